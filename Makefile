@@ -1,0 +1,16 @@
+# The test command CI runs (see README): formatting, vet, and every test with the race detector.
+GO ?= go
+
+.PHONY: test build fmt-check vet
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+build:
+	$(GO) build -o bin/strata ./cmd/strata
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...

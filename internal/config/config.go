@@ -1,0 +1,220 @@
+// Package config holds the server's configuration: every setting with its default,
+// validation, and loading from flags, STRATA_* environment variables and an optional
+// JSON config file (precedence: flag > environment > file > default).
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Config is the configuration of one Strata node.
+type Config struct {
+	NodeID              int32
+	DataDir             string
+	KafkaAddr           string // listener for the Kafka protocol
+	AdvertisedKafkaAddr string // what clients are told to connect to; defaults to KafkaAddr
+	HTTPAddr            string // JSON API, console, /metrics, health
+	ControllerAddr      string // Raft transport listener
+	Controllers         string // static voters: "1@host:port,2@host:port"; empty = this node alone
+
+	AutoCreateTopics      bool
+	DefaultPartitions     int32
+	MaxRequestBytes       int32
+	LogLevel              string
+	LogFormat             string // text | json
+	ShutdownTimeout       time.Duration
+	GroupInitialDelay     time.Duration
+	OffsetsTopicPartition int32
+}
+
+// Default returns the embedded defaults: a single node serving on loopback.
+func Default() Config {
+	return Config{
+		NodeID:                1,
+		DataDir:               "./data",
+		KafkaAddr:             "127.0.0.1:9092",
+		HTTPAddr:              "127.0.0.1:8080",
+		ControllerAddr:        "127.0.0.1:9093",
+		AutoCreateTopics:      true,
+		DefaultPartitions:     1,
+		MaxRequestBytes:       100 << 20,
+		LogLevel:              "info",
+		LogFormat:             "text",
+		ShutdownTimeout:       30 * time.Second,
+		GroupInitialDelay:     3 * time.Second,
+		OffsetsTopicPartition: 50,
+	}
+}
+
+// option binds one setting to its flag name; the env var and file key derive from it.
+type option struct {
+	name  string
+	usage string
+	value pflag.Value
+}
+
+func (c *Config) options() []option {
+	return []option{
+		{"node-id", "unique id of this node", int32Value{&c.NodeID}},
+		{"data-dir", "directory for logs and metadata", stringValue{&c.DataDir}},
+		{"kafka-addr", "Kafka protocol listener host:port", stringValue{&c.KafkaAddr}},
+		{"advertised-kafka-addr", "address clients are told to use (default: --kafka-addr)", stringValue{&c.AdvertisedKafkaAddr}},
+		{"http-addr", "HTTP API, console, /metrics and health listener host:port", stringValue{&c.HTTPAddr}},
+		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
+		{"controllers", "controller voters id@host:port,... (empty: this node alone)", stringValue{&c.Controllers}},
+		{"auto-create-topics", "create unknown topics on Metadata/Produce", boolValue{&c.AutoCreateTopics}},
+		{"default-partitions", "partitions of auto-created topics", int32Value{&c.DefaultPartitions}},
+		{"max-request-bytes", "largest accepted request frame (socket.request.max.bytes)", int32Value{&c.MaxRequestBytes}},
+		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},
+		{"log-format", "text or json", stringValue{&c.LogFormat}},
+		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
+		{"group-initial-rebalance-delay", "group.initial.rebalance.delay.ms as a duration", durationValue{&c.GroupInitialDelay}},
+		{"offsets-topic-partitions", "partitions of __consumer_offsets", int32Value{&c.OffsetsTopicPartition}},
+	}
+}
+
+// EnvName is the environment variable for a flag: node-id -> STRATA_NODE_ID.
+func EnvName(flag string) string {
+	return "STRATA_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// Bind registers every setting as a flag on fs, plus --config.
+func (c *Config) Bind(fs *pflag.FlagSet) *string {
+	for _, o := range c.options() {
+		fs.Var(o.value, o.name, o.usage+" (env "+EnvName(o.name)+")")
+	}
+	return fs.String("config", "", "optional JSON config file with the flag names as keys (env STRATA_CONFIG)")
+}
+
+// Resolve fills settings not given as flags from the environment, then from the JSON
+// file at path (if any), then validates.
+func (c *Config) Resolve(fs *pflag.FlagSet, path string, getenv func(string) string) error {
+	if path == "" {
+		path = getenv("STRATA_CONFIG")
+	}
+	file := map[string]any{}
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("config file: %w", err)
+		}
+		if err := json.Unmarshal(raw, &file); err != nil {
+			return fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	known := map[string]bool{}
+	for _, o := range c.options() {
+		known[o.name] = true
+		if f := fs.Lookup(o.name); f != nil && f.Changed {
+			continue
+		}
+		if v := getenv(EnvName(o.name)); v != "" {
+			if err := o.value.Set(v); err != nil {
+				return fmt.Errorf("%s=%q: %w", EnvName(o.name), v, err)
+			}
+			continue
+		}
+		if v, ok := file[o.name]; ok {
+			if err := o.value.Set(fmt.Sprint(v)); err != nil {
+				return fmt.Errorf("config file key %q: %w", o.name, err)
+			}
+		}
+	}
+	for k := range file {
+		if !known[k] {
+			return fmt.Errorf("config file %s: unknown key %q", path, k)
+		}
+	}
+	return c.Validate()
+}
+
+// Validate checks the settings and fills derived defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.NodeID < 0 {
+		errs = append(errs, fmt.Errorf("node-id must be >= 0, got %d", c.NodeID))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data-dir must not be empty"))
+	}
+	for name, addr := range map[string]string{"kafka-addr": c.KafkaAddr, "http-addr": c.HTTPAddr, "controller-addr": c.ControllerAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
+		}
+	}
+	if c.AdvertisedKafkaAddr == "" {
+		c.AdvertisedKafkaAddr = c.KafkaAddr
+	}
+	if _, _, err := net.SplitHostPort(c.AdvertisedKafkaAddr); err != nil {
+		errs = append(errs, fmt.Errorf("advertised-kafka-addr %q: %w", c.AdvertisedKafkaAddr, err))
+	}
+	if _, err := c.Voters(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DefaultPartitions < 1 {
+		errs = append(errs, fmt.Errorf("default-partitions must be >= 1, got %d", c.DefaultPartitions))
+	}
+	if c.OffsetsTopicPartition < 1 {
+		errs = append(errs, fmt.Errorf("offsets-topic-partitions must be >= 1, got %d", c.OffsetsTopicPartition))
+	}
+	if c.MaxRequestBytes < 1<<10 {
+		errs = append(errs, fmt.Errorf("max-request-bytes must be >= 1024, got %d", c.MaxRequestBytes))
+	}
+	if _, err := c.SlogLevel(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log-format must be text or json, got %q", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// Voter is one controller quorum member.
+type Voter struct {
+	ID   int32
+	Addr string
+}
+
+// Voters parses Controllers; with none configured this node is the only voter.
+func (c *Config) Voters() ([]Voter, error) {
+	if strings.TrimSpace(c.Controllers) == "" {
+		return []Voter{{ID: c.NodeID, Addr: c.ControllerAddr}}, nil
+	}
+	var voters []Voter
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(c.Controllers, ",") {
+		idStr, addr, ok := strings.Cut(strings.TrimSpace(part), "@")
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if !ok || err != nil || id < 0 {
+			return nil, fmt.Errorf("controllers: %q is not id@host:port", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("controllers: %q: %w", part, err)
+		}
+		if seen[int32(id)] {
+			return nil, fmt.Errorf("controllers: node %d listed twice", id)
+		}
+		seen[int32(id)] = true
+		voters = append(voters, Voter{ID: int32(id), Addr: addr})
+	}
+	return voters, nil
+}
+
+// SlogLevel parses LogLevel.
+func (c *Config) SlogLevel() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return l, nil
+}

@@ -1,0 +1,100 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func resolve(t *testing.T, args []string, env map[string]string, file string) (Config, error) {
+	t.Helper()
+	c := Default()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	path := c.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if file != "" {
+		p := filepath.Join(t.TempDir(), "strata.json")
+		if err := os.WriteFile(p, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		*path = p
+	}
+	err := c.Resolve(fs, *path, func(k string) string { return env[k] })
+	return c, err
+}
+
+func TestResolvePrecedence(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		file    string
+		wantID  int32
+		wantDir string
+	}{
+		{name: "defaults", wantID: 1, wantDir: "./data"},
+		{name: "file", file: `{"node-id": 7, "data-dir": "/f"}`, wantID: 7, wantDir: "/f"},
+		{name: "env beats file", file: `{"node-id": 7}`, env: map[string]string{"STRATA_NODE_ID": "8"}, wantID: 8, wantDir: "./data"},
+		{name: "flag beats env", args: []string{"--node-id=9"}, env: map[string]string{"STRATA_NODE_ID": "8"}, wantID: 9, wantDir: "./data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := resolve(t, tt.args, tt.env, tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.NodeID != tt.wantID || c.DataDir != tt.wantDir {
+				t.Fatalf("got node %d dir %q, want %d %q", c.NodeID, c.DataDir, tt.wantID, tt.wantDir)
+			}
+			if c.AdvertisedKafkaAddr != c.KafkaAddr {
+				t.Fatalf("advertised address %q not defaulted to %q", c.AdvertisedKafkaAddr, c.KafkaAddr)
+			}
+		})
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		file    string
+		wantErr string
+	}{
+		{name: "bad env int", env: map[string]string{"STRATA_NODE_ID": "x"}, wantErr: "STRATA_NODE_ID"},
+		{name: "unknown file key", file: `{"nodeid": 1}`, wantErr: `unknown key "nodeid"`},
+		{name: "bad json", file: `{`, wantErr: "config file"},
+		{name: "bad addr", args: []string{"--kafka-addr=nope"}, wantErr: "kafka-addr"},
+		{name: "bad level", args: []string{"--log-level=loud"}, wantErr: "log-level"},
+		{name: "bad format", args: []string{"--log-format=xml"}, wantErr: "log-format"},
+		{name: "bad voters", args: []string{"--controllers=1@a:1,x"}, wantErr: "controllers"},
+		{name: "dup voters", args: []string{"--controllers=1@a:1,1@b:2"}, wantErr: "twice"},
+		{name: "partitions", args: []string{"--default-partitions=0"}, wantErr: "default-partitions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := resolve(t, tt.args, tt.env, tt.file)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestVoters(t *testing.T) {
+	c := Default()
+	v, err := c.Voters()
+	if err != nil || len(v) != 1 || v[0].ID != 1 || v[0].Addr != c.ControllerAddr {
+		t.Fatalf("single node voters = %v, %v", v, err)
+	}
+	c.Controllers = "1@127.0.0.1:1, 2@127.0.0.2:2"
+	v, err = c.Voters()
+	if err != nil || len(v) != 2 || v[1].ID != 2 || v[1].Addr != "127.0.0.2:2" {
+		t.Fatalf("voters = %v, %v", v, err)
+	}
+}

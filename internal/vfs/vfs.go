@@ -1,0 +1,69 @@
+// Package vfs is the one door through which Strata touches the disk.
+//
+// Every file the broker writes (segments, indexes, checkpoints, metadata) is opened
+// through an FS, so tests can swap the operating system for an in-memory filesystem
+// that forgets unsynced data on a simulated power cut, or for one that injects write,
+// sync and disk-full errors.
+//
+// Durability contract, the same for every implementation:
+//  1. File.Write / File.WriteAt put bytes in a volatile cache.
+//  2. File.Sync makes the file's contents and size durable.
+//  3. A created, removed or renamed name is durable only after SyncDir on its parent
+//     directory. A file whose creation was never made durable by SyncDir vanishes on a
+//     power cut even if the file itself was synced.
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. Implementations are safe for concurrent ReadAt calls;
+// writes to one file are serialised by its single owner.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.WriterAt
+	io.Closer
+	// Sync makes the file's data and size durable.
+	Sync() error
+	// Truncate changes the file size; like a write it is volatile until Sync.
+	Truncate(size int64) error
+	// Size returns the current (possibly unsynced) size.
+	Size() (int64, error)
+	// Name returns the path the file was opened with.
+	Name() string
+}
+
+// OSFile is implemented by files backed by a real operating-system file, so the
+// network layer can send their bytes with sendfile(2).
+type OSFile interface {
+	OSFile() *os.File
+}
+
+// FS is a filesystem.
+type FS interface {
+	// Create creates or truncates the named file for reading and writing.
+	Create(name string) (File, error)
+	// Open opens an existing file read-only.
+	Open(name string) (File, error)
+	// OpenReadWrite opens an existing file, or creates it, for reading and writing
+	// without truncating it. Writes through Write append at the current position,
+	// which starts at 0; use WriteAt or Seek-free appends via Size.
+	OpenReadWrite(name string) (File, error)
+	// Remove deletes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll deletes a path and everything below it.
+	RemoveAll(name string) error
+	// Rename renames a file, replacing newname if it exists.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and any parents.
+	MkdirAll(dir string, perm os.FileMode) error
+	// List returns the names (not paths) of the entries in dir, sorted.
+	List(dir string) ([]string, error)
+	// Stat describes a path.
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes the creations, removals and renames in dir durable.
+	SyncDir(dir string) error
+}
