@@ -1,0 +1,131 @@
+package replica
+
+import (
+	"errors"
+	"math"
+)
+
+// Idempotent-producer errors; the Produce handler maps them to Kafka error codes.
+var (
+	// ErrOutOfOrderSequence: the batch's first sequence does not follow the last one
+	// appended for its producer (a gap). OUT_OF_ORDER_SEQUENCE_NUMBER; not retriable
+	// for the batch, the client bumps its epoch.
+	ErrOutOfOrderSequence = errors.New("out of order sequence number")
+	// ErrInvalidProducerEpoch: the batch carries an epoch older than the producer's
+	// current one (a zombie). INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+)
+
+// producerBatchesKept is how many recent batches per producer are remembered for
+// duplicate detection: a client keeps at most 5 requests in flight.
+const producerBatchesKept = 5
+
+// batchMeta identifies one appended batch of an idempotent producer.
+type batchMeta struct {
+	firstSeq, lastSeq       int32
+	firstOffset, lastOffset int64
+}
+
+// producerEntry is the state of one producer id on one partition.
+type producerEntry struct {
+	epoch   int16
+	batches []batchMeta // oldest first, at most producerBatchesKept
+}
+
+// producerState tracks idempotent producers on one partition. It is pure: the
+// Partition serialises access under its append lock and feeds it every batch.
+type producerState struct {
+	entries map[int64]*producerEntry
+}
+
+func newProducerState() *producerState {
+	return &producerState{entries: make(map[int64]*producerEntry)}
+}
+
+// seqCheck is the verdict on an incoming idempotent batch.
+type seqCheck struct {
+	duplicate bool  // already appended: answer with the original offsets
+	offset    int64 // original first offset when duplicate
+}
+
+// check validates a batch of numRecords records from producer id pid with epoch and
+// first sequence firstSeq against the state, without changing it.
+func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords int32) (seqCheck, error) {
+	e, ok := s.entries[pid]
+	if !ok {
+		// Unknown producer (new, or its state was lost to retention): any sequence
+		// starts it, as Kafka does since KIP-360.
+		return seqCheck{}, nil
+	}
+	if epoch < e.epoch {
+		return seqCheck{}, ErrInvalidProducerEpoch
+	}
+	lastSeq := addSeq(firstSeq, numRecords-1)
+	if epoch == e.epoch {
+		for _, b := range e.batches {
+			if b.firstSeq == firstSeq && b.lastSeq == lastSeq {
+				return seqCheck{duplicate: true, offset: b.firstOffset}, nil
+			}
+		}
+	}
+	if epoch > e.epoch {
+		if firstSeq != 0 {
+			return seqCheck{}, ErrOutOfOrderSequence
+		}
+		return seqCheck{}, nil
+	}
+	last := e.batches[len(e.batches)-1].lastSeq
+	if firstSeq != addSeq(last, 1) {
+		return seqCheck{}, ErrOutOfOrderSequence
+	}
+	return seqCheck{}, nil
+}
+
+// record notes an appended batch (after check passed, or while rebuilding from the log).
+func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecords int32, firstOffset, lastOffset int64) {
+	e, ok := s.entries[pid]
+	if !ok {
+		e = &producerEntry{epoch: epoch}
+		s.entries[pid] = e
+	}
+	if epoch != e.epoch {
+		e.epoch = epoch
+		e.batches = e.batches[:0]
+	}
+	if len(e.batches) == producerBatchesKept {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerBatchesKept-1]
+	}
+	e.batches = append(e.batches, batchMeta{
+		firstSeq:    firstSeq,
+		lastSeq:     addSeq(firstSeq, numRecords-1),
+		firstOffset: firstOffset,
+		lastOffset:  lastOffset,
+	})
+}
+
+// truncate forgets batches at or above offset (the log was truncated there). A
+// producer left with no batches is forgotten: its next batch is accepted as new.
+func (s *producerState) truncate(offset int64) {
+	for pid, e := range s.entries {
+		n := 0
+		for _, b := range e.batches {
+			if b.lastOffset < offset {
+				e.batches[n] = b
+				n++
+			}
+		}
+		e.batches = e.batches[:n]
+		if n == 0 {
+			delete(s.entries, pid)
+		}
+	}
+}
+
+// addSeq adds to a sequence number, wrapping from MaxInt32 to 0 as Kafka does.
+func addSeq(seq, n int32) int32 {
+	if int64(seq)+int64(n) > math.MaxInt32 {
+		return int32(int64(seq) + int64(n) - math.MaxInt32 - 1)
+	}
+	return seq + n
+}

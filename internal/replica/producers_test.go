@@ -1,0 +1,78 @@
+package replica
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestProducerStateCheck(t *testing.T) {
+	type batch struct {
+		epoch    int16
+		firstSeq int32
+		n        int32
+	}
+	tests := []struct {
+		name    string
+		history []batch // appended in order at offsets 0, n, ...
+		next    batch
+		wantErr error
+		wantDup bool
+		wantOff int64
+	}{
+		{name: "unknown producer any seq", next: batch{0, 17, 3}},
+		{name: "in sequence", history: []batch{{0, 0, 3}}, next: batch{0, 3, 2}},
+		{name: "gap", history: []batch{{0, 0, 3}}, next: batch{0, 4, 1}, wantErr: ErrOutOfOrderSequence},
+		{name: "behind but not duplicate", history: []batch{{0, 0, 3}, {0, 3, 3}}, next: batch{0, 1, 1}, wantErr: ErrOutOfOrderSequence},
+		{name: "duplicate of last", history: []batch{{0, 0, 3}, {0, 3, 3}}, next: batch{0, 3, 3}, wantDup: true, wantOff: 3},
+		{name: "duplicate of older", history: []batch{{0, 0, 3}, {0, 3, 3}, {0, 6, 1}}, next: batch{0, 0, 3}, wantDup: true, wantOff: 0},
+		{name: "old epoch fenced", history: []batch{{2, 0, 1}}, next: batch{1, 1, 1}, wantErr: ErrInvalidProducerEpoch},
+		{name: "new epoch starts at zero", history: []batch{{1, 0, 5}}, next: batch{2, 0, 1}},
+		{name: "new epoch nonzero seq", history: []batch{{1, 0, 5}}, next: batch{2, 5, 1}, wantErr: ErrOutOfOrderSequence},
+		{name: "wraps at MaxInt32", history: []batch{{0, math.MaxInt32 - 1, 2}}, next: batch{0, 0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newProducerState()
+			var off int64
+			for _, b := range tt.history {
+				s.record(7, b.epoch, b.firstSeq, b.n, off, off+int64(b.n)-1)
+				off += int64(b.n)
+			}
+			got, err := s.check(7, tt.next.epoch, tt.next.firstSeq, tt.next.n)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if got.duplicate != tt.wantDup || (tt.wantDup && got.offset != tt.wantOff) {
+				t.Fatalf("check = %+v, want duplicate=%v offset=%d", got, tt.wantDup, tt.wantOff)
+			}
+		})
+	}
+}
+
+func TestProducerStateKeepsFiveBatches(t *testing.T) {
+	s := newProducerState()
+	for i := int32(0); i < 7; i++ {
+		s.record(1, 0, i, 1, int64(i), int64(i))
+	}
+	if r, _ := s.check(1, 0, 1, 1); r.duplicate {
+		t.Fatal("batch 1 should have been forgotten (only the last 5 are kept)")
+	}
+	if r, _ := s.check(1, 0, 2, 1); !r.duplicate || r.offset != 2 {
+		t.Fatalf("batch 2 should still be a duplicate at offset 2, got %+v", r)
+	}
+}
+
+func TestProducerStateTruncate(t *testing.T) {
+	s := newProducerState()
+	s.record(1, 0, 0, 2, 0, 1)
+	s.record(1, 0, 2, 2, 2, 3)
+	s.record(2, 0, 0, 1, 4, 4)
+	s.truncate(2)
+	if _, err := s.check(1, 0, 2, 2); err != nil {
+		t.Fatalf("after truncating the second batch, it must be acceptable again: %v", err)
+	}
+	if _, ok := s.entries[2]; ok {
+		t.Fatal("producer 2 had only truncated batches and should be forgotten")
+	}
+}
