@@ -11,6 +11,19 @@
 //  3. A created, removed or renamed name is durable only after SyncDir on its parent
 //     directory. A file whose creation was never made durable by SyncDir vanishes on a
 //     power cut even if the file itself was synced.
+//
+// Implementations:
+//   - Default: the operating system.
+//   - NewMem: an in-memory FS that tracks volatile and durable state separately and
+//     can be crashed (CrashClone, PowerCut), optionally tearing unsynced writes.
+//   - NewErrorFS: wraps any FS and fails the operations an Injector picks (Rule for
+//     the Nth write, a sync, reads on a path glob; DiskFull for ENOSPC).
+//
+// Errors follow the os package: a missing name satisfies errors.Is(err,
+// fs.ErrNotExist), ReadAt past the end returns io.EOF, and an operation on a closed
+// file satisfies errors.Is(err, fs.ErrClosed).
+//
+// Concurrency: FS methods are safe for concurrent use by any implementation.
 package vfs
 
 import (
