@@ -1,0 +1,106 @@
+package batch
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/FuzzValidate from seedBatches")
+
+// seedBatches are the inputs committed under testdata/fuzz/FuzzValidate.
+func seedBatches() map[string][]byte {
+	plain := build(spec{records: []rec{{0, "hello"}}})
+	multi := build(spec{baseOffset: 5, epoch: 3, firstTS: 1700000000000, maxTS: 1700000000009,
+		producerID: 4, records: []rec{{0, "a"}, {9, "bb"}, {2, ""}}})
+	lat := bytes.Clone(multi)
+	SetLogAppendTime(lat, 1800000000000)
+	control := build(spec{attrs: attrControl | attrTransactional, producerID: 8})
+	zstd := build(spec{attrs: int16(CodecZstd)})
+	two := append(bytes.Clone(plain), multi...)
+	return map[string][]byte{
+		"plain":        plain,
+		"multi":        multi,
+		"logappend":    lat,
+		"control":      control,
+		"codec-zstd":   zstd,
+		"two-batches":  two,
+		"torn-tail":    two[:len(two)-7],
+		"bad-crc":      mutate(plain, false, func(b []byte) []byte { b[len(b)-1] ^= 0x55; return b }),
+		"bad-magic":    mutate(plain, true, func(b []byte) []byte { b[offMagic] = 0; return b }),
+		"short-header": plain[:30],
+		"empty":        {},
+	}
+}
+
+func TestFuzzSeedCorpus(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzValidate")
+	for name, b := range seedBatches() {
+		want := fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", b)
+		path := filepath.Join(dir, name)
+		if *updateCorpus {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test -run TestFuzzSeedCorpus -update-corpus)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s is stale (run go test -run TestFuzzSeedCorpus -update-corpus)", path)
+		}
+	}
+}
+
+// FuzzValidate checks that no input panics and that whatever Validate accepts stays
+// self-consistent under the in-place setters.
+func FuzzValidate(f *testing.F) {
+	for _, b := range seedBatches() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = ParseHeader(data)
+		_, _ = FrameSize(data)
+		h, err := Validate(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("unclassed error %v", err)
+			}
+		} else {
+			if h.Size() != len(data) || h.NumRecords <= 0 || h.Magic != 2 {
+				t.Fatalf("accepted inconsistent header %+v for %d bytes", h, len(data))
+			}
+			c := bytes.Clone(data)
+			SetBaseOffset(c, h.BaseOffset+1)
+			SetPartitionLeaderEpoch(c, 9)
+			SetLogAppendTime(c, 12345)
+			h2, err := Validate(c)
+			if err != nil {
+				t.Fatalf("setters broke a valid batch: %v", err)
+			}
+			if h2.BaseOffset != h.BaseOffset+1 || h2.PartitionLeaderEpoch != 9 || h2.MaxTimestamp != 12345 || !h2.LogAppendTime() {
+				t.Fatalf("setters did not stick: %+v", h2)
+			}
+			if h.Codec() == CodecNone {
+				_, _, _, _ = FindTimestamp(&h, data[HeaderSize:], h.FirstTimestamp, h.BaseOffset)
+			}
+		}
+		it := NewIter(data)
+		total := 0
+		for it.Next() {
+			total += len(it.Batch())
+		}
+		if total != it.Pos() || total > len(data) || (it.Err() == nil && total != len(data)) {
+			t.Fatalf("iter covered %d of %d bytes, pos %d, err %v", total, len(data), it.Pos(), it.Err())
+		}
+	})
+}

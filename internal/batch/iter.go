@@ -1,0 +1,61 @@
+package batch
+
+// Iter walks a byte slice holding concatenated batches (a Produce request's Records
+// field, or a range read from a segment), validating each batch with Validate. A
+// trailing partial batch is an error (ErrTruncated), never silently dropped. Iter
+// does not allocate.
+//
+//	it := batch.NewIter(records)
+//	for it.Next() {
+//		h, b := it.Header(), it.Batch()
+//		...
+//	}
+//	if err := it.Err(); err != nil { ... }
+type Iter struct {
+	buf []byte
+	pos int // start of the next batch in buf
+	cur []byte
+	h   Header
+	err error
+}
+
+// NewIter returns an Iter over b.
+func NewIter(b []byte) Iter { return Iter{buf: b} }
+
+// Next advances to the next batch. It returns false at the end of the input or at
+// the first bad batch; Err tells which.
+func (it *Iter) Next() bool {
+	if it.err != nil || it.pos >= len(it.buf) {
+		it.cur = nil
+		return false
+	}
+	rest := it.buf[it.pos:]
+	size, err := FrameSize(rest)
+	if err == nil && size > len(rest) {
+		err = ErrTruncated
+	}
+	if err != nil {
+		it.err, it.cur = err, nil
+		return false
+	}
+	it.cur = rest[:size:size]
+	if it.h, err = Validate(it.cur); err != nil {
+		it.err, it.cur = err, nil
+		return false
+	}
+	it.pos += size
+	return true
+}
+
+// Batch returns the current batch's bytes; they alias the input.
+func (it *Iter) Batch() []byte { return it.cur }
+
+// Header returns the current batch's header.
+func (it *Iter) Header() Header { return it.h }
+
+// Pos returns the offset in the input just past the current batch (after a failed
+// Next: the start of the bad batch).
+func (it *Iter) Pos() int { return it.pos }
+
+// Err returns the error that stopped the iteration, or nil at a clean end.
+func (it *Iter) Err() error { return it.err }

@@ -1,0 +1,45 @@
+package batch
+
+import "encoding/binary"
+
+// FindTimestamp returns the offset and timestamp of the first record in a batch
+// whose timestamp is >= ts and whose offset is >= minOffset. records is the batch's
+// record section (the bytes after the header), already decompressed if the batch is
+// compressed. In a LogAppendTime batch every record carries the max timestamp, so
+// records is not read. A record that does not parse gives ErrBadRecord.
+//
+// Each record starts with varint length, int8 attributes, varlong timestampDelta
+// (relative to firstTimestamp) and varint offsetDelta; the rest is skipped.
+func FindTimestamp(h *Header, records []byte, ts, minOffset int64) (offset, timestamp int64, ok bool, err error) {
+	if h.LogAppendTime() {
+		if h.MaxTimestamp < ts || h.LastOffset() < minOffset {
+			return 0, 0, false, nil
+		}
+		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true, nil
+	}
+	for i := int32(0); i < h.NumRecords; i++ {
+		length, n := binary.Varint(records)
+		if n <= 0 || length < 0 || length > int64(len(records)-n) {
+			return 0, 0, false, ErrBadRecord
+		}
+		rec := records[n : n+int(length)]
+		records = records[n+int(length):]
+		if len(rec) < 1 {
+			return 0, 0, false, ErrBadRecord
+		}
+		rec = rec[1:] // attributes
+		tsDelta, n := binary.Varint(rec)
+		if n <= 0 {
+			return 0, 0, false, ErrBadRecord
+		}
+		offDelta, m := binary.Varint(rec[n:])
+		if m <= 0 {
+			return 0, 0, false, ErrBadRecord
+		}
+		o, t := h.BaseOffset+offDelta, h.FirstTimestamp+tsDelta
+		if t >= ts && o >= minOffset {
+			return o, t, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
