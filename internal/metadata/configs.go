@@ -1,0 +1,421 @@
+package metadata
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ConfigType is the type of a config value, with Kafka's DescribeConfigs codes.
+type ConfigType int8
+
+// Config types used by the topic table.
+const (
+	ConfigTypeBoolean ConfigType = 1
+	ConfigTypeString  ConfigType = 2
+	ConfigTypeInt     ConfigType = 3
+	ConfigTypeLong    ConfigType = 5
+	ConfigTypeDouble  ConfigType = 6
+	ConfigTypeList    ConfigType = 7
+)
+
+// ConfigSource says where a described value comes from, with Kafka's
+// DescribeConfigs codes.
+type ConfigSource int8
+
+// Config sources, most specific first.
+const (
+	SourceTopic          ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: a topic override
+	SourceBroker         ConfigSource = 2 // DYNAMIC_BROKER_CONFIG: set for one broker
+	SourceClusterDefault ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG: set for all brokers
+	SourceDefault        ConfigSource = 5 // DEFAULT_CONFIG: the built-in default
+)
+
+// ResourceType is the kind of resource a config belongs to, with Kafka's codes.
+type ResourceType int8
+
+// Resource types that carry configs.
+const (
+	ResourceTopic  ResourceType = 2
+	ResourceBroker ResourceType = 4
+)
+
+func (t ResourceType) String() string {
+	switch t {
+	case ResourceTopic:
+		return "topic"
+	case ResourceBroker:
+		return "broker"
+	}
+	return "resource type " + strconv.Itoa(int(t))
+}
+
+// CleanupPolicy is the set of cleanup.policy values.
+type CleanupPolicy uint8
+
+// Cleanup policies; a topic may have both.
+const (
+	CleanupDelete CleanupPolicy = 1 << iota
+	CleanupCompact
+)
+
+// TimestampType is message.timestamp.type, numbered like the record-batch
+// attribute bit.
+type TimestampType int8
+
+// Timestamp types.
+const (
+	CreateTime    TimestampType = 0
+	LogAppendTime TimestampType = 1
+)
+
+// TopicConfig is a topic's effective configuration: every key of the table,
+// resolved from the topic's overrides, then the cluster-wide broker defaults,
+// then the built-in defaults.
+type TopicConfig struct {
+	CleanupPolicy               CleanupPolicy
+	CompressionType             string
+	DeleteRetentionMs           int64
+	FileDeleteDelayMs           int64
+	FlushMessages               int64
+	FlushMs                     int64
+	IndexIntervalBytes          int32
+	MaxCompactionLagMs          int64
+	MaxMessageBytes             int32
+	MessageTimestampAfterMaxMs  int64
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampType        TimestampType
+	MinCleanableDirtyRatio      float64
+	MinCompactionLagMs          int64
+	MinInsyncReplicas           int32
+	Preallocate                 bool
+	RetentionBytes              int64
+	RetentionMs                 int64
+	SegmentBytes                int32
+	SegmentIndexBytes           int32
+	SegmentJitterMs             int64
+	SegmentMs                   int64
+	UncleanLeaderElectionEnable bool
+}
+
+// ConfigDef describes one topic config key: the single table behind validation,
+// resolution and DescribeConfigs.
+type ConfigDef struct {
+	Name    string
+	Type    ConfigType
+	Default string
+	// BrokerName is the broker-level key (Kafka's synonym) whose cluster-wide
+	// value, when set, replaces Default for every topic without an override.
+	BrokerName string
+	// set parses v, checks it and stores it in c.
+	set func(c *TopicConfig, v string) error
+}
+
+// Validate reports whether v is an acceptable value for the key.
+func (d ConfigDef) Validate(v string) error {
+	var scratch TopicConfig
+	if err := d.set(&scratch, v); err != nil {
+		return fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, d.Name, v, err)
+	}
+	return nil
+}
+
+const (
+	maxInt32 = math.MaxInt32
+	maxInt64 = math.MaxInt64
+)
+
+// topicConfigDefs is sorted by Name. Defaults and validators follow Kafka's.
+var topicConfigDefs = []ConfigDef{
+	{"cleanup.policy", ConfigTypeList, "delete", "log.cleanup.policy",
+		func(c *TopicConfig, v string) (err error) { c.CleanupPolicy, err = parseCleanupPolicy(v); return }},
+	{"compression.type", ConfigTypeString, "producer", "compression.type",
+		func(c *TopicConfig, v string) (err error) {
+			c.CompressionType, err = oneOf(v, "uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+			return
+		}},
+	{"delete.retention.ms", ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms",
+		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.DeleteRetentionMs })},
+	{"file.delete.delay.ms", ConfigTypeLong, "60000", "log.segment.delete.delay.ms",
+		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.FileDeleteDelayMs })},
+	{"flush.messages", ConfigTypeLong, "9223372036854775807", "log.flush.interval.messages",
+		long(1, maxInt64, func(c *TopicConfig) *int64 { return &c.FlushMessages })},
+	{"flush.ms", ConfigTypeLong, "9223372036854775807", "log.flush.interval.ms",
+		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.FlushMs })},
+	{"index.interval.bytes", ConfigTypeInt, "4096", "log.index.interval.bytes",
+		int32Key(0, maxInt32, func(c *TopicConfig) *int32 { return &c.IndexIntervalBytes })},
+	{"max.compaction.lag.ms", ConfigTypeLong, "9223372036854775807", "log.cleaner.max.compaction.lag.ms",
+		long(1, maxInt64, func(c *TopicConfig) *int64 { return &c.MaxCompactionLagMs })},
+	{"max.message.bytes", ConfigTypeInt, "1048588", "message.max.bytes",
+		int32Key(0, maxInt32, func(c *TopicConfig) *int32 { return &c.MaxMessageBytes })},
+	{"message.timestamp.after.max.ms", ConfigTypeLong, "9223372036854775807", "log.message.timestamp.after.max.ms",
+		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.MessageTimestampAfterMaxMs })},
+	{"message.timestamp.before.max.ms", ConfigTypeLong, "9223372036854775807", "log.message.timestamp.before.max.ms",
+		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.MessageTimestampBeforeMaxMs })},
+	{"message.timestamp.type", ConfigTypeString, "CreateTime", "log.message.timestamp.type",
+		func(c *TopicConfig, v string) error {
+			s, err := oneOf(v, "CreateTime", "LogAppendTime")
+			c.MessageTimestampType = CreateTime
+			if s == "LogAppendTime" {
+				c.MessageTimestampType = LogAppendTime
+			}
+			return err
+		}},
+	{"min.cleanable.dirty.ratio", ConfigTypeDouble, "0.5", "log.cleaner.min.cleanable.ratio",
+		func(c *TopicConfig, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+				return fmt.Errorf("want a number between 0 and 1")
+			}
+			c.MinCleanableDirtyRatio = f
+			return nil
+		}},
+	{"min.compaction.lag.ms", ConfigTypeLong, "0", "log.cleaner.min.compaction.lag.ms",
+		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.MinCompactionLagMs })},
+	{"min.insync.replicas", ConfigTypeInt, "1", "min.insync.replicas",
+		int32Key(1, maxInt32, func(c *TopicConfig) *int32 { return &c.MinInsyncReplicas })},
+	{"preallocate", ConfigTypeBoolean, "false", "log.preallocate",
+		boolean(func(c *TopicConfig) *bool { return &c.Preallocate })},
+	{"retention.bytes", ConfigTypeLong, "-1", "log.retention.bytes",
+		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionBytes })},
+	{"retention.ms", ConfigTypeLong, "604800000", "log.retention.ms",
+		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionMs })},
+	{"segment.bytes", ConfigTypeInt, "1073741824", "log.segment.bytes",
+		int32Key(14, maxInt32, func(c *TopicConfig) *int32 { return &c.SegmentBytes })},
+	{"segment.index.bytes", ConfigTypeInt, "10485760", "log.index.size.max.bytes",
+		int32Key(4, maxInt32, func(c *TopicConfig) *int32 { return &c.SegmentIndexBytes })},
+	{"segment.jitter.ms", ConfigTypeLong, "0", "log.roll.jitter.ms",
+		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.SegmentJitterMs })},
+	{"segment.ms", ConfigTypeLong, "604800000", "log.roll.ms",
+		long(1, maxInt64, func(c *TopicConfig) *int64 { return &c.SegmentMs })},
+	{"unclean.leader.election.enable", ConfigTypeBoolean, "false", "unclean.leader.election.enable",
+		boolean(func(c *TopicConfig) *bool { return &c.UncleanLeaderElectionEnable })},
+}
+
+var (
+	topicDefsByName    = make(map[string]*ConfigDef, len(topicConfigDefs))
+	topicDefsByBroker  = make(map[string]*ConfigDef, len(topicConfigDefs))
+	defaultTopicConfig TopicConfig
+)
+
+func init() {
+	for i := range topicConfigDefs {
+		d := &topicConfigDefs[i]
+		topicDefsByName[d.Name] = d
+		topicDefsByBroker[d.BrokerName] = d
+		if err := d.set(&defaultTopicConfig, d.Default); err != nil {
+			panic(fmt.Sprintf("metadata: built-in default %s=%q: %v", d.Name, d.Default, err))
+		}
+	}
+}
+
+// TopicConfigDefs returns the topic config table, sorted by name.
+func TopicConfigDefs() []ConfigDef {
+	return append([]ConfigDef(nil), topicConfigDefs...)
+}
+
+// LookupTopicConfig finds a topic config key.
+func LookupTopicConfig(key string) (ConfigDef, bool) {
+	d, ok := topicDefsByName[key]
+	if !ok {
+		return ConfigDef{}, false
+	}
+	return *d, true
+}
+
+// LookupBrokerConfig finds a broker config key. The broker keys Strata accepts are
+// the broker-level synonyms of the topic keys; a cluster-wide value of one becomes
+// the default of its topic key.
+func LookupBrokerConfig(key string) (ConfigDef, bool) {
+	d, ok := topicDefsByBroker[key]
+	if !ok {
+		return ConfigDef{}, false
+	}
+	return *d, true
+}
+
+// DefaultTopicConfig returns the built-in defaults of every topic key.
+func DefaultTopicConfig() TopicConfig { return defaultTopicConfig }
+
+// ValidateConfig checks one key and value for a resource type.
+func ValidateConfig(rt ResourceType, key, value string) error {
+	d, err := lookupConfig(rt, key)
+	if err != nil {
+		return err
+	}
+	return d.Validate(value)
+}
+
+func lookupConfig(rt ResourceType, key string) (ConfigDef, error) {
+	var (
+		d  ConfigDef
+		ok bool
+	)
+	switch rt {
+	case ResourceTopic:
+		d, ok = LookupTopicConfig(key)
+	case ResourceBroker:
+		d, ok = LookupBrokerConfig(key)
+	default:
+		return ConfigDef{}, fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, rt)
+	}
+	if !ok {
+		return ConfigDef{}, fmt.Errorf("%w: unknown %v config %q", ErrInvalidConfig, rt, key)
+	}
+	return d, nil
+}
+
+// ParseList splits a LIST value the way Kafka does: comma separated, items
+// trimmed, an empty or all-blank value is the empty list.
+func ParseList(v string) []string {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	items := strings.Split(v, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items
+}
+
+// resolveTopicConfig computes a topic's effective configuration. Stored values
+// were validated before they were stored, so a value that fails to parse here is
+// impossible; it would leave the default in place.
+func resolveTopicConfig(overrides, clusterDefaults map[string]string) TopicConfig {
+	c := defaultTopicConfig
+	if len(overrides) == 0 && len(clusterDefaults) == 0 {
+		return c
+	}
+	for i := range topicConfigDefs {
+		d := &topicConfigDefs[i]
+		v, ok := overrides[d.Name]
+		if !ok {
+			v, ok = clusterDefaults[d.BrokerName]
+		}
+		if ok {
+			_ = d.set(&c, v)
+		}
+	}
+	return c
+}
+
+// ConfigSynonym is one level of a described value's resolution chain.
+type ConfigSynonym struct {
+	Name   string
+	Value  string
+	Source ConfigSource
+}
+
+// ConfigEntry is one described config value.
+type ConfigEntry struct {
+	Name      string
+	Value     string
+	Source    ConfigSource
+	Type      ConfigType
+	IsDefault bool
+	// Synonyms lists every level that has a value, most specific first (the
+	// first is the effective value).
+	Synonyms []ConfigSynonym
+}
+
+// describe builds the entry named name for d from the levels that may hold a
+// value, most specific first; the built-in default is the last synonym.
+func describe(d *ConfigDef, name string, levels ...describeLevel) ConfigEntry {
+	e := ConfigEntry{Name: name, Type: d.Type}
+	for _, l := range levels {
+		if v, ok := l.values[l.key]; ok {
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: l.key, Value: v, Source: l.source})
+		}
+	}
+	e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: name, Value: d.Default, Source: SourceDefault})
+	e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
+	e.IsDefault = e.Source == SourceDefault
+	return e
+}
+
+type describeLevel struct {
+	source ConfigSource
+	key    string
+	values map[string]string
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func long(lo, hi int64, field func(*TopicConfig) *int64) func(*TopicConfig, string) error {
+	return func(c *TopicConfig, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want an integer in [%d, %d]", lo, hi)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func int32Key(lo, hi int32, field func(*TopicConfig) *int32) func(*TopicConfig, string) error {
+	return func(c *TopicConfig, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil || int32(n) < lo || int32(n) > hi {
+			return fmt.Errorf("want an integer in [%d, %d]", lo, hi)
+		}
+		*field(c) = int32(n)
+		return nil
+	}
+}
+
+func boolean(field func(*TopicConfig) *bool) func(*TopicConfig, string) error {
+	return func(c *TopicConfig, v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			*field(c) = true
+		case "false":
+			*field(c) = false
+		default:
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}
+}
+
+func oneOf(v string, allowed ...string) (string, error) {
+	v = strings.TrimSpace(v)
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
+}
+
+func parseCleanupPolicy(v string) (CleanupPolicy, error) {
+	items := ParseList(v)
+	if len(items) == 0 {
+		return 0, fmt.Errorf("want delete, compact or both")
+	}
+	var p CleanupPolicy
+	for _, it := range items {
+		var bit CleanupPolicy
+		switch it {
+		case "delete":
+			bit = CleanupDelete
+		case "compact":
+			bit = CleanupCompact
+		default:
+			return 0, fmt.Errorf("%q is not delete or compact", it)
+		}
+		if p&bit != 0 {
+			return 0, fmt.Errorf("%q is listed twice", it)
+		}
+		p |= bit
+	}
+	return p, nil
+}

@@ -1,0 +1,146 @@
+package metadata
+
+import (
+	"errors"
+	"slices"
+	"sort"
+	"testing"
+)
+
+func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
+	defs := TopicConfigDefs()
+	if !sort.SliceIsSorted(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name }) {
+		t.Error("topic config table is not sorted by name")
+	}
+	brokerNames := map[string]bool{}
+	for _, d := range defs {
+		if err := d.Validate(d.Default); err != nil {
+			t.Errorf("default of %s does not validate: %v", d.Name, err)
+		}
+		if d.BrokerName == "" || brokerNames[d.BrokerName] {
+			t.Errorf("%s: broker synonym %q empty or repeated", d.Name, d.BrokerName)
+		}
+		brokerNames[d.BrokerName] = true
+	}
+	want := TopicConfig{
+		CleanupPolicy: CleanupDelete, CompressionType: "producer",
+		DeleteRetentionMs: 86400000, FileDeleteDelayMs: 60000,
+		FlushMessages: maxInt64, FlushMs: maxInt64, IndexIntervalBytes: 4096,
+		MaxCompactionLagMs: maxInt64, MaxMessageBytes: 1048588,
+		MessageTimestampAfterMaxMs: maxInt64, MessageTimestampBeforeMaxMs: maxInt64,
+		MessageTimestampType: CreateTime, MinCleanableDirtyRatio: 0.5, MinInsyncReplicas: 1,
+		RetentionBytes: -1, RetentionMs: 604800000, SegmentBytes: 1073741824,
+		SegmentIndexBytes: 10485760, SegmentMs: 604800000,
+	}
+	if got := DefaultTopicConfig(); got != want {
+		t.Errorf("DefaultTopicConfig() =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestValidateConfig(t *testing.T) {
+	tests := []struct {
+		rt         ResourceType
+		key, value string
+		wantErr    error
+	}{
+		{ResourceTopic, "retention.ms", "1000", nil},
+		{ResourceTopic, "retention.ms", "-1", nil},
+		{ResourceTopic, "retention.ms", " 42 ", nil},
+		{ResourceTopic, "retention.ms", "-2", ErrInvalidConfig},
+		{ResourceTopic, "retention.ms", "1h", ErrInvalidConfig},
+		{ResourceTopic, "retention.ms", "", ErrInvalidConfig},
+		{ResourceTopic, "retention.bytes", "-1", nil},
+		{ResourceTopic, "segment.bytes", "1048576", nil},
+		{ResourceTopic, "segment.bytes", "13", ErrInvalidConfig},
+		{ResourceTopic, "segment.bytes", "2147483648", ErrInvalidConfig},
+		{ResourceTopic, "segment.ms", "0", ErrInvalidConfig},
+		{ResourceTopic, "cleanup.policy", "compact", nil},
+		{ResourceTopic, "cleanup.policy", "compact,delete", nil},
+		{ResourceTopic, "cleanup.policy", "delete, compact", nil},
+		{ResourceTopic, "cleanup.policy", "compact,compact", ErrInvalidConfig},
+		{ResourceTopic, "cleanup.policy", "", ErrInvalidConfig},
+		{ResourceTopic, "cleanup.policy", "shred", ErrInvalidConfig},
+		{ResourceTopic, "max.message.bytes", "0", nil},
+		{ResourceTopic, "max.message.bytes", "-1", ErrInvalidConfig},
+		{ResourceTopic, "min.insync.replicas", "2", nil},
+		{ResourceTopic, "min.insync.replicas", "0", ErrInvalidConfig},
+		{ResourceTopic, "message.timestamp.type", "LogAppendTime", nil},
+		{ResourceTopic, "message.timestamp.type", "logappendtime", ErrInvalidConfig},
+		{ResourceTopic, "unclean.leader.election.enable", "TRUE", nil},
+		{ResourceTopic, "unclean.leader.election.enable", "yes", ErrInvalidConfig},
+		{ResourceTopic, "min.cleanable.dirty.ratio", "0.9", nil},
+		{ResourceTopic, "min.cleanable.dirty.ratio", "1.5", ErrInvalidConfig},
+		{ResourceTopic, "min.cleanable.dirty.ratio", "NaN", ErrInvalidConfig},
+		{ResourceTopic, "compression.type", "zstd", nil},
+		{ResourceTopic, "compression.type", "brotli", ErrInvalidConfig},
+		{ResourceTopic, "flush.messages", "0", ErrInvalidConfig},
+		{ResourceTopic, "no.such.key", "1", ErrInvalidConfig},
+		{ResourceTopic, "log.retention.ms", "1", ErrInvalidConfig},
+		{ResourceBroker, "log.retention.ms", "1000", nil},
+		{ResourceBroker, "log.retention.ms", "x", ErrInvalidConfig},
+		{ResourceBroker, "retention.ms", "1000", ErrInvalidConfig},
+		{ResourceBroker, "message.max.bytes", "2000000", nil},
+		{ResourceType(3), "retention.ms", "1", ErrInvalidRequest},
+	}
+	for _, tt := range tests {
+		err := ValidateConfig(tt.rt, tt.key, tt.value)
+		if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+			t.Errorf("ValidateConfig(%v, %q, %q) = %v, want %v", tt.rt, tt.key, tt.value, err, tt.wantErr)
+		}
+	}
+}
+
+func TestParseList(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  ", nil},
+		{"a", []string{"a"}},
+		{"a, b ,c", []string{"a", "b", "c"}},
+		{"a,,b", []string{"a", "", "b"}},
+	}
+	for _, tt := range tests {
+		if got := ParseList(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("ParseList(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestResolveTopicConfig(t *testing.T) {
+	c := resolveTopicConfig(
+		map[string]string{"retention.ms": "1000", "cleanup.policy": "compact,delete"},
+		map[string]string{"log.retention.ms": "5000", "log.segment.bytes": "1048576", "log.cleanup.policy": "compact"})
+	if c.RetentionMs != 1000 {
+		t.Errorf("RetentionMs = %d, want the override 1000", c.RetentionMs)
+	}
+	if c.SegmentBytes != 1048576 {
+		t.Errorf("SegmentBytes = %d, want the cluster default 1048576", c.SegmentBytes)
+	}
+	if c.CleanupPolicy != CleanupCompact|CleanupDelete {
+		t.Errorf("CleanupPolicy = %b, want both", c.CleanupPolicy)
+	}
+	if c.MaxMessageBytes != 1048588 {
+		t.Errorf("MaxMessageBytes = %d, want the built-in default", c.MaxMessageBytes)
+	}
+}
+
+func TestErrorCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int16
+	}{
+		{nil, 0},
+		{ErrTopicExists, 36},
+		{ValidateTopicName(""), 17},
+		{ValidateConfig(ResourceTopic, "retention.ms", "x"), 40},
+		{errors.New("plain"), -1},
+		{ErrCorrupt, -1},
+	}
+	for _, tt := range tests {
+		if got := ErrorCode(tt.err); got != tt.want {
+			t.Errorf("ErrorCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+// Package metadata owns Strata's cluster metadata model: the records of the
+// metadata log (brokers, topics, partitions, configs, producer-id blocks), their
+// binary encoding, the topic-config table, and the Image they build.
+//
+// It is pure: no goroutines, no I/O, no clocks. The controller replicates records
+// with Raft and feeds them to Apply; brokers read the resulting images.
+//
+// # Concurrency
+//
+// An *Image and everything reachable from it (Topic, Partition, Broker, maps,
+// slices) is immutable once returned, so any number of goroutines may read one
+// image without locks while a new one is built. Apply copies on write: it copies
+// the top-level maps it changes (pointer copies, O(topics) per applied batch) and
+// only the topics, partitions and brokers a record touches; everything else is
+// shared with the previous image.
+//
+// # Applying
+//
+//  1. A plan (package controller) reads an image and emits records.
+//  2. The records of one request travel as one batch (one Raft log entry).
+//  3. ApplyAll applies a batch all or nothing, re-validating every record, so a
+//     record planned against a stale image fails deterministically on every node
+//     instead of corrupting the state.
+//
+// # Encoding
+//
+// A batch, the payload of one Raft log entry:
+//
+//	+------------+--------------+-------------------+-------------------------+
+//	| magic 0xA7 | version 1 u8 | count (uvarint)   | count x record          |
+//	+------------+--------------+-------------------+-------------------------+
+//
+// A record:
+//
+//	+-----------------+-------------+----------------+---------------------+
+//	| length (uvarint)| type u8     | version u8 (0) | body (length-2 B)   |
+//	+-----------------+-------------+----------------+---------------------+
+//
+// Body fields are written in the order the record struct declares them:
+//
+//	int32, int64          big-endian two's complement
+//	bool                  one byte, 0 or 1
+//	UUID                  16 bytes
+//	string                uvarint length, then the bytes
+//	[]int32               uvarint count, then count x int32
+//	map[string]string     uvarint count, then count x (key string, value string),
+//	                      keys strictly ascending
+//	ResourceType          one byte
+//
+// The encoding is canonical (minimal uvarints, ordered map keys, 0/1 bools, no
+// trailing bytes), so a value has exactly one encoding. Decoding checks every
+// length against the bytes left before allocating; malformed input returns an
+// error wrapping ErrCorrupt, and a type or version this build does not know
+// returns ErrUnsupportedVersion. A new field means a new record version.
+//
+// A snapshot, the payload of a Raft snapshot:
+//
+//	+--------------+--------------+--------------+-------------------+--------------+
+//	| magic "STMS" | version 1 u8 | offset u64BE | batch (Records()) | CRC-32C u32BE |
+//	+--------------+--------------+--------------+-------------------+--------------+
+//
+// The CRC (Castagnoli) covers every byte before it. The batch holds the records
+// that rebuild the image from NewImage; offset is the image's Raft index.
+//
+// # Topic configs
+//
+// One table (TopicConfigDefs) lists every topic key with its type, default,
+// validator and broker-level synonym. A topic's effective value is its override,
+// else the cluster-wide dynamic broker value of the synonym (broker resource ""),
+// else the default; the image keeps it resolved in Topic.Config.
+package metadata

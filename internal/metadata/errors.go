@@ -1,0 +1,91 @@
+package metadata
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// KafkaError is an error that travels to clients as a Kafka error code. Handlers
+// find it with ErrorCode (or errors.As) and send Code plus the error's text as the
+// response's error message. Detailed errors wrap one of the sentinels below with
+// fmt.Errorf("%w: ...").
+type KafkaError struct {
+	Code int16
+	Msg  string
+}
+
+func (e *KafkaError) Error() string { return e.Msg }
+
+// ErrorCode returns the Kafka error code for err: 0 for nil, the code of the first
+// KafkaError in err's chain, else UNKNOWN_SERVER_ERROR.
+func ErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *KafkaError
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+func kafkaError(e *kerr.Error, msg string) *KafkaError {
+	return &KafkaError{Code: e.Code, Msg: msg}
+}
+
+// Errors returned by Apply, the validators and (through the controller) the plans.
+// Unless noted, retrying the same request gives the same answer.
+var (
+	// ErrInvalidTopic: the name breaks Kafka's rules or collides with an existing
+	// name once '.' and '_' are treated alike. INVALID_TOPIC_EXCEPTION.
+	ErrInvalidTopic = kafkaError(kerr.InvalidTopicException, "invalid topic")
+	// ErrTopicExists: a topic with that name (or id) exists. TOPIC_ALREADY_EXISTS.
+	ErrTopicExists = kafkaError(kerr.TopicAlreadyExists, "topic already exists")
+	// ErrUnknownTopic: no topic or partition by that name. UNKNOWN_TOPIC_OR_PARTITION;
+	// retriable (metadata may still be propagating).
+	ErrUnknownTopic = kafkaError(kerr.UnknownTopicOrPartition, "unknown topic or partition")
+	// ErrUnknownTopicID: no topic with that id. UNKNOWN_TOPIC_ID; retriable.
+	ErrUnknownTopicID = kafkaError(kerr.UnknownTopicID, "unknown topic id")
+	// ErrInvalidPartitions: a partition count below 1, above MaxPartitions, or not
+	// an increase. INVALID_PARTITIONS.
+	ErrInvalidPartitions = kafkaError(kerr.InvalidPartitions, "invalid partitions")
+	// ErrInvalidReplicationFactor: below 1 or above the number of live brokers.
+	// INVALID_REPLICATION_FACTOR; may succeed later when more brokers are live.
+	ErrInvalidReplicationFactor = kafkaError(kerr.InvalidReplicationFactor, "invalid replication factor")
+	// ErrInvalidReplicaAssignment: a manual assignment (or a partition record) with
+	// empty, duplicate or unknown replicas, or an ISR or leader outside the replicas.
+	// INVALID_REPLICA_ASSIGNMENT.
+	ErrInvalidReplicaAssignment = kafkaError(kerr.InvalidReplicaAssignment, "invalid replica assignment")
+	// ErrInvalidConfig: an unknown key or a value its validator rejects. INVALID_CONFIG.
+	ErrInvalidConfig = kafkaError(kerr.InvalidConfig, "invalid config")
+	// ErrInvalidRequest: duplicates in one request, contradictory fields, an
+	// unsupported resource type. INVALID_REQUEST.
+	ErrInvalidRequest = kafkaError(kerr.InvalidRequest, "invalid request")
+	// ErrUnknownBroker: no broker registered with that id. BROKER_NOT_AVAILABLE;
+	// retriable once the broker registers.
+	ErrUnknownBroker = kafkaError(kerr.BrokerNotAvailable, "unknown broker")
+	// ErrStaleBrokerEpoch: the broker epoch in a request or record is not the
+	// broker's current one (it re-registered since). STALE_BROKER_EPOCH; the broker
+	// must re-register.
+	ErrStaleBrokerEpoch = kafkaError(kerr.StaleBrokerEpoch, "stale broker epoch")
+	// ErrStalePartitionEpoch: a partition change was based on a partition epoch that
+	// is no longer current. INVALID_UPDATE_VERSION; re-read the image and re-plan.
+	ErrStalePartitionEpoch = kafkaError(kerr.InvalidUpdateVersion, "stale partition epoch")
+	// ErrFencedLeaderEpoch: a partition change would move the leader epoch
+	// backwards, or change the leader without raising it. FENCED_LEADER_EPOCH.
+	ErrFencedLeaderEpoch = kafkaError(kerr.FencedLeaderEpoch, "fenced leader epoch")
+	// ErrProducerIDs: the next producer id would not advance, or the id space is
+	// exhausted. UNKNOWN_SERVER_ERROR: nothing the client can fix.
+	ErrProducerIDs = kafkaError(kerr.UnknownServerError, "producer id allocation")
+)
+
+// Errors from decoding; they never reach clients as anything but UNKNOWN_SERVER_ERROR.
+var (
+	// ErrCorrupt: bytes that are not a valid encoding (truncated, bad magic, bad
+	// checksum, non-canonical fields, trailing bytes).
+	ErrCorrupt = errors.New("metadata: corrupt encoding")
+	// ErrUnsupportedVersion: a record type or version newer than this build; the
+	// node must be upgraded before it can apply the log.
+	ErrUnsupportedVersion = errors.New("metadata: unsupported record type or version")
+)

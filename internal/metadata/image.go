@@ -1,0 +1,229 @@
+package metadata
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+)
+
+// NoLeader is the leader of a partition that has none.
+const NoLeader int32 = -1
+
+// Broker is a registered broker.
+type Broker struct {
+	ID          int32
+	Incarnation UUID
+	Epoch       int64
+	Host        string
+	Port        int32
+	Rack        string
+	Fenced      bool
+}
+
+// Addr is the broker's Kafka address, host:port.
+func (b *Broker) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) }
+
+// Topic is a topic in an image. Like everything reachable from an Image it is
+// shared between images and readers: never modify it.
+type Topic struct {
+	Name       string
+	ID         UUID
+	Partitions []*Partition // index i is partition i
+	Overrides  map[string]string
+	Config     TopicConfig // effective values
+}
+
+// Partition is a partition in an image. Never modify it.
+type Partition struct {
+	TopicID        UUID
+	Index          int32
+	Replicas       []int32 // preferred leader first
+	ISR            []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// Image is an immutable snapshot of the cluster metadata after the log entry at
+// Offset. Apply returns new images that share every unchanged topic, partition
+// and broker with the old one, so readers keep and read an image with no locks.
+type Image struct {
+	offset         uint64
+	topics         map[string]*Topic
+	topicIDs       map[UUID]*Topic
+	collisions     map[string]string // collisionKey(name) -> name
+	partitions     int
+	brokers        map[int32]*Broker
+	brokerConfigs  map[string]map[string]string // "" (cluster default) or broker id -> key -> value
+	nextProducerID int64
+}
+
+var emptyImage = &Image{}
+
+// NewImage returns the empty image: no topics, no brokers, offset 0.
+func NewImage() *Image { return emptyImage }
+
+// Offset is the Raft index of the last log entry reflected in the image.
+func (img *Image) Offset() uint64 { return img.offset }
+
+// WithOffset returns a copy of img at offset off.
+func (img *Image) WithOffset(off uint64) *Image {
+	c := *img
+	c.offset = off
+	return &c
+}
+
+// Topic returns the named topic, or nil.
+func (img *Image) Topic(name string) *Topic { return img.topics[name] }
+
+// TopicByID returns the topic with id, or nil.
+func (img *Image) TopicByID(id UUID) *Topic { return img.topicIDs[id] }
+
+// Topics returns every topic, sorted by name.
+func (img *Image) Topics() []*Topic {
+	ts := make([]*Topic, 0, len(img.topics))
+	for _, t := range img.topics {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	return ts
+}
+
+// NumTopics is the number of topics.
+func (img *Image) NumTopics() int { return len(img.topics) }
+
+// NumPartitions is the number of partitions over all topics.
+func (img *Image) NumPartitions() int { return img.partitions }
+
+// Partition returns one partition, or nil.
+func (img *Image) Partition(topic string, index int32) *Partition {
+	t := img.topics[topic]
+	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
+		return nil
+	}
+	return t.Partitions[index]
+}
+
+// CollidingTopic returns the existing topic whose name differs from name only by
+// '.' versus '_', if any. An exact match is not a collision.
+func (img *Image) CollidingTopic(name string) (string, bool) {
+	other, ok := img.collisions[collisionKey(name)]
+	if !ok || other == name {
+		return "", false
+	}
+	return other, true
+}
+
+// Broker returns the registered broker with id, or nil.
+func (img *Image) Broker(id int32) *Broker { return img.brokers[id] }
+
+// Brokers returns every registered broker, fenced or not, sorted by id.
+func (img *Image) Brokers() []*Broker {
+	bs := make([]*Broker, 0, len(img.brokers))
+	for _, b := range img.brokers {
+		bs = append(bs, b)
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].ID < bs[j].ID })
+	return bs
+}
+
+// IsLive reports whether broker id is registered and not fenced.
+func (img *Image) IsLive(id int32) bool {
+	b := img.brokers[id]
+	return b != nil && !b.Fenced
+}
+
+// LiveBrokers returns the ids of the registered, unfenced brokers, ascending.
+func (img *Image) LiveBrokers() []int32 {
+	var ids []int32
+	for id, b := range img.brokers {
+		if !b.Fenced {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// NextProducerID is the first producer id not yet handed out.
+func (img *Image) NextProducerID() int64 { return img.nextProducerID }
+
+// BrokerConfigs returns the dynamic configs set for a broker resource ("" for the
+// cluster-wide default, else the broker id). Never modify the map.
+func (img *Image) BrokerConfigs(name string) map[string]string { return img.brokerConfigs[name] }
+
+// TopicConfigEntries describes every config key of a topic, for DescribeConfigs.
+func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
+	t := img.topics[topic]
+	if t == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
+	}
+	cluster := img.brokerConfigs[""]
+	es := make([]ConfigEntry, len(topicConfigDefs))
+	for i := range topicConfigDefs {
+		d := &topicConfigDefs[i]
+		es[i] = describe(d, d.Name,
+			describeLevel{SourceTopic, d.Name, t.Overrides},
+			describeLevel{SourceClusterDefault, d.BrokerName, cluster})
+	}
+	return es, nil
+}
+
+// BrokerConfigEntries describes every broker config key for a broker resource
+// ("" for the cluster-wide default, else the broker id).
+func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
+	cluster := describeLevel{source: SourceClusterDefault, values: img.brokerConfigs[""]}
+	levels := []describeLevel{cluster}
+	if name != "" {
+		levels = []describeLevel{{source: SourceBroker, values: img.brokerConfigs[name]}, cluster}
+	}
+	es := make([]ConfigEntry, 0, len(topicConfigDefs))
+	for i := range topicConfigDefs {
+		d := &topicConfigDefs[i]
+		for j := range levels {
+			levels[j].key = d.BrokerName
+		}
+		es = append(es, describe(d, d.BrokerName, levels...))
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+	return es
+}
+
+// Records returns records that rebuild the image when applied to NewImage, for
+// snapshots: broker configs, brokers, topics with their partitions, producer ids.
+// The records share maps and slices with the image: never modify them.
+func (img *Image) Records() []Record {
+	var recs []Record
+	names := make([]string, 0, len(img.brokerConfigs))
+	for name := range img.brokerConfigs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		cfg := img.brokerConfigs[name]
+		for _, k := range sortedKeys(cfg) {
+			recs = append(recs, &ConfigRecord{ResourceType: ResourceBroker, ResourceName: name, Key: k, Value: cfg[k]})
+		}
+	}
+	for _, b := range img.Brokers() {
+		recs = append(recs, &RegisterBrokerRecord{
+			BrokerID: b.ID, Incarnation: b.Incarnation, Epoch: b.Epoch,
+			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced,
+		})
+	}
+	for _, t := range img.Topics() {
+		recs = append(recs, &TopicRecord{Name: t.Name, ID: t.ID, Configs: t.Overrides})
+		for _, p := range t.Partitions {
+			recs = append(recs, &PartitionRecord{
+				TopicID: p.TopicID, Partition: p.Index, Replicas: p.Replicas, ISR: p.ISR,
+				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+			})
+		}
+	}
+	if img.nextProducerID > 0 {
+		recs = append(recs, &ProducerIDsRecord{BrokerID: -1, NextProducerID: img.nextProducerID})
+	}
+	return recs
+}
