@@ -1,0 +1,361 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	readBufferSize  = 16 << 10
+	writeBufferSize = 32 << 10
+	// maxKeptEncodeBuffer bounds the encode buffer a connection keeps between
+	// responses; a larger one (a big Metadata response) is dropped after use.
+	maxKeptEncodeBuffer = 1 << 20
+)
+
+// conn is one client connection and its three goroutines:
+//
+//	reader --reqs--> handler --resps--> writer
+//
+// The reader closes reqs when it stops, the handler then closes resps, and the
+// writer, last, finishes the connection. Any goroutine may call close, which
+// closes done, cancels ctx and closes the socket; the others then stop at their
+// next step, and everything queued is dropped (bodies released).
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	info   *ConnInfo
+	ctx    context.Context // given to Handle; cancelled by close
+	cancel context.CancelFunc
+	reqs   chan *Request
+	resps  chan *outgoing
+	done   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error       // the first close reason; read only after closeOnce.Do
+	draining  atomic.Bool // Shutdown: stop reading, finish what was read
+
+	// Writer goroutine only.
+	encodeBuf []byte
+	body      bodyWriter
+}
+
+// outgoing is one handled request on its way to the writer.
+type outgoing struct {
+	req      *Request
+	msg      kmsg.Response // version already set
+	body     Body
+	flexible bool // response header v1: one tag byte
+	started  time.Time
+	handled  time.Time
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		srv:    s,
+		nc:     nc,
+		info:   &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
+		ctx:    ctx,
+		cancel: cancel,
+		reqs:   make(chan *Request, s.maxInFlight),
+		resps:  make(chan *outgoing, s.maxInFlight),
+		done:   make(chan struct{}),
+	}
+}
+
+// close ends the connection; err nil means a clean end. It reports whether this
+// call was the one that closed it.
+func (c *conn) close(err error) bool {
+	closed := false
+	c.closeOnce.Do(func() {
+		closed = true
+		c.closeErr = err
+		close(c.done)
+		c.cancel()
+		_ = c.nc.Close()
+	})
+	return closed
+}
+
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain makes the reader stop; what was read is still handled and written.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+// fail closes the connection because of err and logs it: protocol violations at
+// warn, I/O errors (a client going away) at debug.
+func (c *conn) fail(err error) {
+	if !c.close(err) {
+		return
+	}
+	level := slog.LevelDebug
+	for _, violation := range []error{ErrFrameSize, ErrFrameTooLarge, ErrTruncatedHeader, ErrUnknownAPIKey,
+		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic} {
+		if errors.Is(err, violation) {
+			level = slog.LevelWarn
+			break
+		}
+	}
+	c.srv.log.Log(context.Background(), level, "protocol: closing connection", "conn", c.info, "err", err)
+}
+
+// panicError logs a recovered panic with its stack and returns the error that
+// closes the connection.
+func (c *conn) panicError(where string, p any) error {
+	c.srv.log.Error("protocol: panic serving connection", "conn", c.info, "in", where, "panic", p, "stack", string(debug.Stack()))
+	return fmt.Errorf("%w: in %s: %v", ErrPanic, where, p)
+}
+
+// runReader reads and decodes frames into reqs until the connection ends.
+func (c *conn) runReader() {
+	defer c.srv.wg.Done()
+	defer close(c.reqs)
+	defer func() {
+		if p := recover(); p != nil {
+			c.fail(c.panicError("reader", p))
+		}
+	}()
+	for _, h := range c.srv.hooks.open {
+		h.OnConnOpen(c.info)
+	}
+	c.srv.log.Debug("protocol: connection accepted", "conn", c.info)
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	for {
+		frame, err := readFrame(br, c.srv.maxRequestBytes)
+		switch {
+		case err == nil:
+		case c.draining.Load() || c.isClosed():
+			return
+		case errors.Is(err, io.EOF):
+			c.close(nil) // the client hung up between requests, as Kafka does: drop pending work
+			return
+		default:
+			c.fail(err)
+			return
+		}
+		r, err := c.srv.reg.decodeRequest(frame)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		r.Received = time.Now()
+		if r.ClientID != nil {
+			c.info.clientID.Store(r.ClientID)
+		}
+		for _, h := range c.srv.hooks.request {
+			h.OnRequest(c.info, r)
+		}
+		select {
+		case c.reqs <- r:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// runHandler serves requests one at a time, in order, and queues the responses.
+func (c *conn) runHandler() {
+	defer c.srv.wg.Done()
+	defer close(c.resps)
+	for r := range c.reqs {
+		if c.isClosed() {
+			continue // drain the queue so the reader is never stuck
+		}
+		out, err := c.serve(r)
+		switch {
+		case err != nil:
+			c.fail(err)
+		case out == nil: // Response.None
+		default:
+			select {
+			case c.resps <- out:
+			case <-c.done:
+				_ = c.release(out)
+			}
+		}
+	}
+}
+
+// serve answers ApiVersions or calls the Handler, and checks its Response. It
+// returns nil, nil for a None response.
+func (c *conn) serve(r *Request) (out *outgoing, err error) {
+	started := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, c.panicError("handler", p)
+		}
+	}()
+	if r.Key == apiVersionsKey {
+		msg, version := c.srv.reg.answerApiVersions(c.info, r)
+		msg.SetVersion(version)
+		return &outgoing{req: r, msg: msg, started: started, handled: time.Now()}, nil
+	}
+	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
+	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
+	switch {
+	case resp.Msg != nil && resp.Body == nil && !resp.None:
+		if resp.Msg.Key() != r.Key {
+			return nil, fmt.Errorf("%w: %s response to a %s request", ErrBadResponse, kmsg.NameForKey(resp.Msg.Key()), kmsg.NameForKey(r.Key))
+		}
+		resp.Msg.SetVersion(r.Version)
+		out.msg = resp.Msg
+	case resp.Body != nil && resp.Msg == nil && !resp.None:
+		out.body = resp.Body
+	case resp.None && resp.Msg == nil && resp.Body == nil:
+		c.observe(out, 0, true, nil)
+		return nil, nil
+	default:
+		if resp.Body != nil {
+			resp.Body.Release()
+		}
+		return nil, fmt.Errorf("%w: to %s: Msg set %t, Body set %t, None %t", ErrBadResponse,
+			kmsg.NameForKey(r.Key), resp.Msg != nil, resp.Body != nil, resp.None)
+	}
+	return out, nil
+}
+
+// runWriter writes responses in order, flushing when its queue is empty, then
+// finishes the connection once the handler is done.
+func (c *conn) runWriter() {
+	defer c.srv.wg.Done()
+	defer c.finish()
+	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
+	c.body = bodyWriter{bw: bw, sock: sendfileSocket(c.nc)}
+	for out := range c.resps {
+		if c.isClosed() {
+			_ = c.release(out)
+			continue
+		}
+		n, err := c.write(bw, out)
+		if rerr := c.release(out); err == nil {
+			err = rerr
+		}
+		if err == nil && len(c.resps) == 0 {
+			err = bw.Flush()
+		}
+		c.observe(out, n, false, err)
+		if err != nil {
+			c.fail(err)
+		}
+	}
+}
+
+// write frames one response into bw and returns the frame's size.
+func (c *conn) write(bw *bufio.Writer, out *outgoing) (n int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, c.panicError("writer", p)
+		}
+	}()
+	buf := appendResponseHeader(c.encodeBuf[:0], out.req.CorrelationID, out.flexible)
+	if out.msg != nil {
+		buf = out.msg.AppendTo(buf)
+		if cap(buf) <= maxKeptEncodeBuffer {
+			c.encodeBuf = buf[:0]
+		}
+		if len(buf)-4 > math.MaxInt32 {
+			return 0, fmt.Errorf("%w: %s response of %d bytes", ErrBadResponse, kmsg.NameForKey(out.req.Key), len(buf))
+		}
+		putFrameSize(buf, len(buf)-4)
+		return bw.Write(buf)
+	}
+	headerLen := len(buf)
+	bodyLen := out.body.Len()
+	if bodyLen < 0 || bodyLen > math.MaxInt32-(headerLen-4) {
+		return 0, fmt.Errorf("%w: %s body Len %d", ErrBadResponse, kmsg.NameForKey(out.req.Key), bodyLen)
+	}
+	putFrameSize(buf, headerLen-4+bodyLen)
+	c.encodeBuf = buf[:0]
+	if _, err := bw.Write(buf); err != nil {
+		return 0, err
+	}
+	c.body.left = bodyLen
+	if err := out.body.WriteBody(&c.body); err != nil {
+		return 0, err
+	}
+	if c.body.left != 0 {
+		return 0, fmt.Errorf("%w: %s body wrote %d of %d bytes", ErrBodyLength, kmsg.NameForKey(out.req.Key), bodyLen-c.body.left, bodyLen)
+	}
+	return headerLen + bodyLen, nil
+}
+
+// release releases out's Body, once.
+func (c *conn) release(out *outgoing) (err error) {
+	b := out.body
+	if b == nil {
+		return nil
+	}
+	out.body = nil
+	defer func() {
+		if p := recover(); p != nil {
+			err = c.panicError("Body.Release", p)
+		}
+	}()
+	b.Release()
+	return nil
+}
+
+// observe reports one handled request to the response hooks.
+func (c *conn) observe(out *outgoing, n int, none bool, werr error) {
+	if len(c.srv.hooks.response) == 0 {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.fail(c.panicError("ResponseHook", p))
+		}
+	}()
+	e := ResponseEvent{
+		QueueWait: out.started.Sub(out.req.Received),
+		Handling:  out.handled.Sub(out.started),
+		Total:     time.Since(out.req.Received),
+		Bytes:     n,
+		None:      none,
+		Err:       werr,
+	}
+	for _, h := range c.srv.hooks.response {
+		h.OnResponse(c.info, out.req, e)
+	}
+}
+
+// finish runs last on every connection: it closes the socket, unregisters the
+// connection and reports it closed.
+func (c *conn) finish() {
+	c.close(nil)
+	c.srv.removeConn(c)
+	err := c.closeErr
+	for _, h := range c.srv.hooks.close {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					_ = c.panicError("ConnCloseHook", p)
+				}
+			}()
+			h.OnConnClose(c.info, err)
+		}()
+	}
+	c.srv.log.Debug("protocol: connection closed", "conn", c.info, "err", err)
+}

@@ -1,0 +1,56 @@
+package protocol
+
+import (
+	"log/slog"
+	"net"
+	"sync/atomic"
+)
+
+// ConnInfo describes one client connection, for handlers, hooks and logs. It is
+// safe for concurrent use.
+type ConnInfo struct {
+	ID         uint64 // unique per Server, starting at 1
+	RemoteAddr net.Addr
+	LocalAddr  net.Addr
+
+	clientID atomic.Pointer[string]
+	software atomic.Pointer[clientSoftware]
+}
+
+type clientSoftware struct{ name, version string }
+
+// ClientID returns the client id of the latest request that had a non-null one.
+func (c *ConnInfo) ClientID() string {
+	if p := c.clientID.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// ClientSoftware returns the name and version the client sent in ApiVersions v3+,
+// or empty strings.
+func (c *ConnInfo) ClientSoftware() (name, version string) {
+	if p := c.software.Load(); p != nil {
+		return p.name, p.version
+	}
+	return "", ""
+}
+
+// LogValue makes a *ConnInfo log as a group of its fields.
+func (c *ConnInfo) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Uint64("id", c.ID), slog.String("remote", addrString(c.RemoteAddr))}
+	if id := c.ClientID(); id != "" {
+		attrs = append(attrs, slog.String("client_id", id))
+	}
+	if name, version := c.ClientSoftware(); name != "" {
+		attrs = append(attrs, slog.String("software", name+"/"+version))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

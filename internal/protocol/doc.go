@@ -1,0 +1,65 @@
+// Package protocol owns the broker side of the Kafka wire protocol: reading and
+// checking request frames, decoding request headers and bodies (always with kmsg),
+// framing responses, the API version registry with the ApiVersions answer derived
+// from it, and the goroutines that serve one client connection.
+//
+// # Wire format
+//
+// Every integer is big-endian. A request frame:
+//
+//	+----------------+------------------------------+-------------------------------+
+//	| field          | encoding                     | when                          |
+//	+----------------+------------------------------+-------------------------------+
+//	| size           | int32, bytes after this one  | always, 1..MaxRequestBytes    |
+//	| api key        | int16                        | always                        |
+//	| api version    | int16                        | always                        |
+//	| correlation id | int32                        | always                        |
+//	| client id      | int16 length + bytes, -1=nil | header v1+ (all but           |
+//	|                | (never compact)              | ControlledShutdown v0)        |
+//	| header tags    | uvarint count, tagged fields | header v2: flexible versions  |
+//	| body           | kmsg ReadFrom                | always                        |
+//	+----------------+------------------------------+-------------------------------+
+//
+// A response frame:
+//
+//	+----------------+------------------------------+-------------------------------+
+//	| size           | int32, bytes after this one  | always                        |
+//	| correlation id | int32, copied from request   | always                        |
+//	| header tags    | one 0x00 byte (no tags)      | flexible versions, except     |
+//	|                |                              | ApiVersions (key 18, always   |
+//	|                |                              | response header v0)           |
+//	| body           | kmsg AppendTo, or a Body     | always                        |
+//	+----------------+------------------------------+-------------------------------+
+//
+// # Serving
+//
+//  1. Fill in a Server (Handler, Versions, optional limits, Logger, Hooks) and call
+//     Serve with a listener; Serve validates Versions once and returns its error.
+//     Do not change the Server's fields after the first Serve.
+//  2. For each accepted connection the server runs three goroutines: a reader that
+//     reads and decodes frames ahead into a bounded queue (MaxInFlight; when it is
+//     full the reader stops reading, which pushes back on the client through TCP), a
+//     handler that serves the queued requests one at a time in arrival order, and a
+//     writer that frames the responses in that same order and flushes whenever its
+//     queue runs empty.
+//  3. ApiVersions is answered by this package from Versions (versions 0-4; a newer
+//     version gets a v0 reply with UNSUPPORTED_VERSION and the ApiVersions range, per
+//     KIP-511). Every other request goes to Handler.Handle.
+//  4. A frame whose size is not in 1..MaxRequestBytes, a truncated frame, an unknown
+//     API key, a version outside the registered range, an undecodable body, an
+//     invalid Response from the handler or a handler panic closes that connection
+//     only; the reason is logged with the remote address and handed to ConnCloseHook.
+//  5. Shutdown stops accepting, stops reading, lets the requests already read finish
+//     and their responses be written, then closes the connections; Close does the
+//     same at once, cancelling the context given to Handle.
+//
+// # Concurrency
+//
+// Handle is called from one goroutine per connection, so calls for one connection
+// never overlap and happen in request order; calls for different connections run in
+// parallel. The decoded Request belongs to the handler. A returned Response must not
+// be touched by the handler again: the writer encodes Msg, or writes Body and then
+// calls its Release exactly once (also when the connection closes before the body
+// was written). Handle must return soon after its context is cancelled, or Close
+// and Shutdown wait for it. Hooks are called concurrently from every connection.
+package protocol

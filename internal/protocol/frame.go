@@ -1,0 +1,107 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// eagerFrameBytes is the largest frame whose buffer is allocated in full as soon
+// as its size is known. Larger frames grow their buffer as bytes arrive, so a
+// client cannot make the broker allocate MaxRequestBytes by sending four bytes.
+const eagerFrameBytes = 1 << 20
+
+// readFrame reads one request frame from r and returns the bytes after the size
+// prefix. It returns io.EOF when r ends cleanly before a frame starts.
+func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	var sizeBuf [4]byte
+	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%w: in the size prefix", ErrTruncatedFrame)
+		}
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+	switch {
+	case size <= 0:
+		return nil, fmt.Errorf("%w: %d", ErrFrameSize, size)
+	case size > maxBytes:
+		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
+	}
+	buf := make([]byte, 0, min(int(size), eagerFrameBytes))
+	for len(buf) < int(size) {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), int(size)))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("%w: got %d of %d bytes", ErrTruncatedFrame, len(buf), size)
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// decodeRequest decodes a frame (without its size prefix) against the registry.
+// The returned Request keeps references into frame.
+func (g *registry) decodeRequest(frame []byte) (*Request, error) {
+	rd := kbin.Reader{Src: frame}
+	r := &Request{Key: rd.Int16(), Version: rd.Int16(), CorrelationID: rd.Int32(), Size: len(frame) + 4}
+	if r.Key != controlledShutdownKey || r.Version != 0 {
+		r.ClientID = rd.NullableString()
+	}
+	if err := rd.Complete(); err != nil {
+		return nil, fmt.Errorf("%w: %d bytes", ErrTruncatedHeader, len(frame))
+	}
+	if r.Key == apiVersionsKey && r.Version > apiVersionsMax {
+		v0 := kmsg.NewPtrApiVersionsRequest() // KIP-511: answer v0 without parsing
+		r.Msg = v0
+		return r, nil
+	}
+	e, ok := g.lookup(r.Key)
+	if !ok {
+		return nil, fmt.Errorf("%w: %d (version %d)", ErrUnknownAPIKey, r.Key, r.Version)
+	}
+	if r.Version < e.min || r.Version > e.max {
+		return nil, fmt.Errorf("%w: %s v%d, supported %d..%d", ErrUnsupportedVersion, kmsg.NameForKey(r.Key), r.Version, e.min, e.max)
+	}
+	msg := kmsg.RequestForKey(r.Key)
+	msg.SetVersion(r.Version)
+	if msg.IsFlexible() {
+		kmsg.SkipTags(&rd)
+		if err := rd.Complete(); err != nil {
+			return nil, fmt.Errorf("%w: in the header tags", ErrTruncatedHeader)
+		}
+	}
+	if err := msg.ReadFrom(rd.Src); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d: %w", ErrMalformedRequest, kmsg.NameForKey(r.Key), r.Version, err)
+	}
+	r.Msg = msg
+	return r, nil
+}
+
+// appendResponseHeader appends a response header whose size prefix is left zero
+// for putFrameSize.
+func appendResponseHeader(dst []byte, correlationID int32, flexible bool) []byte {
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if flexible {
+		dst = append(dst, 0) // no header tags
+	}
+	return dst
+}
+
+// putFrameSize writes size, the number of bytes after the prefix, into the size
+// prefix at frame[0:4].
+func putFrameSize(frame []byte, size int) {
+	binary.BigEndian.PutUint32(frame, uint32(size))
+}

@@ -1,0 +1,76 @@
+package protocol
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request is one decoded request.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string // nil when the client sent a null client id
+	// Msg is the decoded body with SetVersion already applied. For an ApiVersions
+	// request newer than supported it is an empty v0 request (the body is not
+	// parsed, per KIP-511) while Version keeps what the client asked for.
+	Msg      kmsg.Request
+	Size     int       // bytes on the wire, including the 4-byte size prefix
+	Received time.Time // when the whole frame had been read
+}
+
+// Response is what a Handler returns: exactly one of Msg, Body or None.
+type Response struct {
+	// Msg is encoded by the writer with kmsg AppendTo at the request's version
+	// (the writer calls SetVersion). Its key must be the request's key.
+	Msg kmsg.Response
+	// Body is a pre-encoded body: everything after the response header.
+	Body Body
+	// None sends nothing at all (Produce with acks=0).
+	None bool
+}
+
+// Body is a pre-encoded response body that may contain file ranges, so Fetch can
+// send record data with sendfile(2).
+type Body interface {
+	// Len is the exact number of bytes WriteBody writes.
+	Len() int
+	// WriteBody writes the body. Writing more than Len bytes fails; writing fewer
+	// closes the connection with ErrBodyLength.
+	WriteBody(w BodyWriter) error
+	// Release is called exactly once, after WriteBody returned or, when the
+	// connection closed first, without WriteBody being called.
+	Release()
+}
+
+// BodyWriter is what a Body writes to.
+type BodyWriter interface {
+	io.Writer
+	// SendFile writes n bytes of f starting at off. On a TCP or Unix connection it
+	// flushes the buffered bytes and uses sendfile(2) with an explicit offset, so
+	// f's file position is never used or moved; otherwise it copies with ReadAt.
+	// A file shorter than off+n fails with io.ErrUnexpectedEOF.
+	SendFile(f *os.File, off int64, n int) error
+}
+
+// Handler serves every request except ApiVersions.
+type Handler interface {
+	// Handle serves one request. Requests from one connection are handled one at
+	// a time in arrival order (an idempotent producer's pipelined batches must be
+	// appended in sequence order), while the reader keeps decoding ahead. A long
+	// wait (acks=all, a Fetch long-poll) blocks only this connection. ctx is
+	// cancelled when the connection closes.
+	Handle(ctx context.Context, c *ConnInfo, r *Request) Response
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, c *ConnInfo, r *Request) Response
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, c *ConnInfo, r *Request) Response {
+	return f(ctx, c, r)
+}

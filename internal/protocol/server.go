@@ -1,0 +1,244 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for the zero values of Server's limits.
+const (
+	DefaultMaxRequestBytes = 100 << 20 // Kafka's socket.request.max.bytes
+	DefaultMaxInFlight     = 16
+)
+
+// Server accepts Kafka client connections and serves them with Handler. See the
+// package documentation for the connection model.
+type Server struct {
+	Handler Handler
+	// Versions is the version registry: ApiVersions is answered from it, and a
+	// request whose key is not listed or whose version is outside its range closes
+	// the connection. ApiVersions (key 18) itself must not be listed.
+	Versions []VersionRange
+	// MaxRequestBytes bounds a request frame (socket.request.max.bytes); a larger
+	// frame closes the connection. Zero means DefaultMaxRequestBytes.
+	MaxRequestBytes int32
+	// MaxInFlight is how many decoded requests a connection queues ahead of its
+	// handler (and how many responses ahead of its writer) before the reader stops
+	// reading. Zero means DefaultMaxInFlight.
+	MaxInFlight int
+	// Logger receives connection errors and panics; nil discards them.
+	Logger *slog.Logger
+	// Hooks observe connections and requests, for metrics.
+	Hooks []Hook
+
+	initOnce        sync.Once
+	initErr         error
+	reg             *registry
+	hooks           hookSet
+	log             *slog.Logger
+	maxRequestBytes int32
+	maxInFlight     int
+	quit            chan struct{} // closed by Close and Shutdown
+	nextID          atomic.Uint64
+	wg              sync.WaitGroup // every connection goroutine
+	mu              struct {
+		sync.Mutex
+		closed    bool
+		listeners map[net.Listener]struct{}
+		conns     map[*conn]struct{}
+	}
+}
+
+// init applies defaults and builds the registry, once.
+func (s *Server) init() error {
+	s.initOnce.Do(func() {
+		s.quit = make(chan struct{})
+		s.mu.listeners = make(map[net.Listener]struct{})
+		s.mu.conns = make(map[*conn]struct{})
+		s.log = s.Logger
+		if s.log == nil {
+			s.log = slog.New(slog.DiscardHandler)
+		}
+		s.maxRequestBytes = s.MaxRequestBytes
+		if s.maxRequestBytes <= 0 {
+			s.maxRequestBytes = DefaultMaxRequestBytes
+		}
+		s.maxInFlight = s.MaxInFlight
+		if s.maxInFlight <= 0 {
+			s.maxInFlight = DefaultMaxInFlight
+		}
+		s.hooks = newHookSet(s.Hooks)
+		if s.Handler == nil {
+			s.initErr = errors.New("protocol: Server.Handler is nil")
+			return
+		}
+		s.reg, s.initErr = newRegistry(s.Versions)
+	})
+	return s.initErr
+}
+
+// Serve accepts connections on ln until Close or Shutdown, then returns
+// ErrServerClosed. Temporary accept errors are retried with backoff (5ms doubling
+// to 1s); any other accept error is returned. Serve closes ln when it returns. It
+// may be called for several listeners.
+func (s *Server) Serve(ln net.Listener) error {
+	defer ln.Close()
+	if err := s.init(); err != nil {
+		return err
+	}
+	if !s.trackListener(ln) {
+		return ErrServerClosed
+	}
+	defer s.untrackListener(ln)
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing() {
+				return ErrServerClosed
+			}
+			if !retryableAccept(err) {
+				return err
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("protocol: accept failed, retrying", "addr", addrString(ln.Addr()), "err", err, "backoff", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.quit:
+				t.Stop()
+				return ErrServerClosed
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+// retryableAccept reports whether an accept error is worth retrying: too many
+// open files, a connection aborted before it was accepted, and the like.
+func retryableAccept(err error) bool {
+	var temp interface{ Temporary() bool }
+	if errors.As(err, &temp) && temp.Temporary() {
+		return true
+	}
+	var timeout interface{ Timeout() bool }
+	return errors.As(err, &timeout) && timeout.Timeout()
+}
+
+// Close stops accepting, closes every connection at once (cancelling the contexts
+// given to Handle) and waits for all connection goroutines to end.
+func (s *Server) Close() error {
+	for _, c := range s.stop() {
+		c.close(ErrServerClosed)
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// Shutdown stops accepting and reading; requests already read are handled and
+// their responses written, then each connection closes. If ctx ends first, the
+// remaining connections are closed as by Close and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	for _, c := range s.stop() {
+		c.drain()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		conns := make([]*conn, 0, len(s.mu.conns))
+		for c := range s.mu.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		for _, c := range conns {
+			c.close(ErrServerClosed)
+		}
+		<-done
+		return ctx.Err()
+	}
+}
+
+// stop marks the server closed, closes its listeners and returns the open
+// connections.
+func (s *Server) stop() []*conn {
+	_ = s.init() // Close before Serve, or with a bad registry, still works
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.closed {
+		s.mu.closed = true
+		close(s.quit)
+	}
+	for ln := range s.mu.listeners {
+		_ = ln.Close()
+	}
+	clear(s.mu.listeners)
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+func (s *Server) closing() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.mu.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mu.listeners, ln)
+}
+
+// startConn registers nc and starts its goroutines, unless the server is closed.
+// Goroutines are added to wg only under mu while not closed, so Close's Wait never
+// races with an Add from zero.
+func (s *Server) startConn(nc net.Conn) {
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	s.mu.conns[c] = struct{}{}
+	s.wg.Add(3)
+	s.mu.Unlock()
+	go c.runReader()
+	go c.runHandler()
+	go c.runWriter()
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mu.conns, c)
+}
