@@ -6,8 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -56,6 +58,7 @@ func TestConformance(t *testing.T) {
 		{"RemovedWhileOpen", testRemovedWhileOpen},
 		{"NegativeOffsets", testNegativeOffsets},
 		{"ConcurrentReadAt", testConcurrentReadAt},
+		{"ConcurrentReadWrite", testConcurrentReadWrite},
 	}
 	for _, impl := range implementations() {
 		t.Run(impl.name, func(t *testing.T) {
@@ -502,4 +505,59 @@ func testConcurrentReadAt(t *testing.T, fsys FS, dir string) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// testConcurrentReadWrite has readers check, while one goroutine appends, the
+// chunk written last; the writer waits for each chunk to be checked before the next
+// so that reads and writes really interleave.
+func testConcurrentReadWrite(t *testing.T, fsys FS, dir string) {
+	f := create(t, fsys, filepath.Join(dir, "f"))
+	const chunk, chunks = 8, 100
+	var written, checked atomic.Int64 // chunks
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(stop)
+		for i := range int64(chunks) {
+			if _, err := f.Write(bytes.Repeat([]byte{byte(i)}, chunk)); err != nil {
+				t.Error(err)
+				return
+			}
+			written.Store(i + 1)
+			for checked.Load() <= i {
+				if t.Failed() {
+					return
+				}
+				runtime.Gosched()
+			}
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			buf := make([]byte, chunk)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := written.Load() - 1
+				if i < 0 {
+					runtime.Gosched()
+					continue
+				}
+				if _, err := f.ReadAt(buf, i*chunk); err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(buf, bytes.Repeat([]byte{byte(i)}, chunk)) {
+					t.Errorf("chunk %d read as %v", i, buf)
+					return
+				}
+				checked.CompareAndSwap(i, i+1)
+				runtime.Gosched() // in-memory reads never block: let the writer run
+			}
+		})
+	}
+	wg.Wait()
 }
