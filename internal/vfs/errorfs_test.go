@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"strings"
@@ -378,4 +379,20 @@ func TestOpKindString(t *testing.T) {
 	if OpAll&OpClose == 0 || OpAll&(OpClose<<1) != 0 {
 		t.Errorf("OpAll = %b does not cover exactly the kinds", OpAll)
 	}
+}
+
+func ExampleRule() {
+	syncs := FailOn(OpSync).Path("*.log").Times(1)
+	disk := NewDiskFull(8)
+	efs := NewErrorFS(NewMem(), Any(syncs, disk))
+
+	f, _ := efs.Create("/00000.log")
+	fmt.Println(f.Sync())
+	fmt.Println(f.Sync())
+	n, err := f.Write([]byte("0123456789"))
+	fmt.Println(n, errors.Is(err, syscall.ENOSPC))
+	// Output:
+	// sync /00000.log: vfs: injected error
+	// <nil>
+	// 8 true
 }

@@ -47,6 +47,9 @@ const maxMemFileSize = 1 << 32
 // WithTornWrites they also keep a seeded random prefix of each file's unsynced
 // writes, the way a disk may have written back part of the page cache.
 //
+// A file's changes since its last Sync are also kept as a log (to apply at Sync and
+// to tear at a crash), so a file written for long without Sync holds its data twice.
+//
 // Concurrency: every method of MemFS and of its files is safe for concurrent use;
 // one read-write lock guards the whole tree, so a crash is a consistent cut.
 type MemFS struct {
