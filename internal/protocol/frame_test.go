@@ -255,7 +255,7 @@ func FuzzReadRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rd := bytes.NewReader(data)
 		for range 8 {
-			frame, err := readFrame(rd, 1<<20)
+			frame, err := readFrame(rd, 1<<16)
 			if err == nil {
 				var r *Request
 				r, err = g.decodeRequest(frame)
