@@ -21,8 +21,9 @@ const (
 	readBufferSize  = 16 << 10
 	writeBufferSize = 32 << 10
 	// maxKeptEncodeBuffer bounds the encode buffer a connection keeps between
-	// responses; a larger one (a big Metadata response) is dropped after use.
-	maxKeptEncodeBuffer = 1 << 20
+	// responses; a larger one (a big Metadata response) is dropped after use, so
+	// idle connections do not pin memory.
+	maxKeptEncodeBuffer = 64 << 10
 )
 
 // conn is one client connection and its three goroutines:
@@ -145,6 +146,7 @@ func (c *conn) runReader() {
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	for {
 		frame, err := readFrame(br, c.srv.maxRequestBytes)
+		received := time.Now()
 		switch {
 		case err == nil:
 		case c.draining.Load() || c.isClosed():
@@ -161,7 +163,7 @@ func (c *conn) runReader() {
 			c.fail(err)
 			return
 		}
-		r.Received = time.Now()
+		r.Received = received
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
 		}

@@ -47,7 +47,7 @@ type Body interface {
 	Release()
 }
 
-// BodyWriter is what a Body writes to.
+// BodyWriter is what a Body writes to; it is valid only during WriteBody.
 type BodyWriter interface {
 	io.Writer
 	// SendFile writes n bytes of f starting at off. On a TCP or Unix connection it

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -409,10 +410,13 @@ func TestBadClientsCloseOnlyTheirConnection(t *testing.T) {
 			if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("close error %v, want %v", err, tt.wantErr)
 			}
+			if logs := ts.logs.String(); !strings.Contains(logs, "conn.remote="+c.addr()) {
+				t.Errorf("the close was not logged with the remote address %s:\n%s", c.addr(), logs)
+			}
 			checkServing(t, ts.addr)
 		})
 	}
-	if logs := ts.logs.String(); !bytes.Contains([]byte(logs), []byte("level=WARN msg=\"protocol: closing connection\"")) {
+	if logs := ts.logs.String(); !strings.Contains(logs, `level=WARN msg="protocol: closing connection"`) {
 		t.Errorf("no warning logged:\n%s", logs)
 	}
 }
@@ -533,7 +537,7 @@ func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
 	good.roundTrip(metadataRequest("still"), 12, 2)
 	logs := ts.logs.String()
 	for _, want := range []string{"level=ERROR", "boom topic", "goroutine", "echoHandler"} {
-		if !bytes.Contains([]byte(logs), []byte(want)) {
+		if !strings.Contains(logs, want) {
 			t.Errorf("panic log lacks %q:\n%s", want, logs)
 		}
 	}
@@ -566,7 +570,7 @@ func TestAcceptBackoff(t *testing.T) {
 	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept", syscall.EMFILE)}
 	ts := serveOn(t, &flakyListener{Listener: ln, errs: []error{emfile, emfile, emfile}}, HandlerFunc(echoHandler))
 	checkServing(t, ts.addr)
-	if n := bytes.Count([]byte(ts.logs.String()), []byte("accept failed")); n != 3 {
+	if n := strings.Count(ts.logs.String(), "accept failed"); n != 3 {
 		t.Errorf("logged %d accept failures, want 3", n)
 	}
 }
@@ -685,5 +689,47 @@ func TestShutdownDeadlineClosesConnections(t *testing.T) {
 	c.expectClosed()
 	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("close error %v, want ErrServerClosed", err)
+	}
+}
+
+// eventRecorder is a ResponseHook.
+type eventRecorder struct {
+	mu     sync.Mutex
+	events []ResponseEvent
+	keys   []int16
+}
+
+func (h *eventRecorder) OnResponse(_ *ConnInfo, r *Request, e ResponseEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, e)
+	h.keys = append(h.keys, r.Key)
+}
+
+func TestResponseHook(t *testing.T) {
+	rec := &eventRecorder{}
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) { s.Hooks = append(s.Hooks, rec) })
+	c := dial(t, ts.addr)
+	c.send(produceRequest(0), 9, 1)
+	c.send(metadataRequest("m"), 12, 2)
+	_, rest := c.readFrame()
+	eventually(t, "two response events", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.events) == 2
+	})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	none, meta := rec.events[0], rec.events[1]
+	if rec.keys[0] != 0 || !none.None || none.Bytes != 0 || none.Err != nil {
+		t.Errorf("acks=0 produce: key %d event %+v", rec.keys[0], none)
+	}
+	if wantBytes := 4 + 4 + len(rest); rec.keys[1] != 3 || meta.None || meta.Bytes != wantBytes || meta.Err != nil {
+		t.Errorf("metadata: key %d event %+v, want %d bytes", rec.keys[1], meta, wantBytes)
+	}
+	for _, e := range rec.events {
+		if e.QueueWait < 0 || e.Handling < 0 || e.Total < e.QueueWait+e.Handling {
+			t.Errorf("inconsistent durations %+v", e)
+		}
 	}
 }
