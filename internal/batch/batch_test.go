@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 )
 
 // rec describes one record of a test batch.
@@ -15,56 +15,28 @@ type rec struct {
 	value   string
 }
 
-// spec describes a test batch; zero values give a plain one-record batch.
+// spec describes a test batch; zero values give a plain one-record batch. The max
+// timestamp is firstTS plus the largest record delta.
 type spec struct {
 	baseOffset int64
 	epoch      int32
 	attrs      int16
 	firstTS    int64
-	maxTS      int64
-	producerID int64
+	producerID int64 // 0: none
 	records    []rec
 }
 
-// encodeRecord encodes one record with its Length computed.
-func encodeRecord(offsetDelta int32, r rec) []byte {
-	kr := kmsg.Record{TimestampDelta64: r.tsDelta, OffsetDelta: offsetDelta, Value: []byte(r.value)}
-	body := kr.AppendTo(nil)
-	// Length 0 encodes as one varint byte; the rest is the body.
-	kr.Length = int32(len(body) - 1)
-	return kr.AppendTo(nil)
-}
-
-// build encodes a batch with kmsg and fills in Length and CRC.
+// build encodes a batch through batchtest (kmsg underneath).
 func build(s spec) []byte {
-	if len(s.records) == 0 {
-		s.records = []rec{{value: "v"}}
+	o := batchtest.Options{BaseOffset: s.baseOffset, LeaderEpoch: s.epoch, Attributes: s.attrs,
+		FirstTimestamp: s.firstTS}
+	if s.producerID != 0 {
+		o.Idempotent, o.ProducerID, o.ProducerEpoch, o.BaseSequence = true, s.producerID, -1, -1
 	}
-	var records []byte
-	for i, r := range s.records {
-		records = append(records, encodeRecord(int32(i), r)...)
+	for _, r := range s.records {
+		o.Records = append(o.Records, batchtest.Record{TimestampDelta: r.tsDelta, Value: []byte(r.value)})
 	}
-	if s.producerID == 0 {
-		s.producerID = -1
-	}
-	kb := kmsg.RecordBatch{
-		FirstOffset:          s.baseOffset,
-		Length:               int32(HeaderSize - LengthPrefix + len(records)),
-		PartitionLeaderEpoch: s.epoch,
-		Magic:                2,
-		Attributes:           s.attrs,
-		LastOffsetDelta:      int32(len(s.records) - 1),
-		FirstTimestamp:       s.firstTS,
-		MaxTimestamp:         s.maxTS,
-		ProducerID:           s.producerID,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(s.records)),
-		Records:              records,
-	}
-	b := kb.AppendTo(nil)
-	binary.BigEndian.PutUint32(b[offCRC:], Checksum(b))
-	return b
+	return batchtest.Build(o)
 }
 
 // mutate returns a copy of b changed by f, with the CRC recomputed if fixCRC.
@@ -78,7 +50,7 @@ func mutate(b []byte, fixCRC bool, f func(b []byte) []byte) []byte {
 
 func TestParseHeaderFields(t *testing.T) {
 	b := build(spec{baseOffset: 42, epoch: 7, attrs: int16(CodecNone) | attrTransactional,
-		firstTS: 1000, maxTS: 1005, producerID: 99,
+		firstTS: 1000, producerID: 99,
 		records: []rec{{0, "a"}, {5, "b"}, {3, "c"}}})
 	h, err := Validate(b)
 	if err != nil {
@@ -205,7 +177,7 @@ func TestIter(t *testing.T) {
 }
 
 func TestSetters(t *testing.T) {
-	b := build(spec{firstTS: 100, maxTS: 110, records: []rec{{0, "a"}, {10, "b"}}})
+	b := build(spec{firstTS: 100, records: []rec{{0, "a"}, {10, "b"}}})
 	SetBaseOffset(b, 1<<40)
 	SetPartitionLeaderEpoch(b, 12)
 	h, err := Validate(b)
@@ -226,7 +198,7 @@ func TestSetters(t *testing.T) {
 }
 
 func TestFindTimestamp(t *testing.T) {
-	b := build(spec{baseOffset: 10, firstTS: 1000, maxTS: 1020,
+	b := build(spec{baseOffset: 10, firstTS: 1000,
 		records: []rec{{0, "a"}, {20, "b"}, {5, "c"}, {20, "d"}}})
 	h, err := Validate(b)
 	if err != nil {

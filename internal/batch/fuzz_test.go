@@ -15,7 +15,7 @@ var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/Fuzz
 // seedBatches are the inputs committed under testdata/fuzz/FuzzValidate.
 func seedBatches() map[string][]byte {
 	plain := build(spec{records: []rec{{0, "hello"}}})
-	multi := build(spec{baseOffset: 5, epoch: 3, firstTS: 1700000000000, maxTS: 1700000000009,
+	multi := build(spec{baseOffset: 5, epoch: 3, firstTS: 1700000000000,
 		producerID: 4, records: []rec{{0, "a"}, {9, "bb"}, {2, ""}}})
 	lat := bytes.Clone(multi)
 	SetLogAppendTime(lat, 1800000000000)
