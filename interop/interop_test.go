@@ -1,0 +1,279 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/keyhash"
+	"github.com/strata-stream/strata/interop/report"
+)
+
+const (
+	partitions = 3
+	records    = 200
+	keys       = 20
+	// clientTimeout is what each client gets for its own deadline; the process is
+	// killed a little later if it does not honour it.
+	clientTimeout = 60 * time.Second
+)
+
+// client is one runtime's interop program.
+type client struct {
+	name string
+	// missing says why the client cannot run on this machine, or returns "".
+	missing func() string
+	// argv is the command line before the shared options and BOOTSTRAP TOPIC.
+	argv func(t *testing.T) []string
+}
+
+var clients = []client{
+	{
+		name: "java",
+		missing: func() string {
+			if _, err := exec.LookPath("java"); err != nil {
+				return "java is not on PATH"
+			}
+			jars, _ := filepath.Glob("java/target/dependency/kafka-clients-*.jar")
+			if _, err := os.Stat("java/target/classes/io/strata/interop/Client.class"); err != nil || len(jars) == 0 {
+				return "the Java client is not built (java/target)"
+			}
+			return ""
+		},
+		argv: func(*testing.T) []string { return []string{"java", "-cp", javaClassPath, "io.strata.interop.Client"} },
+	},
+	{
+		name: "python",
+		missing: func() string {
+			if _, err := os.Stat(pythonBin); err != nil {
+				return "confluent-kafka's virtualenv is missing (python/.venv)"
+			}
+			return ""
+		},
+		argv: func(*testing.T) []string { return []string{pythonBin, "python/client.py"} },
+	},
+	{
+		name: "node",
+		missing: func() string {
+			if _, err := exec.LookPath("node"); err != nil {
+				return "node is not on PATH"
+			}
+			if _, err := os.Stat("node/node_modules/kafkajs/package.json"); err != nil {
+				return "kafkajs is not installed (node/node_modules)"
+			}
+			return ""
+		},
+		argv: func(*testing.T) []string { return []string{"node", "node/client.js"} },
+	},
+	{
+		name: "kcat",
+		missing: func() string {
+			if _, err := exec.LookPath("kcat"); err != nil {
+				return "kcat is not on PATH"
+			}
+			return ""
+		},
+		argv: func(t *testing.T) []string { return []string{kcatDriver(t)} },
+	},
+}
+
+const (
+	javaClassPath = "java/target/classes:java/target/dependency/*"
+	pythonBin     = "python/.venv/bin/python"
+)
+
+// requireClient skips the test when the client cannot run here, loudly, or fails it
+// when CI=true: CI must never pass by skipping the suite.
+func requireClient(t *testing.T, c client) {
+	t.Helper()
+	why := c.missing()
+	if why == "" {
+		return
+	}
+	msg := fmt.Sprintf("INTEROP CLIENT %q CANNOT RUN: %s; run interop/install.sh", c.name, why)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip("\n" + strings.Repeat("!", 78) + "\n!!! SKIPPED " + msg + "\n" + strings.Repeat("!", 78))
+}
+
+// toolDir holds programs the test builds once per test binary (see TestMain).
+var toolDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "strata-interop")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "interop:", err)
+		os.Exit(1)
+	}
+	toolDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// kcatDriver builds interop/kcat once per test binary.
+var kcatDriver = func() func(t *testing.T) string {
+	var (
+		once sync.Once
+		path string
+		err  error
+		out  []byte
+	)
+	return func(t *testing.T) string {
+		once.Do(func() {
+			path = filepath.Join(toolDir, "kcat-driver")
+			cmd := exec.Command("go", "build", "-o", path, "./interop/kcat")
+			cmd.Dir = ".."
+			out, err = cmd.CombinedOutput()
+		})
+		if err != nil {
+			t.Fatalf("building the kcat driver: %v\n%s", err, out)
+		}
+		return path
+	}
+}()
+
+// runClient runs one client and decodes its summary; any failure fails the test.
+func runClient(t *testing.T, c client, bootstrap, topic, mode string) *report.Summary {
+	t.Helper()
+	argv := append(c.argv(t),
+		"--mode", mode, "--count", strconv.Itoa(records), "--keys", strconv.Itoa(keys),
+		"--timeout-ms", strconv.Itoa(int(clientTimeout/time.Millisecond)), "--name", c.name,
+		bootstrap, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("%s %s on %s failed after %v: %v\nstderr:\n%s", c.name, mode, topic, elapsed.Round(time.Millisecond), err, lastLines(stderr.Bytes()))
+	}
+	s, err := report.Decode(&stdout)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v\nstdout:\n%s\nstderr:\n%s", c.name, mode, topic, err, lastLines(stdout.Bytes()), lastLines(stderr.Bytes()))
+	}
+	t.Logf("%s (%s) %s %s: %d produced in %dms, %d consumed in %dms, process %v",
+		c.name, s.Library, mode, topic, len(s.Produced), s.ProduceMS, len(s.Consumed), s.ConsumeMS, elapsed.Round(time.Millisecond))
+	return s
+}
+
+// expectClean fails the test with every anomaly report.Check finds.
+func expectClean(t *testing.T, produced []report.Produced, consumed []report.Consumed) {
+	t.Helper()
+	for _, err := range report.Check(partitions, produced, consumed) {
+		t.Error(err)
+	}
+}
+
+func topicFor(writer string) string { return "interop-" + writer }
+
+func TestInterop(t *testing.T) {
+	tgt := startTarget(t)
+	t.Logf("target %s at %s", tgt.name, tgt.bootstrap)
+	var topics []string
+	for _, c := range clients {
+		topics = append(topics, topicFor(c.name))
+	}
+	createTopics(t, tgt.bootstrap, partitions, topics...)
+
+	// Each client writes its own topic and reads it back.
+	written := map[string]*report.Summary{}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			requireClient(t, c)
+			s := runClient(t, c, tgt.bootstrap, topicFor(c.name), "both")
+			if len(s.Produced) != records {
+				t.Fatalf("%d records acknowledged, want %d", len(s.Produced), records)
+			}
+			expectClean(t, s.Produced, s.Consumed)
+			if !t.Failed() {
+				written[c.name] = s
+			}
+		})
+	}
+
+	// Every client reads what every other client wrote.
+	t.Run("cross", func(t *testing.T) {
+		for _, w := range clients {
+			for _, r := range clients {
+				if r.name == w.name {
+					continue
+				}
+				t.Run(r.name+"-reads-"+w.name, func(t *testing.T) {
+					ws := written[w.name]
+					if ws == nil {
+						t.Skipf("%s wrote nothing to read (see its own subtest)", w.name)
+					}
+					requireClient(t, r)
+					s := runClient(t, r, tgt.bootstrap, topicFor(w.name), "consume")
+					expectClean(t, ws.Produced, s.Consumed)
+				})
+			}
+		}
+	})
+
+	t.Run("java-partitioner", testJavaPartitioner)
+
+	if err := tgt.stop(); err != nil {
+		t.Fatalf("stopping %s: %v", tgt.name, err)
+	}
+}
+
+// testJavaPartitioner asks the Java client itself where random keys go and compares
+// with internal/keyhash: a live version of keyhash's recorded vectors.
+func testJavaPartitioner(t *testing.T) {
+	requireClient(t, clients[0])
+	counts := []int32{1, 2, 3, 7, 12, 100} // as Murmur2Vectors prints them
+	rng := rand.New(rand.NewPCG(1, 2))
+	args := []string{"-cp", javaClassPath, "io.strata.interop.Murmur2Vectors"}
+	var keyList [][]byte
+	for i := range 64 {
+		k := make([]byte, i%41)
+		for j := range k {
+			k[j] = byte(rng.Uint32())
+		}
+		keyList = append(keyList, k)
+		args = append(args, hex.EncodeToString(k))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "java", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("Murmur2Vectors: %v\n%s", err, out)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	n := 0
+	for ; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if n >= len(keyList) || len(f) != 2+len(counts) {
+			t.Fatalf("unexpected line %d: %q", n, sc.Text())
+		}
+		key := keyList[n]
+		if want, _ := strconv.ParseInt(f[1], 10, 32); keyhash.Murmur2(key) != int32(want) {
+			t.Errorf("Murmur2(%x) = %d, Java says %s", key, keyhash.Murmur2(key), f[1])
+		}
+		for i, c := range counts {
+			if want, _ := strconv.ParseInt(f[2+i], 10, 32); keyhash.Partition(key, c) != int32(want) {
+				t.Errorf("Partition(%x, %d) = %d, Java says %s", key, c, keyhash.Partition(key, c), f[2+i])
+			}
+		}
+	}
+	if n != len(keyList) {
+		t.Fatalf("Java answered for %d keys of %d", n, len(keyList))
+	}
+}
