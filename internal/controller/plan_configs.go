@@ -1,0 +1,236 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// ConfigOp is an IncrementalAlterConfigs operation, with Kafka's codes.
+type ConfigOp int8
+
+// Config operations.
+const (
+	OpSet      ConfigOp = 0
+	OpDelete   ConfigOp = 1
+	OpAppend   ConfigOp = 2 // LIST keys only: add items not yet present
+	OpSubtract ConfigOp = 3 // LIST keys only: remove items
+)
+
+// AlterConfigsResource is one resource of a (legacy) AlterConfigs request: its
+// dynamic configs become exactly Configs.
+type AlterConfigsResource struct {
+	Type    metadata.ResourceType
+	Name    string
+	Configs map[string]string
+}
+
+// AlterConfigOp is one operation on one key.
+type AlterConfigOp struct {
+	Key   string
+	Op    ConfigOp
+	Value string
+}
+
+// IncrementalAlterConfigsResource is one resource of an IncrementalAlterConfigs
+// request.
+type IncrementalAlterConfigsResource struct {
+	Type metadata.ResourceType
+	Name string
+	Ops  []AlterConfigOp
+}
+
+// ConfigResult is the outcome for one resource.
+type ConfigResult struct {
+	Type metadata.ResourceType
+	Name string
+	Err  error
+}
+
+// PlanAlterConfigs plans an AlterConfigs request: each resource's overrides are
+// replaced by the given set. A resource fails or succeeds as a whole.
+func PlanAlterConfigs(img *metadata.Image, reqs []AlterConfigsResource) ([]metadata.Record, []ConfigResult) {
+	return planConfigs(img, len(reqs), func(i int) (metadata.ResourceType, string) { return reqs[i].Type, reqs[i].Name },
+		func(i int, current map[string]string) ([]metadata.Record, error) {
+			req := reqs[i]
+			var recs []metadata.Record
+			for _, k := range sortedKeys(req.Configs) {
+				v := req.Configs[k]
+				if err := metadata.ValidateConfig(req.Type, k, v); err != nil {
+					return nil, err
+				}
+				if cur, ok := current[k]; !ok || cur != v {
+					recs = append(recs, &metadata.ConfigRecord{ResourceType: req.Type, ResourceName: req.Name, Key: k, Value: v})
+				}
+			}
+			for _, k := range sortedKeys(current) {
+				if _, keep := req.Configs[k]; !keep {
+					recs = append(recs, &metadata.ConfigRecord{ResourceType: req.Type, ResourceName: req.Name, Key: k, Delete: true})
+				}
+			}
+			return recs, nil
+		})
+}
+
+// PlanIncrementalAlterConfigs plans an IncrementalAlterConfigs request. APPEND and
+// SUBTRACT start from the key's current value: the override, else the inherited
+// default.
+func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterConfigsResource) ([]metadata.Record, []ConfigResult) {
+	return planConfigs(img, len(reqs), func(i int) (metadata.ResourceType, string) { return reqs[i].Type, reqs[i].Name },
+		func(i int, current map[string]string) ([]metadata.Record, error) {
+			req := reqs[i]
+			if dups := duplicates(len(req.Ops), func(j int) string { return req.Ops[j].Key }); len(dups) > 0 {
+				return nil, fmt.Errorf("%w: key %q appears more than once", metadata.ErrInvalidRequest, sortedSet(dups)[0])
+			}
+			var recs []metadata.Record
+			for _, op := range req.Ops {
+				rec, err := planConfigOp(img, req.Type, req.Name, current, op)
+				if err != nil {
+					return nil, err
+				}
+				if rec != nil {
+					recs = append(recs, rec)
+				}
+			}
+			return recs, nil
+		})
+}
+
+func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, current map[string]string, op AlterConfigOp) (*metadata.ConfigRecord, error) {
+	def, err := lookupDef(rt, op.Key)
+	if err != nil {
+		return nil, err
+	}
+	rec := &metadata.ConfigRecord{ResourceType: rt, ResourceName: name, Key: op.Key}
+	switch op.Op {
+	case OpSet:
+		rec.Value = op.Value
+	case OpDelete:
+		if _, ok := current[op.Key]; !ok {
+			return nil, nil
+		}
+		rec.Delete = true
+		return rec, nil
+	case OpAppend, OpSubtract:
+		if def.Type != metadata.ConfigTypeList {
+			return nil, fmt.Errorf("%w: %q is not a list; append and subtract need one", metadata.ErrInvalidConfig, op.Key)
+		}
+		items := metadata.ParseList(inheritedValue(img, rt, name, def, current))
+		for _, it := range metadata.ParseList(op.Value) {
+			has := slices.Contains(items, it)
+			switch {
+			case op.Op == OpAppend && !has:
+				items = append(items, it)
+			case op.Op == OpSubtract && has:
+				items = slices.DeleteFunc(items, func(s string) bool { return s == it })
+			}
+		}
+		rec.Value = strings.Join(items, ",")
+	default:
+		return nil, fmt.Errorf("%w: config operation %d", metadata.ErrInvalidRequest, op.Op)
+	}
+	if err := def.Validate(rec.Value); err != nil {
+		return nil, err
+	}
+	if cur, ok := current[op.Key]; ok && cur == rec.Value {
+		return nil, nil
+	}
+	return rec, nil
+}
+
+// lookupDef finds the table entry of a key for a resource type.
+func lookupDef(rt metadata.ResourceType, key string) (metadata.ConfigDef, error) {
+	var (
+		def metadata.ConfigDef
+		ok  bool
+	)
+	if rt == metadata.ResourceTopic {
+		def, ok = metadata.LookupTopicConfig(key)
+	} else {
+		def, ok = metadata.LookupBrokerConfig(key)
+	}
+	if !ok {
+		return def, fmt.Errorf("%w: unknown %v config %q", metadata.ErrInvalidConfig, rt, key)
+	}
+	return def, nil
+}
+
+// inheritedValue is the value a key has now: the resource's own, else the
+// cluster-wide broker value, else the built-in default.
+func inheritedValue(img *metadata.Image, rt metadata.ResourceType, name string, def metadata.ConfigDef, current map[string]string) string {
+	key := def.BrokerName
+	if rt == metadata.ResourceTopic {
+		key = def.Name
+	}
+	if v, ok := current[key]; ok {
+		return v
+	}
+	if v, ok := img.BrokerConfigs("")[def.BrokerName]; ok {
+		return v
+	}
+	return def.Default
+}
+
+// planConfigs runs plan for each resource that exists and is not repeated,
+// passing its current dynamic configs; resources are independent.
+func planConfigs(img *metadata.Image, n int, resource func(int) (metadata.ResourceType, string),
+	plan func(i int, current map[string]string) ([]metadata.Record, error)) ([]metadata.Record, []ConfigResult) {
+	dups := duplicates(n, func(i int) string {
+		rt, name := resource(i)
+		return fmt.Sprintf("%d/%s", rt, name)
+	})
+	results := make([]ConfigResult, n)
+	var recs []metadata.Record
+	for i := range n {
+		rt, name := resource(i)
+		res := &results[i]
+		res.Type, res.Name = rt, name
+		if dups[fmt.Sprintf("%d/%s", rt, name)] {
+			res.Err = fmt.Errorf("%w: %v %q appears more than once", metadata.ErrInvalidRequest, rt, name)
+			continue
+		}
+		current, err := currentConfigs(img, rt, name)
+		if err != nil {
+			res.Err = err
+			continue
+		}
+		resRecs, err := plan(i, current)
+		if err == nil {
+			_, err = metadata.ApplyAll(img, resRecs)
+		}
+		if err != nil {
+			res.Err = err
+			continue
+		}
+		recs = append(recs, resRecs...)
+	}
+	return recs, results
+}
+
+func currentConfigs(img *metadata.Image, rt metadata.ResourceType, name string) (map[string]string, error) {
+	switch rt {
+	case metadata.ResourceTopic:
+		t := img.Topic(name)
+		if t == nil {
+			return nil, fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, name)
+		}
+		return t.Overrides, nil
+	case metadata.ResourceBroker:
+		if err := metadata.ValidateBrokerResource(name); err != nil {
+			return nil, err
+		}
+		return img.BrokerConfigs(name), nil
+	}
+	return nil, fmt.Errorf("%w: configs of %v are not supported", metadata.ErrInvalidRequest, rt)
+}
+
+func sortedSet(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

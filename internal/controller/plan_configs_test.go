@@ -1,0 +1,185 @@
+package controller
+
+import (
+	"errors"
+	"maps"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+func configBase(t *testing.T) *metadata.Image {
+	img := withTopic(t, clusterImage(t, 1), "orders", idOrders,
+		map[string]string{"retention.ms": "1000", "cleanup.policy": "compact,delete"}, []int32{1})
+	return apply(t, img, &metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, Key: "log.segment.bytes", Value: "5000000"})
+}
+
+func TestPlanAlterConfigs(t *testing.T) {
+	base := configBase(t)
+	tests := []struct {
+		name string
+		reqs []AlterConfigsResource
+		errs []error
+		want map[string]string // orders overrides afterwards (nil: unchecked)
+	}{
+		{
+			name: "replace the whole set",
+			reqs: []AlterConfigsResource{{Type: metadata.ResourceTopic, Name: "orders", Configs: map[string]string{"retention.ms": "1000", "segment.ms": "60000"}}},
+			errs: []error{nil},
+			want: map[string]string{"retention.ms": "1000", "segment.ms": "60000"},
+		},
+		{
+			name: "empty set clears",
+			reqs: []AlterConfigsResource{{Type: metadata.ResourceTopic, Name: "orders"}},
+			errs: []error{nil},
+			want: map[string]string{},
+		},
+		{
+			name: "one bad value fails the resource",
+			reqs: []AlterConfigsResource{{Type: metadata.ResourceTopic, Name: "orders", Configs: map[string]string{"segment.ms": "60000", "retention.ms": "soon"}}},
+			errs: []error{metadata.ErrInvalidConfig},
+			want: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact,delete"},
+		},
+		{
+			name: "unknown topic",
+			reqs: []AlterConfigsResource{{Type: metadata.ResourceTopic, Name: "nope"}},
+			errs: []error{metadata.ErrUnknownTopic},
+		},
+		{
+			name: "brokers",
+			reqs: []AlterConfigsResource{
+				{Type: metadata.ResourceBroker, Name: "", Configs: map[string]string{"log.retention.ms": "5"}},
+				{Type: metadata.ResourceBroker, Name: "1", Configs: map[string]string{"message.max.bytes": "5"}},
+				{Type: metadata.ResourceBroker, Name: "x", Configs: map[string]string{"message.max.bytes": "5"}},
+				{Type: metadata.ResourceBroker, Name: "2", Configs: map[string]string{"retention.ms": "5"}},
+			},
+			errs: []error{nil, nil, metadata.ErrInvalidRequest, metadata.ErrInvalidConfig},
+		},
+		{
+			name: "unsupported type and duplicates",
+			reqs: []AlterConfigsResource{
+				{Type: 3, Name: "g"},
+				{Type: metadata.ResourceTopic, Name: "orders"},
+				{Type: metadata.ResourceTopic, Name: "orders"},
+			},
+			errs: []error{metadata.ErrInvalidRequest, metadata.ErrInvalidRequest, metadata.ErrInvalidRequest},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, res := PlanAlterConfigs(base, tt.reqs)
+			checkConfigResults(t, res, tt.errs)
+			img := apply(t, base, recs...)
+			if tt.want != nil {
+				if got := img.Topic("orders").Overrides; !maps.Equal(got, tt.want) {
+					t.Errorf("overrides = %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanIncrementalAlterConfigs(t *testing.T) {
+	base := configBase(t)
+	topic := func(ops ...AlterConfigOp) []IncrementalAlterConfigsResource {
+		return []IncrementalAlterConfigsResource{{Type: metadata.ResourceTopic, Name: "orders", Ops: ops}}
+	}
+	tests := []struct {
+		name    string
+		img     *metadata.Image
+		reqs    []IncrementalAlterConfigsResource
+		errs    []error
+		want    map[string]string
+		records int
+	}{
+		{
+			name: "set and delete",
+			reqs: topic(AlterConfigOp{Key: "segment.ms", Op: OpSet, Value: "60000"}, AlterConfigOp{Key: "retention.ms", Op: OpDelete}),
+			errs: []error{nil}, records: 2,
+			want: map[string]string{"segment.ms": "60000", "cleanup.policy": "compact,delete"},
+		},
+		{
+			name: "deleting an absent key and setting the same value change nothing",
+			reqs: topic(AlterConfigOp{Key: "segment.ms", Op: OpDelete}, AlterConfigOp{Key: "retention.ms", Op: OpSet, Value: "1000"}),
+			errs: []error{nil}, records: 0,
+		},
+		{
+			name: "subtract from a list",
+			reqs: topic(AlterConfigOp{Key: "cleanup.policy", Op: OpSubtract, Value: "delete"}),
+			errs: []error{nil}, records: 1,
+			want: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"},
+		},
+		{
+			name: "append to the inherited default",
+			img:  withTopic(t, clusterImage(t, 1), "orders", idOrders, nil, []int32{1}),
+			reqs: topic(AlterConfigOp{Key: "cleanup.policy", Op: OpAppend, Value: "compact"}),
+			errs: []error{nil}, records: 1,
+			want: map[string]string{"cleanup.policy": "delete,compact"},
+		},
+		{
+			name: "append to the cluster default",
+			img: apply(t, withTopic(t, clusterImage(t, 1), "orders", idOrders, nil, []int32{1}),
+				&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, Key: "log.cleanup.policy", Value: "compact"}),
+			reqs: topic(AlterConfigOp{Key: "cleanup.policy", Op: OpAppend, Value: "delete,compact"}),
+			errs: []error{nil}, records: 1,
+			want: map[string]string{"cleanup.policy": "compact,delete"},
+		},
+		{
+			name: "subtracting everything leaves an invalid list",
+			reqs: topic(AlterConfigOp{Key: "cleanup.policy", Op: OpSubtract, Value: "delete,compact"}),
+			errs: []error{metadata.ErrInvalidConfig},
+		},
+		{
+			name: "append to a non-list",
+			reqs: topic(AlterConfigOp{Key: "retention.ms", Op: OpAppend, Value: "1"}),
+			errs: []error{metadata.ErrInvalidConfig},
+		},
+		{
+			name: "bad value, unknown key, unknown op, repeated key",
+			reqs: []IncrementalAlterConfigsResource{
+				{Type: metadata.ResourceTopic, Name: "orders", Ops: []AlterConfigOp{{Key: "retention.ms", Value: "x"}}},
+				{Type: metadata.ResourceBroker, Name: "", Ops: []AlterConfigOp{{Key: "no.such", Value: "1"}}},
+				{Type: metadata.ResourceBroker, Name: "1", Ops: []AlterConfigOp{{Key: "log.retention.ms", Op: 7, Value: "1"}}},
+				{Type: metadata.ResourceBroker, Name: "2", Ops: []AlterConfigOp{{Key: "log.retention.ms", Value: "1"}, {Key: "log.retention.ms", Op: OpDelete}}},
+			},
+			errs: []error{metadata.ErrInvalidConfig, metadata.ErrInvalidConfig, metadata.ErrInvalidRequest, metadata.ErrInvalidRequest},
+		},
+		{
+			name: "broker cluster default",
+			reqs: []IncrementalAlterConfigsResource{{Type: metadata.ResourceBroker, Ops: []AlterConfigOp{
+				{Key: "log.segment.bytes", Op: OpDelete}, {Key: "log.retention.ms", Op: OpSet, Value: "7"}}}},
+			errs: []error{nil}, records: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img := tt.img
+			if img == nil {
+				img = base
+			}
+			recs, res := PlanIncrementalAlterConfigs(img, tt.reqs)
+			checkConfigResults(t, res, tt.errs)
+			if countNil(tt.errs) == len(tt.errs) && len(recs) != tt.records {
+				t.Errorf("%d records, want %d: %v", len(recs), tt.records, recs)
+			}
+			img = apply(t, img, recs...)
+			if tt.want != nil {
+				if got := img.Topic("orders").Overrides; !maps.Equal(got, tt.want) {
+					t.Errorf("overrides = %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func checkConfigResults(t *testing.T, res []ConfigResult, errs []error) {
+	t.Helper()
+	if len(res) != len(errs) {
+		t.Fatalf("%d results, want %d", len(res), len(errs))
+	}
+	for i, r := range res {
+		if !errors.Is(r.Err, errs[i]) || (r.Err == nil) != (errs[i] == nil) {
+			t.Errorf("result %d (%v %q): err = %v, want %v", i, r.Type, r.Name, r.Err, errs[i])
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package controller
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// maxDefaultReplicationFactor caps the replication factor chosen for requests
+// that leave it to the cluster: min(3, live brokers).
+const maxDefaultReplicationFactor = 3
+
+// CreateTopic is one topic of a CreateTopics request.
+type CreateTopic struct {
+	Name string
+	// NumPartitions is -1 for the cluster default.
+	NumPartitions int32
+	// ReplicationFactor is -1 for min(3, live brokers).
+	ReplicationFactor int16
+	// Assignment optionally lists the replicas of each partition (index i for
+	// partition i); then NumPartitions and ReplicationFactor must be -1.
+	Assignment [][]int32
+	Configs    map[string]string
+}
+
+// CreateTopicResult is the outcome for one topic. Err is nil on success, else
+// a metadata error carrying the Kafka code.
+type CreateTopicResult struct {
+	Name              string
+	ID                metadata.UUID
+	NumPartitions     int32
+	ReplicationFactor int16
+	Configs           []metadata.ConfigEntry // the topic's configs as created
+	Err               error
+}
+
+// TopicRef names a topic by name, or by id when Name is empty.
+type TopicRef struct {
+	Name string
+	ID   metadata.UUID
+}
+
+// DeleteTopicResult is the outcome for one topic of a DeleteTopics request.
+type DeleteTopicResult struct {
+	Name string
+	ID   metadata.UUID
+	Err  error
+}
+
+// CreatePartitions asks to grow a topic to Count partitions.
+type CreatePartitions struct {
+	Topic string
+	Count int32
+	// Assignment optionally lists the replicas of each new partition.
+	Assignment [][]int32
+}
+
+// CreatePartitionsResult is the outcome for one topic.
+type CreatePartitionsResult struct {
+	Topic string
+	Err   error
+}
+
+// PlanCreateTopics plans a CreateTopics request against img. Topics are
+// checked in order, each against the image as the earlier ones leave it, so a
+// request cannot create two colliding names. The records of every topic that
+// passed are returned for one proposal; the results say which failed and why.
+// Topic ids are read from rnd.
+func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions int32, rnd io.Reader) ([]metadata.Record, []CreateTopicResult) {
+	dups := duplicates(len(reqs), func(i int) string { return reqs[i].Name })
+	results := make([]CreateTopicResult, len(reqs))
+	var recs []metadata.Record
+	for i, req := range reqs {
+		res := &results[i]
+		res.Name = req.Name
+		if dups[req.Name] {
+			res.Err = fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, req.Name)
+			continue
+		}
+		topicRecs, err := planCreateTopic(img, req, defaultPartitions, rnd)
+		if err == nil {
+			img, err = metadata.ApplyAll(img, topicRecs)
+		}
+		if err != nil {
+			res.Err = err
+			continue
+		}
+		t := img.Topic(req.Name)
+		res.ID = t.ID
+		res.NumPartitions = int32(len(t.Partitions))
+		res.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+		res.Configs, _ = img.TopicConfigEntries(req.Name)
+		recs = append(recs, topicRecs...)
+	}
+	return recs, results
+}
+
+func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int32, rnd io.Reader) ([]metadata.Record, error) {
+	if err := metadata.ValidateTopicName(req.Name); err != nil {
+		return nil, err
+	}
+	if img.Topic(req.Name) != nil {
+		return nil, fmt.Errorf("%w: %q", metadata.ErrTopicExists, req.Name)
+	}
+	if other, ok := img.CollidingTopic(req.Name); ok {
+		return nil, fmt.Errorf("%w: %q collides with existing topic %q", metadata.ErrInvalidTopic, req.Name, other)
+	}
+	for _, k := range sortedKeys(req.Configs) {
+		if err := metadata.ValidateConfig(metadata.ResourceTopic, k, req.Configs[k]); err != nil {
+			return nil, err
+		}
+	}
+	var assignment [][]int32
+	if len(req.Assignment) > 0 {
+		if req.NumPartitions != -1 || req.ReplicationFactor != -1 {
+			return nil, fmt.Errorf("%w: a manual assignment needs partitions and replication factor -1",
+				metadata.ErrInvalidRequest)
+		}
+		if err := checkAssignment(img, req.Assignment, -1); err != nil {
+			return nil, err
+		}
+		assignment = req.Assignment
+	} else {
+		n := req.NumPartitions
+		if n == -1 {
+			n = defaultPartitions
+		}
+		if n < 1 || n > metadata.MaxPartitions {
+			return nil, fmt.Errorf("%w: %d partitions (want 1 to %d)", metadata.ErrInvalidPartitions, n, metadata.MaxPartitions)
+		}
+		live := img.LiveBrokers()
+		rf := int(req.ReplicationFactor)
+		if rf == -1 {
+			rf = min(maxDefaultReplicationFactor, len(live))
+		}
+		if err := checkReplicationFactor(rf, len(live)); err != nil {
+			return nil, err
+		}
+		assignment = placeReplicas(live, int(n), rf, img.NumPartitions())
+	}
+	id, err := newTopicID(img, rnd)
+	if err != nil {
+		return nil, err
+	}
+	recs := []metadata.Record{&metadata.TopicRecord{Name: req.Name, ID: id, Configs: req.Configs}}
+	return append(recs, partitionRecords(img, id, 0, assignment)...), nil
+}
+
+func checkReplicationFactor(rf, live int) error {
+	if rf < 1 || rf > live {
+		return fmt.Errorf("%w: replication factor %d with %d live brokers",
+			metadata.ErrInvalidReplicationFactor, rf, live)
+	}
+	return nil
+}
+
+// checkAssignment validates a manual assignment: every partition has the same
+// number of replicas (rf, or the first partition's if rf is -1), distinct and
+// registered, at least one of them live.
+func checkAssignment(img *metadata.Image, assignment [][]int32, rf int) error {
+	if len(assignment) > metadata.MaxPartitions {
+		return fmt.Errorf("%w: %d partitions (limit %d)", metadata.ErrInvalidPartitions, len(assignment), metadata.MaxPartitions)
+	}
+	if rf == -1 {
+		rf = len(assignment[0])
+	}
+	for i, replicas := range assignment {
+		if len(replicas) == 0 || len(replicas) != rf {
+			return fmt.Errorf("%w: partition %d has %d replicas, want %d",
+				metadata.ErrInvalidReplicaAssignment, i, len(replicas), rf)
+		}
+		live := false
+		for j, id := range replicas {
+			if img.Broker(id) == nil || slices.Contains(replicas[:j], id) {
+				return fmt.Errorf("%w: partition %d replicas %v: broker %d unknown or repeated",
+					metadata.ErrInvalidReplicaAssignment, i, replicas, id)
+			}
+			live = live || img.IsLive(id)
+		}
+		if !live {
+			return fmt.Errorf("%w: partition %d: no replica of %v is live",
+				metadata.ErrInvalidReplicaAssignment, i, replicas)
+		}
+	}
+	return nil
+}
+
+// partitionRecords creates partitions first, first+1, ... with the given
+// replicas; the ISR is the live replicas and the leader the first of them.
+func partitionRecords(img *metadata.Image, id metadata.UUID, first int32, assignment [][]int32) []metadata.Record {
+	recs := make([]metadata.Record, 0, len(assignment))
+	for i, replicas := range assignment {
+		isr := slices.DeleteFunc(slices.Clone(replicas), func(b int32) bool { return !img.IsLive(b) })
+		leader := metadata.NoLeader
+		if len(isr) > 0 {
+			leader = isr[0]
+		}
+		recs = append(recs, &metadata.PartitionRecord{
+			TopicID: id, Partition: first + int32(i),
+			Replicas: slices.Clone(replicas), ISR: isr, Leader: leader,
+		})
+	}
+	return recs
+}
+
+// placeReplicas assigns rf replicas of n partitions to the brokers in live.
+// Partition p's position in the cluster-wide sequence is start+p; its preferred
+// leader walks round-robin over the brokers, so leaders spread evenly, and its
+// followers are the brokers right after the leader, skipped ahead by one more
+// every full round so that the same brokers are not always paired. Over any
+// round of len(live) positions every broker holds exactly rf replicas.
+func placeReplicas(live []int32, n, rf, start int) [][]int32 {
+	b := len(live)
+	out := make([][]int32, n)
+	for p := range out {
+		pos := start + p
+		first := pos % b
+		replicas := make([]int32, rf)
+		replicas[0] = live[first]
+		if b > 1 {
+			shift := (pos / b) % (b - 1)
+			for j := 1; j < rf; j++ {
+				replicas[j] = live[(first+1+(shift+j-1)%(b-1))%b]
+			}
+		}
+		out[p] = replicas
+	}
+	return out
+}
+
+// newTopicID draws ids from rnd until one is unused.
+func newTopicID(img *metadata.Image, rnd io.Reader) (metadata.UUID, error) {
+	for {
+		id, err := metadata.NewUUID(rnd)
+		if err != nil {
+			return metadata.UUID{}, err
+		}
+		if img.TopicByID(id) == nil {
+			return id, nil
+		}
+	}
+}
+
+// PlanDeleteTopics plans a DeleteTopics request against img.
+func PlanDeleteTopics(img *metadata.Image, refs []TopicRef) ([]metadata.Record, []DeleteTopicResult) {
+	results := make([]DeleteTopicResult, len(refs))
+	seen := make(map[metadata.UUID]int, len(refs)) // topic id -> index of first result
+	for i, ref := range refs {
+		res := &results[i]
+		res.Name, res.ID = ref.Name, ref.ID
+		var t *metadata.Topic
+		switch {
+		case ref.Name != "":
+			if t = img.Topic(ref.Name); t == nil {
+				res.Err = fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, ref.Name)
+			}
+		case !ref.ID.IsZero():
+			if t = img.TopicByID(ref.ID); t == nil {
+				res.Err = fmt.Errorf("%w: %s", metadata.ErrUnknownTopicID, ref.ID)
+			}
+		default:
+			res.Err = fmt.Errorf("%w: neither a topic name nor an id", metadata.ErrInvalidRequest)
+		}
+		if t == nil {
+			continue
+		}
+		res.Name, res.ID = t.Name, t.ID
+		if j, dup := seen[t.ID]; dup {
+			err := fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, t.Name)
+			res.Err, results[j].Err = err, err
+			continue
+		}
+		seen[t.ID] = i
+	}
+	var recs []metadata.Record
+	for _, res := range results {
+		if res.Err == nil {
+			recs = append(recs, &metadata.RemoveTopicRecord{TopicID: res.ID})
+		}
+	}
+	return recs, results
+}
+
+// PlanCreatePartitions plans a CreatePartitions request against img. New
+// partitions keep the topic's replication factor.
+func PlanCreatePartitions(img *metadata.Image, reqs []CreatePartitions) ([]metadata.Record, []CreatePartitionsResult) {
+	dups := duplicates(len(reqs), func(i int) string { return reqs[i].Topic })
+	results := make([]CreatePartitionsResult, len(reqs))
+	var recs []metadata.Record
+	for i, req := range reqs {
+		results[i].Topic = req.Topic
+		if dups[req.Topic] {
+			results[i].Err = fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, req.Topic)
+			continue
+		}
+		topicRecs, err := planCreatePartitions(img, req)
+		if err == nil {
+			img, err = metadata.ApplyAll(img, topicRecs)
+		}
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		recs = append(recs, topicRecs...)
+	}
+	return recs, results
+}
+
+func planCreatePartitions(img *metadata.Image, req CreatePartitions) ([]metadata.Record, error) {
+	t := img.Topic(req.Topic)
+	if t == nil {
+		return nil, fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, req.Topic)
+	}
+	have := int32(len(t.Partitions))
+	switch {
+	case req.Count <= have:
+		return nil, fmt.Errorf("%w: topic %q has %d partitions; %d is not an increase",
+			metadata.ErrInvalidPartitions, req.Topic, have, req.Count)
+	case req.Count > metadata.MaxPartitions:
+		return nil, fmt.Errorf("%w: %d partitions (limit %d)", metadata.ErrInvalidPartitions, req.Count, metadata.MaxPartitions)
+	}
+	rf := len(t.Partitions[0].Replicas)
+	var assignment [][]int32
+	if len(req.Assignment) > 0 {
+		if len(req.Assignment) != int(req.Count-have) {
+			return nil, fmt.Errorf("%w: %d assignments for %d new partitions",
+				metadata.ErrInvalidReplicaAssignment, len(req.Assignment), req.Count-have)
+		}
+		if err := checkAssignment(img, req.Assignment, rf); err != nil {
+			return nil, err
+		}
+		assignment = req.Assignment
+	} else {
+		live := img.LiveBrokers()
+		if err := checkReplicationFactor(rf, len(live)); err != nil {
+			return nil, err
+		}
+		assignment = placeReplicas(live, int(req.Count-have), rf, img.NumPartitions())
+	}
+	return partitionRecords(img, t.ID, have, assignment), nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// duplicates returns the keys that occur more than once among n items.
+func duplicates(n int, key func(int) string) map[string]bool {
+	seen := make(map[string]bool, n)
+	var dups map[string]bool
+	for i := range n {
+		k := key(i)
+		if seen[k] {
+			if dups == nil {
+				dups = make(map[string]bool)
+			}
+			dups[k] = true
+		}
+		seen[k] = true
+	}
+	return dups
+}
