@@ -32,8 +32,10 @@ const (
 //
 // The reader closes reqs when it stops, the handler then closes resps, and the
 // writer, last, finishes the connection. Any goroutine may call close, which
-// closes done, cancels ctx and closes the socket; the others then stop at their
-// next step, and everything queued is dropped (bodies released).
+// closes done, cancels ctx and closes the socket. The reader then stops; the
+// handler still hands every request already read to Handle (with the cancelled
+// ctx), as Kafka still processes the queued requests of a closed connection; the
+// writer drops the responses, releasing their bodies.
 type conn struct {
 	srv    *Server
 	nc     net.Conn
@@ -152,7 +154,7 @@ func (c *conn) runReader() {
 		case c.draining.Load() || c.isClosed():
 			return
 		case errors.Is(err, io.EOF):
-			c.close(nil) // the client hung up between requests, as Kafka does: drop pending work
+			c.close(nil) // the client hung up between requests
 			return
 		default:
 			c.fail(err)
@@ -183,9 +185,6 @@ func (c *conn) runHandler() {
 	defer c.srv.wg.Done()
 	defer close(c.resps)
 	for r := range c.reqs {
-		if c.isClosed() {
-			continue // drain the queue so the reader is never stuck
-		}
 		out, err := c.serve(r)
 		switch {
 		case err != nil:

@@ -49,9 +49,11 @@
 //     API key, a version outside the registered range, an undecodable body, an
 //     invalid Response from the handler or a handler panic closes that connection
 //     only; the reason is logged with the remote address and handed to ConnCloseHook.
-//  5. Shutdown stops accepting, stops reading, lets the requests already read finish
-//     and their responses be written, then closes the connections; Close does the
-//     same at once, cancelling the context given to Handle.
+//     Requests read before the close are still handled, with a cancelled context,
+//     and their responses dropped.
+//  5. Shutdown stops accepting and reading, lets the requests already read finish
+//     and their responses be written, then closes the connections. Close closes
+//     them at once: the remaining requests see a cancelled context.
 //
 // # Concurrency
 //

@@ -62,8 +62,13 @@ type Handler interface {
 	// Handle serves one request. Requests from one connection are handled one at
 	// a time in arrival order (an idempotent producer's pipelined batches must be
 	// appended in sequence order), while the reader keeps decoding ahead. A long
-	// wait (acks=all, a Fetch long-poll) blocks only this connection. ctx is
-	// cancelled when the connection closes.
+	// wait (acks=all, a Fetch long-poll) blocks only this connection.
+	//
+	// ctx is cancelled when the connection closes: nobody will read the response.
+	// Requests read before that are still handed to Handle, in order, with the
+	// cancelled ctx (as Kafka processes a closed connection's queued requests):
+	// the request should still take effect (a Produce is appended) but waiting
+	// may stop, and the response is dropped.
 	Handle(ctx context.Context, c *ConnInfo, r *Request) Response
 }
 

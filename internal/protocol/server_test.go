@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -731,5 +732,43 @@ func TestResponseHook(t *testing.T) {
 		if e.QueueWait < 0 || e.Handling < 0 || e.Total < e.QueueWait+e.Handling {
 			t.Errorf("inconsistent durations %+v", e)
 		}
+	}
+}
+
+func TestRequestsReadBeforeHangupAreStillHandled(t *testing.T) {
+	const n = 5
+	allRead := &readsReached{n: n, ch: make(chan struct{})}
+	var mu sync.Mutex
+	var handled []int32
+	var cancelled int
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		if r.CorrelationID == 0 {
+			// Wait until every request was read and the client hung up.
+			<-allRead.ch
+			<-ctx.Done()
+		}
+		mu.Lock()
+		handled = append(handled, r.CorrelationID)
+		if ctx.Err() != nil {
+			cancelled++
+		}
+		mu.Unlock()
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) { s.Hooks = append(s.Hooks, allRead) })
+	c := dial(t, ts.addr)
+	var batch []byte
+	for i := range int32(n) {
+		batch = append(batch, frameOf(produceRequest(int16(-(i%2))), 9, i, nil)...) // acks 0 and -1
+	}
+	c.write(batch)
+	<-allRead.ch
+	c.nc.Close()
+	if err := ts.hooks.closeErr(t, c.addr()); err != nil {
+		t.Fatalf("close error %v, want nil", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(handled, []int32{0, 1, 2, 3, 4}) || cancelled != n {
+		t.Fatalf("handled %v (%d with a cancelled context), want all %d in order, cancelled", handled, cancelled, n)
 	}
 }
