@@ -212,7 +212,8 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 	if r.Key == apiVersionsKey {
 		msg, version := c.srv.reg.answerApiVersions(c.info, r)
 		msg.SetVersion(version)
-		return &outgoing{req: r, msg: msg, started: started, handled: time.Now()}, nil
+		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
+		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}

@@ -2,10 +2,11 @@ package protocol
 
 import "errors"
 
-// Errors that end a connection. The server never retries after any of them: the
-// connection is closed, the error is logged and passed to ConnCloseHook (wrapped
-// with details; match with errors.Is), and the client is expected to reconnect.
-// Kafka-level failures are never Go errors: they travel as response error codes.
+// Errors that end a connection (all but the last three, which Serve returns). The
+// server never retries after any of them: the connection is closed, the error is
+// logged and passed to ConnCloseHook (wrapped with details; match with errors.Is),
+// and the client is expected to reconnect. Kafka-level failures are never Go
+// errors: they travel as response error codes.
 var (
 	// ErrFrameSize means a request frame declared a size of zero or less.
 	ErrFrameSize = errors.New("protocol: request frame size is not positive")
@@ -33,4 +34,6 @@ var (
 	ErrServerClosed = errors.New("protocol: server closed")
 	// ErrInvalidVersions means Server.Versions is not a valid registry.
 	ErrInvalidVersions = errors.New("protocol: invalid version registry")
+	// ErrNoHandler means Server.Handler is nil.
+	ErrNoHandler = errors.New("protocol: Server.Handler is nil")
 )

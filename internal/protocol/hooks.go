@@ -27,7 +27,8 @@ type RequestHook interface {
 }
 
 // ResponseHook is called once per request that was handled: after its response
-// was written, or right after handling when the response is None.
+// was written (or failed to be), or right after handling when the response is
+// None. Responses dropped because the connection had closed are not reported.
 type ResponseHook interface {
 	OnResponse(c *ConnInfo, r *Request, e ResponseEvent)
 }

@@ -74,7 +74,7 @@ func (s *Server) init() error {
 		}
 		s.hooks = newHookSet(s.Hooks)
 		if s.Handler == nil {
-			s.initErr = errors.New("protocol: Server.Handler is nil")
+			s.initErr = ErrNoHandler
 			return
 		}
 		s.reg, s.initErr = newRegistry(s.Versions)

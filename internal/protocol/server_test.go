@@ -595,9 +595,10 @@ func TestServeRejectsBadConfig(t *testing.T) {
 	tests := []struct {
 		name string
 		s    *Server
+		want error
 	}{
-		{"nil handler", &Server{Versions: testVersions}},
-		{"invalid versions", &Server{Handler: HandlerFunc(echoHandler), Versions: []VersionRange{{Key: 3, Min: 4, Max: 1}}}},
+		{"nil handler", &Server{Versions: testVersions}, ErrNoHandler},
+		{"invalid versions", &Server{Handler: HandlerFunc(echoHandler), Versions: []VersionRange{{Key: 3, Min: 4, Max: 1}}}, ErrInvalidVersions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -605,8 +606,8 @@ func TestServeRejectsBadConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tt.s.Serve(ln); err == nil || errors.Is(err, ErrServerClosed) {
-				t.Fatalf("Serve = %v, want a config error", err)
+			if err := tt.s.Serve(ln); !errors.Is(err, tt.want) {
+				t.Fatalf("Serve = %v, want %v", err, tt.want)
 			}
 			if err := tt.s.Close(); err != nil {
 				t.Fatal(err)
