@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// FlushMode chooses when a log fsyncs its active segment.
+type FlushMode int
+
+const (
+	// GroupCommit fsyncs as soon as there is unsynced data, on one flusher goroutine
+	// per log: appends that arrive while an fsync runs are covered together by the
+	// next one, and every WaitDurable waiter shares the result.
+	GroupCommit FlushMode = iota
+	// Interval fsyncs after IntervalMessages unsynced messages or every Interval,
+	// whichever comes first (Kafka's flush.messages and flush.ms). With both zero the
+	// log is synced only when a segment rolls and on Close, as Kafka does by default;
+	// durability then comes from replication.
+	Interval
+)
+
+func (m FlushMode) String() string {
+	switch m {
+	case GroupCommit:
+		return "group-commit"
+	case Interval:
+		return "interval"
+	}
+	return fmt.Sprintf("FlushMode(%d)", int(m))
+}
+
+// FlushPolicy is a log's durability policy.
+type FlushPolicy struct {
+	Mode FlushMode
+	// IntervalMessages (Interval mode) syncs once this many records are unsynced;
+	// 0 disables the trigger.
+	IntervalMessages int64
+	// Interval (Interval mode) syncs unsynced data this often; 0 disables the trigger.
+	Interval time.Duration
+}
+
+// Defaults, Kafka's where Kafka has one.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentAge         = 7 * 24 * time.Hour
+	DefaultIndexIntervalBytes = 4096
+	DefaultIndexMaxBytes      = 10 << 20
+	DefaultRetentionAge       = 7 * 24 * time.Hour
+	// MaxSegmentBytes keeps file positions within the uint32 of an index entry.
+	MaxSegmentBytes = math.MaxInt32
+	// minIndexMaxBytes leaves room for a few entries of either index.
+	minIndexMaxBytes = 4 * timeEntrySize
+)
+
+// Config configures one partition log. The zero value of each field means its
+// default.
+type Config struct {
+	// SegmentBytes rolls the active segment before it would exceed this size
+	// (segment.bytes; default 1 GiB, at most MaxSegmentBytes).
+	SegmentBytes int64
+	// SegmentAge rolls a non-empty active segment once the newest batch is this much
+	// younger than the segment's first batch, or, for batches without timestamps, once
+	// the segment is this old by Now (segment.ms; default 7 days).
+	SegmentAge time.Duration
+	// IndexIntervalBytes is the number of log bytes between offset-index entries
+	// (index.interval.bytes; default 4096).
+	IndexIntervalBytes int
+	// IndexMaxBytes caps each index file; a full index rolls the segment
+	// (segment.index.bytes; default 10 MiB).
+	IndexMaxBytes int
+	// RetentionAge deletes segments whose newest record is older than this
+	// (retention.ms; default 7 days; negative: keep forever).
+	RetentionAge time.Duration
+	// RetentionBytes deletes the oldest segments while the log is larger than this
+	// (retention.bytes; 0 means the default, -1: no limit).
+	RetentionBytes int64
+	// LogAppendTime stamps every batch appended as leader with the broker's time
+	// (message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
+	// Flush is the durability policy; the zero value is GroupCommit.
+	Flush FlushPolicy
+	// Now is the clock for roll and retention decisions and LogAppendTime; nil means
+	// time.Now.
+	Now func() time.Time
+	// OnSync, if set, is called after every fsync of a segment with its duration and
+	// result, from the goroutine that synced. It must not block or call into the Log.
+	OnSync func(took time.Duration, err error)
+}
+
+// withDefaults returns c with zero fields replaced by their defaults.
+func (c Config) withDefaults() Config {
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = DefaultSegmentAge
+	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if c.IndexMaxBytes == 0 {
+		c.IndexMaxBytes = DefaultIndexMaxBytes
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = DefaultRetentionAge
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports the first setting that is out of range, after defaults apply.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.SegmentBytes < 2*1024 || c.SegmentBytes > MaxSegmentBytes:
+		return fmt.Errorf("%w: SegmentBytes %d not in [2048, %d]", ErrConfig, c.SegmentBytes, int64(MaxSegmentBytes))
+	case c.SegmentAge < 0:
+		return fmt.Errorf("%w: SegmentAge %v is negative", ErrConfig, c.SegmentAge)
+	case c.IndexIntervalBytes < 0:
+		return fmt.Errorf("%w: IndexIntervalBytes %d is negative", ErrConfig, c.IndexIntervalBytes)
+	case c.IndexMaxBytes < minIndexMaxBytes:
+		return fmt.Errorf("%w: IndexMaxBytes %d below %d", ErrConfig, c.IndexMaxBytes, minIndexMaxBytes)
+	case c.RetentionBytes < -1:
+		return fmt.Errorf("%w: RetentionBytes %d below -1", ErrConfig, c.RetentionBytes)
+	case c.Flush.Mode != GroupCommit && c.Flush.Mode != Interval:
+		return fmt.Errorf("%w: unknown flush mode %v", ErrConfig, c.Flush.Mode)
+	case c.Flush.IntervalMessages < 0 || c.Flush.Interval < 0:
+		return fmt.Errorf("%w: negative flush interval", ErrConfig)
+	}
+	return nil
+}

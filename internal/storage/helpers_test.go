@@ -1,0 +1,137 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+const testDir = "/data/topic-0"
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.UnixMilli(1_700_000_000_000)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// testIndexBytes keeps preallocated index files small: MemFS holds them in memory.
+const testIndexBytes = 64 << 10
+
+// openLog opens a log and closes it at the end of the test if still open. Unless
+// set, IndexMaxBytes is testIndexBytes.
+func openLog(t testing.TB, fsys vfs.FS, cfg Config) *Log {
+	t.Helper()
+	if cfg.IndexMaxBytes == 0 {
+		cfg.IndexMaxBytes = testIndexBytes
+	}
+	l, err := Open(fsys, testDir, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// mkBatch builds a batch of n records with size-byte values and timestamps
+// ts, ts+1, ...
+func mkBatch(n, size int, ts int64) []byte {
+	return batchtest.Build(batchtest.Options{FirstTimestamp: ts, Records: batchtest.Values(n, size)})
+}
+
+// appendN appends count batches of n records and returns the stored bytes of each
+// (as stamped by the log).
+func appendN(t testing.TB, l *Log, count, n, size int, ts int64, epoch int32) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i := range count {
+		b := mkBatch(n, size, ts+int64(i))
+		if _, err := l.Append(b, epoch); err != nil {
+			t.Fatalf("Append %d: %v", i, err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// readAll reads the whole log from its start through Read and returns its batches.
+func readAll(t testing.TB, l *Log) [][]byte {
+	t.Helper()
+	var out [][]byte
+	off := l.LogStartOffset()
+	for off < l.LogEndOffset() {
+		c, err := l.Read(off, 1<<20, l.LogEndOffset())
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		b, err := c.Bytes()
+		c.Release()
+		if err != nil {
+			t.Fatalf("Chunk.Bytes: %v", err)
+		}
+		if len(b) == 0 {
+			t.Fatalf("Read(%d) returned nothing below log end %d", off, l.LogEndOffset())
+		}
+		it := batch.NewIter(b)
+		for it.Next() {
+			out = append(out, bytes.Clone(it.Batch()))
+		}
+		if it.Err() != nil {
+			t.Fatalf("chunk at %d: %v", off, it.Err())
+		}
+		off = c.NextOffset
+	}
+	return out
+}
+
+// sameBatches fails unless got and want hold the same batches byte for byte.
+func sameBatches(t testing.TB, got, want [][]byte) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d batches, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			h1, _ := batch.ParseHeader(got[i])
+			h2, _ := batch.ParseHeader(want[i])
+			t.Fatalf("batch %d differs: got %+v want %+v", i, h1, h2)
+		}
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func ctxTimeout(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

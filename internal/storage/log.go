@@ -1,0 +1,561 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// Log is one partition's log. See the package doc for the calling protocol and the
+// locking rules.
+type Log struct {
+	fsys vfs.FS
+	dir  string
+	cfg  Config
+
+	// appendMu serialises every mutation (appends, roll, truncation, retention,
+	// epoch assignment, Close) and is held across their I/O. Fields only mutators
+	// touch live here too.
+	appendMu      sync.Mutex
+	recoveryPoint int64 // appendMu: every segment wholly below it is synced with its indexes
+
+	// mu guards the published view readers use. It is never held across I/O.
+	// Fields written by mutators are written with appendMu held as well.
+	mu struct {
+		sync.RWMutex
+		segments []*segment // ascending base offsets; the last is active. Never modified in place.
+		logStart int64
+		leo      int64 // log end offset: next offset to assign
+		durable  int64 // every offset below is fsynced
+		truncGen uint64
+		epochs   epochCache
+		failed   error
+		closed   bool
+		// changed is closed and replaced whenever durable, failed or closed change,
+		// waking WaitDurable callers.
+		changed chan struct{}
+	}
+
+	kick             chan struct{} // wakes the flusher; capacity 1
+	stop             chan struct{}
+	flusherDone      chan struct{}
+	unflushedRecords atomic.Int64 // Interval mode: records appended since the last sync
+	listener         atomic.Pointer[func(int64)]
+	stats            statCounters
+}
+
+// AppendInfo describes a successful append.
+type AppendInfo struct {
+	FirstOffset int64
+	LastOffset  int64
+	// LogAppendTime is the broker timestamp stamped on the batches, or -1 when the
+	// log uses CreateTime (or the append was as follower).
+	LogAppendTime int64
+	// MaxTimestamp is the largest max timestamp of the appended batches and
+	// OffsetOfMaxTimestamp the base offset of the batch holding it.
+	MaxTimestamp         int64
+	OffsetOfMaxTimestamp int64
+	Batches              int
+	Records              int64
+	Bytes                int
+	LogStartOffset       int64
+}
+
+// Open opens the log in dir, creating it if needed, and recovers it: after a clean
+// shutdown (Close) it trusts the files; otherwise it validates every batch from the
+// last recovery checkpoint and truncates at the first torn or corrupt one. It
+// starts the log's flusher goroutine; Close stops it.
+func Open(fsys vfs.FS, dir string, cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{
+		fsys:        fsys,
+		dir:         dir,
+		cfg:         cfg.withDefaults(),
+		kick:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		flusherDone: make(chan struct{}),
+	}
+	l.mu.changed = make(chan struct{})
+	if err := l.ensureDir(); err != nil {
+		return nil, err
+	}
+	if err := l.load(); err != nil {
+		for _, s := range l.mu.segments {
+			s.release()
+		}
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	go l.runFlusher()
+	return l, nil
+}
+
+// ensureDir creates dir if missing and makes its name durable.
+func (l *Log) ensureDir() error {
+	if _, err := l.fsys.Stat(l.dir); err == nil {
+		return nil
+	} else if !isNotExist(err) {
+		return err
+	}
+	if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	return l.fsys.SyncDir(filepath.Dir(filepath.Clean(l.dir)))
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Append validates every batch in batches (concatenated v2 record batches, as in a
+// Produce request), then assigns them consecutive offsets starting at the log end
+// offset and stamps leaderEpoch, rewriting those header fields in the caller's
+// buffer (and, for LogAppendTime logs, the timestamp type, max timestamp and CRC).
+// The bytes go to the page cache: Append does not wait for an fsync; use
+// WaitDurable for that. A validation error leaves the log unchanged and is one of
+// the batch package's errors. Append does not allocate.
+func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, true)
+}
+
+// AppendAsFollower appends batches that already carry offsets and leader epochs
+// (replicated from the leader): they must start at the log end offset and be
+// contiguous, or ErrUnexpectedOffset.
+func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
+	return l.append(batches, -1, false)
+}
+
+func (l *Log) append(b []byte, leaderEpoch int32, asLeader bool) (AppendInfo, error) {
+	info := AppendInfo{LogAppendTime: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1}
+	// Validate everything before touching the log (CRCs are the costly part).
+	var firstBase, nextBase int64
+	it := batch.NewIter(b)
+	for it.Next() {
+		h := it.Header()
+		if info.Batches == 0 {
+			firstBase = h.BaseOffset
+		} else if !asLeader && h.BaseOffset != nextBase {
+			return info, fmt.Errorf("%w: batch at offset %d follows one ending at %d", ErrUnexpectedOffset, h.BaseOffset, nextBase)
+		}
+		nextBase = h.NextOffset()
+		info.Batches++
+		info.Records += int64(h.NumRecords)
+	}
+	if err := it.Err(); err != nil {
+		return info, err
+	}
+	if info.Batches == 0 {
+		return info, ErrEmptyAppend
+	}
+	if int64(len(b)) > l.cfg.SegmentBytes {
+		return info, fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), l.cfg.SegmentBytes)
+	}
+	info.Bytes = len(b)
+
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return info, err
+	}
+	leo := l.mu.leo
+	now := l.cfg.Now()
+	if asLeader {
+		if latest, ok := l.mu.epochs.latest(); ok && leaderEpoch < latest.Epoch {
+			return info, fmt.Errorf("%w: %d < %d", ErrFencedLeaderEpoch, leaderEpoch, latest.Epoch)
+		}
+		appendTime := int64(-1)
+		if l.cfg.LogAppendTime {
+			appendTime = now.UnixMilli()
+			info.LogAppendTime = appendTime
+		}
+		stampBatches(b, leo, leaderEpoch, appendTime)
+	} else if firstBase != leo {
+		return info, fmt.Errorf("%w: first offset %d, log end offset %d", ErrUnexpectedOffset, firstBase, leo)
+	}
+	info.FirstOffset = leo
+	info.LastOffset = leo + info.Records - 1
+	info.MaxTimestamp, info.OffsetOfMaxTimestamp = maxTimestamp(b)
+
+	seg := l.active()
+	if l.shouldRoll(seg, len(b), info.LastOffset, info.MaxTimestamp, now) {
+		var err error
+		if seg, err = l.rollLocked(now); err != nil {
+			return info, err
+		}
+	}
+	pos := seg.size
+	if _, err := seg.log.WriteAt(b, pos); err != nil {
+		return info, l.fail(err)
+	}
+
+	seg.mu.Lock()
+	for p := 0; p < len(b); {
+		h, _ := batch.ParseHeader(b[p:])
+		seg.indexBatchLocked(&h, pos+int64(p), h.Size(), l.cfg.IndexIntervalBytes)
+		p += h.Size()
+	}
+	seg.mu.Unlock()
+
+	l.mu.Lock()
+	seg.size = pos + int64(len(b))
+	seg.next = info.LastOffset + 1
+	l.mu.leo = info.LastOffset + 1
+	if asLeader {
+		l.mu.epochs.assign(leaderEpoch, info.FirstOffset)
+	} else {
+		for p := 0; p < len(b); {
+			h, _ := batch.ParseHeader(b[p:])
+			l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+			p += h.Size()
+		}
+	}
+	info.LogStartOffset = l.mu.logStart
+	l.mu.Unlock()
+
+	l.stats.appendedBatches.Add(int64(info.Batches))
+	l.stats.appendedRecords.Add(info.Records)
+	l.stats.appendedBytes.Add(int64(len(b)))
+	l.afterAppend(info.Records)
+	return info, nil
+}
+
+// stampBatches gives the validated batches in b consecutive offsets from base and
+// the leader epoch, and LogAppendTime when appendTime >= 0.
+func stampBatches(b []byte, base int64, epoch int32, appendTime int64) {
+	for p := 0; p < len(b); {
+		h, _ := batch.ParseHeader(b[p:])
+		one := b[p : p+h.Size()]
+		batch.SetBaseOffset(one, base)
+		batch.SetPartitionLeaderEpoch(one, epoch)
+		if appendTime >= 0 {
+			batch.SetLogAppendTime(one, appendTime)
+		}
+		base += int64(h.LastOffsetDelta) + 1
+		p += h.Size()
+	}
+}
+
+// maxTimestamp returns the largest max timestamp in validated batches b and the
+// base offset of the first batch holding it.
+func maxTimestamp(b []byte) (ts, offset int64) {
+	ts, offset = -1, -1
+	for p := 0; p < len(b); {
+		h, _ := batch.ParseHeader(b[p:])
+		if h.MaxTimestamp > ts {
+			ts, offset = h.MaxTimestamp, h.BaseOffset
+		}
+		p += h.Size()
+	}
+	return ts, offset
+}
+
+// writable reports why the log refuses mutations, if it does.
+func (l *Log) writable() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	switch {
+	case l.mu.closed:
+		return ErrClosed
+	case l.mu.failed != nil:
+		return l.mu.failed
+	}
+	return nil
+}
+
+// active returns the active segment; appendMu or mu must be held.
+func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
+
+// fail makes the log fail-stop after a write or sync error and returns the error
+// every later mutation and WaitDurable will return.
+func (l *Log) fail(cause error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.failed == nil {
+		l.mu.failed = fmt.Errorf("%w: %w", ErrLogFailed, cause)
+		l.notifyLocked()
+	}
+	return l.mu.failed
+}
+
+// notifyLocked wakes every WaitDurable caller; mu must be held for writing.
+func (l *Log) notifyLocked() {
+	close(l.mu.changed)
+	l.mu.changed = make(chan struct{})
+}
+
+// shouldRoll follows Kafka's LogSegment.shouldRoll: a non-empty active segment rolls
+// when the append would overflow it, when an index is full, when the offsets no
+// longer fit an index entry, or when it is too old. Age is measured between the
+// segment's first batch and the incoming batches' timestamps, or, without
+// timestamps, by the clock since the segment was created. (Kafka's random roll
+// jitter is not applied.)
+func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time.Time) bool {
+	if s.size == 0 {
+		return false
+	}
+	if s.size+int64(size) > l.cfg.SegmentBytes {
+		return true
+	}
+	if _, ok := relOffset(lastOffset, s.base); !ok {
+		return true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.index.full() || s.mu.tindex.full() {
+		return true
+	}
+	age := now.Sub(s.mu.created)
+	if s.mu.firstTS >= 0 {
+		age = time.Duration(maxTS-s.mu.firstTS) * time.Millisecond
+	}
+	return age > l.cfg.SegmentAge
+}
+
+// rollLocked seals the active segment (indexes written and trimmed, log fsynced),
+// creates a new one at the log end offset, and moves the recovery point to it.
+// appendMu must be held.
+func (l *Log) rollLocked(now time.Time) (*segment, error) {
+	old := l.active()
+	if err := old.writeIndexes(); err != nil {
+		return nil, l.fail(err)
+	}
+	if err := l.syncSegment(old); err != nil {
+		return nil, l.fail(err)
+	}
+	s, err := createSegment(l.fsys, l.dir, l.mu.leo, &l.cfg, now)
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	l.mu.Lock()
+	l.mu.segments = append(slices.Clip(l.mu.segments), s)
+	l.mu.Unlock()
+	l.recoveryPoint = s.base
+	if err := l.writeCheckpoints(); err != nil {
+		return nil, l.fail(err)
+	}
+	l.stats.rolls.Add(1)
+	l.kickFlusher() // the old segment's data is durable now
+	return s, nil
+}
+
+// syncSegment fsyncs a segment's log file, recording the time taken.
+func (l *Log) syncSegment(s *segment) error {
+	start := time.Now()
+	err := s.log.Sync()
+	took := time.Since(start)
+	l.stats.observeSync(took)
+	if l.cfg.OnSync != nil {
+		l.cfg.OnSync(took, err)
+	}
+	return err
+}
+
+// writeCheckpoints persists the leader-epoch cache, then the recovery checkpoint
+// (recovery point and log start offset). appendMu must be held.
+func (l *Log) writeCheckpoints() error {
+	l.mu.RLock()
+	epochs := encodeEpochs(l.mu.epochs.entries)
+	rc := recoveryCheckpoint{RecoveryPoint: l.recoveryPoint, LogStartOffset: l.mu.logStart}
+	l.mu.RUnlock()
+	if err := writeSideFile(l.fsys, l.dir, epochCheckpointName, epochs); err != nil {
+		return err
+	}
+	return writeSideFile(l.fsys, l.dir, recoveryCheckpointName, rc.encode())
+}
+
+// WaitDurable returns nil once every offset up to and including offset is fsynced.
+// It returns ErrLogFailed (wrapping the cause) if the log failed first,
+// ErrTruncated if offset is not in the log (truncated away), ErrClosed if the log
+// was closed without making it durable, or the context's error. Under the
+// Interval policy it waits for the next scheduled sync and does not trigger one.
+func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
+	for {
+		l.mu.RLock()
+		durable, leo, failed, closed, changed := l.mu.durable, l.mu.leo, l.mu.failed, l.mu.closed, l.mu.changed
+		l.mu.RUnlock()
+		switch {
+		case offset < durable:
+			return nil
+		case failed != nil:
+			return failed
+		case offset >= leo:
+			return fmt.Errorf("%w: offset %d, log end offset %d", ErrTruncated, offset, leo)
+		case closed:
+			return ErrClosed
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// DurableOffset returns the end of the fsynced prefix: every offset below it is
+// durable.
+func (l *Log) DurableOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.durable
+}
+
+// SetDurableListener registers fn to be called with the new durable offset after
+// each sync that advances it, on the flusher goroutine. fn must return quickly and
+// must not call the Log's mutating methods. nil removes the listener.
+func (l *Log) SetDurableListener(fn func(durableEnd int64)) {
+	if fn == nil {
+		l.listener.Store(nil)
+		return
+	}
+	l.listener.Store(&fn)
+}
+
+// LogStartOffset returns the first offset readers may fetch.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStart
+}
+
+// LogEndOffset returns the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.leo
+}
+
+// Size returns the bytes held in all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segments {
+		n += s.size
+	}
+	return n
+}
+
+// NumSegments returns the number of segments, the active one included.
+func (l *Log) NumSegments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.mu.segments)
+}
+
+// Stats returns a snapshot of the log's counters.
+func (l *Log) Stats() Stats { return l.stats.snapshot() }
+
+// AssignEpoch records that leader epoch epoch starts at startOffset (a new leader
+// calls it with its log end offset before accepting appends) and persists the
+// leader-epoch checkpoint if that changed it. startOffset must be within
+// [LogStartOffset, LogEndOffset].
+func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if startOffset < l.mu.logStart || startOffset > l.mu.leo || epoch < 0 {
+		return fmt.Errorf("%w: epoch %d at %d, log is [%d, %d]", ErrOffsetOutOfRange, epoch, startOffset, l.mu.logStart, l.mu.leo)
+	}
+	l.mu.Lock()
+	changed := l.mu.epochs.assign(epoch, startOffset)
+	l.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	if err := l.writeCheckpoints(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch (KIP-101/279): for the latest
+// epoch, (epoch, log end offset); for an older one, the largest known epoch <= it
+// and the start offset of the next epoch; for an epoch below every known one,
+// (epoch, start of the first known epoch); otherwise (UndefinedEpoch,
+// UndefinedOffset).
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo)
+}
+
+// LatestEpoch returns the newest leader epoch in the log's epoch cache, or
+// UndefinedEpoch.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if e, ok := l.mu.epochs.latest(); ok {
+		return e.Epoch
+	}
+	return UndefinedEpoch
+}
+
+// Epochs returns a copy of the leader-epoch cache, oldest first.
+func (l *Log) Epochs() []EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.clone()
+}
+
+// Close stops the flusher and, unless the log has failed, seals the active
+// segment, fsyncs it, writes the checkpoints and finally the clean-shutdown marker
+// that lets the next Open skip recovery. Segment files stay open until the last
+// outstanding Chunk is released. Close on a failed log leaves no marker, so the
+// next Open recovers.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	closed, failed := l.mu.closed, l.mu.failed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	close(l.stop)
+	<-l.flusherDone
+
+	var err error
+	if failed == nil {
+		if err = l.shutdownCleanly(); err != nil {
+			err = l.fail(err)
+		}
+	}
+	l.mu.Lock()
+	if err == nil && failed == nil {
+		l.mu.durable = l.mu.leo
+	}
+	l.mu.closed = true
+	segs := l.mu.segments
+	l.mu.segments = nil
+	l.notifyLocked()
+	l.mu.Unlock()
+	for _, s := range segs {
+		s.release()
+	}
+	return err
+}
+
+func (l *Log) shutdownCleanly() error {
+	s := l.active()
+	if err := s.writeIndexes(); err != nil {
+		return err
+	}
+	if err := l.syncSegment(s); err != nil {
+		return err
+	}
+	l.recoveryPoint = l.mu.leo
+	if err := l.writeCheckpoints(); err != nil {
+		return err
+	}
+	marker := cleanShutdown{LogEndOffset: l.mu.leo, ActiveBase: s.base, ActiveSize: s.size}
+	return writeSideFile(l.fsys, l.dir, cleanShutdownName, marker.encode())
+}

@@ -1,0 +1,400 @@
+package storage
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// Chunk is a range of whole batches in one segment file, returned by Read. Send it
+// with positional sendfile(2) from File (use vfs.OSFile; never the file's seek
+// offset: the descriptor is shared by every reader), or copy it with Bytes or
+// ReadInto. The segment file stays open until Release, even if retention or
+// truncation deletes the segment meanwhile, so the descriptor is never reused
+// under the reader. An empty Chunk (Size 0) holds nothing and needs no Release,
+// though calling it is harmless.
+type Chunk struct {
+	File vfs.File
+	Pos  int64 // position of the first batch in File
+	Size int   // bytes of whole batches
+	// FirstOffset is the base offset of the first batch (it may be below the
+	// offset asked for); NextOffset is the offset just past the last batch, where
+	// the next Read should start.
+	FirstOffset int64
+	NextOffset  int64
+
+	seg *segment
+}
+
+// Release lets the segment file be closed. Call it exactly once per non-empty
+// Chunk, after the bytes were sent; it is a no-op on an empty or released Chunk
+// (released through this same variable).
+func (c *Chunk) Release() {
+	if c.seg != nil {
+		c.seg.release()
+		c.seg = nil
+	}
+}
+
+// Bytes returns a copy of the chunk's bytes.
+func (c *Chunk) Bytes() ([]byte, error) {
+	b := make([]byte, c.Size)
+	n, err := c.ReadInto(b)
+	return b[:n], err
+}
+
+// ReadInto copies the chunk's bytes into dst, which must hold Size bytes, and
+// returns Size.
+func (c *Chunk) ReadInto(dst []byte) (int, error) {
+	if len(dst) < c.Size {
+		return 0, io.ErrShortBuffer
+	}
+	if c.Size == 0 {
+		return 0, nil
+	}
+	n, err := c.File.ReadAt(dst[:c.Size], c.Pos)
+	if n == c.Size {
+		return n, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Read returns the whole batches starting with the one that holds offset, within
+// one segment, ending before the batch that holds maxOffset (the high-water mark:
+// batches are never split), and at most maxBytes long unless the first batch alone
+// is larger, in which case it is exactly that batch (Kafka's "at least one batch",
+// so a consumer can always make progress). Reading at the log end offset, or with
+// maxOffset <= offset, gives an empty Chunk. An offset below the log start offset
+// or above the log end offset gives ErrOffsetOutOfRange. A non-empty Chunk must be
+// released. Read does not allocate.
+func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
+	l.mu.RLock()
+	if l.mu.closed {
+		l.mu.RUnlock()
+		return Chunk{}, ErrClosed
+	}
+	logStart, leo := l.mu.logStart, l.mu.leo
+	if offset < logStart || offset > leo {
+		l.mu.RUnlock()
+		return Chunk{}, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, logStart, leo)
+	}
+	if offset == leo || maxOffset <= offset {
+		l.mu.RUnlock()
+		return Chunk{FirstOffset: offset, NextOffset: offset}, nil
+	}
+	s := l.segmentForLocked(offset)
+	size, next := s.size, s.next
+	s.acquire()
+	l.mu.RUnlock()
+
+	c, err := l.readSegment(s, size, next, offset, maxBytes, maxOffset)
+	if err != nil || c.Size == 0 {
+		s.release()
+		c.seg = nil
+	}
+	return c, err
+}
+
+// segmentForLocked returns the segment holding offset (the last one whose base is
+// <= offset); mu must be held and offset must be within the log.
+func (l *Log) segmentForLocked(offset int64) *segment {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })
+	return segs[max(i-1, 0)]
+}
+
+// readSegment does Read's work within one segment of the given extent.
+func (l *Log) readSegment(s *segment, size, next, offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
+	empty := Chunk{FirstOffset: offset, NextOffset: offset}
+	if err := s.ensureIndexes(size, next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+		return empty, err
+	}
+	sc := headerScanner(s.log, s.lookup(offset), size)
+	defer sc.done()
+	if !sc.seek(offset) {
+		return empty, s.scanFailure(&sc, offset)
+	}
+	first, start := sc.h, sc.bpos
+	if first.LastOffset() >= maxOffset {
+		return empty, nil
+	}
+	c := Chunk{File: s.log, Pos: start, FirstOffset: first.BaseOffset, NextOffset: next, seg: s}
+	limit := size
+	if maxOffset < next {
+		// Stop before the batch holding maxOffset.
+		if p := s.lookup(maxOffset); p > sc.pos {
+			sc.pos = p
+		}
+		if !sc.seek(maxOffset) {
+			return empty, s.scanFailure(&sc, maxOffset)
+		}
+		limit, c.NextOffset = sc.bpos, sc.h.BaseOffset
+	}
+	if want := start + int64(max(maxBytes, 0)); want < limit {
+		// Keep the batches that end by want, and at least the first. Start from the
+		// last index entry at or before want, if it is past the first batch.
+		end, nextOff := start+int64(first.Size()), first.NextOffset()
+		s.mu.RLock()
+		e := s.mu.index.lookupPos(uint32(want))
+		s.mu.RUnlock()
+		if p := int64(e.pos); p > end {
+			end, nextOff = p, s.base+int64(e.rel)
+		}
+		sc.pos = end
+		for sc.next() && sc.pos <= want {
+			end, nextOff = sc.pos, sc.h.NextOffset()
+		}
+		if sc.err != nil {
+			return empty, corrupt(s.log.Name(), sc.bpos, sc.err)
+		}
+		limit, c.NextOffset = end, nextOff
+	}
+	c.Size = int(limit - start)
+	return c, nil
+}
+
+// lookup returns the position of the last indexed batch at or before offset.
+func (s *segment) lookup(offset int64) int64 {
+	rel, ok := relOffset(offset, s.base)
+	if !ok {
+		return 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return int64(s.mu.index.lookup(rel).pos)
+}
+
+// seek advances the scanner to the batch holding offset (the first whose last
+// offset is >= offset) and reports whether it found one.
+func (sc *scanner) seek(offset int64) bool {
+	for sc.next() {
+		if sc.h.LastOffset() >= offset {
+			return true
+		}
+	}
+	return false
+}
+
+// scanFailure explains why a seek inside a segment's published extent failed.
+func (s *segment) scanFailure(sc *scanner, offset int64) error {
+	if sc.err != nil {
+		return corrupt(s.log.Name(), sc.pos, sc.err)
+	}
+	return fmt.Errorf("%w: %s: offset %d not found", ErrCorruptSegment, s.log.Name(), offset)
+}
+
+// segmentsFrom returns, acquired, the segments that may hold offsets >= from, with
+// their extents. Release each.
+func (l *Log) segmentsFrom(from int64) ([]segmentView, int64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return nil, 0, ErrClosed
+	}
+	var views []segmentView
+	for _, s := range l.mu.segments {
+		if s.next <= from || s.size == 0 {
+			continue
+		}
+		s.acquire()
+		views = append(views, segmentView{s, s.size, s.next})
+	}
+	return views, l.mu.logStart, nil
+}
+
+// segmentView is a segment with the extent it had when it was acquired.
+type segmentView struct {
+	s          *segment
+	size, next int64
+}
+
+func releaseViews(views []segmentView) {
+	for _, v := range views {
+		v.s.release()
+	}
+}
+
+// ScanBatches calls fn with the header of every batch whose last offset is >= from,
+// in offset order, up to the log end offset at the time of the call (the producer
+// state rebuild on restart). For control batches (transaction markers) body is the
+// whole batch, so the marker type can be read; otherwise it is nil. body is only
+// valid during the call. An error from fn stops the scan and is returned.
+func (l *Log) ScanBatches(from int64, fn func(h batch.Header, body []byte) error) error {
+	views, _, err := l.segmentsFrom(from)
+	if err != nil {
+		return err
+	}
+	defer releaseViews(views)
+	var body []byte
+	for _, v := range views {
+		s := v.s
+		if err := s.ensureIndexes(v.size, v.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+			return err
+		}
+		sc := headerScanner(s.log, s.lookup(from), v.size)
+		for sc.next() {
+			h := sc.h
+			if h.LastOffset() < from {
+				continue
+			}
+			var b []byte
+			if h.Control() {
+				if body, err = readBatchAt(s.log, sc.bpos, h.Size(), body); err != nil {
+					sc.done()
+					return err
+				}
+				b = body
+			}
+			if err := fn(h, b); err != nil {
+				sc.done()
+				return err
+			}
+		}
+		sc.done()
+		if sc.err != nil {
+			return corrupt(s.log.Name(), sc.pos, sc.err)
+		}
+	}
+	return nil
+}
+
+// readBatchAt reads the size-byte batch at pos into buf (grown as needed) and
+// validates it.
+func readBatchAt(f vfs.File, pos int64, size int, buf []byte) ([]byte, error) {
+	if cap(buf) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if n, err := f.ReadAt(buf, pos); n != size {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	if _, err := batch.Validate(buf); err != nil {
+		return nil, corrupt(f.Name(), pos, err)
+	}
+	return buf, nil
+}
+
+// decompressor inflates compressed batches for timestamp lookups.
+var decompressor = kgo.DefaultDecompressor()
+
+// findInBatch reads the batch at pos and returns the first record in it with a
+// timestamp >= ts and an offset >= minOffset.
+func findInBatch(f vfs.File, pos int64, h *batch.Header, ts, minOffset int64) (int64, int64, bool, error) {
+	if h.LogAppendTime() {
+		return batch.FindTimestamp(h, nil, ts, minOffset)
+	}
+	b, err := readBatchAt(f, pos, h.Size(), nil)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	records, err := decompressor.Decompress(b[batch.HeaderSize:], kgo.CompressionCodecType(h.Codec()))
+	if err != nil {
+		return 0, 0, false, corrupt(f.Name(), pos, err)
+	}
+	off, t, ok, err := batch.FindTimestamp(h, records, ts, minOffset)
+	if err != nil {
+		err = corrupt(f.Name(), pos, err)
+	}
+	return off, t, ok, err
+}
+
+// OffsetForTimestamp answers ListOffsets for a timestamp: the offset and timestamp
+// of the first record at or after the log start offset whose timestamp is >= ts.
+// ok is false when every record is older. Compressed batches are decompressed to
+// find the exact record.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	views, logStart, err := l.segmentsFrom(0)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer releaseViews(views)
+	for _, v := range views {
+		s := v.s
+		if v.next <= logStart {
+			continue
+		}
+		if err := s.ensureIndexes(v.size, v.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+			return 0, 0, false, err
+		}
+		s.mu.RLock()
+		maxTS := s.mu.maxTS
+		from := s.base + int64(s.mu.tindex.lookupBelow(ts))
+		s.mu.RUnlock()
+		if maxTS < ts {
+			continue
+		}
+		from = max(from, logStart)
+		sc := headerScanner(s.log, s.lookup(from), v.size)
+		for sc.next() {
+			h := sc.h
+			if h.LastOffset() < from || h.MaxTimestamp < ts {
+				continue
+			}
+			offset, timestamp, ok, err = findInBatch(s.log, sc.bpos, &h, ts, logStart)
+			if err != nil || ok {
+				sc.done()
+				return offset, timestamp, ok, err
+			}
+		}
+		sc.done()
+		if sc.err != nil {
+			return 0, 0, false, corrupt(s.log.Name(), sc.pos, sc.err)
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// MaxTimestamp answers ListOffsets with timestamp -3 (KIP-734): the offset and
+// timestamp of the first record holding the largest timestamp in the log, or
+// (-1, -1) for a log without timestamps.
+func (l *Log) MaxTimestamp() (offset, timestamp int64, err error) {
+	views, logStart, err := l.segmentsFrom(0)
+	if err != nil {
+		return -1, -1, err
+	}
+	defer releaseViews(views)
+	var best *segmentView
+	bestTS, bestOff := int64(-1), int64(-1)
+	for i := range views {
+		v := &views[i]
+		if v.next <= logStart {
+			continue
+		}
+		if err := v.s.ensureIndexes(v.size, v.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+			return -1, -1, err
+		}
+		v.s.mu.RLock()
+		ts, off := v.s.mu.maxTS, v.s.mu.maxTSOff
+		v.s.mu.RUnlock()
+		if ts > bestTS {
+			best, bestTS, bestOff = v, ts, off
+		}
+	}
+	if best == nil {
+		return -1, -1, nil
+	}
+	s := best.s
+	sc := headerScanner(s.log, s.lookup(bestOff), best.size)
+	defer sc.done()
+	if !sc.seek(bestOff) {
+		return -1, -1, s.scanFailure(&sc, bestOff)
+	}
+	h := sc.h
+	off, ts, ok, err := findInBatch(s.log, sc.bpos, &h, bestTS, 0)
+	if err != nil || !ok {
+		// A batch whose records disagree with its header: report the batch.
+		return max(bestOff, logStart), bestTS, err
+	}
+	return max(off, logStart), ts, nil
+}

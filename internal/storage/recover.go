@@ -1,0 +1,294 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// load builds the log's state from its directory. After a clean shutdown it trusts
+// the files (no batch is read); otherwise it recovers: segments wholly below the
+// recovery point are trusted, every later one is read batch by batch, its indexes
+// rebuilt, and the log cut at the first torn, corrupt or discontinuous batch.
+func (l *Log) load() error {
+	names, err := l.fsys.List(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	for _, name := range names {
+		switch {
+		case strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, tmpSuffix):
+			// Leftovers of a deletion or a side-file write cut short.
+			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !isNotExist(err) {
+				return err
+			}
+		default:
+			if base, ok := parseSegmentName(name); ok {
+				bases = append(bases, base)
+			}
+		}
+	}
+	slices.Sort(bases)
+	for _, base := range bases {
+		s, err := openSegment(l.fsys, l.dir, base, &l.cfg)
+		if err != nil {
+			return err
+		}
+		l.mu.segments = append(l.mu.segments, s)
+	}
+	segs := l.mu.segments
+	for i := 0; i+1 < len(segs); i++ {
+		segs[i].next = segs[i+1].base
+	}
+
+	rc, rcErr := readRecoveryCheckpoint(l)
+	epochs, epErr := readEpochCheckpoint(l)
+	marker, mkErr := readCleanShutdown(l)
+	hadMarker := mkErr == nil || !isNotExist(mkErr)
+
+	if len(segs) == 0 {
+		start := int64(0)
+		if rcErr == nil {
+			start = rc.LogStartOffset
+		}
+		s, err := createSegment(l.fsys, l.dir, start, &l.cfg, l.cfg.Now())
+		if err != nil {
+			return err
+		}
+		l.mu.segments = []*segment{s}
+		l.mu.logStart, l.mu.leo, l.mu.durable = start, start, start
+		l.recoveryPoint = start
+		if rcErr == nil && epErr == nil {
+			l.mu.epochs.entries = epochs
+			l.mu.epochs.truncateFromEnd(start)
+		}
+		return l.finishLoad(hadMarker)
+	}
+
+	last := segs[len(segs)-1]
+	clean := mkErr == nil && rcErr == nil && epErr == nil &&
+		marker.ActiveBase == last.base && marker.ActiveSize == last.size &&
+		marker.LogEndOffset >= last.base && rc.RecoveryPoint == marker.LogEndOffset
+	if clean {
+		last.next = marker.LogEndOffset
+		l.mu.epochs.entries = epochs
+		l.recoveryPoint = rc.RecoveryPoint
+		if err := l.loadTrusted(segs); err != nil {
+			return err
+		}
+	} else {
+		rp := int64(0)
+		if rcErr == nil && epErr == nil {
+			rp = rc.RecoveryPoint
+			l.mu.epochs.entries = epochs
+		}
+		if err := l.recover(rp); err != nil {
+			return err
+		}
+	}
+
+	segs = l.mu.segments
+	last = segs[len(segs)-1]
+	l.mu.leo = last.next
+	l.mu.durable = last.next
+	l.mu.logStart = segs[0].base
+	if rcErr == nil {
+		l.mu.logStart = max(l.mu.logStart, rc.LogStartOffset)
+	}
+	if l.mu.logStart > l.mu.leo {
+		// The checkpoint moved the start past data a crash then lost: start afresh there.
+		if err := l.truncateFullyLocked(l.mu.logStart); err != nil {
+			return err
+		}
+	}
+	if err := l.deleteBelowStart(); err != nil {
+		return err
+	}
+	l.mu.epochs.truncateFromEnd(l.mu.leo)
+	l.mu.epochs.truncateFromStart(l.mu.logStart)
+	if !clean {
+		// Everything scanned is synced; only the active segment's indexes are not on disk.
+		l.recoveryPoint = l.active().base
+		if err := l.writeCheckpoints(); err != nil {
+			return err
+		}
+	}
+	return l.finishLoad(hadMarker)
+}
+
+// finishLoad removes the clean-shutdown marker, durably, before the log can change.
+func (l *Log) finishLoad(hadMarker bool) error {
+	if !hadMarker {
+		return nil
+	}
+	return removeDurably(l.fsys, l.dir, cleanShutdownName)
+}
+
+func readRecoveryCheckpoint(l *Log) (recoveryCheckpoint, error) {
+	b, err := readSideFile(l.fsys, l.dir, recoveryCheckpointName)
+	if err != nil {
+		return recoveryCheckpoint{}, err
+	}
+	return decodeRecoveryCheckpoint(b)
+}
+
+func readEpochCheckpoint(l *Log) ([]EpochEntry, error) {
+	b, err := readSideFile(l.fsys, l.dir, epochCheckpointName)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEpochs(b)
+}
+
+func readCleanShutdown(l *Log) (cleanShutdown, error) {
+	b, err := readSideFile(l.fsys, l.dir, cleanShutdownName)
+	if err != nil {
+		return cleanShutdown{}, err
+	}
+	return decodeCleanShutdown(b)
+}
+
+// loadTrusted prepares segments after a clean shutdown: sealed segments' max
+// timestamps come from their time indexes' last entries; the active segment's
+// indexes are loaded now because appends extend them.
+func (l *Log) loadTrusted(segs []*segment) error {
+	for _, s := range segs[:len(segs)-1] {
+		if !s.loadMaxTimestamp() && s.size > 0 {
+			if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+				return err
+			}
+		}
+	}
+	s := segs[len(segs)-1]
+	if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+		return err
+	}
+	return l.loadFirstTimestamp(s)
+}
+
+// loadFirstTimestamp reads the active segment's first batch header for roll by age.
+func (l *Log) loadFirstTimestamp(s *segment) error {
+	if s.size == 0 {
+		return nil
+	}
+	sc := headerScanner(s.log, 0, s.size)
+	defer sc.done()
+	if !sc.next() {
+		return corrupt(s.log.Name(), 0, sc.err)
+	}
+	s.mu.Lock()
+	s.mu.firstTS = sc.h.MaxTimestamp
+	s.mu.Unlock()
+	return nil
+}
+
+// recover validates every segment from the one holding recovery point rp onwards.
+func (l *Log) recover(rp int64) error {
+	segs := l.mu.segments
+	// Segment i is trusted iff a later segment starts at or below rp.
+	k := 0
+	for k+1 < len(segs) && segs[k+1].base <= rp {
+		k++
+	}
+	for _, s := range segs[:k] {
+		if !s.loadMaxTimestamp() && s.size > 0 {
+			if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+				return err
+			}
+		}
+	}
+	l.mu.epochs.truncateFromEnd(segs[k].base)
+	expect := segs[k].base
+	for i := k; i < len(segs); i++ {
+		s := segs[i]
+		if s.base != expect {
+			// A gap or overlap: nothing from here on continues the log.
+			return l.dropRecovered(i)
+		}
+		s.mu.Lock()
+		res, err := s.rebuildLocked(s.size, l.cfg.IndexIntervalBytes)
+		s.mu.loaded = err == nil
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		l.stats.recoveredSegments.Add(1)
+		l.stats.recoveredBytes.Add(res.validSize)
+		if err := l.assignEpochsFrom(s, res.validSize); err != nil {
+			return err
+		}
+		cut := res.validSize < s.size
+		if cut {
+			l.stats.recoveryTruncatedBytes.Add(s.size - res.validSize)
+			if err := s.log.Truncate(res.validSize); err != nil {
+				return err
+			}
+			s.size = res.validSize
+		}
+		s.next = res.next
+		if err := l.syncSegment(s); err != nil {
+			return err
+		}
+		if i < len(segs)-1 && !cut {
+			if err := s.writeIndexes(); err != nil {
+				return err
+			}
+		}
+		expect = s.next
+		if cut {
+			return l.dropRecovered(i + 1)
+		}
+	}
+	return nil
+}
+
+// assignEpochsFrom feeds the epoch cache from the batch headers of a recovered
+// segment, as Kafka does: an epoch is assigned when it is newer than the latest.
+func (l *Log) assignEpochsFrom(s *segment, size int64) error {
+	sc := headerScanner(s.log, 0, size)
+	defer sc.done()
+	for sc.next() {
+		e := sc.h.PartitionLeaderEpoch
+		if latest, ok := l.mu.epochs.latest(); e >= 0 && (!ok || e > latest.Epoch) {
+			l.mu.epochs.assign(e, sc.h.BaseOffset)
+		}
+	}
+	if sc.err != nil {
+		return corrupt(s.log.Name(), sc.pos, sc.err)
+	}
+	return nil
+}
+
+// dropRecovered deletes segments[i:] found during recovery not to continue the log.
+// The last kept segment becomes the active one.
+func (l *Log) dropRecovered(i int) error {
+	segs := l.mu.segments
+	if i >= len(segs) {
+		return nil
+	}
+	drop := segs[i:]
+	l.mu.segments = slices.Clone(segs[:i])
+	if err := l.deleteSegments(drop); err != nil {
+		return err
+	}
+	if i == 0 {
+		return fmt.Errorf("%w: no segment continues the log", ErrCorruptSegment)
+	}
+	return nil
+}
+
+// deleteBelowStart deletes segments wholly below the log start offset.
+func (l *Log) deleteBelowStart() error {
+	segs := l.mu.segments
+	k := 0
+	for k+1 < len(segs) && segs[k+1].base <= l.mu.logStart {
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	l.mu.segments = slices.Clone(segs[k:])
+	return l.deleteSegments(segs[:k])
+}

@@ -1,0 +1,150 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DeleteRecords advances the log start offset to offset (Kafka's DeleteRecords;
+// the caller checks offset <= the high-water mark) and deletes the segments that
+// lie wholly below it. The new start is checkpointed before any file goes, so a
+// crash never exposes records below it. Moving the start backwards is a no-op.
+func (l *Log) DeleteRecords(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset > l.mu.leo || offset < 0 {
+		return fmt.Errorf("%w: delete records below %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.mu.logStart, l.mu.leo)
+	}
+	if offset <= l.mu.logStart {
+		return nil
+	}
+	if err := l.advanceStartLocked(offset, 0); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// advanceStartLocked moves the log start offset to start and deletes the first
+// dropFirst segments plus any others wholly below start. If that would delete the
+// active segment, a new empty one is rolled first (as Kafka does). appendMu held.
+func (l *Log) advanceStartLocked(start int64, dropFirst int) error {
+	segs := l.mu.segments
+	k := dropFirst
+	for k+1 < len(segs) && segs[k+1].base <= start {
+		k++
+	}
+	if k == len(segs) {
+		if _, err := l.rollLocked(l.cfg.Now()); err != nil {
+			return err
+		}
+		segs = l.mu.segments
+	}
+	l.mu.Lock()
+	if k > 0 {
+		l.mu.segments = slices.Clone(segs[k:])
+		start = max(start, segs[k].base)
+	}
+	l.mu.logStart = max(l.mu.logStart, start)
+	l.mu.epochs.truncateFromStart(l.mu.logStart)
+	l.mu.Unlock()
+	if err := l.writeCheckpoints(); err != nil {
+		return err
+	}
+	return l.deleteSegments(segs[:k])
+}
+
+// EnforceRetention deletes the oldest segments that break the retention rules,
+// never touching data at or above highWatermark, and returns how many it deleted.
+// As in Kafka, three rules each delete a prefix of the segments, in this order:
+// segments wholly below the log start offset; segments whose newest timestamp
+// (or, without timestamps, file time) is older than RetentionAge by Now; and the
+// oldest segments while the log exceeds RetentionBytes by at least their size.
+// When every segment is deletable the active one is rolled first, so the log keeps
+// its end offset. The broker calls this periodically for every log
+// (log.retention.check.interval.ms).
+func (l *Log) EnforceRetention(highWatermark int64) (int, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return 0, err
+	}
+	segs := l.mu.segments
+	leo, logStart := l.mu.leo, l.mu.logStart
+	now := l.cfg.Now()
+
+	// deletable reports whether segment i may go at all: wholly below the
+	// high-water mark, and not an empty active segment.
+	deletable := func(i int) bool {
+		upper := leo
+		if i+1 < len(segs) {
+			upper = segs[i+1].base
+		}
+		return upper <= highWatermark && (i+1 < len(segs) || segs[i].size > 0)
+	}
+	k := 0 // segs[:k] will be deleted
+	for k+1 < len(segs) && segs[k+1].base <= logStart && deletable(k) {
+		k++
+	}
+	if l.cfg.RetentionAge >= 0 {
+		limit := now.Add(-l.cfg.RetentionAge).UnixMilli()
+		for k < len(segs) && deletable(k) && segs[k].newestTimestamp() < limit {
+			k++
+		}
+	}
+	if l.cfg.RetentionBytes >= 0 {
+		var total int64
+		for _, s := range segs[k:] {
+			total += s.size
+		}
+		diff := total - l.cfg.RetentionBytes
+		for k < len(segs) && deletable(k) && diff >= segs[k].size {
+			diff -= segs[k].size
+			k++
+		}
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	start := leo
+	if k < len(segs) {
+		start = segs[k].base
+	}
+	if err := l.advanceStartLocked(start, k); err != nil {
+		return 0, l.fail(err)
+	}
+	return k, nil
+}
+
+// newestTimestamp is the segment's largest timestamp in milliseconds, or its
+// file's modification (or creation) time when no batch carries a timestamp.
+func (s *segment) newestTimestamp() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.maxTS >= 0 {
+		return s.mu.maxTS
+	}
+	return s.mu.created.UnixMilli()
+}
+
+// RunRetention calls EnforceRetention with the high-water mark hwm returns every
+// interval until ctx ends (returning its error) or retention fails (returning that
+// error). A broker with many logs may instead schedule EnforceRetention itself.
+func (l *Log) RunRetention(ctx context.Context, interval time.Duration, hwm func() int64) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if _, err := l.EnforceRetention(hwm()); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// Segment file suffixes.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	deletedSuffix   = ".deleted"
+	baseDigits      = 20
+)
+
+func segmentName(base int64, suffix string) string {
+	return fmt.Sprintf("%0*d%s", baseDigits, base, suffix)
+}
+
+// parseSegmentName returns the base offset of a "<20 digits>.log" name.
+func parseSegmentName(name string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, logSuffix)
+	if !ok || len(digits) != baseDigits {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || base < 0 {
+		return 0, false
+	}
+	return base, true
+}
+
+// segment is one .log file with its indexes.
+//
+// Locking: size and next are the published extent, written only with both the
+// Log's appendMu and mu held, so either lock suffices to read them. Everything
+// under mu below is the segment's own state; the appender updates it before
+// publishing a new extent, so a reader that saw an extent finds its index entries.
+type segment struct {
+	fsys vfs.FS
+	dir  string
+	base int64
+	log  vfs.File
+
+	// refs counts the Log's own reference plus one per outstanding Chunk or sync.
+	// The file is closed (and, if deleted, removed) when it reaches zero.
+	refs    atomic.Int64
+	deleted atomic.Bool
+
+	size int64 // bytes of whole batches
+	next int64 // offset just past the last batch; base when empty
+
+	mu struct {
+		sync.RWMutex
+		loaded          bool // indexes are in memory
+		index           offsetIndex
+		tindex          timeIndex
+		bytesSinceIndex int
+		maxTS           int64 // largest batch max timestamp; -1 if none
+		maxTSOff        int64 // base offset of the batch holding maxTS
+		firstTS         int64 // max timestamp of the first batch; -1 if none
+		created         time.Time
+	}
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentName(s.base, suffix))
+}
+
+func newSegment(fsys vfs.FS, dir string, base int64, log vfs.File, cfg *Config) *segment {
+	s := &segment{fsys: fsys, dir: dir, base: base, log: log, next: base}
+	s.refs.Store(1)
+	s.mu.index.max = cfg.IndexMaxBytes / indexEntrySize
+	s.mu.tindex.max = cfg.IndexMaxBytes / timeEntrySize
+	s.mu.maxTS, s.mu.maxTSOff, s.mu.firstTS = -1, -1, -1
+	return s
+}
+
+// createSegment creates an empty segment: the .log file and both index files
+// preallocated to their maximum size (trimmed when the segment is sealed), then
+// fsyncs the directory so the new names survive a power cut.
+func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config, now time.Time) (*segment, error) {
+	log, err := fsys.Create(filepath.Join(dir, segmentName(base, logSuffix)))
+	if err != nil {
+		return nil, err
+	}
+	s := newSegment(fsys, dir, base, log, cfg)
+	s.mu.loaded = true
+	s.mu.created = now
+	for _, x := range []struct {
+		suffix string
+		size   int64
+	}{
+		{indexSuffix, int64(s.mu.index.max) * indexEntrySize},
+		{timeIndexSuffix, int64(s.mu.tindex.max) * timeEntrySize},
+	} {
+		f, err := fsys.Create(s.path(x.suffix))
+		if err == nil {
+			err = f.Truncate(x.size)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			log.Close()
+			return nil, err
+		}
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		log.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSegment opens an existing segment's log file; indexes load later.
+func openSegment(fsys vfs.FS, dir string, base int64, cfg *Config) (*segment, error) {
+	log, err := fsys.OpenReadWrite(filepath.Join(dir, segmentName(base, logSuffix)))
+	if err != nil {
+		return nil, err
+	}
+	size, err := log.Size()
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	s := newSegment(fsys, dir, base, log, cfg)
+	s.size = size
+	s.mu.created = time.Now()
+	if fi, err := fsys.Stat(s.path(logSuffix)); err == nil {
+		s.mu.created = fi.ModTime()
+	}
+	return s, nil
+}
+
+func (s *segment) acquire() { s.refs.Add(1) }
+
+// release drops a reference; the last one closes the file and removes it if the
+// segment was deleted meanwhile.
+func (s *segment) release() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	s.log.Close()
+	if s.deleted.Load() {
+		// Best effort: a leftover .deleted file is removed by the next Open.
+		_ = s.fsys.Remove(s.path(logSuffix + deletedSuffix))
+	}
+}
+
+// indexBatchLocked updates the indexes and timestamps for a batch of size bytes at
+// pos, following Kafka: an index entry whenever more than interval bytes were
+// appended since the last one. s.mu must be held for writing.
+func (s *segment) indexBatchLocked(h *batch.Header, pos int64, size, interval int) {
+	m := &s.mu
+	if h.MaxTimestamp > m.maxTS {
+		m.maxTS, m.maxTSOff = h.MaxTimestamp, h.BaseOffset
+	}
+	if pos == 0 {
+		m.firstTS = h.MaxTimestamp
+	}
+	if m.bytesSinceIndex > interval {
+		rel, _ := relOffset(h.BaseOffset, s.base)
+		m.index.add(rel, uint32(pos))
+		if m.maxTS >= 0 {
+			trel, _ := relOffset(m.maxTSOff, s.base)
+			m.tindex.maybeAdd(m.maxTS, trel)
+		}
+		m.bytesSinceIndex = 0
+	}
+	m.bytesSinceIndex += size
+}
+
+// writeIndexes writes both index files exactly (trimmed), with a final time-index
+// entry for the segment's max timestamp, and fsyncs them. Used when a segment is
+// sealed (roll, Close) and after a rebuild.
+func (s *segment) writeIndexes() error {
+	s.mu.Lock()
+	if s.mu.maxTS >= 0 {
+		rel, _ := relOffset(s.mu.maxTSOff, s.base)
+		s.mu.tindex.maybeAdd(s.mu.maxTS, rel)
+	}
+	idx, tidx := s.mu.index.encode(), s.mu.tindex.encode()
+	s.mu.Unlock()
+	for _, x := range []struct {
+		suffix string
+		b      []byte
+	}{{indexSuffix, idx}, {timeIndexSuffix, tidx}} {
+		f, err := s.fsys.Create(s.path(x.suffix))
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(x.b)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadMaxTimestamp reads the last time-index entry of a sealed segment, which
+// writeIndexes made its max timestamp. It reports false if the file is missing or
+// damaged; an empty time index (no timestamps) is fine.
+func (s *segment) loadMaxTimestamp() bool {
+	f, err := s.fsys.Open(s.path(timeIndexSuffix))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil || size%timeEntrySize != 0 || size > maxIndexFileBytes {
+		return false
+	}
+	if size == 0 {
+		return true
+	}
+	var b [timeEntrySize]byte
+	if n, _ := f.ReadAt(b[:], size-timeEntrySize); n != timeEntrySize {
+		return false
+	}
+	es, err := decodeTimeIndex(b[:], s.next-s.base)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	s.mu.maxTS, s.mu.maxTSOff = es[0].ts, s.base+int64(es[0].rel)
+	s.mu.Unlock()
+	return true
+}
+
+// ensureIndexes loads a sealed segment's indexes on first use, rebuilding them from
+// the log when the files are missing or inconsistent. size and next are the
+// segment's extent.
+func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCounters) error {
+	s.mu.RLock()
+	loaded := s.mu.loaded
+	s.mu.RUnlock()
+	if loaded {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.loaded {
+		return nil
+	}
+	idx, err1 := s.readIndexFile(indexSuffix)
+	tidx, err2 := s.readIndexFile(timeIndexSuffix)
+	var ientries []indexEntry
+	var tentries []timeEntry
+	if err1 == nil && err2 == nil {
+		ientries, err1 = decodeOffsetIndex(idx, size, next-s.base)
+		tentries, err2 = decodeTimeIndex(tidx, next-s.base)
+	}
+	if err1 == nil && err2 == nil {
+		s.mu.index.entries, s.mu.tindex.entries = ientries, tentries
+		if last, ok := s.mu.tindex.last(); ok {
+			s.mu.maxTS, s.mu.maxTSOff = last.ts, s.base+int64(last.rel)
+		}
+		s.mu.loaded = true
+		return nil
+	}
+	stats.indexRebuilds.Add(1)
+	if _, err := s.rebuildLocked(size, interval); err != nil {
+		return err
+	}
+	s.mu.loaded = true
+	return nil
+}
+
+func (s *segment) readIndexFile(suffix string) ([]byte, error) {
+	f, err := s.fsys.Open(s.path(suffix))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > maxIndexFileBytes {
+		return nil, fmt.Errorf("index %s has %d bytes", f.Name(), size)
+	}
+	b := make([]byte, size)
+	if n, err := f.ReadAt(b, 0); n != len(b) {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return b, nil
+}
+
+// maxIndexFileBytes bounds what is read of an index file: a larger one is damaged.
+const maxIndexFileBytes = 1 << 30
+
+// scanResult is what a full scan of a segment found.
+type scanResult struct {
+	validSize int64 // bytes of whole valid batches
+	next      int64 // offset after the last valid batch
+	err       error // why the scan stopped early; nil if it reached the end
+}
+
+// rebuildLocked rebuilds the in-memory indexes and timestamps by reading every
+// batch up to limit, validating each, and stops at the first torn or invalid one or
+// at one whose offset does not follow its predecessor. s.mu must be held.
+func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
+	m := &s.mu
+	m.index.entries, m.tindex.entries = m.index.entries[:0], m.tindex.entries[:0]
+	m.bytesSinceIndex, m.maxTS, m.maxTSOff, m.firstTS = 0, -1, -1, -1
+	sc := fullScanner(s.log, 0, limit, 1<<20)
+	defer sc.done()
+	res := scanResult{next: s.base}
+	for sc.next() {
+		h := &sc.h
+		if h.BaseOffset != res.next {
+			res.err = fmt.Errorf("%w: batch at %d has base offset %d, want %d", errOffsetGap, sc.bpos, h.BaseOffset, res.next)
+			break
+		}
+		if _, ok := relOffset(h.LastOffset(), s.base); !ok {
+			res.err = fmt.Errorf("%w: batch at %d: offset %d too far above segment base", errOffsetGap, sc.bpos, h.LastOffset())
+			break
+		}
+		s.indexBatchLocked(h, sc.bpos, len(sc.b), interval)
+		res.next = h.NextOffset()
+		res.validSize = sc.pos
+	}
+	if res.err == nil {
+		res.err = sc.err
+	}
+	if res.err != nil && !isDataError(res.err) {
+		// An I/O error, not bad data: nothing can be concluded.
+		return res, res.err
+	}
+	return res, nil
+}
+
+// isDataError reports whether a scan stopped because of the bytes themselves
+// (torn tail, bad batch) rather than a failing read.
+func isDataError(err error) bool {
+	return errors.Is(err, errTornTail) || errors.Is(err, errOffsetGap) ||
+		errors.Is(err, batch.ErrCorrupt) || errors.Is(err, batch.ErrInvalid)
+}
+
+// errOffsetGap: a batch whose offsets do not follow the previous batch's.
+var errOffsetGap = errors.New("storage: batch offsets not contiguous")

@@ -1,0 +1,69 @@
+package storage
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Stats is a snapshot of a log's counters, for a metrics adapter or a test. All
+// counts are since Open.
+type Stats struct {
+	AppendedBatches int64
+	AppendedRecords int64
+	AppendedBytes   int64
+	// Syncs counts fsyncs of segment files (flusher, roll, close); SyncTime is their
+	// total duration and SyncMax the longest.
+	Syncs    int64
+	SyncTime time.Duration
+	SyncMax  time.Duration
+	Rolls    int64
+	// SegmentsDeleted counts segments removed by retention, DeleteRecords and
+	// truncation.
+	SegmentsDeleted int64
+	// RecoveredSegments and RecoveredBytes count what Open validated batch by batch
+	// after an unclean shutdown; both are 0 after a clean one.
+	RecoveredSegments int64
+	RecoveredBytes    int64
+	// RecoveryTruncatedBytes counts bytes recovery dropped (torn or corrupt tails).
+	RecoveryTruncatedBytes int64
+	// IndexRebuilds counts sealed segments whose index files were missing or damaged
+	// and were rebuilt from the log.
+	IndexRebuilds int64
+}
+
+// statCounters are the live counters behind Stats.
+type statCounters struct {
+	appendedBatches, appendedRecords, appendedBytes atomic.Int64
+	syncs, syncNanos, syncMaxNanos                  atomic.Int64
+	rolls, segmentsDeleted                          atomic.Int64
+	recoveredSegments, recoveredBytes               atomic.Int64
+	recoveryTruncatedBytes, indexRebuilds           atomic.Int64
+}
+
+func (c *statCounters) observeSync(d time.Duration) {
+	c.syncs.Add(1)
+	c.syncNanos.Add(int64(d))
+	for {
+		m := c.syncMaxNanos.Load()
+		if int64(d) <= m || c.syncMaxNanos.CompareAndSwap(m, int64(d)) {
+			return
+		}
+	}
+}
+
+func (c *statCounters) snapshot() Stats {
+	return Stats{
+		AppendedBatches:        c.appendedBatches.Load(),
+		AppendedRecords:        c.appendedRecords.Load(),
+		AppendedBytes:          c.appendedBytes.Load(),
+		Syncs:                  c.syncs.Load(),
+		SyncTime:               time.Duration(c.syncNanos.Load()),
+		SyncMax:                time.Duration(c.syncMaxNanos.Load()),
+		Rolls:                  c.rolls.Load(),
+		SegmentsDeleted:        c.segmentsDeleted.Load(),
+		RecoveredSegments:      c.recoveredSegments.Load(),
+		RecoveredBytes:         c.recoveredBytes.Load(),
+		RecoveryTruncatedBytes: c.recoveryTruncatedBytes.Load(),
+		IndexRebuilds:          c.indexRebuilds.Load(),
+	}
+}

@@ -1,0 +1,217 @@
+package storage
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Truncate removes every batch at or after offset: a follower cutting a tail that
+// diverges from its leader. If offset falls inside a batch, that whole batch goes
+// too, so the log end offset may end below offset. The leader-epoch cache is
+// truncated with the log and both checkpoints are rewritten; WaitDurable callers
+// for removed offsets get ErrTruncated. A Chunk already read past the cut may see
+// io.EOF. Truncating at or below the first segment's base empties the log and
+// restarts it at offset (as TruncateFullyAndStartAt).
+func (l *Log) Truncate(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
+	}
+	if offset >= l.mu.leo {
+		return nil
+	}
+	var err error
+	if offset <= l.mu.segments[0].base {
+		err = l.truncateFullyLocked(offset)
+	} else {
+		err = l.truncateLocked(offset)
+	}
+	if err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and restarts the log, empty, at
+// offset: a follower whose log lies wholly outside its leader's.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
+	}
+	if err := l.truncateFullyLocked(offset); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// truncateLocked cuts the log inside its segments; appendMu is held and
+// first base < offset < leo.
+func (l *Log) truncateLocked(offset int64) error {
+	segs := l.mu.segments
+	l.mu.RLock()
+	s := l.segmentForLocked(offset)
+	l.mu.RUnlock()
+	i := slices.Index(segs, s)
+	if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+		return err
+	}
+	cutPos, newLEO := s.size, s.next
+	sc := headerScanner(s.log, s.lookup(offset), s.size)
+	found := sc.seek(offset)
+	if found {
+		cutPos, newLEO = sc.bpos, sc.h.BaseOffset
+	}
+	sc.done()
+	if !found && sc.err != nil {
+		return corrupt(s.log.Name(), sc.pos, sc.err)
+	}
+
+	// Publish first, so no new reader goes past the cut, then change the files.
+	drop := segs[i+1:]
+	l.mu.Lock()
+	l.mu.segments = slices.Clone(segs[:i+1])
+	s.size, s.next = cutPos, newLEO
+	l.mu.leo = newLEO
+	l.mu.durable = min(l.mu.durable, newLEO)
+	l.mu.logStart = min(l.mu.logStart, newLEO)
+	l.mu.truncGen++
+	l.mu.epochs.truncateFromEnd(newLEO)
+	l.notifyLocked()
+	l.mu.Unlock()
+
+	if err := l.truncateIndexes(s, cutPos, newLEO); err != nil {
+		return err
+	}
+	if err := s.log.Truncate(cutPos); err != nil {
+		return err
+	}
+	if err := l.syncSegment(s); err != nil {
+		return err
+	}
+	if err := l.deleteSegments(drop); err != nil {
+		return err
+	}
+	// s's index files on disk no longer match it: recovery must scan it.
+	l.recoveryPoint = min(l.recoveryPoint, s.base)
+	if err := l.writeCheckpoints(); err != nil {
+		return err
+	}
+	l.kickFlusher()
+	return nil
+}
+
+// truncateIndexes drops s's index entries at or above newLEO and recomputes its
+// timestamps from the remaining batches after the last time-index entry, as Kafka
+// does. s becomes the active segment.
+func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
+	rel, _ := relOffset(newLEO, s.base)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := &s.mu
+	m.index.truncate(rel)
+	m.tindex.truncate(rel)
+	m.bytesSinceIndex = 0
+	m.maxTS, m.maxTSOff = -1, -1
+	from := int64(0)
+	if last, ok := m.tindex.last(); ok {
+		m.maxTS, m.maxTSOff = last.ts, s.base+int64(last.rel)
+		from = int64(m.index.lookup(last.rel).pos)
+	}
+	if cutPos == 0 {
+		m.firstTS, m.created = -1, l.cfg.Now()
+		return nil
+	}
+	sc := headerScanner(s.log, from, cutPos)
+	defer sc.done()
+	for sc.next() {
+		if sc.bpos == 0 {
+			m.firstTS = sc.h.MaxTimestamp
+		}
+		if sc.h.MaxTimestamp > m.maxTS {
+			m.maxTS, m.maxTSOff = sc.h.MaxTimestamp, sc.h.BaseOffset
+		}
+	}
+	if sc.err != nil {
+		return corrupt(s.log.Name(), sc.pos, sc.err)
+	}
+	if from > 0 {
+		// The scan did not see the first batch; roll by age needs it.
+		fs := headerScanner(s.log, 0, cutPos)
+		defer fs.done()
+		if !fs.next() {
+			return corrupt(s.log.Name(), 0, fs.err)
+		}
+		m.firstTS = fs.h.MaxTimestamp
+	}
+	return nil
+}
+
+// truncateFullyLocked deletes every segment and starts an empty one at offset;
+// appendMu is held. The epoch cache is cleared, as in Kafka.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	old := l.mu.segments
+	// Rename the old files away first: the new segment may reuse a base offset.
+	if err := l.renameDeleted(old); err != nil {
+		return err
+	}
+	s, err := createSegment(l.fsys, l.dir, offset, &l.cfg, l.cfg.Now())
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.mu.segments = []*segment{s}
+	l.mu.leo, l.mu.logStart, l.mu.durable = offset, offset, offset
+	l.mu.truncGen++
+	l.mu.epochs.entries = nil
+	l.notifyLocked()
+	l.mu.Unlock()
+	for _, o := range old {
+		o.release()
+	}
+	l.stats.segmentsDeleted.Add(int64(len(old)))
+	l.recoveryPoint = offset
+	return l.writeCheckpoints()
+}
+
+// deleteSegments removes segments no longer in the published list: their logs are
+// renamed to .deleted (durably, so a crash cannot bring them back) and removed
+// when the last Chunk on them is released; their indexes are removed at once.
+func (l *Log) deleteSegments(segs []*segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	if err := l.renameDeleted(segs); err != nil {
+		return err
+	}
+	for _, s := range segs {
+		s.release()
+	}
+	l.stats.segmentsDeleted.Add(int64(len(segs)))
+	return nil
+}
+
+// renameDeleted renames segs' logs to .deleted, removes their index files and
+// fsyncs the directory.
+func (l *Log) renameDeleted(segs []*segment) error {
+	for _, s := range segs {
+		if err := l.fsys.Rename(s.path(logSuffix), s.path(logSuffix+deletedSuffix)); err != nil {
+			return err
+		}
+		s.deleted.Store(true)
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+			if err := l.fsys.Remove(s.path(suffix)); err != nil && !isNotExist(err) {
+				return err
+			}
+		}
+	}
+	return l.fsys.SyncDir(l.dir)
+}
