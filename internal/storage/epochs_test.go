@@ -43,13 +43,13 @@ func TestEpochCacheEndOffsetFor(t *testing.T) {
 		end       int64
 	}{
 		{UndefinedEpoch, UndefinedEpoch, UndefinedOffset},
-		{7, 7, leo},     // latest: the log end
-		{8, -1, -1},     // above every known epoch
-		{4, 4, 40},      // known: start of the next
-		{5, 4, 40},      // unknown, between: the floor epoch
-		{3, 2, 25},      // unknown, between
-		{2, 2, 25},      // first known
-		{1, 1, 10},      // below every known: start of the first
+		{7, 7, leo}, // latest: the log end
+		{8, -1, -1}, // above every known epoch
+		{4, 4, 40},  // known: start of the next
+		{5, 4, 40},  // unknown, between: the floor epoch
+		{3, 2, 25},  // unknown, between
+		{2, 2, 25},  // first known
+		{1, 1, 10},  // below every known: start of the first
 		{0, 0, 10},
 	}
 	for _, tt := range tests {
