@@ -98,17 +98,33 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// ensureDir creates dir if missing and makes its name durable.
+// ensureDir creates dir and any missing parents and makes each new name durable by
+// fsyncing the directory that holds it.
 func (l *Log) ensureDir() error {
-	if _, err := l.fsys.Stat(l.dir); err == nil {
+	var missing []string // dir first, then its missing parents
+	for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {
+		if _, err := l.fsys.Stat(d); err == nil {
+			break
+		} else if !isNotExist(err) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
 		return nil
-	} else if !isNotExist(err) {
-		return err
 	}
 	if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
 		return err
 	}
-	return l.fsys.SyncDir(filepath.Dir(filepath.Clean(l.dir)))
+	for _, d := range slices.Backward(missing) {
+		if err := l.fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Dir returns the log's directory.

@@ -1,0 +1,204 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// slowSync is an injector that makes every fsync of a .log file take a while, as
+// a real disk does, so that concurrent appends pile up behind it.
+type slowSync struct{ d time.Duration }
+
+func (s slowSync) MaybeError(op vfs.Op) error {
+	if op.Kind == vfs.OpSync && filepath.Ext(op.Path) == logSuffix {
+		time.Sleep(s.d)
+	}
+	return nil
+}
+
+func TestGroupCommitSharesFsyncs(t *testing.T) {
+	fsys := vfs.NewErrorFS(vfs.NewMem(), slowSync{2 * time.Millisecond})
+	l := openLog(t, fsys, Config{})
+	var listened atomic.Int64
+	l.SetDurableListener(func(end int64) {
+		if end < listened.Load() {
+			t.Errorf("durable listener went back from %d to %d", listened.Load(), end)
+		}
+		listened.Store(end)
+	})
+	const writers, perWriter = 8, 25
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWriter {
+				info, err := l.Append(mkBatch(2, 100, 0), 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
+					t.Error(err)
+					return
+				}
+				if l.DurableOffset() <= info.LastOffset {
+					t.Errorf("WaitDurable returned with durable %d <= %d", l.DurableOffset(), info.LastOffset)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := l.Stats()
+	if st.Syncs >= writers*perWriter/2 {
+		t.Fatalf("%d fsyncs for %d appends: group commit did not group", st.Syncs, writers*perWriter)
+	}
+	end := int64(2 * writers * perWriter)
+	waitFor(t, "listener to see the end", func() bool { return listened.Load() == end })
+	if st.SyncTime <= 0 || st.SyncMax <= 0 {
+		t.Fatalf("sync timings not recorded: %+v", st)
+	}
+}
+
+func TestIntervalFlushByMessages(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, Config{Flush: FlushPolicy{Mode: Interval, IntervalMessages: 10}})
+	appendN(t, l, 3, 3, 10, 0, 0) // 9 records: below the trigger
+	if err := waitCtx(l, 8, 20*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("9 records were synced (%v); the trigger is 10", err)
+	}
+	if got := l.Stats().Syncs; got != 0 {
+		t.Fatalf("%d syncs before the trigger", got)
+	}
+	appendN(t, l, 1, 1, 10, 0, 0)
+	if err := l.WaitDurable(ctxTimeout(t), 9); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntervalFlushByTime(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), Config{Flush: FlushPolicy{Mode: Interval, Interval: 5 * time.Millisecond}})
+	appendN(t, l, 1, 1, 10, 0, 0)
+	if err := l.WaitDurable(ctxTimeout(t), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCtx waits for offset to become durable for at most d.
+func waitCtx(l *Log, offset int64, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return l.WaitDurable(ctx, offset)
+}
+
+func TestRollMakesOldSegmentDurable(t *testing.T) {
+	// No flush triggers at all: only a roll (and Close) syncs, as in Kafka's default.
+	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, Flush: FlushPolicy{Mode: Interval}})
+	batches := appendN(t, l, 4096/len(mkBatch(1, 100, 0))+1, 1, 100, 0, 0)
+	if l.NumSegments() != 2 {
+		t.Fatalf("%d segments", l.NumSegments())
+	}
+	if err := l.WaitDurable(ctxTimeout(t), int64(len(batches)-2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWaitDurableAfterTruncation(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), Config{Flush: FlushPolicy{Mode: Interval}})
+	appendN(t, l, 4, 1, 10, 0, 0)
+	done := make(chan error, 1)
+	go func() { done <- l.WaitDurable(context.Background(), 3) }()
+	if err := l.Truncate(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrTruncated) {
+		t.Fatalf("WaitDurable on a truncated offset = %v", err)
+	}
+}
+
+func TestFailStopOnSyncError(t *testing.T) {
+	mem := vfs.NewMem()
+	rule := vfs.FailOn(vfs.OpSync).Path("*.log").After(2)
+	l := openLog(t, vfs.NewErrorFS(mem, rule), Config{})
+	var lastErr error
+	for i := 0; lastErr == nil && i < 100; i++ {
+		info, err := l.Append(mkBatch(1, 10, 0), 0)
+		if err != nil {
+			lastErr = err
+			break
+		}
+		lastErr = l.WaitDurable(ctxTimeout(t), info.LastOffset)
+	}
+	if !errors.Is(lastErr, ErrLogFailed) || !errors.Is(lastErr, vfs.ErrInjected) {
+		t.Fatalf("after a failed fsync: %v", lastErr)
+	}
+	durable := l.DurableOffset()
+	rule.Disable() // the disk recovers, but the log must not trust it
+	checks := []struct {
+		name string
+		err  error
+	}{
+		{"Append", func() error { _, err := l.Append(mkBatch(1, 10, 0), 0); return err }()},
+		{"AppendAsFollower", func() error { _, err := l.AppendAsFollower(mkBatch(1, 10, 0)); return err }()},
+		{"WaitDurable", l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1)},
+		{"Truncate", l.Truncate(0)},
+		{"DeleteRecords", l.DeleteRecords(1)},
+		{"AssignEpoch", l.AssignEpoch(3, l.LogEndOffset())},
+		{"EnforceRetention", func() error { _, err := l.EnforceRetention(0); return err }()},
+	}
+	for _, c := range checks {
+		if !errors.Is(c.err, ErrLogFailed) {
+			t.Errorf("%s on a failed log = %v", c.name, c.err)
+		}
+	}
+	if _, err := l.Read(0, 100, l.LogEndOffset()); err != nil {
+		t.Errorf("reads must still work: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Stat(filepath.Join(testDir, cleanShutdownName)); !isNotExist(err) {
+		t.Fatalf("a failed log left a clean-shutdown marker: %v", err)
+	}
+	r := openLog(t, mem, Config{})
+	if r.LogEndOffset() < durable || r.Stats().RecoveredSegments == 0 {
+		t.Fatalf("reopen: end %d (durable was %d), stats %+v", r.LogEndOffset(), durable, r.Stats())
+	}
+}
+
+func TestFailStopOnShortWrite(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if armed.Load() && op.Kind == vfs.OpWrite && filepath.Ext(op.Path) == logSuffix {
+			return &vfs.ShortWriteError{N: 20, Err: vfs.ErrInjected}
+		}
+		return nil
+	})
+	l := openLog(t, vfs.NewErrorFS(mem, inj), Config{})
+	want := appendN(t, l, 3, 2, 10, 0, 0)
+	armed.Store(true)
+	if _, err := l.Append(mkBatch(2, 10, 0), 0); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("Append with a short write = %v", err)
+	}
+	armed.Store(false)
+	if _, err := l.Append(mkBatch(2, 10, 0), 0); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("Append after a failed write = %v", err)
+	}
+	if l.LogEndOffset() != 6 {
+		t.Fatalf("failed append moved the log end to %d", l.LogEndOffset())
+	}
+	l.Close()
+	r := openLog(t, mem, Config{})
+	if st := r.Stats(); st.RecoveryTruncatedBytes != 20 {
+		t.Fatalf("recovery dropped %d bytes, want the 20 of the short write", st.RecoveryTruncatedBytes)
+	}
+	sameBatches(t, readAll(t, r), want)
+}

@@ -1,0 +1,314 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+func TestCleanReopenSkipsRecoveryScan(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := Config{SegmentBytes: 4096, IndexIntervalBytes: 200}
+	l := openLog(t, fsys, cfg)
+	want := appendN(t, l, 30, 3, 100, 1000, 1)
+	want = append(want, appendN(t, l, 10, 3, 100, 2000, 2)...)
+	segs, leo := l.NumSegments(), l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	l = openLog(t, fsys, cfg)
+	st := l.Stats()
+	if st.RecoveredSegments != 0 || st.RecoveredBytes != 0 || st.IndexRebuilds != 0 {
+		t.Fatalf("clean reopen scanned: %+v", st)
+	}
+	if _, err := fsys.Stat(filepath.Join(testDir, cleanShutdownName)); !isNotExist(err) {
+		t.Fatalf("clean-shutdown marker still there after Open: %v", err)
+	}
+	if l.NumSegments() != segs || l.LogEndOffset() != leo || l.DurableOffset() != leo {
+		t.Fatalf("reopened with %d segments, end %d, durable %d; want %d, %d", l.NumSegments(), l.LogEndOffset(), l.DurableOffset(), segs, leo)
+	}
+	sameBatches(t, readAll(t, l), want)
+	if st := l.Stats(); st.IndexRebuilds != 0 {
+		t.Fatalf("reads rebuilt indexes of cleanly closed segments: %+v", st)
+	}
+	if e := l.Epochs(); !equalEpochs(e, []EpochEntry{{1, 0}, {2, 90}}) {
+		t.Fatalf("epochs %v", e)
+	}
+
+	// Appending continues the indexes; an unclean stop is then recovered by a scan.
+	want = append(want, appendN(t, l, 5, 3, 100, 3000, 2)...)
+	if err := l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fsys.CrashClone()
+	l2 := openLog(t, crashed, cfg)
+	if st := l2.Stats(); st.RecoveredSegments == 0 || st.RecoveredBytes == 0 {
+		t.Fatalf("unclean reopen did not scan: %+v", st)
+	}
+	sameBatches(t, readAll(t, l2), want)
+	if e := l2.Epochs(); !equalEpochs(e, []EpochEntry{{1, 0}, {2, 90}}) {
+		t.Fatalf("epochs after recovery %v", e)
+	}
+}
+
+// cleanLog builds a cleanly closed log and returns its filesystem and batches.
+func cleanLog(t *testing.T, cfg Config, count int) (*vfs.MemFS, [][]byte) {
+	t.Helper()
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, cfg)
+	want := appendN(t, l, count, 2, 30, 500, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fsys, want
+}
+
+// lastSegment returns the path of the highest-based .log file in testDir.
+func lastSegment(t *testing.T, fsys vfs.FS) string {
+	t.Helper()
+	names, err := fsys.List(testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ""
+	for _, n := range names {
+		if _, ok := parseSegmentName(n); ok {
+			last = n
+		}
+	}
+	return filepath.Join(testDir, last)
+}
+
+// appendRaw appends b to a file, as a write the crash cut short would leave it.
+func appendRaw(t *testing.T, fsys vfs.FS, path string, b []byte) {
+	t.Helper()
+	f, err := fsys.OpenReadWrite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, _ := f.Size()
+	if _, err := f.WriteAt(b, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCrashCutsLastWriteAtEveryByte(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	base, want := cleanLog(t, cfg, 40)
+	if err := removeDurably(base, testDir, cleanShutdownName); err != nil {
+		t.Fatal(err)
+	}
+	leo := int64(80)
+	next := batchtest.Build(batchtest.Options{BaseOffset: leo, LeaderEpoch: 1, FirstTimestamp: 9, Records: batchtest.Values(3, 20)})
+	for cut := 0; cut <= len(next); cut++ {
+		fsys := base.CrashClone()
+		appendRaw(t, fsys, lastSegment(t, fsys), next[:cut])
+		l := openLog(t, fsys, cfg)
+		wantEnd, wantBatches, dropped := leo, want, int64(cut)
+		if cut == len(next) {
+			wantEnd, wantBatches, dropped = leo+3, append(want[:len(want):len(want)], next), 0
+		}
+		if l.LogEndOffset() != wantEnd {
+			t.Fatalf("cut %d: log end %d, want %d", cut, l.LogEndOffset(), wantEnd)
+		}
+		if st := l.Stats(); st.RecoveryTruncatedBytes != dropped || st.RecoveredSegments != 1 {
+			t.Fatalf("cut %d: stats %+v", cut, st)
+		}
+		sameBatches(t, readAll(t, l), wantBatches)
+		// The log must take appends at the recovered end.
+		if _, err := l.Append(mkBatch(1, 5, 0), 1); err != nil {
+			t.Fatalf("cut %d: append after recovery: %v", cut, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRecoveryDropsGarbageTails(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	base, want := cleanLog(t, cfg, 40)
+	if err := removeDurably(base, testDir, cleanShutdownName); err != nil {
+		t.Fatal(err)
+	}
+	const leo = 80
+	valid := batchtest.Build(batchtest.Options{BaseOffset: leo, LeaderEpoch: 1, Records: batchtest.Values(2, 10)})
+	flipped := bytes.Clone(valid)
+	flipped[len(flipped)-2] ^= 0x40
+	wrongOffset := batchtest.Build(batchtest.Options{BaseOffset: leo + 5, LeaderEpoch: 1, Records: batchtest.Values(2, 10)})
+	tests := []struct {
+		name string
+		tail []byte
+	}{
+		{"one zero", []byte{0}},
+		{"zeros like preallocation", make([]byte, 4096)},
+		{"short header", valid[:40]},
+		{"ones", bytes.Repeat([]byte{0xff}, 200)},
+		{"bad crc", flipped},
+		{"offset gap", wrongOffset},
+		{"bad crc then valid", append(bytes.Clone(flipped), valid...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := base.CrashClone()
+			appendRaw(t, fsys, lastSegment(t, fsys), tt.tail)
+			l := openLog(t, fsys, cfg)
+			if l.LogEndOffset() != leo {
+				t.Fatalf("log end %d, want %d", l.LogEndOffset(), leo)
+			}
+			if st := l.Stats(); st.RecoveryTruncatedBytes != int64(len(tt.tail)) {
+				t.Fatalf("truncated %d bytes, want %d", st.RecoveryTruncatedBytes, len(tt.tail))
+			}
+			sameBatches(t, readAll(t, l), want)
+		})
+	}
+}
+
+func TestRecoveryWithoutCheckpointsScansEverything(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	base, want := cleanLog(t, cfg, 40)
+	for _, name := range []string{cleanShutdownName, recoveryCheckpointName, epochCheckpointName} {
+		if err := removeDurably(base, testDir, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Damage a byte in the middle of the first segment: everything from there goes.
+	first := filepath.Join(testDir, segmentName(0, logSuffix))
+	f, err := base.OpenReadWrite(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := int64(5*len(want[0]) + batch.HeaderSize + 3)
+	if _, err := f.WriteAt([]byte{0xee}, pos); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	l := openLog(t, base, cfg)
+	if l.LogEndOffset() != 10 || l.NumSegments() != 1 {
+		t.Fatalf("log end %d with %d segments, want 10 in 1", l.LogEndOffset(), l.NumSegments())
+	}
+	sameBatches(t, readAll(t, l), want[:5])
+	if e := l.Epochs(); !equalEpochs(e, []EpochEntry{{1, 0}}) {
+		t.Fatalf("epochs rebuilt as %v", e)
+	}
+	names, _ := base.List(testDir)
+	for _, n := range names {
+		if b, ok := parseSegmentName(n); ok && b != 0 {
+			t.Fatalf("segment %s survived the cut", n)
+		}
+	}
+}
+
+func TestDamagedIndexIsRebuilt(t *testing.T) {
+	cfg := Config{SegmentBytes: 4096, IndexIntervalBytes: 100}
+	fsys, want := cleanLog(t, cfg, 60)
+	idx := filepath.Join(testDir, segmentName(0, indexSuffix))
+	f, err := fsys.OpenReadWrite(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1}, 8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l := openLog(t, fsys, cfg)
+	sameBatches(t, readAll(t, l), want)
+	if st := l.Stats(); st.IndexRebuilds != 1 {
+		t.Fatalf("IndexRebuilds = %d, want 1", st.IndexRebuilds)
+	}
+}
+
+func TestStrayFilesAreRemoved(t *testing.T) {
+	fsys, want := cleanLog(t, Config{}, 3)
+	for _, name := range []string{"x.tmp", segmentName(500, logSuffix+deletedSuffix)} {
+		appendRaw(t, fsys, filepath.Join(testDir, name), []byte("junk"))
+	}
+	l := openLog(t, fsys, Config{})
+	sameBatches(t, readAll(t, l), want)
+	names, _ := fsys.List(testDir)
+	for _, n := range names {
+		if n == "x.tmp" || n == segmentName(500, logSuffix+deletedSuffix) {
+			t.Fatalf("%s left behind", n)
+		}
+	}
+}
+
+// TestPowerLossKeepsDurableBatches runs group-commit appenders, cuts power at a
+// random instant (keeping a random part of unsynced writes), and checks that every
+// batch whose WaitDurable returned before the cut is in the recovered log.
+func TestPowerLossKeepsDurableBatches(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			cfg := Config{SegmentBytes: 16 << 10, IndexIntervalBytes: 512}
+			l := openLog(t, fsys, cfg)
+
+			type cutState struct {
+				fs    *vfs.MemFS
+				acked map[int64][]byte // base offset -> stamped bytes, acked before the cut
+			}
+			var mu sync.Mutex
+			acked := map[int64][]byte{}
+			var wg sync.WaitGroup
+			const writers, perWriter = 4, 40
+			cutAfter := 20 + int(seed)*15
+			cut := make(chan cutState, 1)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range perWriter {
+						b := mkBatch(1+i%4, 200+w*10, int64(i))
+						info, err := l.Append(b, 0)
+						if err != nil {
+							t.Errorf("Append: %v", err)
+							return
+						}
+						if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
+							t.Errorf("WaitDurable: %v", err)
+							return
+						}
+						mu.Lock()
+						acked[info.FirstOffset] = b
+						if len(acked) == cutAfter {
+							// Power goes now; everything in acked returned from WaitDurable before.
+							cut <- cutState{fsys.CrashClone(vfs.WithTornWrites(seed)), maps.Clone(acked)}
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			c := <-cut
+
+			r := openLog(t, c.fs, cfg)
+			got := map[int64][]byte{}
+			for _, b := range readAll(t, r) {
+				h, _ := batch.ParseHeader(b)
+				got[h.BaseOffset] = b
+			}
+			for off, b := range c.acked {
+				if g, ok := got[off]; !ok || !bytes.Equal(g, b) {
+					t.Fatalf("durable batch at %d lost or changed by the power cut (present %v)", off, ok)
+				}
+			}
+			if len(got) < len(c.acked) {
+				t.Fatalf("recovered %d batches, %d were durable", len(got), len(c.acked))
+			}
+		})
+	}
+}
