@@ -1,49 +1,250 @@
 // Package server is the composition root of a Strata node: it builds every component
 // from a config.Config, starts them in dependency order and stops them in reverse.
+//
+// Start-up, in order:
+//  1. the controller (Raft metadata quorum; a single voter by default) and wait until
+//     it has a leader and has applied its log;
+//  2. the replica manager, brought in line with the metadata image, then kept in line
+//     by following every new image;
+//  3. broker registration (this node's advertised Kafka address) through the controller;
+//  4. the Kafka listener and the HTTP listener.
+//
+// Shutdown (context cancelled, e.g. SIGTERM) runs the same steps backwards; partition
+// logs are closed cleanly so the next start skips recovery.
 package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/handlers"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/vfs"
 )
+
+// Node is a running Strata node.
+type Node struct {
+	cfg         config.Config
+	log         *slog.Logger
+	ctrl        *controller.Controller
+	replicas    *replica.Manager
+	kafka       *protocol.Server
+	kafkaLn     net.Listener
+	http        *http.Server
+	httpLn      net.Listener
+	brokerEpoch atomic.Int64
+	ready       atomic.Bool
+	stopWatch   func()
+	wg          sync.WaitGroup
+}
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	n, err := Start(ctx, cfg, logger, vfs.Default)
 	if err != nil {
-		return fmt.Errorf("http listener: %w", err)
+		return err
 	}
+	<-ctx.Done()
+	return n.Close()
+}
+
+// Start starts a node and returns once it serves clients.
+func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs.FS) (n *Node, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n = &Node{cfg: cfg, log: logger}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if err := fsys.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	clusterID, err := loadClusterID(fsys, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+
+	voters, _ := cfg.Voters()
+	peers := make([]controller.Peer, len(voters))
+	for i, v := range voters {
+		peers[i] = controller.Peer{ID: v.ID, Addr: v.Addr}
+	}
+	n.ctrl, err = controller.Start(controller.Config{
+		NodeID:            cfg.NodeID,
+		DataDir:           filepath.Join(cfg.DataDir, "metadata"),
+		BindAddr:          cfg.ControllerAddr,
+		Voters:            peers,
+		DefaultPartitions: cfg.DefaultPartitions,
+		Logger:            logger.With("component", "controller"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	if err := n.ctrl.WaitReady(ctx); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+
+	n.replicas, err = replica.NewManager(fsys, filepath.Join(cfg.DataDir, "logs"), cfg.NodeID, logger.With("component", "replica"))
+	if err != nil {
+		return nil, err
+	}
+	images, stop := n.ctrl.Watch()
+	n.stopWatch = stop
+	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
+		return nil, fmt.Errorf("opening partitions: %w", err)
+	}
+	n.wg.Add(1)
+	go n.followImages(images)
+
+	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
+	if err != nil {
+		return nil, fmt.Errorf("kafka listener: %w", err)
+	}
+	if err := n.register(ctx); err != nil {
+		return nil, err
+	}
+	h := handlers.New(handlers.Config{
+		NodeID:            cfg.NodeID,
+		ClusterID:         clusterID,
+		AutoCreateTopics:  cfg.AutoCreateTopics,
+		DefaultPartitions: cfg.DefaultPartitions,
+		BrokerEpoch:       n.brokerEpoch.Load,
+	}, n.ctrl, n.replicas, logger.With("component", "kafka"))
+	n.kafka = &protocol.Server{
+		Handler:         h,
+		Versions:        handlers.Versions(),
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		Logger:          logger.With("component", "kafka"),
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
+			logger.Error("kafka listener stopped", "err", err)
+		}
+	}()
+
+	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http listener: %w", err)
+	}
+	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http listener stopped", "err", err)
+		}
+	}()
+	n.ready.Store(true)
+	logger.Info("strata node started",
+		"node_id", cfg.NodeID, "cluster_id", clusterID, "data_dir", cfg.DataDir,
+		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
+		"http_addr", n.httpLn.Addr().String())
+	return n, nil
+}
+
+// KafkaAddr is the Kafka listener's address.
+func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
+
+// HTTPAddr is the HTTP listener's address.
+func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
+
+// register announces this broker and its advertised address to the controller.
+func (n *Node) register(ctx context.Context) error {
+	host, portStr, _ := net.SplitHostPort(n.cfg.AdvertisedKafkaAddr)
+	port, _ := strconv.Atoi(portStr)
+	if port == 0 { // listening on an ephemeral port: advertise the one we got
+		_, portStr, _ = net.SplitHostPort(n.kafkaLn.Addr().String())
+		port, _ = strconv.Atoi(portStr)
+	}
+	incarnation, err := metadata.NewUUID(rand.Reader)
+	if err != nil {
+		return err
+	}
+	epoch, err := n.ctrl.RegisterBroker(ctx, controller.RegisterBroker{
+		ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port),
+	})
+	if err != nil {
+		return fmt.Errorf("registering broker: %w", err)
+	}
+	n.brokerEpoch.Store(epoch)
+	return nil
+}
+
+// followImages applies every new metadata image to the hosted partitions.
+func (n *Node) followImages(images <-chan *metadata.Image) {
+	defer n.wg.Done()
+	for img := range images {
+		if err := n.replicas.Apply(img); err != nil {
+			n.log.Error("applying metadata image", "offset", img.Offset(), "err", err)
+		}
+	}
+}
+
+func (n *Node) httpRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	httpErr := make(chan error, 1)
-	go func() { httpErr <- httpSrv.Serve(httpLn) }()
-	logger.Info("strata node started", "node_id", cfg.NodeID, "data_dir", cfg.DataDir, "http_addr", httpLn.Addr().String())
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !n.ready.Load() || n.ctrl.LeaderID() < 0 {
+			http.Error(w, "not ready\n", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
 
-	select {
-	case <-ctx.Done():
-	case err := <-httpErr:
-		return fmt.Errorf("http server: %w", err)
-	}
-	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+// Close shuts the node down: listeners first, then partitions, then the controller.
+func (n *Node) Close() error {
+	n.ready.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	var errs []error
+	if n.http != nil {
+		errs = append(errs, ignoreClosed(n.http.Shutdown(ctx)))
 	}
-	logger.Info("stopped")
-	return nil
+	if n.kafka != nil {
+		errs = append(errs, n.kafka.Shutdown(ctx))
+	} else if n.kafkaLn != nil {
+		n.kafkaLn.Close()
+	}
+	if n.stopWatch != nil {
+		n.stopWatch()
+	}
+	if n.ctrl != nil {
+		errs = append(errs, n.ctrl.Close())
+	}
+	n.wg.Wait()
+	if n.replicas != nil {
+		errs = append(errs, n.replicas.Close())
+	}
+	n.log.Info("stopped")
+	return errors.Join(errs...)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }

@@ -1,0 +1,84 @@
+package handlers
+
+// Produce (key 0), v3-v12. Every supported version carries v2 record batches.
+//   v3: transactional id; v5: log start offset in the response; v8: per-record
+//   errors and an error message; v9+: flexible. acks=0 gets no response at all.
+// The batches of all partitions are appended first; acks=all then waits for each
+// partition's high-water mark under one shared deadline (the request's timeout).
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+func (h *Handlers) produce(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acks := req.Acks
+	validAcks := acks == 0 || acks == 1 || acks == -1
+
+	type waiting struct {
+		rp   *kmsg.ProduceResponseTopicPartition
+		p    *replica.Partition
+		last int64
+	}
+	var waits []waiting
+	img := h.cluster.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for i, rp := range rt.Partitions {
+			sp := &st.Partitions[i]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if !validAcks {
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				continue
+			}
+			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
+			if err == nil {
+				var res replica.AppendResult
+				res, err = p.Append(rp.Records, acks)
+				if err == nil {
+					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+					if acks == -1 {
+						waits = append(waits, waiting{sp, p, res.LastOffset})
+					}
+				}
+			}
+			setProduceError(sp, err)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if acks == 0 {
+		return protocol.Response{None: true}
+	}
+	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+	for _, w := range waits {
+		// Pointers into resp.Topics[i].Partitions stay valid: those slices were
+		// sized up front and never appended to.
+		err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
+		setProduceError(w.rp, err)
+	}
+	return reply(resp)
+}
+
+func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {
+	if err == nil {
+		return
+	}
+	sp.ErrorCode = errorCode(err)
+	msg := err.Error()
+	sp.ErrorMessage = &msg
+	if sp.ErrorCode != 0 && !errors.Is(err, replica.ErrTimeout) {
+		sp.BaseOffset = -1
+	}
+}

@@ -1,0 +1,175 @@
+package handlers
+
+// Fetch (key 1), v4-v16, for consumers (followers come with replication).
+//   v4: isolation level, last stable offset; v5: log start offset; v7: fetch
+//   sessions (Strata answers session id 0: no session, clients send full requests);
+//   v9: current leader epoch (fencing); v11: rack id (ignored); v12+: flexible,
+//   v13+: topic ids instead of names.
+// Only data below the high-water mark is returned. Without transactions the last
+// stable offset equals the HWM, so both isolation levels read the same.
+// Long poll: while fewer than min_bytes are available the request waits on its
+// partitions' watchers until max_wait_ms passes; any HWM move re-reads.
+// Record data goes out with sendfile(2) from the segment files (see fetchbody.go).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.FetchRequest)
+	var w *replica.Watcher
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		resp, files, total, watched := h.readFetch(req)
+		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
+			return h.fetchResponse(resp, files)
+		}
+		releaseFiles(files)
+		if w == nil {
+			w = replica.NewWatcher()
+			for _, p := range watched {
+				p.Watch(w)
+				defer p.Unwatch(w)
+			}
+			continue // re-read once now that we watch, so no wake-up is missed
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-w.C:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+}
+
+// readFetch reads every requested partition once. It returns the response, the
+// file ranges to splice into it, the record bytes found, and the partitions that
+// could still produce data (to watch while long-polling).
+func (h *Handlers) readFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, map[*kmsg.FetchResponseTopicPartition]*fileRecords, int, []*replica.Partition) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	files := map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
+	var watched []*replica.Partition
+	img := h.cluster.Image()
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	total := 0
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for ti, rt := range req.Topics {
+		st := &resp.Topics[ti]
+		*st = kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		name := rt.Topic
+		if req.Version >= 13 {
+			if t := img.TopicByID(rt.TopicID); t != nil {
+				name = t.Name
+			} else {
+				name = ""
+			}
+		}
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for pi, rp := range rt.Partitions {
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.RecordBatches = noRecords // empty, not null: librdkafka rejects a null record set
+			if name == "" {
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			p, err := h.leaderPartition(img, name, rp.Partition)
+			if err == nil {
+				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+			}
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
+				continue
+			}
+			watched = append(watched, p)
+			maxBytes := min(int(rp.PartitionMaxBytes), budget)
+			if total > 0 && maxBytes <= 0 {
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.HighWatermark(), p.LogStartOffset()
+				continue
+			}
+			res, err := p.Read(rp.FetchOffset, max(maxBytes, 1))
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
+				continue
+			}
+			c := res.Chunk
+			if c.Size == 0 {
+				continue
+			}
+			if total > 0 && c.Size > maxBytes {
+				c.Release() // only the first partition with data may exceed the limits
+				continue
+			}
+			total += c.Size
+			budget -= c.Size
+			if osf, ok := c.File.(vfs.OSFile); ok {
+				files[sp] = &fileRecords{file: osf.OSFile(), off: c.Pos, n: c.Size, release: c.Release}
+				continue
+			}
+			data, err := c.Bytes()
+			c.Release()
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
+				continue
+			}
+			sp.RecordBatches = data
+		}
+	}
+	return resp, files, total, watched
+}
+
+func (h *Handlers) fetchResponse(resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords) protocol.Response {
+	if len(files) == 0 {
+		return reply(resp)
+	}
+	body, err := encodeFetchBody(resp, files)
+	if err != nil {
+		h.log.Error("encoding fetch response", "err", err)
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		resp.Topics = nil
+		return reply(resp)
+	}
+	return protocol.Response{Body: body}
+}
+
+func releaseFiles(files map[*kmsg.FetchResponseTopicPartition]*fileRecords) {
+	for _, f := range files {
+		if f.release != nil {
+			f.release()
+		}
+	}
+}
+
+// checkLeaderEpoch fences a client whose view of the leader epoch differs
+// (KIP-320): older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; -1 skips.
+func checkLeaderEpoch(p *replica.Partition, epoch int32) error {
+	switch cur := p.LeaderEpoch(); {
+	case epoch == -1 || epoch == cur:
+		return nil
+	case epoch < cur:
+		return metadata.ErrFencedLeaderEpoch
+	default:
+		return errUnknownLeaderEpoch
+	}
+}
+
+var noRecords = []byte{}
+
+var errUnknownLeaderEpoch = &metadata.KafkaError{Code: kerr.UnknownLeaderEpoch.Code, Msg: "leader epoch newer than the broker's"}

@@ -1,0 +1,47 @@
+package handlers
+
+// ListOffsets (key 2), v1-v9.
+//   v1: one offset per partition; v2: isolation level (no transactions: both read
+//   up to the HWM); v4: current leader epoch (fencing) and the leader epoch in the
+//   answer; v6+: flexible; v7: max timestamp (-3); v8: earliest local (-4, the log
+//   start here: no tiered storage); v9: earliest pending upload (-5, none: -1).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) listOffsets(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	img := h.cluster.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset = -1, -1
+			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
+			if err == nil {
+				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+			}
+			if err == nil {
+				var off, ts int64
+				var found bool
+				off, ts, found, err = p.ListOffset(rp.Timestamp)
+				if found {
+					sp.Offset, sp.Timestamp = off, ts
+					sp.LeaderEpoch = p.LeaderEpoch()
+				}
+			}
+			sp.ErrorCode = errorCode(err)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return reply(resp)
+}

@@ -1,0 +1,118 @@
+package handlers
+
+// Metadata (key 3), v0-v12.
+//   v0: an empty topic list means every topic; v1+: a null list means every topic,
+//       an empty one none. v1 adds the controller id and IsInternal, v2 the cluster id,
+//       v4 AllowAutoTopicCreation (earlier versions always allow it), v5 offline
+//       replicas, v7 leader epochs, v10 topic ids, v12 lookup by topic id.
+// Unknown topics are created when the broker and the request allow it: the answer
+// then carries the new topic (or LEADER_NOT_AVAILABLE while it is not yet applied).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) metadata(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	img := h.cluster.Image()
+
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	autoCreate := h.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	if !all && autoCreate {
+		var missing []string
+		for _, t := range req.Topics {
+			if t.Topic != nil && img.Topic(*t.Topic) == nil && metadata.ValidateTopicName(*t.Topic) == nil {
+				missing = append(missing, *t.Topic)
+			}
+		}
+		if len(missing) > 0 {
+			h.autoCreate(ctx, missing)
+			img = h.cluster.Image()
+		}
+	}
+
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		if b.Rack != "" {
+			rb.Rack = &b.Rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	resp.ClusterID = &h.cfg.ClusterID
+	resp.ControllerID = h.cluster.LeaderID()
+
+	if all {
+		for _, t := range img.Topics() {
+			resp.Topics = append(resp.Topics, describeTopic(img, t))
+		}
+		return reply(resp)
+	}
+	for _, rt := range req.Topics {
+		var t *metadata.Topic
+		switch {
+		case rt.Topic != nil:
+			t = img.Topic(*rt.Topic)
+		case rt.TopicID != metadata.UUID{}:
+			t = img.TopicByID(rt.TopicID)
+		}
+		if t != nil {
+			resp.Topics = append(resp.Topics, describeTopic(img, t))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+		switch {
+		case rt.Topic == nil:
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+		case metadata.ValidateTopicName(*rt.Topic) != nil:
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+		case autoCreate:
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		default:
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return reply(resp)
+}
+
+func describeTopic(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic, mt.TopicID = &name, t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Index
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = p.Replicas
+		mp.ISR = p.ISR
+		for _, id := range p.Replicas {
+			if !img.IsLive(id) {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		if p.Leader == metadata.NoLeader || !img.IsLive(p.Leader) {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// OffsetsTopic is the internal topic holding consumer group offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+func isInternalTopic(name string) bool { return name == OffsetsTopic }

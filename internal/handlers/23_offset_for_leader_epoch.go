@@ -1,0 +1,40 @@
+package handlers
+
+// OffsetForLeaderEpoch (key 23), v2-v4. Clients use it to detect log truncation
+// after a leader change (KIP-320): for the requested epoch the answer is the largest
+// epoch at or below it and the offset where that epoch ended.
+//   v2: current leader epoch (fencing); v3: replica id; v4+: flexible.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) offsetForLeaderEpoch(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	img := h.cluster.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
+			if err == nil {
+				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+			}
+			if err == nil {
+				sp.LeaderEpoch, sp.EndOffset, err = p.EndOffsetForEpoch(rp.LeaderEpoch)
+			}
+			sp.ErrorCode = errorCode(err)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return reply(resp)
+}

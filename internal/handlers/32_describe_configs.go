@@ -1,0 +1,74 @@
+package handlers
+
+// DescribeConfigs (key 32), v1-v4.
+//   v1: synonyms on request; v3: config type and documentation; v4+: flexible.
+// Topic resources list every topic config with its effective value and source;
+// broker resources ("" for the cluster default, or a broker id) the broker-level
+// defaults for those keys. Sensitive configs: none.
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	img := h.cluster.Image()
+	for _, rr := range req.Resources {
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var entries []metadata.ConfigEntry
+		var err error
+		switch metadata.ResourceType(rr.ResourceType) {
+		case metadata.ResourceTopic:
+			entries, err = img.TopicConfigEntries(rr.ResourceName)
+		case metadata.ResourceBroker:
+			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil {
+				if id, perr := strconv.Atoi(rr.ResourceName); perr == nil && img.Broker(int32(id)) == nil {
+					err = metadata.ErrUnknownBroker
+				} else {
+					entries = img.BrokerConfigEntries(rr.ResourceName)
+				}
+			}
+		default:
+			err = metadata.ErrInvalidRequest
+		}
+		if err != nil {
+			res.ErrorCode = errorCode(err)
+			msg := err.Error()
+			res.ErrorMessage = &msg
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name = e.Name
+			v := e.Value
+			c.Value = &v
+			c.Source = kmsg.ConfigSource(e.Source)
+			c.IsDefault = e.IsDefault
+			c.ConfigType = kmsg.ConfigType(e.Type)
+			if req.IncludeSynonyms {
+				for _, s := range e.Synonyms {
+					syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					sv := s.Value
+					syn.Name, syn.Value, syn.Source = s.Name, &sv, kmsg.ConfigSource(s.Source)
+					c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+				}
+			}
+			res.Configs = append(res.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return reply(resp)
+}

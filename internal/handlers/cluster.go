@@ -1,0 +1,21 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// Cluster is the metadata side of the broker as the handlers use it: the latest
+// applied image and the controller operations that change it.
+type Cluster interface {
+	Image() *metadata.Image
+	LeaderID() int32
+	CreateTopics(ctx context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error)
+	DeleteTopics(ctx context.Context, refs []controller.TopicRef) ([]controller.DeleteTopicResult, error)
+	CreatePartitions(ctx context.Context, reqs []controller.CreatePartitions, validateOnly bool) ([]controller.CreatePartitionsResult, error)
+	AlterConfigs(ctx context.Context, reqs []controller.AlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error)
+	IncrementalAlterConfigs(ctx context.Context, reqs []controller.IncrementalAlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error)
+	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (controller.ProducerIDBlock, error)
+}

@@ -1,0 +1,73 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/storage"
+)
+
+// errorCodes maps domain errors to Kafka error codes; the first match wins.
+var errorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
+	{replica.ErrUnknownPartition, kerr.NotLeaderForPartition},
+	{replica.ErrClosed, kerr.NotLeaderForPartition},
+	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{replica.ErrTimeout, kerr.RequestTimedOut},
+	{replica.ErrRecordTooLarge, kerr.MessageTooLarge},
+	{replica.ErrInvalidRecord, kerr.InvalidRecord},
+	{replica.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{replica.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{batch.ErrCorrupt, kerr.CorruptMessage},
+	{batch.ErrInvalid, kerr.InvalidRecord},
+	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{storage.ErrEmptyAppend, kerr.InvalidRecord},
+	{storage.ErrBatchTooLarge, kerr.RecordListTooLarge},
+	{storage.ErrFencedLeaderEpoch, kerr.NotLeaderForPartition},
+	{storage.ErrLogFailed, kerr.KafkaStorageError},
+	{storage.ErrCorruptSegment, kerr.KafkaStorageError},
+	{storage.ErrClosed, kerr.NotLeaderForPartition},
+	{context.Canceled, kerr.RequestTimedOut},
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+}
+
+// errorCode is the Kafka error code for err (0 for nil).
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *metadata.KafkaError
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	for _, m := range errorCodes {
+		if errors.Is(err, m.err) {
+			return m.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// leaderPartition finds a partition this broker leads, telling an unknown
+// partition (UNKNOWN_TOPIC_OR_PARTITION) from one led elsewhere (NOT_LEADER_OR_FOLLOWER).
+func (h *Handlers) leaderPartition(img *metadata.Image, topic string, index int32) (*replica.Partition, error) {
+	if img.Partition(topic, index) == nil {
+		return nil, metadata.ErrUnknownTopic
+	}
+	p, err := h.replicas.Partition(topic, index)
+	if err != nil {
+		return nil, replica.ErrNotLeader
+	}
+	if !p.IsLeader() {
+		return nil, replica.ErrNotLeader
+	}
+	return p, nil
+}

@@ -1,0 +1,100 @@
+// Package handlers serves the Kafka API: one file per API key (named after it), each
+// opening with the versions it supports and what differs between them. A handler is
+// thin: it validates the request, calls the domain packages (replica for partition
+// data, controller for metadata) and maps their errors to Kafka error codes.
+//
+// The version table below is the single registry: the protocol package derives
+// ApiVersions from it and rejects anything outside it.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+// api is one supported API key.
+type api struct {
+	key, min, max int16
+	serve         func(h *Handlers, ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response
+}
+
+// apis is the registry of every supported API, in key order.
+var apis = []api{
+	{key: 0, min: 3, max: 12, serve: (*Handlers).produce},
+	{key: 1, min: 4, max: 16, serve: (*Handlers).fetch},
+	{key: 2, min: 1, max: 9, serve: (*Handlers).listOffsets},
+	{key: 3, min: 0, max: 12, serve: (*Handlers).metadata},
+	{key: 19, min: 2, max: 7, serve: (*Handlers).createTopics},
+	{key: 20, min: 1, max: 6, serve: (*Handlers).deleteTopics},
+	{key: 21, min: 0, max: 2, serve: (*Handlers).deleteRecords},
+	{key: 22, min: 0, max: 5, serve: (*Handlers).initProducerID},
+	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
+	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
+	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
+	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
+	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
+	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
+}
+
+// Versions is the registry for protocol.Server.
+func Versions() []protocol.VersionRange {
+	vs := make([]protocol.VersionRange, len(apis))
+	for i, a := range apis {
+		vs[i] = protocol.VersionRange{Key: a.key, Min: a.min, Max: a.max}
+	}
+	return vs
+}
+
+// Config is what the handlers need to know about this node.
+type Config struct {
+	NodeID            int32
+	ClusterID         string
+	AutoCreateTopics  bool
+	DefaultPartitions int32
+	// BrokerEpoch is this broker's registration epoch (for producer-id allocation).
+	BrokerEpoch func() int64
+}
+
+// Handlers serves the Kafka API for one node.
+type Handlers struct {
+	cfg      Config
+	cluster  Cluster
+	replicas *replica.Manager
+	log      *slog.Logger
+	byKey    map[int16]api
+	pids     producerIDs
+}
+
+// New returns the handlers of one node.
+func New(cfg Config, cluster Cluster, replicas *replica.Manager, logger *slog.Logger) *Handlers {
+	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, log: logger, byKey: map[int16]api{}}
+	for _, a := range apis {
+		h.byKey[a.key] = a
+	}
+	return h
+}
+
+// Handle implements protocol.Handler.
+func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	a, ok := h.byKey[r.Key]
+	if !ok {
+		// Unreachable: protocol.Server rejects keys outside Versions().
+		h.log.Error("request for an unregistered API key", "key", r.Key)
+		return protocol.Response{Msg: errorResponse(r.Msg)}
+	}
+	return a.serve(h, ctx, c, r)
+}
+
+// errorResponse is an empty response of the request's kind.
+func errorResponse(req kmsg.Request) kmsg.Response {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	return resp
+}
+
+func reply(resp kmsg.Response) protocol.Response { return protocol.Response{Msg: resp} }

@@ -1,0 +1,218 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// ErrUnknownPartition: this broker hosts no such partition. The handler answers
+// UNKNOWN_TOPIC_OR_PARTITION when the image has no such partition either, else
+// NOT_LEADER_OR_FOLLOWER.
+var ErrUnknownPartition = errors.New("partition not hosted here")
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Manager hosts this broker's partitions and keeps them in line with the metadata
+// image: it opens the logs of partitions assigned to this broker, makes it leader
+// where the image says so, applies config changes, and deletes removed topics' logs.
+type Manager struct {
+	fs     vfs.FS
+	dir    string // <data-dir>/logs
+	nodeID int32
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu         sync.RWMutex
+	partitions map[TopicPartition]*Partition
+}
+
+// NewManager hosts partitions under dir.
+func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger) (*Manager, error) {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &Manager{fs: fsys, dir: dir, nodeID: nodeID, log: logger, now: time.Now, partitions: map[TopicPartition]*Partition{}}, nil
+}
+
+// Partition returns a hosted partition.
+func (m *Manager) Partition(topic string, index int32) (*Partition, error) {
+	m.mu.RLock()
+	p := m.partitions[TopicPartition{topic, index}]
+	m.mu.RUnlock()
+	if p == nil {
+		return nil, ErrUnknownPartition
+	}
+	return p, nil
+}
+
+// Partitions returns every hosted partition.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ps := make([]*Partition, 0, len(m.partitions))
+	for _, p := range m.partitions {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func partitionDir(root, topic string, index int32) string {
+	return filepath.Join(root, topic+"-"+strconv.Itoa(int(index)))
+}
+
+// Apply brings the hosted partitions in line with img. Errors opening one partition
+// are logged and returned joined; the others are still applied.
+func (m *Manager) Apply(img *metadata.Image) error {
+	var errs []error
+	want := map[TopicPartition]bool{}
+	for _, t := range img.Topics() {
+		for _, ip := range t.Partitions {
+			if !contains(ip.Replicas, m.nodeID) {
+				continue
+			}
+			tp := TopicPartition{t.Name, ip.Index}
+			want[tp] = true
+			if err := m.applyPartition(t, ip); err != nil {
+				m.log.Error("applying partition", "topic", t.Name, "partition", ip.Index, "err", err)
+				errs = append(errs, err)
+			}
+		}
+	}
+	m.mu.Lock()
+	var removed []*Partition
+	for tp, p := range m.partitions {
+		if !want[tp] || img.TopicByID(p.TopicID) == nil {
+			removed = append(removed, p)
+			delete(m.partitions, tp)
+		}
+	}
+	m.mu.Unlock()
+	for _, p := range removed {
+		if err := p.close(); err != nil {
+			errs = append(errs, err)
+		}
+		dir := partitionDir(m.dir, p.Topic, p.Index)
+		if err := m.fs.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		} else if err := m.fs.SyncDir(m.dir); err != nil {
+			errs = append(errs, err)
+		}
+		m.log.Info("partition removed", "topic", p.Topic, "partition", p.Index)
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) error {
+	tp := TopicPartition{t.Name, ip.Index}
+	m.mu.RLock()
+	p := m.partitions[tp]
+	m.mu.RUnlock()
+	if p != nil && p.TopicID != t.ID {
+		// Same name, new topic: the old one was deleted while we were not looking.
+		m.mu.Lock()
+		delete(m.partitions, tp)
+		m.mu.Unlock()
+		p.close()
+		if err := m.fs.RemoveAll(partitionDir(m.dir, t.Name, ip.Index)); err != nil {
+			return err
+		}
+		p = nil
+	}
+	scfg := storageConfig(t.Config, m.now)
+	if p == nil {
+		l, err := storage.Open(m.fs, partitionDir(m.dir, t.Name, ip.Index), scfg)
+		if err != nil {
+			return err
+		}
+		p, err = newPartition(t.Name, t.ID, ip.Index, l, scfg.Flush.Mode == storage.GroupCommit)
+		if err != nil {
+			l.Close()
+			return err
+		}
+		m.mu.Lock()
+		m.partitions[tp] = p
+		m.mu.Unlock()
+		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
+	}
+	p.setConfig(t.Config)
+	if ip.Leader == m.nodeID && (!p.IsLeader() || p.LeaderEpoch() != ip.LeaderEpoch) {
+		if err := p.becomeLeader(ip.LeaderEpoch, len(ip.ISR)); err != nil {
+			return fmt.Errorf("becoming leader of %s-%d: %w", t.Name, ip.Index, err)
+		}
+	}
+	p.isrSize.Store(int32(len(ip.ISR)))
+	return nil
+}
+
+// storageConfig maps a topic's configuration onto its log's. Strata's default
+// flush policy is group commit; setting flush.messages or flush.ms opts a topic into
+// Kafka's interval flushing.
+func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config {
+	c := storage.Config{
+		SegmentBytes:       int64(tc.SegmentBytes),
+		SegmentAge:         time.Duration(tc.SegmentMs) * time.Millisecond,
+		IndexIntervalBytes: int(tc.IndexIntervalBytes),
+		IndexMaxBytes:      int(tc.SegmentIndexBytes),
+		RetentionAge:       millis(tc.RetentionMs),
+		RetentionBytes:     tc.RetentionBytes,
+		LogAppendTime:      tc.MessageTimestampType == metadata.LogAppendTime,
+		Now:                now,
+	}
+	if tc.FlushMessages != math.MaxInt64 || tc.FlushMs != math.MaxInt64 {
+		c.Flush = storage.FlushPolicy{Mode: storage.Interval}
+		if tc.FlushMessages != math.MaxInt64 {
+			c.Flush.IntervalMessages = tc.FlushMessages
+		}
+		if tc.FlushMs != math.MaxInt64 {
+			c.Flush.Interval = millis(tc.FlushMs)
+		}
+	}
+	return c
+}
+
+// millis converts a Kafka millisecond setting; negative stays negative (infinite).
+func millis(ms int64) time.Duration {
+	if ms < 0 {
+		return -1
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// Close closes every partition (a clean shutdown: the logs write their markers).
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	ps := m.partitions
+	m.partitions = map[TopicPartition]*Partition{}
+	m.mu.Unlock()
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, p.close())
+	}
+	return errors.Join(errs...)
+}
+
+func contains(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,403 @@
+// Package replica owns the partitions this broker hosts: the leader's view of each
+// partition (high-water mark, leader epoch, idempotent-producer state) on top of its
+// storage.Log, and the watchers through which delayed operations wait.
+//
+// The high-water mark (HWM) is the end of what is safe to show consumers and to
+// acknowledge with acks=all. With the default group-commit flush policy it is the
+// fsynced end of the log, so nothing unsynced is ever visible or acknowledged; with
+// an interval flush policy (Kafka's page-cache model) it is the log end offset.
+// Replication later adds followers to the same minimum.
+//
+// Concurrency: appends to one partition are serialised by appendMu (offsets and
+// producer state must move together); reads take no partition lock; the HWM is an
+// atomic. Watchers are fired, never waited on, while the watcher lock is held.
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/storage"
+)
+
+// Errors a partition returns; handlers map them to Kafka codes.
+var (
+	// ErrNotLeader: this broker does not lead the partition. NOT_LEADER_OR_FOLLOWER;
+	// the client refreshes metadata and retries.
+	ErrNotLeader = errors.New("not the leader for this partition")
+	// ErrNotEnoughReplicas: acks=all while the ISR is smaller than
+	// min.insync.replicas; nothing was appended. NOT_ENOUGH_REPLICAS; retriable.
+	ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
+	// ErrTimeout: acks=all was not satisfied within the request timeout; the batch was
+	// appended and may still become durable. REQUEST_TIMED_OUT.
+	ErrTimeout = errors.New("timed out waiting for the high-water mark")
+	// ErrRecordTooLarge: a batch exceeds max.message.bytes. MESSAGE_TOO_LARGE.
+	ErrRecordTooLarge = errors.New("record batch larger than max.message.bytes")
+	// ErrInvalidRecord: a batch a client may not write (control batch, several
+	// batches from one idempotent producer in one request). INVALID_RECORD.
+	ErrInvalidRecord = errors.New("invalid record")
+	// ErrClosed: the partition was removed or the broker is stopping.
+	// NOT_LEADER_OR_FOLLOWER; the client retries elsewhere.
+	ErrClosed = errors.New("partition closed")
+)
+
+// Partition is one partition replica hosted by this broker.
+type Partition struct {
+	Topic   string
+	TopicID metadata.UUID
+	Index   int32
+
+	log *storage.Log
+	// groupCommit: the HWM follows the durable end (else the log end).
+	groupCommit bool
+
+	appendMu  sync.Mutex
+	producers *producerState
+
+	highWatermark atomic.Int64
+	leaderEpoch   atomic.Int32
+	leader        atomic.Bool
+	closed        atomic.Bool
+	config        atomic.Pointer[metadata.TopicConfig]
+	isrSize       atomic.Int32
+
+	watchMu  sync.Mutex
+	watchers map[*Watcher]struct{}
+}
+
+// Watcher is woken (a non-blocking send on C) whenever a watched partition's
+// high-water mark moves or its leadership changes. One Watcher may watch many
+// partitions; a delayed fetch re-checks them all when woken.
+type Watcher struct{ C chan struct{} }
+
+// NewWatcher returns a watcher with a one-slot wake-up channel.
+func NewWatcher() *Watcher { return &Watcher{C: make(chan struct{}, 1)} }
+
+func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log, groupCommit bool) (*Partition, error) {
+	p := &Partition{
+		Topic: topic, TopicID: id, Index: index,
+		log:         log,
+		groupCommit: groupCommit,
+		producers:   newProducerState(),
+		watchers:    make(map[*Watcher]struct{}),
+	}
+	// Rebuild idempotent-producer state from the log.
+	err := log.ScanBatches(log.LogStartOffset(), func(h batch.Header, _ []byte) error {
+		if h.Idempotent() && !h.Control() {
+			p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.BaseOffset, h.LastOffset())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", topic, index, err)
+	}
+	p.highWatermark.Store(p.safeEnd())
+	log.SetDurableListener(func(int64) { p.maybeAdvanceHighWatermark() })
+	return p, nil
+}
+
+// safeEnd is the offset the HWM may reach with no followers.
+func (p *Partition) safeEnd() int64 {
+	if p.groupCommit {
+		return p.log.DurableOffset()
+	}
+	return p.log.LogEndOffset()
+}
+
+func (p *Partition) maybeAdvanceHighWatermark() {
+	end := p.safeEnd()
+	for {
+		cur := p.highWatermark.Load()
+		if end <= cur {
+			return
+		}
+		if p.highWatermark.CompareAndSwap(cur, end) {
+			p.fire()
+			return
+		}
+	}
+}
+
+// Watch registers w to be woken on HWM and leadership changes.
+func (p *Partition) Watch(w *Watcher) {
+	p.watchMu.Lock()
+	p.watchers[w] = struct{}{}
+	p.watchMu.Unlock()
+}
+
+// Unwatch removes w.
+func (p *Partition) Unwatch(w *Watcher) {
+	p.watchMu.Lock()
+	delete(p.watchers, w)
+	p.watchMu.Unlock()
+}
+
+func (p *Partition) fire() {
+	p.watchMu.Lock()
+	for w := range p.watchers {
+		select {
+		case w.C <- struct{}{}:
+		default:
+		}
+	}
+	p.watchMu.Unlock()
+}
+
+// HighWatermark is the end (exclusive) of what consumers may read.
+func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
+
+// LogStartOffset is the first offset still retained.
+func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
+
+// LogEndOffset is the offset the next appended record gets.
+func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
+
+// LeaderEpoch is the current leader epoch.
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool { return p.leader.Load() && !p.closed.Load() }
+
+// Config is the topic's effective configuration.
+func (p *Partition) Config() *metadata.TopicConfig { return p.config.Load() }
+
+// Log is the partition's log, for size and segment statistics.
+func (p *Partition) Log() *storage.Log { return p.log }
+
+// becomeLeader makes this broker the partition's leader at epoch with an ISR of
+// isrSize members.
+func (p *Partition) becomeLeader(epoch int32, isrSize int) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.log.AssignEpoch(epoch, p.log.LogEndOffset()); err != nil {
+		return err
+	}
+	p.leaderEpoch.Store(epoch)
+	p.isrSize.Store(int32(isrSize))
+	p.leader.Store(true)
+	p.fire()
+	return nil
+}
+
+func (p *Partition) setConfig(cfg metadata.TopicConfig) { p.config.Store(&cfg) }
+
+// close stops serving the partition; waiters are woken and find it closed.
+func (p *Partition) close() error {
+	p.closed.Store(true)
+	p.fire()
+	return p.log.Close()
+}
+
+// AppendResult is where a produced batch landed.
+type AppendResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+// Append appends the record batches of one produce request as leader. A retried
+// batch of an idempotent producer is not appended again: its original offsets are
+// returned. For acks=all the caller then waits with WaitHighWatermark(LastOffset+1).
+func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
+	if !p.IsLeader() {
+		return AppendResult{}, ErrNotLeader
+	}
+	cfg := p.Config()
+	if acks == -1 && p.isrSize.Load() < cfg.MinInsyncReplicas {
+		return AppendResult{}, ErrNotEnoughReplicas
+	}
+	var first batch.Header
+	n := 0
+	it := batch.NewIter(records)
+	for ; it.Next(); n++ {
+		h := it.Header()
+		if n == 0 {
+			first = h
+		}
+		if h.Size() > int(cfg.MaxMessageBytes) {
+			return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), cfg.MaxMessageBytes)
+		}
+		if h.Control() {
+			return AppendResult{}, fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
+		}
+		if h.Idempotent() && n > 0 {
+			return AppendResult{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return AppendResult{}, err
+	}
+	if n == 0 {
+		return AppendResult{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
+	}
+	return p.appendLocked(records, first)
+}
+
+func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResult, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !p.IsLeader() {
+		return AppendResult{}, ErrNotLeader
+	}
+	if first.Idempotent() {
+		chk, err := p.producers.check(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if chk.duplicate {
+			return AppendResult{
+				BaseOffset: chk.offset, LastOffset: chk.offset + int64(first.LastOffsetDelta),
+				LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(),
+			}, nil
+		}
+	}
+	info, err := p.log.Append(records, p.leaderEpoch.Load())
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if first.Idempotent() {
+		p.producers.record(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, info.FirstOffset, info.LastOffset)
+	}
+	if !p.groupCommit {
+		p.maybeAdvanceHighWatermark()
+	}
+	res := AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}
+	if p.Config().MessageTimestampType == metadata.LogAppendTime {
+		res.LogAppendTime = info.LogAppendTime
+	}
+	return res, nil
+}
+
+// WaitHighWatermark waits until the HWM reaches offset (acks=all).
+func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout time.Duration) error {
+	if p.HighWatermark() >= offset {
+		return nil
+	}
+	w := NewWatcher()
+	p.Watch(w)
+	defer p.Unwatch(w)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for p.HighWatermark() < offset {
+		if p.closed.Load() || !p.leader.Load() {
+			return ErrNotLeader
+		}
+		select {
+		case <-w.C:
+		case <-timer.C:
+			return ErrTimeout
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// FetchResult is a read of committed records.
+type FetchResult struct {
+	Chunk          storage.Chunk // whole batches; Release it when sent
+	HighWatermark  int64
+	LogStartOffset int64
+}
+
+// Read returns whole batches from offset up to the high-water mark, at most
+// maxBytes unless the first batch alone is larger. An offset between the HWM and the
+// log end returns no data; below the log start or past the log end it is
+// storage.ErrOffsetOutOfRange.
+func (p *Partition) Read(offset int64, maxBytes int) (FetchResult, error) {
+	if !p.IsLeader() {
+		return FetchResult{}, ErrNotLeader
+	}
+	hwm := p.HighWatermark()
+	res := FetchResult{HighWatermark: hwm, LogStartOffset: p.log.LogStartOffset()}
+	if offset == hwm || (offset > hwm && offset <= p.log.LogEndOffset()) {
+		return res, nil
+	}
+	chunk, err := p.log.Read(offset, maxBytes, hwm)
+	if err != nil {
+		return res, err
+	}
+	res.Chunk = chunk
+	return res, nil
+}
+
+// Special ListOffsets timestamps.
+const (
+	LatestTimestamp        = -1
+	EarliestTimestamp      = -2
+	MaxTimestamp           = -3
+	EarliestLocalTimestamp = -4
+)
+
+// ListOffset answers ListOffsets for one timestamp: the earliest or latest
+// (high-water mark) offset, the record with the largest timestamp, or the first
+// offset whose timestamp is at or after ts. Found is false when no committed record
+// qualifies (Kafka then answers offset -1).
+func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, err error) {
+	if !p.IsLeader() {
+		return 0, 0, false, ErrNotLeader
+	}
+	hwm := p.HighWatermark()
+	switch ts {
+	case LatestTimestamp:
+		return hwm, -1, true, nil
+	case EarliestTimestamp, EarliestLocalTimestamp:
+		return p.log.LogStartOffset(), -1, true, nil
+	case MaxTimestamp:
+		off, t, err := p.log.MaxTimestamp()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if off < 0 || off >= hwm {
+			return -1, -1, false, nil
+		}
+		return off, t, true, nil
+	}
+	if ts < 0 {
+		return -1, -1, false, nil
+	}
+	off, t, ok, err := p.log.OffsetForTimestamp(ts)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if !ok || off >= hwm {
+		return -1, -1, false, nil
+	}
+	return off, t, true, nil
+}
+
+// DeleteRecords moves the log start offset up to offset (-1: the high-water mark)
+// and returns the new low watermark. Offsets above the HWM are out of range.
+func (p *Partition) DeleteRecords(offset int64) (int64, error) {
+	if !p.IsLeader() {
+		return -1, ErrNotLeader
+	}
+	hwm := p.HighWatermark()
+	if offset == -1 {
+		offset = hwm
+	}
+	if offset < 0 || offset > hwm {
+		return -1, storage.ErrOffsetOutOfRange
+	}
+	if err := p.log.DeleteRecords(offset); err != nil {
+		return -1, err
+	}
+	return p.log.LogStartOffset(), nil
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch at or below
+// epoch and the offset where it ended (KIP-101/279).
+func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
+	if !p.IsLeader() {
+		return -1, -1, ErrNotLeader
+	}
+	e, end := p.log.EndOffsetForEpoch(epoch)
+	return e, end, nil
+}
