@@ -93,6 +93,16 @@ const (
 	pythonBin     = "python/.venv/bin/python"
 )
 
+func clientNamed(t *testing.T, name string) client {
+	for _, c := range clients {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no client %q", name)
+	return client{}
+}
+
 // requireClient skips the test when the client cannot run here, loudly, or fails it
 // when CI=true: CI must never pass by skipping the suite.
 func requireClient(t *testing.T, c client) {
@@ -167,8 +177,11 @@ func runClient(t *testing.T, c client, bootstrap, topic, mode string) *report.Su
 	if err != nil {
 		t.Fatalf("%s %s on %s: %v\nstdout:\n%s\nstderr:\n%s", c.name, mode, topic, err, lastLines(stdout.Bytes()), lastLines(stderr.Bytes()))
 	}
-	t.Logf("%s (%s) %s %s: %d produced in %dms, %d consumed in %dms, process %v",
-		c.name, s.Library, mode, topic, len(s.Produced), s.ProduceMS, len(s.Consumed), s.ConsumeMS, elapsed.Round(time.Millisecond))
+	phases := fmt.Sprintf("%d consumed in %dms", len(s.Consumed), s.ConsumeMS)
+	if mode == "both" {
+		phases = fmt.Sprintf("%d produced in %dms, ", len(s.Produced), s.ProduceMS) + phases
+	}
+	t.Logf("%s (%s) %s %s: %s; process %v", c.name, s.Library, mode, topic, phases, elapsed.Round(time.Millisecond))
 	return s
 }
 
@@ -237,7 +250,7 @@ func TestInterop(t *testing.T) {
 // testJavaPartitioner asks the Java client itself where random keys go and compares
 // with internal/keyhash: a live version of keyhash's recorded vectors.
 func testJavaPartitioner(t *testing.T) {
-	requireClient(t, clients[0])
+	requireClient(t, clientNamed(t, "java"))
 	counts := []int32{1, 2, 3, 7, 12, 100} // as Murmur2Vectors prints them
 	rng := rand.New(rand.NewPCG(1, 2))
 	args := []string{"-cp", javaClassPath, "io.strata.interop.Murmur2Vectors"}

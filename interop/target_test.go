@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,21 +39,26 @@ type target struct {
 }
 
 // startTarget starts the broker chosen by STRATA_INTEROP_TARGET, or skips the test.
+// The broker is also stopped at cleanup if the test did not get to stop it.
 func startTarget(t *testing.T) *target {
 	t.Helper()
+	var tgt *target
 	switch name := os.Getenv(envTarget); name {
 	case "kfake":
-		return startKfake(t)
+		tgt = startKfake(t)
 	case "", "strata":
 		if os.Getenv(envEnable) != "1" {
 			t.Skipf("interop: the strata target is off until the broker speaks Kafka: set %s=1 to run it, "+
 				"or %s=kfake to run the suite against franz-go's fake broker", envEnable, envTarget)
 		}
-		return startStrata(t)
+		tgt = startStrata(t)
 	default:
 		t.Fatalf("interop: %s=%q: want strata or kfake", envTarget, name)
-		return nil
 	}
+	stop := sync.OnceValue(tgt.stop)
+	tgt.stop = stop
+	t.Cleanup(func() { stop() })
+	return tgt
 }
 
 func startKfake(t *testing.T) *target {
@@ -93,12 +99,7 @@ func startStrata(t *testing.T) *target {
 		b, _ := os.ReadFile(logPath)
 		return string(b)
 	}
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
+	stop := sync.OnceValue(func() error {
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			return fmt.Errorf("SIGTERM: %w", err)
 		}
@@ -113,8 +114,7 @@ func startStrata(t *testing.T) *target {
 			<-exited
 			return fmt.Errorf("strata ignored SIGTERM for 30s; killed\n%s", showLog())
 		}
-	}
-	t.Cleanup(func() { stop() }) // on failure paths; the test itself checks the clean stop
+	})
 
 	if err := waitForAPIVersions(kafkaAddr, exited, 60*time.Second); err != nil {
 		stop()

@@ -181,7 +181,6 @@ async function main() {
     clientId: `strata-interop-${opts.name}`,
     brokers: [opts.bootstrap],
     logLevel: logLevel.ERROR,
-    retry: { retries: 5 },
   })
   const summary = { client: 'node', library: `kafkajs ${kafkajsVersion}`, topic: opts.topic, produced: [] }
   try {

@@ -44,7 +44,7 @@ public final class Client {
 
     public static void main(String[] args) {
         // slf4j-simple reads this once, on first use: keep client chatter off stderr.
-        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", System.getProperty("interop.log", "warn"));
         Options opts;
         try {
             opts = Options.parse(args);
