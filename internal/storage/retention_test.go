@@ -1,0 +1,236 @@
+package storage
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// segmentBases returns the base offsets of the log's segments.
+func segmentBases(l *Log) []int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []int64
+	for _, s := range l.mu.segments {
+		out = append(out, s.base)
+	}
+	return out
+}
+
+func TestRollBySize(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096})
+	b := mkBatch(2, 300, 0)
+	perSegment := 4096 / len(b)
+	appendN(t, l, 3*perSegment, 2, 300, 0, 0)
+	bases := segmentBases(l)
+	if len(bases) != 3 {
+		t.Fatalf("segments at %v, want 3", bases)
+	}
+	for i, base := range bases {
+		if base != int64(i*perSegment*2) {
+			t.Fatalf("segment %d at %d, want %d", i, base, i*perSegment*2)
+		}
+	}
+	if st := l.Stats(); st.Rolls != 2 {
+		t.Fatalf("Rolls = %d", st.Rolls)
+	}
+}
+
+func TestRollByAge(t *testing.T) {
+	tests := []struct {
+		name string
+		// ts gives the timestamp of a batch appended at clock time now (ms).
+		ts func(now int64) int64
+	}{
+		{"record timestamps", func(now int64) int64 { return now }},
+		{"no timestamps: clock", func(int64) int64 { return -1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock()
+			l := openLog(t, vfs.NewMem(), Config{SegmentAge: time.Hour, Now: clk.Now})
+			add := func() {
+				t.Helper()
+				if _, err := l.Append(mkBatchAt(tt.ts(clk.Now().UnixMilli())), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			add()
+			clk.Advance(59 * time.Minute)
+			add()
+			if n := l.NumSegments(); n != 1 {
+				t.Fatalf("rolled early: %d segments", n)
+			}
+			clk.Advance(2 * time.Minute)
+			add()
+			if bases := segmentBases(l); len(bases) != 2 || bases[1] != 2 {
+				t.Fatalf("segments %v, want a roll at offset 2", bases)
+			}
+		})
+	}
+}
+
+// mkBatchAt builds a one-record batch whose timestamp is ts (-1: none).
+func mkBatchAt(ts int64) []byte { return mkBatch(1, 20, ts) }
+
+func TestRollWhenIndexFull(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), Config{IndexIntervalBytes: 1, IndexMaxBytes: minIndexMaxBytes})
+	// Each batch after the first gets an index entry; the time index (12-byte
+	// entries) fills first, at 4 entries.
+	appendN(t, l, 12, 1, 10, 100, 0)
+	if n := l.NumSegments(); n < 2 {
+		t.Fatalf("%d segments; a full index must roll", n)
+	}
+}
+
+func TestRetentionByTime(t *testing.T) {
+	clk := newClock()
+	cfg := Config{SegmentBytes: 4096, RetentionAge: time.Hour, Now: clk.Now}
+	l := openLog(t, vfs.NewMem(), cfg)
+	for range 3 {
+		appendN(t, l, 10, 2, 300, clk.Now().UnixMilli(), 0)
+		clk.Advance(30 * time.Minute)
+	}
+	// Segments hold records from t0, t0+30m and t0+60m; now is t0+90m.
+	bases := segmentBases(l)
+	if len(bases) < 3 {
+		t.Fatalf("segments %v", bases)
+	}
+	leo := l.LogEndOffset()
+	// The high-water mark protects segments that are not wholly below it.
+	if n, err := l.EnforceRetention(0); err != nil || n != 0 {
+		t.Fatalf("retention below the HWM deleted %d (%v)", n, err)
+	}
+	n, err := l.EnforceRetention(leo)
+	if err != nil || n == 0 {
+		t.Fatalf("EnforceRetention = %d, %v", n, err)
+	}
+	start := l.LogStartOffset()
+	if start == 0 || segmentBases(l)[0] != start {
+		t.Fatalf("log start %d, segments %v", start, segmentBases(l))
+	}
+	if _, err := l.Read(0, 100, leo); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the new start: %v", err)
+	}
+	// Much later every segment, the active one included, has expired: the log is
+	// rolled so that it keeps its end offset.
+	clk.Advance(24 * time.Hour)
+	if _, err := l.EnforceRetention(leo); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != leo || l.LogEndOffset() != leo || l.NumSegments() != 1 || l.Size() != 0 {
+		t.Fatalf("after full expiry: start %d end %d segments %d size %d", l.LogStartOffset(), l.LogEndOffset(), l.NumSegments(), l.Size())
+	}
+	if _, err := l.Append(mkBatch(1, 10, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetentionBySize(t *testing.T) {
+	cfg := Config{SegmentBytes: 4096, RetentionBytes: 10000, RetentionAge: -1}
+	l := openLog(t, vfs.NewMem(), cfg)
+	appendN(t, l, 60, 2, 300, 0, 0) // about 40 KB in 10+ segments
+	leo := l.LogEndOffset()
+	if _, err := l.EnforceRetention(leo); err != nil {
+		t.Fatal(err)
+	}
+	// Kafka's rule: drop the oldest segment while the excess is at least its size.
+	l.mu.RLock()
+	first := l.mu.segments[0].size
+	l.mu.RUnlock()
+	if size := l.Size(); size-10000 >= first || size < 10000 {
+		t.Fatalf("size after retention %d, first segment %d", size, first)
+	}
+	if l.LogEndOffset() != leo {
+		t.Fatalf("end moved to %d", l.LogEndOffset())
+	}
+}
+
+func TestDeleteRecords(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := Config{SegmentBytes: 4096}
+	l := openLog(t, mem, cfg)
+	batches := appendN(t, l, 30, 2, 300, 0, 3)
+	leo := l.LogEndOffset()
+	bases := segmentBases(l)
+
+	if err := l.DeleteRecords(leo + 1); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("DeleteRecords past the end = %v", err)
+	}
+	cut := bases[1] + 3 // inside a batch of the second segment
+	if err := l.DeleteRecords(cut); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != cut || segmentBases(l)[0] != bases[1] {
+		t.Fatalf("start %d, segments %v", l.LogStartOffset(), segmentBases(l))
+	}
+	if _, err := l.Read(cut-1, 100, leo); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below start = %v", err)
+	}
+	c, err := l.Read(cut, 1, leo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FirstOffset != cut-1 {
+		t.Fatalf("read at start begins at %d, want the batch holding %d", c.FirstOffset, cut)
+	}
+	c.Release()
+	if err := l.DeleteRecords(2); err != nil || l.LogStartOffset() != cut {
+		t.Fatalf("moving the start back: %v, start %d", err, l.LogStartOffset())
+	}
+	if e := l.Epochs(); !equalEpochs(e, []EpochEntry{{3, cut}}) {
+		t.Fatalf("epochs %v", e)
+	}
+
+	// The start survives a crash as well as a clean restart.
+	if err := l.WaitDurable(ctxTimeout(t), leo-1); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, fsys := range map[string]vfs.FS{"clean": mem, "crash": crashed} {
+		r := openLog(t, fsys, cfg)
+		if r.LogStartOffset() != cut || r.LogEndOffset() != leo {
+			t.Fatalf("%s reopen: [%d, %d), want [%d, %d)", name, r.LogStartOffset(), r.LogEndOffset(), cut, leo)
+		}
+		sameBatches(t, readAll(t, r), batches[int(cut-1)/2:])
+	}
+}
+
+func TestChunkOutlivesDeletedSegment(t *testing.T) {
+	mem := vfs.NewMem()
+	l := openLog(t, mem, Config{SegmentBytes: 4096})
+	batches := appendN(t, l, 30, 2, 300, 0, 0)
+	c, err := l.Read(0, 1<<20, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteRecords(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	deleted := filepath.Join(testDir, segmentName(0, logSuffix+deletedSuffix))
+	if _, err := mem.Stat(deleted); err != nil {
+		t.Fatalf("segment file went while a chunk holds it: %v", err)
+	}
+	got, err := c.Bytes()
+	if err != nil || len(got) == 0 || string(got[:len(batches[0])]) != string(batches[0]) {
+		t.Fatalf("reading a deleted segment's chunk: %d bytes, %v", len(got), err)
+	}
+	c.Release()
+	c.Release() // harmless
+	if _, err := mem.Stat(deleted); !isNotExist(err) {
+		t.Fatalf("deleted segment still there after release: %v", err)
+	}
+	names, _ := mem.List(testDir)
+	for _, n := range names {
+		if strings.HasPrefix(n, segmentName(0, "")) {
+			t.Fatalf("%s left behind", n)
+		}
+	}
+}
