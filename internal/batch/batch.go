@@ -147,28 +147,28 @@ type Header struct {
 }
 
 // Size is the batch's total size in bytes, length prefix included.
-func (h *Header) Size() int { return LengthPrefix + int(h.Length) }
+func (h Header) Size() int { return LengthPrefix + int(h.Length) }
 
 // LastOffset is the offset of the batch's last record.
-func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+func (h Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // NextOffset is the offset just past the batch.
-func (h *Header) NextOffset() int64 { return h.LastOffset() + 1 }
+func (h Header) NextOffset() int64 { return h.LastOffset() + 1 }
 
 // Codec is the compression codec.
-func (h *Header) Codec() Codec { return Codec(h.Attributes & codecMask) }
+func (h Header) Codec() Codec { return Codec(h.Attributes & codecMask) }
 
 // LogAppendTime reports whether the timestamp type bit says LogAppendTime.
-func (h *Header) LogAppendTime() bool { return h.Attributes&attrLogAppendTime != 0 }
+func (h Header) LogAppendTime() bool { return h.Attributes&attrLogAppendTime != 0 }
 
 // Transactional reports the transactional bit.
-func (h *Header) Transactional() bool { return h.Attributes&attrTransactional != 0 }
+func (h Header) Transactional() bool { return h.Attributes&attrTransactional != 0 }
 
 // Control reports the control bit (transaction markers).
-func (h *Header) Control() bool { return h.Attributes&attrControl != 0 }
+func (h Header) Control() bool { return h.Attributes&attrControl != 0 }
 
 // Idempotent reports whether the batch carries a producer id.
-func (h *Header) Idempotent() bool { return h.ProducerID >= 0 }
+func (h Header) Idempotent() bool { return h.ProducerID >= 0 }
 
 // ParseHeader decodes the header at the start of b without validating it. It fails
 // only with ErrTruncated when b is shorter than HeaderSize.
