@@ -35,7 +35,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  *
  * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume] [--count N]
  * [--keys K] [--timeout-ms MS] [--name LABEL]}. Exits 1 with a message on stderr on any
- * error, 2 on bad usage.
+ * error, 2 on bad usage. The client library logs at WARN to stderr; {@code -Dinterop.log=debug}
+ * shows its protocol traffic.
  */
 public final class Client {
     private static final Base64.Encoder B64 = Base64.getEncoder();
