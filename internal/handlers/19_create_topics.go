@@ -43,6 +43,7 @@ func (h *Handlers) createTopics(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		reqs[i] = ct
 	}
 	results, err := h.cluster.CreateTopics(ctx, reqs, req.ValidateOnly)
+	h.awaitLocalApply(ctx)
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
@@ -80,6 +81,7 @@ func (h *Handlers) autoCreate(ctx context.Context, names []string) {
 		reqs[i] = controller.CreateTopic{Name: n, NumPartitions: h.cfg.DefaultPartitions, ReplicationFactor: -1}
 	}
 	results, err := h.cluster.CreateTopics(ctx, reqs, false)
+	h.awaitLocalApply(ctx)
 	if err != nil {
 		h.log.Warn("auto-creating topics", "topics", names, "err", err)
 		return

@@ -30,6 +30,7 @@ func (h *Handlers) deleteTopics(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		}
 	}
 	results, err := h.cluster.DeleteTopics(ctx, refs)
+	h.awaitLocalApply(ctx)
 	for i, ref := range refs {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		name, id, rerr := ref.Name, ref.ID, err

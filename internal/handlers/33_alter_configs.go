@@ -26,6 +26,7 @@ func (h *Handlers) alterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		}
 	}
 	results, err := h.cluster.AlterConfigs(ctx, reqs, req.ValidateOnly)
+	h.awaitLocalApply(ctx)
 	for i, rr := range req.Resources {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName

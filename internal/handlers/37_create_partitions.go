@@ -23,6 +23,7 @@ func (h *Handlers) createPartitions(ctx context.Context, _ *protocol.ConnInfo, r
 		}
 	}
 	results, err := h.cluster.CreatePartitions(ctx, reqs, req.ValidateOnly)
+	h.awaitLocalApply(ctx)
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic

@@ -28,6 +28,7 @@ func (h *Handlers) incrementalAlterConfigs(ctx context.Context, _ *protocol.Conn
 		}
 	}
 	results, err := h.cluster.IncrementalAlterConfigs(ctx, reqs, req.ValidateOnly)
+	h.awaitLocalApply(ctx)
 	for i, rr := range req.Resources {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName

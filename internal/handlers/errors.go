@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -71,3 +72,16 @@ func (h *Handlers) leaderPartition(img *metadata.Image, topic string, index int3
 	}
 	return p, nil
 }
+
+// awaitLocalApply waits (briefly) until this broker's partitions reflect the
+// controller's latest image, so a client can use a topic it just created or changed
+// without a NOT_LEADER_OR_FOLLOWER round trip.
+func (h *Handlers) awaitLocalApply(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
+	defer cancel()
+	if err := h.replicas.WaitApplied(ctx, h.cluster.Image().Offset()); err != nil {
+		h.log.Warn("metadata change not yet applied locally", "err", err)
+	}
+}
+
+const localApplyTimeout = 5 * time.Second

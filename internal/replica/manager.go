@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,12 @@ type Manager struct {
 
 	mu         sync.RWMutex
 	partitions map[TopicPartition]*Partition
+
+	// applied is the offset of the last image applied; appliedCh is closed and
+	// replaced each time it moves, waking WaitApplied.
+	appliedMu sync.Mutex
+	applied   uint64
+	appliedCh chan struct{}
 }
 
 // NewManager hosts partitions under dir.
@@ -45,7 +52,11 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger) (*Ma
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &Manager{fs: fsys, dir: dir, nodeID: nodeID, log: logger, now: time.Now, partitions: map[TopicPartition]*Partition{}}, nil
+	return &Manager{
+		fs: fsys, dir: dir, nodeID: nodeID, log: logger, now: time.Now,
+		partitions: map[TopicPartition]*Partition{},
+		appliedCh:  make(chan struct{}),
+	}, nil
 }
 
 // Partition returns a hosted partition.
@@ -101,6 +112,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 		}
 	}
 	m.mu.Unlock()
+	defer m.setApplied(img.Offset())
 	for _, p := range removed {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
@@ -114,6 +126,34 @@ func (m *Manager) Apply(img *metadata.Image) error {
 		m.log.Info("partition removed", "topic", p.Topic, "partition", p.Index)
 	}
 	return errors.Join(errs...)
+}
+
+func (m *Manager) setApplied(offset uint64) {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	if offset > m.applied {
+		m.applied = offset
+		close(m.appliedCh)
+		m.appliedCh = make(chan struct{})
+	}
+}
+
+// WaitApplied waits until an image at or after offset has been applied, so a
+// client that just created a topic can use it on this broker at once.
+func (m *Manager) WaitApplied(ctx context.Context, offset uint64) error {
+	for {
+		m.appliedMu.Lock()
+		applied, ch := m.applied, m.appliedCh
+		m.appliedMu.Unlock()
+		if applied >= offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) error {

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// testNode runs a node on ephemeral loopback ports in dir.
+type testNode struct {
+	*Node
+	cfg config.Config
+}
+
+func nodeConfig(dir string) config.Config {
+	cfg := config.Default()
+	cfg.DataDir = dir
+	cfg.KafkaAddr = "127.0.0.1:0"
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.ControllerAddr = "127.0.0.1:0"
+	cfg.AdvertisedKafkaAddr = ""
+	return cfg
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("STRATA_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startNode(t *testing.T, cfg config.Config) *testNode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Start(ctx, cfg, testLogger(), vfs.Default)
+	if err != nil {
+		t.Fatalf("starting node: %v", err)
+	}
+	tn := &testNode{Node: n, cfg: cfg}
+	t.Cleanup(func() { n.Close() })
+	return tn
+}
+
+func (n *testNode) client(t *testing.T, opts ...kgo.Opt) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.KafkaAddr())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, kadm.NewClient(cl)
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rawRequest sends req at its set version on a fresh connection, bypassing any
+// client-side rewriting, and decodes the response.
+func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	body := kbin.AppendInt16(nil, req.Key())
+	body = kbin.AppendInt16(body, req.GetVersion())
+	body = kbin.AppendInt32(body, 7)
+	body = kbin.AppendNullableString(body, nil)
+	if req.IsFlexible() {
+		body = append(body, 0)
+	}
+	body = req.AppendTo(body)
+	if _, err := conn.Write(append(kbin.AppendInt32(nil, int32(len(body))), body...)); err != nil {
+		t.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		t.Fatalf("reading response: %v", err)
+	}
+	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		t.Fatal(err)
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	buf = buf[4:] // correlation id
+	if resp.IsFlexible() && req.Key() != 18 {
+		buf = buf[1:]
+	}
+	if err := resp.ReadFrom(buf); err != nil {
+		t.Fatalf("decoding response: %v", err)
+	}
+	return resp
+}
