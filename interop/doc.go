@@ -7,8 +7,7 @@
 // The test, step by step:
 //
 //  1. Start the target broker: the strata binary (default), or franz-go's in-memory
-//     kfake with STRATA_INTEROP_TARGET=kfake. The strata target runs only with
-//     STRATA_INTEROP=1 until the broker speaks the Kafka protocol.
+//     kfake with STRATA_INTEROP_TARGET=kfake.
 //  2. Create one topic per client, 3 partitions, replication factor 1, with kadm.
 //  3. Run each client once: it produces 200 keyed records with headers (acks=all) and
 //     reads its topic back from the earliest offset without a consumer group.

@@ -24,10 +24,6 @@ import (
 const (
 	// envTarget picks the broker: "strata" (default) or "kfake".
 	envTarget = "STRATA_INTEROP_TARGET"
-	// envEnable must be "1" for the strata target to run at all. The strata server does
-	// not speak the Kafka protocol yet, so by default that target skips instead of
-	// failing CI; the integrator flips this default once the broker lands.
-	envEnable = "STRATA_INTEROP"
 )
 
 // target is a running broker the clients talk to.
@@ -47,10 +43,6 @@ func startTarget(t *testing.T) *target {
 	case "kfake":
 		tgt = startKfake(t)
 	case "", "strata":
-		if os.Getenv(envEnable) != "1" {
-			t.Skipf("interop: the strata target is off until the broker speaks Kafka: set %s=1 to run it, "+
-				"or %s=kfake to run the suite against franz-go's fake broker", envEnable, envTarget)
-		}
 		tgt = startStrata(t)
 	default:
 		t.Fatalf("interop: %s=%q: want strata or kfake", envTarget, name)
