@@ -3,8 +3,10 @@ package handlers
 // Produce (key 0), v3-v12. Every supported version carries v2 record batches.
 //   v3: transactional id; v5: log start offset in the response; v8: per-record
 //   errors and an error message; v9+: flexible. acks=0 gets no response at all.
-// The batches of all partitions are appended first; acks=all then waits for each
-// partition's high-water mark under one shared deadline (the request's timeout).
+// The batches of all partitions are appended first, in arrival order; acks=all then
+// waits for each partition's high-water mark under one shared deadline (the
+// request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
+// so pipelined requests share fsyncs.
 
 import (
 	"context"
@@ -61,14 +63,22 @@ func (h *Handlers) produce(ctx context.Context, _ *protocol.ConnInfo, r *protoco
 	if acks == 0 {
 		return protocol.Response{None: true}
 	}
-	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
-	for _, w := range waits {
-		// Pointers into resp.Topics[i].Partitions stay valid: those slices were
-		// sized up front and never appended to.
-		err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
-		setProduceError(w.rp, err)
+	if len(waits) == 0 {
+		return reply(resp)
 	}
-	return reply(resp)
+	// The appends are done, in arrival order; waiting for the high-water mark
+	// happens off the connection's handler, so the next request's appends join the
+	// same group commit.
+	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+	return protocol.Response{Wait: func(ctx context.Context) protocol.Response {
+		for _, w := range waits {
+			// Pointers into resp.Topics[i].Partitions stay valid: those slices were
+			// sized up front and never appended to.
+			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
+			setProduceError(w.rp, err)
+		}
+		return reply(resp)
+	}}
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {

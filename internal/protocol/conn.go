@@ -61,8 +61,13 @@ type outgoing struct {
 	msg      kmsg.Response // version already set
 	body     Body
 	flexible bool // response header v1: one tag byte
-	started  time.Time
-	handled  time.Time
+	none     bool // a deferred response that turned out to be None
+	// pending, for a deferred response (Response.Wait), is closed once msg, body or
+	// none is set; waitErr is then a failure of Wait itself.
+	pending chan struct{}
+	waitErr error
+	started time.Time
+	handled time.Time
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -217,6 +222,37 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
+	if resp.Wait != nil && resp.Msg == nil && resp.Body == nil && !resp.None {
+		out.pending = make(chan struct{})
+		c.srv.wg.Add(1)
+		go c.finishDeferred(out, resp.Wait)
+		return out, nil
+	}
+	return c.fill(out, resp)
+}
+
+// finishDeferred runs a Response.Wait and completes out with its answer.
+func (c *conn) finishDeferred(out *outgoing, wait func(context.Context) Response) {
+	defer c.srv.wg.Done()
+	defer close(out.pending)
+	defer func() {
+		if p := recover(); p != nil {
+			out.waitErr = c.panicError("Response.Wait", p)
+		}
+	}()
+	resp := wait(c.ctx)
+	if resp.Wait != nil {
+		out.waitErr = fmt.Errorf("%w: Response.Wait returned another Wait", ErrBadResponse)
+		return
+	}
+	filled, err := c.fill(out, resp)
+	out.none = err == nil && filled == nil
+	out.waitErr = err
+}
+
+// fill checks a Response and puts it into out; it returns nil, nil for None.
+func (c *conn) fill(out *outgoing, resp Response) (*outgoing, error) {
+	r := out.req
 	switch {
 	case resp.Msg != nil && resp.Body == nil && !resp.None:
 		if resp.Msg.Key() != r.Key {
@@ -247,6 +283,23 @@ func (c *conn) runWriter() {
 	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
 	c.body = bodyWriter{bw: bw, sock: sendfileSocket(c.nc)}
 	for out := range c.resps {
+		if out.pending != nil {
+			if bw.Buffered() > 0 {
+				// Send what is ready before waiting on a deferred response.
+				if err := bw.Flush(); err != nil {
+					c.fail(err)
+				}
+			}
+			<-out.pending
+			if out.waitErr != nil {
+				_ = c.release(out)
+				c.fail(out.waitErr)
+				continue
+			}
+			if out.none {
+				continue
+			}
+		}
 		if c.isClosed() {
 			_ = c.release(out)
 			continue

@@ -41,7 +41,9 @@
 //     full the reader stops reading, which pushes back on the client through TCP), a
 //     handler that serves the queued requests one at a time in arrival order, and a
 //     writer that frames the responses in that same order and flushes whenever its
-//     queue runs empty.
+//     queue runs empty. A handler may return Response.Wait to finish a request off
+//     the handler goroutine (a Produce waiting for acks=all): the next request is
+//     handled meanwhile and the writer waits for that response in its turn.
 //  3. ApiVersions is answered by this package from Versions (versions 0-4; a newer
 //     version gets a v0 reply with UNSUPPORTED_VERSION and the ApiVersions range, per
 //     KIP-511). Every other request goes to Handler.Handle.

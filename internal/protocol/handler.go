@@ -23,7 +23,7 @@ type Request struct {
 	Received time.Time // when the whole frame had been read
 }
 
-// Response is what a Handler returns: exactly one of Msg, Body or None.
+// Response is what a Handler returns: exactly one of Msg, Body, None or Wait.
 type Response struct {
 	// Msg is encoded by the writer with kmsg AppendTo at the request's version
 	// (the writer calls SetVersion). Its key must be the request's key.
@@ -32,6 +32,12 @@ type Response struct {
 	Body Body
 	// None sends nothing at all (Produce with acks=0).
 	None bool
+	// Wait finishes the request off the handler goroutine: the handler did the part
+	// that must happen in arrival order (a Produce's appends) and Wait does the
+	// waiting (acks=all). The connection's next request is handled meanwhile, and
+	// responses still go out in request order. Wait returns a Response with Msg,
+	// Body or None set; ctx is cancelled when the connection closes.
+	Wait func(ctx context.Context) Response
 }
 
 // Body is a pre-encoded response body that may contain file ranges, so Fetch can

@@ -773,3 +773,47 @@ func TestRequestsReadBeforeHangupAreStillHandled(t *testing.T) {
 		t.Fatalf("handled %v (%d with a cancelled context), want all %d in order, cancelled", handled, cancelled, n)
 	}
 }
+
+// TestDeferredResponsesKeepOrder: Response.Wait lets the handler move on to the next
+// request while an earlier one waits, yet responses still go out in request order,
+// and a deferred None sends nothing.
+func TestDeferredResponsesKeepOrder(t *testing.T) {
+	const n = 10
+	release := make(chan struct{})
+	var handled atomic.Int32
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		handled.Add(1)
+		i := r.CorrelationID
+		return Response{Wait: func(ctx context.Context) Response {
+			if i == 0 {
+				// The first waits until every request was handled: proof that
+				// waiting does not hold up the handler.
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			if i%3 == 2 {
+				return Response{None: true}
+			}
+			return echoHandler(ctx, c, r)
+		}}
+	}), func(s *Server) { s.MaxInFlight = n })
+	c := dial(t, ts.addr)
+	var batch []byte
+	for i := range int32(n) {
+		batch = append(batch, frameOf(produceRequest(-1), 9, i, nil)...)
+	}
+	c.write(batch)
+	eventually(t, "every request handled while the first waits", func() bool { return handled.Load() == n })
+	close(release)
+	for i := int32(0); i < n; i++ {
+		if i%3 == 2 {
+			continue
+		}
+		resp := c.read(produceRequest(-1), 9, i).(*kmsg.ProduceResponse)
+		if got := resp.Topics[0].Topic; got != strconv.Itoa(int(i)) {
+			t.Fatalf("response %d carries topic %s", i, got)
+		}
+	}
+}
