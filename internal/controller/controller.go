@@ -388,6 +388,11 @@ func (c *Controller) Propose(ctx context.Context, recs []metadata.Record) error 
 //  4. Plan against the image and propose the records; wait until applied.
 func (c *Controller) run(ctx context.Context, plan func(*metadata.Image) ([]metadata.Record, error)) error {
 	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
@@ -395,7 +400,11 @@ func (c *Controller) run(ctx context.Context, plan func(*metadata.Image) ([]meta
 		return ErrClosed
 	}
 	defer func() { <-c.sem }()
-	if c.raft.State() != raft.Leader {
+	switch c.raft.State() {
+	case raft.Leader:
+	case raft.Shutdown:
+		return ErrClosed
+	default:
 		return c.notController()
 	}
 	if c.pending != nil {

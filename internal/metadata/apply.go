@@ -41,13 +41,14 @@ func typeOf(rec Record) RecordType {
 	return rec.Type()
 }
 
-// builder accumulates one ApplyAll. It copies a map of the base image before the
-// first write to it, and a topic before the first change to it; topics it has
-// copied or created (owned) are then changed in place.
+// builder accumulates one ApplyAll. It copies a map of the base image before
+// the first write to it, and a topic before the first change to it; topics it
+// has copied or created (owned) are then changed in place.
 type builder struct {
-	img                                     Image
-	ownTopics, ownBrokers, ownBrokerConfigs bool
-	owned                                   map[*Topic]bool
+	img                                    Image
+	ownNames, ownBrokers, ownBrokerConfigs bool
+	ownShards                              [topicShards]bool
+	owned                                  map[*Topic]bool
 }
 
 func (b *builder) apply(rec Record) error {
@@ -90,14 +91,21 @@ func (b *builder) mutBrokers() map[int32]*Broker {
 	return b.img.brokers
 }
 
-func (b *builder) mutTopicMaps() {
-	if b.ownTopics {
-		return
+func (b *builder) mutNames() {
+	if !b.ownNames {
+		b.img.names = cloneOrMake(b.img.names)
+		b.img.collisions = cloneOrMake(b.img.collisions)
+		b.ownNames = true
 	}
-	b.img.topics = cloneOrMake(b.img.topics)
-	b.img.topicIDs = cloneOrMake(b.img.topicIDs)
-	b.img.collisions = cloneOrMake(b.img.collisions)
-	b.ownTopics = true
+}
+
+func (b *builder) mutShard(id UUID) map[UUID]*Topic {
+	s := shardOf(id)
+	if !b.ownShards[s] {
+		b.img.shards[s] = cloneOrMake(b.img.shards[s])
+		b.ownShards[s] = true
+	}
+	return b.img.shards[s]
 }
 
 func cloneOrMake[K comparable, V any](m map[K]V) map[K]V {
@@ -113,11 +121,9 @@ func (b *builder) mutTopic(t *Topic) *Topic {
 	if b.owned[t] {
 		return t
 	}
-	b.mutTopicMaps()
 	c := *t
 	c.Partitions = slices.Clone(t.Partitions)
-	b.img.topics[c.Name] = &c
-	b.img.topicIDs[c.ID] = &c
+	b.mutShard(c.ID)[c.ID] = &c
 	b.owned[&c] = true
 	return &c
 }
@@ -159,12 +165,12 @@ func (b *builder) createTopic(r *TopicRecord) error {
 		return err
 	}
 	switch {
-	case b.img.topics[r.Name] != nil:
+	case b.img.Topic(r.Name) != nil:
 		return fmt.Errorf("%w: %q", ErrTopicExists, r.Name)
 	case r.ID.IsZero():
 		return fmt.Errorf("%w: topic %q has the zero id", ErrInvalidRequest, r.Name)
-	case b.img.topicIDs[r.ID] != nil:
-		return fmt.Errorf("%w: topic id %s is in use by %q", ErrTopicExists, r.ID, b.img.topicIDs[r.ID].Name)
+	case b.img.TopicByID(r.ID) != nil:
+		return fmt.Errorf("%w: topic id %s is in use by %q", ErrTopicExists, r.ID, b.img.TopicByID(r.ID).Name)
 	}
 	if other, ok := b.img.CollidingTopic(r.Name); ok {
 		return fmt.Errorf("%w: %q collides with existing topic %q", ErrInvalidTopic, r.Name, other)
@@ -174,18 +180,18 @@ func (b *builder) createTopic(r *TopicRecord) error {
 			return fmt.Errorf("topic %q: %w", r.Name, err)
 		}
 	}
-	b.mutTopicMaps()
+	b.mutNames()
 	t := &Topic{Name: r.Name, ID: r.ID, Overrides: maps.Clone(r.Configs)}
 	t.Config = resolveTopicConfig(t.Overrides, b.img.brokerConfigs[""])
-	b.img.topics[t.Name] = t
-	b.img.topicIDs[t.ID] = t
+	b.img.names[t.Name] = t.ID
 	b.img.collisions[collisionKey(t.Name)] = t.Name
+	b.mutShard(t.ID)[t.ID] = t
 	b.owned[t] = true
 	return nil
 }
 
 func (b *builder) addPartition(r *PartitionRecord) error {
-	t := b.img.topicIDs[r.TopicID]
+	t := b.img.TopicByID(r.TopicID)
 	if t == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicID, r.TopicID)
 	}
@@ -233,7 +239,7 @@ func checkPartitionState(replicas, isr []int32, leader int32) error {
 }
 
 func (b *builder) changePartition(r *PartitionChangeRecord) error {
-	t := b.img.topicIDs[r.TopicID]
+	t := b.img.TopicByID(r.TopicID)
 	if t == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicID, r.TopicID)
 	}
@@ -261,14 +267,14 @@ func (b *builder) changePartition(r *PartitionChangeRecord) error {
 }
 
 func (b *builder) removeTopic(r *RemoveTopicRecord) error {
-	t := b.img.topicIDs[r.TopicID]
+	t := b.img.TopicByID(r.TopicID)
 	if t == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicID, r.TopicID)
 	}
-	b.mutTopicMaps()
-	delete(b.img.topics, t.Name)
-	delete(b.img.topicIDs, t.ID)
+	b.mutNames()
+	delete(b.img.names, t.Name)
 	delete(b.img.collisions, collisionKey(t.Name))
+	delete(b.mutShard(t.ID), t.ID)
 	delete(b.owned, t)
 	b.img.partitions -= len(t.Partitions)
 	return nil
@@ -284,7 +290,7 @@ func (b *builder) config(r *ConfigRecord) error {
 	}
 	switch r.ResourceType {
 	case ResourceTopic:
-		t := b.img.topics[r.ResourceName]
+		t := b.img.Topic(r.ResourceName)
 		if t == nil {
 			return fmt.Errorf("%w: %q", ErrUnknownTopic, r.ResourceName)
 		}
@@ -346,10 +352,12 @@ func setOrDelete(m map[string]string, r *ConfigRecord) map[string]string {
 // reresolveTopics recomputes every topic's effective config after a change of
 // the cluster-wide defaults.
 func (b *builder) reresolveTopics() {
-	for _, t := range b.img.topics {
-		c := resolveTopicConfig(t.Overrides, b.img.brokerConfigs[""])
-		if c != t.Config {
-			b.mutTopic(t).Config = c
+	for _, shard := range b.img.shards {
+		for _, t := range shard {
+			c := resolveTopicConfig(t.Overrides, b.img.brokerConfigs[""])
+			if c != t.Config {
+				b.mutTopic(t).Config = c
+			}
 		}
 	}
 }

@@ -50,14 +50,27 @@ type Partition struct {
 // Offset. Apply returns new images that share every unchanged topic, partition
 // and broker with the old one, so readers keep and read an image with no locks.
 type Image struct {
-	offset         uint64
-	topics         map[string]*Topic
-	topicIDs       map[UUID]*Topic
-	collisions     map[string]string // collisionKey(name) -> name
+	offset     uint64
+	names      map[string]UUID
+	collisions map[string]string // collisionKey(name) -> name
+	// shards holds the topics by id, split so that changing one topic copies
+	// one small map; names and collisions change only with the set of topics.
+	shards         [topicShards]map[UUID]*Topic
 	partitions     int
 	brokers        map[int32]*Broker
 	brokerConfigs  map[string]map[string]string // "" (cluster default) or broker id -> key -> value
 	nextProducerID int64
+}
+
+// topicShards is the number of maps the topics are split over.
+const topicShards = 64
+
+func shardOf(id UUID) int {
+	var h uint32
+	for _, b := range id {
+		h = h*31 + uint32(b)
+	}
+	return int(h % topicShards)
 }
 
 var emptyImage = &Image{}
@@ -76,30 +89,38 @@ func (img *Image) WithOffset(off uint64) *Image {
 }
 
 // Topic returns the named topic, or nil.
-func (img *Image) Topic(name string) *Topic { return img.topics[name] }
+func (img *Image) Topic(name string) *Topic {
+	id, ok := img.names[name]
+	if !ok {
+		return nil
+	}
+	return img.TopicByID(id)
+}
 
 // TopicByID returns the topic with id, or nil.
-func (img *Image) TopicByID(id UUID) *Topic { return img.topicIDs[id] }
+func (img *Image) TopicByID(id UUID) *Topic { return img.shards[shardOf(id)][id] }
 
 // Topics returns every topic, sorted by name.
 func (img *Image) Topics() []*Topic {
-	ts := make([]*Topic, 0, len(img.topics))
-	for _, t := range img.topics {
-		ts = append(ts, t)
+	ts := make([]*Topic, 0, len(img.names))
+	for _, shard := range img.shards {
+		for _, t := range shard {
+			ts = append(ts, t)
+		}
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts
 }
 
 // NumTopics is the number of topics.
-func (img *Image) NumTopics() int { return len(img.topics) }
+func (img *Image) NumTopics() int { return len(img.names) }
 
 // NumPartitions is the number of partitions over all topics.
 func (img *Image) NumPartitions() int { return img.partitions }
 
 // Partition returns one partition, or nil.
 func (img *Image) Partition(topic string, index int32) *Partition {
-	t := img.topics[topic]
+	t := img.Topic(topic)
 	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
 		return nil
 	}
@@ -156,7 +177,7 @@ func (img *Image) BrokerConfigs(name string) map[string]string { return img.brok
 
 // TopicConfigEntries describes every config key of a topic, for DescribeConfigs.
 func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
-	t := img.topics[topic]
+	t := img.Topic(topic)
 	if t == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
 	}
