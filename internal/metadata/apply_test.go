@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -256,6 +257,15 @@ func TestApplySharesUnchangedState(t *testing.T) {
 	}
 	if next.Broker(1) != base.Broker(1) {
 		t.Error("broker was copied")
+	}
+	if reflect.ValueOf(next.names).Pointer() != reflect.ValueOf(base.names).Pointer() {
+		t.Error("the name index was copied for a partition change")
+	}
+	for s := range next.shards {
+		same := reflect.ValueOf(next.shards[s]).Pointer() == reflect.ValueOf(base.shards[s]).Pointer()
+		if same == (s == shardOf(idA)) {
+			t.Errorf("shard %d: shared=%v; only the shard of the changed topic may be copied", s, same)
+		}
 	}
 	if p := next.Partition("orders", 0); p.PartitionEpoch != 2 || !slices.Equal(p.ISR, []int32{1}) {
 		t.Errorf("partition after two changes = %+v", p)

