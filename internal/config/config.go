@@ -35,24 +35,27 @@ type Config struct {
 	ShutdownTimeout       time.Duration
 	GroupInitialDelay     time.Duration
 	OffsetsTopicPartition int32
+	// RetentionCheckInterval is how often retention runs (log.retention.check.interval.ms).
+	RetentionCheckInterval time.Duration
 }
 
 // Default returns the embedded defaults: a single node serving on loopback.
 func Default() Config {
 	return Config{
-		NodeID:                1,
-		DataDir:               "./data",
-		KafkaAddr:             "127.0.0.1:9092",
-		HTTPAddr:              "127.0.0.1:8080",
-		ControllerAddr:        "127.0.0.1:9093",
-		AutoCreateTopics:      true,
-		DefaultPartitions:     1,
-		MaxRequestBytes:       100 << 20,
-		LogLevel:              "info",
-		LogFormat:             "text",
-		ShutdownTimeout:       30 * time.Second,
-		GroupInitialDelay:     3 * time.Second,
-		OffsetsTopicPartition: 50,
+		NodeID:                 1,
+		DataDir:                "./data",
+		KafkaAddr:              "127.0.0.1:9092",
+		HTTPAddr:               "127.0.0.1:8080",
+		ControllerAddr:         "127.0.0.1:9093",
+		AutoCreateTopics:       true,
+		DefaultPartitions:      1,
+		MaxRequestBytes:        100 << 20,
+		LogLevel:               "info",
+		LogFormat:              "text",
+		ShutdownTimeout:        30 * time.Second,
+		GroupInitialDelay:      3 * time.Second,
+		OffsetsTopicPartition:  50,
+		RetentionCheckInterval: time.Minute,
 	}
 }
 
@@ -80,6 +83,7 @@ func (c *Config) options() []option {
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
 		{"group-initial-rebalance-delay", "group.initial.rebalance.delay.ms as a duration", durationValue{&c.GroupInitialDelay}},
 		{"offsets-topic-partitions", "partitions of __consumer_offsets", int32Value{&c.OffsetsTopicPartition}},
+		{"retention-check-interval", "how often partition retention runs", durationValue{&c.RetentionCheckInterval}},
 	}
 }
 
@@ -166,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsTopicPartition < 1 {
 		errs = append(errs, fmt.Errorf("offsets-topic-partitions must be >= 1, got %d", c.OffsetsTopicPartition))
+	}
+	if c.RetentionCheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("retention-check-interval must be positive, got %v", c.RetentionCheckInterval))
 	}
 	if c.MaxRequestBytes < 1<<10 {
 		errs = append(errs, fmt.Errorf("max-request-bytes must be >= 1024, got %d", c.MaxRequestBytes))

@@ -235,6 +235,32 @@ func millis(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// RunRetention enforces every hosted partition's retention (retention.ms,
+// retention.bytes) every interval until ctx is done. Only segments wholly below the
+// high-water mark are deleted.
+func (m *Manager) RunRetention(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, p := range m.Partitions() {
+			if !p.IsLeader() {
+				continue
+			}
+			n, err := p.log.EnforceRetention(p.HighWatermark())
+			if err != nil && !errors.Is(err, storage.ErrClosed) {
+				m.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)
+			} else if n > 0 {
+				m.log.Info("retention deleted segments", "topic", p.Topic, "partition", p.Index, "segments", n, "log_start_offset", p.LogStartOffset())
+			}
+		}
+	}
+}
+
 // Close closes every partition (a clean shutdown: the logs write their markers).
 func (m *Manager) Close() error {
 	m.mu.Lock()

@@ -38,18 +38,19 @@ import (
 
 // Node is a running Strata node.
 type Node struct {
-	cfg         config.Config
-	log         *slog.Logger
-	ctrl        *controller.Controller
-	replicas    *replica.Manager
-	kafka       *protocol.Server
-	kafkaLn     net.Listener
-	http        *http.Server
-	httpLn      net.Listener
-	brokerEpoch atomic.Int64
-	ready       atomic.Bool
-	stopWatch   func()
-	wg          sync.WaitGroup
+	cfg           config.Config
+	log           *slog.Logger
+	ctrl          *controller.Controller
+	replicas      *replica.Manager
+	kafka         *protocol.Server
+	kafkaLn       net.Listener
+	http          *http.Server
+	httpLn        net.Listener
+	brokerEpoch   atomic.Int64
+	ready         atomic.Bool
+	stopWatch     func()
+	stopRetention func()
+	wg            sync.WaitGroup
 }
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
@@ -112,6 +113,13 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	}
 	n.wg.Add(1)
 	go n.followImages(images)
+	retentionCtx, stopRetention := context.WithCancel(context.Background())
+	n.stopRetention = stopRetention
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.replicas.RunRetention(retentionCtx, cfg.RetentionCheckInterval)
+	}()
 
 	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
 	if err != nil {
@@ -230,6 +238,9 @@ func (n *Node) Close() error {
 	}
 	if n.stopWatch != nil {
 		n.stopWatch()
+	}
+	if n.stopRetention != nil {
+		n.stopRetention()
 	}
 	if n.ctrl != nil {
 		errs = append(errs, n.ctrl.Close())
