@@ -1,0 +1,173 @@
+package group
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// groupType is what ListGroups v5 reports: every group here is a classic group.
+	groupType = "classic"
+	// groupOperations is the DescribeGroups authorized-operations bitfield: READ (3),
+	// DELETE (6) and DESCRIBE (8), everything a group supports; Strata has no ACLs.
+	groupOperations = 1<<3 | 1<<6 | 1<<8
+)
+
+// ListGroups serves ListGroups v0-v5: the groups of every loaded partition, filtered
+// by state (v4+) and type (v5+), both case-insensitively. While a partition is still
+// loading the groups known so far come with COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	c.mu.RLock()
+	closed := c.mu.closed
+	c.mu.RUnlock()
+	if closed {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool {
+		return strings.EqualFold(t, groupType)
+	}) {
+		return resp
+	}
+	parts, loading := c.loadedPartitions()
+	if loading {
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+	}
+	for _, p := range parts {
+		for _, g := range p.snapshot() {
+			g.mu.Lock()
+			st, pt := g.state, g.protocolType
+			g.mu.Unlock()
+			if st == stateDead {
+				continue
+			}
+			if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool {
+				return strings.EqualFold(s, st.String())
+			}) {
+				continue
+			}
+			lg := kmsg.NewListGroupsResponseGroup()
+			lg.Group = g.id
+			lg.ProtocolType = pt
+			lg.GroupState = st.String()
+			lg.GroupType = groupType
+			resp.Groups = append(resp.Groups, lg)
+		}
+	}
+	return resp
+}
+
+// DescribeGroups serves DescribeGroups v0-v5. An unknown group is reported Dead with no
+// error, as Kafka does before v6. Member metadata and assignments are shown only for a
+// Stable group.
+func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		dg := kmsg.NewDescribeGroupsResponseGroup()
+		dg.Group = id
+		c.describe(id, &dg)
+		if req.IncludeAuthorizedOperations && dg.ErrorCode == 0 {
+			dg.AuthorizedOperations = groupOperations
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) {
+	p, code := c.partitionOf(id)
+	if code != 0 {
+		dg.ErrorCode = code
+		return
+	}
+	g := p.lookup(c, id, false)
+	if g == nil {
+		dg.State = stateDead.String()
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	dg.State = g.state.String()
+	dg.ProtocolType = g.protocolType
+	stable := g.state == stateStable
+	if stable {
+		dg.Protocol = g.protocol
+	}
+	if g.state == stateDead {
+		return
+	}
+	for _, m := range g.sortedMembersLocked() {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID = m.id
+		dm.InstanceID = optional(m.instanceID)
+		dm.ClientID = m.clientID
+		dm.ClientHost = m.clientHost
+		dm.ProtocolMetadata, dm.MemberAssignment = []byte{}, []byte{}
+		if stable {
+			if md := m.metadataFor(g.protocol); md != nil {
+				dm.ProtocolMetadata = md
+			}
+			if m.assignment != nil {
+				dm.MemberAssignment = m.assignment
+			}
+		}
+		dg.Members = append(dg.Members, dm)
+	}
+}
+
+// DeleteGroups serves DeleteGroups v0-v2: an Empty group is deleted with its offsets
+// (tombstones for all of them and for the group); a group with members answers
+// NON_EMPTY_GROUP. The answer comes once the tombstones are appended.
+func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	type pendingDelete struct {
+		i    int
+		g    *group
+		done chan error
+	}
+	var pend []pendingDelete
+	for i, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		resp.Groups = append(resp.Groups, rg)
+		p, code := c.partitionOf(id)
+		if code != 0 {
+			resp.Groups[i].ErrorCode = code
+			continue
+		}
+		g := p.lookup(c, id, false)
+		if g == nil {
+			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
+			continue
+		}
+		done := make(chan error, 1)
+		g.mu.Lock()
+		switch g.state {
+		case stateDead:
+			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
+		case stateEmpty:
+			g.removeOffsetsLocked(nil, true, func(err error) { done <- err })
+			pend = append(pend, pendingDelete{i, g, done})
+		default:
+			resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code
+		}
+		g.mu.Unlock()
+	}
+	for _, pd := range pend {
+		c.flush(pd.g)
+	}
+	for _, pd := range pend {
+		select {
+		case err := <-pd.done:
+			resp.Groups[pd.i].ErrorCode = storeErrorCode(err, true)
+		case <-ctx.Done():
+			resp.Groups[pd.i].ErrorCode = kerr.RequestTimedOut.Code
+		}
+	}
+	return resp
+}

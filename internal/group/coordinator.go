@@ -1,0 +1,547 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+const (
+	// OffsetsTopic is the internal topic holding group metadata and committed offsets.
+	OffsetsTopic = "__consumer_offsets"
+	// DefaultOffsetsTopicPartitions is Kafka's offsets.topic.num.partitions default.
+	DefaultOffsetsTopicPartitions = 50
+)
+
+// Errors returned by the coordinator's Go API and understood from an OffsetStore.
+// Kafka requests never fail with a Go error: these become error codes in responses.
+var (
+	// ErrNotCoordinator: this node does not own the group's partition (any more). An
+	// OffsetStore returns it (wrapped) when it lost leadership of the partition;
+	// clients then look the coordinator up again (NOT_COORDINATOR).
+	ErrNotCoordinator = errors.New("group: not the coordinator for this group")
+	// ErrLoadInProgress: the group's partition is still being loaded; retry later.
+	ErrLoadInProgress = errors.New("group: offsets partition is loading")
+	// ErrRecordTooLarge: an OffsetStore rejected records as too large. Not retriable:
+	// commits answer INVALID_COMMIT_OFFSET_SIZE.
+	ErrRecordTooLarge = errors.New("group: records too large for the offsets topic")
+	// ErrGroupNotFound: no such group on a partition this node owns.
+	ErrGroupNotFound = errors.New("group: group not found")
+	// ErrAlreadyLoaded: LoadPartition for a partition that is loaded or loading.
+	ErrAlreadyLoaded = errors.New("group: offsets partition already loaded")
+	// ErrCorruptRecord: a replayed record of a known schema does not decode; the
+	// partition is not loaded.
+	ErrCorruptRecord = errors.New("group: corrupt __consumer_offsets record")
+	// ErrClosed: the coordinator was closed.
+	ErrClosed = errors.New("group: coordinator closed")
+)
+
+// Record is one record of __consumer_offsets. A nil Value is a tombstone.
+type Record struct{ Key, Value []byte }
+
+// OffsetStore appends records (key/value pairs, value nil = tombstone) to partition p
+// of __consumer_offsets and returns once they are committed (acks=all semantics); the
+// broker implements it on its replica layer.
+//
+// Append is called concurrently for different groups, never concurrently for one
+// group, so the records of each key reach the log in the order the coordinator
+// decided them. ctx is cancelled when the partition is unloaded or the commit timeout
+// passes. Errors: wrap ErrNotCoordinator when the partition is not led here,
+// ErrRecordTooLarge when the batch is too big; anything else counts as a retriable
+// unavailability.
+type OffsetStore interface {
+	Append(ctx context.Context, partition int32, records []Record) error
+}
+
+// Config configures a Coordinator. Zero durations and sizes take the defaults of
+// DefaultConfig, except GroupInitialRebalanceDelay, where zero means no delay.
+type Config struct {
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms: how long the
+	// first rebalance of an Empty group waits for more members (3s by default).
+	GroupInitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts members may
+	// ask for (group.min/max.session.timeout.ms: 6s and 30m).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// OffsetsRetention is offsets.retention.minutes (7 days): how long the offsets of
+	// a group without members are kept.
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms (10m).
+	OffsetsRetentionCheckInterval time.Duration
+	// OffsetCommitTimeout bounds one append to the offsets topic
+	// (offsets.commit.timeout.ms, 5s).
+	OffsetCommitTimeout time.Duration
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (4096).
+	OffsetMetadataMaxBytes int
+	// OffsetsTopicPartitions is the partition count of __consumer_offsets (50); it
+	// must match what FindCoordinator uses with PartitionFor.
+	OffsetsTopicPartitions int32
+	// Now is the clock stamping commits and state changes and driving offset expiry
+	// (time.Now by default). Timers use time.AfterFunc, which testing/synctest fakes.
+	Now func() time.Time
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		GroupInitialRebalanceDelay:    3 * time.Second,
+		MinSessionTimeout:             6 * time.Second,
+		MaxSessionTimeout:             30 * time.Minute,
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		OffsetCommitTimeout:           5 * time.Second,
+		OffsetMetadataMaxBytes:        4096,
+		OffsetsTopicPartitions:        DefaultOffsetsTopicPartitions,
+		Now:                           time.Now,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	def := func(v *time.Duration, dv time.Duration) {
+		if *v <= 0 {
+			*v = dv
+		}
+	}
+	def(&c.MinSessionTimeout, d.MinSessionTimeout)
+	def(&c.MaxSessionTimeout, d.MaxSessionTimeout)
+	def(&c.OffsetsRetention, d.OffsetsRetention)
+	def(&c.OffsetsRetentionCheckInterval, d.OffsetsRetentionCheckInterval)
+	def(&c.OffsetCommitTimeout, d.OffsetCommitTimeout)
+	c.GroupInitialRebalanceDelay = max(c.GroupInitialRebalanceDelay, 0)
+	if c.OffsetMetadataMaxBytes <= 0 {
+		c.OffsetMetadataMaxBytes = d.OffsetMetadataMaxBytes
+	}
+	if c.OffsetsTopicPartitions <= 0 {
+		c.OffsetsTopicPartitions = d.OffsetsTopicPartitions
+	}
+	if c.Now == nil {
+		c.Now = d.Now
+	}
+	return c
+}
+
+// Validate reports a configuration no defaults can repair.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.MinSessionTimeout > c.MaxSessionTimeout {
+		return fmt.Errorf("group: min session timeout %v above max %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	return nil
+}
+
+// Coordinator is the classic group coordinator of one node. Create it with New, hand
+// it the partitions of __consumer_offsets this node leads with LoadPartition, and
+// Close it on shutdown.
+type Coordinator struct {
+	cfg   Config
+	store OffsetStore
+	log   *slog.Logger
+
+	mu struct {
+		sync.RWMutex
+		closed     bool
+		partitions map[int32]*partition
+	}
+	callbacks sync.WaitGroup // running timer callbacks; Close waits for them
+	expiry    *time.Timer
+}
+
+// partition is one loaded (or loading) partition of __consumer_offsets. Its mu is a
+// leaf lock: nothing else is acquired while it is held.
+type partition struct {
+	id      int32
+	ctx     context.Context // cancelled on unload: stops appends in flight
+	cancel  context.CancelFunc
+	loading bool // guarded by Coordinator.mu
+
+	mu     sync.Mutex
+	groups map[string]*group
+}
+
+// New returns a coordinator owning no partitions yet. store must be non-nil; a nil
+// logger discards.
+func New(cfg Config, store OffsetStore, logger *slog.Logger) *Coordinator {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Coordinator{cfg: cfg.withDefaults(), store: store, log: logger}
+	c.mu.partitions = make(map[int32]*partition)
+	c.expiry = c.afterFunc(c.cfg.OffsetsRetentionCheckInterval, c.runExpiry)
+	return c
+}
+
+// Close unloads every partition (waiting requests get NOT_COORDINATOR), stops all
+// timers and waits for running timer callbacks. Later requests get
+// COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.closed = true
+	parts := make([]*partition, 0, len(c.mu.partitions))
+	for _, p := range c.mu.partitions {
+		parts = append(parts, p)
+	}
+	clear(c.mu.partitions)
+	c.mu.Unlock()
+
+	c.expiry.Stop()
+	for _, p := range parts {
+		c.unload(p)
+	}
+	c.callbacks.Wait()
+}
+
+func (c *Coordinator) now() time.Time { return c.cfg.Now() }
+
+// afterFunc is time.AfterFunc for coordinator timers: the callback does not run once
+// the coordinator is closed, and Close waits for callbacks already running.
+func (c *Coordinator) afterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		c.mu.RLock()
+		if c.mu.closed {
+			c.mu.RUnlock()
+			return
+		}
+		c.callbacks.Add(1)
+		c.mu.RUnlock()
+		defer c.callbacks.Done()
+		f()
+	})
+}
+
+// partitionOf returns the loaded partition owning groupID, or the error code saying
+// why there is none.
+func (c *Coordinator) partitionOf(groupID string) (*partition, int16) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.mu.closed {
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	p := c.mu.partitions[PartitionFor(groupID, c.cfg.OffsetsTopicPartitions)]
+	switch {
+	case p == nil:
+		return nil, kerr.NotCoordinator.Code
+	case p.loading:
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
+	return p, 0
+}
+
+// loadedPartitions returns the partitions that finished loading, and whether any is
+// still loading.
+func (c *Coordinator) loadedPartitions() (parts []*partition, loading bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, p := range c.mu.partitions {
+		if p.loading {
+			loading = true
+			continue
+		}
+		parts = append(parts, p)
+	}
+	slices.SortFunc(parts, func(a, b *partition) int { return int(a.id) - int(b.id) })
+	return parts, loading
+}
+
+// lookup returns the group, creating an Empty one when create is set.
+func (p *partition) lookup(c *Coordinator, id string, create bool) *group {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups[id]
+	if g == nil && create {
+		g = newGroup(c, p, id)
+		p.groups[id] = g
+	}
+	return g
+}
+
+// remove drops g from the partition if it is still the group under its id.
+func (p *partition) remove(g *group) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.groups[g.id] == g {
+		delete(p.groups, g.id)
+	}
+}
+
+// snapshot returns the partition's groups sorted by id.
+func (p *partition) snapshot() []*group {
+	p.mu.Lock()
+	gs := make([]*group, 0, len(p.groups))
+	for _, g := range p.groups {
+		gs = append(gs, g)
+	}
+	p.mu.Unlock()
+	slices.SortFunc(gs, func(a, b *group) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	return gs
+}
+
+// LoadPartition makes this node the coordinator of partition p of __consumer_offsets.
+// records replays the partition from its start in log order (a non-nil error aborts
+// the load); the latest value of each key wins and tombstones delete. Until it
+// returns, requests for the partition's groups get COORDINATOR_LOAD_IN_PROGRESS.
+// Groups with members come back Stable with fresh session timeouts.
+func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[Record, error]) error {
+	if p < 0 || p >= c.cfg.OffsetsTopicPartitions {
+		return fmt.Errorf("group: partition %d outside %s's %d partitions", p, OffsetsTopic, c.cfg.OffsetsTopicPartitions)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	part := &partition{id: p, ctx: pctx, cancel: cancel, loading: true, groups: make(map[string]*group)}
+	c.mu.Lock()
+	switch {
+	case c.mu.closed:
+		c.mu.Unlock()
+		cancel()
+		return ErrClosed
+	case c.mu.partitions[p] != nil:
+		c.mu.Unlock()
+		cancel()
+		return fmt.Errorf("%w: %d", ErrAlreadyLoaded, p)
+	}
+	c.mu.partitions[p] = part
+	c.mu.Unlock()
+
+	state, err := replay(ctx, records)
+
+	c.mu.Lock()
+	if c.mu.partitions[p] != part {
+		// Unloaded (or closed) while loading.
+		c.mu.Unlock()
+		cancel()
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: partition %d unloaded while loading", ErrNotCoordinator, p)
+	}
+	if err != nil {
+		delete(c.mu.partitions, p)
+		c.mu.Unlock()
+		cancel()
+		return err
+	}
+	groups := c.buildGroups(part, state)
+	part.mu.Lock()
+	part.groups = groups
+	part.mu.Unlock()
+	part.loading = false
+	c.mu.Unlock()
+
+	for _, g := range groups {
+		g.mu.Lock()
+		for _, m := range g.members {
+			g.armSessionLocked(m, m.sessionTimeout)
+		}
+		g.mu.Unlock()
+	}
+	c.log.Info("loaded group partition", "partition", p, "groups", len(groups), "skipped_records", state.skipped)
+	return nil
+}
+
+func replay(ctx context.Context, records iter.Seq2[Record, error]) (*replayed, error) {
+	state := newReplayed()
+	for rec, err := range records {
+		if err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := state.apply(rec); err != nil {
+			return nil, err
+		}
+	}
+	return state, ctx.Err()
+}
+
+// buildGroups turns replayed state into groups (not yet published, no timers).
+func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
+	groups := make(map[string]*group, len(r.groups)+len(r.offsets))
+	for id, v := range r.groups {
+		g := newGroup(c, p, id)
+		g.loadMetadata(v)
+		groups[id] = g
+	}
+	for id, offs := range r.offsets {
+		g := groups[id]
+		if g == nil {
+			g = newGroup(c, p, id)
+			g.stateTime = time.Time{} // unknown: expiry falls back to commit times
+			groups[id] = g
+		}
+		g.offsets = offs
+	}
+	return groups
+}
+
+// UnloadPartition gives up partition p (leadership moved): its groups are dropped,
+// waiting requests get NOT_COORDINATOR and appends in flight are cancelled.
+func (c *Coordinator) UnloadPartition(p int32) {
+	c.mu.Lock()
+	part := c.mu.partitions[p]
+	delete(c.mu.partitions, p)
+	c.mu.Unlock()
+	if part != nil {
+		c.unload(part)
+	}
+}
+
+func (c *Coordinator) unload(p *partition) {
+	p.cancel()
+	for _, g := range p.snapshot() {
+		g.mu.Lock()
+		g.unloadLocked()
+		g.mu.Unlock()
+	}
+}
+
+// unloadLocked kills the group: timers stop, waiters get NOT_COORDINATOR.
+func (g *group) unloadLocked() {
+	g.unloaded = true
+	g.state = stateDead
+	g.stopTimersLocked()
+	for _, m := range g.members {
+		g.replyJoinLocked(m, joinError(kerr.NotCoordinator.Code, m.id))
+		g.replySyncLocked(m, syncResult{code: kerr.NotCoordinator.Code})
+	}
+}
+
+// stopTimersLocked stops every timer of the group and invalidates running ones.
+func (g *group) stopTimersLocked() {
+	for _, m := range g.members {
+		if m.sessionTimer != nil {
+			m.sessionTimer.Stop()
+		}
+		m.sessionToken++
+	}
+	for id, pm := range g.pending {
+		pm.timer.Stop()
+		delete(g.pending, id)
+	}
+	g.stopRebalanceTimerLocked()
+	g.stopSyncTimerLocked()
+}
+
+// queueLocked appends a write to the group's queue; the caller must call
+// Coordinator.flush after unlocking.
+func (g *group) queueLocked(records []Record, done func(error)) {
+	g.writeQ = append(g.writeQ, write{records: records, done: done})
+}
+
+// flush appends the group's queued writes in order, one Append at a time per group,
+// without holding the group's lock across the Append. Whoever finds the queue idle
+// becomes its writer until the queue is empty; done callbacks may queue more.
+func (c *Coordinator) flush(g *group) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.writing {
+		return
+	}
+	g.writing = true
+	for len(g.writeQ) > 0 {
+		batch := g.writeQ
+		g.writeQ = nil
+		var recs []Record
+		for _, w := range batch {
+			recs = append(recs, w.records...)
+		}
+		g.mu.Unlock()
+		err := c.append(g.p, recs)
+		g.mu.Lock()
+		for _, w := range batch {
+			w.done(err)
+		}
+	}
+	g.writing = false
+}
+
+func (c *Coordinator) append(p *partition, recs []Record) error {
+	if p.ctx.Err() != nil {
+		return ErrNotCoordinator
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, c.cfg.OffsetCommitTimeout)
+	defer cancel()
+	err := c.store.Append(ctx, p.id, recs)
+	if err != nil && p.ctx.Err() != nil {
+		err = fmt.Errorf("%w: partition %d unloaded: %v", ErrNotCoordinator, p.id, err)
+	}
+	if err != nil {
+		c.log.Warn("append to offsets topic failed", "partition", p.id, "records", len(recs), "err", err)
+	}
+	return err
+}
+
+// storeErrorCode maps an append error to the code Kafka answers: offsets selects the
+// offset-commit mapping, otherwise the group-metadata one.
+func storeErrorCode(err error, offsets bool) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrNotCoordinator):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrRecordTooLarge):
+		if offsets {
+			return kerr.InvalidCommitOffsetSize.Code
+		}
+		return kerr.UnknownServerError.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		if offsets {
+			return kerr.RequestTimedOut.Code
+		}
+		return kerr.RebalanceInProgress.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// clientKey is the context key of the requesting client's identity.
+type clientKey struct{}
+
+// Client identifies the connection a request came from.
+type Client struct {
+	ID   string // the request header's client id
+	Host string // Kafka shows the peer address as "/127.0.0.1"
+}
+
+// WithClient returns ctx carrying the client of a request. JoinGroup records it for
+// DescribeGroups and prefixes new member ids with the client id.
+func WithClient(ctx context.Context, cl Client) context.Context {
+	return context.WithValue(ctx, clientKey{}, cl)
+}
+
+func clientFrom(ctx context.Context) Client {
+	cl, _ := ctx.Value(clientKey{}).(Client)
+	return cl
+}
+
+// newMemberID is Kafka's member id: the client id (or a static member's instance
+// id), a dash and a random UUID.
+func newMemberID(clientID, instanceID string) string {
+	prefix := clientID
+	if instanceID != "" {
+		prefix = instanceID
+	}
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails on supported platforms
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", prefix, u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}

@@ -1,0 +1,71 @@
+// Package group is Strata's classic consumer group coordinator: group membership
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed offsets (OffsetCommit,
+// OffsetFetch, OffsetDelete) and group administration (ListGroups, DescribeGroups,
+// DeleteGroups), with Kafka's semantics for the classic protocol: generations,
+// protocol selection by vote, MEMBER_ID_REQUIRED (KIP-394), static membership
+// (KIP-345), batch leave, initial rebalance delay, rebalance, session and sync
+// timeouts, and offset retention (KIP-211).
+//
+// It owns the groups of the partitions of __consumer_offsets this node leads. The
+// group with id g lives in partition PartitionFor(g, OffsetsTopicPartitions); a request
+// for a group of a partition that is not loaded gets NOT_COORDINATOR, one for a
+// partition still loading COORDINATOR_LOAD_IN_PROGRESS. FindCoordinator itself is
+// answered by the broker, which knows who leads each partition.
+//
+// # Calling protocol
+//
+//  1. New(cfg, store, logger). store is the broker's OffsetStore on __consumer_offsets.
+//  2. When this node becomes leader of partition p of __consumer_offsets, call
+//     LoadPartition(ctx, p, records) with the partition's records from its start; when
+//     it stops leading p, UnloadPartition(p). A single node loads every partition.
+//  3. Kafka handlers pass decoded kmsg requests (version set) to the method of the same
+//     name and send back the response, which has the request's version. Put the
+//     client id and address in ctx with WithClient for JoinGroup. Handlers check the
+//     version against Versions(). Calls may block: JoinGroup until the rebalance
+//     completes, SyncGroup until the leader's assignment is durable, commits and
+//     deletions until their records are appended.
+//  4. Close on shutdown.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use. Each group has its own mutex guarding its
+// whole state; methods named xLocked run with it held and never do I/O. Lock order:
+// a group's mutex may take the coordinator's and a partition's mutexes, which are
+// leaf locks held only for map access. A request parks on its group as a channel (a
+// delayed operation: no goroutine per member); timers (time.AfterFunc: session,
+// rebalance, sync, retention check) and appends that complete later answer it.
+//
+// Records leave a group through its write queue: whoever finds the queue idle appends
+// it with OffsetStore.Append outside the mutex, one Append at a time per group, so
+// each key's records reach the log in the order they were decided. State changes
+// that must be durable first (offsets, the leader's assignment, deletions) apply when
+// the append returns; a failed append becomes a retriable error code.
+//
+// # Records
+//
+// Group metadata and offsets are records of __consumer_offsets in Kafka's own schemas
+// (kmsg OffsetCommitKey/Value, GroupMetadataKey/Value), so the log is readable by Kafka
+// tooling. All integers are big-endian; strings are int16 length + bytes, nullable
+// strings use length -1, bytes are int32 length + bytes, arrays int32 count + items.
+// A tombstone is the key with a null value. Replay reads key versions 0-2 and value
+// versions 0-4 and skips keys of other versions.
+//
+//	Offset commit: one per group, topic and partition
+//	  key    | int16 version=1 | string group | string topic | int32 partition |
+//	  value  | int16 version=3 | int64 offset | int32 leader epoch | string metadata |
+//	         | int64 commit time (ms) |
+//	  value  | int16 version=1 | int64 offset | string metadata | int64 commit time |
+//	         | int64 expire time (ms) |   (only for v2-v4 commits with a retention time)
+//
+//	Group metadata: one per group, rewritten at each generation and assignment
+//	  key    | int16 version=2 | string group |
+//	  value  | int16 version=3 | string protocol type | int32 generation |
+//	         | nullable string protocol | nullable string leader |
+//	         | int64 state time (ms) | array members |
+//	  member | string member id | nullable string instance id | string client id |
+//	         | string client host | int32 rebalance timeout (ms) |
+//	         | int32 session timeout (ms) | bytes subscription | bytes assignment |
+//
+// A group that was Stable when its partition was last led comes back Stable with its
+// members and assignments and fresh session timeouts; members that are gone expire.
+package group

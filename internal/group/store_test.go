@@ -1,0 +1,103 @@
+package group
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"sync"
+)
+
+// memStore is an in-memory OffsetStore: one record log per partition. Tests make it
+// fail or block appends.
+type memStore struct {
+	mu      sync.Mutex
+	logs    map[int32][]Record
+	fail    error         // returned by appends while set
+	block   chan struct{} // appends wait for it to close while set
+	appends int
+}
+
+func newMemStore() *memStore { return &memStore{logs: make(map[int32][]Record)} }
+
+func (s *memStore) Append(ctx context.Context, p int32, recs []Record) error {
+	s.mu.Lock()
+	block := s.block
+	s.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	s.appends++
+	for _, r := range recs {
+		s.logs[p] = append(s.logs[p], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value)})
+	}
+	return nil
+}
+
+func cloneNil(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return slices.Clone(b)
+}
+
+func (s *memStore) setFail(err error) {
+	s.mu.Lock()
+	s.fail = err
+	s.mu.Unlock()
+}
+
+// setBlock makes appends wait until unblock.
+func (s *memStore) setBlock() {
+	s.mu.Lock()
+	if s.block == nil {
+		s.block = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+func (s *memStore) unblock() {
+	s.mu.Lock()
+	if s.block != nil {
+		close(s.block)
+		s.block = nil
+	}
+	s.mu.Unlock()
+}
+
+// log returns a copy of partition p's records.
+func (s *memStore) log(p int32) []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.logs[p])
+}
+
+// records replays partition p as LoadPartition wants it.
+func (s *memStore) records(p int32) iter.Seq2[Record, error] {
+	recs := s.log(p)
+	return func(yield func(Record, error) bool) {
+		for _, r := range recs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// loadAll loads every partition of c from s.
+func loadAll(ctx context.Context, c *Coordinator, s *memStore) error {
+	for p := range c.cfg.OffsetsTopicPartitions {
+		if err := c.LoadPartition(ctx, p, s.records(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
