@@ -217,6 +217,7 @@ func (g *group) rejoinStaticLocked(oldID, newID string, jr joinRequest, w chan j
 	g.renameMemberLocked(m, newID)
 	g.touchLocked(m)
 	old := *m
+	m.clientID, m.clientHost = jr.client.ID, jr.client.Host
 	g.updateMemberLocked(m, jr, w)
 
 	switch g.state {
@@ -234,6 +235,7 @@ func (g *group) rejoinStaticLocked(oldID, newID string, jr joinRequest, w chan j
 				if g.members[newID] == m {
 					g.renameMemberLocked(m, oldID)
 					m.protocols, m.sessionTimeout, m.rebalanceTimeout = old.protocols, old.sessionTimeout, old.rebalanceTimeout
+					m.clientID, m.clientHost = old.clientID, old.clientHost
 				}
 				g.replyJoinLocked(m, joinError(storeErrorCode(err, false), ""))
 				return
