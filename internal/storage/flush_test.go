@@ -57,8 +57,11 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 	}
 	wg.Wait()
 	st := l.Stats()
-	if st.Syncs >= writers*perWriter/2 {
-		t.Fatalf("%d fsyncs for %d appends: group commit did not group", st.Syncs, writers*perWriter)
+	t.Logf("%d appends in %d fsyncs", writers*perWriter, st.Syncs)
+	// Without gathering the fsyncs settle into two cohorts of four appends each;
+	// with it, nearly all eight share each fsync.
+	if st.Syncs > writers*perWriter/5 {
+		t.Fatalf("%d fsyncs for %d appends: group commit did not gather", st.Syncs, writers*perWriter)
 	}
 	end := int64(2 * writers * perWriter)
 	waitFor(t, "listener to see the end", func() bool { return listened.Load() == end })

@@ -47,6 +47,8 @@ type Log struct {
 	stop             chan struct{}
 	flusherDone      chan struct{}
 	unflushedRecords atomic.Int64 // Interval mode: records appended since the last sync
+	appends          atomic.Int64 // Append calls so far, for the flusher's gathering
+	flushedAppends   int64        // flusher only: appends covered by the last fsync
 	listener         atomic.Pointer[func(int64)]
 	stats            statCounters
 }
