@@ -643,6 +643,9 @@ func (h *harness) requestFunc(verb string, a args) (func(*Coordinator) func() []
 				for _, l := range ls {
 					parts = append(parts, fmt.Sprintf("%s/%d committed=%d hwm=%d lag=%d", l.Topic, l.Partition, l.Committed, l.HighWatermark, l.Lag))
 				}
+				if len(parts) == 0 {
+					parts = []string{"no offsets"}
+				}
 				return []string{strings.Join(parts, " ")}
 			}
 		}, true
