@@ -38,4 +38,11 @@ var (
 	// ErrCorruptSideFile: a checkpoint or marker file failed its length, CRC or
 	// version check. Open treats such a file as missing and recovers by scanning.
 	ErrCorruptSideFile = errors.New("storage: corrupt side file")
+
+	// errTornTail (internal): a scanned range ends partway through a batch. Recovery
+	// cuts the log there; inside a published range it means corruption.
+	errTornTail = errors.New("storage: batch cut short at end of segment")
+	// errOffsetGap (internal): a batch whose offsets do not follow the previous one's.
+	// Recovery cuts the log there.
+	errOffsetGap = errors.New("storage: batch offsets not contiguous")
 )

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -232,5 +233,20 @@ func TestChunkOutlivesDeletedSegment(t *testing.T) {
 		if strings.HasPrefix(n, segmentName(0, "")) {
 			t.Fatalf("%s left behind", n)
 		}
+	}
+}
+
+func TestRunRetention(t *testing.T) {
+	clk := newClock()
+	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, RetentionAge: time.Hour, Now: clk.Now})
+	appendN(t, l, 30, 2, 300, clk.Now().UnixMilli(), 0)
+	clk.Advance(2 * time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.RunRetention(ctx, time.Millisecond, l.LogEndOffset) }()
+	waitFor(t, "retention loop to delete", func() bool { return l.LogStartOffset() == l.LogEndOffset() })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunRetention returned %v", err)
 	}
 }

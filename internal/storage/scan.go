@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -9,10 +8,6 @@ import (
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/vfs"
 )
-
-// errTornTail: the bytes at the end of a scanned range stop partway through a batch.
-// Recovery truncates there; elsewhere it means corruption.
-var errTornTail = errors.New("storage: batch cut short at end of segment")
 
 // scanner walks the batches of a segment file from pos up to end through a read
 // window. In header mode it reads only each batch's header (the read path); in full

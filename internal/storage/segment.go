@@ -353,6 +353,3 @@ func isDataError(err error) bool {
 	return errors.Is(err, errTornTail) || errors.Is(err, errOffsetGap) ||
 		errors.Is(err, batch.ErrCorrupt) || errors.Is(err, batch.ErrInvalid)
 }
-
-// errOffsetGap: a batch whose offsets do not follow the previous batch's.
-var errOffsetGap = errors.New("storage: batch offsets not contiguous")
