@@ -22,6 +22,11 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serverCmd())
+	root.AddCommand(topicCmd())
+	root.AddCommand(produceCmd())
+	root.AddCommand(consumeCmd())
+	root.AddCommand(groupCmd())
+	root.AddCommand(clusterCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "strata:", err)
 		os.Exit(1)

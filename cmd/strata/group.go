@@ -1,0 +1,421 @@
+package main
+
+// strata group: list, describe, reset-offsets, delete (the classic Kafka group APIs).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/strata-stream/strata/internal/cli"
+)
+
+func groupCmd() *cobra.Command { return newConsumerGroupCmd(processEnv()) }
+
+func newConsumerGroupCmd(env *clientEnv) *cobra.Command {
+	g := &globalFlags{}
+	cmd := newParentCmd(env, g, "group", "List, describe, reset and delete consumer groups")
+	cmd.AddCommand(
+		groupListCmd(env, g),
+		groupDescribeCmd(env, g),
+		groupResetOffsetsCmd(env, g),
+		groupDeleteCmd(env, g),
+	)
+	return cmd
+}
+
+type listedGroupJSON struct {
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+	Coordinator  int32  `json:"coordinator"`
+}
+
+func groupListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List consumer groups",
+		Args:    usageArgs(env, cobra.NoArgs),
+	}
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
+		ctx, cancel := s.withTimeout(ctx)
+		defer cancel()
+		cl, adm, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		groups, err := adm.ListGroups(ctx)
+		if err != nil {
+			return err
+		}
+		out := []listedGroupJSON{}
+		for _, lg := range groups.Sorted() {
+			out = append(out, listedGroupJSON{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Coordinator: lg.Coordinator})
+		}
+		if s.json() {
+			return cli.WriteJSON(s.env.stdout, out)
+		}
+		tw := cli.NewTable(s.env.stdout, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR")
+		for _, lg := range out {
+			tw.Row(lg.Group, lg.State, lg.ProtocolType, lg.Coordinator)
+		}
+		return tw.Flush()
+	})
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+type describedGroupJSON struct {
+	Group        string            `json:"group"`
+	State        string            `json:"state"`
+	ProtocolType string            `json:"protocol_type"`
+	Protocol     string            `json:"protocol"`
+	Coordinator  int32             `json:"coordinator"`
+	Members      []groupMemberJSON `json:"members"`
+	Offsets      []groupOffsetJSON `json:"offsets"`
+}
+
+type groupMemberJSON struct {
+	MemberID   string             `json:"member_id"`
+	InstanceID *string            `json:"instance_id"`
+	ClientID   string             `json:"client_id"`
+	Host       string             `json:"host"`
+	Assignment map[string][]int32 `json:"assignment"`
+}
+
+type groupOffsetJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"` // -1: none
+	End       int64  `json:"end"`       // -1: unknown
+	Lag       int64  `json:"lag"`       // -1: unknown
+	MemberID  string `json:"member_id"` // "" when unassigned
+	Error     string `json:"error,omitempty"`
+}
+
+func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "describe GROUP...",
+		Short:             "Show members, their assignment, and per partition the committed offset, end offset and lag",
+		Args:              usageArgs(env, cobra.MinimumNArgs(1)),
+		ValidArgsFunction: completeGroups(env, g),
+	}
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, names []string) error {
+		ctx, cancel := s.withTimeout(ctx)
+		defer cancel()
+		cl, adm, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		lags, err := adm.Lag(ctx, names...)
+		if err != nil {
+			return err
+		}
+		var out []describedGroupJSON
+		for _, n := range names {
+			l, ok := lags[n]
+			if !ok {
+				return fmt.Errorf("group %q: no answer for it", n)
+			}
+			if l.DescribeErr != nil {
+				return fmt.Errorf("group %q: %w", n, l.DescribeErr)
+			}
+			if l.FetchErr != nil {
+				return fmt.Errorf("group %q: committed offsets: %w", n, l.FetchErr)
+			}
+			out = append(out, describedGroup(l))
+		}
+		if s.json() {
+			return cli.WriteJSON(s.env.stdout, out)
+		}
+		for i, d := range out {
+			if i > 0 {
+				fmt.Fprintln(s.env.stdout)
+			}
+			printGroup(s, d)
+		}
+		return nil
+	})
+	return cmd
+}
+
+func describedGroup(l kadm.DescribedGroupLag) describedGroupJSON {
+	d := describedGroupJSON{Group: l.Group, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol,
+		Coordinator: l.Coordinator.NodeID, Members: []groupMemberJSON{}, Offsets: []groupOffsetJSON{}}
+	for _, m := range l.Members {
+		mj := groupMemberJSON{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost,
+			Assignment: map[string][]int32{}}
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range a.Topics {
+				ps := slices.Clone(t.Partitions)
+				slices.Sort(ps)
+				mj.Assignment[t.Topic] = ps
+			}
+		}
+		d.Members = append(d.Members, mj)
+	}
+	for _, ps := range l.Lag {
+		for _, ml := range ps {
+			o := groupOffsetJSON{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag}
+			if ml.Member != nil {
+				o.MemberID = ml.Member.MemberID
+			}
+			if ml.Err != nil {
+				o.Error = ml.Err.Error()
+			}
+			d.Offsets = append(d.Offsets, o)
+		}
+	}
+	slices.SortFunc(d.Offsets, func(a, b groupOffsetJSON) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return d
+}
+
+func printGroup(s *session, d describedGroupJSON) {
+	w := s.env.stdout
+	fmt.Fprintf(w, "Group:       %s\n", d.Group)
+	fmt.Fprintf(w, "State:       %s\n", d.State)
+	fmt.Fprintf(w, "Protocol:    %s\n", strings.Trim(d.ProtocolType+"/"+d.Protocol, "/"))
+	fmt.Fprintf(w, "Coordinator: %d\n", d.Coordinator)
+	fmt.Fprintln(w)
+	if len(d.Members) == 0 {
+		fmt.Fprintln(w, "Members: none")
+	} else {
+		tw := cli.NewTable(w, "MEMBER", "CLIENT-ID", "HOST", "ASSIGNMENT")
+		for _, m := range d.Members {
+			tw.Row(m.MemberID, m.ClientID, m.Host, assignmentString(m.Assignment))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	if len(d.Offsets) == 0 {
+		fmt.Fprintln(w, "Offsets: none committed")
+		return
+	}
+	tw := cli.NewTable(w, "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "MEMBER")
+	for _, o := range d.Offsets {
+		member := o.MemberID
+		if member == "" {
+			member = "-"
+		}
+		tw.Row(o.Topic, o.Partition, offsetCell(o.Committed), offsetCell(o.End), offsetCell(o.Lag), member)
+	}
+	tw.Flush()
+	for _, o := range d.Offsets {
+		if o.Error != "" {
+			fmt.Fprintf(w, "%s/%d: %s\n", o.Topic, o.Partition, o.Error)
+		}
+	}
+}
+
+// assignmentString formats an assignment as "orders[0,1] audit[2]".
+func assignmentString(a map[string][]int32) string {
+	if len(a) == 0 {
+		return "-"
+	}
+	topics := make([]string, 0, len(a))
+	for t := range a {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	parts := make([]string, len(topics))
+	for i, t := range topics {
+		parts[i] = t + "[" + cli.JoinInt32s(a[t]) + "]"
+	}
+	return strings.Join(parts, " ")
+}
+
+type resetOffsetsJSON struct {
+	Group    string            `json:"group"`
+	Executed bool              `json:"executed"`
+	Offsets  []resetOffsetJSON `json:"offsets"`
+}
+
+type resetOffsetJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Current   int64  `json:"current"` // -1: nothing committed
+	New       int64  `json:"new"`
+}
+
+func groupResetOffsetsCmd(env *clientEnv, g *globalFlags) *cobra.Command {
+	var (
+		to      string
+		topics  []string
+		execute bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reset-offsets GROUP --to WHERE --topic TOPIC... [--execute]",
+		Short: "Move a group's committed offsets (a dry run unless --execute)",
+		Long: `Move a group's committed offsets for the given topics. Without --execute it only
+shows what it would commit. --to is earliest, latest, an offset, an RFC3339 time or
+unix milliseconds (@MS, or any number of 13+ digits); offsets are kept within each
+partition's log. The group must have no active members to execute.`,
+		Example: `  strata group reset-offsets billing --to earliest --topic orders
+  strata group reset-offsets billing --to 2024-05-01T00:00:00Z --topic orders --execute`,
+		Args:              usageArgs(env, cobra.ExactArgs(1)),
+		ValidArgsFunction: completeGroups(env, g),
+	}
+	cmd.Flags().StringVar(&to, "to", "", "target: earliest, latest, OFFSET, RFC3339 time or unix ms (required)")
+	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic whose offsets to move (required, repeatable)")
+	cmd.Flags().BoolVar(&execute, "execute", false, "commit the new offsets (default: dry run)")
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
+		group := args[0]
+		if to == "" {
+			return cli.Usagef("--to is required")
+		}
+		if len(topics) == 0 {
+			return cli.Usagef("--topic is required")
+		}
+		spec, err := cli.ParseOffsetSpec("--to", to)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.withTimeout(ctx)
+		defer cancel()
+		cl, adm, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		described, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return err
+		}
+		dg := described[group]
+		if dg.Err != nil {
+			return fmt.Errorf("group %q: %w", group, withBrokerMessage(dg.Err, dg.ErrMessage))
+		}
+		if execute && len(dg.Members) > 0 {
+			return fmt.Errorf("group %q is %s with %d members: stop them before resetting its offsets", group, dg.State, len(dg.Members))
+		}
+		committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+		if err != nil {
+			return fmt.Errorf("group %q: committed offsets: %w", group, err)
+		}
+		out := resetOffsetsJSON{Group: group, Offsets: []resetOffsetJSON{}}
+		var commit kadm.Offsets
+		for _, t := range topics {
+			bounds, err := cli.ListBounds(ctx, adm, t)
+			if err != nil {
+				return err
+			}
+			target, err := spec.Resolve(ctx, adm, t, bounds)
+			if err != nil {
+				return err
+			}
+			for p, o := range target {
+				cur := int64(-1)
+				if c, ok := committed.Lookup(t, p); ok && c.Err == nil {
+					cur = c.At
+				}
+				out.Offsets = append(out.Offsets, resetOffsetJSON{Topic: t, Partition: p, Current: cur, New: o})
+				commit.Add(kadm.Offset{Topic: t, Partition: p, At: o, LeaderEpoch: -1})
+			}
+		}
+		slices.SortFunc(out.Offsets, func(a, b resetOffsetJSON) int {
+			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return int(a.Partition - b.Partition)
+		})
+		if execute {
+			resps, err := adm.CommitOffsets(ctx, group, commit)
+			if err != nil {
+				return fmt.Errorf("group %q: committing offsets: %w", group, err)
+			}
+			if err := resps.Error(); err != nil {
+				return fmt.Errorf("group %q: committing offsets: %w", group, err)
+			}
+			out.Executed = true
+		}
+		if s.json() {
+			return cli.WriteJSON(s.env.stdout, out)
+		}
+		tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITION", "CURRENT", "NEW")
+		for _, o := range out.Offsets {
+			tw.Row(o.Topic, o.Partition, offsetCell(o.Current), o.New)
+		}
+		tw.Flush()
+		if execute {
+			fmt.Fprintf(s.env.stderr, "committed %d offsets for group %s\n", len(out.Offsets), group)
+		} else {
+			fmt.Fprintln(s.env.stderr, "dry run: nothing changed; add --execute to commit these offsets")
+		}
+		return nil
+	})
+	return cmd
+}
+
+type deletedGroupJSON struct {
+	Group   string `json:"group"`
+	Deleted bool   `json:"deleted"`
+	Error   string `json:"error,omitempty"`
+}
+
+func groupDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "delete GROUP...",
+		Aliases:           []string{"rm"},
+		Short:             "Delete consumer groups (they must have no members) and their committed offsets",
+		Args:              usageArgs(env, cobra.MinimumNArgs(1)),
+		ValidArgsFunction: completeGroups(env, g),
+	}
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, names []string) error {
+		ctx, cancel := s.withTimeout(ctx)
+		defer cancel()
+		cl, adm, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		resps, err := adm.DeleteGroups(ctx, names...)
+		if err != nil {
+			return err
+		}
+		var out []deletedGroupJSON
+		var errs []error
+		for _, n := range names {
+			r, ok := resps[n]
+			switch {
+			case !ok:
+				err = errors.New("no answer for it")
+			case r.Err != nil:
+				err = withBrokerMessage(r.Err, r.ErrMessage)
+			default:
+				err = nil
+			}
+			d := deletedGroupJSON{Group: n, Deleted: err == nil}
+			if err != nil {
+				d.Error = err.Error()
+				errs = append(errs, fmt.Errorf("deleting group %q: %w", n, err))
+			}
+			out = append(out, d)
+		}
+		if s.json() {
+			if err := cli.WriteJSON(s.env.stdout, out); err != nil {
+				return err
+			}
+		} else {
+			for _, d := range out {
+				if d.Deleted {
+					fmt.Fprintf(s.env.stdout, "deleted group %s\n", d.Group)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	})
+	return cmd
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-stream/strata/internal/cli"
+	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/server"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// runMainEnv makes the test binary run main() instead of the tests: the exit-status
+// tests start it as a subprocess to see what a shell would see.
+const runMainEnv = "STRATA_CLI_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Args = append([]string{"strata"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
+	code := m.Run()
+	shared.close()
+	os.Exit(code)
+}
+
+// sharedNode is the one in-process node every test talks to: a node takes seconds to
+// start.
+type sharedNode struct {
+	once sync.Once
+	dir  string
+	node *server.Node
+	err  error
+}
+
+var shared sharedNode
+
+func (s *sharedNode) close() {
+	if s.node != nil {
+		s.node.Close()
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// broker returns the Kafka address of the shared node, starting it on first use.
+func broker(t *testing.T) string {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "strata-cli-test-")
+		if shared.err != nil {
+			return
+		}
+		cfg := config.Default()
+		cfg.DataDir = shared.dir
+		cfg.KafkaAddr = "127.0.0.1:0"
+		cfg.HTTPAddr = "127.0.0.1:0"
+		cfg.ControllerAddr = "127.0.0.1:0"
+		cfg.ShutdownTimeout = 5 * time.Second
+		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+		if os.Getenv("STRATA_TEST_LOG") != "" {
+			logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		shared.node, shared.err = server.Start(ctx, cfg, logger, vfs.Default)
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the shared node: %v", shared.err)
+	}
+	return shared.node.KafkaAddr()
+}
+
+// result is what one command invocation printed and its exit status.
+type result struct {
+	stdout, stderr string
+	code           int
+	err            error
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d, err %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.stdout, r.stderr)
+}
+
+// invocation configures one in-process run of the client commands.
+type invocation struct {
+	stdin            string
+	env              map[string]string
+	stdinTerminal    bool
+	stdoutTerminal   bool
+	stderrTerminal   bool
+	progressInterval time.Duration
+}
+
+// testRoot is the command tree main.go builds, with the client commands bound to env.
+func testRoot(env *clientEnv) *cobra.Command {
+	root := &cobra.Command{Use: "strata", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(newTopicCmd(env), newProduceCmd(env), newConsumeCmd(env), newConsumerGroupCmd(env), newClusterCmd(env))
+	return root
+}
+
+func (in invocation) run(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := &clientEnv{
+		stdin:            strings.NewReader(in.stdin),
+		stdout:           &stdout,
+		stderr:           &stderr,
+		getenv:           func(k string) string { return in.env[k] },
+		stdinTerminal:    in.stdinTerminal,
+		stdoutTerminal:   in.stdoutTerminal,
+		stderrTerminal:   in.stderrTerminal,
+		progressInterval: in.progressInterval,
+	}
+	root := testRoot(env)
+	root.SetArgs(args)
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetIn(env.stdin)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: cli.ExitCode(err), err: err}
+}
+
+// run runs a client command against the shared node (found through STRATA_BROKERS).
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	return invocation{env: map[string]string{cli.BrokersEnv: broker(t)}}.run(t, args...)
+}
+
+// runIn is run with stdin.
+func runIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	return invocation{stdin: stdin, env: map[string]string{cli.BrokersEnv: broker(t)}}.run(t, args...)
+}
+
+// mustRun runs a command that has to succeed.
+func mustRun(t *testing.T, args ...string) result {
+	t.Helper()
+	r := run(t, args...)
+	if r.code != 0 {
+		t.Fatalf("strata %s: %s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// mustJSON runs a command with --output json that has to succeed and decodes its output.
+func mustJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	r := mustRun(t, append(args, "--output", "json")...)
+	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+		t.Fatalf("strata %s: output is not JSON: %v\n%s", strings.Join(args, " "), err, r.stdout)
+	}
+}
+
+// topicName is a topic name unique to the test.
+func topicName(t *testing.T) string {
+	return strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

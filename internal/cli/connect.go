@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BrokersEnv names the environment variable that overrides DefaultBrokers.
+const BrokersEnv = "STRATA_BROKERS"
+
+// DefaultBrokers is where the client commands look for a broker by default: what
+// "strata server" listens on with no flags.
+const DefaultBrokers = "127.0.0.1:9092"
+
+// Options say where the brokers are and how long to wait for them.
+type Options struct {
+	Brokers []string      // seed brokers, host:port
+	Timeout time.Duration // bound on reaching the brokers and on each admin operation
+}
+
+// ParseBrokers splits a comma-separated broker list, checking each is host:port.
+func ParseBrokers(s string) ([]string, error) {
+	var out []string
+	for b := range strings.SplitSeq(s, ",") {
+		b = strings.TrimSpace(b)
+		if b == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
+			return nil, Usagef("--brokers: %q is not host:port", b)
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		return nil, Usagef("--brokers: no broker given")
+	}
+	return out, nil
+}
+
+// NoBrokerError says that no seed broker accepted a connection.
+type NoBrokerError struct {
+	Brokers []string
+	Err     error // the last dial error
+}
+
+func (e *NoBrokerError) Error() string {
+	return fmt.Sprintf("no broker at %s: is \"strata server\" running?", strings.Join(e.Brokers, ","))
+}
+
+func (e *NoBrokerError) Unwrap() error { return e.Err }
+
+// maxProbe bounds one dial of the reachability probe.
+const maxProbe = 5 * time.Second
+
+// Probe dials the seed brokers in turn and returns nil as soon as one accepts a TCP
+// connection, or a *NoBrokerError. It exists so that a missing server is reported
+// at once, in words, instead of after the client's retries run out.
+func Probe(ctx context.Context, o Options) error {
+	timeout := min(o.Timeout, maxProbe)
+	if timeout <= 0 {
+		timeout = maxProbe
+	}
+	d := net.Dialer{Timeout: timeout}
+	var last error
+	for _, b := range o.Brokers {
+		c, err := d.DialContext(ctx, "tcp", b)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return &NoBrokerError{Brokers: o.Brokers, Err: last}
+}
+
+// Connect probes the brokers and returns a client seeded with them. Extra options
+// (producer or consumer settings) are applied after the defaults.
+func Connect(ctx context.Context, o Options, extra ...kgo.Opt) (*kgo.Client, error) {
+	if err := Probe(ctx, o); err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.ClientID("strata-cli"),
+		kgo.DialTimeout(min(o.Timeout, maxProbe)),
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}
+	if o.Timeout > 0 {
+		opts = append(opts, kgo.RetryTimeout(o.Timeout))
+	}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, Usage(err)
+	}
+	return cl, nil
+}
+
+// Explain rewrites errors a user cannot act on into ones they can: a deadline that
+// passed becomes a hint about --timeout.
+func Explain(err error, o Options) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer from %s within %s (see --timeout): %w", strings.Join(o.Brokers, ","), o.Timeout, err)
+	}
+	return err
+}
