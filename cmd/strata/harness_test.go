@@ -136,35 +136,53 @@ func (in invocation) run(t *testing.T, args ...string) result {
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: cli.ExitCode(err), err: err}
 }
 
-// run runs a client command against the shared node (found through STRATA_BROKERS).
+// runAt runs a client command against the brokers at addr (found through
+// STRATA_BROKERS), with stdin.
+func runAt(t *testing.T, addr, stdin string, args ...string) result {
+	t.Helper()
+	return invocation{stdin: stdin, env: map[string]string{cli.BrokersEnv: addr}}.run(t, args...)
+}
+
+// run runs a client command against the shared node.
 func run(t *testing.T, args ...string) result {
 	t.Helper()
-	return invocation{env: map[string]string{cli.BrokersEnv: broker(t)}}.run(t, args...)
+	return runAt(t, broker(t), "", args...)
 }
 
 // runIn is run with stdin.
 func runIn(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	return invocation{stdin: stdin, env: map[string]string{cli.BrokersEnv: broker(t)}}.run(t, args...)
+	return runAt(t, broker(t), stdin, args...)
 }
 
-// mustRun runs a command that has to succeed.
-func mustRun(t *testing.T, args ...string) result {
+// mustRunAt runs a command that has to succeed.
+func mustRunAt(t *testing.T, addr string, args ...string) result {
 	t.Helper()
-	r := run(t, args...)
+	r := runAt(t, addr, "", args...)
 	if r.code != 0 {
 		t.Fatalf("strata %s: %s", strings.Join(args, " "), r)
 	}
 	return r
 }
 
-// mustJSON runs a command with --output json that has to succeed and decodes its output.
-func mustJSON(t *testing.T, v any, args ...string) {
+func mustRun(t *testing.T, args ...string) result {
 	t.Helper()
-	r := mustRun(t, append(args, "--output", "json")...)
+	return mustRunAt(t, broker(t), args...)
+}
+
+// mustJSONAt runs a command with --output json that has to succeed and decodes its
+// output into v.
+func mustJSONAt(t *testing.T, addr string, v any, args ...string) {
+	t.Helper()
+	r := mustRunAt(t, addr, append(args, "--output", "json")...)
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		t.Fatalf("strata %s: output is not JSON: %v\n%s", strings.Join(args, " "), err, r.stdout)
 	}
+}
+
+func mustJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	mustJSONAt(t, broker(t), v, args...)
 }
 
 // topicName is a topic name unique to the test.

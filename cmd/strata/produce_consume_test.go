@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -26,10 +25,15 @@ func decodeLines[T any](t *testing.T, s string) []T {
 	return out
 }
 
-// consumeJSON consumes with --output json and the given flags.
+// consumeJSON consumes from the shared node with --output json and the given flags.
 func consumeJSON(t *testing.T, topic string, flags ...string) []cli.RecordJSON {
 	t.Helper()
-	r := mustRun(t, append([]string{"consume", topic, "--output", "json"}, flags...)...)
+	return consumeJSONAt(t, broker(t), topic, flags...)
+}
+
+func consumeJSONAt(t *testing.T, addr, topic string, flags ...string) []cli.RecordJSON {
+	t.Helper()
+	r := mustRunAt(t, addr, append([]string{"consume", topic, "--output", "json"}, flags...)...)
 	return decodeLines[cli.RecordJSON](t, r.stdout)
 }
 
@@ -337,5 +341,3 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("bar over records on a terminal: %s", r)
 	}
 }
-
-var _ = context.Background
