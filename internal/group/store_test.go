@@ -3,8 +3,10 @@ package group
 import (
 	"context"
 	"iter"
+	"math/rand/v2"
 	"slices"
 	"sync"
+	"time"
 )
 
 // memStore is an in-memory OffsetStore: one record log per partition. Tests make it
@@ -14,6 +16,7 @@ type memStore struct {
 	logs    map[int32][]Record
 	fail    error         // returned by appends while set
 	block   chan struct{} // appends wait for it to close while set
+	jitter  bool          // appends pause up to 200µs before and after writing, as replication would
 	appends int
 }
 
@@ -21,8 +24,11 @@ func newMemStore() *memStore { return &memStore{logs: make(map[int32][]Record)} 
 
 func (s *memStore) Append(ctx context.Context, p int32, recs []Record) error {
 	s.mu.Lock()
-	block := s.block
+	block, jitter := s.block, s.jitter
 	s.mu.Unlock()
+	if jitter {
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+	}
 	if block != nil {
 		select {
 		case <-block:
@@ -31,13 +37,17 @@ func (s *memStore) Append(ctx context.Context, p int32, recs []Record) error {
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.fail != nil {
+		s.mu.Unlock()
 		return s.fail
 	}
 	s.appends++
 	for _, r := range recs {
 		s.logs[p] = append(s.logs[p], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value)})
+	}
+	s.mu.Unlock()
+	if jitter { // the acknowledgement arrives later than the write
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 	}
 	return nil
 }
