@@ -203,9 +203,9 @@ func consume(ctx context.Context, s *session, f *consumeFlags, topic string) err
 		return err
 	}
 	if f.group != "" {
-		committed, err := adm.FetchOffsetsForTopics(lookupCtx, f.group, topic)
+		committed, err := fetchCommitted(lookupCtx, adm, f.group, topic)
 		if err != nil {
-			return fmt.Errorf("group %q: committed offsets: %w", f.group, err)
+			return err
 		}
 		for p, b := range bounds {
 			if c, ok := committed.Lookup(topic, p); ok && c.Err == nil && c.At >= 0 {
@@ -266,7 +266,11 @@ func consume(ctx context.Context, s *session, f *consumeFlags, topic string) err
 			for it := fetches.RecordIter(); !it.Done(); {
 				r := it.Next()
 				if !f.follow && r.Offset >= tr.end[r.Partition] {
-					continue // past the end taken at the start
+					// Past the end taken at the start (or the log start moved past it).
+					tr.mu.Lock()
+					tr.pos[r.Partition] = max(tr.pos[r.Partition], tr.end[r.Partition])
+					tr.mu.Unlock()
+					continue
 				}
 				if s.json() {
 					b, err := json.Marshal(cli.NewRecordJSON(r))

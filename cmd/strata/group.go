@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-stream/strata/internal/cli"
 )
@@ -301,9 +302,9 @@ partition's log. The group must have no active members to execute.`,
 		if execute && len(dg.Members) > 0 {
 			return fmt.Errorf("group %q is %s with %d members: stop them before resetting its offsets", group, dg.State, len(dg.Members))
 		}
-		committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+		committed, err := fetchCommitted(ctx, adm, group, topics...)
 		if err != nil {
-			return fmt.Errorf("group %q: committed offsets: %w", group, err)
+			return err
 		}
 		out := resetOffsetsJSON{Group: group, Offsets: []resetOffsetJSON{}}
 		var commit kadm.Offsets
@@ -357,6 +358,19 @@ partition's log. The group must have no active members to execute.`,
 		return nil
 	})
 	return cmd
+}
+
+// fetchCommitted returns a group's committed offsets in topics; a group that does not
+// exist (yet) has none.
+func fetchCommitted(ctx context.Context, adm *kadm.Client, group string, topics ...string) (kadm.OffsetResponses, error) {
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return kadm.OffsetResponses{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group %q: committed offsets: %w", group, err)
+	}
+	return committed, nil
 }
 
 type deletedGroupJSON struct {

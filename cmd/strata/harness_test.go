@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,7 +98,9 @@ func (r result) String() string {
 
 // invocation configures one in-process run of the client commands.
 type invocation struct {
+	ctx              context.Context // nil: a minute
 	stdin            string
+	stdinReader      io.Reader // instead of stdin
 	env              map[string]string
 	stdinTerminal    bool
 	stdoutTerminal   bool
@@ -115,8 +118,12 @@ func testRoot(env *clientEnv) *cobra.Command {
 func (in invocation) run(t *testing.T, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
+	var stdin io.Reader = strings.NewReader(in.stdin)
+	if in.stdinReader != nil {
+		stdin = in.stdinReader
+	}
 	env := &clientEnv{
-		stdin:            strings.NewReader(in.stdin),
+		stdin:            stdin,
 		stdout:           &stdout,
 		stderr:           &stderr,
 		getenv:           func(k string) string { return in.env[k] },
@@ -130,8 +137,12 @@ func (in invocation) run(t *testing.T, args ...string) result {
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)
 	root.SetIn(env.stdin)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := in.ctx
+	if ctx == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+	}
 	err := root.ExecuteContext(ctx)
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: cli.ExitCode(err), err: err}
 }
@@ -185,9 +196,13 @@ func mustJSON(t *testing.T, v any, args ...string) {
 	mustJSONAt(t, broker(t), v, args...)
 }
 
-// topicName is a topic name unique to the test.
+// topics numbers topic names: tests may run more than once against one node (-count).
+var topics atomic.Int64
+
+// topicName is a topic name unique to this run of the test.
 func topicName(t *testing.T) string {
-	return strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
+	name := strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
+	return fmt.Sprintf("%s-%d", name, topics.Add(1))
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -171,12 +172,22 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 		Interval: s.env.progressInterval,
 	}, "produce "+topic, unit, total)
 
-	sc := bufio.NewScanner(s.env.stdin)
-	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	line := 0
-	for sc.Scan() && ctx.Err() == nil {
+	// An interrupt stops the reading; what was read is still delivered (within
+	// --timeout), so records are produced under a context that is not cancelled.
+	sendCtx := context.WithoutCancel(ctx)
+	in := readLines(s.env.stdin, ctx.Done())
+	line, eof := 0, false
+	for !eof {
+		var text []byte
+		select {
+		case <-ctx.Done():
+		case text, eof = <-in.lines:
+			eof = !eof
+		}
+		if eof || ctx.Err() != nil {
+			break
+		}
 		line++
-		text := sc.Bytes()
 		done := int64(1)
 		if unit == cli.UnitBytes {
 			done = int64(len(text)) + 1
@@ -189,18 +200,23 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 				pr.finished(line, r, fmt.Errorf("no key separator %q in the line", f.keySeparator), done)
 				continue
 			}
-			r.Key, r.Value = bytes.Clone(k), bytes.Clone(v)
+			r.Key, r.Value = k, v
 		case f.key != "":
-			r.Key, r.Value = []byte(f.key), bytes.Clone(text)
+			r.Key, r.Value = []byte(f.key), text
 		default:
-			r.Value = bytes.Clone(text)
+			r.Value = text
 		}
 		n := line
-		cl.Produce(ctx, r, func(r *kgo.Record, err error) { pr.finished(n, r, err, done) })
+		cl.Produce(sendCtx, r, func(r *kgo.Record, err error) { pr.finished(n, r, err, done) })
 	}
-	flushErr := cl.Flush(ctx)
+	flushCtx, cancel := context.WithTimeout(sendCtx, s.opts.Timeout)
+	defer cancel()
+	flushErr := cl.Flush(flushCtx)
 	pr.prog.Finish()
-	scanErr := sc.Err()
+	var scanErr error
+	if eof {
+		scanErr = in.err
+	}
 	if errors.Is(scanErr, bufio.ErrTooLong) {
 		scanErr = fmt.Errorf("line %d is longer than %d bytes: stopped reading", line+1, maxLineBytes)
 	}
@@ -221,8 +237,8 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 	if pr.failed > 0 {
 		errs = append(errs, fmt.Errorf("%d of %d records failed", pr.failed, pr.ok+pr.failed))
 	}
-	if flushErr != nil && ctx.Err() == nil {
-		errs = append(errs, flushErr)
+	if flushErr != nil {
+		errs = append(errs, fmt.Errorf("delivering the records: %w", flushErr))
 	}
 	return errors.Join(errs...)
 }
@@ -263,4 +279,30 @@ func (pr *produceRun) finished(n int, r *kgo.Record, err error, done int64) {
 	case err == nil && pr.verbose:
 		fmt.Fprintf(s.env.stdout, "line %d: partition %d offset %d\n", n, r.Partition, r.Offset)
 	}
+}
+
+// inputLines are the lines of the input, read on their own goroutine so that an
+// interrupt is noticed even while a read from a terminal blocks.
+type inputLines struct {
+	lines <-chan []byte // closed at the end of the input or on stop
+	err   error         // the read error; read it only after lines is closed
+}
+
+func readLines(r io.Reader, stop <-chan struct{}) *inputLines {
+	lines := make(chan []byte, 256)
+	in := &inputLines{lines: lines}
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), maxLineBytes)
+		for sc.Scan() {
+			select {
+			case lines <- bytes.Clone(sc.Bytes()):
+			case <-stop:
+				return
+			}
+		}
+		in.err = sc.Err()
+	}()
+	return in
 }

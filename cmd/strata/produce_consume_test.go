@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -339,5 +341,38 @@ func TestProgress(t *testing.T) {
 	r = invocation{env: env, stderrTerminal: true, stdoutTerminal: true}.run(t, "consume", topic)
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("bar over records on a terminal: %s", r)
+	}
+}
+
+// TestProduceInterrupted: an interrupt while stdin blocks (a terminal) ends produce,
+// and what was read is delivered.
+func TestProduceInterrupted(t *testing.T) {
+	topic := topicName(t)
+	mustRun(t, "topic", "create", topic, "-p", "1")
+	stdin, w := io.Pipe()
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		done <- invocation{ctx: ctx, stdinReader: stdin, env: map[string]string{cli.BrokersEnv: broker(t)}}.run(t, "produce", topic)
+	}()
+	io.WriteString(w, "one\ntwo\n")
+	eventually(t, "two records", func() bool {
+		var d []describedTopicJSON
+		mustJSON(t, &d, "topic", "describe", topic)
+		return d[0].Partitions[0].HighWatermark == 2
+	})
+	cancel() // stdin stays open: the read blocks
+	select {
+	case r := <-done:
+		if r.code != 0 || !strings.Contains(r.stderr, "produced 2 records") {
+			t.Fatalf("interrupted produce: %s", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("produce did not return after the interrupt")
+	}
+	if got := values(consumeJSON(t, topic)); got != "one,two" {
+		t.Fatalf("consumed %q", got)
 	}
 }
