@@ -34,8 +34,6 @@ type clientEnv struct {
 	// on any error it gets back, so a usage error has to leave before. Tests leave it
 	// nil and read the status with cli.ExitCode.
 	exit func(code int)
-
-	progressInterval time.Duration // between plain progress lines; 0 = the default
 }
 
 // processEnv is the environment of the running process.
@@ -85,6 +83,35 @@ func (g *globalFlags) bind(fs *pflag.FlagSet, env *clientEnv) {
 // completeValues offers a fixed list of values for a flag in shell completion.
 func completeValues(cmd *cobra.Command, flag string, values ...string) {
 	cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// progressFlags are on the commands that do long work (produce, consume).
+type progressFlags struct {
+	mode     string
+	interval time.Duration
+}
+
+func (p *progressFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&p.mode, "progress", "auto", "progress on stderr: auto (a bar on a terminal, plain lines otherwise, none with --output json), bar, lines or none")
+	cmd.Flags().DurationVar(&p.interval, "progress-interval", cli.DefaultProgressInterval, "time between plain progress lines")
+	completeValues(cmd, "progress", "auto", "bar", "lines", "none")
+}
+
+// setup says where progress goes; recordsOnStdout is set when the command prints
+// one line per record on stdout.
+func (p *progressFlags) setup(s *session, recordsOnStdout bool) (cli.ProgressSetup, error) {
+	mode, err := cli.ParseProgressMode(p.mode)
+	if err != nil {
+		return cli.ProgressSetup{}, err
+	}
+	if p.interval <= 0 {
+		return cli.ProgressSetup{}, cli.Usagef("--progress-interval must be positive, got %s", p.interval)
+	}
+	return cli.ProgressSetup{
+		Mode: mode, W: s.env.stderr, Terminal: s.env.stderrTerminal,
+		StdoutTerminal: s.env.stdoutTerminal && recordsOnStdout,
+		JSON:           s.json(), Interval: p.interval,
+	}, nil
 }
 
 // session is a client command's validated global settings.
@@ -175,7 +202,6 @@ func newParentCmd(env *clientEnv, g *globalFlags, use, short string) *cobra.Comm
 func newLeafCmd(env *clientEnv, g *globalFlags, cmd *cobra.Command, run runFunc) *cobra.Command {
 	g.bind(cmd.Flags(), env)
 	completeValues(cmd, "output", "table", "json")
-	completeValues(cmd, "progress", "auto", "bar", "lines", "none")
 	cmd.RunE = clientRun(env, g, run)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return env.finish(c, cli.Usage(err))

@@ -32,7 +32,7 @@ type consumeFlags struct {
 	follow     bool
 	format     string
 	partitions []int32
-	progress   string
+	progress   progressFlags
 }
 
 func newConsumeCmd(env *clientEnv) *cobra.Command {
@@ -68,7 +68,7 @@ any number of 13+ digits).
 	fl.BoolVarP(&f.follow, "follow", "f", false, "keep waiting for new records")
 	fl.StringVar(&f.format, "format", "%v", "record template (see above)")
 	fl.Int32SliceVarP(&f.partitions, "partition", "p", nil, "read only these partitions (not with --group)")
-	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, bar, lines or none")
+	f.progress.bind(cmd)
 	completeValues(cmd, "from", "earliest", "latest")
 	cmd.RegisterFlagCompletionFunc("group", completeGroups(env, g))
 	return newLeafCmd(env, g, cmd, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
@@ -148,7 +148,7 @@ func consume(ctx context.Context, s *session, f *consumeFlags, topic string) err
 			return err
 		}
 	}
-	mode, err := cli.ParseProgressMode(f.progress)
+	progress, err := f.progress.setup(s, true)
 	if err != nil {
 		return err
 	}
@@ -233,10 +233,7 @@ func consume(ctx context.Context, s *session, f *consumeFlags, topic string) err
 		cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets})
 	}
 
-	prog := cli.NewProgress(cli.ProgressSetup{
-		Mode: mode, W: s.env.stderr, Terminal: s.env.stderrTerminal,
-		StdoutTerminal: s.env.stdoutTerminal, JSON: s.json(), Interval: s.env.progressInterval,
-	}, "consume "+topic, cli.UnitRecords, total)
+	prog := cli.NewProgress(progress, "consume "+topic, cli.UnitRecords, total)
 	defer prog.Finish()
 
 	out := bufio.NewWriterSize(s.env.stdout, 64<<10)

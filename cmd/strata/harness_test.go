@@ -98,14 +98,13 @@ func (r result) String() string {
 
 // invocation configures one in-process run of the client commands.
 type invocation struct {
-	ctx              context.Context // nil: a minute
-	stdin            string
-	stdinReader      io.Reader // instead of stdin
-	env              map[string]string
-	stdinTerminal    bool
-	stdoutTerminal   bool
-	stderrTerminal   bool
-	progressInterval time.Duration
+	ctx            context.Context // nil: a minute
+	stdin          string
+	stdinReader    io.Reader // instead of stdin
+	env            map[string]string
+	stdinTerminal  bool
+	stdoutTerminal bool
+	stderrTerminal bool
 }
 
 // testRoot is the command tree main.go builds, with the client commands bound to env.
@@ -123,14 +122,13 @@ func (in invocation) run(t *testing.T, args ...string) result {
 		stdin = in.stdinReader
 	}
 	env := &clientEnv{
-		stdin:            stdin,
-		stdout:           &stdout,
-		stderr:           &stderr,
-		getenv:           func(k string) string { return in.env[k] },
-		stdinTerminal:    in.stdinTerminal,
-		stdoutTerminal:   in.stdoutTerminal,
-		stderrTerminal:   in.stderrTerminal,
-		progressInterval: in.progressInterval,
+		stdin:          stdin,
+		stdout:         &stdout,
+		stderr:         &stderr,
+		getenv:         func(k string) string { return in.env[k] },
+		stdinTerminal:  in.stdinTerminal,
+		stdoutTerminal: in.stdoutTerminal,
+		stderrTerminal: in.stderrTerminal,
 	}
 	root := testRoot(env)
 	root.SetArgs(args)

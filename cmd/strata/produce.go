@@ -35,7 +35,7 @@ type produceFlags struct {
 	partition         int32
 	compression       string
 	verbose           bool
-	progress          string
+	progress          progressFlags
 }
 
 func newProduceCmd(env *clientEnv) *cobra.Command {
@@ -61,7 +61,7 @@ murmur2), others are spread in batches. The exit status is 1 if any record faile
 	fl.Int32Var(&f.partition, "partition", -1, "produce every record to this partition (-1: by key)")
 	fl.StringVar(&f.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print the partition and offset of every record")
-	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, bar, lines or none")
+	f.progress.bind(cmd)
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
 	return newLeafCmd(env, g, cmd, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
@@ -148,7 +148,7 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 		}
 		headers = append(headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 	}
-	mode, err := cli.ParseProgressMode(f.progress)
+	progress, err := f.progress.setup(s, f.verbose)
 	if err != nil {
 		return err
 	}
@@ -166,11 +166,7 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 		}
 	}
 	pr := &produceRun{s: s, topic: topic, verbose: f.verbose, noAcks: f.acks == "0"}
-	pr.prog = cli.NewProgress(cli.ProgressSetup{
-		Mode: mode, W: s.env.stderr, Terminal: s.env.stderrTerminal,
-		StdoutTerminal: s.env.stdoutTerminal && f.verbose, JSON: s.json(),
-		Interval: s.env.progressInterval,
-	}, "produce "+topic, unit, total)
+	pr.prog = cli.NewProgress(progress, "produce "+topic, unit, total)
 
 	// An interrupt stops the reading; what was read is still delivered (within
 	// --timeout), so records are produced under a context that is not cancelled.

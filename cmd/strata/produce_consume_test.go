@@ -225,6 +225,7 @@ func TestProduceFailures(t *testing.T) {
 		{"-H", "novalue"},
 		{"--partition", "-3"},
 		{"--progress", "loud"},
+		{"--progress-interval", "0s"},
 	} {
 		if r := runIn(t, "x\n", append([]string{"produce", topic}, args...)...); r.code != 2 {
 			t.Errorf("produce %v: %s", args, r)
@@ -319,16 +320,16 @@ func TestProgress(t *testing.T) {
 	in := strings.Repeat("x\n", 50)
 
 	// Not a terminal: plain lines on stderr (an interval this short prints on every record).
-	r := invocation{env: env, stdin: in, progressInterval: time.Nanosecond}.run(t, "produce", topic)
+	r := invocation{env: env, stdin: in}.run(t, "produce", topic, "--progress-interval", "1ns")
 	if r.code != 0 || !strings.Contains(r.stderr, "produce "+topic+": ") || !strings.Contains(r.stderr, "records/s") {
 		t.Fatalf("plain progress: %s", r)
 	}
-	r = invocation{env: env, progressInterval: time.Nanosecond}.run(t, "consume", topic, "--count", "50")
+	r = invocation{env: env}.run(t, "consume", topic, "--count", "50", "--progress-interval", "1ns")
 	if r.code != 0 || !strings.Contains(r.stderr, "of 50 records") || !strings.Contains(r.stderr, "ETA") || strings.Count(r.stdout, "x\n") != 50 {
 		t.Fatalf("plain consume progress: %s", r)
 	}
 	// JSON: never progress.
-	r = invocation{env: env, progressInterval: time.Nanosecond}.run(t, "consume", topic, "--output", "json")
+	r = invocation{env: env}.run(t, "consume", topic, "--output", "json", "--progress-interval", "1ns")
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("json consume wrote to stderr: %s", r)
 	}
