@@ -151,8 +151,8 @@ type Coordinator struct {
 		closed     bool
 		partitions map[int32]*partition
 	}
-	callbacks sync.WaitGroup // running timer callbacks; Close waits for them
-	expiry    *time.Timer
+	background sync.WaitGroup // timer callbacks and group writers; Close waits for them
+	expiry     *time.Timer    // the retention check; set under mu in New
 }
 
 // partition is one loaded (or loading) partition of __consumer_offsets. Its mu is a
@@ -174,14 +174,16 @@ func New(cfg Config, store OffsetStore, logger *slog.Logger) *Coordinator {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Coordinator{cfg: cfg.withDefaults(), store: store, log: logger}
+	c.mu.Lock() // runExpiry may run before New returns with a tiny interval
 	c.mu.partitions = make(map[int32]*partition)
 	c.expiry = c.afterFunc(c.cfg.OffsetsRetentionCheckInterval, c.runExpiry)
+	c.mu.Unlock()
 	return c
 }
 
-// Close unloads every partition (waiting requests get NOT_COORDINATOR), stops all
-// timers and waits for running timer callbacks. Later requests get
-// COORDINATOR_NOT_AVAILABLE.
+// Close unloads every partition (waiting requests get NOT_COORDINATOR, appends in
+// flight are cancelled), stops all timers and waits for running timer callbacks and
+// group writers. Later requests get COORDINATOR_NOT_AVAILABLE.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	if c.mu.closed {
@@ -200,23 +202,31 @@ func (c *Coordinator) Close() {
 	for _, p := range parts {
 		c.unload(p)
 	}
-	c.callbacks.Wait()
+	c.background.Wait()
 }
 
 func (c *Coordinator) now() time.Time { return c.cfg.Now() }
+
+// enter registers a background goroutine unless the coordinator is closed; the
+// goroutine calls c.background.Done when it ends.
+func (c *Coordinator) enter() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.mu.closed {
+		return false
+	}
+	c.background.Add(1)
+	return true
+}
 
 // afterFunc is time.AfterFunc for coordinator timers: the callback does not run once
 // the coordinator is closed, and Close waits for callbacks already running.
 func (c *Coordinator) afterFunc(d time.Duration, f func()) *time.Timer {
 	return time.AfterFunc(d, func() {
-		c.mu.RLock()
-		if c.mu.closed {
-			c.mu.RUnlock()
+		if !c.enter() {
 			return
 		}
-		c.callbacks.Add(1)
-		c.mu.RUnlock()
-		defer c.callbacks.Done()
+		defer c.background.Done()
 		f()
 	})
 }
@@ -447,16 +457,34 @@ func (g *group) queueLocked(records []Record, done func(error)) {
 	g.writeQ = append(g.writeQ, write{records: records, done: done})
 }
 
-// flush appends the group's queued writes in order, one Append at a time per group,
-// without holding the group's lock across the Append. Whoever finds the queue idle
-// becomes its writer until the queue is empty; done callbacks may queue more.
+// flush makes sure the group's queued writes get appended: when no writer runs for
+// the group it starts one, which appends the queue in order, one Append at a time
+// and outside the group's lock, until the queue is empty (done callbacks may queue
+// more), then exits. Callers wait for their own write's done, never for others'.
 func (c *Coordinator) flush(g *group) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.writing {
+	idle := !g.writing && len(g.writeQ) > 0
+	g.writing = g.writing || idle
+	g.mu.Unlock()
+	if !idle {
 		return
 	}
-	g.writing = true
+	if !c.enter() {
+		// Closed: every append fails at once (partitions are unloaded), so
+		// answering the waiters here does not block.
+		c.drain(g)
+		return
+	}
+	go func() {
+		defer c.background.Done()
+		c.drain(g)
+	}()
+}
+
+// drain is the group's writer: see flush.
+func (c *Coordinator) drain(g *group) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for len(g.writeQ) > 0 {
 		batch := g.writeQ
 		g.writeQ = nil

@@ -35,9 +35,11 @@
 // delayed operation: no goroutine per member); timers (time.AfterFunc: session,
 // rebalance, sync, retention check) and appends that complete later answer it.
 //
-// Records leave a group through its write queue: whoever finds the queue idle appends
-// it with OffsetStore.Append outside the mutex, one Append at a time per group, so
-// each key's records reach the log in the order they were decided. State changes
+// Records leave a group through its write queue: whoever finds the queue idle starts
+// the group's writer goroutine, which appends the queue with OffsetStore.Append
+// outside the mutex, one Append at a time, and exits when the queue is empty; so each
+// key's records reach the log in the order they were decided, and no request waits
+// for appends other than its own. State changes
 // that must be durable first (offsets, the leader's assignment, deletions) apply when
 // the append returns; a failed append becomes a retriable error code.
 //

@@ -313,7 +313,6 @@ func (g *group) validateMemberLocked(memberID, instanceID string) int16 {
 		case cur != memberID:
 			return kerr.FencedInstanceID.Code
 		}
-		return 0
 	}
 	if _, ok := g.members[memberID]; !ok {
 		return kerr.UnknownMemberID.Code

@@ -236,7 +236,7 @@ func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMemb
 func (g *group) leaveLocked(memberID, instanceID string) int16 {
 	if memberID == "" {
 		id, ok := g.static[instanceID]
-		if instanceID == "" || !ok {
+		if instanceID == "" || !ok || g.members[id] == nil {
 			return kerr.UnknownMemberID.Code
 		}
 		memberID = id
