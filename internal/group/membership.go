@@ -25,7 +25,13 @@ func (c *Coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) sync
 		return syncResult{code: kerr.InvalidGroupID.Code}
 	}
 	p, code := c.partitionOf(req.Group)
-	if code != 0 {
+	switch code {
+	case 0:
+	case kerr.CoordinatorLoadInProgress.Code:
+		// The rebalance's state is lost with the old coordinator: rejoin (older
+		// clients do not expect COORDINATOR_LOAD_IN_PROGRESS here), as Kafka does.
+		return syncResult{code: kerr.RebalanceInProgress.Code}
+	default:
 		return syncResult{code: code}
 	}
 	g := p.lookup(c, req.Group, false)
@@ -140,7 +146,13 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 		return kerr.InvalidGroupID.Code
 	}
 	p, code := c.partitionOf(req.Group)
-	if code != 0 {
+	switch code {
+	case 0:
+	case kerr.CoordinatorLoadInProgress.Code:
+		// Kafka answers blindly while loading, so members survive a coordinator
+		// move; the loaded group restarts their sessions.
+		return 0
+	default:
 		return code
 	}
 	g := p.lookup(c, req.Group, false)

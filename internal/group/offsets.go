@@ -421,6 +421,35 @@ func compareTP(a, b topicPartition) int {
 	return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
 }
 
+// TopicsDeleted drops every group's committed offsets of the deleted topics, writing
+// tombstones (Kafka's handleDeletedPartitions), so a topic created again under the
+// same name does not resume at stale offsets. An Empty group left without offsets is
+// deleted. The broker calls it when its metadata image loses topics; it returns once
+// the tombstones are queued, and failed appends are retried by the next call or
+// expire with retention.
+func (c *Coordinator) TopicsDeleted(topics ...string) {
+	if len(topics) == 0 {
+		return
+	}
+	parts, _ := c.loadedPartitions()
+	for _, p := range parts {
+		for _, g := range p.snapshot() {
+			g.mu.Lock()
+			var gone []topicPartition
+			for _, tp := range sortedKeys(g.offsets) {
+				if slices.Contains(topics, tp.topic) {
+					gone = append(gone, tp)
+				}
+			}
+			queued := len(gone) > 0 && g.state != stateDead && g.removeOffsetsLocked(gone, false, func(error) {})
+			g.mu.Unlock()
+			if queued {
+				c.flush(g)
+			}
+		}
+	}
+}
+
 // runExpiry is the periodic offsets retention check.
 func (c *Coordinator) runExpiry() {
 	c.expireOffsets()

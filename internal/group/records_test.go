@@ -193,6 +193,18 @@ func TestLoadPartition(t *testing.T) {
 	if _, err := c.CommittedOffsets("g"); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("CommittedOffsets while loading: %v", err)
 	}
+	// As Kafka: heartbeats are answered blindly, syncs are sent back to rejoin.
+	if r := c.Heartbeat(ctx, &kmsg.HeartbeatRequest{Group: "g", MemberID: "m"}); r.ErrorCode != 0 {
+		t.Fatalf("heartbeat while loading: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := c.SyncGroup(ctx, &kmsg.SyncGroupRequest{Group: "g", MemberID: "m"}); r.ErrorCode != kerr.RebalanceInProgress.Code {
+		t.Fatalf("sync while loading: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	jr := kmsg.NewPtrJoinGroupRequest()
+	jr.Group, jr.SessionTimeoutMillis = "g", 10000
+	if r := c.JoinGroup(ctx, jr); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("join while loading: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
 	if err := c.LoadPartition(ctx, p, newMemStore().records(0)); !errors.Is(err, ErrAlreadyLoaded) {
 		t.Fatalf("second load: %v", err)
 	}

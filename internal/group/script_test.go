@@ -45,7 +45,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //	delete NAME groups=g1,g2
 //	offsetdelete NAME group= offsets=t/0,t/1
 //	lag NAME group= hwm=t/0=10,t/1=3
-//	advance DUR | wait | log | reload | unload group= | load group=
+//	advance DUR | wait | log | reload | unload group= | load group= | topicsdeleted topics=t1,t2
 //	store fail=unavailable|notcoord|toolarge|none | store block | store unblock
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
@@ -296,6 +296,8 @@ func (h *harness) run(cmd string) []string {
 		synctest.Wait()
 		h.c = nil
 		h.coord()
+	case "topicsdeleted":
+		h.coord().TopicsDeleted(strings.Split(parseArgs(rest).str("topics", ""), ",")...)
 	case "unload":
 		g := parseArgs(rest).str("group", "")
 		h.coord().UnloadPartition(PartitionFor(g, h.cfg.OffsetsTopicPartitions))
