@@ -24,24 +24,29 @@
 //     version against Versions(). Calls may block: JoinGroup until the rebalance
 //     completes, SyncGroup until the leader's assignment is durable, commits and
 //     deletions until their records are appended.
-//  4. Close on shutdown.
+//  4. When topics disappear from the metadata image, call TopicsDeleted so their
+//     committed offsets go too.
+//  5. Lag views (HTTP API, CLI) call CommittedOffsets and Lag with the high watermarks
+//     the replica layer knows.
+//  6. Close on shutdown.
 //
 // # Concurrency
 //
 // Every method is safe for concurrent use. Each group has its own mutex guarding its
-// whole state; methods named xLocked run with it held and never do I/O. Lock order:
-// a group's mutex may take the coordinator's and a partition's mutexes, which are
-// leaf locks held only for map access. A request parks on its group as a channel (a
-// delayed operation: no goroutine per member); timers (time.AfterFunc: session,
-// rebalance, sync, retention check) and appends that complete later answer it.
+// whole state; methods named xLocked run with it held and never do I/O. Lock order is
+// group, then coordinator, then partition: the coordinator's and partitions' mutexes
+// guard only their maps and never wait for a group. A request parks on its group as
+// a channel (a delayed operation: no goroutine per member); timers (time.AfterFunc:
+// session, rebalance, sync, retention check) and appends that complete later answer
+// it.
 //
 // Records leave a group through its write queue: whoever finds the queue idle starts
 // the group's writer goroutine, which appends the queue with OffsetStore.Append
-// outside the mutex, one Append at a time, and exits when the queue is empty; so each
-// key's records reach the log in the order they were decided, and no request waits
-// for appends other than its own. State changes
-// that must be durable first (offsets, the leader's assignment, deletions) apply when
-// the append returns; a failed append becomes a retriable error code.
+// outside the mutex, one Append at a time, and exits when the queue is empty. Each
+// key's records thus reach the log in the order they were decided, and no request
+// waits for appends other than its own. State changes that must be durable first
+// (offsets, the leader's assignment, deletions) apply when the append returns; a
+// failed append becomes a retriable error code.
 //
 // # Records
 //
