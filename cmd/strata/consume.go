@@ -182,6 +182,11 @@ func consume(ctx context.Context, s *session, f *consumeFlags, topic string) err
 
 	lookupCtx, cancel := s.withTimeout(ctx)
 	defer cancel()
+	if f.group != "" {
+		if err := cli.RequireAPIs(lookupCtx, adm, apiFindCoordinator, apiJoinGroup, apiSyncGroup, apiHeartbeat, apiOffsetFetch, apiOffsetCommit); err != nil {
+			return err
+		}
+	}
 	bounds, err := cli.ListBounds(lookupCtx, adm, topic)
 	if err != nil {
 		return err

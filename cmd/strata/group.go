@@ -18,6 +18,19 @@ import (
 
 func groupCmd() *cobra.Command { return newConsumerGroupCmd(processEnv()) }
 
+// Kafka API keys the group commands need, checked up front (cli.RequireAPIs).
+const (
+	apiOffsetCommit    = 8
+	apiOffsetFetch     = 9
+	apiFindCoordinator = 10
+	apiJoinGroup       = 11
+	apiHeartbeat       = 12
+	apiSyncGroup       = 14
+	apiDescribeGroups  = 15
+	apiListGroups      = 16
+	apiDeleteGroups    = 42
+)
+
 func newConsumerGroupCmd(env *clientEnv) *cobra.Command {
 	g := &globalFlags{}
 	cmd := newParentCmd(env, g, "group", "List, describe, reset and delete consumer groups")
@@ -52,6 +65,9 @@ func groupListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return err
 		}
 		defer cl.Close()
+		if err := cli.RequireAPIs(ctx, adm, apiListGroups); err != nil {
+			return err
+		}
 		groups, err := adm.ListGroups(ctx)
 		if err != nil {
 			return err
@@ -116,6 +132,9 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return err
 		}
 		defer cl.Close()
+		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch); err != nil {
+			return err
+		}
 		lags, err := adm.Lag(ctx, names...)
 		if err != nil {
 			return err
@@ -291,6 +310,9 @@ partition's log. The group must have no active members to execute.`,
 			return err
 		}
 		defer cl.Close()
+		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch, apiOffsetCommit); err != nil {
+			return err
+		}
 		described, err := adm.DescribeGroups(ctx, group)
 		if err != nil {
 			return err
@@ -395,6 +417,9 @@ func groupDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return err
 		}
 		defer cl.Close()
+		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDeleteGroups); err != nil {
+			return err
+		}
 		resps, err := adm.DeleteGroups(ctx, names...)
 		if err != nil {
 			return err

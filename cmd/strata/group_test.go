@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,19 @@ func servesGroups(t *testing.T, addr string) bool {
 func TestGroupLifecycle(t *testing.T) {
 	t.Run("strata", func(t *testing.T) {
 		if !servesGroups(t, broker(t)) {
+			// Until it does, every group command says so plainly.
+			for _, args := range [][]string{
+				{"group", "list"},
+				{"group", "describe", "g"},
+				{"group", "reset-offsets", "g", "--to", "earliest", "--topic", "t"},
+				{"group", "delete", "g"},
+				{"consume", "t", "--group", "g"},
+			} {
+				r := run(t, args...)
+				if r.code != 1 || !strings.Contains(r.err.Error(), "broker 1 does not serve ") {
+					t.Errorf("%v on a broker without groups: %s", args, r)
+				}
+			}
 			t.Skip("the broker does not serve FindCoordinator (key 10) yet: group commands not tested against Strata")
 		}
 		groupLifecycle(t, broker(t))

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BrokersEnv names the environment variable that overrides DefaultBrokers.
@@ -114,4 +116,36 @@ func Explain(err error, o Options) error {
 		return fmt.Errorf("no answer from %s within %s (see --timeout): %w", strings.Join(o.Brokers, ","), o.Timeout, err)
 	}
 	return err
+}
+
+// UnsupportedError says that a broker does not serve a Kafka API a command needs.
+type UnsupportedError struct {
+	Broker int32
+	Key    int16
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("broker %d does not serve %s (API key %d), which this command needs",
+		e.Broker, kmsg.NameForKey(e.Key), e.Key)
+}
+
+// RequireAPIs checks that every broker serves the given API keys, so that a command
+// fails up front with an *UnsupportedError instead of with a client library's
+// generic complaint.
+func RequireAPIs(ctx context.Context, adm *kadm.Client, keys ...int16) error {
+	versions, err := adm.ApiVersions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions.Sorted() {
+		if v.Err != nil {
+			return fmt.Errorf("broker %d: %w", v.NodeID, v.Err)
+		}
+		for _, k := range keys {
+			if _, _, ok := v.KeyVersions(k); !ok {
+				return &UnsupportedError{Broker: v.NodeID, Key: k}
+			}
+		}
+	}
+	return nil
 }
