@@ -59,7 +59,14 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration // leader without quorum contact steps down (500ms)
 	CommitTimeout      time.Duration // idle leader heartbeat interval bound (50ms)
 	// ApplyTimeout bounds the wait for a proposal to enter the Raft log (5s).
-	ApplyTimeout      time.Duration
+	ApplyTimeout time.Duration
+	// SessionTimeout is how long the active controller waits for a broker's
+	// heartbeat before it fences the broker (9s).
+	SessionTimeout time.Duration
+	// LeaderImbalanceCheckInterval is how often the active controller moves
+	// leadership back to preferred replicas (auto.leader.rebalance); 0 never.
+	LeaderImbalanceCheckInterval time.Duration
+
 	SnapshotInterval  time.Duration // how often to consider a snapshot (2m)
 	SnapshotThreshold uint64        // log entries since the last snapshot that trigger one (8192)
 	TrailingLogs      uint64        // entries kept after a snapshot for slow followers (10240)
@@ -69,6 +76,8 @@ type Config struct {
 	RaftLogLevel slog.Leveler
 	// Rand is the source of topic ids (crypto/rand).
 	Rand io.Reader
+	// clock replaces time.Now for broker sessions (tests).
+	clock func() time.Time
 }
 
 func (c *Config) setDefaults() {
@@ -83,6 +92,10 @@ func (c *Config) setDefaults() {
 	setDuration(&c.CommitTimeout, 50*time.Millisecond)
 	setDuration(&c.ApplyTimeout, 5*time.Second)
 	setDuration(&c.SnapshotInterval, 2*time.Minute)
+	setDuration(&c.SessionTimeout, 9*time.Second)
+	if c.clock == nil {
+		c.clock = time.Now
+	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}
@@ -116,6 +129,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("controller: default partitions %d", c.DefaultPartitions)
 	case c.LeaderLeaseTimeout > c.HeartbeatTimeout:
 		return errors.New("controller: the leader lease timeout exceeds the heartbeat timeout")
+	case c.SessionTimeout < 0 || c.LeaderImbalanceCheckInterval < 0:
+		return errors.New("controller: negative session timeout or leader imbalance check interval")
 	}
 	if len(c.Voters) == 0 {
 		return nil
@@ -159,6 +174,9 @@ type Controller struct {
 	// the next proposer waits for it first, so it plans on an image that
 	// includes it.
 	pending <-chan error
+
+	// live holds broker sessions while this node is the active controller.
+	live *liveness
 }
 
 // Start opens (or creates) the controller's state in cfg.DataDir and starts
@@ -174,6 +192,7 @@ func Start(cfg Config) (*Controller, error) {
 		log:  cfg.Logger.With("component", "controller", "node", cfg.NodeID),
 		done: make(chan struct{}),
 		sem:  make(chan struct{}, 1),
+		live: newLiveness(cfg.SessionTimeout),
 	}
 	if err := c.start(); err != nil {
 		c.closeResources()
@@ -237,8 +256,9 @@ func (c *Controller) start() error {
 	if c.raft, err = raft.NewRaft(rc, c.fsm, c.store, c.store, snaps, c.trans); err != nil {
 		return fmt.Errorf("controller: starting raft: %w", err)
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.logLeadership(notify)
+	go c.superviseBrokers()
 	return nil
 }
 

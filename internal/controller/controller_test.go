@@ -31,7 +31,9 @@ func singleConfig(dir string) Config {
 		NodeID: 1, DataDir: dir, BindAddr: "127.0.0.1:0",
 		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
 		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-		Logger: testLogger(), Rand: testRand(7),
+		// These tests register brokers that never heartbeat.
+		SessionTimeout: time.Hour,
+		Logger:         testLogger(), Rand: testRand(7),
 	}
 }
 
@@ -321,10 +323,16 @@ type cluster struct {
 	trans  []*raft.InmemTransport
 	nodes  []*Controller
 	voters []Peer
+	// configure adjusts every node's config.
+	configure func(*Config)
 }
 
-func newCluster(t *testing.T, n int) *cluster {
-	cl := &cluster{t: t}
+// newCluster starts n voters; configure (optional) adjusts their config.
+func newCluster(t *testing.T, n int, configure ...func(*Config)) *cluster {
+	cl := &cluster{t: t, configure: func(*Config) {}}
+	if len(configure) > 0 {
+		cl.configure = configure[0]
+	}
 	for i := range n {
 		addr, tr := raft.NewInmemTransport("")
 		cl.dirs = append(cl.dirs, t.TempDir())
@@ -351,12 +359,14 @@ func (cl *cluster) connectAll() {
 }
 
 func (cl *cluster) startNode(i int) {
-	c, err := Start(Config{
+	cfg := Config{
 		NodeID: int32(i + 1), DataDir: cl.dirs[i], Voters: cl.voters, Transport: cl.trans[i],
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
-		TrailingLogs: 1, Logger: testLogger(), Rand: testRand(byte(i)),
-	})
+		SessionTimeout: time.Hour, TrailingLogs: 1, Logger: testLogger(), Rand: testRand(byte(i)),
+	}
+	cl.configure(&cfg)
+	c, err := Start(cfg)
 	if err != nil {
 		cl.t.Fatalf("Start node %d: %v", i+1, err)
 	}
@@ -409,14 +419,19 @@ func (cl *cluster) leader() int {
 // retry runs op until it does not fail with ErrNotController, re-finding the
 // leader: on a loaded machine a spurious election can always happen.
 func (cl *cluster) retry(op func(c *Controller) error) {
+	cl.t.Helper()
+	if err := cl.call(op); err != nil {
+		cl.t.Fatal(err)
+	}
+}
+
+// call is retry for an op whose error the test checks.
+func (cl *cluster) call(op func(c *Controller) error) error {
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		err := op(cl.nodes[cl.leader()])
 		if !errors.Is(err, ErrNotController) || time.Now().After(deadline) {
-			if err != nil {
-				cl.t.Fatal(err)
-			}
-			return
+			return err
 		}
 	}
 }

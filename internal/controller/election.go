@@ -1,10 +1,25 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/strata-stream/strata/internal/metadata"
 )
+
+// ShuttingDown is the set of brokers in controlled shutdown. The active
+// controller keeps it in memory, not in the metadata log (a broker repeats
+// its request with every heartbeat until told to stop). A broker in the set is
+// still live but may neither be elected leader nor join an ISR. nil is the
+// empty set.
+type ShuttingDown map[int32]bool
+
+// eligible returns the test for brokers that may lead or join an ISR:
+// registered, unfenced and not in controlled shutdown.
+func eligible(img *metadata.Image, down ShuttingDown) func(int32) bool {
+	return func(id int32) bool { return img.IsLive(id) && !down[id] }
+}
 
 // ElectLeader picks a leader for p among the brokers isLive accepts: the first
 // replica in preference order that is in isr and live. Only if there is none and
@@ -43,22 +58,29 @@ func partitionChange(p *metadata.Partition, leader int32, isr []int32) *metadata
 	}
 }
 
+// without returns isr minus id, unless id is its only member: the last member
+// of an ISR stays, so that it can lead again without data loss when it returns.
+func without(isr []int32, id int32) []int32 {
+	if len(isr) <= 1 {
+		return isr
+	}
+	return slices.DeleteFunc(slices.Clone(isr), func(b int32) bool { return b == id })
+}
+
 // changesAfterFence moves leadership and ISR membership away from a broker that
-// is being fenced: it leaves every ISR (except as the last member, so that it
-// can lead again cleanly when it returns), and partitions it led elect a new
-// leader from the remaining ISR.
-func changesAfterFence(img *metadata.Image, id int32) []metadata.Record {
-	isLive := func(b int32) bool { return b != id && img.IsLive(b) }
+// is being fenced: it leaves every ISR (except as the last member), and
+// partitions it led elect a new leader from the remaining ISR (unclean only
+// where the topic allows it).
+func changesAfterFence(img *metadata.Image, id int32, down ShuttingDown) []metadata.Record {
+	ok := eligible(img, down)
+	isLive := func(b int32) bool { return b != id && ok(b) }
 	var recs []metadata.Record
 	for _, t := range img.Topics() {
 		for _, p := range t.Partitions {
 			if p.Leader != id && !slices.Contains(p.ISR, id) {
 				continue
 			}
-			isr := p.ISR
-			if len(isr) > 1 {
-				isr = slices.DeleteFunc(slices.Clone(isr), func(b int32) bool { return b == id })
-			}
+			isr := without(p.ISR, id)
 			leader := p.Leader
 			if leader == id || leader == metadata.NoLeader {
 				leader, isr = ElectLeader(p, isr, isLive, t.Config.UncleanLeaderElectionEnable)
@@ -72,9 +94,10 @@ func changesAfterFence(img *metadata.Image, id int32) []metadata.Record {
 }
 
 // changesAfterUnfence elects leaders for leaderless partitions now that broker
-// id is live again.
-func changesAfterUnfence(img *metadata.Image, id int32) []metadata.Record {
-	isLive := func(b int32) bool { return b == id || img.IsLive(b) }
+// id is live again (or registered anew).
+func changesAfterUnfence(img *metadata.Image, id int32, down ShuttingDown) []metadata.Record {
+	ok := eligible(img, down)
+	isLive := func(b int32) bool { return b == id || ok(b) }
 	var recs []metadata.Record
 	for _, t := range img.Topics() {
 		for _, p := range t.Partitions {
@@ -88,4 +111,100 @@ func changesAfterUnfence(img *metadata.Image, id int32) []metadata.Record {
 		}
 	}
 	return recs
+}
+
+// changesForShutdown hands off what a broker in controlled shutdown holds: each
+// partition it leads moves to the next eligible ISR member (never unclean),
+// and it leaves every ISR it is not the last member of. A partition with no
+// other eligible ISR member stays led by it; those are what a controlled
+// shutdown cannot hand off.
+func changesForShutdown(img *metadata.Image, id int32, down ShuttingDown) []metadata.Record {
+	ok := eligible(img, down)
+	isLive := func(b int32) bool { return b != id && ok(b) }
+	var recs []metadata.Record
+	for _, t := range img.Topics() {
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.ISR, id) {
+				continue
+			}
+			leader, isr := p.Leader, without(p.ISR, id)
+			if p.Leader == id {
+				if leader, isr = ElectLeader(p, isr, isLive, false); leader == metadata.NoLeader {
+					continue
+				}
+			}
+			if rec := partitionChange(p, leader, isr); rec != nil {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	return recs
+}
+
+// TopicPartitionRef names one partition.
+type TopicPartitionRef struct {
+	Topic     string
+	Partition int32
+}
+
+// ElectResult is the outcome of a preferred-leader election for one partition:
+// Err is nil when leadership moved to the preferred replica, else a metadata
+// error (ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable, ErrUnknownTopic).
+type ElectResult struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+// PlanElectLeaders runs a preferred-replica election: each partition whose
+// first replica is in the ISR and eligible (live, not in controlled shutdown)
+// but does not lead moves leadership to it, raising the leader epoch and
+// keeping the ISR. parts nil means every partition; then the results leave out
+// partitions that needed no election (as Kafka does). Partitions are planned in
+// order against the image the earlier ones leave, so a repeated partition gets
+// ErrElectionNotNeeded the second time.
+func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, down ShuttingDown) ([]metadata.Record, []ElectResult) {
+	all := parts == nil
+	if all {
+		for _, t := range img.Topics() {
+			for _, p := range t.Partitions {
+				parts = append(parts, TopicPartitionRef{Topic: t.Name, Partition: p.Index})
+			}
+		}
+	}
+	var (
+		recs    []metadata.Record
+		results []ElectResult
+	)
+	for _, ref := range parts {
+		rec, err := electPreferred(img, ref, down)
+		if rec != nil {
+			next, applyErr := metadata.ApplyAll(img, []metadata.Record{rec})
+			if err = applyErr; err == nil {
+				img = next
+				recs = append(recs, rec)
+			}
+		}
+		if all && errors.Is(err, metadata.ErrElectionNotNeeded) {
+			continue
+		}
+		results = append(results, ElectResult{Topic: ref.Topic, Partition: ref.Partition, Err: err})
+	}
+	return recs, results
+}
+
+func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) (*metadata.PartitionChangeRecord, error) {
+	p := img.Partition(ref.Topic, ref.Partition)
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s-%d", metadata.ErrUnknownTopic, ref.Topic, ref.Partition)
+	}
+	preferred := p.Replicas[0]
+	switch {
+	case p.Leader == preferred:
+		return nil, metadata.ErrElectionNotNeeded
+	case !slices.Contains(p.ISR, preferred) || !eligible(img, down)(preferred):
+		return nil, fmt.Errorf("%w: %s-%d: broker %d is not an eligible member of isr %v",
+			metadata.ErrPreferredLeaderNotAvailable, ref.Topic, ref.Partition, preferred, p.ISR)
+	}
+	return partitionChange(p, preferred, p.ISR), nil
 }

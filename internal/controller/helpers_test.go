@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/strata-stream/strata/internal/metadata"
@@ -42,4 +43,28 @@ func fence(t *testing.T, img *metadata.Image, ids ...int32) *metadata.Image {
 		img = apply(t, img, &metadata.FenceBrokerRecord{BrokerID: id, Epoch: img.Broker(id).Epoch})
 	}
 	return img
+}
+
+// partState is the expected leader, leader epoch and ISR of one partition.
+type partState struct {
+	topic       string
+	index       int32
+	leader      int32
+	leaderEpoch int32
+	isr         []int32
+}
+
+func checkPartitions(t *testing.T, img *metadata.Image, want []partState) {
+	t.Helper()
+	for _, w := range want {
+		p := img.Partition(w.topic, w.index)
+		if p == nil {
+			t.Errorf("%s-%d missing", w.topic, w.index)
+			continue
+		}
+		if p.Leader != w.leader || p.LeaderEpoch != w.leaderEpoch || !slices.Equal(p.ISR, w.isr) {
+			t.Errorf("%s-%d = leader %d epoch %d isr %v, want %d %d %v",
+				w.topic, w.index, p.Leader, p.LeaderEpoch, p.ISR, w.leader, w.leaderEpoch, w.isr)
+		}
+	}
 }

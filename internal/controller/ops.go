@@ -98,30 +98,118 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 	return block, nil
 }
 
-// RegisterBroker registers a broker (live) and returns its broker epoch.
+// RegisterBroker registers a broker (live) and returns its broker epoch. A
+// new incarnation of a broker whose current registration has a live session
+// gets ErrDuplicateBrokerRegistration (see PlanRegisterBroker). Registering
+// counts as a heartbeat.
 func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (int64, error) {
 	var epoch int64
 	err := c.run(ctx, func(img *metadata.Image) (recs []metadata.Record, err error) {
-		recs, epoch, err = PlanRegisterBroker(img, req)
+		now := c.cfg.clock()
+		live := c.sessions(now)
+		session := false
+		if old := img.Broker(req.ID); old != nil {
+			session = live.hasSession(req.ID, old.Epoch, now)
+		}
+		recs, epoch, err = PlanRegisterBroker(img, req, session, live.shuttingDown())
 		return recs, err
 	})
 	if err != nil {
 		return 0, err
 	}
+	c.live.touch(req.ID, epoch, c.cfg.clock())
 	return epoch, nil
 }
 
-// FenceBroker fences a broker and moves leadership away from it.
-func (c *Controller) FenceBroker(ctx context.Context, id int32, epoch int64) error {
-	return c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
-		return PlanFenceBroker(img, id, epoch)
+// BrokerHeartbeat records that a broker is alive and answers whether it is
+// fenced and whether its controlled shutdown is complete (PlanBrokerHeartbeat).
+// Liveness lives in memory on the active controller, not in the log: a
+// heartbeat proposes records only when it unfences the broker or moves its
+// controlled shutdown on.
+func (c *Controller) BrokerHeartbeat(ctx context.Context, req HeartbeatRequest) (HeartbeatResult, error) {
+	now := c.cfg.clock()
+	// Note the heartbeat before queueing for the plan semaphore, so that a
+	// busy controller does not fence a broker whose heartbeat is waiting.
+	if c.IsLeader() {
+		if b := c.Image().Broker(req.BrokerID); b != nil && b.Epoch == req.BrokerEpoch {
+			c.sessions(now).touch(req.BrokerID, req.BrokerEpoch, now)
+		}
+	}
+	var (
+		res      HeartbeatResult
+		st       HeartbeatState
+		proposed bool
+	)
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		b, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch)
+		if err != nil {
+			return nil, err
+		}
+		st = c.sessions(c.cfg.clock()).heartbeat(req, b.Fenced, int64(img.Offset()), now)
+		var recs []metadata.Record
+		recs, res, err = PlanBrokerHeartbeat(img, req, st)
+		proposed = len(recs) > 0
+		return recs, err
 	})
+	if err != nil {
+		return HeartbeatResult{}, err
+	}
+	if proposed {
+		off := int64(c.Image().Offset())
+		switch {
+		case res.Fenced:
+			c.live.fenced(req.BrokerID, req.BrokerEpoch, off)
+		case st.ShuttingDown[req.BrokerID]:
+			c.live.handedOff(req.BrokerID, req.BrokerEpoch, off)
+		}
+	}
+	return res, nil
+}
+
+// AlterPartition applies an ISR change proposed by a partition's leader and
+// returns the partition as applied (PlanAlterPartition).
+func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) (*metadata.Partition, error) {
+	var part *metadata.Partition
+	err := c.run(ctx, func(img *metadata.Image) (recs []metadata.Record, err error) {
+		recs, part, err = PlanAlterPartition(img, req, c.sessions(c.cfg.clock()).shuttingDown())
+		return recs, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return part, nil
+}
+
+// ElectLeaders runs a preferred-replica election for parts, or for every
+// partition when parts is nil (PlanElectLeaders).
+func (c *Controller) ElectLeaders(ctx context.Context, parts []TopicPartitionRef) ([]ElectResult, error) {
+	var results []ElectResult
+	err := c.run(ctx, func(img *metadata.Image) (recs []metadata.Record, err error) {
+		recs, results = PlanElectLeaders(img, parts, c.sessions(c.cfg.clock()).shuttingDown())
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// FenceBroker fences a broker and moves leadership away from it. The broker's
+// next heartbeat unfences it again once it has seen the change.
+func (c *Controller) FenceBroker(ctx context.Context, id int32, epoch int64) error {
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		return PlanFenceBroker(img, id, epoch, c.sessions(c.cfg.clock()).shuttingDown())
+	})
+	if err == nil {
+		c.live.fenced(id, epoch, int64(c.Image().Offset()))
+	}
+	return err
 }
 
 // UnfenceBroker makes a fenced broker live again.
 func (c *Controller) UnfenceBroker(ctx context.Context, id int32, epoch int64) error {
 	return c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
-		return PlanUnfenceBroker(img, id, epoch)
+		return PlanUnfenceBroker(img, id, epoch, c.sessions(c.cfg.clock()).shuttingDown())
 	})
 }
 

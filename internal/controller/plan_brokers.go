@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"math"
 
 	"github.com/strata-stream/strata/internal/metadata"
@@ -27,54 +28,181 @@ type ProducerIDBlock struct {
 }
 
 // PlanRegisterBroker registers a broker, live, with an epoch above any it had
-// before, and elects it leader of leaderless partitions it can lead. A retry by
-// the same incarnation of a live broker changes nothing and returns the
-// current epoch.
-func PlanRegisterBroker(img *metadata.Image, req RegisterBroker) ([]metadata.Record, int64, error) {
+// before, and elects it leader of leaderless partitions it can lead.
+//
+// A retry by the same incarnation of a live broker changes nothing and returns
+// the current epoch. A different incarnation is refused with
+// ErrDuplicateBrokerRegistration while the current registration is unfenced and
+// liveSession says it heartbeated within the session timeout; otherwise it
+// replaces the old one, which is first fenced like a broker whose session
+// expired: the partitions the old process led move to other ISR members (a new
+// leader epoch) and it leaves the ISRs it is not the last member of, since a
+// restarted process may lack what the old one had not yet made durable. down
+// are the brokers in controlled shutdown.
+func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession bool, down ShuttingDown) ([]metadata.Record, int64, error) {
 	if req.ID < 0 || req.Host == "" || req.Port <= 0 || req.Port > math.MaxUint16 {
 		return nil, 0, fmt.Errorf("%w: broker %d at %q port %d", metadata.ErrInvalidRequest, req.ID, req.Host, req.Port)
 	}
 	epoch := int64(1)
+	var recs []metadata.Record
 	if old := img.Broker(req.ID); old != nil {
 		if old.Incarnation == req.Incarnation && !old.Fenced &&
 			old.Host == req.Host && old.Port == req.Port && old.Rack == req.Rack {
 			return nil, old.Epoch, nil
 		}
+		if old.Incarnation != req.Incarnation && !old.Fenced {
+			if liveSession {
+				return nil, 0, fmt.Errorf("%w: broker %d has a live session (epoch %d, incarnation %s)",
+					metadata.ErrDuplicateBrokerRegistration, req.ID, old.Epoch, old.Incarnation)
+			}
+			recs = append(recs, &metadata.FenceBrokerRecord{BrokerID: req.ID, Epoch: old.Epoch})
+			recs = append(recs, changesAfterFence(img, req.ID, down)...)
+		}
 		epoch = old.Epoch + 1
 	}
-	recs := []metadata.Record{&metadata.RegisterBrokerRecord{
+	recs = append(recs, &metadata.RegisterBrokerRecord{
 		BrokerID: req.ID, Incarnation: req.Incarnation, Epoch: epoch,
 		Host: req.Host, Port: req.Port, Rack: req.Rack,
-	}}
+	})
 	next, err := metadata.ApplyAll(img, recs)
 	if err != nil {
 		return nil, 0, err
 	}
-	return append(recs, changesAfterUnfence(next, req.ID)...), epoch, nil
+	return append(recs, changesAfterUnfence(next, req.ID, down)...), epoch, nil
 }
 
 // PlanFenceBroker fences a broker's current registration: it leaves every ISR
 // it is not the last member of, and the partitions it led elect new leaders from
-// their ISR (or, where the topic allows unclean election, any live replica).
-// Fencing a fenced broker changes nothing.
-func PlanFenceBroker(img *metadata.Image, id int32, epoch int64) ([]metadata.Record, error) {
+// their ISR (or, where the topic allows unclean election, any live replica),
+// never a broker in down. Fencing a fenced broker changes nothing.
+func PlanFenceBroker(img *metadata.Image, id int32, epoch int64, down ShuttingDown) ([]metadata.Record, error) {
 	b, err := checkBrokerEpoch(img, id, epoch)
 	if err != nil || b.Fenced {
 		return nil, err
 	}
 	recs := []metadata.Record{&metadata.FenceBrokerRecord{BrokerID: id, Epoch: epoch}}
-	return append(recs, changesAfterFence(img, id)...), nil
+	return append(recs, changesAfterFence(img, id, down)...), nil
+}
+
+// planFenceBrokers fences the current registrations of several brokers in one
+// batch, each planned against the image the earlier ones leave, so no
+// partition is handed to a broker fenced in the same batch. It returns the
+// records and the brokers it fenced (unknown and already fenced ones are
+// skipped).
+func planFenceBrokers(img *metadata.Image, ids []int32, down ShuttingDown) ([]metadata.Record, []int32, error) {
+	var (
+		all    []metadata.Record
+		fenced []int32
+	)
+	for _, id := range ids {
+		b := img.Broker(id)
+		if b == nil || b.Fenced {
+			continue
+		}
+		recs, err := PlanFenceBroker(img, id, b.Epoch, down)
+		if err == nil {
+			img, err = metadata.ApplyAll(img, recs)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, recs...)
+		fenced = append(fenced, id)
+	}
+	return all, fenced, nil
 }
 
 // PlanUnfenceBroker makes a fenced broker live again and elects it leader of
 // leaderless partitions it can lead. Unfencing a live broker changes nothing.
-func PlanUnfenceBroker(img *metadata.Image, id int32, epoch int64) ([]metadata.Record, error) {
+func PlanUnfenceBroker(img *metadata.Image, id int32, epoch int64, down ShuttingDown) ([]metadata.Record, error) {
 	b, err := checkBrokerEpoch(img, id, epoch)
 	if err != nil || !b.Fenced {
 		return nil, err
 	}
 	recs := []metadata.Record{&metadata.UnfenceBrokerRecord{BrokerID: id, Epoch: epoch}}
-	return append(recs, changesAfterUnfence(img, id)...), nil
+	return append(recs, changesAfterUnfence(img, id, down)...), nil
+}
+
+// HeartbeatRequest is a broker's periodic heartbeat (Kafka's BrokerHeartbeat).
+type HeartbeatRequest struct {
+	BrokerID    int32
+	BrokerEpoch int64
+	// MetadataOffset is the offset (Image.Offset) of the newest metadata image
+	// the broker has applied. A fenced broker is unfenced, and a broker in
+	// controlled shutdown told to stop, only once it has seen the changes that
+	// concern it.
+	MetadataOffset int64
+	// WantShutdown starts (or continues) a controlled shutdown.
+	WantShutdown bool
+}
+
+// HeartbeatResult is the controller's answer to a heartbeat.
+type HeartbeatResult struct {
+	// Fenced: the broker may not lead or join ISRs (until a later heartbeat
+	// unfences it).
+	Fenced bool
+	// ShouldShutdown: the controlled shutdown is complete; the broker leads
+	// nothing any more, is fenced, and may stop.
+	ShouldShutdown bool
+}
+
+// HeartbeatState is what the active controller remembers in memory about a
+// broker between heartbeats.
+type HeartbeatState struct {
+	// ShuttingDown holds every broker in controlled shutdown, including this
+	// one once it has asked.
+	ShuttingDown ShuttingDown
+	// UnfenceOffset is the metadata offset a fenced broker must have applied
+	// to be unfenced: at least that of its fencing.
+	UnfenceOffset int64
+	// ShutdownOffset is the offset of the last hand-off of the broker's
+	// controlled shutdown, which it must have applied before it may stop.
+	ShutdownOffset int64
+}
+
+// PlanBrokerHeartbeat answers one heartbeat of a broker's current registration.
+//
+//   - A live broker not shutting down: nothing changes.
+//   - A fenced broker that has applied st.UnfenceOffset and does not want to
+//     shut down is unfenced and leads the leaderless partitions it can.
+//   - A broker in controlled shutdown hands off what it can (changesForShutdown)
+//     in this heartbeat's records. Once nothing more can be handed off and it
+//     has applied st.ShutdownOffset, it is fenced (partitions it could not hand
+//     off become leaderless, keeping it as their ISR) and told to shut down.
+func PlanBrokerHeartbeat(img *metadata.Image, req HeartbeatRequest, st HeartbeatState) ([]metadata.Record, HeartbeatResult, error) {
+	b, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch)
+	if err != nil {
+		return nil, HeartbeatResult{}, err
+	}
+	id := req.BrokerID
+	shutting := req.WantShutdown || st.ShuttingDown[id]
+	switch {
+	case b.Fenced && shutting:
+		return nil, HeartbeatResult{Fenced: true, ShouldShutdown: true}, nil
+	case b.Fenced && req.MetadataOffset < st.UnfenceOffset:
+		return nil, HeartbeatResult{Fenced: true}, nil
+	case b.Fenced:
+		recs, err := PlanUnfenceBroker(img, id, b.Epoch, st.ShuttingDown)
+		return recs, HeartbeatResult{}, err
+	case !shutting:
+		return nil, HeartbeatResult{}, nil
+	}
+	down := st.ShuttingDown
+	if !down[id] {
+		down = maps.Clone(down)
+		if down == nil {
+			down = make(ShuttingDown)
+		}
+		down[id] = true
+	}
+	if recs := changesForShutdown(img, id, down); len(recs) > 0 {
+		return recs, HeartbeatResult{}, nil
+	}
+	if req.MetadataOffset < st.ShutdownOffset {
+		return nil, HeartbeatResult{}, nil
+	}
+	recs, err := PlanFenceBroker(img, id, b.Epoch, down)
+	return recs, HeartbeatResult{Fenced: true, ShouldShutdown: true}, err
 }
 
 // PlanAllocateProducerIDs hands the next block of producer ids to a registered

@@ -49,7 +49,7 @@ func fenceImage(t *testing.T) *metadata.Image {
 
 func TestPlanFenceAndUnfenceBroker(t *testing.T) {
 	img := fenceImage(t)
-	recs, err := PlanFenceBroker(img, 1, 1)
+	recs, err := PlanFenceBroker(img, 1, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +75,11 @@ func TestPlanFenceAndUnfenceBroker(t *testing.T) {
 				tt.topic, tt.index, p.Leader, p.LeaderEpoch, p.ISR, tt.leader, tt.leaderEpoch, tt.isr)
 		}
 	}
-	if again, err := PlanFenceBroker(fenced, 1, 1); err != nil || len(again) != 0 {
+	if again, err := PlanFenceBroker(fenced, 1, 1, nil); err != nil || len(again) != 0 {
 		t.Errorf("fencing again = %v, %v; want nothing", again, err)
 	}
 
-	recs, err = PlanUnfenceBroker(fenced, 1, 1)
+	recs, err = PlanUnfenceBroker(fenced, 1, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestPlanFenceAndUnfenceBroker(t *testing.T) {
 	if p := back.Partition("orders", 0); p.Leader != 2 {
 		t.Errorf("unfencing moved a led partition: %+v", p)
 	}
-	if again, err := PlanUnfenceBroker(back, 1, 1); err != nil || len(again) != 0 {
+	if again, err := PlanUnfenceBroker(back, 1, 1, nil); err != nil || len(again) != 0 {
 		t.Errorf("unfencing a live broker = %v, %v; want nothing", again, err)
 	}
 
@@ -99,10 +99,10 @@ func TestPlanFenceAndUnfenceBroker(t *testing.T) {
 		epoch int64
 		want  error
 	}{{1, 2, metadata.ErrStaleBrokerEpoch}, {9, 1, metadata.ErrUnknownBroker}} {
-		if _, err := PlanFenceBroker(img, tt.id, tt.epoch); !errors.Is(err, tt.want) {
+		if _, err := PlanFenceBroker(img, tt.id, tt.epoch, nil); !errors.Is(err, tt.want) {
 			t.Errorf("PlanFenceBroker(%d, %d) = %v, want %v", tt.id, tt.epoch, err, tt.want)
 		}
-		if _, err := PlanUnfenceBroker(img, tt.id, tt.epoch); !errors.Is(err, tt.want) {
+		if _, err := PlanUnfenceBroker(img, tt.id, tt.epoch, nil); !errors.Is(err, tt.want) {
 			t.Errorf("PlanUnfenceBroker(%d, %d) = %v, want %v", tt.id, tt.epoch, err, tt.want)
 		}
 	}
@@ -113,7 +113,7 @@ func TestPlanRegisterBroker(t *testing.T) {
 	req := RegisterBroker{ID: 4, Incarnation: inc1, Host: "h", Port: 9092, Rack: "r"}
 	img := clusterImage(t, 3)
 
-	recs, epoch, err := PlanRegisterBroker(img, req)
+	recs, epoch, err := PlanRegisterBroker(img, req, false, nil)
 	if err != nil || epoch != 1 || len(recs) != 1 {
 		t.Fatalf("first registration = %v, %d, %v", recs, epoch, err)
 	}
@@ -122,13 +122,13 @@ func TestPlanRegisterBroker(t *testing.T) {
 		t.Fatalf("broker = %+v", b)
 	}
 
-	recs, epoch, err = PlanRegisterBroker(img, req)
+	recs, epoch, err = PlanRegisterBroker(img, req, false, nil)
 	if err != nil || epoch != 1 || len(recs) != 0 {
 		t.Errorf("retry = %v, %d, %v; want no records, epoch 1", recs, epoch, err)
 	}
 
 	req.Incarnation = inc2
-	recs, epoch, err = PlanRegisterBroker(img, req)
+	recs, epoch, err = PlanRegisterBroker(img, req, false, nil)
 	if err != nil || epoch != 2 {
 		t.Fatalf("restart = %d, %v", epoch, err)
 	}
@@ -136,12 +136,12 @@ func TestPlanRegisterBroker(t *testing.T) {
 
 	// A fenced broker re-registering becomes live and leads what it can.
 	img = withTopic(t, img, "solo", idOrders, nil, []int32{4})
-	recs, _ = PlanFenceBroker(img, 4, 2)
+	recs, _ = PlanFenceBroker(img, 4, 2, nil)
 	img = apply(t, img, recs...)
 	if p := img.Partition("solo", 0); p.Leader != metadata.NoLeader {
 		t.Fatalf("fenced broker still leads: %+v", p)
 	}
-	recs, epoch, err = PlanRegisterBroker(img, req)
+	recs, epoch, err = PlanRegisterBroker(img, req, false, nil)
 	if err != nil || epoch != 3 {
 		t.Fatalf("re-registration of a fenced broker = %d, %v", epoch, err)
 	}
@@ -151,7 +151,7 @@ func TestPlanRegisterBroker(t *testing.T) {
 	}
 
 	for _, bad := range []RegisterBroker{{ID: -1, Host: "h", Port: 1}, {ID: 1, Port: 1}, {ID: 1, Host: "h"}, {ID: 1, Host: "h", Port: 65536}} {
-		if _, _, err := PlanRegisterBroker(img, bad); !errors.Is(err, metadata.ErrInvalidRequest) {
+		if _, _, err := PlanRegisterBroker(img, bad, false, nil); !errors.Is(err, metadata.ErrInvalidRequest) {
 			t.Errorf("PlanRegisterBroker(%+v) = %v, want ErrInvalidRequest", bad, err)
 		}
 	}
@@ -185,5 +185,177 @@ func TestPlanAllocateProducerIDs(t *testing.T) {
 	img = apply(t, img, &metadata.ProducerIDsRecord{NextProducerID: math.MaxInt64 - 10})
 	if _, _, err := PlanAllocateProducerIDs(img, 1, 1); !errors.Is(err, metadata.ErrProducerIDs) {
 		t.Errorf("exhausted: %v", err)
+	}
+}
+
+// heartbeatImage: brokers 1-3; "orders" partitions [1,2,3] led by 1, [2,1] led
+// by 2 and [1] led by 1.
+func heartbeatImage(t *testing.T) *metadata.Image {
+	return withTopic(t, clusterImage(t, 3), "orders", idOrders, nil, []int32{1, 2, 3}, []int32{2, 1}, []int32{1})
+}
+
+func TestPlanBrokerHeartbeat(t *testing.T) {
+	base := heartbeatImage(t)
+	recs, err := PlanFenceBroker(base, 1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fenced := apply(t, base, recs...)
+	handedOff := apply(t, base, changesForShutdown(base, 1, ShuttingDown{1: true})...)
+	untouched := []partState{
+		{"orders", 0, 1, 0, []int32{1, 2, 3}},
+		{"orders", 1, 2, 0, []int32{2, 1}},
+		{"orders", 2, 1, 0, []int32{1}},
+	}
+	tests := []struct {
+		name    string
+		img     *metadata.Image
+		req     HeartbeatRequest
+		st      HeartbeatState
+		want    HeartbeatResult
+		wantErr error
+		records bool        // whether the heartbeat proposes anything
+		parts   []partState // after applying the records
+		live    bool        // broker 1 live afterwards
+	}{
+		{name: "live broker: nothing to do", img: base, req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1},
+			parts: untouched, live: true},
+		{name: "stale epoch", img: base, req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 2}, wantErr: metadata.ErrStaleBrokerEpoch},
+		{name: "unknown broker", img: base, req: HeartbeatRequest{BrokerID: 9, BrokerEpoch: 1}, wantErr: metadata.ErrUnknownBroker},
+		{name: "fenced, not caught up: stays fenced", img: fenced,
+			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 9}, st: HeartbeatState{UnfenceOffset: 10},
+			want: HeartbeatResult{Fenced: true}},
+		{name: "fenced, caught up: unfenced, leads its leaderless partition again", img: fenced,
+			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 10}, st: HeartbeatState{UnfenceOffset: 10},
+			records: true, live: true, parts: []partState{
+				{"orders", 0, 2, 1, []int32{2, 3}}, // led elsewhere now: no change until a preferred election
+				{"orders", 1, 2, 0, []int32{2}},
+				{"orders", 2, 1, 2, []int32{1}},
+			}},
+		{name: "fenced and shutting down: may stop", img: fenced,
+			req:  HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 10, WantShutdown: true},
+			want: HeartbeatResult{Fenced: true, ShouldShutdown: true}},
+		{name: "fenced, in controlled shutdown from an earlier heartbeat", img: fenced,
+			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 10}, st: HeartbeatState{ShuttingDown: ShuttingDown{1: true}},
+			want: HeartbeatResult{Fenced: true, ShouldShutdown: true}},
+		{name: "controlled shutdown starts: leadership and isr membership handed off", img: base,
+			req:     HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 100, WantShutdown: true},
+			records: true, live: true, parts: []partState{
+				{"orders", 0, 2, 1, []int32{2, 3}},
+				{"orders", 1, 2, 0, []int32{2}},
+				{"orders", 2, 1, 0, []int32{1}}, // nobody to hand it to
+			}},
+		{name: "controlled shutdown skips brokers that are shutting down too", img: base,
+			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true}, st: HeartbeatState{ShuttingDown: ShuttingDown{2: true}},
+			records: true, live: true, parts: []partState{
+				{"orders", 0, 3, 1, []int32{2, 3}},
+				{"orders", 1, 2, 0, []int32{2}},
+			}},
+		{name: "controlled shutdown: hand-off not yet seen by the broker", img: handedOff,
+			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 9, WantShutdown: true},
+			st:  HeartbeatState{ShuttingDown: ShuttingDown{1: true}, ShutdownOffset: 10}, live: true},
+		{name: "controlled shutdown complete: fenced, told to stop", img: handedOff,
+			req:  HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 10, WantShutdown: true},
+			st:   HeartbeatState{ShuttingDown: ShuttingDown{1: true}, ShutdownOffset: 10},
+			want: HeartbeatResult{Fenced: true, ShouldShutdown: true}, records: true, parts: []partState{
+				{"orders", 0, 2, 1, []int32{2, 3}},
+				{"orders", 1, 2, 0, []int32{2}},
+				{"orders", 2, metadata.NoLeader, 1, []int32{1}}, // keeps its isr: no data loss when it returns
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, res, err := PlanBrokerHeartbeat(tt.img, tt.req, tt.st)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if res != tt.want {
+				t.Errorf("result = %+v, want %+v", res, tt.want)
+			}
+			if (len(recs) > 0) != tt.records {
+				t.Fatalf("records = %v, want some: %v", recs, tt.records)
+			}
+			img := apply(t, tt.img, recs...)
+			checkPartitions(t, img, tt.parts)
+			if img.IsLive(1) != tt.live {
+				t.Errorf("broker 1 live = %v, want %v", img.IsLive(1), tt.live)
+			}
+		})
+	}
+}
+
+func TestPlanRegisterBrokerSessions(t *testing.T) {
+	base := heartbeatImage(t)
+	restart := RegisterBroker{ID: 1, Incarnation: metadata.UUID{9}, Host: "127.0.0.1", Port: 9001}
+
+	if _, _, err := PlanRegisterBroker(base, restart, true, nil); !errors.Is(err, metadata.ErrDuplicateBrokerRegistration) ||
+		metadata.ErrorCode(err) != 101 {
+		t.Errorf("new incarnation while the old one has a live session = %v, want DUPLICATE_BROKER_REGISTRATION", err)
+	}
+
+	// The old process's session expired: the new one replaces it. What the
+	// old process led moves on with a new leader epoch, it leaves the ISRs,
+	// and leads again only where nobody else can.
+	recs, epoch, err := PlanRegisterBroker(base, restart, false, nil)
+	if err != nil || epoch != 2 {
+		t.Fatalf("replacing registration = %d, %v", epoch, err)
+	}
+	img := apply(t, base, recs...)
+	checkPartitions(t, img, []partState{
+		{"orders", 0, 2, 1, []int32{2, 3}},
+		{"orders", 1, 2, 0, []int32{2}},
+		{"orders", 2, 1, 2, []int32{1}},
+	})
+	if b := img.Broker(1); b.Epoch != 2 || b.Incarnation != restart.Incarnation || b.Fenced {
+		t.Errorf("broker = %+v", b)
+	}
+
+	// A retry of the registration that took effect changes nothing, live
+	// session or not.
+	if recs, epoch, err := PlanRegisterBroker(img, restart, true, nil); err != nil || epoch != 2 || len(recs) != 0 {
+		t.Errorf("retry = %v, %d, %v", recs, epoch, err)
+	}
+
+	// A fenced registration never blocks a new incarnation.
+	fenced := fence(t, base, 1)
+	if _, epoch, err := PlanRegisterBroker(fenced, restart, true, nil); err != nil || epoch != 2 {
+		t.Errorf("after fencing = %d, %v", epoch, err)
+	}
+
+	// Brokers in controlled shutdown are passed over when the new
+	// registration elects leaders: "pair" is leaderless with isr [2 1], and 2,
+	// back first, is shutting down.
+	img = withTopic(t, fence(t, clusterImage(t, 3), 1, 2), "pair", idLogs, nil, []int32{2, 1})
+	img = apply(t, img,
+		&metadata.PartitionChangeRecord{TopicID: idLogs, Leader: metadata.NoLeader, LeaderEpoch: 1, ISR: []int32{2, 1}},
+		&metadata.UnfenceBrokerRecord{BrokerID: 2, Epoch: 1})
+	recs, _, err = PlanRegisterBroker(img, restart, false, ShuttingDown{2: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPartitions(t, apply(t, img, recs...), []partState{{"pair", 0, 1, 2, []int32{2, 1}}})
+}
+
+func TestPlanFenceBrokers(t *testing.T) {
+	img := heartbeatImage(t)
+	recs, ids, err := planFenceBrokers(img, []int32{1, 9, 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []int32{1, 2}) {
+		t.Errorf("fenced %v, want [1 2]", ids)
+	}
+	img = apply(t, img, recs...)
+	// Each fence sees the ones before it: 1's partition goes to 2, then on to 3.
+	checkPartitions(t, img, []partState{
+		{"orders", 0, 3, 2, []int32{3}},
+		{"orders", 1, metadata.NoLeader, 1, []int32{2}},
+		{"orders", 2, metadata.NoLeader, 1, []int32{1}},
+	})
+	if recs, ids, err := planFenceBrokers(img, []int32{1, 2}, nil); err != nil || len(recs) != 0 || len(ids) != 0 {
+		t.Errorf("fencing fenced brokers again = %v, %v, %v", recs, ids, err)
 	}
 }

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"testing"
@@ -137,6 +138,10 @@ func TestErrorCode(t *testing.T) {
 		{ValidateConfig(ResourceTopic, "retention.ms", "x"), 40},
 		{errors.New("plain"), -1},
 		{ErrCorrupt, -1},
+		{fmt.Errorf("%w: broker 1", ErrDuplicateBrokerRegistration), 101},
+		{ErrIneligibleReplica, 107},
+		{ErrElectionNotNeeded, 84},
+		{ErrPreferredLeaderNotAvailable, 80},
 	}
 	for _, tt := range tests {
 		if got := ErrorCode(tt.err); got != tt.want {

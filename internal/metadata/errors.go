@@ -78,6 +78,20 @@ var (
 	// ErrProducerIDs: the next producer id would not advance, or the id space is
 	// exhausted. UNKNOWN_SERVER_ERROR: nothing the client can fix.
 	ErrProducerIDs = kafkaError(kerr.UnknownServerError, "producer id allocation")
+	// ErrDuplicateBrokerRegistration: another process (a different incarnation)
+	// holds a live session for the broker id. DUPLICATE_BROKER_REGISTRATION; a
+	// restarted broker retries until the old session expires.
+	ErrDuplicateBrokerRegistration = kafkaError(kerr.DuplicateBrokerRegistration, "duplicate broker registration")
+	// ErrIneligibleReplica: an ISR expansion names a broker that is fenced, not
+	// registered or in controlled shutdown. INELIGIBLE_REPLICA; the leader retries
+	// once the broker is eligible again.
+	ErrIneligibleReplica = kafkaError(kerr.IneligibleReplica, "ineligible replica")
+	// ErrElectionNotNeeded: the preferred replica already leads the partition.
+	// ELECTION_NOT_NEEDED.
+	ErrElectionNotNeeded = kafkaError(kerr.ElectionNotNeeded, "election not needed")
+	// ErrPreferredLeaderNotAvailable: the preferred replica is not in the ISR, or
+	// not live. PREFERRED_LEADER_NOT_AVAILABLE; retriable once it catches up.
+	ErrPreferredLeaderNotAvailable = kafkaError(kerr.PreferredLeaderNotAvailable, "preferred leader not available")
 )
 
 // Errors from decoding; they never reach clients as anything but UNKNOWN_SERVER_ERROR.

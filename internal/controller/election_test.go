@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+func TestPlanElectLeaders(t *testing.T) {
+	// a-0: preferred 1 in the isr, 2 leads. a-1: preferred 2 leads. a-2:
+	// preferred 3 out of the isr. b-0: preferred 1 in the isr, 2 leads.
+	img := withTopic(t, clusterImage(t, 3), "a", idOrders, nil, []int32{1, 2, 3}, []int32{2, 3, 1}, []int32{3, 1, 2})
+	img = withTopic(t, img, "b", idLogs, nil, []int32{1, 2})
+	img = apply(t, img,
+		&metadata.PartitionChangeRecord{TopicID: idOrders, Partition: 0, Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 2, 3}},
+		&metadata.PartitionChangeRecord{TopicID: idOrders, Partition: 2, Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}},
+		&metadata.PartitionChangeRecord{TopicID: idLogs, Partition: 0, Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 2}})
+	ref := func(topic string, p int32) TopicPartitionRef { return TopicPartitionRef{Topic: topic, Partition: p} }
+	type result struct {
+		ref TopicPartitionRef
+		err error
+	}
+	elected := []partState{{"a", 0, 1, 2, []int32{1, 2, 3}}, {"b", 0, 1, 2, []int32{1, 2}}}
+	unchanged := []partState{{"a", 0, 2, 1, []int32{1, 2, 3}}, {"b", 0, 2, 1, []int32{1, 2}}}
+	tests := []struct {
+		name  string
+		img   *metadata.Image
+		parts []TopicPartitionRef
+		down  ShuttingDown
+		want  []result
+		after []partState
+	}{
+		{
+			name:  "named partitions, a repeat and an unknown one",
+			img:   img,
+			parts: []TopicPartitionRef{ref("a", 0), ref("a", 1), ref("a", 2), ref("b", 0), ref("c", 0), ref("a", 7), ref("a", 0)},
+			want: []result{
+				{ref("a", 0), nil}, {ref("a", 1), metadata.ErrElectionNotNeeded},
+				{ref("a", 2), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), nil},
+				{ref("c", 0), metadata.ErrUnknownTopic}, {ref("a", 7), metadata.ErrUnknownTopic},
+				{ref("a", 0), metadata.ErrElectionNotNeeded},
+			},
+			after: elected,
+		},
+		{
+			name:  "the preferred replica is shutting down",
+			img:   img,
+			parts: []TopicPartitionRef{ref("a", 0), ref("b", 0)},
+			down:  ShuttingDown{1: true},
+			want:  []result{{ref("a", 0), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), metadata.ErrPreferredLeaderNotAvailable}},
+			after: unchanged,
+		},
+		{
+			name:  "the preferred replica is fenced",
+			img:   apply(t, img, &metadata.FenceBrokerRecord{BrokerID: 1, Epoch: 1}),
+			parts: []TopicPartitionRef{ref("a", 0)},
+			want:  []result{{ref("a", 0), metadata.ErrPreferredLeaderNotAvailable}},
+			after: unchanged,
+		},
+		{
+			name:  "every partition: those needing no election are left out",
+			img:   img,
+			want:  []result{{ref("a", 0), nil}, {ref("a", 2), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), nil}},
+			after: elected,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, results := PlanElectLeaders(tt.img, tt.parts, tt.down)
+			if len(results) != len(tt.want) {
+				t.Fatalf("results = %+v, want %d", results, len(tt.want))
+			}
+			for i, r := range results {
+				w := tt.want[i]
+				if r.Topic != w.ref.Topic || r.Partition != w.ref.Partition || !errors.Is(r.Err, w.err) || (w.err == nil) != (r.Err == nil) {
+					t.Errorf("result %d = %+v, want %+v", i, r, w)
+				}
+			}
+			checkPartitions(t, apply(t, tt.img, recs...), tt.after)
+		})
+	}
+}
+
+func TestChangesForShutdown(t *testing.T) {
+	// Partitions: led by 1 with others in the isr; led by 1 alone; led by 2
+	// with 1 following; leaderless with isr [1 3]; 1 the only isr member of a
+	// leaderless partition; led by 1 with only a fenced broker in the isr.
+	img := withTopic(t, clusterImage(t, 4), "t", idOrders, nil,
+		[]int32{1, 2, 3}, []int32{1}, []int32{2, 1}, []int32{3, 1}, []int32{1, 3}, []int32{1, 4})
+	img = apply(t, img,
+		&metadata.PartitionChangeRecord{TopicID: idOrders, Partition: 3, Leader: metadata.NoLeader, LeaderEpoch: 1, ISR: []int32{3, 1}},
+		&metadata.PartitionChangeRecord{TopicID: idOrders, Partition: 4, Leader: metadata.NoLeader, LeaderEpoch: 1, ISR: []int32{1}},
+		&metadata.FenceBrokerRecord{BrokerID: 4, Epoch: 1})
+	img = apply(t, img, changesForShutdown(img, 1, ShuttingDown{1: true})...)
+	checkPartitions(t, img, []partState{
+		{"t", 0, 2, 1, []int32{2, 3}},
+		{"t", 1, 1, 0, []int32{1}},
+		{"t", 2, 2, 0, []int32{2}},
+		{"t", 3, metadata.NoLeader, 1, []int32{3}},
+		{"t", 4, metadata.NoLeader, 1, []int32{1}},
+		{"t", 5, 1, 0, []int32{1, 4}},
+	})
+	if again := changesForShutdown(img, 1, ShuttingDown{1: true}); len(again) != 0 {
+		t.Errorf("second hand-off = %v, want nothing", again)
+	}
+}

@@ -1,0 +1,189 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// liveness is the active controller's memory of broker sessions: when each
+// broker last heartbeated, whether it is in controlled shutdown, and the
+// metadata offsets it must reach before it is unfenced or told to stop. None
+// of it is in the metadata log. It keeps no clock: callers pass the time, so
+// tests drive it with any times they like.
+//
+// Everything is per Raft term: the first call of observe in a new term
+// forgets every session and starts each registered broker's clock at that
+// moment, so a controller failover grants every broker a grace period of one
+// session timeout instead of fencing the brokers whose heartbeats went to the
+// previous controller.
+//
+// Safe for concurrent use; the lock is never held across anything but map
+// work.
+type liveness struct {
+	timeout time.Duration
+
+	mu struct {
+		sync.Mutex
+		term        uint64
+		activeSince time.Time
+		sessions    map[int32]*session
+	}
+}
+
+// session is one broker registration's state, as this controller saw it in
+// this term.
+type session struct {
+	epoch         int64
+	lastHeartbeat time.Time
+	shuttingDown  bool
+	// unfenceOffset is the metadata offset the broker must reach to be
+	// unfenced; -1 until this controller fences it or first hears from it
+	// while it is fenced.
+	unfenceOffset int64
+	// shutdownOffset is the offset of the last hand-off of its controlled
+	// shutdown.
+	shutdownOffset int64
+}
+
+func newLiveness(timeout time.Duration) *liveness {
+	l := &liveness{timeout: timeout}
+	l.mu.sessions = make(map[int32]*session)
+	return l
+}
+
+// observe notes that this node acts as the active controller in term at now;
+// a new term starts afresh.
+func (l *liveness) observe(term uint64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if term != l.mu.term {
+		l.mu.term, l.mu.activeSince = term, now
+		clear(l.mu.sessions)
+	}
+}
+
+// sessionLocked returns the session of broker id's registration epoch,
+// replacing one of an older epoch, or nil if epoch is older than the known one.
+func (l *liveness) sessionLocked(id int32, epoch int64) *session {
+	s := l.mu.sessions[id]
+	switch {
+	case s == nil || epoch > s.epoch:
+		s = &session{epoch: epoch, unfenceOffset: -1}
+		l.mu.sessions[id] = s
+	case epoch < s.epoch:
+		return nil
+	}
+	return s
+}
+
+// touch records a heartbeat (or registration) of broker id's registration
+// epoch received at now. Callers check the epoch against the image first.
+func (l *liveness) touch(id int32, epoch int64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.sessionLocked(id, epoch); s != nil && now.After(s.lastHeartbeat) {
+		s.lastHeartbeat = now
+	}
+}
+
+// expired returns the unfenced brokers of img whose last heartbeat in this
+// term (or, failing one, the start of the term) is more than the session
+// timeout before now, ascending.
+func (l *liveness) expired(img *metadata.Image, now time.Time) []int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []int32
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		last := l.mu.activeSince
+		if s := l.mu.sessions[b.ID]; s != nil && s.epoch == b.Epoch && s.lastHeartbeat.After(last) {
+			last = s.lastHeartbeat
+		}
+		if now.Sub(last) > l.timeout {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
+}
+
+// hasSession reports whether broker id's registration epoch heartbeated (or
+// registered) within the session timeout before now. The failover grace
+// period does not count: it protects brokers from fencing, it does not prove
+// that a process is alive.
+func (l *liveness) hasSession(id int32, epoch int64, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.mu.sessions[id]
+	return s != nil && s.epoch == epoch && !s.lastHeartbeat.IsZero() && now.Sub(s.lastHeartbeat) <= l.timeout
+}
+
+// shuttingDown returns the brokers in controlled shutdown, a copy.
+func (l *liveness) shuttingDown() ShuttingDown {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.shuttingDownLocked()
+}
+
+func (l *liveness) shuttingDownLocked() ShuttingDown {
+	var down ShuttingDown
+	for id, s := range l.mu.sessions {
+		if s.shuttingDown {
+			if down == nil {
+				down = make(ShuttingDown)
+			}
+			down[id] = true
+		}
+	}
+	return down
+}
+
+// heartbeat records a validated heartbeat and returns the state
+// PlanBrokerHeartbeat needs. A broker asking for controlled shutdown stays in
+// it until it registers anew; offset (the image's) becomes the unfence offset
+// of a fenced broker this controller has not heard from before.
+func (l *liveness) heartbeat(req HeartbeatRequest, fenced bool, offset int64, now time.Time) HeartbeatState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.sessionLocked(req.BrokerID, req.BrokerEpoch)
+	if s == nil {
+		// A newer registration exists, so the image would have refused the
+		// epoch; answer as if nothing were known.
+		return HeartbeatState{ShuttingDown: l.shuttingDownLocked(), UnfenceOffset: offset}
+	}
+	if now.After(s.lastHeartbeat) {
+		s.lastHeartbeat = now
+	}
+	s.shuttingDown = s.shuttingDown || req.WantShutdown
+	if fenced && s.unfenceOffset < 0 {
+		s.unfenceOffset = offset
+	}
+	return HeartbeatState{
+		ShuttingDown:   l.shuttingDownLocked(),
+		UnfenceOffset:  s.unfenceOffset,
+		ShutdownOffset: s.shutdownOffset,
+	}
+}
+
+// fenced notes that this controller fenced broker id's registration epoch in
+// a change the image includes from offset on.
+func (l *liveness) fenced(id int32, epoch int64, offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.sessionLocked(id, epoch); s != nil {
+		s.unfenceOffset = offset
+	}
+}
+
+// handedOff notes that part of broker id's controlled shutdown took effect at
+// offset.
+func (l *liveness) handedOff(id int32, epoch int64, offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.sessionLocked(id, epoch); s != nil {
+		s.shutdownOffset = offset
+	}
+}

@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+func TestLivenessExpiry(t *testing.T) {
+	const timeout = 10 * time.Second
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	// Brokers 1-4; 3 is fenced; 4 re-registered (epoch 2).
+	img := fence(t, clusterImage(t, 4), 3)
+	img = apply(t, img, &metadata.RegisterBrokerRecord{BrokerID: 4, Epoch: 2, Host: "h", Port: 1})
+
+	l := newLiveness(timeout)
+	l.observe(1, t0)
+	l.touch(1, 1, at(5*time.Second))
+	l.touch(4, 1, at(8*time.Second)) // the old registration: does not count
+	steps := []struct {
+		now  time.Duration
+		want []int32
+	}{
+		{0, nil},
+		{timeout, nil}, // the grace period: one full session timeout
+		{timeout + 1, []int32{2, 4}},
+		{timeout + 5*time.Second, []int32{2, 4}},
+		{timeout + 5*time.Second + 1, []int32{1, 2, 4}},
+	}
+	for _, s := range steps {
+		if got := l.expired(img, at(s.now)); !slices.Equal(got, s.want) {
+			t.Errorf("expired at t0+%v = %v, want %v", s.now, got, s.want)
+		}
+	}
+
+	// A heartbeat arriving late (an older time) never moves the clock back.
+	l.touch(2, 1, at(20*time.Second))
+	l.touch(2, 1, at(12*time.Second))
+	if got := l.expired(img, at(30*time.Second)); slices.Contains(got, 2) {
+		t.Errorf("broker 2 expired at t0+30s after a heartbeat at t0+20s: %v", got)
+	}
+
+	// A new term forgets every session and starts a new grace period.
+	l.observe(2, at(time.Minute))
+	if got := l.expired(img, at(time.Minute+timeout)); got != nil {
+		t.Errorf("expired right after a failover: %v", got)
+	}
+	l.observe(2, at(2*time.Minute)) // same term: no new grace
+	if got := l.expired(img, at(time.Minute+timeout+1)); len(got) != 3 {
+		t.Errorf("expired after the grace period = %v, want 1, 2 and 4", got)
+	}
+}
+
+func TestLivenessSessions(t *testing.T) {
+	const timeout = 10 * time.Second
+	t0 := time.Unix(1000, 0)
+	l := newLiveness(timeout)
+	l.observe(1, t0)
+	if l.hasSession(1, 1, t0) {
+		t.Error("the grace period counts as a session")
+	}
+	l.touch(1, 1, t0)
+	tests := []struct {
+		epoch int64
+		now   time.Time
+		want  bool
+	}{
+		{1, t0.Add(timeout), true},
+		{1, t0.Add(timeout + 1), false},
+		{2, t0, false},
+	}
+	for _, tt := range tests {
+		if got := l.hasSession(1, tt.epoch, tt.now); got != tt.want {
+			t.Errorf("hasSession(1, %d, t0+%v) = %v, want %v", tt.epoch, tt.now.Sub(t0), got, tt.want)
+		}
+	}
+
+	// Controlled shutdown sticks to the registration; the unfence offset of
+	// a fenced broker is set once, from the first heartbeat or the fencing.
+	st := l.heartbeat(HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true}, false, 7, t0)
+	if !st.ShuttingDown[1] || st.UnfenceOffset != -1 {
+		t.Errorf("state = %+v", st)
+	}
+	l.handedOff(1, 1, 40)
+	st = l.heartbeat(HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1}, true, 50, t0)
+	if !st.ShuttingDown[1] || st.ShutdownOffset != 40 || st.UnfenceOffset != 50 {
+		t.Errorf("state = %+v, want shutting down, shutdown offset 40, unfence offset 50", st)
+	}
+	if st = l.heartbeat(HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1}, true, 60, t0); st.UnfenceOffset != 50 {
+		t.Errorf("unfence offset moved to %d", st.UnfenceOffset)
+	}
+	l.fenced(1, 1, 70)
+	if st = l.heartbeat(HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1}, true, 60, t0); st.UnfenceOffset != 70 {
+		t.Errorf("unfence offset after fencing = %d, want 70", st.UnfenceOffset)
+	}
+	// A new registration starts a new session.
+	l.touch(1, 2, t0)
+	if down := l.shuttingDown(); down[1] {
+		t.Errorf("a new registration is still shutting down: %v", down)
+	}
+	// Heartbeats of the older registration are ignored.
+	l.touch(1, 1, t0.Add(time.Hour))
+	if l.hasSession(1, 2, t0.Add(time.Hour)) {
+		t.Error("an old registration's heartbeat renewed the new one's session")
+	}
+}

@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// AlterPartitionRequest is an ISR change proposed by a partition's leader
+// (Kafka's AlterPartition, one partition).
+type AlterPartitionRequest struct {
+	// BrokerID and BrokerEpoch: the leader's current registration.
+	BrokerID    int32
+	BrokerEpoch int64
+	TopicID     metadata.UUID
+	Partition   int32
+	// LeaderEpoch and PartitionEpoch: the partition state the change is based on.
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+// PlanAlterPartition validates an ISR change against img (KIP-497 and KIP-841
+// semantics) and returns the PartitionChangeRecord that applies it, with the
+// partition as it will be once applied: the same leader and leader epoch, the
+// new ISR, the partition epoch raised by one. An ISR equal to the current one
+// as a set changes nothing and returns the current partition. Checks, in order:
+//
+//  1. the broker's registration (ErrUnknownBroker, ErrStaleBrokerEpoch);
+//  2. the partition exists (ErrUnknownTopicID, ErrUnknownTopic);
+//  3. LeaderEpoch is the current one (ErrFencedLeaderEpoch);
+//  4. the broker leads the partition (ErrInvalidRequest);
+//  5. PartitionEpoch is the current one (ErrStalePartitionEpoch);
+//  6. NewISR holds distinct replicas of the partition, the leader among them
+//     (ErrInvalidRequest);
+//  7. every broker it adds to the ISR is live and not in down, the brokers in
+//     controlled shutdown (ErrIneligibleReplica). Members it keeps are not
+//     rechecked: shrinking never needs them to be live.
+func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down ShuttingDown) ([]metadata.Record, *metadata.Partition, error) {
+	if _, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
+		return nil, nil, err
+	}
+	t := img.TopicByID(req.TopicID)
+	if t == nil {
+		return nil, nil, fmt.Errorf("%w: %s", metadata.ErrUnknownTopicID, req.TopicID)
+	}
+	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+		return nil, nil, fmt.Errorf("%w: %s-%d", metadata.ErrUnknownTopic, t.Name, req.Partition)
+	}
+	p := t.Partitions[req.Partition]
+	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	switch {
+	case req.LeaderEpoch != p.LeaderEpoch:
+		return nil, nil, fmt.Errorf("%w: %s: leader epoch %d, current %d",
+			metadata.ErrFencedLeaderEpoch, name, req.LeaderEpoch, p.LeaderEpoch)
+	case req.BrokerID != p.Leader:
+		return nil, nil, fmt.Errorf("%w: %s: broker %d is not the leader (%d)",
+			metadata.ErrInvalidRequest, name, req.BrokerID, p.Leader)
+	case req.PartitionEpoch != p.PartitionEpoch:
+		return nil, nil, fmt.Errorf("%w: %s: partition epoch %d, current %d",
+			metadata.ErrStalePartitionEpoch, name, req.PartitionEpoch, p.PartitionEpoch)
+	}
+	for i, id := range req.NewISR {
+		if !slices.Contains(p.Replicas, id) || slices.Contains(req.NewISR[:i], id) {
+			return nil, nil, fmt.Errorf("%w: %s: isr %v with replicas %v",
+				metadata.ErrInvalidRequest, name, req.NewISR, p.Replicas)
+		}
+	}
+	if !slices.Contains(req.NewISR, p.Leader) {
+		return nil, nil, fmt.Errorf("%w: %s: isr %v lacks the leader %d",
+			metadata.ErrInvalidRequest, name, req.NewISR, p.Leader)
+	}
+	ok := eligible(img, down)
+	for _, id := range req.NewISR {
+		if !slices.Contains(p.ISR, id) && !ok(id) {
+			return nil, nil, fmt.Errorf("%w: %s: broker %d is fenced, unknown or shutting down",
+				metadata.ErrIneligibleReplica, name, id)
+		}
+	}
+	if len(req.NewISR) == len(p.ISR) && !slices.ContainsFunc(req.NewISR, func(id int32) bool { return !slices.Contains(p.ISR, id) }) {
+		return nil, p, nil
+	}
+	recs := []metadata.Record{&metadata.PartitionChangeRecord{
+		TopicID: p.TopicID, Partition: p.Index, BasePartitionEpoch: p.PartitionEpoch,
+		Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: slices.Clone(req.NewISR),
+	}}
+	next, err := metadata.ApplyAll(img, recs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return recs, next.TopicByID(p.TopicID).Partitions[p.Index], nil
+}

@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+func TestPlanAlterPartition(t *testing.T) {
+	// Brokers 1-4; orders-0 has replicas [1 2 3], isr [1 2], leader 1 at
+	// leader epoch 3 and partition epoch 5.
+	base := apply(t, clusterImage(t, 4),
+		&metadata.TopicRecord{Name: "orders", ID: idOrders},
+		&metadata.PartitionRecord{TopicID: idOrders, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 5})
+	req := func(mutate func(*AlterPartitionRequest)) AlterPartitionRequest {
+		r := AlterPartitionRequest{BrokerID: 1, BrokerEpoch: 1, TopicID: idOrders, LeaderEpoch: 3, PartitionEpoch: 5, NewISR: []int32{1, 2, 3}}
+		if mutate != nil {
+			mutate(&r)
+		}
+		return r
+	}
+	withISR := func(isr ...int32) func(*AlterPartitionRequest) {
+		return func(r *AlterPartitionRequest) { r.NewISR = isr }
+	}
+	tests := []struct {
+		name    string
+		img     *metadata.Image
+		req     AlterPartitionRequest
+		down    ShuttingDown
+		wantErr error
+		wantISR []int32 // on success
+		noop    bool
+	}{
+		{name: "expand", img: base, req: req(nil), wantISR: []int32{1, 2, 3}},
+		{name: "shrink", img: base, req: req(withISR(1)), wantISR: []int32{1}},
+		{name: "same set in another order changes nothing", img: base, req: req(withISR(2, 1)), wantISR: []int32{1, 2}, noop: true},
+		{name: "stale leader epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.LeaderEpoch = 2 }), wantErr: metadata.ErrFencedLeaderEpoch},
+		{name: "newer leader epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.LeaderEpoch = 4 }), wantErr: metadata.ErrFencedLeaderEpoch},
+		{name: "stale partition epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.PartitionEpoch = 4 }), wantErr: metadata.ErrStalePartitionEpoch},
+		{name: "not the leader", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID = 2 }), wantErr: metadata.ErrInvalidRequest},
+		{name: "stale broker epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerEpoch = 0 }), wantErr: metadata.ErrStaleBrokerEpoch},
+		{name: "unknown broker", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID = 9 }), wantErr: metadata.ErrUnknownBroker},
+		{name: "unknown topic id", img: base, req: req(func(r *AlterPartitionRequest) { r.TopicID = idLogs }), wantErr: metadata.ErrUnknownTopicID},
+		{name: "unknown partition", img: base, req: req(func(r *AlterPartitionRequest) { r.Partition = 1 }), wantErr: metadata.ErrUnknownTopic},
+		{name: "negative partition", img: base, req: req(func(r *AlterPartitionRequest) { r.Partition = -1 }), wantErr: metadata.ErrUnknownTopic},
+		{name: "isr without the leader", img: base, req: req(withISR(2, 3)), wantErr: metadata.ErrInvalidRequest},
+		{name: "isr with a non-replica", img: base, req: req(withISR(1, 4)), wantErr: metadata.ErrInvalidRequest},
+		{name: "isr with a repeat", img: base, req: req(withISR(1, 2, 2)), wantErr: metadata.ErrInvalidRequest},
+		{name: "empty isr", img: base, req: req(withISR()), wantErr: metadata.ErrInvalidRequest},
+		{name: "adding a fenced broker", img: fence(t, base, 3), req: req(nil), wantErr: metadata.ErrIneligibleReplica},
+		{name: "adding a broker in controlled shutdown", img: base, req: req(nil), down: ShuttingDown{3: true}, wantErr: metadata.ErrIneligibleReplica},
+		{name: "a kept member is not rechecked", img: base, req: req(nil), down: ShuttingDown{2: true}, wantISR: []int32{1, 2, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, p, err := PlanAlterPartition(tt.img, tt.req, tt.down)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if recs != nil || p != nil {
+					t.Errorf("failed plan returned %v, %+v", recs, p)
+				}
+				return
+			}
+			if tt.noop != (len(recs) == 0) {
+				t.Errorf("records = %v, want none: %v", recs, tt.noop)
+			}
+			wantEpoch := int32(6)
+			if tt.noop {
+				wantEpoch = 5
+			}
+			if p.Leader != 1 || p.LeaderEpoch != 3 || p.PartitionEpoch != wantEpoch || !slices.Equal(p.ISR, tt.wantISR) {
+				t.Errorf("partition = %+v, want leader 1, leader epoch 3, partition epoch %d, isr %v", p, wantEpoch, tt.wantISR)
+			}
+			// The returned partition is what applying the records gives.
+			applied := apply(t, tt.img, recs...).Partition("orders", 0)
+			if applied.PartitionEpoch != p.PartitionEpoch || !slices.Equal(applied.ISR, p.ISR) {
+				t.Errorf("applied %+v, returned %+v", applied, p)
+			}
+		})
+	}
+}

@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// minSessionCheck bounds how often the session check runs.
+const minSessionCheck = 10 * time.Millisecond
+
+// sessions returns the broker sessions after noting that this node acts as
+// the active controller in Raft's current term at now (a new term starts
+// every broker's clock afresh). Call it as the leader: inside a plan, or
+// after IsLeader.
+func (c *Controller) sessions(now time.Time) *liveness {
+	c.live.observe(c.raft.CurrentTerm(), now)
+	return c.live
+}
+
+// superviseBrokers runs for the controller's lifetime and acts only while this
+// node is the active controller: every eighth of a session timeout it fences
+// brokers whose session expired, and every LeaderImbalanceCheckInterval (if
+// set) it moves leadership back to preferred replicas.
+func (c *Controller) superviseBrokers() {
+	defer c.wg.Done()
+	check := time.NewTicker(max(c.cfg.SessionTimeout/8, minSessionCheck))
+	defer check.Stop()
+	var rebalance <-chan time.Time
+	if iv := c.cfg.LeaderImbalanceCheckInterval; iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		rebalance = t.C
+	}
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-check.C:
+			if c.IsLeader() {
+				c.logDutyError("fencing expired brokers", c.fenceExpired())
+			}
+		case <-rebalance:
+			if c.IsLeader() {
+				c.logDutyError("preferred leader election", c.rebalanceLeaders())
+			}
+		}
+	}
+}
+
+func (c *Controller) logDutyError(duty string, err error) {
+	if err != nil && !errors.Is(err, ErrNotController) && !errors.Is(err, ErrClosed) {
+		c.log.Warn(duty+" failed", "err", err)
+	}
+}
+
+// fenceExpired fences, in one proposal, every unfenced broker whose session
+// has expired: each leaves the ISRs it is not the last member of, and the
+// partitions it led elect new leaders (see PlanFenceBroker).
+func (c *Controller) fenceExpired() error {
+	now := c.cfg.clock()
+	if len(c.sessions(now).expired(c.Image(), now)) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ApplyTimeout)
+	defer cancel()
+	var fenced []*metadata.Broker
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		now := c.cfg.clock()
+		live := c.sessions(now)
+		recs, ids, err := planFenceBrokers(img, live.expired(img, now), live.shuttingDown())
+		fenced = fenced[:0]
+		for _, id := range ids {
+			fenced = append(fenced, img.Broker(id))
+		}
+		return recs, err
+	})
+	if err != nil {
+		return err
+	}
+	off := int64(c.Image().Offset())
+	for _, b := range fenced {
+		c.live.fenced(b.ID, b.Epoch, off)
+		c.log.Info("fenced broker: no heartbeat within the session timeout",
+			"broker", b.ID, "epoch", b.Epoch, "session_timeout", c.cfg.SessionTimeout)
+	}
+	return nil
+}
+
+// rebalanceLeaders runs a preferred-replica election over every partition.
+func (c *Controller) rebalanceLeaders() error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ApplyTimeout)
+	defer cancel()
+	results, err := c.ElectLeaders(ctx, nil)
+	moved := 0
+	for _, r := range results {
+		if r.Err == nil {
+			moved++
+		}
+	}
+	if moved > 0 {
+		c.log.Info("moved leadership back to preferred replicas", "partitions", moved)
+	}
+	return err
+}
