@@ -36,7 +36,9 @@
 //
 // Under GroupCommit (the default) the flusher fsyncs whenever the log holds unsynced
 // data; appends that arrive during an fsync share the next one, and WaitDurable
-// callers wake together. Under Interval it fsyncs every IntervalMessages records or
+// callers wake together. After an fsync that covered several appends, the flusher
+// briefly waits for the appenders it woke to return (at most half that fsync's
+// duration) so that the next fsync covers them all; see flush.go. Under Interval it fsyncs every IntervalMessages records or
 // Interval (Kafka's flush.messages / flush.ms). A roll fsyncs the old segment and
 // its indexes, creates the new files and fsyncs the directory before any byte goes
 // to the new segment. After any failed write or fsync the log is fail-stop: every
