@@ -13,6 +13,33 @@
 //   - Controller: owns Raft, its stores (package boltstore, file raft.db),
 //     snapshots (raft's FileSnapshotStore, directory snapshots/) and transport
 //     (TCP, or one a test passes in), and runs plans on the leader.
+//   - Broker sessions (liveness): the active controller's in-memory record of
+//     each broker's last heartbeat and controlled shutdown. It is not in the
+//     log: a node that becomes the active controller starts every registered
+//     broker's clock afresh, a grace period of one SessionTimeout.
+//
+// # Cluster duties of the active controller
+//
+//   - Fencing: a background loop, acting only on the leader, fences every
+//     broker whose last heartbeat is older than SessionTimeout, all in one
+//     proposal (PlanFenceBroker): partitions it led elect a new leader from
+//     the rest of the ISR with a new leader epoch, and it leaves every ISR
+//     where another member remains. As the last ISR member it stays, and the
+//     partition has no leader until it returns, so nothing acknowledged is lost.
+//   - Unfencing: a fenced broker's heartbeat unfences it once its metadata
+//     offset shows it has seen its fencing; it then leads the leaderless
+//     partitions whose ISR holds it (PlanBrokerHeartbeat).
+//   - Controlled shutdown: heartbeats with WantShutdown hand off leadership to
+//     other ISR members and take the broker out of ISRs; once nothing more can
+//     be handed off and the broker has seen the hand-off, it is fenced and told
+//     to shut down. Brokers in controlled shutdown are never elected and never
+//     join an ISR.
+//   - Registration: a new incarnation of a broker whose registration has a
+//     live session is refused (DUPLICATE_BROKER_REGISTRATION); otherwise it
+//     replaces the old registration, which is fenced first.
+//   - AlterPartition: ISR changes from partition leaders (PlanAlterPartition).
+//   - Preferred leader election: on request (ElectLeaders) and every
+//     LeaderImbalanceCheckInterval if set.
 //
 // # Data dir
 //
@@ -25,8 +52,9 @@
 // # Concurrency
 //
 // Image, Watch, IsLeader and LeaderID never block and are safe from any
-// goroutine. The admin methods (CreateTopics, ..., Propose) may be called
-// concurrently; on the leader they run one at a time:
+// goroutine. The admin and broker methods (CreateTopics, ..., BrokerHeartbeat,
+// AlterPartition, Propose) and the background duties may run concurrently; on
+// the leader they plan one at a time:
 //
 //  1. take the plan semaphore (or give up with ctx);
 //  2. if this node does not lead, return ErrNotController;
@@ -39,6 +67,10 @@
 // requests to create the same topic cannot both succeed. Apply re-validates
 // every record as a second line of defence.
 //
-// Raft's own goroutines call the fsm; Close stops Raft, closes watcher
-// channels and the stores.
+// A heartbeat notes its arrival time before it queues for the semaphore, so
+// a busy controller does not fence a broker whose heartbeat is waiting. The
+// session record has its own lock, never held across a proposal.
+//
+// Raft's own goroutines call the fsm; Close stops Raft and the duty loop,
+// closes watcher channels and the stores.
 package controller

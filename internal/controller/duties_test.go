@@ -1,0 +1,316 @@
+package controller
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// fakeClock is the broker-session clock of a test cluster: it moves only when
+// the test advances it, so session expiry does not depend on how loaded the
+// machine is. Raft keeps real time.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+const testSessionTimeout = 2 * time.Second
+
+// sessionCluster is three voters whose broker sessions run on clock.
+func sessionCluster(t *testing.T, clock *fakeClock, configure func(*Config)) *cluster {
+	return newCluster(t, 3, func(c *Config) {
+		c.SessionTimeout = testSessionTimeout
+		c.clock = clock.Now
+		if configure != nil {
+			configure(c)
+		}
+	})
+}
+
+func (cl *cluster) image() *metadata.Image { return cl.nodes[cl.leader()].Image() }
+
+func (cl *cluster) register(id int32, incarnation byte) error {
+	return cl.call(func(c *Controller) error {
+		_, err := c.RegisterBroker(ctxT(cl.t), RegisterBroker{
+			ID: id, Incarnation: metadata.UUID{incarnation}, Host: "127.0.0.1", Port: 9090 + id,
+		})
+		return err
+	})
+}
+
+// heartbeat sends one heartbeat to the active controller as broker id would:
+// with its current epoch and, as the metadata offset it has applied, the
+// active controller's.
+func (cl *cluster) heartbeat(id int32, wantShutdown bool) HeartbeatResult {
+	cl.t.Helper()
+	var res HeartbeatResult
+	cl.retry(func(c *Controller) (err error) {
+		img := c.Image()
+		res, err = c.BrokerHeartbeat(ctxT(cl.t), HeartbeatRequest{
+			BrokerID: id, BrokerEpoch: img.Broker(id).Epoch, MetadataOffset: int64(img.Offset()), WantShutdown: wantShutdown,
+		})
+		return err
+	})
+	return res
+}
+
+// checkSessions runs the active controller's session check now, as its
+// background loop also does.
+func (cl *cluster) checkSessions() {
+	cl.t.Helper()
+	cl.retry(func(c *Controller) error { return c.fenceExpired() })
+}
+
+func (cl *cluster) alterPartition(topic string, index int32, mutate func(*AlterPartitionRequest)) (*metadata.Partition, error) {
+	var part *metadata.Partition
+	err := cl.call(func(c *Controller) (err error) {
+		img := c.Image()
+		p := img.Partition(topic, index)
+		req := AlterPartitionRequest{
+			BrokerID: p.Leader, TopicID: p.TopicID, Partition: index,
+			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: p.ISR,
+		}
+		mutate(&req)
+		if b := img.Broker(req.BrokerID); b != nil {
+			req.BrokerEpoch = b.Epoch
+		}
+		part, err = c.AlterPartition(ctxT(cl.t), req)
+		return err
+	})
+	return part, err
+}
+
+func addReplica(id int32) func(*AlterPartitionRequest) {
+	return func(r *AlterPartitionRequest) { r.NewISR = append(slices.Clone(r.NewISR), id) }
+}
+
+// setupBrokers registers brokers 1-3 and creates "orders" (three partitions
+// on all three, preferred leaders 1, 2, 3) and "solo" (one partition on
+// broker soloOn alone).
+func setupBrokers(t *testing.T, cl *cluster, soloOn int32) {
+	t.Helper()
+	for id := int32(1); id <= 3; id++ {
+		if err := cl.register(id, byte(id)); err != nil {
+			t.Fatalf("register %d: %v", id, err)
+		}
+	}
+	cl.retry(func(c *Controller) error {
+		res, err := c.CreateTopics(ctxT(t), []CreateTopic{
+			{Name: "orders", NumPartitions: 3, ReplicationFactor: 3},
+			{Name: "solo", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{soloOn}}},
+		}, false)
+		for _, r := range res {
+			// A retry may find the topics an earlier attempt created.
+			if r.Err != nil && !errors.Is(r.Err, metadata.ErrTopicExists) {
+				t.Fatalf("CreateTopics %s: %v", r.Name, r.Err)
+			}
+		}
+		return err
+	})
+	if p := cl.image().Partition("orders", 1); p.Replicas[0] != 2 {
+		t.Fatalf("orders-1 replicas %v: the test expects broker 2 preferred", p.Replicas)
+	}
+}
+
+func TestSessionExpiryFencesAndHeartbeatUnfences(t *testing.T) {
+	clock := newFakeClock()
+	cl := sessionCluster(t, clock, nil)
+	setupBrokers(t, cl, 2)
+	before := cl.image()
+
+	// While broker 2 heartbeats, another process cannot take its id.
+	cl.heartbeat(2, false)
+	if err := cl.register(2, 99); !errors.Is(err, metadata.ErrDuplicateBrokerRegistration) {
+		t.Fatalf("registering a second incarnation of a live broker = %v, want DUPLICATE_BROKER_REGISTRATION", err)
+	}
+
+	// Broker 2 goes silent while 1 and 3 keep heartbeating.
+	waitFor(t, "broker 2 to be fenced", func() bool {
+		cl.heartbeat(1, false)
+		cl.heartbeat(3, false)
+		clock.Advance(testSessionTimeout / 4)
+		cl.checkSessions()
+		return !cl.image().IsLive(2)
+	})
+	img := cl.image()
+	if !img.IsLive(1) || !img.IsLive(3) {
+		t.Fatalf("heartbeating brokers fenced: 1 live %v, 3 live %v", img.IsLive(1), img.IsLive(3))
+	}
+	for _, topic := range []string{"orders", "solo"} {
+		for i, old := range before.Topic(topic).Partitions {
+			p := img.Partition(topic, int32(i))
+			switch {
+			case len(old.Replicas) == 1:
+				// Its only replica: no leader, but it stays in the ISR.
+				if p.Leader != metadata.NoLeader || p.LeaderEpoch != old.LeaderEpoch+1 || !slices.Equal(p.ISR, []int32{2}) {
+					t.Errorf("%s-%d = %+v, want no leader, epoch %d, isr [2]", topic, i, p, old.LeaderEpoch+1)
+				}
+			case old.Leader == 2:
+				if p.Leader == 2 || !slices.Contains(old.ISR, p.Leader) || p.LeaderEpoch != old.LeaderEpoch+1 || slices.Contains(p.ISR, 2) {
+					t.Errorf("%s-%d = %+v after fencing its leader (was %+v)", topic, i, p, old)
+				}
+			default:
+				if p.Leader != old.Leader || p.LeaderEpoch != old.LeaderEpoch || slices.Contains(p.ISR, 2) {
+					t.Errorf("%s-%d = %+v, was %+v: only broker 2 should have left", topic, i, p, old)
+				}
+			}
+		}
+	}
+
+	// AlterPartition from orders-1's new leader.
+	errCases := []struct {
+		name   string
+		mutate func(*AlterPartitionRequest)
+		want   error
+	}{
+		{"adding the fenced broker", addReplica(2), metadata.ErrIneligibleReplica},
+		{"stale leader epoch", func(r *AlterPartitionRequest) { r.LeaderEpoch-- }, metadata.ErrFencedLeaderEpoch},
+		{"stale partition epoch", func(r *AlterPartitionRequest) { r.PartitionEpoch-- }, metadata.ErrStalePartitionEpoch},
+		{"not the leader", func(r *AlterPartitionRequest) { r.BrokerID = 1 }, metadata.ErrInvalidRequest},
+	}
+	for _, tt := range errCases {
+		if _, err := cl.alterPartition("orders", 1, tt.mutate); !errors.Is(err, tt.want) {
+			t.Errorf("AlterPartition, %s = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+
+	// Broker 2 is back and has caught up: unfenced; "solo" has its leader back.
+	waitFor(t, "broker 2 to be unfenced", func() bool { return !cl.heartbeat(2, false).Fenced })
+	img = cl.image()
+	if p := img.Partition("solo", 0); !img.IsLive(2) || p.Leader != 2 || p.LeaderEpoch != before.Partition("solo", 0).LeaderEpoch+2 {
+		t.Errorf("after unfencing: live %v, solo-0 = %+v", img.IsLive(2), p)
+	}
+
+	// The leader lets it back into orders-1's ISR; a preferred election then
+	// returns leadership to it.
+	old := img.Partition("orders", 1)
+	p, err := cl.alterPartition("orders", 1, addReplica(2))
+	if err != nil || !slices.Contains(p.ISR, 2) || p.PartitionEpoch != old.PartitionEpoch+1 || p.LeaderEpoch != old.LeaderEpoch {
+		t.Fatalf("AlterPartition adding broker 2 = %+v, %v (was %+v)", p, err, old)
+	}
+	var results []ElectResult
+	cl.retry(func(c *Controller) (err error) {
+		results, err = c.ElectLeaders(ctxT(t), []TopicPartitionRef{{Topic: "orders", Partition: 1}})
+		return err
+	})
+	if len(results) != 1 || results[0].Err != nil {
+		t.Fatalf("ElectLeaders = %+v", results)
+	}
+	if p := cl.image().Partition("orders", 1); p.Leader != 2 || p.LeaderEpoch != old.LeaderEpoch+1 {
+		t.Errorf("after the preferred election orders-1 = %+v", p)
+	}
+}
+
+func TestControlledShutdown(t *testing.T) {
+	clock := newFakeClock()
+	cl := sessionCluster(t, clock, func(c *Config) { c.LeaderImbalanceCheckInterval = 50 * time.Millisecond })
+	setupBrokers(t, cl, 1)
+
+	// Broker 1 asks to shut down but has not applied the hand-off yet
+	// (metadata offset 0): orders-0 moves away from it, solo-0 cannot.
+	waitFor(t, "orders-0 to be handed off", func() bool {
+		cl.retry(func(c *Controller) error {
+			_, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true})
+			return err
+		})
+		p := cl.image().Partition("orders", 0)
+		return p.Leader != 1 && !slices.Contains(p.ISR, 1)
+	})
+	// Shutting down, it may not rejoin an ISR.
+	if _, err := cl.alterPartition("orders", 0, addReplica(1)); !errors.Is(err, metadata.ErrIneligibleReplica) {
+		t.Errorf("AlterPartition adding a broker in controlled shutdown = %v, want INELIGIBLE_REPLICA", err)
+	}
+
+	// Once it has applied the hand-off it is fenced and told to stop.
+	waitFor(t, "the controlled shutdown to complete", func() bool { return cl.heartbeat(1, true).ShouldShutdown })
+	img := cl.image()
+	if img.IsLive(1) {
+		t.Error("broker 1 is live after its controlled shutdown")
+	}
+	for _, topic := range img.Topics() {
+		for _, p := range topic.Partitions {
+			if p.Leader == 1 || len(p.Replicas) > 1 && slices.Contains(p.ISR, 1) {
+				t.Errorf("%s-%d = %+v after broker 1's controlled shutdown", topic.Name, p.Index, p)
+			}
+		}
+	}
+	checkPartitions(t, img, []partState{{"solo", 0, metadata.NoLeader, 1, []int32{1}}})
+
+	// A new process of broker 1 registers (its old registration is fenced, so
+	// this is no duplicate) and leads solo-0 again.
+	if err := cl.register(1, 42); err != nil {
+		t.Fatalf("re-registering after the shutdown: %v", err)
+	}
+	checkPartitions(t, cl.image(), []partState{{"solo", 0, 1, 2, []int32{1}}})
+
+	// Back in orders-0's ISR, the periodic preferred election returns
+	// leadership of orders-0 to it.
+	if _, err := cl.alterPartition("orders", 0, addReplica(1)); err != nil {
+		t.Fatalf("AlterPartition adding broker 1 back: %v", err)
+	}
+	waitFor(t, "the leader rebalance to move orders-0 back to broker 1", func() bool {
+		return cl.image().Partition("orders", 0).Leader == 1
+	})
+}
+
+func TestFailoverGracePeriod(t *testing.T) {
+	clock := newFakeClock()
+	cl := sessionCluster(t, clock, nil)
+	for id := int32(1); id <= 3; id++ {
+		if err := cl.register(id, byte(id)); err != nil {
+			t.Fatal(err)
+		}
+		cl.heartbeat(id, false)
+	}
+
+	// The active controller fails. Brokers 1 and 2 heartbeat to the next
+	// one; broker 3 is silent from now on.
+	cl.kill(cl.leader())
+	cl.heartbeat(1, false)
+	cl.heartbeat(2, false)
+	clock.Advance(testSessionTimeout - 100*time.Millisecond)
+	cl.heartbeat(1, false)
+	cl.heartbeat(2, false)
+	cl.checkSessions()
+	if img := cl.image(); !img.IsLive(3) {
+		t.Fatal("broker 3 fenced within one session timeout of the failover: no grace period")
+	}
+
+	waitFor(t, "broker 3 to be fenced after the grace period", func() bool {
+		cl.heartbeat(1, false)
+		cl.heartbeat(2, false)
+		clock.Advance(testSessionTimeout / 4)
+		cl.checkSessions()
+		return !cl.image().IsLive(3)
+	})
+	if img := cl.image(); !img.IsLive(1) || !img.IsLive(2) {
+		t.Errorf("heartbeating brokers fenced after the failover: 1 %v, 2 %v", img.IsLive(1), img.IsLive(2))
+	}
+
+	// Broker 3's session is over, so a new process may take its id; broker
+	// 1's is live on the new controller, so another process may not.
+	if err := cl.register(3, 33); err != nil {
+		t.Errorf("registering a new incarnation of the fenced broker: %v", err)
+	}
+	if err := cl.register(1, 11); !errors.Is(err, metadata.ErrDuplicateBrokerRegistration) {
+		t.Errorf("registering a new incarnation of a live broker = %v, want DUPLICATE_BROKER_REGISTRATION", err)
+	}
+}
