@@ -73,8 +73,14 @@ func appendN(t testing.TB, l *Log, count, n, size int, ts int64, epoch int32) []
 	return out
 }
 
+// fataler is the part of testing.TB (and rapid.T) the helpers need.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // readAll reads the whole log from its start through Read and returns its batches.
-func readAll(t testing.TB, l *Log) [][]byte {
+func readAll(t fataler, l *Log) [][]byte {
 	t.Helper()
 	var out [][]byte
 	off := l.LogStartOffset()
