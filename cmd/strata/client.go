@@ -77,7 +77,7 @@ func (g *globalFlags) bind(fs *pflag.FlagSet, env *clientEnv) {
 	}
 	fs.StringVar(&g.brokers, "brokers", brokers, "comma-separated seed brokers, host:port (env "+cli.BrokersEnv+")")
 	fs.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
-	fs.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for the brokers (admin commands: for the whole operation)")
+	fs.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for the brokers: the whole operation (topic, group, cluster), each record's delivery (produce), the start-up lookups (consume)")
 }
 
 // completeValues offers a fixed list of values for a flag in shell completion.
