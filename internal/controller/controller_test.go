@@ -301,6 +301,8 @@ func TestConfigValidate(t *testing.T) {
 		{"self not a voter", func(c *Config) { c.Voters = []Peer{{ID: 2, Addr: "a:1"}} }},
 		{"repeated voter", func(c *Config) { c.Voters = []Peer{{ID: 1, Addr: "a:1"}, {ID: 1, Addr: "b:1"}} }},
 		{"bad default partitions", func(c *Config) { c.DefaultPartitions = -3 }},
+		{"negative session timeout", func(c *Config) { c.SessionTimeout = -time.Second }},
+		{"negative rebalance interval", func(c *Config) { c.LeaderImbalanceCheckInterval = -time.Second }},
 	}
 	good := base()
 	if err := good.Validate(); err != nil {

@@ -55,8 +55,10 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 				return nil, 0, fmt.Errorf("%w: broker %d has a live session (epoch %d, incarnation %s)",
 					metadata.ErrDuplicateBrokerRegistration, req.ID, old.Epoch, old.Incarnation)
 			}
-			recs = append(recs, &metadata.FenceBrokerRecord{BrokerID: req.ID, Epoch: old.Epoch})
-			recs = append(recs, changesAfterFence(img, req.ID, down)...)
+			var err error
+			if recs, err = PlanFenceBroker(img, req.ID, old.Epoch, down); err != nil {
+				return nil, 0, err
+			}
 		}
 		epoch = old.Epoch + 1
 	}
