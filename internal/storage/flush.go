@@ -107,9 +107,8 @@ func (l *Log) flush() flushResult {
 	l.mu.RUnlock()
 
 	l.unflushedRecords.Store(0)
-	start := time.Now()
-	err := l.syncSegment(s)
-	r := flushResult{took: time.Since(start)}
+	took, err := l.timedSync(s)
+	r := flushResult{took: took}
 	s.release()
 	if err != nil {
 		l.fail(err)

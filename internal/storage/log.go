@@ -365,6 +365,12 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 
 // syncSegment fsyncs a segment's log file, recording the time taken.
 func (l *Log) syncSegment(s *segment) error {
+	_, err := l.timedSync(s)
+	return err
+}
+
+// timedSync fsyncs a segment's log file and returns how long it took.
+func (l *Log) timedSync(s *segment) (time.Duration, error) {
 	start := time.Now()
 	err := s.log.Sync()
 	took := time.Since(start)
@@ -372,7 +378,7 @@ func (l *Log) syncSegment(s *segment) error {
 	if l.cfg.OnSync != nil {
 		l.cfg.OnSync(took, err)
 	}
-	return err
+	return took, err
 }
 
 // writeCheckpoints persists the leader-epoch cache, then the recovery checkpoint
