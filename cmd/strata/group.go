@@ -135,6 +135,7 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch); err != nil {
 			return err
 		}
+		names = unique(names)
 		lags, err := adm.Lag(ctx, names...)
 		if err != nil {
 			return err
@@ -259,6 +260,7 @@ func assignmentString(a map[string][]int32) string {
 
 type resetOffsetsJSON struct {
 	Group    string            `json:"group"`
+	To       string            `json:"to"`
 	Executed bool              `json:"executed"`
 	Offsets  []resetOffsetJSON `json:"offsets"`
 }
@@ -328,7 +330,7 @@ partition's log. The group must have no active members to execute.`,
 		if err != nil {
 			return err
 		}
-		out := resetOffsetsJSON{Group: group, Offsets: []resetOffsetJSON{}}
+		out := resetOffsetsJSON{Group: group, To: spec.String(), Offsets: []resetOffsetJSON{}}
 		var commit kadm.Offsets
 		for _, t := range topics {
 			bounds, err := cli.ListBounds(ctx, adm, t)

@@ -117,7 +117,7 @@ func groupLifecycle(t *testing.T, addr string) {
 
 	var dry resetOffsetsJSON
 	mustJSONAt(t, addr, &dry, "group", "reset-offsets", group, "--to", "earliest", "--topic", topic)
-	if dry.Executed || len(dry.Offsets) != 2 || dry.Offsets[0].New != 0 || dry.Offsets[0].Current != committed[0].Committed {
+	if dry.Executed || dry.To != "earliest" || len(dry.Offsets) != 2 || dry.Offsets[0].New != 0 || dry.Offsets[0].Current != committed[0].Committed {
 		t.Fatalf("dry run %+v", dry)
 	}
 	for _, o := range offsets() {

@@ -220,7 +220,7 @@ func topicDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return err
 		}
 		defer cl.Close()
-		out, err := describeTopics(ctx, adm, names)
+		out, err := describeTopics(ctx, adm, unique(names))
 		if err != nil {
 			return err
 		}
@@ -310,6 +310,19 @@ func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]de
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// unique drops repeated names, keeping the first of each.
+func unique(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func isShardErrors(err error) bool {

@@ -61,6 +61,11 @@ func TestTopicRoundTrip(t *testing.T) {
 	})
 
 	t.Run("describe", func(t *testing.T) {
+		var twice []describedTopicJSON
+		mustJSON(t, &twice, "topic", "describe", topic, topic)
+		if len(twice) != 1 {
+			t.Fatalf("a topic named twice is described %d times", len(twice))
+		}
 		d := describeOne(t, topic)
 		if len(d.Partitions) != 2 || d.ReplicationFactor != 1 {
 			t.Fatalf("described %+v", d)
