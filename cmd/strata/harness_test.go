@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/goleak"
 
 	"github.com/strata-stream/strata/internal/cli"
 	"github.com/strata-stream/strata/internal/config"
@@ -34,6 +35,12 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	shared.close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
