@@ -24,6 +24,7 @@ type Config struct {
 	KafkaAddr           string // listener for the Kafka protocol
 	AdvertisedKafkaAddr string // what clients are told to connect to; defaults to KafkaAddr
 	HTTPAddr            string // JSON API, console, /metrics, health
+	AdminAddr           string // opt-in pprof listener; empty = off
 	ControllerAddr      string // Raft transport listener
 	Controllers         string // static voters: "1@host:port,2@host:port"; empty = this node alone
 
@@ -73,6 +74,7 @@ func (c *Config) options() []option {
 		{"kafka-addr", "Kafka protocol listener host:port", stringValue{&c.KafkaAddr}},
 		{"advertised-kafka-addr", "address clients are told to use (default: --kafka-addr)", stringValue{&c.AdvertisedKafkaAddr}},
 		{"http-addr", "HTTP API, console, /metrics and health listener host:port", stringValue{&c.HTTPAddr}},
+		{"admin-addr", "admin listener host:port serving /debug/pprof/ (empty: off)", stringValue{&c.AdminAddr}},
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
 		{"controllers", "controller voters id@host:port,... (empty: this node alone)", stringValue{&c.Controllers}},
 		{"auto-create-topics", "create unknown topics on Metadata/Produce", boolValue{&c.AutoCreateTopics}},
@@ -154,6 +156,11 @@ func (c *Config) Validate() error {
 	for name, addr := range map[string]string{"kafka-addr": c.KafkaAddr, "http-addr": c.HTTPAddr, "controller-addr": c.ControllerAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
+		}
+	}
+	if c.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			errs = append(errs, fmt.Errorf("admin-addr %q: %w", c.AdminAddr, err))
 		}
 	}
 	if c.AdvertisedKafkaAddr == "" {

@@ -50,6 +50,7 @@ func (h *Handlers) produce(ctx context.Context, _ *protocol.ConnInfo, r *protoco
 				var res replica.AppendResult
 				res, err = p.Append(rp.Records, acks)
 				if err == nil {
+					h.cfg.Observer.Produced(rt.Topic, rp.Partition, int64(len(rp.Records)), res.LastOffset-res.BaseOffset+1)
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					if acks == -1 {
 						waits = append(waits, waiting{sp, p, res.LastOffset})
@@ -70,7 +71,9 @@ func (h *Handlers) produce(ctx context.Context, _ *protocol.ConnInfo, r *protoco
 	// happens off the connection's handler, so the next request's appends join the
 	// same group commit.
 	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+	h.cfg.Observer.DelayedProduce(1)
 	return protocol.Response{Wait: func(ctx context.Context) protocol.Response {
+		defer h.cfg.Observer.DelayedProduce(-1)
 		for _, w := range waits {
 			// Pointers into resp.Topics[i].Partitions stay valid: those slices were
 			// sized up front and never appended to.

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
@@ -31,10 +32,13 @@ func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.
 	for {
 		resp, files, total, watched := h.readFetch(req)
 		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
+			h.observeFetch(resp, files)
 			return h.fetchResponse(resp, files)
 		}
 		releaseFiles(files)
 		if w == nil {
+			h.cfg.Observer.DelayedFetch(1)
+			defer h.cfg.Observer.DelayedFetch(-1)
 			w = replica.NewWatcher()
 			for _, p := range watched {
 				p.Watch(w)
@@ -120,7 +124,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, map[*
 			total += c.Size
 			budget -= c.Size
 			if osf, ok := c.File.(vfs.OSFile); ok {
-				files[sp] = &fileRecords{file: osf.OSFile(), off: c.Pos, n: c.Size, release: c.Release}
+				files[sp] = &fileRecords{file: osf.OSFile(), off: c.Pos, n: c.Size, records: c.NextOffset - c.FirstOffset, release: c.Release}
 				continue
 			}
 			data, err := c.Bytes()
@@ -147,6 +151,38 @@ func (h *Handlers) fetchResponse(resp *kmsg.FetchResponse, files map[*kmsg.Fetch
 		return reply(resp)
 	}
 	return protocol.Response{Body: body}
+}
+
+// observeFetch reports the record data of a Fetch answer to the Observer.
+func (h *Handlers) observeFetch(resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords) {
+	var img *metadata.Image
+	for ti := range resp.Topics {
+		st := &resp.Topics[ti]
+		name := st.Topic
+		for pi := range st.Partitions {
+			sp := &st.Partitions[pi]
+			var bytes, records int64
+			if f := files[sp]; f != nil {
+				bytes, records = int64(f.n), f.records
+			} else if len(sp.RecordBatches) > 0 {
+				bytes = int64(len(sp.RecordBatches))
+				for it := batch.NewIter(sp.RecordBatches); it.Next(); {
+					records += int64(it.Header().NumRecords)
+				}
+			} else {
+				continue
+			}
+			if name == "" { // v13+: topics by id
+				if img == nil {
+					img = h.cluster.Image()
+				}
+				if t := img.TopicByID(st.TopicID); t != nil {
+					name = t.Name
+				}
+			}
+			h.cfg.Observer.Fetched(name, sp.Partition, bytes, records)
+		}
+	}
 }
 
 func releaseFiles(files map[*kmsg.FetchResponseTopicPartition]*fileRecords) {

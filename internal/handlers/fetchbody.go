@@ -19,6 +19,7 @@ type fileRecords struct {
 	file    *os.File
 	off     int64
 	n       int
+	records int64 // offsets the batches span, for the Observer
 	release func()
 }
 
@@ -27,6 +28,7 @@ type fetchBody struct {
 	pieces   []bodyPiece
 	size     int
 	releases []func()
+	resp     *kmsg.FetchResponse
 }
 
 type bodyPiece struct {
@@ -35,6 +37,10 @@ type bodyPiece struct {
 }
 
 func (b *fetchBody) Len() int { return b.size }
+
+// Msg is the response the body encodes (its record data replaced by markers), for
+// a handler wrapper that counts error codes.
+func (b *fetchBody) Msg() kmsg.Response { return b.resp }
 
 func (b *fetchBody) WriteBody(w protocol.BodyWriter) error {
 	for _, p := range b.pieces {
@@ -68,7 +74,7 @@ const markerLen = 16
 // prefix and the file range, so every other byte is kmsg's own encoding.
 // On error every file range is released.
 func encodeFetchBody(resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords) (body *fetchBody, err error) {
-	body = &fetchBody{}
+	body = &fetchBody{resp: resp}
 	for _, f := range files {
 		if f.release != nil {
 			body.releases = append(body.releases, f.release)

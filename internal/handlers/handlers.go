@@ -58,6 +58,8 @@ type Config struct {
 	DefaultPartitions int32
 	// BrokerEpoch is this broker's registration epoch (for producer-id allocation).
 	BrokerEpoch func() int64
+	// Observer sees produced and fetched data and delayed operations; nil: none.
+	Observer Observer
 }
 
 // Handlers serves the Kafka API for one node.
@@ -72,6 +74,9 @@ type Handlers struct {
 
 // New returns the handlers of one node.
 func New(cfg Config, cluster Cluster, replicas *replica.Manager, logger *slog.Logger) *Handlers {
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
 	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, log: logger, byKey: map[int16]api{}}
 	for _, a := range apis {
 		h.byKey[a.key] = a

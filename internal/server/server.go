@@ -28,9 +28,11 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/console"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -51,6 +53,12 @@ type Node struct {
 	stopWatch     func()
 	stopRetention func()
 	wg            sync.WaitGroup
+
+	// Observability (observability.go): /metrics, the console, the admin listener.
+	metrics *metrics.Metrics
+	console *console.Console
+	admin   *http.Server
+	adminLn net.Listener
 }
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
@@ -128,15 +136,21 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.register(ctx); err != nil {
 		return nil, err
 	}
+	n.metrics = metrics.New(metrics.Config{
+		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: n.replicas,
+		Logger: logger.With("component", "metrics"), GoCollectors: true,
+	})
 	h := handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
 		ClusterID:         clusterID,
 		AutoCreateTopics:  cfg.AutoCreateTopics,
 		DefaultPartitions: cfg.DefaultPartitions,
 		BrokerEpoch:       n.brokerEpoch.Load,
+		Observer:          n.metrics,
 	}, n.ctrl, n.replicas, logger.With("component", "kafka"))
 	n.kafka = &protocol.Server{
-		Handler:         h,
+		Handler:         n.metrics.InstrumentHandler(h),
+		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.Versions(),
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		Logger:          logger.With("component", "kafka"),
@@ -149,6 +163,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		}
 	}()
 
+	n.console = console.New(console.Config{
+		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas,
+		Logger: logger.With("component", "console"),
+	})
 	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("http listener: %w", err)
@@ -161,6 +179,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 			logger.Error("http listener stopped", "err", err)
 		}
 	}()
+	if err := n.startAdmin(); err != nil {
+		return nil, err
+	}
 	n.ready.Store(true)
 	logger.Info("strata node started",
 		"node_id", cfg.NodeID, "cluster_id", clusterID, "data_dir", cfg.DataDir,
@@ -212,13 +233,18 @@ func (n *Node) httpRoutes() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !n.ready.Load() || n.ctrl.LeaderID() < 0 {
-			http.Error(w, "not ready\n", http.StatusServiceUnavailable)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyWait)
+		defer cancel()
+		if err := n.readiness(ctx); err != nil {
+			http.Error(w, "not ready: "+err.Error()+"\n", http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))
 	})
+	mux.Handle("GET /metrics", n.metrics.HTTPHandler())
+	mux.Handle("/console/", n.console.Handler())
+	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	return mux
 }
 
@@ -230,6 +256,11 @@ func (n *Node) Close() error {
 	var errs []error
 	if n.http != nil {
 		errs = append(errs, ignoreClosed(n.http.Shutdown(ctx)))
+	}
+	if n.admin != nil {
+		errs = append(errs, ignoreClosed(n.admin.Shutdown(ctx)))
+	} else if n.adminLn != nil {
+		n.adminLn.Close()
 	}
 	if n.kafka != nil {
 		errs = append(errs, n.kafka.Shutdown(ctx))

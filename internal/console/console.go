@@ -1,0 +1,106 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+// Cluster is the metadata side of the node (*controller.Controller).
+type Cluster interface {
+	Image() *metadata.Image
+	LeaderID() int32
+	CreateTopics(ctx context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error)
+}
+
+// Replicas are the partitions this node hosts (*replica.Manager).
+type Replicas interface {
+	Partition(topic string, index int32) (*replica.Partition, error)
+	// WaitApplied waits until the hosted partitions reflect the image at offset.
+	WaitApplied(ctx context.Context, offset uint64) error
+}
+
+// Groups is the group coordinator (*group.Coordinator) as the group pages use it.
+type Groups interface {
+	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
+	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
+	Lag(hwm group.HighWatermarkFunc, groups ...string) ([]group.PartitionLag, error)
+	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse
+}
+
+// Config is what the console shows and changes.
+type Config struct {
+	NodeID    int32
+	ClusterID string
+	Cluster   Cluster
+	Replicas  Replicas
+	// Groups is nil until the group coordinator runs on this node.
+	Groups Groups
+	Logger *slog.Logger
+	// Now is the clock for rates; nil means time.Now.
+	Now func() time.Time
+}
+
+// Console serves the web console.
+type Console struct {
+	cfg   Config
+	log   *slog.Logger
+	pages *pages
+	rates *rateSampler
+	mux   http.Handler
+}
+
+// Errors of the console's own inputs.
+var (
+	// errBadInput: a form or query value does not parse; the page says which.
+	errBadInput = errors.New("bad input")
+	// errNoGroups: no group coordinator on this node.
+	errNoGroups = errors.New("consumer groups are not available on this node: the group coordinator is not running")
+)
+
+// New returns a console; it starts no goroutines.
+func New(cfg Config) *Console {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Console{cfg: cfg, log: cfg.Logger, pages: parsePages(), rates: newRateSampler(time.Second)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /console/{$}", c.overview)
+	mux.HandleFunc("GET /console/topics", c.topics)
+	mux.HandleFunc("GET /console/topics/new", c.newTopicForm)
+	mux.HandleFunc("POST /console/topics", c.createTopic)
+	mux.HandleFunc("GET /console/topics/{topic}", c.topic)
+	mux.HandleFunc("GET /console/topics/{topic}/records", c.records)
+	mux.HandleFunc("GET /console/groups", c.groups)
+	mux.HandleFunc("GET /console/groups/{group}", c.group)
+	mux.HandleFunc("POST /console/groups/{group}/offsets", c.resetOffsets)
+	mux.HandleFunc("GET /console/api/topics/{topic}", c.topicJSON)
+	mux.HandleFunc("GET /console/api/groups/{group}/lag", c.lagJSON)
+	mux.Handle("GET /console/static/", http.StripPrefix("/console/", staticFiles()))
+	mux.HandleFunc("/console/", c.notFound)
+	c.mux = http.NewCrossOriginProtection().Handler(mux)
+	return c
+}
+
+// Config is the configuration the console was built with (to serve a variant of
+// it, e.g. with a different Groups, in a test or a tool).
+func (c *Console) Config() Config { return c.cfg }
+
+// Handler serves every path under /console/; mount it at "/console/".
+func (c *Console) Handler() http.Handler { return c.mux }
+
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	c.renderError(w, r, http.StatusNotFound, "Not found", "There is no console page at "+r.URL.Path+".")
+}

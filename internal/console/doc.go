@@ -1,0 +1,36 @@
+// Package console is Strata's web console: server-rendered html/template pages
+// under /console/ on the node's HTTP listener, with a small embedded stylesheet and
+// script (no CDN, no build step, works without internet).
+//
+// Pages and endpoints (all relative to /console/):
+//
+//	GET  /                        cluster overview: brokers, active controller,
+//	                              partition health counts
+//	GET  topics                   topics with partition health, size and messages/s
+//	GET  topics/new               the create-topic form
+//	POST topics                   create a topic through the controller (as
+//	                              CreateTopics does), then redirect to its page
+//	GET  topics/{topic}           partitions: leader, replicas, ISR, log start,
+//	                              high-water mark, size, messages/s
+//	GET  topics/{topic}/records   recent records of one partition (key, value,
+//	                              headers), read through the replica layer
+//	GET  groups                   consumer groups with state, members and lag
+//	GET  groups/{group}           members, assignment, lag and a live lag chart
+//	POST groups/{group}/offsets   reset the group's offsets for a topic
+//	GET  api/topics/{topic}       partition figures as JSON (the page's refresh)
+//	GET  api/groups/{group}/lag   lag as JSON (the lag chart's feed)
+//	GET  static/...               the embedded stylesheet and script
+//
+// Messages per second come from two samples of a partition's high-water mark taken
+// at least a second apart: each view or JSON poll takes a sample, so a page shows
+// rates from its first refresh on. The group pages need a Groups implementation
+// (the group coordinator); without one they say so.
+//
+// The console reads only what this node knows: the metadata image (every topic and
+// broker), the partitions it hosts (offsets, sizes and records of partitions led
+// elsewhere show as unknown) and the groups it coordinates. POSTs must come from
+// the console's own origin (cross-origin form posts are refused).
+//
+// Concurrency: a Console is safe for concurrent use; handlers share only the rate
+// sampler, which has its own mutex.
+package console

@@ -1,0 +1,254 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/console"
+)
+
+type topicJSON struct {
+	Topic      string `json:"topic"`
+	Partitions []struct {
+		Partition      int32    `json:"partition"`
+		Leader         int32    `json:"leader"`
+		LogStartOffset int64    `json:"logStartOffset"`
+		HighWatermark  int64    `json:"highWatermark"`
+		SizeBytes      int64    `json:"sizeBytes"`
+		MessagesPerSec *float64 `json:"messagesPerSecond"`
+	} `json:"partitions"`
+}
+
+func getTopicJSON(t *testing.T, base, topic string) topicJSON {
+	t.Helper()
+	status, body := get(t, base+"/console/api/topics/"+topic)
+	if status != http.StatusOK {
+		t.Fatalf("topic JSON: %d %s", status, body)
+	}
+	var out topicJSON
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPagesWithLiveNode loads every topic page of a node's own console after
+// producing to it, and checks the figures against what was produced.
+func TestPagesWithLiveNode(t *testing.T) {
+	n := startNode(t)
+	cl, adm := client(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"retention.ms": ptr("3600000")}, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	perPartition := []int{7, 0, 12}
+	for p, k := range perPartition {
+		produce(t, cl, "orders", int32(p), "order", k)
+	}
+	binary := &kgo.Record{Topic: "orders", Partition: 2, Value: []byte{0, 1, 2, 0xff}}
+	if err := cl.ProduceSync(ctx, binary).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	perPartition[2]++
+	base := "http://" + n.HTTPAddr()
+
+	status, body := get(t, base+"/")
+	if status != http.StatusFound {
+		t.Fatalf("GET / = %d, want a redirect to the console", status)
+	}
+	status, body = get(t, base+"/console/")
+	if status != http.StatusOK {
+		t.Fatalf("overview: %d", status)
+	}
+	mustContain(t, "overview", body, `id="active-controller">node 1<`, `id="topics-count">1<`,
+		`id="partitions-count">3<`, `id="online-count">3<`, `id="offline-count">0<`, `data-broker="1"`, "this node", "live")
+
+	_, body = get(t, base+"/console/topics")
+	mustContain(t, "topics", body, `data-topic="orders"`, `<td class="num">20</td>`, "healthy")
+
+	_, body = get(t, base+"/console/topics/orders")
+	mustContain(t, "topic page", body, `data-partition="0"`, `data-partition="2"`, "retention.ms", "3600000")
+	tj := getTopicJSON(t, base, "orders")
+	if len(tj.Partitions) != 3 {
+		t.Fatalf("JSON has %d partitions", len(tj.Partitions))
+	}
+	for _, p := range tj.Partitions {
+		if p.HighWatermark != int64(perPartition[p.Partition]) || p.LogStartOffset != 0 || p.Leader != 1 {
+			t.Fatalf("partition %d: %+v, want HWM %d", p.Partition, p, perPartition[p.Partition])
+		}
+		if (p.SizeBytes > 0) != (perPartition[p.Partition] > 0) {
+			t.Fatalf("partition %d size %d", p.Partition, p.SizeBytes)
+		}
+	}
+
+	status, body = get(t, base+"/console/topics/orders/records?partition=2&limit=3")
+	if status != http.StatusOK {
+		t.Fatalf("records: %d", status)
+	}
+	mustContain(t, "records", body, `data-offset="10"`, `data-offset="12"`, "order-10", "order-11", "000102ff", "console-test")
+	if strings.Contains(body, `data-offset="9"`) {
+		t.Fatal("records page shows more than the limit")
+	}
+	_, body = get(t, base+"/console/topics/orders/records?partition=1")
+	mustContain(t, "empty partition", body, "No records below the high watermark")
+
+	for _, bad := range []struct {
+		path   string
+		status int
+	}{
+		{"/console/topics/nope", http.StatusNotFound},
+		{"/console/topics/nope/records", http.StatusNotFound},
+		{"/console/topics/orders/records?partition=3", http.StatusBadRequest},
+		{"/console/topics/orders/records?limit=0", http.StatusBadRequest},
+		{"/console/no-such-page", http.StatusNotFound},
+		{"/console/static/console.css", http.StatusOK},
+		{"/console/static/console.js", http.StatusOK},
+	} {
+		if status, _ := get(t, base+bad.path); status != bad.status {
+			t.Errorf("GET %s = %d, want %d", bad.path, status, bad.status)
+		}
+	}
+	_, body = get(t, base+"/console/groups")
+	mustContain(t, "groups without a coordinator", body, "not available on this node")
+}
+
+// TestMessagesPerSecond: the rate is the high-water mark's rise between two
+// samples at least a second apart, on a console with a controlled clock.
+func TestMessagesPerSecond(t *testing.T) {
+	n := startNode(t)
+	cl, adm := client(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "rates"); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	cfg := n.ConsoleConfig()
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	srv := httptest.NewServer(console.New(cfg).Handler())
+	defer srv.Close()
+
+	produce(t, cl, "rates", 0, "a", 4)
+	if r := getTopicJSON(t, srv.URL, "rates").Partitions[0].MessagesPerSec; r != nil {
+		t.Fatalf("rate %v after one sample", *r)
+	}
+	produce(t, cl, "rates", 0, "b", 10)
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	r := getTopicJSON(t, srv.URL, "rates").Partitions[0].MessagesPerSec
+	if r == nil || *r != 5 {
+		t.Fatalf("rate = %v, want 10 messages over 2s = 5/s", r)
+	}
+	_, body := get(t, srv.URL+"/console/topics")
+	mustContain(t, "topics list", body, "<td class=\"num\">5.0</td>")
+}
+
+// TestCreateTopicForm posts the create-topic form and checks the topic through
+// the Kafka API.
+func TestCreateTopicForm(t *testing.T) {
+	n := startNode(t)
+	_, adm := client(t, n)
+	base := "http://" + n.HTTPAddr()
+	_, body := get(t, base+"/console/topics/new")
+	mustContain(t, "form", body, `name="name"`, `name="partitions"`, `name="configs"`)
+
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(form url.Values, header http.Header) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/console/topics", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var sb strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			k, err := resp.Body.Read(buf)
+			sb.Write(buf[:k])
+			if err != nil {
+				break
+			}
+		}
+		return resp, sb.String()
+	}
+	form := url.Values{"name": {"made-here"}, "partitions": {"2"}, "replication_factor": {"1"}, "configs": {"retention.ms=1000\ncleanup.policy=delete"}}
+	resp, _ := post(form, http.Header{"Origin": {base}, "Sec-Fetch-Site": {"same-origin"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/topics/made-here?created=1" {
+		t.Fatalf("create: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, body = get(t, base+"/console/topics/made-here?created=1")
+	mustContain(t, "new topic page", body, "Topic made-here created.", `data-partition="1"`)
+	details, err := adm.ListTopics(context.Background(), "made-here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := details["made-here"]; d.Err != nil || len(d.Partitions) != 2 {
+		t.Fatalf("topic as the Kafka API sees it: %+v", d)
+	}
+	rc, err := adm.DescribeTopicConfigs(context.Background(), "made-here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rc.On("made-here", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range cfg.Configs {
+		if c.Key == "retention.ms" && c.Value != nil && *c.Value == "1000" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("retention.ms override missing: %+v", cfg.Configs)
+	}
+
+	tests := []struct {
+		name   string
+		form   url.Values
+		header http.Header
+		status int
+		want   string
+	}{
+		{"duplicate", form, nil, http.StatusConflict, "already exists"},
+		{"bad partitions", url.Values{"name": {"x"}, "partitions": {"zero"}, "replication_factor": {"1"}}, nil, http.StatusBadRequest, "partitions must be"},
+		{"invalid name", url.Values{"name": {"bad name!"}, "partitions": {"1"}, "replication_factor": {"1"}}, nil, http.StatusConflict, "bad name!"},
+		{"cross-site post", url.Values{"name": {"evil"}, "partitions": {"1"}, "replication_factor": {"1"}}, http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := post(tt.form, tt.header)
+			if resp.StatusCode != tt.status || !strings.Contains(body, tt.want) {
+				t.Fatalf("status %d, want %d with %q:\n%s", resp.StatusCode, tt.status, tt.want, body)
+			}
+		})
+	}
+	if d, _ := adm.ListTopics(context.Background(), "evil"); d["evil"].Err == nil {
+		t.Fatal("the cross-site post created a topic")
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

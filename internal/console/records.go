@@ -1,0 +1,234 @@
+package console
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+const (
+	defaultRecordLimit = 20
+	maxRecordLimit     = 500
+	// readChunkBytes is the most one Partition.Read returns (whole batches; one
+	// batch larger than this still comes back alone).
+	readChunkBytes = 1 << 20
+	// maxReadBytes bounds what one page reads in total.
+	maxReadBytes = 16 << 20
+	// shownBytes is how much of a key, value or header value a page shows.
+	shownBytes = 1 << 10
+)
+
+var decompressor = kgo.DefaultDecompressor()
+
+// recordView is one record as the page shows it.
+type recordView struct {
+	Offset    int64
+	Timestamp int64
+	Key       shown
+	Value     shown
+	Headers   []headerView
+}
+
+type headerView struct {
+	Key   string
+	Value shown
+}
+
+// shown is bytes made readable: text when they are printable UTF-8, else hex.
+type shown struct {
+	Text      string
+	Null      bool
+	Binary    bool
+	Truncated bool
+	Size      int
+}
+
+func show(b []byte, null bool) shown {
+	if null {
+		return shown{Null: true}
+	}
+	s := shown{Size: len(b)}
+	if len(b) > shownBytes {
+		cut := shownBytes
+		for cut > shownBytes-utf8.UTFMax && !utf8.RuneStart(b[cut]) {
+			cut-- // do not split a character
+		}
+		b, s.Truncated = b[:cut], true
+	}
+	if printable(b) {
+		s.Text = string(b)
+	} else {
+		s.Binary = true
+		s.Text = hex.EncodeToString(b)
+	}
+	return s
+}
+
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+type recordsPage struct {
+	base
+	Topic      string
+	Partition  int32
+	Partitions []int32
+	Limit      int
+	From       int64 // first offset asked for
+	HWM        int64
+	LogStart   int64
+	Records    []recordView
+	Leader     int32 // when not led here
+	NotHere    bool
+}
+
+// records shows the last records of one partition below its high-water mark.
+func (c *Console) records(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("topic")
+	img := c.cfg.Cluster.Image()
+	t := img.Topic(name)
+	if t == nil {
+		c.renderError(w, r, http.StatusNotFound, "Unknown topic", fmt.Sprintf("There is no topic %q.", name))
+		return
+	}
+	q := r.URL.Query()
+	part, limit := int64(0), int64(defaultRecordLimit)
+	var err error
+	if v := q.Get("partition"); v != "" {
+		if part, err = strconv.ParseInt(v, 10, 32); err != nil || part < 0 || int(part) >= len(t.Partitions) {
+			c.renderError(w, r, http.StatusBadRequest, "Bad partition", fmt.Sprintf("Topic %s has partitions 0 to %d, not %q.", name, len(t.Partitions)-1, v))
+			return
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.ParseInt(v, 10, 32); err != nil || limit < 1 || limit > maxRecordLimit {
+			c.renderError(w, r, http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be 1 to %d, not %q.", maxRecordLimit, v))
+			return
+		}
+	}
+	pg := recordsPage{base: c.base("Records of "+name, "topics"), Topic: name, Partition: int32(part), Limit: int(limit)}
+	for _, p := range t.Partitions {
+		pg.Partitions = append(pg.Partitions, p.Index)
+	}
+	p, err := c.cfg.Replicas.Partition(name, int32(part))
+	if err != nil || !p.IsLeader() {
+		pg.NotHere, pg.Leader = true, t.Partitions[part].Leader
+		c.render(w, http.StatusOK, "records", pg)
+		return
+	}
+	pg.HWM, pg.LogStart = p.HighWatermark(), p.LogStartOffset()
+	pg.From = max(pg.LogStart, pg.HWM-limit)
+	pg.Records, err = readRecords(p, pg.From, int(limit))
+	if err != nil {
+		pg.Error = "Reading records: " + err.Error()
+	}
+	c.render(w, http.StatusOK, "records", pg)
+}
+
+// readRecords reads up to limit records from offset on, below the high-water mark,
+// through the replica layer, newest last. Control batches are skipped.
+func readRecords(p *replica.Partition, from int64, limit int) ([]recordView, error) {
+	var out []recordView
+	next, total := from, 0
+	for len(out) < limit && total < maxReadBytes {
+		res, err := p.Read(next, readChunkBytes)
+		if err != nil {
+			return out, err
+		}
+		if res.Chunk.Size == 0 {
+			break
+		}
+		b, err := res.Chunk.Bytes()
+		res.Chunk.Release()
+		if err != nil {
+			return out, err
+		}
+		total += len(b)
+		next = res.Chunk.NextOffset
+		if out, err = appendRecords(out, b, from, limit); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// appendRecords decodes the records at or after from in batches b.
+func appendRecords(out []recordView, b []byte, from int64, limit int) ([]recordView, error) {
+	it := batch.NewIter(b)
+	for it.Next() {
+		h := it.Header()
+		if h.Control() || h.LastOffset() < from {
+			continue
+		}
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(it.Batch()); err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		}
+		raw, err := decompressor.Decompress(rb.Records, kgo.CompressionCodecType(h.Codec()))
+		if err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		}
+		recs, err := splitRecords(raw, int(h.NumRecords))
+		if err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		}
+		for _, rec := range recs {
+			off := h.BaseOffset + int64(rec.OffsetDelta)
+			if off < from {
+				continue
+			}
+			if len(out) == limit {
+				return out, nil
+			}
+			ts := h.FirstTimestamp + rec.TimestampDelta64
+			if h.LogAppendTime() {
+				ts = h.MaxTimestamp
+			}
+			v := recordView{Offset: off, Timestamp: ts, Key: show(rec.Key, rec.Key == nil), Value: show(rec.Value, rec.Value == nil)}
+			for _, hd := range rec.Headers {
+				v.Headers = append(v.Headers, headerView{Key: hd.Key, Value: show(hd.Value, hd.Value == nil)})
+			}
+			out = append(out, v)
+		}
+	}
+	return out, it.Err()
+}
+
+var errBadRecord = errors.New("record does not parse")
+
+// splitRecords parses n length-prefixed records.
+func splitRecords(b []byte, n int) ([]kmsg.Record, error) {
+	recs := make([]kmsg.Record, 0, n)
+	for range n {
+		length, m := binary.Varint(b)
+		if m <= 0 || length < 0 || length > int64(len(b)-m) {
+			return recs, errBadRecord
+		}
+		var rec kmsg.Record
+		if err := rec.ReadFrom(b[:m+int(length)]); err != nil {
+			return recs, fmt.Errorf("%w: %v", errBadRecord, err)
+		}
+		recs = append(recs, rec)
+		b = b[m+int(length):]
+	}
+	return recs, nil
+}

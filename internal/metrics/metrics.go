@@ -1,0 +1,98 @@
+package metrics
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+// namespace prefixes every Strata metric.
+const namespace = "strata"
+
+// Cluster is the metadata side of the node: the latest applied image and whether
+// this node is the active controller (*controller.Controller).
+type Cluster interface {
+	Image() *metadata.Image
+	IsLeader() bool
+}
+
+// Partitions lists the partitions this node hosts (*replica.Manager).
+type Partitions interface {
+	Partitions() []*replica.Partition
+}
+
+// LagSource reports consumer group lag (*group.Coordinator): the committed offset
+// of every group this node coordinates, against hwm.
+type LagSource interface {
+	Lag(hwm group.HighWatermarkFunc, groups ...string) ([]group.PartitionLag, error)
+}
+
+// Config names the snapshot sources. Each may be nil: its metrics are then absent.
+type Config struct {
+	NodeID     int32
+	Cluster    Cluster
+	Partitions Partitions
+	// Groups is the group coordinator, for strata_consumer_group_lag.
+	Groups LagSource
+	Logger *slog.Logger
+	// GoCollectors adds the Go runtime and process collectors (go_*, process_*).
+	GoCollectors bool
+}
+
+// Metrics holds one node's metrics. Its zero value is not usable: call New.
+type Metrics struct {
+	cfg Config
+	reg *prometheus.Registry
+	net *network
+	dat *data
+	isr isrCounters
+}
+
+// New builds the metrics of one node on a fresh registry.
+func New(cfg Config) *Metrics {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{cfg: cfg, reg: prometheus.NewRegistry()}
+	m.net = newNetwork()
+	m.dat = newData(cfg.Cluster)
+	m.isr = newISRCounters()
+	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands)
+	if cfg.Partitions != nil {
+		m.reg.MustRegister(partitionCollector{cfg.Partitions})
+	}
+	if cfg.Cluster != nil {
+		m.reg.MustRegister(clusterCollector{nodeID: cfg.NodeID, cluster: cfg.Cluster})
+	}
+	if cfg.Groups != nil {
+		m.reg.MustRegister(lagCollector{groups: cfg.Groups, partitions: cfg.Partitions, log: cfg.Logger})
+	}
+	if cfg.GoCollectors {
+		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	return m
+}
+
+// Registry is the node's registry, for tests and for adding collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// HTTPHandler serves the registry in the Prometheus text (or OpenMetrics) format.
+// A collector that fails is logged and skipped; the rest is still served.
+func (m *Metrics) HTTPHandler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slogPrinter{m.cfg.Logger},
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// slogPrinter adapts a slog.Logger to promhttp's error log.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) { p.log.Warn("metrics: scrape", "err", v) }

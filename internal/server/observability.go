@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/strata-stream/strata/internal/console"
+)
+
+// readyWait bounds how long /readyz waits for this node's partitions to catch up
+// with the metadata image before answering 503.
+const readyWait = time.Second
+
+// readiness says why the node should not get client traffic yet, or nil once it
+// should: Start has finished (and Close has not begun), a controller leader is
+// known, this broker is registered and unfenced in the metadata image, and the
+// hosted partitions reflect that image (waiting for that until ctx ends).
+func (n *Node) readiness(ctx context.Context) error {
+	if !n.ready.Load() {
+		return errors.New("starting or stopping")
+	}
+	if n.ctrl.LeaderID() < 0 {
+		return errors.New("no active controller")
+	}
+	img := n.ctrl.Image()
+	if b := img.Broker(n.cfg.NodeID); b == nil {
+		return fmt.Errorf("broker %d is not registered", n.cfg.NodeID)
+	} else if b.Fenced {
+		return fmt.Errorf("broker %d is fenced", n.cfg.NodeID)
+	}
+	if err := n.replicas.WaitApplied(ctx, img.Offset()); err != nil {
+		return fmt.Errorf("partitions not caught up with metadata offset %d", img.Offset())
+	}
+	return nil
+}
+
+// startAdmin serves /debug/pprof/ on the opt-in admin listener (--admin-addr).
+// It is separate from the HTTP listener so profiling can stay on a private
+// address.
+func (n *Node) startAdmin() error {
+	if n.cfg.AdminAddr == "" {
+		return nil
+	}
+	var err error
+	n.adminLn, err = net.Listen("tcp", n.cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	n.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.admin.Serve(n.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("admin listener stopped", "err", err)
+		}
+	}()
+	n.log.Info("admin listener serving /debug/pprof/", "admin_addr", n.adminLn.Addr().String())
+	return nil
+}
+
+// ConsoleConfig is the configuration of the node's console: its cluster, replicas
+// and groups, for a test or tool that serves the console differently.
+func (n *Node) ConsoleConfig() console.Config { return n.console.Config() }
+
+// AdminAddr is the admin listener's address, or "" when it is off.
+func (n *Node) AdminAddr() string {
+	if n.adminLn == nil {
+		return ""
+	}
+	return n.adminLn.Addr().String()
+}
