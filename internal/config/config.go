@@ -38,25 +38,37 @@ type Config struct {
 	OffsetsTopicPartition int32
 	// RetentionCheckInterval is how often retention runs (log.retention.check.interval.ms).
 	RetentionCheckInterval time.Duration
+	// ClusterID names the cluster; every node of one cluster must be given the same
+	// one. Empty: a single node generates and keeps its own.
+	ClusterID string
+	// BrokerHeartbeatInterval is how often a broker heartbeats to the controller.
+	BrokerHeartbeatInterval time.Duration
+	// BrokerSessionTimeout: a broker silent this long is fenced and loses leadership.
+	BrokerSessionTimeout time.Duration
+	// ReplicaLagTimeMax: a follower not caught up for this long leaves the ISR.
+	ReplicaLagTimeMax time.Duration
 }
 
 // Default returns the embedded defaults: a single node serving on loopback.
 func Default() Config {
 	return Config{
-		NodeID:                 1,
-		DataDir:                "./data",
-		KafkaAddr:              "127.0.0.1:9092",
-		HTTPAddr:               "127.0.0.1:8080",
-		ControllerAddr:         "127.0.0.1:9093",
-		AutoCreateTopics:       true,
-		DefaultPartitions:      1,
-		MaxRequestBytes:        100 << 20,
-		LogLevel:               "info",
-		LogFormat:              "text",
-		ShutdownTimeout:        30 * time.Second,
-		GroupInitialDelay:      3 * time.Second,
-		OffsetsTopicPartition:  50,
-		RetentionCheckInterval: time.Minute,
+		NodeID:                  1,
+		DataDir:                 "./data",
+		KafkaAddr:               "127.0.0.1:9092",
+		HTTPAddr:                "127.0.0.1:8080",
+		ControllerAddr:          "127.0.0.1:9093",
+		AutoCreateTopics:        true,
+		DefaultPartitions:       1,
+		MaxRequestBytes:         100 << 20,
+		LogLevel:                "info",
+		LogFormat:               "text",
+		ShutdownTimeout:         30 * time.Second,
+		GroupInitialDelay:       3 * time.Second,
+		OffsetsTopicPartition:   50,
+		RetentionCheckInterval:  time.Minute,
+		BrokerHeartbeatInterval: time.Second,
+		BrokerSessionTimeout:    9 * time.Second,
+		ReplicaLagTimeMax:       30 * time.Second,
 	}
 }
 
@@ -86,6 +98,10 @@ func (c *Config) options() []option {
 		{"group-initial-rebalance-delay", "group.initial.rebalance.delay.ms as a duration", durationValue{&c.GroupInitialDelay}},
 		{"offsets-topic-partitions", "partitions of __consumer_offsets", int32Value{&c.OffsetsTopicPartition}},
 		{"retention-check-interval", "how often partition retention runs", durationValue{&c.RetentionCheckInterval}},
+		{"cluster-id", "cluster id shared by every node (empty: a single node makes its own)", stringValue{&c.ClusterID}},
+		{"broker-heartbeat-interval", "how often a broker heartbeats to the controller", durationValue{&c.BrokerHeartbeatInterval}},
+		{"broker-session-timeout", "a broker silent this long is fenced and loses leadership", durationValue{&c.BrokerSessionTimeout}},
+		{"replica-lag-time-max", "a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)", durationValue{&c.ReplicaLagTimeMax}},
 	}
 }
 
@@ -177,6 +193,12 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsTopicPartition < 1 {
 		errs = append(errs, fmt.Errorf("offsets-topic-partitions must be >= 1, got %d", c.OffsetsTopicPartition))
+	}
+	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
+		errs = append(errs, fmt.Errorf("broker-session-timeout (%v) must be longer than broker-heartbeat-interval (%v)", c.BrokerSessionTimeout, c.BrokerHeartbeatInterval))
+	}
+	if c.ReplicaLagTimeMax <= 0 {
+		errs = append(errs, fmt.Errorf("replica-lag-time-max must be positive, got %v", c.ReplicaLagTimeMax))
 	}
 	if c.RetentionCheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("retention-check-interval must be positive, got %v", c.RetentionCheckInterval))

@@ -1,11 +1,14 @@
 package handlers
 
-// Fetch (key 1), v4-v16, for consumers (followers come with replication).
+// Fetch (key 1), v4-v16, for consumers and for followers (replica id >= 0: in the
+// request header field before v15, in ReplicaState from v15).
 //   v4: isolation level, last stable offset; v5: log start offset; v7: fetch
 //   sessions (Strata answers session id 0: no session, clients send full requests);
 //   v9: current leader epoch (fencing); v11: rack id (ignored); v12+: flexible,
 //   v13+: topic ids instead of names.
-// Only data below the high-water mark is returned. Without transactions the last
+// Consumers get only data below the high-water mark; followers read up to the log
+// end, report their progress with their fetch offset, and are told where their log
+// diverges (DivergingEpoch, v12+, from LastFetchedEpoch). Without transactions the last
 // stable offset equals the HWM, so both isolation levels read the same.
 // Long poll: while fewer than min_bytes are available the request waits on its
 // partitions' watchers until max_wait_ms passes; any HWM move re-reads.
@@ -27,12 +30,18 @@ import (
 
 func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.FetchRequest)
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
 	var w *replica.Watcher
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, files, total, watched := h.readFetch(req)
+		resp, files, total, watched := h.readFetch(req, replicaID)
 		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
-			h.observeFetch(resp, files)
+			if replicaID < 0 { // replication traffic is not consumer bytes out
+				h.observeFetch(resp, files)
+			}
 			return h.fetchResponse(resp, files)
 		}
 		releaseFiles(files)
@@ -41,8 +50,14 @@ func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.
 			defer h.cfg.Observer.DelayedFetch(-1)
 			w = replica.NewWatcher()
 			for _, p := range watched {
-				p.Watch(w)
-				defer p.Unwatch(w)
+				if replicaID >= 0 {
+					// A follower waits for new data, not for the HWM.
+					p.WatchAppends(w)
+					defer p.UnwatchAppends(w)
+				} else {
+					p.Watch(w)
+					defer p.Unwatch(w)
+				}
 			}
 			continue // re-read once now that we watch, so no wake-up is missed
 		}
@@ -59,7 +74,7 @@ func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.
 // readFetch reads every requested partition once. It returns the response, the
 // file ranges to splice into it, the record bytes found, and the partitions that
 // could still produce data (to watch while long-polling).
-func (h *Handlers) readFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, map[*kmsg.FetchResponseTopicPartition]*fileRecords, int, []*replica.Partition) {
+func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, map[*kmsg.FetchResponseTopicPartition]*fileRecords, int, []*replica.Partition) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	files := map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
 	var watched []*replica.Partition
@@ -107,7 +122,12 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, map[*
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.HighWatermark(), p.LogStartOffset()
 				continue
 			}
-			res, err := p.Read(rp.FetchOffset, max(maxBytes, 1))
+			var res replica.FetchResult
+			if replicaID >= 0 {
+				res, err = h.readForFollower(p, replicaID, req.Version, &rp, max(maxBytes, 1), sp)
+			} else {
+				res, err = p.Read(rp.FetchOffset, max(maxBytes, 1))
+			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
@@ -137,6 +157,20 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, map[*
 		}
 	}
 	return resp, files, total, watched
+}
+
+// readForFollower serves one partition of a follower's fetch, setting the
+// diverging epoch on sp when the follower's log has split from the leader's.
+func (h *Handlers) readForFollower(p *replica.Partition, replicaID int32, version int16, rp *kmsg.FetchRequestTopicPartition, maxBytes int, sp *kmsg.FetchResponseTopicPartition) (replica.FetchResult, error) {
+	lastFetchedEpoch := int32(-1)
+	if version >= 12 {
+		lastFetchedEpoch = rp.LastFetchedEpoch
+	}
+	ff, err := p.ReadForFollower(replicaID, rp.FetchOffset, lastFetchedEpoch, maxBytes, time.Now())
+	if ff.Diverging != nil {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = ff.Diverging.Epoch, ff.Diverging.EndOffset
+	}
+	return replica.FetchResult{Chunk: ff.Chunk, HighWatermark: ff.HighWatermark, LogStartOffset: ff.LogStartOffset}, err
 }
 
 func (h *Handlers) fetchResponse(resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords) protocol.Response {

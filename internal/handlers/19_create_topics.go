@@ -17,6 +17,9 @@ import (
 )
 
 func (h *Handlers) createTopics(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	if resp, ok := h.forwardIfNotController(ctx, r); ok {
+		return resp
+	}
 	req := r.Msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	reqs := make([]controller.CreateTopic, len(req.Topics))
@@ -80,6 +83,10 @@ func (h *Handlers) autoCreate(ctx context.Context, names []string) {
 	for i, n := range names {
 		reqs[i] = controller.CreateTopic{Name: n, NumPartitions: h.cfg.DefaultPartitions, ReplicationFactor: -1}
 	}
+	if h.link != nil && !h.cluster.IsLeader() {
+		h.autoCreateRemote(ctx, names)
+		return
+	}
 	results, err := h.cluster.CreateTopics(ctx, reqs, false)
 	h.awaitLocalApply(ctx)
 	if err != nil {
@@ -93,4 +100,20 @@ func (h *Handlers) autoCreate(ctx context.Context, names []string) {
 			h.log.Info("auto-created topic", "topic", res.Name, "partitions", res.NumPartitions)
 		}
 	}
+}
+
+// autoCreateRemote asks the active controller, another node, to create topics.
+func (h *Handlers) autoCreateRemote(ctx context.Context, names []string) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	for _, n := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = n, h.cfg.DefaultPartitions, -1
+		req.Topics = append(req.Topics, t)
+	}
+	if _, err := h.link.Request(ctx, req); err != nil {
+		h.log.Warn("auto-creating topics through the controller", "topics", names, "err", err)
+		return
+	}
+	h.awaitControllerImage(ctx)
 }

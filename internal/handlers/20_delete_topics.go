@@ -13,6 +13,9 @@ import (
 )
 
 func (h *Handlers) deleteTopics(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	if resp, ok := h.forwardIfNotController(ctx, r); ok {
+		return resp
+	}
 	req := r.Msg.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	var refs []controller.TopicRef

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -45,7 +46,7 @@ func (h *Handlers) nextProducerID(ctx context.Context) (int64, error) {
 	h.pids.mu.Lock()
 	defer h.pids.mu.Unlock()
 	if h.pids.next >= h.pids.end {
-		block, err := h.cluster.AllocateProducerIDs(ctx, h.cfg.NodeID, h.cfg.BrokerEpoch())
+		block, err := h.allocateProducerIDBlock(ctx)
 		if err != nil {
 			return 0, err
 		}
@@ -54,4 +55,22 @@ func (h *Handlers) nextProducerID(ctx context.Context) (int64, error) {
 	id := h.pids.next
 	h.pids.next++
 	return id, nil
+}
+
+// allocateProducerIDBlock asks the active controller, local or not, for a block.
+func (h *Handlers) allocateProducerIDBlock(ctx context.Context) (controller.ProducerIDBlock, error) {
+	if h.link == nil || h.cluster.IsLeader() {
+		return h.cluster.AllocateProducerIDs(ctx, h.cfg.NodeID, h.cfg.BrokerEpoch())
+	}
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = h.cfg.NodeID, h.cfg.BrokerEpoch()
+	resp, err := h.link.Request(ctx, req)
+	if err != nil {
+		return controller.ProducerIDBlock{}, err
+	}
+	r := resp.(*kmsg.AllocateProducerIDsResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return controller.ProducerIDBlock{}, err
+	}
+	return controller.ProducerIDBlock{First: r.ProducerIDStart, Len: r.ProducerIDLen}, nil
 }

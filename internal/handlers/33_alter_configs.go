@@ -14,6 +14,9 @@ import (
 )
 
 func (h *Handlers) alterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	if resp, ok := h.forwardIfNotController(ctx, r); ok {
+		return resp
+	}
 	req := r.Msg.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	reqs := make([]controller.AlterConfigsResource, len(req.Resources))

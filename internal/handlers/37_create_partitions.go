@@ -13,6 +13,9 @@ import (
 )
 
 func (h *Handlers) createPartitions(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	if resp, ok := h.forwardIfNotController(ctx, r); ok {
+		return resp
+	}
 	req := r.Msg.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	reqs := make([]controller.CreatePartitions, len(req.Topics))

@@ -14,6 +14,9 @@ import (
 )
 
 func (h *Handlers) incrementalAlterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	if resp, ok := h.forwardIfNotController(ctx, r); ok {
+		return resp
+	}
 	req := r.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	reqs := make([]controller.IncrementalAlterConfigsResource, len(req.Resources))

@@ -12,10 +12,14 @@ import (
 type Cluster interface {
 	Image() *metadata.Image
 	LeaderID() int32
+	IsLeader() bool
 	CreateTopics(ctx context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error)
 	DeleteTopics(ctx context.Context, refs []controller.TopicRef) ([]controller.DeleteTopicResult, error)
 	CreatePartitions(ctx context.Context, reqs []controller.CreatePartitions, validateOnly bool) ([]controller.CreatePartitionsResult, error)
 	AlterConfigs(ctx context.Context, reqs []controller.AlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error)
 	IncrementalAlterConfigs(ctx context.Context, reqs []controller.IncrementalAlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error)
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (controller.ProducerIDBlock, error)
+	RegisterBroker(ctx context.Context, req controller.RegisterBroker) (int64, error)
+	BrokerHeartbeat(ctx context.Context, req controller.HeartbeatRequest) (controller.HeartbeatResult, error)
+	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
 }

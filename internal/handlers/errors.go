@@ -85,3 +85,18 @@ func (h *Handlers) awaitLocalApply(ctx context.Context) {
 }
 
 const localApplyTimeout = 5 * time.Second
+
+// awaitControllerImage waits (briefly) for this broker to apply a change the
+// active controller made on another node: this node's Raft log follows it.
+func (h *Handlers) awaitControllerImage(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
+	defer cancel()
+	start := h.cluster.Image().Offset()
+	for h.cluster.Image().Offset() == start && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	h.awaitLocalApply(ctx)
+}

@@ -41,10 +41,12 @@ var apis = []api{
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
 }
 
-// Versions is the registry for protocol.Server.
-func Versions() []protocol.VersionRange {
-	vs := make([]protocol.VersionRange, len(apis))
-	for i, a := range apis {
+// Versions is the registry of the Kafka listener, for its protocol.Server.
+func Versions() []protocol.VersionRange { return versionsOf(apis) }
+
+func versionsOf(table []api) []protocol.VersionRange {
+	vs := make([]protocol.VersionRange, len(table))
+	for i, a := range table {
 		vs[i] = protocol.VersionRange{Key: a.key, Min: a.min, Max: a.max}
 	}
 	return vs
@@ -70,14 +72,16 @@ type Handlers struct {
 	log      *slog.Logger
 	byKey    map[int16]api
 	pids     producerIDs
+	link     Link // nil on a single node: the local controller is always active
 }
 
-// New returns the handlers of one node.
-func New(cfg Config, cluster Cluster, replicas *replica.Manager, logger *slog.Logger) *Handlers {
+// New returns the handlers of one node. link reaches the active controller when it
+// is another node; nil means this node's controller is the only one.
+func New(cfg Config, cluster Cluster, replicas *replica.Manager, link Link, logger *slog.Logger) *Handlers {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, log: logger, byKey: map[int16]api{}}
+	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, link: link, log: logger, byKey: map[int16]api{}}
 	for _, a := range apis {
 		h.byKey[a.key] = a
 	}

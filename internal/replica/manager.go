@@ -27,15 +27,40 @@ type TopicPartition struct {
 	Partition int32
 }
 
+// ISRChanger sends a leader's ISR change to the active controller (Kafka's
+// AlterPartition) and returns the partition as the controller committed it.
+type ISRChanger interface {
+	AlterPartition(ctx context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error)
+}
+
+// Options are the Manager's collaborators and settings. Transport and ISRChanger
+// may be nil on a single node (no partition then has followers).
+type Options struct {
+	Transport  Transport
+	ISRChanger ISRChanger
+	// BrokerEpoch is this broker's registration epoch, sent with replica fetches.
+	BrokerEpoch func() int64
+	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
+	// this long leaves the ISR (default 30s).
+	ReplicaLagMax time.Duration
+}
+
 // Manager hosts this broker's partitions and keeps them in line with the metadata
 // image: it opens the logs of partitions assigned to this broker, makes it leader
-// where the image says so, applies config changes, and deletes removed topics' logs.
+// or follower where the image says so (running one fetcher per leader broker it
+// follows), keeps the ISR of the partitions it leads, applies config changes, and
+// deletes removed topics' logs.
 type Manager struct {
 	fs     vfs.FS
 	dir    string // <data-dir>/logs
 	nodeID int32
 	log    *slog.Logger
 	now    func() time.Time
+	opts   Options
+
+	fetchMu   sync.Mutex
+	fetchers  map[int32]*fetcher // by leader broker
+	following map[*Partition]int32
 
 	mu         sync.RWMutex
 	partitions map[TopicPartition]*Partition
@@ -48,15 +73,89 @@ type Manager struct {
 }
 
 // NewManager hosts partitions under dir.
-func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger) (*Manager, error) {
+func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts Options) (*Manager, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	if opts.ReplicaLagMax <= 0 {
+		opts.ReplicaLagMax = 30 * time.Second
+	}
+	if opts.BrokerEpoch == nil {
+		opts.BrokerEpoch = func() int64 { return -1 }
+	}
 	return &Manager{
-		fs: fsys, dir: dir, nodeID: nodeID, log: logger, now: time.Now,
+		fs: fsys, dir: dir, nodeID: nodeID, log: logger, now: time.Now, opts: opts,
 		partitions: map[TopicPartition]*Partition{},
 		appliedCh:  make(chan struct{}),
+		fetchers:   map[int32]*fetcher{},
+		following:  map[*Partition]int32{},
 	}, nil
+}
+
+func (m *Manager) brokerEpoch() int64 { return m.opts.BrokerEpoch() }
+
+// follow makes p fetch from leader (NoLeader: from nobody).
+func (m *Manager) follow(p *Partition, leader int32) {
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	if cur, ok := m.following[p]; ok {
+		if cur == leader {
+			return
+		}
+		if f := m.fetchers[cur]; f != nil && f.remove(p) {
+			delete(m.fetchers, cur)
+			go f.stop()
+		}
+		delete(m.following, p)
+	}
+	if leader == metadata.NoLeader || leader == m.nodeID || m.opts.Transport == nil {
+		return
+	}
+	f := m.fetchers[leader]
+	if f == nil {
+		f = newFetcher(m, leader)
+		m.fetchers[leader] = f
+	}
+	f.add(p)
+	m.following[p] = leader
+}
+
+// proposeISR runs one AlterPartition for a partition this broker leads.
+func (m *Manager) proposeISR(c isrChange) {
+	if m.opts.ISRChanger == nil {
+		c.p.isrChangeDone(nil)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ip, err := m.opts.ISRChanger.AlterPartition(ctx, c.p.TopicID, c.p.Index, c.leaderEpoch, c.partitionEpoch, c.isr)
+		if err != nil {
+			m.log.Warn("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", err)
+			c.p.isrChangeDone(nil)
+			return
+		}
+		m.log.Info("ISR changed", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", ip.ISR, "partition_epoch", ip.PartitionEpoch)
+		c.p.isrChangeDone(ip)
+	}()
+}
+
+// RunISRMaintenance shrinks the ISR of led partitions whose followers fell behind,
+// checking every half lag period until ctx is done.
+func (m *Manager) RunISRMaintenance(ctx context.Context) {
+	t := time.NewTicker(m.opts.ReplicaLagMax / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := m.now()
+		for _, p := range m.Partitions() {
+			p.maybeShrinkISR(now, m.opts.ReplicaLagMax)
+		}
+	}
 }
 
 // Partition returns a hosted partition.
@@ -114,6 +213,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	m.mu.Unlock()
 	defer m.setApplied(img.Offset())
 	for _, p := range removed {
+		m.follow(p, metadata.NoLeader)
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -166,6 +266,7 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 		m.mu.Lock()
 		delete(m.partitions, tp)
 		m.mu.Unlock()
+		m.follow(p, metadata.NoLeader)
 		p.close()
 		if err := m.fs.RemoveAll(partitionDir(m.dir, t.Name, ip.Index)); err != nil {
 			return err
@@ -178,23 +279,23 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 		if err != nil {
 			return err
 		}
-		p, err = newPartition(t.Name, t.ID, ip.Index, l, scfg.Flush.Mode == storage.GroupCommit)
+		p, err = newPartition(t.Name, t.ID, ip.Index, l, scfg.Flush.Mode == storage.GroupCommit, m.nodeID)
 		if err != nil {
 			l.Close()
 			return err
 		}
+		p.isrProposer = m.proposeISR
 		m.mu.Lock()
 		m.partitions[tp] = p
 		m.mu.Unlock()
 		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
 	}
 	p.setConfig(t.Config)
-	if ip.Leader == m.nodeID && (!p.IsLeader() || p.LeaderEpoch() != ip.LeaderEpoch) {
-		if err := p.becomeLeader(ip.LeaderEpoch, len(ip.ISR)); err != nil {
-			return fmt.Errorf("becoming leader of %s-%d: %w", t.Name, ip.Index, err)
-		}
+	leader, err := p.applyState(ip, m.now())
+	if err != nil {
+		return fmt.Errorf("applying the role of %s-%d: %w", t.Name, ip.Index, err)
 	}
-	p.isrSize.Store(int32(len(ip.ISR)))
+	m.follow(p, leader)
 	return nil
 }
 
@@ -263,6 +364,13 @@ func (m *Manager) RunRetention(ctx context.Context, interval time.Duration) {
 
 // Close closes every partition (a clean shutdown: the logs write their markers).
 func (m *Manager) Close() error {
+	m.fetchMu.Lock()
+	fetchers := m.fetchers
+	m.fetchers, m.following = map[int32]*fetcher{}, map[*Partition]int32{}
+	m.fetchMu.Unlock()
+	for _, f := range fetchers {
+		f.stop()
+	}
 	m.mu.Lock()
 	ps := m.partitions
 	m.partitions = map[TopicPartition]*Partition{}

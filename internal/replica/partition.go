@@ -60,6 +60,7 @@ type Partition struct {
 	appendMu  sync.Mutex
 	producers *producerState
 
+	localID       int32 // this broker
 	highWatermark atomic.Int64
 	leaderEpoch   atomic.Int32
 	leader        atomic.Bool
@@ -67,8 +68,22 @@ type Partition struct {
 	config        atomic.Pointer[metadata.TopicConfig]
 	isrSize       atomic.Int32
 
-	watchMu  sync.Mutex
-	watchers map[*Watcher]struct{}
+	// mu guards the replica set as this broker knows it (see replication.go).
+	mu struct {
+		sync.Mutex
+		leaderID       int32
+		partitionEpoch int32
+		replicas, isr  []int32
+		followers      map[int32]*followerState // leader only: every other replica
+		isrPending     bool                     // an AlterPartition is in flight
+	}
+
+	// isrProposer sends an ISR change to the controller (set by the Manager).
+	isrProposer func(isrChange)
+
+	watchMu     sync.Mutex
+	watchers    map[*Watcher]struct{} // woken on HWM and leadership changes
+	leoWatchers map[*Watcher]struct{} // woken on appends (followers' fetches)
 }
 
 // Watcher is woken (a non-blocking send on C) whenever a watched partition's
@@ -79,14 +94,17 @@ type Watcher struct{ C chan struct{} }
 // NewWatcher returns a watcher with a one-slot wake-up channel.
 func NewWatcher() *Watcher { return &Watcher{C: make(chan struct{}, 1)} }
 
-func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log, groupCommit bool) (*Partition, error) {
+func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log, groupCommit bool, localID int32) (*Partition, error) {
 	p := &Partition{
 		Topic: topic, TopicID: id, Index: index,
 		log:         log,
 		groupCommit: groupCommit,
+		localID:     localID,
 		producers:   newProducerState(),
 		watchers:    make(map[*Watcher]struct{}),
+		leoWatchers: make(map[*Watcher]struct{}),
 	}
+	p.mu.leaderID = metadata.NoLeader
 	// Rebuild idempotent-producer state from the log.
 	err := log.ScanBatches(log.LogStartOffset(), func(h batch.Header, _ []byte) error {
 		if h.Idempotent() && !h.Control() {
@@ -97,7 +115,9 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", topic, index, err)
 	}
-	p.highWatermark.Store(p.safeEnd())
+	// Until this broker learns its role the HWM stays at the log start: a replica's
+	// own log end may hold records the leader never committed.
+	p.highWatermark.Store(log.LogStartOffset())
 	log.SetDurableListener(func(int64) { p.maybeAdvanceHighWatermark() })
 	return p, nil
 }
@@ -110,8 +130,26 @@ func (p *Partition) safeEnd() int64 {
 	return p.log.LogEndOffset()
 }
 
+// maybeAdvanceHighWatermark moves the leader's HWM up to the minimum over the ISR
+// of what each member holds durably (the leader's safe end, the followers' fetch
+// offsets). It never moves the HWM backwards.
 func (p *Partition) maybeAdvanceHighWatermark() {
+	if !p.leader.Load() {
+		return
+	}
+	p.mu.Lock()
 	end := p.safeEnd()
+	for _, id := range p.mu.isr {
+		if f := p.mu.followers[id]; f != nil && f.logEnd < end {
+			end = f.logEnd
+		}
+	}
+	p.mu.Unlock()
+	p.raiseHighWatermark(end)
+}
+
+// raiseHighWatermark sets the HWM to end if that is higher, waking watchers.
+func (p *Partition) raiseHighWatermark(end int64) {
 	for {
 		cur := p.highWatermark.Load()
 		if end <= cur {
@@ -170,27 +208,13 @@ func (p *Partition) Config() *metadata.TopicConfig { return p.config.Load() }
 // Log is the partition's log, for size and segment statistics.
 func (p *Partition) Log() *storage.Log { return p.log }
 
-// becomeLeader makes this broker the partition's leader at epoch with an ISR of
-// isrSize members.
-func (p *Partition) becomeLeader(epoch int32, isrSize int) error {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if err := p.log.AssignEpoch(epoch, p.log.LogEndOffset()); err != nil {
-		return err
-	}
-	p.leaderEpoch.Store(epoch)
-	p.isrSize.Store(int32(isrSize))
-	p.leader.Store(true)
-	p.fire()
-	return nil
-}
-
 func (p *Partition) setConfig(cfg metadata.TopicConfig) { p.config.Store(&cfg) }
 
 // close stops serving the partition; waiters are woken and find it closed.
 func (p *Partition) close() error {
 	p.closed.Store(true)
 	p.fire()
+	p.fireAppend()
 	return p.log.Close()
 }
 
@@ -265,6 +289,7 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 	if first.Idempotent() {
 		p.producers.record(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, info.FirstOffset, info.LastOffset)
 	}
+	p.fireAppend()
 	if !p.groupCommit {
 		p.maybeAdvanceHighWatermark()
 	}
@@ -277,7 +302,7 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 
 // WaitHighWatermark waits until the HWM reaches offset (acks=all).
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout time.Duration) error {
-	if p.HighWatermark() >= offset {
+	if p.HighWatermark() >= offset && p.isrSize.Load() >= p.Config().MinInsyncReplicas {
 		return nil
 	}
 	w := NewWatcher()
@@ -296,6 +321,9 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if p.isrSize.Load() < p.Config().MinInsyncReplicas {
+		return ErrNotEnoughReplicasAfterAppend
 	}
 	return nil
 }

@@ -16,8 +16,10 @@ import (
 const clusterIDFile = "cluster.id"
 
 // loadClusterID reads the node's cluster id, creating one on first start (written
-// durably: tmp file, fsync, rename, directory fsync).
-func loadClusterID(fsys vfs.FS, dir string) (string, error) {
+// durably: tmp file, fsync, rename, directory fsync): the configured one, or a
+// random one for a single node. A configured id that differs from the stored one
+// is refused: the data directory belongs to another cluster.
+func loadClusterID(fsys vfs.FS, dir, configured string) (string, error) {
 	path := filepath.Join(dir, clusterIDFile)
 	if f, err := fsys.Open(path); err == nil {
 		defer f.Close()
@@ -26,18 +28,24 @@ func loadClusterID(fsys vfs.FS, dir string) (string, error) {
 			return "", fmt.Errorf("reading %s: %w", path, err)
 		}
 		id := strings.TrimSpace(string(b))
-		if _, err := metadata.ParseUUID(id); err != nil {
-			return "", fmt.Errorf("%s: %w", path, err)
+		if id == "" {
+			return "", fmt.Errorf("%s is empty", path)
+		}
+		if configured != "" && configured != id {
+			return "", fmt.Errorf("cluster id %q does not match %q stored in %s", configured, id, path)
 		}
 		return id, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
-	u, err := metadata.NewUUID(rand.Reader)
-	if err != nil {
-		return "", err
+	id := configured
+	if id == "" {
+		u, err := metadata.NewUUID(rand.Reader)
+		if err != nil {
+			return "", err
+		}
+		id = u.String()
 	}
-	id := u.String()
 	tmp := path + ".tmp"
 	f, err := fsys.Create(tmp)
 	if err != nil {

@@ -15,21 +15,23 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/console"
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/metrics"
@@ -59,6 +61,16 @@ type Node struct {
 	console *console.Console
 	admin   *http.Server
 	adminLn net.Listener
+
+	// Cluster plumbing (cluster.go).
+	mux           *controllerlink.Mux
+	raftTransport *raft.NetworkTransport
+	voterAddrs    map[int32]string
+	link          *controllerlink.Client
+	linkSrv       *protocol.Server
+	replicaClient *kgo.Client
+	registration  controller.RegisterBroker
+	stopLifecycle func()
 }
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
@@ -85,22 +97,22 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := fsys.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	clusterID, err := loadClusterID(fsys, cfg.DataDir)
+	clusterID, err := loadClusterID(fsys, cfg.DataDir, cfg.ClusterID)
 	if err != nil {
 		return nil, err
 	}
 
-	voters, _ := cfg.Voters()
-	peers := make([]controller.Peer, len(voters))
-	for i, v := range voters {
-		peers[i] = controller.Peer{ID: v.ID, Addr: v.Addr}
+	peers, err := n.startControllerListener()
+	if err != nil {
+		return nil, err
 	}
 	n.ctrl, err = controller.Start(controller.Config{
 		NodeID:            cfg.NodeID,
 		DataDir:           filepath.Join(cfg.DataDir, "metadata"),
-		BindAddr:          cfg.ControllerAddr,
+		Transport:         n.raftTransport,
 		Voters:            peers,
 		DefaultPartitions: cfg.DefaultPartitions,
+		SessionTimeout:    cfg.BrokerSessionTimeout,
 		Logger:            logger.With("component", "controller"),
 	})
 	if err != nil {
@@ -109,8 +121,26 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.ctrl.WaitReady(ctx); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
+	n.link = n.newLink()
 
-	n.replicas, err = replica.NewManager(fsys, filepath.Join(cfg.DataDir, "logs"), cfg.NodeID, logger.With("component", "replica"))
+	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
+	if err != nil {
+		return nil, fmt.Errorf("kafka listener: %w", err)
+	}
+	n.replicaClient, err = kgo.NewClient(
+		kgo.SeedBrokers(n.kafkaLn.Addr().String()),
+		kgo.ClientID(fmt.Sprintf("strata-replica-%d", cfg.NodeID)),
+		kgo.MetadataMinAge(250*time.Millisecond),
+	)
+	if err != nil {
+		return nil, err
+	}
+	n.replicas, err = replica.NewManager(fsys, filepath.Join(cfg.DataDir, "logs"), cfg.NodeID, logger.With("component", "replica"), replica.Options{
+		Transport:     replicaTransport{n.replicaClient},
+		ISRChanger:    isrChanger{n},
+		BrokerEpoch:   n.brokerEpoch.Load,
+		ReplicaLagMax: cfg.ReplicaLagTimeMax,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -129,13 +159,20 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		n.replicas.RunRetention(retentionCtx, cfg.RetentionCheckInterval)
 	}()
 
-	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
-	if err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
-	}
 	if err := n.register(ctx); err != nil {
 		return nil, err
 	}
+	lifeCtx, stopLifecycle := context.WithCancel(context.Background())
+	n.stopLifecycle = stopLifecycle
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		n.runHeartbeats(lifeCtx)
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.replicas.RunISRMaintenance(lifeCtx)
+	}()
 	n.metrics = metrics.New(metrics.Config{
 		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: n.replicas,
 		Logger: logger.With("component", "metrics"), GoCollectors: true,
@@ -147,7 +184,19 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		DefaultPartitions: cfg.DefaultPartitions,
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
-	}, n.ctrl, n.replicas, logger.With("component", "kafka"))
+	}, n.ctrl, n.replicas, n.link, logger.With("component", "kafka"))
+	n.linkSrv = &protocol.Server{
+		Handler:  h.LinkHandler(),
+		Versions: handlers.LinkVersions(),
+		Logger:   logger.With("component", "controller-link"),
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.linkSrv.Serve(n.mux.Link()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
+			logger.Error("controller link stopped", "err", err)
+		}
+	}()
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(h),
 		Hooks:           []protocol.Hook{n.metrics},
@@ -196,28 +245,6 @@ func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
 // HTTPAddr is the HTTP listener's address.
 func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
 
-// register announces this broker and its advertised address to the controller.
-func (n *Node) register(ctx context.Context) error {
-	host, portStr, _ := net.SplitHostPort(n.cfg.AdvertisedKafkaAddr)
-	port, _ := strconv.Atoi(portStr)
-	if port == 0 { // listening on an ephemeral port: advertise the one we got
-		_, portStr, _ = net.SplitHostPort(n.kafkaLn.Addr().String())
-		port, _ = strconv.Atoi(portStr)
-	}
-	incarnation, err := metadata.NewUUID(rand.Reader)
-	if err != nil {
-		return err
-	}
-	epoch, err := n.ctrl.RegisterBroker(ctx, controller.RegisterBroker{
-		ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port),
-	})
-	if err != nil {
-		return fmt.Errorf("registering broker: %w", err)
-	}
-	n.brokerEpoch.Store(epoch)
-	return nil
-}
-
 // followImages applies every new metadata image to the hosted partitions.
 func (n *Node) followImages(images <-chan *metadata.Image) {
 	defer n.wg.Done()
@@ -248,11 +275,26 @@ func (n *Node) httpRoutes() http.Handler {
 	return mux
 }
 
-// Close shuts the node down: listeners first, then partitions, then the controller.
-func (n *Node) Close() error {
-	n.ready.Store(false)
+// Close shuts the node down: leadership handed off (controlled shutdown), then
+// listeners, partitions and the controller.
+func (n *Node) Close() error { return n.close(true) }
+
+// close stops the node; graceful=false is a crash as far as the cluster can tell:
+// no controlled shutdown, client connections cut (the logs are still closed, as
+// the page cache survives a kill -9).
+func (n *Node) close(graceful bool) error {
+	wasReady := n.ready.Swap(false)
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
+	if !graceful {
+		cancel()
+	}
+	if wasReady && graceful && n.link != nil {
+		n.controlledShutdown(ctx)
+	}
+	if n.stopLifecycle != nil {
+		n.stopLifecycle()
+	}
 	var errs []error
 	if n.http != nil {
 		errs = append(errs, ignoreClosed(n.http.Shutdown(ctx)))
@@ -273,13 +315,28 @@ func (n *Node) Close() error {
 	if n.stopRetention != nil {
 		n.stopRetention()
 	}
-	if n.ctrl != nil {
-		errs = append(errs, n.ctrl.Close())
+	if n.linkSrv != nil {
+		errs = append(errs, n.linkSrv.Shutdown(ctx))
 	}
-	n.wg.Wait()
+	if n.link != nil {
+		n.link.Close()
+	}
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())
 	}
+	if n.replicaClient != nil {
+		n.replicaClient.Close()
+	}
+	if n.ctrl != nil {
+		errs = append(errs, n.ctrl.Close())
+	}
+	if n.raftTransport != nil {
+		errs = append(errs, n.raftTransport.Close())
+	}
+	if n.mux != nil {
+		n.mux.Close()
+	}
+	n.wg.Wait()
 	n.log.Info("stopped")
 	return errors.Join(errs...)
 }

@@ -1,0 +1,169 @@
+package controllerlink
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxResponseBytes bounds a response frame from a controller.
+const maxResponseBytes = 64 << 20
+
+// Client sends requests to the active controller. It keeps one connection per
+// controller and sends one request at a time on it (these requests are few).
+type Client struct {
+	// Leader returns the active controller's node id and link address, or ok=false.
+	Leader func() (id int32, addr string, ok bool)
+	// Versions is the version to send for each API key (the link's server is the
+	// same build, so this is the highest it serves).
+	Versions map[int16]int16
+	// Timeout bounds dialing and each round trip (default 10s).
+	Timeout time.Duration
+
+	mu    sync.Mutex
+	conns map[string]*linkConn
+	corr  int32
+}
+
+type linkConn struct {
+	mu sync.Mutex
+	nc net.Conn
+}
+
+// Request sends req to the active controller and returns its response. It does
+// not retry: callers decide what a NOT_CONTROLLER answer or an error means to them.
+func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	_, addr, ok := c.Leader()
+	if !ok {
+		return nil, errNoController
+	}
+	v, ok := c.Versions[req.Key()]
+	if !ok {
+		return nil, fmt.Errorf("controllerlink: no version for %s", kmsg.NameForKey(req.Key()))
+	}
+	req.SetVersion(v)
+	lc, err := c.conn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	resp, err := c.roundTrip(ctx, lc.nc, req)
+	if err != nil {
+		c.drop(addr, lc)
+	}
+	return resp, err
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return 10 * time.Second
+}
+
+func (c *Client) conn(ctx context.Context, addr string) (*linkConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lc := c.conns[addr]; lc != nil {
+		return lc, nil
+	}
+	d := net.Dialer{Timeout: c.timeout()}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("controllerlink: dialing %s: %w", addr, err)
+	}
+	if _, err := nc.Write([]byte{Marker}); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if c.conns == nil {
+		c.conns = map[string]*linkConn{}
+	}
+	lc := &linkConn{nc: nc}
+	c.conns[addr] = lc
+	return lc, nil
+}
+
+func (c *Client) drop(addr string, lc *linkConn) {
+	lc.nc.Close()
+	c.mu.Lock()
+	if c.conns[addr] == lc {
+		delete(c.conns, addr)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) roundTrip(ctx context.Context, nc net.Conn, req kmsg.Request) (kmsg.Response, error) {
+	deadline := time.Now().Add(c.timeout())
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	nc.SetDeadline(deadline)
+	defer nc.SetDeadline(time.Time{})
+	c.mu.Lock()
+	c.corr++
+	corr := c.corr
+	c.mu.Unlock()
+
+	buf := kbin.AppendInt32(nil, 0) // size, filled below
+	buf = kbin.AppendInt16(buf, req.Key())
+	buf = kbin.AppendInt16(buf, req.GetVersion())
+	buf = kbin.AppendInt32(buf, corr)
+	buf = kbin.AppendNullableString(buf, nil)
+	if req.IsFlexible() {
+		buf = append(buf, 0) // no header tags
+	}
+	buf = req.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	if _, err := nc.Write(buf); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > maxResponseBytes {
+		return nil, fmt.Errorf("controllerlink: response frame of %d bytes", n)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(nc, frame); err != nil {
+		return nil, err
+	}
+	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+		return nil, fmt.Errorf("controllerlink: correlation id %d, want %d", got, corr)
+	}
+	body := frame[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() {
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return nil, fmt.Errorf("controllerlink: truncated %s response header", kmsg.NameForKey(req.Key()))
+		}
+		body = r.Src
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("controllerlink: decoding %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// Close closes every connection.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, lc := range c.conns {
+		lc.nc.Close()
+		delete(c.conns, addr)
+	}
+}

@@ -1,0 +1,155 @@
+// Package controllerlink carries broker-to-controller requests (broker registration
+// and heartbeats, ISR changes, producer-id blocks, forwarded admin requests) to the
+// active controller over the Kafka protocol, as KRaft brokers do.
+//
+// The controller listener (--controller-addr) serves both the Raft transport and
+// these requests. A link connection opens with one marker byte (0xFF: neither a
+// Raft RPC type, which is small, nor the first byte of a Kafka frame size, which
+// would be negative), then speaks ordinary Kafka framing:
+//
+//	+------+------------------------------+----------------------------
+//	| 0xFF | int32 size | request header  | body ...   (Kafka framing)
+//	+------+------------------------------+----------------------------
+//
+// Any other first byte is a Raft connection and is handed, byte intact, to the
+// Raft transport's stream layer.
+package controllerlink
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Marker opens every link connection.
+const Marker byte = 0xFF
+
+// Mux splits one listener into the Raft stream layer and the link listener.
+type Mux struct {
+	ln   net.Listener
+	raft *chanListener
+	link *chanListener
+	done chan struct{}
+	once sync.Once
+}
+
+// NewMux starts splitting ln's connections.
+func NewMux(ln net.Listener) *Mux {
+	m := &Mux{ln: ln, raft: newChanListener(ln.Addr()), link: newChanListener(ln.Addr()), done: make(chan struct{})}
+	go m.run()
+	return m
+}
+
+// Raft is the stream layer for raft.NewNetworkTransport; advertise is the address
+// the other voters know this node by.
+func (m *Mux) Raft(advertise net.Addr) raft.StreamLayer {
+	return raftStream{chanListener: m.raft, advertise: advertise}
+}
+
+// Link is the listener for the link's protocol server.
+func (m *Mux) Link() net.Listener { return m.link }
+
+// Close stops accepting; connections already handed out are their owners'.
+func (m *Mux) Close() error {
+	var err error
+	m.once.Do(func() {
+		close(m.done)
+		err = m.ln.Close()
+		m.raft.close()
+		m.link.close()
+	})
+	return err
+}
+
+func (m *Mux) run() {
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			m.Close()
+			return
+		}
+		go m.route(c)
+	}
+}
+
+// route reads the first byte (with a deadline, so a silent client cannot hold a
+// goroutine) and hands the connection to Raft or the link.
+func (m *Mux) route(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	first, err := br.Peek(1)
+	if err != nil {
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	pc := &peekedConn{Conn: c, r: br}
+	if first[0] == Marker {
+		br.Discard(1)
+		m.link.deliver(pc)
+		return
+	}
+	m.raft.deliver(pc)
+}
+
+// peekedConn replays bytes read ahead while routing.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// chanListener is a net.Listener fed by the Mux.
+type chanListener struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) deliver(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) close() { l.once.Do(func() { close(l.done) }) }
+
+func (l *chanListener) Close() error { l.close(); return nil }
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// raftStream adapts the Raft side to raft.StreamLayer.
+type raftStream struct {
+	*chanListener
+	advertise net.Addr
+}
+
+func (s raftStream) Addr() net.Addr { return s.advertise }
+
+func (raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(address), timeout)
+}
+
+// errNoController: no active controller is known yet.
+var errNoController = errors.New("controllerlink: no active controller known")

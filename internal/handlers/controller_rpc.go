@@ -1,0 +1,236 @@
+package handlers
+
+// Broker-to-controller APIs, served on the controller link (see controllerlink):
+//   BrokerRegistration (62) v0-v4, BrokerHeartbeat (63) v0-v2, AlterPartition (56)
+//   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
+//   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+//   IncrementalAlterConfigs). A node that is not the active controller answers
+//   NOT_CONTROLLER and the sender retries on the new one.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+// linkApis is the registry of the controller link.
+var linkApis = []api{
+	{key: 19, min: 2, max: 7, serve: (*Handlers).createTopics},
+	{key: 20, min: 1, max: 6, serve: (*Handlers).deleteTopics},
+	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
+	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
+	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
+	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
+	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
+	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
+	{key: 67, min: 0, max: 0, serve: (*Handlers).allocateProducerIDs},
+}
+
+// LinkVersions is the controller link's registry, for its protocol.Server.
+func LinkVersions() []protocol.VersionRange { return versionsOf(linkApis) }
+
+// LinkMaxVersions is the version a link client sends for each key.
+func LinkMaxVersions() map[int16]int16 {
+	m := map[int16]int16{}
+	for _, a := range linkApis {
+		m[a.key] = a.max
+	}
+	return m
+}
+
+// LinkHandler serves the controller link.
+func (h *Handlers) LinkHandler() protocol.Handler {
+	byKey := map[int16]api{}
+	for _, a := range linkApis {
+		byKey[a.key] = a
+	}
+	return protocol.HandlerFunc(func(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		a, ok := byKey[r.Key]
+		if !ok {
+			return protocol.Response{Msg: errorResponse(r.Msg)}
+		}
+		return a.serve(h, context.WithValue(ctx, onLinkKey{}, true), c, r)
+	})
+}
+
+// onLinkKey marks the context of a request that arrived on the controller link.
+type onLinkKey struct{}
+
+// Link sends requests to the active controller.
+type Link interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// forwardIfNotController sends an admin request on to the active controller when
+// this node is not it, and answers with the controller's response. ok is false when
+// this node should serve the request itself.
+func (h *Handlers) forwardIfNotController(ctx context.Context, r *protocol.Request) (protocol.Response, bool) {
+	if h.link == nil || h.cluster.IsLeader() {
+		return protocol.Response{}, false
+	}
+	if ctx.Value(onLinkKey{}) != nil {
+		// Forwarded to us, but we are no longer the controller: never forward twice.
+		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
+	}
+	resp, err := h.link.Request(ctx, r.Msg)
+	if err != nil {
+		h.log.Warn("forwarding to the active controller", "api", kmsg.NameForKey(r.Key), "err", err)
+		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
+	}
+	resp.SetVersion(r.Version)
+	return protocol.Response{Msg: resp}, true
+}
+
+// notControllerResponse answers every entry of an admin request with
+// NOT_CONTROLLER, which clients retry after refreshing metadata.
+func notControllerResponse(req kmsg.Request) kmsg.Response {
+	code := kerr.NotController.Code
+	resp := errorResponse(req)
+	switch req := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		r := resp.(*kmsg.CreateTopicsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, code
+			r.Topics = append(r.Topics, rt)
+		}
+	case *kmsg.DeleteTopicsRequest:
+		r := resp.(*kmsg.DeleteTopicsResponse)
+		for _, name := range req.TopicNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			n := name
+			rt.Topic, rt.ErrorCode = &n, code
+			r.Topics = append(r.Topics, rt)
+		}
+		for _, t := range req.Topics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, code
+			r.Topics = append(r.Topics, rt)
+		}
+	case *kmsg.CreatePartitionsRequest:
+		r := resp.(*kmsg.CreatePartitionsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, code
+			r.Topics = append(r.Topics, rt)
+		}
+	case *kmsg.AlterConfigsRequest:
+		r := resp.(*kmsg.AlterConfigsResponse)
+		for _, rr := range req.Resources {
+			res := kmsg.NewAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			r.Resources = append(r.Resources, res)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range req.Resources {
+			res := kmsg.NewIncrementalAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			r.Resources = append(r.Resources, res)
+		}
+	}
+	return resp
+}
+
+func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.BrokerRegistrationRequest)
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	resp.BrokerEpoch = -1
+	if len(req.Listeners) == 0 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return reply(resp)
+	}
+	l := req.Listeners[0]
+	reg := controller.RegisterBroker{ID: req.BrokerID, Incarnation: req.IncarnationID, Host: l.Host, Port: int32(l.Port)}
+	if req.Rack != nil {
+		reg.Rack = *req.Rack
+	}
+	epoch, err := h.cluster.RegisterBroker(ctx, reg)
+	resp.ErrorCode = controllerErrorCode(err)
+	if err == nil {
+		resp.BrokerEpoch = epoch
+	}
+	return reply(resp)
+}
+
+func (h *Handlers) brokerHeartbeat(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.BrokerHeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	res, err := h.cluster.BrokerHeartbeat(ctx, controller.HeartbeatRequest{
+		BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, WantShutdown: req.WantShutdown,
+		MetadataOffset: req.CurrentMetadataOffset,
+	})
+	resp.ErrorCode = controllerErrorCode(err)
+	resp.IsCaughtUp = err == nil
+	resp.IsFenced = err != nil || res.Fenced
+	resp.ShouldShutdown = err == nil && res.ShouldShutdown
+	return reply(resp)
+}
+
+func (h *Handlers) alterPartition(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.AlterPartitionRequest)
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	img := h.cluster.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.Topic, st.TopidID = rt.Topic, rt.TopicID // kmsg spells it TopidID
+		id := rt.TopicID
+		if req.Version < 2 {
+			if t := img.Topic(rt.Topic); t != nil {
+				id = t.ID
+			}
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition = rp.Partition
+			isr := rp.NewISR
+			if req.Version >= 3 {
+				isr = isr[:0:0]
+				for _, m := range rp.NewEpochISR {
+					isr = append(isr, m.BrokerID)
+				}
+			}
+			ip, err := h.cluster.AlterPartition(ctx, controller.AlterPartitionRequest{
+				BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch,
+				TopicID: id, Partition: rp.Partition,
+				LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: isr,
+			})
+			if err != nil {
+				if errors.Is(err, controller.ErrNotController) {
+					resp.ErrorCode = kerr.NotController.Code
+				}
+				sp.ErrorCode = controllerErrorCode(err)
+			} else {
+				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = ip.Leader, ip.LeaderEpoch, ip.ISR, ip.PartitionEpoch
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return reply(resp)
+}
+
+func (h *Handlers) allocateProducerIDs(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.AllocateProducerIDsRequest)
+	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	block, err := h.cluster.AllocateProducerIDs(ctx, req.BrokerID, req.BrokerEpoch)
+	resp.ErrorCode = controllerErrorCode(err)
+	if err == nil {
+		resp.ProducerIDStart, resp.ProducerIDLen = block.First, block.Len
+	}
+	return reply(resp)
+}
+
+// controllerErrorCode maps a controller error: not being the active controller is
+// NOT_CONTROLLER, the rest as for every handler.
+func controllerErrorCode(err error) int16 {
+	if errors.Is(err, controller.ErrNotController) {
+		return kerr.NotController.Code
+	}
+	return errorCode(err)
+}

@@ -1,0 +1,220 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Transport carries a follower's fetches to a leader broker.
+type Transport interface {
+	Fetch(ctx context.Context, leader int32, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error)
+}
+
+// Fetcher settings.
+const (
+	fetchMaxWait        = 500 * time.Millisecond
+	fetchMaxBytes       = 16 << 20
+	fetchPartitionBytes = 4 << 20
+	fetchBackoff        = 100 * time.Millisecond
+	fetchMaxBackoff     = time.Second
+)
+
+// fetcher replicates every partition this broker follows from one leader broker:
+// one Fetch request at a time for all of them. Before each fetch it waits until
+// what it appended is durable, so the fetch offset it reports to the leader is a
+// promise that those records survive a power loss.
+type fetcher struct {
+	m      *Manager
+	leader int32
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	parts map[*Partition]struct{}
+	wake  chan struct{} // capacity 1: partitions were added
+}
+
+func newFetcher(m *Manager, leader int32) *fetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fetcher{m: m, leader: leader, cancel: cancel, done: make(chan struct{}), parts: map[*Partition]struct{}{}, wake: make(chan struct{}, 1)}
+	go f.run(ctx)
+	return f
+}
+
+func (f *fetcher) add(p *Partition) {
+	f.mu.Lock()
+	f.parts[p] = struct{}{}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// remove stops fetching p; it reports whether the fetcher has no partitions left.
+func (f *fetcher) remove(p *Partition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.parts, p)
+	return len(f.parts) == 0
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *fetcher) snapshot() []*Partition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ps := make([]*Partition, 0, len(f.parts))
+	for p := range f.parts {
+		if !p.closed.Load() && !p.leader.Load() {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	defer close(f.done)
+	backoff := fetchBackoff
+	for ctx.Err() == nil {
+		parts := f.snapshot()
+		if len(parts) == 0 {
+			select {
+			case <-f.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		ok := f.fetchOnce(ctx, parts)
+		if ok {
+			backoff = fetchBackoff
+			continue
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, fetchMaxBackoff)
+	}
+}
+
+// fetchOnce sends one fetch for parts and applies the answer. It reports false
+// when the fetch or any partition failed in a way that calls for a backoff.
+func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = f.m.nodeID
+	req.ReplicaState.ID = f.m.nodeID
+	req.ReplicaState.Epoch = f.m.brokerEpoch()
+	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = fetchMaxBytes
+	byTopic := map[string]int{}
+	type key struct {
+		topic string
+		index int32
+	}
+	index := map[key]*Partition{}
+	for _, p := range parts {
+		ti, ok := byTopic[p.Topic]
+		if !ok {
+			ti = len(req.Topics)
+			byTopic[p.Topic] = ti
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = p.Topic, p.TopicID
+			req.Topics = append(req.Topics, t)
+		}
+		offset, lastEpoch := p.fetchPosition()
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.Index
+		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
+		rp.FetchOffset = offset
+		rp.LastFetchedEpoch = lastEpoch
+		rp.LogStartOffset = p.log.LogStartOffset()
+		rp.PartitionMaxBytes = fetchPartitionBytes
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
+		index[key{p.Topic, p.Index}] = p
+	}
+	resp, err := f.m.opts.Transport.Fetch(ctx, f.leader, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.m.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
+		}
+		return false
+	}
+	if resp.ErrorCode != 0 {
+		f.m.log.Debug("replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
+		return false
+	}
+	healthy := true
+	var appended []*Partition
+	for _, rt := range resp.Topics {
+		name := rt.Topic
+		if name == "" {
+			for _, p := range parts {
+				if p.TopicID == rt.TopicID {
+					name = p.Topic
+				}
+			}
+		}
+		for _, rp := range rt.Partitions {
+			p := index[key{name, rp.Partition}]
+			if p == nil {
+				continue
+			}
+			did, err := f.apply(p, &rp)
+			if err != nil {
+				healthy = false
+				f.m.log.Debug("replica fetch partition error", "topic", p.Topic, "partition", p.Index, "leader", f.leader, "err", err)
+			}
+			if did {
+				appended = append(appended, p)
+			}
+		}
+	}
+	// Report only durable data: the next fetch offset is the log end, so wait for
+	// the appends to be fsynced (each log's group commit covers them at once).
+	for _, p := range appended {
+		if err := p.log.WaitDurable(ctx, p.log.LogEndOffset()-1); err != nil && !errors.Is(err, context.Canceled) {
+			healthy = false
+			f.m.log.Warn("follower fsync", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+	}
+	return healthy
+}
+
+// apply handles one partition of a fetch response.
+func (f *fetcher) apply(p *Partition, rp *kmsg.FetchResponseTopicPartition) (appended bool, err error) {
+	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
+		end := rp.DivergingEpoch.EndOffset
+		if _, local := p.log.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); local < end {
+			end = local
+		}
+		f.m.log.Info("truncating divergent follower log", "topic", p.Topic, "partition", p.Index,
+			"log_end_offset", p.log.LogEndOffset(), "truncate_to", end, "leader_epoch", rp.DivergingEpoch.Epoch)
+		return false, p.truncateTo(end)
+	}
+	switch code := rp.ErrorCode; code {
+	case 0:
+		return p.appendFromLeader(rp.RecordBatches, rp.HighWatermark)
+	case kerr.OffsetOutOfRange.Code:
+		offset, _ := p.fetchPosition()
+		if offset < rp.LogStartOffset {
+			return false, p.restartAt(rp.LogStartOffset)
+		}
+		// Ahead of the leader without a diverging epoch to go by: drop what the
+		// leader cannot have committed.
+		return false, p.truncateTo(max(rp.HighWatermark, p.log.LogStartOffset()))
+	default:
+		return false, kerr.ErrorForCode(code)
+	}
+}

@@ -1,0 +1,367 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/storage"
+)
+
+// Replication errors.
+var (
+	// ErrNotEnoughReplicasAfterAppend: acks=all, the batch was appended, but the ISR
+	// shrank below min.insync.replicas before it was committed.
+	// NOT_ENOUGH_REPLICAS_AFTER_APPEND; the producer retries (idempotence dedups).
+	ErrNotEnoughReplicasAfterAppend = errors.New("not enough in-sync replicas after append")
+	// ErrNotReplica: a replica fetch from a broker that is not a replica of the
+	// partition. NOT_LEADER_OR_FOLLOWER.
+	ErrNotReplica = errors.New("fetching broker is not a replica")
+)
+
+// followerState is a leader's view of one follower.
+type followerState struct {
+	// logEnd is the follower's last fetch offset: followers fetch only once what
+	// they hold is durable, so everything below it is on the follower's disk.
+	logEnd int64
+	// lastCaughtUp is the last time the follower had everything the leader had
+	// (Kafka's lastCaughtUpTimeMs): a fetch at the leader's log end, or at the log
+	// end the leader had at the follower's previous fetch.
+	lastCaughtUp    time.Time
+	lastFetch       time.Time
+	leaderEndAtLast int64
+}
+
+// Diverging tells a follower where its log diverges from the leader's
+// (KIP-320/595): truncate to EndOffset (or less) and fetch again.
+type Diverging struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// applyState brings the partition's role and replica set in line with the image.
+// It reports whether this broker should fetch from a leader (and which).
+func (p *Partition) applyState(ip *metadata.Partition, now time.Time) (followLeader int32, err error) {
+	if ip.Leader == p.localID {
+		if !p.leader.Load() || p.leaderEpoch.Load() != ip.LeaderEpoch {
+			return metadata.NoLeader, p.becomeLeader(ip, now)
+		}
+		p.updateReplicaSet(ip)
+		return metadata.NoLeader, nil
+	}
+	p.becomeFollower(ip)
+	return ip.Leader, nil
+}
+
+// becomeLeader makes this broker the leader at ip's epoch.
+func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.log.AssignEpoch(ip.LeaderEpoch, p.log.LogEndOffset()); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.mu.leaderID = p.localID
+	p.mu.partitionEpoch = ip.PartitionEpoch
+	p.mu.replicas = slices.Clone(ip.Replicas)
+	p.mu.isr = slices.Clone(ip.ISR)
+	p.mu.isrPending = false
+	p.mu.followers = make(map[int32]*followerState)
+	for _, id := range ip.Replicas {
+		if id != p.localID {
+			// Unknown until it fetches; it has a full lag period to do so.
+			p.mu.followers[id] = &followerState{logEnd: -1, lastCaughtUp: now, leaderEndAtLast: -1}
+		}
+	}
+	p.mu.Unlock()
+	p.leaderEpoch.Store(ip.LeaderEpoch)
+	p.isrSize.Store(int32(len(ip.ISR)))
+	p.leader.Store(true)
+	p.maybeAdvanceHighWatermark()
+	p.fire()
+	p.fireAppend()
+	return nil
+}
+
+// becomeFollower makes this broker a follower (or leaderless replica) at ip's epoch.
+func (p *Partition) becomeFollower(ip *metadata.Partition) {
+	p.mu.Lock()
+	p.mu.leaderID = ip.Leader
+	p.mu.partitionEpoch = ip.PartitionEpoch
+	p.mu.replicas = slices.Clone(ip.Replicas)
+	p.mu.isr = slices.Clone(ip.ISR)
+	p.mu.followers = nil
+	p.mu.isrPending = false
+	p.mu.Unlock()
+	p.leaderEpoch.Store(ip.LeaderEpoch)
+	p.isrSize.Store(int32(len(ip.ISR)))
+	wasLeader := p.leader.Swap(false)
+	if wasLeader {
+		p.fire() // acks=all waiters and fetches find out at once
+		p.fireAppend()
+	}
+}
+
+// updateReplicaSet takes a newer ISR from the image while leadership is unchanged.
+func (p *Partition) updateReplicaSet(ip *metadata.Partition) {
+	p.mu.Lock()
+	if ip.PartitionEpoch >= p.mu.partitionEpoch {
+		p.mu.partitionEpoch = ip.PartitionEpoch
+		p.mu.isr = slices.Clone(ip.ISR)
+		p.mu.replicas = slices.Clone(ip.Replicas)
+		for _, id := range ip.Replicas {
+			if id != p.localID && p.mu.followers[id] == nil {
+				p.mu.followers[id] = &followerState{logEnd: -1, lastCaughtUp: time.Now(), leaderEndAtLast: -1}
+			}
+		}
+		p.isrSize.Store(int32(len(ip.ISR)))
+	}
+	p.mu.Unlock()
+	p.maybeAdvanceHighWatermark()
+}
+
+// ISR returns the in-sync replicas as this broker knows them.
+func (p *Partition) ISR() []int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.mu.isr)
+}
+
+// FollowerFetch is the leader's answer to a follower's fetch.
+type FollowerFetch struct {
+	Chunk          storage.Chunk // release after sending
+	HighWatermark  int64
+	LogStartOffset int64
+	Diverging      *Diverging
+}
+
+// ReadForFollower serves a replica fetch: it checks the follower's view of the log
+// against the leader's (divergence by epoch), records the follower's progress
+// (which may advance the HWM or earn it a place in the ISR), and reads from
+// fetchOffset up to the log end.
+func (p *Partition) ReadForFollower(replicaID int32, fetchOffset int64, lastFetchedEpoch int32, maxBytes int, now time.Time) (FollowerFetch, error) {
+	if !p.IsLeader() {
+		return FollowerFetch{}, ErrNotLeader
+	}
+	res := FollowerFetch{LogStartOffset: p.log.LogStartOffset()}
+	if lastFetchedEpoch >= 0 {
+		e, end := p.log.EndOffsetForEpoch(lastFetchedEpoch)
+		if e != lastFetchedEpoch || end < fetchOffset {
+			res.HighWatermark = p.HighWatermark()
+			res.Diverging = &Diverging{Epoch: e, EndOffset: end}
+			return res, nil
+		}
+	}
+	leo := p.log.LogEndOffset()
+	if fetchOffset < res.LogStartOffset || fetchOffset > leo {
+		res.HighWatermark = p.HighWatermark()
+		return res, fmt.Errorf("%w: follower %d at %d, log is [%d, %d)", storage.ErrOffsetOutOfRange, replicaID, fetchOffset, res.LogStartOffset, leo)
+	}
+	if err := p.recordFollower(replicaID, fetchOffset, leo, now); err != nil {
+		return res, err
+	}
+	p.maybeAdvanceHighWatermark()
+	res.HighWatermark = p.HighWatermark()
+	if fetchOffset == leo {
+		return res, nil
+	}
+	chunk, err := p.log.Read(fetchOffset, maxBytes, leo)
+	if err != nil {
+		return res, err
+	}
+	res.Chunk = chunk
+	return res, nil
+}
+
+// recordFollower notes a follower's fetch and proposes adding it to the ISR when
+// it has caught up.
+func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Time) error {
+	p.mu.Lock()
+	f := p.mu.followers[id]
+	if f == nil {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: broker %d", ErrNotReplica, id)
+	}
+	switch {
+	case fetchOffset >= leo:
+		f.lastCaughtUp = now
+	case f.leaderEndAtLast >= 0 && fetchOffset >= f.leaderEndAtLast:
+		f.lastCaughtUp = f.lastFetch
+	}
+	f.logEnd, f.lastFetch, f.leaderEndAtLast = fetchOffset, now, leo
+	var proposal []int32
+	if !slices.Contains(p.mu.isr, id) && !p.mu.isrPending && fetchOffset >= p.HighWatermark() && fetchOffset >= p.epochStartOffset() {
+		proposal = append(slices.Clone(p.mu.isr), id)
+		slices.Sort(proposal)
+	}
+	p.mu.Unlock()
+	if proposal != nil {
+		p.proposeISR(proposal, "expand")
+	}
+	return nil
+}
+
+// epochStartOffset is where the current leader epoch began: a follower joins the
+// ISR only once it has everything from before this leadership.
+func (p *Partition) epochStartOffset() int64 {
+	for _, e := range p.log.Epochs() {
+		if e.Epoch == p.leaderEpoch.Load() {
+			return e.StartOffset
+		}
+	}
+	return 0
+}
+
+// maybeShrinkISR proposes removing followers that have not caught up within maxLag.
+func (p *Partition) maybeShrinkISR(now time.Time, maxLag time.Duration) {
+	if !p.IsLeader() {
+		return
+	}
+	p.mu.Lock()
+	if p.mu.isrPending {
+		p.mu.Unlock()
+		return
+	}
+	var keep []int32
+	for _, id := range p.mu.isr {
+		if f := p.mu.followers[id]; id != p.localID && f != nil && now.Sub(f.lastCaughtUp) > maxLag {
+			continue
+		}
+		keep = append(keep, id)
+	}
+	shrink := len(keep) < len(p.mu.isr)
+	p.mu.Unlock()
+	if shrink {
+		p.proposeISR(keep, "shrink")
+	}
+}
+
+// proposeISR hands an ISR change to the manager's proposer, one at a time.
+func (p *Partition) proposeISR(isr []int32, why string) {
+	p.mu.Lock()
+	if p.mu.isrPending || p.isrProposer == nil {
+		p.mu.Unlock()
+		return
+	}
+	p.mu.isrPending = true
+	req := isrChange{p: p, isr: isr, why: why, leaderEpoch: p.leaderEpoch.Load(), partitionEpoch: p.mu.partitionEpoch}
+	p.mu.Unlock()
+	p.isrProposer(req)
+}
+
+// isrChange is one AlterPartition proposal.
+type isrChange struct {
+	p                           *Partition
+	isr                         []int32
+	why                         string
+	leaderEpoch, partitionEpoch int32
+}
+
+// isrChangeDone applies the controller's answer to a proposal.
+func (p *Partition) isrChangeDone(ip *metadata.Partition) {
+	p.mu.Lock()
+	p.mu.isrPending = false
+	p.mu.Unlock()
+	if ip != nil && ip.LeaderEpoch == p.leaderEpoch.Load() && p.IsLeader() {
+		p.updateReplicaSet(ip)
+	}
+}
+
+// fetchPosition is where this follower fetches next: its log end, which is durable
+// (the fetcher waits for that before fetching again), and the epoch of its last batch.
+func (p *Partition) fetchPosition() (offset int64, lastFetchedEpoch int32) {
+	return p.log.LogEndOffset(), p.log.LatestEpoch()
+}
+
+// appendFromLeader appends batches fetched from the leader and follows its HWM.
+func (p *Partition) appendFromLeader(records []byte, leaderHWM int64) (appended bool, err error) {
+	if len(records) > 0 {
+		p.appendMu.Lock()
+		info, err := p.log.AppendAsFollower(records)
+		if err == nil {
+			it := batch.NewIter(records)
+			for it.Next() {
+				h := it.Header()
+				if h.Idempotent() && !h.Control() {
+					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.BaseOffset, h.LastOffset())
+				}
+			}
+		}
+		p.appendMu.Unlock()
+		if err != nil {
+			return false, err
+		}
+		appended = info.Records > 0
+	}
+	p.followHighWatermark(leaderHWM)
+	return appended, nil
+}
+
+// followHighWatermark sets a follower's HWM to the leader's, capped by what it has.
+func (p *Partition) followHighWatermark(leaderHWM int64) {
+	if p.leader.Load() {
+		return
+	}
+	hwm := min(leaderHWM, p.log.LogEndOffset())
+	if hwm > p.highWatermark.Load() {
+		p.highWatermark.Store(hwm)
+	}
+}
+
+// truncateTo removes this follower's records at and above offset (a divergent tail).
+func (p *Partition) truncateTo(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if offset >= p.log.LogEndOffset() {
+		return nil
+	}
+	if err := p.log.Truncate(offset); err != nil {
+		return err
+	}
+	p.producers.truncate(offset)
+	if p.highWatermark.Load() > offset {
+		p.highWatermark.Store(offset)
+	}
+	return nil
+}
+
+// restartAt empties this follower's log and starts it at offset (the leader's log
+// start moved past everything the follower has).
+func (p *Partition) restartAt(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
+		return err
+	}
+	p.producers = newProducerState()
+	p.highWatermark.Store(offset)
+	return nil
+}
+
+// WatchAppends registers w to be woken on every append (a follower's long poll).
+func (p *Partition) WatchAppends(w *Watcher) {
+	p.watchMu.Lock()
+	p.leoWatchers[w] = struct{}{}
+	p.watchMu.Unlock()
+}
+
+// UnwatchAppends removes w.
+func (p *Partition) UnwatchAppends(w *Watcher) {
+	p.watchMu.Lock()
+	delete(p.leoWatchers, w)
+	p.watchMu.Unlock()
+}
+
+func (p *Partition) fireAppend() {
+	p.watchMu.Lock()
+	for w := range p.leoWatchers {
+		select {
+		case w.C <- struct{}{}:
+		default:
+		}
+	}
+	p.watchMu.Unlock()
+}

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/controllerlink"
+	"github.com/strata-stream/strata/internal/handlers"
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// startControllerListener listens on the controller address and splits it into
+// the Raft transport and the controller link. It returns the voters with this
+// node's address resolved (an ephemeral port becomes the real one).
+func (n *Node) startControllerListener() ([]controller.Peer, error) {
+	ln, err := net.Listen("tcp", n.cfg.ControllerAddr)
+	if err != nil {
+		return nil, fmt.Errorf("controller listener: %w", err)
+	}
+	n.mux = controllerlink.NewMux(ln)
+	voters, _ := n.cfg.Voters()
+	peers := make([]controller.Peer, len(voters))
+	n.voterAddrs = map[int32]string{}
+	for i, v := range voters {
+		addr := v.Addr
+		if v.ID == n.cfg.NodeID {
+			addr = ln.Addr().String()
+		}
+		peers[i] = controller.Peer{ID: v.ID, Addr: addr}
+		n.voterAddrs[v.ID] = addr
+	}
+	advertise, err := net.ResolveTCPAddr("tcp", n.voterAddrs[n.cfg.NodeID])
+	if err != nil {
+		return nil, err
+	}
+	n.raftTransport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  n.mux.Raft(advertise),
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  nil,
+	})
+	return peers, nil
+}
+
+// newLink returns the client that reaches the active controller's link.
+func (n *Node) newLink() *controllerlink.Client {
+	return &controllerlink.Client{
+		Leader: func() (int32, string, bool) {
+			id := n.ctrl.LeaderID()
+			addr, ok := n.voterAddrs[id]
+			return id, addr, ok && id >= 0
+		},
+		Versions: handlers.LinkMaxVersions(),
+	}
+}
+
+// register announces this broker and its advertised address to the active
+// controller, retrying until it succeeds or ctx ends.
+func (n *Node) register(ctx context.Context) error {
+	host, portStr, _ := net.SplitHostPort(n.cfg.AdvertisedKafkaAddr)
+	port, _ := strconv.Atoi(portStr)
+	if port == 0 { // listening on an ephemeral port: advertise the one we got
+		_, portStr, _ = net.SplitHostPort(n.kafkaLn.Addr().String())
+		port, _ = strconv.Atoi(portStr)
+	}
+	incarnation, err := metadata.NewUUID(rand.Reader)
+	if err != nil {
+		return err
+	}
+	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port)}
+	n.registration = reg
+	return n.retry(ctx, "registering broker", func() error {
+		epoch, err := n.registerOnce(ctx, reg)
+		if err == nil {
+			n.brokerEpoch.Store(epoch)
+			n.log.Info("broker registered", "broker_epoch", epoch, "advertised", net.JoinHostPort(host, strconv.Itoa(port)))
+		}
+		return err
+	})
+}
+
+func (n *Node) registerOnce(ctx context.Context, reg controller.RegisterBroker) (int64, error) {
+	if n.ctrl.IsLeader() {
+		return n.ctrl.RegisterBroker(ctx, reg)
+	}
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.IncarnationID = reg.ID, reg.Incarnation
+	l := kmsg.NewBrokerRegistrationRequestListener()
+	l.Name, l.Host, l.Port, l.SecurityProtocol = "PLAINTEXT", reg.Host, uint16(reg.Port), 0
+	req.Listeners = append(req.Listeners, l)
+	resp, err := n.link.Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	r := resp.(*kmsg.BrokerRegistrationResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return 0, err
+	}
+	return r.BrokerEpoch, nil
+}
+
+// runHeartbeats keeps this broker alive (unfenced) with the active controller and
+// re-registers when the controller no longer knows this registration.
+func (n *Node) runHeartbeats(ctx context.Context) {
+	t := time.NewTicker(n.cfg.BrokerHeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := n.heartbeat(ctx, false)
+		switch {
+		case err == nil && !res.Fenced:
+		case errors.Is(err, kerr.StaleBrokerEpoch) || errors.Is(err, metadata.ErrStaleBrokerEpoch) || errors.Is(err, metadata.ErrUnknownBroker) || errors.Is(err, kerr.BrokerNotAvailable):
+			n.log.Warn("controller does not know this registration: registering again", "err", err)
+			if err := n.register(ctx); err != nil && ctx.Err() == nil {
+				n.log.Error("re-registering", "err", err)
+			}
+		case err != nil && ctx.Err() == nil:
+			n.log.Debug("broker heartbeat", "err", err)
+		}
+	}
+}
+
+func (n *Node) heartbeat(ctx context.Context, wantShutdown bool) (controller.HeartbeatResult, error) {
+	hb := controller.HeartbeatRequest{
+		BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(), WantShutdown: wantShutdown,
+		MetadataOffset: int64(n.ctrl.Image().Offset()),
+	}
+	if n.ctrl.IsLeader() {
+		return n.ctrl.BrokerHeartbeat(ctx, hb)
+	}
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID, req.BrokerEpoch, req.WantShutdown = hb.BrokerID, hb.BrokerEpoch, wantShutdown
+	req.CurrentMetadataOffset = int64(n.ctrl.Image().Offset())
+	resp, err := n.link.Request(ctx, req)
+	if err != nil {
+		return controller.HeartbeatResult{}, err
+	}
+	r := resp.(*kmsg.BrokerHeartbeatResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return controller.HeartbeatResult{}, err
+	}
+	return controller.HeartbeatResult{Fenced: r.IsFenced, ShouldShutdown: r.ShouldShutdown}, nil
+}
+
+// controlledShutdown asks the controller to move leadership off this broker before
+// it stops, so clients fail over without waiting for a session timeout.
+func (n *Node) controlledShutdown(ctx context.Context) {
+	err := n.retry(ctx, "controlled shutdown", func() error {
+		res, err := n.heartbeat(ctx, true)
+		if err == nil && !res.ShouldShutdown {
+			return errors.New("leadership still moving")
+		}
+		return err
+	})
+	if err != nil {
+		n.log.Warn("controlled shutdown incomplete", "err", err)
+	}
+}
+
+// retry runs f with backoff until it succeeds or ctx ends.
+func (n *Node) retry(ctx context.Context, what string, f func() error) error {
+	backoff := 50 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		n.log.Debug(what, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// replicaTransport sends followers' fetches to leader brokers with franz-go.
+type replicaTransport struct{ cl *kgo.Client }
+
+func (t replicaTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	resp, err := t.cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		// Most likely a broker the client has not learned of yet (kgo keeps its
+		// "unknown broker" error unexported): refresh, the fetcher retries.
+		t.cl.ForceMetadataRefresh()
+		return nil, err
+	}
+	return resp.(*kmsg.FetchResponse), nil
+}
+
+// isrChanger sends a leader's ISR changes to the active controller.
+type isrChanger struct{ n *Node }
+
+func (c isrChanger) AlterPartition(ctx context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
+	n := c.n
+	if n.ctrl.IsLeader() {
+		return n.ctrl.AlterPartition(ctx, controller.AlterPartitionRequest{
+			BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(),
+			TopicID: topicID, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, NewISR: isr,
+		})
+	}
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = n.cfg.NodeID, n.brokerEpoch.Load()
+	t := kmsg.NewAlterPartitionRequestTopic()
+	t.TopicID = topicID
+	p := kmsg.NewAlterPartitionRequestTopicPartition()
+	p.Partition, p.LeaderEpoch, p.PartitionEpoch, p.NewISR = partition, leaderEpoch, partitionEpoch, isr
+	for _, id := range isr {
+		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		m.BrokerID, m.BrokerEpoch = id, -1
+		p.NewEpochISR = append(p.NewEpochISR, m)
+	}
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := n.link.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*kmsg.AlterPartitionResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return nil, err
+	}
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return nil, errors.New("malformed AlterPartition response")
+	}
+	rp := r.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return nil, err
+	}
+	return &metadata.Partition{TopicID: topicID, Index: partition, ISR: rp.ISR, Leader: rp.LeaderID, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch}, nil
+}
