@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
-
-	"github.com/strata-stream/strata/internal/batch/batchtest"
 )
 
 // rec describes one record of a test batch.
@@ -26,17 +24,30 @@ type spec struct {
 	records    []rec
 }
 
-// build encodes a batch through batchtest (kmsg underneath).
+// build encodes a batch with Build, then stamps the leader epoch and extra
+// attribute bits (as a broker or a test of odd inputs would).
 func build(s spec) []byte {
-	o := batchtest.Options{BaseOffset: s.baseOffset, LeaderEpoch: s.epoch, Attributes: s.attrs,
-		FirstTimestamp: s.firstTS}
+	o := BuildOptions{BaseOffset: s.baseOffset, FirstTimestamp: s.firstTS}
 	if s.producerID != 0 {
 		o.Idempotent, o.ProducerID, o.ProducerEpoch, o.BaseSequence = true, s.producerID, -1, -1
 	}
+	var recs []Record
 	for _, r := range s.records {
-		o.Records = append(o.Records, batchtest.Record{TimestampDelta: r.tsDelta, Value: []byte(r.value)})
+		recs = append(recs, Record{TimestampDelta: r.tsDelta, Value: []byte(r.value)})
 	}
-	return batchtest.Build(o)
+	if len(recs) == 0 {
+		recs = []Record{{Value: []byte("v")}}
+	}
+	b, err := Build(o, recs)
+	if err != nil {
+		panic(err)
+	}
+	SetPartitionLeaderEpoch(b, s.epoch)
+	if s.attrs != 0 {
+		binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])|uint16(s.attrs))
+		binary.BigEndian.PutUint32(b[offCRC:], Checksum(b))
+	}
+	return b
 }
 
 // mutate returns a copy of b changed by f, with the CRC recomputed if fixCRC.

@@ -1,6 +1,6 @@
-// Package batchtest builds Kafka v2 record batches for tests, with kmsg doing the
-// encoding and this package filling in the record lengths, batch length, max
-// timestamp and CRC that kmsg leaves to the caller. It has no state.
+// Package batchtest builds Kafka v2 record batches for tests on top of batch.Build,
+// with options production code never needs (any leader epoch or attribute bits).
+// It has no state.
 package batchtest
 
 import (
@@ -8,8 +8,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/strata-stream/strata/internal/batch"
 )
 
 // Record is one record of a test batch.
@@ -36,50 +35,34 @@ type Options struct {
 	Records       []Record
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// Build encodes a batch. Its max timestamp is FirstTimestamp plus the largest
-// record timestamp delta.
+// Build encodes a batch (batch.Build with test-friendly options); it panics on
+// bad options. Its max timestamp is FirstTimestamp plus the largest record
+// timestamp delta.
 func Build(o Options) []byte {
 	if len(o.Records) == 0 {
 		o.Records = []Record{{Value: []byte("v")}}
 	}
-	var records []byte
-	maxDelta := o.Records[0].TimestampDelta
+	recs := make([]batch.Record, len(o.Records))
 	for i, r := range o.Records {
-		kr := kmsg.Record{TimestampDelta64: r.TimestampDelta, OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
-		// A zero Length encodes as one varint byte; the rest is what Length counts.
-		kr.Length = int32(len(kr.AppendTo(nil)) - 1)
-		records = kr.AppendTo(records)
-		maxDelta = max(maxDelta, r.TimestampDelta)
+		recs[i] = batch.Record{Key: r.Key, Value: r.Value, TimestampDelta: r.TimestampDelta}
 	}
-	attrs := o.Attributes
-	if o.Codec != 0 {
-		records = compress(records, o.Codec)
-		attrs |= int16(o.Codec)
+	b, err := batch.Build(batch.BuildOptions{
+		BaseOffset: o.BaseOffset, FirstTimestamp: o.FirstTimestamp, Codec: batch.Codec(o.Codec),
+		Idempotent: o.Idempotent, ProducerID: o.ProducerID, ProducerEpoch: o.ProducerEpoch, BaseSequence: o.BaseSequence,
+	}, recs)
+	if err != nil {
+		panic(err)
 	}
-	kb := kmsg.RecordBatch{
-		FirstOffset:          o.BaseOffset,
-		Length:               int32(61 - 12 + len(records)),
-		PartitionLeaderEpoch: o.LeaderEpoch,
-		Magic:                2,
-		Attributes:           attrs,
-		LastOffsetDelta:      int32(len(o.Records) - 1),
-		FirstTimestamp:       o.FirstTimestamp,
-		MaxTimestamp:         o.FirstTimestamp + maxDelta,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(o.Records)),
-		Records:              records,
+	if o.LeaderEpoch != 0 || o.Attributes != 0 {
+		binary.BigEndian.PutUint32(b[12:], uint32(o.LeaderEpoch))
+		attrs := binary.BigEndian.Uint16(b[21:]) | uint16(o.Attributes)
+		binary.BigEndian.PutUint16(b[21:], attrs)
+		binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
 	}
-	if o.Idempotent {
-		kb.ProducerID, kb.ProducerEpoch, kb.FirstSequence = o.ProducerID, o.ProducerEpoch, o.BaseSequence
-	}
-	b := kb.AppendTo(nil)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
 	return b
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Values returns n records with size-byte values, timestamp deltas 0..n-1.
 func Values(n, size int) []Record {
@@ -89,24 +72,4 @@ func Values(n, size int) []Record {
 		rs[i] = Record{TimestampDelta: int64(i), Value: v}
 	}
 	return rs
-}
-
-func compress(b []byte, codec int8) []byte {
-	var c kgo.CompressionCodec
-	switch codec {
-	case 1:
-		c = kgo.GzipCompression()
-	case 2:
-		c = kgo.SnappyCompression()
-	case 3:
-		c = kgo.Lz4Compression()
-	default:
-		c = kgo.ZstdCompression()
-	}
-	comp, err := kgo.DefaultCompressor(c)
-	if err != nil {
-		panic(err)
-	}
-	out, _ := comp.Compress(new(bytes.Buffer), b)
-	return bytes.Clone(out)
 }
