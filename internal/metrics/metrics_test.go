@@ -324,3 +324,44 @@ func TestLagCollector(t *testing.T) {
 		t.Fatalf("a failing lag source broke the scrape: %v", err)
 	}
 }
+
+type stubISRChanger struct{ err error }
+
+func (s stubISRChanger) AlterPartition(_ context.Context, topicID metadata.UUID, partition, _, _ int32, isr []int32) (*metadata.Partition, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return &metadata.Partition{TopicID: topicID, Index: partition, ISR: isr}, nil
+}
+
+// TestISRChanger counts accepted ISR changes against the ISR before them.
+func TestISRChanger(t *testing.T) {
+	img := testImage(t) // a-0 ISR [1 2], a-1 ISR [1]
+	tests := []struct {
+		name             string
+		partition        int32
+		isr              []int32
+		err              error
+		shrinks, expands float64
+	}{
+		{"shrink", 0, []int32{1}, nil, 1, 0},
+		{"expand", 1, []int32{1, 2}, nil, 0, 1},
+		{"swap counts both", 0, []int32{1, 3}, nil, 1, 1},
+		{"no change", 0, []int32{2, 1}, nil, 0, 0},
+		{"refused", 0, []int32{1}, errors.New("fenced"), 0, 0},
+		{"unknown partition", 9, []int32{1}, nil, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(Config{NodeID: 1, Cluster: stubCluster{img: img}})
+			_, err := m.ISRChanger(stubISRChanger{tt.err}).AlterPartition(context.Background(), idA, tt.partition, 0, 0, tt.isr)
+			if (err != nil) != (tt.err != nil) {
+				t.Fatalf("err = %v", err)
+			}
+			expect(t, values(t, m.Registry()), map[string]float64{
+				"strata_isr_shrinks_total{}": tt.shrinks,
+				"strata_isr_expands_total{}": tt.expands,
+			})
+		})
+	}
+}

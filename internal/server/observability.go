@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/console"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 // readyWait bounds how long /readyz waits for this node's partitions to catch up
@@ -72,6 +73,17 @@ func (n *Node) startAdmin() error {
 // ConsoleConfig is the configuration of the node's console: its cluster, replicas
 // and groups, for a test or tool that serves the console differently.
 func (n *Node) ConsoleConfig() console.Config { return n.console.Config() }
+
+// hostedPartitions lists the node's partitions for the metrics, which are built
+// before the replica manager (they wrap its ISR changer).
+type hostedPartitions struct{ n *Node }
+
+func (h hostedPartitions) Partitions() []*replica.Partition {
+	if h.n.replicas == nil {
+		return nil
+	}
+	return h.n.replicas.Partitions()
+}
 
 // AdminAddr is the admin listener's address, or "" when it is off.
 func (n *Node) AdminAddr() string {

@@ -1,12 +1,16 @@
 package server
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -83,4 +87,71 @@ func TestObservabilityRoutes(t *testing.T) {
 	if plain.AdminAddr() != "" {
 		t.Fatalf("admin listener %q started without --admin-addr", plain.AdminAddr())
 	}
+}
+
+// metricValue reads an unlabelled sample from a /metrics page.
+func metricValue(t *testing.T, body, name string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s on the metrics page", name)
+	return 0
+}
+
+// TestClusterHealthMetrics: on three nodes, exactly one reports itself the active
+// controller; a crashed follower leaves the partition's ISR (the leader reports it
+// under-replicated) and, restarted, rejoins it (the leader counts an expand). The
+// shrink is counted only when the leader made it: the controller may fence the
+// crashed broker first and remove it itself.
+func TestClusterHealthMetrics(t *testing.T) {
+	c := startCluster(t, 3)
+	defer func() { // one graceful shutdown after another waits on a shrinking quorum
+		for i := range c.nodes {
+			c.crash(i)
+		}
+	}()
+	ctx := context.Background()
+	_, adm := c.client()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "health"); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("health"))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	scrape := func(i int) string {
+		_, body := httpGet(t, "http://"+c.nodes[i].HTTPAddr()+"/metrics")
+		return body
+	}
+	eventually(t, "one active controller", func() bool {
+		active := 0.0
+		for i := range c.nodes {
+			active += metricValue(t, scrape(i), "strata_controller_active")
+		}
+		return active == 1
+	})
+	leader := c.leaderOf(adm, "health", 0)
+	follower := (leader + 1) % 3
+	if m := scrape(leader); metricValue(t, m, "strata_partitions_under_replicated") != 0 || metricValue(t, m, "strata_partitions_led") != 1 {
+		t.Fatalf("before the crash:\n%s", m)
+	}
+	c.crash(follower)
+	eventually(t, "the partition under-replicated on its leader", func() bool {
+		return metricValue(t, scrape(leader), "strata_partitions_under_replicated") == 1
+	})
+	t.Logf("ISR shrinks counted by the leader: %v", metricValue(t, scrape(leader), "strata_isr_shrinks_total"))
+	if err := c.start(follower); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the follower back in the ISR", func() bool {
+		m := scrape(leader)
+		return metricValue(t, m, "strata_isr_expands_total") >= 1 && metricValue(t, m, "strata_partitions_under_replicated") == 0
+	})
 }

@@ -122,6 +122,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	n.link = n.newLink()
+	n.metrics = metrics.New(metrics.Config{
+		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n},
+		Logger: logger.With("component", "metrics"), GoCollectors: true,
+	})
 
 	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
 	if err != nil {
@@ -137,7 +141,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	}
 	n.replicas, err = replica.NewManager(fsys, filepath.Join(cfg.DataDir, "logs"), cfg.NodeID, logger.With("component", "replica"), replica.Options{
 		Transport:     replicaTransport{n.replicaClient},
-		ISRChanger:    isrChanger{n},
+		ISRChanger:    n.metrics.ISRChanger(isrChanger{n}),
 		BrokerEpoch:   n.brokerEpoch.Load,
 		ReplicaLagMax: cfg.ReplicaLagTimeMax,
 	})
@@ -173,10 +177,6 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		defer n.wg.Done()
 		n.replicas.RunISRMaintenance(lifeCtx)
 	}()
-	n.metrics = metrics.New(metrics.Config{
-		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: n.replicas,
-		Logger: logger.With("component", "metrics"), GoCollectors: true,
-	})
 	h := handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
 		ClusterID:         clusterID,

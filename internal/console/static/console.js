@@ -48,6 +48,7 @@ function watchTopic(table) {
 function watchLag(svg) {
   const url = "/console/api/groups/" + encodeURIComponent(svg.dataset.group) + "/lag";
   const line = svg.querySelector("#lag-line");
+  const area = svg.querySelector("#lag-area");
   const caption = document.getElementById("lag-caption");
   const total = document.getElementById("total-lag");
   const table = document.getElementById("lag");
@@ -56,9 +57,13 @@ function watchLag(svg) {
   function draw() {
     const w = 600, h = 160, pad = 8;
     const maxLag = Math.max(1, ...points.map(p => p.lag));
+    const top = maxLag * 1.15; // headroom above the highest point
     const t0 = points[0].t, t1 = Math.max(points[points.length - 1].t, t0 + 1);
-    line.setAttribute("points", points.map(p =>
-      ((p.t - t0) / (t1 - t0) * w).toFixed(1) + "," + (h - pad - p.lag / maxLag * (h - 2 * pad)).toFixed(1)).join(" "));
+    const xy = points.map(p =>
+      ((p.t - t0) / (t1 - t0) * w).toFixed(1) + "," + (h - pad - p.lag / top * (h - 2 * pad)).toFixed(1));
+    line.setAttribute("points", xy.join(" "));
+    const last = ((points[points.length - 1].t - t0) / (t1 - t0) * w).toFixed(1);
+    area.setAttribute("points", "0," + (h - pad) + " " + xy.join(" ") + " " + last + "," + (h - pad));
     svg.dataset.samples = String(points.length);
     caption.textContent = "total lag, sampled every 2 s: now " + points[points.length - 1].lag.toLocaleString("en-US") +
       ", max " + maxLag.toLocaleString("en-US") + " over " + points.length + " samples";
