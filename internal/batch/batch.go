@@ -110,7 +110,8 @@ var (
 	ErrBadMagic = classed(ErrInvalid, "batch: unsupported magic")
 	// ErrBadCodec: the compression codec is above zstd (4).
 	ErrBadCodec = classed(ErrInvalid, "batch: unknown compression codec")
-	// ErrBadRecordCount: numRecords is not positive or lastOffsetDelta != numRecords-1.
+	// ErrBadRecordCount: numRecords is not positive or lastOffsetDelta != numRecords-1
+	// (ValidateStored: numRecords is negative or above lastOffsetDelta+1).
 	ErrBadRecordCount = classed(ErrInvalid, "batch: record count does not match last offset delta")
 	// ErrBadRecord: a record inside an uncompressed batch does not parse (Records).
 	ErrBadRecord = classed(ErrCorrupt, "batch: malformed record")
@@ -214,7 +215,16 @@ func FrameSize(b []byte) (int, error) {
 // magic 2, CRC-32C, codec <= zstd, numRecords > 0 and lastOffsetDelta ==
 // numRecords-1. It does not judge the control or transactional bits or the producer
 // fields: whether a client may send them is the caller's rule.
-func Validate(b []byte) (Header, error) {
+func Validate(b []byte) (Header, error) { return validate(b, false) }
+
+// ValidateStored is Validate for a batch read back from a log, which compaction may
+// have thinned: a rewritten batch keeps its original lastOffsetDelta (so its offset
+// range, and its producer's last sequence, survive) while holding fewer records, and
+// the last batch of an idempotent producer may be kept with none at all. It accepts
+// 0 <= numRecords <= lastOffsetDelta+1; every other check is Validate's.
+func ValidateStored(b []byte) (Header, error) { return validate(b, true) }
+
+func validate(b []byte, stored bool) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
@@ -237,7 +247,11 @@ func Validate(b []byte) (Header, error) {
 	if h.Codec() > maxCodec {
 		return h, ErrBadCodec
 	}
-	if h.NumRecords <= 0 || h.LastOffsetDelta != h.NumRecords-1 {
+	if stored {
+		if h.LastOffsetDelta < 0 || h.NumRecords < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
+			return h, ErrBadRecordCount
+		}
+	} else if h.NumRecords <= 0 || h.LastOffsetDelta != h.NumRecords-1 {
 		return h, ErrBadRecordCount
 	}
 	return h, nil

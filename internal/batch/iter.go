@@ -17,10 +17,17 @@ type Iter struct {
 	cur []byte
 	h   Header
 	err error
+	// stored selects ValidateStored (batches read back from a log) over Validate.
+	stored bool
 }
 
 // NewIter returns an Iter over b.
 func NewIter(b []byte) Iter { return Iter{buf: b} }
+
+// NewStoredIter returns an Iter over batches as a log stores them (a replica's
+// fetch response, a segment), validating each with ValidateStored, so batches
+// thinned by compaction pass.
+func NewStoredIter(b []byte) Iter { return Iter{buf: b, stored: true} }
 
 // Next advances to the next batch. It returns false at the end of the input or at
 // the first bad batch; Err tells which.
@@ -39,7 +46,7 @@ func (it *Iter) Next() bool {
 		return false
 	}
 	it.cur = rest[:size:size]
-	if it.h, err = Validate(it.cur); err != nil {
+	if it.h, err = validate(it.cur, it.stored); err != nil {
 		it.err, it.cur = err, nil
 		return false
 	}
