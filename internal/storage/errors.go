@@ -42,7 +42,8 @@ var (
 	// errTornTail (internal): a scanned range ends partway through a batch. Recovery
 	// cuts the log there; inside a published range it means corruption.
 	errTornTail = errors.New("storage: batch cut short at end of segment")
-	// errOffsetGap (internal): a batch whose offsets do not follow the previous one's.
-	// Recovery cuts the log there.
+	// errOffsetGap (internal): a batch whose offsets overlap or go back from the
+	// previous one's (a forward gap is legal: compaction leaves them). Recovery cuts
+	// the log there.
 	errOffsetGap = errors.New("storage: batch offsets not contiguous")
 )

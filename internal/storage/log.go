@@ -55,6 +55,9 @@ type Log struct {
 
 // AppendInfo describes a successful append.
 type AppendInfo struct {
+	// FirstOffset is the first batch's base offset and LastOffset the last batch's
+	// last offset. Records counts the records; a follower append of compacted
+	// batches may hold fewer records than offsets.
 	FirstOffset int64
 	LastOffset  int64
 	// LogAppendTime is the broker timestamp stamped on the batches, or -1 when the
@@ -144,8 +147,11 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 }
 
 // AppendAsFollower appends batches that already carry offsets and leader epochs
-// (replicated from the leader): they must start at the log end offset and be
-// contiguous, or ErrUnexpectedOffset.
+// (replicated from the leader), validated as stored batches (batch.ValidateStored:
+// a compacted leader serves batches thinned by compaction). Offsets must not go
+// back: the first batch must start at or after the log end offset and each batch
+// after the previous one's end, or ErrUnexpectedOffset. Forward gaps are kept, as
+// Kafka keeps them: they are offsets the leader's compaction removed.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	return l.append(batches, -1, false)
 }
@@ -153,16 +159,20 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 func (l *Log) append(b []byte, leaderEpoch int32, asLeader bool) (AppendInfo, error) {
 	info := AppendInfo{LogAppendTime: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1}
 	// Validate everything before touching the log (CRCs are the costly part).
-	var firstBase, nextBase int64
+	var firstBase, nextBase, span int64
 	it := batch.NewIter(b)
+	if !asLeader {
+		it = batch.NewStoredIter(b)
+	}
 	for it.Next() {
 		h := it.Header()
 		if info.Batches == 0 {
 			firstBase = h.BaseOffset
-		} else if !asLeader && h.BaseOffset != nextBase {
-			return info, fmt.Errorf("%w: batch at offset %d follows one ending at %d", ErrUnexpectedOffset, h.BaseOffset, nextBase)
+		} else if !asLeader && h.BaseOffset < nextBase {
+			return info, fmt.Errorf("%w: batch at offset %d overlaps one ending at %d", ErrUnexpectedOffset, h.BaseOffset, nextBase)
 		}
 		nextBase = h.NextOffset()
+		span += int64(h.LastOffsetDelta) + 1
 		info.Batches++
 		info.Records += int64(h.NumRecords)
 	}
@@ -194,11 +204,12 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader bool) (AppendInfo, er
 			info.LogAppendTime = appendTime
 		}
 		stampBatches(b, leo, leaderEpoch, appendTime)
-	} else if firstBase != leo {
+		info.FirstOffset, info.LastOffset = leo, leo+span-1
+	} else if firstBase < leo {
 		return info, fmt.Errorf("%w: first offset %d, log end offset %d", ErrUnexpectedOffset, firstBase, leo)
+	} else {
+		info.FirstOffset, info.LastOffset = firstBase, nextBase-1
 	}
-	info.FirstOffset = leo
-	info.LastOffset = leo + info.Records - 1
 	info.MaxTimestamp, info.OffsetOfMaxTimestamp = maxTimestamp(b)
 
 	seg := l.active()

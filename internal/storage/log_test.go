@@ -124,9 +124,10 @@ func TestAppendAsFollower(t *testing.T) {
 		name string
 		b    []byte
 	}{
-		{"not at log end", at(6, 1, 1)},
 		{"behind log end", at(4, 1, 1)},
-		{"gap between batches", append(at(5, 1, 2), at(7, 1, 2)...)},
+		{"inside the last batch", at(3, 3, 1)},
+		{"overlapping batches", append(at(5, 2, 2), at(6, 1, 2)...)},
+		{"batches going back", append(at(7, 1, 2), at(5, 1, 2)...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +144,36 @@ func TestAppendAsFollower(t *testing.T) {
 	if got := l.Epochs(); !equalEpochs(got, want) {
 		t.Fatalf("epochs %v, want %v", got, want)
 	}
+
+	// A compacted leader serves gaps and thinned batches: offsets 7-9 are gone and
+	// the batch at 10-14 keeps records at 11 and 14 only.
+	thinned := thinnedBatch(t, 10, 4, 4, []int32{1, 4})
+	info, err = l.AppendAsFollower(thinned)
+	if err != nil || info.FirstOffset != 10 || info.LastOffset != 14 || info.Records != 2 || l.LogEndOffset() != 15 {
+		t.Fatalf("gap append: %+v %v, log end %d", info, err, l.LogEndOffset())
+	}
+	c, err := l.Read(7, 1<<20, 15)
+	if err != nil || c.FirstOffset != 10 || c.NextOffset != 15 || c.Size != len(thinned) {
+		t.Fatalf("read in the gap: %+v %v", c, err)
+	}
+	c.Release()
+}
+
+// thinnedBatch builds a batch at base whose offset range is base..base+lastDelta
+// but which holds records only at the given offset deltas, as compaction leaves
+// it, with leader epoch epoch.
+func thinnedBatch(t testing.TB, base int64, epoch int32, lastDelta int32, deltas []int32) []byte {
+	t.Helper()
+	var recs []batch.Record
+	for _, d := range deltas {
+		recs = append(recs, batch.Record{OffsetDelta: d, Key: []byte{'k', byte(d)}, Value: []byte("v")})
+	}
+	b, err := batch.Build(batch.BuildOptions{BaseOffset: base, KeepOffsetDeltas: true, LastOffsetDelta: lastDelta}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.SetPartitionLeaderEpoch(b, epoch)
+	return b
 }
 
 func TestFencedLeaderEpoch(t *testing.T) {

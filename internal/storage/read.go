@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -22,8 +23,9 @@ type Chunk struct {
 	File vfs.File
 	Pos  int64 // position of the first batch in File
 	Size int   // bytes of whole batches
-	// FirstOffset is the base offset of the first batch (it may be below the
-	// offset asked for); NextOffset is the offset just past the last batch, where
+	// FirstOffset is the base offset of the first batch (below the offset asked
+	// for when that lies inside the batch; above it when compaction removed the
+	// offsets in between); NextOffset is the offset just past the last batch, where
 	// the next Read should start.
 	FirstOffset int64
 	NextOffset  int64
@@ -67,8 +69,8 @@ func (c *Chunk) ReadInto(dst []byte) (int, error) {
 	return n, err
 }
 
-// Read returns the whole batches starting with the one that holds offset, within
-// one segment, ending before the batch that holds maxOffset (the high-water mark:
+// Read returns the whole batches starting with the one that holds offset (or, when
+// compaction removed offset, the first batch after it), within one segment, ending before the batch that holds maxOffset (the high-water mark:
 // batches are never split), and at most maxBytes long unless the first batch alone
 // is larger, in which case it is exactly that batch (Kafka's "at least one batch",
 // so a consumer can always make progress). Reading at the log end offset, or with
@@ -91,16 +93,41 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 		return Chunk{FirstOffset: offset, NextOffset: offset}, nil
 	}
 	s := l.segmentForLocked(offset)
-	size, next := s.size, s.next
-	s.acquire()
-	l.mu.RUnlock()
+	for {
+		size, next := s.size, s.next
+		s.acquire()
+		l.mu.RUnlock()
 
-	c, err := l.readSegment(s, size, next, offset, maxBytes, maxOffset)
-	if err != nil || c.Size == 0 {
-		s.release()
-		c.seg = nil
+		c, err := l.readSegment(s, size, next, offset, maxBytes, maxOffset)
+		if err != nil || c.Size == 0 {
+			s.release()
+			c.seg = nil
+		}
+		if err != errNoBatch {
+			return c, err
+		}
+		// Compaction removed every batch of s at or after offset: read on from the
+		// next segment.
+		l.mu.RLock()
+		if s = l.segmentAfterLocked(s.base); s == nil || l.mu.closed {
+			l.mu.RUnlock()
+			return Chunk{FirstOffset: offset, NextOffset: offset}, nil
+		}
 	}
-	return c, err
+}
+
+// errNoBatch (internal): a segment holds no batch at or after the offset sought.
+var errNoBatch = errors.New("storage: no batch at or after offset in segment")
+
+// segmentAfterLocked returns the first segment whose base is above base, or nil;
+// mu must be held.
+func (l *Log) segmentAfterLocked(base int64) *segment {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > base })
+	if i == len(segs) {
+		return nil
+	}
+	return segs[i]
 }
 
 // segmentForLocked returns the segment holding offset (the last one whose base is
@@ -111,7 +138,8 @@ func (l *Log) segmentForLocked(offset int64) *segment {
 	return segs[max(i-1, 0)]
 }
 
-// readSegment does Read's work within one segment of the given extent.
+// readSegment does Read's work within one segment of the given extent. It returns
+// errNoBatch when every batch of the segment ends before offset.
 func (l *Log) readSegment(s *segment, size, next, offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 	empty := Chunk{FirstOffset: offset, NextOffset: offset}
 	if err := s.ensureIndexes(size, next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
@@ -120,7 +148,10 @@ func (l *Log) readSegment(s *segment, size, next, offset int64, maxBytes int, ma
 	sc := headerScanner(s.log, s.lookup(offset), size)
 	defer sc.done()
 	if !sc.seek(offset) {
-		return empty, s.scanFailure(&sc, offset)
+		if sc.err != nil {
+			return empty, corrupt(s.log.Name(), sc.pos, sc.err)
+		}
+		return empty, errNoBatch
 	}
 	first, start := sc.h, sc.bpos
 	if first.LastOffset() >= maxOffset {
@@ -133,10 +164,16 @@ func (l *Log) readSegment(s *segment, size, next, offset int64, maxBytes int, ma
 		if p := s.lookup(maxOffset); p > sc.pos {
 			sc.pos = p
 		}
-		if !sc.seek(maxOffset) {
-			return empty, s.scanFailure(&sc, maxOffset)
+		if sc.seek(maxOffset) {
+			// The batch holding maxOffset, or the first after it if compaction
+			// removed maxOffset: then the offsets up to it are empty.
+			limit, c.NextOffset = sc.bpos, min(sc.h.BaseOffset, maxOffset)
+		} else if sc.err != nil {
+			return empty, corrupt(s.log.Name(), sc.pos, sc.err)
+		} else {
+			// Compaction removed the segment's batches from maxOffset on.
+			limit, c.NextOffset = size, maxOffset
 		}
-		limit, c.NextOffset = sc.bpos, sc.h.BaseOffset
 	}
 	if want := start + int64(max(maxBytes, 0)); want < limit {
 		// Keep the batches that end by want, and at least the first. Start from the
@@ -279,7 +316,7 @@ func readBatchAt(f vfs.File, pos int64, size int, buf []byte) ([]byte, error) {
 		}
 		return nil, err
 	}
-	if _, err := batch.Validate(buf); err != nil {
+	if _, err := batch.ValidateStored(buf); err != nil {
 		return nil, corrupt(f.Name(), pos, err)
 	}
 	return buf, nil

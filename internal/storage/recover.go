@@ -203,9 +203,14 @@ func (l *Log) recover(rp int64) error {
 	expect := segs[k].base
 	for i := k; i < len(segs); i++ {
 		s := segs[i]
-		if s.base != expect {
-			// A gap or overlap: nothing from here on continues the log.
+		if s.base < expect {
+			// An overlap: nothing from here on continues the log. (A gap is legal:
+			// compaction may have removed a segment's last batches.)
 			return l.dropRecovered(i)
+		}
+		if i > k {
+			// A sealed segment's extent reaches the next one's base, past any gap.
+			segs[i-1].next = s.base
 		}
 		s.mu.Lock()
 		res, err := s.rebuildLocked(s.size, l.cfg.IndexIntervalBytes)

@@ -11,7 +11,9 @@ import (
 
 // scanner walks the batches of a segment file from pos up to end through a read
 // window. In header mode it reads only each batch's header (the read path); in full
-// mode it reads and validates whole batches, CRC included (recovery, rebuilds).
+// mode it reads and validates whole batches, CRC included (recovery, rebuilds,
+// compaction), as stored batches: compaction may have thinned them
+// (batch.ValidateStored).
 type scanner struct {
 	f    vfs.File
 	pos  int64 // position of the next batch
@@ -104,7 +106,7 @@ func (s *scanner) next() bool {
 			s.err = err
 			return false
 		}
-		if s.h, err = batch.Validate(b); err != nil {
+		if s.h, err = batch.ValidateStored(b); err != nil {
 			s.err = err
 			return false
 		}

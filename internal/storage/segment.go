@@ -315,7 +315,8 @@ type scanResult struct {
 
 // rebuildLocked rebuilds the in-memory indexes and timestamps by reading every
 // batch up to limit, validating each, and stops at the first torn or invalid one or
-// at one whose offset does not follow its predecessor. s.mu must be held.
+// at one whose offsets overlap or go back from its predecessor's (a forward gap is
+// legal: compaction removes whole batches). s.mu must be held.
 func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
 	m := &s.mu
 	m.index.entries, m.tindex.entries = m.index.entries[:0], m.tindex.entries[:0]
@@ -325,8 +326,8 @@ func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
 	res := scanResult{next: s.base}
 	for sc.next() {
 		h := &sc.h
-		if h.BaseOffset != res.next {
-			res.err = fmt.Errorf("%w: batch at %d has base offset %d, want %d", errOffsetGap, sc.bpos, h.BaseOffset, res.next)
+		if h.BaseOffset < res.next {
+			res.err = fmt.Errorf("%w: batch at %d has base offset %d, want at least %d", errOffsetGap, sc.bpos, h.BaseOffset, res.next)
 			break
 		}
 		if _, ok := relOffset(h.LastOffset(), s.base); !ok {

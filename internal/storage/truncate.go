@@ -64,11 +64,15 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
 		return err
 	}
-	cutPos, newLEO := s.size, s.next
+	// Cut at the batch holding offset, or at the first batch after it if
+	// compaction removed offset; then the offsets from offset up to that batch are
+	// empty and the log ends at offset. Without such a batch in s, s keeps all its
+	// batches and ends at offset.
+	cutPos, newLEO := s.size, offset
 	sc := headerScanner(s.log, s.lookup(offset), s.size)
 	found := sc.seek(offset)
 	if found {
-		cutPos, newLEO = sc.bpos, sc.h.BaseOffset
+		cutPos, newLEO = sc.bpos, min(sc.h.BaseOffset, offset)
 	}
 	sc.done()
 	if !found && sc.err != nil {
