@@ -126,10 +126,6 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n},
 		Logger: logger.With("component", "metrics"), GoCollectors: true,
 	})
-	n.metrics = metrics.New(metrics.Config{
-		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n},
-		Logger: logger.With("component", "metrics"), GoCollectors: true,
-	})
 
 	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
 	if err != nil {
