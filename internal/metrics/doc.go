@@ -17,8 +17,9 @@
 //     fsync count and time), the metadata image (under-replicated and offline
 //     partitions, the active controller) and consumer group lag (a LagSource, once
 //     the group coordinator is wired).
-//  5. OnISRShrink and OnISRExpand, for the replica layer to call when a leader
-//     changes a partition's in-sync replica set.
+//  5. ISRChanger, a wrapper around the replica layer's ISR changer (the leader's
+//     AlterPartition), which counts the ISR shrinks and expands the controller
+//     accepts.
 //
 // # Concurrency
 //
