@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,6 +40,7 @@ func startNode(t *testing.T) *server.Node {
 	cfg.DataDir = t.TempDir()
 	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.AdvertisedKafkaAddr = ""
+	cfg.GroupInitialDelay, cfg.OffsetsTopicPartition = 0, 1
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := server.Start(ctx, cfg, testLogger(), vfs.Default)
@@ -358,3 +360,76 @@ func TestConsumerGroupLag(t *testing.T) {
 type nopStore struct{}
 
 func (nopStore) Append(context.Context, int32, []group.Record) error { return nil }
+
+// TestGroupLagEndToEnd: a franz-go consumer group reads and commits, more records
+// arrive, and the node's own /metrics and console report the difference as lag.
+func TestGroupLagEndToEnd(t *testing.T) {
+	n := startNode(t)
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	versions, err := kadm.NewClient(cl).ApiVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := versions[1]; !ok || v.Err != nil {
+		t.Fatalf("ApiVersions: %+v %v", versions, ok)
+	} else if _, _, ok := v.KeyVersions(int16(kmsg.FindCoordinator)); !ok {
+		t.Skip("SKIPPING: this broker does not serve consumer groups yet (no FindCoordinator)")
+	}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "e2e", 2, 1
+	create.Topics = append(create.Topics, ct)
+	if _, err := create.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	produceTo := func(p int32, k int) {
+		for i := range k {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "e2e", Partition: p, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produceTo(0, 6)
+	produceTo(1, 4)
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.ConsumerGroup("e2e-readers"), kgo.ConsumeTopics("e2e"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	pollCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	for got < 10 && pollCtx.Err() == nil {
+		got += len(consumer.PollFetches(pollCtx).Records())
+	}
+	cancel()
+	if got != 10 {
+		t.Fatalf("the group read %d of 10 records", got)
+	}
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consumer.Close()
+	produceTo(0, 7)
+
+	url := "http://" + n.HTTPAddr()
+	waitMetric(t, url+"/metrics", "lag 7 on partition 0 and 0 on partition 1", func(m map[string]float64) bool {
+		p0, ok0 := m["strata_consumer_group_lag{group=e2e-readers,partition=0,topic=e2e}"]
+		p1, ok1 := m["strata_consumer_group_lag{group=e2e-readers,partition=1,topic=e2e}"]
+		return ok0 && ok1 && p0 == 7 && p1 == 0
+	})
+	resp, err := http.Get(url + "/console/api/groups/e2e-readers/lag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"total":7`) {
+		t.Fatalf("console lag: %d %s", resp.StatusCode, body)
+	}
+}
