@@ -95,9 +95,9 @@ func readAll(t fataler, l *Log) [][]byte {
 			t.Fatalf("Chunk.Bytes: %v", err)
 		}
 		if len(b) == 0 {
-			t.Fatalf("Read(%d) returned nothing below log end %d", off, l.LogEndOffset())
+			break // only compaction gaps up to the log end (callers compare contents)
 		}
-		it := batch.NewIter(b)
+		it := batch.NewStoredIter(b)
 		for it.Next() {
 			out = append(out, bytes.Clone(it.Batch()))
 		}

@@ -24,7 +24,12 @@ type Log struct {
 	// epoch assignment, Close) and is held across their I/O. Fields only mutators
 	// touch live here too.
 	appendMu      sync.Mutex
-	recoveryPoint int64 // appendMu: every segment wholly below it is synced with its indexes
+	recoveryPoint int64        // appendMu: every segment wholly below it is synced with its indexes
+	cleaner       cleanerState // appendMu: compaction progress (cleaner checkpoint)
+
+	// cleanMu serialises compaction passes. It is taken before appendMu, which a
+	// pass holds only to plan and to swap.
+	cleanMu sync.Mutex
 
 	// mu guards the published view readers use. It is never held across I/O.
 	// Fields written by mutators are written with appendMu held as well.

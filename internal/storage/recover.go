@@ -12,6 +12,9 @@ import (
 // recovery point are trusted, every later one is read batch by batch, its indexes
 // rebuilt, and the log cut at the first torn, corrupt or discontinuous batch.
 func (l *Log) load() error {
+	if err := l.finishSwap(); err != nil {
+		return err
+	}
 	names, err := l.fsys.List(l.dir)
 	if err != nil {
 		return err
@@ -20,7 +23,8 @@ func (l *Log) load() error {
 	for _, name := range names {
 		switch {
 		case strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, tmpSuffix):
-			// Leftovers of a deletion or a side-file write cut short.
+			// Leftovers of a deletion or a side-file write cut short. (finishSwap
+			// removed cleaned segments no swap installs.)
 			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !isNotExist(err) {
 				return err
 			}
@@ -118,8 +122,12 @@ func (l *Log) load() error {
 	return l.finishLoad(hadMarker)
 }
 
-// finishLoad removes the clean-shutdown marker, durably, before the log can change.
+// finishLoad loads the cleaner state and removes the clean-shutdown marker,
+// durably, before the log can change.
 func (l *Log) finishLoad(hadMarker bool) error {
+	if err := l.loadCleaner(); err != nil {
+		return err
+	}
 	if !hadMarker {
 		return nil
 	}

@@ -29,6 +29,11 @@ type Stats struct {
 	// IndexRebuilds counts sealed segments whose index files were missing or damaged
 	// and were rebuilt from the log.
 	IndexRebuilds int64
+	// Compactions counts compaction passes that cleaned; CompactionBytesRead and
+	// CompactionBytesWritten the segment bytes they rewrote and wrote.
+	Compactions            int64
+	CompactionBytesRead    int64
+	CompactionBytesWritten int64
 }
 
 // statCounters are the live counters behind Stats.
@@ -38,6 +43,8 @@ type statCounters struct {
 	rolls, segmentsDeleted                          atomic.Int64
 	recoveredSegments, recoveredBytes               atomic.Int64
 	recoveryTruncatedBytes, indexRebuilds           atomic.Int64
+	compactions                                     atomic.Int64
+	compactionBytesRead, compactionBytesWritten     atomic.Int64
 }
 
 func (c *statCounters) observeSync(d time.Duration) {
@@ -65,5 +72,8 @@ func (c *statCounters) snapshot() Stats {
 		RecoveredBytes:         c.recoveredBytes.Load(),
 		RecoveryTruncatedBytes: c.recoveryTruncatedBytes.Load(),
 		IndexRebuilds:          c.indexRebuilds.Load(),
+		Compactions:            c.compactions.Load(),
+		CompactionBytesRead:    c.compactionBytesRead.Load(),
+		CompactionBytesWritten: c.compactionBytesWritten.Load(),
 	}
 }

@@ -109,6 +109,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err := l.writeCheckpoints(); err != nil {
 		return err
 	}
+	if err := l.clampCleanerLocked(newLEO); err != nil {
+		return err
+	}
 	l.kickFlusher()
 	return nil
 }
@@ -183,7 +186,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.stats.segmentsDeleted.Add(int64(len(old)))
 	l.recoveryPoint = offset
-	return l.writeCheckpoints()
+	if err := l.writeCheckpoints(); err != nil {
+		return err
+	}
+	return l.clampCleanerLocked(offset)
 }
 
 // deleteSegments removes segments no longer in the published list: their logs are

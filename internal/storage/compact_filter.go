@@ -1,0 +1,254 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
+)
+
+// recordFate is what a pass does with one record.
+type recordFate uint8
+
+const (
+	keepRecord     recordFate = iota
+	dropSuperseded            // a later record has the same key
+	dropTombstone             // a tombstone past DeleteRetention since it became clean
+	dropKeyless               // compaction needs a key (Kafka rejects keyless records at produce)
+)
+
+func (f recordFate) String() string {
+	switch f {
+	case keepRecord:
+		return "keep"
+	case dropSuperseded:
+		return "superseded"
+	case dropTombstone:
+		return "expired tombstone"
+	case dropKeyless:
+		return "keyless"
+	}
+	return fmt.Sprintf("recordFate(%d)", f)
+}
+
+// recordFacts is what decide needs to know about one record.
+type recordFacts struct {
+	offset    int64
+	keyless   bool
+	tombstone bool
+	// latest is the offset of the key's latest record in the offset map, -1 when
+	// the key is not in it (none of the dirty section's records has it).
+	latest int64
+	// clean reports whether the record was already clean when the pass began, and
+	// cleanedAtMs since when.
+	clean       bool
+	cleanedAtMs int64
+}
+
+// decide applies the compaction rules to one record: a record without a key goes;
+// a record whose key has a later record goes; a tombstone goes once it has been
+// clean for longer than deleteRetention; everything else stays. A record is never
+// judged against a later record outside the offset map, so a pass that maps only
+// part of the dirty section keeps what the rest might supersede.
+func decide(r recordFacts, nowMs int64, deleteRetention time.Duration) recordFate {
+	switch {
+	case r.keyless:
+		return dropKeyless
+	case r.latest > r.offset:
+		return dropSuperseded
+	case r.tombstone && r.clean && nowMs-r.cleanedAtMs > deleteRetention.Milliseconds():
+		return dropTombstone
+	}
+	return keepRecord
+}
+
+// cleaner filters the batches of one pass. It is used by one goroutine.
+type cleaner struct {
+	keys            offsetMap
+	producers       map[int64]int64 // producer id -> base offset of its last batch in the log
+	state           *cleanerState   // as it was when the pass began
+	nowMs           int64
+	deleteRetention time.Duration
+	stats           *CompactStats
+	// tombstones[i] records that a tombstone was kept in state.ranges[i]; the
+	// extra last element stands for the dirty section.
+	tombstones []bool
+
+	kept        []byte // surviving records of the batch being filtered
+	out         []byte // the rewritten batch
+	zbuf        bytes.Buffer
+	compressors map[batch.Codec]kgo.Compressor
+}
+
+// filter returns what becomes of the validated batch b: b itself, with copied set,
+// when every record stays; a rewritten batch; or nil when the batch goes. A
+// rewritten batch keeps the base offset, lastOffsetDelta (so its offset range and
+// its producer's last sequence survive, as in Kafka), leader epoch, attributes,
+// producer id, epoch and base sequence, first timestamp and codec; the kept records
+// are copied unchanged (their deltas stay valid), recompressed with the batch's
+// codec, and the max timestamp is recomputed from them (a LogAppendTime batch keeps
+// its own). Control batches are copied. A batch that loses every record stays as an
+// empty batch (no records, uncompressed) when it is its idempotent producer's last
+// batch in the log, so the producer's sequence state survives a restart; otherwise
+// it goes. The returned slice is valid until the next call.
+func (c *cleaner) filter(b []byte, h *batch.Header) (out []byte, copied bool, err error) {
+	c.stats.RecordsRead += int64(h.NumRecords)
+	switch {
+	case h.Control():
+		c.stats.BatchesCopied++
+		return b, true, nil
+	case h.NumRecords == 0:
+		// Kept empty by an earlier pass: only while it is still the producer's last.
+		if c.isProducersLast(h) {
+			c.stats.BatchesCopied++
+			return b, true, nil
+		}
+		c.stats.BatchesRemoved++
+		return nil, false, nil
+	}
+	records := b[batch.HeaderSize:]
+	if h.Codec() != batch.CodecNone {
+		if records, err = decompressor.Decompress(records, kgo.CompressionCodecType(h.Codec())); err != nil {
+			return nil, false, fmt.Errorf("%w: decompressing: %w", batch.ErrBadRecord, err)
+		}
+	}
+	c.kept = c.kept[:0]
+	var n int32
+	var maxDelta int64
+	err = batch.WalkRecords(records, h.NumRecords, func(r batch.RawRecord) error {
+		f := recordFacts{offset: h.BaseOffset + int64(r.OffsetDelta), keyless: r.Key == nil, tombstone: r.NullValue, latest: -1}
+		if !f.keyless {
+			if o, ok := c.keys.m[string(r.Key)]; ok {
+				f.latest = o
+			}
+		}
+		ri, clean := c.state.rangeOf(f.offset)
+		if clean {
+			f.clean, f.cleanedAtMs = true, c.state.ranges[ri].atMs
+		} else {
+			ri = len(c.state.ranges)
+		}
+		switch decide(f, c.nowMs, c.deleteRetention) {
+		case keepRecord:
+			if f.tombstone {
+				c.tombstones[ri] = true
+			}
+			if n == 0 || r.TimestampDelta > maxDelta {
+				maxDelta = r.TimestampDelta
+			}
+			c.kept = append(c.kept, r.Bytes...)
+			n++
+		case dropSuperseded:
+			c.stats.Superseded++
+		case dropTombstone:
+			c.stats.TombstonesRemoved++
+		case dropKeyless:
+			c.stats.KeylessRemoved++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case n == h.NumRecords:
+		c.stats.BatchesCopied++
+		return b, true, nil
+	case n == 0 && c.isProducersLast(h):
+		c.stats.EmptyBatchesKept++
+		out, err = c.rebuild(h, 0, 0)
+		return out, false, err
+	case n == 0:
+		c.stats.BatchesRemoved++
+		return nil, false, nil
+	}
+	c.stats.BatchesRewritten++
+	out, err = c.rebuild(h, n, maxDelta)
+	return out, false, err
+}
+
+// isProducersLast reports whether h is its idempotent producer's last batch.
+func (c *cleaner) isProducersLast(h *batch.Header) bool {
+	last, ok := c.producers[h.ProducerID]
+	return h.Idempotent() && ok && last == h.BaseOffset
+}
+
+// codecBits are the attribute bits holding the compression codec.
+const codecBits = 0x07
+
+// rebuild encodes a batch with h's header fields holding the n records in c.kept
+// (none: an empty, uncompressed batch with h's timestamps).
+func (c *cleaner) rebuild(h *batch.Header, n int32, maxDelta int64) ([]byte, error) {
+	attrs, body, maxTS := h.Attributes, c.kept, h.MaxTimestamp
+	if n == 0 {
+		attrs &^= codecBits
+		body = nil
+	} else {
+		if !h.LogAppendTime() {
+			maxTS = h.FirstTimestamp + maxDelta
+		}
+		if codec := h.Codec(); codec != batch.CodecNone {
+			var err error
+			if body, err = c.compress(codec, body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rb := kmsg.RecordBatch{
+		FirstOffset:          h.BaseOffset,
+		Length:               int32(batch.HeaderSize - batch.LengthPrefix + len(body)),
+		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
+		Magic:                2,
+		Attributes:           attrs,
+		LastOffsetDelta:      h.LastOffsetDelta,
+		FirstTimestamp:       h.FirstTimestamp,
+		MaxTimestamp:         maxTS,
+		ProducerID:           h.ProducerID,
+		ProducerEpoch:        h.ProducerEpoch,
+		FirstSequence:        h.BaseSequence,
+		NumRecords:           n,
+		Records:              body,
+	}
+	c.out = rb.AppendTo(c.out[:0])
+	binary.BigEndian.PutUint32(c.out[17:21], batch.Checksum(c.out))
+	return c.out, nil
+}
+
+// compress compresses records with codec, through one compressor per codec.
+func (c *cleaner) compress(codec batch.Codec, records []byte) ([]byte, error) {
+	comp, ok := c.compressors[codec]
+	if !ok {
+		var cc kgo.CompressionCodec
+		switch codec {
+		case batch.CodecGzip:
+			cc = kgo.GzipCompression()
+		case batch.CodecSnappy:
+			cc = kgo.SnappyCompression()
+		case batch.CodecLZ4:
+			cc = kgo.Lz4Compression()
+		case batch.CodecZstd:
+			cc = kgo.ZstdCompression()
+		default:
+			return nil, batch.ErrBadCodec
+		}
+		var err error
+		if comp, err = kgo.DefaultCompressor(cc); err != nil {
+			return nil, err
+		}
+		if c.compressors == nil {
+			c.compressors = make(map[batch.Codec]kgo.Compressor)
+		}
+		c.compressors[codec] = comp
+	}
+	c.zbuf.Reset()
+	out, used := comp.Compress(&c.zbuf, records)
+	if used != kgo.CompressionCodecType(codec) {
+		return nil, fmt.Errorf("storage: compressing with codec %d failed", codec)
+	}
+	return out, nil
+}

@@ -1,0 +1,108 @@
+package storage
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/batch"
+)
+
+// offsetMap maps each key of the dirty section to the offset of its latest record.
+// Keys are kept whole (Kafka keeps 16-byte hashes), so two keys never collide.
+type offsetMap struct {
+	m     map[string]int64
+	bytes int64 // estimated memory held
+}
+
+// mapEntryOverhead estimates a map entry's memory besides the key bytes: the
+// string header, the offset and the map's own bookkeeping.
+const mapEntryOverhead = 48
+
+// scanWindow is the read window of the cleaner's full scans.
+const scanWindow = 1 << 20
+
+// buildOffsetMap reads the dirty section, from the plan's first dirty offset
+// through its cleanable segments, into an offset map. Before each segment after
+// the first it checks the budget: once the map holds budget bytes the section ends
+// at that segment's base, so the map may exceed the budget by one segment's keys.
+// It returns the map and the end of the section it covers (the first dirty offset
+// itself when no cleanable segment is dirty). Control batches and keyless records
+// are skipped.
+func buildOffsetMap(p *compactPlan, budget int64) (offsetMap, int64, error) {
+	m := offsetMap{m: make(map[string]int64)}
+	started := false
+	for i := range p.cleanable {
+		if p.upper(i) <= p.firstDirty {
+			continue
+		}
+		v := p.all[i]
+		if started && m.bytes >= budget {
+			return m, v.s.base, nil
+		}
+		started = true
+		if err := m.addSegment(v, p.firstDirty); err != nil {
+			return m, 0, err
+		}
+	}
+	if !started {
+		return m, p.firstDirty, nil
+	}
+	return m, p.upper(p.cleanable - 1), nil
+}
+
+// addSegment adds the records at or after from of one segment.
+func (m *offsetMap) addSegment(v segmentView, from int64) error {
+	sc := fullScanner(v.s.log, v.s.lookup(from), v.size, scanWindow)
+	defer sc.done()
+	for sc.next() {
+		h := sc.h
+		if h.Control() || h.NumRecords == 0 || h.LastOffset() < from {
+			continue
+		}
+		records := sc.b[batch.HeaderSize:]
+		if h.Codec() != batch.CodecNone {
+			var err error
+			if records, err = decompressor.Decompress(records, kgo.CompressionCodecType(h.Codec())); err != nil {
+				return corrupt(v.s.log.Name(), sc.bpos, fmt.Errorf("%w: decompressing: %w", batch.ErrBadRecord, err))
+			}
+		}
+		err := batch.WalkRecords(records, h.NumRecords, func(r batch.RawRecord) error {
+			offset := h.BaseOffset + int64(r.OffsetDelta)
+			if r.Key == nil || offset < from {
+				return nil
+			}
+			if _, ok := m.m[string(r.Key)]; !ok {
+				m.bytes += int64(len(r.Key)) + mapEntryOverhead
+			}
+			m.m[string(r.Key)] = offset
+			return nil
+		})
+		if err != nil {
+			return corrupt(v.s.log.Name(), sc.bpos, err)
+		}
+	}
+	if sc.err != nil {
+		return corrupt(v.s.log.Name(), sc.pos, sc.err)
+	}
+	return nil
+}
+
+// lastProducerBatches reads the headers of every batch in views and returns, for
+// each idempotent producer, the base offset of its last data batch.
+func lastProducerBatches(views []segmentView) (map[int64]int64, error) {
+	last := make(map[int64]int64)
+	for _, v := range views {
+		sc := headerScanner(v.s.log, 0, v.size)
+		for sc.next() {
+			if h := &sc.h; h.Idempotent() && !h.Control() {
+				last[h.ProducerID] = h.BaseOffset
+			}
+		}
+		sc.done()
+		if sc.err != nil {
+			return nil, corrupt(v.s.log.Name(), sc.pos, sc.err)
+		}
+	}
+	return last, nil
+}
