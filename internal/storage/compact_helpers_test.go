@@ -18,9 +18,9 @@ type kv struct {
 	key, value []byte
 }
 
-func put(k, v string) kv      { return kv{key: []byte(k), value: []byte(v)} }
-func tombstone(k string) kv   { return kv{key: []byte(k)} }
-func keyless(v string) kv     { return kv{value: []byte(v)} }
+func put(k, v string) kv       { return kv{key: []byte(k), value: []byte(v)} }
+func tombstone(k string) kv    { return kv{key: []byte(k)} }
+func keyless(v string) kv      { return kv{value: []byte(v)} }
 func (r kv) isTombstone() bool { return r.key != nil && r.value == nil }
 
 func (r kv) String() string {

@@ -78,8 +78,8 @@ func TestCleanerState(t *testing.T) {
 	for i, bad := range [][]byte{
 		b[:5],
 		b[:len(b)-1],
-		append(bytes.Clone(b[:8]), b[8:]...)[:12], // count without ranges
-		func() []byte { x := bytes.Clone(b); x[7] = 99; return x }(),  // firstDirty not the last end
+		append(bytes.Clone(b[:8]), b[8:]...)[:12],                       // count without ranges
+		func() []byte { x := bytes.Clone(b); x[7] = 99; return x }(),    // firstDirty not the last end
 		func() []byte { x := bytes.Clone(b); x[12+16] = 7; return x }(), // bad flag
 	} {
 		if _, _, err := decodeCleanerState(bad); !errors.Is(err, ErrCorruptSideFile) {
