@@ -350,20 +350,26 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 		return err
 	}
 	groups := c.buildGroups(part, state)
+	// Requests may create groups in the map as soon as it is published: arm the
+	// loaded groups from a copy.
+	loaded := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		loaded = append(loaded, g)
+	}
 	part.mu.Lock()
 	part.groups = groups
 	part.mu.Unlock()
 	part.loading = false
 	c.mu.Unlock()
 
-	for _, g := range groups {
+	for _, g := range loaded {
 		g.mu.Lock()
 		for _, m := range g.members {
 			g.armSessionLocked(m, m.sessionTimeout)
 		}
 		g.mu.Unlock()
 	}
-	c.log.Info("loaded group partition", "partition", p, "groups", len(groups), "skipped_records", state.skipped)
+	c.log.Info("loaded group partition", "partition", p, "groups", len(loaded), "skipped_records", state.skipped)
 	return nil
 }
 

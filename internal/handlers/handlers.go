@@ -10,6 +10,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,6 +30,7 @@ var apis = []api{
 	{key: 1, min: 4, max: 16, serve: (*Handlers).fetch},
 	{key: 2, min: 1, max: 9, serve: (*Handlers).listOffsets},
 	{key: 3, min: 0, max: 12, serve: (*Handlers).metadata},
+	{key: 10, min: 0, max: 6, serve: (*Handlers).findCoordinator},
 	{key: 19, min: 2, max: 7, serve: (*Handlers).createTopics},
 	{key: 20, min: 1, max: 6, serve: (*Handlers).deleteTopics},
 	{key: 21, min: 0, max: 2, serve: (*Handlers).deleteRecords},
@@ -42,7 +44,10 @@ var apis = []api{
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.
-func Versions() []protocol.VersionRange { return versionsOf(apis) }
+func Versions() []protocol.VersionRange { return versionsOf(allApis()) }
+
+// allApis is the Kafka listener's registry: the table above and the group APIs.
+func allApis() []api { return append(slices.Clone(apis), groupApis()...) }
 
 func versionsOf(table []api) []protocol.VersionRange {
 	vs := make([]protocol.VersionRange, len(table))
@@ -58,6 +63,8 @@ type Config struct {
 	ClusterID         string
 	AutoCreateTopics  bool
 	DefaultPartitions int32
+	// OffsetsTopicPartitions is the partition count __consumer_offsets is created with.
+	OffsetsTopicPartitions int32
 	// BrokerEpoch is this broker's registration epoch (for producer-id allocation).
 	BrokerEpoch func() int64
 	// Observer sees produced and fetched data and delayed operations; nil: none.
@@ -73,16 +80,17 @@ type Handlers struct {
 	byKey    map[int16]api
 	pids     producerIDs
 	link     Link // nil on a single node: the local controller is always active
+	groups   Groups
 }
 
 // New returns the handlers of one node. link reaches the active controller when it
 // is another node; nil means this node's controller is the only one.
-func New(cfg Config, cluster Cluster, replicas *replica.Manager, link Link, logger *slog.Logger) *Handlers {
+func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, link Link, logger *slog.Logger) *Handlers {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, link: link, log: logger, byKey: map[int16]api{}}
-	for _, a := range apis {
+	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, link: link, log: logger, byKey: map[int16]api{}}
+	for _, a := range allApis() {
 		h.byKey[a.key] = a
 	}
 	return h

@@ -43,6 +43,10 @@ type Options struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
 	// this long leaves the ISR (default 30s).
 	ReplicaLagMax time.Duration
+	// OnLeadership, when set, is told each time this broker becomes or stops being a
+	// partition's leader (including when the partition is removed). It is called from
+	// Apply and must not block.
+	OnLeadership func(p *Partition, leader bool)
 }
 
 // Manager hosts this broker's partitions and keeps them in line with the metadata
@@ -64,6 +68,7 @@ type Manager struct {
 
 	mu         sync.RWMutex
 	partitions map[TopicPartition]*Partition
+	closed     bool // Close ran: Apply opens nothing more
 
 	// applied is the offset of the last image applied; appliedCh is closed and
 	// replaced each time it moves, waking WaitApplied.
@@ -187,6 +192,12 @@ func partitionDir(root, topic string, index int32) string {
 // Apply brings the hosted partitions in line with img. Errors opening one partition
 // are logged and returned joined; the others are still applied.
 func (m *Manager) Apply(img *metadata.Image) error {
+	m.mu.RLock()
+	closed := m.closed
+	m.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
 	var errs []error
 	want := map[TopicPartition]bool{}
 	for _, t := range img.Topics() {
@@ -214,6 +225,9 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	defer m.setApplied(img.Offset())
 	for _, p := range removed {
 		m.follow(p, metadata.NoLeader)
+		if p.IsLeader() {
+			m.notifyLeadership(p, false)
+		}
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -291,12 +305,22 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
 	}
 	p.setConfig(t.Config)
+	wasLeader := p.IsLeader()
 	leader, err := p.applyState(ip, m.now())
 	if err != nil {
 		return fmt.Errorf("applying the role of %s-%d: %w", t.Name, ip.Index, err)
 	}
 	m.follow(p, leader)
+	if isLeader := p.IsLeader(); isLeader != wasLeader {
+		m.notifyLeadership(p, isLeader)
+	}
 	return nil
+}
+
+func (m *Manager) notifyLeadership(p *Partition, leader bool) {
+	if m.opts.OnLeadership != nil {
+		m.opts.OnLeadership(p, leader)
+	}
 }
 
 // storageConfig maps a topic's configuration onto its log's. Strata's default
@@ -374,6 +398,7 @@ func (m *Manager) Close() error {
 	m.mu.Lock()
 	ps := m.partitions
 	m.partitions = map[TopicPartition]*Partition{}
+	m.closed = true
 	m.mu.Unlock()
 	var errs []error
 	for _, p := range ps {

@@ -330,3 +330,45 @@ func TestClusterLeaderFailover(t *testing.T) {
 	acks.verify(t, consumeAll(t, strings.Join(c.seeds(), ","), "fo", acks.count()))
 	c.checkAgreement(t, "fo", 0)
 }
+
+// TestClusterGroupCoordinatorFailover: committed offsets live in the replicated
+// __consumer_offsets topic; when the coordinator's broker crashes, the new leader
+// of the group's partition reloads them and answers for the group.
+func TestClusterGroupCoordinatorFailover(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := context.Background()
+	_, adm := c.client()
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "gt"); err != nil {
+		t.Fatal(err)
+	}
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "gt", Partition: 0, At: 11})
+	offsets.Add(kadm.Offset{Topic: "gt", Partition: 2, At: 7})
+	// Metadata reaches the other brokers a moment after CreateTopics answers.
+	eventually(t, "a commit", func() bool {
+		resp, err := adm.CommitOffsets(ctx, "failover-group", offsets)
+		return err == nil && resp.Ok()
+	})
+	fc := adm.FindGroupCoordinators(ctx, "failover-group")
+	if err := fc.Error(); err != nil {
+		t.Fatal(err)
+	}
+	coordinator := int(fc["failover-group"].NodeID - 1)
+	c.crash(coordinator)
+	eventually(t, "offsets from the new coordinator", func() bool {
+		// A fresh client each time: kgo keeps a group's coordinator cached across
+		// dial errors, and the crashed node was it.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		got, err := kadm.NewClient(cl).FetchOffsets(ctx, "failover-group")
+		if err != nil || !got.Ok() {
+			return false
+		}
+		o0, _ := got.Lookup("gt", 0)
+		o2, _ := got.Lookup("gt", 2)
+		return o0.At == 11 && o2.At == 7
+	})
+}

@@ -32,9 +32,11 @@ import (
 	"github.com/strata-stream/strata/internal/console"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/controllerlink"
+	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/metrics"
+	"github.com/strata-stream/strata/internal/offsets"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -71,6 +73,10 @@ type Node struct {
 	replicaClient *kgo.Client
 	registration  controller.RegisterBroker
 	stopLifecycle func()
+
+	// Consumer groups.
+	offsetStore *offsets.Store
+	groups      *group.Coordinator
 }
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
@@ -144,10 +150,17 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		ISRChanger:    n.metrics.ISRChanger(isrChanger{n}),
 		BrokerEpoch:   n.brokerEpoch.Load,
 		ReplicaLagMax: cfg.ReplicaLagTimeMax,
+		OnLeadership:  func(p *replica.Partition, leader bool) { n.offsetStore.LeadershipChanged(p, leader) },
 	})
 	if err != nil {
 		return nil, err
 	}
+	n.offsetStore = offsets.New(n.replicas, logger.With("component", "offsets"))
+	groupCfg := group.DefaultConfig()
+	groupCfg.GroupInitialRebalanceDelay = cfg.GroupInitialDelay
+	groupCfg.OffsetsTopicPartitions = cfg.OffsetsTopicPartition
+	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
+	n.offsetStore.SetCoordinator(n.groups)
 	images, stop := n.ctrl.Watch()
 	n.stopWatch = stop
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
@@ -184,7 +197,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		DefaultPartitions: cfg.DefaultPartitions,
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
-	}, n.ctrl, n.replicas, n.link, logger.With("component", "kafka"))
+
+		OffsetsTopicPartitions: cfg.OffsetsTopicPartition,
+	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.linkSrv = &protocol.Server{
 		Handler:  h.LinkHandler(),
 		Versions: handlers.LinkVersions(),
@@ -246,12 +261,25 @@ func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
 func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
 
 // followImages applies every new metadata image to the hosted partitions.
+// followImages applies every new metadata image to the hosted partitions, and
+// tells the group coordinator about deleted topics (their committed offsets go).
 func (n *Node) followImages(images <-chan *metadata.Image) {
 	defer n.wg.Done()
+	prev := n.ctrl.Image()
 	for img := range images {
 		if err := n.replicas.Apply(img); err != nil {
 			n.log.Error("applying metadata image", "offset", img.Offset(), "err", err)
 		}
+		var deleted []string
+		for _, t := range prev.Topics() {
+			if img.TopicByID(t.ID) == nil {
+				deleted = append(deleted, t.Name)
+			}
+		}
+		if len(deleted) > 0 {
+			n.groups.TopicsDeleted(deleted...)
+		}
+		prev = img
 	}
 }
 
@@ -321,6 +349,12 @@ func (n *Node) close(graceful bool) error {
 	if n.link != nil {
 		n.link.Close()
 	}
+	// Every goroutine of the node is done before the partitions close, so nothing
+	// (an image being applied, say) opens a log behind Close's back.
+	n.wg.Wait()
+	if n.groups != nil {
+		n.groups.Close()
+	}
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())
 	}
@@ -336,7 +370,6 @@ func (n *Node) close(graceful bool) error {
 	if n.mux != nil {
 		n.mux.Close()
 	}
-	n.wg.Wait()
 	n.log.Info("stopped")
 	return errors.Join(errs...)
 }

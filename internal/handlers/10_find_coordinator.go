@@ -1,0 +1,106 @@
+package handlers
+
+// FindCoordinator (key 10), v0-v6.
+//   v1: key type (0 group; 1 transaction: not supported here); v3+ flexible;
+//   v4+: several keys at once (CoordinatorKeys, answered in Coordinators).
+// A group's coordinator is the leader of partition PartitionFor(group) of
+// __consumer_offsets, which is created on first use (compacted, 50 partitions by
+// default, replication factor min(3, brokers)).
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	img := h.cluster.Image()
+	if req.CoordinatorType == 0 && img.Topic(group.OffsetsTopic) == nil {
+		h.ensureOffsetsTopic(ctx)
+		img = h.cluster.Image()
+	}
+	for _, key := range keys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key = key
+		c.NodeID, c.Port = -1, -1
+		if req.CoordinatorType != 0 {
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		} else {
+			h.locateCoordinator(img, key, &c)
+		}
+		if c.ErrorCode != 0 {
+			msg := kerr.ErrorForCode(c.ErrorCode).Error()
+			c.ErrorMessage = &msg
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port
+		resp.Coordinators = nil
+	}
+	return reply(resp)
+}
+
+// locateCoordinator fills c with the broker leading the group's offsets partition.
+func (h *Handlers) locateCoordinator(img *metadata.Image, groupID string, c *kmsg.FindCoordinatorResponseCoordinator) {
+	t := img.Topic(group.OffsetsTopic)
+	if t == nil || len(t.Partitions) == 0 {
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	p := t.Partitions[group.PartitionFor(groupID, int32(len(t.Partitions)))]
+	b := img.Broker(p.Leader)
+	if p.Leader == metadata.NoLeader || b == nil || b.Fenced {
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist yet.
+func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
+	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
+	if h.link != nil && !h.cluster.IsLeader() {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = group.OffsetsTopic, h.cfg.OffsetsTopicPartitions, -1
+		for k, v := range configs {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(v)
+			t.Configs = append(t.Configs, c)
+		}
+		req.Topics = append(req.Topics, t)
+		if _, err := h.link.Request(ctx, req); err != nil {
+			h.log.Warn("creating the offsets topic through the controller", "err", err)
+			return
+		}
+		h.awaitControllerImage(ctx)
+		return
+	}
+	results, err := h.cluster.CreateTopics(ctx, []controller.CreateTopic{{
+		Name: group.OffsetsTopic, NumPartitions: h.cfg.OffsetsTopicPartitions, ReplicationFactor: -1, Configs: configs,
+	}}, false)
+	if err == nil && results[0].Err != nil && errorCode(results[0].Err) != errorCode(metadata.ErrTopicExists) {
+		err = results[0].Err
+	}
+	if err != nil {
+		h.log.Warn("creating the offsets topic", "err", err)
+		return
+	}
+	h.awaitLocalApply(ctx)
+}

@@ -1,0 +1,100 @@
+package handlers
+
+// The classic consumer group APIs, served by the group coordinator (package group):
+//   OffsetCommit (8), OffsetFetch (9), JoinGroup (11), Heartbeat (12),
+//   LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
+//   DeleteGroups (42), OffsetDelete (47); versions as group.Versions() says.
+// Each handler passes the decoded request to the coordinator. JoinGroup, SyncGroup
+// and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
+// off the connection's handler goroutine (protocol.Response.Wait) so a client's
+// other requests on the connection are not held up.
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+// Groups is the group coordinator as the handlers use it.
+type Groups interface {
+	JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse
+	SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse
+	Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
+	LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
+	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse
+	OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse
+	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
+	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
+	DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse
+	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
+}
+
+// groupServe maps each group API key to its handler.
+var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response{
+	8: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return waitFor(func(ctx context.Context) kmsg.Response {
+			return h.groups.OffsetCommit(ctx, r.Msg.(*kmsg.OffsetCommitRequest))
+		})
+	},
+	9: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return reply(h.groups.OffsetFetch(ctx, r.Msg.(*kmsg.OffsetFetchRequest)))
+	},
+	11: func(h *Handlers, _ context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		cl := group.Client{ID: c.ClientID(), Host: hostOf(c.RemoteAddr)}
+		return waitFor(func(ctx context.Context) kmsg.Response {
+			return h.groups.JoinGroup(group.WithClient(ctx, cl), r.Msg.(*kmsg.JoinGroupRequest))
+		})
+	},
+	12: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return reply(h.groups.Heartbeat(ctx, r.Msg.(*kmsg.HeartbeatRequest)))
+	},
+	13: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return reply(h.groups.LeaveGroup(ctx, r.Msg.(*kmsg.LeaveGroupRequest)))
+	},
+	14: func(h *Handlers, _ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return waitFor(func(ctx context.Context) kmsg.Response {
+			return h.groups.SyncGroup(ctx, r.Msg.(*kmsg.SyncGroupRequest))
+		})
+	},
+	15: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return reply(h.groups.DescribeGroups(ctx, r.Msg.(*kmsg.DescribeGroupsRequest)))
+	},
+	16: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return reply(h.groups.ListGroups(ctx, r.Msg.(*kmsg.ListGroupsRequest)))
+	},
+	42: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return reply(h.groups.DeleteGroups(ctx, r.Msg.(*kmsg.DeleteGroupsRequest)))
+	},
+	47: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		return reply(h.groups.OffsetDelete(ctx, r.Msg.(*kmsg.OffsetDeleteRequest)))
+	},
+}
+
+// groupApis is the registry entries of the group APIs, from the coordinator's table.
+func groupApis() []api {
+	var as []api
+	for _, v := range group.Versions() {
+		as = append(as, api{key: v.Key, min: v.Min, max: v.Max, serve: groupServe[v.Key]})
+	}
+	return as
+}
+
+// waitFor finishes a request off the connection's handler goroutine.
+func waitFor(f func(ctx context.Context) kmsg.Response) protocol.Response {
+	return protocol.Response{Wait: func(ctx context.Context) protocol.Response { return reply(f(ctx)) }}
+}
+
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return "/" + host
+}
