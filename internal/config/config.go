@@ -36,8 +36,9 @@ type Config struct {
 	ShutdownTimeout       time.Duration
 	GroupInitialDelay     time.Duration
 	OffsetsTopicPartition int32
-	// RetentionCheckInterval is how often retention runs (log.retention.check.interval.ms).
-	RetentionCheckInterval time.Duration
+	// LogCleanupInterval is how often retention (log.retention.check.interval.ms) and
+	// compaction run over every partition.
+	LogCleanupInterval time.Duration
 	// ClusterID names the cluster; every node of one cluster must be given the same
 	// one. Empty: a single node generates and keeps its own.
 	ClusterID string
@@ -65,7 +66,7 @@ func Default() Config {
 		ShutdownTimeout:         30 * time.Second,
 		GroupInitialDelay:       3 * time.Second,
 		OffsetsTopicPartition:   50,
-		RetentionCheckInterval:  time.Minute,
+		LogCleanupInterval:      time.Minute,
 		BrokerHeartbeatInterval: time.Second,
 		BrokerSessionTimeout:    9 * time.Second,
 		ReplicaLagTimeMax:       30 * time.Second,
@@ -97,7 +98,7 @@ func (c *Config) options() []option {
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
 		{"group-initial-rebalance-delay", "group.initial.rebalance.delay.ms as a duration", durationValue{&c.GroupInitialDelay}},
 		{"offsets-topic-partitions", "partitions of __consumer_offsets", int32Value{&c.OffsetsTopicPartition}},
-		{"retention-check-interval", "how often partition retention runs", durationValue{&c.RetentionCheckInterval}},
+		{"log-cleanup-interval", "how often retention and compaction run over every partition", durationValue{&c.LogCleanupInterval}},
 		{"cluster-id", "cluster id shared by every node (empty: a single node makes its own)", stringValue{&c.ClusterID}},
 		{"broker-heartbeat-interval", "how often a broker heartbeats to the controller", durationValue{&c.BrokerHeartbeatInterval}},
 		{"broker-session-timeout", "a broker silent this long is fenced and loses leadership", durationValue{&c.BrokerSessionTimeout}},
@@ -200,8 +201,8 @@ func (c *Config) Validate() error {
 	if c.ReplicaLagTimeMax <= 0 {
 		errs = append(errs, fmt.Errorf("replica-lag-time-max must be positive, got %v", c.ReplicaLagTimeMax))
 	}
-	if c.RetentionCheckInterval <= 0 {
-		errs = append(errs, fmt.Errorf("retention-check-interval must be positive, got %v", c.RetentionCheckInterval))
+	if c.LogCleanupInterval <= 0 {
+		errs = append(errs, fmt.Errorf("log-cleanup-interval must be positive, got %v", c.LogCleanupInterval))
 	}
 	if c.MaxRequestBytes < 1<<10 {
 		errs = append(errs, fmt.Errorf("max-request-bytes must be >= 1024, got %d", c.MaxRequestBytes))

@@ -360,10 +360,12 @@ func millis(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// RunRetention enforces every hosted partition's retention (retention.ms,
-// retention.bytes) every interval until ctx is done. Only segments wholly below the
-// high-water mark are deleted.
-func (m *Manager) RunRetention(ctx context.Context, interval time.Duration) {
+// RunCleaner cleans every hosted partition every interval until ctx is done:
+// topics whose cleanup.policy includes delete lose whole old segments to
+// retention.ms and retention.bytes; topics whose policy includes compact are
+// compacted (latest record per key). Both stay below the high-water mark, on
+// leaders and followers alike (each replica cleans its own log).
+func (m *Manager) RunCleaner(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -373,15 +375,34 @@ func (m *Manager) RunRetention(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 		for _, p := range m.Partitions() {
-			if !p.IsLeader() {
-				continue
-			}
-			n, err := p.log.EnforceRetention(p.HighWatermark())
-			if err != nil && !errors.Is(err, storage.ErrClosed) {
-				m.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)
-			} else if n > 0 {
-				m.log.Info("retention deleted segments", "topic", p.Topic, "partition", p.Index, "segments", n, "log_start_offset", p.LogStartOffset())
-			}
+			m.clean(p)
+		}
+	}
+}
+
+func (m *Manager) clean(p *Partition) {
+	cfg := p.Config()
+	hwm := p.HighWatermark()
+	if cfg.CleanupPolicy&metadata.CleanupDelete != 0 {
+		n, err := p.log.EnforceRetention(hwm)
+		if err != nil && !errors.Is(err, storage.ErrClosed) {
+			m.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)
+		} else if n > 0 {
+			m.log.Info("retention deleted segments", "topic", p.Topic, "partition", p.Index, "segments", n, "log_start_offset", p.LogStartOffset())
+		}
+	}
+	if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
+		opts := storage.CompactOptions{
+			DeleteRetention:        millis(cfg.DeleteRetentionMs),
+			MinCleanableDirtyRatio: cfg.MinCleanableDirtyRatio,
+			MinCompactionLag:       millis(cfg.MinCompactionLagMs),
+		}
+		st, err := p.log.Compact(hwm, opts)
+		if err != nil && !errors.Is(err, storage.ErrClosed) {
+			m.log.Warn("compaction", "topic", p.Topic, "partition", p.Index, "err", err)
+		} else if err == nil && st.Cleaned {
+			m.log.Info("compacted", "topic", p.Topic, "partition", p.Index,
+				"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten, "superseded", st.Superseded, "tombstones_removed", st.TombstonesRemoved)
 		}
 	}
 }

@@ -214,7 +214,7 @@ func TestConfigsRoundTrip(t *testing.T) {
 func TestRetentionBySize(t *testing.T) {
 	ctx := context.Background()
 	cfg := nodeConfig(t.TempDir())
-	cfg.RetentionCheckInterval = 50 * time.Millisecond
+	cfg.LogCleanupInterval = 50 * time.Millisecond
 	n := startNode(t, cfg)
 	cl, adm := n.client(t, kgo.DefaultProduceTopic("r"), kgo.ProducerLinger(0))
 	segment, retention := "2048", "4096"

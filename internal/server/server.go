@@ -173,7 +173,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.replicas.RunRetention(retentionCtx, cfg.RetentionCheckInterval)
+		n.replicas.RunCleaner(retentionCtx, cfg.LogCleanupInterval)
 	}()
 
 	if err := n.register(ctx); err != nil {
