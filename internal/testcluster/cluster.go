@@ -213,6 +213,37 @@ func (c *Cluster) Admin() *kadm.Client {
 	return c.admin
 }
 
+// Stop shuts nodes down cleanly, all at once: SIGTERM to each (a paused node is
+// resumed first to receive it), then waits for each to exit, which it must do
+// with status 0 within 30s.
+func (c *Cluster) Stop(nodes ...*Node) {
+	c.t.Helper()
+	procs := make([]*process, len(nodes))
+	for i, n := range nodes {
+		procs[i] = n.running("stopping")
+		if n.Paused() {
+			n.Resume()
+		}
+	}
+	for i, n := range nodes {
+		n.note("SIGTERM")
+		if err := procs[i].signal(syscall.SIGTERM, false); err != nil {
+			c.t.Fatalf("testcluster: stopping node %d: %v", n.ID, err)
+		}
+	}
+	deadline := time.Now().Add(stopTimeout)
+	for i, n := range nodes {
+		p := procs[i]
+		if !p.wait(time.Until(deadline)) {
+			p.signal(syscall.SIGKILL, true)
+			c.t.Fatalf("testcluster: node %d did not exit within %v of SIGTERM", n.ID, stopTimeout)
+		}
+		if code := p.exitCode(); code != 0 {
+			c.t.Fatalf("testcluster: node %d exited with status %d after SIGTERM (%v)", n.ID, code, p.err)
+		}
+	}
+}
+
 // logTailLines is how much of each node's log a failed test shows.
 const logTailLines = 150
 

@@ -147,25 +147,10 @@ func (n *Node) Kill() {
 	}
 }
 
-// Stop shuts the node down cleanly: SIGTERM (a paused node is resumed first to
-// receive it), then waits for it to exit, which it must do with status 0.
+// Stop shuts the node down cleanly: see Cluster.Stop.
 func (n *Node) Stop() {
 	n.c.t.Helper()
-	p := n.running("stopping")
-	if n.Paused() {
-		n.Resume()
-	}
-	n.note("SIGTERM")
-	if err := p.signal(syscall.SIGTERM, false); err != nil {
-		n.c.t.Fatalf("testcluster: stopping node %d: %v", n.ID, err)
-	}
-	if !p.wait(stopTimeout) {
-		p.signal(syscall.SIGKILL, true)
-		n.c.t.Fatalf("testcluster: node %d did not exit within %v of SIGTERM", n.ID, stopTimeout)
-	}
-	if code := p.exitCode(); code != 0 {
-		n.c.t.Fatalf("testcluster: node %d exited with status %d after SIGTERM (%v)", n.ID, code, p.err)
-	}
+	n.c.Stop(n)
 }
 
 // Pause stops the node's process (SIGSTOP) and returns once the kernel shows it

@@ -1,0 +1,22 @@
+// Package clustertest holds the acceptance tests of Strata's replication and
+// failover, run against real multi-process clusters (internal/testcluster): one
+// `strata server` process per node, crashed with SIGKILL, stalled with SIGSTOP,
+// stopped with SIGTERM, and talked to with franz-go clients only.
+//
+// Scenarios (one test each; see the test's doc comment):
+//
+//	test                                    nodes  fault
+//	--------------------------------------  -----  --------------------------------------------
+//	TestLeaderCrashKeepsAcknowledgedWrites   3     kill -9 a leader under idempotent acks=all
+//	                                               producers, several times; failover timings
+//	TestFollowerPauseShrinksAndRejoinsISR    3     SIGSTOP a follower, then SIGCONT
+//	TestTwoReplicasDownNotEnoughReplicas     5     kill -9 two of a partition's three replicas
+//	TestControllerCrashKeepsMetadata         3     kill -9 the active controller
+//	TestOldLeaderTailIsTruncated             3     a leader's unreplicated acks=1 tail, then crash
+//	TestClientsAcrossLeaderFailover          3     kill -9 a leader under a producer and a
+//	                                               direct-partition consumer
+//
+// What was acknowledged is compared with what is read back by interop/report's
+// anomaly checker (lost, duplicate, phantom, reordered, skipped records). There
+// is no code here outside the tests.
+package clustertest

@@ -1,0 +1,183 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/testcluster"
+)
+
+// TestFollowerPauseShrinksAndRejoinsISR: a follower of a three-replica
+// partition (min.insync.replicas=2) is stopped with SIGSTOP while an idempotent
+// producer writes with acks=all. The ISR shrinks to the two others, acks=all
+// writes go on being acknowledged with the follower still stopped; after
+// SIGCONT the follower catches up and rejoins the ISR. Nothing acknowledged is
+// lost, and all three logs end byte-identical.
+func TestFollowerPauseShrinksAndRejoinsISR(t *testing.T) {
+	const topic = "pause"
+	c := testcluster.Start(t, 3)
+	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, minISR2)
+	p := startProducer(c, "s", topic)
+	waitAcks(t, time.Now(), 100, p)
+
+	st := c.WaitPartition(topic, 0, 30*time.Second, "a full ISR", func(st testcluster.PartitionState) error {
+		if len(st.ISR) != 3 {
+			return errors.New("ISR not full")
+		}
+		return nil
+	})
+	// Pause a follower that is not the active controller if there is one, so
+	// that the test is about the ISR, not about a controller election.
+	ctrl, _, err := c.ActiveController(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var follower *testcluster.Node
+	for _, id := range st.Replicas {
+		if id != st.Leader && (follower == nil || id != ctrl) {
+			follower = c.Node(id)
+		}
+	}
+	follower.Pause()
+	pausedAt := time.Now()
+	shrunk := c.WaitPartition(topic, 0, 30*time.Second, fmt.Sprintf("an ISR without paused node %d", follower.ID), func(st testcluster.PartitionState) error {
+		if st.InISR(follower.ID) {
+			return errors.New("paused follower still in the ISR")
+		}
+		return nil
+	})
+	shrinkTook := time.Since(pausedAt)
+	if len(shrunk.ISR) != 2 || shrunk.Leader != st.Leader {
+		t.Fatalf("after the pause: %v; want leader %d and the two others in the ISR", shrunk, st.Leader)
+	}
+
+	// acks=all goes on with two of three in sync.
+	waitAcks(t, time.Now(), 200, p)
+	if !follower.Paused() {
+		t.Fatal("the follower is no longer paused")
+	}
+	if now, err := c.Partition(context.Background(), topic, 0); err != nil || now.InISR(follower.ID) {
+		t.Fatalf("ISR while the follower is paused: %v, %v", now, err)
+	}
+
+	follower.Resume()
+	resumedAt := time.Now()
+	c.WaitPartition(topic, 0, 30*time.Second, fmt.Sprintf("node %d back in the ISR", follower.ID), func(st testcluster.PartitionState) error {
+		if !st.InISR(follower.ID) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	rejoinTook := time.Since(resumedAt)
+	waitAcks(t, time.Now(), 100, p)
+	p.finish(t)
+	t.Logf("paused follower %d left the ISR after %v and rejoined %v after SIGCONT",
+		follower.ID, shrinkTook.Round(time.Millisecond), rejoinTook.Round(time.Millisecond))
+
+	check(t, produced(p), readAll(t, c, topic).records)
+	c.WaitPartition(topic, 0, 30*time.Second, "a full ISR", func(st testcluster.PartitionState) error {
+		if len(st.ISR) != 3 {
+			return errors.New("ISR not full")
+		}
+		return nil
+	})
+	crashAll(t, c)
+	checkReplicasAgree(t, topic, c.Nodes()...)
+}
+
+// TestTwoReplicasDownNotEnoughReplicas: on a five-node cluster (five controller
+// voters, so the quorum outlives two crashes) a topic has its three replicas on
+// nodes 1, 2 and 3 and min.insync.replicas=2. Nodes 1 (the leader) and 2 are
+// killed with SIGKILL. Once node 3 leads alone, an acks=all write is refused
+// with NOT_ENOUGH_REPLICAS (not acknowledged, not merely timed out) and nothing
+// is appended; acks=1 is still accepted; when node 2 returns, acks=all works
+// again.
+func TestTwoReplicasDownNotEnoughReplicas(t *testing.T) {
+	const topic = "nrep"
+	c := testcluster.Start(t, 5)
+	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, minISR2)
+	ctx := context.Background()
+	// No retries: the first answer is the one the test wants to see.
+	strict := c.Client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+	for i := range 10 {
+		if err := strict.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "before-%d", i)}).FirstErr(); err != nil {
+			t.Fatalf("acks=all with all replicas up: %v", err)
+		}
+	}
+
+	c.Node(1).Kill()
+	c.Node(2).Kill()
+	c.WaitPartition(topic, 0, 30*time.Second, "node 3 leading alone", func(st testcluster.PartitionState) error {
+		if st.Leader != 3 || !slices.Equal(st.ISR, []int32{3}) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	endBefore := endOffset(t, c, topic)
+
+	var others []error
+	testcluster.Eventually(t, 30*time.Second, "NOT_ENOUGH_REPLICAS for an acks=all write", func() error {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		err := strict.ProduceSync(pctx, &kgo.Record{Value: []byte("refused")}).FirstErr()
+		switch {
+		case err == nil:
+			t.Fatal("an acks=all write was acknowledged with one in-sync replica and min.insync.replicas=2")
+		case errors.Is(err, kerr.NotEnoughReplicas):
+			return nil
+		}
+		// A client still aiming at a dead leader; anything else is kept for the
+		// failure message.
+		others = append(others, err)
+		return err
+	})
+	if len(others) > 0 {
+		t.Logf("before NOT_ENOUGH_REPLICAS the client saw %d other errors, the first: %v", len(others), others[0])
+	}
+	if end := endOffset(t, c, topic); end != endBefore {
+		t.Fatalf("end offset moved from %d to %d: the refused write was appended", endBefore, end)
+	}
+
+	leaderOnly := c.Client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err := leaderOnly.ProduceSync(ctx, &kgo.Record{Value: []byte("acks=1")}).FirstErr(); err != nil {
+		t.Fatalf("acks=1 with the leader alone: %v", err)
+	}
+
+	c.Node(2).Restart()
+	c.WaitPartition(topic, 0, 30*time.Second, "node 2 back in the ISR", func(st testcluster.PartitionState) error {
+		if !st.InISR(2) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err := strict.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all with two in-sync replicas again: %v", err)
+	}
+}
+
+// endOffset is topic's partition-0 high-water mark, as its leader answers.
+func endOffset(t *testing.T, c *testcluster.Cluster, topic string) int64 {
+	t.Helper()
+	var end int64
+	testcluster.Eventually(t, 30*time.Second, "the end offset of "+topic, func() error {
+		ends, err := c.Admin().ListEndOffsets(context.Background(), topic)
+		if err != nil {
+			return err
+		}
+		o, ok := ends.Lookup(topic, 0)
+		if !ok {
+			return errors.New("no answer for partition 0")
+		}
+		end = o.Offset
+		return o.Err
+	})
+	return end
+}
