@@ -90,7 +90,7 @@ func (c *Config) options() []option {
 		{"admin-addr", "admin listener host:port serving /debug/pprof/ (empty: off)", stringValue{&c.AdminAddr}},
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
 		{"controllers", "controller voters id@host:port,... (empty: this node alone)", stringValue{&c.Controllers}},
-		{"auto-create-topics", "create unknown topics on Metadata/Produce", boolValue{&c.AutoCreateTopics}},
+		{"auto-create-topics", "create unknown topics that clients ask Metadata about", boolValue{&c.AutoCreateTopics}},
 		{"default-partitions", "partitions of auto-created topics", int32Value{&c.DefaultPartitions}},
 		{"max-request-bytes", "largest accepted request frame (socket.request.max.bytes)", int32Value{&c.MaxRequestBytes}},
 		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},

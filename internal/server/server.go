@@ -90,14 +90,14 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 }
 
 // Start starts a node and returns once it serves clients.
-func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs.FS) (n *Node, err error) {
+func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs.FS) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: logger}
+	n := &Node{cfg: cfg, log: logger}
 	defer func() {
 		if err != nil {
-			n.Close()
+			n.Close() // whatever started before the failure
 		}
 	}()
 	if err := fsys.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -129,7 +129,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	}
 	n.link = n.newLink()
 	n.metrics = metrics.New(metrics.Config{
-		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n},
+		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n}, Groups: nodeGroups{n},
 		Logger: logger.With("component", "metrics"), GoCollectors: true,
 	})
 
@@ -228,7 +228,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	}()
 
 	n.console = console.New(console.Config{
-		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas,
+		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
 		Logger: logger.With("component", "console"),
 	})
 	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
