@@ -40,6 +40,11 @@ var errorCodes = []struct {
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }
 
+// ErrorCode is the Kafka error code for a domain error (0 for nil). It is the one
+// mapping of domain errors to codes: the HTTP API (internal/httpapi) turns the code
+// into a status instead of keeping a table of its own.
+func ErrorCode(err error) int16 { return errorCode(err) }
+
 // errorCode is the Kafka error code for err (0 for nil).
 func errorCode(err error) int16 {
 	if err == nil {
