@@ -119,7 +119,7 @@ func TestPagesWithLiveNode(t *testing.T) {
 		}
 	}
 	_, body = get(t, base+"/console/groups")
-	mustContain(t, "groups without a coordinator", body, "not available on this node")
+	mustContain(t, "groups before any consumer", body, "No consumer groups on this node.")
 }
 
 // TestMessagesPerSecond: the rate is the high-water mark's rise between two

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/console"
+	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/replica"
 )
 
@@ -83,6 +84,17 @@ func (h hostedPartitions) Partitions() []*replica.Partition {
 		return nil
 	}
 	return h.n.replicas.Partitions()
+}
+
+// nodeGroups is the group coordinator as the metrics' lag source; the metrics are
+// built before the coordinator.
+type nodeGroups struct{ n *Node }
+
+func (g nodeGroups) Lag(hwm group.HighWatermarkFunc, groups ...string) ([]group.PartitionLag, error) {
+	if g.n.groups == nil {
+		return nil, nil
+	}
+	return g.n.groups.Lag(hwm, groups...)
 }
 
 // AdminAddr is the admin listener's address, or "" when it is off.
