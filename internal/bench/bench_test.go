@@ -1,0 +1,279 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func validConfig() Config {
+	return Config{
+		Brokers: []string{"127.0.0.1:0"}, Topic: "t", Partitions: 1, ReplicationFactor: 1,
+		RecordSize: 100, Count: 10, Acks: AcksAll, Compression: "none", Producers: 1, Consumers: 1,
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mode   string
+		change func(*Config)
+		bad    string // a fragment of the complaint; empty: valid
+	}{
+		{name: "produce", mode: "produce"},
+		{name: "consume to the end", mode: "consume", change: func(c *Config) { c.Count = 0 }},
+		{name: "e2e", mode: "e2e"},
+		{name: "unknown mode", mode: "read", bad: "mode"},
+		{name: "no brokers", mode: "produce", change: func(c *Config) { c.Brokers = nil }, bad: "brokers"},
+		{name: "no topic", mode: "produce", change: func(c *Config) { c.Topic = "" }, bad: "topic"},
+		{name: "no partitions", mode: "produce", change: func(c *Config) { c.Partitions = 0 }, bad: "partitions"},
+		{name: "no replicas", mode: "produce", change: func(c *Config) { c.ReplicationFactor = 0 }, bad: "replication"},
+		{name: "negative count", mode: "produce", change: func(c *Config) { c.Count = -1 }, bad: "count"},
+		{name: "no bound", mode: "produce", change: func(c *Config) { c.Count = 0 }, bad: "count or a duration"},
+		{name: "negative rate", mode: "produce", change: func(c *Config) { c.Rate = -5 }, bad: "rate"},
+		{name: "bad acks", mode: "produce", change: func(c *Config) { c.Acks = "2" }, bad: "acks"},
+		{name: "bad codec", mode: "produce", change: func(c *Config) { c.Compression = "brotli" }, bad: "compression"},
+		{name: "no producers", mode: "produce", change: func(c *Config) { c.Producers = 0 }, bad: "producers"},
+		{name: "huge records", mode: "produce", change: func(c *Config) { c.RecordSize = 2 << 20 }, bad: "record size"},
+		{name: "no consumers", mode: "consume", change: func(c *Config) { c.Consumers = 0 }, bad: "consumers"},
+		{name: "e2e tiny records", mode: "e2e", change: func(c *Config) { c.RecordSize = 4 }, bad: "timestamp"},
+		{name: "e2e acks 0", mode: "e2e", change: func(c *Config) { c.Acks = AcksNone }, bad: "acks 1 or all"},
+		{name: "negative drain", mode: "e2e", change: func(c *Config) { c.DrainTimeout = -time.Second }, bad: "drain"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			if tc.change != nil {
+				tc.change(&c)
+			}
+			err := c.Validate(tc.mode)
+			if tc.bad == "" {
+				if err != nil {
+					t.Fatalf("valid config rejected: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.bad) {
+				t.Fatalf("got %v, want an ErrInvalidConfig about %q", err, tc.bad)
+			}
+		})
+	}
+}
+
+func TestPacer(t *testing.T) {
+	start := time.Unix(100, 0)
+	p := pacer{start: start, rate: 4}
+	for k, want := range []time.Duration{0, 250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond, time.Second} {
+		if got := p.next().Sub(start); got != want {
+			t.Fatalf("send %d due at +%s, want +%s", k, got, want)
+		}
+	}
+	unpaced := pacer{start: start}
+	if !unpaced.next().IsZero() || !unpaced.next().IsZero() {
+		t.Fatal("an unpaced send has a due time")
+	}
+}
+
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct {
+		total int64
+		n     int
+		want  string
+	}{
+		{10, 3, "[4 3 3]"}, {2, 3, "[1 1 0]"}, {0, 2, "[0 0]"}, {9, 1, "[9]"},
+	} {
+		if got := fmt.Sprint(split(tc.total, tc.n)); got != tc.want {
+			t.Errorf("split(%d, %d) = %s, want %s", tc.total, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestRecorderSummary(t *testing.T) {
+	r := newRecorder()
+	if l := r.summary("x"); l.Count != 0 || l.Max != 0 {
+		t.Fatalf("empty summary %+v", l)
+	}
+	for i := 1; i <= 1000; i++ {
+		r.record(time.Duration(i) * time.Millisecond)
+	}
+	r.record(-time.Second)   // clamped to the lowest value
+	r.record(time.Hour * 24) // clamped to the highest value
+	l := r.summary("x")
+	if l.Count != 1002 || l.Of != "x" {
+		t.Fatalf("summary %+v", l)
+	}
+	within := func(got, want float64) bool { return got >= want*0.99 && got <= want*1.01 }
+	if !within(l.P50, 500) || !within(l.P99, 990) || !within(l.P999, 1000) || !within(l.Max, 600_000) || l.Min > 0.002 {
+		t.Fatalf("percentiles %+v", l)
+	}
+	checkOrdered(t, l)
+}
+
+// checkOrdered fails unless min <= p50 <= p99 <= p99.9 <= max.
+func checkOrdered(t *testing.T, l Latency) {
+	t.Helper()
+	if l.Count == 0 || l.Min < 0 || l.Min > l.P50 || l.P50 > l.P99 || l.P99 > l.P999 || l.P999 > l.Max {
+		t.Fatalf("latency not ordered: %+v", l)
+	}
+}
+
+// fakeCluster is an in-memory Kafka (franz-go's kfake).
+func fakeCluster(t *testing.T) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+func runConfig(brokers []string, topic string) Config {
+	return Config{
+		Brokers: brokers, Topic: topic, Partitions: 3, ReplicationFactor: 1,
+		RecordSize: 100, Acks: AcksAll, Compression: "none", Producers: 2, Consumers: 2,
+		DrainTimeout: 20 * time.Second,
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestProduceThenConsume(t *testing.T) {
+	brokers := fakeCluster(t)
+	ctx := testCtx(t)
+	for _, acks := range []string{AcksAll, AcksLeader, AcksNone} {
+		c := runConfig(brokers, "produce-"+acks)
+		c.Count = 1000
+		c.Acks = acks
+		c.Compression = "lz4"
+		var progress atomic.Int64
+		c.Progress = func(n int64) { progress.Add(n) }
+		res, err := Produce(ctx, c)
+		if err != nil {
+			t.Fatalf("acks=%s: %v", acks, err)
+		}
+		if res.Records != 1000 || res.Bytes != 100_000 || res.Failed != 0 || res.Partitions != 3 || progress.Load() != 1000 {
+			t.Fatalf("acks=%s: %+v, progress %d", acks, res, progress.Load())
+		}
+		if res.RecordsPerSec <= 0 || res.MBPerSec <= 0 || res.Latency.Count != 1000 {
+			t.Fatalf("acks=%s: rates %+v", acks, res)
+		}
+		checkOrdered(t, res.Latency)
+
+		c.Count = 0 // read everything there is
+		got, err := Consume(ctx, c)
+		if err != nil {
+			t.Fatalf("consume after acks=%s: %v", acks, err)
+		}
+		if got.Records != 1000 || got.Bytes != 100_000 || got.Prefilled != 0 {
+			t.Fatalf("consume after acks=%s: %+v", acks, got)
+		}
+		checkOrdered(t, got.Latency)
+	}
+}
+
+func TestProduceForDurationAtRate(t *testing.T) {
+	c := runConfig(fakeCluster(t), "paced")
+	c.Duration = 500 * time.Millisecond
+	c.Rate = 400
+	res, err := Produce(testCtx(t), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 400/s for 0.5 s is 200 sends (201 counting the one due at the start);
+	// a slow machine may fall behind, never ahead.
+	if res.Records < 20 || res.Records > 201 {
+		t.Fatalf("paced produce delivered %d records, want about 200", res.Records)
+	}
+}
+
+func TestConsumePrefillsAndStopsAtCount(t *testing.T) {
+	brokers := fakeCluster(t)
+	ctx := testCtx(t)
+	c := runConfig(brokers, "prefill")
+	c.Count = 600
+	res, err := Consume(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Prefilled != 600 || res.Records != 600 || res.Bytes != 60_000 {
+		t.Fatalf("%+v", res)
+	}
+	c.Count = 250 // fewer than the topic holds now
+	res, err = Consume(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Prefilled != 0 || res.Records != 250 || res.Bytes != 25_000 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestConsumeEmptyTopic(t *testing.T) {
+	c := runConfig(fakeCluster(t), "empty")
+	_, err := Consume(testCtx(t), c)
+	if !errors.Is(err, ErrNoRecords) {
+		t.Fatalf("got %v, want ErrNoRecords", err)
+	}
+}
+
+func TestE2E(t *testing.T) {
+	brokers := fakeCluster(t)
+	ctx := testCtx(t)
+	c := runConfig(brokers, "e2e")
+	// Records already in the topic are not part of the run.
+	c.Count = 50
+	if _, err := Produce(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Count = 300
+	c.Rate = 1000
+	res, err := E2E(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Produced != 300 || res.Records != 300 || res.Failed != 0 || res.Bytes != 30_000 || res.Latency.Count != 300 {
+		t.Fatalf("%+v", res)
+	}
+	checkOrdered(t, res.Latency)
+
+	var out bytes.Buffer
+	if err := res.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mode", "e2e", "produced", "300 records", "p50 / p99 / p99.9", "1000 records/s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestUnreachableBrokersFail(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	c := runConfig([]string{dead}, "t")
+	c.Count = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := Produce(ctx, c); err == nil {
+		t.Fatal("produce to no broker succeeded")
+	}
+}

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var (
+	// ErrInvalidConfig wraps every Validate complaint: the run was never started.
+	ErrInvalidConfig = errors.New("invalid benchmark configuration")
+	// ErrRecordsFailed: some records were not delivered (or, in E2E, never arrived).
+	// The Result is still returned and says how many.
+	ErrRecordsFailed = errors.New("records failed")
+	// ErrNoRecords: a consume run found nothing to read.
+	ErrNoRecords = errors.New("no records to read")
+)
+
+// Acknowledgement levels, as on the command line.
+const (
+	AcksNone   = "0"
+	AcksLeader = "1"
+	AcksAll    = "all"
+)
+
+// Compression codecs, as on the command line.
+var codecs = map[string]kgo.CompressionCodec{
+	"none":   kgo.NoCompression(),
+	"gzip":   kgo.GzipCompression(),
+	"snappy": kgo.SnappyCompression(),
+	"lz4":    kgo.Lz4Compression(),
+	"zstd":   kgo.ZstdCompression(),
+}
+
+// minE2ERecordSize holds the due time stamped into every E2E value.
+const minE2ERecordSize = 8
+
+// maxRecordSize keeps one record well inside a default 1 MiB batch.
+const maxRecordSize = 1 << 20
+
+// Config describes one run.
+type Config struct {
+	Brokers []string // seed brokers, host:port
+	Topic   string
+
+	// Partitions and ReplicationFactor are used when the topic has to be created;
+	// an existing topic is used as it is. TopicConfigs are set on creation only.
+	Partitions        int32
+	ReplicationFactor int16
+	TopicConfigs      map[string]string
+
+	RecordSize  int           // value bytes per record
+	Count       int64         // records to produce or read; 0: run for Duration
+	Duration    time.Duration // bound on the run (the whole run if Count is 0)
+	Rate        int           // records/s over all producers; 0: unthrottled
+	Acks        string        // AcksNone, AcksLeader or AcksAll
+	Compression string        // none, gzip, snappy, lz4 or zstd
+	Producers   int           // producer clients (Produce, E2E)
+	Consumers   int           // consumer clients (Consume, E2E)
+
+	// DrainTimeout bounds how long E2E waits, after the last send, for the
+	// consumers to see every delivered record, and how long Flush may take.
+	DrainTimeout time.Duration
+
+	// ClientOpts are added to every client (after the run's own options).
+	ClientOpts []kgo.Opt
+	// Progress, if set, is told of every finished record (delivered, read, or
+	// arrived); it must be safe for concurrent use.
+	Progress func(n int64)
+}
+
+// DefaultDrainTimeout is DrainTimeout when it is zero.
+const DefaultDrainTimeout = 30 * time.Second
+
+// Validate checks the settings a run depends on; mode is "produce", "consume" or
+// "e2e".
+func (c *Config) Validate(mode string) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(c.Brokers) == 0:
+		return bad("no brokers")
+	case c.Topic == "":
+		return bad("no topic")
+	case c.Partitions < 1:
+		return bad("partitions must be at least 1, got %d", c.Partitions)
+	case c.ReplicationFactor < 1:
+		return bad("replication factor must be at least 1, got %d", c.ReplicationFactor)
+	case c.Count < 0:
+		return bad("count must not be negative, got %d", c.Count)
+	case c.Duration < 0:
+		return bad("duration must not be negative, got %s", c.Duration)
+	case c.Count == 0 && c.Duration == 0 && mode != "consume":
+		return bad("give a count or a duration")
+	case c.Rate < 0:
+		return bad("rate must not be negative, got %d", c.Rate)
+	case c.DrainTimeout < 0:
+		return bad("drain timeout must not be negative, got %s", c.DrainTimeout)
+	}
+	if _, ok := codecs[c.Compression]; !ok {
+		return bad("compression %q is not none, gzip, snappy, lz4 or zstd", c.Compression)
+	}
+	switch c.Acks {
+	case AcksNone, AcksLeader, AcksAll:
+	default:
+		return bad("acks %q is not 0, 1 or all", c.Acks)
+	}
+	switch mode {
+	case "produce", "e2e":
+		if c.Producers < 1 {
+			return bad("producers must be at least 1, got %d", c.Producers)
+		}
+		if c.RecordSize < 0 || c.RecordSize > maxRecordSize {
+			return bad("record size must be within [0, %d], got %d", maxRecordSize, c.RecordSize)
+		}
+	}
+	switch mode {
+	case "consume", "e2e":
+		if c.Consumers < 1 {
+			return bad("consumers must be at least 1, got %d", c.Consumers)
+		}
+	}
+	switch mode {
+	case "produce", "consume":
+	case "e2e":
+		if c.RecordSize < minE2ERecordSize {
+			return bad("e2e records carry a timestamp: record size must be at least %d, got %d", minE2ERecordSize, c.RecordSize)
+		}
+		if c.Acks == AcksNone {
+			return bad("e2e needs acknowledgements to know what was delivered: acks 1 or all")
+		}
+	default:
+		return bad("mode %q is not produce, consume or e2e", mode)
+	}
+	if mode == "consume" && c.Count > 0 && (c.RecordSize < 0 || c.RecordSize > maxRecordSize) {
+		return bad("record size must be within [0, %d], got %d", maxRecordSize, c.RecordSize)
+	}
+	return nil
+}
+
+func (c *Config) drainTimeout() time.Duration {
+	if c.DrainTimeout > 0 {
+		return c.DrainTimeout
+	}
+	return DefaultDrainTimeout
+}
+
+// producerOpts are the options of every producer client of the run.
+func (c *Config) producerOpts() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.DefaultProduceTopic(c.Topic),
+		kgo.ProducerBatchCompression(codecs[c.Compression]),
+		kgo.RecordDeliveryTimeout(c.drainTimeout()),
+	}
+	switch c.Acks {
+	case AcksAll:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case AcksLeader:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	default:
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	}
+	return append(opts, c.ClientOpts...)
+}
+
+func (c *Config) progress(n int64) {
+	if c.Progress != nil {
+		c.Progress(n)
+	}
+}

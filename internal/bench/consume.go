@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Consume reads the topic from its start and measures throughput and poll latency.
+func Consume(ctx context.Context, c Config) (Result, error) {
+	if err := c.Validate("consume"); err != nil {
+		return Result{}, err
+	}
+	res := c.result("consume")
+	partitions, err := ensureTopic(ctx, &c)
+	if err != nil {
+		return res, err
+	}
+	res.Partitions = int32(len(partitions))
+	start, end, err := listOffsets(ctx, &c, partitions)
+	if err != nil {
+		return res, err
+	}
+	if missing := c.Count - available(start, end); missing > 0 {
+		fill := c
+		fill.Progress = nil
+		sent := fill.sendAll(ctx, sendSpec{count: missing})
+		res.Prefilled = sent.delivered
+		if err := sent.err(); err != nil {
+			return res, fmt.Errorf("prefilling the topic: %w", err)
+		}
+		if start, end, err = listOffsets(ctx, &c, partitions); err != nil {
+			return res, err
+		}
+	}
+	target := available(start, end)
+	if c.Count > 0 {
+		target = min(target, c.Count)
+	}
+	if target == 0 {
+		return res, fmt.Errorf("topic %q: %w (produce some, or give --count to have them produced)", c.Topic, ErrNoRecords)
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if c.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(runCtx, c.Duration)
+		defer cancel()
+	}
+	var counted, bytes atomic.Int64
+	polls := newRecorder()
+	began := time.Now()
+	err = c.readAll(runCtx, partitions, start, end, polls, func(r *kgo.Record) bool {
+		k := counted.Add(1)
+		if k > target {
+			return false
+		}
+		bytes.Add(int64(len(r.Value)))
+		if k == target {
+			cancel()
+		}
+		return true
+	})
+	res.Records = min(counted.Load(), target)
+	res.Bytes = bytes.Load()
+	res.finish(time.Since(began))
+	res.Latency = polls.summary("poll that returned records")
+	return res, err
+}
+
+// available counts the records between start and end over all partitions.
+func available(start, end map[int32]int64) int64 {
+	var n int64
+	for p, e := range end {
+		n += max(e-start[p], 0)
+	}
+	return n
+}
+
+// readAll reads the partitions with Config.Consumers clients, each given a share,
+// from the from offsets up to (excluding) the end offsets, or forever if end is
+// nil, until ctx ends. onRecord sees every record; false stops its consumer.
+// Polls that return records are timed into polls (if not nil). An ended ctx is
+// not an error.
+func (c *Config) readAll(ctx context.Context, partitions []int32, from, end map[int32]int64, polls *recorder, onRecord func(*kgo.Record) bool) error {
+	n := min(c.Consumers, len(partitions))
+	shares := make([]map[int32]kgo.Offset, n)
+	for i, p := range partitions {
+		if end != nil && from[p] >= end[p] {
+			continue // nothing to read here
+		}
+		if shares[i%n] == nil {
+			shares[i%n] = map[int32]kgo.Offset{}
+		}
+		shares[i%n][p] = kgo.NewOffset().At(from[p])
+	}
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for _, share := range shares {
+		if share == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := c.readShare(ctx, share, end, polls, onRecord); err != nil {
+				errOnce.Do(func() { firstErr = err })
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// readShare is one consumer of readAll.
+func (c *Config) readShare(ctx context.Context, share map[int32]kgo.Offset, end map[int32]int64, polls *recorder, onRecord func(*kgo.Record) bool) error {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: share}),
+	}, c.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	open := len(share) // partitions not read to their end yet
+	for {
+		began := time.Now()
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		for _, fe := range fs.Errors() {
+			if !errors.Is(fe.Err, context.Canceled) && !errors.Is(fe.Err, context.DeadlineExceeded) {
+				return fmt.Errorf("fetching %s partition %d: %w", fe.Topic, fe.Partition, fe.Err)
+			}
+		}
+		var got int64
+		stop := false
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			for _, r := range fp.Records {
+				if stop || (end != nil && r.Offset >= end[fp.Partition]) {
+					return
+				}
+				got++
+				if !onRecord(r) {
+					stop = true
+					return
+				}
+				if end != nil && r.Offset+1 == end[fp.Partition] {
+					open--
+				}
+			}
+		})
+		if got > 0 {
+			if polls != nil {
+				polls.record(time.Since(began))
+			}
+			c.progress(got)
+		}
+		if stop || (end != nil && open == 0) {
+			return nil
+		}
+	}
+}

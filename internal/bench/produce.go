@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Produce runs producers against the topic (created if missing) and measures each
+// record from due (or handed to the client) to acknowledged.
+func Produce(ctx context.Context, c Config) (Result, error) {
+	if err := c.Validate("produce"); err != nil {
+		return Result{}, err
+	}
+	res := c.result("produce")
+	partitions, err := ensureTopic(ctx, &c)
+	if err != nil {
+		return res, err
+	}
+	res.Partitions = int32(len(partitions))
+	rec := newRecorder()
+	sent := c.sendAll(ctx, sendSpec{count: c.Count, duration: c.Duration, rate: c.Rate, latency: rec, progress: true})
+	res.Records, res.Failed = sent.delivered, sent.failed
+	res.Bytes = sent.delivered * int64(c.RecordSize)
+	res.finish(sent.elapsed)
+	res.Latency = rec.summary("send to acknowledgement")
+	return res, sent.err()
+}
+
+// result starts a Result with the run's settings.
+func (c *Config) result(mode string) Result {
+	r := Result{Mode: mode, Topic: c.Topic, Partitions: c.Partitions, RecordSize: c.RecordSize}
+	if mode != "consume" {
+		r.Acks, r.Compression, r.Producers, r.TargetRate = c.Acks, c.Compression, c.Producers, c.Rate
+	}
+	if mode != "produce" {
+		r.Consumers = c.Consumers
+	}
+	return r
+}
+
+// sendSpec is one batch of producing work over all of Config.Producers.
+type sendSpec struct {
+	count    int64         // records in all; 0: until duration
+	duration time.Duration // 0: until count
+	rate     int           // records/s in all; 0: unthrottled
+	stamp    bool          // start every value with its due time (E2E)
+	latency  *recorder     // nil: not timed
+	progress bool          // tell Config.Progress of every delivery
+}
+
+// sendTotals is what a sendAll delivered.
+type sendTotals struct {
+	delivered, failed int64
+	elapsed           time.Duration // first send to last acknowledgement
+	firstErr          error         // the first delivery or client error
+}
+
+func (s sendTotals) err() error {
+	if s.failed == 0 && s.firstErr == nil {
+		return nil
+	}
+	if s.firstErr == nil {
+		return fmt.Errorf("%w: %d of %d", ErrRecordsFailed, s.failed, s.delivered+s.failed)
+	}
+	return fmt.Errorf("%w: %d of %d, the first: %w", ErrRecordsFailed, s.failed, s.delivered+s.failed, s.firstErr)
+}
+
+// sendAll runs Config.Producers clients until the spec's count or duration is
+// done or ctx ends, then waits (at most DrainTimeout) for every acknowledgement.
+func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
+	var (
+		delivered, failed atomic.Int64
+		errOnce           sync.Once
+		firstErr          error
+		wg                sync.WaitGroup
+	)
+	fail := func(err error) {
+		failed.Add(1)
+		errOnce.Do(func() { firstErr = err })
+	}
+	counts := split(spec.count, c.Producers)
+	payload := randomLetters(c.RecordSize)
+	start := time.Now()
+	var deadline time.Time
+	if spec.duration > 0 {
+		deadline = start.Add(spec.duration)
+	}
+	for i := range c.Producers {
+		wg.Go(func() {
+			cl, err := kgo.NewClient(c.producerOpts()...)
+			if err != nil {
+				errOnce.Do(func() { firstErr = err })
+				return
+			}
+			defer cl.Close()
+			// Records handed to the client are delivered even if ctx ends: the
+			// context only stops the sending.
+			sendCtx := context.WithoutCancel(ctx)
+			p := pacer{start: start, rate: float64(spec.rate) / float64(c.Producers)}
+			for n := int64(0); spec.count == 0 || n < counts[i]; n++ {
+				due := p.next()
+				if spec.rate > 0 && !sleepUntil(ctx, due) {
+					break
+				}
+				now := time.Now()
+				if ctx.Err() != nil || (!deadline.IsZero() && now.After(deadline)) {
+					break
+				}
+				if spec.rate == 0 {
+					due = now
+				}
+				value := payload
+				if spec.stamp {
+					value = append([]byte(nil), payload...)
+					binary.BigEndian.PutUint64(value, uint64(due.UnixNano()))
+				}
+				cl.Produce(sendCtx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						fail(err)
+						return
+					}
+					if spec.latency != nil {
+						spec.latency.record(time.Since(due))
+					}
+					delivered.Add(1)
+					if spec.progress {
+						c.progress(1)
+					}
+				})
+			}
+			flushCtx, cancel := context.WithTimeout(sendCtx, c.drainTimeout())
+			defer cancel()
+			if err := cl.Flush(flushCtx); err != nil {
+				errOnce.Do(func() { firstErr = fmt.Errorf("flushing: %w", err) })
+			}
+		})
+	}
+	wg.Wait()
+	return sendTotals{delivered: delivered.Load(), failed: failed.Load(), elapsed: time.Since(start), firstErr: firstErr}
+}
+
+// randomLetters is a value of n random upper-case letters, like the payloads of
+// Kafka's perf tools: compressible, but not trivially.
+func randomLetters(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'A' + byte(rand.IntN(26))
+	}
+	return b
+}

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is what one run measured.
+type Result struct {
+	Mode        string `json:"mode"` // produce, consume or e2e
+	Topic       string `json:"topic"`
+	Partitions  int32  `json:"partitions"`
+	RecordSize  int    `json:"record_size"`
+	Acks        string `json:"acks,omitempty"`
+	Compression string `json:"compression,omitempty"`
+	Producers   int    `json:"producers,omitempty"`
+	Consumers   int    `json:"consumers,omitempty"`
+	TargetRate  int    `json:"target_rate,omitempty"` // records/s; 0 = unthrottled
+
+	// Records are the records that counted: delivered (produce), read (consume) or
+	// arrived (e2e). Bytes are their value bytes.
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	// Produced are the records delivered in an e2e run (Records arrived of them).
+	Produced int64 `json:"produced,omitempty"`
+	// Prefilled are records a consume run produced, untimed, before reading.
+	Prefilled int64 `json:"prefilled,omitempty"`
+	// Failed are records not delivered, or (e2e) delivered but never seen.
+	Failed int64 `json:"failed"`
+
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	RecordsPerSec  float64 `json:"records_per_second"`
+	MBPerSec       float64 `json:"mb_per_second"`
+	Latency        Latency `json:"latency"`
+}
+
+// finish fills in the rates from the counts and the elapsed time.
+func (r *Result) finish(elapsed time.Duration) {
+	r.ElapsedSeconds = elapsed.Seconds()
+	if elapsed > 0 {
+		r.RecordsPerSec = float64(r.Records) / elapsed.Seconds()
+		r.MBPerSec = float64(r.Bytes) / 1e6 / elapsed.Seconds()
+	}
+}
+
+// WriteTable prints r for people: one "name value" row per figure.
+func (r Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(name, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, args...))
+	}
+	row("mode", "%s", r.Mode)
+	row("topic", "%s (%d partitions)", r.Topic, r.Partitions)
+	row("record size", "%d B", r.RecordSize)
+	if r.Producers > 0 {
+		rate := "unthrottled"
+		if r.TargetRate > 0 {
+			rate = fmt.Sprintf("%d records/s", r.TargetRate)
+		}
+		row("producers", "%d, acks=%s, compression=%s, %s", r.Producers, r.Acks, r.Compression, rate)
+	}
+	if r.Consumers > 0 {
+		row("consumers", "%d", r.Consumers)
+	}
+	if r.Prefilled > 0 {
+		row("prefilled", "%d records (untimed)", r.Prefilled)
+	}
+	if r.Mode == "e2e" {
+		row("produced", "%d records", r.Produced)
+	}
+	row("records", "%d in %.2f s", r.Records, r.ElapsedSeconds)
+	if r.Failed > 0 {
+		row("failed", "%d", r.Failed)
+	}
+	row("throughput", "%.0f records/s, %.2f MB/s", r.RecordsPerSec, r.MBPerSec)
+	l := r.Latency
+	row("latency", "%s (%d samples)", l.Of, l.Count)
+	row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", l.P50, l.P99, l.P999)
+	row("  min / mean / max", "%.3f / %.3f / %.3f ms", l.Min, l.Mean, l.Max)
+	return tw.Flush()
+}
