@@ -22,6 +22,7 @@ var errorCodes = []struct {
 	{replica.ErrUnknownPartition, kerr.NotLeaderForPartition},
 	{replica.ErrClosed, kerr.NotLeaderForPartition},
 	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{replica.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
 	{replica.ErrTimeout, kerr.RequestTimedOut},
 	{replica.ErrRecordTooLarge, kerr.MessageTooLarge},
 	{replica.ErrInvalidRecord, kerr.InvalidRecord},
