@@ -22,4 +22,5 @@ type Cluster interface {
 	RegisterBroker(ctx context.Context, req controller.RegisterBroker) (int64, error)
 	BrokerHeartbeat(ctx context.Context, req controller.HeartbeatRequest) (controller.HeartbeatResult, error)
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
+	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error)
 }

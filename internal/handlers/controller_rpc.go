@@ -24,6 +24,7 @@ var linkApis = []api{
 	{key: 20, min: 1, max: 6, serve: (*Handlers).deleteTopics},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
+	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
@@ -126,6 +127,8 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, code
 			r.Resources = append(r.Resources, res)
 		}
+	case *kmsg.ElectLeadersRequest:
+		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
 	case *kmsg.IncrementalAlterConfigsRequest:
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		for _, rr := range req.Resources {

@@ -39,6 +39,7 @@ var apis = []api{
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
+	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
 }

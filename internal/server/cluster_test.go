@@ -329,6 +329,25 @@ func TestClusterLeaderFailover(t *testing.T) {
 	}
 	acks.verify(t, consumeAll(t, strings.Join(c.seeds(), ","), "fo", acks.count()))
 	c.checkAgreement(t, "fo", 0)
+
+	// The old leader is back in the ISR: a preferred-replica election returns
+	// leadership to the first replica.
+	_, adm2 := c.client()
+	eventually(t, "the preferred replica to lead again", func() bool {
+		md, err := adm2.Metadata(ctx, "fo")
+		if err != nil {
+			return false
+		}
+		p := md.Topics["fo"].Partitions[0]
+		if len(p.ISR) != 3 {
+			return false
+		}
+		if p.Leader == p.Replicas[0] {
+			return true
+		}
+		adm2.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"fo": {0: {}}})
+		return false
+	})
 }
 
 // TestClusterGroupCoordinatorFailover: committed offsets live in the replicated
