@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -79,10 +80,9 @@ type cleaner struct {
 	// extra last element stands for the dirty section.
 	tombstones []bool
 
-	kept        []byte // surviving records of the batch being filtered
-	out         []byte // the rewritten batch
-	zbuf        bytes.Buffer
-	compressors map[batch.Codec]kgo.Compressor
+	kept []byte // surviving records of the batch being filtered
+	out  []byte // the rewritten batch
+	zbuf bytes.Buffer
 }
 
 // filter returns what becomes of the validated batch b: b itself, with copied set,
@@ -219,31 +219,39 @@ func (c *cleaner) rebuild(h *batch.Header, n int32, maxDelta int64) ([]byte, err
 	return c.out, nil
 }
 
-// compress compresses records with codec, through one compressor per codec.
+// compressors holds one compressor per codec, made on first use; a kgo
+// Compressor is safe for concurrent use (its encoders are pooled).
+var compressors struct {
+	sync.Mutex
+	byCodec [batch.CodecZstd + 1]kgo.Compressor
+}
+
+func compressorFor(codec batch.Codec) (kgo.Compressor, error) {
+	compressors.Lock()
+	defer compressors.Unlock()
+	if codec <= batch.CodecNone || codec > batch.CodecZstd {
+		return nil, batch.ErrBadCodec
+	}
+	if c := compressors.byCodec[codec]; c != nil {
+		return c, nil
+	}
+	cc := map[batch.Codec]kgo.CompressionCodec{
+		batch.CodecGzip: kgo.GzipCompression(), batch.CodecSnappy: kgo.SnappyCompression(),
+		batch.CodecLZ4: kgo.Lz4Compression(), batch.CodecZstd: kgo.ZstdCompression(),
+	}[codec]
+	c, err := kgo.DefaultCompressor(cc)
+	if err != nil {
+		return nil, err
+	}
+	compressors.byCodec[codec] = c
+	return c, nil
+}
+
+// compress compresses records with codec.
 func (c *cleaner) compress(codec batch.Codec, records []byte) ([]byte, error) {
-	comp, ok := c.compressors[codec]
-	if !ok {
-		var cc kgo.CompressionCodec
-		switch codec {
-		case batch.CodecGzip:
-			cc = kgo.GzipCompression()
-		case batch.CodecSnappy:
-			cc = kgo.SnappyCompression()
-		case batch.CodecLZ4:
-			cc = kgo.Lz4Compression()
-		case batch.CodecZstd:
-			cc = kgo.ZstdCompression()
-		default:
-			return nil, batch.ErrBadCodec
-		}
-		var err error
-		if comp, err = kgo.DefaultCompressor(cc); err != nil {
-			return nil, err
-		}
-		if c.compressors == nil {
-			c.compressors = make(map[batch.Codec]kgo.Compressor)
-		}
-		c.compressors[codec] = comp
+	comp, err := compressorFor(codec)
+	if err != nil {
+		return nil, err
 	}
 	c.zbuf.Reset()
 	out, used := comp.Compress(&c.zbuf, records)

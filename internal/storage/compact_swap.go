@@ -142,9 +142,9 @@ func (w *groupWriter) finish() (bool, error) {
 // writeCleaned filters a group's batches into its cleaned segment, named after
 // the group's first base offset. It returns nil when the group is one segment that
 // would not change.
-func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (cs *cleanedSegment, err error) {
+func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *cleanedSegment, err error) {
 	first := p.all[g.first]
-	cs = &cleanedSegment{g: g, end: p.upper(g.last)}
+	cs := &cleanedSegment{g: g, end: p.upper(g.last)}
 	cs.seg = newSegment(l.fsys, l.dir, first.s.base, nil, &l.cfg)
 	cs.seg.mu.loaded = true
 	w := &groupWriter{l: l, seg: cs.seg, src: first}
