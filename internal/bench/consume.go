@@ -68,6 +68,9 @@ func Consume(ctx context.Context, c Config) (Result, error) {
 	})
 	res.Records = min(counted.Load(), target)
 	res.Bytes = bytes.Load()
+	if res.Records > 0 {
+		res.RecordSize = int(res.Bytes / res.Records) // what the topic held, on average
+	}
 	res.finish(time.Since(began))
 	res.Latency = polls.summary("poll that returned records")
 	return res, err

@@ -12,7 +12,7 @@ type Result struct {
 	Mode        string `json:"mode"` // produce, consume or e2e
 	Topic       string `json:"topic"`
 	Partitions  int32  `json:"partitions"`
-	RecordSize  int    `json:"record_size"`
+	RecordSize  int    `json:"record_size"` // consume: the mean value size read
 	Acks        string `json:"acks,omitempty"`
 	Compression string `json:"compression,omitempty"`
 	Producers   int    `json:"producers,omitempty"`

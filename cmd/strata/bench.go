@@ -1,0 +1,158 @@
+package main
+
+// strata bench: produce, consume and end-to-end load with throughput and latency
+// percentiles (internal/bench does the work).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/bench"
+	"github.com/strata-stream/strata/internal/cli"
+)
+
+func benchCmd() *cobra.Command { return newBenchCmd(processEnv()) }
+
+func newBenchCmd(env *clientEnv) *cobra.Command {
+	g := &globalFlags{}
+	cmd := newParentCmd(env, g, "bench", "Measure throughput and latency: produce, consume, or both end to end")
+	cmd.Long = `Load generators on the franz-go client. Each prints throughput (records/s and MB/s,
+MB = 10^6 value bytes) and latency percentiles (p50, p99, p99.9, max) from an HDR
+histogram; --output json prints the same as one JSON document. The topic is
+created when missing (--partitions, --replication-factor, --config).`
+	cmd.AddCommand(
+		benchModeCmd(env, g, "produce", "Produce records as fast as possible or at --rate; latency is send to acknowledgement",
+			`  strata bench produce --record-size 1024 --duration 30s --acks all
+  strata bench produce --count 1000000 --producers 4 --partitions 8 --compression lz4`),
+		benchModeCmd(env, g, "consume", "Read the topic from its start (producing --count records first if it holds fewer); latency is per poll",
+			`  strata bench consume --count 1000000 --consumers 2
+  strata bench consume --topic orders`),
+		benchModeCmd(env, g, "e2e", "Produce at --rate while consumers read; latency is from each record's due time to its arrival",
+			`  strata bench e2e --rate 1000 --duration 30s --acks all`),
+	)
+	return cmd
+}
+
+type benchFlags struct {
+	topic       string
+	recordSize  int
+	count       int64
+	duration    time.Duration
+	rate        int
+	acks        string
+	compression string
+	partitions  int32
+	replication int16
+	configs     []string
+	producers   int
+	consumers   int
+	progress    progressFlags
+}
+
+// benchDefaultRate is e2e's --rate: end-to-end latency means little when the
+// producers are saturating the broker.
+const benchDefaultRate = 1000
+
+func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:               mode,
+		Short:             short,
+		Example:           example,
+		Args:              usageArgs(env, cobra.NoArgs),
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.topic, "topic", "t", "strata-bench", "topic to use (created if missing)")
+	fl.IntVarP(&f.recordSize, "record-size", "s", 100, "value bytes per record")
+	fl.Int64VarP(&f.count, "count", "n", 0, "records to produce or read (0: run for --duration; consume: read the whole topic)")
+	defaultDuration := 10 * time.Second
+	if mode == "consume" {
+		defaultDuration = 0
+	}
+	fl.DurationVarP(&f.duration, "duration", "d", defaultDuration, "how long to run when --count is 0 (an upper bound otherwise; 0: none)")
+	defaultRate := 0
+	if mode == "e2e" {
+		defaultRate = benchDefaultRate
+	}
+	fl.IntVar(&f.rate, "rate", defaultRate, "target records/s over all producers (0: unthrottled)")
+	fl.StringVar(&f.acks, "acks", "all", "acknowledgement: 0 (none), 1 (leader) or all (in-sync replicas)")
+	fl.StringVar(&f.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
+	fl.Int32VarP(&f.partitions, "partitions", "p", 1, "partitions when creating the topic")
+	fl.Int16VarP(&f.replication, "replication-factor", "r", 1, "replicas per partition when creating the topic")
+	fl.StringArrayVarP(&f.configs, "config", "c", nil, "topic config key=value when creating the topic (repeatable)")
+	fl.IntVar(&f.producers, "producers", 1, "producer clients")
+	fl.IntVar(&f.consumers, "consumers", 1, "consumer clients (each reads a share of the partitions)")
+	f.progress.bind(cmd)
+	completeValues(cmd, "acks", "all", "1", "0")
+	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
+		return runBench(ctx, s, f, mode)
+	})
+	return cmd
+}
+
+func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error {
+	cfg := bench.Config{
+		Brokers: s.opts.Brokers, Topic: f.topic,
+		Partitions: f.partitions, ReplicationFactor: f.replication,
+		RecordSize: f.recordSize, Count: f.count, Duration: f.duration, Rate: f.rate,
+		Acks: f.acks, Compression: f.compression,
+		Producers: f.producers, Consumers: f.consumers,
+		DrainTimeout: s.opts.Timeout,
+		ClientOpts:   []kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))},
+	}
+	if f.acks == "-1" {
+		cfg.Acks = bench.AcksAll
+	}
+	for _, kv := range f.configs {
+		k, v, err := cli.ParseKeyValue("--config", kv)
+		if err != nil {
+			return err
+		}
+		if cfg.TopicConfigs == nil {
+			cfg.TopicConfigs = map[string]string{}
+		}
+		cfg.TopicConfigs[k] = v
+	}
+	if err := cfg.Validate(mode); err != nil {
+		return cli.Usage(err)
+	}
+	if err := cli.Probe(ctx, s.opts); err != nil {
+		return err
+	}
+	setup, err := f.progress.setup(s, false)
+	if err != nil {
+		return err
+	}
+	prog := cli.NewProgress(setup, "bench "+mode+" "+f.topic, cli.UnitRecords, f.count)
+	cfg.Progress = prog.Add
+
+	var res bench.Result
+	switch mode {
+	case "produce":
+		res, err = bench.Produce(ctx, cfg)
+	case "consume":
+		res, err = bench.Consume(ctx, cfg)
+	default:
+		res, err = bench.E2E(ctx, cfg)
+	}
+	prog.Finish()
+	if err != nil && res.ElapsedSeconds == 0 { // nothing was measured
+		return err
+	}
+	var werr error
+	if s.json() {
+		werr = cli.WriteJSON(s.env.stdout, res)
+	} else {
+		werr = res.WriteTable(s.env.stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("bench %s: %w", mode, err)
+	}
+	return werr
+}

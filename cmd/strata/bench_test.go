@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-stream/strata/internal/bench"
+	"github.com/strata-stream/strata/internal/cli"
+)
+
+// runBenchCmd runs "strata bench ARGS" against the shared node.
+func runBenchCmd(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	addr := broker(t)
+	env := &clientEnv{
+		stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
+		getenv: func(k string) string {
+			if k == cli.BrokersEnv {
+				return addr
+			}
+			return ""
+		},
+	}
+	root := &cobra.Command{Use: "strata", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(newBenchCmd(env))
+	root.SetArgs(append([]string{"bench"}, args...))
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: cli.ExitCode(err), err: err}
+}
+
+// benchJSON runs a bench mode that has to succeed and decodes its JSON result.
+func benchJSON(t *testing.T, args ...string) bench.Result {
+	t.Helper()
+	r := runBenchCmd(t, append(args, "--output", "json")...)
+	if r.code != 0 {
+		t.Fatalf("strata bench %s: %s", strings.Join(args, " "), r)
+	}
+	var res bench.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("output is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	return res
+}
+
+// checkSane fails unless the result counted every record once and its latency
+// percentiles are ordered.
+func checkSane(t *testing.T, res bench.Result, mode string, records int64, size int) {
+	t.Helper()
+	l := res.Latency
+	switch {
+	case res.Mode != mode:
+		t.Fatalf("mode %q, want %q", res.Mode, mode)
+	case res.Records != records || res.Bytes != records*int64(size) || res.Failed != 0:
+		t.Fatalf("%s: %d records, %d bytes, %d failed; want %d records of %d B", mode, res.Records, res.Bytes, res.Failed, records, size)
+	case res.ElapsedSeconds <= 0 || res.RecordsPerSec <= 0 || res.MBPerSec <= 0:
+		t.Fatalf("%s: no throughput: %+v", mode, res)
+	case l.Count == 0 || l.Min < 0 || l.Min > l.P50 || l.P50 > l.P99 || l.P99 > l.P999 || l.P999 > l.Max:
+		t.Fatalf("%s: latency percentiles not ordered: %+v", mode, l)
+	}
+}
+
+func TestBenchModes(t *testing.T) {
+	topic := topicName(t)
+	common := []string{"--topic", topic, "--partitions", "2", "--record-size", "200"}
+
+	res := benchJSON(t, append([]string{"produce", "--count", "2000", "--acks", "1", "--compression", "lz4", "--producers", "2"}, common...)...)
+	checkSane(t, res, "produce", 2000, 200)
+	if res.Partitions != 2 || res.Latency.Count != 2000 {
+		t.Fatalf("produce: %+v", res)
+	}
+
+	res = benchJSON(t, append([]string{"produce", "--count", "1000", "--acks", "all", "--rate", "2000"}, common...)...)
+	checkSane(t, res, "produce", 1000, 200)
+
+	// The topic holds 3000 records: consume reads them all, no prefill.
+	res = benchJSON(t, append([]string{"consume", "--consumers", "2"}, common...)...)
+	checkSane(t, res, "consume", 3000, 200)
+	if res.Prefilled != 0 {
+		t.Fatalf("consume prefilled %d records of a full topic", res.Prefilled)
+	}
+
+	res = benchJSON(t, append([]string{"e2e", "--count", "500", "--rate", "1000"}, common...)...)
+	checkSane(t, res, "e2e", 500, 200)
+	if res.Produced != 500 || res.TargetRate != 1000 {
+		t.Fatalf("e2e: %+v", res)
+	}
+}
+
+func TestBenchConsumePrefillsAndTable(t *testing.T) {
+	topic := topicName(t)
+	r := runBenchCmd(t, "consume", "--topic", topic, "--count", "300")
+	if r.code != 0 {
+		t.Fatalf("%s", r)
+	}
+	for _, want := range []string{"consume", "prefilled", "300 records (untimed)", "records/s", "p50 / p99 / p99.9"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"produce", "--acks", "2"},
+		{"produce", "--compression", "brotli"},
+		{"produce", "--count", "0", "--duration", "0"},
+		{"produce", "--producers", "0"},
+		{"produce", "--config", "novalue"},
+		{"e2e", "--record-size", "4"},
+		{"consume", "--consumers", "0"},
+		{"consume", "extra-arg"},
+		{"nonsense"},
+	} {
+		r := runBenchCmd(t, args...)
+		if r.code != 2 {
+			t.Errorf("strata bench %s: %s; want exit status 2", strings.Join(args, " "), r)
+		}
+	}
+}
+
+func TestBenchConsumeEmptyTopicFails(t *testing.T) {
+	r := runBenchCmd(t, "consume", "--topic", topicName(t))
+	if r.code != 1 || !strings.Contains(r.err.Error(), "no records") {
+		t.Fatalf("%s; want exit status 1 saying there are no records", r)
+	}
+}
