@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/strata-stream/strata/internal/console"
 )
 
 // chromium finds the headless browser. Without one the browser tests fail in CI
@@ -125,9 +123,10 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 }
 
 // TestBrowser drives every console page in headless Chromium against a live node
-// with data: the overview, topics, creating a topic through the form, a topic's
-// live figures and records, the groups list, a group's lag chart, and resetting
-// its offsets through the form.
+// with data and consumer groups: the overview, topics, creating a topic through
+// the form, a topic's live figures and records, the groups list, a group's members
+// and lag chart, and resetting offsets through the form (refused while the group
+// has members).
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
 	n := startNode(t)
@@ -138,27 +137,33 @@ func TestBrowser(t *testing.T) {
 	for p, k := range []int{40, 25, 31} {
 		produce(t, cl, "orders", int32(p), "order", k)
 	}
-	coord := newCoordinator(t)
-	commit(t, coord, "billing", "orders", map[int32]int64{0: 10, 1: 25, 2: 1})
-	joinMember(t, coord, "dashboard", "orders", 0, 1, 2)
-	cfg := n.ConsoleConfig()
-	cfg.Groups = coord
-	srv := httptest.NewServer(console.New(cfg).Handler())
-	defer srv.Close()
-	base := srv.URL + "/console/"
-
-	// The node serves its own console too; / leads there.
-	navigate(t, ctx, "http://"+n.HTTPAddr()+"/")
-	if got := text(t, ctx, "h1"); got != "Cluster" {
-		t.Fatalf("the node's / shows %q", got)
+	// billing: committed offsets and no members; dashboard: one live member.
+	if err := adm.CommitAllOffsets(context.Background(), "billing", offsetsOf("orders", map[int32]int64{0: 10, 1: 25, 2: 1})); err != nil {
+		t.Fatal(err)
 	}
+	member, _ := client(t, n, kgo.ConsumerGroup("dashboard"), kgo.ConsumeTopics("orders"), kgo.ClientID("dashboard-app"))
+	go func() {
+		for {
+			if fs := member.PollFetches(context.Background()); fs.IsClientClosed() {
+				return
+			}
+		}
+	}()
+	base := "http://" + n.HTTPAddr() + "/console/"
+	eventually(t, "the dashboard group to be stable", func() bool {
+		_, body := get(t, base+"groups/dashboard")
+		return strings.Contains(body, `id="group-state">Stable<`) && strings.Contains(body, "orders</a>: 0, 1, 2")
+	})
 
-	navigate(t, ctx, base)
+	navigate(t, ctx, "http://"+n.HTTPAddr()+"/") // leads to the console
+	if got := text(t, ctx, "h1"); got != "Cluster" {
+		t.Fatalf("/ shows %q", got)
+	}
 	if got := text(t, ctx, "#active-controller"); got != "node 1" {
 		t.Fatalf("active controller %q", got)
 	}
-	if got := text(t, ctx, "#online-count"); got != "3" {
-		t.Fatalf("online partitions %q", got)
+	if got := text(t, ctx, "#online-count"); got != "4" {
+		t.Fatalf("online partitions %q, want orders' 3 and __consumer_offsets' 1", got)
 	}
 	if got := text(t, ctx, "#groups-count"); got != "2" {
 		t.Fatalf("groups %q", got)
@@ -226,7 +231,7 @@ func TestBrowser(t *testing.T) {
 	screenshot(t, ctx, "groups")
 
 	click(t, ctx, `#groups a[href="/console/groups/dashboard"]`)
-	if got := text(t, ctx, "#members"); !strings.Contains(got, "console-test") || !strings.Contains(got, "orders: 0, 1, 2") {
+	if got := text(t, ctx, "#members"); !strings.Contains(got, "dashboard-app") || !strings.Contains(got, "orders: 0, 1, 2") {
 		t.Fatalf("members table %q", got)
 	}
 
@@ -255,4 +260,13 @@ func TestBrowser(t *testing.T) {
 	if got := text(t, ctx, "#error"); !strings.Contains(got, "stop its consumers first") {
 		t.Fatalf("reset of a live group: %q", got)
 	}
+}
+
+// offsetsOf builds kadm offsets to commit for one topic.
+func offsetsOf(topic string, offsets map[int32]int64) kadm.Offsets {
+	os := kadm.Offsets{}
+	for p, o := range offsets {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1})
+	}
+	return os
 }

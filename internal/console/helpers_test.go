@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"io"
-	"iter"
 	"log/slog"
 	"net/http"
 	"os"
@@ -13,12 +12,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/config"
-	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -37,6 +33,7 @@ func startNode(t *testing.T) *server.Node {
 	cfg.DataDir = t.TempDir()
 	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.AdvertisedKafkaAddr = ""
+	cfg.GroupInitialDelay, cfg.OffsetsTopicPartition = 0, 1
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := server.Start(ctx, cfg, testLogger(), vfs.Default)
@@ -91,78 +88,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// nopStore accepts every append to __consumer_offsets at once (no durability: the
-// tests never reload).
-type nopStore struct{}
-
-func (nopStore) Append(context.Context, int32, []group.Record) error { return nil }
-
-// newCoordinator returns a group coordinator with its one offsets partition
-// loaded, standing in for the broker's until the broker wires its own.
-func newCoordinator(t *testing.T) *group.Coordinator {
-	t.Helper()
-	cfg := group.DefaultConfig()
-	cfg.GroupInitialRebalanceDelay = 0
-	cfg.OffsetsTopicPartitions = 1
-	c := group.New(cfg, nopStore{}, testLogger())
-	empty := iter.Seq2[group.Record, error](func(func(group.Record, error) bool) {})
-	if err := c.LoadPartition(context.Background(), 0, empty); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-// commit makes an admin commit (no member) of offset for every listed partition.
-func commit(t *testing.T, c *group.Coordinator, groupID, topic string, offsets map[int32]int64) {
-	t.Helper()
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.SetVersion(8)
-	req.Group, req.Generation = groupID, -1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = topic
-	for p, o := range offsets {
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch = p, o, -1
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	for _, t2 := range c.OffsetCommit(context.Background(), req).Topics {
-		for _, p := range t2.Partitions {
-			if p.ErrorCode != 0 {
-				t.Fatalf("commit %s %s-%d: %v", groupID, topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
-			}
-		}
-	}
-}
-
-// joinMember makes one consumer-protocol member join groupID and take partitions
-// of topic as its assignment, leaving the group Stable.
-func joinMember(t *testing.T, c *group.Coordinator, groupID, topic string, partitions ...int32) {
-	t.Helper()
-	ctx := group.WithClient(context.Background(), group.Client{ID: "console-test", Host: "/127.0.0.1"})
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.SetVersion(3)
-	join.Group, join.ProtocolType = groupID, "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 60000, 60000
-	meta := kmsg.NewConsumerMemberMetadata()
-	meta.Topics = []string{topic}
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
-	jr := c.JoinGroup(ctx, join)
-	if jr.ErrorCode != 0 {
-		t.Fatalf("join: %v", kerr.ErrorForCode(jr.ErrorCode))
-	}
-	asg := kmsg.NewConsumerMemberAssignment()
-	asg.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: topic, Partitions: partitions}}
-	sync := kmsg.NewPtrSyncGroupRequest()
-	sync.SetVersion(3)
-	sync.Group, sync.Generation, sync.MemberID = groupID, jr.Generation, jr.MemberID
-	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: asg.AppendTo(nil)}}
-	if sr := c.SyncGroup(ctx, sync); sr.ErrorCode != 0 {
-		t.Fatalf("sync: %v", kerr.ErrorForCode(sr.ErrorCode))
 	}
 }
 
