@@ -3,10 +3,10 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -244,11 +244,98 @@ func TestCreateTopicForm(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	n, err := strconv.Atoi(s)
-	if err != nil {
+type lagJSON struct {
+	Total      int64 `json:"total"`
+	Partitions []struct {
+		Partition int32 `json:"partition"`
+		Committed int64 `json:"committed"`
+		Lag       int64 `json:"lag"`
+	} `json:"partitions"`
+}
+
+// TestGroupPages: a group's lag as pages and JSON show it, and resets through the
+// form (to an offset, clamped into the log, and bad input refused).
+func TestGroupPages(t *testing.T) {
+	n := startNode(t)
+	cl, adm := client(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "events"); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	produce(t, cl, "events", 0, "a", 12)
+	produce(t, cl, "events", 1, "b", 3)
+	if err := adm.CommitAllOffsets(ctx, "billing", offsetsOf("events", map[int32]int64{0: 2, 1: 3})); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + n.HTTPAddr()
+	lag := func() lagJSON {
+		t.Helper()
+		status, body := get(t, base+"/console/api/groups/billing/lag")
+		if status != http.StatusOK {
+			t.Fatalf("lag JSON: %d %s", status, body)
+		}
+		var l lagJSON
+		if err := json.Unmarshal([]byte(body), &l); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if l := lag(); l.Total != 10 || len(l.Partitions) != 2 || l.Partitions[0].Lag != 10 || l.Partitions[1].Lag != 0 {
+		t.Fatalf("lag %+v, want 10 on partition 0 and 0 on partition 1", l)
+	}
+	_, body := get(t, base+"/console/groups")
+	mustContain(t, "groups", body, `data-group="billing"`, `<td class="num" data-field="lag">10`, "Empty")
+	_, body = get(t, base+"/console/groups/billing")
+	mustContain(t, "group page", body, `id="total-lag">10<`, "No members: the group is empty.", `<option selected>events</option>`)
+	for path, want := range map[string]int{
+		"/console/groups/nope":                 http.StatusNotFound,
+		"/console/api/groups/nope/lag":         http.StatusNotFound,
+		"/console/api/topics/nope":             http.StatusNotFound,
+		"/console/groups/billing?reset=x&to=y": http.StatusOK,
+	} {
+		if status, _ := get(t, base+path); status != want {
+			t.Errorf("GET %s = %d, want %d", path, status, want)
+		}
+	}
+
+	reset := func(form url.Values) (int, string) {
+		t.Helper()
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.PostForm(base+"/console/groups/billing/offsets", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tests := []struct {
+		name      string
+		form      url.Values
+		status    int
+		want      string
+		committed []int64
+	}{
+		{"to an offset", url.Values{"topic": {"events"}, "to": {"offset"}, "offset": {"5"}}, http.StatusSeeOther, "", []int64{5, 3}},
+		{"clamped to the high watermark", url.Values{"topic": {"events"}, "to": {"offset"}, "offset": {"1000"}}, http.StatusSeeOther, "", []int64{12, 3}},
+		{"earliest", url.Values{"topic": {"events"}, "to": {"earliest"}}, http.StatusSeeOther, "", []int64{0, 0}},
+		{"not a number", url.Values{"topic": {"events"}, "to": {"offset"}, "offset": {"five"}}, http.StatusBadRequest, "must be a number", []int64{0, 0}},
+		{"unknown topic", url.Values{"topic": {"nope"}, "to": {"latest"}}, http.StatusBadRequest, "no topic", []int64{0, 0}},
+		{"unknown mode", url.Values{"topic": {"events"}, "to": {"sideways"}}, http.StatusBadRequest, "earliest, latest or an offset", []int64{0, 0}},
+		{"latest", url.Values{"topic": {"events"}, "to": {"latest"}}, http.StatusSeeOther, "", []int64{12, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := reset(tt.form)
+			if status != tt.status || !strings.Contains(body, tt.want) {
+				t.Fatalf("reset: %d, want %d with %q:\n%s", status, tt.status, tt.want, body)
+			}
+			l := lag()
+			for i, want := range tt.committed {
+				if got := l.Partitions[i].Committed; got != want {
+					t.Fatalf("partition %d committed %d, want %d", i, got, want)
+				}
+			}
+		})
+	}
 }
