@@ -208,27 +208,14 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 	return cs, nil
 }
 
-// swapCleaned installs the cleaned segments and the new cleaner state. The steps,
-// and what Open does after a crash at each (finishSwap):
-//
-//	step                                            on disk after it        Open after a crash
-//	----------------------------------------------  ----------------------  ------------------------------
-//	1. <base>.log.cleaned written and fsynced       old segments, .cleaned  removes .cleaned: old content
-//	   (writeCleaned, before the swap)
-//	2. cleaner-swap manifest written (tmp, fsync,   + manifest              completes 3-5: new content
-//	   rename, dir fsync): the commit point
-//	3. old .log -> .log.deleted, old indexes        + .deleted              completes 4-5
-//	   removed
-//	4. <base>.log.cleaned -> <base>.log, dir fsync  new segments            removes stale indexes, 5
-//	5. new indexes written, cleaner checkpoint      new segments, indexes   writes the checkpoint from the
-//	   written, manifest removed (dir fsync)                                manifest, removes it
-//
-// Groups whose segments retention or DeleteRecords removed during the pass are
-// dropped; a truncation during the pass abandons it (errCompactionRaced). A failure
-// from step 2 on makes the log fail-stop: the manifest may be on disk, so only a
-// reopen can tell, and the cleaned files stay for it. Readers see the old segments
-// until step 4 is published and keep any Chunk of them until they release it.
-// swapCleaned owns out: what it does not install it discards.
+// swapCleaned installs the cleaned segments and the new cleaner state: steps 4a-4d
+// of the package doc's Compaction section, under appendMu. Groups whose segments
+// retention or DeleteRecords removed during the pass are dropped; a truncation
+// during the pass abandons it (errCompactionRaced). A failure from 4a on makes the
+// log fail-stop and leaves the cleaned files for the reopen to install. Readers see
+// the old segments until 4c publishes the new ones and keep any Chunk of the old
+// ones until they release it. swapCleaned owns out: what it does not install it
+// discards.
 func (l *Log) swapCleaned(p *compactPlan, out []*cleanedSegment, next cleanerState) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -273,7 +260,7 @@ func (l *Log) swapCleaned(p *compactPlan, out []*cleanedSegment, next cleanerSta
 	return nil
 }
 
-// installCleaned does steps 2-5 of swapCleaned; appendMu is held.
+// installCleaned does steps 4a-4d; appendMu is held.
 func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManifest) error {
 	if err := writeSideFile(l.fsys, l.dir, swapManifestName, m.encode()); err != nil {
 		return err
@@ -289,9 +276,12 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return err
 	}
-	for _, cs := range live {
+	for i, cs := range live {
 		f, err := l.fsys.OpenReadWrite(cs.seg.path(logSuffix))
 		if err != nil {
+			for _, opened := range live[:i] {
+				opened.seg.log.Close()
+			}
 			return err
 		}
 		cs.seg.log = f

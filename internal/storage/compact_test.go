@@ -2,8 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -636,4 +638,33 @@ func openLogAt(t testing.TB, fsys vfs.FS, dir string, cfg Config) *Log {
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+func TestRunCompaction(t *testing.T) {
+	clk := newClock()
+	l := openLog(t, vfs.NewMem(), compactCfg(clk))
+	all := writeKeyed(t, l, clk, 40, 0)
+	all = append(all, seal(t, l, clk)...)
+	end := l.LogEndOffset() - 1 // the seal record's segment is active
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var calls atomic.Int64
+	opts := func() CompactOptions { calls.Add(1); return compactOpts() }
+	go func() { done <- l.RunCompaction(ctx, time.Millisecond, l.LogEndOffset, opts) }()
+	waitFor(t, "the compaction loop to clean", func() bool { return l.FirstDirtyOffset() == end })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunCompaction returned %v", err)
+	}
+	sameRecords(t, logRecords(t, l), compactedOnce(all, end))
+	if calls.Load() == 0 {
+		t.Fatal("options never read")
+	}
+	// A failing pass ends the loop with its error.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RunCompaction(context.Background(), time.Millisecond, l.LogEndOffset, opts); !errors.Is(err, ErrClosed) {
+		t.Fatalf("RunCompaction on a closed log: %v", err)
+	}
 }

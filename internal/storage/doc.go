@@ -1,7 +1,7 @@
 // Package storage is the partition log engine: one Log per partition directory,
 // holding Kafka v2 record batches exactly as produced in segment files, with sparse
 // offset and time indexes, a leader-epoch cache, group-commit durability, crash
-// recovery and retention. It does all its disk access through vfs.
+// recovery, retention and compaction. It does all its disk access through vfs.
 //
 // # Calling protocol
 //
@@ -17,7 +17,9 @@
 //  4. Fetch calls Read(offset, maxBytes, highWatermark), sends the Chunk (sendfile
 //     from Chunk.File at Chunk.Pos) and calls Chunk.Release.
 //  5. The broker calls EnforceRetention(highWatermark) periodically, and
-//     DeleteRecords for the DeleteRecords API.
+//     DeleteRecords for the DeleteRecords API. For a topic with
+//     cleanup.policy=compact it calls Compact(highWatermark, opts) periodically
+//     (or runs RunCompaction) instead; with "compact,delete" it calls both.
 //  6. Close seals the log and leaves a clean-shutdown marker.
 //
 // # Concurrency
@@ -29,8 +31,12 @@
 // that is never held across I/O; each segment's in-memory indexes have their own
 // lock, taken after (never while taking) the log's. A segment file is reference
 // counted: Read acquires it and Chunk.Release lets it go, so a segment deleted by
-// retention or truncation is closed only after its last reader is done. One
-// flusher goroutine per log does every fsync of the active segment.
+// retention, truncation or compaction is closed only after its last reader is
+// done. One flusher goroutine per log does every fsync of the active segment.
+// Compaction passes are serialised by their own mutex, taken before the append
+// mutex: a pass reads and rewrites sealed segments holding references but no lock,
+// and takes the append mutex only to plan and to swap, so appends and reads go on
+// during a pass.
 //
 // # Durability
 //
@@ -47,14 +53,16 @@
 //
 // # Recovery
 //
-// Close writes the clean-shutdown marker last; Open removes it (durably) before
-// anything changes. With a marker that matches the files, Open reads no batch.
+// Open first finishes or rolls back a compaction swap a crash interrupted (see
+// Compaction). Close writes the clean-shutdown marker last; Open removes it
+// (durably) before anything changes. With a marker that matches the files, Open reads no batch.
 // Without one, segments wholly below the recovery checkpoint are trusted and every
 // later segment is read batch by batch: each must have a valid length and CRC and
 // continue the offsets of the one before. The log is cut at the first batch that
 // does not (a torn write or corruption), later segments are deleted, indexes are
-// rebuilt and the leader-epoch cache is rebuilt from the batches' epochs. The
-// recovery point moves on every roll and on Close.
+// rebuilt and the leader-epoch cache is rebuilt from the batches' epochs. A forward
+// gap between batches is not a cut: compaction leaves them. The recovery point
+// moves on every roll and on Close.
 //
 // # Directory layout
 //
@@ -66,7 +74,10 @@
 //	00000000000000000000.timeindex  time index
 //	leader-epoch.checkpoint         epoch -> start offset
 //	recovery-point.checkpoint       recovery point, log start offset
+//	cleaner-offset.checkpoint       compaction progress and tombstone clocks
 //	clean-shutdown                  present only between Close and the next Open
+//	cleaner-swap                    present only during a compaction swap
+//	*.log.cleaned                   a cleaned segment waiting for its swap
 //	*.deleted, *.tmp                leftovers of a deletion or side-file write; Open removes them
 //
 // # .log
@@ -74,8 +85,10 @@
 // Concatenated Kafka v2 record batches (see package batch for the 61-byte header),
 // byte for byte as produced, except the base offset and partition leader epoch
 // stamped by the leader and, for LogAppendTime logs, the timestamp type bit, max
-// timestamp and CRC. The first batch's base offset is the segment's base offset and
-// offsets are contiguous.
+// timestamp and CRC. Offsets strictly increase. Until compaction runs they are
+// contiguous and the first batch's base offset is the segment's base offset;
+// compaction leaves gaps (removed batches) and batches with fewer records than
+// offsets (batch.ValidateStored), and may leave a sealed segment empty.
 //
 // # .index (all integers big-endian)
 //
@@ -116,7 +129,59 @@
 //	leader-epoch.checkpoint    count u32, then count x (epoch i32 | start offset i64)
 //	recovery-point.checkpoint  recovery point i64 | log start offset i64
 //	clean-shutdown             log end offset i64 | active base offset i64 | active .log size i64
+//	cleaner-offset.checkpoint  first dirty offset i64 | count u32, then
+//	                           count x (up to i64 | cleaned at ms i64 | tombstones u8)
+//	cleaner-swap               count u32, then count x (base i64 | end i64),
+//	                           then a cleaner-offset.checkpoint payload
 //
 // The epoch checkpoint is written before the recovery checkpoint, so entries below
 // the recovery point are always on disk; entries above it are rebuilt by recovery.
+// In the cleaner checkpoint, range i covers the offsets from range i-1's end (the
+// log's start for i = 0) up to its own: they first became clean at "cleaned at",
+// and the last pass kept a tombstone among them if "tombstones" is 1. The ranges
+// end at the first dirty offset. A missing or damaged cleaner checkpoint makes
+// everything dirty again, which only delays tombstone removal.
+//
+// # Compaction
+//
+// Compact is Kafka's log cleaner. The clean section is every offset below the
+// first dirty offset; the dirty section runs from there to the end of the last
+// sealed segment wholly below the high-water mark (and, with MinCompactionLag,
+// old enough). A pass runs when the dirty bytes are at least MinCleanableDirtyRatio
+// of the cleanable bytes, or when a clean range holding tombstones has expired:
+//
+//  1. Scan the headers of the whole log for each idempotent producer's last batch.
+//  2. Read the dirty section into an offset map, key -> offset of its latest
+//     record, stopping at a segment boundary once the map is OffsetMapBytes big.
+//  3. Rewrite every segment from the log start to the end of the mapped section,
+//     in groups of consecutive segments of at most SegmentBytes, into one
+//     <base>.log.cleaned per group, fsynced. A record stays unless it has no key,
+//     a later record of its key is in the map, or it is a tombstone that has been
+//     clean for longer than DeleteRetention. Batches keep their offset ranges
+//     (Kafka's rule); see cleaner.filter for how a thinned batch is rewritten and
+//     when an emptied one stays. A group of one segment that would not change is
+//     left alone.
+//  4. Swap the cleaned segments in and checkpoint the new first dirty offset.
+//
+// The swap, and what Open does after a crash at each step:
+//
+//	step                                         on disk after it          Open after a crash at it
+//	-------------------------------------------  ------------------------  ---------------------------
+//	3. <base>.log.cleaned written, fsynced       old segments + .cleaned   removes .cleaned: old log
+//	4a. cleaner-swap written (tmp, fsync,        + manifest                4b-4d: new log
+//	    rename, dir fsync): the commit point
+//	4b. old .log -> .log.deleted, old indexes    + .deleted                4c-4d
+//	    removed; .cleaned -> .log; dir fsync
+//	4c. new segments published to readers,       new segments + indexes    removes the group's indexes
+//	    their indexes written and fsynced                                  (rebuilt on use), 4d
+//	4d. cleaner checkpoint written from the      new segments              -
+//	    manifest, manifest removed (dir fsync)
+//
+// Open finishes a swap it finds a manifest for: a group whose .cleaned file is
+// still there replaces every segment whose base lies in the group's [base, end);
+// a group without one was installed, and only leftover old segments above its
+// base go. A failure from 4a on makes the log fail-stop (the manifest may be on
+// disk), and reopening finishes the swap; a failure before it leaves the log as it
+// was. Groups whose segments retention or DeleteRecords removed during the pass
+// are dropped at the swap; a truncation during the pass abandons it.
 package storage
