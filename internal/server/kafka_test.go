@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/keyhash"
 )
@@ -240,4 +241,106 @@ func TestRetentionBySize(t *testing.T) {
 	if o, _ := offs.Lookup("r", 0); o.Offset != 40 {
 		t.Fatalf("end offset %d, want 40: retention must not touch the end", o.Offset)
 	}
+}
+
+// TestCompactedTopic: on a topic with cleanup.policy=compact a reader ends up
+// seeing only the latest value per key, in offset order, and tombstones go once
+// delete.retention.ms has passed.
+func TestCompactedTopic(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.LogCleanupInterval = 50 * time.Millisecond
+	n := startNode(t, cfg)
+	cl, adm := n.client(t, kgo.DefaultProduceTopic("changelog"), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	configs := map[string]*string{}
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048", "delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"} {
+		configs[k] = kmsg.StringPtr(v)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, configs, "changelog"); err != nil {
+		t.Fatal(err)
+	}
+	latest := map[string]string{}
+	for i := 0; i < 200; i++ {
+		k := fmt.Sprint("key-", i%10)
+		v := fmt.Sprint("value-", i)
+		if i >= 190 && i%10 == 3 {
+			v = "" // key-3's last write is a tombstone
+		}
+		r := &kgo.Record{Key: []byte(k), Value: []byte(v)}
+		if v == "" {
+			r.Value = nil
+			delete(latest, k)
+		} else {
+			latest[k] = v
+		}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Seal the segment holding the records above (only sealed segments are
+	// cleaned): three incompressible records of one more key, too big for two of
+	// them to share a segment, roll it at least twice.
+	for i := 0; i < 3; i++ {
+		big := make([]byte, 1500)
+		rand.Read(big)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("filler"), Value: big}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		latest["filler"] = string(big)
+	}
+	eventually(t, "compaction to leave the latest value per key", func() bool {
+		got := readTopic(t, n.KafkaAddr(), "changelog")
+		seen := map[string]string{}
+		var last int64 = -1
+		for _, r := range got {
+			if r.Offset <= last {
+				t.Fatalf("offsets out of order: %d after %d", r.Offset, last)
+			}
+			last = r.Offset
+			if _, dup := seen[string(r.Key)]; dup && string(r.Key) != "filler" {
+				// ("filler" may repeat: its latest record is in the active segment,
+				// which is never cleaned, so the one before it stays too.)
+				return false // not compacted yet
+			}
+			if r.Value == nil {
+				return false // tombstone still there
+			}
+			seen[string(r.Key)] = string(r.Value)
+		}
+		if len(seen) != len(latest) {
+			return false
+		}
+		for k, v := range latest {
+			if seen[k] != v {
+				t.Fatalf("key %s: read %q after compaction, want the latest %q", k, seen[k], v)
+			}
+		}
+		return true
+	})
+}
+
+// readTopic reads partition 0 of topic from the start to its high-water mark.
+func readTopic(t *testing.T, addr, topic string) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	end, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hwm, _ := end.Lookup(topic, 0)
+	var out []*kgo.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(out) == 0 || out[len(out)-1].Offset < hwm.Offset-1 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v", topic, ctx.Err())
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
 }
