@@ -1,0 +1,357 @@
+// Package netfault is a fault-injecting TCP network for tests: TCP proxies that
+// nodes and clients talk through, and one Net that cuts the links between named
+// endpoints so that traffic really stops.
+//
+// # Links and sources
+//
+// A proxy forwards to one destination endpoint (a node). A link is a (from, to)
+// pair of endpoint names; a connection belongs to the link from whoever opened
+// it to the proxy's destination. Where every connection to a proxy comes from
+// one endpoint (a Raft peer given this proxy's address for its peer), the
+// proxy's source is fixed (Net.Link). Where many endpoints share a proxy (a
+// broker's advertised Kafka address, used by clients and by other brokers'
+// follower fetchers), the source is read from the client id of the
+// connection's first Kafka request (Net.Kafka).
+//
+// # What a cut does
+//
+// Isolate(node) cuts every link to and from node. On a cut link nothing is
+// forwarded in either direction: bytes already read by the proxy are held, the
+// proxy stops reading, TCP windows fill and senders block, as when a switch
+// drops every packet. A connection opened across a cut is accepted (the dial
+// succeeds) but never reaches its destination until the cut heals. Heal restores
+// every link; connections stalled by the cut then either resume, delivering
+// what was held late (a short partition TCP survives), or are closed (a long one
+// whose connections timed out), as the caller chooses.
+//
+// # Concurrency
+//
+// Every method of Net and Proxy is safe for concurrent use. Each connection
+// runs two copying goroutines; Proxy.Close stops them all and waits for them.
+package netfault
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Upstream returns the address a proxy forwards to; it is asked on every new
+// connection, so a destination may start listening after its proxy.
+type Upstream func() (string, error)
+
+// Net holds which links are cut.
+type Net struct {
+	mu struct {
+		sync.Mutex
+		isolated map[string]bool
+		// changed is closed and replaced whenever the cut changes.
+		changed chan struct{}
+		// resets counts heals that closed stalled connections.
+		resets uint64
+	}
+}
+
+// New returns a Net with every link up.
+func New() *Net {
+	n := &Net{}
+	n.mu.isolated = map[string]bool{}
+	n.mu.changed = make(chan struct{})
+	return n
+}
+
+// Isolate cuts every link to and from node.
+func (n *Net) Isolate(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mu.isolated[node] = true
+	n.changedLocked()
+}
+
+// Heal restores every link. With reset, connections stalled by the cut are
+// closed; without, they resume.
+func (n *Net) Heal(reset bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.mu.isolated)
+	if reset {
+		n.mu.resets++
+	}
+	n.changedLocked()
+}
+
+// Isolated lists the isolated endpoints.
+func (n *Net) Isolated() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for node := range n.mu.isolated {
+		out = append(out, node)
+	}
+	return out
+}
+
+func (n *Net) changedLocked() {
+	close(n.mu.changed)
+	n.mu.changed = make(chan struct{})
+}
+
+// cutLocked reports whether the link from -> to is cut. An endpoint always
+// reaches itself.
+func (n *Net) cutLocked(from, to string) bool {
+	return from != to && (n.mu.isolated[from] || n.mu.isolated[to])
+}
+
+// pass waits until the link from -> to is up. It returns false if the
+// connection must be closed instead: it stalled across a heal with reset, or
+// done was closed.
+func (n *Net) pass(from, to string, done <-chan struct{}) bool {
+	n.mu.Lock()
+	if !n.cutLocked(from, to) {
+		n.mu.Unlock()
+		return true
+	}
+	resets := n.mu.resets
+	for {
+		changed := n.mu.changed
+		n.mu.Unlock()
+		select {
+		case <-done:
+			return false
+		case <-changed:
+		}
+		n.mu.Lock()
+		if n.mu.resets != resets {
+			n.mu.Unlock()
+			return false
+		}
+		if !n.cutLocked(from, to) {
+			n.mu.Unlock()
+			return true
+		}
+	}
+}
+
+// Proxy forwards connections accepted on its address to an Upstream.
+type Proxy struct {
+	net      *Net
+	ln       net.Listener
+	to       string
+	from     string                       // fixed source, when who is nil
+	who      func(clientID string) string // Kafka source from the first request's client id
+	upstream Upstream
+	done     chan struct{}
+	wg       sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		conns  map[net.Conn]struct{}
+		closed bool
+	}
+}
+
+// Link starts a proxy on listen (host:port; port 0 picks one) for the link
+// from -> to: every connection to it is taken to come from from.
+func (n *Net) Link(listen, from, to string, upstream Upstream) (*Proxy, error) {
+	return n.start(listen, to, upstream, func(p *Proxy) { p.from = from })
+}
+
+// Kafka starts a proxy on listen for Kafka connections to to. Each
+// connection's source is who(client id of its first request); a connection
+// whose first bytes are not a Kafka request header comes from "".
+func (n *Net) Kafka(listen, to string, who func(clientID string) string, upstream Upstream) (*Proxy, error) {
+	return n.start(listen, to, upstream, func(p *Proxy) { p.who = who })
+}
+
+func (n *Net) start(listen, to string, upstream Upstream, set func(*Proxy)) (*Proxy, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{net: n, ln: ln, to: to, upstream: upstream, done: make(chan struct{})}
+	p.mu.conns = map[net.Conn]struct{}{}
+	set(p)
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the address the proxy listens on.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Close stops accepting, closes every connection and waits for its goroutines.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.closed = true
+	for c := range p.mu.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	close(p.done)
+	err := p.ln.Close()
+	p.wg.Wait()
+	return err
+}
+
+// track registers c for Close; false if the proxy is closed already.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return false
+	}
+	p.mu.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.mu.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select { // a transient accept error (out of files): back off
+			case <-p.done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		if !p.track(c) {
+			c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+// sniffTimeout bounds the wait for a Kafka connection's first request.
+const sniffTimeout = 30 * time.Second
+
+// dialTimeout bounds a dial to the destination.
+const dialTimeout = 5 * time.Second
+
+func (p *Proxy) serve(c net.Conn) {
+	defer p.wg.Done()
+	defer p.untrack(c)
+	from, first := p.from, []byte(nil)
+	if p.who != nil {
+		c.SetReadDeadline(time.Now().Add(sniffTimeout))
+		var clientID string
+		var err error
+		first, clientID, err = readFirstRequest(c)
+		if err != nil {
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		from = p.who(clientID)
+	}
+	if !p.net.pass(from, p.to, p.done) {
+		return
+	}
+	addr, err := p.upstream()
+	if err != nil {
+		return
+	}
+	up, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return
+	}
+	if !p.track(up) {
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		p.pipe(up, c, from, first)
+		up.Close()
+		c.Close()
+	}()
+	go func() {
+		defer wg.Done()
+		p.pipe(c, up, from, nil)
+		up.Close()
+		c.Close()
+	}()
+	wg.Wait()
+}
+
+// pipe copies src to dst, first sending pre, holding bytes while the link is cut.
+func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte) {
+	if len(pre) > 0 {
+		if !p.net.pass(from, p.to, p.done) {
+			return
+		}
+		if _, err := dst.Write(pre); err != nil {
+			return
+		}
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.net.pass(from, p.to, p.done) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// maxFirstRequest bounds the first Kafka request a proxy reads whole to find
+// its client id (ApiVersions or Metadata: tiny).
+const maxFirstRequest = 1 << 20
+
+// readFirstRequest reads one size-prefixed Kafka request from r and returns
+// its bytes, size included, and the client id of its header (request header
+// v1/v2: api key, api version, correlation id, nullable client id). A request
+// too short to hold a header has client id "".
+func readFirstRequest(r io.Reader) ([]byte, string, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, "", err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n > maxFirstRequest {
+		return nil, "", errors.New("netfault: first request too large")
+	}
+	frame := make([]byte, 4+n)
+	copy(frame, size[:])
+	if _, err := io.ReadFull(r, frame[4:]); err != nil {
+		return nil, "", err
+	}
+	const idAt = 4 + 2 + 2 + 4 // size, key, version, correlation id
+	if len(frame) < idAt+2 {
+		return frame, "", nil
+	}
+	l := int16(binary.BigEndian.Uint16(frame[idAt:]))
+	if l < 0 || len(frame) < idAt+2+int(l) {
+		return frame, "", nil
+	}
+	return frame, string(frame[idAt+2 : idAt+2+int(l)]), nil
+}

@@ -1,0 +1,312 @@
+package netfault
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// echo is an upstream that echoes every byte and counts connections and bytes.
+type echo struct {
+	ln       net.Listener
+	accepted atomic.Int64
+	received atomic.Int64
+}
+
+func startEcho(t *testing.T) *echo {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &echo{ln: ln}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			e.accepted.Add(1)
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 1024)
+				for {
+					n, err := c.Read(buf)
+					e.received.Add(int64(n))
+					if n > 0 {
+						c.Write(buf[:n])
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return e
+}
+
+func (e *echo) upstream() (string, error) { return e.ln.Addr().String(), nil }
+
+func dial(t *testing.T, p *Proxy) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// roundTrip writes msg and reads the echo within timeout.
+func roundTrip(c net.Conn, msg string, timeout time.Duration) error {
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return err
+	}
+	return expect(c, msg, timeout)
+}
+
+func expect(c net.Conn, msg string, timeout time.Duration) error {
+	c.SetReadDeadline(time.Now().Add(timeout))
+	defer c.SetReadDeadline(time.Time{})
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		return err
+	}
+	if string(got) != msg {
+		return errors.New("echo " + string(got) + ", want " + msg)
+	}
+	return nil
+}
+
+// silent requires that nothing arrives on c for a while: a cut link must hold
+// every byte. (Absence can only be shown over a window; this is a read
+// deadline, not a sleep.)
+func silent(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	defer c.SetReadDeadline(time.Time{})
+	n, err := c.Read(make([]byte, 16))
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("across a cut link: read %d bytes, %v; want a timeout", n, err)
+	}
+}
+
+func startLink(t *testing.T, n *Net, from, to string, e *echo) *Proxy {
+	t.Helper()
+	p, err := n.Link("127.0.0.1:0", from, to, e.upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func TestForwardsBothWays(t *testing.T) {
+	e := startEcho(t)
+	p := startLink(t, New(), "a", "b", e)
+	c := dial(t, p)
+	for _, msg := range []string{"hello", "again"} {
+		if err := roundTrip(c, msg, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestIsolateHoldsTrafficAndHealResumesIt(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	p := startLink(t, n, "a", "b", e)
+	c := dial(t, p)
+	if err := roundTrip(c, "before", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, isolated := range []string{"a", "b"} { // either end cuts the link
+		n.Isolate(isolated)
+		before := e.received.Load()
+		if _, err := c.Write([]byte("during")); err != nil {
+			t.Fatal(err)
+		}
+		silent(t, c)
+		if got := e.received.Load(); got != before {
+			t.Fatalf("isolating %s: the destination received %d bytes across the cut", isolated, got-before)
+		}
+		n.Heal(false)
+		if err := expect(c, "during", 5*time.Second); err != nil {
+			t.Fatalf("after healing %s: %v", isolated, err)
+		}
+	}
+}
+
+func TestHealWithResetClosesStalledConnections(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	p := startLink(t, n, "a", "b", e)
+	stalled, idle := dial(t, p), dial(t, p)
+	for _, c := range []net.Conn{stalled, idle} {
+		if err := roundTrip(c, "x", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Isolate("b")
+	stalled.Write([]byte("lost"))
+	silent(t, stalled)
+	n.Heal(true)
+	stalled.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := stalled.Read(make([]byte, 16)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a connection stalled by the cut: read %d bytes, %v; want it closed", n, err)
+	}
+	// A connection that sent nothing during the cut never stalled: it lives on.
+	if err := roundTrip(idle, "y", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := roundTrip(dial(t, p), "new", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConnectionOpenedAcrossACutWaits(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	p := startLink(t, n, "a", "b", e)
+	n.Isolate("a")
+	c := dial(t, p)
+	c.Write([]byte("early"))
+	silent(t, c)
+	if got := e.accepted.Load(); got != 0 {
+		t.Fatalf("the destination accepted %d connections across the cut", got)
+	}
+	n.Heal(false)
+	if err := expect(c, "early", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIsolatingAnotherNodeLeavesTheLinkUp(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	p := startLink(t, n, "a", "b", e)
+	n.Isolate("c")
+	if err := roundTrip(dial(t, p), "through", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kafkaRequest frames a request header with the given client id (null if nil)
+// and a body.
+func kafkaRequest(clientID *string, body string) []byte {
+	var b []byte
+	b = binary.BigEndian.AppendUint16(b, 18) // ApiVersions
+	b = binary.BigEndian.AppendUint16(b, 3)
+	b = binary.BigEndian.AppendUint32(b, 1)
+	if clientID == nil {
+		b = binary.BigEndian.AppendUint16(b, 0xffff)
+	} else {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(*clientID)))
+		b = append(b, *clientID...)
+	}
+	b = append(b, body...)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+func TestReadFirstRequest(t *testing.T) {
+	id := "strata-replica-2"
+	empty := ""
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+		err  bool
+	}{
+		{"client id", kafkaRequest(&id, "body"), id, false},
+		{"empty client id", kafkaRequest(&empty, ""), "", false},
+		{"null client id", kafkaRequest(nil, "x"), "", false},
+		{"header cut short", []byte{0, 0, 0, 3, 0, 18, 0}, "", false},
+		{"client id longer than the frame", []byte{0, 0, 0, 10, 0, 18, 0, 3, 0, 0, 0, 1, 0, 50}, "", false},
+		{"frame too large", []byte{0x7f, 0, 0, 0}, "", true},
+		{"truncated", []byte{0, 0, 0, 9, 1}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frame, got, err := readFirstRequest(bytes.NewReader(tc.in))
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			if err != nil {
+				return
+			}
+			if got != tc.want || !bytes.Equal(frame, tc.in) {
+				t.Fatalf("got %q and %d bytes, want %q and %d bytes", got, len(frame), tc.want, len(tc.in))
+			}
+		})
+	}
+}
+
+// TestKafkaProxyTellsSourcesApart: a broker's Kafka proxy serves clients and
+// other brokers' fetchers; isolating one broker cuts its fetcher's connection
+// and leaves the client's.
+func TestKafkaProxyTellsSourcesApart(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	who := func(clientID string) string {
+		if clientID == "strata-replica-2" {
+			return "2"
+		}
+		return "client"
+	}
+	p, err := n.Kafka("127.0.0.1:0", "1", who, e.upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	replicaID, appID := "strata-replica-2", "app"
+	replica, app := dial(t, p), dial(t, p)
+	for c, id := range map[net.Conn]*string{replica: &replicaID, app: &appID} {
+		req := kafkaRequest(id, "")
+		if err := roundTrip(c, string(req), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Isolate("2")
+	replica.Write([]byte("fetch"))
+	silent(t, replica)
+	if err := roundTrip(app, "produce", 5*time.Second); err != nil {
+		t.Fatalf("a client of an unisolated broker: %v", err)
+	}
+	n.Heal(false)
+	if err := expect(replica, "fetch", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseEndsStalledConnections(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	p, err := n.Link("127.0.0.1:0", "a", "b", e.upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, p)
+	n.Isolate("a")
+	c.Write([]byte("held"))
+	silent(t, c)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 4)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after Close: %v; want the connection closed", err)
+	}
+}
