@@ -1,8 +1,8 @@
 // Command kcat drives the kcat tool (librdkafka inside) as an interop client and prints
 // the same JSON summary as the other interop clients (see interop/report):
 //
-//	go run ./interop/kcat [-mode both|produce|consume] [-count N] [-keys K]
-//	    [-timeout-ms 60000] [-name kcat] BOOTSTRAP TOPIC
+//	go run ./interop/kcat [-mode both|produce|consume|group] [-count N] [-keys K]
+//	    [-timeout-ms 60000] [-name kcat] [-group G] BOOTSTRAP TOPIC
 //
 // Producing: kcat reports each delivery as "Message delivered to partition P (offset O)"
 // on stderr (at -vv) but does not say which message it was. So the driver starts one
@@ -15,6 +15,15 @@
 // Consuming: one `kcat -C -o beginning -e -J` reads every partition from the earliest
 // offset to the end, with kcat's simple (group-less) consumer.
 //
+// Group mode: `kcat -G GROUP TOPIC` reads as a member of a consumer group with
+// librdkafka's own committing (auto commit of what was handed to kcat, and a final
+// commit on close). kcat never ends by itself there, so the driver watches it: kcat's
+// stderr names each assignment and each partition end it reaches, and an admin client
+// (franz-go) reads the topic's end offsets and the group's committed offsets. Once the
+// topic holds at least -count records, kcat reached the end of every partition it owns,
+// and the group committed the end of every partition, the driver stops kcat with SIGTERM
+// (it then closes its consumer: final commit, LeaveGroup). See group.go.
+//
 // Exits 1 with a message on stderr on any error, 2 on bad usage.
 package main
 
@@ -26,6 +35,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -43,6 +53,7 @@ const parallel = 4
 type options struct {
 	bootstrap, topic, name string
 	produce, consume       bool
+	group                  string // group mode when set
 	count, keys            int
 }
 
@@ -52,8 +63,9 @@ func main() {
 
 func run() int {
 	var o options
-	mode := flag.String("mode", "both", "both, produce or consume")
-	flag.IntVar(&o.count, "count", 200, "records to produce")
+	mode := flag.String("mode", "both", "both, produce, consume or group")
+	flag.IntVar(&o.count, "count", 200, "records to produce; in group mode, records the topic must hold before the member may stop")
+	flag.StringVar(&o.group, "group", "", "consumer group (group mode)")
 	flag.IntVar(&o.keys, "keys", 20, "distinct keys to spread them over")
 	timeoutMS := flag.Int("timeout-ms", 60000, "give up after this many milliseconds")
 	flag.StringVar(&o.name, "name", "kcat", "label put into values and headers")
@@ -69,6 +81,11 @@ func run() int {
 		o.produce = true
 	case "consume":
 		o.consume = true
+	case "group":
+		if o.group == "" {
+			fmt.Fprintln(os.Stderr, "kcat driver: -mode group needs -group")
+			return 2
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "kcat driver: unknown -mode %q\n", *mode)
 		return 2
@@ -101,6 +118,16 @@ func drive(ctx context.Context, o options) (*report.Summary, error) {
 		return nil, err
 	}
 	s := &report.Summary{Client: "kcat", Library: version, Topic: o.topic, Produced: []report.Produced{}}
+	if !o.produce && !o.consume {
+		start := time.Now()
+		g, err := consumeGroup(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		s.Consumed, s.Group, s.Assignments = g.consumed, o.group, g.assignments
+		s.ConsumeMS = time.Since(start).Milliseconds()
+		return s, nil
+	}
 	if o.produce {
 		start := time.Now()
 		if s.Produced, err = produce(ctx, o); err != nil {
@@ -261,8 +288,28 @@ func consume(ctx context.Context, o options, produced []report.Produced) ([]repo
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("kcat consumer: %w: %s", err, tail(stderr.String()))
 	}
+	consumed, err := parseRecords(&stdout)
+	if err != nil {
+		return nil, err
+	}
+
+	// -e stops at the end of every partition, which is past everything acknowledged.
+	seen := make(map[[2]int64]bool, len(consumed))
+	for _, c := range consumed {
+		seen[[2]int64{int64(c.Partition), c.Offset}] = true
+	}
+	for _, p := range produced {
+		if !seen[[2]int64{int64(p.Partition), p.Offset}] {
+			return nil, fmt.Errorf("kcat consumer stopped before acknowledged record %d/%d", p.Partition, p.Offset)
+		}
+	}
+	return consumed, nil
+}
+
+// parseRecords decodes the lines of `kcat -J` output.
+func parseRecords(out io.Reader) ([]report.Consumed, error) {
 	consumed := []report.Consumed{}
-	sc := bufio.NewScanner(&stdout)
+	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
 	for sc.Scan() {
 		var r kcatRecord
@@ -283,17 +330,6 @@ func consume(ctx context.Context, o options, produced []report.Produced) ([]repo
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("kcat consumer: %w", err)
-	}
-
-	// -e stops at the end of every partition, which is past everything acknowledged.
-	seen := make(map[[2]int64]bool, len(consumed))
-	for _, c := range consumed {
-		seen[[2]int64{int64(c.Partition), c.Offset}] = true
-	}
-	for _, p := range produced {
-		if !seen[[2]int64{int64(p.Partition), p.Offset}] {
-			return nil, fmt.Errorf("kcat consumer stopped before acknowledged record %d/%d", p.Partition, p.Offset)
-		}
 	}
 	return consumed, nil
 }

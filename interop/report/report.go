@@ -11,15 +11,27 @@
 //	produce_ms  int (optional)       wall time of the produce phase
 //	consume_ms  int (optional)       wall time of the consume phase
 //	produced    [record + position]  every acknowledged send, in send order
+//	failed      [record + error]     sends that failed (optional; stream mode)
 //	consumed    [position + record]  every record read, in the order it was read
+//	group       string (optional)    the consumer group the reads were made in
+//	assignments [[partition]]        the member's successive assignments (optional)
 //
 // A record is {"key", "value", "headers": [{"key", "value"}]}; key, value and header
 // values are base64 strings, or null for a null (absent) one, so an empty value and a
 // null value stay distinct. A position is {"partition", "offset"}: as acknowledged by
-// the broker for produced, as fetched for consumed.
+// the broker for produced, as fetched for consumed. A failed send carries "error", the
+// client's message, instead of a position.
 //
-// The checks are Jepsen-style anomaly classes over one topic written by one producer:
-// see Check. Everything here is pure and safe for concurrent use.
+// The checks are Jepsen-style anomaly classes over one topic written by one producer,
+// for three kinds of readers:
+//
+//	Check             one reader without a group: every record read exactly once
+//	CheckGroup        members of one group that never lose a partition uncommitted:
+//	                  every record read exactly once by exactly one member
+//	CheckAtLeastOnce  readers that may read again after a rebalance or failover:
+//	                  every record read at least once, never at two offsets
+//
+// Everything here is pure and safe for concurrent use.
 package report
 
 import (
@@ -57,15 +69,26 @@ type Consumed struct {
 	Headers   []Header `json:"headers"`
 }
 
+// Failed is one send the client gave up on, with the client's error message.
+type Failed struct {
+	Key     []byte   `json:"key"`
+	Value   []byte   `json:"value"`
+	Headers []Header `json:"headers"`
+	Error   string   `json:"error"`
+}
+
 // Summary is what one client run printed.
 type Summary struct {
-	Client    string     `json:"client"`
-	Library   string     `json:"library"`
-	Topic     string     `json:"topic"`
-	ProduceMS int64      `json:"produce_ms,omitempty"`
-	ConsumeMS int64      `json:"consume_ms,omitempty"`
-	Produced  []Produced `json:"produced"`
-	Consumed  []Consumed `json:"consumed,omitempty"`
+	Client      string     `json:"client"`
+	Library     string     `json:"library"`
+	Topic       string     `json:"topic"`
+	ProduceMS   int64      `json:"produce_ms,omitempty"`
+	ConsumeMS   int64      `json:"consume_ms,omitempty"`
+	Produced    []Produced `json:"produced"`
+	Failed      []Failed   `json:"failed,omitempty"`
+	Consumed    []Consumed `json:"consumed,omitempty"`
+	Group       string     `json:"group,omitempty"`
+	Assignments [][]int32  `json:"assignments,omitempty"`
 }
 
 // Decode reads exactly one summary object from r; anything after it but white space
@@ -104,16 +127,28 @@ const maxAnomalies = 20
 //   - key-order: one key's records were read in another order than they were sent,
 //     telling records apart by value (the interop clients send unique values).
 func Check(n int32, produced []Produced, consumed []Consumed) []error {
-	var errs []error
-	add := func(class, format string, args ...any) {
-		if len(errs) < maxAnomalies {
-			errs = append(errs, fmt.Errorf("%s: %s", class, fmt.Sprintf(format, args...)))
-		}
+	var a anomalies
+	a.check(n, produced, consumed)
+	return a.errs
+}
+
+// anomalies collects what the checks find, up to maxAnomalies.
+type anomalies struct{ errs []error }
+
+func (a *anomalies) add(class, format string, args ...any) {
+	if len(a.errs) < maxAnomalies {
+		a.errs = append(a.errs, fmt.Errorf("%s: %s", class, fmt.Sprintf(format, args...)))
 	}
-	type pos struct {
-		p int32
-		o int64
-	}
+}
+
+// pos is a record's place in the topic.
+type pos struct {
+	p int32
+	o int64
+}
+
+func (a *anomalies) check(n int32, produced []Produced, consumed []Consumed) {
+	add := a.add
 
 	sent := make(map[pos]int, len(produced))         // position -> index in produced
 	sentValue := make(map[string]int, len(produced)) // value -> index in produced
@@ -188,22 +223,27 @@ func Check(n int32, produced []Produced, consumed []Consumed) []error {
 			add("key-order", "key %q read in send order %v", k, order)
 		}
 	}
-	return errs
 }
 
 // recordDiff describes how a record read differs from the one sent, or returns "".
 func recordDiff(p Produced, c Consumed) string {
+	return diffAgainst("sent", p.Key, p.Value, p.Headers, c)
+}
+
+// diffAgainst describes how c differs from the record (key, value, headers), which
+// the description calls was, or returns "".
+func diffAgainst(was string, key, value []byte, headers []Header, c Consumed) string {
 	var d []string
-	if !sameBytes(p.Key, c.Key) {
-		d = append(d, fmt.Sprintf("key %s, sent %s", show(c.Key), show(p.Key)))
+	if !sameBytes(key, c.Key) {
+		d = append(d, fmt.Sprintf("key %s, %s %s", show(c.Key), was, show(key)))
 	}
-	if !sameBytes(p.Value, c.Value) {
-		d = append(d, fmt.Sprintf("value %s, sent %s", show(c.Value), show(p.Value)))
+	if !sameBytes(value, c.Value) {
+		d = append(d, fmt.Sprintf("value %s, %s %s", show(c.Value), was, show(value)))
 	}
-	if !slices.EqualFunc(p.Headers, c.Headers, func(a, b Header) bool {
+	if !slices.EqualFunc(headers, c.Headers, func(a, b Header) bool {
 		return a.Key == b.Key && sameBytes(a.Value, b.Value)
 	}) {
-		d = append(d, fmt.Sprintf("headers %s, sent %s", showHeaders(c.Headers), showHeaders(p.Headers)))
+		d = append(d, fmt.Sprintf("headers %s, %s %s", showHeaders(c.Headers), was, showHeaders(headers)))
 	}
 	return strings.Join(d, "; ")
 }

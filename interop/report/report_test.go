@@ -187,3 +187,19 @@ func TestDecode(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeGroupAndStreamFields(t *testing.T) {
+	in := `{"client":"java","library":"x","topic":"t","produced":[],"consumed":[],` +
+		`"failed":[{"key":"aw==","value":"dg==","headers":[],"error":"timed out"}],` +
+		`"group":"g","assignments":[[0,2],[],[0,1,2]]}`
+	s, err := Decode(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Group != "g" || len(s.Assignments) != 3 || len(s.Assignments[1]) != 0 || s.Assignments[2][2] != 2 {
+		t.Fatalf("group fields decoded as %q %v", s.Group, s.Assignments)
+	}
+	if len(s.Failed) != 1 || string(s.Failed[0].Value) != "v" || s.Failed[0].Error != "timed out" {
+		t.Fatalf("failed sends decoded as %+v", s.Failed)
+	}
+}
