@@ -14,3 +14,9 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# Strata vs Apache Kafka 4.x on this machine (minutes; needs java and mvn). Not part
+# of test: see bench/run.sh and docs/benchmarks.md.
+.PHONY: bench-kafka
+bench-kafka:
+	bash bench/run.sh

@@ -1,0 +1,368 @@
+// Command compare runs the same workloads against a Strata node and an Apache Kafka
+// broker on this machine and prints Strata/Kafka ratios as Markdown: `make
+// bench-kafka` runs it after bench/run.sh has resolved Kafka's jars from Maven
+// Central. It is a measuring tool, not a test: CI never runs it.
+//
+// One run, for each of two pairings:
+//
+//  1. Start a fresh single-node KRaft Kafka (own temp log dir, probed free loopback
+//     ports, the JVM options of Kafka's start scripts) and a fresh Strata node, the
+//     order alternating between pairings; time each from process start to its
+//     first ApiVersions + Metadata answer.
+//  2. Warm each up with an untimed produce run (-warmup: the JVM compiles its hot
+//     paths, both open their segments). For every workload, run Strata, then Kafka, then Strata, ... for -rounds
+//     rounds, so that drift in a shared machine hits both; before each run, sync
+//     the page cache so no run pays for the previous one's writeback. Produce and
+//     e2e runs use a new topic each; consume re-reads one topic filled once
+//     (untimed).
+//  3. In the first pairing, run Kafka's ProducerPerformance against both.
+//  4. Read each broker's VmRSS and VmHWM from /proc, stop both, delete their data.
+//
+// Pairings: "defaults" (Strata fsyncs before acknowledging; Kafka leaves data in
+// the page cache) and "equal durability" (Kafka with log.flush.interval.messages=1,
+// i.e. flush.messages=1 on every topic: an fsync per append, before the ack).
+//
+// The load generator is internal/bench on franz-go for both brokers, so client
+// differences cancel out.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/bench"
+)
+
+type options struct {
+	strata, jars, java string
+	rounds             int
+	duration, warmup   time.Duration
+	consumeRecords     int64
+	e2eRate            int
+	perfRecords        int
+	workdir            string
+	mdOut, jsonOut     string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.strata, "strata", "bin/strata", "the strata binary")
+	flag.StringVar(&o.jars, "kafka-jars", "", "directory of Kafka's runtime jars (bench/run.sh fills it)")
+	flag.StringVar(&o.java, "java", "java", "the java command")
+	flag.IntVar(&o.rounds, "rounds", 3, "alternations per workload")
+	flag.DurationVar(&o.duration, "duration", 4*time.Second, "length of each produce and e2e run")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "untimed produce run against each broker after start-up (JIT, connections)")
+	flag.Int64Var(&o.consumeRecords, "consume-records", 250_000, "1 KiB records in the consume topic")
+	flag.IntVar(&o.e2eRate, "e2e-rate", 1000, "records/s of the e2e workload")
+	flag.IntVar(&o.perfRecords, "perf-records", 300_000, "records ProducerPerformance sends (0: skip it)")
+	flag.StringVar(&o.workdir, "workdir", "", "where the brokers keep their data (default: a temp dir)")
+	flag.StringVar(&o.mdOut, "out", "", "also write the Markdown report here")
+	flag.StringVar(&o.jsonOut, "json", "", "also write every sample as JSON here")
+	flag.Parse()
+	if o.jars == "" {
+		fmt.Fprintln(os.Stderr, "compare: -kafka-jars is required (run bench/run.sh)")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+// workloads are the comparison's rows, in order.
+func workloads(o options) []workload {
+	return []workload{
+		{name: "produce 100 B, acks=1", slug: "p100-a1", mode: "produce", size: 100, acks: bench.AcksLeader, target: 1.5},
+		{name: "produce 100 B, acks=all", slug: "p100-aall", mode: "produce", size: 100, acks: bench.AcksAll, target: 1.5},
+		{name: "produce 1 KiB, acks=1", slug: "p1k-a1", mode: "produce", size: 1024, acks: bench.AcksLeader, target: 1.5},
+		{name: "produce 1 KiB, acks=all", slug: "p1k-aall", mode: "produce", size: 1024, acks: bench.AcksAll, target: 1.5},
+		{name: "consume 1 KiB", slug: "c1k", mode: "consume", size: 1024, acks: bench.AcksAll, target: 1.5},
+		{name: fmt.Sprintf("e2e 1 KiB at %d/s, acks=all", o.e2eRate), slug: "e2e", mode: "e2e", size: 1024,
+			acks: bench.AcksAll, rate: o.e2eRate, lowerIsBetter: true, target: 0.5},
+	}
+}
+
+type report struct {
+	Date        string     `json:"date"`
+	Machine     machine    `json:"machine"`
+	Command     string     `json:"command"`
+	LoadBefore  string     `json:"load_before"`
+	LoadAfter   string     `json:"load_after"`
+	WallSeconds float64    `json:"wall_seconds"`
+	Pairings    []*pairing `json:"pairings"`
+}
+
+func run(ctx context.Context, o options) error {
+	began := time.Now()
+	rep := &report{
+		Date:       began.UTC().Format("2006-01-02 15:04 UTC"),
+		Machine:    describeMachine(o.workdir),
+		Command:    strings.Join(os.Args, " "),
+		LoadBefore: loadavg(),
+	}
+	logf("machine: %+v", rep.Machine)
+	logf("load before: %s", rep.LoadBefore)
+	for i, pc := range []struct {
+		name, kafka string
+		flushEach   bool
+	}{
+		{"defaults", "defaults: no flush.messages, data left in the page cache", false},
+		{"equal durability", "log.flush.interval.messages=1: fsync before every ack", true},
+	} {
+		p := &pairing{Name: pc.name, Kafka: pc.kafka, Workloads: workloads(o),
+			StartupMS: map[string]float64{}, RSSKiB: map[string]int64{}, PeakRSSKiB: map[string]int64{}}
+		rep.Pairings = append(rep.Pairings, p)
+		if err := runPairing(ctx, o, p, pc.flushEach, i%2 == 1, i == 0); err != nil {
+			return fmt.Errorf("%s: %w", pc.name, err)
+		}
+	}
+	rep.LoadAfter = loadavg()
+	rep.WallSeconds = time.Since(began).Seconds()
+	logf("load after: %s; %.0f s in all", rep.LoadAfter, rep.WallSeconds)
+
+	outs := []io.Writer{os.Stdout}
+	if o.mdOut != "" {
+		f, err := os.Create(o.mdOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		outs = append(outs, f)
+	}
+	rep.writeMarkdown(io.MultiWriter(outs...))
+	if o.jsonOut != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonOut, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPairing starts both brokers, runs every workload alternating between them,
+// measures memory, and stops them.
+func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFirst, perfTest bool) error {
+	dir, err := os.MkdirTemp(o.workdir, "strata-vs-kafka-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for _, sub := range []string{"kafka", "strata"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	brokers := map[string]*broker{}
+	defer func() {
+		for _, b := range brokers {
+			b.stop()
+		}
+	}()
+	order := []string{"kafka", "strata"}
+	if strataFirst {
+		order = []string{"strata", "kafka"}
+	}
+	for _, sys := range order {
+		var b *broker
+		if sys == "kafka" {
+			b, err = startKafka(ctx, o.java, o.jars, filepath.Join(dir, "kafka"), flushEach)
+		} else {
+			b, err = startStrata(ctx, o.strata, filepath.Join(dir, "strata"))
+		}
+		if err != nil {
+			return err
+		}
+		brokers[sys] = b
+		p.StartupMS[sys] = ms(b.startup)
+		logf("[%s] %s up at %s in %s", p.Name, sys, b.addr, b.startup.Round(time.Millisecond))
+	}
+
+	if o.warmup > 0 {
+		warm := workload{name: "warm-up", slug: "warmup", mode: "produce", size: 1024, acks: bench.AcksLeader}
+		for _, sys := range order {
+			wo := o
+			wo.duration = o.warmup
+			res, err := runWorkload(ctx, wo, warm, 0, brokers[sys].addr)
+			logf("[%s] %s warm-up: %s records/s%s", p.Name, sys, figure(res.RecordsPerSec), errSuffix(err))
+		}
+	}
+
+	for _, wl := range p.Workloads {
+		for round := 1; round <= o.rounds; round++ {
+			for _, sys := range []string{"strata", "kafka"} {
+				b := brokers[sys]
+				if err := b.alive(); err != nil {
+					return err
+				}
+				syscall.Sync()
+				res, err := runWorkload(ctx, o, wl, round, b.addr)
+				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
+				if err != nil {
+					s.Err = err.Error()
+				}
+				p.add(s)
+				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s)%s", p.Name, wl.name, round, sys,
+					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, errSuffix(err))
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+		}
+	}
+
+	if perfTest && o.perfRecords > 0 {
+		p.PerfTest = map[string]perfTestRun{}
+		for _, sys := range []string{"strata", "kafka"} {
+			syscall.Sync()
+			run := producerPerformance(ctx, o, brokers[sys].addr)
+			p.PerfTest[sys] = run
+			logf("[%s] ProducerPerformance against %s:\n%s%s", p.Name, sys, run.Output, errSuffix(nilIfEmpty(run.Err)))
+		}
+	}
+
+	for sys, b := range brokers {
+		if err := b.alive(); err != nil {
+			return err
+		}
+		rss, peak, err := b.memory()
+		if err != nil {
+			return fmt.Errorf("%s memory: %w", sys, err)
+		}
+		p.RSSKiB[sys], p.PeakRSSKiB[sys] = rss, peak
+		logf("[%s] %s RSS %d MiB, peak %d MiB", p.Name, sys, rss/1024, peak/1024)
+	}
+	return nil
+}
+
+// runWorkload runs one workload once against the broker at addr.
+func runWorkload(ctx context.Context, o options, wl workload, round int, addr string) (bench.Result, error) {
+	c := bench.Config{
+		Brokers: []string{addr}, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
+		Partitions: 1, ReplicationFactor: 1,
+		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
+		Acks: wl.acks, Compression: "none", Producers: 1, Consumers: 1,
+		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka")},
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
+	defer cancel()
+	switch wl.mode {
+	case "produce":
+		return bench.Produce(ctx, c)
+	case "e2e":
+		return bench.E2E(ctx, c)
+	}
+	// Every round re-reads one topic, filled by the first round (untimed).
+	c.Topic, c.Count, c.Duration = wl.slug, o.consumeRecords, 0
+	return bench.Consume(ctx, c)
+}
+
+// producerPerformance runs Kafka's own producer benchmark against addr.
+func producerPerformance(ctx context.Context, o options, addr string) perfTestRun {
+	args := []string{"--topic", "producer-performance", "--num-records", fmt.Sprint(o.perfRecords),
+		"--record-size", "100", "--throughput", "-1",
+		"--producer-props", "bootstrap.servers=" + addr, "acks=all"}
+	run := perfTestRun{Args: "ProducerPerformance " + strings.Join(args, " ")}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.java, append([]string{"-Xmx512M",
+		"-cp", filepath.Join(o.jars, "*"), "org.apache.kafka.tools.ProducerPerformance"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	run.Output = string(out)
+	if err != nil {
+		run.Err = err.Error()
+	}
+	return run
+}
+
+func (r *report) writeMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "Run %s on %d CPUs (%s), %s; load average before %s, after %s; %.0f s in all.\n\n",
+		r.Date, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.Disk, r.LoadBefore, r.LoadAfter, r.WallSeconds)
+	fmt.Fprintf(w, "```\n%s\n```\n\n", r.Command)
+	for _, p := range r.Pairings {
+		p.writeTable(w)
+		p.writePerfTests(w)
+	}
+}
+
+// machine is what the report says about where it ran.
+type machine struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	Disk     string `json:"disk"` // device and filesystem of the data directories
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+}
+
+func describeMachine(workdir string) machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(data)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if workdir == "" {
+		workdir = os.TempDir()
+	}
+	if out, err := exec.Command("df", "-T", workdir).Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if f := strings.Fields(lines[len(lines)-1]); len(f) >= 2 {
+			m.Disk = fmt.Sprintf("%s on %s (%s)", f[1], f[0], workdir)
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	return m
+}
+
+// loadavg is the 1, 5 and 15 minute load averages.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " FAILED: " + err.Error()
+}
+
+func nilIfEmpty(s string) error {
+	if s == "" {
+		return nil
+	}
+	return fmt.Errorf("%s", s)
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/strata-stream/strata/internal/bench"
+)
+
+// workload is one line of the comparison.
+type workload struct {
+	name string // as printed
+	slug string // in topic names
+	mode string // produce, consume or e2e
+	size int
+	acks string
+	rate int // records/s; 0 = unthrottled
+	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
+	lowerIsBetter bool
+	// target is the Strata/Kafka ratio the issue asks for: at least it for a
+	// throughput, at most it for a latency; 0 = none.
+	target float64
+}
+
+// metric is the figure a workload is compared on.
+func (w workload) metric(r bench.Result) float64 {
+	if w.mode == "e2e" {
+		return r.Latency.P99
+	}
+	return r.RecordsPerSec
+}
+
+func (w workload) unit() string {
+	if w.mode == "e2e" {
+		return "p99 ms"
+	}
+	return "records/s"
+}
+
+// sample is one measured run.
+type sample struct {
+	Pairing  string       `json:"pairing"`
+	Workload string       `json:"workload"`
+	System   string       `json:"system"`
+	Round    int          `json:"round"`
+	Value    float64      `json:"value"` // the workload's metric
+	Result   bench.Result `json:"result"`
+	Err      string       `json:"error,omitempty"`
+}
+
+// pairing is one configuration of the two systems and everything measured in it.
+type pairing struct {
+	Name        string                  `json:"name"`
+	Kafka       string                  `json:"kafka"` // how Kafka was configured
+	Samples     []sample                `json:"samples"`
+	StartupMS   map[string]float64      `json:"startup_ms"`
+	RSSKiB      map[string]int64        `json:"rss_kib"`
+	PeakRSSKiB  map[string]int64        `json:"peak_rss_kib"`
+	PerfTest    map[string]perfTestRun  `json:"perf_test,omitempty"`
+	Workloads   []workload              `json:"-"`
+	Errors      []string                `json:"errors,omitempty"`
+	resultsByWS map[[2]string][]float64 // (workload, system) -> values in round order
+}
+
+// perfTestRun is one run of Kafka's ProducerPerformance.
+type perfTestRun struct {
+	Args   string `json:"args"`
+	Output string `json:"output"`
+	Err    string `json:"error,omitempty"`
+}
+
+func (p *pairing) add(s sample) {
+	p.Samples = append(p.Samples, s)
+	if s.Err != "" {
+		p.Errors = append(p.Errors, fmt.Sprintf("%s, %s, round %d: %s", s.Workload, s.System, s.Round, s.Err))
+		return
+	}
+	if p.resultsByWS == nil {
+		p.resultsByWS = map[[2]string][]float64{}
+	}
+	k := [2]string{s.Workload, s.System}
+	p.resultsByWS[k] = append(p.resultsByWS[k], s.Value)
+}
+
+// median of the values (0 if none).
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// verdict says whether ratio meets target ("" when there is no target or no
+// ratio).
+func verdict(ratio, target float64, lowerIsBetter bool) string {
+	switch {
+	case target == 0 || ratio == 0:
+		return ""
+	case lowerIsBetter && ratio <= target, !lowerIsBetter && ratio >= target:
+		return "met"
+	}
+	return "**not met**"
+}
+
+// figure prints a value compactly: 3 significant digits, k/M suffixes for large.
+func figure(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.3gM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func figures(vs []float64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = figure(v)
+	}
+	return strings.Join(parts, " / ")
+}
+
+// rssTarget is the issue's bound on Strata's RSS relative to Kafka's.
+const rssTarget = 0.2
+
+// writeTable prints the pairing as a Markdown table of Strata/Kafka ratios.
+func (p *pairing) writeTable(w io.Writer) {
+	fmt.Fprintf(w, "#### %s (Kafka: %s)\n\n", p.Name, p.Kafka)
+	fmt.Fprintln(w, "| workload | metric | Strata (median) | Kafka (median) | Strata / Kafka | target | Strata rounds | Kafka rounds |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, wl := range p.Workloads {
+		s := p.resultsByWS[[2]string{wl.name, "strata"}]
+		k := p.resultsByWS[[2]string{wl.name, "kafka"}]
+		ms, mk := median(s), median(k)
+		ratio := 0.0
+		if mk > 0 {
+			ratio = ms / mk
+		}
+		target := ""
+		if wl.target > 0 {
+			op := ">="
+			if wl.lowerIsBetter {
+				op = "<="
+			}
+			target = fmt.Sprintf("%s %.2g: %s", op, wl.target, verdict(ratio, wl.target, wl.lowerIsBetter))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | **%.2f** | %s | %s | %s |\n",
+			wl.name, wl.unit(), figure(ms), figure(mk), ratio, target, figures(s), figures(k))
+	}
+	if rs, rk := p.RSSKiB["strata"], p.RSSKiB["kafka"]; rs > 0 && rk > 0 {
+		r := float64(rs) / float64(rk)
+		fmt.Fprintf(w, "| broker RSS after the runs | MiB | %.0f | %.0f | **%.2f** | <= %.2g: %s | | |\n",
+			float64(rs)/1024, float64(rk)/1024, r, rssTarget, verdict(r, rssTarget, true))
+	}
+	if rs, rk := p.PeakRSSKiB["strata"], p.PeakRSSKiB["kafka"]; rs > 0 && rk > 0 {
+		fmt.Fprintf(w, "| broker peak RSS (VmHWM) | MiB | %.0f | %.0f | %.2f | | | |\n",
+			float64(rs)/1024, float64(rk)/1024, float64(rs)/float64(rk))
+	}
+	if ss, sk := p.StartupMS["strata"], p.StartupMS["kafka"]; ss > 0 && sk > 0 {
+		fmt.Fprintf(w, "| startup to first ApiVersions + Metadata | ms | %.0f | %.0f | %.2f | | | |\n", ss, sk, ss/sk)
+	}
+	fmt.Fprintln(w)
+	if len(p.Errors) > 0 {
+		fmt.Fprintln(w, "Failed runs (not in the medians):")
+		fmt.Fprintln(w)
+		for _, e := range p.Errors {
+			fmt.Fprintf(w, "- %s\n", e)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// writePerfTests prints the ProducerPerformance runs.
+func (p *pairing) writePerfTests(w io.Writer) {
+	for _, sys := range []string{"strata", "kafka"} {
+		run, ok := p.PerfTest[sys]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "ProducerPerformance against %s (`%s`)", sys, run.Args)
+		if run.Err != "" {
+			fmt.Fprintf(w, ", **failed: %s**", run.Err)
+		}
+		fmt.Fprintf(w, ":\n\n```\n%s\n```\n\n", strings.TrimSpace(run.Output))
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

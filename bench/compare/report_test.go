@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/bench"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		ratio, target float64
+		lower         bool
+		want          string
+	}{
+		{2, 1.5, false, "met"},
+		{1.5, 1.5, false, "met"},
+		{1.2, 1.5, false, "**not met**"},
+		{0.4, 0.5, true, "met"},
+		{0.7, 0.5, true, "**not met**"},
+		{0.7, 0, true, ""},
+		{0, 1.5, false, ""},
+	} {
+		if got := verdict(tc.ratio, tc.target, tc.lower); got != tc.want {
+			t.Errorf("verdict(%v, %v, %v) = %q, want %q", tc.ratio, tc.target, tc.lower, got, tc.want)
+		}
+	}
+}
+
+func TestFigure(t *testing.T) {
+	for in, want := range map[float64]string{0.123: "0.123", 12.34: "12.3", 512: "512", 45_678: "46k", 1_234_567: "1.23M"} {
+		if got := figure(in); got != want {
+			t.Errorf("figure(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestKafkaProperties(t *testing.T) {
+	p := kafkaProperties("/d", 9001, 9002, false)
+	for _, want := range []string{
+		"process.roles=broker,controller\n",
+		"controller.quorum.voters=1@127.0.0.1:9002\n",
+		"listeners=PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9002\n",
+		"log.dirs=/d/data\n",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("properties lack %q:\n%s", want, p)
+		}
+	}
+	if strings.Contains(p, "flush") {
+		t.Errorf("default properties set a flush policy:\n%s", p)
+	}
+	if !strings.Contains(kafkaProperties("/d", 1, 2, true), "log.flush.interval.messages=1\n") {
+		t.Error("equal-durability properties do not flush every message")
+	}
+	if id := kafkaClusterID(); len(id) != 22 || id == kafkaClusterID() {
+		t.Errorf("cluster id %q: want 22 random characters", id)
+	}
+}
+
+func TestMemoryOfThisProcess(t *testing.T) {
+	p, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &broker{cmd: &exec.Cmd{Process: p}}
+	rss, peak, err := b.memory()
+	if err != nil || rss <= 0 || peak < rss {
+		t.Fatalf("rss %d KiB, peak %d KiB, %v", rss, peak, err)
+	}
+}
+
+func TestPairingTable(t *testing.T) {
+	wls := []workload{
+		{name: "produce", mode: "produce", target: 1.5},
+		{name: "e2e", mode: "e2e", lowerIsBetter: true, target: 0.5},
+	}
+	p := &pairing{Name: "defaults", Kafka: "defaults", Workloads: wls,
+		StartupMS: map[string]float64{"strata": 100, "kafka": 1000},
+		RSSKiB:    map[string]int64{"strata": 10 << 10, "kafka": 100 << 10}, PeakRSSKiB: map[string]int64{}}
+	for i, v := range []float64{300, 100, 200, 100, 250, 100} { // strata, kafka, ...
+		sys := []string{"strata", "kafka"}[i%2]
+		p.add(sample{Workload: "produce", System: sys, Round: i/2 + 1, Value: v})
+	}
+	p.add(sample{Workload: "e2e", System: "strata", Round: 1, Value: 30, Result: bench.Result{}})
+	p.add(sample{Workload: "e2e", System: "kafka", Round: 1, Value: 40})
+	p.add(sample{Workload: "e2e", System: "kafka", Round: 2, Err: "broker gone"})
+	var out bytes.Buffer
+	p.writeTable(&out)
+	for _, want := range []string{
+		"| produce | records/s | 250 | 100 | **2.50** | >= 1.5: met | 300 / 200 / 250 | 100 / 100 / 100 |",
+		"| e2e | p99 ms | 30 | 40 | **0.75** | <= 0.5: **not met** |",
+		"| broker RSS after the runs | MiB | 10 | 100 | **0.10** | <= 0.2: met |",
+		"| startup to first ApiVersions + Metadata | ms | 100 | 1000 | 0.10 |",
+		"- e2e, kafka, round 2: broker gone",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
