@@ -72,14 +72,14 @@ func startStrata(t *testing.T) *target {
 		t.Fatalf("building strata: %v\n%s", err, out)
 	}
 
-	kafkaAddr, httpAddr := freeAddr(t), freeAddr(t)
+	kafkaAddr, httpAddr, controllerAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	logPath := filepath.Join(dir, "strata.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "server", "--node-id", "1", "--data-dir", filepath.Join(dir, "data"),
-		"--kafka-addr", kafkaAddr, "--http-addr", httpAddr)
+		"--kafka-addr", kafkaAddr, "--http-addr", httpAddr, "--controller-addr", controllerAddr)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting strata: %v", err)
