@@ -34,6 +34,7 @@ import (
 	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/handlers"
+	"github.com/strata-stream/strata/internal/httpapi"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/offsets"
@@ -77,6 +78,9 @@ type Node struct {
 	// Consumer groups.
 	offsetStore *offsets.Store
 	groups      *group.Coordinator
+
+	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
+	api *httpapi.API
 }
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
@@ -227,6 +231,15 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		}
 	}()
 
+	// The HTTP API's embedded clients reach this node's Kafka listener.
+	n.api, err = httpapi.New(httpapi.Config{
+		KafkaAddr: n.kafkaLn.Addr().String(), Cluster: n.ctrl, Partitions: n.replicas,
+		Observer: n.metrics, Logger: logger.With("component", "httpapi"),
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	n.console = console.New(console.Config{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
 		Logger: logger.With("component", "console"),
@@ -300,6 +313,7 @@ func (n *Node) httpRoutes() http.Handler {
 	mux.Handle("GET /metrics", n.metrics.HTTPHandler())
 	mux.Handle("/console/", n.console.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
+	n.api.Register(mux)
 	return mux
 }
 
@@ -316,6 +330,12 @@ func (n *Node) close(graceful bool) error {
 	defer cancel()
 	if !graceful {
 		cancel()
+	}
+	// The HTTP API first, while this node still leads its partitions: its consumer
+	// instances leave their groups, and long polls end instead of holding up the
+	// HTTP shutdown.
+	if n.api != nil {
+		n.api.Close(ctx)
 	}
 	if wasReady && graceful && n.link != nil {
 		n.controlledShutdown(ctx)

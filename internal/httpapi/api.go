@@ -1,0 +1,160 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/api"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+// Cluster is the node's view of the cluster metadata.
+type Cluster interface {
+	Image() *metadata.Image
+}
+
+// Partitions are the partitions hosted on this node (a *replica.Manager).
+type Partitions interface {
+	Partition(topic string, index int32) (*replica.Partition, error)
+}
+
+// Observer sees the records the API appends locally, as the Kafka handlers report
+// theirs (handlers.Observer.Produced), so metrics count both front doors.
+type Observer interface {
+	Produced(topic string, partition int32, bytes, records int64)
+}
+
+// Config configures the API of one node.
+type Config struct {
+	// KafkaAddr is the node's Kafka listener: the embedded clients' seed broker.
+	KafkaAddr string
+	// Cluster is the metadata image this node follows (topics, partitions, leaders).
+	Cluster Cluster
+	// Partitions, when set, lets produce append directly to the partitions this node
+	// leads; nil sends every record through the Kafka listener.
+	Partitions Partitions
+	// Observer, when set, is told about local appends.
+	Observer Observer
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body (default 16 MiB).
+	MaxBodyBytes int64
+	// MaxConsumers bounds the consumer instances kept at once (default 1000).
+	MaxConsumers int
+	// DefaultSessionTimeout is the group session timeout of a consumer instance whose
+	// first poll names none, and so how long an idle instance lives (default 45s).
+	DefaultSessionTimeout time.Duration
+	// WaitTimeout bounds how long a topic change waits to show in this node's
+	// metadata image before the answer is sent anyway (default 10s).
+	WaitTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 16 << 20
+	}
+	if c.MaxConsumers <= 0 {
+		c.MaxConsumers = 1000
+	}
+	if c.DefaultSessionTimeout <= 0 {
+		c.DefaultSessionTimeout = 45 * time.Second
+	}
+	if c.WaitTimeout <= 0 {
+		c.WaitTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// API serves the HTTP/JSON API of one node. Create it with New once the node's
+// Kafka listener accepts connections, mount it with Register, and Close it before
+// the Kafka listener stops (its consumer instances leave their groups through it).
+type API struct {
+	cfg       Config
+	log       *slog.Logger
+	admin     *kadm.Client
+	adminCl   *kgo.Client
+	producers producers
+	consumers consumers
+	// spread picks the partition of records with neither key nor partition:
+	// round robin over the topic's partitions.
+	spread atomic.Uint32
+	closed sync.Once
+}
+
+// New returns the API of a node.
+func New(cfg Config) (*API, error) {
+	cfg = cfg.withDefaults()
+	if cfg.KafkaAddr == "" || cfg.Cluster == nil {
+		return nil, errors.New("httpapi: Config needs KafkaAddr and Cluster")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.KafkaAddr), kgo.ClientID("strata-http-admin"), kgo.MetadataMinAge(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: admin client: %w", err)
+	}
+	a := &API{cfg: cfg, log: cfg.Logger, adminCl: cl, admin: kadm.NewClient(cl)}
+	a.producers.init(cfg)
+	a.consumers.init(cfg)
+	return a, nil
+}
+
+// route is one endpoint. The table is the single registry: Register mounts it and
+// the tests hold it against the OpenAPI document.
+type route struct {
+	method, pattern string
+	serve           func(*API, http.ResponseWriter, *http.Request)
+}
+
+var routes = []route{
+	{"GET", "/openapi.json", (*API).serveOpenAPI},
+	{"POST", "/produce", (*API).handleProduce},
+	{"POST", "/topics/{topic}/records", (*API).handleProduceBatch},
+	{"GET", "/poll", (*API).handlePoll},
+	{"POST", "/poll", (*API).handlePoll},
+	{"POST", "/commit", (*API).handleCommit},
+	{"POST", "/groups/{group}/seek", (*API).handleSeek},
+	{"DELETE", "/groups/{group}/consumers/{consumer}", (*API).handleCloseConsumer},
+	{"GET", "/groups", (*API).handleListGroups},
+	{"GET", "/groups/{group}", (*API).handleDescribeGroup},
+	{"POST", "/topics", (*API).handleCreateTopic},
+	{"GET", "/topics", (*API).handleListTopics},
+	{"GET", "/topics/{topic}", (*API).handleDescribeTopic},
+	{"DELETE", "/topics/{topic}", (*API).handleDeleteTopic},
+}
+
+// Register mounts every endpoint on mux.
+func (a *API) Register(mux *http.ServeMux) {
+	for _, rt := range routes {
+		mux.HandleFunc(rt.method+" "+rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			rt.serve(a, w, r)
+		})
+	}
+}
+
+// Close closes every consumer instance and the embedded clients. Each instance
+// leaves its group, waiting at most until ctx is done. Requests still running fail
+// with 503.
+func (a *API) Close(ctx context.Context) {
+	a.closed.Do(func() {
+		a.consumers.close(ctx)
+		a.producers.close()
+		a.adminCl.Close()
+	})
+}
+
+func (a *API) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(api.OpenAPI)
+}

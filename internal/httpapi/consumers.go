@@ -1,0 +1,227 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// defaultConsumer names the member a poll without "consumer" acts as.
+const defaultConsumer = "default"
+
+// instanceKey names a consumer instance.
+type instanceKey struct{ group, consumer string }
+
+// instance is one HTTP consumer: an embedded franz-go group consumer of one topic,
+// auto-commit off, whose fetch position moves with every poll.
+type instance struct {
+	key     instanceKey
+	topic   string
+	cl      *kgo.Client
+	idleFor time.Duration
+	// pollMu serialises polls, so each poll starts where the previous one ended.
+	pollMu sync.Mutex
+
+	// Guarded by consumers.mu.
+	inFlight int
+	lastUsed time.Time
+	idle     *time.Timer
+	gone     bool // removed from the registry; the client is closed or closing
+}
+
+// consumers is the registry of consumer instances. An instance lives while it is
+// used: every request holds it (acquire/release) and an idle timer closes it once
+// nothing has used it for its session timeout; closing the client leaves the
+// group. mu guards the map and every instance's bookkeeping, never I/O: clients are
+// created (no I/O until used) under it and closed outside it.
+type consumers struct {
+	cfg Config
+	mu  struct {
+		sync.Mutex
+		byKey  map[instanceKey]*instance
+		closed bool
+	}
+	closing sync.WaitGroup // idle instances being closed
+}
+
+func (c *consumers) init(cfg Config) {
+	c.cfg = cfg
+	c.mu.byKey = map[instanceKey]*instance{}
+}
+
+// instanceOptions are what a poll may say about the instance it creates.
+type instanceOptions struct {
+	topic          string
+	resetLatest    bool
+	sessionTimeout time.Duration // 0: Config.DefaultSessionTimeout
+}
+
+// acquire returns the instance for key, created with opts when there is none yet,
+// held until release. An existing instance must consume opts.topic.
+func (c *consumers) acquire(key instanceKey, opts instanceOptions) (*instance, *apiError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, errorf(http.StatusServiceUnavailable, "SHUTTING_DOWN", "the node is shutting down")
+	}
+	inst := c.mu.byKey[key]
+	if inst == nil {
+		if len(c.mu.byKey) >= c.cfg.MaxConsumers {
+			return nil, errorf(http.StatusTooManyRequests, codeTooManyConsumers, "%d consumer instances exist on this node; close some (DELETE /groups/{group}/consumers/{consumer}) or let them expire", len(c.mu.byKey))
+		}
+		var err error
+		if inst, err = c.newInstanceLocked(key, opts); err != nil {
+			return nil, fromErr(err)
+		}
+	} else if opts.topic != "" && inst.topic != opts.topic {
+		return nil, errorf(http.StatusConflict, codeConsumerTopic,
+			"consumer %q of group %q consumes topic %q; use another consumer name for topic %q", key.consumer, key.group, inst.topic, opts.topic)
+	}
+	inst.inFlight++
+	return inst, nil
+}
+
+// lookup is acquire without creating: nil when there is no such instance.
+func (c *consumers) lookup(key instanceKey) *instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inst := c.mu.byKey[key]
+	if inst != nil {
+		inst.inFlight++
+	}
+	return inst
+}
+
+// ofGroup holds every instance of group (for seeks); release each.
+func (c *consumers) ofGroup(group string) []*instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*instance
+	for k, inst := range c.mu.byKey {
+		if k.group == group {
+			inst.inFlight++
+			out = append(out, inst)
+		}
+	}
+	slices.SortFunc(out, func(a, b *instance) int {
+		if a.key.consumer < b.key.consumer {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// release ends one use of inst; the idle timer starts over.
+func (c *consumers) release(inst *instance) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inst.inFlight--
+	inst.lastUsed = time.Now()
+	if inst.inFlight == 0 && !inst.gone {
+		inst.idle.Reset(inst.idleFor)
+	}
+}
+
+func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*instance, error) {
+	session := opts.sessionTimeout
+	if session <= 0 {
+		session = c.cfg.DefaultSessionTimeout
+	}
+	reset := kgo.NewOffset().AtStart()
+	if opts.resetLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(c.cfg.KafkaAddr),
+		kgo.ClientID("strata-http/"+key.consumer),
+		kgo.ConsumerGroup(key.group),
+		kgo.ConsumeTopics(opts.topic),
+		kgo.DisableAutoCommit(),
+		kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.RangeBalancer()),
+		kgo.ConsumeResetOffset(reset),
+		kgo.SessionTimeout(session),
+		kgo.HeartbeatInterval(min(session/10, 3*time.Second)),
+		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.FetchMaxWait(time.Second),
+	)
+	if err != nil {
+		return nil, err
+	}
+	inst := &instance{key: key, topic: opts.topic, cl: cl, idleFor: session, lastUsed: time.Now()}
+	inst.idle = time.AfterFunc(session, func() { c.expire(inst) })
+	c.mu.byKey[key] = inst
+	c.cfg.Logger.Info("consumer instance created", "group", key.group, "consumer", key.consumer, "topic", opts.topic, "session_timeout", session)
+	return inst, nil
+}
+
+// expire closes inst if nothing has used it for its session timeout.
+func (c *consumers) expire(inst *instance) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if inst.gone || c.mu.closed || inst.inFlight > 0 {
+		return // release re-arms the timer
+	}
+	if left := inst.idleFor - time.Since(inst.lastUsed); left > 0 {
+		inst.idle.Reset(left)
+		return
+	}
+	c.removeLocked(inst)
+	c.cfg.Logger.Info("consumer instance idle: leaving the group", "group", inst.key.group, "consumer", inst.key.consumer)
+	c.closing.Add(1)
+	go func() {
+		defer c.closing.Done()
+		inst.cl.Close()
+	}()
+}
+
+func (c *consumers) removeLocked(inst *instance) {
+	inst.gone = true
+	inst.idle.Stop()
+	delete(c.mu.byKey, inst.key)
+}
+
+// remove closes the instance key now (its member leaves the group before remove
+// returns, or ctx is done); false when there is none.
+func (c *consumers) remove(ctx context.Context, key instanceKey) bool {
+	c.mu.Lock()
+	inst := c.mu.byKey[key]
+	if inst != nil {
+		c.removeLocked(inst)
+	}
+	c.mu.Unlock()
+	if inst == nil {
+		return false
+	}
+	inst.close(ctx)
+	return true
+}
+
+// close leaves the group, waiting until ctx is done at most, and closes the client.
+func (inst *instance) close(ctx context.Context) {
+	inst.cl.LeaveGroupContext(ctx)
+	inst.cl.Close()
+}
+
+// close closes every instance, each leaving its group (waiting until ctx is done
+// at most).
+func (c *consumers) close(ctx context.Context) {
+	c.mu.Lock()
+	c.mu.closed = true
+	var all []*instance
+	for _, inst := range c.mu.byKey {
+		c.removeLocked(inst)
+		all = append(all, inst)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, inst := range all {
+		wg.Go(func() { inst.close(ctx) })
+	}
+	wg.Wait()
+	c.closing.Wait()
+}

@@ -1,0 +1,73 @@
+// Package httpapi owns Strata's HTTP/JSON API: produce, poll, commit and seek for
+// services that only speak HTTP, and topic and group administration. It reaches
+// the same logs, group coordinator and committed offsets as the Kafka protocol, so
+// an HTTP consumer and a Kafka client consumer in one group share its partitions.
+// api/openapi.json is its contract (served at /openapi.json); docs/http.md is the
+// user's guide.
+//
+//	POST   /produce                              one record -> {partition, offset}
+//	POST   /topics/{topic}/records               many records -> one result each
+//	GET    /poll, POST /poll                     records for a group member
+//	POST   /commit                               commit one offset or a member's positions
+//	POST   /groups/{group}/seek                  move a group to earliest/latest/time/offset
+//	DELETE /groups/{group}/consumers/{consumer}  close a member now
+//	GET    /groups, GET /groups/{group}          groups; members, offsets, lag
+//	POST   /topics, GET /topics                  create (retention "7d", "500MB"), list
+//	GET    /topics/{topic}, DELETE /topics/{topic}
+//	GET    /openapi.json
+//
+// # Records
+//
+// A record's value is any JSON value, stored as its compact JSON bytes: the string
+// "abc" is stored with its quotes, an object as compact JSON. value_b64 stores
+// arbitrary bytes; a null or absent value is a null value (a tombstone). A key is a
+// string stored as its UTF-8 bytes (so it lands on the partition a Kafka client
+// producing the same string key picks: keyhash.Partition) or key_b64. Polls show
+// a value that is valid JSON as that JSON and any other value in value_b64 (value
+// is then null); keys and header values that are UTF-8 as strings, others in
+// key_b64 and value_b64.
+//
+// # Produce
+//
+// A record with neither key nor partition goes round robin. acks is 0, 1 or "all"
+// (the default); with acks=0 the offset is -1. Records of a partition this node
+// leads are built into one batch (batch.Build) and appended directly
+// (replica.Partition.Append, then WaitHighWatermark for acks=all); records of a
+// partition led elsewhere go through an embedded franz-go producer, one per acks
+// level. BenchmarkProduce compares the two paths.
+//
+// # Consumer instances
+//
+// A poll acts as the member (group, consumer) of this node; consumer defaults to
+// "default". The first poll creates the instance: an embedded franz-go group
+// consumer of one topic (cooperative-sticky, else range; auto-commit off) on this
+// node's Kafka listener, so the group protocol is the real client's and works on
+// any node. A new member starts each partition it is assigned at the group's
+// committed offset, or at the log start without one ("reset":"latest": the high-
+// water mark). Every poll moves the instance's position past what it returned,
+// independently of commits. POST /commit without a partition commits those
+// positions; with one, it commits the given offset (as the instance when there is
+// one, since the coordinator takes commits for an active group only from members;
+// else as an admin, which works while the group has no members). A seek moves
+// the positions of the group's instances here and commits the offsets, so other
+// members see them when they are next assigned the partitions. An instance that
+// nothing uses for its session timeout is closed and leaves the group.
+//
+// # Errors
+//
+// Every error is {"error":{"code","message"}}. Kafka errors keep their name as
+// the code (TOPIC_ALREADY_EXISTS); domain errors become Kafka codes through the
+// Kafka handlers' own mapping (handlers.ErrorCode), and kafkaStatus turns codes into
+// statuses: 400 bad input, 404 unknown topic, partition, group or consumer, 409
+// conflicts (topic exists, consumer bound to another topic, commit refused by an
+// active group), 413 too large, 503 no leader or too few in-sync replicas, 504
+// timeouts. Bad input never gets a 500.
+//
+// # Concurrency
+//
+// Every handler is safe for concurrent use. The consumer registry's mutex guards
+// the instance map and each instance's use count and idle timer, and is never held
+// across I/O. Polls of one instance are serialised by its pollMu; commits and
+// seeks do not wait for a poll in progress. The embedded clients are safe for
+// concurrent use.
+package httpapi

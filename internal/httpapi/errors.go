@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/handlers"
+)
+
+// Codes of errors that have no Kafka error code. Everything else answers with the
+// name of the Kafka error code (TOPIC_ALREADY_EXISTS, NOT_ENOUGH_REPLICAS, ...).
+const (
+	codeMalformedJSON    = "MALFORMED_JSON"    // 400: the body is not JSON
+	codeInvalidRequest   = "INVALID_REQUEST"   // 400: wrong types, missing or unknown fields
+	codeInvalidRetention = "INVALID_RETENTION" // 400: a retention that is neither a duration nor a size
+	codeRequestTooLarge  = "REQUEST_TOO_LARGE" // 413: a body above Config.MaxBodyBytes
+	codeUnknownConsumer  = "UNKNOWN_CONSUMER"  // 404: no consumer instance of that name here
+	codeConsumerTopic    = "CONSUMER_TOPIC_MISMATCH"
+	codeTooManyConsumers = "TOO_MANY_CONSUMERS" // 429: Config.MaxConsumers instances exist
+	codeInternal         = "INTERNAL"           // 500: a server fault, never bad input
+)
+
+// apiError is an error answered as {"error":{"code","message"}} with its status.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
+}
+
+func invalid(format string, args ...any) *apiError {
+	return errorf(http.StatusBadRequest, codeInvalidRequest, format, args...)
+}
+
+func unknownTopic(topic string) *apiError {
+	return errorf(http.StatusNotFound, kerr.UnknownTopicOrPartition.Message, "unknown topic %q", topic)
+}
+
+func unknownPartition(topic string, partition int32) *apiError {
+	return errorf(http.StatusNotFound, kerr.UnknownTopicOrPartition.Message, "topic %q has no partition %d", topic, partition)
+}
+
+// kafkaStatus is the HTTP status of a Kafka error code. Codes not listed answer 503
+// when Kafka calls them retriable and 500 otherwise.
+var kafkaStatus = map[int16]int{
+	kerr.UnknownTopicOrPartition.Code:      http.StatusNotFound,
+	kerr.UnknownTopicID.Code:               http.StatusNotFound,
+	kerr.GroupIDNotFound.Code:              http.StatusNotFound,
+	kerr.TopicAlreadyExists.Code:           http.StatusConflict,
+	kerr.NonEmptyGroup.Code:                http.StatusConflict,
+	kerr.UnknownMemberID.Code:              http.StatusConflict,
+	kerr.IllegalGeneration.Code:            http.StatusConflict,
+	kerr.RebalanceInProgress.Code:          http.StatusConflict,
+	kerr.FencedInstanceID.Code:             http.StatusConflict,
+	kerr.MessageTooLarge.Code:              http.StatusRequestEntityTooLarge,
+	kerr.RecordListTooLarge.Code:           http.StatusRequestEntityTooLarge,
+	kerr.InvalidTopicException.Code:        http.StatusBadRequest,
+	kerr.InvalidPartitions.Code:            http.StatusBadRequest,
+	kerr.InvalidReplicationFactor.Code:     http.StatusBadRequest,
+	kerr.InvalidReplicaAssignment.Code:     http.StatusBadRequest,
+	kerr.InvalidConfig.Code:                http.StatusBadRequest,
+	kerr.InvalidRequest.Code:               http.StatusBadRequest,
+	kerr.InvalidRecord.Code:                http.StatusBadRequest,
+	kerr.CorruptMessage.Code:               http.StatusBadRequest,
+	kerr.InvalidRequiredAcks.Code:          http.StatusBadRequest,
+	kerr.InvalidSessionTimeout.Code:        http.StatusBadRequest,
+	kerr.InvalidGroupID.Code:               http.StatusBadRequest,
+	kerr.InvalidTimestamp.Code:             http.StatusBadRequest,
+	kerr.OffsetMetadataTooLarge.Code:       http.StatusBadRequest,
+	kerr.PolicyViolation.Code:              http.StatusBadRequest,
+	kerr.RequestTimedOut.Code:              http.StatusGatewayTimeout,
+	kerr.NotEnoughReplicas.Code:            http.StatusServiceUnavailable,
+	kerr.NotEnoughReplicasAfterAppend.Code: http.StatusServiceUnavailable,
+	kerr.LeaderNotAvailable.Code:           http.StatusServiceUnavailable,
+	kerr.NotLeaderForPartition.Code:        http.StatusServiceUnavailable,
+	kerr.KafkaStorageError.Code:            http.StatusServiceUnavailable,
+}
+
+// fromKafka is the answer for a Kafka error code.
+func fromKafka(code int16, msg string) *apiError {
+	ke := kerr.ErrorForCode(code)
+	var e *kerr.Error
+	if !errors.As(ke, &e) {
+		return errorf(http.StatusInternalServerError, codeInternal, "%s", msg)
+	}
+	status, ok := kafkaStatus[code]
+	if !ok {
+		status = http.StatusInternalServerError
+		if e.Retriable {
+			status = http.StatusServiceUnavailable
+		}
+	}
+	return &apiError{status: status, code: e.Message, message: msg}
+}
+
+// fromErr is the answer for any error: ours, a domain error (through the Kafka
+// handlers' one mapping of domain errors to codes) or the Kafka client's.
+func fromErr(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return fromKafka(ke.Code, err.Error())
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errorf(http.StatusRequestEntityTooLarge, codeRequestTooLarge, "request body larger than %d bytes", mbe.Limit)
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout):
+		return errorf(http.StatusGatewayTimeout, kerr.RequestTimedOut.Message, "%v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed):
+		return errorf(http.StatusServiceUnavailable, kerr.RequestTimedOut.Message, "%v", err)
+	}
+	if code := handlers.ErrorCode(err); code != kerr.UnknownServerError.Code {
+		return fromKafka(code, err.Error())
+	}
+	return errorf(http.StatusInternalServerError, codeInternal, "%v", err)
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
