@@ -277,3 +277,76 @@ func TestCompactRacesWithMutations(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactSwapRecoveryIsRestartable cuts the power just after a swap commits
+// (the manifest is durable, no old segment renamed yet), then again before each
+// filesystem operation of the Open that finishes the swap: every later Open must
+// still finish it.
+func TestCompactSwapRecoveryIsRestartable(t *testing.T) {
+	clk := newClock()
+	cfg := compactCfg(clk)
+	cfg.IndexMaxBytes = testIndexBytes
+	base, _ := compactFixture(t, clk, cfg)
+	ref := openLog(t, base.CrashClone(), cfg)
+	mustCompact(t, ref, ref.LogEndOffset(), compactOpts())
+	cleaned := logRecords(t, ref)
+
+	// The first rename of a .log is step 4b's, right after the commit: take the
+	// power-cut image there and fail the rename.
+	mem := base.CrashClone()
+	var armed atomic.Bool
+	var image *vfs.MemFS
+	fsys := countingFS(mem, &armed, func(_ int64, op vfs.Op) error {
+		if image == nil && op.Kind == vfs.OpRename && strings.HasSuffix(op.Path, logSuffix) {
+			image = mem.CrashClone()
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	l, err := Open(fsys, testDir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	if _, err := l.Compact(l.LogEndOffset(), compactOpts()); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("Compact: %v", err)
+	}
+	armed.Store(false)
+	l.Close()
+	if image == nil {
+		t.Fatal("the pass renamed no segment")
+	}
+	if _, err := image.Stat(filepath.Join(testDir, swapManifestName)); err != nil {
+		t.Fatalf("manifest not durable at the commit point: %v", err)
+	}
+
+	steps := 0
+	for n := int64(0); ; n++ {
+		img := image.CrashClone()
+		var armed atomic.Bool
+		var crashed *vfs.MemFS
+		fsys := countingFS(img, &armed, func(i int64, _ vfs.Op) error {
+			if i == n {
+				crashed = img.CrashClone(vfs.WithTornWrites(uint64(n)))
+			}
+			return nil
+		})
+		armed.Store(true)
+		r, err := Open(fsys, testDir, cfg)
+		armed.Store(false)
+		if err != nil {
+			t.Fatalf("recovering Open: %v", err)
+		}
+		sameRecords(t, logRecords(t, r), cleaned)
+		r.Close()
+		if crashed == nil {
+			break
+		}
+		steps++
+		compactOutcome(t, crashed, cfg, cleaned, cleaned, fmt.Sprintf("power cut at op %d of the recovering Open", n))
+	}
+	if steps < 5 {
+		t.Fatalf("recovery made only %d operations", steps)
+	}
+	t.Logf("crashed at each of %d operations of the recovering Open", steps)
+}
