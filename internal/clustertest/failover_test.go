@@ -107,7 +107,7 @@ func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 				order = append(order, ctrl)
 			}
 			c.CreateTopic(topic, [][]int32{order}, minISR2)
-			ps := []*producer{startProducer(c, "a", topic), startProducer(c, "b", topic)}
+			ps := []*producer{startProducer(t, c, "a", topic), startProducer(t, c, "b", topic)}
 
 			var crashes []crash
 			for range tc.runs {
@@ -176,7 +176,9 @@ type tailer struct {
 	}
 }
 
-func startTailer(c *testcluster.Cluster, topic string) *tailer {
+// startTailer starts a tailer on a client of c; it stops at the latest when the
+// test ends.
+func startTailer(t *testing.T, c *testcluster.Cluster, topic string) *tailer {
 	ctx, cancel := context.WithCancel(context.Background())
 	tl := &tailer{
 		cl: c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
@@ -198,6 +200,10 @@ func startTailer(c *testcluster.Cluster, topic string) *tailer {
 			tl.mu.Unlock()
 		}
 	}()
+	t.Cleanup(func() {
+		cancel()
+		<-tl.done
+	})
 	return tl
 }
 
@@ -229,8 +235,8 @@ func TestClientsAcrossLeaderFailover(t *testing.T) {
 	const topic = "clients"
 	c := testcluster.Start(t, 3)
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, minISR2)
-	p := startProducer(c, "f", topic)
-	tl := startTailer(c, topic)
+	p := startProducer(t, c, "f", topic)
+	tl := startTailer(t, c, topic)
 
 	waitAcks(t, time.Now(), 200, p)
 	cr := killLeader(t, c, topic)
@@ -261,6 +267,6 @@ func TestClientsAcrossLeaderFailover(t *testing.T) {
 	if newEpoch == 0 {
 		t.Fatalf("the consumer read nothing written after the failover (epoch > %d)", cr.epoch)
 	}
-	t.Logf("consumer read %d records, %d of them written by leaders after epoch %d; failover after %v",
-		len(got.records), newEpoch, cr.epoch, failoverTime(cr, got.epochs, p).Round(time.Millisecond))
+	t.Logf("consumer read %d records, %d of them written by leaders after epoch %d; failover after %v (killed leader was the active controller: %v)",
+		len(got.records), newEpoch, cr.epoch, failoverTime(cr, got.epochs, p).Round(time.Millisecond), cr.controller)
 }

@@ -31,11 +31,12 @@ type ack struct {
 // keys (<name>-k0..k4) to a topic in the background, one every 2ms, and records
 // every acknowledgement in order.
 type producer struct {
-	name string
-	cl   *kgo.Client
-	stop chan struct{}
-	done chan struct{}
-	mu   struct {
+	name     string
+	cl       *kgo.Client
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	mu       struct {
 		sync.Mutex
 		acks   []ack
 		failed []error
@@ -43,8 +44,9 @@ type producer struct {
 }
 
 // startProducer starts a producer on a client of c; opts override the
-// defaults (acks=all, idempotent, unlimited retries).
-func startProducer(c *testcluster.Cluster, name, topic string, opts ...kgo.Opt) *producer {
+// defaults (acks=all, idempotent, unlimited retries). It stops at the latest
+// when the test ends.
+func startProducer(t *testing.T, c *testcluster.Cluster, name, topic string, opts ...kgo.Opt) *producer {
 	p := &producer{
 		name: name,
 		cl:   c.Client(append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks())}, opts...)...),
@@ -52,7 +54,14 @@ func startProducer(c *testcluster.Cluster, name, topic string, opts ...kgo.Opt) 
 		done: make(chan struct{}),
 	}
 	go p.run()
+	t.Cleanup(p.halt)
 	return p
+}
+
+// halt tells the sending loop to stop (idempotent). A send blocked on a full
+// buffer returns once the client is closed, so the cleanup does not wait.
+func (p *producer) halt() {
+	p.stopOnce.Do(func() { close(p.stop) })
 }
 
 func (p *producer) run() {
@@ -87,7 +96,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 // if any send failed: with idempotence and unlimited retries none may.
 func (p *producer) finish(t *testing.T) {
 	t.Helper()
-	close(p.stop)
+	p.halt()
 	<-p.done
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -24,7 +24,7 @@ func TestFollowerPauseShrinksAndRejoinsISR(t *testing.T) {
 	const topic = "pause"
 	c := testcluster.Start(t, 3)
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, minISR2)
-	p := startProducer(c, "s", topic)
+	p := startProducer(t, c, "s", topic)
 	waitAcks(t, time.Now(), 100, p)
 
 	st := c.WaitPartition(topic, 0, 30*time.Second, "a full ISR", func(st testcluster.PartitionState) error {

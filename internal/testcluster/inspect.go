@@ -158,7 +158,8 @@ func (c *Cluster) ActiveController(ctx context.Context) (id, from int32, err err
 
 // CreateTopic creates topic with one partition per entry of assignment, whose
 // replicas (leader first by preference) it lists, and the given configs. It
-// fails the test unless the topic is created and every partition has a leader.
+// fails the test unless the topic is created and every running node knows a
+// leader for every partition.
 func (c *Cluster) CreateTopic(topic string, assignment [][]int32, configs map[string]string) {
 	c.t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
@@ -188,7 +189,43 @@ func (c *Cluster) CreateTopic(topic string, assignment [][]int32, configs map[st
 		}
 		return nil
 	})
-	for p := range assignment {
-		c.Leader(topic, int32(p))
+	// Every running node must know the topic and its leaders, not only the one
+	// that answered: a client may ask any of them.
+	for _, n := range c.nodes {
+		if !n.Running() || n.Paused() {
+			continue
+		}
+		Eventually(c.t, 30*time.Second, fmt.Sprintf("node %d knowing the leaders of %s", n.ID, topic), func() error {
+			return n.knowsLeaders(topic, len(assignment))
+		})
 	}
+}
+
+// knowsLeaders asks node n alone whether it knows a leader for each of topic's
+// partitions partitions.
+func (n *Node) knowsLeaders(topic string, partitions int) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	resp, err := n.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return err
+		}
+		if len(t.Partitions) != partitions {
+			return fmt.Errorf("%d partitions, want %d", len(t.Partitions), partitions)
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return fmt.Errorf("partition %d has no leader", p.Partition)
+			}
+		}
+	}
+	return nil
 }
