@@ -66,7 +66,7 @@ func (c *consumers) acquire(key instanceKey, opts instanceOptions) (*instance, *
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
-		return nil, errorf(http.StatusServiceUnavailable, "SHUTTING_DOWN", "the node is shutting down")
+		return nil, errorf(http.StatusServiceUnavailable, codeShuttingDown, "the node is shutting down")
 	}
 	inst := c.mu.byKey[key]
 	if inst == nil {

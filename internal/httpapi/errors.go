@@ -22,6 +22,7 @@ const (
 	codeUnknownConsumer  = "UNKNOWN_CONSUMER"  // 404: no consumer instance of that name here
 	codeConsumerTopic    = "CONSUMER_TOPIC_MISMATCH"
 	codeTooManyConsumers = "TOO_MANY_CONSUMERS" // 429: Config.MaxConsumers instances exist
+	codeShuttingDown     = "SHUTTING_DOWN"      // 503: the API is closed
 	codeInternal         = "INTERNAL"           // 500: a server fault, never bad input
 )
 

@@ -4,28 +4,73 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
 
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
-// testNode is a real node on ephemeral loopback ports whose HTTP API the tests
-// drive; every exchange is checked against the OpenAPI document.
+// testNode is a real node on ephemeral loopback ports whose HTTP API a test
+// drives; every exchange is checked against the OpenAPI document.
 type testNode struct {
 	*server.Node
 	t    testing.TB
 	base string
+}
+
+// shared is one node most tests use (each with its own topics and groups), started
+// on first use and closed by TestMain.
+var shared struct {
+	once sync.Once
+	node *server.Node
+	err  error
+	dir  string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.node != nil {
+		shared.node.Close()
+		os.RemoveAll(shared.dir)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// sharedNode returns the shared node for t.
+func sharedNode(t testing.TB) *testNode {
+	t.Helper()
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "httpapi-test"); shared.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		shared.node, shared.err = server.Start(ctx, nodeConfig(shared.dir), testLogger(), vfs.Default)
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the shared node: %v", shared.err)
+	}
+	return &testNode{Node: shared.node, t: t, base: "http://" + shared.node.HTTPAddr()}
 }
 
 func nodeConfig(dir string) config.Config {

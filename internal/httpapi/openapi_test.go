@@ -315,7 +315,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatalf("document and routes differ:\ndocumented: %v\nrouted:     %v", documented, routed)
 	}
 
-	n := startNode(t)
+	n := sharedNode(t)
 	for _, op := range documented {
 		method, path, _ := strings.Cut(op, " ")
 		path = strings.NewReplacer("{topic}", "no-such-topic", "{group}", "no-such-group", "{consumer}", "nobody").Replace(path)

@@ -63,6 +63,7 @@ type produceRecord struct {
 // produceCall is a validated produce request.
 type produceCall struct {
 	topic   string
+	meta    *metadata.Topic // set by prepare
 	acks    int16
 	timeout time.Duration
 	records []produceRecord
@@ -230,6 +231,7 @@ func (a *API) prepare(call *produceCall) *apiError {
 	if t == nil || len(t.Partitions) == 0 {
 		return unknownTopic(call.topic)
 	}
+	call.meta = t
 	return a.place(t, call.records)
 }
 

@@ -3,20 +3,24 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 )
 
 // produce appends the placed records of call and returns one result per record,
 // in order. Records of a partition this node leads are built into one batch and
 // appended directly (the measured fast path, see docs/http.md); the others go
-// through an embedded producer to the partition's leader. acks=all then waits for
-// the high-water mark to pass the local batches.
+// through an embedded producer to the partition's leader; records of a partition
+// without a leader fail at once. acks=all then waits for the high-water mark to
+// pass the local batches.
 func (a *API) produce(ctx context.Context, call produceCall) []produceResult {
 	ctx, cancel := context.WithTimeout(ctx, call.timeout)
 	defer cancel()
@@ -39,6 +43,10 @@ func (a *API) produce(ctx context.Context, call produceCall) []produceResult {
 	var waits []localWait
 	for _, part := range order {
 		idx := byPartition[part]
+		if call.meta.Partitions[part].Leader == metadata.NoLeader {
+			setErrors(out, idx, errorf(http.StatusServiceUnavailable, kerr.LeaderNotAvailable.Message, "partition %d of %q has no leader", part, call.topic))
+			continue
+		}
 		p := a.localLeader(call.topic, part)
 		if p == nil {
 			remote = append(remote, idx...)
