@@ -277,7 +277,11 @@ func TestProduceErrors(t *testing.T) {
 	}
 	// acks=1 does not need the in-sync replicas acks=all needs.
 	n.must(http.StatusOK, "POST", "/produce", map[string]any{"topic": "errs-isr", "value": 1, "acks": 1})
-	var topic struct{ Partitions []struct{ HighWatermark int64 `json:"high_watermark"` } }
+	var topic struct {
+		Partitions []struct {
+			HighWatermark int64 `json:"high_watermark"`
+		}
+	}
 	n.must(http.StatusOK, "GET", "/topics/errs", nil).json(t, &topic)
 	for _, p := range topic.Partitions {
 		if p.HighWatermark != 0 {
