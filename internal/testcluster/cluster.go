@@ -23,7 +23,9 @@
 // # Lifetime
 //
 // Children run in their own process groups and get SIGKILL if the test process
-// dies (Pdeathsig). t.Cleanup kills every node that is still running, whatever
+// dies (Pdeathsig; one goroutine, locked to its thread, starts every child and
+// lives as long as the test process: a package checking for leaked goroutines
+// must ignore it). t.Cleanup kills every node that is still running, whatever
 // the outcome; when the test failed it first logs the tail of every node's log.
 // Data dirs and logs live in t.TempDir directories.
 //
