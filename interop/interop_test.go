@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +52,9 @@ var clients = []client{
 			}
 			return ""
 		},
-		argv: func(*testing.T) []string { return []string{"java", "-cp", javaClassPath, "io.strata.interop.Client"} },
+		argv: func(*testing.T) []string {
+			return append([]string{"java"}, append(javaFlags, "-cp", javaClassPath, "io.strata.interop.Client")...)
+		},
 	},
 	{
 		name: "python",
@@ -92,6 +95,10 @@ const (
 	javaClassPath = "java/target/classes:java/target/dependency/*"
 	pythonBin     = "python/.venv/bin/python"
 )
+
+// javaFlags start the JVM lean: the client programs are short-lived and the suite runs
+// on 2 shared cores, where the optimising JIT costs more CPU than it saves.
+var javaFlags = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
 
 func clientNamed(t *testing.T, name string) client {
 	for _, c := range clients {
@@ -155,34 +162,99 @@ var kcatDriver = func() func(t *testing.T) string {
 	}
 }()
 
-// runClient runs one client and decodes its summary; any failure fails the test.
-func runClient(t *testing.T, c client, bootstrap, topic, mode string) *report.Summary {
+// job is one run of a client program.
+type job struct {
+	bootstrap, topic string
+	mode             string   // --mode
+	args             []string // further options, e.g. "--group", "g"
+	// timeout is the client's own deadline (--timeout-ms); clientTimeout if zero.
+	timeout time.Duration
+}
+
+// clientRun is a client process started by startClient.
+type clientRun struct {
+	c              client
+	j              job
+	start          time.Time
+	stdout, stderr bytes.Buffer
+	exited         chan struct{}
+	err            error // set before exited closes
+	elapsed        time.Duration
+}
+
+// startClient starts one client in the background; wait collects its summary. The
+// process is killed if it outlives its own deadline by 30s, or at the test's end.
+func startClient(t *testing.T, c client, j job) *clientRun {
 	t.Helper()
+	if j.timeout == 0 {
+		j.timeout = clientTimeout
+	}
 	argv := append(c.argv(t),
-		"--mode", mode, "--count", strconv.Itoa(records), "--keys", strconv.Itoa(keys),
-		"--timeout-ms", strconv.Itoa(int(clientTimeout/time.Millisecond)), "--name", c.name,
-		bootstrap, topic)
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout+30*time.Second)
-	defer cancel()
+		"--mode", j.mode, "--count", strconv.Itoa(records), "--keys", strconv.Itoa(keys),
+		"--timeout-ms", strconv.Itoa(int(j.timeout/time.Millisecond)), "--name", c.name)
+	argv = append(append(argv, j.args...), j.bootstrap, j.topic)
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout+30*time.Second)
+	r := &clientRun{c: c, j: j, exited: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	elapsed := time.Since(start)
+	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+	r.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("starting %s: %v", c.name, err)
+	}
+	go func() {
+		r.err = cmd.Wait()
+		r.elapsed = time.Since(r.start)
+		cancel()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.exited
+	})
+	return r
+}
+
+// running reports whether the process has not exited yet.
+func (r *clientRun) running() bool {
+	select {
+	case <-r.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// wait waits for the client to exit and decodes its summary; any failure fails the test.
+func (r *clientRun) wait(t *testing.T) *report.Summary {
+	t.Helper()
+	<-r.exited
+	what := fmt.Sprintf("%s %s on %s", r.c.name, r.j.mode, r.j.topic)
+	if r.err != nil {
+		t.Fatalf("%s failed after %v: %v\nstderr:\n%s", what, r.elapsed.Round(time.Millisecond), r.err, lastLines(r.stderr.Bytes()))
+	}
+	s, err := report.Decode(&r.stdout)
 	if err != nil {
-		t.Fatalf("%s %s on %s failed after %v: %v\nstderr:\n%s", c.name, mode, topic, elapsed.Round(time.Millisecond), err, lastLines(stderr.Bytes()))
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", what, err, lastLines(r.stdout.Bytes()), lastLines(r.stderr.Bytes()))
 	}
-	s, err := report.Decode(&stdout)
-	if err != nil {
-		t.Fatalf("%s %s on %s: %v\nstdout:\n%s\nstderr:\n%s", c.name, mode, topic, err, lastLines(stdout.Bytes()), lastLines(stderr.Bytes()))
+	var phases []string
+	if r.j.mode == "both" || r.j.mode == "produce" || r.j.mode == "stream" {
+		phases = append(phases, fmt.Sprintf("%d produced in %dms", len(s.Produced), s.ProduceMS))
 	}
-	phases := fmt.Sprintf("%d consumed in %dms", len(s.Consumed), s.ConsumeMS)
-	if mode == "both" {
-		phases = fmt.Sprintf("%d produced in %dms, ", len(s.Produced), s.ProduceMS) + phases
+	if r.j.mode != "produce" {
+		phases = append(phases, fmt.Sprintf("%d consumed in %dms", len(s.Consumed), s.ConsumeMS))
 	}
-	t.Logf("%s (%s) %s %s: %s; process %v", c.name, s.Library, mode, topic, phases, elapsed.Round(time.Millisecond))
+	if s.Group != "" {
+		phases = append(phases, fmt.Sprintf("group %s assignments %v", s.Group, s.Assignments))
+	}
+	t.Logf("%s (%s) %s %s: %s; process %v", r.c.name, s.Library, r.j.mode, r.j.topic, strings.Join(phases, ", "), r.elapsed.Round(time.Millisecond))
 	return s
+}
+
+// runClient runs one client to its end and decodes its summary; any failure fails the test.
+func runClient(t *testing.T, c client, j job) *report.Summary {
+	t.Helper()
+	return startClient(t, c, j).wait(t)
 }
 
 // expectClean fails the test with every anomaly report.Check finds.
@@ -209,7 +281,7 @@ func TestInterop(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			requireClient(t, c)
-			s := runClient(t, c, tgt.bootstrap, topicFor(c.name), "both")
+			s := runClient(t, c, job{bootstrap: tgt.bootstrap, topic: topicFor(c.name), mode: "both"})
 			if len(s.Produced) != records {
 				t.Fatalf("%d records acknowledged, want %d", len(s.Produced), records)
 			}
@@ -233,12 +305,16 @@ func TestInterop(t *testing.T) {
 						t.Skipf("%s wrote nothing to read (see its own subtest)", w.name)
 					}
 					requireClient(t, r)
-					s := runClient(t, r, tgt.bootstrap, topicFor(w.name), "consume")
+					s := runClient(t, r, job{bootstrap: tgt.bootstrap, topic: topicFor(w.name), mode: "consume"})
 					expectClean(t, ws.Produced, s.Consumed)
 				})
 			}
 		}
 	})
+
+	// Consumer groups: each client alone, then the Java client and kcat together.
+	t.Run("group", func(t *testing.T) { testGroups(t, tgt, written) })
+	t.Run("mixed-group", func(t *testing.T) { testMixedGroup(t, tgt) })
 
 	t.Run("java-partitioner", testJavaPartitioner)
 
@@ -253,7 +329,7 @@ func testJavaPartitioner(t *testing.T) {
 	requireClient(t, clientNamed(t, "java"))
 	counts := []int32{1, 2, 3, 7, 12, 100} // as Murmur2Vectors prints them
 	rng := rand.New(rand.NewPCG(1, 2))
-	args := []string{"-cp", javaClassPath, "io.strata.interop.Murmur2Vectors"}
+	args := append(slices.Clone(javaFlags), "-cp", javaClassPath, "io.strata.interop.Murmur2Vectors")
 	var keyList [][]byte
 	for i := range 64 {
 		k := make([]byte, i%41)

@@ -61,16 +61,33 @@ func startKfake(t *testing.T) *target {
 	return &target{name: "kfake", bootstrap: c.ListenAddrs()[0], stop: func() error { c.Close(); return nil }}
 }
 
-// startStrata builds cmd/strata, runs a single node on free loopback ports, and waits
-// until its Kafka listener answers ApiVersions.
+// strataBinary builds cmd/strata once per test binary (see TestMain) and returns its path.
+var strataBinary = func() func(t *testing.T) string {
+	var (
+		once sync.Once
+		path string
+		err  error
+		out  []byte
+	)
+	return func(t *testing.T) string {
+		once.Do(func() {
+			path = filepath.Join(toolDir, "strata")
+			cmd := exec.Command("go", "build", "-o", path, "./cmd/strata")
+			cmd.Dir = ".."
+			out, err = cmd.CombinedOutput()
+		})
+		if err != nil {
+			t.Fatalf("building strata: %v\n%s", err, out)
+		}
+		return path
+	}
+}()
+
+// startStrata runs a single strata node on free loopback ports, and waits until its
+// Kafka listener answers ApiVersions.
 func startStrata(t *testing.T) *target {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "strata")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/strata")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building strata: %v\n%s", err, out)
-	}
+	bin := strataBinary(t)
 
 	kafkaAddr, httpAddr, controllerAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	logPath := filepath.Join(dir, "strata.log")

@@ -11,12 +11,21 @@
 // Fetch and its record-batch decoder), which is the code its Consumer runs underneath.
 // Those are internals of the pinned kafkajs 2.2.4.
 //
+// --mode group reads the topic instead as a member of consumer group --group with
+// kafkajs's own consumer (which always joins a group): subscribe from the beginning,
+// automatic commits off, commitOffsets after each batch is processed. The member stops
+// once it has joined, two fetch rounds have completed since (kafkajs fetches again only
+// after the previous batches are processed, so anything the first fetch returned is
+// read), the topic holds at least --count records and the group has committed the end
+// offset of every partition. An admin client asks for the offsets on its own
+// connections.
+//
 // Each record is sent with its own send() call so that the acknowledgement (partition and
 // base offset) belongs to exactly that record. kafkajs cannot encode a null header value,
 // so unlike the other clients no "nil" header is sent.
 //
-// Usage: client.js BOOTSTRAP TOPIC [--mode both|produce|consume] [--count N] [--keys K]
-//                  [--timeout-ms MS] [--name LABEL]
+// Usage: client.js BOOTSTRAP TOPIC [--mode both|produce|consume|group] [--count N] [--keys K]
+//                  [--timeout-ms MS] [--name LABEL] [--group G]
 // Exits 1 with a message on stderr on any error, 2 on bad usage.
 'use strict'
 
@@ -26,7 +35,7 @@ const kafkajsVersion = require('kafkajs/package.json').version
 class UsageError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { mode: 'both', count: 200, keys: 20, timeoutMs: 60000, name: 'node' }
+  const opts = { mode: 'both', count: 200, keys: 20, timeoutMs: 60000, name: 'node', group: '' }
   const pos = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
@@ -43,17 +52,19 @@ function parseArgs(argv) {
     }
     switch (a) {
       case '--mode':
-        if (!['both', 'produce', 'consume'].includes(v)) throw new UsageError(`unknown mode ${v}`)
+        if (!['both', 'produce', 'consume', 'group'].includes(v)) throw new UsageError(`unknown mode ${v}`)
         opts.mode = v
         break
       case '--count': opts.count = positive(); break
       case '--keys': opts.keys = positive(); break
       case '--timeout-ms': opts.timeoutMs = positive(); break
       case '--name': opts.name = v; break
+      case '--group': opts.group = v; break
       default: throw new UsageError(`unknown option ${a}`)
     }
   }
   if (pos.length !== 2) throw new UsageError(`want BOOTSTRAP and TOPIC, got ${JSON.stringify(pos)}`)
+  if (opts.mode === 'group' && !opts.group) throw new UsageError('--mode group needs --group')
   ;[opts.bootstrap, opts.topic] = pos
   return opts
 }
@@ -154,7 +165,7 @@ async function consume(kafka, opts, produced, deadline) {
               if (offset < next[p.partition]) continue // a batch may start before the asked offset
               next[p.partition] = offset + 1
               if (m.isControlRecord) continue
-              out.push({ partition: p.partition, offset, key: b64(m.key), value: b64(m.value), headers: headersJson(m.headers) })
+              out.push(recordJson(p.partition, m))
               missing.delete(`${p.partition}/${offset}`)
             }
           }
@@ -167,13 +178,74 @@ async function consume(kafka, opts, produced, deadline) {
   }
 }
 
+const recordJson = (partition, m) =>
+  ({ partition, offset: Number(m.offset), key: b64(m.key), value: b64(m.value), headers: headersJson(m.headers) })
+
+async function consumeGroup(kafka, opts, deadline) {
+  const admin = kafka.admin()
+  const consumer = kafka.consumer({ groupId: opts.group, maxWaitTimeInMs: 200, allowAutoTopicCreation: false })
+  const consumed = []
+  const assignments = []
+  let fetchesSinceJoin = -1 // -1 until the first join
+  consumer.on(consumer.events.GROUP_JOIN, e => {
+    assignments.push([...(e.payload.memberAssignment[opts.topic] || [])].sort((a, b) => a - b))
+    fetchesSinceJoin = 0
+  })
+  consumer.on(consumer.events.FETCH, () => {
+    if (fetchesSinceJoin >= 0) fetchesSinceJoin++
+  })
+
+  const behind = async () => {
+    if (fetchesSinceJoin < 0) return 'waiting for a first assignment'
+    if (fetchesSinceJoin < 2) return 'waiting for two fetch rounds since the last join'
+    const end = Object.fromEntries((await admin.fetchTopicOffsets(opts.topic)).map(p => [p.partition, Number(p.high)]))
+    const total = Object.values(end).reduce((a, b) => a + b, 0)
+    if (total < opts.count) return `the topic holds ${total} of ${opts.count} records`
+    const [t] = await admin.fetchOffsets({ groupId: opts.group, topics: [opts.topic] })
+    for (const p of t.partitions) {
+      if (Number(p.offset) < end[p.partition]) {
+        return `the group committed ${p.offset} on partition ${p.partition}, end ${end[p.partition]}`
+      }
+    }
+    return null
+  }
+
+  await admin.connect()
+  try {
+    await consumer.connect()
+    await consumer.subscribe({ topics: [opts.topic], fromBeginning: true })
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) consumed.push(recordJson(batch.partition, m))
+        if (batch.messages.length > 0) {
+          const next = String(Number(batch.lastOffset()) + 1)
+          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }])
+        }
+      },
+    })
+    for (;;) {
+      const why = await behind()
+      if (why === null) break
+      if (Date.now() > deadline) {
+        throw new Error(`deadline passed, still ${why}; read ${consumed.length} records, assignments ${JSON.stringify(assignments)}`)
+      }
+      await new Promise(resolve => setTimeout(resolve, 100))
+    }
+  } finally {
+    await consumer.disconnect()
+    await admin.disconnect()
+  }
+  return { consumed, assignments }
+}
+
 async function main() {
   let opts
   try {
     opts = parseArgs(process.argv.slice(2))
   } catch (e) {
     process.stderr.write(`node client: ${e.message}\n` +
-      'usage: client.js BOOTSTRAP TOPIC [--mode both|produce|consume] [--count N] [--keys K] [--timeout-ms MS] [--name LABEL]\n')
+      'usage: client.js BOOTSTRAP TOPIC [--mode both|produce|consume|group] [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G]\n')
     return 2
   }
   const deadline = Date.now() + opts.timeoutMs
@@ -184,12 +256,17 @@ async function main() {
   })
   const summary = { client: 'node', library: `kafkajs ${kafkajsVersion}`, topic: opts.topic, produced: [] }
   try {
-    if (opts.mode !== 'consume') {
+    if (opts.mode === 'group') {
+      const start = Date.now()
+      const g = await consumeGroup(kafka, opts, deadline)
+      Object.assign(summary, { consume_ms: Date.now() - start, consumed: g.consumed, group: opts.group, assignments: g.assignments })
+    }
+    if (opts.mode === 'both' || opts.mode === 'produce') {
       const start = Date.now()
       summary.produced = await produce(kafka, opts)
       summary.produce_ms = Date.now() - start
     }
-    if (opts.mode !== 'produce') {
+    if (opts.mode === 'both' || opts.mode === 'consume') {
       const start = Date.now()
       summary.consumed = await consume(kafka, opts, summary.produced, deadline)
       summary.consume_ms = Date.now() - start

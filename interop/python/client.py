@@ -4,12 +4,18 @@ Produces keyed records with acks=all, reads the topic back with manual assignmen
 every partition from the earliest offset (no consumer group), and prints one JSON summary
 on stdout in the format shared by every interop client (see interop/README.md).
 
+--mode group reads the topic instead as a member of consumer group --group: subscribe(),
+automatic commits off, a synchronous commit after each batch of records is processed.
+The member stops once the topic holds at least --count records, it has reached the end
+of every partition it owns (partition EOF events) and the group has committed the end
+offset of every partition.
+
 The producer sets partitioner=murmur2_random: librdkafka's own default (consistent_random,
 CRC32) places keys differently from the Java client; murmur2_random is its documented
 Java-compatible choice.
 
-Usage: client.py BOOTSTRAP TOPIC [--mode both|produce|consume] [--count N] [--keys K]
-                 [--timeout-ms MS] [--name LABEL]
+Usage: client.py BOOTSTRAP TOPIC [--mode both|produce|consume|group] [--count N] [--keys K]
+                 [--timeout-ms MS] [--name LABEL] [--group G]
 Exits 1 with a message on stderr on any error, 2 on bad usage.
 
 Records with a null header value, an empty header value and a repeated header key are
@@ -141,15 +147,7 @@ def consume(opts, produced, deadline):
                 continue
             if msg.error() is not None:
                 raise InteropError("consume failed: %s" % msg.error())
-            out.append(
-                {
-                    "partition": msg.partition(),
-                    "offset": msg.offset(),
-                    "key": b64(msg.key()),
-                    "value": b64(msg.value()),
-                    "headers": headers_json(msg.headers()),
-                }
-            )
+            out.append(record_json(msg))
             missing.discard((msg.partition(), msg.offset()))
             nxt[msg.partition()] = msg.offset() + 1
         return out
@@ -157,11 +155,106 @@ def consume(opts, produced, deadline):
         consumer.close()
 
 
+def record_json(msg):
+    return {
+        "partition": msg.partition(),
+        "offset": msg.offset(),
+        "key": b64(msg.key()),
+        "value": b64(msg.value()),
+        "headers": headers_json(msg.headers()),
+    }
+
+
+def consume_group(opts, deadline):
+    """Reads the topic as a group member; returns (records read, assignments)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": opts.bootstrap,
+            "client.id": "strata-interop-%s-group" % opts.name,
+            "group.id": opts.group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
+    # A second client of the group that never joins it asks for end offsets and
+    # committed offsets: on the member's own connections those requests would queue
+    # behind its long-polling fetches.
+    watcher = Consumer(
+        {
+            "bootstrap.servers": opts.bootstrap,
+            "client.id": "strata-interop-%s-group-watcher" % opts.name,
+            "group.id": opts.group,
+            "enable.auto.commit": False,
+        }
+    )
+    owned = set()
+    eof = {}  # partition -> offset at which it last reached the end
+    assignments = []
+
+    def on_assign(_consumer, parts):
+        owned.clear()
+        owned.update(p.partition for p in parts)
+        for p in owned:
+            eof.pop(p, None)
+        assignments.append(sorted(owned))
+
+    def on_revoke(_consumer, _parts):
+        owned.clear()
+
+    def timeout():
+        return max(1.0, deadline - time.monotonic())
+
+    def behind():
+        if not assignments:
+            return "waiting for a first assignment"
+        parts = watcher.list_topics(opts.topic, timeout=timeout()).topics[opts.topic].partitions
+        tps = [TopicPartition(opts.topic, p) for p in sorted(parts)]
+        end = {tp.partition: watcher.get_watermark_offsets(tp, timeout=timeout())[1] for tp in tps}
+        if sum(end.values()) < opts.count:
+            return "the topic holds %d of %d records" % (sum(end.values()), opts.count)
+        for p in sorted(owned):
+            if eof.get(p, -1) < end[p]:
+                return "partition %d not read to its end %d yet" % (p, end[p])
+        for tp in watcher.committed(tps, timeout=timeout()):
+            if tp.error is not None or tp.offset < end[tp.partition]:
+                return "the group has not committed partition %d's end %d (%s)" % (
+                    tp.partition, end[tp.partition], tp.error or tp.offset)
+        return None
+
+    out = []
+    try:
+        consumer.subscribe([opts.topic], on_assign=on_assign, on_revoke=on_revoke)
+        while True:
+            got = 0
+            for msg in consumer.consume(num_messages=500, timeout=0.2):
+                err = msg.error()
+                if err is not None and err.code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    eof[msg.partition()] = msg.offset()
+                    continue
+                if err is not None:
+                    raise InteropError("consume failed: %s" % err)
+                out.append(record_json(msg))
+                got += 1
+            if got:
+                consumer.commit(asynchronous=False)
+            why = behind()
+            if why is None:
+                return out, assignments
+            if time.monotonic() > deadline:
+                raise InteropError("deadline passed, still %s; read %d records, assignments %s"
+                                   % (why, len(out), assignments))
+    finally:
+        consumer.close()
+        watcher.close()
+
+
 def parse(argv):
     p = argparse.ArgumentParser(prog="client.py", description=__doc__.splitlines()[0])
     p.add_argument("bootstrap")
     p.add_argument("topic")
-    p.add_argument("--mode", choices=("both", "produce", "consume"), default="both")
+    p.add_argument("--mode", choices=("both", "produce", "consume", "group"), default="both")
+    p.add_argument("--group", default="")
     p.add_argument("--count", type=int, default=200)
     p.add_argument("--keys", type=int, default=20)
     p.add_argument("--timeout-ms", type=int, default=60000)
@@ -170,6 +263,8 @@ def parse(argv):
     for flag in ("count", "keys", "timeout_ms"):
         if getattr(opts, flag) <= 0:
             p.error("--%s wants a positive integer" % flag.replace("_", "-"))
+    if opts.mode == "group" and not opts.group:
+        p.error("--mode group needs --group")
     return opts
 
 
@@ -184,6 +279,11 @@ def main(argv):
         "produced": [],
     }
     try:
+        if opts.mode == "group":
+            start = time.monotonic()
+            summary["consumed"], summary["assignments"] = consume_group(opts, deadline)
+            summary["consume_ms"] = int((time.monotonic() - start) * 1000)
+            summary["group"] = opts.group
         if opts.mode in ("both", "produce"):
             start = time.monotonic()
             summary["produced"] = produce(opts, deadline)

@@ -3,7 +3,6 @@ package io.strata.interop;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -21,25 +20,35 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
+
+import io.strata.interop.Summary.Produced;
 
 /**
- * Interop client for the Java runtime: produces keyed records with the 4.x client's default
- * producer settings (idempotent, acks=all), reads the topic back with manual assignment of
- * every partition from the earliest offset (no consumer group), and prints one JSON summary
- * on stdout. The summary format is shared by every interop client; see interop/README.md.
+ * Interop client for the Java runtime; prints one JSON summary on stdout in the format
+ * shared by every interop client (see interop/README.md). Modes:
  *
- * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume] [--count N]
- * [--keys K] [--timeout-ms MS] [--name LABEL]}. Exits 1 with a message on stderr on any
- * error, 2 on bad usage. The client library logs at WARN to stderr; {@code -Dinterop.log=debug}
- * shows its protocol traffic.
+ * <ul>
+ *   <li>{@code both} (default), {@code produce}, {@code consume}: produce keyed records
+ *       with the 4.x client's default producer settings (idempotent, acks=all), and/or read
+ *       the topic back with manual assignment of every partition from the earliest offset
+ *       (no consumer group).
+ *   <li>{@code group}: read the topic as a member of consumer group {@code --group} (classic
+ *       protocol, subscribe, commitSync after processing each poll); see {@link GroupReader}.
+ *   <li>{@code stream}: produce at {@code --rate} records a second for {@code --duration-ms}
+ *       while reading in group {@code --group}, then drain; see {@link Stream}.
+ * </ul>
+ *
+ * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]
+ * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS]
+ * [--rate N]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
+ * library logs at WARN to stderr; {@code -Dinterop.log=debug} shows its protocol traffic.
  */
 public final class Client {
-    private static final Base64.Encoder B64 = Base64.getEncoder();
+    private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]"
+            + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS] [--rate N]";
 
     private Client() {}
 
@@ -51,8 +60,7 @@ public final class Client {
             opts = Options.parse(args);
         } catch (IllegalArgumentException e) {
             System.err.println("java client: " + e.getMessage());
-            System.err.println("usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume]"
-                    + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL]");
+            System.err.println(USAGE);
             System.exit(2);
             return;
         }
@@ -69,75 +77,74 @@ public final class Client {
 
     private static String run(Options o) throws Exception {
         long deadline = System.nanoTime() + o.timeoutMs * 1_000_000L;
-        StringBuilder out = new StringBuilder(64 * 1024);
-        out.append("{\"client\":\"java\",\"library\":");
-        Json.str(out, "kafka-clients " + AppInfoParser.getVersion());
-        out.append(",\"topic\":");
-        Json.str(out, o.topic);
-
-        List<Produced> produced = new ArrayList<>();
-        if (o.produce) {
-            long start = System.nanoTime();
-            produced = produce(o);
-            out.append(",\"produce_ms\":").append((System.nanoTime() - start) / 1_000_000);
-        }
-        out.append(",\"produced\":[");
-        for (int i = 0; i < produced.size(); i++) {
-            if (i > 0) {
-                out.append(',');
-            }
-            produced.get(i).appendJson(out);
-        }
-        out.append(']');
-
-        if (o.consume) {
-            long start = System.nanoTime();
-            List<ConsumerRecord<byte[], byte[]>> consumed = consume(o, produced, deadline);
-            out.append(",\"consume_ms\":").append((System.nanoTime() - start) / 1_000_000);
-            out.append(",\"consumed\":[");
-            for (int i = 0; i < consumed.size(); i++) {
-                ConsumerRecord<byte[], byte[]> r = consumed.get(i);
-                if (i > 0) {
-                    out.append(',');
+        Summary s = new Summary(o.topic);
+        switch (o.mode) {
+            case "group" -> {
+                long start = System.nanoTime();
+                try (GroupReader r = new GroupReader(o, false)) {
+                    r.readUntilCaughtUp(o.count, deadline);
+                    s.field("consume_ms", (System.nanoTime() - start) / 1_000_000);
+                    s.produced(List.of());
+                    s.consumed(r.records());
+                    s.group(o.group, r.assignments());
                 }
-                out.append("{\"partition\":").append(r.partition());
-                out.append(",\"offset\":").append(r.offset());
-                out.append(",\"key\":");
-                Json.bytes(out, r.key());
-                out.append(",\"value\":");
-                Json.bytes(out, r.value());
-                out.append(",\"headers\":");
-                Json.headers(out, r.headers());
-                out.append('}');
             }
-            out.append(']');
+            case "stream" -> Stream.run(o, deadline, s);
+            default -> {
+                List<Produced> produced = List.of();
+                if (!o.mode.equals("consume")) {
+                    long start = System.nanoTime();
+                    produced = produce(o);
+                    s.field("produce_ms", (System.nanoTime() - start) / 1_000_000);
+                }
+                s.produced(produced);
+                if (!o.mode.equals("produce")) {
+                    long start = System.nanoTime();
+                    List<ConsumerRecord<byte[], byte[]>> consumed = consume(o, produced, deadline);
+                    s.field("consume_ms", (System.nanoTime() - start) / 1_000_000);
+                    s.consumed(consumed);
+                }
+            }
         }
-        return out.append('}').toString();
+        return s.finish();
     }
 
-    /** One acknowledged send: what was sent and where the broker said it landed. */
-    private record Produced(byte[] key, byte[] value, Iterable<Header> headers, RecordMetadata md) {
-        void appendJson(StringBuilder out) {
-            out.append("{\"key\":");
-            Json.bytes(out, key);
-            out.append(",\"value\":");
-            Json.bytes(out, value);
-            out.append(",\"headers\":");
-            Json.headers(out, headers);
-            out.append(",\"partition\":").append(md.partition());
-            out.append(",\"offset\":").append(md.offset());
-            out.append('}');
+    /** The headers every interop record carries; see interop/README.md. */
+    static RecordHeaders headers(String name, int i) {
+        RecordHeaders headers = new RecordHeaders();
+        headers.add("client", utf8(name));
+        headers.add("seq", utf8(Integer.toString(i)));
+        headers.add("dup", utf8("first"));
+        headers.add("dup", utf8("second"));
+        if (i % 10 == 0) {
+            headers.add("empty", new byte[0]);
+            headers.add("nil", null);
         }
+        return headers;
+    }
+
+    static Properties producerProps(Options o, String clientId) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, o.bootstrap);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        return p;
+    }
+
+    static Properties consumerProps(Options o, String clientId) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, o.bootstrap);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        return p;
     }
 
     private static List<Produced> produce(Options o) throws Exception {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, o.bootstrap);
-        p.put(ProducerConfig.CLIENT_ID_CONFIG, "strata-interop-" + o.name);
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         // Nothing else is set: the 4.x defaults (enable.idempotence=true, acks=all) are the point.
-
+        Properties p = producerProps(o, "strata-interop-" + o.name);
         RecordMetadata[] acks = new RecordMetadata[o.count];
         AtomicReference<Exception> failure = new AtomicReference<>();
         List<Produced> produced = new ArrayList<>(o.count);
@@ -146,16 +153,7 @@ public final class Client {
             for (int i = 0; i < o.count; i++) {
                 byte[] key = utf8(String.format("key-%02d", i % o.keys));
                 byte[] value = utf8(String.format("%s-%04d", o.name, i));
-                RecordHeaders headers = new RecordHeaders();
-                headers.add("client", utf8(o.name));
-                headers.add("seq", utf8(Integer.toString(i)));
-                headers.add("dup", utf8("first"));
-                headers.add("dup", utf8("second"));
-                if (i % 10 == 0) {
-                    headers.add("empty", new byte[0]);
-                    headers.add("nil", null);
-                }
-                ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(o.topic, null, key, value, headers);
+                ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(o.topic, null, key, value, headers(o.name, i));
                 sent.add(rec);
                 final int slot = i;
                 producer.send(rec, (md, err) -> {
@@ -183,14 +181,8 @@ public final class Client {
 
     private static List<ConsumerRecord<byte[], byte[]>> consume(
             Options o, List<Produced> produced, long deadline) throws Exception {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, o.bootstrap);
-        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "strata-interop-" + o.name + "-reader");
-        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         // No group.id: manual assignment only, nothing is committed.
-
+        Properties p = consumerProps(o, "strata-interop-" + o.name + "-reader");
         List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
             List<PartitionInfo> infos = consumer.partitionsFor(o.topic, remaining(deadline));
@@ -236,24 +228,26 @@ public final class Client {
         return out;
     }
 
-    private static Duration remaining(long deadline) {
+    static Duration remaining(long deadline) {
         return Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
     }
 
-    private static byte[] utf8(String s) {
+    static byte[] utf8(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
     /** Command-line options. */
-    private static final class Options {
+    static final class Options {
         String bootstrap;
         String topic;
-        boolean produce = true;
-        boolean consume = true;
+        String mode = "both";
         int count = 200;
         int keys = 20;
         long timeoutMs = 60_000;
         String name = "java";
+        String group;
+        long durationMs = 10_000;
+        int rate = 100;
 
         static Options parse(String[] args) {
             Options o = new Options();
@@ -270,22 +264,26 @@ public final class Client {
                 String v = args[++i];
                 switch (a) {
                     case "--mode" -> {
-                        switch (v) {
-                            case "both" -> { o.produce = true; o.consume = true; }
-                            case "produce" -> { o.produce = true; o.consume = false; }
-                            case "consume" -> { o.produce = false; o.consume = true; }
-                            default -> throw new IllegalArgumentException("unknown mode " + v);
+                        if (!List.of("both", "produce", "consume", "group", "stream").contains(v)) {
+                            throw new IllegalArgumentException("unknown mode " + v);
                         }
+                        o.mode = v;
                     }
                     case "--count" -> o.count = positive(a, v);
                     case "--keys" -> o.keys = positive(a, v);
                     case "--timeout-ms" -> o.timeoutMs = positive(a, v);
                     case "--name" -> o.name = v;
+                    case "--group" -> o.group = v;
+                    case "--duration-ms" -> o.durationMs = positive(a, v);
+                    case "--rate" -> o.rate = positive(a, v);
                     default -> throw new IllegalArgumentException("unknown option " + a);
                 }
             }
             if (pos.size() != 2) {
                 throw new IllegalArgumentException("want BOOTSTRAP and TOPIC, got " + pos);
+            }
+            if ((o.mode.equals("group") || o.mode.equals("stream")) && (o.group == null || o.group.isEmpty())) {
+                throw new IllegalArgumentException("--mode " + o.mode + " needs --group");
             }
             o.bootstrap = pos.get(0);
             o.topic = pos.get(1);
@@ -302,55 +300,6 @@ public final class Client {
                 // reported below
             }
             throw new IllegalArgumentException(flag + " wants a positive integer, got " + v);
-        }
-    }
-
-    /** The few JSON encodings the summary needs; bytes are base64, absent bytes null. */
-    static final class Json {
-        private Json() {}
-
-        static void bytes(StringBuilder out, byte[] b) {
-            if (b == null) {
-                out.append("null");
-            } else {
-                out.append('"').append(B64.encodeToString(b)).append('"');
-            }
-        }
-
-        static void headers(StringBuilder out, Iterable<Header> headers) {
-            out.append('[');
-            boolean first = true;
-            for (Header h : headers) {
-                if (!first) {
-                    out.append(',');
-                }
-                first = false;
-                out.append("{\"key\":");
-                str(out, h.key());
-                out.append(",\"value\":");
-                bytes(out, h.value());
-                out.append('}');
-            }
-            out.append(']');
-        }
-
-        static void str(StringBuilder out, String s) {
-            out.append('"');
-            for (int i = 0; i < s.length(); i++) {
-                char c = s.charAt(i);
-                switch (c) {
-                    case '"' -> out.append("\\\"");
-                    case '\\' -> out.append("\\\\");
-                    default -> {
-                        if (c < 0x20) {
-                            out.append(String.format("\\u%04x", (int) c));
-                        } else {
-                            out.append(c);
-                        }
-                    }
-                }
-            }
-            out.append('"');
         }
     }
 }
