@@ -44,6 +44,7 @@ func (n *testNode) readAll(topic string, want int) []*kgo.Record {
 // TestProduceStoresJSON: what each form of key, value and header is stored as,
 // and how a poll shows it again.
 func TestProduceStoresJSON(t *testing.T) {
+	t.Parallel()
 	n := sharedNode(t)
 	n.createTopic("encodings", 1)
 	cases := []struct {
@@ -175,6 +176,7 @@ func TestProducePartitioning(t *testing.T) {
 
 // TestProduceAcks: every acks level appends; acks=0 reports no offset.
 func TestProduceAcks(t *testing.T) {
+	t.Parallel()
 	n := sharedNode(t)
 	n.createTopic("acks", 1)
 	for i, tc := range []struct {
@@ -195,6 +197,7 @@ func TestProduceAcks(t *testing.T) {
 // TestProduceBatch: one result per record in request order; a partition's failure
 // fails only its records.
 func TestProduceBatch(t *testing.T) {
+	t.Parallel()
 	n := sharedNode(t)
 	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": "batch", "partitions": 2, "configs": map[string]string{"max.message.bytes": "2000"}})
 	big := strings.Repeat("x", 3000)
@@ -232,6 +235,7 @@ func TestProduceBatch(t *testing.T) {
 // TestProduceErrors: every kind of bad produce gets its status and code, never a
 // 500, and nothing is appended.
 func TestProduceErrors(t *testing.T) {
+	t.Parallel()
 	n := sharedNode(t)
 	n.createTopic("errs", 2)
 	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": "errs-small", "partitions": 1, "configs": map[string]string{"max.message.bytes": "1000"}})
@@ -293,6 +297,7 @@ func TestProduceErrors(t *testing.T) {
 // TestProduceConcurrent: concurrent produces to one partition get distinct,
 // dense offsets.
 func TestProduceConcurrent(t *testing.T) {
+	t.Parallel()
 	n := sharedNode(t)
 	n.createTopic("concurrent", 1)
 	const writers, each = 4, 25

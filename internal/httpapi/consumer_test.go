@@ -1,0 +1,564 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// polledRecord is a record of a poll answer.
+type polledRecord struct {
+	Partition int32
+	Offset    int64
+	Key       *string
+	Value     any
+	Timestamp int64
+}
+
+// poll polls once with body (a map of poll fields) and returns the records.
+func (n *testNode) poll(body map[string]any) []polledRecord {
+	n.t.Helper()
+	var ans struct{ Records []polledRecord }
+	n.must(http.StatusOK, "POST", "/poll", body).json(n.t, &ans)
+	return ans.Records
+}
+
+// pollN polls until it has want records (each poll long-polling).
+func (n *testNode) pollN(body map[string]any, want int) []polledRecord {
+	n.t.Helper()
+	b := map[string]any{"timeout_ms": 5000}
+	for k, v := range body {
+		b[k] = v
+	}
+	var out []polledRecord
+	deadline := time.Now().Add(30 * time.Second)
+	for len(out) < want {
+		if time.Now().After(deadline) {
+			n.t.Fatalf("polled %d of %d records", len(out), want)
+		}
+		out = append(out, n.poll(b)...)
+	}
+	if len(out) != want {
+		n.t.Fatalf("polled %d records, want %d", len(out), want)
+	}
+	return out
+}
+
+// produceN produces values 0..count-1 to one partition.
+func (n *testNode) produceN(topic string, partition, from, count int) {
+	n.t.Helper()
+	for i := from; i < from+count; i++ {
+		n.must(http.StatusOK, "POST", "/produce", map[string]any{"topic": topic, "partition": partition, "value": i})
+	}
+}
+
+func offsetsOf(recs []polledRecord) []int64 {
+	out := make([]int64, len(recs))
+	for i, r := range recs {
+		out[i] = r.Offset
+	}
+	return out
+}
+
+func wantOffsets(t testing.TB, what string, recs []polledRecord, from, to int64) {
+	t.Helper()
+	got := offsetsOf(recs)
+	if int64(len(got)) != to-from {
+		t.Fatalf("%s: offsets %v, want %d..%d", what, got, from, to-1)
+	}
+	for i, o := range got {
+		if o != from+int64(i) {
+			t.Fatalf("%s: offsets %v, want %d..%d", what, got, from, to-1)
+		}
+	}
+}
+
+// groupView is GET /groups/{group}.
+type groupView struct {
+	State   string
+	Members []struct {
+		MemberID   string `json:"member_id"`
+		ClientID   string `json:"client_id"`
+		Assignment []struct {
+			Topic      string
+			Partitions []int32
+		}
+	}
+	Offsets []struct {
+		Topic     string
+		Partition int32
+		Committed *int64
+		Lag       *int64
+	}
+	Lag int64
+}
+
+func (n *testNode) group(id string) groupView {
+	n.t.Helper()
+	var g groupView
+	n.must(http.StatusOK, "GET", "/groups/"+id, nil).json(n.t, &g)
+	return g
+}
+
+// committed is the group's committed offset of a partition, -1 for none.
+func (g groupView) committed(topic string, partition int32) int64 {
+	for _, o := range g.Offsets {
+		if o.Topic == topic && o.Partition == partition && o.Committed != nil {
+			return *o.Committed
+		}
+	}
+	return -1
+}
+
+// TestPollPositionsAndCommit: polls advance the member's position independently
+// of commits; a commit of the positions is where a new member starts; the lag
+// follows.
+func TestPollPositionsAndCommit(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("positions", 1)
+	n.produceN("positions", 0, 0, 10)
+	g := map[string]any{"group": "positions", "topic": "positions", "max_records": 3}
+	wantOffsets(t, "first poll", n.pollN(g, 3), 0, 3)
+	wantOffsets(t, "second poll, nothing committed", n.pollN(g, 3), 3, 6)
+	if c := n.group("positions").committed("positions", 0); c != -1 {
+		t.Fatalf("polling committed %d", c)
+	}
+
+	var commit struct {
+		Committed bool
+		Offsets   []struct {
+			Topic     string
+			Partition int32
+			Offset    int64
+		}
+	}
+	n.must(http.StatusOK, "POST", "/commit", map[string]any{"group": "positions"}).json(t, &commit)
+	if !commit.Committed || len(commit.Offsets) != 1 || commit.Offsets[0].Offset != 6 {
+		t.Fatalf("commit of the positions: %+v, want offset 6", commit)
+	}
+	gv := n.group("positions")
+	if c := gv.committed("positions", 0); c != 6 || gv.Lag != 4 || gv.State != "Stable" || len(gv.Members) != 1 {
+		t.Fatalf("after the commit: %+v", gv)
+	}
+	if id := gv.Members[0].ClientID; id != "strata-http/default" {
+		t.Fatalf("member client id %q", id)
+	}
+
+	// A new member of the group starts at the commit, not at the old member's
+	// position.
+	n.must(http.StatusOK, "DELETE", "/groups/positions/consumers/default", nil)
+	wantOffsets(t, "new member", n.pollN(map[string]any{"group": "positions", "topic": "positions", "consumer": "second"}, 4), 6, 10)
+	n.must(http.StatusOK, "DELETE", "/groups/positions/consumers/second", nil)
+	n.must(http.StatusNotFound, "DELETE", "/groups/positions/consumers/second", nil)
+}
+
+// TestPollReset: a group without commits starts at the log start, or at the
+// high-water mark with "reset":"latest".
+func TestPollReset(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("reset", 1)
+	n.produceN("reset", 0, 0, 3)
+	wantOffsets(t, "earliest", n.pollN(map[string]any{"group": "reset-earliest", "topic": "reset"}, 3), 0, 3)
+
+	latest := map[string]any{"group": "reset-latest", "topic": "reset", "reset": "latest", "timeout_ms": 300}
+	// The member joins and is assigned the partition at the high-water mark; wait
+	// for it before producing, or the new record would be before its position.
+	n.poll(latest)
+	eventually(t, "the member owns the partition", func() bool {
+		g := n.group("reset-latest")
+		return g.State == "Stable" && len(g.Members) == 1 && len(g.Members[0].Assignment) == 1
+	})
+	if recs := n.poll(latest); len(recs) != 0 {
+		t.Fatalf("reset latest returned old records %v", offsetsOf(recs))
+	}
+	n.produceN("reset", 0, 3, 1)
+	wantOffsets(t, "latest", n.pollN(latest, 1), 3, 4)
+}
+
+// TestLongPoll: a poll with timeout_ms waits for the first record and returns as
+// soon as it comes; without records it returns empty after the timeout.
+func TestLongPoll(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("longpoll", 1)
+	body := map[string]any{"group": "longpoll", "topic": "longpoll", "timeout_ms": 400}
+	start := time.Now()
+	if recs := n.poll(body); len(recs) != 0 {
+		t.Fatalf("empty topic polled %v", recs)
+	}
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Fatalf("empty poll returned after %v, before its timeout", d)
+	}
+	eventually(t, "the member owns the partition", func() bool {
+		g := n.group("longpoll")
+		return g.State == "Stable" && len(g.Members) == 1 && len(g.Members[0].Assignment) == 1
+	})
+
+	type result struct {
+		recs []polledRecord
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	waiter := &testNode{Node: n.Node, t: t, base: n.base}
+	go func() {
+		start := time.Now()
+		var ans struct{ Records []polledRecord }
+		r := waiter.do("POST", "/poll", map[string]any{"group": "longpoll", "topic": "longpoll", "timeout_ms": 20000})
+		if r.status == http.StatusOK {
+			r.json(t, &ans)
+		}
+		done <- result{ans.Records, time.Since(start)}
+	}()
+	time.Sleep(200 * time.Millisecond) // let the poll start waiting; the result holds either way
+	n.produceN("longpoll", 0, 0, 1)
+	res := <-done
+	if len(res.recs) != 1 || res.took > 15*time.Second {
+		t.Fatalf("long poll returned %v after %v", res.recs, res.took)
+	}
+}
+
+// TestCommitExplicit: committing one offset works without a consumer instance
+// while the group has no members, and through the instance while it is a member;
+// a group whose members are Kafka clients takes commits only from them.
+func TestCommitExplicit(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("explicit", 2)
+	n.produceN("explicit", 1, 0, 5)
+	n.must(http.StatusOK, "POST", "/commit", map[string]any{"group": "explicit", "topic": "explicit", "partition": 1, "offset": 3})
+	if c := n.group("explicit").committed("explicit", 1); c != 3 {
+		t.Fatalf("committed %d, want 3", c)
+	}
+	wantOffsets(t, "member starts at the commit", n.pollN(map[string]any{"group": "explicit", "topic": "explicit"}, 2), 3, 5)
+	n.must(http.StatusOK, "POST", "/commit", map[string]any{"group": "explicit", "topic": "explicit", "partition": 1, "offset": 1})
+	if c := n.group("explicit").committed("explicit", 1); c != 1 {
+		t.Fatalf("member's commit: committed %d, want 1", c)
+	}
+	// The position did not move with the commit.
+	n.produceN("explicit", 1, 5, 1)
+	wantOffsets(t, "position independent of commits", n.pollN(map[string]any{"group": "explicit", "topic": "explicit"}, 1), 5, 6)
+
+	// A group of Kafka clients only.
+	cl, _ := n.kafka(kgo.ConsumerGroup("kafka-only"), kgo.ConsumeTopics("explicit"), kgo.DisableAutoCommit())
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	cl.PollFetches(ctx)
+	cancel()
+	eventually(t, "the Kafka member joins", func() bool { return n.group("kafka-only").State == "Stable" })
+	r := n.do("POST", "/commit", map[string]any{"group": "kafka-only", "topic": "explicit", "partition": 0, "offset": 0})
+	if r.status != http.StatusConflict || r.errorCode(t) != "UNKNOWN_MEMBER_ID" {
+		t.Fatalf("commit to a group of Kafka members: %d %s", r.status, r.body)
+	}
+}
+
+// TestSeek: every target, one partition or all, moves the HTTP member's position
+// and commits.
+func TestSeek(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("seek", 2)
+	for p := range 2 {
+		for i := range 4 {
+			n.must(http.StatusOK, "POST", "/produce", map[string]any{"topic": "seek", "partition": p, "value": i, "timestamp": 1000 * (i + 1)})
+		}
+	}
+	g := map[string]any{"group": "seek", "topic": "seek"}
+	n.pollN(g, 8)
+
+	type seekAns struct {
+		Committed bool
+		Offsets   []struct {
+			Partition int32
+			Offset    int64
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		body  map[string]any
+		want  map[int32]int64 // partition -> offset
+		polls int             // records the next poll returns
+	}{
+		{"earliest, all partitions", map[string]any{"to": "earliest"}, map[int32]int64{0: 0, 1: 0}, 8},
+		{"latest, partition 1", map[string]any{"to": "latest", "partition": 1}, map[int32]int64{1: 4}, 0},
+		{"offset, partition 0", map[string]any{"offset": 2, "partition": 0}, map[int32]int64{0: 2}, 2},
+		{"offset past the end is clamped", map[string]any{"offset": 100, "partition": 0}, map[int32]int64{0: 4}, 0},
+		{"timestamp", map[string]any{"timestamp": 2500}, map[int32]int64{0: 2, 1: 2}, 4},
+		{"timestamp after every record", map[string]any{"timestamp": 1 << 50}, map[int32]int64{0: 4, 1: 4}, 0},
+	} {
+		body := map[string]any{"topic": "seek"}
+		for k, v := range tc.body {
+			body[k] = v
+		}
+		var ans seekAns
+		n.must(http.StatusOK, "POST", "/groups/seek/seek", body).json(t, &ans)
+		if !ans.Committed || len(ans.Offsets) != len(tc.want) {
+			t.Fatalf("%s: %+v", tc.name, ans)
+		}
+		gv := n.group("seek")
+		for _, o := range ans.Offsets {
+			if tc.want[o.Partition] != o.Offset {
+				t.Fatalf("%s: sought %+v, want %v", tc.name, ans.Offsets, tc.want)
+			}
+			if c := gv.committed("seek", o.Partition); c != o.Offset {
+				t.Fatalf("%s: committed %d for partition %d, want %d", tc.name, c, o.Partition, o.Offset)
+			}
+		}
+		if tc.polls > 0 {
+			recs := n.pollN(g, tc.polls)
+			for _, r := range recs {
+				if want, ok := tc.want[r.Partition]; ok && r.Offset < want {
+					t.Fatalf("%s: polled offset %d of partition %d, before the seek's %d", tc.name, r.Offset, r.Partition, want)
+				}
+			}
+		} else if recs := n.poll(map[string]any{"group": "seek", "topic": "seek", "timeout_ms": 300}); len(recs) != 0 {
+			t.Fatalf("%s: polled %v", tc.name, recs)
+		}
+	}
+
+	// A group without members here is moved by its committed offsets alone.
+	n.must(http.StatusOK, "POST", "/groups/seek-fresh/seek", map[string]any{"topic": "seek", "offset": 3})
+	wantOffsets(t, "fresh group after seek", n.pollN(map[string]any{"group": "seek-fresh", "topic": "seek", "max_records": 1}, 1), 3, 4)
+}
+
+// TestConsumerErrors: bad polls, commits, seeks and consumer closes.
+func TestConsumerErrors(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("cerrs", 1)
+	n.createTopic("cerrs-other", 1)
+	n.poll(map[string]any{"group": "cerrs", "topic": "cerrs"})
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		status             int
+		code               string
+	}{
+		{"poll: no group", "POST", "/poll", `{"topic":"cerrs"}`, 400, "INVALID_REQUEST"},
+		{"poll: no topic", "GET", "/poll?group=cerrs", nil, 400, "INVALID_REQUEST"},
+		{"poll: malformed JSON", "POST", "/poll", `{"group":`, 400, "MALFORMED_JSON"},
+		{"poll: unknown field", "POST", "/poll", `{"group":"g","topic":"cerrs","max":1}`, 400, "INVALID_REQUEST"},
+		{"poll: max_records 0", "POST", "/poll", `{"group":"g","topic":"cerrs","max_records":0}`, 400, "INVALID_REQUEST"},
+		{"poll: max_records as a string", "POST", "/poll", `{"group":"g","topic":"cerrs","max_records":"5"}`, 400, "INVALID_REQUEST"},
+		{"poll: negative timeout", "GET", "/poll?group=g&topic=cerrs&timeout_ms=-1", nil, 400, "INVALID_REQUEST"},
+		{"poll: timeout too long", "GET", "/poll?group=g&topic=cerrs&timeout_ms=300001", nil, 400, "INVALID_REQUEST"},
+		{"poll: non-integer query", "GET", "/poll?group=g&topic=cerrs&max_records=ten", nil, 400, "INVALID_REQUEST"},
+		{"poll: unknown query parameter", "GET", "/poll?group=g&topic=cerrs&offset=3", nil, 400, "INVALID_REQUEST"},
+		{"poll: repeated query parameter", "GET", "/poll?group=g&topic=cerrs&topic=x", nil, 400, "INVALID_REQUEST"},
+		{"poll: bad reset", "POST", "/poll", `{"group":"g","topic":"cerrs","reset":"middle"}`, 400, "INVALID_REQUEST"},
+		{"poll: unknown topic", "GET", "/poll?group=g&topic=nope", nil, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"poll: member of another topic", "POST", "/poll", `{"group":"cerrs","topic":"cerrs-other"}`, 409, "CONSUMER_TOPIC_MISMATCH"},
+		{"poll: session timeout below the broker's minimum", "POST", "/poll", `{"group":"cerrs-st","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":5000}`, 400, "INVALID_SESSION_TIMEOUT"},
+		{"commit: no group", "POST", "/commit", `{"topic":"cerrs","partition":0,"offset":1}`, 400, "INVALID_REQUEST"},
+		{"commit: offset without partition", "POST", "/commit", `{"group":"cerrs","offset":1}`, 400, "INVALID_REQUEST"},
+		{"commit: partition without offset", "POST", "/commit", `{"group":"cerrs","topic":"cerrs","partition":0}`, 400, "INVALID_REQUEST"},
+		{"commit: partition without topic", "POST", "/commit", `{"group":"cerrs","partition":0,"offset":1}`, 400, "INVALID_REQUEST"},
+		{"commit: negative offset", "POST", "/commit", `{"group":"cerrs","topic":"cerrs","partition":0,"offset":-2}`, 400, "INVALID_REQUEST"},
+		{"commit: unknown topic", "POST", "/commit", `{"group":"cerrs","topic":"nope","partition":0,"offset":1}`, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"commit: unknown partition", "POST", "/commit", `{"group":"cerrs","topic":"cerrs","partition":7,"offset":1}`, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"commit: positions of no consumer", "POST", "/commit", `{"group":"cerrs","consumer":"nobody"}`, 404, "UNKNOWN_CONSUMER"},
+		{"commit: positions of another topic", "POST", "/commit", `{"group":"cerrs","topic":"cerrs-other"}`, 409, "CONSUMER_TOPIC_MISMATCH"},
+		{"seek: no target", "POST", "/groups/cerrs/seek", `{"topic":"cerrs"}`, 400, "INVALID_REQUEST"},
+		{"seek: two targets", "POST", "/groups/cerrs/seek", `{"topic":"cerrs","to":"earliest","offset":1}`, 400, "INVALID_REQUEST"},
+		{"seek: bad to", "POST", "/groups/cerrs/seek", `{"topic":"cerrs","to":"start"}`, 400, "INVALID_REQUEST"},
+		{"seek: negative offset", "POST", "/groups/cerrs/seek", `{"topic":"cerrs","offset":-1}`, 400, "INVALID_REQUEST"},
+		{"seek: no topic", "POST", "/groups/cerrs/seek", `{"to":"latest"}`, 400, "INVALID_REQUEST"},
+		{"seek: unknown topic", "POST", "/groups/cerrs/seek", `{"topic":"nope","to":"latest"}`, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"seek: unknown partition", "POST", "/groups/cerrs/seek", `{"topic":"cerrs","partition":3,"to":"latest"}`, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"close: unknown consumer", "DELETE", "/groups/cerrs/consumers/nobody", nil, 404, "UNKNOWN_CONSUMER"},
+		{"describe: unknown group", "GET", "/groups/never-seen", nil, 404, "GROUP_ID_NOT_FOUND"},
+	} {
+		r := n.do(tc.method, tc.path, tc.body)
+		if r.status != tc.status || r.errorCode(t) != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.body, tc.status, tc.code)
+		}
+	}
+	// The refused member was dropped: a corrected poll creates a new one.
+	n.poll(map[string]any{"group": "cerrs-st", "topic": "cerrs", "session_timeout_ms": 6000})
+}
+
+// TestIdleConsumerLeaves: a consumer instance outlives a poll longer than its
+// session timeout, then leaves the group once unused for that long.
+func TestIdleConsumerLeaves(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("idle", 1)
+	body := map[string]any{"group": "idle", "topic": "idle", "session_timeout_ms": 6000, "timeout_ms": 200}
+	n.poll(body)
+	eventually(t, "the member joins", func() bool { return len(n.group("idle").Members) == 1 })
+	member := n.group("idle").Members[0].MemberID
+
+	body["timeout_ms"] = 7000 // longer than the session timeout: in use all along
+	n.poll(body)
+	lastUse := time.Now()
+	if g := n.group("idle"); len(g.Members) != 1 || g.Members[0].MemberID != member {
+		t.Fatalf("the member changed during a long poll: %+v, was %s", g.Members, member)
+	}
+	eventually(t, "the idle member leaves", func() bool { return len(n.group("idle").Members) == 0 })
+	if idle := time.Since(lastUse); idle < 5*time.Second {
+		t.Fatalf("the member left after %v idle, before its 6s session timeout", idle)
+	}
+	r := n.do("POST", "/commit", map[string]any{"group": "idle"})
+	if r.status != http.StatusNotFound || r.errorCode(t) != "UNKNOWN_CONSUMER" {
+		t.Fatalf("commit for the expired consumer: %d %s", r.status, r.body)
+	}
+}
+
+// TestMixedGroup: an HTTP consumer and a franz-go consumer in one group split the
+// partitions with no overlap, and each starts from what the other committed.
+func TestMixedGroup(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	const topic, group, parts = "mixed", "mixed", 4
+	n.createTopic(topic, parts)
+
+	var kmu sync.Mutex
+	kafkaAssigned := map[int32]bool{}
+	kcl, adm := n.kafka(
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(200*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+			kmu.Lock()
+			defer kmu.Unlock()
+			for _, p := range a[topic] {
+				kafkaAssigned[p] = true
+			}
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
+			kmu.Lock()
+			defer kmu.Unlock()
+			for _, p := range r[topic] {
+				delete(kafkaAssigned, p)
+			}
+		}),
+	)
+	kafkaOwns := func() map[int32]bool {
+		kmu.Lock()
+		defer kmu.Unlock()
+		out := map[int32]bool{}
+		for p := range kafkaAssigned {
+			out[p] = true
+		}
+		return out
+	}
+	var kafkaRecs []*kgo.Record
+	kpoll := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		kafkaRecs = append(kafkaRecs, kcl.PollFetches(ctx).Records()...)
+		cancel()
+	}
+
+	httpBody := map[string]any{"group": group, "topic": topic, "consumer": "web", "timeout_ms": 300}
+	var httpRecs []polledRecord
+	// Both poll until the group is stable with two members that split the topic.
+	eventually(t, "two members splitting the partitions", func() bool {
+		kpoll()
+		httpRecs = append(httpRecs, n.poll(httpBody)...)
+		g := n.group(group)
+		if g.State != "Stable" || len(g.Members) != 2 {
+			return false
+		}
+		owners := map[int32]string{}
+		for _, m := range g.Members {
+			for _, a := range m.Assignment {
+				for _, p := range a.Partitions {
+					if _, dup := owners[p]; dup {
+						t.Fatalf("partition %d assigned twice: %+v", p, g.Members)
+					}
+					owners[p] = m.ClientID
+				}
+			}
+		}
+		ko := kafkaOwns()
+		for p, c := range owners {
+			if (c == "strata-http/web") == ko[p] {
+				return false // the Kafka client has not caught up with the assignment yet
+			}
+		}
+		return len(owners) == parts && len(ko) > 0 && len(ko) < parts
+	})
+	if len(httpRecs)+len(kafkaRecs) != 0 {
+		t.Fatalf("records before any were produced")
+	}
+
+	// Each consumer reads exactly the partitions it owns.
+	for p := range parts {
+		n.produceN(topic, p, 0, 3)
+	}
+	ko := kafkaOwns()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(httpRecs)+len(kafkaRecs) < parts*3 && time.Now().Before(deadline) {
+		kpoll()
+		httpRecs = append(httpRecs, n.poll(httpBody)...)
+	}
+	if len(httpRecs)+len(kafkaRecs) != parts*3 {
+		t.Fatalf("read %d HTTP + %d Kafka records, want %d", len(httpRecs), len(kafkaRecs), parts*3)
+	}
+	for _, r := range httpRecs {
+		if ko[r.Partition] {
+			t.Fatalf("the HTTP consumer read partition %d, which the Kafka consumer owns", r.Partition)
+		}
+	}
+	for _, r := range kafkaRecs {
+		if !ko[r.Partition] {
+			t.Fatalf("the Kafka consumer read partition %d, which it does not own", r.Partition)
+		}
+	}
+
+	// The HTTP consumer commits its positions and leaves; the Kafka consumer takes
+	// its partitions and starts at those commits: it reads only newer records.
+	n.must(http.StatusOK, "POST", "/commit", map[string]any{"group": group, "consumer": "web"})
+	n.must(http.StatusOK, "DELETE", "/groups/"+group+"/consumers/web", nil)
+	eventually(t, "the Kafka consumer owns every partition", func() bool {
+		kpoll()
+		return len(kafkaOwns()) == parts
+	})
+	kafkaRecs = nil
+	for p := range parts {
+		n.produceN(topic, p, 3, 1)
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(kafkaRecs) < parts && time.Now().Before(deadline); {
+		kpoll()
+	}
+	for _, r := range kafkaRecs {
+		if r.Offset != 3 {
+			t.Fatalf("the Kafka consumer read offset %d of partition %d; the HTTP commit said 3", r.Offset, r.Partition)
+		}
+	}
+	if len(kafkaRecs) != parts {
+		t.Fatalf("the Kafka consumer read %d records, want %d", len(kafkaRecs), parts)
+	}
+
+	// The Kafka consumer commits and leaves; a new HTTP consumer starts at its commits.
+	if err := kcl.CommitUncommittedOffsets(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kcl.LeaveGroup()
+	if c := n.group(group).committed(topic, 2); c != 4 {
+		t.Fatalf("the Kafka consumer's commit is not visible over HTTP: %d", c)
+	}
+	for p := range parts {
+		n.produceN(topic, p, 4, 1)
+	}
+	recs := n.pollN(map[string]any{"group": group, "topic": topic, "consumer": "web2"}, parts)
+	for _, r := range recs {
+		if r.Offset != 4 {
+			t.Fatalf("the new HTTP consumer read offset %d of partition %d; the Kafka commit said 4", r.Offset, r.Partition)
+		}
+	}
+	offs, err := adm.FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.At != 4 {
+			t.Errorf("committed %d for partition %d, want 4", o.At, o.Partition)
+		}
+	})
+}
