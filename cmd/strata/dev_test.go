@@ -271,13 +271,7 @@ func TestDevCluster(t *testing.T) {
 		}
 	}
 	if exitErr != nil {
-		// A node of a stopping cluster may be left without a controller quorum
-		// for its controlled shutdown and exit 1 (a known server bug); the
-		// command must say so rather than hide it.
-		if !strings.Contains(output(), "stopped with exit status 1") || os.Getenv("STRATA_CLUSTERTEST_KNOWN_BUGS") == "1" {
-			t.Fatalf("dev cluster: %v\nstdout:\n%s\nstderr:\n%s", exitErr, output(), stderr.String())
-		}
-		t.Logf("known server bug: a node exited 1 after SIGTERM (see internal/clustertest TestClusterStopsCleanly):\n%s", output())
+		t.Fatalf("dev cluster: %v\nstdout:\n%s\nstderr:\n%s", exitErr, output(), stderr.String())
 	}
 	if t.Failed() {
 		t.Logf("stdout:\n%s\nstderr:\n%s", output(), stderr.String())

@@ -15,8 +15,7 @@
 //	TestOldLeaderTailIsTruncated             3     a leader's unreplicated acks=1 tail, then crash
 //	TestClientsAcrossLeaderFailover          3     kill -9 a leader under a producer and a
 //	                                               direct-partition consumer
-//	TestClusterStopsCleanly                  3     SIGTERM every node; skipped: known bug,
-//	                                               STRATA_CLUSTERTEST_KNOWN_BUGS=1 runs it
+//	TestClusterStopsCleanly                  3     SIGTERM every node: each exits 0
 //
 // What was acknowledged is compared with what is read back by interop/report's
 // anomaly checker (lost, duplicate, phantom, reordered, skipped records). There

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -12,26 +11,10 @@ import (
 	"github.com/strata-stream/strata/internal/testcluster"
 )
 
-// knownBugsEnv, set to 1, runs the tests of behaviour that is known to be
-// broken instead of skipping them.
-const knownBugsEnv = "STRATA_CLUSTERTEST_KNOWN_BUGS"
-
-func skipKnownBug(t *testing.T, bug string) {
-	if os.Getenv(knownBugsEnv) != "1" {
-		t.Skipf("known bug (%s=1 runs it): %s", knownBugsEnv, bug)
-	}
-}
-
-// stopBug is why TestClusterStopsCleanly is skipped by default.
-const stopBug = "a node whose controlled shutdown cannot complete (the last nodes of a cluster: " +
-	"no controller quorum left) retries for all of --shutdown-timeout, then exits 1 with " +
-	"\"context deadline exceeded\"; stopping nodes together hits it too, often"
-
 // TestClusterStopsCleanly: every node of a cluster whose nodes each lead a
 // partition exits with status 0 after SIGTERM, whether the nodes are stopped
 // together or one after the other.
 func TestClusterStopsCleanly(t *testing.T) {
-	skipKnownBug(t, stopBug)
 	for _, tc := range []struct {
 		name     string
 		together bool

@@ -48,28 +48,32 @@ type Config struct {
 	BrokerSessionTimeout time.Duration
 	// ReplicaLagTimeMax: a follower not caught up for this long leaves the ISR.
 	ReplicaLagTimeMax time.Duration
+	// LeaderImbalanceCheckInterval is how often the controller moves leadership back
+	// to preferred replicas (auto.leader.rebalance); 0 turns it off.
+	LeaderImbalanceCheckInterval time.Duration
 }
 
 // Default returns the embedded defaults: a single node serving on loopback.
 func Default() Config {
 	return Config{
-		NodeID:                  1,
-		DataDir:                 "./data",
-		KafkaAddr:               "127.0.0.1:9092",
-		HTTPAddr:                "127.0.0.1:8080",
-		ControllerAddr:          "127.0.0.1:9093",
-		AutoCreateTopics:        true,
-		DefaultPartitions:       1,
-		MaxRequestBytes:         100 << 20,
-		LogLevel:                "info",
-		LogFormat:               "text",
-		ShutdownTimeout:         30 * time.Second,
-		GroupInitialDelay:       3 * time.Second,
-		OffsetsTopicPartition:   50,
-		LogCleanupInterval:      time.Minute,
-		BrokerHeartbeatInterval: time.Second,
-		BrokerSessionTimeout:    9 * time.Second,
-		ReplicaLagTimeMax:       30 * time.Second,
+		NodeID:                       1,
+		DataDir:                      "./data",
+		KafkaAddr:                    "127.0.0.1:9092",
+		HTTPAddr:                     "127.0.0.1:8080",
+		ControllerAddr:               "127.0.0.1:9093",
+		AutoCreateTopics:             true,
+		DefaultPartitions:            1,
+		MaxRequestBytes:              100 << 20,
+		LogLevel:                     "info",
+		LogFormat:                    "text",
+		ShutdownTimeout:              30 * time.Second,
+		GroupInitialDelay:            3 * time.Second,
+		OffsetsTopicPartition:        50,
+		LogCleanupInterval:           time.Minute,
+		BrokerHeartbeatInterval:      time.Second,
+		BrokerSessionTimeout:         9 * time.Second,
+		ReplicaLagTimeMax:            30 * time.Second,
+		LeaderImbalanceCheckInterval: 5 * time.Minute,
 	}
 }
 
@@ -103,6 +107,7 @@ func (c *Config) options() []option {
 		{"broker-heartbeat-interval", "how often a broker heartbeats to the controller", durationValue{&c.BrokerHeartbeatInterval}},
 		{"broker-session-timeout", "a broker silent this long is fenced and loses leadership", durationValue{&c.BrokerSessionTimeout}},
 		{"replica-lag-time-max", "a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)", durationValue{&c.ReplicaLagTimeMax}},
+		{"leader-imbalance-check-interval", "how often leadership moves back to preferred replicas (0: never)", durationValue{&c.LeaderImbalanceCheckInterval}},
 	}
 }
 
@@ -197,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
 		errs = append(errs, fmt.Errorf("broker-session-timeout (%v) must be longer than broker-heartbeat-interval (%v)", c.BrokerSessionTimeout, c.BrokerHeartbeatInterval))
+	}
+	if c.LeaderImbalanceCheckInterval < 0 {
+		errs = append(errs, fmt.Errorf("leader-imbalance-check-interval must not be negative, got %v", c.LeaderImbalanceCheckInterval))
 	}
 	if c.ReplicaLagTimeMax <= 0 {
 		errs = append(errs, fmt.Errorf("replica-lag-time-max must be positive, got %v", c.ReplicaLagTimeMax))

@@ -123,7 +123,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		Voters:            peers,
 		DefaultPartitions: cfg.DefaultPartitions,
 		SessionTimeout:    cfg.BrokerSessionTimeout,
-		Logger:            logger.With("component", "controller"),
+
+		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
+		Logger:                       logger.With("component", "controller"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
@@ -326,34 +328,42 @@ func (n *Node) Close() error { return n.close(true) }
 // the page cache survives a kill -9).
 func (n *Node) close(graceful bool) error {
 	wasReady := n.ready.Swap(false)
+	// Half the shutdown budget goes to handing work off (HTTP consumers leaving
+	// their groups, leadership moving away), half to draining connections. A
+	// hand-off that cannot finish (no controller quorum left, say) only costs its
+	// half: the node still stops cleanly.
+	handoff, cancelHandoff := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout/2)
+	defer cancelHandoff()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
 	if !graceful {
+		cancelHandoff()
 		cancel()
 	}
 	// The HTTP API first, while this node still leads its partitions: its consumer
 	// instances leave their groups, and long polls end instead of holding up the
 	// HTTP shutdown.
 	if n.api != nil {
-		n.api.Close(ctx)
+		n.api.Close(handoff)
 	}
 	if wasReady && graceful && n.link != nil {
-		n.controlledShutdown(ctx)
+		n.controlledShutdown(handoff)
 	}
+	cancelHandoff()
 	if n.stopLifecycle != nil {
 		n.stopLifecycle()
 	}
 	var errs []error
 	if n.http != nil {
-		errs = append(errs, ignoreClosed(n.http.Shutdown(ctx)))
+		n.drained("http", ignoreClosed(n.http.Shutdown(ctx)))
 	}
 	if n.admin != nil {
-		errs = append(errs, ignoreClosed(n.admin.Shutdown(ctx)))
+		n.drained("admin", ignoreClosed(n.admin.Shutdown(ctx)))
 	} else if n.adminLn != nil {
 		n.adminLn.Close()
 	}
 	if n.kafka != nil {
-		errs = append(errs, n.kafka.Shutdown(ctx))
+		n.drained("kafka", n.kafka.Shutdown(ctx))
 	} else if n.kafkaLn != nil {
 		n.kafkaLn.Close()
 	}
@@ -364,7 +374,7 @@ func (n *Node) close(graceful bool) error {
 		n.stopRetention()
 	}
 	if n.linkSrv != nil {
-		errs = append(errs, n.linkSrv.Shutdown(ctx))
+		n.drained("controller link", n.linkSrv.Shutdown(ctx))
 	}
 	if n.link != nil {
 		n.link.Close()
@@ -392,6 +402,14 @@ func (n *Node) close(graceful bool) error {
 	}
 	n.log.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// drained logs a listener whose connections had to be cut because they did not
+// finish within the shutdown budget: the node still stops cleanly.
+func (n *Node) drained(listener string, err error) {
+	if err != nil {
+		n.log.Warn("connections closed before their requests finished", "listener", listener, "err", err)
+	}
 }
 
 func ignoreClosed(err error) error {
