@@ -123,7 +123,7 @@ func (c *cleaner) filter(b []byte, h *batch.Header) (out []byte, copied bool, er
 	err = batch.WalkRecords(records, h.NumRecords, func(r batch.RawRecord) error {
 		f := recordFacts{offset: h.BaseOffset + int64(r.OffsetDelta), keyless: r.Key == nil, tombstone: r.NullValue, latest: -1}
 		if !f.keyless {
-			if o, ok := c.keys.m[string(r.Key)]; ok {
+			if o, ok := c.keys.get(r.Key); ok {
 				f.latest = o
 			}
 		}

@@ -9,15 +9,40 @@ import (
 )
 
 // offsetMap maps each key of the dirty section to the offset of its latest record.
-// Keys are kept whole (Kafka keeps 16-byte hashes), so two keys never collide.
+// Keys are kept whole (Kafka keeps 16-byte hashes), so two keys never collide. The
+// map holds positions in latest, so that updating a known key is a lookup, which
+// does not allocate, rather than an assignment, which copies the key.
 type offsetMap struct {
-	m     map[string]int64
-	bytes int64 // estimated memory held
+	index  map[string]int
+	latest []int64
+	bytes  int64 // estimated memory held
 }
 
-// mapEntryOverhead estimates a map entry's memory besides the key bytes: the
-// string header, the offset and the map's own bookkeeping.
-const mapEntryOverhead = 48
+func newOffsetMap() offsetMap { return offsetMap{index: make(map[string]int)} }
+
+// mapEntryOverhead estimates a key's memory besides its bytes: the string header,
+// the position, the offset and the map's own bookkeeping.
+const mapEntryOverhead = 56
+
+// put records that key's latest record is at offset.
+func (m *offsetMap) put(key []byte, offset int64) {
+	if i, ok := m.index[string(key)]; ok {
+		m.latest[i] = offset
+		return
+	}
+	m.index[string(key)] = len(m.latest)
+	m.latest = append(m.latest, offset)
+	m.bytes += int64(len(key)) + mapEntryOverhead
+}
+
+// get returns the offset of key's latest record.
+func (m *offsetMap) get(key []byte) (int64, bool) {
+	i, ok := m.index[string(key)]
+	if !ok {
+		return 0, false
+	}
+	return m.latest[i], true
+}
 
 // scanWindow is the read window of the cleaner's full scans.
 const scanWindow = 1 << 20
@@ -30,7 +55,7 @@ const scanWindow = 1 << 20
 // itself when no cleanable segment is dirty). Control batches and keyless records
 // are skipped.
 func buildOffsetMap(p *compactPlan, budget int64) (offsetMap, int64, error) {
-	m := offsetMap{m: make(map[string]int64)}
+	m := newOffsetMap()
 	started := false
 	for i := range p.cleanable {
 		if p.upper(i) <= p.firstDirty {
@@ -72,10 +97,7 @@ func (m *offsetMap) addSegment(v segmentView, from int64) error {
 			if r.Key == nil || offset < from {
 				return nil
 			}
-			if _, ok := m.m[string(r.Key)]; !ok {
-				m.bytes += int64(len(r.Key)) + mapEntryOverhead
-			}
-			m.m[string(r.Key)] = offset
+			m.put(r.Key, offset)
 			return nil
 		})
 		if err != nil {
