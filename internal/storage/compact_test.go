@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -615,6 +616,25 @@ func TestSparseOffsets(t *testing.T) {
 		}
 		sameRecords(t, logRecords(t, tl), append(kept, more...))
 	})
+	t.Run("retention", func(t *testing.T) {
+		rcfg := cfg
+		rcfg.RetentionBytes = 1 // every sealed segment goes
+		rl := openLog(t, fsys.CrashClone(), rcfg)
+		n, err := rl.EnforceRetention(leo)
+		if err != nil || n == 0 {
+			t.Fatalf("EnforceRetention: %d, %v", n, err)
+		}
+		var rest []kv
+		for _, r := range want {
+			if r.offset >= rl.LogStartOffset() {
+				rest = append(rest, r)
+			}
+		}
+		sameRecords(t, logRecords(t, rl), rest)
+		if rl.LogEndOffset() != leo || len(rest) == 0 {
+			t.Fatalf("after retention: [%d, %d), %d records", rl.LogStartOffset(), rl.LogEndOffset(), len(rest))
+		}
+	})
 	t.Run("delete records in a gap", func(t *testing.T) {
 		dl := openLog(t, fsys.CrashClone(), cfg)
 		mid := want[len(want)/2].offset - 1
@@ -667,4 +687,36 @@ func TestRunCompaction(t *testing.T) {
 	if err := l.RunCompaction(context.Background(), time.Millisecond, l.LogEndOffset, opts); !errors.Is(err, ErrClosed) {
 		t.Fatalf("RunCompaction on a closed log: %v", err)
 	}
+}
+
+func TestChunkOutlivesCompaction(t *testing.T) {
+	clk := newClock()
+	mem := vfs.NewMem()
+	l := openLog(t, mem, compactCfg(clk))
+	writeKeyed(t, l, clk, 40, 0)
+	seal(t, l, clk)
+	c, err := l.Read(0, 1<<20, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.SegmentsWritten == 0 {
+		t.Fatalf("pass %+v", st)
+	}
+	deleted := filepath.Join(testDir, segmentName(0, logSuffix+deletedSuffix))
+	if _, err := mem.Stat(deleted); err != nil {
+		t.Fatalf("a replaced segment went while a chunk holds it: %v", err)
+	}
+	after, err := c.Bytes()
+	if err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("chunk of a replaced segment reads differently: %v", err)
+	}
+	c.Release()
+	waitFor(t, "the replaced segment to go", func() bool {
+		_, err := mem.Stat(deleted)
+		return isNotExist(err)
+	})
 }
