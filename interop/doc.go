@@ -1,10 +1,10 @@
 // Package interop is the real-client interoperability suite: it proves that unmodified
 // Kafka clients (the Java client, confluent-kafka for Python, kafkajs for Node, kcat)
-// cannot tell Strata from Kafka. The package has no code of its own, only its test,
-// which runs the client programs beside it against a broker and checks their JSON
+// cannot tell Strata from Kafka. The package has no code of its own, only its tests,
+// which run the client programs beside it against brokers and check their JSON
 // summaries with interop/report.
 //
-// The test, step by step:
+// TestInterop, step by step:
 //
 //  1. Start the target broker: the strata binary (default), or franz-go's in-memory
 //     kfake with STRATA_INTEROP_TARGET=kfake.
@@ -15,7 +15,18 @@
 //     unchanged, offsets dense and increasing per partition, per-key order kept, and
 //     every key on keyhash.Partition(key, 3), the Java client's choice.
 //  5. Cross-read: every client reads every other client's topic, checked the same way.
-//  6. Stop the broker (strata: SIGTERM, and it must exit 0).
+//  6. Groups: each client reads another client's topic as the only member of a group,
+//     twice: the first run reads everything once (report.CheckGroup) and leaves the end
+//     offsets committed, the second reads nothing.
+//  7. Mixed group: the Java client and kcat join one group, split the partitions of an
+//     empty topic, and between them read what Python then writes, each record once.
+//  8. Stop the broker (strata: SIGTERM, and it must exit 0).
+//
+// TestFailover runs a 3-node Strata cluster (internal/testcluster), has the Java client
+// produce (idempotent, acks=all) and consume in a group at once, kills a partition
+// leader that also coordinates the group with SIGKILL, and checks the client's history
+// with report.CheckAtLeastOnce: nothing acknowledged lost, per-key order kept, nothing
+// written twice.
 //
 // The clients must be installed first: interop/install.sh. A missing client or runtime
 // skips its subtest loudly, or fails it when CI=true. See README.md.
