@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // cleanedSuffix marks a cleaned segment's log before the swap installs it.
@@ -22,11 +23,10 @@ var errCompactionRaced = errors.New("storage: log truncated during compaction")
 // fsynced, waiting for the swap. seg holds its in-memory indexes and extent; its
 // file is opened when the swap installs it.
 type cleanedSegment struct {
-	g        segmentGroup
-	old      []*segment
+	old      []*segment // the group's segments it replaces
 	seg      *segment
-	end      int64
-	readSize int64
+	end      int64 // the group's offsets end here
+	readSize int64 // bytes of the group's segments
 }
 
 func (cs *cleanedSegment) path() string { return cs.seg.path(logSuffix + cleanedSuffix) }
@@ -43,19 +43,12 @@ type groupWriter struct {
 	l     *Log
 	seg   *segment
 	src   segmentView // the group's first segment
-	f     fileWriter
+	f     vfs.File
 	open  bool
 	lazy  int64  // bytes of src's prefix written "in place" so far (while !open)
 	buf   []byte // batches not yet written
 	pos   int64  // file position of buf
 	total int64  // bytes written or buffered
-}
-
-// fileWriter is the part of vfs.File a groupWriter needs.
-type fileWriter interface {
-	io.WriterAt
-	io.Closer
-	Sync() error
 }
 
 // add appends a batch of the cleaned segment; copied reports that it is the
@@ -144,7 +137,7 @@ func (w *groupWriter) finish() (bool, error) {
 // would not change.
 func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *cleanedSegment, err error) {
 	first := p.all[g.first]
-	cs := &cleanedSegment{g: g, end: p.upper(g.last)}
+	cs := &cleanedSegment{end: p.upper(g.last)}
 	cs.seg = newSegment(l.fsys, l.dir, first.s.base, nil, &l.cfg)
 	cs.seg.mu.loaded = true
 	w := &groupWriter{l: l, seg: cs.seg, src: first}
