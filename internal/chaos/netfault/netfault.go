@@ -34,6 +34,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"sync"
 	"time"
@@ -81,17 +82,6 @@ func (n *Net) Heal(reset bool) {
 		n.mu.resets++
 	}
 	n.changedLocked()
-}
-
-// Isolated lists the isolated endpoints.
-func (n *Net) Isolated() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var out []string
-	for node := range n.mu.isolated {
-		out = append(out, node)
-	}
-	return out
 }
 
 func (n *Net) changedLocked() {
@@ -148,8 +138,9 @@ type Proxy struct {
 
 	mu struct {
 		sync.Mutex
-		conns  map[net.Conn]struct{}
-		closed bool
+		conns   map[net.Conn]struct{}
+		sources map[string]int // connections accepted, by source
+		closed  bool
 	}
 }
 
@@ -173,6 +164,7 @@ func (n *Net) start(listen, to string, upstream Upstream, set func(*Proxy)) (*Pr
 	}
 	p := &Proxy{net: n, ln: ln, to: to, upstream: upstream, done: make(chan struct{})}
 	p.mu.conns = map[net.Conn]struct{}{}
+	p.mu.sources = map[string]int{}
 	set(p)
 	p.wg.Add(1)
 	go p.accept()
@@ -181,6 +173,14 @@ func (n *Net) start(listen, to string, upstream Upstream, set func(*Proxy)) (*Pr
 
 // Addr is the address the proxy listens on.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Sources counts the connections accepted so far by their source endpoint, so
+// a test can check that connections are told apart as it expects.
+func (p *Proxy) Sources() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.mu.sources)
+}
 
 // Close stops accepting, closes every connection and waits for its goroutines.
 func (p *Proxy) Close() error {
@@ -263,6 +263,9 @@ func (p *Proxy) serve(c net.Conn) {
 		c.SetReadDeadline(time.Time{})
 		from = p.who(clientID)
 	}
+	p.mu.Lock()
+	p.mu.sources[from]++
+	p.mu.Unlock()
 	if !p.net.pass(from, p.to, p.done) {
 		return
 	}

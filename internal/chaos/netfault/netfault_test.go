@@ -289,6 +289,9 @@ func TestKafkaProxyTellsSourcesApart(t *testing.T) {
 	if err := expect(replica, "fetch", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if got := p.Sources(); got["2"] != 1 || got["client"] != 1 || len(got) != 2 {
+		t.Fatalf("sources %v, want one connection each from 2 and client", got)
+	}
 }
 
 func TestCloseEndsStalledConnections(t *testing.T) {

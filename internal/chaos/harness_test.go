@@ -1,0 +1,243 @@
+package chaos
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/chaos/history"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+func TestScheduleIsSeeded(t *testing.T) {
+	draw := func(seed uint64) []Fault {
+		s := NewSchedule(seed, ProcessKinds, 4)
+		var fs []Fault
+		for range 50 {
+			fs = append(fs, s.Next())
+		}
+		return fs
+	}
+	a, b, c := draw(7), draw(7), draw(8)
+	if !slices.Equal(a, b) {
+		t.Fatal("one seed gave two schedules")
+	}
+	if slices.Equal(a, c) {
+		t.Fatal("two seeds gave one schedule")
+	}
+	kinds, roles := map[Kind]bool{}, map[Role]bool{}
+	for _, f := range a {
+		kinds[f.Kind], roles[f.Role] = true, true
+		if f.Hold < minHold || f.Hold >= maxHold || f.Gap < minGap || f.Gap >= maxGap || f.Partition < 0 || f.Partition >= 4 {
+			t.Fatalf("out of bounds: %+v", f)
+		}
+		if f.Kind == RollingRestart && f.Role != Any {
+			t.Fatalf("a rolling restart hits every node, not the %s: %+v", f.Role, f)
+		}
+	}
+	for _, k := range ProcessKinds {
+		if !kinds[k] {
+			t.Errorf("50 faults and no %s", k)
+		}
+	}
+	for _, r := range []Role{Leader, Follower, Controller, Any} {
+		if !roles[r] {
+			t.Errorf("50 faults and none of the %s", r)
+		}
+	}
+}
+
+// TestNodeWrapper runs the wrapper script in front of a fake binary that
+// prints its arguments.
+func TestNodeWrapper(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "fake strata") // a space, to check the quoting
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := newNodeWrapper(filepath.Join(dir, "it's"), fake)
+	if err == nil {
+		t.Fatal("wrote a wrapper into a directory that does not exist")
+	}
+	wdir := filepath.Join(dir, "it's")
+	if err := os.Mkdir(wdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = newNodeWrapper(wdir, fake); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.setFlags(2, "--advertised-kafka-addr", "127.0.0.1:9", "--controllers", "1@127.0.0.1:7,2@{controller-addr}"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.setFlags(2, "two words"); err == nil {
+		t.Fatal("a flag with white space was accepted")
+	}
+	out, err := exec.Command(w.script, "server", "--node-id", "2", "--controller-addr", "127.0.0.12:5", "--kafka-addr", "127.0.0.12:4").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := "server\n--node-id\n2\n--controller-addr\n127.0.0.12:5\n--kafka-addr\n127.0.0.12:4\n" +
+		"--advertised-kafka-addr\n127.0.0.1:9\n--controllers\n1@127.0.0.1:7,2@127.0.0.12:5\n"
+	if string(out) != want {
+		t.Fatalf("the binary got\n%s\nwant\n%s", out, want)
+	}
+	for flag, want := range map[string]string{"--kafka-addr": "127.0.0.12:4", "--controller-addr": "127.0.0.12:5"} {
+		if got, err := w.arg(2, flag); err != nil || got != want {
+			t.Fatalf("arg(%s) = %q, %v; want %q", flag, got, err, want)
+		}
+	}
+	if _, err := w.arg(2, "--nope"); err == nil {
+		t.Fatal("a missing flag was found")
+	}
+	if _, err := w.arg(3, "--kafka-addr"); err == nil {
+		t.Fatal("a node that never started has arguments")
+	}
+}
+
+// TestFreezeStopsDurableChange: after Freeze nothing changes the disk, and a
+// crash image taken later equals one taken at the freeze.
+func TestFreezeStopsDurableChange(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := newFreezeFS(mem)
+	f, err := ffs.Create("/seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("synced")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ffs.SyncDir("/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("+unsynced")); err != nil {
+		t.Fatal(err)
+	}
+	ffs.Freeze()
+	for name, op := range map[string]func() error{
+		"write":    func() error { _, err := f.Write([]byte("x")); return err },
+		"writeat":  func() error { _, err := f.WriteAt([]byte("x"), 0); return err },
+		"sync":     f.Sync,
+		"truncate": func() error { return f.Truncate(0) },
+		"create":   func() error { _, err := ffs.Create("/new"); return err },
+		"open rw":  func() error { _, err := ffs.OpenReadWrite("/seg"); return err },
+		"rename":   func() error { return ffs.Rename("/seg", "/moved") },
+		"remove":   func() error { return ffs.Remove("/seg") },
+		"removeal": func() error { return ffs.RemoveAll("/seg") },
+		"mkdir":    func() error { return ffs.MkdirAll("/d", 0o755) },
+		"syncdir":  func() error { return ffs.SyncDir("/") },
+	} {
+		if err := op(); !errors.Is(err, syscall.EIO) {
+			t.Errorf("%s on a frozen disk: %v, want EIO", name, err)
+		}
+	}
+	// Reads go on: a frozen node serves from its page cache.
+	r, err := ffs.Open("/seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 15)
+	if n, err := r.ReadAt(buf, 0); err != nil || string(buf[:n]) != "synced+unsynced" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	img := mem.CrashClone()
+	b := make([]byte, 15)
+	g, err := img.Open("/seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := g.ReadAt(b, 0); string(b[:n]) != "synced" {
+		t.Fatalf("crash image holds %q, want only the synced bytes", b[:n])
+	}
+}
+
+// TestFreezeWaitsForChangesUnderWay: Freeze returns only once a change that
+// began before it has finished.
+func TestFreezeWaitsForChangesUnderWay(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	ffs := newFreezeFS(vfs.NewMem())
+	go ffs.change("sync", "/x", func() error {
+		close(entered)
+		<-release
+		return nil
+	})
+	<-entered
+	frozen := make(chan struct{})
+	go func() {
+		ffs.Freeze()
+		close(frozen)
+	}()
+	select {
+	case <-frozen:
+		t.Fatal("Freeze returned while a change was under way")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-frozen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Freeze did not return after the change finished")
+	}
+}
+
+func TestLongestGap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	sends := []history.Send{
+		{Outcome: history.OK, Partition: 0, At: at(100)},
+		{Outcome: history.OK, Partition: 0, At: at(900)},
+		{Outcome: history.Unknown, Partition: 0, At: at(500)}, // not acknowledged: no help
+		{Outcome: history.OK, Partition: 1, At: at(50)},
+		{Outcome: history.OK, Partition: 1, At: at(400)},
+		{Outcome: history.OK, Partition: 1, At: at(1000)},
+	}
+	if got := longestGap(sends, 2, at(0), at(1000)); got != 800*time.Millisecond {
+		t.Fatalf("two partitions: %v, want 800ms", got)
+	}
+	if got := longestGap(sends, 3, at(0), at(1000)); got != time.Second {
+		t.Fatalf("a partition without acknowledgements: %v, want the whole second", got)
+	}
+}
+
+func TestTableAndReport(t *testing.T) {
+	runs := []RunResult{
+		{Name: "a", Seed: 1, Nodes: 3, FaultTime: time.Minute, Faults: map[Kind]int{Kill: 2, Pause: 1},
+			Check: history.Result{Acked: 100, Counts: map[string]int{history.LostWrite: 1, history.Unseen: 1, history.KeyOrder: 3, history.PollSkip: 2}}, MaxUnavailable: 2 * time.Second},
+		{Name: "b", Seed: 2, Nodes: 5, FaultTime: time.Minute, Faults: map[Kind]int{Kill: 1},
+			Check: history.Result{Acked: 50, Counts: map[string]int{}}, MaxUnavailable: 3 * time.Second, Findings: []string{"slow"}},
+	}
+	table := Table(runs)
+	for _, want := range []string{
+		"| a | 1 | 3 | 1m0s | kill 2, pause 1 | 100 | 0 | 2 | 0 | 3 | 0 | 2 | 0 | 0 | 2s |",
+		"| **2 runs** | | | **2m0s** | kill 3, pause 1 | **150** | 0 | **2** | **0** | **3** | **0** | **2** | 1 | 0 | 3s (max) |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("table lacks %q:\n%s", want, table)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "reliability.md")
+	doc := "# Title\n\nbefore\n" + reportBegin + "\nold\n" + reportEnd + "\nafter\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateReport(path, table); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if got := string(b); !strings.HasPrefix(got, "# Title\n\nbefore\n"+reportBegin+"\n| run") || !strings.HasSuffix(got, reportEnd+"\nafter\n") || strings.Contains(got, "old") {
+		t.Fatalf("report:\n%s", got)
+	}
+	os.WriteFile(path, []byte("no markers"), 0o644)
+	if err := updateReport(path, table); err == nil {
+		t.Fatal("a report without markers was rewritten")
+	}
+}

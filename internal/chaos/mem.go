@@ -1,0 +1,330 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/strata-stream/strata/internal/chaos/history"
+	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/server"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// memCluster is an in-process cluster (server.Start) whose nodes keep their
+// partition logs in a vfs.MemFS each, behind an error-injecting vfs.ErrorFS
+// and a freezeFS:
+//
+//	node.fs = freezeFS( ErrorFS( MemFS, DiskFull + fsync Rule ) )
+//
+// so a test can fill one node's disk, fail its fsyncs, or cut the power of every
+// node at one instant and restart each on what it had fsynced. The controller's
+// Raft store (bbolt) is on the real disk under each node's data dir and is not
+// cut: bbolt fsyncs every commit, so the metadata survives a power loss anyway.
+type memCluster struct {
+	t *testing.T
+	// syncLogsDir works around a Strata bug: <data-dir>/logs is created without
+	// an fsync of <data-dir>, so on an in-memory disk a power cut drops every
+	// partition (see TestPowerLossKeepsTheLogsDirectory). When set, the harness
+	// fsyncs <data-dir> once a node has started, so the rest can be checked.
+	syncLogsDir bool
+	rec         *history.Recorder // a power cut takes back what its clients were told
+	nodes       []*memNode
+	topic       string
+	adm         *kadm.Client
+	seed        uint64
+	cuts        int // power cuts so far; varies the torn-write seed
+}
+
+type memNode struct {
+	cfg     config.Config
+	logPath string
+	logFile *os.File // open while the node runs
+	mem     *vfs.MemFS
+	full    *vfs.DiskFull // on during a disk-full fault
+	syncs   *vfs.Rule     // on during an fsync fault
+	fs      *freezeFS
+	node    *server.Node
+}
+
+// startMemCluster starts n in-process nodes on in-memory disks.
+func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *history.Recorder, syncLogsDir bool) *memCluster {
+	t.Helper()
+	c := &memCluster{t: t, rec: rec, topic: topic, seed: seed, syncLogsDir: syncLogsDir}
+	var voters []string
+	logDir := t.TempDir()
+	for i := range n {
+		cfg := config.Default()
+		cfg.NodeID = int32(i + 1)
+		cfg.DataDir = t.TempDir() // the Raft store's real directory; the same path in the MemFS
+		cfg.KafkaAddr, cfg.ControllerAddr, cfg.HTTPAddr = freeAddr(t), freeAddr(t), "127.0.0.1:0"
+		cfg.ClusterID = "strata-chaos"
+		cfg.BrokerHeartbeatInterval = 100 * time.Millisecond
+		cfg.BrokerSessionTimeout = 2 * time.Second
+		cfg.ReplicaLagTimeMax = 2 * time.Second
+		cfg.ShutdownTimeout = 5 * time.Second
+		cfg.GroupInitialDelay = 100 * time.Millisecond
+		cfg.OffsetsTopicPartition = 4
+		voters = append(voters, fmt.Sprintf("%d@%s", cfg.NodeID, cfg.ControllerAddr))
+		mem := vfs.NewMem()
+		if err := makeDurableDir(mem, cfg.DataDir); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, &memNode{cfg: cfg, mem: mem, logPath: filepath.Join(logDir, fmt.Sprintf("node-%d.log", i+1))})
+	}
+	for _, nd := range c.nodes {
+		nd.cfg.Controllers = strings.Join(voters, ",")
+	}
+	t.Cleanup(func() {
+		c.stopAll()
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("last lines of node %d's log (%s):\n%s", nd.cfg.NodeID, nd.logPath, tail(nd.logPath, 80))
+			}
+		}
+	})
+	if err := c.startAll(c.nodes); err != nil {
+		t.Fatal(err)
+	}
+	c.adm = newAdmin(t, c.seeds())
+	return c
+}
+
+// freeAddr returns a loopback address nobody listens on right now; a node keeps
+// it across restarts (its controller address is in every voter list).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// makeDurableDir creates dir and makes it and every parent durable: the data
+// dir an operator prepared before the node's first start.
+func makeDurableDir(fsys vfs.FS, dir string) error {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
+}
+
+// startAll starts nodes together (each waits for a controller quorum).
+func (c *memCluster) startAll(nodes []*memNode) error {
+	errs := make(chan error, len(nodes))
+	for _, nd := range nodes {
+		go func() {
+			err := nd.start()
+			if err == nil && c.syncLogsDir {
+				err = nd.mem.SyncDir(nd.cfg.DataDir)
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range nodes {
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
+	}
+	if len(all) > 0 {
+		return fmt.Errorf("starting nodes: %v", all)
+	}
+	return nil
+}
+
+func (nd *memNode) start() error {
+	nd.full = vfs.NewDiskFull(0)
+	nd.full.Disable()
+	nd.syncs = vfs.FailOn(vfs.OpSync | vfs.OpSyncDir).WithError(syscall.EIO)
+	nd.syncs.Disable()
+	nd.fs = newFreezeFS(vfs.NewErrorFS(nd.mem, vfs.Any(nd.full, nd.syncs)))
+	lf, err := os.OpenFile(nd.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(lf, "=== chaos %s: starting node %d\n", time.Now().Format("15:04:05.000"), nd.cfg.NodeID)
+	logger := slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := server.Start(ctx, nd.cfg, logger, nd.fs)
+	if err != nil {
+		lf.Close()
+		return fmt.Errorf("node %d: %w", nd.cfg.NodeID, err)
+	}
+	nd.node, nd.logFile = n, lf
+	return nil
+}
+
+// stop closes the node (if running).
+func (nd *memNode) stop() {
+	if nd.node != nil {
+		if err := nd.node.Close(); err != nil {
+			fmt.Fprintf(nd.logFile, "=== chaos: close: %v\n", err)
+		}
+		nd.logFile.Close()
+		nd.node, nd.logFile = nil, nil
+	}
+}
+
+func (c *memCluster) seeds() []string {
+	var s []string
+	for _, nd := range c.nodes {
+		s = append(s, nd.cfg.KafkaAddr)
+	}
+	return s
+}
+
+// stopAll closes every node, together.
+func (c *memCluster) stopAll() {
+	var wg sync.WaitGroup
+	for _, nd := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nd.stop()
+		}()
+	}
+	wg.Wait()
+}
+
+func (c *memCluster) heal() {
+	var down []*memNode
+	for _, nd := range c.nodes {
+		nd.full.Disable()
+		nd.syncs.Disable()
+		if nd.node == nil {
+			down = append(down, nd)
+		}
+	}
+	if err := c.startAll(down); err != nil {
+		c.t.Errorf("healing: %v", err)
+	}
+}
+
+// resolve picks the node a disk fault hits.
+func (c *memCluster) resolve(f Fault) (*memNode, string, error) {
+	if f.Role == Leader || f.Role == Follower {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		md, err := c.adm.Metadata(ctx, c.topic)
+		if err != nil {
+			return nil, "", err
+		}
+		pd, ok := md.Topics[c.topic].Partitions[f.Partition]
+		if !ok || pd.Leader < 1 {
+			return nil, "", fmt.Errorf("partition %d has no leader", f.Partition)
+		}
+		if f.Role == Leader {
+			return c.nodes[pd.Leader-1], fmt.Sprintf("leader of partition %d", f.Partition), nil
+		}
+		followers := slices.DeleteFunc(slices.Clone(pd.Replicas), func(id int32) bool { return id == pd.Leader })
+		if len(followers) == 0 {
+			return nil, "", fmt.Errorf("partition %d has no follower", f.Partition)
+		}
+		return c.nodes[followers[f.Pick%len(followers)]-1], fmt.Sprintf("follower of partition %d", f.Partition), nil
+	}
+	return c.nodes[f.Pick%len(c.nodes)], "picked", nil
+}
+
+func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error) {
+	switch f.Kind {
+	case PowerLoss:
+		return c.powerLoss()
+	case DiskFull, FsyncFailure:
+	default:
+		return "", fmt.Errorf("an in-process cluster cannot inject %s", f.Kind)
+	}
+	nd, why, err := c.resolve(f)
+	if err != nil {
+		return "", err
+	}
+	if f.Kind == DiskFull {
+		nd.full.SetFree(0)
+		nd.full.Enable()
+	} else {
+		nd.syncs.Enable()
+	}
+	time.Sleep(f.Hold) // the fault's length
+	failed := nd.syncs.Fired()
+	// Heal: the operator reboots the node. Only what it had fsynced survives (a
+	// failed fsync may have lost pages), so it restarts on a crash image.
+	nd.fs.Freeze()
+	nd.stop()
+	nd.full.Disable()
+	nd.syncs.Disable()
+	c.cuts++
+	nd.mem = nd.mem.CrashClone(vfs.WithTornWrites(c.seed + uint64(c.cuts)))
+	if err := c.startAll([]*memNode{nd}); err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("%s on node %d (%s) for %v, then a reboot", f.Kind, nd.cfg.NodeID, why, f.Hold.Round(time.Millisecond))
+	if f.Kind == FsyncFailure {
+		what += fmt.Sprintf(" (%d fsyncs failed)", failed)
+	}
+	return what, nil
+}
+
+// powerLoss cuts the power of every node at one instant: every node's disk is
+// frozen, each keeps what it had fsynced (plus a seeded torn prefix of the rest),
+// the old nodes are stopped, and each restarts on its crash image. What the old
+// nodes told clients after the cut is taken back from the history.
+func (c *memCluster) powerLoss() (string, error) {
+	cut := time.Now()
+	for _, nd := range c.nodes {
+		nd.fs.frozen.Store(true)
+	}
+	for _, nd := range c.nodes {
+		nd.fs.Freeze() // waits for the changes under way
+	}
+	c.cuts++
+	for i, nd := range c.nodes {
+		nd.mem = nd.mem.CrashClone(vfs.WithTornWrites(c.seed*1000 + uint64(c.cuts*10+i)))
+	}
+	c.stopAll()
+	acks, polls := c.rec.Discount(cut, time.Now())
+	start := time.Now()
+	if err := c.startAll(c.nodes); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("power loss of all %d nodes (%d acknowledgements and %d polls after the cut taken back); restarted in %.1fs",
+		len(c.nodes), acks, polls, time.Since(start).Seconds()), nil
+}
+
+func (c *memCluster) warmedUp() {}
+
+func (c *memCluster) replica(node int32, topic string, partition int32, end int64) (replicaLog, error) {
+	nd := c.nodes[node-1]
+	return readReplica(nd.mem, filepath.Join(nd.cfg.DataDir, "logs", topic+"-"+strconv.Itoa(int(partition))), end)
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "")
+}

@@ -1,0 +1,426 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/chaos/history"
+)
+
+// cluster is what a run drives: a multi-process cluster or an in-process one.
+type cluster interface {
+	// seeds are the Kafka addresses clients use.
+	seeds() []string
+	// inject applies f, holds it, heals it and says what it did; healthy waits
+	// until the topic is fully replicated again (a rolling restart waits for it
+	// between nodes).
+	inject(f Fault, healthy func(time.Duration) error) (string, error)
+	// warmedUp runs once the workload is flowing, before the first fault.
+	warmedUp()
+	// heal ends every fault: every node running, every link up.
+	heal()
+	// stopAll stops every node; their logs stay readable by replica.
+	stopAll()
+	// replica reads a stopped node's copy of topic-partition below end.
+	replica(node int32, topic string, partition int32, end int64) (replicaLog, error)
+}
+
+// runConfig is one run.
+type runConfig struct {
+	name       string
+	seed       uint64
+	nodes      int
+	kinds      []Kind
+	faultTime  time.Duration // inject faults for about this long
+	maxFaults  int           // and at most this many (0: no limit)
+	topic      string
+	partitions int32
+	interval   time.Duration // between one producer's sends
+}
+
+// RunResult is what one run injected and what the checks found.
+type RunResult struct {
+	Name      string
+	Seed      uint64
+	Nodes     int
+	FaultTime time.Duration // from the first fault to the last heal
+	Faults    map[Kind]int
+	// Events is the resolved schedule: when, what, on which node, how long the
+	// cluster took to be fully replicated again.
+	Events []string
+	Check  history.Result
+	// MaxUnavailable is the longest time one partition went without an
+	// acknowledged write while faults were being injected.
+	MaxUnavailable time.Duration
+	// Findings are failures to recover (not healthy in time, group not
+	// drained); the anomalies are in Check.
+	Findings []string
+
+	history history.History // what was checked, kept for a failed run's report
+}
+
+// OK reports whether the run found nothing wrong.
+func (r *RunResult) OK() bool { return r.Check.OK() && len(r.Findings) == 0 }
+
+// Timeouts of the steps after the faults. Generous: the machine is small and
+// shared, and a wait that gives up early is a false alarm.
+const (
+	healthyTimeout = 90 * time.Second
+	drainTimeout   = 90 * time.Second
+	warmAcks       = 200 // acknowledged writes before the first fault
+)
+
+// run creates the topic, starts the workload, injects faults from the seeded
+// schedule, heals, drains and checks. It fails t only when it cannot go on;
+// anomalies and findings are in the result for the caller to judge.
+func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResult {
+	t.Helper()
+	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}}
+	adm := newAdmin(t, c.seeds())
+	if err := createTopic(adm, cfg.topic, cfg.partitions); err != nil {
+		t.Fatalf("creating %s: %v", cfg.topic, err)
+	}
+	ps := newProbes(t, c.seeds())
+	healthy := func(timeout time.Duration) error {
+		_, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, timeout)
+		return err
+	}
+	if err := healthy(healthyTimeout); err != nil {
+		t.Fatalf("before any fault: %v", err)
+	}
+	w, err := startWorkload(workloadConfig{seeds: c.seeds(), topic: cfg.topic, interval: cfg.interval}, rec, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	if err := waitFor(healthyTimeout, func() error {
+		if n := w.acked.Load(); n < warmAcks {
+			return fmt.Errorf("%d acknowledged writes", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("warming up: %v", err)
+	}
+	c.warmedUp()
+
+	sched := NewSchedule(cfg.seed, cfg.kinds, cfg.partitions)
+	start := time.Now()
+	type event struct {
+		at   time.Time
+		text string
+	}
+	var events []event
+	for time.Since(start) < cfg.faultTime && (cfg.maxFaults == 0 || len(events) < cfg.maxFaults) {
+		f := sched.Next()
+		time.Sleep(f.Gap) // the schedule's quiet time between faults
+		at := time.Now()
+		what, err := c.inject(f, healthy)
+		if err != nil {
+			res.Findings = append(res.Findings, fmt.Sprintf("t=%.1fs %s: %v", at.Sub(start).Seconds(), f, err))
+			break
+		}
+		res.Faults[f.Kind]++
+		healStart := time.Now()
+		err = healthy(healthyTimeout)
+		ev := event{at, fmt.Sprintf("t=%5.1fs %s; fully replicated %.1fs after healing", at.Sub(start).Seconds(), what, time.Since(healStart).Seconds())}
+		t.Log(ev.text)
+		events = append(events, ev)
+		if err != nil {
+			res.Findings = append(res.Findings, fmt.Sprintf("after %s: %v", what, err))
+			break
+		}
+	}
+	c.heal()
+	res.FaultTime = time.Since(start)
+	if err := healthy(healthyTimeout); err != nil {
+		res.Findings = append(res.Findings, fmt.Sprintf("after the final heal: %v", err))
+	}
+	phaseEnd := time.Now()
+
+	// Drain: producers answered, the group caught up, a fresh full read.
+	w.stopProducers(drainTimeout)
+	groupEnd, err := endOffsets(adm, cfg.topic, cfg.partitions)
+	if err != nil {
+		t.Fatalf("end offsets: %v", err)
+	}
+	if err := w.drainGroup(adm, groupEnd, drainTimeout); err != nil {
+		res.Findings = append(res.Findings, err.Error())
+	}
+	w.close()
+	end, err := endOffsets(adm, cfg.topic, cfg.partitions)
+	if err != nil {
+		t.Fatalf("end offsets: %v", err)
+	}
+	final, err := finalRead(c.seeds(), cfg.topic, end, drainTimeout)
+	if err != nil {
+		t.Fatalf("final read: %v", err)
+	}
+	isr, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, healthyTimeout)
+	if err != nil {
+		res.Findings = append(res.Findings, fmt.Sprintf("after the drain (log agreement not checked): %v", err))
+	}
+	sends, polls := rec.Snapshot()
+	res.history = history.History{Sends: sends, Polls: polls, Final: final, GroupEnd: groupEnd}
+	res.Check = history.Check(res.history)
+	res.Check.Counts[ReplicaDivergence] = 0 // a class with a count, even when clean
+	res.MaxUnavailable = longestGap(sends, cfg.partitions, start, phaseEnd)
+	for i, ev := range events {
+		until := phaseEnd
+		if i+1 < len(events) {
+			until = events[i+1].at
+		}
+		res.Events = append(res.Events, fmt.Sprintf("%s; longest write gap of a partition until the next fault %.1fs",
+			ev.text, longestGap(sends, cfg.partitions, ev.at, until).Seconds()))
+	}
+
+	// Log agreement: every in-sync replica, read from its stopped node.
+	c.stopAll()
+	for p := range cfg.partitions {
+		logs, errs := map[int32]replicaLog{}, map[int32]error{}
+		for _, node := range isr[p] {
+			if l, err := c.replica(node, cfg.topic, p, end[p]); err != nil {
+				errs[node] = err
+			} else {
+				logs[node] = l
+			}
+		}
+		checkAgreement(&res.Check, p, final[p], logs, errs)
+	}
+	return res
+}
+
+// waitFor polls cond every 100ms until it returns nil or timeout passes.
+func waitFor(timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %v: %w", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func newAdmin(t *testing.T, seeds []string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(clientOpts(seeds, "chaos-admin")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// createTopic creates the run's topic: three replicas, min.insync.replicas=2.
+func createTopic(adm *kadm.Client, topic string, partitions int32) error {
+	minISR := "2"
+	return waitFor(healthyTimeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return err
+		}
+		return nil
+	})
+}
+
+// probes are one client per node, each asking only its node: a healthy
+// cluster is one on which every node agrees, since a node just back from a
+// pause or a partition answers from stale metadata for a moment.
+type probes []*kgo.Client
+
+func newProbes(t *testing.T, seeds []string) probes {
+	t.Helper()
+	var ps probes
+	for i, s := range seeds {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s), kgo.ClientID(fmt.Sprintf("chaos-probe-%d", i+1)), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		ps = append(ps, cl)
+	}
+	return ps
+}
+
+// partitionView is one partition as one node's metadata shows it.
+type partitionView struct {
+	leader, epoch int32
+	isr           []int32
+}
+
+// metadata asks probe i's node alone about topic.
+func (ps probes) metadata(i int, topic string) (brokers int, parts map[int32]partitionView, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := ps[i].SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	md := resp.(*kmsg.MetadataResponse)
+	parts = map[int32]partitionView{}
+	for _, t := range md.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return 0, nil, err
+		}
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return 0, nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+			if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
+				return 0, nil, fmt.Errorf("partition %d: leader %d, replicas %v, isr %v", p.Partition, p.Leader, p.Replicas, p.ISR)
+			}
+			parts[p.Partition] = partitionView{p.Leader, p.LeaderEpoch, slices.Sorted(slices.Values(p.ISR))}
+		}
+	}
+	return len(md.Brokers), parts, nil
+}
+
+// waitHealthy waits until every node sees every node as a live broker and
+// every partition of topic with a leader and all its replicas in sync, and all
+// agree on each partition's leader and epoch. It returns the ISRs.
+func (ps probes) waitHealthy(topic string, nodes int, partitions int32, timeout time.Duration) (map[int32][]int32, error) {
+	var agreed map[int32]partitionView
+	err := waitFor(timeout, func() error {
+		agreed = nil
+		for i := range ps {
+			brokers, parts, err := ps.metadata(i, topic)
+			if err != nil {
+				return fmt.Errorf("node %d: %w", i+1, err)
+			}
+			if brokers != nodes {
+				return fmt.Errorf("node %d sees %d live brokers of %d", i+1, brokers, nodes)
+			}
+			if len(parts) != int(partitions) {
+				return fmt.Errorf("node %d sees %d partitions of %d", i+1, len(parts), partitions)
+			}
+			if agreed == nil {
+				agreed = parts
+				continue
+			}
+			for p, v := range parts {
+				if a := agreed[p]; a.leader != v.leader || a.epoch != v.epoch {
+					return fmt.Errorf("partition %d: node 1 sees leader %d epoch %d, node %d leader %d epoch %d", p, a.leader, a.epoch, i+1, v.leader, v.epoch)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	isr := map[int32][]int32{}
+	for p, v := range agreed {
+		isr[p] = v.isr
+	}
+	return isr, nil
+}
+
+// endOffsets returns every partition's end offset (its high-water mark).
+func endOffsets(adm *kadm.Client, topic string, partitions int32) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	err := waitFor(drainTimeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		for p := range partitions {
+			o, ok := ends.Lookup(topic, p)
+			if !ok || o.Err != nil {
+				return fmt.Errorf("partition %d: %v", p, o.Err)
+			}
+			out[p] = o.Offset
+		}
+		return nil
+	})
+	return out, err
+}
+
+// finalRead reads every partition of topic from its start to end with a fresh
+// consumer.
+func finalRead(seeds []string, topic string, end map[int32]int64, timeout time.Duration) (map[int32][]history.Record, error) {
+	offsets := map[int32]kgo.Offset{}
+	for p := range end {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(append(clientOpts(seeds, "chaos-final-read"),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out := map[int32][]history.Record{}
+	next := map[int32]int64{}
+	done := func() bool {
+		for p, e := range end {
+			if next[p] < e {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read up to %v of %v in %v", next, end, timeout)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < end[r.Partition] {
+				out[r.Partition] = append(out[r.Partition], history.Record{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
+			}
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return out, nil
+}
+
+// longestGap is the longest stretch within [from, to] in which one of the
+// partitions had no acknowledged write.
+func longestGap(sends []history.Send, partitions int32, from, to time.Time) time.Duration {
+	acks := map[int32][]time.Time{}
+	for _, s := range sends {
+		if s.Outcome == history.OK && !s.At.Before(from) && !s.At.After(to) {
+			acks[s.Partition] = append(acks[s.Partition], s.At)
+		}
+	}
+	var longest time.Duration
+	for p := range partitions {
+		ts := acks[p]
+		slices.SortFunc(ts, time.Time.Compare)
+		prev := from
+		for _, at := range append(ts, to) {
+			longest = max(longest, at.Sub(prev))
+			prev = at
+		}
+	}
+	return longest
+}

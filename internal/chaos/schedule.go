@@ -1,0 +1,121 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The faults the harness injects. The first four hit a multi-process cluster;
+// the disk faults and the power loss an in-process one (they need the vfs).
+const (
+	Kill           Kind = "kill"            // SIGKILL a node, restart it after the hold
+	Pause          Kind = "pause"           // SIGSTOP a node for the hold, then SIGCONT
+	RollingRestart Kind = "rolling-restart" // SIGTERM every node in turn, restarting each
+	Partition      Kind = "partition"       // cut every link to and from a node for the hold
+	DiskFull       Kind = "disk-full"       // a node's writes fail with ENOSPC for the hold
+	FsyncFailure   Kind = "fsync-failure"   // a node's fsyncs fail with EIO for the hold
+	PowerLoss      Kind = "power-loss"      // every node loses what it had not fsynced, at once
+)
+
+// ProcessKinds are the faults of a multi-process run.
+var ProcessKinds = []Kind{Kill, Pause, RollingRestart, Partition}
+
+// Role picks a fault's node by what it does when the fault starts.
+type Role string
+
+const (
+	Leader     Role = "leader"     // the leader of the fault's partition
+	Follower   Role = "follower"   // a follower of the fault's partition
+	Controller Role = "controller" // the active controller
+	Any        Role = "any"        // the fault's node index, whatever it does
+)
+
+// Fault is one step of a schedule, before its node is resolved.
+type Fault struct {
+	Kind      Kind
+	Role      Role
+	Partition int32 // Leader and Follower: whose leader or follower
+	Pick      int   // Follower and Any: which one, modulo the candidates
+	// Gap is the quiet time before the fault; Hold how long it lasts.
+	Gap, Hold time.Duration
+	// Reset (Partition): on healing, close connections the cut stalled instead
+	// of letting them deliver what they held.
+	Reset bool
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("%s of the %s", f.Kind, f.Role)
+	switch f.Role {
+	case Leader, Follower:
+		s += fmt.Sprintf(" of partition %d", f.Partition)
+	case Any:
+		s = fmt.Sprintf("%s of node pick %d", f.Kind, f.Pick)
+	}
+	if f.Kind == RollingRestart {
+		s = string(f.Kind)
+	}
+	if f.Hold > 0 && f.Kind != RollingRestart && f.Kind != PowerLoss {
+		s += fmt.Sprintf(" for %v", f.Hold.Round(time.Millisecond))
+	}
+	if f.Kind == Partition {
+		if f.Reset {
+			s += ", stalled connections reset on heal"
+		} else {
+			s += ", stalled connections resumed on heal"
+		}
+	}
+	return s
+}
+
+// Schedule draws faults from a seeded generator: the same seed, kinds and
+// partition count give the same faults in the same order.
+type Schedule struct {
+	rng        *rand.Rand
+	kinds      []Kind
+	partitions int32
+}
+
+// Hold and gap bounds. Holds straddle the test clusters' 2s broker session
+// timeout and replica lag limit, so some faults fence a node and shrink ISRs
+// and some end before anything notices.
+const (
+	minHold = 500 * time.Millisecond
+	maxHold = 6 * time.Second
+	minGap  = 200 * time.Millisecond
+	maxGap  = 2 * time.Second
+)
+
+// NewSchedule returns the schedule of seed over kinds, for a topic of the
+// given partition count.
+func NewSchedule(seed uint64, kinds []Kind, partitions int32) *Schedule {
+	return &Schedule{rng: rand.New(rand.NewPCG(seed, 0x5eed)), kinds: kinds, partitions: partitions}
+}
+
+// Next returns the next fault.
+func (s *Schedule) Next() Fault {
+	f := Fault{
+		Kind:      s.kinds[s.rng.IntN(len(s.kinds))],
+		Partition: s.rng.Int32N(s.partitions),
+		Pick:      s.rng.IntN(1 << 16),
+		Gap:       between(s.rng, minGap, maxGap),
+		Hold:      between(s.rng, minHold, maxHold),
+		Reset:     s.rng.IntN(2) == 0,
+	}
+	roles := []Role{Leader, Leader, Follower, Controller, Any}
+	if f.Kind == DiskFull || f.Kind == FsyncFailure {
+		roles = []Role{Leader, Follower, Any}
+	}
+	f.Role = roles[s.rng.IntN(len(roles))]
+	if f.Kind == RollingRestart || f.Kind == PowerLoss {
+		f.Role = Any // every node
+	}
+	return f
+}
+
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+}
