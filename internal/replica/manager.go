@@ -79,7 +79,7 @@ type Manager struct {
 
 // NewManager hosts partitions under dir.
 func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts Options) (*Manager, error) {
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir, 0o755); err != nil {
 		return nil, err
 	}
 	if opts.ReplicaLagMax <= 0 {

@@ -104,7 +104,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 			n.Close() // whatever started before the failure
 		}
 	}()
-	if err := fsys.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	clusterID, err := loadClusterID(fsys, cfg.DataDir, cfg.ClusterID)

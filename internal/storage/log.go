@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -108,34 +107,8 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// ensureDir creates dir and any missing parents and makes each new name durable by
-// fsyncing the directory that holds it.
-func (l *Log) ensureDir() error {
-	var missing []string // dir first, then its missing parents
-	for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {
-		if _, err := l.fsys.Stat(d); err == nil {
-			break
-		} else if !isNotExist(err) {
-			return err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
-		return err
-	}
-	for _, d := range slices.Backward(missing) {
-		if err := l.fsys.SyncDir(filepath.Dir(d)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// ensureDir creates dir and any missing parents durably.
+func (l *Log) ensureDir() error { return vfs.MkdirAllDurable(l.fsys, l.dir, 0o755) }
 
 // Dir returns the log's directory.
 func (l *Log) Dir() string { return l.dir }
