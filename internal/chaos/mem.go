@@ -34,18 +34,13 @@ import (
 // Raft store (bbolt) is on the real disk under each node's data dir and is not
 // cut: bbolt fsyncs every commit, so the metadata survives a power loss anyway.
 type memCluster struct {
-	t *testing.T
-	// syncLogsDir works around a Strata bug: <data-dir>/logs is created without
-	// an fsync of <data-dir>, so on an in-memory disk a power cut drops every
-	// partition (see TestPowerLossKeepsTheLogsDirectory). When set, the harness
-	// fsyncs <data-dir> once a node has started, so the rest can be checked.
-	syncLogsDir bool
-	rec         *history.Recorder // a power cut takes back what its clients were told
-	nodes       []*memNode
-	topic       string
-	adm         *kadm.Client
-	seed        uint64
-	cuts        int // power cuts so far; varies the torn-write seed
+	t     *testing.T
+	rec   *history.Recorder // a power cut takes back what its clients were told
+	nodes []*memNode
+	topic string
+	adm   *kadm.Client
+	seed  uint64
+	cuts  int // power cuts so far; varies the torn-write seed
 }
 
 type memNode struct {
@@ -60,9 +55,9 @@ type memNode struct {
 }
 
 // startMemCluster starts n in-process nodes on in-memory disks.
-func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *history.Recorder, syncLogsDir bool) *memCluster {
+func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *history.Recorder) *memCluster {
 	t.Helper()
-	c := &memCluster{t: t, rec: rec, topic: topic, seed: seed, syncLogsDir: syncLogsDir}
+	c := &memCluster{t: t, rec: rec, topic: topic, seed: seed}
 	var voters []string
 	logDir := t.TempDir()
 	for i := range n {
@@ -78,11 +73,9 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *histor
 		cfg.GroupInitialDelay = 100 * time.Millisecond
 		cfg.OffsetsTopicPartition = 4
 		voters = append(voters, fmt.Sprintf("%d@%s", cfg.NodeID, cfg.ControllerAddr))
-		mem := vfs.NewMem()
-		if err := makeDurableDir(mem, cfg.DataDir); err != nil {
-			t.Fatal(err)
-		}
-		c.nodes = append(c.nodes, &memNode{cfg: cfg, mem: mem, logPath: filepath.Join(logDir, fmt.Sprintf("node-%d.log", i+1))})
+		// The data dir does not exist on the in-memory disk: the node creates it,
+		// and must make it durable itself.
+		c.nodes = append(c.nodes, &memNode{cfg: cfg, mem: vfs.NewMem(), logPath: filepath.Join(logDir, fmt.Sprintf("node-%d.log", i+1))})
 	}
 	for _, nd := range c.nodes {
 		nd.cfg.Controllers = strings.Join(voters, ",")
@@ -114,33 +107,11 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// makeDurableDir creates dir and makes it and every parent durable: the data
-// dir an operator prepared before the node's first start.
-func makeDurableDir(fsys vfs.FS, dir string) error {
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
-			return err
-		}
-		if filepath.Dir(d) == d {
-			return nil
-		}
-	}
-}
-
 // startAll starts nodes together (each waits for a controller quorum).
 func (c *memCluster) startAll(nodes []*memNode) error {
 	errs := make(chan error, len(nodes))
 	for _, nd := range nodes {
-		go func() {
-			err := nd.start()
-			if err == nil && c.syncLogsDir {
-				err = nd.mem.SyncDir(nd.cfg.DataDir)
-			}
-			errs <- err
-		}()
+		go func() { errs <- nd.start() }()
 	}
 	var all []error
 	for range nodes {
