@@ -19,4 +19,10 @@ vet:
 # of test: see bench/run.sh and docs/benchmarks.md.
 .PHONY: bench-kafka
 bench-kafka:
-	bash bench/run.sh
+	bash bench/run.sh $(BENCH_ARGS)
+
+# The long fault-injection campaign (not in CI): CHAOS_RUNS multi-process runs and
+# CHAOS_MEM_RUNS in-process runs from CHAOS_SEED on; rewrites the results in docs/reliability.md.
+.PHONY: chaos
+chaos:
+	CHAOS_CAMPAIGN=1 CHAOS_REPORT=$(CURDIR)/docs/reliability.md $(GO) test -count=1 -timeout 4h -run '^TestCampaign$$' -v ./internal/chaos/

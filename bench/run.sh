@@ -8,8 +8,9 @@
 #    workloads between them and prints the Markdown report (also written to
 #    bench/target/report.md, every sample to bench/target/report.json).
 #
-# Extra arguments go to bench/compare (e.g. -rounds 5 -duration 8s). Needs java 17+,
-# mvn and go on PATH.
+# Extra arguments go to bench/compare (e.g. -rounds 7 -duration 5s, or -nodes 3);
+# `make bench-kafka BENCH_ARGS="-nodes 3"` passes them. Needs java 17+, mvn and go
+# on PATH.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -21,7 +22,8 @@ if [ ! -f "$jars/.complete" ]; then
 	touch "$jars/.complete"
 fi
 go build -o bin/strata ./cmd/strata
+go build -o bench/target/compare ./bench/compare
 echo "uptime before: $(uptime)" >&2
-go run ./bench/compare -strata bin/strata -kafka-jars "$jars" \
+bench/target/compare -strata bin/strata -kafka-jars "$jars" \
 	-out bench/target/report.md -json bench/target/report.json "$@"
 echo "uptime after: $(uptime)" >&2

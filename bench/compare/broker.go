@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -19,15 +20,156 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// broker is one broker process the harness started.
-type broker struct {
-	name    string // "strata" or "kafka"
-	addr    string // Kafka listener, host:port
+// proc is one process the harness started.
+type proc struct {
+	name    string
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // read after exited is closed
-	startup time.Duration // process start to the first good ApiVersions + Metadata
 	logPath string
+}
+
+// spawn starts bin with its output in logPath.
+func spawn(name, logPath, bin string, args ...string) (*proc, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child has its own descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	p := &proc{name: name, cmd: cmd, exited: make(chan struct{}), logPath: logPath}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *proc) alive() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited (%v); see %s", p.name, p.waitErr, p.logPath)
+	default:
+		return nil
+	}
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after a grace period.
+func (p *proc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(45 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// system is one side of the comparison: its broker processes.
+type system struct {
+	name    string
+	seeds   []string      // Kafka listeners, host:port
+	procs   []*proc       // what the harness started
+	pids    func() []int  // the broker processes whose memory counts
+	startup time.Duration // first process start to every broker answering
+}
+
+func (s *system) alive() error {
+	for _, p := range s.procs {
+		if err := p.alive(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop stops every process at once: a cluster's nodes shut down together.
+func (s *system) stop() {
+	done := make(chan struct{})
+	for _, p := range s.procs {
+		go func() {
+			p.stop()
+			done <- struct{}{}
+		}()
+	}
+	for range s.procs {
+		<-done
+	}
+}
+
+// memory sums VmRSS and VmHWM (peak RSS) over the broker processes, in KiB.
+func (s *system) memory() (rss, peak int64, err error) {
+	pids := s.pids()
+	if len(pids) == 0 {
+		return 0, 0, errors.New("no broker process found")
+	}
+	for _, pid := range pids {
+		r, p, err := processMemory(pid)
+		if err != nil {
+			return 0, 0, fmt.Errorf("pid %d: %w", pid, err)
+		}
+		rss, peak = rss+r, peak+p
+	}
+	return rss, peak, nil
+}
+
+// processMemory reads VmRSS and VmHWM of one process from /proc, in KiB.
+func processMemory(pid int) (rss, peak int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok || (key != "VmRSS" && key != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %q: %w", key, line, err)
+		}
+		if key == "VmRSS" {
+			rss = kb
+		} else {
+			peak = kb
+		}
+	}
+	if rss == 0 {
+		return 0, 0, errors.New("no VmRSS in /proc status")
+	}
+	return rss, peak, nil
+}
+
+// childPIDs lists the children of pid (all its threads'), from /proc.
+func childPIDs(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for f := range strings.FieldsSeq(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func procPIDs(ps []*proc) func() []int {
+	return func() []int {
+		var out []int
+		for _, p := range ps {
+			out = append(out, p.cmd.Process.Pid)
+		}
+		return out
+	}
 }
 
 // kafkaJVMOpts are what Kafka's own start scripts pass to the broker's JVM by
@@ -69,25 +211,38 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// kafkaProperties is a single-node KRaft broker+controller on loopback.
-// flushEveryMessage sets log.flush.interval.messages=1: fsync on every append,
-// before the produce is acknowledged (Kafka's flush.messages=1 for every topic).
-func kafkaProperties(dir string, kafkaPort, controllerPort int, flushEveryMessage bool) string {
+// kafkaNode is one KRaft node (broker and controller) of a loopback cluster.
+type kafkaNode struct {
+	id                        int
+	kafkaPort, controllerPort int
+	dir                       string
+}
+
+// kafkaProperties configures node n of a KRaft cluster of all; every node is a
+// broker and a controller voter. flushEveryMessage sets
+// log.flush.interval.messages=1: an fsync on every append, before the produce is
+// acknowledged (Kafka's flush.messages=1 for every topic).
+func kafkaProperties(n kafkaNode, all []kafkaNode, flushEveryMessage bool) string {
+	var voters []string
+	for _, v := range all {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", v.id, v.controllerPort))
+	}
+	internalRF := min(len(all), 3) // Kafka's default is 3, which one or two nodes cannot host
 	lines := []string{
 		"process.roles=broker,controller",
-		"node.id=1",
-		fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", controllerPort),
-		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", kafkaPort, controllerPort),
-		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", kafkaPort),
+		fmt.Sprintf("node.id=%d", n.id),
+		"controller.quorum.voters=" + strings.Join(voters, ","),
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.kafkaPort, n.controllerPort),
+		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", n.kafkaPort),
 		"controller.listener.names=CONTROLLER",
 		"inter.broker.listener.name=PLAINTEXT",
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"log.dirs=" + filepath.Join(dir, "data"),
+		"log.dirs=" + filepath.Join(n.dir, "data"),
 		"num.partitions=1",
-		"offsets.topic.replication.factor=1",
-		"share.coordinator.state.topic.replication.factor=1",
-		"transaction.state.log.replication.factor=1",
-		"transaction.state.log.min.isr=1",
+		fmt.Sprintf("offsets.topic.replication.factor=%d", internalRF),
+		fmt.Sprintf("share.coordinator.state.topic.replication.factor=%d", internalRF),
+		fmt.Sprintf("transaction.state.log.replication.factor=%d", internalRF),
+		fmt.Sprintf("transaction.state.log.min.isr=%d", min(internalRF, 2)),
 		"group.initial.rebalance.delay.ms=0",
 	}
 	if flushEveryMessage {
@@ -103,15 +258,16 @@ func kafkaClusterID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// startKafka formats a fresh log dir under dir (untimed) and starts the broker.
-func startKafka(ctx context.Context, java, jars, dir string, flushEveryMessage bool) (*broker, error) {
-	ports, err := freePorts(2)
+// startKafka formats fresh log dirs under dir (untimed) and starts a KRaft
+// cluster of nodes nodes.
+func startKafka(ctx context.Context, java, jars, dir string, nodes int, flushEveryMessage bool) (*system, error) {
+	ports, err := freePorts(2 * nodes)
 	if err != nil {
 		return nil, err
 	}
-	props := filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(props, []byte(kafkaProperties(dir, ports[0], ports[1], flushEveryMessage)), 0o644); err != nil {
-		return nil, err
+	all := make([]kafkaNode, nodes)
+	for i := range all {
+		all[i] = kafkaNode{id: i + 1, kafkaPort: ports[2*i], controllerPort: ports[2*i+1], dir: filepath.Join(dir, fmt.Sprintf("node-%d", i+1))}
 	}
 	log4j := filepath.Join(dir, "log4j2.properties")
 	if err := os.WriteFile(log4j, []byte(kafkaLog4j), 0o644); err != nil {
@@ -119,73 +275,129 @@ func startKafka(ctx context.Context, java, jars, dir string, flushEveryMessage b
 	}
 	cp := filepath.Join(jars, "*")
 	logOpt := "-Dlog4j2.configurationFile=" + log4j
-	format := exec.CommandContext(ctx, java, logOpt, "-cp", cp, "kafka.tools.StorageTool",
-		"format", "-t", kafkaClusterID(), "-c", props)
-	if out, err := format.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("formatting Kafka's log dir: %w\n%s", err, out)
+	clusterID := kafkaClusterID()
+	s := &system{name: "kafka"}
+	for _, n := range all {
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return nil, err
+		}
+		props := filepath.Join(n.dir, "server.properties")
+		if err := os.WriteFile(props, []byte(kafkaProperties(n, all, flushEveryMessage)), 0o644); err != nil {
+			return nil, err
+		}
+		format := exec.CommandContext(ctx, java, logOpt, "-cp", cp, "kafka.tools.StorageTool",
+			"format", "-t", clusterID, "-c", props)
+		if out, err := format.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("formatting Kafka node %d: %w\n%s", n.id, err, out)
+		}
+		s.seeds = append(s.seeds, fmt.Sprintf("127.0.0.1:%d", n.kafkaPort))
 	}
-	args := append(append([]string{}, kafkaJVMOpts...), logOpt, "-cp", cp, "kafka.Kafka", props)
-	return start(ctx, "kafka", fmt.Sprintf("127.0.0.1:%d", ports[0]), filepath.Join(dir, "kafka.log"), java, args...)
-}
-
-// startStrata starts a fresh single Strata node with its defaults.
-func startStrata(ctx context.Context, bin, dir string) (*broker, error) {
-	ports, err := freePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	kafka := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	return start(ctx, "strata", kafka, filepath.Join(dir, "strata.log"), bin, "server",
-		"--data-dir", filepath.Join(dir, "data"),
-		"--kafka-addr", kafka,
-		"--http-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		"--controller-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]))
-}
-
-// startupBound is how long a broker may take to answer.
-const startupBound = 90 * time.Second
-
-// start runs the process with its output in logPath and waits until it answers
-// ApiVersions and a Metadata request naming at least one broker.
-func start(ctx context.Context, name, addr, logPath, bin string, args ...string) (*broker, error) {
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	b := &broker{name: name, addr: addr, cmd: cmd, exited: make(chan struct{}), logPath: logPath}
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+	for _, n := range all {
+		args := append(append([]string{}, kafkaJVMOpts...), logOpt, "-cp", cp, "kafka.Kafka", filepath.Join(n.dir, "server.properties"))
+		p, err := spawn(fmt.Sprintf("kafka node %d", n.id), filepath.Join(n.dir, "kafka.log"), java, args...)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.procs = append(s.procs, p)
 	}
-	go func() {
-		b.waitErr = cmd.Wait()
-		close(b.exited)
-	}()
+	s.pids = procPIDs(s.procs)
+	return s, s.waitReady(ctx, began, nodes)
+}
+
+// startStrata starts fresh Strata: one `strata server` with its defaults, or a
+// `strata dev cluster` of nodes nodes.
+func startStrata(ctx context.Context, bin, dir string, nodes int) (*system, error) {
+	s := &system{name: "strata"}
+	if nodes == 1 {
+		ports, err := freePorts(3)
+		if err != nil {
+			return nil, err
+		}
+		s.seeds = []string{fmt.Sprintf("127.0.0.1:%d", ports[0])}
+		began := time.Now()
+		p, err := spawn("strata", filepath.Join(dir, "strata.log"), bin, "server",
+			"--data-dir", filepath.Join(dir, "data"),
+			"--kafka-addr", s.seeds[0],
+			"--http-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+			"--controller-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+		if err != nil {
+			return nil, err
+		}
+		s.procs, s.pids = []*proc{p}, procPIDs([]*proc{p})
+		return s, s.waitReady(ctx, began, 1)
+	}
+	base := filepath.Join(dir, "cluster")
+	began := time.Now()
+	p, err := spawn("strata dev cluster", filepath.Join(dir, "dev-cluster.log"), bin, "dev", "cluster",
+		"--nodes", strconv.Itoa(nodes), "--base-dir", base)
+	if err != nil {
+		return nil, err
+	}
+	s.procs = []*proc{p}
+	s.pids = func() []int { return childPIDs(p.cmd.Process.Pid) }
+	// The layout file names the nodes' listeners; it is written before they start.
 	deadline := began.Add(startupBound)
 	for {
-		err := probe(ctx, addr)
-		if err == nil {
-			b.startup = time.Since(began)
-			return b, nil
+		var layout struct {
+			Nodes []struct{ Kafka string } `json:"nodes"`
 		}
-		select {
-		case <-b.exited:
-			return nil, fmt.Errorf("%s exited during start-up (%v); see %s", name, b.waitErr, logPath)
-		default:
+		data, err := os.ReadFile(filepath.Join(base, "cluster.json"))
+		if err == nil && json.Unmarshal(data, &layout) == nil && len(layout.Nodes) == nodes {
+			for _, n := range layout.Nodes {
+				s.seeds = append(s.seeds, n.Kafka)
+			}
+			break
+		}
+		if err := p.alive(); err != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("strata dev cluster wrote no layout within %s; see %s", startupBound, p.logPath)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a file another process writes
+	}
+	return s, s.waitReady(ctx, began, nodes)
+}
+
+// startupBound is how long a system may take to answer.
+const startupBound = 120 * time.Second
+
+// waitReady polls until every seed answers ApiVersions and a Metadata request
+// listing all brokers, and sets the startup time; on failure it stops the system.
+func (s *system) waitReady(ctx context.Context, began time.Time, brokers int) error {
+	deadline := began.Add(startupBound)
+	for {
+		err := probeAll(ctx, s.seeds, brokers)
+		if err == nil {
+			s.startup = time.Since(began)
+			return nil
+		}
+		if aerr := s.alive(); aerr != nil {
+			s.stop()
+			return fmt.Errorf("exited during start-up: %w", aerr)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			b.stop()
-			return nil, fmt.Errorf("%s did not answer within %s (last: %v); see %s", name, startupBound, err, logPath)
+			s.stop()
+			return fmt.Errorf("%s did not answer within %s (last: %v)", s.name, startupBound, err)
 		}
-		time.Sleep(10 * time.Millisecond) // polling a process we cannot be told about
+		time.Sleep(10 * time.Millisecond) // polling processes we cannot be told about
 	}
 }
 
-// probe sends ApiVersions and Metadata on a fresh connection.
-func probe(ctx context.Context, addr string) error {
+func probeAll(ctx context.Context, seeds []string, brokers int) error {
+	for _, addr := range seeds {
+		if err := probe(ctx, addr, brokers); err != nil {
+			return fmt.Errorf("%s: %w", addr, err)
+		}
+	}
+	return nil
+}
+
+// probe sends ApiVersions and Metadata to addr on a fresh connection.
+func probe(ctx context.Context, addr string, brokers int) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(200*time.Millisecond),
 		kgo.RequestRetries(0), kgo.RetryTimeout(0))
 	if err != nil {
@@ -201,56 +413,8 @@ func probe(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	if len(md.Brokers) == 0 {
-		return errors.New("metadata lists no broker")
+	if len(md.Brokers) < brokers {
+		return fmt.Errorf("metadata lists %d of %d brokers", len(md.Brokers), brokers)
 	}
 	return nil
-}
-
-// alive reports an error if the process has exited.
-func (b *broker) alive() error {
-	select {
-	case <-b.exited:
-		return fmt.Errorf("%s exited (%v); see %s", b.name, b.waitErr, b.logPath)
-	default:
-		return nil
-	}
-}
-
-// memory reads VmRSS and VmHWM (peak RSS) of the process, in KiB.
-func (b *broker) memory() (rss, peak int64, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.Lines(string(data)) {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %q: %w", key, line, err)
-		}
-		if key == "VmRSS" {
-			rss = kb
-		} else {
-			peak = kb
-		}
-	}
-	if rss == 0 {
-		return 0, 0, errors.New("no VmRSS in /proc status")
-	}
-	return rss, peak, nil
-}
-
-// stop ends the process: SIGTERM, then SIGKILL after a grace period.
-func (b *broker) stop() {
-	b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.exited:
-	case <-time.After(30 * time.Second):
-		b.cmd.Process.Kill()
-		<-b.exited
-	}
 }

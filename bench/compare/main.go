@@ -9,8 +9,8 @@
 //     ports, the JVM options of Kafka's start scripts) and a fresh Strata node, the
 //     order alternating between pairings; time each from process start to its
 //     first ApiVersions + Metadata answer.
-//  2. Warm each up with an untimed produce run (-warmup: the JVM compiles its hot
-//     paths, both open their segments). For every workload, run Strata, then Kafka, then Strata, ... for -rounds
+//  2. Warm each up with untimed produce runs (-warmup: the JVM compiles its hot
+//     paths; Kafka's first timed run was 4x slower than its second without). For every workload, run Strata, then Kafka, then Strata, ... for -rounds
 //     rounds, so that drift in a shared machine hits both; before each run, sync
 //     the page cache so no run pays for the previous one's writeback. Produce and
 //     e2e runs use a new topic each; consume re-reads one topic filled once
@@ -48,7 +48,7 @@ import (
 
 type options struct {
 	strata, jars, java string
-	rounds             int
+	rounds, nodes      int
 	duration, warmup   time.Duration
 	consumeRecords     int64
 	e2eRate            int
@@ -62,9 +62,10 @@ func main() {
 	flag.StringVar(&o.strata, "strata", "bin/strata", "the strata binary")
 	flag.StringVar(&o.jars, "kafka-jars", "", "directory of Kafka's runtime jars (bench/run.sh fills it)")
 	flag.StringVar(&o.java, "java", "java", "the java command")
-	flag.IntVar(&o.rounds, "rounds", 3, "alternations per workload")
-	flag.DurationVar(&o.duration, "duration", 4*time.Second, "length of each produce and e2e run")
-	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "untimed produce run against each broker after start-up (JIT, connections)")
+	flag.IntVar(&o.rounds, "rounds", 5, "alternations per workload")
+	flag.IntVar(&o.nodes, "nodes", 1, "brokers per system: 1, or a cluster (strata dev cluster; a KRaft cluster) with topics replicated to every node")
+	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each produce and e2e run")
+	flag.DurationVar(&o.warmup, "warmup", 8*time.Second, "untimed produce runs against each system after start-up (the JIT compiles Kafka's hot paths)")
 	flag.Int64Var(&o.consumeRecords, "consume-records", 250_000, "1 KiB records in the consume topic")
 	flag.IntVar(&o.e2eRate, "e2e-rate", 1000, "records/s of the e2e workload")
 	flag.IntVar(&o.perfRecords, "perf-records", 300_000, "records ProducerPerformance sends (0: skip it)")
@@ -72,8 +73,8 @@ func main() {
 	flag.StringVar(&o.mdOut, "out", "", "also write the Markdown report here")
 	flag.StringVar(&o.jsonOut, "json", "", "also write every sample as JSON here")
 	flag.Parse()
-	if o.jars == "" {
-		fmt.Fprintln(os.Stderr, "compare: -kafka-jars is required (run bench/run.sh)")
+	if o.jars == "" || o.nodes < 1 || o.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "compare: -kafka-jars is required (run bench/run.sh); -nodes and -rounds must be positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -97,6 +98,16 @@ func workloads(o options) []workload {
 	}
 }
 
+// What each pairing's durability really is, printed under its table.
+const (
+	defaultsNote = "Strata at its defaults: acks=all and every consumer read wait for the " +
+		"group-commit fsync; acks=1 is acknowledged after the append, before the fsync. " +
+		"Kafka fsyncs nothing before acknowledging, at any acks."
+	equalNote = "Equal durability holds for the acks=all rows, consume and e2e: both fsync " +
+		"before acknowledging. At acks=1 it does not: Strata acknowledges before its " +
+		"fsync while this Kafka fsyncs every append first, so the acks=1 rows favour Strata."
+)
+
 type report struct {
 	Date        string     `json:"date"`
 	Machine     machine    `json:"machine"`
@@ -118,13 +129,17 @@ func run(ctx context.Context, o options) error {
 	logf("machine: %+v", rep.Machine)
 	logf("load before: %s", rep.LoadBefore)
 	for i, pc := range []struct {
-		name, kafka string
-		flushEach   bool
+		name, kafka, note string
+		flushEach         bool
 	}{
-		{"defaults", "defaults: no flush.messages, data left in the page cache", false},
-		{"equal durability", "log.flush.interval.messages=1: fsync before every ack", true},
+		{"defaults", "defaults: no flush.messages, data left in the page cache", defaultsNote, false},
+		{"equal durability", "log.flush.interval.messages=1: fsync before every ack", equalNote, true},
 	} {
-		p := &pairing{Name: pc.name, Kafka: pc.kafka, Workloads: workloads(o),
+		name := pc.name
+		if o.nodes > 1 {
+			name = fmt.Sprintf("%s, %d nodes, replication factor %d", pc.name, o.nodes, o.nodes)
+		}
+		p := &pairing{Name: name, Kafka: pc.kafka, Note: pc.note, Workloads: workloads(o),
 			StartupMS: map[string]float64{}, RSSKiB: map[string]int64{}, PeakRSSKiB: map[string]int64{}}
 		rep.Pairings = append(rep.Pairings, p)
 		if err := runPairing(ctx, o, p, pc.flushEach, i%2 == 1, i == 0); err != nil {
@@ -170,7 +185,7 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 			return err
 		}
 	}
-	brokers := map[string]*broker{}
+	brokers := map[string]*system{}
 	defer func() {
 		for _, b := range brokers {
 			b.stop()
@@ -181,27 +196,33 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 		order = []string{"strata", "kafka"}
 	}
 	for _, sys := range order {
-		var b *broker
+		var b *system
 		if sys == "kafka" {
-			b, err = startKafka(ctx, o.java, o.jars, filepath.Join(dir, "kafka"), flushEach)
+			b, err = startKafka(ctx, o.java, o.jars, filepath.Join(dir, "kafka"), o.nodes, flushEach)
 		} else {
-			b, err = startStrata(ctx, o.strata, filepath.Join(dir, "strata"))
+			b, err = startStrata(ctx, o.strata, filepath.Join(dir, "strata"), o.nodes)
 		}
 		if err != nil {
 			return err
 		}
 		brokers[sys] = b
 		p.StartupMS[sys] = ms(b.startup)
-		logf("[%s] %s up at %s in %s", p.Name, sys, b.addr, b.startup.Round(time.Millisecond))
+		logf("[%s] %s up at %s in %s", p.Name, sys, strings.Join(b.seeds, ","), b.startup.Round(time.Millisecond))
 	}
 
 	if o.warmup > 0 {
-		warm := workload{name: "warm-up", slug: "warmup", mode: "produce", size: 1024, acks: bench.AcksLeader}
+		// Every produce workload, a quarter of -warmup each, untimed.
+		wo := o
+		wo.duration = o.warmup / 4
 		for _, sys := range order {
-			wo := o
-			wo.duration = o.warmup
-			res, err := runWorkload(ctx, wo, warm, 0, brokers[sys].addr)
-			logf("[%s] %s warm-up: %s records/s%s", p.Name, sys, figure(res.RecordsPerSec), errSuffix(err))
+			for _, wl := range p.Workloads {
+				if wl.mode != "produce" {
+					continue
+				}
+				wl.slug = "warmup-" + wl.slug
+				res, err := runWorkload(ctx, wo, wl, 0, brokers[sys].seeds)
+				logf("[%s] %s warm-up %s: %s records/s%s", p.Name, sys, wl.name, figure(res.RecordsPerSec), errSuffix(err))
+			}
 		}
 	}
 
@@ -213,7 +234,7 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 					return err
 				}
 				syscall.Sync()
-				res, err := runWorkload(ctx, o, wl, round, b.addr)
+				res, err := runWorkload(ctx, o, wl, round, b.seeds)
 				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
 				if err != nil {
 					s.Err = err.Error()
@@ -232,7 +253,7 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 		p.PerfTest = map[string]perfTestRun{}
 		for _, sys := range []string{"strata", "kafka"} {
 			syscall.Sync()
-			run := producerPerformance(ctx, o, brokers[sys].addr)
+			run := producerPerformance(ctx, o, brokers[sys].seeds)
 			p.PerfTest[sys] = run
 			logf("[%s] ProducerPerformance against %s:\n%s%s", p.Name, sys, run.Output, errSuffix(nilIfEmpty(run.Err)))
 		}
@@ -252,11 +273,11 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 	return nil
 }
 
-// runWorkload runs one workload once against the broker at addr.
-func runWorkload(ctx context.Context, o options, wl workload, round int, addr string) (bench.Result, error) {
+// runWorkload runs one workload once against the brokers at seeds.
+func runWorkload(ctx context.Context, o options, wl workload, round int, seeds []string) (bench.Result, error) {
 	c := bench.Config{
-		Brokers: []string{addr}, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
-		Partitions: 1, ReplicationFactor: 1,
+		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
+		Partitions: 1, ReplicationFactor: int16(o.nodes),
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
 		Acks: wl.acks, Compression: "none", Producers: 1, Consumers: 1,
 		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka")},
@@ -274,11 +295,11 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, addr st
 	return bench.Consume(ctx, c)
 }
 
-// producerPerformance runs Kafka's own producer benchmark against addr.
-func producerPerformance(ctx context.Context, o options, addr string) perfTestRun {
+// producerPerformance runs Kafka's own producer benchmark against the seeds.
+func producerPerformance(ctx context.Context, o options, seeds []string) perfTestRun {
 	args := []string{"--topic", "producer-performance", "--num-records", fmt.Sprint(o.perfRecords),
 		"--record-size", "100", "--throughput", "-1",
-		"--producer-props", "bootstrap.servers=" + addr, "acks=all"}
+		"--producer-props", "bootstrap.servers=" + strings.Join(seeds, ","), "acks=all"}
 	run := perfTestRun{Args: "ProducerPerformance " + strings.Join(args, " ")}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

@@ -55,6 +55,7 @@ type sample struct {
 type pairing struct {
 	Name        string                  `json:"name"`
 	Kafka       string                  `json:"kafka"` // how Kafka was configured
+	Note        string                  `json:"note,omitempty"`
 	Samples     []sample                `json:"samples"`
 	StartupMS   map[string]float64      `json:"startup_ms"`
 	RSSKiB      map[string]int64        `json:"rss_kib"`
@@ -171,6 +172,9 @@ func (p *pairing) writeTable(w io.Writer) {
 		fmt.Fprintf(w, "| startup to first ApiVersions + Metadata | ms | %.0f | %.0f | %.2f | | | |\n", ss, sk, ss/sk)
 	}
 	fmt.Fprintln(w)
+	if p.Note != "" {
+		fmt.Fprintf(w, "%s\n\n", p.Note)
+	}
 	if len(p.Errors) > 0 {
 		fmt.Fprintln(w, "Failed runs (not in the medians):")
 		fmt.Fprintln(w)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,12 +53,15 @@ func TestFigure(t *testing.T) {
 }
 
 func TestKafkaProperties(t *testing.T) {
-	p := kafkaProperties("/d", 9001, 9002, false)
+	one := []kafkaNode{{id: 1, kafkaPort: 9001, controllerPort: 9002, dir: "/d"}}
+	p := kafkaProperties(one[0], one, false)
 	for _, want := range []string{
 		"process.roles=broker,controller\n",
+		"node.id=1\n",
 		"controller.quorum.voters=1@127.0.0.1:9002\n",
 		"listeners=PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9002\n",
 		"log.dirs=/d/data\n",
+		"offsets.topic.replication.factor=1\n",
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("properties lack %q:\n%s", want, p)
@@ -66,8 +70,23 @@ func TestKafkaProperties(t *testing.T) {
 	if strings.Contains(p, "flush") {
 		t.Errorf("default properties set a flush policy:\n%s", p)
 	}
-	if !strings.Contains(kafkaProperties("/d", 1, 2, true), "log.flush.interval.messages=1\n") {
+	if !strings.Contains(kafkaProperties(one[0], one, true), "log.flush.interval.messages=1\n") {
 		t.Error("equal-durability properties do not flush every message")
+	}
+
+	three := []kafkaNode{{1, 1, 2, "/a"}, {2, 3, 4, "/b"}, {3, 5, 6, "/c"}}
+	p = kafkaProperties(three[1], three, false)
+	for _, want := range []string{
+		"node.id=2\n",
+		"controller.quorum.voters=1@127.0.0.1:2,2@127.0.0.1:4,3@127.0.0.1:6\n",
+		"advertised.listeners=PLAINTEXT://127.0.0.1:3\n",
+		"log.dirs=/b/data\n",
+		"offsets.topic.replication.factor=3\n",
+		"transaction.state.log.min.isr=2\n",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("node 2 of 3 lacks %q:\n%s", want, p)
+		}
 	}
 	if id := kafkaClusterID(); len(id) != 22 || id == kafkaClusterID() {
 		t.Errorf("cluster id %q: want 22 random characters", id)
@@ -75,14 +94,31 @@ func TestKafkaProperties(t *testing.T) {
 }
 
 func TestMemoryOfThisProcess(t *testing.T) {
-	p, err := os.FindProcess(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &broker{cmd: &exec.Cmd{Process: p}}
-	rss, peak, err := b.memory()
+	rss, peak, err := processMemory(os.Getpid())
 	if err != nil || rss <= 0 || peak < rss {
 		t.Fatalf("rss %d KiB, peak %d KiB, %v", rss, peak, err)
+	}
+	s := &system{pids: func() []int { return []int{os.Getpid(), os.Getpid()} }}
+	sum, _, err := s.memory()
+	if err != nil || sum < 2*rss*9/10 {
+		t.Fatalf("two processes: %d KiB, %v; want about %d", sum, err, 2*rss)
+	}
+	if _, _, err := (&system{pids: func() []int { return nil }}).memory(); err == nil {
+		t.Fatal("memory of no process")
+	}
+}
+
+func TestChildPIDs(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if got := childPIDs(os.Getpid()); !slices.Contains(got, cmd.Process.Pid) {
+		t.Fatalf("children %v lack %d", got, cmd.Process.Pid)
 	}
 }
 

@@ -75,8 +75,23 @@ func leadedPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]in
 	return ids, nil
 }
 
-// listOffsets returns the start and end offsets of every listed partition.
+// listOffsets returns the start and end offsets of every listed partition. Right
+// after a topic is created a broker may not know it yet, so failures are retried
+// for up to DrainTimeout.
 func listOffsets(ctx context.Context, c *Config, partitions []int32) (start, end map[int32]int64, err error) {
+	deadline := time.Now().Add(c.drainTimeout())
+	for {
+		start, end, err = listOffsetsOnce(ctx, c, partitions)
+		if err == nil || time.Now().After(deadline) {
+			return start, end, err
+		}
+		if !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
+			return nil, nil, err
+		}
+	}
+}
+
+func listOffsetsOnce(ctx context.Context, c *Config, partitions []int32) (start, end map[int32]int64, err error) {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)...)
 	if err != nil {
 		return nil, nil, err
