@@ -48,7 +48,10 @@ func TestMain(m *testing.M) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		// A stopped node's Raft transport leaves its pooled connections to the other
+		// voters open (hashicorp/raft's NetworkTransport.Close does not close them),
+		// so after TestCluster a peer's handleConn still waits on one.
+		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).handleConn")); err != nil {
 			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
 			code = 1
 		}
