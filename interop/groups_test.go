@@ -26,11 +26,14 @@ var groupReads = []struct{ reader, writer string }{
 
 // testGroups: each client reads another client's topic in a group of its own, twice.
 // The first run must read every record exactly once and leave the end offsets
-// committed; the second must resume there and read nothing.
+// committed; the second must resume there and read nothing. The pairs share nothing
+// and mostly wait (for JVM start-up, the initial rebalance delay), so they run in
+// parallel.
 func testGroups(t *testing.T, tgt *target, written map[string]*report.Summary) {
 	adm := newAdmin(t, tgt.bootstrap)
 	for _, g := range groupReads {
 		t.Run(g.reader+"-reads-"+g.writer, func(t *testing.T) {
+			t.Parallel()
 			ws := written[g.writer]
 			if ws == nil {
 				t.Skipf("%s wrote nothing to read (see its own subtest)", g.writer)

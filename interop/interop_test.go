@@ -248,6 +248,9 @@ func (r *clientRun) wait(t *testing.T) *report.Summary {
 		phases = append(phases, fmt.Sprintf("group %s assignments %v", s.Group, s.Assignments))
 	}
 	t.Logf("%s (%s) %s %s: %s; process %v", r.c.name, s.Library, r.j.mode, r.j.topic, strings.Join(phases, ", "), r.elapsed.Round(time.Millisecond))
+	if r.stderr.Len() > 0 {
+		t.Logf("%s wrote to stderr:\n%s", r.c.name, lastLines(r.stderr.Bytes()))
+	}
 	return s
 }
 

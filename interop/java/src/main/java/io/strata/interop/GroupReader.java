@@ -3,11 +3,15 @@ package io.strata.interop;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
 
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -27,12 +31,18 @@ import org.apache.kafka.common.errors.RetriableException;
  * {@code commitSync()} once the records of each poll are processed (here: recorded), so a
  * member that loses a partition has committed everything it read.
  *
+ * <p>An admin client beside the consumer asks for end offsets and the group's committed
+ * offsets: on the consumer's own connections those requests would wait behind its
+ * long-polling fetches, and end offsets of partitions it does not own make it warn.
+ *
  * <p>Not thread-safe: one thread polls, like the KafkaConsumer inside.
  */
 final class GroupReader implements AutoCloseable {
     private static final Duration POLL = Duration.ofMillis(200);
 
     private final KafkaConsumer<byte[], byte[]> consumer;
+    private final Admin admin;
+    private final String group;
     private final boolean tolerateCommitFailures;
     private final List<TopicPartition> partitions = new ArrayList<>();
     private final List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
@@ -49,6 +59,11 @@ final class GroupReader implements AutoCloseable {
         p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         this.consumer = new KafkaConsumer<>(p);
+        Properties a = new Properties();
+        a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, o.bootstrap);
+        a.put(AdminClientConfig.CLIENT_ID_CONFIG, "strata-interop-" + o.name + "-group-watcher");
+        this.admin = Admin.create(a);
+        this.group = o.group;
         this.tolerateCommitFailures = tolerateCommitFailures;
         consumer.subscribe(List.of(o.topic), new ConsumerRebalanceListener() {
             @Override
@@ -119,7 +134,7 @@ final class GroupReader implements AutoCloseable {
     }
 
     /** Says why this member is not caught up yet, or returns null. */
-    private String behind(long minRecords, long deadline) {
+    private String behind(long minRecords, long deadline) throws Exception {
         if (assignments.isEmpty()) {
             return "waiting for a first assignment";
         }
@@ -128,10 +143,15 @@ final class GroupReader implements AutoCloseable {
                 partitions.add(new TopicPartition(info.topic(), info.partition()));
             }
         }
-        Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Client.remaining(deadline));
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (TopicPartition tp : partitions) {
+            latest.put(tp, OffsetSpec.latest());
+        }
+        Map<TopicPartition, Long> end = new HashMap<>();
         long total = 0;
-        for (long e : end.values()) {
-            total += e;
+        for (var e : admin.listOffsets(latest).all().get(remainingNanos(deadline), TimeUnit.NANOSECONDS).entrySet()) {
+            end.put(e.getKey(), e.getValue().offset());
+            total += e.getValue().offset();
         }
         if (total < minRecords) {
             return "the topic holds " + total + " of " + minRecords + " records";
@@ -142,8 +162,8 @@ final class GroupReader implements AutoCloseable {
                 return "at " + tp + " position " + pos + " < end " + end.get(tp);
             }
         }
-        Set<TopicPartition> all = new HashSet<>(partitions);
-        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(all, Client.remaining(deadline));
+        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                .partitionsToOffsetAndMetadata().get(remainingNanos(deadline), TimeUnit.NANOSECONDS);
         for (TopicPartition tp : partitions) {
             OffsetAndMetadata c = committed.get(tp);
             if (c == null || c.offset() < end.get(tp)) {
@@ -157,9 +177,14 @@ final class GroupReader implements AutoCloseable {
         return consumer.subscription().iterator().next();
     }
 
+    private static long remainingNanos(long deadline) {
+        return Math.max(1, deadline - System.nanoTime());
+    }
+
     /** Leaves the group. */
     @Override
     public void close() {
         consumer.close();
+        admin.close();
     }
 }
