@@ -53,7 +53,7 @@ var clients = []client{
 			return ""
 		},
 		argv: func(*testing.T) []string {
-			return append([]string{"java"}, append(javaFlags, "-cp", javaClassPath, "io.strata.interop.Client")...)
+			return slices.Concat([]string{"java"}, javaFlags, []string{"-cp", javaClassPath, "io.strata.interop.Client"})
 		},
 	},
 	{
