@@ -15,7 +15,9 @@ import (
 // benchCompactBytes in 8 MiB segments of ~16 KiB batches of 100-byte records
 // whose keys are drawn from half as many keys as records, so a first pass drops
 // a bit over half the records and rewrites most batches. MB/s is segment bytes
-// read (cleaned) per second; written/read is the output's share.
+// read (cleaned) per second; cpu-MB/s the same per second of process CPU time
+// (user + system, GC included), steadier on a shared machine; written/read is the
+// output's share.
 //
 //	fs=mem|disk          MemFS (CPU cost only) or a temp dir on the real disk
 //	codec=none|snappy    batch compression (rewritten batches are recompressed)
@@ -43,6 +45,7 @@ const benchCompactBytes = 48 << 20
 func benchCompact(b *testing.B, disk bool, codec int8, steady bool) {
 	b.ReportAllocs()
 	var read, written int64
+	var cpu time.Duration
 	for i := range b.N {
 		b.StopTimer()
 		l := benchCompactLog(b, disk, codec, i)
@@ -53,7 +56,9 @@ func benchCompact(b *testing.B, disk bool, codec int8, steady bool) {
 			benchWrite(b, l, codec, 8<<20, rand.New(rand.NewPCG(2, uint64(i))))
 		}
 		b.StartTimer()
+		cpu0 := processCPU()
 		st, err := l.Compact(l.LogEndOffset(), CompactOptions{})
+		cpu += processCPU() - cpu0
 		b.StopTimer()
 		if err != nil || !st.Cleaned {
 			b.Fatalf("%+v %v", st, err)
@@ -65,6 +70,9 @@ func benchCompact(b *testing.B, disk bool, codec int8, steady bool) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(read)/1e6/b.Elapsed().Seconds(), "MB/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(read)/1e6/cpu.Seconds(), "cpu-MB/s")
+	}
 	b.ReportMetric(float64(written)/float64(read), "written/read")
 }
 
