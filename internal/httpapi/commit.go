@@ -102,7 +102,9 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 		offsets = map[string]map[int32]kgo.EpochOffset{call.topic: {call.partition: {Epoch: -1, Offset: call.offset}}}
 	}
 	if aerr == nil {
-		aerr = a.commit(r.Context(), call.key.group, inst, offsets)
+		ctx, cancel := context.WithTimeout(r.Context(), defaultTimeout)
+		aerr = a.commit(ctx, call.key.group, inst, offsets)
+		cancel()
 	}
 	if aerr != nil {
 		writeError(w, aerr)

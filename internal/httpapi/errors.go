@@ -23,6 +23,7 @@ const (
 	codeConsumerTopic    = "CONSUMER_TOPIC_MISMATCH"
 	codeTooManyConsumers = "TOO_MANY_CONSUMERS" // 429: Config.MaxConsumers instances exist
 	codeShuttingDown     = "SHUTTING_DOWN"      // 503: the API is closed
+	codeClosed           = "CLOSED"             // 503: the consumer instance closed during the request
 	codeInternal         = "INTERNAL"           // 500: a server fault, never bad input
 )
 
@@ -122,7 +123,9 @@ func fromErr(err error) *apiError {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout):
 		return errorf(http.StatusGatewayTimeout, kerr.RequestTimedOut.Message, "%v", err)
-	case errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed):
+	case errors.Is(err, kgo.ErrClientClosed):
+		return errorf(http.StatusServiceUnavailable, codeClosed, "%v", err)
+	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, kerr.RequestTimedOut.Message, "%v", err)
 	}
 	if code := handlers.ErrorCode(err); code != kerr.UnknownServerError.Code {

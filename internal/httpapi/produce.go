@@ -13,10 +13,12 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
-// Produce limits and defaults.
+// Request limits and defaults.
 const (
-	defaultProduceTimeout = 30 * time.Second
-	maxTimeout            = 5 * time.Minute
+	// defaultTimeout bounds produce acks (unless timeout_ms says otherwise), commits
+	// and seeks.
+	defaultTimeout = 30 * time.Second
+	maxTimeout     = 5 * time.Minute
 )
 
 // recordJSON is one record of a produce request.
@@ -134,7 +136,7 @@ func parseAcksTimeout(raw json.RawMessage, timeoutMs *int64) (int16, time.Durati
 	default:
 		return 0, 0, invalid(`acks: must be 0, 1 or "all", got %s`, s)
 	}
-	timeout, err := parseTimeout("timeout_ms", timeoutMs, defaultProduceTimeout, false)
+	timeout, err := parseTimeout("timeout_ms", timeoutMs, defaultTimeout, false)
 	return acks, timeout, err
 }
 

@@ -126,7 +126,9 @@ func (a *API) handleSeek(w http.ResponseWriter, r *http.Request) {
 			parts = append(parts, int32(i))
 		}
 	}
-	offsets, aerr := a.resolveSeek(r.Context(), call, parts)
+	ctx, cancel := context.WithTimeout(r.Context(), defaultTimeout)
+	defer cancel()
+	offsets, aerr := a.resolveSeek(ctx, call, parts)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -148,7 +150,7 @@ func (a *API) handleSeek(w http.ResponseWriter, r *http.Request) {
 	if committer == nil && len(insts) > 0 {
 		committer = insts[0]
 	}
-	if aerr := a.commit(r.Context(), call.group, committer, set); aerr != nil {
+	if aerr := a.commit(ctx, call.group, committer, set); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
