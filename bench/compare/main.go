@@ -10,7 +10,9 @@
 //     order alternating between pairings; time each from process start to its
 //     first ApiVersions + Metadata answer.
 //  2. Warm each up with untimed produce runs (-warmup: the JVM compiles its hot
-//     paths; Kafka's first timed run was 4x slower than its second without). For every workload, run Strata, then Kafka, then Strata, ... for -rounds
+//     paths; Kafka's first timed run was 4x slower than its second without).
+//     Every produce and e2e run starts on a fresh topic whose first record has
+//     been acknowledged (untimed), so it measures the steady state. For every workload, run Strata, then Kafka, then Strata, ... for -rounds
 //     rounds, so that drift in a shared machine hits both; before each run, sync
 //     the page cache so no run pays for the previous one's writeback. Produce and
 //     e2e runs use a new topic each; consume re-reads one topic filled once
@@ -284,6 +286,11 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
 	defer cancel()
+	if wl.mode != "consume" {
+		if err := prime(ctx, seeds, c.Topic, c.ReplicationFactor); err != nil {
+			return bench.Result{}, err
+		}
+	}
 	switch wl.mode {
 	case "produce":
 		return bench.Produce(ctx, c)
