@@ -3,12 +3,15 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/httpapi"
 )
 
 // polledRecord is a record of a poll answer.
@@ -561,4 +564,60 @@ func TestMixedGroup(t *testing.T) {
 			t.Errorf("committed %d for partition %d, want 4", o.At, o.Partition)
 		}
 	})
+}
+
+// TestCloseDuringPoll: closing a consumer ends its long poll at once with 503.
+func TestCloseDuringPoll(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("closing", 1)
+	body := map[string]any{"group": "closing", "topic": "closing", "timeout_ms": 300}
+	n.poll(body)
+	eventually(t, "the member joins", func() bool { return len(n.group("closing").Members) == 1 })
+	// The close must land while the poll waits; when the poll came late (after the
+	// close, making a new instance) it just times out, and the test tries again.
+	for range 5 {
+		done := make(chan response, 1)
+		go func() {
+			done <- (&testNode{Node: n.Node, t: t, base: n.base}).do("POST", "/poll", map[string]any{"group": "closing", "topic": "closing", "timeout_ms": 5000})
+		}()
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		n.must(http.StatusOK, "DELETE", "/groups/closing/consumers/default", nil)
+		r := <-done
+		switch {
+		case r.status == http.StatusServiceUnavailable && r.errorCode(t) == "CLOSED":
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("the poll ended %v after its consumer closed", d)
+			}
+			return
+		case r.status != http.StatusOK:
+			t.Fatalf("poll of a closed consumer: %d %s", r.status, r.body)
+		}
+	}
+	t.Fatal("no poll was waiting when its consumer closed, in five tries")
+}
+
+// TestTooManyConsumers: an API refuses a consumer instance beyond its limit.
+func TestTooManyConsumers(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("limited", 1)
+	a, err := httpapi.New(httpapi.Config{KafkaAddr: n.KafkaAddr(), Cluster: oneTopicImage(t, "limited", 1), MaxConsumers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	mux := http.NewServeMux()
+	a.Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	limited := &testNode{Node: n.Node, t: t, base: srv.URL}
+	limited.poll(map[string]any{"group": "limited", "topic": "limited", "consumer": "one"})
+	r := limited.do("POST", "/poll", map[string]any{"group": "limited", "topic": "limited", "consumer": "two"})
+	if r.status != http.StatusTooManyRequests || r.errorCode(t) != "TOO_MANY_CONSUMERS" {
+		t.Fatalf("a second consumer over the limit of one: %d %s", r.status, r.body)
+	}
+	limited.must(http.StatusOK, "DELETE", "/groups/limited/consumers/one", nil)
+	limited.poll(map[string]any{"group": "limited", "topic": "limited", "consumer": "two"})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,12 +108,7 @@ func (c *consumers) ofGroup(group string) []*instance {
 			out = append(out, inst)
 		}
 	}
-	slices.SortFunc(out, func(a, b *instance) int {
-		if a.key.consumer < b.key.consumer {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(out, func(a, b *instance) int { return strings.Compare(a.key.consumer, b.key.consumer) })
 	return out
 }
 
