@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +25,24 @@ const (
 	envMemRuns   = "CHAOS_MEM_RUNS"   // campaign: in-process runs (default 4)
 	envFaultTime = "CHAOS_FAULT_TIME" // campaign: faulting time per run (default 60s)
 	envReport    = "CHAOS_REPORT"     // campaign: file whose results section to rewrite
+	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults to draw from (default all)
 )
+
+// processKinds is ProcessKinds, or the comma-separated CHAOS_KINDS.
+func processKinds(t *testing.T) []Kind {
+	v := os.Getenv(envKinds)
+	if v == "" {
+		return ProcessKinds
+	}
+	var kinds []Kind
+	for _, k := range strings.Split(v, ",") {
+		if !slices.Contains(ProcessKinds, Kind(k)) {
+			t.Fatalf("%s: %q is not one of %v", envKinds, k, ProcessKinds)
+		}
+		kinds = append(kinds, Kind(k))
+	}
+	return kinds
+}
 
 func envInt(t *testing.T, name string, def int) int {
 	t.Helper()
@@ -43,7 +62,7 @@ func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration) R
 	t.Helper()
 	c := startProcessCluster(t, nodes, "chaos")
 	return run(t, c, runConfig{
-		name: fmt.Sprintf("processes/%d", seed), seed: seed, nodes: nodes, kinds: ProcessKinds,
+		name: fmt.Sprintf("processes/%d", seed), seed: seed, nodes: nodes, kinds: processKinds(t),
 		faultTime: faultTime, topic: "chaos", partitions: 4, interval: 5 * time.Millisecond,
 	}, &history.Recorder{})
 }
@@ -113,7 +132,7 @@ func TestCampaign(t *testing.T) {
 	for i := range envInt(t, envMemRuns, 4) {
 		seed := first + uint64(i)
 		t.Run(fmt.Sprintf("in-process-%d", seed), func(t *testing.T) {
-			r := memRun(t, "in-process", seed, []Kind{PowerLoss, DiskFull, FsyncFailure}, 4)
+			r := memRun(t, "in-process", seed, []Kind{PowerLoss, DiskFull, FsyncFailure}, 6)
 			runs = append(runs, r)
 			judge(t, r)
 		})

@@ -33,6 +33,8 @@
 //	rolling-restart  processes    SIGTERM each node in turn; restart; wait in sync
 //	partition        processes    netfault isolates the node: clients, fetches, Raft
 //	                              and controller link to and from it all stall
+//	partition-peers  processes    the same, but clients still reach the node: a
+//	                              deposed leader keeps taking their writes
 //	disk-full        in-process   the node's writes fail with ENOSPC; then a reboot
 //	fsync-failure    in-process   the node's fsyncs fail with EIO; then a reboot
 //	power-loss       in-process   every node's disk frozen at one instant, each

@@ -80,6 +80,10 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *histor
 	for _, nd := range c.nodes {
 		nd.cfg.Controllers = strings.Join(voters, ",")
 	}
+	var logs []string
+	for _, nd := range c.nodes {
+		logs = append(logs, nd.logPath)
+	}
 	t.Cleanup(func() {
 		c.stopAll()
 		if t.Failed() {
@@ -88,6 +92,7 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *histor
 			}
 		}
 	})
+	keepLogsOnFailure(t, logs)
 	if err := c.startAll(c.nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +293,27 @@ func (c *memCluster) warmedUp() {}
 func (c *memCluster) replica(node int32, topic string, partition int32, end int64) (replicaLog, error) {
 	nd := c.nodes[node-1]
 	return readReplica(nd.mem, filepath.Join(nd.cfg.DataDir, "logs", topic+"-"+strconv.Itoa(int(partition))), end)
+}
+
+// keepLogsOnFailure copies the node logs at paths into a directory that
+// outlives the test when t fails, and says where.
+func keepLogsOnFailure(t *testing.T, paths []string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir, err := os.MkdirTemp("", "chaos-logs-")
+		if err != nil {
+			t.Log(err)
+			return
+		}
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil {
+				os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
+			}
+		}
+		t.Logf("node logs kept in %s", dir)
+	})
 }
 
 // tail returns the last n lines of the file at path.

@@ -39,6 +39,9 @@ type processCluster struct {
 	topic   string
 }
 
+// clientSource is the endpoint name of every connection that is not a node's.
+const clientSource = "client"
+
 // replicaClientPrefix is the client id prefix of a broker's follower fetcher
 // (internal/server: strata-replica-<node id>).
 const replicaClientPrefix = "strata-replica-"
@@ -63,7 +66,7 @@ func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster 
 		if id, ok := strings.CutPrefix(clientID, replicaClientPrefix); ok {
 			return id
 		}
-		return "client"
+		return clientSource
 	}
 	upstream := func(id int32, flag string) netfault.Upstream {
 		return func() (string, error) { return wrap.arg(id, flag) }
@@ -103,6 +106,11 @@ func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster 
 		"--group-initial-rebalance-delay", "100ms",
 		"--offsets-topic-partitions", "4",
 	))
+	var logs []string
+	for _, n := range c.tc.Nodes() {
+		logs = append(logs, n.LogPath)
+	}
+	keepLogsOnFailure(t, logs) // registered after Start: runs before its temp dirs go
 	return c
 }
 
@@ -213,8 +221,12 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 		n.Pause()
 		time.Sleep(f.Hold)
 		n.Resume()
-	case Partition:
-		c.net.Isolate(strconv.Itoa(int(n.ID)))
+	case Partition, PartitionPeers:
+		if f.Kind == Partition {
+			c.net.Isolate(strconv.Itoa(int(n.ID)))
+		} else {
+			c.net.Isolate(strconv.Itoa(int(n.ID)), clientSource)
+		}
 		time.Sleep(f.Hold)
 		c.net.Heal(f.Reset)
 		if f.Reset {

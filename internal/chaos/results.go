@@ -86,6 +86,9 @@ func Details(runs []RunResult) string {
 		for _, e := range r.Events {
 			fmt.Fprintf(&b, "  %s\n", e)
 		}
+		for _, e := range slices.Sorted(maps.Keys(r.SendErrors)) {
+			fmt.Fprintf(&b, "  sends not acknowledged: %d with %q\n", r.SendErrors[e], e)
+		}
 		for _, f := range r.Findings {
 			fmt.Fprintf(&b, "  FINDING: %s\n", f)
 		}

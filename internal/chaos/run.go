@@ -64,6 +64,8 @@ type RunResult struct {
 	// Findings are failures to recover (not healthy in time, group not
 	// drained); the anomalies are in Check.
 	Findings []string
+	// SendErrors counts the errors of sends that were not acknowledged.
+	SendErrors map[string]int
 
 	history history.History // what was checked, kept for a failed run's report
 }
@@ -169,6 +171,12 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 		res.Findings = append(res.Findings, fmt.Sprintf("after the drain (log agreement not checked): %v", err))
 	}
 	sends, polls := rec.Snapshot()
+	res.SendErrors = map[string]int{}
+	for _, s := range sends {
+		if s.Outcome != history.OK {
+			res.SendErrors[s.Err]++
+		}
+	}
 	res.history = history.History{Sends: sends, Polls: polls, Final: final, GroupEnd: groupEnd}
 	res.Check = history.Check(res.history)
 	res.Check.Counts[ReplicaDivergence] = 0 // a class with a count, even when clean

@@ -15,7 +15,8 @@
 //
 // # What a cut does
 //
-// Isolate(node) cuts every link to and from node. On a cut link nothing is
+// Isolate(node) cuts every link to and from node (optionally keeping some, such
+// as the node's links with clients). On a cut link nothing is
 // forwarded in either direction: bytes already read by the proxy are held, the
 // proxy stops reading, TCP windows fill and senders block, as when a switch
 // drops every packet. A connection opened across a cut is accepted (the dial
@@ -48,7 +49,8 @@ type Upstream func() (string, error)
 type Net struct {
 	mu struct {
 		sync.Mutex
-		isolated map[string]bool
+		// isolated maps each isolated endpoint to the endpoints it still reaches.
+		isolated map[string]map[string]bool
 		// changed is closed and replaced whenever the cut changes.
 		changed chan struct{}
 		// resets counts heals that closed stalled connections.
@@ -59,16 +61,22 @@ type Net struct {
 // New returns a Net with every link up.
 func New() *Net {
 	n := &Net{}
-	n.mu.isolated = map[string]bool{}
+	n.mu.isolated = map[string]map[string]bool{}
 	n.mu.changed = make(chan struct{})
 	return n
 }
 
-// Isolate cuts every link to and from node.
-func (n *Net) Isolate(node string) {
+// Isolate cuts every link to and from node, except those with the endpoints
+// in keep (say, "client": the node is cut off from its peers but clients still
+// reach it).
+func (n *Net) Isolate(node string, keep ...string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.mu.isolated[node] = true
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	n.mu.isolated[node] = kept
 	n.changedLocked()
 }
 
@@ -92,7 +100,15 @@ func (n *Net) changedLocked() {
 // cutLocked reports whether the link from -> to is cut. An endpoint always
 // reaches itself.
 func (n *Net) cutLocked(from, to string) bool {
-	return from != to && (n.mu.isolated[from] || n.mu.isolated[to])
+	if from == to {
+		return false
+	}
+	for _, pair := range [][2]string{{from, to}, {to, from}} {
+		if kept, ok := n.mu.isolated[pair[0]]; ok && !kept[pair[1]] {
+			return true
+		}
+	}
+	return false
 }
 
 // pass waits until the link from -> to is up. It returns false if the

@@ -294,6 +294,25 @@ func TestKafkaProxyTellsSourcesApart(t *testing.T) {
 	}
 }
 
+// TestIsolateKeepingClients: a node cut off from its peers but not from its
+// clients.
+func TestIsolateKeepingClients(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	fromPeer, fromClient := startLink(t, n, "a", "b", e), startLink(t, n, "client", "b", e)
+	peer, client := dial(t, fromPeer), dial(t, fromClient)
+	n.Isolate("b", "client")
+	if err := roundTrip(client, "still", 5*time.Second); err != nil {
+		t.Fatalf("a kept link: %v", err)
+	}
+	peer.Write([]byte("cut"))
+	silent(t, peer)
+	n.Heal(false)
+	if err := expect(peer, "cut", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCloseEndsStalledConnections(t *testing.T) {
 	e := startEcho(t)
 	n := New()
