@@ -88,8 +88,9 @@ type API struct {
 	adminCl   *kgo.Client
 	producers producers
 	consumers consumers
-	// spread picks the partition of records with neither key nor partition:
-	// round robin over the topic's partitions.
+	// spread picks the partition of records with neither key nor partition: one
+	// counter for every topic, each such record going to the next partition of its
+	// topic (counter modulo the partition count).
 	spread atomic.Uint32
 	closed sync.Once
 }

@@ -75,6 +75,7 @@ func BenchmarkProduce(b *testing.B) {
 		}{{"1", "/produce", one}, {"100", "/topics/bench/records", []byte(hundred.String())}} {
 			url := path.base + size.url
 			b.Run(fmt.Sprintf("path=%s/records=%s", path.name, size.name), func(b *testing.B) {
+				b.ReportAllocs() // client and node together: in-process
 				b.SetBytes(int64(len(size.body)))
 				for b.Loop() {
 					post(b, url, size.body)

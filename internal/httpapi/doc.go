@@ -53,6 +53,15 @@
 // members see them when they are next assigned the partitions. An instance that
 // nothing uses for its session timeout is closed and leaves the group.
 //
+// # Topics and groups
+//
+// Topic changes, group descriptions, listings of offsets and admin commits go
+// through an embedded admin client (kadm) on this node's Kafka listener, so the
+// Kafka handlers' forwarding to the active controller and the client's lookup of
+// each group's coordinator make any node answer for the whole cluster; this node's
+// own coordinator only holds the groups of the __consumer_offsets partitions it
+// leads. Topic listings and partition state come from this node's metadata image.
+//
 // # Errors
 //
 // Every error is {"error":{"code","message"}}. Kafka errors keep their name as
