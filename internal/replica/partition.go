@@ -108,7 +108,9 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 	// Rebuild idempotent-producer state from the log.
 	err := log.ScanBatches(log.LogStartOffset(), func(h batch.Header, _ []byte) error {
 		if h.Idempotent() && !h.Control() {
-			p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.BaseOffset, h.LastOffset())
+			// A compacted batch may hold fewer records than its offset range: the
+			// sequence range follows the offsets (LastOffsetDelta), as produced.
+			p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset())
 		}
 		return nil
 	})
@@ -253,6 +255,11 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 		}
 		if h.Idempotent() && n > 0 {
 			return AppendResult{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
+		}
+		if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
+			if err := requireKeys(it.Batch()); err != nil {
+				return AppendResult{}, err
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -428,4 +435,15 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	}
 	e, end := p.log.EndOffsetForEpoch(epoch)
 	return e, end, nil
+}
+
+// requireKeys refuses a batch with a record without a key: a compacted topic keeps
+// the latest record per key and has nothing to keep a keyless record by.
+func requireKeys(b []byte) error {
+	return batch.Records(b, func(_ batch.Header, r batch.Record) error {
+		if r.Key == nil {
+			return fmt.Errorf("%w: a compacted topic needs a key on every record", ErrInvalidRecord)
+		}
+		return nil
+	})
 }

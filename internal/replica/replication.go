@@ -282,11 +282,12 @@ func (p *Partition) appendFromLeader(records []byte, leaderHWM int64) (appended 
 		p.appendMu.Lock()
 		info, err := p.log.AppendAsFollower(records)
 		if err == nil {
-			it := batch.NewIter(records)
+			// Stored batches may be compacted (fewer records than offsets).
+			it := batch.NewStoredIter(records)
 			for it.Next() {
 				h := it.Header()
 				if h.Idempotent() && !h.Control() {
-					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.BaseOffset, h.LastOffset())
+					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset())
 				}
 			}
 		}
@@ -294,7 +295,7 @@ func (p *Partition) appendFromLeader(records []byte, leaderHWM int64) (appended 
 		if err != nil {
 			return false, err
 		}
-		appended = info.Records > 0
+		appended = info.Batches > 0
 	}
 	p.followHighWatermark(leaderHWM)
 	return appended, nil

@@ -106,6 +106,10 @@ func TestProduceErrors(t *testing.T) {
 	if _, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{"max.message.bytes": &small}, "e"); err != nil {
 		t.Fatal(err)
 	}
+	compact := "compact"
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{"cleanup.policy": &compact}, "ce"); err != nil {
+		t.Fatal(err)
+	}
 	good := batchtest.Build(batchtest.Options{Records: batchtest.Values(2, 10)})
 	badCRC := append([]byte(nil), good...)
 	badCRC[len(badCRC)-1] ^= 0xff
@@ -122,6 +126,7 @@ func TestProduceErrors(t *testing.T) {
 		{"truncated", "e", 1, good[:len(good)-3], kerr.CorruptMessage},
 		{"acks 2", "e", 2, good, kerr.InvalidRequiredAcks},
 		{"control batch", "e", 1, batchtest.Build(batchtest.Options{Attributes: 0x20}), kerr.InvalidRecord},
+		{"no key on a compacted topic", "ce", 1, good, kerr.InvalidRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
