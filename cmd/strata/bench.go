@@ -50,6 +50,7 @@ type benchFlags struct {
 	configs     []string
 	producers   int
 	consumers   int
+	linger      time.Duration
 	progress    progressFlags
 }
 
@@ -87,6 +88,11 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 	fl.StringArrayVarP(&f.configs, "config", "c", nil, "topic config key=value when creating the topic (repeatable)")
 	fl.IntVar(&f.producers, "producers", 1, "producer clients")
 	fl.IntVar(&f.consumers, "consumers", 1, "consumer clients (each reads a share of the partitions)")
+	defaultLinger := bench.DefaultLinger
+	if mode == "e2e" {
+		defaultLinger = 0 // else the linger is most of the latency measured
+	}
+	fl.DurationVar(&f.linger, "linger", defaultLinger, "how long a producer waits to fill a batch (0: send at once)")
 	f.progress.bind(cmd)
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
@@ -102,7 +108,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		Partitions: f.partitions, ReplicationFactor: f.replication,
 		RecordSize: f.recordSize, Count: f.count, Duration: f.duration, Rate: f.rate,
 		Acks: f.acks, Compression: f.compression,
-		Producers: f.producers, Consumers: f.consumers,
+		Producers: f.producers, Consumers: f.consumers, Linger: f.linger,
 		DrainTimeout: s.opts.Timeout,
 		ClientOpts:   []kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))},
 	}

@@ -76,7 +76,7 @@ func TestBenchModes(t *testing.T) {
 
 	res := benchJSON(t, append([]string{"produce", "--count", "2000", "--acks", "1", "--compression", "lz4", "--producers", "2"}, common...)...)
 	checkSane(t, res, "produce", 2000, 200)
-	if res.Partitions != 2 || res.Latency.Count != 2000 {
+	if res.Partitions != 2 || res.Latency.Count != 2000 || res.LingerMS != 10 {
 		t.Fatalf("produce: %+v", res)
 	}
 
@@ -92,7 +92,7 @@ func TestBenchModes(t *testing.T) {
 
 	res = benchJSON(t, append([]string{"e2e", "--count", "500", "--rate", "1000"}, common...)...)
 	checkSane(t, res, "e2e", 500, 200)
-	if res.Produced != 500 || res.TargetRate != 1000 {
+	if res.Produced != 500 || res.TargetRate != 1000 || res.LingerMS != 0 {
 		t.Fatalf("e2e: %+v", res)
 	}
 }
@@ -116,6 +116,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"produce", "--compression", "brotli"},
 		{"produce", "--count", "0", "--duration", "0"},
 		{"produce", "--producers", "0"},
+		{"produce", "--linger", "-1ms"},
 		{"produce", "--config", "novalue"},
 		{"e2e", "--record-size", "4"},
 		{"consume", "--consumers", "0"},

@@ -49,6 +49,7 @@ func TestValidate(t *testing.T) {
 		{name: "no consumers", mode: "consume", change: func(c *Config) { c.Consumers = 0 }, bad: "consumers"},
 		{name: "e2e tiny records", mode: "e2e", change: func(c *Config) { c.RecordSize = 4 }, bad: "timestamp"},
 		{name: "e2e acks 0", mode: "e2e", change: func(c *Config) { c.Acks = AcksNone }, bad: "acks 1 or all"},
+		{name: "negative linger", mode: "produce", change: func(c *Config) { c.Linger = -time.Millisecond }, bad: "linger"},
 		{name: "negative drain", mode: "e2e", change: func(c *Config) { c.DrainTimeout = -time.Second }, bad: "drain"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

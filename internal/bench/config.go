@@ -58,7 +58,10 @@ type Config struct {
 	Acks        string        // AcksNone, AcksLeader or AcksAll
 	Compression string        // none, gzip, snappy, lz4 or zstd
 	Producers   int           // producer clients (Produce, E2E)
-	Consumers   int           // consumer clients (Consume, E2E)
+	// Linger is how long a producer waits for more records before sending a
+	// batch; 0 sends at once. franz-go's default is DefaultLinger.
+	Linger    time.Duration
+	Consumers int // consumer clients (Consume, E2E)
 
 	// DrainTimeout bounds how long E2E waits, after the last send, for the
 	// consumers to see every delivered record, and how long Flush may take.
@@ -70,6 +73,10 @@ type Config struct {
 	// arrived); it must be safe for concurrent use.
 	Progress func(n int64)
 }
+
+// DefaultLinger is franz-go's default producer linger, the usual setting for
+// throughput runs; latency runs want 0, or the linger is most of what they measure.
+const DefaultLinger = 10 * time.Millisecond
 
 // DefaultDrainTimeout is DrainTimeout when it is zero.
 const DefaultDrainTimeout = 30 * time.Second
@@ -97,6 +104,8 @@ func (c *Config) Validate(mode string) error {
 		return bad("give a count or a duration")
 	case c.Rate < 0:
 		return bad("rate must not be negative, got %d", c.Rate)
+	case c.Linger < 0 || c.Linger > time.Minute:
+		return bad("linger must be within [0, 1m], got %s", c.Linger)
 	case c.DrainTimeout < 0:
 		return bad("drain timeout must not be negative, got %s", c.DrainTimeout)
 	}
@@ -155,6 +164,7 @@ func (c *Config) producerOpts() []kgo.Opt {
 		kgo.DefaultProduceTopic(c.Topic),
 		kgo.ProducerBatchCompression(codecs[c.Compression]),
 		kgo.RecordDeliveryTimeout(c.drainTimeout()),
+		kgo.ProducerLinger(c.Linger),
 	}
 	switch c.Acks {
 	case AcksAll:

@@ -30,6 +30,10 @@
 //     and still returns what was measured.
 //  3. Print the Result with WriteTable, or encode it as JSON (its fields are tagged).
 //
+// Producers linger Config.Linger before sending a batch. franz-go's own default
+// (DefaultLinger, 10ms) suits throughput runs; in a latency run it would be most of
+// what is measured, so E2E runs are best given 0.
+//
 // Throughput counts value bytes only (records x RecordSize), like Kafka's perf
 // tools; MB is 10^6 bytes.
 //

@@ -38,6 +38,7 @@ func (c *Config) result(mode string) Result {
 	r := Result{Mode: mode, Topic: c.Topic, Partitions: c.Partitions, RecordSize: c.RecordSize}
 	if mode != "consume" {
 		r.Acks, r.Compression, r.Producers, r.TargetRate = c.Acks, c.Compression, c.Producers, c.Rate
+		r.LingerMS = float64(c.Linger) / float64(time.Millisecond)
 	}
 	if mode != "produce" {
 		r.Consumers = c.Consumers

@@ -9,15 +9,16 @@ import (
 
 // Result is what one run measured.
 type Result struct {
-	Mode        string `json:"mode"` // produce, consume or e2e
-	Topic       string `json:"topic"`
-	Partitions  int32  `json:"partitions"`
-	RecordSize  int    `json:"record_size"` // consume: the mean value size read
-	Acks        string `json:"acks,omitempty"`
-	Compression string `json:"compression,omitempty"`
-	Producers   int    `json:"producers,omitempty"`
-	Consumers   int    `json:"consumers,omitempty"`
-	TargetRate  int    `json:"target_rate,omitempty"` // records/s; 0 = unthrottled
+	Mode        string  `json:"mode"` // produce, consume or e2e
+	Topic       string  `json:"topic"`
+	Partitions  int32   `json:"partitions"`
+	RecordSize  int     `json:"record_size"` // consume: the mean value size read
+	Acks        string  `json:"acks,omitempty"`
+	Compression string  `json:"compression,omitempty"`
+	Producers   int     `json:"producers,omitempty"`
+	Consumers   int     `json:"consumers,omitempty"`
+	TargetRate  int     `json:"target_rate,omitempty"` // records/s; 0 = unthrottled
+	LingerMS    float64 `json:"linger_ms"`             // producer linger
 
 	// Records are the records that counted: delivered (produce), read (consume) or
 	// arrived (e2e). Bytes are their value bytes.
@@ -59,7 +60,7 @@ func (r Result) WriteTable(w io.Writer) error {
 		if r.TargetRate > 0 {
 			rate = fmt.Sprintf("%d records/s", r.TargetRate)
 		}
-		row("producers", "%d, acks=%s, compression=%s, %s", r.Producers, r.Acks, r.Compression, rate)
+		row("producers", "%d, acks=%s, compression=%s, linger %gms, %s", r.Producers, r.Acks, r.Compression, r.LingerMS, rate)
 	}
 	if r.Consumers > 0 {
 		row("consumers", "%d", r.Consumers)
