@@ -48,11 +48,11 @@
 // tell a follower's fetches from a client's by the Kafka client id.
 //
 // A power loss freezes every node's disk (freezeFS) at one instant, so nothing
-// later becomes durable, and clones what each had fsynced. The old nodes run
-// on briefly until they are stopped; acknowledgements and reads in that window
-// are taken back from the history (Recorder.Discount), since a real power cut
-// would have prevented them. The controller's Raft store is on the real disk
-// and is not cut: bbolt fsyncs every commit.
+// later becomes durable, waits for the changes under way, and clones what each
+// disk had fsynced. The old nodes run on briefly until they are stopped, but
+// whatever they acknowledged or served was durable in the clones, so the
+// history is checked as recorded. The controller's Raft store is on the real
+// disk and is not cut: bbolt fsyncs every commit.
 //
 // # Running it
 //

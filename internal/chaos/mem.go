@@ -17,7 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/strata-stream/strata/internal/chaos/history"
+	"github.com/strata-stream/strata/internal/chaos/netfault"
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -25,17 +25,18 @@ import (
 
 // memCluster is an in-process cluster (server.Start) whose nodes keep their
 // partition logs in a vfs.MemFS each, behind an error-injecting vfs.ErrorFS
-// and a freezeFS:
+// and a freezeFS, and talk through a clusterNet:
 //
 //	node.fs = freezeFS( ErrorFS( MemFS, DiskFull + fsync Rule ) )
 //
 // so a test can fill one node's disk, fail its fsyncs, or cut the power of every
-// node at one instant and restart each on what it had fsynced. The controller's
-// Raft store (bbolt) is on the real disk under each node's data dir and is not
-// cut: bbolt fsyncs every commit, so the metadata survives a power loss anyway.
+// node at one instant (disks frozen, every link cut) and restart each on what it
+// had fsynced. The controller's Raft store (bbolt) is on the real disk under
+// each node's data dir and is not cut: bbolt fsyncs every commit, so the
+// metadata survives a power loss anyway.
 type memCluster struct {
 	t     *testing.T
-	rec   *history.Recorder // a power cut takes back what its clients were told
+	cn    *clusterNet
 	nodes []*memNode
 	topic string
 	adm   *kadm.Client
@@ -54,11 +55,11 @@ type memNode struct {
 	node    *server.Node
 }
 
-// startMemCluster starts n in-process nodes on in-memory disks.
-func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *history.Recorder) *memCluster {
+// startMemCluster starts n in-process nodes on in-memory disks; tune, if any,
+// adjusts each node's configuration.
+func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...func(*config.Config)) *memCluster {
 	t.Helper()
-	c := &memCluster{t: t, rec: rec, topic: topic, seed: seed}
-	var voters []string
+	c := &memCluster{t: t, topic: topic, seed: seed}
 	logDir := t.TempDir()
 	for i := range n {
 		cfg := config.Default()
@@ -72,17 +73,23 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *histor
 		cfg.ShutdownTimeout = 5 * time.Second
 		cfg.GroupInitialDelay = 100 * time.Millisecond
 		cfg.OffsetsTopicPartition = 4
-		voters = append(voters, fmt.Sprintf("%d@%s", cfg.NodeID, cfg.ControllerAddr))
+		for _, f := range tune {
+			f(&cfg)
+		}
 		// The data dir does not exist on the in-memory disk: the node creates it,
 		// and must make it durable itself.
 		c.nodes = append(c.nodes, &memNode{cfg: cfg, mem: vfs.NewMem(), logPath: filepath.Join(logDir, fmt.Sprintf("node-%d.log", i+1))})
 	}
-	for _, nd := range c.nodes {
-		nd.cfg.Controllers = strings.Join(voters, ",")
+	addr := func(get func(*memNode) string) func(int32) netfault.Upstream {
+		return func(id int32) netfault.Upstream {
+			return func() (string, error) { return get(c.nodes[id-1]), nil }
+		}
 	}
-	var logs []string
+	c.cn = newClusterNet(t, n, func(int32) string { return "127.0.0.1" },
+		addr(func(nd *memNode) string { return nd.cfg.KafkaAddr }), addr(func(nd *memNode) string { return nd.cfg.ControllerAddr }))
 	for _, nd := range c.nodes {
-		logs = append(logs, nd.logPath)
+		nd.cfg.AdvertisedKafkaAddr = c.cn.advertised(nd.cfg.NodeID)
+		nd.cfg.Controllers = c.cn.controllers(nd.cfg.NodeID, nd.cfg.ControllerAddr)
 	}
 	t.Cleanup(func() {
 		c.stopAll()
@@ -92,7 +99,7 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, rec *histor
 			}
 		}
 	})
-	keepLogsOnFailure(t, logs)
+	keepLogsOnFailure(t, c.logs())
 	if err := c.startAll(c.nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -164,13 +171,7 @@ func (nd *memNode) stop() {
 	}
 }
 
-func (c *memCluster) seeds() []string {
-	var s []string
-	for _, nd := range c.nodes {
-		s = append(s, nd.cfg.KafkaAddr)
-	}
-	return s
-}
+func (c *memCluster) seeds() []string { return c.cn.seeds() }
 
 // stopAll closes every node, together.
 func (c *memCluster) stopAll() {
@@ -186,6 +187,7 @@ func (c *memCluster) stopAll() {
 }
 
 func (c *memCluster) heal() {
+	c.cn.net.Heal(true)
 	var down []*memNode
 	for _, nd := range c.nodes {
 		nd.full.Disable()
@@ -244,10 +246,12 @@ func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error
 	}
 	time.Sleep(f.Hold) // the fault's length
 	failed := nd.syncs.Fired()
-	// Heal: the operator reboots the node. Only what it had fsynced survives (a
-	// failed fsync may have lost pages), so it restarts on a crash image.
-	nd.fs.Freeze()
+	// Heal: the operator power-cycles the node. Only what it had fsynced
+	// survives (a failed fsync may have lost pages), so it restarts on a crash
+	// image.
+	c.powerOff(nd)
 	nd.stop()
+	c.cn.net.Heal(true)
 	nd.full.Disable()
 	nd.syncs.Disable()
 	c.cuts++
@@ -262,33 +266,53 @@ func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error
 	return what, nil
 }
 
-// powerLoss cuts the power of every node at one instant: every node's disk is
-// frozen, each keeps what it had fsynced (plus a seeded torn prefix of the rest),
-// the old nodes are stopped, and each restarts on its crash image. What the old
-// nodes told clients after the cut is taken back from the history.
+// powerOff stops nodes at one instant as far as the world can tell: their
+// disks freeze (nothing more becomes durable) and every link to and from them
+// is cut (nothing more is said). It returns once the disk changes already under
+// way have finished, so crash images taken afterwards are the state at the cut.
+// The in-process nodes themselves run on until stopped, unheard.
+func (c *memCluster) powerOff(nodes ...*memNode) {
+	for _, nd := range nodes {
+		nd.fs.frozen.Store(true)
+		c.cn.net.Isolate(name(nd.cfg.NodeID))
+	}
+	for _, nd := range nodes {
+		nd.fs.Freeze()
+	}
+}
+
+// powerLoss cuts the power of every node at one instant: each keeps what it had
+// fsynced (plus a seeded torn prefix of the rest) and restarts on that image.
 func (c *memCluster) powerLoss() (string, error) {
 	cut := time.Now()
-	for _, nd := range c.nodes {
-		nd.fs.frozen.Store(true)
-	}
-	for _, nd := range c.nodes {
-		nd.fs.Freeze() // waits for the changes under way
-	}
+	c.powerOff(c.nodes...)
 	c.cuts++
 	for i, nd := range c.nodes {
 		nd.mem = nd.mem.CrashClone(vfs.WithTornWrites(c.seed*1000 + uint64(c.cuts*10+i)))
 	}
 	c.stopAll()
-	acks, polls := c.rec.Discount(cut, time.Now())
+	c.cn.net.Heal(true)
 	start := time.Now()
 	if err := c.startAll(c.nodes); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("power loss of all %d nodes (%d acknowledgements and %d polls after the cut taken back); restarted in %.1fs",
-		len(c.nodes), acks, polls, time.Since(start).Seconds()), nil
+	return fmt.Sprintf("power loss of all %d nodes at %s; restarted in %.1fs", len(c.nodes), cut.Format("15:04:05.000"), time.Since(start).Seconds()), nil
 }
 
-func (c *memCluster) warmedUp() {}
+func (c *memCluster) logs() []string {
+	var logs []string
+	for _, nd := range c.nodes {
+		logs = append(logs, nd.logPath)
+	}
+	return logs
+}
+
+func (c *memCluster) warmedUp() {
+	c.t.Helper()
+	if err := waitFor(30*time.Second, c.cn.checkFetchersSeen); err != nil {
+		c.t.Fatal(err)
+	}
+}
 
 func (c *memCluster) replica(node int32, topic string, partition int32, end int64) (replicaLog, error) {
 	nd := c.nodes[node-1]

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,34 +16,14 @@ import (
 )
 
 // processCluster is a testcluster whose every network link runs through a
-// netfault proxy:
-//
-//	traffic                            goes to                          source told by
-//	---------------------------------  -------------------------------  --------------------
-//	clients, follower fetches          node's Kafka proxy (advertised   client id of the first
-//	                                   with --advertised-kafka-addr)    request: strata-replica-<id>
-//	Raft and the controller link,      the proxy of link A->B (node A's  the proxy: one per link
-//	node A to node B                   --controllers names it for B)
-//
-// so isolating a node stops everything it sends and everything sent to it. The
-// harness's own queries (testcluster.Partition, ActiveController) go to the
-// nodes' real addresses and see through the cut.
+// clusterNet proxy. The harness's own queries (testcluster.Partition,
+// ActiveController) go to the nodes' real addresses and see through a cut.
 type processCluster struct {
-	t       *testing.T
-	tc      *testcluster.Cluster
-	net     *netfault.Net
-	proxies []*netfault.Proxy
-	kafka   []*netfault.Proxy // by node id - 1
-	wrap    *nodeWrapper
-	topic   string
+	t     *testing.T
+	tc    *testcluster.Cluster
+	cn    *clusterNet
+	topic string
 }
-
-// clientSource is the endpoint name of every connection that is not a node's.
-const clientSource = "client"
-
-// replicaClientPrefix is the client id prefix of a broker's follower fetcher
-// (internal/server: strata-replica-<node id>).
-const replicaClientPrefix = "strata-replica-"
 
 // startProcessCluster starts nodes strata processes behind proxies.
 func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster {
@@ -54,50 +33,17 @@ func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &processCluster{t: t, net: netfault.New(), wrap: wrap, topic: topic}
-	// Registered before testcluster.Start, so it runs after the nodes are killed.
-	t.Cleanup(func() {
-		for _, p := range c.proxies {
-			p.Close()
+	upstream := func(flag string) func(int32) netfault.Upstream {
+		return func(id int32) netfault.Upstream {
+			return func() (string, error) { return wrap.arg(id, flag) }
 		}
-	})
-	name := func(id int32) string { return strconv.Itoa(int(id)) }
-	who := func(clientID string) string {
-		if id, ok := strings.CutPrefix(clientID, replicaClientPrefix); ok {
-			return id
-		}
-		return clientSource
 	}
-	upstream := func(id int32, flag string) netfault.Upstream {
-		return func() (string, error) { return wrap.arg(id, flag) }
-	}
-	listen := func(p *netfault.Proxy, err error) *netfault.Proxy {
+	// Started before testcluster.Start, so their cleanup runs after the nodes die.
+	c := &processCluster{t: t, topic: topic,
+		cn: newClusterNet(t, nodes, loopbackHost, upstream("--kafka-addr"), upstream("--controller-addr"))}
+	for id := int32(1); id <= int32(nodes); id++ {
+		err := wrap.setFlags(id, "--advertised-kafka-addr", c.cn.advertised(id), "--controllers", c.cn.controllers(id, "{controller-addr}"))
 		if err != nil {
-			t.Fatalf("starting a proxy: %v", err)
-		}
-		c.proxies = append(c.proxies, p)
-		return p
-	}
-	links := map[[2]int32]*netfault.Proxy{}
-	for id := int32(1); id <= int32(nodes); id++ {
-		host := proxyHost(id)
-		c.kafka = append(c.kafka, listen(c.net.Kafka(host+":0", name(id), who, upstream(id, "--kafka-addr"))))
-		for from := int32(1); from <= int32(nodes); from++ {
-			if from != id {
-				links[[2]int32{from, id}] = listen(c.net.Link(host+":0", name(from), name(id), upstream(id, "--controller-addr")))
-			}
-		}
-	}
-	for id := int32(1); id <= int32(nodes); id++ {
-		var voters []string
-		for to := int32(1); to <= int32(nodes); to++ {
-			addr := "{controller-addr}"
-			if to != id {
-				addr = links[[2]int32{id, to}].Addr()
-			}
-			voters = append(voters, fmt.Sprintf("%d@%s", to, addr))
-		}
-		if err := wrap.setFlags(id, "--advertised-kafka-addr", c.kafka[id-1].Addr(), "--controllers", strings.Join(voters, ",")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,55 +52,23 @@ func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster 
 		"--group-initial-rebalance-delay", "100ms",
 		"--offsets-topic-partitions", "4",
 	))
+	keepLogsOnFailure(t, c.logs()) // registered after Start: runs before its temp dirs go
+	return c
+}
+
+func (c *processCluster) logs() []string {
 	var logs []string
 	for _, n := range c.tc.Nodes() {
 		logs = append(logs, n.LogPath)
 	}
-	keepLogsOnFailure(t, logs) // registered after Start: runs before its temp dirs go
-	return c
+	return logs
 }
 
-// proxyHost is where node id's proxies listen: its testcluster loopback
-// address where the host can bind it, else 127.0.0.1.
-func proxyHost(id int32) string {
-	host := fmt.Sprintf("127.0.0.%d", 10+id)
-	ln, err := net.Listen("tcp", host+":0")
-	if err != nil {
-		return "127.0.0.1"
-	}
-	ln.Close()
-	return host
-}
+func (c *processCluster) seeds() []string { return c.cn.seeds() }
 
-func (c *processCluster) seeds() []string {
-	var s []string
-	for _, p := range c.kafka {
-		s = append(s, p.Addr())
-	}
-	return s
-}
-
-// warmedUp fails the test unless every node's follower fetches were seen, and
-// told apart, by some Kafka proxy: if the server's fetcher changed its client
-// id, isolating a node would silently leave its fetches flowing.
 func (c *processCluster) warmedUp() {
 	c.t.Helper()
-	err := waitFor(30*time.Second, func() error {
-		seen := map[string]bool{}
-		for _, p := range c.kafka {
-			for src := range p.Sources() {
-				seen[src] = true
-			}
-		}
-		for _, n := range c.tc.Nodes() {
-			if !seen[strconv.Itoa(int(n.ID))] {
-				return fmt.Errorf("no Kafka proxy saw a connection from node %d's follower fetcher (client id %s%d); sources seen: %v",
-					n.ID, replicaClientPrefix, n.ID, seen)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := waitFor(30*time.Second, c.cn.checkFetchersSeen); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -223,12 +137,12 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 		n.Resume()
 	case Partition, PartitionPeers:
 		if f.Kind == Partition {
-			c.net.Isolate(strconv.Itoa(int(n.ID)))
+			c.cn.net.Isolate(name(n.ID))
 		} else {
-			c.net.Isolate(strconv.Itoa(int(n.ID)), clientSource)
+			c.cn.net.Isolate(name(n.ID), clientSource)
 		}
 		time.Sleep(f.Hold)
-		c.net.Heal(f.Reset)
+		c.cn.net.Heal(f.Reset)
 		if f.Reset {
 			what += ", stalled connections reset"
 		} else {
@@ -241,7 +155,7 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 }
 
 func (c *processCluster) heal() {
-	c.net.Heal(true)
+	c.cn.net.Heal(true)
 	for _, n := range c.tc.Nodes() {
 		switch {
 		case n.Paused():

@@ -32,6 +32,8 @@ type cluster interface {
 	stopAll()
 	// replica reads a stopped node's copy of topic-partition below end.
 	replica(node int32, topic string, partition int32, end int64) (replicaLog, error)
+	// logs are the nodes' log files.
+	logs() []string
 }
 
 // runConfig is one run.
@@ -68,6 +70,7 @@ type RunResult struct {
 	SendErrors map[string]int
 
 	history history.History // what was checked, kept for a failed run's report
+	logs    []string        // the nodes' log files, while the test runs
 }
 
 // OK reports whether the run found nothing wrong.
@@ -76,9 +79,10 @@ func (r *RunResult) OK() bool { return r.Check.OK() && len(r.Findings) == 0 }
 // Timeouts of the steps after the faults. Generous: the machine is small and
 // shared, and a wait that gives up early is a false alarm.
 const (
-	healthyTimeout = 90 * time.Second
-	drainTimeout   = 90 * time.Second
-	warmAcks       = 200 // acknowledged writes before the first fault
+	healthyTimeout   = 90 * time.Second
+	unhealthyTimeout = 15 * time.Second // after a failure to recover, see healthy in run
+	drainTimeout     = 90 * time.Second
+	warmAcks         = 200 // acknowledged writes before the first fault
 )
 
 // run creates the topic, starts the workload, injects faults from the seeded
@@ -86,14 +90,21 @@ const (
 // anomalies and findings are in the result for the caller to judge.
 func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResult {
 	t.Helper()
-	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}}
+	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}, logs: c.logs()}
 	adm := newAdmin(t, c.seeds())
-	if err := createTopic(adm, cfg.topic, cfg.partitions); err != nil {
+	if err := createTopic(adm, cfg.topic, cfg.partitions, 3); err != nil {
 		t.Fatalf("creating %s: %v", cfg.topic, err)
 	}
 	ps := newProbes(t, c.seeds())
+	// Once the cluster has failed to recover in time, later waits are short:
+	// the finding is made, and the drain and the checks still have to run.
+	unhealthy := false
 	healthy := func(timeout time.Duration) error {
+		if unhealthy {
+			timeout = min(timeout, unhealthyTimeout)
+		}
 		_, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, timeout)
+		unhealthy = unhealthy || err != nil
 		return err
 	}
 	if err := healthy(healthyTimeout); err != nil {
@@ -166,9 +177,12 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	if err != nil {
 		t.Fatalf("final read: %v", err)
 	}
-	isr, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, healthyTimeout)
+	isr, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, unhealthyTimeout)
 	if err != nil {
-		res.Findings = append(res.Findings, fmt.Sprintf("after the drain (log agreement not checked): %v", err))
+		res.Findings = append(res.Findings, fmt.Sprintf("after the drain: %v", err))
+		if isr, err = ps.isrs(cfg.topic); err != nil {
+			t.Fatalf("the ISRs after the drain: %v", err)
+		}
 	}
 	sends, polls := rec.Snapshot()
 	res.SendErrors = map[string]int{}
@@ -231,13 +245,13 @@ func newAdmin(t *testing.T, seeds []string) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
-// createTopic creates the run's topic: three replicas, min.insync.replicas=2.
-func createTopic(adm *kadm.Client, topic string, partitions int32) error {
+// createTopic creates a topic with min.insync.replicas=2.
+func createTopic(adm *kadm.Client, topic string, partitions int32, replicas int16) error {
 	minISR := "2"
 	return waitFor(healthyTimeout, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		res, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+		res, err := adm.CreateTopic(ctx, partitions, replicas, map[string]*string{"min.insync.replicas": &minISR}, topic)
 		if err == nil {
 			err = res.Err
 		}
@@ -270,7 +284,7 @@ func newProbes(t *testing.T, seeds []string) probes {
 // partitionView is one partition as one node's metadata shows it.
 type partitionView struct {
 	leader, epoch int32
-	isr           []int32
+	isr, replicas []int32
 }
 
 // metadata asks probe i's node alone about topic.
@@ -298,10 +312,7 @@ func (ps probes) metadata(i int, topic string) (brokers int, parts map[int32]par
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 				return 0, nil, fmt.Errorf("partition %d: %w", p.Partition, err)
 			}
-			if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
-				return 0, nil, fmt.Errorf("partition %d: leader %d, replicas %v, isr %v", p.Partition, p.Leader, p.Replicas, p.ISR)
-			}
-			parts[p.Partition] = partitionView{p.Leader, p.LeaderEpoch, slices.Sorted(slices.Values(p.ISR))}
+			parts[p.Partition] = partitionView{p.Leader, p.LeaderEpoch, slices.Sorted(slices.Values(p.ISR)), p.Replicas}
 		}
 	}
 	return len(md.Brokers), parts, nil
@@ -325,6 +336,11 @@ func (ps probes) waitHealthy(topic string, nodes int, partitions int32, timeout 
 			if len(parts) != int(partitions) {
 				return fmt.Errorf("node %d sees %d partitions of %d", i+1, len(parts), partitions)
 			}
+			for p, v := range parts {
+				if v.leader < 0 || len(v.isr) != len(v.replicas) {
+					return fmt.Errorf("node %d: partition %d: leader %d, replicas %v, isr %v", i+1, p, v.leader, v.replicas, v.isr)
+				}
+			}
 			if agreed == nil {
 				agreed = parts
 				continue
@@ -345,6 +361,25 @@ func (ps probes) waitHealthy(topic string, nodes int, partitions int32, timeout 
 		isr[p] = v.isr
 	}
 	return isr, nil
+}
+
+// isrs returns each partition's ISR as the first node that answers sees it,
+// fully replicated or not.
+func (ps probes) isrs(topic string) (map[int32][]int32, error) {
+	var errs []error
+	for i := range ps {
+		_, parts, err := ps.metadata(i, topic)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		isr := map[int32][]int32{}
+		for p, v := range parts {
+			isr[p] = v.isr
+		}
+		return isr, nil
+	}
+	return nil, errors.Join(errs...)
 }
 
 // endOffsets returns every partition's end offset (its high-water mark).

@@ -272,34 +272,6 @@ func inFinal(h History, v string) bool {
 	return false
 }
 
-// TestDiscountForgivesWhatAPowerCutTakes: acknowledgements and reads between a
-// power cut and the end of its clients are not held against the log.
-func TestDiscountForgivesWhatAPowerCutTakes(t *testing.T) {
-	h := clean()
-	var rec Recorder
-	for _, s := range h.Sends {
-		rec.AddSend(s)
-	}
-	// Partition 0 loses its tail from the last acknowledged record on in the
-	// cut; a reader saw that record after the cut.
-	last := truncateAtLastAck(t, &h, 0)
-	cut := h.Sends[sendAt(t, clean(), 0, last.Offset)].At
-	for _, p := range h.Polls {
-		rec.AddPoll(p)
-	}
-	rec.AddPoll(Poll{Reader: "r1", Partition: 0, Records: []Record{last}, At: cut.Add(time.Millisecond)})
-
-	h.Sends, h.Polls = rec.Snapshot()
-	if r := Check(h); !slices.Equal(flagged(r), []string{LostWrite, Phantom}) {
-		t.Fatalf("before the discount: flagged %v, want lost-write and phantom", flagged(r))
-	}
-	rec.Discount(cut, cut.Add(time.Second))
-	h.Sends, h.Polls = rec.Snapshot()
-	if r := Check(h); !r.OK() {
-		t.Fatalf("after the discount:\n%s", r.Summary())
-	}
-}
-
 func TestRecorderDropsEmptyPolls(t *testing.T) {
 	var rec Recorder
 	rec.AddPoll(Poll{Reader: "r", Partition: 0})

@@ -132,27 +132,6 @@ func (r *Recorder) AddPoll(p Poll) {
 	r.mu.Unlock()
 }
 
-// Discount takes back what a power cut makes impossible: between from (the cut)
-// and to (when the cut nodes' clients were gone), acknowledgements become
-// Unknown and polls are dropped. A real power cut stops the nodes at the cut; a
-// simulated one lets them run on briefly, and what they told clients in that
-// window is not backed by anything that survived. It returns how many
-// acknowledgements and polls it took back.
-func (r *Recorder) Discount(from, to time.Time) (acks, polls int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
-	for i := range r.mu.sends {
-		if s := &r.mu.sends[i]; s.Outcome == OK && in(s.At) {
-			s.Outcome, s.Err = Unknown, "acknowledged after a power cut"
-			acks++
-		}
-	}
-	n := len(r.mu.polls)
-	r.mu.polls = slices.DeleteFunc(r.mu.polls, func(p Poll) bool { return in(p.At) })
-	return acks, n - len(r.mu.polls)
-}
-
 // Snapshot returns copies of the sends and polls so far, in the order recorded.
 func (r *Recorder) Snapshot() (sends []Send, polls []Poll) {
 	r.mu.Lock()
