@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -317,35 +316,4 @@ func (c *memCluster) warmedUp() {
 func (c *memCluster) replica(node int32, topic string, partition int32, end int64) (replicaLog, error) {
 	nd := c.nodes[node-1]
 	return readReplica(nd.mem, filepath.Join(nd.cfg.DataDir, "logs", topic+"-"+strconv.Itoa(int(partition))), end)
-}
-
-// keepLogsOnFailure copies the node logs at paths into a directory that
-// outlives the test when t fails, and says where.
-func keepLogsOnFailure(t *testing.T, paths []string) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		dir, err := os.MkdirTemp("", "chaos-logs-")
-		if err != nil {
-			t.Log(err)
-			return
-		}
-		for _, p := range paths {
-			if b, err := os.ReadFile(p); err == nil {
-				os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
-			}
-		}
-		t.Logf("node logs kept in %s", dir)
-	})
-}
-
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.SplitAfter(string(b), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "")
 }
