@@ -16,14 +16,18 @@
 // # What a cut does
 //
 // Isolate(node) cuts every link to and from node (optionally keeping some, such
-// as the node's links with clients). On a cut link nothing is
-// forwarded in either direction: bytes already read by the proxy are held, the
-// proxy stops reading, TCP windows fill and senders block, as when a switch
-// drops every packet. A connection opened across a cut is accepted (the dial
-// succeeds) but never reaches its destination until the cut heals. Heal restores
-// every link; connections stalled by the cut then either resume, delivering
-// what was held late (a short partition TCP survives), or are closed (a long one
-// whose connections timed out), as the caller chooses.
+// as the node's links with clients). On a cut link nothing is forwarded in
+// either direction: bytes already read by the proxy are held, the proxy stops
+// reading, TCP windows fill and senders block, as when a switch drops every
+// packet. A connection opened across a cut is accepted (the dial succeeds) but
+// never reaches its destination until the cut heals. Heal restores every link;
+// connections stalled by the cut then either resume, delivering what was held
+// late (a short partition TCP survives), or are reset (a long one whose
+// connections timed out), as the caller chooses. A connection whose
+// destination cannot be dialled (the node is down) is reset at once, the
+// nearest an accepted connection gets to "connection refused": clients see
+// ECONNRESET, not an orderly end of stream they might take for a protocol
+// mismatch.
 //
 // # Concurrency
 //
@@ -283,14 +287,17 @@ func (p *Proxy) serve(c net.Conn) {
 	p.mu.sources[from]++
 	p.mu.Unlock()
 	if !p.net.pass(from, p.to, p.done) {
+		abort(c)
 		return
 	}
 	addr, err := p.upstream()
 	if err != nil {
+		abort(c)
 		return
 	}
 	up, err := net.DialTimeout("tcp", addr, dialTimeout)
 	if err != nil {
+		abort(c) // the destination is down: as close to "connection refused" as an accepted connection gets
 		return
 	}
 	if !p.track(up) {
@@ -300,29 +307,42 @@ func (p *Proxy) serve(c net.Conn) {
 	defer p.untrack(up)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() {
+	end := func(aborted bool) {
 		defer wg.Done()
-		p.pipe(up, c, from, first)
-		up.Close()
-		c.Close()
-	}()
-	go func() {
-		defer wg.Done()
-		p.pipe(c, up, from, nil)
-		up.Close()
-		c.Close()
-	}()
+		if aborted {
+			// The client side first: closing up wakes the other pipe, which would
+			// close c in order.
+			abort(c)
+			abort(up)
+		} else {
+			up.Close()
+			c.Close()
+		}
+	}
+	go func() { end(!p.pipe(up, c, from, first)) }()
+	go func() { end(!p.pipe(c, up, from, nil)) }()
 	wg.Wait()
 }
 
-// pipe copies src to dst, first sending pre, holding bytes while the link is cut.
-func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte) {
+// abort closes c with a reset, as a connection that timed out or was refused
+// ends: a client reading from it sees ECONNRESET, not an orderly end of stream.
+func abort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// pipe copies src to dst, first sending pre, holding bytes while the link is
+// cut. It returns false when the connection must be reset: it stalled across a
+// heal with reset, or the proxy closed.
+func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte) bool {
 	if len(pre) > 0 {
 		if !p.net.pass(from, p.to, p.done) {
-			return
+			return false
 		}
 		if _, err := dst.Write(pre); err != nil {
-			return
+			return true
 		}
 	}
 	buf := make([]byte, 32<<10)
@@ -330,14 +350,14 @@ func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if !p.net.pass(from, p.to, p.done) {
-				return
+				return false
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
+				return true
 			}
 		}
 		if err != nil {
-			return
+			return true
 		}
 	}
 }
