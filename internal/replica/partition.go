@@ -45,6 +45,10 @@ var (
 	// ErrClosed: the partition was removed or the broker is stopping.
 	// NOT_LEADER_OR_FOLLOWER; the client retries elsewhere.
 	ErrClosed = errors.New("partition closed")
+	// ErrOffsetNotAvailable: a new leader's high-water mark has not yet reached the
+	// start of its epoch, so "latest" would be below what earlier leaders exposed.
+	// OFFSET_NOT_AVAILABLE; the client retries once followers have fetched.
+	ErrOffsetNotAvailable = errors.New("high-water mark not yet known under the new leader")
 )
 
 // Partition is one partition replica hosted by this broker.
@@ -374,12 +378,17 @@ const (
 // ListOffset answers ListOffsets for one timestamp: the earliest or latest
 // (high-water mark) offset, the record with the largest timestamp, or the first
 // offset whose timestamp is at or after ts. Found is false when no committed record
-// qualifies (Kafka then answers offset -1).
+// qualifies (Kafka then answers offset -1). Until a new leader's HWM reaches the
+// start of its epoch every lookup fails with ErrOffsetNotAvailable: the HWM it
+// inherited may lag the one its predecessor served.
 func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, err error) {
 	if !p.IsLeader() {
 		return 0, 0, false, ErrNotLeader
 	}
 	hwm := p.HighWatermark()
+	if hwm < p.epochStartOffset() {
+		return 0, 0, false, ErrOffsetNotAvailable
+	}
 	switch ts {
 	case LatestTimestamp:
 		return hwm, -1, true, nil
