@@ -77,21 +77,14 @@ func memRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int)
 	}, &history.Recorder{})
 }
 
-// judge logs a run's schedule and results and fails t on any anomaly, and on
-// any recovery finding that an open known bug does not explain (see
-// knownbugs_test.go; CHAOS_KNOWN_BUGS=1 fails on those too). A failed run's
-// history and node logs are kept in files for the report.
+// judge logs a run's schedule and results and fails t on any anomaly or
+// recovery finding. A failed run's history and node logs are kept in files for
+// the report.
 func judge(t *testing.T, r RunResult) {
 	t.Helper()
 	t.Logf("\n%s\n%s", Table([]RunResult{r}), Details([]RunResult{r}))
 	if r.OK() {
 		return
-	}
-	if r.Check.OK() && os.Getenv(knownBugsEnv) != "1" {
-		if sig := divergenceLoop(r.logs); sig != "" {
-			t.Logf("the recovery findings are the known bug of TestDeposedLeaderRejoinsISR (%s); %s=1 fails the test on them", sig, knownBugsEnv)
-			return
-		}
 	}
 	t.Errorf("run %s (seed %d) found:\n%s%v\nits history: %s", r.Name, r.Seed, r.Check.Summary(), r.Findings, keepHistory(t, r.history))
 }

@@ -57,9 +57,8 @@
 // The controller's Raft store is on the real disk and is not cut: bbolt fsyncs
 // every commit.
 //
-// Open bugs have deterministic tests in knownbugs_test.go, skipped unless
-// CHAOS_KNOWN_BUGS=1; a run whose only failure to recover carries the log
-// signature of one of them is logged rather than failed (see judge).
+// Bugs the runs found have deterministic regression tests in
+// regression_test.go.
 //
 // # Running it
 //

@@ -73,7 +73,6 @@ type RunResult struct {
 	SendErrors map[string]int
 
 	history history.History // what was checked, kept for a failed run's report
-	logs    []string        // the nodes' log files, while the test runs
 }
 
 // OK reports whether the run found nothing wrong.
@@ -93,7 +92,7 @@ const (
 // anomalies and findings are in the result for the caller to judge.
 func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResult {
 	t.Helper()
-	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}, logs: c.logs()}
+	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}}
 	adm := newAdmin(t, c.seeds())
 	if err := createTopic(adm, cfg.topic, cfg.partitions, 3); err != nil {
 		t.Fatalf("creating %s: %v", cfg.topic, err)

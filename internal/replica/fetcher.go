@@ -3,11 +3,14 @@ package replica
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/storage"
 )
 
 // Transport carries a follower's fetches to a leader broker.
@@ -74,7 +77,9 @@ func (f *fetcher) snapshot() []*Partition {
 	defer f.mu.Unlock()
 	ps := make([]*Partition, 0, len(f.parts))
 	for p := range f.parts {
-		if !p.closed.Load() && !p.leader.Load() {
+		// A failed log takes no appends, and its log end may hold records it
+		// never made durable: it must not report that end to the leader.
+		if !p.closed.Load() && !p.leader.Load() && p.log.Err() == nil {
 			ps = append(ps, p)
 		}
 	}
@@ -125,6 +130,19 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 	}
 	index := map[key]*Partition{}
 	for _, p := range parts {
+		offset, lastEpoch := p.fetchPosition()
+		// Report only durable data: the fetch offset tells the leader what this
+		// replica holds, and the HWM (acks=all) counts on it. Each log's group
+		// commit covers all of the last answer's appends at once.
+		if p.groupCommit && p.log.DurableOffset() < offset {
+			if err := p.log.WaitDurable(ctx, offset-1); err != nil {
+				if ctx.Err() != nil {
+					return false
+				}
+				f.m.log.Warn("follower fsync failed: no longer fetching the partition until a restart", "topic", p.Topic, "partition", p.Index, "err", err)
+				continue
+			}
+		}
 		ti, ok := byTopic[p.Topic]
 		if !ok {
 			ti = len(req.Topics)
@@ -133,7 +151,6 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 			t.Topic, t.TopicID = p.Topic, p.TopicID
 			req.Topics = append(req.Topics, t)
 		}
-		offset, lastEpoch := p.fetchPosition()
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.Index
 		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
@@ -143,6 +160,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 		rp.PartitionMaxBytes = fetchPartitionBytes
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
 		index[key{p.Topic, p.Index}] = p
+	}
+	if len(index) == 0 {
+		return false
 	}
 	resp, err := f.m.opts.Transport.Fetch(ctx, f.leader, req)
 	if err != nil {
@@ -156,7 +176,6 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 		return false
 	}
 	healthy := true
-	var appended []*Partition
 	for _, rt := range resp.Topics {
 		name := rt.Topic
 		if name == "" {
@@ -171,29 +190,21 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 			if p == nil {
 				continue
 			}
-			did, err := f.apply(p, &rp)
-			if err != nil {
+			if err := f.apply(p, &rp); err != nil {
 				healthy = false
-				f.m.log.Debug("replica fetch partition error", "topic", p.Topic, "partition", p.Index, "leader", f.leader, "err", err)
+				level := slog.LevelDebug
+				if errors.Is(err, storage.ErrLogFailed) {
+					level = slog.LevelWarn // the partition stops fetching: see snapshot
+				}
+				f.m.log.Log(ctx, level, "replica fetch partition error", "topic", p.Topic, "partition", p.Index, "leader", f.leader, "err", err)
 			}
-			if did {
-				appended = append(appended, p)
-			}
-		}
-	}
-	// Report only durable data: the next fetch offset is the log end, so wait for
-	// the appends to be fsynced (each log's group commit covers them at once).
-	for _, p := range appended {
-		if err := p.log.WaitDurable(ctx, p.log.LogEndOffset()-1); err != nil && !errors.Is(err, context.Canceled) {
-			healthy = false
-			f.m.log.Warn("follower fsync", "topic", p.Topic, "partition", p.Index, "err", err)
 		}
 	}
 	return healthy
 }
 
 // apply handles one partition of a fetch response.
-func (f *fetcher) apply(p *Partition, rp *kmsg.FetchResponseTopicPartition) (appended bool, err error) {
+func (f *fetcher) apply(p *Partition, rp *kmsg.FetchResponseTopicPartition) error {
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		end := rp.DivergingEpoch.EndOffset
 		if _, local := p.log.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); local < end {
@@ -201,7 +212,7 @@ func (f *fetcher) apply(p *Partition, rp *kmsg.FetchResponseTopicPartition) (app
 		}
 		f.m.log.Info("truncating divergent follower log", "topic", p.Topic, "partition", p.Index,
 			"log_end_offset", p.log.LogEndOffset(), "truncate_to", end, "leader_epoch", rp.DivergingEpoch.Epoch)
-		return false, p.truncateTo(end)
+		return p.truncateTo(end)
 	}
 	switch code := rp.ErrorCode; code {
 	case 0:
@@ -209,12 +220,12 @@ func (f *fetcher) apply(p *Partition, rp *kmsg.FetchResponseTopicPartition) (app
 	case kerr.OffsetOutOfRange.Code:
 		offset, _ := p.fetchPosition()
 		if offset < rp.LogStartOffset {
-			return false, p.restartAt(rp.LogStartOffset)
+			return p.restartAt(rp.LogStartOffset)
 		}
 		// Ahead of the leader without a diverging epoch to go by: drop what the
 		// leader cannot have committed.
-		return false, p.truncateTo(max(rp.HighWatermark, p.log.LogStartOffset()))
+		return p.truncateTo(max(rp.HighWatermark, p.log.LogStartOffset()))
 	default:
-		return false, kerr.ErrorForCode(code)
+		return kerr.ErrorForCode(code)
 	}
 }

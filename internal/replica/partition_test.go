@@ -36,7 +36,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	now := time.Now()
 	p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, now)
 	// Ten records from leader 1, which had committed only eight when it answered.
-	if _, err := p.appendFromLeader(batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 8); err != nil {
+	if err := p.appendFromLeader(batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 8); err != nil {
 		t.Fatal(err)
 	}
 

@@ -277,10 +277,10 @@ func (p *Partition) fetchPosition() (offset int64, lastFetchedEpoch int32) {
 }
 
 // appendFromLeader appends batches fetched from the leader and follows its HWM.
-func (p *Partition) appendFromLeader(records []byte, leaderHWM int64) (appended bool, err error) {
+func (p *Partition) appendFromLeader(records []byte, leaderHWM int64) error {
 	if len(records) > 0 {
 		p.appendMu.Lock()
-		info, err := p.log.AppendAsFollower(records)
+		_, err := p.log.AppendAsFollower(records)
 		if err == nil {
 			// Stored batches may be compacted (fewer records than offsets).
 			it := batch.NewStoredIter(records)
@@ -293,12 +293,11 @@ func (p *Partition) appendFromLeader(records []byte, leaderHWM int64) (appended 
 		}
 		p.appendMu.Unlock()
 		if err != nil {
-			return false, err
+			return err
 		}
-		appended = info.Batches > 0
 	}
 	p.followHighWatermark(leaderHWM)
-	return appended, nil
+	return nil
 }
 
 // followHighWatermark sets a follower's HWM to the leader's, capped by what it has.
@@ -312,13 +311,12 @@ func (p *Partition) followHighWatermark(leaderHWM int64) {
 	}
 }
 
-// truncateTo removes this follower's records at and above offset (a divergent tail).
+// truncateTo removes this follower's records at and above offset (a divergent tail)
+// and the leader epochs that start there, even when no record goes: a replica
+// deposed before it appended at its epoch must stop fetching with that epoch.
 func (p *Partition) truncateTo(offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if offset >= p.log.LogEndOffset() {
-		return nil
-	}
 	if err := p.log.Truncate(offset); err != nil {
 		return err
 	}

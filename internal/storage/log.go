@@ -276,6 +276,14 @@ func (l *Log) writable() error {
 	return nil
 }
 
+// Err returns the error that made the log fail-stop (wrapping ErrLogFailed), or
+// nil while it is healthy.
+func (l *Log) Err() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.failed
+}
+
 // active returns the active segment; appendMu or mu must be held.
 func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
 

@@ -11,7 +11,8 @@ import (
 // truncated with the log and both checkpoints are rewritten; WaitDurable callers
 // for removed offsets get ErrTruncated. A Chunk already read past the cut may see
 // io.EOF. Truncating at or below the first segment's base empties the log and
-// restarts it at offset (as TruncateFullyAndStartAt).
+// restarts it at offset (as TruncateFullyAndStartAt). At or past the log end only
+// the epoch cache is truncated.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -22,6 +23,16 @@ func (l *Log) Truncate(offset int64) error {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
 	if offset >= l.mu.leo {
+		// Nothing to cut from the log, but an epoch may start at its end with no
+		// records yet (a leader deposed before it appended): it goes, as in Kafka.
+		l.mu.Lock()
+		changed := l.mu.epochs.truncateFromEnd(offset)
+		l.mu.Unlock()
+		if changed {
+			if err := l.writeCheckpoints(); err != nil {
+				return l.fail(err)
+			}
+		}
 		return nil
 	}
 	var err error

@@ -152,3 +152,31 @@ func TestAssignEpochAndEndOffsets(t *testing.T) {
 		t.Fatalf("LatestEpoch = %d", got)
 	}
 }
+
+// TestTruncateAtEndDropsEmptyEpoch: a leader deposed before it appended leaves
+// an epoch that starts at the log end; truncating to the end removes it (the
+// follower then fetches with the epoch before, which its new leader knows), and
+// the change survives a crash.
+func TestTruncateAtEndDropsEmptyEpoch(t *testing.T) {
+	mem := vfs.NewMem()
+	l := openLog(t, mem, Config{})
+	appendN(t, l, 5, 2, 10, 0, 1)
+	if err := l.WaitDurable(ctxTimeout(t), 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignEpoch(2, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, offset := range []int64{11, 10} { // past the end: nothing starts there
+		if err := l.Truncate(offset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []EpochEntry{{1, 0}}
+	if got := l.Epochs(); !equalEpochs(got, want) || l.LatestEpoch() != 1 || l.LogEndOffset() != 10 {
+		t.Fatalf("after truncating to the end: epochs %v (latest %d), end %d; want %v, 1, 10", got, l.LatestEpoch(), l.LogEndOffset(), want)
+	}
+	if got := openLog(t, mem.CrashClone(), Config{}).Epochs(); !equalEpochs(got, want) {
+		t.Fatalf("after a crash: epochs %v, want %v", got, want)
+	}
+}

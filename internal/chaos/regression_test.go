@@ -1,12 +1,9 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -18,65 +15,18 @@ import (
 	"github.com/strata-stream/strata/internal/config"
 )
 
-// knownBugsEnv, set to 1, runs the tests of known bugs instead of skipping them,
-// and makes the runs fail on recovery findings those bugs explain.
-const knownBugsEnv = "CHAOS_KNOWN_BUGS"
-
-func skipKnownBug(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv(knownBugsEnv) != "1" {
-		t.Skipf("known bug (%s=1 runs it): %s", knownBugsEnv, bug)
-	}
-}
-
-// noopTruncation is the log line of a follower told it diverges and
-// "truncating" to its own log end offset.
-var noopTruncation = regexp.MustCompile(`msg="truncating divergent follower log" .*topic=(\S+) partition=(\d+) log_end_offset=(\d+) truncate_to=(\d+)`)
-
-// divergenceLoop looks in node logs for the signature of the bug of
-// TestDeposedLeaderRejoinsISR: one partition of one node truncated to its own
-// end again and again. It describes the first such partition, or returns "".
-func divergenceLoop(logs []string) string {
-	for _, path := range logs {
-		f, err := os.Open(path)
-		if err != nil {
-			continue
-		}
-		counts := map[string]int{}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			m := noopTruncation.FindStringSubmatch(sc.Text())
-			if m == nil || m[3] != m[4] {
-				continue
-			}
-			key := fmt.Sprintf("%s-%s at %s", m[1], m[2], m[3])
-			if counts[key]++; counts[key] == 10 {
-				f.Close()
-				return fmt.Sprintf("%s: %s truncated to its own end %d times and more", path, key, counts[key])
-			}
-		}
-		f.Close()
-	}
-	return ""
-}
-
 // TestDeposedLeaderRejoinsISR: a broker made leader and deposed before it
 // appended anything must be able to follow again.
 //
-// Known bug. becomeLeader (internal/replica) assigns the new epoch at the log
-// end at once, so such a broker's latest epoch has no records. As a follower it
-// fetches with that epoch as LastFetchedEpoch; the new leader does not know it
-// and answers DivergingEpoch(the epoch before, the new epoch's start offset),
-// which is the follower's own log end; Partition.truncateTo and Log.Truncate
-// both return early when asked to truncate at or past the log end, so the
-// epoch entry stays, and the next fetch gets the same answer: every 500ms,
-// forever ("truncating divergent follower log ... log_end_offset=N
-// truncate_to=N"). The replica never rejoins the ISR. Kafka's truncateTo
-// handles exactly this case: at or past the log end it still truncates the
-// leader-epoch cache from the end.
+// The bug it caught: becomeLeader (internal/replica) assigns the new epoch at
+// the log end at once, so such a broker's latest epoch has no records. As a
+// follower it fetched with that epoch as LastFetchedEpoch; the new leader did
+// not know it and answered DivergingEpoch(the epoch before, the new epoch's
+// start offset), the follower's own log end; truncation at the log end did
+// nothing, so the epoch entry stayed and the next fetch got the same answer,
+// forever: the replica never rejoined the ISR. Truncating at or past the log
+// end now drops the epochs that start there, as Kafka's does.
 func TestDeposedLeaderRejoinsISR(t *testing.T) {
-	skipKnownBug(t, "a deposed leader whose epoch has no records never fetches again")
 	const topic = "deposed"
 	c := startMemCluster(t, 3, topic, 1)
 	if err := createTopic(newAdmin(t, c.seeds()), topic, 1, 3); err != nil {
@@ -102,26 +52,24 @@ func TestDeposedLeaderRejoinsISR(t *testing.T) {
 	c.cn.net.Heal(true)
 	t.Logf("leaders: node %d (epoch %d), node %d (epoch %d, nothing written), node %d (epoch %d)", l1, e1, l2, e2, l3, e3)
 	if _, err := ps.waitHealthy(topic, 3, 1, 30*time.Second); err != nil {
-		t.Fatalf("node %d, leader at epoch %d without writing, did not rejoin the ISR: %v\n%s", l2, e2, err, divergenceLoop(c.logs()))
+		t.Fatalf("node %d, leader at epoch %d without writing, did not rejoin the ISR: %v", l2, e2, err)
 	}
 }
 
 // TestFollowerFsyncFailureIsNotCounted: a follower whose fsync failed must not
 // count towards acks=all, or an acknowledged record can be lost.
 //
-// Known bug. After appending fetched records, the fetcher (internal/replica)
-// waits for their fsync; when it fails it logs "follower fsync" and retries the
-// fetch, whose offset comes from fetchPosition: the log end offset, not the
-// durable offset. The leader takes that as what the follower holds durably,
-// so the high-water mark, and acks=all, cover records the follower never made
-// durable. Here: a partition on L and F (two replicas, min.insync.replicas=2),
-// F's fsyncs fail mid-stream and the records F appended just before are still
-// acknowledged; L shuts down cleanly (leadership moves to F, still in the ISR:
+// The bug it caught: after a failed fsync the fetcher (internal/replica) fetched
+// again from its log end, not its durable end; the leader took that as what the
+// follower held durably, so the high-water mark, and acks=all, covered records
+// the follower never made durable. Now a failed log stops fetching, and a fetch
+// reports an offset only once everything below it is fsynced. Here: a
+// partition on L and F (two replicas, min.insync.replicas=2), F's fsyncs fail
+// mid-stream; L shuts down cleanly (leadership moves to F, still in the ISR:
 // the replica lag limit is 30s here); F loses power and comes back on what it
-// had fsynced, still the leader, without those records; L comes back as F's
-// follower and truncates them away.
+// had fsynced, still the leader; L comes back as F's follower and truncates to
+// F's log. Every acknowledged record must still be there.
 func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
-	skipKnownBug(t, "a follower whose fsync failed still reports its log end as its fetch offset")
 	const topic = "unsynced"
 	c := startMemCluster(t, 3, topic, 2, func(cfg *config.Config) { cfg.ReplicaLagTimeMax = 30 * time.Second })
 	adm := newAdmin(t, c.seeds())
