@@ -243,3 +243,69 @@ func leaderSeenBy(t *testing.T, ps probes, topic string, partition, not, after i
 	}
 	return leader, epoch
 }
+
+// TestFailedLeaderLogResigns: a leader whose log fails (its fsyncs fail, and a
+// failed log is fail-stop until the broker restarts) hands leadership to an
+// in-sync follower at once instead of answering KAFKA_STORAGE_ERROR until an
+// operator steps in, and nothing acknowledged is lost. The replica lag limit is
+// 30s here, so neither an ISR shrink nor the periodic retry can be what moves it.
+func TestFailedLeaderLogResigns(t *testing.T) {
+	const topic = "resign"
+	c := startMemCluster(t, 3, topic, 4, func(cfg *config.Config) { cfg.ReplicaLagTimeMax = 30 * time.Second })
+	adm := newAdmin(t, c.seeds())
+	if err := createTopic(adm, topic, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	ps := newProbes(t, c.seeds())
+	if _, err := ps.waitHealthy(topic, 3, 1, healthyTimeout); err != nil {
+		t.Fatal(err)
+	}
+	acked := produceSome(t, c.seeds(), topic, 20)
+	l1, e1 := leaderSeenBy(t, ps, topic, 0, -1, -1)
+
+	c.nodes[l1-1].syncs.Enable()
+	failedAt := time.Now()
+	var during []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		during = produceFor(t, c.seeds(), topic, 3*time.Second)
+	}()
+	var l2, e2 int32
+	if err := waitFor(10*time.Second, func() error {
+		for i := range ps {
+			if int32(i+1) == l1 {
+				continue
+			}
+			if _, parts, err := ps.metadata(i, topic); err == nil && parts[0].leader > 0 && parts[0].leader != l1 {
+				l2, e2 = parts[0].leader, parts[0].epoch
+				return nil
+			}
+		}
+		return fmt.Errorf("node %d still leads", l1)
+	}); err != nil {
+		t.Fatalf("node %d's log failed (%d fsyncs failed) and it kept the leadership: %v", l1, c.nodes[l1-1].syncs.Fired(), err)
+	}
+	t.Logf("node %d (epoch %d) failed its log; node %d leads at epoch %d %v later", l1, e1, l2, e2, time.Since(failedAt).Round(time.Millisecond))
+	<-done
+	acked = append(acked, during...)
+	after := produceSome(t, c.seeds(), topic, 20)
+	if len(after) != 20 {
+		t.Fatalf("only %d of 20 writes acknowledged under the new leader", len(after))
+	}
+	acked = append(acked, after...)
+
+	end, err := endOffsets(adm, topic, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := finalRead(c.seeds(), topic, end, drainTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range acked {
+		if !slices.ContainsFunc(final[0], func(r history.Record) bool { return r.Value == v }) {
+			t.Fatalf("acknowledged record %s lost (%d acknowledged, the partition ends at %d)", v, len(acked), end[0])
+		}
+	}
+}

@@ -25,14 +25,21 @@ type AlterPartitionRequest struct {
 // semantics) and returns the PartitionChangeRecord that applies it, with the
 // partition as it will be once applied: the same leader and leader epoch, the
 // new ISR, the partition epoch raised by one. An ISR equal to the current one
-// as a set changes nothing and returns the current partition. Checks, in order:
+// as a set changes nothing and returns the current partition.
+//
+// A leader may leave itself out of the ISR to resign (Strata's own extension:
+// its log failed and takes no writes until the broker restarts, where Kafka
+// would take the whole log directory offline): the first eligible replica of
+// the new ISR in preference order leads at the next leader epoch, and with none
+// the change is refused (ErrIneligibleReplica); a resignation may only remove
+// members (ErrInvalidRequest). Checks, in order:
 //
 //  1. the broker's registration (ErrUnknownBroker, ErrStaleBrokerEpoch);
 //  2. the partition exists (ErrUnknownTopicID, ErrUnknownTopic);
 //  3. LeaderEpoch is the current one (ErrFencedLeaderEpoch);
 //  4. the broker leads the partition (ErrInvalidRequest);
 //  5. PartitionEpoch is the current one (ErrStalePartitionEpoch);
-//  6. NewISR holds distinct replicas of the partition, the leader among them
+//  6. NewISR holds distinct replicas of the partition and is not empty
 //     (ErrInvalidRequest);
 //  7. every broker it adds to the ISR is live and not in down, the brokers in
 //     controlled shutdown (ErrIneligibleReplica). Members it keeps are not
@@ -67,9 +74,8 @@ func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down Shu
 				metadata.ErrInvalidRequest, name, req.NewISR, p.Replicas)
 		}
 	}
-	if !slices.Contains(req.NewISR, p.Leader) {
-		return nil, nil, fmt.Errorf("%w: %s: isr %v lacks the leader %d",
-			metadata.ErrInvalidRequest, name, req.NewISR, p.Leader)
+	if len(req.NewISR) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s: empty isr", metadata.ErrInvalidRequest, name)
 	}
 	ok := eligible(img, down)
 	for _, id := range req.NewISR {
@@ -81,10 +87,18 @@ func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down Shu
 	if len(req.NewISR) == len(p.ISR) && !slices.ContainsFunc(req.NewISR, func(id int32) bool { return !slices.Contains(p.ISR, id) }) {
 		return nil, p, nil
 	}
-	recs := []metadata.Record{&metadata.PartitionChangeRecord{
-		TopicID: p.TopicID, Partition: p.Index, BasePartitionEpoch: p.PartitionEpoch,
-		Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: slices.Clone(req.NewISR),
-	}}
+	leader := p.Leader
+	if !slices.Contains(req.NewISR, p.Leader) {
+		if slices.ContainsFunc(req.NewISR, func(id int32) bool { return !slices.Contains(p.ISR, id) }) {
+			return nil, nil, fmt.Errorf("%w: %s: leader %d resigns and adds to isr %v at once",
+				metadata.ErrInvalidRequest, name, p.Leader, p.ISR)
+		}
+		if leader, _ = ElectLeader(p, req.NewISR, ok, false); leader == metadata.NoLeader {
+			return nil, nil, fmt.Errorf("%w: %s: leader %d resigns but no replica of isr %v can take over",
+				metadata.ErrIneligibleReplica, name, p.Leader, req.NewISR)
+		}
+	}
+	recs := []metadata.Record{partitionChange(p, leader, slices.Clone(req.NewISR))}
 	next, err := metadata.ApplyAll(img, recs)
 	if err != nil {
 		return nil, nil, err

@@ -32,6 +32,8 @@ func TestPlanAlterPartition(t *testing.T) {
 		wantErr error
 		wantISR []int32 // on success
 		noop    bool
+		// wantLeader is the leader after a resignation (0: leader 1 stays).
+		wantLeader int32
 	}{
 		{name: "expand", img: base, req: req(nil), wantISR: []int32{1, 2, 3}},
 		{name: "shrink", img: base, req: req(withISR(1)), wantISR: []int32{1}},
@@ -45,7 +47,9 @@ func TestPlanAlterPartition(t *testing.T) {
 		{name: "unknown topic id", img: base, req: req(func(r *AlterPartitionRequest) { r.TopicID = idLogs }), wantErr: metadata.ErrUnknownTopicID},
 		{name: "unknown partition", img: base, req: req(func(r *AlterPartitionRequest) { r.Partition = 1 }), wantErr: metadata.ErrUnknownTopic},
 		{name: "negative partition", img: base, req: req(func(r *AlterPartitionRequest) { r.Partition = -1 }), wantErr: metadata.ErrUnknownTopic},
-		{name: "isr without the leader", img: base, req: req(withISR(2, 3)), wantErr: metadata.ErrInvalidRequest},
+		{name: "leader resigns", img: base, req: req(withISR(2)), wantISR: []int32{2}, wantLeader: 2},
+		{name: "leader resigns and adds at once", img: base, req: req(withISR(2, 3)), wantErr: metadata.ErrInvalidRequest},
+		{name: "leader resigns to nobody eligible", img: base, req: req(withISR(2)), down: ShuttingDown{2: true}, wantErr: metadata.ErrIneligibleReplica},
 		{name: "isr with a non-replica", img: base, req: req(withISR(1, 4)), wantErr: metadata.ErrInvalidRequest},
 		{name: "isr with a repeat", img: base, req: req(withISR(1, 2, 2)), wantErr: metadata.ErrInvalidRequest},
 		{name: "empty isr", img: base, req: req(withISR()), wantErr: metadata.ErrInvalidRequest},
@@ -72,12 +76,16 @@ func TestPlanAlterPartition(t *testing.T) {
 			if tt.noop {
 				wantEpoch = 5
 			}
-			if p.Leader != 1 || p.LeaderEpoch != 3 || p.PartitionEpoch != wantEpoch || !slices.Equal(p.ISR, tt.wantISR) {
-				t.Errorf("partition = %+v, want leader 1, leader epoch 3, partition epoch %d, isr %v", p, wantEpoch, tt.wantISR)
+			wantLeader, wantLeaderEpoch := int32(1), int32(3)
+			if tt.wantLeader != 0 {
+				wantLeader, wantLeaderEpoch = tt.wantLeader, 4
+			}
+			if p.Leader != wantLeader || p.LeaderEpoch != wantLeaderEpoch || p.PartitionEpoch != wantEpoch || !slices.Equal(p.ISR, tt.wantISR) {
+				t.Errorf("partition = %+v, want leader %d, leader epoch %d, partition epoch %d, isr %v", p, wantLeader, wantLeaderEpoch, wantEpoch, tt.wantISR)
 			}
 			// The returned partition is what applying the records gives.
 			applied := apply(t, tt.img, recs...).Partition("orders", 0)
-			if applied.PartitionEpoch != p.PartitionEpoch || !slices.Equal(applied.ISR, p.ISR) {
+			if applied.PartitionEpoch != p.PartitionEpoch || !slices.Equal(applied.ISR, p.ISR) || applied.Leader != p.Leader || applied.LeaderEpoch != p.LeaderEpoch {
 				t.Errorf("applied %+v, returned %+v", applied, p)
 			}
 		})

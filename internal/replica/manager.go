@@ -146,7 +146,8 @@ func (m *Manager) proposeISR(c isrChange) {
 }
 
 // RunISRMaintenance shrinks the ISR of led partitions whose followers fell behind,
-// checking every half lag period until ctx is done.
+// and retries the resignation of leaders whose log failed, checking every half
+// lag period until ctx is done.
 func (m *Manager) RunISRMaintenance(ctx context.Context) {
 	t := time.NewTicker(m.opts.ReplicaLagMax / 2)
 	defer t.Stop()
@@ -158,6 +159,7 @@ func (m *Manager) RunISRMaintenance(ctx context.Context) {
 		}
 		now := m.now()
 		for _, p := range m.Partitions() {
+			p.resignIfFailed()
 			p.maybeShrinkISR(now, m.opts.ReplicaLagMax)
 		}
 	}

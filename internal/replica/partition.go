@@ -125,6 +125,7 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 	// own log end may hold records the leader never committed.
 	p.highWatermark.Store(log.LogStartOffset())
 	log.SetDurableListener(func(int64) { p.maybeAdvanceHighWatermark() })
+	log.SetFailureListener(func(error) { p.resignIfFailed() })
 	return p, nil
 }
 

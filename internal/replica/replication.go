@@ -57,10 +57,11 @@ func (p *Partition) applyState(ip *metadata.Partition, now time.Time) (followLea
 }
 
 // becomeLeader makes this broker the leader at ip's epoch.
+// A failed log still takes the role, so that it can hand it on (resignIfFailed).
 func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if err := p.log.AssignEpoch(ip.LeaderEpoch, p.log.LogEndOffset()); err != nil {
+	if err := p.log.AssignEpoch(ip.LeaderEpoch, p.log.LogEndOffset()); err != nil && p.log.Err() == nil {
 		return err
 	}
 	p.mu.Lock()
@@ -83,6 +84,7 @@ func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 	p.maybeAdvanceHighWatermark()
 	p.fire()
 	p.fireAppend()
+	p.resignIfFailed()
 	return nil
 }
 
@@ -236,6 +238,24 @@ func (p *Partition) maybeShrinkISR(now time.Time, maxLag time.Duration) {
 	p.mu.Unlock()
 	if shrink {
 		p.proposeISR(keep, "shrink")
+	}
+}
+
+// resignIfFailed asks the controller to move leadership away when this leader's
+// log has failed (fail-stop until the broker restarts): it proposes the ISR
+// without itself, and the controller elects the next in-sync replica. As the
+// only in-sync replica it stays, answering KAFKA_STORAGE_ERROR: no other copy
+// holds every acknowledged record. A refused proposal is retried by the ISR
+// maintenance.
+func (p *Partition) resignIfFailed() {
+	if !p.IsLeader() || p.log.Err() == nil {
+		return
+	}
+	p.mu.Lock()
+	others := slices.DeleteFunc(slices.Clone(p.mu.isr), func(id int32) bool { return id == p.localID })
+	p.mu.Unlock()
+	if len(others) > 0 {
+		p.proposeISR(others, "resign: log failed")
 	}
 }
 

@@ -130,6 +130,13 @@ func TestFailStopOnSyncError(t *testing.T) {
 	mem := vfs.NewMem()
 	rule := vfs.FailOn(vfs.OpSync).Path("*.log").After(2)
 	l := openLog(t, vfs.NewErrorFS(mem, rule), Config{})
+	var heard []error
+	var heardMu sync.Mutex
+	l.SetFailureListener(func(err error) {
+		heardMu.Lock()
+		heard = append(heard, err)
+		heardMu.Unlock()
+	})
 	var lastErr error
 	for i := 0; lastErr == nil && i < 100; i++ {
 		info, err := l.Append(mkBatch(1, 10, 0), 0)
@@ -164,6 +171,11 @@ func TestFailStopOnSyncError(t *testing.T) {
 	if _, err := l.Read(0, 100, l.LogEndOffset()); err != nil {
 		t.Errorf("reads must still work: %v", err)
 	}
+	heardMu.Lock()
+	if len(heard) != 1 || !errors.Is(heard[0], ErrLogFailed) || !errors.Is(l.Err(), vfs.ErrInjected) {
+		t.Errorf("failure listener heard %v (want one ErrLogFailed); Err() = %v", heard, l.Err())
+	}
+	heardMu.Unlock()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,7 @@ type Log struct {
 	appends          atomic.Int64 // Append calls so far, for the flusher's gathering
 	flushedAppends   int64        // flusher only: appends covered by the last fsync
 	listener         atomic.Pointer[func(int64)]
+	failureListener  atomic.Pointer[func(error)]
 	stats            statCounters
 }
 
@@ -291,12 +292,17 @@ func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
 // every later mutation and WaitDurable will return.
 func (l *Log) fail(cause error) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.mu.failed == nil {
+	first := l.mu.failed == nil
+	if first {
 		l.mu.failed = fmt.Errorf("%w: %w", ErrLogFailed, cause)
 		l.notifyLocked()
 	}
-	return l.mu.failed
+	failed := l.mu.failed
+	l.mu.Unlock()
+	if fn := l.failureListener.Load(); first && fn != nil {
+		(*fn)(failed)
+	}
+	return failed
 }
 
 // notifyLocked wakes every WaitDurable caller; mu must be held for writing.
@@ -437,6 +443,12 @@ func (l *Log) SetDurableListener(fn func(durableEnd int64)) {
 	}
 	l.listener.Store(&fn)
 }
+
+// SetFailureListener registers fn to be called once, with the error that every
+// later mutation will return, when the log becomes fail-stop. It runs on the
+// goroutine whose write or sync failed, possibly inside Append; it must return
+// quickly and must not call the Log's mutating methods.
+func (l *Log) SetFailureListener(fn func(error)) { l.failureListener.Store(&fn) }
 
 // LogStartOffset returns the first offset readers may fetch.
 func (l *Log) LogStartOffset() int64 {
