@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/chaos/history"
 	"github.com/strata-stream/strata/internal/config"
@@ -28,14 +33,7 @@ import (
 // end now drops the epochs that start there, as Kafka's does.
 func TestDeposedLeaderRejoinsISR(t *testing.T) {
 	const topic = "deposed"
-	c := startMemCluster(t, 3, topic, 1)
-	if err := createTopic(newAdmin(t, c.seeds()), topic, 1, 3); err != nil {
-		t.Fatal(err)
-	}
-	ps := newProbes(t, c.seeds())
-	if _, err := ps.waitHealthy(topic, 3, 1, healthyTimeout); err != nil {
-		t.Fatal(err)
-	}
+	c, _, ps := startRegression(t, topic, 1, 3)
 	produceSome(t, c.seeds(), topic, 20)
 
 	// Isolate the leader; once another node leads, heal: the old leader follows.
@@ -71,15 +69,7 @@ func TestDeposedLeaderRejoinsISR(t *testing.T) {
 // F's log. Every acknowledged record must still be there.
 func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 	const topic = "unsynced"
-	c := startMemCluster(t, 3, topic, 2, func(cfg *config.Config) { cfg.ReplicaLagTimeMax = 30 * time.Second })
-	adm := newAdmin(t, c.seeds())
-	if err := createTopic(adm, topic, 1, 2); err != nil {
-		t.Fatal(err)
-	}
-	ps := newProbes(t, c.seeds())
-	if _, err := ps.waitHealthy(topic, 3, 1, healthyTimeout); err != nil {
-		t.Fatal(err)
-	}
+	c, adm, ps := startRegression(t, topic, 2, 2, func(cfg *config.Config) { cfg.ReplicaLagTimeMax = 30 * time.Second })
 	_, parts, err := ps.metadata(0, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -128,23 +118,7 @@ func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 	if _, err := ps.waitHealthy(topic, 3, 1, healthyTimeout); err != nil {
 		t.Fatal(err)
 	}
-	end, err := endOffsets(adm, topic, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final, err := finalRead(c.seeds(), topic, end, drainTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lost []string
-	for _, v := range acked {
-		if !slices.ContainsFunc(final[0], func(r history.Record) bool { return r.Value == v }) {
-			lost = append(lost, v)
-		}
-	}
-	if len(lost) > 0 {
-		t.Fatalf("%d of %d acknowledged records lost (first %s); the partition now ends at %d", len(lost), len(acked), lost[0], end[0])
-	}
+	requireAll(t, c, adm, topic, acked)
 }
 
 // produceFor sends a record to topic every 5ms for d, with acks=all, and
@@ -222,7 +196,16 @@ func produceSome(t *testing.T, seeds []string, topic string, n int) []string {
 // topic-partition other than not, at an epoch above after, and returns it.
 func leaderSeenBy(t *testing.T, ps probes, topic string, partition, not, after int32) (leader, epoch int32) {
 	t.Helper()
-	err := waitFor(healthyTimeout, func() error {
+	leader, epoch, err := leaderSeenWithin(ps, topic, partition, not, after, healthyTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leader, epoch
+}
+
+// leaderSeenWithin is leaderSeenBy with its own time limit and an error.
+func leaderSeenWithin(ps probes, topic string, partition, not, after int32, timeout time.Duration) (leader, epoch int32, err error) {
+	err = waitFor(timeout, func() error {
 		for i := range ps {
 			if int32(i+1) == not {
 				continue
@@ -238,10 +221,46 @@ func leaderSeenBy(t *testing.T, ps probes, topic string, partition, not, after i
 		}
 		return fmt.Errorf("no node reports a leader other than %d above epoch %d", not, after)
 	})
+	return leader, epoch, err
+}
+
+// startRegression starts a 3-node in-process cluster with a one-partition
+// topic of rf replicas (min.insync.replicas=2) and waits until it is healthy.
+func startRegression(t *testing.T, topic string, seed uint64, rf int16, opts ...func(*config.Config)) (*memCluster, *kadm.Client, probes) {
+	t.Helper()
+	c := startMemCluster(t, 3, topic, seed, opts...)
+	adm := newAdmin(t, c.seeds())
+	if err := createTopic(adm, topic, 1, rf); err != nil {
+		t.Fatal(err)
+	}
+	ps := newProbes(t, c.seeds())
+	if _, err := ps.waitHealthy(topic, 3, 1, healthyTimeout); err != nil {
+		t.Fatal(err)
+	}
+	return c, adm, ps
+}
+
+// requireAll reads topic's partition 0 whole and fails t unless it holds every
+// acknowledged value.
+func requireAll(t *testing.T, c *memCluster, adm *kadm.Client, topic string, acked []string) {
+	t.Helper()
+	end, err := endOffsets(adm, topic, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return leader, epoch
+	final, err := finalRead(c.seeds(), topic, end, drainTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for _, v := range acked {
+		if !slices.ContainsFunc(final[0], func(r history.Record) bool { return r.Value == v }) {
+			lost = append(lost, v)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d acknowledged records lost (first %s); the partition now ends at %d", len(lost), len(acked), lost[0], end[0])
+	}
 }
 
 // TestFailedLeaderLogResigns: a leader whose log fails (its fsyncs fail, and a
@@ -251,15 +270,7 @@ func leaderSeenBy(t *testing.T, ps probes, topic string, partition, not, after i
 // 30s here, so neither an ISR shrink nor the periodic retry can be what moves it.
 func TestFailedLeaderLogResigns(t *testing.T) {
 	const topic = "resign"
-	c := startMemCluster(t, 3, topic, 4, func(cfg *config.Config) { cfg.ReplicaLagTimeMax = 30 * time.Second })
-	adm := newAdmin(t, c.seeds())
-	if err := createTopic(adm, topic, 1, 3); err != nil {
-		t.Fatal(err)
-	}
-	ps := newProbes(t, c.seeds())
-	if _, err := ps.waitHealthy(topic, 3, 1, healthyTimeout); err != nil {
-		t.Fatal(err)
-	}
+	c, adm, ps := startRegression(t, topic, 4, 3, func(cfg *config.Config) { cfg.ReplicaLagTimeMax = 30 * time.Second })
 	acked := produceSome(t, c.seeds(), topic, 20)
 	l1, e1 := leaderSeenBy(t, ps, topic, 0, -1, -1)
 
@@ -271,19 +282,8 @@ func TestFailedLeaderLogResigns(t *testing.T) {
 		defer close(done)
 		during = produceFor(t, c.seeds(), topic, 3*time.Second)
 	}()
-	var l2, e2 int32
-	if err := waitFor(10*time.Second, func() error {
-		for i := range ps {
-			if int32(i+1) == l1 {
-				continue
-			}
-			if _, parts, err := ps.metadata(i, topic); err == nil && parts[0].leader > 0 && parts[0].leader != l1 {
-				l2, e2 = parts[0].leader, parts[0].epoch
-				return nil
-			}
-		}
-		return fmt.Errorf("node %d still leads", l1)
-	}); err != nil {
+	l2, e2, err := leaderSeenWithin(ps, topic, 0, l1, e1, 10*time.Second)
+	if err != nil {
 		t.Fatalf("node %d's log failed (%d fsyncs failed) and it kept the leadership: %v", l1, c.nodes[l1-1].syncs.Fired(), err)
 	}
 	t.Logf("node %d (epoch %d) failed its log; node %d leads at epoch %d %v later", l1, e1, l2, e2, time.Since(failedAt).Round(time.Millisecond))
@@ -293,19 +293,102 @@ func TestFailedLeaderLogResigns(t *testing.T) {
 	if len(after) != 20 {
 		t.Fatalf("only %d of 20 writes acknowledged under the new leader", len(after))
 	}
-	acked = append(acked, after...)
+	requireAll(t, c, adm, topic, append(acked, after...))
+}
 
-	end, err := endOffsets(adm, topic, 1)
-	if err != nil {
-		t.Fatal(err)
+// TestControllerFailoverFencesNoHealthyBroker: cutting the active controller
+// off must fence that node alone.
+//
+// The bug it caught: every broker heartbeats every 100ms, so when the active
+// controller was cut off each broker had a heartbeat in flight to it, and
+// that request hung for the controller link's 10s timeout. The controller
+// elected next grants every broker one session timeout (2s here) from its
+// election, heard nothing, and fenced all three brokers, itself included; each
+// partition's ISR collapsed to one replica, often the one cut off, and stayed
+// leaderless until that node came back (TestDeposedLeaderRejoinsISR hung on
+// it). A heartbeat now gives up after half a session timeout, and waiting for
+// a busy link connection respects that deadline.
+func TestControllerFailoverFencesNoHealthyBroker(t *testing.T) {
+	const topic = "ctrl-failover"
+	c, _, ps := startRegression(t, topic, 5, 3)
+	// Two failovers: whether a heartbeat is stuck when the next controller's
+	// sessions run out is a race, which the old code lost about half the time.
+	cut := map[int32]bool{}
+	for range 2 {
+		old := activeController(t, ps, -1)
+		c.cn.net.Isolate(name(old))
+		cut[old] = true
+		next := activeController(t, ps, old)
+		t.Logf("active controller: node %d, cut off; then node %d", old, next)
+		others := slices.DeleteFunc([]int32{1, 2, 3}, func(id int32) bool { return id == old })
+		if err := waitFor(healthyTimeout, func() error {
+			_, parts, err := ps.metadata(int(next-1), topic)
+			if err != nil {
+				return err
+			}
+			if p := parts[0]; !slices.Equal(p.isr, others) || !slices.Contains(others, p.leader) {
+				return fmt.Errorf("partition 0: leader %d, isr %v", p.leader, p.isr)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("node %d cut off, node %d controls: the partition should be led by one of %v with both in sync: %v", old, next, others, err)
+		}
+		c.cn.net.Heal(true)
+		if _, err := ps.waitHealthy(topic, 3, 1, healthyTimeout); err != nil {
+			t.Fatal(err)
+		}
 	}
-	final, err := finalRead(c.seeds(), topic, end, drainTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range acked {
-		if !slices.ContainsFunc(final[0], func(r history.Record) bool { return r.Value == v }) {
-			t.Fatalf("acknowledged record %s lost (%d acknowledged, the partition ends at %d)", v, len(acked), end[0])
+	for i, path := range c.logs() {
+		for _, fenced := range fencedBrokers(t, path) {
+			if !cut[fenced] {
+				t.Errorf("node %d's controller fenced broker %d, which was never cut off", i+1, fenced)
+			}
 		}
 	}
 }
+
+// activeController waits until a node other than not names an active
+// controller other than not, and returns it.
+func activeController(t *testing.T, ps probes, not int32) int32 {
+	t.Helper()
+	var id int32
+	err := waitFor(healthyTimeout, func() error {
+		for i := range ps {
+			if int32(i+1) == not {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			resp, err := ps[i].SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+			cancel()
+			if err != nil {
+				continue
+			}
+			if md := resp.(*kmsg.MetadataResponse); md.ControllerID > 0 && md.ControllerID != not {
+				id = md.ControllerID
+				return nil
+			}
+		}
+		return fmt.Errorf("no node names an active controller other than %d", not)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// fencedBrokers lists the brokers a node's controller fenced, from its log.
+func fencedBrokers(t *testing.T, path string) []int32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int32
+	for _, m := range fencedLine.FindAllSubmatch(b, -1) {
+		id, _ := strconv.Atoi(string(m[1]))
+		ids = append(ids, int32(id))
+	}
+	return ids
+}
+
+var fencedLine = regexp.MustCompile(`msg="fenced broker[^"]*" .*? broker=(\d+) `)

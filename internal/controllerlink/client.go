@@ -33,8 +33,11 @@ type Client struct {
 }
 
 type linkConn struct {
-	mu sync.Mutex
-	nc net.Conn
+	// busy holds one token while a request is on the connection; waiting for it
+	// respects the caller's context, so a request stuck on a controller that
+	// stopped answering cannot hold up one with a shorter deadline.
+	busy chan struct{}
+	nc   net.Conn
 }
 
 // Request sends req to the active controller and returns its response. It does
@@ -53,8 +56,12 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if err != nil {
 		return nil, err
 	}
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
+	select {
+	case lc.busy <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-lc.busy }()
 	resp, err := c.roundTrip(ctx, lc.nc, req)
 	if err != nil {
 		c.drop(addr, lc)
@@ -87,7 +94,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*linkConn, error) {
 	if c.conns == nil {
 		c.conns = map[string]*linkConn{}
 	}
-	lc := &linkConn{nc: nc}
+	lc := &linkConn{nc: nc, busy: make(chan struct{}, 1)}
 	c.conns[addr] = lc
 	return lc, nil
 }

@@ -135,7 +135,14 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 	}
 }
 
+// heartbeat sends one heartbeat to the active controller. It gives up after half
+// the session timeout: a request stuck on a controller that has just lost its
+// quorum (or its network) must not hold the next heartbeat, which goes to the
+// new controller, past the session the new controller grants on taking over.
+// Otherwise every broker is fenced at once after a controller failover.
 func (n *Node) heartbeat(ctx context.Context, wantShutdown bool) (controller.HeartbeatResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.BrokerSessionTimeout/2)
+	defer cancel()
 	hb := controller.HeartbeatRequest{
 		BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(), WantShutdown: wantShutdown,
 		MetadataOffset: int64(n.ctrl.Image().Offset()),
