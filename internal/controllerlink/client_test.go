@@ -1,0 +1,87 @@
+package controllerlink
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// silentController accepts connections and reads requests but never answers:
+// a controller that lost its network after the connection was made.
+func silentController(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestRequestWaitRespectsDeadline: a request queued behind one that hangs on
+// the same connection gives up at its own deadline, not the other's. (A broker
+// heartbeat stuck behind a slower request to a controller that stopped
+// answering used to outlive the session the next controller granted.)
+func TestRequestWaitRespectsDeadline(t *testing.T) {
+	addr := silentController(t)
+	c := &Client{
+		Leader:   func() (int32, string, bool) { return 1, addr, true },
+		Versions: map[int16]int16{kmsg.BrokerHeartbeat.Int16(): 1},
+		Timeout:  10 * time.Second,
+	}
+	t.Cleanup(c.Close) // ends the hung request
+	hung := make(chan error, 1)
+	go func() {
+		_, err := c.Request(context.Background(), kmsg.NewPtrBrokerHeartbeatRequest())
+		hung <- err
+	}()
+	// Wait until the first request holds the connection.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		lc := c.conns[addr]
+		c.mu.Unlock()
+		if lc != nil && len(lc.busy) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never took the connection")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctx, kmsg.NewPtrBrokerHeartbeatRequest())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("queued request: %v, want its context's deadline", err)
+		}
+	case err := <-hung:
+		t.Fatalf("the hung request ended first (%v): the test did not queue the second behind it", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the queued request waited past its deadline for the hung one")
+	}
+}
