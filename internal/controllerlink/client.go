@@ -27,9 +27,10 @@ type Client struct {
 	// Timeout bounds dialing and each round trip (default 10s).
 	Timeout time.Duration
 
-	mu    sync.Mutex
-	conns map[string]*linkConn
-	corr  int32
+	mu     sync.Mutex
+	conns  map[string]*linkConn
+	corr   int32
+	closed bool
 }
 
 type linkConn struct {
@@ -52,21 +53,35 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		return nil, fmt.Errorf("controllerlink: no version for %s", kmsg.NameForKey(req.Key()))
 	}
 	req.SetVersion(v)
-	lc, err := c.conn(ctx, addr)
-	if err != nil {
-		return nil, err
+	for {
+		lc, err := c.conn(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case lc.busy <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !c.current(addr, lc) {
+			// The request before ours failed and dropped the connection: dial anew.
+			<-lc.busy
+			continue
+		}
+		resp, err := c.roundTrip(ctx, lc.nc, req)
+		if err != nil {
+			c.drop(addr, lc)
+		}
+		<-lc.busy
+		return resp, err
 	}
-	select {
-	case lc.busy <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-lc.busy }()
-	resp, err := c.roundTrip(ctx, lc.nc, req)
-	if err != nil {
-		c.drop(addr, lc)
-	}
-	return resp, err
+}
+
+// current reports whether lc is still the connection to addr.
+func (c *Client) current(addr string, lc *linkConn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conns[addr] == lc
 }
 
 func (c *Client) timeout() time.Duration {
@@ -76,10 +91,17 @@ func (c *Client) timeout() time.Duration {
 	return 10 * time.Second
 }
 
+// conn returns the connection to addr, dialing one if there is none. It dials
+// without holding c.mu, so that a dial to an unreachable controller does not
+// hold up requests to another; of two concurrent dials the first to finish wins.
 func (c *Client) conn(ctx context.Context, addr string) (*linkConn, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if lc := c.conns[addr]; lc != nil {
+	lc, closed := c.conns[addr], c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return nil, errClosed
+	case lc != nil:
 		return lc, nil
 	}
 	d := net.Dialer{Timeout: c.timeout()}
@@ -91,10 +113,20 @@ func (c *Client) conn(ctx context.Context, addr string) (*linkConn, error) {
 		nc.Close()
 		return nil, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		nc.Close()
+		return nil, errClosed
+	}
+	if lc := c.conns[addr]; lc != nil {
+		nc.Close()
+		return lc, nil
+	}
 	if c.conns == nil {
 		c.conns = map[string]*linkConn{}
 	}
-	lc := &linkConn{nc: nc, busy: make(chan struct{}, 1)}
+	lc = &linkConn{nc: nc, busy: make(chan struct{}, 1)}
 	c.conns[addr] = lc
 	return lc, nil
 }
@@ -165,10 +197,11 @@ func (c *Client) roundTrip(ctx context.Context, nc net.Conn, req kmsg.Request) (
 	return resp, nil
 }
 
-// Close closes every connection.
+// Close closes every connection; later requests fail.
 func (c *Client) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	for addr, lc := range c.conns {
 		lc.nc.Close()
 		delete(c.conns, addr)

@@ -153,3 +153,5 @@ func (raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.C
 
 // errNoController: no active controller is known yet.
 var errNoController = errors.New("controllerlink: no active controller known")
+
+var errClosed = errors.New("controllerlink: client closed")

@@ -128,7 +128,11 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 		topic string
 		index int32
 	}
-	index := map[key]*Partition{}
+	type fetched struct {
+		p     *Partition
+		epoch int32 // the leader epoch the request was sent at
+	}
+	index := map[key]fetched{}
 	for _, p := range parts {
 		offset, lastEpoch := p.fetchPosition()
 		// Report only durable data: the fetch offset tells the leader what this
@@ -159,7 +163,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 		rp.LogStartOffset = p.log.LogStartOffset()
 		rp.PartitionMaxBytes = fetchPartitionBytes
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
-		index[key{p.Topic, p.Index}] = p
+		index[key{p.Topic, p.Index}] = fetched{p, rp.CurrentLeaderEpoch}
 	}
 	if len(index) == 0 {
 		return false
@@ -186,11 +190,12 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 			}
 		}
 		for _, rp := range rt.Partitions {
-			p := index[key{name, rp.Partition}]
-			if p == nil {
+			fp, ok := index[key{name, rp.Partition}]
+			if !ok {
 				continue
 			}
-			if err := f.apply(p, &rp); err != nil {
+			p := fp.p
+			if err := f.apply(p, fp.epoch, &rp); err != nil {
 				healthy = false
 				level := slog.LevelDebug
 				if errors.Is(err, storage.ErrLogFailed) {
@@ -204,7 +209,8 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 }
 
 // apply handles one partition of a fetch response.
-func (f *fetcher) apply(p *Partition, rp *kmsg.FetchResponseTopicPartition) error {
+// Nothing changes if p no longer follows at epoch, the leader epoch of the request.
+func (f *fetcher) apply(p *Partition, epoch int32, rp *kmsg.FetchResponseTopicPartition) error {
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		end := rp.DivergingEpoch.EndOffset
 		if _, local := p.log.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); local < end {
@@ -212,19 +218,19 @@ func (f *fetcher) apply(p *Partition, rp *kmsg.FetchResponseTopicPartition) erro
 		}
 		f.m.log.Info("truncating divergent follower log", "topic", p.Topic, "partition", p.Index,
 			"log_end_offset", p.log.LogEndOffset(), "truncate_to", end, "leader_epoch", rp.DivergingEpoch.Epoch)
-		return p.truncateTo(end)
+		return p.truncateTo(epoch, end)
 	}
 	switch code := rp.ErrorCode; code {
 	case 0:
-		return p.appendFromLeader(rp.RecordBatches, rp.HighWatermark)
+		return p.appendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark)
 	case kerr.OffsetOutOfRange.Code:
 		offset, _ := p.fetchPosition()
 		if offset < rp.LogStartOffset {
-			return p.restartAt(rp.LogStartOffset)
+			return p.restartAt(epoch, rp.LogStartOffset)
 		}
 		// Ahead of the leader without a diverging epoch to go by: drop what the
 		// leader cannot have committed.
-		return p.truncateTo(max(rp.HighWatermark, p.log.LogStartOffset()))
+		return p.truncateTo(epoch, max(rp.HighWatermark, p.log.LogStartOffset()))
 	default:
 		return kerr.ErrorForCode(code)
 	}

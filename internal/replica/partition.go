@@ -67,6 +67,7 @@ type Partition struct {
 	localID       int32 // this broker
 	highWatermark atomic.Int64
 	leaderEpoch   atomic.Int32
+	epochStart    atomic.Int64 // leader: the log end when it became leader
 	leader        atomic.Bool
 	closed        atomic.Bool
 	config        atomic.Pointer[metadata.TopicConfig]
@@ -379,41 +380,45 @@ const (
 // ListOffset answers ListOffsets for one timestamp: the earliest or latest
 // (high-water mark) offset, the record with the largest timestamp, or the first
 // offset whose timestamp is at or after ts. Found is false when no committed record
-// qualifies (Kafka then answers offset -1). Until a new leader's HWM reaches the
-// start of its epoch every lookup fails with ErrOffsetNotAvailable: the HWM it
-// inherited may lag the one its predecessor served.
+// qualifies (Kafka then answers offset -1). While a new leader's HWM is below the
+// start of its leadership (it inherited a HWM that may lag the one its predecessor
+// served), "latest", and any lookup that finds nothing below the HWM, fail with
+// ErrOffsetNotAvailable, as in Kafka: the answer could be lower than one a client
+// has already seen.
 func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, err error) {
 	if !p.IsLeader() {
 		return 0, 0, false, ErrNotLeader
 	}
 	hwm := p.HighWatermark()
+	var notYet error
 	if hwm < p.epochStartOffset() {
-		return 0, 0, false, ErrOffsetNotAvailable
+		notYet = ErrOffsetNotAvailable
 	}
 	switch ts {
 	case LatestTimestamp:
+		if notYet != nil {
+			return 0, 0, false, notYet
+		}
 		return hwm, -1, true, nil
 	case EarliestTimestamp, EarliestLocalTimestamp:
 		return p.log.LogStartOffset(), -1, true, nil
-	case MaxTimestamp:
-		off, t, err := p.log.MaxTimestamp()
-		if err != nil {
-			return 0, 0, false, err
-		}
-		if off < 0 || off >= hwm {
-			return -1, -1, false, nil
-		}
-		return off, t, true, nil
 	}
-	if ts < 0 {
+	var off, t int64
+	var ok bool
+	switch {
+	case ts == MaxTimestamp:
+		off, t, err = p.log.MaxTimestamp()
+		ok = off >= 0
+	case ts < 0: // another special timestamp (tiered storage's): none here
 		return -1, -1, false, nil
+	default:
+		off, t, ok, err = p.log.OffsetForTimestamp(ts)
 	}
-	off, t, ok, err := p.log.OffsetForTimestamp(ts)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	if !ok || off >= hwm {
-		return -1, -1, false, nil
+		return -1, -1, false, notYet
 	}
 	return off, t, true, nil
 }

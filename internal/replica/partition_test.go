@@ -36,7 +36,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	now := time.Now()
 	p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, now)
 	// Ten records from leader 1, which had committed only eight when it answered.
-	if err := p.appendFromLeader(batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 8); err != nil {
+	if err := p.appendFromLeader(0, batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 8); err != nil {
 		t.Fatal(err)
 	}
 
@@ -46,9 +46,22 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	if got := p.HighWatermark(); got != 8 {
 		t.Fatalf("new leader's HWM %d, want the inherited 8", got)
 	}
-	for _, ts := range []int64{LatestTimestamp, EarliestTimestamp, MaxTimestamp, 0} {
-		if _, _, _, err := p.ListOffset(ts); !errors.Is(err, ErrOffsetNotAvailable) {
-			t.Fatalf("ListOffset(%d) before the follower fetched: %v, want ErrOffsetNotAvailable", ts, err)
+	// Latest, and lookups that find nothing below the HWM, must wait; the log
+	// start and records below the HWM are known.
+	for _, tc := range []struct {
+		ts      int64
+		wantErr error
+		want    int64
+	}{
+		{LatestTimestamp, ErrOffsetNotAvailable, 0},
+		{MaxTimestamp, ErrOffsetNotAvailable, 0}, // offset 9, above the HWM
+		{9, ErrOffsetNotAvailable, 0},            // offset 9
+		{EarliestTimestamp, nil, 0},
+		{3, nil, 3},
+	} {
+		off, _, _, err := p.ListOffset(tc.ts)
+		if !errors.Is(err, tc.wantErr) || (err == nil && off != tc.want) {
+			t.Fatalf("ListOffset(%d) before the follower fetched: %d, %v; want %d, %v", tc.ts, off, err, tc.want, tc.wantErr)
 		}
 	}
 
@@ -63,5 +76,39 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	off, _, found, err := p.ListOffset(LatestTimestamp)
 	if err != nil || !found || off != 10 {
 		t.Fatalf("ListOffset(latest) = %d, %v, %v; want 10, true, nil", off, found, err)
+	}
+}
+
+// TestStaleFetchAnswerChangesNothing: a fetch answer that arrives after this
+// replica became leader (or followed a newer leader) must not touch its log: a
+// DivergingEpoch at the log end would drop the epoch it has just started there.
+func TestStaleFetchAnswerChangesNothing(t *testing.T) {
+	p := newTestPartition(t, 2)
+	now := time.Now()
+	p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1}, now)
+	if err := p.appendFromLeader(1, batchtest.Build(batchtest.Options{LeaderEpoch: 1, Records: batchtest.Values(4, 8)}), 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 2}, now); err != nil {
+		t.Fatal(err)
+	}
+	// Answers to requests sent at epoch 1.
+	if err := p.truncateTo(1, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.truncateTo(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.restartAt(1, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.appendFromLeader(1, batchtest.Build(batchtest.Options{BaseOffset: 4, LeaderEpoch: 1}), 5); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.log.LatestEpoch(); got != 2 {
+		t.Errorf("latest epoch %d after stale answers, want the leader's own 2", got)
+	}
+	if got := p.LogEndOffset(); got != 4 {
+		t.Errorf("log end %d after stale answers, want 4", got)
 	}
 }

@@ -61,9 +61,11 @@ func (p *Partition) applyState(ip *metadata.Partition, now time.Time) (followLea
 func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if err := p.log.AssignEpoch(ip.LeaderEpoch, p.log.LogEndOffset()); err != nil && p.log.Err() == nil {
+	start := p.log.LogEndOffset()
+	if err := p.log.AssignEpoch(ip.LeaderEpoch, start); err != nil && p.log.Err() == nil {
 		return err
 	}
+	p.epochStart.Store(start)
 	p.mu.Lock()
 	p.mu.leaderID = p.localID
 	p.mu.partitionEpoch = ip.PartitionEpoch
@@ -194,51 +196,40 @@ func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Ti
 		f.lastCaughtUp = f.lastFetch
 	}
 	f.logEnd, f.lastFetch, f.leaderEndAtLast = fetchOffset, now, leo
-	var proposal []int32
-	if !slices.Contains(p.mu.isr, id) && !p.mu.isrPending && fetchOffset >= p.HighWatermark() && fetchOffset >= p.epochStartOffset() {
-		proposal = append(slices.Clone(p.mu.isr), id)
-		slices.Sort(proposal)
-	}
 	p.mu.Unlock()
-	if proposal != nil {
-		p.proposeISR(proposal, "expand")
-	}
+	p.proposeISR("expand", func(isr []int32) []int32 {
+		if slices.Contains(isr, id) || fetchOffset < p.HighWatermark() || fetchOffset < p.epochStartOffset() {
+			return nil
+		}
+		return slices.Sorted(slices.Values(append(slices.Clone(isr), id)))
+	})
 	return nil
 }
 
-// epochStartOffset is where the current leader epoch began: a follower joins the
-// ISR only once it has everything from before this leadership.
-func (p *Partition) epochStartOffset() int64 {
-	for _, e := range p.log.Epochs() {
-		if e.Epoch == p.leaderEpoch.Load() {
-			return e.StartOffset
-		}
-	}
-	return 0
-}
+// epochStartOffset is where this broker's current leadership began (its log end
+// when it became leader, as Kafka's leaderEpochStartOffset): a follower joins the
+// ISR only once it has everything from before, and ListOffsets waits for the HWM
+// to reach it.
+func (p *Partition) epochStartOffset() int64 { return p.epochStart.Load() }
 
 // maybeShrinkISR proposes removing followers that have not caught up within maxLag.
 func (p *Partition) maybeShrinkISR(now time.Time, maxLag time.Duration) {
 	if !p.IsLeader() {
 		return
 	}
-	p.mu.Lock()
-	if p.mu.isrPending {
-		p.mu.Unlock()
-		return
-	}
-	var keep []int32
-	for _, id := range p.mu.isr {
-		if f := p.mu.followers[id]; id != p.localID && f != nil && now.Sub(f.lastCaughtUp) > maxLag {
-			continue
+	p.proposeISR("shrink", func(isr []int32) []int32 {
+		var keep []int32
+		for _, id := range isr {
+			if f := p.mu.followers[id]; id != p.localID && f != nil && now.Sub(f.lastCaughtUp) > maxLag {
+				continue
+			}
+			keep = append(keep, id)
 		}
-		keep = append(keep, id)
-	}
-	shrink := len(keep) < len(p.mu.isr)
-	p.mu.Unlock()
-	if shrink {
-		p.proposeISR(keep, "shrink")
-	}
+		if len(keep) == len(isr) {
+			return nil
+		}
+		return keep
+	})
 }
 
 // resignIfFailed asks the controller to move leadership away when this leader's
@@ -251,18 +242,26 @@ func (p *Partition) resignIfFailed() {
 	if !p.IsLeader() || p.log.Err() == nil {
 		return
 	}
-	p.mu.Lock()
-	others := slices.DeleteFunc(slices.Clone(p.mu.isr), func(id int32) bool { return id == p.localID })
-	p.mu.Unlock()
-	if len(others) > 0 {
-		p.proposeISR(others, "resign: log failed")
-	}
+	p.proposeISR("resign: log failed", func(isr []int32) []int32 {
+		others := slices.DeleteFunc(slices.Clone(isr), func(id int32) bool { return id == p.localID })
+		if len(others) == 0 {
+			return nil
+		}
+		return others
+	})
 }
 
-// proposeISR hands an ISR change to the manager's proposer, one at a time.
-func (p *Partition) proposeISR(isr []int32, why string) {
+// proposeISR hands an ISR change to the manager's proposer, one at a time. next
+// computes the proposed ISR from the current one, with p.mu held so that the ISR
+// and the partition epoch the proposal is based on agree; nil proposes nothing.
+func (p *Partition) proposeISR(why string, next func(isr []int32) []int32) {
 	p.mu.Lock()
 	if p.mu.isrPending || p.isrProposer == nil {
+		p.mu.Unlock()
+		return
+	}
+	isr := next(p.mu.isr)
+	if isr == nil {
 		p.mu.Unlock()
 		return
 	}
@@ -296,10 +295,23 @@ func (p *Partition) fetchPosition() (offset int64, lastFetchedEpoch int32) {
 	return p.log.LogEndOffset(), p.log.LatestEpoch()
 }
 
-// appendFromLeader appends batches fetched from the leader and follows its HWM.
-func (p *Partition) appendFromLeader(records []byte, leaderHWM int64) error {
+// followingAt reports whether this replica still follows at leader epoch epoch:
+// a fetch answer from an earlier leadership must not change its log (it may lead
+// by now, with a new epoch at its log end). appendMu must be held, which
+// becomeLeader holds too.
+func (p *Partition) followingAt(epoch int32) bool {
+	return !p.leader.Load() && p.leaderEpoch.Load() == epoch
+}
+
+// appendFromLeader appends batches fetched from the leader of epoch, and follows
+// its HWM.
+func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int64) error {
 	if len(records) > 0 {
 		p.appendMu.Lock()
+		if !p.followingAt(epoch) {
+			p.appendMu.Unlock()
+			return nil
+		}
 		_, err := p.log.AppendAsFollower(records)
 		if err == nil {
 			// Stored batches may be compacted (fewer records than offsets).
@@ -334,9 +346,12 @@ func (p *Partition) followHighWatermark(leaderHWM int64) {
 // truncateTo removes this follower's records at and above offset (a divergent tail)
 // and the leader epochs that start there, even when no record goes: a replica
 // deposed before it appended at its epoch must stop fetching with that epoch.
-func (p *Partition) truncateTo(offset int64) error {
+func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if !p.followingAt(epoch) {
+		return nil
+	}
 	if err := p.log.Truncate(offset); err != nil {
 		return err
 	}
@@ -349,9 +364,12 @@ func (p *Partition) truncateTo(offset int64) error {
 
 // restartAt empties this follower's log and starts it at offset (the leader's log
 // start moved past everything the follower has).
-func (p *Partition) restartAt(offset int64) error {
+func (p *Partition) restartAt(epoch int32, offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if !p.followingAt(epoch) {
+		return nil
+	}
 	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 		return err
 	}

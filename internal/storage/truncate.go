@@ -12,7 +12,7 @@ import (
 // for removed offsets get ErrTruncated. A Chunk already read past the cut may see
 // io.EOF. Truncating at or below the first segment's base empties the log and
 // restarts it at offset (as TruncateFullyAndStartAt). At or past the log end only
-// the epoch cache is truncated.
+// the epoch cache is truncated, at the log end.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -26,7 +26,7 @@ func (l *Log) Truncate(offset int64) error {
 		// Nothing to cut from the log, but an epoch may start at its end with no
 		// records yet (a leader deposed before it appended): it goes, as in Kafka.
 		l.mu.Lock()
-		changed := l.mu.epochs.truncateFromEnd(offset)
+		changed := l.mu.epochs.truncateFromEnd(l.mu.leo)
 		l.mu.Unlock()
 		if changed {
 			if err := l.writeCheckpoints(); err != nil {
