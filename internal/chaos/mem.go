@@ -160,9 +160,15 @@ func (nd *memNode) start() error {
 }
 
 // stop closes the node (if running).
-func (nd *memNode) stop() {
+func (nd *memNode) stop() { nd.close((*server.Node).Close) }
+
+// abort stops a node that has lost its power: no hand-off, no draining (see
+// server.Node.Abort), so its successor can start at once.
+func (nd *memNode) abort() { nd.close((*server.Node).Abort) }
+
+func (nd *memNode) close(how func(*server.Node) error) {
 	if nd.node != nil {
-		if err := nd.node.Close(); err != nil {
+		if err := how(nd.node); err != nil {
 			fmt.Fprintf(nd.logFile, "=== chaos: close: %v\n", err)
 		}
 		nd.logFile.Close()
@@ -173,13 +179,18 @@ func (nd *memNode) stop() {
 func (c *memCluster) seeds() []string { return c.cn.seeds() }
 
 // stopAll closes every node, together.
-func (c *memCluster) stopAll() {
+func (c *memCluster) stopAll() { c.eachNode((*memNode).stop) }
+
+// abortAll aborts every node, together.
+func (c *memCluster) abortAll() { c.eachNode((*memNode).abort) }
+
+func (c *memCluster) eachNode(f func(*memNode)) {
 	var wg sync.WaitGroup
 	for _, nd := range c.nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nd.stop()
+			f(nd)
 		}()
 	}
 	wg.Wait()
@@ -249,7 +260,7 @@ func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error
 	// survives (a failed fsync may have lost pages), so it restarts on a crash
 	// image.
 	c.powerOff(nd)
-	nd.stop()
+	nd.abort()
 	c.cn.net.Heal(true)
 	nd.full.Disable()
 	nd.syncs.Disable()
@@ -289,7 +300,7 @@ func (c *memCluster) powerLoss() (string, error) {
 	for i, nd := range c.nodes {
 		nd.mem = nd.mem.CrashClone(vfs.WithTornWrites(c.seed*1000 + uint64(c.cuts*10+i)))
 	}
-	c.stopAll()
+	c.abortAll()
 	c.cn.net.Heal(true)
 	start := time.Now()
 	if err := c.startAll(c.nodes); err != nil {

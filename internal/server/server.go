@@ -323,6 +323,11 @@ func (n *Node) httpRoutes() http.Handler {
 // listeners, partitions and the controller.
 func (n *Node) Close() error { return n.close(true) }
 
+// Abort stops the node at once, as a crash looks to the cluster: no controlled
+// shutdown, no draining of client connections. Fault-injection tests use it for
+// nodes that have already lost their power.
+func (n *Node) Abort() error { return n.close(false) }
+
 // close stops the node; graceful=false is a crash as far as the cluster can tell:
 // no controlled shutdown, client connections cut (the logs are still closed, as
 // the page cache survives a kill -9).
