@@ -11,12 +11,12 @@
 //     first ApiVersions + Metadata answer.
 //  2. Warm each up with untimed produce runs (-warmup: the JVM compiles its hot
 //     paths; Kafka's first timed run was 4x slower than its second without).
-//     Every produce and e2e run starts on a fresh topic whose first record has
-//     been acknowledged (untimed), so it measures the steady state. For every workload, run Strata, then Kafka, then Strata, ... for -rounds
+//     For every workload, run Strata, then Kafka, then Strata, ... for -rounds
 //     rounds, so that drift in a shared machine hits both; before each run, sync
 //     the page cache so no run pays for the previous one's writeback. Produce and
-//     e2e runs use a new topic each; consume re-reads one topic filled once
-//     (untimed).
+//     e2e runs each use a fresh topic whose first record has been acknowledged
+//     (untimed), so they measure the steady state; consume re-reads one topic
+//     filled once (untimed).
 //  3. In the first pairing, run Kafka's ProducerPerformance against both.
 //  4. Read each broker's VmRSS and VmHWM from /proc, stop both, delete their data.
 //

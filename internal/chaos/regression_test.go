@@ -86,7 +86,19 @@ func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 		defer close(done)
 		acked = produceFor(t, c.seeds(), topic, 2*time.Second)
 	}()
-	time.Sleep(time.Second) // let the flow start: the fault begins mid-stream
+	// The fault begins mid-stream: once the partition holds some records.
+	if err := waitFor(10*time.Second, func() error {
+		ends, err := adm.ListEndOffsets(context.Background(), topic)
+		if err != nil {
+			return err
+		}
+		if o, ok := ends.Lookup(topic, 0); !ok || o.Err != nil || o.Offset < 50 {
+			return fmt.Errorf("partition 0 not yet 50 records long: %+v", o)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	f.syncs.Enable()
 	if err := waitFor(10*time.Second, func() error {
 		if f.syncs.Fired() == 0 {

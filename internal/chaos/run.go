@@ -35,8 +35,6 @@ type cluster interface {
 	stopAll()
 	// replica reads a stopped node's copy of topic-partition below end.
 	replica(node int32, topic string, partition int32, end int64) (replicaLog, error)
-	// logs are the nodes' log files.
-	logs() []string
 }
 
 // runConfig is one run.

@@ -196,7 +196,11 @@ func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Ti
 		f.lastCaughtUp = f.lastFetch
 	}
 	f.logEnd, f.lastFetch, f.leaderEndAtLast = fetchOffset, now, leo
+	inSync := slices.Contains(p.mu.isr, id) // the usual case: nothing to propose
 	p.mu.Unlock()
+	if inSync {
+		return nil
+	}
 	p.proposeISR("expand", func(isr []int32) []int32 {
 		if slices.Contains(isr, id) || fetchOffset < p.HighWatermark() || fetchOffset < p.epochStartOffset() {
 			return nil
