@@ -150,6 +150,10 @@ func (a *API) Register(mux *http.ServeMux) {
 	}
 }
 
+// Admin is the API's admin client on the node's Kafka listener, for the node's
+// other non-Kafka front doors (the console); it closes with the API.
+func (a *API) Admin() *kadm.Client { return a.admin }
+
 // Close closes every consumer instance and the embedded clients. Each instance
 // leaves its group, waiting at most until ctx is done. Requests still running fail
 // with 503.

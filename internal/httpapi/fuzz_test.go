@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -154,7 +155,7 @@ func checkParsed(t *testing.T, path string, body []byte) {
 		if err != nil {
 			return
 		}
-		if call.topic == "" || call.partition < -1 || call.value < 0 || call.target > seekOffset {
+		if call.topic == "" || call.partition < -1 || call.target.Offset < 0 || call.target.Millis < 0 || call.target.Kind > admin.OffsetTime {
 			t.Fatalf("%q: accepted %+v", body, call)
 		}
 	}

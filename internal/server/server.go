@@ -249,7 +249,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 
 	n.console = console.New(console.Config{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
-		Logger: logger.With("component", "console"),
+		Admin: n.api.Admin(), Logger: logger.With("component", "console"),
 	})
 	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
 	n.wg.Add(1)
