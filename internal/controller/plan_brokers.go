@@ -18,6 +18,10 @@ type RegisterBroker struct {
 	Host        string
 	Port        int32
 	Rack        string
+	// ObserverAddr is the Raft address of a broker-only node, which the active
+	// controller adds to the quorum as a non-voting member (not a record: the
+	// Raft configuration holds it). Empty for a voter.
+	ObserverAddr string
 }
 
 // ProducerIDBlock is a range of producer ids owned by one broker: [First,
