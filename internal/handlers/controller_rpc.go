@@ -10,6 +10,8 @@ package handlers
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -140,6 +142,13 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 	return resp
 }
 
+// ObserverListener names the listener a broker-only node adds to its
+// BrokerRegistration: its Raft address, where the active controller adds it to
+// the quorum as a non-voting member. The first listener is the Kafka one.
+const ObserverListener = "CONTROLLER"
+
+// brokerRegistration registers a broker. A registration naming another
+// cluster id than this node's is refused with INCONSISTENT_CLUSTER_ID.
 func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
@@ -148,10 +157,20 @@ func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo,
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	}
+	if req.ClusterID != h.cfg.ClusterID {
+		h.log.Warn("registration from another cluster refused", "broker", req.BrokerID, "cluster_id", req.ClusterID, "ours", h.cfg.ClusterID)
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		return reply(resp)
+	}
 	l := req.Listeners[0]
 	reg := controller.RegisterBroker{ID: req.BrokerID, Incarnation: req.IncarnationID, Host: l.Host, Port: int32(l.Port)}
 	if req.Rack != nil {
 		reg.Rack = *req.Rack
+	}
+	for _, ol := range req.Listeners[1:] {
+		if ol.Name == ObserverListener {
+			reg.ObserverAddr = net.JoinHostPort(ol.Host, strconv.Itoa(int(ol.Port)))
+		}
 	}
 	epoch, err := h.cluster.RegisterBroker(ctx, reg)
 	resp.ErrorCode = controllerErrorCode(err)

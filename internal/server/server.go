@@ -68,7 +68,8 @@ type Node struct {
 	// Cluster plumbing (cluster.go).
 	mux           *controllerlink.Mux
 	raftTransport *raft.NetworkTransport
-	voterAddrs    map[int32]string
+	raftAddr      string // this node's Raft (and controller link) address
+	clusterID     string
 	link          *controllerlink.Client
 	linkSrv       *protocol.Server
 	replicaClient *kgo.Client
@@ -112,36 +113,57 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		return nil, err
 	}
 
+	n.clusterID = clusterID
+
 	peers, err := n.startControllerListener()
 	if err != nil {
 		return nil, err
 	}
-	n.ctrl, err = controller.Start(controller.Config{
+	ctrlCfg := controller.Config{
 		NodeID:            cfg.NodeID,
 		DataDir:           filepath.Join(cfg.DataDir, "metadata"),
 		Transport:         n.raftTransport,
 		Voters:            peers,
+		Observer:          !cfg.IsController(),
 		DefaultPartitions: cfg.DefaultPartitions,
 		SessionTimeout:    cfg.BrokerSessionTimeout,
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
 		Logger:                       logger.With("component", "controller"),
-	})
+	}
+	if ctrlCfg.Observer {
+		ctrlCfg.Voters = nil
+	}
+	n.ctrl, err = controller.Start(ctrlCfg)
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
+	}
+	n.link = n.newLink(peers)
+	if !cfg.IsController() {
+		// A broker-only node receives the metadata log only once it is a member:
+		// it registers (and so joins) first.
+		if n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr); err != nil {
+			return nil, fmt.Errorf("kafka listener: %w", err)
+		}
+		if err := n.register(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := n.ctrl.WaitReady(ctx); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	n.link = n.newLink()
 	n.metrics = metrics.New(metrics.Config{
 		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n}, Groups: nodeGroups{n},
 		Logger: logger.With("component", "metrics"), GoCollectors: true,
 	})
 
-	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
-	if err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
+	if !cfg.IsBroker() {
+		return n, n.startControllerOnly(clusterID)
+	}
+	if n.kafkaLn == nil {
+		if n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr); err != nil {
+			return nil, fmt.Errorf("kafka listener: %w", err)
+		}
 	}
 	n.replicaClient, err = kgo.NewClient(
 		kgo.SeedBrokers(n.kafkaLn.Addr().String()),
@@ -182,8 +204,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		n.replicas.RunCleaner(retentionCtx, cfg.LogCleanupInterval)
 	}()
 
-	if err := n.register(ctx); err != nil {
-		return nil, err
+	if n.brokerEpoch.Load() == 0 {
+		if err := n.register(ctx); err != nil {
+			return nil, err
+		}
 	}
 	lifeCtx, stopLifecycle := context.WithCancel(context.Background())
 	n.stopLifecycle = stopLifecycle
@@ -206,18 +230,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 
 		OffsetsTopicPartitions: cfg.OffsetsTopicPartition,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
-	n.linkSrv = &protocol.Server{
-		Handler:  h.LinkHandler(),
-		Versions: handlers.LinkVersions(),
-		Logger:   logger.With("component", "controller-link"),
-	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		if err := n.linkSrv.Serve(n.mux.Link()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
-			logger.Error("controller link stopped", "err", err)
-		}
-	}()
+	n.serveLink(h)
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(h),
 		Hooks:           []protocol.Hook{n.metrics},
@@ -246,27 +259,68 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
 		Logger: logger.With("component", "console"),
 	})
-	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err := n.serveHTTP(); err != nil {
+		return nil, err
+	}
+	n.ready.Store(true)
+	logger.Info("strata node started",
+		"node_id", cfg.NodeID, "roles", cfg.Roles, "cluster_id", clusterID, "data_dir", cfg.DataDir,
+		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
+		"http_addr", n.httpLn.Addr().String())
+	return n, nil
+}
+
+// startControllerOnly finishes the start of a controller-only node: it serves
+// the controller link (brokers register, heartbeat and forward admin requests
+// there) and HTTP health and metrics, but no Kafka clients and no partitions.
+func (n *Node) startControllerOnly(clusterID string) error {
+	h := handlers.New(handlers.Config{
+		NodeID: n.cfg.NodeID, ClusterID: clusterID, DefaultPartitions: n.cfg.DefaultPartitions,
+		OffsetsTopicPartitions: n.cfg.OffsetsTopicPartition,
+	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka"))
+	n.serveLink(h)
+	if err := n.serveHTTP(); err != nil {
+		return err
+	}
+	n.ready.Store(true)
+	n.log.Info("strata node started",
+		"node_id", n.cfg.NodeID, "roles", n.cfg.Roles, "cluster_id", clusterID, "data_dir", n.cfg.DataDir,
+		"controller_addr", n.raftAddr, "http_addr", n.httpLn.Addr().String())
+	return nil
+}
+
+// serveLink serves the controller link with h's link handlers.
+func (n *Node) serveLink(h *handlers.Handlers) {
+	n.linkSrv = &protocol.Server{
+		Handler:  h.LinkHandler(),
+		Versions: handlers.LinkVersions(),
+		Logger:   n.log.With("component", "controller-link"),
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.linkSrv.Serve(n.mux.Link()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
+			n.log.Error("controller link stopped", "err", err)
+		}
+	}()
+}
+
+// serveHTTP starts the HTTP listener and the opt-in admin listener.
+func (n *Node) serveHTTP() error {
+	var err error
+	n.httpLn, err = net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("http listener: %w", err)
+		return fmt.Errorf("http listener: %w", err)
 	}
 	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("http listener stopped", "err", err)
+			n.log.Error("http listener stopped", "err", err)
 		}
 	}()
-	if err := n.startAdmin(); err != nil {
-		return nil, err
-	}
-	n.ready.Store(true)
-	logger.Info("strata node started",
-		"node_id", cfg.NodeID, "cluster_id", clusterID, "data_dir", cfg.DataDir,
-		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
-		"http_addr", n.httpLn.Addr().String())
-	return n, nil
+	return n.startAdmin()
 }
 
 // KafkaAddr is the Kafka listener's address.
@@ -313,6 +367,9 @@ func (n *Node) httpRoutes() http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", n.metrics.HTTPHandler())
+	if !n.cfg.IsBroker() {
+		return mux // a controller-only node has no console and no data API
+	}
 	mux.Handle("/console/", n.console.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	n.api.Register(mux)
@@ -351,7 +408,7 @@ func (n *Node) close(graceful bool) error {
 	if n.api != nil {
 		n.api.Close(handoff)
 	}
-	if wasReady && graceful && n.link != nil {
+	if wasReady && graceful && n.link != nil && n.cfg.IsBroker() {
 		n.controlledShutdown(handoff)
 	}
 	cancelHandoff()
