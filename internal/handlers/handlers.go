@@ -85,7 +85,9 @@ type Handlers struct {
 }
 
 // New returns the handlers of one node. link reaches the active controller when it
-// is another node; nil means this node's controller is the only one.
+// is another node; nil means this node's controller is the only one. A
+// controller-only node passes nil replicas and groups and serves only the
+// controller link (LinkHandler).
 func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, link Link, logger *slog.Logger) *Handlers {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}

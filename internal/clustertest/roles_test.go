@@ -1,0 +1,94 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/testcluster"
+)
+
+// brokersOf asks node n alone which brokers Metadata lists.
+func brokersOf(n *testcluster.Node) ([]int32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := n.Request(ctx, kmsg.NewPtrMetadataRequest())
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// waitBrokers waits until every broker of c lists exactly want.
+func waitBrokers(t *testing.T, c *testcluster.Cluster, want ...int32) {
+	t.Helper()
+	for _, n := range c.Nodes() {
+		if !n.IsBroker() {
+			continue
+		}
+		testcluster.Eventually(t, 30*time.Second, fmt.Sprintf("node %d to list brokers %v", n.ID, want), func() error {
+			got, err := brokersOf(n)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("lists %v", got)
+			}
+			return err
+		})
+	}
+}
+
+// TestBrokersJoinRunningCluster: a three-node cluster grows to five with
+// broker-only nodes while an acks=all producer runs; a topic placed on the new
+// brokers takes acks=all writes; nothing acknowledged is lost on either topic,
+// and the new brokers' replicas agree byte for byte with the old one's.
+func TestBrokersJoinRunningCluster(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	minISR := map[string]string{"min.insync.replicas": "2"}
+	c.CreateTopic("before", [][]int32{{1, 2, 3}}, minISR)
+	p1 := startProducer(t, c, "p1", "before")
+	waitAcks(t, time.Now(), 50, p1)
+
+	c.AddBroker()
+	c.AddBroker()
+	waitBrokers(t, c, 1, 2, 3, 4, 5)
+	since := time.Now()
+	waitAcks(t, since, 50, p1)
+
+	c.CreateTopic("grown", [][]int32{{4, 5, 1}}, minISR)
+	p2 := startProducer(t, c, "p2", "grown")
+	waitAcks(t, time.Now(), 200, p2)
+	p1.finish(t)
+	p2.finish(t)
+
+	check(t, produced(p1), readAll(t, c, "before").records)
+	check(t, produced(p2), readAll(t, c, "grown").records)
+	c.Stop(c.Node(4), c.Node(5), c.Node(1))
+	checkReplicasAgree(t, "grown", c.Node(4), c.Node(5), c.Node(1))
+}
+
+// TestControllerOnlyNode: a controller-only voter takes part in the quorum
+// but serves no Kafka clients and never appears as a broker; the brokers
+// (two combined nodes and a broker-only one) carry a topic with acks=all.
+func TestControllerOnlyNode(t *testing.T) {
+	c := testcluster.Start(t, 3, testcluster.WithControllerOnly(1))
+	c.AddBroker()
+	waitBrokers(t, c, 2, 3, 4)
+	if nc, err := net.DialTimeout("tcp", c.Node(1).KafkaAddr, time.Second); err == nil {
+		nc.Close()
+		t.Fatalf("the controller-only node accepts Kafka connections on %s", c.Node(1).KafkaAddr)
+	}
+	c.CreateTopic("t", [][]int32{{4, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	p := startProducer(t, c, "p", "t")
+	waitAcks(t, time.Now(), 200, p)
+	p.finish(t)
+	check(t, produced(p), readAll(t, c, "t").records)
+}
