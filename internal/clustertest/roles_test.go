@@ -48,7 +48,8 @@ func waitBrokers(t *testing.T, c *testcluster.Cluster, want ...int32) {
 
 // TestBrokersJoinRunningCluster: a three-node cluster grows to five with
 // broker-only nodes while an acks=all producer runs; a topic placed on the new
-// brokers takes acks=all writes; nothing acknowledged is lost on either topic,
+// brokers takes acks=all writes, also while one of them is killed and
+// restarted; nothing acknowledged is lost on either topic,
 // and the new brokers' replicas agree byte for byte with the old one's.
 func TestBrokersJoinRunningCluster(t *testing.T) {
 	c := testcluster.Start(t, 3)
@@ -66,6 +67,17 @@ func TestBrokersJoinRunningCluster(t *testing.T) {
 	c.CreateTopic("grown", [][]int32{{4, 5, 1}}, minISR)
 	p2 := startProducer(t, c, "p2", "grown")
 	waitAcks(t, time.Now(), 200, p2)
+	// A broker-only node that crashes comes back on its own Raft state.
+	c.Node(4).Kill()
+	waitAcks(t, time.Now(), 100, p2)
+	c.Node(4).Restart()
+	c.WaitPartition("grown", 0, 30*time.Second, "node 4 back in the ISR", func(s testcluster.PartitionState) error {
+		if !s.InISR(4) {
+			return fmt.Errorf("%v", s)
+		}
+		return nil
+	})
+	waitAcks(t, time.Now(), 100, p2)
 	p1.finish(t)
 	p2.finish(t)
 
