@@ -65,6 +65,8 @@ func (b *builder) apply(rec Record) error {
 		return b.addPartition(r)
 	case *PartitionChangeRecord:
 		return b.changePartition(r)
+	case *ReassignmentRecord:
+		return b.reassign(r)
 	case *RemoveTopicRecord:
 		return b.removeTopic(r)
 	case *ConfigRecord:
@@ -262,8 +264,62 @@ func (b *builder) changePartition(r *PartitionChangeRecord) error {
 	t.Partitions[r.Partition] = &Partition{
 		TopicID: p.TopicID, Index: p.Index, Replicas: p.Replicas, ISR: slices.Clone(r.ISR),
 		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		Adding: p.Adding, Removing: p.Removing,
 	}
 	return nil
+}
+
+// reassign applies a ReassignmentRecord: the epochs as for a partition change;
+// Replicas, ISR and leader as for a new partition; Adding and Removing distinct
+// members of Replicas, apart from each other, and not both empty unless the
+// record ends a reassignment.
+func (b *builder) reassign(r *ReassignmentRecord) error {
+	t := b.img.TopicByID(r.TopicID)
+	if t == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownTopicID, r.TopicID)
+	}
+	if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
+		return fmt.Errorf("%w: topic %q partition %d", ErrUnknownTopic, t.Name, r.Partition)
+	}
+	p := t.Partitions[r.Partition]
+	switch {
+	case r.BasePartitionEpoch != p.PartitionEpoch || p.PartitionEpoch == math.MaxInt32:
+		return fmt.Errorf("%w: topic %q partition %d: reassignment based on epoch %d, current %d",
+			ErrStalePartitionEpoch, t.Name, r.Partition, r.BasePartitionEpoch, p.PartitionEpoch)
+	case r.LeaderEpoch < p.LeaderEpoch || r.Leader != p.Leader && r.LeaderEpoch == p.LeaderEpoch:
+		return fmt.Errorf("%w: topic %q partition %d: leader %d epoch %d after leader %d epoch %d",
+			ErrFencedLeaderEpoch, t.Name, r.Partition, r.Leader, r.LeaderEpoch, p.Leader, p.LeaderEpoch)
+	}
+	if err := checkPartitionState(r.Replicas, r.ISR, r.Leader); err != nil {
+		return fmt.Errorf("topic %q partition %d: %w", t.Name, r.Partition, err)
+	}
+	for _, set := range [][]int32{r.Adding, r.Removing} {
+		for i, id := range set {
+			if !slices.Contains(r.Replicas, id) || slices.Contains(set[:i], id) ||
+				slices.Contains(r.Adding, id) && slices.Contains(r.Removing, id) {
+				return fmt.Errorf("%w: topic %q partition %d: adding %v removing %v with replicas %v",
+					ErrInvalidReplicaAssignment, t.Name, r.Partition, r.Adding, r.Removing, r.Replicas)
+			}
+		}
+	}
+	if len(r.Removing) == len(r.Replicas) {
+		return fmt.Errorf("%w: topic %q partition %d: every replica is being removed",
+			ErrInvalidReplicaAssignment, t.Name, r.Partition)
+	}
+	t = b.mutTopic(t)
+	t.Partitions[r.Partition] = &Partition{
+		TopicID: p.TopicID, Index: p.Index, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
+		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		Adding: nilIfEmpty(r.Adding), Removing: nilIfEmpty(r.Removing),
+	}
+	return nil
+}
+
+func nilIfEmpty(ids []int32) []int32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	return slices.Clone(ids)
 }
 
 func (b *builder) removeTopic(r *RemoveTopicRecord) error {
