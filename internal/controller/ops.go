@@ -236,3 +236,18 @@ func unlessValidateOnly(recs []metadata.Record, validateOnly bool) []metadata.Re
 	}
 	return recs
 }
+
+// AlterPartitionReassignments starts, replaces or cancels partition
+// reassignments (PlanAlterReassignments); errs[i] is reqs[i]'s outcome.
+func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Reassignment) ([]error, error) {
+	var errs []error
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, errs = PlanAlterReassignments(img, reqs, c.sessions(c.cfg.clock()).shuttingDown())
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
