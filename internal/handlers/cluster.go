@@ -23,6 +23,7 @@ type Cluster interface {
 	BrokerHeartbeat(ctx context.Context, req controller.HeartbeatRequest) (controller.HeartbeatResult, error)
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
 	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error)
+	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error)
 }
 
 // controllerID is the controller id told to clients (Metadata, DescribeCluster).

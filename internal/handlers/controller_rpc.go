@@ -4,7 +4,8 @@ package handlers
 //   BrokerRegistration (62) v0-v4, BrokerHeartbeat (63) v0-v2, AlterPartition (56)
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//   IncrementalAlterConfigs). A node that is not the active controller answers
+//   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
+//   ListPartitionReassignments). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
@@ -28,6 +29,8 @@ var linkApis = []api{
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
+	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
+	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
@@ -131,6 +134,10 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		}
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.IncrementalAlterConfigsRequest:
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		for _, rr := range req.Resources {
