@@ -38,6 +38,7 @@ var apis = []api{
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
+	{key: 35, min: 1, max: 5, serve: (*Handlers).describeLogDirs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
