@@ -19,6 +19,9 @@
 //	TestBrokersJoinRunningCluster            3+2   two broker-only nodes join under an acks=all
 //	                                               producer; a topic placed on them
 //	TestControllerOnlyNode                   3+1   a controller-only voter, a broker-only node
+//	TestReassignmentSurvivesCrashes          3+2   a partition moves onto new brokers; kill -9
+//	                                               of an adding replica and of the removed
+//	                                               leader during the move
 //
 // What was acknowledged is compared with what is read back by interop/report's
 // anomaly checker (lost, duplicate, phantom, reordered, skipped records). There

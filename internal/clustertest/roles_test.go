@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/testcluster"
@@ -103,4 +104,52 @@ func TestControllerOnlyNode(t *testing.T) {
 	waitAcks(t, time.Now(), 200, p)
 	p.finish(t)
 	check(t, produced(p), readAll(t, c, "t").records)
+}
+
+// TestReassignmentSurvivesCrashes: a partition moves from [1 2 3] onto the
+// broker-only nodes 4 and 5 and broker 2 under an acks=all producer
+// (min.insync.replicas 2), with kill -9 in the middle: node 4 is down when the
+// move starts (so it waits for it), the leader, which the move removes, is
+// killed while it waits, and node 4 then restarts, catches up and completes
+// the move. Nothing acknowledged is lost, and the new replicas agree byte for
+// byte.
+func TestReassignmentSurvivesCrashes(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	c.AddBroker()
+	c.AddBroker()
+	c.CreateTopic("moving", [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	p := startProducer(t, c, "p", "moving")
+	waitAcks(t, time.Now(), 200, p)
+
+	c.Node(4).Kill()
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("moving", 0, []int32{4, 5, 2})
+	rs, err := c.Admin().AlterPartitionAssignments(context.Background(), req)
+	if err == nil {
+		err = rs["moving"][0].Err
+	}
+	if err != nil {
+		t.Fatalf("starting the move: %v", err)
+	}
+	c.WaitPartition("moving", 0, 30*time.Second, "broker 5 in the ISR, 4 still missing", func(s testcluster.PartitionState) error {
+		if !s.InISR(5) || s.InISR(4) {
+			return fmt.Errorf("%v", s)
+		}
+		return nil
+	})
+	c.Node(1).Kill()
+	waitAcks(t, time.Now(), 100, p)
+	c.Node(4).Restart()
+	c.WaitPartition("moving", 0, 60*time.Second, "the move to complete", func(s testcluster.PartitionState) error {
+		if !slices.Equal(s.Replicas, []int32{4, 5, 2}) || !slices.Equal(slices.Sorted(slices.Values(s.ISR)), []int32{2, 4, 5}) {
+			return fmt.Errorf("%v", s)
+		}
+		return nil
+	})
+	waitAcks(t, time.Now(), 100, p)
+	c.Node(1).Restart()
+	p.finish(t)
+	check(t, produced(p), readAll(t, c, "moving").records)
+	c.Stop(c.Node(4), c.Node(5), c.Node(2))
+	checkReplicasAgree(t, "moving", c.Node(4), c.Node(5), c.Node(2))
 }
