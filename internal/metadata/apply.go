@@ -59,6 +59,8 @@ func (b *builder) apply(rec Record) error {
 		return b.setFenced(r.BrokerID, r.Epoch, true)
 	case *UnfenceBrokerRecord:
 		return b.setFenced(r.BrokerID, r.Epoch, false)
+	case *UnregisterBrokerRecord:
+		return b.unregisterBroker(r)
 	case *TopicRecord:
 		return b.createTopic(r)
 	case *PartitionRecord:
@@ -145,6 +147,22 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 		ID: r.BrokerID, Incarnation: r.Incarnation, Epoch: r.Epoch,
 		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: r.Fenced,
 	}
+	return nil
+}
+
+// unregisterBroker removes a fenced registration; a live broker must be
+// fenced first (in the same batch), so that no partition is left led by it.
+func (b *builder) unregisterBroker(r *UnregisterBrokerRecord) error {
+	old := b.img.brokers[r.BrokerID]
+	switch {
+	case old == nil:
+		return fmt.Errorf("%w: broker %d", ErrUnknownBroker, r.BrokerID)
+	case old.Epoch != r.Epoch:
+		return fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleBrokerEpoch, r.BrokerID, r.Epoch, old.Epoch)
+	case !old.Fenced:
+		return fmt.Errorf("%w: broker %d is not fenced", ErrInvalidRequest, r.BrokerID)
+	}
+	delete(b.mutBrokers(), r.BrokerID)
 	return nil
 }
 

@@ -214,6 +214,16 @@ func TestApply(t *testing.T) {
 			},
 		},
 		{
+			name: "unregister a fenced broker",
+			recs: []Record{&FenceBrokerRecord{BrokerID: 3, Epoch: 1}, &UnregisterBrokerRecord{BrokerID: 3, Epoch: 1}},
+			check: func(t *testing.T, img *Image) {
+				wantEq(t, "gone", img.Broker(3) == nil, true)
+				wantEq(t, "replicas kept", fmt.Sprint(img.Partition("logs", 0).Replicas), "[3]")
+			},
+		},
+		{name: "unregister a live broker", recs: []Record{&UnregisterBrokerRecord{BrokerID: 3, Epoch: 1}}, wantErr: ErrInvalidRequest},
+		{name: "unregister an unknown broker", recs: []Record{&UnregisterBrokerRecord{BrokerID: 9, Epoch: 1}}, wantErr: ErrUnknownBroker},
+		{
 			name: "reassignment removing every replica",
 			recs: []Record{&ReassignmentRecord{TopicID: idA, Partition: 0, Replicas: []int32{1, 2, 3},
 				Removing: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1}},

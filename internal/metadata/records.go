@@ -16,6 +16,7 @@ const (
 	TypeConfig          RecordType = 8
 	TypeProducerIDs     RecordType = 9
 	TypeReassignment    RecordType = 10
+	TypeUnregister      RecordType = 11
 )
 
 // Record is one change to the cluster metadata. The set is closed: only the
@@ -123,16 +124,24 @@ type ReassignmentRecord struct {
 	LeaderEpoch        int32 // must grow if Leader changes; never shrinks
 }
 
-func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
-func (*FenceBrokerRecord) Type() RecordType     { return TypeFenceBroker }
-func (*UnfenceBrokerRecord) Type() RecordType   { return TypeUnfenceBroker }
-func (*TopicRecord) Type() RecordType           { return TypeTopic }
-func (*PartitionRecord) Type() RecordType       { return TypePartition }
-func (*PartitionChangeRecord) Type() RecordType { return TypePartitionChange }
-func (*RemoveTopicRecord) Type() RecordType     { return TypeRemoveTopic }
-func (*ConfigRecord) Type() RecordType          { return TypeConfig }
-func (*ProducerIDsRecord) Type() RecordType     { return TypeProducerIDs }
-func (*ReassignmentRecord) Type() RecordType    { return TypeReassignment }
+// UnregisterBrokerRecord removes a fenced broker's registration
+// (UnregisterBroker). Partitions keep the id in their replica lists.
+type UnregisterBrokerRecord struct {
+	BrokerID int32
+	Epoch    int64 // the registration it removes
+}
+
+func (*RegisterBrokerRecord) Type() RecordType   { return TypeRegisterBroker }
+func (*FenceBrokerRecord) Type() RecordType      { return TypeFenceBroker }
+func (*UnfenceBrokerRecord) Type() RecordType    { return TypeUnfenceBroker }
+func (*TopicRecord) Type() RecordType            { return TypeTopic }
+func (*PartitionRecord) Type() RecordType        { return TypePartition }
+func (*PartitionChangeRecord) Type() RecordType  { return TypePartitionChange }
+func (*RemoveTopicRecord) Type() RecordType      { return TypeRemoveTopic }
+func (*ConfigRecord) Type() RecordType           { return TypeConfig }
+func (*ProducerIDsRecord) Type() RecordType      { return TypeProducerIDs }
+func (*ReassignmentRecord) Type() RecordType     { return TypeReassignment }
+func (*UnregisterBrokerRecord) Type() RecordType { return TypeUnregister }
 
 // newRecord returns an empty record of type t, or nil for an unknown type.
 func newRecord(t RecordType) Record {
@@ -157,6 +166,8 @@ func newRecord(t RecordType) Record {
 		return new(ProducerIDsRecord)
 	case TypeReassignment:
 		return new(ReassignmentRecord)
+	case TypeUnregister:
+		return new(UnregisterBrokerRecord)
 	}
 	return nil
 }
@@ -303,4 +314,13 @@ func (r *ReassignmentRecord) readBody(rd *reader) {
 	r.ISR = rd.int32s()
 	r.Leader = rd.int32()
 	r.LeaderEpoch = rd.int32()
+}
+
+func (r *UnregisterBrokerRecord) appendBody(b []byte) []byte {
+	return appendInt64(appendInt32(b, r.BrokerID), r.Epoch)
+}
+
+func (r *UnregisterBrokerRecord) readBody(rd *reader) {
+	r.BrokerID = rd.int32()
+	r.Epoch = rd.int64()
 }
