@@ -21,7 +21,8 @@ import (
 // onto broker-only nodes with Kafka 4.4's kafka-reassign-partitions, as an
 // operator of Kafka would: --generate proposes a plan, --execute starts the
 // move, --verify reports it complete, and a move onto a stopped broker is
-// listed as in progress until --cancel restores the replicas. The records
+// listed as in progress until --cancel restores the replicas, after which
+// kafka-cluster unregister retires that broker. The records
 // written before the move are all readable after it, and kafka-log-dirs
 // reports the partition's size on each new replica.
 func TestKafkaReassignPartitions(t *testing.T) {
@@ -107,7 +108,6 @@ func TestKafkaReassignPartitions(t *testing.T) {
 
 	// A move onto a paused broker waits for it; --cancel restores the replicas.
 	paused.Pause()
-	defer paused.Resume()
 	stuck := file("stuck.json", `{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[5,2,3]}]}`)
 	out = run(t, "--execute", "--reassignment-json-file", stuck)
 	expectContains(t, out, "Successfully started partition reassignment for moved-0")
@@ -124,4 +124,18 @@ func TestKafkaReassignPartitions(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The idle broker is retired: stopped, then unregistered with kafka-cluster.
+	paused.Resume()
+	paused.Stop()
+	kafkatools.MustRun(t, "kafka-cluster", "unregister", "--id", "5", bs[0], bs[1])
+	ctx, cancel = context.WithTimeout(context.Background(), kafkatools.DefaultTimeout)
+	defer cancel()
+	res, err := kafkatools.Run(ctx, "kafka-cluster", "unregister", "--id", "5", bs[0], bs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, "BrokerIdNotRegistered") {
+		t.Errorf("unregistering broker 5 twice: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
 }

@@ -54,3 +54,25 @@ func (c *Controller) addObserver(ctx context.Context, id int32, addr string) err
 		return ctx.Err()
 	}
 }
+
+// removeObserver takes node id out of the Raft configuration if it is a
+// non-voting member there; voters and unknown ids are left alone.
+func (c *Controller) removeObserver(ctx context.Context, id int32) error {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return c.translate(err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID != serverID(id) || s.Suffrage != raft.Nonvoter {
+			continue
+		}
+		rf := c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
+		select {
+		case err := <-resolve(rf.Error):
+			return c.translate(err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -12,7 +12,8 @@ import (
 
 // TestObserverJoins: a broker-only node starts with no Raft state, is added as
 // a non-voter when it registers, receives the metadata log, and never votes.
-// A node id held by a voter is refused.
+// A node id held by a voter is refused. Unregistering the broker removes it
+// from the configuration again.
 func TestObserverJoins(t *testing.T) {
 	cl := newCluster(t, 3)
 	addr, tr := raft.NewInmemTransport("")
@@ -82,5 +83,21 @@ func TestObserverJoins(t *testing.T) {
 	waitFor(t, "the observer to follow the new leader", func() bool { return obs.LeaderID() == int32(newLeader+1) })
 	if _, addr, ok := obs.LeaderAddr(); !ok || addr != string(cl.addrs[newLeader]) {
 		t.Fatalf("observer's LeaderAddr = %q %v, want %q", addr, ok, cl.addrs[newLeader])
+	}
+
+	// Unregistering the broker also takes it out of the quorum's members.
+	cl.retry(func(c *Controller) error { return c.UnregisterBroker(ctxT(t), 4) })
+	l = cl.nodes[cl.leader()]
+	if l.Image().Broker(4) != nil {
+		t.Fatal("broker 4 still registered")
+	}
+	conf = l.raft.GetConfiguration()
+	if err := conf.Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range conf.Configuration().Servers {
+		if s.ID == "4" {
+			t.Fatalf("configuration still has node 4: %+v", conf.Configuration().Servers)
+		}
 	}
 }

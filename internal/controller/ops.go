@@ -251,3 +251,16 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 	}
 	return errs, nil
 }
+
+// UnregisterBroker removes a broker's registration (PlanUnregisterBroker) and,
+// for a broker-only node, its non-voting membership of the quorum, so the
+// metadata log is no longer sent to it. A voter keeps its vote.
+func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		return PlanUnregisterBroker(img, id, c.sessions(c.cfg.clock()).shuttingDown())
+	})
+	if err != nil {
+		return err
+	}
+	return c.removeObserver(ctx, id)
+}

@@ -24,6 +24,7 @@ type Cluster interface {
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
 	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error)
 	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error)
+	UnregisterBroker(ctx context.Context, id int32) error
 }
 
 // controllerID is the controller id told to clients (Metadata, DescribeCluster).

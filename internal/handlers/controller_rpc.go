@@ -5,7 +5,7 @@ package handlers
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-//   ListPartitionReassignments). A node that is not the active controller answers
+//   ListPartitionReassignments, UnregisterBroker). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
@@ -34,6 +34,7 @@ var linkApis = []api{
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
+	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 67, min: 0, max: 0, serve: (*Handlers).allocateProducerIDs},
 }
 
@@ -138,6 +139,8 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.UnregisterBrokerRequest:
+		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
 	case *kmsg.IncrementalAlterConfigsRequest:
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		for _, rr := range req.Resources {

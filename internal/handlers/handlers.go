@@ -45,6 +45,7 @@ var apis = []api{
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
+	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.

@@ -95,6 +95,9 @@ var (
 	// ErrNoReassignmentInProgress: cancelling the reassignment of a partition
 	// that has none. Not retriable.
 	ErrNoReassignmentInProgress = kafkaError(kerr.NoReassignmentInProgress, "no reassignment in progress")
+	// ErrBrokerIDNotRegistered: unregistering a broker id nobody holds.
+	// BROKER_ID_NOT_REGISTERED; not retriable.
+	ErrBrokerIDNotRegistered = kafkaError(kerr.BrokerIDNotRegistered, "broker id not registered")
 )
 
 // Errors from decoding; they never reach clients as anything but UNKNOWN_SERVER_ERROR.

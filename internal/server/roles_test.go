@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -94,5 +97,40 @@ func TestBrokerOnlyNodesJoin(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "another cluster") {
 		t.Fatalf("a node of another cluster: %v, want it refused", err)
+	}
+}
+
+// TestUnregisterBroker: a stopped broker-only node is unregistered with
+// UnregisterBroker sent to any broker (forwarded to the controller): no node
+// knows it afterwards. An unknown id gets BROKER_ID_NOT_REGISTERED.
+func TestUnregisterBroker(t *testing.T) {
+	c := startCluster(t, 3)
+	if _, err := c.addNode(4, brokerOnly); err != nil {
+		t.Fatal(err)
+	}
+	c.stop(3)
+	cl, _ := c.client()
+	unregister := func(id int32) error {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err := unregister(4); err != nil {
+		t.Fatalf("UnregisterBroker(4): %v", err)
+	}
+	eventually(t, "every node to forget broker 4", func() bool {
+		for _, n := range c.nodes[:3] {
+			if n.ctrl.Image().Broker(4) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	if err := unregister(9); !errors.Is(err, kerr.BrokerIDNotRegistered) {
+		t.Fatalf("UnregisterBroker(9): %v, want BROKER_ID_NOT_REGISTERED", err)
 	}
 }
