@@ -258,22 +258,33 @@ func checkPartitionState(replicas, isr []int32, leader int32) error {
 	return nil
 }
 
-func (b *builder) changePartition(r *PartitionChangeRecord) error {
-	t := b.img.TopicByID(r.TopicID)
+// partitionToChange finds the partition a change record names and checks the
+// change against it: based on the current partition epoch, and a leader epoch
+// that never shrinks and grows when the leader changes.
+func (b *builder) partitionToChange(topicID UUID, partition, baseEpoch, leader, leaderEpoch int32) (*Topic, *Partition, error) {
+	t := b.img.TopicByID(topicID)
 	if t == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownTopicID, r.TopicID)
+		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownTopicID, topicID)
 	}
-	if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
-		return fmt.Errorf("%w: topic %q partition %d", ErrUnknownTopic, t.Name, r.Partition)
+	if partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, nil, fmt.Errorf("%w: topic %q partition %d", ErrUnknownTopic, t.Name, partition)
 	}
-	p := t.Partitions[r.Partition]
+	p := t.Partitions[partition]
 	switch {
-	case r.BasePartitionEpoch != p.PartitionEpoch || p.PartitionEpoch == math.MaxInt32:
-		return fmt.Errorf("%w: topic %q partition %d: change based on epoch %d, current %d",
-			ErrStalePartitionEpoch, t.Name, r.Partition, r.BasePartitionEpoch, p.PartitionEpoch)
-	case r.LeaderEpoch < p.LeaderEpoch || r.Leader != p.Leader && r.LeaderEpoch == p.LeaderEpoch:
-		return fmt.Errorf("%w: topic %q partition %d: leader %d epoch %d after leader %d epoch %d",
-			ErrFencedLeaderEpoch, t.Name, r.Partition, r.Leader, r.LeaderEpoch, p.Leader, p.LeaderEpoch)
+	case baseEpoch != p.PartitionEpoch || p.PartitionEpoch == math.MaxInt32:
+		return nil, nil, fmt.Errorf("%w: topic %q partition %d: change based on epoch %d, current %d",
+			ErrStalePartitionEpoch, t.Name, partition, baseEpoch, p.PartitionEpoch)
+	case leaderEpoch < p.LeaderEpoch || leader != p.Leader && leaderEpoch == p.LeaderEpoch:
+		return nil, nil, fmt.Errorf("%w: topic %q partition %d: leader %d epoch %d after leader %d epoch %d",
+			ErrFencedLeaderEpoch, t.Name, partition, leader, leaderEpoch, p.Leader, p.LeaderEpoch)
+	}
+	return t, p, nil
+}
+
+func (b *builder) changePartition(r *PartitionChangeRecord) error {
+	t, p, err := b.partitionToChange(r.TopicID, r.Partition, r.BasePartitionEpoch, r.Leader, r.LeaderEpoch)
+	if err != nil {
+		return err
 	}
 	if err := checkPartitionState(p.Replicas, r.ISR, r.Leader); err != nil {
 		return fmt.Errorf("topic %q partition %d: %w", t.Name, r.Partition, err)
@@ -292,21 +303,9 @@ func (b *builder) changePartition(r *PartitionChangeRecord) error {
 // members of Replicas, apart from each other, and not both empty unless the
 // record ends a reassignment.
 func (b *builder) reassign(r *ReassignmentRecord) error {
-	t := b.img.TopicByID(r.TopicID)
-	if t == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownTopicID, r.TopicID)
-	}
-	if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
-		return fmt.Errorf("%w: topic %q partition %d", ErrUnknownTopic, t.Name, r.Partition)
-	}
-	p := t.Partitions[r.Partition]
-	switch {
-	case r.BasePartitionEpoch != p.PartitionEpoch || p.PartitionEpoch == math.MaxInt32:
-		return fmt.Errorf("%w: topic %q partition %d: reassignment based on epoch %d, current %d",
-			ErrStalePartitionEpoch, t.Name, r.Partition, r.BasePartitionEpoch, p.PartitionEpoch)
-	case r.LeaderEpoch < p.LeaderEpoch || r.Leader != p.Leader && r.LeaderEpoch == p.LeaderEpoch:
-		return fmt.Errorf("%w: topic %q partition %d: leader %d epoch %d after leader %d epoch %d",
-			ErrFencedLeaderEpoch, t.Name, r.Partition, r.Leader, r.LeaderEpoch, p.Leader, p.LeaderEpoch)
+	t, p, err := b.partitionToChange(r.TopicID, r.Partition, r.BasePartitionEpoch, r.Leader, r.LeaderEpoch)
+	if err != nil {
+		return err
 	}
 	if err := checkPartitionState(r.Replicas, r.ISR, r.Leader); err != nil {
 		return fmt.Errorf("topic %q partition %d: %w", t.Name, r.Partition, err)

@@ -54,32 +54,25 @@ func (p *Partition) Reassigning() bool { return len(p.Adding) > 0 || len(p.Remov
 
 // TargetReplicas is the replica set the partition has once its reassignment
 // completes (Replicas without Removing), or Replicas when none is in progress.
-func (p *Partition) TargetReplicas() []int32 {
-	if len(p.Removing) == 0 {
-		return p.Replicas
-	}
-	var target []int32
-	for _, id := range p.Replicas {
-		if !slices.Contains(p.Removing, id) {
-			target = append(target, id)
-		}
-	}
-	return target
-}
+func (p *Partition) TargetReplicas() []int32 { return replicasWithout(p.Replicas, p.Removing) }
 
 // OriginalReplicas is the replica set before the ongoing reassignment
 // (Replicas without Adding): where a cancelled reassignment goes back to.
-func (p *Partition) OriginalReplicas() []int32 {
-	if len(p.Adding) == 0 {
-		return p.Replicas
+func (p *Partition) OriginalReplicas() []int32 { return replicasWithout(p.Replicas, p.Adding) }
+
+// replicasWithout returns replicas minus drop, in order (replicas itself when
+// drop is empty).
+func replicasWithout(replicas, drop []int32) []int32 {
+	if len(drop) == 0 {
+		return replicas
 	}
-	var orig []int32
-	for _, id := range p.Replicas {
-		if !slices.Contains(p.Adding, id) {
-			orig = append(orig, id)
+	var out []int32
+	for _, id := range replicas {
+		if !slices.Contains(drop, id) {
+			out = append(out, id)
 		}
 	}
-	return orig
+	return out
 }
 
 // Image is an immutable snapshot of the cluster metadata after the log entry at
