@@ -9,9 +9,11 @@ package handlers
 // partitions between log dirs.
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -42,13 +44,7 @@ func (h *Handlers) describeLogDirs(_ context.Context, _ *protocol.ConnInfo, r *p
 	byTopic := map[string]int{}
 	parts := h.replicas.Partitions()
 	slices.SortFunc(parts, func(a, b *replica.Partition) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Index - b.Index)
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Index, b.Index))
 	})
 	for _, p := range parts {
 		if !wanted(p) {
