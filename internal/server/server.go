@@ -3,11 +3,16 @@
 //
 // Start-up, in order:
 //  1. the controller (Raft metadata quorum; a single voter by default) and wait until
-//     it has a leader and has applied its log;
+//     it has a leader and has applied its log. A broker-only node (--roles broker)
+//     runs it as a non-voting member: it registers first, through the voters in
+//     --controllers, and the active controller adds it to the quorum;
 //  2. the replica manager, brought in line with the metadata image, then kept in line
 //     by following every new image;
 //  3. broker registration (this node's advertised Kafka address) through the controller;
 //  4. the Kafka listener and the HTTP listener.
+//
+// A controller-only node (--roles controller) stops after step 1 and serves only the
+// controller link and HTTP health and metrics.
 //
 // Shutdown (context cancelled, e.g. SIGTERM) runs the same steps backwards; partition
 // logs are closed cleanly so the next start skips recovery.
@@ -158,7 +163,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	})
 
 	if !cfg.IsBroker() {
-		return n, n.startControllerOnly(clusterID)
+		if err := n.startControllerOnly(clusterID); err != nil {
+			return nil, err
+		}
+		return n, nil
 	}
 	if n.kafkaLn == nil {
 		if n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr); err != nil {
