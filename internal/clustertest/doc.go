@@ -16,6 +16,12 @@
 //	TestClientsAcrossLeaderFailover          3     kill -9 a leader under a producer and a
 //	                                               direct-partition consumer
 //	TestClusterStopsCleanly                  3     SIGTERM every node: each exits 0
+//	TestBrokersJoinRunningCluster            3+2   two broker-only nodes join under an acks=all
+//	                                               producer; a topic placed on them
+//	TestControllerOnlyNode                   3+1   a controller-only voter, a broker-only node
+//	TestReassignmentSurvivesCrashes          3+2   a partition moves onto new brokers; kill -9
+//	                                               of an adding replica and of the removed
+//	                                               leader during the move
 //
 // What was acknowledged is compared with what is read back by interop/report's
 // anomaly checker (lost, duplicate, phantom, reordered, skipped records). There

@@ -26,8 +26,12 @@ type Config struct {
 	AdvertisedHTTPAddr  string // where other nodes reach the HTTP API; defaults to HTTPAddr
 	HTTPAddr            string // JSON API, console, /metrics, health
 	AdminAddr           string // opt-in pprof listener; empty = off
-	ControllerAddr      string // Raft transport listener
+	ControllerAddr      string // Raft transport listener (a broker-only node receives the metadata log on it)
 	Controllers         string // static voters: "1@host:port,2@host:port"; empty = this node alone
+	// Roles is "broker,controller" (the default), "broker" (serves clients, finds
+	// the quorum through Controllers and follows its log without a vote) or
+	// "controller" (a voter that serves no Kafka clients).
+	Roles string
 
 	AutoCreateTopics      bool
 	DefaultPartitions     int32
@@ -62,6 +66,7 @@ func Default() Config {
 		KafkaAddr:                    "127.0.0.1:9092",
 		HTTPAddr:                     "127.0.0.1:8080",
 		ControllerAddr:               "127.0.0.1:9093",
+		Roles:                        "broker,controller",
 		AutoCreateTopics:             true,
 		DefaultPartitions:            1,
 		MaxRequestBytes:              100 << 20,
@@ -96,6 +101,7 @@ func (c *Config) options() []option {
 		{"admin-addr", "admin listener host:port serving /debug/pprof/ (empty: off)", stringValue{&c.AdminAddr}},
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
 		{"controllers", "controller voters id@host:port,... (empty: this node alone)", stringValue{&c.Controllers}},
+		{"roles", "broker, controller, or broker,controller", stringValue{&c.Roles}},
 		{"auto-create-topics", "create unknown topics that clients ask Metadata about", boolValue{&c.AutoCreateTopics}},
 		{"default-partitions", "partitions of auto-created topics", int32Value{&c.DefaultPartitions}},
 		{"max-request-bytes", "largest accepted request frame (socket.request.max.bytes)", int32Value{&c.MaxRequestBytes}},
@@ -198,7 +204,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("advertised-http-addr %q: %w", c.AdvertisedHTTPAddr, err))
 		}
 	}
-	if _, err := c.Voters(); err != nil {
+	if err := c.validateRoles(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.DefaultPartitions < 1 {
@@ -229,6 +235,55 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log-format must be text or json, got %q", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// IsBroker reports whether the node serves Kafka clients and hosts replicas.
+func (c *Config) IsBroker() bool { b, _, _ := c.roles(); return b }
+
+// IsController reports whether the node is a controller voter.
+func (c *Config) IsController() bool { _, v, _ := c.roles(); return v }
+
+func (c *Config) roles() (broker, controller bool, err error) {
+	for _, r := range strings.Split(c.Roles, ",") {
+		switch strings.TrimSpace(r) {
+		case "broker":
+			broker = true
+		case "controller":
+			controller = true
+		default:
+			return false, false, fmt.Errorf("roles %q: want broker, controller or broker,controller", c.Roles)
+		}
+	}
+	return broker, controller, nil
+}
+
+// validateRoles checks the roles against the voter list: a voter is named in
+// --controllers (or is the only node), a broker-only node is not, and finds
+// the quorum through it.
+func (c *Config) validateRoles() error {
+	voters, err := c.Voters()
+	if err != nil {
+		return err
+	}
+	_, controller, err := c.roles()
+	if err != nil {
+		return err
+	}
+	listed := false
+	for _, v := range voters {
+		listed = listed || v.ID == c.NodeID
+	}
+	switch {
+	case controller && !listed:
+		return fmt.Errorf("node %d has the controller role but is not among --controllers %q", c.NodeID, c.Controllers)
+	case !controller && strings.TrimSpace(c.Controllers) == "":
+		return errors.New("a broker-only node (--roles broker) needs --controllers to find the quorum")
+	case !controller && listed:
+		return fmt.Errorf("node %d is among --controllers but has no controller role (--roles %q)", c.NodeID, c.Roles)
+	case !controller && c.ClusterID == "":
+		return errors.New("a broker-only node (--roles broker) needs the --cluster-id of the cluster it joins")
+	}
+	return nil
 }
 
 // Voter is one controller quorum member.

@@ -75,6 +75,11 @@ func TestResolveErrors(t *testing.T) {
 		{name: "bad voters", args: []string{"--controllers=1@a:1,x"}, wantErr: "controllers"},
 		{name: "dup voters", args: []string{"--controllers=1@a:1,1@b:2"}, wantErr: "twice"},
 		{name: "partitions", args: []string{"--default-partitions=0"}, wantErr: "default-partitions"},
+		{name: "bad role", args: []string{"--roles=broker,witness"}, wantErr: "roles"},
+		{name: "voter not listed", args: []string{"--node-id=3", "--controllers=1@a:1,2@b:2"}, wantErr: "not among --controllers"},
+		{name: "broker alone", args: []string{"--roles=broker", "--cluster-id=c"}, wantErr: "needs --controllers"},
+		{name: "broker listed", args: []string{"--roles=broker", "--cluster-id=c", "--controllers=1@a:1"}, wantErr: "no controller role"},
+		{name: "broker without cluster id", args: []string{"--roles=broker", "--node-id=4", "--controllers=1@a:1"}, wantErr: "--cluster-id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +88,26 @@ func TestResolveErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestRoles(t *testing.T) {
+	for _, tt := range []struct {
+		args               []string
+		broker, controller bool
+	}{
+		{nil, true, true},
+		{[]string{"--roles=controller"}, false, true},
+		{[]string{"--roles=controller, broker"}, true, true},
+		{[]string{"--roles=broker", "--node-id=4", "--controllers=1@a:1", "--cluster-id=c"}, true, false},
+	} {
+		c, err := resolve(t, tt.args, nil, "")
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if c.IsBroker() != tt.broker || c.IsController() != tt.controller {
+			t.Errorf("%v: broker %v controller %v, want %v %v", tt.args, c.IsBroker(), c.IsController(), tt.broker, tt.controller)
+		}
 	}
 }
 

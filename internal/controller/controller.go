@@ -47,6 +47,10 @@ type Config struct {
 	// Voters is the static voter set, including this node. Empty: this node
 	// alone, at the transport's address.
 	Voters []Peer
+	// Observer starts this node as a non-voting member for a broker-only node:
+	// it never bootstraps a quorum and receives the metadata log once the active
+	// controller adds it (AddObserver). Voters is then unused.
+	Observer bool
 	// Transport replaces the TCP transport (tests use raft.NewInmemTransport).
 	// The caller owns it and closes it after Close.
 	Transport raft.Transport
@@ -132,7 +136,7 @@ func (c *Config) Validate() error {
 	case c.SessionTimeout < 0 || c.LeaderImbalanceCheckInterval < 0:
 		return errors.New("controller: negative session timeout or leader imbalance check interval")
 	}
-	if len(c.Voters) == 0 {
+	if len(c.Voters) == 0 || c.Observer {
 		return nil
 	}
 	seen := map[int32]bool{}
@@ -225,7 +229,7 @@ func (c *Controller) start() error {
 	}
 
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
+	rc.LocalID = serverID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
@@ -244,7 +248,7 @@ func (c *Controller) start() error {
 	if err != nil {
 		return fmt.Errorf("controller: reading raft state: %w", err)
 	}
-	if !existing {
+	if !existing && !cfg.Observer {
 		voters := c.voters()
 		c.log.Info("bootstrapping controller quorum", "voters", voters.Servers)
 		if err := raft.BootstrapCluster(rc, c.store, c.store, snaps, c.trans, voters); err != nil {
@@ -281,16 +285,18 @@ func (c *Controller) tcpTransport(hl *hclogAdapter) (*raft.NetworkTransport, err
 	return nt, nil
 }
 
+func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
 func (c *Controller) voters() raft.Configuration {
 	if len(c.cfg.Voters) == 0 {
 		return raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: raft.ServerID(strconv.Itoa(int(c.cfg.NodeID))), Address: c.trans.LocalAddr(),
+			Suffrage: raft.Voter, ID: serverID(c.cfg.NodeID), Address: c.trans.LocalAddr(),
 		}}}
 	}
 	var conf raft.Configuration
 	for _, p := range c.cfg.Voters {
 		conf.Servers = append(conf.Servers, raft.Server{
-			Suffrage: raft.Voter, ID: raft.ServerID(strconv.Itoa(int(p.ID))), Address: raft.ServerAddress(p.Addr),
+			Suffrage: raft.Voter, ID: serverID(p.ID), Address: raft.ServerAddress(p.Addr),
 		})
 	}
 	return conf

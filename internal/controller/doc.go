@@ -36,7 +36,15 @@
 //     join an ISR.
 //   - Registration: a new incarnation of a broker whose registration has a
 //     live session is refused (DUPLICATE_BROKER_REGISTRATION); otherwise it
-//     replaces the old registration, which is fenced first.
+//     replaces the old registration, which is fenced first. A broker-only node
+//     (RegisterBroker.ObserverAddr) also becomes a non-voting Raft member, so
+//     the metadata log reaches it (observers.go); UnregisterBroker removes
+//     both again.
+//   - Reassignments (PlanAlterReassignments): a partition's replicas move to a
+//     target set; the adding replicas follow the leader until the ISR holds
+//     the whole target, and the AlterPartition that gets it there completes
+//     the move in the same batch (the removed replicas leave, a removed leader
+//     hands over first).
 //   - AlterPartition: ISR changes from partition leaders (PlanAlterPartition).
 //   - Preferred leader election: on request (ElectLeaders) and every
 //     LeaderImbalanceCheckInterval if set.
@@ -47,7 +55,8 @@
 //	<DataDir>/snapshots/    Raft snapshots; each holds metadata.EncodeSnapshot
 //
 // A data dir without Raft state is fresh: Start bootstraps the static voter set
-// into it once. Later starts recover membership from the log.
+// into it once (an Observer never bootstraps; it waits to be added). Later
+// starts recover membership from the log.
 //
 // # Concurrency
 //

@@ -102,7 +102,19 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 // new incarnation of a broker whose current registration has a live session
 // gets ErrDuplicateBrokerRegistration (see PlanRegisterBroker). Registering
 // counts as a heartbeat.
+//
+// With req.ObserverAddr (a broker-only node) the node also becomes a
+// non-voting member of the quorum at that address once registered, unless it
+// is one already; a node id held by a voter is refused first, with
+// ErrDuplicateBrokerRegistration.
 func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (int64, error) {
+	known := true
+	if req.ObserverAddr != "" {
+		var err error
+		if known, err = c.observerKnown(req.ID, req.ObserverAddr); err != nil {
+			return 0, err
+		}
+	}
 	var epoch int64
 	err := c.run(ctx, func(img *metadata.Image) (recs []metadata.Record, err error) {
 		now := c.cfg.clock()
@@ -116,6 +128,11 @@ func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (in
 	})
 	if err != nil {
 		return 0, err
+	}
+	if !known {
+		if err := c.addObserver(ctx, req.ID, req.ObserverAddr); err != nil {
+			return 0, err
+		}
 	}
 	c.live.touch(req.ID, epoch, c.cfg.clock())
 	return epoch, nil
@@ -218,4 +235,32 @@ func unlessValidateOnly(recs []metadata.Record, validateOnly bool) []metadata.Re
 		return nil
 	}
 	return recs
+}
+
+// AlterPartitionReassignments starts, replaces or cancels partition
+// reassignments (PlanAlterReassignments); errs[i] is reqs[i]'s outcome.
+func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Reassignment) ([]error, error) {
+	var errs []error
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, errs = PlanAlterReassignments(img, reqs, c.sessions(c.cfg.clock()).shuttingDown())
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// UnregisterBroker removes a broker's registration (PlanUnregisterBroker) and,
+// for a broker-only node, its non-voting membership of the quorum, so the
+// metadata log is no longer sent to it. A voter keeps its vote.
+func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		return PlanUnregisterBroker(img, id, c.sessions(c.cfg.clock()).shuttingDown())
+	})
+	if err != nil {
+		return err
+	}
+	return c.removeObserver(ctx, id)
 }

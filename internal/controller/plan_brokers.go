@@ -18,6 +18,10 @@ type RegisterBroker struct {
 	Host        string
 	Port        int32
 	Rack        string
+	// ObserverAddr is the Raft address of a broker-only node, which the active
+	// controller adds to the quorum as a non-voting member (not a record: the
+	// Raft configuration holds it). Empty for a voter.
+	ObserverAddr string
 }
 
 // ProducerIDBlock is a range of producer ids owned by one broker: [First,
@@ -112,6 +116,24 @@ func planFenceBrokers(img *metadata.Image, ids []int32, down ShuttingDown) ([]me
 		fenced = append(fenced, id)
 	}
 	return all, fenced, nil
+}
+
+// PlanUnregisterBroker removes broker id's registration (UnregisterBroker).
+// A live broker is fenced first, in the same batch, as if its session had
+// expired: its leaderships move to other ISR members and it leaves the ISRs it
+// is not the last member of. Partitions keep the id in their replica lists;
+// a broker being retired has its replicas moved off first (reassignments).
+// An id nobody holds gets ErrBrokerIDNotRegistered.
+func PlanUnregisterBroker(img *metadata.Image, id int32, down ShuttingDown) ([]metadata.Record, error) {
+	b := img.Broker(id)
+	if b == nil {
+		return nil, fmt.Errorf("%w: broker %d", metadata.ErrBrokerIDNotRegistered, id)
+	}
+	recs, err := PlanFenceBroker(img, id, b.Epoch, down)
+	if err != nil {
+		return nil, err
+	}
+	return append(recs, &metadata.UnregisterBrokerRecord{BrokerID: id, Epoch: b.Epoch}), nil
 }
 
 // PlanUnfenceBroker makes a fenced broker live again and elects it leader of

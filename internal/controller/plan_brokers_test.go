@@ -359,3 +359,24 @@ func TestPlanFenceBrokers(t *testing.T) {
 		t.Errorf("fencing fenced brokers again = %v, %v, %v", recs, ids, err)
 	}
 }
+
+func TestPlanUnregisterBroker(t *testing.T) {
+	img := withTopic(t, clusterImage(t, 3), "orders", idOrders, nil, []int32{3, 1, 2}, []int32{3})
+	recs, err := PlanUnregisterBroker(img, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = apply(t, img, recs...)
+	if img.Broker(3) != nil {
+		t.Fatal("broker 3 still registered")
+	}
+	// Its leadership moved where another ISR member could take it; as the
+	// last ISR member it keeps the partition leaderless, nothing lost.
+	checkPartitions(t, img, []partState{
+		{topic: "orders", index: 0, leader: 1, leaderEpoch: 1, isr: []int32{1, 2}},
+		{topic: "orders", index: 1, leader: metadata.NoLeader, leaderEpoch: 1, isr: []int32{3}},
+	})
+	if _, err := PlanUnregisterBroker(img, 3, nil); !errors.Is(err, metadata.ErrBrokerIDNotRegistered) {
+		t.Fatalf("unregistering it again: %v, want BROKER_ID_NOT_REGISTERED", err)
+	}
+}

@@ -98,7 +98,21 @@ func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterCon
 		})
 }
 
+// replicationThrottles are Kafka's replication throttle configs (KIP-73), by
+// resource type. Strata does not throttle replication: setting one is refused
+// as an unknown config, and deleting one is a no-op, there being none, so that
+// tools that clear throttles after a move (kafka-reassign-partitions --verify)
+// work.
+var replicationThrottles = map[metadata.ResourceType][]string{
+	metadata.ResourceBroker: {"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+		"replica.alter.log.dirs.io.max.bytes.per.second"},
+	metadata.ResourceTopic: {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"},
+}
+
 func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, current map[string]string, op AlterConfigOp) (*metadata.ConfigRecord, error) {
+	if op.Op == OpDelete && slices.Contains(replicationThrottles[rt], op.Key) {
+		return nil, nil
+	}
 	def, err := lookupDef(rt, op.Key)
 	if err != nil {
 		return nil, err

@@ -104,6 +104,15 @@ func TestPlanIncrementalAlterConfigs(t *testing.T) {
 			errs: []error{nil}, records: 0,
 		},
 		{
+			name: "clearing a replication throttle is a no-op; setting one is refused",
+			reqs: []IncrementalAlterConfigsResource{
+				{Type: metadata.ResourceTopic, Name: "orders", Ops: []AlterConfigOp{{Key: "leader.replication.throttled.replicas", Op: OpDelete}}},
+				{Type: metadata.ResourceBroker, Name: "1", Ops: []AlterConfigOp{{Key: "follower.replication.throttled.rate", Op: OpDelete}}},
+				{Type: metadata.ResourceBroker, Name: "2", Ops: []AlterConfigOp{{Key: "leader.replication.throttled.rate", Op: OpSet, Value: "100"}}},
+			},
+			errs: []error{nil, nil, metadata.ErrInvalidConfig}, records: 0,
+		},
+		{
 			name: "subtract from a list",
 			reqs: topic(AlterConfigOp{Key: "cleanup.policy", Op: OpSubtract, Value: "delete"}),
 			errs: []error{nil}, records: 1,

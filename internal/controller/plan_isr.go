@@ -25,7 +25,9 @@ type AlterPartitionRequest struct {
 // semantics) and returns the PartitionChangeRecord that applies it, with the
 // partition as it will be once applied: the same leader and leader epoch, the
 // new ISR, the partition epoch raised by one. An ISR equal to the current one
-// as a set changes nothing and returns the current partition.
+// as a set changes nothing and returns the current partition. An ISR that now
+// holds every target replica of a reassignment completes it in the same batch
+// (PlanAlterReassignments), and the partition returned is the one after that.
 //
 // A leader may leave itself out of the ISR to resign (Strata's own extension:
 // its log failed and takes no writes until the broker restarts, where Kafka
@@ -103,5 +105,13 @@ func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down Shu
 	if err != nil {
 		return nil, nil, err
 	}
-	return recs, next.TopicByID(p.TopicID).Partitions[p.Index], nil
+	np := next.TopicByID(p.TopicID).Partitions[p.Index]
+	if done := maybeCompleteReassignment(next, np, down); done != nil {
+		recs = append(recs, done)
+		if next, err = metadata.ApplyAll(img, recs); err != nil {
+			return nil, nil, err
+		}
+		np = next.TopicByID(p.TopicID).Partitions[p.Index]
+	}
+	return recs, np, nil
 }

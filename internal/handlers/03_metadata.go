@@ -50,7 +50,7 @@ func (h *Handlers) metadata(ctx context.Context, _ *protocol.ConnInfo, r *protoc
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = &h.cfg.ClusterID
-	resp.ControllerID = h.cluster.LeaderID()
+	resp.ControllerID = h.controllerID(img)
 
 	if all {
 		for _, t := range img.Topics() {

@@ -16,7 +16,7 @@ func (h *Handlers) describeCluster(_ context.Context, _ *protocol.ConnInfo, r *p
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	img := h.cluster.Image()
 	resp.ClusterID = h.cfg.ClusterID
-	resp.ControllerID = h.cluster.LeaderID()
+	resp.ControllerID = h.controllerID(img)
 	resp.EndpointType = 1
 	for _, b := range img.Brokers() {
 		if b.Fenced {

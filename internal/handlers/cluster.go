@@ -23,4 +23,29 @@ type Cluster interface {
 	BrokerHeartbeat(ctx context.Context, req controller.HeartbeatRequest) (controller.HeartbeatResult, error)
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
 	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error)
+	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error)
+	UnregisterBroker(ctx context.Context, id int32) error
+}
+
+// controllerID is the controller id told to clients (Metadata, DescribeCluster).
+// Clients send admin requests to it and every broker forwards them, so like
+// Kafka it must be a live broker: the active controller when it is one (a
+// combined node), else this node, else the first live broker, else -1.
+func (h *Handlers) controllerID(img *metadata.Image) int32 {
+	live := func(id int32) bool {
+		b := img.Broker(id)
+		return b != nil && !b.Fenced
+	}
+	if id := h.cluster.LeaderID(); live(id) {
+		return id
+	}
+	if live(h.cfg.NodeID) {
+		return h.cfg.NodeID
+	}
+	for _, b := range img.Brokers() {
+		if !b.Fenced {
+			return b.ID
+		}
+	}
+	return -1
 }

@@ -4,12 +4,15 @@ package handlers
 //   BrokerRegistration (62) v0-v4, BrokerHeartbeat (63) v0-v2, AlterPartition (56)
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//   IncrementalAlterConfigs). A node that is not the active controller answers
+//   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
+//   ListPartitionReassignments, UnregisterBroker). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,9 +29,12 @@ var linkApis = []api{
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
+	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
+	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
+	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 67, min: 0, max: 0, serve: (*Handlers).allocateProducerIDs},
 }
 
@@ -129,6 +135,12 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		}
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.UnregisterBrokerRequest:
+		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
 	case *kmsg.IncrementalAlterConfigsRequest:
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		for _, rr := range req.Resources {
@@ -140,6 +152,13 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 	return resp
 }
 
+// ObserverListener names the listener a broker-only node adds to its
+// BrokerRegistration: its Raft address, where the active controller adds it to
+// the quorum as a non-voting member. The first listener is the Kafka one.
+const ObserverListener = "CONTROLLER"
+
+// brokerRegistration registers a broker. A registration naming another
+// cluster id than this node's is refused with INCONSISTENT_CLUSTER_ID.
 func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
@@ -148,10 +167,20 @@ func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo,
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	}
+	if req.ClusterID != h.cfg.ClusterID {
+		h.log.Warn("registration from another cluster refused", "broker", req.BrokerID, "cluster_id", req.ClusterID, "ours", h.cfg.ClusterID)
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		return reply(resp)
+	}
 	l := req.Listeners[0]
 	reg := controller.RegisterBroker{ID: req.BrokerID, Incarnation: req.IncarnationID, Host: l.Host, Port: int32(l.Port)}
 	if req.Rack != nil {
 		reg.Rack = *req.Rack
+	}
+	for _, ol := range req.Listeners[1:] {
+		if ol.Name == ObserverListener {
+			reg.ObserverAddr = net.JoinHostPort(ol.Host, strconv.Itoa(int(ol.Port)))
+		}
 	}
 	epoch, err := h.cluster.RegisterBroker(ctx, reg)
 	resp.ErrorCode = controllerErrorCode(err)

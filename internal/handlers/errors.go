@@ -82,8 +82,12 @@ func (h *Handlers) leaderPartition(img *metadata.Image, topic string, index int3
 
 // awaitLocalApply waits (briefly) until this broker's partitions reflect the
 // controller's latest image, so a client can use a topic it just created or changed
-// without a NOT_LEADER_OR_FOLLOWER round trip.
+// without a NOT_LEADER_OR_FOLLOWER round trip. A controller-only node hosts no
+// partitions and does not wait.
 func (h *Handlers) awaitLocalApply(ctx context.Context) {
+	if h.replicas == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
 	defer cancel()
 	if err := h.replicas.WaitApplied(ctx, h.cluster.Image().Offset()); err != nil {

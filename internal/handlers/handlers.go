@@ -38,10 +38,14 @@ var apis = []api{
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
+	{key: 35, min: 1, max: 5, serve: (*Handlers).describeLogDirs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
+	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
+	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
+	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.
@@ -86,7 +90,9 @@ type Handlers struct {
 }
 
 // New returns the handlers of one node. link reaches the active controller when it
-// is another node; nil means this node's controller is the only one.
+// is another node; nil means this node's controller is the only one. A
+// controller-only node passes nil replicas and groups and serves only the
+// controller link (LinkHandler).
 func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, link Link, logger *slog.Logger) *Handlers {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}

@@ -59,12 +59,16 @@ func (b *builder) apply(rec Record) error {
 		return b.setFenced(r.BrokerID, r.Epoch, true)
 	case *UnfenceBrokerRecord:
 		return b.setFenced(r.BrokerID, r.Epoch, false)
+	case *UnregisterBrokerRecord:
+		return b.unregisterBroker(r)
 	case *TopicRecord:
 		return b.createTopic(r)
 	case *PartitionRecord:
 		return b.addPartition(r)
 	case *PartitionChangeRecord:
 		return b.changePartition(r)
+	case *ReassignmentRecord:
+		return b.reassign(r)
 	case *RemoveTopicRecord:
 		return b.removeTopic(r)
 	case *ConfigRecord:
@@ -143,6 +147,22 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 		ID: r.BrokerID, Incarnation: r.Incarnation, Epoch: r.Epoch,
 		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: r.Fenced,
 	}
+	return nil
+}
+
+// unregisterBroker removes a fenced registration; a live broker must be
+// fenced first (in the same batch), so that no partition is left led by it.
+func (b *builder) unregisterBroker(r *UnregisterBrokerRecord) error {
+	old := b.img.brokers[r.BrokerID]
+	switch {
+	case old == nil:
+		return fmt.Errorf("%w: broker %d", ErrUnknownBroker, r.BrokerID)
+	case old.Epoch != r.Epoch:
+		return fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleBrokerEpoch, r.BrokerID, r.Epoch, old.Epoch)
+	case !old.Fenced:
+		return fmt.Errorf("%w: broker %d is not fenced", ErrInvalidRequest, r.BrokerID)
+	}
+	delete(b.mutBrokers(), r.BrokerID)
 	return nil
 }
 
@@ -238,22 +258,33 @@ func checkPartitionState(replicas, isr []int32, leader int32) error {
 	return nil
 }
 
-func (b *builder) changePartition(r *PartitionChangeRecord) error {
-	t := b.img.TopicByID(r.TopicID)
+// partitionToChange finds the partition a change record names and checks the
+// change against it: based on the current partition epoch, and a leader epoch
+// that never shrinks and grows when the leader changes.
+func (b *builder) partitionToChange(topicID UUID, partition, baseEpoch, leader, leaderEpoch int32) (*Topic, *Partition, error) {
+	t := b.img.TopicByID(topicID)
 	if t == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownTopicID, r.TopicID)
+		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownTopicID, topicID)
 	}
-	if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
-		return fmt.Errorf("%w: topic %q partition %d", ErrUnknownTopic, t.Name, r.Partition)
+	if partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, nil, fmt.Errorf("%w: topic %q partition %d", ErrUnknownTopic, t.Name, partition)
 	}
-	p := t.Partitions[r.Partition]
+	p := t.Partitions[partition]
 	switch {
-	case r.BasePartitionEpoch != p.PartitionEpoch || p.PartitionEpoch == math.MaxInt32:
-		return fmt.Errorf("%w: topic %q partition %d: change based on epoch %d, current %d",
-			ErrStalePartitionEpoch, t.Name, r.Partition, r.BasePartitionEpoch, p.PartitionEpoch)
-	case r.LeaderEpoch < p.LeaderEpoch || r.Leader != p.Leader && r.LeaderEpoch == p.LeaderEpoch:
-		return fmt.Errorf("%w: topic %q partition %d: leader %d epoch %d after leader %d epoch %d",
-			ErrFencedLeaderEpoch, t.Name, r.Partition, r.Leader, r.LeaderEpoch, p.Leader, p.LeaderEpoch)
+	case baseEpoch != p.PartitionEpoch || p.PartitionEpoch == math.MaxInt32:
+		return nil, nil, fmt.Errorf("%w: topic %q partition %d: change based on epoch %d, current %d",
+			ErrStalePartitionEpoch, t.Name, partition, baseEpoch, p.PartitionEpoch)
+	case leaderEpoch < p.LeaderEpoch || leader != p.Leader && leaderEpoch == p.LeaderEpoch:
+		return nil, nil, fmt.Errorf("%w: topic %q partition %d: leader %d epoch %d after leader %d epoch %d",
+			ErrFencedLeaderEpoch, t.Name, partition, leader, leaderEpoch, p.Leader, p.LeaderEpoch)
+	}
+	return t, p, nil
+}
+
+func (b *builder) changePartition(r *PartitionChangeRecord) error {
+	t, p, err := b.partitionToChange(r.TopicID, r.Partition, r.BasePartitionEpoch, r.Leader, r.LeaderEpoch)
+	if err != nil {
+		return err
 	}
 	if err := checkPartitionState(p.Replicas, r.ISR, r.Leader); err != nil {
 		return fmt.Errorf("topic %q partition %d: %w", t.Name, r.Partition, err)
@@ -262,8 +293,50 @@ func (b *builder) changePartition(r *PartitionChangeRecord) error {
 	t.Partitions[r.Partition] = &Partition{
 		TopicID: p.TopicID, Index: p.Index, Replicas: p.Replicas, ISR: slices.Clone(r.ISR),
 		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		Adding: p.Adding, Removing: p.Removing,
 	}
 	return nil
+}
+
+// reassign applies a ReassignmentRecord: the epochs as for a partition change;
+// Replicas, ISR and leader as for a new partition; Adding and Removing distinct
+// members of Replicas, apart from each other, and not both empty unless the
+// record ends a reassignment.
+func (b *builder) reassign(r *ReassignmentRecord) error {
+	t, p, err := b.partitionToChange(r.TopicID, r.Partition, r.BasePartitionEpoch, r.Leader, r.LeaderEpoch)
+	if err != nil {
+		return err
+	}
+	if err := checkPartitionState(r.Replicas, r.ISR, r.Leader); err != nil {
+		return fmt.Errorf("topic %q partition %d: %w", t.Name, r.Partition, err)
+	}
+	for _, set := range [][]int32{r.Adding, r.Removing} {
+		for i, id := range set {
+			if !slices.Contains(r.Replicas, id) || slices.Contains(set[:i], id) ||
+				slices.Contains(r.Adding, id) && slices.Contains(r.Removing, id) {
+				return fmt.Errorf("%w: topic %q partition %d: adding %v removing %v with replicas %v",
+					ErrInvalidReplicaAssignment, t.Name, r.Partition, r.Adding, r.Removing, r.Replicas)
+			}
+		}
+	}
+	if len(r.Removing) == len(r.Replicas) {
+		return fmt.Errorf("%w: topic %q partition %d: every replica is being removed",
+			ErrInvalidReplicaAssignment, t.Name, r.Partition)
+	}
+	t = b.mutTopic(t)
+	t.Partitions[r.Partition] = &Partition{
+		TopicID: p.TopicID, Index: p.Index, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
+		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		Adding: nilIfEmpty(r.Adding), Removing: nilIfEmpty(r.Removing),
+	}
+	return nil
+}
+
+func nilIfEmpty(ids []int32) []int32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	return slices.Clone(ids)
 }
 
 func (b *builder) removeTopic(r *RemoveTopicRecord) error {

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -193,6 +194,53 @@ func TestApply(t *testing.T) {
 			check: func(t *testing.T, img *Image) { wantEq(t, "next", img.NextProducerID(), int64(1000)) },
 		},
 		{name: "producer ids must advance", recs: []Record{&ProducerIDsRecord{NextProducerID: 0}}, wantErr: ErrProducerIDs},
+		{
+			name: "reassignment starts, an ISR change keeps it, it completes",
+			recs: []Record{
+				&ReassignmentRecord{TopicID: idA, Partition: 0, Replicas: []int32{3, 4, 1, 2}, Adding: []int32{4},
+					Removing: []int32{1, 2}, ISR: []int32{1, 2, 3}, Leader: 1},
+				&PartitionChangeRecord{TopicID: idA, Partition: 0, BasePartitionEpoch: 1, Leader: 1, ISR: []int32{1, 2, 3, 4}},
+			},
+			check: func(t *testing.T, img *Image) {
+				p := img.Partition("orders", 0)
+				wantEq(t, "reassigning", p.Reassigning(), true)
+				wantEq(t, "target", fmt.Sprint(p.TargetReplicas()), "[3 4]")
+				wantEq(t, "original", fmt.Sprint(p.OriginalReplicas()), "[3 1 2]")
+				img = mustApply(t, img, &ReassignmentRecord{TopicID: idA, Partition: 0, BasePartitionEpoch: 2,
+					Replicas: []int32{3, 4}, ISR: []int32{3, 4}, Leader: 3, LeaderEpoch: 1})
+				p = img.Partition("orders", 0)
+				wantEq(t, "done", p.Reassigning(), false)
+				wantEq(t, "epoch", p.PartitionEpoch, int32(3))
+			},
+		},
+		{
+			name: "unregister a fenced broker",
+			recs: []Record{&FenceBrokerRecord{BrokerID: 3, Epoch: 1}, &UnregisterBrokerRecord{BrokerID: 3, Epoch: 1}},
+			check: func(t *testing.T, img *Image) {
+				wantEq(t, "gone", img.Broker(3) == nil, true)
+				wantEq(t, "replicas kept", fmt.Sprint(img.Partition("logs", 0).Replicas), "[3]")
+			},
+		},
+		{name: "unregister a live broker", recs: []Record{&UnregisterBrokerRecord{BrokerID: 3, Epoch: 1}}, wantErr: ErrInvalidRequest},
+		{name: "unregister an unknown broker", recs: []Record{&UnregisterBrokerRecord{BrokerID: 9, Epoch: 1}}, wantErr: ErrUnknownBroker},
+		{
+			name: "reassignment removing every replica",
+			recs: []Record{&ReassignmentRecord{TopicID: idA, Partition: 0, Replicas: []int32{1, 2, 3},
+				Removing: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1}},
+			wantErr: ErrInvalidReplicaAssignment,
+		},
+		{
+			name: "reassignment adding a non-replica",
+			recs: []Record{&ReassignmentRecord{TopicID: idA, Partition: 0, Replicas: []int32{1, 2, 3},
+				Adding: []int32{4}, ISR: []int32{1}, Leader: 1}},
+			wantErr: ErrInvalidReplicaAssignment,
+		},
+		{
+			name: "reassignment on a stale epoch",
+			recs: []Record{&ReassignmentRecord{TopicID: idA, Partition: 0, BasePartitionEpoch: 3, Replicas: []int32{1, 2},
+				ISR: []int32{1}, Leader: 1}},
+			wantErr: ErrStalePartitionEpoch,
+		},
 		{name: "nil record", recs: []Record{nil}, wantErr: ErrInvalidRequest},
 		{
 			name:    "batch is all or nothing",

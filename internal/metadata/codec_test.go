@@ -27,6 +27,9 @@ func sampleRecords() []Record {
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Key: "log.retention.ms", Value: "5", Delete: false},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders", Key: "retention.ms", Delete: true},
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: 7, NextProducerID: 3000},
+		&ReassignmentRecord{TopicID: idA, Partition: 0, BasePartitionEpoch: 10, Replicas: []int32{4, 2, 1}, Adding: []int32{4},
+			Removing: []int32{1}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 5},
+		&UnregisterBrokerRecord{BrokerID: 4, Epoch: 3},
 	}
 }
 
@@ -96,6 +99,15 @@ func TestRecordRoundTripProperty(t *testing.T) {
 		rapid.Custom(func(t *rapid.T) Record {
 			return &ConfigRecord{ResourceType: ResourceType(rapid.Int8().Draw(t, "rt")), ResourceName: str.Draw(t, "name"),
 				Key: str.Draw(t, "key"), Value: str.Draw(t, "value"), Delete: rapid.Bool().Draw(t, "delete")}
+		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			return &ReassignmentRecord{TopicID: uuidGen.Draw(t, "id"), Partition: rapid.Int32().Draw(t, "p"),
+				BasePartitionEpoch: rapid.Int32().Draw(t, "pe"), Replicas: ids.Draw(t, "replicas"),
+				Adding: ids.Draw(t, "adding"), Removing: ids.Draw(t, "removing"), ISR: ids.Draw(t, "isr"),
+				Leader: rapid.Int32().Draw(t, "leader"), LeaderEpoch: rapid.Int32().Draw(t, "le")}
+		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			return &UnregisterBrokerRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch")}
 		}),
 		rapid.Custom(func(t *rapid.T) Record {
 			return &ProducerIDsRecord{BrokerID: rapid.Int32().Draw(t, "id"), BrokerEpoch: rapid.Int64().Draw(t, "epoch"),

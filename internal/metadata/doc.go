@@ -1,6 +1,7 @@
 // Package metadata owns Strata's cluster metadata model: the records of the
-// metadata log (brokers, topics, partitions, configs, producer-id blocks), their
-// binary encoding, the topic-config table, and the Image they build.
+// metadata log (brokers, topics, partitions and their reassignments, configs,
+// producer-id blocks), their binary encoding, the topic-config table, and the
+// Image they build.
 //
 // It is pure: no goroutines, no I/O, no clocks. The controller replicates records
 // with Raft and feeds them to Apply; brokers read the resulting images.

@@ -92,6 +92,12 @@ var (
 	// ErrPreferredLeaderNotAvailable: the preferred replica is not in the ISR, or
 	// not live. PREFERRED_LEADER_NOT_AVAILABLE; retriable once it catches up.
 	ErrPreferredLeaderNotAvailable = kafkaError(kerr.PreferredLeaderNotAvailable, "preferred leader not available")
+	// ErrNoReassignmentInProgress: cancelling the reassignment of a partition
+	// that has none. Not retriable.
+	ErrNoReassignmentInProgress = kafkaError(kerr.NoReassignmentInProgress, "no reassignment in progress")
+	// ErrBrokerIDNotRegistered: unregistering a broker id nobody holds.
+	// BROKER_ID_NOT_REGISTERED; not retriable.
+	ErrBrokerIDNotRegistered = kafkaError(kerr.BrokerIDNotRegistered, "broker id not registered")
 )
 
 // Errors from decoding; they never reach clients as anything but UNKNOWN_SERVER_ERROR.

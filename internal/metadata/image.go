@@ -44,6 +44,35 @@ type Partition struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// Adding and Removing are the replicas an ongoing reassignment adds and
+	// removes (both members of Replicas); both empty when there is none.
+	Adding, Removing []int32
+}
+
+// Reassigning reports whether a reassignment of the partition is in progress.
+func (p *Partition) Reassigning() bool { return len(p.Adding) > 0 || len(p.Removing) > 0 }
+
+// TargetReplicas is the replica set the partition has once its reassignment
+// completes (Replicas without Removing), or Replicas when none is in progress.
+func (p *Partition) TargetReplicas() []int32 { return replicasWithout(p.Replicas, p.Removing) }
+
+// OriginalReplicas is the replica set before the ongoing reassignment
+// (Replicas without Adding): where a cancelled reassignment goes back to.
+func (p *Partition) OriginalReplicas() []int32 { return replicasWithout(p.Replicas, p.Adding) }
+
+// replicasWithout returns replicas minus drop, in order (replicas itself when
+// drop is empty).
+func replicasWithout(replicas, drop []int32) []int32 {
+	if len(drop) == 0 {
+		return replicas
+	}
+	var out []int32
+	for _, id := range replicas {
+		if !slices.Contains(drop, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Image is an immutable snapshot of the cluster metadata after the log entry at
@@ -237,9 +266,21 @@ func (img *Image) Records() []Record {
 	for _, t := range img.Topics() {
 		recs = append(recs, &TopicRecord{Name: t.Name, ID: t.ID, Configs: t.Overrides})
 		for _, p := range t.Partitions {
+			if !p.Reassigning() {
+				recs = append(recs, &PartitionRecord{
+					TopicID: p.TopicID, Partition: p.Index, Replicas: p.Replicas, ISR: p.ISR,
+					Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				})
+				continue
+			}
+			// A reassignment is applied on top of the partition one epoch back.
 			recs = append(recs, &PartitionRecord{
 				TopicID: p.TopicID, Partition: p.Index, Replicas: p.Replicas, ISR: p.ISR,
-				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch - 1,
+			}, &ReassignmentRecord{
+				TopicID: p.TopicID, Partition: p.Index, BasePartitionEpoch: p.PartitionEpoch - 1,
+				Replicas: p.Replicas, Adding: p.Adding, Removing: p.Removing,
+				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			})
 		}
 	}

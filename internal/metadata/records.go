@@ -15,6 +15,8 @@ const (
 	TypeRemoveTopic     RecordType = 7
 	TypeConfig          RecordType = 8
 	TypeProducerIDs     RecordType = 9
+	TypeReassignment    RecordType = 10
+	TypeUnregister      RecordType = 11
 )
 
 // Record is one change to the cluster metadata. The set is closed: only the
@@ -102,15 +104,44 @@ type ProducerIDsRecord struct {
 	NextProducerID int64
 }
 
-func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
-func (*FenceBrokerRecord) Type() RecordType     { return TypeFenceBroker }
-func (*UnfenceBrokerRecord) Type() RecordType   { return TypeUnfenceBroker }
-func (*TopicRecord) Type() RecordType           { return TypeTopic }
-func (*PartitionRecord) Type() RecordType       { return TypePartition }
-func (*PartitionChangeRecord) Type() RecordType { return TypePartitionChange }
-func (*RemoveTopicRecord) Type() RecordType     { return TypeRemoveTopic }
-func (*ConfigRecord) Type() RecordType          { return TypeConfig }
-func (*ProducerIDsRecord) Type() RecordType     { return TypeProducerIDs }
+// ReassignmentRecord changes a partition's replica set (KIP-455). It starts a
+// reassignment (Adding or Removing not empty: Replicas is the target followed
+// by the replicas being removed), or ends one (both empty: Replicas is the
+// final set), and carries the partition's leader and ISR, which must fit the new
+// replica set. Like PartitionChangeRecord it applies only to the partition
+// epoch it was planned against and raises it by one. A snapshot writes an
+// ongoing reassignment as the PartitionRecord one epoch back followed by this
+// record.
+type ReassignmentRecord struct {
+	TopicID            UUID
+	Partition          int32
+	BasePartitionEpoch int32
+	Replicas           []int32
+	Adding             []int32
+	Removing           []int32
+	ISR                []int32
+	Leader             int32
+	LeaderEpoch        int32 // must grow if Leader changes; never shrinks
+}
+
+// UnregisterBrokerRecord removes a fenced broker's registration
+// (UnregisterBroker). Partitions keep the id in their replica lists.
+type UnregisterBrokerRecord struct {
+	BrokerID int32
+	Epoch    int64 // the registration it removes
+}
+
+func (*RegisterBrokerRecord) Type() RecordType   { return TypeRegisterBroker }
+func (*FenceBrokerRecord) Type() RecordType      { return TypeFenceBroker }
+func (*UnfenceBrokerRecord) Type() RecordType    { return TypeUnfenceBroker }
+func (*TopicRecord) Type() RecordType            { return TypeTopic }
+func (*PartitionRecord) Type() RecordType        { return TypePartition }
+func (*PartitionChangeRecord) Type() RecordType  { return TypePartitionChange }
+func (*RemoveTopicRecord) Type() RecordType      { return TypeRemoveTopic }
+func (*ConfigRecord) Type() RecordType           { return TypeConfig }
+func (*ProducerIDsRecord) Type() RecordType      { return TypeProducerIDs }
+func (*ReassignmentRecord) Type() RecordType     { return TypeReassignment }
+func (*UnregisterBrokerRecord) Type() RecordType { return TypeUnregister }
 
 // newRecord returns an empty record of type t, or nil for an unknown type.
 func newRecord(t RecordType) Record {
@@ -133,6 +164,10 @@ func newRecord(t RecordType) Record {
 		return new(ConfigRecord)
 	case TypeProducerIDs:
 		return new(ProducerIDsRecord)
+	case TypeReassignment:
+		return new(ReassignmentRecord)
+	case TypeUnregister:
+		return new(UnregisterBrokerRecord)
 	}
 	return nil
 }
@@ -255,4 +290,37 @@ func (r *ProducerIDsRecord) readBody(rd *reader) {
 	r.BrokerID = rd.int32()
 	r.BrokerEpoch = rd.int64()
 	r.NextProducerID = rd.int64()
+}
+
+func (r *ReassignmentRecord) appendBody(b []byte) []byte {
+	b = append(b, r.TopicID[:]...)
+	b = appendInt32(b, r.Partition)
+	b = appendInt32(b, r.BasePartitionEpoch)
+	b = appendInt32s(b, r.Replicas)
+	b = appendInt32s(b, r.Adding)
+	b = appendInt32s(b, r.Removing)
+	b = appendInt32s(b, r.ISR)
+	b = appendInt32(b, r.Leader)
+	return appendInt32(b, r.LeaderEpoch)
+}
+
+func (r *ReassignmentRecord) readBody(rd *reader) {
+	r.TopicID = rd.uuid()
+	r.Partition = rd.int32()
+	r.BasePartitionEpoch = rd.int32()
+	r.Replicas = rd.int32s()
+	r.Adding = rd.int32s()
+	r.Removing = rd.int32s()
+	r.ISR = rd.int32s()
+	r.Leader = rd.int32()
+	r.LeaderEpoch = rd.int32()
+}
+
+func (r *UnregisterBrokerRecord) appendBody(b []byte) []byte {
+	return appendInt64(appendInt32(b, r.BrokerID), r.Epoch)
+}
+
+func (r *UnregisterBrokerRecord) readBody(rd *reader) {
+	r.BrokerID = rd.int32()
+	r.Epoch = rd.int64()
 }

@@ -8,13 +8,16 @@ import (
 )
 
 // richImage exercises every part of an image: fenced broker, broker configs,
-// topic overrides, changed partitions, a removed topic, producer ids.
+// topic overrides, changed partitions, a reassignment in progress, a removed
+// topic, producer ids.
 func richImage(t *testing.T) *Image {
 	img := mustApply(t, baseImage(t),
 		&ConfigRecord{ResourceType: ResourceBroker, Key: "log.retention.ms", Value: "5000"},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "2", Key: "message.max.bytes", Value: "99"},
 		&FenceBrokerRecord{BrokerID: 3, Epoch: 1},
 		&PartitionChangeRecord{TopicID: idA, Partition: 0, Leader: 2, LeaderEpoch: 1, ISR: []int32{2}},
+		&ReassignmentRecord{TopicID: idA, Partition: 1, Replicas: []int32{4, 3, 2, 1}, Adding: []int32{4},
+			Removing: []int32{2, 1}, ISR: []int32{2, 3, 1}, Leader: 2},
 		&RemoveTopicRecord{TopicID: idB},
 		&TopicRecord{Name: "c", ID: idC, Configs: map[string]string{"cleanup.policy": "compact"}},
 		&PartitionRecord{TopicID: idC, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: NoLeader, LeaderEpoch: 3},
@@ -39,6 +42,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got.Topic(name), img.Topic(name)) {
 			t.Errorf("topic %s:\n got %+v\nwant %+v", name, got.Topic(name), img.Topic(name))
 		}
+	}
+	if p := got.Partition("orders", 1); !p.Reassigning() || p.PartitionEpoch != 1 {
+		t.Errorf("restored reassignment: %+v", p)
 	}
 	if !reflect.DeepEqual(got.Brokers(), img.Brokers()) || got.NextProducerID() != 2000 ||
 		got.NumPartitions() != img.NumPartitions() || got.Topic("logs") != nil {

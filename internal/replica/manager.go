@@ -176,6 +176,9 @@ func (m *Manager) Partition(topic string, index int32) (*Partition, error) {
 	return p, nil
 }
 
+// Dir is the directory holding every hosted partition's log (Kafka's log dir).
+func (m *Manager) Dir() string { return m.dir }
+
 // Partitions returns every hosted partition.
 func (m *Manager) Partitions() []*Partition {
 	m.mu.RLock()

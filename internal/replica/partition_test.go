@@ -112,3 +112,34 @@ func TestStaleFetchAnswerChangesNothing(t *testing.T) {
 		t.Errorf("log end %d after stale answers, want 4", got)
 	}
 }
+
+// TestReassignedReplicaSet: while leadership stays, a replica a reassignment
+// adds is served as a follower, one it removes no longer; an AlterPartition
+// answer without a replica set (from another node) keeps the followers.
+func TestReassignedReplicaSet(t *testing.T) {
+	p := newTestPartition(t, 1)
+	now := time.Now()
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReadForFollower(4, 0, -1, 1<<20, now); !errors.Is(err, ErrNotReplica) {
+		t.Fatalf("fetch by broker 4 before it is added: %v, want ErrNotReplica", err)
+	}
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{4, 2, 3, 1}, Adding: []int32{4}, Removing: []int32{3},
+		ISR: []int32{1, 2, 3}, Leader: 1, PartitionEpoch: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReadForFollower(4, 0, -1, 1<<20, now); err != nil {
+		t.Fatalf("fetch by the adding broker 4: %v", err)
+	}
+	p.isrChangeDone(&metadata.Partition{ISR: []int32{1, 2, 3, 4}, Leader: 1, PartitionEpoch: 2})
+	if _, err := p.ReadForFollower(3, 0, -1, 1<<20, now); err != nil {
+		t.Fatalf("fetch by broker 3 after an answer without replicas: %v", err)
+	}
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{4, 2, 1}, ISR: []int32{1, 2, 4}, Leader: 1, PartitionEpoch: 3}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReadForFollower(3, 0, -1, 1<<20, now); !errors.Is(err, ErrNotReplica) {
+		t.Fatalf("fetch by the removed broker 3: %v, want ErrNotReplica", err)
+	}
+}

@@ -109,16 +109,26 @@ func (p *Partition) becomeFollower(ip *metadata.Partition) {
 	}
 }
 
-// updateReplicaSet takes a newer ISR from the image while leadership is unchanged.
+// updateReplicaSet takes a newer ISR and replica set from the image while
+// leadership is unchanged: replicas a reassignment adds are tracked as
+// followers from now on, replicas it removed no longer. An AlterPartition
+// answer from another node carries no replica set (nil): the replicas stay.
 func (p *Partition) updateReplicaSet(ip *metadata.Partition) {
 	p.mu.Lock()
 	if ip.PartitionEpoch >= p.mu.partitionEpoch {
 		p.mu.partitionEpoch = ip.PartitionEpoch
 		p.mu.isr = slices.Clone(ip.ISR)
-		p.mu.replicas = slices.Clone(ip.Replicas)
-		for _, id := range ip.Replicas {
-			if id != p.localID && p.mu.followers[id] == nil {
-				p.mu.followers[id] = &followerState{logEnd: -1, lastCaughtUp: time.Now(), leaderEndAtLast: -1}
+		if ip.Replicas != nil {
+			p.mu.replicas = slices.Clone(ip.Replicas)
+			for _, id := range ip.Replicas {
+				if id != p.localID && p.mu.followers[id] == nil {
+					p.mu.followers[id] = &followerState{logEnd: -1, lastCaughtUp: time.Now(), leaderEndAtLast: -1}
+				}
+			}
+			for id := range p.mu.followers {
+				if !slices.Contains(ip.Replicas, id) {
+					delete(p.mu.followers, id) // its fetches get ErrNotReplica
+				}
 			}
 		}
 		p.isrSize.Store(int32(len(ip.ISR)))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -22,7 +23,9 @@ import (
 
 // startControllerListener listens on the controller address and splits it into
 // the Raft transport and the controller link. It returns the voters with this
-// node's address resolved (an ephemeral port becomes the real one).
+// node's address resolved (an ephemeral port becomes the real one). A
+// broker-only node listens too: the active controller sends it the metadata log
+// there once it has joined as a non-voting member.
 func (n *Node) startControllerListener() ([]controller.Peer, error) {
 	ln, err := net.Listen("tcp", n.cfg.ControllerAddr)
 	if err != nil {
@@ -31,16 +34,15 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 	n.mux = controllerlink.NewMux(ln)
 	voters, _ := n.cfg.Voters()
 	peers := make([]controller.Peer, len(voters))
-	n.voterAddrs = map[int32]string{}
 	for i, v := range voters {
 		addr := v.Addr
 		if v.ID == n.cfg.NodeID {
 			addr = ln.Addr().String()
 		}
 		peers[i] = controller.Peer{ID: v.ID, Addr: addr}
-		n.voterAddrs[v.ID] = addr
 	}
-	advertise, err := net.ResolveTCPAddr("tcp", n.voterAddrs[n.cfg.NodeID])
+	n.raftAddr = ln.Addr().String()
+	advertise, err := net.ResolveTCPAddr("tcp", n.raftAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -53,13 +55,19 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 	return peers, nil
 }
 
-// newLink returns the client that reaches the active controller's link.
-func (n *Node) newLink() *controllerlink.Client {
+// newLink returns the client that reaches the active controller's link, at the
+// Raft address the quorum knows it by (the link shares the listener). A
+// broker-only node that has not joined yet knows no leader: it tries the
+// configured voters in turn, and those that do not lead answer NOT_CONTROLLER.
+func (n *Node) newLink(voters []controller.Peer) *controllerlink.Client {
+	var next atomic.Uint32
 	return &controllerlink.Client{
 		Leader: func() (int32, string, bool) {
-			id := n.ctrl.LeaderID()
-			addr, ok := n.voterAddrs[id]
-			return id, addr, ok && id >= 0
+			if id, addr, ok := n.ctrl.LeaderAddr(); ok || n.cfg.IsController() || len(voters) == 0 {
+				return id, addr, ok
+			}
+			v := voters[int(next.Add(1))%len(voters)]
+			return v.ID, v.Addr, true
 		},
 		Versions: handlers.LinkMaxVersions(),
 	}
@@ -79,26 +87,63 @@ func (n *Node) register(ctx context.Context) error {
 		return err
 	}
 	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port)}
+	if !n.cfg.IsController() {
+		reg.ObserverAddr = n.raftAddr
+	}
 	n.registration = reg
+	var duplicateSince time.Time
 	return n.retry(ctx, "registering broker", func() error {
 		epoch, err := n.registerOnce(ctx, reg)
-		if err == nil {
+		switch {
+		case err == nil:
 			n.brokerEpoch.Store(epoch)
 			n.log.Info("broker registered", "broker_epoch", epoch, "advertised", net.JoinHostPort(host, strconv.Itoa(port)))
+		case errors.Is(err, kerr.InconsistentClusterID):
+			return permanent(fmt.Errorf("the controllers belong to another cluster than --cluster-id %q (the data dir's cluster.id): %w", n.clusterID, err))
+		case isDuplicateRegistration(err):
+			// A predecessor that crashed holds the id until its session
+			// expires; a live process holds it for good.
+			if duplicateSince.IsZero() {
+				duplicateSince = time.Now()
+			} else if time.Since(duplicateSince) > 2*n.cfg.BrokerSessionTimeout {
+				return permanent(fmt.Errorf("node id %d is held by another live broker or controller voter: %w", n.cfg.NodeID, err))
+			}
 		}
 		return err
 	})
 }
+
+func isDuplicateRegistration(err error) bool {
+	return errors.Is(err, kerr.DuplicateBrokerRegistration) || errors.Is(err, metadata.ErrDuplicateBrokerRegistration)
+}
+
+// permanentError ends retry at once.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return permanentError{err} }
 
 func (n *Node) registerOnce(ctx context.Context, reg controller.RegisterBroker) (int64, error) {
 	if n.ctrl.IsLeader() {
 		return n.ctrl.RegisterBroker(ctx, reg)
 	}
 	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.BrokerID, req.IncarnationID = reg.ID, reg.Incarnation
+	req.BrokerID, req.IncarnationID, req.ClusterID = reg.ID, reg.Incarnation, n.clusterID
 	l := kmsg.NewBrokerRegistrationRequestListener()
 	l.Name, l.Host, l.Port, l.SecurityProtocol = "PLAINTEXT", reg.Host, uint16(reg.Port), 0
 	req.Listeners = append(req.Listeners, l)
+	if reg.ObserverAddr != "" {
+		host, portStr, err := net.SplitHostPort(reg.ObserverAddr)
+		if err != nil {
+			return 0, err
+		}
+		port, _ := strconv.Atoi(portStr)
+		ol := kmsg.NewBrokerRegistrationRequestListener()
+		ol.Name, ol.Host, ol.Port = handlers.ObserverListener, host, uint16(port)
+		req.Listeners = append(req.Listeners, ol)
+	}
 	resp, err := n.link.Request(ctx, req)
 	if err != nil {
 		return 0, err
@@ -184,8 +229,11 @@ func (n *Node) retry(ctx context.Context, what string, f func() error) error {
 	backoff := 50 * time.Millisecond
 	for {
 		err := f()
+		var perm permanentError
 		if err == nil {
 			return nil
+		} else if errors.As(err, &perm) {
+			return perm.err
 		}
 		n.log.Debug(what, "err", err)
 		select {

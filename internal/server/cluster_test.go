@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,12 +177,24 @@ func (c *testCluster) checkAgreement(t *testing.T, topic string, partition int32
 	}
 }
 
-// disagreement describes how the live replicas differ, or returns "".
+// disagreement describes how the live replicas differ, or returns "". The
+// replicas are those the first live node's metadata image names.
 func (c *testCluster) disagreement(topic string, partition int32) string {
 	var want []byte
 	var wantEnd int64 = -1
+	var replicas []int32
 	for _, n := range c.nodes {
-		if n == nil {
+		if n == nil || replicas != nil {
+			continue
+		}
+		mp := n.ctrl.Image().Partition(topic, partition)
+		if mp == nil {
+			return fmt.Sprintf("node %d does not know %s-%d", n.cfg.NodeID, topic, partition)
+		}
+		replicas = mp.Replicas
+	}
+	for _, n := range c.nodes {
+		if n == nil || !slices.Contains(replicas, n.cfg.NodeID) {
 			continue
 		}
 		p, err := n.replicas.Partition(topic, partition)

@@ -20,14 +20,18 @@ const readyWait = time.Second
 
 // readiness says why the node should not get client traffic yet, or nil once it
 // should: Start has finished (and Close has not begun), a controller leader is
-// known, this broker is registered and unfenced in the metadata image, and the
-// hosted partitions reflect that image (waiting for that until ctx ends).
+// known, and, on a broker, this broker is registered and unfenced in the
+// metadata image and the hosted partitions reflect that image (waiting for that
+// until ctx ends).
 func (n *Node) readiness(ctx context.Context) error {
 	if !n.ready.Load() {
 		return errors.New("starting or stopping")
 	}
 	if n.ctrl.LeaderID() < 0 {
 		return errors.New("no active controller")
+	}
+	if !n.cfg.IsBroker() {
+		return nil // a controller-only node hosts no partitions
 	}
 	img := n.ctrl.Image()
 	if b := img.Broker(n.cfg.NodeID); b == nil {

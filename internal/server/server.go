@@ -3,11 +3,16 @@
 //
 // Start-up, in order:
 //  1. the controller (Raft metadata quorum; a single voter by default) and wait until
-//     it has a leader and has applied its log;
+//     it has a leader and has applied its log. A broker-only node (--roles broker)
+//     runs it as a non-voting member: it registers first, through the voters in
+//     --controllers, and the active controller adds it to the quorum;
 //  2. the replica manager, brought in line with the metadata image, then kept in line
 //     by following every new image;
 //  3. broker registration (this node's advertised Kafka address) through the controller;
 //  4. the Kafka listener and the HTTP listener.
+//
+// A controller-only node (--roles controller) stops after step 1 and serves only the
+// controller link and HTTP health and metrics.
 //
 // Shutdown (context cancelled, e.g. SIGTERM) runs the same steps backwards; partition
 // logs are closed cleanly so the next start skips recovery.
@@ -68,7 +73,8 @@ type Node struct {
 	// Cluster plumbing (cluster.go).
 	mux           *controllerlink.Mux
 	raftTransport *raft.NetworkTransport
-	voterAddrs    map[int32]string
+	raftAddr      string // this node's Raft (and controller link) address
+	clusterID     string
 	link          *controllerlink.Client
 	linkSrv       *protocol.Server
 	replicaClient *kgo.Client
@@ -112,36 +118,60 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		return nil, err
 	}
 
+	n.clusterID = clusterID
+
 	peers, err := n.startControllerListener()
 	if err != nil {
 		return nil, err
 	}
-	n.ctrl, err = controller.Start(controller.Config{
+	ctrlCfg := controller.Config{
 		NodeID:            cfg.NodeID,
 		DataDir:           filepath.Join(cfg.DataDir, "metadata"),
 		Transport:         n.raftTransport,
 		Voters:            peers,
+		Observer:          !cfg.IsController(),
 		DefaultPartitions: cfg.DefaultPartitions,
 		SessionTimeout:    cfg.BrokerSessionTimeout,
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
 		Logger:                       logger.With("component", "controller"),
-	})
+	}
+	if ctrlCfg.Observer {
+		ctrlCfg.Voters = nil
+	}
+	n.ctrl, err = controller.Start(ctrlCfg)
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
+	}
+	n.link = n.newLink(peers)
+	if !cfg.IsController() {
+		// A broker-only node receives the metadata log only once it is a member:
+		// it registers (and so joins) first.
+		if n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr); err != nil {
+			return nil, fmt.Errorf("kafka listener: %w", err)
+		}
+		if err := n.register(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := n.ctrl.WaitReady(ctx); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	n.link = n.newLink()
 	n.metrics = metrics.New(metrics.Config{
 		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n}, Groups: nodeGroups{n},
 		Logger: logger.With("component", "metrics"), GoCollectors: true,
 	})
 
-	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
-	if err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
+	if !cfg.IsBroker() {
+		if err := n.startControllerOnly(clusterID); err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+	if n.kafkaLn == nil {
+		if n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr); err != nil {
+			return nil, fmt.Errorf("kafka listener: %w", err)
+		}
 	}
 	n.replicaClient, err = kgo.NewClient(
 		kgo.SeedBrokers(n.kafkaLn.Addr().String()),
@@ -182,8 +212,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		n.replicas.RunCleaner(retentionCtx, cfg.LogCleanupInterval)
 	}()
 
-	if err := n.register(ctx); err != nil {
-		return nil, err
+	if n.brokerEpoch.Load() == 0 {
+		if err := n.register(ctx); err != nil {
+			return nil, err
+		}
 	}
 	lifeCtx, stopLifecycle := context.WithCancel(context.Background())
 	n.stopLifecycle = stopLifecycle
@@ -206,18 +238,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 
 		OffsetsTopicPartitions: cfg.OffsetsTopicPartition,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
-	n.linkSrv = &protocol.Server{
-		Handler:  h.LinkHandler(),
-		Versions: handlers.LinkVersions(),
-		Logger:   logger.With("component", "controller-link"),
-	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		if err := n.linkSrv.Serve(n.mux.Link()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
-			logger.Error("controller link stopped", "err", err)
-		}
-	}()
+	n.serveLink(h)
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(h),
 		Hooks:           []protocol.Hook{n.metrics},
@@ -251,23 +272,67 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
 		Admin: n.api.Admin(), Logger: logger.With("component", "console"),
 	})
+	if err := n.serveHTTP(); err != nil {
+		return nil, err
+	}
+	n.ready.Store(true)
+	logger.Info("strata node started",
+		"node_id", cfg.NodeID, "roles", cfg.Roles, "cluster_id", clusterID, "data_dir", cfg.DataDir,
+		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
+		"http_addr", n.httpLn.Addr().String())
+	return n, nil
+}
+
+// startControllerOnly finishes the start of a controller-only node: it serves
+// the controller link (brokers register, heartbeat and forward admin requests
+// there) and HTTP health and metrics, but no Kafka clients and no partitions.
+func (n *Node) startControllerOnly(clusterID string) error {
+	h := handlers.New(handlers.Config{
+		NodeID: n.cfg.NodeID, ClusterID: clusterID, DefaultPartitions: n.cfg.DefaultPartitions,
+		OffsetsTopicPartitions: n.cfg.OffsetsTopicPartition,
+	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka"))
+	n.serveLink(h)
+	var err error
+	if n.httpLn, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("http listener: %w", err)
+	}
+	if err := n.serveHTTP(); err != nil {
+		return err
+	}
+	n.ready.Store(true)
+	n.log.Info("strata node started",
+		"node_id", n.cfg.NodeID, "roles", n.cfg.Roles, "cluster_id", clusterID, "data_dir", n.cfg.DataDir,
+		"controller_addr", n.raftAddr, "http_addr", n.httpLn.Addr().String())
+	return nil
+}
+
+// serveLink serves the controller link with h's link handlers.
+func (n *Node) serveLink(h *handlers.Handlers) {
+	n.linkSrv = &protocol.Server{
+		Handler:  h.LinkHandler(),
+		Versions: handlers.LinkVersions(),
+		Logger:   n.log.With("component", "controller-link"),
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.linkSrv.Serve(n.mux.Link()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
+			n.log.Error("controller link stopped", "err", err)
+		}
+	}()
+}
+
+// serveHTTP serves HTTP on the listener and starts the opt-in admin listener.
+func (n *Node) serveHTTP() error {
 	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("http listener stopped", "err", err)
+			n.log.Error("http listener stopped", "err", err)
 		}
 	}()
-	if err := n.startAdmin(); err != nil {
-		return nil, err
-	}
-	n.ready.Store(true)
-	logger.Info("strata node started",
-		"node_id", cfg.NodeID, "cluster_id", clusterID, "data_dir", cfg.DataDir,
-		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
-		"http_addr", n.httpLn.Addr().String())
-	return n, nil
+	return n.startAdmin()
 }
 
 // advertisedHTTPAddr is where the other nodes reach this node's HTTP API:
@@ -333,6 +398,9 @@ func (n *Node) httpRoutes() http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", n.metrics.HTTPHandler())
+	if !n.cfg.IsBroker() {
+		return mux // a controller-only node has no console and no data API
+	}
 	mux.Handle("/console/", n.console.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	n.api.Register(mux)
@@ -371,7 +439,7 @@ func (n *Node) close(graceful bool) error {
 	if n.api != nil {
 		n.api.Close(handoff)
 	}
-	if wasReady && graceful && n.link != nil {
+	if wasReady && graceful && n.link != nil && n.cfg.IsBroker() {
 		n.controlledShutdown(handoff)
 	}
 	cancelHandoff()

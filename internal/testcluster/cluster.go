@@ -5,7 +5,8 @@
 // # What a cluster is
 //
 // Start builds the strata binary once per test process (Binary), then starts n
-// nodes, every one a controller voter and a broker:
+// nodes, every one a controller voter and, unless WithControllerOnly names it,
+// a broker; AddBroker adds broker-only nodes (--roles broker) later:
 //
 //	node  loopback address  data dir       log file
 //	----  ----------------  -------------  ---------------------------
@@ -60,9 +61,23 @@ const ClusterID = "strata-testcluster"
 type Option func(*options)
 
 type options struct {
-	flags        []string
-	logLevel     string
-	readyTimeout time.Duration
+	flags          []string
+	logLevel       string
+	readyTimeout   time.Duration
+	controllerOnly map[int32]bool
+}
+
+// WithControllerOnly starts the nodes with these ids as controller voters that
+// serve no Kafka clients (--roles controller); the others are combined nodes.
+func WithControllerOnly(ids ...int32) Option {
+	return func(o *options) {
+		if o.controllerOnly == nil {
+			o.controllerOnly = map[int32]bool{}
+		}
+		for _, id := range ids {
+			o.controllerOnly[id] = true
+		}
+	}
 }
 
 // WithFlags appends server flags for every node; they come after the defaults,
@@ -94,6 +109,9 @@ type Cluster struct {
 	}
 	adminOnce sync.Once
 	admin     *kadm.Client
+	// controllers is the --controllers list every node is given.
+	controllers string
+	distinct    bool // whether nodes have addresses of their own
 }
 
 // Start starts an n-node cluster and waits until every node is ready.
@@ -108,6 +126,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	}
 	bin := Binary(t)
 	hosts, distinct := loopbackHosts(n, canListen)
+	c.distinct = distinct
 	if !distinct {
 		t.Logf("testcluster: cannot bind 127.0.0.11; all nodes use 127.0.0.1 with distinct ports")
 	}
@@ -118,35 +137,16 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	}
 	var voters []string
 	for i := range n {
-		node := &Node{
-			ID:             int32(i + 1),
-			Host:           hosts[i],
-			KafkaAddr:      net.JoinHostPort(hosts[i], strconv.Itoa(ports[i][0])),
-			HTTPAddr:       net.JoinHostPort(hosts[i], strconv.Itoa(ports[i][1])),
-			ControllerAddr: net.JoinHostPort(hosts[i], strconv.Itoa(ports[i][2])),
-			DataDir:        t.TempDir(),
-			LogPath:        filepath.Join(c.logDir, fmt.Sprintf("node-%d.log", i+1)),
-			bin:            bin,
-			c:              c,
+		node := c.newNode(int32(i+1), hosts[i], ports[i], bin)
+		if c.opts.controllerOnly[node.ID] {
+			node.Roles = "controller"
 		}
 		voters = append(voters, fmt.Sprintf("%d@%s", node.ID, node.ControllerAddr))
 		c.nodes = append(c.nodes, node)
 	}
+	c.controllers = strings.Join(voters, ",")
 	for _, node := range c.nodes {
-		node.args = append([]string{"server",
-			"--node-id", strconv.Itoa(int(node.ID)),
-			"--data-dir", node.DataDir,
-			"--kafka-addr", node.KafkaAddr,
-			"--http-addr", node.HTTPAddr,
-			"--controller-addr", node.ControllerAddr,
-			"--controllers", strings.Join(voters, ","),
-			"--cluster-id", ClusterID,
-			"--broker-heartbeat-interval", "100ms",
-			"--broker-session-timeout", "2s",
-			"--replica-lag-time-max", "2s",
-			"--shutdown-timeout", "20s",
-			"--log-level", c.opts.logLevel,
-		}, c.opts.flags...)
+		node.args = c.args(node)
 	}
 	// Registered after the TempDirs, so it runs before they are removed.
 	t.Cleanup(c.cleanup)
@@ -167,6 +167,65 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
+func (c *Cluster) newNode(id int32, host string, ports []int, bin string) *Node {
+	return &Node{
+		ID:             id,
+		Host:           host,
+		Roles:          "broker,controller",
+		KafkaAddr:      net.JoinHostPort(host, strconv.Itoa(ports[0])),
+		HTTPAddr:       net.JoinHostPort(host, strconv.Itoa(ports[1])),
+		ControllerAddr: net.JoinHostPort(host, strconv.Itoa(ports[2])),
+		DataDir:        c.t.TempDir(),
+		LogPath:        filepath.Join(c.logDir, fmt.Sprintf("node-%d.log", id)),
+		bin:            bin,
+		c:              c,
+	}
+}
+
+// args is a node's command line: the test defaults, then WithFlags.
+func (c *Cluster) args(node *Node) []string {
+	return append([]string{"server",
+		"--node-id", strconv.Itoa(int(node.ID)),
+		"--roles", node.Roles,
+		"--data-dir", node.DataDir,
+		"--kafka-addr", node.KafkaAddr,
+		"--http-addr", node.HTTPAddr,
+		"--controller-addr", node.ControllerAddr,
+		"--controllers", c.controllers,
+		"--cluster-id", ClusterID,
+		"--broker-heartbeat-interval", "100ms",
+		"--broker-session-timeout", "2s",
+		"--replica-lag-time-max", "2s",
+		"--shutdown-timeout", "20s",
+		"--log-level", c.opts.logLevel,
+	}, c.opts.flags...)
+}
+
+// AddBroker starts a broker-only node (--roles broker) with the next node id
+// against the running cluster's controllers, and waits until it is ready.
+// extra flags come last. Call it from the test's goroutine.
+func (c *Cluster) AddBroker(extra ...string) *Node {
+	c.t.Helper()
+	id := int32(len(c.nodes) + 1)
+	host := "127.0.0.1"
+	if c.distinct {
+		host = fmt.Sprintf("127.0.0.%d", 10+id)
+	}
+	ports, err := freePorts([]string{host}, 3)
+	if err != nil {
+		c.t.Fatalf("testcluster: probing free ports: %v", err)
+	}
+	node := c.newNode(id, host, ports[0], Binary(c.t))
+	node.Roles = "broker"
+	node.args = append(c.args(node), extra...)
+	c.nodes = append(c.nodes, node)
+	if err := node.start(); err != nil {
+		c.t.Fatalf("testcluster: starting node %d: %v", id, err)
+	}
+	node.WaitReady()
+	return node
+}
+
 // Nodes returns every node, running or not, in id order.
 func (c *Cluster) Nodes() []*Node { return c.nodes }
 
@@ -179,11 +238,13 @@ func (c *Cluster) Node(id int32) *Node {
 	return c.nodes[id-1]
 }
 
-// Bootstrap returns the Kafka addresses of every node, for clients' seed lists.
+// Bootstrap returns the Kafka addresses of every broker, for clients' seed lists.
 func (c *Cluster) Bootstrap() []string {
-	addrs := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		addrs[i] = n.KafkaAddr
+	var addrs []string
+	for _, n := range c.nodes {
+		if n.IsBroker() {
+			addrs = append(addrs, n.KafkaAddr)
+		}
 	}
 	return addrs
 }

@@ -37,7 +37,7 @@ const queryTimeout = 2 * time.Second
 func (c *Cluster) ask(ctx context.Context, req kmsg.Request) (kmsg.Response, int32, error) {
 	var errs []error
 	for _, n := range c.nodes {
-		if !n.Running() || n.Paused() {
+		if !n.Running() || n.Paused() || !n.IsBroker() {
 			continue
 		}
 		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
@@ -192,7 +192,7 @@ func (c *Cluster) CreateTopic(topic string, assignment [][]int32, configs map[st
 	// Every running node must know the topic and its leaders, not only the one
 	// that answered: a client may ask any of them.
 	for _, n := range c.nodes {
-		if !n.Running() || n.Paused() {
+		if !n.Running() || n.Paused() || !n.IsBroker() {
 			continue
 		}
 		Eventually(c.t, 30*time.Second, fmt.Sprintf("node %d knowing the leaders of %s", n.ID, topic), func() error {

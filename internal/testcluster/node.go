@@ -26,6 +26,7 @@ const stopTimeout = 30 * time.Second
 type Node struct {
 	ID             int32
 	Host           string // the node's loopback address
+	Roles          string // --roles: "broker,controller", "broker" or "controller"
 	KafkaAddr      string
 	HTTPAddr       string
 	ControllerAddr string
@@ -43,6 +44,9 @@ type Node struct {
 		direct *kgo.Client // talks to this node only (Request)
 	}
 }
+
+// IsBroker reports whether the node serves Kafka clients.
+func (n *Node) IsBroker() bool { return n.Roles != "controller" }
 
 // Args returns the command line the node runs with (after the binary).
 func (n *Node) Args() []string { return append([]string(nil), n.args...) }

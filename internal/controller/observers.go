@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// Observers are broker-only nodes: non-voting members of the Raft
+// configuration, so the metadata log reaches them as it reaches voters, but they
+// never vote, never lead and do not count towards a quorum. A broker-only node
+// starts its Controller with Config.Observer and asks the active controller to
+// add it when it registers (RegisterBroker.ObserverAddr).
+
+// LeaderAddr returns the active controller's node id and Raft address as this
+// node knows them (the controller link shares that address), or ok=false.
+func (c *Controller) LeaderAddr() (id int32, addr string, ok bool) {
+	a, _ := c.raft.LeaderWithID()
+	id = c.LeaderID()
+	return id, string(a), id >= 0 && a != ""
+}
+
+// observerKnown reports whether node id is a non-voting member at addr
+// already. A node id held by a voter is refused: Raft would keep the voter and
+// only change its address, handing a controller's vote to another process.
+func (c *Controller) observerKnown(id int32, addr string) (bool, error) {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return false, c.translate(err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID != serverID(id) {
+			continue
+		}
+		if s.Suffrage != raft.Nonvoter {
+			return false, fmt.Errorf("%w: node %d is a controller voter", metadata.ErrDuplicateBrokerRegistration, id)
+		}
+		return string(s.Address) == addr, nil
+	}
+	return false, nil
+}
+
+// addObserver makes node id, reachable at addr, a non-voting member, or moves
+// it to addr. Only the active controller can change the membership.
+func (c *Controller) addObserver(ctx context.Context, id int32, addr string) error {
+	f := c.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout)
+	select {
+	case err := <-resolve(f.Error):
+		return c.translate(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// removeObserver takes node id out of the Raft configuration if it is a
+// non-voting member there; voters and unknown ids are left alone.
+func (c *Controller) removeObserver(ctx context.Context, id int32) error {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return c.translate(err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID != serverID(id) || s.Suffrage != raft.Nonvoter {
+			continue
+		}
+		rf := c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
+		select {
+		case err := <-resolve(rf.Error):
+			return c.translate(err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// TestObserverJoins: a broker-only node starts with no Raft state, is added as
+// a non-voter when it registers, receives the metadata log, and never votes.
+// A node id held by a voter is refused. Unregistering the broker removes it
+// from the configuration again.
+func TestObserverJoins(t *testing.T) {
+	cl := newCluster(t, 3)
+	addr, tr := raft.NewInmemTransport("")
+	for i, other := range cl.trans {
+		tr.Connect(cl.addrs[i], other)
+		other.Connect(addr, tr)
+	}
+	obs, err := Start(Config{
+		NodeID: 4, DataDir: t.TempDir(), Observer: true, Transport: tr,
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
+		SessionTimeout: time.Hour, Logger: testLogger(), Rand: testRand(4),
+	})
+	if err != nil {
+		t.Fatalf("Start observer: %v", err)
+	}
+	t.Cleanup(func() { _ = obs.Close() })
+	if obs.LeaderID() >= 0 {
+		t.Fatalf("an observer nobody added knows leader %d", obs.LeaderID())
+	}
+
+	err = cl.call(func(c *Controller) error {
+		_, err := c.RegisterBroker(ctxT(t), RegisterBroker{ID: 2, Host: "127.0.0.1", Port: 9092, ObserverAddr: string(addr)})
+		return err
+	})
+	if !errors.Is(err, metadata.ErrDuplicateBrokerRegistration) {
+		t.Fatalf("registering voter id 2 as an observer = %v, want DUPLICATE_BROKER_REGISTRATION", err)
+	}
+	var epoch int64
+	cl.retry(func(c *Controller) (err error) {
+		epoch, err = c.RegisterBroker(ctxT(t), RegisterBroker{ID: 4, Host: "127.0.0.1", Port: 9094, ObserverAddr: string(addr)})
+		return err
+	})
+	if err := obs.WaitReady(ctxT(t)); err != nil {
+		t.Fatalf("observer WaitReady: %v", err)
+	}
+	waitFor(t, "the observer to apply its own registration", func() bool {
+		b := obs.Image().Broker(4)
+		return b != nil && b.Epoch == epoch && !b.Fenced
+	})
+	// A retry (the same registration) does not add a second member.
+	l := cl.nodes[cl.leader()]
+	if _, err := l.RegisterBroker(ctxT(t), RegisterBroker{ID: 4, Host: "127.0.0.1", Port: 9094, ObserverAddr: string(addr)}); err != nil {
+		t.Fatalf("registration retry: %v", err)
+	}
+	conf := l.raft.GetConfiguration()
+	if err := conf.Error(); err != nil {
+		t.Fatal(err)
+	}
+	servers := conf.Configuration().Servers
+	if len(servers) != 4 || servers[3].ID != "4" || servers[3].Suffrage != raft.Nonvoter {
+		t.Fatalf("configuration = %+v, want voters 1-3 and non-voter 4", servers)
+	}
+
+	// Metadata keeps flowing to the observer, and it never leads, even when
+	// the leader dies.
+	cl.retry(func(c *Controller) error {
+		_, err := c.CreateTopics(ctxT(t), []CreateTopic{{Name: "seen", NumPartitions: 1, ReplicationFactor: 1}}, false)
+		return err
+	})
+	waitFor(t, "the observer to see the topic", func() bool { return obs.Image().Topic("seen") != nil })
+	cl.kill(cl.leader())
+	newLeader := cl.leader()
+	if obs.IsLeader() {
+		t.Fatal("the observer leads")
+	}
+	waitFor(t, "the observer to follow the new leader", func() bool { return obs.LeaderID() == int32(newLeader+1) })
+	if _, addr, ok := obs.LeaderAddr(); !ok || addr != string(cl.addrs[newLeader]) {
+		t.Fatalf("observer's LeaderAddr = %q %v, want %q", addr, ok, cl.addrs[newLeader])
+	}
+
+	// Unregistering the broker also takes it out of the quorum's members.
+	cl.retry(func(c *Controller) error { return c.UnregisterBroker(ctxT(t), 4) })
+	l = cl.nodes[cl.leader()]
+	if l.Image().Broker(4) != nil {
+		t.Fatal("broker 4 still registered")
+	}
+	conf = l.raft.GetConfiguration()
+	if err := conf.Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range conf.Configuration().Servers {
+		if s.ID == "4" {
+			t.Fatalf("configuration still has node 4: %+v", conf.Configuration().Servers)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// Reassignment is one partition's part of an AlterPartitionReassignments
+// request (KIP-455).
+type Reassignment struct {
+	Topic     string
+	Partition int32
+	// Replicas is the target replica set, preferred leader first; nil cancels
+	// the partition's ongoing reassignment.
+	Replicas []int32
+	// KeepReplicationFactor refuses a target with another number of replicas
+	// than the partition has (AllowReplicationFactorChange false, KIP-860).
+	KeepReplicationFactor bool
+}
+
+// PlanAlterReassignments starts, replaces or cancels partition reassignments,
+// each planned against the image the earlier ones leave; errs[i] is the
+// outcome of reqs[i] (nil: accepted).
+//
+// A reassignment works as in Kafka:
+//
+//  1. Start: Replicas becomes the target followed by the current replicas
+//     outside it; Adding is target minus current, Removing current minus
+//     target. Leader and ISR stay. The adding replicas open the partition and
+//     fetch from the leader as followers.
+//  2. The leader adds each adding replica to the ISR once it has caught up
+//     (AlterPartition). When the ISR holds the whole target, the same batch
+//     completes the reassignment (maybeCompleteReassignment).
+//  3. Complete: Replicas becomes the target, the ISR keeps its target members,
+//     and if the leader is being removed the first eligible target replica in
+//     the ISR leads at the next leader epoch. The removed replicas delete
+//     their copies when they apply the image.
+//
+// A target the ISR already holds completes at once. A new target while one is
+// in progress is measured against the current replicas (adding ones
+// included). Cancelling goes back to the original replicas (Replicas minus
+// Adding) by the same completion step. Errors: ErrUnknownTopic,
+// ErrInvalidReplicaAssignment (empty, repeated or unregistered replicas; a
+// cancel with no original replica in sync), ErrInvalidReplicationFactor
+// (KeepReplicationFactor), ErrNoReassignmentInProgress (cancel of none).
+func PlanAlterReassignments(img *metadata.Image, reqs []Reassignment, down ShuttingDown) ([]metadata.Record, []error) {
+	var all []metadata.Record
+	errs := make([]error, len(reqs))
+	for i, req := range reqs {
+		recs, err := planReassignment(img, req, down)
+		if err == nil && len(recs) > 0 {
+			var next *metadata.Image
+			if next, err = metadata.ApplyAll(img, recs); err == nil {
+				img = next
+				all = append(all, recs...)
+			}
+		}
+		errs[i] = err
+	}
+	return all, errs
+}
+
+func planReassignment(img *metadata.Image, req Reassignment, down ShuttingDown) ([]metadata.Record, error) {
+	p := img.Partition(req.Topic, req.Partition)
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s-%d", metadata.ErrUnknownTopic, req.Topic, req.Partition)
+	}
+	name := fmt.Sprintf("%s-%d", req.Topic, req.Partition)
+	if req.Replicas == nil {
+		if !p.Reassigning() {
+			return nil, fmt.Errorf("%w: %s", metadata.ErrNoReassignmentInProgress, name)
+		}
+		rec, err := endReassignment(img, p, p.OriginalReplicas(), down)
+		if err != nil {
+			return nil, fmt.Errorf("cancelling the reassignment of %s: %w", name, err)
+		}
+		return []metadata.Record{rec}, nil
+	}
+	target := req.Replicas
+	if len(target) == 0 {
+		return nil, fmt.Errorf("%w: %s: no replicas", metadata.ErrInvalidReplicaAssignment, name)
+	}
+	for i, id := range target {
+		if img.Broker(id) == nil || slices.Contains(target[:i], id) {
+			return nil, fmt.Errorf("%w: %s: replicas %v: broker %d unknown or repeated",
+				metadata.ErrInvalidReplicaAssignment, name, target, id)
+		}
+	}
+	if req.KeepReplicationFactor && len(target) != len(p.OriginalReplicas()) {
+		return nil, fmt.Errorf("%w: %s: %d replicas, the partition has %d",
+			metadata.ErrInvalidReplicationFactor, name, len(target), len(p.OriginalReplicas()))
+	}
+	if !p.Reassigning() && slices.Equal(target, p.Replicas) {
+		return nil, nil
+	}
+	var adding, removing []int32
+	for _, id := range target {
+		if !slices.Contains(p.Replicas, id) {
+			adding = append(adding, id)
+		}
+	}
+	for _, id := range p.Replicas {
+		if !slices.Contains(target, id) {
+			removing = append(removing, id)
+		}
+	}
+	start := &metadata.ReassignmentRecord{
+		TopicID: p.TopicID, Partition: p.Index, BasePartitionEpoch: p.PartitionEpoch,
+		Replicas: append(slices.Clone(target), removing...), Adding: adding, Removing: removing,
+		ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+	}
+	recs := []metadata.Record{start}
+	next, err := metadata.ApplyAll(img, recs)
+	if err != nil {
+		return nil, err
+	}
+	if done := maybeCompleteReassignment(next, next.Partition(req.Topic, req.Partition), down); done != nil {
+		recs = append(recs, done)
+	}
+	return recs, nil
+}
+
+// maybeCompleteReassignment returns the record that completes p's
+// reassignment once its ISR holds every target replica, or nil.
+func maybeCompleteReassignment(img *metadata.Image, p *metadata.Partition, down ShuttingDown) *metadata.ReassignmentRecord {
+	if !p.Reassigning() {
+		return nil
+	}
+	target := p.TargetReplicas()
+	for _, id := range target {
+		if !slices.Contains(p.ISR, id) {
+			return nil
+		}
+	}
+	rec, err := endReassignment(img, p, target, down)
+	if err != nil {
+		return nil // unreachable: the ISR holds the whole target
+	}
+	return rec
+}
+
+// endReassignment moves p to the replica set final, ending its reassignment:
+// the ISR keeps its members in final, and a leader outside final hands over
+// to the first eligible replica of final in the new ISR (none: no leader) at
+// the next leader epoch.
+func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, down ShuttingDown) (*metadata.ReassignmentRecord, error) {
+	var isr []int32
+	for _, id := range p.ISR {
+		if slices.Contains(final, id) {
+			isr = append(isr, id)
+		}
+	}
+	if len(isr) == 0 {
+		return nil, fmt.Errorf("%w: no replica of %v is in sync (isr %v)", metadata.ErrInvalidReplicaAssignment, final, p.ISR)
+	}
+	leader, epoch := p.Leader, p.LeaderEpoch
+	if !slices.Contains(final, leader) {
+		leader, _ = ElectLeader(&metadata.Partition{Replicas: final}, isr, eligible(img, down), false)
+		epoch++
+	}
+	return &metadata.ReassignmentRecord{
+		TopicID: p.TopicID, Partition: p.Index, BasePartitionEpoch: p.PartitionEpoch,
+		Replicas: slices.Clone(final), ISR: isr, Leader: leader, LeaderEpoch: epoch,
+	}, nil
+}
+
+// PartitionReassignment is one ongoing reassignment (ListPartitionReassignments).
+type PartitionReassignment struct {
+	Topic                      string
+	Partition                  int32
+	Replicas, Adding, Removing []int32
+}
+
+// ListReassignments returns the ongoing reassignments of the given topics
+// (every topic when topics is nil; partitions nil: all of the topic's), in
+// topic and partition order. Unknown topics and partitions, and partitions
+// not being reassigned, are left out.
+func ListReassignments(img *metadata.Image, topics map[string][]int32) []PartitionReassignment {
+	var out []PartitionReassignment
+	for _, t := range img.Topics() {
+		parts, asked := topics[t.Name]
+		if topics != nil && !asked {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if !p.Reassigning() || parts != nil && !slices.Contains(parts, p.Index) {
+				continue
+			}
+			out = append(out, PartitionReassignment{
+				Topic: t.Name, Partition: p.Index, Replicas: p.Replicas, Adding: p.Adding, Removing: p.Removing,
+			})
+		}
+	}
+	return out
+}

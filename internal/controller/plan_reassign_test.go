@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// reassigning is orders-0 of brokers 1-5 with replicas [1 2 3] (leader 1,
+// leader epoch 3), reassigned by PlanAlterReassignments to target.
+func reassigning(t *testing.T, target ...int32) *metadata.Image {
+	t.Helper()
+	img := withTopic(t, clusterImage(t, 5), "orders", idOrders, nil, []int32{1, 2, 3})
+	img = apply(t, img, &metadata.PartitionChangeRecord{TopicID: idOrders, Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2, 3}})
+	recs, errs := PlanAlterReassignments(img, []Reassignment{{Topic: "orders", Replicas: target}}, nil)
+	if errs[0] != nil {
+		t.Fatalf("reassigning to %v: %v", target, errs[0])
+	}
+	return apply(t, img, recs...)
+}
+
+func partitionString(p *metadata.Partition) string {
+	return fmt.Sprintf("replicas %v adding %v removing %v isr %v leader %d epoch %d",
+		p.Replicas, p.Adding, p.Removing, p.ISR, p.Leader, p.LeaderEpoch)
+}
+
+func TestPlanAlterReassignments(t *testing.T) {
+	tests := []struct {
+		name string
+		img  func(t *testing.T) *metadata.Image
+		req  Reassignment
+		// want is the partition afterwards (partitionString), or wantErr.
+		want    string
+		wantErr error
+	}{
+		{
+			name: "start: adding replicas follow, leader and isr stay",
+			img:  func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:  Reassignment{Topic: "orders", Replicas: []int32{4, 5, 2}},
+			want: "replicas [4 5 2 1 3] adding [4 5] removing [1 3] isr [1 2 3] leader 1 epoch 3",
+		},
+		{
+			name: "a target inside the isr completes at once; the removed leader hands over",
+			img:  func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:  Reassignment{Topic: "orders", Replicas: []int32{3, 2}},
+			want: "replicas [3 2] adding [] removing [] isr [2 3] leader 3 epoch 4",
+		},
+		{
+			name: "a new order only changes the preferred leader",
+			img:  func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:  Reassignment{Topic: "orders", Replicas: []int32{2, 3, 1}},
+			want: "replicas [2 3 1] adding [] removing [] isr [1 2 3] leader 1 epoch 3",
+		},
+		{
+			name: "cancel goes back to the original replicas",
+			img:  func(t *testing.T) *metadata.Image { return reassigning(t, 4, 5, 2) },
+			req:  Reassignment{Topic: "orders"},
+			want: "replicas [2 1 3] adding [] removing [] isr [1 2 3] leader 1 epoch 3",
+		},
+		{
+			name: "a new target replaces the ongoing one, measured against the current replicas",
+			img:  func(t *testing.T) *metadata.Image { return reassigning(t, 4, 5, 2) },
+			req:  Reassignment{Topic: "orders", Replicas: []int32{4, 1, 2}},
+			want: "replicas [4 1 2 5 3] adding [] removing [5 3] isr [1 2 3] leader 1 epoch 3",
+		},
+		{
+			name:    "cancel without a reassignment",
+			img:     func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:     Reassignment{Topic: "orders"},
+			wantErr: metadata.ErrNoReassignmentInProgress,
+		},
+		{
+			name:    "unknown broker",
+			img:     func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:     Reassignment{Topic: "orders", Replicas: []int32{1, 9}},
+			wantErr: metadata.ErrInvalidReplicaAssignment,
+		},
+		{
+			name:    "repeated broker",
+			img:     func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:     Reassignment{Topic: "orders", Replicas: []int32{4, 4}},
+			wantErr: metadata.ErrInvalidReplicaAssignment,
+		},
+		{
+			name:    "empty target",
+			img:     func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:     Reassignment{Topic: "orders", Replicas: []int32{}},
+			wantErr: metadata.ErrInvalidReplicaAssignment,
+		},
+		{
+			name:    "replication factor kept",
+			img:     func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:     Reassignment{Topic: "orders", Replicas: []int32{4, 5}, KeepReplicationFactor: true},
+			wantErr: metadata.ErrInvalidReplicationFactor,
+		},
+		{
+			name:    "unknown partition",
+			img:     func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:     Reassignment{Topic: "orders", Partition: 1, Replicas: []int32{1}},
+			wantErr: metadata.ErrUnknownTopic,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img := tt.img(t)
+			recs, errs := PlanAlterReassignments(img, []Reassignment{tt.req}, nil)
+			if tt.wantErr != nil {
+				if !errors.Is(errs[0], tt.wantErr) || len(recs) != 0 {
+					t.Fatalf("err %v with %d records, want %v and none", errs[0], len(recs), tt.wantErr)
+				}
+				return
+			}
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			got := partitionString(apply(t, img, recs...).Partition("orders", 0))
+			if got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReassignmentCompletesWhenISRCatchesUp: the adding replicas join the ISR
+// one AlterPartition at a time; the one that completes the target also ends
+// the reassignment in the same batch, and the removed leader hands over.
+func TestReassignmentCompletesWhenISRCatchesUp(t *testing.T) {
+	img := reassigning(t, 4, 5, 2)
+	alter := func(isr ...int32) (*metadata.Partition, int) {
+		p := img.Partition("orders", 0)
+		recs, np, err := PlanAlterPartition(img, AlterPartitionRequest{BrokerID: p.Leader, BrokerEpoch: 1, TopicID: idOrders,
+			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr}, nil)
+		if err != nil {
+			t.Fatalf("AlterPartition %v: %v", isr, err)
+		}
+		img = apply(t, img, recs...)
+		if got, want := partitionString(np), partitionString(img.Partition("orders", 0)); got != want {
+			t.Fatalf("returned %s, applied %s", got, want)
+		}
+		return np, len(recs)
+	}
+	if p, n := alter(1, 2, 3, 4); n != 1 || !p.Reassigning() {
+		t.Fatalf("after 4 joins: %d records, %s", n, partitionString(p))
+	}
+	p, n := alter(1, 2, 3, 4, 5)
+	if n != 2 || p.Reassigning() || !slices.Equal(p.Replicas, []int32{4, 5, 2}) || p.Leader != 4 || p.LeaderEpoch != 4 ||
+		!slices.Equal(p.ISR, []int32{2, 4, 5}) {
+		t.Fatalf("after 5 joins: %d records, %s", n, partitionString(p))
+	}
+	if got := ListReassignments(img, nil); len(got) != 0 {
+		t.Fatalf("still listed: %+v", got)
+	}
+}
+
+func TestListReassignments(t *testing.T) {
+	img := reassigning(t, 4, 5, 2)
+	img = apply(t, img, &metadata.TopicRecord{Name: "other", ID: metadata.UUID{9}},
+		&metadata.PartitionRecord{TopicID: metadata.UUID{9}, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+	for _, tt := range []struct {
+		topics map[string][]int32
+		want   int
+	}{
+		{nil, 1},
+		{map[string][]int32{"orders": nil}, 1},
+		{map[string][]int32{"orders": {0}}, 1},
+		{map[string][]int32{"orders": {1}}, 0},
+		{map[string][]int32{"other": nil, "nope": nil}, 0},
+	} {
+		got := ListReassignments(img, tt.topics)
+		if len(got) != tt.want {
+			t.Errorf("ListReassignments(%v) = %+v, want %d", tt.topics, got, tt.want)
+		}
+	}
+	got := ListReassignments(img, nil)[0]
+	if !slices.Equal(got.Replicas, []int32{4, 5, 2, 1, 3}) || !slices.Equal(got.Adding, []int32{4, 5}) || !slices.Equal(got.Removing, []int32{1, 3}) {
+		t.Errorf("listed %+v", got)
+	}
+}

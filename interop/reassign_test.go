@@ -1,0 +1,141 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/testcluster"
+	"github.com/strata-stream/strata/interop/kafkatools"
+)
+
+// TestKafkaReassignPartitions moves a partition of a three-node Strata cluster
+// onto broker-only nodes with Kafka 4.4's kafka-reassign-partitions, as an
+// operator of Kafka would: --generate proposes a plan, --execute starts the
+// move, --verify reports it complete, and a move onto a stopped broker is
+// listed as in progress until --cancel restores the replicas, after which
+// kafka-cluster unregister retires that broker. The records
+// written before the move are all readable after it, and kafka-log-dirs
+// reports the partition's size on each new replica.
+func TestKafkaReassignPartitions(t *testing.T) {
+	if os.Getenv(envTarget) == "kfake" {
+		t.Skip("reassignment runs on a Strata cluster; not with STRATA_INTEROP_TARGET=kfake")
+	}
+	kafkatools.Require(t)
+	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
+	// A paused broker stays registered for the whole session timeout, long
+	// enough to be a target the tool accepts but which never catches up.
+	c := testcluster.Start(t, 3, testcluster.WithFlags("--broker-session-timeout", "60s"))
+	c.AddBroker()
+	paused := c.AddBroker()
+	// The tools' bootstrap leaves out the broker that will be paused: a paused
+	// process still accepts connections and would hold requests until they
+	// time out.
+	bs := []string{"--bootstrap-server", strings.Join(c.Bootstrap()[:4], ",")}
+	run := func(t *testing.T, args ...string) string {
+		t.Helper()
+		return kafkatools.MustRun(t, "kafka-reassign-partitions", append(bs, args...)...)
+	}
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	c.CreateTopic("moved", [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	cl := c.Client(kgo.DefaultProduceTopic("moved"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	var recs []*kgo.Record
+	for i := range 300 {
+		recs = append(recs, &kgo.Record{Value: fmt.Append(nil, i)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	out := run(t, "--generate", "--topics-to-move-json-file", file("topics.json", `{"version":1,"topics":[{"topic":"moved"}]}`),
+		"--broker-list", "2,3,4")
+	expectContains(t, out, "Current partition replica assignment")
+	expectContains(t, out, "Proposed partition reassignment configuration")
+
+	plan := file("plan.json", `{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[4,2,3]}]}`)
+	out = run(t, "--execute", "--reassignment-json-file", plan)
+	expectContains(t, out, "Successfully started partition reassignment for moved-0")
+	testcluster.Eventually(t, 60*time.Second, "--verify to report the move complete", func() error {
+		out := run(t, "--verify", "--reassignment-json-file", plan)
+		if !strings.Contains(out, "Reassignment of partition moved-0 is completed.") {
+			return fmt.Errorf("%s", out)
+		}
+		return nil
+	})
+	c.WaitPartition("moved", 0, 30*time.Second, "replicas [4 2 3]", func(s testcluster.PartitionState) error {
+		if !slices.Equal(s.Replicas, []int32{4, 2, 3}) || s.Leader == 1 {
+			return fmt.Errorf("%v", s)
+		}
+		return nil
+	})
+	read := c.Client(kgo.ConsumeTopics("moved"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for n := 0; n < len(recs); {
+		fs := read.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records after the move", n, len(recs))
+		}
+		n += fs.NumRecords()
+	}
+
+	// kafka-log-dirs reports the partition's size on each of its new replicas.
+	out = kafkatools.MustRun(t, "kafka-log-dirs", append(bs, "--describe", "--topic-list", "moved")...)
+	sizes := regexp.MustCompile(`"partition":"moved-0","size":(\d+)`).FindAllStringSubmatch(out, -1)
+	if len(sizes) != 3 {
+		t.Errorf("kafka-log-dirs shows moved-0 on %d brokers, want 3:\n%s", len(sizes), out)
+	}
+	for _, m := range sizes {
+		if m[1] == "0" {
+			t.Errorf("kafka-log-dirs shows an empty replica of moved-0:\n%s", out)
+		}
+	}
+
+	// A move onto a paused broker waits for it; --cancel restores the replicas.
+	paused.Pause()
+	stuck := file("stuck.json", `{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[5,2,3]}]}`)
+	out = run(t, "--execute", "--reassignment-json-file", stuck)
+	expectContains(t, out, "Successfully started partition reassignment for moved-0")
+	out = run(t, "--list")
+	expectContains(t, out, "moved-0: replicas: 5,2,3,4. adding: 5. removing: 4.")
+	// The tool clears throttles on every broker after a cancel, and the paused
+	// one cannot answer: keep them (there are none).
+	out = run(t, "--cancel", "--preserve-throttles", "--reassignment-json-file", stuck)
+	expectContains(t, out, "Successfully cancelled partition reassignment for: moved-0")
+	expectContains(t, run(t, "--list"), "No partition reassignments found.")
+	c.WaitPartition("moved", 0, 30*time.Second, "replicas [2 3 4] after the cancel", func(s testcluster.PartitionState) error {
+		if !slices.Equal(s.Replicas, []int32{2, 3, 4}) {
+			return fmt.Errorf("%v", s)
+		}
+		return nil
+	})
+
+	// The idle broker is retired: stopped, then unregistered with kafka-cluster.
+	paused.Resume()
+	paused.Stop()
+	kafkatools.MustRun(t, "kafka-cluster", "unregister", "--id", "5", bs[0], bs[1])
+	ctx, cancel = context.WithTimeout(context.Background(), kafkatools.DefaultTimeout)
+	defer cancel()
+	res, err := kafkatools.Run(ctx, "kafka-cluster", "unregister", "--id", "5", bs[0], bs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, "BrokerIdNotRegistered") {
+		t.Errorf("unregistering broker 5 twice: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
