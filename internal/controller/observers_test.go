@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestObserverJoins: a broker-only node starts with no Raft state, is added as
@@ -50,7 +51,7 @@ func TestObserverJoins(t *testing.T) {
 	if err := obs.WaitReady(ctxT(t)); err != nil {
 		t.Fatalf("observer WaitReady: %v", err)
 	}
-	waitFor(t, "the observer to apply its own registration", func() bool {
+	wait.For(t, "the observer to apply its own registration", func() bool {
 		b := obs.Image().Broker(4)
 		return b != nil && b.Epoch == epoch && !b.Fenced
 	})
@@ -74,13 +75,13 @@ func TestObserverJoins(t *testing.T) {
 		_, err := c.CreateTopics(ctxT(t), []CreateTopic{{Name: "seen", NumPartitions: 1, ReplicationFactor: 1}}, false)
 		return err
 	})
-	waitFor(t, "the observer to see the topic", func() bool { return obs.Image().Topic("seen") != nil })
+	wait.For(t, "the observer to see the topic", func() bool { return obs.Image().Topic("seen") != nil })
 	cl.kill(cl.leader())
 	newLeader := cl.leader()
 	if obs.IsLeader() {
 		t.Fatal("the observer leads")
 	}
-	waitFor(t, "the observer to follow the new leader", func() bool { return obs.LeaderID() == int32(newLeader+1) })
+	wait.For(t, "the observer to follow the new leader", func() bool { return obs.LeaderID() == int32(newLeader+1) })
 	if _, addr, ok := obs.LeaderAddr(); !ok || addr != string(cl.addrs[newLeader]) {
 		t.Fatalf("observer's LeaderAddr = %q %v, want %q", addr, ok, cl.addrs[newLeader])
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // reassignment returns topic-0's ongoing reassignment as kadm lists it, or nil.
@@ -66,7 +68,7 @@ func TestReassignPartition(t *testing.T) {
 	if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"moving": {0: {}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "broker 1 to lead moving-0", func() bool { return c.leaderOf(adm, "moving", 0) == 0 })
+	wait.For(t, "broker 1 to lead moving-0", func() bool { return c.leaderOf(adm, "moving", 0) == 0 })
 
 	var (
 		mu    sync.Mutex
@@ -94,14 +96,14 @@ func TestReassignPartition(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	eventually(t, "some writes before the move", func() bool { mu.Lock(); defer mu.Unlock(); return acked >= 100 })
+	wait.For(t, "some writes before the move", func() bool { mu.Lock(); defer mu.Unlock(); return acked >= 100 })
 
 	if err := assign(t, adm, "moving", []int32{4, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the move to complete", func() bool { return reassignment(t, adm, "moving") == nil })
+	wait.For(t, "the move to complete", func() bool { return reassignment(t, adm, "moving") == nil })
 	// Clients see it too (kgo caches metadata for a moment).
-	eventually(t, "Metadata to show replicas [4 2 3] led by one of them", func() bool {
+	wait.For(t, "Metadata to show replicas [4 2 3] led by one of them", func() bool {
 		md, err := adm.Metadata(ctx, "moving")
 		if err != nil {
 			return false
@@ -109,14 +111,14 @@ func TestReassignPartition(t *testing.T) {
 		p := md.Topics["moving"].Partitions[0]
 		return slices.Equal(p.Replicas, []int32{4, 2, 3}) && slices.Contains(p.Replicas, p.Leader)
 	})
-	eventually(t, "broker 1 to drop its copy", func() bool {
+	wait.For(t, "broker 1 to drop its copy", func() bool {
 		_, err := c.nodes[0].replicas.Partition("moving", 0)
 		return err != nil
 	})
 	mu.Lock()
 	n := acked
 	mu.Unlock()
-	eventually(t, "writes after the move", func() bool { mu.Lock(); defer mu.Unlock(); return acked >= n+100 })
+	wait.For(t, "writes after the move", func() bool { mu.Lock(); defer mu.Unlock(); return acked >= n+100 })
 	close(stop)
 	wg.Wait()
 	if len(fails) > 0 {
@@ -145,7 +147,7 @@ func TestReassignPartition(t *testing.T) {
 	if r := reassignment(t, adm, "moving"); r != nil {
 		t.Fatalf("still listed after cancel: %+v", r)
 	}
-	eventually(t, "the cancel to restore replicas [4 2 3]", func() bool {
+	wait.For(t, "the cancel to restore replicas [4 2 3]", func() bool {
 		md, err := adm.Metadata(ctx, "moving")
 		return err == nil && slices.Equal(md.Topics["moving"].Partitions[0].Replicas, []int32{4, 2, 3})
 	})

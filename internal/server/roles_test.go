@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // addNode starts one more node against the cluster's controllers with
@@ -49,7 +50,7 @@ func TestBrokerOnlyNodesJoin(t *testing.T) {
 	}
 	ctx := context.Background()
 	cl, adm := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("grown"))
-	eventually(t, "five live brokers in Metadata", func() bool {
+	wait.For(t, "five live brokers in Metadata", func() bool {
 		md, err := adm.Metadata(ctx)
 		return err == nil && len(md.Brokers) == 5
 	})
@@ -122,7 +123,7 @@ func TestUnregisterBroker(t *testing.T) {
 	if err := unregister(4); err != nil {
 		t.Fatalf("UnregisterBroker(4): %v", err)
 	}
-	eventually(t, "every node to forget broker 4", func() bool {
+	wait.For(t, "every node to forget broker 4", func() bool {
 		for _, n := range c.nodes[:3] {
 			if n.ctrl.Image().Broker(4) != nil {
 				return false
