@@ -154,7 +154,7 @@ func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 	return func(yield func(group.Record, error) bool) {
 		offset := p.LogStartOffset()
 		for offset < p.HighWatermark() {
-			res, err := p.Read(offset, 1<<20)
+			res, err := p.Read(offset, 1<<20, replica.ReadUncommitted)
 			if err != nil {
 				yield(group.Record{}, err)
 				return

@@ -104,24 +104,6 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 	})
 }
 
-// truncate forgets batches at or above offset (the log was truncated there). A
-// producer left with no batches is forgotten: its next batch is accepted as new.
-func (s *producerState) truncate(offset int64) {
-	for pid, e := range s.entries {
-		n := 0
-		for _, b := range e.batches {
-			if b.lastOffset < offset {
-				e.batches[n] = b
-				n++
-			}
-		}
-		e.batches = e.batches[:n]
-		if n == 0 {
-			delete(s.entries, pid)
-		}
-	}
-}
-
 // addSeq adds to a sequence number, wrapping from MaxInt32 to 0 as Kafka does.
 func addSeq(seq, n int32) int32 {
 	if int64(seq)+int64(n) > math.MaxInt32 {

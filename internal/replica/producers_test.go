@@ -62,17 +62,3 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 		t.Fatalf("batch 2 should still be a duplicate at offset 2, got %+v", r)
 	}
 }
-
-func TestProducerStateTruncate(t *testing.T) {
-	s := newProducerState()
-	s.record(1, 0, 0, 2, 0, 1)
-	s.record(1, 0, 2, 2, 2, 3)
-	s.record(2, 0, 0, 1, 4, 4)
-	s.truncate(2)
-	if _, err := s.check(1, 0, 2, 2); err != nil {
-		t.Fatalf("after truncating the second batch, it must be acceptable again: %v", err)
-	}
-	if _, ok := s.entries[2]; ok {
-		t.Fatal("producer 2 had only truncated batches and should be forgotten")
-	}
-}

@@ -326,6 +326,7 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset())
 				}
 			}
+			p.observeTxns(records)
 		}
 		p.appendMu.Unlock()
 		if err != nil {
@@ -356,10 +357,17 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	if !p.followingAt(epoch) {
 		return nil
 	}
+	leo := p.log.LogEndOffset()
 	if err := p.log.Truncate(offset); err != nil {
 		return err
 	}
-	p.producers.truncate(offset)
+	if offset < leo {
+		// Producers' batches and transaction markers went: rebuild both from what
+		// is left (a removed marker reopens its transaction).
+		if err := p.rebuildProducerState(); err != nil {
+			return err
+		}
+	}
 	if p.highWatermark.Load() > offset {
 		p.highWatermark.Store(offset)
 	}
@@ -378,6 +386,9 @@ func (p *Partition) restartAt(epoch int32, offset int64) error {
 		return err
 	}
 	p.producers = newProducerState()
+	p.txnMu.Lock()
+	p.txns = newTxnState()
+	p.txnMu.Unlock()
 	p.highWatermark.Store(offset)
 	return nil
 }
