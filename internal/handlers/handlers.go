@@ -36,6 +36,7 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, serve: (*Handlers).deleteRecords},
 	{key: 22, min: 0, max: 5, serve: (*Handlers).initProducerID},
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
+	{key: 27, min: 1, max: 2, serve: (*Handlers).writeTxnMarkers},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
+)
+
+// TestReadCommittedWithMarkers drives the partition side of transactions through
+// the Kafka API: two producers write transactional batches (raw Produce), one
+// plain record follows, and WriteTxnMarkers commits one transaction and aborts the
+// other. franz-go's read_committed consumer must see nothing while both are open,
+// then the committed records and the plain one but never the aborted ones;
+// read_uncommitted sees every data record; ListOffsets follows the isolation level.
+func TestReadCommittedWithMarkers(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, nodeConfig(t.TempDir()))
+	cl, adm := n.client(t)
+	const topic = "txn"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	pidOf := func() int64 {
+		resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp.ProducerID
+	}
+	produce := func(pid int64, seq int32, transactional bool, values ...string) {
+		t.Helper()
+		recs := make([]batch.Record, len(values))
+		for i, v := range values {
+			recs[i] = batch.Record{Value: []byte(v)}
+		}
+		b, err := batch.Build(batch.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), Idempotent: true, ProducerID: pid, BaseSequence: seq, Transactional: transactional}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = b
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(c))
+		}
+	}
+	endTxn := func(pid int64, commit bool) {
+		t.Helper()
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.Committed = pid, commit
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = topic, []int32{0}
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatalf("WriteTxnMarkers: %v", kerr.ErrorForCode(c))
+		}
+	}
+	latest := func(iso int8) int64 {
+		t.Helper()
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.IsolationLevel = iso
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("ListOffsets: %v %+v", err, resp)
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+
+	committer, aborter := pidOf(), pidOf()
+	produce(committer, 0, true, "c0", "c1")
+	produce(aborter, 0, true, "a0", "a1")
+	produce(committer, 2, true, "c2")
+	produce(pidOf(), 0, false, "plain")
+	if got, want := latest(1), int64(0); got != want {
+		t.Fatalf("read_committed end offset %d while both transactions are open, want %d", got, want)
+	}
+	if got, want := latest(0), int64(6); got != want {
+		t.Fatalf("read_uncommitted end offset %d, want %d", got, want)
+	}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), 0, 2*time.Second); len(got) != 0 {
+		t.Fatalf("read_committed consumer saw %v while both transactions were open", got)
+	}
+
+	endTxn(aborter, false)
+	endTxn(committer, true)
+	if got, want := latest(1), int64(8); got != want {
+		t.Fatalf("read_committed end offset %d after both markers, want %d", got, want)
+	}
+	want := []string{"c0", "c1", "c2", "plain"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("read_committed consumer saw %v, want %v", got, want)
+	}
+	all := []string{"a0", "a1", "c0", "c1", "c2", "plain"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadUncommitted(), len(all), 20*time.Second); !slices.Equal(got, all) {
+		t.Fatalf("read_uncommitted consumer saw %v, want %v", got, all)
+	}
+}
+
+// pollFor consumes topic from the start with the isolation level until it has
+// want values (or, with want 0, for wait) and returns the values read, sorted.
+func pollFor(t *testing.T, addr, topic string, iso kgo.IsolationLevel, want int, wait time.Duration) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var got []string
+	for want == 0 || len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		for _, e := range fs.Errors() {
+			t.Fatalf("fetch: %v", fmt.Errorf("%s[%d]: %w", e.Topic, e.Partition, e.Err))
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	slices.Sort(got)
+	return got
+}
