@@ -59,6 +59,9 @@ type instanceOptions struct {
 	topic          string
 	resetLatest    bool
 	sessionTimeout time.Duration // 0: Config.DefaultSessionTimeout
+	// readUncommitted: fetch up to the high-water mark, open and aborted
+	// transactions included (the default reads committed data only).
+	readUncommitted bool
 }
 
 // acquire returns the instance for key, created with opts when there is none yet,
@@ -132,6 +135,10 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if opts.resetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	iso := kgo.ReadCommitted()
+	if opts.readUncommitted {
+		iso = kgo.ReadUncommitted()
+	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(c.cfg.KafkaAddr),
 		kgo.ClientID("strata-http/"+key.consumer),
@@ -144,6 +151,7 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 		kgo.HeartbeatInterval(min(session/10, 3*time.Second)),
 		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.FetchMaxWait(time.Second),
+		kgo.FetchIsolationLevel(iso),
 	)
 	if err != nil {
 		return nil, err

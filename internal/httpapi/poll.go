@@ -29,6 +29,7 @@ type pollJSON struct {
 	TimeoutMs        *int64 `json:"timeout_ms"`
 	Reset            string `json:"reset"`
 	SessionTimeoutMs *int64 `json:"session_timeout_ms"`
+	Isolation        string `json:"isolation"`
 }
 
 // pollCall is a validated poll.
@@ -65,6 +66,8 @@ func parsePollQuery(q url.Values) (pollCall, *apiError) {
 			req.Consumer = v
 		case "reset":
 			req.Reset = v
+		case "isolation":
+			req.Isolation = v
 		case "max_records":
 			dst = &req.MaxRecords
 		case "timeout_ms":
@@ -121,6 +124,13 @@ func (req pollJSON) validate() (pollCall, *apiError) {
 		call.opts.resetLatest = true
 	default:
 		return pollCall{}, invalid(`reset: must be "earliest" or "latest", got %q`, req.Reset)
+	}
+	switch req.Isolation {
+	case "", "read_committed":
+	case "read_uncommitted":
+		call.opts.readUncommitted = true
+	default:
+		return pollCall{}, invalid(`isolation: must be "read_committed" or "read_uncommitted", got %q`, req.Isolation)
 	}
 	return call, nil
 }

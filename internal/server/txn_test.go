@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/txntest"
 )
 
 // TestReadCommittedWithMarkers drives the partition side of transactions through
@@ -29,53 +28,23 @@ func TestReadCommittedWithMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	pidOf := func() int64 {
-		resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
-		if err != nil || resp.ErrorCode != 0 {
-			t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+		t.Helper()
+		pid, err := txntest.ProducerID(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return resp.ProducerID
+		return pid
 	}
 	produce := func(pid int64, seq int32, transactional bool, values ...string) {
 		t.Helper()
-		recs := make([]batch.Record, len(values))
-		for i, v := range values {
-			recs[i] = batch.Record{Value: []byte(v)}
-		}
-		b, err := batch.Build(batch.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), Idempotent: true, ProducerID: pid, BaseSequence: seq, Transactional: transactional}, recs)
-		if err != nil {
+		if err := txntest.Produce(ctx, cl, topic, 0, pid, seq, transactional, values...); err != nil {
 			t.Fatal(err)
-		}
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = b
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
-			t.Fatalf("produce: %v", kerr.ErrorForCode(c))
 		}
 	}
 	endTxn := func(pid int64, commit bool) {
 		t.Helper()
-		req := kmsg.NewPtrWriteTxnMarkersRequest()
-		m := kmsg.NewWriteTxnMarkersRequestMarker()
-		m.ProducerID, m.Committed = pid, commit
-		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		mt.Topic, mt.Partitions = topic, []int32{0}
-		m.Topics = append(m.Topics, mt)
-		req.Markers = append(req.Markers, m)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
+		if err := txntest.EndTxn(ctx, cl, topic, 0, pid, commit); err != nil {
 			t.Fatal(err)
-		}
-		if c := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; c != 0 {
-			t.Fatalf("WriteTxnMarkers: %v", kerr.ErrorForCode(c))
 		}
 	}
 	latest := func(iso int8) int64 {
