@@ -36,6 +36,8 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, serve: (*Handlers).deleteRecords},
 	{key: 22, min: 0, max: 5, serve: (*Handlers).initProducerID},
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
+	{key: 24, min: 0, max: 4, serve: (*Handlers).addPartitionsToTxn},
+	{key: 26, min: 0, max: 4, serve: (*Handlers).endTxn},
 	{key: 27, min: 1, max: 2, serve: (*Handlers).writeTxnMarkers},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
@@ -71,6 +73,11 @@ type Config struct {
 	BrokerEpoch func() int64
 	// Observer sees produced and fetched data and delayed operations; nil: none.
 	Observer Observer
+	// Transactions is the transaction coordinator; nil refuses transactional ids.
+	Transactions Transactions
+	// TransactionStatePartitions is the partition count __transaction_state is
+	// created with.
+	TransactionStatePartitions int32
 }
 
 // Handlers serves the Kafka API for one node.

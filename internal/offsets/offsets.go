@@ -3,7 +3,8 @@
 // group coordinator's OffsetStore (appends with acks=all semantics) and it hands
 // the topic's partitions to the coordinator as this broker gains and loses their
 // leadership (the coordinator of a group is the leader of partition
-// PartitionFor(group) of __consumer_offsets, as in Kafka).
+// PartitionFor(group) of __consumer_offsets, as in Kafka). The transaction
+// coordinator uses the same machinery on __transaction_state (NewForTopic).
 //
 // Calling protocol:
 //  1. New(replicas, logger); give the Store to group.New as its OffsetStore.
@@ -37,6 +38,7 @@ type Coordinator interface {
 
 // Store is the group coordinator's view of __consumer_offsets.
 type Store struct {
+	topic    string
 	replicas *replica.Manager
 	log      *slog.Logger
 	now      func() time.Time
@@ -48,7 +50,13 @@ type Store struct {
 
 // New returns a Store on replicas.
 func New(replicas *replica.Manager, logger *slog.Logger) *Store {
-	return &Store{replicas: replicas, log: logger, now: time.Now, loading: map[int32]context.CancelFunc{}}
+	return NewForTopic(group.OffsetsTopic, replicas, logger)
+}
+
+// NewForTopic returns a Store for another coordinator's internal topic, whose
+// records are key/value pairs as well (__transaction_state).
+func NewForTopic(topic string, replicas *replica.Manager, logger *slog.Logger) *Store {
+	return &Store{topic: topic, replicas: replicas, log: logger, now: time.Now, loading: map[int32]context.CancelFunc{}}
 }
 
 // SetCoordinator sets the coordinator partitions are loaded into.
@@ -61,9 +69,9 @@ func (s *Store) SetCoordinator(c Coordinator) {
 // Append implements group.OffsetStore: the records become one batch appended to
 // partition p as leader, and Append returns once the high-water mark covers it.
 func (s *Store) Append(ctx context.Context, partition int32, records []group.Record) error {
-	p, err := s.replicas.Partition(group.OffsetsTopic, partition)
+	p, err := s.replicas.Partition(s.topic, partition)
 	if err != nil || !p.IsLeader() {
-		return fmt.Errorf("%w: %s-%d is not led here", group.ErrNotCoordinator, group.OffsetsTopic, partition)
+		return fmt.Errorf("%w: %s-%d is not led here", group.ErrNotCoordinator, s.topic, partition)
 	}
 	recs := make([]batch.Record, len(records))
 	for i, r := range records {
@@ -94,9 +102,9 @@ func (s *Store) Append(ctx context.Context, partition int32, records []group.Rec
 }
 
 // LeadershipChanged is replica.Options.OnLeadership: it loads or unloads
-// __consumer_offsets partitions in the coordinator and ignores other topics.
+// the partitions of the store's topic in the coordinator and ignores other topics.
 func (s *Store) LeadershipChanged(p *replica.Partition, leader bool) {
-	if p.Topic != group.OffsetsTopic {
+	if p.Topic != s.topic {
 		return
 	}
 	s.mu.Lock()

@@ -120,3 +120,71 @@ func pollFor(t *testing.T, addr, topic string, iso kgo.IsolationLevel, want int,
 	slices.Sort(got)
 	return got
 }
+
+// TestTransactionalProducer: franz-go's transactional producer against the
+// coordinator: committed transactions become visible to read_committed
+// consumers, aborted ones never; a second producer with the same transactional
+// id fences the first.
+func TestTransactionalProducer(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 3
+	n := startNode(t, cfg)
+	_, adm := n.client(t)
+	const topic = "eos"
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod, _ := n.client(t, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(30*time.Second))
+	run := func(commit bool, values ...string) {
+		t.Helper()
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+		}
+		if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction (commit %v): %v", commit, err)
+		}
+	}
+	run(true, "a", "b", "c")
+	run(false, "x", "y")
+	run(true, "d")
+
+	want := []string{"a", "b", "c", "d"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("read_committed saw %v, want %v", got, want)
+	}
+	all := []string{"a", "b", "c", "d", "x", "y"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadUncommitted(), len(all), 20*time.Second); !slices.Equal(got, all) {
+		t.Fatalf("read_uncommitted saw %v, want %v", got, all)
+	}
+
+	// A new incarnation fences the old one.
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := n.client(t, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic(topic))
+	if err := next.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.ProduceSync(ctx, &kgo.Record{Value: []byte("e")}).FirstErr(); err != nil {
+		t.Fatalf("new incarnation: %v", err)
+	}
+	if err := next.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer committed")
+	}
+	want = []string{"a", "b", "c", "d", "e"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("after fencing, read_committed saw %v, want %v", got, want)
+	}
+}
