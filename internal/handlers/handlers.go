@@ -45,6 +45,9 @@ var apis = []api{
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
+	{key: 61, min: 0, max: 0, serve: (*Handlers).describeProducers},
+	{key: 65, min: 0, max: 0, serve: (*Handlers).describeTransactions},
+	{key: 66, min: 0, max: 2, serve: (*Handlers).listTransactions},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.

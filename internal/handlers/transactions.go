@@ -14,6 +14,8 @@ type Transactions interface {
 	AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []txn.TopicPartition) int16
 	VerifyPartitions(id string, pid int64, epoch int16, tps []txn.TopicPartition) int16
 	EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16
+	Describe(id string) (txn.Described, int16)
+	List(f txn.ListFilter) []txn.Described
 }
 
 // NextProducerID hands out a producer id from this broker's block (the

@@ -136,7 +136,7 @@ func (p *Partition) rebuildProducerState() error {
 		if h.Idempotent() && !h.Control() {
 			// A compacted batch may hold fewer records than its offset range: the
 			// sequence range follows the offsets (LastOffsetDelta), as produced.
-			producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset())
+			producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
 		}
 		txns.observe(h, controlType(h, body))
 		return nil
@@ -353,7 +353,7 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 		return AppendResult{}, err
 	}
 	if first.Idempotent() {
-		p.producers.record(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, info.FirstOffset, info.LastOffset)
+		p.producers.record(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, info.FirstOffset, info.LastOffset, info.MaxTimestamp)
 	}
 	if first.Transactional() {
 		p.observeTxns(records)

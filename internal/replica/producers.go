@@ -28,8 +28,9 @@ type batchMeta struct {
 
 // producerEntry is the state of one producer id on one partition.
 type producerEntry struct {
-	epoch   int16
-	batches []batchMeta // oldest first, at most producerBatchesKept
+	epoch         int16
+	batches       []batchMeta // oldest first, at most producerBatchesKept
+	lastTimestamp int64       // max timestamp of its last batch
 }
 
 // producerState tracks idempotent producers on one partition. It is pure: the
@@ -82,7 +83,7 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 }
 
 // record notes an appended batch (after check passed, or while rebuilding from the log).
-func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecords int32, firstOffset, lastOffset int64) {
+func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecords int32, firstOffset, lastOffset, maxTimestamp int64) {
 	e, ok := s.entries[pid]
 	if !ok {
 		e = &producerEntry{epoch: epoch}
@@ -96,6 +97,7 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 		copy(e.batches, e.batches[1:])
 		e.batches = e.batches[:producerBatchesKept-1]
 	}
+	e.lastTimestamp = maxTimestamp
 	e.batches = append(e.batches, batchMeta{
 		firstSeq:    firstSeq,
 		lastSeq:     addSeq(firstSeq, numRecords-1),

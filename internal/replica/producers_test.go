@@ -36,7 +36,7 @@ func TestProducerStateCheck(t *testing.T) {
 			s := newProducerState()
 			var off int64
 			for _, b := range tt.history {
-				s.record(7, b.epoch, b.firstSeq, b.n, off, off+int64(b.n)-1)
+				s.record(7, b.epoch, b.firstSeq, b.n, off, off+int64(b.n)-1, -1)
 				off += int64(b.n)
 			}
 			got, err := s.check(7, tt.next.epoch, tt.next.firstSeq, tt.next.n)
@@ -53,7 +53,7 @@ func TestProducerStateCheck(t *testing.T) {
 func TestProducerStateKeepsFiveBatches(t *testing.T) {
 	s := newProducerState()
 	for i := int32(0); i < 7; i++ {
-		s.record(1, 0, i, 1, int64(i), int64(i))
+		s.record(1, 0, i, 1, int64(i), int64(i), -1)
 	}
 	if r, _ := s.check(1, 0, 1, 1); r.duplicate {
 		t.Fatal("batch 1 should have been forgotten (only the last 5 are kept)")

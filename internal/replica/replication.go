@@ -323,7 +323,7 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 			for it.Next() {
 				h := it.Header()
 				if h.Idempotent() && !h.Control() {
-					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset())
+					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
 				}
 			}
 			p.observeTxns(records)

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -161,4 +162,40 @@ func (p *Partition) forgetAbortedBelow(logStart int64) {
 	p.txnMu.Lock()
 	p.txns.forgetBelow(logStart)
 	p.txnMu.Unlock()
+}
+
+// ProducerInfo is one producer's state on a partition (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID     int64
+	ProducerEpoch  int16
+	LastSequence   int32 // -1: none
+	LastTimestamp  int64
+	TxnStartOffset int64 // first offset of its open transaction, -1: none
+}
+
+// Producers returns the idempotent and transactional producers the leader
+// knows on this partition, by producer id.
+func (p *Partition) Producers() ([]ProducerInfo, error) {
+	if !p.IsLeader() {
+		return nil, ErrNotLeader
+	}
+	p.appendMu.Lock()
+	out := make([]ProducerInfo, 0, len(p.producers.entries))
+	for pid, e := range p.producers.entries {
+		pi := ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastTimestamp, TxnStartOffset: -1}
+		if n := len(e.batches); n > 0 {
+			pi.LastSequence = e.batches[n-1].lastSeq
+		}
+		out = append(out, pi)
+	}
+	p.appendMu.Unlock()
+	p.txnMu.Lock()
+	for i := range out {
+		if off, ok := p.txns.open[out[i].ProducerID]; ok {
+			out[i].TxnStartOffset = off
+		}
+	}
+	p.txnMu.Unlock()
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out, nil
 }

@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -186,5 +189,84 @@ func TestTransactionalProducer(t *testing.T) {
 	want = []string{"a", "b", "c", "d", "e"}
 	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second); !slices.Equal(got, want) {
 		t.Fatalf("after fencing, read_committed saw %v, want %v", got, want)
+	}
+}
+
+// TestTransactionAdmin: ListTransactions, DescribeTransactions and
+// DescribeProducers (kadm, as kafka-transactions.sh uses them) show an open
+// transaction, and no longer show it open once it commits.
+func TestTransactionAdmin(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 3
+	n := startNode(t, cfg)
+	_, adm := n.client(t)
+	const topic = "admin-txn"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod, _ := n.client(t, kgo.TransactionalID("tx-admin"), kgo.DefaultProduceTopic(topic))
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, ok := listed["tx-admin"]
+	if !ok || lt.State != "Ongoing" || lt.ProducerID < 0 {
+		t.Fatalf("ListTransactions: %+v", listed)
+	}
+	if other, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"}); err != nil || len(other) != 0 {
+		t.Fatalf("ListTransactions(CompleteCommit) = %+v, %v", other, err)
+	}
+	described, err := adm.DescribeTransactions(ctx, "tx-admin", "no-such-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := described["tx-admin"]
+	if d.Err != nil || d.State != "Ongoing" || d.ProducerID != lt.ProducerID || d.StartTimestamp <= 0 {
+		t.Fatalf("DescribeTransactions: %+v", d)
+	}
+	if ps, ok := d.Topics[topic]; !ok || len(ps) != 1 {
+		t.Fatalf("DescribeTransactions partitions: %+v", d.Topics)
+	}
+	if e := described["no-such-id"].Err; !errors.Is(e, kerr.TransactionalIDNotFound) {
+		t.Fatalf("unknown id: %v", e)
+	}
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *kadm.DescribedProducer
+	for _, p := range producers.SortedProducers() {
+		if p.ProducerID == lt.ProducerID {
+			found = &p
+		}
+	}
+	if found == nil || found.CurrentTxnStartOffset != 0 || found.LastSequence != 2 {
+		t.Fatalf("DescribeProducers: %+v", producers.SortedProducers())
+	}
+
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the transaction completes", func() bool {
+		described, err := adm.DescribeTransactions(ctx, "tx-admin")
+		return err == nil && described["tx-admin"].State == "CompleteCommit"
+	})
+	producers, err = adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range producers.SortedProducers() {
+		if p.CurrentTxnStartOffset != -1 {
+			t.Fatalf("producer still in a transaction after the commit: %+v", p)
+		}
 	}
 }
