@@ -8,6 +8,8 @@ package handlers
 // it to partition leaders; kafka-transactions.sh abort sends it too. Errors are per
 // partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 // INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch), REQUEST_TIMED_OUT.
+// A marker committed on a partition of __consumer_offsets also completes the
+// transaction's offset commits there (the group coordinator applies or drops them).
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 )
@@ -28,9 +31,10 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 	req := r.Msg.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	type waiting struct {
-		sp   *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
-		p    *replica.Partition
-		last int64
+		sp     *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
+		p      *replica.Partition
+		last   int64
+		marker batch.Marker
 	}
 	var waits []waiting
 	img := h.cluster.Image()
@@ -58,7 +62,7 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 				if err == nil {
 					var res replica.AppendResult
 					if res, err = p.WriteTxnMarker(marker); err == nil {
-						waits = append(waits, waiting{sp, p, res.LastOffset})
+						waits = append(waits, waiting{sp, p, res.LastOffset, marker})
 					}
 				}
 				sp.ErrorCode = errorCode(err)
@@ -72,7 +76,12 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 	return protocol.Response{Wait: func(ctx context.Context) protocol.Response {
 		for _, w := range waits {
 			// Pointers into the response stay valid: every slice was sized up front.
-			w.sp.ErrorCode = errorCode(w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline)))
+			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
+			w.sp.ErrorCode = errorCode(err)
+			if err == nil && w.p.Topic == group.OffsetsTopic {
+				// The transaction's offset commits on this partition take effect.
+				h.groups.CompleteTxnOffsets(w.p.Index, w.marker.ProducerID, w.marker.Commit)
+			}
 		}
 		return reply(resp)
 	}}

@@ -132,6 +132,32 @@ func (s *txnState) forgetBelow(logStart int64) {
 // open transaction here is allowed and changes nothing but the log, as in Kafka.
 // The caller waits for the high-water mark to pass LastOffset before answering.
 func (p *Partition) WriteTxnMarker(m batch.Marker) (AppendResult, error) {
+	return p.appendTrusted(batch.BuildControl(m), func() error {
+		if e, ok := p.producers.entries[m.ProducerID]; ok && m.ProducerEpoch < e.epoch {
+			return fmt.Errorf("%w: marker epoch %d, producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, m.ProducerID, e.epoch)
+		}
+		return nil
+	})
+}
+
+// AppendAsCoordinator appends one batch a coordinator built itself (a
+// transactional offset commit on __consumer_offsets) as leader. Such a batch
+// carries no sequence number (Kafka's coordinator origin), so the producer
+// sequence checks of Append do not apply; max.message.bytes does.
+func (p *Partition) AppendAsCoordinator(records []byte) (AppendResult, error) {
+	h, err := batch.Validate(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if limit := p.Config().MaxMessageBytes; h.Size() > int(limit) {
+		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), limit)
+	}
+	return p.appendTrusted(records, nil)
+}
+
+// appendTrusted appends batches the broker built as leader, after check (run
+// under the append lock) passes, and feeds them to the transaction state.
+func (p *Partition) appendTrusted(records []byte, check func() error) (AppendResult, error) {
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
@@ -140,10 +166,11 @@ func (p *Partition) WriteTxnMarker(m batch.Marker) (AppendResult, error) {
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
-	if e, ok := p.producers.entries[m.ProducerID]; ok && m.ProducerEpoch < e.epoch {
-		return AppendResult{}, fmt.Errorf("%w: marker epoch %d, producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, m.ProducerID, e.epoch)
+	if check != nil {
+		if err := check(); err != nil {
+			return AppendResult{}, err
+		}
 	}
-	records := batch.BuildControl(m)
 	info, err := p.log.Append(records, p.leaderEpoch.Load())
 	if err != nil {
 		return AppendResult{}, err

@@ -270,3 +270,94 @@ func TestTransactionAdmin(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupTransactSession: franz-go's read-process-write loop. Each input record
+// is copied to the output topic in a transaction that also commits the group's
+// offsets; the first transaction is aborted. At the end the output holds every
+// input exactly once (read_committed) and the group's committed offset is the
+// input's end: offsets moved exactly with the committed transactions, and stay
+// there when the coordinator replays the log after a restart.
+func TestGroupTransactSession(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 3
+	cfg.OffsetsTopicPartition = 3
+	cfg.GroupInitialDelay = 0
+	n := startNode(t, cfg)
+	cl, adm := n.client(t, kgo.DefaultProduceTopic("in"))
+	for _, topic := range []string{"in", "out"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = 30
+	for i := range total {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%02d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(n.KafkaAddr()),
+		kgo.TransactionalID("etl"), kgo.ConsumerGroup("etl-group"), kgo.ConsumeTopics("in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic("out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	pollCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	aborted := false
+	for copied := 0; copied < total; {
+		fs := sess.PollFetches(pollCtx)
+		if pollCtx.Err() != nil {
+			t.Fatalf("the loop did not finish: %v", pollCtx.Err())
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(pollCtx, &kgo.Record{Value: r.Value}, nil)
+		})
+		commit := kgo.TryCommit
+		if !aborted && len(fs.Records()) > 0 {
+			commit, aborted = kgo.TryAbort, true
+		}
+		committed, err := sess.End(pollCtx, commit)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if committed {
+			copied += len(fs.Records())
+		}
+	}
+	eventually(t, "the group's offset reaches the input's end", func() bool {
+		committed, err := adm.FetchOffsets(ctx, "etl-group")
+		o, ok := committed.Lookup("in", 0)
+		return err == nil && ok && o.At == total
+	})
+	if !aborted {
+		t.Fatal("no transaction was aborted")
+	}
+	got := pollFor(t, n.KafkaAddr(), "out", kgo.ReadCommitted(), total, 20*time.Second)
+	for i, v := range got {
+		if want := fmt.Sprintf("v%02d", i); v != want {
+			t.Fatalf("output %v: position %d is %q, want every input exactly once", got, i, v)
+		}
+	}
+	if len(got) != total {
+		t.Fatalf("output has %d records, want %d", len(got), total)
+	}
+
+	// A restarted coordinator replays the transactional commit at its marker.
+	sess.Close()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, cfg)
+	_, adm = n.client(t)
+	eventually(t, "the replayed group offset", func() bool {
+		committed, err := adm.FetchOffsets(ctx, "etl-group")
+		o, ok := committed.Lookup("in", 0)
+		return err == nil && ok && o.At == total
+	})
+}

@@ -75,8 +75,9 @@ type Coordinator struct {
 	mu    sync.Mutex
 	parts map[int32]*partition
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 }
 
 // partition is one loaded (or loading) partition of __transaction_state.
@@ -123,15 +124,17 @@ func New(cfg Config, store Store, markers MarkerWriter, newPID func(context.Cont
 // PartitionFor is the partition of __transaction_state that owns id.
 func (c *Coordinator) PartitionFor(id string) int32 { return group.PartitionFor(id, c.cfg.Partitions) }
 
-// Close stops every completion and the expiry loop.
+// Close stops every completion and the expiry loop. Later calls do nothing.
 func (c *Coordinator) Close() {
-	c.mu.Lock()
-	for i, p := range c.parts {
-		p.cancel()
-		delete(c.parts, i)
-	}
-	c.mu.Unlock()
-	close(c.stop)
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		for i, p := range c.parts {
+			p.cancel()
+			delete(c.parts, i)
+		}
+		c.mu.Unlock()
+		close(c.stop)
+	})
 	c.wg.Wait()
 }
 
