@@ -454,6 +454,14 @@ func (p *Partition) lastStableOffset(hwm int64) int64 {
 	return p.txns.lastStable(hwm)
 }
 
+// OpenTransactions is the number of transactions with records on the partition
+// and no marker yet.
+func (p *Partition) OpenTransactions() int {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	return len(p.txns.open)
+}
+
 // inTxn reports whether producer pid has an open transaction on the partition.
 func (p *Partition) inTxn(pid int64) bool {
 	p.txnMu.Lock()

@@ -157,6 +157,9 @@ func TestPartitionReadCommitted(t *testing.T) {
 	if got := p.LastStableOffset(); got != 2 {
 		t.Fatalf("LSO %d, want 2 (producer 2's open transaction)", got)
 	}
+	if got := p.OpenTransactions(); got != 2 {
+		t.Fatalf("%d open transactions, want 2", got)
+	}
 	if bases, _, _ := readAll(t, p, 0, ReadUncommitted); !slices.Equal(bases, []int64{0, 2, 4, 5}) {
 		t.Fatalf("read_uncommitted bases %v", bases)
 	}
