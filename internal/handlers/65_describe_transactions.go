@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/txn"
 )
 
 func (h *Handlers) describeTransactions(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
@@ -31,15 +32,11 @@ func (h *Handlers) describeTransactions(_ context.Context, _ *protocol.ConnInfo,
 		if code == 0 {
 			st.State, st.TimeoutMillis, st.StartTimestamp = d.State.String(), d.TimeoutMs, d.StartMs
 			st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
-			for _, tp := range d.Partitions {
-				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
-					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
-					t.Topic = tp.Topic
-					st.Topics = append(st.Topics, t)
-				}
-				t := &st.Topics[len(st.Topics)-1]
-				t.Partitions = append(t.Partitions, tp.Partition)
-			}
+			txn.EachTopic(d.Partitions, func(topic string, partitions []int32) {
+				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+				t.Topic, t.Partitions = topic, partitions
+				st.Topics = append(st.Topics, t)
+			})
 		}
 		resp.TransactionStates = append(resp.TransactionStates, st)
 	}

@@ -18,15 +18,11 @@ type Described struct {
 // Describe returns id's state, or NOT_COORDINATOR,
 // COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND.
 func (c *Coordinator) Describe(id string) (Described, int16) {
-	p := c.PartitionFor(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pt := c.parts[p]
-	switch {
-	case pt == nil:
-		return Described{}, kerr.NotCoordinator.Code
-	case !pt.loaded:
-		return Described{}, kerr.CoordinatorLoadInProgress.Code
+	_, pt, ke := c.loadedLocked(id)
+	if ke != nil {
+		return Described{}, ke.Code
 	}
 	e := pt.txns[id]
 	if e == nil || !e.exists {

@@ -204,19 +204,29 @@ func (c *Coordinator) unload(p int32, pt *partition) {
 	c.mu.Unlock()
 }
 
-// acquire finds id's entry and marks it busy. The code is NOT_COORDINATOR,
-// COORDINATOR_LOAD_IN_PROGRESS or CONCURRENT_TRANSACTIONS when it cannot. create
-// makes an entry for an unknown id.
-func (c *Coordinator) acquire(id string, create bool) (int32, *partition, *entry, *kerr.Error) {
+// loadedLocked returns the loaded partition that owns id, or NOT_COORDINATOR or
+// COORDINATOR_LOAD_IN_PROGRESS; c.mu must be held.
+func (c *Coordinator) loadedLocked(id string) (int32, *partition, *kerr.Error) {
 	p := c.PartitionFor(id)
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	pt := c.parts[p]
 	switch {
 	case pt == nil:
-		return 0, nil, nil, kerr.NotCoordinator
+		return 0, nil, kerr.NotCoordinator
 	case !pt.loaded:
-		return 0, nil, nil, kerr.CoordinatorLoadInProgress
+		return 0, nil, kerr.CoordinatorLoadInProgress
+	}
+	return p, pt, nil
+}
+
+// acquire finds id's entry and marks it busy. The code is NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING (unknown id) or
+// CONCURRENT_TRANSACTIONS when it cannot. create makes an entry for an unknown id.
+func (c *Coordinator) acquire(id string, create bool) (int32, *partition, *entry, *kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, pt, ke := c.loadedLocked(id)
+	if ke != nil {
+		return 0, nil, nil, ke
 	}
 	e := pt.txns[id]
 	if e == nil {
@@ -263,6 +273,44 @@ func storeErrorCode(err error) int16 {
 
 func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
 
+// change runs one request against id: it holds the id, decides the transition
+// from the current state (nil: none yet), writes the new state, and then releases
+// the id or, for a Prepare state, starts the completion that releases it later.
+// It returns the new state and the answer's code.
+func (c *Coordinator) change(ctx context.Context, id string, create bool, decide func(cur *Meta) (transition, error)) (Meta, int16) {
+	p, pt, e, ke := c.acquire(id, create)
+	if ke != nil {
+		return Meta{}, ke.Code
+	}
+	var cur *Meta
+	if e.exists {
+		m := e.meta
+		cur = &m
+	}
+	tr, err := decide(cur)
+	if err != nil {
+		c.release(pt, id, e, nil)
+		return Meta{}, kerr.CoordinatorNotAvailable.Code
+	}
+	if !tr.write {
+		c.release(pt, id, e, nil)
+		return Meta{}, tr.code
+	}
+	if err := c.write(ctx, p, id, tr.next); err != nil {
+		c.release(pt, id, e, nil)
+		return Meta{}, storeErrorCode(err)
+	}
+	if s := tr.next.State; s != PrepareCommit && s != PrepareAbort {
+		c.release(pt, id, e, &tr.next)
+		return tr.next, tr.code
+	}
+	c.mu.Lock()
+	e.meta, e.exists = tr.next, true
+	c.startCompletion(p, pt, id, e, tr.next)
+	c.mu.Unlock()
+	return tr.next, tr.code
+}
+
 // InitProducerID answers InitProducerId for transactional id id: a new producer
 // id, or the id's producer with its epoch bumped (fencing earlier incarnations).
 // An open transaction is aborted first: the answer is then
@@ -271,80 +319,35 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
 		return -1, -1, kerr.InvalidTransactionTimeout.Code
 	}
-	p, pt, e, kerrr := c.acquire(id, true)
-	if kerrr != nil {
-		return -1, -1, kerrr.Code
+	next, code := c.change(ctx, id, true, func(cur *Meta) (transition, error) {
+		return initProducer(cur, func() (int64, error) { return c.newPID(ctx) }, timeoutMs, reqPID, reqEpoch, c.nowMs())
+	})
+	if code != 0 {
+		return -1, -1, code
 	}
-	var cur *Meta
-	if e.exists {
-		m := e.meta
-		cur = &m
-	}
-	tr, err := initProducer(cur, func() (int64, error) { return c.newPID(ctx) }, timeoutMs, reqPID, reqEpoch, c.nowMs())
-	if err != nil {
-		c.release(pt, id, e, nil)
-		return -1, -1, kerr.CoordinatorNotAvailable.Code
-	}
-	if !tr.write {
-		c.release(pt, id, e, nil)
-		return -1, -1, tr.code
-	}
-	if err := c.write(ctx, p, id, tr.next); err != nil {
-		c.release(pt, id, e, nil)
-		return -1, -1, storeErrorCode(err)
-	}
-	if tr.next.State == PrepareAbort {
-		c.mu.Lock()
-		e.meta, e.exists = tr.next, true
-		c.startCompletion(p, pt, id, e, tr.next)
-		c.mu.Unlock()
-		return -1, -1, tr.code
-	}
-	c.release(pt, id, e, &tr.next)
-	return tr.next.ProducerID, tr.next.ProducerEpoch, 0
+	return next.ProducerID, next.ProducerEpoch, 0
 }
 
 // AddPartitions answers AddPartitionsToTxn (one code for all partitions) and
 // AddOffsetsToTxn.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []TopicPartition) int16 {
-	p, pt, e, kerrr := c.acquire(id, false)
-	if kerrr != nil {
-		return kerrr.Code
-	}
-	var cur *Meta
-	if e.exists {
-		m := e.meta
-		cur = &m
-	}
-	tr := addPartitions(cur, pid, epoch, add, c.nowMs())
-	if !tr.write {
-		c.release(pt, id, e, nil)
-		return tr.code
-	}
-	if err := c.write(ctx, p, id, tr.next); err != nil {
-		c.release(pt, id, e, nil)
-		return storeErrorCode(err)
-	}
-	c.release(pt, id, e, &tr.next)
-	return 0
+	_, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+		return addPartitions(cur, pid, epoch, add, c.nowMs()), nil
+	})
+	return code
 }
 
 // VerifyPartitions answers the VerifyOnly form of AddPartitionsToTxn: whether
 // every partition is already part of id's ongoing transaction.
 func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []TopicPartition) int16 {
-	p := c.PartitionFor(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pt := c.parts[p]
-	switch {
-	case pt == nil:
-		return kerr.NotCoordinator.Code
-	case !pt.loaded:
-		return kerr.CoordinatorLoadInProgress.Code
+	_, pt, ke := c.loadedLocked(id)
+	if ke != nil {
+		return ke.Code
 	}
-	e := pt.txns[id]
 	var cur *Meta
-	if e != nil && e.exists {
+	if e := pt.txns[id]; e != nil && e.exists {
 		cur = &e.meta
 	}
 	if ke := checkProducer(cur, pid, epoch); ke != nil {
@@ -359,29 +362,10 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 // EndTxn answers EndTxn: the prepared state is written, the answer sent, and the
 // markers and the completed state follow in the background.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
-	p, pt, e, kerrr := c.acquire(id, false)
-	if kerrr != nil {
-		return kerrr.Code
-	}
-	var cur *Meta
-	if e.exists {
-		m := e.meta
-		cur = &m
-	}
-	tr := endTxn(cur, pid, epoch, commit, c.nowMs())
-	if !tr.write {
-		c.release(pt, id, e, nil)
-		return tr.code
-	}
-	if err := c.write(ctx, p, id, tr.next); err != nil {
-		c.release(pt, id, e, nil)
-		return storeErrorCode(err)
-	}
-	c.mu.Lock()
-	e.meta = tr.next
-	c.startCompletion(p, pt, id, e, tr.next)
-	c.mu.Unlock()
-	return 0
+	_, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+		return endTxn(cur, pid, epoch, commit, c.nowMs()), nil
+	})
+	return code
 }
 
 // startCompletion writes the markers of prepared state m and then the completed

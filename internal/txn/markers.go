@@ -64,15 +64,11 @@ func (b BrokerMarkers) send(ctx context.Context, leader int32, m Markers, tps []
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed = m.ProducerID, m.ProducerEpoch, m.Commit
-	for _, tp := range tps {
-		if n := len(rm.Topics); n == 0 || rm.Topics[n-1].Topic != tp.Topic {
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic = tp.Topic
-			rm.Topics = append(rm.Topics, t)
-		}
-		t := &rm.Topics[len(rm.Topics)-1]
-		t.Partitions = append(t.Partitions, tp.Partition)
-	}
+	EachTopic(tps, func(topic string, partitions []int32) {
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = topic, partitions
+		rm.Topics = append(rm.Topics, t)
+	})
 	req.Markers = append(req.Markers, rm)
 	resp, err := b.Brokers.WriteTxnMarkers(ctx, leader, req)
 	if err != nil || len(resp.Markers) != 1 {

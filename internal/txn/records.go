@@ -16,15 +16,11 @@ func encodeRecord(id string, m Meta) group.Record {
 	v := kmsg.NewTxnMetadataValue()
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis, v.State = m.ProducerID, m.ProducerEpoch, m.TimeoutMs, m.State
 	v.LastUpdateTimestamp, v.StartTimestamp = m.LastUpdateMs, m.StartMs
-	for _, tp := range m.Partitions {
-		if n := len(v.Topics); n == 0 || v.Topics[n-1].Topic != tp.Topic {
-			t := kmsg.NewTxnMetadataValueTopic()
-			t.Topic = tp.Topic
-			v.Topics = append(v.Topics, t)
-		}
-		t := &v.Topics[len(v.Topics)-1]
-		t.Partitions = append(t.Partitions, tp.Partition)
-	}
+	EachTopic(m.Partitions, func(topic string, partitions []int32) {
+		t := kmsg.NewTxnMetadataValueTopic()
+		t.Topic, t.Partitions = topic, partitions
+		v.Topics = append(v.Topics, t)
+	})
 	return group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)}
 }
 

@@ -182,6 +182,20 @@ func expire(m Meta, nowMs int64) Meta {
 	return next
 }
 
+// EachTopic calls fn once per run of one topic in tps (each topic once when tps
+// is sorted, as Meta.Partitions is) with that run's partitions.
+func EachTopic(tps []TopicPartition, fn func(topic string, partitions []int32)) {
+	for i := 0; i < len(tps); {
+		j := i
+		var ps []int32
+		for ; j < len(tps) && tps[j].Topic == tps[i].Topic; j++ {
+			ps = append(ps, tps[j].Partition)
+		}
+		fn(tps[i].Topic, ps)
+		i = j
+	}
+}
+
 func containsAll(have, want []TopicPartition) bool {
 	for _, tp := range want {
 		if _, ok := slices.BinarySearchFunc(have, tp, compareTP); !ok {
