@@ -173,3 +173,54 @@ func (r *replayed) applyPendingTxn(rec Record, k decodedKey) error {
 	r.txnOffsets.add(rec.ProducerID, k.group, k.tp, o)
 	return nil
 }
+
+// markUnstable answers UNSTABLE_OFFSET_COMMIT (offset -1) for the partitions of
+// an OffsetFetch with RequireStable (v7+) that have a transactional commit
+// pending: the client retries until the transaction ends (KIP-447).
+func (c *Coordinator) markUnstable(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
+	if req.Version < 7 || !req.RequireStable {
+		return
+	}
+	mark := func(pending map[topicPartition]bool, tp topicPartition, code *int16, offset *int64, epoch *int32) {
+		if pending[tp] && *code == 0 {
+			*code, *offset, *epoch = kerr.UnstableOffsetCommit.Code, -1, -1
+		}
+	}
+	if req.Version < 8 {
+		pending := c.pendingTxnOffsets(req.Group)
+		for _, t := range resp.Topics {
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
+				mark(pending, topicPartition{t.Topic, p.Partition}, &p.ErrorCode, &p.Offset, &p.LeaderEpoch)
+			}
+		}
+		return
+	}
+	for _, g := range resp.Groups {
+		pending := c.pendingTxnOffsets(g.Group)
+		for _, t := range g.Topics {
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
+				mark(pending, topicPartition{t.Topic, p.Partition}, &p.ErrorCode, &p.Offset, &p.LeaderEpoch)
+			}
+		}
+	}
+}
+
+// pendingTxnOffsets returns the partitions of group groupID with a transactional
+// commit pending.
+func (c *Coordinator) pendingTxnOffsets(groupID string) map[topicPartition]bool {
+	p, code := c.partitionOf(groupID)
+	if code != 0 {
+		return nil
+	}
+	out := map[topicPartition]bool{}
+	p.mu.Lock()
+	for _, byGroup := range p.txnOffsets {
+		for tp := range byGroup[groupID] {
+			out[tp] = true
+		}
+	}
+	p.mu.Unlock()
+	return out
+}
