@@ -26,6 +26,7 @@ func main() {
 	root.AddCommand(produceCmd())
 	root.AddCommand(consumeCmd())
 	root.AddCommand(groupCmd())
+	root.AddCommand(txnCmd())
 	root.AddCommand(clusterCmd())
 	root.AddCommand(benchCmd())
 	root.AddCommand(devCmd())

@@ -39,6 +39,9 @@ type BuildOptions struct {
 	// LastOffsetDelta overrides the batch's last offset delta when >= 0 and
 	// KeepOffsetDeltas is set (a compacted batch keeps its original offset range).
 	LastOffsetDelta int32
+	// Transactional and Control set the attribute bits of a transactional batch and
+	// of a transaction marker (see BuildControl).
+	Transactional, Control bool
 }
 
 // Build encodes records as one v2 batch, with kmsg doing the encoding and Build
@@ -88,6 +91,12 @@ func Build(o BuildOptions, records []Record) ([]byte, error) {
 	}
 	if o.Idempotent {
 		kb.ProducerID, kb.ProducerEpoch, kb.FirstSequence = o.ProducerID, o.ProducerEpoch, o.BaseSequence
+	}
+	if o.Transactional {
+		kb.Attributes |= attrTransactional
+	}
+	if o.Control {
+		kb.Attributes |= attrControl
 	}
 	b := kb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[crcStart:], castagnoli))

@@ -41,6 +41,11 @@ type Config struct {
 	ShutdownTimeout       time.Duration
 	GroupInitialDelay     time.Duration
 	OffsetsTopicPartition int32
+	// TransactionStatePartitions is transaction.state.log.num.partitions.
+	TransactionStatePartitions int32
+	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest transaction
+	// timeout a producer may ask for.
+	TransactionMaxTimeout time.Duration
 	// LogCleanupInterval is how often retention (log.retention.check.interval.ms) and
 	// compaction run over every partition.
 	LogCleanupInterval time.Duration
@@ -75,6 +80,8 @@ func Default() Config {
 		ShutdownTimeout:              30 * time.Second,
 		GroupInitialDelay:            3 * time.Second,
 		OffsetsTopicPartition:        50,
+		TransactionStatePartitions:   50,
+		TransactionMaxTimeout:        15 * time.Minute,
 		LogCleanupInterval:           time.Minute,
 		BrokerHeartbeatInterval:      time.Second,
 		BrokerSessionTimeout:         9 * time.Second,
@@ -110,6 +117,8 @@ func (c *Config) options() []option {
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
 		{"group-initial-rebalance-delay", "group.initial.rebalance.delay.ms as a duration", durationValue{&c.GroupInitialDelay}},
 		{"offsets-topic-partitions", "partitions of __consumer_offsets", int32Value{&c.OffsetsTopicPartition}},
+		{"transaction-state-partitions", "partitions of __transaction_state (transaction.state.log.num.partitions)", int32Value{&c.TransactionStatePartitions}},
+		{"transaction-max-timeout", "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)", durationValue{&c.TransactionMaxTimeout}},
 		{"log-cleanup-interval", "how often retention and compaction run over every partition", durationValue{&c.LogCleanupInterval}},
 		{"cluster-id", "cluster id shared by every node (empty: a single node makes its own)", stringValue{&c.ClusterID}},
 		{"broker-heartbeat-interval", "how often a broker heartbeats to the controller", durationValue{&c.BrokerHeartbeatInterval}},
@@ -212,6 +221,12 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsTopicPartition < 1 {
 		errs = append(errs, fmt.Errorf("offsets-topic-partitions must be >= 1, got %d", c.OffsetsTopicPartition))
+	}
+	if c.TransactionStatePartitions < 1 {
+		errs = append(errs, fmt.Errorf("transaction-state-partitions must be >= 1, got %d", c.TransactionStatePartitions))
+	}
+	if c.TransactionMaxTimeout < time.Millisecond {
+		errs = append(errs, fmt.Errorf("transaction-max-timeout must be at least 1ms, got %v", c.TransactionMaxTimeout))
 	}
 	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
 		errs = append(errs, fmt.Errorf("broker-session-timeout (%v) must be longer than broker-heartbeat-interval (%v)", c.BrokerSessionTimeout, c.BrokerHeartbeatInterval))

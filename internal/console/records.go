@@ -143,7 +143,7 @@ func readRecords(p *replica.Partition, from int64, limit int) ([]recordView, err
 	var out []recordView
 	next, total := from, 0
 	for len(out) < limit && total < maxReadBytes {
-		res, err := p.Read(next, readChunkBytes)
+		res, err := p.Read(next, readChunkBytes, replica.ReadUncommitted)
 		if err != nil {
 			return out, err
 		}

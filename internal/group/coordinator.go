@@ -45,7 +45,13 @@ var (
 )
 
 // Record is one record of __consumer_offsets. A nil Value is a tombstone.
-type Record struct{ Key, Value []byte }
+// Pending marks an offset commit of producer ProducerID's transaction that is
+// still open (no marker yet) when a partition is replayed (see txn_offsets.go).
+type Record struct {
+	Key, Value []byte
+	Pending    bool
+	ProducerID int64
+}
 
 // OffsetStore appends records (key/value pairs, value nil = tombstone) to partition p
 // of __consumer_offsets and returns once they are committed (acks=all semantics); the
@@ -165,6 +171,9 @@ type partition struct {
 
 	mu     sync.Mutex
 	groups map[string]*group
+	// txnOffsets holds transactional offset commits until their transaction's
+	// marker (txn_offsets.go).
+	txnOffsets txnOffsets
 }
 
 // New returns a coordinator owning no partitions yet. store must be non-nil; a nil
@@ -358,6 +367,7 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 	}
 	part.mu.Lock()
 	part.groups = groups
+	part.txnOffsets = state.txnOffsets
 	part.mu.Unlock()
 	part.loading = false
 	c.mu.Unlock()

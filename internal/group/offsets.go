@@ -168,8 +168,11 @@ type fetchedPartition struct {
 
 // OffsetFetch serves OffsetFetch v1-v9: v8+ asks for several groups at once. A
 // partition without a commit has offset -1; null topics (v2+) ask for every commit.
+// v7+ RequireStable: a partition with a transactional commit pending answers
+// UNSTABLE_OFFSET_COMMIT (KIP-447).
 func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	defer c.markUnstable(req, resp) // v7+ RequireStable (txn_offsets.go)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
 			var topics []fetchTopic

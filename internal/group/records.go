@@ -149,6 +149,9 @@ type replayed struct {
 	groups  map[string]*kmsg.GroupMetadataValue
 	offsets map[string]map[topicPartition]offsetCommit
 	skipped int // records with keys of unknown versions
+	// txnOffsets are the offset commits of transactions still open (Pending
+	// records).
+	txnOffsets txnOffsets
 }
 
 func newReplayed() *replayed {
@@ -163,6 +166,9 @@ func (r *replayed) apply(rec Record) error {
 	k, err := decodeKey(rec.Key)
 	if err != nil {
 		return err
+	}
+	if rec.Pending {
+		return r.applyPendingTxn(rec, k)
 	}
 	switch k.kind {
 	case kindOffset:

@@ -8,8 +8,10 @@ package handlers
 //   v13+: topic ids instead of names.
 // Consumers get only data below the high-water mark; followers read up to the log
 // end, report their progress with their fetch offset, and are told where their log
-// diverges (DivergingEpoch, v12+, from LastFetchedEpoch). Without transactions the last
-// stable offset equals the HWM, so both isolation levels read the same.
+// diverges (DivergingEpoch, v12+, from LastFetchedEpoch). read_uncommitted consumers
+// read up to the HWM; read_committed ones up to the last stable offset (the first
+// offset of the oldest open transaction, or the HWM), with the aborted transactions
+// of the range returned so the client drops their batches and the markers.
 // Long poll: while fewer than min_bytes are available the request waits on its
 // partitions' watchers until max_wait_ms passes; any HWM move re-reads.
 // Record data goes out with sendfile(2) from the segment files (see fetchbody.go).
@@ -115,7 +117,11 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fet
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 				continue
 			}
-			p, err := h.leaderPartition(img, name, rp.Partition)
+			iso, err := isolation(req.IsolationLevel)
+			var p *replica.Partition
+			if err == nil {
+				p, err = h.leaderPartition(img, name, rp.Partition)
+			}
 			if err == nil {
 				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
 			}
@@ -126,16 +132,22 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fet
 			watched = append(watched, p)
 			maxBytes := min(int(rp.PartitionMaxBytes), budget)
 			if total > 0 && maxBytes <= 0 {
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.HighWatermark(), p.LogStartOffset()
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
 				continue
 			}
 			var res replica.FetchResult
 			if replicaID >= 0 {
 				res, err = h.readForFollower(p, replicaID, req.Version, &rp, max(maxBytes, 1), sp)
 			} else {
-				res, err = p.Read(rp.FetchOffset, max(maxBytes, 1))
+				res, err = p.Read(rp.FetchOffset, max(maxBytes, 1), iso)
 			}
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+			if res.Aborted != nil {
+				sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.Aborted))
+				for i, a := range res.Aborted {
+					sp.AbortedTransactions[i] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+				}
+			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				continue
@@ -247,6 +259,18 @@ func checkLeaderEpoch(p *replica.Partition, epoch int32) error {
 	}
 }
 
+// isolation maps a request's isolation level; anything but 0 and 1 is
+// INVALID_REQUEST, as Kafka cannot parse it either.
+func isolation(level int8) (replica.Isolation, error) {
+	switch iso := replica.Isolation(level); iso {
+	case replica.ReadUncommitted, replica.ReadCommitted:
+		return iso, nil
+	}
+	return 0, errInvalidIsolation
+}
+
 var noRecords = []byte{}
+
+var errInvalidIsolation = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
 
 var errUnknownLeaderEpoch = &metadata.KafkaError{Code: kerr.UnknownLeaderEpoch.Code, Msg: "leader epoch newer than the broker's"}

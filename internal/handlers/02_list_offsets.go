@@ -1,8 +1,8 @@
 package handlers
 
 // ListOffsets (key 2), v1-v9.
-//   v1: one offset per partition; v2: isolation level (no transactions: both read
-//   up to the HWM); v4: current leader epoch (fencing) and the leader epoch in the
+//   v1: one offset per partition; v2: isolation level (read_committed: "latest" is
+//   the last stable offset and timestamp lookups stop there); v4: current leader epoch (fencing) and the leader epoch in the
 //   answer; v6+: flexible; v7: max timestamp (-3); v8: earliest local (-4, the log
 //   start here: no tiered storage); v9: earliest pending upload (-5, none: -1).
 
@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 func (h *Handlers) listOffsets(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
@@ -25,14 +26,18 @@ func (h *Handlers) listOffsets(_ context.Context, _ *protocol.ConnInfo, r *proto
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset = -1, -1
-			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
+			iso, err := isolation(req.IsolationLevel)
+			var p *replica.Partition
+			if err == nil {
+				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
+			}
 			if err == nil {
 				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
 			}
 			if err == nil {
 				var off, ts int64
 				var found bool
-				off, ts, found, err = p.ListOffset(rp.Timestamp)
+				off, ts, found, err = p.ListOffset(rp.Timestamp, iso)
 				if found {
 					sp.Offset, sp.Timestamp = off, ts
 					sp.LeaderEpoch = p.LeaderEpoch()

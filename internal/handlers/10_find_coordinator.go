@@ -1,11 +1,12 @@
 package handlers
 
 // FindCoordinator (key 10), v0-v6.
-//   v1: key type (0 group; 1 transaction: not supported here); v3+ flexible;
+//   v1: key type (0 group, 1 transaction; others INVALID_REQUEST); v3+ flexible;
 //   v4+: several keys at once (CoordinatorKeys, answered in Coordinators).
 // A group's coordinator is the leader of partition PartitionFor(group) of
-// __consumer_offsets, which is created on first use (compacted, 50 partitions by
-// default, replication factor min(3, brokers)).
+// __consumer_offsets, a transactional id's the leader of its partition of
+// __transaction_state; each topic is created on first use (compacted, 50
+// partitions by default, replication factor min(3, brokers)).
 
 import (
 	"context"
@@ -18,6 +19,7 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/txn"
 )
 
 func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
@@ -28,18 +30,26 @@ func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r 
 		keys = []string{req.CoordinatorKey}
 	}
 	img := h.cluster.Image()
-	if req.CoordinatorType == 0 && img.Topic(group.OffsetsTopic) == nil {
-		h.ensureOffsetsTopic(ctx)
+	topic, partitions := group.OffsetsTopic, h.cfg.OffsetsTopicPartitions
+	if req.CoordinatorType == 1 {
+		topic, partitions = txn.StateTopic, h.cfg.TransactionStatePartitions
+	}
+	known := req.CoordinatorType == 0 || (req.CoordinatorType == 1 && h.cfg.Transactions != nil)
+	if known && img.Topic(topic) == nil {
+		h.ensureInternalTopic(ctx, topic, partitions)
 		img = h.cluster.Image()
 	}
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		c.NodeID, c.Port = -1, -1
-		if req.CoordinatorType != 0 {
+		switch {
+		case req.CoordinatorType == 1 && h.cfg.Transactions == nil:
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		} else {
-			h.locateCoordinator(img, key, &c)
+		case !known:
+			c.ErrorCode = kerr.InvalidRequest.Code
+		default:
+			h.locateCoordinator(img, topic, key, &c)
 		}
 		if c.ErrorCode != 0 {
 			msg := kerr.ErrorForCode(c.ErrorCode).Error()
@@ -55,14 +65,15 @@ func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r 
 	return reply(resp)
 }
 
-// locateCoordinator fills c with the broker leading the group's offsets partition.
-func (h *Handlers) locateCoordinator(img *metadata.Image, groupID string, c *kmsg.FindCoordinatorResponseCoordinator) {
-	t := img.Topic(group.OffsetsTopic)
+// locateCoordinator fills c with the broker leading key's partition of the
+// coordinator's topic (__consumer_offsets or __transaction_state).
+func (h *Handlers) locateCoordinator(img *metadata.Image, topic, key string, c *kmsg.FindCoordinatorResponseCoordinator) {
+	t := img.Topic(topic)
 	if t == nil || len(t.Partitions) == 0 {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return
 	}
-	p := t.Partitions[group.PartitionFor(groupID, int32(len(t.Partitions)))]
+	p := t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))]
 	b := img.Broker(p.Leader)
 	if p.Leader == metadata.NoLeader || b == nil || b.Fenced {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -71,14 +82,14 @@ func (h *Handlers) locateCoordinator(img *metadata.Image, groupID string, c *kms
 	c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
 }
 
-// ensureOffsetsTopic creates __consumer_offsets if it does not exist yet.
-func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
+// ensureInternalTopic creates a coordinator's topic if it does not exist yet.
+func (h *Handlers) ensureInternalTopic(ctx context.Context, topic string, partitions int32) {
 	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
 	if h.link != nil && !h.cluster.IsLeader() {
 		req := kmsg.NewPtrCreateTopicsRequest()
 		req.TimeoutMillis = 10000
 		t := kmsg.NewCreateTopicsRequestTopic()
-		t.Topic, t.NumPartitions, t.ReplicationFactor = group.OffsetsTopic, h.cfg.OffsetsTopicPartitions, -1
+		t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, -1
 		for k, v := range configs {
 			c := kmsg.NewCreateTopicsRequestTopicConfig()
 			c.Name, c.Value = k, kmsg.StringPtr(v)
@@ -86,20 +97,20 @@ func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
 		}
 		req.Topics = append(req.Topics, t)
 		if _, err := h.link.Request(ctx, req); err != nil {
-			h.log.Warn("creating the offsets topic through the controller", "err", err)
+			h.log.Warn("creating an internal topic through the controller", "topic", topic, "err", err)
 			return
 		}
 		h.awaitControllerImage(ctx)
 		return
 	}
 	results, err := h.cluster.CreateTopics(ctx, []controller.CreateTopic{{
-		Name: group.OffsetsTopic, NumPartitions: h.cfg.OffsetsTopicPartitions, ReplicationFactor: -1, Configs: configs,
+		Name: topic, NumPartitions: partitions, ReplicationFactor: -1, Configs: configs,
 	}}, false)
 	if err == nil && results[0].Err != nil && errorCode(results[0].Err) != errorCode(metadata.ErrTopicExists) {
 		err = results[0].Err
 	}
 	if err != nil {
-		h.log.Warn("creating the offsets topic", "err", err)
+		h.log.Warn("creating an internal topic", "topic", topic, "err", err)
 		return
 	}
 	h.awaitLocalApply(ctx)

@@ -4,7 +4,12 @@ package handlers
 // with epoch 0. Ids come from blocks the controller allocates through the metadata
 // log, so they never repeat, across restarts too. v2+ flexible; v3+ the client may
 // pass its current id and epoch (KIP-360): a non-transactional producer then simply
-// gets a fresh id. Transactions are not supported: a transactional id is refused.
+// gets a fresh id. With a transactional id the transaction coordinator (this broker
+// must lead the id's __transaction_state partition, else NOT_COORDINATOR) answers:
+// the id's producer with its epoch bumped, fencing older incarnations
+// (PRODUCER_FENCED for them); an open transaction is aborted first
+// (CONCURRENT_TRANSACTIONS until it is); a timeout above transaction.max.timeout.ms
+// is INVALID_TRANSACTION_TIMEOUT.
 
 import (
 	"context"
@@ -29,7 +34,17 @@ func (h *Handlers) initProducerID(ctx context.Context, _ *protocol.ConnInfo, r *
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		if h.cfg.Transactions == nil {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return reply(resp)
+		}
+		reqPID, reqEpoch := int64(-1), int16(-1)
+		if req.Version >= 3 {
+			reqPID, reqEpoch = req.ProducerID, req.ProducerEpoch
+		}
+		var code int16
+		resp.ProducerID, resp.ProducerEpoch, code = h.cfg.Transactions.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, reqPID, reqEpoch)
+		resp.ErrorCode = fencedCode(code, req.Version, 4)
 		return reply(resp)
 	}
 	id, err := h.nextProducerID(ctx)

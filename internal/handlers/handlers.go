@@ -36,6 +36,11 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, serve: (*Handlers).deleteRecords},
 	{key: 22, min: 0, max: 5, serve: (*Handlers).initProducerID},
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
+	{key: 24, min: 0, max: 4, serve: (*Handlers).addPartitionsToTxn},
+	{key: 25, min: 0, max: 3, serve: (*Handlers).addOffsetsToTxn},
+	{key: 26, min: 0, max: 4, serve: (*Handlers).endTxn},
+	{key: 27, min: 1, max: 2, serve: (*Handlers).writeTxnMarkers},
+	{key: 28, min: 0, max: 4, serve: (*Handlers).txnOffsetCommit},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 35, min: 1, max: 5, serve: (*Handlers).describeLogDirs},
@@ -45,7 +50,10 @@ var apis = []api{
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
+	{key: 61, min: 0, max: 0, serve: (*Handlers).describeProducers},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
+	{key: 65, min: 0, max: 0, serve: (*Handlers).describeTransactions},
+	{key: 66, min: 0, max: 2, serve: (*Handlers).listTransactions},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.
@@ -74,6 +82,11 @@ type Config struct {
 	BrokerEpoch func() int64
 	// Observer sees produced and fetched data and delayed operations; nil: none.
 	Observer Observer
+	// Transactions is the transaction coordinator; nil refuses transactional ids.
+	Transactions Transactions
+	// TransactionStatePartitions is the partition count __transaction_state is
+	// created with.
+	TransactionStatePartitions int32
 }
 
 // Handlers serves the Kafka API for one node.

@@ -64,6 +64,9 @@ type instanceOptions struct {
 	topic          string
 	resetLatest    bool
 	sessionTimeout time.Duration // 0: Config.DefaultSessionTimeout
+	// readUncommitted: fetch up to the high-water mark, open and aborted
+	// transactions included (the default reads committed data only).
+	readUncommitted bool
 }
 
 // acquire returns the instance for key, created with opts when there is none yet,
@@ -143,6 +146,10 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	}
 	assigned := make(chan struct{})
 	markAssigned := sync.OnceFunc(func() { close(assigned) })
+	iso := kgo.ReadCommitted()
+	if opts.readUncommitted {
+		iso = kgo.ReadUncommitted()
+	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(c.cfg.KafkaAddr),
 		kgo.ClientID(memberClientID(key, c.cfg.AdvertisedAddr)),
@@ -156,6 +163,7 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 		kgo.HeartbeatInterval(min(session/10, 3*time.Second)),
 		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.FetchMaxWait(time.Second),
+		kgo.FetchIsolationLevel(iso),
 	)
 	if err != nil {
 		return nil, err

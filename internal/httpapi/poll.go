@@ -37,6 +37,7 @@ type pollJSON struct {
 	TimeoutMs        *int64 `json:"timeout_ms"`
 	Reset            string `json:"reset"`
 	SessionTimeoutMs *int64 `json:"session_timeout_ms"`
+	Isolation        string `json:"isolation"`
 }
 
 // pollCall is a validated poll.
@@ -87,6 +88,8 @@ func parsePollQuery(q url.Values) (pollJSON, *apiError) {
 			req.Consumer = v
 		case "reset":
 			req.Reset = v
+		case "isolation":
+			req.Isolation = v
 		case "max_records":
 			dst = &req.MaxRecords
 		case "timeout_ms":
@@ -128,6 +131,7 @@ func mergePoll(q, b pollJSON) (pollJSON, *apiError) {
 		Topic:            str("topic", q.Topic, b.Topic),
 		Consumer:         str("consumer", q.Consumer, b.Consumer),
 		Reset:            str("reset", q.Reset, b.Reset),
+		Isolation:        str("isolation", q.Isolation, b.Isolation),
 		MaxRecords:       num("max_records", q.MaxRecords, b.MaxRecords),
 		TimeoutMs:        num("timeout_ms", q.TimeoutMs, b.TimeoutMs),
 		SessionTimeoutMs: num("session_timeout_ms", q.SessionTimeoutMs, b.SessionTimeoutMs),
@@ -176,6 +180,13 @@ func (req pollJSON) validate() (pollCall, *apiError) {
 		call.opts.resetLatest = true
 	default:
 		return pollCall{}, invalid(`reset: must be "earliest" or "latest", got %q`, req.Reset)
+	}
+	switch req.Isolation {
+	case "", "read_committed":
+	case "read_uncommitted":
+		call.opts.readUncommitted = true
+	default:
+		return pollCall{}, invalid(`isolation: must be "read_committed" or "read_uncommitted", got %q`, req.Isolation)
 	}
 	return call, nil
 }

@@ -20,6 +20,10 @@ var (
 		"Offset the partition's next appended record gets.", partitionLabels, nil)
 	highWatermarkDesc = prometheus.NewDesc("strata_partition_high_watermark",
 		"End (exclusive) of the partition's committed records, visible to consumers; only meaningful where strata_partition_leader is 1.", partitionLabels, nil)
+	lastStableDesc = prometheus.NewDesc("strata_partition_last_stable_offset",
+		"End (exclusive) of what read_committed consumers may read: the first offset of the oldest open transaction, or the high-water mark; the LSO lag is high watermark minus this. Only meaningful where strata_partition_leader is 1.", partitionLabels, nil)
+	openTxnsDesc = prometheus.NewDesc("strata_partition_open_transactions",
+		"Transactions with records on the partition and no marker yet.", partitionLabels, nil)
 	leaderDesc = prometheus.NewDesc("strata_partition_leader",
 		"1 when this node leads the partition, else 0.", partitionLabels, nil)
 	fsyncDesc = prometheus.NewDesc("strata_log_fsync_seconds",
@@ -30,7 +34,7 @@ var (
 type partitionCollector struct{ partitions Partitions }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{logSizeDesc, logSegmentsDesc, logStartDesc, logEndDesc, highWatermarkDesc, leaderDesc, fsyncDesc} {
+	for _, d := range []*prometheus.Desc{logSizeDesc, logSegmentsDesc, logStartDesc, logEndDesc, highWatermarkDesc, lastStableDesc, openTxnsDesc, leaderDesc, fsyncDesc} {
 		ch <- d
 	}
 }
@@ -47,6 +51,8 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(logStartDesc, float64(p.LogStartOffset()))
 		gauge(logEndDesc, float64(p.LogEndOffset()))
 		gauge(highWatermarkDesc, float64(p.HighWatermark()))
+		gauge(lastStableDesc, float64(p.LastStableOffset()))
+		gauge(openTxnsDesc, float64(p.OpenTransactions()))
 		leader := 0.0
 		if p.IsLeader() {
 			leader = 1

@@ -198,6 +198,12 @@ func TestMetricsAfterWorkload(t *testing.T) {
 		if v := m["strata_partition_high_watermark"+pl]; v != float64(perPartition[p]) {
 			t.Errorf("partition %d HWM = %v, want %d produced", p, v, perPartition[p])
 		}
+		if v := m["strata_partition_last_stable_offset"+pl]; v != float64(perPartition[p]) {
+			t.Errorf("partition %d LSO = %v, want the HWM %d (no transactions)", p, v, perPartition[p])
+		}
+		if v, ok := m["strata_partition_open_transactions"+pl]; !ok || v != 0 {
+			t.Errorf("partition %d open transactions = %v (present %v), want 0", p, v, ok)
+		}
 		if v := m["strata_log_end_offset"+pl]; v != float64(perPartition[p]) {
 			t.Errorf("partition %d LEO = %v, want %d", p, v, perPartition[p])
 		}

@@ -3,7 +3,8 @@
 // group coordinator's OffsetStore (appends with acks=all semantics) and it hands
 // the topic's partitions to the coordinator as this broker gains and loses their
 // leadership (the coordinator of a group is the leader of partition
-// PartitionFor(group) of __consumer_offsets, as in Kafka).
+// PartitionFor(group) of __consumer_offsets, as in Kafka). The transaction
+// coordinator uses the same machinery on __transaction_state (NewForTopic).
 //
 // Calling protocol:
 //  1. New(replicas, logger); give the Store to group.New as its OffsetStore.
@@ -37,6 +38,7 @@ type Coordinator interface {
 
 // Store is the group coordinator's view of __consumer_offsets.
 type Store struct {
+	topic    string
 	replicas *replica.Manager
 	log      *slog.Logger
 	now      func() time.Time
@@ -48,7 +50,13 @@ type Store struct {
 
 // New returns a Store on replicas.
 func New(replicas *replica.Manager, logger *slog.Logger) *Store {
-	return &Store{replicas: replicas, log: logger, now: time.Now, loading: map[int32]context.CancelFunc{}}
+	return NewForTopic(group.OffsetsTopic, replicas, logger)
+}
+
+// NewForTopic returns a Store for another coordinator's internal topic, whose
+// records are key/value pairs as well (__transaction_state).
+func NewForTopic(topic string, replicas *replica.Manager, logger *slog.Logger) *Store {
+	return &Store{topic: topic, replicas: replicas, log: logger, now: time.Now, loading: map[int32]context.CancelFunc{}}
 }
 
 // SetCoordinator sets the coordinator partitions are loaded into.
@@ -61,19 +69,29 @@ func (s *Store) SetCoordinator(c Coordinator) {
 // Append implements group.OffsetStore: the records become one batch appended to
 // partition p as leader, and Append returns once the high-water mark covers it.
 func (s *Store) Append(ctx context.Context, partition int32, records []group.Record) error {
-	p, err := s.replicas.Partition(group.OffsetsTopic, partition)
+	return s.append(ctx, partition, records, batch.BuildOptions{})
+}
+
+func (s *Store) append(ctx context.Context, partition int32, records []group.Record, opts batch.BuildOptions) error {
+	p, err := s.replicas.Partition(s.topic, partition)
 	if err != nil || !p.IsLeader() {
-		return fmt.Errorf("%w: %s-%d is not led here", group.ErrNotCoordinator, group.OffsetsTopic, partition)
+		return fmt.Errorf("%w: %s-%d is not led here", group.ErrNotCoordinator, s.topic, partition)
 	}
 	recs := make([]batch.Record, len(records))
 	for i, r := range records {
 		recs[i] = batch.Record{Key: r.Key, Value: r.Value}
 	}
-	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: s.now().UnixMilli()}, recs)
+	opts.FirstTimestamp = s.now().UnixMilli()
+	b, err := batch.Build(opts, recs)
 	if err != nil {
 		return err
 	}
-	res, err := p.Append(b, -1)
+	var res replica.AppendResult
+	if opts.Transactional {
+		res, err = p.AppendAsCoordinator(b)
+	} else {
+		res, err = p.Append(b, -1)
+	}
 	switch {
 	case errors.Is(err, replica.ErrRecordTooLarge):
 		return fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
@@ -93,10 +111,19 @@ func (s *Store) Append(ctx context.Context, partition int32, records []group.Rec
 	return err
 }
 
+// AppendTxn implements group.TxnOffsetStore: the records become one
+// transactional batch of producer pid (a coordinator's write: no sequence
+// number), appended as leader; it returns once the high-water mark covers it.
+func (s *Store) AppendTxn(ctx context.Context, partition int32, pid int64, epoch int16, records []group.Record) error {
+	return s.append(ctx, partition, records, batch.BuildOptions{
+		Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: -1, Transactional: true,
+	})
+}
+
 // LeadershipChanged is replica.Options.OnLeadership: it loads or unloads
-// __consumer_offsets partitions in the coordinator and ignores other topics.
+// the partitions of the store's topic in the coordinator and ignores other topics.
 func (s *Store) LeadershipChanged(p *replica.Partition, leader bool) {
-	if p.Topic != group.OffsetsTopic {
+	if p.Topic != s.topic {
 		return
 	}
 	s.mu.Lock()
@@ -150,17 +177,22 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 }
 
 // records replays a partition from its log start up to its high-water mark.
+// Records of transactional batches wait for their producer's marker: a commit
+// yields them there, an abort drops them, and those of transactions still open at
+// the end come last, marked Pending with their producer id.
 func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 	return func(yield func(group.Record, error) bool) {
+		open := map[int64][]group.Record{} // producer id -> its open transaction's records
+		var order []int64                  // producers in the order their transactions opened
 		offset := p.LogStartOffset()
 		for offset < p.HighWatermark() {
-			res, err := p.Read(offset, 1<<20)
+			res, err := p.Read(offset, 1<<20, replica.ReadUncommitted)
 			if err != nil {
 				yield(group.Record{}, err)
 				return
 			}
 			if res.Chunk.Size == 0 {
-				return
+				break
 			}
 			data, err := res.Chunk.Bytes()
 			next := res.Chunk.NextOffset
@@ -169,34 +201,60 @@ func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 				yield(group.Record{}, err)
 				return
 			}
-			stop := false
-			for it := batch.NewIter(data); it.Next() && !stop; {
+			for it := batch.NewIter(data); it.Next(); {
 				h := it.Header()
 				if h.Control() {
+					typ, err := batch.ParseControl(it.Batch())
+					if err != nil || !h.Transactional() {
+						continue
+					}
+					recs := open[h.ProducerID]
+					delete(open, h.ProducerID)
+					if typ != batch.ControlCommit {
+						continue
+					}
+					for _, rec := range recs {
+						if !yield(rec, nil) {
+							return
+						}
+					}
 					continue
 				}
+				var out []group.Record
 				err := batch.Records(it.Batch(), func(_ batch.Header, r batch.Record) error {
 					rec := group.Record{Key: append([]byte(nil), r.Key...)}
 					if r.Value != nil {
 						rec.Value = append([]byte{}, r.Value...)
 					}
-					if !yield(rec, nil) {
-						stop = true
-						return errStop
-					}
+					out = append(out, rec)
 					return nil
 				})
-				if err != nil && !errors.Is(err, errStop) {
+				if err != nil {
 					yield(group.Record{}, err)
 					return
 				}
-			}
-			if stop {
-				return
+				if h.Transactional() {
+					if _, ok := open[h.ProducerID]; !ok {
+						order = append(order, h.ProducerID)
+					}
+					open[h.ProducerID] = append(open[h.ProducerID], out...)
+					continue
+				}
+				for _, rec := range out {
+					if !yield(rec, nil) {
+						return
+					}
+				}
 			}
 			offset = next
 		}
+		for _, pid := range order {
+			for _, rec := range open[pid] {
+				rec.Pending, rec.ProducerID = true, pid
+				if !yield(rec, nil) {
+					return
+				}
+			}
+		}
 	}
 }
-
-var errStop = errors.New("stop")

@@ -396,18 +396,21 @@ func (m *Manager) clean(p *Partition) {
 			m.log.Info("retention deleted segments", "topic", p.Topic, "partition", p.Index, "segments", n, "log_start_offset", p.LogStartOffset())
 		}
 	}
+	p.forgetAbortedBelow(p.LogStartOffset())
 	if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
 		opts := storage.CompactOptions{
 			DeleteRetention:        millis(cfg.DeleteRetentionMs),
 			MinCleanableDirtyRatio: cfg.MinCleanableDirtyRatio,
 			MinCompactionLag:       millis(cfg.MinCompactionLagMs),
 		}
-		st, err := p.log.Compact(hwm, opts)
+		// Kafka's cleaner stops at the first unstable offset: an open
+		// transaction's records may still be aborted.
+		st, err := p.log.Compact(p.lastStableOffset(hwm), opts)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			m.log.Warn("compaction", "topic", p.Topic, "partition", p.Index, "err", err)
 		} else if err == nil && st.Cleaned {
 			m.log.Info("compacted", "topic", p.Topic, "partition", p.Index,
-				"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten, "superseded", st.Superseded, "tombstones_removed", st.TombstonesRemoved)
+				"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten, "superseded", st.Superseded, "tombstones_removed", st.TombstonesRemoved, "aborted_removed", st.AbortedRemoved)
 		}
 	}
 }

@@ -64,6 +64,10 @@ type Partition struct {
 	appendMu  sync.Mutex
 	producers *producerState
 
+	// txnMu guards txns, changed under appendMu and read by fetches; see txn.go.
+	txnMu sync.Mutex
+	txns  *txnState
+
 	localID       int32 // this broker
 	highWatermark atomic.Int64
 	leaderEpoch   atomic.Int32
@@ -106,21 +110,14 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 		groupCommit: groupCommit,
 		localID:     localID,
 		producers:   newProducerState(),
+		txns:        newTxnState(),
 		watchers:    make(map[*Watcher]struct{}),
 		leoWatchers: make(map[*Watcher]struct{}),
 	}
 	p.mu.leaderID = metadata.NoLeader
-	// Rebuild idempotent-producer state from the log.
-	err := log.ScanBatches(log.LogStartOffset(), func(h batch.Header, _ []byte) error {
-		if h.Idempotent() && !h.Control() {
-			// A compacted batch may hold fewer records than its offset range: the
-			// sequence range follows the offsets (LastOffsetDelta), as produced.
-			p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset())
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", topic, index, err)
+	// Rebuild idempotent-producer and transaction state from the log.
+	if err := p.rebuildProducerState(); err != nil {
+		return nil, err
 	}
 	// Until this broker learns its role the HWM stays at the log start: a replica's
 	// own log end may hold records the leader never committed.
@@ -128,6 +125,56 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 	log.SetDurableListener(func(int64) { p.maybeAdvanceHighWatermark() })
 	log.SetFailureListener(func(error) { p.resignIfFailed() })
 	return p, nil
+}
+
+// rebuildProducerState replaces the idempotent-producer and transaction state with
+// what the log's batch headers say (on open and after a truncation). The caller
+// holds appendMu or owns the partition exclusively.
+func (p *Partition) rebuildProducerState() error {
+	producers, txns := newProducerState(), newTxnState()
+	err := p.log.ScanBatches(p.log.LogStartOffset(), func(h batch.Header, body []byte) error {
+		if h.Idempotent() && !h.Control() {
+			// A compacted batch may hold fewer records than its offset range: the
+			// sequence range follows the offsets (LastOffsetDelta), as produced.
+			producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
+		}
+		txns.observe(h, controlType(h, body))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rebuilding producer state of %s-%d: %w", p.Topic, p.Index, err)
+	}
+	p.producers = producers
+	p.txnMu.Lock()
+	p.txns = txns
+	p.txnMu.Unlock()
+	return nil
+}
+
+// controlType is the marker type of control batch b (whole batch bytes), or -1
+// for any other batch or a control record that is not a marker.
+func controlType(h batch.Header, b []byte) batch.ControlType {
+	if !h.Control() {
+		return -1
+	}
+	t, err := batch.ParseControl(b)
+	if err != nil {
+		return -1
+	}
+	return t
+}
+
+// observeTxns feeds appended batches (whole, stamped) to the transaction state.
+// appendMu must be held.
+func (p *Partition) observeTxns(records []byte) {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	for it := batch.NewStoredIter(records); it.Next(); {
+		h := it.Header()
+		if h.Transactional() {
+			p.txns.observe(h, controlType(h, it.Batch()))
+		}
+	}
 }
 
 // safeEnd is the offset the HWM may reach with no followers.
@@ -259,6 +306,9 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 		if h.Control() {
 			return AppendResult{}, fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
 		}
+		if h.Transactional() && !h.Idempotent() {
+			return AppendResult{}, fmt.Errorf("%w: a transactional batch needs a producer id", ErrInvalidRecord)
+		}
 		if h.Idempotent() && n > 0 {
 			return AppendResult{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
 		}
@@ -283,6 +333,9 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
+	if first.Idempotent() && !first.Transactional() && p.inTxn(first.ProducerID) {
+		return AppendResult{}, fmt.Errorf("%w: producer %d wrote a non-transactional batch inside its transaction", ErrInvalidTxnState, first.ProducerID)
+	}
 	if first.Idempotent() {
 		chk, err := p.producers.check(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords)
 		if err != nil {
@@ -300,7 +353,10 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 		return AppendResult{}, err
 	}
 	if first.Idempotent() {
-		p.producers.record(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, info.FirstOffset, info.LastOffset)
+		p.producers.record(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, info.FirstOffset, info.LastOffset, info.MaxTimestamp)
+	}
+	if first.Transactional() {
+		p.observeTxns(records)
 	}
 	p.fireAppend()
 	if !p.groupCommit {
@@ -343,30 +399,74 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 
 // FetchResult is a read of committed records.
 type FetchResult struct {
-	Chunk          storage.Chunk // whole batches; Release it when sent
-	HighWatermark  int64
-	LogStartOffset int64
+	Chunk            storage.Chunk // whole batches; Release it when sent
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	// Aborted lists, for a read_committed read, the aborted transactions whose
+	// batches may be in Chunk (nil for read_uncommitted).
+	Aborted []AbortedTxn
 }
 
-// Read returns whole batches from offset up to the high-water mark, at most
-// maxBytes unless the first batch alone is larger. An offset between the HWM and the
+// Read returns whole batches from offset up to the high-water mark
+// (read_uncommitted) or the last stable offset (read_committed), at most maxBytes
+// unless the first batch alone is larger. An offset between that limit and the
 // log end returns no data; below the log start or past the log end it is
-// storage.ErrOffsetOutOfRange.
-func (p *Partition) Read(offset int64, maxBytes int) (FetchResult, error) {
+// storage.ErrOffsetOutOfRange. A read_committed read also returns the aborted
+// transactions the chunk may hold batches of, so the reader can drop them.
+func (p *Partition) Read(offset int64, maxBytes int, iso Isolation) (FetchResult, error) {
 	if !p.IsLeader() {
 		return FetchResult{}, ErrNotLeader
 	}
 	hwm := p.HighWatermark()
-	res := FetchResult{HighWatermark: hwm, LogStartOffset: p.log.LogStartOffset()}
-	if offset == hwm || (offset > hwm && offset <= p.log.LogEndOffset()) {
+	lso := p.lastStableOffset(hwm)
+	res := FetchResult{HighWatermark: hwm, LastStableOffset: lso, LogStartOffset: p.log.LogStartOffset()}
+	limit := hwm
+	if iso == ReadCommitted {
+		limit = lso
+		res.Aborted = []AbortedTxn{}
+	}
+	if offset == limit || (offset > limit && offset <= p.log.LogEndOffset()) {
 		return res, nil
 	}
-	chunk, err := p.log.Read(offset, maxBytes, hwm)
+	chunk, err := p.log.Read(offset, maxBytes, limit)
 	if err != nil {
 		return res, err
 	}
 	res.Chunk = chunk
+	if iso == ReadCommitted && chunk.Size > 0 {
+		p.txnMu.Lock()
+		if a := p.txns.abortedIn(offset, chunk.NextOffset); a != nil {
+			res.Aborted = a
+		}
+		p.txnMu.Unlock()
+	}
 	return res, nil
+}
+
+// LastStableOffset is the end (exclusive) of what read_committed consumers may
+// read: the first offset of the oldest open transaction, or the high-water mark.
+func (p *Partition) LastStableOffset() int64 { return p.lastStableOffset(p.HighWatermark()) }
+
+func (p *Partition) lastStableOffset(hwm int64) int64 {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	return p.txns.lastStable(hwm)
+}
+
+// OpenTransactions is the number of transactions with records on the partition
+// and no marker yet.
+func (p *Partition) OpenTransactions() int {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	return len(p.txns.open)
+}
+
+// inTxn reports whether producer pid has an open transaction on the partition.
+func (p *Partition) inTxn(pid int64) bool {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	return p.txns.inTxn(pid)
 }
 
 // Special ListOffsets timestamps.
@@ -378,14 +478,14 @@ const (
 )
 
 // ListOffset answers ListOffsets for one timestamp: the earliest or latest
-// (high-water mark) offset, the record with the largest timestamp, or the first
+// (high-water mark, or last stable offset under read_committed) offset, the record with the largest timestamp, or the first
 // offset whose timestamp is at or after ts. Found is false when no committed record
 // qualifies (Kafka then answers offset -1). While a new leader's HWM is below the
 // start of its leadership (it inherited a HWM that may lag the one its predecessor
 // served), "latest", and any lookup that finds nothing below the HWM, fail with
 // ErrOffsetNotAvailable, as in Kafka: the answer could be lower than one a client
 // has already seen.
-func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, err error) {
+func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64, found bool, err error) {
 	if !p.IsLeader() {
 		return 0, 0, false, ErrNotLeader
 	}
@@ -394,12 +494,16 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, e
 	if hwm < p.epochStartOffset() {
 		notYet = ErrOffsetNotAvailable
 	}
+	limit := hwm
+	if iso == ReadCommitted {
+		limit = p.lastStableOffset(hwm)
+	}
 	switch ts {
 	case LatestTimestamp:
 		if notYet != nil {
 			return 0, 0, false, notYet
 		}
-		return hwm, -1, true, nil
+		return limit, -1, true, nil
 	case EarliestTimestamp, EarliestLocalTimestamp:
 		return p.log.LogStartOffset(), -1, true, nil
 	}
@@ -417,7 +521,7 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, e
 	if err != nil {
 		return 0, 0, false, err
 	}
-	if !ok || off >= hwm {
+	if !ok || off >= limit {
 		return -1, -1, false, notYet
 	}
 	return off, t, true, nil
@@ -439,6 +543,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	if err := p.log.DeleteRecords(offset); err != nil {
 		return -1, err
 	}
+	p.forgetAbortedBelow(p.log.LogStartOffset())
 	return p.log.LogStartOffset(), nil
 }
 

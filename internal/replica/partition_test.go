@@ -59,7 +59,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 		{EarliestTimestamp, nil, 0},
 		{3, nil, 3},
 	} {
-		off, _, _, err := p.ListOffset(tc.ts)
+		off, _, _, err := p.ListOffset(tc.ts, ReadUncommitted)
 		if !errors.Is(err, tc.wantErr) || (err == nil && off != tc.want) {
 			t.Fatalf("ListOffset(%d) before the follower fetched: %d, %v; want %d, %v", tc.ts, off, err, tc.want, tc.wantErr)
 		}
@@ -73,7 +73,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	if ff.HighWatermark != 10 {
 		t.Fatalf("HWM after the follower caught up: %d, want 10", ff.HighWatermark)
 	}
-	off, _, found, err := p.ListOffset(LatestTimestamp)
+	off, _, found, err := p.ListOffset(LatestTimestamp, ReadUncommitted)
 	if err != nil || !found || off != 10 {
 		t.Fatalf("ListOffset(latest) = %d, %v, %v; want 10, true, nil", off, found, err)
 	}

@@ -28,8 +28,9 @@ type batchMeta struct {
 
 // producerEntry is the state of one producer id on one partition.
 type producerEntry struct {
-	epoch   int16
-	batches []batchMeta // oldest first, at most producerBatchesKept
+	epoch         int16
+	batches       []batchMeta // oldest first, at most producerBatchesKept
+	lastTimestamp int64       // max timestamp of its last batch
 }
 
 // producerState tracks idempotent producers on one partition. It is pure: the
@@ -82,7 +83,7 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 }
 
 // record notes an appended batch (after check passed, or while rebuilding from the log).
-func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecords int32, firstOffset, lastOffset int64) {
+func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecords int32, firstOffset, lastOffset, maxTimestamp int64) {
 	e, ok := s.entries[pid]
 	if !ok {
 		e = &producerEntry{epoch: epoch}
@@ -96,30 +97,13 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 		copy(e.batches, e.batches[1:])
 		e.batches = e.batches[:producerBatchesKept-1]
 	}
+	e.lastTimestamp = maxTimestamp
 	e.batches = append(e.batches, batchMeta{
 		firstSeq:    firstSeq,
 		lastSeq:     addSeq(firstSeq, numRecords-1),
 		firstOffset: firstOffset,
 		lastOffset:  lastOffset,
 	})
-}
-
-// truncate forgets batches at or above offset (the log was truncated there). A
-// producer left with no batches is forgotten: its next batch is accepted as new.
-func (s *producerState) truncate(offset int64) {
-	for pid, e := range s.entries {
-		n := 0
-		for _, b := range e.batches {
-			if b.lastOffset < offset {
-				e.batches[n] = b
-				n++
-			}
-		}
-		e.batches = e.batches[:n]
-		if n == 0 {
-			delete(s.entries, pid)
-		}
-	}
 }
 
 // addSeq adds to a sequence number, wrapping from MaxInt32 to 0 as Kafka does.

@@ -36,7 +36,7 @@ func TestProducerStateCheck(t *testing.T) {
 			s := newProducerState()
 			var off int64
 			for _, b := range tt.history {
-				s.record(7, b.epoch, b.firstSeq, b.n, off, off+int64(b.n)-1)
+				s.record(7, b.epoch, b.firstSeq, b.n, off, off+int64(b.n)-1, -1)
 				off += int64(b.n)
 			}
 			got, err := s.check(7, tt.next.epoch, tt.next.firstSeq, tt.next.n)
@@ -53,26 +53,12 @@ func TestProducerStateCheck(t *testing.T) {
 func TestProducerStateKeepsFiveBatches(t *testing.T) {
 	s := newProducerState()
 	for i := int32(0); i < 7; i++ {
-		s.record(1, 0, i, 1, int64(i), int64(i))
+		s.record(1, 0, i, 1, int64(i), int64(i), -1)
 	}
 	if r, _ := s.check(1, 0, 1, 1); r.duplicate {
 		t.Fatal("batch 1 should have been forgotten (only the last 5 are kept)")
 	}
 	if r, _ := s.check(1, 0, 2, 1); !r.duplicate || r.offset != 2 {
 		t.Fatalf("batch 2 should still be a duplicate at offset 2, got %+v", r)
-	}
-}
-
-func TestProducerStateTruncate(t *testing.T) {
-	s := newProducerState()
-	s.record(1, 0, 0, 2, 0, 1)
-	s.record(1, 0, 2, 2, 2, 3)
-	s.record(2, 0, 0, 1, 4, 4)
-	s.truncate(2)
-	if _, err := s.check(1, 0, 2, 2); err != nil {
-		t.Fatalf("after truncating the second batch, it must be acceptable again: %v", err)
-	}
-	if _, ok := s.entries[2]; ok {
-		t.Fatal("producer 2 had only truncated batches and should be forgotten")
 	}
 }

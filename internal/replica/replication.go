@@ -333,9 +333,10 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 			for it.Next() {
 				h := it.Header()
 				if h.Idempotent() && !h.Control() {
-					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset())
+					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
 				}
 			}
+			p.observeTxns(records)
 		}
 		p.appendMu.Unlock()
 		if err != nil {
@@ -366,10 +367,17 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	if !p.followingAt(epoch) {
 		return nil
 	}
+	leo := p.log.LogEndOffset()
 	if err := p.log.Truncate(offset); err != nil {
 		return err
 	}
-	p.producers.truncate(offset)
+	if offset < leo {
+		// Producers' batches and transaction markers went: rebuild both from what
+		// is left (a removed marker reopens its transaction).
+		if err := p.rebuildProducerState(); err != nil {
+			return err
+		}
+	}
 	if p.highWatermark.Load() > offset {
 		p.highWatermark.Store(offset)
 	}
@@ -388,6 +396,9 @@ func (p *Partition) restartAt(epoch int32, offset int64) error {
 		return err
 	}
 	p.producers = newProducerState()
+	p.txnMu.Lock()
+	p.txns = newTxnState()
+	p.txnMu.Unlock()
 	p.highWatermark.Store(offset)
 	return nil
 }

@@ -259,6 +259,28 @@ func (t replicaTransport) Fetch(ctx context.Context, leader int32, req *kmsg.Fet
 	return resp.(*kmsg.FetchResponse), nil
 }
 
+// txnBrokers is how the transaction coordinator reaches partition leaders: the
+// metadata image for leaders, the replica client for WriteTxnMarkers (to this
+// broker too, through its own listener).
+type txnBrokers struct{ n *Node }
+
+func (b txnBrokers) Leader(topic string, partition int32) (int32, bool) {
+	p := b.n.ctrl.Image().Partition(topic, partition)
+	if p == nil {
+		return -1, false
+	}
+	return p.Leader, true
+}
+
+func (b txnBrokers) WriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	resp, err := b.n.replicaClient.Broker(int(broker)).Request(ctx, req)
+	if err != nil {
+		b.n.replicaClient.ForceMetadataRefresh()
+		return nil, err
+	}
+	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+}
+
 // isrChanger sends a leader's ISR changes to the active controller.
 type isrChanger struct{ n *Node }
 

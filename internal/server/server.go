@@ -45,6 +45,7 @@ import (
 	"github.com/strata-stream/strata/internal/offsets"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -84,6 +85,10 @@ type Node struct {
 	// Consumer groups.
 	offsetStore *offsets.Store
 	groups      *group.Coordinator
+
+	// Transactions: the coordinator on __transaction_state.
+	txnStore *offsets.Store
+	txns     *txn.Coordinator
 
 	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
 	api *httpapi.API
@@ -186,7 +191,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		ISRChanger:    n.metrics.ISRChanger(isrChanger{n}),
 		BrokerEpoch:   n.brokerEpoch.Load,
 		ReplicaLagMax: cfg.ReplicaLagTimeMax,
-		OnLeadership:  func(p *replica.Partition, leader bool) { n.offsetStore.LeadershipChanged(p, leader) },
+		OnLeadership: func(p *replica.Partition, leader bool) {
+			n.offsetStore.LeadershipChanged(p, leader)
+			n.txnStore.LeadershipChanged(p, leader)
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -197,6 +205,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	groupCfg.OffsetsTopicPartitions = cfg.OffsetsTopicPartition
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
 	n.offsetStore.SetCoordinator(n.groups)
+	var h *handlers.Handlers // the transaction coordinator takes producer ids from the handlers' block
+	n.txnStore = offsets.NewForTopic(txn.StateTopic, n.replicas, logger.With("component", "txn-state"))
+	n.txns = txn.New(txn.Config{Partitions: cfg.TransactionStatePartitions, MaxTimeout: cfg.TransactionMaxTimeout},
+		n.txnStore, txn.BrokerMarkers{Brokers: txnBrokers{n}}, func(ctx context.Context) (int64, error) { return h.NextProducerID(ctx) },
+		logger.With("component", "txn"))
+	n.txnStore.SetCoordinator(n.txns)
 	images, stop := n.ctrl.Watch()
 	n.stopWatch = stop
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
@@ -228,7 +242,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		defer n.wg.Done()
 		n.replicas.RunISRMaintenance(lifeCtx)
 	}()
-	h := handlers.New(handlers.Config{
+	h = handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
 		ClusterID:         clusterID,
 		AutoCreateTopics:  cfg.AutoCreateTopics,
@@ -236,7 +250,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
 
-		OffsetsTopicPartitions: cfg.OffsetsTopicPartition,
+		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
+		Transactions:               n.txns,
+		TransactionStatePartitions: cfg.TransactionStatePartitions,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.serveLink(h)
 	n.kafka = &protocol.Server{
@@ -477,6 +493,9 @@ func (n *Node) close(graceful bool) error {
 	n.wg.Wait()
 	if n.groups != nil {
 		n.groups.Close()
+	}
+	if n.txns != nil {
+		n.txns.Close()
 	}
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())

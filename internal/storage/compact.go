@@ -75,8 +75,9 @@ type CompactStats struct {
 	SegmentsRead, SegmentsWritten int
 	BytesRead, BytesWritten       int64
 	// Records read from the rewritten segments, and those removed: superseded by a
-	// later record with the same key, expired tombstones, and records without a key.
-	RecordsRead, Superseded, TombstonesRemoved, KeylessRemoved int64
+	// later record with the same key, expired tombstones, records without a key,
+	// and records of aborted transactions.
+	RecordsRead, Superseded, TombstonesRemoved, KeylessRemoved, AbortedRemoved int64
 	// Batches copied byte for byte, rewritten with fewer records, removed, and kept
 	// empty (the last batch of an idempotent producer).
 	BatchesCopied, BatchesRewritten, BatchesRemoved, EmptyBatchesKept int64
@@ -208,18 +209,19 @@ func (l *Log) planCompaction(highWatermark int64, opts CompactOptions) (*compact
 // clean runs a planned pass: offset map, cleaned segments, swap.
 func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 	stats := p.stats
-	producers, err := lastProducerBatches(p.all)
+	producers, err := scanProducers(p.all)
 	if err != nil {
 		return stats, err
 	}
-	keys, end, err := buildOffsetMap(p, opts.OffsetMapBytes)
+	keys, end, err := buildOffsetMap(p, opts.OffsetMapBytes, producers.aborted)
 	if err != nil {
 		return stats, err
 	}
 	stats.EndOffset = end
 	c := &cleaner{
 		keys:            keys,
-		producers:       producers,
+		producers:       producers.last,
+		aborted:         producers.aborted,
 		state:           &p.state,
 		nowMs:           p.now.UnixMilli(),
 		deleteRetention: opts.DeleteRetention,

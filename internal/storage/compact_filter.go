@@ -72,6 +72,7 @@ func decide(r recordFacts, nowMs int64, deleteRetention time.Duration) recordFat
 type cleaner struct {
 	keys            offsetMap
 	producers       map[int64]int64 // producer id -> base offset of its last batch in the log
+	aborted         map[int64]bool  // base offsets of aborted transactions' batches
 	state           *cleanerState   // as it was when the pass began
 	nowMs           int64
 	deleteRetention time.Duration
@@ -92,7 +93,8 @@ type cleaner struct {
 // producer id, epoch and base sequence, first timestamp and codec; the kept records
 // are copied unchanged (their deltas stay valid), recompressed with the batch's
 // codec, and the max timestamp is recomputed from them (a LogAppendTime batch keeps
-// its own). Control batches are copied. A batch that loses every record stays as an
+// its own). Control batches are copied; every record of an aborted transaction
+// goes. A batch that loses every record stays as an
 // empty batch (no records, uncompressed) when it is its idempotent producer's last
 // batch in the log, so the producer's sequence state survives a restart; otherwise
 // it goes. The returned slice is valid until the next call.
@@ -107,6 +109,17 @@ func (c *cleaner) filter(b []byte, h *batch.Header) (out []byte, copied bool, er
 		if c.isProducersLast(h) {
 			c.stats.BatchesCopied++
 			return b, true, nil
+		}
+		c.stats.BatchesRemoved++
+		return nil, false, nil
+	case c.aborted[h.BaseOffset]:
+		// An aborted transaction's records go whatever their keys.
+		c.stats.AbortedRemoved += int64(h.NumRecords)
+		if c.isProducersLast(h) {
+			c.stats.EmptyBatchesKept++
+			c.kept = c.kept[:0]
+			out, err = c.rebuild(h, 0, 0)
+			return out, false, err
 		}
 		c.stats.BatchesRemoved++
 		return nil, false, nil

@@ -52,9 +52,9 @@ const scanWindow = 1 << 20
 // the first it checks the budget: once the map holds budget bytes the section ends
 // at that segment's base, so the map may exceed the budget by one segment's keys.
 // It returns the map and the end of the section it covers (the first dirty offset
-// itself when no cleanable segment is dirty). Control batches and keyless records
-// are skipped.
-func buildOffsetMap(p *compactPlan, budget int64) (offsetMap, int64, error) {
+// itself when no cleanable segment is dirty). Control batches, batches of aborted
+// transactions and keyless records are skipped.
+func buildOffsetMap(p *compactPlan, budget int64, aborted map[int64]bool) (offsetMap, int64, error) {
 	m := newOffsetMap()
 	started := false
 	for i := range p.cleanable {
@@ -66,7 +66,7 @@ func buildOffsetMap(p *compactPlan, budget int64) (offsetMap, int64, error) {
 			return m, v.s.base, nil
 		}
 		started = true
-		if err := m.addSegment(v, p.firstDirty); err != nil {
+		if err := m.addSegment(v, p.firstDirty, aborted); err != nil {
 			return m, 0, err
 		}
 	}
@@ -77,12 +77,12 @@ func buildOffsetMap(p *compactPlan, budget int64) (offsetMap, int64, error) {
 }
 
 // addSegment adds the records at or after from of one segment.
-func (m *offsetMap) addSegment(v segmentView, from int64) error {
+func (m *offsetMap) addSegment(v segmentView, from int64, aborted map[int64]bool) error {
 	sc := fullScanner(v.s.log, v.s.lookup(from), v.size, scanWindow)
 	defer sc.done()
 	for sc.next() {
 		h := sc.h
-		if h.Control() || h.NumRecords == 0 || h.LastOffset() < from {
+		if h.Control() || h.NumRecords == 0 || h.LastOffset() < from || aborted[h.BaseOffset] {
 			continue
 		}
 		records := sc.b[batch.HeaderSize:]
@@ -110,21 +110,54 @@ func (m *offsetMap) addSegment(v segmentView, from int64) error {
 	return nil
 }
 
-// lastProducerBatches reads the headers of every batch in views and returns, for
-// each idempotent producer, the base offset of its last data batch.
-func lastProducerBatches(views []segmentView) (map[int64]int64, error) {
-	last := make(map[int64]int64)
+// producerScan is what a pass learns from the headers of the whole log.
+type producerScan struct {
+	// last maps each idempotent producer to the base offset of its last data batch.
+	last map[int64]int64
+	// aborted holds the base offsets of the data batches of aborted transactions:
+	// their records neither supersede others nor stay (Kafka's cleaner discards
+	// them), so an aborted write can never hide a committed one.
+	aborted map[int64]bool
+}
+
+// scanProducers reads the headers of every batch in views (and the record of each
+// transaction marker) in offset order.
+func scanProducers(views []segmentView) (producerScan, error) {
+	ps := producerScan{last: make(map[int64]int64), aborted: make(map[int64]bool)}
+	open := make(map[int64][]int64) // producer id -> its open transaction's batches
+	var body []byte
 	for _, v := range views {
 		sc := headerScanner(v.s.log, 0, v.size)
 		for sc.next() {
-			if h := &sc.h; h.Idempotent() && !h.Control() {
-				last[h.ProducerID] = h.BaseOffset
+			h := &sc.h
+			switch {
+			case h.Control():
+				var err error
+				if body, err = readBatchAt(v.s.log, sc.bpos, h.Size(), body); err != nil {
+					sc.done()
+					return ps, err
+				}
+				typ, err := batch.ParseControl(body)
+				if err != nil || (typ != batch.ControlAbort && typ != batch.ControlCommit) {
+					continue // not a transaction marker
+				}
+				if typ == batch.ControlAbort {
+					for _, base := range open[h.ProducerID] {
+						ps.aborted[base] = true
+					}
+				}
+				delete(open, h.ProducerID)
+			case h.Idempotent():
+				ps.last[h.ProducerID] = h.BaseOffset
+				if h.Transactional() {
+					open[h.ProducerID] = append(open[h.ProducerID], h.BaseOffset)
+				}
 			}
 		}
 		sc.done()
 		if sc.err != nil {
-			return nil, corrupt(v.s.log.Name(), sc.pos, sc.err)
+			return ps, corrupt(v.s.log.Name(), sc.pos, sc.err)
 		}
 	}
-	return last, nil
+	return ps, nil
 }

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -24,6 +25,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
+import io.strata.interop.Summary.Failed;
 import io.strata.interop.Summary.Produced;
 
 /**
@@ -39,15 +41,18 @@ import io.strata.interop.Summary.Produced;
  *       protocol, subscribe, commitSync after processing each poll); see {@link GroupReader}.
  *   <li>{@code stream}: produce at {@code --rate} records a second for {@code --duration-ms}
  *       while reading in group {@code --group}, then drain; see {@link Stream}.
+ *   <li>{@code txn}: produce with a transactional producer (ten records per transaction,
+ *       every third transaction aborted; aborted records are reported as failed), then
+ *       read everything back with {@code isolation.level=read_committed}.
  * </ul>
  *
- * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]
+ * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream|txn]
  * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS]
  * [--rate N]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
  * library logs at WARN to stderr; {@code -Dinterop.log=debug} shows its protocol traffic.
  */
 public final class Client {
-    private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]"
+    private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream|txn]"
             + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS] [--rate N]";
 
     private Client() {}
@@ -90,6 +95,18 @@ public final class Client {
                 }
             }
             case "stream" -> Stream.run(o, deadline, s);
+            case "txn" -> {
+                long start = System.nanoTime();
+                List<Failed> aborted = new ArrayList<>();
+                List<Produced> produced = produceTransactions(o, aborted);
+                s.field("produce_ms", (System.nanoTime() - start) / 1_000_000);
+                s.produced(produced);
+                s.failed(aborted);
+                start = System.nanoTime();
+                List<ConsumerRecord<byte[], byte[]>> consumed = consume(o, produced, deadline);
+                s.field("consume_ms", (System.nanoTime() - start) / 1_000_000);
+                s.consumed(consumed);
+            }
             default -> {
                 List<Produced> produced = List.of();
                 if (!o.mode.equals("consume")) {
@@ -179,10 +196,54 @@ public final class Client {
         return produced;
     }
 
+    /**
+     * Writes {@code --count} records with a transactional producer, ten per
+     * transaction, aborting every third transaction: committed records are returned,
+     * aborted ones added to {@code aborted} with the error "aborted".
+     */
+    private static List<Produced> produceTransactions(Options o, List<Failed> aborted) throws Exception {
+        Properties p = producerProps(o, "strata-interop-" + o.name + "-txn");
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "strata-interop-" + o.name);
+        List<Produced> produced = new ArrayList<>(o.count);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            for (int first = 0, txn = 0; first < o.count; first += 10, txn++) {
+                boolean abort = txn % 3 == 2;
+                producer.beginTransaction();
+                List<ProducerRecord<byte[], byte[]>> sent = new ArrayList<>();
+                List<Future<RecordMetadata>> acks = new ArrayList<>();
+                for (int i = first; i < Math.min(first + 10, o.count); i++) {
+                    byte[] key = utf8(String.format("key-%02d", i % o.keys));
+                    byte[] value = utf8(String.format("%s-%04d", o.name, i));
+                    ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(o.topic, null, key, value, headers(o.name, i));
+                    sent.add(rec);
+                    acks.add(producer.send(rec));
+                }
+                producer.flush();
+                if (abort) {
+                    producer.abortTransaction();
+                    for (ProducerRecord<byte[], byte[]> rec : sent) {
+                        aborted.add(new Failed(rec.key(), rec.value(), rec.headers(), "aborted"));
+                    }
+                    continue;
+                }
+                producer.commitTransaction();
+                for (int i = 0; i < sent.size(); i++) {
+                    ProducerRecord<byte[], byte[]> rec = sent.get(i);
+                    produced.add(new Produced(rec.key(), rec.value(), rec.headers(), acks.get(i).get()));
+                }
+            }
+        }
+        return produced;
+    }
+
     private static List<ConsumerRecord<byte[], byte[]>> consume(
             Options o, List<Produced> produced, long deadline) throws Exception {
         // No group.id: manual assignment only, nothing is committed.
         Properties p = consumerProps(o, "strata-interop-" + o.name + "-reader");
+        if (o.mode.equals("txn")) {
+            p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        }
         List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
             List<PartitionInfo> infos = consumer.partitionsFor(o.topic, remaining(deadline));
@@ -264,7 +325,7 @@ public final class Client {
                 String v = args[++i];
                 switch (a) {
                     case "--mode" -> {
-                        if (!List.of("both", "produce", "consume", "group", "stream").contains(v)) {
+                        if (!List.of("both", "produce", "consume", "group", "stream", "txn").contains(v)) {
                             throw new IllegalArgumentException("unknown mode " + v);
                         }
                         o.mode = v;

@@ -1,0 +1,226 @@
+package group
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Transactional offset commits (TxnOffsetCommit, KIP-98/447). A producer in a
+// transaction commits a group's offsets as offset commit records in a
+// transactional batch of its own producer id on the group's __consumer_offsets
+// partition. They stay pending, invisible to OffsetFetch, until the transaction's
+// marker lands on that partition: CompleteTxnOffsets then applies them (commit) or
+// drops them (abort). A replay applies committed transactions' records at their
+// marker, drops aborted ones, and hands the records of transactions still open to
+// the coordinator as Pending records.
+
+// TxnOffsetStore is an OffsetStore that can also append records as one
+// transactional batch of a producer (the broker's offsets.Store).
+type TxnOffsetStore interface {
+	AppendTxn(ctx context.Context, partition int32, producerID int64, producerEpoch int16, records []Record) error
+}
+
+// TxnOffsetCommit serves TxnOffsetCommit v0-v4. With a member id or generation
+// (v3+) the member and generation are checked as for OffsetCommit; without them
+// the commit is accepted whatever the group's state (older producers do not know
+// the group's generation). The answer comes once the records are appended.
+func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	setAll := func(code int16) {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if resp.Topics[i].Partitions[j].ErrorCode == 0 {
+					resp.Topics[i].Partitions[j].ErrorCode = code
+				}
+			}
+		}
+	}
+	store, ok := c.store.(TxnOffsetStore)
+	if !ok {
+		setAll(kerr.CoordinatorNotAvailable.Code)
+		return resp
+	}
+	p, code := c.partitionOf(req.Group)
+	if code != 0 {
+		setAll(code)
+		return resp
+	}
+	if req.Generation >= 0 || req.MemberID != "" || deref(req.InstanceID) != "" {
+		g := p.lookup(c, req.Group, false)
+		if g == nil {
+			setAll(kerr.IllegalGeneration.Code)
+			return resp
+		}
+		g.mu.Lock()
+		code := g.validateCommitLocked(&kmsg.OffsetCommitRequest{Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID})
+		g.mu.Unlock()
+		if code != 0 {
+			setAll(code)
+			return resp
+		}
+	}
+	now := c.now()
+	var (
+		recs []Record
+		tps  []topicPartition
+		offs []offsetCommit
+	)
+	for ti, t := range req.Topics {
+		for pi, pt := range t.Partitions {
+			meta := deref(pt.Metadata)
+			if len(meta) > c.cfg.OffsetMetadataMaxBytes {
+				resp.Topics[ti].Partitions[pi].ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			tp := topicPartition{t.Topic, pt.Partition}
+			o := offsetCommit{offset: pt.Offset, leaderEpoch: -1, metadata: meta, commitTime: now}
+			if req.Version >= 2 {
+				o.leaderEpoch = pt.LeaderEpoch
+			}
+			tps, offs = append(tps, tp), append(offs, o)
+			recs = append(recs, Record{Key: offsetKey(req.Group, tp), Value: offsetValue(o)})
+		}
+	}
+	if len(recs) == 0 {
+		return resp
+	}
+	if err := store.AppendTxn(ctx, p.id, req.ProducerID, req.ProducerEpoch, recs); err != nil {
+		setAll(storeErrorCode(err, true))
+		return resp
+	}
+	p.mu.Lock()
+	for i, tp := range tps {
+		p.txnOffsets.add(req.ProducerID, req.Group, tp, offs[i])
+	}
+	p.mu.Unlock()
+	return resp
+}
+
+// txnOffsets are pending transactional offset commits: producer id -> group ->
+// partition -> offset.
+type txnOffsets map[int64]map[string]map[topicPartition]offsetCommit
+
+// add notes one pending commit, making the maps as needed.
+func (t *txnOffsets) add(pid int64, groupID string, tp topicPartition, o offsetCommit) {
+	if *t == nil {
+		*t = make(txnOffsets)
+	}
+	byGroup := (*t)[pid]
+	if byGroup == nil {
+		byGroup = make(map[string]map[topicPartition]offsetCommit)
+		(*t)[pid] = byGroup
+	}
+	offs := byGroup[groupID]
+	if offs == nil {
+		offs = make(map[topicPartition]offsetCommit)
+		byGroup[groupID] = offs
+	}
+	offs[tp] = o
+}
+
+// CompleteTxnOffsets is called once producer pid's transaction marker is
+// committed on partition of __consumer_offsets: the transaction's pending offset
+// commits become the groups' committed offsets (commit) or are dropped (abort).
+func (c *Coordinator) CompleteTxnOffsets(partition int32, pid int64, commit bool) {
+	c.mu.RLock()
+	p := c.mu.partitions[partition]
+	c.mu.RUnlock()
+	if p == nil {
+		return // not loaded here: a replay will see the marker
+	}
+	p.mu.Lock()
+	pending := p.txnOffsets[pid]
+	delete(p.txnOffsets, pid)
+	p.mu.Unlock()
+	if !commit {
+		return
+	}
+	for groupID, offs := range pending {
+		g := p.lookup(c, groupID, true)
+		g.mu.Lock()
+		if !g.unloaded {
+			for tp, o := range offs {
+				g.offsets[tp] = o
+			}
+		}
+		g.mu.Unlock()
+	}
+}
+
+// applyPendingTxn folds the offset commit of a transaction still open into the
+// replayed state.
+func (r *replayed) applyPendingTxn(rec Record, k decodedKey) error {
+	if k.kind != kindOffset || rec.Value == nil {
+		r.skipped++
+		return nil
+	}
+	o, err := decodeOffsetValue(rec.Value)
+	if err != nil {
+		return err
+	}
+	r.txnOffsets.add(rec.ProducerID, k.group, k.tp, o)
+	return nil
+}
+
+// markUnstable answers UNSTABLE_OFFSET_COMMIT (offset -1) for the partitions of
+// an OffsetFetch with RequireStable (v7+) that have a transactional commit
+// pending: the client retries until the transaction ends (KIP-447).
+func (c *Coordinator) markUnstable(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
+	if req.Version < 7 || !req.RequireStable {
+		return
+	}
+	mark := func(pending map[topicPartition]bool, tp topicPartition, code *int16, offset *int64, epoch *int32) {
+		if pending[tp] && *code == 0 {
+			*code, *offset, *epoch = kerr.UnstableOffsetCommit.Code, -1, -1
+		}
+	}
+	if req.Version < 8 {
+		pending := c.pendingTxnOffsets(req.Group)
+		for _, t := range resp.Topics {
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
+				mark(pending, topicPartition{t.Topic, p.Partition}, &p.ErrorCode, &p.Offset, &p.LeaderEpoch)
+			}
+		}
+		return
+	}
+	for _, g := range resp.Groups {
+		pending := c.pendingTxnOffsets(g.Group)
+		for _, t := range g.Topics {
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
+				mark(pending, topicPartition{t.Topic, p.Partition}, &p.ErrorCode, &p.Offset, &p.LeaderEpoch)
+			}
+		}
+	}
+}
+
+// pendingTxnOffsets returns the partitions of group groupID with a transactional
+// commit pending.
+func (c *Coordinator) pendingTxnOffsets(groupID string) map[topicPartition]bool {
+	p, code := c.partitionOf(groupID)
+	if code != 0 {
+		return nil
+	}
+	out := map[topicPartition]bool{}
+	p.mu.Lock()
+	for _, byGroup := range p.txnOffsets {
+		for tp := range byGroup[groupID] {
+			out[tp] = true
+		}
+	}
+	p.mu.Unlock()
+	return out
+}

@@ -1,0 +1,116 @@
+package group
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnMemStore is a memStore that also takes transactional appends; their records
+// are kept apart, as a replay would find them before their marker.
+type txnMemStore struct {
+	*memStore
+	pending map[int64][]Record
+}
+
+func (s *txnMemStore) AppendTxn(ctx context.Context, p int32, pid int64, _ int16, recs []Record) error {
+	if err := s.memStore.Append(ctx, p, nil); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		s.pending[pid] = append(s.pending[pid], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Pending: true, ProducerID: pid})
+	}
+	return nil
+}
+
+func txnCommit(c *Coordinator, group string, pid int64, generation int32, offset int64) *kmsg.TxnOffsetCommitResponse {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = 3
+	req.Group, req.ProducerID, req.Generation = group, pid, generation
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return c.TxnOffsetCommit(context.Background(), req)
+}
+
+// fetchStable returns t/0's offset and error code for group as OffsetFetch v7
+// with RequireStable answers.
+func fetchStable(c *Coordinator, group string, stable bool) (int64, int16) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group, req.RequireStable = 7, group, stable
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = "t", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp := c.OffsetFetch(context.Background(), req)
+	p := resp.Topics[0].Partitions[0]
+	return p.Offset, p.ErrorCode
+}
+
+func TestTxnOffsetCommit(t *testing.T) {
+	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	cfg := DefaultConfig()
+	cfg.GroupInitialRebalanceDelay = 0
+	c := New(cfg, store, nil)
+	t.Cleanup(c.Close)
+	if err := loadAll(context.Background(), c, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	part := PartitionFor("g", cfg.OffsetsTopicPartitions)
+
+	if code := txnCommit(c, "g", 7, -1, 5).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(code))
+	}
+	if off, code := fetchStable(c, "g", true); code != kerr.UnstableOffsetCommit.Code || off != -1 {
+		t.Fatalf("RequireStable fetch with a pending commit: %d %v", off, kerr.ErrorForCode(code))
+	}
+	if off, code := fetchStable(c, "g", false); code != 0 || off != -1 {
+		t.Fatalf("a pending commit must be invisible: %d %v", off, kerr.ErrorForCode(code))
+	}
+	c.CompleteTxnOffsets(part, 7, true)
+	if off, code := fetchStable(c, "g", true); code != 0 || off != 5 {
+		t.Fatalf("after the commit marker: %d %v", off, kerr.ErrorForCode(code))
+	}
+
+	txnCommit(c, "g", 8, -1, 9)
+	c.CompleteTxnOffsets(part, 8, false)
+	if off, _ := fetchStable(c, "g", true); off != 5 {
+		t.Fatalf("an aborted commit moved the offset to %d", off)
+	}
+
+	if code := txnCommit(c, "other", 7, 3, 1).Topics[0].Partitions[0].ErrorCode; code != kerr.IllegalGeneration.Code {
+		t.Fatalf("a generation for an unknown group: %v", kerr.ErrorForCode(code))
+	}
+
+	// A replay hands a still-open transaction's commits back as pending.
+	txnCommit(c, "g", 9, -1, 12)
+	c2 := New(cfg, store, nil)
+	t.Cleanup(c2.Close)
+	recs := append(store.log(part), store.pending[9]...)
+	// The committed transaction's record, as a replay yields it at its marker.
+	recs = append(recs, Record{Key: offsetKey("g", topicPartition{"t", 0}), Value: offsetValue(offsetCommit{offset: 5, leaderEpoch: -1})})
+	replay := func(yield func(Record, error) bool) {
+		for _, r := range recs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+	if err := c2.LoadPartition(context.Background(), part, replay); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := fetchStable(c2, "g", true); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("replayed pending commit: %v", kerr.ErrorForCode(code))
+	}
+	c2.CompleteTxnOffsets(part, 9, true)
+	if off, code := fetchStable(c2, "g", true); code != 0 || off != 12 {
+		t.Fatalf("replayed commit after its marker: %d %v", off, kerr.ErrorForCode(code))
+	}
+}

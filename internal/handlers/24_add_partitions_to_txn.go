@@ -1,0 +1,112 @@
+package handlers
+
+// AddPartitionsToTxn (key 24), v0-v4.
+//   v0-v3 (clients): one transaction; v2+: PRODUCER_FENCED for a fenced epoch
+//   (INVALID_PRODUCER_EPOCH before); v3+ flexible. v4 (KIP-890, brokers): a batch
+//   of transactions, each optionally VerifyOnly (is every partition already in the
+//   ongoing transaction?), and a top-level error code.
+// The coordinator of the transactional id adds the partitions to its ongoing
+// transaction (starting one). A partition that does not exist is
+// UNKNOWN_TOPIC_OR_PARTITION and the transaction's other partitions
+// OPERATION_NOT_ATTEMPTED; coordinator errors (NOT_COORDINATOR,
+// CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, ...)
+// apply to every partition.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/txn"
+)
+
+func (h *Handlers) addPartitionsToTxn(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	img := h.cluster.Image()
+	if req.Version < 4 {
+		topics := make([]kmsg.AddPartitionsToTxnRequestTransactionTopic, len(req.Topics))
+		for i, t := range req.Topics {
+			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}
+		}
+		codes := h.addToTxn(ctx, img, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
+		for ti, t := range req.Topics {
+			st := kmsg.NewAddPartitionsToTxnResponseTopic()
+			st.Topic = t.Topic
+			for pi, p := range t.Partitions {
+				sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, fencedCode(codes[ti][pi], req.Version, 2)
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return reply(resp)
+	}
+	for _, rt := range req.Transactions {
+		codes := h.addToTxn(ctx, img, rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly, rt.Topics)
+		st := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		st.TransactionalID = rt.TransactionalID
+		for ti, t := range rt.Topics {
+			tt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			tt.Topic = t.Topic
+			for pi, p := range t.Partitions {
+				sp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				sp.Partition, sp.ErrorCode = p, codes[ti][pi]
+				tt.Partitions = append(tt.Partitions, sp)
+			}
+			st.Topics = append(st.Topics, tt)
+		}
+		resp.Transactions = append(resp.Transactions, st)
+	}
+	return reply(resp)
+}
+
+// addToTxn adds (or verifies) the partitions of one transaction and returns a
+// code per partition, indexed like topics.
+func (h *Handlers) addToTxn(ctx context.Context, img *metadata.Image, id string, pid int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) [][]int16 {
+	codes := make([][]int16, len(topics))
+	var tps []txn.TopicPartition
+	unknown := false
+	for ti, t := range topics {
+		codes[ti] = make([]int16, len(t.Partitions))
+		for pi, p := range t.Partitions {
+			if img.Partition(t.Topic, p) == nil {
+				codes[ti][pi] = kerr.UnknownTopicOrPartition.Code
+				unknown = true
+				continue
+			}
+			tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	var code int16
+	switch {
+	case unknown:
+		code = kerr.OperationNotAttempted.Code
+	case h.cfg.Transactions == nil:
+		code = kerr.TransactionalIDAuthorizationFailed.Code
+	case verifyOnly:
+		code = h.cfg.Transactions.VerifyPartitions(id, pid, epoch, tps)
+	default:
+		code = h.cfg.Transactions.AddPartitions(ctx, id, pid, epoch, tps)
+	}
+	for ti := range codes {
+		for pi := range codes[ti] {
+			if codes[ti][pi] == 0 {
+				codes[ti][pi] = code
+			}
+		}
+	}
+	return codes
+}
+
+// fencedCode answers INVALID_PRODUCER_EPOCH instead of PRODUCER_FENCED to
+// versions below since, which predate KIP-588.
+func fencedCode(code int16, version, since int16) int16 {
+	if code == kerr.ProducerFenced.Code && version < since {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}

@@ -1,0 +1,31 @@
+package handlers
+
+// EndTxn (key 26), v0-v4.
+//   v2+: PRODUCER_FENCED for a fenced epoch (INVALID_PRODUCER_EPOCH before);
+//   v3+ flexible. (v5, KIP-890's epoch bump per transaction, is not served.)
+// The coordinator writes PrepareCommit or PrepareAbort and answers; the markers and
+// the completed state follow in the background, and until they are written the
+// transactional id answers CONCURRENT_TRANSACTIONS. Without an ongoing
+// transaction: INVALID_TXN_STATE (a retried EndTxn of the transaction just
+// completed the same way succeeds).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) endTxn(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if h.cfg.Transactions == nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return reply(resp)
+	}
+	code := h.cfg.Transactions.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+	resp.ErrorCode = fencedCode(code, req.Version, 2)
+	return reply(resp)
+}

@@ -1,0 +1,88 @@
+package handlers
+
+// WriteTxnMarkers (key 27), v1-v2 (v1+ flexible; v0 was removed in Kafka 4.0).
+//   v2: the transaction version of the marker (KIP-1228; recorded by nothing here).
+// Writes a commit or abort marker (a control batch) for a producer on each listed
+// partition this broker leads, then waits for the high-water mark to pass every
+// marker (acks=all), up to writeTxnMarkersTimeout. A transaction coordinator sends
+// it to partition leaders; kafka-transactions.sh abort sends it too. Errors are per
+// partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+// INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch), REQUEST_TIMED_OUT.
+// A marker committed on a partition of __consumer_offsets also completes the
+// transaction's offset commits there (the group coordinator applies or drops them).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+// writeTxnMarkersTimeout bounds the wait for markers to be replicated (Kafka uses
+// the broker's request.timeout.ms, 30 s by default).
+const writeTxnMarkersTimeout = 30 * time.Second
+
+func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	type waiting struct {
+		sp     *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
+		p      *replica.Partition
+		last   int64
+		marker batch.Marker
+	}
+	var waits []waiting
+	img := h.cluster.Image()
+	now := time.Now().UnixMilli()
+	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
+	for mi, rm := range req.Markers {
+		sm := &resp.Markers[mi]
+		*sm = kmsg.NewWriteTxnMarkersResponseMarker()
+		sm.ProducerID = rm.ProducerID
+		sm.Topics = make([]kmsg.WriteTxnMarkersResponseMarkerTopic, len(rm.Topics))
+		marker := batch.Marker{
+			ProducerID: rm.ProducerID, ProducerEpoch: rm.ProducerEpoch,
+			CoordinatorEpoch: rm.CoordinatorEpoch, Commit: rm.Committed, Timestamp: now,
+		}
+		for ti, rt := range rm.Topics {
+			st := &sm.Topics[ti]
+			*st = kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			st.Topic = rt.Topic
+			st.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(rt.Partitions))
+			for pi, index := range rt.Partitions {
+				sp := &st.Partitions[pi]
+				*sp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				sp.Partition = index
+				p, err := h.leaderPartition(img, rt.Topic, index)
+				if err == nil {
+					var res replica.AppendResult
+					if res, err = p.WriteTxnMarker(marker); err == nil {
+						waits = append(waits, waiting{sp, p, res.LastOffset, marker})
+					}
+				}
+				sp.ErrorCode = errorCode(err)
+			}
+		}
+	}
+	if len(waits) == 0 {
+		return reply(resp)
+	}
+	deadline := time.Now().Add(writeTxnMarkersTimeout)
+	return protocol.Response{Wait: func(ctx context.Context) protocol.Response {
+		for _, w := range waits {
+			// Pointers into the response stay valid: every slice was sized up front.
+			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
+			w.sp.ErrorCode = errorCode(err)
+			if err == nil && w.p.Topic == group.OffsetsTopic {
+				// The transaction's offset commits on this partition take effect.
+				h.groups.CompleteTxnOffsets(w.p.Index, w.marker.ProducerID, w.marker.Commit)
+			}
+		}
+		return reply(resp)
+	}}
+}

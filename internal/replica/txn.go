@@ -1,0 +1,228 @@
+package replica
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/strata-stream/strata/internal/batch"
+)
+
+// Transaction errors on the partition side.
+var (
+	// ErrInvalidTxnState: a producer with an open transaction on the partition
+	// wrote a non-transactional batch, or a transactional batch came without a
+	// producer id. INVALID_TXN_STATE.
+	ErrInvalidTxnState = errors.New("invalid transaction state")
+)
+
+// Isolation is a fetch or ListOffsets isolation level (Kafka's IsolationLevel).
+type Isolation int8
+
+// Isolation levels, numbered as on the wire.
+const (
+	// ReadUncommitted reads up to the high-water mark.
+	ReadUncommitted Isolation = 0
+	// ReadCommitted reads up to the last stable offset and learns which ranges
+	// hold aborted transactions.
+	ReadCommitted Isolation = 1
+)
+
+// AbortedTxn is one aborted transaction on a partition: producer id, the offset of
+// its first batch and the offset of its abort marker. A read_committed consumer
+// drops the producer's batches from FirstOffset until it meets the marker.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// txnState is the partition's view of transactions, derived only from the
+// batches in its log, so leader, follower and a restarted replica agree: the open
+// transaction of each producer (the offset of its first batch) and the aborted
+// transactions, ordered by marker offset. It is pure; the Partition guards it with
+// txnMu and feeds it every batch in offset order.
+type txnState struct {
+	open    map[int64]int64 // producer id -> first offset of its open transaction
+	aborted []AbortedTxn    // by LastOffset
+}
+
+func newTxnState() *txnState { return &txnState{open: make(map[int64]int64)} }
+
+// observe applies one appended batch. marker is the marker type of a control
+// batch (ignored for other batches).
+func (s *txnState) observe(h batch.Header, marker batch.ControlType) {
+	if !h.Transactional() || !h.Idempotent() {
+		return
+	}
+	if !h.Control() {
+		if _, ok := s.open[h.ProducerID]; !ok {
+			s.open[h.ProducerID] = h.BaseOffset
+		}
+		return
+	}
+	if marker != batch.ControlAbort && marker != batch.ControlCommit {
+		return // an unknown control type is not a transaction marker
+	}
+	first, ok := s.open[h.ProducerID]
+	if !ok {
+		return // a marker for a partition the transaction wrote nothing to
+	}
+	delete(s.open, h.ProducerID)
+	if marker == batch.ControlAbort {
+		s.aborted = append(s.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
+	}
+}
+
+// inTxn reports whether producer pid has an open transaction.
+func (s *txnState) inTxn(pid int64) bool {
+	_, ok := s.open[pid]
+	return ok
+}
+
+// firstUnstable is the first offset of the oldest open transaction.
+func (s *txnState) firstUnstable() (int64, bool) {
+	first, ok := int64(0), false
+	for _, off := range s.open {
+		if !ok || off < first {
+			first, ok = off, true
+		}
+	}
+	return first, ok
+}
+
+// lastStable is the last stable offset under high-water mark hwm: the first offset
+// of the oldest open transaction if that is lower.
+func (s *txnState) lastStable(hwm int64) int64 {
+	if first, ok := s.firstUnstable(); ok && first < hwm {
+		return first
+	}
+	return hwm
+}
+
+// abortedIn returns the aborted transactions that touch [from, to): their marker
+// is at or after from and their first batch before to (Kafka's
+// collectAbortedTransactions), oldest first.
+func (s *txnState) abortedIn(from, to int64) []AbortedTxn {
+	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
+	var out []AbortedTxn
+	for _, a := range s.aborted[i:] {
+		if a.FirstOffset < to {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// forgetBelow drops aborted transactions whose marker lies below logStart: no
+// fetch can reach them any more.
+func (s *txnState) forgetBelow(logStart int64) {
+	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= logStart })
+	if i > 0 {
+		s.aborted = slices.Delete(s.aborted, 0, i)
+	}
+}
+
+// WriteTxnMarker appends a commit or abort marker for producer m.ProducerID as
+// leader (WriteTxnMarkers). A marker from an epoch older than the producer's
+// latest on this partition is refused with ErrInvalidProducerEpoch (a fenced
+// coordinator or a zombie's transaction). Writing a marker for a producer with no
+// open transaction here is allowed and changes nothing but the log, as in Kafka.
+// The caller waits for the high-water mark to pass LastOffset before answering.
+func (p *Partition) WriteTxnMarker(m batch.Marker) (AppendResult, error) {
+	return p.appendTrusted(batch.BuildControl(m), func() error {
+		if e, ok := p.producers.entries[m.ProducerID]; ok && m.ProducerEpoch < e.epoch {
+			return fmt.Errorf("%w: marker epoch %d, producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, m.ProducerID, e.epoch)
+		}
+		return nil
+	})
+}
+
+// AppendAsCoordinator appends one batch a coordinator built itself (a
+// transactional offset commit on __consumer_offsets) as leader. Such a batch
+// carries no sequence number (Kafka's coordinator origin), so the producer
+// sequence checks of Append do not apply; max.message.bytes does.
+func (p *Partition) AppendAsCoordinator(records []byte) (AppendResult, error) {
+	h, err := batch.Validate(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if limit := p.Config().MaxMessageBytes; h.Size() > int(limit) {
+		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), limit)
+	}
+	return p.appendTrusted(records, nil)
+}
+
+// appendTrusted appends batches the broker built as leader, after check (run
+// under the append lock) passes, and feeds them to the transaction state.
+func (p *Partition) appendTrusted(records []byte, check func() error) (AppendResult, error) {
+	if !p.IsLeader() {
+		return AppendResult{}, ErrNotLeader
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !p.IsLeader() {
+		return AppendResult{}, ErrNotLeader
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	info, err := p.log.Append(records, p.leaderEpoch.Load())
+	if err != nil {
+		return AppendResult{}, err
+	}
+	p.observeTxns(records)
+	p.fireAppend()
+	if !p.groupCommit {
+		p.maybeAdvanceHighWatermark()
+	}
+	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: info.LogStartOffset}, nil
+}
+
+// forgetAbortedBelow drops aborted transactions whose markers retention or
+// DeleteRecords removed (below the log start offset).
+func (p *Partition) forgetAbortedBelow(logStart int64) {
+	p.txnMu.Lock()
+	p.txns.forgetBelow(logStart)
+	p.txnMu.Unlock()
+}
+
+// ProducerInfo is one producer's state on a partition (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID     int64
+	ProducerEpoch  int16
+	LastSequence   int32 // -1: none
+	LastTimestamp  int64
+	TxnStartOffset int64 // first offset of its open transaction, -1: none
+}
+
+// Producers returns the idempotent and transactional producers the leader
+// knows on this partition, by producer id.
+func (p *Partition) Producers() ([]ProducerInfo, error) {
+	if !p.IsLeader() {
+		return nil, ErrNotLeader
+	}
+	p.appendMu.Lock()
+	out := make([]ProducerInfo, 0, len(p.producers.entries))
+	for pid, e := range p.producers.entries {
+		pi := ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastTimestamp, TxnStartOffset: -1}
+		if n := len(e.batches); n > 0 {
+			pi.LastSequence = e.batches[n-1].lastSeq
+		}
+		out = append(out, pi)
+	}
+	p.appendMu.Unlock()
+	p.txnMu.Lock()
+	for i := range out {
+		if off, ok := p.txns.open[out[i].ProducerID]; ok {
+			out[i].TxnStartOffset = off
+		}
+	}
+	p.txnMu.Unlock()
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out, nil
+}

@@ -1,0 +1,270 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// TestTxnStateScript drives the pure transaction state through interleaved
+// producers and checks the last stable offset and the aborted ranges after each step.
+func TestTxnStateScript(t *testing.T) {
+	type step struct {
+		pid     int64
+		base    int64
+		last    int64
+		txn     bool
+		marker  batch.ControlType // -1: data batch
+		wantLSO int64             // with the HWM at last+1
+	}
+	steps := []step{
+		{pid: 1, base: 0, last: 1, marker: -1, wantLSO: 2},                 // plain idempotent
+		{pid: 2, base: 2, last: 4, txn: true, marker: -1, wantLSO: 2},      // 2 opens at 2
+		{pid: 3, base: 5, last: 5, txn: true, marker: -1, wantLSO: 2},      // 3 opens at 5
+		{pid: 2, base: 6, last: 6, txn: true, marker: -1, wantLSO: 2},      // 2 still open from 2
+		{pid: 2, base: 7, last: 7, marker: batch.ControlAbort, wantLSO: 5}, // 2 aborted [2,7]
+		{pid: 9, base: 8, last: 8, marker: batch.ControlCommit, wantLSO: 5},
+		{pid: 3, base: 9, last: 9, marker: batch.ControlCommit, wantLSO: 10},
+		{pid: 2, base: 10, last: 10, txn: true, marker: -1, wantLSO: 10},
+		{pid: 2, base: 11, last: 11, marker: batch.ControlAbort, wantLSO: 12}, // aborted [10,11]
+	}
+	s := newTxnState()
+	for i, st := range steps {
+		h := batch.Header{BaseOffset: st.base, LastOffsetDelta: int32(st.last - st.base), ProducerID: st.pid}
+		if st.txn || st.marker >= 0 {
+			h.Attributes |= 0x10
+		}
+		if st.marker >= 0 {
+			h.Attributes |= 0x20
+		}
+		s.observe(h, st.marker)
+		if got := s.lastStable(st.last + 1); got != st.wantLSO {
+			t.Fatalf("step %d: LSO %d, want %d", i, got, st.wantLSO)
+		}
+	}
+	for _, tc := range []struct {
+		from, to int64
+		want     []AbortedTxn
+	}{
+		{0, 2, nil},
+		{0, 3, []AbortedTxn{{2, 2, 7}}},
+		{7, 8, []AbortedTxn{{2, 2, 7}}},
+		{8, 12, []AbortedTxn{{2, 10, 11}}},
+		{0, 12, []AbortedTxn{{2, 2, 7}, {2, 10, 11}}},
+		{12, 20, nil},
+	} {
+		if got := s.abortedIn(tc.from, tc.to); !slices.Equal(got, tc.want) {
+			t.Errorf("abortedIn(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	s.forgetBelow(8)
+	if got := s.abortedIn(0, 100); !slices.Equal(got, []AbortedTxn{{2, 10, 11}}) {
+		t.Errorf("after forgetBelow(8): %v", got)
+	}
+}
+
+// newLeaderPartition opens a single-replica partition led by this broker on dir.
+func newLeaderPartition(t *testing.T, dir string) *Partition {
+	t.Helper()
+	l, err := storage.Open(vfs.Default, dir, storage.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.setConfig(metadata.DefaultTopicConfig())
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// txnBatch builds a batch of n records of producer pid at sequence seq.
+func txnBatch(t *testing.T, pid int64, seq int32, n int, transactional bool) []byte {
+	t.Helper()
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i] = batch.Record{Value: fmt.Appendf(nil, "p%d-%d", pid, int(seq)+i)}
+	}
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, BaseSequence: seq, Transactional: transactional}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustAppend(t *testing.T, p *Partition, b []byte) AppendResult {
+	t.Helper()
+	res, err := p.Append(b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func mustMarker(t *testing.T, p *Partition, pid int64, commit bool) {
+	t.Helper()
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, Commit: commit}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAll reads from offset up to the isolation level's limit and returns the
+// batches' base offsets and the aborted transactions reported.
+func readAll(t *testing.T, p *Partition, from int64, iso Isolation) (bases []int64, aborted []AbortedTxn, lso int64) {
+	t.Helper()
+	res, err := p.Read(from, 1<<20, iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lso = res.LastStableOffset
+	aborted = res.Aborted
+	if res.Chunk.Size == 0 {
+		return nil, aborted, lso
+	}
+	b, err := res.Chunk.Bytes()
+	res.Chunk.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it := batch.NewStoredIter(b); it.Next(); {
+		bases = append(bases, it.Header().BaseOffset)
+	}
+	return bases, aborted, lso
+}
+
+// TestPartitionReadCommitted: read_committed reads stop at the first open
+// transaction, carry the aborted transactions of the range, and ListOffsets
+// "latest" follows; a reopened log (recovery) rebuilds the same state.
+func TestPartitionReadCommitted(t *testing.T) {
+	dir := t.TempDir()
+	p := newLeaderPartition(t, dir)
+
+	mustAppend(t, p, txnBatch(t, 1, 0, 2, false)) // 0-1 plain idempotent
+	mustAppend(t, p, txnBatch(t, 2, 0, 2, true))  // 2-3 txn of 2
+	mustAppend(t, p, txnBatch(t, 1, 2, 1, false)) // 4 plain
+	mustAppend(t, p, txnBatch(t, 3, 0, 1, true))  // 5 txn of 3
+
+	if got := p.LastStableOffset(); got != 2 {
+		t.Fatalf("LSO %d, want 2 (producer 2's open transaction)", got)
+	}
+	if got := p.OpenTransactions(); got != 2 {
+		t.Fatalf("%d open transactions, want 2", got)
+	}
+	if bases, _, _ := readAll(t, p, 0, ReadUncommitted); !slices.Equal(bases, []int64{0, 2, 4, 5}) {
+		t.Fatalf("read_uncommitted bases %v", bases)
+	}
+	bases, aborted, _ := readAll(t, p, 0, ReadCommitted)
+	if !slices.Equal(bases, []int64{0}) || len(aborted) != 0 || aborted == nil {
+		t.Fatalf("read_committed: bases %v aborted %v, want [0] and an empty (not null) list", bases, aborted)
+	}
+	if bases, _, _ := readAll(t, p, 3, ReadCommitted); bases != nil {
+		t.Fatalf("read_committed above the LSO returned %v", bases)
+	}
+	if off, _, _, err := p.ListOffset(LatestTimestamp, ReadCommitted); err != nil || off != 2 {
+		t.Fatalf("ListOffset(latest, read_committed) = %d, %v", off, err)
+	}
+	if off, _, _, err := p.ListOffset(LatestTimestamp, ReadUncommitted); err != nil || off != 6 {
+		t.Fatalf("ListOffset(latest, read_uncommitted) = %d, %v", off, err)
+	}
+
+	mustMarker(t, p, 2, false) // 6: abort 2
+	if got := p.LastStableOffset(); got != 5 {
+		t.Fatalf("LSO %d after aborting 2, want 5 (producer 3 still open)", got)
+	}
+	mustMarker(t, p, 3, true) // 7: commit 3
+	if got := p.LastStableOffset(); got != 8 {
+		t.Fatalf("LSO %d after committing 3, want the HWM 8", got)
+	}
+	bases, aborted, lso := readAll(t, p, 0, ReadCommitted)
+	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{2, 2, 6}}) || lso != 8 {
+		t.Fatalf("read_committed: bases %v aborted %v lso %d", bases, aborted, lso)
+	}
+	if _, aborted, _ := readAll(t, p, 7, ReadCommitted); len(aborted) != 0 {
+		t.Fatalf("read from 7 reported %v, past the abort marker", aborted)
+	}
+
+	// Reopen (recovery path): the state comes back from the log alone.
+	mustAppend(t, p, txnBatch(t, 2, 2, 1, true)) // 8: 2 opens again
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	p = newLeaderPartition(t, dir)
+	t.Cleanup(func() { p.close() })
+	bases, aborted, lso = readAll(t, p, 0, ReadCommitted)
+	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{2, 2, 6}}) || lso != 8 {
+		t.Fatalf("after reopening: bases %v aborted %v lso %d", bases, aborted, lso)
+	}
+}
+
+// TestPartitionTxnBadInput: the orders Kafka refuses get their errors.
+func TestPartitionTxnBadInput(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	mustAppend(t, p, txnBatch(t, 1, 0, 1, true))
+	if _, err := p.Append(txnBatch(t, 1, 1, 1, false), 1); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("non-transactional batch inside a transaction: %v, want ErrInvalidTxnState", err)
+	}
+	noPID, err := batch.Build(batch.BuildOptions{Transactional: true}, []batch.Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(noPID, 1); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("transactional batch without a producer id: %v, want ErrInvalidRecord", err)
+	}
+	if _, err := p.Append(batch.BuildControl(batch.Marker{ProducerID: 1, Commit: true}), 1); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("client control batch: %v, want ErrInvalidRecord", err)
+	}
+	// A newer epoch from the producer fences markers of the older one.
+	b, _ := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 4, ProducerEpoch: 2, Transactional: true}, []batch.Record{{Value: []byte("x")}})
+	mustAppend(t, p, b)
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 4, ProducerEpoch: 1, Commit: true}); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("stale marker: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if got := p.LastStableOffset(); got != 0 {
+		t.Fatalf("LSO %d, want 0", got)
+	}
+}
+
+// TestFollowerTruncationReopensTransaction: a follower that loses a commit marker
+// to truncation has that transaction open again.
+func TestFollowerTruncationReopensTransaction(t *testing.T) {
+	leader := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { leader.close() })
+	mustAppend(t, leader, txnBatch(t, 1, 0, 2, true)) // 0-1
+	mustMarker(t, leader, 1, true)                    // 2
+
+	f := newTestPartition(t, 2)
+	f.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, time.Now())
+	res, err := leader.Read(0, 1<<20, ReadUncommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := res.Chunk.Bytes()
+	res.Chunk.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.appendFromLeader(0, data, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.LastStableOffset(); got != 3 {
+		t.Fatalf("follower LSO %d, want 3", got)
+	}
+	if err := f.truncateTo(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	f.followHighWatermark(2)
+	if !f.inTxn(1) {
+		t.Fatal("producer 1's transaction should be open again after its marker was truncated")
+	}
+}

@@ -1,0 +1,364 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/txntest"
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+// TestReadCommittedWithMarkers drives the partition side of transactions through
+// the Kafka API: two producers write transactional batches (raw Produce), one
+// plain record follows, and WriteTxnMarkers commits one transaction and aborts the
+// other. franz-go's read_committed consumer must see nothing while both are open,
+// then the committed records and the plain one but never the aborted ones;
+// read_uncommitted sees every data record; ListOffsets follows the isolation level.
+func TestReadCommittedWithMarkers(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, nodeConfig(t.TempDir()))
+	cl, adm := n.client(t)
+	const topic = "txn"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	pidOf := func() int64 {
+		t.Helper()
+		pid, err := txntest.ProducerID(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	produce := func(pid int64, seq int32, transactional bool, values ...string) {
+		t.Helper()
+		if err := txntest.Produce(ctx, cl, topic, 0, pid, seq, transactional, values...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endTxn := func(pid int64, commit bool) {
+		t.Helper()
+		if err := txntest.EndTxn(ctx, cl, topic, 0, pid, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	latest := func(iso int8) int64 {
+		t.Helper()
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.IsolationLevel = iso
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("ListOffsets: %v %+v", err, resp)
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+
+	committer, aborter := pidOf(), pidOf()
+	produce(committer, 0, true, "c0", "c1")
+	produce(aborter, 0, true, "a0", "a1")
+	produce(committer, 2, true, "c2")
+	produce(pidOf(), 0, false, "plain")
+	if got, want := latest(1), int64(0); got != want {
+		t.Fatalf("read_committed end offset %d while both transactions are open, want %d", got, want)
+	}
+	if got, want := latest(0), int64(6); got != want {
+		t.Fatalf("read_uncommitted end offset %d, want %d", got, want)
+	}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), 0, 2*time.Second); len(got) != 0 {
+		t.Fatalf("read_committed consumer saw %v while both transactions were open", got)
+	}
+
+	endTxn(aborter, false)
+	endTxn(committer, true)
+	if got, want := latest(1), int64(8); got != want {
+		t.Fatalf("read_committed end offset %d after both markers, want %d", got, want)
+	}
+	want := []string{"c0", "c1", "c2", "plain"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("read_committed consumer saw %v, want %v", got, want)
+	}
+	all := []string{"a0", "a1", "c0", "c1", "c2", "plain"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadUncommitted(), len(all), 20*time.Second); !slices.Equal(got, all) {
+		t.Fatalf("read_uncommitted consumer saw %v, want %v", got, all)
+	}
+}
+
+// pollFor consumes topic from the start with the isolation level until it has
+// want values (or, with want 0, for wait) and returns the values read, sorted.
+func pollFor(t *testing.T, addr, topic string, iso kgo.IsolationLevel, want int, wait time.Duration) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var got []string
+	for want == 0 || len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		for _, e := range fs.Errors() {
+			t.Fatalf("fetch: %v", fmt.Errorf("%s[%d]: %w", e.Topic, e.Partition, e.Err))
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	slices.Sort(got)
+	return got
+}
+
+// TestTransactionalProducer: franz-go's transactional producer against the
+// coordinator: committed transactions become visible to read_committed
+// consumers, aborted ones never; a second producer with the same transactional
+// id fences the first.
+func TestTransactionalProducer(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 3
+	n := startNode(t, cfg)
+	_, adm := n.client(t)
+	const topic = "eos"
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod, _ := n.client(t, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(30*time.Second))
+	run := func(commit bool, values ...string) {
+		t.Helper()
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+		}
+		if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction (commit %v): %v", commit, err)
+		}
+	}
+	run(true, "a", "b", "c")
+	run(false, "x", "y")
+	run(true, "d")
+
+	want := []string{"a", "b", "c", "d"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("read_committed saw %v, want %v", got, want)
+	}
+	all := []string{"a", "b", "c", "d", "x", "y"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadUncommitted(), len(all), 20*time.Second); !slices.Equal(got, all) {
+		t.Fatalf("read_uncommitted saw %v, want %v", got, all)
+	}
+
+	// A new incarnation fences the old one.
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := n.client(t, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic(topic))
+	if err := next.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.ProduceSync(ctx, &kgo.Record{Value: []byte("e")}).FirstErr(); err != nil {
+		t.Fatalf("new incarnation: %v", err)
+	}
+	if err := next.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer committed")
+	}
+	want = []string{"a", "b", "c", "d", "e"}
+	if got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("after fencing, read_committed saw %v, want %v", got, want)
+	}
+}
+
+// TestTransactionAdmin: ListTransactions, DescribeTransactions and
+// DescribeProducers (kadm, as kafka-transactions.sh uses them) show an open
+// transaction, and no longer show it open once it commits.
+func TestTransactionAdmin(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 3
+	n := startNode(t, cfg)
+	_, adm := n.client(t)
+	const topic = "admin-txn"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod, _ := n.client(t, kgo.TransactionalID("tx-admin"), kgo.DefaultProduceTopic(topic))
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, ok := listed["tx-admin"]
+	if !ok || lt.State != "Ongoing" || lt.ProducerID < 0 {
+		t.Fatalf("ListTransactions: %+v", listed)
+	}
+	if other, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"}); err != nil || len(other) != 0 {
+		t.Fatalf("ListTransactions(CompleteCommit) = %+v, %v", other, err)
+	}
+	described, err := adm.DescribeTransactions(ctx, "tx-admin", "no-such-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := described["tx-admin"]
+	if d.Err != nil || d.State != "Ongoing" || d.ProducerID != lt.ProducerID || d.StartTimestamp <= 0 {
+		t.Fatalf("DescribeTransactions: %+v", d)
+	}
+	if ps, ok := d.Topics[topic]; !ok || len(ps) != 1 {
+		t.Fatalf("DescribeTransactions partitions: %+v", d.Topics)
+	}
+	if e := described["no-such-id"].Err; !errors.Is(e, kerr.TransactionalIDNotFound) {
+		t.Fatalf("unknown id: %v", e)
+	}
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *kadm.DescribedProducer
+	for _, p := range producers.SortedProducers() {
+		if p.ProducerID == lt.ProducerID {
+			found = &p
+		}
+	}
+	if found == nil || found.CurrentTxnStartOffset != 0 || found.LastSequence != 2 {
+		t.Fatalf("DescribeProducers: %+v", producers.SortedProducers())
+	}
+
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, "the transaction completes", func() bool {
+		described, err := adm.DescribeTransactions(ctx, "tx-admin")
+		return err == nil && described["tx-admin"].State == "CompleteCommit"
+	})
+	producers, err = adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range producers.SortedProducers() {
+		if p.CurrentTxnStartOffset != -1 {
+			t.Fatalf("producer still in a transaction after the commit: %+v", p)
+		}
+	}
+}
+
+// TestGroupTransactSession: franz-go's read-process-write loop. Each input record
+// is copied to the output topic in a transaction that also commits the group's
+// offsets; the first transaction is aborted. At the end the output holds every
+// input exactly once (read_committed) and the group's committed offset is the
+// input's end: offsets moved exactly with the committed transactions, and stay
+// there when the coordinator replays the log after a restart.
+func TestGroupTransactSession(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 3
+	cfg.OffsetsTopicPartition = 3
+	cfg.GroupInitialDelay = 0
+	n := startNode(t, cfg)
+	cl, adm := n.client(t, kgo.DefaultProduceTopic("in"))
+	for _, topic := range []string{"in", "out"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = 30
+	for i := range total {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%02d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(n.KafkaAddr()),
+		kgo.TransactionalID("etl"), kgo.ConsumerGroup("etl-group"), kgo.ConsumeTopics("in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic("out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	pollCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	aborted := false
+	for copied := 0; copied < total; {
+		fs := sess.PollFetches(pollCtx)
+		if pollCtx.Err() != nil {
+			t.Fatalf("the loop did not finish: %v", pollCtx.Err())
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(pollCtx, &kgo.Record{Value: r.Value}, nil)
+		})
+		commit := kgo.TryCommit
+		if !aborted && len(fs.Records()) > 0 {
+			commit, aborted = kgo.TryAbort, true
+		}
+		committed, err := sess.End(pollCtx, commit)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if committed {
+			copied += len(fs.Records())
+		}
+	}
+	wait.For(t, "the group's offset reaches the input's end", func() bool {
+		committed, err := adm.FetchOffsets(ctx, "etl-group")
+		o, ok := committed.Lookup("in", 0)
+		return err == nil && ok && o.At == total
+	})
+	if !aborted {
+		t.Fatal("no transaction was aborted")
+	}
+	got := pollFor(t, n.KafkaAddr(), "out", kgo.ReadCommitted(), total, 20*time.Second)
+	for i, v := range got {
+		if want := fmt.Sprintf("v%02d", i); v != want {
+			t.Fatalf("output %v: position %d is %q, want every input exactly once", got, i, v)
+		}
+	}
+	if len(got) != total {
+		t.Fatalf("output has %d records, want %d", len(got), total)
+	}
+
+	// A restarted coordinator replays the transactional commit at its marker.
+	sess.Close()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, cfg)
+	_, adm = n.client(t)
+	wait.For(t, "the replayed group offset", func() bool {
+		committed, err := adm.FetchOffsets(ctx, "etl-group")
+		o, ok := committed.Lookup("in", 0)
+		return err == nil && ok && o.At == total
+	})
+}

@@ -1,0 +1,78 @@
+package txn
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Described is one transactional id as DescribeTransactions and ListTransactions
+// show it.
+type Described struct {
+	TransactionalID string
+	Meta
+}
+
+// Describe returns id's state, or NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND.
+func (c *Coordinator) Describe(id string) (Described, int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, pt, ke := c.loadedLocked(id)
+	if ke != nil {
+		return Described{}, ke.Code
+	}
+	e := pt.txns[id]
+	if e == nil || !e.exists {
+		return Described{}, kerr.TransactionalIDNotFound.Code
+	}
+	return Described{TransactionalID: id, Meta: e.meta}, 0
+}
+
+// ListFilter selects transactions for ListTransactions; empty or nil fields
+// select all.
+type ListFilter struct {
+	States      []State
+	ProducerIDs []int64
+	// MinRunningMs, when >= 0, keeps only transactions that started at least
+	// that long before NowMs and are not finished.
+	MinRunningMs int64
+	NowMs        int64
+	IDPattern    *regexp.Regexp
+}
+
+// List returns the transactional ids of every loaded partition that match f,
+// sorted by id.
+func (c *Coordinator) List(f ListFilter) []Described {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Described
+	for _, pt := range c.parts {
+		if !pt.loaded {
+			continue
+		}
+		for id, e := range pt.txns {
+			if !e.exists || !f.match(id, e.meta) {
+				continue
+			}
+			out = append(out, Described{TransactionalID: id, Meta: e.meta})
+		}
+	}
+	slices.SortFunc(out, func(a, b Described) int { return strings.Compare(a.TransactionalID, b.TransactionalID) })
+	return out
+}
+
+func (f ListFilter) match(id string, m Meta) bool {
+	if len(f.States) > 0 && !slices.Contains(f.States, m.State) {
+		return false
+	}
+	if len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, m.ProducerID) {
+		return false
+	}
+	if f.MinRunningMs >= 0 && (m.StartMs < 0 || f.NowMs-m.StartMs < f.MinRunningMs) {
+		return false
+	}
+	return f.IDPattern == nil || f.IDPattern.MatchString(id)
+}

@@ -1,0 +1,454 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/group"
+)
+
+// StateTopic is the internal topic transactions are kept in.
+const StateTopic = "__transaction_state"
+
+// Errors.
+var (
+	// ErrCorruptRecord: a replayed __transaction_state record does not decode; the
+	// partition is not loaded.
+	ErrCorruptRecord = errors.New("txn: corrupt __transaction_state record")
+)
+
+// Store appends records to a partition of __transaction_state and returns once
+// they are committed (acks=all); the broker's offsets.Store for the topic.
+type Store interface {
+	Append(ctx context.Context, partition int32, records []group.Record) error
+}
+
+// Markers is one round of transaction markers to write.
+type Markers struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
+	Partitions    []TopicPartition
+}
+
+// MarkerWriter writes markers on every partition of a transaction, retrying
+// until each is written (or its topic is gone) or ctx is done.
+type MarkerWriter interface {
+	WriteMarkers(ctx context.Context, m Markers) error
+}
+
+// Config configures a Coordinator.
+type Config struct {
+	// Partitions of __transaction_state (transaction.state.log.num.partitions).
+	Partitions int32
+	// MaxTimeout is transaction.max.timeout.ms: InitProducerId with a longer
+	// transaction timeout gets INVALID_TRANSACTION_TIMEOUT.
+	MaxTimeout time.Duration
+	// AbortInterval is how often transactions past their timeout are looked for
+	// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+	AbortInterval time.Duration
+	// RetryBackoff spaces retried state writes.
+	RetryBackoff time.Duration
+	Now          func() time.Time
+}
+
+// DefaultConfig is Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{Partitions: 50, MaxTimeout: 15 * time.Minute, AbortInterval: 10 * time.Second, RetryBackoff: 100 * time.Millisecond, Now: time.Now}
+}
+
+// Coordinator is the transaction coordinator of the __transaction_state
+// partitions this broker leads. See the package documentation.
+type Coordinator struct {
+	cfg     Config
+	store   Store
+	markers MarkerWriter
+	newPID  func(context.Context) (int64, error)
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	parts map[int32]*partition
+
+	stop      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// partition is one loaded (or loading) partition of __transaction_state.
+type partition struct {
+	loaded bool
+	ctx    context.Context // cancelled on unload: stops its completions
+	cancel context.CancelFunc
+	txns   map[string]*entry
+}
+
+// entry is one transactional id. busy: a state write or a completion is in
+// flight; requests for the id meanwhile get CONCURRENT_TRANSACTIONS, so at most
+// one change per id is ever in progress.
+type entry struct {
+	meta   Meta
+	exists bool // meta has been written
+	busy   bool
+}
+
+// New returns a coordinator; call Close when done.
+func New(cfg Config, store Store, markers MarkerWriter, newPID func(context.Context) (int64, error), logger *slog.Logger) *Coordinator {
+	def := DefaultConfig()
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = def.Partitions
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = def.MaxTimeout
+	}
+	if cfg.AbortInterval <= 0 {
+		cfg.AbortInterval = def.AbortInterval
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = def.RetryBackoff
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Coordinator{cfg: cfg, store: store, markers: markers, newPID: newPID, log: logger, parts: map[int32]*partition{}, stop: make(chan struct{})}
+	c.wg.Add(1)
+	go c.runExpiry()
+	return c
+}
+
+// PartitionFor is the partition of __transaction_state that owns id.
+func (c *Coordinator) PartitionFor(id string) int32 { return group.PartitionFor(id, c.cfg.Partitions) }
+
+// Close stops every completion and the expiry loop. Later calls do nothing.
+func (c *Coordinator) Close() {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		for i, p := range c.parts {
+			p.cancel()
+			delete(c.parts, i)
+		}
+		c.mu.Unlock()
+		close(c.stop)
+	})
+	c.wg.Wait()
+}
+
+// LoadPartition replays partition p and makes this coordinator answer for its
+// transactional ids; transactions found prepared are completed (their markers
+// written again: a failover finishes what was in flight).
+func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
+	pctx, cancel := context.WithCancel(context.Background())
+	pt := &partition{ctx: pctx, cancel: cancel, txns: map[string]*entry{}}
+	c.mu.Lock()
+	if old := c.parts[p]; old != nil {
+		old.cancel()
+	}
+	c.parts[p] = pt
+	c.mu.Unlock()
+	for r, err := range records {
+		if err != nil {
+			c.unload(p, pt)
+			return err
+		}
+		id, m, err := decodeRecord(r)
+		if err != nil {
+			c.unload(p, pt)
+			return err
+		}
+		if m == nil {
+			delete(pt.txns, id)
+			continue
+		}
+		pt.txns[id] = &entry{meta: *m, exists: true}
+	}
+	if ctx.Err() != nil {
+		c.unload(p, pt)
+		return ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parts[p] != pt {
+		return nil // unloaded meanwhile
+	}
+	pt.loaded = true
+	for id, e := range pt.txns {
+		if e.meta.State == PrepareCommit || e.meta.State == PrepareAbort {
+			e.busy = true
+			c.startCompletion(p, pt, id, e, e.meta)
+		}
+	}
+	return nil
+}
+
+// UnloadPartition stops answering for p's transactional ids.
+func (c *Coordinator) UnloadPartition(p int32) {
+	c.mu.Lock()
+	pt := c.parts[p]
+	c.mu.Unlock()
+	if pt != nil {
+		c.unload(p, pt)
+	}
+}
+
+func (c *Coordinator) unload(p int32, pt *partition) {
+	pt.cancel()
+	c.mu.Lock()
+	if c.parts[p] == pt {
+		delete(c.parts, p)
+	}
+	c.mu.Unlock()
+}
+
+// loadedLocked returns the loaded partition that owns id, or NOT_COORDINATOR or
+// COORDINATOR_LOAD_IN_PROGRESS; c.mu must be held.
+func (c *Coordinator) loadedLocked(id string) (int32, *partition, *kerr.Error) {
+	p := c.PartitionFor(id)
+	pt := c.parts[p]
+	switch {
+	case pt == nil:
+		return 0, nil, kerr.NotCoordinator
+	case !pt.loaded:
+		return 0, nil, kerr.CoordinatorLoadInProgress
+	}
+	return p, pt, nil
+}
+
+// acquire finds id's entry and marks it busy. The code is NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING (unknown id) or
+// CONCURRENT_TRANSACTIONS when it cannot. create makes an entry for an unknown id.
+func (c *Coordinator) acquire(id string, create bool) (int32, *partition, *entry, *kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, pt, ke := c.loadedLocked(id)
+	if ke != nil {
+		return 0, nil, nil, ke
+	}
+	e := pt.txns[id]
+	if e == nil {
+		if !create {
+			return 0, nil, nil, kerr.InvalidProducerIDMapping
+		}
+		e = &entry{}
+		pt.txns[id] = e
+	}
+	if e.busy {
+		return 0, nil, nil, kerr.ConcurrentTransactions
+	}
+	e.busy = true
+	return p, pt, e, nil
+}
+
+// release ends a request's hold on e, applying next when it was written.
+func (c *Coordinator) release(pt *partition, id string, e *entry, next *Meta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.busy = false
+	if next != nil {
+		e.meta, e.exists = *next, true
+	}
+	if !e.exists && pt.txns[id] == e {
+		delete(pt.txns, id)
+	}
+}
+
+// write appends next as id's state.
+func (c *Coordinator) write(ctx context.Context, p int32, id string, next Meta) error {
+	return c.store.Append(ctx, p, []group.Record{encodeRecord(id, next)})
+}
+
+// storeErrorCode maps a failed state write: the partition moved
+// (NOT_COORDINATOR) or is briefly unavailable (COORDINATOR_NOT_AVAILABLE; the
+// client retries).
+func storeErrorCode(err error) int16 {
+	if errors.Is(err, group.ErrNotCoordinator) {
+		return kerr.NotCoordinator.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
+
+// change runs one request against id: it holds the id, decides the transition
+// from the current state (nil: none yet), writes the new state, and then releases
+// the id or, for a Prepare state, starts the completion that releases it later.
+// It returns the new state and the answer's code.
+func (c *Coordinator) change(ctx context.Context, id string, create bool, decide func(cur *Meta) (transition, error)) (Meta, int16) {
+	p, pt, e, ke := c.acquire(id, create)
+	if ke != nil {
+		return Meta{}, ke.Code
+	}
+	var cur *Meta
+	if e.exists {
+		m := e.meta
+		cur = &m
+	}
+	tr, err := decide(cur)
+	if err != nil {
+		c.release(pt, id, e, nil)
+		return Meta{}, kerr.CoordinatorNotAvailable.Code
+	}
+	if !tr.write {
+		c.release(pt, id, e, nil)
+		return Meta{}, tr.code
+	}
+	if err := c.write(ctx, p, id, tr.next); err != nil {
+		c.release(pt, id, e, nil)
+		return Meta{}, storeErrorCode(err)
+	}
+	if s := tr.next.State; s != PrepareCommit && s != PrepareAbort {
+		c.release(pt, id, e, &tr.next)
+		return tr.next, tr.code
+	}
+	c.mu.Lock()
+	e.meta, e.exists = tr.next, true
+	c.startCompletion(p, pt, id, e, tr.next)
+	c.mu.Unlock()
+	return tr.next, tr.code
+}
+
+// InitProducerID answers InitProducerId for transactional id id: a new producer
+// id, or the id's producer with its epoch bumped (fencing earlier incarnations).
+// An open transaction is aborted first: the answer is then
+// CONCURRENT_TRANSACTIONS, and the client retries.
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, reqPID int64, reqEpoch int16) (int64, int16, int16) {
+	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
+		return -1, -1, kerr.InvalidTransactionTimeout.Code
+	}
+	next, code := c.change(ctx, id, true, func(cur *Meta) (transition, error) {
+		return initProducer(cur, func() (int64, error) { return c.newPID(ctx) }, timeoutMs, reqPID, reqEpoch, c.nowMs())
+	})
+	if code != 0 {
+		return -1, -1, code
+	}
+	return next.ProducerID, next.ProducerEpoch, 0
+}
+
+// AddPartitions answers AddPartitionsToTxn (one code for all partitions) and
+// AddOffsetsToTxn.
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []TopicPartition) int16 {
+	_, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+		return addPartitions(cur, pid, epoch, add, c.nowMs()), nil
+	})
+	return code
+}
+
+// VerifyPartitions answers the VerifyOnly form of AddPartitionsToTxn: whether
+// every partition is already part of id's ongoing transaction.
+func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []TopicPartition) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, pt, ke := c.loadedLocked(id)
+	if ke != nil {
+		return ke.Code
+	}
+	var cur *Meta
+	if e := pt.txns[id]; e != nil && e.exists {
+		cur = &e.meta
+	}
+	if ke := checkProducer(cur, pid, epoch); ke != nil {
+		return ke.Code
+	}
+	if cur.State != Ongoing || !containsAll(cur.Partitions, tps) {
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
+}
+
+// EndTxn answers EndTxn: the prepared state is written, the answer sent, and the
+// markers and the completed state follow in the background.
+func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
+	_, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+		return endTxn(cur, pid, epoch, commit, c.nowMs()), nil
+	})
+	return code
+}
+
+// startCompletion writes the markers of prepared state m and then the completed
+// state, retrying both until they succeed or the partition is unloaded (its next
+// coordinator then completes it). e stays busy until then. c.mu must be held.
+func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entry, m Meta) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.State == PrepareCommit, Partitions: m.Partitions})
+		if err != nil {
+			return // unloaded
+		}
+		next := complete(m, c.nowMs())
+		for {
+			err := c.write(pt.ctx, p, id, next)
+			if err == nil {
+				c.release(pt, id, e, &next)
+				return
+			}
+			if pt.ctx.Err() != nil || errors.Is(err, group.ErrNotCoordinator) {
+				return
+			}
+			c.log.Warn("writing a completed transaction", "transactional_id", id, "err", err)
+			select {
+			case <-pt.ctx.Done():
+				return
+			case <-time.After(c.cfg.RetryBackoff):
+			}
+		}
+	}()
+}
+
+// runExpiry aborts transactions that outlive their timeout.
+func (c *Coordinator) runExpiry() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.AbortInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.expireTxns()
+		}
+	}
+}
+
+// expireTxns starts aborting every Ongoing transaction past its timeout: the
+// epoch is bumped (the producer is fenced) and the abort written.
+func (c *Coordinator) expireTxns() {
+	now := c.nowMs()
+	type job struct {
+		p    int32
+		pt   *partition
+		id   string
+		e    *entry
+		next Meta
+	}
+	var jobs []job
+	c.mu.Lock()
+	for p, pt := range c.parts {
+		if !pt.loaded {
+			continue
+		}
+		for id, e := range pt.txns {
+			if e.busy || !e.exists || e.meta.State != Ongoing || now-e.meta.StartMs <= int64(e.meta.TimeoutMs) {
+				continue
+			}
+			e.busy = true
+			jobs = append(jobs, job{p, pt, id, e, expire(e.meta, now)})
+		}
+	}
+	c.mu.Unlock()
+	for _, j := range jobs {
+		if err := c.write(j.pt.ctx, j.p, j.id, j.next); err != nil {
+			c.release(j.pt, j.id, j.e, nil) // tried again at the next tick
+			continue
+		}
+		c.log.Info("aborting a transaction past its timeout", "transactional_id", j.id, "producer_id", j.next.ProducerID)
+		c.mu.Lock()
+		j.e.meta = j.next
+		c.startCompletion(j.p, j.pt, j.id, j.e, j.next)
+		c.mu.Unlock()
+	}
+}

@@ -1,0 +1,276 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/group"
+)
+
+// memStore is an in-memory __transaction_state: the records appended per partition.
+type memStore struct {
+	mu   sync.Mutex
+	logs map[int32][]group.Record
+	fail error // every Append fails with it while set
+}
+
+func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	if s.logs == nil {
+		s.logs = map[int32][]group.Record{}
+	}
+	s.logs[p] = append(s.logs[p], recs...)
+	return nil
+}
+
+func (s *memStore) replay(p int32) iter.Seq2[group.Record, error] {
+	s.mu.Lock()
+	recs := slices.Clone(s.logs[p])
+	s.mu.Unlock()
+	return func(yield func(group.Record, error) bool) {
+		for _, r := range recs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// memMarkers records written markers; it fails the first failures calls.
+type memMarkers struct {
+	mu       sync.Mutex
+	failures int
+	written  []Markers
+}
+
+func (m *memMarkers) WriteMarkers(ctx context.Context, mk Markers) error {
+	for {
+		m.mu.Lock()
+		if m.failures == 0 {
+			m.written = append(m.written, mk)
+			m.mu.Unlock()
+			return nil
+		}
+		m.failures--
+		m.mu.Unlock()
+		select { // a real writer retries with backoff
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (m *memMarkers) all() []Markers {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.written)
+}
+
+type fixture struct {
+	c       *Coordinator
+	store   *memStore
+	markers *memMarkers
+	clock   *fakeClock
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newFixture(t *testing.T, store *memStore) *fixture {
+	t.Helper()
+	f := &fixture{store: store, markers: &memMarkers{}, clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
+	var pids int64
+	var mu sync.Mutex
+	f.c = New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, Now: f.clock.Now}, store, f.markers,
+		func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); pids++; return pids, nil },
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(f.c.Close)
+	if err := f.c.LoadPartition(context.Background(), 0, store.replay(0)); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// waitState polls until id's state is want.
+func (f *fixture) waitState(t *testing.T, id string, want State) Meta {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.c.mu.Lock()
+		var m Meta
+		ok := false
+		if pt := f.c.parts[0]; pt != nil {
+			if e := pt.txns[id]; e != nil && !e.busy {
+				m, ok = e.meta, true
+			}
+		}
+		f.c.mu.Unlock()
+		if ok && m.State == want {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: state %v (settled %v), want %v", id, m.State, ok, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func code(e *kerr.Error) int16 {
+	if e == nil {
+		return 0
+	}
+	return e.Code
+}
+
+func TestCoordinatorCommitAndErrors(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &memStore{})
+	c := f.c
+	if _, _, got := c.InitProducerID(ctx, "tx", int32(2*time.Minute/time.Millisecond), -1, -1); got != code(kerr.InvalidTransactionTimeout) {
+		t.Fatalf("timeout above the maximum: %d", got)
+	}
+	pid, epoch, got := c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got != 0 || epoch != 0 {
+		t.Fatalf("InitProducerID: %d %d %d", pid, epoch, got)
+	}
+	if got := c.EndTxn(ctx, "tx", pid, epoch, true); got != code(kerr.InvalidTxnState) {
+		t.Fatalf("EndTxn without a transaction: %d", got)
+	}
+	if got := c.AddPartitions(ctx, "nope", pid, epoch, []TopicPartition{tp("a", 0)}); got != code(kerr.InvalidProducerIDMapping) {
+		t.Fatalf("unknown transactional id: %d", got)
+	}
+	if got := c.AddPartitions(ctx, "tx", pid, epoch-1, []TopicPartition{tp("a", 0)}); got != code(kerr.ProducerFenced) {
+		t.Fatalf("stale epoch: %d", got)
+	}
+	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0), tp("b", 1)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+	if got := c.VerifyPartitions("tx", pid, epoch, []TopicPartition{tp("b", 1)}); got != 0 {
+		t.Fatalf("VerifyPartitions of an added partition: %d", got)
+	}
+	if got := c.VerifyPartitions("tx", pid, epoch, []TopicPartition{tp("c", 0)}); got != code(kerr.InvalidTxnState) {
+		t.Fatalf("VerifyPartitions of a partition not added: %d", got)
+	}
+	f.markers.mu.Lock()
+	f.markers.failures = 3 // the markers need retries
+	f.markers.mu.Unlock()
+	if got := c.EndTxn(ctx, "tx", pid, epoch, true); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	f.waitState(t, "tx", CompleteCommit)
+	mk := f.markers.all()
+	if len(mk) != 1 || !mk[0].Commit || mk[0].ProducerID != pid || !slices.Equal(mk[0].Partitions, []TopicPartition{tp("a", 0), tp("b", 1)}) {
+		t.Fatalf("markers %+v", mk)
+	}
+	if got := c.EndTxn(ctx, "tx", pid, epoch, true); got != 0 {
+		t.Fatalf("retried EndTxn of the committed transaction: %d", got)
+	}
+	c.UnloadPartition(0)
+	if _, _, got := c.InitProducerID(ctx, "tx", 1000, -1, -1); got != code(kerr.NotCoordinator) {
+		t.Fatalf("after unloading: %d", got)
+	}
+}
+
+// TestCoordinatorFailover: a new coordinator that loads a partition with a
+// prepared transaction writes its markers and completes it; an ongoing one keeps
+// its partitions and can still be committed by its producer.
+func TestCoordinatorFailover(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	old := newFixture(t, store)
+	pidA, epA, _ := old.c.InitProducerID(ctx, "a", 10000, -1, -1)
+	pidB, epB, _ := old.c.InitProducerID(ctx, "b", 10000, -1, -1)
+	old.c.AddPartitions(ctx, "a", pidA, epA, []TopicPartition{tp("t", 0)})
+	old.c.AddPartitions(ctx, "b", pidB, epB, []TopicPartition{tp("t", 1)})
+	// The old coordinator dies after writing PrepareAbort, before any marker.
+	old.markers.mu.Lock()
+	old.markers.failures = 1 << 30
+	old.markers.mu.Unlock()
+	if got := old.c.EndTxn(ctx, "a", pidA, epA, false); got != 0 {
+		t.Fatal(got)
+	}
+	old.c.UnloadPartition(0)
+
+	next := newFixture(t, store)
+	m := next.waitState(t, "a", CompleteAbort)
+	if mk := next.markers.all(); len(mk) != 1 || mk[0].Commit || mk[0].ProducerID != pidA || m.ProducerID != pidA {
+		t.Fatalf("the new coordinator wrote %+v", mk)
+	}
+	if got := next.c.EndTxn(ctx, "b", pidB, epB, true); got != 0 {
+		t.Fatalf("committing the ongoing transaction on the new coordinator: %d", got)
+	}
+	next.waitState(t, "b", CompleteCommit)
+}
+
+// TestCoordinatorTimeout: an ongoing transaction past its timeout is aborted and
+// its producer fenced.
+func TestCoordinatorTimeout(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &memStore{})
+	pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 1000, -1, -1)
+	f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("t", 0)})
+	f.clock.Advance(1000 * time.Millisecond)
+	f.c.expireTxns() // at the timeout, not past it: untouched
+	if m := f.waitState(t, "tx", Ongoing); m.ProducerEpoch != epoch {
+		t.Fatalf("expired early: %+v", m)
+	}
+	f.clock.Advance(time.Millisecond)
+	f.c.expireTxns()
+	m := f.waitState(t, "tx", CompleteAbort)
+	if m.ProducerEpoch != epoch+1 {
+		t.Fatalf("epoch %d after the timeout abort, want %d", m.ProducerEpoch, epoch+1)
+	}
+	if got := f.c.EndTxn(ctx, "tx", pid, epoch, true); got != code(kerr.ProducerFenced) {
+		t.Fatalf("the timed-out producer's commit: %d, want PRODUCER_FENCED", got)
+	}
+}
+
+// TestCoordinatorStoreFailure: a failed state write leaves the state as it was
+// and answers a retriable code.
+func TestCoordinatorStoreFailure(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	f := newFixture(t, store)
+	pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 1000, -1, -1)
+	store.mu.Lock()
+	store.fail = errors.New("disk on fire")
+	store.mu.Unlock()
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("t", 0)}); got != code(kerr.CoordinatorNotAvailable) {
+		t.Fatalf("failed write: %d", got)
+	}
+	if _, _, got := f.c.InitProducerID(ctx, "new", 1000, -1, -1); got != code(kerr.CoordinatorNotAvailable) {
+		t.Fatalf("failed write of a new id: %d", got)
+	}
+	store.mu.Lock()
+	store.fail = nil
+	store.mu.Unlock()
+	if got := f.c.EndTxn(ctx, "tx", pid, epoch, true); got != code(kerr.InvalidTxnState) {
+		t.Fatalf("the failed add must not have started a transaction: %d", got)
+	}
+	if got := f.c.AddPartitions(ctx, "new", 0, 0, nil); got != code(kerr.InvalidProducerIDMapping) {
+		t.Fatalf("the failed init must not have created the id: %d", got)
+	}
+}

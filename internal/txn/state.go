@@ -1,0 +1,224 @@
+package txn
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// State is a transaction's state, numbered as Kafka stores it in
+// __transaction_state (kmsg.TransactionState).
+type State = kmsg.TransactionState
+
+// The states used here.
+const (
+	Empty          = kmsg.TransactionStateEmpty
+	Ongoing        = kmsg.TransactionStateOngoing
+	PrepareCommit  = kmsg.TransactionStatePrepareCommit
+	PrepareAbort   = kmsg.TransactionStatePrepareAbort
+	CompleteCommit = kmsg.TransactionStateCompleteCommit
+	CompleteAbort  = kmsg.TransactionStateCompleteAbort
+)
+
+// TopicPartition names one partition of a transaction.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Meta is the state of one transactional id: what __transaction_state holds for
+// it. It is a value; transitions return a new one.
+type Meta struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	TimeoutMs     int32
+	State         State
+	Partitions    []TopicPartition // sorted, no duplicates
+	StartMs       int64            // when the transaction became Ongoing (-1: none)
+	LastUpdateMs  int64
+}
+
+// A transition is the verdict on a request: an error code (0: accepted), the new
+// Meta to write when write is set, and whether markers must be written next.
+type transition struct {
+	code  int16
+	next  Meta
+	write bool
+}
+
+func refuse(e *kerr.Error) transition { return transition{code: e.Code} }
+
+// initProducer answers InitProducerId for an existing Meta m (nil: a new id, for
+// which newPID is used). reqPID/reqEpoch are the client's current id and epoch
+// (KIP-360; -1 when it has none).
+func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID int64, reqEpoch int16, nowMs int64) (transition, error) {
+	if m == nil {
+		pid, err := newPID()
+		if err != nil {
+			return transition{}, err
+		}
+		return transition{write: true, next: Meta{ProducerID: pid, TimeoutMs: timeoutMs, State: Empty, StartMs: -1, LastUpdateMs: nowMs}}, nil
+	}
+	if reqPID >= 0 && (reqPID != m.ProducerID || reqEpoch != m.ProducerEpoch) {
+		return refuse(kerr.ProducerFenced), nil
+	}
+	switch m.State {
+	case PrepareCommit, PrepareAbort:
+		return refuse(kerr.ConcurrentTransactions), nil
+	case Ongoing:
+		// A new incarnation of the producer: fence the old one by bumping the
+		// epoch and abort what it left open; the client retries until done.
+		next := *m
+		next.ProducerEpoch, next.State, next.LastUpdateMs = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs
+		return transition{code: kerr.ConcurrentTransactions.Code, write: true, next: next}, nil
+	}
+	next := *m
+	next.TimeoutMs, next.State, next.Partitions, next.StartMs, next.LastUpdateMs = timeoutMs, Empty, nil, -1, nowMs
+	if m.ProducerEpoch >= math.MaxInt16-1 {
+		pid, err := newPID()
+		if err != nil {
+			return transition{}, err
+		}
+		next.ProducerID, next.ProducerEpoch = pid, 0
+	} else {
+		next.ProducerEpoch = m.ProducerEpoch + 1
+	}
+	return transition{write: true, next: next}, nil
+}
+
+func bumpEpoch(e int16) int16 {
+	if e >= math.MaxInt16-1 {
+		return e // the next InitProducerId moves to a new producer id
+	}
+	return e + 1
+}
+
+// checkProducer validates a request's producer id and epoch against m.
+func checkProducer(m *Meta, pid int64, epoch int16) *kerr.Error {
+	switch {
+	case m == nil || m.ProducerID != pid:
+		return kerr.InvalidProducerIDMapping
+	case epoch < m.ProducerEpoch:
+		return kerr.ProducerFenced
+	case epoch > m.ProducerEpoch:
+		return kerr.InvalidProducerEpoch
+	}
+	return nil
+}
+
+// addPartitions answers AddPartitionsToTxn (and AddOffsetsToTxn, with the group's
+// offsets partition).
+func addPartitions(m *Meta, pid int64, epoch int16, add []TopicPartition, nowMs int64) transition {
+	if e := checkProducer(m, pid, epoch); e != nil {
+		return refuse(e)
+	}
+	switch m.State {
+	case PrepareCommit, PrepareAbort:
+		return refuse(kerr.ConcurrentTransactions)
+	case Ongoing:
+		if containsAll(m.Partitions, add) {
+			return transition{}
+		}
+	}
+	next := *m
+	if m.State != Ongoing {
+		next.Partitions, next.StartMs = nil, nowMs
+	}
+	next.Partitions = union(next.Partitions, add)
+	next.State, next.LastUpdateMs = Ongoing, nowMs
+	return transition{write: true, next: next}
+}
+
+// endTxn answers EndTxn: an Ongoing transaction moves to PrepareCommit or
+// PrepareAbort (markers follow); a retried EndTxn of a completed one succeeds.
+func endTxn(m *Meta, pid int64, epoch int16, commit bool, nowMs int64) transition {
+	if e := checkProducer(m, pid, epoch); e != nil {
+		return refuse(e)
+	}
+	switch m.State {
+	case Ongoing:
+		next := *m
+		next.State, next.LastUpdateMs = PrepareAbort, nowMs
+		if commit {
+			next.State = PrepareCommit
+		}
+		return transition{write: true, next: next}
+	case CompleteCommit:
+		if commit {
+			return transition{}
+		}
+	case CompleteAbort:
+		if !commit {
+			return transition{}
+		}
+	case PrepareCommit, PrepareAbort:
+		if (m.State == PrepareCommit) == commit {
+			return refuse(kerr.ConcurrentTransactions)
+		}
+	}
+	return refuse(kerr.InvalidTxnState)
+}
+
+// complete is the state after the markers of a Prepare state are written.
+func complete(m Meta, nowMs int64) Meta {
+	next := m
+	next.State = CompleteAbort
+	if m.State == PrepareCommit {
+		next.State = CompleteCommit
+	}
+	next.Partitions, next.StartMs, next.LastUpdateMs = nil, -1, nowMs
+	return next
+}
+
+// expire is the state of an Ongoing transaction that outlived its timeout: the
+// epoch is bumped (the producer is fenced) and it is aborted.
+func expire(m Meta, nowMs int64) Meta {
+	next := m
+	next.ProducerEpoch, next.State, next.LastUpdateMs = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs
+	return next
+}
+
+// EachTopic calls fn once per run of one topic in tps (each topic once when tps
+// is sorted, as Meta.Partitions is) with that run's partitions.
+func EachTopic(tps []TopicPartition, fn func(topic string, partitions []int32)) {
+	for i := 0; i < len(tps); {
+		j := i
+		var ps []int32
+		for ; j < len(tps) && tps[j].Topic == tps[i].Topic; j++ {
+			ps = append(ps, tps[j].Partition)
+		}
+		fn(tps[i].Topic, ps)
+		i = j
+	}
+}
+
+func containsAll(have, want []TopicPartition) bool {
+	for _, tp := range want {
+		if _, ok := slices.BinarySearchFunc(have, tp, compareTP); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func union(a, b []TopicPartition) []TopicPartition {
+	set := make(map[TopicPartition]struct{}, len(a)+len(b))
+	for _, tp := range a {
+		set[tp] = struct{}{}
+	}
+	for _, tp := range b {
+		set[tp] = struct{}{}
+	}
+	return slices.SortedFunc(maps.Keys(set), compareTP)
+}
+
+func compareTP(a, b TopicPartition) int {
+	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}

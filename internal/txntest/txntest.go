@@ -1,0 +1,80 @@
+// Package txntest drives the partition side of Kafka transactions over the wire
+// for tests: it writes transactional batches with raw Produce requests and ends
+// them with WriteTxnMarkers, as a transaction coordinator would. It has no state.
+package txntest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
+)
+
+// ProducerID asks the broker for a fresh (non-transactional) producer id.
+func ProducerID(ctx context.Context, cl *kgo.Client) (int64, error) {
+	resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return -1, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return -1, err
+	}
+	return resp.ProducerID, nil
+}
+
+// Produce writes values as one batch of producer pid (epoch 0, first sequence
+// seq) to topic/partition with acks=all, transactional or not.
+func Produce(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, seq int32, transactional bool, values ...string) error {
+	recs := make([]batch.Record, len(values))
+	for i, v := range values {
+		recs[i] = batch.Record{Value: []byte(v)}
+	}
+	b, err := batch.Build(batch.BuildOptions{
+		FirstTimestamp: time.Now().UnixMilli(),
+		Idempotent:     true, ProducerID: pid, BaseSequence: seq,
+		Transactional: transactional,
+	}, recs)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, b
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	return nil
+}
+
+// EndTxn writes producer pid's commit or abort marker on topic/partition.
+func EndTxn(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, commit bool) error {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.Committed = pid, commit
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = topic, []int32{partition}
+	m.Topics = append(m.Topics, mt)
+	req.Markers = append(req.Markers, m)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.Markers[0].Topics[0].Partitions[0].ErrorCode); err != nil {
+		return fmt.Errorf("WriteTxnMarkers: %w", err)
+	}
+	return nil
+}
