@@ -28,7 +28,9 @@ const streamsClassPath = "streams/target/classes:streams/target/dependency/*"
 // with a repartition topic and a changelogged state store) against Strata, with
 // lines produced before it starts and while it runs, and checks that the final
 // count of every word on its output topic is exact and that Streams created its
-// internal topics as it does on Kafka (the changelog compacted).
+// internal topics as it does on Kafka (the changelog compacted). It runs with
+// at_least_once and with exactly_once_v2 (transactions: every input record's
+// effect is committed once with the consumer's offsets).
 func TestKafkaStreams(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
 		requireStreams(t, "java is not on PATH")
@@ -37,7 +39,7 @@ func TestKafkaStreams(t *testing.T) {
 		requireStreams(t, "the Streams application is not built (streams/target)")
 	}
 	tgt := startTarget(t)
-	for _, guarantee := range []string{"at_least_once"} {
+	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 		t.Run(guarantee, func(t *testing.T) { testWordCount(t, tgt.bootstrap, guarantee) })
 	}
 }
