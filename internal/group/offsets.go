@@ -68,7 +68,8 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 	done := make(chan error, 1)
 
 	g.mu.Lock()
-	if code := g.validateCommitLocked(req); code != 0 {
+	code, perPartition := g.validateCommitLocked(req)
+	if code != 0 {
 		g.mu.Unlock()
 		setAll(code)
 		return
@@ -85,6 +86,12 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 				continue
 			}
 			tp := topicPartition{t.Topic, pt.Partition}
+			if perPartition {
+				if code := g.commitPartitionCodeLocked(req, tp); code != 0 {
+					resp.Topics[ti].Partitions[pi].ErrorCode = code
+					continue
+				}
+			}
 			o := offsetCommit{offset: pt.Offset, leaderEpoch: -1, metadata: meta, commitTime: now, expireTime: expire}
 			if req.Version >= 6 {
 				o.leaderEpoch = pt.LeaderEpoch
@@ -130,11 +137,19 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 // validateCommitLocked is Kafka's offset commit check: a request naming a member or
 // generation must come from a current member of the current generation; a simple
 // commit is allowed only while the group has no members; nothing is accepted while a
-// rebalance waits for the leader's assignment.
-func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
+// rebalance waits for the leader's assignment. A consumer group checks member epochs
+// instead (validateConsumerCommitLocked), sometimes per partition.
+func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16, perPartition bool) {
 	if g.state == stateDead {
-		return kerr.CoordinatorNotAvailable.Code
+		return kerr.CoordinatorNotAvailable.Code, false
 	}
+	if g.cg != nil {
+		return g.validateConsumerCommitLocked(req)
+	}
+	return g.validateClassicCommitLocked(req), false
+}
+
+func (g *group) validateClassicCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 	instance := deref(req.InstanceID)
 	if req.Generation >= 0 || req.MemberID != "" || instance != "" {
 		if code := g.validateMemberLocked(req.MemberID, instance); code != 0 {

@@ -47,6 +47,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //	lag NAME group= hwm=t/0=10,t/1=3
 //	advance DUR | wait | log | reload | unload group= | load group= | topicsdeleted topics=t1,t2
 //	store fail=unavailable|notcoord|toolarge|none | store block | store unblock
+//
+// and the KIP-848 commands of consumer_script_test.go (topics, cghb, cgdescribe).
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -142,14 +144,18 @@ type harness struct {
 	alias   map[string]string // real member id -> $mN
 	real    map[string]string // $mN -> real member id
 	logSeen map[int32]int     // records already shown by "log"
+	topics  *fakeTopics       // the topic catalog (consumer_script_test.go)
 }
 
 func newHarness(t *testing.T) *harness {
 	cfg := DefaultConfig()
 	cfg.GroupInitialRebalanceDelay = 0
+	topics := newFakeTopics()
+	cfg.Topics = topics
 	return &harness{
 		t: t, cfg: cfg, store: newMemStore(), ops: make(map[string]*scriptOp),
 		alias: make(map[string]string), real: make(map[string]string), logSeen: make(map[int32]int),
+		topics: topics,
 	}
 }
 
@@ -652,7 +658,7 @@ func (h *harness) requestFunc(verb string, a args) (func(*Coordinator) func() []
 			}
 		}, true
 	}
-	return nil, false
+	return h.consumerRequestFunc(verb, a)
 }
 
 func mustInt(s string) int64 {

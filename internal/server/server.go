@@ -165,6 +165,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	groupCfg := group.DefaultConfig()
 	groupCfg.GroupInitialRebalanceDelay = cfg.GroupInitialDelay
 	groupCfg.OffsetsTopicPartitions = cfg.OffsetsTopicPartition
+	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
 	n.offsetStore.SetCoordinator(n.groups)
 	images, stop := n.ctrl.Watch()
