@@ -16,6 +16,8 @@
 //	TestClientsAcrossLeaderFailover          3     kill -9 a leader under a producer and a
 //	                                               direct-partition consumer
 //	TestClusterStopsCleanly                  3     SIGTERM every node: each exits 0
+//	TestConsumerProtocolGroup                3     none: franz-go KIP-848 members join and leave
+//	                                               under a producer (uniform and range)
 //
 // What was acknowledged is compared with what is read back by interop/report's
 // anomaly checker (lost, duplicate, phantom, reordered, skipped records). There
