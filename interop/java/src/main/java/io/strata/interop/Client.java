@@ -36,19 +36,21 @@ import io.strata.interop.Summary.Produced;
  *       the topic back with manual assignment of every partition from the earliest offset
  *       (no consumer group).
  *   <li>{@code group}: read the topic as a member of consumer group {@code --group} (classic
- *       protocol, subscribe, commitSync after processing each poll); see {@link GroupReader}.
+ *       protocol unless {@code --group-protocol consumer}, subscribe, commitSync after
+ *       processing each poll); see {@link GroupReader}.
  *   <li>{@code stream}: produce at {@code --rate} records a second for {@code --duration-ms}
  *       while reading in group {@code --group}, then drain; see {@link Stream}.
  * </ul>
  *
  * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]
- * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS]
- * [--rate N]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
+ * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G]
+ * [--group-protocol classic|consumer] [--duration-ms MS] [--rate N]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
  * library logs at WARN to stderr; {@code -Dinterop.log=debug} shows its protocol traffic.
  */
 public final class Client {
     private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]"
-            + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS] [--rate N]";
+            + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--group-protocol classic|consumer]"
+            + " [--duration-ms MS] [--rate N]";
 
     private Client() {}
 
@@ -246,6 +248,7 @@ public final class Client {
         long timeoutMs = 60_000;
         String name = "java";
         String group;
+        String groupProtocol = "classic";
         long durationMs = 10_000;
         int rate = 100;
 
@@ -274,6 +277,12 @@ public final class Client {
                     case "--timeout-ms" -> o.timeoutMs = positive(a, v);
                     case "--name" -> o.name = v;
                     case "--group" -> o.group = v;
+                    case "--group-protocol" -> {
+                        if (!List.of("classic", "consumer").contains(v)) {
+                            throw new IllegalArgumentException("unknown group protocol " + v);
+                        }
+                        o.groupProtocol = v;
+                    }
                     case "--duration-ms" -> o.durationMs = positive(a, v);
                     case "--rate" -> o.rate = positive(a, v);
                     default -> throw new IllegalArgumentException("unknown option " + a);
