@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/testcluster"
+	"github.com/strata-stream/strata/interop/kafkatools"
 	"github.com/strata-stream/strata/interop/report"
 )
 
@@ -31,7 +33,10 @@ import (
 //     leaves once the group has committed every end offset.
 //  4. Wait until the franz-go member owns all three partitions, write 200 more, and
 //     let it read them.
-//  5. report.CheckGroup over the three members' reads: every record read exactly once,
+//  5. Kafka 4.4's kafka-consumer-groups describes the group (offsets and lag, --state
+//     with the uniform assignor, --members with epochs and assignments) and lists it as
+//     a consumer group.
+//  6. report.CheckGroup over the three members' reads: every record read exactly once,
 //     by the member owning its partition at the time; the end offsets are committed.
 func TestConsumerProtocol(t *testing.T) {
 	if os.Getenv(envTarget) == "kfake" {
@@ -81,6 +86,35 @@ func TestConsumerProtocol(t *testing.T) {
 			return fmt.Errorf("%d of %d records read", len(got), len(want))
 		}
 		return nil
+	})
+	t.Run("kafka-consumer-groups", func(t *testing.T) {
+		kafkatools.Require(t)
+		bs := []string{"--bootstrap-server", strings.Join(c.Bootstrap(), ",")}
+		run := func(args ...string) string {
+			return kafkatools.MustRun(t, "kafka-consumer-groups", append(args, bs...)...)
+		}
+		testcluster.Eventually(t, 30*time.Second, "kafka-consumer-groups to show the member caught up", func() error {
+			out := run("--describe", "--group", group)
+			for p := range partitions {
+				re := regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s +%d +\d+ +\d+ +0 +\S+ +/127\.0\.0\.\d+ +strata-interop-franz-go-group *$`, group, topic, p))
+				if !re.MatchString(out) {
+					return fmt.Errorf("no caught-up row for partition %d:\n%s", p, out)
+				}
+			}
+			return nil
+		})
+		out := run("--describe", "--group", group, "--state")
+		if !regexp.MustCompile(`(?m)^` + group + ` +\S+ +\(\d+\) +uniform +Stable +1 *$`).MatchString(out) {
+			t.Errorf("--state shows:\n%s", out)
+		}
+		out = run("--describe", "--group", group, "--members", "--verbose")
+		if !strings.Contains(out, "strata-interop-franz-go-group") || !strings.Contains(out, topic+":0,1,2") {
+			t.Errorf("--members shows:\n%s", out)
+		}
+		t.Logf("kafka-consumer-groups --describe --members --verbose:\n%s", out)
+		if out := run("--list", "--type", "consumer"); !strings.Contains(out, group) {
+			t.Errorf("--list --type consumer shows:\n%s", out)
+		}
 	})
 	fr.close()
 
