@@ -144,3 +144,34 @@ func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribe
 		dg.Members = append(dg.Members, dm)
 	}
 }
+
+// validateFetchMember is OffsetFetch v9's check of a KIP-848 member: a request with a
+// member id or epoch must come from a member at its current epoch (Kafka's
+// ConsumerGroup.validateOffsetFetch). Requests without them (admin clients) and
+// classic groups are not checked.
+func (c *Coordinator) validateFetchMember(groupID string, memberID *string, epoch int32) int16 {
+	if memberID == nil && epoch < 0 {
+		return 0
+	}
+	p, code := c.partitionOf(groupID)
+	if code != 0 {
+		return code
+	}
+	g := p.lookup(c, groupID, false)
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cg == nil || g.state == stateDead {
+		return 0
+	}
+	m := g.cg.members[deref(memberID)]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}

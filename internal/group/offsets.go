@@ -183,6 +183,7 @@ type fetchedPartition struct {
 
 // OffsetFetch serves OffsetFetch v1-v9: v8+ asks for several groups at once. A
 // partition without a commit has offset -1; null topics (v2+) ask for every commit.
+// v9 members of a KIP-848 group name themselves and their epoch (validateFetchMember).
 func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
@@ -192,6 +193,11 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 			}
 			code, parts := c.fetch(rg.Group, topics, rg.Topics == nil)
+			if req.Version >= 9 && code == 0 {
+				if code = c.validateFetchMember(rg.Group, rg.MemberID, rg.MemberEpoch); code != 0 {
+					parts = nil
+				}
+			}
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = code

@@ -39,7 +39,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //	leave NAME group= members=$m1,~instance [v=5]      (v<=2: the first member only)
 //	commit NAME group= [gen=-1] [member=] [instance=] offsets=t/0=5:meta@epoch,...
 //	       [retention=DUR] [v=9]
-//	fetch NAME group= [topics=t/0+1,u/2] [v=7]         (no topics: all offsets)
+//	fetch NAME group= [topics=t/0+1,u/2] [member= epoch=] [v=7]  (no topics: all offsets)
 //	describe NAME groups=g1,g2 [ops] [v=5]
 //	list NAME [states=Stable,Empty] [types=classic] [v=5]
 //	delete NAME groups=g1,g2
@@ -539,6 +539,10 @@ func (h *harness) requestFunc(verb string, a args) (func(*Coordinator) func() []
 		if req.Version >= 8 {
 			rg := kmsg.NewOffsetFetchRequestGroup()
 			rg.Group = a.str("group", "")
+			if m, ok := a["member"]; ok {
+				rg.MemberID = ptr(h.id(m))
+			}
+			rg.MemberEpoch = int32(a.int("epoch", -1))
 			for _, t := range topics {
 				rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
