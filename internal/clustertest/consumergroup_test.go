@@ -72,13 +72,20 @@ func (m *groupMember) reads() []report.Consumed {
 // waitGroupSplit waits until ConsumerGroupDescribe shows the group Stable with
 // exactly the named members (by client id), every member at the group epoch, and
 // the topic's partitions each owned by exactly one of them, as evenly as possible.
-func waitGroupSplit(t *testing.T, adm *kadm.Client, group, topic string, partitions int, clients ...string) kadm.DescribedConsumerGroup {
+// Each attempt asks with a new client: one that cached a killed coordinator keeps
+// dialling it.
+func waitGroupSplit(t *testing.T, c *testcluster.Cluster, group, topic string, partitions int, clients ...string) kadm.DescribedConsumerGroup {
 	t.Helper()
 	var got kadm.DescribedConsumerGroup
 	testcluster.Eventually(t, 60*time.Second, fmt.Sprintf("group %s split between %v", group, clients), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		ds, err := adm.DescribeConsumerGroups(ctx, group)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		ds, err := kadm.NewClient(cl).DescribeConsumerGroups(ctx, group)
 		if err != nil {
 			return err
 		}
@@ -146,16 +153,16 @@ func TestConsumerProtocolGroup(t *testing.T) {
 			waitAcks(t, time.Now().Add(-time.Hour), 100, p)
 
 			a := startGroupMember(t, c, "a", group, topic, tc.balancer)
-			d := waitGroupSplit(t, adm, group, topic, partitions, "a")
+			d := waitGroupSplit(t, c, group, topic, partitions, "a")
 			if d.AssignorName != tc.assignor {
 				t.Errorf("assignor %q, want %q", d.AssignorName, tc.assignor)
 			}
 			b := startGroupMember(t, c, "b", group, topic, tc.balancer)
 			cm := startGroupMember(t, c, "c", group, topic, tc.balancer)
-			waitGroupSplit(t, adm, group, topic, partitions, "a", "b", "c")
+			waitGroupSplit(t, c, group, topic, partitions, "a", "b", "c")
 			waitAcks(t, time.Now(), 100, p)
 			a.leave()
-			waitGroupSplit(t, adm, group, topic, partitions, "b", "c")
+			waitGroupSplit(t, c, group, topic, partitions, "b", "c")
 			waitAcks(t, time.Now(), 100, p)
 			p.finish(t)
 
@@ -223,4 +230,73 @@ func TestConsumerProtocolGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConsumerProtocolCoordinatorCrash: two franz-go KIP-848 members share a group
+// under a producer when the node coordinating the group is killed with SIGKILL. The
+// new coordinator does not know the members (consumer group membership is not
+// persisted): their heartbeats get UNKNOWN_MEMBER_ID and they rejoin. The group must
+// settle again with both members, every acknowledged record must be read at least
+// once, and the end offsets must end up committed.
+func TestConsumerProtocolCoordinatorCrash(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	adm := c.Admin()
+	const topic, group, partitions = "cg-crash", "kip848-crash", 6
+	c.CreateTopic(topic, [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}, {1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, minISR2)
+	p := startProducer(t, c, "p-crash", topic)
+	waitAcks(t, time.Now().Add(-time.Hour), 100, p)
+	a := startGroupMember(t, c, "a", group, topic, kgo.CooperativeStickyBalancer())
+	b := startGroupMember(t, c, "b", group, topic, kgo.CooperativeStickyBalancer())
+	d := waitGroupSplit(t, c, group, topic, partitions, "a", "b")
+	waitAcks(t, time.Now(), 100, p)
+
+	victim := c.Node(d.Coordinator.NodeID)
+	t.Logf("killing node %d, the coordinator of %s at epoch %d", victim.ID, group, d.Epoch)
+	victim.Kill()
+	after := waitGroupSplit(t, c, group, topic, partitions, "a", "b")
+	if after.Coordinator.NodeID == victim.ID {
+		t.Fatalf("coordinator still node %d", victim.ID)
+	}
+	t.Logf("node %d coordinates %s now, at epoch %d", after.Coordinator.NodeID, group, after.Epoch)
+	waitAcks(t, time.Now(), 100, p)
+	p.finish(t)
+
+	acked := produced(p)
+	end := map[int32]int64{}
+	for _, ack := range acked {
+		end[ack.Partition] = max(end[ack.Partition], ack.Offset+1)
+	}
+	testcluster.Eventually(t, 60*time.Second, "every acknowledged record read", func() error {
+		seen := map[[2]int64]bool{}
+		for _, m := range []*groupMember{a, b} {
+			for _, r := range m.reads() {
+				seen[[2]int64{int64(r.Partition), r.Offset}] = true
+			}
+		}
+		for _, ack := range acked {
+			if !seen[[2]int64{int64(ack.Partition), ack.Offset}] {
+				return fmt.Errorf("%d/%d not read yet", ack.Partition, ack.Offset)
+			}
+		}
+		return nil
+	})
+	a.leave()
+	b.leave()
+	for _, err := range report.CheckAtLeastOnce(partitions, acked, append(a.reads(), b.reads()...)) {
+		t.Error(err)
+	}
+	testcluster.Eventually(t, 30*time.Second, "the end offsets committed", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		for part, want := range end {
+			if o, ok := offs.Lookup(topic, part); !ok || o.At != want {
+				return fmt.Errorf("partition %d committed %v, end %d", part, o.At, want)
+			}
+		}
+		return nil
+	})
 }

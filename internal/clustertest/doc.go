@@ -18,6 +18,8 @@
 //	TestClusterStopsCleanly                  3     SIGTERM every node: each exits 0
 //	TestConsumerProtocolGroup                3     none: franz-go KIP-848 members join and leave
 //	                                               under a producer (uniform and range)
+//	TestConsumerProtocolCoordinatorCrash     3     kill -9 a KIP-848 group's coordinator: the
+//	                                               members rejoin, nothing is lost
 //
 // What was acknowledged is compared with what is read back by interop/report's
 // anomaly checker (lost, duplicate, phantom, reordered, skipped records). There
