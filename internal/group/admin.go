@@ -39,8 +39,11 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 			g.mu.Lock()
 			dead, pt := g.state == stateDead, g.protocolType
 			st, typ := g.state.String(), groupType
-			if g.cg != nil {
+			switch {
+			case g.cg != nil:
 				st, typ = g.cg.stateName(), consumerProtocolType
+			case g.sg != nil:
+				st, typ = g.sg.stateName(), shareProtocolType
 			}
 			g.mu.Unlock()
 			if dead {
@@ -97,8 +100,8 @@ func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) 
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.cg != nil {
-		// Not a classic group: described by ConsumerGroupDescribe.
+	if g.cg != nil || g.sg != nil {
+		// Not a classic group: described by ConsumerGroupDescribe or ShareGroupDescribe.
 		dg.State = stateDead.String()
 		return
 	}

@@ -212,7 +212,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		return hbError(kerr.CoordinatorNotAvailable.Code, "Group %s is being deleted.", g.id)
 	}
 	if g.cg == nil {
-		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
+		if g.sg != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
 		}
 		if req.MemberEpoch != joinEpoch {

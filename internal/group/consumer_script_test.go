@@ -19,6 +19,8 @@ import (
 //	     [assignor=] [owned=t1/0+1,t2/0] [rebalance=DUR] [v=1]
 //	     (owned=- sends an empty list; no owned sends null)
 //	cgdescribe NAME groups=g1,g2
+//	sghb NAME group= member= epoch= [subscribe=t1+t2] [rack=]   (share groups)
+//	sgdescribe NAME groups=g1,g2
 //	commit ... as in script_test.go, with v=9 and gen= the member epoch
 
 // fakeTopics is a TopicCatalog a script edits; a topic's id is derived from its name
@@ -115,6 +117,28 @@ func (h *harness) consumerRequestFunc(verb string, a args) (func(*Coordinator) f
 			resp := c.ConsumerGroupHeartbeat(ctx, req)
 			return func() []string { return []string{h.fmtHeartbeat(resp)} }
 		}, true
+	case "sghb":
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.Version = 1
+		req.GroupID = a.str("group", "")
+		req.MemberID = a.str("member", "")
+		req.MemberEpoch = int32(a.int("epoch", 0))
+		req.RackID = a.optional("rack")
+		if s, ok := a["subscribe"]; ok {
+			req.SubscribedTopicNames = strings.Split(s, "+")
+		}
+		return func(c *Coordinator) func() []string {
+			resp := c.ShareGroupHeartbeat(ctx, req)
+			return func() []string { return []string{h.fmtShareHeartbeat(resp)} }
+		}, true
+	case "sgdescribe":
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.Version = 1
+		req.GroupIDs = a.list("groups")
+		return func(c *Coordinator) func() []string {
+			resp := c.ShareGroupDescribe(ctx, req)
+			return func() []string { return h.fmtShareDescribe(resp) }
+		}, true
 	case "cgdescribe":
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Version = 1
@@ -202,6 +226,42 @@ func (h *harness) fmtConsumerDescribe(resp *kmsg.ConsumerGroupDescribeResponse) 
 			x += " assigned=" + h.fmtPartitions(m.Assignment.TopicPartitions)
 			x += " target=" + h.fmtPartitions(m.TargetAssignment.TopicPartitions)
 			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (h *harness) fmtShareHeartbeat(resp *kmsg.ShareGroupHeartbeatResponse) string {
+	if resp.ErrorCode != 0 {
+		return errName(resp.ErrorCode) + " " + strconv.Quote(deref(resp.ErrorMessage))
+	}
+	s := fmt.Sprintf("NONE member=%s epoch=%d", deref(resp.MemberID), resp.MemberEpoch)
+	if resp.Assignment != nil {
+		var ts []kmsg.AssignmentTopicPartition
+		for _, t := range resp.Assignment.TopicPartitions {
+			name, _ := h.topics.TopicName(t.TopicID)
+			ts = append(ts, kmsg.AssignmentTopicPartition{Topic: name, Partitions: t.Partitions})
+		}
+		s += " assignment=" + h.fmtPartitions(ts)
+	}
+	return s
+}
+
+func (h *harness) fmtShareDescribe(resp *kmsg.ShareGroupDescribeResponse) []string {
+	var out []string
+	for _, g := range resp.Groups {
+		if g.ErrorCode != 0 {
+			out = append(out, fmt.Sprintf("%s %s %q", g.GroupID, errName(g.ErrorCode), deref(g.ErrorMessage)))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s NONE state=%s epoch=%d assignor=%s", g.GroupID, g.GroupState, g.GroupEpoch, g.Assignor))
+		for _, m := range g.Members {
+			var ts []kmsg.AssignmentTopicPartition
+			for _, t := range m.Assignment.TopicPartitions {
+				ts = append(ts, kmsg.AssignmentTopicPartition{Topic: t.Topic, Partitions: t.Partitions})
+			}
+			out = append(out, fmt.Sprintf("  %s epoch=%d client=%s subscribed=%s assigned=%s", m.MemberID, m.MemberEpoch, m.ClientID,
+				strings.Join(m.SubscribedTopicNames, "+"), h.fmtPartitions(ts)))
 		}
 	}
 	return out

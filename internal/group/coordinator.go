@@ -474,6 +474,7 @@ func (g *group) stopTimersLocked() {
 	g.stopRebalanceTimerLocked()
 	g.stopSyncTimerLocked()
 	g.stopConsumerTimersLocked()
+	g.stopShareTimersLocked()
 }
 
 // queueLocked appends a write to the group's queue; the caller must call

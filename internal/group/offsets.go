@@ -146,6 +146,9 @@ func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16,
 	if g.cg != nil {
 		return g.validateConsumerCommitLocked(req)
 	}
+	if g.sg != nil {
+		return kerr.GroupIDNotFound.Code, false // share groups have no committed offsets
+	}
 	return g.validateClassicCommitLocked(req), false
 }
 

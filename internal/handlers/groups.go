@@ -4,8 +4,9 @@ package handlers
 //   OffsetCommit (8), OffsetFetch (9), JoinGroup (11), Heartbeat (12),
 //   LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
 //   DeleteGroups (42), OffsetDelete (47); versions as group.Versions() says. The
-// KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), have
-// their own files.
+// KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the
+// share-group ones, ShareGroupHeartbeat (76) and ShareGroupDescribe (77), have their
+// own files.
 // Each handler passes the decoded request to the coordinator. JoinGroup, SyncGroup
 // and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
 // off the connection's handler goroutine (protocol.Response.Wait) so a client's
@@ -35,6 +36,8 @@ type Groups interface {
 	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
 	ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
 	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
+	ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse
+	ShareGroupDescribe(ctx context.Context, req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse
 }
 
 // groupServe maps each group API key to its handler.
@@ -78,6 +81,8 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 	},
 	68: (*Handlers).consumerGroupHeartbeat,
 	69: (*Handlers).consumerGroupDescribe,
+	76: (*Handlers).shareGroupHeartbeat,
+	77: (*Handlers).shareGroupDescribe,
 }
 
 // groupApis is the registry entries of the group APIs, from the coordinator's table.

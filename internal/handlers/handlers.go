@@ -42,6 +42,8 @@ var apis = []api{
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
+	{key: 78, min: 1, max: 2, serve: (*Handlers).shareFetch},
+	{key: 79, min: 1, max: 2, serve: (*Handlers).shareAcknowledge},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.
@@ -70,6 +72,8 @@ type Config struct {
 	BrokerEpoch func() int64
 	// Observer sees produced and fetched data and delayed operations; nil: none.
 	Observer Observer
+	// Shares serves ShareFetch and ShareAcknowledge (package share).
+	Shares Shares
 }
 
 // Handlers serves the Kafka API for one node.

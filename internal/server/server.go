@@ -40,6 +40,7 @@ import (
 	"github.com/strata-stream/strata/internal/offsets"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -78,6 +79,10 @@ type Node struct {
 	// Consumer groups.
 	offsetStore *offsets.Store
 	groups      *group.Coordinator
+
+	// Share groups' record delivery (share.go).
+	shares     *share.Manager
+	shareStore *share.TopicStore
 
 	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
 	api *httpapi.API
@@ -168,6 +173,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
 	n.offsetStore.SetCoordinator(n.groups)
+	if err := n.startShares(logger.With("component", "share")); err != nil {
+		return nil, fmt.Errorf("share groups: %w", err)
+	}
 	images, stop := n.ctrl.Watch()
 	n.stopWatch = stop
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
@@ -206,6 +214,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		Observer:          n.metrics,
 
 		OffsetsTopicPartitions: cfg.OffsetsTopicPartition,
+		Shares:                 n.shares,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.linkSrv = &protocol.Server{
 		Handler:  h.LinkHandler(),
@@ -390,6 +399,12 @@ func (n *Node) close(graceful bool) error {
 	n.wg.Wait()
 	if n.groups != nil {
 		n.groups.Close()
+	}
+	if n.shares != nil {
+		n.shares.Close()
+	}
+	if n.shareStore != nil {
+		n.shareStore.Close()
 	}
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())

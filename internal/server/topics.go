@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/share"
 )
 
 // topicCatalog is the group coordinator's view of the topics (group.TopicCatalog),
@@ -32,7 +33,7 @@ func (c topicCatalog) TopicName(id [16]byte) (string, bool) {
 func (c topicCatalog) TopicNames() []string {
 	var out []string
 	for _, t := range c.image().Topics() {
-		if t.Name != group.OffsetsTopic {
+		if t.Name != group.OffsetsTopic && t.Name != share.StateTopic {
 			out = append(out, t.Name)
 		}
 	}

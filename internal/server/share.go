@@ -1,0 +1,32 @@
+package server
+
+import (
+	"log/slog"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/share"
+)
+
+// startShares builds the node's share-partition leader (package share): the
+// in-flight records of share groups on the partitions this node leads, persisted in
+// __share_group_state through a client of the node's own Kafka listener.
+func (n *Node) startShares(logger *slog.Logger) error {
+	store, err := share.NewTopicStore([]string{n.kafkaLn.Addr().String()}, share.DefaultStateTopicPartitions)
+	if err != nil {
+		return err
+	}
+	n.shareStore = store
+	n.shares = share.NewManager(share.Config{Defaults: share.DefaultGroupConfig()}, store, sharePartitions{n}, logger)
+	return nil
+}
+
+// sharePartitions is what the share-partition leader reads: the metadata image and
+// the local replicas.
+type sharePartitions struct{ n *Node }
+
+func (s sharePartitions) Image() *metadata.Image { return s.n.ctrl.Image() }
+
+func (s sharePartitions) Partition(topic string, index int32) (*replica.Partition, error) {
+	return s.n.replicas.Partition(topic, index)
+}
