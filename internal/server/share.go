@@ -2,6 +2,8 @@ package server
 
 import (
 	"log/slog"
+	"strconv"
+	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
@@ -17,8 +19,23 @@ func (n *Node) startShares(logger *slog.Logger) error {
 		return err
 	}
 	n.shareStore = store
-	n.shares = share.NewManager(share.Config{Defaults: share.DefaultGroupConfig()}, store, sharePartitions{n}, logger)
+	n.shares = share.NewManager(share.Config{Defaults: share.DefaultGroupConfig(), GroupConfig: n.shareGroupConfig}, store, sharePartitions{n}, logger)
 	return nil
+}
+
+// shareGroupConfig is a share group's configuration: its group configs (metadata),
+// else Kafka's defaults.
+func (n *Node) shareGroupConfig(group string) share.GroupConfig {
+	img := n.ctrl.Image()
+	c := share.DefaultGroupConfig()
+	c.AutoOffsetReset = img.GroupConfig(group, metadata.GroupShareAutoOffsetReset)
+	if ms, err := strconv.Atoi(img.GroupConfig(group, metadata.GroupShareRecordLockDuration)); err == nil {
+		c.LockDuration = time.Duration(ms) * time.Millisecond
+	}
+	if limit, err := strconv.Atoi(img.GroupConfig(group, metadata.GroupShareDeliveryCountLimit)); err == nil {
+		c.DeliveryLimit = int16(limit)
+	}
+	return c
 }
 
 // sharePartitions is what the share-partition leader reads: the metadata image and
