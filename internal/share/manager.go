@@ -161,12 +161,15 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	sp.mu.Lock()
 	if epoch := rp.LeaderEpoch(); sp.p == nil || sp.epoch != epoch {
 		sp.stopTimerLocked()
-		snap, found, err := m.store.Load(ctx, k)
+		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		snap, found, err := m.store.Load(lctx, k)
+		cancel()
 		if err != nil {
 			sp.p = nil
 			sp.mu.Unlock()
 			m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
-			return nil, kerr.CoordinatorNotAvailable.Code
+			// Clients retry a partition that is not available.
+			return nil, kerr.ReplicaNotAvailable.Code
 		}
 		if found {
 			sp.p = Restore(snap)
@@ -187,14 +190,19 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 // saveLocked persists sp's state. On failure the in-memory state is dropped (the
 // next request reloads the durable one) and the answer is a retriable error.
 func (m *Manager) saveLocked(ctx context.Context, sp *sharePartition) int16 {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	if err := m.store.Save(ctx, sp.key, sp.p.Snapshot()); err != nil {
 		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
 		sp.stopTimerLocked()
 		sp.p = nil
-		return kerr.CoordinatorNotAvailable.Code
+		return kerr.RequestTimedOut.Code
 	}
 	return 0
 }
+
+// storeTimeout bounds one load or save of share-partition state.
+const storeTimeout = 15 * time.Second
 
 // armExpiryLocked schedules the next lock expiry of sp.
 func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {

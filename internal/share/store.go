@@ -158,11 +158,8 @@ func (s *TopicStore) ensure(ctx context.Context) error {
 	}
 	adm := kadm.NewClient(s.cl)
 	compact := "compact"
-	resp, err := adm.CreateTopic(ctx, s.partitions, -1, map[string]*string{"cleanup.policy": &compact}, StateTopic)
-	if err == nil && resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-		err = resp.Err
-	}
-	if err != nil {
+	_, err := adm.CreateTopic(ctx, s.partitions, -1, map[string]*string{"cleanup.policy": &compact}, StateTopic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("share: creating %s: %w", StateTopic, err)
 	}
 	s.ensured = true
@@ -185,14 +182,25 @@ func (s *TopicStore) Load(ctx context.Context, k Key) (Snapshot, bool, error) {
 		return Snapshot{}, false, err
 	}
 	p := statePartition(k, s.partitions)
-	ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
-	if err == nil {
-		err = ends.Error()
+	var end kadm.ListedOffset
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		// Right after the topic is created its partitions may have no leader yet.
+		ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			end, _ = ends.Lookup(StateTopic, p)
+			break
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Snapshot{}, false, fmt.Errorf("share: listing %s end offsets: %w", StateTopic, err)
+		case <-t.C:
+		}
 	}
-	if err != nil {
-		return Snapshot{}, false, fmt.Errorf("share: listing %s end offsets: %w", StateTopic, err)
-	}
-	end, _ := ends.Lookup(StateTopic, p)
 	if end.Offset <= 0 {
 		return Snapshot{}, false, nil
 	}

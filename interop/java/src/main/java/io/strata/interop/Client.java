@@ -40,17 +40,21 @@ import io.strata.interop.Summary.Produced;
  *       processing each poll); see {@link GroupReader}.
  *   <li>{@code stream}: produce at {@code --rate} records a second for {@code --duration-ms}
  *       while reading in group {@code --group}, then drain; see {@link Stream}.
+ *   <li>{@code share}: read the topic as a member of share group {@code --group}, rejecting
+ *       records keyed {@code --reject-key}, releasing some once, accepting the rest, until
+ *       idle for {@code --idle-ms}; see {@link ShareReader}.
  * </ul>
  *
  * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]
  * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G]
- * [--group-protocol classic|consumer] [--duration-ms MS] [--rate N]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
+ * [--group-protocol classic|consumer] [--duration-ms MS] [--rate N] [--reject-key K]
+ * [--idle-ms MS]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
  * library logs at WARN to stderr; {@code -Dinterop.log=debug} shows its protocol traffic.
  */
 public final class Client {
     private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]"
             + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--group-protocol classic|consumer]"
-            + " [--duration-ms MS] [--rate N]";
+            + " [--duration-ms MS] [--rate N] [--reject-key K] [--idle-ms MS]";
 
     private Client() {}
 
@@ -92,6 +96,16 @@ public final class Client {
                 }
             }
             case "stream" -> Stream.run(o, deadline, s);
+            case "share" -> {
+                long start = System.nanoTime();
+                try (ShareReader r = new ShareReader(o)) {
+                    r.run(o.idleMs, deadline);
+                    s.field("consume_ms", (System.nanoTime() - start) / 1_000_000);
+                    s.produced(List.of());
+                    s.deliveries(r.deliveries());
+                    s.group(o.group, List.of());
+                }
+            }
             default -> {
                 List<Produced> produced = List.of();
                 if (!o.mode.equals("consume")) {
@@ -249,6 +263,8 @@ public final class Client {
         String name = "java";
         String group;
         String groupProtocol = "classic";
+        String rejectKey;
+        long idleMs = 5_000;
         long durationMs = 10_000;
         int rate = 100;
 
@@ -267,7 +283,7 @@ public final class Client {
                 String v = args[++i];
                 switch (a) {
                     case "--mode" -> {
-                        if (!List.of("both", "produce", "consume", "group", "stream").contains(v)) {
+                        if (!List.of("both", "produce", "consume", "group", "stream", "share").contains(v)) {
                             throw new IllegalArgumentException("unknown mode " + v);
                         }
                         o.mode = v;
@@ -277,6 +293,8 @@ public final class Client {
                     case "--timeout-ms" -> o.timeoutMs = positive(a, v);
                     case "--name" -> o.name = v;
                     case "--group" -> o.group = v;
+                    case "--reject-key" -> o.rejectKey = v;
+                    case "--idle-ms" -> o.idleMs = positive(a, v);
                     case "--group-protocol" -> {
                         if (!List.of("classic", "consumer").contains(v)) {
                             throw new IllegalArgumentException("unknown group protocol " + v);
@@ -291,7 +309,8 @@ public final class Client {
             if (pos.size() != 2) {
                 throw new IllegalArgumentException("want BOOTSTRAP and TOPIC, got " + pos);
             }
-            if ((o.mode.equals("group") || o.mode.equals("stream")) && (o.group == null || o.group.isEmpty())) {
+            if ((o.mode.equals("group") || o.mode.equals("stream") || o.mode.equals("share"))
+                    && (o.group == null || o.group.isEmpty())) {
                 throw new IllegalArgumentException("--mode " + o.mode + " needs --group");
             }
             o.bootstrap = pos.get(0);
