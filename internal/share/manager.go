@@ -192,7 +192,9 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 func (m *Manager) saveLocked(ctx context.Context, sp *sharePartition) int16 {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	if err := m.store.Save(ctx, sp.key, sp.p.Snapshot()); err != nil {
+	snap := sp.p.Snapshot()
+	snap.LeaderEpoch = sp.epoch
+	if err := m.store.Save(ctx, sp.key, snap); err != nil {
 		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
 		sp.stopTimerLocked()
 		sp.p = nil

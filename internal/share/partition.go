@@ -331,8 +331,9 @@ type StateBatch struct {
 // state of every offset in flight, Acquired recorded as Available (locks do not
 // survive a failover; delivery counts do).
 type Snapshot struct {
-	Start   int64
-	Batches []StateBatch
+	LeaderEpoch int32 // the data partition's leader epoch when it was taken (set by the caller)
+	Start       int64
+	Batches     []StateBatch
 }
 
 // Snapshot returns the partition's durable state.

@@ -43,10 +43,14 @@ var ErrCorruptState = errors.New("share: corrupt share-group state record")
 // length + bytes.
 //
 //	key    | int16 version=0 | string group | [16]byte topic id | int32 partition |
-//	value  | int16 version=0 | int64 start offset | int32 batch count | batches |
+//	value  | int16 version=0 | int32 leader epoch | int64 start offset |
+//	       | int32 batch count | batches |
 //	batch  | int64 first offset | int64 last offset | int8 state | int16 deliveries |
 //
-// The latest value of a key wins (the topic is compacted).
+// The leader epoch is the data partition's when the value was written. A load takes
+// the latest value of the highest leader epoch, so a deposed leader that writes late
+// cannot roll back its successor's state (the topic is compacted: older values of a
+// key go).
 const stateVersion = 0
 
 func encodeKey(k Key) []byte {
@@ -57,22 +61,9 @@ func encodeKey(k Key) []byte {
 	return binary.BigEndian.AppendUint32(b, uint32(k.Partition))
 }
 
-func decodeKey(b []byte) (Key, error) {
-	if len(b) < 4 || binary.BigEndian.Uint16(b) != stateVersion {
-		return Key{}, ErrCorruptState
-	}
-	n := int(binary.BigEndian.Uint16(b[2:]))
-	if len(b) != 4+n+16+4 {
-		return Key{}, ErrCorruptState
-	}
-	k := Key{Group: string(b[4 : 4+n])}
-	copy(k.TopicID[:], b[4+n:])
-	k.Partition = int32(binary.BigEndian.Uint32(b[4+n+16:]))
-	return k, nil
-}
-
 func encodeSnapshot(s Snapshot) []byte {
 	b := binary.BigEndian.AppendUint16(nil, stateVersion)
+	b = binary.BigEndian.AppendUint32(b, uint32(s.LeaderEpoch))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.Start))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.Batches)))
 	for _, sb := range s.Batches {
@@ -86,12 +77,12 @@ func encodeSnapshot(s Snapshot) []byte {
 
 func decodeSnapshot(b []byte) (Snapshot, error) {
 	const batchSize = 8 + 8 + 1 + 2
-	if len(b) < 14 || binary.BigEndian.Uint16(b) != stateVersion {
+	if len(b) < 18 || binary.BigEndian.Uint16(b) != stateVersion {
 		return Snapshot{}, ErrCorruptState
 	}
-	s := Snapshot{Start: int64(binary.BigEndian.Uint64(b[2:]))}
-	n := int(binary.BigEndian.Uint32(b[10:]))
-	b = b[14:]
+	s := Snapshot{LeaderEpoch: int32(binary.BigEndian.Uint32(b[2:])), Start: int64(binary.BigEndian.Uint64(b[6:]))}
+	n := int(binary.BigEndian.Uint32(b[14:]))
+	b = b[18:]
 	if len(b) != n*batchSize {
 		return Snapshot{}, ErrCorruptState
 	}
@@ -237,8 +228,13 @@ func (s *TopicStore) Load(ctx context.Context, k Key) (Snapshot, bool, error) {
 				found, snap = false, Snapshot{}
 				return
 			}
-			snap, derr = decodeSnapshot(r.Value)
-			found = derr == nil
+			s, err := decodeSnapshot(r.Value)
+			switch {
+			case err != nil:
+				derr = err
+			case !found || s.LeaderEpoch >= snap.LeaderEpoch:
+				snap, found = s, true
+			}
 		})
 		if derr != nil {
 			return Snapshot{}, false, derr
