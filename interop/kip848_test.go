@@ -174,7 +174,7 @@ func waitConsumerGroup(t *testing.T, adm *kadm.Client, group, topic string, n in
 }
 
 // produceKeyed writes n records with keys key-00..key-19 and values prefix-NNNN
-// (acks=all, idempotent) and returns them as acknowledged.
+// (acks=all, idempotent), ten at a time, and returns them as acknowledged.
 func produceKeyed(t *testing.T, bootstrap []string, topic, prefix string, n int) []report.Produced {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.DefaultProduceTopic(topic))
@@ -188,8 +188,11 @@ func produceKeyed(t *testing.T, bootstrap []string, topic, prefix string, n int)
 	for i := range n {
 		rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "key-%02d", i%keys), Value: fmt.Appendf(nil, "%s-%04d", prefix, i)})
 	}
-	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-		t.Fatalf("producing: %v", err)
+	// Ten records at a time: small batches, as a steady producer writes them.
+	for chunk := range slices.Chunk(rs, 10) {
+		if err := cl.ProduceSync(ctx, chunk...).FirstErr(); err != nil {
+			t.Fatalf("producing: %v", err)
+		}
 	}
 	out := make([]report.Produced, len(rs))
 	for i, r := range rs {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -185,4 +186,94 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestShareFailover kills a partition leader while Java share consumers hold
+// acquired records of it (slow processing: 300ms per poll of at most 20 records) on
+// a 3-node cluster (3 partitions, replication factor 3, min.insync.replicas=2). The
+// new leader loads the share-partition state from __share_group_state: records whose
+// acknowledgement was durable are not delivered again, the others are. Every record
+// must end with exactly one acknowledgement the broker confirmed (an acceptance, or
+// a rejection for key-07) and no record may be accepted twice; acknowledgements the
+// failover refused (the new leader does not know the old locks) are allowed.
+func TestShareFailover(t *testing.T) {
+	if os.Getenv(envTarget) == "kfake" {
+		t.Skip("runs on a Strata cluster; not with STRATA_INTEROP_TARGET=kfake")
+	}
+	java := clientNamed(t, "java")
+	requireClient(t, java)
+	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
+	c := testcluster.Start(t, 3)
+	adm := newAdmin(t, c.Bootstrap()...)
+	const topic, group, rejectKey, n = "interop-share-failover", "interop-share-failover", "key-07", 600
+	createReplicatedTopic(t, c, adm, topic)
+	setGroupConfig(t, c.Bootstrap(), group, "share.auto.offset.reset", "earliest")
+	produced := produceKeyed(t, c.Bootstrap(), topic, "go", n)
+
+	j := job{
+		bootstrap: strings.Join(c.Bootstrap(), ","),
+		topic:     topic,
+		mode:      "share",
+		args: []string{"--group", group, "--reject-key", rejectKey, "--idle-ms", "10000",
+			"--process-ms", "300", "--max-poll", "20"},
+		timeout: 2 * time.Minute,
+	}
+	runs := []*clientRun{startClient(t, java, j), startClient(t, java, j)}
+
+	// Once acknowledgements are being persisted, kill the leader of partition 0.
+	testcluster.Eventually(t, time.Minute, "share-group state written", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, "__share_group_state")
+		if err != nil {
+			return err
+		}
+		var total int64
+		ends.Each(func(l kadm.ListedOffset) { total += l.Offset })
+		if total < 5 {
+			return fmt.Errorf("%d state records", total)
+		}
+		return nil
+	})
+	victim := c.Leader(topic, 0)
+	t.Logf("killing node %d, leader of %s-0", victim.ID, topic)
+	victim.Kill()
+
+	var deliveries []report.Delivery
+	for i, r := range runs {
+		s := r.wait(t)
+		failed := 0
+		for _, d := range s.Deliveries {
+			if strings.HasPrefix(d.Ack, "failed:") {
+				failed++
+			}
+		}
+		t.Logf("share member %d: %d deliveries, %d acknowledgements refused", i+1, len(s.Deliveries), failed)
+		deliveries = append(deliveries, s.Deliveries...)
+	}
+	type pos struct {
+		p int32
+		o int64
+	}
+	done := map[pos][]string{}
+	redelivered := 0
+	for _, d := range deliveries {
+		if !strings.HasPrefix(d.Ack, "failed:") && d.Ack != "release" {
+			done[pos{d.Partition, d.Offset}] = append(done[pos{d.Partition, d.Offset}], d.Ack)
+		}
+		if d.DeliveryCount > 1 {
+			redelivered++
+		}
+	}
+	for _, p := range produced {
+		acks := done[pos{p.Partition, p.Offset}]
+		want := "accept"
+		if string(p.Key) == rejectKey {
+			want = "reject"
+		}
+		if len(acks) != 1 || acks[0] != want {
+			t.Errorf("%d/%d (%s): confirmed acknowledgements %v, want one %s", p.Partition, p.Offset, p.Value, acks, want)
+		}
+	}
+	t.Logf("%d records, %d deliveries, %d of them redeliveries", len(produced), len(deliveries), redelivered)
 }

@@ -107,6 +107,7 @@ func decodeAcks(version int16, first, last []int64, types [][]int8) ([]ackBatch,
 func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	group, member := deref(req.GroupID), deref(req.MemberID)
+
 	fail := func(code int16) *kmsg.ShareFetchResponse {
 		resp.ErrorCode, resp.ErrorMessage = code, errDescription(code)
 		return resp

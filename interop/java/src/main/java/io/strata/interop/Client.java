@@ -48,13 +48,13 @@ import io.strata.interop.Summary.Produced;
  * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]
  * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G]
  * [--group-protocol classic|consumer] [--duration-ms MS] [--rate N] [--reject-key K]
- * [--idle-ms MS]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
+ * [--idle-ms MS] [--process-ms MS] [--max-poll N]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
  * library logs at WARN to stderr; {@code -Dinterop.log=debug} shows its protocol traffic.
  */
 public final class Client {
     private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream]"
             + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--group-protocol classic|consumer]"
-            + " [--duration-ms MS] [--rate N] [--reject-key K] [--idle-ms MS]";
+            + " [--duration-ms MS] [--rate N] [--reject-key K] [--idle-ms MS] [--process-ms MS] [--max-poll N]";
 
     private Client() {}
 
@@ -265,6 +265,8 @@ public final class Client {
         String groupProtocol = "classic";
         String rejectKey;
         long idleMs = 5_000;
+        long processMs;
+        int maxPoll;
         long durationMs = 10_000;
         int rate = 100;
 
@@ -295,6 +297,8 @@ public final class Client {
                     case "--group" -> o.group = v;
                     case "--reject-key" -> o.rejectKey = v;
                     case "--idle-ms" -> o.idleMs = positive(a, v);
+                    case "--process-ms" -> o.processMs = positive(a, v);
+                    case "--max-poll" -> o.maxPoll = positive(a, v);
                     case "--group-protocol" -> {
                         if (!List.of("classic", "consumer").contains(v)) {
                             throw new IllegalArgumentException("unknown group protocol " + v);

@@ -30,7 +30,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Acknowledgements are committed with {@code commitSync()} after each poll; each delivery
  * is reported with the outcome of its commit ("accept", "release", "reject", or
  * "failed:..." when the broker refused it). The member stops when it has seen nothing
- * for {@code --idle-ms} after its first record, or at the deadline.
+ * for {@code --idle-ms} after its first record, or at the deadline. {@code --max-poll}
+ * sets max.poll.records; {@code --process-ms} pauses that long per poll before
+ * acknowledging, as slow processing would.
  */
 final class ShareReader implements AutoCloseable {
     private static final Duration POLL = Duration.ofMillis(200);
@@ -40,6 +42,7 @@ final class ShareReader implements AutoCloseable {
 
     private final KafkaShareConsumer<byte[], byte[]> consumer;
     private final String rejectKey;
+    private final long processMs;
     private final List<Delivery> deliveries = new ArrayList<>();
 
     ShareReader(Client.Options o) {
@@ -50,8 +53,12 @@ final class ShareReader implements AutoCloseable {
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put("share.acknowledgement.mode", "explicit");
+        if (o.maxPoll > 0) {
+            p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(o.maxPoll));
+        }
         this.consumer = new KafkaShareConsumer<>(p);
         this.rejectKey = o.rejectKey;
+        this.processMs = o.processMs;
         consumer.subscribe(List.of(o.topic));
     }
 
@@ -68,6 +75,14 @@ final class ShareReader implements AutoCloseable {
                     return;
                 }
                 continue;
+            }
+            if (processMs > 0) {
+                try {
+                    Thread.sleep(processMs); // "processing", so records stay acquired a while
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
             }
             lastRecord = System.nanoTime();
             Map<ConsumerRecord<byte[], byte[]>, AcknowledgeType> acks = new HashMap<>();
