@@ -46,5 +46,5 @@
 // Manager methods are safe for concurrent use. Manager.mu guards the maps of share
 // partitions and sessions; each share partition has its own mutex, held across its
 // store calls so its acknowledgements are durable in the order they were applied.
-// Lock order: a share partition, then Manager.mu.
+// The two are never held together.
 package share
