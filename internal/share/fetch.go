@@ -37,7 +37,13 @@ type topicPartition struct {
 type session struct {
 	epoch int32
 	parts []topicPartition // in the order they were added
+	used  time.Time        // the last request
 }
+
+// sessionIdle is how long a share session may go unused before a new session on
+// the node evicts it (its member is gone; its records' locks expire on their own).
+// A member that comes back gets SHARE_SESSION_NOT_FOUND and opens a new one.
+const sessionIdle = 5 * time.Minute
 
 func (s *session) add(tp topicPartition) {
 	if !slices.Contains(s.parts, tp) {
@@ -53,15 +59,24 @@ func (s *session) remove(tp topicPartition) {
 // member's session and returns it, or the top-level error code.
 func (m *Manager) sessionStep(group, member string, epoch int32, fetch bool) (*session, int16) {
 	k := sessionKey{group, member}
+	now := m.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.mu.sessions[k]
+	if s != nil {
+		s.used = now
+	}
 	switch {
 	case epoch == openEpoch:
 		if !fetch {
 			return nil, kerr.InvalidShareSessionEpoch.Code
 		}
-		s = &session{epoch: 1}
+		for sk, old := range m.mu.sessions {
+			if now.Sub(old.used) > sessionIdle {
+				delete(m.mu.sessions, sk)
+			}
+		}
+		s = &session{epoch: 1, used: now}
 		m.mu.sessions[k] = s
 		return s, 0
 	case s == nil:
