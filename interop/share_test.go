@@ -36,18 +36,8 @@ import (
 //     kafka-console-share-consumer reads every record in a new group, and
 //     kafka-share-groups lists and describes the groups.
 func TestShareGroups(t *testing.T) {
-	if os.Getenv(envTarget) == "kfake" {
-		t.Skip("runs on a Strata cluster; not with STRATA_INTEROP_TARGET=kfake")
-	}
-	java := clientNamed(t, "java")
-	requireClient(t, java)
-	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
-	c := testcluster.Start(t, 3)
-	adm := newAdmin(t, c.Bootstrap()...)
 	const topic, group, rejectKey = "interop-share", "interop-share", "key-07"
-	createReplicatedTopic(t, c, adm, topic)
-	setGroupConfig(t, c.Bootstrap(), group, "share.auto.offset.reset", "earliest")
-	produced := produceKeyed(t, c.Bootstrap(), topic, "go", records)
+	java, c, _, produced := startShareCluster(t, topic, group, records)
 
 	j := job{
 		bootstrap: strings.Join(c.Bootstrap(), ","),
@@ -100,6 +90,23 @@ func TestShareGroups(t *testing.T) {
 			t.Errorf("kafka-share-groups --describe --state shows:\n%s", out)
 		}
 	})
+}
+
+// startShareCluster starts 3 nodes, creates topic (3 partitions, replication factor
+// 3), makes group start at the earliest offset and writes n keyed records.
+func startShareCluster(t *testing.T, topic, group string, n int) (client, *testcluster.Cluster, *kadm.Client, []report.Produced) {
+	t.Helper()
+	if os.Getenv(envTarget) == "kfake" {
+		t.Skip("runs on a Strata cluster; not with STRATA_INTEROP_TARGET=kfake")
+	}
+	java := clientNamed(t, "java")
+	requireClient(t, java)
+	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
+	c := testcluster.Start(t, 3)
+	adm := newAdmin(t, c.Bootstrap()...)
+	createReplicatedTopic(t, c, adm, topic)
+	setGroupConfig(t, c.Bootstrap(), group, "share.auto.offset.reset", "earliest")
+	return java, c, adm, produceKeyed(t, c.Bootstrap(), topic, "go", n)
 }
 
 // checkShareDeliveries checks step 4 of TestShareGroups.
@@ -197,18 +204,8 @@ func deref(s *string) string {
 // a rejection for key-07) and no record may be accepted twice; acknowledgements the
 // failover refused (the new leader does not know the old locks) are allowed.
 func TestShareFailover(t *testing.T) {
-	if os.Getenv(envTarget) == "kfake" {
-		t.Skip("runs on a Strata cluster; not with STRATA_INTEROP_TARGET=kfake")
-	}
-	java := clientNamed(t, "java")
-	requireClient(t, java)
-	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
-	c := testcluster.Start(t, 3)
-	adm := newAdmin(t, c.Bootstrap()...)
-	const topic, group, rejectKey, n = "interop-share-failover", "interop-share-failover", "key-07", 600
-	createReplicatedTopic(t, c, adm, topic)
-	setGroupConfig(t, c.Bootstrap(), group, "share.auto.offset.reset", "earliest")
-	produced := produceKeyed(t, c.Bootstrap(), topic, "go", n)
+	const topic, group, rejectKey = "interop-share-failover", "interop-share-failover", "key-07"
+	java, c, adm, produced := startShareCluster(t, topic, group, 600)
 
 	j := job{
 		bootstrap: strings.Join(c.Bootstrap(), ","),

@@ -167,50 +167,11 @@ func TestConsumerProtocolGroup(t *testing.T) {
 			p.finish(t)
 
 			acked := produced(p)
-			end := map[int32]int64{}
-			for _, ack := range acked {
-				end[ack.Partition] = max(end[ack.Partition], ack.Offset+1)
-			}
 			members := []*groupMember{a, b, cm}
-			testcluster.Eventually(t, 60*time.Second, "every acknowledged record read", func() error {
-				seen := map[[2]int64]bool{}
-				for _, m := range members {
-					for _, r := range m.reads() {
-						seen[[2]int64{int64(r.Partition), r.Offset}] = true
-					}
-				}
-				for _, ack := range acked {
-					if !seen[[2]int64{int64(ack.Partition), ack.Offset}] {
-						return fmt.Errorf("%d/%d not read yet", ack.Partition, ack.Offset)
-					}
-				}
-				return nil
-			})
+			waitAllRead(t, acked, members...)
 			b.leave()
 			cm.leave()
-
-			var all []report.Consumed
-			for _, m := range members {
-				all = append(all, m.reads()...)
-			}
-			for _, err := range report.CheckAtLeastOnce(partitions, acked, all) {
-				t.Error(err)
-			}
-			testcluster.Eventually(t, 30*time.Second, "the end offsets committed", func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				offs, err := adm.FetchOffsets(ctx, group)
-				if err != nil {
-					return err
-				}
-				for part, want := range end {
-					o, ok := offs.Lookup(topic, part)
-					if !ok || o.At != want {
-						return fmt.Errorf("partition %d committed %v, end %d", part, o.At, want)
-					}
-				}
-				return nil
-			})
+			checkGroupRead(t, adm, group, topic, partitions, acked, members...)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			listed, err := adm.ListGroups(ctx)
@@ -262,13 +223,18 @@ func TestConsumerProtocolCoordinatorCrash(t *testing.T) {
 	p.finish(t)
 
 	acked := produced(p)
-	end := map[int32]int64{}
-	for _, ack := range acked {
-		end[ack.Partition] = max(end[ack.Partition], ack.Offset+1)
-	}
+	waitAllRead(t, acked, a, b)
+	a.leave()
+	b.leave()
+	checkGroupRead(t, adm, group, topic, partitions, acked, a, b)
+}
+
+// waitAllRead waits until the members between them read every acknowledged record.
+func waitAllRead(t *testing.T, acked []report.Produced, members ...*groupMember) {
+	t.Helper()
 	testcluster.Eventually(t, 60*time.Second, "every acknowledged record read", func() error {
 		seen := map[[2]int64]bool{}
-		for _, m := range []*groupMember{a, b} {
+		for _, m := range members {
 			for _, r := range m.reads() {
 				seen[[2]int64{int64(r.Partition), r.Offset}] = true
 			}
@@ -280,10 +246,23 @@ func TestConsumerProtocolCoordinatorCrash(t *testing.T) {
 		}
 		return nil
 	})
-	a.leave()
-	b.leave()
-	for _, err := range report.CheckAtLeastOnce(partitions, acked, append(a.reads(), b.reads()...)) {
+}
+
+// checkGroupRead checks, once the members left, that they read every acknowledged
+// record at least once (report.CheckAtLeastOnce) and that the group committed the
+// end offsets.
+func checkGroupRead(t *testing.T, adm *kadm.Client, group, topic string, partitions int32, acked []report.Produced, members ...*groupMember) {
+	t.Helper()
+	var all []report.Consumed
+	for _, m := range members {
+		all = append(all, m.reads()...)
+	}
+	for _, err := range report.CheckAtLeastOnce(partitions, acked, all) {
 		t.Error(err)
+	}
+	end := map[int32]int64{}
+	for _, ack := range acked {
+		end[ack.Partition] = max(end[ack.Partition], ack.Offset+1)
 	}
 	testcluster.Eventually(t, 30*time.Second, "the end offsets committed", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -140,17 +140,16 @@ func (cg *consumerGroup) stateName() string {
 }
 
 func (cg *consumerGroup) sortedMembers() []*cmember {
-	ms := slices.Collect(maps.Values(cg.members))
-	slices.SortFunc(ms, func(a, b *cmember) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
-	return ms
+	return sortedByID(cg.members)
+}
+
+// sortedByID returns the values of a map keyed by member id, sorted by key.
+func sortedByID[M any](members map[string]*M) []*M {
+	out := make([]*M, 0, len(members))
+	for _, id := range slices.Sorted(maps.Keys(members)) {
+		out = append(out, members[id])
+	}
+	return out
 }
 
 // heartbeatResult is what ConsumerGroupHeartbeat answers.

@@ -100,26 +100,33 @@ func (c *Coordinator) ConsumerGroupDescribe(_ context.Context, req *kmsg.Consume
 	return resp
 }
 
-func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribeResponseGroup) {
-	fail := func(code int16, msg string) {
-		dg.ErrorCode, dg.ErrorMessage = code, ptr(msg)
-	}
+// lockedGroupOf returns group id locked when it exists and is of the kind is
+// accepts, else the error code and message ConsumerGroupDescribe and
+// ShareGroupDescribe answer (kind names the group type in the message).
+func (c *Coordinator) lockedGroupOf(id, kind string, is func(*group) bool) (*group, int16, *string) {
 	p, code := c.partitionOf(id)
 	if code != 0 {
-		fail(code, kerr.ErrorForCode(code).Error())
-		return
+		return nil, code, ptr(kerr.ErrorForCode(code).Error())
 	}
 	g := p.lookup(c, id, false)
 	if g == nil {
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s not found.", id))
-		return
+		return nil, kerr.GroupIDNotFound.Code, ptr(fmt.Sprintf("Group %s not found.", id))
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.state == stateDead || g.cg == nil {
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", id))
+	if g.state == stateDead || !is(g) {
+		g.mu.Unlock()
+		return nil, kerr.GroupIDNotFound.Code, ptr(fmt.Sprintf("Group %s is not a %s group.", id, kind))
+	}
+	return g, 0, nil
+}
+
+func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribeResponseGroup) {
+	g, code, msg := c.lockedGroupOf(id, "consumer", func(g *group) bool { return g.cg != nil })
+	if g == nil {
+		dg.ErrorCode, dg.ErrorMessage = code, msg
 		return
 	}
+	defer g.mu.Unlock()
 	cg := g.cg
 	dg.State = cg.stateName()
 	dg.Epoch = cg.epoch

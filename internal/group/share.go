@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -52,19 +51,7 @@ func (sg *shareGroup) stateName() string {
 	return "Stable"
 }
 
-func (sg *shareGroup) sortedMembers() []*smember {
-	ms := slices.Collect(maps.Values(sg.members))
-	slices.SortFunc(ms, func(a, b *smember) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
-	return ms
-}
+func (sg *shareGroup) sortedMembers() []*smember { return sortedByID(sg.members) }
 
 // ShareGroupHeartbeat serves ShareGroupHeartbeat v1 (members bring their own ids):
 // joining (epoch 0),
@@ -327,23 +314,12 @@ func (c *Coordinator) ShareGroupDescribe(_ context.Context, req *kmsg.ShareGroup
 }
 
 func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeResponseGroup) {
-	fail := func(code int16, msg string) { dg.ErrorCode, dg.ErrorMessage = code, ptr(msg) }
-	p, code := c.partitionOf(id)
-	if code != 0 {
-		fail(code, kerr.ErrorForCode(code).Error())
-		return
-	}
-	g := p.lookup(c, id, false)
+	g, code, msg := c.lockedGroupOf(id, "share", func(g *group) bool { return g.sg != nil })
 	if g == nil {
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s not found.", id))
+		dg.ErrorCode, dg.ErrorMessage = code, msg
 		return
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.state == stateDead || g.sg == nil {
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", id))
-		return
-	}
 	sg := g.sg
 	dg.GroupState = sg.stateName()
 	dg.GroupEpoch, dg.AssignmentEpoch = sg.epoch, sg.epoch

@@ -94,13 +94,14 @@ func (m *Manager) sessionStep(group, member string, epoch int32, fetch bool) (*s
 	return s, 0
 }
 
-// decodeAcks turns a request's acknowledgement batches into ackBatches; false when
-// one is malformed or uses RENEW before v2.
-func decodeAcks(version int16, first, last []int64, types [][]int8) ([]ackBatch, bool) {
+// decodeAcks turns a request's acknowledgement batches (either request's type, read
+// through get) into ackBatches; false when one is malformed or uses RENEW before v2.
+func decodeAcks[B any](version int16, batches []B, get func(B) (first, last int64, types []int8)) ([]ackBatch, bool) {
 	var out []ackBatch
-	for i := range first {
-		a := ackBatch{first: first[i], last: last[i]}
-		for _, t := range types[i] {
+	for _, b := range batches {
+		first, last, types := get(b)
+		a := ackBatch{first: first, last: last}
+		for _, t := range types {
 			if AckType(t) == Renew && version < 2 {
 				return nil, false
 			}
@@ -169,13 +170,11 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 			if len(p.AcknowledgementBatches) == 0 {
 				continue
 			}
-			var first, last []int64
-			var types [][]int8
-			for _, b := range p.AcknowledgementBatches {
-				first, last, types = append(first, b.FirstOffset), append(last, b.LastOffset), append(types, b.AcknowledgeTypes)
-			}
+			acks, ok := decodeAcks(req.Version, p.AcknowledgementBatches, func(b kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) (int64, int64, []int8) {
+				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
+			})
 			rp := out.part(t.TopicID, p.Partition)
-			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, req.Version, t.TopicID, p.Partition, first, last, types)
+			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
 			rp.AcknowledgeErrorMessage = errDescription(rp.AcknowledgeErrorCode)
 		}
 	}
@@ -295,10 +294,9 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 	return n, rp, sp
 }
 
-// acknowledge applies one partition's acknowledgement batches; it returns the
-// partition's code.
-func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, version int16, id [16]byte, partition int32, first, last []int64, types [][]int8) int16 {
-	acks, ok := decodeAcks(version, first, last, types)
+// acknowledge applies one partition's decoded acknowledgement batches (ok false:
+// they did not decode); it returns the partition's code.
+func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool) int16 {
 	if !ok {
 		return kerr.InvalidRequest.Code
 	}
@@ -356,14 +354,12 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 		rt := kmsg.NewShareAcknowledgeResponseTopic()
 		rt.TopicID = t.TopicID
 		for _, p := range t.Partitions {
-			var first, last []int64
-			var types [][]int8
-			for _, b := range p.AcknowledgementBatches {
-				first, last, types = append(first, b.FirstOffset), append(last, b.LastOffset), append(types, b.AcknowledgeTypes)
-			}
+			acks, ok := decodeAcks(req.Version, p.AcknowledgementBatches, func(b kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) (int64, int64, []int8) {
+				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
+			})
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, req.Version, t.TopicID, p.Partition, first, last, types)
+			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
 			rp.ErrorMessage = errDescription(rp.ErrorCode)
 			if rp.ErrorCode == kerr.NotLeaderForPartition.Code {
 				if topic := img.TopicByID(metadataUUID(t.TopicID)); topic != nil {

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"time"
@@ -359,15 +360,7 @@ func (p *Partition) Snapshot() Snapshot {
 func Restore(s Snapshot) *Partition {
 	p := NewPartition(s.Start)
 	bs := slices.Clone(s.Batches)
-	slices.SortFunc(bs, func(a, b StateBatch) int {
-		switch {
-		case a.First < b.First:
-			return -1
-		case a.First > b.First:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(bs, func(a, b StateBatch) int { return cmp.Compare(a.First, b.First) })
 	for _, b := range bs {
 		for o := max(b.First, p.start); o <= b.Last; o++ {
 			for g := p.end; g < o; g++ {
