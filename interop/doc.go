@@ -28,6 +28,14 @@
 // with report.CheckAtLeastOnce: nothing acknowledged lost, per-key order kept, nothing
 // written twice.
 //
+// TestConsumerProtocol runs the KIP-848 protocol (group.protocol=consumer) on a 3-node
+// cluster: two Java members and a franz-go member share a group, the Java members leave
+// once caught up, and report.CheckGroup finds every record read exactly once.
+//
+// TestShareGroups and TestShareFailover run KIP-932 share groups with the Java
+// KafkaShareConsumer and Kafka 4.4's share tools on 3 nodes, the second killing a
+// partition leader while records are acquired.
+//
 // The clients must be installed first: interop/install.sh. A missing client or runtime
 // skips its subtest loudly, or fails it when CI=true. See README.md.
 package interop

@@ -22,6 +22,10 @@
 //	TestReassignmentSurvivesCrashes          3+2   a partition moves onto new brokers; kill -9
 //	                                               of an adding replica and of the removed
 //	                                               leader during the move
+//	TestConsumerProtocolGroup                3     none: franz-go KIP-848 members join and leave
+//	                                               under a producer (uniform and range)
+//	TestConsumerProtocolCoordinatorCrash     3     kill -9 a KIP-848 group's coordinator: the
+//	                                               members rejoin, nothing is lost
 //
 // What was acknowledged is compared with what is read back by interop/report's
 // anomaly checker (lost, duplicate, phantom, reordered, skipped records). There

@@ -160,9 +160,12 @@ func lookupDef(rt metadata.ResourceType, key string) (metadata.ConfigDef, error)
 		def metadata.ConfigDef
 		ok  bool
 	)
-	if rt == metadata.ResourceTopic {
+	switch rt {
+	case metadata.ResourceTopic:
 		def, ok = metadata.LookupTopicConfig(key)
-	} else {
+	case metadata.ResourceGroup:
+		def, ok = metadata.LookupGroupConfig(key)
+	default:
 		def, ok = metadata.LookupBrokerConfig(key)
 	}
 	if !ok {
@@ -175,11 +178,14 @@ func lookupDef(rt metadata.ResourceType, key string) (metadata.ConfigDef, error)
 // cluster-wide broker value, else the built-in default.
 func inheritedValue(img *metadata.Image, rt metadata.ResourceType, name string, def metadata.ConfigDef, current map[string]string) string {
 	key := def.BrokerName
-	if rt == metadata.ResourceTopic {
+	if rt == metadata.ResourceTopic || rt == metadata.ResourceGroup {
 		key = def.Name
 	}
 	if v, ok := current[key]; ok {
 		return v
+	}
+	if rt == metadata.ResourceGroup {
+		return def.Default
 	}
 	if v, ok := img.BrokerConfigs("")[def.BrokerName]; ok {
 		return v
@@ -236,6 +242,11 @@ func currentConfigs(img *metadata.Image, rt metadata.ResourceType, name string) 
 			return nil, err
 		}
 		return img.BrokerConfigs(name), nil
+	case metadata.ResourceGroup:
+		if err := metadata.ValidateGroupResource(name); err != nil {
+			return nil, err
+		}
+		return img.GroupConfigs(name), nil
 	}
 	return nil, fmt.Errorf("%w: configs of %v are not supported", metadata.ErrInvalidRequest, rt)
 }

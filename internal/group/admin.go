@@ -10,7 +10,8 @@ import (
 )
 
 const (
-	// groupType is what ListGroups v5 reports: every group here is a classic group.
+	// groupType is what ListGroups v5 reports for a classic group; a KIP-848 group is
+	// of type "consumer".
 	groupType = "classic"
 	// groupOperations is the DescribeGroups authorized-operations bitfield: READ (3),
 	// DELETE (6) and DESCRIBE (8), everything a group supports; Strata has no ACLs.
@@ -29,11 +30,6 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool {
-		return strings.EqualFold(t, groupType)
-	}) {
-		return resp
-	}
 	parts, loading := c.loadedPartitions()
 	if loading {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
@@ -41,29 +37,41 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 	for _, p := range parts {
 		for _, g := range p.snapshot() {
 			g.mu.Lock()
-			st, pt := g.state, g.protocolType
+			dead, pt := g.state == stateDead, g.protocolType
+			st, typ := g.state.String(), groupType
+			switch {
+			case g.cg != nil:
+				st, typ = g.cg.stateName(), consumerProtocolType
+			case g.sg != nil:
+				st, typ = g.sg.stateName(), shareProtocolType
+			}
 			g.mu.Unlock()
-			if st == stateDead {
+			if dead {
 				continue
 			}
 			if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool {
-				return strings.EqualFold(s, st.String())
+				return strings.EqualFold(s, st)
+			}) {
+				continue
+			}
+			if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool {
+				return strings.EqualFold(t, typ)
 			}) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()
 			lg.Group = g.id
 			lg.ProtocolType = pt
-			lg.GroupState = st.String()
-			lg.GroupType = groupType
+			lg.GroupState = st
+			lg.GroupType = typ
 			resp.Groups = append(resp.Groups, lg)
 		}
 	}
 	return resp
 }
 
-// DescribeGroups serves DescribeGroups v0-v5. An unknown group is reported Dead with no
-// error, as Kafka does before v6. Member metadata and assignments are shown only for a
+// DescribeGroups serves DescribeGroups v0-v5. An unknown group, or a KIP-848 consumer
+// group, is reported Dead with no error, as Kafka does before v6. Member metadata and assignments are shown only for a
 // Stable group.
 func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
@@ -92,6 +100,11 @@ func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) 
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.cg != nil || g.sg != nil {
+		// Not a classic group: described by ConsumerGroupDescribe or ShareGroupDescribe.
+		dg.State = stateDead.String()
+		return
+	}
 	dg.State = g.state.String()
 	dg.ProtocolType = g.protocolType
 	stable := g.state == stateStable

@@ -92,6 +92,14 @@ type Config struct {
 	// Now is the clock stamping commits and state changes and driving offset expiry
 	// (time.Now by default). Timers use time.AfterFunc, which testing/synctest fakes.
 	Now func() time.Time
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms (45s): a KIP-848
+	// member that does not heartbeat for this long is removed.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5s), the
+	// interval KIP-848 members are told to heartbeat at.
+	ConsumerHeartbeatInterval time.Duration
+	// Topics tells KIP-848 assignors which topics exist; nil: none do.
+	Topics TopicCatalog
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -106,6 +114,8 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes:        4096,
 		OffsetsTopicPartitions:        DefaultOffsetsTopicPartitions,
 		Now:                           time.Now,
+		ConsumerSessionTimeout:        45 * time.Second,
+		ConsumerHeartbeatInterval:     5 * time.Second,
 	}
 }
 
@@ -122,6 +132,11 @@ func (c Config) withDefaults() Config {
 	def(&c.OffsetsRetention, d.OffsetsRetention)
 	def(&c.OffsetsRetentionCheckInterval, d.OffsetsRetentionCheckInterval)
 	def(&c.OffsetCommitTimeout, d.OffsetCommitTimeout)
+	def(&c.ConsumerSessionTimeout, d.ConsumerSessionTimeout)
+	def(&c.ConsumerHeartbeatInterval, d.ConsumerHeartbeatInterval)
+	if c.Topics == nil {
+		c.Topics = noTopics{}
+	}
 	c.GroupInitialRebalanceDelay = max(c.GroupInitialRebalanceDelay, 0)
 	if c.OffsetMetadataMaxBytes <= 0 {
 		c.OffsetMetadataMaxBytes = d.OffsetMetadataMaxBytes
@@ -140,6 +155,9 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	if c.MinSessionTimeout > c.MaxSessionTimeout {
 		return fmt.Errorf("group: min session timeout %v above max %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout {
+		return fmt.Errorf("group: consumer heartbeat interval %v not below the session timeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
 	}
 	return nil
 }
@@ -465,6 +483,8 @@ func (g *group) stopTimersLocked() {
 	}
 	g.stopRebalanceTimerLocked()
 	g.stopSyncTimerLocked()
+	g.stopConsumerTimersLocked()
+	g.stopShareTimersLocked()
 }
 
 // queueLocked appends a write to the group's queue; the caller must call

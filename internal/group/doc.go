@@ -4,7 +4,10 @@
 // DeleteGroups), with Kafka's semantics for the classic protocol: generations,
 // protocol selection by vote, MEMBER_ID_REQUIRED (KIP-394), static membership
 // (KIP-345), batch leave, initial rebalance delay, rebalance, session and sync
-// timeouts, and offset retention (KIP-211).
+// timeouts, and offset retention (KIP-211). It also serves the KIP-848 consumer group
+// protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe): server-side assignors
+// (uniform, range), member epochs and revoke-before-assign reconciliation; see
+// consumer.go. KIP-848 membership is held in memory only.
 //
 // It owns the groups of the partitions of __consumer_offsets this node leads. The
 // group with id g lives in partition PartitionFor(g, OffsetsTopicPartitions); a request
@@ -14,7 +17,8 @@
 //
 // # Calling protocol
 //
-//  1. New(cfg, store, logger). store is the broker's OffsetStore on __consumer_offsets.
+//  1. New(cfg, store, logger). store is the broker's OffsetStore on __consumer_offsets;
+//     cfg.Topics tells the KIP-848 assignors which topics exist.
 //  2. When this node becomes leader of partition p of __consumer_offsets, call
 //     LoadPartition(ctx, p, records) with the partition's records from its start; when
 //     it stops leading p, UnloadPartition(p). A single node loads every partition.

@@ -134,6 +134,8 @@ type group struct {
 	subscribed   map[string]struct{} // topics of the current generation (consumer protocol)
 	subsKnown    bool                // subscribed is exact; false means "assume every topic"
 	unloaded     bool                // the partition was unloaded: the group is gone for good
+	cg           *consumerGroup      // the KIP-848 side; nil for a classic group (consumer.go)
+	sg           *shareGroup         // the KIP-932 side; nil unless a share group (share.go)
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

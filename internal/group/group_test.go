@@ -52,6 +52,7 @@ func TestVersions(t *testing.T) {
 	want := map[int16][2]int16{
 		8: {2, 9}, 9: {1, 9}, 11: {2, 9}, 12: {0, 4}, 13: {0, 5},
 		14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0},
+		68: {0, 1}, 69: {0, 1}, 76: {1, 1}, 77: {1, 1},
 	}
 	if len(vs) != len(want) {
 		t.Fatalf("%d APIs, want %d", len(vs), len(want))
@@ -297,6 +298,19 @@ func TestResponsesEncode(t *testing.T) {
 			case *kmsg.OffsetDeleteRequest:
 				r.Group = "nope"
 				resp = c.OffsetDelete(ctx, r)
+			case *kmsg.ConsumerGroupHeartbeatRequest:
+				r.Group, r.MemberID, r.RebalanceTimeoutMillis = fmt.Sprintf("cg%d", ver), "m", 10000
+				r.SubscribedTopicNames, r.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+				resp = c.ConsumerGroupHeartbeat(ctx, r)
+			case *kmsg.ConsumerGroupDescribeRequest:
+				r.Groups = []string{"cg0", "g"}
+				resp = c.ConsumerGroupDescribe(ctx, r)
+			case *kmsg.ShareGroupHeartbeatRequest:
+				r.GroupID, r.MemberID, r.SubscribedTopicNames = fmt.Sprintf("sg%d", ver), "m", []string{"t"}
+				resp = c.ShareGroupHeartbeat(ctx, r)
+			case *kmsg.ShareGroupDescribeRequest:
+				r.GroupIDs = []string{"sg1", "g"}
+				resp = c.ShareGroupDescribe(ctx, r)
 			default:
 				t.Fatalf("no case for key %d", v.Key)
 			}

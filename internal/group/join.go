@@ -91,9 +91,15 @@ func newJoinRequest(req *kmsg.JoinGroupRequest, cl Client) joinRequest {
 // joinLocked runs one JoinGroup: it answers w at once or parks it on the member.
 func (g *group) joinLocked(req *kmsg.JoinGroupRequest, cl Client, w chan joinResult) {
 	jr := newJoinRequest(req, cl)
+	if g.cg != nil && len(g.cg.members) == 0 {
+		g.cg = nil // an Empty consumer group turns classic again
+	}
 	switch {
 	case g.state == stateDead:
 		w <- joinError(kerr.CoordinatorNotAvailable.Code, jr.memberID)
+	case (g.cg != nil && len(g.cg.members) > 0) || g.sg != nil:
+		// Classic members do not join a group of KIP-848 members or a share group.
+		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
 	case !g.supportsProtocolsLocked(jr.protocolType, jr.protocols):
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
 	case jr.memberID == "":

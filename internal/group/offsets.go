@@ -68,7 +68,8 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 	done := make(chan error, 1)
 
 	g.mu.Lock()
-	if code := g.validateCommitLocked(req); code != 0 {
+	code, perPartition := g.validateCommitLocked(req)
+	if code != 0 {
 		g.mu.Unlock()
 		setAll(code)
 		return
@@ -85,6 +86,12 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 				continue
 			}
 			tp := topicPartition{t.Topic, pt.Partition}
+			if perPartition {
+				if code := g.commitPartitionCodeLocked(req, tp); code != 0 {
+					resp.Topics[ti].Partitions[pi].ErrorCode = code
+					continue
+				}
+			}
 			o := offsetCommit{offset: pt.Offset, leaderEpoch: -1, metadata: meta, commitTime: now, expireTime: expire}
 			if req.Version >= 6 {
 				o.leaderEpoch = pt.LeaderEpoch
@@ -130,11 +137,22 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 // validateCommitLocked is Kafka's offset commit check: a request naming a member or
 // generation must come from a current member of the current generation; a simple
 // commit is allowed only while the group has no members; nothing is accepted while a
-// rebalance waits for the leader's assignment.
-func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
+// rebalance waits for the leader's assignment. A consumer group checks member epochs
+// instead (validateConsumerCommitLocked), sometimes per partition.
+func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16, perPartition bool) {
 	if g.state == stateDead {
-		return kerr.CoordinatorNotAvailable.Code
+		return kerr.CoordinatorNotAvailable.Code, false
 	}
+	if g.cg != nil {
+		return g.validateConsumerCommitLocked(req)
+	}
+	if g.sg != nil {
+		return kerr.GroupIDNotFound.Code, false // share groups have no committed offsets
+	}
+	return g.validateClassicCommitLocked(req), false
+}
+
+func (g *group) validateClassicCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 	instance := deref(req.InstanceID)
 	if req.Generation >= 0 || req.MemberID != "" || instance != "" {
 		if code := g.validateMemberLocked(req.MemberID, instance); code != 0 {
@@ -170,6 +188,7 @@ type fetchedPartition struct {
 // partition without a commit has offset -1; null topics (v2+) ask for every commit.
 // v7+ RequireStable: a partition with a transactional commit pending answers
 // UNSTABLE_OFFSET_COMMIT (KIP-447).
+// v9 members of a KIP-848 group name themselves and their epoch (validateFetchMember).
 func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	defer c.markUnstable(req, resp) // v7+ RequireStable (txn_offsets.go)
@@ -180,6 +199,11 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 			}
 			code, parts := c.fetch(rg.Group, topics, rg.Topics == nil)
+			if req.Version >= 9 && code == 0 {
+				if code = c.validateFetchMember(rg.Group, rg.MemberID, rg.MemberEpoch); code != 0 {
+					parts = nil
+				}
+			}
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = code

@@ -39,7 +39,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //	leave NAME group= members=$m1,~instance [v=5]      (v<=2: the first member only)
 //	commit NAME group= [gen=-1] [member=] [instance=] offsets=t/0=5:meta@epoch,...
 //	       [retention=DUR] [v=9]
-//	fetch NAME group= [topics=t/0+1,u/2] [v=7]         (no topics: all offsets)
+//	fetch NAME group= [topics=t/0+1,u/2] [member= epoch=] [v=7]  (no topics: all offsets)
 //	describe NAME groups=g1,g2 [ops] [v=5]
 //	list NAME [states=Stable,Empty] [types=classic] [v=5]
 //	delete NAME groups=g1,g2
@@ -47,6 +47,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //	lag NAME group= hwm=t/0=10,t/1=3
 //	advance DUR | wait | log | reload | unload group= | load group= | topicsdeleted topics=t1,t2
 //	store fail=unavailable|notcoord|toolarge|none | store block | store unblock
+//
+// and the KIP-848 commands of consumer_script_test.go (topics, cghb, cgdescribe).
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -142,14 +144,18 @@ type harness struct {
 	alias   map[string]string // real member id -> $mN
 	real    map[string]string // $mN -> real member id
 	logSeen map[int32]int     // records already shown by "log"
+	topics  *fakeTopics       // the topic catalog (consumer_script_test.go)
 }
 
 func newHarness(t *testing.T) *harness {
 	cfg := DefaultConfig()
 	cfg.GroupInitialRebalanceDelay = 0
+	topics := newFakeTopics()
+	cfg.Topics = topics
 	return &harness{
 		t: t, cfg: cfg, store: newMemStore(), ops: make(map[string]*scriptOp),
 		alias: make(map[string]string), real: make(map[string]string), logSeen: make(map[int32]int),
+		topics: topics,
 	}
 }
 
@@ -533,6 +539,10 @@ func (h *harness) requestFunc(verb string, a args) (func(*Coordinator) func() []
 		if req.Version >= 8 {
 			rg := kmsg.NewOffsetFetchRequestGroup()
 			rg.Group = a.str("group", "")
+			if m, ok := a["member"]; ok {
+				rg.MemberID = ptr(h.id(m))
+			}
+			rg.MemberEpoch = int32(a.int("epoch", -1))
 			for _, t := range topics {
 				rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
@@ -652,7 +662,7 @@ func (h *harness) requestFunc(verb string, a args) (func(*Coordinator) func() []
 			}
 		}, true
 	}
-	return nil, false
+	return h.consumerRequestFunc(verb, a)
 }
 
 func mustInt(s string) int64 {

@@ -64,8 +64,14 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			return resp
 		}
 		g.mu.Lock()
-		code := g.validateCommitLocked(&kmsg.OffsetCommitRequest{Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID})
+		// As an OffsetCommit of the newest version: a KIP-848 member names its
+		// epoch. An older epoch, which OffsetCommit checks per partition
+		// (KIP-1251), is refused here as a whole.
+		code, perPartition := g.validateCommitLocked(&kmsg.OffsetCommitRequest{Version: 9, Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID})
 		g.mu.Unlock()
+		if perPartition {
+			code = kerr.StaleMemberEpoch.Code
+		}
 		if code != 0 {
 			setAll(code)
 			return resp

@@ -22,6 +22,10 @@ var apiVersions = [...]APIVersion{
 	{Key: 16, Min: 0, Max: 5}, // ListGroups (v4: states filter; v5: types filter)
 	{Key: 42, Min: 0, Max: 2}, // DeleteGroups
 	{Key: 47, Min: 0, Max: 0}, // OffsetDelete
+	{Key: 68, Min: 0, Max: 1}, // ConsumerGroupHeartbeat (v1: client-generated member ids, regex subscriptions)
+	{Key: 69, Min: 0, Max: 1}, // ConsumerGroupDescribe (v1: member type)
+	{Key: 76, Min: 1, Max: 1}, // ShareGroupHeartbeat (KIP-932 as released in Kafka 4.1)
+	{Key: 77, Min: 1, Max: 1}, // ShareGroupDescribe (v0 was Kafka 4.0's early access)
 }
 
 // Versions returns the group APIs and the versions the coordinator serves, in key

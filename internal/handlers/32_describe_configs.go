@@ -4,7 +4,8 @@ package handlers
 //   v1: synonyms on request; v3: config type and documentation; v4+: flexible.
 // Topic resources list every topic config with its effective value and source;
 // broker resources ("" for the cluster default, or a broker id) the broker-level
-// defaults for those keys. Sensitive configs: none.
+// defaults for those keys; group resources (type 32) the group configs of share
+// groups. Sensitive configs: none.
 
 import (
 	"context"
@@ -36,6 +37,10 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 				} else {
 					entries = img.BrokerConfigEntries(rr.ResourceName)
 				}
+			}
+		case metadata.ResourceGroup:
+			if err = metadata.ValidateGroupResource(rr.ResourceName); err == nil {
+				entries = img.GroupConfigEntries(rr.ResourceName)
 			}
 		default:
 			err = metadata.ErrInvalidRequest

@@ -3,7 +3,10 @@ package handlers
 // The classic consumer group APIs, served by the group coordinator (package group):
 //   OffsetCommit (8), OffsetFetch (9), JoinGroup (11), Heartbeat (12),
 //   LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
-//   DeleteGroups (42), OffsetDelete (47); versions as group.Versions() says.
+//   DeleteGroups (42), OffsetDelete (47); versions as group.Versions() says. The
+// KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the
+// share-group ones, ShareGroupHeartbeat (76) and ShareGroupDescribe (77), have their
+// own files.
 // Each handler passes the decoded request to the coordinator. JoinGroup, SyncGroup
 // and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
 // off the connection's handler goroutine (protocol.Response.Wait) so a client's
@@ -33,6 +36,10 @@ type Groups interface {
 	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
 	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
 	CompleteTxnOffsets(partition int32, producerID int64, commit bool)
+	ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
+	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
+	ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse
+	ShareGroupDescribe(ctx context.Context, req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse
 }
 
 // groupServe maps each group API key to its handler.
@@ -74,6 +81,10 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 	47: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 		return reply(h.groups.OffsetDelete(ctx, r.Msg.(*kmsg.OffsetDeleteRequest)))
 	},
+	68: (*Handlers).consumerGroupHeartbeat,
+	69: (*Handlers).consumerGroupDescribe,
+	76: (*Handlers).shareGroupHeartbeat,
+	77: (*Handlers).shareGroupDescribe,
 }
 
 // groupApis is the registry entries of the group APIs, from the coordinator's table.

@@ -54,6 +54,8 @@ var apis = []api{
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 65, min: 0, max: 0, serve: (*Handlers).describeTransactions},
 	{key: 66, min: 0, max: 2, serve: (*Handlers).listTransactions},
+	{key: 78, min: 1, max: 2, serve: (*Handlers).shareFetch},
+	{key: 79, min: 1, max: 2, serve: (*Handlers).shareAcknowledge},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.
@@ -87,6 +89,8 @@ type Config struct {
 	// TransactionStatePartitions is the partition count __transaction_state is
 	// created with.
 	TransactionStatePartitions int32
+	// Shares serves ShareFetch and ShareAcknowledge (package share).
+	Shares Shares
 }
 
 // Handlers serves the Kafka API for one node.

@@ -47,6 +47,7 @@ func typeOf(rec Record) RecordType {
 type builder struct {
 	img                                    Image
 	ownNames, ownBrokers, ownBrokerConfigs bool
+	ownGroupConfigs                        bool
 	ownShards                              [topicShards]bool
 	owned                                  map[*Topic]bool
 }
@@ -388,6 +389,8 @@ func (b *builder) config(r *ConfigRecord) error {
 			b.reresolveTopics()
 		}
 		return nil
+	case ResourceGroup:
+		return b.groupConfig(r)
 	}
 	return fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, r.ResourceType)
 }

@@ -48,6 +48,8 @@ func (t ResourceType) String() string {
 		return "topic"
 	case ResourceBroker:
 		return "broker"
+	case ResourceGroup:
+		return "group"
 	}
 	return "resource type " + strconv.Itoa(int(t))
 }
@@ -258,6 +260,8 @@ func lookupConfig(rt ResourceType, key string) (ConfigDef, error) {
 		d, ok = LookupTopicConfig(key)
 	case ResourceBroker:
 		d, ok = LookupBrokerConfig(key)
+	case ResourceGroup:
+		d, ok = LookupGroupConfig(key)
 	default:
 		return ConfigDef{}, fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, rt)
 	}

@@ -88,6 +88,7 @@ type Image struct {
 	partitions     int
 	brokers        map[int32]*Broker
 	brokerConfigs  map[string]map[string]string // "" (cluster default) or broker id -> key -> value
+	groupConfigs   map[string]map[string]string // group id -> key -> value (groupconfigs.go)
 	nextProducerID int64
 }
 
@@ -257,6 +258,7 @@ func (img *Image) Records() []Record {
 			recs = append(recs, &ConfigRecord{ResourceType: ResourceBroker, ResourceName: name, Key: k, Value: cfg[k]})
 		}
 	}
+	recs = append(recs, img.groupConfigRecords()...)
 	for _, b := range img.Brokers() {
 		recs = append(recs, &RegisterBrokerRecord{
 			BrokerID: b.ID, Incarnation: b.Incarnation, Epoch: b.Epoch,

@@ -45,6 +45,7 @@ import (
 	"github.com/strata-stream/strata/internal/offsets"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -89,6 +90,9 @@ type Node struct {
 	// Transactions: the coordinator on __transaction_state.
 	txnStore *offsets.Store
 	txns     *txn.Coordinator
+	// Share groups' record delivery (share.go).
+	shares     *share.Manager
+	shareStore *share.TopicStore
 
 	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
 	api *httpapi.API
@@ -203,6 +207,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	groupCfg := group.DefaultConfig()
 	groupCfg.GroupInitialRebalanceDelay = cfg.GroupInitialDelay
 	groupCfg.OffsetsTopicPartitions = cfg.OffsetsTopicPartition
+	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
 	n.offsetStore.SetCoordinator(n.groups)
 	var h *handlers.Handlers // the transaction coordinator takes producer ids from the handlers' block
@@ -211,6 +216,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		n.txnStore, txn.BrokerMarkers{Brokers: txnBrokers{n}}, func(ctx context.Context) (int64, error) { return h.NextProducerID(ctx) },
 		logger.With("component", "txn"))
 	n.txnStore.SetCoordinator(n.txns)
+	if err := n.startShares(logger.With("component", "share")); err != nil {
+		return nil, fmt.Errorf("share groups: %w", err)
+	}
 	images, stop := n.ctrl.Watch()
 	n.stopWatch = stop
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
@@ -253,6 +261,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
 		Transactions:               n.txns,
 		TransactionStatePartitions: cfg.TransactionStatePartitions,
+		Shares:                     n.shares,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.serveLink(h)
 	n.kafka = &protocol.Server{
@@ -496,6 +505,12 @@ func (n *Node) close(graceful bool) error {
 	}
 	if n.txns != nil {
 		n.txns.Close()
+	}
+	if n.shares != nil {
+		n.shares.Close()
+	}
+	if n.shareStore != nil {
+		n.shareStore.Close()
 	}
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())

@@ -89,6 +89,19 @@ type Summary struct {
 	Consumed    []Consumed `json:"consumed,omitempty"`
 	Group       string     `json:"group,omitempty"`
 	Assignments [][]int32  `json:"assignments,omitempty"`
+	Deliveries  []Delivery `json:"deliveries,omitempty"`
+}
+
+// Delivery is one record a share-group member received and how it acknowledged it:
+// "accept", "release" or "reject", or "failed:<error>" when the broker refused the
+// acknowledgement.
+type Delivery struct {
+	Partition     int32  `json:"partition"`
+	Offset        int64  `json:"offset"`
+	Key           []byte `json:"key"`
+	Value         []byte `json:"value"`
+	DeliveryCount int16  `json:"delivery_count"`
+	Ack           string `json:"ack"`
 }
 
 // Decode reads exactly one summary object from r; anything after it but white space

@@ -38,22 +38,29 @@ import io.strata.interop.Summary.Produced;
  *       the topic back with manual assignment of every partition from the earliest offset
  *       (no consumer group).
  *   <li>{@code group}: read the topic as a member of consumer group {@code --group} (classic
- *       protocol, subscribe, commitSync after processing each poll); see {@link GroupReader}.
+ *       protocol unless {@code --group-protocol consumer}, subscribe, commitSync after
+ *       processing each poll); see {@link GroupReader}.
  *   <li>{@code stream}: produce at {@code --rate} records a second for {@code --duration-ms}
  *       while reading in group {@code --group}, then drain; see {@link Stream}.
  *   <li>{@code txn}: produce with a transactional producer (ten records per transaction,
  *       every third transaction aborted; aborted records are reported as failed), then
  *       read everything back with {@code isolation.level=read_committed}.
+ *   <li>{@code share}: read the topic as a member of share group {@code --group}, rejecting
+ *       records keyed {@code --reject-key}, releasing some once, accepting the rest, until
+ *       idle for {@code --idle-ms}; see {@link ShareReader}.
  * </ul>
  *
- * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream|txn]
- * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS]
- * [--rate N]}. Exits 1 with a message on stderr on any error, 2 on bad usage. The client
- * library logs at WARN to stderr; {@code -Dinterop.log=debug} shows its protocol traffic.
+ * <p>Usage: {@code Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream|txn|share]
+ * [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G]
+ * [--group-protocol classic|consumer] [--duration-ms MS] [--rate N] [--reject-key K]
+ * [--idle-ms MS] [--process-ms MS] [--max-poll N]}. Exits 1 with a message on stderr on any
+ * error, 2 on bad usage. The client library logs at WARN to stderr; {@code
+ * -Dinterop.log=debug} shows its protocol traffic.
  */
 public final class Client {
-    private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream|txn]"
-            + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--duration-ms MS] [--rate N]";
+    private static final String USAGE = "usage: Client BOOTSTRAP TOPIC [--mode both|produce|consume|group|stream|txn|share]"
+            + " [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--group-protocol classic|consumer]"
+            + " [--duration-ms MS] [--rate N] [--reject-key K] [--idle-ms MS] [--process-ms MS] [--max-poll N]";
 
     private Client() {}
 
@@ -106,6 +113,16 @@ public final class Client {
                 List<ConsumerRecord<byte[], byte[]>> consumed = consume(o, produced, deadline);
                 s.field("consume_ms", (System.nanoTime() - start) / 1_000_000);
                 s.consumed(consumed);
+            }
+            case "share" -> {
+                long start = System.nanoTime();
+                try (ShareReader r = new ShareReader(o)) {
+                    r.run(o.idleMs, deadline);
+                    s.field("consume_ms", (System.nanoTime() - start) / 1_000_000);
+                    s.produced(List.of());
+                    s.deliveries(r.deliveries());
+                    s.group(o.group, List.of());
+                }
             }
             default -> {
                 List<Produced> produced = List.of();
@@ -307,6 +324,11 @@ public final class Client {
         long timeoutMs = 60_000;
         String name = "java";
         String group;
+        String groupProtocol = "classic";
+        String rejectKey;
+        long idleMs = 5_000;
+        long processMs;
+        int maxPoll;
         long durationMs = 10_000;
         int rate = 100;
 
@@ -325,7 +347,7 @@ public final class Client {
                 String v = args[++i];
                 switch (a) {
                     case "--mode" -> {
-                        if (!List.of("both", "produce", "consume", "group", "stream", "txn").contains(v)) {
+                        if (!List.of("both", "produce", "consume", "group", "stream", "txn", "share").contains(v)) {
                             throw new IllegalArgumentException("unknown mode " + v);
                         }
                         o.mode = v;
@@ -335,6 +357,16 @@ public final class Client {
                     case "--timeout-ms" -> o.timeoutMs = positive(a, v);
                     case "--name" -> o.name = v;
                     case "--group" -> o.group = v;
+                    case "--reject-key" -> o.rejectKey = v;
+                    case "--idle-ms" -> o.idleMs = positive(a, v);
+                    case "--process-ms" -> o.processMs = positive(a, v);
+                    case "--max-poll" -> o.maxPoll = positive(a, v);
+                    case "--group-protocol" -> {
+                        if (!List.of("classic", "consumer").contains(v)) {
+                            throw new IllegalArgumentException("unknown group protocol " + v);
+                        }
+                        o.groupProtocol = v;
+                    }
                     case "--duration-ms" -> o.durationMs = positive(a, v);
                     case "--rate" -> o.rate = positive(a, v);
                     default -> throw new IllegalArgumentException("unknown option " + a);
@@ -343,7 +375,8 @@ public final class Client {
             if (pos.size() != 2) {
                 throw new IllegalArgumentException("want BOOTSTRAP and TOPIC, got " + pos);
             }
-            if ((o.mode.equals("group") || o.mode.equals("stream")) && (o.group == null || o.group.isEmpty())) {
+            if ((o.mode.equals("group") || o.mode.equals("stream") || o.mode.equals("share"))
+                    && (o.group == null || o.group.isEmpty())) {
                 throw new IllegalArgumentException("--mode " + o.mode + " needs --group");
             }
             o.bootstrap = pos.get(0);

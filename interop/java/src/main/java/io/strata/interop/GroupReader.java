@@ -27,7 +27,8 @@ import org.apache.kafka.common.errors.RetriableException;
 
 /**
  * A member of a consumer group reading one topic the way applications are told to:
- * classic group protocol, {@code subscribe()}, automatic commits off, and
+ * the classic group protocol (or KIP-848's with {@code --group-protocol consumer}),
+ * {@code subscribe()}, automatic commits off, and
  * {@code commitSync()} once the records of each poll are processed (here: recorded), so a
  * member that loses a partition has committed everything it read.
  *
@@ -56,7 +57,7 @@ final class GroupReader implements AutoCloseable {
     GroupReader(Client.Options o, boolean tolerateCommitFailures) {
         Properties p = Client.consumerProps(o, "strata-interop-" + o.name + "-group");
         p.put(ConsumerConfig.GROUP_ID_CONFIG, o.group);
-        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, o.groupProtocol);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         this.consumer = new KafkaConsumer<>(p);
         Properties a = new Properties();

@@ -78,6 +78,27 @@ final class Summary {
         out.append(']');
     }
 
+    void deliveries(List<ShareReader.Delivery> deliveries) {
+        out.append(",\"deliveries\":[");
+        for (int i = 0; i < deliveries.size(); i++) {
+            ShareReader.Delivery d = deliveries.get(i);
+            if (i > 0) {
+                out.append(',');
+            }
+            out.append("{\"partition\":").append(d.record().partition());
+            out.append(",\"offset\":").append(d.record().offset());
+            out.append(",\"key\":");
+            bytes(out, d.record().key());
+            out.append(",\"value\":");
+            bytes(out, d.record().value());
+            out.append(",\"delivery_count\":").append(d.count());
+            out.append(",\"ack\":");
+            str(out, d.ack());
+            out.append('}');
+        }
+        out.append(']');
+    }
+
     void group(String group, List<List<Integer>> assignments) {
         out.append(",\"group\":");
         str(out, group);

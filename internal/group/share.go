@@ -1,0 +1,347 @@
+package group
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// This file is the membership side of KIP-932 share groups: ShareGroupHeartbeat and
+// ShareGroupDescribe. Members of a share group may share partitions: the
+// coordinator assigns every subscribed partition to at least one member and every
+// member at least one partition where it can, and a member takes its new assignment
+// at once (there is nothing to revoke: records are handed out by the share-partition
+// leaders, package share). Like a consumer group, a share group shows the classic
+// side the state Empty or Stable, and its membership is held in memory only.
+
+const (
+	shareProtocolType = "share"
+	shareAssignor     = "simple" // Kafka's name for its share-group assignor
+)
+
+// shareGroup is the share-group side of a group.
+type shareGroup struct {
+	epoch   int32
+	members map[string]*smember
+	target  map[string]partSet
+	topics  map[string]topicMeta
+}
+
+type smember struct {
+	id, rackID, clientID, clientHost string
+	epoch                            int32
+	topicNames                       []string
+	assigned                         partSet
+	sessionTimer                     *time.Timer
+	sessionToken                     uint64
+}
+
+func newShareGroup() *shareGroup {
+	return &shareGroup{members: make(map[string]*smember), target: make(map[string]partSet), topics: make(map[string]topicMeta)}
+}
+
+func (sg *shareGroup) stateName() string {
+	if len(sg.members) == 0 {
+		return "Empty"
+	}
+	return "Stable"
+}
+
+func (sg *shareGroup) sortedMembers() []*smember { return sortedByID(sg.members) }
+
+// ShareGroupHeartbeat serves ShareGroupHeartbeat v1 (members bring their own ids):
+// joining (epoch 0),
+// heartbeating and leaving (epoch -1) a share group. The answer carries the member's
+// epoch and, when it changed, its assignment. Put the client in ctx with WithClient.
+func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	r := c.shareHeartbeat(ctx, req)
+	resp.ErrorCode = r.code
+	if r.code != 0 {
+		resp.ErrorMessage = ptr(r.msg)
+		return resp
+	}
+	resp.MemberID = ptr(r.memberID)
+	resp.MemberEpoch = r.epoch
+	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	if r.assignment != nil {
+		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
+		for _, t := range c.assignmentTopics(r.assignment) {
+			at := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+			at.TopicID, at.Partitions = t.TopicID, t.Partitions
+			a.TopicPartitions = append(a.TopicPartitions, at)
+		}
+		resp.Assignment = &a
+	}
+	return resp
+}
+
+func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) heartbeatResult {
+	inv := kerr.InvalidRequest.Code
+	switch {
+	case req.GroupID == "":
+		return hbError(inv, "GroupId can't be empty.")
+	case req.MemberID == "":
+		return hbError(inv, "MemberId can't be empty.")
+	case req.RackID != nil && *req.RackID == "":
+		return hbError(inv, "RackId can't be empty.")
+	case req.MemberEpoch < leaveEpoch:
+		return hbError(inv, "MemberEpoch is invalid.")
+	case req.MemberEpoch == joinEpoch && len(req.SubscribedTopicNames) == 0:
+		return hbError(inv, "SubscribedTopicNames must be set in first request.")
+	}
+	p, code := c.partitionOf(req.GroupID)
+	if code != 0 {
+		return hbError(code, "%s", kerr.ErrorForCode(code))
+	}
+	g := p.lookup(c, req.GroupID, req.MemberEpoch == joinEpoch)
+	if g == nil {
+		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shareHeartbeatLocked(req, clientFrom(ctx))
+}
+
+func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Client) heartbeatResult {
+	if g.state == stateDead {
+		return hbError(kerr.CoordinatorNotAvailable.Code, "Group %s is being deleted.", g.id)
+	}
+	if g.sg == nil {
+		if g.cg != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty || len(g.offsets) > 0 {
+			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a share group.", g.id)
+		}
+		if req.MemberEpoch != joinEpoch {
+			return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+		}
+		g.sg = newShareGroup()
+		g.protocolType = shareProtocolType
+	}
+	sg := g.sg
+	m := sg.members[req.MemberID]
+	if req.MemberEpoch == leaveEpoch {
+		if m == nil {
+			return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+		}
+		g.c.log.Info("member left share group", "group", g.id, "member", m.id)
+		g.removeShareMemberLocked(m)
+		return heartbeatResult{memberID: m.id, epoch: leaveEpoch}
+	}
+	changed := false
+	switch {
+	case req.MemberEpoch == joinEpoch && m == nil:
+		m = &smember{id: req.MemberID, assigned: partSet{}}
+		sg.members[m.id] = m
+		changed = true
+		g.c.log.Info("member joined share group", "group", g.id, "member", m.id)
+	case m == nil:
+		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+	case req.MemberEpoch != joinEpoch && req.MemberEpoch != m.epoch:
+		return hbError(kerr.FencedMemberEpoch.Code, "The share group member has a greater or smaller epoch (%d) than the coordinator's (%d).", req.MemberEpoch, m.epoch)
+	}
+	if req.MemberEpoch == joinEpoch {
+		m.clientID, m.clientHost = cl.ID, cl.Host
+	}
+	if req.RackID != nil {
+		m.rackID = *req.RackID
+	}
+	if req.SubscribedTopicNames != nil {
+		names := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(names)
+		names = slices.Compact(names)
+		if !slices.Equal(names, m.topicNames) {
+			m.topicNames, changed = names, true
+		}
+	}
+	if changed || !maps.Equal(g.shareSubscriptionLocked(), sg.topics) {
+		g.bumpShareEpochLocked()
+	}
+	before, beforeEpoch := m.assigned, m.epoch
+	if m.epoch != sg.epoch {
+		m.epoch = sg.epoch
+		m.assigned = sg.target[m.id].clone()
+	}
+	g.armShareSessionLocked(m)
+	g.syncShareViewLocked()
+	r := heartbeatResult{memberID: m.id, epoch: m.epoch}
+	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || !before.equal(m.assigned) {
+		r.assignment = m.assigned.clone()
+	}
+	return r
+}
+
+// shareSubscriptionLocked describes every topic a member subscribes to that exists.
+func (g *group) shareSubscriptionLocked() map[string]topicMeta {
+	cat := g.topicsLocked()
+	out := make(map[string]topicMeta)
+	for _, m := range g.sg.members {
+		for _, t := range m.topicNames {
+			if id, n, ok := cat.Topic(t); ok {
+				out[t] = topicMeta{id: id, partitions: n}
+			}
+		}
+	}
+	return out
+}
+
+// bumpShareEpochLocked starts a new group epoch with a new target assignment: the
+// uniform assignment over the members subscribed to each topic, then every member
+// still without a partition shares the least-shared one it is subscribed to.
+func (g *group) bumpShareEpochLocked() {
+	sg := g.sg
+	sg.epoch++
+	sg.topics = g.shareSubscriptionLocked()
+	spec := assignSpec{subscribed: map[string][]string{}, partitions: map[string]int32{}, previous: sg.target}
+	for t, tm := range sg.topics {
+		spec.partitions[t] = tm.partitions
+	}
+	for _, m := range sg.sortedMembers() {
+		spec.members = append(spec.members, m.id)
+		for _, t := range m.topicNames {
+			if _, ok := sg.topics[t]; ok {
+				spec.subscribed[m.id] = append(spec.subscribed[m.id], t)
+			}
+		}
+	}
+	target := assignUniform(spec)
+	sharers := map[topicPartition]int{}
+	for _, ps := range target {
+		for tp := range ps {
+			sharers[tp]++
+		}
+	}
+	for _, id := range spec.members {
+		if len(target[id]) > 0 {
+			continue
+		}
+		var best topicPartition
+		found := false
+		for _, t := range spec.subscribed[id] {
+			for p := range spec.partitions[t] {
+				tp := topicPartition{t, p}
+				if !found || sharers[tp] < sharers[best] || (sharers[tp] == sharers[best] && compareTP(tp, best) < 0) {
+					best, found = tp, true
+				}
+			}
+		}
+		if found {
+			target[id][best] = struct{}{}
+			sharers[best]++
+		}
+	}
+	sg.target = target
+	g.c.log.Info("share group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members))
+}
+
+func (g *group) removeShareMemberLocked(m *smember) {
+	if m.sessionTimer != nil {
+		m.sessionTimer.Stop()
+	}
+	m.sessionToken++
+	delete(g.sg.members, m.id)
+	delete(g.sg.target, m.id)
+	g.bumpShareEpochLocked()
+	g.syncShareViewLocked()
+}
+
+func (g *group) armShareSessionLocked(m *smember) {
+	if m.sessionTimer != nil {
+		m.sessionTimer.Stop()
+	}
+	m.sessionToken++
+	tok := m.sessionToken
+	m.sessionTimer = g.c.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if m.sessionToken == tok && g.sg != nil && g.sg.members[m.id] == m && g.state != stateDead {
+			g.c.log.Info("share group member session expired", "group", g.id, "member", m.id)
+			g.removeShareMemberLocked(m)
+		}
+	})
+}
+
+// stopShareTimersLocked stops the session timers of every share member.
+func (g *group) stopShareTimersLocked() {
+	if g.sg == nil {
+		return
+	}
+	for _, m := range g.sg.members {
+		if m.sessionTimer != nil {
+			m.sessionTimer.Stop()
+		}
+		m.sessionToken++
+	}
+}
+
+// syncShareViewLocked keeps the classic side in step: Empty or Stable, and the
+// subscribed topics.
+func (g *group) syncShareViewLocked() {
+	sg := g.sg
+	switch {
+	case len(sg.members) == 0 && g.state != stateEmpty:
+		g.transitionLocked(stateEmpty)
+	case len(sg.members) > 0 && g.state != stateStable:
+		g.transitionLocked(stateStable)
+	}
+	g.subscribed, g.subsKnown = make(map[string]struct{}), true
+	for _, m := range sg.members {
+		for _, t := range m.topicNames {
+			g.subscribed[t] = struct{}{}
+		}
+	}
+}
+
+// ShareGroupDescribe serves ShareGroupDescribe v1. A group that does not exist or
+// is not a share group answers GROUP_ID_NOT_FOUND.
+func (c *Coordinator) ShareGroupDescribe(_ context.Context, req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse {
+	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
+	for _, id := range req.GroupIDs {
+		dg := kmsg.NewShareGroupDescribeResponseGroup()
+		dg.GroupID = id
+		c.describeShare(id, &dg)
+		if dg.ErrorCode != 0 {
+			dg.GroupState = stateDead.String()
+		} else if req.IncludeAuthorizedOperations {
+			dg.AuthorizedOperations = groupOperations
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeResponseGroup) {
+	g, code, msg := c.lockedGroupOf(id, "share", func(g *group) bool { return g.sg != nil })
+	if g == nil {
+		dg.ErrorCode, dg.ErrorMessage = code, msg
+		return
+	}
+	defer g.mu.Unlock()
+	sg := g.sg
+	dg.GroupState = sg.stateName()
+	dg.GroupEpoch, dg.AssignmentEpoch = sg.epoch, sg.epoch
+	dg.Assignor = shareAssignor
+	for _, m := range sg.sortedMembers() {
+		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
+		dm.MemberID = m.id
+		dm.RackID = optional(m.rackID)
+		dm.MemberEpoch = m.epoch
+		dm.ClientID, dm.ClientHost = m.clientID, m.clientHost
+		dm.SubscribedTopicNames = m.topicNames
+		if dm.SubscribedTopicNames == nil {
+			dm.SubscribedTopicNames = []string{}
+		}
+		for _, t := range c.assignmentTopics(m.assigned) {
+			at := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+			at.TopicID, at.Topic, at.Partitions = t.TopicID, t.Topic, t.Partitions
+			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, at)
+		}
+		if dm.Assignment.TopicPartitions == nil {
+			dm.Assignment.TopicPartitions = []kmsg.ShareGroupDescribeResponseGroupMemberAssignmentTopicPartition{}
+		}
+		dg.Members = append(dg.Members, dm)
+	}
+}

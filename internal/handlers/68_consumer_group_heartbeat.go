@@ -1,0 +1,22 @@
+package handlers
+
+// ConsumerGroupHeartbeat (key 68), v0-v1: the KIP-848 consumer group protocol
+// (group.protocol=consumer), served by the group coordinator (package group).
+//   v0: the coordinator hands out member ids on join.
+//   v1: members bring their own member id; SubscribedTopicRegex.
+// A heartbeat never waits: the coordinator answers with the member's epoch and,
+// when it changed, its assignment.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	cl := group.Client{ID: c.ClientID(), Host: hostOf(c.RemoteAddr)}
+	return reply(h.groups.ConsumerGroupHeartbeat(group.WithClient(ctx, cl), r.Msg.(*kmsg.ConsumerGroupHeartbeatRequest)))
+}

@@ -1,0 +1,32 @@
+package handlers
+
+// ShareFetch (key 78), v1-v2: a share-group member fetches records of partitions this
+// broker leads, acquiring them under an acquisition lock, and acknowledges earlier
+// deliveries (package share).
+//   v1: MaxRecords, BatchSize; AcquisitionLockTimeoutMs in the response.
+//   v2: ShareAcquireMode (record_limit acquires at most MaxRecords, splitting
+//       batches), IsRenewAck and the RENEW acknowledgement type.
+// v0 (Kafka 4.0's early access) is not served. Share sessions: epoch 0 opens one, -1
+// acknowledges and closes it, anything else must be the session's next epoch. The
+// request may long-poll up to MaxWaitMs, so it finishes off the connection's
+// goroutine.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+// Shares is the share-partition leader as the handlers use it.
+type Shares interface {
+	ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse
+	ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse
+}
+
+func (h *Handlers) shareFetch(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	return waitFor(func(ctx context.Context) kmsg.Response {
+		return h.cfg.Shares.ShareFetch(ctx, r.Msg.(*kmsg.ShareFetchRequest))
+	})
+}

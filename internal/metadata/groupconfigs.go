@@ -1,0 +1,121 @@
+package metadata
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// ResourceGroup is Kafka's GROUP config resource type: dynamic configs of one group
+// (IncrementalAlterConfigs, `kafka-configs --entity-type groups`), kept in the image
+// by group id.
+const ResourceGroup ResourceType = 32
+
+// SourceGroup is DescribeConfigs' DYNAMIC_GROUP_CONFIG source.
+const SourceGroup ConfigSource = 8
+
+// Group config keys Strata acts on (share groups, KIP-932), with Kafka's defaults.
+const (
+	GroupShareAutoOffsetReset    = "share.auto.offset.reset"
+	GroupShareRecordLockDuration = "share.record.lock.duration.ms"
+	GroupShareDeliveryCountLimit = "share.delivery.count.limit"
+)
+
+// groupConfigDefs is sorted by Name. A group config describes no topic: its set
+// function only validates.
+var groupConfigDefs = []ConfigDef{
+	{Name: GroupShareAutoOffsetReset, Type: ConfigTypeString, Default: "latest",
+		set: func(_ *TopicConfig, v string) error { _, err := oneOf(v, "latest", "earliest"); return err }},
+	{Name: GroupShareDeliveryCountLimit, Type: ConfigTypeInt, Default: "5",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 2, 10) }},
+	{Name: GroupShareRecordLockDuration, Type: ConfigTypeInt, Default: "30000",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 1000, 3600000) }},
+}
+
+func intIn(v string, lo, hi int64) error {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return fmt.Errorf("not an int")
+	}
+	if n < lo || n > hi {
+		return fmt.Errorf("must be in [%d, %d]", lo, hi)
+	}
+	return nil
+}
+
+// LookupGroupConfig finds a group config key.
+func LookupGroupConfig(key string) (ConfigDef, bool) {
+	for _, d := range groupConfigDefs {
+		if d.Name == key {
+			return d, true
+		}
+	}
+	return ConfigDef{}, false
+}
+
+// ValidateGroupResource checks a group resource name: any non-empty group id.
+func ValidateGroupResource(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: group resource without a group id", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// GroupConfigs returns the dynamic configs set for a group (nil when none). Never
+// modify the map.
+func (img *Image) GroupConfigs(name string) map[string]string { return img.groupConfigs[name] }
+
+// GroupConfig returns a group config's effective value: the group's own, else the
+// default.
+func (img *Image) GroupConfig(name, key string) string {
+	if v, ok := img.groupConfigs[name][key]; ok {
+		return v
+	}
+	d, _ := LookupGroupConfig(key)
+	return d.Default
+}
+
+// GroupConfigEntries describes every group config key of a group, for
+// DescribeConfigs.
+func (img *Image) GroupConfigEntries(name string) []ConfigEntry {
+	es := make([]ConfigEntry, 0, len(groupConfigDefs))
+	for i := range groupConfigDefs {
+		d := &groupConfigDefs[i]
+		es = append(es, describe(d, d.Name, describeLevel{SourceGroup, d.Name, img.groupConfigs[name]}))
+	}
+	return es
+}
+
+// groupConfig applies a ConfigRecord of a group resource.
+func (b *builder) groupConfig(r *ConfigRecord) error {
+	if err := ValidateGroupResource(r.ResourceName); err != nil {
+		return err
+	}
+	if !b.ownGroupConfigs {
+		b.img.groupConfigs = cloneOrMake(b.img.groupConfigs)
+		b.ownGroupConfigs = true
+	}
+	if cfg := setOrDelete(b.img.groupConfigs[r.ResourceName], r); len(cfg) > 0 {
+		b.img.groupConfigs[r.ResourceName] = cfg
+	} else {
+		delete(b.img.groupConfigs, r.ResourceName)
+	}
+	return nil
+}
+
+// groupConfigRecords are the records that rebuild the group configs, for snapshots.
+func (img *Image) groupConfigRecords() []Record {
+	names := make([]string, 0, len(img.groupConfigs))
+	for name := range img.groupConfigs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var recs []Record
+	for _, name := range names {
+		cfg := img.groupConfigs[name]
+		for _, k := range sortedKeys(cfg) {
+			recs = append(recs, &ConfigRecord{ResourceType: ResourceGroup, ResourceName: name, Key: k, Value: cfg[k]})
+		}
+	}
+	return recs
+}

@@ -1,0 +1,50 @@
+package metadata
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestGroupConfigs(t *testing.T) {
+	img := mustApply(t, NewImage(),
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareAutoOffsetReset, Value: "earliest"},
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareDeliveryCountLimit, Value: "3"},
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "h", Key: GroupShareRecordLockDuration, Value: "15000"})
+	wantEq(t, "g reset", img.GroupConfig("g", GroupShareAutoOffsetReset), "earliest")
+	wantEq(t, "g limit", img.GroupConfig("g", GroupShareDeliveryCountLimit), "3")
+	wantEq(t, "h reset default", img.GroupConfig("h", GroupShareAutoOffsetReset), "latest")
+	wantEq(t, "unknown group lock", img.GroupConfig("nope", GroupShareRecordLockDuration), "30000")
+
+	for _, e := range img.GroupConfigEntries("g") {
+		if e.Name == GroupShareAutoOffsetReset && (e.Source != SourceGroup || e.IsDefault) {
+			t.Errorf("entry %+v: want a group source", e)
+		}
+		if e.Name == GroupShareRecordLockDuration && !e.IsDefault {
+			t.Errorf("entry %+v: want the default", e)
+		}
+	}
+
+	// A snapshot rebuilds them.
+	back := mustApply(t, NewImage(), img.Records()...)
+	wantEq(t, "snapshot g reset", back.GroupConfig("g", GroupShareAutoOffsetReset), "earliest")
+	wantEq(t, "snapshot h lock", back.GroupConfig("h", GroupShareRecordLockDuration), "15000")
+
+	// Deleting the last key forgets the group.
+	img = mustApply(t, img,
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "h", Key: GroupShareRecordLockDuration, Delete: true})
+	if img.GroupConfigs("h") != nil {
+		t.Errorf("h still has configs %v", img.GroupConfigs("h"))
+	}
+
+	for _, bad := range []*ConfigRecord{
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareAutoOffsetReset, Value: "newest"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareDeliveryCountLimit, Value: "1"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareRecordLockDuration, Value: "x"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: "retention.ms", Value: "1"},
+		{ResourceType: ResourceGroup, ResourceName: "", Key: GroupShareAutoOffsetReset, Value: "earliest"},
+	} {
+		if _, err := Apply(img, bad); !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%+v: err %v, want invalid config or request", bad, err)
+		}
+	}
+}

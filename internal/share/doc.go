@@ -1,0 +1,50 @@
+// Package share is the record-delivery side of KIP-932 share groups: the
+// share-partition leader. For each partition this node leads and each share group
+// reading it, it keeps the in-flight records (the window from the share-partition
+// start offset, SPSO, to the end offset, SPEO): which are available, acquired by a
+// member under an acquisition lock, acknowledged or archived, and how often each was
+// delivered. It serves ShareFetch and ShareAcknowledge. Group membership and
+// assignment (ShareGroupHeartbeat, ShareGroupDescribe) live in package group.
+//
+// # Pieces
+//
+//   - Partition (partition.go) is the pure state of one share partition: Acquire,
+//     Acknowledge (ACCEPT, RELEASE, REJECT, RENEW, GAP), Expire, ReleaseMember,
+//     Snapshot/Restore. It does no I/O and reads no clock; testdata/*.txt drive it.
+//   - Manager (manager.go, fetch.go) is the driver: it reads batches from the local
+//     replica, keeps time (lock expiry timers), keeps share sessions, long-polls on
+//     the replica's high-watermark watchers and on released records, and persists
+//     every acknowledgement before answering it.
+//   - Store (store.go) keeps snapshots durable. TopicStore writes them to the
+//     compacted internal topic __share_group_state with acks=all through a Kafka
+//     client, so the leader of the state partition orders the writes, as Kafka's
+//     share coordinator does, and reads a key's partition back on load.
+//
+// # Calling protocol
+//
+//  1. NewManager(cfg, store, partitions, logger); cfg.GroupConfig gives each group's
+//     lock duration, delivery count limit and share.auto.offset.reset.
+//  2. Handlers pass ShareFetch and ShareAcknowledge requests (version set) to the
+//     methods of the same name; ShareFetch may wait up to MaxWaitMillis.
+//  3. Close on shutdown.
+//
+// # Durability and failover
+//
+// A share partition is loaded on its first request under the data partition's
+// current leader epoch: from its latest snapshot, or at the log start or high
+// watermark (share.auto.offset.reset) when it has none. An acknowledgement is
+// answered only once the new snapshot is durable; if the save fails the in-memory
+// state is dropped and reloaded, and the acknowledgement fails (REQUEST_TIMED_OUT).
+// Acquisitions are not persisted: after a failover acquired records are available
+// again with the delivery counts last saved, so a record is delivered at least once
+// and accepted at most once (the old locks are unknown to the new leader, which
+// answers INVALID_RECORD_STATE to acknowledgements of them). Snapshots carry the
+// leader epoch they were taken under and a load prefers the highest.
+//
+// # Concurrency
+//
+// Manager methods are safe for concurrent use. Manager.mu guards the maps of share
+// partitions and sessions; each share partition has its own mutex, held across its
+// store calls so its acknowledgements are durable in the order they were applied.
+// The two are never held together.
+package share

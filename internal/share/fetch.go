@@ -1,0 +1,385 @@
+package share
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+// Share session epochs (KIP-932).
+const (
+	openEpoch  = 0  // a new session: the request names every partition
+	finalEpoch = -1 // the last request of a session: acknowledge and close
+)
+
+// recordLimitMode is ShareFetch v2's ShareAcquireMode that acquires at most
+// MaxRecords records, splitting batches (0, batch_optimized, takes whole batches).
+const recordLimitMode = 1
+
+// defaultMaxRecords bounds the records one ShareFetch acquires when the request
+// does not say (v0), as the Java client's max.poll.records default.
+const defaultMaxRecords = 500
+
+type sessionKey struct{ group, member string }
+
+type topicPartition struct {
+	id        [16]byte
+	partition int32
+}
+
+// session is one member's share session with this node: the partitions it fetches
+// and the epoch its next request must carry.
+type session struct {
+	epoch int32
+	parts []topicPartition // in the order they were added
+	used  time.Time        // the last request
+}
+
+// sessionIdle is how long a share session may go unused before a new session on
+// the node evicts it (its member is gone; its records' locks expire on their own).
+// A member that comes back gets SHARE_SESSION_NOT_FOUND and opens a new one.
+const sessionIdle = 5 * time.Minute
+
+func (s *session) add(tp topicPartition) {
+	if !slices.Contains(s.parts, tp) {
+		s.parts = append(s.parts, tp)
+	}
+}
+
+func (s *session) remove(tp topicPartition) {
+	s.parts = slices.DeleteFunc(s.parts, func(x topicPartition) bool { return x == tp })
+}
+
+// sessionStep applies a request's session epoch: it opens, advances or closes the
+// member's session and returns it, or the top-level error code.
+func (m *Manager) sessionStep(group, member string, epoch int32, fetch bool) (*session, int16) {
+	k := sessionKey{group, member}
+	now := m.cfg.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.mu.sessions[k]
+	if s != nil {
+		s.used = now
+	}
+	switch {
+	case epoch == openEpoch:
+		if !fetch {
+			return nil, kerr.InvalidShareSessionEpoch.Code
+		}
+		for sk, old := range m.mu.sessions {
+			if now.Sub(old.used) > sessionIdle {
+				delete(m.mu.sessions, sk)
+			}
+		}
+		s = &session{epoch: 1, used: now}
+		m.mu.sessions[k] = s
+		return s, 0
+	case s == nil:
+		return nil, kerr.ShareSessionNotFound.Code
+	case epoch == finalEpoch:
+		delete(m.mu.sessions, k)
+		return s, 0
+	case epoch != s.epoch:
+		return nil, kerr.InvalidShareSessionEpoch.Code
+	}
+	s.epoch++
+	if s.epoch < 0 {
+		s.epoch = 1
+	}
+	return s, 0
+}
+
+// decodeAcks turns a request's acknowledgement batches (either request's type, read
+// through get) into ackBatches; false when one is malformed or uses RENEW before v2.
+func decodeAcks[B any](version int16, batches []B, get func(B) (first, last int64, types []int8)) ([]ackBatch, bool) {
+	var out []ackBatch
+	for _, b := range batches {
+		first, last, types := get(b)
+		a := ackBatch{first: first, last: last}
+		for _, t := range types {
+			if AckType(t) == Renew && version < 2 {
+				return nil, false
+			}
+			a.types = append(a.types, AckType(t))
+		}
+		if len(a.types) == 0 {
+			return nil, false
+		}
+		out = append(out, a)
+	}
+	return out, true
+}
+
+// ShareFetch serves ShareFetch v0-v2 for the partitions this node leads:
+// acknowledgements first, then acquisition of up to MaxRecords records (v1+; 500
+// before) across the session's partitions, waiting up to MaxWaitMillis when none is
+// available. Epoch 0 opens a share session, -1 acknowledges and closes it (releasing
+// what the member still holds), anything else must be the session's next epoch.
+func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	group, member := deref(req.GroupID), deref(req.MemberID)
+
+	fail := func(code int16) *kmsg.ShareFetchResponse {
+		resp.ErrorCode, resp.ErrorMessage = code, errDescription(code)
+		return resp
+	}
+	if group == "" || member == "" {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	hasAcks := false
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			hasAcks = hasAcks || len(p.AcknowledgementBatches) > 0
+		}
+	}
+	if req.ShareSessionEpoch == openEpoch && hasAcks {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	s, code := m.sessionStep(group, member, req.ShareSessionEpoch, true)
+	if code != 0 {
+		return fail(code)
+	}
+	cfg := m.groupConfig(group)
+	resp.AcquisitionLockTimeoutMillis = int32(cfg.LockDuration.Milliseconds())
+	out := newResponseParts(m)
+
+	// Session membership first (forgotten partitions go, requested ones join).
+	if req.ShareSessionEpoch != finalEpoch {
+		m.mu.Lock()
+		for _, ft := range req.ForgottenTopicsData {
+			for _, p := range ft.Partitions {
+				s.remove(topicPartition{ft.TopicID, p})
+			}
+		}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				s.add(topicPartition{t.TopicID, p.Partition})
+			}
+		}
+		m.mu.Unlock()
+	}
+
+	// Acknowledgements.
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if len(p.AcknowledgementBatches) == 0 {
+				continue
+			}
+			acks, ok := decodeAcks(req.Version, p.AcknowledgementBatches, func(b kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) (int64, int64, []int8) {
+				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
+			})
+			rp := out.part(t.TopicID, p.Partition)
+			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
+			rp.AcknowledgeErrorMessage = errDescription(rp.AcknowledgeErrorCode)
+		}
+	}
+	if req.ShareSessionEpoch == finalEpoch {
+		m.releaseSession(ctx, group, member, s, cfg)
+		return out.into(resp)
+	}
+	if req.ShareSessionEpoch == openEpoch {
+		for _, tp := range s.parts {
+			out.part(tp.id, tp.partition)
+		}
+	}
+
+	// Acquisition, long-polling while nothing is available.
+	maxRecords := int(req.MaxRecords)
+	if req.Version < 1 || maxRecords <= 0 {
+		maxRecords = defaultMaxRecords
+	}
+	maxBytes := int(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	var w *replica.Watcher
+	var watched []*replica.Partition
+	var waitingOn []*sharePartition
+	defer func() {
+		for _, rp := range watched {
+			rp.Unwatch(w)
+		}
+		for _, sp := range waitingOn {
+			sp.mu.Lock()
+			delete(sp.watchers, w)
+			sp.mu.Unlock()
+		}
+	}()
+	m.mu.Lock()
+	parts := slices.Clone(s.parts)
+	m.mu.Unlock()
+	for {
+		got := 0
+		for _, tp := range parts {
+			if got >= maxRecords {
+				break
+			}
+			n, rp, sp := m.fetchPartition(ctx, out, group, member, cfg, tp, maxRecords-got, maxBytes, req.ShareAcquireMode == recordLimitMode)
+			got += n
+			if w != nil && rp != nil && !slices.Contains(watched, rp) {
+				rp.Watch(w)
+				watched = append(watched, rp)
+			}
+			if w != nil && sp != nil && !slices.Contains(waitingOn, sp) {
+				sp.mu.Lock()
+				sp.watchers[w] = struct{}{}
+				sp.mu.Unlock()
+				waitingOn = append(waitingOn, sp)
+			}
+		}
+		if got > 0 || out.failed() || !time.Now().Before(deadline) || ctx.Err() != nil || len(parts) == 0 {
+			return out.into(resp)
+		}
+		if w == nil {
+			w = replica.NewWatcher()
+			continue // watch, then look once more so no wake-up is missed
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-w.C:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+}
+
+// fetchPartition acquires records of one session partition into out; it returns how
+// many offsets it acquired and what to watch for more.
+func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group, member string, cfg GroupConfig, tp topicPartition, maxRecords, maxBytes int, strict bool) (int, *replica.Partition, *sharePartition) {
+	rp, topic, code := m.lookup(tp.id, tp.partition)
+	if code != 0 {
+		r := out.part(tp.id, tp.partition)
+		r.ErrorCode, r.ErrorMessage = code, errDescription(code)
+		out.leader(r, topic, tp.partition)
+		return 0, nil, nil
+	}
+	sp, code := m.share(ctx, Key{group, tp.id, tp.partition}, topic, rp)
+	if code != 0 {
+		r := out.part(tp.id, tp.partition)
+		r.ErrorCode, r.ErrorMessage = code, errDescription(code)
+		return 0, rp, nil
+	}
+	defer sp.mu.Unlock()
+	data, acquired, err := m.acquireLocked(sp, rp, member, cfg, maxRecords, maxBytes, strict)
+	if err != nil {
+		m.log.Warn("share fetch read", "group", group, "topic", topic, "partition", tp.partition, "err", err)
+		r := out.part(tp.id, tp.partition)
+		r.ErrorCode = kerr.UnknownServerError.Code
+		if errorsIsNotLeader(err) {
+			r.ErrorCode = kerr.NotLeaderForPartition.Code
+			out.leader(r, topic, tp.partition)
+		}
+		r.ErrorMessage = errDescription(r.ErrorCode)
+		return 0, nil, nil
+	}
+	if len(acquired) == 0 {
+		return 0, rp, sp
+	}
+	r := out.part(tp.id, tp.partition)
+	r.Records = data
+	n := 0
+	for _, a := range acquired {
+		ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+		ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
+		r.AcquiredRecords = append(r.AcquiredRecords, ar)
+		n += int(a.Last - a.First + 1)
+	}
+	return n, rp, sp
+}
+
+// acknowledge applies one partition's decoded acknowledgement batches (ok false:
+// they did not decode); it returns the partition's code.
+func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool) int16 {
+	if !ok {
+		return kerr.InvalidRequest.Code
+	}
+	rp, topic, code := m.lookup(id, partition)
+	if code != 0 {
+		return code
+	}
+	sp, code := m.share(ctx, Key{group, id, partition}, topic, rp)
+	if code != 0 {
+		return code
+	}
+	defer sp.mu.Unlock()
+	return m.acknowledgeLocked(ctx, sp, member, cfg, acks)
+}
+
+// releaseSession gives back what member still holds in the session's partitions.
+func (m *Manager) releaseSession(ctx context.Context, group, member string, s *session, cfg GroupConfig) {
+	for _, tp := range s.parts {
+		m.mu.Lock()
+		sp := m.mu.shares[Key{group, tp.id, tp.partition}]
+		m.mu.Unlock()
+		if sp == nil {
+			continue
+		}
+		sp.mu.Lock()
+		if sp.p != nil {
+			if archived := sp.p.ReleaseMember(member, cfg.Limits); len(archived) > 0 {
+				m.saveLocked(ctx, sp)
+			}
+			sp.wakeLocked()
+		}
+		sp.mu.Unlock()
+	}
+}
+
+// ShareAcknowledge serves ShareAcknowledge v0-v2: acknowledgements outside a fetch.
+// The session epoch must be the session's next one, or -1 to close it.
+func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	group, member := deref(req.GroupID), deref(req.MemberID)
+	fail := func(code int16) *kmsg.ShareAcknowledgeResponse {
+		resp.ErrorCode, resp.ErrorMessage = code, errDescription(code)
+		return resp
+	}
+	if group == "" || member == "" {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	s, code := m.sessionStep(group, member, req.ShareSessionEpoch, false)
+	if code != 0 {
+		return fail(code)
+	}
+	cfg := m.groupConfig(group)
+	img := m.parts.Image()
+	for _, t := range req.Topics {
+		rt := kmsg.NewShareAcknowledgeResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			acks, ok := decodeAcks(req.Version, p.AcknowledgementBatches, func(b kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) (int64, int64, []int8) {
+				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
+			})
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
+			rp.ErrorMessage = errDescription(rp.ErrorCode)
+			if rp.ErrorCode == kerr.NotLeaderForPartition.Code {
+				if topic := img.TopicByID(metadataUUID(t.TopicID)); topic != nil {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leaderOf(img, topic.Name, p.Partition)
+					addAckEndpoint(resp, img, rp.CurrentLeader.LeaderID)
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.ShareSessionEpoch == finalEpoch {
+		m.releaseSession(ctx, group, member, s, cfg)
+	}
+	return resp
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,379 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+)
+
+// GroupConfig is what a share partition needs of its group's configuration.
+type GroupConfig struct {
+	Limits
+	// AutoOffsetReset is share.auto.offset.reset: where a share partition without
+	// state starts, "latest" (the high watermark) or "earliest" (the log start).
+	AutoOffsetReset string
+}
+
+// Config configures a Manager.
+type Config struct {
+	// Defaults are the broker's share-group defaults (group.share.*), used for groups
+	// without configs of their own.
+	Defaults GroupConfig
+	// GroupConfig returns a group's configuration; nil: Defaults for every group.
+	GroupConfig func(group string) GroupConfig
+	// Now is the clock (time.Now by default).
+	Now func() time.Time
+}
+
+// DefaultGroupConfig is Kafka's: 30s locks, 5 deliveries, 2000 records in flight per
+// share partition, new groups start at the latest offset.
+func DefaultGroupConfig() GroupConfig {
+	return GroupConfig{
+		Limits:          Limits{LockDuration: 30 * time.Second, DeliveryLimit: 5, MaxInFlight: 2000},
+		AutoOffsetReset: "latest",
+	}
+}
+
+// Partitions finds the data partitions this node leads.
+type Partitions interface {
+	// Image is the latest metadata image the node applied.
+	Image() *metadata.Image
+	// Partition returns the local replica of a partition.
+	Partition(topic string, index int32) (*replica.Partition, error)
+}
+
+// Manager is the share-partition leader of one node: for every partition this node
+// leads, the in-flight records of each share group reading it (acquisition locks,
+// delivery counts, acknowledgements), persisted in a Store; and the share sessions of
+// the members fetching from it. Create it with NewManager; it serves ShareFetch and
+// ShareAcknowledge.
+type Manager struct {
+	cfg   Config
+	store Store
+	parts Partitions
+	log   *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		closed   bool
+		shares   map[Key]*sharePartition
+		sessions map[sessionKey]*session
+	}
+	background sync.WaitGroup
+}
+
+// NewManager returns a manager persisting to store; a nil logger discards.
+func NewManager(cfg Config, store Store, parts Partitions, logger *slog.Logger) *Manager {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Defaults.LockDuration <= 0 {
+		cfg.Defaults = DefaultGroupConfig()
+	}
+	m := &Manager{cfg: cfg, store: store, parts: parts, log: logger}
+	m.mu.shares = make(map[Key]*sharePartition)
+	m.mu.sessions = make(map[sessionKey]*session)
+	return m
+}
+
+// Close stops every lock-expiry timer and waits for running ones.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.mu.closed = true
+	shares := make([]*sharePartition, 0, len(m.mu.shares))
+	for _, sp := range m.mu.shares {
+		shares = append(shares, sp)
+	}
+	m.mu.Unlock()
+	for _, sp := range shares {
+		sp.mu.Lock()
+		sp.stopTimerLocked()
+		sp.mu.Unlock()
+	}
+	m.background.Wait()
+}
+
+func (m *Manager) groupConfig(group string) GroupConfig {
+	if m.cfg.GroupConfig != nil {
+		return m.cfg.GroupConfig(group)
+	}
+	return m.cfg.Defaults
+}
+
+// sharePartition is the state of one Key on this node. mu guards everything; the
+// store is called with it held, so a partition's acknowledgements are durable in
+// the order they were applied.
+type sharePartition struct {
+	key   Key
+	topic string
+
+	mu       sync.Mutex
+	p        *Partition // nil until loaded, and after a failed save (reload)
+	epoch    int32      // the data partition's leader epoch p was loaded under
+	timer    *time.Timer
+	timerTok uint64
+	watchers map[*replica.Watcher]struct{} // fetches waiting for released records
+}
+
+func (sp *sharePartition) stopTimerLocked() {
+	if sp.timer != nil {
+		sp.timer.Stop()
+		sp.timer = nil
+	}
+	sp.timerTok++
+}
+
+// wakeLocked tells waiting fetches that records became available.
+func (sp *sharePartition) wakeLocked() {
+	for w := range sp.watchers {
+		select {
+		case w.C <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// share returns the state of k, loading it when it is not loaded under rp's current
+// leader epoch; it returns with sp.mu held. The error is a Kafka code.
+func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Partition) (*sharePartition, int16) {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	sp := m.mu.shares[k]
+	if sp == nil {
+		sp = &sharePartition{key: k, topic: topic, watchers: make(map[*replica.Watcher]struct{})}
+		m.mu.shares[k] = sp
+	}
+	m.mu.Unlock()
+	sp.mu.Lock()
+	if epoch := rp.LeaderEpoch(); sp.p == nil || sp.epoch != epoch {
+		sp.stopTimerLocked()
+		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		snap, found, err := m.store.Load(lctx, k)
+		cancel()
+		if err != nil {
+			sp.p = nil
+			sp.mu.Unlock()
+			m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
+			// Clients retry a partition that is not available.
+			return nil, kerr.ReplicaNotAvailable.Code
+		}
+		if found {
+			sp.p = Restore(snap)
+		} else {
+			start := rp.HighWatermark()
+			if m.groupConfig(k.Group).AutoOffsetReset == "earliest" {
+				start = rp.LogStartOffset()
+			}
+			sp.p = NewPartition(start)
+		}
+		sp.epoch = epoch
+		m.log.Info("share partition loaded", "group", k.Group, "topic", topic, "partition", k.Partition,
+			"start", sp.p.Start(), "end", sp.p.End(), "from_state", found)
+	}
+	return sp, 0
+}
+
+// saveLocked persists sp's state. On failure the in-memory state is dropped (the
+// next request reloads the durable one) and the answer is a retriable error.
+func (m *Manager) saveLocked(ctx context.Context, sp *sharePartition) int16 {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	snap := sp.p.Snapshot()
+	snap.LeaderEpoch = sp.epoch
+	if err := m.store.Save(ctx, sp.key, snap); err != nil {
+		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
+		sp.stopTimerLocked()
+		sp.p = nil
+		return kerr.RequestTimedOut.Code
+	}
+	return 0
+}
+
+// storeTimeout bounds one load or save of share-partition state.
+const storeTimeout = 15 * time.Second
+
+// armExpiryLocked schedules the next lock expiry of sp.
+func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
+	if sp.p == nil {
+		return
+	}
+	_, next := sp.p.Expire(m.cfg.Now(), cfg.Limits)
+	sp.stopTimerLocked()
+	if next.IsZero() {
+		return
+	}
+	tok := sp.timerTok
+	sp.timer = m.afterFunc(next.Sub(m.cfg.Now()), func() {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		if sp.timerTok != tok || sp.p == nil {
+			return
+		}
+		cfg := m.groupConfig(sp.key.Group)
+		archived, _ := sp.p.Expire(m.cfg.Now(), cfg.Limits)
+		if len(archived) > 0 {
+			// Out of deliveries is final: make it durable.
+			m.saveLocked(context.Background(), sp)
+		}
+		sp.wakeLocked()
+		m.armExpiryLocked(sp, cfg)
+	})
+}
+
+// afterFunc is time.AfterFunc whose callback does not run once the manager is
+// closed; Close waits for callbacks already running.
+func (m *Manager) afterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		m.mu.Lock()
+		if m.mu.closed {
+			m.mu.Unlock()
+			return
+		}
+		m.background.Add(1)
+		m.mu.Unlock()
+		defer m.background.Done()
+		f()
+	})
+}
+
+// acquireLocked acquires up to maxRecords records of sp for member from the log and
+// returns the batches holding them and the acquired ranges.
+func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, member string, cfg GroupConfig, maxRecords, maxBytes int, strict bool) ([]byte, []AcquiredRange, error) {
+	now := m.cfg.Now()
+	sp.p.Expire(now, cfg.Limits)
+	if ls := rp.LogStartOffset(); ls > sp.p.Start() {
+		sp.p.AdvanceTo(ls)
+	}
+	from := sp.p.FetchOffset()
+	if from >= rp.HighWatermark() {
+		return nil, nil, nil
+	}
+	res, err := rp.Read(from, maxBytes, replica.ReadUncommitted) // share.isolation.level's default
+	if err != nil {
+		return nil, nil, err
+	}
+	defer res.Chunk.Release()
+	if res.Chunk.Size == 0 {
+		return nil, nil, nil
+	}
+	data, err := res.Chunk.Bytes()
+	if err != nil {
+		return nil, nil, err
+	}
+	type span struct {
+		b    []byte
+		h    batch.Header
+		used bool
+	}
+	var spans []span
+	var batches []Batch
+	for rest := data; len(rest) > 0; {
+		n, err := batch.FrameSize(rest)
+		if err != nil || n > len(rest) {
+			break
+		}
+		h, err := batch.ParseHeader(rest[:n])
+		if err != nil {
+			break
+		}
+		spans = append(spans, span{b: rest[:n], h: h})
+		batches = append(batches, Batch{First: h.BaseOffset, Last: h.LastOffset(), Control: h.Control()})
+		rest = rest[n:]
+	}
+	acquired := sp.p.Acquire(member, now, cfg.Limits, batches, maxRecords, strict)
+	var out []byte
+	for _, s := range spans {
+		for _, a := range acquired {
+			if a.First <= s.h.LastOffset() && a.Last >= s.h.BaseOffset {
+				out = append(out, s.b...)
+				break
+			}
+		}
+	}
+	if len(acquired) > 0 {
+		m.armExpiryLocked(sp, cfg)
+	}
+	return out, acquired, nil
+}
+
+// acknowledgeLocked applies acknowledgement batches of member to sp and persists the
+// result; it returns the partition's acknowledgement error code.
+func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch) int16 {
+	now := m.cfg.Now()
+	code := int16(0)
+	changed := false
+	for _, a := range acks {
+		_, err := sp.p.Acknowledge(member, now, cfg.Limits, a.first, a.last, a.types)
+		switch {
+		case errors.Is(err, ErrInvalidAck):
+			code = kerr.InvalidRequest.Code
+		case errors.Is(err, ErrInvalidRecordState):
+			code = kerr.InvalidRecordState.Code
+		case err == nil:
+			changed = true
+		}
+	}
+	if changed {
+		if c := m.saveLocked(ctx, sp); c != 0 {
+			return c
+		}
+		sp.wakeLocked()
+	}
+	return code
+}
+
+// ackBatch is one decoded acknowledgement batch.
+type ackBatch struct {
+	first, last int64
+	types       []AckType
+}
+
+// errDescription is a Kafka error's message, for ErrorMessage fields.
+func errDescription(code int16) *string {
+	if code == 0 {
+		return nil
+	}
+	s := kerr.ErrorForCode(code).Error()
+	return &s
+}
+
+// leaderOf is the partition's current leader and epoch in the image, for
+// NOT_LEADER_OR_FOLLOWER answers.
+func leaderOf(img *metadata.Image, topic string, index int32) (int32, int32) {
+	if p := img.Partition(topic, index); p != nil {
+		return p.Leader, p.LeaderEpoch
+	}
+	return -1, -1
+}
+
+// lookup finds the partition named by a topic id this node leads, or the code saying
+// why not, with the topic's name when known.
+func (m *Manager) lookup(id [16]byte, index int32) (*replica.Partition, string, int16) {
+	img := m.parts.Image()
+	t := img.TopicByID(metadata.UUID(id))
+	if t == nil {
+		return nil, "", kerr.UnknownTopicID.Code
+	}
+	if index < 0 || int(index) >= len(t.Partitions) {
+		return nil, t.Name, kerr.UnknownTopicOrPartition.Code
+	}
+	rp, err := m.parts.Partition(t.Name, index)
+	if err != nil || !rp.IsLeader() {
+		return nil, t.Name, kerr.NotLeaderForPartition.Code
+	}
+	return rp, t.Name, 0
+}

@@ -1,0 +1,379 @@
+package share
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"time"
+)
+
+// RecordState is the delivery state of one record of a share partition, numbered as
+// Kafka numbers it in its share-group state records.
+type RecordState int8
+
+const (
+	Available    RecordState = 0 // may be acquired
+	Acquired     RecordState = 1 // locked by one member until its acquisition lock expires
+	Acknowledged RecordState = 2 // accepted: done
+	Archived     RecordState = 4 // rejected, out of deliveries, or not a record: done
+)
+
+func (s RecordState) String() string {
+	switch s {
+	case Available:
+		return "available"
+	case Acquired:
+		return "acquired"
+	case Acknowledged:
+		return "acknowledged"
+	case Archived:
+		return "archived"
+	}
+	return "unknown"
+}
+
+// AckType is an acknowledgement type of ShareFetch and ShareAcknowledge.
+type AckType int8
+
+const (
+	Gap     AckType = 0 // the offset holds no record (compacted away, a control record)
+	Accept  AckType = 1 // processed: done
+	Release AckType = 2 // give it back for another delivery
+	Reject  AckType = 3 // unprocessable: done, never delivered again
+	Renew   AckType = 4 // keep it locked for another lock duration (KIP-1222)
+)
+
+// ErrInvalidRecordState: an acknowledgement names a record the member does not hold
+// (never acquired, lock expired, another member's, already acknowledged).
+var ErrInvalidRecordState = errors.New("share: record not acquired by this member")
+
+// ErrInvalidAck: an acknowledgement batch is malformed (types that do not match its
+// offsets, an unknown type, last before first).
+var ErrInvalidAck = errors.New("share: invalid acknowledgement batch")
+
+// Limits are the rules of one share partition, from the group's configs.
+type Limits struct {
+	LockDuration  time.Duration // share.record.lock.duration.ms
+	DeliveryLimit int16         // share.delivery.count.limit: deliveries before a record is archived
+	MaxInFlight   int64         // group.share.partition.max.record.locks: the window [start, end)
+}
+
+// record is one offset in the in-flight window.
+type record struct {
+	state    RecordState
+	count    int16 // deliveries so far
+	member   string
+	deadline time.Time
+}
+
+// Partition is the pure state of one share partition (one group, one topic
+// partition): the share-partition start offset (SPSO, below which everything is
+// done), the end offset (SPEO, the first offset never acquired) and the state of
+// every offset in between. It is not safe for concurrent use and does no I/O: the
+// caller reads the log, keeps time and persists Snapshot.
+type Partition struct {
+	start int64
+	end   int64
+	recs  map[int64]*record // every offset in [start, end)
+}
+
+// NewPartition starts a share partition with nothing in flight at offset start.
+func NewPartition(start int64) *Partition {
+	return &Partition{start: start, end: start, recs: make(map[int64]*record)}
+}
+
+// Start is the share-partition start offset (SPSO).
+func (p *Partition) Start() int64 { return p.start }
+
+// End is the first offset never acquired (SPEO).
+func (p *Partition) End() int64 { return p.end }
+
+// InFlight is the number of offsets between Start and End.
+func (p *Partition) InFlight() int64 { return p.end - p.start }
+
+// State returns the state and delivery count of an offset (Acknowledged below Start,
+// Available at or past End).
+func (p *Partition) State(offset int64) (RecordState, int16) {
+	switch {
+	case offset < p.start:
+		return Acknowledged, 0
+	case offset >= p.end:
+		return Available, 0
+	}
+	r := p.recs[offset]
+	return r.state, r.count
+}
+
+// FetchOffset is where the next acquisition reads the log from: the first Available
+// offset in flight, or End.
+func (p *Partition) FetchOffset() int64 {
+	for o := p.start; o < p.end; o++ {
+		if p.recs[o].state == Available {
+			return o
+		}
+	}
+	return p.end
+}
+
+// Batch is the offset range of one record batch of the log.
+type Batch struct {
+	First, Last int64
+	Control     bool // a transaction marker: never delivered
+}
+
+// AcquiredRange is a run of acquired offsets with one delivery count.
+type AcquiredRange struct {
+	First, Last   int64
+	DeliveryCount int16
+}
+
+// Acquire locks for member the Available offsets of batches (read from the log at
+// FetchOffset, in order) until maxRecords offsets are acquired or the in-flight
+// window is full. Offsets past End join the window; control batches are archived.
+// Acquisition goes batch by batch, as the client receives whole batches: a batch is
+// taken whole (its Available offsets) even when that passes maxRecords, unless
+// strict (ShareFetch's record_limit acquire mode), which stops at maxRecords.
+func (p *Partition) Acquire(member string, now time.Time, lim Limits, batches []Batch, maxRecords int, strict bool) []AcquiredRange {
+	var out []AcquiredRange
+	n := 0
+	add := func(o int64, count int16) {
+		if k := len(out); k > 0 && out[k-1].Last == o-1 && out[k-1].DeliveryCount == count {
+			out[k-1].Last = o
+		} else {
+			out = append(out, AcquiredRange{First: o, Last: o, DeliveryCount: count})
+		}
+		n++
+	}
+	for _, b := range batches {
+		if n >= maxRecords {
+			break
+		}
+		if b.Last < p.start {
+			continue
+		}
+		for o := max(b.First, p.start); o <= b.Last; o++ {
+			if strict && n >= maxRecords {
+				break
+			}
+			if o >= p.end && lim.MaxInFlight > 0 && p.end-p.start >= lim.MaxInFlight {
+				break // the window is full: only released records may go out
+			}
+			if o >= p.end {
+				if o > p.end {
+					// Offsets the log does not have (compacted away) between
+					// batches: nothing to deliver.
+					for g := p.end; g < o; g++ {
+						p.recs[g] = &record{state: Archived}
+					}
+				}
+				p.recs[o] = &record{state: Available}
+				p.end = o + 1
+			}
+			r := p.recs[o]
+			if r.state != Available {
+				continue
+			}
+			if b.Control {
+				r.state = Archived
+				continue
+			}
+			r.state, r.count, r.member, r.deadline = Acquired, r.count+1, member, now.Add(lim.LockDuration)
+			add(o, r.count)
+		}
+	}
+	p.advance()
+	return out
+}
+
+// Acknowledge applies one acknowledgement batch of member: types has one entry for
+// the whole range or one per offset. Every offset must be Acquired by member (a Gap
+// may also name an offset the member holds that has no record); otherwise nothing
+// changes and the error is ErrInvalidRecordState (ErrInvalidAck for a malformed
+// batch). It returns the offsets archived by a rejection or by running out of
+// deliveries on a release, for dead-lettering.
+func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first, last int64, types []AckType) ([]int64, error) {
+	if last < first || (len(types) != 1 && int64(len(types)) != last-first+1) {
+		return nil, ErrInvalidAck
+	}
+	typeAt := func(o int64) AckType {
+		if len(types) == 1 {
+			return types[0]
+		}
+		return types[o-first]
+	}
+	for o := first; o <= last; o++ {
+		if t := typeAt(o); t < Gap || t > Renew {
+			return nil, ErrInvalidAck
+		}
+		if o < p.start || o >= p.end {
+			return nil, ErrInvalidRecordState
+		}
+		if r := p.recs[o]; r.state != Acquired || r.member != member {
+			return nil, ErrInvalidRecordState
+		}
+	}
+	var archived []int64
+	for o := first; o <= last; o++ {
+		r := p.recs[o]
+		switch typeAt(o) {
+		case Accept:
+			r.state = Acknowledged
+		case Gap:
+			r.state = Archived
+		case Reject:
+			r.state = Archived
+			archived = append(archived, o)
+		case Release:
+			if p.releaseRecord(r, lim) {
+				archived = append(archived, o)
+			}
+			continue
+		case Renew:
+			r.deadline = now.Add(lim.LockDuration)
+			continue
+		}
+		r.member, r.deadline = "", time.Time{}
+	}
+	p.advance()
+	return archived, nil
+}
+
+// releaseRecord makes an acquired record Available again, or Archived when it used
+// up its deliveries; it reports the latter.
+func (p *Partition) releaseRecord(r *record, lim Limits) bool {
+	r.member, r.deadline = "", time.Time{}
+	if lim.DeliveryLimit > 0 && r.count >= lim.DeliveryLimit {
+		r.state = Archived
+		return true
+	}
+	r.state = Available
+	return false
+}
+
+// Expire releases every record whose acquisition lock expired by now. It returns
+// the offsets archived because they ran out of deliveries, and the earliest lock
+// deadline still pending (zero when none).
+func (p *Partition) Expire(now time.Time, lim Limits) (archived []int64, next time.Time) {
+	for o := p.start; o < p.end; o++ {
+		r := p.recs[o]
+		if r.state != Acquired {
+			continue
+		}
+		if !r.deadline.After(now) {
+			if p.releaseRecord(r, lim) {
+				archived = append(archived, o)
+			}
+			continue
+		}
+		if next.IsZero() || r.deadline.Before(next) {
+			next = r.deadline
+		}
+	}
+	p.advance()
+	return archived, next
+}
+
+// ReleaseMember gives back every record member holds (its share session ended). It
+// returns the offsets archived because they ran out of deliveries.
+func (p *Partition) ReleaseMember(member string, lim Limits) []int64 {
+	var archived []int64
+	for o := p.start; o < p.end; o++ {
+		if r := p.recs[o]; r.state == Acquired && r.member == member {
+			if p.releaseRecord(r, lim) {
+				archived = append(archived, o)
+			}
+		}
+	}
+	p.advance()
+	return archived
+}
+
+// Unarchive makes archived offsets Available again with their delivery counts
+// (a dead-letter write failed: the record must not be lost). Offsets no longer in
+// flight or not Archived are ignored.
+func (p *Partition) Unarchive(offsets []int64) {
+	for _, o := range offsets {
+		if o >= p.start && o < p.end && p.recs[o].state == Archived {
+			p.recs[o].state = Available
+		}
+	}
+}
+
+// AdvanceTo moves Start up to offset (the log start moved past it: those records are
+// gone), archiving what was in flight below it.
+func (p *Partition) AdvanceTo(offset int64) {
+	for o := p.start; o < offset && o < p.end; o++ {
+		delete(p.recs, o)
+	}
+	p.start = max(p.start, offset)
+	p.end = max(p.end, p.start)
+}
+
+// advance moves Start past every finished offset.
+func (p *Partition) advance() {
+	for p.start < p.end {
+		r := p.recs[p.start]
+		if r.state != Acknowledged && r.state != Archived {
+			return
+		}
+		delete(p.recs, p.start)
+		p.start++
+	}
+}
+
+// StateBatch is a run of offsets in one state with one delivery count, as persisted.
+type StateBatch struct {
+	First, Last   int64
+	State         RecordState
+	DeliveryCount int16
+}
+
+// Snapshot is the durable state of a share partition: its start offset and the
+// state of every offset in flight, Acquired recorded as Available (locks do not
+// survive a failover; delivery counts do).
+type Snapshot struct {
+	LeaderEpoch int32 // the data partition's leader epoch when it was taken (set by the caller)
+	Start       int64
+	Batches     []StateBatch
+}
+
+// Snapshot returns the partition's durable state.
+func (p *Partition) Snapshot() Snapshot {
+	s := Snapshot{Start: p.start}
+	for o := p.start; o < p.end; o++ {
+		r := p.recs[o]
+		st := r.state
+		if st == Acquired {
+			st = Available
+		}
+		if k := len(s.Batches); k > 0 && s.Batches[k-1].Last == o-1 && s.Batches[k-1].State == st && s.Batches[k-1].DeliveryCount == r.count {
+			s.Batches[k-1].Last = o
+			continue
+		}
+		s.Batches = append(s.Batches, StateBatch{First: o, Last: o, State: st, DeliveryCount: r.count})
+	}
+	return s
+}
+
+// Restore rebuilds a partition from a snapshot. Offsets between batches, if any, are
+// Available with no deliveries.
+func Restore(s Snapshot) *Partition {
+	p := NewPartition(s.Start)
+	bs := slices.Clone(s.Batches)
+	slices.SortFunc(bs, func(a, b StateBatch) int { return cmp.Compare(a.First, b.First) })
+	for _, b := range bs {
+		for o := max(b.First, p.start); o <= b.Last; o++ {
+			for g := p.end; g < o; g++ {
+				p.recs[g] = &record{state: Available}
+			}
+			st := b.State
+			if st == Acquired {
+				st = Available
+			}
+			p.recs[o] = &record{state: st, count: b.DeliveryCount}
+			p.end = max(p.end, o+1)
+		}
+	}
+	p.advance()
+	return p
+}

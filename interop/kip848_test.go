@@ -1,0 +1,264 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/testcluster"
+	"github.com/strata-stream/strata/interop/kafkatools"
+	"github.com/strata-stream/strata/interop/report"
+)
+
+// TestConsumerProtocol runs the KIP-848 consumer group protocol
+// (group.protocol=consumer) with two Java clients and a franz-go client in one group
+// on a 3-node Strata cluster:
+//
+//  1. Start the cluster; create a topic of 3 partitions, replication factor 3.
+//  2. A franz-go member (kgo.ServerSideBalancer) and two Java members
+//     (--group-protocol consumer) join; wait until ConsumerGroupDescribe shows the
+//     group Stable with three members owning one partition each.
+//  3. Write 200 keyed records with franz-go. Each Java member reads its partition and
+//     leaves once the group has committed every end offset.
+//  4. Wait until the franz-go member owns all three partitions, write 200 more, and
+//     let it read them.
+//  5. Kafka 4.4's kafka-consumer-groups describes the group (offsets and lag, --state
+//     with the uniform assignor, --members with epochs and assignments) and lists it as
+//     a consumer group.
+//  6. report.CheckGroup over the three members' reads: every record read exactly once,
+//     by the member owning its partition at the time; the end offsets are committed.
+func TestConsumerProtocol(t *testing.T) {
+	if os.Getenv(envTarget) == "kfake" {
+		t.Skip("runs on a Strata cluster; not with STRATA_INTEROP_TARGET=kfake")
+	}
+	java := clientNamed(t, "java")
+	requireClient(t, java)
+	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
+	c := testcluster.Start(t, 3)
+	adm := newAdmin(t, c.Bootstrap()...)
+	const topic, group = "interop-kip848", "interop-kip848"
+	createReplicatedTopic(t, c, adm, topic)
+
+	fr := startKIP848Member(t, c.Bootstrap(), group, topic)
+	j := job{
+		bootstrap: strings.Join(c.Bootstrap(), ","),
+		topic:     topic,
+		mode:      "group",
+		args:      []string{"--group", group, "--group-protocol", "consumer"},
+		timeout:   2 * time.Minute,
+	}
+	javas := []*clientRun{startClient(t, java, j), startClient(t, java, j)}
+	waitConsumerGroup(t, adm, group, topic, 3)
+
+	produced := produceKeyed(t, c.Bootstrap(), topic, "go-a", records)
+	var javaReads []report.Summary
+	for _, r := range javas {
+		javaReads = append(javaReads, *r.wait(t))
+	}
+	waitConsumerGroup(t, adm, group, topic, 1)
+	produced = append(produced, produceKeyed(t, c.Bootstrap(), topic, "go-b", records)...)
+	want := map[[2]int64]bool{}
+	for _, p := range produced {
+		want[[2]int64{int64(p.Partition), p.Offset}] = true
+	}
+	testcluster.Eventually(t, time.Minute, "the franz-go member read everything after the Java members left", func() error {
+		got := map[[2]int64]bool{}
+		for _, s := range javaReads {
+			for _, r := range s.Consumed {
+				got[[2]int64{int64(r.Partition), r.Offset}] = true
+			}
+		}
+		for _, r := range fr.reads() {
+			got[[2]int64{int64(r.Partition), r.Offset}] = true
+		}
+		if len(got) < len(want) {
+			return fmt.Errorf("%d of %d records read", len(got), len(want))
+		}
+		return nil
+	})
+	t.Run("kafka-consumer-groups", func(t *testing.T) {
+		kafkatools.Require(t)
+		bs := []string{"--bootstrap-server", strings.Join(c.Bootstrap(), ",")}
+		run := func(args ...string) string {
+			return kafkatools.MustRun(t, "kafka-consumer-groups", append(args, bs...)...)
+		}
+		testcluster.Eventually(t, 30*time.Second, "kafka-consumer-groups to show the member caught up", func() error {
+			out := run("--describe", "--group", group)
+			for p := range partitions {
+				re := regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s +%d +\d+ +\d+ +0 +\S+ +/127\.0\.0\.\d+ +strata-interop-franz-go-group *$`, group, topic, p))
+				if !re.MatchString(out) {
+					return fmt.Errorf("no caught-up row for partition %d:\n%s", p, out)
+				}
+			}
+			return nil
+		})
+		out := run("--describe", "--group", group, "--state")
+		if !regexp.MustCompile(`(?m)^` + group + ` +\S+ +\(\d+\) +uniform +Stable +1 *$`).MatchString(out) {
+			t.Errorf("--state shows:\n%s", out)
+		}
+		out = run("--describe", "--group", group, "--members", "--verbose")
+		if !strings.Contains(out, "strata-interop-franz-go-group") || !strings.Contains(out, topic+":0,1,2") {
+			t.Errorf("--members shows:\n%s", out)
+		}
+		t.Logf("kafka-consumer-groups --describe --members --verbose:\n%s", out)
+		if out := run("--list", "--type", "consumer"); !strings.Contains(out, group) {
+			t.Errorf("--list --type consumer shows:\n%s", out)
+		}
+	})
+	fr.close()
+
+	members := map[string][]report.Consumed{"franz-go": fr.reads()}
+	for i, s := range javaReads {
+		members[fmt.Sprintf("java-%d", i+1)] = s.Consumed
+		t.Logf("java member %d read %d records, assignments %v", i+1, len(s.Consumed), s.Assignments)
+	}
+	t.Logf("franz-go member read %d records", len(members["franz-go"]))
+	for _, err := range report.CheckGroup(partitions, produced, members) {
+		t.Error(err)
+	}
+	testcluster.Eventually(t, 30*time.Second, "the end offsets committed", func() error {
+		end, committed, err := endAndCommitted(adm, group, topic)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(committed, end) {
+			return fmt.Errorf("committed %v, end %v", committed, end)
+		}
+		return nil
+	})
+}
+
+// waitConsumerGroup waits until ConsumerGroupDescribe shows group Stable with n
+// members, each at the group epoch, owning the topic's partitions between them.
+func waitConsumerGroup(t *testing.T, adm *kadm.Client, group, topic string, n int) {
+	t.Helper()
+	testcluster.Eventually(t, 90*time.Second, fmt.Sprintf("consumer group %s stable with %d members", group, n), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ds, err := adm.DescribeConsumerGroups(ctx, group)
+		if err != nil {
+			return err
+		}
+		d := ds[group]
+		switch {
+		case d.Err != nil:
+			return d.Err
+		case d.State != "Stable":
+			return fmt.Errorf("state %s", d.State)
+		case len(d.Members) != n:
+			return fmt.Errorf("%d members", len(d.Members))
+		}
+		owned := 0
+		for _, m := range d.Members {
+			if m.MemberEpoch != d.Epoch {
+				return fmt.Errorf("member %s at epoch %d, group at %d", m.MemberID, m.MemberEpoch, d.Epoch)
+			}
+			owned += len(m.Assignment[topic])
+		}
+		if owned != partitions {
+			return fmt.Errorf("%d of %d partitions owned", owned, partitions)
+		}
+		return nil
+	})
+}
+
+// produceKeyed writes n records with keys key-00..key-19 and values prefix-NNNN
+// (acks=all, idempotent), ten at a time, and returns them as acknowledged.
+func produceKeyed(t *testing.T, bootstrap []string, topic, prefix string, n int) []report.Produced {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var rs []*kgo.Record
+	for i := range n {
+		rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "key-%02d", i%keys), Value: fmt.Appendf(nil, "%s-%04d", prefix, i)})
+	}
+	// Ten records at a time: small batches, as a steady producer writes them.
+	for chunk := range slices.Chunk(rs, 10) {
+		if err := cl.ProduceSync(ctx, chunk...).FirstErr(); err != nil {
+			t.Fatalf("producing: %v", err)
+		}
+	}
+	out := make([]report.Produced, len(rs))
+	for i, r := range rs {
+		out[i] = report.Produced{Key: r.Key, Value: r.Value, Partition: r.Partition, Offset: r.Offset}
+	}
+	return out
+}
+
+// kip848Member is a franz-go consumer in a KIP-848 group, recording its reads.
+type kip848Member struct {
+	cl   *kgo.Client
+	done chan struct{}
+	once sync.Once
+	mu   sync.Mutex
+	read []report.Consumed
+}
+
+func startKIP848Member(t *testing.T, bootstrap []string, group, topic string) *kip848Member {
+	t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap...),
+		kgo.ClientID("strata-interop-franz-go-group"),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.AutoCommitInterval(200*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &kip848Member{cl: cl, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachError(func(topic string, p int32, err error) {
+				if !errors.Is(err, context.Canceled) {
+					t.Logf("franz-go member: %s/%d: %v", topic, p, err)
+				}
+			})
+			fs.EachRecord(func(r *kgo.Record) {
+				m.mu.Lock()
+				m.read = append(m.read, report.Consumed{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
+				m.mu.Unlock()
+			})
+		}
+	}()
+	t.Cleanup(m.close)
+	return m
+}
+
+// close commits what was read and leaves the group.
+func (m *kip848Member) close() {
+	m.once.Do(func() {
+		m.cl.Close()
+		<-m.done
+	})
+}
+
+func (m *kip848Member) reads() []report.Consumed {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.read)
+}
