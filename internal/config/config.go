@@ -28,9 +28,16 @@ type Config struct {
 	ControllerAddr      string // Raft transport listener
 	Controllers         string // static voters: "1@host:port,2@host:port"; empty = this node alone
 
-	AutoCreateTopics      bool
-	DefaultPartitions     int32
-	MaxRequestBytes       int32
+	AutoCreateTopics  bool
+	DefaultPartitions int32
+	MaxRequestBytes   int32
+	// MaxQueuedRequestBytes bounds request bytes read and not yet handled across
+	// all Kafka connections (queued.max.request.bytes, on by default); -1: no bound.
+	MaxQueuedRequestBytes int64
+	// MaxConnections and MaxConnectionsPerIP bound open Kafka connections in total
+	// and per client IP (max.connections, max.connections.per.ip); -1: no limit.
+	MaxConnections        int32
+	MaxConnectionsPerIP   int32
 	LogLevel              string
 	LogFormat             string // text | json
 	ShutdownTimeout       time.Duration
@@ -64,6 +71,9 @@ func Default() Config {
 		AutoCreateTopics:             true,
 		DefaultPartitions:            1,
 		MaxRequestBytes:              100 << 20,
+		MaxQueuedRequestBytes:        256 << 20,
+		MaxConnections:               10000,
+		MaxConnectionsPerIP:          1000,
 		LogLevel:                     "info",
 		LogFormat:                    "text",
 		ShutdownTimeout:              30 * time.Second,
@@ -97,6 +107,9 @@ func (c *Config) options() []option {
 		{"auto-create-topics", "create unknown topics that clients ask Metadata about", boolValue{&c.AutoCreateTopics}},
 		{"default-partitions", "partitions of auto-created topics", int32Value{&c.DefaultPartitions}},
 		{"max-request-bytes", "largest accepted request frame (socket.request.max.bytes)", int32Value{&c.MaxRequestBytes}},
+		{"max-queued-request-bytes", "request bytes read and not yet handled, over all connections (queued.max.request.bytes; -1: no bound)", int64Value{&c.MaxQueuedRequestBytes}},
+		{"max-connections", "open Kafka connections in total (max.connections; -1: no limit)", int32Value{&c.MaxConnections}},
+		{"max-connections-per-ip", "open Kafka connections per client IP (max.connections.per.ip; -1: no limit)", int32Value{&c.MaxConnectionsPerIP}},
 		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"log-format", "text or json", stringValue{&c.LogFormat}},
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
@@ -214,6 +227,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRequestBytes < 1<<10 {
 		errs = append(errs, fmt.Errorf("max-request-bytes must be >= 1024, got %d", c.MaxRequestBytes))
+	}
+	if c.MaxQueuedRequestBytes != -1 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes) {
+		errs = append(errs, fmt.Errorf("max-queued-request-bytes (%d) must be -1 or at least max-request-bytes (%d)", c.MaxQueuedRequestBytes, c.MaxRequestBytes))
+	}
+	for name, v := range map[string]int32{"max-connections": c.MaxConnections, "max-connections-per-ip": c.MaxConnectionsPerIP} {
+		if v != -1 && v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be -1 or positive, got %d", name, v))
+		}
 	}
 	if _, err := c.SlogLevel(); err != nil {
 		errs = append(errs, err)

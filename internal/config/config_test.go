@@ -75,6 +75,9 @@ func TestResolveErrors(t *testing.T) {
 		{name: "bad voters", args: []string{"--controllers=1@a:1,x"}, wantErr: "controllers"},
 		{name: "dup voters", args: []string{"--controllers=1@a:1,1@b:2"}, wantErr: "twice"},
 		{name: "partitions", args: []string{"--default-partitions=0"}, wantErr: "default-partitions"},
+		{name: "queued below frame", args: []string{"--max-queued-request-bytes=1024"}, wantErr: "max-queued-request-bytes"},
+		{name: "connections zero", args: []string{"--max-connections=0"}, wantErr: "max-connections"},
+		{name: "per-ip negative", args: []string{"--max-connections-per-ip=-2"}, wantErr: "max-connections-per-ip"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

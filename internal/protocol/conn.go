@@ -39,6 +39,7 @@ const (
 type conn struct {
 	srv    *Server
 	nc     net.Conn
+	ip     string // the key the server's connection limiter counts this connection under
 	info   *ConnInfo
 	ctx    context.Context // given to Handle; cancelled by close
 	cancel context.CancelFunc
@@ -152,11 +153,11 @@ func (c *conn) runReader() {
 	c.srv.log.Debug("protocol: connection accepted", "conn", c.info)
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	for {
-		frame, err := readFrame(br, c.srv.maxRequestBytes)
+		frame, reserved, err := c.readFrame(br)
 		received := time.Now()
 		switch {
 		case err == nil:
-		case c.draining.Load() || c.isClosed():
+		case c.draining.Load() || c.isClosed() || errors.Is(err, errStopped):
 			return
 		case errors.Is(err, io.EOF):
 			c.close(nil) // the client hung up between requests
@@ -167,10 +168,12 @@ func (c *conn) runReader() {
 		}
 		r, err := c.srv.reg.decodeRequest(frame)
 		if err != nil {
+			c.srv.pool.release(reserved)
 			c.fail(err)
 			return
 		}
 		r.Received = received
+		r.reserved = reserved
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
 		}
@@ -180,9 +183,31 @@ func (c *conn) runReader() {
 		select {
 		case c.reqs <- r:
 		case <-c.done:
+			c.srv.pool.release(reserved)
 			return
 		}
 	}
+}
+
+// readFrame reads one frame, first reserving its size in the server's memory
+// pool; the reservation is returned with the frame and must be released once the
+// request is handled (or dropped). It returns errStopped, reserving nothing, when
+// the connection closed or the server stopped while it waited for room.
+func (c *conn) readFrame(br *bufio.Reader) (frame []byte, reserved int64, err error) {
+	size, err := readFrameSize(br, c.srv.maxRequestBytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	reserved, ok := c.srv.pool.acquire(int64(size), c.done, c.srv.quit)
+	if !ok {
+		return nil, 0, errStopped
+	}
+	frame, err = readFrameBody(br, size)
+	if err != nil {
+		c.srv.pool.release(reserved)
+		return nil, 0, err
+	}
+	return frame, reserved, nil
 }
 
 // runHandler serves requests one at a time, in order, and queues the responses.
@@ -191,6 +216,7 @@ func (c *conn) runHandler() {
 	defer close(c.resps)
 	for r := range c.reqs {
 		out, err := c.serve(r)
+		c.srv.pool.release(r.reserved)
 		switch {
 		case err != nil:
 			c.fail(err)

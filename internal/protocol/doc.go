@@ -44,6 +44,14 @@
 //     queue runs empty. A handler may return Response.Wait to finish a request off
 //     the handler goroutine (a Produce waiting for acks=all): the next request is
 //     handled meanwhile and the writer waits for that response in its turn.
+//     Before reading a frame's body the reader reserves the frame's size in a memory
+//     pool shared by all connections (MaxQueuedRequestBytes, Kafka's
+//     queued.max.request.bytes, on by default); the reservation is released once
+//     Handle has returned. When the pool is full the reader waits (first come,
+//     first served) without reading, so however many clients announce large frames
+//     and trickle them in, request memory stays bounded by the pool. A connection
+//     over MaxConnections or MaxConnectionsPerIP is closed as soon as it is
+//     accepted; Stats reports pool use and refusals.
 //  3. ApiVersions is answered by this package from Versions (versions 0-4; a newer
 //     version gets a v0 reply with UNSUPPORTED_VERSION and the ApiVersions range, per
 //     KIP-511). Every other request goes to Handler.Handle.

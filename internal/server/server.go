@@ -223,7 +223,11 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.Versions(),
 		MaxRequestBytes: cfg.MaxRequestBytes,
-		Logger:          logger.With("component", "kafka"),
+		// -1 (no limit) passes through: the protocol package reads negative as off.
+		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
+		MaxConnections:        int(cfg.MaxConnections),
+		MaxConnectionsPerIP:   int(cfg.MaxConnectionsPerIP),
+		Logger:                logger.With("component", "kafka"),
 	}
 	n.wg.Add(1)
 	go func() {
