@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/certs"
 )
 
 const (
@@ -122,7 +125,7 @@ func (c *conn) fail(err error) {
 	}
 	level := slog.LevelDebug
 	for _, violation := range []error{ErrFrameSize, ErrFrameTooLarge, ErrTruncatedHeader, ErrUnknownAPIKey,
-		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic} {
+		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake} {
 		if errors.Is(err, violation) {
 			level = slog.LevelWarn
 			break
@@ -151,6 +154,15 @@ func (c *conn) runReader() {
 		h.OnConnOpen(c.info)
 	}
 	c.srv.log.Debug("protocol: connection accepted", "conn", c.info)
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if err := c.handshake(tc); err != nil {
+			if c.draining.Load() {
+				return // Shutdown cut the handshake short
+			}
+			c.fail(err)
+			return
+		}
+	}
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	for {
 		frame, reserved, err := c.readFrame(br)
@@ -187,6 +199,20 @@ func (c *conn) runReader() {
 			return
 		}
 	}
+}
+
+// handshake completes a TLS handshake within the server's HandshakeTimeout and
+// records the principal of the client's certificate.
+func (c *conn) handshake(tc *tls.Conn) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.srv.handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrTLSHandshake, err)
+	}
+	principal := certs.Principal(tc.ConnectionState())
+	c.info.principal.Store(&principal)
+	c.info.tls.Store(true)
+	return nil
 }
 
 // readFrame reads one frame, first reserving its size in the server's memory

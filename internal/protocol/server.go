@@ -19,6 +19,7 @@ const (
 	DefaultMaxQueuedRequestBytes = 256 << 20
 	DefaultMaxConnections        = 10000
 	DefaultMaxConnectionsPerIP   = 1000
+	DefaultHandshakeTimeout      = 10 * time.Second
 )
 
 // Server accepts Kafka client connections and serves them with Handler. See the
@@ -48,26 +49,32 @@ type Server struct {
 	// (DefaultMaxConnections, DefaultMaxConnectionsPerIP); negative, no limit.
 	MaxConnections      int
 	MaxConnectionsPerIP int
+	// HandshakeTimeout bounds a TLS handshake on a connection accepted from a TLS
+	// listener (tls.NewListener); the handshake is completed before the first
+	// request is read, and the client certificate gives ConnInfo.Principal. Zero
+	// means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 	// Logger receives connection errors and panics; nil discards them.
 	Logger *slog.Logger
 	// Hooks observe connections and requests, for metrics.
 	Hooks []Hook
 
-	initOnce        sync.Once
-	initErr         error
-	reg             *registry
-	hooks           hookSet
-	log             *slog.Logger
-	maxRequestBytes int32
-	maxInFlight     int
-	pool            *memoryPool
-	limiter         connLimiter
-	refused         atomic.Uint64
-	refusedLogged   atomic.Int64  // unix nanos of the last refusal warning
-	quit            chan struct{} // closed by Close and Shutdown
-	nextID          atomic.Uint64
-	wg              sync.WaitGroup // every connection goroutine
-	mu              struct {
+	initOnce         sync.Once
+	initErr          error
+	reg              *registry
+	hooks            hookSet
+	log              *slog.Logger
+	maxRequestBytes  int32
+	maxInFlight      int
+	handshakeTimeout time.Duration
+	pool             *memoryPool
+	limiter          connLimiter
+	refused          atomic.Uint64
+	refusedLogged    atomic.Int64  // unix nanos of the last refusal warning
+	quit             chan struct{} // closed by Close and Shutdown
+	nextID           atomic.Uint64
+	wg               sync.WaitGroup // every connection goroutine
+	mu               struct {
 		sync.Mutex
 		closed    bool
 		listeners map[net.Listener]struct{}
@@ -93,6 +100,7 @@ func (s *Server) init() error {
 		if s.maxInFlight <= 0 {
 			s.maxInFlight = DefaultMaxInFlight
 		}
+		s.handshakeTimeout = orDefault(s.HandshakeTimeout, DefaultHandshakeTimeout)
 		queued := orDefault(s.MaxQueuedRequestBytes, DefaultMaxQueuedRequestBytes)
 		if queued > 0 {
 			queued = max(queued, int64(s.maxRequestBytes)) // one largest frame always fits
@@ -111,7 +119,7 @@ func (s *Server) init() error {
 }
 
 // orDefault maps a limit's zero value to its default.
-func orDefault[T int | int64](v, def T) T {
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
 	}
