@@ -36,8 +36,19 @@ type Config struct {
 	MaxQueuedRequestBytes int64
 	// MaxConnections and MaxConnectionsPerIP bound open Kafka connections in total
 	// and per client IP (max.connections, max.connections.per.ip); -1: no limit.
-	MaxConnections        int32
-	MaxConnectionsPerIP   int32
+	MaxConnections      int32
+	MaxConnectionsPerIP int32
+	// TLSCertFile and TLSKeyFile turn TLS on for the Kafka, HTTP and controller
+	// listeners and for every connection this node opens to another node; the
+	// files are reloaded when they change.
+	TLSCertFile string
+	TLSKeyFile  string
+	// TLSClientCAFile requires client certificates signed by its CAs (mTLS); the
+	// principal is User:<subject CN>.
+	TLSClientCAFile string
+	// TLSCAFile holds the CAs trusted for connections to other nodes (default: the
+	// client CA file, else the system roots).
+	TLSCAFile             string
 	LogLevel              string
 	LogFormat             string // text | json
 	ShutdownTimeout       time.Duration
@@ -110,6 +121,10 @@ func (c *Config) options() []option {
 		{"max-queued-request-bytes", "request bytes read and not yet handled, over all connections (queued.max.request.bytes; -1: no bound)", int64Value{&c.MaxQueuedRequestBytes}},
 		{"max-connections", "open Kafka connections in total (max.connections; -1: no limit)", int32Value{&c.MaxConnections}},
 		{"max-connections-per-ip", "open Kafka connections per client IP (max.connections.per.ip; -1: no limit)", int32Value{&c.MaxConnectionsPerIP}},
+		{"tls-cert-file", "PEM certificate: TLS on the Kafka, HTTP and controller listeners and between nodes (reloaded on change)", stringValue{&c.TLSCertFile}},
+		{"tls-key-file", "PEM private key of --tls-cert-file", stringValue{&c.TLSKeyFile}},
+		{"tls-client-ca-file", "PEM CAs: client certificates required (mTLS), principal User:<CN>", stringValue{&c.TLSClientCAFile}},
+		{"tls-ca-file", "PEM CAs trusted for connections to other nodes (default: --tls-client-ca-file, else the system roots)", stringValue{&c.TLSCAFile}},
 		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"log-format", "text or json", stringValue{&c.LogFormat}},
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
@@ -235,6 +250,12 @@ func (c *Config) Validate() error {
 		if v != -1 && v < 1 {
 			errs = append(errs, fmt.Errorf("%s must be -1 or positive, got %d", name, v))
 		}
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("tls-cert-file and tls-key-file must be given together"))
+	}
+	if c.TLSCertFile == "" && (c.TLSClientCAFile != "" || c.TLSCAFile != "") {
+		errs = append(errs, errors.New("tls-client-ca-file and tls-ca-file need tls-cert-file and tls-key-file"))
 	}
 	if _, err := c.SlogLevel(); err != nil {
 		errs = append(errs, err)

@@ -77,6 +77,8 @@ func TestResolveErrors(t *testing.T) {
 		{name: "partitions", args: []string{"--default-partitions=0"}, wantErr: "default-partitions"},
 		{name: "queued below frame", args: []string{"--max-queued-request-bytes=1024"}, wantErr: "max-queued-request-bytes"},
 		{name: "connections zero", args: []string{"--max-connections=0"}, wantErr: "max-connections"},
+		{name: "tls cert without key", args: []string{"--tls-cert-file=a.pem"}, wantErr: "tls-key-file"},
+		{name: "tls client ca alone", args: []string{"--tls-client-ca-file=ca.pem"}, wantErr: "tls-client-ca-file"},
 		{name: "per-ip negative", args: []string{"--max-connections-per-ip=-2"}, wantErr: "max-connections-per-ip"},
 	}
 	for _, tt := range tests {

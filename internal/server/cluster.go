@@ -24,9 +24,9 @@ import (
 // the Raft transport and the controller link. It returns the voters with this
 // node's address resolved (an ephemeral port becomes the real one).
 func (n *Node) startControllerListener() ([]controller.Peer, error) {
-	ln, err := net.Listen("tcp", n.cfg.ControllerAddr)
+	ln, err := n.listen("controller", n.cfg.ControllerAddr)
 	if err != nil {
-		return nil, fmt.Errorf("controller listener: %w", err)
+		return nil, err
 	}
 	n.mux = controllerlink.NewMux(ln)
 	voters, _ := n.cfg.Voters()
@@ -45,7 +45,7 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 		return nil, err
 	}
 	n.raftTransport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  n.mux.Raft(advertise),
+		Stream:  n.mux.Raft(advertise, n.dialTLS()),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  nil,
@@ -62,6 +62,7 @@ func (n *Node) newLink() *controllerlink.Client {
 			return id, addr, ok && id >= 0
 		},
 		Versions: handlers.LinkMaxVersions(),
+		DialTLS:  n.dialTLS(),
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-stream/strata/internal/certs"
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/console"
 	"github.com/strata-stream/strata/internal/controller"
@@ -72,6 +73,7 @@ type Node struct {
 	link          *controllerlink.Client
 	linkSrv       *protocol.Server
 	replicaClient *kgo.Client
+	certs         *certs.Reloader // TLS material; nil when TLS is off (security.go)
 	registration  controller.RegisterBroker
 	stopLifecycle func()
 
@@ -112,6 +114,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		return nil, err
 	}
 
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
 	peers, err := n.startControllerListener()
 	if err != nil {
 		return nil, err
@@ -139,15 +144,15 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		Logger: logger.With("component", "metrics"), GoCollectors: true,
 	})
 
-	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
+	n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr)
 	if err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
+		return nil, err
 	}
-	n.replicaClient, err = kgo.NewClient(
+	n.replicaClient, err = kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(n.kafkaLn.Addr().String()),
 		kgo.ClientID(fmt.Sprintf("strata-replica-%d", cfg.NodeID)),
-		kgo.MetadataMinAge(250*time.Millisecond),
-	)
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}, n.kafkaClientOpts()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +255,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
 		Logger: logger.With("component", "console"),
 	})
-	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
+	n.httpLn, err = n.listen("http", cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("http listener: %w", err)
+		return nil, err
 	}
 	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
 	n.wg.Add(1)
