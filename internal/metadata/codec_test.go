@@ -27,6 +27,8 @@ func sampleRecords() []Record {
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Key: "log.retention.ms", Value: "5", Delete: false},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders", Key: "retention.ms", Delete: true},
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: 7, NextProducerID: 3000},
+		&ScramCredentialRecord{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("svk"), Iterations: 4096},
+		&ScramCredentialRecord{User: "alice", Mechanism: ScramSHA256, Delete: true},
 	}
 }
 

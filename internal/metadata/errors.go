@@ -92,6 +92,12 @@ var (
 	// ErrPreferredLeaderNotAvailable: the preferred replica is not in the ISR, or
 	// not live. PREFERRED_LEADER_NOT_AVAILABLE; retriable once it catches up.
 	ErrPreferredLeaderNotAvailable = kafkaError(kerr.PreferredLeaderNotAvailable, "preferred leader not available")
+	// ErrUnsupportedSaslMechanism: a SCRAM mechanism number Kafka does not define.
+	// UNSUPPORTED_SASL_MECHANISM.
+	ErrUnsupportedSaslMechanism = kafkaError(kerr.UnsupportedSaslMechanism, "unsupported SASL mechanism")
+	// ErrResourceNotFound: deleting a SCRAM credential that does not exist.
+	// RESOURCE_NOT_FOUND.
+	ErrResourceNotFound = kafkaError(kerr.ResourceNotFound, "resource not found")
 )
 
 // Errors from decoding; they never reach clients as anything but UNKNOWN_SERVER_ERROR.

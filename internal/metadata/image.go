@@ -60,6 +60,7 @@ type Image struct {
 	brokers        map[int32]*Broker
 	brokerConfigs  map[string]map[string]string // "" (cluster default) or broker id -> key -> value
 	nextProducerID int64
+	scram          map[string]map[ScramMechanism]*ScramCredential // user -> mechanism (scram.go)
 }
 
 // topicShards is the number of maps the topics are split over.
@@ -246,5 +247,5 @@ func (img *Image) Records() []Record {
 	if img.nextProducerID > 0 {
 		recs = append(recs, &ProducerIDsRecord{BrokerID: -1, NextProducerID: img.nextProducerID})
 	}
-	return recs
+	return append(recs, img.scramRecords()...)
 }

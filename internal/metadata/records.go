@@ -15,6 +15,9 @@ const (
 	TypeRemoveTopic     RecordType = 7
 	TypeConfig          RecordType = 8
 	TypeProducerIDs     RecordType = 9
+
+	// Security (20-29).
+	TypeScramCredential RecordType = 20
 )
 
 // Record is one change to the cluster metadata. The set is closed: only the
@@ -133,6 +136,8 @@ func newRecord(t RecordType) Record {
 		return new(ConfigRecord)
 	case TypeProducerIDs:
 		return new(ProducerIDsRecord)
+	case TypeScramCredential:
+		return new(ScramCredentialRecord)
 	}
 	return nil
 }
