@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 
 	"github.com/strata-stream/strata/internal/metadata"
 )
@@ -218,4 +219,34 @@ func unlessValidateOnly(recs []metadata.Record, validateOnly bool) []metadata.Re
 		return nil
 	}
 	return recs
+}
+
+// AlterScramCredentials deletes and sets SCRAM credentials; see
+// PlanAlterScramCredentials.
+func (c *Controller) AlterScramCredentials(ctx context.Context, dels []ScramDeletion, ups []ScramUpsertion) ([]ScramResult, error) {
+	var results []ScramResult
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, results = PlanAlterScramCredentials(img, dels, ups)
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// AddScram creates a user's credential from a password unless one exists for
+// that mechanism; it reports whether it created one.
+func (c *Controller) AddScram(ctx context.Context, user string, mech metadata.ScramMechanism, password string, iterations int32) (bool, error) {
+	created := false
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		recs, err := PlanAddScram(img, user, mech, password, iterations)
+		if errors.Is(err, errScramExists) {
+			return nil, nil
+		}
+		created = err == nil
+		return recs, err
+	})
+	return created, err
 }
