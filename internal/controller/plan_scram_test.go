@@ -34,7 +34,7 @@ func TestPlanAlterScramCredentials(t *testing.T) {
 		{name: "delete one", dels: []ScramDeletion{{"alice", metadata.ScramSHA256}}, want: map[string]error{"alice": nil}, recs: 1},
 		{name: "delete missing", dels: []ScramDeletion{{"carol", metadata.ScramSHA256}}, want: map[string]error{"carol": metadata.ErrResourceNotFound}},
 		{name: "duplicate fails the whole user", dels: []ScramDeletion{{"alice", metadata.ScramSHA256}},
-			ups: []ScramUpsertion{up("alice", metadata.ScramSHA256, 4096), up("bob", metadata.ScramSHA512, 4096)},
+			ups:  []ScramUpsertion{up("alice", metadata.ScramSHA256, 4096), up("bob", metadata.ScramSHA512, 4096)},
 			want: map[string]error{"alice": ErrDuplicateResource, "bob": nil}, recs: 1},
 		{name: "iterations", ups: []ScramUpsertion{up("dave", metadata.ScramSHA256, 10)}, want: map[string]error{"dave": ErrUnacceptableCredential}},
 		{name: "mechanism", ups: []ScramUpsertion{up("dave", 7, 4096)}, want: map[string]error{"dave": metadata.ErrUnsupportedSaslMechanism}},
