@@ -50,6 +50,13 @@ type conn struct {
 	resps  chan *outgoing
 	done   chan struct{}
 
+	// Authentication (sasl.go): auth belongs to the handler goroutine; authed
+	// mirrors auth.authenticated for the reader, and authStep wakes the reader
+	// once a request read before authentication was handled.
+	auth     authState
+	authed   atomic.Bool
+	authStep chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error       // the first close reason; read only after closeOnce.Do
 	draining  atomic.Bool // Shutdown: stop reading, finish what was read
@@ -66,6 +73,9 @@ type outgoing struct {
 	body     Body
 	flexible bool // response header v1: one tag byte
 	none     bool // a deferred response that turned out to be None
+	// closeAfter, when set, closes the connection (with this reason) once the
+	// response is written: a failed authentication.
+	closeAfter error
 	// pending, for a deferred response (Response.Wait), is closed once msg, body or
 	// none is set; waitErr is then a failure of Wait itself.
 	pending chan struct{}
@@ -77,14 +87,15 @@ type outgoing struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		srv:    s,
-		nc:     nc,
-		info:   &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
-		ctx:    ctx,
-		cancel: cancel,
-		reqs:   make(chan *Request, s.maxInFlight),
-		resps:  make(chan *outgoing, s.maxInFlight),
-		done:   make(chan struct{}),
+		srv:      s,
+		nc:       nc,
+		info:     &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
+		ctx:      ctx,
+		cancel:   cancel,
+		reqs:     make(chan *Request, s.maxInFlight),
+		resps:    make(chan *outgoing, s.maxInFlight),
+		done:     make(chan struct{}),
+		authStep: make(chan struct{}, 1),
 	}
 }
 
@@ -125,7 +136,7 @@ func (c *conn) fail(err error) {
 	}
 	level := slog.LevelDebug
 	for _, violation := range []error{ErrFrameSize, ErrFrameTooLarge, ErrTruncatedHeader, ErrUnknownAPIKey,
-		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake} {
+		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake, ErrAuthentication} {
 		if errors.Is(err, violation) {
 			level = slog.LevelWarn
 			break
@@ -186,6 +197,7 @@ func (c *conn) runReader() {
 		}
 		r.Received = received
 		r.reserved = reserved
+		r.preAuth = c.srv.SASL != nil && !c.authed.Load()
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
 		}
@@ -197,6 +209,15 @@ func (c *conn) runReader() {
 		case <-c.done:
 			c.srv.pool.release(reserved)
 			return
+		}
+		if r.preAuth {
+			// Before authentication one request at a time: the next frame's size
+			// bound and whether it may be served depend on this one's outcome.
+			select {
+			case <-c.authStep:
+			case <-c.done:
+				return
+			}
 		}
 	}
 }
@@ -220,7 +241,11 @@ func (c *conn) handshake(tc *tls.Conn) error {
 // request is handled (or dropped). It returns errStopped, reserving nothing, when
 // the connection closed or the server stopped while it waited for room.
 func (c *conn) readFrame(br *bufio.Reader) (frame []byte, reserved int64, err error) {
-	size, err := readFrameSize(br, c.srv.maxRequestBytes)
+	maxBytes := c.srv.maxRequestBytes
+	if c.srv.SASL != nil && !c.authed.Load() {
+		maxBytes = min(maxBytes, c.srv.saslMaxReceive)
+	}
+	size, err := readFrameSize(br, maxBytes)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -243,6 +268,9 @@ func (c *conn) runHandler() {
 	for r := range c.reqs {
 		out, err := c.serve(r)
 		c.srv.pool.release(r.reserved)
+		if r.preAuth {
+			c.authStep <- struct{}{} // never blocks: the reader takes each before reading on
+		}
 		switch {
 		case err != nil:
 			c.fail(err)
@@ -271,6 +299,18 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		msg.SetVersion(version)
 		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil
+	}
+	if r.Key == saslHandshakeKey || r.Key == saslAuthenticateKey {
+		msg, closeAfter := c.serveSASL(r)
+		if msg == nil {
+			return nil, closeAfter
+		}
+		msg.SetVersion(r.Version)
+		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), closeAfter: closeAfter,
+			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
+	}
+	if err := c.checkAuthenticated(r); err != nil {
+		return nil, err
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
@@ -363,9 +403,14 @@ func (c *conn) runWriter() {
 		if err == nil && len(c.resps) == 0 {
 			err = bw.Flush()
 		}
+		if err == nil && out.closeAfter != nil {
+			err = bw.Flush()
+		}
 		c.observe(out, n, false, err)
 		if err != nil {
 			c.fail(err)
+		} else if out.closeAfter != nil {
+			c.fail(out.closeAfter)
 		}
 	}
 }

@@ -56,6 +56,10 @@
 //     and trickle them in, request memory stays bounded by the pool. A connection
 //     over MaxConnections or MaxConnectionsPerIP is closed as soon as it is
 //     accepted; Stats reports pool use and refusals.
+//     With Server.SASL set, a connection must authenticate (SaslHandshake and
+//     SaslAuthenticate, answered by this package; see sasl.go) before any request
+//     but ApiVersions; until then frames are bounded by SASLConfig.MaxReceiveBytes
+//     and read one at a time.
 //  3. ApiVersions is answered by this package from Versions (versions 0-4; a newer
 //     version gets a v0 reply with UNSUPPORTED_VERSION and the ApiVersions range, per
 //     KIP-511). Every other request goes to Handler.Handle.

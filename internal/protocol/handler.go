@@ -23,6 +23,7 @@ type Request struct {
 	Received time.Time // when the whole frame had been read
 
 	reserved int64 // bytes held in the server's memory pool until handled
+	preAuth  bool  // read before authentication: the reader waits for it to be handled
 }
 
 // Response is what a Handler returns: exactly one of Msg, Body, None or Wait.

@@ -54,6 +54,10 @@ type Server struct {
 	// request is read, and the client certificate gives ConnInfo.Principal. Zero
 	// means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// SASL, when set, requires SASL authentication on every connection (see
+	// sasl.go); nil serves every connection as it comes (principal from TLS, or
+	// User:ANONYMOUS).
+	SASL *SASLConfig
 	// Logger receives connection errors and panics; nil discards them.
 	Logger *slog.Logger
 	// Hooks observe connections and requests, for metrics.
@@ -67,6 +71,7 @@ type Server struct {
 	maxRequestBytes  int32
 	maxInFlight      int
 	handshakeTimeout time.Duration
+	saslMaxReceive   int32
 	pool             *memoryPool
 	limiter          connLimiter
 	refused          atomic.Uint64
@@ -101,6 +106,12 @@ func (s *Server) init() error {
 			s.maxInFlight = DefaultMaxInFlight
 		}
 		s.handshakeTimeout = orDefault(s.HandshakeTimeout, DefaultHandshakeTimeout)
+		if s.SASL != nil {
+			s.saslMaxReceive = s.SASL.MaxReceiveBytes
+			if s.saslMaxReceive <= 0 {
+				s.saslMaxReceive = DefaultSASLMaxReceiveBytes
+			}
+		}
 		queued := orDefault(s.MaxQueuedRequestBytes, DefaultMaxQueuedRequestBytes)
 		if queued > 0 {
 			queued = max(queued, int64(s.maxRequestBytes)) // one largest frame always fits

@@ -100,7 +100,8 @@ type Exchange interface {
 	Step(in []byte) ([]byte, error)
 	// Done reports whether the client is authenticated.
 	Done() bool
-	// User is the authenticated user name (meaningful once Done).
+	// User is the user name the client claimed (empty before it said); it is
+	// authenticated only once Done reports true.
 	User() string
 	Mechanism() Mechanism
 }
@@ -150,6 +151,7 @@ func (x *plainExchange) Step(in []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: PLAIN wants authzid, user and password separated by NUL", ErrMalformed)
 	}
 	authzid, user, password := parts[0], parts[1], parts[2]
+	x.user = user // what the client claims, for audit logs; Done says whether it holds
 	if authzid != "" && authzid != user {
 		return nil, fmt.Errorf("%w: authorization id %q differs from the user", ErrAuthFailed, authzid)
 	}
@@ -167,7 +169,7 @@ func (x *plainExchange) Step(in []byte) ([]byte, error) {
 	if !cred.verifyPassword(password) || !known {
 		return nil, ErrAuthFailed
 	}
-	x.user, x.done = user, true
+	x.done = true
 	return nil, nil
 }
 
