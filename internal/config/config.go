@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/strata-stream/strata/internal/sasl"
 )
 
 // Config is the configuration of one Strata node.
@@ -48,7 +51,22 @@ type Config struct {
 	TLSClientCAFile string
 	// TLSCAFile holds the CAs trusted for connections to other nodes (default: the
 	// client CA file, else the system roots).
-	TLSCAFile             string
+	TLSCAFile string
+	// SASLMechanisms turns SASL on for the Kafka listener: a comma-separated list
+	// of SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN. Empty: no SASL.
+	SASLMechanisms string
+	// AddScram creates these credentials at start when absent (kafka-storage
+	// format --add-scram syntax: SCRAM-SHA-256=[name=admin,password=secret]).
+	AddScram []string
+	// SASLSessionLifetime is how long a SASL authentication lasts before the client
+	// must re-authenticate (KIP-368, connections.max.reauth.ms); 0: forever.
+	SASLSessionLifetime time.Duration
+	// SASLPlainWithoutTLS allows PLAIN on a listener without TLS (passwords in the
+	// clear on the wire); off, PLAIN needs --tls-cert-file.
+	SASLPlainWithoutTLS bool
+	// InterBrokerSASL is the SCRAM credential (--add-scram syntax) this node's
+	// replica fetchers authenticate with to other brokers; created when absent.
+	InterBrokerSASL       string
 	LogLevel              string
 	LogFormat             string // text | json
 	ShutdownTimeout       time.Duration
@@ -125,6 +143,11 @@ func (c *Config) options() []option {
 		{"tls-key-file", "PEM private key of --tls-cert-file", stringValue{&c.TLSKeyFile}},
 		{"tls-client-ca-file", "PEM CAs: client certificates required (mTLS), principal User:<CN>", stringValue{&c.TLSClientCAFile}},
 		{"tls-ca-file", "PEM CAs trusted for connections to other nodes (default: --tls-client-ca-file, else the system roots)", stringValue{&c.TLSCAFile}},
+		{"sasl-mechanisms", "SASL on the Kafka listener: comma-separated SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (empty: off)", stringValue{&c.SASLMechanisms}},
+		{"add-scram", "create this SCRAM credential at start if absent, e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)", stringsValue{&c.AddScram}},
+		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: forever)", durationValue{&c.SASLSessionLifetime}},
+		{"sasl-plain-without-tls", "allow SASL PLAIN without TLS (passwords travel in the clear)", boolValue{&c.SASLPlainWithoutTLS}},
+		{"inter-broker-sasl", "SCRAM credential the replica fetchers use with SASL on, e.g. 'SCRAM-SHA-512=[name=broker,password=...]' (created if absent)", stringValue{&c.InterBrokerSASL}},
 		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"log-format", "text or json", stringValue{&c.LogFormat}},
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
@@ -257,6 +280,7 @@ func (c *Config) Validate() error {
 	if c.TLSCertFile == "" && (c.TLSClientCAFile != "" || c.TLSCAFile != "") {
 		errs = append(errs, errors.New("tls-client-ca-file and tls-ca-file need tls-cert-file and tls-key-file"))
 	}
+	errs = append(errs, c.validateSASL()...)
 	if _, err := c.SlogLevel(); err != nil {
 		errs = append(errs, err)
 	}
@@ -304,4 +328,55 @@ func (c *Config) SlogLevel() (slog.Level, error) {
 		return 0, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return l, nil
+}
+
+// SASLMechanismList parses SASLMechanisms.
+func (c *Config) SASLMechanismList() ([]sasl.Mechanism, error) {
+	var out []sasl.Mechanism
+	for name := range strings.SplitSeq(c.SASLMechanisms, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if name == "OAUTHBEARER" {
+			return nil, errors.New("sasl-mechanisms: OAUTHBEARER is not supported yet")
+		}
+		m, err := sasl.ParseMechanism(name)
+		if err != nil {
+			return nil, fmt.Errorf("sasl-mechanisms: %w", err)
+		}
+		if slices.Contains(out, m) {
+			return nil, fmt.Errorf("sasl-mechanisms: %s listed twice", m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (c *Config) validateSASL() []error {
+	var errs []error
+	mechs, err := c.SASLMechanismList()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if slices.Contains(mechs, sasl.Plain) && c.TLSCertFile == "" && !c.SASLPlainWithoutTLS {
+		errs = append(errs, errors.New("sasl-mechanisms: PLAIN sends passwords in the clear without TLS: give --tls-cert-file or --sasl-plain-without-tls"))
+	}
+	for _, spec := range c.AddScram {
+		if _, err := sasl.ParseScramSpec(spec); err != nil {
+			errs = append(errs, fmt.Errorf("add-scram: %w", err))
+		}
+	}
+	if c.SASLSessionLifetime < 0 {
+		errs = append(errs, fmt.Errorf("sasl-session-lifetime must not be negative, got %v", c.SASLSessionLifetime))
+	}
+	if c.InterBrokerSASL != "" {
+		spec, err := sasl.ParseScramSpec(c.InterBrokerSASL)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("inter-broker-sasl: %w", err))
+		case !slices.Contains(mechs, spec.Mechanism):
+			errs = append(errs, fmt.Errorf("inter-broker-sasl: %s is not in --sasl-mechanisms", spec.Mechanism))
+		}
+	}
+	return errs
 }

@@ -79,6 +79,10 @@ func TestResolveErrors(t *testing.T) {
 		{name: "connections zero", args: []string{"--max-connections=0"}, wantErr: "max-connections"},
 		{name: "tls cert without key", args: []string{"--tls-cert-file=a.pem"}, wantErr: "tls-key-file"},
 		{name: "tls client ca alone", args: []string{"--tls-client-ca-file=ca.pem"}, wantErr: "tls-client-ca-file"},
+		{name: "sasl unknown mechanism", args: []string{"--sasl-mechanisms=GSSAPI"}, wantErr: "sasl-mechanisms"},
+		{name: "sasl plain without tls", args: []string{"--sasl-mechanisms=PLAIN"}, wantErr: "--sasl-plain-without-tls"},
+		{name: "bad add-scram", args: []string{"--add-scram=SCRAM-SHA-256=[name=a]"}, wantErr: "add-scram"},
+		{name: "inter-broker mechanism off", args: []string{"--sasl-mechanisms=SCRAM-SHA-256", "--inter-broker-sasl=SCRAM-SHA-512=[name=b,password=p]"}, wantErr: "inter-broker-sasl"},
 		{name: "per-ip negative", args: []string{"--max-connections-per-ip=-2"}, wantErr: "max-connections-per-ip"},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -38,6 +39,14 @@ func (v int64Value) Set(s string) error {
 	return nil
 }
 func (v int64Value) Type() string { return "int64" }
+
+// stringsValue is a repeatable flag: every Set appends (an environment variable
+// or config file key gives one value).
+type stringsValue struct{ p *[]string }
+
+func (v stringsValue) String() string     { return strings.Join(*v.p, " ") }
+func (v stringsValue) Set(s string) error { *v.p = append(*v.p, s); return nil }
+func (v stringsValue) Type() string       { return "stringArray" }
 
 type boolValue struct{ p *bool }
 

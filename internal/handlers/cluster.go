@@ -23,4 +23,5 @@ type Cluster interface {
 	BrokerHeartbeat(ctx context.Context, req controller.HeartbeatRequest) (controller.HeartbeatResult, error)
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
 	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error)
+	AlterScramCredentials(ctx context.Context, dels []controller.ScramDeletion, ups []controller.ScramUpsertion) ([]controller.ScramResult, error)
 }

@@ -41,6 +41,8 @@ var apis = []api{
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
+	{key: 50, min: 0, max: 0, serve: (*Handlers).describeUserScramCredentials},
+	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
 }
 

@@ -70,25 +70,30 @@ type Credential struct {
 	ServerKey  []byte // HMAC(SaltedPassword, "Server Key")
 }
 
-// NewCredential derives the credential for password with a random salt, or
-// with salt when it is not empty (AlterUserScramCredentials carries the salted
-// password and its salt instead). iterations must be within MinIterations and
-// MaxIterations.
+// NewCredential derives the credential for password with a random salt.
+// iterations must be within MinIterations and MaxIterations.
 func NewCredential(mech Mechanism, password string, iterations int32) (Credential, error) {
-	h, ok := scramHashFor(mech)
-	if !ok {
-		return Credential{}, fmt.Errorf("%w: %q is not a SCRAM mechanism", ErrUnsupportedMechanism, mech)
-	}
-	if err := CheckIterations(iterations); err != nil {
-		return Credential{}, err
-	}
-	salt := make([]byte, saltBytes)
-	rand.Read(salt)
-	sp, err := h.saltedPassword(password, salt, iterations)
+	salt, sp, err := SaltPassword(mech, password, iterations)
 	if err != nil {
 		return Credential{}, err
 	}
 	return CredentialFromSalted(mech, salt, sp, iterations)
+}
+
+// SaltPassword salts password with a fresh random salt, as a client of
+// AlterUserScramCredentials does; the result goes to CredentialFromSalted.
+func SaltPassword(mech Mechanism, password string, iterations int32) (salt, salted []byte, err error) {
+	h, ok := scramHashFor(mech)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q is not a SCRAM mechanism", ErrUnsupportedMechanism, mech)
+	}
+	if err := CheckIterations(iterations); err != nil {
+		return nil, nil, err
+	}
+	salt = make([]byte, saltBytes)
+	rand.Read(salt)
+	salted, err = h.saltedPassword(password, salt, iterations)
+	return salt, salted, err
 }
 
 // CredentialFromSalted builds a credential from a salted password, as

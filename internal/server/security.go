@@ -1,13 +1,21 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-stream/strata/internal/certs"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/sasl"
 )
 
 // loadTLS reads the TLS files when TLS is configured; n.certs stays nil otherwise.
@@ -48,10 +56,130 @@ func (n *Node) dialTLS() func(addr string) *tls.Config {
 }
 
 // kafkaClientOpts are the options this node's own Kafka clients (the replica
-// fetchers) need to reach other brokers' Kafka listeners.
+// fetchers) need to reach other brokers' Kafka listeners: TLS, and SASL with the
+// inter-broker credential.
 func (n *Node) kafkaClientOpts() []kgo.Opt {
-	if n.certs == nil {
+	opts := n.interBrokerOpts()
+	if n.certs != nil {
+		opts = append(opts, kgo.DialTLSConfig(n.certs.ClientConfig()))
+	}
+	return opts
+}
+
+// saslConfig is the Kafka listener's SASL setup, or nil when SASL is off.
+func (n *Node) saslConfig() *protocol.SASLConfig {
+	mechs, _ := n.cfg.SASLMechanismList() // validated by config.Validate
+	if len(mechs) == 0 {
 		return nil
 	}
-	return []kgo.Opt{kgo.DialTLSConfig(n.certs.ClientConfig())}
+	if slices.Contains(mechs, sasl.Plain) && n.certs == nil {
+		n.log.Warn("SASL PLAIN is enabled without TLS: passwords travel in the clear (--sasl-plain-without-tls)")
+	}
+	audit := n.log.With("component", "audit")
+	return &protocol.SASLConfig{
+		Mechanisms:      mechs,
+		Authenticator:   sasl.NewAuthenticator(n.scramCredential),
+		SessionLifetime: n.cfg.SASLSessionLifetime,
+		OnAuthenticate: func(c *protocol.ConnInfo, mech sasl.Mechanism, user string, reauth bool, err error) {
+			result := "success"
+			if err != nil {
+				result = "failure"
+			}
+			audit.Info("authentication", "event", "authentication", "result", result, "mechanism", string(mech),
+				"user", user, "reauthentication", reauth, "remote", c.RemoteAddr.String(), "conn", c.ID)
+		},
+	}
+}
+
+// scramCredential looks a user's credential up in the latest metadata image.
+func (n *Node) scramCredential(user string, mech sasl.Mechanism) (sasl.Credential, bool) {
+	m, ok := scramMechanismOf(mech)
+	if !ok {
+		return sasl.Credential{}, false
+	}
+	c, ok := n.ctrl.Image().ScramCredential(user, m)
+	if !ok {
+		return sasl.Credential{}, false
+	}
+	return sasl.Credential{Mechanism: mech, Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+}
+
+func scramMechanismOf(m sasl.Mechanism) (metadata.ScramMechanism, bool) {
+	switch m {
+	case sasl.ScramSHA256:
+		return metadata.ScramSHA256, true
+	case sasl.ScramSHA512:
+		return metadata.ScramSHA512, true
+	}
+	return 0, false
+}
+
+// addScramCredentials creates the --add-scram and --inter-broker-sasl
+// credentials that do not exist yet, retrying until the controller takes them.
+func (n *Node) addScramCredentials(ctx context.Context) error {
+	specs := slices.Clone(n.cfg.AddScram)
+	if n.cfg.InterBrokerSASL != "" {
+		specs = append(specs, n.cfg.InterBrokerSASL)
+	}
+	for _, s := range specs {
+		spec, err := sasl.ParseScramSpec(s) // validated by config.Validate
+		if err != nil {
+			return err
+		}
+		if err := n.retry(ctx, "adding SCRAM credential", func() error { return n.addScram(ctx, spec) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addScram creates one credential unless the user has one for the mechanism: on
+// the active controller directly, else as an AlterUserScramCredentials upsertion
+// over the controller link (salted here; the password does not travel).
+func (n *Node) addScram(ctx context.Context, spec sasl.ScramSpec) error {
+	mech, _ := scramMechanismOf(spec.Mechanism)
+	if _, ok := n.ctrl.Image().ScramCredential(spec.Name, mech); ok {
+		return nil
+	}
+	if n.ctrl.IsLeader() {
+		created, err := n.ctrl.AddScram(ctx, spec.Name, mech, spec.Password, spec.Iterations)
+		if created {
+			n.log.With("component", "audit").Info("SCRAM credential created", "event", "user_change", "user", spec.Name, "mechanism", string(spec.Mechanism), "by", "--add-scram")
+		}
+		return err
+	}
+	salt, salted, err := sasl.SaltPassword(spec.Mechanism, spec.Password, spec.Iterations)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = spec.Name, int8(mech), spec.Iterations, salt, salted
+	req.Upsertions = append(req.Upsertions, up)
+	resp, err := n.link.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.(*kmsg.AlterUserSCRAMCredentialsResponse).Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// interBrokerOpts authenticate this node's replica fetchers when SASL is on.
+func (n *Node) interBrokerOpts() []kgo.Opt {
+	if n.cfg.InterBrokerSASL == "" {
+		return nil
+	}
+	spec, err := sasl.ParseScramSpec(n.cfg.InterBrokerSASL)
+	if err != nil {
+		return nil // validated by config.Validate
+	}
+	a := scram.Auth{User: spec.Name, Pass: spec.Password}
+	if spec.Mechanism == sasl.ScramSHA512 {
+		return []kgo.Opt{kgo.SASL(a.AsSha512Mechanism())}
+	}
+	return []kgo.Opt{kgo.SASL(a.AsSha256Mechanism())}
 }

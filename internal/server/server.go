@@ -190,6 +190,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.register(ctx); err != nil {
 		return nil, err
 	}
+	if err := n.addScramCredentials(ctx); err != nil {
+		return nil, err
+	}
 	lifeCtx, stopLifecycle := context.WithCancel(context.Background())
 	n.stopLifecycle = stopLifecycle
 	n.wg.Add(2)
@@ -232,6 +235,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
 		MaxConnections:        int(cfg.MaxConnections),
 		MaxConnectionsPerIP:   int(cfg.MaxConnectionsPerIP),
+		SASL:                  n.saslConfig(),
 		Logger:                logger.With("component", "kafka"),
 	}
 	n.wg.Add(1)
