@@ -67,6 +67,7 @@ type globalFlags struct {
 	output  string
 	timeout time.Duration
 	tls     cli.TLSFlags
+	sasl    cli.SASLFlags
 }
 
 const defaultTimeout = 30 * time.Second
@@ -82,6 +83,9 @@ func (g *globalFlags) bind(fs *pflag.FlagSet, env *clientEnv) {
 	fs.StringVar(&g.tls.CAFile, "tls-ca-file", "", "PEM CAs that signed the brokers' certificates")
 	fs.StringVar(&g.tls.CertFile, "tls-cert-file", "", "PEM client certificate, for brokers that require one (mTLS)")
 	fs.StringVar(&g.tls.KeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&g.sasl.Mechanism, "sasl-mechanism", "", "authenticate with SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN")
+	fs.StringVar(&g.sasl.User, "sasl-user", "", "SASL user name")
+	fs.StringVar(&g.sasl.Password, "sasl-password", "", "SASL password (env "+cli.SASLPasswordEnv+", which keeps it out of the process list)")
 	fs.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for the brokers: the whole operation (topic, group, cluster), each record's delivery (produce), the start-up lookups (consume)")
 }
 
@@ -142,7 +146,14 @@ func (g *globalFlags) session(env *clientEnv) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{env: env, opts: cli.Options{Brokers: brokers, Timeout: g.timeout, TLS: tlsConfig}, format: format}, nil
+	if g.sasl.Password == "" {
+		g.sasl.Password = env.getenv(cli.SASLPasswordEnv)
+	}
+	saslOpt, err := g.sasl.Opt()
+	if err != nil {
+		return nil, err
+	}
+	return &session{env: env, opts: cli.Options{Brokers: brokers, Timeout: g.timeout, TLS: tlsConfig, SASL: saslOpt}, format: format}, nil
 }
 
 func (s *session) json() bool { return s.format == cli.FormatJSON }

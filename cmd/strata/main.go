@@ -27,6 +27,7 @@ func main() {
 	root.AddCommand(consumeCmd())
 	root.AddCommand(groupCmd())
 	root.AddCommand(clusterCmd())
+	root.AddCommand(userCmd())
 	root.AddCommand(benchCmd())
 	root.AddCommand(devCmd())
 	if err := root.ExecuteContext(ctx); err != nil {

@@ -26,14 +26,19 @@ type Options struct {
 	Brokers []string      // seed brokers, host:port
 	Timeout time.Duration // bound on reaching the brokers and on each admin operation
 	TLS     *tls.Config   // nil: plaintext
+	SASL    kgo.Opt       // nil: no SASL
 }
 
-// ClientOpts are the kgo options every client of these Options needs (TLS).
+// ClientOpts are the kgo options every client of these Options needs (TLS, SASL).
 func (o Options) ClientOpts() []kgo.Opt {
-	if o.TLS == nil {
-		return nil
+	var opts []kgo.Opt
+	if o.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(o.TLS))
 	}
-	return []kgo.Opt{kgo.DialTLSConfig(o.TLS)}
+	if o.SASL != nil {
+		opts = append(opts, o.SASL)
+	}
+	return opts
 }
 
 // ParseBrokers splits a comma-separated broker list, checking each is host:port.
