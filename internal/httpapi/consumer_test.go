@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,7 +150,7 @@ func TestPollPositionsAndCommit(t *testing.T) {
 	if c := gv.committed("positions", 0); c != 6 || gv.Lag != 4 || gv.State != "Stable" || len(gv.Members) != 1 {
 		t.Fatalf("after the commit: %+v", gv)
 	}
-	if id := gv.Members[0].ClientID; id != "strata-http/default" {
+	if id := gv.Members[0].ClientID; id != "strata-http/default@"+n.HTTPAddr() {
 		t.Fatalf("member client id %q", id)
 	}
 
@@ -480,7 +481,7 @@ func TestMixedGroup(t *testing.T) {
 		}
 		ko := kafkaOwns()
 		for p, c := range owners {
-			if (c == "strata-http/web") == ko[p] {
+			if strings.HasPrefix(c, "strata-http/web@") == ko[p] {
 				return false // the Kafka client has not caught up with the assignment yet
 			}
 		}
