@@ -47,7 +47,7 @@ func typeOf(rec Record) RecordType {
 type builder struct {
 	img                                    Image
 	ownNames, ownBrokers, ownBrokerConfigs bool
-	ownScram                               bool
+	ownScram, ownAcls                      bool
 	ownShards                              [topicShards]bool
 	owned                                  map[*Topic]bool
 }
@@ -72,6 +72,8 @@ func (b *builder) apply(rec Record) error {
 		return b.config(r)
 	case *ScramCredentialRecord:
 		return b.scramCredential(r)
+	case *AclRecord:
+		return b.aclRecord(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/strata-stream/strata/internal/acl"
 )
 
 var (
@@ -29,6 +31,7 @@ func sampleRecords() []Record {
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: 7, NextProducerID: 3000},
 		&ScramCredentialRecord{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("svk"), Iterations: 4096},
 		&ScramCredentialRecord{User: "alice", Mechanism: ScramSHA256, Delete: true},
+		&AclRecord{Binding: acl.Binding{ResourceType: 2, ResourceName: "orders", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
 	}
 }
 

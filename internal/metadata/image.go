@@ -2,6 +2,8 @@ package metadata
 
 import (
 	"fmt"
+
+	"github.com/strata-stream/strata/internal/acl"
 	"net"
 	"slices"
 	"sort"
@@ -61,6 +63,7 @@ type Image struct {
 	brokerConfigs  map[string]map[string]string // "" (cluster default) or broker id -> key -> value
 	nextProducerID int64
 	scram          map[string]map[ScramMechanism]*ScramCredential // user -> mechanism (scram.go)
+	acls           map[acl.Binding]struct{}                       // (acls.go)
 }
 
 // topicShards is the number of maps the topics are split over.
@@ -247,5 +250,6 @@ func (img *Image) Records() []Record {
 	if img.nextProducerID > 0 {
 		recs = append(recs, &ProducerIDsRecord{BrokerID: -1, NextProducerID: img.nextProducerID})
 	}
-	return append(recs, img.scramRecords()...)
+	recs = append(recs, img.scramRecords()...)
+	return append(recs, img.aclRecords()...)
 }

@@ -18,6 +18,7 @@ const (
 
 	// Security (20-29).
 	TypeScramCredential RecordType = 20
+	TypeAcl             RecordType = 21
 )
 
 // Record is one change to the cluster metadata. The set is closed: only the
@@ -138,6 +139,8 @@ func newRecord(t RecordType) Record {
 		return new(ProducerIDsRecord)
 	case TypeScramCredential:
 		return new(ScramCredentialRecord)
+	case TypeAcl:
+		return new(AclRecord)
 	}
 	return nil
 }
