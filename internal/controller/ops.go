@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -249,4 +250,32 @@ func (c *Controller) AddScram(ctx context.Context, user string, mech metadata.Sc
 		return recs, err
 	})
 	return created, err
+}
+
+// CreateAcls adds ACL bindings; see PlanCreateAcls.
+func (c *Controller) CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error) {
+	var errs []error
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, errs = PlanCreateAcls(img, bindings)
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// DeleteAcls removes the ACL bindings the filters match; see PlanDeleteAcls.
+func (c *Controller) DeleteAcls(ctx context.Context, filters []acl.Filter) ([]AclDeletion, error) {
+	var results []AclDeletion
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, results = PlanDeleteAcls(img, filters)
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
 }
