@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
 )
@@ -24,4 +25,6 @@ type Cluster interface {
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
 	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error)
 	AlterScramCredentials(ctx context.Context, dels []controller.ScramDeletion, ups []controller.ScramUpsertion) ([]controller.ScramResult, error)
+	CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error)
+	DeleteAcls(ctx context.Context, filters []acl.Filter) ([]controller.AclDeletion, error)
 }

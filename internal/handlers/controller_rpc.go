@@ -4,7 +4,7 @@ package handlers
 //   BrokerRegistration (62) v0-v4, BrokerHeartbeat (63) v0-v2, AlterPartition (56)
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//   IncrementalAlterConfigs, AlterUserScramCredentials). A node that is not the active controller answers
+//   IncrementalAlterConfigs, AlterUserScramCredentials, CreateAcls, DeleteAcls). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
@@ -22,6 +22,8 @@ import (
 var linkApis = []api{
 	{key: 19, min: 2, max: 7, serve: (*Handlers).createTopics},
 	{key: 20, min: 1, max: 6, serve: (*Handlers).deleteTopics},
+	{key: 30, min: 1, max: 3, serve: (*Handlers).createAcls},
+	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
@@ -137,6 +139,8 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, code
 			r.Resources = append(r.Resources, res)
 		}
+	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
+		return deniedResponse(req, code)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
 		for _, user := range scramUsersOf(req) {

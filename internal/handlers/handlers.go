@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 )
@@ -36,6 +37,9 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, serve: (*Handlers).deleteRecords},
 	{key: 22, min: 0, max: 5, serve: (*Handlers).initProducerID},
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
+	{key: 29, min: 1, max: 3, serve: (*Handlers).describeAcls},
+	{key: 30, min: 1, max: 3, serve: (*Handlers).createAcls},
+	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
@@ -72,6 +76,10 @@ type Config struct {
 	BrokerEpoch func() int64
 	// Observer sees produced and fetched data and delayed operations; nil: none.
 	Observer Observer
+	// Authorizer, when set, returns the authorizer for the latest ACLs and turns
+	// authorization on (authorize.go); nil: every request is allowed and the ACL
+	// APIs answer SECURITY_DISABLED.
+	Authorizer func() *acl.Authorizer
 }
 
 // Handlers serves the Kafka API for one node.
@@ -106,6 +114,9 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 		// Unreachable: protocol.Server rejects keys outside Versions().
 		h.log.Error("request for an unregistered API key", "key", r.Key)
 		return protocol.Response{Msg: errorResponse(r.Msg)}
+	}
+	if resp, ok := h.checkRequest(ctx, c, r); !ok {
+		return resp
 	}
 	return a.serve(h, ctx, c, r)
 }
