@@ -67,7 +67,16 @@ type Config struct {
 	SASLPlainWithoutTLS bool
 	// InterBrokerSASL is the SCRAM credential (--add-scram syntax) this node's
 	// replica fetchers authenticate with to other brokers; created when absent.
-	InterBrokerSASL       string
+	InterBrokerSASL string
+	// Authorizer turns authorization on: "acl" (ACLs from the metadata log), or
+	// empty for none.
+	Authorizer string
+	// SuperUsers are principals allowed everything, comma-separated
+	// ("User:admin,User:broker").
+	SuperUsers string
+	// AllowEveryoneIfNoACL allows operations on resources no ACL names
+	// (allow.everyone.if.no.acl.found); off: only super users pass.
+	AllowEveryoneIfNoACL  bool
 	LogLevel              string
 	LogFormat             string // text | json
 	ShutdownTimeout       time.Duration
@@ -150,6 +159,9 @@ func (c *Config) options() []option {
 		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: forever)", durationValue{&c.SASLSessionLifetime}},
 		{"sasl-plain-without-tls", "allow SASL PLAIN without TLS (passwords travel in the clear)", boolValue{&c.SASLPlainWithoutTLS}},
 		{"inter-broker-sasl", "SCRAM credential the replica fetchers use with SASL on, e.g. 'SCRAM-SHA-512=[name=broker,password=...]' (created if absent)", stringValue{&c.InterBrokerSASL}},
+		{"authorizer", "authorization: acl (ACLs managed with CreateAcls/DeleteAcls), or empty for none", stringValue{&c.Authorizer}},
+		{"super-users", "principals allowed everything with --authorizer, e.g. User:admin,User:broker", stringValue{&c.SuperUsers}},
+		{"allow-everyone-if-no-acl", "with --authorizer, allow operations on resources no ACL names (allow.everyone.if.no.acl.found)", boolValue{&c.AllowEveryoneIfNoACL}},
 		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"log-format", "text or json", stringValue{&c.LogFormat}},
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
@@ -288,6 +300,14 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("tls-client-ca-file and tls-ca-file need tls-cert-file and tls-key-file"))
 	}
 	errs = append(errs, c.validateSASL()...)
+	if c.Authorizer != "" && c.Authorizer != "acl" {
+		errs = append(errs, fmt.Errorf("authorizer must be acl or empty, got %q", c.Authorizer))
+	}
+	for _, u := range c.SuperUserList() {
+		if typ, name, ok := strings.Cut(u, ":"); !ok || typ == "" || name == "" {
+			errs = append(errs, fmt.Errorf("super-users: %q is not Type:name (User:admin)", u))
+		}
+	}
 	if _, err := c.SlogLevel(); err != nil {
 		errs = append(errs, err)
 	}
@@ -386,4 +406,15 @@ func (c *Config) validateSASL() []error {
 		}
 	}
 	return errs
+}
+
+// SuperUserList parses SuperUsers.
+func (c *Config) SuperUserList() []string {
+	var out []string
+	for u := range strings.SplitSeq(c.SuperUsers, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -24,12 +24,16 @@ type producerIDs struct {
 	brokerEpoch int64
 }
 
-func (h *Handlers) initProducerID(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return reply(resp)
+	}
+	if !h.mayWriteIdempotently(ctx, c) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return reply(resp)
 	}
 	id, err := h.nextProducerID(ctx)

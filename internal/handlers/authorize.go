@@ -159,3 +159,40 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	}
 	return resp
 }
+
+// topicCheck returns a check of op on topics for c's principal, remembering each
+// answer for the request. Use it on one goroutine.
+func (h *Handlers) topicCheck(ctx context.Context, c *protocol.ConnInfo, op kmsg.ACLOperation) func(topic string) bool {
+	if h.cfg.Authorizer == nil || ctx.Value(onLinkKey{}) != nil || c == nil {
+		return func(string) bool { return true }
+	}
+	a := h.cfg.Authorizer()
+	if a == nil {
+		return func(string) bool { return true }
+	}
+	principal, host := c.Principal(), remoteHost(c.RemoteAddr)
+	memo := map[string]bool{}
+	return func(topic string) bool {
+		ok, seen := memo[topic]
+		if !seen {
+			ok = a.Authorize(principal, host, op, resTopic, topic)
+			memo[topic] = ok
+		}
+		return ok
+	}
+}
+
+// mayWriteIdempotently is InitProducerId's check without a transactional id:
+// IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+func (h *Handlers) mayWriteIdempotently(ctx context.Context, c *protocol.ConnInfo) bool {
+	if h.authorizeCluster(ctx, c, kmsg.ACLOperationIdempotentWrite) {
+		return true
+	}
+	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+	for _, t := range h.cluster.Image().Topics() {
+		if writable(t.Name) {
+			return true
+		}
+	}
+	return false
+}

@@ -118,7 +118,25 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 	if resp, ok := h.checkRequest(ctx, c, r); !ok {
 		return resp
 	}
-	return a.serve(h, ctx, c, r)
+	merge := h.filterRequest(ctx, c, r)
+	resp := a.serve(h, ctx, c, r)
+	if merge == nil {
+		return resp
+	}
+	return mergeInto(resp, merge)
+}
+
+// mergeInto applies merge to a response when it is ready: at once for Msg, after
+// the wait for a deferred one.
+func mergeInto(resp protocol.Response, merge func(kmsg.Response)) protocol.Response {
+	switch {
+	case resp.Msg != nil:
+		merge(resp.Msg)
+	case resp.Wait != nil:
+		wait := resp.Wait
+		resp.Wait = func(ctx context.Context) protocol.Response { return mergeInto(wait(ctx), merge) }
+	}
+	return resp
 }
 
 // errorResponse is an empty response of the request's kind.

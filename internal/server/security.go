@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/certs"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
@@ -182,4 +184,33 @@ func (n *Node) interBrokerOpts() []kgo.Opt {
 		return []kgo.Opt{kgo.SASL(a.AsSha512Mechanism())}
 	}
 	return []kgo.Opt{kgo.SASL(a.AsSha256Mechanism())}
+}
+
+// authorizerFunc returns the handlers' authorizer source with --authorizer acl,
+// else nil. The Authorizer is rebuilt when the metadata image changes; the
+// inter-broker user is a super user (replica fetches need CLUSTER_ACTION).
+func (n *Node) authorizerFunc() func() *acl.Authorizer {
+	if n.cfg.Authorizer != "acl" {
+		return nil
+	}
+	cfg := acl.Config{SuperUsers: n.cfg.SuperUserList(), AllowEveryoneIfNoACL: n.cfg.AllowEveryoneIfNoACL}
+	if n.cfg.InterBrokerSASL != "" {
+		if spec, err := sasl.ParseScramSpec(n.cfg.InterBrokerSASL); err == nil {
+			cfg.SuperUsers = append(cfg.SuperUsers, "User:"+spec.Name)
+		}
+	}
+	type built struct {
+		img *metadata.Image
+		a   *acl.Authorizer
+	}
+	var cache atomic.Pointer[built]
+	return func() *acl.Authorizer {
+		img := n.ctrl.Image()
+		if b := cache.Load(); b != nil && b.img == img {
+			return b.a
+		}
+		b := &built{img: img, a: acl.New(cfg, img.ACLs())}
+		cache.Store(b)
+		return b.a
+	}
 }

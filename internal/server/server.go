@@ -211,6 +211,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		DefaultPartitions: cfg.DefaultPartitions,
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
+		Authorizer:        n.authorizerFunc(),
 
 		OffsetsTopicPartitions: cfg.OffsetsTopicPartition,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
