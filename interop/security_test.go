@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 )
 
 // TestKafkaToolsSASLSSL: Kafka 4.4's own tools (the Java client underneath) over
-// SASL_SSL with SCRAM-SHA-512: kafka-configs creates, describes and deletes a
-// SCRAM user, and the user logs in with kafka-topics and with franz-go.
+// SASL_SSL with SCRAM-SHA-512 and ACL authorization: kafka-configs creates and
+// deletes a SCRAM user, kafka-acls grants it access, and the user works with
+// kafka-topics and franz-go only as far as its ACLs allow.
 func TestKafkaToolsSASLSSL(t *testing.T) {
 	kafkatools.Require(t)
 	dir := t.TempDir()
@@ -38,6 +40,7 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 	cfg.TLSCertFile, cfg.TLSKeyFile = leaf.CertFile, leaf.KeyFile
 	cfg.SASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
 	cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]"}
+	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	n, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), vfs.Default)
@@ -67,13 +70,32 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 		t.Helper()
 		return kafkatools.MustRun(t, "kafka-configs", append(append([]string{"--command-config", admin}, args...), bs...)...)
 	}
+	start := time.Now()
+	step := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 	configs("--alter", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=alice-secret]", "--entity-type", "users", "--entity-name", "alice")
 	// (kafka-configs --describe --entity-type users also asks for client quotas,
 	// DescribeClientQuotas, which Strata does not serve yet: franz-go describes.)
 
-	for _, props := range []string{alice, alicePlain} {
-		kafkatools.MustRun(t, "kafka-topics", append([]string{"--command-config", props, "--list"}, bs...)...)
+	step("user added")
+	kafkatools.MustRun(t, "kafka-topics", append([]string{"--command-config", admin, "--create", "--topic", "orders", "--partitions", "1", "--replication-factor", "1"}, bs...)...)
+	kafkatools.MustRun(t, "kafka-topics", append([]string{"--command-config", admin, "--create", "--topic", "secret", "--partitions", "1", "--replication-factor", "1"}, bs...)...)
+	acls := func(args ...string) string {
+		t.Helper()
+		return kafkatools.MustRun(t, "kafka-acls", append(append([]string{"--command-config", admin}, args...), bs...)...)
 	}
+	acls("--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Describe", "--topic", "orders")
+	expectContains(t, acls("--list", "--topic", "orders"), "principal=User:alice, host=*, operation=READ, permissionType=ALLOW")
+	for _, props := range []string{alice, alicePlain} {
+		out := kafkatools.MustRun(t, "kafka-topics", append([]string{"--command-config", props, "--list"}, bs...)...)
+		if !strings.Contains(out, "orders") || strings.Contains(out, "secret") {
+			t.Fatalf("alice lists topics:\n%s\nwant orders and not secret", out)
+		}
+	}
+	acls("--remove", "--force", "--allow-principal", "User:alice", "--operation", "Describe", "--topic", "orders")
+	if out := acls("--list", "--topic", "orders"); strings.Contains(out, "operation=DESCRIBE") || !strings.Contains(out, "operation=READ") {
+		t.Fatalf("after removing DESCRIBE:\n%s", out)
+	}
+	step("ACLs and logins")
 	res, err := kafkatools.Run(ctx, "kafka-topics", append([]string{"--command-config", wrong, "--list"}, bs...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +105,7 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 	}
 	expectContains(t, res.Stdout+res.Stderr, "Authentication failed")
 
+	step("wrong password")
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DialTLSConfig(&tls.Config{RootCAs: roots}),
@@ -95,7 +118,13 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 	if _, err := adm.ListTopics(ctx); err != nil {
 		t.Fatalf("franz-go as alice: %v", err)
 	}
-	described, err := adm.DescribeUserSCRAMs(ctx, "alice")
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DialTLSConfig(&tls.Config{RootCAs: roots}),
+		kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminCl.Close()
+	described, err := kadm.NewClient(adminCl).DescribeUserSCRAMs(ctx, "alice")
 	if err != nil || described.Error() != nil {
 		t.Fatalf("describing alice: %v %v", err, described.Error())
 	}
