@@ -54,7 +54,7 @@ type Config struct {
 	// client CA file, else the system roots).
 	TLSCAFile string
 	// SASLMechanisms turns SASL on for the Kafka listener: a comma-separated list
-	// of SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN. Empty: no SASL.
+	// of SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER. Empty: no SASL.
 	SASLMechanisms string
 	// AddScram creates these credentials at start when absent (kafka-storage
 	// format --add-scram syntax: SCRAM-SHA-256=[name=admin,password=secret]).
@@ -68,6 +68,12 @@ type Config struct {
 	// InterBrokerSASL is the SCRAM credential (--add-scram syntax) this node's
 	// replica fetchers authenticate with to other brokers; created when absent.
 	InterBrokerSASL string
+	// OAUTHBEARER token validation: the JWKS (file or http(s) URL), the expected
+	// issuer and audience (empty: not checked) and the claim naming the principal.
+	OAuthJWKS           string
+	OAuthIssuer         string
+	OAuthAudience       string
+	OAuthPrincipalClaim string
 	// Authorizer turns authorization on: "acl" (ACLs from the metadata log), or
 	// empty for none.
 	Authorizer string
@@ -118,6 +124,7 @@ func Default() Config {
 		ShutdownTimeout:              30 * time.Second,
 		GroupInitialDelay:            3 * time.Second,
 		OffsetsTopicPartition:        50,
+		OAuthPrincipalClaim:          "sub",
 		LogCleanupInterval:           time.Minute,
 		BrokerHeartbeatInterval:      time.Second,
 		BrokerSessionTimeout:         9 * time.Second,
@@ -154,11 +161,15 @@ func (c *Config) options() []option {
 		{"tls-key-file", "PEM private key of --tls-cert-file", stringValue{&c.TLSKeyFile}},
 		{"tls-client-ca-file", "PEM CAs: client certificates required (mTLS), principal User:<CN>", stringValue{&c.TLSClientCAFile}},
 		{"tls-ca-file", "PEM CAs trusted for connections to other nodes (default: --tls-client-ca-file, else the system roots)", stringValue{&c.TLSCAFile}},
-		{"sasl-mechanisms", "SASL on the Kafka listener: comma-separated SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (empty: off)", stringValue{&c.SASLMechanisms}},
+		{"sasl-mechanisms", "SASL on the Kafka listener: comma-separated SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER (empty: off)", stringValue{&c.SASLMechanisms}},
 		{"add-scram", "create this SCRAM credential at start if absent, e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)", stringsValue{&c.AddScram}},
 		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: forever)", durationValue{&c.SASLSessionLifetime}},
 		{"sasl-plain-without-tls", "allow SASL PLAIN without TLS (passwords travel in the clear)", boolValue{&c.SASLPlainWithoutTLS}},
 		{"inter-broker-sasl", "SCRAM credential the replica fetchers use with SASL on, e.g. 'SCRAM-SHA-512=[name=broker,password=...]' (created if absent)", stringValue{&c.InterBrokerSASL}},
+		{"oauthbearer-jwks", "JWKS file or http(s) URL whose keys sign OAUTHBEARER tokens", stringValue{&c.OAuthJWKS}},
+		{"oauthbearer-issuer", "required iss claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthIssuer}},
+		{"oauthbearer-audience", "required aud claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthAudience}},
+		{"oauthbearer-principal-claim", "the claim whose value is the principal's name", stringValue{&c.OAuthPrincipalClaim}},
 		{"authorizer", "authorization: acl (ACLs managed with CreateAcls/DeleteAcls), or empty for none", stringValue{&c.Authorizer}},
 		{"super-users", "principals allowed everything with --authorizer, e.g. User:admin,User:broker", stringValue{&c.SuperUsers}},
 		{"allow-everyone-if-no-acl", "with --authorizer, allow operations on resources no ACL names (allow.everyone.if.no.acl.found)", boolValue{&c.AllowEveryoneIfNoACL}},
@@ -364,9 +375,6 @@ func (c *Config) SASLMechanismList() ([]sasl.Mechanism, error) {
 		if name = strings.TrimSpace(name); name == "" {
 			continue
 		}
-		if name == "OAUTHBEARER" {
-			return nil, errors.New("sasl-mechanisms: OAUTHBEARER is not supported yet")
-		}
 		m, err := sasl.ParseMechanism(name)
 		if err != nil {
 			return nil, fmt.Errorf("sasl-mechanisms: %w", err)
@@ -387,6 +395,9 @@ func (c *Config) validateSASL() []error {
 	}
 	if slices.Contains(mechs, sasl.Plain) && c.TLSCertFile == "" && !c.SASLPlainWithoutTLS {
 		errs = append(errs, errors.New("sasl-mechanisms: PLAIN sends passwords in the clear without TLS: give --tls-cert-file or --sasl-plain-without-tls"))
+	}
+	if slices.Contains(mechs, sasl.OAuthBearer) && c.OAuthJWKS == "" {
+		errs = append(errs, errors.New("sasl-mechanisms: OAUTHBEARER needs --oauthbearer-jwks"))
 	}
 	for _, spec := range c.AddScram {
 		if _, err := sasl.ParseScramSpec(spec); err != nil {

@@ -83,6 +83,7 @@ func TestResolveErrors(t *testing.T) {
 		{name: "sasl plain without tls", args: []string{"--sasl-mechanisms=PLAIN"}, wantErr: "--sasl-plain-without-tls"},
 		{name: "bad add-scram", args: []string{"--add-scram=SCRAM-SHA-256=[name=a]"}, wantErr: "add-scram"},
 		{name: "inter-broker mechanism off", args: []string{"--sasl-mechanisms=SCRAM-SHA-256", "--inter-broker-sasl=SCRAM-SHA-512=[name=b,password=p]"}, wantErr: "inter-broker-sasl"},
+		{name: "oauthbearer without jwks", args: []string{"--sasl-mechanisms=OAUTHBEARER"}, wantErr: "oauthbearer-jwks"},
 		{name: "authorizer", args: []string{"--authorizer=simple"}, wantErr: "authorizer"},
 		{name: "super user", args: []string{"--super-users=admin"}, wantErr: "super-users"},
 		{name: "per-ip negative", args: []string{"--max-connections-per-ip=-2"}, wantErr: "max-connections-per-ip"},

@@ -164,7 +164,12 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		a.expiry = time.Time{}
 		if cfg.SessionLifetime > 0 {
 			a.expiry = time.Now().Add(cfg.SessionLifetime)
-			resp.SessionLifetimeMillis = cfg.SessionLifetime.Milliseconds()
+			// A credential that expires (an OAUTHBEARER token) ends the session
+			// no later than itself.
+			if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() && e.SessionExpiry().Before(a.expiry) {
+				a.expiry = e.SessionExpiry()
+			}
+			resp.SessionLifetimeMillis = max(time.Until(a.expiry).Milliseconds(), 1)
 		}
 		principal := a.principal
 		c.info.principal.Store(&principal)

@@ -1,7 +1,7 @@
 // Package sasl is the server side of the SASL mechanisms Strata accepts on its
 // Kafka listener: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) and PLAIN
 // (RFC 4616), both checked against the SCRAM credentials kept in the metadata
-// log. It is pure: no I/O, no goroutines; the protocol package drives it with
+// log, and OAUTHBEARER (RFC 7628): JWTs validated with go-jose against a JWKS. It is pure: no I/O, no goroutines; the protocol package drives it with
 // the bytes of SaslAuthenticate requests.
 //
 // # Calling protocol
@@ -47,7 +47,7 @@ var ScramMechanisms = []Mechanism{ScramSHA256, ScramSHA512}
 // ParseMechanism checks a mechanism name.
 func ParseMechanism(s string) (Mechanism, error) {
 	switch m := Mechanism(s); m {
-	case ScramSHA256, ScramSHA512, Plain:
+	case ScramSHA256, ScramSHA512, Plain, OAuthBearer:
 		return m, nil
 	}
 	return "", fmt.Errorf("%w: %q", ErrUnsupportedMechanism, s)
@@ -84,7 +84,14 @@ type Lookup func(user string, mech Mechanism) (Credential, bool)
 // safe for concurrent use.
 type Authenticator struct {
 	lookup Lookup
-	secret []byte // keys the decoy salts of unknown users
+	secret []byte          // keys the decoy salts of unknown users
+	oauth  *OAuthValidator // nil: no OAUTHBEARER
+}
+
+// WithOAuthBearer enables OAUTHBEARER with v; call it before the first Start.
+func (a *Authenticator) WithOAuthBearer(v *OAuthValidator) *Authenticator {
+	a.oauth = v
+	return a
 }
 
 // NewAuthenticator returns an Authenticator over lookup.
@@ -108,8 +115,14 @@ type Exchange interface {
 
 // Start begins an exchange for mech.
 func (a *Authenticator) Start(mech Mechanism) (Exchange, error) {
-	if mech == Plain {
+	switch mech {
+	case Plain:
 		return &plainExchange{a: a}, nil
+	case OAuthBearer:
+		if a.oauth == nil {
+			return nil, fmt.Errorf("%w: OAUTHBEARER has no token validator", ErrUnsupportedMechanism)
+		}
+		return &oauthExchange{v: a.oauth}, nil
 	}
 	h, ok := scramHashFor(mech)
 	if !ok {

@@ -69,10 +69,19 @@ func (n *Node) kafkaClientOpts() []kgo.Opt {
 }
 
 // saslConfig is the Kafka listener's SASL setup, or nil when SASL is off.
-func (n *Node) saslConfig() *protocol.SASLConfig {
+func (n *Node) saslConfig() (*protocol.SASLConfig, error) {
 	mechs, _ := n.cfg.SASLMechanismList() // validated by config.Validate
 	if len(mechs) == 0 {
-		return nil
+		return nil, nil
+	}
+	authn := sasl.NewAuthenticator(n.scramCredential)
+	if slices.Contains(mechs, sasl.OAuthBearer) {
+		v, err := sasl.NewOAuthValidator(sasl.OAuthConfig{JWKS: n.cfg.OAuthJWKS, Issuer: n.cfg.OAuthIssuer,
+			Audience: n.cfg.OAuthAudience, PrincipalClaim: n.cfg.OAuthPrincipalClaim})
+		if err != nil {
+			return nil, err
+		}
+		authn.WithOAuthBearer(v)
 	}
 	if slices.Contains(mechs, sasl.Plain) && n.certs == nil {
 		n.log.Warn("SASL PLAIN is enabled without TLS: passwords travel in the clear (--sasl-plain-without-tls)")
@@ -80,7 +89,7 @@ func (n *Node) saslConfig() *protocol.SASLConfig {
 	audit := n.log.With("component", "audit")
 	return &protocol.SASLConfig{
 		Mechanisms:      mechs,
-		Authenticator:   sasl.NewAuthenticator(n.scramCredential),
+		Authenticator:   authn,
 		SessionLifetime: n.cfg.SASLSessionLifetime,
 		OnAuthenticate: func(c *protocol.ConnInfo, mech sasl.Mechanism, user string, reauth bool, err error) {
 			result := "success"
@@ -90,7 +99,7 @@ func (n *Node) saslConfig() *protocol.SASLConfig {
 			audit.Info("authentication", "event", "authentication", "result", result, "mechanism", string(mech),
 				"user", user, "reauthentication", reauth, "remote", c.RemoteAddr.String(), "conn", c.ID)
 		},
-	}
+	}, nil
 }
 
 // scramCredential looks a user's credential up in the latest metadata image.

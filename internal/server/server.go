@@ -227,6 +227,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 			logger.Error("controller link stopped", "err", err)
 		}
 	}()
+	saslCfg, err := n.saslConfig()
+	if err != nil {
+		return nil, err
+	}
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(h),
 		Hooks:           []protocol.Hook{n.metrics},
@@ -236,7 +240,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
 		MaxConnections:        int(cfg.MaxConnections),
 		MaxConnectionsPerIP:   int(cfg.MaxConnectionsPerIP),
-		SASL:                  n.saslConfig(),
+		SASL:                  saslCfg,
 		Logger:                logger.With("component", "kafka"),
 	}
 	n.wg.Add(1)
