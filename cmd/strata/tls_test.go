@@ -22,18 +22,9 @@ func TestClientCommandsOverMutualTLS(t *testing.T) {
 	ca := certstest.NewCA(t, dir, "cluster")
 	node := ca.Issue(t, "node", "broker-1")
 	admin := ca.Issue(t, "admin", "admin")
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = node.CertFile, node.KeyFile, ca.File
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), vfs.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := startOwnNode(t, func(cfg *config.Config) {
+		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = node.CertFile, node.KeyFile, ca.File
+	})
 	addr := n.KafkaAddr()
 	tlsArgs := []string{"--tls-ca-file", ca.File, "--tls-cert-file", admin.CertFile, "--tls-key-file", admin.KeyFile}
 
@@ -53,4 +44,23 @@ func TestClientCommandsOverMutualTLS(t *testing.T) {
 	if r := runAt(t, addr, "", "topic", "list", "--tls-cert-file", admin.CertFile); r.code != 2 {
 		t.Errorf("--tls-cert-file without --tls-key-file: exit %d, want 2 (usage)", r.code)
 	}
+}
+
+// startOwnNode starts a node of its own (not the shared one) with the settings
+// adjust makes, on ephemeral loopback ports; it stops at cleanup.
+func startOwnNode(t *testing.T, adjust func(*config.Config)) *server.Node {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ShutdownTimeout = 5 * time.Second
+	adjust(&cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), vfs.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
 }

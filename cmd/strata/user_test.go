@@ -1,37 +1,22 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strata-stream/strata/internal/cli"
 	"github.com/strata-stream/strata/internal/config"
-	"github.com/strata-stream/strata/internal/server"
-	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // TestUserCommands: against a SASL node, the admin from --add-scram creates a
 // user, lists it, the user logs in with the client flags, and deletion locks it
 // out again.
 func TestUserCommands(t *testing.T) {
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.SASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512"
-	cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]"}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), vfs.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := startOwnNode(t, func(cfg *config.Config) {
+		cfg.SASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512"
+		cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]"}
+	})
 	as := func(user, password string, args ...string) result {
 		t.Helper()
 		env := map[string]string{cli.BrokersEnv: n.KafkaAddr(), cli.SASLPasswordEnv: password, UserPasswordEnv: "alice-secret"}

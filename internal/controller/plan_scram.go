@@ -83,7 +83,8 @@ func PlanAlterScramCredentials(img *metadata.Image, dels []ScramDeletion, ups []
 			fail(d.User, fmt.Errorf("%w: no %s credential for user %q", metadata.ErrResourceNotFound, d.Mechanism, d.User))
 			continue
 		}
-		recsOf[d.User] = append(recsOf[d.User], &metadata.ScramCredentialRecord{User: d.User, Mechanism: d.Mechanism, Delete: true})
+		recsOf[d.User] = append(recsOf[d.User], &metadata.ScramCredentialRecord{
+			ScramCredential: metadata.ScramCredential{User: d.User, Mechanism: d.Mechanism}, Delete: true})
 	}
 	for _, u := range ups {
 		if !note(u.User, u.Mechanism) {
@@ -98,10 +99,7 @@ func PlanAlterScramCredentials(img *metadata.Image, dels []ScramDeletion, ups []
 			fail(u.User, fmt.Errorf("%w: %v", ErrUnacceptableCredential, err))
 			continue
 		}
-		recsOf[u.User] = append(recsOf[u.User], &metadata.ScramCredentialRecord{
-			User: u.User, Mechanism: u.Mechanism, Salt: cred.Salt,
-			StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: cred.Iterations,
-		})
+		recsOf[u.User] = append(recsOf[u.User], scramRecord(u.User, u.Mechanism, cred))
 	}
 	var recs []metadata.Record
 	results := make([]ScramResult, len(users))
@@ -140,7 +138,12 @@ func PlanAddScram(img *metadata.Image, user string, mech metadata.ScramMechanism
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnacceptableCredential, err)
 	}
-	return []metadata.Record{&metadata.ScramCredentialRecord{
+	return []metadata.Record{scramRecord(user, mech, cred)}, nil
+}
+
+// scramRecord is the record that sets cred as user's credential for mech.
+func scramRecord(user string, mech metadata.ScramMechanism, cred sasl.Credential) *metadata.ScramCredentialRecord {
+	return &metadata.ScramCredentialRecord{ScramCredential: metadata.ScramCredential{
 		User: user, Mechanism: mech, Salt: cred.Salt, StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: cred.Iterations,
-	}}, nil
+	}}
 }

@@ -29,8 +29,8 @@ func sampleRecords() []Record {
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Key: "log.retention.ms", Value: "5", Delete: false},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders", Key: "retention.ms", Delete: true},
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: 7, NextProducerID: 3000},
-		&ScramCredentialRecord{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("svk"), Iterations: 4096},
-		&ScramCredentialRecord{User: "alice", Mechanism: ScramSHA256, Delete: true},
+		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("svk"), Iterations: 4096}},
+		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA256}, Delete: true},
 		&AclRecord{Binding: acl.Binding{ResourceType: 2, ResourceName: "orders", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
 	}
 }

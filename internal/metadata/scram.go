@@ -50,13 +50,8 @@ type ScramCredential struct {
 // the previous one), or with Delete removes it; then only User and Mechanism
 // count, and the credential must exist.
 type ScramCredentialRecord struct {
-	User       string
-	Mechanism  ScramMechanism
-	Salt       []byte
-	StoredKey  []byte
-	ServerKey  []byte
-	Iterations int32
-	Delete     bool
+	ScramCredential
+	Delete bool
 }
 
 func (*ScramCredentialRecord) Type() RecordType { return TypeScramCredential }
@@ -127,10 +122,9 @@ func (b *builder) scramCredential(r *ScramCredentialRecord) error {
 		if creds == nil {
 			creds = make(map[ScramMechanism]*ScramCredential)
 		}
-		creds[r.Mechanism] = &ScramCredential{
-			User: r.User, Mechanism: r.Mechanism, Iterations: r.Iterations,
-			Salt: bytes.Clone(r.Salt), StoredKey: bytes.Clone(r.StoredKey), ServerKey: bytes.Clone(r.ServerKey),
-		}
+		c := r.ScramCredential
+		c.Salt, c.StoredKey, c.ServerKey = bytes.Clone(c.Salt), bytes.Clone(c.StoredKey), bytes.Clone(c.ServerKey)
+		creds[r.Mechanism] = &c
 	}
 	if len(creds) == 0 {
 		delete(b.img.scram, r.User)
@@ -167,10 +161,7 @@ func (img *Image) scramRecords() []Record {
 	var recs []Record
 	for _, user := range img.ScramUsers() {
 		for _, c := range img.ScramCredentials(user) {
-			recs = append(recs, &ScramCredentialRecord{
-				User: c.User, Mechanism: c.Mechanism, Salt: c.Salt,
-				StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations,
-			})
+			recs = append(recs, &ScramCredentialRecord{ScramCredential: *c})
 		}
 	}
 	return recs

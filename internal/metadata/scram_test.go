@@ -8,7 +8,7 @@ import (
 
 func TestScramCredentials(t *testing.T) {
 	set := func(user string, m ScramMechanism, salt string) *ScramCredentialRecord {
-		return &ScramCredentialRecord{User: user, Mechanism: m, Salt: []byte(salt), StoredKey: []byte("stored"), ServerKey: []byte("server"), Iterations: 4096}
+		return &ScramCredentialRecord{ScramCredential: ScramCredential{User: user, Mechanism: m, Salt: []byte(salt), StoredKey: []byte("stored"), ServerKey: []byte("server"), Iterations: 4096}}
 	}
 	img, err := ApplyAll(NewImage(), []Record{set("bob", ScramSHA256, "s1"), set("alice", ScramSHA512, "s2"), set("alice", ScramSHA256, "s3")})
 	if err != nil {
@@ -32,7 +32,7 @@ func TestScramCredentials(t *testing.T) {
 		t.Fatal("replace did not apply")
 	}
 	// Deleting the last credential removes the user.
-	next, err = Apply(next, &ScramCredentialRecord{User: "bob", Mechanism: ScramSHA256, Delete: true})
+	next, err = Apply(next, &ScramCredentialRecord{ScramCredential: ScramCredential{User: "bob", Mechanism: ScramSHA256}, Delete: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func TestScramCredentials(t *testing.T) {
 		rec  *ScramCredentialRecord
 		want error
 	}{
-		{&ScramCredentialRecord{User: "bob", Mechanism: ScramSHA256, Delete: true}, ErrResourceNotFound},
-		{&ScramCredentialRecord{User: "", Mechanism: ScramSHA256, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k"), Iterations: 4096}, ErrInvalidRequest},
-		{&ScramCredentialRecord{User: "x", Mechanism: 3, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k"), Iterations: 4096}, ErrUnsupportedSaslMechanism},
-		{&ScramCredentialRecord{User: "x", Mechanism: ScramSHA256, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k"), Iterations: 100}, ErrInvalidRequest},
-		{&ScramCredentialRecord{User: "x", Mechanism: ScramSHA256, Iterations: 4096}, ErrInvalidRequest},
+		{&ScramCredentialRecord{ScramCredential: ScramCredential{User: "bob", Mechanism: ScramSHA256}, Delete: true}, ErrResourceNotFound},
+		{&ScramCredentialRecord{ScramCredential: ScramCredential{User: "", Mechanism: ScramSHA256, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k"), Iterations: 4096}}, ErrInvalidRequest},
+		{&ScramCredentialRecord{ScramCredential: ScramCredential{User: "x", Mechanism: 3, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k"), Iterations: 4096}}, ErrUnsupportedSaslMechanism},
+		{&ScramCredentialRecord{ScramCredential: ScramCredential{User: "x", Mechanism: ScramSHA256, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k"), Iterations: 100}}, ErrInvalidRequest},
+		{&ScramCredentialRecord{ScramCredential: ScramCredential{User: "x", Mechanism: ScramSHA256, Iterations: 4096}}, ErrInvalidRequest},
 	} {
 		if _, err := Apply(next, tt.rec); !errors.Is(err, tt.want) {
 			t.Errorf("Apply(%+v) = %v, want %v", tt.rec, err, tt.want)
