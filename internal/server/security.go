@@ -96,6 +96,7 @@ func (n *Node) saslConfig() (*protocol.SASLConfig, error) {
 			if err != nil {
 				result = "failure"
 			}
+			n.metrics.OnAuthentication(string(mech), err == nil)
 			audit.Info("authentication", "event", "authentication", "result", result, "mechanism", string(mech),
 				"user", user, "reauthentication", reauth, "remote", c.RemoteAddr.String(), "conn", c.ID)
 		},

@@ -154,6 +154,9 @@ func TestSASLUsersOverTheKafkaAPI(t *testing.T) {
 	if err := login(kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("a mechanism alice has no credential for: %v", err)
 	}
+	if got := authCount(t, n.Node, "SCRAM-SHA-512", "failure"); got != 1 {
+		t.Errorf("strata_sasl_authentications_total{SCRAM-SHA-512,failure} = %v, want 1", got)
+	}
 
 	del, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha512}}, nil)
 	if err != nil || del.Error() != nil {
@@ -206,4 +209,28 @@ func TestClusterSASLSSL(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.checkAgreement(t, "sasl", 0)
+}
+
+// authCount reads strata_sasl_authentications_total for mechanism and result.
+func authCount(t *testing.T, n *Node, mechanism, result string) float64 {
+	t.Helper()
+	families, err := n.metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "strata_sasl_authentications_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["mechanism"] == mechanism && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
