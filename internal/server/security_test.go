@@ -187,6 +187,7 @@ func TestClusterSASLSSL(t *testing.T) {
 		cfg.SASLMechanisms = "SCRAM-SHA-512"
 		cfg.InterBrokerSASL = "SCRAM-SHA-512=[name=broker,password=broker-secret]"
 		cfg.AddScram = []string{"SCRAM-SHA-512=[name=app,password=app-secret]"}
+		cfg.Authorizer, cfg.SuperUsers = "acl", "User:app"
 	})
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
@@ -209,6 +210,23 @@ func TestClusterSASLSSL(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.checkAgreement(t, "sasl", 0)
+
+	// ACLs created through any node (forwarded to the active controller) reach
+	// every node's authorizer.
+	for i, node := range c.nodes {
+		ncl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(node.KafkaAddr()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := kadm.NewClient(ncl).CreateACLs(ctx, kadm.NewACLs().Allow(fmt.Sprintf("User:reader-%d", i)).AllowHosts("*").Topics("sasl").Operations(kadm.OpRead))
+		ncl.Close()
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("CreateACLs through node %d: %v %+v", i+1, err, res)
+		}
+	}
+	for _, node := range c.nodes {
+		eventually(t, "every ACL on every node", func() bool { return len(node.ctrl.Image().ACLs()) == 3 })
+	}
 }
 
 // authCount reads strata_sasl_authentications_total for mechanism and result.
