@@ -110,7 +110,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		Acks: f.acks, Compression: f.compression,
 		Producers: f.producers, Consumers: f.consumers, Linger: f.linger,
 		DrainTimeout: s.opts.Timeout,
-		ClientOpts:   []kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))},
+		ClientOpts:   append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
 	}
 	if f.acks == "-1" {
 		cfg.Acks = bench.AcksAll

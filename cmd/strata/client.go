@@ -66,6 +66,8 @@ type globalFlags struct {
 	brokers string
 	output  string
 	timeout time.Duration
+	tls     cli.TLSFlags
+	sasl    cli.SASLFlags
 }
 
 const defaultTimeout = 30 * time.Second
@@ -77,6 +79,13 @@ func (g *globalFlags) bind(fs *pflag.FlagSet, env *clientEnv) {
 	}
 	fs.StringVar(&g.brokers, "brokers", brokers, "comma-separated seed brokers, host:port (env "+cli.BrokersEnv+")")
 	fs.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	fs.BoolVar(&g.tls.On, "tls", false, "connect with TLS, trusting the system roots (implied by the other --tls-* flags)")
+	fs.StringVar(&g.tls.CAFile, "tls-ca-file", "", "PEM CAs that signed the brokers' certificates")
+	fs.StringVar(&g.tls.CertFile, "tls-cert-file", "", "PEM client certificate, for brokers that require one (mTLS)")
+	fs.StringVar(&g.tls.KeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&g.sasl.Mechanism, "sasl-mechanism", "", "authenticate with SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN")
+	fs.StringVar(&g.sasl.User, "sasl-user", "", "SASL user name")
+	fs.StringVar(&g.sasl.Password, "sasl-password", "", "SASL password (env "+cli.SASLPasswordEnv+", which keeps it out of the process list)")
 	fs.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for the brokers: the whole operation (topic, group, cluster), each record's delivery (produce), the start-up lookups (consume)")
 }
 
@@ -133,7 +142,18 @@ func (g *globalFlags) session(env *clientEnv) (*session, error) {
 	if g.timeout <= 0 {
 		return nil, cli.Usagef("--timeout must be positive, got %s", g.timeout)
 	}
-	return &session{env: env, opts: cli.Options{Brokers: brokers, Timeout: g.timeout}, format: format}, nil
+	tlsConfig, err := g.tls.Config()
+	if err != nil {
+		return nil, err
+	}
+	if g.sasl.Password == "" {
+		g.sasl.Password = env.getenv(cli.SASLPasswordEnv)
+	}
+	saslOpt, err := g.sasl.Opt()
+	if err != nil {
+		return nil, err
+	}
+	return &session{env: env, opts: cli.Options{Brokers: brokers, Timeout: g.timeout, TLS: tlsConfig, SASL: saslOpt}, format: format}, nil
 }
 
 func (s *session) json() bool { return s.format == cli.FormatJSON }

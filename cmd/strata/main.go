@@ -28,6 +28,8 @@ func main() {
 	root.AddCommand(groupCmd())
 	root.AddCommand(txnCmd())
 	root.AddCommand(clusterCmd())
+	root.AddCommand(userCmd())
+	root.AddCommand(aclCmd())
 	root.AddCommand(benchCmd())
 	root.AddCommand(devCmd())
 	if err := root.ExecuteContext(ctx); err != nil {

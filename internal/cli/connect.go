@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,6 +25,20 @@ const DefaultBrokers = "127.0.0.1:9092"
 type Options struct {
 	Brokers []string      // seed brokers, host:port
 	Timeout time.Duration // bound on reaching the brokers and on each admin operation
+	TLS     *tls.Config   // nil: plaintext
+	SASL    kgo.Opt       // nil: no SASL
+}
+
+// ClientOpts are the kgo options every client of these Options needs (TLS, SASL).
+func (o Options) ClientOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	if o.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(o.TLS))
+	}
+	if o.SASL != nil {
+		opts = append(opts, o.SASL)
+	}
+	return opts
 }
 
 // ParseBrokers splits a comma-separated broker list, checking each is host:port.
@@ -99,6 +114,7 @@ func Connect(ctx context.Context, o Options, extra ...kgo.Opt) (*kgo.Client, err
 	if o.Timeout > 0 {
 		opts = append(opts, kgo.RetryTimeout(o.Timeout))
 	}
+	opts = append(opts, o.ClientOpts()...)
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, Usage(err)

@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/strata-stream/strata/internal/sasl"
 )
 
 // Config is the configuration of one Strata node.
@@ -33,9 +36,57 @@ type Config struct {
 	// "controller" (a voter that serves no Kafka clients).
 	Roles string
 
-	AutoCreateTopics      bool
-	DefaultPartitions     int32
-	MaxRequestBytes       int32
+	AutoCreateTopics  bool
+	DefaultPartitions int32
+	MaxRequestBytes   int32
+	// MaxQueuedRequestBytes bounds request bytes read and not yet handled across
+	// all Kafka connections (queued.max.request.bytes, on by default); -1: no bound.
+	MaxQueuedRequestBytes int64
+	// MaxConnections and MaxConnectionsPerIP bound open Kafka connections in total
+	// and per client IP (max.connections, max.connections.per.ip); -1: no limit.
+	MaxConnections      int32
+	MaxConnectionsPerIP int32
+	// TLSCertFile and TLSKeyFile turn TLS on for the Kafka, HTTP and controller
+	// listeners and for every connection this node opens to another node; the
+	// files are reloaded when they change.
+	TLSCertFile string
+	TLSKeyFile  string
+	// TLSClientCAFile requires client certificates signed by its CAs (mTLS); the
+	// principal is User:<subject CN>.
+	TLSClientCAFile string
+	// TLSCAFile holds the CAs trusted for connections to other nodes (default: the
+	// client CA file, else the system roots).
+	TLSCAFile string
+	// SASLMechanisms turns SASL on for the Kafka listener: a comma-separated list
+	// of SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER. Empty: no SASL.
+	SASLMechanisms string
+	// AddScram creates these credentials at start when absent (kafka-storage
+	// format --add-scram syntax: SCRAM-SHA-256=[name=admin,password=secret]).
+	AddScram []string
+	// SASLSessionLifetime is how long a SASL authentication lasts before the client
+	// must re-authenticate (KIP-368, connections.max.reauth.ms); 0: forever.
+	SASLSessionLifetime time.Duration
+	// SASLPlainWithoutTLS allows PLAIN on a listener without TLS (passwords in the
+	// clear on the wire); off, PLAIN needs --tls-cert-file.
+	SASLPlainWithoutTLS bool
+	// InterBrokerSASL is the SCRAM credential (--add-scram syntax) this node's
+	// replica fetchers authenticate with to other brokers; created when absent.
+	InterBrokerSASL string
+	// OAUTHBEARER token validation: the JWKS (file or http(s) URL), the expected
+	// issuer and audience (empty: not checked) and the claim naming the principal.
+	OAuthJWKS           string
+	OAuthIssuer         string
+	OAuthAudience       string
+	OAuthPrincipalClaim string
+	// Authorizer turns authorization on: "acl" (ACLs from the metadata log), or
+	// empty for none.
+	Authorizer string
+	// SuperUsers are principals allowed everything, comma-separated
+	// ("User:admin,User:broker").
+	SuperUsers string
+	// AllowEveryoneIfNoACL allows operations on resources no ACL names
+	// (allow.everyone.if.no.acl.found); off: only super users pass.
+	AllowEveryoneIfNoACL  bool
 	LogLevel              string
 	LogFormat             string // text | json
 	ShutdownTimeout       time.Duration
@@ -75,6 +126,9 @@ func Default() Config {
 		AutoCreateTopics:             true,
 		DefaultPartitions:            1,
 		MaxRequestBytes:              100 << 20,
+		MaxQueuedRequestBytes:        256 << 20,
+		MaxConnections:               10000,
+		MaxConnectionsPerIP:          1000,
 		LogLevel:                     "info",
 		LogFormat:                    "text",
 		ShutdownTimeout:              30 * time.Second,
@@ -82,6 +136,7 @@ func Default() Config {
 		OffsetsTopicPartition:        50,
 		TransactionStatePartitions:   50,
 		TransactionMaxTimeout:        15 * time.Minute,
+		OAuthPrincipalClaim:          "sub",
 		LogCleanupInterval:           time.Minute,
 		BrokerHeartbeatInterval:      time.Second,
 		BrokerSessionTimeout:         9 * time.Second,
@@ -112,6 +167,25 @@ func (c *Config) options() []option {
 		{"auto-create-topics", "create unknown topics that clients ask Metadata about", boolValue{&c.AutoCreateTopics}},
 		{"default-partitions", "partitions of auto-created topics", int32Value{&c.DefaultPartitions}},
 		{"max-request-bytes", "largest accepted request frame (socket.request.max.bytes)", int32Value{&c.MaxRequestBytes}},
+		{"max-queued-request-bytes", "request bytes read and not yet handled, over all connections (queued.max.request.bytes; -1: no bound)", int64Value{&c.MaxQueuedRequestBytes}},
+		{"max-connections", "open Kafka connections in total (max.connections; -1: no limit)", int32Value{&c.MaxConnections}},
+		{"max-connections-per-ip", "open Kafka connections per client IP (max.connections.per.ip; -1: no limit)", int32Value{&c.MaxConnectionsPerIP}},
+		{"tls-cert-file", "PEM certificate: TLS on the Kafka, HTTP and controller listeners and between nodes (reloaded on change)", stringValue{&c.TLSCertFile}},
+		{"tls-key-file", "PEM private key of --tls-cert-file", stringValue{&c.TLSKeyFile}},
+		{"tls-client-ca-file", "PEM CAs: client certificates required (mTLS), principal User:<CN>", stringValue{&c.TLSClientCAFile}},
+		{"tls-ca-file", "PEM CAs trusted for connections to other nodes (default: --tls-client-ca-file, else the system roots)", stringValue{&c.TLSCAFile}},
+		{"sasl-mechanisms", "SASL on the Kafka listener: comma-separated SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER (empty: off)", stringValue{&c.SASLMechanisms}},
+		{"add-scram", "create this SCRAM credential at start if absent, e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)", stringsValue{&c.AddScram}},
+		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: forever)", durationValue{&c.SASLSessionLifetime}},
+		{"sasl-plain-without-tls", "allow SASL PLAIN without TLS (passwords travel in the clear)", boolValue{&c.SASLPlainWithoutTLS}},
+		{"inter-broker-sasl", "SCRAM credential the replica fetchers use with SASL on, e.g. 'SCRAM-SHA-512=[name=broker,password=...]' (created if absent)", stringValue{&c.InterBrokerSASL}},
+		{"oauthbearer-jwks", "JWKS file or http(s) URL whose keys sign OAUTHBEARER tokens", stringValue{&c.OAuthJWKS}},
+		{"oauthbearer-issuer", "required iss claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthIssuer}},
+		{"oauthbearer-audience", "required aud claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthAudience}},
+		{"oauthbearer-principal-claim", "the claim whose value is the principal's name", stringValue{&c.OAuthPrincipalClaim}},
+		{"authorizer", "authorization: acl (ACLs managed with CreateAcls/DeleteAcls), or empty for none", stringValue{&c.Authorizer}},
+		{"super-users", "principals allowed everything with --authorizer, e.g. User:admin,User:broker", stringValue{&c.SuperUsers}},
+		{"allow-everyone-if-no-acl", "with --authorizer, allow operations on resources no ACL names (allow.everyone.if.no.acl.found)", boolValue{&c.AllowEveryoneIfNoACL}},
 		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"log-format", "text or json", stringValue{&c.LogFormat}},
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
@@ -243,6 +317,29 @@ func (c *Config) Validate() error {
 	if c.MaxRequestBytes < 1<<10 {
 		errs = append(errs, fmt.Errorf("max-request-bytes must be >= 1024, got %d", c.MaxRequestBytes))
 	}
+	if c.MaxQueuedRequestBytes != -1 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes) {
+		errs = append(errs, fmt.Errorf("max-queued-request-bytes (%d) must be -1 or at least max-request-bytes (%d)", c.MaxQueuedRequestBytes, c.MaxRequestBytes))
+	}
+	for name, v := range map[string]int32{"max-connections": c.MaxConnections, "max-connections-per-ip": c.MaxConnectionsPerIP} {
+		if v != -1 && v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be -1 or positive, got %d", name, v))
+		}
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("tls-cert-file and tls-key-file must be given together"))
+	}
+	if c.TLSCertFile == "" && (c.TLSClientCAFile != "" || c.TLSCAFile != "") {
+		errs = append(errs, errors.New("tls-client-ca-file and tls-ca-file need tls-cert-file and tls-key-file"))
+	}
+	errs = append(errs, c.validateSASL()...)
+	if c.Authorizer != "" && c.Authorizer != "acl" {
+		errs = append(errs, fmt.Errorf("authorizer must be acl or empty, got %q", c.Authorizer))
+	}
+	for _, u := range c.SuperUserList() {
+		if typ, name, ok := strings.Cut(u, ":"); !ok || typ == "" || name == "" {
+			errs = append(errs, fmt.Errorf("super-users: %q is not Type:name (User:admin)", u))
+		}
+	}
 	if _, err := c.SlogLevel(); err != nil {
 		errs = append(errs, err)
 	}
@@ -339,4 +436,66 @@ func (c *Config) SlogLevel() (slog.Level, error) {
 		return 0, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return l, nil
+}
+
+// SASLMechanismList parses SASLMechanisms.
+func (c *Config) SASLMechanismList() ([]sasl.Mechanism, error) {
+	var out []sasl.Mechanism
+	for name := range strings.SplitSeq(c.SASLMechanisms, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		m, err := sasl.ParseMechanism(name)
+		if err != nil {
+			return nil, fmt.Errorf("sasl-mechanisms: %w", err)
+		}
+		if slices.Contains(out, m) {
+			return nil, fmt.Errorf("sasl-mechanisms: %s listed twice", m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (c *Config) validateSASL() []error {
+	var errs []error
+	mechs, err := c.SASLMechanismList()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if slices.Contains(mechs, sasl.Plain) && c.TLSCertFile == "" && !c.SASLPlainWithoutTLS {
+		errs = append(errs, errors.New("sasl-mechanisms: PLAIN sends passwords in the clear without TLS: give --tls-cert-file or --sasl-plain-without-tls"))
+	}
+	if slices.Contains(mechs, sasl.OAuthBearer) && c.OAuthJWKS == "" {
+		errs = append(errs, errors.New("sasl-mechanisms: OAUTHBEARER needs --oauthbearer-jwks"))
+	}
+	for _, spec := range c.AddScram {
+		if _, err := sasl.ParseScramSpec(spec); err != nil {
+			errs = append(errs, fmt.Errorf("add-scram: %w", err))
+		}
+	}
+	if c.SASLSessionLifetime < 0 {
+		errs = append(errs, fmt.Errorf("sasl-session-lifetime must not be negative, got %v", c.SASLSessionLifetime))
+	}
+	if c.InterBrokerSASL != "" {
+		spec, err := sasl.ParseScramSpec(c.InterBrokerSASL)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("inter-broker-sasl: %w", err))
+		case !slices.Contains(mechs, spec.Mechanism):
+			errs = append(errs, fmt.Errorf("inter-broker-sasl: %s is not in --sasl-mechanisms", spec.Mechanism))
+		}
+	}
+	return errs
+}
+
+// SuperUserList parses SuperUsers.
+func (c *Config) SuperUserList() []string {
+	var out []string
+	for u := range strings.SplitSeq(c.SuperUsers, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }

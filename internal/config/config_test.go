@@ -80,6 +80,18 @@ func TestResolveErrors(t *testing.T) {
 		{name: "broker alone", args: []string{"--roles=broker", "--cluster-id=c"}, wantErr: "needs --controllers"},
 		{name: "broker listed", args: []string{"--roles=broker", "--cluster-id=c", "--controllers=1@a:1"}, wantErr: "no controller role"},
 		{name: "broker without cluster id", args: []string{"--roles=broker", "--node-id=4", "--controllers=1@a:1"}, wantErr: "--cluster-id"},
+		{name: "queued below frame", args: []string{"--max-queued-request-bytes=1024"}, wantErr: "max-queued-request-bytes"},
+		{name: "connections zero", args: []string{"--max-connections=0"}, wantErr: "max-connections"},
+		{name: "tls cert without key", args: []string{"--tls-cert-file=a.pem"}, wantErr: "tls-key-file"},
+		{name: "tls client ca alone", args: []string{"--tls-client-ca-file=ca.pem"}, wantErr: "tls-client-ca-file"},
+		{name: "sasl unknown mechanism", args: []string{"--sasl-mechanisms=GSSAPI"}, wantErr: "sasl-mechanisms"},
+		{name: "sasl plain without tls", args: []string{"--sasl-mechanisms=PLAIN"}, wantErr: "--sasl-plain-without-tls"},
+		{name: "bad add-scram", args: []string{"--add-scram=SCRAM-SHA-256=[name=a]"}, wantErr: "add-scram"},
+		{name: "inter-broker mechanism off", args: []string{"--sasl-mechanisms=SCRAM-SHA-256", "--inter-broker-sasl=SCRAM-SHA-512=[name=b,password=p]"}, wantErr: "inter-broker-sasl"},
+		{name: "oauthbearer without jwks", args: []string{"--sasl-mechanisms=OAUTHBEARER"}, wantErr: "oauthbearer-jwks"},
+		{name: "authorizer", args: []string{"--authorizer=simple"}, wantErr: "authorizer"},
+		{name: "super user", args: []string{"--super-users=admin"}, wantErr: "super-users"},
+		{name: "per-ip negative", args: []string{"--max-connections-per-ip=-2"}, wantErr: "max-connections-per-ip"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

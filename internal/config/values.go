@@ -2,6 +2,7 @@ package config
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,27 @@ func (v int32Value) Set(s string) error {
 	return nil
 }
 func (v int32Value) Type() string { return "int32" }
+
+type int64Value struct{ p *int64 }
+
+func (v int64Value) String() string { return strconv.FormatInt(*v.p, 10) }
+func (v int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+func (v int64Value) Type() string { return "int64" }
+
+// stringsValue is a repeatable flag: every Set appends (an environment variable
+// or config file key gives one value).
+type stringsValue struct{ p *[]string }
+
+func (v stringsValue) String() string     { return strings.Join(*v.p, " ") }
+func (v stringsValue) Set(s string) error { *v.p = append(*v.p, s); return nil }
+func (v stringsValue) Type() string       { return "stringArray" }
 
 type boolValue struct{ p *bool }
 

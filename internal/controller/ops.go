@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -252,6 +254,50 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 	return errs, nil
 }
 
+// AlterScramCredentials deletes and sets SCRAM credentials; see
+// PlanAlterScramCredentials.
+func (c *Controller) AlterScramCredentials(ctx context.Context, dels []ScramDeletion, ups []ScramUpsertion) ([]ScramResult, error) {
+	var results []ScramResult
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, results = PlanAlterScramCredentials(img, dels, ups)
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// AddScram creates a user's credential from a password unless one exists for
+// that mechanism; it reports whether it created one.
+func (c *Controller) AddScram(ctx context.Context, user string, mech metadata.ScramMechanism, password string, iterations int32) (bool, error) {
+	created := false
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		recs, err := PlanAddScram(img, user, mech, password, iterations)
+		if errors.Is(err, errScramExists) {
+			return nil, nil
+		}
+		created = err == nil
+		return recs, err
+	})
+	return created, err
+}
+
+// CreateAcls adds ACL bindings; see PlanCreateAcls.
+func (c *Controller) CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error) {
+	var errs []error
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, errs = PlanCreateAcls(img, bindings)
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
 // UnregisterBroker removes a broker's registration (PlanUnregisterBroker) and,
 // for a broker-only node, its non-voting membership of the quorum, so the
 // metadata log is no longer sent to it. A voter keeps its vote.
@@ -263,4 +309,18 @@ func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
 		return err
 	}
 	return c.removeObserver(ctx, id)
+}
+
+// DeleteAcls removes the ACL bindings the filters match; see PlanDeleteAcls.
+func (c *Controller) DeleteAcls(ctx context.Context, filters []acl.Filter) ([]AclDeletion, error) {
+	var results []AclDeletion
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, results = PlanDeleteAcls(img, filters)
+		return recs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
 }

@@ -2,6 +2,7 @@ package controllerlink
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ type Client struct {
 	Versions map[int16]int16
 	// Timeout bounds dialing and each round trip (default 10s).
 	Timeout time.Duration
+	// DialTLS, when set, gives the TLS configuration for a controller's address:
+	// the link then runs over TLS (the marker byte inside it).
+	DialTLS func(addr string) *tls.Config
 
 	mu     sync.Mutex
 	conns  map[string]*linkConn
@@ -104,8 +108,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*linkConn, error) {
 	case lc != nil:
 		return lc, nil
 	}
-	d := net.Dialer{Timeout: c.timeout()}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dial(ctx, addr, c.timeout(), c.DialTLS)
 	if err != nil {
 		return nil, fmt.Errorf("controllerlink: dialing %s: %w", addr, err)
 	}

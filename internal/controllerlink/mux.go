@@ -13,10 +13,16 @@
 //
 // Any other first byte is a Raft connection and is handed, byte intact, to the
 // Raft transport's stream layer.
+//
+// With TLS on, the listener given to NewMux is a TLS listener and both dialers
+// (Client.DialTLS, the dialTLS of Mux.Raft) use TLS: the marker byte and the Raft
+// RPCs travel inside it.
 package controllerlink
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -45,9 +51,11 @@ func NewMux(ln net.Listener) *Mux {
 }
 
 // Raft is the stream layer for raft.NewNetworkTransport; advertise is the address
-// the other voters know this node by.
-func (m *Mux) Raft(advertise net.Addr) raft.StreamLayer {
-	return raftStream{chanListener: m.raft, advertise: advertise}
+// the other voters know this node by. dialTLS, when set, gives the TLS
+// configuration for dialling a voter (the listener given to NewMux is then a TLS
+// listener too).
+func (m *Mux) Raft(advertise net.Addr, dialTLS func(addr string) *tls.Config) raft.StreamLayer {
+	return raftStream{chanListener: m.raft, advertise: advertise, dialTLS: dialTLS}
 }
 
 // Link is the listener for the link's protocol server.
@@ -143,12 +151,26 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 type raftStream struct {
 	*chanListener
 	advertise net.Addr
+	dialTLS   func(addr string) *tls.Config
 }
 
 func (s raftStream) Addr() net.Addr { return s.advertise }
 
-func (raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(address), timeout)
+func (s raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return dial(context.Background(), string(address), timeout, s.dialTLS)
+}
+
+// dial connects to addr within timeout, over TLS when dialTLS is set (the
+// handshake included in the timeout).
+func dial(ctx context.Context, addr string, timeout time.Duration, dialTLS func(addr string) *tls.Config) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	if dialTLS == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	td := tls.Dialer{NetDialer: &d, Config: dialTLS(addr)}
+	return td.DialContext(ctx, "tcp", addr)
 }
 
 // errNoController: no active controller is known yet.

@@ -20,7 +20,7 @@ import (
 	"github.com/strata-stream/strata/internal/replica"
 )
 
-func (h *Handlers) produce(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acks := req.Acks
@@ -33,6 +33,7 @@ func (h *Handlers) produce(ctx context.Context, _ *protocol.ConnInfo, r *protoco
 	}
 	var waits []waiting
 	img := h.cluster.Image()
+	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -43,6 +44,10 @@ func (h *Handlers) produce(ctx context.Context, _ *protocol.ConnInfo, r *protoco
 			sp.Partition = rp.Partition
 			if !validAcks {
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				continue
+			}
+			if !writable(rt.Topic) {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
 			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)

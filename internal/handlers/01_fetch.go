@@ -30,7 +30,7 @@ import (
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
-func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.FetchRequest)
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
@@ -42,10 +42,19 @@ func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.
 		resp.ErrorCode = session.errorCode
 		return reply(resp)
 	}
+	readable := h.topicCheck(ctx, c, kmsg.ACLOperationRead)
+	if replicaID >= 0 {
+		if !h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction) {
+			resp := req.ResponseKind().(*kmsg.FetchResponse)
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return reply(resp)
+		}
+		readable = func(string) bool { return true }
+	}
 	var w *replica.Watcher
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, files, total, watched := h.readFetch(read, replicaID)
+		resp, files, total, watched := h.readFetch(read, replicaID, readable)
 		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
 			files = session.finish(resp, files)
 			if replicaID < 0 { // replication traffic is not consumer bytes out
@@ -83,7 +92,7 @@ func (h *Handlers) fetch(ctx context.Context, _ *protocol.ConnInfo, r *protocol.
 // readFetch reads every requested partition once. It returns the response, the
 // file ranges to splice into it, the record bytes found, and the partitions that
 // could still produce data (to watch while long-polling).
-func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, map[*kmsg.FetchResponseTopicPartition]*fileRecords, int, []*replica.Partition) {
+func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (*kmsg.FetchResponse, map[*kmsg.FetchResponseTopicPartition]*fileRecords, int, []*replica.Partition) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	files := map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
 	var watched []*replica.Partition
@@ -115,6 +124,10 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fet
 			sp.RecordBatches = noRecords // empty, not null: librdkafka rejects a null record set
 			if name == "" {
 				sp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			if !readable(name) {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
 			iso, err := isolation(req.IsolationLevel)

@@ -18,17 +18,21 @@ import (
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
-func (h *Handlers) metadata(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := h.cluster.Image()
+	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
+	creatable := h.topicCheck(ctx, c, kmsg.ACLOperationCreate)
+	clusterCreate := h.authorizeCluster(ctx, c, kmsg.ACLOperationCreate)
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	autoCreate := h.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	if !all && autoCreate {
 		var missing []string
 		for _, t := range req.Topics {
-			if t.Topic != nil && img.Topic(*t.Topic) == nil && metadata.ValidateTopicName(*t.Topic) == nil {
+			if t.Topic != nil && img.Topic(*t.Topic) == nil && metadata.ValidateTopicName(*t.Topic) == nil &&
+				describable(*t.Topic) && (clusterCreate || creatable(*t.Topic)) {
 				missing = append(missing, *t.Topic)
 			}
 		}
@@ -54,7 +58,9 @@ func (h *Handlers) metadata(ctx context.Context, _ *protocol.ConnInfo, r *protoc
 
 	if all {
 		for _, t := range img.Topics() {
-			resp.Topics = append(resp.Topics, describeTopic(img, t))
+			if describable(t.Name) {
+				resp.Topics = append(resp.Topics, describeTopic(img, t))
+			}
 		}
 		return reply(resp)
 	}
@@ -66,18 +72,20 @@ func (h *Handlers) metadata(ctx context.Context, _ *protocol.ConnInfo, r *protoc
 		case rt.TopicID != metadata.UUID{}:
 			t = img.TopicByID(rt.TopicID)
 		}
-		if t != nil {
+		if t != nil && describable(t.Name) {
 			resp.Topics = append(resp.Topics, describeTopic(img, t))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
 		switch {
+		case t != nil || rt.Topic != nil && !describable(*rt.Topic):
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case rt.Topic == nil:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
 		case metadata.ValidateTopicName(*rt.Topic) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
-		case autoCreate:
+		case autoCreate && (clusterCreate || creatable(*rt.Topic)):
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
 		default:
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -5,15 +5,17 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
-func (h *Handlers) deleteRecords(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) deleteRecords(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	img := h.cluster.Image()
+	deletable := h.topicCheck(ctx, c, kmsg.ACLOperationDelete)
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
@@ -21,6 +23,11 @@ func (h *Handlers) deleteRecords(_ context.Context, _ *protocol.ConnInfo, r *pro
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
+			if !deletable(rt.Topic) {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
 			if err == nil {
 				sp.LowWatermark, err = p.DeleteRecords(rp.Offset)

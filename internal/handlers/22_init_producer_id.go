@@ -29,7 +29,7 @@ type producerIDs struct {
 	brokerEpoch int64
 }
 
-func (h *Handlers) initProducerID(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -45,6 +45,10 @@ func (h *Handlers) initProducerID(ctx context.Context, _ *protocol.ConnInfo, r *
 		var code int16
 		resp.ProducerID, resp.ProducerEpoch, code = h.cfg.Transactions.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, reqPID, reqEpoch)
 		resp.ErrorCode = fencedCode(code, req.Version, 4)
+		return reply(resp)
+	}
+	if !h.mayWriteIdempotently(ctx, c) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return reply(resp)
 	}
 	id, err := h.nextProducerID(ctx)

@@ -8,15 +8,21 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
-func (h *Handlers) offsetForLeaderEpoch(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) offsetForLeaderEpoch(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	img := h.cluster.Image()
+	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
+	if req.ReplicaID >= 0 {
+		clusterAction := h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction)
+		describable = func(string) bool { return clusterAction }
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
@@ -24,6 +30,14 @@ func (h *Handlers) offsetForLeaderEpoch(_ context.Context, _ *protocol.ConnInfo,
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			if !describable(rt.Topic) {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				if req.ReplicaID >= 0 {
+					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				}
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
 			if err == nil {
 				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)

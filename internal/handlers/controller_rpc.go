@@ -5,7 +5,8 @@ package handlers
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-//   ListPartitionReassignments, UnregisterBroker). A node that is not the active controller answers
+//   ListPartitionReassignments, UnregisterBroker, AlterUserScramCredentials, CreateAcls,
+//   DeleteAcls). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
@@ -25,12 +26,15 @@ import (
 var linkApis = []api{
 	{key: 19, min: 2, max: 7, serve: (*Handlers).createTopics},
 	{key: 20, min: 1, max: 6, serve: (*Handlers).deleteTopics},
+	{key: 30, min: 1, max: 3, serve: (*Handlers).createAcls},
+	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
+	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
@@ -147,6 +151,15 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			res := kmsg.NewIncrementalAlterConfigsResponseResource()
 			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, code
 			r.Resources = append(r.Resources, res)
+		}
+	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
+		return deniedResponse(req, code)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		for _, user := range scramUsersOf(req) {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = user, code
+			r.Results = append(r.Results, res)
 		}
 	}
 	return resp

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 )
@@ -41,6 +42,9 @@ var apis = []api{
 	{key: 26, min: 0, max: 4, serve: (*Handlers).endTxn},
 	{key: 27, min: 1, max: 2, serve: (*Handlers).writeTxnMarkers},
 	{key: 28, min: 0, max: 4, serve: (*Handlers).txnOffsetCommit},
+	{key: 29, min: 1, max: 3, serve: (*Handlers).describeAcls},
+	{key: 30, min: 1, max: 3, serve: (*Handlers).createAcls},
+	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 35, min: 1, max: 5, serve: (*Handlers).describeLogDirs},
@@ -49,6 +53,8 @@ var apis = []api{
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
+	{key: 50, min: 0, max: 0, serve: (*Handlers).describeUserScramCredentials},
+	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
 	{key: 61, min: 0, max: 0, serve: (*Handlers).describeProducers},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
@@ -91,6 +97,10 @@ type Config struct {
 	TransactionStatePartitions int32
 	// Shares serves ShareFetch and ShareAcknowledge (package share).
 	Shares Shares
+	// Authorizer, when set, returns the authorizer for the latest ACLs and turns
+	// authorization on (authorize.go); nil: every request is allowed and the ACL
+	// APIs answer SECURITY_DISABLED.
+	Authorizer func() *acl.Authorizer
 }
 
 // Handlers serves the Kafka API for one node.
@@ -130,7 +140,28 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 		h.log.Error("request for an unregistered API key", "key", r.Key)
 		return protocol.Response{Msg: errorResponse(r.Msg)}
 	}
-	return a.serve(h, ctx, c, r)
+	if resp, ok := h.checkRequest(ctx, c, r); !ok {
+		return resp
+	}
+	merge := h.filterRequest(ctx, c, r)
+	resp := a.serve(h, ctx, c, r)
+	if merge == nil {
+		return resp
+	}
+	return mergeInto(resp, merge)
+}
+
+// mergeInto applies merge to a response when it is ready: at once for Msg, after
+// the wait for a deferred one.
+func mergeInto(resp protocol.Response, merge func(kmsg.Response)) protocol.Response {
+	switch {
+	case resp.Msg != nil:
+		merge(resp.Msg)
+	case resp.Wait != nil:
+		wait := resp.Wait
+		resp.Wait = func(ctx context.Context) protocol.Response { return mergeInto(wait(ctx), merge) }
+	}
+	return resp
 }
 
 // errorResponse is an empty response of the request's kind.

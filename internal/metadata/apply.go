@@ -48,6 +48,7 @@ type builder struct {
 	img                                    Image
 	ownNames, ownBrokers, ownBrokerConfigs bool
 	ownGroupConfigs                        bool
+	ownScram, ownAcls                      bool
 	ownShards                              [topicShards]bool
 	owned                                  map[*Topic]bool
 }
@@ -74,6 +75,10 @@ func (b *builder) apply(rec Record) error {
 		return b.removeTopic(r)
 	case *ConfigRecord:
 		return b.config(r)
+	case *ScramCredentialRecord:
+		return b.scramCredential(r)
+	case *AclRecord:
+		return b.aclRecord(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",

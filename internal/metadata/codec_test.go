@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/strata-stream/strata/internal/acl"
 )
 
 var (
@@ -30,6 +32,9 @@ func sampleRecords() []Record {
 		&ReassignmentRecord{TopicID: idA, Partition: 0, BasePartitionEpoch: 10, Replicas: []int32{4, 2, 1}, Adding: []int32{4},
 			Removing: []int32{1}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 5},
 		&UnregisterBrokerRecord{BrokerID: 4, Epoch: 3},
+		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("svk"), Iterations: 4096}},
+		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA256}, Delete: true},
+		&AclRecord{Binding: acl.Binding{ResourceType: 2, ResourceName: "orders", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
 	}
 }
 

@@ -98,6 +98,12 @@ var (
 	// ErrBrokerIDNotRegistered: unregistering a broker id nobody holds.
 	// BROKER_ID_NOT_REGISTERED; not retriable.
 	ErrBrokerIDNotRegistered = kafkaError(kerr.BrokerIDNotRegistered, "broker id not registered")
+	// ErrUnsupportedSaslMechanism: a SCRAM mechanism number Kafka does not define.
+	// UNSUPPORTED_SASL_MECHANISM.
+	ErrUnsupportedSaslMechanism = kafkaError(kerr.UnsupportedSaslMechanism, "unsupported SASL mechanism")
+	// ErrResourceNotFound: deleting a SCRAM credential that does not exist.
+	// RESOURCE_NOT_FOUND.
+	ErrResourceNotFound = kafkaError(kerr.ResourceNotFound, "resource not found")
 )
 
 // Errors from decoding; they never reach clients as anything but UNKNOWN_SERVER_ERROR.

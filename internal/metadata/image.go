@@ -2,6 +2,8 @@ package metadata
 
 import (
 	"fmt"
+
+	"github.com/strata-stream/strata/internal/acl"
 	"net"
 	"slices"
 	"sort"
@@ -90,6 +92,8 @@ type Image struct {
 	brokerConfigs  map[string]map[string]string // "" (cluster default) or broker id -> key -> value
 	groupConfigs   map[string]map[string]string // group id -> key -> value (groupconfigs.go)
 	nextProducerID int64
+	scram          map[string]map[ScramMechanism]*ScramCredential // user -> mechanism (scram.go)
+	acls           map[acl.Binding]struct{}                       // (acls.go)
 }
 
 // topicShards is the number of maps the topics are split over.
@@ -289,5 +293,6 @@ func (img *Image) Records() []Record {
 	if img.nextProducerID > 0 {
 		recs = append(recs, &ProducerIDsRecord{BrokerID: -1, NextProducerID: img.nextProducerID})
 	}
-	return recs
+	recs = append(recs, img.scramRecords()...)
+	return append(recs, img.aclRecords()...)
 }

@@ -17,6 +17,10 @@ const (
 	TypeProducerIDs     RecordType = 9
 	TypeReassignment    RecordType = 10
 	TypeUnregister      RecordType = 11
+
+	// Security (20-29).
+	TypeScramCredential RecordType = 20
+	TypeAcl             RecordType = 21
 )
 
 // Record is one change to the cluster metadata. The set is closed: only the
@@ -168,6 +172,10 @@ func newRecord(t RecordType) Record {
 		return new(ReassignmentRecord)
 	case TypeUnregister:
 		return new(UnregisterBrokerRecord)
+	case TypeScramCredential:
+		return new(ScramCredentialRecord)
+	case TypeAcl:
+		return new(AclRecord)
 	}
 	return nil
 }

@@ -53,6 +53,8 @@ type Metrics struct {
 	net *network
 	dat *data
 	isr isrCounters
+	// auth counts SASL authentications (security.go).
+	auth *prometheus.CounterVec
 }
 
 // New builds the metrics of one node on a fresh registry.
@@ -64,7 +66,8 @@ func New(cfg Config) *Metrics {
 	m.net = newNetwork()
 	m.dat = newData(cfg.Cluster)
 	m.isr = newISRCounters()
-	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands)
+	m.auth = newAuthentications()
+	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth)
 	if cfg.Partitions != nil {
 		m.reg.MustRegister(partitionCollector{cfg.Partitions})
 	}

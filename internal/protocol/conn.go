@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/certs"
 )
 
 const (
@@ -39,12 +42,20 @@ const (
 type conn struct {
 	srv    *Server
 	nc     net.Conn
+	ip     string // the key the server's connection limiter counts this connection under
 	info   *ConnInfo
 	ctx    context.Context // given to Handle; cancelled by close
 	cancel context.CancelFunc
 	reqs   chan *Request
 	resps  chan *outgoing
 	done   chan struct{}
+
+	// Authentication (sasl.go): auth belongs to the handler goroutine; authed
+	// mirrors auth.authenticated for the reader, and authStep wakes the reader
+	// once a request read before authentication was handled.
+	auth     authState
+	authed   atomic.Bool
+	authStep chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error       // the first close reason; read only after closeOnce.Do
@@ -62,6 +73,9 @@ type outgoing struct {
 	body     Body
 	flexible bool // response header v1: one tag byte
 	none     bool // a deferred response that turned out to be None
+	// closeAfter, when set, closes the connection (with this reason) once the
+	// response is written: a failed authentication.
+	closeAfter error
 	// pending, for a deferred response (Response.Wait), is closed once msg, body or
 	// none is set; waitErr is then a failure of Wait itself.
 	pending chan struct{}
@@ -73,14 +87,15 @@ type outgoing struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		srv:    s,
-		nc:     nc,
-		info:   &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
-		ctx:    ctx,
-		cancel: cancel,
-		reqs:   make(chan *Request, s.maxInFlight),
-		resps:  make(chan *outgoing, s.maxInFlight),
-		done:   make(chan struct{}),
+		srv:      s,
+		nc:       nc,
+		info:     &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
+		ctx:      ctx,
+		cancel:   cancel,
+		reqs:     make(chan *Request, s.maxInFlight),
+		resps:    make(chan *outgoing, s.maxInFlight),
+		done:     make(chan struct{}),
+		authStep: make(chan struct{}, 1),
 	}
 }
 
@@ -121,7 +136,7 @@ func (c *conn) fail(err error) {
 	}
 	level := slog.LevelDebug
 	for _, violation := range []error{ErrFrameSize, ErrFrameTooLarge, ErrTruncatedHeader, ErrUnknownAPIKey,
-		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic} {
+		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake, ErrAuthentication} {
 		if errors.Is(err, violation) {
 			level = slog.LevelWarn
 			break
@@ -150,13 +165,22 @@ func (c *conn) runReader() {
 		h.OnConnOpen(c.info)
 	}
 	c.srv.log.Debug("protocol: connection accepted", "conn", c.info)
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if err := c.handshake(tc); err != nil {
+			if c.draining.Load() {
+				return // Shutdown cut the handshake short
+			}
+			c.fail(err)
+			return
+		}
+	}
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	for {
-		frame, err := readFrame(br, c.srv.maxRequestBytes)
+		frame, reserved, err := c.readFrame(br)
 		received := time.Now()
 		switch {
 		case err == nil:
-		case c.draining.Load() || c.isClosed():
+		case c.draining.Load() || c.isClosed() || errors.Is(err, errStopped):
 			return
 		case errors.Is(err, io.EOF):
 			c.close(nil) // the client hung up between requests
@@ -167,10 +191,13 @@ func (c *conn) runReader() {
 		}
 		r, err := c.srv.reg.decodeRequest(frame)
 		if err != nil {
+			c.srv.pool.release(reserved)
 			c.fail(err)
 			return
 		}
 		r.Received = received
+		r.reserved = reserved
+		r.preAuth = c.srv.SASL != nil && !c.authed.Load()
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
 		}
@@ -180,9 +207,58 @@ func (c *conn) runReader() {
 		select {
 		case c.reqs <- r:
 		case <-c.done:
+			c.srv.pool.release(reserved)
 			return
 		}
+		if r.preAuth {
+			// Before authentication one request at a time: the next frame's size
+			// bound and whether it may be served depend on this one's outcome.
+			select {
+			case <-c.authStep:
+			case <-c.done:
+				return
+			}
+		}
 	}
+}
+
+// handshake completes a TLS handshake within the server's HandshakeTimeout and
+// records the principal of the client's certificate.
+func (c *conn) handshake(tc *tls.Conn) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.srv.handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrTLSHandshake, err)
+	}
+	principal := certs.Principal(tc.ConnectionState())
+	c.info.principal.Store(&principal)
+	c.info.tls.Store(true)
+	return nil
+}
+
+// readFrame reads one frame, first reserving its size in the server's memory
+// pool; the reservation is returned with the frame and must be released once the
+// request is handled (or dropped). It returns errStopped, reserving nothing, when
+// the connection closed or the server stopped while it waited for room.
+func (c *conn) readFrame(br *bufio.Reader) (frame []byte, reserved int64, err error) {
+	maxBytes := c.srv.maxRequestBytes
+	if c.srv.SASL != nil && !c.authed.Load() {
+		maxBytes = min(maxBytes, c.srv.saslMaxReceive)
+	}
+	size, err := readFrameSize(br, maxBytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	reserved, ok := c.srv.pool.acquire(int64(size), c.done, c.srv.quit)
+	if !ok {
+		return nil, 0, errStopped
+	}
+	frame, err = readFrameBody(br, size)
+	if err != nil {
+		c.srv.pool.release(reserved)
+		return nil, 0, err
+	}
+	return frame, reserved, nil
 }
 
 // runHandler serves requests one at a time, in order, and queues the responses.
@@ -191,6 +267,10 @@ func (c *conn) runHandler() {
 	defer close(c.resps)
 	for r := range c.reqs {
 		out, err := c.serve(r)
+		c.srv.pool.release(r.reserved)
+		if r.preAuth {
+			c.authStep <- struct{}{} // never blocks: the reader takes each before reading on
+		}
 		switch {
 		case err != nil:
 			c.fail(err)
@@ -219,6 +299,18 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		msg.SetVersion(version)
 		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil
+	}
+	if r.Key == saslHandshakeKey || r.Key == saslAuthenticateKey {
+		msg, closeAfter := c.serveSASL(r)
+		if msg == nil {
+			return nil, closeAfter
+		}
+		msg.SetVersion(r.Version)
+		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), closeAfter: closeAfter,
+			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
+	}
+	if err := c.checkAuthenticated(r); err != nil {
+		return nil, err
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
@@ -311,9 +403,14 @@ func (c *conn) runWriter() {
 		if err == nil && len(c.resps) == 0 {
 			err = bw.Flush()
 		}
+		if err == nil && out.closeAfter != nil {
+			err = bw.Flush()
+		}
 		c.observe(out, n, false, err)
 		if err != nil {
 			c.fail(err)
+		} else if out.closeAfter != nil {
+			c.fail(out.closeAfter)
 		}
 	}
 }

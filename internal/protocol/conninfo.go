@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+
+	"github.com/strata-stream/strata/internal/certs"
 )
 
 // ConnInfo describes one client connection, for handlers, hooks and logs. It is
@@ -13,8 +15,10 @@ type ConnInfo struct {
 	RemoteAddr net.Addr
 	LocalAddr  net.Addr
 
-	clientID atomic.Pointer[string]
-	software atomic.Pointer[clientSoftware]
+	clientID  atomic.Pointer[string]
+	software  atomic.Pointer[clientSoftware]
+	principal atomic.Pointer[string]
+	tls       atomic.Bool
 }
 
 type clientSoftware struct{ name, version string }
@@ -26,6 +30,19 @@ func (c *ConnInfo) ClientID() string {
 	}
 	return ""
 }
+
+// Principal returns the Kafka principal the connection authenticated as: from its
+// verified client certificate on a TLS listener ("User:<CN>"), else
+// "User:ANONYMOUS".
+func (c *ConnInfo) Principal() string {
+	if p := c.principal.Load(); p != nil {
+		return *p
+	}
+	return certs.Anonymous
+}
+
+// TLS reports whether the connection runs over TLS.
+func (c *ConnInfo) TLS() bool { return c.tls.Load() }
 
 // ClientSoftware returns the name and version the client sent in ApiVersions v3+,
 // or empty strings.
@@ -41,6 +58,9 @@ func (c *ConnInfo) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.Uint64("id", c.ID), slog.String("remote", addrString(c.RemoteAddr))}
 	if id := c.ClientID(); id != "" {
 		attrs = append(attrs, slog.String("client_id", id))
+	}
+	if p := c.principal.Load(); p != nil {
+		attrs = append(attrs, slog.String("principal", *p))
 	}
 	if name, version := c.ClientSoftware(); name != "" {
 		attrs = append(attrs, slog.String("software", name+"/"+version))

@@ -44,6 +44,22 @@
 //     queue runs empty. A handler may return Response.Wait to finish a request off
 //     the handler goroutine (a Produce waiting for acks=all): the next request is
 //     handled meanwhile and the writer waits for that response in its turn.
+//     On a TLS listener (tls.NewListener) the reader first completes the handshake
+//     within HandshakeTimeout; ConnInfo.Principal is then "User:<CN>" of a verified
+//     client certificate (mTLS), else "User:ANONYMOUS". Responses are copied
+//     through TLS: sendfile applies to plaintext connections only.
+//     Before reading a frame's body the reader reserves the frame's size in a memory
+//     pool shared by all connections (MaxQueuedRequestBytes, Kafka's
+//     queued.max.request.bytes, on by default); the reservation is released once
+//     Handle has returned. When the pool is full the reader waits (first come,
+//     first served) without reading, so however many clients announce large frames
+//     and trickle them in, request memory stays bounded by the pool. A connection
+//     over MaxConnections or MaxConnectionsPerIP is closed as soon as it is
+//     accepted; Stats reports pool use and refusals.
+//     With Server.SASL set, a connection must authenticate (SaslHandshake and
+//     SaslAuthenticate, answered by this package; see sasl.go) before any request
+//     but ApiVersions; until then frames are bounded by SASLConfig.MaxReceiveBytes
+//     and read one at a time.
 //  3. ApiVersions is answered by this package from Versions (versions 0-4; a newer
 //     version gets a v0 reply with UNSUPPORTED_VERSION and the ApiVersions range, per
 //     KIP-511). Every other request goes to Handler.Handle.

@@ -28,6 +28,10 @@ var (
 	ErrBadResponse = errors.New("protocol: handler returned an invalid response")
 	// ErrBodyLength means a Body wrote a different number of bytes than its Len.
 	ErrBodyLength = errors.New("protocol: response body length differs from Len")
+	// ErrTLSHandshake means a TLS client did not complete its handshake within
+	// HandshakeTimeout, or the handshake failed (no or an untrusted client
+	// certificate on an mTLS listener, say).
+	ErrTLSHandshake = errors.New("protocol: TLS handshake failed")
 	// ErrPanic means a handler, body or hook panicked while serving the connection.
 	ErrPanic = errors.New("protocol: panic while serving connection")
 	// ErrServerClosed is returned by Serve after Close or Shutdown.

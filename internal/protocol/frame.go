@@ -18,20 +18,35 @@ const eagerFrameBytes = 1 << 20
 // readFrame reads one request frame from r and returns the bytes after the size
 // prefix. It returns io.EOF when r ends cleanly before a frame starts.
 func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	size, err := readFrameSize(r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return readFrameBody(r, size)
+}
+
+// readFrameSize reads and checks a frame's size prefix. It returns io.EOF when r
+// ends cleanly before a frame starts.
+func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 	var sizeBuf [4]byte
 	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%w: in the size prefix", ErrTruncatedFrame)
+			return 0, fmt.Errorf("%w: in the size prefix", ErrTruncatedFrame)
 		}
-		return nil, err
+		return 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 	switch {
 	case size <= 0:
-		return nil, fmt.Errorf("%w: %d", ErrFrameSize, size)
+		return 0, fmt.Errorf("%w: %d", ErrFrameSize, size)
 	case size > maxBytes:
-		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
+		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
 	}
+	return size, nil
+}
+
+// readFrameBody reads the size bytes of a frame after its size prefix.
+func readFrameBody(r io.Reader, size int32) ([]byte, error) {
 	buf := make([]byte, 0, min(int(size), eagerFrameBytes))
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {

@@ -183,9 +183,10 @@ func TestNewRegistry(t *testing.T) {
 		ranges []VersionRange
 		ok     bool
 	}{
-		{"empty: only ApiVersions", nil, true},
+		{"empty: only ApiVersions and the SASL keys", nil, true},
 		{"test versions", testVersions, true},
 		{"ApiVersions listed", []VersionRange{{Key: 18, Min: 0, Max: 4}}, false},
+		{"SaslHandshake listed", []VersionRange{{Key: 17, Min: 1, Max: 1}}, false},
 		{"duplicate key", []VersionRange{{Key: 3, Min: 0, Max: 1}, {Key: 3, Min: 2, Max: 3}}, false},
 		{"unknown key", []VersionRange{{Key: 999, Min: 0, Max: 0}}, false},
 		{"negative key", []VersionRange{{Key: -1, Min: 0, Max: 0}}, false},
@@ -206,7 +207,7 @@ func TestNewRegistry(t *testing.T) {
 				return
 			}
 			if !slices.IsSortedFunc(g.apiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) }) ||
-				len(g.apiKeys) != len(tt.ranges)+1 {
+				len(g.apiKeys) != len(tt.ranges)+1+len(saslVersions) {
 				t.Fatalf("apiKeys %+v", g.apiKeys)
 			}
 		})

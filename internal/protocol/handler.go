@@ -21,6 +21,9 @@ type Request struct {
 	Msg      kmsg.Request
 	Size     int       // bytes on the wire, including the 4-byte size prefix
 	Received time.Time // when the whole frame had been read
+
+	reserved int64 // bytes held in the server's memory pool until handled
+	preAuth  bool  // read before authentication: the reader waits for it to be handled
 }
 
 // Response is what a Handler returns: exactly one of Msg, Body, None or Wait.

@@ -14,6 +14,12 @@ import (
 const (
 	DefaultMaxRequestBytes = 100 << 20 // Kafka's socket.request.max.bytes
 	DefaultMaxInFlight     = 16
+	// DefaultMaxQueuedRequestBytes bounds request memory across connections. Kafka's
+	// queued.max.request.bytes is off by default; Strata's is on.
+	DefaultMaxQueuedRequestBytes = 256 << 20
+	DefaultMaxConnections        = 10000
+	DefaultMaxConnectionsPerIP   = 1000
+	DefaultHandshakeTimeout      = 10 * time.Second
 )
 
 // Server accepts Kafka client connections and serves them with Handler. See the
@@ -31,22 +37,49 @@ type Server struct {
 	// handler (and how many responses ahead of its writer) before the reader stops
 	// reading. Zero means DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxQueuedRequestBytes bounds the bytes of request frames read and not yet
+	// handled, summed over all connections (queued.max.request.bytes): a reader
+	// waits for room before reading a frame's body, so the client is pushed back
+	// through TCP. Zero means DefaultMaxQueuedRequestBytes; negative, no bound.
+	// A bound below MaxRequestBytes is raised to it, so the largest frame fits.
+	MaxQueuedRequestBytes int64
+	// MaxConnections and MaxConnectionsPerIP bound open connections in total and
+	// per client IP (max.connections, max.connections.per.ip); a connection over
+	// a limit is closed as soon as it is accepted. Zero means the default
+	// (DefaultMaxConnections, DefaultMaxConnectionsPerIP); negative, no limit.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	// HandshakeTimeout bounds a TLS handshake on a connection accepted from a TLS
+	// listener (tls.NewListener); the handshake is completed before the first
+	// request is read, and the client certificate gives ConnInfo.Principal. Zero
+	// means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// SASL, when set, requires SASL authentication on every connection (see
+	// sasl.go); nil serves every connection as it comes (principal from TLS, or
+	// User:ANONYMOUS).
+	SASL *SASLConfig
 	// Logger receives connection errors and panics; nil discards them.
 	Logger *slog.Logger
 	// Hooks observe connections and requests, for metrics.
 	Hooks []Hook
 
-	initOnce        sync.Once
-	initErr         error
-	reg             *registry
-	hooks           hookSet
-	log             *slog.Logger
-	maxRequestBytes int32
-	maxInFlight     int
-	quit            chan struct{} // closed by Close and Shutdown
-	nextID          atomic.Uint64
-	wg              sync.WaitGroup // every connection goroutine
-	mu              struct {
+	initOnce         sync.Once
+	initErr          error
+	reg              *registry
+	hooks            hookSet
+	log              *slog.Logger
+	maxRequestBytes  int32
+	maxInFlight      int
+	handshakeTimeout time.Duration
+	saslMaxReceive   int32
+	pool             *memoryPool
+	limiter          connLimiter
+	refused          atomic.Uint64
+	refusedLogged    atomic.Int64  // unix nanos of the last refusal warning
+	quit             chan struct{} // closed by Close and Shutdown
+	nextID           atomic.Uint64
+	wg               sync.WaitGroup // every connection goroutine
+	mu               struct {
 		sync.Mutex
 		closed    bool
 		listeners map[net.Listener]struct{}
@@ -72,6 +105,20 @@ func (s *Server) init() error {
 		if s.maxInFlight <= 0 {
 			s.maxInFlight = DefaultMaxInFlight
 		}
+		s.handshakeTimeout = orDefault(s.HandshakeTimeout, DefaultHandshakeTimeout)
+		if s.SASL != nil {
+			s.saslMaxReceive = s.SASL.MaxReceiveBytes
+			if s.saslMaxReceive <= 0 {
+				s.saslMaxReceive = DefaultSASLMaxReceiveBytes
+			}
+		}
+		queued := orDefault(s.MaxQueuedRequestBytes, DefaultMaxQueuedRequestBytes)
+		if queued > 0 {
+			queued = max(queued, int64(s.maxRequestBytes)) // one largest frame always fits
+		}
+		s.pool = newMemoryPool(queued)
+		s.limiter.maxTotal = orDefault(s.MaxConnections, DefaultMaxConnections)
+		s.limiter.maxPerIP = orDefault(s.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
 		s.hooks = newHookSet(s.Hooks)
 		if s.Handler == nil {
 			s.initErr = ErrNoHandler
@@ -80,6 +127,35 @@ func (s *Server) init() error {
 		s.reg, s.initErr = newRegistry(s.Versions)
 	})
 	return s.initErr
+}
+
+// orDefault maps a limit's zero value to its default.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Stats is a snapshot of the server's resource use.
+type Stats struct {
+	// QueuedRequestBytes is reserved for request frames being read or waiting to
+	// be handled, at most MaxQueuedRequestBytes.
+	QueuedRequestBytes int64
+	// OpenConnections is the connections being served.
+	OpenConnections int
+	// RefusedConnections counts connections closed at accept because of
+	// MaxConnections or MaxConnectionsPerIP.
+	RefusedConnections uint64
+}
+
+// Stats returns the server's current resource use.
+func (s *Server) Stats() Stats {
+	_ = s.init()
+	s.limiter.mu.Lock()
+	open := s.limiter.mu.total
+	s.limiter.mu.Unlock()
+	return Stats{QueuedRequestBytes: s.pool.inUse(), OpenConnections: open, RefusedConnections: s.refused.Load()}
 }
 
 // Serve accepts connections on ln until Close or Shutdown, then returns
@@ -222,10 +298,24 @@ func (s *Server) untrackListener(ln net.Listener) {
 // Goroutines are added to wg only under mu while not closed, so Close's Wait never
 // races with an Add from zero.
 func (s *Server) startConn(nc net.Conn) {
+	ip := remoteIP(nc.RemoteAddr())
+	if !s.limiter.admit(ip) {
+		s.refused.Add(1)
+		// At most one warning a second: a flood of refusals must not flood the log.
+		if now := time.Now().UnixNano(); now-s.refusedLogged.Load() >= int64(time.Second) {
+			s.refusedLogged.Store(now)
+			s.log.Warn("protocol: connection refused: too many connections", "remote", addrString(nc.RemoteAddr()),
+				"max_connections", s.limiter.maxTotal, "max_connections_per_ip", s.limiter.maxPerIP, "refused_total", s.refused.Load())
+		}
+		_ = nc.Close()
+		return
+	}
 	c := newConn(s, nc)
+	c.ip = ip
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
+		s.limiter.leave(ip)
 		_ = nc.Close()
 		return
 	}
@@ -239,6 +329,7 @@ func (s *Server) startConn(nc net.Conn) {
 
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.mu.conns, c)
+	s.mu.Unlock()
+	s.limiter.leave(c.ip)
 }

@@ -34,13 +34,17 @@ type registry struct {
 	apiKeys []kmsg.ApiVersionsResponseApiKey // sorted by key; shared, read-only
 }
 
-// newRegistry validates ranges and builds the registry. ApiVersions must not be
-// listed: it is always registered as 0..apiVersionsMax.
+// newRegistry validates ranges and builds the registry. ApiVersions and the SASL
+// keys must not be listed: they are always registered (0..apiVersionsMax and
+// saslVersions).
 func newRegistry(ranges []VersionRange) (*registry, error) {
-	if slices.ContainsFunc(ranges, func(vr VersionRange) bool { return vr.Key == apiVersionsKey }) {
-		return nil, fmt.Errorf("%w: ApiVersions (key 18) is answered by the protocol package and must not be listed", ErrInvalidVersions)
+	if slices.ContainsFunc(ranges, func(vr VersionRange) bool {
+		return vr.Key == apiVersionsKey || vr.Key == saslHandshakeKey || vr.Key == saslAuthenticateKey
+	}) {
+		return nil, fmt.Errorf("%w: ApiVersions (18), SaslHandshake (17) and SaslAuthenticate (36) are answered by the protocol package and must not be listed", ErrInvalidVersions)
 	}
 	all := append(slices.Clone(ranges), VersionRange{Key: apiVersionsKey, Min: 0, Max: apiVersionsMax})
+	all = append(all, saslVersions...)
 	slices.SortFunc(all, func(a, b VersionRange) int { return int(a.Key) - int(b.Key) })
 	g := &registry{entries: make([]apiEntry, int(all[len(all)-1].Key)+1)}
 	for i, vr := range all {

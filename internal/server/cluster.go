@@ -27,9 +27,9 @@ import (
 // broker-only node listens too: the active controller sends it the metadata log
 // there once it has joined as a non-voting member.
 func (n *Node) startControllerListener() ([]controller.Peer, error) {
-	ln, err := net.Listen("tcp", n.cfg.ControllerAddr)
+	ln, err := n.listen("controller", n.cfg.ControllerAddr)
 	if err != nil {
-		return nil, fmt.Errorf("controller listener: %w", err)
+		return nil, err
 	}
 	n.mux = controllerlink.NewMux(ln)
 	voters, _ := n.cfg.Voters()
@@ -47,7 +47,7 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 		return nil, err
 	}
 	n.raftTransport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  n.mux.Raft(advertise),
+		Stream:  n.mux.Raft(advertise, n.dialTLS()),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  nil,
@@ -70,6 +70,7 @@ func (n *Node) newLink(voters []controller.Peer) *controllerlink.Client {
 			return v.ID, v.Addr, true
 		},
 		Versions: handlers.LinkMaxVersions(),
+		DialTLS:  n.dialTLS(),
 	}
 }
 

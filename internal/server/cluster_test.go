@@ -38,7 +38,8 @@ type testCluster struct {
 	nodes []*Node
 }
 
-func startCluster(t *testing.T, size int) *testCluster {
+// startCluster starts size nodes; opts adjust node i's config (index from 0).
+func startCluster(t *testing.T, size int, opts ...func(i int, cfg *config.Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, nodes: make([]*Node, size)}
 	var voters []string
@@ -57,6 +58,9 @@ func startCluster(t *testing.T, size int) *testCluster {
 	}
 	for i := range c.cfgs {
 		c.cfgs[i].Controllers = strings.Join(voters, ",")
+		for _, o := range opts {
+			o(i, &c.cfgs[i])
+		}
 	}
 	// Nodes wait for a quorum while starting: start them together.
 	errs := make(chan error, size)

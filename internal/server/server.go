@@ -33,6 +33,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-stream/strata/internal/certs"
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/console"
 	"github.com/strata-stream/strata/internal/controller"
@@ -80,6 +81,7 @@ type Node struct {
 	link          *controllerlink.Client
 	linkSrv       *protocol.Server
 	replicaClient *kgo.Client
+	certs         *certs.Reloader // TLS material; nil when TLS is off (security.go)
 	registration  controller.RegisterBroker
 	stopLifecycle func()
 
@@ -129,6 +131,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 
 	n.clusterID = clusterID
 
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
 	peers, err := n.startControllerListener()
 	if err != nil {
 		return nil, err
@@ -156,8 +161,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if !cfg.IsController() {
 		// A broker-only node receives the metadata log only once it is a member:
 		// it registers (and so joins) first.
-		if n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr); err != nil {
-			return nil, fmt.Errorf("kafka listener: %w", err)
+		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
+			return nil, err
 		}
 		if err := n.register(ctx); err != nil {
 			return nil, err
@@ -178,15 +183,15 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		return n, nil
 	}
 	if n.kafkaLn == nil {
-		if n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr); err != nil {
-			return nil, fmt.Errorf("kafka listener: %w", err)
+		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
+			return nil, err
 		}
 	}
-	n.replicaClient, err = kgo.NewClient(
+	n.replicaClient, err = kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(n.kafkaLn.Addr().String()),
 		kgo.ClientID(fmt.Sprintf("strata-replica-%d", cfg.NodeID)),
-		kgo.MetadataMinAge(250*time.Millisecond),
-	)
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}, n.kafkaClientOpts()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +244,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 			return nil, err
 		}
 	}
+	if err := n.addScramCredentials(ctx); err != nil {
+		return nil, err
+	}
 	lifeCtx, stopLifecycle := context.WithCancel(context.Background())
 	n.stopLifecycle = stopLifecycle
 	n.wg.Add(2)
@@ -257,6 +265,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		DefaultPartitions: cfg.DefaultPartitions,
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
+		Authorizer:        n.authorizerFunc(),
 
 		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
 		Transactions:               n.txns,
@@ -264,12 +273,21 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		Shares:                     n.shares,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.serveLink(h)
+	saslCfg, err := n.saslConfig()
+	if err != nil {
+		return nil, err
+	}
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(h),
 		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.Versions(),
 		MaxRequestBytes: cfg.MaxRequestBytes,
-		Logger:          logger.With("component", "kafka"),
+		// -1 (no limit) passes through: the protocol package reads negative as off.
+		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
+		MaxConnections:        int(cfg.MaxConnections),
+		MaxConnectionsPerIP:   int(cfg.MaxConnectionsPerIP),
+		SASL:                  saslCfg,
+		Logger:                logger.With("component", "kafka"),
 	}
 	n.wg.Add(1)
 	go func() {
@@ -279,9 +297,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		}
 	}()
 
-	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
+	n.httpLn, err = n.listen("http", cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("http listener: %w", err)
+		return nil, err
 	}
 	// The HTTP API's embedded clients reach this node's Kafka listener; the other
 	// nodes reach its consumer instances at its advertised HTTP address.
@@ -318,8 +336,8 @@ func (n *Node) startControllerOnly(clusterID string) error {
 	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka"))
 	n.serveLink(h)
 	var err error
-	if n.httpLn, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
-		return fmt.Errorf("http listener: %w", err)
+	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
+		return err
 	}
 	if err := n.serveHTTP(); err != nil {
 		return err

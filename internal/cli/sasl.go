@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// SASLPasswordEnv names the environment variable the SASL password is read from
+// when --sasl-password is not given (a flag shows in the process list).
+const SASLPasswordEnv = "STRATA_SASL_PASSWORD"
+
+// SASLFlags are the client commands' SASL settings.
+type SASLFlags struct {
+	Mechanism string // SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN; empty: no SASL
+	User      string
+	Password  string
+}
+
+// Opt returns the kgo option the flags ask for, or nil without SASL.
+func (f SASLFlags) Opt() (kgo.Opt, error) {
+	if f.Mechanism == "" {
+		if f.User != "" {
+			return nil, Usagef("--sasl-user needs --sasl-mechanism")
+		}
+		return nil, nil
+	}
+	if f.User == "" {
+		return nil, Usagef("--sasl-mechanism needs --sasl-user (and --sasl-password or $%s)", SASLPasswordEnv)
+	}
+	switch f.Mechanism {
+	case "SCRAM-SHA-256":
+		return kgo.SASL(scram.Auth{User: f.User, Pass: f.Password}.AsSha256Mechanism()), nil
+	case "SCRAM-SHA-512":
+		return kgo.SASL(scram.Auth{User: f.User, Pass: f.Password}.AsSha512Mechanism()), nil
+	case "PLAIN":
+		return kgo.SASL(plain.Auth{User: f.User, Pass: f.Password}.AsMechanism()), nil
+	}
+	return nil, Usagef("--sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", f.Mechanism)
+}

@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/sasl"
+)
+
+// ScramUpsertion sets a user's credential for one mechanism from a salted
+// password (AlterUserScramCredentials carries the salted password, never the
+// password itself).
+type ScramUpsertion struct {
+	User           string
+	Mechanism      metadata.ScramMechanism
+	Iterations     int32
+	Salt           []byte
+	SaltedPassword []byte
+}
+
+// ScramDeletion removes a user's credential for one mechanism.
+type ScramDeletion struct {
+	User      string
+	Mechanism metadata.ScramMechanism
+}
+
+// ScramResult is the outcome for one user: all of the user's changes apply, or
+// none do.
+type ScramResult struct {
+	User string
+	Err  error
+}
+
+// Errors of PlanAlterScramCredentials, with Kafka's codes.
+var (
+	// ErrDuplicateResource: a user and mechanism named twice in one request.
+	ErrDuplicateResource = &metadata.KafkaError{Code: kerr.DuplicateResource.Code, Msg: "duplicate resource"}
+	// ErrUnacceptableCredential: an empty user, an iteration count out of range or
+	// an empty salt or salted password.
+	ErrUnacceptableCredential = &metadata.KafkaError{Code: kerr.UnacceptableCredential.Code, Msg: "unacceptable credential"}
+)
+
+// PlanAlterScramCredentials plans the records for deletions and upsertions and
+// returns one result per user, in order of first appearance.
+func PlanAlterScramCredentials(img *metadata.Image, dels []ScramDeletion, ups []ScramUpsertion) ([]metadata.Record, []ScramResult) {
+	type key struct {
+		user string
+		mech metadata.ScramMechanism
+	}
+	var users []string
+	userErr := map[string]error{}
+	recsOf := map[string][]metadata.Record{}
+	seen := map[key]bool{}
+	note := func(user string, mech metadata.ScramMechanism) bool {
+		if _, ok := userErr[user]; !ok {
+			users = append(users, user)
+			userErr[user] = nil
+		}
+		if seen[key{user, mech}] {
+			userErr[user] = fmt.Errorf("%w: %s named twice for user %q", ErrDuplicateResource, mech, user)
+			return false
+		}
+		seen[key{user, mech}] = true
+		return userErr[user] == nil
+	}
+	fail := func(user string, err error) {
+		if userErr[user] == nil {
+			userErr[user] = err
+		}
+	}
+	for _, d := range dels {
+		if !note(d.User, d.Mechanism) {
+			continue
+		}
+		if err := checkScramUserMech(d.User, d.Mechanism); err != nil {
+			fail(d.User, err)
+			continue
+		}
+		if _, ok := img.ScramCredential(d.User, d.Mechanism); !ok {
+			fail(d.User, fmt.Errorf("%w: no %s credential for user %q", metadata.ErrResourceNotFound, d.Mechanism, d.User))
+			continue
+		}
+		recsOf[d.User] = append(recsOf[d.User], &metadata.ScramCredentialRecord{
+			ScramCredential: metadata.ScramCredential{User: d.User, Mechanism: d.Mechanism}, Delete: true})
+	}
+	for _, u := range ups {
+		if !note(u.User, u.Mechanism) {
+			continue
+		}
+		if err := checkScramUserMech(u.User, u.Mechanism); err != nil {
+			fail(u.User, err)
+			continue
+		}
+		cred, err := sasl.CredentialFromSalted(sasl.Mechanism(u.Mechanism.String()), u.Salt, u.SaltedPassword, u.Iterations)
+		if err != nil {
+			fail(u.User, fmt.Errorf("%w: %v", ErrUnacceptableCredential, err))
+			continue
+		}
+		recsOf[u.User] = append(recsOf[u.User], scramRecord(u.User, u.Mechanism, cred))
+	}
+	var recs []metadata.Record
+	results := make([]ScramResult, len(users))
+	for i, user := range users {
+		results[i] = ScramResult{User: user, Err: userErr[user]}
+		if userErr[user] == nil {
+			recs = append(recs, recsOf[user]...)
+		}
+	}
+	return recs, results
+}
+
+func checkScramUserMech(user string, mech metadata.ScramMechanism) error {
+	if user == "" {
+		return fmt.Errorf("%w: empty user name", ErrUnacceptableCredential)
+	}
+	if mech != metadata.ScramSHA256 && mech != metadata.ScramSHA512 {
+		return fmt.Errorf("%w: mechanism %d", metadata.ErrUnsupportedSaslMechanism, int8(mech))
+	}
+	return nil
+}
+
+// errScramExists is PlanAddScram's "already there": not an error for --add-scram.
+var errScramExists = errors.New("credential exists")
+
+// PlanAddScram plans a credential made from a password, unless the user already
+// has one for that mechanism (--add-scram creates it only when absent).
+func PlanAddScram(img *metadata.Image, user string, mech metadata.ScramMechanism, password string, iterations int32) ([]metadata.Record, error) {
+	if err := checkScramUserMech(user, mech); err != nil {
+		return nil, err
+	}
+	if _, ok := img.ScramCredential(user, mech); ok {
+		return nil, errScramExists
+	}
+	cred, err := sasl.NewCredential(sasl.Mechanism(mech.String()), password, iterations)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnacceptableCredential, err)
+	}
+	return []metadata.Record{scramRecord(user, mech, cred)}, nil
+}
+
+// scramRecord is the record that sets cred as user's credential for mech.
+func scramRecord(user string, mech metadata.ScramMechanism, cred sasl.Credential) *metadata.ScramCredentialRecord {
+	return &metadata.ScramCredentialRecord{ScramCredential: metadata.ScramCredential{
+		User: user, Mechanism: mech, Salt: cred.Salt, StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: cred.Iterations,
+	}}
+}

@@ -1,0 +1,198 @@
+package handlers
+
+// Authorization: with an Authorizer configured (--authorizer acl), every request
+// is checked the way Kafka's KafkaApis checks it, per resource where the response
+// has per-resource errors:
+//
+//	Produce                 WRITE topic (TOPIC_AUTHORIZATION_FAILED per partition)
+//	Fetch                   READ topic; a replica's fetch CLUSTER_ACTION on the cluster
+//	ListOffsets, OffsetForLeaderEpoch   DESCRIBE topic (replicas: CLUSTER_ACTION)
+//	Metadata                DESCRIBE topic: the listing shows only those; auto-creation
+//	                        needs CREATE on the cluster or the topic
+//	CreateTopics            CREATE on the cluster or the topic
+//	DeleteTopics, DeleteRecords   DELETE topic
+//	CreatePartitions        ALTER topic
+//	InitProducerId          IDEMPOTENT_WRITE on the cluster, or WRITE on any topic
+//	DescribeConfigs         DESCRIBE_CONFIGS on the topic, or the cluster for brokers
+//	AlterConfigs, IncrementalAlterConfigs   ALTER_CONFIGS likewise
+//	FindCoordinator         DESCRIBE group
+//	JoinGroup, SyncGroup, Heartbeat, LeaveGroup   READ group
+//	OffsetCommit            READ group, READ topic; OffsetDelete DELETE group, READ topic
+//	OffsetFetch             DESCRIBE group; only DESCRIBE-able topics are listed
+//	DescribeGroups          DESCRIBE group; DeleteGroups DELETE group
+//	ListGroups              DESCRIBE on the cluster, else only DESCRIBE-able groups
+//	DescribeCluster, DescribeAcls, DescribeUserScramCredentials   DESCRIBE cluster
+//	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials   ALTER cluster
+//
+// Requests forwarded over the controller link were authorized by the broker that
+// forwarded them and are not checked again.
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+const (
+	resTopic   = kmsg.ACLResourceTypeTopic
+	resGroup   = kmsg.ACLResourceTypeGroup
+	resCluster = kmsg.ACLResourceTypeCluster
+)
+
+// authorize reports whether c's principal may perform op on the resource. It is
+// true without an authorizer, and for requests forwarded over the controller link.
+func (h *Handlers) authorize(ctx context.Context, c *protocol.ConnInfo, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if h.cfg.Authorizer == nil || ctx.Value(onLinkKey{}) != nil || c == nil {
+		return true
+	}
+	a := h.cfg.Authorizer()
+	return a == nil || a.Authorize(c.Principal(), remoteHost(c.RemoteAddr), op, rt, name)
+}
+
+// authorizeCluster is authorize on the cluster resource.
+func (h *Handlers) authorizeCluster(ctx context.Context, c *protocol.ConnInfo, op kmsg.ACLOperation) bool {
+	return h.authorize(ctx, c, op, resCluster, acl.ClusterName)
+}
+
+// remoteHost is the client's IP as ACL hosts name it.
+func remoteHost(a net.Addr) string {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	if a == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// requestCheck is a whole-request authorization: the operation and resource, and
+// the error code a denied request gets.
+type requestCheck struct {
+	op   kmsg.ACLOperation
+	rt   kmsg.ACLResourceType
+	name func(kmsg.Request) string
+	code int16
+}
+
+func clusterCheck(op kmsg.ACLOperation) requestCheck {
+	return requestCheck{op: op, rt: resCluster, name: func(kmsg.Request) string { return acl.ClusterName }, code: kerr.ClusterAuthorizationFailed.Code}
+}
+
+func groupCheck(op kmsg.ACLOperation, name func(kmsg.Request) string) requestCheck {
+	return requestCheck{op: op, rt: resGroup, name: name, code: kerr.GroupAuthorizationFailed.Code}
+}
+
+// requestChecks are the APIs authorized as a whole before they are served.
+var requestChecks = map[int16]requestCheck{
+	11: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group }),
+	12: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group }),
+	13: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group }),
+	14: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group }),
+	29: clusterCheck(kmsg.ACLOperationDescribe),
+	30: clusterCheck(kmsg.ACLOperationAlter),
+	31: clusterCheck(kmsg.ACLOperationAlter),
+	43: clusterCheck(kmsg.ACLOperationAlter),
+	50: clusterCheck(kmsg.ACLOperationDescribe),
+	51: clusterCheck(kmsg.ACLOperationAlter),
+	60: clusterCheck(kmsg.ACLOperationDescribe),
+}
+
+// checkRequest applies requestChecks: ok is false when the request is denied
+// and resp is the answer.
+func (h *Handlers) checkRequest(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) (protocol.Response, bool) {
+	chk, ok := requestChecks[r.Key]
+	if !ok || h.authorize(ctx, c, chk.op, chk.rt, chk.name(r.Msg)) {
+		return protocol.Response{}, true
+	}
+	return protocol.Response{Msg: deniedResponse(r.Msg, chk.code)}, false
+}
+
+// deniedResponse answers a request denied as a whole with code in every place
+// the response carries an error.
+func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
+	resp := errorResponse(req)
+	switch resp := resp.(type) {
+	case *kmsg.JoinGroupResponse:
+		resp.ErrorCode = code
+		resp.Generation = -1
+	case *kmsg.HeartbeatResponse:
+		resp.ErrorCode = code
+	case *kmsg.LeaveGroupResponse:
+		resp.ErrorCode = code
+	case *kmsg.SyncGroupResponse:
+		resp.ErrorCode = code
+	case *kmsg.DescribeACLsResponse:
+		resp.ErrorCode = code
+	case *kmsg.CreateACLsResponse:
+		for range req.(*kmsg.CreateACLsRequest).Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = code
+			resp.Results = append(resp.Results, res)
+		}
+	case *kmsg.DeleteACLsResponse:
+		for range req.(*kmsg.DeleteACLsRequest).Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = code
+			resp.Results = append(resp.Results, res)
+		}
+	case *kmsg.ElectLeadersResponse:
+		resp.ErrorCode = code
+	case *kmsg.DescribeUserSCRAMCredentialsResponse:
+		resp.ErrorCode = code
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, user := range scramUsersOf(req.(*kmsg.AlterUserSCRAMCredentialsRequest)) {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = user, code
+			resp.Results = append(resp.Results, res)
+		}
+	case *kmsg.DescribeClusterResponse:
+		resp.ErrorCode = code
+	}
+	return resp
+}
+
+// topicCheck returns a check of op on topics for c's principal, remembering each
+// answer for the request. Use it on one goroutine.
+func (h *Handlers) topicCheck(ctx context.Context, c *protocol.ConnInfo, op kmsg.ACLOperation) func(topic string) bool {
+	if h.cfg.Authorizer == nil || ctx.Value(onLinkKey{}) != nil || c == nil {
+		return func(string) bool { return true }
+	}
+	a := h.cfg.Authorizer()
+	if a == nil {
+		return func(string) bool { return true }
+	}
+	principal, host := c.Principal(), remoteHost(c.RemoteAddr)
+	memo := map[string]bool{}
+	return func(topic string) bool {
+		ok, seen := memo[topic]
+		if !seen {
+			ok = a.Authorize(principal, host, op, resTopic, topic)
+			memo[topic] = ok
+		}
+		return ok
+	}
+}
+
+// mayWriteIdempotently is InitProducerId's check without a transactional id:
+// IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+func (h *Handlers) mayWriteIdempotently(ctx context.Context, c *protocol.ConnInfo) bool {
+	if h.authorizeCluster(ctx, c, kmsg.ACLOperationIdempotentWrite) {
+		return true
+	}
+	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+	for _, t := range h.cluster.Image().Topics() {
+		if writable(t.Name) {
+			return true
+		}
+	}
+	return false
+}

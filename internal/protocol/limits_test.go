@@ -1,0 +1,219 @@
+package protocol
+
+import (
+	"bufio"
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+func TestMemoryPool(t *testing.T) {
+	never := make(chan struct{})
+	p := newMemoryPool(10)
+	if n, ok := p.acquire(6, never, never); !ok || n != 6 {
+		t.Fatalf("acquire(6) = %d, %t", n, ok)
+	}
+	// 5 does not fit: it waits, and a later 1 that would fit waits behind it.
+	got5, got1 := make(chan int64, 1), make(chan int64, 1)
+	go func() { n, _ := p.acquire(5, never, never); got5 <- n }()
+	wait.For(t, "the 5-byte waiter to queue", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.mu.waiters) == 1
+	})
+	go func() { n, _ := p.acquire(1, never, never); got1 <- n }()
+	wait.For(t, "the 1-byte waiter to queue behind it", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.mu.waiters) == 2
+	})
+	p.release(6)
+	if n := <-got5; n != 5 {
+		t.Fatalf("granted %d, want 5", n)
+	}
+	if n := <-got1; n != 1 {
+		t.Fatalf("granted %d, want 1", n)
+	}
+	if used := p.inUse(); used != 6 {
+		t.Fatalf("in use %d, want 6", used)
+	}
+	// A reservation larger than the pool is cut to its size.
+	p.release(6)
+	if n, ok := p.acquire(100, never, never); !ok || n != 10 {
+		t.Fatalf("acquire(100) = %d, %t, want 10", n, ok)
+	}
+	// A waiter that gives up leaves the queue and reserves nothing.
+	stop := make(chan struct{})
+	gaveUp := make(chan bool, 1)
+	go func() { _, ok := p.acquire(3, never, stop); gaveUp <- ok }()
+	wait.For(t, "the waiter to queue", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.mu.waiters) == 1
+	})
+	close(stop)
+	if ok := <-gaveUp; ok {
+		t.Fatal("acquire succeeded after stop")
+	}
+	p.release(10)
+	if used := p.inUse(); used != 0 || len(p.mu.waiters) != 0 {
+		t.Fatalf("in use %d with %d waiters, want 0 and 0", used, len(p.mu.waiters))
+	}
+	// An unbounded pool never waits and reserves nothing.
+	if n, ok := newMemoryPool(-1).acquire(1<<40, never, never); !ok || n != 0 {
+		t.Fatalf("unbounded acquire = %d, %t", n, ok)
+	}
+}
+
+// countingListener counts every byte the server reads from its connections.
+type countingListener struct {
+	net.Listener
+	read *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: nc, read: l.read}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	read *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// TestQueuedRequestBytesBoundAcrossConnections is the denial of service:
+// many connections each announce a large frame and trickle its bytes in. The
+// broker must grow by the memory pool, not by the bytes all of them sent; once
+// they go away, the pool is free again for honest clients.
+func TestQueuedRequestBytesBoundAcrossConnections(t *testing.T) {
+	const (
+		conns     = 40
+		frameSize = 4 << 20 // announced; never completed
+		sent      = 1 << 20 // what each connection trickles in
+		pool      = 4 << 20
+	)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64
+	ts := serveOn(t, countingListener{Listener: ln, read: &read}, HandlerFunc(echoHandler), func(s *Server) {
+		s.MaxRequestBytes = frameSize
+		s.MaxQueuedRequestBytes = pool
+	})
+	var wg sync.WaitGroup
+	var attackers []net.Conn
+	for range conns {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attackers = append(attackers, nc)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var prefix [4]byte
+			binary.BigEndian.PutUint32(prefix[:], frameSize)
+			if _, err := nc.Write(prefix[:]); err != nil {
+				return
+			}
+			chunk := make([]byte, 64<<10)
+			for left := sent; left > 0; left -= len(chunk) {
+				if _, err := nc.Write(chunk); err != nil {
+					return // closed by the test: the server pushed back
+				}
+			}
+		}()
+	}
+	// One connection holds the whole pool and is read in full; the others wait
+	// for room without being read beyond what the first buffered read took.
+	wait.For(t, "the first frame to take the pool", func() bool { return ts.Stats().QueuedRequestBytes == pool })
+	wait.For(t, "one connection's bytes to be read", func() bool { return read.Load() >= sent })
+	bound := int64(sent + conns*(4+readBufferSize))
+	window := time.NewTimer(100 * time.Millisecond) // room for an unbounded read-ahead to show
+	for done := false; !done; {
+		select {
+		case <-window.C:
+			done = true
+		default:
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := read.Load(); got > bound {
+			t.Fatalf("the server read %d bytes from %d connections, want at most %d", got, conns, bound)
+		}
+		if got := ts.Stats().QueuedRequestBytes; got > pool {
+			t.Fatalf("queued request bytes %d > pool %d", got, pool)
+		}
+	}
+	for _, nc := range attackers {
+		nc.Close()
+	}
+	wg.Wait()
+	wait.For(t, "the pool to drain", func() bool {
+		st := ts.Stats()
+		return st.QueuedRequestBytes == 0 && st.OpenConnections == 0
+	})
+	c := dial(t, ts.addr)
+	resp := c.roundTrip(metadataRequest("after"), 12, 1).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 {
+		t.Fatalf("metadata after the attack: %+v", resp.Topics)
+	}
+}
+
+func TestConnectionLimits(t *testing.T) {
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.MaxConnections = 3
+		s.MaxConnectionsPerIP = 2
+	})
+	dialFrom := func(ip string) *rawClient {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		nc, err := d.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		_ = nc.SetDeadline(time.Now().Add(testTimeout))
+		return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
+	}
+	serving := func(c *rawClient) {
+		t.Helper()
+		resp := c.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("ApiVersions: error %d", resp.ErrorCode)
+		}
+	}
+	a1, a2 := dialFrom("127.0.0.1"), dialFrom("127.0.0.1")
+	serving(a1)
+	serving(a2)
+	// A third connection from the same IP is over the per-IP limit.
+	dialFrom("127.0.0.1").expectClosed()
+	b1 := dialFrom("127.0.0.2")
+	serving(b1)
+	// A fourth connection from anywhere is over the total limit.
+	dialFrom("127.0.0.3").expectClosed()
+	if st := ts.Stats(); st.RefusedConnections != 2 || st.OpenConnections != 3 {
+		t.Fatalf("stats %+v, want 2 refused and 3 open", st)
+	}
+	// Closing one makes room again.
+	a1.nc.Close()
+	wait.For(t, "the closed connection to be uncounted", func() bool { return ts.Stats().OpenConnections == 2 })
+	serving(dialFrom("127.0.0.1"))
+	serving(a2)
+}

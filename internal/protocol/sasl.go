@@ -1,0 +1,196 @@
+package protocol
+
+// SaslHandshake (key 17) v1 and SaslAuthenticate (key 36) v0-v2 (v2 flexible)
+// are answered by this package, which owns each connection's authentication
+// state (KIP-43, KIP-152, KIP-368):
+//
+//   - With Server.SASL nil, both answer ILLEGAL_SASL_STATE, as on Kafka's
+//     PLAINTEXT and SSL listeners.
+//   - With SASL on, a connection may send only ApiVersions, SaslHandshake and
+//     SaslAuthenticate until it is authenticated; anything else closes it. Frames
+//     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
+//     reader reads one such frame only after the previous one was handled.
+//   - SaslHandshake picks the mechanism: an unsupported one answers
+//     UNSUPPORTED_SASL_MECHANISM with the enabled list and closes. SaslHandshake
+//     v0 (raw tokens without SaslAuthenticate) is not served.
+//   - SaslAuthenticate carries the mechanism's messages. A failure (wrong
+//     password and unknown user alike) answers SASL_AUTHENTICATION_FAILED with
+//     one generic message and closes the connection after the response.
+//   - v1+ answers carry SessionLifetimeMillis when SASLConfig.SessionLifetime is
+//     set; a request other than a re-authentication arriving after the session
+//     expired closes the connection. A client that authenticated with
+//     SaslAuthenticate v1+ may re-authenticate (SaslHandshake and SaslAuthenticate
+//     again) at any time, as the same principal.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/sasl"
+)
+
+const (
+	saslHandshakeKey    = 17
+	saslAuthenticateKey = 36
+	// DefaultSASLMaxReceiveBytes is Kafka's sasl.server.max.receive.size.
+	DefaultSASLMaxReceiveBytes = 512 << 10
+)
+
+// SASLConfig turns SASL authentication on for a Server.
+type SASLConfig struct {
+	// Mechanisms are the enabled mechanisms, as SaslHandshake lists them.
+	Mechanisms []sasl.Mechanism
+	// Authenticator checks credentials.
+	Authenticator *sasl.Authenticator
+	// MaxReceiveBytes bounds a request frame before authentication; zero means
+	// DefaultSASLMaxReceiveBytes.
+	MaxReceiveBytes int32
+	// SessionLifetime is how long an authentication lasts (KIP-368,
+	// connections.max.reauth.ms); zero: it does not expire.
+	SessionLifetime time.Duration
+	// OnAuthenticate, when set, is called after every authentication attempt that
+	// got as far as a mechanism (user is what the client claimed, possibly empty;
+	// err nil on success), for audit logs and metrics.
+	OnAuthenticate func(c *ConnInfo, mech sasl.Mechanism, user string, reauth bool, err error)
+}
+
+// saslVersions are registered with every Server.
+var saslVersions = []VersionRange{{Key: saslHandshakeKey, Min: 1, Max: 1}, {Key: saslAuthenticateKey, Min: 0, Max: 2}}
+
+// authState is a connection's authentication, owned by its handler goroutine.
+// The reader only reads authenticated (an atomic on conn).
+type authState struct {
+	exchange      sasl.Exchange // between SaslHandshake and the last SaslAuthenticate
+	principal     string        // set once authenticated
+	expiry        time.Time     // zero: no expiry
+	canReauth     bool          // authenticated with SaslAuthenticate v1+
+	authenticated bool
+}
+
+// ErrAuthentication means a SASL client failed to authenticate, broke the SASL
+// sequence, sent another request before authenticating, or kept using a session
+// that expired. The connection closes (after the error response, if any).
+var ErrAuthentication = errors.New("protocol: SASL authentication failed")
+
+// genericAuthFailure is the one message every failed authentication gets.
+func genericAuthFailure(mech sasl.Mechanism) string {
+	return fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", mech)
+}
+
+// checkAuthenticated decides whether a request other than ApiVersions and the
+// SASL keys may be served: it returns an error (closing the connection) when SASL
+// is on and the connection is not, or no longer, authenticated.
+func (c *conn) checkAuthenticated(r *Request) error {
+	if c.srv.SASL == nil {
+		return nil
+	}
+	a := &c.auth
+	if !a.authenticated {
+		return fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	}
+	if !a.expiry.IsZero() && time.Now().After(a.expiry) {
+		return fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
+	}
+	return nil
+}
+
+// serveSASL answers SaslHandshake and SaslAuthenticate. closeAfter asks the
+// writer to close the connection once the response is out.
+func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
+	cfg := c.srv.SASL
+	a := &c.auth
+	switch req := r.Msg.(type) {
+	case *kmsg.SASLHandshakeRequest:
+		resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+		if cfg == nil {
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			return resp, nil
+		}
+		for _, m := range cfg.Mechanisms {
+			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
+		}
+		if a.exchange != nil || a.authenticated && !a.canReauth {
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			return resp, fmt.Errorf("%w: unexpected SaslHandshake", ErrAuthentication)
+		}
+		mech, ok := enabledMechanism(cfg.Mechanisms, req.Mechanism)
+		if !ok {
+			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+			return resp, fmt.Errorf("%w: mechanism %q is not enabled", ErrAuthentication, req.Mechanism)
+		}
+		x, err := cfg.Authenticator.Start(mech)
+		if err != nil {
+			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+			return resp, fmt.Errorf("%w: %w", ErrAuthentication, err)
+		}
+		a.exchange = x
+		return resp, nil
+	case *kmsg.SASLAuthenticateRequest:
+		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		if cfg == nil || a.exchange == nil {
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			m := "SaslAuthenticate without a preceding SaslHandshake"
+			resp.ErrorMessage = &m
+			if cfg == nil {
+				return resp, nil
+			}
+			return resp, fmt.Errorf("%w: %s", ErrAuthentication, m)
+		}
+		x := a.exchange
+		out, err := x.Step(req.SASLAuthBytes)
+		reauth := a.authenticated
+		if err == nil && x.Done() && reauth && "User:"+x.User() != a.principal {
+			err = fmt.Errorf("%w: cannot change principals during re-authentication", sasl.ErrAuthFailed)
+		}
+		if err != nil {
+			a.exchange = nil
+			c.reportAuth(x, reauth, err)
+			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+			m := genericAuthFailure(x.Mechanism())
+			resp.ErrorMessage = &m
+			return resp, fmt.Errorf("%w: %s: %w", ErrAuthentication, x.Mechanism(), err)
+		}
+		resp.SASLAuthBytes = out
+		if !x.Done() {
+			return resp, nil
+		}
+		a.exchange = nil
+		a.authenticated, a.canReauth = true, r.Version >= 1
+		a.principal = "User:" + x.User()
+		a.expiry = time.Time{}
+		if cfg.SessionLifetime > 0 {
+			a.expiry = time.Now().Add(cfg.SessionLifetime)
+			// A credential that expires (an OAUTHBEARER token) ends the session
+			// no later than itself.
+			if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() && e.SessionExpiry().Before(a.expiry) {
+				a.expiry = e.SessionExpiry()
+			}
+			resp.SessionLifetimeMillis = max(time.Until(a.expiry).Milliseconds(), 1)
+		}
+		principal := a.principal
+		c.info.principal.Store(&principal)
+		c.authed.Store(true)
+		c.reportAuth(x, reauth, nil)
+		return resp, nil
+	}
+	return nil, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
+}
+
+func (c *conn) reportAuth(x sasl.Exchange, reauth bool, err error) {
+	if f := c.srv.SASL.OnAuthenticate; f != nil {
+		f(c.info, x.Mechanism(), x.User(), reauth, err)
+	}
+}
+
+func enabledMechanism(enabled []sasl.Mechanism, name string) (sasl.Mechanism, bool) {
+	for _, m := range enabled {
+		if string(m) == name {
+			return m, true
+		}
+	}
+	return "", false
+}

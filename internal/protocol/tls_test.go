@@ -1,0 +1,99 @@
+package protocol
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/certs"
+	"github.com/strata-stream/strata/internal/certs/certstest"
+)
+
+func TestTLSListenerPrincipal(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "cluster")
+	node := ca.Issue(t, "node", "broker-1")
+	alice := ca.Issue(t, "alice", "alice")
+	srvCerts, err := certs.New(certs.Files{CertFile: node.CertFile, KeyFile: node.KeyFile, ClientCAFile: ca.File}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var principals []string
+	var sawTLS bool
+	ts := serveOn(t, tls.NewListener(ln, srvCerts.ServerConfig()), HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		mu.Lock()
+		principals = append(principals, c.Principal())
+		sawTLS = c.TLS()
+		mu.Unlock()
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) { s.HandshakeTimeout = time.Second })
+
+	cliCerts, err := certs.New(certs.Files{CertFile: alice.CertFile, KeyFile: alice.KeyFile, CAFile: ca.File}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DialTLSConfig(cliCerts.ClientConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	resp, err := cl.Request(ctx, metadataRequest("over-tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics := resp.(*kmsg.MetadataResponse).Topics; len(topics) != 1 || *topics[0].Topic != "over-tls" {
+		t.Fatalf("metadata topics %+v", topics)
+	}
+	mu.Lock()
+	if len(principals) == 0 || principals[0] != "User:alice" || !sawTLS {
+		t.Errorf("principals %v, TLS %t; want User:alice over TLS", principals, sawTLS)
+	}
+	mu.Unlock()
+
+	// A plaintext client gets no answer: its bytes are not a TLS handshake.
+	plain := dial(t, ts.addr)
+	plain.send(metadataRequest("plain"), 12, 1)
+	plain.expectClosed()
+	if err := ts.hooks.closeErr(t, plain.addr()); !errors.Is(err, ErrTLSHandshake) {
+		t.Errorf("plaintext client closed with %v, want ErrTLSHandshake", err)
+	}
+	// A client that opens TCP and never says anything is cut at HandshakeTimeout.
+	silent := dial(t, ts.addr)
+	silent.expectClosed()
+	if err := ts.hooks.closeErr(t, silent.addr()); !errors.Is(err, ErrTLSHandshake) {
+		t.Errorf("silent client closed with %v, want ErrTLSHandshake", err)
+	}
+	// A client without a certificate cannot complete the mTLS handshake.
+	noCert := &tls.Config{RootCAs: mustCertPool(t, ca), ServerName: "127.0.0.1"}
+	nc, err := tls.Dial("tcp", ts.addr, noCert)
+	if err == nil {
+		_ = nc.SetDeadline(time.Now().Add(testTimeout))
+		_, err = nc.Read(make([]byte, 1)) // TLS 1.3: the server's alert arrives after the client's Finished
+		nc.Close()
+	}
+	if err == nil {
+		t.Fatal("a client without a certificate was served")
+	}
+}
+
+func mustCertPool(t *testing.T, ca *certstest.CA) *x509.CertPool {
+	t.Helper()
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}

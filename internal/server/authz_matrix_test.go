@@ -1,0 +1,318 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-stream/strata/internal/handlers"
+)
+
+// matrixCase is one Kafka API in the authorization matrix: a request naming
+// topic "m" and group "mg", the code a user without ACLs must get, and where the
+// response carries it.
+type matrixCase struct {
+	req    func(topicID [16]byte) kmsg.Request
+	denied *kerr.Error
+	code   func(kmsg.Response) int16
+}
+
+var (
+	topicDenied   = kerr.TopicAuthorizationFailed
+	groupDenied   = kerr.GroupAuthorizationFailed
+	clusterDenied = kerr.ClusterAuthorizationFailed
+)
+
+func str(s string) *string { return &s }
+
+// authzMatrix has an entry for every API the Kafka listener serves.
+var authzMatrix = map[int16]matrixCase{
+	0: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrProduceRequest()
+		r.Acks, r.TimeoutMillis = 1, 5000
+		t := kmsg.NewProduceRequestTopic()
+		t.Topic = "m"
+		t.Partitions = append(t.Partitions, kmsg.NewProduceRequestTopicPartition())
+		r.Topics = append(r.Topics, t)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode }},
+	1: {func(id [16]byte) kmsg.Request {
+		r := kmsg.NewPtrFetchRequest()
+		r.ReplicaID, r.MaxBytes = -1, 1<<20
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic, t.TopicID = "m", id
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.PartitionMaxBytes = 1 << 20
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode }},
+	2: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrListOffsetsRequest()
+		r.ReplicaID = -1
+		t := kmsg.NewListOffsetsRequestTopic()
+		t.Topic = "m"
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Timestamp = -1
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode }},
+	3: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrMetadataRequest()
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = str("m")
+		r.Topics = append(r.Topics, t)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.MetadataResponse).Topics[0].ErrorCode }},
+	8: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Group, r.Generation = "mg", -1
+		t := kmsg.NewOffsetCommitRequestTopic()
+		t.Topic = "m"
+		t.Partitions = append(t.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
+		r.Topics = append(r.Topics, t)
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode }},
+	9: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrOffsetFetchRequest()
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "mg"
+		r.Group, r.Groups = "mg", append(r.Groups, g)
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 {
+		rs := r.(*kmsg.OffsetFetchResponse)
+		if len(rs.Groups) > 0 {
+			return rs.Groups[0].ErrorCode
+		}
+		return rs.ErrorCode
+	}},
+	10: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.CoordinatorKey, r.CoordinatorKeys = "mg", []string{"mg"}
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 {
+		rs := r.(*kmsg.FindCoordinatorResponse)
+		if len(rs.Coordinators) > 0 {
+			return rs.Coordinators[0].ErrorCode
+		}
+		return rs.ErrorCode
+	}},
+	11: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrJoinGroupRequest()
+		r.Group, r.ProtocolType, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = "mg", "consumer", 10000, 10000
+		r.Protocols = append(r.Protocols, kmsg.JoinGroupRequestProtocol{Name: "range"})
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.JoinGroupResponse).ErrorCode }},
+	12: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrHeartbeatRequest()
+		r.Group, r.MemberID = "mg", "x"
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.HeartbeatResponse).ErrorCode }},
+	13: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrLeaveGroupRequest()
+		r.Group, r.MemberID = "mg", "x"
+		r.Members = append(r.Members, kmsg.LeaveGroupRequestMember{MemberID: "x"})
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.LeaveGroupResponse).ErrorCode }},
+	14: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrSyncGroupRequest()
+		r.Group, r.MemberID, r.ProtocolType, r.Protocol = "mg", "x", str("consumer"), str("range")
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.SyncGroupResponse).ErrorCode }},
+	15: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeGroupsRequest()
+		r.Groups = []string{"mg"}
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode }},
+	16: {func([16]byte) kmsg.Request { return kmsg.NewPtrListGroupsRequest() },
+		nil, func(r kmsg.Response) int16 { return r.(*kmsg.ListGroupsResponse).ErrorCode }}, // filtered, not refused
+	19: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrCreateTopicsRequest()
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = "m-new", 1, 1
+		r.Topics, r.TimeoutMillis = append(r.Topics, t), 5000
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode }},
+	20: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDeleteTopicsRequest()
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = str("m-gone")
+		r.Topics, r.TopicNames, r.TimeoutMillis = append(r.Topics, t), []string{"m-gone"}, 5000
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode }},
+	21: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDeleteRecordsRequest()
+		t := kmsg.NewDeleteRecordsRequestTopic()
+		t.Topic = "m"
+		t.Partitions = append(t.Partitions, kmsg.NewDeleteRecordsRequestTopicPartition())
+		r.Topics, r.TimeoutMillis = append(r.Topics, t), 5000
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode }},
+	22: {func([16]byte) kmsg.Request { return kmsg.NewPtrInitProducerIDRequest() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }},
+	23: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		r.ReplicaID = -1
+		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		t.Topic = "m"
+		p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		p.CurrentLeaderEpoch = -1
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
+	}},
+	29: {func([16]byte) kmsg.Request { return describeAllACLs() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeACLsResponse).ErrorCode }},
+	30: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "m", kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:x", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		r.Creations = append(r.Creations, c)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.CreateACLsResponse).Results[0].ErrorCode }},
+	31: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeAny
+		f.ResourceName, f.Principal = str("m"), str("User:nobody")
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		r.Filters = append(r.Filters, f)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteACLsResponse).Results[0].ErrorCode }},
+	32: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "m"
+		r.Resources = append(r.Resources, rr)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode }},
+	33: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAlterConfigsRequest()
+		rr := kmsg.NewAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "m"
+		r.Resources = append(r.Resources, rr)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode }},
+	37: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrCreatePartitionsRequest()
+		t := kmsg.NewCreatePartitionsRequestTopic()
+		t.Topic, t.Count = "m", 2
+		r.Topics, r.TimeoutMillis = append(r.Topics, t), 5000
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }},
+	42: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDeleteGroupsRequest()
+		r.Groups = []string{"mg"}
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }},
+	43: {func([16]byte) kmsg.Request { return kmsg.NewPtrElectLeadersRequest() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ElectLeadersResponse).ErrorCode }},
+	44: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "m"
+		r.Resources = append(r.Resources, rr)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode }},
+	47: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrOffsetDeleteRequest()
+		r.Group = "mg"
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).ErrorCode }},
+	50: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode }},
+	51: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+		d.Name, d.Mechanism = "nobody", 1
+		r.Deletions = append(r.Deletions, d)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode }},
+	60: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
+}
+
+// TestAuthorizationMatrix sends every API the Kafka listener serves as a super
+// user (never an authorization error), as an authenticated user without ACLs
+// (Kafka's authorization error, where Kafka puts it) and unauthenticated (the
+// connection is closed before anything is served).
+func TestAuthorizationMatrix(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.SASLMechanisms = "SCRAM-SHA-256"
+	cfg.AddScram = []string{"SCRAM-SHA-256=[name=admin,password=a]", "SCRAM-SHA-256=[name=bob,password=b]"}
+	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	login := func(user, password string) *kgo.Client {
+		cl, _ := n.client(t, kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism()), kgo.RequestRetries(0))
+		return cl
+	}
+	admin, bob := login("admin", "a"), login("bob", "b")
+	anonymous, _ := n.client(t, kgo.RequestRetries(0))
+	for _, name := range []string{"m", "m-gone"} {
+		create := authzMatrix[19].req([16]byte{}).(*kmsg.CreateTopicsRequest)
+		create.Topics[0].Topic = name
+		if _, err := create.RequestWith(ctx, admin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = append(md.Topics, kmsg.MetadataRequestTopic{Topic: str("m")})
+	mdResp, err := md.RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicID := mdResp.Topics[0].TopicID
+
+	authErrors := []*kerr.Error{topicDenied, groupDenied, clusterDenied, kerr.TransactionalIDAuthorizationFailed}
+	codeOf := func(c matrixCase, cl *kgo.Client) (int16, error) {
+		resp, err := cl.Request(ctx, c.req(topicID))
+		var ke *kerr.Error
+		if errors.As(err, &ke) { // kgo reports some group errors as err
+			return ke.Code, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return c.code(resp), nil
+	}
+	for _, v := range handlers.Versions() {
+		c, ok := authzMatrix[v.Key]
+		if !ok {
+			t.Errorf("%s (%d) is served but has no entry in the authorization matrix", kmsg.NameForKey(v.Key), v.Key)
+			continue
+		}
+		t.Run(kmsg.NameForKey(v.Key), func(t *testing.T) {
+			want := int16(0)
+			if c.denied != nil {
+				want = c.denied.Code
+			}
+			if got, err := codeOf(c, bob); err != nil || got != want {
+				t.Errorf("user without ACLs: code %d (%v), err %v; want %d", got, kerr.ErrorForCode(got), err, want)
+			}
+			got, err := codeOf(c, admin)
+			if err != nil {
+				t.Errorf("super user: %v", err)
+			}
+			for _, ae := range authErrors {
+				if got == ae.Code {
+					t.Errorf("super user got %v", ae)
+				}
+			}
+			if _, err := anonymous.Request(ctx, c.req(topicID)); err == nil {
+				t.Errorf("served without authentication")
+			}
+		})
+	}
+}

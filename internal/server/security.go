@@ -1,0 +1,226 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"slices"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/certs"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/sasl"
+)
+
+// loadTLS reads the TLS files when TLS is configured; n.certs stays nil otherwise.
+func (n *Node) loadTLS() error {
+	if n.cfg.TLSCertFile == "" {
+		return nil
+	}
+	r, err := certs.New(certs.Files{
+		CertFile: n.cfg.TLSCertFile, KeyFile: n.cfg.TLSKeyFile,
+		ClientCAFile: n.cfg.TLSClientCAFile, CAFile: n.cfg.TLSCAFile,
+	}, 0, n.log.With("component", "tls"))
+	if err != nil {
+		return err
+	}
+	n.certs = r
+	return nil
+}
+
+// listen opens a TCP listener on addr, a TLS one when TLS is on.
+func (n *Node) listen(what, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener: %w", what, err)
+	}
+	if n.certs != nil {
+		ln = tls.NewListener(ln, n.certs.ServerConfig())
+	}
+	return ln, nil
+}
+
+// dialTLS gives the TLS configuration for dialling another node's controller
+// listener, or nil when TLS is off.
+func (n *Node) dialTLS() func(addr string) *tls.Config {
+	if n.certs == nil {
+		return nil
+	}
+	return n.certs.DialConfig
+}
+
+// kafkaClientOpts are the options this node's own Kafka clients (the replica
+// fetchers) need to reach other brokers' Kafka listeners: TLS, and SASL with the
+// inter-broker credential.
+func (n *Node) kafkaClientOpts() []kgo.Opt {
+	opts := n.interBrokerOpts()
+	if n.certs != nil {
+		opts = append(opts, kgo.DialTLSConfig(n.certs.ClientConfig()))
+	}
+	return opts
+}
+
+// saslConfig is the Kafka listener's SASL setup, or nil when SASL is off.
+func (n *Node) saslConfig() (*protocol.SASLConfig, error) {
+	mechs, _ := n.cfg.SASLMechanismList() // validated by config.Validate
+	if len(mechs) == 0 {
+		return nil, nil
+	}
+	authn := sasl.NewAuthenticator(n.scramCredential)
+	if slices.Contains(mechs, sasl.OAuthBearer) {
+		v, err := sasl.NewOAuthValidator(sasl.OAuthConfig{JWKS: n.cfg.OAuthJWKS, Issuer: n.cfg.OAuthIssuer,
+			Audience: n.cfg.OAuthAudience, PrincipalClaim: n.cfg.OAuthPrincipalClaim})
+		if err != nil {
+			return nil, err
+		}
+		authn.WithOAuthBearer(v)
+	}
+	if slices.Contains(mechs, sasl.Plain) && n.certs == nil {
+		n.log.Warn("SASL PLAIN is enabled without TLS: passwords travel in the clear (--sasl-plain-without-tls)")
+	}
+	audit := n.log.With("component", "audit")
+	return &protocol.SASLConfig{
+		Mechanisms:      mechs,
+		Authenticator:   authn,
+		SessionLifetime: n.cfg.SASLSessionLifetime,
+		OnAuthenticate: func(c *protocol.ConnInfo, mech sasl.Mechanism, user string, reauth bool, err error) {
+			result := "success"
+			if err != nil {
+				result = "failure"
+			}
+			n.metrics.OnAuthentication(string(mech), err == nil)
+			audit.Info("authentication", "event", "authentication", "result", result, "mechanism", string(mech),
+				"user", user, "reauthentication", reauth, "remote", c.RemoteAddr.String(), "conn", c.ID)
+		},
+	}, nil
+}
+
+// scramCredential looks a user's credential up in the latest metadata image.
+func (n *Node) scramCredential(user string, mech sasl.Mechanism) (sasl.Credential, bool) {
+	m, ok := scramMechanismOf(mech)
+	if !ok {
+		return sasl.Credential{}, false
+	}
+	c, ok := n.ctrl.Image().ScramCredential(user, m)
+	if !ok {
+		return sasl.Credential{}, false
+	}
+	return sasl.Credential{Mechanism: mech, Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+}
+
+func scramMechanismOf(m sasl.Mechanism) (metadata.ScramMechanism, bool) {
+	switch m {
+	case sasl.ScramSHA256:
+		return metadata.ScramSHA256, true
+	case sasl.ScramSHA512:
+		return metadata.ScramSHA512, true
+	}
+	return 0, false
+}
+
+// addScramCredentials creates the --add-scram and --inter-broker-sasl
+// credentials that do not exist yet, retrying until the controller takes them.
+func (n *Node) addScramCredentials(ctx context.Context) error {
+	specs := slices.Clone(n.cfg.AddScram)
+	if n.cfg.InterBrokerSASL != "" {
+		specs = append(specs, n.cfg.InterBrokerSASL)
+	}
+	for _, s := range specs {
+		spec, err := sasl.ParseScramSpec(s) // validated by config.Validate
+		if err != nil {
+			return err
+		}
+		if err := n.retry(ctx, "adding SCRAM credential", func() error { return n.addScram(ctx, spec) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addScram creates one credential unless the user has one for the mechanism: on
+// the active controller directly, else as an AlterUserScramCredentials upsertion
+// over the controller link (salted here; the password does not travel).
+func (n *Node) addScram(ctx context.Context, spec sasl.ScramSpec) error {
+	mech, _ := scramMechanismOf(spec.Mechanism)
+	if _, ok := n.ctrl.Image().ScramCredential(spec.Name, mech); ok {
+		return nil
+	}
+	if n.ctrl.IsLeader() {
+		created, err := n.ctrl.AddScram(ctx, spec.Name, mech, spec.Password, spec.Iterations)
+		if created {
+			n.log.With("component", "audit").Info("SCRAM credential created", "event", "user_change", "user", spec.Name, "mechanism", string(spec.Mechanism), "by", "--add-scram")
+		}
+		return err
+	}
+	salt, salted, err := sasl.SaltPassword(spec.Mechanism, spec.Password, spec.Iterations)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = spec.Name, int8(mech), spec.Iterations, salt, salted
+	req.Upsertions = append(req.Upsertions, up)
+	resp, err := n.link.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.(*kmsg.AlterUserSCRAMCredentialsResponse).Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// interBrokerOpts authenticate this node's replica fetchers when SASL is on.
+func (n *Node) interBrokerOpts() []kgo.Opt {
+	if n.cfg.InterBrokerSASL == "" {
+		return nil
+	}
+	spec, err := sasl.ParseScramSpec(n.cfg.InterBrokerSASL)
+	if err != nil {
+		return nil // validated by config.Validate
+	}
+	a := scram.Auth{User: spec.Name, Pass: spec.Password}
+	if spec.Mechanism == sasl.ScramSHA512 {
+		return []kgo.Opt{kgo.SASL(a.AsSha512Mechanism())}
+	}
+	return []kgo.Opt{kgo.SASL(a.AsSha256Mechanism())}
+}
+
+// authorizerFunc returns the handlers' authorizer source with --authorizer acl,
+// else nil. The Authorizer is rebuilt when the metadata image changes; the
+// inter-broker user is a super user (replica fetches need CLUSTER_ACTION).
+func (n *Node) authorizerFunc() func() *acl.Authorizer {
+	if n.cfg.Authorizer != "acl" {
+		return nil
+	}
+	cfg := acl.Config{SuperUsers: n.cfg.SuperUserList(), AllowEveryoneIfNoACL: n.cfg.AllowEveryoneIfNoACL}
+	if n.cfg.InterBrokerSASL != "" {
+		if spec, err := sasl.ParseScramSpec(n.cfg.InterBrokerSASL); err == nil {
+			cfg.SuperUsers = append(cfg.SuperUsers, "User:"+spec.Name)
+		}
+	}
+	type built struct {
+		img *metadata.Image
+		a   *acl.Authorizer
+	}
+	var cache atomic.Pointer[built]
+	return func() *acl.Authorizer {
+		img := n.ctrl.Image()
+		if b := cache.Load(); b != nil && b.img == img {
+			return b.a
+		}
+		b := &built{img: img, a: acl.New(cfg, img.ACLs())}
+		cache.Store(b)
+		return b.a
+	}
+}

@@ -1,0 +1,255 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-stream/strata/internal/certs"
+	"github.com/strata-stream/strata/internal/certs/certstest"
+	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+// TestClusterMutualTLS runs three nodes with client certificates required on
+// every listener: Raft, the controller link and replica fetching only work if
+// the nodes talk TLS to each other with their certificates. A client with a
+// certificate from the cluster CA produces with acks=all and every replica
+// agrees; a plaintext client and one without a certificate get nowhere.
+func TestClusterMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "cluster")
+	c := startCluster(t, 3, func(i int, cfg *config.Config) {
+		leaf := ca.Issue(t, fmt.Sprintf("node-%d", i+1), fmt.Sprintf("broker-%d", i+1))
+		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = leaf.CertFile, leaf.KeyFile, ca.File
+	})
+	alice := ca.Issue(t, "alice", "alice")
+	aliceCerts, err := certs.New(certs.Files{CertFile: alice.CertFile, KeyFile: alice.KeyFile, CAFile: ca.File}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsOpt := kgo.DialTLSConfig(aliceCerts.ClientConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	cl, adm := c.client(tlsOpt, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("secure"))
+	minISR := "3"
+	if _, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": &minISR}, "secure"); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*kgo.Record
+	for i := range 100 {
+		rs = append(rs, &kgo.Record{Key: []byte(fmt.Sprint(i % 7)), Value: []byte(fmt.Sprint(i))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer, _ := c.client(tlsOpt, kgo.ConsumeTopics("secure"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < len(rs); {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d: %v", got, len(rs), err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		got += len(fs.Records())
+	}
+	for p := range int32(2) {
+		c.checkAgreement(t, "secure", p)
+	}
+
+	// Without TLS, or without a client certificate, nothing is answered.
+	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
+	defer cancelShort()
+	_, plainAdm := c.client(kgo.RequestRetries(0))
+	if _, err := plainAdm.ListTopics(short); err == nil {
+		t.Fatal("a plaintext client listed topics")
+	}
+	noCert := &tls.Config{RootCAs: x509.NewCertPool()}
+	noCert.RootCAs.AddCert(ca.Cert)
+	_, anonAdm := c.client(kgo.DialTLSConfig(noCert), kgo.RequestRetries(0))
+	if _, err := anonAdm.ListTopics(short); err == nil {
+		t.Fatal("a client without a certificate listed topics")
+	}
+
+	// The HTTP listener is TLS too.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: aliceCerts.ClientConfig()}, Timeout: 10 * time.Second}
+	resp, err := hc.Get("https://" + c.nodes[0].HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "ok") {
+		t.Fatalf("GET /healthz over TLS: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestSASLUsersOverTheKafkaAPI: --add-scram creates the first admin; the admin
+// manages users with AlterUserScramCredentials and DescribeUserScramCredentials
+// (what kafka-configs --entity-type users does); a new user logs in with
+// SCRAM-SHA-512 and PLAIN, a deleted one no longer can, and wrong passwords get
+// SASL_AUTHENTICATION_FAILED.
+func TestSASLUsersOverTheKafkaAPI(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.SASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
+	cfg.SASLPlainWithoutTLS = true
+	cfg.AddScram = []string{"SCRAM-SHA-256=[name=admin,password=admin-secret]"}
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, adm := n.client(t, kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha256Mechanism()))
+
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-secret"},
+	})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("creating alice: %v %v", err, res.Error())
+	}
+	described, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil || described.Error() != nil {
+		t.Fatalf("describe: %v %v", err, described.Error())
+	}
+	if a := described["alice"]; len(a.CredInfos) != 1 || a.CredInfos[0].Mechanism != kadm.ScramSha512 || a.CredInfos[0].Iterations != 4096 {
+		t.Fatalf("alice described as %+v", described["alice"])
+	}
+	if _, ok := described["admin"]; !ok {
+		t.Fatalf("admin missing from %+v", described)
+	}
+	if d, err := adm.DescribeUserSCRAMs(ctx, "nobody"); err != nil || !errors.Is(d["nobody"].Err, kerr.ResourceNotFound) {
+		t.Fatalf("describe nobody: %v %+v", err, d)
+	}
+
+	login := func(opt kgo.Opt) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), opt, kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		_, err = kadm.NewClient(cl).ListTopics(ctx)
+		return err
+	}
+	for name, opt := range map[string]kgo.Opt{
+		"SCRAM-SHA-512": kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
+		"PLAIN":         kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()),
+	} {
+		if err := login(opt); err != nil {
+			t.Errorf("alice over %s: %v", name, err)
+		}
+	}
+	if err := login(kgo.SASL(scram.Auth{User: "alice", Pass: "guess"}.AsSha512Mechanism())); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("wrong password: %v", err)
+	}
+	if err := login(kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("a mechanism alice has no credential for: %v", err)
+	}
+	if got := authCount(t, n.Node, "SCRAM-SHA-512", "failure"); got != 1 {
+		t.Errorf("strata_sasl_authentications_total{SCRAM-SHA-512,failure} = %v, want 1", got)
+	}
+
+	del, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha512}}, nil)
+	if err != nil || del.Error() != nil {
+		t.Fatalf("deleting alice: %v %v", err, del.Error())
+	}
+	if err := login(kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("deleted user: %v", err)
+	}
+	// The credential survives a restart (it is in the metadata log), and
+	// --add-scram does not replace an existing one.
+	n.Close()
+	cfg.AddScram = []string{"SCRAM-SHA-256=[name=admin,password=another]"}
+	n = startNode(t, cfg)
+	if err := login(kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha256Mechanism())); err != nil {
+		t.Errorf("admin after restart: %v", err)
+	}
+}
+
+// TestClusterSASLSSL: three nodes with TLS and SASL (SASL_SSL); replica fetchers
+// authenticate with the inter-broker credential; a SCRAM client writes with
+// acks=all and every replica agrees.
+func TestClusterSASLSSL(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "cluster")
+	c := startCluster(t, 3, func(i int, cfg *config.Config) {
+		leaf := ca.Issue(t, fmt.Sprintf("node-%d", i+1), fmt.Sprintf("broker-%d", i+1))
+		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = leaf.CertFile, leaf.KeyFile, ca.File
+		cfg.SASLMechanisms = "SCRAM-SHA-512"
+		cfg.InterBrokerSASL = "SCRAM-SHA-512=[name=broker,password=broker-secret]"
+		cfg.AddScram = []string{"SCRAM-SHA-512=[name=app,password=app-secret]"}
+		cfg.Authorizer, cfg.SuperUsers = "acl", "User:app"
+	})
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	opts := []kgo.Opt{
+		kgo.DialTLSConfig(&tls.Config{RootCAs: roots}),
+		kgo.SASL(scram.Auth{User: "app", Pass: "app-secret"}.AsSha512Mechanism()),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, adm := c.client(append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("sasl"))...)
+	minISR := "3"
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &minISR}, "sasl"); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*kgo.Record
+	for i := range 50 {
+		rs = append(rs, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c.checkAgreement(t, "sasl", 0)
+
+	// ACLs created through any node (forwarded to the active controller) reach
+	// every node's authorizer.
+	for i, node := range c.nodes {
+		ncl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(node.KafkaAddr()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := kadm.NewClient(ncl).CreateACLs(ctx, kadm.NewACLs().Allow(fmt.Sprintf("User:reader-%d", i)).AllowHosts("*").Topics("sasl").Operations(kadm.OpRead))
+		ncl.Close()
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("CreateACLs through node %d: %v %+v", i+1, err, res)
+		}
+	}
+	for _, node := range c.nodes {
+		wait.For(t, "every ACL on every node", func() bool { return len(node.ctrl.Image().ACLs()) == 3 })
+	}
+}
+
+// authCount reads strata_sasl_authentications_total for mechanism and result.
+func authCount(t *testing.T, n *Node, mechanism, result string) float64 {
+	t.Helper()
+	families, err := n.metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "strata_sasl_authentications_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["mechanism"] == mechanism && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
