@@ -34,7 +34,7 @@ func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		if h.cfg.Transactions == nil {
+		if h.cfg.Transactions == nil || !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionalID) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return reply(resp)
 		}

@@ -23,6 +23,15 @@ package handlers
 //	ListGroups              DESCRIBE on the cluster, else only DESCRIBE-able groups
 //	DescribeCluster, DescribeAcls, DescribeUserScramCredentials   DESCRIBE cluster
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials   ALTER cluster
+//	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
+//	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
+//	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
+//	DescribeLogDirs, ListPartitionReassignments   DESCRIBE cluster
+//	AlterPartitionReassignments, UnregisterBroker   ALTER cluster
+//	ConsumerGroupHeartbeat, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
+//	DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe,
+//	ShareGroupDescribe   DESCRIBE cluster: stricter than Kafka, which checks each
+//	                     topic, transactional id or group and filters the answer
 //
 // Requests forwarded over the controller link were authorized by the broker that
 // forwarded them and are not checked again.
@@ -42,6 +51,7 @@ const (
 	resTopic   = kmsg.ACLResourceTypeTopic
 	resGroup   = kmsg.ACLResourceTypeGroup
 	resCluster = kmsg.ACLResourceTypeCluster
+	resTxnID   = kmsg.ACLResourceTypeTransactionalId
 )
 
 // authorize reports whether c's principal may perform op on the resource. It is
@@ -91,6 +101,10 @@ func groupCheck(op kmsg.ACLOperation, name func(kmsg.Request) string) requestChe
 	return requestCheck{op: op, rt: resGroup, name: name, code: kerr.GroupAuthorizationFailed.Code}
 }
 
+func txnIDCheck(op kmsg.ACLOperation, name func(kmsg.Request) string) requestCheck {
+	return requestCheck{op: op, rt: resTxnID, name: name, code: kerr.TransactionalIDAuthorizationFailed.Code}
+}
+
 // requestChecks are the APIs authorized as a whole before they are served.
 var requestChecks = map[int16]requestCheck{
 	11: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group }),
@@ -104,12 +118,52 @@ var requestChecks = map[int16]requestCheck{
 	50: clusterCheck(kmsg.ACLOperationDescribe),
 	51: clusterCheck(kmsg.ACLOperationAlter),
 	60: clusterCheck(kmsg.ACLOperationDescribe),
+
+	25: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
+	26: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID }),
+	27: clusterCheck(kmsg.ACLOperationClusterAction),
+	28: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.TxnOffsetCommitRequest).TransactionalID }),
+	35: clusterCheck(kmsg.ACLOperationDescribe),
+	45: clusterCheck(kmsg.ACLOperationAlter),
+	46: clusterCheck(kmsg.ACLOperationDescribe),
+	61: clusterCheck(kmsg.ACLOperationDescribe),
+	64: clusterCheck(kmsg.ACLOperationAlter),
+	65: clusterCheck(kmsg.ACLOperationDescribe),
+	66: clusterCheck(kmsg.ACLOperationDescribe),
+	68: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
+	69: clusterCheck(kmsg.ACLOperationDescribe),
+	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
+	77: clusterCheck(kmsg.ACLOperationDescribe),
+	78: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareFetchRequest).GroupID) }),
+	79: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareAcknowledgeRequest).GroupID) }),
+}
+
+// nullable is a nullable string's value, "" for null.
+func nullable(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// versionedChecks are whole-request checks that depend on the request's version.
+var versionedChecks = map[int16]func(kmsg.Request) requestCheck{
+	// v4+ is a partition leader verifying a transaction with its coordinator.
+	24: func(r kmsg.Request) requestCheck {
+		if r.GetVersion() >= 4 {
+			return clusterCheck(kmsg.ACLOperationClusterAction)
+		}
+		return txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.AddPartitionsToTxnRequest).TransactionalID })
+	},
 }
 
 // checkRequest applies requestChecks: ok is false when the request is denied
 // and resp is the answer.
 func (h *Handlers) checkRequest(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) (protocol.Response, bool) {
 	chk, ok := requestChecks[r.Key]
+	if versioned, has := versionedChecks[r.Key]; has {
+		chk, ok = versioned(r.Msg), true
+	}
 	if !ok || h.authorize(ctx, c, chk.op, chk.rt, chk.name(r.Msg)) {
 		return protocol.Response{}, true
 	}
@@ -155,6 +209,99 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 			resp.Results = append(resp.Results, res)
 		}
 	case *kmsg.DescribeClusterResponse:
+		resp.ErrorCode = code
+	case *kmsg.AddPartitionsToTxnResponse:
+		resp.ErrorCode = code // v4+; older versions answer per partition below
+		if req := req.(*kmsg.AddPartitionsToTxnRequest); req.Version < 4 {
+			for _, t := range req.Topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+	case *kmsg.AddOffsetsToTxnResponse:
+		resp.ErrorCode = code
+	case *kmsg.EndTxnResponse:
+		resp.ErrorCode = code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+	case *kmsg.WriteTxnMarkersResponse:
+		for _, m := range req.(*kmsg.WriteTxnMarkersRequest).Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+	case *kmsg.TxnOffsetCommitResponse:
+		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	case *kmsg.DescribeLogDirsResponse:
+		resp.ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		resp.ErrorCode = code
+	case *kmsg.ListPartitionReassignmentsResponse:
+		resp.ErrorCode = code
+	case *kmsg.UnregisterBrokerResponse:
+		resp.ErrorCode = code
+	case *kmsg.DescribeProducersResponse:
+		for _, t := range req.(*kmsg.DescribeProducersRequest).Topics {
+			rt := kmsg.NewDescribeProducersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeProducersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	case *kmsg.DescribeTransactionsResponse:
+		for _, id := range req.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID, st.ErrorCode = id, code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+		}
+	case *kmsg.ListTransactionsResponse:
+		resp.ErrorCode = code
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		resp.ErrorCode = code
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for _, g := range req.(*kmsg.ConsumerGroupDescribeRequest).Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, code
+			resp.Groups = append(resp.Groups, rg)
+		}
+	case *kmsg.ShareGroupHeartbeatResponse:
+		resp.ErrorCode = code
+	case *kmsg.ShareGroupDescribeResponse:
+		for _, g := range req.(*kmsg.ShareGroupDescribeRequest).GroupIDs {
+			rg := kmsg.NewShareGroupDescribeResponseGroup()
+			rg.GroupID, rg.ErrorCode = g, code
+			resp.Groups = append(resp.Groups, rg)
+		}
+	case *kmsg.ShareFetchResponse:
+		resp.ErrorCode = code
+	case *kmsg.ShareAcknowledgeResponse:
 		resp.ErrorCode = code
 	}
 	return resp

@@ -31,7 +31,9 @@ var (
 
 func str(s string) *string { return &s }
 
-// authzMatrix has an entry for every API the Kafka listener serves.
+// authzMatrix has an entry for every API the Kafka listener serves. Where kgo
+// routes a request by partition leader or group coordinator, the denial a client
+// sees is the one of that lookup (the topic or group is hidden from the user).
 var authzMatrix = map[int16]matrixCase{
 	0: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrProduceRequest()
@@ -238,6 +240,130 @@ var authzMatrix = map[int16]matrixCase{
 		r.Deletions = append(r.Deletions, d)
 		return r
 	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode }},
+	24: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAddPartitionsToTxnRequest()
+		r.SetVersion(3)
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch = "mt", 1, 0
+		t := kmsg.NewAddPartitionsToTxnRequestTopic()
+		t.Topic, t.Partitions = "m", []int32{0}
+		r.Topics = append(r.Topics, t)
+		return r
+	}, kerr.TransactionalIDAuthorizationFailed, func(r kmsg.Response) int16 {
+		return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+	}},
+	25: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAddOffsetsToTxnRequest()
+		r.TransactionalID, r.ProducerID, r.Group = "mt", 1, "mg"
+		return r
+	}, kerr.TransactionalIDAuthorizationFailed, func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode }},
+	26: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrEndTxnRequest()
+		r.TransactionalID, r.ProducerID = "mt", 1
+		return r
+	}, kerr.TransactionalIDAuthorizationFailed, func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }},
+	27: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrWriteTxnMarkersRequest()
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.CoordinatorEpoch = 1, 0
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = "m", []int32{0}
+		m.Topics = append(m.Topics, t)
+		r.Markers = append(r.Markers, m)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}},
+	28: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrTxnOffsetCommitRequest()
+		r.TransactionalID, r.Group, r.ProducerID, r.Generation = "mt", "mg", 1, -1
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic = "m"
+		t.Partitions = append(t.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+		r.Topics = append(r.Topics, t)
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}},
+	35: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },
+		clusterDenied, func(r kmsg.Response) int16 {
+			// kgo asks every broker and merges their dirs, not the top-level code: a
+			// denied answer lists none, while a node always lists its data dir.
+			if len(r.(*kmsg.DescribeLogDirsResponse).Dirs) == 0 {
+				return clusterDenied.Code
+			}
+			return r.(*kmsg.DescribeLogDirsResponse).ErrorCode
+		}},
+	45: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		r.TimeoutMillis = 5000
+		t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+		t.Topic = "m"
+		p := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		p.Replicas = []int32{1}
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }},
+	46: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrListPartitionReassignmentsRequest()
+		r.TimeoutMillis = 5000
+		return r
+	},
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }},
+	61: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeProducersRequest()
+		t := kmsg.NewDescribeProducersRequestTopic()
+		t.Topic, t.Partitions = "m", []int32{0}
+		r.Topics = append(r.Topics, t)
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
+	}},
+	64: {func([16]byte) kmsg.Request { r := kmsg.NewPtrUnregisterBrokerRequest(); r.BrokerID = 99; return r },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode }},
+	65: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeTransactionsRequest()
+		r.TransactionalIDs = []string{"mt"}
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode
+	}},
+	66: {func([16]byte) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListTransactionsResponse).ErrorCode }},
+	68: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = "mg", "m-member", 0, 5000
+		r.SubscribedTopicNames = []string{"m"}
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode }},
+	69: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrConsumerGroupDescribeRequest()
+		r.Groups = []string{"mg"}
+		return r
+	},
+		groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode }},
+	76: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.GroupID, r.MemberID, r.MemberEpoch = "msg", "m-member", 0
+		r.SubscribedTopicNames = []string{"m"}
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode }},
+	77: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrShareGroupDescribeRequest()
+		r.GroupIDs = []string{"msg"}
+		return r
+	},
+		groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode }},
+	78: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrShareFetchRequest()
+		r.GroupID, r.MemberID, r.ShareSessionEpoch = str("msg"), str("m-member"), 0
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ShareFetchResponse).ErrorCode }},
+	79: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrShareAcknowledgeRequest()
+		r.GroupID, r.MemberID, r.ShareSessionEpoch = str("msg"), str("m-member"), 1
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ShareAcknowledgeResponse).ErrorCode }},
 	60: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
 }
