@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestTxnCommands: list, describe and producers show an open transaction, and
@@ -53,7 +55,7 @@ func TestTxnCommands(t *testing.T) {
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the transaction completes", func() bool {
+	wait.For(t, "the transaction completes", func() bool {
 		var d []describedTxnJSON
 		mustJSONAt(t, addr, &d, "txn", "describe", id)
 		return len(d) == 1 && d[0].State == "CompleteCommit"

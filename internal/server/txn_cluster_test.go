@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestClusterTransactionCoordinatorFailover: the node coordinating a
@@ -41,7 +43,7 @@ func TestClusterTransactionCoordinatorFailover(t *testing.T) {
 	}
 	first, _ := c.client(kgo.TransactionalID("failover-tx"), kgo.DefaultProduceTopic(topic))
 	// Metadata reaches the other brokers a moment after CreateTopics answers.
-	eventually(t, "a first committed transaction", func() bool {
+	wait.For(t, "a first committed transaction", func() bool {
 		return txn(first, "one", 6, true) == nil
 	})
 	if err := txn(first, "open", 6, false); err != nil {
@@ -54,7 +56,7 @@ func TestClusterTransactionCoordinatorFailover(t *testing.T) {
 	c.crash(int(fc["failover-tx"].NodeID - 1))
 
 	var second *kgo.Client
-	eventually(t, "a new incarnation commits through the new coordinator", func() bool {
+	wait.For(t, "a new incarnation commits through the new coordinator", func() bool {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID("failover-tx"), kgo.DefaultProduceTopic(topic),
 			kgo.TransactionTimeout(10*time.Second))
 		if err != nil {
@@ -72,7 +74,7 @@ func TestClusterTransactionCoordinatorFailover(t *testing.T) {
 
 	want := []string{"one-0", "one-1", "one-2", "one-3", "one-4", "one-5", "two-0", "two-1", "two-2", "two-3", "two-4", "two-5"}
 	var got []string
-	eventually(t, "read_committed sees both committed transactions", func() bool {
+	wait.For(t, "read_committed sees both committed transactions", func() bool {
 		got = pollFor(t, c.seeds()[0], topic, kgo.ReadCommitted(), len(want), 5*time.Second)
 		return len(got) >= len(want)
 	})

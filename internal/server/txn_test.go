@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/txntest"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestReadCommittedWithMarkers drives the partition side of transactions through
@@ -256,7 +257,7 @@ func TestTransactionAdmin(t *testing.T) {
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the transaction completes", func() bool {
+	wait.For(t, "the transaction completes", func() bool {
 		described, err := adm.DescribeTransactions(ctx, "tx-admin")
 		return err == nil && described["tx-admin"].State == "CompleteCommit"
 	})
@@ -330,7 +331,7 @@ func TestGroupTransactSession(t *testing.T) {
 			copied += len(fs.Records())
 		}
 	}
-	eventually(t, "the group's offset reaches the input's end", func() bool {
+	wait.For(t, "the group's offset reaches the input's end", func() bool {
 		committed, err := adm.FetchOffsets(ctx, "etl-group")
 		o, ok := committed.Lookup("in", 0)
 		return err == nil && ok && o.At == total
@@ -355,7 +356,7 @@ func TestGroupTransactSession(t *testing.T) {
 	}
 	n = startNode(t, cfg)
 	_, adm = n.client(t)
-	eventually(t, "the replayed group offset", func() bool {
+	wait.For(t, "the replayed group offset", func() bool {
 		committed, err := adm.FetchOffsets(ctx, "etl-group")
 		o, ok := committed.Lookup("in", 0)
 		return err == nil && ok && o.At == total
