@@ -131,6 +131,7 @@ func mergePoll(q, b pollJSON) (pollJSON, *apiError) {
 		Topic:            str("topic", q.Topic, b.Topic),
 		Consumer:         str("consumer", q.Consumer, b.Consumer),
 		Reset:            str("reset", q.Reset, b.Reset),
+		Isolation:        str("isolation", q.Isolation, b.Isolation),
 		MaxRecords:       num("max_records", q.MaxRecords, b.MaxRecords),
 		TimeoutMs:        num("timeout_ms", q.TimeoutMs, b.TimeoutMs),
 		SessionTimeoutMs: num("session_timeout_ms", q.SessionTimeoutMs, b.SessionTimeoutMs),
