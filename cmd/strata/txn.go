@@ -32,6 +32,24 @@ func newTxnCmd(env *clientEnv) *cobra.Command {
 	return cmd
 }
 
+// txnAdmin bounds *ctx by the session's timeout and connects an admin client to
+// a broker serving keys; call done when finished.
+func txnAdmin(ctx *context.Context, s *session, keys ...int16) (*kadm.Client, func(), error) {
+	c, cancel := s.withTimeout(*ctx)
+	*ctx = c
+	cl, adm, err := s.admin(c)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	done := func() { cl.Close(); cancel() }
+	if err := cli.RequireAPIs(c, adm, keys...); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return adm, done, nil
+}
+
 type listedTxnJSON struct {
 	TransactionalID string `json:"transactional_id"`
 	State           string `json:"state"`
@@ -49,16 +67,11 @@ func txnListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only these states (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort)")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
+		adm, done, err := txnAdmin(&ctx, s, apiListTransactions)
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiListTransactions); err != nil {
-			return err
-		}
+		defer done()
 		listed, err := adm.ListTransactions(ctx, nil, states)
 		if err != nil {
 			return err
@@ -100,16 +113,11 @@ func txnDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		Args:  usageArgs(env, cobra.MinimumNArgs(1)),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, ids []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
+		adm, done, err := txnAdmin(&ctx, s, apiFindCoordinator, apiDescribeTransactions)
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeTransactions); err != nil {
-			return err
-		}
+		defer done()
 		described, err := adm.DescribeTransactions(ctx, ids...)
 		if err != nil {
 			return err
@@ -176,16 +184,11 @@ func txnProducersCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		Args:  usageArgs(env, cobra.ExactArgs(1)),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
+		adm, done, err := txnAdmin(&ctx, s, apiDescribeProducers)
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiDescribeProducers); err != nil {
-			return err
-		}
+		defer done()
 		topics, err := adm.ListTopics(ctx, args[0])
 		if err != nil {
 			return err

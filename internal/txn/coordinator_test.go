@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // memStore is an in-memory __transaction_state: the records appended per partition.
@@ -114,28 +116,22 @@ func newFixture(t *testing.T, store *memStore) *fixture {
 	return f
 }
 
-// waitState polls until id's state is want.
+// waitState polls until id's state is want, with no change in flight.
 func (f *fixture) waitState(t *testing.T, id string, want State) Meta {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var m Meta
+	wait.For(t, fmt.Sprintf("%s in state %v", id, want), func() bool {
 		f.c.mu.Lock()
-		var m Meta
-		ok := false
+		defer f.c.mu.Unlock()
 		if pt := f.c.parts[0]; pt != nil {
 			if e := pt.txns[id]; e != nil && !e.busy {
-				m, ok = e.meta, true
+				m = e.meta
+				return m.State == want
 			}
 		}
-		f.c.mu.Unlock()
-		if ok && m.State == want {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %v (settled %v), want %v", id, m.State, ok, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return m
 }
 
 func code(e *kerr.Error) int16 {
