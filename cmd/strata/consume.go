@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/cli"
 )
 
@@ -77,13 +78,13 @@ any number of 13+ digits).
 }
 
 // resetOffset is where a group member starts in a partition without a committed offset.
-func resetOffset(spec cli.OffsetSpec) kgo.Offset {
+func resetOffset(spec admin.OffsetSpec) kgo.Offset {
 	switch spec.Kind {
-	case cli.OffsetLatest:
+	case admin.OffsetLatest:
 		return kgo.NewOffset().AtEnd()
-	case cli.OffsetExact:
+	case admin.OffsetExact:
 		return kgo.NewOffset().At(spec.Offset)
-	case cli.OffsetTime:
+	case admin.OffsetTime:
 		return kgo.NewOffset().AfterMilli(spec.Millis)
 	}
 	return kgo.NewOffset().AtStart()
@@ -187,7 +188,7 @@ func consume(ctx context.Context, s *session, f *consumeFlags, topic string) err
 			return err
 		}
 	}
-	bounds, err := cli.ListBounds(lookupCtx, adm, topic)
+	bounds, err := admin.ListBounds(lookupCtx, adm, topic)
 	if err != nil {
 		return err
 	}

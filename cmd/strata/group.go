@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/cli"
 )
 
@@ -333,7 +334,7 @@ partition's log. The group must have no active members to execute.`,
 		out := resetOffsetsJSON{Group: group, To: spec.String(), Offsets: []resetOffsetJSON{}}
 		var commit kadm.Offsets
 		for _, t := range topics {
-			bounds, err := cli.ListBounds(ctx, adm, t)
+			bounds, err := admin.ListBounds(ctx, adm, t)
 			if err != nil {
 				return err
 			}

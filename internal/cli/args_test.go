@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/strata-stream/strata/internal/admin"
 )
 
 func TestParseKeyValue(t *testing.T) {
@@ -91,5 +93,15 @@ func TestParseFormatAndProgressMode(t *testing.T) {
 	}
 	if _, err := ParseProgressMode("loud"); ExitCode(err) != 2 {
 		t.Errorf("loud: %v", err)
+	}
+}
+
+func TestParseOffsetSpecUsage(t *testing.T) {
+	if spec, err := ParseOffsetSpec("--from", "latest"); err != nil || spec.Kind != admin.OffsetLatest {
+		t.Fatalf("latest: %+v, %v", spec, err)
+	}
+	_, err := ParseOffsetSpec("--from", "beginning")
+	if ExitCode(err) != 2 || !strings.Contains(err.Error(), "--from") {
+		t.Fatalf("beginning: %v (exit %d); want a usage error naming --from", err, ExitCode(err))
 	}
 }

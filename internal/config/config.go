@@ -23,6 +23,7 @@ type Config struct {
 	DataDir             string
 	KafkaAddr           string // listener for the Kafka protocol
 	AdvertisedKafkaAddr string // what clients are told to connect to; defaults to KafkaAddr
+	AdvertisedHTTPAddr  string // where other nodes reach the HTTP API; defaults to HTTPAddr
 	HTTPAddr            string // JSON API, console, /metrics, health
 	AdminAddr           string // opt-in pprof listener; empty = off
 	ControllerAddr      string // Raft transport listener
@@ -91,6 +92,7 @@ func (c *Config) options() []option {
 		{"kafka-addr", "Kafka protocol listener host:port", stringValue{&c.KafkaAddr}},
 		{"advertised-kafka-addr", "address clients are told to use (default: --kafka-addr)", stringValue{&c.AdvertisedKafkaAddr}},
 		{"http-addr", "HTTP API, console, /metrics and health listener host:port", stringValue{&c.HTTPAddr}},
+		{"advertised-http-addr", "host:port where the other nodes reach this node's HTTP API, to forward requests for its HTTP consumers (default: --http-addr, an unspecified host replaced by the advertised Kafka host)", stringValue{&c.AdvertisedHTTPAddr}},
 		{"admin-addr", "admin listener host:port serving /debug/pprof/ (empty: off)", stringValue{&c.AdminAddr}},
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
 		{"controllers", "controller voters id@host:port,... (empty: this node alone)", stringValue{&c.Controllers}},
@@ -190,6 +192,11 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.AdvertisedKafkaAddr); err != nil {
 		errs = append(errs, fmt.Errorf("advertised-kafka-addr %q: %w", c.AdvertisedKafkaAddr, err))
+	}
+	if c.AdvertisedHTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertisedHTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("advertised-http-addr %q: %w", c.AdvertisedHTTPAddr, err))
+		}
 	}
 	if _, err := c.Voters(); err != nil {
 		errs = append(errs, err)

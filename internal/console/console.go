@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/controller"
@@ -34,7 +35,6 @@ type Groups interface {
 	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
 	Lag(hwm group.HighWatermarkFunc, groups ...string) ([]group.PartitionLag, error)
-	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse
 }
 
 // Config is what the console shows and changes.
@@ -45,6 +45,9 @@ type Config struct {
 	Replicas  Replicas
 	// Groups is nil until the group coordinator runs on this node.
 	Groups Groups
+	// Admin is a client of the cluster over the Kafka protocol, for changes that
+	// must work from any node (resetting a group's offsets).
+	Admin  *kadm.Client
 	Logger *slog.Logger
 	// Now is the clock for rates; nil means time.Now.
 	Now func() time.Time

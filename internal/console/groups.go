@@ -1,8 +1,8 @@
 package console
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/group"
 )
 
@@ -22,7 +24,6 @@ import (
 const (
 	listGroupsVersion     = 4
 	describeGroupsVersion = 5
-	offsetCommitVersion   = 8
 )
 
 // groupSummary is one row of the groups list.
@@ -276,13 +277,10 @@ func (c *Console) lagJSON(w http.ResponseWriter, r *http.Request) {
 }
 
 // resetOffsets commits new offsets for every partition of one topic as an admin
-// commit (generation -1, no member), which Kafka accepts only while the group has
-// no members.
+// commit (no member), which Kafka accepts only while the group has no members. It
+// goes through the Kafka protocol (Config.Admin), so it works from any node: the
+// partition leaders answer the offsets and the group's coordinator takes the commit.
 func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
-	if c.cfg.Groups == nil {
-		c.renderError(w, r, http.StatusNotFound, "No consumer groups", errNoGroups.Error())
-		return
-	}
 	id := r.PathValue("group")
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
@@ -299,37 +297,37 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 		pg.Form, pg.Error = form, msg
 		c.render(w, status, "group", pg)
 	}
-	targets, err := c.resetTargets(form)
+	spec, err := c.resetSpec(form)
 	if err != nil {
 		fail(http.StatusBadRequest, err.Error())
 		return
 	}
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.SetVersion(offsetCommitVersion)
-	req.Group, req.Generation, req.MemberID = id, -1, ""
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = form.Topic
-	for _, t := range targets {
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch = t.partition, t.offset, -1
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	resp := c.cfg.Groups.OffsetCommit(ctx, req)
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 {
-				continue
-			}
-			msg := fmt.Sprintf("Partition %d: %s.", p.Partition, errorName(p.ErrorCode))
-			if p.ErrorCode == kerr.UnknownMemberID.Code || p.ErrorCode == kerr.RebalanceInProgress.Code {
-				msg += " Offsets can be reset only while the group has no members: stop its consumers first."
-			}
-			fail(http.StatusConflict, msg)
-			return
+	bounds, err := admin.ListBounds(ctx, c.cfg.Admin, form.Topic)
+	var offsets map[int32]int64
+	if err == nil {
+		offsets, err = spec.Resolve(ctx, c.cfg.Admin, form.Topic, bounds)
+	}
+	if err != nil {
+		fail(http.StatusServiceUnavailable, "Reading the offsets of "+form.Topic+": "+err.Error())
+		return
+	}
+	commit := make(kadm.Offsets)
+	for p, o := range offsets {
+		commit.Add(kadm.Offset{Topic: form.Topic, Partition: p, At: o, LeaderEpoch: -1})
+	}
+	resps, err := c.cfg.Admin.CommitOffsets(ctx, id, commit)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		msg := "Committing: " + err.Error() + "."
+		if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.RebalanceInProgress) {
+			msg += " Offsets can be reset only while the group has no members: stop its consumers first."
 		}
+		fail(http.StatusConflict, msg)
+		return
 	}
 	c.log.Info("console: reset group offsets", "group", id, "topic", form.Topic, "to", form.To, "remote", r.RemoteAddr)
 	q := url.Values{"reset": {form.Topic}, "to": {form.describe()}}
@@ -343,48 +341,25 @@ func (f resetForm) describe() string {
 	return f.To
 }
 
-type resetTarget struct {
-	partition int32
-	offset    int64
-}
-
-// resetTargets resolves the form to one offset per partition of the topic: the log
-// start, the high-water mark, or a given offset clamped into that range.
-func (c *Console) resetTargets(f resetForm) ([]resetTarget, error) {
-	t := c.cfg.Cluster.Image().Topic(f.Topic)
-	if t == nil {
-		return nil, fmt.Errorf("there is no topic %q", f.Topic)
+// resetSpec reads the form: an existing topic and where to move it (the log start,
+// the high-water mark, or an offset, clamped into that range when resolved).
+func (c *Console) resetSpec(f resetForm) (admin.OffsetSpec, error) {
+	if c.cfg.Cluster.Image().Topic(f.Topic) == nil {
+		return admin.OffsetSpec{}, fmt.Errorf("there is no topic %q", f.Topic)
 	}
-	var want int64
 	switch f.To {
-	case "earliest", "latest":
+	case "earliest":
+		return admin.OffsetSpec{Kind: admin.OffsetEarliest}, nil
+	case "latest":
+		return admin.OffsetSpec{Kind: admin.OffsetLatest}, nil
 	case "offset":
 		n, err := strconv.ParseInt(strings.TrimSpace(f.Offset), 10, 64)
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("the offset must be a number >= 0, not %q", f.Offset)
+			return admin.OffsetSpec{}, fmt.Errorf("the offset must be a number >= 0, not %q", f.Offset)
 		}
-		want = n
-	default:
-		return nil, fmt.Errorf("reset to earliest, latest or an offset, not %q", f.To)
+		return admin.OffsetSpec{Kind: admin.OffsetExact, Offset: n}, nil
 	}
-	var out []resetTarget
-	for _, ip := range t.Partitions {
-		p, err := c.cfg.Replicas.Partition(t.Name, ip.Index)
-		if err != nil || !p.IsLeader() {
-			return nil, fmt.Errorf("partition %d of %s is led by node %d, not this one: reset it from that node's console", ip.Index, t.Name, ip.Leader)
-		}
-		start, hwm := p.LogStartOffset(), p.HighWatermark()
-		off := start
-		switch f.To {
-		case "latest":
-			off = hwm
-		case "offset":
-			off = min(max(want, start), hwm)
-		}
-		out = append(out, resetTarget{ip.Index, off})
-	}
-	slices.SortFunc(out, func(a, b resetTarget) int { return cmp.Compare(a.partition, b.partition) })
-	return out, nil
+	return admin.OffsetSpec{}, fmt.Errorf("reset to earliest, latest or an offset, not %q", f.To)
 }
 
 // errorName is Kafka's name for an error code.

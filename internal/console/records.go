@@ -1,17 +1,12 @@
 package console
 
 import (
-	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/replica"
@@ -28,8 +23,6 @@ const (
 	// shownBytes is how much of a key, value or header value a page shows.
 	shownBytes = 1 << 10
 )
-
-var decompressor = kgo.DefaultDecompressor()
 
 // recordView is one record as the page shows it.
 type recordView struct {
@@ -174,32 +167,17 @@ func readRecords(p *replica.Partition, from int64, limit int) ([]recordView, err
 // appendRecords decodes the records at or after from in batches b.
 func appendRecords(out []recordView, b []byte, from int64, limit int) ([]recordView, error) {
 	it := batch.NewIter(b)
-	for it.Next() {
+	for it.Next() && len(out) < limit {
 		h := it.Header()
 		if h.Control() || h.LastOffset() < from {
 			continue
 		}
-		var rb kmsg.RecordBatch
-		if err := rb.ReadFrom(it.Batch()); err != nil {
-			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
-		}
-		raw, err := decompressor.Decompress(rb.Records, kgo.CompressionCodecType(h.Codec()))
-		if err != nil {
-			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
-		}
-		recs, err := splitRecords(raw, int(h.NumRecords))
-		if err != nil {
-			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
-		}
-		for _, rec := range recs {
+		err := batch.Records(it.Batch(), func(h batch.Header, rec batch.Record) error {
 			off := h.BaseOffset + int64(rec.OffsetDelta)
-			if off < from {
-				continue
+			if off < from || len(out) == limit {
+				return nil
 			}
-			if len(out) == limit {
-				return out, nil
-			}
-			ts := h.FirstTimestamp + rec.TimestampDelta64
+			ts := h.FirstTimestamp + rec.TimestampDelta
 			if h.LogAppendTime() {
 				ts = h.MaxTimestamp
 			}
@@ -208,27 +186,11 @@ func appendRecords(out []recordView, b []byte, from int64, limit int) ([]recordV
 				v.Headers = append(v.Headers, headerView{Key: hd.Key, Value: show(hd.Value, hd.Value == nil)})
 			}
 			out = append(out, v)
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 		}
 	}
 	return out, it.Err()
-}
-
-var errBadRecord = errors.New("record does not parse")
-
-// splitRecords parses n length-prefixed records.
-func splitRecords(b []byte, n int) ([]kmsg.Record, error) {
-	recs := make([]kmsg.Record, 0, n)
-	for range n {
-		length, m := binary.Varint(b)
-		if m <= 0 || length < 0 || length > int64(len(b)-m) {
-			return recs, errBadRecord
-		}
-		var rec kmsg.Record
-		if err := rec.ReadFrom(b[:m+int(length)]); err != nil {
-			return recs, fmt.Errorf("%w: %v", errBadRecord, err)
-		}
-		recs = append(recs, rec)
-		b = b[m+int(length):]
-	}
-	return recs, nil
 }

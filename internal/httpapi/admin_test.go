@@ -181,7 +181,7 @@ func TestGroups(t *testing.T) {
 	}
 
 	g := n.group("g-admin")
-	if len(g.Members) != 1 || g.Members[0].ClientID != "strata-http/a" || len(g.Members[0].Assignment) != 1 ||
+	if len(g.Members) != 1 || g.Members[0].ClientID != "strata-http/a@"+n.HTTPAddr() || len(g.Members[0].Assignment) != 1 ||
 		!slices.Equal(g.Members[0].Assignment[0].Partitions, []int32{0, 1}) {
 		t.Fatalf("members: %+v", g.Members)
 	}

@@ -38,6 +38,10 @@ type Observer interface {
 type Config struct {
 	// KafkaAddr is the node's Kafka listener: the embedded clients' seed broker.
 	KafkaAddr string
+	// AdvertisedAddr is host:port of this node's HTTP API as the other nodes reach
+	// it: requests for a consumer instance held by another node are forwarded there.
+	// Empty turns forwarding off.
+	AdvertisedAddr string
 	// Cluster is the metadata image this node follows (topics, partitions, leaders).
 	Cluster Cluster
 	// Partitions, when set, lets produce append directly to the partitions this node
@@ -88,6 +92,8 @@ type API struct {
 	adminCl   *kgo.Client
 	producers producers
 	consumers consumers
+	// forwarder replays requests for consumer instances held by other nodes.
+	forwarder *http.Client
 	// spread picks the partition of records with neither key nor partition: one
 	// counter for every topic, each such record going to the next partition of its
 	// topic (counter modulo the partition count).
@@ -105,7 +111,7 @@ func New(cfg Config) (*API, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: admin client: %w", err)
 	}
-	a := &API{cfg: cfg, log: cfg.Logger, adminCl: cl, admin: kadm.NewClient(cl)}
+	a := &API{cfg: cfg, log: cfg.Logger, adminCl: cl, admin: kadm.NewClient(cl), forwarder: &http.Client{}}
 	a.producers.init(cfg)
 	a.consumers.init(cfg)
 	return a, nil
@@ -143,6 +149,10 @@ func (a *API) Register(mux *http.ServeMux) {
 		})
 	}
 }
+
+// Admin is the API's admin client on the node's Kafka listener, for the node's
+// other non-Kafka front doors (the console); it closes with the API.
+func (a *API) Admin() *kadm.Client { return a.admin }
 
 // Close closes every consumer instance and the embedded clients. Each instance
 // leaves its group, waiting at most until ctx is done. Requests still running fail

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"context"
+	"math"
 	"net/http"
 	"slices"
 
@@ -18,6 +19,9 @@ type commitJSON struct {
 	Topic     string `json:"topic"`
 	Partition *int32 `json:"partition"`
 	Offset    *int64 `json:"offset"`
+	// Processed is the last offset processed: it commits Processed+1, the
+	// design's "processed up to 84510" reading of a commit.
+	Processed *int64 `json:"processed"`
 	Consumer  string `json:"consumer"`
 }
 
@@ -43,8 +47,19 @@ func parseCommit(body []byte) (commitCall, *apiError) {
 		call.key.consumer = defaultConsumer
 	}
 	switch {
+	case req.Offset != nil && req.Processed != nil:
+		return commitCall{}, invalid("offset (the next offset to read) and processed (the last offset processed) are exclusive")
+	case req.Processed != nil && *req.Processed < 0:
+		return commitCall{}, invalid("processed: must not be negative")
+	case req.Processed != nil && *req.Processed == math.MaxInt64:
+		return commitCall{}, invalid("processed: too large")
+	case req.Processed != nil:
+		next := *req.Processed + 1
+		req.Offset = &next
+	}
+	switch {
 	case req.Partition == nil && req.Offset != nil:
-		return commitCall{}, invalid("offset needs a partition (without both, the consumer's positions are committed)")
+		return commitCall{}, invalid("offset or processed needs a partition (without both, the consumer's positions are committed)")
 	case req.Partition == nil:
 		return call, nil
 	case req.Topic == "":
@@ -52,7 +67,7 @@ func parseCommit(body []byte) (commitCall, *apiError) {
 	case *req.Partition < 0:
 		return commitCall{}, invalid("partition: must not be negative")
 	case req.Offset == nil:
-		return commitCall{}, invalid("offset is required with a partition")
+		return commitCall{}, invalid("offset or processed is required with a partition")
 	case *req.Offset < 0:
 		return commitCall{}, invalid("offset: must not be negative")
 	}
@@ -87,6 +102,10 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 	inst := a.consumers.lookup(call.key)
 	if inst != nil {
 		defer a.consumers.release(inst)
+		a.markConsumerNode(w)
+	} else if owner := a.ownerElsewhere(r, call.key); owner != "" {
+		a.forward(w, r, body, owner)
+		return
 	}
 	if call.partition < 0 {
 		switch {

@@ -24,8 +24,13 @@ type instance struct {
 	topic   string
 	cl      *kgo.Client
 	idleFor time.Duration
+	// assigned closes when the group first assigns the member partitions.
+	assigned chan struct{}
 	// pollMu serialises polls, so each poll starts where the previous one ended.
 	pollMu sync.Mutex
+	// awaitedAssignment is set once a poll has waited for the first assignment;
+	// guarded by pollMu.
+	awaitedAssignment bool
 
 	// Guarded by consumers.mu.
 	inFlight int
@@ -79,11 +84,15 @@ func (c *consumers) acquire(key instanceKey, opts instanceOptions) (*instance, *
 			return nil, fromErr(err)
 		}
 	} else if opts.topic != "" && inst.topic != opts.topic {
-		return nil, errorf(http.StatusConflict, codeConsumerTopic,
-			"consumer %q of group %q consumes topic %q; use another consumer name for topic %q", key.consumer, key.group, inst.topic, opts.topic)
+		return nil, consumerTopicConflict(key, inst.topic, opts.topic)
 	}
 	inst.inFlight++
 	return inst, nil
+}
+
+func consumerTopicConflict(key instanceKey, has, asked string) *apiError {
+	return errorf(http.StatusConflict, codeConsumerTopic,
+		"consumer %q of group %q consumes topic %q; use another consumer name for topic %q", key.consumer, key.group, has, asked)
 }
 
 // lookup is acquire without creating: nil when there is no such instance.
@@ -132,9 +141,12 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if opts.resetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	assigned := make(chan struct{})
+	markAssigned := sync.OnceFunc(func() { close(assigned) })
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(c.cfg.KafkaAddr),
-		kgo.ClientID("strata-http/"+key.consumer),
+		kgo.ClientID(memberClientID(key, c.cfg.AdvertisedAddr)),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { markAssigned() }),
 		kgo.ConsumerGroup(key.group),
 		kgo.ConsumeTopics(opts.topic),
 		kgo.DisableAutoCommit(),
@@ -148,7 +160,7 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{key: key, topic: opts.topic, cl: cl, idleFor: session, lastUsed: time.Now()}
+	inst := &instance{key: key, topic: opts.topic, cl: cl, idleFor: session, lastUsed: time.Now(), assigned: assigned}
 	inst.idle = time.AfterFunc(session, func() { c.expire(inst) })
 	c.mu.byKey[key] = inst
 	c.cfg.Logger.Info("consumer instance created", "group", key.group, "consumer", key.consumer, "topic", opts.topic, "session_timeout", session)

@@ -25,6 +25,7 @@ const (
 	codeShuttingDown     = "SHUTTING_DOWN"      // 503: the API is closed
 	codeClosed           = "CLOSED"             // 503: the consumer instance closed during the request
 	codeInternal         = "INTERNAL"           // 500: a server fault, never bad input
+	codeForwardFailed    = "FORWARD_FAILED"     // 502: the node holding the consumer did not answer
 )
 
 // apiError is an error answered as {"error":{"code","message"}} with its status.

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -24,7 +26,7 @@ var fuzzTargets = []struct{ method, path string }{
 	{"POST", "/produce"},
 	{"POST", "/topics/t/records"},
 	{"POST", "/poll"},
-	{"GET", "/poll"}, // the fuzzed bytes are the query string
+	{"GET", "/poll"}, // the fuzzed bytes are the query string, a newline, the body
 	{"POST", "/commit"},
 	{"POST", "/groups/g/seek"},
 	{"POST", "/topics"}, // the parser only: a valid request would reach a broker
@@ -40,7 +42,8 @@ func FuzzHandlers(f *testing.F) {
 			`{"topic":5}`, `{"topic":"t","acks":2}`, `{"topic":"t"} x`, `[`, ``},
 		1: {`{"records":[{"value":1},{"key":"k","partition":2,"timestamp":5}]}`, `{"records":[]}`, `{"records":[{"headers":[{"key":1}]}]}`},
 		2: {`{"group":"g","topic":"t","max_records":10,"timeout_ms":0,"reset":"latest","consumer":"c"}`, `{"group":"g"}`, `{"group":"g","topic":"t","session_timeout_ms":-1}`},
-		3: {`group=g&topic=t&max_records=5`, `group=g&topic=t&timeout_ms=x`, `group=g&group=h&topic=t`, `%zz`, `group=g&topic=t&bogus=1`},
+		3: {`group=g&topic=t&max_records=5`, `group=g&topic=t&timeout_ms=x`, `group=g&group=h&topic=t`, `%zz`, `group=g&topic=t&bogus=1`,
+			"group=g\n{\"topic\":\"t\",\"max_records\":5}", "group=g&topic=t\n{\"group\":\"h\"}", "\n{\"group\":\"g\",\"topic\":\"t\"}"},
 		4: {`{"group":"g"}`, `{"group":"g","topic":"t","partition":0,"offset":5}`, `{"group":"g","offset":1}`, `{"group":"g","topic":"t","partition":0}`},
 		5: {`{"topic":"t","to":"earliest"}`, `{"topic":"t","timestamp":1,"offset":2}`, `{"topic":"t","partition":1,"offset":3}`, `{"to":"latest"}`},
 		6: {`{"topic":"t","partitions":3,"replication_factor":1,"retention":"7d"}`, `{"topic":"t","retention":"500MB","configs":{"a":"b"}}`,
@@ -67,8 +70,9 @@ func FuzzHandlers(f *testing.F) {
 		}
 		var req *http.Request
 		if target.method == "GET" {
-			req = httptest.NewRequest("GET", "/poll", nil)
-			req.URL.RawQuery = string(body)
+			query, rest := splitQueryBody(body)
+			req = httptest.NewRequest("GET", "/poll", bytes.NewReader(rest))
+			req.URL.RawQuery = query
 		} else {
 			req = httptest.NewRequest(target.method, target.path, bytes.NewReader(body))
 		}
@@ -83,8 +87,19 @@ func FuzzHandlers(f *testing.F) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
 			t.Fatalf("%s %s %q: error body %q (%v)", target.method, target.path, body, rec.Body, err)
 		}
-		checkParsed(t, target.path, body)
+		if target.method == "GET" {
+			checkParsed(t, "GET /poll", body)
+		} else {
+			checkParsed(t, target.path, body)
+		}
 	})
+}
+
+// splitQueryBody reads a fuzzed GET /poll: the query string up to the first
+// newline, the body after it.
+func splitQueryBody(b []byte) (string, []byte) {
+	q, body, _ := bytes.Cut(b, []byte("\n"))
+	return string(q), body
 }
 
 // checkParsed holds a parser's accepted output to its invariants.
@@ -109,8 +124,17 @@ func checkParsed(t *testing.T, path string, body []byte) {
 				t.Fatalf("%q: accepted record %+v", body, r)
 			}
 		}
-	case "/poll":
-		call, err := parsePoll(body)
+	case "/poll", "GET /poll":
+		var q url.Values
+		if path == "GET /poll" {
+			query, rest := splitQueryBody(body)
+			var err error
+			if q, err = url.ParseQuery(query); err != nil {
+				return
+			}
+			body = rest
+		}
+		call, err := parsePoll(q, body)
 		if err != nil {
 			return
 		}
@@ -131,7 +155,7 @@ func checkParsed(t *testing.T, path string, body []byte) {
 		if err != nil {
 			return
 		}
-		if call.topic == "" || call.partition < -1 || call.value < 0 || call.target > seekOffset {
+		if call.topic == "" || call.partition < -1 || call.target.Offset < 0 || call.target.Millis < 0 || call.target.Kind > admin.OffsetTime {
 			t.Fatalf("%q: accepted %+v", body, call)
 		}
 	}

@@ -120,6 +120,7 @@ func startNodeWith(t testing.TB, cfg config.Config) *testNode {
 // response is one HTTP answer.
 type response struct {
 	status int
+	header http.Header
 	body   []byte
 }
 
@@ -178,7 +179,7 @@ func (n *testNode) do(method, path string, body any) response {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	r := response{status: resp.StatusCode, body: out}
+	r := response{status: resp.StatusCode, header: resp.Header, body: out}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		n.t.Fatalf("%s %s: %d with Content-Type %q: %s", method, path, r.status, ct, out)
 	}
@@ -211,16 +212,4 @@ func (n *testNode) kafka(opts ...kgo.Opt) (*kgo.Client, *kadm.Client) {
 	}
 	n.t.Cleanup(cl.Close)
 	return cl, kadm.NewClient(cl)
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

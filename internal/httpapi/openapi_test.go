@@ -34,7 +34,8 @@ type operation struct {
 		Schema   any    `json:"schema"`
 	} `json:"parameters"`
 	RequestBody *struct {
-		Content map[string]struct {
+		Required bool `json:"required"`
+		Content  map[string]struct {
 			Schema any `json:"schema"`
 		} `json:"content"`
 	} `json:"requestBody"`
@@ -159,6 +160,9 @@ func (d *openAPI) validateRequest(op operation, q url.Values, body []byte) error
 		return nil
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
+		if !op.RequestBody.Required {
+			return nil
+		}
 		return fmt.Errorf("a body is required")
 	}
 	return d.validateJSON(op.RequestBody.Content["application/json"].Schema, body)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,10 +18,17 @@ import (
 const (
 	defaultMaxRecords = 500
 	maxMaxRecords     = 10000
+	// defaultPollWait is how long a poll without timeout_ms waits for its first
+	// record: long enough that a poll loop does not spin on an idle topic.
+	defaultPollWait = time.Second
+	// defaultAssignmentWait is how long the first poll of a new member without
+	// timeout_ms waits for the group to assign it partitions: a new group waits
+	// group.initial.rebalance.delay.ms (3 s) for more members before it assigns.
+	defaultAssignmentWait = 10 * time.Second
 )
 
-// pollJSON is the body of POST /poll; GET /poll takes the same names as query
-// parameters.
+// pollJSON is the body of GET and POST /poll; GET /poll also takes the same names
+// as query parameters.
 type pollJSON struct {
 	Group            string `json:"group"`
 	Topic            string `json:"topic"`
@@ -36,23 +44,37 @@ type pollCall struct {
 	key        instanceKey
 	opts       instanceOptions
 	maxRecords int
-	timeout    time.Duration
+	// timeout bounds the wait for the first record; assignmentWait bounds the
+	// wait of a new member's first poll for its assignment. With timeout_ms both
+	// fit in it; without, each has its default.
+	timeout        time.Duration
+	assignmentWait time.Duration
 }
 
-func parsePoll(body []byte) (pollCall, *apiError) {
-	var req pollJSON
-	if err := decodeJSON(body, &req); err != nil {
+// parsePoll reads a poll from its query parameters and its JSON body, either of
+// which may be empty; a field given in both must have one value.
+func parsePoll(q url.Values, body []byte) (pollCall, *apiError) {
+	fromQuery, err := parsePollQuery(q)
+	if err != nil {
+		return pollCall{}, err
+	}
+	var fromBody pollJSON
+	if err := decodeJSON(body, &fromBody); err != nil {
+		return pollCall{}, err
+	}
+	req, err := mergePoll(fromQuery, fromBody)
+	if err != nil {
 		return pollCall{}, err
 	}
 	return req.validate()
 }
 
-// parsePollQuery reads GET /poll's query parameters.
-func parsePollQuery(q url.Values) (pollCall, *apiError) {
+// parsePollQuery reads a poll's query parameters.
+func parsePollQuery(q url.Values) (pollJSON, *apiError) {
 	var req pollJSON
 	for name, vals := range q {
 		if len(vals) != 1 {
-			return pollCall{}, invalid("query parameter %s: given %d times", name, len(vals))
+			return pollJSON{}, invalid("query parameter %s: given %d times", name, len(vals))
 		}
 		v := vals[0]
 		var dst **int64
@@ -72,17 +94,45 @@ func parsePollQuery(q url.Values) (pollCall, *apiError) {
 		case "session_timeout_ms":
 			dst = &req.SessionTimeoutMs
 		default:
-			return pollCall{}, invalid("unknown query parameter %s", name)
+			return pollJSON{}, invalid("unknown query parameter %s", name)
 		}
 		if dst != nil {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return pollCall{}, invalid("query parameter %s: not an integer: %q", name, v)
+				return pollJSON{}, invalid("query parameter %s: not an integer: %q", name, v)
 			}
 			*dst = &n
 		}
 	}
-	return req.validate()
+	return req, nil
+}
+
+// mergePoll joins a poll's query parameters and body: each field from whichever
+// gives it, and a 400 when both give it with different values.
+func mergePoll(q, b pollJSON) (pollJSON, *apiError) {
+	var err *apiError
+	str := func(name string, qv, bv string) string {
+		if qv != "" && bv != "" && qv != bv && err == nil {
+			err = invalid("%s: the query says %q, the body says %q", name, qv, bv)
+		}
+		return cmp.Or(qv, bv)
+	}
+	num := func(name string, qv, bv *int64) *int64 {
+		if qv != nil && bv != nil && *qv != *bv && err == nil {
+			err = invalid("%s: the query says %d, the body says %d", name, *qv, *bv)
+		}
+		return cmp.Or(qv, bv)
+	}
+	m := pollJSON{
+		Group:            str("group", q.Group, b.Group),
+		Topic:            str("topic", q.Topic, b.Topic),
+		Consumer:         str("consumer", q.Consumer, b.Consumer),
+		Reset:            str("reset", q.Reset, b.Reset),
+		MaxRecords:       num("max_records", q.MaxRecords, b.MaxRecords),
+		TimeoutMs:        num("timeout_ms", q.TimeoutMs, b.TimeoutMs),
+		SessionTimeoutMs: num("session_timeout_ms", q.SessionTimeoutMs, b.SessionTimeoutMs),
+	}
+	return m, err
 }
 
 func (req pollJSON) validate() (pollCall, *apiError) {
@@ -93,9 +143,11 @@ func (req pollJSON) validate() (pollCall, *apiError) {
 		return pollCall{}, invalid("topic is required")
 	}
 	call := pollCall{
-		key:        instanceKey{req.Group, req.Consumer},
-		opts:       instanceOptions{topic: req.Topic},
-		maxRecords: defaultMaxRecords,
+		key:            instanceKey{req.Group, req.Consumer},
+		opts:           instanceOptions{topic: req.Topic},
+		maxRecords:     defaultMaxRecords,
+		timeout:        defaultPollWait,
+		assignmentWait: defaultAssignmentWait,
 	}
 	if call.key.consumer == "" {
 		call.key.consumer = defaultConsumer
@@ -107,8 +159,11 @@ func (req pollJSON) validate() (pollCall, *apiError) {
 		call.maxRecords = int(*req.MaxRecords)
 	}
 	var err *apiError
-	if call.timeout, err = parseTimeout("timeout_ms", req.TimeoutMs, 0, true); err != nil {
-		return pollCall{}, err
+	if req.TimeoutMs != nil {
+		if call.timeout, err = parseTimeout("timeout_ms", req.TimeoutMs, 0, true); err != nil {
+			return pollCall{}, err
+		}
+		call.assignmentWait = call.timeout
 	}
 	if req.SessionTimeoutMs != nil {
 		if call.opts.sessionTimeout, err = parseTimeout("session_timeout_ms", req.SessionTimeoutMs, 0, false); err != nil {
@@ -176,15 +231,10 @@ type pollAnswer struct {
 }
 
 func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readBody(w, r, a.cfg.MaxBodyBytes)
 	var call pollCall
-	var aerr *apiError
-	if r.Method == http.MethodGet {
-		call, aerr = parsePollQuery(r.URL.Query())
-	} else {
-		var body []byte
-		if body, aerr = readBody(w, r, a.cfg.MaxBodyBytes); aerr == nil {
-			call, aerr = parsePoll(body)
-		}
+	if aerr == nil {
+		call, aerr = parsePoll(r.URL.Query(), body)
 	}
 	if aerr == nil && a.cfg.Cluster.Image().Topic(call.opts.topic) == nil {
 		aerr = unknownTopic(call.opts.topic)
@@ -193,12 +243,22 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	inst, aerr := a.consumers.acquire(call.key, call.opts)
-	if aerr != nil {
-		writeError(w, aerr)
+	inst := a.consumers.lookup(call.key)
+	if inst == nil {
+		if owner := a.ownerElsewhere(r, call.key); owner != "" {
+			a.forward(w, r, body, owner)
+			return
+		}
+		if inst, aerr = a.consumers.acquire(call.key, call.opts); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+	} else if inst.topic != call.opts.topic {
+		a.consumers.release(inst)
+		writeError(w, consumerTopicConflict(call.key, inst.topic, call.opts.topic))
 		return
 	}
-	recs, err := inst.poll(r.Context(), call.maxRecords, call.timeout)
+	recs, err := inst.poll(r.Context(), call)
 	a.consumers.release(inst)
 	if err != nil {
 		aerr := fromErr(err)
@@ -214,23 +274,42 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	for i, rec := range recs {
 		ans.Records[i] = toRecordOut(rec)
 	}
+	a.markConsumerNode(w)
 	writeJSON(w, http.StatusOK, ans)
 }
 
-// poll returns up to max records from the instance's positions, waiting up to
-// timeout for the first. Group errors (the member was refused, say) come back as
-// errors when no records do.
-func (inst *instance) poll(ctx context.Context, max int, timeout time.Duration) ([]*kgo.Record, error) {
+// poll returns up to call.maxRecords records from the instance's positions,
+// waiting up to call.timeout for the first. The first poll of a member also waits,
+// up to call.assignmentWait, for the group to assign it partitions, so a new
+// group's first poll returns the records there are. Group errors (the member was
+// refused, say) come back as errors when no records do.
+func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, error) {
 	inst.pollMu.Lock()
 	defer inst.pollMu.Unlock()
+	wait := call.timeout
+	if !inst.awaitedAssignment && call.assignmentWait > 0 {
+		inst.awaitedAssignment = true
+		start := time.Now()
+		timer := time.NewTimer(call.assignmentWait)
+		select {
+		case <-inst.assigned:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		if call.assignmentWait == call.timeout {
+			// One timeout_ms bounds the whole poll.
+			wait = max(call.timeout-time.Since(start), 0)
+		}
+	}
 	var fs kgo.Fetches
-	if timeout == 0 {
+	if wait == 0 {
 		// A nil context makes the client hand over what it has buffered and return.
 		var noWait context.Context
-		fs = inst.cl.PollRecords(noWait, max)
+		fs = inst.cl.PollRecords(noWait, call.maxRecords)
 	} else {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		fs = inst.cl.PollRecords(ctx, max)
+		ctx, cancel := context.WithTimeout(ctx, wait)
+		fs = inst.cl.PollRecords(ctx, call.maxRecords)
 		cancel()
 	}
 	recs := fs.Records()
@@ -246,6 +325,14 @@ func (inst *instance) poll(ctx context.Context, max int, timeout time.Duration) 
 	return recs, nil
 }
 
+// markConsumerNode names this node as the one holding the consumer instance the
+// answer is about (see forward.go).
+func (a *API) markConsumerNode(w http.ResponseWriter) {
+	if a.cfg.AdvertisedAddr != "" {
+		w.Header().Set(consumerNodeHeader, a.cfg.AdvertisedAddr)
+	}
+}
+
 type closedAnswer struct {
 	Group    string `json:"group"`
 	Consumer string `json:"consumer"`
@@ -255,6 +342,10 @@ type closedAnswer struct {
 func (a *API) handleCloseConsumer(w http.ResponseWriter, r *http.Request) {
 	key := instanceKey{r.PathValue("group"), r.PathValue("consumer")}
 	if !a.consumers.remove(r.Context(), key) {
+		if owner := a.ownerElsewhere(r, key); owner != "" {
+			a.forward(w, r, nil, owner)
+			return
+		}
 		writeError(w, unknownConsumer(key))
 		return
 	}

@@ -124,17 +124,18 @@ func parseRecords(topic string, body []byte) (produceCall, *apiError) {
 
 func recordField(i int) string { return fmt.Sprintf("records[%d].", i) }
 
-// parseAcksTimeout reads acks (0, 1, -1 or "all"; default all) and timeout_ms.
+// parseAcksTimeout reads acks (0, 1, -1 or "all", as a number or a string;
+// default all) and timeout_ms.
 func parseAcksTimeout(raw json.RawMessage, timeoutMs *int64) (int16, time.Duration, *apiError) {
 	acks := int16(-1)
 	switch s := string(bytes.TrimSpace(raw)); s {
-	case "", "null", `"all"`, "-1":
-	case "0":
+	case "", "null", `"all"`, "-1", `"-1"`:
+	case "0", `"0"`:
 		acks = 0
-	case "1":
+	case "1", `"1"`:
 		acks = 1
 	default:
-		return 0, 0, invalid(`acks: must be 0, 1 or "all", got %s`, s)
+		return 0, 0, invalid(`acks: must be 0, 1, -1 or "all", got %s`, s)
 	}
 	timeout, err := parseTimeout("timeout_ms", timeoutMs, defaultTimeout, false)
 	return acks, timeout, err

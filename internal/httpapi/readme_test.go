@@ -90,6 +90,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %s: %v", i+1, cmd, err)
 		}
+		// Member client ids name the node's address.
+		out = bytes.ReplaceAll(out, []byte(addr), []byte("127.0.0.1:8080"))
 		if err := matchJSON(s.output, out); err != nil {
 			t.Fatalf("step %d: %s\nprinted  %s\nREADME   %s\n%v", i+1, s.command, bytes.TrimSpace(out), s.output, err)
 		}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/admin"
 )
 
 // seekJSON is the body of POST /groups/{group}/seek: a topic, optionally one
@@ -19,23 +19,12 @@ type seekJSON struct {
 	Offset    *int64 `json:"offset"`
 }
 
-// seekTarget is where a seek goes.
-type seekTarget int8
-
-const (
-	seekEarliest seekTarget = iota
-	seekLatest
-	seekTimestamp
-	seekOffset
-)
-
 // seekCall is a validated seek; partition -1 is every partition.
 type seekCall struct {
 	group     string
 	topic     string
 	partition int32
-	target    seekTarget
-	value     int64 // the timestamp or offset
+	target    admin.OffsetSpec
 }
 
 func parseSeek(group string, body []byte) (seekCall, *apiError) {
@@ -58,24 +47,24 @@ func parseSeek(group string, body []byte) (seekCall, *apiError) {
 		targets++
 		switch req.To {
 		case "earliest":
-			call.target = seekEarliest
+			call.target = admin.OffsetSpec{Kind: admin.OffsetEarliest}
 		case "latest":
-			call.target = seekLatest
+			call.target = admin.OffsetSpec{Kind: admin.OffsetLatest}
 		default:
 			return seekCall{}, invalid(`to: must be "earliest" or "latest", got %q`, req.To)
 		}
 	}
 	if req.Timestamp != nil {
 		targets++
-		call.target, call.value = seekTimestamp, *req.Timestamp
-		if call.value < 0 {
+		call.target = admin.OffsetSpec{Kind: admin.OffsetTime, Millis: *req.Timestamp}
+		if *req.Timestamp < 0 {
 			return seekCall{}, invalid("timestamp: must not be negative")
 		}
 	}
 	if req.Offset != nil {
 		targets++
-		call.target, call.value = seekOffset, *req.Offset
-		if call.value < 0 {
+		call.target = admin.OffsetSpec{Kind: admin.OffsetExact, Offset: *req.Offset}
+		if *req.Offset < 0 {
 			return seekCall{}, invalid("offset: must not be negative")
 		}
 	}
@@ -157,61 +146,19 @@ func (a *API) handleSeek(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, seekAnswer{Group: call.group, Committed: true, Offsets: flatten(set)})
 }
 
-// resolveSeek turns the seek's target into an offset per partition.
+// resolveSeek turns the seek's target into an offset per partition of parts.
 func (a *API) resolveSeek(ctx context.Context, call seekCall, parts []int32) (map[int32]kgo.EpochOffset, *apiError) {
-	starts, err := a.admin.ListStartOffsets(ctx, call.topic)
+	bounds, err := admin.ListBounds(ctx, a.admin, call.topic, parts...)
 	if err != nil {
 		return nil, fromErr(err)
 	}
-	ends, err := a.admin.ListEndOffsets(ctx, call.topic)
+	resolved, err := call.target.Resolve(ctx, a.admin, call.topic, bounds)
 	if err != nil {
 		return nil, fromErr(err)
 	}
-	var byTime kadm.ListedOffsets
-	if call.target == seekTimestamp {
-		if byTime, err = a.admin.ListOffsetsAfterMilli(ctx, call.value, call.topic); err != nil {
-			return nil, fromErr(err)
-		}
-	}
-	out := make(map[int32]kgo.EpochOffset, len(parts))
-	for _, p := range parts {
-		start, aerr := listed(starts, call.topic, p)
-		if aerr != nil {
-			return nil, aerr
-		}
-		end, aerr := listed(ends, call.topic, p)
-		if aerr != nil {
-			return nil, aerr
-		}
-		var off int64
-		switch call.target {
-		case seekEarliest:
-			off = start
-		case seekLatest:
-			off = end
-		case seekOffset:
-			off = min(max(call.value, start), end)
-		case seekTimestamp:
-			if off, aerr = listed(byTime, call.topic, p); aerr != nil {
-				return nil, aerr
-			}
-			if off < 0 {
-				off = end
-			}
-		}
-		out[p] = kgo.EpochOffset{Epoch: -1, Offset: off}
+	out := make(map[int32]kgo.EpochOffset, len(resolved))
+	for p, o := range resolved {
+		out[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
 	}
 	return out, nil
-}
-
-// listed is one partition's listed offset, or why there is none.
-func listed(l kadm.ListedOffsets, topic string, partition int32) (int64, *apiError) {
-	o, ok := l.Lookup(topic, partition)
-	switch {
-	case !ok:
-		return 0, errorf(http.StatusServiceUnavailable, kerr.LeaderNotAvailable.Message, "partition %d of %q has no leader to answer", partition, topic)
-	case o.Err != nil:
-		return 0, fromErr(o.Err)
-	}
-	return o.Offset, nil
 }

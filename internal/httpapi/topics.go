@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ type createTopicJSON struct {
 	Partitions        *int32            `json:"partitions"`
 	ReplicationFactor *int16            `json:"replication_factor"`
 	Retention         string            `json:"retention"`
+	MinInsyncReplicas *int32            `json:"min_insync_replicas"`
 	Configs           map[string]string `json:"configs"`
 }
 
@@ -54,6 +57,15 @@ func parseCreateTopic(body []byte) (createTopicCall, *apiError) {
 	for k, v := range req.Configs {
 		call.configs[k] = v
 	}
+	if req.MinInsyncReplicas != nil {
+		if *req.MinInsyncReplicas < 1 {
+			return createTopicCall{}, invalid("min_insync_replicas: must be at least 1")
+		}
+		if _, dup := call.configs[minInsyncReplicas]; dup {
+			return createTopicCall{}, invalid("min_insync_replicas and configs both set %s", minInsyncReplicas)
+		}
+		call.configs[minInsyncReplicas] = strconv.Itoa(int(*req.MinInsyncReplicas))
+	}
 	if req.Retention != "" {
 		key, value, err := parseRetention(req.Retention)
 		if err != nil {
@@ -67,11 +79,25 @@ func parseCreateTopic(body []byte) (createTopicCall, *apiError) {
 	return call, nil
 }
 
+const minInsyncReplicas = "min.insync.replicas"
+
 type createdTopic struct {
 	Topic             string            `json:"topic"`
 	Partitions        int32             `json:"partitions"`
 	ReplicationFactor int16             `json:"replication_factor"`
+	MinInsyncReplicas int32             `json:"min_insync_replicas"`
+	Warning           string            `json:"warning,omitempty"`
 	Configs           map[string]string `json:"configs"`
+}
+
+// durabilityWarning says when a topic's min.insync.replicas lets an acks=all
+// write be acknowledged by a single replica although it has three or more.
+func durabilityWarning(rf int16, minISR int32) string {
+	if rf < 3 || minISR >= 2 {
+		return ""
+	}
+	return fmt.Sprintf("min.insync.replicas is %d: an acks=all write is acknowledged once %d replica has it, so losing that broker can lose it; "+
+		"set min_insync_replicas to 2 to survive the loss of a broker", minISR, minISR)
 }
 
 // handleCreateTopic creates a topic through the Kafka listener (which forwards to
@@ -105,7 +131,19 @@ func (a *API) handleCreateTopic(w http.ResponseWriter, r *http.Request) {
 		t := img.Topic(call.topic)
 		return t != nil && !slices.ContainsFunc(t.Partitions, func(p *metadata.Partition) bool { return p.Leader == metadata.NoLeader })
 	})
-	writeJSON(w, http.StatusCreated, createdTopic{call.topic, res.NumPartitions, res.ReplicationFactor, call.configs})
+	ans := createdTopic{Topic: call.topic, Partitions: res.NumPartitions, ReplicationFactor: res.ReplicationFactor, Configs: call.configs}
+	if t := a.cfg.Cluster.Image().Topic(call.topic); t != nil {
+		ans.MinInsyncReplicas = t.Config.MinInsyncReplicas
+	} else {
+		// Not visible here yet: what the request set, else the default.
+		ans.MinInsyncReplicas = metadata.DefaultTopicConfig().MinInsyncReplicas
+		if v, ok := call.configs[minInsyncReplicas]; ok {
+			n, _ := strconv.Atoi(v)
+			ans.MinInsyncReplicas = int32(n)
+		}
+	}
+	ans.Warning = durabilityWarning(ans.ReplicationFactor, ans.MinInsyncReplicas)
+	writeJSON(w, http.StatusCreated, ans)
 }
 
 // awaitImage waits, at most Config.WaitTimeout, until this node's metadata image

@@ -243,10 +243,15 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		}
 	}()
 
-	// The HTTP API's embedded clients reach this node's Kafka listener.
+	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http listener: %w", err)
+	}
+	// The HTTP API's embedded clients reach this node's Kafka listener; the other
+	// nodes reach its consumer instances at its advertised HTTP address.
 	n.api, err = httpapi.New(httpapi.Config{
-		KafkaAddr: n.kafkaLn.Addr().String(), Cluster: n.ctrl, Partitions: n.replicas,
-		Observer: n.metrics, Logger: logger.With("component", "httpapi"),
+		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(cfg, n.httpLn.Addr()),
+		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Logger: logger.With("component", "httpapi"),
 	})
 	if err != nil {
 		return nil, err
@@ -254,12 +259,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 
 	n.console = console.New(console.Config{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
-		Logger: logger.With("component", "console"),
+		Admin: n.api.Admin(), Logger: logger.With("component", "console"),
 	})
-	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("http listener: %w", err)
-	}
 	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
 	n.wg.Add(1)
 	go func() {
@@ -277,6 +278,25 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
 		"http_addr", n.httpLn.Addr().String())
 	return n, nil
+}
+
+// advertisedHTTPAddr is where the other nodes reach this node's HTTP API:
+// --advertised-http-addr, else the listener's address with an unspecified host
+// (0.0.0.0, ::) replaced by the advertised Kafka host.
+func advertisedHTTPAddr(cfg config.Config, bound net.Addr) string {
+	if cfg.AdvertisedHTTPAddr != "" {
+		return cfg.AdvertisedHTTPAddr
+	}
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return bound.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if kafkaHost, _, err := net.SplitHostPort(cfg.AdvertisedKafkaAddr); err == nil {
+			host = kafkaHost
+		}
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // KafkaAddr is the Kafka listener's address.

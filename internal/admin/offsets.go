@@ -1,14 +1,14 @@
-package cli
+package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // OffsetKind says how an OffsetSpec picks an offset.
@@ -22,7 +22,7 @@ const (
 )
 
 // OffsetSpec is where to start reading (consume --from) or where to move a group
-// (group reset-offsets --to). Forms:
+// (group reset-offsets --to, an HTTP seek, the console's reset). Forms:
 //
 //	earliest | latest
 //	N                      an offset (N < 10^12)
@@ -39,8 +39,8 @@ type OffsetSpec struct {
 // millisThreshold splits plain numbers into offsets (below) and unix milliseconds.
 const millisThreshold = 1_000_000_000_000
 
-// ParseOffsetSpec parses the value of flag (named in errors).
-func ParseOffsetSpec(flag, s string) (OffsetSpec, error) {
+// ParseOffsetSpec parses one of the forms above.
+func ParseOffsetSpec(s string) (OffsetSpec, error) {
 	switch s {
 	case "earliest":
 		return OffsetSpec{Kind: OffsetEarliest}, nil
@@ -50,14 +50,14 @@ func ParseOffsetSpec(flag, s string) (OffsetSpec, error) {
 	if ms, ok := strings.CutPrefix(s, "@"); ok {
 		n, err := strconv.ParseInt(ms, 10, 64)
 		if err != nil || n < 0 {
-			return OffsetSpec{}, Usagef("%s: %q: expected @ followed by unix milliseconds", flag, s)
+			return OffsetSpec{}, fmt.Errorf("%q: expected @ followed by unix milliseconds", s)
 		}
 		return OffsetSpec{Kind: OffsetTime, Millis: n}, nil
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		switch {
 		case n < 0:
-			return OffsetSpec{}, Usagef("%s: %q: offsets are not negative", flag, s)
+			return OffsetSpec{}, fmt.Errorf("%q: offsets are not negative", s)
 		case n >= millisThreshold:
 			return OffsetSpec{Kind: OffsetTime, Millis: n}, nil
 		}
@@ -65,11 +65,11 @@ func ParseOffsetSpec(flag, s string) (OffsetSpec, error) {
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		if t.UnixMilli() < 0 {
-			return OffsetSpec{}, Usagef("%s: %q is before 1970", flag, s)
+			return OffsetSpec{}, fmt.Errorf("%q is before 1970", s)
 		}
 		return OffsetSpec{Kind: OffsetTime, Millis: t.UnixMilli()}, nil
 	}
-	return OffsetSpec{}, Usagef("%s: %q is not earliest, latest, an offset, an RFC3339 time or unix milliseconds", flag, s)
+	return OffsetSpec{}, fmt.Errorf("%q is not earliest, latest, an offset, an RFC3339 time or unix milliseconds", s)
 }
 
 func (s OffsetSpec) String() string {
@@ -88,8 +88,10 @@ func (s OffsetSpec) String() string {
 // high-water mark.
 type Bounds struct{ Start, End int64 }
 
-// ListBounds returns the bounds of every partition of topic.
-func ListBounds(ctx context.Context, adm *kadm.Client, topic string) (map[int32]Bounds, error) {
+// ListBounds returns the bounds of the given partitions of topic, or of every
+// partition when none are given. A partition no leader answered for is an error
+// wrapping kerr.LeaderNotAvailable.
+func ListBounds(ctx context.Context, adm *kadm.Client, topic string, partitions ...int32) (map[int32]Bounds, error) {
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -98,22 +100,27 @@ func ListBounds(ctx context.Context, adm *kadm.Client, topic string) (map[int32]
 	if err != nil {
 		return nil, err
 	}
-	out := map[int32]Bounds{}
-	for p, s := range starts[topic] {
-		if s.Err != nil {
+	if len(partitions) == 0 {
+		for p := range starts[topic] {
+			partitions = append(partitions, p)
+		}
+		if len(partitions) == 0 {
+			return nil, fmt.Errorf("topic %q: no partitions listed", topic)
+		}
+	}
+	out := make(map[int32]Bounds, len(partitions))
+	for _, p := range partitions {
+		s, okStart := starts[topic][p]
+		e, okEnd := ends[topic][p]
+		switch {
+		case !okStart || !okEnd:
+			return nil, topicError(topic, p, fmt.Errorf("%w: no leader answered", kerr.LeaderNotAvailable))
+		case s.Err != nil:
 			return nil, topicError(topic, p, s.Err)
-		}
-		e, ok := ends[topic][p]
-		if !ok {
-			return nil, fmt.Errorf("topic %q partition %d: no end offset listed", topic, p)
-		}
-		if e.Err != nil {
+		case e.Err != nil:
 			return nil, topicError(topic, p, e.Err)
 		}
 		out[p] = Bounds{Start: s.Offset, End: e.Offset}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("topic %q: no partitions listed", topic)
 	}
 	return out, nil
 }
@@ -151,7 +158,7 @@ func (s OffsetSpec) Resolve(ctx context.Context, adm *kadm.Client, topic string,
 			l, ok := byTime[p]
 			switch {
 			case !ok:
-				return nil, topicError(topic, p, errors.New("no offset listed for the time"))
+				return nil, topicError(topic, p, fmt.Errorf("%w: no leader answered for the time", kerr.LeaderNotAvailable))
 			case l.Err != nil:
 				return nil, topicError(topic, p, l.Err)
 			case l.Offset < 0:

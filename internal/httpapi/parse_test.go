@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePollQueryAndBody(t *testing.T) {
+	tests := []struct {
+		name, query, body string
+		want              pollCall // compared when wantErr is empty
+		wantErr           string
+	}{
+		{name: "body only (the design's GET /poll)", body: `{"group":"billing","topic":"orders","max_records":500}`,
+			want: pollCall{key: instanceKey{"billing", "default"}, opts: instanceOptions{topic: "orders"}, maxRecords: 500,
+				timeout: defaultPollWait, assignmentWait: defaultAssignmentWait}},
+		{name: "query only", query: "group=g&topic=t&timeout_ms=250",
+			want: pollCall{key: instanceKey{"g", "default"}, opts: instanceOptions{topic: "t"}, maxRecords: defaultMaxRecords,
+				timeout: 250 * time.Millisecond, assignmentWait: 250 * time.Millisecond}},
+		{name: "split over both", query: "group=g&consumer=c", body: `{"topic":"t","max_records":7}`,
+			want: pollCall{key: instanceKey{"g", "c"}, opts: instanceOptions{topic: "t"}, maxRecords: 7,
+				timeout: defaultPollWait, assignmentWait: defaultAssignmentWait}},
+		{name: "same value in both", query: "group=g&topic=t&max_records=3", body: `{"group":"g","max_records":3}`,
+			want: pollCall{key: instanceKey{"g", "default"}, opts: instanceOptions{topic: "t"}, maxRecords: 3,
+				timeout: defaultPollWait, assignmentWait: defaultAssignmentWait}},
+		{name: "timeout 0 answers at once", body: `{"group":"g","topic":"t","timeout_ms":0}`,
+			want: pollCall{key: instanceKey{"g", "default"}, opts: instanceOptions{topic: "t"}, maxRecords: defaultMaxRecords}},
+		{name: "group disagrees", query: "group=a&topic=t", body: `{"group":"b"}`, wantErr: `group: the query says "a", the body says "b"`},
+		{name: "number disagrees", query: "group=g&topic=t&max_records=3", body: `{"max_records":4}`, wantErr: "max_records: the query says 3, the body says 4"},
+		{name: "group in neither", body: `{"topic":"t"}`, wantErr: "group is required"},
+		{name: "wrong type in the body", body: `{"group":"g","topic":"t","max_records":"5"}`, wantErr: "max_records"},
+		{name: "unknown field in the body", body: `{"group":"g","topic":"t","maxRecords":5}`, wantErr: "maxRecords"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, aerr := parsePoll(q, []byte(tc.body))
+			if tc.wantErr != "" {
+				if aerr == nil || aerr.status != 400 || !strings.Contains(aerr.message, tc.wantErr) {
+					t.Fatalf("got %+v, %v; want a 400 saying %q", got, aerr, tc.wantErr)
+				}
+				return
+			}
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseAcks(t *testing.T) {
+	for raw, want := range map[string]int16{``: -1, `null`: -1, `"all"`: -1, `-1`: -1, `"-1"`: -1, `0`: 0, `"0"`: 0, `1`: 1, `"1"`: 1} {
+		got, _, err := parseAcksTimeout([]byte(raw), nil)
+		if err != nil || got != want {
+			t.Errorf("acks %s: got %d, %v; want %d", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{`2`, `"2"`, `"ALL"`, `true`, `"one"`, `1.0`} {
+		if _, _, err := parseAcksTimeout([]byte(raw), nil); err == nil || err.status != 400 {
+			t.Errorf("acks %s: accepted", raw)
+		}
+	}
+}
+
+func TestParseCommitProcessed(t *testing.T) {
+	tests := []struct {
+		body       string
+		wantOffset int64
+		wantErr    string
+	}{
+		{`{"group":"g","topic":"t","partition":2,"offset":84511}`, 84511, ""},
+		{`{"group":"g","topic":"t","partition":2,"processed":84510}`, 84511, ""},
+		{`{"group":"g","topic":"t","partition":2,"processed":0}`, 1, ""},
+		{`{"group":"g","topic":"t","partition":2,"offset":84511,"processed":84510}`, 0, "exclusive"},
+		{`{"group":"g","topic":"t","partition":2,"processed":-1}`, 0, "processed: must not be negative"},
+		{`{"group":"g","topic":"t","partition":2,"processed":9223372036854775807}`, 0, "processed: too large"},
+		{`{"group":"g","processed":5}`, 0, "needs a partition"},
+	}
+	for _, tc := range tests {
+		call, err := parseCommit([]byte(tc.body))
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.message, tc.wantErr)):
+			t.Errorf("%s: got %+v, %v; want an error saying %q", tc.body, call, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || call.offset != tc.wantOffset):
+			t.Errorf("%s: got %+v, %v; want offset %d", tc.body, call, err, tc.wantOffset)
+		}
+	}
+}
+
+func TestMemberClientID(t *testing.T) {
+	for _, c := range []struct{ consumer, addr string }{{"default", "127.0.0.1:8080"}, {"a@b", "[::1]:80"}, {"", "h:1"}} {
+		id := memberClientID(instanceKey{"g", c.consumer}, c.addr)
+		consumer, addr, ok := parseMemberClientID(id)
+		if !ok || consumer != c.consumer || addr != c.addr {
+			t.Errorf("%q: parsed %q %q %v", id, consumer, addr, ok)
+		}
+	}
+	for _, id := range []string{"strata-http-admin", "strata-http/noaddr", "kgo"} {
+		if _, _, ok := parseMemberClientID(id); ok {
+			t.Errorf("%q parsed as an HTTP member", id)
+		}
+	}
+}
