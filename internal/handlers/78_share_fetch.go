@@ -14,6 +14,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
@@ -23,6 +24,22 @@ import (
 type Shares interface {
 	ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse
 	ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse
+}
+
+// noShares answers share-group record requests of handlers built without a
+// share-partition leader (some test harnesses): UNSUPPORTED_VERSION.
+type noShares struct{}
+
+func (noShares) ShareFetch(_ context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	return resp
+}
+
+func (noShares) ShareAcknowledge(_ context.Context, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	return resp
 }
 
 func (h *Handlers) shareFetch(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {

@@ -124,6 +124,9 @@ func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, 
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
+	if cfg.Shares == nil {
+		cfg.Shares = noShares{}
+	}
 	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, link: link, log: logger, byKey: map[int16]api{},
 		sessions: newFetchSessions(defaultFetchSessionSlots)}
 	for _, a := range allApis() {
