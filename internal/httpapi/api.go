@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,12 @@ type Config struct {
 	// it: requests for a consumer instance held by another node are forwarded there.
 	// Empty turns forwarding off.
 	AdvertisedAddr string
+	// ClientOpts are added to every embedded Kafka client: the TLS and SASL the
+	// node's own clients use on its Kafka listener.
+	ClientOpts []kgo.Opt
+	// ForwardTLS, when set, is the client TLS configuration for forwarding
+	// requests to other nodes' HTTP APIs (https); nil forwards over http.
+	ForwardTLS *tls.Config
 	// Cluster is the metadata image this node follows (topics, partitions, leaders).
 	Cluster Cluster
 	// Partitions, when set, lets produce append directly to the partitions this node
@@ -107,11 +114,13 @@ func New(cfg Config) (*API, error) {
 	if cfg.KafkaAddr == "" || cfg.Cluster == nil {
 		return nil, errors.New("httpapi: Config needs KafkaAddr and Cluster")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.KafkaAddr), kgo.ClientID("strata-http-admin"), kgo.MetadataMinAge(250*time.Millisecond))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.KafkaAddr), kgo.ClientID("strata-http-admin"),
+		kgo.MetadataMinAge(250 * time.Millisecond)}, cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: admin client: %w", err)
 	}
-	a := &API{cfg: cfg, log: cfg.Logger, adminCl: cl, admin: kadm.NewClient(cl), forwarder: &http.Client{}}
+	a := &API{cfg: cfg, log: cfg.Logger, adminCl: cl, admin: kadm.NewClient(cl),
+		forwarder: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.ForwardTLS}}}
 	a.producers.init(cfg)
 	a.consumers.init(cfg)
 	return a, nil

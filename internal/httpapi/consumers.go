@@ -150,7 +150,7 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if opts.readUncommitted {
 		iso = kgo.ReadUncommitted()
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(c.cfg.KafkaAddr),
 		kgo.ClientID(memberClientID(key, c.cfg.AdvertisedAddr)),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { markAssigned() }),
@@ -161,10 +161,10 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 		kgo.ConsumeResetOffset(reset),
 		kgo.SessionTimeout(session),
 		kgo.HeartbeatInterval(min(session/10, 3*time.Second)),
-		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.FetchMaxWait(time.Second),
 		kgo.FetchIsolationLevel(iso),
-	)
+	}, c.cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,11 @@ func (a *API) ownerElsewhere(r *http.Request, key instanceKey) string {
 // forward replays r, whose body was body, on the node at addr and relays its
 // answer. A node that cannot be reached gets a 502 naming it.
 func (a *API) forward(w http.ResponseWriter, r *http.Request, body []byte, addr string) {
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	scheme := "http://"
+	if a.cfg.ForwardTLS != nil {
+		scheme = "https://"
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, scheme+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		writeError(w, errorf(http.StatusInternalServerError, codeInternal, "forwarding to %s: %v", addr, err))
 		return

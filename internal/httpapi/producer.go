@@ -191,6 +191,7 @@ func (p *producers) client(acks int16) (*kgo.Client, error) {
 		kgo.ProducerBatchMaxBytes(int32(min(p.cfg.MaxBodyBytes, maxProducerBatch))),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
+	opts = append(opts, p.cfg.ClientOpts...)
 	switch acks {
 	case 0:
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())

@@ -57,6 +57,15 @@ func (n *Node) dialTLS() func(addr string) *tls.Config {
 	return n.certs.DialConfig
 }
 
+// httpForwardTLS is the client TLS configuration for forwarding HTTP requests to
+// other nodes' HTTP listeners, or nil when TLS is off.
+func (n *Node) httpForwardTLS() *tls.Config {
+	if n.certs == nil {
+		return nil
+	}
+	return n.certs.ClientConfig()
+}
+
 // kafkaClientOpts are the options this node's own Kafka clients (the replica
 // fetchers) need to reach other brokers' Kafka listeners: TLS, and SASL with the
 // inter-broker credential.

@@ -305,6 +305,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	// nodes reach its consumer instances at its advertised HTTP address.
 	n.api, err = httpapi.New(httpapi.Config{
 		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(cfg, n.httpLn.Addr()),
+		ClientOpts: n.kafkaClientOpts(), ForwardTLS: n.httpForwardTLS(),
 		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Logger: logger.With("component", "httpapi"),
 	})
 	if err != nil {
