@@ -42,14 +42,22 @@ type TierConfig struct {
 	Cache *BlockCache
 	// BlockBytes is the size of a checksummed read block (default 1 MiB).
 	BlockBytes int
-	// RetentionAge and RetentionBytes bound the whole log, remote part included
-	// (retention.ms / retention.bytes; negative: unbounded). The Log's own
-	// RetentionAge and RetentionBytes are then the local limits
-	// (local.retention.ms / local.retention.bytes).
-	RetentionAge   time.Duration
-	RetentionBytes int64
+	// Retention is the initial retention; SetRetention changes it.
+	Retention TierRetention
 	// Now is the clock for remote retention; nil means time.Now.
 	Now func() time.Time
+}
+
+// TierRetention is a tiered log's retention. Negative values are unbounded.
+type TierRetention struct {
+	// Age and Bytes bound the whole log, remote part included (retention.ms,
+	// retention.bytes).
+	Age   time.Duration
+	Bytes int64
+	// LocalAge and LocalBytes bound the local log (local.retention.ms,
+	// local.retention.bytes); they replace the Log's own limits.
+	LocalAge   time.Duration
+	LocalBytes int64
 }
 
 // Tier moves a Log's closed segments to an object store and serves reads below
@@ -75,7 +83,8 @@ type Tier struct {
 	log *Log
 	cfg TierConfig
 
-	passMu sync.Mutex // serialises Load, Upload and EnforceRetention
+	passMu    sync.Mutex // serialises Load, Upload and EnforceRetention
+	retention atomic.Pointer[TierRetention]
 
 	mu struct {
 		sync.RWMutex
@@ -122,8 +131,12 @@ func NewTier(log *Log, cfg TierConfig) *Tier {
 	}
 	t := &Tier{log: log, cfg: cfg}
 	t.mu.blocks = make(map[int64][]block)
+	t.SetRetention(cfg.Retention)
 	return t
 }
+
+// SetRetention changes the retention the next EnforceRetention applies.
+func (t *Tier) SetRetention(r TierRetention) { t.retention.Store(&r) }
 
 // Load reads the partition's manifest from the store (a partition without one
 // has nothing remote). A new leader calls it before uploading; an error (store
@@ -384,9 +397,9 @@ func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, 
 	return seg, blocks, nil
 }
 
-// EnforceRetention applies local retention to the log, never deleting a segment
+// EnforceRetention applies local retention (LocalAge, LocalBytes) to the log, never deleting a segment
 // that is not wholly uploaded (nor at or above highWatermark), then the whole-log
-// limits to the remote part: remote segments below the local start whose newest
+// limits (Age, Bytes) to the remote part: remote segments below the local start whose newest
 // record is older than RetentionAge, and the oldest while the whole log exceeds
 // RetentionBytes by at least their size, leave the manifest (written first) and
 // then the store. Objects no manifest names (a crashed upload's leftovers) below
@@ -398,7 +411,8 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 	if !loaded {
 		return 0, 0, fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
 	}
-	if local, err = t.log.EnforceRetention(min(highWatermark, m.End)); err != nil {
+	r := *t.retention.Load()
+	if local, err = t.enforceLocalLocked(m, highWatermark); err != nil {
 		return local, 0, err
 	}
 	localStart, localSize := t.log.LogStartOffset(), t.log.Size()
@@ -409,15 +423,15 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		}
 	}
 	k := 0
-	if t.cfg.RetentionAge >= 0 {
-		limit := t.cfg.Now().Add(-t.cfg.RetentionAge).UnixMilli()
+	if r.Age >= 0 {
+		limit := t.cfg.Now().Add(-r.Age).UnixMilli()
 		for k < len(m.Segments) && m.Segments[k].Next <= localStart && m.Segments[k].MaxTimestamp < limit {
 			remoteOnly -= m.Segments[k].Size
 			k++
 		}
 	}
-	if t.cfg.RetentionBytes >= 0 {
-		diff := remoteOnly + localSize - t.cfg.RetentionBytes
+	if r.Bytes >= 0 {
+		diff := remoteOnly + localSize - r.Bytes
 		for k < len(m.Segments) && m.Segments[k].Next <= localStart && diff >= m.Segments[k].Size {
 			diff -= m.Segments[k].Size
 			k++
@@ -456,6 +470,24 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		t.stats.deletedSegments.Add(1)
 	}
 	return local, k, t.sweepOrphans(ctx, m)
+}
+
+// EnforceLocalRetention applies only the local limits, never deleting a segment
+// that is not wholly uploaded: what a follower runs (after Load, to learn the
+// leader's uploads); the leader alone changes the remote part.
+func (t *Tier) EnforceLocalRetention(highWatermark int64) (int, error) {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	m, loaded := t.manifestCopy()
+	if !loaded {
+		return 0, fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
+	}
+	return t.enforceLocalLocked(m, highWatermark)
+}
+
+func (t *Tier) enforceLocalLocked(m manifest, highWatermark int64) (int, error) {
+	r := t.retention.Load()
+	return t.log.enforceRetention(min(highWatermark, m.End), r.LocalAge, r.LocalBytes)
 }
 
 // sweepOrphans deletes segment objects the manifest does not name and that lie

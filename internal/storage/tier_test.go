@@ -21,8 +21,9 @@ const tierPrefix = "t/0"
 // and a tier over an in-memory file store.
 func tieredLog(t *testing.T, store remote.Store, localBytes int64, cache *BlockCache) (*Log, *Tier) {
 	t.Helper()
-	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, RetentionBytes: localBytes, RetentionAge: -1})
-	tier := NewTier(l, TierConfig{Store: store, Prefix: tierPrefix, Cache: cache, BlockBytes: 1024, RetentionAge: -1, RetentionBytes: -1})
+	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, RetentionAge: -1})
+	tier := NewTier(l, TierConfig{Store: store, Prefix: tierPrefix, Cache: cache, BlockBytes: 1024,
+		Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: localBytes}})
 	if err := tier.Load(ctxTimeout(t)); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -115,7 +116,7 @@ func TestTierWriteFarPastLocalRetention(t *testing.T) {
 func TestTierRemoteRetention(t *testing.T) {
 	store := memStore(t, vfs.NewMem())
 	l, tier := tieredLog(t, store, 4096, nil)
-	tier.cfg.RetentionBytes = 16 << 10
+	tier.SetRetention(TierRetention{Age: -1, Bytes: 16 << 10, LocalAge: -1, LocalBytes: 4096})
 	for range 20 {
 		appendN(t, l, 10, 3, 100, 1000, 0)
 		uploadAndRetain(t, l, tier)
@@ -300,6 +301,20 @@ func TestTierNewLeaderContinues(t *testing.T) {
 	if _, err := leader.Upload(ctxTimeout(t), l.LogEndOffset(), 1); err != nil {
 		t.Fatal(err)
 	}
+	// A follower's tier learns the uploads from the manifest and deletes locally
+	// only what is uploaded.
+	follower := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, RetentionAge: -1})
+	ftier := NewTier(follower, TierConfig{Store: store, Prefix: tierPrefix, Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: 0}})
+	if _, err := ftier.EnforceLocalRetention(l.LogEndOffset()); !errors.Is(err, ErrRemoteUnavailable) {
+		t.Fatalf("follower retention before Load: %v", err)
+	}
+	if err := ftier.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ftier.UploadedEnd() != leader.UploadedEnd() {
+		t.Fatalf("follower sees uploads to %d, leader %d", ftier.UploadedEnd(), leader.UploadedEnd())
+	}
+
 	m, _ := leader.manifestCopy()
 	if m.Segments[0].Base != 0 || m.LeaderEpoch != 1 {
 		t.Fatalf("manifest %+v", m)
