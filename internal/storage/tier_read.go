@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/remote"
 )
@@ -260,4 +262,60 @@ func (c *BlockCache) Stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return CacheStats{Bytes: c.mu.size, Capacity: c.capacity, Blocks: c.mu.lru.Len(), Hits: c.hits, Misses: c.misses}
+}
+
+// OffsetForTimestamp answers ListOffsets for a timestamp over the remote part:
+// the first record at or after the remote start whose timestamp is >= ts, found
+// through the segments' and blocks' max timestamps. ok is false when every
+// remote record is older (the caller then looks in the local log).
+func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64) (offset, timestamp int64, ok bool, err error) {
+	m, _ := t.manifestCopy()
+	for _, seg := range m.Segments {
+		if seg.MaxTimestamp < ts || seg.Next <= m.Start {
+			continue
+		}
+		blocks, err := t.blocks(ctx, seg)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		key := seg.key(t.cfg.Prefix, logSuffix)
+		for _, k := range blocks {
+			if k.MaxTimestamp < ts {
+				continue
+			}
+			data, err := t.block(ctx, key, k)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			for p := 0; p < len(data); {
+				h, err := batch.ParseHeader(data[p:])
+				if err != nil || h.Size() > len(data)-p || h.Size() < batch.HeaderSize {
+					return 0, 0, false, fmt.Errorf("%w: %s block at %d: batch at %d does not parse", ErrRemoteCorrupt, key, k.Pos, p)
+				}
+				if h.MaxTimestamp >= ts && h.NextOffset() > m.Start {
+					off, tsFound, found, err := findInBatchBytes(data[p:p+h.Size()], &h, ts, m.Start)
+					if err != nil {
+						return 0, 0, false, fmt.Errorf("%w: %s: %v", ErrRemoteCorrupt, key, err)
+					}
+					if found {
+						return off, tsFound, true, nil
+					}
+				}
+				p += h.Size()
+			}
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// findInBatchBytes is findInBatch over a batch already in memory.
+func findInBatchBytes(b []byte, h *batch.Header, ts, minOffset int64) (int64, int64, bool, error) {
+	if h.LogAppendTime() {
+		return batch.FindTimestamp(h, nil, ts, minOffset)
+	}
+	records, err := decompressor.Decompress(b[batch.HeaderSize:], kgo.CompressionCodecType(h.Codec()))
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return batch.FindTimestamp(h, records, ts, minOffset)
 }

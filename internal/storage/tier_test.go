@@ -408,3 +408,22 @@ func TestManifestDecodeRejectsDamage(t *testing.T) {
 		t.Fatal("truncated manifest decoded")
 	}
 }
+
+// Timestamp lookups find remote records.
+func TestTierOffsetForTimestamp(t *testing.T) {
+	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
+	appendN(t, l, 40, 3, 100, 1000, 0) // batch i holds timestamps 1000+i .. 1000+i+2
+	uploadAndRetain(t, l, tier)
+	if l.LogStartOffset() < 30 {
+		t.Fatalf("local start %d: too little went remote", l.LogStartOffset())
+	}
+	for _, tc := range []struct{ ts, off int64 }{{0, 0}, {1000, 0}, {1002, 2}, {1005, 11}} {
+		off, ts, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), tc.ts)
+		if err != nil || !ok || off != tc.off || ts < tc.ts {
+			t.Errorf("OffsetForTimestamp(%d) = %d, %d, %v, %v; want offset %d", tc.ts, off, ts, ok, err, tc.off)
+		}
+	}
+	if _, _, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), 1_000_000); ok || err != nil {
+		t.Errorf("a timestamp after every record: ok %v, %v", ok, err)
+	}
+}
