@@ -26,6 +26,19 @@ func (v int32Value) Set(s string) error {
 }
 func (v int32Value) Type() string { return "int32" }
 
+type int64Value struct{ p *int64 }
+
+func (v int64Value) String() string { return strconv.FormatInt(*v.p, 10) }
+func (v int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+func (v int64Value) Type() string { return "int64" }
+
 type boolValue struct{ p *bool }
 
 func (v boolValue) String() string { return strconv.FormatBool(*v.p) }

@@ -40,21 +40,36 @@ type Store interface {
 
 // Open returns the Store a --remote-storage URL names: file:///dir.
 func Open(rawURL string, fsys vfs.FS) (Store, error) {
+	dir, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return NewFile(fsys, dir)
+}
+
+// CheckURL reports whether Open supports rawURL, without touching the store.
+func CheckURL(rawURL string) error {
+	_, err := parseURL(rawURL)
+	return err
+}
+
+// parseURL returns the directory of a file:///dir URL.
+func parseURL(rawURL string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrUnsupportedURL, rawURL, err)
+		return "", fmt.Errorf("%w: %q: %v", ErrUnsupportedURL, rawURL, err)
 	}
 	switch u.Scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("%w: %q: file URLs take no host (file:///path)", ErrUnsupportedURL, rawURL)
+			return "", fmt.Errorf("%w: %q: file URLs take no host (file:///path)", ErrUnsupportedURL, rawURL)
 		}
 		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return nil, fmt.Errorf("%w: %q: file URLs need an absolute path", ErrUnsupportedURL, rawURL)
+			return "", fmt.Errorf("%w: %q: file URLs need an absolute path", ErrUnsupportedURL, rawURL)
 		}
-		return NewFile(fsys, u.Path)
+		return u.Path, nil
 	}
-	return nil, fmt.Errorf("%w: %q (supported: file:///path)", ErrUnsupportedURL, rawURL)
+	return "", fmt.Errorf("%w: %q (supported: file:///path)", ErrUnsupportedURL, rawURL)
 }
 
 // CheckKey reports whether key is a valid object key.

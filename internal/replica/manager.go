@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -47,6 +48,10 @@ type Options struct {
 	// partition's leader (including when the partition is removed). It is called from
 	// Apply and must not block.
 	OnLeadership func(p *Partition, leader bool)
+	// Remote is the object store of tiered topics (--remote-storage); nil: no
+	// topic is tiered. RemoteCache holds remote blocks read (--remote-cache-size).
+	Remote      remote.Store
+	RemoteCache *storage.BlockCache
 }
 
 // Manager hosts this broker's partitions and keeps them in line with the metadata
@@ -307,6 +312,7 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
 	}
 	p.setConfig(t.Config)
+	m.applyTier(p, t.Config)
 	wasLeader := p.IsLeader()
 	leader, err := p.applyState(ip, m.now())
 	if err != nil {
@@ -385,7 +391,9 @@ func (m *Manager) RunCleaner(ctx context.Context, interval time.Duration) {
 func (m *Manager) clean(p *Partition) {
 	cfg := p.Config()
 	hwm := p.HighWatermark()
-	if cfg.CleanupPolicy&metadata.CleanupDelete != 0 {
+	if tier := p.Tier(); tier != nil {
+		m.cleanTiered(p, tier)
+	} else if cfg.CleanupPolicy&metadata.CleanupDelete != 0 {
 		n, err := p.log.EnforceRetention(hwm)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			m.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)

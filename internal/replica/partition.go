@@ -71,6 +71,7 @@ type Partition struct {
 	leader        atomic.Bool
 	closed        atomic.Bool
 	config        atomic.Pointer[metadata.TopicConfig]
+	tier          atomic.Pointer[storage.Tier] // nil unless tiered (tiered.go)
 	isrSize       atomic.Int32
 
 	// mu guards the replica set as this broker knows it (see replication.go).
@@ -344,6 +345,7 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 // FetchResult is a read of committed records.
 type FetchResult struct {
 	Chunk          storage.Chunk // whole batches; Release it when sent
+	Remote         []byte        // batches read from the object store instead of Chunk
 	HighWatermark  int64
 	LogStartOffset int64
 }
@@ -361,6 +363,12 @@ func (p *Partition) Read(offset int64, maxBytes int) (FetchResult, error) {
 	if offset == hwm || (offset > hwm && offset <= p.log.LogEndOffset()) {
 		return res, nil
 	}
+	if tier := p.tier.Load(); tier != nil {
+		res.LogStartOffset = tier.LogStartOffset()
+		if offset < p.log.LogStartOffset() && offset >= res.LogStartOffset {
+			return p.readRemote(tier, offset, maxBytes, res)
+		}
+	}
 	chunk, err := p.log.Read(offset, maxBytes, hwm)
 	if err != nil {
 		return res, err
@@ -371,10 +379,11 @@ func (p *Partition) Read(offset int64, maxBytes int) (FetchResult, error) {
 
 // Special ListOffsets timestamps.
 const (
-	LatestTimestamp        = -1
-	EarliestTimestamp      = -2
-	MaxTimestamp           = -3
-	EarliestLocalTimestamp = -4
+	LatestTimestamp                = -1
+	EarliestTimestamp              = -2
+	MaxTimestamp                   = -3
+	EarliestLocalTimestamp         = -4
+	EarliestPendingUploadTimestamp = -5
 )
 
 // ListOffset answers ListOffsets for one timestamp: the earliest or latest
@@ -394,6 +403,11 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, e
 	if hwm < p.epochStartOffset() {
 		notYet = ErrOffsetNotAvailable
 	}
+	if tier := p.tier.Load(); tier != nil {
+		if off, t, ok, handled, err := p.listOffsetTiered(tier, ts); handled {
+			return off, t, ok, err
+		}
+	}
 	switch ts {
 	case LatestTimestamp:
 		if notYet != nil {
@@ -409,7 +423,7 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, found bool, e
 	case ts == MaxTimestamp:
 		off, t, err = p.log.MaxTimestamp()
 		ok = off >= 0
-	case ts < 0: // another special timestamp (tiered storage's): none here
+	case ts < 0: // another special timestamp (-5 without a tier): none
 		return -1, -1, false, nil
 	default:
 		off, t, ok, err = p.log.OffsetForTimestamp(ts)
