@@ -8,6 +8,7 @@
 #   kafkajs         interop/node/node_modules, from package-lock.json (npm ci)
 #   kafka-clients   interop/java/target/{classes,dependency} (Maven Central)
 #   kafka-tools     interop/kafkatools/target/jars: Kafka's own command-line tools (Maven Central)
+#   kafka-streams   interop/streams/target/{classes,dependency}: a Kafka Streams application (Maven Central)
 #
 # Java 17+, Maven 3.8+, Python 3.11 and Node 20 are expected on the machine already.
 set -euo pipefail
@@ -81,8 +82,18 @@ if [ ! -f "$tools_dir/target/.resolved" ] || [ "$tools_dir/pom.xml" -nt "$tools_
 	touch "$tools_dir/target/.resolved"
 fi
 
+# 6. The Kafka Streams application (interop/streams).
+streams_dir="$here/streams"
+if [ ! -f "$streams_dir/target/.built" ] ||
+	[ -n "$(find "$streams_dir/pom.xml" "$streams_dir/src" -newer "$streams_dir/target/.built" 2>/dev/null | head -n1)" ]; then
+	log "building the Kafka Streams application (mvn)"
+	(cd "$streams_dir" && mvn -q -B -Dstyle.color=never compile dependency:copy-dependencies)
+	touch "$streams_dir/target/.built"
+fi
+
 log "ready: kcat $(kcat -V 2>/dev/null | sed -n 's/^Version \([^ ]*\).*/\1/p'), \
 confluent-kafka $("$venv/bin/python" -c 'import confluent_kafka as c; print(c.__version__)'), \
 kafkajs $(node -p "require('$node_dir/node_modules/kafkajs/package.json').version"), \
 kafka-clients $(ls "$java_dir/target/dependency" | sed -n 's/^kafka-clients-\(.*\)\.jar$/\1/p'), \
-kafka-tools $(ls "$tools_dir/target/jars" | sed -n 's/^kafka-tools-\([0-9.]*\)\.jar$/\1/p')"
+kafka-tools $(ls "$tools_dir/target/jars" | sed -n 's/^kafka-tools-\([0-9.]*\)\.jar$/\1/p'), \
+kafka-streams $(ls "$streams_dir/target/dependency" | sed -n 's/^kafka-streams-\([0-9.]*\)\.jar$/\1/p')"

@@ -1,0 +1,227 @@
+package interop
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// streamsClassPath is the word-count application interop/install.sh builds from
+// interop/streams (Kafka Streams 4.4).
+const streamsClassPath = "streams/target/classes:streams/target/dependency/*"
+
+// TestKafkaStreams runs a Kafka Streams application (interop/streams: a word count
+// with a repartition topic and a changelogged state store) against Strata, with
+// lines produced before it starts and while it runs, and checks that the final
+// count of every word on its output topic is exact and that Streams created its
+// internal topics as it does on Kafka (the changelog compacted).
+func TestKafkaStreams(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		requireStreams(t, "java is not on PATH")
+	}
+	if _, err := os.Stat("streams/target/classes/io/strata/interop/streams/WordCount.class"); err != nil {
+		requireStreams(t, "the Streams application is not built (streams/target)")
+	}
+	tgt := startTarget(t)
+	for _, guarantee := range []string{"at_least_once"} {
+		t.Run(guarantee, func(t *testing.T) { testWordCount(t, tgt.bootstrap, guarantee) })
+	}
+}
+
+func requireStreams(t *testing.T, why string) {
+	t.Helper()
+	requireClient(t, client{name: "kafka-streams", missing: func() string { return why }})
+}
+
+func testWordCount(t *testing.T, bootstrap, guarantee string) {
+	app := "wordcount-" + strings.ReplaceAll(guarantee, "_", "-")
+	in, out := app+"-in", app+"-out"
+	createTopics(t, bootstrap, 3, in, out)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(out),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+
+	want := map[string]int64{}
+	produceLines := func(from, to int) {
+		t.Helper()
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			// Word w<k> appears in line i when k divides i+1: counts differ per word.
+			var words []string
+			for k := 1; k <= 12; k++ {
+				if (i+1)%k == 0 {
+					w := fmt.Sprintf("w%02d", k)
+					words = append(words, w)
+					want[w]++
+				}
+			}
+			recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprint(i)), Value: []byte(strings.Join(words, " "))})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceLines(0, 200)
+
+	app1 := startWordCount(t, bootstrap, app, in, out, guarantee)
+	got := map[string]int64{}
+	readCounts := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for !mapsEqual(got, want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: final counts %v, want %v\nStreams output:\n%s", what, got, want, app1.output())
+			}
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			fs := cl.PollFetches(pctx)
+			cancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) != 8 {
+					t.Fatalf("count of %q is %d bytes, want a long", r.Key, len(r.Value))
+				}
+				got[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
+			})
+			if app1.exited() {
+				t.Fatalf("%s: the Streams application exited early\n%s", what, app1.output())
+			}
+		}
+	}
+	readCounts("lines produced before the start")
+	produceLines(200, 260)
+	readCounts("lines produced while it runs")
+
+	// Streams made its internal topics as on Kafka: the changelog compacted.
+	adm := kadm.NewClient(cl)
+	changelog, repartition := app+"-counts-changelog", app+"-words-repartition"
+	topics, err := adm.ListTopics(ctx, changelog, repartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{changelog, repartition} {
+		if d, ok := topics[name]; !ok || d.Err != nil {
+			t.Fatalf("internal topic %s: %+v", name, d)
+		}
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, changelog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rc.On(changelog, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(cfg.Configs, func(c kadm.Config) bool {
+		return c.Key == "cleanup.policy" && c.MaybeValue() == "compact"
+	}) {
+		t.Errorf("changelog %s is not compacted: %+v", changelog, cfg.Configs)
+	}
+	if err := app1.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// wordCount is a running Streams application.
+type wordCount struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // set before done closes
+	mu   sync.Mutex
+	log  strings.Builder
+}
+
+func startWordCount(t *testing.T, bootstrap, app, in, out, guarantee string) *wordCount {
+	t.Helper()
+	args := append(slices.Clone(javaFlags), "-cp", streamsClassPath, "io.strata.interop.streams.WordCount",
+		bootstrap, app, in, out, filepath.Join(t.TempDir(), "state"), guarantee)
+	w := &wordCount{cmd: exec.Command("java", args...), done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	w.cmd.Stdout, w.cmd.Stderr = pw, pw
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			w.mu.Lock()
+			w.log.WriteString(sc.Text() + "\n")
+			w.mu.Unlock()
+		}
+	}()
+	go func() {
+		w.err = w.cmd.Wait()
+		pw.Close()
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		if !w.exited() {
+			w.cmd.Process.Kill()
+			<-w.done
+		}
+	})
+	return w
+}
+
+func (w *wordCount) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// output is the last lines the application printed.
+func (w *wordCount) output() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return lastLines([]byte(w.log.String()))
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (w *wordCount) stop() error {
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-w.done:
+	case <-time.After(90 * time.Second):
+		w.cmd.Process.Kill()
+		<-w.done
+		return fmt.Errorf("the Streams application ignored SIGTERM for 90s\n%s", w.output())
+	}
+	if w.err != nil {
+		return fmt.Errorf("the Streams application exited with %v\n%s", w.err, w.output())
+	}
+	return nil
+}
