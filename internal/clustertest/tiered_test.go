@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +89,25 @@ func TestTieredStorage(t *testing.T) {
 	// node is bounded again.
 	waitTiered(t, c, topic, remoteDir, 6*tieredLocalBytes)
 	check(t, produced(p), readAll(t, c, topic).records)
+
+	// The leader's /metrics shows the remote part and the failed uploads.
+	resp, err := http.Get("http://" + c.Leader(topic, 0).HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, series := range []string{"strata_remote_log_size_bytes", "strata_remote_upload_lag_bytes", "strata_remote_upload_errors_total"} {
+		if !regexp.MustCompile(`(?m)^` + series + `\{partition="0",topic="tiered"\} [0-9]`).Match(body) {
+			t.Errorf("/metrics of the leader has no %s for %s-0", series, topic)
+		}
+	}
+	if regexp.MustCompile(`(?m)^strata_remote_log_size_bytes\{partition="0",topic="tiered"\} 0$`).Match(body) {
+		t.Error("/metrics shows no remote bytes")
+	}
 }
 
 // checkFromZero checks, while the producer still runs (so acknowledgements may
