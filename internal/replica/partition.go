@@ -450,6 +450,9 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	if offset < 0 || offset > hwm {
 		return -1, storage.ErrOffsetOutOfRange
 	}
+	if tier := p.tier.Load(); tier != nil {
+		return p.deleteRecordsTiered(tier, offset)
+	}
 	if err := p.log.DeleteRecords(offset); err != nil {
 		return -1, err
 	}

@@ -217,3 +217,19 @@ func (p *Partition) listOffsetTiered(tier *storage.Tier, ts int64) (offset, time
 	}
 	return off, t, true, true, nil
 }
+
+// deleteRecordsTiered moves the remote start first (the manifest), then the local
+// log start if offset is past it, and returns the partition's new log start.
+func (p *Partition) deleteRecordsTiered(tier *storage.Tier, offset int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
+	defer cancel()
+	if err := tier.DeleteRecords(ctx, offset); err != nil {
+		return -1, err
+	}
+	if offset > p.log.LogStartOffset() {
+		if err := p.log.DeleteRecords(offset); err != nil {
+			return -1, err
+		}
+	}
+	return tier.LogStartOffset(), nil
+}

@@ -423,6 +423,10 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		}
 	}
 	k := 0
+	for k < len(m.Segments) && m.Segments[k].Next <= m.Start { // below DeleteRecords' start
+		remoteOnly -= m.Segments[k].Size
+		k++
+	}
 	if r.Age >= 0 {
 		limit := t.cfg.Now().Add(-r.Age).UnixMilli()
 		for k < len(m.Segments) && m.Segments[k].Next <= localStart && m.Segments[k].MaxTimestamp < limit {
@@ -441,9 +445,9 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 	if k > 0 {
 		next := m
 		next.Segments = m.Segments[k:]
-		next.Start = gone[k-1].Next
+		next.Start = max(m.Start, gone[k-1].Next)
 		if len(next.Segments) > 0 {
-			next.Start = next.Segments[0].Base
+			next.Start = max(next.Start, next.Segments[0].Base)
 		}
 		b := next.encode()
 		if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
@@ -470,6 +474,32 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		t.stats.deletedSegments.Add(1)
 	}
 	return local, k, t.sweepOrphans(ctx, m)
+}
+
+// DeleteRecords moves the remote log start up to offset (Kafka's DeleteRecords
+// on a tiered partition): the manifest is rewritten at once, so reads below
+// offset fail from then on, and the next EnforceRetention deletes the segments
+// wholly below it. The caller moves the local log start too.
+func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	m, loaded := t.manifestCopy()
+	if !loaded {
+		return fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
+	}
+	if offset <= m.Start || len(m.Segments) == 0 {
+		return nil
+	}
+	next := m
+	next.Start = min(offset, m.End)
+	b := next.encode()
+	if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	t.mu.Lock()
+	t.mu.m = next
+	t.mu.Unlock()
+	return nil
 }
 
 // EnforceLocalRetention applies only the local limits, never deleting a segment

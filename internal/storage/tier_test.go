@@ -427,3 +427,31 @@ func TestTierOffsetForTimestamp(t *testing.T) {
 		t.Errorf("a timestamp after every record: ok %v, %v", ok, err)
 	}
 }
+
+// DeleteRecords below the local start moves the remote start; retention then
+// deletes the remote segments wholly below it.
+func TestTierDeleteRecords(t *testing.T) {
+	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
+	want := appendN(t, l, 40, 3, 100, 1000, 0)
+	uploadAndRetain(t, l, tier)
+	m, _ := tier.manifestCopy()
+	cut := m.Segments[1].Base + 1 // inside the second segment
+	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+		t.Fatal(err)
+	}
+	if tier.LogStartOffset() != cut {
+		t.Fatalf("log start %d after DeleteRecords(%d)", tier.LogStartOffset(), cut)
+	}
+	if _, _, err := tier.Read(ctxTimeout(t), cut-1, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the new start: %v", err)
+	}
+	if _, removed, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || removed != 1 {
+		t.Fatalf("retention after DeleteRecords removed %d remote segments, %v; want 1", removed, err)
+	}
+	got := readTiered(t, l, tier, 1<<20)
+	// The batch holding cut is still served whole, as Kafka serves it.
+	sameBatches(t, got, want[len(want)-len(got):])
+	if h, _ := batch.ParseHeader(got[0]); h.BaseOffset > cut || h.NextOffset() <= cut {
+		t.Fatalf("first batch [%d, %d) does not hold the start %d", h.BaseOffset, h.NextOffset(), cut)
+	}
+}
