@@ -38,13 +38,17 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
-// Open returns the Store a --remote-storage URL names: file:///dir.
+// Open returns the Store a --remote-storage URL names: file:///dir or
+// s3://bucket/prefix?endpoint=host:port&region=r (see NewS3).
 func Open(rawURL string, fsys vfs.FS) (Store, error) {
-	dir, err := parseURL(rawURL)
+	u, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	return NewFile(fsys, dir)
+	if u.Scheme == "s3" {
+		return NewS3(u)
+	}
+	return NewFile(fsys, u.Path)
 }
 
 // CheckURL reports whether Open supports rawURL, without touching the store.
@@ -53,23 +57,28 @@ func CheckURL(rawURL string) error {
 	return err
 }
 
-// parseURL returns the directory of a file:///dir URL.
-func parseURL(rawURL string) (string, error) {
+// parseURL checks a file:///dir or s3://bucket/prefix URL.
+func parseURL(rawURL string) (*url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %v", ErrUnsupportedURL, rawURL, err)
+		return nil, fmt.Errorf("%w: %q: %v", ErrUnsupportedURL, rawURL, err)
 	}
 	switch u.Scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return "", fmt.Errorf("%w: %q: file URLs take no host (file:///path)", ErrUnsupportedURL, rawURL)
+			return nil, fmt.Errorf("%w: %q: file URLs take no host (file:///path)", ErrUnsupportedURL, rawURL)
 		}
 		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return "", fmt.Errorf("%w: %q: file URLs need an absolute path", ErrUnsupportedURL, rawURL)
+			return nil, fmt.Errorf("%w: %q: file URLs need an absolute path", ErrUnsupportedURL, rawURL)
 		}
-		return u.Path, nil
+		return u, nil
+	case "s3":
+		if u.Host == "" {
+			return nil, fmt.Errorf("%w: %q: s3 URLs name a bucket (s3://bucket/prefix)", ErrUnsupportedURL, u.Redacted())
+		}
+		return u, nil
 	}
-	return "", fmt.Errorf("%w: %q (supported: file:///path)", ErrUnsupportedURL, rawURL)
+	return nil, fmt.Errorf("%w: %q (supported: file:///path, s3://bucket/prefix)", ErrUnsupportedURL, rawURL)
 }
 
 // CheckKey reports whether key is a valid object key.
