@@ -103,8 +103,12 @@ type tierUploadState struct {
 	failures int
 }
 
-// maxUploadBackoff caps the wait between failed upload attempts.
-const maxUploadBackoff = time.Minute
+// maxUploadBackoff caps the wait between failed upload attempts;
+// uploadPassTimeout bounds one partition's upload pass.
+const (
+	maxUploadBackoff  = time.Minute
+	uploadPassTimeout = 2 * time.Minute
+)
 
 // RunTiering uploads the closed segments of every tiered partition this broker
 // leads, every interval until ctx ends. A new leader first loads the manifest and
@@ -147,6 +151,9 @@ func (m *Manager) uploadOnce(ctx context.Context, p *Partition, st *tierUploadSt
 	if now.Before(st.nextTry) {
 		return
 	}
+	// A hung store must not stall the uploads of every other partition forever.
+	ctx, cancel := context.WithTimeout(ctx, uploadPassTimeout)
+	defer cancel()
 	epoch := p.LeaderEpoch()
 	var err error
 	if st.epoch != epoch {
@@ -159,7 +166,7 @@ func (m *Manager) uploadOnce(ctx context.Context, p *Partition, st *tierUploadSt
 		n, err = st.tier.Upload(ctx, p.HighWatermark(), epoch)
 	}
 	if err != nil {
-		if errors.Is(err, storage.ErrClosed) || ctx.Err() != nil {
+		if errors.Is(err, storage.ErrClosed) || ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return
 		}
 		if errors.Is(err, storage.ErrFencedLeaderEpoch) {
