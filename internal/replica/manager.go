@@ -374,6 +374,15 @@ func millis(ms int64) time.Duration {
 // compacted (latest record per key). Both stay below the high-water mark, on
 // leaders and followers alike (each replica cleans its own log).
 func (m *Manager) RunCleaner(ctx context.Context, interval time.Duration) {
+	everyTick(ctx, interval, func() {
+		for _, p := range m.Partitions() {
+			m.clean(p)
+		}
+	})
+}
+
+// everyTick calls fn every interval until ctx is done.
+func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -382,9 +391,7 @@ func (m *Manager) RunCleaner(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		for _, p := range m.Partitions() {
-			m.clean(p)
-		}
+		fn()
 	}
 }
 

@@ -116,14 +116,7 @@ const (
 // a minute) and are logged when they start and when they end.
 func (m *Manager) RunTiering(ctx context.Context, interval time.Duration) {
 	states := map[*Partition]*tierUploadState{}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyTick(ctx, interval, func() {
 		live := map[*Partition]bool{}
 		for _, p := range m.Partitions() {
 			tier := p.Tier()
@@ -143,7 +136,7 @@ func (m *Manager) RunTiering(ctx context.Context, interval time.Duration) {
 				delete(states, p)
 			}
 		}
-	}
+	})
 }
 
 func (m *Manager) uploadOnce(ctx context.Context, p *Partition, st *tierUploadState) {
