@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -141,6 +142,10 @@ func (t *Tier) fetchBlock(ctx context.Context, key string, k block) ([]byte, err
 	return b, nil
 }
 
+// readAheadTimeout bounds a background read-ahead, so a hung store holds no
+// goroutine for long.
+const readAheadTimeout = 30 * time.Second
+
 // BlockCache is a byte-bounded LRU of verified remote blocks, shared by every
 // tier of a broker (--remote-cache-size). Safe for concurrent use.
 type BlockCache struct {
@@ -240,7 +245,9 @@ func (c *BlockCache) readAhead(object string, k block, fetch func(context.Contex
 	c.mu.inflight[key] = true
 	c.mu.Unlock()
 	go func() {
-		b, err := fetch(context.Background(), object, k)
+		ctx, cancel := context.WithTimeout(context.Background(), readAheadTimeout)
+		defer cancel()
+		b, err := fetch(ctx, object, k)
 		if err == nil {
 			c.put(object, k.Pos, b)
 		}
