@@ -15,6 +15,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // S3Server is an S3-compatible server (moto's, installed from PyPI by
@@ -56,18 +58,18 @@ func StartS3Server(t testing.TB) *S3Server {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	up := wait.Until(time.Now().Add(60*time.Second), func() bool {
 		resp, err := http.Get("http://" + addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			return s
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("S3 server on %s not up after 60s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return true
+	})
+	if !up {
+		t.Fatalf("S3 server on %s not up after 60s", addr)
 	}
+	return s
 }
 
 var buckets atomic.Int64
