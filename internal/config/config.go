@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/sasl"
 )
 
@@ -112,6 +113,13 @@ type Config struct {
 	// LeaderImbalanceCheckInterval is how often the controller moves leadership back
 	// to preferred replicas (auto.leader.rebalance); 0 turns it off.
 	LeaderImbalanceCheckInterval time.Duration
+	// RemoteStorage is the object store of tiered topics (file:///path); empty:
+	// no tiered storage.
+	RemoteStorage string
+	// RemoteCacheSize bounds the bytes of remote blocks kept in memory.
+	RemoteCacheSize int64
+	// RemoteUploadInterval is how often leaders look for closed segments to upload.
+	RemoteUploadInterval time.Duration
 }
 
 // Default returns the embedded defaults: a single node serving on loopback.
@@ -142,6 +150,8 @@ func Default() Config {
 		BrokerSessionTimeout:         9 * time.Second,
 		ReplicaLagTimeMax:            30 * time.Second,
 		LeaderImbalanceCheckInterval: 5 * time.Minute,
+		RemoteCacheSize:              256 << 20,
+		RemoteUploadInterval:         time.Second,
 	}
 }
 
@@ -199,6 +209,9 @@ func (c *Config) options() []option {
 		{"broker-session-timeout", "a broker silent this long is fenced and loses leadership", durationValue{&c.BrokerSessionTimeout}},
 		{"replica-lag-time-max", "a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)", durationValue{&c.ReplicaLagTimeMax}},
 		{"leader-imbalance-check-interval", "how often leadership moves back to preferred replicas (0: never)", durationValue{&c.LeaderImbalanceCheckInterval}},
+		{"remote-storage", "object store for topics with remote.storage.enable=true: file:///path (empty: no tiered storage)", stringValue{&c.RemoteStorage}},
+		{"remote-cache-size", "bytes of remote-storage read blocks cached in memory", int64Value{&c.RemoteCacheSize}},
+		{"remote-upload-interval", "how often partition leaders upload closed segments to remote storage", durationValue{&c.RemoteUploadInterval}},
 	}
 }
 
@@ -313,6 +326,17 @@ func (c *Config) Validate() error {
 	}
 	if c.LogCleanupInterval <= 0 {
 		errs = append(errs, fmt.Errorf("log-cleanup-interval must be positive, got %v", c.LogCleanupInterval))
+	}
+	if c.RemoteStorage != "" {
+		if err := remote.CheckURL(c.RemoteStorage); err != nil {
+			errs = append(errs, fmt.Errorf("remote-storage: %w", err))
+		}
+	}
+	if c.RemoteCacheSize < 0 {
+		errs = append(errs, fmt.Errorf("remote-cache-size must not be negative, got %d", c.RemoteCacheSize))
+	}
+	if c.RemoteUploadInterval <= 0 {
+		errs = append(errs, fmt.Errorf("remote-upload-interval must be positive, got %v", c.RemoteUploadInterval))
 	}
 	if c.MaxRequestBytes < 1<<10 {
 		errs = append(errs, fmt.Errorf("max-request-bytes must be >= 1024, got %d", c.MaxRequestBytes))

@@ -218,7 +218,11 @@ func planConfigs(img *metadata.Image, n int, resource func(int) (metadata.Resour
 		}
 		resRecs, err := plan(i, current)
 		if err == nil {
-			_, err = metadata.ApplyAll(img, resRecs)
+			var next *metadata.Image
+			next, err = metadata.ApplyAll(img, resRecs)
+			if err == nil && rt == metadata.ResourceTopic {
+				err = metadata.CheckTopicConfigs(next.Topic(name).Overrides, next.BrokerConfigs(""))
+			}
 		}
 		if err != nil {
 			res.Err = err

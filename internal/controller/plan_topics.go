@@ -112,6 +112,9 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 			return nil, err
 		}
 	}
+	if err := metadata.CheckTopicConfigs(req.Configs, img.BrokerConfigs("")); err != nil {
+		return nil, err
+	}
 	var assignment [][]int32
 	if len(req.Assignment) > 0 {
 		if req.NumPartitions != -1 || req.ReplicationFactor != -1 {

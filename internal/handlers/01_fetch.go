@@ -165,6 +165,15 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				sp.ErrorCode = errorCode(err)
 				continue
 			}
+			if len(res.Remote) > 0 {
+				// Read from the object store (tiered storage, below the local log start).
+				if total == 0 || len(res.Remote) <= maxBytes {
+					sp.RecordBatches = res.Remote
+					total += len(res.Remote)
+					budget -= len(res.Remote)
+				}
+				continue
+			}
 			c := res.Chunk
 			if c.Size == 0 {
 				continue

@@ -2,9 +2,11 @@ package handlers
 
 // ListOffsets (key 2), v1-v9.
 //   v1: one offset per partition; v2: isolation level (read_committed: "latest" is
-//   the last stable offset and timestamp lookups stop there); v4: current leader epoch (fencing) and the leader epoch in the
-//   answer; v6+: flexible; v7: max timestamp (-3); v8: earliest local (-4, the log
-//   start here: no tiered storage); v9: earliest pending upload (-5, none: -1).
+//   the last stable offset and timestamp lookups stop there); v4: current leader
+//   epoch (fencing) and the leader epoch in the answer; v6+: flexible; v7: max
+//   timestamp (-3); v8: earliest local (-4, the local log start; earliest (-2) is the
+//   remote start on a tiered topic); v9: earliest pending upload (-5: the end of the
+//   uploaded part on a tiered topic, else none: -1).
 
 import (
 	"context"

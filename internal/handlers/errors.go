@@ -38,6 +38,8 @@ var errorCodes = []struct {
 	{storage.ErrFencedLeaderEpoch, kerr.NotLeaderForPartition},
 	{storage.ErrLogFailed, kerr.KafkaStorageError},
 	{storage.ErrCorruptSegment, kerr.KafkaStorageError},
+	{storage.ErrRemoteUnavailable, kerr.KafkaStorageError},
+	{storage.ErrRemoteCorrupt, kerr.KafkaStorageError},
 	{storage.ErrClosed, kerr.NotLeaderForPartition},
 	{context.Canceled, kerr.RequestTimedOut},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},

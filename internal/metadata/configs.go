@@ -84,6 +84,8 @@ type TopicConfig struct {
 	FlushMessages               int64
 	FlushMs                     int64
 	IndexIntervalBytes          int32
+	LocalRetentionBytes         int64
+	LocalRetentionMs            int64
 	MaxCompactionLagMs          int64
 	MaxMessageBytes             int32
 	MessageTimestampAfterMaxMs  int64
@@ -93,6 +95,7 @@ type TopicConfig struct {
 	MinCompactionLagMs          int64
 	MinInsyncReplicas           int32
 	Preallocate                 bool
+	RemoteStorageEnable         bool
 	RetentionBytes              int64
 	RetentionMs                 int64
 	SegmentBytes                int32
@@ -109,7 +112,8 @@ type ConfigDef struct {
 	Type    ConfigType
 	Default string
 	// BrokerName is the broker-level key (Kafka's synonym) whose cluster-wide
-	// value, when set, replaces Default for every topic without an override.
+	// value, when set, replaces Default for every topic without an override; empty
+	// for a key that exists only per topic.
 	BrokerName string
 	// set parses v, checks it and stores it in c.
 	set func(c *TopicConfig, v string) error
@@ -148,6 +152,10 @@ var topicConfigDefs = []ConfigDef{
 		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.FlushMs })},
 	{"index.interval.bytes", ConfigTypeInt, "4096", "log.index.interval.bytes",
 		int32Key(0, maxInt32, func(c *TopicConfig) *int32 { return &c.IndexIntervalBytes })},
+	{"local.retention.bytes", ConfigTypeLong, "-2", "log.local.retention.bytes",
+		long(-2, maxInt64, func(c *TopicConfig) *int64 { return &c.LocalRetentionBytes })},
+	{"local.retention.ms", ConfigTypeLong, "-2", "log.local.retention.ms",
+		long(-2, maxInt64, func(c *TopicConfig) *int64 { return &c.LocalRetentionMs })},
 	{"max.compaction.lag.ms", ConfigTypeLong, "9223372036854775807", "log.cleaner.max.compaction.lag.ms",
 		long(1, maxInt64, func(c *TopicConfig) *int64 { return &c.MaxCompactionLagMs })},
 	{"max.message.bytes", ConfigTypeInt, "1048588", "message.max.bytes",
@@ -180,6 +188,8 @@ var topicConfigDefs = []ConfigDef{
 		int32Key(1, maxInt32, func(c *TopicConfig) *int32 { return &c.MinInsyncReplicas })},
 	{"preallocate", ConfigTypeBoolean, "false", "log.preallocate",
 		boolean(func(c *TopicConfig) *bool { return &c.Preallocate })},
+	{"remote.storage.enable", ConfigTypeBoolean, "false", "",
+		boolean(func(c *TopicConfig) *bool { return &c.RemoteStorageEnable })},
 	{"retention.bytes", ConfigTypeLong, "-1", "log.retention.bytes",
 		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionBytes })},
 	{"retention.ms", ConfigTypeLong, "604800000", "log.retention.ms",
@@ -206,7 +216,9 @@ func init() {
 	for i := range topicConfigDefs {
 		d := &topicConfigDefs[i]
 		topicDefsByName[d.Name] = d
-		topicDefsByBroker[d.BrokerName] = d
+		if d.BrokerName != "" { // a topic-only key (remote.storage.enable)
+			topicDefsByBroker[d.BrokerName] = d
+		}
 		if err := d.set(&defaultTopicConfig, d.Default); err != nil {
 			panic(fmt.Sprintf("metadata: built-in default %s=%q: %v", d.Name, d.Default, err))
 		}

@@ -237,6 +237,9 @@ func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 	es := make([]ConfigEntry, 0, len(topicConfigDefs))
 	for i := range topicConfigDefs {
 		d := &topicConfigDefs[i]
+		if d.BrokerName == "" {
+			continue
+		}
 		for j := range levels {
 			levels[j].key = d.BrokerName
 		}

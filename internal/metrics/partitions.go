@@ -30,11 +30,28 @@ var (
 		"Fsyncs of the partition's segment files and the time they took, since the log was opened.", partitionLabels, nil)
 )
 
+// Tiered partitions only (remote.storage.enable).
+var (
+	remoteSizeDesc = prometheus.NewDesc("strata_remote_log_size_bytes",
+		"Bytes of the partition's segments in the object store, as its remote manifest lists them.", partitionLabels, nil)
+	remoteSegmentsDesc = prometheus.NewDesc("strata_remote_log_segments",
+		"Segments of the partition in the object store.", partitionLabels, nil)
+	remoteLagDesc = prometheus.NewDesc("strata_remote_upload_lag_bytes",
+		"Bytes of closed local segments not yet uploaded; local retention waits for them.", partitionLabels, nil)
+	remoteUploadErrorsDesc = prometheus.NewDesc("strata_remote_upload_errors_total",
+		"Failed upload attempts of the partition since its tier was created on this node.", partitionLabels, nil)
+	remoteReadErrorsDesc = prometheus.NewDesc("strata_remote_read_errors_total",
+		"Remote reads that failed (store unreachable, object missing or corrupt).", partitionLabels, nil)
+	remoteCorruptDesc = prometheus.NewDesc("strata_remote_corrupt_objects_total",
+		"Remote blocks or indexes that failed their checksum and were not served.", partitionLabels, nil)
+)
+
 // partitionCollector reads every hosted partition at scrape time.
 type partitionCollector struct{ partitions Partitions }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{logSizeDesc, logSegmentsDesc, logStartDesc, logEndDesc, highWatermarkDesc, lastStableDesc, openTxnsDesc, leaderDesc, fsyncDesc} {
+	for _, d := range []*prometheus.Desc{logSizeDesc, logSegmentsDesc, logStartDesc, logEndDesc, highWatermarkDesc, lastStableDesc, openTxnsDesc, leaderDesc, fsyncDesc,
+		remoteSizeDesc, remoteSegmentsDesc, remoteLagDesc, remoteUploadErrorsDesc, remoteReadErrorsDesc, remoteCorruptDesc} {
 		ch <- d
 	}
 }
@@ -60,5 +77,17 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(leaderDesc, leader)
 		st := l.Stats()
 		ch <- prometheus.MustNewConstSummary(fsyncDesc, uint64(st.Syncs), st.SyncTime.Seconds(), nil, labels...)
+		if tier := p.Tier(); tier != nil {
+			ts := tier.Stats()
+			gauge(remoteSizeDesc, float64(ts.RemoteBytes))
+			gauge(remoteSegmentsDesc, float64(ts.RemoteSegments))
+			gauge(remoteLagDesc, float64(ts.UploadLagBytes))
+			counter := func(d *prometheus.Desc, v int64) {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+			}
+			counter(remoteUploadErrorsDesc, ts.UploadErrors)
+			counter(remoteReadErrorsDesc, ts.RemoteReadErrs)
+			counter(remoteCorruptDesc, ts.CorruptBlocks)
+		}
 	}
 }

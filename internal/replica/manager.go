@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -47,6 +48,10 @@ type Options struct {
 	// partition's leader (including when the partition is removed). It is called from
 	// Apply and must not block.
 	OnLeadership func(p *Partition, leader bool)
+	// Remote is the object store of tiered topics (--remote-storage); nil: no
+	// topic is tiered. RemoteCache holds remote blocks read (--remote-cache-size).
+	Remote      remote.Store
+	RemoteCache *storage.BlockCache
 }
 
 // Manager hosts this broker's partitions and keeps them in line with the metadata
@@ -310,6 +315,7 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
 	}
 	p.setConfig(t.Config)
+	m.applyTier(p, t.Config)
 	wasLeader := p.IsLeader()
 	leader, err := p.applyState(ip, m.now())
 	if err != nil {
@@ -371,6 +377,15 @@ func millis(ms int64) time.Duration {
 // compacted (latest record per key). Both stay below the high-water mark, on
 // leaders and followers alike (each replica cleans its own log).
 func (m *Manager) RunCleaner(ctx context.Context, interval time.Duration) {
+	everyTick(ctx, interval, func() {
+		for _, p := range m.Partitions() {
+			m.clean(p)
+		}
+	})
+}
+
+// everyTick calls fn every interval until ctx is done.
+func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -379,16 +394,16 @@ func (m *Manager) RunCleaner(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		for _, p := range m.Partitions() {
-			m.clean(p)
-		}
+		fn()
 	}
 }
 
 func (m *Manager) clean(p *Partition) {
 	cfg := p.Config()
 	hwm := p.HighWatermark()
-	if cfg.CleanupPolicy&metadata.CleanupDelete != 0 {
+	if tier := p.Tier(); tier != nil {
+		m.cleanTiered(p, tier)
+	} else if cfg.CleanupPolicy&metadata.CleanupDelete != 0 {
 		n, err := p.log.EnforceRetention(hwm)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			m.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)

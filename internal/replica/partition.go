@@ -75,6 +75,7 @@ type Partition struct {
 	leader        atomic.Bool
 	closed        atomic.Bool
 	config        atomic.Pointer[metadata.TopicConfig]
+	tier          atomic.Pointer[storage.Tier] // nil unless tiered (tiered.go)
 	isrSize       atomic.Int32
 
 	// mu guards the replica set as this broker knows it (see replication.go).
@@ -400,11 +401,12 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 // FetchResult is a read of committed records.
 type FetchResult struct {
 	Chunk            storage.Chunk // whole batches; Release it when sent
+	Remote           []byte        // batches read from the object store instead of Chunk
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
 	// Aborted lists, for a read_committed read, the aborted transactions whose
-	// batches may be in Chunk (nil for read_uncommitted).
+	// batches may be in Chunk or Remote (nil for read_uncommitted).
 	Aborted []AbortedTxn
 }
 
@@ -428,6 +430,22 @@ func (p *Partition) Read(offset int64, maxBytes int, iso Isolation) (FetchResult
 	}
 	if offset == limit || (offset > limit && offset <= p.log.LogEndOffset()) {
 		return res, nil
+	}
+	if tier := p.tier.Load(); tier != nil {
+		res.LogStartOffset = tier.LogStartOffset()
+		if offset < p.log.LogStartOffset() && offset >= res.LogStartOffset {
+			res, err := p.readRemote(tier, offset, maxBytes, res)
+			if err == nil && iso == ReadCommitted && len(res.Remote) > 0 {
+				// Only as far as this replica's transaction state, built from its
+				// local log, still knows them (see docs/storage.md).
+				p.txnMu.Lock()
+				if a := p.txns.abortedIn(offset, limit); a != nil {
+					res.Aborted = a
+				}
+				p.txnMu.Unlock()
+			}
+			return res, err
+		}
 	}
 	chunk, err := p.log.Read(offset, maxBytes, limit)
 	if err != nil {
@@ -471,10 +489,11 @@ func (p *Partition) inTxn(pid int64) bool {
 
 // Special ListOffsets timestamps.
 const (
-	LatestTimestamp        = -1
-	EarliestTimestamp      = -2
-	MaxTimestamp           = -3
-	EarliestLocalTimestamp = -4
+	LatestTimestamp                = -1
+	EarliestTimestamp              = -2
+	MaxTimestamp                   = -3
+	EarliestLocalTimestamp         = -4
+	EarliestPendingUploadTimestamp = -5
 )
 
 // ListOffset answers ListOffsets for one timestamp: the earliest or latest
@@ -493,6 +512,11 @@ func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64
 	var notYet error
 	if hwm < p.epochStartOffset() {
 		notYet = ErrOffsetNotAvailable
+	}
+	if tier := p.tier.Load(); tier != nil {
+		if off, t, ok, handled, err := p.listOffsetTiered(tier, ts); handled {
+			return off, t, ok, err
+		}
 	}
 	limit := hwm
 	if iso == ReadCommitted {
@@ -513,7 +537,7 @@ func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64
 	case ts == MaxTimestamp:
 		off, t, err = p.log.MaxTimestamp()
 		ok = off >= 0
-	case ts < 0: // another special timestamp (tiered storage's): none here
+	case ts < 0: // another special timestamp (-5 without a tier): none
 		return -1, -1, false, nil
 	default:
 		off, t, ok, err = p.log.OffsetForTimestamp(ts)
@@ -539,6 +563,9 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	}
 	if offset < 0 || offset > hwm {
 		return -1, storage.ErrOffsetOutOfRange
+	}
+	if tier := p.tier.Load(); tier != nil {
+		return p.deleteRecordsTiered(tier, offset)
 	}
 	if err := p.log.DeleteRecords(offset); err != nil {
 		return -1, err

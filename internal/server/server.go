@@ -45,8 +45,10 @@ import (
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/offsets"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/share"
+	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -57,6 +59,7 @@ type Node struct {
 	log           *slog.Logger
 	ctrl          *controller.Controller
 	replicas      *replica.Manager
+	remoteCache   *storage.BlockCache // nil without --remote-storage
 	kafka         *protocol.Server
 	kafkaLn       net.Listener
 	http          *http.Server
@@ -195,7 +198,16 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err != nil {
 		return nil, err
 	}
+	var remoteStore remote.Store
+	if cfg.RemoteStorage != "" {
+		if remoteStore, err = remote.Open(cfg.RemoteStorage, fsys); err != nil {
+			return nil, fmt.Errorf("remote storage: %w", err)
+		}
+		n.remoteCache = storage.NewBlockCache(cfg.RemoteCacheSize)
+	}
 	n.replicas, err = replica.NewManager(fsys, filepath.Join(cfg.DataDir, "logs"), cfg.NodeID, logger.With("component", "replica"), replica.Options{
+		Remote:        remoteStore,
+		RemoteCache:   n.remoteCache,
 		Transport:     replicaTransport{n.replicaClient},
 		ISRChanger:    n.metrics.ISRChanger(isrChanger{n}),
 		BrokerEpoch:   n.brokerEpoch.Load,
@@ -238,6 +250,13 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		defer n.wg.Done()
 		n.replicas.RunCleaner(retentionCtx, cfg.LogCleanupInterval)
 	}()
+	if remoteStore != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.replicas.RunTiering(retentionCtx, cfg.RemoteUploadInterval)
+		}()
+	}
 
 	if n.brokerEpoch.Load() == 0 {
 		if err := n.register(ctx); err != nil {

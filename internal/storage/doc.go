@@ -22,6 +22,12 @@
 //     (or runs RunCompaction) instead; with "compact,delete" it calls both.
 //  6. Close seals the log and leaves a clean-shutdown marker.
 //
+// A tiered partition (remote.storage.enable) wraps its Log in a Tier: the leader
+// calls Tier.Load once, then Tier.Upload periodically and Tier.EnforceRetention
+// instead of EnforceRetention; followers call Load and EnforceLocalRetention;
+// reads below LogStartOffset go to Tier.Read. tier.go documents the upload
+// protocol and tier_manifest.go the remote layout.
+//
 // # Concurrency
 //
 // Every exported method is safe for concurrent use. Mutations (appends, roll,

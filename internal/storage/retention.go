@@ -68,6 +68,12 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) error {
 // its end offset. The broker calls this periodically for every log
 // (log.retention.check.interval.ms).
 func (l *Log) EnforceRetention(highWatermark int64) (int, error) {
+	return l.enforceRetention(highWatermark, l.cfg.RetentionAge, l.cfg.RetentionBytes)
+}
+
+// enforceRetention is EnforceRetention with the age and size limits given
+// (negative: none); a tier passes its local ones.
+func (l *Log) enforceRetention(highWatermark int64, retentionAge time.Duration, retentionBytes int64) (int, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
@@ -90,18 +96,18 @@ func (l *Log) EnforceRetention(highWatermark int64) (int, error) {
 	for k+1 < len(segs) && segs[k+1].base <= logStart && deletable(k) {
 		k++
 	}
-	if l.cfg.RetentionAge >= 0 {
-		limit := now.Add(-l.cfg.RetentionAge).UnixMilli()
+	if retentionAge >= 0 {
+		limit := now.Add(-retentionAge).UnixMilli()
 		for k < len(segs) && deletable(k) && segs[k].newestTimestamp() < limit {
 			k++
 		}
 	}
-	if l.cfg.RetentionBytes >= 0 {
+	if retentionBytes >= 0 {
 		var total int64
 		for _, s := range segs[k:] {
 			total += s.size
 		}
-		diff := total - l.cfg.RetentionBytes
+		diff := total - retentionBytes
 		for k < len(segs) && deletable(k) && diff >= segs[k].size {
 			diff -= segs[k].size
 			k++

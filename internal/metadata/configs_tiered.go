@@ -1,0 +1,49 @@
+package metadata
+
+import "fmt"
+
+// CheckTopicConfigs checks the rules that tie several topic keys together, on
+// the configuration a topic would have with these overrides and cluster-wide
+// broker values. As in Kafka's LogConfig, they apply to topics with
+// remote.storage.enable=true: the topic may not be compacted, and local
+// retention (local.retention.ms / .bytes, -2 meaning the total) may neither be
+// unbounded under a bounded total nor exceed it.
+func CheckTopicConfigs(overrides, clusterDefaults map[string]string) error {
+	c := resolveTopicConfig(overrides, clusterDefaults)
+	if !c.RemoteStorageEnable {
+		return nil
+	}
+	if c.CleanupPolicy&CleanupCompact != 0 {
+		return fmt.Errorf("%w: remote log storage is unsupported for compacted topics (remote.storage.enable=true with cleanup.policy %q)", ErrInvalidConfig, "compact")
+	}
+	for _, r := range []struct {
+		key          string
+		local, total int64
+	}{
+		{"local.retention.ms", c.LocalRetentionMs, c.RetentionMs},
+		{"local.retention.bytes", c.LocalRetentionBytes, c.RetentionBytes},
+	} {
+		switch {
+		case r.local == -2 || r.total == -1:
+		case r.local == -1:
+			return fmt.Errorf("%w: %s must not be -1 as retention is bounded (%d)", ErrInvalidConfig, r.key, r.total)
+		case r.local > r.total:
+			return fmt.Errorf("%w: %s %d must not be more than the total retention %d", ErrInvalidConfig, r.key, r.local, r.total)
+		}
+	}
+	return nil
+}
+
+// LocalRetention returns the retention a tiered topic's local log keeps
+// (local.retention.ms and local.retention.bytes with -2 resolved to the totals;
+// -1 is unbounded).
+func (c TopicConfig) LocalRetention() (ms, bytes int64) {
+	ms, bytes = c.LocalRetentionMs, c.LocalRetentionBytes
+	if ms == -2 {
+		ms = c.RetentionMs
+	}
+	if bytes == -2 {
+		bytes = c.RetentionBytes
+	}
+	return ms, bytes
+}

@@ -1,0 +1,54 @@
+package metadata
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestCheckTopicConfigs(t *testing.T) {
+	tests := []struct {
+		name      string
+		overrides map[string]string
+		cluster   map[string]string
+		ok        bool
+	}{
+		{"not tiered: anything goes", map[string]string{"cleanup.policy": "compact", "local.retention.ms": "-1"}, nil, true},
+		{"tiered with defaults", map[string]string{"remote.storage.enable": "true"}, nil, true},
+		{"tiered compacted", map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}, nil, false},
+		{"tiered compact,delete", map[string]string{"remote.storage.enable": "true", "cleanup.policy": "delete,compact"}, nil, false},
+		{"compaction from the cluster default", map[string]string{"remote.storage.enable": "true"}, map[string]string{"log.cleanup.policy": "compact"}, false},
+		{"local below total", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "1000", "local.retention.bytes": "100", "retention.bytes": "1000"}, nil, true},
+		{"local ms above total", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "1000", "retention.ms": "999"}, nil, false},
+		{"local bytes above total", map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1001", "retention.bytes": "1000"}, nil, false},
+		{"local unbounded under a bounded total", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "-1"}, nil, false},
+		{"both unbounded", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "-1", "retention.ms": "-1"}, nil, true},
+		{"local from the cluster default", map[string]string{"remote.storage.enable": "true", "retention.ms": "10"}, map[string]string{"log.local.retention.ms": "20"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckTopicConfigs(tt.overrides, tt.cluster)
+			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
+				t.Fatalf("CheckTopicConfigs = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestLocalRetention(t *testing.T) {
+	c := DefaultTopicConfig()
+	if ms, b := c.LocalRetention(); ms != c.RetentionMs || b != c.RetentionBytes {
+		t.Fatalf("defaults resolve to %d, %d; want the totals %d, %d", ms, b, c.RetentionMs, c.RetentionBytes)
+	}
+	c.LocalRetentionMs, c.LocalRetentionBytes = 5, 6
+	if ms, b := c.LocalRetention(); ms != 5 || b != 6 {
+		t.Fatalf("explicit local retention resolves to %d, %d", ms, b)
+	}
+	if _, ok := LookupBrokerConfig(""); ok {
+		t.Fatal("the topic-only key remote.storage.enable has a broker synonym")
+	}
+	for _, e := range NewImage().BrokerConfigEntries("") {
+		if e.Name == "" {
+			t.Fatal("a broker config entry without a name")
+		}
+	}
+}

@@ -1,0 +1,31 @@
+// Package remote is the object-store door of tiered storage: a small Store
+// interface (put, get a byte range, delete, list) that the storage package's tier
+// uploads closed segments through and reads them back from, with one
+// implementation per URL scheme.
+//
+// # Contract (every implementation; remotetest.Run checks it)
+//
+//  1. Put(ctx, key, r, size) stores exactly size bytes read from r under key,
+//     replacing any object of that name. An object is visible to Get and List only
+//     once Put returned nil, and then whole: a crash or error mid-Put leaves either
+//     the old object or none, never a prefix.
+//  2. Get(ctx, key, off, n) returns n bytes from off (fewer only when the object
+//     ends first; n < 0 reads to the end). A missing key gives ErrNotFound; off
+//     past the end gives ErrRange.
+//  3. Delete(ctx, key) removes key; deleting a missing key is not an error.
+//  4. List(ctx, prefix) returns every key starting with prefix, sorted.
+//  5. Errors other than ErrNotFound and ErrRange (unreachable, timeout, I/O) wrap
+//     ErrUnavailable: the caller retries later.
+//
+// Keys are slash-separated relative names ("topic-3/00000000000000000100.log"); a
+// key holds no "..", no empty element and no leading slash (ErrInvalidKey).
+//
+// # Implementations
+//
+//   - file:///dir (NewFile): any mounted filesystem, through vfs. Put writes
+//     key.tmp-N, fsyncs it, renames it over key and fsyncs the directory.
+//
+// Open picks the implementation from a URL.
+//
+// Concurrency: every method of every implementation is safe for concurrent use.
+package remote

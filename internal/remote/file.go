@@ -1,0 +1,221 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// tmpMarker is part of the name of an object being written; List skips such
+// names (a crash mid-Put can leave one behind; it never counts as an object).
+const tmpMarker = ".tmp-"
+
+// File is a Store in a directory of a vfs.FS: one file per object, the key's
+// slashes as subdirectories.
+type File struct {
+	fsys vfs.FS
+	root string
+	seq  atomic.Uint64
+}
+
+// NewFile returns a Store rooted at dir (created durably if missing).
+func NewFile(fsys vfs.FS, dir string) (*File, error) {
+	if err := vfs.MkdirAllDurable(fsys, dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return &File{fsys: fsys, root: filepath.Clean(dir)}, nil
+}
+
+func (f *File) path(key string) (string, error) {
+	if err := CheckKey(key); err != nil {
+		return "", err
+	}
+	if strings.Contains(key, tmpMarker) {
+		return "", fmt.Errorf("%w: %q holds %q", ErrInvalidKey, key, tmpMarker)
+	}
+	return filepath.Join(f.root, filepath.FromSlash(key)), nil
+}
+
+// unavailable wraps an I/O error as ErrUnavailable.
+func unavailable(op, key string, err error) error {
+	return fmt.Errorf("%w: %s %s: %v", ErrUnavailable, op, key, err)
+}
+
+// Put writes the object to a temporary name, fsyncs it, renames it over key and
+// fsyncs the directory, so a crash leaves the old object or the new one.
+func (f *File) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	p, err := f.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: put %s: %v", ErrUnavailable, key, err)
+	}
+	dir := filepath.Dir(p)
+	if err := vfs.MkdirAllDurable(f.fsys, dir, 0o755); err != nil {
+		return unavailable("put", key, err)
+	}
+	tmp := p + tmpMarker + strconv.FormatUint(f.seq.Add(1), 10)
+	w, err := f.fsys.Create(tmp)
+	if err != nil {
+		return unavailable("put", key, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Close()
+			f.fsys.Remove(tmp)
+		}
+	}()
+	n, err := io.Copy(w, io.LimitReader(ctxReader{ctx, r}, size))
+	if err != nil {
+		return unavailable("put", key, err)
+	}
+	if n != size {
+		return unavailable("put", key, fmt.Errorf("reader gave %d of %d bytes", n, size))
+	}
+	if err := w.Sync(); err != nil {
+		return unavailable("put", key, err)
+	}
+	if err := w.Close(); err != nil {
+		return unavailable("put", key, err)
+	}
+	if err := f.fsys.Rename(tmp, p); err != nil {
+		return unavailable("put", key, err)
+	}
+	ok = true
+	if err := f.fsys.SyncDir(dir); err != nil {
+		return unavailable("put", key, err)
+	}
+	return nil
+}
+
+// ctxReader stops a copy once its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Get reads a byte range of the object's file.
+func (f *File) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	p, err := f.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: get %s: %v", ErrUnavailable, key, err)
+	}
+	r, err := f.fsys.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	} else if err != nil {
+		return nil, unavailable("get", key, err)
+	}
+	defer r.Close()
+	size, err := r.Size()
+	if err != nil {
+		return nil, unavailable("get", key, err)
+	}
+	if off < 0 || off > size || (off == size && n != 0 && size > 0) {
+		return nil, fmt.Errorf("%w: %s: offset %d, size %d", ErrRange, key, off, size)
+	}
+	if n < 0 || off+n > size {
+		n = size - off
+	}
+	b := make([]byte, n)
+	if got, err := r.ReadAt(b, off); int64(got) != n {
+		return nil, unavailable("get", key, fmt.Errorf("read %d of %d bytes: %v", got, n, err))
+	}
+	return b, nil
+}
+
+// Delete removes the object's file.
+func (f *File) Delete(ctx context.Context, key string) error {
+	p, err := f.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: delete %s: %v", ErrUnavailable, key, err)
+	}
+	if err := f.fsys.Remove(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return unavailable("delete", key, err)
+	}
+	if err := f.fsys.SyncDir(filepath.Dir(p)); err != nil {
+		return unavailable("delete", key, err)
+	}
+	return nil
+}
+
+// List walks the directory tree below the prefix's directory.
+func (f *File) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: list %s: %v", ErrUnavailable, prefix, err)
+	}
+	// Start from the deepest directory the prefix names completely.
+	start := ""
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = prefix[:i]
+	}
+	var keys []string
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		names, err := f.fsys.List(filepath.Join(f.root, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		for _, name := range names {
+			key := name
+			if rel != "" {
+				key = rel + "/" + name
+			}
+			if !strings.HasPrefix(key, prefix) && !strings.HasPrefix(prefix, key+"/") {
+				continue
+			}
+			fi, err := f.fsys.Stat(filepath.Join(f.root, filepath.FromSlash(key)))
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return err
+			}
+			if fi.IsDir() {
+				if err := walk(key); err != nil {
+					return err
+				}
+			} else if !strings.Contains(name, tmpMarker) && strings.HasPrefix(key, prefix) {
+				keys = append(keys, key)
+			}
+		}
+		return nil
+	}
+	if start != "" && CheckKey(start) != nil {
+		return nil, fmt.Errorf("%w: prefix %q", ErrInvalidKey, prefix)
+	}
+	if err := walk(start); err != nil {
+		return nil, unavailable("list", prefix, err)
+	}
+	slices.Sort(keys)
+	return keys, nil
+}

@@ -1,0 +1,106 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/remote"
+	"github.com/strata-stream/strata/internal/remote/remotetest"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+func TestFileConformanceOS(t *testing.T) {
+	remotetest.Run(t, func(t *testing.T) remote.Store {
+		s, err := remote.Open("file://"+t.TempDir()+"/objects", vfs.Default)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestFileConformanceMem(t *testing.T) {
+	remotetest.Run(t, func(t *testing.T) remote.Store {
+		s, err := remote.NewFile(vfs.NewMem(), "/objects")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// A power cut keeps every object whose Put returned and never a partial one.
+func TestFilePutSurvivesPowerCut(t *testing.T) {
+	mem := vfs.NewMem()
+	s, err := remote.NewFile(mem, "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "t/0/a", strings.NewReader("durable"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "t/0/b", strings.NewReader("torn"), 10); err == nil {
+		t.Fatal("short put succeeded")
+	}
+	crashed := mem.CrashClone()
+	s2, err := remote.NewFile(crashed, "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s2.Get(ctx, "t/0/a", 0, -1)
+	if err != nil || string(got) != "durable" {
+		t.Fatalf("after power cut: %q, %v", got, err)
+	}
+	keys, err := s2.List(ctx, "")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("after power cut: keys %v, %v", keys, err)
+	}
+}
+
+// I/O failures are reported as ErrUnavailable (retriable), and a failed Put
+// leaves no object.
+func TestFileErrorsAreUnavailable(t *testing.T) {
+	sync := vfs.FailOn(vfs.OpSync)
+	sync.Disable()
+	read := vfs.FailOn(vfs.OpRead)
+	read.Disable()
+	s, err := remote.NewFile(vfs.NewErrorFS(vfs.NewMem(), vfs.Any(sync, read)), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "k", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	sync.Enable()
+	if err := s.Put(ctx, "j", strings.NewReader("y"), 1); !errors.Is(err, remote.ErrUnavailable) {
+		t.Fatalf("put with failing fsync: %v, want ErrUnavailable", err)
+	}
+	sync.Disable()
+	if _, err := s.Get(ctx, "j", 0, -1); !errors.Is(err, remote.ErrNotFound) {
+		t.Fatalf("failed put left an object: %v", err)
+	}
+	read.Enable()
+	if _, err := s.Get(ctx, "k", 0, -1); !errors.Is(err, remote.ErrUnavailable) {
+		t.Fatalf("get with failing reads: %v, want ErrUnavailable", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.Put(cctx, "k", strings.NewReader("x"), 1); !errors.Is(err, remote.ErrUnavailable) {
+		t.Fatalf("put with a dead context: %v, want ErrUnavailable", err)
+	}
+}
+
+func TestOpenURLs(t *testing.T) {
+	for _, u := range []string{"s4://bucket", "file://host/x", "file:relative", "::"} {
+		if _, err := remote.Open(u, vfs.NewMem()); !errors.Is(err, remote.ErrUnsupportedURL) {
+			t.Errorf("Open(%q): %v, want ErrUnsupportedURL", u, err)
+		}
+	}
+	if _, err := remote.Open("file:///objects", vfs.NewMem()); err != nil {
+		t.Errorf("Open(file:///objects): %v", err)
+	}
+}

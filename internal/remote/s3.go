@@ -1,0 +1,161 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3 is a Store in a bucket of an S3-compatible object store (AWS, MinIO, Ceph,
+// R2, GCS interop), through minio-go. Objects are named prefix + key.
+type S3 struct {
+	client *minio.Client
+	bucket string
+	prefix string // "" or ending in "/"
+}
+
+// NewS3 opens s3://bucket/prefix?endpoint=host:port&region=r&insecure=true.
+// The endpoint defaults to AWS (s3.amazonaws.com); insecure=true speaks plain
+// HTTP. Credentials come from the standard AWS chain: AWS_ACCESS_KEY_ID /
+// AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), the shared credentials file
+// (AWS_PROFILE), then the instance or task role.
+func NewS3(u *url.URL) (*S3, error) {
+	if u.Host == "" {
+		return nil, fmt.Errorf("%w: %q: s3 URLs name a bucket (s3://bucket/prefix)", ErrUnsupportedURL, u.Redacted())
+	}
+	q := u.Query()
+	endpoint := q.Get("endpoint")
+	if endpoint == "" {
+		endpoint = "s3.amazonaws.com"
+	}
+	secure := q.Get("insecure") != "true"
+	creds := credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.EnvAWS{},
+		&credentials.FileAWSCredentials{},
+		&credentials.IAM{Client: &http.Client{Transport: http.DefaultTransport}},
+	})
+	client, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: q.Get("region")})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrUnsupportedURL, u.Redacted(), err)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix != "" {
+		if err := CheckKey(prefix); err != nil {
+			return nil, fmt.Errorf("%w: %q: prefix %v", ErrUnsupportedURL, u.Redacted(), err)
+		}
+		prefix += "/"
+	}
+	return &S3{client: client, bucket: u.Host, prefix: prefix}, nil
+}
+
+// s3Error maps a minio-go error onto the package's errors.
+func s3Error(op, key string, err error) error {
+	resp := minio.ToErrorResponse(err)
+	switch {
+	case resp.Code == "NoSuchKey" || resp.StatusCode == http.StatusNotFound && resp.Code != "NoSuchBucket":
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	case resp.Code == "InvalidRange" || resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		return fmt.Errorf("%w: %s", ErrRange, key)
+	}
+	return fmt.Errorf("%w: %s %s: %v", ErrUnavailable, op, key, err)
+}
+
+// Put uploads the object in one request (multipart above minio-go's part size);
+// S3 makes it visible only once complete.
+func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	counted := &countingReader{r: io.LimitReader(r, size)}
+	_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, counted, size, minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return s3Error("put", key, err)
+	}
+	if counted.n != size {
+		// The store may have kept a short object: do not let it count.
+		_ = s.client.RemoveObject(ctx, s.bucket, s.prefix+key, minio.RemoveObjectOptions{})
+		return fmt.Errorf("%w: put %s: reader gave %d of %d bytes", ErrUnavailable, key, counted.n, size)
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Get reads a byte range with a ranged GET (after a HEAD for the size).
+func (s *S3) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	info, err := s.client.StatObject(ctx, s.bucket, s.prefix+key, minio.StatObjectOptions{})
+	if err != nil {
+		return nil, s3Error("get", key, err)
+	}
+	size := info.Size
+	if off < 0 || off > size || (off == size && n != 0 && size > 0) {
+		return nil, fmt.Errorf("%w: %s: offset %d, size %d", ErrRange, key, off, size)
+	}
+	if n < 0 || off+n > size {
+		n = size - off
+	}
+	if n == 0 {
+		return []byte{}, nil
+	}
+	opts := minio.GetObjectOptions{}
+	if err := opts.SetRange(off, off+n-1); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRange, key, err)
+	}
+	obj, err := s.client.GetObject(ctx, s.bucket, s.prefix+key, opts)
+	if err != nil {
+		return nil, s3Error("get", key, err)
+	}
+	defer obj.Close()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(obj, b); err != nil {
+		return nil, s3Error("get", key, err)
+	}
+	return b, nil
+}
+
+// Delete removes the object; S3 deletes are idempotent.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if err := s.client.RemoveObject(ctx, s.bucket, s.prefix+key, minio.RemoveObjectOptions{}); err != nil {
+		if errors.Is(s3Error("delete", key, err), ErrNotFound) {
+			return nil
+		}
+		return s3Error("delete", key, err)
+	}
+	return nil
+}
+
+// List pages through the keys under prefix.
+func (s *S3) List(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, s3Error("list", prefix, obj.Err)
+		}
+		keys = append(keys, strings.TrimPrefix(obj.Key, s.prefix))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}

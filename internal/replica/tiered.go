@@ -1,0 +1,235 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/storage"
+)
+
+// Tiered storage (KIP-405) on this broker. A partition of a topic with
+// remote.storage.enable=true, on a broker started with --remote-storage, gets a
+// storage.Tier:
+//
+//   - RunTiering uploads, on the leader, every closed segment below the
+//     high-water mark, retrying with backoff while the store fails (appends and
+//     local reads go on meanwhile; the upload lag grows).
+//   - The cleaner applies local retention (local.retention.*) only to uploaded
+//     segments, and, on the leader, whole-log retention (retention.*) to the
+//     remote part. Followers reload the manifest to learn what is uploaded.
+//   - Fetches below the local log start are served from the object store;
+//     ListOffsets earliest is the remote start, earliest-local (-4) the local
+//     one and earliest-pending-upload (-5) the end of the uploaded part.
+//   - Followers replicate only the local part: a follower below the leader's
+//     local start is sent there (OFFSET_OUT_OF_RANGE with the local start).
+
+// remoteReadTimeout caps one remote read of a fetch or a timestamp lookup; past it
+// the client gets a retriable KAFKA_STORAGE_ERROR.
+const defaultRemoteReadTimeout = 5 * time.Second
+
+// Tier returns the partition's tier, or nil when the partition is not tiered.
+func (p *Partition) Tier() *storage.Tier { return p.tier.Load() }
+
+// tierPrefix is a partition's key prefix in the object store: the topic ID keeps
+// a deleted and recreated topic's objects apart.
+func tierPrefix(topic string, id metadata.UUID, index int32) string {
+	return fmt.Sprintf("%s-%s/%d", topic, id, index)
+}
+
+// tierRetention maps a topic's retention keys onto a tier's.
+func tierRetention(tc metadata.TopicConfig) storage.TierRetention {
+	localMs, localBytes := tc.LocalRetention()
+	return storage.TierRetention{
+		Age: millis(tc.RetentionMs), Bytes: tc.RetentionBytes,
+		LocalAge: millis(localMs), LocalBytes: localBytes,
+	}
+}
+
+// applyTier gives p a tier when its topic enables remote storage and this broker
+// has a store, updates its retention, or drops it when the topic no longer
+// enables remote storage (the remote data then stays where it is, unused).
+func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
+	tier := p.tier.Load()
+	switch {
+	case m.opts.Remote == nil || !tc.RemoteStorageEnable || tc.CleanupPolicy&metadata.CleanupCompact != 0:
+		if tier != nil {
+			p.tier.Store(nil)
+		}
+	case tier == nil:
+		p.tier.Store(storage.NewTier(p.log, storage.TierConfig{
+			Store:     m.opts.Remote,
+			Prefix:    tierPrefix(p.Topic, p.TopicID, p.Index),
+			Cache:     m.opts.RemoteCache,
+			Retention: tierRetention(tc),
+			Now:       m.now,
+		}))
+	default:
+		tier.SetRetention(tierRetention(tc))
+	}
+}
+
+// cleanTiered is the cleaner's pass over a tiered partition.
+func (m *Manager) cleanTiered(p *Partition, tier *storage.Tier) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hwm := p.HighWatermark()
+	var local, remote int
+	var err error
+	if p.IsLeader() {
+		local, remote, err = tier.EnforceRetention(ctx, hwm)
+	} else if err = tier.Load(ctx); err == nil {
+		local, err = tier.EnforceLocalRetention(hwm)
+	}
+	switch {
+	case err != nil && !errors.Is(err, storage.ErrClosed):
+		st := tier.Stats()
+		m.log.Warn("tiered retention: local segments wait until they are uploaded", "topic", p.Topic, "partition", p.Index,
+			"uploaded_end", st.RemoteEnd, "upload_lag_bytes", st.UploadLagBytes, "err", err)
+	case local > 0 || remote > 0:
+		m.log.Info("tiered retention deleted segments", "topic", p.Topic, "partition", p.Index,
+			"local_segments", local, "remote_segments", remote, "log_start_offset", tier.LogStartOffset(), "local_log_start_offset", p.LogStartOffset())
+	}
+}
+
+// tierUploadState is RunTiering's per-partition bookkeeping.
+type tierUploadState struct {
+	tier     *storage.Tier
+	epoch    int32 // leader epoch the manifest was loaded under; -1: not loaded
+	backoff  time.Duration
+	nextTry  time.Time
+	failures int
+}
+
+// maxUploadBackoff caps the wait between failed upload attempts;
+// uploadPassTimeout bounds one partition's upload pass.
+const (
+	maxUploadBackoff  = time.Minute
+	uploadPassTimeout = 2 * time.Minute
+)
+
+// RunTiering uploads the closed segments of every tiered partition this broker
+// leads, every interval until ctx ends. A new leader first loads the manifest and
+// carries on from its end. Failures back off exponentially per partition (up to
+// a minute) and are logged when they start and when they end.
+func (m *Manager) RunTiering(ctx context.Context, interval time.Duration) {
+	states := map[*Partition]*tierUploadState{}
+	everyTick(ctx, interval, func() {
+		live := map[*Partition]bool{}
+		for _, p := range m.Partitions() {
+			tier := p.Tier()
+			if tier == nil || !p.IsLeader() {
+				continue
+			}
+			live[p] = true
+			st := states[p]
+			if st == nil || st.tier != tier {
+				st = &tierUploadState{tier: tier, epoch: -1}
+				states[p] = st
+			}
+			m.uploadOnce(ctx, p, st)
+		}
+		for p := range states {
+			if !live[p] {
+				delete(states, p)
+			}
+		}
+	})
+}
+
+func (m *Manager) uploadOnce(ctx context.Context, p *Partition, st *tierUploadState) {
+	now := m.now()
+	if now.Before(st.nextTry) {
+		return
+	}
+	// A hung store must not stall the uploads of every other partition forever.
+	ctx, cancel := context.WithTimeout(ctx, uploadPassTimeout)
+	defer cancel()
+	epoch := p.LeaderEpoch()
+	var err error
+	if st.epoch != epoch {
+		if err = st.tier.Load(ctx); err == nil {
+			st.epoch = epoch
+		}
+	}
+	n := 0
+	if err == nil {
+		n, err = st.tier.Upload(ctx, p.HighWatermark(), epoch)
+	}
+	if err != nil {
+		if errors.Is(err, storage.ErrClosed) || ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return
+		}
+		if errors.Is(err, storage.ErrFencedLeaderEpoch) {
+			st.epoch = -1 // reload: a newer leader wrote the manifest
+		}
+		st.failures++
+		st.backoff = min(max(2*st.backoff, time.Second), maxUploadBackoff)
+		st.nextTry = now.Add(st.backoff)
+		if st.failures == 1 {
+			m.log.Warn("remote upload failing; retrying with backoff", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+		return
+	}
+	if st.failures > 0 {
+		m.log.Info("remote upload recovered", "topic", p.Topic, "partition", p.Index, "failed_attempts", st.failures)
+	}
+	st.failures, st.backoff, st.nextTry = 0, 0, time.Time{}
+	if n > 0 {
+		m.log.Debug("uploaded segments", "topic", p.Topic, "partition", p.Index, "segments", n, "uploaded_end", st.tier.UploadedEnd())
+	}
+}
+
+// readRemote serves a fetch below the local log start from the object store.
+func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, res FetchResult) (FetchResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
+	defer cancel()
+	b, _, err := tier.Read(ctx, offset, maxBytes)
+	if err != nil {
+		return res, err
+	}
+	res.Remote = b
+	return res, nil
+}
+
+// listOffsetTiered answers the ListOffsets lookups a tier changes; handled is
+// false for the rest.
+func (p *Partition) listOffsetTiered(tier *storage.Tier, ts int64) (offset, timestamp int64, found, handled bool, err error) {
+	switch ts {
+	case EarliestTimestamp:
+		return tier.LogStartOffset(), -1, true, true, nil
+	case EarliestPendingUploadTimestamp:
+		return tier.UploadedEnd(), -1, true, true, nil
+	}
+	if ts < 0 {
+		return 0, 0, false, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
+	defer cancel()
+	off, t, ok, err := tier.OffsetForTimestamp(ctx, ts)
+	switch {
+	case err != nil:
+		return 0, 0, false, true, err
+	case !ok:
+		return 0, 0, false, false, nil // every remote record is older: look locally
+	}
+	return off, t, true, true, nil
+}
+
+// deleteRecordsTiered moves the remote start first (the manifest), then the local
+// log start if offset is past it, and returns the partition's new log start.
+func (p *Partition) deleteRecordsTiered(tier *storage.Tier, offset int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
+	defer cancel()
+	if err := tier.DeleteRecords(ctx, offset); err != nil {
+		return -1, err
+	}
+	if offset > p.log.LogStartOffset() {
+		if err := p.log.DeleteRecords(offset); err != nil {
+			return -1, err
+		}
+	}
+	return tier.LogStartOffset(), nil
+}

@@ -1,0 +1,110 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/remote"
+	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// TestTieredPartition drives a tiered single-replica leader through the
+// Manager's upload and cleaner passes: local retention deletes only what is
+// uploaded, a fetch below the local start is served from the store,
+// ListOffsets -2/-4/-5 answer the remote start, the local start and the
+// uploaded end, and DeleteRecords moves the remote start.
+func TestTieredPartition(t *testing.T) {
+	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	store, err := remote.NewFile(vfs.NewMem(), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
+		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
+	tc := metadata.DefaultTopicConfig()
+	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
+	p.setConfig(tc)
+	m.applyTier(p, tc)
+	tier := p.Tier()
+	if tier == nil {
+		t.Fatal("no tier for a topic with remote.storage.enable")
+	}
+	for range 60 {
+		if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.HighWatermark() != 120 {
+		t.Fatalf("HWM %d, want 120", p.HighWatermark())
+	}
+
+	// Before any upload, local retention deletes nothing.
+	m.cleanTiered(p, tier)
+	if p.LogStartOffset() != 0 {
+		t.Fatalf("local start %d before any upload", p.LogStartOffset())
+	}
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: tier, epoch: -1})
+	m.cleanTiered(p, tier)
+	local := p.LogStartOffset()
+	if local == 0 || l.Size() > 8192+4096 {
+		t.Fatalf("after upload and retention: local start %d, %d bytes", local, l.Size())
+	}
+
+	res, err := p.Read(0, 1<<20, ReadUncommitted)
+	if err != nil || len(res.Remote) == 0 || res.LogStartOffset != 0 {
+		t.Fatalf("fetch at 0: %d remote bytes, log start %d, %v", len(res.Remote), res.LogStartOffset, err)
+	}
+	if h, _ := batch.ParseHeader(res.Remote); h.BaseOffset != 0 {
+		t.Fatalf("remote fetch starts at %d", h.BaseOffset)
+	}
+	for _, tc := range []struct{ ts, want int64 }{
+		{EarliestTimestamp, 0},
+		{EarliestLocalTimestamp, local},
+		{EarliestPendingUploadTimestamp, tier.UploadedEnd()},
+	} {
+		if off, _, found, err := p.ListOffset(tc.ts, ReadUncommitted); err != nil || !found || off != tc.want {
+			t.Errorf("ListOffset(%d) = %d, %v, %v; want %d", tc.ts, off, found, err, tc.want)
+		}
+	}
+
+	if start, err := p.DeleteRecords(10); err != nil || start != 10 {
+		t.Fatalf("DeleteRecords(10) = %d, %v", start, err)
+	}
+	if _, err := p.Read(9, 1<<20, ReadUncommitted); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		t.Fatalf("fetch below the new start: %v", err)
+	}
+
+	// Without remote.storage.enable the tier goes.
+	m.applyTier(p, metadata.DefaultTopicConfig())
+	if p.Tier() != nil {
+		t.Fatal("tier kept after remote.storage.enable was turned off")
+	}
+}
+
+func TestTierRetentionMapsTopicConfig(t *testing.T) {
+	tc := metadata.DefaultTopicConfig()
+	tc.RetentionMs, tc.RetentionBytes, tc.LocalRetentionMs, tc.LocalRetentionBytes = 1000, 5000, -2, 100
+	r := tierRetention(tc)
+	if r.Age != time.Second || r.Bytes != 5000 || r.LocalAge != time.Second || r.LocalBytes != 100 {
+		t.Fatalf("tierRetention = %+v", r)
+	}
+}

@@ -1,0 +1,582 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/remote"
+)
+
+// Tier errors.
+var (
+	// ErrRemoteUnavailable: the object store could not serve a remote read (down,
+	// slow, or the object is missing). Retriable; Kafka's KAFKA_STORAGE_ERROR.
+	ErrRemoteUnavailable = errors.New("storage: remote storage unavailable")
+	// ErrRemoteCorrupt: a remote object failed its checksum or does not parse. The
+	// bytes are never served; retriable once the object is repaired.
+	ErrRemoteCorrupt = errors.New("storage: remote object corrupt")
+)
+
+// DefaultTierBlockBytes is the default size of a checksummed remote read block.
+const DefaultTierBlockBytes = 1 << 20
+
+// TierConfig configures a partition's tier.
+type TierConfig struct {
+	// Store is the object store; Prefix the partition's key prefix in it
+	// (slash-separated, no trailing slash).
+	Store  remote.Store
+	Prefix string
+	// Cache holds verified remote blocks; shared by every tier of a broker. nil
+	// disables caching.
+	Cache *BlockCache
+	// BlockBytes is the size of a checksummed read block (default 1 MiB).
+	BlockBytes int
+	// Retention is the initial retention; SetRetention changes it.
+	Retention TierRetention
+	// Now is the clock for remote retention; nil means time.Now.
+	Now func() time.Time
+}
+
+// TierRetention is a tiered log's retention. Negative values are unbounded.
+type TierRetention struct {
+	// Age and Bytes bound the whole log, remote part included (retention.ms,
+	// retention.bytes).
+	Age   time.Duration
+	Bytes int64
+	// LocalAge and LocalBytes bound the local log (local.retention.ms,
+	// local.retention.bytes); they replace the Log's own limits.
+	LocalAge   time.Duration
+	LocalBytes int64
+}
+
+// Tier moves a Log's closed segments to an object store and serves reads below
+// the log's local start from there (KIP-405's remote log).
+//
+// Upload protocol (Upload), for each closed segment wholly below the high-water
+// mark and at or above the manifest's End:
+//
+//  1. Scan the segment's batch headers into checksummed blocks.
+//  2. Put P/<base>-<next>.log (the bytes as stored) and P/<base>-<next>.index.
+//  3. Put P/manifest with the segment added and End = next: the commit point.
+//
+// A crash before step 3 leaves objects no manifest names: they never count,
+// and a re-upload of the same range writes the same names with the same bytes
+// (every replica holds identical batches below the high-water mark), so nothing
+// is uploaded twice as two different things. Only segments wholly below End may
+// then be deleted locally (EnforceRetention); a new leader calls Load and
+// carries on from End.
+//
+// Concurrency: Upload, EnforceRetention and Load are serialised by the tier;
+// Read and the accessors may run concurrently with them.
+type Tier struct {
+	log *Log
+	cfg TierConfig
+
+	passMu    sync.Mutex // serialises Load, Upload and EnforceRetention
+	retention atomic.Pointer[TierRetention]
+
+	mu struct {
+		sync.RWMutex
+		m      manifest
+		loaded bool
+		// blocks caches decoded block indexes by segment base.
+		blocks map[int64][]block
+	}
+	stats tierCounters
+}
+
+// tierCounters are the live counters behind TierStats.
+type tierCounters struct {
+	uploads, uploadBytes, uploadErrors atomic.Int64
+	remoteReads, remoteReadErrors      atomic.Int64
+	deletedSegments, corruptBlocks     atomic.Int64
+	lastUploadError                    atomic.Pointer[string]
+}
+
+// TierStats is a snapshot of a tier's state and counters.
+type TierStats struct {
+	RemoteStart, RemoteEnd int64 // manifest range
+	RemoteBytes            int64
+	RemoteSegments         int
+	// UploadLagBytes is the size of the closed local segments not yet uploaded.
+	UploadLagBytes  int64
+	Uploads         int64
+	UploadBytes     int64
+	UploadErrors    int64
+	LastUploadError string
+	RemoteReads     int64
+	RemoteReadErrs  int64
+	CorruptBlocks   int64
+	DeletedSegments int64
+}
+
+// NewTier returns the tier of log. Call Load before anything else.
+func NewTier(log *Log, cfg TierConfig) *Tier {
+	if cfg.BlockBytes <= 0 {
+		cfg.BlockBytes = DefaultTierBlockBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	t := &Tier{log: log, cfg: cfg}
+	t.mu.blocks = make(map[int64][]block)
+	t.SetRetention(cfg.Retention)
+	return t
+}
+
+// SetRetention changes the retention the next EnforceRetention applies.
+func (t *Tier) SetRetention(r TierRetention) { t.retention.Store(&r) }
+
+// Load reads the partition's manifest from the store (a partition without one
+// has nothing remote). A new leader calls it before uploading; an error (store
+// unreachable, corrupt manifest) leaves the tier unloaded, and Upload and
+// EnforceRetention refuse to run until Load succeeds, so no local segment is
+// deleted on a guess.
+func (t *Tier) Load(ctx context.Context) error {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	b, err := t.cfg.Store.Get(ctx, t.key(manifestKey), 0, -1)
+	var m manifest
+	switch {
+	case errors.Is(err, remote.ErrNotFound):
+		start := t.log.LogStartOffset()
+		m = manifest{Start: start, End: start}
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	default:
+		if m, err = decodeManifest(b); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrRemoteCorrupt, t.key(manifestKey), err)
+		}
+	}
+	t.mu.Lock()
+	t.mu.m, t.mu.loaded = m, true
+	t.mu.blocks = make(map[int64][]block)
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *Tier) key(name string) string { return t.cfg.Prefix + "/" + name }
+
+// manifestCopy returns the manifest and whether Load has succeeded.
+func (t *Tier) manifestCopy() (manifest, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m := t.mu.m
+	m.Segments = append([]remoteSegment(nil), m.Segments...)
+	return m, t.mu.loaded
+}
+
+// LogStartOffset is the partition's log start offset: the remote start when the
+// remote part holds data below the local start, else the local one (what
+// ListOffsets earliest answers; earliest-local is the Log's LogStartOffset).
+func (t *Tier) LogStartOffset() int64 {
+	local := t.log.LogStartOffset()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if len(t.mu.m.Segments) > 0 && t.mu.m.Segments[0].Base < local {
+		return max(t.mu.m.Start, t.mu.m.Segments[0].Base)
+	}
+	return local
+}
+
+// UploadedEnd is the offset below which every offset of the log is in the
+// object store (the manifest's End).
+func (t *Tier) UploadedEnd() int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mu.m.End
+}
+
+// closedEndAtOrBelow returns the end of the last closed segment that ends at or
+// below limit (the log start offset when there is none): uploads take whole
+// segments.
+func (l *Log) closedEndAtOrBelow(limit int64) int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	end := l.mu.logStart
+	for _, s := range l.mu.segments[min(1, len(l.mu.segments)):] {
+		if s.base > limit {
+			break
+		}
+		end = s.base
+	}
+	return end
+}
+
+// closedBytesFrom returns the bytes of the closed segments that end after offset.
+func (l *Log) closedBytesFrom(offset int64) int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	segs := l.mu.segments
+	for i := 0; i+1 < len(segs); i++ {
+		if segs[i+1].base > offset {
+			n += segs[i].size
+		}
+	}
+	return n
+}
+
+// Upload uploads, in order, every closed segment (or the part of one) at or
+// above the manifest's End and wholly below highWatermark, committing each in
+// the manifest under leaderEpoch. It returns how many segments it committed; on
+// an error the earlier ones stay committed and the next call carries on.
+func (t *Tier) Upload(ctx context.Context, highWatermark int64, leaderEpoch int32) (int, error) {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	n, err := t.uploadLocked(ctx, highWatermark, leaderEpoch)
+	if err != nil {
+		t.stats.uploadErrors.Add(1)
+		msg := err.Error()
+		t.stats.lastUploadError.Store(&msg)
+	}
+	return n, err
+}
+
+func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoch int32) (int, error) {
+	m, loaded := t.manifestCopy()
+	if !loaded {
+		return 0, fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
+	}
+	if leaderEpoch < m.LeaderEpoch {
+		return 0, fmt.Errorf("%w: leader epoch %d, manifest written by %d", ErrFencedLeaderEpoch, leaderEpoch, m.LeaderEpoch)
+	}
+	limit := t.log.closedEndAtOrBelow(highWatermark)
+	n := 0
+	for {
+		from := max(m.End, t.log.LogStartOffset())
+		if from >= limit {
+			return n, nil
+		}
+		c, err := t.log.Read(from, math.MaxInt32, limit)
+		if err != nil {
+			return n, err
+		}
+		if c.Size == 0 {
+			return n, nil
+		}
+		seg, blocks, err := t.putChunk(ctx, &c)
+		c.Release()
+		if err != nil {
+			return n, err
+		}
+		seg.Epochs = epochsIn(t.log.Epochs(), seg.Base, seg.Next)
+		next := m
+		next.LeaderEpoch = leaderEpoch
+		next.Segments = append(next.Segments, seg)
+		next.End = seg.Next
+		if len(m.Segments) == 0 && m.End <= m.Start {
+			next.Start = seg.Base
+		}
+		if err := t.checkManifestUnchanged(ctx, m, leaderEpoch); err != nil {
+			return n, err
+		}
+		b := next.encode()
+		if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
+			return n, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+		t.mu.Lock()
+		t.mu.m = next
+		t.mu.blocks[seg.Base] = blocks
+		t.mu.Unlock()
+		m = next
+		n++
+		t.stats.uploads.Add(1)
+		t.stats.uploadBytes.Add(seg.Size)
+	}
+}
+
+// checkManifestUnchanged re-reads the stored manifest before a new one replaces
+// it: if a leader of a newer epoch wrote it, this one is deposed
+// (ErrFencedLeaderEpoch); if it moved on otherwise, the tier reloads it and the
+// caller retries. This narrows, but cannot close, the window in which a deposed
+// leader that has not yet learned of its successor overwrites its manifest: the
+// object store offers no conditional write here.
+func (t *Tier) checkManifestUnchanged(ctx context.Context, m manifest, leaderEpoch int32) error {
+	b, err := t.cfg.Store.Get(ctx, t.key(manifestKey), 0, -1)
+	if errors.Is(err, remote.ErrNotFound) {
+		if len(m.Segments) == 0 && m.End == m.Start {
+			return nil
+		}
+		return fmt.Errorf("%w: remote manifest vanished", ErrRemoteCorrupt)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	stored, err := decodeManifest(b)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrRemoteCorrupt, t.key(manifestKey), err)
+	}
+	if stored.LeaderEpoch > leaderEpoch {
+		return fmt.Errorf("%w: manifest written by leader epoch %d, this leader has %d", ErrFencedLeaderEpoch, stored.LeaderEpoch, leaderEpoch)
+	}
+	if stored.End != m.End || stored.Start != m.Start || len(stored.Segments) != len(m.Segments) {
+		t.mu.Lock()
+		t.mu.m = stored
+		t.mu.Unlock()
+		return fmt.Errorf("%w: remote manifest changed underneath (now ends at %d); reloaded", ErrRemoteUnavailable, stored.End)
+	}
+	return nil
+}
+
+// epochsIn returns the epoch entries covering [base, next), the first moved up to
+// base.
+func epochsIn(all []EpochEntry, base, next int64) []EpochEntry {
+	var out []EpochEntry
+	for i, e := range all {
+		if e.StartOffset >= next {
+			break
+		}
+		if i+1 < len(all) && all[i+1].StartOffset <= base {
+			continue
+		}
+		out = append(out, EpochEntry{Epoch: e.Epoch, StartOffset: max(e.StartOffset, base)})
+	}
+	return out
+}
+
+// putChunk scans a chunk of one closed segment into blocks and uploads its data
+// and block index.
+func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, error) {
+	seg := remoteSegment{Base: c.FirstOffset, Next: c.NextOffset, Size: int64(c.Size), MaxTimestamp: -1}
+	var blocks []block
+	var hdr [batch.HeaderSize]byte
+	buf := make([]byte, 0, t.cfg.BlockBytes)
+	var cur block
+	flush := func() {
+		cur.Size = uint32(len(buf))
+		cur.CRC = blockCRC(buf)
+		blocks = append(blocks, cur)
+		buf = buf[:0]
+	}
+	for pos := int64(0); pos < int64(c.Size); {
+		if _, err := c.File.ReadAt(hdr[:], c.Pos+pos); err != nil {
+			return seg, nil, corrupt(c.File.Name(), c.Pos+pos, err)
+		}
+		h, err := batch.ParseHeader(hdr[:])
+		if err != nil || int64(h.Size()) > int64(c.Size)-pos || h.Size() < batch.HeaderSize {
+			return seg, nil, corrupt(c.File.Name(), c.Pos+pos, fmt.Errorf("bad batch header: %v", err))
+		}
+		if len(buf) == 0 {
+			cur = block{BaseOffset: h.BaseOffset, Pos: pos, MaxTimestamp: -1}
+		}
+		start := len(buf)
+		buf = append(buf, make([]byte, h.Size())...)
+		if _, err := c.File.ReadAt(buf[start:], c.Pos+pos); err != nil {
+			return seg, nil, corrupt(c.File.Name(), c.Pos+pos, err)
+		}
+		cur.MaxTimestamp = max(cur.MaxTimestamp, h.MaxTimestamp)
+		seg.MaxTimestamp = max(seg.MaxTimestamp, h.MaxTimestamp)
+		pos += int64(h.Size())
+		if len(buf) >= t.cfg.BlockBytes {
+			flush()
+		}
+	}
+	if len(buf) > 0 {
+		flush()
+	}
+	data := io.NewSectionReader(c.File, c.Pos, int64(c.Size))
+	if err := t.cfg.Store.Put(ctx, seg.key(t.cfg.Prefix, logSuffix), data, seg.Size); err != nil {
+		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	idx := encodeBlocks(blocks)
+	if err := t.cfg.Store.Put(ctx, seg.key(t.cfg.Prefix, indexSuffix), bytes.NewReader(idx), int64(len(idx))); err != nil {
+		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	return seg, blocks, nil
+}
+
+// EnforceRetention applies local retention (LocalAge, LocalBytes) to the log, never deleting a segment
+// that is not wholly uploaded (nor at or above highWatermark), then the whole-log
+// limits (Age, Bytes) to the remote part: remote segments below the local start whose newest
+// record is older than RetentionAge, and the oldest while the whole log exceeds
+// RetentionBytes by at least their size, leave the manifest (written first) and
+// then the store. Objects no manifest names (a crashed upload's leftovers) below
+// End are deleted too. It returns the local and remote segments deleted.
+func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local, removed int, err error) {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	m, loaded := t.manifestCopy()
+	if !loaded {
+		return 0, 0, fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
+	}
+	r := *t.retention.Load()
+	if local, err = t.enforceLocalLocked(m, highWatermark); err != nil {
+		return local, 0, err
+	}
+	localStart, localSize := t.log.LogStartOffset(), t.log.Size()
+	var remoteOnly int64
+	for _, s := range m.Segments {
+		if s.Next <= localStart {
+			remoteOnly += s.Size
+		}
+	}
+	k := 0
+	for k < len(m.Segments) && m.Segments[k].Next <= m.Start { // below DeleteRecords' start
+		remoteOnly -= m.Segments[k].Size
+		k++
+	}
+	if r.Age >= 0 {
+		limit := t.cfg.Now().Add(-r.Age).UnixMilli()
+		for k < len(m.Segments) && m.Segments[k].Next <= localStart && m.Segments[k].MaxTimestamp < limit {
+			remoteOnly -= m.Segments[k].Size
+			k++
+		}
+	}
+	if r.Bytes >= 0 {
+		diff := remoteOnly + localSize - r.Bytes
+		for k < len(m.Segments) && m.Segments[k].Next <= localStart && diff >= m.Segments[k].Size {
+			diff -= m.Segments[k].Size
+			k++
+		}
+	}
+	gone := m.Segments[:k]
+	if k > 0 {
+		next := m
+		next.Segments = m.Segments[k:]
+		next.Start = max(m.Start, gone[k-1].Next)
+		if len(next.Segments) > 0 {
+			next.Start = max(next.Start, next.Segments[0].Base)
+		}
+		b := next.encode()
+		if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
+			return local, 0, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+		t.mu.Lock()
+		t.mu.m = next
+		for _, s := range gone {
+			delete(t.mu.blocks, s.Base)
+		}
+		t.mu.Unlock()
+		m = next
+	}
+	for _, s := range gone {
+		for _, suffix := range []string{indexSuffix, logSuffix} {
+			if err := t.cfg.Store.Delete(ctx, s.key(t.cfg.Prefix, suffix)); err != nil {
+				// The manifest no longer names it: the orphan sweep retries.
+				return local, k, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+			}
+		}
+		if t.cfg.Cache != nil {
+			t.cfg.Cache.forget(s.key(t.cfg.Prefix, logSuffix))
+		}
+		t.stats.deletedSegments.Add(1)
+	}
+	return local, k, t.sweepOrphans(ctx, m)
+}
+
+// DeleteRecords moves the remote log start up to offset (Kafka's DeleteRecords
+// on a tiered partition): the manifest is rewritten at once, so reads below
+// offset fail from then on, and the next EnforceRetention deletes the segments
+// wholly below it. The caller moves the local log start too.
+func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	m, loaded := t.manifestCopy()
+	if !loaded {
+		return fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
+	}
+	if offset <= m.Start || len(m.Segments) == 0 {
+		return nil
+	}
+	next := m
+	next.Start = min(offset, m.End)
+	b := next.encode()
+	if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	t.mu.Lock()
+	t.mu.m = next
+	t.mu.Unlock()
+	return nil
+}
+
+// EnforceLocalRetention applies only the local limits, never deleting a segment
+// that is not wholly uploaded: what a follower runs (after Load, to learn the
+// leader's uploads); the leader alone changes the remote part.
+func (t *Tier) EnforceLocalRetention(highWatermark int64) (int, error) {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	m, loaded := t.manifestCopy()
+	if !loaded {
+		return 0, fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
+	}
+	return t.enforceLocalLocked(m, highWatermark)
+}
+
+func (t *Tier) enforceLocalLocked(m manifest, highWatermark int64) (int, error) {
+	r := t.retention.Load()
+	return t.log.enforceRetention(min(highWatermark, m.End), r.LocalAge, r.LocalBytes)
+}
+
+// sweepOrphans deletes segment objects the manifest does not name and that lie
+// below its End (leftovers of an upload that crashed, or of retention that
+// failed after committing).
+func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
+	keys, err := t.cfg.Store.List(ctx, t.cfg.Prefix+"/")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	named := make(map[string]bool, 2*len(m.Segments))
+	for _, s := range m.Segments {
+		named[s.key(t.cfg.Prefix, logSuffix)] = true
+		named[s.key(t.cfg.Prefix, indexSuffix)] = true
+	}
+	for _, k := range keys {
+		base, ok := parseRemoteName(path.Base(k))
+		if !ok || named[k] || path.Dir(k) != t.cfg.Prefix || base >= m.End {
+			continue
+		}
+		if err := t.cfg.Store.Delete(ctx, k); err != nil {
+			return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+	}
+	return nil
+}
+
+// parseRemoteName returns the base offset of a "<base>-<next>.log|.index" name.
+func parseRemoteName(name string) (int64, bool) {
+	stem, ok := strings.CutSuffix(name, logSuffix)
+	if !ok {
+		if stem, ok = strings.CutSuffix(name, indexSuffix); !ok {
+			return 0, false
+		}
+	}
+	baseStr, _, ok := strings.Cut(stem, "-")
+	if !ok || len(baseStr) != baseDigits {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(baseStr, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+// Stats returns a snapshot of the tier's state and counters.
+func (t *Tier) Stats() TierStats {
+	m, _ := t.manifestCopy()
+	s := TierStats{
+		RemoteStart: m.Start, RemoteEnd: m.End, RemoteBytes: m.size(), RemoteSegments: len(m.Segments),
+		UploadLagBytes:  t.log.closedBytesFrom(m.End),
+		Uploads:         t.stats.uploads.Load(),
+		UploadBytes:     t.stats.uploadBytes.Load(),
+		UploadErrors:    t.stats.uploadErrors.Load(),
+		RemoteReads:     t.stats.remoteReads.Load(),
+		RemoteReadErrs:  t.stats.remoteReadErrors.Load(),
+		CorruptBlocks:   t.stats.corruptBlocks.Load(),
+		DeletedSegments: t.stats.deletedSegments.Load(),
+	}
+	if p := t.stats.lastUploadError.Load(); p != nil {
+		s.LastUploadError = *p
+	}
+	return s
+}

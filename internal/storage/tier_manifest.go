@@ -1,0 +1,188 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sort"
+)
+
+// The remote layout of one partition, under the tier's prefix P:
+//
+//	P/manifest                          the remote manifest: what counts
+//	P/<base 20 digits>-<next 20>.log    a segment's batches, byte for byte
+//	P/<base 20 digits>-<next 20>.index  its block index
+//
+// Both side objects use the side-file frame (len | crc | version | payload).
+//
+//	manifest payload  leader epoch i32 | start i64 | end i64 | count u32, then
+//	                  count x (base i64 | next i64 | size i64 | max ts i64 |
+//	                           epochs u32, then epochs x (epoch i32 | start i64))
+//	index payload     count u32, then count x (base offset i64 | pos i64 |
+//	                                          size u32 | crc u32 | max ts i64)
+//
+// A block is a run of whole batches of at least TierConfig.BlockBytes (the last
+// may be shorter); its crc is CRC-32C over its bytes, checked on every remote read.
+const (
+	manifestKey     = "manifest"
+	manifestSegSize = 8*4 + 4
+	blockEntrySize  = 8 + 8 + 4 + 4 + 8
+)
+
+// remoteSegment is one uploaded segment: offsets [Base, Next), Size bytes.
+type remoteSegment struct {
+	Base, Next, Size, MaxTimestamp int64
+	// Epochs are the leader epochs that wrote into [Base, Next), the first moved
+	// to Base.
+	Epochs []EpochEntry
+}
+
+func (s remoteSegment) key(prefix, suffix string) string {
+	return fmt.Sprintf("%s/%0*d-%0*d%s", prefix, baseDigits, s.Base, baseDigits, s.Next, suffix)
+}
+
+// manifest is a partition's remote manifest. Offsets in [Start, End) that some
+// segment holds are remote; Start moves up with remote retention and End with
+// uploads (it stays when retention deletes every segment).
+type manifest struct {
+	LeaderEpoch int32
+	Start, End  int64
+	Segments    []remoteSegment // ascending, non-overlapping
+}
+
+func (m *manifest) size() int64 {
+	var n int64
+	for _, s := range m.Segments {
+		n += s.Size
+	}
+	return n
+}
+
+// segmentFor returns the index of the first segment ending after offset, or
+// len(Segments).
+func (m *manifest) segmentFor(offset int64) int {
+	return sort.Search(len(m.Segments), func(i int) bool { return m.Segments[i].Next > offset })
+}
+
+func (m *manifest) encode() []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(m.LeaderEpoch))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.Start))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.End))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Segments)))
+	for _, s := range m.Segments {
+		for _, v := range []int64{s.Base, s.Next, s.Size, s.MaxTimestamp} {
+			b = binary.BigEndian.AppendUint64(b, uint64(v))
+		}
+		b = append(b, encodeEpochs(s.Epochs)...)
+	}
+	return frameSide(b)
+}
+
+func decodeManifest(framed []byte) (manifest, error) {
+	var m manifest
+	b, err := unframeSide(framed)
+	if err != nil {
+		return m, err
+	}
+	bad := func(what string) (manifest, error) {
+		return manifest{}, fmt.Errorf("%w: remote manifest: %s", ErrCorruptSideFile, what)
+	}
+	if len(b) < 24 {
+		return bad("short header")
+	}
+	m.LeaderEpoch = int32(binary.BigEndian.Uint32(b))
+	m.Start = int64(binary.BigEndian.Uint64(b[4:]))
+	m.End = int64(binary.BigEndian.Uint64(b[12:]))
+	n := binary.BigEndian.Uint32(b[20:])
+	b = b[24:]
+	if uint64(n)*manifestSegSize > uint64(len(b)) {
+		return bad("segment count past the end")
+	}
+	m.Segments = make([]remoteSegment, n)
+	prevNext := m.Start
+	for i := range m.Segments {
+		if len(b) < manifestSegSize {
+			return bad("segment cut short")
+		}
+		s := &m.Segments[i]
+		s.Base = int64(binary.BigEndian.Uint64(b))
+		s.Next = int64(binary.BigEndian.Uint64(b[8:]))
+		s.Size = int64(binary.BigEndian.Uint64(b[16:]))
+		s.MaxTimestamp = int64(binary.BigEndian.Uint64(b[24:]))
+		ne := int(binary.BigEndian.Uint32(b[32:]))
+		end := 32 + 4 + 12*ne
+		if ne < 0 || end > len(b) {
+			return bad("epochs past the end")
+		}
+		if s.Epochs, err = decodeEpochs(b[32:end]); err != nil {
+			return manifest{}, err
+		}
+		b = b[end:]
+		if s.Base < prevNext || s.Next <= s.Base || s.Size <= 0 || s.Next > m.End {
+			return bad(fmt.Sprintf("segment %d [%d, %d) out of order", i, s.Base, s.Next))
+		}
+		prevNext = s.Next
+	}
+	if len(b) != 0 || m.Start > m.End || m.Start < 0 {
+		return bad("trailing bytes or bad range")
+	}
+	return m, nil
+}
+
+// block is one checksummed run of whole batches inside a remote segment.
+type block struct {
+	BaseOffset   int64 // first batch's base offset
+	Pos          int64
+	Size         uint32
+	CRC          uint32
+	MaxTimestamp int64
+}
+
+func encodeBlocks(blocks []block) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(blocks)))
+	for _, k := range blocks {
+		b = binary.BigEndian.AppendUint64(b, uint64(k.BaseOffset))
+		b = binary.BigEndian.AppendUint64(b, uint64(k.Pos))
+		b = binary.BigEndian.AppendUint32(b, k.Size)
+		b = binary.BigEndian.AppendUint32(b, k.CRC)
+		b = binary.BigEndian.AppendUint64(b, uint64(k.MaxTimestamp))
+	}
+	return frameSide(b)
+}
+
+// decodeBlocks checks a block index against the segment it belongs to: blocks
+// are contiguous from position 0 and cover exactly seg.Size bytes.
+func decodeBlocks(framed []byte, seg remoteSegment) ([]block, error) {
+	b, err := unframeSide(framed)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 4 || uint64(len(b)-4) != uint64(binary.BigEndian.Uint32(b))*blockEntrySize {
+		return nil, fmt.Errorf("%w: remote block index of %d bytes", ErrCorruptSideFile, len(b))
+	}
+	blocks := make([]block, binary.BigEndian.Uint32(b))
+	b = b[4:]
+	var pos int64
+	for i := range blocks {
+		e := b[i*blockEntrySize:]
+		k := block{
+			BaseOffset:   int64(binary.BigEndian.Uint64(e)),
+			Pos:          int64(binary.BigEndian.Uint64(e[8:])),
+			Size:         binary.BigEndian.Uint32(e[16:]),
+			CRC:          binary.BigEndian.Uint32(e[20:]),
+			MaxTimestamp: int64(binary.BigEndian.Uint64(e[24:])),
+		}
+		if k.Pos != pos || k.Size == 0 || k.BaseOffset < seg.Base || k.BaseOffset >= seg.Next ||
+			(i > 0 && k.BaseOffset <= blocks[i-1].BaseOffset) {
+			return nil, fmt.Errorf("%w: remote block %d inconsistent", ErrCorruptSideFile, i)
+		}
+		pos += int64(k.Size)
+		blocks[i] = k
+	}
+	if pos != seg.Size {
+		return nil, fmt.Errorf("%w: remote blocks cover %d of %d bytes", ErrCorruptSideFile, pos, seg.Size)
+	}
+	return blocks, nil
+}
+
+func blockCRC(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

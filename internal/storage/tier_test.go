@@ -1,0 +1,457 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/remote"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+const tierPrefix = "t/0"
+
+// tieredLog opens a log with small segments and local retention of localBytes,
+// and a tier over an in-memory file store.
+func tieredLog(t *testing.T, store remote.Store, localBytes int64, cache *BlockCache) (*Log, *Tier) {
+	t.Helper()
+	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, RetentionAge: -1})
+	tier := NewTier(l, TierConfig{Store: store, Prefix: tierPrefix, Cache: cache, BlockBytes: 1024,
+		Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: localBytes}})
+	if err := tier.Load(ctxTimeout(t)); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return l, tier
+}
+
+func memStore(t *testing.T, fsys vfs.FS) remote.Store {
+	t.Helper()
+	s, err := remote.NewFile(fsys, "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// readTiered reads every batch from offset 0 to the log end: remote below the
+// local start, local from there.
+func readTiered(t *testing.T, l *Log, tier *Tier, maxBytes int) [][]byte {
+	t.Helper()
+	var out [][]byte
+	off := tier.LogStartOffset()
+	for off < l.LogEndOffset() {
+		var b []byte
+		if off < l.LogStartOffset() {
+			var err error
+			if b, off, err = tier.Read(ctxTimeout(t), off, maxBytes); err != nil {
+				t.Fatalf("remote Read(%d): %v", off, err)
+			}
+		} else {
+			c, err := l.Read(off, maxBytes, l.LogEndOffset())
+			if err != nil {
+				t.Fatalf("Read(%d): %v", off, err)
+			}
+			b, err = c.Bytes()
+			c.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = c.NextOffset
+		}
+		it := batch.NewStoredIter(b)
+		for it.Next() {
+			out = append(out, bytes.Clone(it.Batch()))
+		}
+		if it.Err() != nil {
+			t.Fatalf("batches before %d: %v", off, it.Err())
+		}
+	}
+	return out
+}
+
+func uploadAndRetain(t *testing.T, l *Log, tier *Tier) {
+	t.Helper()
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+		t.Fatalf("Upload: %v", err)
+	}
+	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
+		t.Fatalf("EnforceRetention: %v", err)
+	}
+}
+
+// Writing far past local retention keeps the local log bounded while every
+// batch still reads back from offset 0, in big and small reads.
+func TestTierWriteFarPastLocalRetention(t *testing.T) {
+	cache := NewBlockCache(8 << 10)
+	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 8<<10, cache)
+	var want [][]byte
+	for range 20 {
+		want = append(want, appendN(t, l, 10, 3, 100, 1000, 0)...)
+		uploadAndRetain(t, l, tier)
+		if l.Size() > 8<<10+4096 {
+			t.Fatalf("local log holds %d bytes, local retention is 8 KiB + a segment", l.Size())
+		}
+	}
+	if l.LogStartOffset() == 0 || tier.LogStartOffset() != 0 {
+		t.Fatalf("local start %d, log start %d: want remote data from 0", l.LogStartOffset(), tier.LogStartOffset())
+	}
+	sameBatches(t, readTiered(t, l, tier, 1<<20), want)
+	sameBatches(t, readTiered(t, l, tier, 1), want)
+	st := tier.Stats()
+	if st.RemoteSegments == 0 || st.UploadErrors != 0 || st.RemoteStart != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if cs := cache.Stats(); cs.Hits == 0 || cs.Bytes > cs.Capacity {
+		t.Fatalf("cache stats %+v", cs)
+	}
+}
+
+// Whole-log retention deletes remote segments (manifest first, then objects).
+func TestTierRemoteRetention(t *testing.T) {
+	store := memStore(t, vfs.NewMem())
+	l, tier := tieredLog(t, store, 4096, nil)
+	tier.SetRetention(TierRetention{Age: -1, Bytes: 16 << 10, LocalAge: -1, LocalBytes: 4096})
+	for range 20 {
+		appendN(t, l, 10, 3, 100, 1000, 0)
+		uploadAndRetain(t, l, tier)
+	}
+	st := tier.Stats()
+	if st.DeletedSegments == 0 || st.RemoteStart == 0 {
+		t.Fatalf("no remote segment deleted: %+v", st)
+	}
+	var remoteOnly int64
+	m, _ := tier.manifestCopy()
+	for _, s := range m.Segments {
+		if s.Next <= l.LogStartOffset() {
+			remoteOnly += s.Size
+		}
+	}
+	if total := remoteOnly + l.Size(); total > 16<<10+4096 {
+		t.Fatalf("whole log holds %d bytes with retention.bytes 16 KiB", total)
+	}
+	keys, err := store.List(ctxTimeout(t), tierPrefix+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*len(m.Segments) + 1; len(keys) != want {
+		t.Fatalf("store holds %d objects, want %d (2 per segment + manifest): %v", len(keys), want, keys)
+	}
+	if _, _, err := tier.Read(ctxTimeout(t), 0, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the remote start: %v", err)
+	}
+	all := readTiered(t, l, tier, 1<<20)
+	if h, _ := batch.ParseHeader(all[0]); h.BaseOffset != tier.LogStartOffset() {
+		t.Fatalf("first batch at %d, log start %d", h.BaseOffset, tier.LogStartOffset())
+	}
+}
+
+// flakyStore fails every operation while down, and Puts of keys ending in
+// failPut while it is set.
+type flakyStore struct {
+	remote.Store
+	down    atomic.Bool
+	failPut atomic.Pointer[string]
+}
+
+var errFlaky = fmt.Errorf("%w: flaky store", remote.ErrUnavailable)
+
+func (f *flakyStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if f.down.Load() {
+		return errFlaky
+	}
+	if s := f.failPut.Load(); s != nil && strings.HasSuffix(key, *s) {
+		return errFlaky
+	}
+	return f.Store.Put(ctx, key, r, size)
+}
+
+func (f *flakyStore) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if f.down.Load() {
+		return nil, errFlaky
+	}
+	return f.Store.Get(ctx, key, off, n)
+}
+
+func (f *flakyStore) Delete(ctx context.Context, key string) error {
+	if f.down.Load() {
+		return errFlaky
+	}
+	return f.Store.Delete(ctx, key)
+}
+
+func (f *flakyStore) List(ctx context.Context, prefix string) ([]string, error) {
+	if f.down.Load() {
+		return nil, errFlaky
+	}
+	return f.Store.List(ctx, prefix)
+}
+
+// While the store is down, appends and local reads go on, uploads fail with a
+// retriable error, local retention deletes nothing that is not uploaded, remote
+// reads fail retriably; once it is back, uploads catch up and everything reads.
+func TestTierStoreUnavailable(t *testing.T) {
+	store := &flakyStore{Store: memStore(t, vfs.NewMem())}
+	l, tier := tieredLog(t, store, 4096, nil)
+	var want [][]byte
+	want = append(want, appendN(t, l, 40, 3, 100, 1000, 0)...)
+	uploadAndRetain(t, l, tier)
+	remoteStart := l.LogStartOffset()
+	if remoteStart == 0 {
+		t.Fatal("nothing went remote")
+	}
+	store.down.Store(true)
+	uploaded := tier.UploadedEnd()
+	for range 5 {
+		want = append(want, appendN(t, l, 20, 3, 100, 1000, 0)...)
+		if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); !errors.Is(err, ErrRemoteUnavailable) {
+			t.Fatalf("Upload with the store down: %v", err)
+		}
+		if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); !errors.Is(err, ErrRemoteUnavailable) {
+			t.Fatalf("EnforceRetention with the store down: %v", err)
+		}
+		if l.LogStartOffset() > uploaded {
+			t.Fatalf("local start %d passed the uploaded end %d", l.LogStartOffset(), uploaded)
+		}
+	}
+	if _, _, err := tier.Read(ctxTimeout(t), 0, 1<<20); !errors.Is(err, ErrRemoteUnavailable) {
+		t.Fatalf("remote read with the store down: %v", err)
+	}
+	if st := tier.Stats(); st.UploadErrors == 0 || st.UploadLagBytes == 0 || st.LastUploadError == "" {
+		t.Fatalf("stats do not show the outage: %+v", st)
+	}
+	store.down.Store(false)
+	uploadAndRetain(t, l, tier)
+	if st := tier.Stats(); st.UploadLagBytes != 0 {
+		t.Fatalf("upload lag %d after recovery", st.UploadLagBytes)
+	}
+	sameBatches(t, readTiered(t, l, tier, 1<<20), want)
+}
+
+// A crash between the segment objects and the manifest leaves nothing that
+// counts; the next upload (here by a new tier, as after a restart) writes the
+// same range under the same names, and the orphan sweep removes leftovers.
+func TestTierCrashMidUpload(t *testing.T) {
+	store := &flakyStore{Store: memStore(t, vfs.NewMem())}
+	l, tier := tieredLog(t, store, 4096, nil)
+	want := appendN(t, l, 40, 3, 100, 1000, 0)
+	manifestSuffix := "/" + manifestKey
+	store.failPut.Store(&manifestSuffix)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err == nil {
+		t.Fatal("upload committed without its manifest")
+	}
+	if tier.UploadedEnd() != 0 {
+		t.Fatalf("uploaded end %d after a failed manifest write", tier.UploadedEnd())
+	}
+	if n, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || n != 0 || l.LogStartOffset() != 0 {
+		t.Fatalf("local retention deleted %d segments (start %d, %v) with nothing committed", n, l.LogStartOffset(), err)
+	}
+	store.failPut.Store(nil)
+
+	restarted := NewTier(l, tier.cfg)
+	if err := restarted.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if restarted.UploadedEnd() != 0 {
+		t.Fatalf("a crashed upload counts: end %d", restarted.UploadedEnd())
+	}
+	uploadAndRetain(t, l, restarted)
+	m, _ := restarted.manifestCopy()
+	keys, err := store.List(ctxTimeout(t), tierPrefix+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2*len(m.Segments)+1 {
+		t.Fatalf("%d objects for %d segments: %v", len(keys), len(m.Segments), keys)
+	}
+	sameBatches(t, readTiered(t, l, restarted, 1<<20), want)
+}
+
+// A new leader loads the manifest and carries on from its end: nothing is
+// uploaded twice and no range is missed.
+func TestTierNewLeaderContinues(t *testing.T) {
+	store := memStore(t, vfs.NewMem())
+	l, tier := tieredLog(t, store, 1<<30, nil)
+	appendN(t, l, 40, 3, 100, 1000, 0)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+		t.Fatal(err)
+	}
+	end := tier.UploadedEnd()
+	uploads := tier.Stats().Uploads
+	if end == 0 {
+		t.Fatal("nothing uploaded")
+	}
+	if err := l.AssignEpoch(1, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 40, 3, 100, 1000, 1)
+
+	leader := NewTier(l, tier.cfg)
+	if err := leader.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if leader.UploadedEnd() != end {
+		t.Fatalf("new leader starts at %d, manifest ends at %d", leader.UploadedEnd(), end)
+	}
+	if _, err := leader.Upload(ctxTimeout(t), l.LogEndOffset(), 1); err != nil {
+		t.Fatal(err)
+	}
+	// A follower's tier learns the uploads from the manifest and deletes locally
+	// only what is uploaded.
+	follower := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, RetentionAge: -1})
+	ftier := NewTier(follower, TierConfig{Store: store, Prefix: tierPrefix, Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: 0}})
+	if _, err := ftier.EnforceLocalRetention(l.LogEndOffset()); !errors.Is(err, ErrRemoteUnavailable) {
+		t.Fatalf("follower retention before Load: %v", err)
+	}
+	if err := ftier.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ftier.UploadedEnd() != leader.UploadedEnd() {
+		t.Fatalf("follower sees uploads to %d, leader %d", ftier.UploadedEnd(), leader.UploadedEnd())
+	}
+
+	m, _ := leader.manifestCopy()
+	if m.Segments[0].Base != 0 || m.LeaderEpoch != 1 {
+		t.Fatalf("manifest %+v", m)
+	}
+	for i := 1; i < len(m.Segments); i++ {
+		if m.Segments[i].Base != m.Segments[i-1].Next {
+			t.Fatalf("segments %d and %d not contiguous: %+v", i-1, i, m.Segments)
+		}
+	}
+	if got := int64(len(m.Segments)); got != uploads+leader.Stats().Uploads {
+		t.Fatalf("%d segments in the manifest after %d + %d uploads", got, uploads, leader.Stats().Uploads)
+	}
+	last := m.Segments[len(m.Segments)-1]
+	if e := last.Epochs[len(last.Epochs)-1]; e.Epoch != 1 {
+		t.Fatalf("last segment's epochs %+v, want epoch 1", last.Epochs)
+	}
+	// The deposed leader's tier is fenced, before and after it reloads.
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); !errors.Is(err, ErrFencedLeaderEpoch) {
+		t.Fatalf("old leader upload: %v, want ErrFencedLeaderEpoch", err)
+	}
+	if err := tier.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); !errors.Is(err, ErrFencedLeaderEpoch) {
+		t.Fatalf("old leader upload after reload: %v, want ErrFencedLeaderEpoch", err)
+	}
+}
+
+// A corrupt or missing remote object is detected and never served.
+func TestTierCorruptObject(t *testing.T) {
+	fsys := vfs.NewMem()
+	store := memStore(t, fsys)
+	l, tier := tieredLog(t, store, 4096, nil)
+	appendN(t, l, 40, 3, 100, 1000, 0)
+	uploadAndRetain(t, l, tier)
+	m, _ := tier.manifestCopy()
+	key := m.Segments[0].key(tierPrefix, logSuffix)
+	data, err := store.Get(ctxTimeout(t), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/3] ^= 0xff
+	if err := store.Put(ctxTimeout(t), key, bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for off := int64(0); off < m.Segments[0].Next; {
+		b, next, err := tier.Read(ctxTimeout(t), off, 1)
+		if errors.Is(err, ErrRemoteCorrupt) {
+			bad++
+			off++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it := batch.NewStoredIter(b); !it.Next() || it.Err() != nil {
+			t.Fatalf("served bytes at %d do not verify: %v", off, it.Err())
+		}
+		off = next
+	}
+	if bad == 0 || tier.Stats().CorruptBlocks == 0 {
+		t.Fatal("corruption not detected")
+	}
+	if err := store.Delete(ctxTimeout(t), m.Segments[1].key(tierPrefix, logSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tier.Read(ctxTimeout(t), m.Segments[1].Base, 1<<20); !errors.Is(err, ErrRemoteUnavailable) {
+		t.Fatalf("read of a missing object: %v", err)
+	}
+}
+
+func TestManifestDecodeRejectsDamage(t *testing.T) {
+	m := manifest{LeaderEpoch: 3, Start: 0, End: 20, Segments: []remoteSegment{
+		{Base: 0, Next: 10, Size: 100, MaxTimestamp: 5, Epochs: []EpochEntry{{0, 0}}},
+		{Base: 10, Next: 20, Size: 100, MaxTimestamp: 9, Epochs: []EpochEntry{{0, 10}, {3, 15}}},
+	}}
+	b := m.encode()
+	got, err := decodeManifest(b)
+	if err != nil || got.End != 20 || len(got.Segments) != 2 || got.Segments[1].Epochs[1].Epoch != 3 {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for i := range b {
+		d := bytes.Clone(b)
+		d[i] ^= 0x10
+		if _, err := decodeManifest(d); err == nil {
+			t.Fatalf("flipped byte %d decoded", i)
+		}
+	}
+	if _, err := decodeManifest(b[:len(b)-1]); err == nil {
+		t.Fatal("truncated manifest decoded")
+	}
+}
+
+// Timestamp lookups find remote records.
+func TestTierOffsetForTimestamp(t *testing.T) {
+	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
+	appendN(t, l, 40, 3, 100, 1000, 0) // batch i holds timestamps 1000+i .. 1000+i+2
+	uploadAndRetain(t, l, tier)
+	if l.LogStartOffset() < 30 {
+		t.Fatalf("local start %d: too little went remote", l.LogStartOffset())
+	}
+	for _, tc := range []struct{ ts, off int64 }{{0, 0}, {1000, 0}, {1002, 2}, {1005, 11}} {
+		off, ts, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), tc.ts)
+		if err != nil || !ok || off != tc.off || ts < tc.ts {
+			t.Errorf("OffsetForTimestamp(%d) = %d, %d, %v, %v; want offset %d", tc.ts, off, ts, ok, err, tc.off)
+		}
+	}
+	if _, _, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), 1_000_000); ok || err != nil {
+		t.Errorf("a timestamp after every record: ok %v, %v", ok, err)
+	}
+}
+
+// DeleteRecords below the local start moves the remote start; retention then
+// deletes the remote segments wholly below it.
+func TestTierDeleteRecords(t *testing.T) {
+	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
+	want := appendN(t, l, 40, 3, 100, 1000, 0)
+	uploadAndRetain(t, l, tier)
+	m, _ := tier.manifestCopy()
+	cut := m.Segments[1].Base + 1 // inside the second segment
+	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+		t.Fatal(err)
+	}
+	if tier.LogStartOffset() != cut {
+		t.Fatalf("log start %d after DeleteRecords(%d)", tier.LogStartOffset(), cut)
+	}
+	if _, _, err := tier.Read(ctxTimeout(t), cut-1, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the new start: %v", err)
+	}
+	if _, removed, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || removed != 1 {
+		t.Fatalf("retention after DeleteRecords removed %d remote segments, %v; want 1", removed, err)
+	}
+	got := readTiered(t, l, tier, 1<<20)
+	// The batch holding cut is still served whole, as Kafka serves it.
+	sameBatches(t, got, want[len(want)-len(got):])
+	if h, _ := batch.ParseHeader(got[0]); h.BaseOffset > cut || h.NextOffset() <= cut {
+		t.Fatalf("first batch [%d, %d) does not hold the start %d", h.BaseOffset, h.NextOffset(), cut)
+	}
+}
