@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -58,10 +59,13 @@ func TestBrokerOnlyNodesJoin(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 5, 3, map[string]*string{"min.insync.replicas": &minISR}, "grown"); err != nil {
 		t.Fatal(err)
 	}
-	md, err := adm.Metadata(ctx, "grown")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The broker that forwarded the creation may apply it a moment after answering.
+	var md kadm.Metadata
+	wait.For(t, "the new topic's five partitions in Metadata", func() bool {
+		var err error
+		md, err = adm.Metadata(ctx, "grown")
+		return err == nil && len(md.Topics["grown"].Partitions) == 5
+	})
 	onNew := map[int32]int{}
 	for _, p := range md.Topics["grown"].Partitions {
 		for _, r := range p.Replicas {
@@ -85,7 +89,7 @@ func TestBrokerOnlyNodesJoin(t *testing.T) {
 		c.checkAgreement(t, "grown", p)
 	}
 
-	_, err = c.addNode(4, func(cfg *config.Config) {
+	_, err := c.addNode(4, func(cfg *config.Config) {
 		brokerOnly(cfg)
 		cfg.BrokerSessionTimeout = 500 * time.Millisecond
 	})
