@@ -229,6 +229,9 @@ func (m *Manager) Apply(img *metadata.Image) error {
 		if !want[tp] || img.TopicByID(p.TopicID) == nil {
 			removed = append(removed, p)
 			delete(m.partitions, tp)
+			if img.TopicByID(p.TopicID) == nil {
+				m.deleteRemote(p)
+			}
 		}
 	}
 	m.mu.Unlock()

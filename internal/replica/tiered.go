@@ -233,3 +233,23 @@ func (p *Partition) deleteRecordsTiered(tier *storage.Tier, offset int64) (int64
 	}
 	return tier.LogStartOffset(), nil
 }
+
+// remoteDeleteTimeout bounds the deletion of a deleted topic's remote objects.
+const remoteDeleteTimeout = 5 * time.Minute
+
+// deleteRemote deletes, in the background, every object of a tiered partition
+// whose topic was deleted (every replica tries; deletes are idempotent). Objects
+// a failure leaves behind are logged; they belong to no topic any more.
+func (m *Manager) deleteRemote(p *Partition) {
+	tier := p.Tier()
+	if tier == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), remoteDeleteTimeout)
+		defer cancel()
+		if err := tier.DeleteAll(ctx); err != nil {
+			m.log.Warn("deleting a deleted topic's remote objects", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+	}()
+}

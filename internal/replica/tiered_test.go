@@ -14,6 +14,7 @@ import (
 	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestTieredPartition drives a tiered single-replica leader through the
@@ -92,6 +93,16 @@ func TestTieredPartition(t *testing.T) {
 	if _, err := p.Read(9, 1<<20, ReadUncommitted); !errors.Is(err, storage.ErrOffsetOutOfRange) {
 		t.Fatalf("fetch below the new start: %v", err)
 	}
+
+	// The topic is deleted: its remote objects go, in the background.
+	if keys, err := store.List(context.Background(), ""); err != nil || len(keys) == 0 {
+		t.Fatalf("nothing in the store before the topic's deletion: %v, %v", keys, err)
+	}
+	m.deleteRemote(p)
+	wait.For(t, "the deleted topic's remote objects to go", func() bool {
+		keys, err := store.List(context.Background(), "")
+		return err == nil && len(keys) == 0
+	})
 
 	// Without remote.storage.enable the tier goes.
 	m.applyTier(p, metadata.DefaultTopicConfig())

@@ -545,6 +545,31 @@ func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
 	return nil
 }
 
+// DeleteAll deletes every object under the tier's prefix, the manifest first (a
+// deleted topic's partition).
+func (t *Tier) DeleteAll(ctx context.Context) error {
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	if err := t.cfg.Store.Delete(ctx, t.key(manifestKey)); err != nil {
+		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	keys, err := t.cfg.Store.List(ctx, t.cfg.Prefix+"/")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	for _, k := range keys {
+		if err := t.cfg.Store.Delete(ctx, k); err != nil {
+			return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+	}
+	t.mu.Lock()
+	t.mu.m = manifest{}
+	t.mu.loaded = false
+	t.mu.blocks = make(map[int64][]block)
+	t.mu.Unlock()
+	return nil
+}
+
 // parseRemoteName returns the base offset of a "<base>-<next>.log|.index" name.
 func parseRemoteName(name string) (int64, bool) {
 	stem, ok := strings.CutSuffix(name, logSuffix)

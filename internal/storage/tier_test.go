@@ -145,6 +145,15 @@ func TestTierRemoteRetention(t *testing.T) {
 	if _, _, err := tier.Read(ctxTimeout(t), 0, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
 		t.Fatalf("read below the remote start: %v", err)
 	}
+	defer func() {
+		// A deleted topic's partition: every object goes.
+		if err := tier.DeleteAll(ctxTimeout(t)); err != nil {
+			t.Fatal(err)
+		}
+		if keys, err := store.List(ctxTimeout(t), ""); err != nil || len(keys) != 0 {
+			t.Fatalf("after DeleteAll the store holds %v, %v", keys, err)
+		}
+	}()
 	all := readTiered(t, l, tier, 1<<20)
 	if h, _ := batch.ParseHeader(all[0]); h.BaseOffset != tier.LogStartOffset() {
 		t.Fatalf("first batch at %d, log start %d", h.BaseOffset, tier.LogStartOffset())
