@@ -27,4 +27,5 @@ type Cluster interface {
 	AlterScramCredentials(ctx context.Context, dels []controller.ScramDeletion, ups []controller.ScramUpsertion) ([]controller.ScramResult, error)
 	CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error)
 	DeleteAcls(ctx context.Context, filters []acl.Filter) ([]controller.AclDeletion, error)
+	AlterClientQuotas(ctx context.Context, entries []controller.QuotaAlteration, validateOnly bool) ([]error, error)
 }

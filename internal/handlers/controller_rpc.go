@@ -4,7 +4,8 @@ package handlers
 //   BrokerRegistration (62) v0-v4, BrokerHeartbeat (63) v0-v2, AlterPartition (56)
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//   IncrementalAlterConfigs, AlterUserScramCredentials, CreateAcls, DeleteAcls). A node that is not the active controller answers
+//   IncrementalAlterConfigs, AlterUserScramCredentials, CreateAcls, DeleteAcls,
+//   AlterClientQuotas). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
@@ -28,6 +29,7 @@ var linkApis = []api{
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
+	{key: 49, min: 0, max: 1, serve: (*Handlers).alterClientQuotas},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
@@ -139,7 +141,7 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, code
 			r.Resources = append(r.Resources, res)
 		}
-	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
+	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest:
 		return deniedResponse(req, code)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
