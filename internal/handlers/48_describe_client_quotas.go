@@ -35,6 +35,7 @@ func (h *Handlers) describeClientQuotas(_ context.Context, _ *protocol.ConnInfo,
 		seen[c.EntityType] = true
 	}
 	img := h.cluster.Image()
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // nullable: null only with an error (Java's client needs the array)
 	for _, e := range img.QuotaEntities() {
 		if !quotaFilterMatches(req, e) {
 			continue
