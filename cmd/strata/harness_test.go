@@ -209,15 +209,3 @@ func topicName(t *testing.T) string {
 	name := strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
 	return fmt.Sprintf("%s-%d", name, topics.Add(1))
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

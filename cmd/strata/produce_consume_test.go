@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/cli"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // decodeLines decodes one JSON object per line of s.
@@ -171,7 +172,7 @@ func TestProduceOptions(t *testing.T) {
 		total += 2
 	}
 	// acks=0 gives no answer: wait until the records are there before reading.
-	eventually(t, "every record readable", func() bool {
+	wait.For(t, "every record readable", func() bool {
 		var d []describedTopicJSON
 		mustJSON(t, &d, "topic", "describe", topic)
 		n := int64(0)
@@ -247,7 +248,7 @@ func TestConsumeFrom(t *testing.T) {
 		}
 	}
 	split = split.Add(time.Millisecond)
-	eventually(t, "the clock to pass the first batch", func() bool { return time.Now().After(split) })
+	wait.For(t, "the clock to pass the first batch", func() bool { return time.Now().After(split) })
 	runIn(t, "d\ne\n", "produce", topic)
 
 	ms := strconv.FormatInt(split.UnixMilli(), 10)
@@ -359,7 +360,7 @@ func TestProduceInterrupted(t *testing.T) {
 		done <- invocation{ctx: ctx, stdinReader: stdin, env: map[string]string{cli.BrokersEnv: broker(t)}}.run(t, "produce", topic)
 	}()
 	io.WriteString(w, "one\ntwo\n")
-	eventually(t, "two records", func() bool {
+	wait.For(t, "two records", func() bool {
 		var d []describedTopicJSON
 		mustJSON(t, &d, "topic", "describe", topic)
 		return d[0].Partitions[0].HighWatermark == 2

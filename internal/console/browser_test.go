@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // chromium finds the headless browser. Without one the browser tests fail in CI
@@ -150,7 +152,7 @@ func TestBrowser(t *testing.T) {
 		}
 	}()
 	base := "http://" + n.HTTPAddr() + "/console/"
-	eventually(t, "the dashboard group to be stable", func() bool {
+	wait.For(t, "the dashboard group to be stable", func() bool {
 		_, body := get(t, base+"groups/dashboard")
 		return strings.Contains(body, `id="group-state">Stable<`) && strings.Contains(body, "orders</a>: 0, 1, 2")
 	})

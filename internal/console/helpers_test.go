@@ -79,18 +79,6 @@ func mustContain(t *testing.T, what, body string, wants ...string) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // produce sends n records to topic's partition p (value prefix-i) with acks=all;
 // cl must use kgo.ManualPartitioner.
 func produce(t *testing.T, cl *kgo.Client, topic string, p int32, prefix string, n int) {

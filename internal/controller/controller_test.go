@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -56,18 +57,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// waitFor polls cond until it holds or waitTimeout passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func registerAndCreate(t *testing.T, c *Controller, brokers int32, topics ...string) {
@@ -400,7 +389,7 @@ func (cl *cluster) restart(i int) {
 // leader waits until exactly one live node leads and returns its index.
 func (cl *cluster) leader() int {
 	var idx int
-	waitFor(cl.t, "a single leader", func() bool {
+	wait.For(cl.t, "a single leader", func() bool {
 		idx = -1
 		for i, c := range cl.nodes {
 			if c != nil && c.IsLeader() {
@@ -494,7 +483,7 @@ func TestThreeVoters(t *testing.T) {
 		}
 	}
 	for i, c := range cl.nodes {
-		waitFor(t, fmt.Sprint("node ", i+1, " to catch up"), func() bool { return c.Image().Offset() >= applied.Offset() })
+		wait.For(t, fmt.Sprint("node ", i+1, " to catch up"), func() bool { return c.Image().Offset() >= applied.Offset() })
 	}
 
 	// Kill the leader: another is elected and nothing applied is lost.
@@ -527,19 +516,19 @@ func TestThreeVoters(t *testing.T) {
 		if c == nil {
 			continue
 		}
-		waitFor(t, fmt.Sprint("node ", i+1, " to apply everything"), func() bool { return c.Image().Offset() >= final.Offset() })
+		wait.For(t, fmt.Sprint("node ", i+1, " to apply everything"), func() bool { return c.Image().Offset() >= final.Offset() })
 		if err := c.raft.Snapshot().Error(); err != nil {
 			t.Fatalf("Snapshot on node %d: %v", i+1, err)
 		}
 	}
 	cl.restart(l)
-	waitFor(t, "the restarted node to catch up", func() bool {
+	wait.For(t, "the restarted node to catch up", func() bool {
 		img := cl.nodes[l].Image()
 		return img.Offset() >= final.Offset() && img.Topic("after") != nil
 	})
 	sameState(t, cl.nodes[l].Image(), final)
 	// Raft records the installed snapshot just after restoring the image.
-	waitFor(t, "the restarted node to record an installed snapshot (log catch-up would miss the point)", func() bool {
+	wait.For(t, "the restarted node to record an installed snapshot (log catch-up would miss the point)", func() bool {
 		return cl.nodes[l].raft.Stats()["last_snapshot_index"] != "0"
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // fakeClock is the broker-session clock of a test cluster: it moves only when
@@ -143,7 +144,7 @@ func TestSessionExpiryFencesAndHeartbeatUnfences(t *testing.T) {
 	}
 
 	// Broker 2 goes silent while 1 and 3 keep heartbeating.
-	waitFor(t, "broker 2 to be fenced", func() bool {
+	wait.For(t, "broker 2 to be fenced", func() bool {
 		cl.heartbeat(1, false)
 		cl.heartbeat(3, false)
 		clock.Advance(testSessionTimeout / 4)
@@ -193,7 +194,7 @@ func TestSessionExpiryFencesAndHeartbeatUnfences(t *testing.T) {
 	}
 
 	// Broker 2 is back and has caught up: unfenced; "solo" has its leader back.
-	waitFor(t, "broker 2 to be unfenced", func() bool { return !cl.heartbeat(2, false).Fenced })
+	wait.For(t, "broker 2 to be unfenced", func() bool { return !cl.heartbeat(2, false).Fenced })
 	img = cl.image()
 	if p := img.Partition("solo", 0); !img.IsLive(2) || p.Leader != 2 || p.LeaderEpoch != before.Partition("solo", 0).LeaderEpoch+2 {
 		t.Errorf("after unfencing: live %v, solo-0 = %+v", img.IsLive(2), p)
@@ -226,7 +227,7 @@ func TestControlledShutdown(t *testing.T) {
 
 	// Broker 1 asks to shut down but has not applied the hand-off yet
 	// (metadata offset 0): orders-0 moves away from it, solo-0 cannot.
-	waitFor(t, "orders-0 to be handed off", func() bool {
+	wait.For(t, "orders-0 to be handed off", func() bool {
 		cl.retry(func(c *Controller) error {
 			_, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true})
 			return err
@@ -240,7 +241,7 @@ func TestControlledShutdown(t *testing.T) {
 	}
 
 	// Once it has applied the hand-off it is fenced and told to stop.
-	waitFor(t, "the controlled shutdown to complete", func() bool { return cl.heartbeat(1, true).ShouldShutdown })
+	wait.For(t, "the controlled shutdown to complete", func() bool { return cl.heartbeat(1, true).ShouldShutdown })
 	img := cl.image()
 	if img.IsLive(1) {
 		t.Error("broker 1 is live after its controlled shutdown")
@@ -266,7 +267,7 @@ func TestControlledShutdown(t *testing.T) {
 	if _, err := cl.alterPartition("orders", 0, addReplica(1)); err != nil {
 		t.Fatalf("AlterPartition adding broker 1 back: %v", err)
 	}
-	waitFor(t, "the leader rebalance to move orders-0 back to broker 1", func() bool {
+	wait.For(t, "the leader rebalance to move orders-0 back to broker 1", func() bool {
 		return cl.image().Partition("orders", 0).Leader == 1
 	})
 }
@@ -294,7 +295,7 @@ func TestFailoverGracePeriod(t *testing.T) {
 		t.Fatal("broker 3 fenced within one session timeout of the failover: no grace period")
 	}
 
-	waitFor(t, "broker 3 to be fenced after the grace period", func() bool {
+	wait.For(t, "broker 3 to be fenced after the grace period", func() bool {
 		cl.heartbeat(1, false)
 		cl.heartbeat(2, false)
 		clock.Advance(testSessionTimeout / 4)

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -163,7 +165,7 @@ func TestCloseAnswersWaiters(t *testing.T) {
 	// A second member waits for the first to rejoin: 60s, unless Close answers.
 	done := make(chan *kmsg.JoinGroupResponse)
 	go func() { done <- join("") }()
-	waitFor(t, func() bool {
+	wait.For(t, "the condition", func() bool {
 		d := c.DescribeGroups(context.Background(), &kmsg.DescribeGroupsRequest{Groups: []string{"g"}})
 		return len(d.Groups[0].Members) == 2
 	})
@@ -184,18 +186,6 @@ func TestCloseAnswersWaiters(t *testing.T) {
 		t.Fatalf("CommittedOffsets after Close: %v", err)
 	}
 	c.Close() // idempotent
-}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached before the deadline")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestJoinCancelledContextStillJoins(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestOffsetRecordRoundTrip(t *testing.T) {
@@ -186,7 +188,7 @@ func TestLoadPartition(t *testing.T) {
 			Key: offsetKey("g", topicPartition{"t", 0}), Value: offsetValue(offsetCommit{offset: 5}),
 		}}, release))
 	}()
-	waitFor(t, func() bool { return fetchCode() == kerr.CoordinatorLoadInProgress.Code })
+	wait.For(t, "the condition", func() bool { return fetchCode() == kerr.CoordinatorLoadInProgress.Code })
 	if r := c.ListGroups(ctx, kmsg.NewPtrListGroupsRequest()); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
 		t.Fatalf("list while loading: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
@@ -220,7 +222,7 @@ func TestLoadPartition(t *testing.T) {
 	c.UnloadPartition(p)
 	release = make(chan struct{})
 	go func() { loaded <- c.LoadPartition(ctx, p, blockingRecords(nil, release)) }()
-	waitFor(t, func() bool { return fetchCode() == kerr.CoordinatorLoadInProgress.Code })
+	wait.For(t, "the condition", func() bool { return fetchCode() == kerr.CoordinatorLoadInProgress.Code })
 	c.UnloadPartition(p)
 	close(release)
 	if err := <-loaded; !errors.Is(err, ErrNotCoordinator) {

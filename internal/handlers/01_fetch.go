@@ -2,8 +2,8 @@ package handlers
 
 // Fetch (key 1), v4-v16, for consumers and for followers (replica id >= 0: in the
 // request header field before v15, in ReplicaState from v15).
-//   v4: isolation level, last stable offset; v5: log start offset; v7: fetch
-//   sessions (Strata answers session id 0: no session, clients send full requests);
+//   v4: isolation level, last stable offset; v5: log start offset; v7: incremental
+//   fetch sessions (KIP-227, fetch_sessions.go);
 //   v9: current leader epoch (fencing); v11: rack id (ignored); v12+: flexible,
 //   v13+: topic ids instead of names.
 // Consumers get only data below the high-water mark; followers read up to the log
@@ -43,11 +43,18 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		}
 		readable = func(string) bool { return true }
 	}
+	read, session := h.sessions.begin(req)
+	if session.errorCode != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = session.errorCode
+		return reply(resp)
+	}
 	var w *replica.Watcher
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, files, total, watched := h.readFetch(req, replicaID, readable)
+		resp, files, total, watched := h.readFetch(read, replicaID, readable)
 		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
+			files = session.finish(resp, files)
 			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
 				h.observeFetch(resp, files)

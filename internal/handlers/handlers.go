@@ -98,6 +98,7 @@ type Handlers struct {
 	pids     producerIDs
 	link     Link // nil on a single node: the local controller is always active
 	groups   Groups
+	sessions *fetchSessions
 }
 
 // New returns the handlers of one node. link reaches the active controller when it
@@ -106,7 +107,8 @@ func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, 
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, link: link, log: logger, byKey: map[int16]api{}}
+	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, link: link, log: logger, byKey: map[int16]api{},
+		sessions: newFetchSessions(defaultFetchSessionSlots)}
 	for _, a := range allApis() {
 		h.byKey[a.key] = a
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // freeAddr returns a loopback address nobody listens on right now (for the
@@ -86,7 +87,7 @@ func TestCluster(t *testing.T) {
 	nodes[2].must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": topic, "partitions": parts, "replication_factor": 1})
 
 	leaders := make([]int32, parts)
-	eventually(t, "every node to see the topic with leaders", func() bool {
+	wait.For(t, "every node to see the topic with leaders", func() bool {
 		for _, n := range nodes {
 			var tv topicView
 			r := n.do("GET", "/topics/"+topic, nil)
@@ -160,7 +161,7 @@ func TestCluster(t *testing.T) {
 	down := leaders[remote] - 1
 	nodes[down].Close()
 	nodes[down] = nil
-	eventually(t, "the partition to lose its leader", func() bool {
+	wait.For(t, "the partition to lose its leader", func() bool {
 		var tv topicView
 		nodes[0].must(http.StatusOK, "GET", "/topics/"+topic, nil).json(t, &tv)
 		return tv.Partitions[remote].Leader == -1 && tv.Partitions[remote].HighWatermark == nil

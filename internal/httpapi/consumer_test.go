@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/httpapi"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // polledRecord is a record of a poll answer.
@@ -175,7 +176,7 @@ func TestPollReset(t *testing.T) {
 	// The member joins and is assigned the partition at the high-water mark; wait
 	// for it before producing, or the new record would be before its position.
 	n.poll(latest)
-	eventually(t, "the member owns the partition", func() bool {
+	wait.For(t, "the member owns the partition", func() bool {
 		g := n.group("reset-latest")
 		return g.State == "Stable" && len(g.Members) == 1 && len(g.Members[0].Assignment) == 1
 	})
@@ -200,7 +201,7 @@ func TestLongPoll(t *testing.T) {
 	if d := time.Since(start); d < 400*time.Millisecond {
 		t.Fatalf("empty poll returned after %v, before its timeout", d)
 	}
-	eventually(t, "the member owns the partition", func() bool {
+	wait.For(t, "the member owns the partition", func() bool {
 		g := n.group("longpoll")
 		return g.State == "Stable" && len(g.Members) == 1 && len(g.Members[0].Assignment) == 1
 	})
@@ -254,7 +255,7 @@ func TestCommitExplicit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	cl.PollFetches(ctx)
 	cancel()
-	eventually(t, "the Kafka member joins", func() bool { return n.group("kafka-only").State == "Stable" })
+	wait.For(t, "the Kafka member joins", func() bool { return n.group("kafka-only").State == "Stable" })
 	r := n.do("POST", "/commit", map[string]any{"group": "kafka-only", "topic": "explicit", "partition": 0, "offset": 0})
 	if r.status != http.StatusConflict || r.errorCode(t) != "UNKNOWN_MEMBER_ID" {
 		t.Fatalf("commit to a group of Kafka members: %d %s", r.status, r.body)
@@ -394,7 +395,7 @@ func TestIdleConsumerLeaves(t *testing.T) {
 	n.createTopic("idle", 1)
 	body := map[string]any{"group": "idle", "topic": "idle", "session_timeout_ms": 6000, "timeout_ms": 200}
 	n.poll(body)
-	eventually(t, "the member joins", func() bool { return len(n.group("idle").Members) == 1 })
+	wait.For(t, "the member joins", func() bool { return len(n.group("idle").Members) == 1 })
 	member := n.group("idle").Members[0].MemberID
 
 	body["timeout_ms"] = 7000 // longer than the session timeout: in use all along
@@ -403,7 +404,7 @@ func TestIdleConsumerLeaves(t *testing.T) {
 	if g := n.group("idle"); len(g.Members) != 1 || g.Members[0].MemberID != member {
 		t.Fatalf("the member changed during a long poll: %+v, was %s", g.Members, member)
 	}
-	eventually(t, "the idle member leaves", func() bool { return len(n.group("idle").Members) == 0 })
+	wait.For(t, "the idle member leaves", func() bool { return len(n.group("idle").Members) == 0 })
 	if idle := time.Since(lastUse); idle < 5*time.Second {
 		t.Fatalf("the member left after %v idle, before its 6s session timeout", idle)
 	}
@@ -461,7 +462,7 @@ func TestMixedGroup(t *testing.T) {
 	httpBody := map[string]any{"group": group, "topic": topic, "consumer": "web", "timeout_ms": 300}
 	var httpRecs []polledRecord
 	// Both poll until the group is stable with two members that split the topic.
-	eventually(t, "two members splitting the partitions", func() bool {
+	wait.For(t, "two members splitting the partitions", func() bool {
 		kpoll()
 		httpRecs = append(httpRecs, n.poll(httpBody)...)
 		g := n.group(group)
@@ -519,7 +520,7 @@ func TestMixedGroup(t *testing.T) {
 	// its partitions and starts at those commits: it reads only newer records.
 	n.must(http.StatusOK, "POST", "/commit", map[string]any{"group": group, "consumer": "web"})
 	n.must(http.StatusOK, "DELETE", "/groups/"+group+"/consumers/web", nil)
-	eventually(t, "the Kafka consumer owns every partition", func() bool {
+	wait.For(t, "the Kafka consumer owns every partition", func() bool {
 		kpoll()
 		return len(kafkaOwns()) == parts
 	})
@@ -574,7 +575,7 @@ func TestCloseDuringPoll(t *testing.T) {
 	n.createTopic("closing", 1)
 	body := map[string]any{"group": "closing", "topic": "closing", "timeout_ms": 300}
 	n.poll(body)
-	eventually(t, "the member joins", func() bool { return len(n.group("closing").Members) == 1 })
+	wait.For(t, "the member joins", func() bool { return len(n.group("closing").Members) == 1 })
 	// The close must land while the poll waits; when the poll came late (after the
 	// close, making a new instance) it just times out, and the test tries again.
 	for range 5 {

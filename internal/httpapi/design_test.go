@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestDesignAPIOnCluster sends the design's four requests exactly as the design
@@ -118,6 +120,6 @@ func TestDesignAPIOnCluster(t *testing.T) {
 		}
 		// Closing through another node closes the member where it lives.
 		nodes[1].must(http.StatusOK, "DELETE", "/groups/lb-group/consumers/worker", nil)
-		eventually(t, "the group to empty", func() bool { return len(nodes[2].group("lb-group").Members) == 0 })
+		wait.For(t, "the group to empty", func() bool { return len(nodes[2].group("lb-group").Members) == 0 })
 	})
 }

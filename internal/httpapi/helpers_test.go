@@ -213,15 +213,3 @@ func (n *testNode) kafka(opts ...kgo.Opt) (*kgo.Client, *kadm.Client) {
 	n.t.Cleanup(cl.Close)
 	return cl, kadm.NewClient(cl)
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

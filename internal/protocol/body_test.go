@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // fileBody writes prefix, n bytes of f at off, then suffix.
@@ -132,7 +134,7 @@ func TestBodySendFile(t *testing.T) {
 			if !bytes.Equal(rest, want) {
 				t.Fatalf("body differs: got %d bytes, want %d", len(rest), len(want))
 			}
-			eventually(t, "Release", func() bool { return body.released.Load() == 1 })
+			wait.For(t, "Release", func() bool { return body.released.Load() == 1 })
 			c.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 43) // the stream is still in sync
 			if got := body.released.Load(); got != 1 {
 				t.Fatalf("Release called %d times", got)

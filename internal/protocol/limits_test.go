@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestMemoryPool(t *testing.T) {
@@ -22,13 +24,13 @@ func TestMemoryPool(t *testing.T) {
 	// 5 does not fit: it waits, and a later 1 that would fit waits behind it.
 	got5, got1 := make(chan int64, 1), make(chan int64, 1)
 	go func() { n, _ := p.acquire(5, never, never); got5 <- n }()
-	eventually(t, "the 5-byte waiter to queue", func() bool {
+	wait.For(t, "the 5-byte waiter to queue", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return len(p.mu.waiters) == 1
 	})
 	go func() { n, _ := p.acquire(1, never, never); got1 <- n }()
-	eventually(t, "the 1-byte waiter to queue behind it", func() bool {
+	wait.For(t, "the 1-byte waiter to queue behind it", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return len(p.mu.waiters) == 2
@@ -52,7 +54,7 @@ func TestMemoryPool(t *testing.T) {
 	stop := make(chan struct{})
 	gaveUp := make(chan bool, 1)
 	go func() { _, ok := p.acquire(3, never, stop); gaveUp <- ok }()
-	eventually(t, "the waiter to queue", func() bool {
+	wait.For(t, "the waiter to queue", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return len(p.mu.waiters) == 1
@@ -142,8 +144,8 @@ func TestQueuedRequestBytesBoundAcrossConnections(t *testing.T) {
 	}
 	// One connection holds the whole pool and is read in full; the others wait
 	// for room without being read beyond what the first buffered read took.
-	eventually(t, "the first frame to take the pool", func() bool { return ts.Stats().QueuedRequestBytes == pool })
-	eventually(t, "one connection's bytes to be read", func() bool { return read.Load() >= sent })
+	wait.For(t, "the first frame to take the pool", func() bool { return ts.Stats().QueuedRequestBytes == pool })
+	wait.For(t, "one connection's bytes to be read", func() bool { return read.Load() >= sent })
 	bound := int64(sent + conns*(4+readBufferSize))
 	window := time.NewTimer(100 * time.Millisecond) // room for an unbounded read-ahead to show
 	for done := false; !done; {
@@ -164,7 +166,7 @@ func TestQueuedRequestBytesBoundAcrossConnections(t *testing.T) {
 		nc.Close()
 	}
 	wg.Wait()
-	eventually(t, "the pool to drain", func() bool {
+	wait.For(t, "the pool to drain", func() bool {
 		st := ts.Stats()
 		return st.QueuedRequestBytes == 0 && st.OpenConnections == 0
 	})
@@ -212,7 +214,7 @@ func TestConnectionLimits(t *testing.T) {
 	}
 	// Closing one makes room again.
 	a1.nc.Close()
-	eventually(t, "the closed connection to be uncounted", func() bool { return ts.Stats().OpenConnections == 2 })
+	wait.For(t, "the closed connection to be uncounted", func() bool { return ts.Stats().OpenConnections == 2 })
 	serving(dialFrom("127.0.0.1"))
 	serving(a2)
 }

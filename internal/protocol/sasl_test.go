@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-stream/strata/internal/sasl"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // authLog records OnAuthenticate calls.
@@ -214,7 +215,7 @@ func TestSASLSessionLifetime(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	eventually(t, "a re-authentication", func() bool {
+	wait.For(t, "a re-authentication", func() bool {
 		if _, err := cl.Request(ctx, metadataRequest("t")); err != nil {
 			t.Fatal(err)
 		}

@@ -23,21 +23,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 const testTimeout = 10 * time.Second
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // recorder is a Hook that records connection closes and counts requests read.
 type recorder struct {
@@ -68,7 +58,7 @@ func (h *recorder) OnRequest(*ConnInfo, *Request) { h.read.Add(1) }
 func (h *recorder) closeErr(t *testing.T, addr string) error {
 	t.Helper()
 	var err error
-	eventually(t, "close of "+addr, func() bool {
+	wait.For(t, "close of "+addr, func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		var ok bool
@@ -513,7 +503,7 @@ func TestBackpressureBoundsReadAhead(t *testing.T) {
 	// One request in Handle, maxInFlight queued, one decoded and waiting to be
 	// queued: the reader then stops reading.
 	const bound = maxInFlight + 2
-	eventually(t, "the reader to fill the queue", func() bool { return ts.hooks.read.Load() == bound })
+	wait.For(t, "the reader to fill the queue", func() bool { return ts.hooks.read.Load() == bound })
 	stay := time.NewTimer(50 * time.Millisecond) // a window for a wrong read-ahead to show
 	<-stay.C
 	if got := ts.hooks.read.Load(); got != bound {
@@ -715,7 +705,7 @@ func TestResponseHook(t *testing.T) {
 	c.send(produceRequest(0), 9, 1)
 	c.send(metadataRequest("m"), 12, 2)
 	_, rest := c.readFrame()
-	eventually(t, "two response events", func() bool {
+	wait.For(t, "two response events", func() bool {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		return len(rec.events) == 2
@@ -805,7 +795,7 @@ func TestDeferredResponsesKeepOrder(t *testing.T) {
 		batch = append(batch, frameOf(produceRequest(-1), 9, i, nil)...)
 	}
 	c.write(batch)
-	eventually(t, "every request handled while the first waits", func() bool { return handled.Load() == n })
+	wait.For(t, "every request handled while the first waits", func() bool { return handled.Load() == n })
 	close(release)
 	for i := int32(0); i < n; i++ {
 		if i%3 == 2 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // freeAddr returns a loopback address with a port nobody listens on right now.
@@ -120,7 +121,7 @@ func (c *testCluster) client(opts ...kgo.Opt) (*kgo.Client, *kadm.Client) {
 func (c *testCluster) leaderOf(adm *kadm.Client, topic string, partition int32) int {
 	c.t.Helper()
 	var leader int = -1
-	eventually(c.t, "a leader", func() bool {
+	wait.For(c.t, "a leader", func() bool {
 		md, err := adm.Metadata(context.Background(), topic)
 		if err != nil {
 			return false
@@ -315,18 +316,18 @@ func TestClusterLeaderFailover(t *testing.T) {
 			lastAck.Store(time.Now().UnixNano())
 		}
 	}()
-	eventually(t, "some acknowledged writes", func() bool { return acks.count() >= 50 })
+	wait.For(t, "some acknowledged writes", func() bool { return acks.count() >= 50 })
 	leader := c.leaderOf(adm, "fo", 0)
 	crashed := time.Now()
 	c.crash(leader)
-	eventually(t, "writes acknowledged by a new leader", func() bool { return lastAck.Load() > crashed.UnixNano() })
+	wait.For(t, "writes acknowledged by a new leader", func() bool { return lastAck.Load() > crashed.UnixNano() })
 	t.Logf("failover: first acknowledged write %v after the leader crashed", time.Duration(lastAck.Load()-crashed.UnixNano()))
 	before := acks.count()
-	eventually(t, "more writes after failover", func() bool { return acks.count() >= before+50 })
+	wait.For(t, "more writes after failover", func() bool { return acks.count() >= before+50 })
 	if err := c.start(leader); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "more writes after the old leader returned", func() bool { return acks.count() >= before+100 })
+	wait.For(t, "more writes after the old leader returned", func() bool { return acks.count() >= before+100 })
 	close(stop)
 	if err := <-produced; err != nil {
 		t.Fatal(err)
@@ -337,7 +338,7 @@ func TestClusterLeaderFailover(t *testing.T) {
 	// The old leader is back in the ISR: a preferred-replica election returns
 	// leadership to the first replica.
 	_, adm2 := c.client()
-	eventually(t, "the preferred replica to lead again", func() bool {
+	wait.For(t, "the preferred replica to lead again", func() bool {
 		md, err := adm2.Metadata(ctx, "fo")
 		if err != nil {
 			return false
@@ -368,7 +369,7 @@ func TestClusterGroupCoordinatorFailover(t *testing.T) {
 	offsets.Add(kadm.Offset{Topic: "gt", Partition: 0, At: 11})
 	offsets.Add(kadm.Offset{Topic: "gt", Partition: 2, At: 7})
 	// Metadata reaches the other brokers a moment after CreateTopics answers.
-	eventually(t, "a commit", func() bool {
+	wait.For(t, "a commit", func() bool {
 		resp, err := adm.CommitOffsets(ctx, "failover-group", offsets)
 		return err == nil && resp.Ok()
 	})
@@ -378,7 +379,7 @@ func TestClusterGroupCoordinatorFailover(t *testing.T) {
 	}
 	coordinator := int(fc["failover-group"].NodeID - 1)
 	c.crash(coordinator)
-	eventually(t, "offsets from the new coordinator", func() bool {
+	wait.For(t, "offsets from the new coordinator", func() bool {
 		// A fresh client each time: kgo keeps a group's coordinator cached across
 		// dial errors, and the crashed node was it.
 		cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // member is one franz-go group consumer whose current assignment the test watches.
@@ -290,7 +292,7 @@ func TestGroupCommitsSurviveRestarts(t *testing.T) {
 	n2 := startNode(t, cfg)
 	_, adm2 := n2.client(t)
 	var after kadm.OffsetResponses
-	eventually(t, "offsets after the broker restart", func() bool {
+	wait.For(t, "offsets after the broker restart", func() bool {
 		after, err = adm2.FetchOffsets(ctx, "resume")
 		return err == nil && after.Ok()
 	})

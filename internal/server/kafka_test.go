@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/keyhash"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestProduceConsumeRestart: keyed records produced with acks=all (idempotent by
@@ -204,7 +205,7 @@ func TestConfigsRoundTrip(t *testing.T) {
 	if _, err := adm.DeleteTopic(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "topic deleted", func() bool {
+	wait.For(t, "topic deleted", func() bool {
 		md, err := adm.Metadata(ctx, "c")
 		return err == nil && md.Topics["c"].Err != nil
 	})
@@ -229,7 +230,7 @@ func TestRetentionBySize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "retention to move the log start offset", func() bool {
+	wait.For(t, "retention to move the log start offset", func() bool {
 		offs, err := adm.ListStartOffsets(ctx, "r")
 		if err != nil {
 			return false
@@ -288,7 +289,7 @@ func TestCompactedTopic(t *testing.T) {
 		}
 		latest["filler"] = string(big)
 	}
-	eventually(t, "compaction to leave the latest value per key", func() bool {
+	wait.For(t, "compaction to leave the latest value per key", func() bool {
 		got := readTopic(t, n.KafkaAddr(), "changelog")
 		seen := map[string]string{}
 		var last int64 = -1

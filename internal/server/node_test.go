@@ -65,18 +65,6 @@ func (n *testNode) client(t *testing.T, opts ...kgo.Opt) (*kgo.Client, *kadm.Cli
 	return cl, kadm.NewClient(cl)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // rawRequest sends req at its set version on a fresh connection, bypassing any
 // client-side rewriting, and decodes the response.
 func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -130,7 +132,7 @@ func TestClusterHealthMetrics(t *testing.T) {
 		_, body := httpGet(t, "http://"+c.nodes[i].HTTPAddr()+"/metrics")
 		return body
 	}
-	eventually(t, "one active controller", func() bool {
+	wait.For(t, "one active controller", func() bool {
 		active := 0.0
 		for i := range c.nodes {
 			active += metricValue(t, scrape(i), "strata_controller_active")
@@ -143,14 +145,14 @@ func TestClusterHealthMetrics(t *testing.T) {
 		t.Fatalf("before the crash:\n%s", m)
 	}
 	c.crash(follower)
-	eventually(t, "the partition under-replicated on its leader", func() bool {
+	wait.For(t, "the partition under-replicated on its leader", func() bool {
 		return metricValue(t, scrape(leader), "strata_partitions_under_replicated") == 1
 	})
 	t.Logf("ISR shrinks counted by the leader: %v", metricValue(t, scrape(leader), "strata_isr_shrinks_total"))
 	if err := c.start(follower); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the follower back in the ISR", func() bool {
+	wait.For(t, "the follower back in the ISR", func() bool {
 		m := scrape(leader)
 		return metricValue(t, m, "strata_isr_expands_total") >= 1 && metricValue(t, m, "strata_partitions_under_replicated") == 0
 	})

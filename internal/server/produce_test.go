@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // produceRaw sends one Produce request for partition 0 of topic and returns the
@@ -75,7 +76,7 @@ func TestIdempotentRetryIsDeduplicated(t *testing.T) {
 	n.Close()
 	n2 := startNode(t, cfg)
 	cl2, _ := n2.client(t)
-	eventually(t, "partition led after restart", func() bool {
+	wait.For(t, "partition led after restart", func() bool {
 		r := produceRaw(t, cl2, "idem", -1, mk(3, 2))
 		if r.ErrorCode == kerr.NotLeaderForPartition.Code || r.ErrorCode == kerr.UnknownTopicOrPartition.Code {
 			return false

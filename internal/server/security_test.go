@@ -21,6 +21,7 @@ import (
 	"github.com/strata-stream/strata/internal/certs"
 	"github.com/strata-stream/strata/internal/certs/certstest"
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestClusterMutualTLS runs three nodes with client certificates required on
@@ -225,7 +226,7 @@ func TestClusterSASLSSL(t *testing.T) {
 		}
 	}
 	for _, node := range c.nodes {
-		eventually(t, "every ACL on every node", func() bool { return len(node.ctrl.Image().ACLs()) == 3 })
+		wait.For(t, "every ACL on every node", func() bool { return len(node.ctrl.Image().ACLs()) == 3 })
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestCompactedLogMatchesModel drives a compacted log with random keyed appends
@@ -318,7 +319,7 @@ func TestCompactWhileReadingAndAppending(t *testing.T) {
 		}
 		return err
 	})
-	waitFor(t, "compaction passes", func() bool { return passes.Load() >= 15 || stop.Load() })
+	wait.For(t, "compaction passes", func() bool { return passes.Load() >= 15 || stop.Load() })
 	stop.Store(true)
 	wg.Wait()
 	close(errc)

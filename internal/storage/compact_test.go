@@ -13,6 +13,7 @@ import (
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestDecide(t *testing.T) {
@@ -671,7 +672,7 @@ func TestRunCompaction(t *testing.T) {
 	var calls atomic.Int64
 	opts := func() CompactOptions { calls.Add(1); return compactOpts() }
 	go func() { done <- l.RunCompaction(ctx, time.Millisecond, l.LogEndOffset, opts) }()
-	waitFor(t, "the compaction loop to clean", func() bool { return l.FirstDirtyOffset() == end })
+	wait.For(t, "the compaction loop to clean", func() bool { return l.FirstDirtyOffset() == end })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("RunCompaction returned %v", err)
@@ -715,7 +716,7 @@ func TestChunkOutlivesCompaction(t *testing.T) {
 		t.Fatalf("chunk of a replaced segment reads differently: %v", err)
 	}
 	c.Release()
-	waitFor(t, "the replaced segment to go", func() bool {
+	wait.For(t, "the replaced segment to go", func() bool {
 		_, err := mem.Stat(deleted)
 		return isNotExist(err)
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // slowSync is an injector that makes every fsync of a .log file take a while, as
@@ -64,7 +65,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		t.Fatalf("%d fsyncs for %d appends: group commit did not gather", st.Syncs, writers*perWriter)
 	}
 	end := int64(2 * writers * perWriter)
-	waitFor(t, "listener to see the end", func() bool { return listened.Load() == end })
+	wait.For(t, "listener to see the end", func() bool { return listened.Load() == end })
 	if st.SyncTime <= 0 || st.SyncMax <= 0 {
 		t.Fatalf("sync timings not recorded: %+v", st)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestScanBatches(t *testing.T) {
@@ -187,7 +188,7 @@ func TestConcurrentUse(t *testing.T) {
 		_, err := l.EnforceRetention(l.DurableOffset())
 		return err
 	})
-	waitFor(t, "appends", func() bool { return appended.Load() >= 150 || len(errc) > 0 })
+	wait.For(t, "appends", func() bool { return appended.Load() >= 150 || len(errc) > 0 })
 	stop.Store(true)
 	wg.Wait()
 	close(errc)

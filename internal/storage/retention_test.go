@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // segmentBases returns the base offsets of the log's segments.
@@ -226,7 +227,7 @@ func TestChunkOutlivesDeletedSegment(t *testing.T) {
 	c.Release()
 	c.Release() // harmless
 	// The flusher may hold the last reference for an instant.
-	waitFor(t, "the deleted segment to go", func() bool {
+	wait.For(t, "the deleted segment to go", func() bool {
 		_, err := mem.Stat(deleted)
 		return isNotExist(err)
 	})
@@ -246,7 +247,7 @@ func TestRunRetention(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.RunRetention(ctx, time.Millisecond, l.LogEndOffset) }()
-	waitFor(t, "retention loop to delete", func() bool { return l.LogStartOffset() == l.LogEndOffset() })
+	wait.For(t, "retention loop to delete", func() bool { return l.LogStartOffset() == l.LogEndOffset() })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("RunRetention returned %v", err)

@@ -1,0 +1,263 @@
+package handlers
+
+// Incremental fetch sessions (KIP-227, Fetch v7+). A consumer of many partitions
+// names them all once; afterwards each request names only the partitions whose
+// fetch position changed, and each answer lists only the partitions with news
+// (records, an error, or a new high-water mark, last stable offset or log start).
+//
+// A request's (SessionID, SessionEpoch) says what it is:
+//
+//	0, -1    a full fetch without a session (the only kind before v7)
+//	0 or S, 0  a full fetch that opens a new session (closing S); the answer carries
+//	         the new session's id (0 when the cache has no room: no session)
+//	S, -1    closes S; a full fetch without a session
+//	S, E>0   an incremental fetch in S; E must be S's next epoch
+//
+// An unknown S answers FETCH_SESSION_ID_NOT_FOUND and a wrong E
+// INVALID_FETCH_SESSION_EPOCH, with no partitions: the client then opens a new
+// session with a full fetch. Sessions live in a bounded cache; when it is full
+// the least recently used session is evicted (its next fetch is told it is gone).
+
+import (
+	"container/list"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// defaultFetchSessionSlots is Kafka's max.incremental.fetch.session.cache.slots.
+const defaultFetchSessionSlots = 1000
+
+// Session epochs with a meaning of their own.
+const (
+	sessionEpochInitial int32 = 0
+	sessionEpochFinal   int32 = -1
+)
+
+// sessionPartitionKey names a partition of a session: by topic id from v13, by
+// name before.
+type sessionPartitionKey struct {
+	topic     string
+	topicID   [16]byte
+	partition int32
+}
+
+// sessionPartition is one partition of a session: what the client last asked for
+// it and what it was last told.
+type sessionPartition struct {
+	key sessionPartitionKey
+	req kmsg.FetchRequestTopicPartition
+	// Last sent to the client; -2 before the first answer, so it is sent then.
+	highWatermark, lastStableOffset, logStartOffset int64
+}
+
+// fetchSession is a cached session. Its partitions keep the order in which the
+// client first named them.
+type fetchSession struct {
+	id        int32
+	nextEpoch int32
+	elem      *list.Element // in fetchSessions.lru
+
+	mu    sync.Mutex // guards parts and order across a fetch and its answer
+	parts map[sessionPartitionKey]*sessionPartition
+	order []sessionPartitionKey
+}
+
+// fetchSessions is the bounded cache of this broker's fetch sessions.
+type fetchSessions struct {
+	mu    sync.Mutex
+	slots int
+	byID  map[int32]*fetchSession
+	lru   list.List // front: most recently used
+}
+
+func newFetchSessions(slots int) *fetchSessions {
+	return &fetchSessions{slots: slots, byID: map[int32]*fetchSession{}}
+}
+
+// sessionFetch is how one Fetch request uses sessions.
+type sessionFetch struct {
+	session     *fetchSession // nil: a fetch without a session
+	incremental bool          // answer only the partitions with news
+	errorCode   int16         // non-zero: answer this error and nothing else
+}
+
+// begin resolves req's session fields (see the package comment above) and returns
+// the request to read: req itself, or for an incremental fetch every partition of
+// the session at the positions the client last gave.
+func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessionFetch) {
+	if req.Version < 7 {
+		return req, sessionFetch{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.SessionEpoch == sessionEpochInitial || req.SessionEpoch == sessionEpochFinal {
+		if old := s.byID[req.SessionID]; old != nil {
+			s.removeLocked(old)
+		}
+		if req.SessionEpoch == sessionEpochFinal {
+			return req, sessionFetch{}
+		}
+		sess := s.createLocked()
+		if sess == nil {
+			return req, sessionFetch{}
+		}
+		sess.mu.Lock()
+		sess.update(req)
+		sess.mu.Unlock()
+		return req, sessionFetch{session: sess}
+	}
+	sess := s.byID[req.SessionID]
+	switch {
+	case sess == nil:
+		return req, sessionFetch{errorCode: kerr.FetchSessionIDNotFound.Code}
+	case req.SessionEpoch != sess.nextEpoch:
+		return req, sessionFetch{errorCode: kerr.InvalidFetchSessionEpoch.Code}
+	}
+	sess.nextEpoch = nextSessionEpoch(sess.nextEpoch)
+	s.lru.MoveToFront(sess.elem)
+	sess.mu.Lock()
+	sess.update(req)
+	full := sess.request(req)
+	sess.mu.Unlock()
+	return full, sessionFetch{session: sess, incremental: true}
+}
+
+// nextSessionEpoch follows e, wrapping past the largest epoch to 1 (0 and -1 have
+// their own meanings).
+func nextSessionEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
+
+// createLocked opens a session, evicting the least recently used one when the
+// cache is full; nil when the cache holds no sessions at all.
+func (s *fetchSessions) createLocked() *fetchSession {
+	if s.slots <= 0 {
+		return nil
+	}
+	if len(s.byID) >= s.slots {
+		s.removeLocked(s.lru.Back().Value.(*fetchSession))
+	}
+	id := rand.Int32()
+	for id == 0 || s.byID[id] != nil {
+		id = rand.Int32()
+	}
+	sess := &fetchSession{id: id, nextEpoch: 1, parts: map[sessionPartitionKey]*sessionPartition{}}
+	sess.elem = s.lru.PushFront(sess)
+	s.byID[id] = sess
+	return sess
+}
+
+func (s *fetchSessions) removeLocked(sess *fetchSession) {
+	s.lru.Remove(sess.elem)
+	delete(s.byID, sess.id)
+}
+
+// len is the number of cached sessions.
+func (s *fetchSessions) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID)
+}
+
+// update applies the partitions req names (added, or with new positions) and the
+// ones it forgets. sess.mu is held.
+func (sess *fetchSession) update(req *kmsg.FetchRequest) {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			k := sessionPartitionKey{t.Topic, t.TopicID, p.Partition}
+			if sp := sess.parts[k]; sp != nil {
+				sp.req = p
+				continue
+			}
+			sess.parts[k] = &sessionPartition{key: k, req: p, highWatermark: -2, lastStableOffset: -2, logStartOffset: -2}
+			sess.order = append(sess.order, k)
+		}
+	}
+	forgot := false
+	for _, t := range req.ForgottenTopics {
+		for _, p := range t.Partitions {
+			k := sessionPartitionKey{t.Topic, t.TopicID, p}
+			if _, ok := sess.parts[k]; ok {
+				delete(sess.parts, k)
+				forgot = true
+			}
+		}
+	}
+	if forgot {
+		kept := sess.order[:0]
+		for _, k := range sess.order {
+			if sess.parts[k] != nil {
+				kept = append(kept, k)
+			}
+		}
+		sess.order = kept
+	}
+}
+
+// request is req with every partition of the session, grouped by topic in the
+// order the client first named them. sess.mu is held.
+func (sess *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
+	full := *req
+	full.Topics, full.ForgottenTopics = nil, nil
+	for _, k := range sess.order {
+		n := len(full.Topics)
+		if n == 0 || full.Topics[n-1].Topic != k.topic || full.Topics[n-1].TopicID != k.topicID {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = k.topic, k.topicID
+			full.Topics = append(full.Topics, t)
+			n++
+		}
+		full.Topics[n-1].Partitions = append(full.Topics[n-1].Partitions, sess.parts[k].req)
+	}
+	return &full
+}
+
+// finish shapes the answer to a fetch that used sf: it records what the client is
+// told and, for an incremental fetch, drops the partitions without news (releasing
+// nothing: a partition with file-backed records always has news). It returns the
+// answer's partitions' file ranges, re-keyed when partitions were dropped.
+func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords) map[*kmsg.FetchResponseTopicPartition]*fileRecords {
+	sess := sf.session
+	if sess == nil {
+		return files
+	}
+	resp.SessionID = sess.id
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	kept := make(map[*kmsg.FetchResponseTopicPartition]*fileRecords, len(files))
+	topics := resp.Topics[:0]
+	for _, t := range resp.Topics {
+		parts := t.Partitions[:0]
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			f := files[p]
+			news := f != nil || len(p.RecordBatches) > 0 || p.ErrorCode != 0 ||
+				p.DivergingEpoch.Epoch >= 0 || p.PreferredReadReplica >= 0
+			if sp := sess.parts[sessionPartitionKey{t.Topic, t.TopicID, p.Partition}]; sp != nil {
+				if sp.highWatermark != p.HighWatermark || sp.lastStableOffset != p.LastStableOffset || sp.logStartOffset != p.LogStartOffset {
+					news = true
+					sp.highWatermark, sp.lastStableOffset, sp.logStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset
+				}
+			}
+			if sf.incremental && !news {
+				continue
+			}
+			parts = append(parts, *p)
+			if f != nil {
+				kept[&parts[len(parts)-1]] = f
+			}
+		}
+		if len(parts) > 0 || !sf.incremental {
+			t.Partitions = parts
+			topics = append(topics, t)
+		}
+	}
+	resp.Topics = topics
+	return kept
+}
