@@ -25,9 +25,10 @@ import (
 )
 
 // TestKafkaToolsSASLSSL: Kafka 4.4's own tools (the Java client underneath) over
-// SASL_SSL with SCRAM-SHA-512 and ACL authorization: kafka-configs creates and
-// deletes a SCRAM user, kafka-acls grants it access, and the user works with
-// kafka-topics and franz-go only as far as its ACLs allow.
+// SASL_SSL with SCRAM-SHA-512 and ACL authorization: kafka-configs creates,
+// describes and deletes a SCRAM user and sets its producer quota, kafka-acls
+// grants it access, and the user works with kafka-topics and franz-go only as far
+// as its ACLs allow.
 func TestKafkaToolsSASLSSL(t *testing.T) {
 	kafkatools.Require(t)
 	dir := t.TempDir()
@@ -73,8 +74,10 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 	start := time.Now()
 	step := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 	configs("--alter", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=alice-secret]", "--entity-type", "users", "--entity-name", "alice")
-	// (kafka-configs --describe --entity-type users also asks for client quotas,
-	// DescribeClientQuotas, which Strata does not serve yet: franz-go describes.)
+	configs("--alter", "--add-config", "producer_byte_rate=1048576", "--entity-type", "users", "--entity-name", "alice")
+	described := configs("--describe", "--entity-type", "users", "--entity-name", "alice")
+	expectContains(t, described, "SCRAM-SHA-512=iterations=8192")
+	expectContains(t, described, "producer_byte_rate=1048576")
 
 	step("user added")
 	kafkatools.MustRun(t, "kafka-topics", append([]string{"--command-config", admin, "--create", "--topic", "orders", "--partitions", "1", "--replication-factor", "1"}, bs...)...)
@@ -124,11 +127,11 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer adminCl.Close()
-	described, err := kadm.NewClient(adminCl).DescribeUserSCRAMs(ctx, "alice")
-	if err != nil || described.Error() != nil {
-		t.Fatalf("describing alice: %v %v", err, described.Error())
+	scrams, err := kadm.NewClient(adminCl).DescribeUserSCRAMs(ctx, "alice")
+	if err != nil || scrams.Error() != nil {
+		t.Fatalf("describing alice: %v %v", err, scrams.Error())
 	}
-	if c := described["alice"].CredInfos; len(c) != 1 || c[0].Mechanism != kadm.ScramSha512 || c[0].Iterations != 8192 {
+	if c := scrams["alice"].CredInfos; len(c) != 1 || c[0].Mechanism != kadm.ScramSha512 || c[0].Iterations != 8192 {
 		t.Fatalf("alice's credentials as kafka-configs set them: %+v", c)
 	}
 

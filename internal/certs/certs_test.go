@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/certs"
 	"github.com/strata-stream/strata/internal/certs/certstest"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // serveTLS accepts connections on a loopback TLS listener, completes each
@@ -164,20 +165,13 @@ func TestReloadOnChange(t *testing.T) {
 
 	// A complete rotation is picked up without a restart.
 	ca.Issue(t, "node", "generation-2")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, "the rotated certificate to be served", func() bool {
 		cn, _, err := handshake(addr, client)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cn == "generation-2" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still serving %q after the files changed", cn)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return cn == "generation-2"
+	})
 }
 
 func TestNewRejectsBadFiles(t *testing.T) {

@@ -324,3 +324,17 @@ func (c *Controller) DeleteAcls(ctx context.Context, filters []acl.Filter) ([]Ac
 	}
 	return results, nil
 }
+
+// AlterClientQuotas sets and removes client quotas; see PlanAlterClientQuotas.
+func (c *Controller) AlterClientQuotas(ctx context.Context, entries []QuotaAlteration, validateOnly bool) ([]error, error) {
+	var errs []error
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		var recs []metadata.Record
+		recs, errs = PlanAlterClientQuotas(img, entries)
+		return unlessValidateOnly(recs, validateOnly), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}

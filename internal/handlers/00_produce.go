@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 )
@@ -69,15 +70,17 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	if acks == 0 {
 		return protocol.Response{None: true}
 	}
+	throttle := h.throttle(c, metadata.QuotaProducerByteRate, r.Size)
+	resp.ThrottleMillis = int32(throttle.Milliseconds())
 	if len(waits) == 0 {
-		return reply(resp)
+		return protocol.Response{Msg: resp, Throttle: throttle}
 	}
 	// The appends are done, in arrival order; waiting for the high-water mark
 	// happens off the connection's handler, so the next request's appends join the
 	// same group commit.
 	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
 	h.cfg.Observer.DelayedProduce(1)
-	return protocol.Response{Wait: func(ctx context.Context) protocol.Response {
+	return protocol.Response{Throttle: throttle, Wait: func(ctx context.Context) protocol.Response {
 		defer h.cfg.Observer.DelayedProduce(-1)
 		for _, w := range waits {
 			// Pointers into resp.Topics[i].Partitions stay valid: those slices were

@@ -57,10 +57,15 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		resp, files, total, watched := h.readFetch(read, replicaID, readable)
 		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
 			files = session.finish(resp, files)
+			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
 				h.observeFetch(resp, files)
+				throttle = h.throttle(c, metadata.QuotaConsumerByteRate, total)
+				resp.ThrottleMillis = int32(throttle.Milliseconds())
 			}
-			return h.fetchResponse(resp, files)
+			out := h.fetchResponse(resp, files)
+			out.Throttle = throttle
+			return out
 		}
 		releaseFiles(files)
 		if w == nil {

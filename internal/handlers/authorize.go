@@ -22,6 +22,7 @@ package handlers
 //	DescribeGroups          DESCRIBE group; DeleteGroups DELETE group
 //	ListGroups              DESCRIBE on the cluster, else only DESCRIBE-able groups
 //	DescribeCluster, DescribeAcls, DescribeUserScramCredentials   DESCRIBE cluster
+//	DescribeClientQuotas / AlterClientQuotas   DESCRIBE_CONFIGS / ALTER_CONFIGS cluster
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials   ALTER cluster
 //	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
@@ -115,6 +116,8 @@ var requestChecks = map[int16]requestCheck{
 	30: clusterCheck(kmsg.ACLOperationAlter),
 	31: clusterCheck(kmsg.ACLOperationAlter),
 	43: clusterCheck(kmsg.ACLOperationAlter),
+	48: clusterCheck(kmsg.ACLOperationDescribeConfigs),
+	49: clusterCheck(kmsg.ACLOperationAlterConfigs),
 	50: clusterCheck(kmsg.ACLOperationDescribe),
 	51: clusterCheck(kmsg.ACLOperationAlter),
 	60: clusterCheck(kmsg.ACLOperationDescribe),
@@ -303,6 +306,17 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 	case *kmsg.ShareAcknowledgeResponse:
 		resp.ErrorCode = code
+	case *kmsg.DescribeClientQuotasResponse:
+		resp.ErrorCode = code
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range req.(*kmsg.AlterClientQuotasRequest).Entries {
+			re := kmsg.NewAlterClientQuotasResponseEntry()
+			for _, part := range e.Entity {
+				re.Entity = append(re.Entity, kmsg.AlterClientQuotasResponseEntryEntity{Type: part.Type, Name: part.Name})
+			}
+			re.ErrorCode = code
+			resp.Entries = append(resp.Entries, re)
+		}
 	}
 	return resp
 }

@@ -29,6 +29,7 @@ type Cluster interface {
 	AlterScramCredentials(ctx context.Context, dels []controller.ScramDeletion, ups []controller.ScramUpsertion) ([]controller.ScramResult, error)
 	CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error)
 	DeleteAcls(ctx context.Context, filters []acl.Filter) ([]controller.AclDeletion, error)
+	AlterClientQuotas(ctx context.Context, entries []controller.QuotaAlteration, validateOnly bool) ([]error, error)
 }
 
 // controllerID is the controller id told to clients (Metadata, DescribeCluster).

@@ -6,7 +6,7 @@ package handlers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
 //   ListPartitionReassignments, UnregisterBroker, AlterUserScramCredentials, CreateAcls,
-//   DeleteAcls). A node that is not the active controller answers
+//   DeleteAcls, AlterClientQuotas). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
@@ -34,6 +34,7 @@ var linkApis = []api{
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
+	{key: 49, min: 0, max: 1, serve: (*Handlers).alterClientQuotas},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
@@ -152,7 +153,7 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, code
 			r.Resources = append(r.Resources, res)
 		}
-	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
+	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest:
 		return deniedResponse(req, code)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/quota"
 	"github.com/strata-stream/strata/internal/replica"
 )
 
@@ -53,6 +54,8 @@ var apis = []api{
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
+	{key: 48, min: 0, max: 1, serve: (*Handlers).describeClientQuotas},
+	{key: 49, min: 0, max: 1, serve: (*Handlers).alterClientQuotas},
 	{key: 50, min: 0, max: 0, serve: (*Handlers).describeUserScramCredentials},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
@@ -101,6 +104,9 @@ type Config struct {
 	// authorization on (authorize.go); nil: every request is allowed and the ACL
 	// APIs answer SECURITY_DISABLED.
 	Authorizer func() *acl.Authorizer
+	// Quotas, when set, measures produce and fetch bytes against the client
+	// quotas of the metadata image and throttles clients over them (quotas.go).
+	Quotas *quota.Manager
 }
 
 // Handlers serves the Kafka API for one node.

@@ -48,7 +48,7 @@ type builder struct {
 	img                                    Image
 	ownNames, ownBrokers, ownBrokerConfigs bool
 	ownGroupConfigs                        bool
-	ownScram, ownAcls                      bool
+	ownScram, ownAcls, ownQuotas           bool
 	ownShards                              [topicShards]bool
 	owned                                  map[*Topic]bool
 }
@@ -79,6 +79,8 @@ func (b *builder) apply(rec Record) error {
 		return b.scramCredential(r)
 	case *AclRecord:
 		return b.aclRecord(r)
+	case *ClientQuotaRecord:
+		return b.clientQuota(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",

@@ -34,6 +34,7 @@ func sampleRecords() []Record {
 		&UnregisterBrokerRecord{BrokerID: 4, Epoch: 3},
 		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("svk"), Iterations: 4096}},
 		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA256}, Delete: true},
+		&ClientQuotaRecord{Entity: QuotaEntity{User: QuotaName{Set: true, Name: "alice"}, ClientID: QuotaName{Set: true, Default: true}}, Key: "producer_byte_rate", Value: 1024.5},
 		&AclRecord{Binding: acl.Binding{ResourceType: 2, ResourceName: "orders", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
 	}
 }

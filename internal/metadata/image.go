@@ -94,6 +94,7 @@ type Image struct {
 	nextProducerID int64
 	scram          map[string]map[ScramMechanism]*ScramCredential // user -> mechanism (scram.go)
 	acls           map[acl.Binding]struct{}                       // (acls.go)
+	quotas         map[QuotaEntity]map[string]float64             // client quotas (quotas.go)
 }
 
 // topicShards is the number of maps the topics are split over.
@@ -297,5 +298,6 @@ func (img *Image) Records() []Record {
 		recs = append(recs, &ProducerIDsRecord{BrokerID: -1, NextProducerID: img.nextProducerID})
 	}
 	recs = append(recs, img.scramRecords()...)
-	return append(recs, img.aclRecords()...)
+	recs = append(recs, img.aclRecords()...)
+	return append(recs, img.quotaRecords()...)
 }

@@ -21,6 +21,7 @@ const (
 	// Security (20-29).
 	TypeScramCredential RecordType = 20
 	TypeAcl             RecordType = 21
+	TypeClientQuota     RecordType = 22
 )
 
 // Record is one change to the cluster metadata. The set is closed: only the
@@ -176,6 +177,8 @@ func newRecord(t RecordType) Record {
 		return new(ScramCredentialRecord)
 	case TypeAcl:
 		return new(AclRecord)
+	case TypeClientQuota:
+		return new(ClientQuotaRecord)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ type conn struct {
 	auth     authState
 	authed   atomic.Bool
 	authStep chan struct{}
+	// mutedUntil (unix nanos) is set when a throttled response is handed back:
+	// the connection reads and serves nothing before then (waitMuted).
+	mutedUntil atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error       // the first close reason; read only after closeOnce.Do
@@ -222,6 +225,25 @@ func (c *conn) runReader() {
 	}
 }
 
+// waitMuted waits out a throttle (KIP-219: the broker stops reading from a
+// throttled client's connection). It returns false when the connection closed
+// or the server stopped first.
+func (c *conn) waitMuted() bool {
+	wait := time.Until(time.Unix(0, c.mutedUntil.Load()))
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.done:
+	case <-c.srv.quit:
+	}
+	return false
+}
+
 // handshake completes a TLS handshake within the server's HandshakeTimeout and
 // records the principal of the client's certificate.
 func (c *conn) handshake(tc *tls.Conn) error {
@@ -241,6 +263,9 @@ func (c *conn) handshake(tc *tls.Conn) error {
 // request is handled (or dropped). It returns errStopped, reserving nothing, when
 // the connection closed or the server stopped while it waited for room.
 func (c *conn) readFrame(br *bufio.Reader) (frame []byte, reserved int64, err error) {
+	if !c.waitMuted() {
+		return nil, 0, errStopped
+	}
 	maxBytes := c.srv.maxRequestBytes
 	if c.srv.SASL != nil && !c.authed.Load() {
 		maxBytes = min(maxBytes, c.srv.saslMaxReceive)
@@ -266,6 +291,7 @@ func (c *conn) runHandler() {
 	defer c.srv.wg.Done()
 	defer close(c.resps)
 	for r := range c.reqs {
+		c.waitMuted() // requests read ahead wait out a throttle too; a closed connection still handles them
 		out, err := c.serve(r)
 		c.srv.pool.release(r.reserved)
 		if r.preAuth {
@@ -313,6 +339,9 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		return nil, err
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
+	if resp.Throttle > 0 {
+		c.mutedUntil.Store(time.Now().Add(resp.Throttle).UnixNano())
+	}
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
 	if resp.Wait != nil && resp.Msg == nil && resp.Body == nil && !resp.None {
 		out.pending = make(chan struct{})

@@ -60,6 +60,8 @@
 //     SaslAuthenticate, answered by this package; see sasl.go) before any request
 //     but ApiVersions; until then frames are bounded by SASLConfig.MaxReceiveBytes
 //     and read one at a time.
+//     A Response with Throttle mutes the connection for that long (KIP-219):
+//     nothing more is read or handled from it until then.
 //  3. ApiVersions is answered by this package from Versions (versions 0-4; a newer
 //     version gets a v0 reply with UNSUPPORTED_VERSION and the ApiVersions range, per
 //     KIP-511). Every other request goes to Handler.Handle.

@@ -41,6 +41,10 @@ type Response struct {
 	// responses still go out in request order. Wait returns a Response with Msg,
 	// Body or None set; ctx is cancelled when the connection closes.
 	Wait func(ctx context.Context) Response
+	// Throttle, beside Msg, Body or Wait, mutes the connection for that long
+	// from when Handle returns: nothing more is read or served from it (KIP-219).
+	// The response itself goes out at once and says so in throttle_time_ms.
+	Throttle time.Duration
 }
 
 // Body is a pre-encoded response body that may contain file ranges, so Fetch can

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"net"
 	"sync"
@@ -216,4 +217,31 @@ func TestConnectionLimits(t *testing.T) {
 	wait.For(t, "the closed connection to be uncounted", func() bool { return ts.Stats().OpenConnections == 2 })
 	serving(dialFrom("127.0.0.1"))
 	serving(a2)
+}
+
+// TestThrottleMutesTheConnection: after a response with Response.Throttle the
+// connection reads nothing for that long (KIP-219), then serves on.
+func TestThrottleMutesTheConnection(t *testing.T) {
+	const throttle = 300 * time.Millisecond
+	var mu sync.Mutex
+	var handled []time.Time
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		mu.Lock()
+		handled = append(handled, time.Now())
+		mu.Unlock()
+		resp := echoHandler(ctx, c, r)
+		if r.CorrelationID == 1 {
+			resp.Throttle = throttle
+		}
+		return resp
+	}))
+	c := dial(t, ts.addr)
+	c.write(append(frameOf(metadataRequest("a"), 12, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
+	c.read(metadataRequest("a"), 12, 1)
+	c.read(metadataRequest("b"), 12, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := handled[1].Sub(handled[0]); gap < throttle {
+		t.Fatalf("second request handled %v after the throttled one, want at least %v", gap, throttle)
+	}
 }

@@ -162,14 +162,15 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		a.authenticated, a.canReauth = true, r.Version >= 1
 		a.principal = "User:" + x.User()
 		a.expiry = time.Time{}
-		if cfg.SessionLifetime > 0 {
-			a.expiry = time.Now().Add(cfg.SessionLifetime)
+		if lifetime := cfg.SessionLifetime; lifetime > 0 {
+			now := time.Now()
 			// A credential that expires (an OAUTHBEARER token) ends the session
 			// no later than itself.
-			if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() && e.SessionExpiry().Before(a.expiry) {
-				a.expiry = e.SessionExpiry()
+			if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() {
+				lifetime = max(min(lifetime, e.SessionExpiry().Sub(now)), time.Millisecond)
 			}
-			resp.SessionLifetimeMillis = max(time.Until(a.expiry).Milliseconds(), 1)
+			a.expiry = now.Add(lifetime)
+			resp.SessionLifetimeMillis = lifetime.Milliseconds()
 		}
 		principal := a.principal
 		c.info.principal.Store(&principal)

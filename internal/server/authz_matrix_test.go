@@ -231,6 +231,16 @@ var authzMatrix = map[int16]matrixCase{
 		r.Group = "mg"
 		return r
 	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).ErrorCode }},
+	48: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClientQuotasResponse).ErrorCode }},
+	49: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		e.Entity = append(e.Entity, kmsg.AlterClientQuotasRequestEntryEntity{Type: "user", Name: str("mq")})
+		e.Ops = append(e.Ops, kmsg.AlterClientQuotasRequestEntryOp{Key: "producer_byte_rate", Value: 1e6})
+		r.Entries = append(r.Entries, e)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode }},
 	50: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode }},
 	51: {func([16]byte) kmsg.Request {

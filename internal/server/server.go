@@ -45,6 +45,7 @@ import (
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/offsets"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/quota"
 	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/share"
@@ -285,6 +286,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
 		Authorizer:        n.authorizerFunc(),
+		Quotas:            quota.New(nil),
 
 		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
 		Transactions:               n.txns,

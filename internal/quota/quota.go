@@ -1,0 +1,153 @@
+// Package quota measures client byte rates against the client quotas of the
+// metadata image and says how long a client must be throttled, as Kafka's
+// ClientQuotaManager does (KIP-13, KIP-55, KIP-219).
+//
+//  1. A request's principal and client id pick the quota: the most specific
+//     entity configured for the key, in Kafka's order: /users/U/clients/C,
+//     /users/U/clients/<default>, /users/U, /users/<default>/clients/C,
+//     /users/<default>/clients/<default>, /users/<default>, /clients/C,
+//     /clients/<default>. No quota: nothing is measured.
+//  2. The bytes are added to the rate of that quota's sensor: one per user and/or
+//     client id the entity names (a default quota gives each user its own), over
+//     Samples windows of Window each.
+//  3. Above the quota, the throttle is (rate - quota) / quota x the measured
+//     window, at most MaxThrottle: the broker answers at once with the throttle
+//     time and stops reading from the connection for that long.
+package quota
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// Kafka's defaults (quota.window.num, quota.window.size.seconds).
+const (
+	Samples     = 11
+	Window      = time.Second
+	MaxThrottle = 30 * time.Second
+)
+
+// Manager tracks the sensors; safe for concurrent use.
+type Manager struct {
+	now func() time.Time
+	mu  struct {
+		sync.Mutex
+		sensors map[sensorKey]*rate
+	}
+}
+
+type sensorKey struct {
+	user, clientID string
+	userSet        bool
+	clientSet      bool
+	key            string
+}
+
+// New returns a Manager; now nil means time.Now.
+func New(now func() time.Time) *Manager {
+	if now == nil {
+		now = time.Now
+	}
+	m := &Manager{now: now}
+	m.mu.sensors = map[sensorKey]*rate{}
+	return m
+}
+
+// UserOf is the quota user of a principal: its name ("User:alice" -> "alice").
+func UserOf(principal string) string {
+	if _, name, ok := strings.Cut(principal, ":"); ok {
+		return name
+	}
+	return principal
+}
+
+// Resolve finds the quota for key that applies to user and clientID, and the
+// entity it is configured on.
+func Resolve(img *metadata.Image, user, clientID, key string) (metadata.QuotaEntity, float64, bool) {
+	named := func(n string) metadata.QuotaName { return metadata.QuotaName{Set: true, Name: n} }
+	def := metadata.QuotaName{Set: true, Default: true}
+	none := metadata.QuotaName{}
+	for _, e := range []metadata.QuotaEntity{
+		{User: named(user), ClientID: named(clientID)},
+		{User: named(user), ClientID: def},
+		{User: named(user), ClientID: none},
+		{User: def, ClientID: named(clientID)},
+		{User: def, ClientID: def},
+		{User: def, ClientID: none},
+		{User: none, ClientID: named(clientID)},
+		{User: none, ClientID: def},
+	} {
+		if v, ok := img.Quota(e, key); ok {
+			return e, v, true
+		}
+	}
+	return metadata.QuotaEntity{}, 0, false
+}
+
+// Record adds bytes for user and clientID against key's quota in img and
+// returns how long the client must be throttled (0 within its quota).
+func (m *Manager) Record(img *metadata.Image, user, clientID, key string, bytes int) time.Duration {
+	e, quota, ok := Resolve(img, user, clientID, key)
+	if !ok {
+		return 0
+	}
+	sk := sensorKey{key: key, userSet: e.User.Set, clientSet: e.ClientID.Set}
+	if e.User.Set {
+		sk.user = user
+	}
+	if e.ClientID.Set {
+		sk.clientID = clientID
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.mu.sensors[sk]
+	if r == nil {
+		r = &rate{}
+		m.mu.sensors[sk] = r
+	}
+	r.add(now, float64(bytes))
+	perSecond, window := r.measure(now)
+	if perSecond <= quota {
+		return 0
+	}
+	throttle := time.Duration((perSecond - quota) / quota * float64(window))
+	return min(throttle, MaxThrottle)
+}
+
+// rate sums values over the last Samples windows.
+type rate struct {
+	starts [Samples]time.Time
+	sums   [Samples]float64
+	cur    int
+}
+
+func (r *rate) add(now time.Time, v float64) {
+	if r.starts[r.cur].IsZero() || now.Sub(r.starts[r.cur]) >= Window {
+		r.cur = (r.cur + 1) % Samples
+		r.starts[r.cur], r.sums[r.cur] = now, 0
+	}
+	r.sums[r.cur] += v
+}
+
+// measure returns the rate per second over the samples still within
+// Samples x Window, and the window it was measured over (at least
+// (Samples-1) x Window, as Kafka does, so a burst is not judged on a sliver).
+func (r *rate) measure(now time.Time) (float64, time.Duration) {
+	total := 0.0
+	oldest := now
+	for i, s := range r.starts {
+		if s.IsZero() || now.Sub(s) >= Samples*Window {
+			continue
+		}
+		total += r.sums[i]
+		if s.Before(oldest) {
+			oldest = s
+		}
+	}
+	window := max(now.Sub(oldest), (Samples-1)*Window)
+	return total / window.Seconds(), window
+}

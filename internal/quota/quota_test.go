@@ -1,0 +1,88 @@
+package quota
+
+import (
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+func quotaImage(t *testing.T, recs ...*metadata.ClientQuotaRecord) *metadata.Image {
+	t.Helper()
+	var rs []metadata.Record
+	for _, r := range recs {
+		rs = append(rs, r)
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+var (
+	named = func(n string) metadata.QuotaName { return metadata.QuotaName{Set: true, Name: n} }
+	def   = metadata.QuotaName{Set: true, Default: true}
+)
+
+func TestResolvePrecedence(t *testing.T) {
+	set := func(u, c metadata.QuotaName, v float64) *metadata.ClientQuotaRecord {
+		return &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: u, ClientID: c}, Key: metadata.QuotaProducerByteRate, Value: v}
+	}
+	img := quotaImage(t,
+		set(named("alice"), named("app"), 1),
+		set(named("alice"), metadata.QuotaName{}, 3),
+		set(def, metadata.QuotaName{}, 6),
+		set(metadata.QuotaName{}, named("app"), 7),
+	)
+	for _, tt := range []struct {
+		user, client string
+		want         float64
+		ok           bool
+	}{
+		{"alice", "app", 1, true},
+		{"alice", "other", 3, true},
+		{"bob", "app", 6, true}, // the user default beats a client-id quota
+		{"bob", "other", 6, true},
+	} {
+		_, got, ok := Resolve(img, tt.user, tt.client, metadata.QuotaProducerByteRate)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("Resolve(%s, %s) = %v, %t; want %v", tt.user, tt.client, got, ok, tt.want)
+		}
+	}
+	if _, _, ok := Resolve(quotaImage(t), "alice", "app", metadata.QuotaProducerByteRate); ok {
+		t.Error("a quota without any configured")
+	}
+}
+
+func TestThrottle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New(func() time.Time { return now })
+	img := quotaImage(t, &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: def}, Key: metadata.QuotaProducerByteRate, Value: 1000})
+	// Within the quota: 1000 B/s for 10 s.
+	for range 10 {
+		if d := m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, 1000); d != 0 {
+			t.Fatalf("throttled within the quota: %v", d)
+		}
+		now = now.Add(time.Second)
+	}
+	// A burst of 20 kB: the rate over the 10 s window is about 3000 B/s, twice
+	// over the quota, so the throttle is about twice the window.
+	d := m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, 20000)
+	if d < 15*time.Second || d > 25*time.Second {
+		t.Fatalf("throttle %v, want about 20s", d)
+	}
+	// Another user has its own sensor under the default quota.
+	if d := m.Record(img, "bob", "c", metadata.QuotaProducerByteRate, 1000); d != 0 {
+		t.Fatalf("bob throttled for alice's bytes: %v", d)
+	}
+	// Once the burst leaves the window, alice is within her quota again.
+	now = now.Add(Samples * Window)
+	if d := m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, 100); d != 0 {
+		t.Fatalf("still throttled after the window: %v", d)
+	}
+	// No quota for the key: nothing measured.
+	if d := m.Record(img, "alice", "c", metadata.QuotaConsumerByteRate, 1<<30); d != 0 {
+		t.Fatalf("throttled without a consumer quota: %v", d)
+	}
+}
