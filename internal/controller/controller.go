@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -181,6 +182,9 @@ type Controller struct {
 
 	// live holds broker sessions while this node is the active controller.
 	live *liveness
+	// soleVoterTimeouts is set while the shortened election timeouts of a
+	// sole voter are in force (sole_voter.go).
+	soleVoterTimeouts atomic.Bool
 }
 
 // Start opens (or creates) the controller's state in cfg.DataDir and starts
@@ -263,6 +267,10 @@ func (c *Controller) start() error {
 	c.wg.Add(2)
 	go c.logLeadership(notify)
 	go c.superviseBrokers()
+	if err := c.maybeElectAlone(rc); err != nil {
+		// Only start-up is slower: the election waits the configured timeout.
+		c.log.Warn("could not shorten the election of a sole voter", "err", err)
+	}
 	return nil
 }
 

@@ -12,7 +12,9 @@
 //     offered to watchers without blocking Raft's apply goroutine.
 //   - Controller: owns Raft, its stores (package boltstore, file raft.db),
 //     snapshots (raft's FileSnapshotStore, directory snapshots/) and transport
-//     (TCP, or one a test passes in), and runs plans on the leader.
+//     (TCP, or one a test passes in), and runs plans on the leader. A sole
+//     voter lowers its election timeouts at start so it leads at once, and
+//     restores them when another voter joins (sole_voter.go).
 //   - Broker sessions (liveness): the active controller's in-memory record of
 //     each broker's last heartbeat and controlled shutdown. It is not in the
 //     log: a node that becomes the active controller starts every registered
