@@ -68,6 +68,10 @@ type Config struct {
 	// WaitTimeout bounds how long a topic change waits to show in this node's
 	// metadata image before the answer is sent anyway (default 10s).
 	WaitTimeout time.Duration
+	// TopicWait bounds how long a request naming a topic this node's image does
+	// not have waits for it (default 500ms): a topic created through another
+	// node reaches this one's image a moment after that node answered.
+	TopicWait time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -85,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WaitTimeout <= 0 {
 		c.WaitTimeout = 10 * time.Second
+	}
+	if c.TopicWait <= 0 {
+		c.TopicWait = 500 * time.Millisecond
 	}
 	return c
 }

@@ -117,7 +117,7 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 			offsets = inst.cl.UncommittedOffsets()
 		}
 	} else {
-		aerr = a.checkPartition(call.topic, call.partition)
+		aerr = a.checkPartition(r.Context(), call.topic, call.partition)
 		offsets = map[string]map[int32]kgo.EpochOffset{call.topic: {call.partition: {Epoch: -1, Offset: call.offset}}}
 	}
 	if aerr == nil {
@@ -133,8 +133,8 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkPartition answers 404 for a partition the image does not have.
-func (a *API) checkPartition(topic string, partition int32) *apiError {
-	t := a.cfg.Cluster.Image().Topic(topic)
+func (a *API) checkPartition(ctx context.Context, topic string, partition int32) *apiError {
+	t := a.topic(ctx, topic)
 	switch {
 	case t == nil:
 		return unknownTopic(topic)

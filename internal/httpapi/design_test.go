@@ -14,9 +14,18 @@ import (
 // then drives one HTTP consumer through all three nodes, as a client behind a load
 // balancer would.
 func TestDesignAPIOnCluster(t *testing.T) {
-	nodes := startCluster(t, 3)
+	cluster := startCluster(t, 3)
+	// on gives the cluster's nodes to a subtest, failing that subtest.
+	on := func(t *testing.T) []*testNode {
+		out := make([]*testNode, len(cluster))
+		for i, n := range cluster {
+			out[i] = &testNode{Node: n.Node, t: t, base: n.base}
+		}
+		return out
+	}
 
 	t.Run("design requests", func(t *testing.T) {
+		nodes := on(t)
 		// POST /topics: {topic, partitions}; with three replicas and no
 		// min_insync_replicas the answer says what applies and why it matters.
 		var created struct {
@@ -79,6 +88,7 @@ func TestDesignAPIOnCluster(t *testing.T) {
 	})
 
 	t.Run("one member over three nodes", func(t *testing.T) {
+		nodes := on(t)
 		const topic, parts, perPart = "lb", 3, 10
 		nodes[0].must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": topic, "partitions": parts, "replication_factor": 3, "min_insync_replicas": 2})
 		for p := range parts {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/metadata"
@@ -54,7 +55,7 @@ func FuzzHandlers(f *testing.F) {
 			f.Add(uint8(op), []byte(b))
 		}
 	}
-	a, err := New(Config{KafkaAddr: "127.0.0.1:1", Cluster: emptyCluster{}, MaxBodyBytes: 1 << 16})
+	a, err := New(Config{KafkaAddr: "127.0.0.1:1", Cluster: emptyCluster{}, MaxBodyBytes: 1 << 16, TopicWait: time.Millisecond})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	if aerr == nil {
 		call, aerr = parsePoll(r.URL.Query(), body)
 	}
-	if aerr == nil && a.cfg.Cluster.Image().Topic(call.opts.topic) == nil {
+	if aerr == nil && a.topic(r.Context(), call.opts.topic) == nil {
 		aerr = unknownTopic(call.opts.topic)
 	}
 	if aerr != nil {

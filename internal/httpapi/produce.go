@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -229,8 +230,8 @@ func (a *API) place(t *metadata.Topic, recs []produceRecord) *apiError {
 }
 
 // prepare checks the topic and places the records.
-func (a *API) prepare(call *produceCall) *apiError {
-	t := a.cfg.Cluster.Image().Topic(call.topic)
+func (a *API) prepare(ctx context.Context, call *produceCall) *apiError {
+	t := a.topic(ctx, call.topic)
 	if t == nil || len(t.Partitions) == 0 {
 		return unknownTopic(call.topic)
 	}
@@ -246,7 +247,7 @@ func (a *API) handleProduce(w http.ResponseWriter, r *http.Request) {
 	}
 	call, aerr := parseProduce(body)
 	if aerr == nil {
-		aerr = a.prepare(&call)
+		aerr = a.prepare(r.Context(), &call)
 	}
 	if aerr != nil {
 		writeError(w, aerr)
@@ -279,7 +280,7 @@ func (a *API) handleProduceBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	call, aerr := parseRecords(r.PathValue("topic"), body)
 	if aerr == nil {
-		aerr = a.prepare(&call)
+		aerr = a.prepare(r.Context(), &call)
 	}
 	if aerr != nil {
 		writeError(w, aerr)

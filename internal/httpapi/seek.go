@@ -98,14 +98,14 @@ func (a *API) handleSeek(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	t := a.cfg.Cluster.Image().Topic(call.topic)
+	t := a.topic(r.Context(), call.topic)
 	if t == nil {
 		writeError(w, unknownTopic(call.topic))
 		return
 	}
 	var parts []int32
 	if call.partition >= 0 {
-		if aerr := a.checkPartition(call.topic, call.partition); aerr != nil {
+		if aerr := a.checkPartition(r.Context(), call.topic, call.partition); aerr != nil {
 			writeError(w, aerr)
 			return
 		}

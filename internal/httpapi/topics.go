@@ -146,22 +146,47 @@ func (a *API) handleCreateTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ans)
 }
 
+// topic returns the topic from this node's image, waiting up to
+// Config.TopicWait for one it does not have yet (with partitions); nil when it
+// does not appear.
+func (a *API) topic(ctx context.Context, name string) *metadata.Topic {
+	has := func(img *metadata.Image) bool {
+		t := img.Topic(name)
+		return t != nil && len(t.Partitions) > 0
+	}
+	if img := a.cfg.Cluster.Image(); has(img) {
+		return img.Topic(name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.TopicWait)
+	defer cancel()
+	a.awaitImageUntil(ctx, has)
+	return a.cfg.Cluster.Image().Topic(name)
+}
+
 // awaitImage waits, at most Config.WaitTimeout, until this node's metadata image
 // satisfies ok. Topic changes reach every node's image shortly after the active
 // controller commits them; answering after that keeps read-your-writes on one node.
 func (a *API) awaitImage(ctx context.Context, ok func(*metadata.Image) bool) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.WaitTimeout)
 	defer cancel()
+	if !a.awaitImageUntil(ctx, ok) {
+		a.log.Warn("metadata change not yet visible on this node", "err", ctx.Err())
+	}
+}
+
+// awaitImageUntil waits until this node's image satisfies ok or ctx is done,
+// and reports whether it does.
+func (a *API) awaitImageUntil(ctx context.Context, ok func(*metadata.Image) bool) bool {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !ok(a.cfg.Cluster.Image()) {
 		select {
 		case <-ctx.Done():
-			a.log.Warn("metadata change not yet visible on this node", "err", ctx.Err())
-			return
+			return false
 		case <-tick.C:
 		}
 	}
+	return true
 }
 
 type topicSummary struct {
@@ -216,7 +241,7 @@ type partitionOut struct {
 // the log start offsets and high-water marks their leaders report.
 func (a *API) handleDescribeTopic(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("topic")
-	t := a.cfg.Cluster.Image().Topic(name)
+	t := a.topic(r.Context(), name)
 	if t == nil {
 		writeError(w, unknownTopic(name))
 		return
