@@ -71,9 +71,12 @@ public final class WordCount {
       e.printStackTrace();
       return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
     });
+    // SIGTERM: close cleanly and exit 0 from the hook itself; a JVM whose hooks
+    // return on a signal exits with 143.
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       streams.close(Duration.ofSeconds(30));
-      done.countDown();
+      System.out.flush();
+      Runtime.getRuntime().halt(exit[0]);
     }));
     streams.start();
     done.await();
