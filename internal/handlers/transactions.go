@@ -13,7 +13,7 @@ type Transactions interface {
 	InitProducerID(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, int16)
 	AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []txn.TopicPartition) int16
 	VerifyPartitions(id string, pid int64, epoch int16, tps []txn.TopicPartition) int16
-	EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16
+	EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) (int64, int16, int16)
 	Describe(id string) (txn.Described, int16)
 	List(f txn.ListFilter) []txn.Described
 }

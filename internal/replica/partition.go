@@ -138,7 +138,11 @@ func (p *Partition) rebuildProducerState() error {
 			// sequence range follows the offsets (LastOffsetDelta), as produced.
 			producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
 		}
-		txns.observe(h, controlType(h, body))
+		ct := controlType(h, body)
+		if ct == batch.ControlAbort || ct == batch.ControlCommit {
+			producers.fence(h.ProducerID, h.ProducerEpoch)
+		}
+		txns.observe(h, ct)
 		return nil
 	})
 	if err != nil {
@@ -172,7 +176,11 @@ func (p *Partition) observeTxns(records []byte) {
 	for it := batch.NewStoredIter(records); it.Next(); {
 		h := it.Header()
 		if h.Transactional() {
-			p.txns.observe(h, controlType(h, it.Batch()))
+			ct := controlType(h, it.Batch())
+			if ct == batch.ControlAbort || ct == batch.ControlCommit {
+				p.producers.fence(h.ProducerID, h.ProducerEpoch)
+			}
+			p.txns.observe(h, ct)
 		}
 	}
 }
