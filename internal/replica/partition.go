@@ -470,6 +470,19 @@ func (p *Partition) OpenTransactions() int {
 	return len(p.txns.open)
 }
 
+// InTxnAt reports whether producer pid has an open transaction on the partition
+// begun at epoch. A batch of a newer epoch belongs to a later transaction (under
+// KIP-890 every end of a transaction bumps the epoch) even while the marker of
+// the earlier one is still on its way.
+func (p *Partition) InTxnAt(pid int64, epoch int16) bool {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if e, ok := p.producers.entries[pid]; !ok || e.epoch != epoch {
+		return false
+	}
+	return p.inTxn(pid)
+}
+
 // inTxn reports whether producer pid has an open transaction on the partition.
 func (p *Partition) inTxn(pid int64) bool {
 	p.txnMu.Lock()

@@ -125,3 +125,57 @@ func TestEndTxnV5(t *testing.T) {
 		t.Fatalf("read_committed consumer saw %v, want %v", got, want)
 	}
 }
+
+// TestFranzGoTransactionVersion2: ApiVersions finalizes transaction.version 2,
+// so franz-go runs KIP-890's protocol: its produces add their partitions (no
+// AddPartitionsToTxn), each end bumps the epoch, and the committed records are
+// read once, the aborted ones never.
+func TestFranzGoTransactionVersion2(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, nodeConfig(t.TempDir()))
+	cl, adm := n.client(t)
+	av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(av.FinalizedFeatures) != 1 || av.FinalizedFeatures[0].Name != "transaction.version" || av.FinalizedFeatures[0].MaxVersionLevel != 2 || av.FinalizedFeaturesEpoch < 0 {
+		t.Fatalf("finalized features %+v (epoch %d)", av.FinalizedFeatures, av.FinalizedFeaturesEpoch)
+	}
+	const topic = "tv2-franz"
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(int16(kmsg.AddPartitionsToTxn), -1) // a client add would fail: only implicit adds work
+	prod, _ := n.client(t, kgo.TransactionalID("tv2-franz"), kgo.DefaultProduceTopic(topic), kgo.MaxVersions(versions))
+	var want []string
+	for i, commit := range []bool{true, false, true, true} {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 3 {
+			v := string(rune('a'+i)) + string(rune('0'+j))
+			if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+			if commit {
+				want = append(want, v)
+			}
+		}
+		if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d: %v", i, err)
+		}
+	}
+	described, err := adm.DescribeTransactions(ctx, "tv2-franz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["tv2-franz"]; d.ProducerEpoch != 4 {
+		t.Fatalf("producer epoch %d after 4 transactions, want 4 (one bump per end): %+v", d.ProducerEpoch, d)
+	}
+	got := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), len(want), 20*time.Second)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read_committed saw %v, want %v", got, want)
+	}
+}
