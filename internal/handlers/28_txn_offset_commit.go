@@ -26,7 +26,7 @@ func (h *Handlers) txnOffsetCommit(_ context.Context, _ *protocol.ConnInfo, r *p
 	return waitFor(func(ctx context.Context) kmsg.Response {
 		if req.Version >= 5 {
 			if code := h.joinOffsetsTxn(ctx, req); code != 0 {
-				return txnOffsetCommitError(req, code)
+				return deniedResponse(req, code) // code on every partition
 			}
 		}
 		return h.groups.TxnOffsetCommit(ctx, req)
@@ -42,20 +42,4 @@ func (h *Handlers) joinOffsetsTxn(ctx context.Context, req *kmsg.TxnOffsetCommit
 	}
 	tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, int32(len(t.Partitions)))}
 	return h.joinTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
-}
-
-// txnOffsetCommitError answers every partition of req with code.
-func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.TxnOffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	for _, rt := range req.Topics {
-		st := kmsg.NewTxnOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
 }
