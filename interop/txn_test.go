@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"testing"
 )
 
@@ -8,6 +9,8 @@ import (
 // in transactions of ten, aborting every third, and its read_committed consumer
 // reads the topic back. Every committed record must be read exactly once, at the
 // partition and offset its send was acknowledged with, and no aborted one at all.
+// The client runs transaction version 2 (KIP-890): its transactional id's epoch
+// was bumped by each of its EndTxn requests.
 func TestJavaTransactions(t *testing.T) {
 	c := clientNamed(t, "java")
 	requireClient(t, c)
@@ -52,5 +55,13 @@ func TestJavaTransactions(t *testing.T) {
 		if !seen[v] {
 			t.Errorf("lost-write: committed %q never read", v)
 		}
+	}
+	const txnID = "strata-interop-java"
+	described, err := newAdmin(t, tgt.bootstrap).DescribeTransactions(context.Background(), txnID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described[txnID]; d.Err != nil || d.ProducerEpoch < records/10 {
+		t.Fatalf("%s has epoch %d after %d transactions (err %v), want one bump per EndTxn", txnID, d.ProducerEpoch, records/10, d.Err)
 	}
 }

@@ -3,6 +3,10 @@ package handlers
 // Produce (key 0), v3-v12. Every supported version carries v2 record batches.
 //   v3: transactional id; v5: log start offset in the response; v8: per-record
 //   errors and an error message; v9+: flexible. acks=0 gets no response at all.
+//   v12 (KIP-890, transaction version 2): the first transactional batch of a
+//   producer on a partition adds the partition to its transaction at the
+//   coordinator (no AddPartitionsToTxn from the client); the coordinator's
+//   transient errors answer NOT_ENOUGH_REPLICAS, which clients retry.
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
 // request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
@@ -16,9 +20,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/txn"
 )
 
 func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
@@ -52,6 +58,9 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 				continue
 			}
 			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
+			if err == nil && req.Version >= 12 && req.TransactionID != nil {
+				err = h.joinProduceTxn(ctx, *req.TransactionID, p, rt.Topic, rp.Records)
+			}
 			if err == nil {
 				var res replica.AppendResult
 				res, err = p.Append(rp.Records, acks)
@@ -90,6 +99,23 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 		}
 		return reply(resp)
 	}}
+}
+
+// joinProduceTxn adds the partition of a transactional batch to its producer's
+// transaction unless the producer's transaction at the batch's epoch is already
+// open there (Produce v12+): a batch at a newer epoch than the open one waits
+// (CONCURRENT_TRANSACTIONS, answered NOT_ENOUGH_REPLICAS) until the coordinator
+// has written the earlier transaction's markers. Batches that are not transactional, or not valid, are left to Append.
+func (h *Handlers) joinProduceTxn(ctx context.Context, id string, p *replica.Partition, topic string, records []byte) error {
+	hdr, err := batch.ParseHeader(records)
+	if err != nil || !hdr.Transactional() || p.InTxnAt(hdr.ProducerID, hdr.ProducerEpoch) {
+		return nil
+	}
+	tps := []txn.TopicPartition{{Topic: topic, Partition: p.Index}}
+	if code := joinTxnProduceCode(h.joinTxn(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps)); code != 0 {
+		return &metadata.KafkaError{Code: code, Msg: "adding the partition to the transaction: " + kerr.ErrorForCode(code).Error()}
+	}
+	return nil
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {

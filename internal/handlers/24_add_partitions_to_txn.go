@@ -1,10 +1,12 @@
 package handlers
 
-// AddPartitionsToTxn (key 24), v0-v4.
+// AddPartitionsToTxn (key 24), v0-v5.
 //   v0-v3 (clients): one transaction; v2+: PRODUCER_FENCED for a fenced epoch
-//   (INVALID_PRODUCER_EPOCH before); v3+ flexible. v4 (KIP-890, brokers): a batch
-//   of transactions, each optionally VerifyOnly (is every partition already in the
-//   ongoing transaction?), and a top-level error code.
+//   (INVALID_PRODUCER_EPOCH before); v3+ flexible. v4-v5 (KIP-890, brokers): a
+//   batch of transactions, each optionally VerifyOnly (is every partition already
+//   in the ongoing transaction?), and a top-level error code; v5 is what a
+//   partition leader sends to add the partition of a Produce v12 or the offsets
+//   partition of a TxnOffsetCommit v5 (the same answer).
 // The coordinator of the transactional id adds the partitions to its ongoing
 // transaction (starting one). A partition that does not exist is
 // UNKNOWN_TOPIC_OR_PARTITION and the transaction's other partitions

@@ -1,8 +1,12 @@
 package handlers
 
-// EndTxn (key 26), v0-v4.
+// EndTxn (key 26), v0-v5.
 //   v2+: PRODUCER_FENCED for a fenced epoch (INVALID_PRODUCER_EPOCH before);
-//   v3+ flexible. (v5, KIP-890's epoch bump per transaction, is not served.)
+//   v3+ flexible.
+//   v5 (KIP-890, transaction version 2): every commit and abort bumps the
+//   producer epoch (a new producer id once the epoch is exhausted), the answer
+//   carries the id and epoch for the next transaction, an abort without a
+//   transaction is allowed, and a retry with the epoch before the bump succeeds.
 // The coordinator writes PrepareCommit or PrepareAbort and answers; the markers and
 // the completed state follow in the background, and until they are written the
 // transactional id answers CONCURRENT_TRANSACTIONS. Without an ongoing
@@ -25,7 +29,8 @@ func (h *Handlers) endTxn(ctx context.Context, _ *protocol.ConnInfo, r *protocol
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return reply(resp)
 	}
-	code := h.cfg.Transactions.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+	pid, epoch, code := h.cfg.Transactions.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= 5)
 	resp.ErrorCode = fencedCode(code, req.Version, 2)
+	resp.ProducerID, resp.ProducerEpoch = pid, epoch
 	return reply(resp)
 }

@@ -38,11 +38,11 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, serve: (*Handlers).deleteRecords},
 	{key: 22, min: 0, max: 5, serve: (*Handlers).initProducerID},
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
-	{key: 24, min: 0, max: 4, serve: (*Handlers).addPartitionsToTxn},
+	{key: 24, min: 0, max: 5, serve: (*Handlers).addPartitionsToTxn},
 	{key: 25, min: 0, max: 3, serve: (*Handlers).addOffsetsToTxn},
-	{key: 26, min: 0, max: 4, serve: (*Handlers).endTxn},
+	{key: 26, min: 0, max: 5, serve: (*Handlers).endTxn},
 	{key: 27, min: 1, max: 2, serve: (*Handlers).writeTxnMarkers},
-	{key: 28, min: 0, max: 4, serve: (*Handlers).txnOffsetCommit},
+	{key: 28, min: 0, max: 5, serve: (*Handlers).txnOffsetCommit},
 	{key: 29, min: 1, max: 3, serve: (*Handlers).describeAcls},
 	{key: 30, min: 1, max: 3, serve: (*Handlers).createAcls},
 	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
@@ -98,6 +98,10 @@ type Config struct {
 	// TransactionStatePartitions is the partition count __transaction_state is
 	// created with.
 	TransactionStatePartitions int32
+	// AddToRemoteTxn sends AddPartitionsToTxn (the v4+ broker form) to the
+	// broker coordinating a transaction (KIP-890's implicit adds); nil: only
+	// transactions coordinated here can be joined.
+	AddToRemoteTxn func(ctx context.Context, broker int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error)
 	// Shares serves ShareFetch and ShareAcknowledge (package share).
 	Shares Shares
 	// Authorizer, when set, returns the authorizer for the latest ACLs and turns

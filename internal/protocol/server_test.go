@@ -331,6 +331,11 @@ func TestApiVersions(t *testing.T) {
 		want := kmsg.NewPtrApiVersionsResponse()
 		want.SetVersion(v)
 		want.ApiKeys = reg.apiKeys
+		if v >= 3 { // KIP-890's transaction protocol, finalized (KIP-1022)
+			want.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
+			want.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2}}
+			want.FinalizedFeaturesEpoch = 1
+		}
 		if wantBody := want.AppendTo(nil); !bytes.Equal(body, wantBody) {
 			t.Errorf("v%d body\n got % x\nwant % x", v, body, wantBody)
 		}

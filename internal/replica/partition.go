@@ -139,7 +139,11 @@ func (p *Partition) rebuildProducerState() error {
 			// sequence range follows the offsets (LastOffsetDelta), as produced.
 			producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
 		}
-		txns.observe(h, controlType(h, body))
+		ct := controlType(h, body)
+		if ct == batch.ControlAbort || ct == batch.ControlCommit {
+			producers.fence(h.ProducerID, h.ProducerEpoch)
+		}
+		txns.observe(h, ct)
 		return nil
 	})
 	if err != nil {
@@ -173,7 +177,11 @@ func (p *Partition) observeTxns(records []byte) {
 	for it := batch.NewStoredIter(records); it.Next(); {
 		h := it.Header()
 		if h.Transactional() {
-			p.txns.observe(h, controlType(h, it.Batch()))
+			ct := controlType(h, it.Batch())
+			if ct == batch.ControlAbort || ct == batch.ControlCommit {
+				p.producers.fence(h.ProducerID, h.ProducerEpoch)
+			}
+			p.txns.observe(h, ct)
 		}
 	}
 }
@@ -478,6 +486,19 @@ func (p *Partition) OpenTransactions() int {
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
 	return len(p.txns.open)
+}
+
+// InTxnAt reports whether producer pid has an open transaction on the partition
+// begun at epoch. A batch of a newer epoch belongs to a later transaction (under
+// KIP-890 every end of a transaction bumps the epoch) even while the marker of
+// the earlier one is still on its way.
+func (p *Partition) InTxnAt(pid int64, epoch int16) bool {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if e, ok := p.producers.entries[pid]; !ok || e.epoch != epoch {
+		return false
+	}
+	return p.inTxn(pid)
 }
 
 // inTxn reports whether producer pid has an open transaction on the partition.

@@ -75,6 +75,9 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 		}
 		return seqCheck{}, nil
 	}
+	if len(e.batches) == 0 {
+		return seqCheck{}, nil // only a marker seen at this epoch: any sequence starts it
+	}
 	last := e.batches[len(e.batches)-1].lastSeq
 	if firstSeq != addSeq(last, 1) {
 		return seqCheck{}, ErrOutOfOrderSequence
@@ -104,6 +107,21 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 		firstOffset: firstOffset,
 		lastOffset:  lastOffset,
 	})
+}
+
+// fence applies a transaction marker written at epoch: a producer at an older
+// epoch moves to it, so its batches from before are refused (KIP-890: the
+// coordinator bumps the epoch at every end of a transaction, and a late batch of
+// the ended one must not open the next).
+func (s *producerState) fence(pid int64, epoch int16) {
+	e, ok := s.entries[pid]
+	if !ok {
+		s.entries[pid] = &producerEntry{epoch: epoch}
+		return
+	}
+	if epoch > e.epoch {
+		e.epoch, e.batches = epoch, e.batches[:0]
+	}
 }
 
 // addSeq adds to a sequence number, wrapping from MaxInt32 to 0 as Kafka does.

@@ -62,3 +62,28 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 		t.Fatalf("batch 2 should still be a duplicate at offset 2, got %+v", r)
 	}
 }
+
+// TestProducerStateMarkerFences: a marker at a newer epoch (KIP-890's bump at
+// every end of a transaction) moves the producer to it: a late batch of the
+// ended transaction is refused, and the next transaction starts at any sequence
+// of the new epoch; an older marker changes nothing.
+func TestProducerStateMarkerFences(t *testing.T) {
+	s := newProducerState()
+	s.record(7, 3, 0, 5, 0, 4, -1)
+	s.fence(7, 4)
+	if _, err := s.check(7, 3, 5, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("late batch of the ended transaction: %v", err)
+	}
+	if _, err := s.check(7, 4, 0, 1); err != nil {
+		t.Fatalf("first batch of the next transaction: %v", err)
+	}
+	s.record(7, 4, 0, 1, 6, 6, -1)
+	s.fence(7, 2)
+	if _, err := s.check(7, 4, 1, 1); err != nil {
+		t.Fatalf("an older marker fenced the producer: %v", err)
+	}
+	s.fence(9, 1) // a producer known only from its marker
+	if _, err := s.check(9, 0, 0, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("batch older than the marker of an unseen producer: %v", err)
+	}
+}

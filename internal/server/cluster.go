@@ -260,9 +260,10 @@ func (t replicaTransport) Fetch(ctx context.Context, leader int32, req *kmsg.Fet
 	return resp.(*kmsg.FetchResponse), nil
 }
 
-// txnBrokers is how the transaction coordinator reaches partition leaders: the
-// metadata image for leaders, the replica client for WriteTxnMarkers (to this
-// broker too, through its own listener).
+// txnBrokers is how the transaction coordinator reaches partition leaders (the
+// metadata image for leaders, the replica client for WriteTxnMarkers, to this
+// broker too, through its own listener) and partition leaders reach
+// coordinators (AddPartitionsToTxn).
 type txnBrokers struct{ n *Node }
 
 func (b txnBrokers) Leader(topic string, partition int32) (int32, bool) {
@@ -280,6 +281,17 @@ func (b txnBrokers) WriteTxnMarkers(ctx context.Context, broker int32, req *kmsg
 		return nil, err
 	}
 	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+}
+
+// AddPartitionsToTxn sends a leader's implicit add (KIP-890) to the transaction's
+// coordinator, broker.
+func (b txnBrokers) AddPartitionsToTxn(ctx context.Context, broker int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	resp, err := b.n.replicaClient.Broker(int(broker)).Request(ctx, req)
+	if err != nil {
+		b.n.replicaClient.ForceMetadataRefresh()
+		return nil, err
+	}
+	return resp.(*kmsg.AddPartitionsToTxnResponse), nil
 }
 
 // isrChanger sends a leader's ISR changes to the active controller.

@@ -291,6 +291,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
 		Transactions:               n.txns,
 		TransactionStatePartitions: cfg.TransactionStatePartitions,
+		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
 		Shares:                     n.shares,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.serveLink(h)

@@ -294,6 +294,9 @@ func (c *Coordinator) change(ctx context.Context, id string, create bool, decide
 	}
 	if !tr.write {
 		c.release(pt, id, e, nil)
+		if cur != nil && tr.code == 0 {
+			return *cur, 0
+		}
 		return Meta{}, tr.code
 	}
 	if err := c.write(ctx, p, id, tr.next); err != nil {
@@ -360,12 +363,21 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 }
 
 // EndTxn answers EndTxn: the prepared state is written, the answer sent, and the
-// markers and the completed state follow in the background.
-func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
-	_, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+// markers and the completed state follow in the background. tv2 is EndTxn v5+
+// (KIP-890): the epoch is bumped, and the answer carries the producer id and
+// epoch of the producer's next transaction (-1, -1 on an error).
+func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) (int64, int16, int16) {
+	next, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+		if tv2 {
+			return endTxnV2(cur, pid, epoch, commit, func() (int64, error) { return c.newPID(ctx) }, c.nowMs())
+		}
 		return endTxn(cur, pid, epoch, commit, c.nowMs()), nil
 	})
-	return code
+	if code != 0 {
+		return -1, -1, code
+	}
+	nextPID, nextEpoch := next.Answered()
+	return nextPID, nextEpoch, 0
 }
 
 // startCompletion writes the markers of prepared state m and then the completed

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,6 +17,16 @@ func encodeRecord(id string, m Meta) group.Record {
 	v := kmsg.NewTxnMetadataValue()
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis, v.State = m.ProducerID, m.ProducerEpoch, m.TimeoutMs, m.State
 	v.LastUpdateTimestamp, v.StartTimestamp = m.LastUpdateMs, m.StartMs
+	if m.TV2 {
+		// v1 (flexible) carries KIP-890's tagged fields.
+		v.Version, v.ClientTransactionVersion = 1, 2
+		if m.ProducerEpoch == math.MaxInt16 {
+			v.NextProducerID = m.NextProducerID
+		}
+		if m.ProducerEpoch == 0 && m.PrevProducerID != 0 {
+			v.PreviousProducerID = m.PrevProducerID
+		}
+	}
 	EachTopic(m.Partitions, func(topic string, partitions []int32) {
 		t := kmsg.NewTxnMetadataValueTopic()
 		t.Topic, t.Partitions = topic, partitions
@@ -40,6 +51,13 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	m := &Meta{
 		ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, TimeoutMs: v.TimeoutMillis, State: v.State,
 		StartMs: v.StartTimestamp, LastUpdateMs: v.LastUpdateTimestamp,
+		TV2: v.ClientTransactionVersion >= 2,
+	}
+	if v.NextProducerID >= 0 {
+		m.NextProducerID = v.NextProducerID
+	}
+	if v.PreviousProducerID >= 0 {
+		m.PrevProducerID = v.PreviousProducerID
 	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {

@@ -40,6 +40,25 @@ type Meta struct {
 	Partitions    []TopicPartition // sorted, no duplicates
 	StartMs       int64            // when the transaction became Ongoing (-1: none)
 	LastUpdateMs  int64
+	// TV2 is set once the producer ends its transactions with EndTxn v5
+	// (KIP-890): each end bumps the epoch, so a retried end arrives with the
+	// epoch just before the current one.
+	TV2 bool
+	// NextProducerID is the producer id a TV2 end moves to when the epoch is
+	// exhausted: its Prepare state holds epoch math.MaxInt16 (markers are
+	// written with it) and its Complete state NextProducerID at epoch 0, with
+	// the exhausted id kept in PrevProducerID for retries.
+	NextProducerID int64
+	PrevProducerID int64
+}
+
+// Answered is the producer id and epoch an EndTxn v5 answers for m: the ones the
+// producer uses for its next transaction.
+func (m Meta) Answered() (int64, int16) {
+	if m.ProducerEpoch == math.MaxInt16 {
+		return m.NextProducerID, 0
+	}
+	return m.ProducerID, m.ProducerEpoch
 }
 
 // A transition is the verdict on a request: an error code (0: accepted), the new
@@ -163,6 +182,60 @@ func endTxn(m *Meta, pid int64, epoch int16, commit bool, nowMs int64) transitio
 	return refuse(kerr.InvalidTxnState)
 }
 
+// endTxnV2 answers EndTxn v5 (KIP-890, transaction version 2): every commit and
+// abort bumps the epoch, so a late batch of the ended transaction is fenced at
+// its partitions by the markers' newer epoch instead of joining the next one. An
+// abort without a transaction is allowed (it only bumps the epoch). A retry
+// carries the epoch before the bump: it succeeds once the transaction completed
+// the same way (CONCURRENT_TRANSACTIONS while it completes).
+func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64, error), nowMs int64) (transition, error) {
+	if m != nil && m.TV2 && isEndRetry(m, pid, epoch) {
+		switch {
+		case m.State == CompleteCommit && commit, m.State == CompleteAbort && !commit:
+			return transition{}, nil
+		case m.State == PrepareCommit && commit, m.State == PrepareAbort && !commit:
+			return refuse(kerr.ConcurrentTransactions), nil
+		}
+	}
+	if e := checkProducer(m, pid, epoch); e != nil {
+		return refuse(e), nil
+	}
+	switch m.State {
+	case PrepareCommit, PrepareAbort:
+		return refuse(kerr.ConcurrentTransactions), nil
+	case Empty, CompleteCommit, CompleteAbort:
+		if commit {
+			return refuse(kerr.InvalidTxnState), nil
+		}
+	}
+	next := *m
+	next.TV2, next.State, next.LastUpdateMs = true, PrepareAbort, nowMs
+	if commit {
+		next.State = PrepareCommit
+	}
+	if m.State != Ongoing {
+		next.Partitions, next.StartMs = nil, -1
+	}
+	next.ProducerEpoch = m.ProducerEpoch + 1 // at most MaxInt16: every path keeps epochs below it
+	if next.ProducerEpoch == math.MaxInt16 {
+		id, err := newPID()
+		if err != nil {
+			return transition{}, err
+		}
+		next.NextProducerID = id
+	}
+	return transition{write: true, next: next}, nil
+}
+
+// isEndRetry tells whether a TV2 EndTxn from pid at epoch is the retry of the
+// end that produced m.
+func isEndRetry(m *Meta, pid int64, epoch int16) bool {
+	if pid == m.ProducerID && epoch == m.ProducerEpoch-1 {
+		return true
+	}
+	return m.ProducerEpoch == 0 && pid == m.PrevProducerID && epoch == math.MaxInt16-1
+}
+
 // complete is the state after the markers of a Prepare state are written.
 func complete(m Meta, nowMs int64) Meta {
 	next := m
@@ -171,6 +244,9 @@ func complete(m Meta, nowMs int64) Meta {
 		next.State = CompleteCommit
 	}
 	next.Partitions, next.StartMs, next.LastUpdateMs = nil, -1, nowMs
+	if m.ProducerEpoch == math.MaxInt16 {
+		next.PrevProducerID, next.ProducerID, next.ProducerEpoch, next.NextProducerID = m.ProducerID, m.NextProducerID, 0, 0
+	}
 	return next
 }
 

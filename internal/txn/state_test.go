@@ -2,6 +2,7 @@ package txn
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -54,6 +55,89 @@ func TestTransitionsTable(t *testing.T) {
 				t.Fatalf("state %v, want %v", tt.tr.next.State, tt.wantState)
 			}
 		})
+	}
+}
+
+// TestEndTxnV2: EndTxn v5 (KIP-890) bumps the epoch on every end, answers
+// retries made with the epoch before the bump, allows an abort without a
+// transaction, and moves to a new producer id when the epoch is exhausted.
+func TestEndTxnV2(t *testing.T) {
+	newPID := func() (int64, error) { return 99, nil }
+	end := func(m *Meta, pid int64, epoch int16, commit bool) transition {
+		t.Helper()
+		tr, err := endTxnV2(m, pid, epoch, commit, newPID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	ongoing := Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5}
+	tr := end(&ongoing, 7, 2, true)
+	if !tr.write || tr.next.State != PrepareCommit || tr.next.ProducerEpoch != 3 || !tr.next.TV2 || len(tr.next.Partitions) != 1 {
+		t.Fatalf("commit: %+v", tr)
+	}
+	prepared := tr.next
+	if got := end(&prepared, 7, 2, true); got.code != kerr.ConcurrentTransactions.Code || got.write {
+		t.Fatalf("retry while committing: %+v", got)
+	}
+	done := complete(prepared, 11)
+	if pid, epoch := done.Answered(); pid != 7 || epoch != 3 {
+		t.Fatalf("answered %d/%d, want 7/3", pid, epoch)
+	}
+	for _, tt := range []struct {
+		name   string
+		epoch  int16
+		commit bool
+		code   *kerr.Error
+		write  bool
+	}{
+		{"retried commit", 2, true, nil, false},
+		{"retried end the other way", 2, false, kerr.ProducerFenced, false},
+		{"older epoch", 1, true, kerr.ProducerFenced, false},
+		{"commit without a transaction", 3, true, kerr.InvalidTxnState, false},
+		{"abort without a transaction", 3, false, nil, true},
+		{"newer epoch", 4, false, kerr.InvalidProducerEpoch, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := end(&done, 7, tt.epoch, tt.commit)
+			if got.code != code(tt.code) || got.write != tt.write {
+				t.Fatalf("code %d write %v, want %d %v", got.code, got.write, code(tt.code), tt.write)
+			}
+		})
+	}
+	if got := end(&done, 7, 3, false); got.next.State != PrepareAbort || got.next.ProducerEpoch != 4 || len(got.next.Partitions) != 0 {
+		t.Fatalf("empty abort: %+v", got.next)
+	}
+	// Without TV2 (the last end was v4) an epoch-1 end is a zombie's.
+	v1 := done
+	v1.TV2 = false
+	if got := end(&v1, 7, 2, true); got.code != kerr.ProducerFenced.Code {
+		t.Fatalf("epoch-1 end after a v4 end: %+v", got)
+	}
+
+	exhausted := ongoing
+	exhausted.ProducerEpoch = math.MaxInt16 - 1
+	tr = end(&exhausted, 7, math.MaxInt16-1, false)
+	if tr.next.ProducerEpoch != math.MaxInt16 || tr.next.NextProducerID != 99 {
+		t.Fatalf("end at an exhausted epoch: %+v", tr.next)
+	}
+	if pid, epoch := tr.next.Answered(); pid != 99 || epoch != 0 {
+		t.Fatalf("answered %d/%d, want 99/0", pid, epoch)
+	}
+	done = complete(tr.next, 12)
+	if done.ProducerID != 99 || done.ProducerEpoch != 0 || done.PrevProducerID != 7 {
+		t.Fatalf("completed after overflow: %+v", done)
+	}
+	if got := end(&done, 7, math.MaxInt16-1, false); got.code != 0 || got.write {
+		t.Fatalf("retry with the exhausted id: %+v", got)
+	}
+	_, back, err := decodeRecord(encodeRecord("tx", tr.next))
+	if err != nil || back.NextProducerID != 99 || !back.TV2 {
+		t.Fatalf("prepared record round trip: %+v %v", back, err)
+	}
+	_, back, err = decodeRecord(encodeRecord("tx", done))
+	if err != nil || back.PrevProducerID != 7 || back.ProducerID != 99 || !back.TV2 {
+		t.Fatalf("completed record round trip: %+v %v", back, err)
 	}
 }
 
@@ -125,7 +209,14 @@ func TestTransitionsProperty(t *testing.T) {
 				}
 				tr = addPartitions(cur, pid, epoch, add, now)
 			case 2:
-				tr = endTxn(cur, pid, epoch, rapid.Bool().Draw(t, "commit"), now)
+				if rapid.Bool().Draw(t, "tv2") {
+					var err error
+					if tr, err = endTxnV2(cur, pid, epoch, rapid.Bool().Draw(t, "commit"), newPID, now); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					tr = endTxn(cur, pid, epoch, rapid.Bool().Draw(t, "commit"), now)
+				}
 			case 3:
 				if cur != nil && (cur.State == PrepareCommit || cur.State == PrepareAbort) {
 					tr = transition{write: true, next: complete(*cur, now)}
@@ -159,7 +250,7 @@ func TestTransitionsProperty(t *testing.T) {
 			}
 			id, back, err := decodeRecord(encodeRecord("tx", next))
 			if err != nil || id != "tx" || back == nil || back.ProducerID != next.ProducerID || back.ProducerEpoch != next.ProducerEpoch ||
-				back.State != next.State || !slices.Equal(back.Partitions, next.Partitions) || back.StartMs != next.StartMs {
+				back.State != next.State || !slices.Equal(back.Partitions, next.Partitions) || back.StartMs != next.StartMs || back.TV2 != next.TV2 {
 				t.Fatalf("record round trip: %+v -> %+v, %v", next, back, err)
 			}
 			cur = &next

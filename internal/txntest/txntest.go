@@ -30,13 +30,18 @@ func ProducerID(ctx context.Context, cl *kgo.Client) (int64, error) {
 // Produce writes values as one batch of producer pid (epoch 0, first sequence
 // seq) to topic/partition with acks=all, transactional or not.
 func Produce(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, seq int32, transactional bool, values ...string) error {
+	return ProduceAs(ctx, cl, topic, partition, pid, 0, seq, transactional, values...)
+}
+
+// ProduceAs is Produce at producer epoch epoch.
+func ProduceAs(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, epoch int16, seq int32, transactional bool, values ...string) error {
 	recs := make([]batch.Record, len(values))
 	for i, v := range values {
 		recs[i] = batch.Record{Value: []byte(v)}
 	}
 	b, err := batch.Build(batch.BuildOptions{
 		FirstTimestamp: time.Now().UnixMilli(),
-		Idempotent:     true, ProducerID: pid, BaseSequence: seq,
+		Idempotent:     true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq,
 		Transactional: transactional,
 	}, recs)
 	if err != nil {
