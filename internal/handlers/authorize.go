@@ -26,7 +26,7 @@ package handlers
 //	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
 //	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
-//	DescribeLogDirs, ListPartitionReassignments   DESCRIBE cluster
+//	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
 //	AlterPartitionReassignments, UnregisterBroker   ALTER cluster
 //	ConsumerGroupHeartbeat, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
 //	DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe,
@@ -126,6 +126,7 @@ var requestChecks = map[int16]requestCheck{
 	35: clusterCheck(kmsg.ACLOperationDescribe),
 	45: clusterCheck(kmsg.ACLOperationAlter),
 	46: clusterCheck(kmsg.ACLOperationDescribe),
+	55: clusterCheck(kmsg.ACLOperationDescribe),
 	61: clusterCheck(kmsg.ACLOperationDescribe),
 	64: clusterCheck(kmsg.ACLOperationAlter),
 	65: clusterCheck(kmsg.ACLOperationDescribe),
@@ -263,6 +264,8 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.ListPartitionReassignmentsResponse:
 		resp.ErrorCode = code
 	case *kmsg.UnregisterBrokerResponse:
+		resp.ErrorCode = code
+	case *kmsg.DescribeQuorumResponse:
 		resp.ErrorCode = code
 	case *kmsg.DescribeProducersResponse:
 		for _, t := range req.(*kmsg.DescribeProducersRequest).Topics {

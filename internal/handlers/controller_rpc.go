@@ -5,7 +5,7 @@ package handlers
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-//   ListPartitionReassignments, UnregisterBroker, AlterUserScramCredentials, CreateAcls,
+//   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AlterUserScramCredentials, CreateAcls,
 //   DeleteAcls). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
@@ -35,6 +35,7 @@ var linkApis = []api{
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
+	{key: 55, min: 0, max: 2, serve: (*Handlers).describeQuorum},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
@@ -145,6 +146,9 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
+	case *kmsg.DescribeQuorumRequest:
+		// Kafka's quorum answers a node that does not lead it this way.
+		return quorumPartitionErrors(req, resp.(*kmsg.DescribeQuorumResponse), kerr.NotLeaderForPartition.Code)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		for _, rr := range req.Resources {

@@ -310,6 +310,14 @@ var authzMatrix = map[int16]matrixCase{
 		return r
 	},
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }},
+	55: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeQuorumRequest()
+		t := kmsg.NewDescribeQuorumRequestTopic()
+		t.Topic = "__cluster_metadata"
+		t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeQuorumResponse).ErrorCode }},
 	61: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrDescribeProducersRequest()
 		t := kmsg.NewDescribeProducersRequestTopic()
