@@ -49,14 +49,9 @@ func (c *Controller) Quorum(ctx context.Context) (QuorumState, error) {
 	if !c.IsLeader() {
 		return QuorumState{}, c.notController()
 	}
-	f := c.raft.GetConfiguration()
-	select {
-	case err := <-resolve(f.Error):
-		if err != nil {
-			return QuorumState{}, c.translate(err)
-		}
-	case <-ctx.Done():
-		return QuorumState{}, ctx.Err()
+	servers, err := c.servers(ctx)
+	if err != nil {
+		return QuorumState{}, err
 	}
 	now := c.cfg.clock()
 	live := c.sessions(now)
@@ -65,7 +60,7 @@ func (c *Controller) Quorum(ctx context.Context) (QuorumState, error) {
 		LeaderEpoch:   int32(c.raft.CurrentTerm()),
 		HighWatermark: int64(c.raft.CommitIndex()),
 	}
-	for _, s := range f.Configuration().Servers {
+	for _, s := range servers {
 		id, err := strconv.ParseInt(string(s.ID), 10, 32)
 		if err != nil {
 			continue

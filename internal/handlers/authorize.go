@@ -27,7 +27,7 @@ package handlers
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
 //	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
 //	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
-//	AlterPartitionReassignments, UnregisterBroker   ALTER cluster
+//	AlterPartitionReassignments, UnregisterBroker, AddRaftVoter, RemoveRaftVoter   ALTER cluster
 //	ConsumerGroupHeartbeat, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
 //	DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe,
 //	ShareGroupDescribe   DESCRIBE cluster: stricter than Kafka, which checks each
@@ -137,6 +137,8 @@ var requestChecks = map[int16]requestCheck{
 	77: clusterCheck(kmsg.ACLOperationDescribe),
 	78: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareFetchRequest).GroupID) }),
 	79: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareAcknowledgeRequest).GroupID) }),
+	80: clusterCheck(kmsg.ACLOperationAlter),
+	81: clusterCheck(kmsg.ACLOperationAlter),
 }
 
 // nullable is a nullable string's value, "" for null.
@@ -266,6 +268,10 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.UnregisterBrokerResponse:
 		resp.ErrorCode = code
 	case *kmsg.DescribeQuorumResponse:
+		resp.ErrorCode = code
+	case *kmsg.AddRaftVoterResponse:
+		resp.ErrorCode = code
+	case *kmsg.RemoveRaftVoterResponse:
 		resp.ErrorCode = code
 	case *kmsg.DescribeProducersResponse:
 		for _, t := range req.(*kmsg.DescribeProducersRequest).Topics {

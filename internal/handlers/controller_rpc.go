@@ -5,7 +5,8 @@ package handlers
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-//   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AlterUserScramCredentials, CreateAcls,
+//   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AddRaftVoter,
+//   RemoveRaftVoter, AlterUserScramCredentials, CreateAcls,
 //   DeleteAcls). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
@@ -41,6 +42,8 @@ var linkApis = []api{
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 67, min: 0, max: 0, serve: (*Handlers).allocateProducerIDs},
+	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
+	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
 }
 
 // LinkVersions is the controller link's registry, for its protocol.Server.
@@ -146,6 +149,10 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
+	case *kmsg.AddRaftVoterRequest:
+		resp.(*kmsg.AddRaftVoterResponse).ErrorCode = code
+	case *kmsg.RemoveRaftVoterRequest:
+		resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode = code
 	case *kmsg.DescribeQuorumRequest:
 		// Kafka's quorum answers a node that does not lead it this way.
 		return quorumPartitionErrors(req, resp.(*kmsg.DescribeQuorumResponse), kerr.NotLeaderForPartition.Code)

@@ -63,6 +63,8 @@ var apis = []api{
 	{key: 66, min: 0, max: 2, serve: (*Handlers).listTransactions},
 	{key: 78, min: 1, max: 2, serve: (*Handlers).shareFetch},
 	{key: 79, min: 1, max: 2, serve: (*Handlers).shareAcknowledge},
+	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
+	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.

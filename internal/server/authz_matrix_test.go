@@ -372,6 +372,10 @@ var authzMatrix = map[int16]matrixCase{
 		r.GroupID, r.MemberID, r.ShareSessionEpoch = str("msg"), str("m-member"), 1
 		return r
 	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ShareAcknowledgeResponse).ErrorCode }},
+	80: {func([16]byte) kmsg.Request { r := kmsg.NewPtrAddRaftVoterRequest(); r.VoterID = 99; return r },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AddRaftVoterResponse).ErrorCode }},
+	81: {func([16]byte) kmsg.Request { r := kmsg.NewPtrRemoveRaftVoterRequest(); r.VoterID = 99; return r },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.RemoveRaftVoterResponse).ErrorCode }},
 	60: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
 }
