@@ -1,6 +1,7 @@
 package main
 
-// strata cluster status: brokers, controller, topic and partition health.
+// strata cluster status: brokers, controller, topic and partition health;
+// add-controller and remove-controller are in cluster_voters.go.
 
 import (
 	"context"
@@ -17,8 +18,8 @@ func clusterCmd() *cobra.Command { return newClusterCmd(processEnv()) }
 
 func newClusterCmd(env *clientEnv) *cobra.Command {
 	g := &globalFlags{}
-	cmd := newParentCmd(env, g, "cluster", "Inspect the cluster")
-	cmd.AddCommand(clusterStatusCmd(env, g))
+	cmd := newParentCmd(env, g, "cluster", "Inspect the cluster and change its controller voters")
+	cmd.AddCommand(clusterStatusCmd(env, g), clusterAddControllerCmd(env, g), clusterRemoveControllerCmd(env, g))
 	return cmd
 }
 
