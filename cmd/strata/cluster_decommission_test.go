@@ -97,6 +97,7 @@ func TestClusterDecommission(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("decommission 4: %s", r)
 	}
+	t.Logf("strata cluster decommission 4 --output json:\n%s%s", r.stderr, r.stdout)
 	if !strings.Contains(r.stderr, "2 of 2 partitions moved") || !strings.Contains(r.stdout, `"unregistered": true`) {
 		t.Fatalf("decommission 4 output: %s", r)
 	}
