@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,10 +59,14 @@ func TestBrokerOnlyNodesJoin(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 5, 3, map[string]*string{"min.insync.replicas": &minISR}, "grown"); err != nil {
 		t.Fatal(err)
 	}
-	md, err := adm.Metadata(ctx, "grown")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The node that answers Metadata may apply the new topic a moment after
+	// the controller committed it.
+	var md kadm.Metadata
+	wait.For(t, "every node to know topic grown", func() bool {
+		var err error
+		md, err = adm.Metadata(ctx, "grown")
+		return err == nil && md.Topics["grown"].Err == nil && len(md.Topics["grown"].Partitions) == 5
+	})
 	onNew := map[int32]int{}
 	for _, p := range md.Topics["grown"].Partitions {
 		for _, r := range p.Replicas {
@@ -85,7 +90,7 @@ func TestBrokerOnlyNodesJoin(t *testing.T) {
 		c.checkAgreement(t, "grown", p)
 	}
 
-	_, err = c.addNode(4, func(cfg *config.Config) {
+	_, err := c.addNode(4, func(cfg *config.Config) {
 		brokerOnly(cfg)
 		cfg.BrokerSessionTimeout = 500 * time.Millisecond
 	})
