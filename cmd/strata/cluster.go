@@ -1,6 +1,8 @@
 package main
 
-// strata cluster status: brokers, controller, topic and partition health.
+// strata cluster status: brokers, controller, topic and partition health;
+// add-controller and remove-controller are in cluster_voters.go,
+// decommission in cluster_decommission.go.
 
 import (
 	"context"
@@ -17,8 +19,9 @@ func clusterCmd() *cobra.Command { return newClusterCmd(processEnv()) }
 
 func newClusterCmd(env *clientEnv) *cobra.Command {
 	g := &globalFlags{}
-	cmd := newParentCmd(env, g, "cluster", "Inspect the cluster")
-	cmd.AddCommand(clusterStatusCmd(env, g))
+	cmd := newParentCmd(env, g, "cluster", "Inspect the cluster, change its controller voters, retire brokers")
+	cmd.AddCommand(clusterStatusCmd(env, g), clusterAddControllerCmd(env, g), clusterRemoveControllerCmd(env, g),
+		clusterDecommissionCmd(env, g))
 	return cmd
 }
 

@@ -42,6 +42,11 @@
 //     (RegisterBroker.ObserverAddr) also becomes a non-voting Raft member, so
 //     the metadata log reaches it (observers.go); UnregisterBroker removes
 //     both again.
+//   - Voter changes (voters.go): AddVoter promotes an observer to a voter;
+//     RemoveVoter demotes a broker voter to an observer or removes a
+//     controller-only one, the active controller handing leadership over
+//     first when it is the one removed (ErrHandedOver). Quorum (quorum.go)
+//     describes the members and their progress for DescribeQuorum.
 //   - Reassignments (PlanAlterReassignments): a partition's replicas move to a
 //     target set; the adding replicas follow the leader until the ISR holds
 //     the whole target, and the AlterPartition that gets it there completes
@@ -58,7 +63,7 @@
 //
 // A data dir without Raft state is fresh: Start bootstraps the static voter set
 // into it once (an Observer never bootstraps; it waits to be added). Later
-// starts recover membership from the log.
+// starts recover membership from the log, runtime voter changes included.
 //
 // # Concurrency
 //

@@ -45,6 +45,11 @@ type session struct {
 	// shutdownOffset is the offset of the last hand-off of its controlled
 	// shutdown.
 	shutdownOffset int64
+	// reportedOffset is the metadata offset the broker reported applying in
+	// its last heartbeat, at reportedAt; caughtUpAt is the last heartbeat
+	// that reported the controller's own offset at the time (DescribeQuorum).
+	reportedOffset         int64
+	reportedAt, caughtUpAt time.Time
 }
 
 func newLiveness(timeout time.Duration) *liveness {
@@ -70,7 +75,7 @@ func (l *liveness) sessionLocked(id int32, epoch int64) *session {
 	s := l.mu.sessions[id]
 	switch {
 	case s == nil || epoch > s.epoch:
-		s = &session{epoch: epoch, unfenceOffset: -1}
+		s = &session{epoch: epoch, unfenceOffset: -1, reportedOffset: -1}
 		l.mu.sessions[id] = s
 	case epoch < s.epoch:
 		return nil
@@ -158,6 +163,10 @@ func (l *liveness) heartbeat(req HeartbeatRequest, fenced bool, offset int64, no
 		s.lastHeartbeat = now
 	}
 	s.shuttingDown = s.shuttingDown || req.WantShutdown
+	s.reportedOffset, s.reportedAt = req.MetadataOffset, now
+	if req.MetadataOffset >= offset {
+		s.caughtUpAt = now
+	}
 	if fenced && s.unfenceOffset < 0 {
 		s.unfenceOffset = offset
 	}
@@ -186,4 +195,18 @@ func (l *liveness) handedOff(id int32, epoch int64, offset int64) {
 	if s := l.sessionLocked(id, epoch); s != nil {
 		s.shutdownOffset = offset
 	}
+}
+
+// progress returns what broker id's last heartbeat in this term reported:
+// the metadata offset it had applied, when it said so and when it last
+// reported the controller's own offset; ok is false if it has not
+// heartbeated in this term.
+func (l *liveness) progress(id int32) (offset int64, at, caughtUp time.Time, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.mu.sessions[id]
+	if s == nil || s.reportedAt.IsZero() {
+		return -1, time.Time{}, time.Time{}, false
+	}
+	return s.reportedOffset, s.reportedAt, s.caughtUpAt, true
 }

@@ -23,9 +23,10 @@ func (c *Controller) LeaderAddr() (id int32, addr string, ok bool) {
 	return id, string(a), id >= 0 && a != ""
 }
 
-// observerKnown reports whether node id is a non-voting member at addr
-// already. A node id held by a voter is refused: Raft would keep the voter and
-// only change its address, handing a controller's vote to another process.
+// observerKnown reports whether node id is a member at addr already: a
+// non-voting one, or a voter promoted from one (AddVoter). A node id held by
+// a voter at another address is refused: Raft would keep the voter and only
+// change its address, handing a controller's vote to another process.
 func (c *Controller) observerKnown(id int32, addr string) (bool, error) {
 	f := c.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -35,10 +36,13 @@ func (c *Controller) observerKnown(id int32, addr string) (bool, error) {
 		if s.ID != serverID(id) {
 			continue
 		}
-		if s.Suffrage != raft.Nonvoter {
+		switch {
+		case s.Suffrage == raft.Nonvoter:
+			return string(s.Address) == addr, nil
+		case string(s.Address) != addr:
 			return false, fmt.Errorf("%w: node %d is a controller voter", metadata.ErrDuplicateBrokerRegistration, id)
 		}
-		return string(s.Address) == addr, nil
+		return true, nil
 	}
 	return false, nil
 }

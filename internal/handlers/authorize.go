@@ -27,8 +27,8 @@ package handlers
 //	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
 //	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
-//	DescribeLogDirs, ListPartitionReassignments   DESCRIBE cluster
-//	AlterPartitionReassignments, UnregisterBroker   ALTER cluster
+//	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
+//	AlterPartitionReassignments, UnregisterBroker, AddRaftVoter, RemoveRaftVoter   ALTER cluster
 //	ConsumerGroupHeartbeat, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
 //	DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe,
 //	ShareGroupDescribe   DESCRIBE cluster: stricter than Kafka, which checks each
@@ -129,6 +129,7 @@ var requestChecks = map[int16]requestCheck{
 	35: clusterCheck(kmsg.ACLOperationDescribe),
 	45: clusterCheck(kmsg.ACLOperationAlter),
 	46: clusterCheck(kmsg.ACLOperationDescribe),
+	55: clusterCheck(kmsg.ACLOperationDescribe),
 	61: clusterCheck(kmsg.ACLOperationDescribe),
 	64: clusterCheck(kmsg.ACLOperationAlter),
 	65: clusterCheck(kmsg.ACLOperationDescribe),
@@ -139,6 +140,8 @@ var requestChecks = map[int16]requestCheck{
 	77: clusterCheck(kmsg.ACLOperationDescribe),
 	78: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareFetchRequest).GroupID) }),
 	79: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareAcknowledgeRequest).GroupID) }),
+	80: clusterCheck(kmsg.ACLOperationAlter),
+	81: clusterCheck(kmsg.ACLOperationAlter),
 }
 
 // nullable is a nullable string's value, "" for null.
@@ -266,6 +269,12 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.ListPartitionReassignmentsResponse:
 		resp.ErrorCode = code
 	case *kmsg.UnregisterBrokerResponse:
+		resp.ErrorCode = code
+	case *kmsg.DescribeQuorumResponse:
+		resp.ErrorCode = code
+	case *kmsg.AddRaftVoterResponse:
+		resp.ErrorCode = code
+	case *kmsg.RemoveRaftVoterResponse:
 		resp.ErrorCode = code
 	case *kmsg.DescribeProducersResponse:
 		for _, t := range req.(*kmsg.DescribeProducersRequest).Topics {

@@ -5,8 +5,9 @@ package handlers
 //   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-//   ListPartitionReassignments, UnregisterBroker, AlterUserScramCredentials, CreateAcls,
-//   DeleteAcls, AlterClientQuotas). A node that is not the active controller answers
+//   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AddRaftVoter,
+//   RemoveRaftVoter, AlterUserScramCredentials, CreateAcls, DeleteAcls,
+//   AlterClientQuotas). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one.
 
 import (
@@ -36,11 +37,14 @@ var linkApis = []api{
 	{key: 46, min: 0, max: 0, serve: (*Handlers).listPartitionReassignments},
 	{key: 49, min: 0, max: 1, serve: (*Handlers).alterClientQuotas},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
+	{key: 55, min: 0, max: 2, serve: (*Handlers).describeQuorum},
 	{key: 56, min: 0, max: 3, serve: (*Handlers).alterPartition},
 	{key: 62, min: 0, max: 4, serve: (*Handlers).brokerRegistration},
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 67, min: 0, max: 0, serve: (*Handlers).allocateProducerIDs},
+	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
+	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
 }
 
 // LinkVersions is the controller link's registry, for its protocol.Server.
@@ -146,6 +150,13 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
+	case *kmsg.AddRaftVoterRequest:
+		resp.(*kmsg.AddRaftVoterResponse).ErrorCode = code
+	case *kmsg.RemoveRaftVoterRequest:
+		resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode = code
+	case *kmsg.DescribeQuorumRequest:
+		// Kafka's quorum answers a node that does not lead it this way.
+		return quorumPartitionErrors(req, resp.(*kmsg.DescribeQuorumResponse), kerr.NotLeaderForPartition.Code)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		for _, rr := range req.Resources {

@@ -58,6 +58,7 @@ var apis = []api{
 	{key: 49, min: 0, max: 1, serve: (*Handlers).alterClientQuotas},
 	{key: 50, min: 0, max: 0, serve: (*Handlers).describeUserScramCredentials},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
+	{key: 55, min: 0, max: 2, serve: (*Handlers).describeQuorum},
 	{key: 60, min: 0, max: 1, serve: (*Handlers).describeCluster},
 	{key: 61, min: 0, max: 0, serve: (*Handlers).describeProducers},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
@@ -65,6 +66,8 @@ var apis = []api{
 	{key: 66, min: 0, max: 2, serve: (*Handlers).listTransactions},
 	{key: 78, min: 1, max: 2, serve: (*Handlers).shareFetch},
 	{key: 79, min: 1, max: 2, serve: (*Handlers).shareAcknowledge},
+	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
+	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.

@@ -320,6 +320,14 @@ var authzMatrix = map[int16]matrixCase{
 		return r
 	},
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }},
+	55: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeQuorumRequest()
+		t := kmsg.NewDescribeQuorumRequestTopic()
+		t.Topic = "__cluster_metadata"
+		t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeQuorumResponse).ErrorCode }},
 	61: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrDescribeProducersRequest()
 		t := kmsg.NewDescribeProducersRequestTopic()
@@ -374,6 +382,10 @@ var authzMatrix = map[int16]matrixCase{
 		r.GroupID, r.MemberID, r.ShareSessionEpoch = str("msg"), str("m-member"), 1
 		return r
 	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ShareAcknowledgeResponse).ErrorCode }},
+	80: {func([16]byte) kmsg.Request { r := kmsg.NewPtrAddRaftVoterRequest(); r.VoterID = 99; return r },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AddRaftVoterResponse).ErrorCode }},
+	81: {func([16]byte) kmsg.Request { r := kmsg.NewPtrRemoveRaftVoterRequest(); r.VoterID = 99; return r },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.RemoveRaftVoterResponse).ErrorCode }},
 	60: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
 }

@@ -59,12 +59,13 @@ func TestBrokerOnlyNodesJoin(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 5, 3, map[string]*string{"min.insync.replicas": &minISR}, "grown"); err != nil {
 		t.Fatal(err)
 	}
-	// The broker that forwarded the creation may apply it a moment after answering.
+	// The node that answers Metadata may apply the new topic a moment after
+	// the controller committed it.
 	var md kadm.Metadata
-	wait.For(t, "the new topic's five partitions in Metadata", func() bool {
+	wait.For(t, "every node to know topic grown", func() bool {
 		var err error
 		md, err = adm.Metadata(ctx, "grown")
-		return err == nil && len(md.Topics["grown"].Partitions) == 5
+		return err == nil && md.Topics["grown"].Err == nil && len(md.Topics["grown"].Partitions) == 5
 	})
 	onNew := map[int32]int{}
 	for _, p := range md.Topics["grown"].Partitions {

@@ -1,0 +1,92 @@
+package main
+
+// strata cluster add-controller|remove-controller NODE: runtime changes of the
+// controller voters, through AddRaftVoter and RemoveRaftVoter (KIP-853).
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/cli"
+)
+
+type voterChangeJSON struct {
+	Node  int32 `json:"node"`
+	Voter bool  `json:"voter"`
+}
+
+func clusterAddControllerCmd(env *clientEnv, g *globalFlags) *cobra.Command {
+	return voterChangeCmd(env, g, "add-controller NODE",
+		"Make a running broker-only node a controller voter",
+		"  strata cluster add-controller 4", true)
+}
+
+func clusterRemoveControllerCmd(env *clientEnv, g *globalFlags) *cobra.Command {
+	return voterChangeCmd(env, g, "remove-controller NODE",
+		"Take a node out of the controller voters (the active controller hands over first)",
+		"  strata cluster remove-controller 3", false)
+}
+
+func voterChangeCmd(env *clientEnv, g *globalFlags, use, short, example string, add bool) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               use,
+		Short:             short,
+		Example:           example,
+		Args:              usageArgs(env, cobra.ExactArgs(1)),
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
+		id, err := strconv.ParseInt(args[0], 10, 32)
+		if err != nil || id < 0 {
+			return cli.Usagef("node %q: want a node id", args[0])
+		}
+		ctx, cancel := s.withTimeout(ctx)
+		defer cancel()
+		cl, _, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		var code int16
+		var msg *string
+		if add {
+			req := kmsg.NewPtrAddRaftVoterRequest()
+			req.VoterID, req.TimeoutMillis = int32(id), 30000
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return err
+			}
+			code, msg = resp.ErrorCode, resp.ErrorMessage
+		} else {
+			req := kmsg.NewPtrRemoveRaftVoterRequest()
+			req.VoterID = int32(id)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return err
+			}
+			code, msg = resp.ErrorCode, resp.ErrorMessage
+		}
+		if err := kerr.ErrorForCode(code); err != nil {
+			m := ""
+			if msg != nil {
+				m = *msg
+			}
+			return brokerError(fmt.Sprintf("node %d", id), err, m)
+		}
+		if s.json() {
+			return cli.WriteJSON(s.env.stdout, voterChangeJSON{Node: int32(id), Voter: add})
+		}
+		if add {
+			fmt.Fprintf(s.env.stdout, "node %d is a controller voter\n", id)
+		} else {
+			fmt.Fprintf(s.env.stdout, "node %d is no longer a controller voter\n", id)
+		}
+		return nil
+	})
+	return cmd
+}

@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The metadata quorum as DescribeQuorum (KIP-595, KIP-853) reports it. The
+// metadata log's offsets are Raft log indexes: an image at offset N has
+// applied every entry up to index N, so N is also the next offset in Kafka's
+// zero-based numbering.
+
+// QuorumMember is one member of the Raft configuration.
+type QuorumMember struct {
+	ID int32
+	// Addr is its Raft (controller listener) address.
+	Addr string
+	// Voter: a controller voter; otherwise a broker-only observer.
+	Voter bool
+	// LogEndOffset is how far the member's metadata log is known to reach:
+	// the leader's own last index, or the offset a broker reported applying
+	// in its last heartbeat to this controller; -1 when unknown (a
+	// controller-only voter sends no heartbeats).
+	LogEndOffset int64
+	// LastFetch is when LogEndOffset was learnt; LastCaughtUp the last time
+	// the member reported the controller's offset of that moment. Zero when
+	// unknown.
+	LastFetch, LastCaughtUp time.Time
+}
+
+// QuorumState is the active controller's view of the quorum.
+type QuorumState struct {
+	LeaderID int32
+	// LeaderEpoch is the Raft term.
+	LeaderEpoch int32
+	// HighWatermark is the commit index.
+	HighWatermark int64
+	// Voters and Observers are in ascending id order.
+	Voters, Observers []QuorumMember
+}
+
+// Quorum describes the quorum. Only the active controller knows the
+// members' progress: elsewhere it fails with ErrNotController.
+func (c *Controller) Quorum(ctx context.Context) (QuorumState, error) {
+	if !c.IsLeader() {
+		return QuorumState{}, c.notController()
+	}
+	servers, err := c.servers(ctx)
+	if err != nil {
+		return QuorumState{}, err
+	}
+	now := c.cfg.clock()
+	live := c.sessions(now)
+	st := QuorumState{
+		LeaderID:      c.cfg.NodeID,
+		LeaderEpoch:   int32(c.raft.CurrentTerm()),
+		HighWatermark: int64(c.raft.CommitIndex()),
+	}
+	for _, s := range servers {
+		id, err := strconv.ParseInt(string(s.ID), 10, 32)
+		if err != nil {
+			continue
+		}
+		m := QuorumMember{ID: int32(id), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter, LogEndOffset: -1}
+		if m.ID == c.cfg.NodeID {
+			m.LogEndOffset = int64(c.raft.LastIndex())
+			m.LastFetch, m.LastCaughtUp = now, now
+		} else if off, at, caughtUp, ok := live.progress(m.ID); ok {
+			m.LogEndOffset, m.LastFetch, m.LastCaughtUp = off, at, caughtUp
+		}
+		if m.Voter {
+			st.Voters = append(st.Voters, m)
+		} else {
+			st.Observers = append(st.Observers, m)
+		}
+	}
+	byID := func(a, b QuorumMember) int { return int(a.ID) - int(b.ID) }
+	slices.SortFunc(st.Voters, byID)
+	slices.SortFunc(st.Observers, byID)
+	return st, nil
+}

@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// Runtime changes of the voter set (KIP-853's AddRaftVoter and
+// RemoveRaftVoter over Raft's membership changes). A voter is added by
+// promoting an observer: a broker-only node that joined the quorum as a
+// non-voting member and so already holds the metadata log, which is Kafka's
+// rule that a new voter be caught up first. A removed voter that is a
+// registered broker stays a non-voting member, as a removed Kafka voter keeps
+// fetching as an observer (UnregisterBroker takes it out); any other leaves
+// the configuration. Removing the active controller hands leadership to
+// another voter first, and the new leader removes it.
+
+var (
+	// ErrDuplicateVoter: the node is a voter already. DUPLICATE_VOTER.
+	ErrDuplicateVoter = &metadata.KafkaError{Code: kerr.DuplicateVoter.Code, Msg: "already a voter"}
+	// ErrVoterNotFound: the node to remove is not a voter. VOTER_NOT_FOUND.
+	ErrVoterNotFound = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "not a voter"}
+	// ErrHandedOver: this node was the active controller and the voter to
+	// remove, and has passed leadership on; the caller retries on the new
+	// active controller. NOT_CONTROLLER.
+	ErrHandedOver = fmt.Errorf("%w: leadership handed over before removing this voter", ErrNotController)
+)
+
+// servers returns the members of the latest Raft configuration.
+func (c *Controller) servers(ctx context.Context) ([]raft.Server, error) {
+	f := c.raft.GetConfiguration()
+	if err := c.await(ctx, f.Error); err != nil {
+		return nil, err
+	}
+	return f.Configuration().Servers, nil
+}
+
+// member returns node id's entry in the latest Raft configuration and the
+// number of voters there.
+func (c *Controller) member(ctx context.Context, id int32) (s raft.Server, ok bool, voters int, err error) {
+	all, err := c.servers(ctx)
+	for _, m := range all {
+		if m.Suffrage == raft.Voter {
+			voters++
+		}
+		if m.ID == serverID(id) {
+			s, ok = m, true
+		}
+	}
+	return s, ok, voters, err
+}
+
+// AddVoter makes node id, a non-voting member, a voter. addr, if set, must be
+// its Raft address.
+func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error {
+	if !c.IsLeader() {
+		return c.notController()
+	}
+	s, ok, _, err := c.member(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%w: node %d is not a member of the quorum: start it as a broker-only node (--roles broker) first", metadata.ErrInvalidRequest, id)
+	case s.Suffrage == raft.Voter:
+		return fmt.Errorf("%w: node %d", ErrDuplicateVoter, id)
+	case addr != "" && addr != string(s.Address):
+		return fmt.Errorf("%w: node %d is at %s, not %s", metadata.ErrInvalidRequest, id, s.Address, addr)
+	}
+	f := c.raft.AddVoter(s.ID, s.Address, 0, c.cfg.ApplyTimeout)
+	return c.await(ctx, f.Error)
+}
+
+// RemoveVoter takes node id out of the voter set (see the top of this file).
+// The last voter cannot be removed. When id is this node, it hands
+// leadership over and answers ErrHandedOver.
+func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
+	if !c.IsLeader() {
+		return c.notController()
+	}
+	s, ok, voters, err := c.member(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !ok || s.Suffrage != raft.Voter {
+		return fmt.Errorf("%w: node %d", ErrVoterNotFound, id)
+	}
+	if voters <= 1 {
+		return fmt.Errorf("%w: node %d is the only voter", metadata.ErrInvalidRequest, id)
+	}
+	if id == c.cfg.NodeID {
+		if err := c.await(ctx, c.raft.LeadershipTransfer().Error); err != nil {
+			return err
+		}
+		return ErrHandedOver
+	}
+	var f raft.IndexFuture
+	if c.Image().Broker(id) != nil {
+		f = c.raft.DemoteVoter(s.ID, 0, c.cfg.ApplyTimeout)
+	} else {
+		f = c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
+	}
+	return c.await(ctx, f.Error)
+}
+
+// await waits for a Raft future, or ctx.
+func (c *Controller) await(ctx context.Context, wait func() error) error {
+	select {
+	case err := <-resolve(wait):
+		return c.translate(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,87 @@
+package handlers
+
+// AddRaftVoter (key 80), v0-v1 (flexible; KIP-853): makes a node a controller
+// voter, as `strata cluster add-controller` asks. The node must be a
+// non-voting member of the quorum already (a running broker-only node), which
+// keeps Kafka's rule that a new voter has caught up first; otherwise
+// INVALID_REQUEST. A listener, if given, must be the node's controller
+// address. DUPLICATE_VOTER for a voter; INCONSISTENT_CLUSTER_ID for another
+// cluster's id. Answered by the active controller (forwarded from other
+// brokers) once the new configuration is committed, whatever
+// AckWhenCommitted (v1) says. The directory id is ignored: Strata keeps none.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.AddRaftVoterRequest)
+	var addr string
+	if len(req.Listeners) > 0 {
+		l := req.Listeners[0]
+		addr = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+	}
+	code, msg := h.voterChange(ctx, r, req.ClusterID, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
+	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
+	resp.ErrorCode, resp.ErrorMessage = code, msg
+	return reply(resp)
+}
+
+// voterChangeRetries bounds how long a voter change waits for an active
+// controller while leadership moves (a removed leader hands over first).
+const voterChangeRetries = 100
+
+// voterChange runs change on the active controller: locally when this node is
+// it, else forwarded. A NOT_CONTROLLER answer (an election, or a removed
+// leader handing over) is retried for up to about ten seconds when the request
+// came from a client, so the client sees the outcome on the new controller.
+func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, clusterID *string, change func() error) (int16, *string) {
+	if clusterID != nil && *clusterID != h.cfg.ClusterID {
+		msg := "cluster id " + *clusterID + " is not this cluster's"
+		return kerr.InconsistentClusterID.Code, &msg
+	}
+	retry := h.link != nil && ctx.Value(onLinkKey{}) == nil
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		var code int16
+		var msg *string
+		if fwd, ok := h.forwardIfNotController(ctx, r); ok {
+			code, msg = voterChangeResult(fwd.Msg)
+		} else if err := change(); err != nil {
+			code = controllerErrorCode(err)
+			if !errors.Is(err, controller.ErrNotController) {
+				s := err.Error()
+				msg = &s
+			}
+		}
+		if code != kerr.NotController.Code || !retry || i == voterChangeRetries {
+			return code, msg
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return code, msg
+		}
+	}
+}
+
+func voterChangeResult(resp kmsg.Response) (int16, *string) {
+	switch resp := resp.(type) {
+	case *kmsg.AddRaftVoterResponse:
+		return resp.ErrorCode, resp.ErrorMessage
+	case *kmsg.RemoveRaftVoterResponse:
+		return resp.ErrorCode, resp.ErrorMessage
+	}
+	return kerr.UnknownServerError.Code, nil
+}

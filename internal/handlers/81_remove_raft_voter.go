@@ -1,0 +1,27 @@
+package handlers
+
+// RemoveRaftVoter (key 81), v0 (flexible; KIP-853): takes a node out of the
+// controller voters, as `strata cluster remove-controller` asks. A removed
+// voter that is a registered broker stays a non-voting member (Kafka's
+// observer) until it is unregistered; another leaves the quorum. Removing the
+// active controller hands leadership to another voter first, and the new
+// active controller completes the removal (see voterChange). VOTER_NOT_FOUND
+// for a node that is not a voter, INVALID_REQUEST for the last voter,
+// INCONSISTENT_CLUSTER_ID for another cluster's id. The directory id is
+// ignored: Strata keeps none.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) removeRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.RemoveRaftVoterRequest)
+	code, msg := h.voterChange(ctx, r, req.ClusterID, func() error { return h.cluster.RemoveVoter(ctx, req.VoterID) })
+	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+	resp.ErrorCode, resp.ErrorMessage = code, msg
+	return reply(resp)
+}

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+// TestDescribeQuorum: DescribeQuorum sent to any node, a broker-only one
+// included, is answered by the active controller: the leader and its term, the
+// three voters and the broker-only observer, each with its controller
+// listener, and every member's log end offset once its heartbeat reported it.
+// A request for another partition than __cluster_metadata-0 gets
+// UNKNOWN_TOPIC_OR_PARTITION.
+func TestDescribeQuorum(t *testing.T) {
+	c := startCluster(t, 3)
+	if _, err := c.addNode(4, brokerOnly); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := c.client()
+	ctx := context.Background()
+	describe := func(node int32, topic string, partition int32) (*kmsg.DescribeQuorumResponse, error) {
+		return describeQuorum(ctx, cl, node, topic, partition)
+	}
+	for _, node := range []int32{1, 2, 3, 4} {
+		var last string
+		ok := wait.Until(time.Now().Add(wait.DefaultTimeout), func() bool {
+			resp, err := describe(node, "__cluster_metadata", 0)
+			if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				last = fmt.Sprintf("%v %+v", err, resp)
+				return false
+			}
+			p := resp.Topics[0].Partitions[0]
+			last = fmt.Sprintf("%+v", p)
+			if p.ErrorCode != 0 || p.LeaderID != c.nodes[0].ctrl.LeaderID() || p.LeaderEpoch < 1 || p.HighWatermark < 1 {
+				return false
+			}
+			if !slices.Equal(ids(p.CurrentVoters), []int32{1, 2, 3}) || !slices.Equal(ids(p.Observers), []int32{4}) {
+				return false
+			}
+			for _, r := range append(p.CurrentVoters, p.Observers...) {
+				if r.LogEndOffset < 1 || r.LastFetchTimestamp < 0 || r.LastCaughtUpTimestamp < 0 {
+					return false
+				}
+			}
+			return len(resp.Nodes) == 4 && resp.Nodes[3].NodeID == 4 && len(resp.Nodes[3].Listeners) == 1 &&
+				resp.Nodes[3].Listeners[0].Name == "CONTROLLER" && resp.Nodes[3].Listeners[0].Port != 0
+		})
+		if !ok {
+			t.Fatalf("node %d never described the whole quorum; last answer: %s", node, last)
+		}
+	}
+	for _, bad := range []struct {
+		topic     string
+		partition int32
+	}{{"__cluster_metadata", 1}, {"other", 0}} {
+		resp, err := describe(1, bad.topic, bad.partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("DescribeQuorum(%s-%d): error %v, want UNKNOWN_TOPIC_OR_PARTITION", bad.topic, bad.partition, kerr.ErrorForCode(code))
+		}
+	}
+}
+
+func describeQuorum(ctx context.Context, cl *kgo.Client, node int32, topic string, partition int32) (*kmsg.DescribeQuorumResponse, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDescribeQuorumRequestTopicPartition()
+	rp.Partition = partition
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Broker(int(node)).Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.DescribeQuorumResponse), nil
+}
+
+func ids(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []int32 {
+	var out []int32
+	for _, r := range rs {
+		out = append(out, r.ReplicaID)
+	}
+	return out
+}
+
+// TestReplaceVoter replaces a controller voter of a running three-voter
+// cluster while an acks=all producer runs: a broker-only node is promoted
+// with AddRaftVoter, then the active controller is removed with
+// RemoveRaftVoter sent to itself (it hands leadership over first, and the
+// new active controller removes it) and stopped. The quorum then has the
+// expected voters, metadata changes still commit, and every acknowledged
+// record is read back. Adding a voter twice, removing a non-voter and adding
+// a node outside the quorum get Kafka's error codes.
+func TestReplaceVoter(t *testing.T) {
+	c := startCluster(t, 3)
+	if _, err := c.addNode(4, brokerOnly); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cl, adm := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("steady"))
+	minISR := "2"
+	if _, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "steady"); err != nil {
+		t.Fatal(err)
+	}
+	voterReq := func(node int32, req kmsg.Request) error {
+		resp, err := cl.Broker(int(node)).Request(ctx, req)
+		if err != nil {
+			return err
+		}
+		code, msg := voterChangeCode(resp)
+		if err := kerr.ErrorForCode(code); err != nil {
+			return fmt.Errorf("%w (%s)", err, msg)
+		}
+		return nil
+	}
+	addVoter := func(node, id int32) error {
+		req := kmsg.NewPtrAddRaftVoterRequest()
+		req.VoterID = id
+		return voterReq(node, req)
+	}
+	removeVoter := func(node, id int32) error {
+		req := kmsg.NewPtrRemoveRaftVoterRequest()
+		req.VoterID = id
+		return voterReq(node, req)
+	}
+
+	var acked []string
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			v := fmt.Sprint(i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				done <- fmt.Errorf("record %d: %w", i, err)
+				return
+			}
+			acked = append(acked, v)
+		}
+	}()
+
+	if err := addVoter(2, 4); err != nil {
+		t.Fatalf("AddRaftVoter(4): %v", err)
+	}
+	if err := addVoter(1, 4); !errors.Is(err, kerr.DuplicateVoter) {
+		t.Fatalf("AddRaftVoter(4) again: %v, want DUPLICATE_VOTER", err)
+	}
+	if err := addVoter(1, 9); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("AddRaftVoter(9): %v, want INVALID_REQUEST", err)
+	}
+	if err := removeVoter(1, 9); !errors.Is(err, kerr.VoterNotFound) {
+		t.Fatalf("RemoveRaftVoter(9): %v, want VOTER_NOT_FOUND", err)
+	}
+	old := c.nodes[3].ctrl.LeaderID()
+	if old < 1 || old > 3 {
+		t.Fatalf("active controller %d", old)
+	}
+	if err := removeVoter(old, old); err != nil {
+		t.Fatalf("RemoveRaftVoter(%d) sent to itself: %v", old, err)
+	}
+	c.stop(int(old) - 1)
+	var want []int32
+	for _, id := range []int32{1, 2, 3, 4} {
+		if id != old {
+			want = append(want, id)
+		}
+	}
+	var last string
+	ok := wait.Until(time.Now().Add(wait.DefaultTimeout), func() bool {
+		resp, err := describeQuorum(ctx, cl, 4, "__cluster_metadata", 0)
+		if err != nil || len(resp.Topics) != 1 {
+			last = fmt.Sprint(err)
+			return false
+		}
+		p := resp.Topics[0].Partitions[0]
+		last = fmt.Sprintf("%+v", p)
+		return p.ErrorCode == 0 && p.LeaderID != old && slices.Equal(ids(p.CurrentVoters), want)
+	})
+	if !ok {
+		t.Fatalf("voters never became %v; last answer: %s", want, last)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "after"); err != nil {
+		t.Fatalf("a metadata change after the replacement: %v", err)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	if len(acked) == 0 {
+		t.Fatal("no record acknowledged")
+	}
+	got := map[string]bool{}
+	for _, r := range consumeAll(t, strings.Join(c.seeds(), ","), "steady", len(acked)) {
+		got[string(r.Value)] = true
+	}
+	for _, v := range acked {
+		if !got[v] {
+			t.Fatalf("acknowledged record %s lost (%d acknowledged, %d read)", v, len(acked), len(got))
+		}
+	}
+}
+
+func voterChangeCode(resp kmsg.Response) (int16, string) {
+	var msg *string
+	var code int16
+	switch r := resp.(type) {
+	case *kmsg.AddRaftVoterResponse:
+		code, msg = r.ErrorCode, r.ErrorMessage
+	case *kmsg.RemoveRaftVoterResponse:
+		code, msg = r.ErrorCode, r.ErrorMessage
+	}
+	if msg == nil {
+		return code, ""
+	}
+	return code, *msg
+}

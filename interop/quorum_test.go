@@ -1,0 +1,78 @@
+package interop
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/testcluster"
+	"github.com/strata-stream/strata/interop/kafkatools"
+)
+
+// TestKafkaMetadataQuorum describes the metadata quorum of a cluster with two
+// combined nodes, a controller-only voter and a broker-only observer using
+// Kafka 4.4's kafka-metadata-quorum: --status names the leader, its epoch and
+// every voter and observer; --replication lists each member's role, with the
+// log end offsets of the brokers (which report theirs in heartbeats) and -1
+// for the controller-only voter, which sends none.
+func TestKafkaMetadataQuorum(t *testing.T) {
+	if os.Getenv(envTarget) == "kfake" {
+		t.Skip("the metadata quorum is Strata's; not with STRATA_INTEROP_TARGET=kfake")
+	}
+	kafkatools.Require(t)
+	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
+	c := testcluster.Start(t, 3, testcluster.WithControllerOnly(3))
+	c.AddBroker()
+	bs := []string{"--bootstrap-server", strings.Join(c.Bootstrap(), ",")}
+
+	var status string
+	testcluster.Eventually(t, 30*time.Second, "--status to list voters 1-3 and observer 4", func() error {
+		status = kafkatools.MustRun(t, "kafka-metadata-quorum", append(bs, "describe", "--status")...)
+		voters := regexp.MustCompile(`CurrentVoters:\s*\[(.*)\]`).FindStringSubmatch(status)
+		observers := regexp.MustCompile(`CurrentObservers:\s*\[(.*)\]`).FindStringSubmatch(status)
+		if voters == nil || observers == nil {
+			return fmt.Errorf("%s", status)
+		}
+		for _, id := range []string{"1", "2", "3"} {
+			if !strings.Contains(voters[1], `"id": `+id) {
+				return fmt.Errorf("voter %s missing:\n%s", id, status)
+			}
+		}
+		if !strings.Contains(observers[1], `"id": 4`) || strings.Contains(observers[1], `"id": 1`) {
+			return fmt.Errorf("observers:\n%s", status)
+		}
+		return nil
+	})
+	leader := regexp.MustCompile(`LeaderId:\s*(\d+)`).FindStringSubmatch(status)
+	if leader == nil {
+		t.Fatalf("no LeaderId:\n%s", status)
+	}
+	expectContains(t, status, "LeaderEpoch:")
+	expectContains(t, status, "HighWatermark:")
+
+	// Every broker reports its metadata offset within a heartbeat or two.
+	row := regexp.MustCompile(`(?m)^(\d+)\s+\S+\s+(-?\d+)\s+(-?\d+)\s+\S+\s+\S+\s+(Leader|Follower|Observer)\s*$`)
+	testcluster.Eventually(t, 30*time.Second, "--replication to show each member's progress", func() error {
+		out := kafkatools.MustRun(t, "kafka-metadata-quorum", append(bs, "describe", "--replication")...)
+		roles := map[string]string{}
+		for _, m := range row.FindAllStringSubmatch(out, -1) {
+			roles[m[1]] = m[4]
+			known := m[2] != "-1"
+			if (m[1] == "3" && m[1] != leader[1]) == known {
+				return fmt.Errorf("node %s log end offset %s:\n%s", m[1], m[2], out)
+			}
+		}
+		want := map[string]string{"1": "Follower", "2": "Follower", "3": "Follower", "4": "Observer"}
+		want[leader[1]] = "Leader"
+		for id, role := range want {
+			if roles[id] != role {
+				return fmt.Errorf("node %s is %q, want %s:\n%s", id, roles[id], role, out)
+			}
+		}
+		t.Logf("%s\n%s", status, out)
+		return nil
+	})
+}
