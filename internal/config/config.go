@@ -28,6 +28,7 @@ type Config struct {
 	KafkaAddr           string // listener for the Kafka protocol
 	AdvertisedKafkaAddr string // what clients are told to connect to; defaults to KafkaAddr
 	AdvertisedHTTPAddr  string // where other nodes reach the HTTP API; defaults to HTTPAddr
+	Rack                string // the broker's rack (broker.rack): replicas spread over racks; empty: none
 	HTTPAddr            string // JSON API, console, /metrics, health
 	AdminAddr           string // opt-in pprof listener; empty = off
 	ControllerAddr      string // Raft transport listener (a broker-only node receives the metadata log on it)
@@ -169,6 +170,7 @@ func (c *Config) options() []option {
 		{"kafka-addr", "Kafka protocol listener host:port", stringValue{&c.KafkaAddr}},
 		{"advertised-kafka-addr", "address clients are told to use (default: --kafka-addr)", stringValue{&c.AdvertisedKafkaAddr}},
 		{"http-addr", "HTTP API, console, /metrics and health listener host:port", stringValue{&c.HTTPAddr}},
+		{"rack", "this broker's rack (Kafka's broker.rack): a partition's replicas go to different racks when there are enough", stringValue{&c.Rack}},
 		{"advertised-http-addr", "host:port where the other nodes reach this node's HTTP API, to forward requests for its HTTP consumers (default: --http-addr, an unspecified host replaced by the advertised Kafka host)", stringValue{&c.AdvertisedHTTPAddr}},
 		{"admin-addr", "admin listener host:port serving /debug/pprof/ (empty: off)", stringValue{&c.AdminAddr}},
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},

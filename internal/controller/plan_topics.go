@@ -141,7 +141,7 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 		if err := checkReplicationFactor(rf, len(live)); err != nil {
 			return nil, err
 		}
-		assignment = placeReplicas(live, int(n), rf, img.NumPartitions())
+		assignment = placeReplicasOnRacks(img, live, int(n), rf, img.NumPartitions())
 	}
 	id, err := newTopicID(img, rnd)
 	if err != nil {
@@ -340,7 +340,7 @@ func planCreatePartitions(img *metadata.Image, req CreatePartitions) ([]metadata
 		if err := checkReplicationFactor(rf, len(live)); err != nil {
 			return nil, err
 		}
-		assignment = placeReplicas(live, int(req.Count-have), rf, img.NumPartitions())
+		assignment = placeReplicasOnRacks(img, live, int(req.Count-have), rf, img.NumPartitions())
 	}
 	return partitionRecords(img, t.ID, have, assignment), nil
 }

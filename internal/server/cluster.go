@@ -87,7 +87,7 @@ func (n *Node) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port)}
+	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port), Rack: n.cfg.Rack}
 	if !n.cfg.IsController() {
 		reg.ObserverAddr = n.raftAddr
 	}
@@ -132,6 +132,9 @@ func (n *Node) registerOnce(ctx context.Context, reg controller.RegisterBroker) 
 	}
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID, req.IncarnationID, req.ClusterID = reg.ID, reg.Incarnation, n.clusterID
+	if reg.Rack != "" {
+		req.Rack = &reg.Rack
+	}
 	l := kmsg.NewBrokerRegistrationRequestListener()
 	l.Name, l.Host, l.Port, l.SecurityProtocol = "PLAINTEXT", reg.Host, uint16(reg.Port), 0
 	req.Listeners = append(req.Listeners, l)
