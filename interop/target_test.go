@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/freeport"
 )
 
 // Environment switches of the suite.
@@ -132,14 +133,14 @@ func startStrata(t *testing.T) *target {
 	return &target{name: "strata", bootstrap: kafkaAddr, stop: stop}
 }
 
-// freeAddr finds a free loopback port by listening on port 0 and closing the listener.
+// freeAddr returns a loopback address free now, outside the ephemeral range.
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // waitForAPIVersions polls addr with ApiVersions until it answers without error, the

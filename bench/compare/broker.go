@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/freeport"
 )
 
 // proc is one process the harness started.
@@ -190,26 +191,10 @@ rootLogger.level = info
 rootLogger.appenderRef.out.ref = STDOUT
 `
 
-// freePorts asks the kernel for n free loopback ports. Another process could take
-// one before the broker binds it; the broker would then fail to start, loudly.
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
-}
+// freePorts returns n loopback ports, free now and outside the ephemeral range.
+// Another process could still take one before the broker binds it; the broker
+// would then fail to start, loudly.
+func freePorts(n int) ([]int, error) { return freeport.Ports(n) }
 
 // kafkaNode is one KRaft node (broker and controller) of a loopback cluster.
 type kafkaNode struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/chaos/netfault"
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/freeport"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -106,16 +106,16 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 	return c
 }
 
-// freeAddr returns a loopback address nobody listens on right now; a node keeps
-// it across restarts (its controller address is in every voter list).
+// freeAddr returns a loopback address free now, outside the ephemeral range;
+// a node keeps it across restarts (its controller address is in every voter
+// list).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // startAll starts nodes together (each waits for a controller quorum).

@@ -3,28 +3,28 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/freeport"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
-// freeAddr returns a loopback address nobody listens on right now (for the
-// controller quorum, whose voters must know each other's addresses up front).
+// freeAddr returns a loopback address free now, outside the ephemeral range
+// (for the controller quorum, whose voters must know each other's addresses up
+// front).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // startCluster starts size in-process nodes, each a controller voter and a broker.

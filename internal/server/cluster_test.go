@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -16,19 +15,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/freeport"
 	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
-// freeAddr returns a loopback address with a port nobody listens on right now.
+// freeAddr returns a loopback address free now, outside the ephemeral range.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // testCluster is an in-process cluster of nodes, each a voter and a broker.

@@ -52,6 +52,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/freeport"
 )
 
 // ClusterID is the --cluster-id every node of a test cluster is given.
@@ -374,25 +376,16 @@ func canListen(host string) bool {
 	return true
 }
 
-// freePorts returns k ports per host that nobody listens on right now, all
-// distinct even where hosts repeat: every probe stays open until all are taken.
+// freePorts returns k ports per host, free now and outside the ephemeral range,
+// all distinct even where hosts repeat.
 func freePorts(hosts []string, k int) ([][]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
+	all, err := freeport.Ports(len(hosts)*k, hosts...)
+	if err != nil {
+		return nil, err
+	}
 	ports := make([][]int, len(hosts))
-	for i, host := range hosts {
-		for range k {
-			ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-			if err != nil {
-				return nil, err
-			}
-			lns = append(lns, ln)
-			ports[i] = append(ports[i], ln.Addr().(*net.TCPAddr).Port)
-		}
+	for i := range hosts {
+		ports[i] = all[i*k : (i+1)*k]
 	}
 	return ports, nil
 }
