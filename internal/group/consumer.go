@@ -608,22 +608,30 @@ func (g *group) nextAssignmentLocked(m *cmember) {
 // syncClassicViewLocked keeps the classic side of the group in step (see the top of
 // the file): Empty or Stable, and the subscribed topics.
 func (g *group) syncClassicViewLocked() {
-	cg := g.cg
+	g.syncMemberViewLocked(len(g.cg.members), func(add func(topic string)) {
+		for _, m := range g.cg.members {
+			for _, t := range m.topicNames {
+				add(t)
+			}
+			for _, t := range g.subscribedTopicsLocked(m) {
+				add(t)
+			}
+		}
+	})
+}
+
+// syncMemberViewLocked is the classic view of a group whose members the
+// coordinator assigns (KIP-848 or share): Empty without members, else Stable, and
+// the topics subscribed lists.
+func (g *group) syncMemberViewLocked(members int, subscribed func(add func(topic string))) {
 	switch {
-	case len(cg.members) == 0 && g.state != stateEmpty:
+	case members == 0 && g.state != stateEmpty:
 		g.transitionLocked(stateEmpty)
-	case len(cg.members) > 0 && g.state != stateStable:
+	case members > 0 && g.state != stateStable:
 		g.transitionLocked(stateStable)
 	}
 	g.subscribed, g.subsKnown = make(map[string]struct{}), true
-	for _, m := range cg.members {
-		for _, t := range m.topicNames {
-			g.subscribed[t] = struct{}{}
-		}
-		for _, t := range g.subscribedTopicsLocked(m) {
-			g.subscribed[t] = struct{}{}
-		}
-	}
+	subscribed(func(t string) { g.subscribed[t] = struct{}{} })
 }
 
 // armConsumerSessionLocked restarts m's session timeout

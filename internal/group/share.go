@@ -280,19 +280,13 @@ func (g *group) stopShareTimersLocked() {
 // syncShareViewLocked keeps the classic side in step: Empty or Stable, and the
 // subscribed topics.
 func (g *group) syncShareViewLocked() {
-	sg := g.sg
-	switch {
-	case len(sg.members) == 0 && g.state != stateEmpty:
-		g.transitionLocked(stateEmpty)
-	case len(sg.members) > 0 && g.state != stateStable:
-		g.transitionLocked(stateStable)
-	}
-	g.subscribed, g.subsKnown = make(map[string]struct{}), true
-	for _, m := range sg.members {
-		for _, t := range m.topicNames {
-			g.subscribed[t] = struct{}{}
+	g.syncMemberViewLocked(len(g.sg.members), func(add func(topic string)) {
+		for _, m := range g.sg.members {
+			for _, t := range m.topicNames {
+				add(t)
+			}
 		}
-	}
+	})
 }
 
 // ShareGroupDescribe serves ShareGroupDescribe v1. A group that does not exist or
