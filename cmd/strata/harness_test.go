@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,9 @@ func broker(t *testing.T) string {
 		cfg.KafkaAddr = "127.0.0.1:0"
 		cfg.HTTPAddr = "127.0.0.1:0"
 		cfg.ControllerAddr = "127.0.0.1:0"
+		cfg.RemoteStorage = "file://" + filepath.Join(shared.dir, "remote")
+		cfg.RemoteUploadInterval = 50 * time.Millisecond
+		cfg.LogCleanupInterval = 100 * time.Millisecond
 		cfg.ShutdownTimeout = 5 * time.Second
 		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 		if os.Getenv("STRATA_TEST_LOG") != "" {

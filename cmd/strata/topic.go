@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/cli"
@@ -192,7 +193,14 @@ type partitionJSON struct {
 	OfflineReplicas []int32 `json:"offline_replicas"`
 	LogStartOffset  int64   `json:"log_start_offset"` // -1: could not be listed
 	HighWatermark   int64   `json:"high_watermark"`   // -1: could not be listed
-	Error           string  `json:"error,omitempty"`
+	// LocalSizeBytes is the size of the leader's replica on its disk (DescribeLogDirs); -1: unknown.
+	LocalSizeBytes int64 `json:"local_size_bytes"`
+	// Tiered topics only: the first offset still on the leader's disk (ListOffsets
+	// -4) and the end of what is uploaded to remote storage (-5). Offsets from
+	// log_start_offset to local_log_start_offset are read from remote storage.
+	LocalLogStartOffset *int64 `json:"local_log_start_offset,omitempty"`
+	RemoteEndOffset     *int64 `json:"remote_end_offset,omitempty"`
+	Error               string `json:"error,omitempty"`
 }
 
 type describedConfJSON struct {
@@ -220,7 +228,7 @@ func topicDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return err
 		}
 		defer cl.Close()
-		out, err := describeTopics(ctx, adm, unique(names))
+		out, err := describeTopics(ctx, cl, adm, unique(names))
 		if err != nil {
 			return err
 		}
@@ -238,10 +246,10 @@ func topicDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// describeTopics gathers metadata, offsets and configs of the named topics. An
-// unknown topic fails the whole call; a partition whose offsets cannot be listed
-// (no leader) is reported with -1 offsets and its error.
-func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]describedTopicJSON, error) {
+// describeTopics gathers metadata, offsets, sizes and configs of the named
+// topics. An unknown topic fails the whole call; a partition whose offsets cannot
+// be listed (no leader) is reported with -1 offsets and its error.
+func describeTopics(ctx context.Context, cl *kgo.Client, adm *kadm.Client, names []string) ([]describedTopicJSON, error) {
 	details, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return nil, err
@@ -267,6 +275,22 @@ func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]de
 	if err != nil {
 		return nil, err
 	}
+	// Sizes are extra: a broker that does not answer leaves its partitions' -1.
+	dirs, err := adm.DescribeAllLogDirs(ctx, details.TopicsSet())
+	if err != nil && !isShardErrors(err) {
+		return nil, err
+	}
+	var tiered []string
+	for _, n := range names {
+		if rc, err := configs.On(n, nil); err == nil && rc.Err == nil && configIsTrue(rc.Configs, "remote.storage.enable") {
+			tiered = append(tiered, n)
+		}
+	}
+	localStarts, remoteEnds := map[string]map[int32]int64{}, map[string]map[int32]int64{}
+	if len(tiered) > 0 {
+		localStarts = listOffsetsAt(ctx, cl, details, tiered, offsetEarliestLocal)
+		remoteEnds = listOffsetsAt(ctx, cl, details, tiered, offsetLatestTiered)
+	}
 	out := make([]describedTopicJSON, 0, len(names))
 	for _, n := range names {
 		d := details[n]
@@ -275,7 +299,16 @@ func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]de
 		for _, p := range d.Partitions.Sorted() {
 			pj := partitionJSON{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), OfflineReplicas: nonNil(p.OfflineReplicas),
-				LogStartOffset: -1, HighWatermark: -1}
+				LogStartOffset: -1, HighWatermark: -1, LocalSizeBytes: -1}
+			if rp, ok := dirs[p.Leader].LookupPartition(n, p.Partition); ok {
+				pj.LocalSizeBytes = rp.Size
+			}
+			if o, ok := localStarts[n][p.Partition]; ok {
+				pj.LocalLogStartOffset = &o
+			}
+			if o, ok := remoteEnds[n][p.Partition]; ok {
+				pj.RemoteEndOffset = &o
+			}
 			var errs []error
 			if p.Err != nil {
 				errs = append(errs, p.Err)
@@ -310,6 +343,59 @@ func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]de
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// ListOffsets timestamps of KIP-405: the first offset on the leader's disk, and
+// the end of what is uploaded to remote storage.
+const (
+	offsetEarliestLocal = -4
+	offsetLatestTiered  = -5
+)
+
+// listOffsetsAt lists the offset at a special timestamp for every partition of
+// topics, each from its leader. Partitions that fail are left out.
+func listOffsetsAt(ctx context.Context, cl *kgo.Client, details kadm.TopicDetails, topics []string, timestamp int64) map[string]map[int32]int64 {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	for _, n := range topics {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = n
+		for _, p := range details[n].Partitions.Sorted() {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition = p.Partition
+			rp.CurrentLeaderEpoch = -1
+			rp.Timestamp = timestamp
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	out := map[string]map[int32]int64{}
+	for _, shard := range cl.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			continue
+		}
+		for _, t := range shard.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 || p.Offset < 0 {
+					continue
+				}
+				if out[t.Topic] == nil {
+					out[t.Topic] = map[int32]int64{}
+				}
+				out[t.Topic][p.Partition] = p.Offset
+			}
+		}
+	}
+	return out
+}
+
+func configIsTrue(configs []kadm.Config, name string) bool {
+	for _, c := range configs {
+		if c.Key == name && c.Value != nil {
+			return strings.EqualFold(*c.Value, "true")
+		}
+	}
+	return false
 }
 
 // unique drops repeated names, keeping the first of each.
@@ -347,10 +433,19 @@ func printTopic(s *session, t describedTopicJSON, allConfigs bool) {
 		fmt.Fprintf(w, "Internal:           true\n")
 	}
 	fmt.Fprintln(w)
-	tw := cli.NewTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK")
+	tiered := slices.ContainsFunc(t.Partitions, func(p partitionJSON) bool { return p.LocalLogStartOffset != nil })
+	header := []string{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK", "LOCAL-SIZE"}
+	if tiered {
+		header = append(header, "LOCAL-START", "REMOTE-END")
+	}
+	tw := cli.NewTable(w, header...)
 	for _, p := range t.Partitions {
-		tw.Row(p.Partition, p.Leader, p.LeaderEpoch, cli.JoinInt32s(p.Replicas), cli.JoinInt32s(p.ISR),
-			offsetCell(p.LogStartOffset), offsetCell(p.HighWatermark))
+		row := []any{p.Partition, p.Leader, p.LeaderEpoch, cli.JoinInt32s(p.Replicas), cli.JoinInt32s(p.ISR),
+			offsetCell(p.LogStartOffset), offsetCell(p.HighWatermark), sizeCell(p.LocalSizeBytes)}
+		if tiered {
+			row = append(row, optionalOffsetCell(p.LocalLogStartOffset), optionalOffsetCell(p.RemoteEndOffset))
+		}
+		tw.Row(row...)
 	}
 	tw.Flush()
 	for _, p := range t.Partitions {
@@ -385,6 +480,20 @@ func offsetCell(o int64) any {
 		return "?"
 	}
 	return o
+}
+
+func optionalOffsetCell(o *int64) any {
+	if o == nil {
+		return "?"
+	}
+	return *o
+}
+
+func sizeCell(b int64) any {
+	if b < 0 {
+		return "?"
+	}
+	return cli.Bytes(b)
 }
 
 type alteredConfigJSON struct {

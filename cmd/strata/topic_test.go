@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // findConfig returns the named config of a described topic.
@@ -72,7 +78,8 @@ func TestTopicRoundTrip(t *testing.T) {
 		}
 		for i, p := range d.Partitions {
 			if p.Partition != int32(i) || p.Leader != 1 || len(p.Replicas) != 1 || len(p.ISR) != 1 ||
-				p.LogStartOffset != 0 || p.HighWatermark != 0 || p.Error != "" {
+				p.LogStartOffset != 0 || p.HighWatermark != 0 || p.LocalSizeBytes != 0 ||
+				p.LocalLogStartOffset != nil || p.RemoteEndOffset != nil || p.Error != "" {
 				t.Fatalf("partition %d: %+v", i, p)
 			}
 		}
@@ -80,7 +87,7 @@ func TestTopicRoundTrip(t *testing.T) {
 			t.Fatalf("retention.ms: %+v", c)
 		}
 		r := mustRun(t, "topic", "describe", topic)
-		for _, want := range []string{"Topic:              " + topic, "PARTITION  LEADER  EPOCH  REPLICAS  ISR  LOG-START  HIGH-WATERMARK"} {
+		for _, want := range []string{"Topic:              " + topic, "PARTITION  LEADER  EPOCH  REPLICAS  ISR  LOG-START  HIGH-WATERMARK  LOCAL-SIZE"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Fatalf("describe table lacks %q:\n%s", want, r.stdout)
 			}
@@ -173,4 +180,38 @@ func hasRow(table string, cells ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestTopicDescribeTiered checks that describe shows where a tiered topic's data
+// lives: the leader's local bytes, the first local offset and the uploaded end.
+func TestTopicDescribeTiered(t *testing.T) {
+	topic := topicName(t)
+	mustRun(t, "topic", "create", topic, "-p", "1", "-r", "1", "-c", "remote.storage.enable=true",
+		"-c", "segment.bytes=16384", "-c", "local.retention.bytes=32768")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker(t)), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	value := bytes.Repeat([]byte("x"), 1000)
+	const records = 200 // about 200 KB: a dozen 16 KiB segments, most of them only remote
+	for range records {
+		if err := cl.ProduceSync(t.Context(), &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var p partitionJSON
+	wait.Within(t, 30*time.Second, "segments uploaded and deleted locally", func() bool {
+		p = describeOne(t, topic).Partitions[0]
+		return p.RemoteEndOffset != nil && p.LocalLogStartOffset != nil && *p.LocalLogStartOffset > 0
+	})
+	if p.LogStartOffset != 0 || p.HighWatermark != records || *p.RemoteEndOffset < *p.LocalLogStartOffset-1 ||
+		p.LocalSizeBytes <= 0 || p.LocalSizeBytes >= records*int64(len(value)) {
+		t.Fatalf("tiered partition: %+v (local start %d, remote end %d)", p, *p.LocalLogStartOffset, *p.RemoteEndOffset)
+	}
+	r := mustRun(t, "topic", "describe", topic)
+	if !strings.Contains(r.stdout, "LOCAL-SIZE  LOCAL-START  REMOTE-END") {
+		t.Fatalf("describe table lacks the tiered columns:\n%s", r.stdout)
+	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -202,14 +203,19 @@ func (p *lineProgress) amount(v float64) string {
 	if p.unit != UnitBytes {
 		return fmt.Sprintf("%.0f %s", v, p.unit)
 	}
-	const k = 1024
-	switch {
-	case v >= k*k*k:
-		return fmt.Sprintf("%.1f GiB", v/(k*k*k))
-	case v >= k*k:
-		return fmt.Sprintf("%.1f MiB", v/(k*k))
-	case v >= k:
-		return fmt.Sprintf("%.1f KiB", v/k)
+	return Bytes(int64(v))
+}
+
+// Bytes formats a size in binary units: 512 B, 1.5 KiB, 3.0 GiB.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
 	}
-	return fmt.Sprintf("%.0f B", v)
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

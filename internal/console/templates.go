@@ -3,13 +3,14 @@ package console
 import (
 	"bytes"
 	"embed"
-	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/strata-stream/strata/internal/cli"
 )
 
 //go:embed templates/*.html
@@ -93,16 +94,7 @@ func humanBytes(n int64) string {
 	if n < 0 {
 		return "—"
 	}
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return cli.Bytes(n)
 }
 
 // groupDigits writes 1234567 as 1,234,567.
