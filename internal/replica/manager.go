@@ -208,21 +208,17 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	if closed {
 		return ErrClosed
 	}
-	var errs []error
 	want := map[TopicPartition]bool{}
+	var hosted []roleChange
 	for _, t := range img.Topics() {
 		for _, ip := range t.Partitions {
-			if !contains(ip.Replicas, m.nodeID) {
-				continue
-			}
-			tp := TopicPartition{t.Name, ip.Index}
-			want[tp] = true
-			if err := m.applyPartition(t, ip); err != nil {
-				m.log.Error("applying partition", "topic", t.Name, "partition", ip.Index, "err", err)
-				errs = append(errs, err)
+			if contains(ip.Replicas, m.nodeID) {
+				want[TopicPartition{t.Name, ip.Index}] = true
+				hosted = append(hosted, roleChange{topic: t, part: ip})
 			}
 		}
 	}
+	errs := m.applyPartitions(hosted)
 	m.mu.Lock()
 	var removed []*Partition
 	for tp, p := range m.partitions {
@@ -283,10 +279,60 @@ func (m *Manager) WaitApplied(ctx context.Context, offset uint64) error {
 	}
 }
 
-func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) error {
+// applyParallelism bounds how many partitions are opened and given their role at
+// once. Both wait on fsyncs (a new log's directory and files, the leader-epoch
+// checkpoint), which overlap well: a broker given thousands of new partitions at
+// once would otherwise take one disk round trip after another.
+const applyParallelism = 32
+
+// roleChange is one hosted partition of an image being applied.
+type roleChange struct {
+	topic     *metadata.Topic
+	part      *metadata.Partition
+	p         *Partition
+	wasLeader bool
+	leader    int32 // the leader to follow, NoLeader when none or this broker
+	err       error
+}
+
+// applyPartitions opens and sets the role of every hosted partition, up to
+// applyParallelism at a time (each touches only its own partition), then, in
+// image order and one at a time, points the fetchers and reports leadership
+// changes, which share state across partitions.
+func (m *Manager) applyPartitions(changes []roleChange) []error {
+	sem := make(chan struct{}, applyParallelism)
+	var wg sync.WaitGroup
+	for i := range changes {
+		c := &changes[i]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c.p, c.wasLeader, c.leader, c.err = m.preparePartition(c.topic, c.part)
+		})
+	}
+	wg.Wait()
+	var errs []error
+	for _, c := range changes {
+		if c.err != nil {
+			m.log.Error("applying partition", "topic", c.topic.Name, "partition", c.part.Index, "err", c.err)
+			errs = append(errs, c.err)
+			continue
+		}
+		m.follow(c.p, c.leader)
+		if isLeader := c.p.IsLeader(); isLeader != c.wasLeader {
+			m.notifyLeadership(c.p, isLeader)
+		}
+	}
+	return errs
+}
+
+// preparePartition opens ip's log if this broker does not host it yet and
+// applies its configuration and role. It returns the partition, whether it led
+// before and the leader to follow.
+func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p *Partition, wasLeader bool, leader int32, err error) {
 	tp := TopicPartition{t.Name, ip.Index}
 	m.mu.RLock()
-	p := m.partitions[tp]
+	p = m.partitions[tp]
 	m.mu.RUnlock()
 	if p != nil && p.TopicID != t.ID {
 		// Same name, new topic: the old one was deleted while we were not looking.
@@ -296,7 +342,7 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 		m.follow(p, metadata.NoLeader)
 		p.close()
 		if err := m.fs.RemoveAll(partitionDir(m.dir, t.Name, ip.Index)); err != nil {
-			return err
+			return nil, false, 0, err
 		}
 		p = nil
 	}
@@ -304,12 +350,12 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 	if p == nil {
 		l, err := storage.Open(m.fs, partitionDir(m.dir, t.Name, ip.Index), scfg)
 		if err != nil {
-			return err
+			return nil, false, 0, err
 		}
 		p, err = newPartition(t.Name, t.ID, ip.Index, l, scfg.Flush.Mode == storage.GroupCommit, m.nodeID)
 		if err != nil {
 			l.Close()
-			return err
+			return nil, false, 0, err
 		}
 		p.isrProposer = m.proposeISR
 		m.mu.Lock()
@@ -319,16 +365,12 @@ func (m *Manager) applyPartition(t *metadata.Topic, ip *metadata.Partition) erro
 	}
 	p.setConfig(t.Config)
 	m.applyTier(p, t.Config)
-	wasLeader := p.IsLeader()
-	leader, err := p.applyState(ip, m.now())
+	wasLeader = p.IsLeader()
+	leader, err = p.applyState(ip, m.now())
 	if err != nil {
-		return fmt.Errorf("applying the role of %s-%d: %w", t.Name, ip.Index, err)
+		return nil, false, 0, fmt.Errorf("applying the role of %s-%d: %w", t.Name, ip.Index, err)
 	}
-	m.follow(p, leader)
-	if isLeader := p.IsLeader(); isLeader != wasLeader {
-		m.notifyLeadership(p, isLeader)
-	}
-	return nil
+	return p, wasLeader, leader, nil
 }
 
 func (m *Manager) notifyLeadership(p *Partition, leader bool) {
