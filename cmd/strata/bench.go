@@ -51,6 +51,7 @@ type benchFlags struct {
 	producers   int
 	consumers   int
 	linger      time.Duration
+	txnRecords  int
 	progress    progressFlags
 }
 
@@ -93,6 +94,9 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 		defaultLinger = 0 // else the linger is most of the latency measured
 	}
 	fl.DurationVar(&f.linger, "linger", defaultLinger, "how long a producer waits to fill a batch (0: send at once)")
+	if mode == "produce" {
+		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, committing every N records (0: no transactions)")
+	}
 	f.progress.bind(cmd)
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
@@ -109,8 +113,9 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		RecordSize: f.recordSize, Count: f.count, Duration: f.duration, Rate: f.rate,
 		Acks: f.acks, Compression: f.compression,
 		Producers: f.producers, Consumers: f.consumers, Linger: f.linger,
-		DrainTimeout: s.opts.Timeout,
-		ClientOpts:   append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
+		TransactionRecords: f.txnRecords,
+		DrainTimeout:       s.opts.Timeout,
+		ClientOpts:         append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
 	}
 	if f.acks == "-1" {
 		cfg.Acks = bench.AcksAll

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
 
@@ -51,6 +52,10 @@ func TestValidate(t *testing.T) {
 		{name: "e2e acks 0", mode: "e2e", change: func(c *Config) { c.Acks = AcksNone }, bad: "acks 1 or all"},
 		{name: "negative linger", mode: "produce", change: func(c *Config) { c.Linger = -time.Millisecond }, bad: "linger"},
 		{name: "negative drain", mode: "e2e", change: func(c *Config) { c.DrainTimeout = -time.Second }, bad: "drain"},
+		{name: "transactions", mode: "produce", change: func(c *Config) { c.TransactionRecords = 100 }},
+		{name: "negative transactions", mode: "produce", change: func(c *Config) { c.TransactionRecords = -1 }, bad: "transaction records"},
+		{name: "e2e transactions", mode: "e2e", change: func(c *Config) { c.TransactionRecords = 10 }, bad: "produce runs only"},
+		{name: "transactions acks 1", mode: "produce", change: func(c *Config) { c.TransactionRecords = 10; c.Acks = AcksLeader }, bad: "acks must be all"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig()
@@ -184,6 +189,35 @@ func TestProduceThenConsume(t *testing.T) {
 			t.Fatalf("consume after acks=%s: %+v", acks, got)
 		}
 		checkOrdered(t, got.Latency)
+	}
+}
+
+// TestProduceTransactions checks that a transactional run commits every
+// TransactionRecords records per producer, times each commit, and that a
+// read_committed reader sees every record.
+func TestProduceTransactions(t *testing.T) {
+	brokers := fakeCluster(t)
+	ctx := testCtx(t)
+	c := runConfig(brokers, "txn")
+	c.Count = 500 // 250 per producer: transactions of 100, 100 and 50
+	c.TransactionRecords = 100
+	res, err := Produce(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 500 || res.Failed != 0 || res.TransactionRecords != 100 || res.CommitLatency == nil || res.CommitLatency.Count != 6 {
+		t.Fatalf("transactional run: %+v, commits %+v", res, res.CommitLatency)
+	}
+	checkOrdered(t, *res.CommitLatency)
+	var table bytes.Buffer
+	if err := res.WriteTable(&table); err != nil || !strings.Contains(table.String(), "6 of 100 records") {
+		t.Fatalf("table (%v):\n%s", err, table.String())
+	}
+	c.Count, c.TransactionRecords = 0, 0
+	c.ClientOpts = []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+	got, err := Consume(ctx, c)
+	if err != nil || got.Records != 500 {
+		t.Fatalf("read_committed consume: %+v, %v", got, err)
 	}
 }
 

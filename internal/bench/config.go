@@ -62,6 +62,9 @@ type Config struct {
 	// batch; 0 sends at once. franz-go's default is DefaultLinger.
 	Linger    time.Duration
 	Consumers int // consumer clients (Consume, E2E)
+	// TransactionRecords, when positive, makes every producer transactional:
+	// it commits a transaction every TransactionRecords records (Produce only).
+	TransactionRecords int
 
 	// DrainTimeout bounds how long E2E waits, after the last send, for the
 	// consumers to see every delivered record, and how long Flush may take.
@@ -108,6 +111,12 @@ func (c *Config) Validate(mode string) error {
 		return bad("linger must be within [0, 1m], got %s", c.Linger)
 	case c.DrainTimeout < 0:
 		return bad("drain timeout must not be negative, got %s", c.DrainTimeout)
+	case c.TransactionRecords < 0:
+		return bad("transaction records must not be negative, got %d", c.TransactionRecords)
+	case c.TransactionRecords > 0 && mode != "produce":
+		return bad("transactions are measured by produce runs only")
+	case c.TransactionRecords > 0 && c.Acks != AcksAll:
+		return bad("transactional producers are idempotent: acks must be all")
 	}
 	if _, ok := codecs[c.Compression]; !ok {
 		return bad("compression %q is not none, gzip, snappy, lz4 or zstd", c.Compression)
@@ -157,14 +166,17 @@ func (c *Config) drainTimeout() time.Duration {
 	return DefaultDrainTimeout
 }
 
-// producerOpts are the options of every producer client of the run.
-func (c *Config) producerOpts() []kgo.Opt {
+// producerOpts are the options of producer client i of the run.
+func (c *Config) producerOpts(i int) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.DefaultProduceTopic(c.Topic),
 		kgo.ProducerBatchCompression(codecs[c.Compression]),
 		kgo.RecordDeliveryTimeout(c.drainTimeout()),
 		kgo.ProducerLinger(c.Linger),
+	}
+	if c.TransactionRecords > 0 {
+		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("strata-bench-%s-%d", c.Topic, i)))
 	}
 	switch c.Acks {
 	case AcksAll:

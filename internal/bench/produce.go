@@ -25,11 +25,20 @@ func Produce(ctx context.Context, c Config) (Result, error) {
 	}
 	res.Partitions = int32(len(partitions))
 	rec := newRecorder()
-	sent := c.sendAll(ctx, sendSpec{count: c.Count, duration: c.Duration, rate: c.Rate, latency: rec, progress: true})
+	spec := sendSpec{count: c.Count, duration: c.Duration, rate: c.Rate, latency: rec, progress: true}
+	if c.TransactionRecords > 0 {
+		spec.commits = newRecorder()
+	}
+	sent := c.sendAll(ctx, spec)
 	res.Records, res.Failed = sent.delivered, sent.failed
 	res.Bytes = sent.delivered * int64(c.RecordSize)
 	res.finish(sent.elapsed)
 	res.Latency = rec.summary("send to acknowledgement")
+	if spec.commits != nil {
+		res.TransactionRecords = c.TransactionRecords
+		commits := spec.commits.summary("commit: flush and EndTxn")
+		res.CommitLatency = &commits
+	}
 	return res, sent.err()
 }
 
@@ -53,6 +62,7 @@ type sendSpec struct {
 	rate     int           // records/s in all; 0: unthrottled
 	stamp    bool          // start every value with its due time (E2E)
 	latency  *recorder     // nil: not timed
+	commits  *recorder     // transactional runs: each commit, flush included
 	progress bool          // tell Config.Progress of every delivery
 }
 
@@ -95,7 +105,7 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 	}
 	for i := range c.Producers {
 		wg.Go(func() {
-			cl, err := kgo.NewClient(c.producerOpts()...)
+			cl, err := kgo.NewClient(c.producerOpts(i)...)
 			if err != nil {
 				errOnce.Do(func() { firstErr = err })
 				return
@@ -105,6 +115,12 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 			// context only stops the sending.
 			sendCtx := context.WithoutCancel(ctx)
 			p := pacer{start: start, rate: float64(spec.rate) / float64(c.Producers)}
+			txn := transactor{cl: cl, size: c.TransactionRecords, commits: spec.commits}
+			defer func() {
+				if err := txn.end(sendCtx, c.drainTimeout()); err != nil {
+					errOnce.Do(func() { firstErr = err })
+				}
+			}()
 			for n := int64(0); spec.count == 0 || n < counts[i]; n++ {
 				due := p.next()
 				if spec.rate > 0 && !sleepUntil(ctx, due) {
@@ -116,6 +132,10 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 				}
 				if spec.rate == 0 {
 					due = now
+				}
+				if err := txn.next(sendCtx, c.drainTimeout()); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					break
 				}
 				value := payload
 				if spec.stamp {
@@ -136,6 +156,9 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 					}
 				})
 			}
+			if txn.size > 0 {
+				return // the deferred end flushes and commits
+			}
 			flushCtx, cancel := context.WithTimeout(sendCtx, c.drainTimeout())
 			defer cancel()
 			if err := cl.Flush(flushCtx); err != nil {
@@ -145,6 +168,54 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 	}
 	wg.Wait()
 	return sendTotals{delivered: delivered.Load(), failed: failed.Load(), elapsed: time.Since(start), firstErr: firstErr}
+}
+
+// transactor groups one producer's records into transactions of size records
+// and times each commit; with size 0 it does nothing.
+type transactor struct {
+	cl      *kgo.Client
+	size    int
+	commits *recorder
+	inTxn   int // records in the open transaction
+}
+
+// next is called before each record: it commits a full transaction and begins
+// the next one.
+func (t *transactor) next(ctx context.Context, timeout time.Duration) error {
+	if t.size == 0 {
+		return nil
+	}
+	if t.inTxn == t.size {
+		if err := t.end(ctx, timeout); err != nil {
+			return err
+		}
+	}
+	if t.inTxn == 0 {
+		if err := t.cl.BeginTransaction(); err != nil {
+			return fmt.Errorf("beginning a transaction: %w", err)
+		}
+	}
+	t.inTxn++
+	return nil
+}
+
+// end flushes and commits the open transaction, if any.
+func (t *transactor) end(ctx context.Context, timeout time.Duration) error {
+	if t.size == 0 || t.inTxn == 0 {
+		return nil
+	}
+	t.inTxn = 0
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	if err := t.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing a transaction: %w", err)
+	}
+	if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("committing a transaction: %w", err)
+	}
+	t.commits.record(time.Since(start))
+	return nil
 }
 
 // randomLetters is a value of n random upper-case letters, like the payloads of

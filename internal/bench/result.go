@@ -35,6 +35,9 @@ type Result struct {
 	RecordsPerSec  float64 `json:"records_per_second"`
 	MBPerSec       float64 `json:"mb_per_second"`
 	Latency        Latency `json:"latency"`
+	// Transactional produce runs: records per transaction and commit latency.
+	TransactionRecords int      `json:"transaction_records,omitempty"`
+	CommitLatency      *Latency `json:"commit_latency,omitempty"`
 }
 
 // finish fills in the rates from the counts and the elapsed time.
@@ -80,5 +83,11 @@ func (r Result) WriteTable(w io.Writer) error {
 	row("latency", "%s (%d samples)", l.Of, l.Count)
 	row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", l.P50, l.P99, l.P999)
 	row("  min / mean / max", "%.3f / %.3f / %.3f ms", l.Min, l.Mean, l.Max)
+	if c := r.CommitLatency; c != nil {
+		row("transactions", "%d of %d records", c.Count, r.TransactionRecords)
+		row("commit latency", "%s", c.Of)
+		row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", c.P50, c.P99, c.P999)
+		row("  min / mean / max", "%.3f / %.3f / %.3f ms", c.Min, c.Mean, c.Max)
+	}
 	return tw.Flush()
 }
