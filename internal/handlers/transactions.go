@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,42 +27,11 @@ type Transactions interface {
 // transaction coordinator's source of new ids).
 func (h *Handlers) NextProducerID(ctx context.Context) (int64, error) { return h.nextProducerID(ctx) }
 
-// An implicit add that meets CONCURRENT_TRANSACTIONS is retried on the broker,
-// as Kafka does (add.partitions.to.txn.retry.backoff.ms, 20 ms): a producer's
-// first write of a transaction usually arrives while the coordinator still
-// writes the markers of its previous one. Kafka gives up after 100 ms
-// (add.partitions.to.txn.retry.backoff.max.ms); Strata waits up to 500 ms,
-// because answering early is costly: the client backs off for seconds, and when
-// it had later batches of the transaction in flight they fail with
-// OUT_OF_ORDER_SEQUENCE_NUMBER and the transaction with them (franz-go, seen on
-// a loaded 2-core machine, where completing a transaction took over 100 ms).
-const (
-	joinTxnRetryBackoff = 20 * time.Millisecond
-	joinTxnRetryMax     = 500 * time.Millisecond
-)
-
-// joinTxn adds tps to transaction id on its coordinator (KIP-890's implicit
-// add, for Produce v12+ and TxnOffsetCommit v5+), retrying CONCURRENT_TRANSACTIONS
-// as Kafka does. It answers the coordinator's code (0: the partitions are in the
-// ongoing transaction).
+// joinTxn adds tps to transaction id on its coordinator, here or on the broker
+// leading the id's __transaction_state partition (AddPartitionsToTxn v5): KIP-890's
+// implicit add, for Produce v12+ and TxnOffsetCommit v5+. It answers the
+// coordinator's code (0: the partitions are in the ongoing transaction).
 func (h *Handlers) joinTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition) int16 {
-	deadline := time.Now().Add(joinTxnRetryMax)
-	for {
-		code := h.joinTxnOnce(ctx, id, pid, epoch, tps)
-		if code != kerr.ConcurrentTransactions.Code || time.Now().Add(joinTxnRetryBackoff).After(deadline) {
-			return code
-		}
-		select {
-		case <-ctx.Done():
-			return code
-		case <-time.After(joinTxnRetryBackoff):
-		}
-	}
-}
-
-// joinTxnOnce asks the coordinator once, here or on the broker leading the id's
-// __transaction_state partition (AddPartitionsToTxn v5).
-func (h *Handlers) joinTxnOnce(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition) int16 {
 	if h.cfg.Transactions == nil {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
