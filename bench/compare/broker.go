@@ -30,13 +30,22 @@ type proc struct {
 	logPath string
 }
 
-// spawn starts bin with its output in logPath.
+// brokerCPUs, when set, is the CPU list every broker process runs on
+// (-pin-brokers).
+var brokerCPUs string
+
+// spawn starts bin with its output in logPath, on brokerCPUs if set (taskset
+// execs bin in place: the process keeps its pid).
 func spawn(name, logPath, bin string, args ...string) (*proc, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close() // the child has its own descriptor
+	if brokerCPUs != "" {
+		args = append([]string{"-c", brokerCPUs, bin}, args...)
+		bin = "taskset"
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	p := &proc{name: name, cmd: cmd, exited: make(chan struct{}), logPath: logPath}

@@ -40,6 +40,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,10 +55,13 @@ type options struct {
 	rounds, nodes      int
 	duration, warmup   time.Duration
 	consumeRecords     int64
-	e2eRate            int
+	e2eRates           []int
+	codecs             []string
 	perfRecords        int
 	workdir            string
 	mdOut, jsonOut     string
+	pinBrokers         string // CPUs the brokers run on (taskset -c); "" = anywhere
+	pinClient          string // CPUs this process (the load generator) runs on
 }
 
 func main() {
@@ -70,15 +74,33 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each produce and e2e run")
 	flag.DurationVar(&o.warmup, "warmup", 8*time.Second, "untimed produce runs against each system after start-up (the JIT compiles Kafka's hot paths)")
 	flag.Int64Var(&o.consumeRecords, "consume-records", 250_000, "1 KiB records in the consume topic")
-	flag.IntVar(&o.e2eRate, "e2e-rate", 1000, "records/s of the e2e workload")
+	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
+	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
+	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
+	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
 	flag.IntVar(&o.perfRecords, "perf-records", 300_000, "records ProducerPerformance sends (0: skip it)")
 	flag.StringVar(&o.workdir, "workdir", "", "where the brokers keep their data (default: a temp dir)")
 	flag.StringVar(&o.mdOut, "out", "", "also write the Markdown report here")
 	flag.StringVar(&o.jsonOut, "json", "", "also write every sample as JSON here")
 	flag.Parse()
+	var err error
+	if o.e2eRates, err = parseInts(*e2eRates); err != nil || len(o.e2eRates) == 0 {
+		fmt.Fprintf(os.Stderr, "compare: -e2e-rates %q: want positive integers, comma-separated\n", *e2eRates)
+		os.Exit(2)
+	}
+	if *codecs != "" {
+		o.codecs = strings.Split(*codecs, ",")
+	}
 	if o.jars == "" || o.nodes < 1 || o.rounds < 1 {
 		fmt.Fprintln(os.Stderr, "compare: -kafka-jars is required (run bench/run.sh); -nodes and -rounds must be positive")
 		os.Exit(2)
+	}
+	brokerCPUs = o.pinBrokers
+	if o.pinClient != "" {
+		if err := pinSelf(o.pinClient); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(2)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -90,15 +112,38 @@ func main() {
 
 // workloads are the comparison's rows, in order.
 func workloads(o options) []workload {
-	return []workload{
+	wls := []workload{
 		{name: "produce 100 B, acks=1", slug: "p100-a1", mode: "produce", size: 100, acks: bench.AcksLeader, target: 1.5},
 		{name: "produce 100 B, acks=all", slug: "p100-aall", mode: "produce", size: 100, acks: bench.AcksAll, target: 1.5},
 		{name: "produce 1 KiB, acks=1", slug: "p1k-a1", mode: "produce", size: 1024, acks: bench.AcksLeader, target: 1.5},
 		{name: "produce 1 KiB, acks=all", slug: "p1k-aall", mode: "produce", size: 1024, acks: bench.AcksAll, target: 1.5},
 		{name: "consume 1 KiB", slug: "c1k", mode: "consume", size: 1024, acks: bench.AcksAll, target: 1.5},
-		{name: fmt.Sprintf("e2e 1 KiB at %d/s, acks=all, linger 0", o.e2eRate), slug: "e2e", mode: "e2e", size: 1024,
-			acks: bench.AcksAll, rate: o.e2eRate, lowerIsBetter: true, target: 0.5},
 	}
+	for _, codec := range o.codecs {
+		wls = append(wls,
+			workload{name: "produce 1 KiB " + codec + ", acks=all", slug: "p1k-" + codec, mode: "produce", size: 1024,
+				acks: bench.AcksAll, compression: codec, target: 1.5},
+			workload{name: "consume 1 KiB " + codec, slug: "c1k-" + codec, mode: "consume", size: 1024,
+				acks: bench.AcksAll, compression: codec, target: 1.5})
+	}
+	for _, rate := range o.e2eRates {
+		wls = append(wls, workload{name: fmt.Sprintf("e2e 1 KiB at %d/s, acks=all, linger 0", rate), slug: fmt.Sprintf("e2e-%d", rate),
+			mode: "e2e", size: 1024, acks: bench.AcksAll, rate: rate, lowerIsBetter: true, target: 0.5})
+	}
+	return wls
+}
+
+// parseInts reads positive integers, comma-separated.
+func parseInts(list string) ([]int, error) {
+	var out []int
+	for part := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad value %q", part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // What each pairing's durability really is, printed under its table.
@@ -115,6 +160,8 @@ type report struct {
 	Date        string     `json:"date"`
 	Machine     machine    `json:"machine"`
 	Command     string     `json:"command"`
+	PinBrokers  string     `json:"pin_brokers,omitempty"`
+	PinClient   string     `json:"pin_client,omitempty"`
 	LoadBefore  string     `json:"load_before"`
 	LoadAfter   string     `json:"load_after"`
 	WallSeconds float64    `json:"wall_seconds"`
@@ -127,6 +174,8 @@ func run(ctx context.Context, o options) error {
 		Date:       began.UTC().Format("2006-01-02 15:04 UTC"),
 		Machine:    describeMachine(o.workdir),
 		Command:    strings.Join(os.Args, " "),
+		PinBrokers: o.pinBrokers,
+		PinClient:  o.pinClient,
 		LoadBefore: loadavg(),
 	}
 	logf("machine: %+v", rep.Machine)
@@ -237,8 +286,13 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 					return err
 				}
 				syscall.Sync()
+				cpuBefore, cpuErr := b.cpuSeconds()
 				res, err := runWorkload(ctx, o, wl, round, b.seeds)
+				cpuAfter, cpuErr2 := b.cpuSeconds()
 				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
+				if cpuErr == nil && cpuErr2 == nil {
+					s.BrokerCPUSeconds = cpuAfter - cpuBefore
+				}
 				if err != nil {
 					s.Err = err.Error()
 				}
@@ -282,7 +336,7 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
 		Partitions: 1, ReplicationFactor: int16(o.nodes),
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
-		Acks: wl.acks, Compression: "none", Producers: 1, Consumers: 1,
+		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1,
 		Linger:     bench.DefaultLinger,
 		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka")},
 	}
@@ -329,6 +383,9 @@ func (r *report) writeMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "Run %s on %d CPUs (%s), %s; load average before %s, after %s; %.0f s in all.\n\n",
 		r.Date, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.Disk, r.LoadBefore, r.LoadAfter, r.WallSeconds)
 	fmt.Fprintf(w, "```\n%s\n```\n\n", r.Command)
+	if r.PinBrokers != "" || r.PinClient != "" {
+		fmt.Fprintf(w, "Brokers pinned to CPUs %q, the load generator to %q.\n\n", r.PinBrokers, r.PinClient)
+	}
 	for _, p := range r.Pairings {
 		p.writeTable(w)
 		p.writePerfTests(w)

@@ -17,12 +17,21 @@ type workload struct {
 	mode string // produce, consume or e2e
 	size int
 	acks string
-	rate int // records/s; 0 = unthrottled
+	// compression is the producers' codec; "" = none.
+	compression string
+	rate        int // records/s; 0 = unthrottled
 	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
 	lowerIsBetter bool
 	// target is the Strata/Kafka ratio the issue asks for: at least it for a
 	// throughput, at most it for a latency; 0 = none.
 	target float64
+}
+
+func (w workload) codec() string {
+	if w.compression == "" {
+		return "none"
+	}
+	return w.compression
 }
 
 // metric is the figure a workload is compared on.
@@ -48,7 +57,10 @@ type sample struct {
 	Round    int          `json:"round"`
 	Value    float64      `json:"value"` // the workload's metric
 	Result   bench.Result `json:"result"`
-	Err      string       `json:"error,omitempty"`
+	// BrokerCPUSeconds is the user and system CPU time the broker processes
+	// used during the run (/proc/PID/stat).
+	BrokerCPUSeconds float64 `json:"broker_cpu_seconds"`
+	Err              string  `json:"error,omitempty"`
 }
 
 // pairing is one configuration of the two systems and everything measured in it.
@@ -64,6 +76,7 @@ type pairing struct {
 	Workloads   []workload              `json:"-"`
 	Errors      []string                `json:"errors,omitempty"`
 	resultsByWS map[[2]string][]float64 // (workload, system) -> values in round order
+	cpuPerGBWS  map[[2]string][]float64 // (workload, system) -> broker CPU s per GB of values
 }
 
 // perfTestRun is one run of Kafka's ProducerPerformance.
@@ -84,6 +97,12 @@ func (p *pairing) add(s sample) {
 	}
 	k := [2]string{s.Workload, s.System}
 	p.resultsByWS[k] = append(p.resultsByWS[k], s.Value)
+	if s.BrokerCPUSeconds > 0 && s.Result.Bytes > 0 {
+		if p.cpuPerGBWS == nil {
+			p.cpuPerGBWS = map[[2]string][]float64{}
+		}
+		p.cpuPerGBWS[k] = append(p.cpuPerGBWS[k], s.BrokerCPUSeconds/(float64(s.Result.Bytes)/1e9))
+	}
 }
 
 // median of the values (0 if none).
@@ -135,6 +154,9 @@ func figures(vs []float64) string {
 // rssTarget is the issue's bound on Strata's RSS relative to Kafka's.
 const rssTarget = 0.2
 
+// cpuTarget is the issue's bound on Strata's broker CPU per GB relative to Kafka's.
+const cpuTarget = 0.3
+
 // writeTable prints the pairing as a Markdown table of Strata/Kafka ratios.
 func (p *pairing) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "#### %s (Kafka: %s)\n\n", p.Name, p.Kafka)
@@ -172,6 +194,7 @@ func (p *pairing) writeTable(w io.Writer) {
 		fmt.Fprintf(w, "| startup to first ApiVersions + Metadata | ms | %.0f | %.0f | %.2f | | | |\n", ss, sk, ss/sk)
 	}
 	fmt.Fprintln(w)
+	p.writeCPUTable(w)
 	if p.Note != "" {
 		fmt.Fprintf(w, "%s\n\n", p.Note)
 	}
@@ -183,6 +206,29 @@ func (p *pairing) writeTable(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// writeCPUTable prints the brokers' CPU seconds per GB of record values moved,
+// per workload. Throughput runs are unthrottled, so the two brokers moved
+// different amounts in the same time: per GB is what compares.
+func (p *pairing) writeCPUTable(w io.Writer) {
+	if len(p.cpuPerGBWS) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "| workload | broker CPU s per GB, Strata (median) | Kafka (median) | Strata / Kafka | target | Strata rounds | Kafka rounds |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, wl := range p.Workloads {
+		s := p.cpuPerGBWS[[2]string{wl.name, "strata"}]
+		k := p.cpuPerGBWS[[2]string{wl.name, "kafka"}]
+		if len(s) == 0 || len(k) == 0 {
+			continue
+		}
+		ms, mk := median(s), median(k)
+		ratio := ms / mk
+		fmt.Fprintf(w, "| %s | %s | %s | **%.2f** | <= %.2g: %s | %s | %s |\n",
+			wl.name, figure(ms), figure(mk), ratio, cpuTarget, verdict(ratio, cpuTarget, true), figures(s), figures(k))
+	}
+	fmt.Fprintln(w)
 }
 
 // writePerfTests prints the ProducerPerformance runs.

@@ -137,7 +137,9 @@ func TestPairingTable(t *testing.T) {
 		RSSKiB:    map[string]int64{"strata": 10 << 10, "kafka": 100 << 10}, PeakRSSKiB: map[string]int64{}}
 	for i, v := range []float64{300, 100, 200, 100, 250, 100} { // strata, kafka, ...
 		sys := []string{"strata", "kafka"}[i%2]
-		p.add(sample{Workload: "produce", System: sys, Round: i/2 + 1, Value: v})
+		// Each run moved 2 GB; Strata used 1 s of CPU, Kafka 4 s.
+		cpu := []float64{1, 4}[i%2]
+		p.add(sample{Workload: "produce", System: sys, Round: i/2 + 1, Value: v, BrokerCPUSeconds: cpu, Result: bench.Result{Bytes: 2e9}})
 	}
 	p.add(sample{Workload: "e2e", System: "strata", Round: 1, Value: 30, Result: bench.Result{}})
 	p.add(sample{Workload: "e2e", System: "kafka", Round: 1, Value: 40})
@@ -149,6 +151,7 @@ func TestPairingTable(t *testing.T) {
 		"| e2e | p99 ms | 30 | 40 | **0.75** | <= 0.5: **not met** |",
 		"| broker RSS after the runs | MiB | 10 | 100 | **0.10** | <= 0.2: met |",
 		"| startup to first ApiVersions + Metadata | ms | 100 | 1000 | 0.10 |",
+		"| produce | 0.5 | 2 | **0.25** | <= 0.3: met | 0.5 / 0.5 / 0.5 | 2 / 2 / 2 |",
 		"- e2e, kafka, round 2: broker gone",
 	} {
 		if !strings.Contains(out.String(), want) {
