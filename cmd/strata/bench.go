@@ -52,6 +52,7 @@ type benchFlags struct {
 	consumers   int
 	linger      time.Duration
 	txnRecords  int
+	fanout      int
 	progress    progressFlags
 }
 
@@ -96,6 +97,7 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 	fl.DurationVar(&f.linger, "linger", defaultLinger, "how long a producer waits to fill a batch (0: send at once)")
 	if mode == "produce" {
 		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, committing every N records (0: no transactions)")
+		fl.IntVar(&f.fanout, "fanout", 0, "readers that each read every record while it is produced, as that many consumer groups would")
 	}
 	f.progress.bind(cmd)
 	completeValues(cmd, "acks", "all", "1", "0")
@@ -113,9 +115,9 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		RecordSize: f.recordSize, Count: f.count, Duration: f.duration, Rate: f.rate,
 		Acks: f.acks, Compression: f.compression,
 		Producers: f.producers, Consumers: f.consumers, Linger: f.linger,
-		TransactionRecords: f.txnRecords,
-		DrainTimeout:       s.opts.Timeout,
-		ClientOpts:         append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
+		TransactionRecords: f.txnRecords, Fanout: f.fanout,
+		DrainTimeout: s.opts.Timeout,
+		ClientOpts:   append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
 	}
 	if f.acks == "-1" {
 		cfg.Acks = bench.AcksAll

@@ -53,6 +53,9 @@ func TestValidate(t *testing.T) {
 		{name: "negative linger", mode: "produce", change: func(c *Config) { c.Linger = -time.Millisecond }, bad: "linger"},
 		{name: "negative drain", mode: "e2e", change: func(c *Config) { c.DrainTimeout = -time.Second }, bad: "drain"},
 		{name: "transactions", mode: "produce", change: func(c *Config) { c.TransactionRecords = 100 }},
+		{name: "fan-out", mode: "produce", change: func(c *Config) { c.Fanout = 5 }},
+		{name: "negative fan-out", mode: "produce", change: func(c *Config) { c.Fanout = -1 }, bad: "fan-out"},
+		{name: "e2e fan-out", mode: "e2e", change: func(c *Config) { c.Fanout = 2 }, bad: "produce runs only"},
 		{name: "negative transactions", mode: "produce", change: func(c *Config) { c.TransactionRecords = -1 }, bad: "transaction records"},
 		{name: "e2e transactions", mode: "e2e", change: func(c *Config) { c.TransactionRecords = 10 }, bad: "produce runs only"},
 		{name: "transactions acks 1", mode: "produce", change: func(c *Config) { c.TransactionRecords = 10; c.Acks = AcksLeader }, bad: "acks must be all"},
@@ -218,6 +221,23 @@ func TestProduceTransactions(t *testing.T) {
 	got, err := Consume(ctx, c)
 	if err != nil || got.Records != 500 {
 		t.Fatalf("read_committed consume: %+v, %v", got, err)
+	}
+}
+
+// TestProduceFanout: every fan-out reader reads every delivered record of the
+// run, and none from before it.
+func TestProduceFanout(t *testing.T) {
+	brokers := fakeCluster(t)
+	ctx := testCtx(t)
+	c := runConfig(brokers, "fanout")
+	c.Count = 300
+	if _, err := Produce(ctx, c); err != nil { // records the readers must not see
+		t.Fatal(err)
+	}
+	c.Fanout = 3
+	res, err := Produce(ctx, c)
+	if err != nil || res.Records != 300 || res.Fanout != 3 || res.FanoutFewestRead != 300 {
+		t.Fatalf("fan-out run: %+v, %v", res, err)
 	}
 }
 

@@ -65,6 +65,9 @@ type Config struct {
 	// TransactionRecords, when positive, makes every producer transactional:
 	// it commits a transaction every TransactionRecords records (Produce only).
 	TransactionRecords int
+	// Fanout, when positive, is how many readers each read every record a
+	// Produce run writes, while it runs (the design's fan-out to consumer groups).
+	Fanout int
 
 	// DrainTimeout bounds how long E2E waits, after the last send, for the
 	// consumers to see every delivered record, and how long Flush may take.
@@ -115,6 +118,10 @@ func (c *Config) Validate(mode string) error {
 		return bad("transaction records must not be negative, got %d", c.TransactionRecords)
 	case c.TransactionRecords > 0 && mode != "produce":
 		return bad("transactions are measured by produce runs only")
+	case c.Fanout < 0:
+		return bad("fan-out readers must not be negative, got %d", c.Fanout)
+	case c.Fanout > 0 && mode != "produce":
+		return bad("fan-out readers are measured by produce runs only")
 	case c.TransactionRecords > 0 && c.Acks != AcksAll:
 		return bad("transactional producers are idempotent: acks must be all")
 	}

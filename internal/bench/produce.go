@@ -24,12 +24,23 @@ func Produce(ctx context.Context, c Config) (Result, error) {
 		return res, err
 	}
 	res.Partitions = int32(len(partitions))
+	var readers *fanout
+	if c.Fanout > 0 {
+		if readers, err = c.startFanout(ctx, partitions); err != nil {
+			return res, err
+		}
+	}
 	rec := newRecorder()
 	spec := sendSpec{count: c.Count, duration: c.Duration, rate: c.Rate, latency: rec, progress: true}
 	if c.TransactionRecords > 0 {
 		spec.commits = newRecorder()
 	}
 	sent := c.sendAll(ctx, spec)
+	var fanoutErr error
+	if readers != nil {
+		res.Fanout = c.Fanout
+		res.FanoutFewestRead, fanoutErr = readers.finish(sent.delivered, c.drainTimeout())
+	}
 	res.Records, res.Failed = sent.delivered, sent.failed
 	res.Bytes = sent.delivered * int64(c.RecordSize)
 	res.finish(sent.elapsed)
@@ -39,7 +50,10 @@ func Produce(ctx context.Context, c Config) (Result, error) {
 		commits := spec.commits.summary("commit: flush and EndTxn")
 		res.CommitLatency = &commits
 	}
-	return res, sent.err()
+	if err := sent.err(); err != nil {
+		return res, err
+	}
+	return res, fanoutErr
 }
 
 // result starts a Result with the run's settings.

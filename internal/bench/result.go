@@ -38,6 +38,10 @@ type Result struct {
 	// Transactional produce runs: records per transaction and commit latency.
 	TransactionRecords int      `json:"transaction_records,omitempty"`
 	CommitLatency      *Latency `json:"commit_latency,omitempty"`
+	// Produce runs with fan-out readers: how many, and the fewest records any
+	// of them read (every delivered record, unless the run failed).
+	Fanout           int   `json:"fanout_readers,omitempty"`
+	FanoutFewestRead int64 `json:"fanout_fewest_read,omitempty"`
 }
 
 // finish fills in the rates from the counts and the elapsed time.
@@ -67,6 +71,9 @@ func (r Result) WriteTable(w io.Writer) error {
 	}
 	if r.Consumers > 0 {
 		row("consumers", "%d", r.Consumers)
+	}
+	if r.Fanout > 0 {
+		row("fan-out", "%d readers, each read at least %d records", r.Fanout, r.FanoutFewestRead)
 	}
 	if r.Prefilled > 0 {
 		row("prefilled", "%d records (untimed)", r.Prefilled)
