@@ -43,17 +43,19 @@ func dialProbe(ctx context.Context, addr string) error {
 func isRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // BrokerLinkClosed tells the active controller that the controller-link
-// connection on which broker id's registration epoch last heartbeated has
-// closed. The broker becomes a suspect: it is probed until it heartbeats
-// again, and fenced at once if the probe is refused. Any node may be told;
-// only the active controller acts.
+// connection on which broker id's registration epoch (-1: its current one)
+// last heartbeated or registered has closed. The broker becomes a suspect: it
+// is probed until it heartbeats again, and fenced at once if the probe is
+// refused. Any node may be told; only the active controller acts.
 func (c *Controller) BrokerLinkClosed(id int32, epoch int64) {
 	if !c.IsLeader() {
 		return
 	}
-	if b := c.Image().Broker(id); b == nil || b.Epoch != epoch || b.Fenced {
+	b := c.Image().Broker(id)
+	if b == nil || b.Fenced || (epoch != -1 && b.Epoch != epoch) {
 		return
 	}
+	epoch = b.Epoch
 	now := c.cfg.clock()
 	c.sessions(now).linkClosed(id, epoch, now)
 	c.wakeSupervisor()

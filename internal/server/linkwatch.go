@@ -23,7 +23,7 @@ type brokerLinks struct {
 }
 
 // brokerConn is the connection and registration epoch of a broker's latest
-// heartbeat.
+// heartbeat (-1 for a registration: the current one).
 type brokerConn struct {
 	conn  uint64
 	epoch int64
@@ -35,14 +35,25 @@ func newBrokerLinks(closed func(id int32, epoch int64)) *brokerLinks {
 	return l
 }
 
-// OnRequest implements protocol.RequestHook.
+// OnRequest implements protocol.RequestHook. A registration counts as a
+// heartbeat of whatever epoch it is given (-1): a broker killed before its
+// first heartbeat is noticed too. A connection wrongly taken for a broker's
+// costs nothing but a probe that its broker accepts.
 func (l *brokerLinks) OnRequest(c *protocol.ConnInfo, r *protocol.Request) {
-	hb, ok := r.Msg.(*kmsg.BrokerHeartbeatRequest)
-	if !ok {
+	var (
+		id    int32
+		epoch int64
+	)
+	switch req := r.Msg.(type) {
+	case *kmsg.BrokerHeartbeatRequest:
+		id, epoch = req.BrokerID, req.BrokerEpoch
+	case *kmsg.BrokerRegistrationRequest:
+		id, epoch = req.BrokerID, -1
+	default:
 		return
 	}
 	l.mu.Lock()
-	l.mu.latest[hb.BrokerID] = brokerConn{conn: c.ID, epoch: hb.BrokerEpoch}
+	l.mu.latest[id] = brokerConn{conn: c.ID, epoch: epoch}
 	l.mu.Unlock()
 }
 
