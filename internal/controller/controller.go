@@ -198,6 +198,15 @@ type Controller struct {
 		sync.Mutex
 		inFlight map[int32]bool
 	}
+	// lw is the leader watch of a follower voter (leader_watch.go).
+	lw struct {
+		sync.Mutex
+		w       leaderWatch
+		probing bool
+		// stagger is this node's random part of the silence after which it
+		// stands for election, drawn once.
+		stagger time.Duration
+	}
 }
 
 // Start opens (or creates) the controller's state in cfg.DataDir and starts

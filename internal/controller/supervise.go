@@ -20,11 +20,12 @@ func (c *Controller) sessions(now time.Time) *liveness {
 	return c.live
 }
 
-// superviseBrokers runs for the controller's lifetime and acts only while this
-// node is the active controller: every probeInterval (and whenever woken) it
-// probes suspect brokers (probe.go) and fences brokers whose session is over,
-// and every LeaderImbalanceCheckInterval (if set) it moves leadership back to
-// preferred replicas.
+// superviseBrokers runs for the controller's lifetime. Every probeInterval
+// (and whenever woken) it runs the leader watch of a follower voter
+// (leader_watch.go) and, while this node is the active controller, probes
+// suspect brokers (probe.go) and fences brokers whose session is over. Every
+// LeaderImbalanceCheckInterval (if set) the active controller moves
+// leadership back to preferred replicas.
 func (c *Controller) superviseBrokers() {
 	defer c.wg.Done()
 	check := time.NewTicker(min(max(c.cfg.SessionTimeout/8, minSessionCheck), probeInterval))
@@ -47,6 +48,7 @@ func (c *Controller) superviseBrokers() {
 			}
 			continue
 		}
+		c.watchLeader()
 		if c.IsLeader() {
 			c.probeSuspects()
 			c.logDutyError("fencing expired brokers", c.fenceExpired())
