@@ -344,11 +344,9 @@ func (p *fakeProbe) probe(_ context.Context, addr string) error {
 	return nil
 }
 
-// TestDeadBrokerFencedAtOnce: a broker whose link closed is fenced as soon as
-// a probe of its address is refused, with the session clock standing still;
-// one whose probe is accepted (a paused process) waits for its session
-// timeout.
-func TestDeadBrokerFencedAtOnce(t *testing.T) {
+// probedCluster is a sessionCluster whose probes fakeProbe answers, with
+// brokers 1-3 registered, heartbeating and holding the topics of setupBrokers.
+func probedCluster(t *testing.T) (*fakeClock, *fakeProbe, *cluster) {
 	clock := newFakeClock()
 	probes := &fakeProbe{}
 	cl := sessionCluster(t, clock, func(c *Config) { c.probe = probes.probe })
@@ -356,6 +354,15 @@ func TestDeadBrokerFencedAtOnce(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		cl.heartbeat(id, false)
 	}
+	return clock, probes, cl
+}
+
+// TestDeadBrokerFencedAtOnce: a broker whose link closed is fenced as soon as
+// a probe of its address is refused, with the session clock standing still;
+// one whose probe is accepted (a paused process) waits for its session
+// timeout.
+func TestDeadBrokerFencedAtOnce(t *testing.T) {
+	clock, probes, cl := probedCluster(t)
 	ctrl := cl.nodes[cl.leader()]
 	var alive int32 = 1
 	if ctrl.cfg.NodeID == alive {
@@ -405,13 +412,7 @@ func TestDeadBrokerFencedAtOnce(t *testing.T) {
 // the dead node's broker as soon as its address refuses connections, and no
 // live broker, although none has heartbeated to it yet.
 func TestControllerFailoverFencesDeadBrokerAtOnce(t *testing.T) {
-	clock := newFakeClock()
-	probes := &fakeProbe{}
-	cl := sessionCluster(t, clock, func(c *Config) { c.probe = probes.probe })
-	setupBrokers(t, cl, 2)
-	for id := int32(1); id <= 3; id++ {
-		cl.heartbeat(id, false)
-	}
+	_, probes, cl := probedCluster(t)
 	old := cl.leader()
 	dead := int32(old + 1)
 	probes.setDead(string(cl.addrs[old]))
