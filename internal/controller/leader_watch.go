@@ -14,10 +14,9 @@ import (
 // 1-2s at the defaults). When the leader's process is gone that wait is
 // needless, and the leader watch shortens it, on each follower voter:
 //
-//  1. When the leader has been silent for suspectLeaderAfter (three of the
-//     leader's heartbeat periods of HeartbeatTimeout/10), the follower probes
-//     the leader's address, as the active controller probes brokers
-//     (probe.go).
+//  1. When the leader has been silent for 3*HeartbeatTimeout/10 (three of
+//     the leader's heartbeat periods), the follower probes the leader's
+//     address, as the active controller probes brokers (probe.go).
 //  2. If the probe is refused, no process listens there. Once the leader has
 //     been silent for LeaderLeaseTimeout (after which a live leader without
 //     its quorum steps down anyway) plus a random stagger of up to another
@@ -32,9 +31,10 @@ import (
 //     configured timeouts come back.
 //
 // A paused or cut-off leader is never proven dead (its kernel accepts the
-// probe, or the probe times out): the followers wait their usual timeout. A
-// node without the shortened timeouts of a sole voter (sole_voter.go) or
-// with a lease as long as its heartbeat timeout does not watch.
+// probe, or the probe times out): the followers wait their usual timeout.
+// There is nothing to watch while a sole voter's shortened timeouts are in
+// force (sole_voter.go), or when the lease is as long as the heartbeat
+// timeout (nothing to lower).
 
 // leaderWatch is one follower's state of the watch. Only step changes it.
 type leaderWatch struct {
@@ -87,7 +87,8 @@ func (w *leaderWatch) step(in watchInput, suspectAfter, lowerAfter time.Duration
 	return watchNothing
 }
 
-// refusedBy notes that a probe of leader's address was refused.
+// refusedBy notes that a probe of leader's address was refused (ignored
+// while lowered: the election is under way).
 func (w *leaderWatch) refusedBy(leader raft.ServerID) {
 	if !w.lowered {
 		w.refused = leader
