@@ -42,8 +42,8 @@ type Config struct {
 	Authorizer func() *acl.Authorizer
 	// OnAuthentication, when set, is told about every credential check.
 	OnAuthentication func(scheme string, ok bool)
-	// Audit receives the audit lines (authentication failures, denials); nil
-	// discards.
+	// Audit receives the audit lines (authentication failures, denials), each
+	// with event and result attributes; nil discards.
 	Audit *slog.Logger
 	// Now is the clock of the Basic cache; nil means time.Now.
 	Now func() time.Time
@@ -81,7 +81,7 @@ func New(cfg Config) *Guard {
 	if cfg.Audit == nil {
 		cfg.Audit = slog.New(slog.DiscardHandler)
 	}
-	g := &Guard{cfg: cfg, audit: cfg.Audit.With("audit", true), secret: make([]byte, 32)}
+	g := &Guard{cfg: cfg, audit: cfg.Audit, secret: make([]byte, 32)}
 	rand.Read(g.secret)
 	g.cache.ok = make(map[[sha256.Size]byte]time.Time)
 	return g
@@ -337,4 +337,13 @@ func remoteHost(addr string) string {
 		return addr
 	}
 	return host
+}
+
+// RequireCreateTopic is CreateTopics' rule: CREATE on the cluster, else CREATE on
+// the topic.
+func RequireCreateTopic(r *http.Request, topic string) *Denial {
+	if Check(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, acl.ClusterName) {
+		return nil
+	}
+	return Require(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, topic)
 }
