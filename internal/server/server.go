@@ -305,7 +305,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		return nil, err
 	}
 	n.kafka = &protocol.Server{
-		Handler:         n.metrics.InstrumentHandler(h),
+		Handler:         n.metrics.InstrumentHandler(n.auditChanges(h)),
 		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.Versions(),
 		MaxRequestBytes: cfg.MaxRequestBytes,
