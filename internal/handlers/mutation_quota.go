@@ -123,12 +123,7 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			return ok
 		})
 		req.Topics = keep(req.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
-			name := ""
-			if t.Topic != nil {
-				name = *t.Topic
-			} else if tp := img.TopicByID(metadata.UUID(t.TopicID)); tp != nil {
-				name = tp.Name
-			}
+			name := deletedTopicName(img, t)
 			ok := admit(partitionsOf(name), strict)
 			if !ok {
 				refuse(name, t.TopicID)
@@ -157,4 +152,16 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		resp.Throttle = max(resp.Throttle, throttle)
 		return resp
 	}
+}
+
+// deletedTopicName is the name of a DeleteTopics v6+ topic, given by name or by
+// id; "" for an id the image does not know.
+func deletedTopicName(img *metadata.Image, t kmsg.DeleteTopicsRequestTopic) string {
+	if t.Topic != nil {
+		return *t.Topic
+	}
+	if tp := img.TopicByID(metadata.UUID(t.TopicID)); tp != nil {
+		return tp.Name
+	}
+	return ""
 }

@@ -210,23 +210,5 @@ func TestHTTPAuth(t *testing.T) {
 // httpAuthCount reads strata_http_authentications_total for scheme and result.
 func httpAuthCount(t *testing.T, n *Node, scheme, result string) float64 {
 	t.Helper()
-	families, err := n.metrics.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "strata_http_authentications_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["scheme"] == scheme && labels["result"] == result {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return counterValue(t, n, "strata_http_authentications_total", map[string]string{"scheme": scheme, "result": result})
 }

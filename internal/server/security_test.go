@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -271,20 +272,27 @@ func TestClusterSASLSSL(t *testing.T) {
 // authCount reads strata_sasl_authentications_total for mechanism and result.
 func authCount(t *testing.T, n *Node, mechanism, result string) float64 {
 	t.Helper()
+	return counterValue(t, n, "strata_sasl_authentications_total", map[string]string{"mechanism": mechanism, "result": result})
+}
+
+// counterValue reads the counter name of n's metrics with exactly labels (0
+// when it has not been counted).
+func counterValue(t *testing.T, n *Node, name string, labels map[string]string) float64 {
+	t.Helper()
 	families, err := n.metrics.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "strata_sasl_authentications_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
+			got := map[string]string{}
 			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+				got[l.GetName()] = l.GetValue()
 			}
-			if labels["mechanism"] == mechanism && labels["result"] == result {
+			if maps.Equal(got, labels) {
 				return m.GetCounter().GetValue()
 			}
 		}
