@@ -88,7 +88,10 @@ type Config struct {
 	SuperUsers string
 	// AllowEveryoneIfNoACL allows operations on resources no ACL names
 	// (allow.everyone.if.no.acl.found); off: only super users pass.
-	AllowEveryoneIfNoACL  bool
+	AllowEveryoneIfNoACL bool
+	// MetricsAuth puts /metrics behind the HTTP guard (credentials with SASL on,
+	// DESCRIBE on the cluster with an authorizer); off, /metrics stays open.
+	MetricsAuth           bool
 	LogLevel              string
 	LogFormat             string // text | json
 	ShutdownTimeout       time.Duration
@@ -198,6 +201,7 @@ func (c *Config) options() []option {
 		{"authorizer", "authorization: acl (ACLs managed with CreateAcls/DeleteAcls), or empty for none", stringValue{&c.Authorizer}},
 		{"super-users", "principals allowed everything with --authorizer, e.g. User:admin,User:broker", stringValue{&c.SuperUsers}},
 		{"allow-everyone-if-no-acl", "with --authorizer, allow operations on resources no ACL names (allow.everyone.if.no.acl.found)", boolValue{&c.AllowEveryoneIfNoACL}},
+		{"metrics-auth", "with SASL or --authorizer, /metrics needs credentials and DESCRIBE on the cluster (default: open)", boolValue{&c.MetricsAuth}},
 		{"log-level", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"log-format", "text or json", stringValue{&c.LogFormat}},
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},

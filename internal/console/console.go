@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 )
@@ -49,6 +50,9 @@ type Config struct {
 	// must work from any node (resetting a group's offsets).
 	Admin  *kadm.Client
 	Logger *slog.Logger
+	// Guard, when set, authenticates and authorizes every page (access.go); nil
+	// serves everyone.
+	Guard *httpauth.Guard
 	// Now is the clock for rates; nil means time.Now.
 	Now func() time.Time
 }
@@ -80,21 +84,35 @@ func New(cfg Config) *Console {
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, pages: parsePages(), rates: newRateSampler(time.Second)}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /console/{$}", c.overview)
-	mux.HandleFunc("GET /console/topics", c.topics)
-	mux.HandleFunc("GET /console/topics/new", c.newTopicForm)
-	mux.HandleFunc("POST /console/topics", c.createTopic)
-	mux.HandleFunc("GET /console/topics/{topic}", c.topic)
-	mux.HandleFunc("GET /console/topics/{topic}/records", c.records)
-	mux.HandleFunc("GET /console/groups", c.groups)
-	mux.HandleFunc("GET /console/groups/{group}", c.group)
-	mux.HandleFunc("POST /console/groups/{group}/offsets", c.resetOffsets)
-	mux.HandleFunc("GET /console/api/topics/{topic}", c.topicJSON)
-	mux.HandleFunc("GET /console/api/groups/{group}/lag", c.lagJSON)
-	mux.Handle("GET /console/static/", http.StripPrefix("/console/", staticFiles()))
-	mux.HandleFunc("/console/", c.notFound)
+	for _, rt := range c.routes() {
+		mux.Handle(rt.pattern, cfg.Guard.Wrap(access[rt.pattern], c.writeGuardError, rt.h))
+	}
 	c.mux = http.NewCrossOriginProtection().Handler(mux)
 	return c
+}
+
+// route is one page or endpoint; the table is the single registry of them.
+type route struct {
+	pattern string
+	h       http.Handler
+}
+
+func (c *Console) routes() []route {
+	return []route{
+		{"GET /console/{$}", http.HandlerFunc(c.overview)},
+		{"GET /console/topics", http.HandlerFunc(c.topics)},
+		{"GET /console/topics/new", http.HandlerFunc(c.newTopicForm)},
+		{"POST /console/topics", http.HandlerFunc(c.createTopic)},
+		{"GET /console/topics/{topic}", http.HandlerFunc(c.topic)},
+		{"GET /console/topics/{topic}/records", http.HandlerFunc(c.records)},
+		{"GET /console/groups", http.HandlerFunc(c.groups)},
+		{"GET /console/groups/{group}", http.HandlerFunc(c.group)},
+		{"POST /console/groups/{group}/offsets", http.HandlerFunc(c.resetOffsets)},
+		{"GET /console/api/topics/{topic}", http.HandlerFunc(c.topicJSON)},
+		{"GET /console/api/groups/{group}/lag", http.HandlerFunc(c.lagJSON)},
+		{"GET /console/static/", http.StripPrefix("/console/", staticFiles())},
+		{"/console/", http.HandlerFunc(c.notFound)},
+	}
 }
 
 // Config is the configuration the console was built with (to serve a variant of

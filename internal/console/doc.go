@@ -31,6 +31,9 @@
 // elsewhere show as unknown) and the groups it coordinates. POSTs must come from
 // the console's own origin (cross-origin form posts are refused).
 //
+// With Config.Guard set (SASL or an authorizer on the node), every page needs a
+// signed-in principal and the ACLs its access rule names (access.go).
+//
 // Concurrency: a Console is safe for concurrent use; handlers share only the rate
 // sampler, which has its own mutex.
 package console

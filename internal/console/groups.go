@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/httpauth"
 )
 
 // Request versions the console uses with the coordinator (all within
@@ -296,6 +297,10 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 		}
 		pg.Form, pg.Error = form, msg
 		c.render(w, status, "group", pg)
+	}
+	if d := httpauth.Require(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, form.Topic); d != nil {
+		fail(http.StatusForbidden, d.Message)
+		return
 	}
 	spec, err := c.resetSpec(form)
 	if err != nil {

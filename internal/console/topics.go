@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -309,6 +310,10 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
 		pg := newTopicPage{base: c.base("Create topic", "topics"), Form: form}
 		pg.Error = err.Error()
 		c.render(w, status, "newtopic", pg)
+	}
+	if d := httpauth.RequireCreateTopic(r, form.Name); d != nil {
+		fail(http.StatusForbidden, d)
+		return
 	}
 	ct, err := form.parse()
 	if err != nil {

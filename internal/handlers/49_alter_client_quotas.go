@@ -1,7 +1,8 @@
 package handlers
 
 // AlterClientQuotas (key 49), v0-v1 (v1 flexible): sets and removes
-// producer_byte_rate and consumer_byte_rate of users, client ids and user/client
+// producer_byte_rate, consumer_byte_rate and controller_mutation_rate (KIP-599,
+// mutation_quota.go) of users, client ids and user/client
 // id pairs (a null name is the default entity), through the active controller
 // (forwarded when this node is not it). One result per entry, all or nothing per
 // entry: INVALID_REQUEST for an unknown entity type or key or a value that is not

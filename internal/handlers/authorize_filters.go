@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
-	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -63,12 +62,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			return ok
 		})
 		req.Topics = keep(req.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
-			name := ""
-			if t.Topic != nil {
-				name = *t.Topic
-			} else if tp := img.TopicByID(metadata.UUID(t.TopicID)); tp != nil {
-				name = tp.Name
-			}
+			name := deletedTopicName(img, t)
 			ok := name == "" || deletable(name) // an unknown id is the handler's to report
 			if !ok {
 				deny(name, t.TopicID)

@@ -160,7 +160,11 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 		return resp
 	}
 	merge := h.filterRequest(ctx, c, r)
+	limited := h.limitMutations(ctx, c, r) // mutation_quota.go
 	resp := a.serve(h, ctx, c, r)
+	if limited != nil {
+		resp = limited(resp)
+	}
 	if merge == nil {
 		return resp
 	}

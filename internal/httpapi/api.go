@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/api"
+	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	// WaitTimeout bounds how long a topic change waits to show in this node's
 	// metadata image before the answer is sent anyway (default 10s).
 	WaitTimeout time.Duration
+	// Guard, when set, authenticates and authorizes every request (access.go);
+	// nil serves everyone, as without security.
+	Guard *httpauth.Guard
 	// TopicWait bounds how long a request naming a topic this node's image does
 	// not have waits for it (default 500ms): a topic created through another
 	// node reaches this one's image a moment after that node answered.
@@ -160,9 +164,9 @@ var routes = []route{
 // Register mounts every endpoint on mux.
 func (a *API) Register(mux *http.ServeMux) {
 	for _, rt := range routes {
-		mux.HandleFunc(rt.method+" "+rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(rt.method+" "+rt.pattern, a.guarded(rt, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt.serve(a, w, r)
-		})
+		})))
 	}
 }
 

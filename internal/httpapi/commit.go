@@ -94,6 +94,9 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call, aerr := parseCommit(body)
+	if aerr == nil {
+		aerr = authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, call.key.group)
+	}
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -119,6 +122,11 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		aerr = a.checkPartition(r.Context(), call.topic, call.partition)
 		offsets = map[string]map[int32]kgo.EpochOffset{call.topic: {call.partition: {Epoch: -1, Offset: call.offset}}}
+	}
+	for topic := range offsets {
+		if aerr == nil {
+			aerr = authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, topic)
+		}
 	}
 	if aerr == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), defaultTimeout)

@@ -72,6 +72,12 @@
 // active group), 413 too large, 503 no leader or too few in-sync replicas, 504
 // timeouts. Bad input never gets a 500.
 //
+// # Access control
+//
+// With Config.Guard set, every route but /openapi.json needs credentials when SASL
+// is on, and the caller's principal is authorized with the node's ACLs before the
+// API calls on the cluster (access.go); the embedded clients act as the node.
+//
 // # Concurrency
 //
 // Every handler is safe for concurrent use. The consumer registry's mutex guards

@@ -87,6 +87,9 @@ var kafkaStatus = map[int16]int{
 	kerr.LeaderNotAvailable.Code:           http.StatusServiceUnavailable,
 	kerr.NotLeaderForPartition.Code:        http.StatusServiceUnavailable,
 	kerr.KafkaStorageError.Code:            http.StatusServiceUnavailable,
+	kerr.TopicAuthorizationFailed.Code:     http.StatusForbidden,
+	kerr.GroupAuthorizationFailed.Code:     http.StatusForbidden,
+	kerr.ClusterAuthorizationFailed.Code:   http.StatusForbidden,
 }
 
 // fromKafka is the answer for a Kafka error code.

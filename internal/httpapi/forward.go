@@ -85,8 +85,10 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request, body []byte, addr 
 		writeError(w, errorf(http.StatusInternalServerError, codeInternal, "forwarding to %s: %v", addr, err))
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		req.Header.Set("Content-Type", ct)
+	for _, h := range []string{"Content-Type", "Authorization"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
 	}
 	req.Header.Set(forwardedHeader, a.cfg.AdvertisedAddr)
 	resp, err := a.forwarder.Do(req)

@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type groupSummary struct {
@@ -27,7 +30,11 @@ func (a *API) handleListGroups(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ans := groupList{Groups: []groupSummary{}}
+	all := httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 	for _, g := range listed {
+		if !all && !httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+			continue
+		}
 		ans.Groups = append(ans.Groups, groupSummary{g.Group, g.State, g.ProtocolType})
 	}
 	slices.SortFunc(ans.Groups, func(a, b groupSummary) int { return strings.Compare(a.Group, b.Group) })

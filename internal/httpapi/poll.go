@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Poll limits and defaults.
@@ -246,6 +247,12 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	var call pollCall
 	if aerr == nil {
 		call, aerr = parsePoll(r.URL.Query(), body)
+	}
+	if aerr == nil {
+		aerr = authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, call.opts.topic)
+	}
+	if aerr == nil {
+		aerr = authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, call.key.group)
 	}
 	if aerr == nil && a.topic(r.Context(), call.opts.topic) == nil {
 		aerr = unknownTopic(call.opts.topic)

@@ -247,6 +247,9 @@ func (a *API) handleProduce(w http.ResponseWriter, r *http.Request) {
 	}
 	call, aerr := parseProduce(body)
 	if aerr == nil {
+		aerr = authorize(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, call.topic)
+	}
+	if aerr == nil {
 		aerr = a.prepare(r.Context(), &call)
 	}
 	if aerr != nil {

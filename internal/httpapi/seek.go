@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/admin"
 )
@@ -94,6 +95,9 @@ func (a *API) handleSeek(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call, aerr := parseSeek(r.PathValue("group"), body)
+	if aerr == nil {
+		aerr = authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, call.topic)
+	}
 	if aerr != nil {
 		writeError(w, aerr)
 		return

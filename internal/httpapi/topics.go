@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -110,6 +112,9 @@ func (a *API) handleCreateTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call, aerr := parseCreateTopic(body)
+	if aerr == nil {
+		aerr = denied(httpauth.RequireCreateTopic(r, call.topic))
+	}
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -200,9 +205,12 @@ type topicList struct {
 	Topics []topicSummary `json:"topics"`
 }
 
-func (a *API) handleListTopics(w http.ResponseWriter, _ *http.Request) {
+func (a *API) handleListTopics(w http.ResponseWriter, r *http.Request) {
 	ans := topicList{Topics: []topicSummary{}}
 	for _, t := range a.cfg.Cluster.Image().Topics() {
+		if !httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+			continue
+		}
 		ans.Topics = append(ans.Topics, topicSummary{t.Name, len(t.Partitions), replicationFactor(t), t.Name == group.OffsetsTopic})
 	}
 	slices.SortFunc(ans.Topics, func(a, b topicSummary) int { return strings.Compare(a.Topic, b.Topic) })

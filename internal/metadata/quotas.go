@@ -27,6 +27,9 @@ type QuotaEntity struct {
 const (
 	QuotaProducerByteRate = "producer_byte_rate"
 	QuotaConsumerByteRate = "consumer_byte_rate"
+	// QuotaControllerMutationRate is partitions created or deleted per second
+	// (KIP-599).
+	QuotaControllerMutationRate = "controller_mutation_rate"
 )
 
 // ClientQuotaRecord sets (or with Remove deletes) one quota value of an entity.
@@ -76,8 +79,9 @@ func ValidateQuota(e QuotaEntity, key string, value float64, remove bool) error 
 			return fmt.Errorf("%w: an entity part is either named or the default", ErrInvalidRequest)
 		}
 	}
-	if key != QuotaProducerByteRate && key != QuotaConsumerByteRate {
-		return fmt.Errorf("%w: quota key %q (supported: %s, %s)", ErrInvalidRequest, key, QuotaProducerByteRate, QuotaConsumerByteRate)
+	if key != QuotaProducerByteRate && key != QuotaConsumerByteRate && key != QuotaControllerMutationRate {
+		return fmt.Errorf("%w: quota key %q (supported: %s, %s, %s)", ErrInvalidRequest, key,
+			QuotaProducerByteRate, QuotaConsumerByteRate, QuotaControllerMutationRate)
 	}
 	if !remove && (value <= 0 || math.IsInf(value, 0) || math.IsNaN(value)) {
 		return fmt.Errorf("%w: quota %s must be a positive number, got %v", ErrInvalidRequest, key, value)

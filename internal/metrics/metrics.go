@@ -53,8 +53,9 @@ type Metrics struct {
 	net *network
 	dat *data
 	isr isrCounters
-	// auth counts SASL authentications (security.go).
-	auth *prometheus.CounterVec
+	// auth counts SASL authentications, httpAuth the HTTP listener's credential
+	// checks (security.go).
+	auth, httpAuth *prometheus.CounterVec
 }
 
 // New builds the metrics of one node on a fresh registry.
@@ -66,8 +67,8 @@ func New(cfg Config) *Metrics {
 	m.net = newNetwork()
 	m.dat = newData(cfg.Cluster)
 	m.isr = newISRCounters()
-	m.auth = newAuthentications()
-	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth)
+	m.auth, m.httpAuth = newAuthentications(), newHTTPAuthentications()
+	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth)
 	if cfg.Partitions != nil {
 		m.reg.MustRegister(partitionCollector{cfg.Partitions})
 	}

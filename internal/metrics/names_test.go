@@ -22,7 +22,7 @@ func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	m := New(Config{Cluster: stubCluster{img: testImage(t)}, Partitions: noPartitions{}, Groups: stubLag{}})
 	ch := make(chan *prometheus.Desc, 256)
-	for _, c := range []prometheus.Collector{m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth,
+	for _, c := range []prometheus.Collector{m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth,
 		partitionCollector{noPartitions{}}, clusterCollector{cluster: stubCluster{img: testImage(t)}}, lagCollector{groups: stubLag{}}} {
 		c.Describe(ch)
 	}

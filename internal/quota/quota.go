@@ -13,6 +13,9 @@
 //  3. Above the quota, the throttle is (rate - quota) / quota x the measured
 //     window, at most MaxThrottle: the broker answers at once with the throttle
 //     time and stops reading from the connection for that long.
+//
+// Controller mutations (controller_mutation_rate) use a token bucket instead:
+// see mutations.go.
 package quota
 
 import (
@@ -36,6 +39,7 @@ type Manager struct {
 	mu  struct {
 		sync.Mutex
 		sensors map[sensorKey]*rate
+		buckets map[sensorKey]*bucket // controller mutations (mutations.go)
 	}
 }
 
@@ -53,6 +57,7 @@ func New(now func() time.Time) *Manager {
 	}
 	m := &Manager{now: now}
 	m.mu.sensors = map[sensorKey]*rate{}
+	m.mu.buckets = map[sensorKey]*bucket{}
 	return m
 }
 
@@ -94,13 +99,7 @@ func (m *Manager) Record(img *metadata.Image, user, clientID, key string, bytes 
 	if !ok {
 		return 0
 	}
-	sk := sensorKey{key: key, userSet: e.User.Set, clientSet: e.ClientID.Set}
-	if e.User.Set {
-		sk.user = user
-	}
-	if e.ClientID.Set {
-		sk.clientID = clientID
-	}
+	sk := sensorOf(e, user, clientID, key)
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -116,6 +115,19 @@ func (m *Manager) Record(img *metadata.Image, user, clientID, key string, bytes 
 	}
 	throttle := time.Duration((perSecond - quota) / quota * float64(window))
 	return min(throttle, MaxThrottle)
+}
+
+// sensorOf is the sensor of the quota configured on e, for user and clientID:
+// one per user and/or client id the entity names.
+func sensorOf(e metadata.QuotaEntity, user, clientID, key string) sensorKey {
+	sk := sensorKey{key: key, userSet: e.User.Set, clientSet: e.ClientID.Set}
+	if e.User.Set {
+		sk.user = user
+	}
+	if e.ClientID.Set {
+		sk.clientID = clientID
+	}
+	return sk
 }
 
 // rate sums values over the last Samples windows.

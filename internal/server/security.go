@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"sync/atomic"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/certs"
+	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/sasl"
@@ -77,25 +80,36 @@ func (n *Node) kafkaClientOpts() []kgo.Opt {
 	return opts
 }
 
-// saslConfig is the Kafka listener's SASL setup, or nil when SASL is off.
-func (n *Node) saslConfig() (*protocol.SASLConfig, error) {
+// security builds the Kafka listener's SASL setup (nil when SASL is off) and
+// the HTTP listener's guard (nil when neither SASL nor an authorizer is on), over
+// one authenticator: the same users, tokens and ACLs on both front doors.
+func (n *Node) security() (*protocol.SASLConfig, *httpauth.Guard, error) {
 	mechs, _ := n.cfg.SASLMechanismList() // validated by config.Validate
+	authz := n.authorizerFunc()
 	if len(mechs) == 0 {
-		return nil, nil
+		if authz == nil {
+			return nil, nil, nil
+		}
+		return nil, n.httpGuard(httpauth.Config{Authorizer: authz}), nil
 	}
 	authn := sasl.NewAuthenticator(n.scramCredential)
+	guardCfg := httpauth.Config{Authorizer: authz, BasicWithoutTLS: n.cfg.SASLPlainWithoutTLS}
+	if slices.ContainsFunc(mechs, func(m sasl.Mechanism) bool { return m != sasl.OAuthBearer }) {
+		guardCfg.Basic, guardCfg.Lookup = authn, n.scramCredential
+	}
 	if slices.Contains(mechs, sasl.OAuthBearer) {
 		v, err := sasl.NewOAuthValidator(sasl.OAuthConfig{JWKS: n.cfg.OAuthJWKS, Issuer: n.cfg.OAuthIssuer,
 			Audience: n.cfg.OAuthAudience, PrincipalClaim: n.cfg.OAuthPrincipalClaim})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		authn.WithOAuthBearer(v)
+		guardCfg.Bearer = v
 	}
 	if slices.Contains(mechs, sasl.Plain) && n.certs == nil {
 		n.log.Warn("SASL PLAIN is enabled without TLS: passwords travel in the clear (--sasl-plain-without-tls)")
 	}
-	audit := n.log.With("component", "audit")
+	audit := n.auditLog()
 	return &protocol.SASLConfig{
 		Mechanisms:      mechs,
 		Authenticator:   authn,
@@ -106,10 +120,30 @@ func (n *Node) saslConfig() (*protocol.SASLConfig, error) {
 				result = "failure"
 			}
 			n.metrics.OnAuthentication(string(mech), err == nil)
-			audit.Info("authentication", "event", "authentication", "result", result, "mechanism", string(mech),
+			audit.Info("authentication", "event", "authentication", "result", result, "listener", "kafka", "mechanism", string(mech),
 				"user", user, "reauthentication", reauth, "remote", c.RemoteAddr.String(), "conn", c.ID)
 		},
-	}, nil
+	}, n.httpGuard(guardCfg), nil
+}
+
+// httpGuard completes cfg with the node's audit log and metrics.
+func (n *Node) httpGuard(cfg httpauth.Config) *httpauth.Guard {
+	cfg.Audit, cfg.OnAuthentication = n.auditLog(), n.metrics.OnHTTPAuthentication
+	return httpauth.New(cfg)
+}
+
+// auditLog is the logger of audit lines: every one carries audit=true, so a log
+// pipeline can route them with one stable attribute.
+func (n *Node) auditLog() *slog.Logger {
+	return n.log.With("component", "audit", "audit", true)
+}
+
+// metricsRule is the access rule of /metrics: open unless --metrics-auth.
+func (n *Node) metricsRule() httpauth.Rule {
+	if n.cfg.MetricsAuth {
+		return httpauth.Needs(httpauth.OnCluster(kmsg.ACLOperationDescribe))
+	}
+	return httpauth.Open()
 }
 
 // scramCredential looks a user's credential up in the latest metadata image.
@@ -165,7 +199,7 @@ func (n *Node) addScram(ctx context.Context, spec sasl.ScramSpec) error {
 	if n.ctrl.IsLeader() {
 		created, err := n.ctrl.AddScram(ctx, spec.Name, mech, spec.Password, spec.Iterations)
 		if created {
-			n.log.With("component", "audit").Info("SCRAM credential created", "event", "user_change", "user", spec.Name, "mechanism", string(spec.Mechanism), "by", "--add-scram")
+			n.auditLog().Info("SCRAM credential created", "event", "user_change", "user", spec.Name, "mechanism", string(spec.Mechanism), "by", "--add-scram")
 		}
 		return err
 	}
@@ -232,4 +266,9 @@ func (n *Node) authorizerFunc() func() *acl.Authorizer {
 		cache.Store(b)
 		return b.a
 	}
+}
+
+// writeGuardError answers a refused /metrics request in plain text.
+func writeGuardError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+	http.Error(w, code+": "+message, status)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -266,25 +267,61 @@ func TestClusterSASLSSL(t *testing.T) {
 	for _, node := range c.nodes {
 		wait.For(t, "every ACL on every node", func() bool { return len(node.ctrl.Image().ACLs()) == 3 })
 	}
+
+	// The HTTP API asks for the same users, and a member's poll that reaches
+	// another node is forwarded there with the caller's credentials.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 20 * time.Second}
+	defer hc.CloseIdleConnections()
+	poll := func(node int, user string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "POST", "https://"+c.nodes[node].HTTPAddr()+"/poll",
+			strings.NewReader(`{"group":"sasl-http","topic":"sasl","max_records":100,"timeout_ms":5000}`))
+		if user != "" {
+			req.SetBasicAuth(user, "app-secret")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Strata-Consumer-Node")
+	}
+	if status, _ := poll(1, ""); status != http.StatusUnauthorized {
+		t.Fatalf("poll without credentials: %d", status)
+	}
+	if status, _ := poll(0, "app"); status != http.StatusOK {
+		t.Fatalf("poll via node 1: %d", status)
+	}
+	if status, holder := poll(1, "app"); status != http.StatusOK || holder != c.nodes[0].HTTPAddr() {
+		t.Fatalf("poll via node 2: %d, held by %q, want node 1's %q", status, holder, c.nodes[0].HTTPAddr())
+	}
 }
 
 // authCount reads strata_sasl_authentications_total for mechanism and result.
 func authCount(t *testing.T, n *Node, mechanism, result string) float64 {
+	t.Helper()
+	return counterValue(t, n, "strata_sasl_authentications_total", map[string]string{"mechanism": mechanism, "result": result})
+}
+
+// counterValue reads the counter name of n's metrics with exactly labels (0
+// when it has not been counted).
+func counterValue(t *testing.T, n *Node, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := n.metrics.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "strata_sasl_authentications_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
+			got := map[string]string{}
 			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+				got[l.GetName()] = l.GetValue()
 			}
-			if labels["mechanism"] == mechanism && labels["result"] == result {
+			if maps.Equal(got, labels) {
 				return m.GetCounter().GetValue()
 			}
 		}

@@ -41,6 +41,7 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/httpapi"
+	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/offsets"
@@ -102,6 +103,9 @@ type Node struct {
 
 	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
 	api *httpapi.API
+	// guard authenticates and authorizes HTTP requests (security.go); nil
+	// without SASL and authorizer.
+	guard *httpauth.Guard
 }
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
@@ -295,12 +299,13 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		Shares:                     n.shares,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.serveLink(h)
-	saslCfg, err := n.saslConfig()
+	saslCfg, guard, err := n.security()
+	n.guard = guard
 	if err != nil {
 		return nil, err
 	}
 	n.kafka = &protocol.Server{
-		Handler:         n.metrics.InstrumentHandler(h),
+		Handler:         n.metrics.InstrumentHandler(n.auditChanges(h)),
 		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.Versions(),
 		MaxRequestBytes: cfg.MaxRequestBytes,
@@ -329,6 +334,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(cfg, n.httpLn.Addr()),
 		ClientOpts: n.kafkaClientOpts(), ForwardTLS: n.httpForwardTLS(),
 		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Logger: logger.With("component", "httpapi"),
+		Guard: n.guard,
 	})
 	if err != nil {
 		return nil, err
@@ -336,7 +342,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 
 	n.console = console.New(console.Config{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
-		Admin: n.api.Admin(), Logger: logger.With("component", "console"),
+		Admin: n.api.Admin(), Logger: logger.With("component", "console"), Guard: n.guard,
 	})
 	if err := n.serveHTTP(); err != nil {
 		return nil, err
@@ -359,6 +365,9 @@ func (n *Node) startControllerOnly(clusterID string) error {
 	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka"))
 	n.serveLink(h)
 	var err error
+	if _, n.guard, err = n.security(); err != nil {
+		return err
+	}
 	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
 		return err
 	}
@@ -464,7 +473,7 @@ func (n *Node) httpRoutes() http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	mux.Handle("GET /metrics", n.metrics.HTTPHandler())
+	mux.Handle("GET /metrics", n.guard.Wrap(n.metricsRule(), writeGuardError, n.metrics.HTTPHandler()))
 	if !n.cfg.IsBroker() {
 		return mux // a controller-only node has no console and no data API
 	}
