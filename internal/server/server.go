@@ -541,6 +541,13 @@ func (n *Node) close(graceful bool) error {
 	// Every goroutine of the node is done before the partitions close, so nothing
 	// (an image being applied, say) opens a log behind Close's back.
 	n.wg.Wait()
+	// The coordinators' partition loaders before the coordinators they load into.
+	if n.offsetStore != nil {
+		n.offsetStore.Close()
+	}
+	if n.txnStore != nil {
+		n.txnStore.Close()
+	}
 	if n.groups != nil {
 		n.groups.Close()
 	}
