@@ -30,9 +30,8 @@ import (
 //
 // so a test can fill one node's disk, fail its fsyncs, or cut the power of every
 // node at one instant (disks frozen, every link cut) and restart each on what it
-// had fsynced. The controller's Raft store (bbolt) is on the real disk under
-// each node's data dir and is not cut: bbolt fsyncs every commit, so the
-// metadata survives a power loss anyway.
+// had fsynced. The controller's Raft log, stable state and snapshots (package
+// controller/raftstore) are in the same MemFS and are cut with it.
 type memCluster struct {
 	t     *testing.T
 	cn    *clusterNet
@@ -63,7 +62,7 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 	for i := range n {
 		cfg := config.Default()
 		cfg.NodeID = int32(i + 1)
-		cfg.DataDir = t.TempDir() // the Raft store's real directory; the same path in the MemFS
+		cfg.DataDir = t.TempDir() // a unique path; everything under it is in the MemFS
 		cfg.KafkaAddr, cfg.ControllerAddr, cfg.HTTPAddr = freeAddr(t), freeAddr(t), "127.0.0.1:0"
 		cfg.ClusterID = "strata-chaos"
 		cfg.BrokerHeartbeatInterval = 100 * time.Millisecond

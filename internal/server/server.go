@@ -145,6 +145,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	ctrlCfg := controller.Config{
 		NodeID:            cfg.NodeID,
 		DataDir:           filepath.Join(cfg.DataDir, "metadata"),
+		FS:                fsys,
 		Transport:         n.raftTransport,
 		Voters:            peers,
 		Observer:          !cfg.IsController(),
