@@ -1,24 +1,20 @@
 package replica
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-stream/strata/internal/scripttest"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/rules/*.txt with the actual output")
-
 // TestRules runs the scripts in testdata/rules/*.txt against the pure
-// replication rules (rules.go). A script is a list of commands ("> cmd
-// key=value...") each followed by the output it must produce; "#" lines are
-// comments. Time is a duration since the script's start. Run with -rewrite to
-// regenerate the expected output.
+// replication rules (rules.go): golden command scripts (package scripttest;
+// -rewrite regenerates the output) whose commands take key=value arguments;
+// time is a duration since the script's start.
 //
 // The leader's side (a tracker, the leader's safe end and the HWM it publishes,
 // as Partition composes them):
@@ -38,62 +34,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/rules/*.txt with the
 //	out-of-range offset= leader-start= leader-hwm= local-start=
 //	follower-hwm cur= leader= leo=
 func TestRules(t *testing.T) {
-	files, err := filepath.Glob("testdata/rules/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runRulesScript(t, f) })
-	}
-}
-
-func runRulesScript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &rulesHarness{t: t}
-	var out strings.Builder
-	var want []string
-	var cmd string
-	failed := false
-	flush := func() {
-		if cmd == "" {
-			return
-		}
-		got := h.run(cmd)
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-		if !*rewrite && !slices.Equal(got, want) && !failed {
-			failed = true
-			t.Errorf("%s: %q:\n--- want\n%s\n--- got\n%s", path, cmd, strings.Join(want, "\n"), strings.Join(got, "\n"))
-		}
-		cmd, want = "", nil
-	}
-	for line := range strings.Lines(string(data)) {
-		line = strings.TrimRight(line, "\n")
-		switch {
-		case strings.HasPrefix(line, "> "):
-			flush()
-			cmd = strings.TrimSpace(line[2:])
-			out.WriteString(line + "\n")
-		case line == "" || strings.HasPrefix(line, "#"):
-			flush()
-			out.WriteString(line + "\n")
-		default:
-			if cmd == "" {
-				t.Fatalf("%s: output with no command before it: %q", path, line)
-			}
-			want = append(want, line)
-		}
-	}
-	flush()
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scripttest.Run(t, "testdata/rules/*.txt", func(t *testing.T) func(string) []string {
+		return (&rulesHarness{t: t}).run
+	})
 }
 
 type rulesHarness struct {
