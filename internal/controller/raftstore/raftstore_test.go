@@ -227,10 +227,21 @@ func TestSnapshots(t *testing.T) {
 	if err := sink.Cancel(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := OpenSnapshots(mem.CrashClone(vfs.WithTornWrites(1)), "/ctrl", 2)
+	// One a crash interrupts: gone at the next open.
+	sink, err = s.Create(1, 50, 1, raft.Configuration{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sink.Write([]byte("interrupted"))
+	img := mem.CrashClone(vfs.WithTornWrites(1))
+	s2, err := OpenSnapshots(img, "/ctrl", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := img.List("/ctrl/snapshots"); len(names) != 2 {
+		t.Fatalf("after a crash and reopen: %v, want the newest two complete snapshots", names)
+	}
+	sink.Cancel()
 	for _, store := range []*Snapshots{s, s2} {
 		metas, err := store.List()
 		if err != nil {

@@ -29,7 +29,8 @@ import (
 //
 // A snapshot is written under <id>.tmp; Close syncs both files and the
 // directory, renames it to <id> and syncs snapshots/, then removes all but the
-// newest retain snapshots. Open verifies the CRC before returning the state.
+// newest retain snapshots; a .tmp directory left by a crash goes at the next
+// OpenSnapshots. Open verifies the CRC before returning the state.
 type Snapshots struct {
 	fsys   vfs.FS
 	dir    string // <dir>/snapshots
@@ -62,6 +63,21 @@ func OpenSnapshots(fsys vfs.FS, dir string, retain int) (*Snapshots, error) {
 	}
 	s := &Snapshots{fsys: fsys, dir: filepath.Join(dir, "snapshots"), retain: retain}
 	if err := vfs.MkdirAllDurable(fsys, s.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftstore: %w", err)
+	}
+	// Snapshots a crash interrupted are never completed: drop them.
+	names, err := fsys.List(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: %w", err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, tmpSuffix) {
+			if err := fsys.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+				return nil, fmt.Errorf("raftstore: %w", err)
+			}
+		}
+	}
+	if err := fsys.SyncDir(s.dir); err != nil {
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
 	return s, nil
@@ -170,24 +186,20 @@ func (s *Snapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	return &m.SnapshotMeta, io.NopCloser(bytes.NewReader(state)), nil
 }
 
-// reap removes all but the newest retain snapshots, and abandoned .tmp ones.
-func (s *Snapshots) reap(current string) error {
+// reap removes all but the newest retain complete snapshots. Snapshots being
+// written are left alone (OpenSnapshots drops those a crash abandoned).
+func (s *Snapshots) reap() error {
 	metas, err := s.list()
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, m := range metas[min(len(metas), s.retain):] {
+	old := metas[min(len(metas), s.retain):]
+	for _, m := range old {
 		errs = append(errs, s.fsys.RemoveAll(filepath.Join(s.dir, m.ID)))
 	}
-	names, err := s.fsys.List(s.dir)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if strings.HasSuffix(name, tmpSuffix) && name != current+tmpSuffix {
-			errs = append(errs, s.fsys.RemoveAll(filepath.Join(s.dir, name)))
-		}
+	if len(old) > 0 {
+		errs = append(errs, s.fsys.SyncDir(s.dir))
 	}
 	return errors.Join(errs...)
 }
@@ -227,7 +239,7 @@ func (k *snapshotSink) Close() error {
 	if err := k.s.fsys.SyncDir(k.s.dir); err != nil {
 		return fmt.Errorf("raftstore: snapshot %s: %w", k.meta.ID, err)
 	}
-	return k.s.reap(k.meta.ID)
+	return k.s.reap()
 }
 
 // finish flushes and syncs state.bin, writes and syncs meta.json, and syncs
