@@ -236,6 +236,9 @@ func (p *Partition) safeEnd() int64 {
 // of what each member holds durably (the leader's safe end, the followers' fetch
 // offsets). It never moves the HWM backwards.
 func (p *Partition) maybeAdvanceHighWatermark() {
+	if !p.leader.Load() { // a follower's fsyncs: no lock taken
+		return
+	}
 	p.mu.Lock()
 	moved := p.maybeAdvanceHighWatermarkLocked()
 	p.mu.Unlock()
