@@ -3,6 +3,10 @@
 // testdata is a list of commands, "> cmd args...", each followed by the output it
 // must produce; blank and "#" lines are comments and belong to the command after
 // them. Run with -rewrite to write the actual output back into the scripts.
+//
+// The package declares the -rewrite flag: a test package that uses it must not
+// declare its own (group's and share's runners still do, and would drop theirs
+// when they move here).
 package scripttest
 
 import (
