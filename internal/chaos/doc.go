@@ -54,8 +54,8 @@
 // instant, so nothing later becomes durable or is heard, waits for the disk
 // changes under way, and clones what each disk had fsynced. The old in-process
 // nodes run on until stopped, unheard, so the history is checked as recorded.
-// The controller's Raft store is on the real disk and is not cut: bbolt fsyncs
-// every commit.
+// The controller's Raft log and snapshots are on the same disk and are cut
+// too; disk-full and fsync faults hit only the partition logs (mem.go).
 //
 // Bugs the runs found have deterministic regression tests in
 // regression_test.go.

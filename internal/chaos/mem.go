@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,9 +31,9 @@ import (
 //
 // so a test can fill one node's disk, fail its fsyncs, or cut the power of every
 // node at one instant (disks frozen, every link cut) and restart each on what it
-// had fsynced. The controller's Raft store (bbolt) is on the real disk under
-// each node's data dir and is not cut: bbolt fsyncs every commit, so the
-// metadata survives a power loss anyway.
+// had fsynced. The controller's Raft log, stable state and snapshots (package
+// controller/raftstore) are in the same MemFS and cut with it by a power loss;
+// disk-full and fsync faults hit only the partition logs (see start).
 type memCluster struct {
 	t     *testing.T
 	cn    *clusterNet
@@ -63,7 +64,7 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 	for i := range n {
 		cfg := config.Default()
 		cfg.NodeID = int32(i + 1)
-		cfg.DataDir = t.TempDir() // the Raft store's real directory; the same path in the MemFS
+		cfg.DataDir = t.TempDir() // a unique path; everything under it is in the MemFS
 		cfg.KafkaAddr, cfg.ControllerAddr, cfg.HTTPAddr = freeAddr(t), freeAddr(t), "127.0.0.1:0"
 		cfg.ClusterID = "strata-chaos"
 		cfg.BrokerHeartbeatInterval = 100 * time.Millisecond
@@ -141,7 +142,18 @@ func (nd *memNode) start() error {
 	nd.full.Disable()
 	nd.syncs = vfs.FailOn(vfs.OpSync | vfs.OpSyncDir).WithError(syscall.EIO)
 	nd.syncs.Disable()
-	nd.fs = newFreezeFS(vfs.NewErrorFS(nd.mem, vfs.Any(nd.full, nd.syncs)))
+	// Disk faults hit the partition logs' disk (Kafka's log.dirs); the
+	// controller's Raft store is on its own (metadata.log.dir), which only the
+	// power loss reaches: hashicorp/raft panics when it cannot store its term,
+	// which would take down every in-process node at once.
+	logs := filepath.Join(nd.cfg.DataDir, "logs") + string(filepath.Separator)
+	onLogs := vfs.InjectorFunc(func(op vfs.Op) error {
+		if !strings.HasPrefix(op.Path, logs) && !strings.HasPrefix(op.To, logs) && op.Path != strings.TrimSuffix(logs, string(filepath.Separator)) {
+			return nil
+		}
+		return vfs.Any(nd.full, nd.syncs).MaybeError(op)
+	})
+	nd.fs = newFreezeFS(vfs.NewErrorFS(nd.mem, onLogs))
 	lf, err := os.OpenFile(nd.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

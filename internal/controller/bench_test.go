@@ -6,7 +6,7 @@ import (
 )
 
 // BenchmarkAllocateProducerIDs measures one planned proposal end to end on a
-// single voter: plan, Raft append (one bbolt fsync), apply, publish.
+// single voter: plan, Raft append (one WAL fsync), apply, publish.
 func BenchmarkAllocateProducerIDs(b *testing.B) {
 	cfg := singleConfig(b.TempDir())
 	c, err := Start(cfg)

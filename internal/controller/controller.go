@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,8 +16,9 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/strata-stream/strata/internal/controller/boltstore"
+	"github.com/strata-stream/strata/internal/controller/raftstore"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // Errors of the controller itself; plan errors are metadata's.
@@ -43,6 +42,9 @@ type Peer struct {
 type Config struct {
 	NodeID  int32
 	DataDir string
+	// FS holds DataDir: the Raft log, stable state and snapshots (package
+	// raftstore). nil: the operating system's (vfs.Default).
+	FS vfs.FS
 	// BindAddr is the Raft TCP listener; unused when Transport is set.
 	BindAddr string
 	// Voters is the static voter set, including this node. Empty: this node
@@ -165,7 +167,7 @@ type Controller struct {
 	log   *slog.Logger
 	raft  *raft.Raft
 	fsm   *fsm
-	store *boltstore.Store
+	store *raftstore.WAL
 	trans raft.Transport
 	// ownTrans is the TCP transport Start made, closed by Close.
 	ownTrans io.Closer
@@ -234,15 +236,23 @@ func Start(cfg Config) (*Controller, error) {
 
 func (c *Controller) start() error {
 	cfg := &c.cfg
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if cfg.FS == nil {
+		cfg.FS = vfs.Default
+	}
+	if err := vfs.MkdirAllDurable(cfg.FS, cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	hl := newHclogAdapter(cfg.Logger, cfg.RaftLogLevel.Level())
 	var err error
-	if c.store, err = boltstore.Open(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
+	if c.store, err = raftstore.OpenWAL(cfg.FS, cfg.DataDir); err != nil {
 		return err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl)
+	if migrated, err := raftstore.MigrateBolt(cfg.FS, cfg.DataDir, c.store); err != nil {
+		return err
+	} else if migrated {
+		c.log.Info("migrated the Raft log from raft.db to raft.wal")
+	}
+	snaps, err := raftstore.OpenSnapshots(cfg.FS, cfg.DataDir, 2)
 	if err != nil {
 		return fmt.Errorf("controller: snapshot store: %w", err)
 	}

@@ -10,8 +10,8 @@
 //   - fsm: Raft's state machine. Each log entry is one metadata batch applied
 //     all or nothing; the new image is published with an atomic pointer and
 //     offered to watchers without blocking Raft's apply goroutine.
-//   - Controller: owns Raft, its stores (package boltstore, file raft.db),
-//     snapshots (raft's FileSnapshotStore, directory snapshots/) and transport
+//   - Controller: owns Raft, its stores (package raftstore on Config.FS: file
+//     raft.wal, snapshots in directory snapshots/) and transport
 //     (TCP, or one a test passes in), and runs plans on the leader. A sole
 //     voter lowers its election timeouts at start so it leads at once, and
 //     restores them when another voter joins (sole_voter.go).
@@ -64,8 +64,13 @@
 //
 // # Data dir
 //
-//	<DataDir>/raft.db       Raft log and stable state (see boltstore)
+//	<DataDir>/raft.wal      Raft log and stable state (see raftstore)
 //	<DataDir>/snapshots/    Raft snapshots; each holds metadata.EncodeSnapshot
+//
+// Both go through Config.FS, so an in-memory filesystem's power cut takes what
+// they had not fsynced. A raft.db (the bbolt store of earlier versions, package
+// boltstore) is migrated into raft.wal at the first start and kept as
+// raft.db.migrated.
 //
 // A data dir without Raft state is fresh: Start bootstraps the static voter set
 // into it once (an Observer never bootstraps; it waits to be added). Later

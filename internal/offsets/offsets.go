@@ -14,6 +14,9 @@
 //     covers what the log held at that moment (everything the previous leader may
 //     have acknowledged), replays the partition into the coordinator, and from then
 //     on the coordinator answers for its groups. On losing leadership it unloads p.
+//  4. Close, after the replica manager stops announcing leadership changes and
+//     before the coordinator closes: it cancels the loads under way and waits for
+//     their goroutines, which the Store owns.
 package offsets
 
 import (
@@ -46,6 +49,9 @@ type Store struct {
 	mu      sync.Mutex
 	coord   Coordinator
 	loading map[int32]context.CancelFunc // partitions being loaded, by partition
+	closed  bool                         // Close ran: no more loads start
+
+	loaders sync.WaitGroup // one goroutine per load; Close waits for them
 }
 
 // New returns a Store on replicas.
@@ -132,7 +138,7 @@ func (s *Store) LeadershipChanged(p *replica.Partition, leader bool) {
 		cancel()
 		delete(s.loading, p.Index)
 	}
-	if s.coord == nil {
+	if s.coord == nil || s.closed {
 		return
 	}
 	if !leader {
@@ -141,7 +147,20 @@ func (s *Store) LeadershipChanged(p *replica.Partition, leader bool) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.loading[p.Index] = cancel
-	go s.load(ctx, p)
+	s.loaders.Go(func() { s.load(ctx, p) })
+}
+
+// Close cancels the loads under way and waits for them to return. Leadership
+// changes after Close load nothing.
+func (s *Store) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for index, cancel := range s.loading {
+		cancel()
+		delete(s.loading, index)
+	}
+	s.mu.Unlock()
+	s.loaders.Wait()
 }
 
 // load waits for the partition's HWM to cover its log end as it was when this

@@ -212,25 +212,17 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 // Nothing changes if p no longer follows at epoch, the leader epoch of the request.
 func (f *fetcher) apply(p *Partition, epoch int32, rp *kmsg.FetchResponseTopicPartition) error {
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-		end := rp.DivergingEpoch.EndOffset
-		if _, local := p.log.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); local < end {
-			end = local
-		}
+		leo := p.log.LogEndOffset()
+		end, err := p.applyDiverging(epoch, Diverging{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
 		f.m.log.Info("truncating divergent follower log", "topic", p.Topic, "partition", p.Index,
-			"log_end_offset", p.log.LogEndOffset(), "truncate_to", end, "leader_epoch", rp.DivergingEpoch.Epoch)
-		return p.truncateTo(epoch, end)
+			"log_end_offset", leo, "truncate_to", end, "leader_epoch", rp.DivergingEpoch.Epoch)
+		return err
 	}
 	switch code := rp.ErrorCode; code {
 	case 0:
 		return p.appendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark)
 	case kerr.OffsetOutOfRange.Code:
-		offset, _ := p.fetchPosition()
-		if offset < rp.LogStartOffset {
-			return p.restartAt(epoch, rp.LogStartOffset)
-		}
-		// Ahead of the leader without a diverging epoch to go by: drop what the
-		// leader cannot have committed.
-		return p.truncateTo(epoch, max(rp.HighWatermark, p.log.LogStartOffset()))
+		return p.applyOutOfRange(epoch, rp.LogStartOffset, rp.HighWatermark)
 	default:
 		return kerr.ErrorForCode(code)
 	}

@@ -71,6 +71,14 @@ type Manager struct {
 	fetchers  map[int32]*fetcher // by leader broker
 	following map[*Partition]int32
 
+	// bg owns the short-lived goroutines: ISR proposals in flight and fetchers
+	// being stopped. Close sets bgClosed, cancels bgCtx and waits for them.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+
 	mu         sync.RWMutex
 	partitions map[TopicPartition]*Partition
 	closed     bool // Close ran: Apply opens nothing more
@@ -93,13 +101,27 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts
 	if opts.BrokerEpoch == nil {
 		opts.BrokerEpoch = func() int64 { return -1 }
 	}
-	return &Manager{
+	m := &Manager{
 		fs: fsys, dir: dir, nodeID: nodeID, log: logger, now: time.Now, opts: opts,
 		partitions: map[TopicPartition]*Partition{},
 		appliedCh:  make(chan struct{}),
 		fetchers:   map[int32]*fetcher{},
 		following:  map[*Partition]int32{},
-	}, nil
+	}
+	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
+	return m, nil
+}
+
+// goOwned runs fn on a goroutine Close waits for, with a context Close
+// cancels. After Close it runs nothing and reports false.
+func (m *Manager) goOwned(fn func(ctx context.Context)) bool {
+	m.bgMu.Lock()
+	defer m.bgMu.Unlock()
+	if m.bgClosed {
+		return false
+	}
+	m.bg.Go(func() { fn(m.bgCtx) })
+	return true
 }
 
 func (m *Manager) brokerEpoch() int64 { return m.opts.BrokerEpoch() }
@@ -114,7 +136,11 @@ func (m *Manager) follow(p *Partition, leader int32) {
 		}
 		if f := m.fetchers[cur]; f != nil && f.remove(p) {
 			delete(m.fetchers, cur)
-			go f.stop()
+			// Not waited for here (Apply must not block on a fetch in flight);
+			// Close waits for it.
+			if !m.goOwned(func(context.Context) { f.stop() }) {
+				f.stop()
+			}
 		}
 		delete(m.following, p)
 	}
@@ -130,24 +156,28 @@ func (m *Manager) follow(p *Partition, leader int32) {
 	m.following[p] = leader
 }
 
-// proposeISR runs one AlterPartition for a partition this broker leads.
+// proposeISR runs one AlterPartition for a partition this broker leads, on a
+// goroutine the Manager owns; Close cancels it.
 func (m *Manager) proposeISR(c isrChange) {
 	if m.opts.ISRChanger == nil {
-		c.p.isrChangeDone(nil)
+		c.p.isrChangeDone(nil, m.now())
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	started := m.goOwned(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		ip, err := m.opts.ISRChanger.AlterPartition(ctx, c.p.TopicID, c.p.Index, c.leaderEpoch, c.partitionEpoch, c.isr)
 		if err != nil {
 			m.log.Warn("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", err)
-			c.p.isrChangeDone(nil)
+			c.p.isrChangeDone(nil, m.now())
 			return
 		}
 		m.log.Info("ISR changed", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", ip.ISR, "partition_epoch", ip.PartitionEpoch)
-		c.p.isrChangeDone(ip)
-	}()
+		c.p.isrChangeDone(ip, m.now())
+	})
+	if !started {
+		c.p.isrChangeDone(nil, m.now())
+	}
 }
 
 // RunISRMaintenance shrinks the ISR of led partitions whose followers fell behind,
@@ -475,8 +505,13 @@ func (m *Manager) clean(p *Partition) {
 	}
 }
 
-// Close closes every partition (a clean shutdown: the logs write their markers).
+// Close stops every fetcher, cancels and waits for the ISR proposals in flight,
+// and closes every partition (a clean shutdown: the logs write their markers).
 func (m *Manager) Close() error {
+	m.bgMu.Lock()
+	m.bgClosed = true
+	m.bgMu.Unlock()
+	m.bgCancel()
 	m.fetchMu.Lock()
 	fetchers := m.fetchers
 	m.fetchers, m.following = map[int32]*fetcher{}, map[*Partition]int32{}
@@ -484,6 +519,7 @@ func (m *Manager) Close() error {
 	for _, f := range fetchers {
 		f.stop()
 	}
+	m.bg.Wait()
 	m.mu.Lock()
 	ps := m.partitions
 	m.partitions = map[TopicPartition]*Partition{}

@@ -8,9 +8,40 @@
 // an interval flush policy (Kafka's page-cache model) it is the log end offset.
 // Replication later adds followers to the same minimum.
 //
-// Concurrency: appends to one partition are serialised by appendMu (offsets and
-// producer state must move together); reads take no partition lock; the HWM is an
-// atomic. Watchers are fired, never waited on, while the watcher lock is held.
+// # Replication core
+//
+// The replication rules (high-water mark, ISR expansion and shrinking, a failed
+// leader's resignation, divergence and truncation, the follower's high-water
+// mark) are pure functions and a tracker of follower progress in rules.go,
+// driven step by step by testdata/rules/*.txt. Partition applies their
+// decisions and does the I/O; the fetcher (fetcher.go) and the ISR proposals
+// (Manager.proposeISR) are the drivers.
+//
+// # Concurrency
+//
+// A partition's state has three locks, always taken in this order:
+//
+//  1. appendMu serialises appends and truncations (offsets, producer state and
+//     the log end move together) and role changes that assign a leader epoch
+//     in the log.
+//  2. mu guards the role, the leader epoch, the start offset of this broker's
+//     leadership, the replica set and ISR, and the follower tracker: one lock,
+//     so they always agree. The high-water mark is also only written with mu
+//     held.
+//  3. txnMu guards the transaction state (txn.go); watchMu the watcher sets.
+//     Neither is held while taking another partition lock.
+//
+// The atomics leader, leaderEpoch, isrSize and highWatermark are published
+// copies of state mu guards, written only with mu held, so hot paths (produce,
+// fetch, the fetcher) read them without locking. closed, config and tier are
+// independent atomics. Reads of the log take no partition lock. No lock is held
+// while sending to the controller; watchers are fired, never waited on.
+//
+// # Goroutines
+//
+// A Partition starts none. The Manager owns the fetchers (one per leader
+// broker) and the ISR proposals in flight; Manager.Close cancels and waits for
+// all of them before it closes the logs.
 package replica
 
 import (
@@ -68,24 +99,30 @@ type Partition struct {
 	txnMu sync.Mutex
 	txns  *txnState
 
-	localID       int32 // this broker
+	localID int32 // this broker
+	closed  atomic.Bool
+	config  atomic.Pointer[metadata.TopicConfig]
+	tier    atomic.Pointer[storage.Tier] // nil unless tiered (tiered.go)
+
+	// Published copies of mu's state, written only with mu held.
 	highWatermark atomic.Int64
 	leaderEpoch   atomic.Int32
-	epochStart    atomic.Int64 // leader: the log end when it became leader
 	leader        atomic.Bool
-	closed        atomic.Bool
-	config        atomic.Pointer[metadata.TopicConfig]
-	tier          atomic.Pointer[storage.Tier] // nil unless tiered (tiered.go)
 	isrSize       atomic.Int32
 
-	// mu guards the replica set as this broker knows it (see replication.go).
+	// mu guards the role and the replica set as this broker knows them (see the
+	// package doc and replication.go).
 	mu struct {
 		sync.Mutex
-		leaderID       int32
-		partitionEpoch int32
-		replicas, isr  []int32
-		followers      map[int32]*followerState // leader only: every other replica
-		isrPending     bool                     // an AlterPartition is in flight
+		leader      bool
+		leaderID    int32
+		leaderEpoch int32
+		// epochStart is the log end when this broker became leader.
+		epochStart int64
+		// set holds the replica set, the ISR and the partition epoch; as leader
+		// also every follower's progress.
+		set        *tracker
+		isrPending bool // an AlterPartition is in flight
 	}
 
 	// isrProposer sends an ISR change to the controller (set by the Manager).
@@ -116,6 +153,7 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 		leoWatchers: make(map[*Watcher]struct{}),
 	}
 	p.mu.leaderID = metadata.NoLeader
+	p.mu.set = newTracker(localID, -1, nil, nil, false, time.Time{})
 	// Rebuild idempotent-producer and transaction state from the log.
 	if err := p.rebuildProducerState(); err != nil {
 		return nil, err
@@ -198,32 +236,29 @@ func (p *Partition) safeEnd() int64 {
 // of what each member holds durably (the leader's safe end, the followers' fetch
 // offsets). It never moves the HWM backwards.
 func (p *Partition) maybeAdvanceHighWatermark() {
-	if !p.leader.Load() {
+	if !p.leader.Load() { // a follower's fsyncs: no lock taken
 		return
 	}
 	p.mu.Lock()
-	end := p.safeEnd()
-	for _, id := range p.mu.isr {
-		if f := p.mu.followers[id]; f != nil && f.logEnd < end {
-			end = f.logEnd
-		}
-	}
+	moved := p.maybeAdvanceHighWatermarkLocked()
 	p.mu.Unlock()
-	p.raiseHighWatermark(end)
+	if moved {
+		p.fire()
+	}
 }
 
-// raiseHighWatermark sets the HWM to end if that is higher, waking watchers.
-func (p *Partition) raiseHighWatermark(end int64) {
-	for {
-		cur := p.highWatermark.Load()
-		if end <= cur {
-			return
-		}
-		if p.highWatermark.CompareAndSwap(cur, end) {
-			p.fire()
-			return
-		}
+// maybeAdvanceHighWatermarkLocked is maybeAdvanceHighWatermark with mu held;
+// it reports whether the HWM moved (the caller fires the watchers).
+func (p *Partition) maybeAdvanceHighWatermarkLocked() bool {
+	if !p.mu.leader {
+		return false
 	}
+	return p.setHighWatermarkLocked(max(p.highWatermark.Load(), p.mu.set.highWatermark(p.safeEnd())))
+}
+
+// setHighWatermarkLocked publishes hwm; mu must be held. It reports a change.
+func (p *Partition) setHighWatermarkLocked(hwm int64) bool {
+	return p.highWatermark.Swap(hwm) != hwm
 }
 
 // Watch registers w to be woken on HWM and leadership changes.

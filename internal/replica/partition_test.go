@@ -132,7 +132,7 @@ func TestReassignedReplicaSet(t *testing.T) {
 	if _, err := p.ReadForFollower(4, 0, -1, 1<<20, now); err != nil {
 		t.Fatalf("fetch by the adding broker 4: %v", err)
 	}
-	p.isrChangeDone(&metadata.Partition{ISR: []int32{1, 2, 3, 4}, Leader: 1, PartitionEpoch: 2})
+	p.isrChangeDone(&metadata.Partition{ISR: []int32{1, 2, 3, 4}, Leader: 1, PartitionEpoch: 2}, time.Now())
 	if _, err := p.ReadForFollower(3, 0, -1, 1<<20, now); err != nil {
 		t.Fatalf("fetch by broker 3 after an answer without replicas: %v", err)
 	}

@@ -22,19 +22,6 @@ var (
 	ErrNotReplica = errors.New("fetching broker is not a replica")
 )
 
-// followerState is a leader's view of one follower.
-type followerState struct {
-	// logEnd is the follower's last fetch offset: followers fetch only once what
-	// they hold is durable, so everything below it is on the follower's disk.
-	logEnd int64
-	// lastCaughtUp is the last time the follower had everything the leader had
-	// (Kafka's lastCaughtUpTimeMs): a fetch at the leader's log end, or at the log
-	// end the leader had at the follower's previous fetch.
-	lastCaughtUp    time.Time
-	lastFetch       time.Time
-	leaderEndAtLast int64
-}
-
 // Diverging tells a follower where its log diverges from the leader's
 // (KIP-320/595): truncate to EndOffset (or less) and fetch again.
 type Diverging struct {
@@ -49,7 +36,7 @@ func (p *Partition) applyState(ip *metadata.Partition, now time.Time) (followLea
 		if !p.leader.Load() || p.leaderEpoch.Load() != ip.LeaderEpoch {
 			return metadata.NoLeader, p.becomeLeader(ip, now)
 		}
-		p.updateReplicaSet(ip)
+		p.updateReplicaSet(ip, now)
 		return metadata.NoLeader, nil
 	}
 	p.becomeFollower(ip)
@@ -65,44 +52,40 @@ func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 	if err := p.log.AssignEpoch(ip.LeaderEpoch, start); err != nil && p.log.Err() == nil {
 		return err
 	}
-	p.epochStart.Store(start)
 	p.mu.Lock()
+	p.mu.leader = true
 	p.mu.leaderID = p.localID
-	p.mu.partitionEpoch = ip.PartitionEpoch
-	p.mu.replicas = slices.Clone(ip.Replicas)
-	p.mu.isr = slices.Clone(ip.ISR)
+	p.mu.leaderEpoch = ip.LeaderEpoch
+	p.mu.epochStart = start
+	p.mu.set = newTracker(p.localID, ip.PartitionEpoch, ip.Replicas, ip.ISR, true, now)
 	p.mu.isrPending = false
-	p.mu.followers = make(map[int32]*followerState)
-	for _, id := range ip.Replicas {
-		if id != p.localID {
-			// Unknown until it fetches; it has a full lag period to do so.
-			p.mu.followers[id] = &followerState{logEnd: -1, lastCaughtUp: now, leaderEndAtLast: -1}
-		}
-	}
+	p.publishLocked()
+	p.maybeAdvanceHighWatermarkLocked()
 	p.mu.Unlock()
-	p.leaderEpoch.Store(ip.LeaderEpoch)
-	p.isrSize.Store(int32(len(ip.ISR)))
-	p.leader.Store(true)
-	p.maybeAdvanceHighWatermark()
 	p.fire()
 	p.fireAppend()
 	p.resignIfFailed()
 	return nil
 }
 
+// publishLocked publishes the role, the epoch and the ISR size; mu must be held.
+func (p *Partition) publishLocked() {
+	p.leaderEpoch.Store(p.mu.leaderEpoch)
+	p.isrSize.Store(int32(len(p.mu.set.isr)))
+	p.leader.Store(p.mu.leader)
+}
+
 // becomeFollower makes this broker a follower (or leaderless replica) at ip's epoch.
 func (p *Partition) becomeFollower(ip *metadata.Partition) {
 	p.mu.Lock()
+	wasLeader := p.mu.leader
+	p.mu.leader = false
 	p.mu.leaderID = ip.Leader
-	p.mu.partitionEpoch = ip.PartitionEpoch
-	p.mu.replicas = slices.Clone(ip.Replicas)
-	p.mu.isr = slices.Clone(ip.ISR)
-	p.mu.followers = nil
+	p.mu.leaderEpoch = ip.LeaderEpoch
+	p.mu.set = newTracker(p.localID, ip.PartitionEpoch, ip.Replicas, ip.ISR, false, time.Time{})
 	p.mu.isrPending = false
+	p.publishLocked()
 	p.mu.Unlock()
-	p.leaderEpoch.Store(ip.LeaderEpoch)
-	p.isrSize.Store(int32(len(ip.ISR)))
-	wasLeader := p.leader.Swap(false)
 	if wasLeader {
 		p.fire() // acks=all waiters and fetches find out at once
 		p.fireAppend()
@@ -110,38 +93,30 @@ func (p *Partition) becomeFollower(ip *metadata.Partition) {
 }
 
 // updateReplicaSet takes a newer ISR and replica set from the image while
-// leadership is unchanged: replicas a reassignment adds are tracked as
-// followers from now on, replicas it removed no longer. An AlterPartition
-// answer from another node carries no replica set (nil): the replicas stay.
-func (p *Partition) updateReplicaSet(ip *metadata.Partition) {
+// leadership is unchanged (tracker.update).
+func (p *Partition) updateReplicaSet(ip *metadata.Partition, now time.Time) {
 	p.mu.Lock()
-	if ip.PartitionEpoch >= p.mu.partitionEpoch {
-		p.mu.partitionEpoch = ip.PartitionEpoch
-		p.mu.isr = slices.Clone(ip.ISR)
-		if ip.Replicas != nil {
-			p.mu.replicas = slices.Clone(ip.Replicas)
-			for _, id := range ip.Replicas {
-				if id != p.localID && p.mu.followers[id] == nil {
-					p.mu.followers[id] = &followerState{logEnd: -1, lastCaughtUp: time.Now(), leaderEndAtLast: -1}
-				}
-			}
-			for id := range p.mu.followers {
-				if !slices.Contains(ip.Replicas, id) {
-					delete(p.mu.followers, id) // its fetches get ErrNotReplica
-				}
-			}
-		}
-		p.isrSize.Store(int32(len(ip.ISR)))
-	}
+	moved := p.updateReplicaSetLocked(ip, now)
 	p.mu.Unlock()
-	p.maybeAdvanceHighWatermark()
+	if moved {
+		p.fire()
+	}
+}
+
+// updateReplicaSetLocked is updateReplicaSet with mu held; it reports whether
+// the HWM moved.
+func (p *Partition) updateReplicaSetLocked(ip *metadata.Partition, now time.Time) bool {
+	if p.mu.set.update(ip.PartitionEpoch, ip.Replicas, ip.ISR, now) {
+		p.publishLocked()
+	}
+	return p.maybeAdvanceHighWatermarkLocked()
 }
 
 // ISR returns the in-sync replicas as this broker knows them.
 func (p *Partition) ISR() []int32 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.mu.isr)
+	return slices.Clone(p.mu.set.isr)
 }
 
 // FollowerFetch is the leader's answer to a follower's fetch.
@@ -161,13 +136,10 @@ func (p *Partition) ReadForFollower(replicaID int32, fetchOffset int64, lastFetc
 		return FollowerFetch{}, ErrNotLeader
 	}
 	res := FollowerFetch{LogStartOffset: p.log.LogStartOffset()}
-	if lastFetchedEpoch >= 0 {
-		e, end := p.log.EndOffsetForEpoch(lastFetchedEpoch)
-		if e != lastFetchedEpoch || end < fetchOffset {
-			res.HighWatermark = p.HighWatermark()
-			res.Diverging = &Diverging{Epoch: e, EndOffset: end}
-			return res, nil
-		}
+	if d := divergence(lastFetchedEpoch, fetchOffset, p.log.EndOffsetForEpoch); d != nil {
+		res.HighWatermark = p.HighWatermark()
+		res.Diverging = d
+		return res, nil
 	}
 	leo := p.log.LogEndOffset()
 	if fetchOffset < res.LogStartOffset || fetchOffset > leo {
@@ -194,28 +166,17 @@ func (p *Partition) ReadForFollower(replicaID int32, fetchOffset int64, lastFetc
 // it has caught up.
 func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Time) error {
 	p.mu.Lock()
-	f := p.mu.followers[id]
-	if f == nil {
+	if !p.mu.leader {
 		p.mu.Unlock()
-		return fmt.Errorf("%w: broker %d", ErrNotReplica, id)
+		return ErrNotLeader
 	}
-	switch {
-	case fetchOffset >= leo:
-		f.lastCaughtUp = now
-	case f.leaderEndAtLast >= 0 && fetchOffset >= f.leaderEndAtLast:
-		f.lastCaughtUp = f.lastFetch
-	}
-	f.logEnd, f.lastFetch, f.leaderEndAtLast = fetchOffset, now, leo
-	inSync := slices.Contains(p.mu.isr, id) // the usual case: nothing to propose
+	inSync, err := p.mu.set.fetched(id, fetchOffset, leo, now)
 	p.mu.Unlock()
-	if inSync {
-		return nil
+	if err != nil || inSync { // in sync: the usual case, nothing to propose
+		return err
 	}
-	p.proposeISR("expand", func(isr []int32) []int32 {
-		if slices.Contains(isr, id) || fetchOffset < p.HighWatermark() || fetchOffset < p.epochStartOffset() {
-			return nil
-		}
-		return slices.Sorted(slices.Values(append(slices.Clone(isr), id)))
+	p.proposeISR("expand", func() []int32 {
+		return expandISR(p.mu.set.isr, id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
 	})
 	return nil
 }
@@ -224,26 +185,18 @@ func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Ti
 // when it became leader, as Kafka's leaderEpochStartOffset): a follower joins the
 // ISR only once it has everything from before, and ListOffsets waits for the HWM
 // to reach it.
-func (p *Partition) epochStartOffset() int64 { return p.epochStart.Load() }
+func (p *Partition) epochStartOffset() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.epochStart
+}
 
 // maybeShrinkISR proposes removing followers that have not caught up within maxLag.
 func (p *Partition) maybeShrinkISR(now time.Time, maxLag time.Duration) {
 	if !p.IsLeader() {
 		return
 	}
-	p.proposeISR("shrink", func(isr []int32) []int32 {
-		var keep []int32
-		for _, id := range isr {
-			if f := p.mu.followers[id]; id != p.localID && f != nil && now.Sub(f.lastCaughtUp) > maxLag {
-				continue
-			}
-			keep = append(keep, id)
-		}
-		if len(keep) == len(isr) {
-			return nil
-		}
-		return keep
-	})
+	p.proposeISR("shrink", func() []int32 { return p.mu.set.shrinkISR(now, maxLag) })
 }
 
 // resignIfFailed asks the controller to move leadership away when this leader's
@@ -256,31 +209,25 @@ func (p *Partition) resignIfFailed() {
 	if !p.IsLeader() || p.log.Err() == nil {
 		return
 	}
-	p.proposeISR("resign: log failed", func(isr []int32) []int32 {
-		others := slices.DeleteFunc(slices.Clone(isr), func(id int32) bool { return id == p.localID })
-		if len(others) == 0 {
-			return nil
-		}
-		return others
-	})
+	p.proposeISR("resign: log failed", func() []int32 { return resignISR(p.mu.set.isr, p.localID) })
 }
 
 // proposeISR hands an ISR change to the manager's proposer, one at a time. next
-// computes the proposed ISR from the current one, with p.mu held so that the ISR
-// and the partition epoch the proposal is based on agree; nil proposes nothing.
-func (p *Partition) proposeISR(why string, next func(isr []int32) []int32) {
+// computes the proposed ISR with mu held, so that the ISR and the partition
+// epoch the proposal is based on agree; nil proposes nothing.
+func (p *Partition) proposeISR(why string, next func() []int32) {
 	p.mu.Lock()
-	if p.mu.isrPending || p.isrProposer == nil {
+	if p.mu.isrPending || p.isrProposer == nil || !p.mu.leader {
 		p.mu.Unlock()
 		return
 	}
-	isr := next(p.mu.isr)
+	isr := next()
 	if isr == nil {
 		p.mu.Unlock()
 		return
 	}
 	p.mu.isrPending = true
-	req := isrChange{p: p, isr: isr, why: why, leaderEpoch: p.leaderEpoch.Load(), partitionEpoch: p.mu.partitionEpoch}
+	req := isrChange{p: p, isr: isr, why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}
 	p.mu.Unlock()
 	p.isrProposer(req)
 }
@@ -293,13 +240,18 @@ type isrChange struct {
 	leaderEpoch, partitionEpoch int32
 }
 
-// isrChangeDone applies the controller's answer to a proposal.
-func (p *Partition) isrChangeDone(ip *metadata.Partition) {
+// isrChangeDone applies the controller's answer to a proposal (nil: refused or
+// failed), if this broker still leads at the epoch the proposal was made at.
+func (p *Partition) isrChangeDone(ip *metadata.Partition, now time.Time) {
 	p.mu.Lock()
 	p.mu.isrPending = false
+	moved := false
+	if ip != nil && ip.LeaderEpoch == p.mu.leaderEpoch && p.mu.leader && !p.closed.Load() {
+		moved = p.updateReplicaSetLocked(ip, now)
+	}
 	p.mu.Unlock()
-	if ip != nil && ip.LeaderEpoch == p.leaderEpoch.Load() && p.IsLeader() {
-		p.updateReplicaSet(ip)
+	if moved {
+		p.fire()
 	}
 }
 
@@ -314,7 +266,9 @@ func (p *Partition) fetchPosition() (offset int64, lastFetchedEpoch int32) {
 // by now, with a new epoch at its log end). appendMu must be held, which
 // becomeLeader holds too.
 func (p *Partition) followingAt(epoch int32) bool {
-	return !p.leader.Load() && p.leaderEpoch.Load() == epoch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.mu.leader && p.mu.leaderEpoch == epoch
 }
 
 // appendFromLeader appends batches fetched from the leader of epoch, and follows
@@ -349,13 +303,30 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 
 // followHighWatermark sets a follower's HWM to the leader's, capped by what it has.
 func (p *Partition) followHighWatermark(leaderHWM int64) {
-	if p.leader.Load() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.leader {
 		return
 	}
-	hwm := min(leaderHWM, p.log.LogEndOffset())
-	if hwm > p.highWatermark.Load() {
-		p.highWatermark.Store(hwm)
+	p.setHighWatermarkLocked(followerHighWatermark(p.highWatermark.Load(), leaderHWM, p.log.LogEndOffset()))
+}
+
+// applyDiverging truncates this follower where its log diverges from that of
+// the leader of epoch (truncationOffset).
+func (p *Partition) applyDiverging(epoch int32, d Diverging) (int64, error) {
+	end := truncationOffset(d, p.log.EndOffsetForEpoch)
+	return end, p.truncateTo(epoch, end)
+}
+
+// applyOutOfRange handles the leader's OFFSET_OUT_OF_RANGE answer to this
+// follower's fetch (outOfRange).
+func (p *Partition) applyOutOfRange(epoch int32, leaderLogStart, leaderHWM int64) error {
+	offset, _ := p.fetchPosition()
+	restart, to := outOfRange(offset, leaderLogStart, leaderHWM, p.log.LogStartOffset())
+	if restart {
+		return p.restartAt(epoch, to)
 	}
+	return p.truncateTo(epoch, to)
 }
 
 // truncateTo removes this follower's records at and above offset (a divergent tail)
@@ -378,9 +349,11 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 			return err
 		}
 	}
+	p.mu.Lock()
 	if p.highWatermark.Load() > offset {
-		p.highWatermark.Store(offset)
+		p.setHighWatermarkLocked(offset)
 	}
+	p.mu.Unlock()
 	return nil
 }
 
@@ -399,7 +372,9 @@ func (p *Partition) restartAt(epoch int32, offset int64) error {
 	p.txnMu.Lock()
 	p.txns = newTxnState()
 	p.txnMu.Unlock()
-	p.highWatermark.Store(offset)
+	p.mu.Lock()
+	p.setHighWatermarkLocked(offset)
+	p.mu.Unlock()
 	return nil
 }
 

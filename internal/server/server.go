@@ -149,6 +149,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	ctrlCfg := controller.Config{
 		NodeID:            cfg.NodeID,
 		DataDir:           filepath.Join(cfg.DataDir, "metadata"),
+		FS:                fsys,
 		Transport:         n.raftTransport,
 		Voters:            peers,
 		Observer:          !cfg.IsController(),
@@ -551,6 +552,13 @@ func (n *Node) close(graceful bool) error {
 	// Every goroutine of the node is done before the partitions close, so nothing
 	// (an image being applied, say) opens a log behind Close's back.
 	n.wg.Wait()
+	// The coordinators' partition loaders before the coordinators they load into.
+	if n.offsetStore != nil {
+		n.offsetStore.Close()
+	}
+	if n.txnStore != nil {
+		n.txnStore.Close()
+	}
 	if n.groups != nil {
 		n.groups.Close()
 	}

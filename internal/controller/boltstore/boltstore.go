@@ -121,7 +121,7 @@ func (s *Store) GetLog(index uint64, l *raft.Log) error {
 		if v == nil {
 			return raft.ErrLogNotFound
 		}
-		if err := decodeLog(v, l); err != nil {
+		if err := DecodeLog(v, l); err != nil {
 			return fmt.Errorf("index %d: %w", index, err)
 		}
 		l.Index = index
@@ -137,7 +137,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLogs)
 		for _, l := range logs {
-			if err := b.Put(indexKey(l.Index), encodeLog(l)); err != nil {
+			if err := b.Put(indexKey(l.Index), EncodeLog(l)); err != nil {
 				return err
 			}
 		}
@@ -176,6 +176,15 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	return val, err
 }
 
+// ForEachStable calls fn with every stable key and value, in key order.
+func (s *Store) ForEachStable(fn func(key, val []byte) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketStable).ForEach(func(k, v []byte) error {
+			return fn(append([]byte{}, k...), append([]byte{}, v...))
+		})
+	})
+}
+
 // SetUint64 stores a stable integer.
 func (s *Store) SetUint64(key []byte, val uint64) error {
 	return s.Set(key, binary.BigEndian.AppendUint64(nil, val))
@@ -197,7 +206,9 @@ func (s *Store) GetUint64(key []byte) (uint64, error) {
 
 func indexKey(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
 
-func encodeLog(l *raft.Log) []byte {
+// EncodeLog encodes l in the package doc's format (without its index); the
+// controller's vfs store (package raftstore) frames its entries the same way.
+func EncodeLog(l *raft.Log) []byte {
 	b := make([]byte, 4, headerLen+len(l.Data)+len(l.Extensions)+2*binary.MaxVarintLen64)
 	b = append(b, logVersion, byte(l.Type))
 	b = binary.BigEndian.AppendUint64(b, l.Term)
@@ -214,8 +225,9 @@ func encodeLog(l *raft.Log) []byte {
 	return b
 }
 
-// decodeLog parses v into l, copying the byte fields out of bbolt's memory.
-func decodeLog(v []byte, l *raft.Log) error {
+// DecodeLog parses v, an encoded raft.Log (the package doc's format), into l,
+// copying the byte fields out of v.
+func DecodeLog(v []byte, l *raft.Log) error {
 	if len(v) < headerLen {
 		return fmt.Errorf("%w: %d bytes", ErrCorrupt, len(v))
 	}

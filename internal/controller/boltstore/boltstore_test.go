@@ -136,7 +136,7 @@ func TestStableStore(t *testing.T) {
 
 // TestCorruptEntry damages stored values behind the store's back.
 func TestCorruptEntry(t *testing.T) {
-	good := encodeLog(entry(5))
+	good := EncodeLog(entry(5))
 	tests := []struct {
 		name  string
 		value []byte
@@ -172,17 +172,17 @@ func withCRC(b []byte) []byte {
 
 // FuzzDecodeLog checks that no stored value makes the decoder panic.
 func FuzzDecodeLog(f *testing.F) {
-	f.Add(encodeLog(entry(1)))
-	f.Add(encodeLog(&raft.Log{}))
+	f.Add(EncodeLog(entry(1)))
+	f.Add(EncodeLog(&raft.Log{}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var l raft.Log
-		if err := decodeLog(b, &l); err != nil && !errors.Is(err, ErrCorrupt) {
+		if err := DecodeLog(b, &l); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("error %v does not wrap ErrCorrupt", err)
 		}
 		// Valid checksums are rare in random input: also parse with one fixed up.
 		if len(b) >= headerLen {
-			_ = decodeLog(withCRC(bytes.Clone(b)), &l)
+			_ = DecodeLog(withCRC(bytes.Clone(b)), &l)
 		}
 	})
 }

@@ -1,0 +1,261 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// TestErrorCode: every domain error maps to its Kafka code, wrapped or not; a
+// metadata.KafkaError carries its own; anything unknown is
+// UNKNOWN_SERVER_ERROR, and nil is 0.
+func TestErrorCode(t *testing.T) {
+	if got := ErrorCode(nil); got != 0 {
+		t.Fatalf("ErrorCode(nil) = %d", got)
+	}
+	for _, m := range errorCodes {
+		if got := ErrorCode(m.err); got != m.code.Code {
+			t.Errorf("ErrorCode(%v) = %d, want %s", m.err, got, m.code.Message)
+		}
+		if got := ErrorCode(fmt.Errorf("context: %w", m.err)); got != m.code.Code {
+			t.Errorf("ErrorCode(wrapped %v) = %d, want %s", m.err, got, m.code.Message)
+		}
+	}
+	if got := ErrorCode(fmt.Errorf("x: %w", metadata.ErrTopicExists)); got != kerr.TopicAlreadyExists.Code {
+		t.Errorf("ErrorCode(ErrTopicExists) = %d", got)
+	}
+	if got := ErrorCode(errors.New("something else")); got != kerr.UnknownServerError.Code {
+		t.Errorf("ErrorCode(unknown) = %d", got)
+	}
+}
+
+// fakeCluster is the Cluster of a broker that is not the active controller:
+// only the image is served; any controller call fails the test by panicking.
+type fakeCluster struct {
+	Cluster
+	img *metadata.Image
+}
+
+func (f fakeCluster) Image() *metadata.Image { return f.img }
+func (f fakeCluster) LeaderID() int32        { return 2 }
+func (f fakeCluster) IsLeader() bool         { return false }
+
+var errTopicID = metadata.UUID{9}
+
+// newErrorsHandlers is broker 1 hosting topic "t": partition 0 led here
+// (ISR of one, min.insync.replicas 2), partition 1 led by broker 2; a ten-record
+// batch is on partition 0.
+func newErrorsHandlers(t *testing.T) *Handlers {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+		&metadata.TopicRecord{Name: "t", ID: errTopicID, Configs: map[string]string{"min.insync.replicas": "2"}},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.HighWatermark() < 10 { // the group commit
+		if time.Now().After(deadline) {
+			t.Fatal("the HWM never reached 10")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img}, m, nil, nil, logger)
+}
+
+func serve(t *testing.T, h *Handlers, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	resp := h.Handle(context.Background(), &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req})
+	if resp.Wait != nil {
+		resp = resp.Wait(context.Background())
+	}
+	if resp.Body != nil {
+		defer resp.Body.Release()
+		var w bufWriter
+		if err := resp.Body.WriteBody(&w); err != nil {
+			t.Fatal(err)
+		}
+		msg := req.ResponseKind()
+		if err := msg.ReadFrom(w.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	return resp.Msg
+}
+
+// TestProduceErrors: a produce the broker cannot take gets Kafka's code for
+// that partition, never a closed connection.
+func TestProduceErrors(t *testing.T) {
+	h := newErrorsHandlers(t)
+	good := batchtest.Build(batchtest.Options{})
+	corrupt := batchtest.Build(batchtest.Options{})
+	corrupt[len(corrupt)-1] ^= 0xff // the CRC no longer matches
+	for _, tc := range []struct {
+		name      string
+		topic     string
+		partition int32
+		acks      int16
+		records   []byte
+		want      *kerr.Error
+	}{
+		{"unknown topic", "nope", 0, 1, good, kerr.UnknownTopicOrPartition},
+		{"unknown partition", "t", 7, 1, good, kerr.UnknownTopicOrPartition},
+		{"led elsewhere", "t", 1, 1, good, kerr.NotLeaderForPartition},
+		{"acks=all under min.insync.replicas", "t", 0, -1, good, kerr.NotEnoughReplicas},
+		{"invalid acks", "t", 0, 2, good, kerr.InvalidRequiredAcks},
+		{"corrupt batch", "t", 0, 1, corrupt, kerr.CorruptMessage},
+		{"no batch", "t", 0, 1, []byte{}, kerr.InvalidRecord},
+	} {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = tc.acks, 1000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = tc.topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = tc.partition, tc.records
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := serve(t, h, req).(*kmsg.ProduceResponse)
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want.Code {
+			t.Errorf("%s: error %v, want %s", tc.name, kerr.ErrorForCode(got), tc.want.Message)
+		}
+	}
+}
+
+// TestFetchErrors: fetches at a bad offset or epoch, or of a partition not led
+// here, get their codes; the partition's other state is still reported.
+func TestFetchErrors(t *testing.T) {
+	h := newErrorsHandlers(t)
+	for _, tc := range []struct {
+		name      string
+		topic     string
+		partition int32
+		offset    int64
+		epoch     int32
+		want      *kerr.Error
+	}{
+		{"past the log end", "t", 0, 11, -1, kerr.OffsetOutOfRange},
+		{"negative offset", "t", 0, -5, -1, kerr.OffsetOutOfRange},
+		{"an older leader epoch", "t", 0, 0, 2, kerr.FencedLeaderEpoch},
+		{"a newer leader epoch", "t", 0, 0, 4, kerr.UnknownLeaderEpoch},
+		{"led elsewhere", "t", 1, 0, -1, kerr.NotLeaderForPartition},
+		{"unknown topic", "nope", 0, 0, -1, kerr.UnknownTopicOrPartition},
+	} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(11)
+		req.ReplicaID, req.MaxBytes = -1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = tc.topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = tc.partition, tc.offset, tc.epoch, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := serve(t, h, req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("%s: response %+v", tc.name, resp)
+		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want.Code {
+			t.Errorf("%s: error %v, want %s", tc.name, kerr.ErrorForCode(got), tc.want.Message)
+		}
+	}
+}
+
+// TestPartitionRequestErrors: ListOffsets, OffsetForLeaderEpoch and
+// DeleteRecords on partitions that are unknown, led elsewhere or out of range.
+func TestPartitionRequestErrors(t *testing.T) {
+	h := newErrorsHandlers(t)
+	lo := func(topic string, partition int32, epoch int32) int16 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(7)
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, -1, epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return serve(t, h, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	ofe := func(topic string, partition int32) int16 {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(4)
+		req.ReplicaID = -1
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = partition, -1, 3
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return serve(t, h, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	del := func(topic string, partition int32, offset int64) int16 {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.SetVersion(2)
+		req.TimeoutMillis = 1000
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = partition, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return serve(t, h, req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		name string
+		got  int16
+		want *kerr.Error
+	}{
+		{"ListOffsets unknown topic", lo("nope", 0, -1), kerr.UnknownTopicOrPartition},
+		{"ListOffsets led elsewhere", lo("t", 1, -1), kerr.NotLeaderForPartition},
+		{"ListOffsets fenced epoch", lo("t", 0, 1), kerr.FencedLeaderEpoch},
+		{"ListOffsets at the current epoch", lo("t", 0, 3), nil},
+		{"OffsetForLeaderEpoch unknown topic", ofe("nope", 0), kerr.UnknownTopicOrPartition},
+		{"OffsetForLeaderEpoch led elsewhere", ofe("t", 1), kerr.NotLeaderForPartition},
+		{"DeleteRecords past the HWM", del("t", 0, 11), kerr.OffsetOutOfRange},
+		{"DeleteRecords led elsewhere", del("t", 1, 0), kerr.NotLeaderForPartition},
+		{"DeleteRecords unknown topic", del("nope", 0, 0), kerr.UnknownTopicOrPartition},
+	} {
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if tc.got != want {
+			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(tc.got), kerr.ErrorForCode(want))
+		}
+	}
+}

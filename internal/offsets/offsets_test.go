@@ -1,0 +1,168 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+var offsetsID = metadata.UUID{7}
+
+// newTestStore hosts partitions 0 (led here) and 1 (led by broker 2) of
+// __consumer_offsets on broker 1, with max.message.bytes of 200.
+func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var s *Store
+	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{
+		OnLeadership: func(p *replica.Partition, leader bool) { s.LeadershipChanged(p, leader) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = New(m, logger)
+	if coord != nil {
+		s.SetCoordinator(coord)
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+		&metadata.TopicRecord{Name: group.OffsetsTopic, ID: offsetsID, Configs: map[string]string{"max.message.bytes": "200"}},
+		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Apply(img.WithOffset(1)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		m.Close()
+	})
+	return s, m
+}
+
+// TestAppendErrors: the error paths of Append, as the group coordinator sees
+// them: a partition not hosted or led elsewhere is NOT_COORDINATOR (the client
+// finds the new coordinator), records over max.message.bytes are
+// group.ErrRecordTooLarge, a cancelled wait is the context's error.
+func TestAppendErrors(t *testing.T) {
+	s, _ := newTestStore(t, nil)
+	ctx := context.Background()
+	small := []group.Record{{Key: []byte("k"), Value: []byte("v")}}
+	if err := s.Append(ctx, 0, small); err != nil {
+		t.Fatalf("append to the led partition: %v", err)
+	}
+	for _, tc := range []struct {
+		name      string
+		partition int32
+		records   []group.Record
+		want      error
+	}{
+		{"not hosted", 5, small, group.ErrNotCoordinator},
+		{"led by another broker", 1, small, group.ErrNotCoordinator},
+		{"too large", 0, []group.Record{{Key: []byte("k"), Value: make([]byte, 300)}}, group.ErrRecordTooLarge},
+	} {
+		if err := s.Append(ctx, tc.partition, tc.records); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Append = %v, want %v", tc.name, err, tc.want)
+		}
+		if err := s.AppendTxn(ctx, tc.partition, 9, 0, tc.records); !errors.Is(err, tc.want) {
+			t.Errorf("%s: AppendTxn = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+// blockingCoordinator's LoadPartition waits for its context and records
+// what it saw.
+type blockingCoordinator struct {
+	mu       sync.Mutex
+	loading  chan int32
+	canceled []int32
+	unloaded []int32
+}
+
+func (b *blockingCoordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
+	for _, err := range records {
+		if err != nil {
+			return err
+		}
+	}
+	b.loading <- p
+	<-ctx.Done()
+	b.mu.Lock()
+	b.canceled = append(b.canceled, p)
+	b.mu.Unlock()
+	return ctx.Err()
+}
+
+func (b *blockingCoordinator) UnloadPartition(p int32) {
+	b.mu.Lock()
+	b.unloaded = append(b.unloaded, p)
+	b.mu.Unlock()
+}
+
+// TestCloseWaitsForLoads: Close cancels a partition load under way and
+// returns only once its goroutine has; leadership changes after Close load
+// nothing. Before Close existed the loader ran on, unowned, past the node's
+// shutdown.
+func TestCloseWaitsForLoads(t *testing.T) {
+	coord := &blockingCoordinator{loading: make(chan int32, 4)}
+	s, m := newTestStore(t, coord)
+	select {
+	case p := <-coord.loading:
+		if p != 0 {
+			t.Fatalf("loading partition %d, want 0", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the led partition was never loaded")
+	}
+	s.Close()
+	coord.mu.Lock()
+	canceled := coord.canceled
+	coord.mu.Unlock()
+	if len(canceled) != 1 || canceled[0] != 0 {
+		t.Fatalf("Close returned with the load not cancelled and returned (cancelled: %v)", canceled)
+	}
+	p, err := m.Partition(group.OffsetsTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LeadershipChanged(p, true)
+	s.LeadershipChanged(p, false)
+	select {
+	case p := <-coord.loading:
+		t.Fatalf("partition %d loaded after Close", p)
+	default:
+	}
+}
+
+// TestLeadershipOfOtherTopicsIgnored: the store of __consumer_offsets loads
+// and unloads nothing for another topic's partitions.
+func TestLeadershipOfOtherTopicsIgnored(t *testing.T) {
+	coord := &blockingCoordinator{loading: make(chan int32, 4)}
+	_, m := newTestStore(t, coord)
+	<-coord.loading // partition 0 of the store's own topic
+	other := NewForTopic("__transaction_state", m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	other.SetCoordinator(coord)
+	p, _ := m.Partition(group.OffsetsTopic, 0)
+	other.LeadershipChanged(p, false)
+	other.LeadershipChanged(p, true)
+	other.Close()
+	coord.mu.Lock()
+	defer coord.mu.Unlock()
+	if len(coord.unloaded) != 1 { // the unload before partition 0's load, by s
+		t.Fatalf("unloads %v: another topic's store acted on __consumer_offsets", coord.unloaded)
+	}
+}

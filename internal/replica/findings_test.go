@@ -1,0 +1,191 @@
+package replica
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/strata-stream/strata/internal/storage"
+)
+
+// The reliability findings of docs/reliability.md that live in the replication
+// layer, each replayed deterministically on a memCluster under synctest. Each
+// test says what the old code did.
+
+// TestMemClusterReplicates: the harness itself. Three replicas take acks=all
+// writes; every replica follows, and all agree below the high-water mark.
+func TestMemClusterReplicates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 3, 2)
+		acked, err := c.produce(1, 20)
+		if err != nil || len(acked) != 20 {
+			t.Fatalf("produced %d, err %v", len(acked), err)
+		}
+		time.Sleep(time.Second) // a fetch round: followers learn the HWM
+		synctest.Wait()
+		for id := int32(1); id <= 3; id++ {
+			if hwm := c.replica(id).HighWatermark(); hwm != 20 {
+				t.Fatalf("replica %d: HWM %d, want 20", id, hwm)
+			}
+		}
+		c.checkAgreement()
+	})
+}
+
+// TestFindingPowerLossOfEveryReplica (finding 1): every acknowledged record
+// survives a power loss of every replica at one instant. The old code created
+// the data directories without syncing their parents: the cut took the whole
+// tree, and with it every record.
+func TestFindingPowerLossOfEveryReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 3, 2)
+		acked, err := c.produce(1, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		images := map[int32]*memNode{}
+		for id, nd := range c.nodes {
+			images[id] = &memNode{mem: nd.mem.CrashClone()}
+		}
+		c.mu.Unlock()
+		for id, img := range images {
+			c.stopNode(id)
+			c.start(id, img.mem)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		last := acked[len(acked)-1]
+		for id := int32(1); id <= 3; id++ {
+			if leo := c.replica(id).LogEndOffset(); leo <= last {
+				t.Fatalf("replica %d restarted with log end %d; offset %d was acknowledged", id, leo, last)
+			}
+		}
+		if hwm := c.replica(1).HighWatermark(); hwm <= last {
+			t.Fatalf("leader's HWM %d after the restart, want past %d", hwm, last)
+		}
+		c.checkAgreement()
+	})
+}
+
+// TestFindingFollowerFsyncFailureIsNotCounted (finding 2): a follower whose
+// fsync failed must not count towards acks=all for records it never synced.
+// The old fetcher, after the failed fsync, fetched again from its log end: the
+// leader took that as durable, acknowledged records only in the follower's
+// page cache, and the follower, still in the ISR, came back from a power loss
+// without them. Now a failed log stops fetching, the leader's HWM waits, and
+// the lag limit takes the follower out of the ISR.
+func TestFindingFollowerFsyncFailureIsNotCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 2, 1)
+		if _, err := c.produce(1, 5); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		c.nodes[2].fsync.Enable()
+		c.mu.Unlock()
+		// produce waits 5s for each acknowledgement, less than the lag limit:
+		// the follower is still in the ISR when it stops.
+		acked, _ := c.produce(1, 5)
+		synctest.Wait()
+		// Every in-sync replica must hold every acknowledged record on disk.
+		ip := c.partition()
+		if !slices.Contains(ip.ISR, 2) {
+			t.Fatalf("the follower left the ISR %v before the lag limit", ip.ISR)
+		}
+		end := int64(5)
+		if len(acked) > 0 {
+			end = acked[len(acked)-1] + 1
+		}
+		for _, id := range ip.ISR {
+			c.mu.Lock()
+			synced := c.nodes[id].mem.CrashClone()
+			c.mu.Unlock()
+			l, err := storage.Open(synced, "/data/logs/t-0", storage.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			leo := l.LogEndOffset()
+			l.Close()
+			if leo < end {
+				t.Fatalf("in-sync replica %d has synced up to %d; acknowledged up to %d (ISR %v)", id, leo, end, ip.ISR)
+			}
+		}
+		// The follower does not fetch again until it restarts: the lag limit
+		// takes it out of the ISR.
+		time.Sleep(2 * c.lagMax)
+		synctest.Wait()
+		ip = c.partition()
+		if slices.Contains(ip.ISR, 2) {
+			t.Fatalf("the follower whose log failed is still in the ISR %v", ip.ISR)
+		}
+	})
+}
+
+// TestFindingDeposedLeaderRejoinsISR (finding 3): a leader deposed before it
+// wrote at its epoch rejoins the ISR of its successor. The old Log.Truncate at
+// the log end returned early and kept the deposed epoch: the follower sent it as
+// LastFetchedEpoch, the leader answered with the same divergence every fetch,
+// and the follower never caught up.
+func TestFindingDeposedLeaderRejoinsISR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 3, 1)
+		if _, err := c.produce(1, 5); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		c.elect(2, 1, 2, 3) // 2 leads epoch 1 and writes nothing...
+		synctest.Wait()
+		c.elect(3, 1, 3) // ...and is fenced out of the ISR at epoch 2
+		time.Sleep(2 * c.lagMax)
+		synctest.Wait()
+		if isr := c.partition().ISR; !slices.Contains(isr, 2) {
+			t.Fatalf("the deposed leader never rejoined: ISR %v", isr)
+		}
+		if _, err := c.produce(3, 5); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		c.checkAgreement()
+	})
+}
+
+// TestFindingFailedLeaderLogResigns (finding 4): a leader whose log failed
+// hands leadership to another in-sync replica at once. The old code kept it:
+// every produce answered KAFKA_STORAGE_ERROR until an operator restarted the
+// broker.
+func TestFindingFailedLeaderLogResigns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 3, 2)
+		acked, err := c.produce(1, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		c.nodes[1].fsync.Enable()
+		c.mu.Unlock()
+		start := time.Now()
+		if _, err := c.produce(1, 1); err == nil {
+			t.Fatal("a write acknowledged by a leader whose fsync failed")
+		}
+		synctest.Wait()
+		ip := c.partition()
+		if ip.Leader == 1 || ip.LeaderEpoch != 1 {
+			t.Fatalf("leadership did not move: leader %d at epoch %d", ip.Leader, ip.LeaderEpoch)
+		}
+		if d := time.Since(start); d >= c.lagMax {
+			t.Fatalf("leadership moved after %v, not at once", d)
+		}
+		more, err := c.produce(ip.Leader, 5)
+		if err != nil && !errors.Is(err, ErrNotEnoughReplicas) {
+			t.Fatal(err)
+		}
+		if len(more) > 0 && more[0] <= acked[len(acked)-1] {
+			t.Fatalf("the new leader reused offset %d", more[0])
+		}
+	})
+}

@@ -1,0 +1,374 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// memCluster runs the replication of real Managers inside one test: every
+// broker's partition logs live on an in-memory disk (vfs.MemFS behind an
+// ErrorFS whose fsyncs the test can fail), follower fetches go through an
+// in-memory Transport that serves them from the leader's Manager, and ISR
+// changes through an in-memory controller: a metadata image, the controller's
+// own PlanAlterPartition, and every new image applied to every broker at once.
+// Run it inside synctest.Test: time is fake and synctest.Wait lets every
+// fetcher, flusher and proposal run until the cluster is quiet.
+type memCluster struct {
+	t      *testing.T
+	lagMax time.Duration
+
+	mu    sync.Mutex // guards img, nodes and cut; held while images are applied
+	img   *metadata.Image
+	nodes map[int32]*memNode
+	cut   map[int32]bool // brokers cut off from every other broker
+}
+
+type memNode struct {
+	id    int32
+	mem   *vfs.MemFS
+	fsync *vfs.Rule // fails fsyncs once enabled
+	mgr   *Manager
+	stop  context.CancelFunc
+	done  chan struct{} // the ISR maintenance returned
+}
+
+const memTopic = "t"
+
+var memTopicID = metadata.UUID{1}
+
+// newMemCluster starts brokers 1..n and creates topic memTopic with one
+// partition on every broker, led by broker 1, all in sync.
+func newMemCluster(t *testing.T, n int, minISR int) *memCluster {
+	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}}
+	var recs []metadata.Record
+	var all []int32
+	for id := int32(1); id <= int32(n); id++ {
+		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
+		all = append(all, id)
+	}
+	recs = append(recs,
+		&metadata.TopicRecord{Name: memTopic, ID: memTopicID, Configs: map[string]string{"min.insync.replicas": strconv.Itoa(minISR)}},
+		&metadata.PartitionRecord{TopicID: memTopicID, Partition: 0, Replicas: all, ISR: all, Leader: 1})
+	c.applyRecords(recs...)
+	for _, id := range all {
+		c.start(id, vfs.NewMem())
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+// start runs broker id on mem.
+func (c *memCluster) start(id int32, mem *vfs.MemFS) {
+	nd := &memNode{id: id, mem: mem, fsync: vfs.FailOn(vfs.OpSync)}
+	nd.fsync.Disable()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := NewManager(vfs.NewErrorFS(mem, nd.fsync), "/data/logs", id, logger, Options{
+		Transport:     memTransport{c: c, from: id},
+		ISRChanger:    memController{c: c, from: id},
+		BrokerEpoch:   func() int64 { return 1 },
+		ReplicaLagMax: c.lagMax,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	nd.mgr = m
+	ctx, cancel := context.WithCancel(context.Background())
+	nd.stop, nd.done = cancel, make(chan struct{})
+	go func() {
+		defer close(nd.done)
+		m.RunISRMaintenance(ctx)
+	}()
+	c.mu.Lock()
+	c.nodes[id] = nd
+	img := c.img
+	c.mu.Unlock()
+	if err := m.Apply(img); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// stopNode closes broker id's Manager and forgets it.
+func (c *memCluster) stopNode(id int32) *memNode {
+	c.mu.Lock()
+	nd := c.nodes[id]
+	delete(c.nodes, id)
+	c.mu.Unlock()
+	nd.stop()
+	<-nd.done
+	nd.mgr.Close()
+	return nd
+}
+
+// powerCycle cuts broker id's power: it restarts on what its disk had synced.
+func (c *memCluster) powerCycle(id int32) {
+	c.mu.Lock()
+	image := c.nodes[id].mem.CrashClone()
+	c.mu.Unlock()
+	c.stopNode(id)
+	c.start(id, image)
+}
+
+func (c *memCluster) close() {
+	c.mu.Lock()
+	var ids []int32
+	for id := range c.nodes {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.stopNode(id)
+	}
+}
+
+// applyRecords commits records and applies the new image to every broker.
+func (c *memCluster) applyRecords(recs ...metadata.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.applyLocked(recs); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *memCluster) applyLocked(recs []metadata.Record) error {
+	img, err := metadata.ApplyAll(c.img, recs)
+	if err != nil {
+		return err
+	}
+	c.img = img.WithOffset(c.img.Offset() + 1)
+	for _, nd := range c.nodes {
+		nd.mgr.Apply(c.img) // a closed Manager refuses: it is being stopped
+	}
+	return nil
+}
+
+// partition is the partition as the controller has it.
+func (c *memCluster) partition() *metadata.Partition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.img.Partition(memTopic, 0)
+}
+
+// elect makes leader lead at the next leader epoch with isr.
+func (c *memCluster) elect(leader int32, isr ...int32) {
+	p := c.partition()
+	c.applyRecords(&metadata.PartitionChangeRecord{TopicID: memTopicID, Partition: 0, BasePartitionEpoch: p.PartitionEpoch,
+		Leader: leader, LeaderEpoch: p.LeaderEpoch + 1, ISR: isr})
+}
+
+// replica is broker id's replica of the partition.
+func (c *memCluster) replica(id int32) *Partition {
+	c.mu.Lock()
+	nd := c.nodes[id]
+	c.mu.Unlock()
+	p, err := nd.mgr.Partition(memTopic, 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+// isolate cuts broker id off from the other brokers (not from the controller,
+// which here is the test itself) or heals it.
+func (c *memCluster) isolate(id int32, cut bool) {
+	c.mu.Lock()
+	c.cut[id] = cut
+	c.mu.Unlock()
+}
+
+// produce appends n one-record batches to the leader with acks=all and
+// returns the offsets acknowledged; it stops at the first refusal.
+func (c *memCluster) produce(leader int32, n int) (acked []int64, err error) {
+	p := c.replica(leader)
+	for range n {
+		res, err := p.Append(batchtest.Build(batchtest.Options{}), -1)
+		if err != nil {
+			return acked, err
+		}
+		if err := p.WaitHighWatermark(context.Background(), res.LastOffset+1, 5*time.Second); err != nil {
+			return acked, err
+		}
+		acked = append(acked, res.BaseOffset)
+	}
+	return acked, nil
+}
+
+// memController is one broker's ISRChanger: AlterPartition planned by the
+// controller's PlanAlterPartition against the cluster's image.
+type memController struct {
+	c    *memCluster
+	from int32
+}
+
+func (mc memController) AlterPartition(_ context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
+	c := mc.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut[mc.from] {
+		return nil, errors.New("memcluster: controller unreachable")
+	}
+	recs, ip, err := controller.PlanAlterPartition(c.img, controller.AlterPartitionRequest{
+		BrokerID: mc.from, BrokerEpoch: 1, TopicID: topicID, Partition: partition,
+		LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, NewISR: isr,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.applyLocked(recs); err != nil {
+		return nil, err
+	}
+	return ip, nil
+}
+
+// memTransport is one broker's Transport: it serves replica fetches from the
+// leader's Manager as the Fetch handler does (ReadForFollower per partition, a
+// long poll on appends while nothing is readable).
+type memTransport struct {
+	c    *memCluster
+	from int32
+}
+
+func (tr memTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	c := tr.c
+	c.mu.Lock()
+	nd := c.nodes[leader]
+	cut := c.cut[tr.from] || c.cut[leader]
+	c.mu.Unlock()
+	if cut || nd == nil {
+		return nil, errors.New("memcluster: leader unreachable")
+	}
+	// A round trip takes a millisecond: a fetcher that never waits (one
+	// answered with the same divergence forever, say) still lets time pass.
+	time.Sleep(time.Millisecond)
+	w := NewWatcher()
+	var watched []*Partition
+	defer func() {
+		for _, p := range watched {
+			p.UnwatchAppends(w)
+		}
+	}()
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if p, err := nd.mgr.Partition(rt.Topic, rp.Partition); err == nil {
+				p.WatchAppends(w)
+				watched = append(watched, p)
+			}
+		}
+	}
+	resp, ready := serveReplicaFetch(nd.mgr, req)
+	if ready {
+		return resp, nil
+	}
+	select {
+	case <-w.C:
+	case <-time.After(time.Duration(req.MaxWaitMillis) * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	resp, _ = serveReplicaFetch(nd.mgr, req)
+	return resp, nil
+}
+
+// serveReplicaFetch answers a replica fetch from m; ready reports whether the
+// answer carries anything (records, a divergence or an error).
+func serveReplicaFetch(m *Manager, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, ready bool) {
+	resp = kmsg.NewPtrFetchResponse()
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			p, err := m.Partition(rt.Topic, rp.Partition)
+			switch {
+			case err != nil:
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < p.LeaderEpoch():
+				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case rp.CurrentLeaderEpoch > p.LeaderEpoch():
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				ff, err := p.ReadForFollower(req.ReplicaID, rp.FetchOffset, rp.LastFetchedEpoch, int(rp.PartitionMaxBytes), time.Now())
+				sp.HighWatermark, sp.LogStartOffset = ff.HighWatermark, ff.LogStartOffset
+				switch {
+				case errors.Is(err, storage.ErrOffsetOutOfRange):
+					sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotReplica):
+					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				case err != nil:
+					sp.ErrorCode = kerr.KafkaStorageError.Code
+				case ff.Diverging != nil:
+					sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = ff.Diverging.Epoch, ff.Diverging.EndOffset
+					ready = true
+				case ff.Chunk.Size > 0:
+					b, err := ff.Chunk.Bytes()
+					ff.Chunk.Release()
+					if err != nil {
+						sp.ErrorCode = kerr.KafkaStorageError.Code
+					}
+					sp.RecordBatches = b
+					ready = true
+				}
+			}
+			if sp.ErrorCode != 0 {
+				ready = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, ready
+}
+
+// checkAgreement fails the test unless every in-sync replica holds the same
+// batches below the leader's high-water mark.
+func (c *memCluster) checkAgreement() {
+	c.t.Helper()
+	ip := c.partition()
+	leader := c.replica(ip.Leader)
+	hwm := leader.HighWatermark()
+	want := logBytes(c.t, leader.log, hwm)
+	for _, id := range ip.ISR {
+		if got := logBytes(c.t, c.replica(id).log, hwm); !slices.Equal(got, want) {
+			c.t.Fatalf("in-sync replica %d differs from leader %d below the HWM %d", id, ip.Leader, hwm)
+		}
+	}
+}
+
+// logBytes reads a log's bytes from its start up to end.
+func logBytes(t *testing.T, l *storage.Log, end int64) []byte {
+	t.Helper()
+	var out []byte
+	for off := l.LogStartOffset(); off < end; {
+		ch, err := l.Read(off, 1<<20, end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Size == 0 {
+			break
+		}
+		b, err := ch.Bytes()
+		ch.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+		off = ch.NextOffset
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The replication rules, as pure functions over follower state: no locks, no
+// logs, no clock of their own. Partition applies their decisions under its lock
+// and does the I/O; testdata/rules/*.txt drive them step by step.
+
+// followerState is a leader's view of one follower.
+type followerState struct {
+	// logEnd is the follower's last fetch offset: followers fetch only once what
+	// they hold is durable, so everything below it is on the follower's disk.
+	// -1 until the follower's first fetch under this leadership.
+	logEnd int64
+	// lastCaughtUp is the last time the follower had everything the leader had
+	// (Kafka's lastCaughtUpTimeMs): a fetch at the leader's log end, or at the log
+	// end the leader had at the follower's previous fetch.
+	lastCaughtUp    time.Time
+	lastFetch       time.Time
+	leaderEndAtLast int64
+}
+
+// newFollowerState is a follower not heard from yet: unknown until it fetches,
+// with a full lag period from now to do so.
+func newFollowerState(now time.Time) *followerState {
+	return &followerState{logEnd: -1, lastCaughtUp: now, leaderEndAtLast: -1}
+}
+
+// fetched records a follower's fetch at fetchOffset while the leader's log ends
+// at leaderEnd.
+func (f *followerState) fetched(fetchOffset, leaderEnd int64, now time.Time) {
+	switch {
+	case fetchOffset >= leaderEnd:
+		f.lastCaughtUp = now
+	case f.leaderEndAtLast >= 0 && fetchOffset >= f.leaderEndAtLast:
+		// It has everything the leader had at its previous fetch.
+		f.lastCaughtUp = f.lastFetch
+	}
+	f.logEnd, f.lastFetch, f.leaderEndAtLast = fetchOffset, now, leaderEnd
+}
+
+// tracker is a replica's view of a partition's replica set: the replicas and
+// the ISR as last committed and the partition epoch they were committed at, and,
+// while this broker leads, every other replica's progress. Its methods decide;
+// they change nothing but the tracker.
+type tracker struct {
+	localID        int32
+	partitionEpoch int32
+	replicas, isr  []int32
+	followers      map[int32]*followerState // nil unless leading
+}
+
+// newTracker starts a view of replicas with isr at partitionEpoch; leading
+// tracks the other replicas' progress from now on.
+func newTracker(localID, partitionEpoch int32, replicas, isr []int32, leading bool, now time.Time) *tracker {
+	t := &tracker{localID: localID, partitionEpoch: partitionEpoch, replicas: slices.Clone(replicas), isr: slices.Clone(isr)}
+	if leading {
+		t.followers = map[int32]*followerState{}
+		for _, id := range replicas {
+			if id != localID {
+				t.followers[id] = newFollowerState(now)
+			}
+		}
+	}
+	return t
+}
+
+// update takes a newer ISR (and replica set, unless nil: an AlterPartition
+// answer carries none) committed at partitionEpoch while leadership is
+// unchanged. Replicas a reassignment adds are tracked from now on, removed ones
+// no longer. An older partition epoch changes nothing; it reports whether the
+// update applied.
+func (t *tracker) update(partitionEpoch int32, replicas, isr []int32, now time.Time) bool {
+	if partitionEpoch < t.partitionEpoch {
+		return false
+	}
+	t.partitionEpoch = partitionEpoch
+	t.isr = slices.Clone(isr)
+	if replicas != nil {
+		t.replicas = slices.Clone(replicas)
+		for _, id := range replicas {
+			if t.followers != nil && id != t.localID && t.followers[id] == nil {
+				t.followers[id] = newFollowerState(now)
+			}
+		}
+		for id := range t.followers {
+			if !slices.Contains(replicas, id) {
+				delete(t.followers, id) // its fetches get ErrNotReplica
+			}
+		}
+	}
+	return true
+}
+
+// highWatermark is the minimum over the ISR of what each member holds durably:
+// the leader's safe end and each in-sync follower's last fetch offset. A member
+// that has not fetched yet (-1) holds the high-water mark at or below -1, so it
+// never rises past what an in-sync follower was not yet seen to hold. The caller
+// never moves its high-water mark down to this value.
+func (t *tracker) highWatermark(leaderSafeEnd int64) int64 {
+	end := leaderSafeEnd
+	for _, id := range t.isr {
+		if f := t.followers[id]; f != nil && f.logEnd < end {
+			end = f.logEnd
+		}
+	}
+	return end
+}
+
+// fetched records follower id's fetch at fetchOffset (the leader's log ending at
+// leaderEnd) and reports whether it is in the ISR already.
+func (t *tracker) fetched(id int32, fetchOffset, leaderEnd int64, now time.Time) (inISR bool, err error) {
+	f := t.followers[id]
+	if f == nil {
+		return false, fmt.Errorf("%w: broker %d", ErrNotReplica, id)
+	}
+	f.fetched(fetchOffset, leaderEnd, now)
+	return slices.Contains(t.isr, id), nil
+}
+
+// expandISR is the ISR with follower id added once its fetch offset has reached
+// both the high-water mark and the start of this leader's epoch (it then has
+// every record a member may have acknowledged), or nil for no change.
+func expandISR(isr []int32, id int32, fetchOffset, highWatermark, epochStart int64) []int32 {
+	if slices.Contains(isr, id) || fetchOffset < highWatermark || fetchOffset < epochStart {
+		return nil
+	}
+	return slices.Sorted(slices.Values(append(slices.Clone(isr), id)))
+}
+
+// shrinkISR is the ISR without the followers that have not caught up within
+// maxLag, or nil for no change. The leader always stays.
+func (t *tracker) shrinkISR(now time.Time, maxLag time.Duration) []int32 {
+	var keep []int32
+	for _, id := range t.isr {
+		if f := t.followers[id]; id != t.localID && f != nil && now.Sub(f.lastCaughtUp) > maxLag {
+			continue
+		}
+		keep = append(keep, id)
+	}
+	if len(keep) == len(t.isr) {
+		return nil
+	}
+	return keep
+}
+
+// resignISR is the ISR without the leader (whose log failed), so that the
+// controller elects another member; nil when the leader is the only member: no
+// other copy holds every acknowledged record.
+func resignISR(isr []int32, localID int32) []int32 {
+	others := slices.DeleteFunc(slices.Clone(isr), func(id int32) bool { return id == localID })
+	if len(others) == 0 {
+		return nil
+	}
+	return others
+}
+
+// epochEnds answers, for a leader epoch, the largest epoch at or below it that
+// a log knows and the offset where that epoch ended (its log end for the
+// latest): storage.Log.EndOffsetForEpoch.
+type epochEnds func(epoch int32) (int32, int64)
+
+// divergence is the leader's check of a follower's fetch (KIP-320/595): the
+// follower last fetched lastFetchedEpoch and fetches at fetchOffset. If the
+// leader's log does not have that epoch, or that epoch ends before fetchOffset,
+// the follower's tail diverges and it must truncate; nil otherwise, and when the
+// follower sends no epoch.
+func divergence(lastFetchedEpoch int32, fetchOffset int64, leader epochEnds) *Diverging {
+	if lastFetchedEpoch < 0 {
+		return nil
+	}
+	e, end := leader(lastFetchedEpoch)
+	if e != lastFetchedEpoch || end < fetchOffset {
+		return &Diverging{Epoch: e, EndOffset: end}
+	}
+	return nil
+}
+
+// truncationOffset is where a follower truncates on the leader's Diverging
+// answer: the end of the diverging epoch on the leader, or where that epoch
+// ends in the follower's own log if earlier.
+func truncationOffset(d Diverging, local epochEnds) int64 {
+	end := d.EndOffset
+	if _, localEnd := local(d.Epoch); localEnd < end {
+		end = localEnd
+	}
+	return end
+}
+
+// outOfRange decides what a follower does when the leader answers
+// OFFSET_OUT_OF_RANGE to its fetch at fetchOffset: start over at the leader's
+// log start if the follower is behind it (restart), else truncate to what the
+// leader can have committed (its high-water mark, not below the follower's own
+// log start): the follower is ahead with no diverging epoch to go by.
+func outOfRange(fetchOffset, leaderLogStart, leaderHighWatermark, localLogStart int64) (restart bool, offset int64) {
+	if fetchOffset < leaderLogStart {
+		return true, leaderLogStart
+	}
+	return false, max(leaderHighWatermark, localLogStart)
+}
+
+// followerHighWatermark is a follower's high-water mark after a fetch answer:
+// the leader's, capped by its own log end, and never lower than cur.
+func followerHighWatermark(cur, leaderHighWatermark, logEnd int64) int64 {
+	return max(cur, min(leaderHighWatermark, logEnd))
+}

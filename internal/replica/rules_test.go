@@ -1,0 +1,240 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-stream/strata/internal/scripttest"
+)
+
+// TestRules runs the scripts in testdata/rules/*.txt against the pure
+// replication rules (rules.go): golden command scripts (package scripttest;
+// -rewrite regenerates the output) whose commands take key=value arguments;
+// time is a duration since the script's start.
+//
+// The leader's side (a tracker, the leader's safe end and the HWM it publishes,
+// as Partition composes them):
+//
+//	lead id= replicas=1,2,3 isr=1,2,3 [pepoch=0] safe=N [hwm=N] [at=DUR]
+//	    (epoch-start is the safe end at the start of the leadership)
+//	safe N                      the leader's safe end (and log end) moved
+//	fetch id= offset= [at=DUR]  a follower's fetch: progress, HWM, expansion
+//	tick at= lag=               the ISR maintenance: shrinking
+//	commit pepoch= isr= [replicas=] [at=DUR]   the controller committed a change
+//	resign                      the leader's log failed
+//
+// The follower's side (epochs as epoch@startOffset,... and a log end):
+//
+//	diverge last-epoch= offset= epochs= leo=          the leader's check
+//	truncate epoch= end= epochs= leo=                 the follower's truncation point
+//	out-of-range offset= leader-start= leader-hwm= local-start=
+//	follower-hwm cur= leader= leo=
+func TestRules(t *testing.T) {
+	scripttest.Run(t, "testdata/rules/*.txt", func(t *testing.T) func(string) []string {
+		return (&rulesHarness{t: t}).run
+	})
+}
+
+type rulesHarness struct {
+	t          *testing.T
+	tr         *tracker
+	safe       int64
+	hwm        int64
+	epochStart int64
+}
+
+var rulesStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (h *rulesHarness) run(cmd string) []string {
+	fields := strings.Fields(cmd)
+	args := map[string]string{}
+	var pos []string
+	for _, f := range fields[1:] {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			args[k] = v
+		} else {
+			pos = append(pos, f)
+		}
+	}
+	num := func(k string, def int64) int64 {
+		v, ok := args[k]
+		if !ok {
+			if def == -999 {
+				h.t.Fatalf("%q: missing %s=", cmd, k)
+			}
+			return def
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			h.t.Fatalf("%q: %s: %v", cmd, k, err)
+		}
+		return n
+	}
+	at := func() time.Time {
+		v, ok := args["at"]
+		if !ok {
+			return rulesStart
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			h.t.Fatalf("%q: at: %v", cmd, err)
+		}
+		return rulesStart.Add(d)
+	}
+	ids := func(k string) []int32 {
+		v, ok := args[k]
+		if !ok {
+			return nil
+		}
+		var out []int32
+		for s := range strings.SplitSeq(v, ",") {
+			if s == "" {
+				continue
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				h.t.Fatalf("%q: %s: %v", cmd, k, err)
+			}
+			out = append(out, int32(n))
+		}
+		if out == nil {
+			out = []int32{}
+		}
+		return out
+	}
+	const required = -999
+	switch fields[0] {
+	case "lead":
+		h.safe = num("safe", required)
+		h.epochStart = h.safe
+		h.hwm = num("hwm", 0)
+		h.tr = newTracker(int32(num("id", required)), int32(num("pepoch", 0)), ids("replicas"), ids("isr"), true, at())
+		h.advance()
+		return h.state()
+	case "safe":
+		if len(pos) != 1 {
+			h.t.Fatalf("%q: want one offset", cmd)
+		}
+		n, err := strconv.ParseInt(pos[0], 10, 64)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.safe = n
+		h.advance()
+		return h.state()
+	case "fetch":
+		id, offset := int32(num("id", required)), num("offset", required)
+		inISR, err := h.tr.fetched(id, offset, h.safe, at())
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		var out []string
+		if !inISR {
+			if isr := expandISR(h.tr.isr, id, offset, h.hwm, h.epochStart); isr != nil {
+				out = append(out, fmt.Sprintf("propose expand isr=%s", fmtIDs(isr)))
+			}
+		}
+		h.advance()
+		return append(out, h.state()...)
+	case "tick":
+		lag, err := time.ParseDuration(args["lag"])
+		if err != nil {
+			h.t.Fatalf("%q: lag: %v", cmd, err)
+		}
+		if isr := h.tr.shrinkISR(at(), lag); isr != nil {
+			return []string{fmt.Sprintf("propose shrink isr=%s", fmtIDs(isr))}
+		}
+		return []string{"no change"}
+	case "commit":
+		if !h.tr.update(int32(num("pepoch", required)), ids("replicas"), ids("isr"), at()) {
+			return []string{"stale: ignored"}
+		}
+		h.advance()
+		return h.state()
+	case "resign":
+		if isr := resignISR(h.tr.isr, h.tr.localID); isr != nil {
+			return []string{fmt.Sprintf("propose resign isr=%s", fmtIDs(isr))}
+		}
+		return []string{"no change: the only in-sync replica stays"}
+	case "diverge":
+		d := divergence(int32(num("last-epoch", required)), num("offset", required), h.epochs(args["epochs"], num("leo", required)))
+		if d == nil {
+			return []string{"no divergence"}
+		}
+		return []string{fmt.Sprintf("diverging epoch=%d end=%d", d.Epoch, d.EndOffset)}
+	case "truncate":
+		d := Diverging{Epoch: int32(num("epoch", required)), EndOffset: num("end", required)}
+		return []string{fmt.Sprintf("truncate to %d", truncationOffset(d, h.epochs(args["epochs"], num("leo", required))))}
+	case "out-of-range":
+		restart, to := outOfRange(num("offset", required), num("leader-start", required), num("leader-hwm", required), num("local-start", required))
+		if restart {
+			return []string{fmt.Sprintf("restart at %d", to)}
+		}
+		return []string{fmt.Sprintf("truncate to %d", to)}
+	case "follower-hwm":
+		return []string{fmt.Sprintf("hwm=%d", followerHighWatermark(num("cur", required), num("leader", required), num("leo", required)))}
+	}
+	h.t.Fatalf("unknown command %q", cmd)
+	return nil
+}
+
+// advance raises the published HWM as Partition does: never down.
+func (h *rulesHarness) advance() { h.hwm = max(h.hwm, h.tr.highWatermark(h.safe)) }
+
+func (h *rulesHarness) state() []string {
+	var fs []string
+	for _, id := range h.tr.replicas {
+		if f := h.tr.followers[id]; f != nil {
+			fs = append(fs, fmt.Sprintf("%d@%d", id, f.logEnd))
+		}
+	}
+	return []string{fmt.Sprintf("hwm=%d isr=%s pepoch=%d followers=[%s]", h.hwm, fmtIDs(h.tr.isr), h.tr.partitionEpoch, strings.Join(fs, " "))}
+}
+
+// epochs parses "epoch@start,..." into a model of storage's epoch cache:
+// the largest epoch at or below the one asked for, and where it ended.
+func (h *rulesHarness) epochs(spec string, leo int64) epochEnds {
+	type entry struct {
+		epoch int32
+		start int64
+	}
+	var es []entry
+	for s := range strings.SplitSeq(spec, ",") {
+		if s == "" {
+			continue
+		}
+		e, st, ok := strings.Cut(s, "@")
+		en, err1 := strconv.Atoi(e)
+		sn, err2 := strconv.ParseInt(st, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			h.t.Fatalf("bad epochs %q", spec)
+		}
+		es = append(es, entry{int32(en), sn})
+	}
+	return func(requested int32) (int32, int64) {
+		if len(es) > 0 && es[len(es)-1].epoch == requested {
+			return requested, leo
+		}
+		higher := slices.IndexFunc(es, func(e entry) bool { return e.epoch > requested })
+		switch {
+		case higher < 0:
+			return -1, -1
+		case higher == 0:
+			return requested, es[0].start
+		default:
+			return es[higher-1].epoch, es[higher].start
+		}
+	}
+}
+
+func fmtIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
