@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,16 +72,7 @@ func TestGroupTransactSessionRebalance(t *testing.T) {
 	step("a left", a, b)
 	produced := w.stop(t)
 	adm := newAdmin(t, tgt.bootstrap)
-	testcluster.Eventually(t, time.Minute, "the group's offsets to reach the input's end", func() error {
-		end, committed, err := endAndCommitted(adm, group, in)
-		if err != nil {
-			return err
-		}
-		if !maps.Equal(end, committed) {
-			return fmt.Errorf("committed %v, end %v", committed, end)
-		}
-		return nil
-	})
+	waitCommittedAtEnd(t, adm, group, in, time.Minute)
 	b.leave()
 	step("caught up", a, b)
 
