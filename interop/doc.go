@@ -32,6 +32,13 @@
 // cluster: two Java members and a franz-go member share a group, the Java members leave
 // once caught up, and report.CheckGroup finds every record read exactly once.
 //
+// TestKafkaStreamsFailover runs Kafka Streams with exactly_once_v2 on 3 nodes while
+// its transaction coordinator is killed and restarted, and finds every word counted
+// exactly once; TestGroupTransactSessionRebalance runs franz-go's
+// GroupTransactSession across two rebalances with the output exactly once.
+// TestSASLClients logs confluent-kafka and kafkajs in over SASL_PLAINTEXT and
+// SASL_SSL with every SCRAM mechanism and PLAIN, and sees an ACL denial.
+//
 // TestShareGroups and TestShareFailover run KIP-932 share groups with the Java
 // KafkaShareConsumer and Kafka 4.4's share tools on 3 nodes, the second killing a
 // partition leader while records are acquired.

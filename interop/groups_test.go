@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-stream/strata/internal/testcluster"
 	"github.com/strata-stream/strata/interop/report"
 )
 
@@ -171,6 +172,22 @@ func expectCommittedAtEnd(t *testing.T, adm *kadm.Client, group, topic string) {
 	if !maps.Equal(end, committed) {
 		t.Errorf("group %s committed %v on %s, want the end offsets %v", group, committed, topic, end)
 	}
+}
+
+// waitCommittedAtEnd waits until group has committed the end offset of every
+// partition of topic.
+func waitCommittedAtEnd(t *testing.T, adm *kadm.Client, group, topic string, timeout time.Duration) {
+	t.Helper()
+	testcluster.Eventually(t, timeout, fmt.Sprintf("group %s to commit the end offsets of %s", group, topic), func() error {
+		end, committed, err := endAndCommitted(adm, group, topic)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(committed, end) {
+			return fmt.Errorf("committed %v, end %v", committed, end)
+		}
+		return nil
+	})
 }
 
 // endAndCommitted returns topic's end offsets and group's committed offsets on it, by

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -127,16 +126,7 @@ func TestConsumerProtocol(t *testing.T) {
 	for _, err := range report.CheckGroup(partitions, produced, members) {
 		t.Error(err)
 	}
-	testcluster.Eventually(t, 30*time.Second, "the end offsets committed", func() error {
-		end, committed, err := endAndCommitted(adm, group, topic)
-		if err != nil {
-			return err
-		}
-		if !maps.Equal(committed, end) {
-			return fmt.Errorf("committed %v, end %v", committed, end)
-		}
-		return nil
-	})
+	waitCommittedAtEnd(t, adm, group, topic, 30*time.Second)
 }
 
 // waitConsumerGroup waits until ConsumerGroupDescribe shows group Stable with n

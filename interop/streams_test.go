@@ -66,14 +66,9 @@ func testWordCount(t *testing.T, bootstrap, guarantee string) {
 		t.Helper()
 		var recs []*kgo.Record
 		for i := from; i < to; i++ {
-			// Word w<k> appears in line i when k divides i+1: counts differ per word.
-			var words []string
-			for k := 1; k <= 12; k++ {
-				if (i+1)%k == 0 {
-					w := fmt.Sprintf("w%02d", k)
-					words = append(words, w)
-					want[w]++
-				}
+			words := lineWords(i)
+			for _, w := range words {
+				want[w]++
 			}
 			recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprint(i)), Value: []byte(strings.Join(words, " "))})
 		}
@@ -140,6 +135,18 @@ func testWordCount(t *testing.T, bootstrap, guarantee string) {
 	}
 }
 
+// lineWords are the words of input line i: w<k> appears in it when k divides i+1,
+// so that the counts differ per word.
+func lineWords(i int) []string {
+	var words []string
+	for k := 1; k <= 12; k++ {
+		if (i+1)%k == 0 {
+			words = append(words, fmt.Sprintf("w%02d", k))
+		}
+	}
+	return words
+}
+
 func mapsEqual(a, b map[string]int64) bool {
 	if len(a) != len(b) {
 		return false
@@ -161,10 +168,15 @@ type wordCount struct {
 	log  strings.Builder
 }
 
-func startWordCount(t *testing.T, bootstrap, app, in, out, guarantee string) *wordCount {
+// startWordCount starts the application; each of configs is one more Streams config
+// as KEY=VALUE.
+func startWordCount(t *testing.T, bootstrap, app, in, out, guarantee string, configs ...string) *wordCount {
 	t.Helper()
-	args := append(slices.Clone(javaFlags), "-cp", streamsClassPath, "io.strata.interop.streams.WordCount",
+	// Timestamped log lines, to line up with the brokers' logs.
+	args := append(slices.Clone(javaFlags), "-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-cp", streamsClassPath, "io.strata.interop.streams.WordCount",
 		bootstrap, app, in, out, filepath.Join(t.TempDir(), "state"), guarantee)
+	args = append(args, configs...)
 	w := &wordCount{cmd: exec.Command("java", args...), done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	w.cmd.Stdout, w.cmd.Stderr = pw, pw

@@ -86,7 +86,11 @@ var strataBinary = func() func(t *testing.T) string {
 
 // startStrata runs a single strata node on free loopback ports, and waits until its
 // Kafka listener answers ApiVersions.
-func startStrata(t *testing.T) *target {
+func startStrata(t *testing.T) *target { return startStrataWith(t, nil) }
+
+// startStrataWith is startStrata with more server flags; probe are the client
+// options (TLS, SASL) the readiness probe needs to reach the Kafka listener.
+func startStrataWith(t *testing.T, probe []kgo.Opt, flags ...string) *target {
 	dir := t.TempDir()
 	bin := strataBinary(t)
 
@@ -98,6 +102,7 @@ func startStrata(t *testing.T) *target {
 	}
 	cmd := exec.Command(bin, "server", "--node-id", "1", "--data-dir", filepath.Join(dir, "data"),
 		"--kafka-addr", kafkaAddr, "--http-addr", httpAddr, "--controller-addr", controllerAddr)
+	cmd.Args = append(cmd.Args, flags...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting strata: %v", err)
@@ -126,7 +131,7 @@ func startStrata(t *testing.T) *target {
 		}
 	})
 
-	if err := waitForAPIVersions(kafkaAddr, exited, 60*time.Second); err != nil {
+	if err := waitForAPIVersions(kafkaAddr, exited, 60*time.Second, probe...); err != nil {
 		stop()
 		t.Fatalf("strata never answered ApiVersions on %s: %v\n%s", kafkaAddr, err, showLog())
 	}
@@ -145,13 +150,13 @@ func freeAddr(t *testing.T) string {
 
 // waitForAPIVersions polls addr with ApiVersions until it answers without error, the
 // process exits, or the deadline passes.
-func waitForAPIVersions(addr string, exited <-chan error, wait time.Duration) error {
+func waitForAPIVersions(addr string, exited <-chan error, wait time.Duration, opts ...kgo.Opt) error {
 	deadline := time.Now().Add(wait)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var last error
 	for {
-		last = apiVersions(addr)
+		last = apiVersions(addr, opts...)
 		if last == nil {
 			return nil
 		}
@@ -166,8 +171,8 @@ func waitForAPIVersions(addr string, exited <-chan error, wait time.Duration) er
 	}
 }
 
-func apiVersions(addr string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+func apiVersions(addr string, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0)}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -105,17 +105,50 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 // transaction unless the producer's transaction at the batch's epoch is already
 // open there (Produce v12+): a batch at a newer epoch than the open one waits
 // (CONCURRENT_TRANSACTIONS, answered NOT_ENOUGH_REPLICAS) until the coordinator
-// has written the earlier transaction's markers. Batches that are not transactional, or not valid, are left to Append.
+// has written the earlier transaction's markers. As Kafka 4 does, the broker
+// retries that answer itself for a moment first (retryConcurrentTxn): the next
+// transaction's first produce usually follows EndTxn before the markers are
+// written, and a client's own retry costs it a metadata refresh (seconds, for
+// franz-go). Batches that are not transactional, or not valid, are left to Append.
 func (h *Handlers) joinProduceTxn(ctx context.Context, id string, p *replica.Partition, topic string, records []byte) error {
 	hdr, err := batch.ParseHeader(records)
 	if err != nil || !hdr.Transactional() || p.InTxnAt(hdr.ProducerID, hdr.ProducerEpoch) {
 		return nil
 	}
 	tps := []txn.TopicPartition{{Topic: topic, Partition: p.Index}}
-	if code := joinTxnProduceCode(h.joinTxn(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps)); code != 0 {
+	join := func() int16 { return h.joinTxn(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps) }
+	if code := joinTxnProduceCode(retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, join)); code != 0 {
 		return &metadata.KafkaError{Code: code, Msg: "adding the partition to the transaction: " + kerr.ErrorForCode(code).Error()}
 	}
 	return nil
+}
+
+// The broker's own retry of an implicit add the coordinator answers
+// CONCURRENT_TRANSACTIONS: Kafka's add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms, at their defaults.
+const (
+	joinTxnRetryBackoff = 20 * time.Millisecond
+	joinTxnRetryMax     = 100 * time.Millisecond
+)
+
+// retryConcurrentTxn calls join until it answers something other than
+// CONCURRENT_TRANSACTIONS, waiting backoff between calls, for at most max (or
+// until ctx ends); it returns the last answer.
+func retryConcurrentTxn(ctx context.Context, backoff, max time.Duration, join func() int16) int16 {
+	deadline := time.Now().Add(max)
+	for {
+		code := join()
+		if code != kerr.ConcurrentTransactions.Code || time.Until(deadline) < backoff {
+			return code
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return code
+		case <-t.C:
+		}
+	}
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {

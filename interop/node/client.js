@@ -25,17 +25,21 @@
 // so unlike the other clients no "nil" header is sent.
 //
 // Usage: client.js BOOTSTRAP TOPIC [--mode both|produce|consume|group] [--count N] [--keys K]
-//                  [--timeout-ms MS] [--name LABEL] [--group G]
+//                  [--timeout-ms MS] [--name LABEL] [--group G] [--config KEY=VALUE]...
+// --config takes the librdkafka security properties the other clients take
+// (security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location)
+// and gives them to kafkajs as its ssl and sasl options.
 // Exits 1 with a message on stderr on any error, 2 on bad usage.
 'use strict'
 
+const fs = require('fs')
 const { Kafka, Partitioners, logLevel } = require('kafkajs')
 const kafkajsVersion = require('kafkajs/package.json').version
 
 class UsageError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { mode: 'both', count: 200, keys: 20, timeoutMs: 60000, name: 'node', group: '' }
+  const opts = { mode: 'both', count: 200, keys: 20, timeoutMs: 60000, name: 'node', group: '', config: {} }
   const pos = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
@@ -60,6 +64,12 @@ function parseArgs(argv) {
       case '--timeout-ms': opts.timeoutMs = positive(); break
       case '--name': opts.name = v; break
       case '--group': opts.group = v; break
+      case '--config': {
+        const eq = v.indexOf('=')
+        if (eq <= 0) throw new UsageError(`--config ${v} is not KEY=VALUE`)
+        opts.config[v.slice(0, eq)] = v.slice(eq + 1)
+        break
+      }
       default: throw new UsageError(`unknown option ${a}`)
     }
   }
@@ -239,13 +249,40 @@ async function consumeGroup(kafka, opts, deadline) {
   return { consumed, assignments }
 }
 
+// securityOptions turns librdkafka-style --config properties (the ones the other
+// clients take) into kafkajs's ssl and sasl options.
+function securityOptions(config) {
+  const known = ['security.protocol', 'sasl.mechanism', 'sasl.username', 'sasl.password', 'ssl.ca.location']
+  for (const k of Object.keys(config)) {
+    if (!known.includes(k)) throw new UsageError(`--config ${k}: kafkajs takes only ${known.join(', ')}`)
+  }
+  const protocol = (config['security.protocol'] || 'PLAINTEXT').toUpperCase()
+  if (!['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'].includes(protocol)) {
+    throw new UsageError(`unknown security.protocol ${protocol}`)
+  }
+  const out = {}
+  if (protocol.endsWith('SSL')) {
+    const ca = config['ssl.ca.location']
+    out.ssl = ca ? { ca: [fs.readFileSync(ca, 'utf8')] } : true
+  }
+  if (protocol.startsWith('SASL_')) {
+    out.sasl = {
+      mechanism: (config['sasl.mechanism'] || 'PLAIN').toLowerCase(),
+      username: config['sasl.username'] || '',
+      password: config['sasl.password'] || '',
+    }
+  }
+  return out
+}
+
 async function main() {
-  let opts
+  let opts, security
   try {
     opts = parseArgs(process.argv.slice(2))
+    security = securityOptions(opts.config)
   } catch (e) {
     process.stderr.write(`node client: ${e.message}\n` +
-      'usage: client.js BOOTSTRAP TOPIC [--mode both|produce|consume|group] [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G]\n')
+      'usage: client.js BOOTSTRAP TOPIC [--mode both|produce|consume|group] [--count N] [--keys K] [--timeout-ms MS] [--name LABEL] [--group G] [--config KEY=VALUE]...\n')
     return 2
   }
   const deadline = Date.now() + opts.timeoutMs
@@ -253,6 +290,7 @@ async function main() {
     clientId: `strata-interop-${opts.name}`,
     brokers: [opts.bootstrap],
     logLevel: logLevel.ERROR,
+    ...security,
   })
   const summary = { client: 'node', library: `kafkajs ${kafkajsVersion}`, topic: opts.topic, produced: [] }
   try {

@@ -15,7 +15,7 @@ CRC32) places keys differently from the Java client; murmur2_random is its docum
 Java-compatible choice.
 
 Usage: client.py BOOTSTRAP TOPIC [--mode both|produce|consume|group] [--count N] [--keys K]
-                 [--timeout-ms MS] [--name LABEL] [--group G]
+                 [--timeout-ms MS] [--name LABEL] [--group G] [--config KEY=VALUE]...
 Exits 1 with a message on stderr on any error, 2 on bad usage.
 
 Records with a null header value, an empty header value and a repeated header key are
@@ -57,11 +57,22 @@ def record_headers(name, i):
     return headers
 
 
+def base_conf(opts):
+    """The bootstrap servers and every --config KEY=VALUE (e.g. SASL and TLS settings)."""
+    conf = {"bootstrap.servers": opts.bootstrap}
+    for kv in opts.config:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            raise InteropError("--config %r is not KEY=VALUE" % kv)
+        conf[key] = value
+    return conf
+
+
 def produce(opts, deadline):
     errors = []
     producer = Producer(
         {
-            "bootstrap.servers": opts.bootstrap,
+            **base_conf(opts),
             "client.id": "strata-interop-" + opts.name,
             "acks": "all",
             "partitioner": "murmur2_random",
@@ -105,7 +116,7 @@ def produce(opts, deadline):
 
 
 def consume(opts, produced, deadline):
-    admin = AdminClient({"bootstrap.servers": opts.bootstrap})
+    admin = AdminClient(base_conf(opts))
     md = admin.list_topics(topic=opts.topic, timeout=max(1.0, deadline - time.monotonic()))
     topic = md.topics.get(opts.topic)
     if topic is None or topic.error is not None or not topic.partitions:
@@ -113,7 +124,7 @@ def consume(opts, produced, deadline):
 
     consumer = Consumer(
         {
-            "bootstrap.servers": opts.bootstrap,
+            **base_conf(opts),
             "client.id": "strata-interop-%s-reader" % opts.name,
             # The Python binding refuses a consumer without group.id, so one is named, but
             # the consumer only assign()s: it never joins, syncs or commits. librdkafka may
@@ -169,7 +180,7 @@ def consume_group(opts, deadline):
     """Reads the topic as a group member; returns (records read, assignments)."""
     consumer = Consumer(
         {
-            "bootstrap.servers": opts.bootstrap,
+            **base_conf(opts),
             "client.id": "strata-interop-%s-group" % opts.name,
             "group.id": opts.group,
             "enable.auto.commit": False,
@@ -182,7 +193,7 @@ def consume_group(opts, deadline):
     # behind its long-polling fetches.
     watcher = Consumer(
         {
-            "bootstrap.servers": opts.bootstrap,
+            **base_conf(opts),
             "client.id": "strata-interop-%s-group-watcher" % opts.name,
             "group.id": opts.group,
             "enable.auto.commit": False,
@@ -259,6 +270,8 @@ def parse(argv):
     p.add_argument("--keys", type=int, default=20)
     p.add_argument("--timeout-ms", type=int, default=60000)
     p.add_argument("--name", default="python")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a librdkafka property for every client, e.g. security.protocol=SASL_SSL")
     opts = p.parse_args(argv)
     for flag in ("count", "keys", "timeout_ms"):
         if getattr(opts, flag) <= 0:

@@ -21,15 +21,16 @@ import org.apache.kafka.streams.kstream.Produced;
  * word (a repartition topic), counts per word in a state store backed by a compacted
  * changelog topic, and writes every new count to OUTPUT as word -> count (a long).
  *
- * <p>Usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR GUARANTEE
- * (GUARANTEE is at_least_once or exactly_once_v2). It prints RUNNING once the
+ * <p>Usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR GUARANTEE [KEY=VALUE...]
+ * (GUARANTEE is at_least_once or exactly_once_v2; each KEY=VALUE is one more Streams
+ * config, e.g. replication.factor=3 for the internal topics). It prints RUNNING once the
  * application reaches that state and runs until it is sent SIGTERM, then closes cleanly
  * and exits 0; it exits 1 if the application enters ERROR.
  */
 public final class WordCount {
   public static void main(String[] args) throws Exception {
-    if (args.length != 6) {
-      System.err.println("usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR GUARANTEE");
+    if (args.length < 6) {
+      System.err.println("usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR GUARANTEE [KEY=VALUE...]");
       System.exit(2);
     }
     Properties props = new Properties();
@@ -41,6 +42,14 @@ public final class WordCount {
     props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
     props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
     props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.String().getClass());
+    for (int i = 6; i < args.length; i++) {
+      int eq = args[i].indexOf('=');
+      if (eq <= 0) {
+        System.err.println("not a KEY=VALUE config: " + args[i]);
+        System.exit(2);
+      }
+      props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+    }
 
     StreamsBuilder builder = new StreamsBuilder();
     builder.stream(args[2], Consumed.with(Serdes.String(), Serdes.String()))
