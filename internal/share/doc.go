@@ -15,6 +15,10 @@
 //     replica, keeps time (lock expiry timers), keeps share sessions, long-polls on
 //     the replica's high-watermark watchers and on released records, and persists
 //     every acknowledgement before answering it.
+//   - Dead-letter writes (deadletter.go): with a group dead-letter topic (KIP-1191)
+//     a record that fails for good is Archiving, saved, written there in the
+//     background through a DeadLetterWriter (TopicDeadLetters on a Kafka client),
+//     then archived; a failed write makes it available again.
 //   - Store (store.go) keeps snapshots durable. TopicStore writes them to the
 //     compacted internal topic __share_group_state with acks=all through a Kafka
 //     client, so the leader of the state partition orders the writes, as Kafka's
