@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -571,26 +573,14 @@ func consumerKindConflict(key instanceKey, is, asked string) *apiError {
 // shareOwnerElsewhere is ownerElsewhere for share groups: the other node whose
 // share-group member is the consumer key (ShareGroupDescribe), or "".
 func (a *API) shareOwnerElsewhere(r *http.Request, key instanceKey) string {
-	if r.Header.Get(forwardedHeader) != "" || a.cfg.AdvertisedAddr == "" {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	described, err := a.admin.DescribeShareGroups(ctx, key.group)
-	if err != nil {
-		return ""
-	}
-	g, ok := described[key.group]
-	if !ok || g.Err != nil {
-		return ""
-	}
-	for _, m := range g.Members {
-		consumer, addr, ok := parseMemberClientID(m.ClientID)
-		if ok && consumer == key.consumer && addr != a.cfg.AdvertisedAddr {
-			return addr
+	return a.findOwner(r, key, func(ctx context.Context) ([]string, error) {
+		described, err := a.admin.DescribeShareGroups(ctx, key.group)
+		g := described[key.group]
+		if err != nil || g.Err != nil {
+			return nil, cmp.Or(err, g.Err)
 		}
-	}
-	return ""
+		return clientIDs(g.Members, func(m kadm.ShareGroupMember) string { return m.ClientID }), nil
+	})
 }
 
 // newShareInstanceLocked creates the instance of a share-group member: a Kafka

@@ -297,18 +297,8 @@ func TestShareDeadLetter(t *testing.T) {
 // create the topic (errors.deadletterqueue.auto.create.topics.enable) the next
 // rejection creates it, enabled for groups, and lands there.
 func TestShareDeadLetterUnwritable(t *testing.T) {
-	n := startNode(t, nodeConfig(t.TempDir()))
-	cl, adm := n.client(t)
+	n, cl, adm := startDeadLetterNode(t, "jobs", "w")
 	ctx := context.Background()
-	enable := "true"
-	for name, cfg := range map[string]map[string]*string{"jobs": nil, "dlq.jobs": {metadata.TopicDeadLetterGroupEnable: &enable}} {
-		if _, err := adm.CreateTopic(ctx, 1, 1, cfg, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if code := alterGroupConfig(t, cl, "w", metadata.GroupShareAutoOffsetReset, "earliest", metadata.GroupDeadLetterTopic, "dlq.jobs"); code != 0 {
-		t.Fatalf("group configs: code %d", code)
-	}
 	if _, err := adm.DeleteTopics(ctx, "dlq.jobs"); err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +320,7 @@ func TestShareDeadLetterUnwritable(t *testing.T) {
 		t.Fatalf("acquired %+v after the failed write, want offset 0 again at delivery 2", got)
 	}
 
+	enable := "true"
 	setBroker := kadm.AlterConfig{Op: kadm.SetConfig, Name: metadata.BrokerDeadLetterAutoCreate, Value: &enable}
 	if resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{setBroker}); err != nil || resps[0].Err != nil {
 		t.Fatalf("setting %s: %v %v", metadata.BrokerDeadLetterAutoCreate, err, resps)
@@ -351,18 +342,8 @@ func TestShareDeadLetterUnwritable(t *testing.T) {
 // dead-letter topic when the share partition is loaded again (at least once: the
 // headers tell a duplicate), and the records are archived then.
 func TestShareDeadLetterAfterCrash(t *testing.T) {
-	n := startNode(t, nodeConfig(t.TempDir()))
-	cl, adm := n.client(t)
+	n, cl, _ := startDeadLetterNode(t, "tasks", "c")
 	ctx := context.Background()
-	enable := "true"
-	for name, cfg := range map[string]map[string]*string{"tasks": nil, "dlq.tasks": {metadata.TopicDeadLetterGroupEnable: &enable}} {
-		if _, err := adm.CreateTopic(ctx, 1, 1, cfg, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if code := alterGroupConfig(t, cl, "c", metadata.GroupShareAutoOffsetReset, "earliest", metadata.GroupDeadLetterTopic, "dlq.tasks"); code != 0 {
-		t.Fatalf("group configs: code %d", code)
-	}
 	for i := range 3 {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "tasks", Value: []byte("t" + strconv.Itoa(i))}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -389,4 +370,23 @@ func TestShareDeadLetterAfterCrash(t *testing.T) {
 		t.Errorf("dead-letter headers %v", h)
 	}
 	wait.For(t, "the rewrite to be counted", func() bool { return n.shares.DeadLetterStats()["c"].Written == 1 })
+}
+
+// startDeadLetterNode starts a node with topic and dlq.<topic> (enabled for
+// groups), one partition each, and makes dlq.<topic> the dead-letter topic of
+// share group group, which starts at the earliest offset.
+func startDeadLetterNode(t *testing.T, topic, group string) (*testNode, *kgo.Client, *kadm.Client) {
+	t.Helper()
+	n := startNode(t, nodeConfig(t.TempDir()))
+	cl, adm := n.client(t)
+	enable := "true"
+	for name, cfg := range map[string]map[string]*string{topic: nil, "dlq." + topic: {metadata.TopicDeadLetterGroupEnable: &enable}} {
+		if _, err := adm.CreateTopic(context.Background(), 1, 1, cfg, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := alterGroupConfig(t, cl, group, metadata.GroupShareAutoOffsetReset, "earliest", metadata.GroupDeadLetterTopic, "dlq."+topic); code != 0 {
+		t.Fatalf("group configs: code %d", code)
+	}
+	return n, cl, adm
 }

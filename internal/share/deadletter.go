@@ -123,6 +123,11 @@ func (m *Manager) deadLetter(sp *sharePartition, p *Partition, dls []DeadLetter)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.dlqBusy = false
+	if m.ctx.Err() != nil {
+		// The manager is closing: the saved state keeps the offsets Archiving and
+		// the next leader writes them.
+		return
+	}
 	if sp.p != p {
 		// Reloaded meanwhile: the durable state still has these offsets Archiving
 		// and the reload queued them again.

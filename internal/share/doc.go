@@ -50,5 +50,6 @@
 // Manager methods are safe for concurrent use. Manager.mu guards the maps of share
 // partitions and sessions; each share partition has its own mutex, held across its
 // store calls so its acknowledgements are durable in the order they were applied.
-// The two are never held together.
+// A share partition's mutex may be held while Manager.mu is taken (to start a
+// background dead-letter write), never the reverse.
 package share
