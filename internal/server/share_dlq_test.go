@@ -390,3 +390,33 @@ func startDeadLetterNode(t *testing.T, topic, group string) (*testNode, *kgo.Cli
 	}
 	return n, cl, adm
 }
+
+// TestShareDeadLetterLockExpiry: a record whose acquisition lock expires on its
+// last delivery (share.delivery.count.limit) is dead-lettered by the expiry itself,
+// with no acknowledgement.
+func TestShareDeadLetterLockExpiry(t *testing.T) {
+	n, cl, _ := startDeadLetterNode(t, "slow", "e")
+	if code := alterGroupConfig(t, cl, "e", metadata.GroupShareRecordLockDuration, "1000", metadata.GroupShareDeliveryCountLimit, "2"); code != 0 {
+		t.Fatalf("group configs: code %d", code)
+	}
+	wait.For(t, "the group configs to reach the node", func() bool {
+		return n.ctrl.Image().GroupConfig("e", metadata.GroupShareDeliveryCountLimit) == "2"
+	})
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "slow", Value: []byte("stuck")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m := joinShareGroup(t, cl, "e", "member-1", "slow", [16]byte(n.ctrl.Image().Topic("slow").ID))
+	for delivery := int16(1); delivery <= 2; delivery++ {
+		got := m.fetch(5 * time.Second)
+		if len(got) != 1 || got[0].count != delivery {
+			t.Fatalf("delivery %d: acquired %+v", delivery, got)
+		}
+	}
+	recs := readDLQ(t, n.KafkaAddr(), "dlq.slow", 1)
+	if h := headerMap(recs[0]); h[share.HeaderDeliveryCount] != "2" || h[share.HeaderMessage] != "The record reached the delivery count limit." {
+		t.Errorf("dead-letter headers %v", h)
+	}
+	if got := m.fetch(1500 * time.Millisecond); len(got) != 0 {
+		t.Errorf("acquired %+v after the record was dead-lettered", got)
+	}
+}

@@ -233,7 +233,10 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 	if sp.p == nil {
 		return
 	}
-	_, next := sp.p.Expire(m.cfg.Now(), cfg.Limits)
+	archived, next := sp.p.Expire(m.cfg.Now(), cfg.Limits)
+	if len(archived) > 0 {
+		m.maybeDeadLetterLocked(sp) // its end saves the state
+	}
 	sp.stopTimerLocked()
 	if next.IsZero() {
 		return
