@@ -91,10 +91,14 @@ func TestSharePollAndAck(t *testing.T) {
 		t.Errorf("dead-letter headers %v", h)
 	}
 
-	// A classic consumer name cannot poll as a share member, nor the reverse.
-	n.must(http.StatusOK, "POST", "/poll", map[string]any{"group": "share-workers", "consumer": "classic", "topic": "share-jobs", "timeout_ms": 0})
-	if c := n.must(http.StatusConflict, "POST", "/poll", map[string]any{"group": "share-workers", "consumer": "classic", "topic": "share-jobs", "share": true}).errorCode(t); c != "CONSUMER_KIND_MISMATCH" {
-		t.Errorf("share poll of a classic consumer: code %s", c)
+	// A share consumer cannot poll as a consumer-group member, nor the reverse.
+	if c := n.must(http.StatusConflict, "POST", "/poll", map[string]any{"group": "share-workers", "topic": "share-jobs", "timeout_ms": 0}).errorCode(t); c != "CONSUMER_KIND_MISMATCH" {
+		t.Errorf("consumer-group poll of a share consumer: code %s", c)
 	}
+	n.must(http.StatusOK, "POST", "/poll", map[string]any{"group": "share-classic", "topic": "share-jobs", "timeout_ms": 0})
+	if c := n.must(http.StatusConflict, "POST", "/poll", map[string]any{"group": "share-classic", "topic": "share-jobs", "share": true}).errorCode(t); c != "CONSUMER_KIND_MISMATCH" {
+		t.Errorf("share poll of a consumer-group consumer: code %s", c)
+	}
+	n.must(http.StatusOK, "DELETE", "/groups/share-classic/consumers/default", nil)
 	n.must(http.StatusOK, "DELETE", "/groups/share-workers/consumers/default", nil)
 }
