@@ -220,8 +220,12 @@ func planConfigs(img *metadata.Image, n int, resource func(int) (metadata.Resour
 		if err == nil {
 			var next *metadata.Image
 			next, err = metadata.ApplyAll(img, resRecs)
-			if err == nil && rt == metadata.ResourceTopic {
+			switch {
+			case err != nil:
+			case rt == metadata.ResourceTopic:
 				err = metadata.CheckTopicConfigs(next.Topic(name).Overrides, next.BrokerConfigs(""))
+			case rt == metadata.ResourceGroup:
+				err = metadata.CheckGroupConfigs(img, next, name)
 			}
 		}
 		if err != nil {

@@ -157,6 +157,23 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("node 1 does not list the group: %+v", groups)
 	}
 
+	// A share-group member on node 1 acquires from every partition's leader, and
+	// an acknowledgement sent to node 3 is forwarded to node 1, which holds it.
+	nodes[0].must(http.StatusOK, "POST", "/groups/cluster-share/configs", map[string]any{"configs": map[string]string{"share.auto.offset.reset": "earliest"}})
+	var shared sharePolled
+	wait.For(t, "a share poll via node 1 to acquire every record", func() bool {
+		var got sharePolled
+		nodes[0].must(http.StatusOK, "POST", "/poll", map[string]any{"group": "cluster-share", "topic": topic, "share": true, "timeout_ms": 5000}).json(t, &got)
+		shared.Records = append(shared.Records, got.Records...)
+		return len(shared.Records) >= 2*parts
+	})
+	if len(shared.Records) != 2*parts {
+		t.Fatalf("share polls via node 1: %+v", shared)
+	}
+	for _, r := range shared.Records {
+		nodes[2].must(http.StatusOK, "POST", "/ack", map[string]any{"group": "cluster-share", "topic": topic, "partition": r.Partition, "offset": r.Offset, "result": "accept"})
+	}
+
 	// Stop the leader of the remote partition: with one replica it has no leader.
 	down := leaders[remote] - 1
 	nodes[down].Close()

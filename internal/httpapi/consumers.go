@@ -20,9 +20,12 @@ type instanceKey struct{ group, consumer string }
 // instance is one HTTP consumer: an embedded franz-go group consumer of one topic,
 // auto-commit off, whose fetch position moves with every poll.
 type instance struct {
-	key     instanceKey
-	topic   string
-	cl      *kgo.Client
+	key   instanceKey
+	topic string
+	cl    *kgo.Client
+	// share is set for a share-group member (share.go); cl then belongs to no
+	// consumer group.
+	share   *shareMember
 	idleFor time.Duration
 	// assigned closes when the group first assigns the member partitions.
 	assigned chan struct{}
@@ -67,6 +70,8 @@ type instanceOptions struct {
 	// readUncommitted: fetch up to the high-water mark, open and aborted
 	// transactions included (the default reads committed data only).
 	readUncommitted bool
+	// share makes the instance a share-group member (share.go).
+	share bool
 }
 
 // acquire returns the instance for key, created with opts when there is none yet,
@@ -140,6 +145,9 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if session <= 0 {
 		session = c.cfg.DefaultSessionTimeout
 	}
+	if opts.share {
+		return c.newShareInstanceLocked(key, opts, session)
+	}
 	reset := kgo.NewOffset().AtStart()
 	if opts.resetLatest {
 		reset = kgo.NewOffset().AtEnd()
@@ -168,11 +176,16 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{key: key, topic: opts.topic, cl: cl, idleFor: session, lastUsed: time.Now(), assigned: assigned}
+	return c.addLocked(&instance{key: key, topic: opts.topic, cl: cl, idleFor: session, lastUsed: time.Now(), assigned: assigned}, session), nil
+}
+
+// addLocked registers a new instance, idle for session at most.
+func (c *consumers) addLocked(inst *instance, session time.Duration) *instance {
 	inst.idle = time.AfterFunc(session, func() { c.expire(inst) })
-	c.mu.byKey[key] = inst
-	c.cfg.Logger.Info("consumer instance created", "group", key.group, "consumer", key.consumer, "topic", opts.topic, "session_timeout", session)
-	return inst, nil
+	c.mu.byKey[inst.key] = inst
+	c.cfg.Logger.Info("consumer instance created", "group", inst.key.group, "consumer", inst.key.consumer, "topic", inst.topic,
+		"share", inst.share != nil, "session_timeout", session)
+	return inst
 }
 
 // expire closes inst if nothing has used it for its session timeout.
@@ -191,7 +204,9 @@ func (c *consumers) expire(inst *instance) {
 	c.closing.Add(1)
 	go func() {
 		defer c.closing.Done()
-		inst.cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		inst.close(ctx)
 	}()
 }
 
@@ -219,7 +234,11 @@ func (c *consumers) remove(ctx context.Context, key instanceKey) bool {
 
 // close leaves the group, waiting until ctx is done at most, and closes the client.
 func (inst *instance) close(ctx context.Context) {
-	inst.cl.LeaveGroupContext(ctx)
+	if inst.share != nil {
+		inst.share.close(ctx)
+	} else {
+		inst.cl.LeaveGroupContext(ctx)
+	}
 	inst.cl.Close()
 }
 

@@ -7,9 +7,11 @@
 //
 //	POST   /produce                              one record -> {partition, offset}
 //	POST   /topics/{topic}/records               many records -> one result each
-//	GET    /poll, POST /poll                     records for a group member
+//	GET    /poll, POST /poll                     records for a group (or share-group) member
 //	POST   /commit                               commit one offset or a member's positions
+//	POST   /ack                                  accept/release/reject a share-group record
 //	POST   /groups/{group}/seek                  move a group to earliest/latest/time/offset
+//	POST   /groups/{group}/configs               set group configs
 //	DELETE /groups/{group}/consumers/{consumer}  close a member now
 //	GET    /groups, GET /groups/{group}          groups; members, offsets, lag
 //	POST   /topics, GET /topics                  create (retention "7d", "500MB"), list
@@ -52,6 +54,10 @@
 // the positions of the group's instances here and commits the offsets, so other
 // members see them when they are next assigned the partitions. An instance that
 // nothing uses for its session timeout is closed and leaves the group.
+//
+// A poll with "share": true makes the instance a share-group member instead
+// (share.go): its own heartbeats, ShareFetch to each partition leader and
+// ShareAcknowledge for POST /ack, as the Java KafkaShareConsumer speaks them.
 //
 // # Topics and groups
 //

@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Consumer instances live on the node that created them. A request for an
@@ -51,21 +54,39 @@ func parseMemberClientID(id string) (consumer, nodeAddr string, ok bool) {
 // instance key, or "" when no other node does (or this request was forwarded
 // already, or the group cannot be described now: the caller then serves it here).
 func (a *API) ownerElsewhere(r *http.Request, key instanceKey) string {
+	return a.findOwner(r, key, func(ctx context.Context) ([]string, error) {
+		described, err := a.admin.DescribeGroups(ctx, key.group)
+		g := described[key.group]
+		if err != nil || g.Err != nil {
+			return nil, cmp.Or(err, g.Err)
+		}
+		return clientIDs(g.Members, func(m kadm.DescribedGroupMember) string { return m.ClientID }), nil
+	})
+}
+
+// clientIDs lists the client ids of a described group's members.
+func clientIDs[M any](members []M, clientID func(M) string) []string {
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = clientID(m)
+	}
+	return ids
+}
+
+// findOwner is ownerElsewhere over the client ids of the group's members, which
+// clientIDs lists.
+func (a *API) findOwner(r *http.Request, key instanceKey, clientIDs func(context.Context) ([]string, error)) string {
 	if r.Header.Get(forwardedHeader) != "" || a.cfg.AdvertisedAddr == "" {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	described, err := a.admin.DescribeGroups(ctx, key.group)
+	ids, err := clientIDs(ctx)
 	if err != nil {
 		return ""
 	}
-	g, ok := described[key.group]
-	if !ok || g.Err != nil {
-		return ""
-	}
-	for _, m := range g.Members {
-		consumer, addr, ok := parseMemberClientID(m.ClientID)
+	for _, id := range ids {
+		consumer, addr, ok := parseMemberClientID(id)
 		if ok && consumer == key.consumer && addr != a.cfg.AdvertisedAddr {
 			return addr
 		}

@@ -39,6 +39,8 @@ type pollJSON struct {
 	Reset            string `json:"reset"`
 	SessionTimeoutMs *int64 `json:"session_timeout_ms"`
 	Isolation        string `json:"isolation"`
+	// Share polls as a share-group member (share.go).
+	Share *bool `json:"share"`
 }
 
 // pollCall is a validated poll.
@@ -91,6 +93,12 @@ func parsePollQuery(q url.Values) (pollJSON, *apiError) {
 			req.Reset = v
 		case "isolation":
 			req.Isolation = v
+		case "share":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return pollJSON{}, invalid("query parameter share: not a boolean: %q", v)
+			}
+			req.Share = &b
 		case "max_records":
 			dst = &req.MaxRecords
 		case "timeout_ms":
@@ -136,6 +144,10 @@ func mergePoll(q, b pollJSON) (pollJSON, *apiError) {
 		MaxRecords:       num("max_records", q.MaxRecords, b.MaxRecords),
 		TimeoutMs:        num("timeout_ms", q.TimeoutMs, b.TimeoutMs),
 		SessionTimeoutMs: num("session_timeout_ms", q.SessionTimeoutMs, b.SessionTimeoutMs),
+		Share:            cmp.Or(q.Share, b.Share),
+	}
+	if q.Share != nil && b.Share != nil && *q.Share != *b.Share && err == nil {
+		err = invalid("share: the query says %t, the body says %t", *q.Share, *b.Share)
 	}
 	return m, err
 }
@@ -175,6 +187,7 @@ func (req pollJSON) validate() (pollCall, *apiError) {
 			return pollCall{}, err
 		}
 	}
+	call.opts.share = req.Share != nil && *req.Share
 	switch req.Reset {
 	case "", "earliest":
 	case "latest":
@@ -261,6 +274,10 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	if call.opts.share {
+		a.handleSharePoll(w, r, body, call)
+		return
+	}
 	inst := a.consumers.lookup(call.key)
 	if inst == nil {
 		if owner := a.ownerElsewhere(r, call.key); owner != "" {
@@ -274,6 +291,10 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	} else if inst.topic != call.opts.topic {
 		a.consumers.release(inst)
 		writeError(w, consumerTopicConflict(call.key, inst.topic, call.opts.topic))
+		return
+	} else if inst.share != nil {
+		a.consumers.release(inst)
+		writeError(w, consumerKindConflict(call.key, "a share-group member", "a consumer-group poll"))
 		return
 	}
 	recs, err := inst.poll(r.Context(), call)

@@ -80,6 +80,7 @@ type TopicConfig struct {
 	CleanupPolicy               CleanupPolicy
 	CompressionType             string
 	DeleteRetentionMs           int64
+	DeadLetterGroupEnable       bool // errors.deadletterqueue.group.enable (KIP-1191)
 	FileDeleteDelayMs           int64
 	FlushMessages               int64
 	FlushMs                     int64
@@ -144,6 +145,8 @@ var topicConfigDefs = []ConfigDef{
 		}},
 	{"delete.retention.ms", ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms",
 		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.DeleteRetentionMs })},
+	{TopicDeadLetterGroupEnable, ConfigTypeBoolean, "false", "",
+		boolean(func(c *TopicConfig) *bool { return &c.DeadLetterGroupEnable })},
 	{"file.delete.delay.ms", ConfigTypeLong, "60000", "log.segment.delete.delay.ms",
 		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.FileDeleteDelayMs })},
 	{"flush.messages", ConfigTypeLong, "9223372036854775807", "log.flush.interval.messages",
@@ -245,7 +248,7 @@ func LookupTopicConfig(key string) (ConfigDef, bool) {
 func LookupBrokerConfig(key string) (ConfigDef, bool) {
 	d, ok := topicDefsByBroker[key]
 	if !ok {
-		return ConfigDef{}, false
+		return lookupBrokerOnlyConfig(key)
 	}
 	return *d, true
 }
@@ -389,17 +392,21 @@ func int32Key(lo, hi int32, field func(*TopicConfig) *int32) func(*TopicConfig, 
 }
 
 func boolean(field func(*TopicConfig) *bool) func(*TopicConfig, string) error {
-	return func(c *TopicConfig, v string) error {
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "true":
-			*field(c) = true
-		case "false":
-			*field(c) = false
-		default:
-			return fmt.Errorf("want true or false")
-		}
-		return nil
+	return func(c *TopicConfig, v string) (err error) {
+		*field(c), err = parseBool(v)
+		return err
 	}
+}
+
+// parseBool reads a BOOLEAN value as Kafka does: true or false, any case.
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("want true or false")
 }
 
 func oneOf(v string, allowed ...string) (string, error) {

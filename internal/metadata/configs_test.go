@@ -18,7 +18,7 @@ func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
 		if err := d.Validate(d.Default); err != nil {
 			t.Errorf("default of %s does not validate: %v", d.Name, err)
 		}
-		if d.BrokerName == "" && d.Name == "remote.storage.enable" {
+		if d.BrokerName == "" && (d.Name == "remote.storage.enable" || d.Name == TopicDeadLetterGroupEnable) {
 			continue // topic-only in Kafka too
 		}
 		if d.BrokerName == "" || brokerNames[d.BrokerName] {

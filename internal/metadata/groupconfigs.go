@@ -19,11 +19,18 @@ const (
 	GroupShareAutoOffsetReset    = "share.auto.offset.reset"
 	GroupShareRecordLockDuration = "share.record.lock.duration.ms"
 	GroupShareDeliveryCountLimit = "share.delivery.count.limit"
+	// Dead-letter topics of share groups (KIP-1191, deadletter.go).
+	GroupDeadLetterTopic      = "errors.deadletterqueue.topic.name"
+	GroupDeadLetterCopyRecord = "errors.deadletterqueue.copy.record.enable"
 )
 
 // groupConfigDefs is sorted by Name. A group config describes no topic: its set
 // function only validates.
 var groupConfigDefs = []ConfigDef{
+	{Name: GroupDeadLetterCopyRecord, Type: ConfigTypeBoolean, Default: "false",
+		set: func(_ *TopicConfig, v string) error { _, err := parseBool(v); return err }},
+	{Name: GroupDeadLetterTopic, Type: ConfigTypeString, Default: "",
+		set: func(_ *TopicConfig, v string) error { return validDeadLetterName(v) }},
 	{Name: GroupShareAutoOffsetReset, Type: ConfigTypeString, Default: "latest",
 		set: func(_ *TopicConfig, v string) error { _, err := oneOf(v, "latest", "earliest"); return err }},
 	{Name: GroupShareDeliveryCountLimit, Type: ConfigTypeInt, Default: "5",

@@ -246,6 +246,13 @@ func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 		}
 		es = append(es, describe(d, d.BrokerName, levels...))
 	}
+	for i := range brokerOnlyConfigDefs {
+		d := &brokerOnlyConfigDefs[i]
+		for j := range levels {
+			levels[j].key = d.Name
+		}
+		es = append(es, describe(d, d.Name, levels...))
+	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
 	return es
 }

@@ -23,7 +23,8 @@ func exported(t *testing.T) map[string]bool {
 	m := New(Config{Cluster: stubCluster{img: testImage(t)}, Partitions: noPartitions{}, Groups: stubLag{}})
 	ch := make(chan *prometheus.Desc, 256)
 	for _, c := range []prometheus.Collector{m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth,
-		partitionCollector{noPartitions{}}, clusterCollector{cluster: stubCluster{img: testImage(t)}}, lagCollector{groups: stubLag{}}} {
+		partitionCollector{noPartitions{}}, clusterCollector{cluster: stubCluster{img: testImage(t)}}, lagCollector{groups: stubLag{}},
+		shareCollector{}} {
 		c.Describe(ch)
 	}
 	close(ch)

@@ -100,6 +100,7 @@ type Node struct {
 	// Share groups' record delivery (share.go).
 	shares     *share.Manager
 	shareStore *share.TopicStore
+	shareDLQ   *share.TopicDeadLetters
 
 	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
 	api *httpapi.API
@@ -570,6 +571,9 @@ func (n *Node) close(graceful bool) error {
 	}
 	if n.shareStore != nil {
 		n.shareStore.Close()
+	}
+	if n.shareDLQ != nil {
+		n.shareDLQ.Close()
 	}
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())

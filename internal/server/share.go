@@ -19,7 +19,14 @@ func (n *Node) startShares(logger *slog.Logger) error {
 		return err
 	}
 	n.shareStore = store
-	n.shares = share.NewManager(share.Config{Defaults: share.DefaultGroupConfig(), GroupConfig: n.shareGroupConfig}, store, sharePartitions{n}, logger)
+	dlq, err := share.NewTopicDeadLetters([]string{n.kafkaLn.Addr().String()}, n.kafkaClientOpts()...)
+	if err != nil {
+		return err
+	}
+	n.shareDLQ = dlq
+	n.shares = share.NewManager(share.Config{Defaults: share.DefaultGroupConfig(), GroupConfig: n.shareGroupConfig, DeadLetters: dlq},
+		store, sharePartitions{n}, logger)
+	n.metrics.RegisterShares(n.shares)
 	return nil
 }
 
@@ -35,6 +42,8 @@ func (n *Node) shareGroupConfig(group string) share.GroupConfig {
 	if limit, err := strconv.Atoi(img.GroupConfig(group, metadata.GroupShareDeliveryCountLimit)); err == nil {
 		c.DeliveryLimit = int16(limit)
 	}
+	c.DeadLetter.Topic = img.GroupConfig(group, metadata.GroupDeadLetterTopic)
+	c.DeadLetter.CopyRecord, _ = strconv.ParseBool(img.GroupConfig(group, metadata.GroupDeadLetterCopyRecord))
 	return c
 }
 

@@ -15,6 +15,10 @@
 //     replica, keeps time (lock expiry timers), keeps share sessions, long-polls on
 //     the replica's high-watermark watchers and on released records, and persists
 //     every acknowledgement before answering it.
+//   - Dead-letter writes (deadletter.go): with a group dead-letter topic (KIP-1191)
+//     a record that fails for good is Archiving, saved, written there in the
+//     background through a DeadLetterWriter (TopicDeadLetters on a Kafka client),
+//     then archived; a failed write makes it available again.
 //   - Store (store.go) keeps snapshots durable. TopicStore writes them to the
 //     compacted internal topic __share_group_state with acks=all through a Kafka
 //     client, so the leader of the state partition orders the writes, as Kafka's
@@ -46,5 +50,6 @@
 // Manager methods are safe for concurrent use. Manager.mu guards the maps of share
 // partitions and sessions; each share partition has its own mutex, held across its
 // store calls so its acknowledgements are durable in the order they were applied.
-// The two are never held together.
+// A share partition's mutex may be held while Manager.mu is taken (to start a
+// background dead-letter write), never the reverse.
 package share

@@ -323,8 +323,8 @@ func (m *Manager) releaseSession(ctx context.Context, group, member string, s *s
 		}
 		sp.mu.Lock()
 		if sp.p != nil {
-			if archived := sp.p.ReleaseMember(member, cfg.Limits); len(archived) > 0 {
-				m.saveLocked(ctx, sp)
+			if archived := sp.p.ReleaseMember(member, cfg.Limits); len(archived) > 0 && m.saveLocked(ctx, sp) == 0 {
+				m.maybeDeadLetterLocked(sp)
 			}
 			sp.wakeLocked()
 		}

@@ -20,6 +20,8 @@ type GroupConfig struct {
 	// AutoOffsetReset is share.auto.offset.reset: where a share partition without
 	// state starts, "latest" (the high watermark) or "earliest" (the log start).
 	AutoOffsetReset string
+	// DeadLetter is the group's dead-letter topic (deadletter.go).
+	DeadLetter DeadLetterConfig
 }
 
 // Config configures a Manager.
@@ -31,6 +33,9 @@ type Config struct {
 	GroupConfig func(group string) GroupConfig
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
+	// DeadLetters writes dead-letter records; nil: groups have no dead-letter
+	// topics (failed records are archived at once).
+	DeadLetters DeadLetterWriter
 }
 
 // DefaultGroupConfig is Kafka's: 30s locks, 5 deliveries, 2000 records in flight per
@@ -60,6 +65,10 @@ type Manager struct {
 	store Store
 	parts Partitions
 	log   *slog.Logger
+	dlq   DeadLetterWriter
+	// ctx ends when the manager closes (background dead-letter writes stop).
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -68,6 +77,10 @@ type Manager struct {
 		sessions map[sessionKey]*session
 	}
 	background sync.WaitGroup
+	stats      struct {
+		sync.Mutex
+		groups map[string]DeadLetterStats
+	}
 }
 
 // NewManager returns a manager persisting to store; a nil logger discards.
@@ -81,7 +94,9 @@ func NewManager(cfg Config, store Store, parts Partitions, logger *slog.Logger) 
 	if cfg.Defaults.LockDuration <= 0 {
 		cfg.Defaults = DefaultGroupConfig()
 	}
-	m := &Manager{cfg: cfg, store: store, parts: parts, log: logger}
+	m := &Manager{cfg: cfg, store: store, parts: parts, log: logger, dlq: cfg.DeadLetters}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.stats.groups = make(map[string]DeadLetterStats)
 	m.mu.shares = make(map[Key]*sharePartition)
 	m.mu.sessions = make(map[sessionKey]*session)
 	return m
@@ -91,6 +106,7 @@ func NewManager(cfg Config, store Store, parts Partitions, logger *slog.Logger) 
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.mu.closed = true
+	m.cancel()
 	shares := make([]*sharePartition, 0, len(m.mu.shares))
 	for _, sp := range m.mu.shares {
 		shares = append(shares, sp)
@@ -105,10 +121,12 @@ func (m *Manager) Close() {
 }
 
 func (m *Manager) groupConfig(group string) GroupConfig {
+	c := m.cfg.Defaults
 	if m.cfg.GroupConfig != nil {
-		return m.cfg.GroupConfig(group)
+		c = m.cfg.GroupConfig(group)
 	}
-	return m.cfg.Defaults
+	c.Limits.DeadLetter = c.DeadLetter.Topic != "" && m.dlq != nil
+	return c
 }
 
 // sharePartition is the state of one Key on this node. mu guards everything; the
@@ -124,6 +142,7 @@ type sharePartition struct {
 	timer    *time.Timer
 	timerTok uint64
 	watchers map[*replica.Watcher]struct{} // fetches waiting for released records
+	dlqBusy  bool                          // a dead-letter write of p's Archiving records is under way
 }
 
 func (sp *sharePartition) stopTimerLocked() {
@@ -183,6 +202,9 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 		sp.epoch = epoch
 		m.log.Info("share partition loaded", "group", k.Group, "topic", topic, "partition", k.Partition,
 			"start", sp.p.Start(), "end", sp.p.End(), "from_state", found)
+		// Records a crash caught between their dead-letter write and their
+		// archiving are written again.
+		m.maybeDeadLetterLocked(sp)
 	}
 	return sp, 0
 }
@@ -211,7 +233,10 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 	if sp.p == nil {
 		return
 	}
-	_, next := sp.p.Expire(m.cfg.Now(), cfg.Limits)
+	archived, next := sp.p.Expire(m.cfg.Now(), cfg.Limits)
+	if len(archived) > 0 {
+		m.maybeDeadLetterLocked(sp) // its end saves the state
+	}
 	sp.stopTimerLocked()
 	if next.IsZero() {
 		return
@@ -227,11 +252,29 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 		archived, _ := sp.p.Expire(m.cfg.Now(), cfg.Limits)
 		if len(archived) > 0 {
 			// Out of deliveries is final: make it durable.
-			m.saveLocked(context.Background(), sp)
+			if m.saveLocked(context.Background(), sp) == 0 {
+				m.maybeDeadLetterLocked(sp)
+			}
 		}
 		sp.wakeLocked()
 		m.armExpiryLocked(sp, cfg)
 	})
+}
+
+// goBackground runs f on a goroutine Close waits for; false (f not run) once the
+// manager is closed.
+func (m *Manager) goBackground(f func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return false
+	}
+	m.background.Add(1)
+	go func() {
+		defer m.background.Done()
+		f()
+	}()
+	return true
 }
 
 // afterFunc is time.AfterFunc whose callback does not run once the manager is
@@ -254,7 +297,9 @@ func (m *Manager) afterFunc(d time.Duration, f func()) *time.Timer {
 // returns the batches holding them and the acquired ranges.
 func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, member string, cfg GroupConfig, maxRecords, maxBytes int, strict bool) ([]byte, []AcquiredRange, error) {
 	now := m.cfg.Now()
-	sp.p.Expire(now, cfg.Limits)
+	if archived, _ := sp.p.Expire(now, cfg.Limits); len(archived) > 0 {
+		m.maybeDeadLetterLocked(sp) // its end saves the state
+	}
 	if ls := rp.LogStartOffset(); ls > sp.p.Start() {
 		sp.p.AdvanceTo(ls)
 	}
@@ -332,6 +377,7 @@ func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, mem
 			return c
 		}
 		sp.wakeLocked()
+		m.maybeDeadLetterLocked(sp)
 	}
 	return code
 }

@@ -15,6 +15,7 @@ const (
 	Available    RecordState = 0 // may be acquired
 	Acquired     RecordState = 1 // locked by one member until its acquisition lock expires
 	Acknowledged RecordState = 2 // accepted: done
+	Archiving    RecordState = 3 // failed for good; being written to the group's dead-letter topic
 	Archived     RecordState = 4 // rejected, out of deliveries, or not a record: done
 )
 
@@ -26,6 +27,8 @@ func (s RecordState) String() string {
 		return "acquired"
 	case Acknowledged:
 		return "acknowledged"
+	case Archiving:
+		return "archiving"
 	case Archived:
 		return "archived"
 	}
@@ -56,6 +59,10 @@ type Limits struct {
 	LockDuration  time.Duration // share.record.lock.duration.ms
 	DeliveryLimit int16         // share.delivery.count.limit: deliveries before a record is archived
 	MaxInFlight   int64         // group.share.partition.max.record.locks: the window [start, end)
+	// DeadLetter: the group has a dead-letter topic (KIP-1191). A record that fails
+	// for good (rejected, out of deliveries) is then Archiving, not Archived, until
+	// the caller has written it there (Archive) or failed to (Unarchive).
+	DeadLetter bool
 }
 
 // record is one offset in the in-flight window.
@@ -64,6 +71,26 @@ type record struct {
 	count    int16 // deliveries so far
 	member   string
 	deadline time.Time
+	why      Failure // why an Archiving record failed (not persisted)
+}
+
+// Failure says why a record failed for good, for its dead-letter record.
+type Failure int8
+
+const (
+	FailureUnknown    Failure = iota // restored from a snapshot: the reason was not kept
+	FailureRejected                  // a member rejected it
+	FailureDeliveries                // it reached the delivery count limit
+)
+
+// fail ends r for good: Archiving when the group dead-letters, else Archived.
+func (r *record) fail(lim Limits, why Failure) {
+	r.member, r.deadline = "", time.Time{}
+	if lim.DeadLetter {
+		r.state, r.why = Archiving, why
+		return
+	}
+	r.state = Archived
 }
 
 // Partition is the pure state of one share partition (one group, one topic
@@ -190,7 +217,7 @@ func (p *Partition) Acquire(member string, now time.Time, lim Limits, batches []
 // may also name an offset the member holds that has no record); otherwise nothing
 // changes and the error is ErrInvalidRecordState (ErrInvalidAck for a malformed
 // batch). It returns the offsets archived by a rejection or by running out of
-// deliveries on a release, for dead-lettering.
+// deliveries on a release: Archiving when lim.DeadLetter, else Archived.
 func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first, last int64, types []AckType) ([]int64, error) {
 	if last < first || (len(types) != 1 && int64(len(types)) != last-first+1) {
 		return nil, ErrInvalidAck
@@ -221,8 +248,9 @@ func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first,
 		case Gap:
 			r.state = Archived
 		case Reject:
-			r.state = Archived
+			r.fail(lim, FailureRejected)
 			archived = append(archived, o)
+			continue
 		case Release:
 			if p.releaseRecord(r, lim) {
 				archived = append(archived, o)
@@ -238,14 +266,14 @@ func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first,
 	return archived, nil
 }
 
-// releaseRecord makes an acquired record Available again, or Archived when it used
-// up its deliveries; it reports the latter.
+// releaseRecord makes an acquired record Available again, or fails it for good when
+// it used up its deliveries; it reports the latter.
 func (p *Partition) releaseRecord(r *record, lim Limits) bool {
-	r.member, r.deadline = "", time.Time{}
 	if lim.DeliveryLimit > 0 && r.count >= lim.DeliveryLimit {
-		r.state = Archived
+		r.fail(lim, FailureDeliveries)
 		return true
 	}
+	r.member, r.deadline = "", time.Time{}
 	r.state = Available
 	return false
 }
@@ -288,12 +316,42 @@ func (p *Partition) ReleaseMember(member string, lim Limits) []int64 {
 	return archived
 }
 
-// Unarchive makes archived offsets Available again with their delivery counts
-// (a dead-letter write failed: the record must not be lost). Offsets no longer in
-// flight or not Archived are ignored.
+// DeadLetter is an Archiving record to write to the group's dead-letter topic.
+type DeadLetter struct {
+	Offset        int64
+	DeliveryCount int16
+	Why           Failure
+}
+
+// DeadLetters lists the Archiving offsets, in order.
+func (p *Partition) DeadLetters() []DeadLetter {
+	var out []DeadLetter
+	for o := p.start; o < p.end; o++ {
+		if r := p.recs[o]; r.state == Archiving {
+			out = append(out, DeadLetter{Offset: o, DeliveryCount: r.count, Why: r.why})
+		}
+	}
+	return out
+}
+
+// Archive finishes Archiving offsets (their dead-letter records are written, or
+// the group no longer has a dead-letter topic). Offsets no longer in flight or not
+// Archiving are ignored.
+func (p *Partition) Archive(offsets []int64) {
+	for _, o := range offsets {
+		if o >= p.start && o < p.end && p.recs[o].state == Archiving {
+			p.recs[o].state = Archived
+		}
+	}
+	p.advance()
+}
+
+// Unarchive makes Archiving offsets Available again with their delivery counts (a
+// dead-letter write failed: the record must not be lost, so it can be acquired
+// again). Offsets no longer in flight or not Archiving are ignored.
 func (p *Partition) Unarchive(offsets []int64) {
 	for _, o := range offsets {
-		if o >= p.start && o < p.end && p.recs[o].state == Archived {
+		if o >= p.start && o < p.end && p.recs[o].state == Archiving {
 			p.recs[o].state = Available
 		}
 	}
@@ -330,7 +388,8 @@ type StateBatch struct {
 
 // Snapshot is the durable state of a share partition: its start offset and the
 // state of every offset in flight, Acquired recorded as Available (locks do not
-// survive a failover; delivery counts do).
+// survive a failover; delivery counts do). Archiving is recorded as such, so a
+// record whose dead-letter write a crash interrupted is written again after it.
 type Snapshot struct {
 	LeaderEpoch int32 // the data partition's leader epoch when it was taken (set by the caller)
 	Start       int64

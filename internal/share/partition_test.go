@@ -18,11 +18,12 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 // of commands ("> cmd args") each followed by its output; "#" lines are comments.
 // Time starts at 0 and moves only with "advance".
 //
-//	limits lock=30s deliveries=3 window=100
+//	limits lock=30s deliveries=3 window=100 [deadletter=true]
 //	start OFFSET                          (a fresh partition at OFFSET)
 //	acquire MEMBER batches=0-4,5c,6-9 [max=N] [strict=]   (c: a control batch)
 //	ack MEMBER FIRST-LAST TYPE[,TYPE...]       (accept|release|reject|gap|renew)
-//	expire | release MEMBER | advance DUR | logstart OFFSET | unarchive O,O
+//	expire | release MEMBER | advance DUR | logstart OFFSET | unarchive O,O | archive O,O
+//	deadletters                           (the Archiving offsets: offset#count:why)
 //	state                                 (start, end, every offset in flight)
 //	snapshot                              (prints it and restores a new partition from it)
 func TestPartitionScripts(t *testing.T) {
@@ -100,6 +101,7 @@ func (h *scriptHarness) run(t *testing.T, cmd string) []string {
 		h.lim.LockDuration = mustDur(t, args["lock"])
 		h.lim.DeliveryLimit = int16(mustInt(t, args["deliveries"]))
 		h.lim.MaxInFlight = mustInt(t, args["window"])
+		h.lim.DeadLetter = args["deadletter"] == "true"
 	case "start":
 		h.p = NewPartition(mustInt(t, f[1]))
 	case "acquire":
@@ -150,12 +152,22 @@ func (h *scriptHarness) run(t *testing.T, cmd string) []string {
 		h.now += mustDur(t, f[1])
 	case "logstart":
 		h.p.AdvanceTo(mustInt(t, f[1]))
-	case "unarchive":
+	case "unarchive", "archive":
 		var os []int64
 		for _, s := range strings.Split(f[1], ",") {
 			os = append(os, mustInt(t, s))
 		}
-		h.p.Unarchive(os)
+		if f[0] == "archive" {
+			h.p.Archive(os)
+		} else {
+			h.p.Unarchive(os)
+		}
+	case "deadletters":
+		var parts []string
+		for _, d := range h.p.DeadLetters() {
+			parts = append(parts, fmt.Sprintf("%d#%d:%s", d.Offset, d.DeliveryCount, map[Failure]string{FailureUnknown: "unknown", FailureRejected: "rejected", FailureDeliveries: "deliveries"}[d.Why]))
+		}
+		return []string{"deadletters " + strings.Join(parts, " ")}
 	case "state":
 		s := fmt.Sprintf("start=%d end=%d fetch=%d", h.p.Start(), h.p.End(), h.p.FetchOffset())
 		var parts []string
