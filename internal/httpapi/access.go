@@ -17,6 +17,8 @@ import (
 //	POST /produce, POST /topics/{topic}/records   WRITE topic (Produce)
 //	GET|POST /poll                  READ topic, READ group (Fetch, JoinGroup)
 //	POST /commit                    READ group, READ each topic committed (OffsetCommit)
+//	POST /ack                       READ group, READ topic (ShareAcknowledge)
+//	POST /groups/{group}/configs    ALTER_CONFIGS group (IncrementalAlterConfigs)
 //	POST /groups/{group}/seek       READ group, READ topic (ListOffsets, OffsetCommit)
 //	DELETE /groups/{group}/consumers/{consumer}   READ group (LeaveGroup)
 //	GET /groups                     lists the groups the principal may DESCRIBE (ListGroups)
@@ -35,9 +37,11 @@ var access = map[string]httpauth.Rule{
 	"GET /openapi.json":            httpauth.Open(),
 	"POST /produce":                httpauth.Authenticated(), // WRITE topic: handleProduce
 	"POST /topics/{topic}/records": httpauth.Needs(httpauth.OnTopic(kmsg.ACLOperationWrite, "topic")),
-	"GET /poll":                    httpauth.Authenticated(),                                         // READ topic and group: handlePoll
-	"POST /poll":                   httpauth.Authenticated(),                                         // likewise
-	"POST /commit":                 httpauth.Authenticated(),                                         // READ group and topics: handleCommit
+	"GET /poll":                    httpauth.Authenticated(), // READ topic and group: handlePoll
+	"POST /poll":                   httpauth.Authenticated(), // likewise
+	"POST /commit":                 httpauth.Authenticated(), // READ group and topics: handleCommit
+	"POST /ack":                    httpauth.Authenticated(), // READ group and topic: handleAck
+	"POST /groups/{group}/configs": httpauth.Needs(httpauth.OnGroup(kmsg.ACLOperationAlterConfigs, "group")),
 	"POST /groups/{group}/seek":    httpauth.Needs(httpauth.OnGroup(kmsg.ACLOperationRead, "group")), // and READ topic: handleSeek
 	"DELETE /groups/{group}/consumers/{consumer}": httpauth.Needs(httpauth.OnGroup(kmsg.ACLOperationRead, "group")),
 	"GET /groups":            httpauth.Authenticated(), // filtered: handleListGroups

@@ -26,6 +26,8 @@ var accessSamples = map[string]struct{ path, body string }{
 	"GET /poll":                    {"/poll?topic=t&group=g", ""},
 	"POST /poll":                   {"/poll", `{"topic":"t","group":"g"}`},
 	"POST /commit":                 {"/commit", `{"group":"g","topic":"t","partition":0,"offset":1}`},
+	"POST /ack":                    {"/ack", `{"group":"g","topic":"t","partition":0,"offset":1,"result":"accept"}`},
+	"POST /groups/{group}/configs": {"/groups/g/configs", `{"configs":{"share.delivery.count.limit":"3"}}`},
 	"POST /groups/{group}/seek":    {"/groups/g/seek", `{"topic":"t","to":"earliest"}`},
 	"DELETE /groups/{group}/consumers/{consumer}": {"/groups/g/consumers/c", ""},
 	"GET /groups":            {"/groups", ""},

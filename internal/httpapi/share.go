@@ -472,6 +472,12 @@ func (a *API) handleAck(w http.ResponseWriter, r *http.Request) {
 	case !known:
 		aerr = invalid(`result: must be "accept", "release" or "reject", got %q`, req.Result)
 	}
+	if aerr == nil {
+		aerr = authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group)
+	}
+	if aerr == nil {
+		aerr = authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, req.Topic)
+	}
 	if aerr != nil {
 		writeError(w, aerr)
 		return
