@@ -77,6 +77,27 @@ func memRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int)
 	}, &history.Recorder{})
 }
 
+// txnProcessRun runs one seeded multi-process run of the transactional
+// workload; the schedule may also pick the transaction coordinator.
+func txnProcessRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration) RunResult {
+	t.Helper()
+	c := startProcessCluster(t, nodes, "txn")
+	return runTxn(t, c, runConfig{
+		name: fmt.Sprintf("txn-processes/%d", seed), seed: seed, nodes: nodes, kinds: processKinds(t),
+		faultTime: faultTime, topic: "txn", partitions: 4, roles: []Role{Coordinator, Coordinator},
+	})
+}
+
+// txnMemRun runs one seeded in-process run of the transactional workload.
+func txnMemRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int) RunResult {
+	t.Helper()
+	c := startMemCluster(t, 3, "txn", seed)
+	return runTxn(t, c, runConfig{
+		name: fmt.Sprintf("%s/%d", name, seed), seed: seed, nodes: 3, kinds: kinds,
+		faultTime: 10 * time.Minute, maxFaults: maxFaults, topic: "txn", partitions: 4, roles: []Role{Coordinator},
+	})
+}
+
 // judge logs a run's schedule and results and fails t on any anomaly or
 // recovery finding. A failed run's history and node logs are kept in files for
 // the report.
@@ -106,6 +127,20 @@ func TestPowerLoss(t *testing.T) {
 // TestDiskFaults fills one node's disk or fails its fsyncs, then reboots it.
 func TestDiskFaults(t *testing.T) {
 	judge(t, memRun(t, "disk", uint64(envInt(t, envSeed, 1)), []Kind{DiskFull, FsyncFailure}, 3))
+}
+
+// TestTxnFaults is CI's transactional run: half a minute of seeded kills,
+// pauses, rolling restarts and partitions, a third of those that hit one node
+// aimed at the transaction coordinator, under transactional producers,
+// read_committed readers and a read-process-write stage.
+func TestTxnFaults(t *testing.T) {
+	judge(t, txnProcessRun(t, uint64(envInt(t, envSeed, 1)), 3, 30*time.Second))
+}
+
+// TestTxnPowerLoss cuts the power of every node once under the transactional
+// workload: committed transactions survive whole, open ones are aborted.
+func TestTxnPowerLoss(t *testing.T) {
+	judge(t, txnMemRun(t, "txn-power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 1))
 }
 
 // TestCampaign is `make chaos`: CHAOS_RUNS multi-process runs and
@@ -150,7 +185,7 @@ func TestCampaign(t *testing.T) {
 
 // keepHistory writes a history to a file that outlives the test, for a bug
 // report, and returns its path.
-func keepHistory(t *testing.T, h history.History) string {
+func keepHistory(t *testing.T, h any) string {
 	t.Helper()
 	f, err := os.CreateTemp("", "chaos-history-*.json")
 	if err != nil {

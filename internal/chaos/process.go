@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/strata-stream/strata/internal/chaos/netfault"
 	"github.com/strata-stream/strata/internal/testcluster"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -23,6 +25,7 @@ type processCluster struct {
 	tc    *testcluster.Cluster
 	cn    *clusterNet
 	topic string
+	adm   *kadm.Client // through the proxies, for the coordinator's role
 }
 
 // startProcessCluster starts nodes strata processes behind proxies.
@@ -51,8 +54,10 @@ func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster 
 	c.tc = testcluster.Start(t, nodes, testcluster.WithFlags(
 		"--group-initial-rebalance-delay", "100ms",
 		"--offsets-topic-partitions", "4",
+		"--transaction-state-partitions", "4",
 	))
 	keepLogsOnFailure(t, c.logs()) // registered after Start: runs before its temp dirs go
+	c.adm = newAdmin(t, c.seeds())
 	return c
 }
 
@@ -95,6 +100,12 @@ func (c *processCluster) resolve(f Fault) (*testcluster.Node, string, error) {
 			return nil, "", fmt.Errorf("partition %d has no follower: %v", f.Partition, st)
 		}
 		return c.tc.Node(followers[f.Pick%len(followers)]), fmt.Sprintf("follower of partition %d", f.Partition), nil
+	case Coordinator:
+		id, err := txnCoordinator(c.adm)
+		if err != nil {
+			return nil, "", err
+		}
+		return c.tc.Node(id), "transaction coordinator", nil
 	case Controller:
 		id, _, err := c.tc.ActiveController(ctx)
 		if err != nil || id < 1 {
