@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,5 +118,63 @@ func TestTierRetentionMapsTopicConfig(t *testing.T) {
 	r := tierRetention(tc)
 	if r.Age != time.Second || r.Bytes != 5000 || r.LocalAge != time.Second || r.LocalBytes != 100 {
 		t.Fatalf("tierRetention = %+v", r)
+	}
+}
+
+// TestTieredAbortedTxnOutlivesLocalRetention: an aborted transaction whose
+// batches and marker local retention deleted after their upload is still
+// reported to a read_committed fetch served from the store. (Found by the
+// chaos suite's transactional runs on a tiered topic: the cleaner forgot
+// aborted transactions below the local log start, so read_committed
+// consumers reading from offset 0 got the aborted records.)
+func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
+	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	store, err := remote.NewFile(vfs.NewMem(), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
+		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
+	tc := metadata.DefaultTopicConfig()
+	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
+	p.setConfig(tc)
+	m.applyTier(p, tc)
+	// Timestamped now: retention.ms must not take them from the store.
+	now := time.Now().UnixMilli()
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 7, Transactional: true, FirstTimestamp: now},
+		[]batch.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p, b)
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Timestamp: now}); err != nil {
+		t.Fatal(err)
+	}
+	for range 60 {
+		mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}))
+	}
+	tier := p.Tier()
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: tier, epoch: -1})
+	m.clean(p)
+	if p.LogStartOffset() <= 4 {
+		t.Fatalf("local start %d: the aborted transaction was not deleted locally", p.LogStartOffset())
+	}
+	res, err := p.Read(0, 1<<20, ReadCommitted)
+	if err != nil || len(res.Remote) == 0 {
+		t.Fatalf("read_committed fetch at 0: %d remote bytes, %v", len(res.Remote), err)
+	}
+	if want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 3}}; !slices.Equal(res.Aborted, want) {
+		t.Fatalf("aborted transactions of a remote read: %v, want %v", res.Aborted, want)
 	}
 }
