@@ -96,9 +96,9 @@ func readReplica(fsys vfs.FS, dir string, end int64) (replicaLog, error) {
 // end, with each other byte for byte and with the final read's records, and adds
 // what differs to res. A tiered log keeps only its tail locally, and each
 // replica deletes on its own: they are compared from the highest local start.
-// committedOnly: final is a read_committed read, which leaves out aborted
-// records and markers; every one of its records must be in the replicas at its
-// offset, not the same sequence.
+// committedOnly: final is a read_committed read of values, which leaves out
+// aborted records and markers; every one of its values must be in the replicas
+// at its offset, not the same sequence.
 func checkAgreement(res *history.Result, topic string, partition int32, final []history.Record, replicas map[int32]replicaLog, readErrs map[int32]error, committedOnly bool) {
 	for _, node := range slices.Sorted(maps.Keys(readErrs)) {
 		err := readErrs[node]
@@ -128,8 +128,8 @@ func checkAgreement(res *history.Result, topic string, partition int32, final []
 			at[r.Offset] = r
 		}
 		for _, f := range final {
-			if g, ok := at[f.Offset]; !ok || g != f {
-				res.Add(ReplicaDivergence, "%s-%d: the final read returned %v, node %d's log holds %v there", topic, partition, f, first, g)
+			if g, ok := at[f.Offset]; !ok || g.Value != f.Value {
+				res.Add(ReplicaDivergence, "%s-%d: the final read returned %q at %d, node %d's log holds %q there", topic, partition, f.Value, f.Offset, first, g.Value)
 				return
 			}
 		}

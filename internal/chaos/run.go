@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,8 @@ type runConfig struct {
 	interval   time.Duration // between one producer's sends
 	// topicConfigs are extra configs of the workload's topics (a tiered run's).
 	topicConfigs map[string]string
+	// batchMaxBytes bounds the plain producers' batches (0: kgo's default).
+	batchMaxBytes int32
 	// roles are roles the schedule may pick beyond the usual ones (a
 	// transactional run's coordinator).
 	roles []Role
@@ -105,7 +108,7 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	if err := healthy(healthyTimeout); err != nil {
 		t.Fatalf("before any fault: %v", err)
 	}
-	w, err := startWorkload(workloadConfig{seeds: c.seeds(), topic: cfg.topic, interval: cfg.interval}, rec, t.Logf)
+	w, err := startWorkload(workloadConfig{seeds: c.seeds(), topic: cfg.topic, interval: cfg.interval, batchMaxBytes: cfg.batchMaxBytes}, rec, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +152,7 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 
 	// Log agreement: every in-sync replica, read from its stopped node.
 	c.stopAll()
-	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, end, final, false)
+	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, end, final, false, isTiered(cfg.topicConfigs))
 	return res
 }
 
@@ -269,8 +272,13 @@ func settledISRs(t *testing.T, ps probes, cfg runConfig, res *RunResult) map[int
 }
 
 // checkReplicas compares every in-sync replica of topic's partitions, read from
-// the stopped nodes, with each other and with final (see checkAgreement).
-func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, isr map[int32][]int32, end map[int32]int64, final map[int32][]history.Record, committedOnly bool) {
+// the stopped nodes, with each other and with final (see checkAgreement). On a
+// tiered topic (tiered) it also requires that segments were really tiered: some
+// partition's replicas must all have deleted a prefix locally, read back from
+// the remote store by the final read.
+func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, isr map[int32][]int32, end map[int32]int64, final map[int32][]history.Record, committedOnly, tiered bool) {
+	tieredSome := false
+	var starts []string
 	for p := range partitions {
 		logs, errs := map[int32]replicaLog{}, map[int32]error{}
 		for _, node := range isr[p] {
@@ -281,8 +289,25 @@ func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, is
 			}
 		}
 		checkAgreement(&res.Check, topic, p, final[p], logs, errs, committedOnly)
+		local := int64(-1) // the lowest local log start of the replicas
+		for _, node := range slices.Sorted(maps.Keys(logs)) {
+			if l := logs[node].start; local < 0 || l < local {
+				local = l
+			}
+		}
+		starts = append(starts, fmt.Sprintf("%d: %d", p, local))
+		if local > 0 && len(final[p]) > 0 && final[p][0].Offset < local {
+			tieredSome = true
+		}
+	}
+	if tiered && !tieredSome {
+		res.Findings = append(res.Findings, fmt.Sprintf("%s is tiered, but no partition was read from below every replica's local log start (lowest local starts %v): nothing was tiered",
+			topic, strings.Join(starts, ", ")))
 	}
 }
+
+// isTiered says whether configs make a topic tiered.
+func isTiered(configs map[string]string) bool { return configs["remote.storage.enable"] == "true" }
 
 // waitFor polls cond every 100ms until it returns nil or timeout passes.
 func waitFor(timeout time.Duration, cond func() error) error {

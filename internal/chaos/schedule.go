@@ -61,8 +61,11 @@ func (f Fault) String() string {
 	case Any:
 		s = fmt.Sprintf("%s of node pick %d", f.Kind, f.Pick)
 	}
-	if f.Kind == RollingRestart {
+	switch f.Kind {
+	case RollingRestart, Decommission, VoterChange:
 		s = string(f.Kind)
+	case Reassign, ReassignCancel:
+		s = fmt.Sprintf("%s of partition %d", f.Kind, f.Partition)
 	}
 	if f.Hold > 0 && f.Kind != RollingRestart && f.Kind != PowerLoss {
 		s += fmt.Sprintf(" for %v", f.Hold.Round(time.Millisecond))

@@ -35,6 +35,9 @@ func runTxn(t *testing.T, c cluster, cfg runConfig) RunResult {
 	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}}
 	adm := newAdmin(t, c.seeds())
 	wcfg := txnConfig{seeds: c.seeds(), topic: cfg.topic, partitions: cfg.partitions, timeout: txnTimeout}.withDefaults()
+	if isTiered(cfg.topicConfigs) {
+		wcfg.keyBytes = 1 << 10
+	}
 	if err := createTopic(adm, cfg.topic, cfg.partitions, 3, cfg.topicConfigs); err != nil {
 		t.Fatalf("creating %s: %v", cfg.topic, err)
 	}
@@ -112,8 +115,8 @@ func runTxn(t *testing.T, c cluster, cfg runConfig) RunResult {
 		t.Fatalf("the ISRs of %s: %v", wcfg.output, err)
 	}
 	c.stopAll()
-	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, h.End, h.Final, true)
-	checkReplicas(c, &res, wcfg.output, txnOutputPartitions, outISR, outEnd, h.Output, true)
+	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, h.End, h.Final, true, isTiered(cfg.topicConfigs))
+	checkReplicas(c, &res, wcfg.output, txnOutputPartitions, outISR, outEnd, h.Output, true, false)
 	return res
 }
 

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -28,6 +29,9 @@ type txnConfig struct {
 	// purpose.
 	abortEvery int
 	timeout    time.Duration // transaction.timeout.ms of every transactional client
+	// keyBytes pads every transactional record with a key this long (a tiered
+	// topic must fill its segments within seconds); keys are not checked.
+	keyBytes int
 }
 
 func (c txnConfig) withDefaults() txnConfig {
@@ -98,6 +102,7 @@ type txnWorkload struct {
 	cfg  txnConfig
 	rec  *txnRecorder
 	logf func(format string, args ...any)
+	key  []byte // every transactional record's
 
 	stop    chan struct{} // closed: producers stop after their transaction
 	sending sync.WaitGroup
@@ -116,7 +121,7 @@ type txnWorkload struct {
 
 func startTxnWorkload(cfg txnConfig, rec *txnRecorder, logf func(string, ...any)) (*txnWorkload, error) {
 	cfg = cfg.withDefaults()
-	w := &txnWorkload{cfg: cfg, rec: rec, logf: logf, stop: make(chan struct{})}
+	w := &txnWorkload{cfg: cfg, rec: rec, logf: logf, stop: make(chan struct{}), key: bytes.Repeat([]byte("k"), cfg.keyBytes)}
 	readCtx, cancelRead := context.WithCancel(context.Background())
 	copyCtx, cancelCopy := context.WithCancel(context.Background())
 	w.cancelRead, w.cancelCopy = cancelRead, cancelCopy
@@ -234,7 +239,7 @@ func (w *txnWorkload) transaction(i int, seq int64, cl *kgo.Client) bool {
 		p := int32((seq + int64(n)) % int64(w.cfg.partitions))
 		t.Writes[n] = history.TxnWrite{Partition: p, Value: fmt.Sprintf("t%d-%07d-%d", i, seq, n)}
 		pending.Add(1)
-		cl.Produce(context.Background(), &kgo.Record{Partition: p, Value: []byte(t.Writes[n].Value)}, func(r *kgo.Record, err error) {
+		cl.Produce(context.Background(), &kgo.Record{Partition: p, Key: w.key, Value: []byte(t.Writes[n].Value)}, func(r *kgo.Record, err error) {
 			defer pending.Done()
 			mu.Lock()
 			defer mu.Unlock()
