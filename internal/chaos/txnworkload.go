@@ -113,10 +113,8 @@ type txnWorkload struct {
 
 	cancelCopy context.CancelFunc
 	copying    sync.WaitGroup
-	copiers    []*kgo.GroupTransactSession
 
 	committed atomic.Int64 // committed transactions
-	copied    atomic.Int64 // records the copy stage committed
 }
 
 func startTxnWorkload(cfg txnConfig, rec *txnRecorder, logf func(string, ...any)) (*txnWorkload, error) {
@@ -146,28 +144,8 @@ func startTxnWorkload(cfg txnConfig, rec *txnRecorder, logf func(string, ...any)
 		go w.read(readCtx, name, cl)
 	}
 	for i := range cfg.copiers {
-		s, err := kgo.NewGroupTransactSession(append(clientOpts(cfg.seeds, fmt.Sprintf("chaos-copier-%d", i)),
-			kgo.TransactionalID(copyID(i)),
-			kgo.TransactionTimeout(cfg.timeout),
-			kgo.ConsumerGroup(cfg.group),
-			kgo.ConsumeTopics(cfg.topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.RequireStableFetchOffsets(),
-			kgo.DefaultProduceTopic(cfg.output),
-			kgo.ProduceRequestTimeout(5*time.Second),
-			kgo.SessionTimeout(6*time.Second),
-			kgo.HeartbeatInterval(500*time.Millisecond),
-			kgo.RebalanceTimeout(10*time.Second),
-			kgo.FetchMaxWait(500*time.Millisecond),
-		)...)
-		if err != nil {
-			w.close()
-			return nil, err
-		}
-		w.copiers = append(w.copiers, s)
 		w.copying.Add(1)
-		go w.copy(copyCtx, i, s)
+		go w.copy(copyCtx, i)
 	}
 	return w, nil
 }
@@ -313,34 +291,66 @@ func (w *txnWorkload) read(ctx context.Context, name string, cl *kgo.Client) {
 	}
 }
 
+// newCopier is copier i's session; a new one fences the previous one's epoch.
+func (w *txnWorkload) newCopier(i int) (*kgo.GroupTransactSession, error) {
+	return kgo.NewGroupTransactSession(append(clientOpts(w.cfg.seeds, fmt.Sprintf("chaos-copier-%d", i)),
+		kgo.TransactionalID(copyID(i)),
+		kgo.TransactionTimeout(w.cfg.timeout),
+		kgo.ConsumerGroup(w.cfg.group),
+		kgo.ConsumeTopics(w.cfg.topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.DefaultProduceTopic(w.cfg.output),
+		kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.SessionTimeout(6*time.Second),
+		kgo.HeartbeatInterval(500*time.Millisecond),
+		kgo.RebalanceTimeout(10*time.Second),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)...)
+}
+
 // copy is one member of the copy stage: each poll's records are written to the
-// output in a transaction that also commits the group's input offsets.
-func (w *txnWorkload) copy(ctx context.Context, i int, s *kgo.GroupTransactSession) {
+// output in a transaction that also commits the group's input offsets. After
+// a failed end (franz-go: no error of End is retryable) the session is
+// replaced.
+func (w *txnWorkload) copy(ctx context.Context, i int) {
 	defer w.copying.Done()
+	var s *kgo.GroupTransactSession
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
 	for ctx.Err() == nil {
+		if s == nil {
+			var err error
+			if s, err = w.newCopier(i); err != nil {
+				w.logf("copier %d: %v", i, err)
+				return
+			}
+		}
 		fs := s.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err := s.Begin(); err != nil {
 			w.logf("copier %d: begin: %v", i, err)
-			s.AllowRebalance()
+			s.Close()
+			s = nil
 			continue
 		}
-		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
-			n++
 			s.Produce(ctx, &kgo.Record{Value: r.Value}, nil)
 		})
 		// Background, not ctx: a cancelled EndTxn leaves the outcome unknowable.
 		ectx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		committed, err := s.End(ectx, kgo.TryCommit)
+		_, err := s.End(ectx, kgo.TryCommit)
 		cancel()
-		switch {
-		case err != nil:
-			w.logf("copier %d: end: %v", i, err)
-		case committed:
-			w.copied.Add(int64(n))
+		if err != nil {
+			w.logf("copier %d: end: %v (a new session takes over)", i, err)
+			s.Close()
+			s = nil
 		}
 	}
 }
@@ -369,10 +379,6 @@ func (w *txnWorkload) stopReaders() {
 func (w *txnWorkload) stopCopiers() {
 	w.cancelCopy()
 	w.copying.Wait()
-	for _, s := range w.copiers {
-		s.Close()
-	}
-	w.copiers = nil
 }
 
 func (w *txnWorkload) close() {
