@@ -250,10 +250,6 @@ func Check(h History) Result {
 	}
 
 	// Polls.
-	type readerPart struct {
-		reader string
-		p      int32
-	}
 	last := map[readerPart]int64{}
 	processed := map[string]int{}
 	failedSeen := map[string]bool{}
@@ -280,23 +276,7 @@ func Check(h History) Result {
 				res.GroupProcessed++
 				continue
 			}
-			rp := readerPart{pl.Reader, pl.Partition}
-			prev, ok := last[rp]
-			last[rp] = r.Offset
-			if !ok {
-				continue
-			}
-			switch {
-			case r.Offset <= prev:
-				res.Add(NonmonotonicPoll, "%s read %d/%d after %d/%d", pl.Reader, pl.Partition, r.Offset, pl.Partition, prev)
-			case r.Offset > prev+1:
-				for o := prev + 1; o < r.Offset; o++ {
-					if v, ok := final[pos{pl.Partition, o}]; ok {
-						res.Add(PollSkip, "%s read %d/%d after %d/%d, skipping %q at %d", pl.Reader, pl.Partition, r.Offset, pl.Partition, prev, v, o)
-						break
-					}
-				}
-			}
+			checkOrder(&res, last, final, pl, r.Offset)
 		}
 	}
 	for _, n := range processed {
@@ -312,4 +292,33 @@ func Check(h History) Result {
 		}
 	}
 	return res
+}
+
+// readerPart is one reader's view of one partition.
+type readerPart struct {
+	reader string
+	p      int32
+}
+
+// checkOrder checks that a reader's record at offset, in poll pl, follows the
+// one it read before in that partition (last): a regression is
+// NonmonotonicPoll, a jump over a record final holds PollSkip.
+func checkOrder(res *Result, last map[readerPart]int64, final map[pos]string, pl Poll, offset int64) {
+	rp := readerPart{pl.Reader, pl.Partition}
+	prev, ok := last[rp]
+	last[rp] = offset
+	if !ok {
+		return
+	}
+	switch {
+	case offset <= prev:
+		res.Add(NonmonotonicPoll, "%s read %d/%d after %d/%d", pl.Reader, pl.Partition, offset, pl.Partition, prev)
+	case offset > prev+1:
+		for o := prev + 1; o < offset; o++ {
+			if v, ok := final[pos{pl.Partition, o}]; ok {
+				res.Add(PollSkip, "%s read %d/%d after %d/%d, skipping %q at %d", pl.Reader, pl.Partition, offset, pl.Partition, prev, v, o)
+				break
+			}
+		}
+	}
 }

@@ -191,10 +191,6 @@ func CheckTxn(h TxnHistory) Result {
 
 	// Readers: only committed data, in order, nothing skipped, no transaction
 	// seen in part.
-	type readerPart struct {
-		reader string
-		p      int32
-	}
 	last := map[readerPart]int64{}
 	readerSaw := map[string]map[*Txn]bool{}
 	for _, pl := range h.Polls {
@@ -212,23 +208,7 @@ func CheckTxn(h TxnHistory) Result {
 			if _, ok := finalPos[r.Value]; !ok && writeOf[r.Value].txn != nil && writeOf[r.Value].txn.Outcome != TxnAborted {
 				res.Add(Phantom, "%s read %q at %s; the final log does not hold it", pl.Reader, r.Value, at)
 			}
-			rp := readerPart{pl.Reader, pl.Partition}
-			prev, ok := last[rp]
-			last[rp] = r.Offset
-			if !ok {
-				continue
-			}
-			switch {
-			case r.Offset <= prev:
-				res.Add(NonmonotonicPoll, "%s read %d/%d after %d/%d", pl.Reader, pl.Partition, r.Offset, pl.Partition, prev)
-			case r.Offset > prev+1:
-				for o := prev + 1; o < r.Offset; o++ {
-					if v, ok := final[pos{pl.Partition, o}]; ok {
-						res.Add(PollSkip, "%s read %d/%d after %d/%d, skipping %q at %d", pl.Reader, pl.Partition, r.Offset, pl.Partition, prev, v, o)
-						break
-					}
-				}
-			}
+			checkOrder(&res, last, final, pl, r.Offset)
 		}
 	}
 	// A reader that saw part of a committed transaction and read past where
