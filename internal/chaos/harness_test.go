@@ -288,3 +288,34 @@ func TestCheckAgreement(t *testing.T) {
 		t.Fatalf("an unreadable replica not flagged: %s", res.Summary())
 	}
 }
+
+// TestScheduleWithRoles: extra roles are drawn for faults that hit one node;
+// without them a seed draws what it always drew.
+func TestScheduleWithRoles(t *testing.T) {
+	plain, none := NewSchedule(3, ProcessKinds, 4), NewSchedule(3, ProcessKinds, 4).WithRoles()
+	for range 50 {
+		if a, b := plain.Next(), none.Next(); a != b {
+			t.Fatalf("no extra roles changed the schedule: %+v, %+v", a, b)
+		}
+	}
+	s := NewSchedule(3, append(slices.Clone(ProcessKinds), OpKinds...), 4).WithRoles(Coordinator)
+	kinds, coordinator := map[Kind]bool{}, 0
+	for range 200 {
+		f := s.Next()
+		kinds[f.Kind] = true
+		if f.Role == Coordinator {
+			coordinator++
+			if got := f.String(); !strings.Contains(got, "transaction coordinator") && f.Kind != RollingRestart && !slices.Contains(OpKinds, f.Kind) {
+				t.Errorf("%+v reads %q", f, got)
+			}
+		}
+	}
+	if coordinator == 0 {
+		t.Error("200 faults and none aimed at the coordinator")
+	}
+	for _, k := range OpKinds {
+		if !kinds[k] {
+			t.Errorf("200 faults and no %s", k)
+		}
+	}
+}
