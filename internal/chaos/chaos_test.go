@@ -165,14 +165,14 @@ func TestDiskFaults(t *testing.T) {
 	judge(t, memRun(t, "disk", uint64(envInt(t, envSeed, 1)), []Kind{DiskFull, FsyncFailure}, 3))
 }
 
-// TestTxnFaults is CI's run of the newer features under faults: 20 seconds of
+// TestTxnFaults is CI's run of the newer features under faults: 15 seconds of
 // seeded kills, pauses, rolling restarts and partitions (a third of those that
 // hit one node aimed at the transaction coordinator), replica moves, a
 // cancelled move, a broker-only node retired and added back and promoted to
 // a voter, under transactional producers writing to a tiered topic,
 // read_committed readers and a read-process-write stage.
 func TestTxnFaults(t *testing.T) {
-	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, 20*time.Second, variant{txn: true, tiered: true, ops: true}))
+	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, 15*time.Second, variant{txn: true, tiered: true, ops: true}))
 }
 
 // TestTxnPowerLoss cuts the power of every node once under the transactional

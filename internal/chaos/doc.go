@@ -102,7 +102,7 @@
 // # Running it
 //
 // `go test ./internal/chaos` runs one seeded multi-process run of about a minute,
-// the in-process power-loss and disk-fault runs, and TestTxnFaults: 20 s of
+// the in-process power-loss and disk-fault runs, and TestTxnFaults: 15 s of
 // faults and operations under the transactional workload on a tiered topic.
 // `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
 // variant, and transactional in-process runs with power losses) and rewrites
