@@ -79,9 +79,10 @@
 //	tiered   the topic has remote.storage.enable=true with 8 KiB segments and
 //	         16 KiB local retention, every node a file:// store in one shared
 //	         directory: segments are uploaded and deleted locally within
-//	         seconds, and the final read from offset 0 comes from the store. A
-//	         run where no partition was read from below every replica's local
-//	         start is a finding (nothing was tiered).
+//	         seconds, and the final read from offset 0 comes from the store.
+//	         After the faults the run waits up to 90 s until some partition's
+//	         earliest-local offset (ListOffsets -4) is above its earliest (-2);
+//	         if none gets there, nothing was tiered: a finding.
 //	ops      a broker-only node (outside the proxies) joins before the topic is
 //	         created, and the schedule also draws operations (ops.go):
 //	         reassign (one replica of a partition moved to a broker outside

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,6 +115,11 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	warmUp(t, c, func() int64 { return w.acked.Load() })
 
 	ph := injectFaults(t, c, cfg, healthy, &res)
+	if isTiered(cfg.topicConfigs) {
+		if err := waitTiered(c.seeds(), cfg.topic, cfg.partitions, tieredTimeout); err != nil {
+			res.Findings = append(res.Findings, err.Error())
+		}
+	}
 
 	// Drain: producers answered, the group caught up, a fresh full read.
 	w.stopProducers(drainTimeout)
@@ -152,7 +156,7 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 
 	// Log agreement: every in-sync replica, read from its stopped node.
 	c.stopAll()
-	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, end, final, false, isTiered(cfg.topicConfigs))
+	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, end, final, false)
 	return res
 }
 
@@ -272,13 +276,8 @@ func settledISRs(t *testing.T, ps probes, cfg runConfig, res *RunResult) map[int
 }
 
 // checkReplicas compares every in-sync replica of topic's partitions, read from
-// the stopped nodes, with each other and with final (see checkAgreement). On a
-// tiered topic (tiered) it also requires that segments were really tiered: some
-// partition's replicas must all have deleted a prefix locally, read back from
-// the remote store by the final read.
-func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, isr map[int32][]int32, end map[int32]int64, final map[int32][]history.Record, committedOnly, tiered bool) {
-	tieredSome := false
-	var starts []string
+// the stopped nodes, with each other and with final (see checkAgreement).
+func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, isr map[int32][]int32, end map[int32]int64, final map[int32][]history.Record, committedOnly bool) {
 	for p := range partitions {
 		logs, errs := map[int32]replicaLog{}, map[int32]error{}
 		for _, node := range isr[p] {
@@ -289,21 +288,67 @@ func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, is
 			}
 		}
 		checkAgreement(&res.Check, topic, p, final[p], logs, errs, committedOnly)
-		local := int64(-1) // the lowest local log start of the replicas
-		for _, node := range slices.Sorted(maps.Keys(logs)) {
-			if l := logs[node].start; local < 0 || l < local {
-				local = l
+	}
+}
+
+// tieredTimeout bounds the wait for a tiered topic to have deleted a prefix
+// locally: uploads that failed during the faults back off for up to a minute.
+const tieredTimeout = 90 * time.Second
+
+// waitTiered waits until some partition of topic has a local log start above
+// its log start (ListOffsets earliest-local above earliest: a prefix uploaded
+// and deleted locally, to be read back from the store by the final read), and
+// says what it saw when none does in time.
+func waitTiered(seeds []string, topic string, partitions int32, timeout time.Duration) error {
+	cl, err := kgo.NewClient(clientOpts(seeds, "chaos-tier-probe")...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	list := func(ts int64) (map[int32]int64, error) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for p := range partitions {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, ts, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32]int64{}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+				}
+				out[p.Partition] = p.Offset
 			}
 		}
-		starts = append(starts, fmt.Sprintf("%d: %d", p, local))
-		if local > 0 && len(final[p]) > 0 && final[p][0].Offset < local {
-			tieredSome = true
+		return out, nil
+	}
+	return waitFor(timeout, func() error {
+		earliest, err := list(-2)
+		if err != nil {
+			return err
 		}
-	}
-	if tiered && !tieredSome {
-		res.Findings = append(res.Findings, fmt.Sprintf("%s is tiered, but no partition was read from below every replica's local log start (lowest local starts %v): nothing was tiered",
-			topic, strings.Join(starts, ", ")))
-	}
+		local, err := list(-4)
+		if err != nil {
+			return err
+		}
+		for p, l := range local {
+			if l > earliest[p] {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: nothing tiered yet: earliest offsets %v, earliest local %v", topic, earliest, local)
+	})
 }
 
 // isTiered says whether configs make a topic tiered.

@@ -58,6 +58,11 @@ func runTxn(t *testing.T, c cluster, cfg runConfig) RunResult {
 	warmUp(t, c, func() int64 { return w.committed.Load() * int64(wcfg.writes) })
 
 	ph := injectFaults(t, c, cfg, healthy, &res)
+	if isTiered(cfg.topicConfigs) {
+		if err := waitTiered(c.seeds(), cfg.topic, cfg.partitions, tieredTimeout); err != nil {
+			res.Findings = append(res.Findings, err.Error())
+		}
+	}
 
 	// Drain: every producer ends its transaction, the readers stop, every
 	// transaction left open is ended by its coordinator, the copy stage
@@ -115,8 +120,8 @@ func runTxn(t *testing.T, c cluster, cfg runConfig) RunResult {
 		t.Fatalf("the ISRs of %s: %v", wcfg.output, err)
 	}
 	c.stopAll()
-	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, h.End, h.Final, true, isTiered(cfg.topicConfigs))
-	checkReplicas(c, &res, wcfg.output, txnOutputPartitions, outISR, outEnd, h.Output, true, false)
+	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, h.End, h.Final, true)
+	checkReplicas(c, &res, wcfg.output, txnOutputPartitions, outISR, outEnd, h.Output, true)
 	return res
 }
 
