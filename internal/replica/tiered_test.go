@@ -123,23 +123,14 @@ func TestTierRetentionMapsTopicConfig(t *testing.T) {
 
 // TestTieredAbortedTxnOutlivesLocalRetention: an aborted transaction whose
 // batches and marker local retention deleted after their upload is still
-// reported to a read_committed fetch served from the store. (Found by the
+// reported to a read_committed fetch served from the store, and still after the
+// replica restarts on its local log (the manifest carries it). Found by the
 // chaos suite's transactional runs on a tiered topic: the cleaner forgot
-// aborted transactions below the local log start, so read_committed
-// consumers reading from offset 0 got the aborted records.)
+// aborted transactions below the local log start, so read_committed consumers
+// reading from offset 0 got the aborted records; and a restarted or new
+// replica never knew them.
 func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
-	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.close() })
-	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	dir := t.TempDir()
 	store, err := remote.NewFile(vfs.NewMem(), "/objects")
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +139,26 @@ func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
 	tc := metadata.DefaultTopicConfig()
 	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
-	p.setConfig(tc)
-	m.applyTier(p, tc)
+	open := func() *Partition {
+		l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		p.setConfig(tc)
+		m.applyTier(p, tc)
+		if err := p.Tier().Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := open()
 	// Timestamped now: retention.ms must not take them from the store.
 	now := time.Now().UnixMilli()
 	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 7, Transactional: true, FirstTimestamp: now},
@@ -164,17 +173,25 @@ func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 	for range 60 {
 		mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}))
 	}
-	tier := p.Tier()
-	m.uploadOnce(context.Background(), p, &tierUploadState{tier: tier, epoch: -1})
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
 	m.clean(p)
 	if p.LogStartOffset() <= 4 {
 		t.Fatalf("local start %d: the aborted transaction was not deleted locally", p.LogStartOffset())
 	}
-	res, err := p.Read(0, 1<<20, ReadCommitted)
-	if err != nil || len(res.Remote) == 0 {
-		t.Fatalf("read_committed fetch at 0: %d remote bytes, %v", len(res.Remote), err)
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 3}}
+	check := func(when string, p *Partition) {
+		t.Helper()
+		res, err := p.Read(0, 1<<20, ReadCommitted)
+		if err != nil || len(res.Remote) == 0 {
+			t.Fatalf("%s: read_committed fetch at 0: %d remote bytes, %v", when, len(res.Remote), err)
+		}
+		if !slices.Equal(res.Aborted, want) {
+			t.Fatalf("%s: aborted transactions of a remote read: %v, want %v", when, res.Aborted, want)
+		}
 	}
-	if want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 3}}; !slices.Equal(res.Aborted, want) {
-		t.Fatalf("aborted transactions of a remote read: %v, want %v", res.Aborted, want)
-	}
+	check("after local retention", p)
+	p.close()
+	p = open()
+	t.Cleanup(func() { p.close() })
+	check("after a restart", p)
 }
