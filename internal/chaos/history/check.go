@@ -154,21 +154,7 @@ func Check(h History) Result {
 	ob := &observer{res: &res, atPos: map[pos]string{}, posOf: map[string]pos{}, flaggedPos: map[pos]bool{}, flaggedVal: map[string]bool{}}
 
 	// The final log: what survived, and how far each partition reaches.
-	final := map[pos]string{}
-	finalPos := map[string]pos{}
-	finalEnd := map[int32]int64{} // one past the highest final offset
-	for _, p := range slices.Sorted(maps.Keys(h.Final)) {
-		for _, r := range h.Final[p] {
-			at := pos{p, r.Offset}
-			ob.see(at, r.Value, "the final read")
-			final[at] = r.Value
-			if _, ok := finalPos[r.Value]; !ok {
-				finalPos[r.Value] = at
-			}
-			finalEnd[p] = max(finalEnd[p], r.Offset+1)
-			res.FinalRecords++
-		}
-	}
+	final, finalPos, finalEnd := indexFinal(&res, ob, h.Final)
 	// readEnd is one past the highest offset any reader reached, per partition.
 	readEnd := maps.Clone(finalEnd)
 	for _, pl := range h.Polls {
@@ -321,4 +307,23 @@ func checkOrder(res *Result, last map[readerPart]int64, final map[pos]string, pl
 			}
 		}
 	}
+}
+
+// indexFinal feeds the final log to ob and returns the value at each position,
+// each value's first position and one past each partition's highest offset.
+func indexFinal(res *Result, ob *observer, log map[int32][]Record) (final map[pos]string, finalPos map[string]pos, finalEnd map[int32]int64) {
+	final, finalPos, finalEnd = map[pos]string{}, map[string]pos{}, map[int32]int64{}
+	for _, p := range slices.Sorted(maps.Keys(log)) {
+		for _, r := range log[p] {
+			at := pos{p, r.Offset}
+			ob.see(at, r.Value, "the final read")
+			final[at] = r.Value
+			if _, ok := finalPos[r.Value]; !ok {
+				finalPos[r.Value] = at
+			}
+			finalEnd[p] = max(finalEnd[p], r.Offset+1)
+			res.FinalRecords++
+		}
+	}
+	return final, finalPos, finalEnd
 }

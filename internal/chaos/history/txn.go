@@ -131,19 +131,7 @@ func CheckTxn(h TxnHistory) Result {
 	}
 
 	// The final read_committed log.
-	finalPos := map[string]pos{}
-	final := map[pos]string{}
-	for _, p := range slices.Sorted(maps.Keys(h.Final)) {
-		for _, r := range h.Final[p] {
-			at := pos{p, r.Offset}
-			ob.see(at, r.Value, "the final read")
-			final[at] = r.Value
-			if _, ok := finalPos[r.Value]; !ok {
-				finalPos[r.Value] = at
-			}
-			res.FinalRecords++
-		}
-	}
+	final, finalPos, _ := indexFinal(&res, ob, h.Final)
 	aborted := map[string]bool{} // values already reported as aborted reads
 	seenRead := func(value string, at pos, who string) {
 		wr, ok := writeOf[value]
