@@ -25,19 +25,28 @@ const (
 	envMemRuns   = "CHAOS_MEM_RUNS"   // campaign: in-process runs (default 4)
 	envFaultTime = "CHAOS_FAULT_TIME" // campaign: faulting time per run (default 60s)
 	envReport    = "CHAOS_REPORT"     // campaign: file whose results section to rewrite
-	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults to draw from (default all)
+	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults (and operations) to draw from (default all)
 )
 
-// processKinds is ProcessKinds, or the comma-separated CHAOS_KINDS.
-func processKinds(t *testing.T) []Kind {
-	v := os.Getenv(envKinds)
-	if v == "" {
+// processKinds is what a multi-process run of variant v draws from:
+// ProcessKinds (and OpKinds with operations), or exactly the comma-separated
+// CHAOS_KINDS (operations only in a variant with them).
+func processKinds(t *testing.T, v variant) []Kind {
+	env := os.Getenv(envKinds)
+	if env == "" {
+		if v.ops {
+			return append(slices.Clone(ProcessKinds), OpKinds...)
+		}
 		return ProcessKinds
 	}
+	allowed := ProcessKinds
+	if v.ops {
+		allowed = append(slices.Clone(ProcessKinds), OpKinds...)
+	}
 	var kinds []Kind
-	for _, k := range strings.Split(v, ",") {
-		if !slices.Contains(ProcessKinds, Kind(k)) {
-			t.Fatalf("%s: %q is not one of %v", envKinds, k, ProcessKinds)
+	for _, k := range strings.Split(env, ",") {
+		if !slices.Contains(allowed, Kind(k)) {
+			t.Fatalf("%s: %q is not one of %v", envKinds, k, allowed)
 		}
 		kinds = append(kinds, Kind(k))
 	}
@@ -98,11 +107,8 @@ func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration, v
 	}
 	c := startProcessCluster(t, nodes, topic, processOptions{spare: v.ops, tiered: v.tiered})
 	cfg := runConfig{
-		name: fmt.Sprintf("%s/%d", v, seed), seed: seed, nodes: c.brokers(), kinds: processKinds(t),
+		name: fmt.Sprintf("%s/%d", v, seed), seed: seed, nodes: c.brokers(), kinds: processKinds(t, v),
 		faultTime: faultTime, topic: topic, partitions: 4, interval: 5 * time.Millisecond,
-	}
-	if v.ops {
-		cfg.kinds = append(slices.Clone(cfg.kinds), OpKinds...)
 	}
 	if v.tiered {
 		cfg.topicConfigs, cfg.batchMaxBytes = tieredTopicConfigs, tieredBatchMaxBytes
