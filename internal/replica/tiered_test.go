@@ -36,14 +36,7 @@ func TestTieredPartition(t *testing.T) {
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	store, err := remote.NewFile(vfs.NewMem(), "/objects")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
-		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
-	tc := metadata.DefaultTopicConfig()
-	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
+	m, store, tc := tieredManager(t)
 	p.setConfig(tc)
 	m.applyTier(p, tc)
 	tier := p.Tier()
@@ -131,14 +124,7 @@ func TestTierRetentionMapsTopicConfig(t *testing.T) {
 // replica never knew them.
 func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 	dir := t.TempDir()
-	store, err := remote.NewFile(vfs.NewMem(), "/objects")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
-		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
-	tc := metadata.DefaultTopicConfig()
-	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
+	m, _, tc := tieredManager(t)
 	open := func() *Partition {
 		l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
 		if err != nil {
@@ -194,4 +180,19 @@ func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 	p = open()
 	t.Cleanup(func() { p.close() })
 	check("after a restart", p)
+}
+
+// tieredManager is a Manager with an in-memory object store, and a tiered
+// topic config keeping 8 KiB locally.
+func tieredManager(t *testing.T) (*Manager, remote.Store, metadata.TopicConfig) {
+	t.Helper()
+	store, err := remote.NewFile(vfs.NewMem(), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
+		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
+	tc := metadata.DefaultTopicConfig()
+	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
+	return m, store, tc
 }
