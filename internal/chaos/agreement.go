@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"io/fs"
@@ -20,11 +21,30 @@ import (
 // high-water mark, or that disagree with what the final read returned.
 const ReplicaDivergence = "replica-divergence"
 
-// replicaLog is one replica's copy of a partition below an offset: its batches'
-// bytes as stored, and the records they hold.
+// replicaLog is one replica's copy of a partition from its local log start up
+// to an offset: its batches' bytes as stored, and the records they hold.
 type replicaLog struct {
-	bytes   []byte
+	start   int64 // the local log start (above 0 once a tiered log deleted locally)
+	batches []storedBatch
 	records []history.Record
+}
+
+// storedBatch is one batch as a replica stores it.
+type storedBatch struct {
+	base  int64
+	bytes []byte
+}
+
+// from returns the bytes and records of the batches at or after offset.
+func (l replicaLog) from(offset int64) ([]byte, []history.Record) {
+	var b []byte
+	for _, sb := range l.batches {
+		if sb.base >= offset {
+			b = append(b, sb.bytes...)
+		}
+	}
+	i, _ := slices.BinarySearchFunc(l.records, offset, func(r history.Record, o int64) int { return cmp.Compare(r.Offset, o) })
+	return b, l.records[i:]
 }
 
 // readReplica opens the partition log in dir (a stopped node's, or a copy) and
@@ -38,7 +58,7 @@ func readReplica(fsys vfs.FS, dir string, end int64) (replicaLog, error) {
 	if leo := l.LogEndOffset(); leo < end {
 		return replicaLog{}, fmt.Errorf("%s ends at %d, below the high-water mark %d", dir, leo, end)
 	}
-	var out replicaLog
+	out := replicaLog{start: l.LogStartOffset()}
 	for off := l.LogStartOffset(); off < end; {
 		chunk, err := l.Read(off, 1<<20, end)
 		if err != nil {
@@ -52,10 +72,10 @@ func readReplica(fsys vfs.FS, dir string, end int64) (replicaLog, error) {
 		if len(b) == 0 {
 			break // the rest is one batch straddling end
 		}
-		out.bytes = append(out.bytes, b...)
 		it := batch.NewStoredIter(b)
 		for it.Next() {
 			h := it.Header()
+			out.batches = append(out.batches, storedBatch{h.BaseOffset, slices.Clone(it.Batch())})
 			err := batch.Records(it.Batch(), func(_ batch.Header, r batch.Record) error {
 				out.records = append(out.records, history.Record{Offset: h.BaseOffset + int64(r.OffsetDelta), Key: string(r.Key), Value: string(r.Value)})
 				return nil
@@ -74,28 +94,47 @@ func readReplica(fsys vfs.FS, dir string, end int64) (replicaLog, error) {
 
 // checkAgreement compares the replicas of one partition, every one read below
 // end, with each other byte for byte and with the final read's records, and adds
-// what differs to res.
-func checkAgreement(res *history.Result, partition int32, final []history.Record, replicas map[int32]replicaLog, readErrs map[int32]error) {
+// what differs to res. A tiered log keeps only its tail locally, and each
+// replica deletes on its own: they are compared from the highest local start.
+// committedOnly: final is a read_committed read of values, which leaves out
+// aborted records and markers; every one of its values must be in the replicas
+// at its offset, not the same sequence.
+func checkAgreement(res *history.Result, topic string, partition int32, final []history.Record, replicas map[int32]replicaLog, readErrs map[int32]error, committedOnly bool) {
 	for _, node := range slices.Sorted(maps.Keys(readErrs)) {
 		err := readErrs[node]
-		res.Add(ReplicaDivergence, "partition %d, node %d: %v", partition, node, err)
+		res.Add(ReplicaDivergence, "%s-%d, node %d: %v", topic, partition, node, err)
 	}
-	var first int32 = -1
-	for _, node := range slices.Sorted(maps.Keys(replicas)) {
-		r := replicas[node]
-		if first < 0 {
-			first = node
-			continue
-		}
-		if want := replicas[first]; !bytes.Equal(r.bytes, want.bytes) {
-			res.Add(ReplicaDivergence, "partition %d: node %d holds %d bytes below the high-water mark, node %d %d bytes, and they differ",
-				partition, node, len(r.bytes), first, len(want.bytes))
-		}
-	}
-	if first < 0 {
+	nodes := slices.Sorted(maps.Keys(replicas))
+	if len(nodes) == 0 {
 		return
 	}
-	got := replicas[first].records
+	var from int64
+	for _, node := range nodes {
+		from = max(from, replicas[node].start)
+	}
+	first := nodes[0]
+	want, got := replicas[first].from(from)
+	for _, node := range nodes[1:] {
+		if b, _ := replicas[node].from(from); !bytes.Equal(b, want) {
+			res.Add(ReplicaDivergence, "%s-%d: from offset %d node %d holds %d bytes below the high-water mark, node %d %d bytes, and they differ",
+				topic, partition, from, node, len(b), first, len(want))
+		}
+	}
+	i, _ := slices.BinarySearchFunc(final, from, func(r history.Record, o int64) int { return cmp.Compare(r.Offset, o) })
+	final = final[i:]
+	if committedOnly {
+		at := map[int64]history.Record{}
+		for _, r := range got {
+			at[r.Offset] = r
+		}
+		for _, f := range final {
+			if g, ok := at[f.Offset]; !ok || g.Value != f.Value {
+				res.Add(ReplicaDivergence, "%s-%d: the final read returned %q at %d, node %d's log holds %q there", topic, partition, f.Value, f.Offset, first, g.Value)
+				return
+			}
+		}
+		return
+	}
 	for i := 0; i < max(len(got), len(final)); i++ {
 		if i >= len(got) || i >= len(final) || got[i] != final[i] {
 			var g, f any = "nothing", "nothing"
@@ -105,7 +144,7 @@ func checkAgreement(res *history.Result, partition int32, final []history.Record
 			if i < len(final) {
 				f = final[i]
 			}
-			res.Add(ReplicaDivergence, "partition %d: record %d of node %d's log is %v, the final read returned %v", partition, i, first, g, f)
+			res.Add(ReplicaDivergence, "%s-%d: record %d from offset %d of node %d's log is %v, the final read returned %v", topic, partition, i, from, first, g, f)
 			return
 		}
 	}

@@ -25,19 +25,28 @@ const (
 	envMemRuns   = "CHAOS_MEM_RUNS"   // campaign: in-process runs (default 4)
 	envFaultTime = "CHAOS_FAULT_TIME" // campaign: faulting time per run (default 60s)
 	envReport    = "CHAOS_REPORT"     // campaign: file whose results section to rewrite
-	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults to draw from (default all)
+	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults (and operations) to draw from (default all)
 )
 
-// processKinds is ProcessKinds, or the comma-separated CHAOS_KINDS.
-func processKinds(t *testing.T) []Kind {
-	v := os.Getenv(envKinds)
-	if v == "" {
+// processKinds is what a multi-process run of variant v draws from:
+// ProcessKinds (and OpKinds with operations), or exactly the comma-separated
+// CHAOS_KINDS (operations only in a variant with them).
+func processKinds(t *testing.T, v variant) []Kind {
+	env := os.Getenv(envKinds)
+	if env == "" {
+		if v.ops {
+			return append(slices.Clone(ProcessKinds), OpKinds...)
+		}
 		return ProcessKinds
 	}
+	allowed := ProcessKinds
+	if v.ops {
+		allowed = append(slices.Clone(ProcessKinds), OpKinds...)
+	}
 	var kinds []Kind
-	for _, k := range strings.Split(v, ",") {
-		if !slices.Contains(ProcessKinds, Kind(k)) {
-			t.Fatalf("%s: %q is not one of %v", envKinds, k, ProcessKinds)
+	for _, k := range strings.Split(env, ",") {
+		if !slices.Contains(allowed, Kind(k)) {
+			t.Fatalf("%s: %q is not one of %v", envKinds, k, allowed)
 		}
 		kinds = append(kinds, Kind(k))
 	}
@@ -57,14 +66,58 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-// processRun runs one seeded multi-process run.
-func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration) RunResult {
+// variant is what a multi-process run adds to the plain workload.
+type variant struct {
+	txn    bool // the transactional workload instead of the plain one
+	tiered bool // the workload's topic is tiered (remote.storage.enable=true)
+	ops    bool // a broker-only node, and OpKinds among the faults
+}
+
+func (v variant) String() string {
+	name := "processes"
+	if v.txn {
+		name = "txn"
+	}
+	if v.tiered {
+		name += "+tiered"
+	}
+	if v.ops {
+		name += "+ops"
+	}
+	return name
+}
+
+// Tiered runs: segments of 8 KiB and 16 KiB kept locally, so segments are
+// uploaded and deleted locally within seconds; batches of at most 4 KiB fit a
+// segment (RECORD_LIST_TOO_LARGE otherwise, as in Kafka).
+var tieredTopicConfigs = map[string]string{
+	"remote.storage.enable": "true",
+	"segment.bytes":         "8192",
+	"local.retention.bytes": "16384",
+}
+
+const tieredBatchMaxBytes = 4 << 10
+
+// processRun runs one seeded multi-process run of variant v.
+func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration, v variant) RunResult {
 	t.Helper()
-	c := startProcessCluster(t, nodes, "chaos")
-	return run(t, c, runConfig{
-		name: fmt.Sprintf("processes/%d", seed), seed: seed, nodes: nodes, kinds: processKinds(t),
-		faultTime: faultTime, topic: "chaos", partitions: 4, interval: 5 * time.Millisecond,
-	}, &history.Recorder{})
+	topic := "chaos"
+	if v.txn {
+		topic = "txn"
+	}
+	c := startProcessCluster(t, nodes, topic, processOptions{spare: v.ops, tiered: v.tiered})
+	cfg := runConfig{
+		name: fmt.Sprintf("%s/%d", v, seed), seed: seed, nodes: c.brokers(), kinds: processKinds(t, v),
+		faultTime: faultTime, topic: topic, partitions: 4, interval: 5 * time.Millisecond,
+	}
+	if v.tiered {
+		cfg.topicConfigs, cfg.batchMaxBytes = tieredTopicConfigs, tieredBatchMaxBytes
+	}
+	if v.txn {
+		cfg.roles = []Role{Coordinator, Coordinator} // a third of the faults that hit one node
+		return runTxn(t, c, cfg)
+	}
+	return run(t, c, cfg, &history.Recorder{})
 }
 
 // memRun runs one seeded in-process run with the given faults.
@@ -75,6 +128,16 @@ func memRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int)
 		name: fmt.Sprintf("%s/%d", name, seed), seed: seed, nodes: 3, kinds: kinds,
 		faultTime: 10 * time.Minute, maxFaults: maxFaults, topic: "chaos", partitions: 4, interval: 10 * time.Millisecond,
 	}, &history.Recorder{})
+}
+
+// txnMemRun runs one seeded in-process run of the transactional workload.
+func txnMemRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int) RunResult {
+	t.Helper()
+	c := startMemCluster(t, 3, "txn", seed)
+	return runTxn(t, c, runConfig{
+		name: fmt.Sprintf("%s/%d", name, seed), seed: seed, nodes: 3, kinds: kinds,
+		faultTime: 10 * time.Minute, maxFaults: maxFaults, topic: "txn", partitions: 4, roles: []Role{Coordinator},
+	})
 }
 
 // judge logs a run's schedule and results and fails t on any anomaly or
@@ -92,7 +155,7 @@ func judge(t *testing.T, r RunResult) {
 // TestProcessFaults is CI's multi-process run: a minute of seeded kills,
 // pauses, rolling restarts and network partitions on a 3-node cluster.
 func TestProcessFaults(t *testing.T) {
-	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, time.Minute))
+	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, time.Minute, variant{}))
 }
 
 // TestPowerLoss cuts the power of every node at once, twice, under the
@@ -108,9 +171,44 @@ func TestDiskFaults(t *testing.T) {
 	judge(t, memRun(t, "disk", uint64(envInt(t, envSeed, 1)), []Kind{DiskFull, FsyncFailure}, 3))
 }
 
+// TestTxnFaults is CI's run of the newer features under faults: 15 seconds of
+// seeded kills, pauses, rolling restarts and partitions (a third of those that
+// hit one node aimed at the transaction coordinator), replica moves, a
+// cancelled move, a broker-only node retired and added back and promoted to
+// a voter, under transactional producers writing to a tiered topic,
+// read_committed readers and a read-process-write stage.
+func TestTxnFaults(t *testing.T) {
+	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, 15*time.Second, variant{txn: true, tiered: true, ops: true}))
+}
+
+// TestTxnPowerLoss cuts the power of every node once under the transactional
+// workload: committed transactions survive whole, open ones are aborted. Part
+// of the campaign (CHAOS_CAMPAIGN=1); CI runs TestTxnFaults.
+func TestTxnPowerLoss(t *testing.T) {
+	if os.Getenv(envCampaign) != "1" {
+		t.Skipf("runs with %s=1", envCampaign)
+	}
+	judge(t, txnMemRun(t, "txn-power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 1))
+}
+
+// campaignVariant is the campaign's i-th multi-process run's variant: of every
+// four, the plain workload, the transactional one with operations (on a tiered
+// topic every other time), the plain one on a tiered topic with operations,
+// and the plain one on five nodes.
+func campaignVariant(i int) variant {
+	switch i % 4 {
+	case 1:
+		return variant{txn: true, ops: true, tiered: i%8 == 5}
+	case 2:
+		return variant{tiered: true, ops: true}
+	}
+	return variant{}
+}
+
 // TestCampaign is `make chaos`: CHAOS_RUNS multi-process runs and
-// CHAOS_MEM_RUNS in-process runs with consecutive seeds, then the results table
-// into CHAOS_REPORT's results section.
+// CHAOS_MEM_RUNS in-process runs (every other one transactional) with
+// consecutive seeds, then the results table into CHAOS_REPORT's results
+// section.
 func TestCampaign(t *testing.T) {
 	if os.Getenv(envCampaign) != "1" {
 		t.Skipf("the long campaign runs with %s=1 (make chaos)", envCampaign)
@@ -120,11 +218,12 @@ func TestCampaign(t *testing.T) {
 	var runs []RunResult
 	for i := range envInt(t, envRuns, 20) {
 		seed, nodes := first+uint64(i), 3
+		v := campaignVariant(i)
 		if i%4 == 3 {
 			nodes = 5
 		}
-		t.Run(fmt.Sprintf("processes-%d", seed), func(t *testing.T) {
-			r := processRun(t, seed, nodes, faultTime)
+		t.Run(fmt.Sprintf("%s-%d", v, seed), func(t *testing.T) {
+			r := processRun(t, seed, nodes, faultTime, v)
 			runs = append(runs, r)
 			judge(t, r)
 		})
@@ -132,7 +231,14 @@ func TestCampaign(t *testing.T) {
 	for i := range envInt(t, envMemRuns, 4) {
 		seed := first + uint64(i)
 		t.Run(fmt.Sprintf("in-process-%d", seed), func(t *testing.T) {
-			r := memRun(t, "in-process", seed, []Kind{PowerLoss, DiskFull, FsyncFailure}, 6)
+			kinds := []Kind{PowerLoss, DiskFull, FsyncFailure}
+			if i%2 == 1 {
+				r := txnMemRun(t, "txn-in-process", seed, kinds, 6)
+				runs = append(runs, r)
+				judge(t, r)
+				return
+			}
+			r := memRun(t, "in-process", seed, kinds, 6)
 			runs = append(runs, r)
 			judge(t, r)
 		})
@@ -150,7 +256,7 @@ func TestCampaign(t *testing.T) {
 
 // keepHistory writes a history to a file that outlives the test, for a bug
 // report, and returns its path.
-func keepHistory(t *testing.T, h history.History) string {
+func keepHistory(t *testing.T, h any) string {
 	t.Helper()
 	f, err := os.CreateTemp("", "chaos-history-*.json")
 	if err != nil {

@@ -57,15 +57,58 @@
 // The controller's Raft log and snapshots are on the same disk and are cut
 // too; disk-full and fsync faults hit only the partition logs (mem.go).
 //
+// # Transactions, tiered storage and data moves
+//
+// A run has a variant (chaos_test.go):
+//
+//	variant  what changes
+//	-------  ----------------------------------------------------------------
+//	txn      the transactional workload (txnworkload.go) instead of the plain
+//	         one: two transactional producers writing four records per
+//	         transaction over the topic's partitions, committing three of four
+//	         and aborting the fourth; two read_committed readers; a copy stage
+//	         (franz-go's GroupTransactSession, two members) copying the topic
+//	         into <topic>-out with the input offsets committed in the same
+//	         transactions. The schedule may aim faults at the transaction
+//	         coordinator (Coordinator: the leader of producer 0's
+//	         __transaction_state partition). After healing the run waits until
+//	         every partition's last stable offset reaches its high-water mark,
+//	         reads both topics with read_committed from offset 0 (up to a
+//	         sentinel it appends, as read_committed cannot tell where a log
+//	         ends) and judges the history with history.CheckTxn.
+//	tiered   the topic has remote.storage.enable=true with 8 KiB segments and
+//	         16 KiB local retention, every node a file:// store in one shared
+//	         directory: segments are uploaded and deleted locally within
+//	         seconds, and the final read from offset 0 comes from the store.
+//	         After the faults the run waits up to 90 s until some partition's
+//	         earliest-local offset (ListOffsets -4) is above its earliest (-2);
+//	         if none gets there, nothing was tiered: a finding.
+//	ops      a broker-only node (outside the proxies) joins before the topic is
+//	         created, and the schedule also draws operations (ops.go):
+//	         reassign (one replica of a partition moved to a broker outside
+//	         its set), reassign-cancel (the same, cancelled at once),
+//	         decommission (`strata cluster decommission` of the broker-only
+//	         node, stopped for the hold, started again) and voter-change
+//	         (AddRaftVoter / RemoveRaftVoter of it). Each is waited for and
+//	         checked before the next fault.
+//
+// Replica agreement compares replicas from the highest local log start (a
+// tiered log deletes locally on each replica's own time) and, for a
+// read_committed final read, finds each of its records at its offset in the
+// replicas (aborted records and markers are in the log but not in the read).
+//
 // Bugs the runs found have deterministic regression tests in
-// regression_test.go.
+// regression_test.go, or in the package of the fix.
 //
 // # Running it
 //
-// `go test ./internal/chaos` runs one seeded multi-process run of about a minute
-// and the in-process power-loss and disk-fault runs. `make chaos` runs the long
-// campaign (TestCampaign with CHAOS_CAMPAIGN=1) and rewrites the results table in
-// docs/reliability.md. CHAOS_SEED picks the seed of the short runs.
+// `go test ./internal/chaos` runs one seeded multi-process run of about a minute,
+// the in-process power-loss and disk-fault runs, and TestTxnFaults: 15 s of
+// faults and operations under the transactional workload on a tiered topic.
+// `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
+// variant, and transactional in-process runs with power losses) and rewrites
+// the results table in docs/reliability.md. CHAOS_SEED picks the seed of the
+// short runs; TestTxnPowerLoss runs with CHAOS_CAMPAIGN=1.
 //
 // # Concurrency
 //

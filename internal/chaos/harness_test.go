@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,18 +193,17 @@ func TestFreezeWaitsForChangesUnderWay(t *testing.T) {
 func TestLongestGap(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	sends := []history.Send{
-		{Outcome: history.OK, Partition: 0, At: at(100)},
-		{Outcome: history.OK, Partition: 0, At: at(900)},
-		{Outcome: history.Unknown, Partition: 0, At: at(500)}, // not acknowledged: no help
-		{Outcome: history.OK, Partition: 1, At: at(50)},
-		{Outcome: history.OK, Partition: 1, At: at(400)},
-		{Outcome: history.OK, Partition: 1, At: at(1000)},
+	acks := []ack{
+		{0, at(100)},
+		{0, at(900)},
+		{1, at(50)},
+		{1, at(400)},
+		{1, at(1000)},
 	}
-	if got := longestGap(sends, 2, at(0), at(1000)); got != 800*time.Millisecond {
+	if got := longestGap(acks, 2, at(0), at(1000)); got != 800*time.Millisecond {
 		t.Fatalf("two partitions: %v, want 800ms", got)
 	}
-	if got := longestGap(sends, 3, at(0), at(1000)); got != time.Second {
+	if got := longestGap(acks, 3, at(0), at(1000)); got != time.Second {
 		t.Fatalf("a partition without acknowledgements: %v, want the whole second", got)
 	}
 }
@@ -239,5 +239,83 @@ func TestTableAndReport(t *testing.T) {
 	os.WriteFile(path, []byte("no markers"), 0o644)
 	if err := updateReport(path, table); err == nil {
 		t.Fatal("a report without markers was rewritten")
+	}
+}
+
+// TestCheckAgreement: replicas are compared from the highest local log start
+// (a tiered log deletes locally on each replica's own time); a read_committed
+// final read must be found in them record by record.
+func TestCheckAgreement(t *testing.T) {
+	rec := func(o int64, v string) history.Record { return history.Record{Offset: o, Value: v} }
+	// Four one-record batches at 0..3; the replica starting at 2 deleted two.
+	log := func(start int64, last string) replicaLog {
+		l := replicaLog{start: start}
+		for o := start; o < 4; o++ {
+			v := fmt.Sprint("v", o)
+			if o == 3 {
+				v = last
+			}
+			l.batches = append(l.batches, storedBatch{o, []byte(v)})
+			l.records = append(l.records, rec(o, v))
+		}
+		return l
+	}
+	final := []history.Record{rec(0, "v0"), rec(1, "v1"), rec(2, "v2"), rec(3, "v3")}
+	for _, tc := range []struct {
+		name          string
+		replicas      map[int32]replicaLog
+		final         []history.Record
+		committedOnly bool
+		want          int
+	}{
+		{"equal from the highest start", map[int32]replicaLog{1: log(0, "v3"), 2: log(2, "v3"), 3: log(1, "v3")}, final, false, 0},
+		{"a replica differs past the highest start", map[int32]replicaLog{1: log(0, "v3"), 2: log(2, "x3")}, final, false, 1},
+		{"the final read lacks a record", map[int32]replicaLog{1: log(0, "v3"), 2: log(1, "v3")}, final[:3], false, 1},
+		{"read_committed: a subset is fine", map[int32]replicaLog{1: log(0, "v3")}, []history.Record{rec(1, "v1"), rec(3, "v3")}, true, 0},
+		{"read_committed: a record the replicas lack", map[int32]replicaLog{1: log(0, "v3")}, []history.Record{rec(1, "v1"), rec(3, "x3")}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var res history.Result
+			checkAgreement(&res, "t", 0, tc.final, tc.replicas, nil, tc.committedOnly)
+			if got := res.Counts[ReplicaDivergence]; got != tc.want {
+				t.Fatalf("%d divergences, want %d:\n%s", got, tc.want, res.Summary())
+			}
+		})
+	}
+	var res history.Result
+	checkAgreement(&res, "t", 0, final, nil, map[int32]error{2: errors.New("unreadable")}, false)
+	if res.Counts[ReplicaDivergence] != 1 {
+		t.Fatalf("an unreadable replica not flagged: %s", res.Summary())
+	}
+}
+
+// TestScheduleWithRoles: extra roles are drawn for faults that hit one node;
+// without them a seed draws what it always drew.
+func TestScheduleWithRoles(t *testing.T) {
+	plain, none := NewSchedule(3, ProcessKinds, 4), NewSchedule(3, ProcessKinds, 4).WithRoles()
+	for range 50 {
+		if a, b := plain.Next(), none.Next(); a != b {
+			t.Fatalf("no extra roles changed the schedule: %+v, %+v", a, b)
+		}
+	}
+	s := NewSchedule(3, append(slices.Clone(ProcessKinds), OpKinds...), 4).WithRoles(Coordinator)
+	kinds, coordinator := map[Kind]bool{}, 0
+	for range 200 {
+		f := s.Next()
+		kinds[f.Kind] = true
+		if f.Role == Coordinator {
+			coordinator++
+			if got := f.String(); !strings.Contains(got, "transaction coordinator") && f.Kind != RollingRestart && !slices.Contains(OpKinds, f.Kind) {
+				t.Errorf("%+v reads %q", f, got)
+			}
+		}
+	}
+	if coordinator == 0 {
+		t.Error("200 faults and none aimed at the coordinator")
+	}
+	for _, k := range OpKinds {
+		if !kinds[k] {
+			t.Errorf("200 faults and no %s", k)
+		}
 	}
 }

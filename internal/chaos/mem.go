@@ -73,6 +73,7 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 		cfg.ShutdownTimeout = 5 * time.Second
 		cfg.GroupInitialDelay = 100 * time.Millisecond
 		cfg.OffsetsTopicPartition = 4
+		cfg.TransactionStatePartitions = 4
 		for _, f := range tune {
 			f(&cfg)
 		}
@@ -244,6 +245,13 @@ func (c *memCluster) resolve(f Fault) (*memNode, string, error) {
 			return nil, "", fmt.Errorf("partition %d has no follower", f.Partition)
 		}
 		return c.nodes[followers[f.Pick%len(followers)]-1], fmt.Sprintf("follower of partition %d", f.Partition), nil
+	}
+	if f.Role == Coordinator {
+		id, err := txnCoordinator(c.adm)
+		if err != nil {
+			return nil, "", err
+		}
+		return c.nodes[id-1], "transaction coordinator", nil
 	}
 	return c.nodes[f.Pick%len(c.nodes)], "picked", nil
 }

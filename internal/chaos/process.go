@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strata-stream/strata/internal/chaos/netfault"
 	"github.com/strata-stream/strata/internal/testcluster"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -18,15 +21,34 @@ import (
 // processCluster is a testcluster whose every network link runs through a
 // clusterNet proxy. The harness's own queries (testcluster.Partition,
 // ActiveController) go to the nodes' real addresses and see through a cut.
+//
+// With a spare, it also runs one broker-only node outside the proxies (the
+// operations of OpKinds move replicas to it, retire it and promote it to a
+// controller voter); network faults never pick it.
 type processCluster struct {
 	t     *testing.T
 	tc    *testcluster.Cluster
 	cn    *clusterNet
 	topic string
+	cl    *kgo.Client  // through the proxies, for the operations and the coordinator's role
+	adm   *kadm.Client // over cl
+	n     int          // the nodes behind proxies: 1..n
+
+	spare      *testcluster.Node // the broker-only node, if any
+	spareVoter bool              // whether it is a controller voter now
+}
+
+// processOptions are a process cluster's extras.
+type processOptions struct {
+	// spare adds a broker-only node, for the operations.
+	spare bool
+	// tiered gives every node a file:// remote storage in a shared directory,
+	// uploading every 100ms, for tiered topics.
+	tiered bool
 }
 
 // startProcessCluster starts nodes strata processes behind proxies.
-func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster {
+func startProcessCluster(t *testing.T, nodes int, topic string, opts processOptions) *processCluster {
 	t.Helper()
 	bin := testcluster.Binary(t) // the real binary, built once per test process
 	wrap, err := newNodeWrapper(t.TempDir(), bin)
@@ -39,7 +61,7 @@ func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster 
 		}
 	}
 	// Started before testcluster.Start, so their cleanup runs after the nodes die.
-	c := &processCluster{t: t, topic: topic,
+	c := &processCluster{t: t, topic: topic, n: nodes,
 		cn: newClusterNet(t, nodes, loopbackHost, upstream("--kafka-addr"), upstream("--controller-addr"))}
 	for id := int32(1); id <= int32(nodes); id++ {
 		err := wrap.setFlags(id, "--advertised-kafka-addr", c.cn.advertised(id), "--controllers", c.cn.controllers(id, "{controller-addr}"))
@@ -48,12 +70,41 @@ func startProcessCluster(t *testing.T, nodes int, topic string) *processCluster 
 		}
 	}
 	t.Setenv(testcluster.BinaryEnv, wrap.script)
-	c.tc = testcluster.Start(t, nodes, testcluster.WithFlags(
+	flags := []string{
 		"--group-initial-rebalance-delay", "100ms",
 		"--offsets-topic-partitions", "4",
-	))
+		"--transaction-state-partitions", "4",
+	}
+	if opts.tiered {
+		flags = append(flags,
+			"--remote-storage", "file://"+t.TempDir(),
+			"--remote-upload-interval", "100ms",
+			"--log-cleanup-interval", "200ms",
+		)
+	}
+	c.tc = testcluster.Start(t, nodes, testcluster.WithFlags(flags...))
+	if opts.spare {
+		// The spare runs with testcluster's flags alone: its own addresses.
+		if err := wrap.setFlags(int32(nodes + 1)); err != nil {
+			t.Fatal(err)
+		}
+		c.spare = c.tc.AddBroker()
+	}
 	keepLogsOnFailure(t, c.logs()) // registered after Start: runs before its temp dirs go
+	if c.cl, err = kgo.NewClient(clientOpts(c.seeds(), "chaos-operator")...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.cl.Close)
+	c.adm = kadm.NewClient(c.cl)
 	return c
+}
+
+// brokers is how many brokers the cluster has when every node is up.
+func (c *processCluster) brokers() int {
+	if c.spare != nil {
+		return c.n + 1
+	}
+	return c.n
 }
 
 func (c *processCluster) logs() []string {
@@ -95,6 +146,12 @@ func (c *processCluster) resolve(f Fault) (*testcluster.Node, string, error) {
 			return nil, "", fmt.Errorf("partition %d has no follower: %v", f.Partition, st)
 		}
 		return c.tc.Node(followers[f.Pick%len(followers)]), fmt.Sprintf("follower of partition %d", f.Partition), nil
+	case Coordinator:
+		id, err := txnCoordinator(c.adm)
+		if err != nil {
+			return nil, "", err
+		}
+		return c.tc.Node(id), "transaction coordinator", nil
 	case Controller:
 		id, _, err := c.tc.ActiveController(ctx)
 		if err != nil || id < 1 {
@@ -102,7 +159,7 @@ func (c *processCluster) resolve(f Fault) (*testcluster.Node, string, error) {
 		}
 		return c.tc.Node(id), "active controller", nil
 	default:
-		return nodes[f.Pick%len(nodes)], "picked", nil
+		return nodes[f.Pick%c.n], "picked", nil
 	}
 }
 
@@ -121,9 +178,17 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 		}
 		return "rolling restart of nodes " + strings.Join(order, ","), nil
 	}
+	if slices.Contains(OpKinds, f.Kind) {
+		return c.operate(f)
+	}
 	n, why, err := c.resolve(f)
 	if err != nil {
 		return "", err
+	}
+	if (f.Kind == Partition || f.Kind == PartitionPeers) && int(n.ID) > c.n {
+		// The spare has no proxies to cut: cut a proxied node instead.
+		why = fmt.Sprintf("picked, as the %s, node %d, has no proxies", why, n.ID)
+		n = c.tc.Nodes()[f.Pick%c.n]
 	}
 	what := fmt.Sprintf("%s node %d (%s) for %v", f.Kind, n.ID, why, f.Hold.Round(time.Millisecond))
 	switch f.Kind {

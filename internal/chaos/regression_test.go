@@ -242,7 +242,7 @@ func startRegression(t *testing.T, topic string, seed uint64, rf int16, opts ...
 	t.Helper()
 	c := startMemCluster(t, 3, topic, seed, opts...)
 	adm := newAdmin(t, c.seeds())
-	if err := createTopic(adm, topic, 1, rf); err != nil {
+	if err := createTopic(adm, topic, 1, rf, nil); err != nil {
 		t.Fatal(err)
 	}
 	ps := newProbes(t, c.seeds())

@@ -19,7 +19,8 @@ var (
 	lostClasses      = []string{history.LostWrite, history.Unseen}
 	reorderedClasses = []string{history.NonmonotonicSend, history.KeyOrder}
 	otherClasses     = []string{history.InconsistentOffsets, history.PollSkip, history.NonmonotonicPoll,
-		history.FailedWriteRead, history.Unprocessed, ReplicaDivergence}
+		history.FailedWriteRead, history.Unprocessed, ReplicaDivergence,
+		history.AbortedRead, history.TornTxn, history.StuckLSO, history.TxnOffsetMismatch}
 )
 
 func sum(counts map[string]int, classes ...string) int {

@@ -48,6 +48,13 @@ type runConfig struct {
 	topic      string
 	partitions int32
 	interval   time.Duration // between one producer's sends
+	// topicConfigs are extra configs of the workload's topics (a tiered run's).
+	topicConfigs map[string]string
+	// batchMaxBytes bounds the plain producers' batches (0: kgo's default).
+	batchMaxBytes int32
+	// roles are roles the schedule may pick beyond the usual ones (a
+	// transactional run's coordinator).
+	roles []Role
 }
 
 // RunResult is what one run injected and what the checks found.
@@ -70,7 +77,7 @@ type RunResult struct {
 	// SendErrors counts the errors of sends that were not acknowledged.
 	SendErrors map[string]int
 
-	history history.History // what was checked, kept for a failed run's report
+	history any // what was checked (a history.History or TxnHistory), kept for a failed run's report
 }
 
 // OK reports whether the run found nothing wrong.
@@ -92,72 +99,27 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	t.Helper()
 	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}}
 	adm := newAdmin(t, c.seeds())
-	if err := createTopic(adm, cfg.topic, cfg.partitions, 3); err != nil {
+	if err := createTopic(adm, cfg.topic, cfg.partitions, 3, cfg.topicConfigs); err != nil {
 		t.Fatalf("creating %s: %v", cfg.topic, err)
 	}
 	ps := newProbes(t, c.seeds())
-	// Once the cluster has failed to recover in time, later waits are short:
-	// the finding is made, and the drain and the checks still have to run.
-	unhealthy := false
-	healthy := func(timeout time.Duration) error {
-		if unhealthy {
-			timeout = min(timeout, unhealthyTimeout)
-		}
-		_, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, timeout)
-		unhealthy = unhealthy || err != nil
-		return err
-	}
+	healthy := healthCheck(ps, cfg)
 	if err := healthy(healthyTimeout); err != nil {
 		t.Fatalf("before any fault: %v", err)
 	}
-	w, err := startWorkload(workloadConfig{seeds: c.seeds(), topic: cfg.topic, interval: cfg.interval}, rec, t.Logf)
+	w, err := startWorkload(workloadConfig{seeds: c.seeds(), topic: cfg.topic, interval: cfg.interval, batchMaxBytes: cfg.batchMaxBytes}, rec, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.close()
-	if err := waitFor(healthyTimeout, func() error {
-		if n := w.acked.Load(); n < warmAcks {
-			return fmt.Errorf("%d acknowledged writes", n)
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("warming up: %v", err)
-	}
-	c.warmedUp()
+	warmUp(t, c, func() int64 { return w.acked.Load() })
 
-	sched := NewSchedule(cfg.seed, cfg.kinds, cfg.partitions)
-	start := time.Now()
-	type event struct {
-		at   time.Time
-		text string
-	}
-	var events []event
-	for time.Since(start) < cfg.faultTime && (cfg.maxFaults == 0 || len(events) < cfg.maxFaults) {
-		f := sched.Next()
-		time.Sleep(f.Gap) // the schedule's quiet time between faults
-		at := time.Now()
-		what, err := c.inject(f, healthy)
-		if err != nil {
-			res.Findings = append(res.Findings, fmt.Sprintf("t=%.1fs %s: %v", at.Sub(start).Seconds(), f, err))
-			break
-		}
-		res.Faults[f.Kind]++
-		healStart := time.Now()
-		err = healthy(healthyTimeout)
-		ev := event{at, fmt.Sprintf("t=%5.1fs %s; fully replicated %.1fs after healing", at.Sub(start).Seconds(), what, time.Since(healStart).Seconds())}
-		t.Log(ev.text)
-		events = append(events, ev)
-		if err != nil {
-			res.Findings = append(res.Findings, fmt.Sprintf("after %s: %v", what, err))
-			break
+	ph := injectFaults(t, c, cfg, healthy, &res)
+	if isTiered(cfg.topicConfigs) {
+		if err := waitTiered(c.seeds(), cfg.topic, cfg.partitions, tieredTimeout); err != nil {
+			res.Findings = append(res.Findings, err.Error())
 		}
 	}
-	c.heal()
-	res.FaultTime = time.Since(start)
-	if err := healthy(healthyTimeout); err != nil {
-		res.Findings = append(res.Findings, fmt.Sprintf("after the final heal: %v", err))
-	}
-	phaseEnd := time.Now()
 
 	// Drain: producers answered, the group caught up, a fresh full read.
 	w.stopProducers(drainTimeout)
@@ -177,6 +139,132 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	if err != nil {
 		t.Fatalf("final read: %v", err)
 	}
+	isr := settledISRs(t, ps, cfg, &res)
+	sends, polls := rec.Snapshot()
+	res.SendErrors = map[string]int{}
+	var acks []ack
+	for _, s := range sends {
+		if s.Outcome != history.OK {
+			res.SendErrors[s.Err]++
+		} else {
+			acks = append(acks, ack{s.Partition, s.At})
+		}
+	}
+	h := history.History{Sends: sends, Polls: polls, Final: final, GroupEnd: groupEnd}
+	res.history, res.Check = h, history.Check(h)
+	ph.summarize(&res, acks, cfg.partitions)
+
+	// Log agreement: every in-sync replica, read from its stopped node.
+	c.stopAll()
+	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, end, final, false)
+	return res
+}
+
+// healthCheck returns the run's wait for a fully replicated cluster. Once the
+// cluster has failed to recover in time, later waits are short: the finding
+// is made, and the drain and the checks still have to run.
+func healthCheck(ps probes, cfg runConfig) func(time.Duration) error {
+	unhealthy := false
+	return func(timeout time.Duration) error {
+		if unhealthy {
+			timeout = min(timeout, unhealthyTimeout)
+		}
+		_, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, timeout)
+		unhealthy = unhealthy || err != nil
+		return err
+	}
+}
+
+// warmUp waits until the workload has warmAcks acknowledged writes, then tells
+// the cluster.
+func warmUp(t *testing.T, c cluster, acked func() int64) {
+	t.Helper()
+	if err := waitFor(healthyTimeout, func() error {
+		if n := acked(); n < warmAcks {
+			return fmt.Errorf("%d acknowledged writes", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("warming up: %v", err)
+	}
+	c.warmedUp()
+}
+
+// phase is what injectFaults did: when it started and ended, and each fault.
+type phase struct {
+	start, end time.Time
+	events     []event
+}
+
+type event struct {
+	at   time.Time
+	text string
+}
+
+// ack is one acknowledged write: its partition and when.
+type ack struct {
+	partition int32
+	at        time.Time
+}
+
+// injectFaults injects faults from cfg's schedule for cfg.faultTime (at most
+// cfg.maxFaults), waiting for a fully replicated cluster after each, then heals
+// everything. Faults and findings go into res.
+func injectFaults(t *testing.T, c cluster, cfg runConfig, healthy func(time.Duration) error, res *RunResult) phase {
+	t.Helper()
+	sched := NewSchedule(cfg.seed, cfg.kinds, cfg.partitions).WithRoles(cfg.roles...)
+	ph := phase{start: time.Now()}
+	for time.Since(ph.start) < cfg.faultTime && (cfg.maxFaults == 0 || len(ph.events) < cfg.maxFaults) {
+		f := sched.Next()
+		time.Sleep(f.Gap) // the schedule's quiet time between faults
+		at := time.Now()
+		what, err := c.inject(f, healthy)
+		if err != nil {
+			res.Findings = append(res.Findings, fmt.Sprintf("t=%.1fs %s: %v", at.Sub(ph.start).Seconds(), f, err))
+			break
+		}
+		res.Faults[f.Kind]++
+		healStart := time.Now()
+		err = healthy(healthyTimeout)
+		ev := event{at, fmt.Sprintf("t=%5.1fs %s; fully replicated %.1fs after healing", at.Sub(ph.start).Seconds(), what, time.Since(healStart).Seconds())}
+		t.Log(ev.text)
+		ph.events = append(ph.events, ev)
+		if err != nil {
+			res.Findings = append(res.Findings, fmt.Sprintf("after %s: %v", what, err))
+			break
+		}
+	}
+	c.heal()
+	res.FaultTime = time.Since(ph.start)
+	if err := healthy(healthyTimeout); err != nil {
+		res.Findings = append(res.Findings, fmt.Sprintf("after the final heal: %v", err))
+	}
+	ph.end = time.Now()
+	return ph
+}
+
+// summarize adds the events, each with the longest write gap until the next,
+// and the phase's longest gap to res.
+func (ph phase) summarize(res *RunResult, acks []ack, partitions int32) {
+	if res.Check.Counts == nil {
+		res.Check.Counts = map[string]int{}
+	}
+	res.Check.Counts[ReplicaDivergence] = 0 // a class with a count, even when clean
+	res.MaxUnavailable = longestGap(acks, partitions, ph.start, ph.end)
+	for i, ev := range ph.events {
+		until := ph.end
+		if i+1 < len(ph.events) {
+			until = ph.events[i+1].at
+		}
+		res.Events = append(res.Events, fmt.Sprintf("%s; longest write gap of a partition until the next fault %.1fs",
+			ev.text, longestGap(acks, partitions, ev.at, until).Seconds()))
+	}
+}
+
+// settledISRs returns each partition's ISR once the cluster is fully
+// replicated, or as it is when it does not get there (a finding).
+func settledISRs(t *testing.T, ps probes, cfg runConfig, res *RunResult) map[int32][]int32 {
+	t.Helper()
 	isr, err := ps.waitHealthy(cfg.topic, cfg.nodes, cfg.partitions, unhealthyTimeout)
 	if err != nil {
 		res.Findings = append(res.Findings, fmt.Sprintf("after the drain: %v", err))
@@ -184,41 +272,87 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 			t.Fatalf("the ISRs after the drain: %v", err)
 		}
 	}
-	sends, polls := rec.Snapshot()
-	res.SendErrors = map[string]int{}
-	for _, s := range sends {
-		if s.Outcome != history.OK {
-			res.SendErrors[s.Err]++
-		}
-	}
-	res.history = history.History{Sends: sends, Polls: polls, Final: final, GroupEnd: groupEnd}
-	res.Check = history.Check(res.history)
-	res.Check.Counts[ReplicaDivergence] = 0 // a class with a count, even when clean
-	res.MaxUnavailable = longestGap(sends, cfg.partitions, start, phaseEnd)
-	for i, ev := range events {
-		until := phaseEnd
-		if i+1 < len(events) {
-			until = events[i+1].at
-		}
-		res.Events = append(res.Events, fmt.Sprintf("%s; longest write gap of a partition until the next fault %.1fs",
-			ev.text, longestGap(sends, cfg.partitions, ev.at, until).Seconds()))
-	}
+	return isr
+}
 
-	// Log agreement: every in-sync replica, read from its stopped node.
-	c.stopAll()
-	for p := range cfg.partitions {
+// checkReplicas compares every in-sync replica of topic's partitions, read from
+// the stopped nodes, with each other and with final (see checkAgreement).
+func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, isr map[int32][]int32, end map[int32]int64, final map[int32][]history.Record, committedOnly bool) {
+	for p := range partitions {
 		logs, errs := map[int32]replicaLog{}, map[int32]error{}
 		for _, node := range isr[p] {
-			if l, err := c.replica(node, cfg.topic, p, end[p]); err != nil {
+			if l, err := c.replica(node, topic, p, end[p]); err != nil {
 				errs[node] = err
 			} else {
 				logs[node] = l
 			}
 		}
-		checkAgreement(&res.Check, p, final[p], logs, errs)
+		checkAgreement(&res.Check, topic, p, final[p], logs, errs, committedOnly)
 	}
-	return res
 }
+
+// tieredTimeout bounds the wait for a tiered topic to have deleted a prefix
+// locally: uploads that failed during the faults back off for up to a minute.
+const tieredTimeout = 90 * time.Second
+
+// waitTiered waits until some partition of topic has a local log start above
+// its log start (ListOffsets earliest-local above earliest: a prefix uploaded
+// and deleted locally, to be read back from the store by the final read), and
+// says what it saw when none does in time.
+func waitTiered(seeds []string, topic string, partitions int32, timeout time.Duration) error {
+	cl, err := kgo.NewClient(clientOpts(seeds, "chaos-tier-probe")...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	list := func(ts int64) (map[int32]int64, error) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for p := range partitions {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, ts, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32]int64{}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+				}
+				out[p.Partition] = p.Offset
+			}
+		}
+		return out, nil
+	}
+	return waitFor(timeout, func() error {
+		earliest, err := list(-2)
+		if err != nil {
+			return err
+		}
+		local, err := list(-4)
+		if err != nil {
+			return err
+		}
+		for p, l := range local {
+			if l > earliest[p] {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: nothing tiered yet: earliest offsets %v, earliest local %v", topic, earliest, local)
+	})
+}
+
+// isTiered says whether configs make a topic tiered.
+func isTiered(configs map[string]string) bool { return configs["remote.storage.enable"] == "true" }
 
 // waitFor polls cond every 100ms until it returns nil or timeout passes.
 func waitFor(timeout time.Duration, cond func() error) error {
@@ -245,13 +379,16 @@ func newAdmin(t *testing.T, seeds []string) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
-// createTopic creates a topic with min.insync.replicas=2.
-func createTopic(adm *kadm.Client, topic string, partitions int32, replicas int16) error {
-	minISR := "2"
+// createTopic creates a topic with min.insync.replicas=2 and configs.
+func createTopic(adm *kadm.Client, topic string, partitions int32, replicas int16, configs map[string]string) error {
+	cfgs := map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}
+	for k, v := range configs {
+		cfgs[k] = kmsg.StringPtr(v)
+	}
 	return waitFor(healthyTimeout, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		res, err := adm.CreateTopic(ctx, partitions, replicas, map[string]*string{"min.insync.replicas": &minISR}, topic)
+		res, err := adm.CreateTopic(ctx, partitions, replicas, cfgs, topic)
 		if err == nil {
 			err = res.Err
 		}
@@ -448,11 +585,11 @@ func finalRead(seeds []string, topic string, end map[int32]int64, timeout time.D
 
 // longestGap is the longest stretch within [from, to] in which one of the
 // partitions had no acknowledged write.
-func longestGap(sends []history.Send, partitions int32, from, to time.Time) time.Duration {
+func longestGap(all []ack, partitions int32, from, to time.Time) time.Duration {
 	acks := map[int32][]time.Time{}
-	for _, s := range sends {
-		if s.Outcome == history.OK && !s.At.Before(from) && !s.At.After(to) {
-			acks[s.Partition] = append(acks[s.Partition], s.At)
+	for _, a := range all {
+		if !a.at.Before(from) && !a.at.After(to) {
+			acks[a.partition] = append(acks[a.partition], a.at)
 		}
 	}
 	var longest time.Duration

@@ -33,6 +33,9 @@ const (
 	Follower   Role = "follower"   // a follower of the fault's partition
 	Controller Role = "controller" // the active controller
 	Any        Role = "any"        // the fault's node index, whatever it does
+	// Coordinator is the transaction coordinator of a transactional run's
+	// producers: the leader of their __transaction_state partition.
+	Coordinator Role = "txn-coordinator"
 )
 
 // Fault is one step of a schedule, before its node is resolved.
@@ -53,11 +56,16 @@ func (f Fault) String() string {
 	switch f.Role {
 	case Leader, Follower:
 		s += fmt.Sprintf(" of partition %d", f.Partition)
+	case Coordinator:
+		s = fmt.Sprintf("%s of the transaction coordinator", f.Kind)
 	case Any:
 		s = fmt.Sprintf("%s of node pick %d", f.Kind, f.Pick)
 	}
-	if f.Kind == RollingRestart {
+	switch f.Kind {
+	case RollingRestart, Decommission, VoterChange:
 		s = string(f.Kind)
+	case Reassign, ReassignCancel:
+		s = fmt.Sprintf("%s of partition %d", f.Kind, f.Partition)
 	}
 	if f.Hold > 0 && f.Kind != RollingRestart && f.Kind != PowerLoss {
 		s += fmt.Sprintf(" for %v", f.Hold.Round(time.Millisecond))
@@ -78,6 +86,7 @@ type Schedule struct {
 	rng        *rand.Rand
 	kinds      []Kind
 	partitions int32
+	extra      []Role // roles beyond the usual ones (WithRoles)
 }
 
 // Hold and gap bounds. Holds straddle the test clusters' 2s broker session
@@ -96,6 +105,14 @@ func NewSchedule(seed uint64, kinds []Kind, partitions int32) *Schedule {
 	return &Schedule{rng: rand.New(rand.NewPCG(seed, 0x5eed)), kinds: kinds, partitions: partitions}
 }
 
+// WithRoles lets the schedule also pick roles (a transactional run's
+// coordinator) for the faults that hit one node. Without extra roles a seed
+// draws the schedule it always did.
+func (s *Schedule) WithRoles(roles ...Role) *Schedule {
+	s.extra = roles
+	return s
+}
+
 // Next returns the next fault.
 func (s *Schedule) Next() Fault {
 	f := Fault{
@@ -106,9 +123,9 @@ func (s *Schedule) Next() Fault {
 		Hold:      between(s.rng, minHold, maxHold),
 		Reset:     s.rng.IntN(2) == 0,
 	}
-	roles := []Role{Leader, Leader, Follower, Controller, Any}
+	roles := append([]Role{Leader, Leader, Follower, Controller, Any}, s.extra...)
 	if f.Kind == DiskFull || f.Kind == FsyncFailure {
-		roles = []Role{Leader, Follower, Any}
+		roles = append([]Role{Leader, Follower, Any}, s.extra...)
 	}
 	f.Role = roles[s.rng.IntN(len(roles))]
 	if f.Kind == RollingRestart || f.Kind == PowerLoss {

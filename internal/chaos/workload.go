@@ -25,6 +25,9 @@ type workloadConfig struct {
 	interval  time.Duration // between one producer's sends
 	readers   int           // direct-partition readers
 	members   int           // members of the committing group
+	// batchMaxBytes bounds the producers' batches (a tiered topic's segments
+	// are small); 0: kgo's default.
+	batchMaxBytes int32
 	// gen tells the clients of one cluster incarnation from the next (after a
 	// power loss): producer ids are gen*100+i, reader names carry it.
 	gen int
@@ -95,12 +98,16 @@ func startWorkload(cfg workloadConfig, rec *history.Recorder, logf func(string, 
 		return nil, err
 	}
 	for id := range cfg.producers {
-		cl, err := kgo.NewClient(append(clientOpts(cfg.seeds, fmt.Sprintf("chaos-producer-%d", id)),
+		opts := append(clientOpts(cfg.seeds, fmt.Sprintf("chaos-producer-%d", id)),
 			kgo.DefaultProduceTopic(cfg.topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProduceRequestTimeout(5*time.Second),
 			kgo.MaxBufferedRecords(20_000),
-		)...)
+		)
+		if cfg.batchMaxBytes > 0 {
+			opts = append(opts, kgo.ProducerBatchMaxBytes(cfg.batchMaxBytes))
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return fail(err)
 		}

@@ -479,13 +479,12 @@ func (p *Partition) Read(offset int64, maxBytes int, iso Isolation) (FetchResult
 		if offset < p.log.LogStartOffset() && offset >= res.LogStartOffset {
 			res, err := p.readRemote(tier, offset, maxBytes, res)
 			if err == nil && iso == ReadCommitted && len(res.Remote) > 0 {
-				// Only as far as this replica's transaction state, built from its
-				// local log, still knows them (see docs/storage.md).
+				// The manifest's aborted transactions (the remote part's index)
+				// and what this replica saw in its own log, once each.
 				p.txnMu.Lock()
-				if a := p.txns.abortedIn(offset, limit); a != nil {
-					res.Aborted = a
-				}
+				res.Aborted = append(res.Aborted, p.txns.abortedIn(offset, limit)...)
 				p.txnMu.Unlock()
+				res.Aborted = mergeAborted(res.Aborted, tier.AbortedIn(offset, limit))
 			}
 			return res, err
 		}

@@ -65,6 +65,7 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 			Cache:     m.opts.RemoteCache,
 			Retention: tierRetention(tc),
 			Now:       m.now,
+			Aborted:   p.abortedEndingIn,
 		}))
 	default:
 		tier.SetRetention(tierRetention(tc))
@@ -156,7 +157,10 @@ func (m *Manager) uploadOnce(ctx context.Context, p *Partition, st *tierUploadSt
 	}
 	n := 0
 	if err == nil {
-		n, err = st.tier.Upload(ctx, p.HighWatermark(), epoch)
+		// Only below the last stable offset: an open transaction's batches stay
+		// local until it ends, so a replica that restarts still sees where it
+		// began.
+		n, err = st.tier.Upload(ctx, p.LastStableOffset(), epoch)
 	}
 	if err != nil {
 		if errors.Is(err, storage.ErrClosed) || ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,14 +36,7 @@ func TestTieredPartition(t *testing.T) {
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	store, err := remote.NewFile(vfs.NewMem(), "/objects")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
-		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
-	tc := metadata.DefaultTopicConfig()
-	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
+	m, store, tc := tieredManager(t)
 	p.setConfig(tc)
 	m.applyTier(p, tc)
 	tier := p.Tier()
@@ -118,4 +112,87 @@ func TestTierRetentionMapsTopicConfig(t *testing.T) {
 	if r.Age != time.Second || r.Bytes != 5000 || r.LocalAge != time.Second || r.LocalBytes != 100 {
 		t.Fatalf("tierRetention = %+v", r)
 	}
+}
+
+// TestTieredAbortedTxnOutlivesLocalRetention: an aborted transaction whose
+// batches and marker local retention deleted after their upload is still
+// reported to a read_committed fetch served from the store, and still after the
+// replica restarts on its local log (the manifest carries it). Found by the
+// chaos suite's transactional runs on a tiered topic: the cleaner forgot
+// aborted transactions below the local log start, so read_committed consumers
+// reading from offset 0 got the aborted records; and a restarted or new
+// replica never knew them.
+func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
+	dir := t.TempDir()
+	m, _, tc := tieredManager(t)
+	open := func() *Partition {
+		l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		p.setConfig(tc)
+		m.applyTier(p, tc)
+		if err := p.Tier().Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := open()
+	// Timestamped now: retention.ms must not take them from the store.
+	now := time.Now().UnixMilli()
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 7, Transactional: true, FirstTimestamp: now},
+		[]batch.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p, b)
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Timestamp: now}); err != nil {
+		t.Fatal(err)
+	}
+	for range 60 {
+		mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}))
+	}
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+	m.clean(p)
+	if p.LogStartOffset() <= 4 {
+		t.Fatalf("local start %d: the aborted transaction was not deleted locally", p.LogStartOffset())
+	}
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 3}}
+	check := func(when string, p *Partition) {
+		t.Helper()
+		res, err := p.Read(0, 1<<20, ReadCommitted)
+		if err != nil || len(res.Remote) == 0 {
+			t.Fatalf("%s: read_committed fetch at 0: %d remote bytes, %v", when, len(res.Remote), err)
+		}
+		if !slices.Equal(res.Aborted, want) {
+			t.Fatalf("%s: aborted transactions of a remote read: %v, want %v", when, res.Aborted, want)
+		}
+	}
+	check("after local retention", p)
+	p.close()
+	p = open()
+	t.Cleanup(func() { p.close() })
+	check("after a restart", p)
+}
+
+// tieredManager is a Manager with an in-memory object store, and a tiered
+// topic config keeping 8 KiB locally.
+func tieredManager(t *testing.T) (*Manager, remote.Store, metadata.TopicConfig) {
+	t.Helper()
+	store, err := remote.NewFile(vfs.NewMem(), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
+		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
+	tc := metadata.DefaultTopicConfig()
+	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
+	return m, store, tc
 }

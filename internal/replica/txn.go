@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/storage"
 )
 
 // Transaction errors on the partition side.
@@ -116,6 +117,30 @@ func (s *txnState) abortedIn(from, to int64) []AbortedTxn {
 	return out
 }
 
+// endingIn returns the aborted transactions whose markers lie in [from, to).
+func (s *txnState) endingIn(from, to int64) []AbortedTxn {
+	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
+	j := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= to })
+	return slices.Clone(s.aborted[i:j])
+}
+
+// mergeAborted adds the remote part's aborted transactions to a replica's
+// own, once each (one marker, one transaction), keeping the earlier first
+// offset where the replica's is cut at its local log start, by marker offset.
+func mergeAborted(own []AbortedTxn, remote []storage.AbortedTxn) []AbortedTxn {
+	for _, r := range remote {
+		a := AbortedTxn(r)
+		i := slices.IndexFunc(own, func(o AbortedTxn) bool { return o.ProducerID == a.ProducerID && o.LastOffset == a.LastOffset })
+		if i < 0 {
+			own = append(own, a)
+		} else {
+			own[i].FirstOffset = min(own[i].FirstOffset, a.FirstOffset)
+		}
+	}
+	slices.SortFunc(own, func(a, b AbortedTxn) int { return cmp.Compare(a.LastOffset, b.LastOffset) })
+	return own
+}
+
 // forgetBelow drops aborted transactions whose marker lies below logStart: no
 // fetch can reach them any more.
 func (s *txnState) forgetBelow(logStart int64) {
@@ -181,6 +206,18 @@ func (p *Partition) appendTrusted(records []byte, check func() error) (AppendRes
 		p.maybeAdvanceHighWatermark()
 	}
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: info.LogStartOffset}, nil
+}
+
+// abortedEndingIn returns the aborted transactions whose markers lie in
+// [from, to), for the tier to record with an uploaded segment.
+func (p *Partition) abortedEndingIn(from, to int64) []storage.AbortedTxn {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	var out []storage.AbortedTxn
+	for _, a := range p.txns.endingIn(from, to) {
+		out = append(out, storage.AbortedTxn(a))
+	}
+	return out
 }
 
 // forgetAbortedBelow drops aborted transactions whose markers retention or

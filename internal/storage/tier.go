@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,11 @@ type TierConfig struct {
 	Retention TierRetention
 	// Now is the clock for remote retention; nil means time.Now.
 	Now func() time.Time
+	// Aborted, if set, returns the aborted transactions whose abort markers lie
+	// in [from, to), by marker offset: an uploaded segment's, recorded in the
+	// manifest so that fetches served from the store can still be filtered
+	// after the local copy, and the replica that knew them, are gone.
+	Aborted func(from, to int64) []AbortedTxn
 }
 
 // TierRetention is a tiered log's retention. Negative values are unbounded.
@@ -190,6 +196,20 @@ func (t *Tier) LogStartOffset() int64 {
 	return local
 }
 
+// AbortedIn returns the aborted transactions of the remote part that touch
+// [from, to): marker at or after from, first batch before to.
+func (t *Tier) AbortedIn(from, to int64) []AbortedTxn {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []AbortedTxn
+	for _, a := range t.mu.m.Aborted {
+		if a.LastOffset >= from && a.FirstOffset < to {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // UploadedEnd is the offset below which every offset of the log is in the
 // object store (the manifest's End).
 func (t *Tier) UploadedEnd() int64 {
@@ -274,7 +294,10 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 		seg.Epochs = epochsIn(t.log.Epochs(), seg.Base, seg.Next)
 		next := m
 		next.LeaderEpoch = leaderEpoch
-		next.Segments = append(next.Segments, seg)
+		next.Segments = append(slices.Clone(m.Segments), seg)
+		if t.cfg.Aborted != nil {
+			next.Aborted = append(slices.Clone(m.Aborted), t.cfg.Aborted(seg.Base, seg.Next)...)
+		}
 		next.End = seg.Next
 		if len(m.Segments) == 0 && m.End <= m.Start {
 			next.Start = seg.Base

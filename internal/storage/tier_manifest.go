@@ -17,7 +17,10 @@ import (
 //
 //	manifest payload  leader epoch i32 | start i64 | end i64 | count u32, then
 //	                  count x (base i64 | next i64 | size i64 | max ts i64 |
-//	                           epochs u32, then epochs x (epoch i32 | start i64))
+//	                           epochs u32, then epochs x (epoch i32 | start i64)),
+//	                  then, optionally (absent in manifests written before it):
+//	                  aborted u32, then aborted x (producer id i64 |
+//	                                               first offset i64 | marker i64)
 //	index payload     count u32, then count x (base offset i64 | pos i64 |
 //	                                          size u32 | crc u32 | max ts i64)
 //
@@ -48,7 +51,21 @@ type manifest struct {
 	LeaderEpoch int32
 	Start, End  int64
 	Segments    []remoteSegment // ascending, non-overlapping
+	// Aborted are the aborted transactions whose markers lie in [Start, End),
+	// by marker offset: the remote part's aborted-transaction index.
+	Aborted []AbortedTxn
 }
+
+// AbortedTxn is one aborted transaction of a partition: its producer, the
+// offset of its first batch and that of its abort marker.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// abortedEntrySize is the encoded size of one AbortedTxn.
+const abortedEntrySize = 3 * 8
 
 func (m *manifest) size() int64 {
 	var n int64
@@ -74,6 +91,18 @@ func (m *manifest) encode() []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 		b = append(b, encodeEpochs(s.Epochs)...)
+	}
+	var aborted []AbortedTxn
+	for _, a := range m.Aborted {
+		if a.LastOffset >= m.Start { // below the start no fetch reaches them
+			aborted = append(aborted, a)
+		}
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(aborted)))
+	for _, a := range aborted {
+		for _, v := range []int64{a.ProducerID, a.FirstOffset, a.LastOffset} {
+			b = binary.BigEndian.AppendUint64(b, uint64(v))
+		}
 	}
 	return frameSide(b)
 }
@@ -123,8 +152,29 @@ func decodeManifest(framed []byte) (manifest, error) {
 		}
 		prevNext = s.Next
 	}
-	if len(b) != 0 || m.Start > m.End || m.Start < 0 {
-		return bad("trailing bytes or bad range")
+	if len(b) > 0 {
+		if len(b) < 4 {
+			return bad("aborted transactions cut short")
+		}
+		n := binary.BigEndian.Uint32(b)
+		b = b[4:]
+		if uint64(n)*abortedEntrySize != uint64(len(b)) {
+			return bad("aborted transactions do not fill the rest")
+		}
+		m.Aborted = make([]AbortedTxn, n)
+		for i := range m.Aborted {
+			a := &m.Aborted[i]
+			a.ProducerID = int64(binary.BigEndian.Uint64(b))
+			a.FirstOffset = int64(binary.BigEndian.Uint64(b[8:]))
+			a.LastOffset = int64(binary.BigEndian.Uint64(b[16:]))
+			b = b[abortedEntrySize:]
+			if a.FirstOffset > a.LastOffset || i > 0 && a.LastOffset < m.Aborted[i-1].LastOffset {
+				return bad(fmt.Sprintf("aborted transaction %d out of order", i))
+			}
+		}
+	}
+	if m.Start > m.End || m.Start < 0 {
+		return bad("bad range")
 	}
 	return m, nil
 }

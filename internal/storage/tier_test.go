@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -462,5 +463,32 @@ func TestTierDeleteRecords(t *testing.T) {
 	sameBatches(t, got, want[len(want)-len(got):])
 	if h, _ := batch.ParseHeader(got[0]); h.BaseOffset > cut || h.NextOffset() <= cut {
 		t.Fatalf("first batch [%d, %d) does not hold the start %d", h.BaseOffset, h.NextOffset(), cut)
+	}
+}
+
+// TestManifestAbortedTransactions: the manifest carries the remote part's
+// aborted transactions, drops those below its start, and a manifest written
+// before they existed (no trailer) still decodes.
+func TestManifestAbortedTransactions(t *testing.T) {
+	m := manifest{LeaderEpoch: 1, Start: 10, End: 20, Segments: []remoteSegment{
+		{Base: 10, Next: 20, Size: 100, MaxTimestamp: 9, Epochs: []EpochEntry{{1, 10}}},
+	}, Aborted: []AbortedTxn{{ProducerID: 4, FirstOffset: 2, LastOffset: 5}, {ProducerID: 5, FirstOffset: 8, LastOffset: 12}, {ProducerID: 4, FirstOffset: 13, LastOffset: 19}}}
+	got, err := decodeManifest(m.encode())
+	if want := m.Aborted[1:]; err != nil || !slices.Equal(got.Aborted, want) {
+		t.Fatalf("round trip: aborted %v, %v; want %v (the one below the start dropped)", got.Aborted, err, want)
+	}
+	b := m.encode()
+	payload, err := unframeSide(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := frameSide(payload[:len(payload)-4-2*abortedEntrySize]) // as written before the trailer
+	if got, err := decodeManifest(old); err != nil || len(got.Aborted) != 0 || len(got.Segments) != 1 {
+		t.Fatalf("a manifest without aborted transactions: %+v, %v", got, err)
+	}
+	bad := m
+	bad.Aborted = []AbortedTxn{{ProducerID: 4, FirstOffset: 13, LastOffset: 19}, {ProducerID: 5, FirstOffset: 8, LastOffset: 12}}
+	if _, err := decodeManifest(bad.encode()); err == nil {
+		t.Fatal("aborted transactions out of marker order decoded")
 	}
 }

@@ -154,21 +154,7 @@ func Check(h History) Result {
 	ob := &observer{res: &res, atPos: map[pos]string{}, posOf: map[string]pos{}, flaggedPos: map[pos]bool{}, flaggedVal: map[string]bool{}}
 
 	// The final log: what survived, and how far each partition reaches.
-	final := map[pos]string{}
-	finalPos := map[string]pos{}
-	finalEnd := map[int32]int64{} // one past the highest final offset
-	for _, p := range slices.Sorted(maps.Keys(h.Final)) {
-		for _, r := range h.Final[p] {
-			at := pos{p, r.Offset}
-			ob.see(at, r.Value, "the final read")
-			final[at] = r.Value
-			if _, ok := finalPos[r.Value]; !ok {
-				finalPos[r.Value] = at
-			}
-			finalEnd[p] = max(finalEnd[p], r.Offset+1)
-			res.FinalRecords++
-		}
-	}
+	final, finalPos, finalEnd := indexFinal(&res, ob, h.Final)
 	// readEnd is one past the highest offset any reader reached, per partition.
 	readEnd := maps.Clone(finalEnd)
 	for _, pl := range h.Polls {
@@ -250,10 +236,6 @@ func Check(h History) Result {
 	}
 
 	// Polls.
-	type readerPart struct {
-		reader string
-		p      int32
-	}
 	last := map[readerPart]int64{}
 	processed := map[string]int{}
 	failedSeen := map[string]bool{}
@@ -280,23 +262,7 @@ func Check(h History) Result {
 				res.GroupProcessed++
 				continue
 			}
-			rp := readerPart{pl.Reader, pl.Partition}
-			prev, ok := last[rp]
-			last[rp] = r.Offset
-			if !ok {
-				continue
-			}
-			switch {
-			case r.Offset <= prev:
-				res.Add(NonmonotonicPoll, "%s read %d/%d after %d/%d", pl.Reader, pl.Partition, r.Offset, pl.Partition, prev)
-			case r.Offset > prev+1:
-				for o := prev + 1; o < r.Offset; o++ {
-					if v, ok := final[pos{pl.Partition, o}]; ok {
-						res.Add(PollSkip, "%s read %d/%d after %d/%d, skipping %q at %d", pl.Reader, pl.Partition, r.Offset, pl.Partition, prev, v, o)
-						break
-					}
-				}
-			}
+			checkOrder(&res, last, final, pl, r.Offset)
 		}
 	}
 	for _, n := range processed {
@@ -312,4 +278,52 @@ func Check(h History) Result {
 		}
 	}
 	return res
+}
+
+// readerPart is one reader's view of one partition.
+type readerPart struct {
+	reader string
+	p      int32
+}
+
+// checkOrder checks that a reader's record at offset, in poll pl, follows the
+// one it read before in that partition (last): a regression is
+// NonmonotonicPoll, a jump over a record final holds PollSkip.
+func checkOrder(res *Result, last map[readerPart]int64, final map[pos]string, pl Poll, offset int64) {
+	rp := readerPart{pl.Reader, pl.Partition}
+	prev, ok := last[rp]
+	last[rp] = offset
+	if !ok {
+		return
+	}
+	switch {
+	case offset <= prev:
+		res.Add(NonmonotonicPoll, "%s read %d/%d after %d/%d", pl.Reader, pl.Partition, offset, pl.Partition, prev)
+	case offset > prev+1:
+		for o := prev + 1; o < offset; o++ {
+			if v, ok := final[pos{pl.Partition, o}]; ok {
+				res.Add(PollSkip, "%s read %d/%d after %d/%d, skipping %q at %d", pl.Reader, pl.Partition, offset, pl.Partition, prev, v, o)
+				break
+			}
+		}
+	}
+}
+
+// indexFinal feeds the final log to ob and returns the value at each position,
+// each value's first position and one past each partition's highest offset.
+func indexFinal(res *Result, ob *observer, log map[int32][]Record) (final map[pos]string, finalPos map[string]pos, finalEnd map[int32]int64) {
+	final, finalPos, finalEnd = map[pos]string{}, map[string]pos{}, map[int32]int64{}
+	for _, p := range slices.Sorted(maps.Keys(log)) {
+		for _, r := range log[p] {
+			at := pos{p, r.Offset}
+			ob.see(at, r.Value, "the final read")
+			final[at] = r.Value
+			if _, ok := finalPos[r.Value]; !ok {
+				finalPos[r.Value] = at
+			}
+			finalEnd[p] = max(finalEnd[p], r.Offset+1)
+			res.FinalRecords++
+		}
+	}
+	return final, finalPos, finalEnd
 }

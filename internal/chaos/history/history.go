@@ -25,6 +25,14 @@
 // nothing: the tests plant one anomaly of each class in a clean history and
 // require it to be flagged.
 //
+// CheckTxn judges the history of a transactional run (TxnHistory): transactions
+// over several partitions with their outcomes, read_committed readers, the final
+// read_committed log, each partition's last stable offset against its
+// high-water mark, and a read-process-write stage that commits its input offsets
+// in its transactions. It flags aborted reads, lost committed writes,
+// duplicates, torn transactions, hanging transactions (stuck LSO) and offsets
+// that did not move exactly with the output they were committed with.
+//
 // # Concurrency
 //
 // A Recorder is safe for concurrent use by every client goroutine of a run;

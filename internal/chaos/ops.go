@@ -1,0 +1,282 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/cli"
+	"github.com/strata-stream/strata/internal/testcluster"
+)
+
+// The operations a multi-process run with a broker-only node mixes with its
+// faults (OpKinds). Each is done, waited for and checked before the next
+// fault, as an operator would.
+const (
+	// Reassign moves one replica of the fault's partition to a broker that
+	// holds none (AlterPartitionReassignments) and waits until it is done.
+	Reassign Kind = "reassign"
+	// ReassignCancel starts such a move and cancels it at once: the partition
+	// ends on the old replicas or, if the move won the race, the new ones.
+	ReassignCancel Kind = "reassign-cancel"
+	// Decommission retires the broker-only node (`strata cluster decommission`:
+	// its replicas move to the others, it is unregistered), stops it for the
+	// hold, and starts it again: a broker removed and added back.
+	Decommission Kind = "decommission"
+	// VoterChange promotes the broker-only node to a controller voter
+	// (AddRaftVoter), or demotes it again (RemoveRaftVoter).
+	VoterChange Kind = "voter-change"
+)
+
+// OpKinds are the operations of a multi-process run with a broker-only node.
+var OpKinds = []Kind{Reassign, ReassignCancel, Decommission, VoterChange}
+
+// opTimeout bounds the wait for an operation to complete.
+const opTimeout = healthyTimeout
+
+// operate does op f on the cluster and says what it did.
+func (c *processCluster) operate(f Fault) (string, error) {
+	if c.spare == nil {
+		return "", fmt.Errorf("%s needs a broker-only node", f.Kind)
+	}
+	switch f.Kind {
+	case Reassign, ReassignCancel:
+		return c.reassign(f)
+	case Decommission:
+		return c.decommission(f)
+	case VoterChange:
+		return c.toggleVoter()
+	}
+	return "", fmt.Errorf("not an operation: %s", f.Kind)
+}
+
+// reassign moves one replica of f's partition to a broker outside its replica
+// set, cancelling the move at once for ReassignCancel.
+func (c *processCluster) reassign(f Fault) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	st, err := c.tc.Partition(ctx, c.topic, f.Partition)
+	if err != nil {
+		return "", err
+	}
+	var outside []int32
+	for _, n := range c.tc.Nodes() {
+		if n.IsBroker() && !slices.Contains(st.Replicas, n.ID) {
+			outside = append(outside, n.ID)
+		}
+	}
+	if len(outside) == 0 {
+		return "", fmt.Errorf("partition %d is on every broker: %v", f.Partition, st.Replicas)
+	}
+	to := slices.Clone(st.Replicas)
+	to[(f.Pick/len(outside))%len(to)] = outside[f.Pick%len(outside)]
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(c.topic, f.Partition, to)
+	if err := alterAssignments(ctx, c.adm, req); err != nil {
+		return "", fmt.Errorf("moving partition %d to %v: %w", f.Partition, to, err)
+	}
+	what := fmt.Sprintf("reassign partition %d from %v to %v", f.Partition, st.Replicas, to)
+	if f.Kind == ReassignCancel {
+		var cancelReq kadm.AlterPartitionAssignmentsReq
+		cancelReq.CancelAssign(c.topic, f.Partition)
+		err := alterAssignments(ctx, c.adm, cancelReq)
+		switch {
+		case errors.Is(err, kerr.NoReassignmentInProgress):
+			what += ", cancelled too late"
+		case err != nil:
+			return "", fmt.Errorf("%s, cancelling: %w", what, err)
+		default:
+			what += ", cancelled"
+		}
+	}
+	// Done once the controller lists no move and the metadata shows the target
+	// (or, cancelled, the old replicas).
+	sameSet := func(a, b []int32) bool {
+		return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+	}
+	var now []int32
+	if err := waitFor(opTimeout, func() error {
+		if err := c.reassignmentDone(f.Partition); err != nil {
+			return err
+		}
+		cur, err := c.tc.Partition(ctx, c.topic, f.Partition)
+		if err != nil {
+			return err
+		}
+		now = cur.Replicas
+		if sameSet(now, to) || f.Kind == ReassignCancel && sameSet(now, st.Replicas) {
+			return nil
+		}
+		return fmt.Errorf("partition %d on %v", f.Partition, now)
+	}); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Sprintf("%s; now on %v", what, now), nil
+}
+
+// alterAssignments sends req and returns the first error, the request's or a
+// partition's.
+func alterAssignments(ctx context.Context, adm *kadm.Client, req kadm.AlterPartitionAssignmentsReq) error {
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return err
+	}
+	return resp.Error()
+}
+
+// reassignmentDone is nil once no reassignment of the partition is under way.
+func (c *processCluster) reassignmentDone(partition int32) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.adm.ListPartitionReassignments(ctx, kadm.TopicsSet{c.topic: {partition: struct{}{}}})
+	if err != nil {
+		return err
+	}
+	if r, ok := resp[c.topic][partition]; ok && len(r.AddingReplicas)+len(r.RemovingReplicas) > 0 {
+		return fmt.Errorf("partition %d still moving: adding %v, removing %v", partition, r.AddingReplicas, r.RemovingReplicas)
+	}
+	return nil
+}
+
+// decommission retires the broker-only node with the strata CLI, stops it for
+// the hold, restarts it and waits until it is registered again.
+func (c *processCluster) decommission(f Fault) (string, error) {
+	n := c.spare
+	var what []string
+	if c.spareVoter {
+		if _, err := c.toggleVoter(); err != nil {
+			return "", err
+		}
+		what = append(what, fmt.Sprintf("node %d removed from the voters", n.ID))
+	}
+	cmd := exec.Command(testcluster.Binary(c.t), "cluster", "decommission", fmt.Sprint(n.ID))
+	cmd.Env = append(os.Environ(), cli.BrokersEnv+"="+strings.Join(c.seeds(), ","))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("strata cluster decommission %d: %v: %s", n.ID, err, out)
+	}
+	n.Stop()
+	time.Sleep(f.Hold) // the node stays away this long
+	n.Restart()
+	if err := waitFor(opTimeout, func() error { return c.registered(n.ID) }); err != nil {
+		return "", fmt.Errorf("node %d back after its decommission: %w", n.ID, err)
+	}
+	what = append(what, fmt.Sprintf("node %d decommissioned (%s), stopped for %v, started and registered again",
+		n.ID, strings.TrimSpace(lastLine(string(out))), f.Hold.Round(time.Millisecond)))
+	return strings.Join(what, "; "), nil
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// registered is nil once the metadata lists node id as a broker.
+func (c *processCluster) registered(id int32) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	md, err := c.adm.BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range md.Brokers {
+		if b.NodeID == id {
+			return nil
+		}
+	}
+	return fmt.Errorf("node %d is not a registered broker", id)
+}
+
+// toggleVoter promotes the broker-only node to a voter, or demotes it, and
+// waits until DescribeQuorum shows the change.
+func (c *processCluster) toggleVoter() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	id := c.spare.ID
+	var req kmsg.Request
+	verb := "added to"
+	if c.spareVoter {
+		r := kmsg.NewPtrRemoveRaftVoterRequest()
+		r.VoterID, verb = id, "removed from"
+		req = r
+	} else {
+		r := kmsg.NewPtrAddRaftVoterRequest()
+		r.VoterID = id
+		req = r
+	}
+	resp, err := c.cl.Request(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	var code int16
+	var msg *string
+	switch r := resp.(type) {
+	case *kmsg.AddRaftVoterResponse:
+		code, msg = r.ErrorCode, r.ErrorMessage
+	case *kmsg.RemoveRaftVoterResponse:
+		code, msg = r.ErrorCode, r.ErrorMessage
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		if msg != nil {
+			err = fmt.Errorf("%w (%s)", err, *msg)
+		}
+		return "", fmt.Errorf("node %d %s the voters: %w", id, verb, err)
+	}
+	want := !c.spareVoter
+	if err := waitFor(opTimeout, func() error {
+		voters, err := c.voters()
+		if err != nil {
+			return err
+		}
+		if slices.Contains(voters, id) != want {
+			return fmt.Errorf("voters %v", voters)
+		}
+		return nil
+	}); err != nil {
+		return "", fmt.Errorf("node %d %s the voters: %w", id, verb, err)
+	}
+	c.spareVoter = want
+	voters, _ := c.voters()
+	return fmt.Sprintf("node %d %s the controller voters; voters now %v", id, verb, voters), nil
+}
+
+// voters asks DescribeQuorum for the current voters.
+func (c *processCluster) voters() ([]int32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rp := kmsg.NewDescribeQuorumRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("DescribeQuorum answered %d topics", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, v := range p.CurrentVoters {
+		ids = append(ids, v.ReplicaID)
+	}
+	return slices.Sorted(slices.Values(ids)), nil
+}
