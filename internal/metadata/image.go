@@ -235,12 +235,8 @@ func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 	if name != "" {
 		levels = []describeLevel{{source: SourceBroker, values: img.brokerConfigs[name]}, cluster}
 	}
-	es := make([]ConfigEntry, 0, len(topicConfigDefs))
-	for i := range topicConfigDefs {
-		d := &topicConfigDefs[i]
-		if d.BrokerName == "" {
-			continue
-		}
+	es := make([]ConfigEntry, 0, len(topicConfigDefs)+len(brokerOnlyConfigDefs))
+	for _, d := range brokerConfigDefs() {
 		for j := range levels {
 			levels[j].key = d.BrokerName
 		}
