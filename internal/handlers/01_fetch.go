@@ -15,6 +15,10 @@ package handlers
 // Long poll: while fewer than min_bytes are available the request waits on its
 // partitions' watchers until max_wait_ms passes; any HWM move re-reads.
 // Record data goes out with sendfile(2) from the segment files (see fetchbody.go).
+// Replication throttle (KIP-73): a follower out of the ISR whose replica the
+// topic's leader.replication.throttled.replicas lists on this leader gets no
+// records while this broker's leader.replication.throttled.rate is exceeded (its
+// fetch offset still counts), and a long poll waits no longer than the throttle.
 
 import (
 	"context"
@@ -27,6 +31,8 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/throttle"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -54,8 +60,12 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 	var w *replica.Watcher
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, files, total, watched := h.readFetch(read, replicaID, readable)
-		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
+		resp, files, total, watched, throttled := h.readFetch(read, replicaID, readable)
+		wait := deadline
+		if throttled > 0 {
+			wait = minTime(deadline, time.Now().Add(throttled))
+		}
+		if total >= int(req.MinBytes) || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 {
 			files = session.finish(resp, files)
 			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
@@ -84,7 +94,7 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 			}
 			continue // re-read once now that we watch, so no wake-up is missed
 		}
-		timer := time.NewTimer(time.Until(deadline))
+		timer := time.NewTimer(time.Until(wait))
 		select {
 		case <-w.C:
 		case <-timer.C:
@@ -95,18 +105,20 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 }
 
 // readFetch reads every requested partition once. It returns the response, the
-// file ranges to splice into it, the record bytes found, and the partitions that
-// could still produce data (to watch while long-polling).
-func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (*kmsg.FetchResponse, map[*kmsg.FetchResponseTopicPartition]*fileRecords, int, []*replica.Partition) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	files := map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
-	var watched []*replica.Partition
+// file ranges to splice into it, the record bytes found, the partitions that
+// could still produce data (to watch while long-polling), and, when a follower's
+// partition was held back by the replication throttle, how long until the
+// throttle lets data through again.
+func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (
+	resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords, total int, watched []*replica.Partition, throttled time.Duration) {
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
+	files = map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
 	img := h.cluster.Image()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
-	total := 0
+	now := time.Now()
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]
@@ -153,9 +165,20 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
 				continue
 			}
-			var res replica.FetchResult
+			var (
+				res    replica.FetchResult
+				bucket *throttle.Bucket // non-nil: a throttled follower
+			)
 			if replicaID >= 0 {
+				bucket = h.replicas.LeaderThrottle(p, replicaID)
 				res, err = h.readForFollower(p, replicaID, req.Version, &rp, max(maxBytes, 1), sp)
+				if err == nil && bucket != nil && res.Chunk.Size > 0 && bucket.Exceeded(now) {
+					res.Chunk.Release() // its progress counted; its records wait
+					res.Chunk = storage.Chunk{}
+					if d := min(bucket.Delay(now), fetchThrottleMaxWait); throttled == 0 || d < throttled {
+						throttled = d
+					}
+				}
 			} else {
 				res, err = p.Read(rp.FetchOffset, max(maxBytes, 1), iso)
 			}
@@ -189,6 +212,9 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			}
 			total += c.Size
 			budget -= c.Size
+			if bucket != nil {
+				bucket.Record(c.Size, now)
+			}
 			if osf, ok := c.File.(vfs.OSFile); ok {
 				files[sp] = &fileRecords{file: osf.OSFile(), off: c.Pos, n: c.Size, records: c.NextOffset - c.FirstOffset, release: c.Release}
 				continue
@@ -202,7 +228,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			sp.RecordBatches = data
 		}
 	}
-	return resp, files, total, watched
+	return resp, files, total, watched, throttled
 }
 
 // readForFollower serves one partition of a follower's fetch, setting the
@@ -297,6 +323,17 @@ func isolation(level int8) (replica.Isolation, error) {
 }
 
 var noRecords = []byte{}
+
+// fetchThrottleMaxWait bounds how long a follower's long poll waits for the
+// replication throttle, so a rate raised or lifted takes effect soon.
+const fetchThrottleMaxWait = 500 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
 
 var errInvalidIsolation = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
 

@@ -70,6 +70,7 @@ type Manager struct {
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher // by leader broker
 	following map[*Partition]int32
+	throttle  replicationThrottle
 
 	mu         sync.RWMutex
 	partitions map[TopicPartition]*Partition
@@ -208,6 +209,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	if closed {
 		return ErrClosed
 	}
+	m.applyThrottle(img)
 	var errs []error
 	want := map[TopicPartition]bool{}
 	for _, t := range img.Topics() {

@@ -37,29 +37,36 @@ const Unlimited int64 = math.MaxInt64
 // idle bucket lets one second of data through at once and no more.
 const burst = time.Second
 
+// stoppedPoll is the Delay of a bucket whose rate is 0: nothing passes until
+// the rate changes, so callers look again this often.
+const stoppedPoll = time.Second
+
 // Bucket is a token bucket of bytes. The zero value is unlimited.
 type Bucket struct {
-	mu     sync.Mutex
-	rate   int64   // bytes per second; <= 0 or Unlimited: no limit
-	tokens float64 // may be negative: debt from the last Record
-	last   time.Time
+	mu      sync.Mutex
+	limited bool
+	rate    int64   // bytes per second, when limited; 0 lets nothing through
+	tokens  float64 // may be negative: debt from the last Record
+	last    time.Time
 }
 
 // SetRate changes the rate, keeping the tokens (at most one second's worth at
-// the new rate). A rate of 0 or less, or Unlimited, lifts the limit.
+// the new rate). A negative rate, or Unlimited, lifts the limit; 0 lets
+// nothing through, as in Kafka.
 func (b *Bucket) SetRate(rate int64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if rate <= 0 {
-		rate = Unlimited
-	}
-	if rate == b.rate {
+	if rate < 0 || rate == Unlimited {
+		b.limited, b.rate = false, 0
 		return
 	}
-	if !b.limitedLocked() {
+	if b.limited && rate == b.rate {
+		return
+	}
+	if !b.limited {
 		b.tokens, b.last = float64(rate), now // start with a full second
 	}
-	b.rate = rate
+	b.limited, b.rate = true, rate
 	b.refillLocked(now)
 }
 
@@ -67,13 +74,11 @@ func (b *Bucket) SetRate(rate int64, now time.Time) {
 func (b *Bucket) Rate() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.limitedLocked() {
+	if !b.limited {
 		return Unlimited
 	}
 	return b.rate
 }
-
-func (b *Bucket) limitedLocked() bool { return b.rate > 0 && b.rate != Unlimited }
 
 func (b *Bucket) refillLocked(now time.Time) {
 	if elapsed := now.Sub(b.last); elapsed > 0 {
@@ -94,8 +99,11 @@ func (b *Bucket) Exceeded(now time.Time) bool {
 func (b *Bucket) Delay(now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.limitedLocked() {
+	if !b.limited {
 		return 0
+	}
+	if b.rate == 0 {
+		return stoppedPoll
 	}
 	b.refillLocked(now)
 	if b.tokens > 0 {
@@ -112,7 +120,7 @@ func (b *Bucket) Record(n int, now time.Time) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.limitedLocked() {
+	if !b.limited {
 		return
 	}
 	b.refillLocked(now)

@@ -79,6 +79,19 @@ func TestBucket(t *testing.T) {
 	}
 }
 
+func TestBucketStopped(t *testing.T) {
+	var b Bucket
+	now := time.Unix(0, 0)
+	b.SetRate(0, now)
+	if !b.Exceeded(now.Add(time.Hour)) || b.Rate() != 0 {
+		t.Fatalf("a rate of 0 lets data through: rate %d", b.Rate())
+	}
+	b.SetRate(Unlimited, now)
+	if b.Exceeded(now) || b.Rate() != Unlimited {
+		t.Fatalf("Unlimited still throttles: rate %d", b.Rate())
+	}
+}
+
 // TestBucketRate drives a bucket the way a fetcher does, 64 KiB a fetch as soon
 // as it lets one through, and checks the bytes moved over a simulated minute.
 func TestBucketRate(t *testing.T) {
