@@ -4,8 +4,8 @@ package handlers
 // request header field before v15, in ReplicaState from v15).
 //   v4: isolation level, last stable offset; v5: log start offset; v7: incremental
 //   fetch sessions (KIP-227, fetch_sessions.go);
-//   v9: current leader epoch (fencing); v11: rack id (ignored); v12+: flexible,
-//   v13+: topic ids instead of names.
+//   v9: current leader epoch (fencing); v11: rack id and preferred read replica
+//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names.
 // Consumers get only data below the high-water mark; followers read up to the log
 // end, report their progress with their fetch offset, and are told where their log
 // diverges (DivergingEpoch, v12+, from LastFetchedEpoch). read_uncommitted consumers
@@ -15,6 +15,10 @@ package handlers
 // Long poll: while fewer than min_bytes are available the request waits on its
 // partitions' watchers until max_wait_ms passes; any HWM move re-reads.
 // Record data goes out with sendfile(2) from the segment files (see fetchbody.go).
+// Follower fetching (KIP-392): a v11+ consumer may fetch from any replica, a
+// follower serving up to its own HWM; with --replica-selector-class set, a
+// leader points a consumer whose rack another in-sync replica is on at that
+// replica (PreferredReadReplica, no records) and answers at once.
 // Replication throttle (KIP-73): a follower out of the ISR whose replica the
 // topic's leader.replication.throttled.replicas lists on this leader gets no
 // records while this broker's leader.replication.throttled.rate is exceeded (its
@@ -60,12 +64,12 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 	var w *replica.Watcher
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, files, total, watched, throttled := h.readFetch(read, replicaID, readable)
+		resp, files, total, watched, throttled, redirected := h.readFetch(read, replicaID, readable)
 		wait := deadline
 		if throttled > 0 {
 			wait = minTime(deadline, time.Now().Add(throttled))
 		}
-		if total >= int(req.MinBytes) || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 {
+		if total >= int(req.MinBytes) || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 || redirected {
 			files = session.finish(resp, files)
 			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
@@ -108,9 +112,11 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 // file ranges to splice into it, the record bytes found, the partitions that
 // could still produce data (to watch while long-polling), and, when a follower's
 // partition was held back by the replication throttle, how long until the
-// throttle lets data through again.
+// throttle lets data through again, and whether a consumer was pointed at a
+// preferred read replica (the answer then goes out at once).
 func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (
-	resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords, total int, watched []*replica.Partition, throttled time.Duration) {
+	resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords, total int, watched []*replica.Partition,
+	throttled time.Duration, redirected bool) {
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	files = map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
 	img := h.cluster.Image()
@@ -148,8 +154,13 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				continue
 			}
 			iso, err := isolation(req.IsolationLevel)
+			anyReplica := replicaID < 0 && req.Version >= 11 // KIP-392: consumers may read from followers
 			var p *replica.Partition
-			if err == nil {
+			switch {
+			case err != nil:
+			case anyReplica:
+				p, err = h.hostedPartition(img, name, rp.Partition)
+			default:
 				p, err = h.leaderPartition(img, name, rp.Partition)
 			}
 			if err == nil {
@@ -158,6 +169,14 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				continue
+			}
+			if anyReplica && h.cfg.RackAwareReplicaSelector && p.IsLeader() {
+				if id := preferredReadReplica(img, p.ISR(), h.cfg.NodeID, req.Rack); id != noPreferredReplica {
+					sp.PreferredReadReplica = id
+					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
+					redirected = true
+					continue
+				}
 			}
 			watched = append(watched, p)
 			maxBytes := min(int(rp.PartitionMaxBytes), budget)
@@ -179,6 +198,8 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 						throttled = d
 					}
 				}
+			} else if anyReplica {
+				res, err = p.ReadReplica(rp.FetchOffset, max(maxBytes, 1), iso)
 			} else {
 				res, err = p.Read(rp.FetchOffset, max(maxBytes, 1), iso)
 			}
@@ -228,7 +249,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			sp.RecordBatches = data
 		}
 	}
-	return resp, files, total, watched, throttled
+	return resp, files, total, watched, throttled, redirected
 }
 
 // readForFollower serves one partition of a follower's fetch, setting the

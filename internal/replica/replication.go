@@ -355,6 +355,7 @@ func (p *Partition) followHighWatermark(leaderHWM int64) {
 	hwm := min(leaderHWM, p.log.LogEndOffset())
 	if hwm > p.highWatermark.Load() {
 		p.highWatermark.Store(hwm)
+		p.fire() // consumers fetching from this follower (KIP-392)
 	}
 }
 
