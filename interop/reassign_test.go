@@ -175,6 +175,7 @@ func TestKafkaReassignThrottle(t *testing.T) {
 	}
 	start := time.Now()
 	out := run(t, "--execute", "--reassignment-json-file", plan, "--throttle", "500000")
+	t.Logf("kafka-reassign-partitions --execute --throttle 500000:\n%s", out)
 	expectContains(t, out, "The inter-broker throttle limit was set to 500000 B/s")
 	expectContains(t, out, "Successfully started partition reassignment for throttled-0")
 
@@ -187,6 +188,7 @@ func TestKafkaReassignThrottle(t *testing.T) {
 		expectContains(t, out, "follower.replication.throttled.rate=500000")
 	}
 	out = describe("--entity-type", "topics", "--entity-name", "throttled")
+	t.Logf("kafka-configs --describe --entity-type topics --entity-name throttled:\n%s", out)
 	for _, want := range []string{"leader.replication.throttled.replicas=0:1,0:2,0:3", "follower.replication.throttled.replicas=0:4"} {
 		expectContains(t, out, want)
 	}
@@ -198,6 +200,7 @@ func TestKafkaReassignThrottle(t *testing.T) {
 		}
 		expectContains(t, out, "Clearing broker-level throttles on brokers 1,2,3,4")
 		expectContains(t, out, "Clearing topic-level throttles on topic throttled")
+		t.Logf("kafka-reassign-partitions --verify:\n%s", out)
 		return nil
 	})
 	took := time.Since(start)

@@ -123,7 +123,9 @@ func TestClusterRebalance(t *testing.T) {
 		got += fs.NumRecords()
 	}
 
-	if r := runAt(t, addr, "", "cluster", "rebalance"); r.code != 0 || !strings.Contains(r.stdout, "the cluster is balanced") {
+	r = runAt(t, addr, "", "cluster", "rebalance")
+	t.Logf("strata cluster rebalance:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "the cluster is balanced") {
 		t.Errorf("second rebalance: %s", r)
 	}
 }
