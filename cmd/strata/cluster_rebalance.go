@@ -33,9 +33,6 @@ type rebalanceJSON struct {
 	Completed bool  `json:"completed"`
 }
 
-// rebalancePoll is how often the command rechecks the moves.
-const rebalancePoll = 500 * time.Millisecond
-
 func clusterRebalanceCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	var (
 		dryRun   bool
@@ -126,46 +123,22 @@ func clusterRebalanceCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		for _, m := range out.Moves {
 			req.Assign(m.Topic, m.Partition, m.To)
 		}
-		res, err := adm.AlterPartitionAssignments(opCtx, req)
-		if err != nil {
+		if err := submitMoves(opCtx, adm, req); err != nil {
 			return err
 		}
-		for _, r := range res.Sorted() {
-			if r.Err != nil {
-				return brokerError(fmt.Sprintf("moving %s-%d", r.Topic, r.Partition), r.Err, r.ErrMessage)
-			}
-		}
 		fmt.Fprintf(s.env.stderr, "rebalance: moving %d partitions\n", len(out.Moves))
-
-		waitCtx, cancelWait := context.WithTimeout(ctx, wait)
-		defer cancelWait()
-		tick := time.NewTicker(rebalancePoll)
-		defer tick.Stop()
 		moving := kadm.TopicsSet{}
 		for _, m := range out.Moves {
 			moving.Add(m.Topic, m.Partition)
 		}
-		reported := -1
-		for {
-			left, err := reassigning(waitCtx, adm, moving)
-			if err == nil && left == 0 {
-				break
+		left, err := awaitMoves(ctx, s, "rebalance", len(out.Moves), wait, func(ctx context.Context) (int, error) { return reassigning(ctx, adm, moving) })
+		if err != nil {
+			keep := ""
+			if throttle > 0 {
+				keep = "; the throttle stays until they are done (clear it with kafka-reassign-partitions --verify or kafka-configs)"
 			}
-			if err == nil && left != reported {
-				fmt.Fprintf(s.env.stderr, "rebalance: %d of %d partitions moved\n", len(out.Moves)-left, len(out.Moves))
-				reported = left
-			}
-			select {
-			case <-tick.C:
-			case <-waitCtx.Done():
-				keep := ""
-				if throttle > 0 {
-					keep = "; the throttle stays until they are done (clear it with kafka-reassign-partitions --verify or kafka-configs)"
-				}
-				return fmt.Errorf("%d of %d partitions still moving after %v%s: %w", left, len(out.Moves), wait, keep, waitCtx.Err())
-			}
+			return fmt.Errorf("%d of %d partitions still moving after %v%s: %w", left, len(out.Moves), wait, keep, err)
 		}
-		fmt.Fprintf(s.env.stderr, "rebalance: %d of %d partitions moved\n", len(out.Moves), len(out.Moves))
 
 		opCtx, cancel = s.withTimeout(ctx)
 		defer cancel()

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -111,17 +110,7 @@ func TestClusterRebalance(t *testing.T) {
 		}
 	}
 
-	read := c.Client(kgo.ConsumeTopics("spread"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	got := 0
-	for got < len(recs) {
-		fs := read.PollFetches(ctx)
-		if errs := fs.Errors(); len(errs) > 0 {
-			t.Fatalf("read %d of %d records after the rebalance: %v", got, len(recs), errs)
-		}
-		got += fs.NumRecords()
-	}
+	readBack(t, c, "spread", len(recs), "the rebalance")
 
 	r = runAt(t, addr, "", "cluster", "rebalance")
 	t.Logf("strata cluster rebalance:\n%s", r.stdout)

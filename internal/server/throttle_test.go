@@ -15,6 +15,53 @@ import (
 	"github.com/strata-stream/strata/internal/wait"
 )
 
+// syncProducer writes numbered records one at a time (ProduceSync, a pause
+// between them) until stopped, counting acknowledged and failed writes.
+type syncProducer struct {
+	mu    sync.Mutex
+	acked int
+	fails []error
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startSyncProducer(cl *kgo.Client, pause time.Duration) *syncProducer {
+	p := &syncProducer{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(pause):
+			}
+			err := cl.ProduceSync(context.Background(), &kgo.Record{Value: fmt.Append(nil, i)}).FirstErr()
+			p.mu.Lock()
+			if err != nil {
+				p.fails = append(p.fails, err)
+			} else {
+				p.acked++
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// Acked is the number of writes acknowledged so far.
+func (p *syncProducer) Acked() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked
+}
+
+// Stop ends the writes and returns what was acknowledged and what failed.
+func (p *syncProducer) Stop() (acked int, fails []error) {
+	close(p.stop)
+	<-p.done
+	return p.acked, p.fails
+}
+
 // TestThrottledMove moves a partition holding 8 MiB from [1 2] to [4 2] under
 // a 1 MiB/s replication throttle set as kafka-reassign-partitions --throttle
 // sets it (both rates on every broker of the move; the existing replicas as
@@ -100,33 +147,14 @@ func TestThrottledMove(t *testing.T) {
 
 	// acks=all writes go on while the move runs; the in-sync follower 2 must
 	// never leave the ISR.
+	prod := startSyncProducer(cl, 20*time.Millisecond)
 	var (
 		mu     sync.Mutex
-		acked  int
-		fails  []error
 		shrunk []int32
 		wg     sync.WaitGroup
 	)
 	stop := make(chan struct{})
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Append(nil, i)}).FirstErr()
-			mu.Lock()
-			if err != nil {
-				fails = append(fails, err)
-			} else {
-				acked++
-			}
-			mu.Unlock()
-		}
-	}()
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for {
@@ -155,6 +183,7 @@ func TestThrottledMove(t *testing.T) {
 	took := time.Since(start)
 	close(stop)
 	wg.Wait()
+	acked, fails := prod.Stop()
 
 	moved := float64(size) / took.Seconds()
 	t.Logf("moved %d MiB in %v: %.2f MiB/s under a %.2f MiB/s throttle", size>>20, took.Round(time.Millisecond), moved/(1<<20), float64(rate)/(1<<20))
