@@ -104,30 +104,39 @@ func TestThrottledMove(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A controller election under load answers NOT_CONTROLLER: retry until the
+	// configs are in.
+	alter := func(what string, do func() (kadm.AlterConfigsResponses, error)) {
+		t.Helper()
+		var last error
+		wait.For(t, what, func() bool {
+			rs, err := do()
+			if err == nil {
+				err = rs[0].Err
+			}
+			last = err
+			return err == nil
+		})
+		if last != nil {
+			t.Fatalf("%s: %v", what, last)
+		}
+	}
 	r := fmt.Sprint(rate)
 	for _, b := range []int32{1, 2, 4} {
-		rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-			{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: &r},
-			{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: &r},
-		}, b)
-		if err == nil {
-			err = rs[0].Err
-		}
-		if err != nil {
-			t.Fatalf("broker %d throttle: %v", b, err)
-		}
+		alter(fmt.Sprintf("broker %d's throttle", b), func() (kadm.AlterConfigsResponses, error) {
+			return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+				{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: &r},
+				{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: &r},
+			}, b)
+		})
 	}
 	leaders, followers := "0:1,0:2", "0:4"
-	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: &leaders},
-		{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &followers},
-	}, "slow")
-	if err == nil {
-		err = rs[0].Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	alter("the topic's throttled replicas", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: &leaders},
+			{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &followers},
+		}, "slow")
+	})
 	// Every broker of the move applies the throttle before it starts.
 	wait.For(t, "the throttle on brokers 1, 2 and 4", func() bool {
 		for _, i := range []int{0, 1, 3} {
