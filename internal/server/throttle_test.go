@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-stream/strata/internal/throttle"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -63,15 +64,22 @@ func (p *syncProducer) Stop() (acked int, fails []error) {
 }
 
 // TestThrottledMove moves a partition holding 8 MiB from [1 2] to [4 2] under
-// a 1 MiB/s replication throttle set as kafka-reassign-partitions --throttle
-// sets it (both rates on every broker of the move; the existing replicas as
-// leader-throttled, the new one as follower-throttled). The move completes no
+// a 1 MiB/s replication throttle on one side, leader or follower, each in its
+// own cluster: the rate on every broker of the move and, as
+// kafka-reassign-partitions --throttle sets them, the existing replicas as
+// leader-throttled and the new one as follower-throttled. The move completes no
 // faster than the throttle allows (the bucket lets one second's worth and one
 // fetch's worth through at once), and the in-sync follower, also listed, is
 // never held back: it stays in the ISR (replica.lag.time.max 2s here) and
 // acks=all writes go on during the move. The figure is logged; the upper
 // bound on the time is only the test's deadline.
 func TestThrottledMove(t *testing.T) {
+	for _, side := range []string{"leader", "follower"} {
+		t.Run(side, func(t *testing.T) { throttledMove(t, side) })
+	}
+}
+
+func throttledMove(t *testing.T, side string) {
 	c := startCluster(t, 3)
 	if _, err := c.addNode(4, brokerOnly); err != nil {
 		t.Fatal(err)
@@ -124,11 +132,12 @@ func TestThrottledMove(t *testing.T) {
 	r := fmt.Sprint(rate)
 	for _, b := range []int32{1, 2, 4} {
 		alter(fmt.Sprintf("broker %d's throttle", b), func() (kadm.AlterConfigsResponses, error) {
-			return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-				{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: &r},
-				{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: &r},
-			}, b)
+			return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: side + ".replication.throttled.rate", Value: &r}}, b)
 		})
+	}
+	wantLeader, wantFollower := int64(rate), throttle.Unlimited
+	if side == "follower" {
+		wantLeader, wantFollower = wantFollower, wantLeader
 	}
 	leaders, followers := "0:1,0:2", "0:4"
 	alter("the topic's throttled replicas", func() (kadm.AlterConfigsResponses, error) {
@@ -147,7 +156,7 @@ func TestThrottledMove(t *testing.T) {
 			if err != nil || (p != nil && p.Config().LeaderThrottledReplicas == nil) {
 				return false
 			}
-			if l, f := c.nodes[i].replicas.ThrottleRates(); l != rate || f != rate {
+			if l, f := c.nodes[i].replicas.ThrottleRates(); l != wantLeader || f != wantFollower {
 				return false
 			}
 		}
@@ -195,7 +204,7 @@ func TestThrottledMove(t *testing.T) {
 	acked, fails := prod.Stop()
 
 	moved := float64(size) / took.Seconds()
-	t.Logf("moved %d MiB in %v: %.2f MiB/s under a %.2f MiB/s throttle", size>>20, took.Round(time.Millisecond), moved/(1<<20), float64(rate)/(1<<20))
+	t.Logf("moved %d MiB in %v: %.2f MiB/s under a %.2f MiB/s %s throttle", size>>20, took.Round(time.Millisecond), moved/(1<<20), float64(rate)/(1<<20), side)
 	// At most one second's worth plus one fetch (4 MiB) pass before the rate holds.
 	if minTook := time.Duration(float64(size-rate-4<<20) / rate * float64(time.Second)); took < minTook {
 		t.Errorf("the move took %v, less than the throttle allows (%v)", took, minTook)
