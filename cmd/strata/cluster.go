@@ -2,7 +2,7 @@ package main
 
 // strata cluster status: brokers, controller, topic and partition health;
 // add-controller and remove-controller are in cluster_voters.go,
-// decommission in cluster_decommission.go.
+// decommission in cluster_decommission.go, rebalance in cluster_rebalance.go.
 
 import (
 	"context"
@@ -19,9 +19,9 @@ func clusterCmd() *cobra.Command { return newClusterCmd(processEnv()) }
 
 func newClusterCmd(env *clientEnv) *cobra.Command {
 	g := &globalFlags{}
-	cmd := newParentCmd(env, g, "cluster", "Inspect the cluster, change its controller voters, retire brokers")
+	cmd := newParentCmd(env, g, "cluster", "Inspect the cluster, change its controller voters, retire brokers, rebalance")
 	cmd.AddCommand(clusterStatusCmd(env, g), clusterAddControllerCmd(env, g), clusterRemoveControllerCmd(env, g),
-		clusterDecommissionCmd(env, g))
+		clusterDecommissionCmd(env, g), clusterRebalanceCmd(env, g))
 	return cmd
 }
 

@@ -19,20 +19,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/cli"
+	"github.com/strata-stream/strata/internal/rebalance"
 )
 
-// decommissionMove is one partition's move off the node.
-type decommissionMove struct {
-	Topic     string  `json:"topic"`
-	Partition int32   `json:"partition"`
-	From      []int32 `json:"from"`
-	To        []int32 `json:"to"`
-}
-
 type decommissionJSON struct {
-	Node         int32              `json:"node"`
-	Moves        []decommissionMove `json:"moves"`
-	Unregistered bool               `json:"unregistered"`
+	Node         int32            `json:"node"`
+	Moves        []rebalance.Move `json:"moves"`
+	Unregistered bool             `json:"unregistered"`
 }
 
 // planDecommission replaces node in every partition's replicas with another
@@ -41,7 +34,7 @@ type decommissionJSON struct {
 // (counting the moves planned so far), then the lowest id. The replacement
 // takes node's place in the list, so a preferred leader stays first unless it
 // is node. It fails when a partition has no broker to move to.
-func planDecommission(brokers []kadm.BrokerDetail, topics kadm.TopicDetails, node int32) ([]decommissionMove, error) {
+func planDecommission(brokers []kadm.BrokerDetail, topics kadm.TopicDetails, node int32) ([]rebalance.Move, error) {
 	rack := map[int32]string{}
 	load := map[int32]int{}
 	for _, b := range brokers {
@@ -61,7 +54,7 @@ func planDecommission(brokers []kadm.BrokerDetail, topics kadm.TopicDetails, nod
 			}
 		}
 	}
-	var moves []decommissionMove
+	var moves []rebalance.Move
 	for _, t := range topics.Sorted() {
 		for _, p := range t.Partitions.Sorted() {
 			i := slices.Index(p.Replicas, node)
@@ -89,7 +82,7 @@ func planDecommission(brokers []kadm.BrokerDetail, topics kadm.TopicDetails, nod
 			to := slices.Clone(p.Replicas)
 			to[i] = best
 			load[best]++
-			moves = append(moves, decommissionMove{Topic: t.Topic, Partition: p.Partition, From: slices.Clone(p.Replicas), To: to})
+			moves = append(moves, rebalance.Move{Topic: t.Topic, Partition: p.Partition, From: slices.Clone(p.Replicas), To: to})
 		}
 	}
 	return moves, nil
@@ -106,9 +99,6 @@ func decommissionBetter(a, b int32, usedRacks map[string]bool, rack map[int32]st
 	}
 	return a < b
 }
-
-// decommissionPoll is how often the command rechecks the moves.
-const decommissionPoll = 500 * time.Millisecond
 
 func clusterDecommissionCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	var wait time.Duration
@@ -154,39 +144,16 @@ func clusterDecommissionCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			req.Assign(m.Topic, m.Partition, m.To)
 		}
 		if len(moves) > 0 {
-			res, err := adm.AlterPartitionAssignments(opCtx, req)
-			if err != nil {
+			if err := submitMoves(opCtx, adm, req); err != nil {
 				return err
 			}
-			for _, r := range res.Sorted() {
-				if r.Err != nil {
-					return brokerError(fmt.Sprintf("moving %s-%d", r.Topic, r.Partition), r.Err, r.ErrMessage)
-				}
-			}
 		}
-		fmt.Fprintf(s.env.stderr, "decommission node %d: moving %d partitions\n", node, len(moves))
-
-		waitCtx, cancelWait := context.WithTimeout(ctx, wait)
-		defer cancelWait()
-		tick := time.NewTicker(decommissionPoll)
-		defer tick.Stop()
-		reported := -1
-		for {
-			left, err := replicasOn(waitCtx, adm, node)
-			if err == nil && left == 0 {
-				break
-			}
-			if err == nil && left != reported {
-				fmt.Fprintf(s.env.stderr, "decommission node %d: %d of %d partitions moved\n", node, len(moves)-left, len(moves))
-				reported = left
-			}
-			select {
-			case <-tick.C:
-			case <-waitCtx.Done():
-				return fmt.Errorf("node %d still holds %d replicas after %v: %w", node, left, wait, waitCtx.Err())
-			}
+		what := fmt.Sprintf("decommission node %d", node)
+		fmt.Fprintf(s.env.stderr, "%s: moving %d partitions\n", what, len(moves))
+		left, err := awaitMoves(ctx, s, what, len(moves), wait, func(ctx context.Context) (int, error) { return replicasOn(ctx, adm, node) })
+		if err != nil {
+			return fmt.Errorf("node %d still holds %d replicas after %v: %w", node, left, wait, err)
 		}
-		fmt.Fprintf(s.env.stderr, "decommission node %d: %d of %d partitions moved\n", node, len(moves), len(moves))
 
 		opCtx, cancel = s.withTimeout(ctx)
 		defer cancel()
@@ -208,7 +175,7 @@ func clusterDecommissionCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		}
 		out := decommissionJSON{Node: node, Moves: moves, Unregistered: true}
 		if out.Moves == nil {
-			out.Moves = []decommissionMove{}
+			out.Moves = []rebalance.Move{}
 		}
 		if s.json() {
 			return cli.WriteJSON(s.env.stdout, out)

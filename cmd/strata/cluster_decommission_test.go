@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -110,17 +109,7 @@ func TestClusterDecommission(t *testing.T) {
 			t.Errorf("partition %d replicas %v after decommissioning 4", p, s.Replicas)
 		}
 	}
-	read := c.Client(kgo.ConsumeTopics("retire"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	got := 0
-	for got < len(recs) {
-		fs := read.PollFetches(ctx)
-		if errs := fs.Errors(); len(errs) > 0 {
-			t.Fatalf("read %d of %d records after the decommission: %v", got, len(recs), errs)
-		}
-		got += fs.NumRecords()
-	}
+	readBack(t, c, "retire", len(recs), "the decommission")
 	if r := runAt(t, addr, "", "cluster", "decommission", "9"); r.code == 0 {
 		t.Errorf("decommission 9 (unknown): %s", r)
 	}

@@ -21,6 +21,10 @@ import (
 	"github.com/strata-stream/strata/internal/sasl"
 )
 
+// RackAwareReplicaSelector is the one replica.selector.class Strata implements
+// (Kafka's class name, as operators write it).
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
 // Config is the configuration of one Strata node.
 type Config struct {
 	NodeID              int32
@@ -37,6 +41,10 @@ type Config struct {
 	// the quorum through Controllers and follows its log without a vote) or
 	// "controller" (a voter that serves no Kafka clients).
 	Roles string
+	// ReplicaSelectorClass is Kafka's replica.selector.class: RackAwareReplicaSelector
+	// sends consumers that name a client.rack to an in-sync replica in their rack
+	// (KIP-392); empty: consumers read from leaders.
+	ReplicaSelectorClass string
 
 	AutoCreateTopics  bool
 	DefaultPartitions int32
@@ -174,6 +182,7 @@ func (c *Config) options() []option {
 		{"advertised-kafka-addr", "address clients are told to use (default: --kafka-addr)", stringValue{&c.AdvertisedKafkaAddr}},
 		{"http-addr", "HTTP API, console, /metrics and health listener host:port", stringValue{&c.HTTPAddr}},
 		{"rack", "this broker's rack (Kafka's broker.rack): a partition's replicas go to different racks when there are enough", stringValue{&c.Rack}},
+		{"replica-selector-class", "Kafka's replica.selector.class: " + RackAwareReplicaSelector + " points consumers that set client.rack at an in-sync replica in their rack (empty: consumers read from leaders)", stringValue{&c.ReplicaSelectorClass}},
 		{"advertised-http-addr", "host:port where the other nodes reach this node's HTTP API, to forward requests for its HTTP consumers (default: --http-addr, an unspecified host replaced by the advertised Kafka host)", stringValue{&c.AdvertisedHTTPAddr}},
 		{"admin-addr", "admin listener host:port serving /debug/pprof/ (empty: off)", stringValue{&c.AdminAddr}},
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
@@ -289,6 +298,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
+	}
+	if c.ReplicaSelectorClass != "" && c.ReplicaSelectorClass != RackAwareReplicaSelector {
+		errs = append(errs, fmt.Errorf("replica-selector-class %q: want %s or empty", c.ReplicaSelectorClass, RackAwareReplicaSelector))
 	}
 	if c.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {

@@ -98,19 +98,16 @@ func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterCon
 		})
 }
 
-// replicationThrottles are Kafka's replication throttle configs (KIP-73), by
-// resource type. Strata does not throttle replication: setting one is refused
-// as an unknown config, and deleting one is a no-op, there being none, so that
-// tools that clear throttles after a move (kafka-reassign-partitions --verify)
-// work.
-var replicationThrottles = map[metadata.ResourceType][]string{
-	metadata.ResourceBroker: {"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-		"replica.alter.log.dirs.io.max.bytes.per.second"},
-	metadata.ResourceTopic: {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"},
+// ignoredDeletes are broker configs of Kafka that Strata does not have, whose
+// deletion is a no-op so that tools that clear them work:
+// kafka-reassign-partitions --verify and --cancel delete the log-dir move
+// throttle (Strata has one log dir per broker) with the replication throttles.
+var ignoredDeletes = map[metadata.ResourceType][]string{
+	metadata.ResourceBroker: {"replica.alter.log.dirs.io.max.bytes.per.second"},
 }
 
 func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, current map[string]string, op AlterConfigOp) (*metadata.ConfigRecord, error) {
-	if op.Op == OpDelete && slices.Contains(replicationThrottles[rt], op.Key) {
+	if op.Op == OpDelete && slices.Contains(ignoredDeletes[rt], op.Key) {
 		return nil, nil
 	}
 	def, err := lookupDef(rt, op.Key)

@@ -104,13 +104,25 @@ func TestPlanIncrementalAlterConfigs(t *testing.T) {
 			errs: []error{nil}, records: 0,
 		},
 		{
-			name: "clearing a replication throttle is a no-op; setting one is refused",
+			name: "replication throttles: set, cleared when absent, invalid lists refused, the log-dir throttle's delete ignored",
 			reqs: []IncrementalAlterConfigsResource{
-				{Type: metadata.ResourceTopic, Name: "orders", Ops: []AlterConfigOp{{Key: "leader.replication.throttled.replicas", Op: OpDelete}}},
-				{Type: metadata.ResourceBroker, Name: "1", Ops: []AlterConfigOp{{Key: "follower.replication.throttled.rate", Op: OpDelete}}},
-				{Type: metadata.ResourceBroker, Name: "2", Ops: []AlterConfigOp{{Key: "leader.replication.throttled.rate", Op: OpSet, Value: "100"}}},
+				{Type: metadata.ResourceTopic, Name: "orders", Ops: []AlterConfigOp{
+					{Key: "leader.replication.throttled.replicas", Op: OpSet, Value: "0:1,0:2"},
+					{Key: "follower.replication.throttled.replicas", Op: OpDelete}}},
+				{Type: metadata.ResourceBroker, Name: "1", Ops: []AlterConfigOp{
+					{Key: "follower.replication.throttled.rate", Op: OpSet, Value: "1048576"},
+					{Key: "leader.replication.throttled.rate", Op: OpDelete},
+					{Key: "replica.alter.log.dirs.io.max.bytes.per.second", Op: OpDelete}}},
+				{Type: metadata.ResourceBroker, Name: "2", Ops: []AlterConfigOp{{Key: "leader.replication.throttled.rate", Op: OpSet, Value: "-1"}}},
+				{Type: metadata.ResourceBroker, Name: "3", Ops: []AlterConfigOp{{Key: "replica.alter.log.dirs.io.max.bytes.per.second", Op: OpSet, Value: "1"}}},
 			},
-			errs: []error{nil, nil, metadata.ErrInvalidConfig}, records: 0,
+			errs: []error{nil, nil, metadata.ErrInvalidConfig, metadata.ErrInvalidConfig}, records: 2,
+			want: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact,delete", "leader.replication.throttled.replicas": "0:1,0:2"},
+		},
+		{
+			name: "a throttled-replicas list must be * or partition:broker items",
+			reqs: topic(AlterConfigOp{Key: "follower.replication.throttled.replicas", Op: OpSet, Value: "0:1,*"}),
+			errs: []error{metadata.ErrInvalidConfig}, records: 0,
 		},
 		{
 			name: "subtract from a list",

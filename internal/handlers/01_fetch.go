@@ -4,8 +4,8 @@ package handlers
 // request header field before v15, in ReplicaState from v15).
 //   v4: isolation level, last stable offset; v5: log start offset; v7: incremental
 //   fetch sessions (KIP-227, fetch_sessions.go);
-//   v9: current leader epoch (fencing); v11: rack id (ignored); v12+: flexible,
-//   v13+: topic ids instead of names.
+//   v9: current leader epoch (fencing); v11: rack id and preferred read replica
+//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names.
 // Consumers get only data below the high-water mark; followers read up to the log
 // end, report their progress with their fetch offset, and are told where their log
 // diverges (DivergingEpoch, v12+, from LastFetchedEpoch). read_uncommitted consumers
@@ -15,6 +15,14 @@ package handlers
 // Long poll: while fewer than min_bytes are available the request waits on its
 // partitions' watchers until max_wait_ms passes; any HWM move re-reads.
 // Record data goes out with sendfile(2) from the segment files (see fetchbody.go).
+// Follower fetching (KIP-392): a v11+ consumer may fetch from any replica, a
+// follower serving up to its own HWM; with --replica-selector-class set, a
+// leader points a consumer whose rack another in-sync replica is on at that
+// replica (PreferredReadReplica, no records) and answers at once.
+// Replication throttle (KIP-73): a follower out of the ISR whose replica the
+// topic's leader.replication.throttled.replicas lists on this leader gets no
+// records while this broker's leader.replication.throttled.rate is exceeded (its
+// fetch offset still counts), and a long poll waits no longer than the throttle.
 
 import (
 	"context"
@@ -27,6 +35,8 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/throttle"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -54,8 +64,12 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 	var w *replica.Watcher
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, files, total, watched := h.readFetch(read, replicaID, readable)
-		if total >= int(req.MinBytes) || !time.Now().Before(deadline) || ctx.Err() != nil || len(watched) == 0 {
+		resp, files, total, watched, throttled, redirected := h.readFetch(read, replicaID, readable)
+		wait := deadline
+		if throttled > 0 {
+			wait = minTime(deadline, time.Now().Add(throttled))
+		}
+		if total >= int(req.MinBytes) || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 || redirected {
 			files = session.finish(resp, files)
 			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
@@ -84,7 +98,7 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 			}
 			continue // re-read once now that we watch, so no wake-up is missed
 		}
-		timer := time.NewTimer(time.Until(deadline))
+		timer := time.NewTimer(time.Until(wait))
 		select {
 		case <-w.C:
 		case <-timer.C:
@@ -95,18 +109,22 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 }
 
 // readFetch reads every requested partition once. It returns the response, the
-// file ranges to splice into it, the record bytes found, and the partitions that
-// could still produce data (to watch while long-polling).
-func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (*kmsg.FetchResponse, map[*kmsg.FetchResponseTopicPartition]*fileRecords, int, []*replica.Partition) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	files := map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
-	var watched []*replica.Partition
+// file ranges to splice into it, the record bytes found, the partitions that
+// could still produce data (to watch while long-polling), and, when a follower's
+// partition was held back by the replication throttle, how long until the
+// throttle lets data through again, and whether a consumer was pointed at a
+// preferred read replica (the answer then goes out at once).
+func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (
+	resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords, total int, watched []*replica.Partition,
+	throttled time.Duration, redirected bool) {
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
+	files = map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
 	img := h.cluster.Image()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
-	total := 0
+	now := time.Now()
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]
@@ -136,8 +154,13 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				continue
 			}
 			iso, err := isolation(req.IsolationLevel)
+			anyReplica := replicaID < 0 && req.Version >= 11 // KIP-392: consumers may read from followers
 			var p *replica.Partition
-			if err == nil {
+			switch {
+			case err != nil:
+			case anyReplica:
+				p, err = h.hostedPartition(img, name, rp.Partition)
+			default:
 				p, err = h.leaderPartition(img, name, rp.Partition)
 			}
 			if err == nil {
@@ -147,15 +170,36 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				sp.ErrorCode = errorCode(err)
 				continue
 			}
+			if anyReplica && h.cfg.RackAwareReplicaSelector && p.IsLeader() {
+				if id := preferredReadReplica(img, p.ISR(), h.cfg.NodeID, req.Rack); id != noPreferredReplica {
+					sp.PreferredReadReplica = id
+					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
+					redirected = true
+					continue
+				}
+			}
 			watched = append(watched, p)
 			maxBytes := min(int(rp.PartitionMaxBytes), budget)
 			if total > 0 && maxBytes <= 0 {
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
 				continue
 			}
-			var res replica.FetchResult
+			var (
+				res    replica.FetchResult
+				bucket *throttle.Bucket // non-nil: a throttled follower
+			)
 			if replicaID >= 0 {
+				bucket = h.replicas.LeaderThrottle(p, replicaID)
 				res, err = h.readForFollower(p, replicaID, req.Version, &rp, max(maxBytes, 1), sp)
+				if err == nil && bucket != nil && res.Chunk.Size > 0 && bucket.Exceeded(now) {
+					res.Chunk.Release() // its progress counted; its records wait
+					res.Chunk = storage.Chunk{}
+					if d := min(bucket.Delay(now), fetchThrottleMaxWait); throttled == 0 || d < throttled {
+						throttled = d
+					}
+				}
+			} else if anyReplica {
+				res, err = p.ReadReplica(rp.FetchOffset, max(maxBytes, 1), iso)
 			} else {
 				res, err = p.Read(rp.FetchOffset, max(maxBytes, 1), iso)
 			}
@@ -189,6 +233,9 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			}
 			total += c.Size
 			budget -= c.Size
+			if bucket != nil {
+				bucket.Record(c.Size, now)
+			}
 			if osf, ok := c.File.(vfs.OSFile); ok {
 				files[sp] = &fileRecords{file: osf.OSFile(), off: c.Pos, n: c.Size, records: c.NextOffset - c.FirstOffset, release: c.Release}
 				continue
@@ -202,7 +249,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			sp.RecordBatches = data
 		}
 	}
-	return resp, files, total, watched
+	return resp, files, total, watched, throttled, redirected
 }
 
 // readForFollower serves one partition of a follower's fetch, setting the
@@ -297,6 +344,17 @@ func isolation(level int8) (replica.Isolation, error) {
 }
 
 var noRecords = []byte{}
+
+// fetchThrottleMaxWait bounds how long a follower's long poll waits for the
+// replication throttle, so a rate raised or lifted takes effect soon.
+const fetchThrottleMaxWait = 500 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
 
 var errInvalidIsolation = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
 

@@ -70,14 +70,24 @@ func errorCode(err error) int16 {
 // leaderPartition finds a partition this broker leads, telling an unknown
 // partition (UNKNOWN_TOPIC_OR_PARTITION) from one led elsewhere (NOT_LEADER_OR_FOLLOWER).
 func (h *Handlers) leaderPartition(img *metadata.Image, topic string, index int32) (*replica.Partition, error) {
+	p, err := h.hostedPartition(img, topic, index)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsLeader() {
+		return nil, replica.ErrNotLeader
+	}
+	return p, nil
+}
+
+// hostedPartition returns this broker's replica of a partition, leader or
+// follower (a KIP-392 consumer fetch).
+func (h *Handlers) hostedPartition(img *metadata.Image, topic string, index int32) (*replica.Partition, error) {
 	if img.Partition(topic, index) == nil {
 		return nil, metadata.ErrUnknownTopic
 	}
 	p, err := h.replicas.Partition(topic, index)
 	if err != nil {
-		return nil, replica.ErrNotLeader
-	}
-	if !p.IsLeader() {
 		return nil, replica.ErrNotLeader
 	}
 	return p, nil

@@ -114,6 +114,10 @@ type Config struct {
 	// Quotas, when set, measures produce and fetch bytes against the client
 	// quotas of the metadata image and throttles clients over them (quotas.go).
 	Quotas *quota.Manager
+	// RackAwareReplicaSelector turns on KIP-392's preferred read replica: a
+	// consumer fetching from a leader with a client.rack is pointed at an
+	// in-sync replica in its rack (replica.selector.class).
+	RackAwareReplicaSelector bool
 }
 
 // Handlers serves the Kafka API for one node.

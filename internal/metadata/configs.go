@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/strata-stream/strata/internal/throttle"
 )
 
 // ConfigType is the type of a config value, with Kafka's DescribeConfigs codes.
@@ -77,14 +79,18 @@ const (
 // resolved from the topic's overrides, then the cluster-wide broker defaults,
 // then the built-in defaults.
 type TopicConfig struct {
-	CleanupPolicy               CleanupPolicy
-	CompressionType             string
-	DeleteRetentionMs           int64
-	DeadLetterGroupEnable       bool // errors.deadletterqueue.group.enable (KIP-1191)
-	FileDeleteDelayMs           int64
-	FlushMessages               int64
-	FlushMs                     int64
+	CleanupPolicy         CleanupPolicy
+	CompressionType       string
+	DeleteRetentionMs     int64
+	DeadLetterGroupEnable bool // errors.deadletterqueue.group.enable (KIP-1191)
+	FileDeleteDelayMs     int64
+	FlushMessages         int64
+	FlushMs               int64
+	// FollowerThrottledReplicas and LeaderThrottledReplicas are the replicas
+	// the replication throttle applies to (KIP-73); nil lists none.
+	FollowerThrottledReplicas   *throttle.Replicas
 	IndexIntervalBytes          int32
+	LeaderThrottledReplicas     *throttle.Replicas
 	LocalRetentionBytes         int64
 	LocalRetentionMs            int64
 	MaxCompactionLagMs          int64
@@ -153,8 +159,12 @@ var topicConfigDefs = []ConfigDef{
 		long(1, maxInt64, func(c *TopicConfig) *int64 { return &c.FlushMessages })},
 	{"flush.ms", ConfigTypeLong, "9223372036854775807", "log.flush.interval.ms",
 		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.FlushMs })},
+	{"follower.replication.throttled.replicas", ConfigTypeList, "", "",
+		throttledReplicas(func(c *TopicConfig) **throttle.Replicas { return &c.FollowerThrottledReplicas })},
 	{"index.interval.bytes", ConfigTypeInt, "4096", "log.index.interval.bytes",
 		int32Key(0, maxInt32, func(c *TopicConfig) *int32 { return &c.IndexIntervalBytes })},
+	{"leader.replication.throttled.replicas", ConfigTypeList, "", "",
+		throttledReplicas(func(c *TopicConfig) **throttle.Replicas { return &c.LeaderThrottledReplicas })},
 	{"local.retention.bytes", ConfigTypeLong, "-2", "log.local.retention.bytes",
 		long(-2, maxInt64, func(c *TopicConfig) *int64 { return &c.LocalRetentionBytes })},
 	{"local.retention.ms", ConfigTypeLong, "-2", "log.local.retention.ms",
@@ -219,7 +229,7 @@ func init() {
 	for i := range topicConfigDefs {
 		d := &topicConfigDefs[i]
 		topicDefsByName[d.Name] = d
-		if d.BrokerName != "" { // a topic-only key (remote.storage.enable)
+		if d.BrokerName != "" { // else a topic-only key (remote.storage.enable)
 			topicDefsByBroker[d.BrokerName] = d
 		}
 		if err := d.set(&defaultTopicConfig, d.Default); err != nil {
@@ -243,12 +253,15 @@ func LookupTopicConfig(key string) (ConfigDef, bool) {
 }
 
 // LookupBrokerConfig finds a broker config key. The broker keys Strata accepts are
-// the broker-level synonyms of the topic keys; a cluster-wide value of one becomes
-// the default of its topic key.
+// the broker-level synonyms of the topic keys (a cluster-wide value of one becomes
+// the default of its topic key) and the broker-only keys (brokerOnlyConfigDefs).
 func LookupBrokerConfig(key string) (ConfigDef, bool) {
 	d, ok := topicDefsByBroker[key]
 	if !ok {
-		return lookupBrokerOnlyConfig(key)
+		d, ok = brokerOnlyDefsByName[key]
+	}
+	if !ok {
+		return ConfigDef{}, false
 	}
 	return *d, true
 }

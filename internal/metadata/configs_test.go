@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/strata-stream/strata/internal/throttle"
 )
 
 func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
@@ -18,8 +20,12 @@ func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
 		if err := d.Validate(d.Default); err != nil {
 			t.Errorf("default of %s does not validate: %v", d.Name, err)
 		}
-		if d.BrokerName == "" && (d.Name == "remote.storage.enable" || d.Name == TopicDeadLetterGroupEnable) {
-			continue // topic-only in Kafka too
+		switch d.Name {
+		case "remote.storage.enable", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas", TopicDeadLetterGroupEnable:
+			if d.BrokerName != "" {
+				t.Errorf("%s has a broker synonym %q; it is topic-only in Kafka", d.Name, d.BrokerName)
+			}
+			continue
 		}
 		if d.BrokerName == "" || brokerNames[d.BrokerName] {
 			t.Errorf("%s: broker synonym %q empty or repeated", d.Name, d.BrokerName)
@@ -151,5 +157,53 @@ func TestErrorCode(t *testing.T) {
 		if got := ErrorCode(tt.err); got != tt.want {
 			t.Errorf("ErrorCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
+	}
+}
+
+func TestReplicationThrottleConfigs(t *testing.T) {
+	img := NewImage()
+	if l, f := img.ReplicationThrottleRates(1); l != throttle.Unlimited || f != throttle.Unlimited {
+		t.Fatalf("no throttle configs: rates %d, %d", l, f)
+	}
+	img, err := ApplyAll(img, []Record{
+		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Key: LeaderReplicationThrottledRate, Value: "500"},
+		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Key: LeaderReplicationThrottledRate, Value: "100"},
+		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Key: FollowerReplicationThrottledRate, Value: "200"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, f := img.ReplicationThrottleRates(1); l != 100 || f != 200 {
+		t.Errorf("broker 1: rates %d, %d; want its own 100, 200", l, f)
+	}
+	if l, f := img.ReplicationThrottleRates(2); l != 500 || f != throttle.Unlimited {
+		t.Errorf("broker 2: rates %d, %d; want the cluster-wide 500 and unlimited", l, f)
+	}
+	var found int
+	for _, e := range img.BrokerConfigEntries("1") {
+		switch e.Name {
+		case LeaderReplicationThrottledRate:
+			found++
+			if e.Value != "100" || e.Source != SourceBroker || len(e.Synonyms) != 3 {
+				t.Errorf("described %+v", e)
+			}
+		case FollowerReplicationThrottledRate:
+			found++
+			if e.Value != "200" || e.Source != SourceBroker {
+				t.Errorf("described %+v", e)
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("BrokerConfigEntries lists %d of the 2 throttle rates", found)
+	}
+	for _, v := range []string{"-1", "x", ""} {
+		if err := ValidateConfig(ResourceBroker, LeaderReplicationThrottledRate, v); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("rate %q: err %v", v, err)
+		}
+	}
+	c := resolveTopicConfig(map[string]string{"leader.replication.throttled.replicas": "0:1,2:3", "follower.replication.throttled.replicas": "*"}, nil)
+	if !c.LeaderThrottledReplicas.Has(2, 3) || c.LeaderThrottledReplicas.Has(0, 3) || !c.FollowerThrottledReplicas.Has(9, 9) {
+		t.Errorf("resolved throttled replicas %+v %+v", c.LeaderThrottledReplicas, c.FollowerThrottledReplicas)
 	}
 }

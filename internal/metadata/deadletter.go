@@ -25,32 +25,16 @@ const (
 	BrokerDeadLetterAutoCreate = "errors.deadletterqueue.auto.create.topics.enable"
 )
 
-// brokerOnlyConfigDefs are the broker keys that are no topic key's synonym, sorted
-// by Name. Their set functions only validate.
-var brokerOnlyConfigDefs = []ConfigDef{
-	{Name: BrokerDeadLetterAutoCreate, BrokerName: BrokerDeadLetterAutoCreate, Type: ConfigTypeBoolean, Default: "false",
-		set: func(_ *TopicConfig, v string) error { _, err := parseBool(v); return err }},
-	{Name: BrokerDeadLetterPrefix, BrokerName: BrokerDeadLetterPrefix, Type: ConfigTypeString, Default: "dlq.",
-		set: func(*TopicConfig, string) error { return nil }},
-}
-
-func lookupBrokerOnlyConfig(key string) (ConfigDef, bool) {
-	for _, d := range brokerOnlyConfigDefs {
-		if d.Name == key {
-			return d, true
-		}
-	}
-	return ConfigDef{}, false
-}
-
 // BrokerConfig returns a broker-only key's effective value: the cluster-wide
 // dynamic value, else the default.
 func (img *Image) BrokerConfig(key string) string {
 	if v, ok := img.brokerConfigs[""][key]; ok {
 		return v
 	}
-	d, _ := lookupBrokerOnlyConfig(key)
-	return d.Default
+	if d, ok := brokerOnlyDefsByName[key]; ok {
+		return d.Default
+	}
+	return ""
 }
 
 // validDeadLetterName checks a group's dead-letter topic name on its own, as

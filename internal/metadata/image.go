@@ -235,23 +235,12 @@ func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 	if name != "" {
 		levels = []describeLevel{{source: SourceBroker, values: img.brokerConfigs[name]}, cluster}
 	}
-	es := make([]ConfigEntry, 0, len(topicConfigDefs))
-	for i := range topicConfigDefs {
-		d := &topicConfigDefs[i]
-		if d.BrokerName == "" {
-			continue
-		}
+	es := make([]ConfigEntry, 0, len(topicConfigDefs)+len(brokerOnlyConfigDefs))
+	for _, d := range brokerConfigDefs() {
 		for j := range levels {
 			levels[j].key = d.BrokerName
 		}
 		es = append(es, describe(d, d.BrokerName, levels...))
-	}
-	for i := range brokerOnlyConfigDefs {
-		d := &brokerOnlyConfigDefs[i]
-		for j := range levels {
-			levels[j].key = d.Name
-		}
-		es = append(es, describe(d, d.Name, levels...))
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
 	return es

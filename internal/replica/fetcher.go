@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/throttle"
 )
 
 // Transport carries a follower's fetches to a leader broker.
@@ -99,23 +100,30 @@ func (f *fetcher) run(ctx context.Context) {
 				return
 			}
 		}
-		ok := f.fetchOnce(ctx, parts)
+		ok, throttled := f.fetchOnce(ctx, parts)
 		if ok {
 			backoff = fetchBackoff
 			continue
 		}
+		wait := backoff
+		if throttled > 0 {
+			wait = throttled // nothing failed: every partition waits for the throttle
+		} else {
+			backoff = min(2*backoff, fetchMaxBackoff)
+		}
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return
 		}
-		backoff = min(2*backoff, fetchMaxBackoff)
 	}
 }
 
 // fetchOnce sends one fetch for parts and applies the answer. It reports false
-// when the fetch or any partition failed in a way that calls for a backoff.
-func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
+// when the fetch or any partition failed in a way that calls for a backoff, or
+// when every partition was left out for the replication throttle: then
+// throttled is how long until the throttle lets one through.
+func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, throttled time.Duration) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.m.nodeID
 	req.ReplicaState.ID = f.m.nodeID
@@ -129,11 +137,23 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 		index int32
 	}
 	type fetched struct {
-		p     *Partition
-		epoch int32 // the leader epoch the request was sent at
+		p        *Partition
+		epoch    int32            // the leader epoch the request was sent at
+		throttle *throttle.Bucket // non-nil: a throttled replica (follower.replication.throttled.replicas)
 	}
 	index := map[key]fetched{}
+	now := f.m.now()
 	for _, p := range parts {
+		// A throttled replica out of the ISR sits out fetches while the
+		// follower's throttle is exceeded; the others go on.
+		bucket := f.m.followerThrottle(p)
+		if bucket != nil && bucket.Exceeded(now) {
+			d := throttleDelay(bucket, now)
+			if throttled == 0 || d < throttled {
+				throttled = d
+			}
+			continue
+		}
 		offset, lastEpoch := p.fetchPosition()
 		// Report only durable data: the fetch offset tells the leader what this
 		// replica holds, and the HWM (acks=all) counts on it. Each log's group
@@ -141,7 +161,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 		if p.groupCommit && p.log.DurableOffset() < offset {
 			if err := p.log.WaitDurable(ctx, offset-1); err != nil {
 				if ctx.Err() != nil {
-					return false
+					return false, 0
 				}
 				f.m.log.Warn("follower fsync failed: no longer fetching the partition until a restart", "topic", p.Topic, "partition", p.Index, "err", err)
 				continue
@@ -163,21 +183,21 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 		rp.LogStartOffset = p.log.LogStartOffset()
 		rp.PartitionMaxBytes = fetchPartitionBytes
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
-		index[key{p.Topic, p.Index}] = fetched{p, rp.CurrentLeaderEpoch}
+		index[key{p.Topic, p.Index}] = fetched{p, rp.CurrentLeaderEpoch, bucket}
 	}
 	if len(index) == 0 {
-		return false
+		return false, throttled
 	}
 	resp, err := f.m.opts.Transport.Fetch(ctx, f.leader, req)
 	if err != nil {
 		if ctx.Err() == nil {
 			f.m.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
 		}
-		return false
+		return false, 0
 	}
 	if resp.ErrorCode != 0 {
 		f.m.log.Debug("replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
-		return false
+		return false, 0
 	}
 	healthy := true
 	for _, rt := range resp.Topics {
@@ -195,6 +215,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 				continue
 			}
 			p := fp.p
+			if fp.throttle != nil {
+				fp.throttle.Record(len(rp.RecordBatches), f.m.now())
+			}
 			if err := f.apply(p, fp.epoch, &rp); err != nil {
 				healthy = false
 				level := slog.LevelDebug
@@ -205,7 +228,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) bool {
 			}
 		}
 	}
-	return healthy
+	return healthy, 0
 }
 
 // apply handles one partition of a fetch response.

@@ -70,6 +70,7 @@ type Manager struct {
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher // by leader broker
 	following map[*Partition]int32
+	throttle  replicationThrottle
 
 	// bg owns the short-lived goroutines: ISR proposals in flight and fetchers
 	// being stopped. Close sets bgClosed, cancels bgCtx and waits for them.
@@ -238,6 +239,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	if closed {
 		return ErrClosed
 	}
+	m.applyThrottle(img)
 	want := map[TopicPartition]bool{}
 	var hosted []roleChange
 	for _, t := range img.Topics() {

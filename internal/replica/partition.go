@@ -463,6 +463,10 @@ func (p *Partition) Read(offset int64, maxBytes int, iso Isolation) (FetchResult
 	if !p.IsLeader() {
 		return FetchResult{}, ErrNotLeader
 	}
+	return p.read(offset, maxBytes, iso)
+}
+
+func (p *Partition) read(offset int64, maxBytes int, iso Isolation) (FetchResult, error) {
 	hwm := p.HighWatermark()
 	lso := p.lastStableOffset(hwm)
 	res := FetchResult{HighWatermark: hwm, LastStableOffset: lso, LogStartOffset: p.log.LogStartOffset()}

@@ -308,7 +308,9 @@ func (p *Partition) followHighWatermark(leaderHWM int64) {
 	if p.mu.leader {
 		return
 	}
-	p.setHighWatermarkLocked(followerHighWatermark(p.highWatermark.Load(), leaderHWM, p.log.LogEndOffset()))
+	if p.setHighWatermarkLocked(followerHighWatermark(p.highWatermark.Load(), leaderHWM, p.log.LogEndOffset())) {
+		p.fire() // consumers fetching from this follower (KIP-392)
+	}
 }
 
 // applyDiverging truncates this follower where its log diverges from that of

@@ -3,10 +3,8 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -70,33 +68,8 @@ func TestReassignPartition(t *testing.T) {
 	}
 	wait.For(t, "broker 1 to lead moving-0", func() bool { return c.leaderOf(adm, "moving", 0) == 0 })
 
-	var (
-		mu    sync.Mutex
-		acked int
-		fails []error
-		wg    sync.WaitGroup
-	)
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Append(nil, i)}).FirstErr()
-			mu.Lock()
-			if err != nil {
-				fails = append(fails, err)
-			} else {
-				acked++
-			}
-			mu.Unlock()
-		}
-	}()
-	wait.For(t, "some writes before the move", func() bool { mu.Lock(); defer mu.Unlock(); return acked >= 100 })
+	prod := startSyncProducer(cl, 0)
+	wait.For(t, "some writes before the move", func() bool { return prod.Acked() >= 100 })
 
 	if err := assign(t, adm, "moving", []int32{4, 2, 3}); err != nil {
 		t.Fatal(err)
@@ -115,12 +88,9 @@ func TestReassignPartition(t *testing.T) {
 		_, err := c.nodes[0].replicas.Partition("moving", 0)
 		return err != nil
 	})
-	mu.Lock()
-	n := acked
-	mu.Unlock()
-	wait.For(t, "writes after the move", func() bool { mu.Lock(); defer mu.Unlock(); return acked >= n+100 })
-	close(stop)
-	wg.Wait()
+	n := prod.Acked()
+	wait.For(t, "writes after the move", func() bool { return prod.Acked() >= n+100 })
+	acked, fails := prod.Stop()
 	if len(fails) > 0 {
 		t.Fatalf("%d acks=all writes failed during the move, the first: %v", len(fails), fails[0])
 	}

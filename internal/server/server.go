@@ -299,6 +299,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		TransactionStatePartitions: cfg.TransactionStatePartitions,
 		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
 		Shares:                     n.shares,
+		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.serveLink(h)
 	saslCfg, guard, err := n.security()
