@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,11 +23,13 @@ import (
 const lowest = 10000
 
 // Ports returns n distinct ports below the kernel's ephemeral port range, each
-// free right now on every one of hosts (127.0.0.1 when none is given).
+// free right now on every one of hosts (127.0.0.1 when none is given; a host
+// may repeat).
 func Ports(n int, hosts ...string) ([]int, error) {
 	if len(hosts) == 0 {
 		hosts = []string{"127.0.0.1"}
 	}
+	hosts = slices.Compact(slices.Sorted(slices.Values(hosts)))
 	highest := ephemeralStart() - 1
 	var probes []net.Listener
 	defer func() {

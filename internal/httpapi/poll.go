@@ -26,6 +26,11 @@ const (
 	// timeout_ms waits for the group to assign it partitions: a new group waits
 	// group.initial.rebalance.delay.ms (3 s) for more members before it assigns.
 	defaultAssignmentWait = 10 * time.Second
+	// defaultFirstPollWait is how long a new member's first poll without
+	// timeout_ms waits for records once it is assigned partitions: its first
+	// fetch comes after the group's committed offsets are read (or the reset
+	// offsets listed), which on a busy machine can take longer than a second.
+	defaultFirstPollWait = 3 * time.Second
 )
 
 // pollJSON is the body of GET and POST /poll; GET /poll also takes the same names
@@ -339,6 +344,8 @@ func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, e
 		if call.assignmentWait == call.timeout {
 			// One timeout_ms bounds the whole poll.
 			wait = max(call.timeout-time.Since(start), 0)
+		} else {
+			wait = max(wait, defaultFirstPollWait)
 		}
 	}
 	var fs kgo.Fetches
