@@ -33,10 +33,24 @@ func joinShareGroup(t *testing.T, cl *kgo.Client, group, id, topic string, topic
 	t.Helper()
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = group, id, 0, []string{topic}
-	resp, err := hb.RequestWith(context.Background(), cl)
-	if err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("ShareGroupHeartbeat: %v %+v", err, resp)
-	}
+	var resp *kmsg.ShareGroupHeartbeatResponse
+	var err error
+	// A coordinator still loading its partition answers with a retriable code,
+	// which a client retries.
+	wait.For(t, "the share group coordinator to take the member", func() bool {
+		resp, err = hb.RequestWith(context.Background(), cl)
+		if err != nil {
+			t.Fatalf("ShareGroupHeartbeat: %v", err)
+		}
+		switch resp.ErrorCode {
+		case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code:
+			return false
+		case 0:
+			return true
+		}
+		t.Fatalf("ShareGroupHeartbeat: %+v", resp)
+		return false
+	})
 	return &shareMember{t: t, cl: cl, group: group, id: id, topicID: topicID}
 }
 
