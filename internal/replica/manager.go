@@ -390,6 +390,9 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 			return nil, false, 0, err
 		}
 		p.isrProposer = m.proposeISR
+		// Configured before it is published: the cleaner reads the config of
+		// every partition it finds.
+		p.setConfig(t.Config)
 		m.mu.Lock()
 		m.partitions[tp] = p
 		m.mu.Unlock()
