@@ -102,13 +102,14 @@
 //
 // # Running it
 //
-// `go test ./internal/chaos` runs one seeded multi-process run of about a minute,
-// the in-process power-loss and disk-fault runs, and TestTxnFaults: 15 s of
-// faults and operations under the transactional workload on a tiered topic.
+// `go test ./internal/chaos` runs one seeded multi-process run of about a minute
+// and the in-process power-loss and disk-fault runs. TestTxnFaults (15 s of
+// faults and operations under the transactional workload on a tiered topic)
+// runs with CHAOS_CAMPAIGN=1 until finding 8 of docs/reliability.md is fixed.
 // `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
 // variant, and transactional in-process runs with power losses) and rewrites
 // the results table in docs/reliability.md. CHAOS_SEED picks the seed of the
-// short runs; TestTxnPowerLoss runs with CHAOS_CAMPAIGN=1.
+// short runs; TestTxnPowerLoss runs with CHAOS_CAMPAIGN=1 too.
 //
 // # Concurrency
 //
