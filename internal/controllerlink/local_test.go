@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"strings"
 	"testing"
 
@@ -101,11 +100,7 @@ func TestClientSendsTheRequestVersion(t *testing.T) {
 // its version on got and hangs up.
 func headerReader(t *testing.T, got chan<- int16) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := listen(t)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
