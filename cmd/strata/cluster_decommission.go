@@ -121,17 +121,12 @@ func clusterDecommissionCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return cli.Usagef("node %q: want a node id", args[0])
 		}
 		node := int32(id)
-		cl, adm, err := s.admin(ctx)
+		m, err := s.startMoves(ctx)
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		opCtx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		md, err := adm.Metadata(opCtx)
-		if err != nil {
-			return err
-		}
+		defer m.close()
+		cl, adm, md, opCtx := m.cl, m.adm, m.md, m.ctx
 		if !slices.ContainsFunc(md.Brokers, func(b kadm.BrokerDetail) bool { return b.NodeID == node }) {
 			return fmt.Errorf("node %d: %w", node, kerr.BrokerIDNotRegistered)
 		}
@@ -155,7 +150,7 @@ func clusterDecommissionCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return fmt.Errorf("node %d still holds %d replicas after %v: %w", node, left, wait, err)
 		}
 
-		opCtx, cancel = s.withTimeout(ctx)
+		opCtx, cancel := s.withTimeout(ctx)
 		defer cancel()
 		ureq := kmsg.NewPtrUnregisterBrokerRequest()
 		ureq.BrokerID = node

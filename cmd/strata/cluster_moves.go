@@ -1,7 +1,8 @@
 package main
 
 // Shared by the commands that move partitions (decommission, rebalance):
-// submitting the reassignments and waiting for them with progress on stderr.
+// reading the cluster, submitting the reassignments and waiting for them with
+// progress on stderr.
 
 import (
 	"context"
@@ -9,10 +10,39 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // movesPoll is how often a command rechecks its moves.
 const movesPoll = 500 * time.Millisecond
+
+// moveStart is where the commands that move replicas (rebalance,
+// decommission) start from: an admin client and the cluster's metadata, read
+// within ctx, which --timeout bounds and which the commands go on using to
+// plan and submit their moves.
+type moveStart struct {
+	cl  *kgo.Client
+	adm *kadm.Client
+	md  kadm.Metadata
+	ctx context.Context
+	// close ends ctx and closes the client.
+	close func()
+}
+
+// startMoves opens an admin client and reads the cluster's metadata.
+func (s *session) startMoves(ctx context.Context) (*moveStart, error) {
+	cl, adm, err := s.admin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opCtx, cancel := s.withTimeout(ctx)
+	m := &moveStart{cl: cl, adm: adm, ctx: opCtx, close: func() { cancel(); cl.Close() }}
+	if m.md, err = adm.Metadata(opCtx); err != nil {
+		m.close()
+		return nil, err
+	}
+	return m, nil
+}
 
 // submitMoves starts the reassignments of req, failing on the first partition
 // the controller refused.

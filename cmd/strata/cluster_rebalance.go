@@ -62,17 +62,12 @@ func clusterRebalanceCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if throttle < 0 {
 			return cli.Usagef("--throttle %d: want bytes per second, 0 for none", throttle)
 		}
-		cl, adm, err := s.admin(ctx)
+		m, err := s.startMoves(ctx)
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		opCtx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		md, err := adm.Metadata(opCtx)
-		if err != nil {
-			return err
-		}
+		defer m.close()
+		cl, adm, md, opCtx := m.cl, m.adm, m.md, m.ctx
 		// kadm lists only the partitions it is given; a null list asks for all.
 		lreq := kmsg.NewPtrListPartitionReassignmentsRequest()
 		lresp, err := lreq.RequestWith(opCtx, cl)
@@ -140,7 +135,7 @@ func clusterRebalanceCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			return fmt.Errorf("%d of %d partitions still moving after %v%s: %w", left, len(out.Moves), wait, keep, err)
 		}
 
-		opCtx, cancel = s.withTimeout(ctx)
+		opCtx, cancel := s.withTimeout(ctx)
 		defer cancel()
 		if throttle > 0 {
 			if err := clearRebalanceThrottle(opCtx, adm, out.Moves); err != nil {

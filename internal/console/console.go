@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
@@ -21,7 +21,6 @@ import (
 type Cluster interface {
 	Image() *metadata.Image
 	LeaderID() int32
-	CreateTopics(ctx context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error)
 }
 
 // Replicas are the partitions this node hosts (*replica.Manager).
@@ -43,7 +42,10 @@ type Config struct {
 	NodeID    int32
 	ClusterID string
 	Cluster   Cluster
-	Replicas  Replicas
+	// Controller is the node's path to the active controller, which makes the
+	// console's changes (creating a topic) from any node.
+	Controller controllerlink.Transport
+	Replicas   Replicas
 	// Groups is nil until the group coordinator runs on this node.
 	Groups Groups
 	// Admin is a client of the cluster over the Kafka protocol, for changes that

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,7 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 )
@@ -294,8 +299,36 @@ func (f topicForm) parse() (controller.CreateTopic, error) {
 	return ct, nil
 }
 
-// createTopic creates a topic through the controller, the path CreateTopics takes,
-// waits until this node's partitions reflect it, and redirects to its page.
+// createTopicsRequestTopic is the CreateTopics entry of a parsed form.
+func createTopicsRequestTopic(ct controller.CreateTopic) kmsg.CreateTopicsRequestTopic {
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = ct.Name, ct.NumPartitions, ct.ReplicationFactor
+	for _, k := range slices.Sorted(maps.Keys(ct.Configs)) {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(ct.Configs[k])
+		t.Configs = append(t.Configs, cfg)
+	}
+	return t
+}
+
+// awaitTopic waits until this node's image holds the topic (created through
+// the active controller, maybe on another node) and its partitions reflect it.
+func (c *Console) awaitTopic(ctx context.Context, name string) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for c.cfg.Cluster.Image().Topic(name) == nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return c.cfg.Replicas.WaitApplied(ctx, c.cfg.Cluster.Image().Offset())
+}
+
+// createTopic creates a topic through the node's path to the active controller
+// (the one CreateTopics takes, so it works from any node), waits until this
+// node's partitions reflect it, and redirects to its page.
 func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
@@ -322,20 +355,20 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	results, err := c.cfg.Cluster.CreateTopics(ctx, []controller.CreateTopic{ct}, false)
-	if err == nil && len(results) == 1 {
-		err = results[0].Err
+	results, err := controllerlink.CreateTopics(ctx, c.cfg.Controller, []kmsg.CreateTopicsRequestTopic{createTopicsRequestTopic(ct)})
+	if err == nil {
+		err = controllerlink.TopicError(results[0])
 	}
 	if err != nil {
 		status := http.StatusConflict
-		if errors.Is(err, controller.ErrNotController) {
+		if errors.Is(err, kerr.NotController) || !errors.As(err, new(*kerr.Error)) {
+			// An election, or no controller reachable: worth trying again.
 			status = http.StatusServiceUnavailable
-			err = fmt.Errorf("%w: this node is not the active controller; node %d is", err, c.cfg.Cluster.LeaderID())
 		}
 		fail(status, err)
 		return
 	}
-	if err := c.cfg.Replicas.WaitApplied(ctx, c.cfg.Cluster.Image().Offset()); err != nil {
+	if err := c.awaitTopic(ctx, ct.Name); err != nil {
 		c.log.Warn("console: waiting for the new topic's partitions", "topic", ct.Name, "err", err)
 	}
 	c.log.Info("console: created topic", "topic", ct.Name, "partitions", results[0].NumPartitions, "remote", r.RemoteAddr)

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/metadata"
@@ -267,21 +266,6 @@ func (c *Controller) AlterScramCredentials(ctx context.Context, dels []ScramDele
 		return nil, err
 	}
 	return results, nil
-}
-
-// AddScram creates a user's credential from a password unless one exists for
-// that mechanism; it reports whether it created one.
-func (c *Controller) AddScram(ctx context.Context, user string, mech metadata.ScramMechanism, password string, iterations int32) (bool, error) {
-	created := false
-	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
-		recs, err := PlanAddScram(img, user, mech, password, iterations)
-		if errors.Is(err, errScramExists) {
-			return nil, nil
-		}
-		created = err == nil
-		return recs, err
-	})
-	return created, err
 }
 
 // CreateAcls adds ACL bindings; see PlanCreateAcls.

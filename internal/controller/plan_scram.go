@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -120,25 +119,6 @@ func checkScramUserMech(user string, mech metadata.ScramMechanism) error {
 		return fmt.Errorf("%w: mechanism %d", metadata.ErrUnsupportedSaslMechanism, int8(mech))
 	}
 	return nil
-}
-
-// errScramExists is PlanAddScram's "already there": not an error for --add-scram.
-var errScramExists = errors.New("credential exists")
-
-// PlanAddScram plans a credential made from a password, unless the user already
-// has one for that mechanism (--add-scram creates it only when absent).
-func PlanAddScram(img *metadata.Image, user string, mech metadata.ScramMechanism, password string, iterations int32) ([]metadata.Record, error) {
-	if err := checkScramUserMech(user, mech); err != nil {
-		return nil, err
-	}
-	if _, ok := img.ScramCredential(user, mech); ok {
-		return nil, errScramExists
-	}
-	cred, err := sasl.NewCredential(sasl.Mechanism(mech.String()), password, iterations)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnacceptableCredential, err)
-	}
-	return []metadata.Record{scramRecord(user, mech, cred)}, nil
 }
 
 // scramRecord is the record that sets cred as user's credential for mech.

@@ -22,8 +22,10 @@ const maxResponseBytes = 64 << 20
 type Client struct {
 	// Leader returns the active controller's node id and link address, or ok=false.
 	Leader func() (id int32, addr string, ok bool)
-	// Versions is the version to send for each API key (the link's server is the
-	// same build, so this is the highest it serves).
+	// Versions is the highest version the link serves for each API key (its
+	// server is the same build). A request is sent at its own version: a
+	// client's forwarded request at the client's, so the answer keeps its
+	// fields; one above this is refused.
 	Versions map[int16]int16
 	// Timeout bounds dialing and each round trip (default 10s).
 	Timeout time.Duration
@@ -52,11 +54,9 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if !ok {
 		return nil, errNoController
 	}
-	v, ok := c.Versions[req.Key()]
-	if !ok {
-		return nil, fmt.Errorf("controllerlink: no version for %s", kmsg.NameForKey(req.Key()))
+	if v, ok := c.Versions[req.Key()]; !ok || req.GetVersion() > v {
+		return nil, fmt.Errorf("controllerlink: the link does not serve %s v%d", kmsg.NameForKey(req.Key()), req.GetVersion())
 	}
-	req.SetVersion(v)
 	for {
 		lc, err := c.conn(ctx, addr)
 		if err != nil {

@@ -11,15 +11,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// silentController accepts connections and reads requests but never answers:
-// a controller that lost its network after the connection was made.
-func silentController(t *testing.T) string {
+// listen listens on a loopback port until the test ends.
+func listen(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// silentController accepts connections and reads requests but never answers:
+// a controller that lost its network after the connection was made.
+func silentController(t *testing.T) string {
+	t.Helper()
+	ln := listen(t)
 	go func() {
 		for {
 			c, err := ln.Accept()

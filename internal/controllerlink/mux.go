@@ -2,6 +2,11 @@
 // and heartbeats, ISR changes, producer-id blocks, forwarded admin requests) to the
 // active controller over the Kafka protocol, as KRaft brokers do.
 //
+// It is a node's one path to the active controller (Transport): Client sends a
+// request over the network, Local serves it in process while this node's
+// controller is the active one and hands it to a Client otherwise. Callers build
+// the same Kafka request either way and never ask which controller is active.
+//
 // The controller listener (--controller-addr) serves both the Raft transport and
 // these requests. A link connection opens with one marker byte (0xFF: neither a
 // Raft RPC type, which is small, nor the first byte of a Kafka frame size, which

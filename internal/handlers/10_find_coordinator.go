@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
@@ -84,34 +83,12 @@ func (h *Handlers) locateCoordinator(img *metadata.Image, topic, key string, c *
 
 // ensureInternalTopic creates a coordinator's topic if it does not exist yet.
 func (h *Handlers) ensureInternalTopic(ctx context.Context, topic string, partitions int32) {
-	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
-	if h.link != nil && !h.cluster.IsLeader() {
-		req := kmsg.NewPtrCreateTopicsRequest()
-		req.TimeoutMillis = 10000
-		t := kmsg.NewCreateTopicsRequestTopic()
-		t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, -1
-		for k, v := range configs {
-			c := kmsg.NewCreateTopicsRequestTopicConfig()
-			c.Name, c.Value = k, kmsg.StringPtr(v)
-			t.Configs = append(t.Configs, c)
-		}
-		req.Topics = append(req.Topics, t)
-		if _, err := h.link.Request(ctx, req); err != nil {
-			h.log.Warn("creating an internal topic through the controller", "topic", topic, "err", err)
-			return
-		}
-		h.awaitControllerImage(ctx)
-		return
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, -1
+	for _, kv := range [][2]string{{"cleanup.policy", "compact"}, {"segment.bytes", strconv.Itoa(100 << 20)}} {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		t.Configs = append(t.Configs, c)
 	}
-	results, err := h.cluster.CreateTopics(ctx, []controller.CreateTopic{{
-		Name: topic, NumPartitions: partitions, ReplicationFactor: -1, Configs: configs,
-	}}, false)
-	if err == nil && results[0].Err != nil && errorCode(results[0].Err) != errorCode(metadata.ErrTopicExists) {
-		err = results[0].Err
-	}
-	if err != nil {
-		h.log.Warn("creating an internal topic", "topic", topic, "err", err)
-		return
-	}
-	h.awaitLocalApply(ctx)
+	h.createOwnTopics(ctx, "created internal topic", []kmsg.CreateTopicsRequestTopic{t})
 }

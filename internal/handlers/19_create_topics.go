@@ -8,11 +8,13 @@ package handlers
 
 import (
 	"context"
+	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/controller"
-	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -79,41 +81,35 @@ func (h *Handlers) createTopics(ctx context.Context, _ *protocol.ConnInfo, r *pr
 // auto-creation). Failures are logged: the Metadata answer reports the topic as
 // not yet available and the client retries.
 func (h *Handlers) autoCreate(ctx context.Context, names []string) {
-	reqs := make([]controller.CreateTopic, len(names))
+	topics := make([]kmsg.CreateTopicsRequestTopic, len(names))
 	for i, n := range names {
-		reqs[i] = controller.CreateTopic{Name: n, NumPartitions: h.cfg.DefaultPartitions, ReplicationFactor: -1}
-	}
-	if h.link != nil && !h.cluster.IsLeader() {
-		h.autoCreateRemote(ctx, names)
-		return
-	}
-	results, err := h.cluster.CreateTopics(ctx, reqs, false)
-	h.awaitLocalApply(ctx)
-	if err != nil {
-		h.log.Warn("auto-creating topics", "topics", names, "err", err)
-		return
-	}
-	for _, res := range results {
-		if res.Err != nil && errorCode(res.Err) != errorCode(metadata.ErrTopicExists) {
-			h.log.Warn("auto-creating topic", "topic", res.Name, "err", res.Err)
-		} else if res.Err == nil {
-			h.log.Info("auto-created topic", "topic", res.Name, "partitions", res.NumPartitions)
-		}
-	}
-}
-
-// autoCreateRemote asks the active controller, another node, to create topics.
-func (h *Handlers) autoCreateRemote(ctx context.Context, names []string) {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 10000
-	for _, n := range names {
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic, t.NumPartitions, t.ReplicationFactor = n, h.cfg.DefaultPartitions, -1
-		req.Topics = append(req.Topics, t)
+		topics[i] = t
 	}
-	if _, err := h.link.Request(ctx, req); err != nil {
-		h.log.Warn("auto-creating topics through the controller", "topics", names, "err", err)
+	h.createOwnTopics(ctx, "auto-created topic", topics)
+}
+
+// createOwnTopics creates topics this node needs (auto-created, a
+// coordinator's) through the active controller, and waits (briefly) until
+// they exist in this node's image and partitions. Failures are logged.
+func (h *Handlers) createOwnTopics(ctx context.Context, what string, topics []kmsg.CreateTopicsRequestTopic) {
+	results, err := controllerlink.CreateTopics(ctx, h.ctrl, topics)
+	if err != nil {
+		h.log.Warn("creating topics through the active controller", "what", what, "err", err)
 		return
 	}
-	h.awaitControllerImage(ctx)
+	var exist []string
+	for _, res := range results {
+		switch err := controllerlink.TopicError(res); {
+		case err == nil:
+			h.log.Info(what, "topic", res.Topic, "partitions", res.NumPartitions)
+		case errors.Is(err, kerr.TopicAlreadyExists):
+		default:
+			h.log.Warn("creating topic", "what", what, "topic", res.Topic, "err", err)
+			continue
+		}
+		exist = append(exist, res.Topic)
+	}
+	h.awaitTopics(ctx, exist)
 }

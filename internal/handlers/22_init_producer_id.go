@@ -78,12 +78,9 @@ func (h *Handlers) nextProducerID(ctx context.Context) (int64, error) {
 
 // allocateProducerIDBlock asks the active controller, local or not, for a block.
 func (h *Handlers) allocateProducerIDBlock(ctx context.Context) (controller.ProducerIDBlock, error) {
-	if h.link == nil || h.cluster.IsLeader() {
-		return h.cluster.AllocateProducerIDs(ctx, h.cfg.NodeID, h.cfg.BrokerEpoch())
-	}
 	req := kmsg.NewPtrAllocateProducerIDsRequest()
 	req.BrokerID, req.BrokerEpoch = h.cfg.NodeID, h.cfg.BrokerEpoch()
-	resp, err := h.link.Request(ctx, req)
+	resp, err := h.ctrl.Request(ctx, req)
 	if err != nil {
 		return controller.ProducerIDBlock{}, err
 	}

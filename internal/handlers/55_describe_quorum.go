@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -59,7 +60,7 @@ func (h *Handlers) describeQuorum(ctx context.Context, _ *protocol.ConnInfo, r *
 		if host, port, err := net.SplitHostPort(m.Addr); err == nil {
 			if p, err := strconv.ParseUint(port, 10, 16); err == nil {
 				l := kmsg.NewDescribeQuorumResponseNodeListener()
-				l.Name, l.Host, l.Port = ObserverListener, host, uint16(p)
+				l.Name, l.Host, l.Port = controllerlink.ObserverListener, host, uint16(p)
 				n.Listeners = append(n.Listeners, l)
 			}
 		}

@@ -50,7 +50,7 @@ func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, cluster
 		msg := "cluster id " + *clusterID + " is not this cluster's"
 		return kerr.InconsistentClusterID.Code, &msg
 	}
-	retry := h.link != nil && ctx.Value(onLinkKey{}) == nil
+	retry := ctx.Value(onLinkKey{}) == nil
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for i := 0; ; i++ {

@@ -8,7 +8,9 @@ package handlers
 //   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AddRaftVoter,
 //   RemoveRaftVoter, AlterUserScramCredentials, CreateAcls, DeleteAcls,
 //   AlterClientQuotas). A node that is not the active controller answers
-//   NOT_CONTROLLER and the sender retries on the new one.
+//   NOT_CONTROLLER and the sender retries on the new one. The active
+//   controller's own node serves itself the same requests in process
+//   (controllerlink.Local): there is one path to the controller.
 
 import (
 	"context"
@@ -20,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -77,23 +80,20 @@ func (h *Handlers) LinkHandler() protocol.Handler {
 // onLinkKey marks the context of a request that arrived on the controller link.
 type onLinkKey struct{}
 
-// Link sends requests to the active controller.
-type Link interface {
-	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
-}
-
-// forwardIfNotController sends an admin request on to the active controller when
-// this node is not it, and answers with the controller's response. ok is false when
-// this node should serve the request itself.
+// forwardIfNotController has the active controller serve an admin request
+// that a client sent this node, through the node's one path to it (in process
+// when it is this node), and answers with the controller's response. ok is
+// false when the request arrived on the controller link and this node, the
+// active controller, should serve it itself.
 func (h *Handlers) forwardIfNotController(ctx context.Context, r *protocol.Request) (protocol.Response, bool) {
-	if h.link == nil || h.cluster.IsLeader() {
-		return protocol.Response{}, false
-	}
 	if ctx.Value(onLinkKey{}) != nil {
-		// Forwarded to us, but we are no longer the controller: never forward twice.
+		if h.cluster.IsLeader() {
+			return protocol.Response{}, false
+		}
+		// Sent to us, but we are no longer the controller: never forward twice.
 		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
 	}
-	resp, err := h.link.Request(ctx, r.Msg)
+	resp, err := h.ctrl.Request(ctx, r.Msg)
 	if err != nil {
 		h.log.Warn("forwarding to the active controller", "api", kmsg.NameForKey(r.Key), "err", err)
 		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
@@ -177,11 +177,6 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 	return resp
 }
 
-// ObserverListener names the listener a broker-only node adds to its
-// BrokerRegistration: its Raft address, where the active controller adds it to
-// the quorum as a non-voting member. The first listener is the Kafka one.
-const ObserverListener = "CONTROLLER"
-
 // brokerRegistration registers a broker. A registration naming another
 // cluster id than this node's is refused with INCONSISTENT_CLUSTER_ID.
 func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
@@ -203,7 +198,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo,
 		reg.Rack = *req.Rack
 	}
 	for _, ol := range req.Listeners[1:] {
-		if ol.Name == ObserverListener {
+		if ol.Name == controllerlink.ObserverListener {
 			reg.ObserverAddr = net.JoinHostPort(ol.Host, strconv.Itoa(int(ol.Port)))
 		}
 	}

@@ -110,16 +110,18 @@ func (h *Handlers) awaitLocalApply(ctx context.Context) {
 
 const localApplyTimeout = 5 * time.Second
 
-// awaitControllerImage waits (briefly) for this broker to apply a change the
-// active controller made on another node: this node's Raft log follows it.
-func (h *Handlers) awaitControllerImage(ctx context.Context) {
+// awaitTopics waits (briefly) until this node's image holds the topics, created
+// through the active controller (this node or another: this node's Raft log
+// follows it), and its partitions reflect that image.
+func (h *Handlers) awaitTopics(ctx context.Context, names []string) {
 	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
 	defer cancel()
-	start := h.cluster.Image().Offset()
-	for h.cluster.Image().Offset() == start && ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Millisecond):
+	for _, name := range names {
+		for h.cluster.Image().Topic(name) == nil && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 	}
 	h.awaitLocalApply(ctx)

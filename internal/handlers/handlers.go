@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/quota"
 	"github.com/strata-stream/strata/internal/replica"
@@ -128,7 +129,7 @@ type Handlers struct {
 	log      *slog.Logger
 	byKey    map[int16]api
 	pids     producerIDs
-	link     Link // nil on a single node: the local controller is always active
+	ctrl     *controllerlink.Local // the one path to the active controller
 	groups   Groups
 	sessions *fetchSessions
 }
@@ -136,21 +137,31 @@ type Handlers struct {
 // New returns the handlers of one node. link reaches the active controller when it
 // is another node; nil means this node's controller is the only one. A
 // controller-only node passes nil replicas and groups and serves only the
-// controller link (LinkHandler).
-func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, link Link, logger *slog.Logger) *Handlers {
+// controller link (LinkHandler). Controller returns the path to the active
+// controller these handlers use.
+func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, link controllerlink.Transport, logger *slog.Logger) *Handlers {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
 	if cfg.Shares == nil {
 		cfg.Shares = noShares{}
 	}
-	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, link: link, log: logger, byKey: map[int16]api{},
+	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, log: logger, byKey: map[int16]api{},
 		sessions: newFetchSessions(defaultFetchSessionSlots)}
+	h.ctrl = &controllerlink.Local{Handler: h.LinkHandler()}
+	if link != nil {
+		h.ctrl.Leads, h.ctrl.Forward = cluster.IsLeader, link
+	}
 	for _, a := range allApis() {
 		h.byKey[a.key] = a
 	}
 	return h
 }
+
+// Controller is this node's one path to the active controller: the requests
+// these handlers forward, served here while this node's controller is the
+// active one. The node's lifecycle and console use it too.
+func (h *Handlers) Controller() controllerlink.Transport { return h.ctrl }
 
 // Handle implements protocol.Handler.
 func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {

@@ -127,10 +127,8 @@ func (e permanentError) Unwrap() error { return e.err }
 func permanent(err error) error { return permanentError{err} }
 
 func (n *Node) registerOnce(ctx context.Context, reg controller.RegisterBroker) (int64, error) {
-	if n.ctrl.IsLeader() {
-		return n.ctrl.RegisterBroker(ctx, reg)
-	}
 	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.Version = 4
 	req.BrokerID, req.IncarnationID, req.ClusterID = reg.ID, reg.Incarnation, n.clusterID
 	if reg.Rack != "" {
 		req.Rack = &reg.Rack
@@ -145,10 +143,10 @@ func (n *Node) registerOnce(ctx context.Context, reg controller.RegisterBroker) 
 		}
 		port, _ := strconv.Atoi(portStr)
 		ol := kmsg.NewBrokerRegistrationRequestListener()
-		ol.Name, ol.Host, ol.Port = handlers.ObserverListener, host, uint16(port)
+		ol.Name, ol.Host, ol.Port = controllerlink.ObserverListener, host, uint16(port)
 		req.Listeners = append(req.Listeners, ol)
 	}
-	resp, err := n.link.Request(ctx, req)
+	resp, err := n.toController.Request(ctx, req)
 	if err != nil {
 		return 0, err
 	}
@@ -192,17 +190,11 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 func (n *Node) heartbeat(ctx context.Context, wantShutdown bool) (controller.HeartbeatResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.BrokerSessionTimeout/2)
 	defer cancel()
-	hb := controller.HeartbeatRequest{
-		BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(), WantShutdown: wantShutdown,
-		MetadataOffset: int64(n.ctrl.Image().Offset()),
-	}
-	if n.ctrl.IsLeader() {
-		return n.ctrl.BrokerHeartbeat(ctx, hb)
-	}
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
-	req.BrokerID, req.BrokerEpoch, req.WantShutdown = hb.BrokerID, hb.BrokerEpoch, wantShutdown
+	req.Version = 2
+	req.BrokerID, req.BrokerEpoch, req.WantShutdown = n.cfg.NodeID, n.brokerEpoch.Load(), wantShutdown
 	req.CurrentMetadataOffset = int64(n.ctrl.Image().Offset())
-	resp, err := n.link.Request(ctx, req)
+	resp, err := n.toController.Request(ctx, req)
 	if err != nil {
 		return controller.HeartbeatResult{}, err
 	}
@@ -302,13 +294,8 @@ type isrChanger struct{ n *Node }
 
 func (c isrChanger) AlterPartition(ctx context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
 	n := c.n
-	if n.ctrl.IsLeader() {
-		return n.ctrl.AlterPartition(ctx, controller.AlterPartitionRequest{
-			BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(),
-			TopicID: topicID, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, NewISR: isr,
-		})
-	}
 	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version = 3
 	req.BrokerID, req.BrokerEpoch = n.cfg.NodeID, n.brokerEpoch.Load()
 	t := kmsg.NewAlterPartitionRequestTopic()
 	t.TopicID = topicID
@@ -321,7 +308,7 @@ func (c isrChanger) AlterPartition(ctx context.Context, topicID metadata.UUID, p
 	}
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	resp, err := n.link.Request(ctx, req)
+	resp, err := n.toController.Request(ctx, req)
 	if err != nil {
 		return nil, err
 	}

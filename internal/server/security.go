@@ -188,20 +188,13 @@ func (n *Node) addScramCredentials(ctx context.Context) error {
 	return nil
 }
 
-// addScram creates one credential unless the user has one for the mechanism: on
-// the active controller directly, else as an AlterUserScramCredentials upsertion
-// over the controller link (salted here; the password does not travel).
+// addScram creates one credential unless the user has one for the mechanism, as
+// an AlterUserScramCredentials upsertion sent to the active controller (salted
+// here; the password does not travel).
 func (n *Node) addScram(ctx context.Context, spec sasl.ScramSpec) error {
 	mech, _ := scramMechanismOf(spec.Mechanism)
 	if _, ok := n.ctrl.Image().ScramCredential(spec.Name, mech); ok {
 		return nil
-	}
-	if n.ctrl.IsLeader() {
-		created, err := n.ctrl.AddScram(ctx, spec.Name, mech, spec.Password, spec.Iterations)
-		if created {
-			n.auditLog().Info("SCRAM credential created", "event", "user_change", "user", spec.Name, "mechanism", string(spec.Mechanism), "by", "--add-scram")
-		}
-		return err
 	}
 	salt, salted, err := sasl.SaltPassword(spec.Mechanism, spec.Password, spec.Iterations)
 	if err != nil {
@@ -211,7 +204,7 @@ func (n *Node) addScram(ctx context.Context, spec sasl.ScramSpec) error {
 	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
 	up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = spec.Name, int8(mech), spec.Iterations, salt, salted
 	req.Upsertions = append(req.Upsertions, up)
-	resp, err := n.link.Request(ctx, req)
+	resp, err := n.toController.Request(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -220,6 +213,7 @@ func (n *Node) addScram(ctx context.Context, spec sasl.ScramSpec) error {
 			return err
 		}
 	}
+	n.auditLog().Info("SCRAM credential created", "event", "user_change", "user", spec.Name, "mechanism", string(spec.Mechanism), "by", "--add-scram")
 	return nil
 }
 

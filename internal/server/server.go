@@ -84,6 +84,10 @@ type Node struct {
 	raftAddr      string // this node's Raft (and controller link) address
 	clusterID     string
 	link          *controllerlink.Client
+	// toController is the one path to the active controller (registration,
+	// heartbeats, ISR changes, --add-scram, the console): the link on a
+	// broker-only node, the handlers' in-process path on a controller.
+	toController  controllerlink.Transport
 	linkSrv       *protocol.Server
 	replicaClient *kgo.Client
 	certs         *certs.Reloader // TLS material; nil when TLS is off (security.go)
@@ -169,6 +173,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	}
 	n.link = n.newLink(peers)
 	if !cfg.IsController() {
+		n.toController = n.link
 		// A broker-only node receives the metadata log only once it is a member:
 		// it registers (and so joins) first.
 		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
@@ -243,6 +248,27 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.startShares(logger.With("component", "share")); err != nil {
 		return nil, fmt.Errorf("share groups: %w", err)
 	}
+	h = handlers.New(handlers.Config{
+		NodeID:            cfg.NodeID,
+		ClusterID:         clusterID,
+		AutoCreateTopics:  cfg.AutoCreateTopics,
+		DefaultPartitions: cfg.DefaultPartitions,
+		BrokerEpoch:       n.brokerEpoch.Load,
+		Observer:          n.metrics,
+		Authorizer:        n.authorizerFunc(),
+		Quotas:            quota.New(nil),
+
+		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
+		Transactions:               n.txns,
+		TransactionStatePartitions: cfg.TransactionStatePartitions,
+		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
+		Shares:                     n.shares,
+		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
+	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
+	n.serveLink(h)
+	if cfg.IsController() {
+		n.toController = h.Controller()
+	}
 	images, stop := n.ctrl.Watch()
 	n.stopWatch = stop
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
@@ -284,24 +310,6 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		defer n.wg.Done()
 		n.replicas.RunISRMaintenance(lifeCtx)
 	}()
-	h = handlers.New(handlers.Config{
-		NodeID:            cfg.NodeID,
-		ClusterID:         clusterID,
-		AutoCreateTopics:  cfg.AutoCreateTopics,
-		DefaultPartitions: cfg.DefaultPartitions,
-		BrokerEpoch:       n.brokerEpoch.Load,
-		Observer:          n.metrics,
-		Authorizer:        n.authorizerFunc(),
-		Quotas:            quota.New(nil),
-
-		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
-		Transactions:               n.txns,
-		TransactionStatePartitions: cfg.TransactionStatePartitions,
-		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
-		Shares:                     n.shares,
-		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
-	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
-	n.serveLink(h)
 	saslCfg, guard, err := n.security()
 	n.guard = guard
 	if err != nil {
@@ -344,7 +352,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	}
 
 	n.console = console.New(console.Config{
-		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Replicas: n.replicas, Groups: n.groups,
+		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Controller: n.toController, Replicas: n.replicas, Groups: n.groups,
 		Admin: n.api.Admin(), Logger: logger.With("component", "console"), Guard: n.guard,
 	})
 	if err := n.serveHTTP(); err != nil {
