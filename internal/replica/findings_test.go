@@ -189,3 +189,60 @@ func TestFindingFailedLeaderLogResigns(t *testing.T) {
 		}
 	})
 }
+
+// TestFindingJoiningFollowerHoldsHighWatermark (finding 8): from the moment a
+// leader proposes adding a follower to the ISR, the high-water mark waits for
+// that follower too (Kafka's maximal ISR). The old leader kept computing it
+// over the committed ISR until the controller's answer: records were
+// acknowledged that the joining follower did not hold, the controller then
+// committed it to the ISR, and could make it leader (a reassignment that adds
+// it completes in the same change, as in the chaos run that lost a
+// transaction's commit marker). Here follower 3 catches up, the controller
+// holds the proposal, 3 stops fetching, and the leader takes writes; then the
+// proposal commits and 3 is elected.
+func TestFindingJoiningFollowerHoldsHighWatermark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 3, 1)
+		if _, err := c.produce(1, 5); err != nil {
+			t.Fatal(err)
+		}
+		c.isolate(3, true)
+		time.Sleep(2 * c.lagMax)
+		synctest.Wait()
+		if isr := c.partition().ISR; slices.Contains(isr, 3) {
+			t.Fatalf("the isolated follower is still in the ISR %v", isr)
+		}
+		held, release := c.holdISR()
+		c.isolate(3, false)
+		for deadline := time.Now().Add(time.Minute); held() == 0 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		if held() == 0 {
+			t.Fatal("the leader proposed no expansion once follower 3 caught up")
+		}
+		c.isolate(3, true)
+		acked, _ := c.produce(1, 3)
+		release()
+		synctest.Wait()
+
+		ip := c.partition()
+		if !slices.Contains(ip.ISR, 3) {
+			t.Fatalf("the expansion did not commit: ISR %v", ip.ISR)
+		}
+		if hwm, leo := c.replica(1).HighWatermark(), c.replica(3).LogEndOffset(); hwm > leo {
+			t.Fatalf("follower 3 joined the ISR holding up to %d, below the leader's HWM %d (acknowledged %v)", leo, hwm, acked)
+		}
+		c.elect(3, 1, 2, 3) // brokers 1 and 2 fail; 3 is in the ISR
+		synctest.Wait()
+		if len(acked) > 0 {
+			if last, leo := acked[len(acked)-1], c.replica(3).LogEndOffset(); last >= leo {
+				t.Fatalf("acknowledged offset %d is not on the new leader 3, whose log ends at %d", last, leo)
+			}
+		}
+		c.isolate(3, false)
+		if _, err := c.produce(3, 2); err != nil {
+			t.Fatalf("the new leader takes no writes: %v", err)
+		}
+	})
+}

@@ -33,10 +33,14 @@ type memCluster struct {
 	t      *testing.T
 	lagMax time.Duration
 
-	mu    sync.Mutex // guards img, nodes and cut; held while images are applied
+	mu    sync.Mutex // guards img, nodes, cut, hold and held; held while images are applied
 	img   *metadata.Image
 	nodes map[int32]*memNode
 	cut   map[int32]bool // brokers cut off from every other broker
+	// hold, while not nil, keeps every AlterPartition waiting until it is
+	// closed (proposals in flight); held counts those that arrived.
+	hold chan struct{}
+	held int
 }
 
 type memNode struct {
@@ -183,6 +187,27 @@ func (c *memCluster) replica(id int32) *Partition {
 	return p
 }
 
+// holdISR keeps the ISR changes proposed from now on in flight until release
+// is called; held reports how many arrived.
+func (c *memCluster) holdISR() (held func() int, release func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hold := make(chan struct{})
+	c.hold, c.held = hold, 0
+	held = func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.held
+	}
+	release = func() {
+		c.mu.Lock()
+		c.hold = nil
+		c.mu.Unlock()
+		close(hold)
+	}
+	return held, release
+}
+
 // isolate cuts broker id off from the other brokers (not from the controller,
 // which here is the test itself) or heals it.
 func (c *memCluster) isolate(id int32, cut bool) {
@@ -218,6 +243,12 @@ type memController struct {
 func (mc memController) AlterPartition(_ context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
 	c := mc.c
 	c.mu.Lock()
+	if hold := c.hold; hold != nil {
+		c.held++
+		c.mu.Unlock()
+		<-hold
+		c.mu.Lock()
+	}
 	defer c.mu.Unlock()
 	if c.cut[mc.from] {
 		return nil, errors.New("memcluster: controller unreachable")
