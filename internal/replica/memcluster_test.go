@@ -59,18 +59,26 @@ var memTopicID = metadata.UUID{1}
 // newMemCluster starts brokers 1..n and creates topic memTopic with one
 // partition on every broker, led by broker 1, all in sync.
 func newMemCluster(t *testing.T, n int, minISR int) *memCluster {
-	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}}
-	var recs []metadata.Record
 	var all []int32
 	for id := int32(1); id <= int32(n); id++ {
-		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
 		all = append(all, id)
+	}
+	return newMemClusterOn(t, n, all, minISR)
+}
+
+// newMemClusterOn starts brokers 1..n and creates topic memTopic with one
+// partition on replicas, led by the first, all in sync.
+func newMemClusterOn(t *testing.T, n int, replicas []int32, minISR int) *memCluster {
+	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}}
+	var recs []metadata.Record
+	for id := int32(1); id <= int32(n); id++ {
+		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
 	}
 	recs = append(recs,
 		&metadata.TopicRecord{Name: memTopic, ID: memTopicID, Configs: map[string]string{"min.insync.replicas": strconv.Itoa(minISR)}},
-		&metadata.PartitionRecord{TopicID: memTopicID, Partition: 0, Replicas: all, ISR: all, Leader: 1})
+		&metadata.PartitionRecord{TopicID: memTopicID, Partition: 0, Replicas: replicas, ISR: replicas, Leader: replicas[0]})
 	c.applyRecords(recs...)
-	for _, id := range all {
+	for id := int32(1); id <= int32(n); id++ {
 		c.start(id, vfs.NewMem())
 	}
 	t.Cleanup(c.close)
@@ -166,6 +174,22 @@ func (c *memCluster) partition() *metadata.Partition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.img.Partition(memTopic, 0)
+}
+
+// reassign moves the partition to target as the controller's
+// PlanAlterReassignments does (it completes once the ISR holds target).
+func (c *memCluster) reassign(target ...int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, errs := controller.PlanAlterReassignments(c.img, []controller.Reassignment{{Topic: memTopic, Partition: 0, Replicas: target}}, nil)
+	for _, err := range errs {
+		if err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if err := c.applyLocked(recs); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // elect makes leader lead at the next leader epoch with isr.
