@@ -176,11 +176,7 @@ func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Ti
 		return err
 	}
 	p.proposeISR("expand", func() []int32 {
-		isr := expandISR(p.mu.set.isr, id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
-		if isr != nil {
-			p.mu.set.expanding(id)
-		}
-		return isr
+		return p.mu.set.proposeExpansion(id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
 	})
 	return nil
 }

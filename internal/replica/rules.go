@@ -120,10 +120,20 @@ func (t *tracker) update(partitionEpoch int32, replicas, isr []int32, now time.T
 	return true
 }
 
-// expanding records that the leader proposes adding follower id to the ISR:
-// the HWM counts it from now until the proposal is resolved.
-func (t *tracker) expanding(id int32) {
-	t.adding, t.addingBase = id, t.partitionEpoch
+// proposeExpansion is the ISR with follower id added when it qualifies
+// (expandISR), or nil. A proposal makes the HWM count the follower from now
+// until it is resolved; while another follower's expansion is unresolved,
+// none is proposed (it may have been committed, and only one unresolved
+// member is counted).
+func (t *tracker) proposeExpansion(id int32, fetchOffset, highWatermark, epochStart int64) []int32 {
+	if t.adding != noReplica && t.adding != id {
+		return nil
+	}
+	isr := expandISR(t.isr, id, fetchOffset, highWatermark, epochStart)
+	if isr != nil {
+		t.adding, t.addingBase = id, t.partitionEpoch
+	}
+	return isr
 }
 
 // expansionRefused resolves an unresolved expansion the controller refused

@@ -136,8 +136,7 @@ func (h *rulesHarness) run(cmd string) []string {
 		}
 		var out []string
 		if !inISR {
-			if isr := expandISR(h.tr.isr, id, offset, h.hwm, h.epochStart); isr != nil {
-				h.tr.expanding(id)
+			if isr := h.tr.proposeExpansion(id, offset, h.hwm, h.epochStart); isr != nil {
 				out = append(out, fmt.Sprintf("propose expand isr=%s", fmtIDs(isr)))
 			}
 		}
