@@ -95,8 +95,10 @@
 //	         its set), reassign-cancel (the same, cancelled at once),
 //	         decommission (`strata cluster decommission` of the broker-only
 //	         node, stopped for the hold, started again) and voter-change
-//	         (AddRaftVoter / RemoveRaftVoter of it). Each is waited for and
-//	         checked before the next fault.
+//	         (AddRaftVoter / RemoveRaftVoter of it), and reassign-kill (a
+//	         move during which the partition's leader or the broker the
+//	         replica moves to is SIGKILLed for the hold). Each is waited for
+//	         and checked before the next fault.
 //
 // Replica agreement compares replicas from the highest local log start (a
 // tiered log deletes locally on each replica's own time) and, for a
