@@ -177,21 +177,13 @@ func TestDiskFaults(t *testing.T) {
 // cancelled move, a broker-only node retired and added back and promoted to
 // a voter, under transactional producers writing to a tiered topic,
 // read_committed readers and a read-process-write stage.
-//
-// Part of the campaign (CHAOS_CAMPAIGN=1) until finding 8 of docs/reliability.md
-// (a committed transactional record lost, seen once at seed 1) is fixed: it must
-// not turn CI red at random meanwhile. Run it alone with CHAOS_CAMPAIGN=1 go test
-// -run TestTxnFaults ./internal/chaos/.
 func TestTxnFaults(t *testing.T) {
-	if os.Getenv(envCampaign) != "1" {
-		t.Skipf("runs with %s=1 until finding 8 of docs/reliability.md is fixed", envCampaign)
-	}
 	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, 15*time.Second, variant{txn: true, tiered: true, ops: true}))
 }
 
 // TestTxnPowerLoss cuts the power of every node once under the transactional
 // workload: committed transactions survive whole, open ones are aborted. Part
-// of the campaign (CHAOS_CAMPAIGN=1).
+// of the campaign (CHAOS_CAMPAIGN=1); CI runs TestTxnFaults.
 func TestTxnPowerLoss(t *testing.T) {
 	if os.Getenv(envCampaign) != "1" {
 		t.Skipf("runs with %s=1", envCampaign)

@@ -75,7 +75,13 @@
 //	         every partition's last stable offset reaches its high-water mark,
 //	         reads both topics with read_committed from offset 0 (up to a
 //	         sentinel it appends, as read_committed cannot tell where a log
-//	         ends) and judges the history with history.CheckTxn.
+//	         ends) and judges the history with history.CheckTxn. It then
+//	         reads both again with read_uncommitted, markers included: the
+//	         offsets of a log that is never compacted are dense, so every
+//	         offset from the log start to the sentinel must come back, and a
+//	         range that does not (which read_committed would skip silently,
+//	         as if compacted) is a finding that says whether it lies below
+//	         the earliest-local offset (the store) or in the local log.
 //	tiered   the topic has remote.storage.enable=true with 8 KiB segments and
 //	         16 KiB local retention, every node a file:// store in one shared
 //	         directory: segments are uploaded and deleted locally within
@@ -89,8 +95,10 @@
 //	         its set), reassign-cancel (the same, cancelled at once),
 //	         decommission (`strata cluster decommission` of the broker-only
 //	         node, stopped for the hold, started again) and voter-change
-//	         (AddRaftVoter / RemoveRaftVoter of it). Each is waited for and
-//	         checked before the next fault.
+//	         (AddRaftVoter / RemoveRaftVoter of it), and reassign-kill (a
+//	         move during which the partition's leader or the broker the
+//	         replica moves to is SIGKILLed for the hold). Each is waited for
+//	         and checked before the next fault.
 //
 // Replica agreement compares replicas from the highest local log start (a
 // tiered log deletes locally on each replica's own time) and, for a
@@ -102,14 +110,13 @@
 //
 // # Running it
 //
-// `go test ./internal/chaos` runs one seeded multi-process run of about a minute
-// and the in-process power-loss and disk-fault runs. TestTxnFaults (15 s of
-// faults and operations under the transactional workload on a tiered topic)
-// runs with CHAOS_CAMPAIGN=1 until finding 8 of docs/reliability.md is fixed.
+// `go test ./internal/chaos` runs one seeded multi-process run of about a minute,
+// the in-process power-loss and disk-fault runs, and TestTxnFaults: 15 s of
+// faults and operations under the transactional workload on a tiered topic.
 // `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
 // variant, and transactional in-process runs with power losses) and rewrites
 // the results table in docs/reliability.md. CHAOS_SEED picks the seed of the
-// short runs; TestTxnPowerLoss runs with CHAOS_CAMPAIGN=1 too.
+// short runs; TestTxnPowerLoss runs with CHAOS_CAMPAIGN=1.
 //
 // # Concurrency
 //

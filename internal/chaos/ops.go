@@ -28,6 +28,10 @@ const (
 	// ReassignCancel starts such a move and cancels it at once: the partition
 	// ends on the old replicas or, if the move won the race, the new ones.
 	ReassignCancel Kind = "reassign-cancel"
+	// ReassignKill starts such a move and, while it is under way, SIGKILLs
+	// the partition's leader or the broker the replica moves to (by the
+	// fault's pick) for the hold, then waits until the move is done.
+	ReassignKill Kind = "reassign-kill"
 	// Decommission retires the broker-only node (`strata cluster decommission`:
 	// its replicas move to the others, it is unregistered), stops it for the
 	// hold, and starts it again: a broker removed and added back.
@@ -38,7 +42,7 @@ const (
 )
 
 // OpKinds are the operations of a multi-process run with a broker-only node.
-var OpKinds = []Kind{Reassign, ReassignCancel, Decommission, VoterChange}
+var OpKinds = []Kind{Reassign, ReassignCancel, Decommission, VoterChange, ReassignKill}
 
 // opTimeout bounds the wait for an operation to complete.
 const opTimeout = healthyTimeout
@@ -49,7 +53,7 @@ func (c *processCluster) operate(f Fault) (string, error) {
 		return "", fmt.Errorf("%s needs a broker-only node", f.Kind)
 	}
 	switch f.Kind {
-	case Reassign, ReassignCancel:
+	case Reassign, ReassignCancel, ReassignKill:
 		return c.reassign(f)
 	case Decommission:
 		return c.decommission(f)
@@ -60,7 +64,8 @@ func (c *processCluster) operate(f Fault) (string, error) {
 }
 
 // reassign moves one replica of f's partition to a broker outside its replica
-// set, cancelling the move at once for ReassignCancel.
+// set, cancelling the move at once for ReassignCancel, killing a node during
+// it for ReassignKill.
 func (c *processCluster) reassign(f Fault) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -78,13 +83,25 @@ func (c *processCluster) reassign(f Fault) (string, error) {
 		return "", fmt.Errorf("partition %d is on every broker: %v", f.Partition, st.Replicas)
 	}
 	to := slices.Clone(st.Replicas)
-	to[(f.Pick/len(outside))%len(to)] = outside[f.Pick%len(outside)]
+	moved := outside[f.Pick%len(outside)]
+	to[(f.Pick/len(outside))%len(to)] = moved
 	var req kadm.AlterPartitionAssignmentsReq
 	req.Assign(c.topic, f.Partition, to)
 	if err := alterAssignments(ctx, c.adm, req); err != nil {
 		return "", fmt.Errorf("moving partition %d to %v: %w", f.Partition, to, err)
 	}
 	what := fmt.Sprintf("reassign partition %d from %v to %v", f.Partition, st.Replicas, to)
+	if f.Kind == ReassignKill {
+		victim, why := st.Leader, "its leader"
+		if f.Pick%2 == 1 || victim < 1 {
+			victim, why = moved, "the broker it moves to"
+		}
+		n := c.tc.Node(victim)
+		n.Kill()
+		time.Sleep(f.Hold)
+		n.Restart()
+		what += fmt.Sprintf(", node %d (%s) killed as it started, for %v", victim, why, f.Hold.Round(time.Millisecond))
+	}
 	if f.Kind == ReassignCancel {
 		var cancelReq kadm.AlterPartitionAssignmentsReq
 		cancelReq.CancelAssign(c.topic, f.Partition)

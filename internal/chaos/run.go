@@ -295,6 +295,37 @@ func checkReplicas(c cluster, res *RunResult, topic string, partitions int32, is
 // locally: uploads that failed during the faults back off for up to a minute.
 const tieredTimeout = 90 * time.Second
 
+// listOffsets answers ListOffsets at timestamp ts (-2 earliest, -4 earliest
+// local, -5 the end of the uploaded part) for every partition of topic.
+func listOffsets(cl *kgo.Client, topic string, partitions int32, ts int64) (map[int32]int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range partitions {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, ts, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+			out[p.Partition] = p.Offset
+		}
+	}
+	return out, nil
+}
+
 // waitTiered waits until some partition of topic has a local log start above
 // its log start (ListOffsets earliest-local above earliest: a prefix uploaded
 // and deleted locally, to be read back from the store by the final read), and
@@ -305,34 +336,7 @@ func waitTiered(seeds []string, topic string, partitions int32, timeout time.Dur
 		return err
 	}
 	defer cl.Close()
-	list := func(ts int64) (map[int32]int64, error) {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		for p := range partitions {
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, ts, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return nil, err
-		}
-		out := map[int32]int64{}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return nil, fmt.Errorf("partition %d: %w", p.Partition, err)
-				}
-				out[p.Partition] = p.Offset
-			}
-		}
-		return out, nil
-	}
+	list := func(ts int64) (map[int32]int64, error) { return listOffsets(cl, topic, partitions, ts) }
 	return waitFor(timeout, func() error {
 		earliest, err := list(-2)
 		if err != nil {

@@ -64,7 +64,7 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case RollingRestart, Decommission, VoterChange:
 		s = string(f.Kind)
-	case Reassign, ReassignCancel:
+	case Reassign, ReassignCancel, ReassignKill:
 		s = fmt.Sprintf("%s of partition %d", f.Kind, f.Partition)
 	}
 	if f.Hold > 0 && f.Kind != RollingRestart && f.Kind != PowerLoss {

@@ -74,8 +74,11 @@ func runTxn(t *testing.T, c cluster, cfg runConfig) RunResult {
 	if h.StableEnd, h.End, finding = waitStable(adm, cfg.topic, cfg.partitions, stableTimeout); finding != nil {
 		res.Findings = append(res.Findings, finding.Error())
 	}
-	if h.Final, finding = readCommitted(c.seeds(), cfg.topic, cfg.partitions, drainTimeout); finding != nil {
+	var sentinels map[int32]int64
+	if h.Final, sentinels, finding = readCommitted(c.seeds(), cfg.topic, cfg.partitions, drainTimeout); finding != nil {
 		res.Findings = append(res.Findings, "reading "+cfg.topic+": "+finding.Error())
+	} else {
+		res.Findings = append(res.Findings, checkEveryOffset(c.seeds(), cfg.topic, cfg.partitions, sentinels, drainTimeout)...)
 	}
 	copied := map[int32]int64{} // one past each partition's last committed input
 	for p, recs := range h.Final {
@@ -94,8 +97,10 @@ func runTxn(t *testing.T, c cluster, cfg runConfig) RunResult {
 	if finding != nil {
 		res.Findings = append(res.Findings, finding.Error())
 	}
-	if h.Output, finding = readCommitted(c.seeds(), wcfg.output, txnOutputPartitions, drainTimeout); finding != nil {
+	if h.Output, sentinels, finding = readCommitted(c.seeds(), wcfg.output, txnOutputPartitions, drainTimeout); finding != nil {
 		res.Findings = append(res.Findings, "reading "+wcfg.output+": "+finding.Error())
+	} else {
+		res.Findings = append(res.Findings, checkEveryOffset(c.seeds(), wcfg.output, txnOutputPartitions, sentinels, drainTimeout)...)
 	}
 	h.Output = withoutSentinels(h.Output)
 	h.Txns, h.Polls = rec.snapshot()
@@ -170,8 +175,8 @@ func waitStable(adm *kadm.Client, topic string, partitions int32, timeout time.D
 // offset 0. A read_committed reader cannot tell where a partition ends (the
 // last offsets may be markers or aborted records it never returns), so it first
 // appends a non-transactional sentinel to each partition and reads up to it; the
-// sentinels are left out of what it returns.
-func readCommitted(seeds []string, topic string, partitions int32, timeout time.Duration) (map[int32][]history.Record, error) {
+// sentinels are left out of what it returns; their offsets are returned too.
+func readCommitted(seeds []string, topic string, partitions int32, timeout time.Duration) (map[int32][]history.Record, map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pr, err := kgo.NewClient(append(clientOpts(seeds, "chaos-sentinel"),
@@ -180,7 +185,7 @@ func readCommitted(seeds []string, topic string, partitions int32, timeout time.
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 	)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer pr.Close()
 	sentinel := map[int32]int64{}
@@ -188,7 +193,7 @@ func readCommitted(seeds []string, topic string, partitions int32, timeout time.
 	for p := range partitions {
 		r, err := pr.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("%s%s-%d", sentinelPrefix, topic, p))}).First()
 		if err != nil {
-			return nil, fmt.Errorf("writing the sentinel of partition %d: %w", p, err)
+			return nil, nil, fmt.Errorf("writing the sentinel of partition %d: %w", p, err)
 		}
 		sentinel[p] = r.Offset
 		offsets[p] = kgo.NewOffset().AtStart()
@@ -199,7 +204,7 @@ func readCommitted(seeds []string, topic string, partitions int32, timeout time.
 		kgo.FetchMaxWait(200*time.Millisecond),
 	)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cl.Close()
 	out := map[int32][]history.Record{}
@@ -207,7 +212,7 @@ func readCommitted(seeds []string, topic string, partitions int32, timeout time.
 	for len(reached) < int(partitions) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return out, fmt.Errorf("read %d of %d partitions up to their sentinels in %v", len(reached), partitions, timeout)
+			return out, sentinel, fmt.Errorf("read %d of %d partitions up to their sentinels in %v", len(reached), partitions, timeout)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			switch {
@@ -218,7 +223,7 @@ func readCommitted(seeds []string, topic string, partitions int32, timeout time.
 			}
 		})
 	}
-	return out, nil
+	return out, sentinel, nil
 }
 
 // sentinelPrefix starts the value of every sentinel readCommitted writes.

@@ -189,3 +189,56 @@ func TestFindingFailedLeaderLogResigns(t *testing.T) {
 		}
 	})
 }
+
+// TestFindingJoiningFollowerHoldsHighWatermark (finding 8): from the moment a
+// leader proposes adding a follower to the ISR, the high-water mark waits for
+// that follower too (Kafka's maximal ISR). The old leader kept computing it
+// over the committed ISR until the controller's answer, so it acknowledged
+// records the joining follower did not hold; the controller then committed
+// the expansion and, the reassignment's whole target being in sync,
+// completed it in the same change and made the new replica leader. The
+// acknowledged records were truncated from every other replica (in the chaos
+// run, a transaction's commit marker). Here the partition moves from 1, 2 to
+// 3, 2: replica 3 catches up, the controller holds the leader's proposal, 3
+// stops fetching and leader 1 takes writes; then the proposal commits.
+func TestFindingJoiningFollowerHoldsHighWatermark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemClusterOn(t, 3, []int32{1, 2}, 1)
+		if _, err := c.produce(1, 5); err != nil {
+			t.Fatal(err)
+		}
+		held, release := c.holdISR()
+		c.reassign(3, 2)
+		for deadline := time.Now().Add(time.Minute); held() == 0 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		if held() == 0 {
+			t.Fatal("the leader proposed no expansion once replica 3 caught up")
+		}
+		c.isolate(3, true)
+		acked, _ := c.produce(1, 3)
+		release()
+		synctest.Wait()
+
+		ip := c.partition()
+		if ip.Leader != 3 || !slices.Equal(ip.Replicas, []int32{3, 2}) {
+			t.Fatalf("the reassignment did not complete: replicas %v, leader %d", ip.Replicas, ip.Leader)
+		}
+		leo := c.replica(3).LogEndOffset()
+		if len(acked) > 0 && acked[len(acked)-1] >= leo {
+			t.Fatalf("acknowledged offsets %v, but the new leader 3 holds up to %d", acked, leo)
+		}
+		c.isolate(3, false)
+		more, err := c.produce(3, 2)
+		if err != nil {
+			t.Fatalf("the new leader takes no writes: %v", err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		c.checkAgreement()
+		if more[0] < leo {
+			t.Fatalf("the new leader wrote at %d, below its log end %d", more[0], leo)
+		}
+	})
+}

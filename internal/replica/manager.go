@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/storage"
@@ -161,7 +163,7 @@ func (m *Manager) follow(p *Partition, leader int32) {
 // goroutine the Manager owns; Close cancels it.
 func (m *Manager) proposeISR(c isrChange) {
 	if m.opts.ISRChanger == nil {
-		c.p.isrChangeDone(nil, m.now())
+		c.p.isrChangeDone(c, nil, true, m.now())
 		return
 	}
 	started := m.goOwned(func(ctx context.Context) {
@@ -170,15 +172,25 @@ func (m *Manager) proposeISR(c isrChange) {
 		ip, err := m.opts.ISRChanger.AlterPartition(ctx, c.p.TopicID, c.p.Index, c.leaderEpoch, c.partitionEpoch, c.isr)
 		if err != nil {
 			m.log.Warn("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", err)
-			c.p.isrChangeDone(nil, m.now())
+			c.p.isrChangeDone(c, nil, refusedUnapplied(err), m.now())
 			return
 		}
 		m.log.Info("ISR changed", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", ip.ISR, "partition_epoch", ip.PartitionEpoch)
-		c.p.isrChangeDone(ip, m.now())
+		c.p.isrChangeDone(c, ip, false, m.now())
 	})
 	if !started {
-		c.p.isrChangeDone(nil, m.now())
+		c.p.isrChangeDone(c, nil, true, m.now()) // closing: never sent
 	}
+}
+
+// refusedUnapplied reports whether an AlterPartition error says the controller
+// did not apply the change and never will (Kafka's INELIGIBLE_REPLICA and
+// OPERATION_NOT_ATTEMPTED, from the local controller or over the link). Any
+// other error leaves the outcome unknown.
+func refusedUnapplied(err error) bool {
+	code := metadata.ErrorCode(err)
+	return code == kerr.IneligibleReplica.Code || code == kerr.OperationNotAttempted.Code ||
+		errors.Is(err, kerr.IneligibleReplica) || errors.Is(err, kerr.OperationNotAttempted)
 }
 
 // RunISRMaintenance shrinks the ISR of led partitions whose followers fell behind,
@@ -197,6 +209,7 @@ func (m *Manager) RunISRMaintenance(ctx context.Context) {
 		for _, p := range m.Partitions() {
 			p.resignIfFailed()
 			p.maybeShrinkISR(now, m.opts.ReplicaLagMax)
+			p.retryExpansion()
 		}
 	}
 }

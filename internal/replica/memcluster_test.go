@@ -33,10 +33,14 @@ type memCluster struct {
 	t      *testing.T
 	lagMax time.Duration
 
-	mu    sync.Mutex // guards img, nodes and cut; held while images are applied
+	mu    sync.Mutex // guards img, nodes, cut, hold and held; held while images are applied
 	img   *metadata.Image
 	nodes map[int32]*memNode
 	cut   map[int32]bool // brokers cut off from every other broker
+	// hold, while not nil, keeps every AlterPartition waiting until it is
+	// closed (proposals in flight); held counts those that arrived.
+	hold chan struct{}
+	held int
 }
 
 type memNode struct {
@@ -55,18 +59,26 @@ var memTopicID = metadata.UUID{1}
 // newMemCluster starts brokers 1..n and creates topic memTopic with one
 // partition on every broker, led by broker 1, all in sync.
 func newMemCluster(t *testing.T, n int, minISR int) *memCluster {
-	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}}
-	var recs []metadata.Record
 	var all []int32
 	for id := int32(1); id <= int32(n); id++ {
-		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
 		all = append(all, id)
+	}
+	return newMemClusterOn(t, n, all, minISR)
+}
+
+// newMemClusterOn starts brokers 1..n and creates topic memTopic with one
+// partition on replicas, led by the first, all in sync.
+func newMemClusterOn(t *testing.T, n int, replicas []int32, minISR int) *memCluster {
+	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}}
+	var recs []metadata.Record
+	for id := int32(1); id <= int32(n); id++ {
+		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
 	}
 	recs = append(recs,
 		&metadata.TopicRecord{Name: memTopic, ID: memTopicID, Configs: map[string]string{"min.insync.replicas": strconv.Itoa(minISR)}},
-		&metadata.PartitionRecord{TopicID: memTopicID, Partition: 0, Replicas: all, ISR: all, Leader: 1})
+		&metadata.PartitionRecord{TopicID: memTopicID, Partition: 0, Replicas: replicas, ISR: replicas, Leader: replicas[0]})
 	c.applyRecords(recs...)
-	for _, id := range all {
+	for id := int32(1); id <= int32(n); id++ {
 		c.start(id, vfs.NewMem())
 	}
 	t.Cleanup(c.close)
@@ -164,6 +176,22 @@ func (c *memCluster) partition() *metadata.Partition {
 	return c.img.Partition(memTopic, 0)
 }
 
+// reassign moves the partition to target as the controller's
+// PlanAlterReassignments does (it completes once the ISR holds target).
+func (c *memCluster) reassign(target ...int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, errs := controller.PlanAlterReassignments(c.img, []controller.Reassignment{{Topic: memTopic, Partition: 0, Replicas: target}}, nil)
+	for _, err := range errs {
+		if err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if err := c.applyLocked(recs); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // elect makes leader lead at the next leader epoch with isr.
 func (c *memCluster) elect(leader int32, isr ...int32) {
 	p := c.partition()
@@ -181,6 +209,27 @@ func (c *memCluster) replica(id int32) *Partition {
 		c.t.Fatal(err)
 	}
 	return p
+}
+
+// holdISR keeps the ISR changes proposed from now on in flight until release
+// is called; held reports how many arrived.
+func (c *memCluster) holdISR() (held func() int, release func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hold := make(chan struct{})
+	c.hold, c.held = hold, 0
+	held = func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.held
+	}
+	release = func() {
+		c.mu.Lock()
+		c.hold = nil
+		c.mu.Unlock()
+		close(hold)
+	}
+	return held, release
 }
 
 // isolate cuts broker id off from the other brokers (not from the controller,
@@ -218,6 +267,12 @@ type memController struct {
 func (mc memController) AlterPartition(_ context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
 	c := mc.c
 	c.mu.Lock()
+	if hold := c.hold; hold != nil {
+		c.held++
+		c.mu.Unlock()
+		<-hold
+		c.mu.Lock()
+	}
 	defer c.mu.Unlock()
 	if c.cut[mc.from] {
 		return nil, errors.New("memcluster: controller unreachable")

@@ -15,7 +15,10 @@
 // mark) are pure functions and a tracker of follower progress in rules.go,
 // driven step by step by testdata/rules/*.txt. Partition applies their
 // decisions and does the I/O; the fetcher (fetcher.go) and the ISR proposals
-// (Manager.proposeISR) are the drivers.
+// (Manager.proposeISR) are the drivers. A follower the leader proposes adding
+// to the ISR holds the high-water mark from the proposal until the outcome is
+// known (Kafka's maximal ISR): the controller may commit it and make it leader
+// in one step.
 //
 // # Concurrency
 //

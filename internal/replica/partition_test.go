@@ -1,9 +1,14 @@
 package replica
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
@@ -132,7 +137,7 @@ func TestReassignedReplicaSet(t *testing.T) {
 	if _, err := p.ReadForFollower(4, 0, -1, 1<<20, now); err != nil {
 		t.Fatalf("fetch by the adding broker 4: %v", err)
 	}
-	p.isrChangeDone(&metadata.Partition{ISR: []int32{1, 2, 3, 4}, Leader: 1, PartitionEpoch: 2}, time.Now())
+	p.isrChangeDone(isrChange{p: p, isr: []int32{1, 2, 3, 4}, partitionEpoch: 1}, &metadata.Partition{ISR: []int32{1, 2, 3, 4}, Leader: 1, PartitionEpoch: 2}, false, time.Now())
 	if _, err := p.ReadForFollower(3, 0, -1, 1<<20, now); err != nil {
 		t.Fatalf("fetch by broker 3 after an answer without replicas: %v", err)
 	}
@@ -141,5 +146,76 @@ func TestReassignedReplicaSet(t *testing.T) {
 	}
 	if _, err := p.ReadForFollower(3, 0, -1, 1<<20, now); !errors.Is(err, ErrNotReplica) {
 		t.Fatalf("fetch by the removed broker 3: %v, want ErrNotReplica", err)
+	}
+}
+
+// TestExpansionOutcomeHoldsHighWatermark: the follower an expansion adds holds
+// the leader's high-water mark until the controller's answer resolves the
+// proposal. A failure without a refusal leaves it counted (the change may have
+// been committed) and the ISR maintenance proposes it again; a refusal
+// (INELIGIBLE_REPLICA, from the local controller or over the link) lets the
+// high-water mark move on without it.
+func TestExpansionOutcomeHoldsHighWatermark(t *testing.T) {
+	p := newTestPartition(t, 1)
+	p.setConfig(metadata.DefaultTopicConfig())
+	now := time.Now()
+	var proposed []isrChange
+	p.isrProposer = func(c isrChange) { proposed = append(proposed, c) }
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := p.Append(batchtest.Build(batchtest.Options{}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(id int32, offset int64) {
+		t.Helper()
+		ff, err := p.ReadForFollower(id, offset, -1, 1<<20, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ff.Chunk.Release()
+	}
+	fetch(2, 5)
+	fetch(3, 5) // caught up with the HWM: proposed
+	if len(proposed) != 1 || !slices.Equal(proposed[0].isr, []int32{1, 2, 3}) {
+		t.Fatalf("proposals %v, want one adding 3", proposed)
+	}
+	fetch(2, 10)
+	if hwm := p.HighWatermark(); hwm != 5 {
+		t.Fatalf("HWM %d while 3's expansion is in flight, want 5 (what 3 holds)", hwm)
+	}
+
+	p.isrChangeDone(proposed[0], nil, refusedUnapplied(errors.New("i/o timeout")), now)
+	if hwm := p.HighWatermark(); hwm != 5 {
+		t.Fatalf("HWM %d after an expansion of unknown outcome, want 5", hwm)
+	}
+	p.retryExpansion()
+	if len(proposed) != 2 || !slices.Equal(proposed[1].isr, []int32{1, 2, 3}) {
+		t.Fatalf("proposals %v, want the expansion proposed again", proposed)
+	}
+
+	for _, err := range []error{
+		fmt.Errorf("%w: broker 3 is fenced", metadata.ErrIneligibleReplica),
+		kerr.IneligibleReplica,
+		kerr.OperationNotAttempted,
+	} {
+		if !refusedUnapplied(err) {
+			t.Errorf("refusedUnapplied(%v) = false", err)
+		}
+	}
+	for _, err := range []error{metadata.ErrStalePartitionEpoch, metadata.ErrFencedLeaderEpoch, kerr.NotController, context.DeadlineExceeded} {
+		if refusedUnapplied(err) {
+			t.Errorf("refusedUnapplied(%v) = true: the change may have been applied", err)
+		}
+	}
+	p.isrChangeDone(proposed[1], nil, refusedUnapplied(kerr.IneligibleReplica), now)
+	if hwm := p.HighWatermark(); hwm != 10 {
+		t.Fatalf("HWM %d after the controller refused 3, want 10", hwm)
+	}
+	p.retryExpansion()
+	if len(proposed) != 2 {
+		t.Fatalf("a refused expansion was proposed again: %v", proposed[2:])
 	}
 }

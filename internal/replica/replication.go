@@ -176,7 +176,7 @@ func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Ti
 		return err
 	}
 	p.proposeISR("expand", func() []int32 {
-		return expandISR(p.mu.set.isr, id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
+		return p.mu.set.proposeExpansion(id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
 	})
 	return nil
 }
@@ -197,6 +197,17 @@ func (p *Partition) maybeShrinkISR(now time.Time, maxLag time.Duration) {
 		return
 	}
 	p.proposeISR("shrink", func() []int32 { return p.mu.set.shrinkISR(now, maxLag) })
+}
+
+// retryExpansion proposes again an expansion whose outcome is unknown (its
+// AlterPartition failed without a refusal): the controller's answer, or the
+// newer partition state it points to, resolves it, so that a follower that
+// stopped fetching meanwhile does not hold the high-water mark for good.
+func (p *Partition) retryExpansion() {
+	if !p.IsLeader() {
+		return
+	}
+	p.proposeISR("expand (retry)", func() []int32 { return p.mu.set.unresolvedExpansion() })
 }
 
 // resignIfFailed asks the controller to move leadership away when this leader's
@@ -240,14 +251,28 @@ type isrChange struct {
 	leaderEpoch, partitionEpoch int32
 }
 
-// isrChangeDone applies the controller's answer to a proposal (nil: refused or
-// failed), if this broker still leads at the epoch the proposal was made at.
-func (p *Partition) isrChangeDone(ip *metadata.Partition, now time.Time) {
+// isrChangeDone applies the controller's answer to a proposal (nil: failed),
+// if this broker still leads at the epoch the proposal was made at. refused
+// reports that the controller refused it without applying it: only then does
+// the follower an expansion adds stop counting towards the high-water mark.
+func (p *Partition) isrChangeDone(c isrChange, ip *metadata.Partition, refused bool, now time.Time) {
 	p.mu.Lock()
 	p.mu.isrPending = false
 	moved := false
-	if ip != nil && ip.LeaderEpoch == p.mu.leaderEpoch && p.mu.leader && !p.closed.Load() {
-		moved = p.updateReplicaSetLocked(ip, now)
+	if p.mu.leader && !p.closed.Load() {
+		switch {
+		case ip != nil:
+			if ip.LeaderEpoch == p.mu.leaderEpoch {
+				moved = p.updateReplicaSetLocked(ip, now)
+			}
+		case refused && c.leaderEpoch == p.mu.leaderEpoch && c.partitionEpoch == p.mu.set.partitionEpoch:
+			for _, id := range c.isr {
+				if !slices.Contains(p.mu.set.isr, id) {
+					p.mu.set.expansionRefused(id)
+				}
+			}
+			moved = p.maybeAdvanceHighWatermarkLocked()
+		}
 	}
 	p.mu.Unlock()
 	if moved {

@@ -47,17 +47,33 @@ func (f *followerState) fetched(fetchOffset, leaderEnd int64, now time.Time) {
 // the ISR as last committed and the partition epoch they were committed at, and,
 // while this broker leads, every other replica's progress. Its methods decide;
 // they change nothing but the tracker.
+//
+// The leader's high-water mark counts one more member than the committed ISR
+// while an expansion is unresolved (Kafka's maximal ISR, KIP-497): from the
+// moment the leader proposes adding a follower until it learns that the
+// controller committed a newer partition state (which holds the follower or
+// tells the proposal was refused) or refused it outright. Otherwise the HWM
+// could pass what the joining follower holds while the controller commits it,
+// and the controller may make it leader at once (a reassignment completes in
+// the same change): acknowledged records would be lost.
 type tracker struct {
 	localID        int32
 	partitionEpoch int32
 	replicas, isr  []int32
 	followers      map[int32]*followerState // nil unless leading
+	// adding is the follower an unresolved expansion adds (noReplica: none),
+	// proposed at partition epoch addingBase.
+	adding     int32
+	addingBase int32
 }
+
+// noReplica marks the absence of a replica id.
+const noReplica int32 = -1
 
 // newTracker starts a view of replicas with isr at partitionEpoch; leading
 // tracks the other replicas' progress from now on.
 func newTracker(localID, partitionEpoch int32, replicas, isr []int32, leading bool, now time.Time) *tracker {
-	t := &tracker{localID: localID, partitionEpoch: partitionEpoch, replicas: slices.Clone(replicas), isr: slices.Clone(isr)}
+	t := &tracker{localID: localID, partitionEpoch: partitionEpoch, replicas: slices.Clone(replicas), isr: slices.Clone(isr), adding: noReplica}
 	if leading {
 		t.followers = map[int32]*followerState{}
 		for _, id := range replicas {
@@ -72,14 +88,19 @@ func newTracker(localID, partitionEpoch int32, replicas, isr []int32, leading bo
 // update takes a newer ISR (and replica set, unless nil: an AlterPartition
 // answer carries none) committed at partitionEpoch while leadership is
 // unchanged. Replicas a reassignment adds are tracked from now on, removed ones
-// no longer. An older partition epoch changes nothing; it reports whether the
-// update applied.
+// no longer. A partition epoch past the one an unresolved expansion was
+// proposed at resolves it: the controller either committed it (the follower is
+// in isr) or refuses it as stale. An older partition epoch changes nothing; it
+// reports whether the update applied.
 func (t *tracker) update(partitionEpoch int32, replicas, isr []int32, now time.Time) bool {
 	if partitionEpoch < t.partitionEpoch {
 		return false
 	}
 	t.partitionEpoch = partitionEpoch
 	t.isr = slices.Clone(isr)
+	if t.adding != noReplica && (partitionEpoch > t.addingBase || slices.Contains(isr, t.adding)) {
+		t.adding = noReplica
+	}
 	if replicas != nil {
 		t.replicas = slices.Clone(replicas)
 		for _, id := range replicas {
@@ -92,21 +113,64 @@ func (t *tracker) update(partitionEpoch int32, replicas, isr []int32, now time.T
 				delete(t.followers, id) // its fetches get ErrNotReplica
 			}
 		}
+		if !slices.Contains(replicas, t.adding) {
+			t.adding = noReplica
+		}
 	}
 	return true
 }
 
-// highWatermark is the minimum over the ISR of what each member holds durably:
-// the leader's safe end and each in-sync follower's last fetch offset. A member
-// that has not fetched yet (-1) holds the high-water mark at or below -1, so it
-// never rises past what an in-sync follower was not yet seen to hold. The caller
-// never moves its high-water mark down to this value.
+// proposeExpansion is the ISR with follower id added when it qualifies
+// (expandISR), or nil. A proposal makes the HWM count the follower from now
+// until it is resolved; while another follower's expansion is unresolved,
+// none is proposed (it may have been committed, and only one unresolved
+// member is counted).
+func (t *tracker) proposeExpansion(id int32, fetchOffset, highWatermark, epochStart int64) []int32 {
+	if t.adding != noReplica && t.adding != id {
+		return nil
+	}
+	isr := expandISR(t.isr, id, fetchOffset, highWatermark, epochStart)
+	if isr != nil {
+		t.adding, t.addingBase = id, t.partitionEpoch
+	}
+	return isr
+}
+
+// expansionRefused resolves an unresolved expansion the controller refused
+// without applying it (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED): the HWM
+// stops counting the follower. Any other failure (a timeout, a lost answer, a
+// stale epoch) leaves it counted, as the change may have been committed; a
+// newer partition state (update) or a retried proposal resolves it.
+func (t *tracker) expansionRefused(id int32) {
+	if t.adding == id {
+		t.adding = noReplica
+	}
+}
+
+// unresolvedExpansion is the ISR an unresolved expansion proposed (to propose
+// again), or nil.
+func (t *tracker) unresolvedExpansion() []int32 {
+	if t.adding == noReplica || slices.Contains(t.isr, t.adding) {
+		return nil
+	}
+	return slices.Sorted(slices.Values(append(slices.Clone(t.isr), t.adding)))
+}
+
+// highWatermark is the minimum over the ISR, and the follower an unresolved
+// expansion adds, of what each member holds durably: the leader's safe end and
+// each in-sync follower's last fetch offset. A member that has not fetched yet
+// (-1) holds the high-water mark at or below -1, so it never rises past what an
+// in-sync follower was not yet seen to hold. The caller never moves its
+// high-water mark down to this value.
 func (t *tracker) highWatermark(leaderSafeEnd int64) int64 {
 	end := leaderSafeEnd
 	for _, id := range t.isr {
 		if f := t.followers[id]; f != nil && f.logEnd < end {
 			end = f.logEnd
 		}
+	}
+	if f := t.followers[t.adding]; f != nil && f.logEnd < end {
+		end = f.logEnd
 	}
 	return end
 }

@@ -25,6 +25,8 @@ import (
 //	fetch id= offset= [at=DUR]  a follower's fetch: progress, HWM, expansion
 //	tick at= lag=               the ISR maintenance: shrinking
 //	commit pepoch= isr= [replicas=] [at=DUR]   the controller committed a change
+//	refused id=                 the controller refused the expansion adding id
+//	retry                       the ISR maintenance: an unresolved expansion again
 //	resign                      the leader's log failed
 //
 // The follower's side (epochs as epoch@startOffset,... and a log end):
@@ -134,7 +136,7 @@ func (h *rulesHarness) run(cmd string) []string {
 		}
 		var out []string
 		if !inISR {
-			if isr := expandISR(h.tr.isr, id, offset, h.hwm, h.epochStart); isr != nil {
+			if isr := h.tr.proposeExpansion(id, offset, h.hwm, h.epochStart); isr != nil {
 				out = append(out, fmt.Sprintf("propose expand isr=%s", fmtIDs(isr)))
 			}
 		}
@@ -155,6 +157,15 @@ func (h *rulesHarness) run(cmd string) []string {
 		}
 		h.advance()
 		return h.state()
+	case "refused":
+		h.tr.expansionRefused(int32(num("id", required)))
+		h.advance()
+		return h.state()
+	case "retry":
+		if isr := h.tr.unresolvedExpansion(); isr != nil {
+			return []string{fmt.Sprintf("propose expand isr=%s", fmtIDs(isr))}
+		}
+		return []string{"no change"}
 	case "resign":
 		if isr := resignISR(h.tr.isr, h.tr.localID); isr != nil {
 			return []string{fmt.Sprintf("propose resign isr=%s", fmtIDs(isr))}
@@ -192,7 +203,11 @@ func (h *rulesHarness) state() []string {
 			fs = append(fs, fmt.Sprintf("%d@%d", id, f.logEnd))
 		}
 	}
-	return []string{fmt.Sprintf("hwm=%d isr=%s pepoch=%d followers=[%s]", h.hwm, fmtIDs(h.tr.isr), h.tr.partitionEpoch, strings.Join(fs, " "))}
+	adding := ""
+	if h.tr.adding != noReplica {
+		adding = fmt.Sprintf(" adding=%d", h.tr.adding)
+	}
+	return []string{fmt.Sprintf("hwm=%d isr=%s pepoch=%d%s followers=[%s]", h.hwm, fmtIDs(h.tr.isr), h.tr.partitionEpoch, adding, strings.Join(fs, " "))}
 }
 
 // epochs parses "epoch@start,..." into a model of storage's epoch cache:
