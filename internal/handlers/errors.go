@@ -101,6 +101,7 @@ func (h *Handlers) awaitLocalApply(ctx context.Context) {
 	if h.replicas == nil {
 		return
 	}
+	defer startWait(ctx)()
 	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
 	defer cancel()
 	if err := h.replicas.WaitApplied(ctx, h.cluster.Image().Offset()); err != nil {
@@ -116,11 +117,13 @@ func (h *Handlers) awaitControllerImage(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
 	defer cancel()
 	start := h.cluster.Image().Offset()
+	endWait := startWait(ctx)
 	for h.cluster.Image().Offset() == start && ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	endWait()
 	h.awaitLocalApply(ctx)
 }
