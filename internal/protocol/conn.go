@@ -270,7 +270,7 @@ func (c *conn) readRawToken(br *bufio.Reader) bool {
 // readToken reads one raw SASL token, reserving its size in the server's memory
 // pool as readFrame does for a request.
 func (c *conn) readToken(br *bufio.Reader) (token []byte, reserved int64, err error) {
-	size, err := readSASLTokenSize(br, c.srv.saslMaxReceive)
+	size, err := readSize(br, 0, c.srv.saslMaxReceive) // a token may be empty
 	if err != nil {
 		return nil, 0, err
 	}

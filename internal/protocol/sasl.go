@@ -30,10 +30,8 @@ package protocol
 //     again) at any time, as the same principal.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -228,28 +226,6 @@ func (c *conn) serveSASLToken(r *Request) (*outgoing, error) {
 		c.completeAuth(x, false, false)
 	}
 	return &outgoing{req: r, raw: true, token: out}, nil
-}
-
-// readSASLTokenSize reads and checks the size prefix of a raw SASL token (after
-// SaslHandshake v0), which readFrameBody then reads: unlike a request frame's,
-// it may be zero (an empty token). It returns io.EOF when r ends cleanly before
-// the size.
-func readSASLTokenSize(r io.Reader, maxBytes int32) (int32, error) {
-	var sizeBuf [4]byte
-	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, fmt.Errorf("%w: in a SASL token's size prefix", ErrTruncatedFrame)
-		}
-		return 0, err
-	}
-	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-	switch {
-	case size < 0:
-		return 0, fmt.Errorf("%w: SASL token size %d", ErrFrameSize, size)
-	case size > maxBytes:
-		return 0, fmt.Errorf("%w: SASL token size %d > %d", ErrFrameTooLarge, size, maxBytes)
-	}
-	return size, nil
 }
 
 func (c *conn) reportAuth(x sasl.Exchange, reauth bool, err error) {

@@ -260,15 +260,7 @@ func (c *rawClient) writeToken(token []byte) {
 // readToken reads a raw SASL token.
 func (c *rawClient) readToken() []byte {
 	c.t.Helper()
-	var size [4]byte
-	if _, err := io.ReadFull(c.br, size[:]); err != nil {
-		c.t.Fatalf("reading a SASL token's size: %v", err)
-	}
-	token := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(c.br, token); err != nil {
-		c.t.Fatalf("reading a SASL token: %v", err)
-	}
-	return token
+	return c.readSized("SASL token")
 }
 
 // handshakeV0 sends SaslHandshake v0 for mech and checks it is accepted.
@@ -401,7 +393,7 @@ func FuzzSASLToken(f *testing.F) {
 		rd := bytes.NewReader(data)
 		for {
 			before := rd.Len()
-			size, err := readSASLTokenSize(rd, maxBytes)
+			size, err := readSize(rd, 0, maxBytes)
 			var token []byte
 			if err == nil {
 				if size < 0 || size > maxBytes {
