@@ -203,7 +203,7 @@ func TestSASLClients(t *testing.T) {
 			l := listeners[protocol]
 			for _, mech := range mechanisms {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				args := append([]string{"-L", "-b", l.tgt.bootstrap, "-m", "10"}, kcatX(configs(l, mech, "alice", "wrong-secret"))...)
+				args := append([]string{"-L", "-b", l.tgt.bootstrap, "-m", "5"}, kcatX(configs(l, mech, "alice", "wrong-secret"))...)
 				out, err := exec.CommandContext(ctx, "kcat", args...).CombinedOutput()
 				cancel()
 				if err == nil {
