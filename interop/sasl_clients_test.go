@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +19,8 @@ import (
 	"github.com/strata-stream/strata/internal/certs/certstest"
 )
 
-// TestSASLClients: confluent-kafka for Python (librdkafka) and kafkajs log in to
+// TestSASLClients: confluent-kafka for Python (librdkafka), kafkajs and kcat
+// (Debian's librdkafka 2.0.2, which needs SaslHandshake v0 listed) log in to
 // Strata the way they log in to Kafka, over SASL_PLAINTEXT and SASL_SSL with
 // SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN:
 //
@@ -32,6 +35,9 @@ import (
 //     records and reads them back, checked like TestInterop's runs (report.Check).
 //  4. ACL denial: confluent-kafka, as alice over SASL_SSL, writes to a topic alice has
 //     no ACL on and fails with Kafka's TOPIC_AUTHORIZATION_FAILED.
+//  5. Authentication failure: kcat, as alice with a wrong password, on each listener
+//     and mechanism, cannot list the metadata and reports the broker's
+//     authentication error.
 func TestSASLClients(t *testing.T) {
 	if os.Getenv(envTarget) == "kfake" {
 		t.Skip("runs against Strata's SASL listeners; not with STRATA_INTEROP_TARGET=kfake")
@@ -82,7 +88,8 @@ func TestSASLClients(t *testing.T) {
 	}
 	var runs []run
 	mechanisms := []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"}
-	for i, name := range []string{"python", "node"} {
+	clients := []string{"python", "node", "kcat"}
+	for i, name := range clients {
 		c := clientNamed(t, name)
 		for j, mech := range mechanisms {
 			l := listeners["SASL_PLAINTEXT"]
@@ -144,7 +151,7 @@ func TestSASLClients(t *testing.T) {
 	}
 
 	t.Run("clients", func(t *testing.T) {
-		for _, name := range []string{"python", "node"} {
+		for _, name := range clients {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				for _, r := range runs {
@@ -190,9 +197,39 @@ func TestSASLClients(t *testing.T) {
 		})
 	})
 
+	t.Run("kcat-wrong-password", func(t *testing.T) {
+		requireClient(t, clientNamed(t, "kcat"))
+		for _, protocol := range []string{"SASL_PLAINTEXT", "SASL_SSL"} {
+			l := listeners[protocol]
+			for _, mech := range mechanisms {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				args := append([]string{"-L", "-b", l.tgt.bootstrap, "-m", "5"}, kcatX(configs(l, mech, "alice", "wrong-secret"))...)
+				out, err := exec.CommandContext(ctx, "kcat", args...).CombinedOutput()
+				cancel()
+				if err == nil {
+					t.Fatalf("%s over %s: kcat listed the metadata with a wrong password:\n%s", mech, protocol, out)
+				}
+				if !strings.Contains(string(out), "Authentication failed") {
+					t.Fatalf("%s over %s: kcat failed otherwise than with an authentication error:\n%s", mech, protocol, lastLines(out))
+				}
+			}
+		}
+	})
+
 	for _, l := range listeners {
 		if err := l.tgt.stop(); err != nil {
 			t.Errorf("stopping the %s server: %v", l.protocol, err)
 		}
 	}
+}
+
+// kcatX turns the clients' --config key=value arguments into kcat's -X ones.
+func kcatX(configs []string) []string {
+	args := slices.Clone(configs)
+	for i, a := range args {
+		if a == "--config" {
+			args[i] = "-X"
+		}
+	}
+	return args
 }

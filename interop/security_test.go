@@ -26,7 +26,7 @@ import (
 
 // TestKafkaToolsSASLSSL: Kafka 4.4's own tools (the Java client underneath) over
 // SASL_SSL with SCRAM-SHA-512 and ACL authorization: kafka-configs creates,
-// describes and deletes a SCRAM user and sets its producer quota, kafka-acls
+// describes and deletes a SCRAM user and sets its producer and request quotas, kafka-acls
 // grants it access, and the user works with kafka-topics and franz-go only as far
 // as its ACLs allow.
 func TestKafkaToolsSASLSSL(t *testing.T) {
@@ -74,10 +74,11 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 	start := time.Now()
 	step := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 	configs("--alter", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=alice-secret]", "--entity-type", "users", "--entity-name", "alice")
-	configs("--alter", "--add-config", "producer_byte_rate=1048576", "--entity-type", "users", "--entity-name", "alice")
+	configs("--alter", "--add-config", "producer_byte_rate=1048576,request_percentage=200", "--entity-type", "users", "--entity-name", "alice")
 	described := configs("--describe", "--entity-type", "users", "--entity-name", "alice")
 	expectContains(t, described, "SCRAM-SHA-512=iterations=8192")
 	expectContains(t, described, "producer_byte_rate=1048576")
+	expectContains(t, described, "request_percentage=200")
 
 	step("user added")
 	kafkatools.MustRun(t, "kafka-topics", append([]string{"--command-config", admin, "--create", "--topic", "orders", "--partitions", "1", "--replication-factor", "1"}, bs...)...)

@@ -153,12 +153,15 @@ func retryConcurrentTxn(ctx context.Context, backoff, max time.Duration, join fu
 			return code
 		}
 		t := time.NewTimer(backoff)
+		endWait := startWait(ctx)
 		select {
 		case <-ctx.Done():
+			endWait()
 			t.Stop()
 			return code
 		case <-t.C:
 		}
+		endWait()
 	}
 }
 

@@ -42,10 +42,7 @@ import (
 
 func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.FetchRequest)
-	replicaID := req.ReplicaID
-	if req.Version >= 15 {
-		replicaID = req.ReplicaState.ID
-	}
+	replicaID := fetchReplicaID(req)
 	read, session := h.sessions.begin(req)
 	if session.errorCode != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -74,7 +71,7 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
 				h.observeFetch(resp, files)
-				throttle = h.throttle(c, metadata.QuotaConsumerByteRate, total)
+				throttle = max(h.throttle(c, metadata.QuotaConsumerByteRate, total), h.chargeRequest(ctx))
 				resp.ThrottleMillis = int32(throttle.Milliseconds())
 			}
 			out := h.fetchResponse(resp, files)
@@ -99,13 +96,24 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 			continue // re-read once now that we watch, so no wake-up is missed
 		}
 		timer := time.NewTimer(time.Until(wait))
+		endWait := startWait(ctx)
 		select {
 		case <-w.C:
 		case <-timer.C:
 		case <-ctx.Done():
 		}
+		endWait()
 		timer.Stop()
 	}
+}
+
+// fetchReplicaID is the replica id of a follower's fetch, -1 for a consumer's:
+// a request header field before v15, in ReplicaState from v15.
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }
 
 // readFetch reads every requested partition once. It returns the response, the

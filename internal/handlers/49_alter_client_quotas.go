@@ -1,12 +1,12 @@
 package handlers
 
 // AlterClientQuotas (key 49), v0-v1 (v1 flexible): sets and removes
-// producer_byte_rate, consumer_byte_rate and controller_mutation_rate (KIP-599,
-// mutation_quota.go) of users, client ids and user/client
-// id pairs (a null name is the default entity), through the active controller
-// (forwarded when this node is not it). One result per entry, all or nothing per
-// entry: INVALID_REQUEST for an unknown entity type or key or a value that is not
-// positive.
+// producer_byte_rate, consumer_byte_rate, request_percentage (KIP-124,
+// request_quota.go) and controller_mutation_rate (KIP-599, mutation_quota.go) of
+// users, client ids and user/client id pairs (a null name is the default
+// entity), through the active controller (forwarded when this node is not it).
+// One result per entry, all or nothing per entry: INVALID_REQUEST for an unknown
+// entity type or key or a value that is not positive.
 
 import (
 	"context"

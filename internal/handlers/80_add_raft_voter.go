@@ -68,9 +68,13 @@ func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, cluster
 		if code != kerr.NotController.Code || !retry || i == voterChangeRetries {
 			return code, msg
 		}
+		endWait := startWait(ctx)
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
+		}
+		endWait()
+		if ctx.Err() != nil {
 			return code, msg
 		}
 	}

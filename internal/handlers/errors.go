@@ -101,6 +101,7 @@ func (h *Handlers) awaitLocalApply(ctx context.Context) {
 	if h.replicas == nil {
 		return
 	}
+	defer startWait(ctx)()
 	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
 	defer cancel()
 	if err := h.replicas.WaitApplied(ctx, h.cluster.Image().Offset()); err != nil {
@@ -116,6 +117,7 @@ const localApplyTimeout = 5 * time.Second
 func (h *Handlers) awaitTopics(ctx context.Context, names []string) {
 	ctx, cancel := context.WithTimeout(ctx, localApplyTimeout)
 	defer cancel()
+	endWait := startWait(ctx)
 	for _, name := range names {
 		for h.cluster.Image().Topic(name) == nil && ctx.Err() == nil {
 			select {
@@ -124,5 +126,6 @@ func (h *Handlers) awaitTopics(ctx context.Context, names []string) {
 			}
 		}
 	}
+	endWait()
 	h.awaitLocalApply(ctx)
 }

@@ -112,8 +112,10 @@ type Config struct {
 	// authorization on (authorize.go); nil: every request is allowed and the ACL
 	// APIs answer SECURITY_DISABLED.
 	Authorizer func() *acl.Authorizer
-	// Quotas, when set, measures produce and fetch bytes against the client
-	// quotas of the metadata image and throttles clients over them (quotas.go).
+	// Quotas, when set, measures produce and fetch bytes (quotas.go), request
+	// time (request_quota.go) and controller mutations (mutation_quota.go)
+	// against the client quotas of the metadata image and throttles clients
+	// over them.
 	Quotas *quota.Manager
 	// RackAwareReplicaSelector turns on KIP-392's preferred read replica: a
 	// consumer fetching from a leader with a client.rack is pointed at an
@@ -146,6 +148,15 @@ func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, 
 	if cfg.Shares == nil {
 		cfg.Shares = noShares{}
 	}
+	// Calls that wait on the controller or the transaction coordinator are not
+	// charged to request quotas (request_quota.go).
+	cluster = waitingCluster{cluster}
+	if cfg.Transactions != nil {
+		cfg.Transactions = waitingTransactions{cfg.Transactions}
+	}
+	if link != nil {
+		link = waitingLink{link}
+	}
 	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, log: logger, byKey: map[int16]api{},
 		sessions: newFetchSessions(defaultFetchSessionSlots)}
 	h.ctrl = &controllerlink.Local{Handler: h.LinkHandler()}
@@ -174,16 +185,20 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 	if resp, ok := h.checkRequest(ctx, c, r); !ok {
 		return resp
 	}
+	ctx, metered := h.meterRequest(ctx, c, r) // request_quota.go
 	merge := h.filterRequest(ctx, c, r)
 	limited := h.limitMutations(ctx, c, r) // mutation_quota.go
 	resp := a.serve(h, ctx, c, r)
 	if limited != nil {
 		resp = limited(resp)
 	}
-	if merge == nil {
-		return resp
+	if merge != nil {
+		resp = mergeInto(resp, merge)
 	}
-	return mergeInto(resp, merge)
+	if metered != nil {
+		resp = throttleResponse(resp, h.chargeRequest(ctx))
+	}
+	return resp
 }
 
 // mergeInto applies merge to a response when it is ready: at once for Msg, after

@@ -623,3 +623,35 @@ func TestTooManyConsumers(t *testing.T) {
 	limited.must(http.StatusOK, "DELETE", "/groups/limited/consumers/one", nil)
 	limited.poll(map[string]any{"group": "limited", "topic": "limited", "consumer": "two"})
 }
+
+// TestFirstPoll: a new member's first poll without timeout_ms waits for its
+// assignment, then resolves where it starts. On a topic with records past that
+// it returns them (however long the member's own offset lookups take); on an
+// empty topic, or one read to the end by the group, it answers after the poll's
+// own timeout (1 s), not a fixed longer wait.
+func TestFirstPoll(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("first-records", 1)
+	n.createTopic("first-empty", 1)
+	n.produceN("first-records", 0, 0, 5)
+	if recs := n.poll(map[string]any{"group": "first-records", "topic": "first-records"}); len(recs) == 0 || recs[0].Offset != 0 {
+		t.Fatalf("first poll of a topic with records: %+v", recs)
+	}
+	for _, body := range []map[string]any{
+		{"group": "first-empty", "topic": "first-empty"},
+		{"group": "first-latest", "topic": "first-records", "reset": "latest"},
+	} {
+		start := time.Now()
+		recs := n.poll(body)
+		took := time.Since(start)
+		if len(recs) != 0 {
+			t.Fatalf("%v: first poll returned %+v", body, recs)
+		}
+		// The group joins at once (no initial rebalance delay in these tests); the
+		// rest is the 1 s poll timeout and three offset lookups.
+		if took < time.Second || took >= 3*time.Second {
+			t.Fatalf("%v: an empty first poll took %v, want the 1 s poll timeout", body, took)
+		}
+	}
+}

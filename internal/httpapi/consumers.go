@@ -27,8 +27,12 @@ type instance struct {
 	// consumer group.
 	share   *shareMember
 	idleFor time.Duration
-	// assigned closes when the group first assigns the member partitions.
-	assigned chan struct{}
+	// assigned closes when the group first assigns the member partitions;
+	// partitions then holds the first assignment's partitions of topic.
+	assigned   chan struct{}
+	partitions []int32
+	// opts are the options the instance was created with.
+	opts instanceOptions
 	// pollMu serialises polls, so each poll starts where the previous one ended.
 	pollMu sync.Mutex
 	// awaitedAssignment is set once a poll has waited for the first assignment;
@@ -152,8 +156,14 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if opts.resetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	assigned := make(chan struct{})
-	markAssigned := sync.OnceFunc(func() { close(assigned) })
+	inst := &instance{key: key, topic: opts.topic, opts: opts, idleFor: session, lastUsed: time.Now(), assigned: make(chan struct{})}
+	var once sync.Once
+	markAssigned := func(parts []int32) {
+		once.Do(func() {
+			inst.partitions = parts
+			close(inst.assigned) // publishes partitions to whoever saw assigned closed
+		})
+	}
 	iso := kgo.ReadCommitted()
 	if opts.readUncommitted {
 		iso = kgo.ReadUncommitted()
@@ -161,7 +171,7 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(c.cfg.KafkaAddr),
 		kgo.ClientID(memberClientID(key, c.cfg.AdvertisedAddr)),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { markAssigned() }),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, added map[string][]int32) { markAssigned(added[opts.topic]) }),
 		kgo.ConsumerGroup(key.group),
 		kgo.ConsumeTopics(opts.topic),
 		kgo.DisableAutoCommit(),
@@ -176,7 +186,8 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if err != nil {
 		return nil, err
 	}
-	return c.addLocked(&instance{key: key, topic: opts.topic, cl: cl, idleFor: session, lastUsed: time.Now(), assigned: assigned}, session), nil
+	inst.cl = cl
+	return c.addLocked(inst, session), nil
 }
 
 // addLocked registers a new instance, idle for session at most.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,11 +28,6 @@ const (
 	// timeout_ms waits for the group to assign it partitions: a new group waits
 	// group.initial.rebalance.delay.ms (3 s) for more members before it assigns.
 	defaultAssignmentWait = 10 * time.Second
-	// defaultFirstPollWait is how long a new member's first poll without
-	// timeout_ms waits for records once it is assigned partitions: its first
-	// fetch comes after the group's committed offsets are read (or the reset
-	// offsets listed), which on a busy machine can take longer than a second.
-	defaultFirstPollWait = 3 * time.Second
 )
 
 // pollJSON is the body of GET and POST /poll; GET /poll also takes the same names
@@ -327,6 +324,14 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 // up to call.assignmentWait, for the group to assign it partitions, so a new
 // group's first poll returns the records there are. Group errors (the member was
 // refused, say) come back as errors when no records do.
+//
+// Once assigned, a new member still has to read its group's committed offsets
+// (or list its reset offsets) before its first fetch, which on a busy machine
+// can take longer than the poll's timeout. So the first poll resolves where the
+// member starts itself (startsWithRecords): when its partitions hold records
+// past that, it waits for the first of them as long as it waited for the
+// assignment (call.assignmentWait, or what is left of timeout_ms); when they do
+// not, it answers within the poll's own timeout.
 func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, error) {
 	inst.pollMu.Lock()
 	defer inst.pollMu.Unlock()
@@ -335,8 +340,10 @@ func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, e
 		inst.awaitedAssignment = true
 		start := time.Now()
 		timer := time.NewTimer(call.assignmentWait)
+		assigned := false
 		select {
 		case <-inst.assigned:
+			assigned = true
 		case <-timer.C:
 		case <-ctx.Done():
 		}
@@ -344,8 +351,11 @@ func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, e
 		if call.assignmentWait == call.timeout {
 			// One timeout_ms bounds the whole poll.
 			wait = max(call.timeout-time.Since(start), 0)
-		} else {
-			wait = max(wait, defaultFirstPollWait)
+		}
+		if assigned && wait > 0 {
+			if records, err := inst.startsWithRecords(ctx, max(call.assignmentWait-time.Since(start), 0)); err == nil && records {
+				wait = max(wait, call.assignmentWait-time.Since(start))
+			}
 		}
 	}
 	var fs kgo.Fetches
@@ -369,6 +379,59 @@ func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, e
 		return nil, first
 	}
 	return recs, nil
+}
+
+// startsWithRecords reports whether the member's first assigned partitions
+// hold records past where it starts reading: its group's committed offset, or
+// without one its reset offset (the log start, or the end with reset latest).
+// The end is the last stable offset when reading committed data, else the
+// high-water mark. It asks the cluster with the member's own client, within
+// limit.
+func (inst *instance) startsWithRecords(ctx context.Context, limit time.Duration) (bool, error) {
+	if len(inst.partitions) == 0 {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	adm := kadm.NewClient(inst.cl)
+	committed, err := adm.FetchOffsets(ctx, inst.key.group)
+	if err != nil {
+		return false, err
+	}
+	list := adm.ListCommittedOffsets
+	if inst.opts.readUncommitted {
+		list = adm.ListEndOffsets
+	}
+	ends, err := list(ctx, inst.topic)
+	if err != nil {
+		return false, err
+	}
+	var starts kadm.ListedOffsets
+	if !inst.opts.resetLatest {
+		if starts, err = adm.ListStartOffsets(ctx, inst.topic); err != nil {
+			return false, err
+		}
+	}
+	for _, p := range inst.partitions {
+		end, ok := ends.Lookup(inst.topic, p)
+		if !ok || end.Err != nil {
+			return false, cmp.Or(end.Err, fmt.Errorf("no end offset for %s/%d", inst.topic, p))
+		}
+		from := end.Offset // reset latest: nothing before the end
+		if c, ok := committed.Lookup(inst.topic, p); ok && c.Err == nil && c.At >= 0 {
+			from = c.At
+		} else if !inst.opts.resetLatest {
+			s, ok := starts.Lookup(inst.topic, p)
+			if !ok || s.Err != nil {
+				return false, cmp.Or(s.Err, fmt.Errorf("no start offset for %s/%d", inst.topic, p))
+			}
+			from = s.Offset
+		}
+		if from < end.Offset {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // markConsumerNode names this node as the one holding the consumer instance the

@@ -30,6 +30,9 @@ const (
 	// QuotaControllerMutationRate is partitions created or deleted per second
 	// (KIP-599).
 	QuotaControllerMutationRate = "controller_mutation_rate"
+	// QuotaRequestPercentage is the share of one request-handling thread a
+	// client may use, in percent per second (KIP-124).
+	QuotaRequestPercentage = "request_percentage"
 )
 
 // ClientQuotaRecord sets (or with Remove deletes) one quota value of an entity.
@@ -79,9 +82,11 @@ func ValidateQuota(e QuotaEntity, key string, value float64, remove bool) error 
 			return fmt.Errorf("%w: an entity part is either named or the default", ErrInvalidRequest)
 		}
 	}
-	if key != QuotaProducerByteRate && key != QuotaConsumerByteRate && key != QuotaControllerMutationRate {
-		return fmt.Errorf("%w: quota key %q (supported: %s, %s, %s)", ErrInvalidRequest, key,
-			QuotaProducerByteRate, QuotaConsumerByteRate, QuotaControllerMutationRate)
+	switch key {
+	case QuotaProducerByteRate, QuotaConsumerByteRate, QuotaControllerMutationRate, QuotaRequestPercentage:
+	default:
+		return fmt.Errorf("%w: quota key %q (supported: %s, %s, %s, %s)", ErrInvalidRequest, key,
+			QuotaProducerByteRate, QuotaConsumerByteRate, QuotaControllerMutationRate, QuotaRequestPercentage)
 	}
 	if !remove && (value <= 0 || math.IsInf(value, 0) || math.IsNaN(value)) {
 		return fmt.Errorf("%w: quota %s must be a positive number, got %v", ErrInvalidRequest, key, value)

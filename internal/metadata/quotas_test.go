@@ -34,7 +34,7 @@ func TestClientQuotas(t *testing.T) {
 	for name, rec := range map[string]*ClientQuotaRecord{
 		"no entity":     {Key: QuotaProducerByteRate, Value: 1},
 		"named default": {Entity: QuotaEntity{User: QuotaName{Set: true, Default: true, Name: "x"}}, Key: QuotaProducerByteRate, Value: 1},
-		"unknown key":   {Entity: alice, Key: "request_percentage", Value: 1},
+		"unknown key":   {Entity: alice, Key: "connection_creation_rate", Value: 1},
 		"zero":          {Entity: alice, Key: QuotaProducerByteRate, Value: 0},
 	} {
 		if _, err := Apply(img, rec); !errors.Is(err, ErrInvalidRequest) {

@@ -56,6 +56,9 @@ type conn struct {
 	auth     authState
 	authed   atomic.Bool
 	authStep chan struct{}
+	// rawTokens mirrors auth.rawTokens for the reader: after SaslHandshake v0
+	// it reads raw SASL tokens until the connection is authenticated.
+	rawTokens atomic.Bool
 	// mutedUntil (unix nanos) is set when a throttled response is handed back:
 	// the connection reads and serves nothing before then (waitMuted).
 	mutedUntil atomic.Int64
@@ -79,6 +82,10 @@ type outgoing struct {
 	// closeAfter, when set, closes the connection (with this reason) once the
 	// response is written: a failed authentication.
 	closeAfter error
+	// raw, for a raw SASL token (after SaslHandshake v0), writes token framed by
+	// its size alone, with no response header.
+	raw   bool
+	token []byte
 	// pending, for a deferred response (Response.Wait), is closed once msg, body or
 	// none is set; waitErr is then a failure of Wait itself.
 	pending chan struct{}
@@ -179,6 +186,12 @@ func (c *conn) runReader() {
 	}
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	for {
+		if c.rawTokens.Load() && !c.authed.Load() {
+			if !c.readRawToken(br) {
+				return
+			}
+			continue
+		}
 		frame, reserved, err := c.readFrame(br)
 		received := time.Now()
 		switch {
@@ -223,6 +236,53 @@ func (c *conn) runReader() {
 			}
 		}
 	}
+}
+
+// readRawToken reads one raw SASL token (after SaslHandshake v0), queues it for
+// the handler and waits until it was handled. It returns false when the reader
+// must stop.
+func (c *conn) readRawToken(br *bufio.Reader) bool {
+	token, reserved, err := c.readToken(br)
+	switch {
+	case err == nil:
+	case c.draining.Load() || c.isClosed() || errors.Is(err, errStopped):
+		return false
+	default:
+		// A client hanging up mid-exchange is still a failed authentication.
+		c.fail(fmt.Errorf("%w: reading a raw SASL token: %w", ErrAuthentication, err))
+		return false
+	}
+	r := &Request{Key: saslTokenKey, Size: len(token) + 4, Received: time.Now(), saslToken: token, reserved: reserved, preAuth: true}
+	select {
+	case c.reqs <- r:
+	case <-c.done:
+		c.srv.pool.release(reserved)
+		return false
+	}
+	select {
+	case <-c.authStep:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// readToken reads one raw SASL token, reserving its size in the server's memory
+// pool as readFrame does for a request.
+func (c *conn) readToken(br *bufio.Reader) (token []byte, reserved int64, err error) {
+	size, err := readSize(br, 0, c.srv.saslMaxReceive) // a token may be empty
+	if err != nil {
+		return nil, 0, err
+	}
+	reserved, ok := c.srv.pool.acquire(int64(size), c.done, c.srv.quit)
+	if !ok {
+		return nil, 0, errStopped
+	}
+	if token, err = readFrameBody(br, size); err != nil {
+		c.srv.pool.release(reserved)
+		return nil, 0, err
+	}
+	return token, reserved, nil
 }
 
 // waitMuted waits out a throttle (KIP-219: the broker stops reading from a
@@ -320,6 +380,9 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 			out, err = nil, c.panicError("handler", p)
 		}
 	}()
+	if r.Key == saslTokenKey {
+		return c.serveSASLToken(r)
+	}
 	if r.Key == apiVersionsKey {
 		msg, version := c.srv.reg.answerApiVersions(c.info, r)
 		msg.SetVersion(version)
@@ -425,6 +488,12 @@ func (c *conn) runWriter() {
 			_ = c.release(out)
 			continue
 		}
+		if out.raw {
+			if err := writeSASLToken(bw, out.token); err != nil {
+				c.fail(err)
+			}
+			continue
+		}
 		n, err := c.write(bw, out)
 		if rerr := c.release(out); err == nil {
 			err = rerr
@@ -442,6 +511,20 @@ func (c *conn) runWriter() {
 			c.fail(out.closeAfter)
 		}
 	}
+}
+
+// writeSASLToken writes a raw SASL token framed by its size and flushes: the
+// client waits for it before sending anything else.
+func writeSASLToken(bw *bufio.Writer, token []byte) error {
+	var size [4]byte
+	putFrameSize(size[:], len(token))
+	if _, err := bw.Write(size[:]); err != nil {
+		return err
+	}
+	if _, err := bw.Write(token); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // write frames one response into bw and returns the frame's size.

@@ -57,8 +57,8 @@
 //     over MaxConnections or MaxConnectionsPerIP is closed as soon as it is
 //     accepted; Stats reports pool use and refusals.
 //     With Server.SASL set, a connection must authenticate (SaslHandshake and
-//     SaslAuthenticate, answered by this package; see sasl.go) before any request
-//     but ApiVersions; until then frames are bounded by SASLConfig.MaxReceiveBytes
+//     SaslAuthenticate, or raw tokens after SaslHandshake v0, answered by this
+//     package; see sasl.go) before any request but ApiVersions; until then frames are bounded by SASLConfig.MaxReceiveBytes
 //     and read one at a time.
 //     A Response with Throttle mutes the connection for that long (KIP-219):
 //     nothing more is read or handled from it until then.

@@ -28,6 +28,13 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 // readFrameSize reads and checks a frame's size prefix. It returns io.EOF when r
 // ends cleanly before a frame starts.
 func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
+	return readSize(r, 1, maxBytes)
+}
+
+// readSize reads a size prefix and checks it is in minBytes..maxBytes: 1.. for a
+// request frame, 0.. for a raw SASL token after SaslHandshake v0 (an empty token).
+// It returns io.EOF when r ends cleanly before the prefix.
+func readSize(r io.Reader, minBytes, maxBytes int32) (int32, error) {
 	var sizeBuf [4]byte
 	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -37,7 +44,7 @@ func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 	switch {
-	case size <= 0:
+	case size < minBytes:
 		return 0, fmt.Errorf("%w: %d", ErrFrameSize, size)
 	case size > maxBytes:
 		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)

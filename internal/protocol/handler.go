@@ -24,6 +24,8 @@ type Request struct {
 
 	reserved int64 // bytes held in the server's memory pool until handled
 	preAuth  bool  // read before authentication: the reader waits for it to be handled
+	// saslToken is a raw SASL token (Key saslTokenKey) read after SaslHandshake v0.
+	saslToken []byte
 }
 
 // Response is what a Handler returns: exactly one of Msg, Body, None or Wait.

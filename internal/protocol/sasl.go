@@ -1,6 +1,6 @@
 package protocol
 
-// SaslHandshake (key 17) v1 and SaslAuthenticate (key 36) v0-v2 (v2 flexible)
+// SaslHandshake (key 17) v0-v1 and SaslAuthenticate (key 36) v0-v2 (v2 flexible)
 // are answered by this package, which owns each connection's authentication
 // state (KIP-43, KIP-152, KIP-368):
 //
@@ -11,8 +11,15 @@ package protocol
 //     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
 //     reader reads one such frame only after the previous one was handled.
 //   - SaslHandshake picks the mechanism: an unsupported one answers
-//     UNSUPPORTED_SASL_MECHANISM with the enabled list and closes. SaslHandshake
-//     v0 (raw tokens without SaslAuthenticate) is not served.
+//     UNSUPPORTED_SASL_MECHANISM with the enabled list and closes.
+//   - After a successful SaslHandshake v0 (KIP-152's legacy framing), the
+//     mechanism's messages travel as raw tokens, not in SaslAuthenticate: each
+//     client token is an int32 size (0..MaxReceiveBytes) and that many bytes,
+//     and each server answer is framed the same way, also when empty (PLAIN's
+//     success), as Kafka does. There is no error response in this framing: a
+//     failed authentication, a negative or oversized size, or a truncated token
+//     closes the connection without an answer. Such a session cannot
+//     re-authenticate (KIP-368 needs SaslAuthenticate v1+).
 //   - SaslAuthenticate carries the mechanism's messages. A failure (wrong
 //     password and unknown user alike) answers SASL_AUTHENTICATION_FAILED with
 //     one generic message and closes the connection after the response.
@@ -59,7 +66,7 @@ type SASLConfig struct {
 }
 
 // saslVersions are registered with every Server.
-var saslVersions = []VersionRange{{Key: saslHandshakeKey, Min: 1, Max: 1}, {Key: saslAuthenticateKey, Min: 0, Max: 2}}
+var saslVersions = []VersionRange{{Key: saslHandshakeKey, Min: 0, Max: 1}, {Key: saslAuthenticateKey, Min: 0, Max: 2}}
 
 // authState is a connection's authentication, owned by its handler goroutine.
 // The reader only reads authenticated (an atomic on conn).
@@ -69,7 +76,12 @@ type authState struct {
 	expiry        time.Time     // zero: no expiry
 	canReauth     bool          // authenticated with SaslAuthenticate v1+
 	authenticated bool
+	rawTokens     bool // SaslHandshake v0: the exchange's tokens come as raw frames
 }
+
+// saslTokenKey marks a Request that is a raw SASL token read after SaslHandshake
+// v0 rather than a Kafka request; it never reaches the Handler or the hooks.
+const saslTokenKey = -1
 
 // ErrAuthentication means a SASL client failed to authenticate, broke the SASL
 // sequence, sent another request before authenticating, or kept using a session
@@ -128,6 +140,12 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			return resp, fmt.Errorf("%w: %w", ErrAuthentication, err)
 		}
 		a.exchange = x
+		if r.Version == 0 {
+			// The reader reads the next frame only after this request was
+			// handled (authStep), so it sees the flag before that frame.
+			a.rawTokens = true
+			c.rawTokens.Store(true)
+		}
 		return resp, nil
 	case *kmsg.SASLAuthenticateRequest:
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
@@ -158,27 +176,56 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		if !x.Done() {
 			return resp, nil
 		}
-		a.exchange = nil
-		a.authenticated, a.canReauth = true, r.Version >= 1
-		a.principal = "User:" + x.User()
-		a.expiry = time.Time{}
-		if lifetime := cfg.SessionLifetime; lifetime > 0 {
-			now := time.Now()
-			// A credential that expires (an OAUTHBEARER token) ends the session
-			// no later than itself.
-			if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() {
-				lifetime = max(min(lifetime, e.SessionExpiry().Sub(now)), time.Millisecond)
-			}
-			a.expiry = now.Add(lifetime)
-			resp.SessionLifetimeMillis = lifetime.Milliseconds()
-		}
-		principal := a.principal
-		c.info.principal.Store(&principal)
-		c.authed.Store(true)
-		c.reportAuth(x, reauth, nil)
+		resp.SessionLifetimeMillis = c.completeAuth(x, reauth, r.Version >= 1).Milliseconds()
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
+}
+
+// completeAuth records a finished exchange: the connection is authenticated as
+// x's user until the returned session lifetime has passed (zero: forever).
+func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime time.Duration) {
+	a := &c.auth
+	a.exchange = nil
+	a.rawTokens = false
+	a.authenticated, a.canReauth = true, canReauth
+	a.principal = "User:" + x.User()
+	a.expiry = time.Time{}
+	if lifetime = c.srv.SASL.SessionLifetime; lifetime > 0 {
+		now := time.Now()
+		// A credential that expires (an OAUTHBEARER token) ends the session
+		// no later than itself.
+		if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() {
+			lifetime = max(min(lifetime, e.SessionExpiry().Sub(now)), time.Millisecond)
+		}
+		a.expiry = now.Add(lifetime)
+	}
+	principal := a.principal
+	c.info.principal.Store(&principal)
+	c.authed.Store(true)
+	c.reportAuth(x, reauth, nil)
+	return lifetime
+}
+
+// serveSASLToken steps the exchange a SaslHandshake v0 started with one raw
+// client token. The answer is a raw token frame; a failure closes the
+// connection without one, as the legacy framing has no way to say why.
+func (c *conn) serveSASLToken(r *Request) (*outgoing, error) {
+	a := &c.auth
+	x := a.exchange
+	if x == nil || !a.rawTokens {
+		return nil, fmt.Errorf("%w: a raw SASL token outside a SaslHandshake v0 exchange", ErrAuthentication)
+	}
+	out, err := x.Step(r.saslToken)
+	if err != nil {
+		a.exchange = nil
+		c.reportAuth(x, false, err)
+		return nil, fmt.Errorf("%w: %s (SaslHandshake v0): %w", ErrAuthentication, x.Mechanism(), err)
+	}
+	if x.Done() {
+		c.completeAuth(x, false, false)
+	}
+	return &outgoing{req: r, raw: true, token: out}, nil
 }
 
 func (c *conn) reportAuth(x sasl.Exchange, reauth bool, err error) {

@@ -1,8 +1,13 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
+	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -242,4 +248,168 @@ func TestSASLSessionLifetime(t *testing.T) {
 	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrAuthentication) {
 		t.Fatalf("closed with %v, want ErrAuthentication", err)
 	}
+}
+
+// writeToken writes a raw SASL token (the framing after SaslHandshake v0).
+func (c *rawClient) writeToken(token []byte) {
+	c.t.Helper()
+	c.write(binary.BigEndian.AppendUint32(nil, uint32(len(token))))
+	c.write(token)
+}
+
+// readToken reads a raw SASL token.
+func (c *rawClient) readToken() []byte {
+	c.t.Helper()
+	return c.readSized("SASL token")
+}
+
+// handshakeV0 sends SaslHandshake v0 for mech and checks it is accepted.
+func (c *rawClient) handshakeV0(mech string) {
+	c.t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = mech
+	if hr := c.roundTrip(hs, 0, 1).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 || len(hr.SupportedMechanisms) != 3 {
+		c.t.Fatalf("SaslHandshake v0 for %s: %+v", mech, hr)
+	}
+}
+
+// TestSASLHandshakeV0 logs in the way librdkafka does after SaslHandshake v0:
+// the mechanism's messages as raw size-prefixed tokens, each answered with one,
+// and then serves requests as the user.
+func TestSASLHandshakeV0(t *testing.T) {
+	ts, log := startSASLServer(t, time.Hour)
+	versions := dial(t, ts.addr).roundTrip(kmsg.NewPtrApiVersionsRequest(), 3, 1).(*kmsg.ApiVersionsResponse)
+	for _, k := range versions.ApiKeys {
+		if k.ApiKey == saslHandshakeKey && (k.MinVersion != 0 || k.MaxVersion != 1) {
+			t.Fatalf("ApiVersions lists SaslHandshake %d..%d, want 0..1", k.MinVersion, k.MaxVersion)
+		}
+	}
+	for _, mech := range []ksasl.Mechanism{
+		scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism(),
+		scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism(),
+		plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(),
+	} {
+		t.Run(mech.Name(), func(t *testing.T) {
+			c := dial(t, ts.addr)
+			c.handshakeV0(mech.Name())
+			session, msg, err := mech.Authenticate(context.Background(), ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for done := false; !done; {
+				c.writeToken(msg)
+				if done, msg, err = session.Challenge(c.readToken()); err != nil {
+					t.Fatalf("the server's token: %v", err)
+				}
+			}
+			resp := c.roundTrip(metadataRequest("t"), 12, 2).(*kmsg.MetadataResponse)
+			if len(resp.Topics) != 1 {
+				t.Fatalf("Metadata after authenticating: %+v", resp)
+			}
+			if log.count(mech.Name()+" alice ok") != 1 {
+				t.Fatalf("audit entries %v", log.entries)
+			}
+			// No re-authentication without SaslAuthenticate v1+ (KIP-368).
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Mechanism = mech.Name()
+			if hr := c.roundTrip(hs, 1, 3).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code {
+				t.Fatalf("re-authentication after SaslHandshake v0: %+v", hr)
+			}
+			c.expectClosed()
+		})
+	}
+}
+
+// TestSASLHandshakeV0Failures: a failed login or a bad token frame after
+// SaslHandshake v0 closes the connection without an answer (the framing has no
+// error response), and the server keeps serving.
+func TestSASLHandshakeV0Failures(t *testing.T) {
+	ts, log := startSASLServer(t, 0)
+	t.Run("wrong-password-scram", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.handshakeV0("SCRAM-SHA-512")
+		session, msg, err := scram.Auth{User: "alice", Pass: "wrong"}.AsSha512Mechanism().Authenticate(context.Background(), ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.writeToken(msg)
+		if _, msg, err = session.Challenge(c.readToken()); err != nil {
+			t.Fatal(err)
+		}
+		c.writeToken(msg) // the client proof, computed from the wrong password
+		c.expectClosed()
+		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrAuthentication) {
+			t.Fatalf("closed with %v, want ErrAuthentication", err)
+		}
+		if log.count("SCRAM-SHA-512 alice fail") != 1 {
+			t.Fatalf("audit entries %v", log.entries)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+		want  error
+	}{
+		{"wrong-password-plain", binary.BigEndian.AppendUint32(nil, 19), ErrAuthentication}, // then "\x00alice\x00wrong-secret"
+		{"negative-size", []byte{0xff, 0xff, 0xff, 0xfe}, ErrFrameSize},
+		{"oversized", []byte{0, 0x10, 0, 0}, ErrFrameTooLarge}, // 1 MiB > the 512 KiB bound
+		{"truncated-size", []byte{0, 0}, ErrTruncatedFrame},
+		{"truncated-token", []byte{0, 0, 0, 10, 'a', 'b'}, ErrTruncatedFrame},
+		{"empty-token", []byte{0, 0, 0, 0}, ErrAuthentication},
+		// A SaslAuthenticate request is just a malformed PLAIN message here.
+		{"kafka-request", frameOf(kmsg.NewPtrSASLAuthenticateRequest(), 1, 2, kmsg.StringPtr("c")), ErrAuthentication},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, ts.addr)
+			c.handshakeV0("PLAIN")
+			c.write(tc.bytes)
+			if tc.name == "wrong-password-plain" {
+				c.write([]byte("\x00alice\x00wrong-secret"))
+			}
+			if tc.want == ErrTruncatedFrame {
+				if err := c.nc.(*net.TCPConn).CloseWrite(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.expectClosed()
+			if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, tc.want) {
+				t.Fatalf("closed with %v, want %v", err, tc.want)
+			}
+		})
+	}
+	checkServing(t, ts.addr)
+}
+
+// FuzzSASLToken feeds arbitrary bytes through raw SASL token reading, as the
+// reader goroutine does after SaslHandshake v0: nothing may panic, errors must be
+// this package's, and a token must be exactly as long as its size says.
+func FuzzSASLToken(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0, 1, 0, 1, 'x'})
+	known := []error{io.EOF, ErrFrameSize, ErrFrameTooLarge, ErrTruncatedFrame}
+	const maxBytes = 1 << 10
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rd := bytes.NewReader(data)
+		for {
+			before := rd.Len()
+			size, err := readSize(rd, 0, maxBytes)
+			var token []byte
+			if err == nil {
+				if size < 0 || size > maxBytes {
+					t.Fatalf("size %d accepted", size)
+				}
+				token, err = readFrameBody(rd, size)
+			}
+			if err != nil {
+				if !slices.ContainsFunc(known, func(k error) bool { return errors.Is(err, k) }) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if len(token) != int(size) || before-rd.Len() != 4+len(token) {
+				t.Fatalf("token of %d bytes for size %d, consumed %d", len(token), size, before-rd.Len())
+			}
+		}
+	})
 }

@@ -200,15 +200,23 @@ func (c *rawClient) send(req kmsg.Request, version int16, corr int32) {
 // readFrame reads one response frame and returns its correlation id and the rest.
 func (c *rawClient) readFrame() (int32, []byte) {
 	c.t.Helper()
+	frame := c.readSized("response")
+	return int32(binary.BigEndian.Uint32(frame)), frame[4:]
+}
+
+// readSized reads an int32 size and that many bytes (a response frame, or a raw
+// SASL token), what naming it in failures.
+func (c *rawClient) readSized(what string) []byte {
+	c.t.Helper()
 	var size [4]byte
 	if _, err := io.ReadFull(c.br, size[:]); err != nil {
-		c.t.Fatalf("reading response size: %v", err)
+		c.t.Fatalf("reading %s size: %v", what, err)
 	}
-	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(c.br, frame); err != nil {
-		c.t.Fatalf("reading response: %v", err)
+	b := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c.br, b); err != nil {
+		c.t.Fatalf("reading %s: %v", what, err)
 	}
-	return int32(binary.BigEndian.Uint32(frame)), frame[4:]
+	return b
 }
 
 // read reads the response to req (at version) and checks its correlation id.

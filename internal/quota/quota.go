@@ -14,6 +14,11 @@
 //     window, at most MaxThrottle: the broker answers at once with the throttle
 //     time and stops reading from the connection for that long.
 //
+// Request time (request_percentage, KIP-124) uses the same sensors: a request adds
+// the percent of one second it kept a request handler busy (RecordRequestTime),
+// so the rate is the percent of one thread in use and the throttle is worked out
+// as for bytes.
+//
 // Controller mutations (controller_mutation_rate) use a token bucket instead:
 // see mutations.go.
 package quota
@@ -95,6 +100,26 @@ func Resolve(img *metadata.Image, user, clientID, key string) (metadata.QuotaEnt
 // Record adds bytes for user and clientID against key's quota in img and
 // returns how long the client must be throttled (0 within its quota).
 func (m *Manager) Record(img *metadata.Image, user, clientID, key string, bytes int) time.Duration {
+	return m.RecordValue(img, user, clientID, key, float64(bytes))
+}
+
+// RequestPercentage is the value RecordRequestTime adds for busy: the percent of
+// one second, so that its rate per second is the percent of one request thread
+// used (KIP-124's request_percentage unit).
+func RequestPercentage(busy time.Duration) float64 {
+	return float64(busy) * 100 / float64(time.Second)
+}
+
+// RecordRequestTime adds the time a request kept a request handler busy against
+// the request_percentage quota of user and clientID in img and returns how long
+// the client must be throttled (0 without a quota or within it).
+func (m *Manager) RecordRequestTime(img *metadata.Image, user, clientID string, busy time.Duration) time.Duration {
+	return m.RecordValue(img, user, clientID, metadata.QuotaRequestPercentage, RequestPercentage(busy))
+}
+
+// RecordValue adds v (in the key's unit) for user and clientID against key's
+// quota in img and returns how long the client must be throttled.
+func (m *Manager) RecordValue(img *metadata.Image, user, clientID, key string, v float64) time.Duration {
 	e, quota, ok := Resolve(img, user, clientID, key)
 	if !ok {
 		return 0
@@ -108,7 +133,7 @@ func (m *Manager) Record(img *metadata.Image, user, clientID, key string, bytes 
 		r = &rate{}
 		m.mu.sensors[sk] = r
 	}
-	r.add(now, float64(bytes))
+	r.add(now, v)
 	perSecond, window := r.measure(now)
 	if perSecond <= quota {
 		return 0

@@ -86,3 +86,29 @@ func TestThrottle(t *testing.T) {
 		t.Fatalf("throttled without a consumer quota: %v", d)
 	}
 }
+
+// TestRequestTime: request_percentage is the percent of one thread used per
+// second. 10% is 100 ms of handler time a second: 1 s in the 10 s window is
+// within it; another 1 s over the window makes the rate twice the quota, so the
+// throttle is about the window again.
+func TestRequestTime(t *testing.T) {
+	if got := RequestPercentage(250 * time.Millisecond); got != 25 {
+		t.Fatalf("RequestPercentage(250ms) = %v, want 25", got)
+	}
+	now := time.Unix(1000, 0)
+	m := New(func() time.Time { return now })
+	img := quotaImage(t, &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")}, Key: metadata.QuotaRequestPercentage, Value: 10})
+	for range 10 {
+		if d := m.RecordRequestTime(img, "alice", "c", 100*time.Millisecond); d != 0 {
+			t.Fatalf("throttled within the quota: %v", d)
+		}
+		now = now.Add(time.Second)
+	}
+	d := m.RecordRequestTime(img, "alice", "c", time.Second)
+	if d < 8*time.Second || d > 12*time.Second {
+		t.Fatalf("throttle %v, want about 10s", d)
+	}
+	if d := m.RecordRequestTime(img, "bob", "c", time.Hour); d != 0 {
+		t.Fatalf("bob, without a quota, throttled %v", d)
+	}
+}

@@ -2,7 +2,13 @@ package sasl
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -271,4 +277,56 @@ func FuzzPlain(f *testing.F) {
 			t.Fatalf("accepted %q as %q", msg, x.User())
 		}
 	})
+}
+
+// TestScramNoncePrefixed: librdkafka before 2.1 (Debian's kcat) sends its own
+// nonce again in front of the server-first's in its client-final. Kafka only
+// checks that the nonce ends with the server-first's, so the login succeeds
+// there and must here; a nonce that does not end with it still fails.
+func TestScramNoncePrefixed(t *testing.T) {
+	const user, password, cnonce = "alice", "pw", "fyko+d2lbbFgONRv9qkxdawL"
+	a := NewAuthenticator(newStore(t, map[string]string{user: password}, ScramSHA256).lookup)
+	for _, tc := range []struct {
+		name  string
+		nonce func(serverNonce string) string
+		ok    bool
+	}{
+		{"prefixed", func(n string) string { return cnonce + n }, true},
+		{"exact", func(n string) string { return n }, true},
+		{"suffixed", func(n string) string { return n + "x" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, _ := a.Start(ScramSHA256)
+			clientFirstBare := "n=" + user + ",r=" + cnonce
+			serverFirst, err := x.Step([]byte("n,," + clientFirstBare))
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs := strings.Split(string(serverFirst), ",")
+			salt, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(attrs[1], "s="))
+			iterations, _ := strconv.Atoi(strings.TrimPrefix(attrs[2], "i="))
+			withoutProof := "c=biws,r=" + tc.nonce(strings.TrimPrefix(attrs[0], "r="))
+			salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mac := func(key []byte, msg string) []byte {
+				h := hmac.New(sha256.New, key)
+				h.Write([]byte(msg))
+				return h.Sum(nil)
+			}
+			clientKey := mac(salted, "Client Key")
+			storedKey := sha256.Sum256(clientKey)
+			signature := mac(storedKey[:], clientFirstBare+","+string(serverFirst)+","+withoutProof)
+			proof := make([]byte, len(clientKey))
+			subtle.XORBytes(proof, clientKey, signature)
+			_, err = x.Step([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+			if tc.ok && (err != nil || !x.Done()) {
+				t.Fatalf("client-final: %v", err)
+			}
+			if !tc.ok && !errors.Is(err, ErrAuthFailed) {
+				t.Fatalf("client-final: %v, want ErrAuthFailed", err)
+			}
+		})
+	}
 }

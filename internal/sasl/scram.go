@@ -273,9 +273,11 @@ func (x *scramExchange) clientFinal(msg string) ([]byte, error) {
 	if cb != base64.StdEncoding.EncodeToString([]byte(x.gs2Header)) {
 		return nil, fmt.Errorf("%w: channel binding differs from the gs2 header", ErrMalformed)
 	}
+	// The nonce must end with the server-first's (Kafka's check): librdkafka
+	// before 2.1 sends its own nonce again in front of it, and Kafka accepts
+	// that. A replayed client-final carries an old server nonce.
 	nonce, ok := strings.CutPrefix(attrs[1], "r=")
-	if !ok || nonce != x.nonce {
-		// A replayed client-final carries an old nonce.
+	if !ok || !strings.HasSuffix(nonce, x.nonce) {
 		return nil, fmt.Errorf("%w: nonce mismatch", ErrAuthFailed)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofAttr)

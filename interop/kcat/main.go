@@ -2,7 +2,11 @@
 // the same JSON summary as the other interop clients (see interop/report):
 //
 //	go run ./interop/kcat [-mode both|produce|consume|group] [-count N] [-keys K]
-//	    [-timeout-ms 60000] [-name kcat] [-group G] BOOTSTRAP TOPIC
+//	    [-timeout-ms 60000] [-name kcat] [-group G] [-config key=value ...] BOOTSTRAP TOPIC
+//
+// -config (repeatable) passes a librdkafka property to every kcat process (-X), e.g.
+// security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location.
+// Group mode does not take it: its watcher (an admin client) connects without them.
 //
 // Producing: kcat reports each delivery as "Message delivered to partition P (offset O)"
 // on stderr (at -vv) but does not say which message it was. So the driver starts one
@@ -55,6 +59,29 @@ type options struct {
 	produce, consume       bool
 	group                  string // group mode when set
 	count, keys            int
+	config                 []string // key=value, passed to kcat as -X
+}
+
+// configFlag collects repeated -config key=value flags.
+type configFlag []string
+
+func (c *configFlag) String() string { return strings.Join(*c, ",") }
+
+func (c *configFlag) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("%q is not key=value", v)
+	}
+	*c = append(*c, v)
+	return nil
+}
+
+// xArgs returns o.config as kcat -X arguments.
+func (o options) xArgs() []string {
+	var args []string
+	for _, kv := range o.config {
+		args = append(args, "-X", kv)
+	}
+	return args
 }
 
 func main() {
@@ -69,6 +96,7 @@ func run() int {
 	flag.IntVar(&o.keys, "keys", 20, "distinct keys to spread them over")
 	timeoutMS := flag.Int("timeout-ms", 60000, "give up after this many milliseconds")
 	flag.StringVar(&o.name, "name", "kcat", "label put into values and headers")
+	flag.Var((*configFlag)(&o.config), "config", "librdkafka property key=value for kcat's -X (repeatable; not in group mode)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: kcat [flags] BOOTSTRAP TOPIC")
 		flag.PrintDefaults()
@@ -84,6 +112,10 @@ func run() int {
 	case "group":
 		if o.group == "" {
 			fmt.Fprintln(os.Stderr, "kcat driver: -mode group needs -group")
+			return 2
+		}
+		if len(o.config) > 0 {
+			fmt.Fprintln(os.Stderr, "kcat driver: -mode group does not take -config")
 			return 2
 		}
 	default:
@@ -233,6 +265,7 @@ var deliveredRE = regexp.MustCompile(`Message delivered to partition (-?\d+) \(o
 func produceGroup(ctx context.Context, o options, g keyGroup) ([]report.Produced, error) {
 	args := []string{"-P", "-b", o.bootstrap, "-t", o.topic, "-K", "\t",
 		"-X", "acks=all", "-X", "partitioner=murmur2_random", "-vv"}
+	args = append(args, o.xArgs()...)
 	for _, h := range g.headers {
 		if h.Value == nil {
 			args = append(args, "-H", h.Key) // kcat: a header without "=" has a null value
@@ -281,8 +314,8 @@ type kcatRecord struct {
 }
 
 func consume(ctx context.Context, o options, produced []report.Produced) ([]report.Consumed, error) {
-	cmd := exec.CommandContext(ctx, "kcat", "-C", "-b", o.bootstrap, "-t", o.topic,
-		"-o", "beginning", "-e", "-J", "-q")
+	cmd := exec.CommandContext(ctx, "kcat", append([]string{"-C", "-b", o.bootstrap, "-t", o.topic,
+		"-o", "beginning", "-e", "-J", "-q"}, o.xArgs()...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
