@@ -20,8 +20,9 @@ type Log struct {
 	cfg  Config
 	// logDir, when the log was opened through one, keeps its recovery checkpoint
 	// and clean-shutdown marker under name; nil: both are files in dir.
-	logDir *LogDir
-	name   string
+	logDir      *LogDir
+	name        string
+	filesSynced bool // load: the LogDir's syncfs covered everything in dir
 
 	// appendMu serialises every mutation (appends, roll, truncation, retention,
 	// epoch assignment, Close) and is held across their I/O. Fields only mutators

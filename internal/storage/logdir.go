@@ -71,12 +71,16 @@ type LogDir struct {
 		closed  map[string]cleanShutdown      // markers of logs closed cleanly since
 		legacy  map[string]bool               // per-partition checkpoints to remove after the next write
 		removed map[string]bool               // names removed since the last write
+		opened  map[string]bool               // names opened since OpenLogDir
 		dirty   bool
 		err     error // the last failed background write, nil after a good one
 		shut    bool  // Close ran
 	}
-	stop chan struct{}
-	done chan struct{}
+	// synced: OpenLogDir made everything on the filesystem durable (syncfs)
+	// after an unclean stop, so what a log's first Open recovers is on disk.
+	synced bool
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // OpenLogDir opens (creating it if needed) the log directory dir and starts its
@@ -95,6 +99,7 @@ func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error
 	d.mu.closed = map[string]cleanShutdown{}
 	d.mu.legacy = map[string]bool{}
 	d.mu.removed = map[string]bool{}
+	d.mu.opened = map[string]bool{}
 	// A damaged file is as good as none: every log recovers by scanning.
 	if b, err := readSideFile(fsys, dir, dirRecoveryName); err == nil {
 		if entries, err := decodeDirEntries(b, 16); err == nil {
@@ -105,7 +110,8 @@ func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error
 	} else if !isNotExist(err) && !isCorrupt(err) {
 		return nil, err
 	}
-	if b, err := readSideFile(fsys, dir, dirCleanShutdownName); err == nil {
+	b, err := readSideFile(fsys, dir, dirCleanShutdownName)
+	if err == nil {
 		if entries, err := decodeDirEntries(b, 24); err == nil {
 			for name, v := range entries {
 				d.mu.clean[name] = cleanShutdown{LogEndOffset: v[0], ActiveBase: v[1], ActiveSize: v[2]}
@@ -113,6 +119,14 @@ func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error
 		}
 	} else if !isNotExist(err) && !isCorrupt(err) {
 		return nil, err
+	}
+	if isNotExist(err) {
+		// An unclean stop (or a first start): the page cache may hold writes no
+		// fsync covered. One syncfs makes them durable for every log at once;
+		// without it each recovered log's flusher fsyncs its active segment.
+		if s, ok := fsys.(vfs.FSSyncer); ok {
+			d.synced = s.SyncFS(dir) == nil
+		}
 	}
 	// Before any log can change: a marker left behind would vouch for a log
 	// that a later crash left torn.
@@ -264,10 +278,14 @@ func (d *LogDir) Close() error {
 
 // lookup returns name's recovery checkpoint and clean-shutdown marker, each with
 // nil or an error matching fs.ErrNotExist, and forgets the marker: it vouches for
-// one open only.
-func (d *LogDir) lookup(name string) (rc recoveryCheckpoint, rcErr error, m cleanShutdown, mErr error) {
+// one open only. synced reports whether everything in the log's files is
+// durable already: the first open after OpenLogDir's syncfs (later ones may
+// find what this process wrote since).
+func (d *LogDir) lookup(name string) (rc recoveryCheckpoint, rcErr error, m cleanShutdown, mErr error, synced bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	synced = d.synced && !d.mu.opened[name]
+	d.mu.opened[name] = true
 	rc, ok := d.mu.entries[name]
 	if !ok {
 		rcErr = errNoEntry
@@ -278,7 +296,7 @@ func (d *LogDir) lookup(name string) (rc recoveryCheckpoint, rcErr error, m clea
 	}
 	delete(d.mu.clean, name)
 	delete(d.mu.closed, name)
-	return rc, rcErr, m, mErr
+	return rc, rcErr, m, mErr, synced
 }
 
 // setRecovery records name's recovery checkpoint; legacy marks a per-partition

@@ -115,8 +115,8 @@ func closeAll(t *testing.T, d *LogDir, logs []*Log) {
 
 // TestLogDirOpenFsyncs counts the fsyncs and file creations of opening n logs
 // through a LogDir: after a clean shutdown one directory fsync (the marker's
-// removal) whatever n is; after a power cut no checkpoint is rewritten, and the
-// only fsyncs are each log's flusher making its recovered active segment durable.
+// removal) whatever n is; after a power cut no checkpoint is rewritten and one
+// syncfs stands for the fsyncs of every recovered active segment.
 func TestLogDirOpenFsyncs(t *testing.T) {
 	for _, n := range []int{4, 40} {
 		t.Run(fmt.Sprintf("clean/%d", n), func(t *testing.T) {
@@ -167,16 +167,9 @@ func TestLogDirOpenFsyncs(t *testing.T) {
 			syncs, paths := cnt.get(vfs.OpSync)
 			dirSyncs, _ := cnt.get(vfs.OpSyncDir)
 			creates, created := cnt.get(vfs.OpCreate)
-			if creates != 0 || dirSyncs != 0 {
-				t.Fatalf("opening %d logs after a power cut: %d files created %v, %d directory fsyncs; want none", n, creates, created, dirSyncs)
-			}
-			if syncs != n {
-				t.Fatalf("opening %d logs after a power cut: %d fsyncs %v; want one per log", n, syncs, paths)
-			}
-			for _, p := range paths {
-				if !strings.HasSuffix(p, ".log") {
-					t.Fatalf("fsync of %s at open", p)
-				}
+			syncFS, _ := cnt.get(vfs.OpSyncFS)
+			if creates != 0 || dirSyncs != 0 || syncs != 0 || syncFS != 1 {
+				t.Fatalf("opening %d logs after a power cut: %d files created %v, %d directory fsyncs, %d fsyncs %v, %d syncfs; want 0, 0, 0, 1", n, creates, created, dirSyncs, syncs, paths, syncFS)
 			}
 			for i, l := range logs {
 				// Only the active segment is read: the checkpoint covers the rest.
@@ -438,9 +431,15 @@ func TestLogDirPowerCutAnywhere(t *testing.T) {
 
 // TestRecoveredTailIsNotDurableUntilSynced: after a kill -9 the page cache may
 // hold records no fsync covered. Open recovers them without an fsync of its own,
-// so they must not count as durable (a leader's high-water mark follows the
-// durable offset) until the log's flusher has synced them.
+// so without a syncfs they must not count as durable (a leader's high-water mark
+// follows the durable offset) until the log's flusher has synced them; with
+// one, they are durable at once.
 func TestRecoveredTailIsNotDurableUntilSynced(t *testing.T) {
+	t.Run("syncfs", func(t *testing.T) { testRecoveredTail(t, true) })
+	t.Run("no-syncfs", func(t *testing.T) { testRecoveredTail(t, false) })
+}
+
+func testRecoveredTail(t *testing.T, syncFS bool) {
 	mem := vfs.NewMem()
 	cfg := logDirCfg
 	cfg.Flush = FlushPolicy{Mode: Interval, Interval: time.Hour}
@@ -461,6 +460,9 @@ func TestRecoveredTailIsNotDurableUntilSynced(t *testing.T) {
 	release := make(chan struct{})
 	blocked := make(chan struct{}, 1)
 	fsys := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSyncFS && !syncFS {
+			return vfs.ErrInjected
+		}
 		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".log") {
 			select {
 			case blocked <- struct{}{}:
@@ -474,6 +476,24 @@ func TestRecoveredTailIsNotDurableUntilSynced(t *testing.T) {
 	l2, err := d2.Open("t-0", cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if syncFS {
+		close(release)
+		if l2.DurableOffset() != l2.LogEndOffset() {
+			t.Fatalf("durable %d after syncfs, log end %d", l2.DurableOffset(), l2.LogEndOffset())
+		}
+		// A power cut now keeps every record.
+		d3 := openLogDir(t, mem.CrashClone())
+		l3, err := d3.Open("t-0", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameBatches(t, readAll(t, l3), want)
+		closeAll(t, d3, []*Log{l3})
+		closeAll(t, d2, []*Log{l2})
+		l.Close()
+		d.Close()
+		return
 	}
 	select {
 	case <-blocked: // the flusher is syncing the recovered tail

@@ -101,7 +101,7 @@ func (l *Log) load() error {
 	last = segs[len(segs)-1]
 	l.mu.leo = last.next
 	l.mu.durable = last.next
-	if unsynced {
+	if unsynced && !l.filesSynced {
 		l.mu.durable = last.base
 	}
 	l.mu.logStart = segs[0].base
@@ -152,7 +152,7 @@ func (l *Log) finishLoad(hadMarker bool) error {
 // adopted by the LogDir.
 func (l *Log) readRecoveryState() (rc recoveryCheckpoint, rcErr error, m cleanShutdown, mErr error, markerFile bool, err error) {
 	if l.logDir != nil {
-		rc, rcErr, m, mErr = l.logDir.lookup(l.name)
+		rc, rcErr, m, mErr, l.filesSynced = l.logDir.lookup(l.name)
 	}
 	if l.logDir == nil || rcErr != nil {
 		rc, rcErr = readRecoveryCheckpoint(l)
@@ -236,7 +236,7 @@ func (l *Log) loadFirstTimestamp(s *segment) error {
 // recover validates every segment from the one holding recovery point rp onwards.
 // Sealed segments it reads are fsynced with their indexes; the active segment's
 // fsync is left to the flusher (unsynced), which runs before the durable offset
-// passes its base.
+// passes its base, unless the LogDir's syncfs made it durable (filesSynced).
 func (l *Log) recover(rp int64) (unsynced bool, err error) {
 	segs := l.mu.segments
 	// Segment i is trusted iff a later segment starts at or below rp.
