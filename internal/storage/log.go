@@ -524,8 +524,8 @@ func (l *Log) Stats() Stats { return l.stats.snapshot() }
 
 // AssignEpoch records that leader epoch epoch starts at startOffset (a new leader
 // calls it with its log end offset before accepting appends) and persists the
-// leader-epoch checkpoint if that changed it. startOffset must be within
-// [LogStartOffset, LogEndOffset].
+// leader-epoch checkpoint if that changed it (through a LogDir, later: see
+// below). startOffset must be within [LogStartOffset, LogEndOffset].
 func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -538,7 +538,12 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	changed := l.mu.epochs.assign(epoch, startOffset)
 	l.mu.Unlock()
-	if !changed {
+	if !changed || l.logDir != nil {
+		// Through a LogDir the epoch checkpoint waits for the next roll,
+		// truncation or Close, as Kafka's does: the new entry's batches are
+		// above the recovery point until then, and recovery rebuilds it from
+		// them. An epoch that got no batch before a crash is lost, as in Kafka;
+		// the next leader epoch supersedes it.
 		return nil
 	}
 	if err := l.writeCheckpoints(false); err != nil {
