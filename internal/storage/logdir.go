@@ -326,6 +326,24 @@ func (d *LogDir) closedCleanly(name string, m cleanShutdown) {
 	d.mu.closed[name] = m
 }
 
+// readLogDirEntry returns the recovery checkpoint the LogDir holding dir keeps
+// for it, without opening that LogDir.
+func readLogDirEntry(fsys vfs.FS, dir string) (recoveryCheckpoint, error) {
+	b, err := readSideFile(fsys, filepath.Dir(dir), dirRecoveryName)
+	if err != nil {
+		return recoveryCheckpoint{}, err
+	}
+	entries, err := decodeDirEntries(b, 16)
+	if err != nil {
+		return recoveryCheckpoint{}, err
+	}
+	v, ok := entries[filepath.Base(dir)]
+	if !ok {
+		return recoveryCheckpoint{}, errNoEntry
+	}
+	return recoveryCheckpoint{RecoveryPoint: v[0], LogStartOffset: v[1]}, nil
+}
+
 // Payload of both LogDir files: count u32, then count x (name length u16 | name |
 // width/8 x i64), sorted by name. The recovery checkpoint's values are recovery
 // point | log start offset (width 16); the markers' are log end offset | active

@@ -510,3 +510,24 @@ func testRecoveredTail(t *testing.T, syncFS bool) {
 	l.Close()
 	d.Close()
 }
+
+// TestOpenAloneReadsLogDirEntry: a tool opening one partition of a stopped
+// broker's LogDir with Open alone gets the log start offset the LogDir kept.
+func TestOpenAloneReadsLogDirEntry(t *testing.T) {
+	mem := vfs.NewMem()
+	d, logs, want := fillLogDir(t, mem, 1)
+	if err := logs[0].DeleteRecords(31); err != nil { // inside a segment
+		t.Fatal(err)
+	}
+	closeAll(t, d, logs)
+	l, err := Open(mem, filepath.Join(testLogDir, "t-0"), logDirCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if s := l.LogStartOffset(); s != 31 {
+		t.Fatalf("log start %d, want 31", s)
+	}
+	got := readAll(t, l)
+	sameBatches(t, got, want[0][len(want[0])-len(got):])
+}

@@ -156,6 +156,11 @@ func (l *Log) readRecoveryState() (rc recoveryCheckpoint, rcErr error, m cleanSh
 	}
 	if l.logDir == nil || rcErr != nil {
 		rc, rcErr = readRecoveryCheckpoint(l)
+		if l.logDir == nil && isNotExist(rcErr) {
+			// A log of a LogDir opened on its own (a tool reading a stopped
+			// broker's data dir): its checkpoint is the LogDir's entry.
+			rc, rcErr = readLogDirEntry(l.fsys, l.dir)
+		}
 		if l.logDir != nil && rcErr == nil {
 			if err := l.logDir.setRecovery(l.name, rc, true, false); err != nil {
 				return rc, rcErr, m, mErr, false, err
