@@ -12,12 +12,16 @@ import (
 // recovery point are trusted, every later one is read batch by batch, its indexes
 // rebuilt, and the log cut at the first torn, corrupt or discontinuous batch.
 func (l *Log) load() error {
-	if err := l.finishSwap(); err != nil {
-		return err
-	}
 	names, err := l.fsys.List(l.dir)
 	if err != nil {
 		return err
+	}
+	if changed, err := l.finishSwap(names); err != nil {
+		return err
+	} else if changed {
+		if names, err = l.fsys.List(l.dir); err != nil {
+			return err
+		}
 	}
 	var bases []int64
 	for _, name := range names {
