@@ -54,6 +54,9 @@ type Options struct {
 	// topic is tiered. RemoteCache holds remote blocks read (--remote-cache-size).
 	Remote      remote.Store
 	RemoteCache *storage.BlockCache
+	// CheckpointInterval is how often the logs' recovery checkpoint is written
+	// (storage.DefaultCheckpointInterval when 0).
+	CheckpointInterval time.Duration
 }
 
 // Manager hosts this broker's partitions and keeps them in line with the metadata
@@ -64,6 +67,7 @@ type Options struct {
 type Manager struct {
 	fs     vfs.FS
 	dir    string // <data-dir>/logs
+	logDir *storage.LogDir
 	nodeID int32
 	log    *slog.Logger
 	now    func() time.Time
@@ -95,7 +99,8 @@ type Manager struct {
 
 // NewManager hosts partitions under dir.
 func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts Options) (*Manager, error) {
-	if err := vfs.MkdirAllDurable(fsys, dir, 0o755); err != nil {
+	logDir, err := storage.OpenLogDir(fsys, dir, opts.CheckpointInterval)
+	if err != nil {
 		return nil, err
 	}
 	if opts.ReplicaLagMax <= 0 {
@@ -105,7 +110,7 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts
 		opts.BrokerEpoch = func() int64 { return -1 }
 	}
 	m := &Manager{
-		fs: fsys, dir: dir, nodeID: nodeID, log: logger, now: time.Now, opts: opts,
+		fs: fsys, dir: dir, logDir: logDir, nodeID: nodeID, log: logger, now: time.Now, opts: opts,
 		partitions: map[TopicPartition]*Partition{},
 		appliedCh:  make(chan struct{}),
 		fetchers:   map[int32]*fetcher{},
@@ -239,8 +244,23 @@ func (m *Manager) Partitions() []*Partition {
 	return ps
 }
 
+// partitionName is the name of a partition's log directory.
+func partitionName(topic string, index int32) string {
+	return topic + "-" + strconv.Itoa(int(index))
+}
+
 func partitionDir(root, topic string, index int32) string {
-	return filepath.Join(root, topic+"-"+strconv.Itoa(int(index)))
+	return filepath.Join(root, partitionName(topic, index))
+}
+
+// removeLog deletes a closed partition's log directory durably and forgets its
+// checkpoint.
+func (m *Manager) removeLog(topic string, index int32) error {
+	if err := m.fs.RemoveAll(partitionDir(m.dir, topic, index)); err != nil {
+		return err
+	}
+	m.logDir.Remove(partitionName(topic, index))
+	return m.fs.SyncDir(m.dir)
 }
 
 // Apply brings the hosted partitions in line with img. Errors opening one partition
@@ -285,10 +305,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
-		dir := partitionDir(m.dir, p.Topic, p.Index)
-		if err := m.fs.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		} else if err := m.fs.SyncDir(m.dir); err != nil {
+		if err := m.removeLog(p.Topic, p.Index); err != nil {
 			errs = append(errs, err)
 		}
 		m.log.Info("partition removed", "topic", p.Topic, "partition", p.Index)
@@ -386,14 +403,14 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 		m.mu.Unlock()
 		m.follow(p, metadata.NoLeader)
 		p.close()
-		if err := m.fs.RemoveAll(partitionDir(m.dir, t.Name, ip.Index)); err != nil {
+		if err := m.removeLog(t.Name, ip.Index); err != nil {
 			return nil, false, 0, err
 		}
 		p = nil
 	}
 	scfg := storageConfig(t.Config, m.now)
 	if p == nil {
-		l, err := storage.Open(m.fs, partitionDir(m.dir, t.Name, ip.Index), scfg)
+		l, err := m.logDir.Open(partitionName(t.Name, ip.Index), scfg)
 		if err != nil {
 			return nil, false, 0, err
 		}
@@ -553,6 +570,8 @@ func (m *Manager) Close() error {
 	for _, p := range ps {
 		errs = append(errs, p.close())
 	}
+	// Last: it writes the clean-shutdown markers of the logs just closed.
+	errs = append(errs, m.logDir.Close())
 	return errors.Join(errs...)
 }
 

@@ -311,7 +311,16 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 // the range, above the group's base) are removed. The group's index files are
 // removed either way (they may be the old segment's) and rebuilt on first use.
 // Then the manifest's cleaner state is checkpointed and the manifest removed.
-func (l *Log) finishSwap() error {
+// names is the directory's listing; changed reports that finishSwap changed the
+// directory (list it again).
+func (l *Log) finishSwap(names []string) (changed bool, err error) {
+	if !slices.Contains(names, swapManifestName) {
+		return l.removeCleanedFrom(names)
+	}
+	return true, l.finishCommittedSwap()
+}
+
+func (l *Log) finishCommittedSwap() error {
 	b, err := readSideFile(l.fsys, l.dir, swapManifestName)
 	var m swapManifest
 	switch {
@@ -320,7 +329,8 @@ func (l *Log) finishSwap() error {
 			return err
 		}
 	case isNotExist(err):
-		return l.removeCleaned()
+		_, err := l.removeCleaned()
+		return err
 	default:
 		// A damaged manifest cannot say whether the swap committed.
 		return err
@@ -355,7 +365,7 @@ func (l *Log) finishSwap() error {
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return err
 	}
-	if err := l.removeCleaned(); err != nil {
+	if _, err := l.removeCleaned(); err != nil {
 		return err
 	}
 	if err := writeSideFile(l.fsys, l.dir, cleanerCheckpointName, m.state.encode()); err != nil {
@@ -375,20 +385,27 @@ func (l *Log) removeSegmentFiles(base int64) error {
 }
 
 // removeCleaned removes cleaned files no swap will install: every one left once
-// the manifest, if any, is done.
-func (l *Log) removeCleaned() error {
+// the manifest, if any, is done. It reports whether it removed any.
+func (l *Log) removeCleaned() (bool, error) {
 	names, err := l.fsys.List(l.dir)
 	if err != nil {
-		return err
+		return false, err
 	}
+	return l.removeCleanedFrom(names)
+}
+
+// removeCleanedFrom is removeCleaned with the directory listed already.
+func (l *Log) removeCleanedFrom(names []string) (bool, error) {
+	removed := false
 	for _, name := range names {
 		if strings.HasSuffix(name, cleanedSuffix) {
 			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !isNotExist(err) {
-				return err
+				return removed, err
 			}
+			removed = true
 		}
 	}
-	return nil
+	return removed, nil
 }
 
 // loadCleaner reads the cleaner checkpoint once the log's extent is known. A

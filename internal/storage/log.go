@@ -18,12 +18,23 @@ type Log struct {
 	fsys vfs.FS
 	dir  string
 	cfg  Config
+	// logDir, when the log was opened through one, keeps its recovery checkpoint
+	// and clean-shutdown marker under name; nil: both are files in dir.
+	logDir      *LogDir
+	name        string
+	filesSynced bool // load: the LogDir's syncfs covered everything in dir
 
 	// appendMu serialises every mutation (appends, roll, truncation, retention,
 	// epoch assignment, Close) and is held across their I/O. Fields only mutators
 	// touch live here too.
 	appendMu      sync.Mutex
-	recoveryPoint int64        // appendMu: every segment wholly below it is synced with its indexes
+	recoveryPoint int64 // appendMu: every segment wholly below it is synced with its indexes
+	// The checkpoints as last written (appendMu), so that unchanged ones are not
+	// written again; the ok flags say whether the file is known to hold them.
+	savedEpochs   []EpochEntry
+	savedEpochsOK bool
+	savedRC       recoveryCheckpoint
+	savedRCOK     bool
 	cleaner       cleanerState // appendMu: compaction progress (cleaner checkpoint)
 
 	// cleanMu serialises compaction passes. It is taken before appendMu, which a
@@ -83,12 +94,18 @@ type AppendInfo struct {
 // last recovery checkpoint and truncates at the first torn or corrupt one. It
 // starts the log's flusher goroutine; Close stops it.
 func Open(fsys vfs.FS, dir string, cfg Config) (*Log, error) {
+	return open(fsys, dir, cfg, nil, "")
+}
+
+func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	l := &Log{
 		fsys:        fsys,
 		dir:         dir,
+		logDir:      logDir,
+		name:        name,
 		cfg:         cfg.withDefaults(),
 		kick:        make(chan struct{}, 1),
 		stop:        make(chan struct{}),
@@ -105,6 +122,9 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	go l.runFlusher()
+	if l.DurableOffset() < l.LogEndOffset() {
+		l.kickFlusher() // recovery left the active segment's tail to the flusher
+	}
 	return l, nil
 }
 
@@ -358,7 +378,7 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	l.mu.segments = append(slices.Clip(l.mu.segments), s)
 	l.mu.Unlock()
 	l.recoveryPoint = s.base
-	if err := l.writeCheckpoints(); err != nil {
+	if err := l.writeCheckpoints(false); err != nil {
 		return nil, l.fail(err)
 	}
 	l.stats.rolls.Add(1)
@@ -385,16 +405,33 @@ func (l *Log) timedSync(s *segment) (time.Duration, error) {
 }
 
 // writeCheckpoints persists the leader-epoch cache, then the recovery checkpoint
-// (recovery point and log start offset). appendMu must be held.
-func (l *Log) writeCheckpoints() error {
+// (recovery point and log start offset), each only if it changed. Through a
+// LogDir the recovery checkpoint goes to disk with the LogDir's next write, or
+// before this returns with durable (a change a crash must not undo: a recovery
+// point or log start that moved back, a log start that moved within a segment).
+// appendMu must be held.
+func (l *Log) writeCheckpoints(durable bool) error {
 	l.mu.RLock()
-	epochs := encodeEpochs(l.mu.epochs.entries)
+	epochs := l.mu.epochs.clone()
 	rc := recoveryCheckpoint{RecoveryPoint: l.recoveryPoint, LogStartOffset: l.mu.logStart}
 	l.mu.RUnlock()
-	if err := writeSideFile(l.fsys, l.dir, epochCheckpointName, epochs); err != nil {
+	if !l.savedEpochsOK || !slices.Equal(epochs, l.savedEpochs) {
+		if err := writeSideFile(l.fsys, l.dir, epochCheckpointName, encodeEpochs(epochs)); err != nil {
+			return err
+		}
+		l.savedEpochs, l.savedEpochsOK = epochs, true
+	}
+	if l.logDir != nil {
+		return l.logDir.setRecovery(l.name, rc, false, durable)
+	}
+	if l.savedRCOK && rc == l.savedRC {
+		return nil
+	}
+	if err := writeSideFile(l.fsys, l.dir, recoveryCheckpointName, rc.encode()); err != nil {
 		return err
 	}
-	return writeSideFile(l.fsys, l.dir, recoveryCheckpointName, rc.encode())
+	l.savedRC, l.savedRCOK = rc, true
+	return nil
 }
 
 // WaitDurable returns nil once every offset up to and including offset is fsynced.
@@ -487,8 +524,8 @@ func (l *Log) Stats() Stats { return l.stats.snapshot() }
 
 // AssignEpoch records that leader epoch epoch starts at startOffset (a new leader
 // calls it with its log end offset before accepting appends) and persists the
-// leader-epoch checkpoint if that changed it. startOffset must be within
-// [LogStartOffset, LogEndOffset].
+// leader-epoch checkpoint if that changed it (through a LogDir, later: see
+// below). startOffset must be within [LogStartOffset, LogEndOffset].
 func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -501,10 +538,15 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	changed := l.mu.epochs.assign(epoch, startOffset)
 	l.mu.Unlock()
-	if !changed {
+	if !changed || l.logDir != nil {
+		// Through a LogDir the epoch checkpoint waits for the next roll,
+		// truncation or Close, as Kafka's does: the new entry's batches are
+		// above the recovery point until then, and recovery rebuilds it from
+		// them. An epoch that got no batch before a crash is lost, as in Kafka;
+		// the next leader epoch supersedes it.
 		return nil
 	}
-	if err := l.writeCheckpoints(); err != nil {
+	if err := l.writeCheckpoints(false); err != nil {
 		return l.fail(err)
 	}
 	return nil
@@ -586,9 +628,13 @@ func (l *Log) shutdownCleanly() error {
 		return err
 	}
 	l.recoveryPoint = l.mu.leo
-	if err := l.writeCheckpoints(); err != nil {
+	if err := l.writeCheckpoints(false); err != nil {
 		return err
 	}
 	marker := cleanShutdown{LogEndOffset: l.mu.leo, ActiveBase: s.base, ActiveSize: s.size}
+	if l.logDir != nil {
+		l.logDir.closedCleanly(l.name, marker)
+		return nil
+	}
 	return writeSideFile(l.fsys, l.dir, cleanShutdownName, marker.encode())
 }

@@ -12,12 +12,16 @@ import (
 // recovery point are trusted, every later one is read batch by batch, its indexes
 // rebuilt, and the log cut at the first torn, corrupt or discontinuous batch.
 func (l *Log) load() error {
-	if err := l.finishSwap(); err != nil {
-		return err
-	}
 	names, err := l.fsys.List(l.dir)
 	if err != nil {
 		return err
+	}
+	if changed, err := l.finishSwap(names); err != nil {
+		return err
+	} else if changed {
+		if names, err = l.fsys.List(l.dir); err != nil {
+			return err
+		}
 	}
 	var bases []int64
 	for _, name := range names {
@@ -47,10 +51,12 @@ func (l *Log) load() error {
 		segs[i].next = segs[i+1].base
 	}
 
-	rc, rcErr := readRecoveryCheckpoint(l)
+	rc, rcErr, marker, mkErr, hadMarker, err := l.readRecoveryState()
+	if err != nil {
+		return err
+	}
 	epochs, epErr := readEpochCheckpoint(l)
-	marker, mkErr := readCleanShutdown(l)
-	hadMarker := mkErr == nil || !isNotExist(mkErr)
+	l.savedEpochs, l.savedEpochsOK = epochs, epErr == nil
 
 	if len(segs) == 0 {
 		start := int64(0)
@@ -65,7 +71,7 @@ func (l *Log) load() error {
 		l.mu.logStart, l.mu.leo, l.mu.durable = start, start, start
 		l.recoveryPoint = start
 		if rcErr == nil && epErr == nil {
-			l.mu.epochs.entries = epochs
+			l.mu.epochs.entries = slices.Clone(epochs)
 			l.mu.epochs.truncateFromEnd(start)
 		}
 		return l.finishLoad(hadMarker)
@@ -77,18 +83,20 @@ func (l *Log) load() error {
 		marker.LogEndOffset >= last.base && rc.RecoveryPoint == marker.LogEndOffset
 	if clean {
 		last.next = marker.LogEndOffset
-		l.mu.epochs.entries = epochs
+		l.mu.epochs.entries = slices.Clone(epochs)
 		l.recoveryPoint = rc.RecoveryPoint
 		if err := l.loadTrusted(segs); err != nil {
 			return err
 		}
-	} else {
-		rp := int64(0)
+	}
+	rp := int64(0)
+	unsynced := false // recovery left the active segment's fsync to the flusher
+	if !clean {
 		if rcErr == nil && epErr == nil {
 			rp = rc.RecoveryPoint
-			l.mu.epochs.entries = epochs
+			l.mu.epochs.entries = slices.Clone(epochs)
 		}
-		if err := l.recover(rp); err != nil {
+		if unsynced, err = l.recover(rp); err != nil {
 			return err
 		}
 	}
@@ -97,6 +105,9 @@ func (l *Log) load() error {
 	last = segs[len(segs)-1]
 	l.mu.leo = last.next
 	l.mu.durable = last.next
+	if unsynced && !l.filesSynced {
+		l.mu.durable = last.base
+	}
 	l.mu.logStart = segs[0].base
 	if rcErr == nil {
 		l.mu.logStart = max(l.mu.logStart, rc.LogStartOffset)
@@ -113,10 +124,14 @@ func (l *Log) load() error {
 	l.mu.epochs.truncateFromEnd(l.mu.leo)
 	l.mu.epochs.truncateFromStart(l.mu.logStart)
 	if !clean {
-		// Everything scanned is synced; only the active segment's indexes are not on disk.
+		// Every sealed segment scanned is synced with its indexes; the active
+		// segment's indexes are not on disk. Nothing needs writing unless that
+		// moved the recovery point: the next recovery reads the same segments.
 		l.recoveryPoint = l.active().base
-		if err := l.writeCheckpoints(); err != nil {
-			return err
+		if l.recoveryPoint != rp {
+			if err := l.writeCheckpoints(false); err != nil {
+				return err
+			}
 		}
 	}
 	return l.finishLoad(hadMarker)
@@ -132,6 +147,41 @@ func (l *Log) finishLoad(hadMarker bool) error {
 		return nil
 	}
 	return removeDurably(l.fsys, l.dir, cleanShutdownName)
+}
+
+// readRecoveryState returns the log's recovery checkpoint and clean-shutdown
+// marker, each with nil or the error reading it, and whether a marker file is in
+// the log's directory (finishLoad removes it). Through a LogDir, a log the LogDir
+// has no entry for is read in the per-partition layout, and its checkpoint
+// adopted by the LogDir.
+func (l *Log) readRecoveryState() (rc recoveryCheckpoint, rcErr error, m cleanShutdown, mErr error, markerFile bool, err error) {
+	if l.logDir != nil {
+		rc, rcErr, m, mErr, l.filesSynced = l.logDir.lookup(l.name)
+	}
+	if l.logDir == nil || rcErr != nil {
+		rc, rcErr = readRecoveryCheckpoint(l)
+		if l.logDir == nil && isNotExist(rcErr) {
+			// A log of a LogDir opened on its own (a tool reading a stopped
+			// broker's data dir): its checkpoint is the LogDir's entry.
+			rc, rcErr = readLogDirEntry(l.fsys, l.dir)
+		}
+		if l.logDir != nil && rcErr == nil {
+			if err := l.logDir.setRecovery(l.name, rc, true, false); err != nil {
+				return rc, rcErr, m, mErr, false, err
+			}
+		}
+	}
+	// A marker file is removed even when the LogDir's marker is used: left
+	// behind, it could vouch for the log after a later crash.
+	fm, fmErr := readCleanShutdown(l)
+	markerFile = fmErr == nil || !isNotExist(fmErr)
+	if l.logDir == nil || mErr != nil {
+		m, mErr = fm, fmErr
+	}
+	if l.logDir == nil && rcErr == nil {
+		l.savedRC, l.savedRCOK = rc, true
+	}
+	return rc, rcErr, m, mErr, markerFile, nil
 }
 
 func readRecoveryCheckpoint(l *Log) (recoveryCheckpoint, error) {
@@ -193,7 +243,10 @@ func (l *Log) loadFirstTimestamp(s *segment) error {
 }
 
 // recover validates every segment from the one holding recovery point rp onwards.
-func (l *Log) recover(rp int64) error {
+// Sealed segments it reads are fsynced with their indexes; the active segment's
+// fsync is left to the flusher (unsynced), which runs before the durable offset
+// passes its base, unless the LogDir's syncfs made it durable (filesSynced).
+func (l *Log) recover(rp int64) (unsynced bool, err error) {
 	segs := l.mu.segments
 	// Segment i is trusted iff a later segment starts at or below rp.
 	k := 0
@@ -203,7 +256,7 @@ func (l *Log) recover(rp int64) error {
 	for _, s := range segs[:k] {
 		if !s.loadMaxTimestamp() && s.size > 0 {
 			if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
@@ -214,7 +267,7 @@ func (l *Log) recover(rp int64) error {
 		if s.base < expect {
 			// An overlap: nothing from here on continues the log. (A gap is legal:
 			// compaction may have removed a segment's last batches.)
-			return l.dropRecovered(i)
+			return false, l.dropRecovered(i)
 		}
 		if i > k {
 			// A sealed segment's extent reaches the next one's base, past any gap.
@@ -225,36 +278,39 @@ func (l *Log) recover(rp int64) error {
 		s.mu.loaded = err == nil
 		s.mu.Unlock()
 		if err != nil {
-			return err
+			return false, err
 		}
 		l.stats.recoveredSegments.Add(1)
 		l.stats.recoveredBytes.Add(res.validSize)
 		if err := l.assignEpochsFrom(s, res.validSize); err != nil {
-			return err
+			return false, err
 		}
 		cut := res.validSize < s.size
 		if cut {
 			l.stats.recoveryTruncatedBytes.Add(s.size - res.validSize)
 			if err := s.log.Truncate(res.validSize); err != nil {
-				return err
+				return false, err
 			}
 			s.size = res.validSize
 		}
 		s.next = res.next
-		if err := l.syncSegment(s); err != nil {
-			return err
+		if i == len(segs)-1 {
+			return s.size > 0, nil
 		}
-		if i < len(segs)-1 && !cut {
+		if err := l.syncSegment(s); err != nil {
+			return false, err
+		}
+		if !cut {
 			if err := s.writeIndexes(); err != nil {
-				return err
+				return false, err
 			}
 		}
 		expect = s.next
 		if cut {
-			return l.dropRecovered(i + 1)
+			return false, l.dropRecovered(i + 1)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // assignEpochsFrom feeds the epoch cache from the batch headers of a recovered

@@ -52,7 +52,7 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) error {
 	l.mu.logStart = max(l.mu.logStart, start)
 	l.mu.epochs.truncateFromStart(l.mu.logStart)
 	l.mu.Unlock()
-	if err := l.writeCheckpoints(); err != nil {
+	if err := l.writeCheckpoints(true); err != nil {
 		return err
 	}
 	return l.deleteSegments(segs[:k])

@@ -29,7 +29,7 @@ func (l *Log) Truncate(offset int64) error {
 		changed := l.mu.epochs.truncateFromEnd(l.mu.leo)
 		l.mu.Unlock()
 		if changed {
-			if err := l.writeCheckpoints(); err != nil {
+			if err := l.writeCheckpoints(false); err != nil {
 				return l.fail(err)
 			}
 		}
@@ -117,7 +117,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	}
 	// s's index files on disk no longer match it: recovery must scan it.
 	l.recoveryPoint = min(l.recoveryPoint, s.base)
-	if err := l.writeCheckpoints(); err != nil {
+	if err := l.writeCheckpoints(true); err != nil {
 		return err
 	}
 	if err := l.clampCleanerLocked(newLEO); err != nil {
@@ -197,7 +197,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.stats.segmentsDeleted.Add(int64(len(old)))
 	l.recoveryPoint = offset
-	if err := l.writeCheckpoints(); err != nil {
+	if err := l.writeCheckpoints(true); err != nil {
 		return err
 	}
 	return l.clampCleanerLocked(offset)

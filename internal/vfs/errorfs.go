@@ -35,6 +35,7 @@ const (
 	OpTruncate
 	OpSize
 	OpClose
+	OpSyncFS
 
 	// OpAll matches every kind.
 	OpAll OpKind = 1<<iota - 1
@@ -42,7 +43,7 @@ const (
 
 var opKindNames = [...]string{
 	"create", "open", "remove", "rename", "mkdir", "list", "stat", "syncdir",
-	"read", "write", "sync", "truncate", "size", "close",
+	"read", "write", "sync", "truncate", "size", "close", "syncfs",
 }
 
 func (k OpKind) String() string {
@@ -206,6 +207,18 @@ func (e *ErrorFS) Stat(name string) (os.FileInfo, error) {
 		return nil, err
 	}
 	return e.inner.Stat(name)
+}
+
+// SyncFS implements FSSyncer when the inner FS does.
+func (e *ErrorFS) SyncFS(dir string) error {
+	s, ok := e.inner.(FSSyncer)
+	if !ok {
+		return fmt.Errorf("vfs: syncfs: %w", errors.ErrUnsupported)
+	}
+	if err := e.maybe(Op{Kind: OpSyncFS, Path: dir}); err != nil {
+		return err
+	}
+	return s.SyncFS(dir)
 }
 
 // SyncDir implements FS.

@@ -371,12 +371,13 @@ func TestOpKindString(t *testing.T) {
 		{OpWrite, "write"},
 		{OpSync | OpCreate, "create|sync"},
 		{OpClose, "close"},
+		{OpSyncFS, "syncfs"},
 	} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("%d.String() = %q, want %q", c.k, got, c.want)
 		}
 	}
-	if OpAll&OpClose == 0 || OpAll&(OpClose<<1) != 0 {
+	if OpAll&OpSyncFS == 0 || OpAll&(OpSyncFS<<1) != 0 {
 		t.Errorf("OpAll = %b does not cover exactly the kinds", OpAll)
 	}
 }

@@ -435,6 +435,26 @@ func (m *MemFS) SyncDir(dir string) error {
 	return nil
 }
 
+// SyncFS implements FSSyncer: every file's contents and every directory's
+// entries become durable, as if each were synced.
+func (m *MemFS) SyncFS(string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var walk func(n *memNode)
+	walk = func(n *memNode) {
+		if !n.dir {
+			n.sync()
+			return
+		}
+		n.durable = maps.Clone(n.children)
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(m.mu.root)
+	return nil
+}
+
 // CrashOption changes what CrashClone and PowerCut keep.
 type CrashOption func(*crashConfig)
 

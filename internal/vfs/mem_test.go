@@ -653,3 +653,34 @@ func TestMkdirAllDurable(t *testing.T) {
 		}
 	}
 }
+
+func TestMemSyncFS(t *testing.T) {
+	m := NewMem()
+	if err := m.MkdirAll("/a/b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.Create("/a/b/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CrashClone().Stat("/a"); err == nil {
+		t.Fatal("an unsynced directory survived a crash")
+	}
+	if err := m.SyncFS("/a"); err != nil {
+		t.Fatal(err)
+	}
+	c := m.CrashClone()
+	g, err := c.Open("/a/b/f")
+	if err != nil {
+		t.Fatalf("after SyncFS: %v", err)
+	}
+	b := make([]byte, 5)
+	if n, _ := g.ReadAt(b, 0); n != 5 || string(b) != "hello" {
+		t.Fatalf("after SyncFS the file holds %q", b[:n])
+	}
+	g.Close()
+	f.Close()
+}

@@ -55,6 +55,14 @@ type OSFile interface {
 	OSFile() *os.File
 }
 
+// FSSyncer is implemented by an FS that can make everything written to the
+// filesystem holding dir durable in one call (Linux syncfs(2)): every file's
+// data and every directory's entries, whoever wrote them. A wrapper whose inner
+// FS cannot returns an error matching errors.ErrUnsupported.
+type FSSyncer interface {
+	SyncFS(dir string) error
+}
+
 // FS is a filesystem.
 type FS interface {
 	// Create creates or truncates the named file for reading and writing.
