@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -202,10 +203,13 @@ func deref(s *string) string {
 // acknowledgement was durable are not delivered again, the others are. Every record
 // must end with exactly one acknowledgement the broker confirmed (an acceptance, or
 // a rejection for key-07) and no record may be accepted twice; acknowledgements the
-// failover refused (the new leader does not know the old locks) are allowed.
+// failover refused (the new leader does not know the old locks) are allowed. Both
+// members join before the records are written, and each must receive some (a JVM
+// starved of CPU on a loaded machine can otherwise join after the other member has
+// taken every record).
 func TestShareFailover(t *testing.T) {
 	const topic, group, rejectKey = "interop-share-failover", "interop-share-failover", "key-07"
-	java, c, adm, produced := startShareCluster(t, topic, group, 600)
+	java, c, adm, _ := startShareCluster(t, topic, group, 0)
 
 	j := job{
 		bootstrap: strings.Join(c.Bootstrap(), ","),
@@ -216,6 +220,8 @@ func TestShareFailover(t *testing.T) {
 		timeout: 2 * time.Minute,
 	}
 	runs := []*clientRun{startClient(t, java, j), startClient(t, java, j)}
+	waitShareMembers(t, c.Bootstrap(), group, len(runs))
+	produced := produceKeyed(t, c.Bootstrap(), topic, "go", 600)
 
 	// Once acknowledgements are being persisted, kill the leader of partition 0.
 	testcluster.Eventually(t, time.Minute, "share-group state written", func() error {
@@ -239,13 +245,20 @@ func TestShareFailover(t *testing.T) {
 	var deliveries []report.Delivery
 	for i, r := range runs {
 		s := r.wait(t)
-		failed := 0
+		failed, unsent := 0, 0
 		for _, d := range s.Deliveries {
-			if strings.HasPrefix(d.Ack, "failed:") {
+			switch {
+			case d.Ack == "failed:NotSent":
+				unsent++
+			case strings.HasPrefix(d.Ack, "failed:"):
 				failed++
 			}
 		}
-		t.Logf("share member %d: %d deliveries, %d acknowledgements refused", i+1, len(s.Deliveries), failed)
+		t.Logf("share member %d (%s): %d deliveries, %d acknowledgements refused, %d never sent (the client dropped them)",
+			i+1, s.Library, len(s.Deliveries), failed, unsent)
+		if len(s.Deliveries) == 0 {
+			t.Errorf("share member %d (%s) received no records", i+1, s.Library)
+		}
 		deliveries = append(deliveries, s.Deliveries...)
 	}
 	type pos struct {
@@ -273,4 +286,42 @@ func TestShareFailover(t *testing.T) {
 		}
 	}
 	t.Logf("%d records, %d deliveries, %d of them redeliveries", len(produced), len(deliveries), redelivered)
+}
+
+// waitShareMembers waits until share group group has n members, each with an
+// assignment (ShareGroupDescribe).
+func waitShareMembers(t *testing.T, bootstrap []string, group string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	testcluster.Eventually(t, 2*time.Minute, fmt.Sprintf("%d members in share group %s", n, group), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{group}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if len(resp.Groups) != 1 {
+			return fmt.Errorf("%d groups described", len(resp.Groups))
+		}
+		g := resp.Groups[0]
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return err
+		}
+		assigned := 0
+		for _, m := range g.Members {
+			if len(m.Assignment.TopicPartitions) > 0 {
+				assigned++
+			}
+		}
+		if assigned != n {
+			return fmt.Errorf("%d of %d members with an assignment", assigned, len(g.Members))
+		}
+		return nil
+	})
 }
