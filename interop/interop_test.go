@@ -241,7 +241,12 @@ func (r *clientRun) wait(t *testing.T) *report.Summary {
 	if r.j.mode == "both" || r.j.mode == "produce" || r.j.mode == "stream" {
 		phases = append(phases, fmt.Sprintf("%d produced in %dms", len(s.Produced), s.ProduceMS))
 	}
-	if r.j.mode != "produce" {
+	switch r.j.mode {
+	case "produce":
+	case "share":
+		// A share member reports deliveries, not consumed records.
+		phases = append(phases, fmt.Sprintf("%d deliveries in %dms", len(s.Deliveries), s.ConsumeMS))
+	default:
 		phases = append(phases, fmt.Sprintf("%d consumed in %dms", len(s.Consumed), s.ConsumeMS))
 	}
 	if s.Group != "" {

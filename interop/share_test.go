@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,34 +25,39 @@ import (
 //
 //  1. Create a topic of 3 partitions (replication factor 3) and set the group config
 //     share.auto.offset.reset=earliest (IncrementalAlterConfigs on a GROUP resource).
-//  2. Write 200 keyed records with franz-go.
-//  3. Two Java share consumers read them in one share group with explicit
-//     acknowledgement: they reject the records keyed key-07, release on its first
-//     delivery every record whose number ends in 3, and accept the rest.
-//  4. Check the deliveries: every record was accepted exactly once (by either
-//     member), except the key-07 records, rejected once and never accepted; every
-//     released record came back with delivery count 2 and was accepted then; no
-//     acknowledgement was refused.
+//  2. Two Java share consumers join one share group (ShareGroupDescribe shows both
+//     with an assignment), then franz-go writes 200 keyed records.
+//  3. The members read them with explicit acknowledgement: they reject the records
+//     keyed key-07, release on its first delivery every record whose number ends in
+//     3, and accept the rest.
+//  4. Check the deliveries: each member received records; every record was accepted
+//     exactly once (by either member), except the key-07 records, rejected once and
+//     never accepted; every released record came back with delivery count 2 and was
+//     accepted then; no acknowledgement was refused.
 //  5. Kafka 4.4's tools: kafka-configs sets and shows a group config,
 //     kafka-console-share-consumer reads every record in a new group, and
 //     kafka-share-groups lists and describes the groups.
 func TestShareGroups(t *testing.T) {
 	const topic, group, rejectKey = "interop-share", "interop-share", "key-07"
-	java, c, _, produced := startShareCluster(t, topic, group, records)
+	java, c, _, _ := startShareCluster(t, topic, group, 0)
 
 	j := job{
 		bootstrap: strings.Join(c.Bootstrap(), ","),
 		topic:     topic,
 		mode:      "share",
 		args:      []string{"--group", group, "--reject-key", rejectKey, "--idle-ms", "6000"},
-		// A member that got nothing (the other took every record first) stops here.
-		timeout: time.Minute,
+		timeout:   2 * time.Minute,
 	}
 	runs := []*clientRun{startClient(t, java, j), startClient(t, java, j)}
+	waitShareMembers(t, c.Bootstrap(), group, len(runs))
+	produced := produceKeyed(t, c.Bootstrap(), topic, "go", records)
 	var deliveries []report.Delivery
 	for i, r := range runs {
 		s := r.wait(t)
-		t.Logf("share member %d: %d deliveries", i+1, len(s.Deliveries))
+		t.Logf("share member %d (%s): %d deliveries", i+1, s.Library, len(s.Deliveries))
+		if len(s.Deliveries) == 0 {
+			t.Errorf("share member %d (%s) received no records", i+1, s.Library)
+		}
 		deliveries = append(deliveries, s.Deliveries...)
 	}
 	checkShareDeliveries(t, produced, deliveries, rejectKey)
@@ -202,10 +208,13 @@ func deref(s *string) string {
 // acknowledgement was durable are not delivered again, the others are. Every record
 // must end with exactly one acknowledgement the broker confirmed (an acceptance, or
 // a rejection for key-07) and no record may be accepted twice; acknowledgements the
-// failover refused (the new leader does not know the old locks) are allowed.
+// failover refused (the new leader does not know the old locks) are allowed. Both
+// members join before the records are written, and each must receive some (a JVM
+// starved of CPU on a loaded machine can otherwise join after the other member has
+// taken every record).
 func TestShareFailover(t *testing.T) {
 	const topic, group, rejectKey = "interop-share-failover", "interop-share-failover", "key-07"
-	java, c, adm, produced := startShareCluster(t, topic, group, 600)
+	java, c, adm, _ := startShareCluster(t, topic, group, 0)
 
 	j := job{
 		bootstrap: strings.Join(c.Bootstrap(), ","),
@@ -216,6 +225,8 @@ func TestShareFailover(t *testing.T) {
 		timeout: 2 * time.Minute,
 	}
 	runs := []*clientRun{startClient(t, java, j), startClient(t, java, j)}
+	waitShareMembers(t, c.Bootstrap(), group, len(runs))
+	produced := produceKeyed(t, c.Bootstrap(), topic, "go", 600)
 
 	// Once acknowledgements are being persisted, kill the leader of partition 0.
 	testcluster.Eventually(t, time.Minute, "share-group state written", func() error {
@@ -239,13 +250,20 @@ func TestShareFailover(t *testing.T) {
 	var deliveries []report.Delivery
 	for i, r := range runs {
 		s := r.wait(t)
-		failed := 0
+		failed, unsent := 0, 0
 		for _, d := range s.Deliveries {
-			if strings.HasPrefix(d.Ack, "failed:") {
+			switch {
+			case d.Ack == "failed:NotSent":
+				unsent++
+			case strings.HasPrefix(d.Ack, "failed:"):
 				failed++
 			}
 		}
-		t.Logf("share member %d: %d deliveries, %d acknowledgements refused", i+1, len(s.Deliveries), failed)
+		t.Logf("share member %d (%s): %d deliveries, %d acknowledgements refused, %d never sent (the client dropped them)",
+			i+1, s.Library, len(s.Deliveries), failed, unsent)
+		if len(s.Deliveries) == 0 {
+			t.Errorf("share member %d (%s) received no records", i+1, s.Library)
+		}
 		deliveries = append(deliveries, s.Deliveries...)
 	}
 	type pos struct {
@@ -273,4 +291,44 @@ func TestShareFailover(t *testing.T) {
 		}
 	}
 	t.Logf("%d records, %d deliveries, %d of them redeliveries", len(produced), len(deliveries), redelivered)
+}
+
+// waitShareMembers waits until share group group has n members, each with an
+// assignment it has heard of: its member epoch is the group's assignment epoch
+// (ShareGroupDescribe). Until a member's next heartbeat the others may still fetch
+// the partitions that were taken from them for it.
+func waitShareMembers(t *testing.T, bootstrap []string, group string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	testcluster.Eventually(t, 2*time.Minute, fmt.Sprintf("%d members in share group %s", n, group), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{group}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if len(resp.Groups) != 1 {
+			return fmt.Errorf("%d groups described", len(resp.Groups))
+		}
+		g := resp.Groups[0]
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return err
+		}
+		current := 0
+		for _, m := range g.Members {
+			if len(m.Assignment.TopicPartitions) > 0 && m.MemberEpoch == g.AssignmentEpoch {
+				current++
+			}
+		}
+		if current != n {
+			return fmt.Errorf("%d of %d members have an assignment of epoch %d", current, len(g.Members), g.AssignmentEpoch)
+		}
+		return nil
+	})
 }

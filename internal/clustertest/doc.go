@@ -8,7 +8,8 @@
 //	test                                    nodes  fault
 //	--------------------------------------  -----  --------------------------------------------
 //	TestLeaderCrashKeepsAcknowledgedWrites   3     kill -9 a leader under idempotent acks=all
-//	                                               producers, several times; failover timings
+//	                                               producers, several times; failover timings,
+//	                                               also at the default timeouts (bounded at 6s)
 //	TestFollowerPauseShrinksAndRejoinsISR    3     SIGSTOP a follower, then SIGCONT
 //	TestTwoReplicasDownNotEnoughReplicas     5     kill -9 two of a partition's three replicas
 //	TestControllerCrashKeepsMetadata         3     kill -9 the active controller
@@ -28,6 +29,7 @@
 //	                                               members rejoin, nothing is lost
 //
 // What was acknowledged is compared with what is read back by interop/report's
-// anomaly checker (lost, duplicate, phantom, reordered, skipped records). There
-// is no code here outside the tests.
+// anomaly checker (lost, duplicate, phantom, reordered, skipped records).
+// BenchmarkFailover measures the write stall of leader kills at the default
+// timeouts (docs/benchmarks.md). There is no code here outside the tests.
 package clustertest

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/testcluster"
 )
 
@@ -26,7 +28,7 @@ type crash struct {
 
 // killLeader kills the leader of topic-0 once its ISR is full, and returns once
 // metadata shows another leader.
-func killLeader(t *testing.T, c *testcluster.Cluster, topic string) crash {
+func killLeader(t testing.TB, c *testcluster.Cluster, topic string) crash {
 	t.Helper()
 	st := c.WaitPartition(topic, 0, 30*time.Second, "a full ISR", func(st testcluster.PartitionState) error {
 		if len(st.ISR) != len(st.Replicas) || st.Err != nil {
@@ -67,60 +69,138 @@ func failoverTime(cr crash, epochs map[string]int32, ps ...*producer) time.Durat
 	return first
 }
 
+// stall is the longest wait between two acknowledgements (of any producer)
+// around a crash: from the last acknowledged write before the leader died to
+// the first acknowledged after, which the new leader wrote. It looks at the
+// acknowledgements from a second before the crash to until, and is -1 if none
+// arrived after the crash.
+func stall(cr crash, until time.Time, ps ...*producer) time.Duration {
+	var times []time.Time
+	for _, p := range ps {
+		for _, a := range p.acks() {
+			if a.at.After(cr.at.Add(-time.Second)) && !a.at.After(until) {
+				times = append(times, a.at)
+			}
+		}
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	longest := time.Duration(-1)
+	for i := 1; i < len(times); i++ {
+		if times[i].After(cr.at) {
+			longest = max(longest, times[i].Sub(times[i-1]))
+		}
+	}
+	return longest
+}
+
+// defaultTimeouts are the flags that put back the server's defaults for the
+// broker session and ISR timeouts, which testcluster shortens.
+func defaultTimeouts() []string {
+	d := config.Default()
+	return []string{
+		"--broker-heartbeat-interval", d.BrokerHeartbeatInterval.String(),
+		"--broker-session-timeout", d.BrokerSessionTimeout.String(),
+		"--replica-lag-time-max", d.ReplicaLagTimeMax.String(),
+	}
+}
+
+// maxFailoverAtDefaults guards the failover time at the server's default
+// settings against regressions; a kill is typically over in well under two
+// seconds (docs/cluster.md), and the bound leaves room for a loaded machine.
+const maxFailoverAtDefaults = 6 * time.Second
+
+// leaderCrashes is one failover scenario: a three-node cluster, the topic's
+// preferred leader order chosen so that the killed leader is (or is not) the
+// active controller.
+type leaderCrashes struct {
+	runs            int
+	controllerLeads bool
+	flags           []string
+}
+
+// start starts the cluster.
+func (lc leaderCrashes) start(t testing.TB) *testcluster.Cluster {
+	return testcluster.Start(t, 3, testcluster.WithFlags(lc.flags...))
+}
+
+// topic creates a topic of one partition on the three nodes, led by the
+// active controller or not as the scenario wants, and starts two producers
+// of it.
+func (lc leaderCrashes) topic(t testing.TB, c *testcluster.Cluster, topic string) []*producer {
+	ctrl, _, err := c.ActiveController(context.Background())
+	if err != nil || ctrl < 1 {
+		t.Fatalf("active controller: %d, %v", ctrl, err)
+	}
+	var order []int32
+	for _, n := range c.Nodes() {
+		if n.ID != ctrl {
+			order = append(order, n.ID)
+		}
+	}
+	if lc.controllerLeads {
+		order = append([]int32{ctrl}, order...)
+	} else {
+		order = append(order, ctrl)
+	}
+	c.CreateTopic(topic, [][]int32{order}, minISR2)
+	return []*producer{startProducer(t, c, topic+"-a", topic), startProducer(t, c, topic+"-b", topic)}
+}
+
+// crashOnce kills the leader once the producers are going, waits for writes
+// to resume, measures the stall and restarts the killed node.
+func (lc leaderCrashes) crashOnce(t testing.TB, c *testcluster.Cluster, topic string, ps []*producer) (crash, time.Duration) {
+	waitAcks(t, time.Now(), 100, ps...)
+	cr := killLeader(t, c, topic)
+	if cr.controller != lc.controllerLeads {
+		t.Fatalf("killed leader %d: active controller %v, want %v", cr.node, cr.controller, lc.controllerLeads)
+	}
+	waitAcks(t, time.Now(), 50, ps...)
+	d := stall(cr, time.Now(), ps...)
+	restartAt := time.Now()
+	c.Node(cr.node).Restart()
+	t.Logf("node %d restarted: ready after %v", cr.node, time.Since(restartAt).Round(time.Millisecond))
+	return cr, d
+}
+
 // TestLeaderCrashKeepsAcknowledgedWrites: two idempotent producers write with
 // acks=all to a topic with three replicas and min.insync.replicas=2 while the
 // partition's leader is killed with SIGKILL (and restarted after each
 // failover). Every acknowledged record is read back afterwards exactly once,
 // in order per key, at its acknowledged offset, and the replicas' logs end up
-// byte-identical. It logs each failover time: from SIGKILL to the first
-// acknowledgement of a record written by the new leader.
+// byte-identical. It logs each failover time (from SIGKILL to the first
+// acknowledgement of a record written by the new leader) and stall (from the
+// last acknowledgement before the crash to the first after).
 //
-// Two cases: "leader" kills a leader that is not the active controller, three
-// times (the controller comes last in the preferred replica order, so it never
-// leads); "leader-and-controller" kills, once, a leader that is also the active
-// controller, so a controller election comes first.
+// "leader" kills a leader that is not the active controller, three times (the
+// controller comes last in the preferred replica order, so it never leads);
+// "leader-and-controller" kills, once, a leader that is also the active
+// controller, so a controller election comes first. Each runs with
+// testcluster's short session timeouts and with the server's defaults; at the
+// defaults a failover must take at most maxFailoverAtDefaults (the dead
+// leader is fenced when its controller address refuses connections, not
+// after the 9s session timeout).
 func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		runs            int
-		controllerLeads bool
+		name string
+		leaderCrashes
+		bound time.Duration
 	}{
-		{"leader", 3, false},
-		{"leader-and-controller", 1, true},
+		{"leader", leaderCrashes{runs: 3}, 0},
+		{"leader-and-controller", leaderCrashes{runs: 1, controllerLeads: true}, 0},
+		{"leader-default-timeouts", leaderCrashes{runs: 2, flags: defaultTimeouts()}, maxFailoverAtDefaults},
+		{"leader-and-controller-default-timeouts", leaderCrashes{runs: 1, controllerLeads: true, flags: defaultTimeouts()}, maxFailoverAtDefaults},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const topic = "failover"
-			c := testcluster.Start(t, 3)
-			ctrl, _, err := c.ActiveController(context.Background())
-			if err != nil || ctrl < 1 {
-				t.Fatalf("active controller: %d, %v", ctrl, err)
-			}
-			var order []int32
-			for _, n := range c.Nodes() {
-				if n.ID != ctrl {
-					order = append(order, n.ID)
-				}
-			}
-			if tc.controllerLeads {
-				order = append([]int32{ctrl}, order...)
-			} else {
-				order = append(order, ctrl)
-			}
-			c.CreateTopic(topic, [][]int32{order}, minISR2)
-			ps := []*producer{startProducer(t, c, "a", topic), startProducer(t, c, "b", topic)}
-
-			var crashes []crash
+			c := tc.start(t)
+			ps := tc.topic(t, c, topic)
+			var (
+				crashes []crash
+				stalls  []time.Duration
+			)
 			for range tc.runs {
-				waitAcks(t, time.Now(), 100, ps...)
-				cr := killLeader(t, c, topic)
-				if cr.controller != tc.controllerLeads {
-					t.Fatalf("killed leader %d: active controller %v, want %v", cr.node, cr.controller, tc.controllerLeads)
-				}
-				crashes = append(crashes, cr)
-				waitAcks(t, time.Now(), 50, ps...)
-				restartAt := time.Now()
-				c.Node(cr.node).Restart()
-				t.Logf("node %d restarted: ready after %v", cr.node, time.Since(restartAt).Round(time.Millisecond))
+				cr, d := tc.crashOnce(t, c, topic, ps)
+				crashes, stalls = append(crashes, cr), append(stalls, d)
 			}
 			waitAcks(t, time.Now(), 100, ps...)
 			for _, p := range ps {
@@ -135,8 +215,11 @@ func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 					t.Errorf("failover %d: no acknowledged write from a later leader epoch than %d", i+1, cr.epoch)
 					continue
 				}
-				t.Logf("failover %d: leader node %d (epoch %d, active controller: %v) killed; first write acknowledged by the new leader after %v",
-					i+1, cr.node, cr.epoch, cr.controller, d.Round(time.Millisecond))
+				t.Logf("failover %d: leader node %d (epoch %d, active controller: %v) killed; first write acknowledged by the new leader after %v; acknowledgements stalled for %v",
+					i+1, cr.node, cr.epoch, cr.controller, d.Round(time.Millisecond), stalls[i].Round(time.Millisecond))
+				if tc.bound > 0 && d > tc.bound {
+					t.Errorf("failover %d took %v at the default timeouts, more than %v", i+1, d.Round(time.Millisecond), tc.bound)
+				}
 			}
 
 			c.WaitPartition(topic, 0, 30*time.Second, "a full ISR", func(st testcluster.PartitionState) error {
@@ -147,6 +230,50 @@ func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 			})
 			crashAll(t, c)
 			checkReplicasAgree(t, topic, c.Nodes()...)
+		})
+	}
+}
+
+// BenchmarkFailover measures, at the server's default settings, how long
+// acknowledged writes stop when a partition leader is killed with SIGKILL:
+// the stall from the last acknowledgement before the kill to the first
+// after, over b.N kills (run it with -benchtime=Nx), with two idempotent
+// acks=all producers sending a record every 2ms each. "leader" kills a leader
+// that is not the active controller, "leader-and-controller" one that is.
+// It reports the median (the lower middle one of an even number) and the
+// longest stall; correctness is TestLeaderCrashKeepsAcknowledgedWrites's job.
+//
+//	go test -run '^$' -bench BenchmarkFailover -benchtime 5x ./internal/clustertest/
+func BenchmarkFailover(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		leaderCrashes
+	}{
+		{"leader", leaderCrashes{flags: defaultTimeouts()}},
+		{"leader-and-controller", leaderCrashes{controllerLeads: true, flags: defaultTimeouts()}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := bc.start(b)
+			var stalls []time.Duration
+			for b.Loop() {
+				// A topic per kill, so that its leader can be the active
+				// controller of the moment.
+				topic := fmt.Sprintf("failover-%d", len(stalls))
+				ps := bc.topic(b, c, topic)
+				_, d := bc.crashOnce(b, c, topic, ps)
+				for _, p := range ps {
+					p.finish(b)
+				}
+				if d < 0 {
+					b.Fatal("no acknowledgement after the kill")
+				}
+				stalls = append(stalls, d)
+				b.Logf("kill %d: acknowledgements stalled for %v", len(stalls), d.Round(time.Millisecond))
+			}
+			slices.Sort(stalls)
+			b.ReportMetric(float64(stalls[(len(stalls)-1)/2].Milliseconds()), "median-stall-ms")
+			b.ReportMetric(float64(stalls[len(stalls)-1].Milliseconds()), "max-stall-ms")
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }

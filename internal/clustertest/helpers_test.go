@@ -46,7 +46,7 @@ type producer struct {
 // startProducer starts a producer on a client of c; opts override the
 // defaults (acks=all, idempotent, unlimited retries). It stops at the latest
 // when the test ends.
-func startProducer(t *testing.T, c *testcluster.Cluster, name, topic string, opts ...kgo.Opt) *producer {
+func startProducer(t testing.TB, c *testcluster.Cluster, name, topic string, opts ...kgo.Opt) *producer {
 	p := &producer{
 		name: name,
 		cl:   c.Client(append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks())}, opts...)...),
@@ -94,7 +94,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 
 // finish stops sending, waits until every send has an answer, and fails the test
 // if any send failed: with idempotence and unlimited retries none may.
-func (p *producer) finish(t *testing.T) {
+func (p *producer) finish(t testing.TB) {
 	t.Helper()
 	p.halt()
 	<-p.done
@@ -133,7 +133,7 @@ func (p *producer) acksSince(since time.Time) int {
 }
 
 // waitAcks waits until every producer has had n acknowledgements after since.
-func waitAcks(t *testing.T, since time.Time, n int, ps ...*producer) {
+func waitAcks(t testing.TB, since time.Time, n int, ps ...*producer) {
 	t.Helper()
 	testcluster.Eventually(t, 30*time.Second, fmt.Sprintf("%d acknowledged writes per producer", n), func() error {
 		for _, p := range ps {

@@ -85,6 +85,9 @@ type Config struct {
 	Rand io.Reader
 	// clock replaces time.Now for broker sessions (tests).
 	clock func() time.Time
+	// probe replaces the TCP connect that tests a suspect broker's controller
+	// address (tests; see probe.go).
+	probe func(ctx context.Context, addr string) error
 }
 
 func (c *Config) setDefaults() {
@@ -102,6 +105,9 @@ func (c *Config) setDefaults() {
 	setDuration(&c.SessionTimeout, 9*time.Second)
 	if c.clock == nil {
 		c.clock = time.Now
+	}
+	if c.probe == nil {
+		c.probe = dialProbe
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
@@ -187,6 +193,22 @@ type Controller struct {
 	// soleVoterTimeouts is set while the shortened election timeouts of a
 	// sole voter are in force (sole_voter.go).
 	soleVoterTimeouts atomic.Bool
+	// wake (one slot) asks the supervisor to check broker sessions now.
+	wake chan struct{}
+	// probes are the brokers whose controller address is being probed.
+	probes struct {
+		sync.Mutex
+		inFlight map[int32]bool
+	}
+	// lw is the leader watch of a follower voter (leader_watch.go).
+	lw struct {
+		sync.Mutex
+		w       leaderWatch
+		probing bool
+		// stagger is this node's random part of the silence after which it
+		// stands for election, drawn once.
+		stagger time.Duration
+	}
 }
 
 // Start opens (or creates) the controller's state in cfg.DataDir and starts
@@ -202,6 +224,7 @@ func Start(cfg Config) (*Controller, error) {
 		log:  cfg.Logger.With("component", "controller", "node", cfg.NodeID),
 		done: make(chan struct{}),
 		sem:  make(chan struct{}, 1),
+		wake: make(chan struct{}, 1),
 		live: newLiveness(cfg.SessionTimeout),
 	}
 	if err := c.start(); err != nil {
@@ -327,6 +350,7 @@ func (c *Controller) logLeadership(notify <-chan bool) {
 		case leader := <-notify:
 			if leader {
 				c.log.Info("became the active controller", "term", c.raft.CurrentTerm())
+				c.wakeSupervisor() // probe the brokers not heard from yet
 			} else {
 				c.log.Info("no longer the active controller")
 			}

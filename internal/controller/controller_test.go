@@ -32,8 +32,11 @@ func singleConfig(dir string) Config {
 		NodeID: 1, DataDir: dir, BindAddr: "127.0.0.1:0",
 		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
 		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-		// These tests register brokers that never heartbeat.
+		// These tests register brokers that never heartbeat, at addresses
+		// nothing listens on: their sessions never expire and a probe never
+		// proves them dead, as for live brokers.
 		SessionTimeout: time.Hour,
+		probe:          func(context.Context, string) error { return nil },
 		Logger:         testLogger(), Rand: testRand(7),
 	}
 }

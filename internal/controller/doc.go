@@ -19,12 +19,18 @@
 //     each broker's last heartbeat and controlled shutdown. It is not in the
 //     log: a node that becomes the active controller starts every registered
 //     broker's clock afresh, a grace period of one SessionTimeout.
+//   - Proof of death (probe.go): a broker whose controller-link connection
+//     closed (BrokerLinkClosed, from the link server), or that a new active
+//     controller has not heard from yet, is probed with a TCP connect to its
+//     Raft address; a refused connection ends its session at once. The
+//     leader watch (leader_watch.go) lets a follower voter that finds the
+//     silent leader's address refusing connections stand for election early.
 //
 // # Cluster duties of the active controller
 //
 //   - Fencing: a background loop, acting only on the leader, fences every
-//     broker whose last heartbeat is older than SessionTimeout, all in one
-//     proposal (PlanFenceBroker): partitions it led elect a new leader from
+//     broker whose last heartbeat is older than SessionTimeout or that a
+//     probe proved dead, all in one proposal (PlanFenceBroker): partitions it led elect a new leader from
 //     the rest of the ISR with a new leader epoch, and it leaves every ISR
 //     where another member remains. As the last ISR member it stays, and the
 //     partition has no leader until it returns, so nothing acknowledged is lost.

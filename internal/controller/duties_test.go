@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,5 +316,119 @@ func TestFailoverGracePeriod(t *testing.T) {
 	}
 	if err := cl.register(1, 11); !errors.Is(err, metadata.ErrDuplicateBrokerRegistration) {
 		t.Errorf("registering a new incarnation of a live broker = %v, want DUPLICATE_BROKER_REGISTRATION", err)
+	}
+}
+
+// fakeProbe answers the controllers' probes of broker addresses: refused for
+// the addresses marked dead, accepted otherwise.
+type fakeProbe struct {
+	mu   sync.Mutex
+	dead map[string]bool
+}
+
+func (p *fakeProbe) setDead(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dead == nil {
+		p.dead = map[string]bool{}
+	}
+	p.dead[addr] = true
+}
+
+func (p *fakeProbe) probe(_ context.Context, addr string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dead[addr] {
+		return fmt.Errorf("dial tcp %s: %w", addr, syscall.ECONNREFUSED)
+	}
+	return nil
+}
+
+// probedCluster is a sessionCluster whose probes fakeProbe answers, with
+// brokers 1-3 registered, heartbeating and holding the topics of setupBrokers.
+func probedCluster(t *testing.T) (*fakeClock, *fakeProbe, *cluster) {
+	clock := newFakeClock()
+	probes := &fakeProbe{}
+	cl := sessionCluster(t, clock, func(c *Config) { c.probe = probes.probe })
+	setupBrokers(t, cl, 2)
+	for id := int32(1); id <= 3; id++ {
+		cl.heartbeat(id, false)
+	}
+	return clock, probes, cl
+}
+
+// TestDeadBrokerFencedAtOnce: a broker whose link closed is fenced as soon as
+// a probe of its address is refused, with the session clock standing still;
+// one whose probe is accepted (a paused process) waits for its session
+// timeout.
+func TestDeadBrokerFencedAtOnce(t *testing.T) {
+	clock, probes, cl := probedCluster(t)
+	ctrl := cl.nodes[cl.leader()]
+	var alive int32 = 1
+	if ctrl.cfg.NodeID == alive {
+		alive = 3
+	}
+	var dead int32 = 2
+	if ctrl.cfg.NodeID == dead {
+		dead = 3
+	}
+	before := cl.image()
+
+	// The paused broker's link closes (say, a proxy dropped it), but its
+	// address accepts connections: no fencing within the session.
+	ctrl.BrokerLinkClosed(alive, before.Broker(alive).Epoch)
+	// The dead one's link closes and its address refuses connections.
+	probes.setDead(string(cl.addrs[dead-1]))
+	ctrl.BrokerLinkClosed(dead, before.Broker(dead).Epoch)
+	wait.For(t, fmt.Sprintf("broker %d to be fenced without a session timeout", dead), func() bool {
+		return !cl.image().IsLive(dead)
+	})
+	img := cl.image()
+	if !img.IsLive(alive) || !img.IsLive(ctrl.cfg.NodeID) {
+		t.Errorf("brokers fenced with the dead one: %d live %v, %d live %v", alive, img.IsLive(alive), ctrl.cfg.NodeID, img.IsLive(ctrl.cfg.NodeID))
+	}
+	for i, old := range before.Topic("orders").Partitions {
+		if p := img.Partition("orders", int32(i)); old.Leader == dead && (p.Leader == dead || p.LeaderEpoch != old.LeaderEpoch+1) {
+			t.Errorf("orders-%d = %+v after its leader %d was proven dead", i, p, dead)
+		}
+	}
+
+	// The paused broker resumes and heartbeats: still live. Had it stayed
+	// silent, the session timeout would fence it.
+	cl.heartbeat(alive, false)
+	if !cl.image().IsLive(alive) {
+		t.Errorf("broker %d fenced while its address accepted connections", alive)
+	}
+	clock.Advance(testSessionTimeout + time.Millisecond)
+	cl.heartbeat(ctrl.cfg.NodeID, false)
+	cl.checkSessions()
+	if cl.image().IsLive(alive) {
+		t.Errorf("broker %d still live after a silent session timeout", alive)
+	}
+}
+
+// TestControllerFailoverFencesDeadBrokerAtOnce: the active controller's node
+// dies. Its successor has heard from no broker yet; it probes them all, fences
+// the dead node's broker as soon as its address refuses connections, and no
+// live broker, although none has heartbeated to it yet.
+func TestControllerFailoverFencesDeadBrokerAtOnce(t *testing.T) {
+	_, probes, cl := probedCluster(t)
+	old := cl.leader()
+	dead := int32(old + 1)
+	probes.setDead(string(cl.addrs[old]))
+	cl.kill(old)
+	wait.For(t, fmt.Sprintf("broker %d (the old active controller) to be fenced without a session timeout", dead), func() bool {
+		return !cl.image().IsLive(dead)
+	})
+	img := cl.image()
+	for id := int32(1); id <= 3; id++ {
+		if id != dead && !img.IsLive(id) {
+			t.Errorf("live broker %d fenced after the controller failover", id)
+		}
+	}
+	for i, p := range img.Topic("orders").Partitions {
+		if p.Leader == dead {
+			t.Errorf("orders-%d still led by the dead broker %d", i, dead)
+		}
 	}
 }

@@ -19,6 +19,15 @@ import (
 // session timeout instead of fencing the brokers whose heartbeats went to the
 // previous controller.
 //
+// Besides the session timeout, a broker's session ends early once its death
+// is proven: the link connection its heartbeats came on closed (or this
+// controller took over and has not heard from it yet), which makes it a
+// suspect, and then a connection to its controller address was refused,
+// which only happens when no process listens there. A heartbeat after the
+// refusal clears it. A paused or unreachable broker is never proven dead
+// (its kernel still accepts connections, or they time out): the session
+// timeout covers it.
+//
 // Safe for concurrent use; the lock is never held across anything but map
 // work.
 type liveness struct {
@@ -50,6 +59,26 @@ type session struct {
 	// that reported the controller's own offset at the time (DescribeQuorum).
 	reportedOffset         int64
 	reportedAt, caughtUpAt time.Time
+	// linkClosedAt is when the link connection that carried its latest
+	// heartbeat closed; refusedAt is when a probe of its controller address
+	// was refused (zero: never, in this term).
+	linkClosedAt, refusedAt time.Time
+}
+
+// suspect reports whether the session's broker may be dead: it has not
+// heartbeated since the link connection of its heartbeats closed, or not at
+// all in this term. s may be nil (no word in this term).
+func (s *session) suspect() bool {
+	if s == nil || s.lastHeartbeat.IsZero() {
+		return true
+	}
+	return !s.linkClosedAt.IsZero() && !s.lastHeartbeat.After(s.linkClosedAt)
+}
+
+// dead reports whether a probe proved the broker's process gone: refused
+// after its last heartbeat.
+func (s *session) dead() bool {
+	return s != nil && !s.refusedAt.IsZero() && !s.lastHeartbeat.After(s.refusedAt)
 }
 
 func newLiveness(timeout time.Duration) *liveness {
@@ -93,9 +122,19 @@ func (l *liveness) touch(id int32, epoch int64, now time.Time) {
 	}
 }
 
-// expired returns the unfenced brokers of img whose last heartbeat in this
-// term (or, failing one, the start of the term) is more than the session
-// timeout before now, ascending.
+// currentLocked returns the session of broker b's current registration, or
+// nil.
+func (l *liveness) currentLocked(b *metadata.Broker) *session {
+	if s := l.mu.sessions[b.ID]; s != nil && s.epoch == b.Epoch {
+		return s
+	}
+	return nil
+}
+
+// expired returns the unfenced brokers of img whose session is over,
+// ascending: their last heartbeat in this term (or, failing one, the start of
+// the term) is more than the session timeout before now, or a probe proved
+// them dead.
 func (l *liveness) expired(img *metadata.Image, now time.Time) []int32 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -105,25 +144,71 @@ func (l *liveness) expired(img *metadata.Image, now time.Time) []int32 {
 			continue
 		}
 		last := l.mu.activeSince
-		if s := l.mu.sessions[b.ID]; s != nil && s.epoch == b.Epoch && s.lastHeartbeat.After(last) {
+		s := l.currentLocked(b)
+		if s != nil && s.lastHeartbeat.After(last) {
 			last = s.lastHeartbeat
 		}
-		if now.Sub(last) > l.timeout {
+		if now.Sub(last) > l.timeout || s.dead() {
 			ids = append(ids, b.ID)
 		}
 	}
 	return ids
 }
 
+// suspects returns the unfenced brokers of img worth probing, ascending: not
+// yet proven dead, and silent since the link connection of their heartbeats
+// closed or since this term began.
+func (l *liveness) suspects(img *metadata.Image) []int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []int32
+	for _, b := range img.Brokers() {
+		if s := l.currentLocked(b); !b.Fenced && s.suspect() && !s.dead() {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
+}
+
+// linkClosed notes that the link connection that carried the latest
+// heartbeat of broker id's registration epoch closed at now.
+func (l *liveness) linkClosed(id int32, epoch int64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.sessionLocked(id, epoch); s != nil && now.After(s.linkClosedAt) {
+		s.linkClosedAt = now
+	}
+}
+
+// refused notes that a probe of broker id's controller address, made while
+// its registration epoch was current, was refused at now: its process is
+// gone unless a heartbeat arrives later.
+func (l *liveness) refused(id int32, epoch int64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.sessionLocked(id, epoch); s != nil && now.After(s.refusedAt) {
+		s.refusedAt = now
+	}
+}
+
+// proven reports whether broker id's registration epoch was proven dead (see
+// refused) and has not heartbeated since.
+func (l *liveness) proven(id int32, epoch int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.mu.sessions[id]
+	return s != nil && s.epoch == epoch && s.dead()
+}
+
 // hasSession reports whether broker id's registration epoch heartbeated (or
-// registered) within the session timeout before now. The failover grace
-// period does not count: it protects brokers from fencing, it does not prove
-// that a process is alive.
+// registered) within the session timeout before now and was not proven dead
+// since. The failover grace period does not count: it protects brokers from
+// fencing, it does not prove that a process is alive.
 func (l *liveness) hasSession(id int32, epoch int64, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.mu.sessions[id]
-	return s != nil && s.epoch == epoch && !s.lastHeartbeat.IsZero() && now.Sub(s.lastHeartbeat) <= l.timeout
+	return s != nil && s.epoch == epoch && !s.lastHeartbeat.IsZero() && now.Sub(s.lastHeartbeat) <= l.timeout && !s.dead()
 }
 
 // shuttingDown returns the brokers in controlled shutdown, a copy.

@@ -107,3 +107,122 @@ func TestLivenessSessions(t *testing.T) {
 		t.Error("an old registration's heartbeat renewed the new one's session")
 	}
 }
+
+// TestLivenessProvenDead: which brokers are suspects (worth probing) and
+// which are proven dead (fenced without waiting for the session timeout).
+func TestLivenessProvenDead(t *testing.T) {
+	const timeout = 10 * time.Second
+	t0 := time.Unix(1000, 0)
+	// Brokers 1, 2 and 4 are live, 3 fenced; 4 re-registered (epoch 2).
+	img := fence(t, clusterImage(t, 4), 3)
+	img = apply(t, img, &metadata.RegisterBrokerRecord{BrokerID: 4, Epoch: 2, Host: "h", Port: 1})
+
+	type event struct {
+		at    time.Duration
+		kind  string // "hb", "closed", "refused", "term"
+		id    int32
+		epoch int64 // 0: the broker's current epoch in img
+	}
+	tests := []struct {
+		name     string
+		events   []event
+		suspects []int32
+		expired  []int32
+	}{
+		{
+			name:     "no word in this term: every live broker is a suspect",
+			suspects: []int32{1, 2, 4},
+		},
+		{
+			name:     "heartbeats clear suspicion",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 0}},
+			suspects: nil,
+		},
+		{
+			name:     "a heartbeat of the old registration does not count",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 1}},
+			suspects: []int32{4},
+		},
+		{
+			name:     "the link of the latest heartbeat closed",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 0}, {2, "closed", 2, 0}},
+			suspects: []int32{2},
+		},
+		{
+			name:     "a heartbeat after the close clears it",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 0}, {2, "closed", 2, 0}, {3, "hb", 2, 0}},
+			suspects: nil,
+		},
+		{
+			name:     "refused after the close: proven dead, no longer probed",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 0}, {2, "closed", 2, 0}, {3, "refused", 2, 0}},
+			suspects: nil,
+			expired:  []int32{2},
+		},
+		{
+			name:     "a heartbeat after the refusal: alive after all (a new process, or one in flight)",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 0}, {2, "closed", 2, 0}, {3, "refused", 2, 0}, {4, "hb", 2, 0}},
+			suspects: nil,
+		},
+		{
+			name:     "refused at the start of a term, before any heartbeat",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 4, 0}, {1, "refused", 2, 0}},
+			suspects: nil,
+			expired:  []int32{2},
+		},
+		{
+			name:     "a refusal of the old registration proves nothing about the new one",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {2, "refused", 4, 1}},
+			suspects: []int32{4},
+		},
+		{
+			name:   "a fenced broker is neither probed nor fenced again",
+			events: []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 0}, {2, "closed", 3, 1}, {3, "refused", 3, 1}},
+		},
+		{
+			name:     "a new term forgets closes and refusals",
+			events:   []event{{1, "hb", 1, 0}, {1, "hb", 2, 0}, {1, "hb", 4, 0}, {2, "closed", 2, 0}, {3, "refused", 2, 0}, {4, "term", 0, 0}, {5, "hb", 1, 0}, {5, "hb", 4, 0}},
+			suspects: []int32{2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLiveness(timeout)
+			l.observe(1, t0)
+			now := t0
+			for _, e := range tt.events {
+				now = t0.Add(e.at * time.Second)
+				epoch := e.epoch
+				if epoch == 0 && e.id > 0 {
+					epoch = img.Broker(e.id).Epoch
+				}
+				switch e.kind {
+				case "hb":
+					l.touch(e.id, epoch, now)
+				case "closed":
+					l.linkClosed(e.id, epoch, now)
+				case "refused":
+					l.refused(e.id, epoch, now)
+				case "term":
+					l.observe(2, now)
+				}
+			}
+			if got := l.suspects(img); !slices.Equal(got, tt.suspects) {
+				t.Errorf("suspects = %v, want %v", got, tt.suspects)
+			}
+			if got := l.expired(img, now); !slices.Equal(got, tt.expired) {
+				t.Errorf("expired = %v, want %v", got, tt.expired)
+			}
+			for _, id := range []int32{1, 2, 4} {
+				b := img.Broker(id)
+				dead := slices.Contains(tt.expired, id)
+				if got := l.proven(id, b.Epoch); got != dead {
+					t.Errorf("proven(%d) = %v, want %v", id, got, dead)
+				}
+				if dead && l.hasSession(id, b.Epoch, now) {
+					t.Errorf("broker %d proven dead still has a live session", id)
+				}
+			}
+		})
+	}
+}

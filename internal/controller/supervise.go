@@ -20,13 +20,15 @@ func (c *Controller) sessions(now time.Time) *liveness {
 	return c.live
 }
 
-// superviseBrokers runs for the controller's lifetime and acts only while this
-// node is the active controller: every eighth of a session timeout it fences
-// brokers whose session expired, and every LeaderImbalanceCheckInterval (if
-// set) it moves leadership back to preferred replicas.
+// superviseBrokers runs for the controller's lifetime. Every probeInterval
+// (and whenever woken) it runs the leader watch of a follower voter
+// (leader_watch.go) and, while this node is the active controller, probes
+// suspect brokers (probe.go) and fences brokers whose session is over. Every
+// LeaderImbalanceCheckInterval (if set) the active controller moves
+// leadership back to preferred replicas.
 func (c *Controller) superviseBrokers() {
 	defer c.wg.Done()
-	check := time.NewTicker(max(c.cfg.SessionTimeout/8, minSessionCheck))
+	check := time.NewTicker(min(max(c.cfg.SessionTimeout/8, minSessionCheck), probeInterval))
 	defer check.Stop()
 	var rebalance <-chan time.Time
 	if iv := c.cfg.LeaderImbalanceCheckInterval; iv > 0 {
@@ -39,13 +41,17 @@ func (c *Controller) superviseBrokers() {
 		case <-c.done:
 			return
 		case <-check.C:
-			if c.IsLeader() {
-				c.logDutyError("fencing expired brokers", c.fenceExpired())
-			}
+		case <-c.wake:
 		case <-rebalance:
 			if c.IsLeader() {
 				c.logDutyError("preferred leader election", c.rebalanceLeaders())
 			}
+			continue
+		}
+		c.watchLeader()
+		if c.IsLeader() {
+			c.probeSuspects()
+			c.logDutyError("fencing expired brokers", c.fenceExpired())
 		}
 	}
 }
@@ -57,7 +63,7 @@ func (c *Controller) logDutyError(duty string, err error) {
 }
 
 // fenceExpired fences, in one proposal, every unfenced broker whose session
-// has expired: each leaves the ISRs it is not the last member of, and the
+// is over (expired, or proven dead by a probe): each leaves the ISRs it is not the last member of, and the
 // partitions it led elect new leaders (see PlanFenceBroker).
 func (c *Controller) fenceExpired() error {
 	now := c.cfg.clock()
@@ -82,7 +88,13 @@ func (c *Controller) fenceExpired() error {
 	}
 	off := int64(c.Image().Offset())
 	for _, b := range fenced {
+		proven := c.live.proven(b.ID, b.Epoch)
 		c.live.fenced(b.ID, b.Epoch, off)
+		if proven {
+			c.log.Info("fenced broker: its controller address refuses connections after its link closed",
+				"broker", b.ID, "epoch", b.Epoch)
+			continue
+		}
 		c.log.Info("fenced broker: no heartbeat within the session timeout",
 			"broker", b.ID, "epoch", b.Epoch, "session_timeout", c.cfg.SessionTimeout)
 	}

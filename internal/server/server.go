@@ -398,6 +398,7 @@ func (n *Node) serveLink(h *handlers.Handlers) {
 		Handler:  h.LinkHandler(),
 		Versions: handlers.LinkVersions(),
 		Logger:   n.log.With("component", "controller-link"),
+		Hooks:    []protocol.Hook{newBrokerLinks(n.ctrl.BrokerLinkClosed)},
 	}
 	n.wg.Add(1)
 	go func() {

@@ -43,7 +43,9 @@
 // again with the delivery counts last saved, so a record is delivered at least once
 // and accepted at most once (the old locks are unknown to the new leader, which
 // answers INVALID_RECORD_STATE to acknowledgements of them). Snapshots carry the
-// leader epoch they were taken under and a load prefers the highest.
+// leader epoch they were taken under and a load prefers the highest. A load asks
+// only the key's state partition for its end, so a state partition left without a
+// leader stops the loads of its own keys, not everyone's.
 //
 // # Concurrency
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // StateTopic is the internal, compacted topic holding share-partition state.
@@ -173,26 +174,11 @@ func (s *TopicStore) Load(ctx context.Context, k Key) (Snapshot, bool, error) {
 		return Snapshot{}, false, err
 	}
 	p := statePartition(k, s.partitions)
-	var end kadm.ListedOffset
-	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		// Right after the topic is created its partitions may have no leader yet.
-		ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
-		if err == nil {
-			err = ends.Error()
-		}
-		if err == nil {
-			end, _ = ends.Lookup(StateTopic, p)
-			break
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Snapshot{}, false, fmt.Errorf("share: listing %s end offsets: %w", StateTopic, err)
-		case <-t.C:
-		}
+	end, err := s.endOffset(ctx, p)
+	if err != nil {
+		return Snapshot{}, false, err
 	}
-	if end.Offset <= 0 {
+	if end <= 0 {
 		return Snapshot{}, false, nil
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.ClientID("strata-share-state-load"),
@@ -208,7 +194,7 @@ func (s *TopicStore) Load(ctx context.Context, k Key) (Snapshot, bool, error) {
 		snap  Snapshot
 		next  int64
 	)
-	for next < end.Offset {
+	for next < end {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return Snapshot{}, false, err
@@ -241,4 +227,39 @@ func (s *TopicStore) Load(ctx context.Context, k Key) (Snapshot, bool, error) {
 		}
 	}
 	return snap, found, nil
+}
+
+// endOffset is the high watermark of partition p of StateTopic, asked of that
+// partition alone: another state partition without a leader must not stop loads
+// of keys that do not live there. Retriable answers (no leader yet right after the
+// topic is created or a leader change, or OFFSET_NOT_AVAILABLE from a new leader
+// whose high watermark is not yet known) are retried until ctx ends.
+func (s *TopicStore) endOffset(ctx context.Context, p int32) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = StateTopic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		resp, err := req.RequestWith(ctx, s.cl)
+		if err == nil {
+			err = fmt.Errorf("no answer for partition %d", p)
+			if len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+				ap := resp.Topics[0].Partitions[0]
+				if err = kerr.ErrorForCode(ap.ErrorCode); err == nil {
+					return ap.Offset, nil
+				}
+			}
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, fmt.Errorf("share: listing the end offset of %s-%d: %w", StateTopic, p, err)
+		case <-t.C:
+		}
+	}
 }

@@ -29,7 +29,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * </ul>
  * Acknowledgements are committed with {@code commitSync()} after each poll; each delivery
  * is reported with the outcome of its commit ("accept", "release", "reject", or
- * "failed:..." when the broker refused it). The member stops when it has seen nothing
+ * "failed:..." when the broker refused it or no broker answered for its partition). The member stops when it has seen nothing
  * for {@code --idle-ms} after its first record, or at the deadline. {@code --max-poll}
  * sets max.poll.records; {@code --process-ms} pauses that long per poll before
  * acknowledging, as slow processing would.
@@ -95,10 +95,16 @@ final class ShareReader implements AutoCloseable {
             }
             Map<TopicIdPartition, Optional<KafkaException>> result = consumer.commitSync();
             for (ConsumerRecord<byte[], byte[]> r : order) {
-                String outcome = acks.get(r).name().toLowerCase();
+                // A partition missing from the result had its acknowledgements
+                // never answered by a broker: kafka-clients 4.1 drops them without
+                // an error when the node that led the partition has left the
+                // metadata (a fenced broker), so they are not confirmed.
+                String outcome = "failed:NotSent";
                 for (var e : result.entrySet()) {
-                    if (e.getKey().topic().equals(r.topic()) && e.getKey().partition() == r.partition() && e.getValue().isPresent()) {
-                        outcome = "failed:" + e.getValue().get().getClass().getSimpleName();
+                    if (e.getKey().topic().equals(r.topic()) && e.getKey().partition() == r.partition()) {
+                        outcome = e.getValue().isPresent()
+                            ? "failed:" + e.getValue().get().getClass().getSimpleName()
+                            : acks.get(r).name().toLowerCase();
                     }
                 }
                 deliveries.add(new Delivery(r, r.deliveryCount().orElse((short) 0), outcome));

@@ -1,0 +1,76 @@
+package share
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestTopicStoreLoadNeedsOnlyItsPartition: a load reads the key's own partition of
+// the state topic, so another state partition without a leader (its only in-sync
+// replica died) does not stop it. kfake answers ListOffsets with
+// LEADER_NOT_AVAILABLE for every state partition but the key's.
+func TestTopicStoreLoadNeedsOnlyItsPartition(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const partitions = 4
+	s, err := NewTopicStore(c.ListenAddrs(), partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := Key{Group: "g", TopicID: [16]byte{7}, Partition: 3}
+	p := statePartition(k, partitions)
+	want := Snapshot{LeaderEpoch: 2, Start: 5, Batches: []StateBatch{{First: 5, Last: 9, State: Acknowledged, DeliveryCount: 1}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Save(ctx, k, want); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+
+	c.ControlKey(int16(kmsg.ListOffsets), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.ListOffsetsRequest)
+		others := false
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				others = others || rt.Topic != StateTopic || rp.Partition != p
+			}
+		}
+		if !others {
+			return nil, nil, false // the key's partition alone: kfake answers
+		}
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.LeaderNotAvailable.Code
+				if rt.Topic == StateTopic && rp.Partition == p {
+					sp.ErrorCode, sp.Offset, sp.Timestamp = 0, 1, -1
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+
+	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer lcancel()
+	got, found, err := s.Load(lctx, k)
+	if err != nil || !found {
+		t.Fatalf("Load: found %v, err %v", found, err)
+	}
+	if got.LeaderEpoch != want.LeaderEpoch || got.Start != want.Start || len(got.Batches) != 1 || got.Batches[0] != want.Batches[0] {
+		t.Fatalf("Load = %+v, want %+v", got, want)
+	}
+}
