@@ -24,6 +24,9 @@ type Request struct {
 
 	reserved int64 // bytes held in the server's memory pool until handled
 	preAuth  bool  // read before authentication: the reader waits for it to be handled
+	// frame, for a key in Server.ReuseFrameKeys, is the pooled buffer the frame
+	// was read into; it goes back to its pool once the request is done.
+	frame *[]byte
 }
 
 // Response is what a Handler returns: exactly one of Msg, Body, None or Wait.
