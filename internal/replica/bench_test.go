@@ -24,7 +24,7 @@ import (
 // meaningful only beside each other (B/op is the in-memory index files growing):
 //
 //	                                                   min ns/op  median ns/op  allocs/op
-//	before (CRC checked by the partition, then the log)   13,769        27,684          0
+//	before (CRC checked by the partition, then the log)   13,769        27,936          0
 //	after (once)                                          10,959        17,129          0
 func BenchmarkLeaderAppend(b *testing.B) {
 	l, err := storage.Open(discardSegments{vfs.NewMem()}, "p", storage.Config{})
