@@ -310,7 +310,7 @@ func (c *conn) readFrameBody(br *bufio.Reader, size int32) (frame []byte, pooled
 		return frame, nil, err
 	}
 	pooled = getFrame(int(size))
-	frame = (*pooled)[:size]
+	frame = (*pooled)[:size:size] // no slice of it reaches the stale bytes past size
 	if n, err := io.ReadFull(br, frame); err != nil {
 		putFrame(pooled)
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
