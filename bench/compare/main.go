@@ -15,8 +15,9 @@
 //     rounds, so that drift in a shared machine hits both; before each run, sync
 //     the page cache so no run pays for the previous one's writeback. Produce and
 //     e2e runs each use a fresh topic whose first record has been acknowledged
-//     (untimed), so they measure the steady state; consume re-reads one topic
-//     filled once (untimed).
+//     (untimed), so they measure the steady state; consume re-reads one topic,
+//     filled before its first round by a separate untimed step whose broker CPU
+//     no round is charged.
 //  3. In the first pairing, run Kafka's ProducerPerformance against both.
 //  4. Read each broker's VmRSS and VmHWM from /proc, stop both, delete their data.
 //
@@ -285,6 +286,13 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				if err := b.alive(); err != nil {
 					return err
 				}
+				if wl.mode == "consume" {
+					if err := prefillConsume(ctx, o, wl, round, b.seeds); err != nil {
+						p.add(sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Err: "prefilling: " + err.Error()})
+						logf("[%s] %s, round %d, %s: prefilling failed: %v", p.Name, wl.name, round, sys, err)
+						continue
+					}
+				}
 				syscall.Sync()
 				cpuBefore, cpuErr := b.cpuSeconds()
 				res, err := runWorkload(ctx, o, wl, round, b.seeds)
@@ -330,19 +338,29 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 	return nil
 }
 
+// consumeConfig is what a consume round reads: every round re-reads one topic,
+// filled before the first round (prefillConsume).
+func consumeConfig(c bench.Config, o options, wl workload) bench.Config {
+	c.Topic, c.Count, c.Duration = wl.slug, o.consumeRecords, 0
+	return c
+}
+
+// prefillConsume fills a consume workload's topic before its round is measured,
+// so no round's broker CPU includes the production (only the first round
+// produces anything).
+func prefillConsume(ctx context.Context, o options, wl workload, round int, seeds []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	n, err := bench.Prefill(ctx, consumeConfig(workloadConfig(o, wl, round, seeds), o, wl))
+	if n > 0 {
+		logf("prefilled %s with %d records (untimed, not charged)", wl.slug, n)
+	}
+	return err
+}
+
 // runWorkload runs one workload once against the brokers at seeds.
 func runWorkload(ctx context.Context, o options, wl workload, round int, seeds []string) (bench.Result, error) {
-	c := bench.Config{
-		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
-		Partitions: 1, ReplicationFactor: int16(o.nodes),
-		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
-		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1,
-		Linger:     bench.DefaultLinger,
-		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka")},
-	}
-	if wl.mode == "e2e" {
-		c.Linger = 0 // franz-go's 10ms linger would be most of what e2e measures
-	}
+	c := workloadConfig(o, wl, round, seeds)
 	ctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
 	defer cancel()
 	if wl.mode != "consume" {
@@ -356,9 +374,23 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 	case "e2e":
 		return bench.E2E(ctx, c)
 	}
-	// Every round re-reads one topic, filled by the first round (untimed).
-	c.Topic, c.Count, c.Duration = wl.slug, o.consumeRecords, 0
-	return bench.Consume(ctx, c)
+	return bench.Consume(ctx, consumeConfig(c, o, wl))
+}
+
+// workloadConfig is the load generator's configuration for one run.
+func workloadConfig(o options, wl workload, round int, seeds []string) bench.Config {
+	c := bench.Config{
+		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
+		Partitions: 1, ReplicationFactor: int16(o.nodes),
+		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
+		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1,
+		Linger:     bench.DefaultLinger,
+		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka")},
+	}
+	if wl.mode == "e2e" {
+		c.Linger = 0 // franz-go's 10ms linger would be most of what e2e measures
+	}
+	return c
 }
 
 // producerPerformance runs Kafka's own producer benchmark against the seeds.

@@ -215,16 +215,16 @@ func FrameSize(b []byte) (int, error) {
 // magic 2, CRC-32C, codec <= zstd, numRecords > 0 and lastOffsetDelta ==
 // numRecords-1. It does not judge the control or transactional bits or the producer
 // fields: whether a client may send them is the caller's rule.
-func Validate(b []byte) (Header, error) { return validate(b, false) }
+func Validate(b []byte) (Header, error) { return validate(b, false, true) }
 
 // ValidateStored is Validate for a batch read back from a log, which compaction may
 // have thinned: a rewritten batch keeps its original lastOffsetDelta (so its offset
 // range, and its producer's last sequence, survive) while holding fewer records, and
 // the last batch of an idempotent producer may be kept with none at all. It accepts
 // 0 <= numRecords <= lastOffsetDelta+1; every other check is Validate's.
-func ValidateStored(b []byte) (Header, error) { return validate(b, true) }
+func ValidateStored(b []byte) (Header, error) { return validate(b, true, true) }
 
-func validate(b []byte, stored bool) (Header, error) {
+func validate(b []byte, stored, checkCRC bool) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
@@ -241,7 +241,7 @@ func validate(b []byte, stored bool) (Header, error) {
 	if h.Magic != 2 {
 		return h, ErrBadMagic
 	}
-	if crc32.Checksum(b[crcStart:], castagnoli) != h.CRC {
+	if checkCRC && crc32.Checksum(b[crcStart:], castagnoli) != h.CRC {
 		return h, ErrBadCRC
 	}
 	if h.Codec() > maxCodec {

@@ -187,6 +187,38 @@ func TestIter(t *testing.T) {
 	}
 }
 
+// TestValidatedIter: NewValidatedIter skips only the CRC (bytes a NewIter walk
+// already checked); every other check of Validate still stops it.
+func TestValidatedIter(t *testing.T) {
+	a := build(spec{baseOffset: 0, records: []rec{{0, "a"}}})
+	b := build(spec{baseOffset: 1, records: []rec{{0, "b"}, {0, "c"}}})
+	all := bytes.Join([][]byte{a, b}, nil)
+	tests := []struct {
+		name    string
+		in      []byte
+		batches int
+		want    error
+	}{
+		{"clean", all, 2, nil},
+		{"crc not checked", mutate(all, false, func(x []byte) []byte { x[len(a)+HeaderSize] ^= 1; return x }), 2, nil},
+		{"bad magic", mutate(all, false, func(x []byte) []byte { x[len(a)+offMagic] = 1; return x }), 1, ErrBadMagic},
+		{"bad count", mutate(all, false, func(x []byte) []byte { x[len(a)+offNumRecords+3] = 5; return x }), 1, ErrBadRecordCount},
+		{"partial batch", all[:len(all)-5], 1, ErrTruncated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := NewValidatedIter(tt.in)
+			n := 0
+			for it.Next() {
+				n++
+			}
+			if n != tt.batches || !errors.Is(it.Err(), tt.want) || (tt.want == nil && it.Err() != nil) {
+				t.Fatalf("batches %d, Err %v; want %d, %v", n, it.Err(), tt.batches, tt.want)
+			}
+		})
+	}
+}
+
 func TestSetters(t *testing.T) {
 	b := build(spec{firstTS: 100, records: []rec{{0, "a"}, {10, "b"}}})
 	SetBaseOffset(b, 1<<40)

@@ -278,6 +278,27 @@ func TestConsumePrefillsAndStopsAtCount(t *testing.T) {
 	}
 }
 
+// TestPrefillApart: Prefill produces what a consume run lacks, once; the
+// Consume after it finds the topic full and produces nothing.
+func TestPrefillApart(t *testing.T) {
+	ctx := testCtx(t)
+	c := runConfig(fakeCluster(t), "prefill-apart")
+	c.Count = 400
+	for i, want := range []int64{400, 0} {
+		n, err := Prefill(ctx, c)
+		if err != nil || n != want {
+			t.Fatalf("Prefill %d: %d, %v; want %d", i, n, err, want)
+		}
+	}
+	res, err := Consume(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Prefilled != 0 || res.Records != 400 {
+		t.Fatalf("%+v", res)
+	}
+}
+
 func TestConsumeEmptyTopic(t *testing.T) {
 	c := runConfig(fakeCluster(t), "empty")
 	_, err := Consume(testCtx(t), c)

@@ -17,26 +17,10 @@ func Consume(ctx context.Context, c Config) (Result, error) {
 		return Result{}, err
 	}
 	res := c.result("consume")
-	partitions, err := ensureTopic(ctx, &c)
+	partitions, start, end, prefilled, err := prefill(ctx, &c)
+	res.Partitions, res.Prefilled = int32(len(partitions)), prefilled
 	if err != nil {
 		return res, err
-	}
-	res.Partitions = int32(len(partitions))
-	start, end, err := listOffsets(ctx, &c, partitions)
-	if err != nil {
-		return res, err
-	}
-	if missing := c.Count - available(start, end); missing > 0 {
-		fill := c
-		fill.Progress = nil
-		sent := fill.sendAll(ctx, sendSpec{count: missing})
-		res.Prefilled = sent.delivered
-		if err := sent.err(); err != nil {
-			return res, fmt.Errorf("prefilling the topic: %w", err)
-		}
-		if start, end, err = listOffsets(ctx, &c, partitions); err != nil {
-			return res, err
-		}
 	}
 	target := available(start, end)
 	if c.Count > 0 {
@@ -77,6 +61,42 @@ func Consume(ctx context.Context, c Config) (Result, error) {
 }
 
 // available counts the records between start and end over all partitions.
+// Prefill creates the topic if missing and produces the records it lacks for a
+// consume run of c (c.Count in all), untimed, as Consume does first; it returns
+// how many it produced. Called before Consume, it keeps the production out of
+// whatever is measured around Consume (bench/compare charges each consume round
+// the broker CPU it used).
+func Prefill(ctx context.Context, c Config) (int64, error) {
+	if err := c.Validate("consume"); err != nil {
+		return 0, err
+	}
+	_, _, _, prefilled, err := prefill(ctx, &c)
+	return prefilled, err
+}
+
+// prefill is Prefill; it also returns the topic's partitions and their start
+// and end offsets after the production.
+func prefill(ctx context.Context, c *Config) (partitions []int32, start, end map[int32]int64, prefilled int64, err error) {
+	if partitions, err = ensureTopic(ctx, c); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	if start, end, err = listOffsets(ctx, c, partitions); err != nil {
+		return partitions, nil, nil, 0, err
+	}
+	missing := c.Count - available(start, end)
+	if missing <= 0 {
+		return partitions, start, end, 0, nil
+	}
+	fill := *c
+	fill.Progress = nil
+	sent := fill.sendAll(ctx, sendSpec{count: missing})
+	if err := sent.err(); err != nil {
+		return partitions, start, end, sent.delivered, fmt.Errorf("prefilling the topic: %w", err)
+	}
+	start, end, err = listOffsets(ctx, c, partitions)
+	return partitions, start, end, sent.delivered, err
+}
+
 func available(start, end map[int32]int64) int64 {
 	var n int64
 	for p, e := range end {

@@ -11,6 +11,9 @@ package handlers
 // waits for each partition's high-water mark under one shared deadline (the
 // request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
 // so pipelined requests share fsyncs.
+// Nothing here (nor in the Wait) keeps a slice of the request after the response:
+// the records reach the log by copy, and the request's frame buffer is reused for
+// a later request (ReuseFrameKeys).
 
 import (
 	"context"

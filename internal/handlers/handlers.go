@@ -74,6 +74,11 @@ var apis = []api{
 // Versions is the registry of the Kafka listener, for its protocol.Server.
 func Versions() []protocol.VersionRange { return versionsOf(allApis()) }
 
+// ReuseFrameKeys lists the keys whose handlers keep no slice of their request
+// once its response is written, for protocol.Server.ReuseFrameKeys: Produce,
+// whose record batches reach the log by copy (see 00_produce.go).
+func ReuseFrameKeys() []int16 { return []int16{int16(kmsg.Produce)} }
+
 // allApis is the Kafka listener's registry: the table above and the group APIs.
 func allApis() []api { return append(slices.Clone(apis), groupApis()...) }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -192,7 +193,7 @@ func (c *conn) runReader() {
 			}
 			continue
 		}
-		frame, reserved, err := c.readFrame(br)
+		frame, pooled, reserved, err := c.readFrame(br)
 		received := time.Now()
 		switch {
 		case err == nil:
@@ -207,12 +208,14 @@ func (c *conn) runReader() {
 		}
 		r, err := c.srv.reg.decodeRequest(frame)
 		if err != nil {
+			putFrame(pooled)
 			c.srv.pool.release(reserved)
 			c.fail(err)
 			return
 		}
 		r.Received = received
 		r.reserved = reserved
+		r.frame = pooled
 		r.preAuth = c.srv.SASL != nil && !c.authed.Load()
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
@@ -322,9 +325,9 @@ func (c *conn) handshake(tc *tls.Conn) error {
 // pool; the reservation is returned with the frame and must be released once the
 // request is handled (or dropped). It returns errStopped, reserving nothing, when
 // the connection closed or the server stopped while it waited for room.
-func (c *conn) readFrame(br *bufio.Reader) (frame []byte, reserved int64, err error) {
+func (c *conn) readFrame(br *bufio.Reader) (frame []byte, pooled *[]byte, reserved int64, err error) {
 	if !c.waitMuted() {
-		return nil, 0, errStopped
+		return nil, nil, 0, errStopped
 	}
 	maxBytes := c.srv.maxRequestBytes
 	if c.srv.SASL != nil && !c.authed.Load() {
@@ -332,18 +335,56 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, reserved int64, err er
 	}
 	size, err := readFrameSize(br, maxBytes)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	reserved, ok := c.srv.pool.acquire(int64(size), c.done, c.srv.quit)
 	if !ok {
-		return nil, 0, errStopped
+		return nil, nil, 0, errStopped
 	}
-	frame, err = readFrameBody(br, size)
+	frame, pooled, err = c.readFrameBody(br, size)
 	if err != nil {
 		c.srv.pool.release(reserved)
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return frame, reserved, nil
+	return frame, pooled, reserved, nil
+}
+
+// readFrameBody reads a frame's body into a pooled buffer when its key is in
+// Server.ReuseFrameKeys and its size is pooled (pooled is then that buffer), or
+// into a new one.
+func (c *conn) readFrameBody(br *bufio.Reader, size int32) (frame []byte, pooled *[]byte, err error) {
+	if len(c.srv.reuseFrame) == 0 || frameClass(int(size)) < 0 {
+		frame, err = readFrameBody(br, size)
+		return frame, nil, err
+	}
+	// The key is the first two bytes; a frame this size has them.
+	head, err := br.Peek(2)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w: got %d of %d bytes", ErrTruncatedFrame, len(head), size)
+		}
+		return nil, nil, err
+	}
+	if key := int(binary.BigEndian.Uint16(head)); key >= len(c.srv.reuseFrame) || !c.srv.reuseFrame[key] {
+		frame, err = readFrameBody(br, size)
+		return frame, nil, err
+	}
+	pooled = getFrame(int(size))
+	frame = (*pooled)[:size:size] // no slice of it reaches the stale bytes past size
+	if n, err := io.ReadFull(br, frame); err != nil {
+		putFrame(pooled)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, nil, fmt.Errorf("%w: got %d of %d bytes", ErrTruncatedFrame, n, size)
+		}
+		return nil, nil, err
+	}
+	return frame, pooled, nil
+}
+
+// recycleFrame returns a finished request's pooled frame buffer, once.
+func recycleFrame(r *Request) {
+	putFrame(r.frame)
+	r.frame = nil
 }
 
 // runHandler serves requests one at a time, in order, and queues the responses.
@@ -361,6 +402,7 @@ func (c *conn) runHandler() {
 		case err != nil:
 			c.fail(err)
 		case out == nil: // Response.None
+			recycleFrame(r)
 		default:
 			select {
 			case c.resps <- out:
@@ -481,6 +523,7 @@ func (c *conn) runWriter() {
 				continue
 			}
 			if out.none {
+				recycleFrame(out.req)
 				continue
 			}
 		}
@@ -505,6 +548,7 @@ func (c *conn) runWriter() {
 			err = bw.Flush()
 		}
 		c.observe(out, n, false, err)
+		recycleFrame(out.req)
 		if err != nil {
 			c.fail(err)
 		} else if out.closeAfter != nil {

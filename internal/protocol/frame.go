@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,14 +36,14 @@ func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 // request frame, 0.. for a raw SASL token after SaslHandshake v0 (an empty token).
 // It returns io.EOF when r ends cleanly before the prefix.
 func readSize(r io.Reader, minBytes, maxBytes int32) (int32, error) {
-	var sizeBuf [4]byte
-	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+	prefix, err := readSizePrefix(r)
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return 0, fmt.Errorf("%w: in the size prefix", ErrTruncatedFrame)
 		}
 		return 0, err
 	}
-	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+	size := int32(prefix)
 	switch {
 	case size < minBytes:
 		return 0, fmt.Errorf("%w: %d", ErrFrameSize, size)
@@ -50,6 +51,29 @@ func readSize(r io.Reader, minBytes, maxBytes int32) (int32, error) {
 		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
 	}
 	return size, nil
+}
+
+// readSizePrefix reads the 4-byte size prefix as io.ReadFull would (io.EOF
+// before any byte, io.ErrUnexpectedEOF within). From a bufio.Reader (a
+// connection's) it reads in place, without the heap buffer that passing a
+// local array to an io.Reader costs.
+func readSizePrefix(r io.Reader) (uint32, error) {
+	if br, ok := r.(*bufio.Reader); ok {
+		b, err := br.Peek(4)
+		if err != nil {
+			if len(b) > 0 && errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		_, _ = br.Discard(4)
+		return binary.BigEndian.Uint32(b), nil
+	}
+	var buf [4]byte
+	if _, err := io.ReadFull(r, buf[:]); err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint32(buf[:]), nil
 }
 
 // readFrameBody reads the size bytes of a frame after its size prefix.

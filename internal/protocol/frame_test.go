@@ -1,9 +1,11 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"testing"
@@ -87,15 +89,23 @@ func TestReadFrame(t *testing.T) {
 		{"truncated large body", sized(int32(len(big)), big[:eagerFrameBytes+1]), 1 << 30, nil, ErrTruncatedFrame},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := readFrame(bytes.NewReader(tt.in), tt.max)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tt.wantErr)
-			}
-			if !bytes.Equal(got, tt.want) {
-				t.Fatalf("got %d bytes, want %d", len(got), len(tt.want))
-			}
-		})
+		// A connection reads through a bufio.Reader, which the size prefix is
+		// read from in place; a plain io.Reader goes through io.ReadFull.
+		for _, buffered := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/buffered=%t", tt.name, buffered), func(t *testing.T) {
+				var r io.Reader = bytes.NewReader(tt.in)
+				if buffered {
+					r = bufio.NewReader(r)
+				}
+				got, err := readFrame(r, tt.max)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				if !bytes.Equal(got, tt.want) {
+					t.Fatalf("got %d bytes, want %d", len(got), len(tt.want))
+				}
+			})
+		}
 	}
 }
 

@@ -26,6 +26,9 @@ type Request struct {
 	preAuth  bool  // read before authentication: the reader waits for it to be handled
 	// saslToken is a raw SASL token (Key saslTokenKey) read after SaslHandshake v0.
 	saslToken []byte
+	// frame, for a key in Server.ReuseFrameKeys, is the pooled buffer the frame
+	// was read into; it goes back to its pool once the request is done.
+	frame *[]byte
 }
 
 // Response is what a Handler returns: exactly one of Msg, Body, None or Wait.

@@ -62,10 +62,17 @@ type Server struct {
 	Logger *slog.Logger
 	// Hooks observe connections and requests, for metrics.
 	Hooks []Hook
+	// ReuseFrameKeys lists API keys whose request frames are read into pooled
+	// buffers, reused once the response is written (or, for a None response, once
+	// Handle returns). Only list a key whose Handler, Response (Wait, Body) and
+	// Hooks keep no slice of the request after that: the []byte fields of
+	// Request.Msg alias the frame (its strings are copies).
+	ReuseFrameKeys []int16
 
 	initOnce         sync.Once
 	initErr          error
 	reg              *registry
+	reuseFrame       []bool // indexed by API key: ReuseFrameKeys
 	hooks            hookSet
 	log              *slog.Logger
 	maxRequestBytes  int32
@@ -125,6 +132,15 @@ func (s *Server) init() error {
 			return
 		}
 		s.reg, s.initErr = newRegistry(s.Versions)
+		for _, k := range s.ReuseFrameKeys {
+			if k < 0 {
+				continue
+			}
+			if int(k) >= len(s.reuseFrame) {
+				s.reuseFrame = append(s.reuseFrame, make([]bool, int(k)+1-len(s.reuseFrame))...)
+			}
+			s.reuseFrame[k] = true
+		}
 	})
 	return s.initErr
 }

@@ -298,6 +298,9 @@ type memTransport struct {
 	from int32
 }
 
+// memRoundTrip is how long a replica fetch's round trip takes (fake time).
+const memRoundTrip = time.Millisecond
+
 func (tr memTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	c := tr.c
 	c.mu.Lock()
@@ -307,9 +310,9 @@ func (tr memTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchR
 	if cut || nd == nil {
 		return nil, errors.New("memcluster: leader unreachable")
 	}
-	// A round trip takes a millisecond: a fetcher that never waits (one
+	// A round trip takes memRoundTrip: a fetcher that never waits (one
 	// answered with the same divergence forever, say) still lets time pass.
-	time.Sleep(time.Millisecond)
+	time.Sleep(memRoundTrip)
 	w := NewWatcher()
 	var watched []*Partition
 	defer func() {

@@ -395,7 +395,9 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 			}, nil
 		}
 	}
-	info, err := p.log.Append(records, p.leaderEpoch.Load())
+	// Append validated records (CRCs included); the log checks them again
+	// without the CRCs.
+	info, err := p.log.AppendValidated(records, p.leaderEpoch.Load())
 	if err != nil {
 		return AppendResult{}, err
 	}

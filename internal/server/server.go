@@ -319,6 +319,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		Handler:         n.metrics.InstrumentHandler(n.auditChanges(h)),
 		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.Versions(),
+		ReuseFrameKeys:  handlers.ReuseFrameKeys(),
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		// -1 (no limit) passes through: the protocol package reads negative as off.
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,

@@ -142,7 +142,15 @@ func (l *Log) Dir() string { return l.dir }
 // WaitDurable for that. A validation error leaves the log unchanged and is one of
 // the batch package's errors. Append does not allocate.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.append(batches, leaderEpoch, true)
+	return l.append(batches, leaderEpoch, true, false)
+}
+
+// AppendValidated is Append for batches the caller has already walked with
+// batch.NewIter to the end without error (a partition leader checks a produced
+// batch's producer and size rules first): it makes every check but the CRCs
+// again (batch.NewValidatedIter), so each produced byte is checksummed once.
+func (l *Log) AppendValidated(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, true, true)
 }
 
 // AppendAsFollower appends batches that already carry offsets and leader epochs
@@ -152,16 +160,19 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 // after the previous one's end, or ErrUnexpectedOffset. Forward gaps are kept, as
 // Kafka keeps them: they are offsets the leader's compaction removed.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
-	return l.append(batches, -1, false)
+	return l.append(batches, -1, false, false)
 }
 
-func (l *Log) append(b []byte, leaderEpoch int32, asLeader bool) (AppendInfo, error) {
+func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (AppendInfo, error) {
 	info := AppendInfo{LogAppendTime: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1}
 	// Validate everything before touching the log (CRCs are the costly part).
 	var firstBase, nextBase, span int64
 	it := batch.NewIter(b)
-	if !asLeader {
+	switch {
+	case !asLeader:
 		it = batch.NewStoredIter(b)
+	case validated:
+		it = batch.NewValidatedIter(b)
 	}
 	for it.Next() {
 		h := it.Header()

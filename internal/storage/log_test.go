@@ -112,6 +112,31 @@ func TestAppendMultipleBatchesInOneCall(t *testing.T) {
 	}
 }
 
+// TestAppendValidated: a batch the caller validated is stored exactly as Append
+// stores it, and AppendValidated still refuses bytes that do not frame as whole
+// batches, leaving the log unchanged.
+func TestAppendValidated(t *testing.T) {
+	a, b := mkBatch(3, 10, 5), mkBatch(2, 10, 9)
+	plain, checked := openLog(t, vfs.NewMem(), Config{}), openLog(t, vfs.NewMem(), Config{})
+	for _, x := range [][]byte{a, b} {
+		want, err := plain.Append(bytes.Clone(x), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := checked.AppendValidated(bytes.Clone(x), 1)
+		if err != nil || got != want {
+			t.Fatalf("AppendValidated = %+v, %v; Append gave %+v", got, err, want)
+		}
+	}
+	sameBatches(t, readAll(t, checked), readAll(t, plain))
+	if _, err := checked.AppendValidated(a[:len(a)-1], 1); !errors.Is(err, batch.ErrTruncated) {
+		t.Fatalf("truncated batch: %v", err)
+	}
+	if checked.LogEndOffset() != 5 {
+		t.Fatalf("log end %d after a refused append", checked.LogEndOffset())
+	}
+}
+
 func TestAppendAsFollower(t *testing.T) {
 	at := func(base int64, n int, epoch int32) []byte {
 		return batchtest.Build(batchtest.Options{BaseOffset: base, LeaderEpoch: epoch, Records: batchtest.Values(n, 8)})
