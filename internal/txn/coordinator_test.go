@@ -314,15 +314,6 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 	}
 }
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // TestCoordinatorCompleted: Completed signals the end of a transactional id's
 // change in flight: at once when there is none, once the markers of an ended
 // transaction are written (the next add then succeeds), and when the
@@ -331,11 +322,11 @@ func TestCoordinatorCompleted(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, &memStore{})
 	c := f.c
-	if !isClosed(c.Completed("unknown")) {
+	if c.Completed("unknown") != closedChan {
 		t.Fatal("Completed of an unknown id is not closed")
 	}
 	pid, epoch, _ := c.InitProducerID(ctx, "tx", 10000, -1, -1)
-	if !isClosed(c.Completed("tx")) {
+	if c.Completed("tx") != closedChan {
 		t.Fatal("Completed of an idle id is not closed")
 	}
 	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
@@ -349,8 +340,10 @@ func TestCoordinatorCompleted(t *testing.T) {
 		t.Fatalf("EndTxn: %d", got)
 	}
 	done := c.Completed("tx")
-	if isClosed(done) {
+	select {
+	case <-done:
 		t.Fatal("Completed is closed before the markers are written")
+	default:
 	}
 	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != code(kerr.ConcurrentTransactions) {
 		t.Fatalf("AddPartitions while the markers are written: %d, want CONCURRENT_TRANSACTIONS", got)
