@@ -57,28 +57,41 @@ func BuildControl(m Marker) []byte {
 	return b
 }
 
-// ParseControl returns the marker type of a validated control batch b. Control
-// batches are never compressed; a batch that is not a control batch, holds no
-// record or whose first record's key is not a marker key gives ErrBadControl.
+// ParseControl returns the marker type of a validated control batch b (see
+// ParseMarker).
 func ParseControl(b []byte) (ControlType, error) {
+	typ, _, err := ParseMarker(b)
+	return typ, err
+}
+
+// ParseMarker returns the marker type of a validated control batch b and the
+// coordinator epoch its value holds (-1 when the value is too short to hold
+// one). Control batches are never compressed; a batch that is not a control
+// batch, holds no record or whose first record's key is not a marker key gives
+// ErrBadControl.
+func ParseMarker(b []byte) (ControlType, int32, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if !h.Control() || h.Codec() != CodecNone || h.NumRecords < 1 || h.Size() < HeaderSize || len(b) < h.Size() {
-		return 0, ErrBadControl
+		return 0, 0, ErrBadControl
 	}
 	var typ ControlType
+	epoch := int32(-1)
 	found := false
 	err = WalkRecords(b[HeaderSize:h.Size()], 1, func(r RawRecord) error {
 		if len(r.Key) < 4 {
 			return ErrBadControl
 		}
 		typ, found = ControlType(binary.BigEndian.Uint16(r.Key[2:4])), true
+		if len(r.Value) >= 6 {
+			epoch = int32(binary.BigEndian.Uint32(r.Value[2:6]))
+		}
 		return nil
 	})
 	if err != nil || !found {
-		return 0, ErrBadControl
+		return 0, 0, ErrBadControl
 	}
-	return typ, nil
+	return typ, epoch, nil
 }

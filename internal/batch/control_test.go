@@ -18,13 +18,13 @@ func TestBuildControlRoundTrip(t *testing.T) {
 		if !h.Control() || !h.Transactional() || h.ProducerID != 42 || h.ProducerEpoch != 3 || h.BaseSequence != -1 || h.NumRecords != 1 || h.MaxTimestamp != 1234 {
 			t.Fatalf("header %+v", h)
 		}
-		typ, err := ParseControl(b)
+		typ, epoch, err := ParseMarker(b)
 		want := ControlAbort
 		if commit {
 			want = ControlCommit
 		}
-		if err != nil || typ != want {
-			t.Fatalf("ParseControl = %v, %v; want %v", typ, err, want)
+		if err != nil || typ != want || epoch != 7 {
+			t.Fatalf("ParseMarker = %v, %d, %v; want %v, 7", typ, epoch, err, want)
 		}
 		// The record decodes as Kafka's EndTransactionMarker with franz-go's schema.
 		var kb kmsg.RecordBatch
@@ -67,13 +67,13 @@ func TestParseControlRejects(t *testing.T) {
 	}
 }
 
-// FuzzParseControl checks that no input panics ParseControl and that an accepted
-// marker's type is the one its key holds.
+// FuzzParseControl checks that no input panics ParseMarker and that an accepted
+// marker's type and coordinator epoch are the ones its record holds.
 func FuzzParseControl(f *testing.F) {
 	f.Add(BuildControl(Marker{ProducerID: 1, Commit: true}))
 	f.Add(BuildControl(Marker{ProducerID: 1}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		typ, err := ParseControl(data)
+		typ, epoch, err := ParseMarker(data)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrInvalid) {
 				t.Fatalf("unclassed error %v", err)
@@ -85,12 +85,16 @@ func FuzzParseControl(f *testing.F) {
 			t.Fatalf("accepted a batch without the control bit")
 		}
 		var got ControlType
+		gotEpoch := int32(-1)
 		_ = WalkRecords(data[HeaderSize:h.Size()], 1, func(r RawRecord) error {
 			got = ControlType(binary.BigEndian.Uint16(r.Key[2:4]))
+			if len(r.Value) >= 6 {
+				gotEpoch = int32(binary.BigEndian.Uint32(r.Value[2:6]))
+			}
 			return nil
 		})
-		if got != typ {
-			t.Fatalf("type %v, key says %v", typ, got)
+		if got != typ || gotEpoch != epoch {
+			t.Fatalf("type %v epoch %d, the record says %v and %d", typ, epoch, got, gotEpoch)
 		}
 	})
 }

@@ -12,6 +12,7 @@ type RawRecord struct {
 	TimestampDelta int64
 	OffsetDelta    int32
 	Key            []byte // nil when the key is null
+	Value          []byte // nil when the value is null
 	NullValue      bool   // a tombstone
 }
 
@@ -50,8 +51,11 @@ func WalkRecords(records []byte, n int32, fn func(r RawRecord) error) error {
 		if null {
 			r.Key = nil
 		}
-		if _, r.NullValue, _, ok = lengthPrefixed(rest); !ok {
+		if r.Value, r.NullValue, _, ok = lengthPrefixed(rest); !ok {
 			return ErrBadRecord
+		}
+		if r.NullValue {
+			r.Value = nil
 		}
 		if err := fn(r); err != nil {
 			return err

@@ -113,6 +113,12 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 // transaction's first produce usually follows EndTxn before the markers are
 // written, and a client's own retry costs it a metadata refresh (seconds, for
 // franz-go). Batches that are not transactional, or not valid, are left to Append.
+//
+// The wait holds the connection's request pipeline, as Kafka does (it reads a
+// connection's next request only once the previous one is answered): the
+// producer's later batches of the transaction, pipelined behind this one on the
+// same connection, must be appended after it, or their sequence numbers would
+// be out of order.
 func (h *Handlers) joinProduceTxn(ctx context.Context, id string, p *replica.Partition, topic string, records []byte) error {
 	hdr, err := batch.ParseHeader(records)
 	if err != nil || !hdr.Transactional() || p.InTxnAt(hdr.ProducerID, hdr.ProducerEpoch) {
@@ -120,51 +126,98 @@ func (h *Handlers) joinProduceTxn(ctx context.Context, id string, p *replica.Par
 	}
 	tps := []txn.TopicPartition{{Topic: topic, Partition: p.Index}}
 	join := func() int16 { return h.joinTxn(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps) }
-	if code := joinTxnProduceCode(retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, join)); code != 0 {
+	completed := func() <-chan struct{} {
+		if h.txnCoordinatorHere(id) {
+			return h.cfg.Transactions.Completed(id)
+		}
+		return nil
+	}
+	if code := joinTxnProduceCode(retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, join, completed)); code != 0 {
 		return &metadata.KafkaError{Code: code, Msg: "adding the partition to the transaction: " + kerr.ErrorForCode(code).Error()}
 	}
 	return nil
 }
 
 // The broker's own retry of an implicit add the coordinator answers
-// CONCURRENT_TRANSACTIONS: Kafka's add.partitions.to.txn.retry.backoff.ms and
-// add.partitions.to.txn.retry.backoff.max.ms. Kafka retries every 20 ms; Strata
-// every 5 ms, because completing the previous transaction usually takes a few
-// ms here and every transaction's first produce waits for it: with 20 ms,
-// `strata bench produce --transaction-records 100` made 4.0-4.2k records/s, with
-// 5 ms 10.2-11.1k (1 KiB records, one node, load average 2, alternating runs).
-// Kafka gives up after 100 ms;
-// Strata waits up to 500 ms, because giving up is costly: when the producer had
-// later batches of the transaction in flight they fail with
-// OUT_OF_ORDER_SEQUENCE_NUMBER, and the transaction with them. With 100 ms,
-// `strata bench produce --transaction-records 1000` lost one transaction in two
-// of four 5 s runs on a loaded 2-core machine, where completing a transaction
-// took longer; with 500 ms none in five.
+// CONCURRENT_TRANSACTIONS (Kafka's add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms).
+//
+// When this broker is the coordinator, the retry waits for the coordinator's
+// signal that the transactional id's change in flight (the previous
+// transaction's markers and completed state) is over, and retries at once;
+// joinTxnRetryBackoff is then only a fallback. When the coordinator is another
+// broker there is no such signal and the retry polls every joinTxnRetryBackoff:
+// Kafka polls every 20 ms; Strata every 5 ms, because completing the previous
+// transaction usually takes a few ms here (with 20 ms,
+// `strata bench produce --transaction-records 100` made 4.0-4.2k records/s,
+// with 5 ms 10.2-11.1k; 1 KiB records, one node, load average 2, alternating
+// runs).
+//
+// Kafka gives up after 100 ms; Strata waits up to 500 ms, because giving up is
+// costly: when the producer had later batches of the transaction in flight they
+// fail with OUT_OF_ORDER_SEQUENCE_NUMBER, and the transaction with them. With
+// 100 ms, `strata bench produce --transaction-records 1000` lost one transaction
+// in two of four 5 s runs on a loaded 2-core machine, where completing a
+// transaction took longer; with 500 ms none in five.
 const (
 	joinTxnRetryBackoff = 5 * time.Millisecond
 	joinTxnRetryMax     = 500 * time.Millisecond
 )
 
 // retryConcurrentTxn calls join until it answers something other than
-// CONCURRENT_TRANSACTIONS, waiting backoff between calls, for at most max (or
-// until ctx ends); it returns the last answer.
-func retryConcurrentTxn(ctx context.Context, backoff, max time.Duration, join func() int16) int16 {
+// CONCURRENT_TRANSACTIONS, for at most max (or until ctx ends), and returns the
+// last answer. Between calls it waits for the channel completed returns (the
+// coordinator's signal that the change in flight is over) when there is one
+// still open, else (nil: a coordinator on another broker) for backoff.
+func retryConcurrentTxn(ctx context.Context, backoff, max time.Duration, join func() int16, completed func() <-chan struct{}) int16 {
 	deadline := time.Now().Add(max)
+	sawOver := false
 	for {
 		code := join()
-		if code != kerr.ConcurrentTransactions.Code || time.Until(deadline) < backoff {
+		left := time.Until(deadline)
+		if code != kerr.ConcurrentTransactions.Code || left <= 0 {
 			return code
 		}
-		t := time.NewTimer(backoff)
+		done := completed()
+		if done != nil && isClosed(done) {
+			// Over already: retry at once, unless the previous round saw that
+			// too (then poll rather than spin).
+			if !sawOver {
+				sawOver = true
+				continue
+			}
+			done = nil
+		}
+		sawOver = false
+		wait := left
+		if done == nil {
+			if left < backoff {
+				return code
+			}
+			wait = backoff
+		}
+		t := time.NewTimer(wait)
 		endWait := startWait(ctx)
 		select {
 		case <-ctx.Done():
 			endWait()
 			t.Stop()
 			return code
+		case <-done:
+			t.Stop()
 		case <-t.C:
 		}
 		endWait()
+	}
+}
+
+// isClosed tells whether ch is closed (it is never sent on).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -7,7 +7,10 @@ package handlers
 // marker (acks=all), up to writeTxnMarkersTimeout. A transaction coordinator sends
 // it to partition leaders; kafka-transactions.sh abort sends it too. Errors are per
 // partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
-// INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch), REQUEST_TIMED_OUT.
+// INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch),
+// TRANSACTION_COORDINATOR_FENCED (a marker whose CoordinatorEpoch is older than
+// that of the producer's last marker on the partition: a deposed coordinator's),
+// REQUEST_TIMED_OUT.
 // A marker committed on a partition of __consumer_offsets also completes the
 // transaction's offset commits there (the group coordinator applies or drops them).
 

@@ -38,7 +38,7 @@ func (h *Handlers) describeProducers(_ context.Context, _ *protocol.ConnInfo, r 
 			for _, pi := range producers {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = pi.ProducerID, int32(pi.ProducerEpoch), pi.LastSequence, pi.LastTimestamp
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, pi.TxnStartOffset
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = pi.CoordinatorEpoch, pi.TxnStartOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -28,6 +28,7 @@ var errorCodes = []struct {
 	{replica.ErrInvalidRecord, kerr.InvalidRecord},
 	{replica.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{replica.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{replica.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{replica.ErrInvalidTxnState, kerr.InvalidTxnState},
 	{replica.ErrOffsetNotAvailable, kerr.OffsetNotAvailable},
 	{batch.ErrCorrupt, kerr.CorruptMessage},

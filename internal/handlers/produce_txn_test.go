@@ -12,6 +12,7 @@ import (
 // previous transaction's markers not yet written) is retried on the broker within
 // its bound, so the produce succeeds once the coordinator is ready; other answers
 // come back at once, and the bound and the request's context end the retries.
+// With a coordinator on another broker (no completion signal) the retries poll.
 func TestRetryConcurrentTxn(t *testing.T) {
 	concurrent := kerr.ConcurrentTransactions.Code
 	for _, tc := range []struct {
@@ -39,10 +40,60 @@ func TestRetryConcurrentTxn(t *testing.T) {
 			got := retryConcurrentTxn(ctx, 10*time.Millisecond, tc.max, func() int16 {
 				calls++
 				return tc.answers[min(calls, len(tc.answers))-1]
-			})
+			}, func() <-chan struct{} { return nil })
 			if got != tc.want || calls != tc.calls {
 				t.Fatalf("answered %d after %d calls, want %d after %d", got, calls, tc.want, tc.calls)
 			}
 		})
+	}
+}
+
+// TestRetryConcurrentTxnWakesOnCompletion: with the coordinator on this broker,
+// the retry waits for its signal that the previous transaction is complete and
+// then tries once more; it does not poll (the backoff here is an hour, so a
+// polling retry would never get to its second call), and a signal that never
+// comes ends at the bound.
+func TestRetryConcurrentTxnWakesOnCompletion(t *testing.T) {
+	concurrent := kerr.ConcurrentTransactions.Code
+	ctx := context.Background()
+
+	complete := make(chan struct{})
+	calls := 0
+	got := retryConcurrentTxn(ctx, time.Hour, time.Minute, func() int16 {
+		calls++
+		select {
+		case <-complete:
+			return 0
+		default:
+			return concurrent
+		}
+	}, func() <-chan struct{} {
+		if calls == 1 {
+			time.AfterFunc(20*time.Millisecond, func() { close(complete) }) // the markers land meanwhile
+		}
+		return complete
+	})
+	if got != 0 || calls != 2 {
+		t.Fatalf("answered %d after %d calls, want 0 after 2", got, calls)
+	}
+
+	// The signal never comes: the bound ends the wait, and one last call.
+	calls = 0
+	start := time.Now()
+	got = retryConcurrentTxn(ctx, time.Hour, 50*time.Millisecond, func() int16 { calls++; return concurrent },
+		func() <-chan struct{} { return make(chan struct{}) })
+	if got != concurrent || calls != 2 || time.Since(start) > 30*time.Second {
+		t.Fatalf("answered %d after %d calls in %v, want %d after 2 at the bound", got, calls, time.Since(start), concurrent)
+	}
+
+	// Complete already, yet still CONCURRENT_TRANSACTIONS: one immediate retry,
+	// then polling at the backoff, not a spin.
+	calls = 0
+	closed := make(chan struct{})
+	close(closed)
+	got = retryConcurrentTxn(ctx, 10*time.Millisecond, 100*time.Millisecond, func() int16 { calls++; return concurrent },
+		func() <-chan struct{} { return closed })
+	if got != concurrent || calls < 2 || calls > 22 {
+		t.Fatalf("answered %d after %d calls, want %d after 2-22 (at most two per 10 ms backoff)", got, calls, concurrent)
 	}
 }

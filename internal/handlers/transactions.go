@@ -19,6 +19,9 @@ type Transactions interface {
 	AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []txn.TopicPartition) int16
 	VerifyPartitions(id string, pid int64, epoch int16, tps []txn.TopicPartition) int16
 	EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) (int64, int16, int16)
+	// Completed is closed once the change in flight for id is over (already
+	// closed when there is none): what a CONCURRENT_TRANSACTIONS answer waits for.
+	Completed(id string) <-chan struct{}
 	Describe(id string) (txn.Described, int16)
 	List(f txn.ListFilter) []txn.Described
 }
@@ -76,6 +79,14 @@ func (h *Handlers) joinTxn(ctx context.Context, id string, pid int64, epoch int1
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return 0
+}
+
+// txnCoordinatorHere tells whether this broker coordinates transactional id id
+// (leads its __transaction_state partition).
+func (h *Handlers) txnCoordinatorHere(id string) bool {
+	t := h.cluster.Image().Topic(txn.StateTopic)
+	return h.cfg.Transactions != nil && t != nil && len(t.Partitions) > 0 &&
+		t.Partitions[group.PartitionFor(id, int32(len(t.Partitions)))].Leader == h.cfg.NodeID
 }
 
 // joinTxnProduceCode is the Produce error for a failed implicit add: the

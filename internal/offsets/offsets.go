@@ -39,6 +39,13 @@ type Coordinator interface {
 	UnloadPartition(p int32)
 }
 
+// EpochLoader is a Coordinator that also wants the leader epoch of the
+// partition it loads (the transaction coordinator's epoch); the Store calls
+// LoadPartitionAt instead of LoadPartition when the coordinator has it.
+type EpochLoader interface {
+	LoadPartitionAt(ctx context.Context, p, leaderEpoch int32, records iter.Seq2[group.Record, error]) error
+}
+
 // Store is the group coordinator's view of __consumer_offsets.
 type Store struct {
 	topic    string
@@ -78,32 +85,17 @@ func (s *Store) Append(ctx context.Context, partition int32, records []group.Rec
 	return s.append(ctx, partition, records, batch.BuildOptions{})
 }
 
+// AppendUnacked appends records like Append but returns once they are in the
+// leader's log, without waiting for them to be committed: they are committed
+// with, or before, whatever is appended after them.
+func (s *Store) AppendUnacked(ctx context.Context, partition int32, records []group.Record) error {
+	_, _, err := s.appendLocal(partition, records, batch.BuildOptions{})
+	return err
+}
+
 func (s *Store) append(ctx context.Context, partition int32, records []group.Record, opts batch.BuildOptions) error {
-	p, err := s.replicas.Partition(s.topic, partition)
-	if err != nil || !p.IsLeader() {
-		return fmt.Errorf("%w: %s-%d is not led here", group.ErrNotCoordinator, s.topic, partition)
-	}
-	recs := make([]batch.Record, len(records))
-	for i, r := range records {
-		recs[i] = batch.Record{Key: r.Key, Value: r.Value}
-	}
-	opts.FirstTimestamp = s.now().UnixMilli()
-	b, err := batch.Build(opts, recs)
+	p, res, err := s.appendLocal(partition, records, opts)
 	if err != nil {
-		return err
-	}
-	var res replica.AppendResult
-	if opts.Transactional {
-		res, err = p.AppendAsCoordinator(b)
-	} else {
-		res, err = p.Append(b, -1)
-	}
-	switch {
-	case errors.Is(err, replica.ErrRecordTooLarge):
-		return fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
-	case errors.Is(err, replica.ErrNotLeader):
-		return fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
-	case err != nil:
 		return err
 	}
 	timeout := 30 * time.Second
@@ -115,6 +107,38 @@ func (s *Store) append(ctx context.Context, partition int32, records []group.Rec
 		return fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
 	}
 	return err
+}
+
+// appendLocal appends records to the leader's log as one batch.
+func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.BuildOptions) (*replica.Partition, replica.AppendResult, error) {
+	var res replica.AppendResult
+	p, err := s.replicas.Partition(s.topic, partition)
+	if err != nil || !p.IsLeader() {
+		return nil, res, fmt.Errorf("%w: %s-%d is not led here", group.ErrNotCoordinator, s.topic, partition)
+	}
+	recs := make([]batch.Record, len(records))
+	for i, r := range records {
+		recs[i] = batch.Record{Key: r.Key, Value: r.Value}
+	}
+	opts.FirstTimestamp = s.now().UnixMilli()
+	b, err := batch.Build(opts, recs)
+	if err != nil {
+		return nil, res, err
+	}
+	if opts.Transactional {
+		res, err = p.AppendAsCoordinator(b)
+	} else {
+		res, err = p.Append(b, -1)
+	}
+	switch {
+	case errors.Is(err, replica.ErrRecordTooLarge):
+		return nil, res, fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
+	case errors.Is(err, replica.ErrNotLeader):
+		return nil, res, fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
+	case err != nil:
+		return nil, res, err
+	}
+	return p, res, nil
 }
 
 // AppendTxn implements group.TxnOffsetStore: the records become one
@@ -190,7 +214,12 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 	// The coordinator refuses a partition it still holds from an earlier
 	// leadership that was not unloaded in between; make sure it starts clean.
 	coord.UnloadPartition(p.Index)
-	if err := coord.LoadPartition(ctx, p.Index, records(p)); err != nil && ctx.Err() == nil {
+	load := func() error { return coord.LoadPartition(ctx, p.Index, records(p)) }
+	if el, ok := coord.(EpochLoader); ok {
+		epoch := p.LeaderEpoch()
+		load = func() error { return el.LoadPartitionAt(ctx, p.Index, epoch, records(p)) }
+	}
+	if err := load(); err != nil && ctx.Err() == nil {
 		s.log.Error("loading group partition", "partition", p.Index, "err", err)
 	}
 }

@@ -353,6 +353,7 @@ type roleChange struct {
 	part      *metadata.Partition
 	p         *Partition
 	wasLeader bool
+	wasEpoch  int32 // the leader epoch before
 	leader    int32 // the leader to follow, NoLeader when none or this broker
 	err       error
 }
@@ -369,7 +370,7 @@ func (m *Manager) applyPartitions(changes []roleChange) []error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			c.p, c.wasLeader, c.leader, c.err = m.preparePartition(c.topic, c.part)
+			c.p, c.wasLeader, c.wasEpoch, c.leader, c.err = m.preparePartition(c.topic, c.part)
 		})
 	}
 	wg.Wait()
@@ -381,7 +382,12 @@ func (m *Manager) applyPartitions(changes []roleChange) []error {
 			continue
 		}
 		m.follow(c.p, c.leader)
-		if isLeader := c.p.IsLeader(); isLeader != c.wasLeader {
+		// A leader at a new epoch is reported again: it may have missed a
+		// leadership of another broker in between (its image skipped it), and
+		// the coordinators must reload what that one wrote (and the
+		// transaction coordinator take the new epoch for its markers).
+		isLeader := c.p.IsLeader()
+		if isLeader != c.wasLeader || isLeader && c.p.LeaderEpoch() != c.wasEpoch {
 			m.notifyLeadership(c.p, isLeader)
 		}
 	}
@@ -391,7 +397,7 @@ func (m *Manager) applyPartitions(changes []roleChange) []error {
 // preparePartition opens ip's log if this broker does not host it yet and
 // applies its configuration and role. It returns the partition, whether it led
 // before and the leader to follow.
-func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p *Partition, wasLeader bool, leader int32, err error) {
+func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p *Partition, wasLeader bool, wasEpoch, leader int32, err error) {
 	tp := TopicPartition{t.Name, ip.Index}
 	m.mu.RLock()
 	p = m.partitions[tp]
@@ -404,7 +410,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 		m.follow(p, metadata.NoLeader)
 		p.close()
 		if err := m.removeLog(t.Name, ip.Index); err != nil {
-			return nil, false, 0, err
+			return nil, false, 0, 0, err
 		}
 		p = nil
 	}
@@ -412,12 +418,12 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 	if p == nil {
 		l, err := m.logDir.Open(partitionName(t.Name, ip.Index), scfg)
 		if err != nil {
-			return nil, false, 0, err
+			return nil, false, 0, 0, err
 		}
 		p, err = newPartition(t.Name, t.ID, ip.Index, l, scfg.Flush.Mode == storage.GroupCommit, m.nodeID)
 		if err != nil {
 			l.Close()
-			return nil, false, 0, err
+			return nil, false, 0, 0, err
 		}
 		p.isrProposer = m.proposeISR
 		// Configured before it is published: the cleaner reads the config of
@@ -430,12 +436,12 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 	}
 	p.setConfig(t.Config)
 	m.applyTier(p, t.Config)
-	wasLeader = p.IsLeader()
+	wasLeader, wasEpoch = p.IsLeader(), p.LeaderEpoch()
 	leader, err = p.applyState(ip, m.now())
 	if err != nil {
-		return nil, false, 0, fmt.Errorf("applying the role of %s-%d: %w", t.Name, ip.Index, err)
+		return nil, false, 0, 0, fmt.Errorf("applying the role of %s-%d: %w", t.Name, ip.Index, err)
 	}
-	return p, wasLeader, leader, nil
+	return p, wasLeader, wasEpoch, leader, nil
 }
 
 func (m *Manager) notifyLeadership(p *Partition, leader bool) {

@@ -180,9 +180,9 @@ func (p *Partition) rebuildProducerState() error {
 			// sequence range follows the offsets (LastOffsetDelta), as produced.
 			producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
 		}
-		ct := controlType(h, body)
+		ct, coordinatorEpoch := controlType(h, body)
 		if ct == batch.ControlAbort || ct == batch.ControlCommit {
-			producers.fence(h.ProducerID, h.ProducerEpoch)
+			producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
 		}
 		txns.observe(h, ct)
 		return nil
@@ -197,17 +197,18 @@ func (p *Partition) rebuildProducerState() error {
 	return nil
 }
 
-// controlType is the marker type of control batch b (whole batch bytes), or -1
-// for any other batch or a control record that is not a marker.
-func controlType(h batch.Header, b []byte) batch.ControlType {
+// controlType is the marker type of control batch b (whole batch bytes) and its
+// coordinator epoch, or -1 for any other batch or a control record that is not a
+// marker.
+func controlType(h batch.Header, b []byte) (batch.ControlType, int32) {
 	if !h.Control() {
-		return -1
+		return -1, -1
 	}
-	t, err := batch.ParseControl(b)
+	t, coordinatorEpoch, err := batch.ParseMarker(b)
 	if err != nil {
-		return -1
+		return -1, -1
 	}
-	return t
+	return t, coordinatorEpoch
 }
 
 // observeTxns feeds appended batches (whole, stamped) to the transaction state.
@@ -218,9 +219,9 @@ func (p *Partition) observeTxns(records []byte) {
 	for it := batch.NewStoredIter(records); it.Next(); {
 		h := it.Header()
 		if h.Transactional() {
-			ct := controlType(h, it.Batch())
+			ct, coordinatorEpoch := controlType(h, it.Batch())
 			if ct == batch.ControlAbort || ct == batch.ControlCommit {
-				p.producers.fence(h.ProducerID, h.ProducerEpoch)
+				p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
 			}
 			p.txns.observe(h, ct)
 		}

@@ -14,6 +14,10 @@ var (
 	// ErrInvalidProducerEpoch: the batch carries an epoch older than the producer's
 	// current one (a zombie). INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	// ErrCoordinatorFenced: a transaction marker carries an older coordinator
+	// epoch than the last marker written for its producer on the partition (a
+	// deposed transaction coordinator). TRANSACTION_COORDINATOR_FENCED.
+	ErrCoordinatorFenced = errors.New("transaction coordinator fenced")
 )
 
 // producerBatchesKept is how many recent batches per producer are remembered for
@@ -28,9 +32,14 @@ type batchMeta struct {
 
 // producerEntry is the state of one producer id on one partition.
 type producerEntry struct {
-	epoch         int16
-	batches       []batchMeta // oldest first, at most producerBatchesKept
-	lastTimestamp int64       // max timestamp of its last batch
+	epoch int16
+	// coordinatorEpoch is the coordinator epoch of the producer's last
+	// transaction marker here (-1: none yet). It lives in the markers in the
+	// log (their value: version 0 | coordinator epoch, Kafka's
+	// EndTransactionMarker), so it is rebuilt with the rest of the state.
+	coordinatorEpoch int32
+	batches          []batchMeta // oldest first, at most producerBatchesKept
+	lastTimestamp    int64       // max timestamp of its last batch
 }
 
 // producerState tracks idempotent producers on one partition. It is pure: the
@@ -89,7 +98,7 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecords int32, firstOffset, lastOffset, maxTimestamp int64) {
 	e, ok := s.entries[pid]
 	if !ok {
-		e = &producerEntry{epoch: epoch}
+		e = &producerEntry{epoch: epoch, coordinatorEpoch: -1}
 		s.entries[pid] = e
 	}
 	if epoch != e.epoch {
@@ -109,16 +118,18 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 	})
 }
 
-// fence applies a transaction marker written at epoch: a producer at an older
-// epoch moves to it, so its batches from before are refused (KIP-890: the
-// coordinator bumps the epoch at every end of a transaction, and a late batch of
-// the ended one must not open the next).
-func (s *producerState) fence(pid int64, epoch int16) {
+// fence applies a transaction marker written at epoch by a coordinator at
+// coordinatorEpoch: a producer at an older epoch moves to it, so its batches from
+// before are refused (KIP-890: the coordinator bumps the epoch at every end of a
+// transaction, and a late batch of the ended one must not open the next), and
+// the producer's coordinator epoch becomes the marker's.
+func (s *producerState) fence(pid int64, epoch int16, coordinatorEpoch int32) {
 	e, ok := s.entries[pid]
 	if !ok {
-		s.entries[pid] = &producerEntry{epoch: epoch}
+		s.entries[pid] = &producerEntry{epoch: epoch, coordinatorEpoch: coordinatorEpoch}
 		return
 	}
+	e.coordinatorEpoch = coordinatorEpoch
 	if epoch > e.epoch {
 		e.epoch, e.batches = epoch, e.batches[:0]
 	}

@@ -152,14 +152,21 @@ func (s *txnState) forgetBelow(logStart int64) {
 
 // WriteTxnMarker appends a commit or abort marker for producer m.ProducerID as
 // leader (WriteTxnMarkers). A marker from an epoch older than the producer's
-// latest on this partition is refused with ErrInvalidProducerEpoch (a fenced
-// coordinator or a zombie's transaction). Writing a marker for a producer with no
-// open transaction here is allowed and changes nothing but the log, as in Kafka.
-// The caller waits for the high-water mark to pass LastOffset before answering.
+// latest on this partition is refused with ErrInvalidProducerEpoch (a zombie's
+// transaction), then one from an older coordinator epoch than the producer's
+// last marker here with ErrCoordinatorFenced (a deposed coordinator), as Kafka
+// checks them. Writing a marker for a producer with no open transaction here is
+// allowed and changes nothing but the log, as in Kafka. The caller waits for
+// the high-water mark to pass LastOffset before answering.
 func (p *Partition) WriteTxnMarker(m batch.Marker) (AppendResult, error) {
 	return p.appendTrusted(batch.BuildControl(m), func() error {
-		if e, ok := p.producers.entries[m.ProducerID]; ok && m.ProducerEpoch < e.epoch {
+		e, ok := p.producers.entries[m.ProducerID]
+		switch {
+		case !ok:
+		case m.ProducerEpoch < e.epoch:
 			return fmt.Errorf("%w: marker epoch %d, producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, m.ProducerID, e.epoch)
+		case m.CoordinatorEpoch < e.coordinatorEpoch:
+			return fmt.Errorf("%w: marker from coordinator epoch %d, producer %d's last marker is from %d", ErrCoordinatorFenced, m.CoordinatorEpoch, m.ProducerID, e.coordinatorEpoch)
 		}
 		return nil
 	})
@@ -230,11 +237,14 @@ func (p *Partition) forgetAbortedBelow(logStart int64) {
 
 // ProducerInfo is one producer's state on a partition (DescribeProducers).
 type ProducerInfo struct {
-	ProducerID     int64
-	ProducerEpoch  int16
-	LastSequence   int32 // -1: none
-	LastTimestamp  int64
-	TxnStartOffset int64 // first offset of its open transaction, -1: none
+	ProducerID    int64
+	ProducerEpoch int16
+	// CoordinatorEpoch is the coordinator epoch of its last transaction marker
+	// here (-1: none).
+	CoordinatorEpoch int32
+	LastSequence     int32 // -1: none
+	LastTimestamp    int64
+	TxnStartOffset   int64 // first offset of its open transaction, -1: none
 }
 
 // Producers returns the idempotent and transactional producers the leader
@@ -246,7 +256,7 @@ func (p *Partition) Producers() ([]ProducerInfo, error) {
 	p.appendMu.Lock()
 	out := make([]ProducerInfo, 0, len(p.producers.entries))
 	for pid, e := range p.producers.entries {
-		pi := ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastTimestamp, TxnStartOffset: -1}
+		pi := ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, CoordinatorEpoch: e.coordinatorEpoch, LastSequence: -1, LastTimestamp: e.lastTimestamp, TxnStartOffset: -1}
 		if n := len(e.batches); n > 0 {
 			pi.LastSequence = e.batches[n-1].lastSeq
 		}

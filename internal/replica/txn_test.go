@@ -268,3 +268,53 @@ func TestFollowerTruncationReopensTransaction(t *testing.T) {
 		t.Fatal("producer 1's transaction should be open again after its marker was truncated")
 	}
 }
+
+// TestCoordinatorEpochFencesMarkers: a marker from an older coordinator epoch
+// than the producer's last marker on the partition (a deposed transaction
+// coordinator's late marker) is refused with ErrCoordinatorFenced and leaves the
+// log and the open transaction as they were; the coordinator epoch is rebuilt
+// from the log when the partition reopens. Markers without a coordinator epoch
+// (written before coordinators set one: 0) are still accepted at any epoch.
+func TestCoordinatorEpochFencesMarkers(t *testing.T) {
+	dir := t.TempDir()
+	p := newLeaderPartition(t, dir)
+	marker := func(coordinatorEpoch int32, commit bool) error {
+		_, err := p.WriteTxnMarker(batch.Marker{ProducerID: 5, CoordinatorEpoch: coordinatorEpoch, Commit: commit})
+		return err
+	}
+	mustAppend(t, p, txnBatch(t, 5, 0, 1, true)) // 0
+	if err := marker(0, true); err != nil {      // 1: an old coordinator's marker
+		t.Fatal(err)
+	}
+	mustAppend(t, p, txnBatch(t, 5, 1, 1, true)) // 2
+	if err := marker(3, true); err != nil {      // 3: coordinator epoch 3
+		t.Fatal(err)
+	}
+	mustAppend(t, p, txnBatch(t, 5, 2, 1, true)) // 4: open
+	end := p.LogEndOffset()
+	if err := marker(2, false); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("marker from coordinator epoch 2 after 3: %v, want ErrCoordinatorFenced", err)
+	}
+	if p.LogEndOffset() != end || p.LastStableOffset() != 4 || !p.InTxnAt(5, 0) {
+		t.Fatalf("a refused marker changed the partition: log end %d (was %d), LSO %d", p.LogEndOffset(), end, p.LastStableOffset())
+	}
+	infos, err := p.Producers()
+	if err != nil || len(infos) != 1 || infos[0].CoordinatorEpoch != 3 {
+		t.Fatalf("producers %+v (%v), want producer 5 at coordinator epoch 3", infos, err)
+	}
+
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	p = newLeaderPartition(t, dir)
+	t.Cleanup(func() { p.close() })
+	if err := marker(2, false); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("after reopening, marker from coordinator epoch 2: %v, want ErrCoordinatorFenced", err)
+	}
+	if err := marker(4, false); err != nil { // a newer coordinator aborts it
+		t.Fatalf("marker from coordinator epoch 4: %v", err)
+	}
+	if _, aborted, lso := readAll(t, p, 0, ReadCommitted); !slices.Equal(aborted, []AbortedTxn{{5, 4, 5}}) || lso != 6 {
+		t.Fatalf("aborted %v LSO %d, want [{5 4 5}] and 6", aborted, lso)
+	}
+}

@@ -110,3 +110,55 @@ func produceN(b *testing.B, cl *kgo.Client, n, size int) {
 	default:
 	}
 }
+
+// BenchmarkTransaction measures one transactional producer on one node: each
+// op is a transaction of 100 records of 1 KiB, produced, flushed and committed
+// (franz-go, transaction version 2, so the first produce of each transaction
+// adds its partition implicitly and waits for the previous one to complete).
+// Reported beside ns/op: the mean time from the first produce to its ack
+// (first-ack-ms), the flush (flush-ms) and EndTxn (end-ms).
+func BenchmarkTransaction(b *testing.B) {
+	const records, size = 100, 1024
+	n := startBenchNode(b)
+	cl := benchClient(b, kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("bench"),
+		kgo.TransactionalID("bench-txn"), kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10))
+	ctx := context.Background()
+	value := make([]byte, size)
+	var firstAck, flush, end time.Duration
+	txn := func() {
+		if err := cl.BeginTransaction(); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		acked := make(chan error, 1)
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) { acked <- err })
+		for i := 1; i < records; i++ {
+			cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+		}
+		if err := <-acked; err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			b.Fatal(err)
+		}
+		firstAck, flush, end = firstAck+t1.Sub(start), flush+t2.Sub(t1), end+time.Since(t2)
+	}
+	txn() // warm up: topic created, coordinator loaded
+	firstAck, flush, end = 0, 0, 0
+	b.SetBytes(records * size)
+	b.ResetTimer()
+	for range b.N {
+		txn()
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(b.N) }
+	b.ReportMetric(ms(firstAck), "first-ack-ms")
+	b.ReportMetric(ms(flush), "flush-ms")
+	b.ReportMetric(ms(end), "end-ms")
+	b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
+}

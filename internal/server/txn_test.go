@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/txntest"
 	"github.com/strata-stream/strata/internal/wait"
 )
@@ -361,4 +362,97 @@ func TestGroupTransactSession(t *testing.T) {
 		o, ok := committed.Lookup("in", 0)
 		return err == nil && ok && o.At == total
 	})
+}
+
+// TestWriteTxnMarkersCoordinatorFenced: a partition refuses a marker from an
+// older coordinator epoch than its producer's last marker there
+// (TRANSACTION_COORDINATOR_FENCED: a deposed coordinator's late marker) and
+// its log and open transaction are unchanged; DescribeProducers shows the
+// coordinator epoch (what kafka-transactions.sh abort sends back), and the
+// markers a coordinator writes carry its __transaction_state leader epoch.
+func TestWriteTxnMarkersCoordinatorFenced(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 1
+	n := startNode(t, cfg)
+	cl, adm := n.client(t)
+	const topic = "fenced"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := txntest.ProducerID(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordinatorEpoch := func(pid int64) int32 {
+		t.Helper()
+		req := kmsg.NewPtrDescribeProducersRequest()
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("DescribeProducers: %v %+v", err, resp)
+		}
+		for _, ap := range resp.Topics[0].Partitions[0].ActiveProducers {
+			if ap.ProducerID == pid {
+				return ap.CoordinatorEpoch
+			}
+		}
+		t.Fatalf("producer %d not described", pid)
+		return 0
+	}
+	logEnd := func() int64 {
+		t.Helper()
+		offsets, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := offsets.Lookup(topic, 0)
+		return o.Offset
+	}
+	if err := txntest.Produce(ctx, cl, topic, 0, pid, 0, true, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := txntest.EndTxnAt(ctx, cl, topic, 0, pid, 5, true); err != nil {
+		t.Fatalf("marker at coordinator epoch 5: %v", err)
+	}
+	if got := coordinatorEpoch(pid); got != 5 {
+		t.Fatalf("DescribeProducers coordinator epoch %d, want 5", got)
+	}
+	if err := txntest.Produce(ctx, cl, topic, 0, pid, 1, true, "b"); err != nil {
+		t.Fatal(err)
+	}
+	end := logEnd()
+	if err := txntest.EndTxnAt(ctx, cl, topic, 0, pid, 4, false); !errors.Is(err, kerr.TransactionCoordinatorFenced) {
+		t.Fatalf("marker at coordinator epoch 4 after 5: %v, want TRANSACTION_COORDINATOR_FENCED", err)
+	}
+	if got := logEnd(); got != end {
+		t.Fatalf("the refused marker moved the log end from %d to %d", end, got)
+	}
+	if err := txntest.EndTxnAt(ctx, cl, topic, 0, pid, 5, true); err != nil {
+		t.Fatalf("marker at coordinator epoch 5: %v", err)
+	}
+	if got, want := pollFor(t, n.KafkaAddr(), topic, kgo.ReadCommitted(), 2, 20*time.Second), []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed saw %v, want %v", got, want)
+	}
+
+	// A coordinator's own markers carry the leader epoch of its partition.
+	prod, _ := n.client(t, kgo.TransactionalID("fenced-tx"), kgo.DefaultProduceTopic(topic))
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("c")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	state := n.ctrl.Image().Partition(txn.StateTopic, 0)
+	desc, err := adm.DescribeTransactions(ctx, "fenced-tx")
+	if err != nil || state == nil {
+		t.Fatalf("describing: %v (state partition %v)", err, state)
+	}
+	d, _ := desc.On("fenced-tx", nil)
+	wait.For(t, "the coordinator's marker", func() bool { return coordinatorEpoch(d.ProducerID) == state.LeaderEpoch })
 }

@@ -21,20 +21,34 @@ var (
 	// ErrCorruptRecord: a replayed __transaction_state record does not decode; the
 	// partition is not loaded.
 	ErrCorruptRecord = errors.New("txn: corrupt __transaction_state record")
+	// ErrCoordinatorFenced: a partition refused a marker because a coordinator
+	// with a newer epoch has written markers for the producer there
+	// (TRANSACTION_COORDINATOR_FENCED); this coordinator was deposed, and its
+	// completion stops (the new coordinator completes the transaction). Not
+	// retried.
+	ErrCoordinatorFenced = errors.New("txn: transaction coordinator fenced")
 )
 
-// Store appends records to a partition of __transaction_state and returns once
-// they are committed (acks=all); the broker's offsets.Store for the topic.
+// Store appends records to a partition of __transaction_state; the broker's
+// offsets.Store for the topic. Append returns once they are committed
+// (acks=all: replicated and, with the group-commit flush policy, fsynced).
+// AppendUnacked returns once they are in the leader's log, in order with every
+// other append, without waiting for them to be committed.
 type Store interface {
 	Append(ctx context.Context, partition int32, records []group.Record) error
+	AppendUnacked(ctx context.Context, partition int32, records []group.Record) error
 }
 
 // Markers is one round of transaction markers to write.
 type Markers struct {
 	ProducerID    int64
 	ProducerEpoch int16
-	Commit        bool
-	Partitions    []TopicPartition
+	// CoordinatorEpoch is the leader epoch of the coordinator's
+	// __transaction_state partition: a partition refuses markers from an
+	// older one than the last it wrote for the producer.
+	CoordinatorEpoch int32
+	Commit           bool
+	Partitions       []TopicPartition
 }
 
 // MarkerWriter writes markers on every partition of a transaction, retrying
@@ -83,6 +97,7 @@ type Coordinator struct {
 // partition is one loaded (or loading) partition of __transaction_state.
 type partition struct {
 	loaded bool
+	epoch  int32           // the coordinator epoch: the partition's leader epoch when loaded
 	ctx    context.Context // cancelled on unload: stops its completions
 	cancel context.CancelFunc
 	txns   map[string]*entry
@@ -90,12 +105,31 @@ type partition struct {
 
 // entry is one transactional id. busy: a state write or a completion is in
 // flight; requests for the id meanwhile get CONCURRENT_TRANSACTIONS, so at most
-// one change per id is ever in progress.
+// one change per id is ever in progress. idle is closed when busy ends (see
+// Completed).
 type entry struct {
 	meta   Meta
 	exists bool // meta has been written
 	busy   bool
+	idle   chan struct{}
 }
+
+// hold marks e busy; c.mu must be held.
+func (e *entry) hold() {
+	e.busy, e.idle = true, make(chan struct{})
+}
+
+// unhold ends e's busy spell and wakes those waiting on it; c.mu must be held.
+func (e *entry) unhold() {
+	e.busy = false
+	if e.idle != nil {
+		close(e.idle)
+		e.idle = nil
+	}
+}
+
+// closedChan is returned by Completed when nothing is in flight.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // New returns a coordinator; call Close when done.
 func New(cfg Config, store Store, markers MarkerWriter, newPID func(context.Context) (int64, error), logger *slog.Logger) *Coordinator {
@@ -142,8 +176,15 @@ func (c *Coordinator) Close() {
 // transactional ids; transactions found prepared are completed (their markers
 // written again: a failover finishes what was in flight).
 func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
+	return c.LoadPartitionAt(ctx, p, 0, records)
+}
+
+// LoadPartitionAt is LoadPartition at coordinator epoch epoch: the leader epoch
+// of partition p, which the markers of its transactions carry (offsets.Store
+// calls it when the coordinator has it).
+func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, records iter.Seq2[group.Record, error]) error {
 	pctx, cancel := context.WithCancel(context.Background())
-	pt := &partition{ctx: pctx, cancel: cancel, txns: map[string]*entry{}}
+	pt := &partition{epoch: epoch, ctx: pctx, cancel: cancel, txns: map[string]*entry{}}
 	c.mu.Lock()
 	if old := c.parts[p]; old != nil {
 		old.cancel()
@@ -178,7 +219,7 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 	pt.loaded = true
 	for id, e := range pt.txns {
 		if e.meta.State == PrepareCommit || e.meta.State == PrepareAbort {
-			e.busy = true
+			e.hold()
 			c.startCompletion(p, pt, id, e, e.meta)
 		}
 	}
@@ -201,7 +242,31 @@ func (c *Coordinator) unload(p int32, pt *partition) {
 	if c.parts[p] == pt {
 		delete(c.parts, p)
 	}
+	// Whoever waits on an id of pt learns, on retrying, that it moved.
+	for _, e := range pt.txns {
+		if e.busy {
+			e.unhold()
+		}
+	}
 	c.mu.Unlock()
+}
+
+// Completed returns a channel closed once the change in flight for id (a state
+// write, or the markers and completed state of its ended transaction) is over:
+// a request that got CONCURRENT_TRANSACTIONS can wait on it and try again,
+// instead of polling. It is closed already when nothing is in flight (or id is
+// not coordinated here), and also closed when the id's partition is unloaded.
+func (c *Coordinator) Completed(id string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, pt, ke := c.loadedLocked(id)
+	if ke != nil {
+		return closedChan
+	}
+	if e := pt.txns[id]; e != nil && e.busy {
+		return e.idle
+	}
+	return closedChan
 }
 
 // loadedLocked returns the loaded partition that owns id, or NOT_COORDINATOR or
@@ -239,7 +304,7 @@ func (c *Coordinator) acquire(id string, create bool) (int32, *partition, *entry
 	if e.busy {
 		return 0, nil, nil, kerr.ConcurrentTransactions
 	}
-	e.busy = true
+	e.hold()
 	return p, pt, e, nil
 }
 
@@ -247,7 +312,9 @@ func (c *Coordinator) acquire(id string, create bool) (int32, *partition, *entry
 func (c *Coordinator) release(pt *partition, id string, e *entry, next *Meta) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e.busy = false
+	if e.busy {
+		e.unhold()
+	}
 	if next != nil {
 		e.meta, e.exists = *next, true
 	}
@@ -382,18 +449,30 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 
 // startCompletion writes the markers of prepared state m and then the completed
 // state, retrying both until they succeed or the partition is unloaded (its next
-// coordinator then completes it). e stays busy until then. c.mu must be held.
+// coordinator then completes it). e stays busy until the completed state is in
+// the log. c.mu must be held.
+//
+// The markers are committed (acks=all) before the completed state is written,
+// but the completed state is not waited for: it is appended behind the prepared
+// state and ahead of any later state of the id, so it is committed no later than
+// the next one. Losing it (a crash or a leader change before it is committed)
+// leaves the prepared state, which the next coordinator completes again; the
+// markers it then writes again change nothing.
 func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entry, m Meta) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.State == PrepareCommit, Partitions: m.Partitions})
+		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch, Commit: m.State == PrepareCommit, Partitions: m.Partitions})
+		if errors.Is(err, ErrCoordinatorFenced) {
+			c.log.Warn("a newer transaction coordinator wrote markers for this producer; giving the transaction up", "transactional_id", id, "coordinator_epoch", pt.epoch)
+			return
+		}
 		if err != nil {
 			return // unloaded
 		}
 		next := complete(m, c.nowMs())
 		for {
-			err := c.write(pt.ctx, p, id, next)
+			err := c.store.AppendUnacked(pt.ctx, p, []group.Record{encodeRecord(id, next)})
 			if err == nil {
 				c.release(pt, id, e, &next)
 				return
@@ -447,7 +526,7 @@ func (c *Coordinator) expireTxns() {
 			if e.busy || !e.exists || e.meta.State != Ongoing || now-e.meta.StartMs <= int64(e.meta.TimeoutMs) {
 				continue
 			}
-			e.busy = true
+			e.hold()
 			jobs = append(jobs, job{p, pt, id, e, expire(e.meta, now)})
 		}
 	}

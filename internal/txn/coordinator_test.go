@@ -38,6 +38,11 @@ func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) error
 	return nil
 }
 
+// AppendUnacked is Append: memStore commits at once.
+func (s *memStore) AppendUnacked(ctx context.Context, p int32, recs []group.Record) error {
+	return s.Append(ctx, p, recs)
+}
+
 func (s *memStore) replay(p int32) iter.Seq2[group.Record, error] {
 	s.mu.Lock()
 	recs := slices.Clone(s.logs[p])
@@ -51,14 +56,33 @@ func (s *memStore) replay(p int32) iter.Seq2[group.Record, error] {
 	}
 }
 
-// memMarkers records written markers; it fails the first failures calls.
+// memMarkers records written markers; it fails the first failures calls, waits
+// for gate to close while it is set, and answers ErrCoordinatorFenced while
+// fenced is set.
 type memMarkers struct {
 	mu       sync.Mutex
 	failures int
+	gate     chan struct{}
+	fenced   bool
+	calls    int
 	written  []Markers
 }
 
 func (m *memMarkers) WriteMarkers(ctx context.Context, mk Markers) error {
+	m.mu.Lock()
+	m.calls++
+	gate, fenced := m.gate, m.fenced
+	m.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-gate:
+		}
+	}
+	if fenced {
+		return ErrCoordinatorFenced
+	}
 	for {
 		m.mu.Lock()
 		if m.failures == 0 {
@@ -103,6 +127,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func newFixture(t *testing.T, store *memStore) *fixture {
 	t.Helper()
+	return newFixtureAt(t, store, 0)
+}
+
+// newFixtureAt loads partition 0 at coordinator epoch epoch.
+func newFixtureAt(t *testing.T, store *memStore, epoch int32) *fixture {
+	t.Helper()
 	f := &fixture{store: store, markers: &memMarkers{}, clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
 	var pids int64
 	var mu sync.Mutex
@@ -110,7 +140,7 @@ func newFixture(t *testing.T, store *memStore) *fixture {
 		func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); pids++; return pids, nil },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(f.c.Close)
-	if err := f.c.LoadPartition(context.Background(), 0, store.replay(0)); err != nil {
+	if err := f.c.LoadPartitionAt(context.Background(), 0, epoch, store.replay(0)); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -273,3 +303,113 @@ func TestCoordinatorStoreFailure(t *testing.T) {
 
 // endCode is the error code of an EndTxn answer.
 func endCode(_ int64, _ int16, code int16) int16 { return code }
+
+// waitClosed fails t unless ch closes within a generous deadline.
+func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: not signalled", what)
+	}
+}
+
+// TestCoordinatorCompleted: Completed signals the end of a transactional id's
+// change in flight: at once when there is none, once the markers of an ended
+// transaction are written (the next add then succeeds), and when the
+// partition is unloaded.
+func TestCoordinatorCompleted(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &memStore{})
+	c := f.c
+	if c.Completed("unknown") != closedChan {
+		t.Fatal("Completed of an unknown id is not closed")
+	}
+	pid, epoch, _ := c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if c.Completed("tx") != closedChan {
+		t.Fatal("Completed of an idle id is not closed")
+	}
+	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+	gate := make(chan struct{})
+	f.markers.mu.Lock()
+	f.markers.gate = gate
+	f.markers.mu.Unlock()
+	if got := endCode(c.EndTxn(ctx, "tx", pid, epoch, true, false)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	done := c.Completed("tx")
+	select {
+	case <-done:
+		t.Fatal("Completed is closed before the markers are written")
+	default:
+	}
+	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != code(kerr.ConcurrentTransactions) {
+		t.Fatalf("AddPartitions while the markers are written: %d, want CONCURRENT_TRANSACTIONS", got)
+	}
+	close(gate)
+	waitClosed(t, "markers written", done)
+	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("AddPartitions once signalled: %d", got)
+	}
+
+	// Unloading signals too (the waiter then learns NOT_COORDINATOR).
+	gate = make(chan struct{})
+	defer close(gate)
+	f.markers.mu.Lock()
+	f.markers.gate = gate
+	f.markers.mu.Unlock()
+	if got := endCode(c.EndTxn(ctx, "tx", pid, epoch, false, false)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	done = c.Completed("tx")
+	c.UnloadPartition(0)
+	waitClosed(t, "unloaded", done)
+	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != code(kerr.NotCoordinator) {
+		t.Fatalf("AddPartitions after unloading: %d", got)
+	}
+}
+
+// TestCoordinatorEpochOnMarkers: markers carry the epoch the partition was
+// loaded at; a partition's TRANSACTION_COORDINATOR_FENCED stops the completion
+// (no completed state is written: the newer coordinator owns the transaction).
+func TestCoordinatorEpochOnMarkers(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	f := newFixtureAt(t, store, 7)
+	c := f.c
+	pid, epoch, _ := c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)})
+	if got := endCode(c.EndTxn(ctx, "tx", pid, epoch, true, false)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	f.waitState(t, "tx", CompleteCommit)
+	if mk := f.markers.all(); len(mk) != 1 || mk[0].CoordinatorEpoch != 7 {
+		t.Fatalf("markers %+v, want one at coordinator epoch 7", mk)
+	}
+
+	f.markers.mu.Lock()
+	f.markers.fenced = true
+	f.markers.mu.Unlock()
+	c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)})
+	if got := endCode(c.EndTxn(ctx, "tx", pid, epoch, false, false)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	// The completion gives up: the id stays busy, its last record PrepareAbort.
+	wait.For(t, "the fenced markers to be tried", func() bool {
+		f.markers.mu.Lock()
+		defer f.markers.mu.Unlock()
+		return f.markers.calls == 2
+	})
+	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != code(kerr.ConcurrentTransactions) {
+		t.Fatalf("AddPartitions on the deposed coordinator: %d, want CONCURRENT_TRANSACTIONS", got)
+	}
+	c.Close() // waits for the completion to return
+	store.mu.Lock()
+	last := store.logs[0][len(store.logs[0])-1]
+	store.mu.Unlock()
+	if _, m, err := decodeRecord(last); err != nil || m.State != PrepareAbort {
+		t.Fatalf("last state %+v (%v), want PrepareAbort", m, err)
+	}
+}

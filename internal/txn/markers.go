@@ -19,8 +19,11 @@ type Brokers interface {
 }
 
 // BrokerMarkers is the MarkerWriter that sends WriteTxnMarkers to each
-// partition's leader, retrying with backoff (100 ms doubling to 2 s) until every
-// marker is written or its topic is gone.
+// partition's leader, one request per leader (the partitions a broker leads are
+// written in one request), to all leaders at once, retrying with backoff
+// (100 ms doubling to 2 s) until every marker is written or its topic is gone.
+// A partition that answers TRANSACTION_COORDINATOR_FENCED ends it with
+// ErrCoordinatorFenced.
 type BrokerMarkers struct {
 	Brokers Brokers
 }
@@ -43,8 +46,25 @@ func (b BrokerMarkers) WriteMarkers(ctx context.Context, m Markers) error {
 				byLeader[leader] = append(byLeader[leader], tp)
 			}
 		}
+		type result struct {
+			failed []TopicPartition
+			fenced bool
+		}
+		results := make(chan result, len(byLeader))
 		for leader, tps := range byLeader {
-			waiting = append(waiting, b.send(ctx, leader, m, tps)...)
+			go func() {
+				failed, fenced := b.send(ctx, leader, m, tps)
+				results <- result{failed, fenced}
+			}()
+		}
+		fenced := false
+		for range byLeader {
+			r := <-results
+			waiting = append(waiting, r.failed...)
+			fenced = fenced || r.fenced
+		}
+		if fenced {
+			return ErrCoordinatorFenced
 		}
 		if len(waiting) == 0 {
 			return nil
@@ -59,11 +79,12 @@ func (b BrokerMarkers) WriteMarkers(ctx context.Context, m Markers) error {
 	}
 }
 
-// send writes the markers of tps on leader and returns those that failed.
-func (b BrokerMarkers) send(ctx context.Context, leader int32, m Markers, tps []TopicPartition) []TopicPartition {
+// send writes the markers of tps on leader and returns those that failed, and
+// whether one was refused as from a fenced coordinator.
+func (b BrokerMarkers) send(ctx context.Context, leader int32, m Markers, tps []TopicPartition) ([]TopicPartition, bool) {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
-	rm.ProducerID, rm.ProducerEpoch, rm.Committed = m.ProducerID, m.ProducerEpoch, m.Commit
+	rm.ProducerID, rm.ProducerEpoch, rm.CoordinatorEpoch, rm.Committed = m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Commit
 	EachTopic(tps, func(topic string, partitions []int32) {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 		t.Topic, t.Partitions = topic, partitions
@@ -72,19 +93,22 @@ func (b BrokerMarkers) send(ctx context.Context, leader int32, m Markers, tps []
 	req.Markers = append(req.Markers, rm)
 	resp, err := b.Brokers.WriteTxnMarkers(ctx, leader, req)
 	if err != nil || len(resp.Markers) != 1 {
-		return tps
+		return tps, false
 	}
 	var failed []TopicPartition
+	fenced := false
 	for _, t := range resp.Markers[0].Topics {
 		for _, p := range t.Partitions {
 			switch p.ErrorCode {
 			case 0, kerr.UnknownTopicOrPartition.Code, kerr.InvalidProducerEpoch.Code:
 				// Written, gone, or superseded by a newer epoch of the producer
 				// (whose own markers end what this one would have).
+			case kerr.TransactionCoordinatorFenced.Code:
+				fenced = true
 			default:
 				failed = append(failed, TopicPartition{t.Topic, p.Partition})
 			}
 		}
 	}
-	return failed
+	return failed, fenced
 }

@@ -67,9 +67,14 @@ func ProduceAs(ctx context.Context, cl *kgo.Client, topic string, partition int3
 
 // EndTxn writes producer pid's commit or abort marker on topic/partition.
 func EndTxn(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, commit bool) error {
+	return EndTxnAt(ctx, cl, topic, partition, pid, 0, commit)
+}
+
+// EndTxnAt is EndTxn with the markers of a coordinator at coordinatorEpoch.
+func EndTxnAt(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, coordinatorEpoch int32, commit bool) error {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.Committed = pid, commit
+	m.ProducerID, m.CoordinatorEpoch, m.Committed = pid, coordinatorEpoch, commit
 	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 	mt.Topic, mt.Partitions = topic, []int32{partition}
 	m.Topics = append(m.Topics, mt)

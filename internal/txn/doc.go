@@ -1,0 +1,30 @@
+// Package txn is the transaction coordinator: the state of each transactional
+// id on the __transaction_state partitions this broker leads, its transitions
+// (pure functions in state.go), and the completion of ended transactions.
+//
+// # Calling protocol
+//
+//  1. offsets.Store calls LoadPartitionAt when this broker becomes leader of a
+//     partition of __transaction_state, with the partition's leader epoch (the
+//     coordinator epoch its markers carry) and its records; transactions found
+//     prepared are completed again. UnloadPartition when leadership goes.
+//  2. The handlers call InitProducerID, AddPartitions, VerifyPartitions and
+//     EndTxn; each returns a Kafka error code. At most one change per
+//     transactional id is in flight; others get CONCURRENT_TRANSACTIONS, and
+//     Completed(id) is a channel closed when that change is over, to wait on
+//     instead of polling.
+//  3. EndTxn writes the Prepare state and answers. A goroutine then writes the
+//     markers through the MarkerWriter (committed on every partition) and
+//     appends the Complete state without waiting for it to commit: the next
+//     state of the id is appended after it, and a lost Complete state leaves
+//     the Prepare state, which the next coordinator completes again.
+//
+// # Concurrency
+//
+// Coordinator.mu guards the loaded partitions and their entries; it is never
+// held across a state write or a marker write. A partition's completions run
+// under its context, cancelled on unload.
+//
+// The durability rules and coordinator epochs are described in
+// docs/transactions.md.
+package txn
