@@ -312,7 +312,8 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg Gro
 	return m.acknowledgeLocked(ctx, sp, member, cfg, acks)
 }
 
-// releaseSession gives back what member still holds in the session's partitions.
+// releaseSession gives back what member still holds in the session's partitions,
+// and unloads the group's share partitions when it was the group's last session here.
 func (m *Manager) releaseSession(ctx context.Context, group, member string, s *session, cfg GroupConfig) {
 	for _, tp := range s.parts {
 		m.mu.Lock()
@@ -330,6 +331,7 @@ func (m *Manager) releaseSession(ctx context.Context, group, member string, s *s
 		}
 		sp.mu.Unlock()
 	}
+	m.unloadGroupIfIdle(group)
 }
 
 // ShareAcknowledge serves ShareAcknowledge v0-v2: acknowledgements outside a fetch.
