@@ -311,6 +311,15 @@ func TestResponsesEncode(t *testing.T) {
 			case *kmsg.ShareGroupDescribeRequest:
 				r.GroupIDs = []string{"sg1", "g"}
 				resp = c.ShareGroupDescribe(ctx, r)
+			case *kmsg.DescribeShareGroupOffsetsRequest:
+				r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg1"}}
+				resp = c.DescribeShareGroupOffsets(ctx, r)
+			case *kmsg.AlterShareGroupOffsetsRequest:
+				r.GroupID = "sg1"
+				resp = c.AlterShareGroupOffsets(ctx, r)
+			case *kmsg.DeleteShareGroupOffsetsRequest:
+				r.GroupID = "sg1"
+				resp = c.DeleteShareGroupOffsets(ctx, r)
 			default:
 				t.Fatalf("no case for key %d", v.Key)
 			}
