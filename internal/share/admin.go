@@ -156,19 +156,24 @@ func (m *Manager) Unload(k Key) {
 }
 
 // unloadGroupIfIdle drops the in-memory state of every share partition of group
-// once no member of group has a share session on this node (Kafka's share-group
-// listener does the same when a group's last session on a broker goes): the next
-// member to fetch reads the durable state, which the group coordinator may have
-// altered or deleted in between.
-func (m *Manager) unloadGroupIfIdle(group string) {
+// once no other member of group (but except) has a live share session on this node,
+// as Kafka's share-group listener does when a group's last session on a broker
+// goes: the next member to fetch reads the durable state, which the group
+// coordinator may have altered or deleted in between. A session unused for longer
+// than the group's lock duration counts as gone (its member vanished without
+// closing it): whatever it acquired has expired, so dropping the state loses no
+// lock.
+func (m *Manager) unloadGroupIfIdle(group, except string) {
+	live := m.groupConfig(group).LockDuration
+	now := m.cfg.Now()
 	m.mu.Lock()
-	var keys []Key
-	for sk := range m.mu.sessions {
-		if sk.group == group {
+	for sk, s := range m.mu.sessions {
+		if sk.group == group && sk.member != except && now.Sub(s.used) <= live {
 			m.mu.Unlock()
 			return
 		}
 	}
+	var keys []Key
 	for k := range m.mu.shares {
 		if k.Group == group {
 			keys = append(keys, k)

@@ -1,6 +1,9 @@
 package share
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestSummaryAndLag(t *testing.T) {
 	for _, tc := range []struct {
@@ -39,25 +42,28 @@ func TestDecodeKey(t *testing.T) {
 	}
 }
 
-// TestUnloadGroupIfIdle: a group's share partitions are dropped once its last share
-// session on the node is gone, and not before; other groups' stay.
+// TestUnloadGroupIfIdle: a group's share partitions are dropped once no other
+// member of the group has a live share session on the node (one used within the
+// lock duration), and not before; other groups' stay.
 func TestUnloadGroupIfIdle(t *testing.T) {
-	m := NewManager(Config{}, nil, nil, nil)
+	now := time.Unix(1000, 0)
+	m := NewManager(Config{Now: func() time.Time { return now }}, nil, nil, nil)
 	defer m.Close()
 	loaded := func(k Key) *sharePartition {
-		sp := &sharePartition{key: k, p: NewPartition(5), watchers: nil}
+		sp := &sharePartition{key: k, p: NewPartition(5)}
 		m.mu.shares[k] = sp
 		return sp
 	}
 	a, b := loaded(Key{Group: "a", Partition: 0}), loaded(Key{Group: "b", Partition: 0})
-	m.mu.sessions[sessionKey{"a", "m1"}] = &session{}
-	m.unloadGroupIfIdle("a")
+	m.mu.sessions[sessionKey{"a", "m1"}] = &session{used: now.Add(-29 * time.Second)}
+	m.mu.sessions[sessionKey{"a", "m2"}] = &session{used: now}
+	m.unloadGroupIfIdle("a", "m2")
 	if a.p == nil {
-		t.Fatal("unloaded while a session of the group remains")
+		t.Fatal("unloaded while another member's session is live")
 	}
-	delete(m.mu.sessions, sessionKey{"a", "m1"})
-	m.unloadGroupIfIdle("a")
+	now = now.Add(2 * time.Second) // m1's session is now unused for longer than the 30s lock
+	m.unloadGroupIfIdle("a", "m2")
 	if a.p != nil || b.p == nil {
-		t.Fatalf("after the last session: group a loaded=%v, group b loaded=%v", a.p != nil, b.p != nil)
+		t.Fatalf("after the last live session: group a loaded=%v, group b loaded=%v", a.p != nil, b.p != nil)
 	}
 }
