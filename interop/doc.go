@@ -42,6 +42,10 @@
 // TestShareGroups and TestShareFailover run KIP-932 share groups with the Java
 // KafkaShareConsumer and Kafka 4.4's share tools on 3 nodes, the second killing a
 // partition leader while records are acquired.
+// TestKafkaShareGroupOffsets drives the share-group offset APIs with
+// kafka-share-groups (describe, reset, delete offsets, delete the group) and checks
+// what a console share consumer then receives. TestMixedGroupProtocols puts classic
+// and KIP-848 franz-go members in one group, both ways round.
 //
 // The clients must be installed first: interop/install.sh. A missing client or runtime
 // skips its subtest loudly, or fails it when CI=true. See README.md.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,8 +36,11 @@ import (
 //     never accepted; every released record came back with delivery count 2 and was
 //     accepted then; no acknowledgement was refused.
 //  5. Kafka 4.4's tools: kafka-configs sets and shows a group config,
-//     kafka-console-share-consumer reads every record in a new group, and
-//     kafka-share-groups lists and describes the groups.
+//     kafka-console-share-consumer reads every record in a new group,
+//     kafka-share-groups --describe --offsets shows every partition's start offset
+//     at its end (the state of share partitions led by each of the three nodes),
+//     --reset-offsets --to-earliest takes them back to 0 and every record is read
+//     again, and kafka-share-groups lists and describes the groups.
 func TestShareGroups(t *testing.T) {
 	const topic, group, rejectKey = "interop-share", "interop-share", "key-07"
 	java, c, _, _ := startShareCluster(t, topic, group, 0)
@@ -75,18 +79,40 @@ func TestShareGroups(t *testing.T) {
 		if !strings.Contains(out, "share.auto.offset.reset=earliest") || !strings.Contains(out, "share.record.lock.duration.ms=15000") {
 			t.Errorf("kafka-configs --describe shows:\n%s", out)
 		}
-		out = run("kafka-console-share-consumer", "--topic", topic, "--group", console,
-			"--max-messages", strconv.Itoa(records), "--timeout-ms", "60000")
-		got := strings.Fields(out)
-		slices.Sort(got)
 		var want []string
+		ends := map[int32]int64{}
 		for _, p := range produced {
 			want = append(want, string(p.Value))
+			ends[p.Partition] = max(ends[p.Partition], p.Offset+1)
 		}
 		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("kafka-console-share-consumer read %d values, want the %d written", len(got), len(want))
+		readAll := func() {
+			t.Helper()
+			out := run("kafka-console-share-consumer", "--topic", topic, "--group", console,
+				"--max-messages", strconv.Itoa(records), "--timeout-ms", "60000")
+			got := strings.Fields(out)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("kafka-console-share-consumer read %d values, want the %d written", len(got), len(want))
+			}
 		}
+		// offsets checks what --describe --offsets shows for every partition: the
+		// group's coordinator reads the state of share partitions led by every node.
+		offsets := func(what string, start func(p int32) int64) {
+			t.Helper()
+			out := run("kafka-share-groups", "--describe", "--offsets", "--group", console)
+			for p, end := range ends {
+				row := fmt.Sprintf(`(?m)^%s\s+%s\s+%d\s+%d\s+%d\s*$`, console, topic, p, start(p), end-start(p))
+				if !regexp.MustCompile(row).MatchString(out) {
+					t.Errorf("%s: --describe --offsets lacks partition %d at start offset %d, lag %d:\n%s", what, p, start(p), end-start(p), out)
+				}
+			}
+		}
+		readAll()
+		offsets("after reading everything", func(p int32) int64 { return ends[p] })
+		run("kafka-share-groups", "--reset-offsets", "--group", console, "--all-topics", "--to-earliest", "--execute")
+		offsets("after --reset-offsets --to-earliest", func(int32) int64 { return 0 })
+		readAll()
 		out = run("kafka-share-groups", "--list")
 		if !strings.Contains(out, group) || !strings.Contains(out, console) {
 			t.Errorf("kafka-share-groups --list shows:\n%s", out)

@@ -135,13 +135,15 @@ func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) 
 
 // DeleteGroups serves DeleteGroups v0-v2: an Empty group is deleted with its offsets
 // (tombstones for all of them and for the group); a group with members answers
-// NON_EMPTY_GROUP. The answer comes once the tombstones are appended.
+// NON_EMPTY_GROUP. The answer comes once the tombstones are appended and, for a
+// share group, its share-partition state is deleted.
 func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	type pendingDelete struct {
-		i    int
-		g    *group
-		done chan error
+		i     int
+		g     *group
+		done  chan error
+		share bool // a share group: its share-partition state goes too
 	}
 	var pend []pendingDelete
 	for i, id := range req.Groups {
@@ -165,7 +167,7 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
 		case stateEmpty:
 			g.removeOffsetsLocked(nil, true, func(err error) { done <- err })
-			pend = append(pend, pendingDelete{i, g, done})
+			pend = append(pend, pendingDelete{i, g, done, g.sg != nil})
 		default:
 			resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code
 		}
@@ -177,6 +179,13 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 	for _, pd := range pend {
 		select {
 		case err := <-pd.done:
+			if err == nil && pd.share {
+				if err := c.deleteShareState(ctx, pd.g.id); err != nil {
+					c.log.Warn("deleting share-group state", "group", pd.g.id, "err", err)
+					resp.Groups[pd.i].ErrorCode = shareStateCode(err)
+					continue
+				}
+			}
 			resp.Groups[pd.i].ErrorCode = storeErrorCode(err, true)
 		case <-ctx.Done():
 			resp.Groups[pd.i].ErrorCode = kerr.RequestTimedOut.Code

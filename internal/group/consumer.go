@@ -211,8 +211,13 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		return hbError(kerr.CoordinatorNotAvailable.Code, "Group %s is being deleted.", g.id)
 	}
 	if g.cg == nil {
-		if g.sg != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
+		if g.sg != nil {
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
+		}
+		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
+			// Kafka's answer with group.consumer.migration.policy=disabled: a classic
+			// group with members is not upgraded online (KIP-848 migration).
+			return hbError(kerr.GroupIDNotFound.Code, "Cannot upgrade classic group %s to consumer group because online upgrade is disabled.", g.id)
 		}
 		if req.MemberEpoch != joinEpoch {
 			return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)

@@ -100,6 +100,9 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration
 	// Topics tells KIP-848 assignors which topics exist; nil: none do.
 	Topics TopicCatalog
+	// ShareState reads and writes share-partition state for the share-group offset
+	// APIs (share_offsets.go); nil: they answer COORDINATOR_NOT_AVAILABLE.
+	ShareState ShareState
 }
 
 // DefaultConfig returns Kafka's defaults.

@@ -7,7 +7,11 @@
 // timeouts, and offset retention (KIP-211). It also serves the KIP-848 consumer group
 // protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe): server-side assignors
 // (uniform, range), member epochs and revoke-before-assign reconciliation; see
-// consumer.go. KIP-848 membership is held in memory only.
+// consumer.go. KIP-848 membership is held in memory only. Share groups (KIP-932) have
+// their membership here (share.go) and their offset admin APIs
+// (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets;
+// share_offsets.go), which read and write the share-partition state through
+// Config.ShareState.
 //
 // It owns the groups of the partitions of __consumer_offsets this node leads. The
 // group with id g lives in partition PartitionFor(g, OffsetsTopicPartitions); a request

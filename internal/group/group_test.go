@@ -52,7 +52,7 @@ func TestVersions(t *testing.T) {
 	want := map[int16][2]int16{
 		8: {2, 9}, 9: {1, 9}, 11: {2, 9}, 12: {0, 4}, 13: {0, 5},
 		14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0},
-		68: {0, 1}, 69: {0, 1}, 76: {1, 1}, 77: {1, 1},
+		68: {0, 1}, 69: {0, 1}, 76: {1, 1}, 77: {1, 1}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0},
 	}
 	if len(vs) != len(want) {
 		t.Fatalf("%d APIs, want %d", len(vs), len(want))
@@ -311,6 +311,15 @@ func TestResponsesEncode(t *testing.T) {
 			case *kmsg.ShareGroupDescribeRequest:
 				r.GroupIDs = []string{"sg1", "g"}
 				resp = c.ShareGroupDescribe(ctx, r)
+			case *kmsg.DescribeShareGroupOffsetsRequest:
+				r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg1"}}
+				resp = c.DescribeShareGroupOffsets(ctx, r)
+			case *kmsg.AlterShareGroupOffsetsRequest:
+				r.GroupID = "sg1"
+				resp = c.AlterShareGroupOffsets(ctx, r)
+			case *kmsg.DeleteShareGroupOffsetsRequest:
+				r.GroupID = "sg1"
+				resp = c.DeleteShareGroupOffsets(ctx, r)
 			default:
 				t.Fatalf("no case for key %d", v.Key)
 			}

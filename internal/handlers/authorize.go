@@ -30,8 +30,9 @@ package handlers
 //	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
 //	AlterPartitionReassignments, UnregisterBroker, AddRaftVoter, RemoveRaftVoter   ALTER cluster
 //	ConsumerGroupHeartbeat, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
+//	AlterShareGroupOffsets  READ group; DeleteShareGroupOffsets DELETE group
 //	DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe,
-//	ShareGroupDescribe   DESCRIBE cluster: stricter than Kafka, which checks each
+//	ShareGroupDescribe, DescribeShareGroupOffsets   DESCRIBE cluster: stricter than Kafka, which checks each
 //	                     topic, transactional id or group and filters the answer
 //
 // Requests forwarded over the controller link were authorized by the broker that
@@ -138,6 +139,9 @@ var requestChecks = map[int16]requestCheck{
 	69: clusterCheck(kmsg.ACLOperationDescribe),
 	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
 	77: clusterCheck(kmsg.ACLOperationDescribe),
+	90: clusterCheck(kmsg.ACLOperationDescribe),
+	91: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.AlterShareGroupOffsetsRequest).GroupID }),
+	92: groupCheck(kmsg.ACLOperationDelete, func(r kmsg.Request) string { return r.(*kmsg.DeleteShareGroupOffsetsRequest).GroupID }),
 	78: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareFetchRequest).GroupID) }),
 	79: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareAcknowledgeRequest).GroupID) }),
 	80: clusterCheck(kmsg.ACLOperationAlter),
@@ -311,6 +315,16 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 			rg.GroupID, rg.ErrorCode = g, code
 			resp.Groups = append(resp.Groups, rg)
 		}
+	case *kmsg.DescribeShareGroupOffsetsResponse:
+		for _, g := range req.(*kmsg.DescribeShareGroupOffsetsRequest).Groups {
+			rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			rg.GroupID, rg.ErrorCode = g.GroupID, code
+			resp.Groups = append(resp.Groups, rg)
+		}
+	case *kmsg.AlterShareGroupOffsetsResponse:
+		resp.ErrorCode = code
+	case *kmsg.DeleteShareGroupOffsetsResponse:
+		resp.ErrorCode = code
 	case *kmsg.ShareFetchResponse:
 		resp.ErrorCode = code
 	case *kmsg.ShareAcknowledgeResponse:

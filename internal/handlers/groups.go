@@ -5,8 +5,8 @@ package handlers
 //   LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
 //   DeleteGroups (42), OffsetDelete (47); versions as group.Versions() says. The
 // KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the
-// share-group ones, ShareGroupHeartbeat (76) and ShareGroupDescribe (77), have their
-// own files.
+// share-group ones, ShareGroupHeartbeat (76), ShareGroupDescribe (77) and the
+// share-group offset APIs (90-92), have their own files.
 // Each handler passes the decoded request to the coordinator. JoinGroup, SyncGroup
 // and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
 // off the connection's handler goroutine (protocol.Response.Wait) so a client's
@@ -40,6 +40,9 @@ type Groups interface {
 	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
 	ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse
 	ShareGroupDescribe(ctx context.Context, req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse
+	DescribeShareGroupOffsets(ctx context.Context, req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse
+	AlterShareGroupOffsets(ctx context.Context, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse
+	DeleteShareGroupOffsets(ctx context.Context, req *kmsg.DeleteShareGroupOffsetsRequest) *kmsg.DeleteShareGroupOffsetsResponse
 }
 
 // groupServe maps each group API key to its handler.
@@ -85,6 +88,9 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 	69: (*Handlers).consumerGroupDescribe,
 	76: (*Handlers).shareGroupHeartbeat,
 	77: (*Handlers).shareGroupDescribe,
+	90: (*Handlers).describeShareGroupOffsets,
+	91: (*Handlers).alterShareGroupOffsets,
+	92: (*Handlers).deleteShareGroupOffsets,
 }
 
 // groupApis is the registry entries of the group APIs, from the coordinator's table.

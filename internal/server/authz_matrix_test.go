@@ -372,6 +372,24 @@ var authzMatrix = map[int16]matrixCase{
 		return r
 	},
 		groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode }},
+	90: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "msg"}}
+		return r
+	},
+		groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode }},
+	91: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		r.GroupID = "msg-altered"
+		r.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: "m", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterShareGroupOffsetsResponse).ErrorCode }},
+	92: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		r.GroupID = "msg-altered"
+		r.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "m"}}
+		return r
+	}, groupDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode }},
 	78: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrShareFetchRequest()
 		r.GroupID, r.MemberID, r.ShareSessionEpoch = str("msg"), str("m-member"), 0

@@ -237,6 +237,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	groupCfg.GroupInitialRebalanceDelay = cfg.GroupInitialDelay
 	groupCfg.OffsetsTopicPartitions = cfg.OffsetsTopicPartition
 	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
+	groupCfg.ShareState = shareState{n}
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
 	n.offsetStore.SetCoordinator(n.groups)
 	var h *handlers.Handlers // the transaction coordinator takes producer ids from the handlers' block

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"strconv"
 	"time"
 
+	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/share"
@@ -55,4 +57,61 @@ func (s sharePartitions) Image() *metadata.Image { return s.n.ctrl.Image() }
 
 func (s sharePartitions) Partition(topic string, index int32) (*replica.Partition, error) {
 	return s.n.replicas.Partition(topic, index)
+}
+
+// shareState is the share-partition state as the group coordinator's share-group
+// offset APIs reach it: the state topic through the node's store, wherever its
+// partitions are led, and this node's share-partition leader, which drops what it
+// holds of a partition whose state the coordinator rewrote.
+type shareState struct{ n *Node }
+
+func shareKey(sp group.SharePartition) share.Key {
+	return share.Key{Group: sp.Group, TopicID: sp.TopicID, Partition: sp.Partition}
+}
+
+func (s shareState) Summary(ctx context.Context, sp group.SharePartition) (group.ShareSummary, bool, error) {
+	snap, ok, err := s.n.shareStore.Load(ctx, shareKey(sp))
+	if err != nil || !ok {
+		return group.ShareSummary{}, false, err
+	}
+	sum := share.SummaryOf(snap)
+	out := group.ShareSummary{StartOffset: sum.Start, LeaderEpoch: sum.LeaderEpoch, Lag: -1}
+	if hwm, err := s.n.shareStore.HighWatermark(ctx, sp.Topic, sp.Partition); err == nil {
+		out.Lag = sum.Lag(hwm)
+	}
+	return out, true, nil
+}
+
+func (s shareState) Reset(ctx context.Context, sp group.SharePartition, start int64) error {
+	epoch := int32(0)
+	if p := s.n.ctrl.Image().Partition(sp.Topic, sp.Partition); p != nil {
+		epoch = p.LeaderEpoch
+	}
+	k := shareKey(sp)
+	if err := s.n.shareStore.Save(ctx, k, share.Reset(start, epoch)); err != nil {
+		return err
+	}
+	s.n.shares.Unload(k)
+	return nil
+}
+
+func (s shareState) Delete(ctx context.Context, sp group.SharePartition) error {
+	k := shareKey(sp)
+	if err := s.n.shareStore.Delete(ctx, k); err != nil {
+		return err
+	}
+	s.n.shares.Unload(k)
+	return nil
+}
+
+func (s shareState) Partitions(ctx context.Context, g string) ([]group.SharePartition, error) {
+	keys, err := s.n.shareStore.GroupKeys(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]group.SharePartition, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, group.SharePartition{Group: k.Group, TopicID: k.TopicID, Partition: k.Partition})
+	}
+	return out, nil
 }

@@ -19,6 +19,11 @@
 //     a record that fails for good is Archiving, saved, written there in the
 //     background through a DeadLetterWriter (TopicDeadLetters on a Kafka client),
 //     then archived; a failed write makes it available again.
+//   - Admin helpers (admin.go) for the group coordinator's share-group offset APIs:
+//     summaries and lag, reset snapshots, key deletion and a scan for a group's
+//     keys on TopicStore, and Manager.Unload, which drops a share partition's
+//     in-memory state so its next request reloads it. A node also unloads a group's
+//     share partitions once no member of the group has a live share session there.
 //   - Store (store.go) keeps snapshots durable. TopicStore writes them to the
 //     compacted internal topic __share_group_state with acks=all through a Kafka
 //     client, so the leader of the state partition orders the writes, as Kafka's

@@ -144,6 +144,9 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	if code != 0 {
 		return fail(code)
 	}
+	if req.ShareSessionEpoch == openEpoch {
+		m.unloadGroupIfIdle(group, member) // the first member back reads the durable state
+	}
 	cfg := m.groupConfig(group)
 	resp.AcquisitionLockTimeoutMillis = int32(cfg.LockDuration.Milliseconds())
 	out := newResponseParts(m)
@@ -312,7 +315,8 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg Gro
 	return m.acknowledgeLocked(ctx, sp, member, cfg, acks)
 }
 
-// releaseSession gives back what member still holds in the session's partitions.
+// releaseSession gives back what member still holds in the session's partitions,
+// and unloads the group's share partitions when no other session of the group here is live.
 func (m *Manager) releaseSession(ctx context.Context, group, member string, s *session, cfg GroupConfig) {
 	for _, tp := range s.parts {
 		m.mu.Lock()
@@ -330,6 +334,7 @@ func (m *Manager) releaseSession(ctx context.Context, group, member string, s *s
 		}
 		sp.mu.Unlock()
 	}
+	m.unloadGroupIfIdle(group, member)
 }
 
 // ShareAcknowledge serves ShareAcknowledge v0-v2: acknowledgements outside a fetch.

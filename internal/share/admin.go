@@ -1,0 +1,202 @@
+package share
+
+// The share-group offset admin side (DescribeShareGroupOffsets, AlterShareGroupOffsets,
+// DeleteShareGroupOffsets): what the group coordinator reads and writes of the
+// share-partition state, as Kafka's group coordinator reads and writes it through its
+// persister. These helpers only add to the state store; the share-partition leader
+// (Manager) is told to drop what it holds in memory so its next request reloads it.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Summary is what DescribeShareGroupOffsets shows of a share partition.
+type Summary struct {
+	Start       int64 // the share-partition start offset (SPSO)
+	LeaderEpoch int32 // the data partition's leader epoch the state was written under
+	// Done counts the in-flight offsets at or past Start whose delivery is
+	// complete (acknowledged or archived): they are not lag.
+	Done int64
+}
+
+// SummaryOf summarises a snapshot.
+func SummaryOf(s Snapshot) Summary {
+	sum := Summary{Start: s.Start, LeaderEpoch: s.LeaderEpoch}
+	for _, b := range s.Batches {
+		if b.State == Acknowledged || b.State == Archived {
+			sum.Done += b.Last - max(b.First, s.Start) + 1
+		}
+	}
+	return sum
+}
+
+// Lag is KIP-1226's share-partition lag against the partition's high watermark:
+// the offsets from Start to hwm whose delivery is not complete.
+func (s Summary) Lag(hwm int64) int64 {
+	return max(hwm-s.Start-s.Done, 0)
+}
+
+// Reset returns the snapshot an alteration writes: nothing in flight, starting at
+// start, under the data partition's leader epoch (so a load prefers it to what the
+// leader wrote before).
+func Reset(start int64, leaderEpoch int32) Snapshot {
+	return Snapshot{LeaderEpoch: leaderEpoch, Start: start}
+}
+
+// Delete removes the state of k: a tombstone of its key, which a load reads as no
+// state (the partition starts again at share.auto.offset.reset).
+func (s *TopicStore) Delete(ctx context.Context, k Key) error {
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	r := &kgo.Record{Topic: StateTopic, Partition: statePartition(k, s.partitions), Key: encodeKey(k)}
+	return s.cl.ProduceSync(ctx, r).FirstErr()
+}
+
+// GroupKeys lists the share partitions of group that have state: it reads every
+// partition of the state topic to its high watermark and keeps the keys of group
+// whose latest value is not a tombstone.
+func (s *TopicStore) GroupKeys(ctx context.Context, group string) ([]Key, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("share: listing %s end offsets: %w", StateTopic, err)
+	}
+	want := map[int32]kgo.Offset{}
+	remaining := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = kgo.NewOffset().AtStart()
+			remaining[o.Partition] = o.Offset
+		}
+	})
+	if len(want) == 0 {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.ClientID("strata-share-state-scan"),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{StateTopic: want}),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	live := map[Key]bool{}
+	for len(remaining) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return nil, fmt.Errorf("share: reading %s: %w", StateTopic, ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
+				delete(remaining, r.Partition)
+			}
+			k, ok := decodeKey(r.Key)
+			if !ok || k.Group != group {
+				return
+			}
+			live[k] = r.Value != nil
+		})
+	}
+	var out []Key
+	for k, ok := range live {
+		if ok {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// decodeKey reads a key of StateTopic; false when it is not one.
+func decodeKey(b []byte) (Key, bool) {
+	if len(b) < 4 || binary.BigEndian.Uint16(b) != stateVersion {
+		return Key{}, false
+	}
+	n := int(binary.BigEndian.Uint16(b[2:]))
+	b = b[4:]
+	if len(b) != n+16+4 {
+		return Key{}, false
+	}
+	k := Key{Group: string(b[:n]), Partition: int32(binary.BigEndian.Uint32(b[n+16:]))}
+	copy(k.TopicID[:], b[n:n+16])
+	return k, true
+}
+
+// Unload drops the in-memory state of k on this share-partition leader: its next
+// request reloads it from the store. Acquired records go back to being available,
+// as after a failover. It is how an alteration or deletion of the durable state by
+// the group coordinator reaches a leader on the same node.
+func (m *Manager) Unload(k Key) {
+	m.mu.Lock()
+	sp := m.mu.shares[k]
+	m.mu.Unlock()
+	if sp == nil {
+		return
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.stopTimerLocked()
+	sp.p = nil
+	sp.wakeLocked()
+}
+
+// unloadGroupIfIdle drops the in-memory state of every share partition of group
+// once no other member of group (but except) has a live share session on this node,
+// as Kafka's share-group listener does when a group's last session on a broker
+// goes: the next member to fetch reads the durable state, which the group
+// coordinator may have altered or deleted in between. A session unused for longer
+// than the group's lock duration counts as gone (its member vanished without
+// closing it): whatever it acquired has expired, so dropping the state loses no
+// lock.
+func (m *Manager) unloadGroupIfIdle(group, except string) {
+	live := m.groupConfig(group).LockDuration
+	now := m.cfg.Now()
+	m.mu.Lock()
+	for sk, s := range m.mu.sessions {
+		if sk.group == group && sk.member != except && now.Sub(s.used) <= live {
+			m.mu.Unlock()
+			return
+		}
+	}
+	var keys []Key
+	for k := range m.mu.shares {
+		if k.Group == group {
+			keys = append(keys, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, k := range keys {
+		m.Unload(k)
+	}
+}
+
+// HighWatermark is a data partition's high watermark, asked of its leader.
+func (s *TopicStore) HighWatermark(ctx context.Context, topic string, partition int32) (int64, error) {
+	ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, err
+	}
+	o, ok := ends.Lookup(topic, partition)
+	if !ok {
+		return 0, fmt.Errorf("share: no end offset for %s-%d", topic, partition)
+	}
+	return o.Offset, nil
+}
