@@ -60,7 +60,6 @@ func Consume(ctx context.Context, c Config) (Result, error) {
 	return res, err
 }
 
-// available counts the records between start and end over all partitions.
 // Prefill creates the topic if missing and produces the records it lacks for a
 // consume run of c (c.Count in all), untimed, as Consume does first; it returns
 // how many it produced. Called before Consume, it keeps the production out of
@@ -97,6 +96,8 @@ func prefill(ctx context.Context, c *Config) (partitions []int32, start, end map
 	return partitions, start, end, sent.delivered, err
 }
 
+// available counts the offsets between start and end over all partitions: the
+// records, and any transaction markers among them (an upper bound on the records).
 func available(start, end map[int32]int64) int64 {
 	var n int64
 	for p, e := range end {
@@ -107,7 +108,8 @@ func available(start, end map[int32]int64) int64 {
 
 // readAll reads the partitions with Config.Consumers clients, each given a share,
 // from the from offsets up to (excluding) the end offsets, or forever if end is
-// nil, until ctx ends. onRecord sees every record; false stops its consumer.
+// nil, until ctx ends. onRecord sees every record (not transaction markers); false
+// stops its consumer.
 // Polls that return records are timed into polls (if not nil). An ended ctx is
 // not an error.
 func (c *Config) readAll(ctx context.Context, partitions []int32, from, end map[int32]int64, polls *recorder, onRecord func(*kgo.Record) bool) error {
@@ -146,6 +148,9 @@ func (c *Config) readShare(ctx context.Context, share map[int32]kgo.Offset, end 
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: share}),
+		// Transaction markers take offsets too, and a topic may end with one:
+		// they are seen (not counted) so that a read knows it reached the end.
+		kgo.KeepControlRecords(),
 	}, c.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -171,10 +176,12 @@ func (c *Config) readShare(ctx context.Context, share map[int32]kgo.Offset, end 
 				if stop || (end != nil && r.Offset >= end[fp.Partition]) {
 					return
 				}
-				got++
-				if !onRecord(r) {
-					stop = true
-					return
+				if !r.Attrs.IsControl() {
+					got++
+					if !onRecord(r) {
+						stop = true
+						return
+					}
 				}
 				if end != nil && r.Offset+1 == end[fp.Partition] {
 					open--
