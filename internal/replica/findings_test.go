@@ -242,3 +242,62 @@ func TestFindingJoiningFollowerHoldsHighWatermark(t *testing.T) {
 		}
 	})
 }
+
+// TestFindingNewLeaderListsNoLowerLatest (finding 5): ListOffsets "latest"
+// never answers below an offset a client was already given. A new leader
+// knows only the high-water mark its old leader last sent it, which can lag
+// the one that leader served: here follower 2 holds offsets 0-9 and its fetch
+// at 10 reaches leader 1 (which then acknowledges offset 9 and answers
+// "latest" 10), but the answer carrying the new high-water mark is lost.
+// Leader 1 is cut off and 2 takes over with a high-water mark of 9. The old
+// code answered "latest" 9 there; Kafka, and now Strata, answer OFFSET_NOT_AVAILABLE until
+// the new leader's high-water mark reaches the start of its epoch.
+func TestFindingNewLeaderListsNoLowerLatest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 2, 2)
+		if _, err := c.produce(1, 5); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		c.loseAnswers(2, 10)
+		acked, err := c.produce(1, 5)
+		if err != nil || len(acked) != 5 {
+			t.Fatalf("produced %v, err %v", acked, err)
+		}
+		served, _, _, err := c.replica(1).ListOffset(LatestTimestamp, ReadUncommitted)
+		if err != nil || served != 10 {
+			t.Fatalf("old leader's latest: %d, %v; want 10", served, err)
+		}
+		synctest.Wait()
+		if got, leo := c.replica(2).HighWatermark(), c.replica(2).LogEndOffset(); got >= served || leo != served {
+			t.Fatalf("follower 2: HWM %d, log end %d; the test wants it to hold %d records and know a lower HWM", got, leo, served)
+		}
+
+		c.isolate(1, true)
+		c.elect(2, 1, 2)
+		synctest.Wait()
+		p2 := c.replica(2)
+		if !p2.IsLeader() {
+			t.Fatal("replica 2 did not take over")
+		}
+		off, _, found, err := p2.ListOffset(LatestTimestamp, ReadUncommitted)
+		if err == nil && found && off < served {
+			t.Fatalf("new leader answered latest %d, below the %d its predecessor served", off, served)
+		}
+		if !errors.Is(err, ErrOffsetNotAvailable) {
+			t.Fatalf("new leader's latest before its follower fetched: %d, %v; want ErrOffsetNotAvailable", off, err)
+		}
+
+		// Once follower 1 fetches from the new leader, its HWM reaches the
+		// start of its epoch and "latest" is known again.
+		c.isolate(1, false)
+		c.loseAnswers(2, -1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		off, _, found, err = p2.ListOffset(LatestTimestamp, ReadUncommitted)
+		if err != nil || !found || off != 10 {
+			t.Fatalf("new leader's latest after its follower fetched: %d, %v, %v; want 10", off, found, err)
+		}
+	})
+}

@@ -33,10 +33,14 @@ type memCluster struct {
 	t      *testing.T
 	lagMax time.Duration
 
-	mu    sync.Mutex // guards img, nodes, cut, hold and held; held while images are applied
+	mu    sync.Mutex // guards img, nodes, cut, lose, hold and held; held while images are applied
 	img   *metadata.Image
 	nodes map[int32]*memNode
 	cut   map[int32]bool // brokers cut off from every other broker
+	// lose maps a broker to the fetch offset from which the answers to its
+	// fetches are lost: the leader serves them (and records the follower's
+	// progress), the follower hears nothing.
+	lose map[int32]int64
 	// hold, while not nil, keeps every AlterPartition waiting until it is
 	// closed (proposals in flight); held counts those that arrived.
 	hold chan struct{}
@@ -69,7 +73,7 @@ func newMemCluster(t *testing.T, n int, minISR int) *memCluster {
 // newMemClusterOn starts brokers 1..n and creates topic memTopic with one
 // partition on replicas, led by the first, all in sync.
 func newMemClusterOn(t *testing.T, n int, replicas []int32, minISR int) *memCluster {
-	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}}
+	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}, lose: map[int32]int64{}}
 	var recs []metadata.Record
 	for id := int32(1); id <= int32(n); id++ {
 		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
@@ -240,6 +244,19 @@ func (c *memCluster) isolate(id int32, cut bool) {
 	c.mu.Unlock()
 }
 
+// loseAnswers makes the answers to broker id's fetches at or past offset
+// from get lost on their way back (from < 0: none are lost any more). The
+// leader still serves them: what it learns of the follower's progress counts.
+func (c *memCluster) loseAnswers(id int32, from int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from < 0 {
+		delete(c.lose, id)
+		return
+	}
+	c.lose[id] = from
+}
+
 // produce appends n one-record batches to the leader with acks=all and
 // returns the offsets acknowledged; it stops at the first refusal.
 func (c *memCluster) produce(leader int32, n int) (acked []int64, err error) {
@@ -306,6 +323,7 @@ func (tr memTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchR
 	c.mu.Lock()
 	nd := c.nodes[leader]
 	cut := c.cut[tr.from] || c.cut[leader]
+	loseFrom, lose := c.lose[tr.from]
 	c.mu.Unlock()
 	if cut || nd == nil {
 		return nil, errors.New("memcluster: leader unreachable")
@@ -313,6 +331,10 @@ func (tr memTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchR
 	// A round trip takes memRoundTrip: a fetcher that never waits (one
 	// answered with the same divergence forever, say) still lets time pass.
 	time.Sleep(memRoundTrip)
+	if lose && fetchesFrom(req, loseFrom) {
+		serveReplicaFetch(nd.mgr, req)
+		return nil, errors.New("memcluster: fetch answer lost")
+	}
 	w := NewWatcher()
 	var watched []*Partition
 	defer func() {
@@ -340,6 +362,18 @@ func (tr memTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchR
 	}
 	resp, _ = serveReplicaFetch(nd.mgr, req)
 	return resp, nil
+}
+
+// fetchesFrom reports whether req fetches any partition at or past offset.
+func fetchesFrom(req *kmsg.FetchRequest, offset int64) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.FetchOffset >= offset {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // serveReplicaFetch answers a replica fetch from m; ready reports whether the
