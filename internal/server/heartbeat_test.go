@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// failoverLink is the path to the active controller through a failover: the
+// old controller leads and answers until it is cut off; from then on a
+// request to it hangs until its caller gives up or the link's 10 s timeout
+// ends it. Once the new controller is elected, requests reach it and it notes
+// when each heartbeat arrived.
+type failoverLink struct {
+	mu      sync.Mutex
+	cut     bool      // the old controller stopped answering
+	elected time.Time // when the new controller took over; zero before
+	hanging int       // requests waiting on the cut-off controller
+	heard   []time.Time
+}
+
+const linkTimeout = 10 * time.Second // controllerlink.Client's default
+
+func (l *failoverLink) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if _, ok := req.(*kmsg.BrokerHeartbeatRequest); !ok {
+		return nil, errors.New("failoverLink: only heartbeats")
+	}
+	l.mu.Lock()
+	if !l.elected.IsZero() {
+		l.heard = append(l.heard, time.Now())
+		l.mu.Unlock()
+		return kmsg.NewPtrBrokerHeartbeatResponse(), nil
+	}
+	if !l.cut {
+		l.mu.Unlock()
+		return kmsg.NewPtrBrokerHeartbeatResponse(), nil
+	}
+	l.hanging++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.hanging--
+		l.mu.Unlock()
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(linkTimeout):
+		return nil, errors.New("failoverLink: i/o timeout")
+	}
+}
+
+// TestHeartbeatReachesNewControllerInTime (finding 6 of docs/reliability.md): a
+// heartbeat stuck on a controller that was cut off must not keep the broker
+// from reaching the next one within the session it grants on taking over
+// (one session timeout from its election). The old heartbeat waited for the
+// link's 10 s timeout, longer than the default 9 s session: the new
+// controller heard nothing in time and fenced every broker. Now a heartbeat
+// gives up after half the session timeout.
+func TestHeartbeatReachesNewControllerInTime(t *testing.T) {
+	// The node's controller only supplies the metadata offset a heartbeat
+	// reports: an observer that never joins, started outside the bubble.
+	_, tr := raft.NewInmemTransport("")
+	ctrl, err := controller.Start(controller.Config{
+		NodeID: 1, DataDir: "/metadata", FS: vfs.NewMem(), Observer: true, Transport: tr,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config.Default()
+		link := &failoverLink{}
+		n := &Node{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), ctrl: ctrl, toController: link}
+		n.brokerEpoch.Store(1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n.runHeartbeats(ctx)
+		}()
+		defer func() { cancel(); <-done }()
+
+		time.Sleep(3 * cfg.BrokerHeartbeatInterval)
+		link.mu.Lock()
+		link.cut = true
+		link.mu.Unlock()
+		// The next heartbeat goes out to the cut-off controller and hangs.
+		time.Sleep(cfg.BrokerHeartbeatInterval + time.Millisecond)
+		synctest.Wait()
+		link.mu.Lock()
+		if link.hanging != 1 {
+			link.mu.Unlock()
+			t.Fatalf("%d heartbeats hang on the cut-off controller, want 1", link.hanging)
+		}
+		link.elected = time.Now()
+		link.mu.Unlock()
+
+		time.Sleep(3 * cfg.BrokerSessionTimeout)
+		link.mu.Lock()
+		defer link.mu.Unlock()
+		if len(link.heard) == 0 {
+			t.Fatal("the new controller never heard a heartbeat")
+		}
+		last := link.elected
+		for _, at := range link.heard {
+			if gap := at.Sub(last); gap > cfg.BrokerSessionTimeout {
+				t.Fatalf("the new controller heard nothing for %v (from %v after its election), more than the %v session it grants: it fences the broker",
+					gap, last.Sub(link.elected), cfg.BrokerSessionTimeout)
+			}
+			last = at
+		}
+	})
+}
