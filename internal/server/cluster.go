@@ -32,6 +32,7 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 		return nil, err
 	}
 	n.mux = controllerlink.NewMux(ln)
+	n.lc.onStop("controller listener", func(stopping) error { n.mux.Close(); return nil })
 	voters, _ := n.cfg.Voters()
 	peers := make([]controller.Peer, len(voters))
 	for i, v := range voters {
@@ -52,6 +53,7 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 		Timeout: 10 * time.Second,
 		Logger:  nil,
 	})
+	n.lc.onStop("raft transport", func(stopping) error { return n.raftTransport.Close() })
 	return peers, nil
 }
 

@@ -57,6 +57,7 @@ func (n *Node) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
+	n.lc.onStop("admin listener", func(stopping) error { n.adminLn.Close(); return nil })
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -64,13 +65,11 @@ func (n *Node) startAdmin() error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	n.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.lc.goroutine("admin server", func() {
 		if err := n.admin.Serve(n.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("admin listener stopped", "err", err)
 		}
-	}()
+	}, func(s stopping) { n.drained("admin", ignoreClosed(n.admin.Shutdown(s.drain))) })
 	n.log.Info("admin listener serving /debug/pprof/", "admin_addr", n.adminLn.Addr().String())
 	return nil
 }

@@ -15,7 +15,11 @@
 // controller link and HTTP health and metrics.
 //
 // Shutdown (context cancelled, e.g. SIGTERM) runs the same steps backwards; partition
-// logs are closed cleanly so the next start skips recovery.
+// logs are closed cleanly so the next start skips recovery. The order is kept by the
+// node's lifecycle (lifecycle.go): each component registers its stop the moment it
+// has started, and Close, or a start that fails part-way, runs the hand-offs (the HTTP
+// API's consumers leave their groups, the controlled shutdown) and then the stops,
+// each newest first.
 package server
 
 import (
@@ -26,7 +30,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,20 +60,18 @@ import (
 
 // Node is a running Strata node.
 type Node struct {
-	cfg           config.Config
-	log           *slog.Logger
-	ctrl          *controller.Controller
-	replicas      *replica.Manager
-	remoteCache   *storage.BlockCache // nil without --remote-storage
-	kafka         *protocol.Server
-	kafkaLn       net.Listener
-	http          *http.Server
-	httpLn        net.Listener
-	brokerEpoch   atomic.Int64
-	ready         atomic.Bool
-	stopWatch     func()
-	stopRetention func()
-	wg            sync.WaitGroup
+	cfg         config.Config
+	log         *slog.Logger
+	lc          lifecycle // how the node stops (lifecycle.go)
+	ctrl        *controller.Controller
+	replicas    *replica.Manager
+	remoteCache *storage.BlockCache // nil without --remote-storage
+	kafka       *protocol.Server
+	kafkaLn     net.Listener
+	http        *http.Server
+	httpLn      net.Listener
+	brokerEpoch atomic.Int64
+	ready       atomic.Bool
 
 	// Observability (observability.go): /metrics, the console, the admin listener.
 	metrics *metrics.Metrics
@@ -92,7 +93,6 @@ type Node struct {
 	replicaClient *kgo.Client
 	certs         *certs.Reloader // TLS material; nil when TLS is off (security.go)
 	registration  controller.RegisterBroker
-	stopLifecycle func()
 
 	// Consumer groups.
 	offsetStore *offsets.Store
@@ -123,12 +123,14 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	return n.Close()
 }
 
-// Start starts a node and returns once it serves clients.
+// Start starts a node and returns once it serves clients. Each component
+// registers its stop with the node's lifecycle as it starts (lifecycle.go): a
+// failure stops what had started, newest first, and Close stops everything so.
 func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs.FS) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: logger}
+	n := &Node{cfg: cfg, log: logger, lc: lifecycle{log: logger.With("component", "lifecycle")}}
 	defer func() {
 		if err != nil {
 			n.Close() // whatever started before the failure
@@ -147,9 +149,36 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.loadTLS(); err != nil {
 		return nil, err
 	}
+	if err := n.startController(ctx, fsys); err != nil {
+		return nil, err
+	}
+	if !cfg.IsBroker() {
+		if err := n.startControllerOnly(clusterID); err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+	if err := n.startBroker(ctx, fsys); err != nil {
+		return nil, err
+	}
+	n.ready.Store(true)
+	logger.Info("strata node started",
+		"node_id", cfg.NodeID, "roles", cfg.Roles, "cluster_id", clusterID, "data_dir", cfg.DataDir,
+		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
+		"http_addr", n.httpLn.Addr().String())
+	return n, nil
+}
+
+// startController is step 1 of the package doc: the controller listener (Raft
+// and the controller link), the controller and the link client; a broker-only
+// node also listens for Kafka and registers, which makes it a member. It waits
+// until the controller has a leader and has applied its log, then builds the
+// metrics.
+func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
+	cfg := n.cfg
 	peers, err := n.startControllerListener()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ctrlCfg := controller.Config{
 		NodeID:            cfg.NodeID,
@@ -162,58 +191,61 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		SessionTimeout:    cfg.BrokerSessionTimeout,
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
-		Logger:                       logger.With("component", "controller"),
+		Logger:                       n.log.With("component", "controller"),
 	}
 	if ctrlCfg.Observer {
 		ctrlCfg.Voters = nil
 	}
 	n.ctrl, err = controller.Start(ctrlCfg)
 	if err != nil {
-		return nil, fmt.Errorf("controller: %w", err)
+		return fmt.Errorf("controller: %w", err)
 	}
+	n.lc.onStop("controller", func(stopping) error { return n.ctrl.Close() })
 	n.link = n.newLink(peers)
+	n.lc.onStop("controller link client", func(stopping) error { n.link.Close(); return nil })
 	if !cfg.IsController() {
 		n.toController = n.link
 		// A broker-only node receives the metadata log only once it is a member:
 		// it registers (and so joins) first.
-		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
-			return nil, err
+		if err := n.listenKafka(); err != nil {
+			return err
 		}
 		if err := n.register(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := n.ctrl.WaitReady(ctx); err != nil {
-		return nil, fmt.Errorf("controller: %w", err)
+		return fmt.Errorf("controller: %w", err)
 	}
 	n.metrics = metrics.New(metrics.Config{
 		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n}, Groups: nodeGroups{n},
-		Logger: logger.With("component", "metrics"), GoCollectors: true,
+		Logger: n.log.With("component", "metrics"), GoCollectors: true,
 	})
+	return nil
+}
 
-	if !cfg.IsBroker() {
-		if err := n.startControllerOnly(clusterID); err != nil {
-			return nil, err
-		}
-		return n, nil
-	}
+// startBroker is steps 2-4 of the package doc, on a node with the broker role.
+func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
+	cfg, logger := n.cfg, n.log
 	if n.kafkaLn == nil {
-		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
-			return nil, err
+		if err := n.listenKafka(); err != nil {
+			return err
 		}
 	}
+	var err error
 	n.replicaClient, err = kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(n.kafkaLn.Addr().String()),
 		kgo.ClientID(fmt.Sprintf("strata-replica-%d", cfg.NodeID)),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}, n.kafkaClientOpts()...)...)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	n.lc.onStop("replica client", func(stopping) error { n.replicaClient.Close(); return nil })
 	var remoteStore remote.Store
 	if cfg.RemoteStorage != "" {
 		if remoteStore, err = remote.Open(cfg.RemoteStorage, fsys); err != nil {
-			return nil, fmt.Errorf("remote storage: %w", err)
+			return fmt.Errorf("remote storage: %w", err)
 		}
 		n.remoteCache = storage.NewBlockCache(cfg.RemoteCacheSize)
 	}
@@ -230,8 +262,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	n.lc.onStop("replica manager", func(stopping) error { return n.replicas.Close() })
 	n.offsetStore = offsets.New(n.replicas, logger.With("component", "offsets"))
 	groupCfg := group.DefaultConfig()
 	groupCfg.GroupInitialRebalanceDelay = cfg.GroupInitialDelay
@@ -239,19 +272,25 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
 	groupCfg.ShareState = shareState{n}
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
+	n.lc.onStop("group coordinator", func(stopping) error { n.groups.Close(); return nil })
+	// From here on the store's partition loaders load into the coordinator:
+	// they stop before it.
 	n.offsetStore.SetCoordinator(n.groups)
+	n.lc.onStop("group offsets store", func(stopping) error { n.offsetStore.Close(); return nil })
 	var h *handlers.Handlers // the transaction coordinator takes producer ids from the handlers' block
 	n.txnStore = offsets.NewForTopic(txn.StateTopic, n.replicas, logger.With("component", "txn-state"))
 	n.txns = txn.New(txn.Config{Partitions: cfg.TransactionStatePartitions, MaxTimeout: cfg.TransactionMaxTimeout},
 		n.txnStore, txn.BrokerMarkers{Brokers: txnBrokers{n}}, func(ctx context.Context) (int64, error) { return h.NextProducerID(ctx) },
 		logger.With("component", "txn"))
+	n.lc.onStop("transaction coordinator", func(stopping) error { n.txns.Close(); return nil })
 	n.txnStore.SetCoordinator(n.txns)
+	n.lc.onStop("transaction state store", func(stopping) error { n.txnStore.Close(); return nil })
 	if err := n.startShares(logger.With("component", "share")); err != nil {
-		return nil, fmt.Errorf("share groups: %w", err)
+		return fmt.Errorf("share groups: %w", err)
 	}
 	h = handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
-		ClusterID:         clusterID,
+		ClusterID:         n.clusterID,
 		AutoCreateTopics:  cfg.AutoCreateTopics,
 		DefaultPartitions: cfg.DefaultPartitions,
 		BrokerEpoch:       n.brokerEpoch.Load,
@@ -270,102 +309,136 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if cfg.IsController() {
 		n.toController = h.Controller()
 	}
-	images, stop := n.ctrl.Watch()
-	n.stopWatch = stop
-	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
-		return nil, fmt.Errorf("opening partitions: %w", err)
+	if err := n.followMetadata(remoteStore != nil); err != nil {
+		return err
 	}
-	n.wg.Add(1)
-	go n.followImages(images)
-	retentionCtx, stopRetention := context.WithCancel(context.Background())
-	n.stopRetention = stopRetention
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.replicas.RunCleaner(retentionCtx, cfg.LogCleanupInterval)
-	}()
-	if remoteStore != nil {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			n.replicas.RunTiering(retentionCtx, cfg.RemoteUploadInterval)
-		}()
+	if err := n.startSession(ctx); err != nil {
+		return err
 	}
+	if err := n.serveKafka(h); err != nil {
+		return err
+	}
+	return n.startHTTPAPI()
+}
 
+// listenKafka opens the Kafka listener.
+func (n *Node) listenKafka() (err error) {
+	if n.kafkaLn, err = n.listen("kafka", n.cfg.KafkaAddr); err != nil {
+		return err
+	}
+	n.lc.onStop("kafka listener", func(stopping) error { n.kafkaLn.Close(); return nil })
+	return nil
+}
+
+// followMetadata brings the hosted partitions in line with the metadata image
+// and keeps them there, and runs the log cleaner and, with remote storage, the
+// tiering.
+func (n *Node) followMetadata(tiered bool) error {
+	images, stopWatch := n.ctrl.Watch()
+	// The watch ends with the goroutine that reads it; its own step covers a
+	// failure before that goroutine starts (a second stopWatch does nothing).
+	n.lc.onStop("metadata watch", func(stopping) error { stopWatch(); return nil })
+	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
+		return fmt.Errorf("opening partitions: %w", err)
+	}
+	n.lc.goroutine("metadata images", func() { n.followImages(images) }, func(stopping) { stopWatch() })
+	n.lc.goContext("log cleaner", func(ctx context.Context) { n.replicas.RunCleaner(ctx, n.cfg.LogCleanupInterval) })
+	if tiered {
+		n.lc.goContext("tiering", func(ctx context.Context) { n.replicas.RunTiering(ctx, n.cfg.RemoteUploadInterval) })
+	}
+	return nil
+}
+
+// startSession registers the broker (unless a broker-only node did so to
+// join), adds the --add-scram credentials, and keeps the broker's session with
+// the controller (heartbeats) and its ISRs (ISR maintenance) going. Their
+// hand-off is the controlled shutdown, during which the broker still
+// heartbeats; both stop after it.
+func (n *Node) startSession(ctx context.Context) error {
 	if n.brokerEpoch.Load() == 0 {
 		if err := n.register(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := n.addScramCredentials(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	lifeCtx, stopLifecycle := context.WithCancel(context.Background())
-	n.stopLifecycle = stopLifecycle
-	n.wg.Add(2)
-	go func() {
-		defer n.wg.Done()
-		n.runHeartbeats(lifeCtx)
-	}()
-	go func() {
-		defer n.wg.Done()
-		n.replicas.RunISRMaintenance(lifeCtx)
-	}()
+	sessionCtx, endSession := context.WithCancel(context.Background())
+	n.lc.goroutine("broker heartbeats", func() { n.runHeartbeats(sessionCtx) }, func(stopping) { endSession() })
+	n.lc.goroutine("ISR maintenance", func() { n.replicas.RunISRMaintenance(sessionCtx) }, func(stopping) { endSession() })
+	n.lc.onHandoff("controlled shutdown", func(s stopping) {
+		if s.served && s.graceful {
+			n.controlledShutdown(s.handoff)
+		}
+		endSession()
+	})
+	return nil
+}
+
+// serveKafka serves Kafka clients on the Kafka listener with h.
+func (n *Node) serveKafka(h *handlers.Handlers) error {
 	saslCfg, guard, err := n.security()
 	n.guard = guard
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(n.auditChanges(h)),
 		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.Versions(),
 		ReuseFrameKeys:  handlers.ReuseFrameKeys(),
-		MaxRequestBytes: cfg.MaxRequestBytes,
+		MaxRequestBytes: n.cfg.MaxRequestBytes,
 		// -1 (no limit) passes through: the protocol package reads negative as off.
-		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
-		MaxConnections:        int(cfg.MaxConnections),
-		MaxConnectionsPerIP:   int(cfg.MaxConnectionsPerIP),
+		MaxQueuedRequestBytes: n.cfg.MaxQueuedRequestBytes,
+		MaxConnections:        int(n.cfg.MaxConnections),
+		MaxConnectionsPerIP:   int(n.cfg.MaxConnectionsPerIP),
 		SASL:                  saslCfg,
-		Logger:                logger.With("component", "kafka"),
+		Logger:                n.log.With("component", "kafka"),
 	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.lc.goroutine("kafka server", func() {
 		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
-			logger.Error("kafka listener stopped", "err", err)
+			n.log.Error("kafka listener stopped", "err", err)
 		}
-	}()
+	}, func(s stopping) { n.drained("kafka", n.kafka.Shutdown(s.drain)) })
+	return nil
+}
 
-	n.httpLn, err = n.listen("http", cfg.HTTPAddr)
-	if err != nil {
-		return nil, err
+// startHTTPAPI serves the HTTP API, the console, health and metrics on the
+// HTTP listener. The API's hand-off comes first on the way down, while this
+// node still leads its partitions: its consumer instances leave their groups,
+// and long polls end instead of holding up the HTTP shutdown.
+func (n *Node) startHTTPAPI() error {
+	if err := n.listenHTTP(); err != nil {
+		return err
 	}
 	// The HTTP API's embedded clients reach this node's Kafka listener; the other
 	// nodes reach its consumer instances at its advertised HTTP address.
+	var err error
 	n.api, err = httpapi.New(httpapi.Config{
-		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(cfg, n.httpLn.Addr()),
+		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(n.cfg, n.httpLn.Addr()),
 		ClientOpts: n.kafkaClientOpts(), ForwardTLS: n.httpForwardTLS(),
-		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Logger: logger.With("component", "httpapi"),
+		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Logger: n.log.With("component", "httpapi"),
 		Guard: n.guard,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	n.lc.onHandoff("http api", func(s stopping) { n.api.Close(s.handoff) })
 
 	n.console = console.New(console.Config{
-		NodeID: cfg.NodeID, ClusterID: clusterID, Cluster: n.ctrl, Controller: n.toController, Replicas: n.replicas, Groups: n.groups,
-		Admin: n.api.Admin(), Logger: logger.With("component", "console"), Guard: n.guard,
+		NodeID: n.cfg.NodeID, ClusterID: n.clusterID, Cluster: n.ctrl, Controller: n.toController, Replicas: n.replicas, Groups: n.groups,
+		Admin: n.api.Admin(), Logger: n.log.With("component", "console"), Guard: n.guard,
 	})
-	if err := n.serveHTTP(); err != nil {
-		return nil, err
+	return n.serveHTTP()
+}
+
+// listenHTTP opens the HTTP listener.
+func (n *Node) listenHTTP() (err error) {
+	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
+		return err
 	}
-	n.ready.Store(true)
-	logger.Info("strata node started",
-		"node_id", cfg.NodeID, "roles", cfg.Roles, "cluster_id", clusterID, "data_dir", cfg.DataDir,
-		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
-		"http_addr", n.httpLn.Addr().String())
-	return n, nil
+	n.lc.onStop("http listener", func(stopping) error { n.httpLn.Close(); return nil })
+	return nil
 }
 
 // startControllerOnly finishes the start of a controller-only node: it serves
@@ -381,7 +454,7 @@ func (n *Node) startControllerOnly(clusterID string) error {
 	if _, n.guard, err = n.security(); err != nil {
 		return err
 	}
-	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
+	if err := n.listenHTTP(); err != nil {
 		return err
 	}
 	if err := n.serveHTTP(); err != nil {
@@ -402,25 +475,21 @@ func (n *Node) serveLink(h *handlers.Handlers) {
 		Logger:   n.log.With("component", "controller-link"),
 		Hooks:    []protocol.Hook{newBrokerLinks(n.ctrl.BrokerLinkClosed)},
 	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.lc.goroutine("controller link server", func() {
 		if err := n.linkSrv.Serve(n.mux.Link()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
 			n.log.Error("controller link stopped", "err", err)
 		}
-	}()
+	}, func(s stopping) { n.drained("controller link", n.linkSrv.Shutdown(s.drain)) })
 }
 
 // serveHTTP serves HTTP on the listener and starts the opt-in admin listener.
 func (n *Node) serveHTTP() error {
 	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.lc.goroutine("http server", func() {
 		if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http listener stopped", "err", err)
 		}
-	}()
+	}, func(s stopping) { n.drained("http", ignoreClosed(n.http.Shutdown(s.drain))) })
 	return n.startAdmin()
 }
 
@@ -449,11 +518,10 @@ func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
 // HTTPAddr is the HTTP listener's address.
 func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
 
-// followImages applies every new metadata image to the hosted partitions.
 // followImages applies every new metadata image to the hosted partitions, and
-// tells the group coordinator about deleted topics (their committed offsets go).
+// tells the group coordinator about deleted topics (their committed offsets go),
+// until images is closed.
 func (n *Node) followImages(images <-chan *metadata.Image) {
-	defer n.wg.Done()
 	prev := n.ctrl.Image()
 	for img := range images {
 		if err := n.replicas.Apply(img); err != nil {
@@ -507,102 +575,12 @@ func (n *Node) Abort() error { return n.close(false) }
 
 // close stops the node; graceful=false is a crash as far as the cluster can tell:
 // no controlled shutdown, client connections cut (the logs are still closed, as
-// the page cache survives a kill -9).
+// the page cache survives a kill -9). It runs the lifecycle's steps: hand-offs,
+// then stops, each newest first (lifecycle.go).
 func (n *Node) close(graceful bool) error {
-	wasReady := n.ready.Swap(false)
-	// Half the shutdown budget goes to handing work off (HTTP consumers leaving
-	// their groups, leadership moving away), half to draining connections. A
-	// hand-off that cannot finish (no controller quorum left, say) only costs its
-	// half: the node still stops cleanly.
-	handoff, cancelHandoff := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout/2)
-	defer cancelHandoff()
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
-	defer cancel()
-	if !graceful {
-		cancelHandoff()
-		cancel()
-	}
-	// The HTTP API first, while this node still leads its partitions: its consumer
-	// instances leave their groups, and long polls end instead of holding up the
-	// HTTP shutdown.
-	if n.api != nil {
-		n.api.Close(handoff)
-	}
-	if wasReady && graceful && n.link != nil && n.cfg.IsBroker() {
-		n.controlledShutdown(handoff)
-	}
-	cancelHandoff()
-	if n.stopLifecycle != nil {
-		n.stopLifecycle()
-	}
-	var errs []error
-	if n.http != nil {
-		n.drained("http", ignoreClosed(n.http.Shutdown(ctx)))
-	}
-	if n.admin != nil {
-		n.drained("admin", ignoreClosed(n.admin.Shutdown(ctx)))
-	} else if n.adminLn != nil {
-		n.adminLn.Close()
-	}
-	if n.kafka != nil {
-		n.drained("kafka", n.kafka.Shutdown(ctx))
-	} else if n.kafkaLn != nil {
-		n.kafkaLn.Close()
-	}
-	if n.stopWatch != nil {
-		n.stopWatch()
-	}
-	if n.stopRetention != nil {
-		n.stopRetention()
-	}
-	if n.linkSrv != nil {
-		n.drained("controller link", n.linkSrv.Shutdown(ctx))
-	}
-	if n.link != nil {
-		n.link.Close()
-	}
-	// Every goroutine of the node is done before the partitions close, so nothing
-	// (an image being applied, say) opens a log behind Close's back.
-	n.wg.Wait()
-	// The coordinators' partition loaders before the coordinators they load into.
-	if n.offsetStore != nil {
-		n.offsetStore.Close()
-	}
-	if n.txnStore != nil {
-		n.txnStore.Close()
-	}
-	if n.groups != nil {
-		n.groups.Close()
-	}
-	if n.txns != nil {
-		n.txns.Close()
-	}
-	if n.shares != nil {
-		n.shares.Close()
-	}
-	if n.shareStore != nil {
-		n.shareStore.Close()
-	}
-	if n.shareDLQ != nil {
-		n.shareDLQ.Close()
-	}
-	if n.replicas != nil {
-		errs = append(errs, n.replicas.Close())
-	}
-	if n.replicaClient != nil {
-		n.replicaClient.Close()
-	}
-	if n.ctrl != nil {
-		errs = append(errs, n.ctrl.Close())
-	}
-	if n.raftTransport != nil {
-		errs = append(errs, n.raftTransport.Close())
-	}
-	if n.mux != nil {
-		n.mux.Close()
-	}
+	err := n.lc.stop(graceful, n.ready.Swap(false), n.cfg.ShutdownTimeout)
 	n.log.Info("stopped")
-	return errors.Join(errs...)
+	return err
 }
 
 // drained logs a listener whose connections had to be cut because they did not

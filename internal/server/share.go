@@ -21,13 +21,16 @@ func (n *Node) startShares(logger *slog.Logger) error {
 		return err
 	}
 	n.shareStore = store
+	n.lc.onStop("share state store", func(stopping) error { n.shareStore.Close(); return nil })
 	dlq, err := share.NewTopicDeadLetters([]string{n.kafkaLn.Addr().String()}, n.kafkaClientOpts()...)
 	if err != nil {
 		return err
 	}
 	n.shareDLQ = dlq
+	n.lc.onStop("share dead letters", func(stopping) error { n.shareDLQ.Close(); return nil })
 	n.shares = share.NewManager(share.Config{Defaults: share.DefaultGroupConfig(), GroupConfig: n.shareGroupConfig, DeadLetters: dlq},
 		store, sharePartitions{n}, logger)
+	n.lc.onStop("share-partition leader", func(stopping) error { n.shares.Close(); return nil })
 	n.metrics.RegisterShares(n.shares)
 	return nil
 }
