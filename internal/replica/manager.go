@@ -78,8 +78,9 @@ type Manager struct {
 	following map[*Partition]int32
 	throttle  replicationThrottle
 
-	// bg owns the short-lived goroutines: ISR proposals in flight and fetchers
-	// being stopped. Close sets bgClosed, cancels bgCtx and waits for them.
+	// bg owns the short-lived goroutines: ISR proposals in flight, fetchers
+	// being stopped and deleted topics' remote deletions. Close sets bgClosed,
+	// cancels bgCtx and waits for them.
 	bgMu     sync.Mutex
 	bgClosed bool
 	bg       sync.WaitGroup

@@ -243,17 +243,19 @@ const remoteDeleteTimeout = 5 * time.Minute
 
 // deleteRemote deletes, in the background, every object of a tiered partition
 // whose topic was deleted (every replica tries; deletes are idempotent). Objects
-// a failure leaves behind are logged; they belong to no topic any more.
+// a failure leaves behind are logged; they belong to no topic any more. The
+// deletion is one of the Manager's own goroutines: Close cancels it and waits
+// for it, so no store request outlives the Manager.
 func (m *Manager) deleteRemote(p *Partition) {
 	tier := p.Tier()
 	if tier == nil {
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), remoteDeleteTimeout)
+	m.goOwned(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, remoteDeleteTimeout)
 		defer cancel()
 		if err := tier.DeleteAll(ctx); err != nil {
 			m.log.Warn("deleting a deleted topic's remote objects", "topic", p.Topic, "partition", p.Index, "err", err)
 		}
-	}()
+	})
 }

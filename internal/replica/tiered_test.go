@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,7 +193,74 @@ func tieredManager(t *testing.T) (*Manager, remote.Store, metadata.TopicConfig) 
 	}
 	m := &Manager{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
 		opts: Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)}}
+	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
+	t.Cleanup(func() { m.bgCancel(); m.bg.Wait() })
 	tc := metadata.DefaultTopicConfig()
 	tc.RemoteStorageEnable, tc.LocalRetentionBytes = true, 8192
 	return m, store, tc
+}
+
+// hangingDeletes is a store whose deletes hang until their context ends: an
+// object store that stopped answering.
+type hangingDeletes struct {
+	remote.Store
+	entered chan struct{} // a delete began
+	ended   atomic.Bool   // a delete returned
+}
+
+func (s *hangingDeletes) Delete(ctx context.Context, key string) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	s.ended.Store(true)
+	return ctx.Err()
+}
+
+// TestCloseEndsRemoteDeletion: the deletion of a deleted topic's remote
+// objects belongs to the Manager. Close cancels it and returns only once it
+// has ended; the old code left it running for up to five minutes after Close,
+// against a store the node was shutting down.
+func TestCloseEndsRemoteDeletion(t *testing.T) {
+	files, err := remote.NewFile(vfs.NewMem(), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &hangingDeletes{Store: files, entered: make(chan struct{}, 1)}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := NewManager(vfs.NewMem(), "/data/logs", 1, logger, Options{Remote: store, RemoteCache: storage.NewBlockCache(1 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "t", ID: metadata.UUID{1}, Configs: map[string]string{"remote.storage.enable": "true"}},
+		&metadata.PartitionRecord{TopicID: metadata.UUID{1}, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Apply(img.WithOffset(1)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tier() == nil {
+		t.Fatal("no tier for a topic with remote.storage.enable")
+	}
+	m.deleteRemote(p)
+	select {
+	case <-store.entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the remote deletion never reached the store")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !store.ended.Load() {
+		t.Fatal("Close returned while the remote deletion still ran")
+	}
 }
