@@ -3,13 +3,16 @@ package offsets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
@@ -165,4 +168,62 @@ func TestLeadershipOfOtherTopicsIgnored(t *testing.T) {
 	if len(coord.unloaded) != 1 { // the unload before partition 0's load, by s
 		t.Fatalf("unloads %v: another topic's store acted on __consumer_offsets", coord.unloaded)
 	}
+}
+
+// TestReplayHoldsTransactionsToTheirMarkers: a partition's replay yields plain
+// records in log order, a committed transaction's records at its commit
+// marker, none of an aborted one, and those of a transaction still open last,
+// Pending with their producer id.
+func TestReplayHoldsTransactionsToTheirMarkers(t *testing.T) {
+	s, m := newTestStore(t, nil)
+	ctx := context.Background()
+	rec := func(v string) []group.Record { return []group.Record{{Key: []byte("k"), Value: []byte(v)}} }
+	for _, step := range []func() error{
+		func() error { return s.Append(ctx, 0, rec("a")) },
+		func() error { return s.AppendTxn(ctx, 0, 1, 0, rec("t1a")) },
+		func() error { return s.AppendTxn(ctx, 0, 2, 0, rec("t2")) },
+		func() error { return s.Append(ctx, 0, rec("b")) },
+		func() error { return s.AppendTxn(ctx, 0, 1, 0, rec("t1b")) },
+		func() error { return marker(m, 1, true) },
+		func() error { return marker(m, 2, false) },
+		func() error { return s.AppendTxn(ctx, 0, 3, 0, rec("t3")) },
+		func() error { return s.Append(ctx, 0, rec("c")) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := m.Partition(group.OffsetsTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for r, err := range records(p) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(r.Value)
+		if r.Pending {
+			s += fmt.Sprintf(" (pending, producer %d)", r.ProducerID)
+		}
+		got = append(got, s)
+	}
+	want := []string{"a", "b", "t1a", "t1b", "c", "t3 (pending, producer 3)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("replayed %q, want %q", got, want)
+	}
+}
+
+// marker writes producer pid's commit or abort marker to partition 0 and
+// waits until the high-water mark covers it.
+func marker(m *replica.Manager, pid int64, commit bool) error {
+	p, err := m.Partition(group.OffsetsTopic, 0)
+	if err != nil {
+		return err
+	}
+	res, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: time.Now().UnixMilli()})
+	if err != nil {
+		return err
+	}
+	return p.WaitHighWatermark(context.Background(), res.LastOffset+1, 10*time.Second)
 }
