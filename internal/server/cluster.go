@@ -32,7 +32,7 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 		return nil, err
 	}
 	n.mux = controllerlink.NewMux(ln)
-	n.lc.onStop("controller listener", func(stopping) error { n.mux.Close(); return nil })
+	n.lc.onStop("controller mux", func(stopping) error { n.mux.Close(); return nil })
 	voters, _ := n.cfg.Voters()
 	peers := make([]controller.Peer, len(voters))
 	for i, v := range voters {

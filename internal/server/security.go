@@ -39,12 +39,14 @@ func (n *Node) loadTLS() error {
 	return nil
 }
 
-// listen opens a TCP listener on addr, a TLS one when TLS is on.
+// listen opens a TCP listener on addr, a TLS one when TLS is on, and
+// registers its close with the node's lifecycle.
 func (n *Node) listen(what, addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s listener: %w", what, err)
 	}
+	n.lc.onStop(what+" listener", func(stopping) error { ln.Close(); return nil })
 	if n.certs != nil {
 		ln = tls.NewListener(ln, n.certs.ServerConfig())
 	}

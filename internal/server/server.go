@@ -207,7 +207,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		n.toController = n.link
 		// A broker-only node receives the metadata log only once it is a member:
 		// it registers (and so joins) first.
-		if err := n.listenKafka(); err != nil {
+		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
 			return err
 		}
 		if err := n.register(ctx); err != nil {
@@ -227,12 +227,12 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 // startBroker is steps 2-4 of the package doc, on a node with the broker role.
 func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	cfg, logger := n.cfg, n.log
+	var err error
 	if n.kafkaLn == nil {
-		if err := n.listenKafka(); err != nil {
+		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
 			return err
 		}
 	}
-	var err error
 	n.replicaClient, err = kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(n.kafkaLn.Addr().String()),
 		kgo.ClientID(fmt.Sprintf("strata-replica-%d", cfg.NodeID)),
@@ -321,15 +321,6 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	return n.startHTTPAPI()
 }
 
-// listenKafka opens the Kafka listener.
-func (n *Node) listenKafka() (err error) {
-	if n.kafkaLn, err = n.listen("kafka", n.cfg.KafkaAddr); err != nil {
-		return err
-	}
-	n.lc.onStop("kafka listener", func(stopping) error { n.kafkaLn.Close(); return nil })
-	return nil
-}
-
 // followMetadata brings the hosted partitions in line with the metadata image
 // and keeps them there, and runs the log cleaner and, with remote storage, the
 // tiering.
@@ -407,13 +398,12 @@ func (n *Node) serveKafka(h *handlers.Handlers) error {
 // HTTP listener. The API's hand-off comes first on the way down, while this
 // node still leads its partitions: its consumer instances leave their groups,
 // and long polls end instead of holding up the HTTP shutdown.
-func (n *Node) startHTTPAPI() error {
-	if err := n.listenHTTP(); err != nil {
+func (n *Node) startHTTPAPI() (err error) {
+	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
 		return err
 	}
 	// The HTTP API's embedded clients reach this node's Kafka listener; the other
 	// nodes reach its consumer instances at its advertised HTTP address.
-	var err error
 	n.api, err = httpapi.New(httpapi.Config{
 		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(n.cfg, n.httpLn.Addr()),
 		ClientOpts: n.kafkaClientOpts(), ForwardTLS: n.httpForwardTLS(),
@@ -432,15 +422,6 @@ func (n *Node) startHTTPAPI() error {
 	return n.serveHTTP()
 }
 
-// listenHTTP opens the HTTP listener.
-func (n *Node) listenHTTP() (err error) {
-	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
-		return err
-	}
-	n.lc.onStop("http listener", func(stopping) error { n.httpLn.Close(); return nil })
-	return nil
-}
-
 // startControllerOnly finishes the start of a controller-only node: it serves
 // the controller link (brokers register, heartbeat and forward admin requests
 // there) and HTTP health and metrics, but no Kafka clients and no partitions.
@@ -454,7 +435,7 @@ func (n *Node) startControllerOnly(clusterID string) error {
 	if _, n.guard, err = n.security(); err != nil {
 		return err
 	}
-	if err := n.listenHTTP(); err != nil {
+	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
 		return err
 	}
 	if err := n.serveHTTP(); err != nil {
