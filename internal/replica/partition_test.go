@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
@@ -217,5 +218,72 @@ func TestExpansionOutcomeHoldsHighWatermark(t *testing.T) {
 	p.retryExpansion()
 	if len(proposed) != 2 {
 		t.Fatalf("a refused expansion was proposed again: %v", proposed[2:])
+	}
+}
+
+// TestLeaderRefusals: the error paths of a leader's writes and lookups, each
+// with the sentinel its Kafka error code comes from: a keyless record on a
+// compacted topic, a batch over max.message.bytes (a client's and a
+// coordinator's), several idempotent batches in one request, no batch at all,
+// DeleteRecords past the high-water mark or below zero; and, once the replica
+// follows, every leader-only call refused with ErrNotLeader.
+func TestLeaderRefusals(t *testing.T) {
+	p := newTestPartition(t, 1)
+	now := time.Now()
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, now); err != nil {
+		t.Fatal(err)
+	}
+	cfg := metadata.DefaultTopicConfig()
+	cfg.CleanupPolicy = metadata.CleanupCompact
+	cfg.MaxMessageBytes = 1000
+	p.setConfig(cfg)
+	keyed := batchtest.Build(batchtest.Options{Records: []batchtest.Record{{Key: []byte("k"), Value: []byte("v")}}})
+	if _, err := p.Append(keyed, 1); err != nil {
+		t.Fatal(err)
+	}
+	idem := func(seq int32) []byte {
+		return batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, BaseSequence: seq, Records: []batchtest.Record{{Key: []byte("k")}}})
+	}
+	big := batchtest.Build(batchtest.Options{Records: []batchtest.Record{{Key: []byte("k"), Value: make([]byte, 2000)}}})
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"keyless record, compacted topic", func() error { _, err := p.Append(batchtest.Build(batchtest.Options{}), 1); return err }, ErrInvalidRecord},
+		{"over max.message.bytes", func() error { _, err := p.Append(big, 1); return err }, ErrRecordTooLarge},
+		{"coordinator batch over max.message.bytes", func() error { _, err := p.AppendAsCoordinator(big); return err }, ErrRecordTooLarge},
+		{"two idempotent batches", func() error { _, err := p.Append(append(idem(0), idem(1)...), 1); return err }, ErrInvalidRecord},
+		{"no batch", func() error { _, err := p.Append(nil, 1); return err }, batch.ErrInvalid},
+		{"DeleteRecords past the HWM", func() error { _, err := p.DeleteRecords(p.HighWatermark() + 1); return err }, storage.ErrOffsetOutOfRange},
+		{"DeleteRecords below zero", func() error { _, err := p.DeleteRecords(-2); return err }, storage.ErrOffsetOutOfRange},
+	} {
+		if err := tc.call(); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if got := p.LogEndOffset(); got != 1 {
+		t.Fatalf("log end %d after the refusals, want 1 (nothing written)", got)
+	}
+	if start, err := p.DeleteRecords(-1); err != nil || start != 1 {
+		t.Fatalf("DeleteRecords(-1) = %d, %v; want the HWM 1", start, err)
+	}
+
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Append", func() error { _, err := p.Append(keyed, 1); return err }},
+		{"DeleteRecords", func() error { _, err := p.DeleteRecords(-1); return err }},
+		{"ListOffset", func() error { _, _, _, err := p.ListOffset(LatestTimestamp, ReadUncommitted); return err }},
+		{"EndOffsetForEpoch", func() error { _, _, err := p.EndOffsetForEpoch(0); return err }},
+		{"ReadForFollower", func() error { _, err := p.ReadForFollower(2, 0, -1, 1<<20, now); return err }},
+	} {
+		if err := tc.call(); !errors.Is(err, ErrNotLeader) {
+			t.Errorf("%s on a follower: %v, want ErrNotLeader", tc.name, err)
+		}
 	}
 }
