@@ -28,6 +28,7 @@ type syncTraceFS struct {
 type syncSpan struct {
 	log        string // the log's directory name, e.g. "bench-0"
 	start, end time.Time
+	write      int // a write of this many bytes (start only), not a sync
 }
 
 func newSyncTraceFS() *syncTraceFS { return &syncTraceFS{FS: vfs.Default} }
@@ -62,12 +63,33 @@ type syncTraceFile struct {
 	log string
 }
 
+// Write and WriteAt record small writes: markers and coordinator states
+// (data batches are larger), to show when they reach the log.
+func (f *syncTraceFile) Write(p []byte) (int, error) {
+	f.noteWrite(len(p))
+	return f.File.Write(p)
+}
+
+func (f *syncTraceFile) WriteAt(p []byte, off int64) (int, error) {
+	f.noteWrite(len(p))
+	return f.File.WriteAt(p, off)
+}
+
+func (f *syncTraceFile) noteWrite(n int) {
+	if n == 0 || n > 512 || !strings.HasSuffix(f.Name(), ".log") {
+		return
+	}
+	f.fs.mu.Lock()
+	f.fs.syncs = append(f.fs.syncs, syncSpan{log: f.log, start: time.Now(), write: n})
+	f.fs.mu.Unlock()
+}
+
 func (f *syncTraceFile) Sync() error {
 	start := time.Now()
 	err := f.File.Sync()
 	end := time.Now()
 	f.fs.mu.Lock()
-	f.fs.syncs = append(f.fs.syncs, syncSpan{f.log, start, end})
+	f.fs.syncs = append(f.fs.syncs, syncSpan{log: f.log, start: start, end: end})
 	f.fs.mu.Unlock()
 	return err
 }
@@ -148,6 +170,7 @@ func BenchmarkTransactionTrace(b *testing.B) {
 			var stateD, dataD time.Duration
 			for _, s := range syncs {
 				switch {
+				case s.write > 0:
 				case strings.HasPrefix(s.log, txn.StateTopic):
 					stateN++
 					stateD += s.end.Sub(s.start)
@@ -195,6 +218,12 @@ func logTimeline(b *testing.B, tl txnTimeline, next time.Time, syncs []syncSpan)
 		{at(next), "next transaction begins"},
 	}
 	for _, s := range syncs {
+		if s.write > 0 {
+			if !s.start.Before(tl.begin) && !s.start.After(next) {
+				lines = append(lines, line{at(s.start), fmt.Sprintf("  write %-22s %d bytes", s.log, s.write)})
+			}
+			continue
+		}
 		if s.end.Before(tl.begin) || s.start.After(next) {
 			continue
 		}
