@@ -244,3 +244,74 @@ func logTimeline(b *testing.B, tl txnTimeline, next time.Time, syncs []syncSpan)
 	}
 	b.Logf("one transaction, ms from its begin:\n%s", sb.String())
 }
+
+// TestTransactionFsyncs counts, through the filesystem, the batches written to
+// and the fsyncs of __transaction_state and of the data partition while one
+// producer runs back-to-back transactions of one record (franz-go, transaction
+// version 2). Per transaction the state log gets two batches: the completed
+// state of the previous transaction with the Ongoing state of this one (one
+// commit for both), and PrepareCommit; the data log gets the record and the
+// marker. Each batch that is waited for costs one fsync in sequence (fsyncs can
+// only merge batches). The completed state used to be a batch of its own, three
+// in all: the bound below fails unless most transactions share it.
+func TestTransactionFsyncs(t *testing.T) {
+	const txns = 20
+	tfs := newSyncTraceFS()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	n, err := Start(ctx, nodeConfig(t.TempDir()), testLogger(), tfs)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("fsyncs"), kgo.AllowAutoTopicCreation(),
+		kgo.TransactionalID("fsyncs-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	run := func() {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // topic created, coordinator loaded
+	run()
+	tfs.take()
+	for range txns {
+		run()
+	}
+	spans := tfs.take()
+	var stateWrites, stateSyncs, dataWrites, dataSyncs int
+	for _, s := range spans {
+		state, data := strings.HasPrefix(s.log, txn.StateTopic), strings.HasPrefix(s.log, "fsyncs-")
+		switch {
+		case state && s.write > 0:
+			stateWrites++
+		case state:
+			stateSyncs++
+		case data && s.write > 0:
+			dataWrites++
+		case data:
+			dataSyncs++
+		}
+	}
+	t.Logf("per transaction: __transaction_state %.2f batches, %.2f fsyncs; data partition %.2f batches, %.2f fsyncs",
+		float64(stateWrites)/txns, float64(stateSyncs)/txns, float64(dataWrites)/txns, float64(dataSyncs)/txns)
+	// One completed state may be written alone on a loaded machine, when the
+	// next transaction's first produce comes later than txn.Config's
+	// CompleteDelay; allow a quarter of them.
+	if stateWrites > 2*txns+txns/4 || stateSyncs > stateWrites {
+		t.Fatalf("__transaction_state: %d batches and %d fsyncs for %d transactions, want about 2 each", stateWrites, stateSyncs, txns)
+	}
+	if dataWrites < 2*txns || dataSyncs > dataWrites {
+		t.Fatalf("data partition: %d batches and %d fsyncs for %d transactions, want 2 batches (record, marker) each", dataWrites, dataSyncs, txns)
+	}
+}
