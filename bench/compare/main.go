@@ -58,6 +58,7 @@ type options struct {
 	consumeRecords     int64
 	e2eRates           []int
 	txnRecords         []int // records per transaction of the transactional rows
+	txnOnly            bool  // only the transactional rows and their plain produce row
 	codecs             []string
 	perfRecords        int
 	workdir            string
@@ -78,6 +79,7 @@ func main() {
 	flag.Int64Var(&o.consumeRecords, "consume-records", 250_000, "1 KiB records in the consume topic")
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
 	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
+	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce row they are set against")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
 	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
@@ -127,6 +129,9 @@ func workloads(o options) []workload {
 		{name: "produce 1 KiB, acks=1", slug: "p1k-a1", mode: "produce", size: 1024, acks: bench.AcksLeader, target: 1.5},
 		{name: "produce 1 KiB, acks=all", slug: "p1k-aall", mode: "produce", size: 1024, acks: bench.AcksAll, target: 1.5},
 		{name: "consume 1 KiB", slug: "c1k", mode: "consume", size: 1024, acks: bench.AcksAll, target: 1.5},
+	}
+	if o.txnOnly {
+		return txnOnlyWorkloads(wls, o.txnRecords)
 	}
 	for _, codec := range o.codecs {
 		wls = append(wls,

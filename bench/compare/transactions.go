@@ -30,6 +30,18 @@ func txnWorkloads(sizes []int) []workload {
 	return wls
 }
 
+// txnOnlyWorkloads are the rows of a -txn-only run: the plain produce row of
+// base and the transactional rows.
+func txnOnlyWorkloads(base []workload, sizes []int) []workload {
+	var wls []workload
+	for _, wl := range base {
+		if wl.name == plainProduceRow {
+			wls = append(wls, wl)
+		}
+	}
+	return append(wls, txnWorkloads(sizes)...)
+}
+
 // writeTxnTable prints, per transactional row, the medians over rounds of the
 // commit latency's p50 and p99, and each system's records/s over its own
 // plain produce's (medians of both rows).

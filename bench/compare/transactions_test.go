@@ -15,6 +15,9 @@ func TestTxnTable(t *testing.T) {
 	if wls[1].txnRecords != 100 || wls[1].acks != bench.AcksAll {
 		t.Fatalf("transactional workload %+v", wls[1])
 	}
+	if only := workloads(options{txnOnly: true, txnRecords: []int{100}}); len(only) != 2 || only[0].name != plainProduceRow || only[1].name != wls[1].name {
+		t.Fatalf("-txn-only rows %+v", only)
+	}
 	p := &pairing{Name: "defaults", Workloads: wls}
 	for _, s := range []struct {
 		sys           string
