@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -31,7 +32,19 @@ type syncSpan struct {
 	write      int // a write of this many bytes (start only), not a sync
 }
 
-func newSyncTraceFS() *syncTraceFS { return &syncTraceFS{FS: vfs.Default} }
+// startTracedNode starts one node on a syncTraceFS over the operating system.
+func startTracedNode(tb testing.TB) (*Node, *syncTraceFS) {
+	tb.Helper()
+	tfs := &syncTraceFS{FS: vfs.Default}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Start(ctx, nodeConfig(tb.TempDir()), testLogger(), tfs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { n.Close() })
+	return n, tfs
+}
 
 func (t *syncTraceFS) wrap(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
@@ -112,14 +125,7 @@ type txnTimeline struct {
 func BenchmarkTransactionTrace(b *testing.B) {
 	for _, records := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("records=%d", records), func(b *testing.B) {
-			tfs := newSyncTraceFS()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			n, err := Start(ctx, nodeConfig(b.TempDir()), testLogger(), tfs)
-			cancel()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { n.Close() })
+			n, tfs := startTracedNode(b)
 			cl := benchClient(b, kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("bench"),
 				kgo.TransactionalID("bench-txn"), kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10))
 			value := make([]byte, 1024)
@@ -229,15 +235,7 @@ func logTimeline(b *testing.B, tl txnTimeline, next time.Time, syncs []syncSpan)
 		}
 		lines = append(lines, line{at(s.start), fmt.Sprintf("  fsync %-22s %7.3f-%7.3f", s.log, at(s.start), at(s.end))})
 	}
-	slices.SortStableFunc(lines, func(a, b line) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(a.t, b.t) })
 	var sb strings.Builder
 	for _, l := range lines {
 		fmt.Fprintf(&sb, "%8.3f %s\n", l.t, l.text)
@@ -256,14 +254,7 @@ func logTimeline(b *testing.B, tl txnTimeline, next time.Time, syncs []syncSpan)
 // in all: the bound below fails unless most transactions share it.
 func TestTransactionFsyncs(t *testing.T) {
 	const txns = 20
-	tfs := newSyncTraceFS()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	n, err := Start(ctx, nodeConfig(t.TempDir()), testLogger(), tfs)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n, tfs := startTracedNode(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("fsyncs"), kgo.AllowAutoTopicCreation(),
 		kgo.TransactionalID("fsyncs-txn"))
 	if err != nil {
