@@ -57,6 +57,8 @@ type options struct {
 	duration, warmup   time.Duration
 	consumeRecords     int64
 	e2eRates           []int
+	txnRecords         []int // records per transaction of the transactional rows
+	txnOnly            bool  // only the transactional rows and their plain produce row
 	codecs             []string
 	perfRecords        int
 	workdir            string
@@ -76,6 +78,8 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 8*time.Second, "untimed produce runs against each system after start-up (the JIT compiles Kafka's hot paths)")
 	flag.Int64Var(&o.consumeRecords, "consume-records", 250_000, "1 KiB records in the consume topic")
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
+	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
+	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce row they are set against")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
 	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
@@ -88,6 +92,12 @@ func main() {
 	if o.e2eRates, err = parseInts(*e2eRates); err != nil || len(o.e2eRates) == 0 {
 		fmt.Fprintf(os.Stderr, "compare: -e2e-rates %q: want positive integers, comma-separated\n", *e2eRates)
 		os.Exit(2)
+	}
+	if *txnRecords != "" {
+		if o.txnRecords, err = parseInts(*txnRecords); err != nil {
+			fmt.Fprintf(os.Stderr, "compare: -txn-records %q: want positive integers, comma-separated\n", *txnRecords)
+			os.Exit(2)
+		}
 	}
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
@@ -120,6 +130,9 @@ func workloads(o options) []workload {
 		{name: "produce 1 KiB, acks=all", slug: "p1k-aall", mode: "produce", size: 1024, acks: bench.AcksAll, target: 1.5},
 		{name: "consume 1 KiB", slug: "c1k", mode: "consume", size: 1024, acks: bench.AcksAll, target: 1.5},
 	}
+	if o.txnOnly {
+		return txnOnlyWorkloads(wls, o.txnRecords)
+	}
 	for _, codec := range o.codecs {
 		wls = append(wls,
 			workload{name: "produce 1 KiB " + codec + ", acks=all", slug: "p1k-" + codec, mode: "produce", size: 1024,
@@ -127,6 +140,7 @@ func workloads(o options) []workload {
 			workload{name: "consume 1 KiB " + codec, slug: "c1k-" + codec, mode: "consume", size: 1024,
 				acks: bench.AcksAll, compression: codec, target: 1.5})
 	}
+	wls = append(wls, txnWorkloads(o.txnRecords)...)
 	for _, rate := range o.e2eRates {
 		wls = append(wls, workload{name: fmt.Sprintf("e2e 1 KiB at %d/s, acks=all, linger 0", rate), slug: fmt.Sprintf("e2e-%d", rate),
 			mode: "e2e", size: 1024, acks: bench.AcksAll, rate: rate, lowerIsBetter: true, target: 0.5})
@@ -383,7 +397,7 @@ func workloadConfig(o options, wl workload, round int, seeds []string) bench.Con
 		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
 		Partitions: 1, ReplicationFactor: int16(o.nodes),
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
-		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1,
+		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1, TransactionRecords: wl.txnRecords,
 		Linger:     bench.DefaultLinger,
 		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka")},
 	}

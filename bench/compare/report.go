@@ -20,6 +20,7 @@ type workload struct {
 	// compression is the producers' codec; "" = none.
 	compression string
 	rate        int // records/s; 0 = unthrottled
+	txnRecords  int // records per transaction (transactions.go); 0 = none
 	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
 	lowerIsBetter bool
 	// target is the Strata/Kafka ratio the issue asks for: at least it for a
@@ -194,6 +195,7 @@ func (p *pairing) writeTable(w io.Writer) {
 		fmt.Fprintf(w, "| startup to first ApiVersions + Metadata | ms | %.0f | %.0f | %.2f | | | |\n", ss, sk, ss/sk)
 	}
 	fmt.Fprintln(w)
+	p.writeTxnTable(w)
 	p.writeCPUTable(w)
 	if p.Note != "" {
 		fmt.Fprintf(w, "%s\n\n", p.Note)

@@ -144,14 +144,17 @@ func (h *Handlers) joinProduceTxn(ctx context.Context, id string, p *replica.Par
 //
 // When this broker is the coordinator, the retry waits for the coordinator's
 // signal that the transactional id's change in flight (the previous
-// transaction's markers and completed state) is over, and retries at once;
-// joinTxnRetryBackoff is then only a fallback. When the coordinator is another
-// broker there is no such signal and the retry polls every joinTxnRetryBackoff:
-// Kafka polls every 20 ms; Strata every 5 ms, because completing the previous
-// transaction usually takes a few ms here (with 20 ms,
-// `strata bench produce --transaction-records 100` made 4.0-4.2k records/s,
-// with 5 ms 10.2-11.1k; 1 KiB records, one node, load average 2, alternating
-// runs).
+// transaction's markers) is over, and retries at once. When the coordinator is
+// another broker, that broker holds the AddPartitionsToTxn (v4+, the broker
+// form) and waits for the same signal itself, up to joinTxnRetryMax, before it
+// answers (24_add_partitions_to_txn.go): the answer is the wake-up. Either way
+// joinTxnRetryBackoff is only a fallback, polled when a signal came and the
+// answer is still CONCURRENT_TRANSACTIONS, or when a coordinator answered
+// without holding the add. Kafka polls every 20 ms; Strata's fallback is 5 ms,
+// because completing the previous transaction usually takes a few ms here
+// (with 20 ms and no signal, `strata bench produce --transaction-records 100`
+// made 4.0-4.2k records/s, with 5 ms 10.2-11.1k; 1 KiB records, one node, load
+// average 2, alternating runs).
 //
 // Kafka gives up after 100 ms; Strata waits up to 500 ms, because giving up is
 // costly: when the producer had later batches of the transaction in flight they
@@ -168,7 +171,8 @@ const (
 // CONCURRENT_TRANSACTIONS, for at most max (or until ctx ends), and returns the
 // last answer. Between calls it waits for the channel completed returns (the
 // coordinator's signal that the change in flight is over) when there is one
-// still open, else (nil: a coordinator on another broker) for backoff.
+// still open, else (nil: a coordinator on another broker, which held the add
+// until that signal or its bound) for backoff.
 func retryConcurrentTxn(ctx context.Context, backoff, max time.Duration, join func() int16, completed func() <-chan struct{}) int16 {
 	deadline := time.Now().Add(max)
 	sawOver := false

@@ -6,7 +6,12 @@ package handlers
 //   batch of transactions, each optionally VerifyOnly (is every partition already
 //   in the ongoing transaction?), and a top-level error code; v5 is what a
 //   partition leader sends to add the partition of a Produce v12 or the offsets
-//   partition of a TxnOffsetCommit v5 (the same answer).
+//   partition of a TxnOffsetCommit v5 (the same answer). An add of the broker
+//   form that the coordinator answers CONCURRENT_TRANSACTIONS (the id's previous
+//   transaction still completing) is held and tried again the moment the
+//   coordinator signals the change over, for up to joinTxnRetryMax, before it
+//   is answered: the leader that sent it is woken by the answer instead of
+//   polling (Kafka's clients send v3 or older, answered at once).
 // The coordinator of the transactional id adds the partitions to its ongoing
 // transaction (starting one). A partition that does not exist is
 // UNKNOWN_TOPIC_OR_PARTITION and the transaction's other partitions
@@ -47,7 +52,8 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, _ *protocol.ConnInfo,
 		}
 		return reply(resp)
 	}
-	for _, rt := range req.Transactions {
+	var held []int // transactions answered CONCURRENT_TRANSACTIONS, by index
+	for i, rt := range req.Transactions {
 		codes := h.addToTxn(ctx, img, rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly, rt.Topics)
 		st := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		st.TransactionalID = rt.TransactionalID
@@ -62,8 +68,41 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, _ *protocol.ConnInfo,
 			st.Topics = append(st.Topics, tt)
 		}
 		resp.Transactions = append(resp.Transactions, st)
+		if !rt.VerifyOnly && len(codes) > 0 && len(codes[0]) > 0 && codes[0][0] == kerr.ConcurrentTransactions.Code {
+			held = append(held, i)
+		}
 	}
-	return reply(resp)
+	if len(held) == 0 {
+		return reply(resp)
+	}
+	// Off the connection's handler: the connection's later requests are
+	// served meanwhile (their answers follow this one, in order).
+	return protocol.Response{Wait: func(ctx context.Context) protocol.Response {
+		for _, i := range held {
+			rt, st := req.Transactions[i], &resp.Transactions[i]
+			tps := txnPartitions(rt.Topics)
+			code := retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, func() int16 {
+				return h.cfg.Transactions.AddPartitions(ctx, rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, tps)
+			}, func() <-chan struct{} { return h.cfg.Transactions.Completed(rt.TransactionalID) })
+			for ti := range st.Topics {
+				for pi := range st.Topics[ti].Partitions {
+					st.Topics[ti].Partitions[pi].ErrorCode = code
+				}
+			}
+		}
+		return reply(resp)
+	}}
+}
+
+// txnPartitions lists the partitions of an add's topics.
+func txnPartitions(topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) []txn.TopicPartition {
+	var tps []txn.TopicPartition
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	return tps
 }
 
 // addToTxn adds (or verifies) the partitions of one transaction and returns a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +83,89 @@ func TestClusterTransactionCoordinatorFailover(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("read_committed saw %v, want %v (nothing of the open transaction)", got, want)
 	}
+}
+
+// TestClusterRemoteCoordinatorWakesAdd: back-to-back transactions (franz-go,
+// transaction version 2) on a partition led by another broker than the
+// transactional id's coordinator. The next transaction's first produce comes
+// while the previous one's markers are still being written; the leader's
+// implicit add (AddPartitionsToTxn v5) is then held by the coordinator until
+// the transaction is complete, not answered CONCURRENT_TRANSACTIONS and polled:
+// the coordinator sees one add per transaction.
+func TestClusterRemoteCoordinatorWakesAdd(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := context.Background()
+	_, adm := c.client()
+	const topic, id, txns = "tx-remote", "remote-tx", 20
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := c.client(kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	txn := func(partition int32) error {
+		if err := cl.BeginTransaction(); err != nil {
+			return err
+		}
+		for i := range 3 {
+			r := &kgo.Record{Topic: topic, Partition: partition, Value: fmt.Appendf(nil, "v%d", i)}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				return err
+			}
+		}
+		return cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	// Metadata reaches the other brokers a moment after CreateTopics answers.
+	wait.For(t, "a first committed transaction", func() bool { return txn(0) == nil })
+	fc := adm.FindTxnCoordinators(ctx, id)
+	if err := fc.Error(); err != nil {
+		t.Fatal(err)
+	}
+	coord := int(fc[id].NodeID - 1)
+	partition := int32(-1)
+	for p := range int32(6) {
+		if c.leaderOf(adm, topic, p) != coord {
+			partition = p
+			break
+		}
+	}
+	if partition < 0 {
+		t.Fatalf("every partition of %s is led by the coordinator, node %d", topic, coord+1)
+	}
+	if err := txn(partition); err != nil { // the coordinator now has the leader's connection
+		t.Fatal(err)
+	}
+	metrics := func() (adds, concurrent float64) {
+		_, body := httpGet(t, "http://"+c.nodes[coord].HTTPAddr()+"/metrics")
+		return labelledValue(body, `strata_requests_total{api="AddPartitionsToTxn"}`),
+			labelledValue(body, `strata_request_errors_total{api="AddPartitionsToTxn",error="CONCURRENT_TRANSACTIONS"}`)
+	}
+	adds0, concurrent0 := metrics()
+	for range txns {
+		if err := txn(partition); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adds, concurrent := metrics()
+	// One add per transaction; a held add that outlasts its 500 ms bound on a
+	// loaded machine is answered CONCURRENT_TRANSACTIONS and sent again, so
+	// allow one such.
+	if adds-adds0 > txns+1 || concurrent-concurrent0 > 1 {
+		t.Fatalf("the coordinator saw %v adds and answered %v CONCURRENT_TRANSACTIONS for %d transactions; want one add each",
+			adds-adds0, concurrent-concurrent0, txns)
+	}
+	if got := pollFor(t, c.seeds()[0], topic, kgo.ReadCommitted(), 3*(txns+2), 10*time.Second); len(got) != 3*(txns+2) {
+		t.Fatalf("read_committed saw %d records, want %d", len(got), 3*(txns+2))
+	}
+}
+
+// labelledValue reads one sample (name with its labels) from a /metrics page;
+// 0 when it is not there.
+func labelledValue(body, sample string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return 0
 }

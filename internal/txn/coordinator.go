@@ -69,12 +69,18 @@ type Config struct {
 	AbortInterval time.Duration
 	// RetryBackoff spaces retried state writes.
 	RetryBackoff time.Duration
-	Now          func() time.Time
+	// CompleteDelay is how long a completed state may wait, after the markers
+	// are written, for the id's next state to be written with it in one batch
+	// (one fsync for both, where two would run in sequence); after that it is
+	// written alone.
+	CompleteDelay time.Duration
+	Now           func() time.Time
 }
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{Partitions: 50, MaxTimeout: 15 * time.Minute, AbortInterval: 10 * time.Second, RetryBackoff: 100 * time.Millisecond, Now: time.Now}
+	return Config{Partitions: 50, MaxTimeout: 15 * time.Minute, AbortInterval: 10 * time.Second, RetryBackoff: 100 * time.Millisecond,
+		CompleteDelay: 20 * time.Millisecond, Now: time.Now}
 }
 
 // Coordinator is the transaction coordinator of the __transaction_state
@@ -106,12 +112,14 @@ type partition struct {
 // entry is one transactional id. busy: a state write or a completion is in
 // flight; requests for the id meanwhile get CONCURRENT_TRANSACTIONS, so at most
 // one change per id is ever in progress. idle is closed when busy ends (see
-// Completed).
+// Completed). unwritten: meta is a completed state not yet in the log; the next
+// state write of the id carries it first (see startCompletion).
 type entry struct {
-	meta   Meta
-	exists bool // meta has been written
-	busy   bool
-	idle   chan struct{}
+	meta      Meta
+	exists    bool // meta has been written, or is a completed state about to be
+	busy      bool
+	unwritten bool
+	idle      chan struct{}
 }
 
 // hold marks e busy; c.mu must be held.
@@ -145,6 +153,9 @@ func New(cfg Config, store Store, markers MarkerWriter, newPID func(context.Cont
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = def.RetryBackoff
+	}
+	if cfg.CompleteDelay <= 0 {
+		cfg.CompleteDelay = def.CompleteDelay
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -316,16 +327,22 @@ func (c *Coordinator) release(pt *partition, id string, e *entry, next *Meta) {
 		e.unhold()
 	}
 	if next != nil {
-		e.meta, e.exists = *next, true
+		e.meta, e.exists, e.unwritten = *next, true, false
 	}
 	if !e.exists && pt.txns[id] == e {
 		delete(pt.txns, id)
 	}
 }
 
-// write appends next as id's state.
-func (c *Coordinator) write(ctx context.Context, p int32, id string, next Meta) error {
-	return c.store.Append(ctx, p, []group.Record{encodeRecord(id, next)})
+// write appends next as id's state, after the completed state e holds when
+// that is not in the log yet (one batch: the records are committed together);
+// e must be held.
+func (c *Coordinator) write(ctx context.Context, p int32, id string, e *entry, next Meta) error {
+	recs := []group.Record{encodeRecord(id, next)}
+	if e.unwritten {
+		recs = []group.Record{encodeRecord(id, e.meta), recs[0]}
+	}
+	return c.store.Append(ctx, p, recs)
 }
 
 // storeErrorCode maps a failed state write: the partition moved
@@ -366,7 +383,7 @@ func (c *Coordinator) change(ctx context.Context, id string, create bool, decide
 		}
 		return Meta{}, tr.code
 	}
-	if err := c.write(ctx, p, id, tr.next); err != nil {
+	if err := c.write(ctx, p, id, e, tr.next); err != nil {
 		c.release(pt, id, e, nil)
 		return Meta{}, storeErrorCode(err)
 	}
@@ -375,7 +392,7 @@ func (c *Coordinator) change(ctx context.Context, id string, create bool, decide
 		return tr.next, tr.code
 	}
 	c.mu.Lock()
-	e.meta, e.exists = tr.next, true
+	e.meta, e.exists, e.unwritten = tr.next, true, false
 	c.startCompletion(p, pt, id, e, tr.next)
 	c.mu.Unlock()
 	return tr.next, tr.code
@@ -449,15 +466,18 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 
 // startCompletion writes the markers of prepared state m and then the completed
 // state, retrying both until they succeed or the partition is unloaded (its next
-// coordinator then completes it). e stays busy until the completed state is in
-// the log. c.mu must be held.
+// coordinator then completes it). e stays busy until the markers are written.
+// c.mu must be held.
 //
 // The markers are committed (acks=all) before the completed state is written,
-// but the completed state is not waited for: it is appended behind the prepared
-// state and ahead of any later state of the id, so it is committed no later than
-// the next one. Losing it (a crash or a leader change before it is committed)
-// leaves the prepared state, which the next coordinator completes again; the
-// markers it then writes again change nothing.
+// but the completed state is not waited for. It takes effect at once, and is
+// written in one batch ahead of the id's next state (the next transaction's
+// Ongoing state, usually asked for while the markers are written), so that
+// both are committed by one fsync; only when no next state comes within
+// CompleteDelay is it appended alone (writeCompleted). Either way it is
+// committed no later than the id's next state. Losing it (a crash or a leader
+// change first) leaves the prepared state, which the next coordinator
+// completes again; the markers it then writes again change nothing.
 func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entry, m Meta) {
 	c.wg.Add(1)
 	go func() {
@@ -470,24 +490,66 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 		if err != nil {
 			return // unloaded
 		}
-		next := complete(m, c.nowMs())
-		for {
-			err := c.store.AppendUnacked(pt.ctx, p, []group.Record{encodeRecord(id, next)})
-			if err == nil {
-				c.release(pt, id, e, &next)
-				return
-			}
-			if pt.ctx.Err() != nil || errors.Is(err, group.ErrNotCoordinator) {
-				return
-			}
-			c.log.Warn("writing a completed transaction", "transactional_id", id, "err", err)
+		c.mu.Lock()
+		if c.parts[p] != pt {
+			c.mu.Unlock()
+			return // unloaded
+		}
+		e.meta, e.exists, e.unwritten = complete(m, c.nowMs()), true, true
+		e.unhold()
+		c.mu.Unlock()
+		c.writeCompleted(p, pt, id, e)
+	}()
+}
+
+// writeCompleted appends e's completed state alone unless, within
+// CompleteDelay, the id's next state write has carried it.
+func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry) {
+	t := time.NewTimer(c.cfg.CompleteDelay)
+	defer t.Stop()
+	select {
+	case <-pt.ctx.Done():
+		return
+	case <-t.C:
+	}
+	for {
+		c.mu.Lock()
+		if pt.ctx.Err() != nil || !e.unwritten || pt.txns[id] != e {
+			c.mu.Unlock()
+			return
+		}
+		if e.busy {
+			// A request holds the id: its write carries the completed state,
+			// unless it writes nothing; look again once it is over.
+			idle := e.idle
+			c.mu.Unlock()
 			select {
 			case <-pt.ctx.Done():
 				return
-			case <-time.After(c.cfg.RetryBackoff):
+			case <-idle:
 			}
+			continue
 		}
-	}()
+		e.hold()
+		rec := encodeRecord(id, e.meta)
+		c.mu.Unlock()
+		err := c.store.AppendUnacked(pt.ctx, p, []group.Record{rec})
+		c.mu.Lock()
+		if err == nil {
+			e.unwritten = false
+		}
+		e.unhold()
+		c.mu.Unlock()
+		if err == nil || pt.ctx.Err() != nil || errors.Is(err, group.ErrNotCoordinator) {
+			return
+		}
+		c.log.Warn("writing a completed transaction", "transactional_id", id, "err", err)
+		select {
+		case <-pt.ctx.Done():
+			return
+		case <-time.After(c.cfg.RetryBackoff):
+		}
+	}
 }
 
 // runExpiry aborts transactions that outlive their timeout.
@@ -532,13 +594,13 @@ func (c *Coordinator) expireTxns() {
 	}
 	c.mu.Unlock()
 	for _, j := range jobs {
-		if err := c.write(j.pt.ctx, j.p, j.id, j.next); err != nil {
+		if err := c.write(j.pt.ctx, j.p, j.id, j.e, j.next); err != nil {
 			c.release(j.pt, j.id, j.e, nil) // tried again at the next tick
 			continue
 		}
 		c.log.Info("aborting a transaction past its timeout", "transactional_id", j.id, "producer_id", j.next.ProducerID)
 		c.mu.Lock()
-		j.e.meta = j.next
+		j.e.meta, j.e.unwritten = j.next, false
 		c.startCompletion(j.p, j.pt, j.id, j.e, j.next)
 		c.mu.Unlock()
 	}

@@ -20,9 +20,10 @@ import (
 
 // memStore is an in-memory __transaction_state: the records appended per partition.
 type memStore struct {
-	mu   sync.Mutex
-	logs map[int32][]group.Record
-	fail error // every Append fails with it while set
+	mu      sync.Mutex
+	logs    map[int32][]group.Record
+	appends int   // calls that appended: one batch each
+	fail    error // every Append fails with it while set
 }
 
 func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) error {
@@ -35,7 +36,24 @@ func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) error
 		s.logs = map[int32][]group.Record{}
 	}
 	s.logs[p] = append(s.logs[p], recs...)
+	s.appends++
 	return nil
+}
+
+// states decodes partition p's records and the number of batches appended.
+func (s *memStore) states(t *testing.T, p int32) ([]State, int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []State
+	for _, r := range s.logs[p] {
+		_, m, err := decodeRecord(r)
+		if err != nil || m == nil {
+			t.Fatalf("record %+v: %v", r, err)
+		}
+		out = append(out, m.State)
+	}
+	return out, s.appends
 }
 
 // AppendUnacked is Append: memStore commits at once.
@@ -133,10 +151,17 @@ func newFixture(t *testing.T, store *memStore) *fixture {
 // newFixtureAt loads partition 0 at coordinator epoch epoch.
 func newFixtureAt(t *testing.T, store *memStore, epoch int32) *fixture {
 	t.Helper()
+	return newFixtureWith(t, store, epoch, 0)
+}
+
+// newFixtureWith loads partition 0 at coordinator epoch epoch, with
+// Config.CompleteDelay completeDelay (0: the default).
+func newFixtureWith(t *testing.T, store *memStore, epoch int32, completeDelay time.Duration) *fixture {
+	t.Helper()
 	f := &fixture{store: store, markers: &memMarkers{}, clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
 	var pids int64
 	var mu sync.Mutex
-	f.c = New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, Now: f.clock.Now}, store, f.markers,
+	f.c = New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, CompleteDelay: completeDelay, Now: f.clock.Now}, store, f.markers,
 		func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); pids++; return pids, nil },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(f.c.Close)
@@ -412,4 +437,55 @@ func TestCoordinatorEpochOnMarkers(t *testing.T) {
 	if _, m, err := decodeRecord(last); err != nil || m.State != PrepareAbort {
 		t.Fatalf("last state %+v (%v), want PrepareAbort", m, err)
 	}
+}
+
+// TestCompletedStateWrittenWithNext: once the markers are written, the
+// completed state takes effect at once and is written in one batch ahead of
+// the id's next state (one commit for both), or alone after CompleteDelay
+// when no next state comes; a reload finds the states in order.
+func TestCompletedStateWrittenWithNext(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	f := newFixtureWith(t, store, 0, time.Hour) // the fallback never fires here
+	c := f.c
+	pid, epoch, _ := c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+	nextPID, nextEpoch, got := c.EndTxn(ctx, "tx", pid, epoch, true, true)
+	if got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	waitClosed(t, "markers written", c.Completed("tx"))
+	if d, code := c.Describe("tx"); code != 0 || d.State != CompleteCommit {
+		t.Fatalf("described %+v (%d), want CompleteCommit once the markers are written", d, code)
+	}
+	states, batches := store.states(t, 0)
+	if !slices.Equal(states, []State{Empty, Ongoing, PrepareCommit}) {
+		t.Fatalf("log %v before the next state", states)
+	}
+	if got := c.AddPartitions(ctx, "tx", nextPID, nextEpoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("the next transaction's AddPartitions: %d", got)
+	}
+	states, after := store.states(t, 0)
+	if !slices.Equal(states, []State{Empty, Ongoing, PrepareCommit, CompleteCommit, Ongoing}) || after != batches+1 {
+		t.Fatalf("log %v in %d more batches, want CompleteCommit and Ongoing in one", states, after-batches)
+	}
+	reloaded := newFixture(t, store)
+	if m := reloaded.waitState(t, "tx", Ongoing); m.ProducerEpoch != nextEpoch {
+		t.Fatalf("reloaded %+v", m)
+	}
+
+	// No next state: the completed state is written alone after the delay.
+	store2 := &memStore{}
+	f2 := newFixtureWith(t, store2, 0, time.Millisecond)
+	pid, epoch, _ = f2.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	f2.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)})
+	if got := endCode(f2.c.EndTxn(ctx, "tx", pid, epoch, false, true)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	wait.For(t, "the completed state written alone", func() bool {
+		states, _ := store2.states(t, 0)
+		return slices.Equal(states, []State{Empty, Ongoing, PrepareAbort, CompleteAbort})
+	})
 }

@@ -14,10 +14,12 @@
 //     Completed(id) is a channel closed when that change is over, to wait on
 //     instead of polling.
 //  3. EndTxn writes the Prepare state and answers. A goroutine then writes the
-//     markers through the MarkerWriter (committed on every partition) and
-//     appends the Complete state without waiting for it to commit: the next
-//     state of the id is appended after it, and a lost Complete state leaves
-//     the Prepare state, which the next coordinator completes again.
+//     markers through the MarkerWriter (committed on every partition), makes
+//     the Complete state the id's state and ends the change. The Complete state
+//     is written in one batch ahead of the id's next state (one commit for
+//     both), or alone after Config.CompleteDelay, never waited for: a lost
+//     Complete state leaves the Prepare state, which the next coordinator
+//     completes again.
 //
 // # Concurrency
 //

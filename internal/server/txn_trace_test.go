@@ -1,0 +1,308 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/txn"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// syncTraceFS is the operating system's filesystem with every file Sync timed:
+// where a transaction's fsyncs happen, how long each takes and which log
+// (__transaction_state or a data partition) it was on.
+type syncTraceFS struct {
+	vfs.FS
+	mu    sync.Mutex
+	syncs []syncSpan
+}
+
+type syncSpan struct {
+	log        string // the log's directory name, e.g. "bench-0"
+	start, end time.Time
+	write      int // a write of this many bytes (start only), not a sync
+}
+
+// startTracedNode starts one node on a syncTraceFS over the operating system.
+func startTracedNode(tb testing.TB) (*Node, *syncTraceFS) {
+	tb.Helper()
+	tfs := &syncTraceFS{FS: vfs.Default}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Start(ctx, nodeConfig(tb.TempDir()), testLogger(), tfs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { n.Close() })
+	return n, tfs
+}
+
+func (t *syncTraceFS) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &syncTraceFile{File: f, fs: t, log: filepath.Base(filepath.Dir(f.Name()))}, nil
+}
+
+func (t *syncTraceFS) Create(name string) (vfs.File, error) { return t.wrap(t.FS.Create(name)) }
+func (t *syncTraceFS) OpenReadWrite(name string) (vfs.File, error) {
+	return t.wrap(t.FS.OpenReadWrite(name))
+}
+
+// SyncFS keeps the inner FS's syncfs(2) (recovery after an unclean stop).
+func (t *syncTraceFS) SyncFS(dir string) error { return t.FS.(vfs.FSSyncer).SyncFS(dir) }
+
+// take returns and forgets the syncs recorded so far.
+func (t *syncTraceFS) take() []syncSpan {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.syncs
+	t.syncs = nil
+	return s
+}
+
+type syncTraceFile struct {
+	vfs.File
+	fs  *syncTraceFS
+	log string
+}
+
+// Write and WriteAt record small writes: markers and coordinator states
+// (data batches are larger), to show when they reach the log.
+func (f *syncTraceFile) Write(p []byte) (int, error) {
+	f.noteWrite(len(p))
+	return f.File.Write(p)
+}
+
+func (f *syncTraceFile) WriteAt(p []byte, off int64) (int, error) {
+	f.noteWrite(len(p))
+	return f.File.WriteAt(p, off)
+}
+
+func (f *syncTraceFile) noteWrite(n int) {
+	if n == 0 || n > 512 || !strings.HasSuffix(f.Name(), ".log") {
+		return
+	}
+	f.fs.mu.Lock()
+	f.fs.syncs = append(f.fs.syncs, syncSpan{log: f.log, start: time.Now(), write: n})
+	f.fs.mu.Unlock()
+}
+
+func (f *syncTraceFile) Sync() error {
+	start := time.Now()
+	err := f.File.Sync()
+	end := time.Now()
+	f.fs.mu.Lock()
+	f.fs.syncs = append(f.fs.syncs, syncSpan{log: f.log, start: start, end: end})
+	f.fs.mu.Unlock()
+	return err
+}
+
+// txnTimeline is one transaction as the client saw it.
+type txnTimeline struct {
+	begin, firstAck, flushed, ended time.Time
+}
+
+// BenchmarkTransactionTrace traces back-to-back transactions of 1 KiB records
+// on one node (franz-go, transaction version 2): each op is one transaction. It
+// reports where the time goes, as means per transaction: the first produce until
+// its ack (first-ack-ms: the implicit add waits for the previous transaction's
+// markers, then its Ongoing state, then the batch), the rest of the data
+// (flush-ms) and EndTxn (end-ms: the PrepareCommit state); the fsyncs of
+// __transaction_state (state-syncs/txn) and of the data partition
+// (data-syncs/txn) with their mean duration (state-sync-ms, data-sync-ms). With
+// -v it logs the timeline of one transaction: every fsync against the client's
+// steps, in ms from its begin.
+func BenchmarkTransactionTrace(b *testing.B) {
+	for _, records := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("records=%d", records), func(b *testing.B) {
+			n, tfs := startTracedNode(b)
+			cl := benchClient(b, kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("bench"),
+				kgo.TransactionalID("bench-txn"), kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10))
+			value := make([]byte, 1024)
+			run := func() txnTimeline {
+				var tl txnTimeline
+				if err := cl.BeginTransaction(); err != nil {
+					b.Fatal(err)
+				}
+				tl.begin = time.Now()
+				acked := make(chan error, 1)
+				cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) { acked <- err })
+				for i := 1; i < records; i++ {
+					cl.Produce(context.Background(), &kgo.Record{Value: value}, nil)
+				}
+				if err := <-acked; err != nil {
+					b.Fatal(err)
+				}
+				tl.firstAck = time.Now()
+				if err := cl.Flush(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				tl.flushed = time.Now()
+				if err := cl.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+					b.Fatal(err)
+				}
+				tl.ended = time.Now()
+				return tl
+			}
+			run() // warm up: topic created, coordinator loaded
+			run()
+			tfs.take()
+			tls := make([]txnTimeline, 0, b.N)
+			b.SetBytes(int64(records * 1024))
+			b.ResetTimer()
+			for range b.N {
+				tls = append(tls, run())
+			}
+			b.StopTimer()
+			syncs := tfs.take()
+
+			var firstAck, flush, end time.Duration
+			for _, tl := range tls {
+				firstAck += tl.firstAck.Sub(tl.begin)
+				flush += tl.flushed.Sub(tl.firstAck)
+				end += tl.ended.Sub(tl.flushed)
+			}
+			var stateN, dataN int
+			var stateD, dataD time.Duration
+			for _, s := range syncs {
+				switch {
+				case s.write > 0:
+				case strings.HasPrefix(s.log, txn.StateTopic):
+					stateN++
+					stateD += s.end.Sub(s.start)
+				case strings.HasPrefix(s.log, "bench-"):
+					dataN++
+					dataD += s.end.Sub(s.start)
+				}
+			}
+			perTxn := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(b.N) }
+			mean := func(d time.Duration, n int) float64 {
+				if n == 0 {
+					return 0
+				}
+				return d.Seconds() * 1000 / float64(n)
+			}
+			b.ReportMetric(perTxn(firstAck), "first-ack-ms")
+			b.ReportMetric(perTxn(flush), "flush-ms")
+			b.ReportMetric(perTxn(end), "end-ms")
+			b.ReportMetric(float64(stateN)/float64(b.N), "state-syncs/txn")
+			b.ReportMetric(float64(dataN)/float64(b.N), "data-syncs/txn")
+			b.ReportMetric(mean(stateD, stateN), "state-sync-ms")
+			b.ReportMetric(mean(dataD, dataN), "data-sync-ms")
+			b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
+			if len(tls) >= 3 {
+				logTimeline(b, tls[len(tls)/2], tls[len(tls)/2+1].begin, syncs)
+			}
+		})
+	}
+}
+
+// logTimeline logs tl's steps and the fsyncs that ran until next (the next
+// transaction's begin, so the markers and the Complete state are in it), in
+// ms from tl's begin.
+func logTimeline(b *testing.B, tl txnTimeline, next time.Time, syncs []syncSpan) {
+	at := func(t time.Time) float64 { return t.Sub(tl.begin).Seconds() * 1000 }
+	type line struct {
+		t    float64
+		text string
+	}
+	lines := []line{
+		{0, "begin, produce"},
+		{at(tl.firstAck), "first ack"},
+		{at(tl.flushed), "flushed, EndTxn sent"},
+		{at(tl.ended), "EndTxn answered"},
+		{at(next), "next transaction begins"},
+	}
+	for _, s := range syncs {
+		if s.write > 0 {
+			if !s.start.Before(tl.begin) && !s.start.After(next) {
+				lines = append(lines, line{at(s.start), fmt.Sprintf("  write %-22s %d bytes", s.log, s.write)})
+			}
+			continue
+		}
+		if s.end.Before(tl.begin) || s.start.After(next) {
+			continue
+		}
+		lines = append(lines, line{at(s.start), fmt.Sprintf("  fsync %-22s %7.3f-%7.3f", s.log, at(s.start), at(s.end))})
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(a.t, b.t) })
+	var sb strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&sb, "%8.3f %s\n", l.t, l.text)
+	}
+	b.Logf("one transaction, ms from its begin:\n%s", sb.String())
+}
+
+// TestTransactionFsyncs counts, through the filesystem, the batches written to
+// and the fsyncs of __transaction_state and of the data partition while one
+// producer runs back-to-back transactions of one record (franz-go, transaction
+// version 2). Per transaction the state log gets two batches: the completed
+// state of the previous transaction with the Ongoing state of this one (one
+// commit for both), and PrepareCommit; the data log gets the record and the
+// marker. Each batch that is waited for costs one fsync in sequence (fsyncs can
+// only merge batches). The completed state used to be a batch of its own, three
+// in all: the bound below fails unless most transactions share it.
+func TestTransactionFsyncs(t *testing.T) {
+	const txns = 20
+	n, tfs := startTracedNode(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("fsyncs"), kgo.AllowAutoTopicCreation(),
+		kgo.TransactionalID("fsyncs-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	run := func() {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // topic created, coordinator loaded
+	run()
+	tfs.take()
+	for range txns {
+		run()
+	}
+	spans := tfs.take()
+	var stateWrites, stateSyncs, dataWrites, dataSyncs int
+	for _, s := range spans {
+		state, data := strings.HasPrefix(s.log, txn.StateTopic), strings.HasPrefix(s.log, "fsyncs-")
+		switch {
+		case state && s.write > 0:
+			stateWrites++
+		case state:
+			stateSyncs++
+		case data && s.write > 0:
+			dataWrites++
+		case data:
+			dataSyncs++
+		}
+	}
+	t.Logf("per transaction: __transaction_state %.2f batches, %.2f fsyncs; data partition %.2f batches, %.2f fsyncs",
+		float64(stateWrites)/txns, float64(stateSyncs)/txns, float64(dataWrites)/txns, float64(dataSyncs)/txns)
+	// One completed state may be written alone on a loaded machine, when the
+	// next transaction's first produce comes later than txn.Config's
+	// CompleteDelay; allow a quarter of them.
+	if stateWrites > 2*txns+txns/4 || stateSyncs > stateWrites {
+		t.Fatalf("__transaction_state: %d batches and %d fsyncs for %d transactions, want about 2 each", stateWrites, stateSyncs, txns)
+	}
+	if dataWrites < 2*txns || dataSyncs > dataWrites {
+		t.Fatalf("data partition: %d batches and %d fsyncs for %d transactions, want 2 batches (record, marker) each", dataWrites, dataSyncs, txns)
+	}
+}
