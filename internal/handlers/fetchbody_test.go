@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 )
 
 // bufWriter is a protocol.BodyWriter that copies file ranges into memory.
@@ -97,5 +99,28 @@ func TestEncodeFetchBodyMatchesKmsg(t *testing.T) {
 				t.Fatalf("released %d file ranges, want %d", released, len(files))
 			}
 		})
+	}
+}
+
+// countRecords reads the record counts from batch headers and stops at a
+// partial batch (a fetch may end mid-batch only in a malformed answer).
+func TestCountRecords(t *testing.T) {
+	a := batchtest.Build(batchtest.Options{Records: batchtest.Values(3, 10)})
+	b := batchtest.Build(batchtest.Options{Records: batchtest.Values(5, 100)})
+	both := append(append([]byte(nil), a...), b...)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want int64
+	}{
+		{"none", nil, 0},
+		{"one", a, 3},
+		{"two", both, 8},
+		{"partial second", both[:len(both)-1], 3},
+		{"header only", both[:len(a)+20], 3},
+	} {
+		if got := countRecords(tc.in); got != tc.want {
+			t.Errorf("%s: %d records, want %d", tc.name, got, tc.want)
+		}
 	}
 }
