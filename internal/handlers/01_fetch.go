@@ -225,7 +225,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			if len(res.Remote) > 0 {
 				// Read from the object store (tiered storage, below the local log start).
 				if total == 0 || len(res.Remote) <= maxBytes {
-					sp.RecordBatches = res.Remote
+					files[sp] = &fileRecords{data: res.Remote, n: len(res.Remote), records: countRecords(res.Remote)}
 					total += len(res.Remote)
 					budget -= len(res.Remote)
 				}
@@ -320,7 +320,7 @@ func (h *Handlers) observeFetch(resp *kmsg.FetchResponse, files map[*kmsg.FetchR
 
 // countRecords adds up the record counts in the headers of batches a fetch
 // answers from memory (remote blocks, checksummed when read from the store; a
-// log on a non-OS filesystem): a metric needs no CRC pass over the bytes.
+// log on a non-OS filesystem): the metric needs no CRC pass over the bytes.
 func countRecords(b []byte) int64 {
 	var n int64
 	for len(b) >= batch.HeaderSize {

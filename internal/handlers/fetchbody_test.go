@@ -21,8 +21,9 @@ func (w *bufWriter) SendFile(f *os.File, off int64, n int) error {
 	return err
 }
 
-// TestEncodeFetchBodyMatchesKmsg proves the spliced body is byte-for-byte what kmsg
-// encodes when the record data is inline, for every Fetch version we serve.
+// TestEncodeFetchBodyMatchesKmsg proves the spliced body (file ranges and
+// in-memory record data) is byte-for-byte what kmsg encodes when the record data
+// is inline, for every Fetch version we serve.
 func TestEncodeFetchBodyMatchesKmsg(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 300) // 4800 bytes of "records"
 	path := filepath.Join(t.TempDir(), "seg.log")
@@ -76,7 +77,11 @@ func TestEncodeFetchBodyMatchesKmsg(t *testing.T) {
 					r := ranges[i%len(ranges)]
 					i++
 					inline.Topics[ti].Partitions[pi].RecordBatches = data[r.off : r.off+r.n]
-					files[&spliced.Topics[ti].Partitions[pi]] = &fileRecords{file: f, off: int64(r.off), n: r.n, release: func() { released++ }}
+					fr := &fileRecords{file: f, off: int64(r.off), n: r.n, release: func() { released++ }}
+					if i%3 == 0 { // bytes in memory (a remote block), written as they are
+						fr.file, fr.off, fr.data = nil, 0, data[r.off:r.off+r.n]
+					}
+					files[&spliced.Topics[ti].Partitions[pi]] = fr
 				}
 			}
 			want := inline.AppendTo(nil)
