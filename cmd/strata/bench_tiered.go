@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/bench"
 	"github.com/strata-stream/strata/internal/cli"
@@ -69,17 +68,10 @@ keeps the run short.`,
 }
 
 func runBenchTiered(ctx context.Context, s *session, f *benchTieredFlags) error {
-	cfg := bench.Config{
-		Brokers: s.opts.Brokers, Topic: f.topic,
-		Partitions: f.partitions, ReplicationFactor: f.replication,
-		RecordSize: f.recordSize, Count: f.count, Duration: f.duration,
-		Acks: f.acks, Compression: f.compression, Producers: 1, Consumers: 1, Linger: f.linger,
-		DrainTimeout: s.opts.Timeout,
-		ClientOpts:   append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
-	}
-	if f.acks == "-1" {
-		cfg.Acks = bench.AcksAll
-	}
+	cfg := benchBaseConfig(s, f.acks)
+	cfg.Topic, cfg.Partitions, cfg.ReplicationFactor = f.topic, f.partitions, f.replication
+	cfg.RecordSize, cfg.Count, cfg.Duration = f.recordSize, f.count, f.duration
+	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, 1, 1, f.linger
 	if err := cfg.Validate("produce"); err != nil {
 		return cli.Usage(err)
 	}

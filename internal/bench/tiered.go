@@ -72,9 +72,7 @@ type ReadPass struct {
 
 // Validate checks the settings Tiered adds; its complaints wrap ErrInvalidConfig.
 func (o TieredOptions) Validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
-	}
+	bad := invalidConfig
 	switch {
 	case o.Rounds < 1:
 		return bad("rounds must be at least 1, got %d", o.Rounds)
