@@ -72,9 +72,11 @@ type TierRetention struct {
 // Upload protocol (Upload), for each closed segment wholly below the high-water
 // mark and at or above the manifest's End:
 //
-//  1. Scan the segment's batch headers into checksummed blocks.
+//  1. Scan the segment once into checksummed blocks of whole batches.
 //  2. Put P/<base>-<next>.log (the bytes as stored) and P/<base>-<next>.index.
-//  3. Put P/manifest with the segment added and End = next: the commit point.
+//  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
+//     end of the pass, put P/manifest with the segments added and End = the
+//     last one's next: the commit point.
 //
 // A crash before step 3 leaves objects no manifest names: they never count,
 // and a re-upload of the same range writes the same names with the same bytes
