@@ -33,6 +33,7 @@ created when missing (--partitions, --replication-factor, --config).`
   strata bench consume --topic orders`),
 		benchModeCmd(env, g, "e2e", "Produce at --rate while consumers read; latency is from each record's due time to its arrival",
 			`  strata bench e2e --rate 1000 --duration 30s --acks all`),
+		benchTieredCmd(env, g),
 	)
 	return cmd
 }
@@ -108,20 +109,25 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 	return cmd
 }
 
-func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error {
+// benchBaseConfig is what every bench mode's Config takes from the session: the
+// brokers, the client options and timeouts, and acks (-1 meaning all).
+func benchBaseConfig(s *session, acks string) bench.Config {
 	cfg := bench.Config{
-		Brokers: s.opts.Brokers, Topic: f.topic,
-		Partitions: f.partitions, ReplicationFactor: f.replication,
-		RecordSize: f.recordSize, Count: f.count, Duration: f.duration, Rate: f.rate,
-		Acks: f.acks, Compression: f.compression,
-		Producers: f.producers, Consumers: f.consumers, Linger: f.linger,
-		TransactionRecords: f.txnRecords, Fanout: f.fanout,
-		DrainTimeout: s.opts.Timeout,
-		ClientOpts:   append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
+		Brokers: s.opts.Brokers, Acks: acks, DrainTimeout: s.opts.Timeout,
+		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
 	}
-	if f.acks == "-1" {
+	if acks == "-1" {
 		cfg.Acks = bench.AcksAll
 	}
+	return cfg
+}
+
+func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error {
+	cfg := benchBaseConfig(s, f.acks)
+	cfg.Topic, cfg.Partitions, cfg.ReplicationFactor = f.topic, f.partitions, f.replication
+	cfg.RecordSize, cfg.Count, cfg.Duration, cfg.Rate = f.recordSize, f.count, f.duration, f.rate
+	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, f.producers, f.consumers, f.linger
+	cfg.TransactionRecords, cfg.Fanout = f.txnRecords, f.fanout
 	for _, kv := range f.configs {
 		k, v, err := cli.ParseKeyValue("--config", kv)
 		if err != nil {

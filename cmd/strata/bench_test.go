@@ -121,6 +121,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"e2e", "--record-size", "4"},
 		{"consume", "--consumers", "0"},
 		{"consume", "extra-arg"},
+		{"tiered", "--rounds", "0"},
+		{"tiered", "--read-records", "0"},
+		{"tiered", "--segment-bytes", "-1"},
 		{"nonsense"},
 	} {
 		r := runBenchCmd(t, args...)
@@ -134,5 +137,41 @@ func TestBenchConsumeEmptyTopicFails(t *testing.T) {
 	r := runBenchCmd(t, "consume", "--topic", topicName(t))
 	if r.code != 1 || !strings.Contains(r.err.Error(), "no records") {
 		t.Fatalf("%s; want exit status 1 saying there are no records", r)
+	}
+}
+
+// bench tiered against the shared node (remote storage on, fast uploads and
+// cleaning): both topics produced, the tiered one read back from the store.
+func TestBenchTiered(t *testing.T) {
+	topic := topicName(t)
+	r := runBenchCmd(t, "tiered", "--topic", topic, "--count", "3000", "--rounds", "1",
+		"--segment-bytes", "1048576", "--local-retention-bytes", "1048576", "--read-records", "1000", "--output", "json")
+	if r.code != 0 {
+		t.Fatalf("%s", r)
+	}
+	var res bench.TieredResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("output is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if len(res.Plain) != 1 || len(res.Tiered) != 1 {
+		t.Fatalf("%d plain and %d tiered produce runs, want 1 each", len(res.Plain), len(res.Tiered))
+	}
+	checkSane(t, res.Plain[0], "produce", 3000, 1024)
+	checkSane(t, res.Tiered[0], "produce", 3000, 1024)
+	if res.RemoteRecords <= 0 || res.ProduceRatio <= 0 {
+		t.Fatalf("remote records %d, produce ratio %g", res.RemoteRecords, res.ProduceRatio)
+	}
+	want := min(1000, res.RemoteRecords)
+	if len(res.Reads) != 4 {
+		t.Fatalf("%d read passes, want 4", len(res.Reads))
+	}
+	for i, p := range res.Reads {
+		if wantSrc := []string{"remote", "local"}[i%2]; p.Source != wantSrc || p.Pass != i/2+1 {
+			t.Fatalf("read %d is %s pass %d, want %s pass %d", i, p.Source, p.Pass, wantSrc, i/2+1)
+		}
+		checkSane(t, p.Result, "consume", want, 1024)
+	}
+	if res.ReadRatioCold <= 0 || res.ReadRatioCached <= 0 {
+		t.Fatalf("read ratios %g, %g", res.ReadRatioCold, res.ReadRatioCached)
 	}
 }

@@ -90,9 +90,7 @@ const DefaultDrainTimeout = 30 * time.Second
 // Validate checks the settings a run depends on; mode is "produce", "consume" or
 // "e2e".
 func (c *Config) Validate(mode string) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
-	}
+	bad := invalidConfig
 	switch {
 	case len(c.Brokers) == 0:
 		return bad("no brokers")
@@ -164,6 +162,11 @@ func (c *Config) Validate(mode string) error {
 		return bad("record size must be within [0, %d], got %d", maxRecordSize, c.RecordSize)
 	}
 	return nil
+}
+
+// invalidConfig is a Validate complaint.
+func invalidConfig(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 }
 
 func (c *Config) drainTimeout() time.Duration {

@@ -14,10 +14,14 @@ import (
 )
 
 // fileRecords is record data that stays in a segment file and is sent with
-// sendfile(2): the Fetch response body is spliced around it.
+// sendfile(2), or a remote block sent from memory: the Fetch response body is
+// spliced around it.
 type fileRecords struct {
-	file    *os.File
-	off     int64
+	file *os.File
+	off  int64
+	// data, when file is nil, holds the record data in memory (a remote
+	// block): it is written as it is, never copied into the encoded response.
+	data    []byte
 	n       int
 	records int64 // offsets the batches span, for the Observer
 	release func()
@@ -46,6 +50,12 @@ func (b *fetchBody) WriteBody(w protocol.BodyWriter) error {
 	for _, p := range b.pieces {
 		if p.file == nil {
 			if _, err := w.Write(p.b); err != nil {
+				return err
+			}
+			continue
+		}
+		if p.file.file == nil {
+			if _, err := w.Write(p.file.data); err != nil {
 				return err
 			}
 			continue

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 )
 
 // bufWriter is a protocol.BodyWriter that copies file ranges into memory.
@@ -19,8 +21,9 @@ func (w *bufWriter) SendFile(f *os.File, off int64, n int) error {
 	return err
 }
 
-// TestEncodeFetchBodyMatchesKmsg proves the spliced body is byte-for-byte what kmsg
-// encodes when the record data is inline, for every Fetch version we serve.
+// TestEncodeFetchBodyMatchesKmsg proves the spliced body (file ranges and
+// in-memory record data) is byte-for-byte what kmsg encodes when the record data
+// is inline, for every Fetch version we serve.
 func TestEncodeFetchBodyMatchesKmsg(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 300) // 4800 bytes of "records"
 	path := filepath.Join(t.TempDir(), "seg.log")
@@ -74,7 +77,11 @@ func TestEncodeFetchBodyMatchesKmsg(t *testing.T) {
 					r := ranges[i%len(ranges)]
 					i++
 					inline.Topics[ti].Partitions[pi].RecordBatches = data[r.off : r.off+r.n]
-					files[&spliced.Topics[ti].Partitions[pi]] = &fileRecords{file: f, off: int64(r.off), n: r.n, release: func() { released++ }}
+					fr := &fileRecords{file: f, off: int64(r.off), n: r.n, release: func() { released++ }}
+					if i%3 == 0 { // bytes in memory (a remote block), written as they are
+						fr.file, fr.off, fr.data = nil, 0, data[r.off:r.off+r.n]
+					}
+					files[&spliced.Topics[ti].Partitions[pi]] = fr
 				}
 			}
 			want := inline.AppendTo(nil)
@@ -97,5 +104,28 @@ func TestEncodeFetchBodyMatchesKmsg(t *testing.T) {
 				t.Fatalf("released %d file ranges, want %d", released, len(files))
 			}
 		})
+	}
+}
+
+// countRecords reads the record counts from batch headers and stops at a
+// partial batch (a fetch may end mid-batch only in a malformed answer).
+func TestCountRecords(t *testing.T) {
+	a := batchtest.Build(batchtest.Options{Records: batchtest.Values(3, 10)})
+	b := batchtest.Build(batchtest.Options{Records: batchtest.Values(5, 100)})
+	both := append(append([]byte(nil), a...), b...)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want int64
+	}{
+		{"none", nil, 0},
+		{"one", a, 3},
+		{"two", both, 8},
+		{"partial second", both[:len(both)-1], 3},
+		{"header only", both[:len(a)+20], 3},
+	} {
+		if got := countRecords(tc.in); got != tc.want {
+			t.Errorf("%s: %d records, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -23,7 +23,11 @@
 // # Implementations
 //
 //   - file:///dir (NewFile): any mounted filesystem, through vfs. Put writes
-//     key.tmp-N, fsyncs it, renames it over key and fsyncs the directory.
+//     key.tmp-N, fsyncs it, renames it over key and fsyncs the directory. An
+//     io.SectionReader over an operating-system file (a segment) is copied by
+//     the kernel (copy_file_range on Linux), anything else in 1 MiB pieces.
+//   - s3://bucket/prefix (NewS3): through minio-go; an io.SectionReader above
+//     the 16 MiB part size goes up as a parallel multipart upload.
 //
 // Open picks the implementation from a URL.
 //

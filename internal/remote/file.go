@@ -76,7 +76,7 @@ func (f *File) Put(ctx context.Context, key string, r io.Reader, size int64) err
 			f.fsys.Remove(tmp)
 		}
 	}()
-	n, err := io.Copy(w, io.LimitReader(ctxReader{ctx, r}, size))
+	n, err := copyObject(ctx, w, r, size)
 	if err != nil {
 		return unavailable("put", key, err)
 	}
@@ -97,19 +97,6 @@ func (f *File) Put(ctx context.Context, key string, r io.Reader, size int64) err
 		return unavailable("put", key, err)
 	}
 	return nil
-}
-
-// ctxReader stops a copy once its context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // Get reads a byte range of the object's file.

@@ -68,11 +68,21 @@ func s3Error(op, key string, err error) error {
 	return fmt.Errorf("%w: %s %s: %v", ErrUnavailable, op, key, err)
 }
 
-// Put uploads the object in one request (multipart above minio-go's part size);
-// S3 makes it visible only once complete.
+// s3UploadThreads is how many parts of a multipart upload go at once.
+const s3UploadThreads = 4
+
+// Put uploads the object in one request up to minio-go's part size (16 MiB),
+// in a multipart upload above it; S3 makes it visible only once complete. A
+// section of a file (how the tier hands over a segment) is given to minio-go as
+// an io.ReaderAt, so that a multipart upload reads and sends s3UploadThreads
+// parts at once straight from the file; any other reader is read part by part
+// into a buffer.
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := CheckKey(key); err != nil {
 		return err
+	}
+	if sr, ok := r.(*io.SectionReader); ok {
+		return s.putSection(ctx, key, sr, size)
 	}
 	counted := &countingReader{r: io.LimitReader(r, size)}
 	_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, counted, size, minio.PutObjectOptions{ContentType: "application/octet-stream"})
@@ -85,6 +95,25 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		return fmt.Errorf("%w: put %s: reader gave %d of %d bytes", ErrUnavailable, key, counted.n, size)
 	}
 	return nil
+}
+
+// putSection uploads size bytes of sr from its current position.
+func (s *S3) putSection(ctx context.Context, key string, sr *io.SectionReader, size int64) error {
+	cur, err := sr.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("%w: put %s: %v", ErrUnavailable, key, err)
+	}
+	if left := sr.Size() - cur; left < size {
+		return fmt.Errorf("%w: put %s: reader gave %d of %d bytes", ErrUnavailable, key, max(left, 0), size)
+	}
+	outer, base, _ := sr.Outer()
+	part := io.NewSectionReader(outer, base+cur, size)
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", NumThreads: s3UploadThreads}
+	if _, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, part, size, opts); err != nil {
+		return s3Error("put", key, err)
+	}
+	_, err = sr.Seek(cur+size, io.SeekStart)
+	return err
 }
 
 type countingReader struct {

@@ -1,9 +1,13 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +55,37 @@ func TestS3Unavailable(t *testing.T) {
 	}
 	if _, err := live.Get(ctx, "k", 0, -1); !errors.Is(err, remote.ErrNotFound) {
 		t.Errorf("get of a missing object: %v, want ErrNotFound", err)
+	}
+}
+
+// A file section above minio-go's 16 MiB part size goes up as a multipart
+// upload, its parts read from the file in parallel, and reads back whole.
+func TestS3PutLargeFileSection(t *testing.T) {
+	srv := remotetest.StartS3Server(t)
+	s, err := remote.Open(srv.NewBucket(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data := make([]byte, 40<<20+100)
+	for i := range data {
+		data[i] = byte(i * 7 / 5)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "segment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	want := data[100:]
+	if err := s.Put(ctx, "t/0/big", io.NewSectionReader(f, 100, int64(len(want))), int64(len(want))); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	got, err := s.Get(ctx, "t/0/big", 0, -1)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("get: %d bytes (equal %v), %v; want %d bytes", len(got), bytes.Equal(got, want), err, len(want))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"path"
@@ -15,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/remote"
 )
 
@@ -72,9 +72,11 @@ type TierRetention struct {
 // Upload protocol (Upload), for each closed segment wholly below the high-water
 // mark and at or above the manifest's End:
 //
-//  1. Scan the segment's batch headers into checksummed blocks.
+//  1. Scan the segment once into checksummed blocks of whole batches.
 //  2. Put P/<base>-<next>.log (the bytes as stored) and P/<base>-<next>.index.
-//  3. Put P/manifest with the segment added and End = next: the commit point.
+//  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
+//     end of the pass, put P/manifest with the segments added and End = the
+//     last one's next: the commit point.
 //
 // A crash before step 3 leaves objects no manifest names: they never count,
 // and a re-upload of the same range writes the same names with the same bytes
@@ -264,6 +266,21 @@ func (t *Tier) Upload(ctx context.Context, highWatermark int64, leaderEpoch int3
 	return n, err
 }
 
+// Upload passes commit the segments they put in batches: one manifest write
+// for up to uploadCommitSegments segments or uploadCommitBytes bytes, and one
+// at the end of the pass. A crash loses no more than that (it is put again under
+// the same names), and small segments do not each pay for a manifest write.
+const (
+	uploadCommitSegments = 64
+	uploadCommitBytes    = 256 << 20
+)
+
+// uploadedSegment is a segment put in the store but not yet in the manifest.
+type uploadedSegment struct {
+	seg    remoteSegment
+	blocks []block
+}
+
 func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoch int32) (int, error) {
 	m, loaded := t.manifestCopy()
 	if !loaded {
@@ -274,50 +291,93 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 	}
 	limit := t.log.closedEndAtOrBelow(highWatermark)
 	n := 0
+	var pending []uploadedSegment
+	var pendingBytes int64
+	commit := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		next, err := t.commitLocked(ctx, m, pending, leaderEpoch)
+		if err != nil {
+			return err
+		}
+		m = next
+		n += len(pending)
+		pending, pendingBytes = pending[:0], 0
+		return nil
+	}
+	end := m.End
 	for {
-		from := max(m.End, t.log.LogStartOffset())
+		from := max(end, t.log.LogStartOffset())
 		if from >= limit {
-			return n, nil
+			break
 		}
 		c, err := t.log.Read(from, math.MaxInt32, limit)
 		if err != nil {
+			err = errors.Join(err, commit())
 			return n, err
 		}
 		if c.Size == 0 {
-			return n, nil
+			break
 		}
 		seg, blocks, err := t.putChunk(ctx, &c)
 		c.Release()
 		if err != nil {
+			// What was put before the failure still counts if the manifest
+			// can be written.
+			err = errors.Join(err, commit())
 			return n, err
 		}
-		seg.Epochs = epochsIn(t.log.Epochs(), seg.Base, seg.Next)
-		next := m
-		next.LeaderEpoch = leaderEpoch
-		next.Segments = append(slices.Clone(m.Segments), seg)
-		if t.cfg.Aborted != nil {
-			next.Aborted = append(slices.Clone(m.Aborted), t.cfg.Aborted(seg.Base, seg.Next)...)
+		pending = append(pending, uploadedSegment{seg, blocks})
+		pendingBytes += seg.Size
+		end = seg.Next
+		if len(pending) >= uploadCommitSegments || pendingBytes >= uploadCommitBytes {
+			if err := commit(); err != nil {
+				return n, err
+			}
 		}
-		next.End = seg.Next
-		if len(m.Segments) == 0 && m.End <= m.Start {
-			next.Start = seg.Base
-		}
-		if err := t.checkManifestUnchanged(ctx, m, leaderEpoch); err != nil {
-			return n, err
-		}
-		b := next.encode()
-		if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
-			return n, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
-		}
-		t.mu.Lock()
-		t.mu.m = next
-		t.mu.blocks[seg.Base] = blocks
-		t.mu.Unlock()
-		m = next
-		n++
-		t.stats.uploads.Add(1)
-		t.stats.uploadBytes.Add(seg.Size)
 	}
+	err := commit()
+	return n, err
+}
+
+// commitLocked writes the manifest m with the uploaded segments added, under
+// leaderEpoch: the commit point of an upload. It returns the new manifest.
+func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegment, leaderEpoch int32) (manifest, error) {
+	next := m
+	next.LeaderEpoch = leaderEpoch
+	next.Segments = slices.Grow(slices.Clone(m.Segments), len(up))
+	next.Aborted = slices.Clone(m.Aborted)
+	epochs := t.log.Epochs()
+	for _, u := range up {
+		u.seg.Epochs = epochsIn(epochs, u.seg.Base, u.seg.Next)
+		next.Segments = append(next.Segments, u.seg)
+		if t.cfg.Aborted != nil {
+			next.Aborted = append(next.Aborted, t.cfg.Aborted(u.seg.Base, u.seg.Next)...)
+		}
+	}
+	next.End = up[len(up)-1].seg.Next
+	if len(m.Segments) == 0 && m.End <= m.Start {
+		next.Start = up[0].seg.Base
+	}
+	if err := t.checkManifestUnchanged(ctx, m, leaderEpoch); err != nil {
+		return m, err
+	}
+	b := next.encode()
+	if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
+		return m, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	t.mu.Lock()
+	t.mu.m = next
+	for _, u := range up {
+		t.mu.blocks[u.seg.Base] = u.blocks
+	}
+	t.mu.Unlock()
+	for _, u := range up {
+		t.stats.uploads.Add(1)
+		t.stats.uploadBytes.Add(u.seg.Size)
+	}
+	return next, nil
 }
 
 // checkManifestUnchanged re-reads the stored manifest before a new one replaces
@@ -369,45 +429,18 @@ func epochsIn(all []EpochEntry, base, next int64) []EpochEntry {
 	return out
 }
 
+// uploadReadBytes is the read size of an upload's scan of a segment.
+const uploadReadBytes = 1 << 20
+
+// uploadBufPool holds the read windows of upload scans.
+var uploadBufPool = sync.Pool{New: func() any { b := make([]byte, uploadReadBytes); return &b }}
+
 // putChunk scans a chunk of one closed segment into blocks and uploads its data
 // and block index.
 func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, error) {
-	seg := remoteSegment{Base: c.FirstOffset, Next: c.NextOffset, Size: int64(c.Size), MaxTimestamp: -1}
-	var blocks []block
-	var hdr [batch.HeaderSize]byte
-	buf := make([]byte, 0, t.cfg.BlockBytes)
-	var cur block
-	flush := func() {
-		cur.Size = uint32(len(buf))
-		cur.CRC = blockCRC(buf)
-		blocks = append(blocks, cur)
-		buf = buf[:0]
-	}
-	for pos := int64(0); pos < int64(c.Size); {
-		if _, err := c.File.ReadAt(hdr[:], c.Pos+pos); err != nil {
-			return seg, nil, corrupt(c.File.Name(), c.Pos+pos, err)
-		}
-		h, err := batch.ParseHeader(hdr[:])
-		if err != nil || int64(h.Size()) > int64(c.Size)-pos || h.Size() < batch.HeaderSize {
-			return seg, nil, corrupt(c.File.Name(), c.Pos+pos, fmt.Errorf("bad batch header: %v", err))
-		}
-		if len(buf) == 0 {
-			cur = block{BaseOffset: h.BaseOffset, Pos: pos, MaxTimestamp: -1}
-		}
-		start := len(buf)
-		buf = append(buf, make([]byte, h.Size())...)
-		if _, err := c.File.ReadAt(buf[start:], c.Pos+pos); err != nil {
-			return seg, nil, corrupt(c.File.Name(), c.Pos+pos, err)
-		}
-		cur.MaxTimestamp = max(cur.MaxTimestamp, h.MaxTimestamp)
-		seg.MaxTimestamp = max(seg.MaxTimestamp, h.MaxTimestamp)
-		pos += int64(h.Size())
-		if len(buf) >= t.cfg.BlockBytes {
-			flush()
-		}
-	}
-	if len(buf) > 0 {
-		flush()
+	seg, blocks, err := t.scanBlocks(c)
+	if err != nil {
+		return seg, nil, err
 	}
 	data := io.NewSectionReader(c.File, c.Pos, int64(c.Size))
 	if err := t.cfg.Store.Put(ctx, seg.key(t.cfg.Prefix, logSuffix), data, seg.Size); err != nil {
@@ -416,6 +449,42 @@ func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, 
 	idx := encodeBlocks(blocks)
 	if err := t.cfg.Store.Put(ctx, seg.key(t.cfg.Prefix, indexSuffix), bytes.NewReader(idx), int64(len(idx))); err != nil {
 		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	return seg, blocks, nil
+}
+
+// scanBlocks cuts a chunk into blocks of whole batches of at least BlockBytes
+// (the last may be shorter), checksumming each as it goes: one pass over the
+// chunk in reads of uploadReadBytes.
+func (t *Tier) scanBlocks(c *Chunk) (remoteSegment, []block, error) {
+	seg := remoteSegment{Base: c.FirstOffset, Next: c.NextOffset, Size: int64(c.Size), MaxTimestamp: -1}
+	bp := uploadBufPool.Get().(*[]byte)
+	defer uploadBufPool.Put(bp)
+	s := scanner{f: c.File, pos: c.Pos, end: c.Pos + int64(c.Size), buf: *bp}
+	var blocks []block
+	var cur block
+	var size int64
+	var crc uint32
+	for s.next() {
+		b, err := s.window(s.bpos, int(s.pos-s.bpos))
+		if err != nil {
+			return seg, nil, corrupt(c.File.Name(), s.bpos, err)
+		}
+		if size == 0 {
+			cur = block{BaseOffset: s.h.BaseOffset, Pos: s.bpos - c.Pos, MaxTimestamp: -1}
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+		size += int64(len(b))
+		cur.MaxTimestamp = max(cur.MaxTimestamp, s.h.MaxTimestamp)
+		seg.MaxTimestamp = max(seg.MaxTimestamp, s.h.MaxTimestamp)
+		if size >= int64(t.cfg.BlockBytes) || s.pos == s.end {
+			cur.Size, cur.CRC = uint32(size), crc
+			blocks = append(blocks, cur)
+			size, crc = 0, 0
+		}
+	}
+	if s.err != nil {
+		return seg, nil, corrupt(c.File.Name(), s.pos, s.err)
 	}
 	return seg, blocks, nil
 }

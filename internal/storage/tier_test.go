@@ -492,3 +492,69 @@ func TestManifestAbortedTransactions(t *testing.T) {
 		t.Fatal("aborted transactions out of marker order decoded")
 	}
 }
+
+// countingStore counts manifest writes and fails every segment data Put after
+// the first okLogPuts while limited is set.
+type countingStore struct {
+	remote.Store
+	manifestPuts atomic.Int64
+	logPuts      atomic.Int64
+	limited      atomic.Bool
+	okLogPuts    int64
+}
+
+func (c *countingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	switch {
+	case strings.HasSuffix(key, "/"+manifestKey):
+		c.manifestPuts.Add(1)
+	case strings.HasSuffix(key, logSuffix):
+		if c.logPuts.Add(1) > c.okLogPuts && c.limited.Load() {
+			return errFlaky
+		}
+	}
+	return c.Store.Put(ctx, key, r, size)
+}
+
+// An upload pass commits its segments in batches: one manifest write per
+// uploadCommitSegments segments and one for the rest. When a Put fails midway,
+// the segments put before it are still committed, and the next pass carries on
+// from them.
+func TestTierUploadCommitsInBatches(t *testing.T) {
+	store := &countingStore{Store: memStore(t, vfs.NewMem())}
+	l, tier := tieredLog(t, store, 1<<30, nil)
+	want := appendN(t, l, 10*(uploadCommitSegments+6), 3, 100, 1000, 0)
+	n, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n <= uploadCommitSegments || n > 2*uploadCommitSegments {
+		t.Fatalf("uploaded %d segments; the test wants between one and two commits' worth", n)
+	}
+	if got := store.manifestPuts.Load(); got != 2 {
+		t.Fatalf("%d manifest writes for %d segments, want 2", got, n)
+	}
+
+	want = append(want, appendN(t, l, 100, 3, 100, 1000, 0)...)
+	store.manifestPuts.Store(0)
+	store.okLogPuts = store.logPuts.Load() + 3
+	store.limited.Store(true)
+	end := tier.UploadedEnd()
+	n, err = tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0)
+	if !errors.Is(err, ErrRemoteUnavailable) || n != 3 || store.manifestPuts.Load() != 1 {
+		t.Fatalf("upload failing at the 4th segment: %d committed with %d manifest writes, %v; want 3, 1 and ErrRemoteUnavailable",
+			n, store.manifestPuts.Load(), err)
+	}
+	reloaded := NewTier(l, tier.cfg)
+	if err := reloaded.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := reloaded.UploadedEnd(); got != tier.UploadedEnd() || got <= end {
+		t.Fatalf("stored manifest ends at %d, tier at %d (was %d)", got, tier.UploadedEnd(), end)
+	}
+	store.limited.Store(false)
+	uploadAndRetain(t, l, reloaded)
+	if st := reloaded.Stats(); st.UploadLagBytes != 0 {
+		t.Fatalf("upload lag %d after the retry", st.UploadLagBytes)
+	}
+	sameBatches(t, readTiered(t, l, reloaded, 1<<20), want)
+}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -91,6 +93,41 @@ func Run(t *testing.T, newStore func(t *testing.T) remote.Store) {
 		}
 		if keys, err := s.List(ctx(t), ""); err != nil || len(keys) != 0 {
 			t.Fatalf("list after failed put = %v, %v", keys, err)
+		}
+	})
+	// The tier uploads a segment as a section of its file: Put reads it from
+	// the section's current position, and a section shorter than size stores
+	// nothing. The file is a real one, so a store that hands such sections to
+	// the kernel (file:// on Linux) is checked on that path too.
+	t.Run("PutFileSection", func(t *testing.T) {
+		s := newStore(t)
+		f, err := os.Create(filepath.Join(t.TempDir(), "segment"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		data := bytes.Repeat([]byte("0123456789"), 300_000) // several copy pieces
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		sr := io.NewSectionReader(f, 7, int64(len(data))-17)
+		if _, err := io.ReadFull(sr, make([]byte, 5)); err != nil {
+			t.Fatal(err)
+		}
+		want := data[12 : len(data)-10]
+		if err := s.Put(ctx(t), "seg", sr, int64(len(want))); err != nil {
+			t.Fatalf("put from a file section: %v", err)
+		}
+		got, err := s.Get(ctx(t), "seg", 0, -1)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("get = %d bytes (equal %v), %v; want %d bytes", len(got), bytes.Equal(got, want), err, len(want))
+		}
+		short := io.NewSectionReader(f, int64(len(data))-100, 100)
+		if err := s.Put(ctx(t), "short", short, 200); err == nil {
+			t.Fatal("put of a 100-byte section declared as 200 succeeded")
+		}
+		if _, err := s.Get(ctx(t), "short", 0, -1); !errors.Is(err, remote.ErrNotFound) {
+			t.Fatalf("a failed put left an object: %v", err)
 		}
 	})
 	t.Run("FailingReaderIsNotStored", func(t *testing.T) {
