@@ -121,6 +121,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"e2e", "--record-size", "4"},
 		{"consume", "--consumers", "0"},
 		{"consume", "extra-arg"},
+		{"share", "--ack", "maybe"},
+		{"share", "--dead-letter-topic", "dlq.x"},
 		{"nonsense"},
 	} {
 		r := runBenchCmd(t, args...)
@@ -134,5 +136,26 @@ func TestBenchConsumeEmptyTopicFails(t *testing.T) {
 	r := runBenchCmd(t, "consume", "--topic", topicName(t))
 	if r.code != 1 || !strings.Contains(r.err.Error(), "no records") {
 		t.Fatalf("%s; want exit status 1 saying there are no records", r)
+	}
+}
+
+// TestBenchShare reads one topic with a share group each way (and a classic
+// group), and dead-letters it: every record reaches the dead-letter topic.
+func TestBenchShare(t *testing.T) {
+	topic := topicName(t)
+	common := []string{"--topic", topic, "--count", "3000", "--record-size", "200"}
+	for _, tc := range []struct {
+		ack     string
+		members string
+	}{{bench.ShareAccept, "2"}, {bench.ShareAckEach, "1"}, {bench.ShareClassic, "1"}} {
+		res := benchJSON(t, append([]string{"share", "--ack", tc.ack, "--consumers", tc.members, "--group", topic + "-" + tc.ack}, common...)...)
+		if res.Mode != "share" || res.ShareAck != tc.ack || res.Records <= 0 || res.Records > 3000 || res.RecordSize != 200 ||
+			res.RecordsPerSec <= 0 || res.Latency.Count == 0 || res.Latency.P50 > res.Latency.P99 {
+			t.Fatalf("share --ack %s: %+v", tc.ack, res)
+		}
+	}
+	res := benchJSON(t, append([]string{"share", "--ack", "reject", "--group", topic + "-reject", "--dead-letter-topic", "dlq." + topic}, common...)...)
+	if res.Records != 3000 || res.DeadLettered < 3000 || res.RecordsPerSec <= 0 {
+		t.Fatalf("share --ack reject: %+v", res)
 	}
 }
