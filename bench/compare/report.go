@@ -75,6 +75,7 @@ type pairing struct {
 	PerfTest    map[string]perfTestRun  `json:"perf_test,omitempty"`
 	Workloads   []workload              `json:"-"`
 	Errors      []string                `json:"errors,omitempty"`
+	Extras      []*extraTable           `json:"extras,omitempty"`
 	resultsByWS map[[2]string][]float64 // (workload, system) -> values in round order
 	cpuPerGBWS  map[[2]string][]float64 // (workload, system) -> broker CPU s per GB of values
 }
