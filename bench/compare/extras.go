@@ -19,10 +19,10 @@ import (
 type extraOptions struct {
 	base bool // run the produce, consume and e2e rows and ProducerPerformance
 
-	share           bool
-	shareRecords    int64
-	shareDLQRecords int64
-	shareMembers    []int
+	share             bool
+	shareRecords      int64
+	shareSmallRecords int64
+	shareMembers      []int
 
 	ombRates    []int
 	ombDuration time.Duration
@@ -38,8 +38,8 @@ type extraOptions struct {
 func (e *extraOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&e.base, "base", true, "run the produce, consume and e2e rows and ProducerPerformance (false: only the extra workloads asked for)")
 	fs.BoolVar(&e.share, "share", false, "share-group rows: -share-members members on one partition, a classic group, acknowledgement latency, dead-lettering")
-	fs.Int64Var(&e.shareRecords, "share-records", 200_000, "1 KiB records each share-group and classic-group run reads")
-	fs.Int64Var(&e.shareDLQRecords, "share-dlq-records", 20_000, "records the dead-lettering and acknowledgement-latency runs read")
+	fs.Int64Var(&e.shareRecords, "share-records", 100_000, "1 KiB records each share-group and classic-group run reads")
+	fs.Int64Var(&e.shareSmallRecords, "share-small-records", 50_000, "1 KiB records each acknowledgement-latency and dead-lettering run reads")
 	fs.StringVar(&e.rawShareMembers, "share-members", "1,4,16", "share-group sizes to measure, comma-separated")
 	fs.StringVar(&e.rawOMBRates, "omb-rates", "", "OMB-style workload: 4 producers, 16 partitions, 2 consumers, 1 KiB, one step per rate in records/s, comma-separated, rising (\"\": skip it)")
 	fs.DurationVar(&e.ombDuration, "omb-duration", 10*time.Second, "length of each OMB-style rate step")
@@ -68,8 +68,8 @@ func (e *extraOptions) parse() error {
 		}
 	}
 	switch {
-	case e.shareRecords < 1 || e.shareDLQRecords < 1:
-		return fmt.Errorf("-share-records and -share-dlq-records must be positive")
+	case e.shareRecords < 1 || e.shareSmallRecords < 1:
+		return fmt.Errorf("-share-records and -share-small-records must be positive")
 	case e.ombDuration <= 0 || e.fanoutDuration <= 0:
 		return fmt.Errorf("-omb-duration and -fanout-duration must be positive")
 	case e.fanout < 0:

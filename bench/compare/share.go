@@ -21,8 +21,8 @@ import (
 //     partition gives a classic group one reader);
 //   - acknowledgement latency: one member accepts each poll's records and waits
 //     for the broker to confirm them (FlushAcks, Java's commitSync), over
-//     -share-dlq-records records: p50 and p99 of that wait, and records/s;
-//   - dead-lettering: one member rejects every record of -share-dlq-records,
+//     -share-small-records records: p50 and p99 of that wait, and records/s;
+//   - dead-lettering: one member rejects every record of -share-small-records,
 //     the group's errors.deadletterqueue.topic.name is a fresh dlq.* topic:
 //     records/s from the first delivery to the last record written there.
 //
@@ -45,14 +45,14 @@ func runShare(ctx context.Context, o options, p *pairing, brokers map[string]*sy
 			"from the start; share-group records/s count from when every member has received records; the "+
 			"classic group's from its assignment. Broker defaults on both sides: at most 2000 records in flight "+
 			"per share partition, 30 s locks. Dead-letter records carry the origin headers only "+
-			"(errors.deadletterqueue.copy.record.enable is false by default).", o.extras.shareRecords, o.extras.shareDLQRecords),
+			"(errors.deadletterqueue.copy.record.enable is false by default).", o.extras.shareRecords, o.extras.shareSmallRecords),
 	}
 	p.Extras = append(p.Extras, t)
 	for _, sys := range []string{"strata", "kafka"} {
 		for _, fill := range []struct {
 			topic string
 			n     int64
-		}{{shareTopic, o.extras.shareRecords}, {shareSmallTopic, o.extras.shareDLQRecords}} {
+		}{{shareTopic, o.extras.shareRecords}, {shareSmallTopic, o.extras.shareSmallRecords}} {
 			c := shareConfig(o, brokers[sys].seeds, fill.topic, fill.n)
 			fillCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 			n, err := bench.Prefill(fillCtx, c)
@@ -87,7 +87,7 @@ func runShare(ctx context.Context, o options, p *pairing, brokers map[string]*sy
 		return err
 	}
 	err = alternate(ctx, o, p, brokers, t, "share group, 1 member, accept and wait after each poll", func(ctx context.Context, sys string, seeds []string, round int) ([]measure, any, error) {
-		c := shareConfig(o, seeds, shareSmallTopic, o.extras.shareDLQRecords)
+		c := shareConfig(o, seeds, shareSmallTopic, o.extras.shareSmallRecords)
 		c.ShareAck, c.Group = bench.ShareAckEach, fmt.Sprintf("ack-each-r%d", round)
 		res, err := bench.Share(ctx, c)
 		return []measure{
@@ -100,7 +100,7 @@ func runShare(ctx context.Context, o options, p *pairing, brokers map[string]*sy
 		return err
 	}
 	return alternate(ctx, o, p, brokers, t, "share group, 1 member, reject all to a dead-letter topic", func(ctx context.Context, sys string, seeds []string, round int) ([]measure, any, error) {
-		c := shareConfig(o, seeds, shareSmallTopic, o.extras.shareDLQRecords)
+		c := shareConfig(o, seeds, shareSmallTopic, o.extras.shareSmallRecords)
 		c.ShareAck, c.Group = bench.ShareReject, fmt.Sprintf("reject-r%d", round)
 		c.DeadLetterTopic = fmt.Sprintf("dlq.share-r%d", round)
 		res, err := bench.Share(ctx, c)
