@@ -188,17 +188,7 @@ func (t *extraTable) write(w io.Writer) {
 	for _, line := range t.Summary {
 		fmt.Fprintf(w, "%s\n\n", line)
 	}
-	if t.Note != "" {
-		fmt.Fprintf(w, "%s\n\n", t.Note)
-	}
-	if len(t.Errors) > 0 {
-		fmt.Fprintln(w, "Failed runs (not in the medians):")
-		fmt.Fprintln(w)
-		for _, e := range t.Errors {
-			fmt.Fprintf(w, "- %s\n", e)
-		}
-		fmt.Fprintln(w)
-	}
+	writeNoteAndFailures(w, t.Note, t.Errors)
 }
 
 // medianCell is the median of vs, or "-" when there is none (every run failed,

@@ -196,13 +196,18 @@ func (p *pairing) writeTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	p.writeCPUTable(w)
-	if p.Note != "" {
-		fmt.Fprintf(w, "%s\n\n", p.Note)
+	writeNoteAndFailures(w, p.Note, p.Errors)
+}
+
+// writeNoteAndFailures prints a table's note and its failed runs.
+func writeNoteAndFailures(w io.Writer, note string, failures []string) {
+	if note != "" {
+		fmt.Fprintf(w, "%s\n\n", note)
 	}
-	if len(p.Errors) > 0 {
+	if len(failures) > 0 {
 		fmt.Fprintln(w, "Failed runs (not in the medians):")
 		fmt.Fprintln(w)
-		for _, e := range p.Errors {
+		for _, e := range failures {
 			fmt.Fprintf(w, "- %s\n", e)
 		}
 		fmt.Fprintln(w)
