@@ -41,9 +41,10 @@ const (
 //
 // Timing. Members join at different times (a share group assigns through its
 // heartbeats), so the clock of ShareAccept and ShareAckEach starts once every
-// member has received records and counts only the records read after that: the
-// rate of all members sharing the partition. ShareClassic starts when the
-// first member has its assignment, and ShareReject at the first records delivered. A ShareReject run with a dead-letter topic ends when
+// member holds its assignment (ShareGroupDescribe, polled every 20 ms) and counts
+// only the records read after that: the rate of all members sharing the
+// partition. ShareClassic starts when the first member has its assignment, and
+// ShareReject at the first records delivered. A ShareReject run with a dead-letter topic ends when
 // the topic holds one record per record read (polled every 20 ms); the others end
 // at the last record delivered. A record delivered twice (a lock that expired,
 // records released by a member leaving) is counted once.
@@ -80,7 +81,11 @@ func Share(ctx context.Context, c Config) (Result, error) {
 		runCtx, cancel = context.WithTimeout(runCtx, c.Duration)
 		defer cancel()
 	}
-	tr := newShareTracker(partitions, start, end, c.Consumers, c.ShareAck == ShareAccept || c.ShareAck == ShareAckEach)
+	allAssigned := c.ShareAck == ShareAccept || c.ShareAck == ShareAckEach
+	tr := newShareTracker(partitions, start, end, c.Consumers, allAssigned)
+	if allAssigned {
+		go c.watchAssignments(runCtx, tr)
+	}
 	lat := newRecorder()
 	began := time.Now()
 	var (
@@ -138,8 +143,11 @@ func Share(ctx context.Context, c Config) (Result, error) {
 	if err := tr.incomplete(target, c.DeadLetterTopic != "", c.Duration); err != nil {
 		return res, err
 	}
-	if w.base >= target {
-		return res, fmt.Errorf("%w: the %d members had read all %d records before the last of them received one; give more records", ErrRecordsFailed, c.Consumers, target)
+	switch {
+	case w.started.IsZero():
+		return res, fmt.Errorf("%w: the group read every record before all %d members held an assignment; give more records", ErrRecordsFailed, c.Consumers)
+	case w.base >= target:
+		return res, fmt.Errorf("%w: the group had read all %d records when the window opened; give more records", ErrRecordsFailed, target)
 	}
 	return res, nil
 }
@@ -148,7 +156,7 @@ func Share(ctx context.Context, c Config) (Result, error) {
 // its window. It is shared by the members' goroutines.
 type shareTracker struct {
 	members   int
-	allJoin   bool            // the window starts when every member has received records
+	explicit  bool            // the window opens only when open is called
 	base      map[int32]int64 // the partitions' start offsets
 	end       map[int32]int64 // and their end offsets when the run began
 	offsets   map[int32]int   // index in seen of each partition's first record
@@ -178,8 +186,8 @@ type window struct {
 	base    int64
 }
 
-func newShareTracker(partitions []int32, start, end map[int32]int64, members int, allJoin bool) *shareTracker {
-	t := &shareTracker{members: members, allJoin: allJoin, base: start, end: end, offsets: map[int32]int{},
+func newShareTracker(partitions []int32, start, end map[int32]int64, members int, explicit bool) *shareTracker {
+	t := &shareTracker{members: members, explicit: explicit, base: start, end: end, offsets: map[int32]int{},
 		done: make(chan struct{}), joined: make([]bool, members)}
 	n := 0
 	for _, p := range partitions {
@@ -233,8 +241,17 @@ func (t *shareTracker) readyLocked(member int, now time.Time) {
 	}
 	t.joined[member] = true
 	t.nJoined++
-	if t.start.IsZero() && (!t.allJoin || t.nJoined == t.members) {
+	if t.start.IsZero() && !t.explicit {
 		t.start, t.startBase = now, t.distinct
+	}
+}
+
+// open opens the window now, unless it is open.
+func (t *shareTracker) open() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.start.IsZero() {
+		t.start, t.startBase = time.Now(), t.distinct
 	}
 }
 
@@ -346,6 +363,48 @@ func (c *Config) shareMember(ctx context.Context, i int, tr *shareTracker, lat *
 			lat.record(time.Since(sent))
 		}
 	}
+}
+
+// watchAssignments polls ShareGroupDescribe until the group has Config.Consumers
+// members and each holds an assignment, then opens the tracker's window.
+func (c *Config) watchAssignments(ctx context.Context, tr *shareTracker) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)...)
+	if err != nil {
+		return // the run then fails: its window never opened
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = []string{c.Group}
+	for {
+		if resp, err := req.RequestWith(ctx, cl); err == nil && allAssigned(resp, c.Group, c.Consumers) {
+			tr.open()
+			return
+		}
+		if !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
+			return
+		}
+	}
+}
+
+// allAssigned says whether the described group has members members, each
+// holding at least one partition.
+func allAssigned(resp *kmsg.ShareGroupDescribeResponse, group string, members int) bool {
+	for _, g := range resp.Groups {
+		if g.GroupID != group || g.ErrorCode != 0 || len(g.Members) != members {
+			continue
+		}
+		for _, m := range g.Members {
+			held := 0
+			for _, tp := range m.Assignment.TopicPartitions {
+				held += len(tp.Partitions)
+			}
+			if held == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // setShareGroupConfigs makes the group read from the topic's start and, with a

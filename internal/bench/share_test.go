@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func records(partition int32, offsets ...int64) []*kgo.Record {
@@ -17,19 +18,20 @@ func records(partition int32, offsets ...int64) []*kgo.Record {
 	return rs
 }
 
-// TestShareTrackerWindow: with allJoin the window opens when the last member
-// receives records and counts only what is read after; records outside the
-// range listed at the start and second deliveries do not count.
+// TestShareTrackerWindow: an explicit window opens when told (every member is
+// assigned) and counts only what is read after; records outside the range
+// listed at the start and second deliveries do not count.
 func TestShareTrackerWindow(t *testing.T) {
 	start := map[int32]int64{0: 10, 1: 0}
 	end := map[int32]int64{0: 14, 1: 2}
 	tr := newShareTracker([]int32{0, 1}, start, end, 2, true)
 	tr.add(0, records(0, 9, 10, 11, 14)) // 9 and 14 lie outside [10, 14)
-	if w := tr.window(); !w.started.IsZero() {
-		t.Fatalf("window started with one member of two: %+v", w)
-	}
-	tr.add(0, records(0, 10)) // a second delivery
+	tr.add(0, records(0, 10))            // a second delivery
 	tr.add(1, records(1, 0))
+	if w := tr.window(); !w.started.IsZero() {
+		t.Fatalf("an explicit window opened by itself: %+v", w)
+	}
+	tr.open()
 	w := tr.window()
 	if w.started.IsZero() || w.base != 3 || w.end != 0 {
 		t.Fatalf("window %+v, want started with base 3", w)
@@ -50,8 +52,8 @@ func TestShareTrackerWindow(t *testing.T) {
 	}
 }
 
-// TestShareTrackerFirstRecord: without allJoin the first member's first
-// records open the window; a run that stops early says how far it got.
+// TestShareTrackerFirstRecord: otherwise the first member's first records open
+// the window; a run that stops early says how far it got.
 func TestShareTrackerFirstRecord(t *testing.T) {
 	tr := newShareTracker([]int32{0}, map[int32]int64{0: 0}, map[int32]int64{0: 3}, 4, false)
 	tr.add(2, records(0, 0))
@@ -124,5 +126,39 @@ func TestShare(t *testing.T) {
 				t.Fatalf("table lacks the group:\n%s", out.String())
 			}
 		})
+	}
+}
+
+func TestAllAssigned(t *testing.T) {
+	member := func(partitions ...int32) kmsg.ShareGroupDescribeResponseGroupMember {
+		m := kmsg.NewShareGroupDescribeResponseGroupMember()
+		if len(partitions) > 0 {
+			tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+			tp.Partitions = partitions
+			m.Assignment.TopicPartitions = append(m.Assignment.TopicPartitions, tp)
+		}
+		return m
+	}
+	describe := func(group string, code int16, ms ...kmsg.ShareGroupDescribeResponseGroupMember) *kmsg.ShareGroupDescribeResponse {
+		resp := kmsg.NewPtrShareGroupDescribeResponse()
+		g := kmsg.NewShareGroupDescribeResponseGroup()
+		g.GroupID, g.ErrorCode, g.Members = group, code, ms
+		resp.Groups = append(resp.Groups, g)
+		return resp
+	}
+	for _, tc := range []struct {
+		name string
+		resp *kmsg.ShareGroupDescribeResponse
+		want bool
+	}{
+		{"all assigned", describe("g", 0, member(0), member(0, 1)), true},
+		{"one unassigned", describe("g", 0, member(0), member()), false},
+		{"too few members", describe("g", 0, member(0)), false},
+		{"another group", describe("h", 0, member(0), member(0)), false},
+		{"an error", describe("g", 69, member(0), member(0)), false},
+	} {
+		if got := allAssigned(tc.resp, "g", 2); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
