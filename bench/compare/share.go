@@ -16,7 +16,7 @@ import (
 //
 //   - records/s read by a new share group of 1, 4 and 16 members (-share-members)
 //     on one partition of -share-records 1 KiB records, accepting every record;
-//     timed from when every member has received records (bench.Share);
+//     timed from when every member holds its assignment (bench.Share);
 //   - the same records read by a classic consumer group of one member (one
 //     partition gives a classic group one reader);
 //   - acknowledgement latency: one member accepts each poll's records and waits
@@ -42,7 +42,7 @@ func runShare(ctx context.Context, o options, p *pairing, brokers map[string]*sy
 	t := &extraTable{
 		Title: "Share groups (KIP-932), one partition, 1 KiB records, franz-go " + moduleVersion("github.com/twmb/franz-go"),
 		Note: fmt.Sprintf("Each run is a new group reading %d records (%d for the acknowledgement and dead-letter rows) "+
-			"from the start; share-group records/s count from when every member has received records; the "+
+			"from the start; share-group records/s count from when every member holds its assignment; the "+
 			"classic group's from its assignment. Broker defaults on both sides: at most 2000 records in flight "+
 			"per share partition, 30 s locks. Dead-letter records carry the origin headers only "+
 			"(errors.deadletterqueue.copy.record.enable is false by default).", o.extras.shareRecords, o.extras.shareSmallRecords),

@@ -27,8 +27,8 @@
 //	         accepting, accepting and waiting for the broker after every poll
 //	         (latency: that wait), or rejecting into a dead-letter topic
 //	         (Config.ShareAck); or a classic consumer group reads it, for
-//	         comparison. Records/s count from when every share member has
-//	         received records (see Share for each mode's window).
+//	         comparison. Records/s count from when every share member holds
+//	         its assignment (see Share for each mode's window).
 //
 // Calling protocol:
 //
