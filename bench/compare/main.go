@@ -28,6 +28,11 @@
 // The load generator is internal/bench on franz-go for both brokers, so client
 // differences cancel out: franz-go's defaults (a 10ms linger) for throughput, no
 // linger for e2e latency.
+//
+// Extra workloads, each its own table under its pairing and off unless asked for
+// (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
+// omb.go) and fan-out (-fanout, fanout.go); -base=false runs them without the rows
+// above.
 package main
 
 import (
