@@ -442,6 +442,64 @@ func (c *Config) setShareGroupConfigs(ctx context.Context) error {
 			return fmt.Errorf("setting the configs of group %q: %w%s", c.Group, err, msg)
 		}
 	}
+	return c.waitGroupConfigs(ctx, cl, set)
+}
+
+// waitGroupConfigs polls DescribeConfigs of the group on every broker until
+// each reports the values set. Brokers learn group configs from the metadata log
+// a moment after the change is acknowledged, and a share partition loaded
+// before its leader knows share.auto.offset.reset=earliest starts at the end:
+// the group would then read nothing.
+func (c *Config) waitGroupConfigs(ctx context.Context, cl *kgo.Client, set map[string]string) error {
+	deadline := time.Now().Add(c.drainTimeout())
+	for {
+		err := c.groupConfigsEverywhere(ctx, cl, set)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the configs of group %q did not reach every broker within %s: %w", c.Group, c.drainTimeout(), err)
+		}
+		if !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (c *Config) groupConfigsEverywhere(ctx context.Context, cl *kgo.Client, set map[string]string) error {
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, b := range md.Brokers {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, c.Group
+		for k := range set {
+			res.ConfigNames = append(res.ConfigNames, k)
+		}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil {
+			return fmt.Errorf("broker %d: %w", b.NodeID, err)
+		}
+		have := map[string]string{}
+		for _, r := range resp.Resources {
+			if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+				return fmt.Errorf("broker %d: %w", b.NodeID, err)
+			}
+			for _, cfg := range r.Configs {
+				if cfg.Value != nil {
+					have[cfg.Name] = *cfg.Value
+				}
+			}
+		}
+		for k, v := range set {
+			if have[k] != v {
+				return fmt.Errorf("broker %d has %s=%q", b.NodeID, k, have[k])
+			}
+		}
+	}
 	return nil
 }
 
