@@ -28,6 +28,11 @@
 // The load generator is internal/bench on franz-go for both brokers, so client
 // differences cancel out: franz-go's defaults (a 10ms linger) for throughput, no
 // linger for e2e latency.
+//
+// Extra workloads, each its own table under its pairing and off unless asked for
+// (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
+// omb.go) and fan-out (-fanout, fanout.go); -base=false runs them without the rows
+// above.
 package main
 
 import (
@@ -65,6 +70,7 @@ type options struct {
 	mdOut, jsonOut     string
 	pinBrokers         string // CPUs the brokers run on (taskset -c); "" = anywhere
 	pinClient          string // CPUs this process (the load generator) runs on
+	extras             extraOptions
 }
 
 func main() {
@@ -87,7 +93,12 @@ func main() {
 	flag.StringVar(&o.workdir, "workdir", "", "where the brokers keep their data (default: a temp dir)")
 	flag.StringVar(&o.mdOut, "out", "", "also write the Markdown report here")
 	flag.StringVar(&o.jsonOut, "json", "", "also write every sample as JSON here")
+	o.extras.register(flag.CommandLine)
 	flag.Parse()
+	if err := o.extras.parse(); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(2)
+	}
 	var err error
 	if o.e2eRates, err = parseInts(*e2eRates); err != nil || len(o.e2eRates) == 0 {
 		fmt.Fprintf(os.Stderr, "compare: -e2e-rates %q: want positive integers, comma-separated\n", *e2eRates)
@@ -202,11 +213,18 @@ func run(ctx context.Context, o options) error {
 		{"defaults", "defaults: no flush.messages, data left in the page cache", defaultsNote, false},
 		{"equal durability", "log.flush.interval.messages=1: fsync before every ack", equalNote, true},
 	} {
+		if !o.extras.runsPairing(strings.Fields(pc.name)[0]) {
+			continue
+		}
 		name := pc.name
 		if o.nodes > 1 {
 			name = fmt.Sprintf("%s, %d nodes, replication factor %d", pc.name, o.nodes, o.nodes)
 		}
-		p := &pairing{Name: name, Kafka: pc.kafka, Note: pc.note, Workloads: workloads(o),
+		wls := workloads(o)
+		if !o.extras.base {
+			wls = nil
+		}
+		p := &pairing{Name: name, Kafka: pc.kafka, Note: pc.note, Workloads: wls,
 			StartupMS: map[string]float64{}, RSSKiB: map[string]int64{}, PeakRSSKiB: map[string]int64{}}
 		rep.Pairings = append(rep.Pairings, p)
 		if err := runPairing(ctx, o, p, pc.flushEach, i%2 == 1, i == 0); err != nil {
@@ -282,7 +300,7 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 		wo := o
 		wo.duration = o.warmup / 4
 		for _, sys := range order {
-			for _, wl := range p.Workloads {
+			for _, wl := range workloads(o) {
 				if wl.mode != "produce" {
 					continue
 				}
@@ -328,7 +346,11 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 		}
 	}
 
-	if perfTest && o.perfRecords > 0 {
+	if err := runExtras(ctx, o, p, brokers); err != nil {
+		return err
+	}
+
+	if perfTest && o.perfRecords > 0 && o.extras.base {
 		p.PerfTest = map[string]perfTestRun{}
 		for _, sys := range []string{"strata", "kafka"} {
 			syscall.Sync()
@@ -435,6 +457,7 @@ func (r *report) writeMarkdown(w io.Writer) {
 	for _, p := range r.Pairings {
 		p.writeTable(w)
 		p.writePerfTests(w)
+		p.writeExtras(w)
 	}
 }
 

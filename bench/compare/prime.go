@@ -19,22 +19,32 @@ const primeTimeout = 2 * time.Minute
 // state, not how long a new partition takes to get its leader and followers going
 // (seconds for a replicated topic on a loaded machine, for both brokers).
 func prime(ctx context.Context, seeds []string, topic string, rf int16) error {
+	return primePartitions(ctx, seeds, topic, 1, rf)
+}
+
+// primePartitions is prime for a topic of several partitions: one record is
+// acknowledged on each.
+func primePartitions(ctx context.Context, seeds []string, topic string, partitions int32, rf int16) error {
 	ctx, cancel := context.WithTimeout(ctx, primeTimeout)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("strata-vs-kafka-prime"),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic))
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, rf, nil, topic)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating %s: %w", topic, err)
 	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("prime")}).FirstErr(); err != nil {
+	records := make([]*kgo.Record, partitions)
+	for i := range records {
+		records[i] = &kgo.Record{Partition: int32(i), Value: []byte("prime")}
+	}
+	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
 		return fmt.Errorf("priming %s: %w", topic, err)
 	}
 	return nil

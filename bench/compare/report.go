@@ -76,6 +76,7 @@ type pairing struct {
 	PerfTest    map[string]perfTestRun  `json:"perf_test,omitempty"`
 	Workloads   []workload              `json:"-"`
 	Errors      []string                `json:"errors,omitempty"`
+	Extras      []*extraTable           `json:"extras,omitempty"`
 	resultsByWS map[[2]string][]float64 // (workload, system) -> values in round order
 	cpuPerGBWS  map[[2]string][]float64 // (workload, system) -> broker CPU s per GB of values
 }
@@ -197,13 +198,18 @@ func (p *pairing) writeTable(w io.Writer) {
 	fmt.Fprintln(w)
 	p.writeTxnTable(w)
 	p.writeCPUTable(w)
-	if p.Note != "" {
-		fmt.Fprintf(w, "%s\n\n", p.Note)
+	writeNoteAndFailures(w, p.Note, p.Errors)
+}
+
+// writeNoteAndFailures prints a table's note and its failed runs.
+func writeNoteAndFailures(w io.Writer, note string, failures []string) {
+	if note != "" {
+		fmt.Fprintf(w, "%s\n\n", note)
 	}
-	if len(p.Errors) > 0 {
+	if len(failures) > 0 {
 		fmt.Fprintln(w, "Failed runs (not in the medians):")
 		fmt.Fprintln(w)
-		for _, e := range p.Errors {
+		for _, e := range failures {
 			fmt.Fprintf(w, "- %s\n", e)
 		}
 		fmt.Fprintln(w)

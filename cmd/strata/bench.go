@@ -34,6 +34,11 @@ created when missing (--partitions, --replication-factor, --config).`
 		benchModeCmd(env, g, "e2e", "Produce at --rate while consumers read; latency is from each record's due time to its arrival",
 			`  strata bench e2e --rate 1000 --duration 30s --acks all`),
 		benchTieredCmd(env, g),
+		benchModeCmd(env, g, "share", "Read the topic with a new share group of --consumers members (producing --count records first if it holds fewer)",
+			`  strata bench share --count 200000 --record-size 1024 --consumers 4
+  strata bench share --ack ack-each --count 50000
+  strata bench share --ack reject --dead-letter-topic dlq.bench --count 20000
+  strata bench share --ack classic --count 200000`),
 	)
 	return cmd
 }
@@ -54,6 +59,9 @@ type benchFlags struct {
 	linger      time.Duration
 	txnRecords  int
 	fanout      int
+	group       string
+	shareAck    string
+	deadLetters string
 	progress    progressFlags
 }
 
@@ -75,8 +83,11 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 	fl.IntVarP(&f.recordSize, "record-size", "s", 100, "value bytes per record")
 	fl.Int64VarP(&f.count, "count", "n", 0, "records to produce or read (0: run for --duration; consume: read the whole topic)")
 	defaultDuration := 10 * time.Second
-	if mode == "consume" {
+	switch mode {
+	case "consume":
 		defaultDuration = 0
+	case "share":
+		defaultDuration = 2 * time.Minute // a bound: the run ends when the group has read the topic
 	}
 	fl.DurationVarP(&f.duration, "duration", "d", defaultDuration, "how long to run when --count is 0 (an upper bound otherwise; 0: none)")
 	defaultRate := 0
@@ -99,6 +110,12 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 	if mode == "produce" {
 		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, committing every N records (0: no transactions)")
 		fl.IntVar(&f.fanout, "fanout", 0, "readers that each read every record while it is produced, as that many consumer groups would")
+	}
+	if mode == "share" {
+		fl.StringVar(&f.group, "group", "", "the group to read with; it must be new (default: strata-bench-share-<unix seconds>)")
+		fl.StringVar(&f.shareAck, "ack", bench.ShareAccept, "accept (at the next poll), ack-each (accept and wait for the broker after every poll; latency is that wait), reject, or classic (a classic consumer group instead)")
+		fl.StringVar(&f.deadLetters, "dead-letter-topic", "", "with --ack reject: the group's dead-letter topic (created when missing); the run ends when every record is there")
+		completeValues(cmd, "ack", bench.ShareAccept, bench.ShareAckEach, bench.ShareReject, bench.ShareClassic)
 	}
 	f.progress.bind(cmd)
 	completeValues(cmd, "acks", "all", "1", "0")
@@ -128,6 +145,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 	cfg.RecordSize, cfg.Count, cfg.Duration, cfg.Rate = f.recordSize, f.count, f.duration, f.rate
 	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, f.producers, f.consumers, f.linger
 	cfg.TransactionRecords, cfg.Fanout = f.txnRecords, f.fanout
+	cfg.Group, cfg.ShareAck, cfg.DeadLetterTopic = f.group, f.shareAck, f.deadLetters
 	for _, kv := range f.configs {
 		k, v, err := cli.ParseKeyValue("--config", kv)
 		if err != nil {
@@ -137,6 +155,9 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 			cfg.TopicConfigs = map[string]string{}
 		}
 		cfg.TopicConfigs[k] = v
+	}
+	if mode == "share" && cfg.Group == "" {
+		cfg.Group = fmt.Sprintf("strata-bench-share-%d", time.Now().Unix())
 	}
 	if err := cfg.Validate(mode); err != nil {
 		return cli.Usage(err)
@@ -157,6 +178,8 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		res, err = bench.Produce(ctx, cfg)
 	case "consume":
 		res, err = bench.Consume(ctx, cfg)
+	case "share":
+		res, err = bench.Share(ctx, cfg)
 	default:
 		res, err = bench.E2E(ctx, cfg)
 	}

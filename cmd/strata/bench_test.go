@@ -124,6 +124,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"tiered", "--rounds", "0"},
 		{"tiered", "--read-records", "0"},
 		{"tiered", "--segment-bytes", "-1"},
+		{"share", "--ack", "maybe"},
+		{"share", "--dead-letter-topic", "dlq.x"},
 		{"nonsense"},
 	} {
 		r := runBenchCmd(t, args...)
@@ -173,5 +175,26 @@ func TestBenchTiered(t *testing.T) {
 	}
 	if res.ReadRatioCold <= 0 || res.ReadRatioCached <= 0 {
 		t.Fatalf("read ratios %g, %g", res.ReadRatioCold, res.ReadRatioCached)
+	}
+}
+
+// TestBenchShare reads one topic with a share group each way (and a classic
+// group), and dead-letters it: every record reaches the dead-letter topic.
+func TestBenchShare(t *testing.T) {
+	topic := topicName(t)
+	common := []string{"--topic", topic, "--count", "3000", "--record-size", "200"}
+	for _, tc := range []struct {
+		ack     string
+		members string
+	}{{bench.ShareAccept, "2"}, {bench.ShareAckEach, "1"}, {bench.ShareClassic, "1"}} {
+		res := benchJSON(t, append([]string{"share", "--ack", tc.ack, "--consumers", tc.members, "--group", topic + "-" + tc.ack}, common...)...)
+		if res.Mode != "share" || res.ShareAck != tc.ack || res.Records <= 0 || res.Records > 3000 || res.RecordSize != 200 ||
+			res.RecordsPerSec <= 0 || res.Latency.Count == 0 || res.Latency.P50 > res.Latency.P99 {
+			t.Fatalf("share --ack %s: %+v", tc.ack, res)
+		}
+	}
+	res := benchJSON(t, append([]string{"share", "--ack", "reject", "--group", topic + "-reject", "--dead-letter-topic", "dlq." + topic}, common...)...)
+	if res.Records != 3000 || res.DeadLettered < 3000 || res.RecordsPerSec <= 0 {
+		t.Fatalf("share --ack reject: %+v", res)
 	}
 }

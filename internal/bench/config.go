@@ -69,6 +69,16 @@ type Config struct {
 	// Produce run writes, while it runs (the design's fan-out to consumer groups).
 	Fanout int
 
+	// Group is the share group (or, with ShareClassic, the consumer group) of a
+	// Share run; ShareAck says how its members acknowledge (ShareAccept,
+	// ShareAckEach, ShareReject or ShareClassic). DeadLetterTopic, with
+	// ShareReject, is the group's dead-letter topic (KIP-1191): created when
+	// missing with errors.deadletterqueue.group.enable=true, and set as the
+	// group's errors.deadletterqueue.topic.name.
+	Group           string
+	ShareAck        string
+	DeadLetterTopic string
+
 	// DrainTimeout bounds how long E2E waits, after the last send, for the
 	// consumers to see every delivered record, and how long Flush may take.
 	DrainTimeout time.Duration
@@ -87,8 +97,8 @@ const DefaultLinger = 10 * time.Millisecond
 // DefaultDrainTimeout is DrainTimeout when it is zero.
 const DefaultDrainTimeout = 30 * time.Second
 
-// Validate checks the settings a run depends on; mode is "produce", "consume" or
-// "e2e".
+// Validate checks the settings a run depends on; mode is "produce", "consume",
+// "e2e" or "share".
 func (c *Config) Validate(mode string) error {
 	bad := invalidConfig
 	switch {
@@ -104,7 +114,7 @@ func (c *Config) Validate(mode string) error {
 		return bad("count must not be negative, got %d", c.Count)
 	case c.Duration < 0:
 		return bad("duration must not be negative, got %s", c.Duration)
-	case c.Count == 0 && c.Duration == 0 && mode != "consume":
+	case c.Count == 0 && c.Duration == 0 && mode != "consume" && mode != "share":
 		return bad("give a count or a duration")
 	case c.Rate < 0:
 		return bad("rate must not be negative, got %d", c.Rate)
@@ -141,13 +151,17 @@ func (c *Config) Validate(mode string) error {
 		}
 	}
 	switch mode {
-	case "consume", "e2e":
+	case "consume", "e2e", "share":
 		if c.Consumers < 1 {
 			return bad("consumers must be at least 1, got %d", c.Consumers)
 		}
 	}
 	switch mode {
 	case "produce", "consume":
+	case "share":
+		if err := c.validateShare(); err != nil {
+			return bad("%s", err)
+		}
 	case "e2e":
 		if c.RecordSize < minE2ERecordSize {
 			return bad("e2e records carry a timestamp: record size must be at least %d, got %d", minE2ERecordSize, c.RecordSize)
@@ -156,9 +170,9 @@ func (c *Config) Validate(mode string) error {
 			return bad("e2e needs acknowledgements to know what was delivered: acks 1 or all")
 		}
 	default:
-		return bad("mode %q is not produce, consume or e2e", mode)
+		return bad("mode %q is not produce, consume, e2e or share", mode)
 	}
-	if mode == "consume" && c.Count > 0 && (c.RecordSize < 0 || c.RecordSize > maxRecordSize) {
+	if (mode == "consume" || mode == "share") && c.Count > 0 && (c.RecordSize < 0 || c.RecordSize > maxRecordSize) {
 		return bad("record size must be within [0, %d], got %d", maxRecordSize, c.RecordSize)
 	}
 	return nil
@@ -167,6 +181,20 @@ func (c *Config) Validate(mode string) error {
 // invalidConfig is a Validate complaint.
 func invalidConfig(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+func (c *Config) validateShare() error {
+	switch {
+	case c.Group == "":
+		return errors.New("a share run needs a group")
+	case c.ShareAck != ShareAccept && c.ShareAck != ShareAckEach && c.ShareAck != ShareReject && c.ShareAck != ShareClassic:
+		return fmt.Errorf("share acknowledgement %q is not %s, %s, %s or %s", c.ShareAck, ShareAccept, ShareAckEach, ShareReject, ShareClassic)
+	case c.DeadLetterTopic != "" && c.ShareAck != ShareReject:
+		return fmt.Errorf("a dead-letter topic is measured by %s runs only", ShareReject)
+	case c.DeadLetterTopic == c.Topic && c.Topic != "":
+		return errors.New("the dead-letter topic must not be the topic read")
+	}
+	return nil
 }
 
 func (c *Config) drainTimeout() time.Duration {

@@ -88,6 +88,7 @@ func prefill(ctx context.Context, c *Config) (partitions []int32, start, end map
 	}
 	fill := *c
 	fill.Progress = nil
+	fill.Producers = max(fill.Producers, 1)
 	sent := fill.sendAll(ctx, sendSpec{count: missing})
 	if err := sent.err(); err != nil {
 		return partitions, start, end, sent.delivered, fmt.Errorf("prefilling the topic: %w", err)

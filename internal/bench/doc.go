@@ -22,11 +22,18 @@
 //	         arrival at a consumer. Measuring from the due time rather than the
 //	         send keeps a stalled broker from hiding its own delay (coordinated
 //	         omission).
+//	Share    Config.Consumers members of a new share group (KIP-932) read the
+//	         topic from its start (filled to Config.Count first, untimed), each
+//	         accepting, accepting and waiting for the broker after every poll
+//	         (latency: that wait), or rejecting into a dead-letter topic
+//	         (Config.ShareAck); or a classic consumer group reads it, for
+//	         comparison. Records/s count from when every share member holds
+//	         its assignment (see Share for each mode's window).
 //
 // Calling protocol:
 //
 //  1. Fill a Config; Validate reports mistakes as errors wrapping ErrInvalidConfig.
-//  2. Call Produce, Consume or E2E with a context; cancelling it ends the run early
+//  2. Call Produce, Consume, E2E or Share with a context; cancelling it ends the run early
 //     and still returns what was measured.
 //  3. Print the Result with WriteTable, or encode it as JSON (its fields are tagged).
 //

@@ -47,7 +47,8 @@ func E2E(ctx context.Context, c Config) (Result, error) {
 	}()
 
 	began := time.Now()
-	sent := c.sendAll(ctx, sendSpec{count: c.Count, duration: c.Duration, rate: c.Rate, stamp: true})
+	pub := newRecorder()
+	sent := c.sendAll(ctx, sendSpec{count: c.Count, duration: c.Duration, rate: c.Rate, stamp: true, latency: pub})
 	// Wait for the delivered records to arrive.
 	deadline := time.Now().Add(c.drainTimeout())
 	var readErr error
@@ -71,6 +72,11 @@ func E2E(ctx context.Context, c Config) (Result, error) {
 	res.Failed = sent.failed + max(sent.delivered-res.Records, 0)
 	res.finish(elapsed)
 	res.Latency = lat.summary("produce to consume (from the time each record was due)")
+	produce := pub.summary("due to acknowledged")
+	res.ProduceLatency = &produce
+	if sent.elapsed > 0 {
+		res.ProducedPerSec = float64(sent.delivered) / sent.elapsed.Seconds()
+	}
 	switch {
 	case readErr != nil:
 		return res, fmt.Errorf("consuming: %w", readErr)

@@ -59,7 +59,7 @@ func Produce(ctx context.Context, c Config) (Result, error) {
 // result starts a Result with the run's settings.
 func (c *Config) result(mode string) Result {
 	r := Result{Mode: mode, Topic: c.Topic, Partitions: c.Partitions, RecordSize: c.RecordSize}
-	if mode != "consume" {
+	if mode == "produce" || mode == "e2e" {
 		r.Acks, r.Compression, r.Producers, r.TargetRate = c.Acks, c.Compression, c.Producers, c.Rate
 		r.LingerMS = float64(c.Linger) / float64(time.Millisecond)
 	}

@@ -9,7 +9,7 @@ import (
 
 // Result is what one run measured.
 type Result struct {
-	Mode        string  `json:"mode"` // produce, consume or e2e
+	Mode        string  `json:"mode"` // produce, consume, e2e or share
 	Topic       string  `json:"topic"`
 	Partitions  int32   `json:"partitions"`
 	RecordSize  int     `json:"record_size"` // consume: the mean value size read
@@ -42,6 +42,19 @@ type Result struct {
 	// of them read (every delivered record, unless the run failed).
 	Fanout           int   `json:"fanout_readers,omitempty"`
 	FanoutFewestRead int64 `json:"fanout_fewest_read,omitempty"`
+	// Share runs: the group, how its members acknowledged, records delivered
+	// again after their first delivery, seconds from the members' start to the
+	// start of the measured window, and records written to the dead-letter topic.
+	Group        string  `json:"group,omitempty"`
+	ShareAck     string  `json:"share_ack,omitempty"`
+	Redelivered  int64   `json:"redelivered,omitempty"`
+	JoinSeconds  float64 `json:"join_seconds,omitempty"`
+	DeadLettered int64   `json:"dead_lettered,omitempty"`
+	// ProduceLatency is, in an e2e run, each record's time from due to
+	// acknowledged, and ProducedPerSec the records acknowledged per second of
+	// sending (first send to last acknowledgement).
+	ProduceLatency *Latency `json:"produce_latency,omitempty"`
+	ProducedPerSec float64  `json:"produced_per_second,omitempty"`
 }
 
 // finish fills in the rates from the counts and the elapsed time.
@@ -72,6 +85,16 @@ func (r Result) WriteTable(w io.Writer) error {
 	if r.Consumers > 0 {
 		row("consumers", "%d", r.Consumers)
 	}
+	if r.Group != "" {
+		row("group", "%s, members %s", r.Group, r.ShareAck)
+		row("window starts", "%.2f s after the members started", r.JoinSeconds)
+		if r.Redelivered > 0 {
+			row("redelivered", "%d records", r.Redelivered)
+		}
+		if r.DeadLettered > 0 {
+			row("dead-lettered", "%d records", r.DeadLettered)
+		}
+	}
 	if r.Fanout > 0 {
 		row("fan-out", "%d readers, each read at least %d records", r.Fanout, r.FanoutFewestRead)
 	}
@@ -79,7 +102,7 @@ func (r Result) WriteTable(w io.Writer) error {
 		row("prefilled", "%d records (untimed)", r.Prefilled)
 	}
 	if r.Mode == "e2e" {
-		row("produced", "%d records", r.Produced)
+		row("produced", "%d records, %.0f records/s", r.Produced, r.ProducedPerSec)
 	}
 	row("records", "%d in %.2f s", r.Records, r.ElapsedSeconds)
 	if r.Failed > 0 {
@@ -90,6 +113,10 @@ func (r Result) WriteTable(w io.Writer) error {
 	row("latency", "%s (%d samples)", l.Of, l.Count)
 	row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", l.P50, l.P99, l.P999)
 	row("  min / mean / max", "%.3f / %.3f / %.3f ms", l.Min, l.Mean, l.Max)
+	if p := r.ProduceLatency; p != nil {
+		row("produce latency", "%s (%d samples)", p.Of, p.Count)
+		row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", p.P50, p.P99, p.P999)
+	}
 	if c := r.CommitLatency; c != nil {
 		row("transactions", "%d of %d records", c.Count, r.TransactionRecords)
 		row("commit latency", "%s", c.Of)
