@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
+	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,5 +247,70 @@ func TestThrottleMutesTheConnection(t *testing.T) {
 	defer mu.Unlock()
 	if gap := handled[1].Sub(handled[0]); gap < throttle {
 		t.Fatalf("second request handled %v after the throttled one, want at least %v", gap, throttle)
+	}
+}
+
+// TestConnectionThrottleHoldsThenCloses: a connection ConnectionThrottle
+// refuses (an address over its connection_creation_rate, KIP-612) is never
+// served nor counted; it is held open for the throttle, then closed, while
+// other addresses are served; Close closes a held connection at once.
+func TestConnectionThrottleHoldsThenCloses(t *testing.T) {
+	const throttle = 400 * time.Millisecond
+	limited := netip.MustParseAddr("127.0.0.2")
+	var asked atomic.Int64
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.ConnectionThrottle = func(ip netip.Addr) time.Duration {
+			asked.Add(1)
+			if ip == limited {
+				return throttle
+			}
+			return 0
+		}
+	})
+	dialFrom := func(ip string) *rawClient {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		nc, err := d.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		_ = nc.SetDeadline(time.Now().Add(testTimeout))
+		return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
+	}
+	start := time.Now()
+	held := dialFrom("127.0.0.2")
+	held.send(kmsg.NewPtrApiVersionsRequest(), 0, 1)
+	free := dialFrom("127.0.0.1")
+	if resp := free.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions from an address within its rate: error %d", resp.ErrorCode)
+	}
+	if st := ts.Stats(); st.ThrottledConnections != 1 || st.OpenConnections != 1 {
+		t.Fatalf("stats %+v, want 1 throttled and 1 open", st)
+	}
+	n, err := io.Copy(io.Discard, held.br)
+	if n != 0 || err != nil && !errors.Is(err, syscall.ECONNRESET) { // a close with the request unread resets
+		t.Fatalf("throttled connection: read %d bytes, %v; want a close without an answer", n, err)
+	}
+	if open := time.Since(start); open < throttle {
+		t.Fatalf("throttled connection closed after %v, want it held for at least %v", open, throttle)
+	}
+	wait.For(t, "the held connection to be forgotten", func() bool { return ts.Stats().HeldConnections == 0 })
+	if asked.Load() != 2 {
+		t.Fatalf("ConnectionThrottle asked %d times, want once per connection (2)", asked.Load())
+	}
+
+	// A connection held for an hour is closed by Close, not left behind.
+	long := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.ConnectionThrottle = func(netip.Addr) time.Duration { return time.Hour }
+	})
+	c := dial(t, long.addr)
+	wait.For(t, "the connection to be held", func() bool { return long.Stats().HeldConnections == 1 })
+	if err := long.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.expectClosed()
+	if st := long.Stats(); st.HeldConnections != 0 {
+		t.Fatalf("after Close: %+v", st)
 	}
 }

@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"io"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -174,5 +178,126 @@ func TestRequestQuota(t *testing.T) {
 	}
 	if carolHook.fetches.Load() < 4 {
 		t.Fatalf("carol sent %d fetches in 4 s, want at least 4 long polls", carolHook.fetches.Load())
+	}
+}
+
+// TestIPQuotas: connection_creation_rate on IP entities (KIP-612), set with
+// AlterClientQuotas as kafka-configs --entity-type ips does:
+//   - Kafka's refusals: an ip beside a user, another key on an ip, the rate on
+//     a user, a fractional rate, a name that is not an address, and an ip
+//     filter beside a user filter in DescribeClientQuotas;
+//   - 127.0.0.3, allowed 1 connection a second, opens 20 connections at once:
+//     the 10 s minimum window admits the first 10, and the broker closes the
+//     others without serving them; 127.0.0.4, under the default entity's 1000,
+//     and the test's own clients (127.0.0.1) are served throughout.
+func TestIPQuotas(t *testing.T) {
+	n := startNode(t, nodeConfig(t.TempDir()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, adm := n.client(t)
+	ip := func(name *string) kadm.ClientQuotaEntityComponent {
+		return kadm.ClientQuotaEntityComponent{Type: "ip", Name: name}
+	}
+	set := func(key string, v float64, entity ...kadm.ClientQuotaEntityComponent) error {
+		t.Helper()
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: entity,
+			Ops: []kadm.AlterClientQuotaOp{{Key: key, Value: v}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Err
+	}
+	for name, err := range map[string]error{
+		"ip and user":       set("connection_creation_rate", 5, ip(strPtr("127.0.0.3")), kadm.ClientQuotaEntityComponent{Type: "user", Name: strPtr("alice")}),
+		"byte rate on ip":   set("producer_byte_rate", 5, ip(strPtr("127.0.0.3"))),
+		"rate on a user":    set("connection_creation_rate", 5, kadm.ClientQuotaEntityComponent{Type: "user", Name: strPtr("alice")}),
+		"fractional":        set("connection_creation_rate", 1.5, ip(strPtr("127.0.0.3"))),
+		"not an address":    set("connection_creation_rate", 5, ip(strPtr("no.such.host"))),
+		"unknown type":      set("connection_creation_rate", 5, kadm.ClientQuotaEntityComponent{Type: "ips", Name: strPtr("127.0.0.3")}),
+		"negative ip quota": set("connection_creation_rate", -1, ip(nil)),
+	} {
+		if !errors.Is(err, kerr.InvalidRequest) {
+			t.Errorf("%s: %v, want INVALID_REQUEST", name, err)
+		}
+	}
+	if err := set("connection_creation_rate", 1, ip(strPtr("127.0.0.3"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := set("connection_creation_rate", 1000, ip(nil)); err != nil {
+		t.Fatal(err)
+	}
+	described, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "ip", MatchType: kmsg.QuotasMatchTypeAny}})
+	if err != nil || len(described) != 2 {
+		t.Fatalf("DescribeClientQuotas ip: %v %+v", err, described)
+	}
+	for _, d := range described {
+		if len(d.Entity) != 1 || d.Entity[0].Type != "ip" || len(d.Values) != 1 || d.Values[0].Key != "connection_creation_rate" {
+			t.Fatalf("described %+v", d)
+		}
+	}
+	req := kmsg.NewPtrDescribeClientQuotasRequest()
+	req.Components = []kmsg.DescribeClientQuotasRequestComponent{
+		{EntityType: "ip", MatchType: kmsg.QuotasMatchTypeDefault},
+		{EntityType: "user", MatchType: kmsg.QuotasMatchTypeAny},
+	}
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("ip and user filter: %v %+v", err, resp)
+	}
+
+	// 20 connections at once from the limited address: dialled first, so that
+	// all are accepted well within the 10 s window, then each asks ApiVersions.
+	dialFrom := func(from string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		nc, err := d.DialContext(ctx, "tcp", n.KafkaAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		_ = nc.SetDeadline(time.Now().Add(time.Minute))
+		return nc
+	}
+	served := func(nc net.Conn) bool {
+		t.Helper()
+		frame := []byte{0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 7, 0xff, 0xff} // ApiVersions v0, correlation id 7, null client id
+		if _, err := nc.Write(frame); err != nil {
+			return false // closed before the request could be written
+		}
+		var size [4]byte
+		_, err := io.ReadFull(nc, size[:])
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("connection neither served nor closed: %v", err)
+		}
+		return err == nil
+	}
+	start := time.Now()
+	var conns []net.Conn
+	for range 20 {
+		conns = append(conns, dialFrom("127.0.0.3"))
+	}
+	dialled := time.Since(start)
+	count := 0
+	for _, nc := range conns {
+		if served(nc) {
+			count++
+		}
+	}
+	if dialled > 9*time.Second {
+		t.Fatalf("dialling 20 connections took %v: the window's bound cannot be checked", dialled)
+	}
+	if count != 10 {
+		t.Fatalf("%d of 20 connections from 127.0.0.3 served, want 10 (1/s over the 10 s minimum window)", count)
+	}
+	if st := n.kafka.Stats(); st.ThrottledConnections != 10 {
+		t.Fatalf("stats %+v, want 10 throttled connections", st)
+	}
+	for range 20 {
+		if !served(dialFrom("127.0.0.4")) {
+			t.Fatal("a connection from 127.0.0.4 (default quota 1000/s) was not served")
+		}
+	}
+	if _, err := adm.ListTopics(ctx); err != nil {
+		t.Fatalf("the test's own client: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -249,6 +250,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.startShares(logger.With("component", "share")); err != nil {
 		return nil, fmt.Errorf("share groups: %w", err)
 	}
+	quotas := quota.New(nil)
 	h = handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
 		ClusterID:         clusterID,
@@ -257,7 +259,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
 		Authorizer:        n.authorizerFunc(),
-		Quotas:            quota.New(nil),
+		Quotas:            quotas,
 
 		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
 		Transactions:               n.txns,
@@ -326,8 +328,11 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
 		MaxConnections:        int(cfg.MaxConnections),
 		MaxConnectionsPerIP:   int(cfg.MaxConnectionsPerIP),
-		SASL:                  saslCfg,
-		Logger:                logger.With("component", "kafka"),
+		ConnectionThrottle: func(ip netip.Addr) time.Duration {
+			return quotas.RecordConnection(n.ctrl.Image(), ip)
+		},
+		SASL:   saslCfg,
+		Logger: logger.With("component", "kafka"),
 	}
 	n.wg.Add(1)
 	go func() {
