@@ -314,3 +314,30 @@ func TestConnectionThrottleHoldsThenCloses(t *testing.T) {
 		t.Fatalf("after Close: %+v", st)
 	}
 }
+
+// TestThrottleMutesWithoutAResponse: a None response (Produce with acks=0) with
+// a Throttle has no throttle_time_ms to carry, and mutes the connection alone:
+// the next request is handled no sooner than the throttle after it.
+func TestThrottleMutesWithoutAResponse(t *testing.T) {
+	const throttle = 300 * time.Millisecond
+	var mu sync.Mutex
+	var handled []time.Time
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		mu.Lock()
+		handled = append(handled, time.Now())
+		mu.Unlock()
+		resp := echoHandler(ctx, c, r)
+		if r.CorrelationID == 1 {
+			resp.Throttle = throttle
+		}
+		return resp
+	}))
+	c := dial(t, ts.addr)
+	c.write(append(frameOf(produceRequest(0), 9, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
+	c.read(metadataRequest("b"), 12, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := handled[1].Sub(handled[0]); gap < throttle {
+		t.Fatalf("request after the throttled acks=0 produce handled %v after it, want at least %v", gap, throttle)
+	}
+}

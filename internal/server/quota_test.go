@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -15,6 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/quota"
 )
 
 // throttleHook records the throttles brokers report, and counts fetches.
@@ -300,4 +304,122 @@ func TestIPQuotas(t *testing.T) {
 	if _, err := adm.ListTopics(ctx); err != nil {
 		t.Fatalf("the test's own client: %v", err)
 	}
+}
+
+// TestAcksZeroThrottle: a Produce with acks=0 has no answer to carry
+// throttle_time_ms, so a client over its producer_byte_rate is throttled by
+// muting its connection alone, as Kafka does:
+//   - one raw acks=0 request of F bytes against a quota of F/13 per second is
+//     13 / 10 of the quota over the 10 s minimum window: the broker's throttle
+//     is (1.3 - 1) x 10 s = 3 s, and an ApiVersions sent right behind it on the
+//     same connection is answered no sooner;
+//   - a franz-go producer with acks=0 sending as fast as it can for 5 s gets
+//     no more into the log than the quota allows over that time plus the 11 s
+//     the rate is measured over (without the mute it writes megabytes), and
+//     not less than half the first window's allowance.
+func TestAcksZeroThrottle(t *testing.T) {
+	n := startNode(t, nodeConfig(t.TempDir()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, adm := n.client(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "z"); err != nil {
+		t.Fatal(err)
+	}
+	setQuota := func(clientID string, rate float64) {
+		t.Helper()
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+			Entity: []kadm.ClientQuotaEntityComponent{{Type: "client-id", Name: strPtr(clientID)}},
+			Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}},
+		}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("AlterClientQuotas: %v %+v", err, res)
+		}
+	}
+
+	value := make([]byte, 100_000)
+	rand.Read(value)
+	records, err := batch.Build(batch.BuildOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, []batch.Record{{Value: value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = 0, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "z"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	frame := rawFrame(req, 1, "zero-raw")
+	setQuota("zero-raw", float64(len(frame))/13)
+	nc, err := net.Dial("tcp", n.KafkaAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(time.Minute))
+	sent := time.Now()
+	if _, err := nc.Write(append(frame, rawFrame(kmsg.NewPtrApiVersionsRequest(), 2, "zero-raw")...)); err != nil {
+		t.Fatal(err)
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(nc, head[:]); err != nil {
+		t.Fatalf("ApiVersions behind the throttled produce: %v", err)
+	}
+	if corr := int32(head[4])<<24 | int32(head[5])<<16 | int32(head[6])<<8 | int32(head[7]); corr != 2 {
+		t.Fatalf("first answer has correlation id %d, want 2 (acks=0 is never answered)", corr)
+	}
+	if muted := time.Since(sent); muted < 3*time.Second-100*time.Millisecond {
+		t.Fatalf("ApiVersions answered %v after an acks=0 produce throttled for 3 s", muted)
+	}
+
+	const rate = 20_000.0
+	setQuota("zero", rate)
+	cl, _ := n.client(t, kgo.ClientID("zero"), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
+		kgo.DefaultProduceTopic("z"), kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerLinger(0))
+	ends := func() int64 {
+		t.Helper()
+		o, err := adm.ListEndOffsets(ctx, "z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, _ := o.Lookup("z", 0)
+		return off.Offset
+	}
+	before := ends()
+	small := value[:1000]
+	start := time.Now()
+	produceCtx, stop := context.WithDeadline(ctx, start.Add(5*time.Second))
+	defer stop()
+	for produceCtx.Err() == nil {
+		v := make([]byte, len(small)) // incompressible: the quota counts bytes on the wire
+		rand.Read(v)
+		cl.Produce(produceCtx, &kgo.Record{Value: v}, nil) // blocks while the buffer is full
+	}
+	elapsed := time.Since(start)
+	written := float64(ends()-before) * float64(len(small))
+	if limit := rate*(elapsed+quota.Samples*quota.Window).Seconds() + 64<<10; written > limit {
+		t.Fatalf("acks=0 producer wrote %.0f bytes in %v against %v B/s: more than %.0f", written, elapsed, rate, limit)
+	}
+	if written < rate*10/2 {
+		t.Fatalf("acks=0 producer wrote only %.0f bytes in %v against %v B/s", written, elapsed, rate)
+	}
+	t.Logf("acks=0 producer wrote %.0f bytes in %v against %v B/s", written, elapsed, rate)
+}
+
+// rawFrame is req's request frame: size, header (v1) and body.
+func rawFrame(req kmsg.Request, corr int32, clientID string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
+	b = append(b, clientID...)
+	if req.IsFlexible() {
+		b = append(b, 0) // no header tags
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
 }
