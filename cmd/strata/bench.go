@@ -33,6 +33,8 @@ created when missing (--partitions, --replication-factor, --config).`
   strata bench consume --topic orders`),
 		benchModeCmd(env, g, "e2e", "Produce at --rate while consumers read; latency is from each record's due time to its arrival",
 			`  strata bench e2e --rate 1000 --duration 30s --acks all`),
+		benchModeCmd(env, g, "connect", "Set up connections one after another (TCP, TLS, SASL, one ApiVersions round trip) and count them per second",
+			`  strata bench connect --duration 30s --connectors 4 --tls-ca-file ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user bench`),
 	)
 	return cmd
 }
@@ -53,6 +55,7 @@ type benchFlags struct {
 	linger      time.Duration
 	txnRecords  int
 	fanout      int
+	connectors  int
 	progress    progressFlags
 }
 
@@ -69,6 +72,23 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 		Args:              usageArgs(env, cobra.NoArgs),
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
+	if mode == "connect" {
+		fl := cmd.Flags()
+		fl.Int64VarP(&f.count, "count", "n", 0, "connections to set up (0: run for --duration)")
+		fl.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "how long to run when --count is 0 (an upper bound otherwise; 0: none)")
+		fl.IntVar(&f.connectors, "connectors", 1, "workers, each setting up one connection after another")
+	} else {
+		benchRecordFlags(cmd, f, mode)
+	}
+	f.progress.bind(cmd)
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
+		return runBench(ctx, s, f, mode)
+	})
+	return cmd
+}
+
+// benchRecordFlags are the flags of the modes that move records.
+func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.topic, "topic", "t", "strata-bench", "topic to use (created if missing)")
 	fl.IntVarP(&f.recordSize, "record-size", "s", 100, "value bytes per record")
@@ -99,13 +119,8 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, committing every N records (0: no transactions)")
 		fl.IntVar(&f.fanout, "fanout", 0, "readers that each read every record while it is produced, as that many consumer groups would")
 	}
-	f.progress.bind(cmd)
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
-	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		return runBench(ctx, s, f, mode)
-	})
-	return cmd
 }
 
 func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error {
@@ -115,7 +130,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		RecordSize: f.recordSize, Count: f.count, Duration: f.duration, Rate: f.rate,
 		Acks: f.acks, Compression: f.compression,
 		Producers: f.producers, Consumers: f.consumers, Linger: f.linger,
-		TransactionRecords: f.txnRecords, Fanout: f.fanout,
+		TransactionRecords: f.txnRecords, Fanout: f.fanout, Connectors: f.connectors,
 		DrainTimeout: s.opts.Timeout,
 		ClientOpts:   append([]kgo.Opt{kgo.ClientID("strata-bench"), kgo.DialTimeout(min(s.opts.Timeout, 5*time.Second))}, s.opts.ClientOpts()...),
 	}
@@ -142,7 +157,11 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 	if err != nil {
 		return err
 	}
-	prog := cli.NewProgress(setup, "bench "+mode+" "+f.topic, cli.UnitRecords, f.count)
+	label := "bench " + mode
+	if f.topic != "" {
+		label += " " + f.topic
+	}
+	prog := cli.NewProgress(setup, label, cli.UnitRecords, f.count)
 	cfg.Progress = prog.Add
 
 	var res bench.Result
@@ -151,6 +170,8 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		res, err = bench.Produce(ctx, cfg)
 	case "consume":
 		res, err = bench.Consume(ctx, cfg)
+	case "connect":
+		res, err = bench.Connect(ctx, cfg)
 	default:
 		res, err = bench.E2E(ctx, cfg)
 	}
