@@ -341,3 +341,29 @@ func TestThrottleMutesWithoutAResponse(t *testing.T) {
 		t.Fatalf("request after the throttled acks=0 produce handled %v after it, want at least %v", gap, throttle)
 	}
 }
+
+// TestAcceptThrottleDelaysServing: with AcceptThrottle asking for a wait (a
+// broker-wide connection creation rate over its limit), the accepted
+// connection is served, but no sooner than the wait.
+func TestAcceptThrottleDelaysServing(t *testing.T) {
+	const wait = 400 * time.Millisecond
+	var accepted atomic.Int64
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.AcceptThrottle = func() time.Duration {
+			if accepted.Add(1) == 2 {
+				return wait
+			}
+			return 0
+		}
+	})
+	checkServing(t, ts.addr)
+	start := time.Now()
+	checkServing(t, ts.addr)
+	if took := time.Since(start); took < wait {
+		t.Fatalf("the connection over the rate was served after %v, want at least %v", took, wait)
+	}
+	checkServing(t, ts.addr)
+	if accepted.Load() != 3 {
+		t.Fatalf("AcceptThrottle asked %d times, want 3", accepted.Load())
+	}
+}

@@ -57,6 +57,11 @@ type Server struct {
 	// nor counted; it is held open, unread, for that long and then closed, as
 	// Kafka delays the close so that the client does not reconnect at once.
 	ConnectionThrottle func(ip netip.Addr) time.Duration
+	// AcceptThrottle, when set, is asked about every accepted connection before
+	// anything else; a positive answer (a broker-wide connection creation rate
+	// over its limit, Kafka's max.connection.creation.rate) makes the accept
+	// loop wait that long before serving the connection and accepting more.
+	AcceptThrottle func() time.Duration
 	// HandshakeTimeout bounds a TLS handshake on a connection accepted from a TLS
 	// listener (tls.NewListener); the handshake is completed before the first
 	// request is read, and the client certificate gives ConnInfo.Principal. Zero
@@ -229,6 +234,18 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if s.AcceptThrottle != nil {
+			if d := s.AcceptThrottle(); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-s.quit:
+					t.Stop()
+					_ = nc.Close()
+					return ErrServerClosed
+				}
+			}
+		}
 		s.startConn(nc)
 	}
 }

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
@@ -62,4 +63,41 @@ func (m *Manager) sweepConnectionsLocked(now time.Time) {
 			delete(m.mu.conns, ip)
 		}
 	}
+}
+
+// ConnectionRateLimit is a broker-wide connection creation rate (Kafka's
+// max.connection.creation.rate): every accepted connection counts, over the
+// same windows, and over the limit the accept loop waits (quota excess / quota
+// x the window, at most one Window) before serving the connection, so that
+// accepting slows down to the limit. Safe for concurrent use.
+type ConnectionRateLimit struct {
+	limit float64
+	now   func() time.Time
+	mu    struct {
+		sync.Mutex
+		r rate
+	}
+}
+
+// NewConnectionRateLimit returns a limit of limit connections a second; now nil
+// means time.Now.
+func NewConnectionRateLimit(limit float64, now func() time.Time) *ConnectionRateLimit {
+	if now == nil {
+		now = time.Now
+	}
+	return &ConnectionRateLimit{limit: limit, now: now}
+}
+
+// Record counts an accepted connection and returns how long to wait before
+// serving it (0 within the limit).
+func (l *ConnectionRateLimit) Record() time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.r.add(now, 1)
+	perSecond, window := l.mu.r.measure(now)
+	if perSecond <= l.limit {
+		return 0
+	}
+	return min(time.Duration((perSecond-l.limit)/l.limit*float64(window)), Window)
 }

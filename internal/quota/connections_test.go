@@ -79,3 +79,34 @@ func TestConnectionRate(t *testing.T) {
 		t.Fatalf("after 11 s idle the other sensors remain: %d sensors", sensors)
 	}
 }
+
+// TestConnectionRateLimit: the broker-wide limit admits limit x 10 connections
+// at once, then asks the accept loop to wait (at most one window); unlike the
+// per-address quota, the connections it delays still count.
+func TestConnectionRateLimit(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := NewConnectionRateLimit(5, func() time.Time { return now })
+	for i := range 50 {
+		if d := l.Record(); d != 0 {
+			t.Fatalf("connection %d within 5/s over the 10 s window waits %v", i+1, d)
+		}
+	}
+	// 51 in 10 s is 5.1/s: (5.1 - 5) / 5 x 10 s; then 5.2/s.
+	near := func(d, want time.Duration) bool { return (d - want).Abs() < time.Millisecond }
+	if d := l.Record(); !near(d, 200*time.Millisecond) {
+		t.Fatalf("51st connection waits %v, want 200ms", d)
+	}
+	if d := l.Record(); !near(d, 400*time.Millisecond) {
+		t.Fatalf("52nd connection waits %v, want 400ms (the delayed one counted)", d)
+	}
+	for range 100 {
+		l.Record()
+	}
+	if d := l.Record(); d != Window {
+		t.Fatalf("far over the limit: waits %v, want at most %v", d, Window)
+	}
+	now = now.Add(Samples * Window)
+	if d := l.Record(); d != 0 {
+		t.Fatalf("after 11 s: waits %v", d)
+	}
+}

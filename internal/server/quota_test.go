@@ -423,3 +423,34 @@ func rawFrame(req kmsg.Request, corr int32, clientID string) []byte {
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	return b
 }
+
+// TestMaxConnectionCreationRate: --max-connection-creation-rate 1 admits 10
+// connections at once (the 10 s minimum window) and then makes accepting
+// wait: of 14 connections opened and served one after another, the last 4
+// wait a second each (the wait is bounded by one window), and every one is
+// served.
+func TestMaxConnectionCreationRate(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.MaxConnectionCreationRate = 1
+	n := startNode(t, cfg)
+	frame := []byte{0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff} // ApiVersions v0
+	start := time.Now()
+	for i := range 14 {
+		nc, err := net.Dial("tcp", n.KafkaAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.SetDeadline(time.Now().Add(time.Minute))
+		var size [4]byte
+		if _, err := nc.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, size[:]); err != nil {
+			t.Fatalf("connection %d not served: %v", i+1, err)
+		}
+		nc.Close()
+	}
+	if took := time.Since(start); took < 4*time.Second {
+		t.Fatalf("14 connections against 1/s were served in %v: accepting did not wait a second for each of the last 4", took)
+	}
+}

@@ -331,8 +331,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		ConnectionThrottle: func(ip netip.Addr) time.Duration {
 			return quotas.RecordConnection(n.ctrl.Image(), ip)
 		},
-		SASL:   saslCfg,
-		Logger: logger.With("component", "kafka"),
+		AcceptThrottle: acceptThrottle(cfg.MaxConnectionCreationRate),
+		SASL:           saslCfg,
+		Logger:         logger.With("component", "kafka"),
 	}
 	n.wg.Add(1)
 	go func() {
@@ -371,6 +372,15 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
 		"http_addr", n.httpLn.Addr().String())
 	return n, nil
+}
+
+// acceptThrottle is the Kafka listener's broker-wide connection creation rate
+// limit (max.connection.creation.rate), nil without one.
+func acceptThrottle(rate int32) func() time.Duration {
+	if rate <= 0 {
+		return nil
+	}
+	return quota.NewConnectionRateLimit(float64(rate), nil).Record
 }
 
 // startControllerOnly finishes the start of a controller-only node: it serves
