@@ -224,29 +224,44 @@ func TestConnectionLimits(t *testing.T) {
 }
 
 // TestThrottleMutesTheConnection: after a response with Response.Throttle the
-// connection reads nothing for that long (KIP-219), then serves on.
+// connection reads nothing for that long (KIP-219), then serves on; a None
+// response (Produce with acks=0), with no throttle_time_ms to carry, mutes it
+// just the same.
 func TestThrottleMutesTheConnection(t *testing.T) {
 	const throttle = 300 * time.Millisecond
-	var mu sync.Mutex
-	var handled []time.Time
-	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
-		mu.Lock()
-		handled = append(handled, time.Now())
-		mu.Unlock()
-		resp := echoHandler(ctx, c, r)
-		if r.CorrelationID == 1 {
-			resp.Throttle = throttle
-		}
-		return resp
-	}))
-	c := dial(t, ts.addr)
-	c.write(append(frameOf(metadataRequest("a"), 12, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
-	c.read(metadataRequest("a"), 12, 1)
-	c.read(metadataRequest("b"), 12, 2)
-	mu.Lock()
-	defer mu.Unlock()
-	if gap := handled[1].Sub(handled[0]); gap < throttle {
-		t.Fatalf("second request handled %v after the throttled one, want at least %v", gap, throttle)
+	for _, first := range []struct {
+		name    string
+		req     kmsg.Request
+		version int16
+	}{
+		{"answered", metadataRequest("a"), 12},
+		{"acks=0", produceRequest(0), 9},
+	} {
+		t.Run(first.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var handled []time.Time
+			ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+				mu.Lock()
+				handled = append(handled, time.Now())
+				mu.Unlock()
+				resp := echoHandler(ctx, c, r)
+				if r.CorrelationID == 1 {
+					resp.Throttle = throttle
+				}
+				return resp
+			}))
+			c := dial(t, ts.addr)
+			c.write(append(frameOf(first.req, first.version, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
+			if _, ok := first.req.(*kmsg.MetadataRequest); ok {
+				c.read(first.req, first.version, 1)
+			}
+			c.read(metadataRequest("b"), 12, 2)
+			mu.Lock()
+			defer mu.Unlock()
+			if gap := handled[1].Sub(handled[0]); gap < throttle {
+				t.Fatalf("second request handled %v after the throttled one, want at least %v", gap, throttle)
+			}
+		})
 	}
 }
 
@@ -312,33 +327,6 @@ func TestConnectionThrottleHoldsThenCloses(t *testing.T) {
 	c.expectClosed()
 	if st := long.Stats(); st.HeldConnections != 0 {
 		t.Fatalf("after Close: %+v", st)
-	}
-}
-
-// TestThrottleMutesWithoutAResponse: a None response (Produce with acks=0) with
-// a Throttle has no throttle_time_ms to carry, and mutes the connection alone:
-// the next request is handled no sooner than the throttle after it.
-func TestThrottleMutesWithoutAResponse(t *testing.T) {
-	const throttle = 300 * time.Millisecond
-	var mu sync.Mutex
-	var handled []time.Time
-	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
-		mu.Lock()
-		handled = append(handled, time.Now())
-		mu.Unlock()
-		resp := echoHandler(ctx, c, r)
-		if r.CorrelationID == 1 {
-			resp.Throttle = throttle
-		}
-		return resp
-	}))
-	c := dial(t, ts.addr)
-	c.write(append(frameOf(produceRequest(0), 9, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
-	c.read(metadataRequest("b"), 12, 2)
-	mu.Lock()
-	defer mu.Unlock()
-	if gap := handled[1].Sub(handled[0]); gap < throttle {
-		t.Fatalf("request after the throttled acks=0 produce handled %v after it, want at least %v", gap, throttle)
 	}
 }
 
