@@ -181,22 +181,25 @@ func TestQueuedRequestBytesBoundAcrossConnections(t *testing.T) {
 	}
 }
 
+// dialFrom dials addr from the local IP address ip (any of 127.0.0.0/8).
+func dialFrom(t *testing.T, addr, ip string) *rawClient {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(testTimeout))
+	return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
 func TestConnectionLimits(t *testing.T) {
 	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
 		s.MaxConnections = 3
 		s.MaxConnectionsPerIP = 2
 	})
-	dialFrom := func(ip string) *rawClient {
-		t.Helper()
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-		nc, err := d.Dial("tcp", ts.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nc.Close() })
-		_ = nc.SetDeadline(time.Now().Add(testTimeout))
-		return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
-	}
+	dialFrom := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
 	serving := func(c *rawClient) {
 		t.Helper()
 		resp := c.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse)
@@ -282,17 +285,7 @@ func TestConnectionThrottleHoldsThenCloses(t *testing.T) {
 			return 0
 		}
 	})
-	dialFrom := func(ip string) *rawClient {
-		t.Helper()
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-		nc, err := d.Dial("tcp", ts.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nc.Close() })
-		_ = nc.SetDeadline(time.Now().Add(testTimeout))
-		return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
-	}
+	dialFrom := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
 	start := time.Now()
 	held := dialFrom("127.0.0.2")
 	held.send(kmsg.NewPtrApiVersionsRequest(), 0, 1)
