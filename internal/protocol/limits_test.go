@@ -199,7 +199,7 @@ func TestConnectionLimits(t *testing.T) {
 		s.MaxConnections = 3
 		s.MaxConnectionsPerIP = 2
 	})
-	dialFrom := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
+	from := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
 	serving := func(c *rawClient) {
 		t.Helper()
 		resp := c.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse)
@@ -207,22 +207,22 @@ func TestConnectionLimits(t *testing.T) {
 			t.Fatalf("ApiVersions: error %d", resp.ErrorCode)
 		}
 	}
-	a1, a2 := dialFrom("127.0.0.1"), dialFrom("127.0.0.1")
+	a1, a2 := from("127.0.0.1"), from("127.0.0.1")
 	serving(a1)
 	serving(a2)
 	// A third connection from the same IP is over the per-IP limit.
-	dialFrom("127.0.0.1").expectClosed()
-	b1 := dialFrom("127.0.0.2")
+	from("127.0.0.1").expectClosed()
+	b1 := from("127.0.0.2")
 	serving(b1)
 	// A fourth connection from anywhere is over the total limit.
-	dialFrom("127.0.0.3").expectClosed()
+	from("127.0.0.3").expectClosed()
 	if st := ts.Stats(); st.RefusedConnections != 2 || st.OpenConnections != 3 {
 		t.Fatalf("stats %+v, want 2 refused and 3 open", st)
 	}
 	// Closing one makes room again.
 	a1.nc.Close()
 	wait.For(t, "the closed connection to be uncounted", func() bool { return ts.Stats().OpenConnections == 2 })
-	serving(dialFrom("127.0.0.1"))
+	serving(from("127.0.0.1"))
 	serving(a2)
 }
 
@@ -285,11 +285,11 @@ func TestConnectionThrottleHoldsThenCloses(t *testing.T) {
 			return 0
 		}
 	})
-	dialFrom := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
+	from := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
 	start := time.Now()
-	held := dialFrom("127.0.0.2")
+	held := from("127.0.0.2")
 	held.send(kmsg.NewPtrApiVersionsRequest(), 0, 1)
-	free := dialFrom("127.0.0.1")
+	free := from("127.0.0.1")
 	if resp := free.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
 		t.Fatalf("ApiVersions from an address within its rate: error %d", resp.ErrorCode)
 	}
