@@ -21,6 +21,12 @@ vet:
 bench-kafka:
 	bash bench/run.sh $(BENCH_ARGS)
 
+# Strata over PLAINTEXT, SSL and SASL_SSL: produce, consume and connection setup
+# rates (about 3 minutes; needs openssl). See bench/tls.sh and docs/benchmarks.md.
+.PHONY: bench-tls
+bench-tls:
+	bash bench/tls.sh
+
 # The long fault-injection campaign (not in CI): CHAOS_RUNS multi-process runs and
 # CHAOS_MEM_RUNS in-process runs from CHAOS_SEED on; rewrites the results in docs/reliability.md.
 .PHONY: chaos

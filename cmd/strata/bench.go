@@ -39,6 +39,8 @@ created when missing (--partitions, --replication-factor, --config).`
   strata bench share --ack ack-each --count 50000
   strata bench share --ack reject --dead-letter-topic dlq.bench --count 20000
   strata bench share --ack classic --count 200000`),
+		benchModeCmd(env, g, "connect", "Set up connections one after another (TCP, TLS, SASL, one ApiVersions round trip) and count them per second",
+			`  strata bench connect --duration 30s --connectors 4 --tls-ca-file ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user bench`),
 	)
 	return cmd
 }
@@ -62,6 +64,7 @@ type benchFlags struct {
 	group       string
 	shareAck    string
 	deadLetters string
+	connectors  int
 	progress    progressFlags
 }
 
@@ -78,6 +81,23 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 		Args:              usageArgs(env, cobra.NoArgs),
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
+	if mode == "connect" {
+		fl := cmd.Flags()
+		fl.Int64VarP(&f.count, "count", "n", 0, "connections to set up (0: run for --duration)")
+		fl.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "how long to run when --count is 0 (an upper bound otherwise; 0: none)")
+		fl.IntVar(&f.connectors, "connectors", 1, "workers, each setting up one connection after another")
+	} else {
+		benchRecordFlags(cmd, f, mode)
+	}
+	f.progress.bind(cmd)
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
+		return runBench(ctx, s, f, mode)
+	})
+	return cmd
+}
+
+// benchRecordFlags are the flags of the modes that move records.
+func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.topic, "topic", "t", "strata-bench", "topic to use (created if missing)")
 	fl.IntVarP(&f.recordSize, "record-size", "s", 100, "value bytes per record")
@@ -117,13 +137,8 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 		fl.StringVar(&f.deadLetters, "dead-letter-topic", "", "with --ack reject: the group's dead-letter topic (created when missing); the run ends when every record is there")
 		completeValues(cmd, "ack", bench.ShareAccept, bench.ShareAckEach, bench.ShareReject, bench.ShareClassic)
 	}
-	f.progress.bind(cmd)
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
-	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		return runBench(ctx, s, f, mode)
-	})
-	return cmd
 }
 
 // benchBaseConfig is what every bench mode's Config takes from the session: the
@@ -146,6 +161,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, f.producers, f.consumers, f.linger
 	cfg.TransactionRecords, cfg.Fanout = f.txnRecords, f.fanout
 	cfg.Group, cfg.ShareAck, cfg.DeadLetterTopic = f.group, f.shareAck, f.deadLetters
+	cfg.Connectors = f.connectors
 	for _, kv := range f.configs {
 		k, v, err := cli.ParseKeyValue("--config", kv)
 		if err != nil {
@@ -169,7 +185,11 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 	if err != nil {
 		return err
 	}
-	prog := cli.NewProgress(setup, "bench "+mode+" "+f.topic, cli.UnitRecords, f.count)
+	label := "bench " + mode
+	if f.topic != "" {
+		label += " " + f.topic
+	}
+	prog := cli.NewProgress(setup, label, cli.UnitRecords, f.count)
 	cfg.Progress = prog.Add
 
 	var res bench.Result
@@ -180,6 +200,8 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 		res, err = bench.Consume(ctx, cfg)
 	case "share":
 		res, err = bench.Share(ctx, cfg)
+	case "connect":
+		res, err = bench.Connect(ctx, cfg)
 	default:
 		res, err = bench.E2E(ctx, cfg)
 	}

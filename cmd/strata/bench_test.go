@@ -3,7 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,22 +17,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-stream/strata/internal/bench"
+	"github.com/strata-stream/strata/internal/certs/certstest"
 	"github.com/strata-stream/strata/internal/cli"
+	"github.com/strata-stream/strata/internal/config"
 )
 
 // runBenchCmd runs "strata bench ARGS" against the shared node.
 func runBenchCmd(t *testing.T, args ...string) result {
 	t.Helper()
+	return runBenchEnv(t, map[string]string{cli.BrokersEnv: broker(t)}, args...)
+}
+
+// runBenchEnv runs "strata bench ARGS" with the environment variables vars.
+func runBenchEnv(t *testing.T, vars map[string]string, args ...string) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	addr := broker(t)
 	env := &clientEnv{
 		stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
-		getenv: func(k string) string {
-			if k == cli.BrokersEnv {
-				return addr
-			}
-			return ""
-		},
+		getenv: func(k string) string { return vars[k] },
 	}
 	root := &cobra.Command{Use: "strata", SilenceUsage: true, SilenceErrors: true}
 	root.AddCommand(newBenchCmd(env))
@@ -126,6 +134,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"tiered", "--segment-bytes", "-1"},
 		{"share", "--ack", "maybe"},
 		{"share", "--dead-letter-topic", "dlq.x"},
+		{"connect", "--connectors", "0"},
+		{"connect", "--count", "0", "--duration", "0"},
+		{"connect", "--topic", "t"}, // connect moves no records
 		{"nonsense"},
 	} {
 		r := runBenchCmd(t, args...)
@@ -196,5 +207,78 @@ func TestBenchShare(t *testing.T) {
 	res := benchJSON(t, append([]string{"share", "--ack", "reject", "--group", topic + "-reject", "--dead-letter-topic", "dlq." + topic}, common...)...)
 	if res.Records != 3000 || res.DeadLettered < 3000 || res.RecordsPerSec <= 0 {
 		t.Fatalf("share --ack reject: %+v", res)
+	}
+}
+
+// TestBenchOverSASLSSL: the bench modes run against a SASL_SSL listener
+// (--tls-ca-file, SCRAM-SHA-512), and connect counts connections that
+// complete TLS and SaslAuthenticate; with a wrong password every attempt
+// fails and the run says so.
+func TestBenchOverSASLSSL(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "bench")
+	node := ca.Issue(t, "node", "broker-1")
+	n := startOwnNode(t, func(cfg *config.Config) {
+		cfg.TLSCertFile, cfg.TLSKeyFile = node.CertFile, node.KeyFile
+		cfg.SASLMechanisms = "SCRAM-SHA-512"
+		cfg.AddScram = []string{"SCRAM-SHA-512=[name=bench,password=bench-secret]"}
+	})
+	vars := map[string]string{cli.BrokersEnv: n.KafkaAddr(), cli.SASLPasswordEnv: "bench-secret"}
+	secure := []string{"--tls-ca-file", ca.File, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "bench", "--output", "json"}
+	run := func(vars map[string]string, args ...string) (bench.Result, result) {
+		t.Helper()
+		r := runBenchEnv(t, vars, append(args, secure...)...)
+		var res bench.Result
+		if r.stdout != "" {
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("output is not one JSON document: %v\n%s", err, r.stdout)
+			}
+		}
+		return res, r
+	}
+	common := []string{"--topic", "tls-bench", "--record-size", "100"}
+	res, r := run(vars, append([]string{"produce", "--count", "300"}, common...)...)
+	if r.code != 0 {
+		t.Fatalf("produce over SASL_SSL: %s", r)
+	}
+	checkSane(t, res, "produce", 300, 100)
+	if res, r = run(vars, append([]string{"consume"}, common...)...); r.code != 0 {
+		t.Fatalf("consume over SASL_SSL: %s", r)
+	}
+	checkSane(t, res, "consume", 300, 100)
+
+	res, r = run(vars, "connect", "--count", "20", "--connectors", "2")
+	if r.code != 0 {
+		t.Fatalf("connect over SASL_SSL: %s", r)
+	}
+	l := res.Latency
+	if res.Mode != "connect" || res.Records != 20 || res.Failed != 0 || res.Connectors != 2 || res.RecordsPerSec <= 0 ||
+		l.Count != 20 || l.Min <= 0 || l.P50 > l.Max {
+		t.Fatalf("connect: %+v", res)
+	}
+	// Each connection logged in: the broker counted the logins (the produce
+	// and consume runs' clients logged in too).
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	resp, err := hc.Get("https://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`strata_sasl_authentications_total\{mechanism="SCRAM-SHA-512",result="success"\} (\d+)`).FindSubmatch(body)
+	logins := -1
+	if m != nil {
+		logins, _ = strconv.Atoi(string(m[1]))
+	}
+	if logins < 20 {
+		t.Fatalf("the broker counted %d SCRAM logins, fewer than the 20 connections", logins)
+	}
+
+	wrong := map[string]string{cli.BrokersEnv: n.KafkaAddr(), cli.SASLPasswordEnv: "wrong"}
+	res, r = run(wrong, "connect", "--count", "3")
+	if r.code != 1 || res.Records != 0 || res.Failed != 3 || !strings.Contains(r.err.Error(), "SASL_AUTHENTICATION_FAILED") {
+		t.Fatalf("connect with a wrong password: %+v\n%s", res, r)
 	}
 }

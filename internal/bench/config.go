@@ -78,6 +78,9 @@ type Config struct {
 	Group           string
 	ShareAck        string
 	DeadLetterTopic string
+	// Connectors are the workers of a Connect run, each setting up one
+	// connection after another.
+	Connectors int
 
 	// DrainTimeout bounds how long E2E waits, after the last send, for the
 	// consumers to see every delivered record, and how long Flush may take.
@@ -98,9 +101,24 @@ const DefaultLinger = 10 * time.Millisecond
 const DefaultDrainTimeout = 30 * time.Second
 
 // Validate checks the settings a run depends on; mode is "produce", "consume",
-// "e2e" or "share".
+// "e2e", "share" or "connect".
 func (c *Config) Validate(mode string) error {
 	bad := invalidConfig
+	if mode == "connect" { // no topic, no records
+		switch {
+		case len(c.Brokers) == 0:
+			return bad("no brokers")
+		case c.Count < 0:
+			return bad("count must not be negative, got %d", c.Count)
+		case c.Duration < 0:
+			return bad("duration must not be negative, got %s", c.Duration)
+		case c.Count == 0 && c.Duration == 0:
+			return bad("give a count or a duration")
+		case c.Connectors < 1:
+			return bad("connectors must be at least 1, got %d", c.Connectors)
+		}
+		return nil
+	}
 	switch {
 	case len(c.Brokers) == 0:
 		return bad("no brokers")

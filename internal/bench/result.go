@@ -9,7 +9,7 @@ import (
 
 // Result is what one run measured.
 type Result struct {
-	Mode        string  `json:"mode"` // produce, consume, e2e or share
+	Mode        string  `json:"mode"` // produce, consume, e2e, share or connect
 	Topic       string  `json:"topic"`
 	Partitions  int32   `json:"partitions"`
 	RecordSize  int     `json:"record_size"` // consume: the mean value size read
@@ -20,8 +20,12 @@ type Result struct {
 	TargetRate  int     `json:"target_rate,omitempty"` // records/s; 0 = unthrottled
 	LingerMS    float64 `json:"linger_ms"`             // producer linger
 
+	// Connectors are a connect run's workers.
+	Connectors int `json:"connectors,omitempty"`
+
 	// Records are the records that counted: delivered (produce), read (consume) or
-	// arrived (e2e). Bytes are their value bytes.
+	// arrived (e2e); in a connect run, the connections set up (RecordsPerSec is
+	// then connections/s). Bytes are their value bytes.
 	Records int64 `json:"records"`
 	Bytes   int64 `json:"bytes"`
 	// Produced are the records delivered in an e2e run (Records arrived of them).
@@ -73,6 +77,16 @@ func (r Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, args...))
 	}
 	row("mode", "%s", r.Mode)
+	if r.Mode == "connect" {
+		row("connectors", "%d", r.Connectors)
+		row("connections", "%d in %.2f s", r.Records, r.ElapsedSeconds)
+		if r.Failed > 0 {
+			row("failed", "%d", r.Failed)
+		}
+		row("rate", "%.1f connections/s", r.RecordsPerSec)
+		r.writeLatency(row)
+		return tw.Flush()
+	}
 	row("topic", "%s (%d partitions)", r.Topic, r.Partitions)
 	row("record size", "%d B", r.RecordSize)
 	if r.Producers > 0 {
@@ -109,10 +123,7 @@ func (r Result) WriteTable(w io.Writer) error {
 		row("failed", "%d", r.Failed)
 	}
 	row("throughput", "%.0f records/s, %.2f MB/s", r.RecordsPerSec, r.MBPerSec)
-	l := r.Latency
-	row("latency", "%s (%d samples)", l.Of, l.Count)
-	row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", l.P50, l.P99, l.P999)
-	row("  min / mean / max", "%.3f / %.3f / %.3f ms", l.Min, l.Mean, l.Max)
+	r.writeLatency(row)
 	if p := r.ProduceLatency; p != nil {
 		row("produce latency", "%s (%d samples)", p.Of, p.Count)
 		row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", p.P50, p.P99, p.P999)
@@ -124,4 +135,12 @@ func (r Result) WriteTable(w io.Writer) error {
 		row("  min / mean / max", "%.3f / %.3f / %.3f ms", c.Min, c.Mean, c.Max)
 	}
 	return tw.Flush()
+}
+
+// writeLatency prints the latency rows of a table.
+func (r Result) writeLatency(row func(name, format string, args ...any)) {
+	l := r.Latency
+	row("latency", "%s (%d samples)", l.Of, l.Count)
+	row("  p50 / p99 / p99.9", "%.3f / %.3f / %.3f ms", l.P50, l.P99, l.P999)
+	row("  min / mean / max", "%.3f / %.3f / %.3f ms", l.Min, l.Mean, l.Max)
 }

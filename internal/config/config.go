@@ -56,6 +56,10 @@ type Config struct {
 	// and per client IP (max.connections, max.connections.per.ip); -1: no limit.
 	MaxConnections      int32
 	MaxConnectionsPerIP int32
+	// MaxConnectionCreationRate bounds the Kafka connections accepted per
+	// second (max.connection.creation.rate): over it, accepting waits; -1: no
+	// limit.
+	MaxConnectionCreationRate int32
 	// TLSCertFile and TLSKeyFile turn TLS on for the Kafka, HTTP and controller
 	// listeners and for every connection this node opens to another node; the
 	// files are reloaded when they change.
@@ -149,6 +153,7 @@ func Default() Config {
 		MaxQueuedRequestBytes:        256 << 20,
 		MaxConnections:               10000,
 		MaxConnectionsPerIP:          1000,
+		MaxConnectionCreationRate:    -1,
 		LogLevel:                     "info",
 		LogFormat:                    "text",
 		ShutdownTimeout:              30 * time.Second,
@@ -194,6 +199,7 @@ func (c *Config) options() []option {
 		{"max-queued-request-bytes", "request bytes read and not yet handled, over all connections (queued.max.request.bytes; -1: no bound)", int64Value{&c.MaxQueuedRequestBytes}},
 		{"max-connections", "open Kafka connections in total (max.connections; -1: no limit)", int32Value{&c.MaxConnections}},
 		{"max-connections-per-ip", "open Kafka connections per client IP (max.connections.per.ip; -1: no limit)", int32Value{&c.MaxConnectionsPerIP}},
+		{"max-connection-creation-rate", "Kafka connections accepted per second; over it, accepting waits (max.connection.creation.rate; -1: no limit)", int32Value{&c.MaxConnectionCreationRate}},
 		{"tls-cert-file", "PEM certificate: TLS on the Kafka, HTTP and controller listeners and between nodes (reloaded on change)", stringValue{&c.TLSCertFile}},
 		{"tls-key-file", "PEM private key of --tls-cert-file", stringValue{&c.TLSKeyFile}},
 		{"tls-client-ca-file", "PEM CAs: client certificates required (mTLS), principal User:<CN>", stringValue{&c.TLSClientCAFile}},
@@ -362,7 +368,8 @@ func (c *Config) Validate() error {
 	if c.MaxQueuedRequestBytes != -1 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes) {
 		errs = append(errs, fmt.Errorf("max-queued-request-bytes (%d) must be -1 or at least max-request-bytes (%d)", c.MaxQueuedRequestBytes, c.MaxRequestBytes))
 	}
-	for name, v := range map[string]int32{"max-connections": c.MaxConnections, "max-connections-per-ip": c.MaxConnectionsPerIP} {
+	for name, v := range map[string]int32{"max-connections": c.MaxConnections, "max-connections-per-ip": c.MaxConnectionsPerIP,
+		"max-connection-creation-rate": c.MaxConnectionCreationRate} {
 		if v != -1 && v < 1 {
 			errs = append(errs, fmt.Errorf("%s must be -1 or positive, got %d", name, v))
 		}

@@ -22,6 +22,10 @@ func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]me
 	errs := make([]error, len(entries))
 	for i, e := range entries {
 		var mine []metadata.Record
+		if err := metadata.ValidateQuotaEntity(e.Entity); err != nil {
+			errs[i] = err
+			continue
+		}
 		for _, op := range e.Ops {
 			if err := metadata.ValidateQuota(e.Entity, op.Key, op.Value, op.Remove); err != nil {
 				errs[i] = err
@@ -30,7 +34,7 @@ func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]me
 			if _, ok := img.Quota(e.Entity, op.Key); op.Remove && !ok {
 				continue // removing what is not set changes nothing
 			}
-			mine = append(mine, &metadata.ClientQuotaRecord{Entity: e.Entity, Key: op.Key, Value: op.Value, Remove: op.Remove})
+			mine = append(mine, metadata.QuotaRecord(e.Entity, op.Key, op.Value, op.Remove))
 		}
 		if errs[i] == nil {
 			recs = append(recs, mine...)

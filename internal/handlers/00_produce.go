@@ -2,7 +2,9 @@ package handlers
 
 // Produce (key 0), v3-v12. Every supported version carries v2 record batches.
 //   v3: transactional id; v5: log start offset in the response; v8: per-record
-//   errors and an error message; v9+: flexible. acks=0 gets no response at all.
+//   errors and an error message; v9+: flexible. acks=0 gets no response at all:
+//   over its producer_byte_rate the client is throttled by muting the
+//   connection alone (protocol.Response.Throttle).
 //   v12 (KIP-890, transaction version 2): the first transactional batch of a
 //   producer on a partition adds the partition to its transaction at the
 //   coordinator (no AddPartitionsToTxn from the client); the coordinator's
@@ -79,10 +81,12 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	if acks == 0 {
-		return protocol.Response{None: true}
-	}
 	throttle := h.throttle(c, metadata.QuotaProducerByteRate, r.Size)
+	if acks == 0 {
+		// No answer to carry throttle_time_ms: as Kafka does, the connection is
+		// only muted for the throttle.
+		return protocol.Response{None: true, Throttle: throttle}
+	}
 	resp.ThrottleMillis = int32(throttle.Milliseconds())
 	if len(waits) == 0 {
 		return protocol.Response{Msg: resp, Throttle: throttle}

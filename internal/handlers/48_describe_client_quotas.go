@@ -2,11 +2,15 @@ package handlers
 
 // DescribeClientQuotas (key 48), v0-v1 (v1 flexible): the client quotas whose
 // entity matches the filter (KIP-546): each component names an entity type
-// (user, client-id) matched exactly, as the default, or any; with Strict the
-// entity has no other parts. Served from this broker's metadata image.
+// (user, client-id, ip) matched exactly, as the default, or any; with Strict the
+// entity has no other parts. Served from this broker's metadata image. As Kafka:
+// an unknown entity type is UNSUPPORTED_VERSION; a type given twice, a match
+// string missing for an exact match or given for another match type, and an ip
+// component beside a user or client-id one are INVALID_REQUEST.
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,21 +22,15 @@ import (
 const (
 	quotaEntityUser     = "user"
 	quotaEntityClientID = "client-id"
+	quotaEntityIP       = "ip"
 )
 
 func (h *Handlers) describeClientQuotas(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	seen := map[string]bool{}
-	for _, c := range req.Components {
-		if c.EntityType != quotaEntityUser && c.EntityType != quotaEntityClientID || seen[c.EntityType] ||
-			c.MatchType == kmsg.QuotasMatchTypeExact && c.Match == nil || c.MatchType > kmsg.QuotasMatchTypeAny {
-			resp.ErrorCode = kerr.InvalidRequest.Code
-			msg := "invalid quota filter component for entity type " + c.EntityType
-			resp.ErrorMessage = &msg
-			return reply(resp)
-		}
-		seen[c.EntityType] = true
+	if code, msg := checkQuotaFilter(req.Components); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return reply(resp)
 	}
 	img := h.cluster.Image()
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // nullable: null only with an error (Java's client needs the array)
@@ -52,8 +50,35 @@ func (h *Handlers) describeClientQuotas(_ context.Context, _ *protocol.ConnInfo,
 	return reply(resp)
 }
 
+// checkQuotaFilter validates a filter's components as Kafka does, returning the
+// error code and message for the response (0 when valid).
+func checkQuotaFilter(components []kmsg.DescribeClientQuotasRequestComponent) (int16, string) {
+	seen := map[string]bool{}
+	for _, c := range components {
+		switch {
+		case c.EntityType == "":
+			return kerr.InvalidRequest.Code, "invalid empty entity type"
+		case seen[c.EntityType]:
+			return kerr.InvalidRequest.Code, fmt.Sprintf("entity type %s cannot appear more than once in the filter", c.EntityType)
+		case c.EntityType != quotaEntityUser && c.EntityType != quotaEntityClientID && c.EntityType != quotaEntityIP:
+			return kerr.UnsupportedVersion.Code, "unsupported entity type " + c.EntityType
+		case c.MatchType == kmsg.QuotasMatchTypeExact && c.Match == nil:
+			return kerr.InvalidRequest.Code, "an exact match needs a match string"
+		case (c.MatchType == kmsg.QuotasMatchTypeDefault || c.MatchType == kmsg.QuotasMatchTypeAny) && c.Match != nil:
+			return kerr.InvalidRequest.Code, fmt.Sprintf("match type %v takes no match string", c.MatchType)
+		case c.MatchType > kmsg.QuotasMatchTypeAny || c.MatchType < 0:
+			return kerr.InvalidRequest.Code, fmt.Sprintf("unknown match type %d", c.MatchType)
+		}
+		seen[c.EntityType] = true
+	}
+	if seen[quotaEntityIP] && (seen[quotaEntityUser] || seen[quotaEntityClientID]) {
+		return kerr.InvalidRequest.Code, "invalid entity filter component combination: an ip component is not used with a user or client-id component"
+	}
+	return 0, ""
+}
+
 func quotaFilterMatches(req *kmsg.DescribeClientQuotasRequest, e metadata.QuotaEntity) bool {
-	parts := map[string]metadata.QuotaName{quotaEntityUser: e.User, quotaEntityClientID: e.ClientID}
+	parts := map[string]metadata.QuotaName{quotaEntityUser: e.User, quotaEntityClientID: e.ClientID, quotaEntityIP: e.IP}
 	for _, c := range req.Components {
 		n := parts[c.EntityType]
 		switch {
@@ -86,7 +111,7 @@ func quotaEntityParts(e metadata.QuotaEntity) []quotaEntityPart {
 	for _, p := range []struct {
 		typ string
 		n   metadata.QuotaName
-	}{{quotaEntityUser, e.User}, {quotaEntityClientID, e.ClientID}} {
+	}{{quotaEntityUser, e.User}, {quotaEntityClientID, e.ClientID}, {quotaEntityIP, e.IP}} {
 		if !p.n.Set {
 			continue
 		}

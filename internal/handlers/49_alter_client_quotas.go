@@ -3,10 +3,14 @@ package handlers
 // AlterClientQuotas (key 49), v0-v1 (v1 flexible): sets and removes
 // producer_byte_rate, consumer_byte_rate, request_percentage (KIP-124,
 // request_quota.go) and controller_mutation_rate (KIP-599, mutation_quota.go) of
-// users, client ids and user/client id pairs (a null name is the default
-// entity), through the active controller (forwarded when this node is not it).
-// One result per entry, all or nothing per entry: INVALID_REQUEST for an unknown
-// entity type or key or a value that is not positive.
+// users, client ids and user/client id pairs, and connection_creation_rate
+// (KIP-612, enforced by protocol.Server through quota.Manager.RecordConnection)
+// of IP addresses (a null name is the default entity), through the active
+// controller (forwarded when this node is not it). One result per entry, all or
+// nothing per entry: INVALID_REQUEST for an unknown entity type or key, an ip
+// beside a user or client id, a name that is not an IP address, a key the
+// entity does not take, or a value that is not positive (or, for
+// connection_creation_rate, not a whole number).
 
 import (
 	"context"
@@ -61,7 +65,8 @@ func (h *Handlers) alterClientQuotas(ctx context.Context, _ *protocol.ConnInfo, 
 	return reply(resp)
 }
 
-// parseQuotaEntity reads an entity: a user and/or a client id, each once.
+// parseQuotaEntity reads an entity: a user and/or a client id, or an ip, each
+// once (metadata.ValidateQuota checks the combination).
 func parseQuotaEntity(parts []kmsg.AlterClientQuotasRequestEntryEntity) (metadata.QuotaEntity, error) {
 	var e metadata.QuotaEntity
 	for _, p := range parts {
@@ -71,6 +76,8 @@ func parseQuotaEntity(parts []kmsg.AlterClientQuotasRequestEntryEntity) (metadat
 			n = &e.User
 		case quotaEntityClientID:
 			n = &e.ClientID
+		case quotaEntityIP:
+			n = &e.IP
 		default:
 			return e, &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("unsupported quota entity type %q", p.Type)}
 		}

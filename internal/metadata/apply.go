@@ -81,6 +81,8 @@ func (b *builder) apply(rec Record) error {
 		return b.aclRecord(r)
 	case *ClientQuotaRecord:
 		return b.clientQuota(r)
+	case *IPQuotaRecord:
+		return b.ipQuota(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",

@@ -35,6 +35,7 @@ func sampleRecords() []Record {
 		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("svk"), Iterations: 4096}},
 		&ScramCredentialRecord{ScramCredential: ScramCredential{User: "alice", Mechanism: ScramSHA256}, Delete: true},
 		&ClientQuotaRecord{Entity: QuotaEntity{User: QuotaName{Set: true, Name: "alice"}, ClientID: QuotaName{Set: true, Default: true}}, Key: "producer_byte_rate", Value: 1024.5},
+		&IPQuotaRecord{IP: QuotaName{Set: true, Name: "10.0.0.1"}, Key: "connection_creation_rate", Value: 5},
 		&AclRecord{Binding: acl.Binding{ResourceType: 2, ResourceName: "orders", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
 	}
 }

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"net/netip"
 	"reflect"
 	"testing"
 )
@@ -38,6 +39,60 @@ func TestClientQuotas(t *testing.T) {
 		"zero":          {Entity: alice, Key: QuotaProducerByteRate, Value: 0},
 	} {
 		if _, err := Apply(img, rec); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestIPQuotas: connection_creation_rate on IP entities (KIP-612): an address
+// and the default, kept in snapshots, found in any notation of the address,
+// and Kafka's refusals.
+func TestIPQuotas(t *testing.T) {
+	ip := func(name string) QuotaEntity { return QuotaEntity{IP: QuotaName{Set: true, Name: name}} }
+	def := QuotaEntity{IP: QuotaName{Set: true, Default: true}}
+	img, err := ApplyAll(NewImage(), []Record{
+		QuotaRecord(ip("10.0.0.1"), QuotaConnectionCreationRate, 5, false),
+		QuotaRecord(ip("0:0::1"), QuotaConnectionCreationRate, 7, false),
+		QuotaRecord(def, QuotaConnectionCreationRate, 100, false),
+		QuotaRecord(QuotaEntity{User: QuotaName{Set: true, Name: "alice"}}, QuotaProducerByteRate, 10, false),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]float64{"10.0.0.1": 5, "::ffff:10.0.0.1": 5, "::1": 7, "10.0.0.2": 100} {
+		if v, ok := img.ConnectionCreationRate(netip.MustParseAddr(addr)); !ok || v != want {
+			t.Errorf("rate of %s: %v %t, want %v", addr, v, ok, want)
+		}
+	}
+	snap, err := DecodeSnapshot(EncodeSnapshot(img))
+	if err != nil || !reflect.DeepEqual(snap.QuotaEntities(), img.QuotaEntities()) || !reflect.DeepEqual(snap.QuotaValues(def), img.QuotaValues(def)) {
+		t.Fatalf("snapshot: %v %v", err, snap.QuotaEntities())
+	}
+	next, err := Apply(img, QuotaRecord(def, QuotaConnectionCreationRate, 0, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := next.ConnectionCreationRate(netip.MustParseAddr("10.0.0.2")); ok {
+		t.Error("the default removed still applies")
+	}
+	if _, err := Apply(img, QuotaRecord(ip("10.0.0.1"), QuotaConnectionCreationRate, 2.5, false)); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("a fractional rate applied: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		e     QuotaEntity
+		key   string
+		value float64
+	}{
+		"ip with user":             {QuotaEntity{IP: def.IP, User: QuotaName{Set: true, Name: "alice"}}, QuotaConnectionCreationRate, 1},
+		"ip with client id":        {QuotaEntity{IP: ip("10.0.0.1").IP, ClientID: QuotaName{Set: true, Default: true}}, QuotaConnectionCreationRate, 1},
+		"not an address":           {ip("not-an-ip"), QuotaConnectionCreationRate, 1},
+		"byte rate on an ip":       {ip("10.0.0.1"), QuotaProducerByteRate, 1},
+		"fractional":               {ip("10.0.0.1"), QuotaConnectionCreationRate, 1.5},
+		"over int32":               {def, QuotaConnectionCreationRate, 1 << 31},
+		"zero":                     {def, QuotaConnectionCreationRate, 0},
+		"connection rate for user": {QuotaEntity{User: QuotaName{Set: true, Name: "alice"}}, QuotaConnectionCreationRate, 1},
+	} {
+		if err := ValidateQuota(tc.e, tc.key, tc.value, false); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

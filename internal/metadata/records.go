@@ -22,6 +22,9 @@ const (
 	TypeScramCredential RecordType = 20
 	TypeAcl             RecordType = 21
 	TypeClientQuota     RecordType = 22
+
+	// Connection quotas (50-54).
+	TypeIPQuota RecordType = 50
 )
 
 // Record is one change to the cluster metadata. The set is closed: only the
@@ -179,6 +182,8 @@ func newRecord(t RecordType) Record {
 		return new(AclRecord)
 	case TypeClientQuota:
 		return new(ClientQuotaRecord)
+	case TypeIPQuota:
+		return new(IPQuotaRecord)
 	}
 	return nil
 }

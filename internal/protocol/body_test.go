@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -271,5 +272,56 @@ func TestSendFileSyscall(t *testing.T) {
 	}
 	if pos, err := f.Seek(0, io.SeekCurrent); err != nil || pos != 7 {
 		t.Fatalf("file position %d (%v), want 7: sendfile moved it", pos, err)
+	}
+}
+
+// plainWriter is a connection that can take no sendfile(2) and no ReadFrom
+// (a TLS connection, for the body writer); it keeps what it is given.
+type plainWriter struct {
+	got    []byte
+	writes int
+}
+
+func (w *plainWriter) Write(p []byte) (int, error) {
+	w.got = append(w.got, p...)
+	w.writes++
+	return len(p), nil
+}
+
+// TestSendFileCopyReadsOnce: without a socket for sendfile(2) (TLS), a file
+// range is read straight into the connection's write buffer and handed to the
+// connection a buffer at a time: no buffer of its own (one allocation, the
+// section reader), no copy besides that read.
+func TestSendFileCopyReadsOnce(t *testing.T) {
+	f, data := tempFile(t, 1<<20)
+	const off, n = 4321, 900_000
+	w := &plainWriter{}
+	bw := &bodyWriter{bw: bufio.NewWriterSize(w, writeBufferSize), left: n + 4}
+	if _, err := bw.Write([]byte("head")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.SendFile(f, off, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.got, append([]byte("head"), data[off:off+n]...)) {
+		t.Fatal("bytes differ")
+	}
+	if want := (n + 4 + writeBufferSize - 1) / writeBufferSize; w.writes != want {
+		t.Fatalf("%d writes to the connection, want %d full buffers", w.writes, want)
+	}
+	sink := &plainWriter{}
+	allocs := testing.AllocsPerRun(20, func() {
+		sink.got = sink.got[:0]
+		bw := bodyWriter{bw: bufio.NewWriterSize(sink, writeBufferSize), left: n}
+		if err := bw.SendFile(f, off, n); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The bufio.Writer of each run, and the section reader.
+	if allocs > 3 {
+		t.Fatalf("SendFile without sendfile(2) made %.0f allocations: it copies through a buffer of its own", allocs)
 	}
 }

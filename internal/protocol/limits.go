@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 )
 
@@ -163,4 +164,14 @@ func remoteIP(a net.Addr) string {
 		return host
 	}
 	return s
+}
+
+// remoteAddr is the IP address of a TCP peer; false for other transports.
+func remoteAddr(a net.Addr) (netip.Addr, bool) {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	addr, ok := netip.AddrFromSlice(tcp.IP)
+	return addr.Unmap(), ok
 }

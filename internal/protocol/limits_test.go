@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
+	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -177,22 +181,25 @@ func TestQueuedRequestBytesBoundAcrossConnections(t *testing.T) {
 	}
 }
 
+// dialFrom dials addr from the local IP address ip (any of 127.0.0.0/8).
+func dialFrom(t *testing.T, addr, ip string) *rawClient {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(testTimeout))
+	return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
 func TestConnectionLimits(t *testing.T) {
 	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
 		s.MaxConnections = 3
 		s.MaxConnectionsPerIP = 2
 	})
-	dialFrom := func(ip string) *rawClient {
-		t.Helper()
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-		nc, err := d.Dial("tcp", ts.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nc.Close() })
-		_ = nc.SetDeadline(time.Now().Add(testTimeout))
-		return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
-	}
+	from := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
 	serving := func(c *rawClient) {
 		t.Helper()
 		resp := c.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse)
@@ -200,48 +207,144 @@ func TestConnectionLimits(t *testing.T) {
 			t.Fatalf("ApiVersions: error %d", resp.ErrorCode)
 		}
 	}
-	a1, a2 := dialFrom("127.0.0.1"), dialFrom("127.0.0.1")
+	a1, a2 := from("127.0.0.1"), from("127.0.0.1")
 	serving(a1)
 	serving(a2)
 	// A third connection from the same IP is over the per-IP limit.
-	dialFrom("127.0.0.1").expectClosed()
-	b1 := dialFrom("127.0.0.2")
+	from("127.0.0.1").expectClosed()
+	b1 := from("127.0.0.2")
 	serving(b1)
 	// A fourth connection from anywhere is over the total limit.
-	dialFrom("127.0.0.3").expectClosed()
+	from("127.0.0.3").expectClosed()
 	if st := ts.Stats(); st.RefusedConnections != 2 || st.OpenConnections != 3 {
 		t.Fatalf("stats %+v, want 2 refused and 3 open", st)
 	}
 	// Closing one makes room again.
 	a1.nc.Close()
 	wait.For(t, "the closed connection to be uncounted", func() bool { return ts.Stats().OpenConnections == 2 })
-	serving(dialFrom("127.0.0.1"))
+	serving(from("127.0.0.1"))
 	serving(a2)
 }
 
 // TestThrottleMutesTheConnection: after a response with Response.Throttle the
-// connection reads nothing for that long (KIP-219), then serves on.
+// connection reads nothing for that long (KIP-219), then serves on; a None
+// response (Produce with acks=0), with no throttle_time_ms to carry, mutes it
+// just the same.
 func TestThrottleMutesTheConnection(t *testing.T) {
 	const throttle = 300 * time.Millisecond
-	var mu sync.Mutex
-	var handled []time.Time
-	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
-		mu.Lock()
-		handled = append(handled, time.Now())
-		mu.Unlock()
-		resp := echoHandler(ctx, c, r)
-		if r.CorrelationID == 1 {
-			resp.Throttle = throttle
+	for _, first := range []struct {
+		name    string
+		req     kmsg.Request
+		version int16
+	}{
+		{"answered", metadataRequest("a"), 12},
+		{"acks=0", produceRequest(0), 9},
+	} {
+		t.Run(first.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var handled []time.Time
+			ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+				mu.Lock()
+				handled = append(handled, time.Now())
+				mu.Unlock()
+				resp := echoHandler(ctx, c, r)
+				if r.CorrelationID == 1 {
+					resp.Throttle = throttle
+				}
+				return resp
+			}))
+			c := dial(t, ts.addr)
+			c.write(append(frameOf(first.req, first.version, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
+			if _, ok := first.req.(*kmsg.MetadataRequest); ok {
+				c.read(first.req, first.version, 1)
+			}
+			c.read(metadataRequest("b"), 12, 2)
+			mu.Lock()
+			defer mu.Unlock()
+			if gap := handled[1].Sub(handled[0]); gap < throttle {
+				t.Fatalf("second request handled %v after the throttled one, want at least %v", gap, throttle)
+			}
+		})
+	}
+}
+
+// TestConnectionThrottleHoldsThenCloses: a connection ConnectionThrottle
+// refuses (an address over its connection_creation_rate, KIP-612) is never
+// served nor counted; it is held open for the throttle, then closed, while
+// other addresses are served; Close closes a held connection at once.
+func TestConnectionThrottleHoldsThenCloses(t *testing.T) {
+	const throttle = 400 * time.Millisecond
+	limited := netip.MustParseAddr("127.0.0.2")
+	var asked atomic.Int64
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.ConnectionThrottle = func(ip netip.Addr) time.Duration {
+			asked.Add(1)
+			if ip == limited {
+				return throttle
+			}
+			return 0
 		}
-		return resp
-	}))
-	c := dial(t, ts.addr)
-	c.write(append(frameOf(metadataRequest("a"), 12, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
-	c.read(metadataRequest("a"), 12, 1)
-	c.read(metadataRequest("b"), 12, 2)
-	mu.Lock()
-	defer mu.Unlock()
-	if gap := handled[1].Sub(handled[0]); gap < throttle {
-		t.Fatalf("second request handled %v after the throttled one, want at least %v", gap, throttle)
+	})
+	from := func(ip string) *rawClient { return dialFrom(t, ts.addr, ip) }
+	start := time.Now()
+	held := from("127.0.0.2")
+	held.send(kmsg.NewPtrApiVersionsRequest(), 0, 1)
+	free := from("127.0.0.1")
+	if resp := free.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions from an address within its rate: error %d", resp.ErrorCode)
+	}
+	if st := ts.Stats(); st.ThrottledConnections != 1 || st.OpenConnections != 1 {
+		t.Fatalf("stats %+v, want 1 throttled and 1 open", st)
+	}
+	n, err := io.Copy(io.Discard, held.br)
+	if n != 0 || err != nil && !errors.Is(err, syscall.ECONNRESET) { // a close with the request unread resets
+		t.Fatalf("throttled connection: read %d bytes, %v; want a close without an answer", n, err)
+	}
+	if open := time.Since(start); open < throttle {
+		t.Fatalf("throttled connection closed after %v, want it held for at least %v", open, throttle)
+	}
+	wait.For(t, "the held connection to be forgotten", func() bool { return ts.Stats().HeldConnections == 0 })
+	if asked.Load() != 2 {
+		t.Fatalf("ConnectionThrottle asked %d times, want once per connection (2)", asked.Load())
+	}
+
+	// A connection held for an hour is closed by Close, not left behind.
+	long := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.ConnectionThrottle = func(netip.Addr) time.Duration { return time.Hour }
+	})
+	c := dial(t, long.addr)
+	wait.For(t, "the connection to be held", func() bool { return long.Stats().HeldConnections == 1 })
+	if err := long.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.expectClosed()
+	if st := long.Stats(); st.HeldConnections != 0 {
+		t.Fatalf("after Close: %+v", st)
+	}
+}
+
+// TestAcceptThrottleDelaysServing: with AcceptThrottle asking for a wait (a
+// broker-wide connection creation rate over its limit), the accepted
+// connection is served, but no sooner than the wait.
+func TestAcceptThrottleDelaysServing(t *testing.T) {
+	const wait = 400 * time.Millisecond
+	var accepted atomic.Int64
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.AcceptThrottle = func() time.Duration {
+			if accepted.Add(1) == 2 {
+				return wait
+			}
+			return 0
+		}
+	})
+	checkServing(t, ts.addr)
+	start := time.Now()
+	checkServing(t, ts.addr)
+	if took := time.Since(start); took < wait {
+		t.Fatalf("the connection over the rate was served after %v, want at least %v", took, wait)
+	}
+	checkServing(t, ts.addr)
+	if accepted.Load() != 3 {
+		t.Fatalf("AcceptThrottle asked %d times, want 3", accepted.Load())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,18 @@ type Server struct {
 	// (DefaultMaxConnections, DefaultMaxConnectionsPerIP); negative, no limit.
 	MaxConnections      int
 	MaxConnectionsPerIP int
+	// ConnectionThrottle, when set, is asked about every accepted connection
+	// with the client's address, before the connection limits count it. A
+	// positive answer means the address is over its connection creation rate
+	// (KIP-612's connection_creation_rate): the connection is neither served
+	// nor counted; it is held open, unread, for that long and then closed, as
+	// Kafka delays the close so that the client does not reconnect at once.
+	ConnectionThrottle func(ip netip.Addr) time.Duration
+	// AcceptThrottle, when set, is asked about every accepted connection before
+	// anything else; a positive answer (a broker-wide connection creation rate
+	// over its limit, Kafka's max.connection.creation.rate) makes the accept
+	// loop wait that long before serving the connection and accepting more.
+	AcceptThrottle func() time.Duration
 	// HandshakeTimeout bounds a TLS handshake on a connection accepted from a TLS
 	// listener (tls.NewListener); the handshake is completed before the first
 	// request is read, and the client certificate gives ConnInfo.Principal. Zero
@@ -82,6 +95,8 @@ type Server struct {
 	pool             *memoryPool
 	limiter          connLimiter
 	refused          atomic.Uint64
+	throttled        atomic.Uint64
+	throttleLogged   atomic.Int64  // unix nanos of the last connection-throttle log line
 	refusedLogged    atomic.Int64  // unix nanos of the last refusal warning
 	quit             chan struct{} // closed by Close and Shutdown
 	nextID           atomic.Uint64
@@ -91,6 +106,7 @@ type Server struct {
 		closed    bool
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
+		held      map[net.Conn]*time.Timer // throttled connections waiting to be closed
 	}
 }
 
@@ -100,6 +116,7 @@ func (s *Server) init() error {
 		s.quit = make(chan struct{})
 		s.mu.listeners = make(map[net.Listener]struct{})
 		s.mu.conns = make(map[*conn]struct{})
+		s.mu.held = make(map[net.Conn]*time.Timer)
 		s.log = s.Logger
 		if s.log == nil {
 			s.log = slog.New(slog.DiscardHandler)
@@ -163,6 +180,10 @@ type Stats struct {
 	// RefusedConnections counts connections closed at accept because of
 	// MaxConnections or MaxConnectionsPerIP.
 	RefusedConnections uint64
+	// ThrottledConnections counts connections held and closed unserved because
+	// ConnectionThrottle said so; HeldConnections is those still held.
+	ThrottledConnections uint64
+	HeldConnections      int
 }
 
 // Stats returns the server's current resource use.
@@ -171,7 +192,11 @@ func (s *Server) Stats() Stats {
 	s.limiter.mu.Lock()
 	open := s.limiter.mu.total
 	s.limiter.mu.Unlock()
-	return Stats{QueuedRequestBytes: s.pool.inUse(), OpenConnections: open, RefusedConnections: s.refused.Load()}
+	s.mu.Lock()
+	held := len(s.mu.held)
+	s.mu.Unlock()
+	return Stats{QueuedRequestBytes: s.pool.inUse(), OpenConnections: open, RefusedConnections: s.refused.Load(),
+		ThrottledConnections: s.throttled.Load(), HeldConnections: held}
 }
 
 // Serve accepts connections on ln until Close or Shutdown, then returns
@@ -209,6 +234,18 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if s.AcceptThrottle != nil {
+			if d := s.AcceptThrottle(); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-s.quit:
+					t.Stop()
+					_ = nc.Close()
+					return ErrServerClosed
+				}
+			}
+		}
 		s.startConn(nc)
 	}
 }
@@ -278,6 +315,11 @@ func (s *Server) stop() []*conn {
 		_ = ln.Close()
 	}
 	clear(s.mu.listeners)
+	for nc, t := range s.mu.held {
+		t.Stop()
+		_ = nc.Close()
+	}
+	clear(s.mu.held)
 	conns := make([]*conn, 0, len(s.mu.conns))
 	for c := range s.mu.conns {
 		conns = append(conns, c)
@@ -314,6 +356,14 @@ func (s *Server) untrackListener(ln net.Listener) {
 // Goroutines are added to wg only under mu while not closed, so Close's Wait never
 // races with an Add from zero.
 func (s *Server) startConn(nc net.Conn) {
+	if s.ConnectionThrottle != nil {
+		if addr, ok := remoteAddr(nc.RemoteAddr()); ok {
+			if d := s.ConnectionThrottle(addr); d > 0 {
+				s.hold(nc, d)
+				return
+			}
+		}
+	}
 	ip := remoteIP(nc.RemoteAddr())
 	if !s.limiter.admit(ip) {
 		s.refused.Add(1)
@@ -341,6 +391,31 @@ func (s *Server) startConn(nc net.Conn) {
 	go c.runReader()
 	go c.runHandler()
 	go c.runWriter()
+}
+
+// hold keeps a throttled connection open, unread, for d, then closes it.
+func (s *Server) hold(nc net.Conn, d time.Duration) {
+	s.throttled.Add(1)
+	if now := time.Now().UnixNano(); now-s.throttleLogged.Load() >= int64(time.Second) {
+		s.throttleLogged.Store(now)
+		s.log.Info("protocol: connection over its address's connection creation rate, closing it after the throttle",
+			"remote", addrString(nc.RemoteAddr()), "throttle", d, "throttled_total", s.throttled.Load())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		_ = nc.Close()
+		return
+	}
+	s.mu.held[nc] = time.AfterFunc(d, func() {
+		s.mu.Lock()
+		_, ok := s.mu.held[nc]
+		delete(s.mu.held, nc)
+		s.mu.Unlock()
+		if ok {
+			_ = nc.Close()
+		}
+	})
 }
 
 func (s *Server) removeConn(c *conn) {

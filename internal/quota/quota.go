@@ -20,10 +20,12 @@
 // as for bytes.
 //
 // Controller mutations (controller_mutation_rate) use a token bucket instead:
-// see mutations.go.
+// see mutations.go. Connection creation rates of client addresses
+// (connection_creation_rate on IP entities) are in connections.go.
 package quota
 
 import (
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,9 @@ type Manager struct {
 		sync.Mutex
 		sensors map[sensorKey]*rate
 		buckets map[sensorKey]*bucket // controller mutations (mutations.go)
+		// connection creation rates by client address (connections.go)
+		conns      map[netip.Addr]*rate
+		connsSwept time.Time
 	}
 }
 
@@ -63,6 +68,7 @@ func New(now func() time.Time) *Manager {
 	m := &Manager{now: now}
 	m.mu.sensors = map[sensorKey]*rate{}
 	m.mu.buckets = map[sensorKey]*bucket{}
+	m.mu.conns = map[netip.Addr]*rate{}
 	return m
 }
 

@@ -3,14 +3,22 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/quota"
 )
 
 // throttleHook records the throttles brokers report, and counts fetches.
@@ -174,5 +182,275 @@ func TestRequestQuota(t *testing.T) {
 	}
 	if carolHook.fetches.Load() < 4 {
 		t.Fatalf("carol sent %d fetches in 4 s, want at least 4 long polls", carolHook.fetches.Load())
+	}
+}
+
+// TestIPQuotas: connection_creation_rate on IP entities (KIP-612), set with
+// AlterClientQuotas as kafka-configs --entity-type ips does:
+//   - Kafka's refusals: an ip beside a user, another key on an ip, the rate on
+//     a user, a fractional rate, a name that is not an address, and an ip
+//     filter beside a user filter in DescribeClientQuotas;
+//   - 127.0.0.3, allowed 1 connection a second, opens 20 connections at once:
+//     the 10 s minimum window admits the first 10, and the broker closes the
+//     others without serving them; 127.0.0.4, under the default entity's 1000,
+//     and the test's own clients (127.0.0.1) are served throughout.
+func TestIPQuotas(t *testing.T) {
+	n := startNode(t, nodeConfig(t.TempDir()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, adm := n.client(t)
+	ip := func(name *string) kadm.ClientQuotaEntityComponent {
+		return kadm.ClientQuotaEntityComponent{Type: "ip", Name: name}
+	}
+	set := func(key string, v float64, entity ...kadm.ClientQuotaEntityComponent) error {
+		t.Helper()
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: entity,
+			Ops: []kadm.AlterClientQuotaOp{{Key: key, Value: v}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Err
+	}
+	for name, err := range map[string]error{
+		"ip and user":       set("connection_creation_rate", 5, ip(strPtr("127.0.0.3")), kadm.ClientQuotaEntityComponent{Type: "user", Name: strPtr("alice")}),
+		"byte rate on ip":   set("producer_byte_rate", 5, ip(strPtr("127.0.0.3"))),
+		"rate on a user":    set("connection_creation_rate", 5, kadm.ClientQuotaEntityComponent{Type: "user", Name: strPtr("alice")}),
+		"fractional":        set("connection_creation_rate", 1.5, ip(strPtr("127.0.0.3"))),
+		"not an address":    set("connection_creation_rate", 5, ip(strPtr("no.such.host"))),
+		"unknown type":      set("connection_creation_rate", 5, kadm.ClientQuotaEntityComponent{Type: "ips", Name: strPtr("127.0.0.3")}),
+		"negative ip quota": set("connection_creation_rate", -1, ip(nil)),
+	} {
+		if !errors.Is(err, kerr.InvalidRequest) {
+			t.Errorf("%s: %v, want INVALID_REQUEST", name, err)
+		}
+	}
+	if err := set("connection_creation_rate", 1, ip(strPtr("127.0.0.3"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := set("connection_creation_rate", 1000, ip(nil)); err != nil {
+		t.Fatal(err)
+	}
+	described, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "ip", MatchType: kmsg.QuotasMatchTypeAny}})
+	if err != nil || len(described) != 2 {
+		t.Fatalf("DescribeClientQuotas ip: %v %+v", err, described)
+	}
+	for _, d := range described {
+		if len(d.Entity) != 1 || d.Entity[0].Type != "ip" || len(d.Values) != 1 || d.Values[0].Key != "connection_creation_rate" {
+			t.Fatalf("described %+v", d)
+		}
+	}
+	req := kmsg.NewPtrDescribeClientQuotasRequest()
+	req.Components = []kmsg.DescribeClientQuotasRequestComponent{
+		{EntityType: "ip", MatchType: kmsg.QuotasMatchTypeDefault},
+		{EntityType: "user", MatchType: kmsg.QuotasMatchTypeAny},
+	}
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("ip and user filter: %v %+v", err, resp)
+	}
+
+	// 20 connections at once from the limited address: dialled first, so that
+	// all are accepted well within the 10 s window, then each asks ApiVersions.
+	dialFrom := func(from string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		nc, err := d.DialContext(ctx, "tcp", n.KafkaAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		_ = nc.SetDeadline(time.Now().Add(time.Minute))
+		return nc
+	}
+	served := func(nc net.Conn) bool {
+		t.Helper()
+		frame := []byte{0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 7, 0xff, 0xff} // ApiVersions v0, correlation id 7, null client id
+		if _, err := nc.Write(frame); err != nil {
+			return false // closed before the request could be written
+		}
+		var size [4]byte
+		_, err := io.ReadFull(nc, size[:])
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("connection neither served nor closed: %v", err)
+		}
+		return err == nil
+	}
+	start := time.Now()
+	var conns []net.Conn
+	for range 20 {
+		conns = append(conns, dialFrom("127.0.0.3"))
+	}
+	dialled := time.Since(start)
+	count := 0
+	for _, nc := range conns {
+		if served(nc) {
+			count++
+		}
+	}
+	if dialled > 9*time.Second {
+		t.Fatalf("dialling 20 connections took %v: the window's bound cannot be checked", dialled)
+	}
+	if count != 10 {
+		t.Fatalf("%d of 20 connections from 127.0.0.3 served, want 10 (1/s over the 10 s minimum window)", count)
+	}
+	if st := n.kafka.Stats(); st.ThrottledConnections != 10 {
+		t.Fatalf("stats %+v, want 10 throttled connections", st)
+	}
+	for range 20 {
+		if !served(dialFrom("127.0.0.4")) {
+			t.Fatal("a connection from 127.0.0.4 (default quota 1000/s) was not served")
+		}
+	}
+	if _, err := adm.ListTopics(ctx); err != nil {
+		t.Fatalf("the test's own client: %v", err)
+	}
+}
+
+// TestAcksZeroThrottle: a Produce with acks=0 has no answer to carry
+// throttle_time_ms, so a client over its producer_byte_rate is throttled by
+// muting its connection alone, as Kafka does:
+//   - one raw acks=0 request of F bytes against a quota of F/13 per second is
+//     13 / 10 of the quota over the 10 s minimum window: the broker's throttle
+//     is (1.3 - 1) x 10 s = 3 s, and an ApiVersions sent right behind it on the
+//     same connection is answered no sooner;
+//   - a franz-go producer with acks=0 sending as fast as it can for 5 s gets
+//     no more into the log than the quota allows over that time plus the 11 s
+//     the rate is measured over (without the mute it writes megabytes), and
+//     not less than half the first window's allowance.
+func TestAcksZeroThrottle(t *testing.T) {
+	n := startNode(t, nodeConfig(t.TempDir()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, adm := n.client(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "z"); err != nil {
+		t.Fatal(err)
+	}
+	setQuota := func(clientID string, rate float64) {
+		t.Helper()
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+			Entity: []kadm.ClientQuotaEntityComponent{{Type: "client-id", Name: strPtr(clientID)}},
+			Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}},
+		}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("AlterClientQuotas: %v %+v", err, res)
+		}
+	}
+
+	value := make([]byte, 100_000)
+	rand.Read(value)
+	records, err := batch.Build(batch.BuildOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, []batch.Record{{Value: value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = 0, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "z"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	frame := rawFrame(req, 1, "zero-raw")
+	setQuota("zero-raw", float64(len(frame))/13)
+	nc, err := net.Dial("tcp", n.KafkaAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(time.Minute))
+	sent := time.Now()
+	if _, err := nc.Write(append(frame, rawFrame(kmsg.NewPtrApiVersionsRequest(), 2, "zero-raw")...)); err != nil {
+		t.Fatal(err)
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(nc, head[:]); err != nil {
+		t.Fatalf("ApiVersions behind the throttled produce: %v", err)
+	}
+	if corr := int32(head[4])<<24 | int32(head[5])<<16 | int32(head[6])<<8 | int32(head[7]); corr != 2 {
+		t.Fatalf("first answer has correlation id %d, want 2 (acks=0 is never answered)", corr)
+	}
+	if muted := time.Since(sent); muted < 3*time.Second-100*time.Millisecond {
+		t.Fatalf("ApiVersions answered %v after an acks=0 produce throttled for 3 s", muted)
+	}
+
+	const rate = 20_000.0
+	setQuota("zero", rate)
+	cl, _ := n.client(t, kgo.ClientID("zero"), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
+		kgo.DefaultProduceTopic("z"), kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerLinger(0))
+	ends := func() int64 {
+		t.Helper()
+		o, err := adm.ListEndOffsets(ctx, "z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, _ := o.Lookup("z", 0)
+		return off.Offset
+	}
+	before := ends()
+	small := value[:1000]
+	start := time.Now()
+	produceCtx, stop := context.WithDeadline(ctx, start.Add(5*time.Second))
+	defer stop()
+	for produceCtx.Err() == nil {
+		v := make([]byte, len(small)) // incompressible: the quota counts bytes on the wire
+		rand.Read(v)
+		cl.Produce(produceCtx, &kgo.Record{Value: v}, nil) // blocks while the buffer is full
+	}
+	elapsed := time.Since(start)
+	written := float64(ends()-before) * float64(len(small))
+	if limit := rate*(elapsed+quota.Samples*quota.Window).Seconds() + 64<<10; written > limit {
+		t.Fatalf("acks=0 producer wrote %.0f bytes in %v against %v B/s: more than %.0f", written, elapsed, rate, limit)
+	}
+	if written < rate*10/2 {
+		t.Fatalf("acks=0 producer wrote only %.0f bytes in %v against %v B/s", written, elapsed, rate)
+	}
+	t.Logf("acks=0 producer wrote %.0f bytes in %v against %v B/s", written, elapsed, rate)
+}
+
+// rawFrame is req's request frame: size, header (v1) and body.
+func rawFrame(req kmsg.Request, corr int32, clientID string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
+	b = append(b, clientID...)
+	if req.IsFlexible() {
+		b = append(b, 0) // no header tags
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// TestMaxConnectionCreationRate: --max-connection-creation-rate 1 admits 10
+// connections at once (the 10 s minimum window) and then makes accepting
+// wait: of 14 connections opened and served one after another, the last 4
+// wait a second each (the wait is bounded by one window), and every one is
+// served.
+func TestMaxConnectionCreationRate(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.MaxConnectionCreationRate = 1
+	n := startNode(t, cfg)
+	frame := []byte{0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff} // ApiVersions v0
+	start := time.Now()
+	for i := range 14 {
+		nc, err := net.Dial("tcp", n.KafkaAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.SetDeadline(time.Now().Add(time.Minute))
+		var size [4]byte
+		if _, err := nc.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, size[:]); err != nil {
+			t.Fatalf("connection %d not served: %v", i+1, err)
+		}
+		nc.Close()
+	}
+	if took := time.Since(start); took < 4*time.Second {
+		t.Fatalf("14 connections against 1/s were served in %v: accepting did not wait a second for each of the last 4", took)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -288,6 +289,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	if err := n.startShares(logger.With("component", "share")); err != nil {
 		return fmt.Errorf("share groups: %w", err)
 	}
+	quotas := quota.New(nil)
 	h = handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
 		ClusterID:         n.clusterID,
@@ -296,7 +298,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		BrokerEpoch:       n.brokerEpoch.Load,
 		Observer:          n.metrics,
 		Authorizer:        n.authorizerFunc(),
-		Quotas:            quota.New(nil),
+		Quotas:            quotas,
 
 		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
 		Transactions:               n.txns,
@@ -315,7 +317,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	if err := n.startSession(ctx); err != nil {
 		return err
 	}
-	if err := n.serveKafka(h); err != nil {
+	if err := n.serveKafka(h, quotas); err != nil {
 		return err
 	}
 	return n.startHTTPAPI()
@@ -366,8 +368,9 @@ func (n *Node) startSession(ctx context.Context) error {
 	return nil
 }
 
-// serveKafka serves Kafka clients on the Kafka listener with h.
-func (n *Node) serveKafka(h *handlers.Handlers) error {
+// serveKafka serves Kafka clients on the Kafka listener with h; quotas also
+// limits the rate of new connections per client address.
+func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 	saslCfg, guard, err := n.security()
 	n.guard = guard
 	if err != nil {
@@ -383,8 +386,12 @@ func (n *Node) serveKafka(h *handlers.Handlers) error {
 		MaxQueuedRequestBytes: n.cfg.MaxQueuedRequestBytes,
 		MaxConnections:        int(n.cfg.MaxConnections),
 		MaxConnectionsPerIP:   int(n.cfg.MaxConnectionsPerIP),
-		SASL:                  saslCfg,
-		Logger:                n.log.With("component", "kafka"),
+		ConnectionThrottle: func(ip netip.Addr) time.Duration {
+			return quotas.RecordConnection(n.ctrl.Image(), ip)
+		},
+		AcceptThrottle: acceptThrottle(n.cfg.MaxConnectionCreationRate),
+		SASL:           saslCfg,
+		Logger:         n.log.With("component", "kafka"),
 	}
 	n.lc.goroutine("kafka server", func() {
 		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
@@ -420,6 +427,15 @@ func (n *Node) startHTTPAPI() (err error) {
 		Admin: n.api.Admin(), Logger: n.log.With("component", "console"), Guard: n.guard,
 	})
 	return n.serveHTTP()
+}
+
+// acceptThrottle is the Kafka listener's broker-wide connection creation rate
+// limit (max.connection.creation.rate), nil without one.
+func acceptThrottle(rate int32) func() time.Duration {
+	if rate <= 0 {
+		return nil
+	}
+	return quota.NewConnectionRateLimit(float64(rate), nil).Record
 }
 
 // startControllerOnly finishes the start of a controller-only node: it serves
