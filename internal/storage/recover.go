@@ -137,10 +137,14 @@ func (l *Log) load() error {
 	return l.finishLoad(hadMarker)
 }
 
-// finishLoad loads the cleaner state and removes the clean-shutdown marker,
-// durably, before the log can change.
+// finishLoad loads the cleaner state, removes the producer snapshots above the
+// log end and the clean-shutdown marker, durably, before the log can change.
 func (l *Log) finishLoad(hadMarker bool) error {
 	if err := l.loadCleaner(); err != nil {
+		return err
+	}
+	// A crash may have lost the tail a producer snapshot covered.
+	if err := l.removeSnapshotsAbove(l.mu.leo); err != nil {
 		return err
 	}
 	if !hadMarker {
