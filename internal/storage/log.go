@@ -374,6 +374,10 @@ func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time
 // creates a new one at the log end offset, and moves the recovery point to it.
 // appendMu must be held.
 func (l *Log) rollLocked(now time.Time) (*segment, error) {
+	if l.cfg.OnRoll != nil {
+		start := time.Now()
+		defer func() { l.cfg.OnRoll(time.Since(start)) }()
+	}
 	old := l.active()
 	if err := old.writeIndexes(); err != nil {
 		return nil, l.fail(err)
