@@ -81,7 +81,12 @@ func New(cfg Config) *Metrics {
 		m.reg.MustRegister(lagCollector{groups: cfg.Groups, partitions: cfg.Partitions, log: cfg.Logger})
 	}
 	if cfg.GoCollectors {
-		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.reg.MustRegister(collectors.NewGoCollector(
+			// go_sched_latencies_seconds (time goroutines wait to run) and
+			// go_sched_pauses_*_seconds (stop-the-world pauses, GC among
+			// them) explain latency stalls that are not the broker's own.
+			collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler),
+		), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
 }
