@@ -331,7 +331,9 @@ func (p *Partition) close() error {
 	p.fireAppend()
 	// Appends in flight finish first; the state then covers the whole log.
 	p.appendMu.Lock()
-	p.writeSnapshot()
+	if p.log.Size() >= closeSnapshotMinBytes {
+		p.writeSnapshot()
+	}
 	p.appendMu.Unlock()
 	return p.log.Close()
 }

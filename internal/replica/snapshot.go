@@ -15,8 +15,9 @@ import (
 // that opening scans only the batches from that offset on:
 //
 //  1. After an append that rolled the log's active segment, and when the
-//     partition closes, the partition encodes its state and stores it at its
-//     log end offset (storage.Log.WriteProducerSnapshot, under appendMu).
+//     partition closes with at least closeSnapshotMinBytes of log, the
+//     partition encodes its state and stores it at its log end offset
+//     (storage.Log.WriteProducerSnapshot, under appendMu).
 //  2. rebuildProducerState (open, truncation) takes the newest snapshot at an
 //     offset within [log start, log end] that decodes, and scans from there.
 //     A missing, torn or damaged snapshot is skipped for an older one, and
@@ -193,27 +194,30 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 // is none.
 func (p *Partition) loadSnapshot() (producers *producerState, txns *txnState, from int64, ok bool) {
 	start, end := p.log.LogStartOffset(), p.log.LogEndOffset()
-	offsets, err := p.log.ProducerSnapshots()
-	if err == nil {
-		for _, off := range offsets {
-			if off < start || off > end {
-				// Below the start, batches between it and the start are gone
-				// (retention), and with them markers the state needs.
-				continue
-			}
-			payload, err := p.log.ReadProducerSnapshot(off)
-			if err != nil {
-				continue // torn or damaged: an older one, or the full scan
-			}
-			producers, txns, err := decodeSnapshot(payload)
-			if err != nil {
-				continue
-			}
-			return producers, txns, off, true
+	for _, off := range p.log.ProducerSnapshots() {
+		if off < start || off > end {
+			// Below the start, batches between it and the start are gone
+			// (retention), and with them markers the state needs.
+			continue
 		}
+		payload, err := p.log.ReadProducerSnapshot(off)
+		if err != nil {
+			continue // torn or damaged: an older one, or the full scan
+		}
+		producers, txns, err := decodeSnapshot(payload)
+		if err != nil {
+			continue
+		}
+		return producers, txns, off, true
 	}
 	return newProducerState(), newTxnState(), start, false
 }
+
+// closeSnapshotMinBytes: a partition whose log is smaller writes no snapshot
+// when it closes; reading its batch headers on the next open costs about what
+// reading a snapshot would, and a broker with many small partitions would
+// otherwise create a file for each at every stop. (A variable for tests.)
+var closeSnapshotMinBytes int64 = 1 << 20
 
 // maybeSnapshot writes a snapshot when the log rolled a segment since the
 // last one. appendMu must be held.

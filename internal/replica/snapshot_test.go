@@ -181,6 +181,8 @@ func copyDir(t *testing.T, from string) string {
 // from before snapshots existed), a snapshot a crash left above the log end,
 // and a power cut.
 func TestProducerSnapshotRestart(t *testing.T) {
+	defer func(v int64) { closeSnapshotMinBytes = v }(closeSnapshotMinBytes)
+	closeSnapshotMinBytes = 0
 	dir := t.TempDir()
 	p := openSnapshotPartition(t, vfs.Default, dir)
 	want := snapshotWorkload(t, p)
@@ -190,6 +192,17 @@ func TestProducerSnapshotRestart(t *testing.T) {
 	}
 	if n := len(snapshotFiles(t, dir)); n != 2 {
 		t.Fatalf("%d snapshot files after %d rolls, want the newest 2", n, rolls)
+	}
+	// A small log (under closeSnapshotMinBytes) is scanned instead.
+	small := newLeaderPartition(t, t.TempDir())
+	mustAppend(t, small, txnBatch(t, 1, 0, 1, false))
+	closeSnapshotMinBytes = 1 << 20
+	if err := small.close(); err != nil {
+		t.Fatal(err)
+	}
+	closeSnapshotMinBytes = 0
+	if got := small.log.ProducerSnapshots(); len(got) != 0 {
+		t.Fatalf("a small log wrote snapshots %v at close", got)
 	}
 	lastRoll := p.snapshotOffset
 	killed := copyDir(t, dir) // before Close writes its snapshot
@@ -287,6 +300,8 @@ func TestProducerSnapshotRestart(t *testing.T) {
 // power cut at any point of the workload the reopened partition still has
 // the state of the log it recovered.
 func TestProducerSnapshotPowerCut(t *testing.T) {
+	defer func(v int64) { closeSnapshotMinBytes = v }(closeSnapshotMinBytes)
+	closeSnapshotMinBytes = 0
 	const dir = "/data/t-0"
 	fs := vfs.NewMem()
 	p := openSnapshotPartition(t, fs, dir)

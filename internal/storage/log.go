@@ -36,6 +36,7 @@ type Log struct {
 	savedRC       recoveryCheckpoint
 	savedRCOK     bool
 	cleaner       cleanerState // appendMu: compaction progress (cleaner checkpoint)
+	snapshots     []int64      // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
 
 	// cleanMu serialises compaction passes. It is taken before appendMu, which a
 	// pass holds only to plan and to swap.

@@ -35,9 +35,13 @@ func (l *Log) load() error {
 		default:
 			if base, ok := parseSegmentName(name); ok {
 				bases = append(bases, base)
+			} else if off, ok := parseSnapshotName(name); ok {
+				l.snapshots = append(l.snapshots, off)
 			}
 		}
 	}
+	slices.Sort(l.snapshots)
+	slices.Reverse(l.snapshots)
 	slices.Sort(bases)
 	for _, base := range bases {
 		s, err := openSegment(l.fsys, l.dir, base, &l.cfg)

@@ -79,14 +79,17 @@ func (l *Log) WriteProducerSnapshot(offset int64, payload []byte) error {
 	if err := l.fsys.Rename(tmp, path); err != nil {
 		return err
 	}
-	offsets, err := l.snapshotOffsets()
-	if err != nil {
-		return err
+	if !slices.Contains(l.snapshots, offset) {
+		l.snapshots = append(l.snapshots, offset)
+		slices.Sort(l.snapshots)
+		slices.Reverse(l.snapshots)
 	}
-	for _, o := range offsets[min(len(offsets), snapshotsKept):] {
+	for len(l.snapshots) > snapshotsKept {
+		o := l.snapshots[len(l.snapshots)-1]
 		if err := l.fsys.Remove(filepath.Join(l.dir, snapshotName(o))); err != nil && !isNotExist(err) {
 			return err
 		}
+		l.snapshots = l.snapshots[:len(l.snapshots)-1]
 	}
 	return nil
 }
@@ -95,10 +98,10 @@ func (l *Log) WriteProducerSnapshot(offset int64, payload []byte) error {
 func (l *Log) Rolls() int64 { return l.stats.rolls.Load() }
 
 // ProducerSnapshots returns the offsets of the snapshots on disk, newest first.
-func (l *Log) ProducerSnapshots() ([]int64, error) {
+func (l *Log) ProducerSnapshots() []int64 {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	return l.snapshotOffsets()
+	return slices.Clone(l.snapshots)
 }
 
 // ReadProducerSnapshot returns the payload of the snapshot at offset. A missing
@@ -108,38 +111,15 @@ func (l *Log) ReadProducerSnapshot(offset int64) ([]byte, error) {
 	return readSideFile(l.fsys, l.dir, snapshotName(offset))
 }
 
-// snapshotOffsets lists the snapshot files' offsets, newest first.
-func (l *Log) snapshotOffsets() ([]int64, error) {
-	names, err := l.fsys.List(l.dir)
-	if err != nil {
-		return nil, err
-	}
-	var offsets []int64
-	for _, name := range names {
-		if o, ok := parseSnapshotName(name); ok {
-			offsets = append(offsets, o)
-		}
-	}
-	slices.Sort(offsets)
-	slices.Reverse(offsets)
-	return offsets, nil
-}
-
 // removeSnapshotsAbove removes every snapshot at an offset above end, durably.
 // appendMu must be held (or the log not yet published).
 func (l *Log) removeSnapshotsAbove(end int64) error {
-	offsets, err := l.snapshotOffsets()
-	if err != nil {
-		return err
-	}
 	removed := false
-	for _, o := range offsets {
-		if o <= end {
-			break
-		}
-		if err := l.fsys.Remove(filepath.Join(l.dir, snapshotName(o))); err != nil && !isNotExist(err) {
+	for len(l.snapshots) > 0 && l.snapshots[0] > end {
+		if err := l.fsys.Remove(filepath.Join(l.dir, snapshotName(l.snapshots[0]))); err != nil && !isNotExist(err) {
 			return err
 		}
+		l.snapshots = l.snapshots[1:]
 		removed = true
 	}
 	if !removed {
