@@ -437,23 +437,49 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 	return res, nil
 }
 
+// hwmWaiter is the watcher and timer of one WaitHighWatermark call, reused
+// across calls: an acks=all produce waits on every request, and at linger 0
+// those are many small requests.
+type hwmWaiter struct {
+	w     *Watcher
+	timer *time.Timer
+}
+
+var hwmWaiters = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &hwmWaiter{w: NewWatcher(), timer: t}
+}}
+
+// releaseWaiter unregisters hw and returns it to the pool. After Unwatch no
+// wake-up can be sent to it (fire holds watchMu), and after Stop its timer
+// delivers nothing stale, so draining the watcher's slot leaves it clean.
+func (p *Partition) releaseWaiter(hw *hwmWaiter) {
+	p.Unwatch(hw.w)
+	hw.timer.Stop()
+	select {
+	case <-hw.w.C:
+	default:
+	}
+	hwmWaiters.Put(hw)
+}
+
 // WaitHighWatermark waits until the HWM reaches offset (acks=all).
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout time.Duration) error {
 	if p.HighWatermark() >= offset && p.isrSize.Load() >= p.Config().MinInsyncReplicas {
 		return nil
 	}
-	w := NewWatcher()
-	p.Watch(w)
-	defer p.Unwatch(w)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	hw := hwmWaiters.Get().(*hwmWaiter)
+	p.Watch(hw.w)
+	hw.timer.Reset(timeout)
+	defer p.releaseWaiter(hw)
 	for p.HighWatermark() < offset {
 		if p.closed.Load() || !p.leader.Load() {
 			return ErrNotLeader
 		}
 		select {
-		case <-w.C:
-		case <-timer.C:
+		case <-hw.w.C:
+		case <-hw.timer.C:
 			return ErrTimeout
 		case <-ctx.Done():
 			return ctx.Err()
