@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -45,14 +47,9 @@ var errBadSnapshot = errors.New("malformed producer-state snapshot")
 // encodeSnapshot returns the snapshot payload of the state.
 func encodeSnapshot(producers *producerState, txns *txnState) []byte {
 	b := binary.BigEndian.AppendUint16(nil, snapshotVersion)
-	pids := make([]int64, 0, len(producers.entries))
-	for pid := range producers.entries {
-		pids = append(pids, pid)
-	}
 	// In producer id order, so equal states give equal files.
-	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	b = binary.BigEndian.AppendUint32(b, uint32(len(pids)))
-	for _, pid := range pids {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(producers.entries)))
+	for _, pid := range slices.Sorted(maps.Keys(producers.entries)) {
 		e := producers.entries[pid]
 		b = binary.BigEndian.AppendUint64(b, uint64(pid))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
@@ -66,13 +63,8 @@ func encodeSnapshot(producers *producerState, txns *txnState) []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(m.lastOffset))
 		}
 	}
-	open := make([]int64, 0, len(txns.open))
-	for pid := range txns.open {
-		open = append(open, pid)
-	}
-	sort.Slice(open, func(i, j int) bool { return open[i] < open[j] })
-	b = binary.BigEndian.AppendUint32(b, uint32(len(open)))
-	for _, pid := range open {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(txns.open)))
+	for _, pid := range slices.Sorted(maps.Keys(txns.open)) {
 		b = binary.BigEndian.AppendUint64(b, uint64(pid))
 		b = binary.BigEndian.AppendUint64(b, uint64(txns.open[pid]))
 	}

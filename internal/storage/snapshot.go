@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // Producer-state snapshots. A snapshot file holds state its writer (the
@@ -34,17 +32,7 @@ const (
 func snapshotName(offset int64) string { return segmentName(offset, snapshotSuffix) }
 
 // parseSnapshotName returns the offset of a "<20 digits>.snapshot" name.
-func parseSnapshotName(name string) (int64, bool) {
-	digits, ok := strings.CutSuffix(name, snapshotSuffix)
-	if !ok || len(digits) != baseDigits {
-		return 0, false
-	}
-	off, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || off < 0 {
-		return 0, false
-	}
-	return off, true
-}
+func parseSnapshotName(name string) (int64, bool) { return parseOffsetName(name, snapshotSuffix) }
 
 // WriteProducerSnapshot stores payload as the snapshot of the state of every
 // batch below offset, which must lie within [LogStartOffset, LogEndOffset]. The
@@ -63,20 +51,7 @@ func (l *Log) WriteProducerSnapshot(offset int64, payload []byte) error {
 	if offset < start || offset > leo {
 		return fmt.Errorf("%w: snapshot at %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, start, leo)
 	}
-	path := filepath.Join(l.dir, snapshotName(offset))
-	tmp := path + tmpSuffix
-	f, err := l.fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(frameSide(payload)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := l.fsys.Rename(tmp, path); err != nil {
+	if err := replaceSideFile(l.fsys, l.dir, snapshotName(offset), payload, false); err != nil {
 		return err
 	}
 	if !slices.Contains(l.snapshots, offset) {
