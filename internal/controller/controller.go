@@ -190,9 +190,9 @@ type Controller struct {
 
 	// live holds broker sessions while this node is the active controller.
 	live *liveness
-	// soleVoterTimeouts is set while the shortened election timeouts of a
-	// sole voter are in force (sole_voter.go).
-	soleVoterTimeouts atomic.Bool
+	// shortTimeouts is set while the shortened start-up election timeouts
+	// are in force (sole_voter.go).
+	shortTimeouts atomic.Bool
 	// wake (one slot) asks the supervisor to check broker sessions now.
 	wake chan struct{}
 	// probes are the brokers whose controller address is being probed.
@@ -300,9 +300,9 @@ func (c *Controller) start() error {
 	c.wg.Add(2)
 	go c.logLeadership(notify)
 	go c.superviseBrokers()
-	if err := c.maybeElectAlone(rc); err != nil {
+	if err := c.maybeShortenElection(rc); err != nil {
 		// Only start-up is slower: the election waits the configured timeout.
-		c.log.Warn("could not shorten the election of a sole voter", "err", err)
+		c.log.Warn("could not shorten the first election", "err", err)
 	}
 	return nil
 }

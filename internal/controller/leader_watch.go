@@ -97,7 +97,7 @@ func (w *leaderWatch) refusedBy(leader raft.ServerID) {
 
 // watchLeader runs one tick of the leader watch (the supervisor's).
 func (c *Controller) watchLeader() {
-	if c.soleVoterTimeouts.Load() || c.cfg.LeaderLeaseTimeout >= c.cfg.HeartbeatTimeout {
+	if c.shortTimeouts.Load() || c.cfg.LeaderLeaseTimeout >= c.cfg.HeartbeatTimeout {
 		return
 	}
 	addr, id := c.raft.LeaderWithID()

@@ -49,8 +49,8 @@ func TestSoleVoterElectsAtOnce(t *testing.T) {
 	if took := time.Since(began); took > 20*time.Second {
 		t.Fatalf("a sole voter took %v to lead", took)
 	}
-	if !c1.IsLeader() || !c1.soleVoterTimeouts.Load() {
-		t.Fatalf("leader %v, short timeouts %v; want both", c1.IsLeader(), c1.soleVoterTimeouts.Load())
+	if !c1.IsLeader() || !c1.shortTimeouts.Load() {
+		t.Fatalf("leader %v, short timeouts %v; want both", c1.IsLeader(), c1.shortTimeouts.Load())
 	}
 
 	c2cfg := cfg(2, tr2)
@@ -60,14 +60,50 @@ func TestSoleVoterElectsAtOnce(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = c2.Close() })
-	if c2.soleVoterTimeouts.Load() {
+	if c2.shortTimeouts.Load() {
 		t.Fatal("a node with no configuration shortened its timeouts")
 	}
 	if err := c1.raft.AddVoter(serverID(2), addr2, 0, 0).Error(); err != nil {
 		t.Fatalf("AddVoter: %v", err)
 	}
-	wait.For(t, "the configured timeouts to be restored", func() bool { return !c1.soleVoterTimeouts.Load() })
+	wait.For(t, "the configured timeouts to be restored", func() bool { return !c1.shortTimeouts.Load() })
 	if !c1.IsLeader() {
 		t.Fatal("node 1 lost leadership when a voter joined")
+	}
+}
+
+// TestFirstElectionShortened: three voters with a heartbeat timeout of a
+// minute elect a leader within seconds (Raft alone would wait a minute or
+// two), every voter then restores the configured timeouts, and a voter
+// restarted into the running quorum neither disturbs its leader nor keeps
+// the short timeouts once it hears from it.
+func TestFirstElectionShortened(t *testing.T) {
+	began := time.Now()
+	cl := newCluster(t, 3, func(c *Config) {
+		c.HeartbeatTimeout, c.ElectionTimeout = time.Minute, time.Minute
+		c.LeaderLeaseTimeout = 500 * time.Millisecond
+	})
+	lead := cl.leader()
+	if took := time.Since(began); took > 30*time.Second {
+		t.Fatalf("three voters took %v to elect a leader", took)
+	}
+	wait.For(t, "every voter to restore the configured timeouts", func() bool {
+		for _, c := range cl.nodes {
+			if c.shortTimeouts.Load() || c.raft.ReloadableConfig().HeartbeatTimeout != time.Minute {
+				return false
+			}
+		}
+		return true
+	})
+	term := cl.nodes[lead].raft.CurrentTerm()
+
+	other := (lead + 1) % 3
+	cl.kill(other)
+	cl.restart(other)
+	wait.For(t, "the restarted voter to hear from the leader and restore its timeouts", func() bool {
+		return !cl.nodes[other].shortTimeouts.Load()
+	})
+	if !cl.nodes[lead].IsLeader() || cl.nodes[lead].raft.CurrentTerm() != term {
+		t.Fatalf("the leader changed (leading %v, term %d, was %d) when a voter restarted", cl.nodes[lead].IsLeader(), cl.nodes[lead].raft.CurrentTerm(), term)
 	}
 }

@@ -56,6 +56,7 @@ type Metrics struct {
 	// auth counts SASL authentications, httpAuth the HTTP listener's credential
 	// checks (security.go).
 	auth, httpAuth *prometheus.CounterVec
+	disk           *disk
 }
 
 // New builds the metrics of one node on a fresh registry.
@@ -68,7 +69,8 @@ func New(cfg Config) *Metrics {
 	m.dat = newData(cfg.Cluster)
 	m.isr = newISRCounters()
 	m.auth, m.httpAuth = newAuthentications(), newHTTPAuthentications()
-	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth)
+	m.disk = newDisk()
+	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth, m.disk.fsync, m.disk.roll, m.disk.fsyncErrors)
 	if cfg.Partitions != nil {
 		m.reg.MustRegister(partitionCollector{cfg.Partitions})
 	}
@@ -79,7 +81,12 @@ func New(cfg Config) *Metrics {
 		m.reg.MustRegister(lagCollector{groups: cfg.Groups, partitions: cfg.Partitions, log: cfg.Logger})
 	}
 	if cfg.GoCollectors {
-		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.reg.MustRegister(collectors.NewGoCollector(
+			// go_sched_latencies_seconds (time goroutines wait to run) and
+			// go_sched_pauses_*_seconds (stop-the-world pauses, GC among
+			// them) explain latency stalls that are not the broker's own.
+			collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler),
+		), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
 }

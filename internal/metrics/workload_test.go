@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -219,6 +220,17 @@ func TestMetricsAfterWorkload(t *testing.T) {
 		if perPartition[p] > 0 && m["strata_log_fsync_seconds_count"+pl] == 0 {
 			t.Errorf("partition %d: no fsync counted under group commit", p)
 		}
+	}
+	// The log directory's fsync histogram saw the group commits.
+	if v := sumOf(m, "strata_log_dir_fsync_seconds_count{dir="); v == 0 {
+		t.Error("no fsync in the log directory's histogram under group commit")
+	}
+	labelled := false
+	for k := range m {
+		labelled = labelled || strings.HasPrefix(k, "strata_log_dir_fsync_seconds_bucket{dir=/") && strings.HasSuffix(k, string(filepath.Separator)+"logs,le=0.0001}")
+	}
+	if !labelled {
+		t.Error("the log directory's fsync histogram is not labelled with the directory's path")
 	}
 	for k, want := range map[string]float64{
 		"strata_controller_active{}":           1,

@@ -65,3 +65,80 @@ func (d discardSegments) Create(name string) (vfs.File, error) {
 type discardWrites struct{ vfs.File }
 
 func (discardWrites) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+
+// BenchmarkReopenPartition opens a partition whose log holds 20,000 batches
+// of three idempotent producers (8 MiB segments), after a clean close: from
+// the producer-state snapshot written at close, or, with the snapshots
+// removed (a log from before snapshots), by reading every batch header.
+//
+//	go test -run '^$' -bench BenchmarkReopenPartition -benchmem ./internal/replica/
+//
+// In-memory file system, loaded 2-core machine (load average about 25), 10
+// opens each:
+//
+//	snapshot   0.25 ms/op  22,519 B/op  190 allocs/op
+//	scan       6.00 ms/op  55,932 B/op  206 allocs/op
+func BenchmarkReopenPartition(b *testing.B) {
+	defer func(v int64) { closeSnapshotMinBytes = v }(closeSnapshotMinBytes)
+	closeSnapshotMinBytes = 0
+	fs := vfs.NewMem()
+	cfg := storage.Config{SegmentBytes: 8 << 20, IndexMaxBytes: 1 << 20}
+	open := func() *Partition {
+		l, err := storage.Open(fs, "p", cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	p := open()
+	p.setConfig(metadata.DefaultTopicConfig())
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	seq := map[int64]int32{}
+	for i := range 20_000 {
+		pid := int64(i % 3)
+		batch := batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: pid, BaseSequence: seq[pid], Records: batchtest.Values(4, 100)})
+		seq[pid] += 4
+		if _, err := p.Append(batch, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.close(); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"snapshot", "scan"} {
+		if mode == "scan" {
+			names, err := fs.List("p")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range names {
+				if strings.HasSuffix(n, ".snapshot") {
+					if err := fs.Remove("p/" + n); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				q := open()
+				if (q.snapshotOffset >= 0) != (mode == "snapshot") {
+					b.Fatalf("%s: state loaded from snapshot at %d", mode, q.snapshotOffset)
+				}
+				// Close without writing a snapshot: the scan case must find
+				// none at its next open.
+				q.snapshotOffset = q.log.LogEndOffset()
+				if err := q.close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -57,6 +57,10 @@ type Options struct {
 	// CheckpointInterval is how often the logs' recovery checkpoint is written
 	// (storage.DefaultCheckpointInterval when 0).
 	CheckpointInterval time.Duration
+	// OnSync and OnRoll, when set, are every log's storage.Config hooks of
+	// the same names (the metrics of the log directory). They must not block.
+	OnSync func(took time.Duration, err error)
+	OnRoll func(took time.Duration)
 }
 
 // Manager hosts this broker's partitions and keeps them in line with the metadata
@@ -416,6 +420,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 		p = nil
 	}
 	scfg := storageConfig(t.Config, m.now)
+	scfg.OnSync, scfg.OnRoll = m.opts.OnSync, m.opts.OnRoll
 	if p == nil {
 		l, err := m.logDir.Open(partitionName(t.Name, ip.Index), scfg)
 		if err != nil {

@@ -97,6 +97,11 @@ type Partition struct {
 
 	appendMu  sync.Mutex
 	producers *producerState
+	// snapshotOffset is where the newest producer-state snapshot this
+	// partition wrote or loaded lies (-1: none), snapshotRolls the log's roll
+	// count when it last checked (snapshot.go). Both under appendMu.
+	snapshotOffset int64
+	snapshotRolls  int64
 
 	// txnMu guards txns, changed under appendMu and read by fetches; see txn.go.
 	txnMu sync.Mutex
@@ -170,11 +175,12 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 }
 
 // rebuildProducerState replaces the idempotent-producer and transaction state with
-// what the log's batch headers say (on open and after a truncation). The caller
+// what the log's batch headers say (on open and after a truncation), starting
+// from the newest usable producer-state snapshot (snapshot.go). The caller
 // holds appendMu or owns the partition exclusively.
 func (p *Partition) rebuildProducerState() error {
-	producers, txns := newProducerState(), newTxnState()
-	err := p.log.ScanBatches(p.log.LogStartOffset(), func(h batch.Header, body []byte) error {
+	producers, txns, from, ok := p.loadSnapshot()
+	err := p.log.ScanBatches(from, func(h batch.Header, body []byte) error {
 		if h.Idempotent() && !h.Control() {
 			// A compacted batch may hold fewer records than its offset range: the
 			// sequence range follows the offsets (LastOffsetDelta), as produced.
@@ -189,6 +195,11 @@ func (p *Partition) rebuildProducerState() error {
 	})
 	if err != nil {
 		return fmt.Errorf("rebuilding producer state of %s-%d: %w", p.Topic, p.Index, err)
+	}
+	txns.forgetBelow(p.log.LogStartOffset())
+	p.snapshotOffset, p.snapshotRolls = -1, p.log.Rolls()
+	if ok {
+		p.snapshotOffset = from
 	}
 	p.producers = producers
 	p.txnMu.Lock()
@@ -318,6 +329,12 @@ func (p *Partition) close() error {
 	p.closed.Store(true)
 	p.fire()
 	p.fireAppend()
+	// Appends in flight finish first; the state then covers the whole log.
+	p.appendMu.Lock()
+	if p.log.Size() >= closeSnapshotMinBytes {
+		p.writeSnapshot()
+	}
+	p.appendMu.Unlock()
 	return p.log.Close()
 }
 
@@ -408,6 +425,7 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 	if first.Transactional() {
 		p.observeTxns(records)
 	}
+	p.maybeSnapshot()
 	p.fireAppend()
 	if !p.groupCommit {
 		p.maybeAdvanceHighWatermark()
@@ -419,23 +437,49 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 	return res, nil
 }
 
+// hwmWaiter is the watcher and timer of one WaitHighWatermark call, reused
+// across calls: an acks=all produce waits on every request, and at linger 0
+// those are many small requests.
+type hwmWaiter struct {
+	w     *Watcher
+	timer *time.Timer
+}
+
+var hwmWaiters = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &hwmWaiter{w: NewWatcher(), timer: t}
+}}
+
+// releaseWaiter unregisters hw and returns it to the pool. After Unwatch no
+// wake-up can be sent to it (fire holds watchMu), and after Stop its timer
+// delivers nothing stale, so draining the watcher's slot leaves it clean.
+func (p *Partition) releaseWaiter(hw *hwmWaiter) {
+	p.Unwatch(hw.w)
+	hw.timer.Stop()
+	select {
+	case <-hw.w.C:
+	default:
+	}
+	hwmWaiters.Put(hw)
+}
+
 // WaitHighWatermark waits until the HWM reaches offset (acks=all).
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout time.Duration) error {
 	if p.HighWatermark() >= offset && p.isrSize.Load() >= p.Config().MinInsyncReplicas {
 		return nil
 	}
-	w := NewWatcher()
-	p.Watch(w)
-	defer p.Unwatch(w)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	hw := hwmWaiters.Get().(*hwmWaiter)
+	p.Watch(hw.w)
+	hw.timer.Reset(timeout)
+	defer p.releaseWaiter(hw)
 	for p.HighWatermark() < offset {
 		if p.closed.Load() || !p.leader.Load() {
 			return ErrNotLeader
 		}
 		select {
-		case <-w.C:
-		case <-timer.C:
+		case <-hw.w.C:
+		case <-hw.timer.C:
 			return ErrTimeout
 		case <-ctx.Done():
 			return ctx.Err()

@@ -316,6 +316,7 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 				}
 			}
 			p.observeTxns(records)
+			p.maybeSnapshot()
 		}
 		p.appendMu.Unlock()
 		if err != nil {
@@ -396,6 +397,7 @@ func (p *Partition) restartAt(epoch int32, offset int64) error {
 		return err
 	}
 	p.producers = newProducerState()
+	p.snapshotOffset = -1
 	p.txnMu.Lock()
 	p.txns = newTxnState()
 	p.txnMu.Unlock()

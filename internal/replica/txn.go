@@ -208,6 +208,7 @@ func (p *Partition) appendTrusted(records []byte, check func() error) (AppendRes
 		return AppendResult{}, err
 	}
 	p.observeTxns(records)
+	p.maybeSnapshot()
 	p.fireAppend()
 	if !p.groupCommit {
 		p.maybeAdvanceHighWatermark()

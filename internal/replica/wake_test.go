@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -89,5 +91,38 @@ func TestParkedReadWokenByHighWatermark(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestWaitHighWatermarkReusesWaiter: an acks=all wait allocates nothing once
+// its pool is warm, and a reused waiter still wakes on the next append.
+func TestWaitHighWatermarkReusesWaiter(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	defer p.close()
+	ctx := context.Background()
+	end := p.log.LogEndOffset()
+	if err := p.WaitHighWatermark(ctx, end+1, time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("waiting past the log end: %v, want ErrTimeout", err)
+	}
+	if !raceEnabled {
+		allocs := testing.AllocsPerRun(20, func() {
+			if err := p.WaitHighWatermark(ctx, end+1, time.Microsecond); !errors.Is(err, ErrTimeout) {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("WaitHighWatermark allocated %v times per call", allocs)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.WaitHighWatermark(ctx, end+1, time.Minute) }()
+	mustAppend(t, p, txnBatch(t, 9, 0, 1, false))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("wait for offset %d after the append: %v", end+1, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a reused waiter was not woken by the append")
 	}
 }

@@ -250,7 +250,11 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		}
 		n.remoteCache = storage.NewBlockCache(cfg.RemoteCacheSize)
 	}
-	n.replicas, err = replica.NewManager(fsys, filepath.Join(cfg.DataDir, "logs"), cfg.NodeID, logger.With("component", "replica"), replica.Options{
+	logsDir := filepath.Join(cfg.DataDir, "logs")
+	onSync, onRoll := n.metrics.LogDirHooks(logsDir)
+	n.replicas, err = replica.NewManager(fsys, logsDir, cfg.NodeID, logger.With("component", "replica"), replica.Options{
+		OnSync:        onSync,
+		OnRoll:        onRoll,
 		Remote:        remoteStore,
 		RemoteCache:   n.remoteCache,
 		Transport:     replicaTransport{n.replicaClient},

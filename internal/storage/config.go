@@ -87,6 +87,10 @@ type Config struct {
 	// OnSync, if set, is called after every fsync of a segment with its duration and
 	// result, from the goroutine that synced. It must not block or call into the Log.
 	OnSync func(took time.Duration, err error)
+	// OnRoll, if set, is called after every segment roll with how long it held
+	// the log's appends (sealing and fsyncing the old segment, creating the new
+	// one). It must not block.
+	OnRoll func(took time.Duration)
 }
 
 // withDefaults returns c with zero fields replaced by their defaults.

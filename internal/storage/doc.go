@@ -83,6 +83,7 @@
 //	cleaner-offset.checkpoint       compaction progress and tombstone clocks
 //	clean-shutdown                  present only between Close and the next Open
 //	cleaner-swap                    present only during a compaction swap
+//	00000000000000000000.snapshot   producer-state snapshot at that offset (snapshot.go)
 //	*.log.cleaned                   a cleaned segment waiting for its swap
 //	*.deleted, *.tmp                leftovers of a deletion or side-file write; Open removes them
 //

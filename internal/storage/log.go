@@ -36,6 +36,7 @@ type Log struct {
 	savedRC       recoveryCheckpoint
 	savedRCOK     bool
 	cleaner       cleanerState // appendMu: compaction progress (cleaner checkpoint)
+	snapshots     []int64      // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
 
 	// cleanMu serialises compaction passes. It is taken before appendMu, which a
 	// pass holds only to plan and to swap.
@@ -374,6 +375,10 @@ func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time
 // creates a new one at the log end offset, and moves the recovery point to it.
 // appendMu must be held.
 func (l *Log) rollLocked(now time.Time) (*segment, error) {
+	if l.cfg.OnRoll != nil {
+		start := time.Now()
+		defer func() { l.cfg.OnRoll(time.Since(start)) }()
+	}
 	old := l.active()
 	if err := old.writeIndexes(); err != nil {
 		return nil, l.fail(err)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
@@ -197,5 +198,16 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if l.Stats().SegmentsDeleted == 0 {
 		t.Fatalf("retention never ran: %+v", l.Stats())
+	}
+}
+
+// TestOnRollHook: every roll is reported once.
+func TestOnRollHook(t *testing.T) {
+	var rolls []time.Duration
+	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: 4096, OnRoll: func(d time.Duration) { rolls = append(rolls, d) }})
+	appendN(t, l, 40, 4, 64, 0, 0)
+	st := l.Stats()
+	if st.Rolls < 2 || int64(len(rolls)) != st.Rolls {
+		t.Fatalf("%d rolls reported, the log counts %d (want at least 2)", len(rolls), st.Rolls)
 	}
 }

@@ -35,9 +35,13 @@ func (l *Log) load() error {
 		default:
 			if base, ok := parseSegmentName(name); ok {
 				bases = append(bases, base)
+			} else if off, ok := parseSnapshotName(name); ok {
+				l.snapshots = append(l.snapshots, off)
 			}
 		}
 	}
+	slices.Sort(l.snapshots)
+	slices.Reverse(l.snapshots)
 	slices.Sort(bases)
 	for _, base := range bases {
 		s, err := openSegment(l.fsys, l.dir, base, &l.cfg)
@@ -137,10 +141,14 @@ func (l *Log) load() error {
 	return l.finishLoad(hadMarker)
 }
 
-// finishLoad loads the cleaner state and removes the clean-shutdown marker,
-// durably, before the log can change.
+// finishLoad loads the cleaner state, removes the producer snapshots above the
+// log end and the clean-shutdown marker, durably, before the log can change.
 func (l *Log) finishLoad(hadMarker bool) error {
 	if err := l.loadCleaner(); err != nil {
+		return err
+	}
+	// A crash may have lost the tail a producer snapshot covered.
+	if err := l.removeSnapshotsAbove(l.mu.leo); err != nil {
 		return err
 	}
 	if !hadMarker {

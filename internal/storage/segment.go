@@ -28,8 +28,11 @@ func segmentName(base int64, suffix string) string {
 }
 
 // parseSegmentName returns the base offset of a "<20 digits>.log" name.
-func parseSegmentName(name string) (int64, bool) {
-	digits, ok := strings.CutSuffix(name, logSuffix)
+func parseSegmentName(name string) (int64, bool) { return parseOffsetName(name, logSuffix) }
+
+// parseOffsetName returns the offset of a "<20 digits><suffix>" name.
+func parseOffsetName(name, suffix string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, suffix)
 	if !ok || len(digits) != baseDigits {
 		return 0, false
 	}

@@ -57,6 +57,12 @@ func unframeSide(b []byte) ([]byte, error) {
 // writeSideFile replaces dir/name with payload durably: write name.tmp, fsync it,
 // rename it over name, fsync dir.
 func writeSideFile(fsys vfs.FS, dir, name string, payload []byte) error {
+	return replaceSideFile(fsys, dir, name, payload, true)
+}
+
+// replaceSideFile is writeSideFile, without its two fsyncs unless durable (a
+// file a crash may lose or tear, whose reader then falls back).
+func replaceSideFile(fsys vfs.FS, dir, name string, payload []byte, durable bool) error {
 	path := filepath.Join(dir, name)
 	tmp := path + tmpSuffix
 	f, err := fsys.Create(tmp)
@@ -67,15 +73,20 @@ func writeSideFile(fsys vfs.FS, dir, name string, payload []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if durable {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
 		return err
+	}
+	if !durable {
+		return nil
 	}
 	return fsys.SyncDir(dir)
 }

@@ -41,6 +41,9 @@ func (l *Log) Truncate(offset int64) error {
 	} else {
 		err = l.truncateLocked(offset)
 	}
+	if err == nil {
+		err = l.removeSnapshotsAbove(l.mu.leo)
+	}
 	if err != nil {
 		return l.fail(err)
 	}
@@ -177,6 +180,10 @@ func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 // appendMu is held. The epoch cache is cleared, as in Kafka.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	old := l.mu.segments
+	// The producer snapshots describe a log that goes.
+	if err := l.removeSnapshotsAbove(-1); err != nil {
+		return err
+	}
 	// Rename the old files away first: the new segment may reuse a base offset.
 	if err := l.renameDeleted(old); err != nil {
 		return err

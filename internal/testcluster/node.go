@@ -59,6 +59,15 @@ func (n *Node) PID() int {
 	return 0
 }
 
+// StartedAt is when the node's latest run was started (its exec returned), or
+// the zero time before the first.
+func (n *Node) StartedAt() time.Time {
+	if p := n.current(); p != nil {
+		return p.started
+	}
+	return time.Time{}
+}
+
 // Running reports whether the node's process is alive (paused counts).
 func (n *Node) Running() bool {
 	p := n.current()

@@ -14,9 +14,10 @@ import (
 
 // process is one run of a node's binary, from start until it is reaped.
 type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has exited and been reaped
-	err  error         // cmd.Wait's answer; read only after done is closed
+	cmd     *exec.Cmd
+	started time.Time     // just after the fork and exec
+	done    chan struct{} // closed once the process has exited and been reaped
+	err     error         // cmd.Wait's answer; read only after done is closed
 }
 
 // spawner starts every child process from one goroutine locked to its OS thread
@@ -52,7 +53,7 @@ func startProcess(cmd *exec.Cmd) (*process, error) {
 	if err := <-req.err; err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
