@@ -185,10 +185,8 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 	if err != nil {
 		return "", err
 	}
-	if (f.Kind == Partition || f.Kind == PartitionPeers) && int(n.ID) > c.n {
-		// The spare has no proxies to cut: cut a proxied node instead.
-		why = fmt.Sprintf("picked, as the %s, node %d, has no proxies", why, n.ID)
-		n = c.tc.Nodes()[f.Pick%c.n]
+	if f.Kind == Partition || f.Kind == PartitionPeers {
+		n, why = c.proxied(n, why, f)
 	}
 	what := fmt.Sprintf("%s node %d (%s) for %v", f.Kind, n.ID, why, f.Hold.Round(time.Millisecond))
 	switch f.Kind {
@@ -217,6 +215,15 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 		return "", fmt.Errorf("a process cluster cannot inject %s", f.Kind)
 	}
 	return what, nil
+}
+
+// proxied is n, resolved for why, unless n is the spare: it has no proxies to
+// cut, so a network fault f cuts a proxied node (by f's pick) instead.
+func (c *processCluster) proxied(n *testcluster.Node, why string, f Fault) (*testcluster.Node, string) {
+	if int(n.ID) <= c.n {
+		return n, why
+	}
+	return c.tc.Nodes()[f.Pick%c.n], fmt.Sprintf("picked, as the %s, node %d, has no proxies", why, n.ID)
 }
 
 func (c *processCluster) heal() {
