@@ -33,6 +33,7 @@ created when missing (--partitions, --replication-factor, --config).`
   strata bench consume --topic orders`),
 		benchModeCmd(env, g, "e2e", "Produce at --rate while consumers read; latency is from each record's due time to its arrival",
 			`  strata bench e2e --rate 1000 --duration 30s --acks all`),
+		benchMoveCmd(env, g),
 	)
 	return cmd
 }
