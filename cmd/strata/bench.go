@@ -1,7 +1,7 @@
 package main
 
 // strata bench: produce, consume and end-to-end load with throughput and latency
-// percentiles (internal/bench does the work).
+// percentiles (internal/bench does the work); bench move is in bench_move.go.
 
 import (
 	"context"
@@ -19,11 +19,12 @@ func benchCmd() *cobra.Command { return newBenchCmd(processEnv()) }
 
 func newBenchCmd(env *clientEnv) *cobra.Command {
 	g := &globalFlags{}
-	cmd := newParentCmd(env, g, "bench", "Measure throughput and latency: produce, consume, or both end to end")
+	cmd := newParentCmd(env, g, "bench", "Measure throughput and latency (produce, consume, or both end to end) and the cost of a partition move")
 	cmd.Long = `Load generators on the franz-go client. Each prints throughput (records/s and MB/s,
 MB = 10^6 value bytes) and latency percentiles (p50, p99, p99.9, max) from an HDR
 histogram; --output json prints the same as one JSON document. The topic is
-created when missing (--partitions, --replication-factor, --config).`
+created when missing (--partitions, --replication-factor, --config). "bench move"
+times a partition move, unthrottled and throttled (see its --help).`
 	cmd.AddCommand(
 		benchModeCmd(env, g, "produce", "Produce records as fast as possible or at --rate; latency is send to acknowledgement",
 			`  strata bench produce --record-size 1024 --duration 30s --acks all

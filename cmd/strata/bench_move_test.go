@@ -74,7 +74,7 @@ func TestBenchMove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	r := invocation{ctx: ctx, env: map[string]string{cli.BrokersEnv: addr}}.run(t, "bench", "move",
-		"--size-mib", "4", "--record-size", "4096", "--throttle", "1000000", "--latency-rate", "100",
+		"--size-mib", "8", "--record-size", "4096", "--throttle", "1000000", "--latency-rate", "100",
 		"--disk-dir", t.TempDir(), "--output", "json")
 	t.Logf("strata bench move:\n%s%s", r.stderr, r.stdout)
 	if r.code != 0 {
@@ -87,9 +87,9 @@ func TestBenchMove(t *testing.T) {
 	switch {
 	case res.From != 1 || res.To != 2:
 		t.Errorf("moved %d -> %d, want 1 -> 2", res.From, res.To)
-	case res.Disk.Bytes != 4<<20 || res.Disk.MBPerSec <= 0:
+	case res.Disk.Bytes != 8<<20 || res.Disk.MBPerSec <= 0:
 		t.Errorf("disk %+v", res.Disk)
-	case res.Unthrottled.Bytes < 4<<20 || res.Unthrottled.MBPerSec <= 0 || res.Throttled.Bytes != res.Unthrottled.Bytes:
+	case res.Unthrottled.Bytes < 8<<20 || res.Unthrottled.MBPerSec <= 0 || res.Throttled.Bytes != res.Unthrottled.Bytes:
 		t.Errorf("moves of %+v and %+v, want the whole filled partition", res.Unthrottled, res.Throttled)
 	case res.Throttle != throttle:
 		t.Errorf("throttle %d", res.Throttle)
@@ -98,7 +98,7 @@ func TestBenchMove(t *testing.T) {
 	case res.ThrottledOfLimit <= 0 || res.UnthrottledOfDisk <= 0 || res.P99MovingOfIdle <= 0:
 		t.Errorf("ratios %+v", res)
 	}
-	const fetchDebt = 1 << 20 // one follower fetch's worth
+	const fetchDebt = 4 << 20 // one follower fetch's worth of one partition
 	if least := float64(res.Throttled.Bytes-throttle-fetchDebt) / throttle; res.Throttled.Seconds < least {
 		t.Errorf("the throttled move took %.2f s, the throttle allows no less than %.2f s", res.Throttled.Seconds, least)
 	}

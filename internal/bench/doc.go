@@ -23,6 +23,11 @@
 //	         send keeps a stalled broker from hiding its own delay (coordinated
 //	         omission).
 //
+// `strata bench move` drives the move benchmark (cmd/strata/bench_move.go) with
+// Produce for its fill and its paced producer; this package holds its figures
+// (MoveResult, Throughput) and the raw disk measurement it compares with
+// (DiskWrite: a sequential write and one fsync through a vfs.FS).
+//
 // Calling protocol:
 //
 //  1. Fill a Config; Validate reports mistakes as errors wrapping ErrInvalidConfig.
