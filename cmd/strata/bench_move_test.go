@@ -119,15 +119,5 @@ func TestBenchMove(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling the brokers' metadata
 	}
-	configs, err := c.Admin().DescribeBrokerConfigs(context.Background(), 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rc := range configs {
-		for _, cfg := range rc.Configs {
-			if strings.HasSuffix(cfg.Key, "replication.throttled.rate") && cfg.Value != nil && *cfg.Value != "9223372036854775807" {
-				t.Errorf("broker %s keeps %s=%s after the run", rc.Name, cfg.Key, *cfg.Value)
-			}
-		}
-	}
+	checkThrottleCleared(t, c, "the run", 1, 2)
 }
