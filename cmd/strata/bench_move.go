@@ -157,10 +157,15 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 		return res, err
 	}
 	defer cl.Close()
-	opCtx, cancel := s.withTimeout(ctx)
-	defer cancel()
-	md, err := adm.Metadata(opCtx)
-	if err != nil {
+	// Each admin step gets --timeout of its own: the fill and the moves take
+	// as long as they take.
+	step := func(do func(context.Context) error) error {
+		ctx, cancel := s.withTimeout(ctx)
+		defer cancel()
+		return do(ctx)
+	}
+	var md kadm.Metadata
+	if err := step(func(ctx context.Context) (err error) { md, err = adm.Metadata(ctx); return err }); err != nil {
 		return res, err
 	}
 	if res.From, res.To, err = pickMoveBrokers(md.Brokers.NodeIDs(), f.from, f.to); err != nil {
@@ -174,10 +179,12 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 		return res, fmt.Errorf("measuring the disk in %s: %w", f.diskDir, err)
 	}
 
-	if err := createAssigned(opCtx, cl, f.topic, []int32{res.From}); err != nil {
+	if err := step(func(ctx context.Context) error { return createAssigned(ctx, cl, f.topic, []int32{res.From}) }); err != nil {
 		return res, err
 	}
-	if err := createAssigned(opCtx, cl, f.latencyTopic, []int32{res.From, res.To}); err != nil {
+	if err := step(func(ctx context.Context) error {
+		return createAssigned(ctx, cl, f.latencyTopic, []int32{res.From, res.To})
+	}); err != nil {
 		return res, err
 	}
 	if !f.keepTopics {
@@ -203,8 +210,11 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	} else if r.Failed > 0 {
 		return res, fmt.Errorf("filling %s: %d records failed", f.topic, r.Failed)
 	}
-	bytes, err := partitionSize(opCtx, adm, f.topic, res.From)
-	if err != nil {
+	var bytes int64
+	if err := step(func(ctx context.Context) (err error) {
+		bytes, err = partitionSize(ctx, adm, f.topic, res.From)
+		return err
+	}); err != nil {
 		return res, err
 	}
 
@@ -219,10 +229,6 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	if res.Throttle == 0 {
 		res.Throttle = bench.DefaultThrottle(res.Unthrottled)
 	}
-	back := []rebalance.Move{{Topic: f.topic, Partition: 0, From: []int32{res.To}, To: []int32{res.From}}}
-	if err := setRebalanceThrottle(opCtx, adm, back, res.Throttle); err != nil {
-		return res, err
-	}
 	latency := base
 	latency.Topic, latency.RecordSize, latency.Rate, latency.Linger = f.latencyTopic, f.latencySize, f.latencyRate, 0
 	warm := latency
@@ -232,16 +238,23 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	}
 
 	note("moving it back to broker %d, throttled to %d bytes/s, with %d records/s produced to %s", res.From, res.Throttle, f.latencyRate, f.latencyTopic)
-	moving, err := latencyDuring(ctx, latency, f.wait, func() error {
-		var err error
-		elapsed, err = timeMove(ctx, adm, f.topic, res.From, f.wait)
-		return err
-	})
+	back := []rebalance.Move{{Topic: f.topic, Partition: 0, From: []int32{res.To}, To: []int32{res.From}}}
+	err = step(func(ctx context.Context) error { return setRebalanceThrottle(ctx, adm, back, res.Throttle) })
+	var moving bench.Result
+	if err == nil {
+		moving, err = latencyDuring(ctx, latency, f.wait, func() error {
+			var err error
+			elapsed, err = timeMove(ctx, adm, f.topic, res.From, f.wait)
+			return err
+		})
+	}
+	// Cleared whatever happened: a throttle left behind would slow the
+	// cluster's next moves.
 	clearCtx, cancelClear := s.withTimeout(context.WithoutCancel(ctx))
-	defer cancelClear()
 	if cerr := clearRebalanceThrottle(clearCtx, adm, back); err == nil {
 		err = cerr
 	}
+	cancelClear()
 	if err != nil {
 		return res, err
 	}
