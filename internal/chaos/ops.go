@@ -40,9 +40,10 @@ const (
 	// (AddRaftVoter), or demotes it again (RemoveRaftVoter).
 	VoterChange Kind = "voter-change"
 	// OpPause does an operation (a reassign, decommission or voter-change, by
-	// the fault's pick) while a node picked by the fault's role is SIGSTOPped:
-	// the pause starts, the operation is asked for at once, the node is
-	// resumed after the hold, and the operation is then waited for.
+	// the fault's pick) while a node picked by the fault's role (Any: the
+	// broker-only node too) is SIGSTOPped: the pause starts, the operation is
+	// asked for at once, the node is resumed after the hold, and the
+	// operation is then waited for.
 	OpPause Kind = "op-pause"
 	// OpCut does the same with the node cut off (as Partition) for the hold.
 	OpCut Kind = "op-cut"
@@ -95,8 +96,14 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if f.Kind == OpCut {
+	switch {
+	case f.Kind == OpCut:
 		n, why = c.proxied(n, why, f)
+	case f.Role == Any:
+		// A pause needs no proxies: any node, the broker-only one the
+		// operation works on too.
+		all := c.tc.Nodes()
+		n = all[f.Pick%len(all)]
 	}
 	bin := testcluster.Binary(c.t)
 	fault := "paused"
