@@ -51,16 +51,17 @@ func benchMoveCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "move",
 		Short: "Time a partition move, unthrottled and throttled, against the raw disk, and a producer's latency during it",
-		Long: `Fill one partition of a new topic on broker --from with --size-mib MiB, then:
-  1. measure the raw disk: --size-mib MiB written sequentially and fsynced once, in a
-     new file in --disk-dir (give a directory on the brokers' data filesystem);
-  2. move the partition to broker --to, which holds none of it, unthrottled, and time
-     it from the reassignment request until the controller lists it no longer;
-  3. move it back to --from with --throttle bytes/s as the replication throttle (both
+		Long: `Time a partition move on a cluster of two brokers or more:
+  1. raw disk: --size-mib MiB written sequentially and fsynced once, in a new file in
+     --disk-dir (give a directory on the filesystem of the brokers' data);
+  2. fill: a new topic's one partition on broker --from gets --size-mib MiB;
+  3. move it to broker --to, which holds none of it, unthrottled, timed from the
+     reassignment request until the controller lists it no longer;
+  4. move it back to --from with --throttle bytes/s as the replication throttle (both
      brokers' leader and follower rates, and the topic's throttled replicas), while a
      producer sends --latency-rate records/s with acks=all to a second topic
      replicated on both brokers; the throttle is cleared when the move is done;
-  4. run the same producer for as long again with nothing moving.
+  5. run the same producer for as long again with nothing moving.
 It prints the rates, the unthrottled move against the raw disk, the throttled one
 against its throttle, and the producer's latency during the move against idle.
 Both topics are deleted at the end unless --keep-topics.`,
@@ -74,8 +75,8 @@ Both topics are deleted at the end unless --keep-topics.`,
 	fl.Int64Var(&f.sizeMiB, "size-mib", 1024, "MiB of records to fill the partition with")
 	fl.IntVarP(&f.recordSize, "record-size", "s", 16384, "value bytes per record of the fill")
 	fl.Int64Var(&f.throttle, "throttle", 0, "replication throttle of the second move in bytes/s (0: half the unthrottled move's rate)")
-	fl.Int32Var(&f.from, "from", -1, "broker the partition starts on (default: the lowest id)")
-	fl.Int32Var(&f.to, "to", -1, "broker it moves to (default: the next id after --from)")
+	fl.Int32Var(&f.from, "from", -1, "broker the partition starts on (-1: the lowest id)")
+	fl.Int32Var(&f.to, "to", -1, "broker it moves to (-1: the next id after --from)")
 	fl.StringVar(&f.diskDir, "disk-dir", "", "directory for the raw disk measurement, on the filesystem of the brokers' data (required)")
 	fl.IntVar(&f.latencyRate, "latency-rate", 500, "records/s of the latency producer")
 	fl.IntVar(&f.latencySize, "latency-record-size", 1024, "value bytes per record of the latency producer")
