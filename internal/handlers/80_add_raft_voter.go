@@ -15,7 +15,6 @@ import (
 	"errors"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,47 +36,27 @@ func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *pr
 	return reply(resp)
 }
 
-// voterChangeRetries bounds how long a voter change waits for an active
-// controller while leadership moves (a removed leader hands over first).
-const voterChangeRetries = 100
-
 // voterChange runs change on the active controller: locally when this node is
-// it, else forwarded. A NOT_CONTROLLER answer (an election, or a removed
-// leader handing over) is retried for up to about ten seconds when the request
-// came from a client, so the client sees the outcome on the new controller.
+// it, else forwarded (forwardIfNotController retries while leadership moves,
+// a removed leader handing over first, so the client sees the outcome on the
+// new controller).
 func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, clusterID *string, change func() error) (int16, *string) {
 	if clusterID != nil && *clusterID != h.cfg.ClusterID {
 		msg := "cluster id " + *clusterID + " is not this cluster's"
 		return kerr.InconsistentClusterID.Code, &msg
 	}
-	retry := ctx.Value(onLinkKey{}) == nil
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		var code int16
-		var msg *string
-		if fwd, ok := h.forwardIfNotController(ctx, r); ok {
-			code, msg = voterChangeResult(fwd.Msg)
-		} else if err := change(); err != nil {
-			code = controllerErrorCode(err)
-			if !errors.Is(err, controller.ErrNotController) {
-				s := err.Error()
-				msg = &s
-			}
-		}
-		if code != kerr.NotController.Code || !retry || i == voterChangeRetries {
-			return code, msg
-		}
-		endWait := startWait(ctx)
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-		}
-		endWait()
-		if ctx.Err() != nil {
-			return code, msg
-		}
+	if fwd, ok := h.forwardIfNotController(ctx, r); ok {
+		return voterChangeResult(fwd.Msg)
 	}
+	if err := change(); err != nil {
+		var msg *string
+		if !errors.Is(err, controller.ErrNotController) {
+			s := err.Error()
+			msg = &s
+		}
+		return controllerErrorCode(err), msg
+	}
+	return 0, nil
 }
 
 func voterChangeResult(resp kmsg.Response) (int16, *string) {

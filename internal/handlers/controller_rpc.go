@@ -16,7 +16,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -80,11 +82,28 @@ func (h *Handlers) LinkHandler() protocol.Handler {
 // onLinkKey marks the context of a request that arrived on the controller link.
 type onLinkKey struct{}
 
+// Forwarding retries: while the active controller changes (an election, a
+// paused or cut-off controller deposed, a removed voter handing over), a
+// forwarded request is sent again every forwardRetryInterval, at most
+// forwardRetries times (about ten seconds), as a Kafka broker's forwarding
+// retries until the request times out.
+const (
+	forwardRetries       = 100
+	forwardRetryInterval = 100 * time.Millisecond
+)
+
 // forwardIfNotController has the active controller serve an admin request
 // that a client sent this node, through the node's one path to it (in process
 // when it is this node), and answers with the controller's response. ok is
 // false when the request arrived on the controller link and this node, the
 // active controller, should serve it itself.
+//
+// No controller reachable, or an answer of NOT_CONTROLLER (the node asked
+// lost the leadership), is retried on the new active controller; only when
+// the retries run out does the client get NOT_CONTROLLER. Kafka's clients
+// retry that answer for some requests only (franz-go and the Java admin
+// client do not for UnregisterBroker, for one), and a Kafka broker never
+// gives it for a forwarded request.
 func (h *Handlers) forwardIfNotController(ctx context.Context, r *protocol.Request) (protocol.Response, bool) {
 	if ctx.Value(onLinkKey{}) != nil {
 		if h.cluster.IsLeader() {
@@ -93,13 +112,108 @@ func (h *Handlers) forwardIfNotController(ctx context.Context, r *protocol.Reque
 		// Sent to us, but we are no longer the controller: never forward twice.
 		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
 	}
-	resp, err := h.ctrl.Request(ctx, r.Msg)
-	if err != nil {
-		h.log.Warn("forwarding to the active controller", "api", kmsg.NameForKey(r.Key), "err", err)
-		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
+	tick := time.NewTicker(forwardRetryInterval)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		resp, err := h.ctrl.Request(ctx, r.Msg)
+		if err == nil && !answersNotController(resp) {
+			resp.SetVersion(r.Version)
+			return protocol.Response{Msg: resp}, true
+		}
+		if i < forwardRetries && ctx.Err() == nil {
+			endWait := startWait(ctx)
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+			endWait()
+			continue
+		}
+		if err != nil {
+			h.log.Warn("forwarding to the active controller", "api", kmsg.NameForKey(r.Key), "err", err)
+			return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
+		}
+		resp.SetVersion(r.Version)
+		return protocol.Response{Msg: resp}, true
 	}
-	resp.SetVersion(r.Version)
-	return protocol.Response{Msg: resp}, true
+}
+
+// answersNotController reports whether a controller's response to a forwarded
+// request says it is not the active controller (notControllerResponse, or a
+// change refused with controller.ErrNotController), anywhere in the response.
+func answersNotController(resp kmsg.Response) bool {
+	codes := []int16{}
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, res := range r.Resources {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, res := range r.Resources {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.ElectLeadersResponse:
+		codes = append(codes, r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		codes = append(codes, r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	case *kmsg.ListPartitionReassignmentsResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.UnregisterBrokerResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.AddRaftVoterResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.RemoveRaftVoterResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.DescribeQuorumResponse:
+		// A node that does not lead the quorum answers NOT_LEADER_OR_FOLLOWER.
+		codes = append(codes, r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
+					return true
+				}
+			}
+		}
+	case *kmsg.CreateACLsResponse:
+		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range r.Entries {
+			codes = append(codes, e.ErrorCode)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	}
+	return slices.Contains(codes, kerr.NotController.Code)
 }
 
 // notControllerResponse answers every entry of an admin request with
