@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/cli"
-	"github.com/strata-stream/strata/internal/testcluster"
 )
 
 // The operations a multi-process run with a broker-only node mixes with its
@@ -105,7 +104,6 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 		all := c.tc.Nodes()
 		n = all[f.Pick%len(all)]
 	}
-	bin := testcluster.Binary(c.t)
 	fault := "paused"
 	switch f.Kind {
 	case OpPause:
@@ -125,7 +123,7 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 		case Reassign:
 			r.what, r.err = c.reassign(op)
 		case Decommission:
-			r.what, r.err = c.retire(bin)
+			r.what, r.err = c.retire()
 		case VoterChange:
 			r.what, r.err = c.toggleVoter()
 		}
@@ -258,7 +256,7 @@ func (c *processCluster) reassignmentDone(partition int32) error {
 // decommission retires the broker-only node, stops it for the hold, restarts
 // it and waits until it is registered again.
 func (c *processCluster) decommission(f Fault) (string, error) {
-	what, err := c.retire(testcluster.Binary(c.t))
+	what, err := c.retire()
 	if err != nil {
 		return "", err
 	}
@@ -266,8 +264,8 @@ func (c *processCluster) decommission(f Fault) (string, error) {
 }
 
 // retire removes the broker-only node from the voters if it is one, then
-// decommissions it with the strata CLI (bin). Safe off the test's goroutine.
-func (c *processCluster) retire(bin string) (string, error) {
+// decommissions it with the strata CLI. Safe off the test's goroutine.
+func (c *processCluster) retire() (string, error) {
 	n := c.spare
 	var what []string
 	if c.spareVoter {
@@ -276,7 +274,7 @@ func (c *processCluster) retire(bin string) (string, error) {
 		}
 		what = append(what, fmt.Sprintf("node %d removed from the voters", n.ID))
 	}
-	cmd := exec.Command(bin, "cluster", "decommission", fmt.Sprint(n.ID))
+	cmd := exec.Command(c.bin, "cluster", "decommission", fmt.Sprint(n.ID))
 	cmd.Env = append(os.Environ(), cli.BrokersEnv+"="+strings.Join(c.seeds(), ","))
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -36,6 +36,7 @@ type processCluster struct {
 
 	spare      *testcluster.Node // the broker-only node, if any
 	spareVoter bool              // whether it is a controller voter now
+	bin        string            // the strata binary itself, for its CLI (testcluster runs the wrapper)
 }
 
 // processOptions are a process cluster's extras.
@@ -61,7 +62,7 @@ func startProcessCluster(t *testing.T, nodes int, topic string, opts processOpti
 		}
 	}
 	// Started before testcluster.Start, so their cleanup runs after the nodes die.
-	c := &processCluster{t: t, topic: topic, n: nodes,
+	c := &processCluster{t: t, topic: topic, n: nodes, bin: bin,
 		cn: newClusterNet(t, nodes, loopbackHost, upstream("--kafka-addr"), upstream("--controller-addr"))}
 	for id := int32(1); id <= int32(nodes); id++ {
 		err := wrap.setFlags(id, "--advertised-kafka-addr", c.cn.advertised(id), "--controllers", c.cn.controllers(id, "{controller-addr}"))
