@@ -100,10 +100,9 @@ const (
 //
 // No controller reachable, or an answer of NOT_CONTROLLER (the node asked
 // lost the leadership), is retried on the new active controller; only when
-// the retries run out does the client get NOT_CONTROLLER. Kafka's clients
-// retry that answer for some requests only (franz-go and the Java admin
-// client do not for UnregisterBroker, for one), and a Kafka broker never
-// gives it for a forwarded request.
+// the retries run out does the client get NOT_CONTROLLER. Clients retry
+// that answer for some requests only (franz-go not for UnregisterBroker, for
+// one), and a Kafka broker never gives it for a forwarded request.
 func (h *Handlers) forwardIfNotController(ctx context.Context, r *protocol.Request) (protocol.Response, bool) {
 	if ctx.Value(onLinkKey{}) != nil {
 		if h.cluster.IsLeader() {
