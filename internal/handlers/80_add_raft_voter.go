@@ -9,6 +9,8 @@ package handlers
 // cluster's id. Answered by the active controller (forwarded from other
 // brokers) once the new configuration is committed, whatever
 // AckWhenCommitted (v1) says. The directory id is ignored: Strata keeps none.
+// An addition the forwarding node had to send again answers success, not
+// DUPLICATE_VOTER, when the node is a voter by then (see voterChange).
 
 import (
 	"context"
@@ -30,23 +32,30 @@ func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		l := req.Listeners[0]
 		addr = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 	}
-	code, msg := h.voterChange(ctx, r, req.ClusterID, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
+	code, msg := h.voterChange(ctx, r, req.ClusterID, kerr.DuplicateVoter.Code, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
 	resp.ErrorCode, resp.ErrorMessage = code, msg
 	return reply(resp)
 }
 
 // voterChange runs change on the active controller: locally when this node is
-// it, else forwarded (forwardIfNotController retries while leadership moves,
-// a removed leader handing over first, so the client sees the outcome on the
-// new controller).
-func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, clusterID *string, change func() error) (int16, *string) {
+// it, else forwarded (forward retries while leadership moves, a removed
+// leader handing over first, so the client sees the outcome on the new
+// controller). done is the code that says the change is in place already
+// (DUPLICATE_VOTER for an addition, VOTER_NOT_FOUND for a removal): after a
+// resend it is success, since the earlier attempt, its outcome unknown, may
+// have made the change (a removal committed as its controller was deposed).
+func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, clusterID *string, done int16, change func() error) (int16, *string) {
 	if clusterID != nil && *clusterID != h.cfg.ClusterID {
 		msg := "cluster id " + *clusterID + " is not this cluster's"
 		return kerr.InconsistentClusterID.Code, &msg
 	}
-	if fwd, ok := h.forwardIfNotController(ctx, r); ok {
-		return voterChangeResult(fwd.Msg)
+	if fwd, ok, resent := h.forward(ctx, r); ok {
+		code, msg := voterChangeResult(fwd.Msg)
+		if resent && code == done {
+			return 0, nil
+		}
+		return code, msg
 	}
 	if err := change(); err != nil {
 		var msg *string

@@ -104,20 +104,30 @@ const (
 // that answer for some requests only (franz-go not for UnregisterBroker, for
 // one), and a Kafka broker never gives it for a forwarded request.
 func (h *Handlers) forwardIfNotController(ctx context.Context, r *protocol.Request) (protocol.Response, bool) {
+	resp, ok, _ := h.forward(ctx, r)
+	return resp, ok
+}
+
+// forward is forwardIfNotController, also saying whether the request was sent
+// more than once: an earlier attempt, its outcome unknown (a deposed
+// controller may have committed it; an answer may have been lost), may have
+// done what the answer to the last one says is done already.
+func (h *Handlers) forward(ctx context.Context, r *protocol.Request) (resp protocol.Response, ok, resent bool) {
 	if ctx.Value(onLinkKey{}) != nil {
 		if h.cluster.IsLeader() {
-			return protocol.Response{}, false
+			return protocol.Response{}, false, false
 		}
 		// Sent to us, but we are no longer the controller: never forward twice.
-		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
+		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true, false
 	}
 	tick := time.NewTicker(forwardRetryInterval)
 	defer tick.Stop()
 	for i := 0; ; i++ {
+		resent = i > 0
 		resp, err := h.ctrl.Request(ctx, r.Msg)
 		if err == nil && !answersNotController(resp) {
 			resp.SetVersion(r.Version)
-			return protocol.Response{Msg: resp}, true
+			return protocol.Response{Msg: resp}, true, resent
 		}
 		if i < forwardRetries && ctx.Err() == nil {
 			endWait := startWait(ctx)
@@ -130,10 +140,10 @@ func (h *Handlers) forwardIfNotController(ctx context.Context, r *protocol.Reque
 		}
 		if err != nil {
 			h.log.Warn("forwarding to the active controller", "api", kmsg.NameForKey(r.Key), "err", err)
-			return protocol.Response{Msg: notControllerResponse(r.Msg)}, true
+			return protocol.Response{Msg: notControllerResponse(r.Msg)}, true, resent
 		}
 		resp.SetVersion(r.Version)
-		return protocol.Response{Msg: resp}, true
+		return protocol.Response{Msg: resp}, true, resent
 	}
 }
 
