@@ -151,78 +151,56 @@ func (h *Handlers) forward(ctx context.Context, r *protocol.Request) (resp proto
 // request says it is not the active controller (notControllerResponse, or a
 // change refused with controller.ErrNotController), anywhere in the response.
 func answersNotController(resp kmsg.Response) bool {
-	codes := []int16{}
+	nc := kerr.NotController.Code
 	switch r := resp.(type) {
 	case *kmsg.CreateTopicsResponse:
-		for _, t := range r.Topics {
-			codes = append(codes, t.ErrorCode)
-		}
+		return anyCode(r.Topics, func(t kmsg.CreateTopicsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.DeleteTopicsResponse:
-		for _, t := range r.Topics {
-			codes = append(codes, t.ErrorCode)
-		}
+		return anyCode(r.Topics, func(t kmsg.DeleteTopicsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.CreatePartitionsResponse:
-		for _, t := range r.Topics {
-			codes = append(codes, t.ErrorCode)
-		}
+		return anyCode(r.Topics, func(t kmsg.CreatePartitionsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.AlterConfigsResponse:
-		for _, res := range r.Resources {
-			codes = append(codes, res.ErrorCode)
-		}
+		return anyCode(r.Resources, func(x kmsg.AlterConfigsResponseResource) int16 { return x.ErrorCode })
 	case *kmsg.IncrementalAlterConfigsResponse:
-		for _, res := range r.Resources {
-			codes = append(codes, res.ErrorCode)
-		}
+		return anyCode(r.Resources, func(x kmsg.IncrementalAlterConfigsResponseResource) int16 { return x.ErrorCode })
 	case *kmsg.ElectLeadersResponse:
-		codes = append(codes, r.ErrorCode)
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				codes = append(codes, p.ErrorCode)
-			}
-		}
+		return r.ErrorCode == nc || slices.ContainsFunc(r.Topics, func(t kmsg.ElectLeadersResponseTopic) bool {
+			return anyCode(t.Partitions, func(p kmsg.ElectLeadersResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.AlterPartitionAssignmentsResponse:
-		codes = append(codes, r.ErrorCode)
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				codes = append(codes, p.ErrorCode)
-			}
-		}
+		return r.ErrorCode == nc || slices.ContainsFunc(r.Topics, func(t kmsg.AlterPartitionAssignmentsResponseTopic) bool {
+			return anyCode(t.Partitions, func(p kmsg.AlterPartitionAssignmentsResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.ListPartitionReassignmentsResponse:
-		codes = append(codes, r.ErrorCode)
+		return r.ErrorCode == nc
 	case *kmsg.UnregisterBrokerResponse:
-		codes = append(codes, r.ErrorCode)
+		return r.ErrorCode == nc
 	case *kmsg.AddRaftVoterResponse:
-		codes = append(codes, r.ErrorCode)
+		return r.ErrorCode == nc
 	case *kmsg.RemoveRaftVoterResponse:
-		codes = append(codes, r.ErrorCode)
+		return r.ErrorCode == nc
 	case *kmsg.DescribeQuorumResponse:
 		// A node that does not lead the quorum answers NOT_LEADER_OR_FOLLOWER.
-		codes = append(codes, r.ErrorCode)
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
-					return true
-				}
-			}
-		}
+		return r.ErrorCode == nc || slices.ContainsFunc(r.Topics, func(t kmsg.DescribeQuorumResponseTopic) bool {
+			return slices.ContainsFunc(t.Partitions, func(p kmsg.DescribeQuorumResponseTopicPartition) bool {
+				return p.ErrorCode == kerr.NotLeaderForPartition.Code
+			})
+		})
 	case *kmsg.CreateACLsResponse:
-		for _, res := range r.Results {
-			codes = append(codes, res.ErrorCode)
-		}
+		return anyCode(r.Results, func(x kmsg.CreateACLsResponseResult) int16 { return x.ErrorCode })
 	case *kmsg.DeleteACLsResponse:
-		for _, res := range r.Results {
-			codes = append(codes, res.ErrorCode)
-		}
+		return anyCode(r.Results, func(x kmsg.DeleteACLsResponseResult) int16 { return x.ErrorCode })
 	case *kmsg.AlterClientQuotasResponse:
-		for _, e := range r.Entries {
-			codes = append(codes, e.ErrorCode)
-		}
+		return anyCode(r.Entries, func(x kmsg.AlterClientQuotasResponseEntry) int16 { return x.ErrorCode })
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
-		for _, res := range r.Results {
-			codes = append(codes, res.ErrorCode)
-		}
+		return anyCode(r.Results, func(x kmsg.AlterUserSCRAMCredentialsResponseResult) int16 { return x.ErrorCode })
 	}
-	return slices.Contains(codes, kerr.NotController.Code)
+	return false
+}
+
+// anyCode reports whether code gives NOT_CONTROLLER for one of xs.
+func anyCode[T any](xs []T, code func(T) int16) bool {
+	return slices.ContainsFunc(xs, func(x T) bool { return code(x) == kerr.NotController.Code })
 }
 
 // notControllerResponse answers every entry of an admin request with
