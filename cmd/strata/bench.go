@@ -1,7 +1,7 @@
 package main
 
 // strata bench: produce, consume and end-to-end load with throughput and latency
-// percentiles (internal/bench does the work).
+// percentiles (internal/bench does the work); bench move is in bench_move.go.
 
 import (
 	"context"
@@ -19,11 +19,13 @@ func benchCmd() *cobra.Command { return newBenchCmd(processEnv()) }
 
 func newBenchCmd(env *clientEnv) *cobra.Command {
 	g := &globalFlags{}
-	cmd := newParentCmd(env, g, "bench", "Measure throughput and latency: produce, consume, or both end to end")
+	cmd := newParentCmd(env, g, "bench", "Measure throughput and latency (produce, consume, end to end, share groups, tiered storage, connection set-up) and the cost of a partition move")
 	cmd.Long = `Load generators on the franz-go client. Each prints throughput (records/s and MB/s,
 MB = 10^6 value bytes) and latency percentiles (p50, p99, p99.9, max) from an HDR
 histogram; --output json prints the same as one JSON document. The topic is
-created when missing (--partitions, --replication-factor, --config).`
+created when missing (--partitions, --replication-factor, --config). "bench move"
+times a partition move, unthrottled and throttled, and "bench tiered" compares a
+tiered topic with a plain one (see their --help).`
 	cmd.AddCommand(
 		benchModeCmd(env, g, "produce", "Produce records as fast as possible or at --rate; latency is send to acknowledgement",
 			`  strata bench produce --record-size 1024 --duration 30s --acks all
@@ -41,6 +43,7 @@ created when missing (--partitions, --replication-factor, --config).`
   strata bench share --ack classic --count 200000`),
 		benchModeCmd(env, g, "connect", "Set up connections one after another (TCP, TLS, SASL, one ApiVersions round trip) and count them per second",
 			`  strata bench connect --duration 30s --connectors 4 --tls-ca-file ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user bench`),
+		benchMoveCmd(env, g),
 	)
 	return cmd
 }

@@ -15,6 +15,23 @@ import (
 	"github.com/strata-stream/strata/internal/testcluster"
 )
 
+// checkThrottleCleared fails t if one of the brokers still has a replication
+// throttle rate after what.
+func checkThrottleCleared(t *testing.T, c *testcluster.Cluster, what string, brokers ...int32) {
+	t.Helper()
+	configs, err := c.Admin().DescribeBrokerConfigs(context.Background(), brokers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range configs {
+		for _, cfg := range rc.Configs {
+			if strings.HasSuffix(cfg.Key, "replication.throttled.rate") && cfg.Value != nil && *cfg.Value != "9223372036854775807" {
+				t.Errorf("broker %s keeps %s=%s after %s", rc.Name, cfg.Key, *cfg.Value, what)
+			}
+		}
+	}
+}
+
 func TestRebalanceThrottled(t *testing.T) {
 	brokers, leader, follower := rebalanceThrottled([]rebalance.Move{
 		{Topic: "a", Partition: 0, From: []int32{1, 2}, To: []int32{3, 2}},
@@ -98,17 +115,7 @@ func TestClusterRebalance(t *testing.T) {
 			t.Errorf("broker %d: %d replicas, preferred leader of %d (all: %v %v)", id, replicas[id], leaders[id], replicas, leaders)
 		}
 	}
-	brokerConfigs, err := c.Admin().DescribeBrokerConfigs(context.Background(), 1, 2, 3, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rc := range brokerConfigs {
-		for _, cfg := range rc.Configs {
-			if strings.HasSuffix(cfg.Key, "replication.throttled.rate") && cfg.Value != nil && *cfg.Value != "9223372036854775807" {
-				t.Errorf("broker %s keeps %s=%s after the rebalance", rc.Name, cfg.Key, *cfg.Value)
-			}
-		}
-	}
+	checkThrottleCleared(t, c, "the rebalance", 1, 2, 3, 4)
 
 	readBack(t, c, "spread", len(recs), "the rebalance")
 

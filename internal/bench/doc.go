@@ -30,6 +30,11 @@
 //	         comparison. Records/s count from when every share member holds
 //	         its assignment (see Share for each mode's window).
 //
+// `strata bench move` drives the move benchmark (cmd/strata/bench_move.go) with
+// Produce for its fill and its paced producer; this package holds its figures
+// (MoveResult, Throughput) and the raw disk measurement it compares with
+// (DiskWrite: a sequential write and one fsync through a vfs.FS).
+//
 // Calling protocol:
 //
 //  1. Fill a Config; Validate reports mistakes as errors wrapping ErrInvalidConfig.

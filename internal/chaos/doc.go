@@ -95,10 +95,15 @@
 //	         its set), reassign-cancel (the same, cancelled at once),
 //	         decommission (`strata cluster decommission` of the broker-only
 //	         node, stopped for the hold, started again) and voter-change
-//	         (AddRaftVoter / RemoveRaftVoter of it), and reassign-kill (a
+//	         (AddRaftVoter / RemoveRaftVoter of it), reassign-kill (a
 //	         move during which the partition's leader or the broker the
-//	         replica moves to is SIGKILLed for the hold). Each is waited for
-//	         and checked before the next fault.
+//	         replica moves to is SIGKILLed for the hold), and op-pause and
+//	         op-cut: a reassign, decommission or voter-change asked for
+//	         right after a node (picked by role, as for a pause or a
+//	         partition) is SIGSTOPped or cut off, the fault held and healed
+//	         while the operation runs on another goroutine, then the
+//	         operation waited for. Each is waited for and checked before the
+//	         next fault.
 //
 // Replica agreement compares replicas from the highest local log start (a
 // tiered log deletes locally on each replica's own time) and, for a

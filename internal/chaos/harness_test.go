@@ -319,3 +319,34 @@ func TestScheduleWithRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlappedOps: an op-pause or op-cut fault picks each of the operations
+// it overlaps, with a pick of its own, and reads as the operation during the
+// fault.
+func TestOverlappedOps(t *testing.T) {
+	seen := map[Kind]bool{}
+	for pick := range 6 {
+		f := Fault{Kind: OpCut, Role: Leader, Partition: 2, Pick: pick, Hold: 1500 * time.Millisecond, Reset: true}
+		op := overlapped(f)
+		seen[op.Kind] = true
+		if !slices.Contains(overlappedOps, op.Kind) || op.Pick != pick/len(overlappedOps) || op.Partition != 2 {
+			t.Errorf("pick %d: %+v", pick, op)
+		}
+	}
+	if len(seen) != len(overlappedOps) {
+		t.Errorf("six picks drew %v", seen)
+	}
+	for _, tc := range []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{Kind: OpCut, Role: Leader, Partition: 2, Pick: 0, Hold: 1500 * time.Millisecond, Reset: true},
+			"reassign of partition 2 during a partition of the leader of partition 2 for 1.5s, stalled connections reset on heal"},
+		{Fault{Kind: OpPause, Role: Controller, Pick: 1, Hold: time.Second}, "decommission during a pause of the controller for 1s"},
+		{Fault{Kind: OpPause, Role: Any, Pick: 5, Hold: time.Second}, "voter-change during a pause of node pick 5 for 1s"},
+	} {
+		if got := tc.f.String(); got != tc.want {
+			t.Errorf("%+v reads %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/cli"
-	"github.com/strata-stream/strata/internal/testcluster"
 )
 
 // The operations a multi-process run with a broker-only node mixes with its
@@ -39,10 +38,30 @@ const (
 	// VoterChange promotes the broker-only node to a controller voter
 	// (AddRaftVoter), or demotes it again (RemoveRaftVoter).
 	VoterChange Kind = "voter-change"
+	// OpPause does an operation (a reassign, decommission or voter-change, by
+	// the fault's pick) while a node picked by the fault's role (Any: the
+	// broker-only node too) is SIGSTOPped: the pause starts, the operation is
+	// asked for at once, the node is resumed after the hold, and the
+	// operation is then waited for.
+	OpPause Kind = "op-pause"
+	// OpCut does the same with the node cut off (as Partition) for the hold.
+	OpCut Kind = "op-cut"
 )
 
 // OpKinds are the operations of a multi-process run with a broker-only node.
-var OpKinds = []Kind{Reassign, ReassignCancel, Decommission, VoterChange, ReassignKill}
+var OpKinds = []Kind{Reassign, ReassignCancel, Decommission, VoterChange, ReassignKill, OpPause, OpCut}
+
+// overlappedOps are the operations OpPause and OpCut do during their fault.
+var overlappedOps = []Kind{Reassign, Decommission, VoterChange}
+
+// overlapped is the operation an OpPause or OpCut fault f does: picked by
+// f.Pick, on f's partition, with the rest of the pick for its own choices.
+func overlapped(f Fault) Fault {
+	op := f
+	op.Kind = overlappedOps[f.Pick%len(overlappedOps)]
+	op.Pick = f.Pick / len(overlappedOps)
+	return op
+}
 
 // opTimeout bounds the wait for an operation to complete.
 const opTimeout = healthyTimeout
@@ -59,8 +78,78 @@ func (c *processCluster) operate(f Fault) (string, error) {
 		return c.decommission(f)
 	case VoterChange:
 		return c.toggleVoter()
+	case OpPause, OpCut:
+		return c.overlap(f)
 	}
 	return "", fmt.Errorf("not an operation: %s", f.Kind)
+}
+
+// overlap does the operation of an OpPause or OpCut fault f while its node is
+// paused or cut off. The fault is applied first and held on the test's
+// goroutine (testcluster's lifecycle calls must run there) while the
+// operation's requests and waits run on another; a decommissioned node is
+// stopped and started again only after the heal.
+func (c *processCluster) overlap(f Fault) (string, error) {
+	op := overlapped(f)
+	n, why, err := c.resolve(f)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case f.Kind == OpCut:
+		n, why = c.proxied(n, why, f)
+	case f.Role == Any:
+		// A pause needs no proxies: any node, the broker-only one the
+		// operation works on too.
+		all := c.tc.Nodes()
+		n = all[f.Pick%len(all)]
+	}
+	fault := "paused"
+	switch f.Kind {
+	case OpPause:
+		n.Pause()
+	case OpCut:
+		fault = "cut off"
+		c.cn.net.Isolate(name(n.ID))
+	}
+	type result struct {
+		what string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		switch op.Kind {
+		case Reassign:
+			r.what, r.err = c.reassign(op)
+		case Decommission:
+			r.what, r.err = c.retire()
+		case VoterChange:
+			r.what, r.err = c.toggleVoter()
+		}
+		done <- r
+	}()
+	time.Sleep(f.Hold) // the fault's length, the operation under way
+	switch f.Kind {
+	case OpPause:
+		n.Resume()
+	case OpCut:
+		c.cn.net.Heal(f.Reset)
+		if f.Reset {
+			fault += " (stalled connections reset)"
+		}
+	}
+	r := <-done
+	during := fmt.Sprintf("node %d (%s) %s for %v as it started", n.ID, why, fault, f.Hold.Round(time.Millisecond))
+	if r.err != nil {
+		return "", fmt.Errorf("%s, %s: %w", op.Kind, during, r.err)
+	}
+	if op.Kind == Decommission {
+		if r.what, r.err = c.readd(r.what, op.Hold); r.err != nil {
+			return "", fmt.Errorf("%s, %s: %w", op.Kind, during, r.err)
+		}
+	}
+	return fmt.Sprintf("%s; during it %s", r.what, during), nil
 }
 
 // reassign moves one replica of f's partition to a broker outside its replica
@@ -164,9 +253,19 @@ func (c *processCluster) reassignmentDone(partition int32) error {
 	return nil
 }
 
-// decommission retires the broker-only node with the strata CLI, stops it for
-// the hold, restarts it and waits until it is registered again.
+// decommission retires the broker-only node, stops it for the hold, restarts
+// it and waits until it is registered again.
 func (c *processCluster) decommission(f Fault) (string, error) {
+	what, err := c.retire()
+	if err != nil {
+		return "", err
+	}
+	return c.readd(what, f.Hold)
+}
+
+// retire removes the broker-only node from the voters if it is one, then
+// decommissions it with the strata CLI. Safe off the test's goroutine.
+func (c *processCluster) retire() (string, error) {
 	n := c.spare
 	var what []string
 	if c.spareVoter {
@@ -175,21 +274,27 @@ func (c *processCluster) decommission(f Fault) (string, error) {
 		}
 		what = append(what, fmt.Sprintf("node %d removed from the voters", n.ID))
 	}
-	cmd := exec.Command(testcluster.Binary(c.t), "cluster", "decommission", fmt.Sprint(n.ID))
+	cmd := exec.Command(c.bin, "cluster", "decommission", fmt.Sprint(n.ID))
 	cmd.Env = append(os.Environ(), cli.BrokersEnv+"="+strings.Join(c.seeds(), ","))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("strata cluster decommission %d: %v: %s", n.ID, err, out)
 	}
+	what = append(what, fmt.Sprintf("node %d decommissioned (%s)", n.ID, strings.TrimSpace(lastLine(string(out)))))
+	return strings.Join(what, "; "), nil
+}
+
+// readd stops the retired broker-only node for hold, restarts it and waits
+// until it is registered again; what is what retired it.
+func (c *processCluster) readd(what string, hold time.Duration) (string, error) {
+	n := c.spare
 	n.Stop()
-	time.Sleep(f.Hold) // the node stays away this long
+	time.Sleep(hold) // the node stays away this long
 	n.Restart()
 	if err := waitFor(opTimeout, func() error { return c.registered(n.ID) }); err != nil {
 		return "", fmt.Errorf("node %d back after its decommission: %w", n.ID, err)
 	}
-	what = append(what, fmt.Sprintf("node %d decommissioned (%s), stopped for %v, started and registered again",
-		n.ID, strings.TrimSpace(lastLine(string(out))), f.Hold.Round(time.Millisecond)))
-	return strings.Join(what, "; "), nil
+	return fmt.Sprintf("%s, stopped for %v, started and registered again", what, hold.Round(time.Millisecond)), nil
 }
 
 // lastLine is the last non-empty line of s.

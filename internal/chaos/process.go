@@ -36,6 +36,7 @@ type processCluster struct {
 
 	spare      *testcluster.Node // the broker-only node, if any
 	spareVoter bool              // whether it is a controller voter now
+	bin        string            // the strata binary itself, for its CLI (testcluster runs the wrapper)
 }
 
 // processOptions are a process cluster's extras.
@@ -61,7 +62,7 @@ func startProcessCluster(t *testing.T, nodes int, topic string, opts processOpti
 		}
 	}
 	// Started before testcluster.Start, so their cleanup runs after the nodes die.
-	c := &processCluster{t: t, topic: topic, n: nodes,
+	c := &processCluster{t: t, topic: topic, n: nodes, bin: bin,
 		cn: newClusterNet(t, nodes, loopbackHost, upstream("--kafka-addr"), upstream("--controller-addr"))}
 	for id := int32(1); id <= int32(nodes); id++ {
 		err := wrap.setFlags(id, "--advertised-kafka-addr", c.cn.advertised(id), "--controllers", c.cn.controllers(id, "{controller-addr}"))
@@ -185,10 +186,8 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 	if err != nil {
 		return "", err
 	}
-	if (f.Kind == Partition || f.Kind == PartitionPeers) && int(n.ID) > c.n {
-		// The spare has no proxies to cut: cut a proxied node instead.
-		why = fmt.Sprintf("picked, as the %s, node %d, has no proxies", why, n.ID)
-		n = c.tc.Nodes()[f.Pick%c.n]
+	if f.Kind == Partition || f.Kind == PartitionPeers {
+		n, why = c.proxied(n, why, f)
 	}
 	what := fmt.Sprintf("%s node %d (%s) for %v", f.Kind, n.ID, why, f.Hold.Round(time.Millisecond))
 	switch f.Kind {
@@ -217,6 +216,15 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 		return "", fmt.Errorf("a process cluster cannot inject %s", f.Kind)
 	}
 	return what, nil
+}
+
+// proxied is n, resolved for why, unless n is the spare: it has no proxies to
+// cut, so a network fault f cuts a proxied node (by f's pick) instead.
+func (c *processCluster) proxied(n *testcluster.Node, why string, f Fault) (*testcluster.Node, string) {
+	if int(n.ID) <= c.n {
+		return n, why
+	}
+	return c.tc.Nodes()[f.Pick%c.n], fmt.Sprintf("picked, as the %s, node %d, has no proxies", why, n.ID)
 }
 
 func (c *processCluster) heal() {

@@ -66,6 +66,13 @@ func (f Fault) String() string {
 		s = string(f.Kind)
 	case Reassign, ReassignCancel, ReassignKill:
 		s = fmt.Sprintf("%s of partition %d", f.Kind, f.Partition)
+	case OpPause, OpCut:
+		op, fault := overlapped(f), f
+		op.Hold, fault.Kind = 0, Pause
+		if f.Kind == OpCut {
+			fault.Kind = Partition
+		}
+		return fmt.Sprintf("%s during a %s", op, fault)
 	}
 	if f.Hold > 0 && f.Kind != RollingRestart && f.Kind != PowerLoss {
 		s += fmt.Sprintf(" for %v", f.Hold.Round(time.Millisecond))

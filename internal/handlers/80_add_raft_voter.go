@@ -9,13 +9,14 @@ package handlers
 // cluster's id. Answered by the active controller (forwarded from other
 // brokers) once the new configuration is committed, whatever
 // AckWhenCommitted (v1) says. The directory id is ignored: Strata keeps none.
+// An addition the forwarding node had to send again answers success, not
+// DUPLICATE_VOTER, when the node is a voter by then (see voterChange).
 
 import (
 	"context"
 	"errors"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,53 +32,40 @@ func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		l := req.Listeners[0]
 		addr = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 	}
-	code, msg := h.voterChange(ctx, r, req.ClusterID, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
+	code, msg := h.voterChange(ctx, r, req.ClusterID, kerr.DuplicateVoter.Code, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
 	resp.ErrorCode, resp.ErrorMessage = code, msg
 	return reply(resp)
 }
 
-// voterChangeRetries bounds how long a voter change waits for an active
-// controller while leadership moves (a removed leader hands over first).
-const voterChangeRetries = 100
-
 // voterChange runs change on the active controller: locally when this node is
-// it, else forwarded. A NOT_CONTROLLER answer (an election, or a removed
-// leader handing over) is retried for up to about ten seconds when the request
-// came from a client, so the client sees the outcome on the new controller.
-func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, clusterID *string, change func() error) (int16, *string) {
+// it, else forwarded (forward retries while leadership moves, a removed
+// leader handing over first, so the client sees the outcome on the new
+// controller). done is the code that says the change is in place already
+// (DUPLICATE_VOTER for an addition, VOTER_NOT_FOUND for a removal): after a
+// resend it is success, since the earlier attempt, its outcome unknown, may
+// have made the change (a removal committed as its controller was deposed).
+func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, clusterID *string, done int16, change func() error) (int16, *string) {
 	if clusterID != nil && *clusterID != h.cfg.ClusterID {
 		msg := "cluster id " + *clusterID + " is not this cluster's"
 		return kerr.InconsistentClusterID.Code, &msg
 	}
-	retry := ctx.Value(onLinkKey{}) == nil
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		var code int16
-		var msg *string
-		if fwd, ok := h.forwardIfNotController(ctx, r); ok {
-			code, msg = voterChangeResult(fwd.Msg)
-		} else if err := change(); err != nil {
-			code = controllerErrorCode(err)
-			if !errors.Is(err, controller.ErrNotController) {
-				s := err.Error()
-				msg = &s
-			}
+	if fwd, ok, resent := h.forward(ctx, r); ok {
+		code, msg := voterChangeResult(fwd.Msg)
+		if resent && code == done {
+			return 0, nil
 		}
-		if code != kerr.NotController.Code || !retry || i == voterChangeRetries {
-			return code, msg
-		}
-		endWait := startWait(ctx)
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-		}
-		endWait()
-		if ctx.Err() != nil {
-			return code, msg
-		}
+		return code, msg
 	}
+	if err := change(); err != nil {
+		var msg *string
+		if !errors.Is(err, controller.ErrNotController) {
+			s := err.Error()
+			msg = &s
+		}
+		return controllerErrorCode(err), msg
+	}
+	return 0, nil
 }
 
 func voterChangeResult(resp kmsg.Response) (int16, *string) {

@@ -8,11 +8,14 @@ package handlers
 // active controller completes the removal (see voterChange). VOTER_NOT_FOUND
 // for a node that is not a voter, INVALID_REQUEST for the last voter,
 // INCONSISTENT_CLUSTER_ID for another cluster's id. The directory id is
-// ignored: Strata keeps none.
+// ignored: Strata keeps none. A removal the forwarding node had to send again
+// (its first attempt's outcome unknown) answers success, not VOTER_NOT_FOUND,
+// when the node is no voter any more.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
@@ -20,7 +23,7 @@ import (
 
 func (h *Handlers) removeRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.RemoveRaftVoterRequest)
-	code, msg := h.voterChange(ctx, r, req.ClusterID, func() error { return h.cluster.RemoveVoter(ctx, req.VoterID) })
+	code, msg := h.voterChange(ctx, r, req.ClusterID, kerr.VoterNotFound.Code, func() error { return h.cluster.RemoveVoter(ctx, req.VoterID) })
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
 	resp.ErrorCode, resp.ErrorMessage = code, msg
 	return reply(resp)
