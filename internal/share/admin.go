@@ -150,8 +150,8 @@ func (m *Manager) Unload(k Key) {
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	sp.stopTimerLocked()
-	sp.p = nil
+	m.flushLocked(context.Background(), sp) // no write of the old state lands after the unload
+	m.dropLocked(sp)
 	sp.wakeLocked()
 }
 

@@ -55,8 +55,14 @@
 // # Concurrency
 //
 // Manager methods are safe for concurrent use. Manager.mu guards the maps of share
-// partitions and sessions; each share partition has its own mutex, held across its
-// store calls so its acknowledgements are durable in the order they were applied.
-// A share partition's mutex may be held while Manager.mu is taken (to start a
-// background dead-letter write), never the reverse.
+// partitions and sessions; each share partition has its own mutex. A save releases
+// that mutex while its write is in flight, so other members acquire and acknowledge
+// meanwhile, and the saves that come during a write share the next one (group
+// commit): one write at a time per share partition, each of a snapshot taken after
+// every change it answers, so the state is durable in the order it was applied. A
+// failed write drops the in-memory state, and every change waiting for a write
+// fails with it. Loads (a new leader epoch, Unload) first wait for the writes in
+// flight or waiting, so no old write lands over a reloaded state. A share
+// partition's mutex may be held while Manager.mu is taken (to start a background
+// dead-letter write), never the reverse.
 package share

@@ -129,9 +129,11 @@ func (m *Manager) groupConfig(group string) GroupConfig {
 	return c
 }
 
-// sharePartition is the state of one Key on this node. mu guards everything; the
-// store is called with it held, so a partition's acknowledgements are durable in
-// the order they were applied.
+// sharePartition is the state of one Key on this node. mu guards everything. A
+// save releases mu while its write is in flight (saveLocked), so acquisitions and
+// acknowledgements of other members go on meanwhile; one write at a time, each of
+// a snapshot taken after every change it answers, keeps the saves in the order the
+// changes were applied.
 type sharePartition struct {
 	key   Key
 	topic string
@@ -143,6 +145,16 @@ type sharePartition struct {
 	timerTok uint64
 	watchers map[*replica.Watcher]struct{} // fetches waiting for released records
 	dlqBusy  bool                          // a dead-letter write of p's Archiving records is under way
+	writing  chan struct{}                 // non-nil while a write is in flight; closed when it ends
+	next     *saveBatch                    // changes applied since the write in flight began
+}
+
+// saveBatch is one group commit: the changes applied to a share partition while
+// the previous write was in flight, made durable together by the next write.
+type saveBatch struct {
+	done    chan struct{} // closed once code is set
+	code    int16         // 0: durable; else the changes were dropped
+	waiters int           // saves waiting on it
 }
 
 func (sp *sharePartition) stopTimerLocked() {
@@ -178,6 +190,9 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	}
 	m.mu.Unlock()
 	sp.mu.Lock()
+	for sp.p != nil && sp.epoch != rp.LeaderEpoch() && (sp.writing != nil || sp.next != nil) {
+		m.flushLocked(ctx, sp) // the old epoch's changes are written before the reload
+	}
 	if epoch := rp.LeaderEpoch(); sp.p == nil || sp.epoch != epoch {
 		sp.stopTimerLocked()
 		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
@@ -209,20 +224,100 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	return sp, 0
 }
 
-// saveLocked persists sp's state. On failure the in-memory state is dropped (the
-// next request reloads the durable one) and the answer is a retriable error.
+// saveLocked makes sp's current state durable and returns once it is, releasing
+// sp.mu while it waits (the caller must expect sp to have changed meanwhile).
+// Saves that come while a write is in flight share the next write (group commit):
+// its snapshot is taken after all their changes. On failure the in-memory state is
+// dropped (the next request reloads the durable one), with it every change not yet
+// written, and the answer is a retriable error.
 func (m *Manager) saveLocked(ctx context.Context, sp *sharePartition) int16 {
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	snap := sp.p.Snapshot()
-	snap.LeaderEpoch = sp.epoch
-	if err := m.store.Save(ctx, sp.key, snap); err != nil {
-		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
-		sp.stopTimerLocked()
-		sp.p = nil
+	if sp.p == nil {
 		return kerr.RequestTimedOut.Code
 	}
-	return 0
+	b := sp.next
+	if b == nil {
+		b = &saveBatch{done: make(chan struct{})}
+		sp.next = b
+	}
+	b.waiters++
+	for {
+		select {
+		case <-b.done:
+			return b.code
+		default:
+		}
+		if sp.writing == nil {
+			// b is still sp.next: a batch stops being next only when a write
+			// takes it or a drop fails it, and either closes done first.
+			m.writeLocked(ctx, sp, b)
+			return b.code
+		}
+		end := sp.writing
+		sp.mu.Unlock()
+		select {
+		case <-b.done:
+		case <-end:
+		}
+		sp.mu.Lock()
+	}
+}
+
+// writeLocked writes a snapshot of sp's state for batch b (sp.next), with sp.mu
+// released during the write, and settles b.
+func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBatch) {
+	sp.next = nil
+	end := make(chan struct{})
+	sp.writing = end
+	p := sp.p
+	snap := p.Snapshot()
+	snap.LeaderEpoch = sp.epoch
+	sp.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	err := m.store.Save(wctx, sp.key, snap)
+	cancel()
+	sp.mu.Lock()
+	if err != nil {
+		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
+		b.code = kerr.RequestTimedOut.Code
+		if sp.p == p {
+			m.dropLocked(sp)
+		}
+	}
+	close(b.done)
+	sp.writing = nil
+	close(end)
+}
+
+// dropLocked discards sp's in-memory state (the next request reloads the durable
+// one); changes waiting for a write are lost and their saves fail.
+func (m *Manager) dropLocked(sp *sharePartition) {
+	sp.stopTimerLocked()
+	sp.p = nil
+	if b := sp.next; b != nil {
+		sp.next = nil
+		b.code = kerr.RequestTimedOut.Code
+		close(b.done)
+	}
+}
+
+// flushLocked returns once no write of sp is in flight or waiting, writing the
+// waiting changes itself if need be; it releases sp.mu meanwhile. Callers that
+// replace sp.p call it first, so nothing applied is lost or written late over
+// the state they load.
+func (m *Manager) flushLocked(ctx context.Context, sp *sharePartition) {
+	for {
+		switch {
+		case sp.writing != nil:
+			end := sp.writing
+			sp.mu.Unlock()
+			<-end
+			sp.mu.Lock()
+		case sp.next != nil && sp.p != nil:
+			m.writeLocked(ctx, sp, sp.next)
+		default:
+			return
+		}
+	}
 }
 
 // storeTimeout bounds one load or save of share-partition state.

@@ -1,0 +1,292 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// gatedStore is a Store in memory whose first Save blocks until release is closed
+// (then fails with failFirst), so a test can hold a write in flight.
+type gatedStore struct {
+	release   chan struct{}
+	entered   chan struct{} // closed when the first Save starts
+	failFirst error
+
+	mu    sync.Mutex
+	saves []Snapshot // the successful saves, in order
+	calls int
+}
+
+func newGatedStore(failFirst error) *gatedStore {
+	return &gatedStore{release: make(chan struct{}), entered: make(chan struct{}), failFirst: failFirst}
+}
+
+func (s *gatedStore) Load(context.Context, Key) (Snapshot, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.saves); n > 0 {
+		return s.saves[n-1], true, nil
+	}
+	return Snapshot{}, false, nil
+}
+
+func (s *gatedStore) Save(ctx context.Context, _ Key, snap Snapshot) error {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	s.mu.Unlock()
+	if first {
+		close(s.entered)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if s.failFirst != nil {
+			return s.failFirst
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saves = append(s.saves, snap)
+	return nil
+}
+
+func (s *gatedStore) writes() (calls, saved int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls, len(s.saves)
+}
+
+type testParts struct {
+	img *metadata.Image
+	rm  *replica.Manager
+}
+
+func (t testParts) Image() *metadata.Image { return t.img }
+func (t testParts) Partition(topic string, index int32) (*replica.Partition, error) {
+	return t.rm.Partition(topic, index)
+}
+
+var gcTopicID = metadata.UUID{7}
+
+// newGroupCommitManager is a share Manager on node 1 leading partition 0 of topic
+// "t" (one replica), which holds records one-record batches; groups start at the
+// earliest offset with one-minute locks.
+func newGroupCommitManager(t *testing.T, store Store, records int) (*Manager, *replica.Partition) {
+	t.Helper()
+	rm, err := replica.NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.DiscardHandler), replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rm.Close() })
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "t", ID: gcTopicID},
+		&metadata.PartitionRecord{TopicID: gcTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := rm.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := rm.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRecords(t, rp, records)
+	cfg := DefaultGroupConfig()
+	cfg.LockDuration = time.Minute
+	cfg.AutoOffsetReset = "earliest"
+	m := NewManager(Config{Defaults: cfg}, store, testParts{img: img, rm: rm}, nil)
+	t.Cleanup(m.Close)
+	return m, rp
+}
+
+// appendRecords appends n one-record batches and waits for the high watermark.
+func appendRecords(t *testing.T, rp *replica.Partition, n int) {
+	t.Helper()
+	want := rp.HighWatermark() + int64(n)
+	for range n {
+		if _, err := rp.Append(batchtest.Build(batchtest.Options{}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the high watermark", func() bool { return rp.HighWatermark() >= want })
+}
+
+// waitFor polls cond until it holds, failing the test after a generous deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// fetchOne opens member's share session and acquires one record; it returns its
+// offset.
+func fetchOne(t *testing.T, m *Manager, member string) int64 {
+	t.Helper()
+	g := "g"
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version, req.GroupID, req.MemberID = 1, &g, &member
+	req.MaxRecords, req.MaxBytes = 1, 1<<20
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = gcTopicID
+	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	resp := m.ShareFetch(context.Background(), req)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("%s: share fetch: %+v", member, resp)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].FirstOffset != p.AcquiredRecords[0].LastOffset {
+		t.Fatalf("%s: want one acquired record, got code %d, %+v", member, p.ErrorCode, p.AcquiredRecords)
+	}
+	return p.AcquiredRecords[0].FirstOffset
+}
+
+// accept acknowledges offset as ACCEPT in member's session (epoch 1) and returns
+// the partition's code.
+func accept(m *Manager, member string, offset int64) int16 {
+	g := "g"
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.Version, req.GroupID, req.MemberID, req.ShareSessionEpoch = 1, &g, &member, 1
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = gcTopicID
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = offset, offset, []int8{int8(Accept)}
+	rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := m.ShareAcknowledge(context.Background(), req)
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// waiting is how many saves wait for the next write of the group's share partition.
+func waiting(m *Manager) int {
+	m.mu.Lock()
+	sp := m.mu.shares[Key{Group: "g", TopicID: gcTopicID, Partition: 0}]
+	m.mu.Unlock()
+	if sp == nil {
+		return 0
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.next == nil {
+		return 0
+	}
+	return sp.next.waiters
+}
+
+// runAcks has 16 members each acquire one record, then acknowledges the first
+// member's while the store holds its write, then the 15 others' concurrently;
+// once those wait on the next write it checks that another member still acquires,
+// then lets the first write end. It returns the acknowledgement codes.
+func runAcks(t *testing.T, m *Manager, rp *replica.Partition, store *gatedStore) []int16 {
+	const members = 16
+	offsets := make([]int64, members)
+	for i := range members {
+		offsets[i] = fetchOne(t, m, fmt.Sprintf("m%d", i))
+	}
+	codes := make([]int16, members)
+	var wg sync.WaitGroup
+	wg.Add(members)
+	go func() {
+		defer wg.Done()
+		codes[0] = accept(m, "m0", offsets[0])
+	}()
+	select {
+	case <-store.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first acknowledgement never reached the store")
+	}
+	for i := 1; i < members; i++ {
+		go func() {
+			defer wg.Done()
+			codes[i] = accept(m, fmt.Sprintf("m%d", i), offsets[i])
+		}()
+	}
+	waitFor(t, "15 acknowledgements waiting on the next write", func() bool { return waiting(m) == members-1 })
+	// The partition is not locked during the write: another member acquires.
+	appendRecords(t, rp, 1)
+	if o := fetchOne(t, m, "late"); o != members {
+		t.Fatalf("the late member acquired offset %d, want %d", o, members)
+	}
+	close(store.release)
+	wg.Wait()
+	return codes
+}
+
+// TestAcksShareWrites: concurrent acknowledgements of a share partition share one
+// state write (group commit) instead of one write each under the partition's lock,
+// acquisitions go on while a write is in flight, and each acknowledgement is
+// answered only once a write holding it is durable. Sixteen members acknowledging
+// one record each, the first alone and the fifteen others while its write is in
+// flight, take two writes: 0.125 per acknowledged record (one per record, 16,
+// before the group commit).
+func TestAcksShareWrites(t *testing.T) {
+	store := newGatedStore(nil)
+	m, rp := newGroupCommitManager(t, store, 16)
+	codes := runAcks(t, m, rp, store)
+	for i, c := range codes {
+		if c != 0 {
+			t.Errorf("member m%d: acknowledgement code %d", i, c)
+		}
+	}
+	calls, saved := store.writes()
+	if calls != 2 || saved != 2 {
+		t.Fatalf("%d writes (%d durable) for 16 acknowledged records, want 2", calls, saved)
+	}
+	t.Logf("state writes per acknowledged record: %.3f", float64(calls)/16)
+	last := store.saves[1]
+	if last.Start != 16 {
+		t.Fatalf("the last write starts at %d, want 16 (every record accepted): %+v", last.Start, last)
+	}
+	if first := store.saves[0]; first.Start != 1 {
+		t.Fatalf("the first write starts at %d, want 1 (m0's record alone): %+v", first.Start, first)
+	}
+}
+
+// TestFailedWriteFailsWaitingAcks: when the write in flight fails, the
+// acknowledgements applied after it (waiting on the next write) fail too, as the
+// in-memory state they changed is dropped; the reload delivers the records again.
+func TestFailedWriteFailsWaitingAcks(t *testing.T) {
+	store := newGatedStore(errors.New("state partition unavailable"))
+	m, rp := newGroupCommitManager(t, store, 16)
+	codes := runAcks(t, m, rp, store)
+	for i, c := range codes {
+		if c != kerr.RequestTimedOut.Code {
+			t.Errorf("member m%d: acknowledgement code %d, want REQUEST_TIMED_OUT", i, c)
+		}
+	}
+	if calls, saved := store.writes(); calls != 1 || saved != 0 {
+		t.Fatalf("%d writes (%d durable), want the failed one only", calls, saved)
+	}
+	if o := fetchOne(t, m, "again"); o != 0 {
+		t.Fatalf("after the failed write a member acquired offset %d, want 0 (nothing accepted)", o)
+	}
+}
