@@ -97,9 +97,13 @@ func (g *group) joinLocked(req *kmsg.JoinGroupRequest, cl Client, w chan joinRes
 	switch {
 	case g.state == stateDead:
 		w <- joinError(kerr.CoordinatorNotAvailable.Code, jr.memberID)
-	case (g.cg != nil && len(g.cg.members) > 0) || g.sg != nil:
-		// Classic members do not join a group of KIP-848 members or a share group.
+	case g.sg != nil:
+		// Classic members do not join a share group.
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
+	case g.cg != nil:
+		// A consumer group with members takes classic members (migration.go).
+		g.joinConsumerGroupLocked(jr, w)
+		return
 	case !g.supportsProtocolsLocked(jr.protocolType, jr.protocols):
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
 	case jr.memberID == "":
