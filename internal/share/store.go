@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"sync"
 	"time"
 
@@ -141,6 +142,22 @@ func NewTopicStore(seeds []string, partitions int32) (*TopicStore, error) {
 // Close closes the store's client.
 func (s *TopicStore) Close() { s.cl.Close() }
 
+// Kafka's share.coordinator.state.topic.replication.factor and
+// share.coordinator.state.topic.min.isr. The state topic gets them capped to the
+// brokers there are, as Strata's other internal topics: a one-node cluster gets
+// replication factor 1 and min.insync.replicas 1, two nodes 2 and 2.
+const (
+	stateTopicReplicationFactor = 3
+	stateTopicMinISR            = 2
+)
+
+// stateTopicReplication is the state topic's replication factor and
+// min.insync.replicas with brokers brokers.
+func stateTopicReplication(brokers int) (rf int16, minISR int) {
+	rf = int16(max(min(stateTopicReplicationFactor, brokers), 1))
+	return rf, min(stateTopicMinISR, int(rf))
+}
+
 // ensure creates the state topic once.
 func (s *TopicStore) ensure(ctx context.Context) error {
 	s.ensureOnce.Lock()
@@ -149,8 +166,13 @@ func (s *TopicStore) ensure(ctx context.Context) error {
 		return nil
 	}
 	adm := kadm.NewClient(s.cl)
-	compact := "compact"
-	_, err := adm.CreateTopic(ctx, s.partitions, -1, map[string]*string{"cleanup.policy": &compact}, StateTopic)
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("share: listing brokers to create %s: %w", StateTopic, err)
+	}
+	rf, minISR := stateTopicReplication(len(meta.Brokers))
+	compact, isr := "compact", strconv.Itoa(minISR)
+	_, err = adm.CreateTopic(ctx, s.partitions, rf, map[string]*string{"cleanup.policy": &compact, "min.insync.replicas": &isr}, StateTopic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("share: creating %s: %w", StateTopic, err)
 	}

@@ -2,9 +2,11 @@ package share
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,5 +74,57 @@ func TestTopicStoreLoadNeedsOnlyItsPartition(t *testing.T) {
 	}
 	if got.LeaderEpoch != want.LeaderEpoch || got.Start != want.Start || len(got.Batches) != 1 || got.Batches[0] != want.Batches[0] {
 		t.Fatalf("Load = %+v, want %+v", got, want)
+	}
+}
+
+// TestTopicStoreCreatesStateTopic: the state topic is created as Kafka creates
+// __share_group_state (replication factor 3, min.insync.replicas 2), capped to the
+// brokers there are.
+func TestTopicStoreCreatesStateTopic(t *testing.T) {
+	for _, tc := range []struct {
+		brokers int
+		rf      int
+		minISR  string
+	}{{1, 1, "1"}, {2, 2, "2"}, {3, 3, "2"}, {4, 3, "2"}} {
+		t.Run(fmt.Sprintf("%d brokers", tc.brokers), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(tc.brokers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s, err := NewTopicStore(c.ListenAddrs(), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.Save(ctx, Key{Group: "g", Partition: 1}, Snapshot{Start: 3}); err != nil {
+				t.Fatalf("Save: %v", err)
+			}
+			adm := kadm.NewClient(s.cl)
+			td, err := adm.ListTopics(ctx, StateTopic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(td[StateTopic].Partitions[0].Replicas); got != tc.rf {
+				t.Errorf("replication factor %d, want %d", got, tc.rf)
+			}
+			rc, err := adm.DescribeTopicConfigs(ctx, StateTopic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := rc.On(StateTopic, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, c := range cfg.Configs {
+				got[c.Key] = c.MaybeValue()
+			}
+			if got["min.insync.replicas"] != tc.minISR || got["cleanup.policy"] != "compact" {
+				t.Errorf("min.insync.replicas %q, cleanup.policy %q; want %q, compact", got["min.insync.replicas"], got["cleanup.policy"], tc.minISR)
+			}
+		})
 	}
 }
