@@ -139,6 +139,7 @@ type sharePartition struct {
 	mu       sync.Mutex
 	p        *Partition // nil until loaded, and after a failed save (reload)
 	epoch    int32      // the data partition's leader epoch p was loaded under
+	state    int32      // the state epoch of the snapshot p was loaded from (0: none)
 	timer    *time.Timer
 	timerTok uint64
 	watchers map[*replica.Watcher]struct{} // fetches waiting for released records
@@ -190,6 +191,7 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 			// Clients retry a partition that is not available.
 			return nil, kerr.ReplicaNotAvailable.Code
 		}
+		sp.state = snap.StateEpoch
 		if found {
 			sp.p = Restore(snap)
 		} else {
@@ -215,7 +217,7 @@ func (m *Manager) saveLocked(ctx context.Context, sp *sharePartition) int16 {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	snap := sp.p.Snapshot()
-	snap.LeaderEpoch = sp.epoch
+	snap.LeaderEpoch, snap.StateEpoch = sp.epoch, sp.state
 	if err := m.store.Save(ctx, sp.key, snap); err != nil {
 		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
 		sp.stopTimerLocked()

@@ -3,12 +3,14 @@ package share
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -126,5 +128,60 @@ func TestTopicStoreCreatesStateTopic(t *testing.T) {
 				t.Errorf("min.insync.replicas %q, cleanup.policy %q; want %q, compact", got["min.insync.replicas"], got["cleanup.policy"], tc.minISR)
 			}
 		})
+	}
+}
+
+// TestTopicStoreLoadFencesOldStateEpoch: after an offset reset, a late snapshot of a
+// leader that loaded the state before it does not come back, though written later
+// and under a higher leader epoch; a value written before state epochs still loads.
+func TestTopicStoreLoadFencesOldStateEpoch(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := NewTopicStore(c.ListenAddrs(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k := Key{Group: "g", TopicID: [16]byte{9}, Partition: 0}
+
+	// A version 0 value, as an older Strata wrote it.
+	old := Snapshot{LeaderEpoch: 4, Start: 20, Batches: []StateBatch{{First: 20, Last: 21, State: Available, DeliveryCount: 1}}}
+	v0 := append([]byte{0, 0}, encodeSnapshot(old)[6:]...)
+	r := &kgo.Record{Topic: StateTopic, Partition: statePartition(k, 3), Key: encodeKey(k), Value: v0}
+	if err := s.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := s.Load(ctx, k)
+	if err != nil || !found || !reflect.DeepEqual(got, old) {
+		t.Fatalf("load of a version 0 value: %+v %v %v", got, found, err)
+	}
+
+	reset := Reset(got, found, 5, 2)
+	if err := s.Save(ctx, k, reset); err != nil {
+		t.Fatal(err)
+	}
+	stale := old
+	stale.LeaderEpoch = 6 // the old leader, moved on, writes what it held
+	if err := s.Save(ctx, k, stale); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err = s.Load(ctx, k)
+	if err != nil || !found || !reflect.DeepEqual(got, reset) {
+		t.Fatalf("load after a reset and a stale write: %+v %v %v, want %+v", got, found, err, reset)
+	}
+	next := Snapshot{StateEpoch: reset.StateEpoch, LeaderEpoch: 2, Start: 6}
+	if err := s.Save(ctx, k, next); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err = s.Load(ctx, k); err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("load after the new state's leader wrote: %+v %v, want %+v", got, err, next)
 	}
 }
