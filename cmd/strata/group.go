@@ -1,6 +1,7 @@
 package main
 
-// strata group: list, describe, reset-offsets, delete (the classic Kafka group APIs).
+// strata group: list, describe, reset-offsets, delete (the classic Kafka group APIs);
+// share-offsets in group_share.go.
 
 import (
 	"context"
@@ -40,6 +41,7 @@ func newConsumerGroupCmd(env *clientEnv) *cobra.Command {
 		groupDescribeCmd(env, g),
 		groupResetOffsetsCmd(env, g),
 		groupDeleteCmd(env, g),
+		groupShareOffsetsCmd(env, g),
 	)
 	return cmd
 }
