@@ -268,11 +268,71 @@ func (g *group) canDowngradeWithoutLocked(m *cmember) bool {
 	return true
 }
 
+// canDowngradeReplacingLocked reports whether a classic static member taking the
+// place of old by its instance id leaves only classic members, and the policy
+// allows the downgrade.
+func (g *group) canDowngradeReplacingLocked(old *cmember) bool {
+	if old.classic != nil {
+		return false
+	}
+	for _, o := range g.cg.members {
+		if o != old && o.classic == nil {
+			return false
+		}
+	}
+	return g.c.cfg.MigrationPolicy.downgrade()
+}
+
+// downgradeReplacingLocked is a downgrade caused by a classic static member (new
+// member id id) replacing the last KIP-848 member, old, by its instance id: the
+// joiner takes old's target assignment and, as nobody else's assignment changes,
+// the classic group is Stable at once; the joiner gets the current generation and
+// its assignment from SyncGroup.
+func (g *group) downgradeReplacingLocked(old *cmember, id string, jr joinRequest, w chan joinResult) {
+	targets := g.downgradeMembersLocked(old)
+	targets[id] = targets[old.id]
+	m := &member{
+		id:               id,
+		instanceID:       jr.instanceID,
+		clientID:         jr.client.ID,
+		clientHost:       jr.client.Host,
+		sessionTimeout:   jr.sessionTimeout,
+		rebalanceTimeout: jr.rebalanceTimeout,
+		protocols:        jr.protocols,
+		seq:              g.nextSeq,
+	}
+	g.nextSeq++
+	g.members[id] = m
+	g.static[m.instanceID] = id
+	g.settleDowngradeLocked(targets)
+	g.pendingSync[id] = struct{}{}
+	g.armSyncTimerLocked()
+	w <- joinResult{
+		memberID:     id,
+		generation:   g.generation,
+		protocolType: ptr(g.protocolType),
+		protocol:     ptr(g.protocol),
+	}
+	g.queueLocked([]Record{g.metadataRecordLocked(nil)}, func(error) {})
+}
+
 // downgradeLocked converts the consumer group to a classic group without the
 // leaving member: Stable at the group epoch, each remaining member holding its
 // target assignment, then at once PreparingRebalance so the members rejoin and
 // their leader assigns.
 func (g *group) downgradeLocked(leaving *cmember) {
+	g.settleDowngradeLocked(g.downgradeMembersLocked(leaving))
+	g.queueLocked([]Record{g.metadataRecordLocked(nil)}, func(error) {
+		// The rebalance that follows writes the group again.
+	})
+	g.prepareRebalanceLocked()
+}
+
+// downgradeMembersLocked turns the consumer group's members but leaving into
+// classic members and drops the consumer group; it returns the target assignment
+// of every member (leaving's too), with which the caller settles the classic
+// state (settleDowngradeLocked).
+func (g *group) downgradeMembersLocked(leaving *cmember) map[string]partSet {
 	cg := g.cg
 	g.c.log.Info("downgrading consumer group to classic group", "group", g.id, "epoch", cg.epoch, "leaving", leaving.id)
 	g.stopConsumerTimersLocked()
@@ -299,19 +359,22 @@ func (g *group) downgradeLocked(leaving *cmember) {
 		}
 	}
 	g.cg = nil
+	return cg.target
+}
+
+// settleDowngradeLocked makes the downgraded group Stable: a leader, the selected
+// protocol, each member's target as its assignment (in the version of its
+// subscription), live sessions.
+func (g *group) settleDowngradeLocked(targets map[string]partSet) {
 	ms := g.sortedMembersLocked()
 	g.leader = ms[0].id
 	g.protocol = selectProtocol(ms)
 	for _, m := range ms {
-		m.assignment = encodeAssignment(cg.target[m.id], metadataVersion(m.metadataFor(g.protocol)))
+		m.assignment = encodeAssignment(targets[m.id], metadataVersion(m.metadataFor(g.protocol)))
 		g.touchLocked(m)
 	}
 	g.computeSubscribedLocked()
 	g.transitionLocked(stateStable)
-	g.queueLocked([]Record{g.metadataRecordLocked(nil)}, func(error) {
-		// The rebalance that follows writes the group again.
-	})
-	g.prepareRebalanceLocked()
 }
 
 // supportsClassicProtocolsLocked is Kafka's check of a classic member joining a
@@ -353,10 +416,18 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 		w <- joinError(kerr.MemberIDRequired.Code, id)
 		return
 	}
+	var sub kmsg.ConsumerMemberMetadata
+	if err := sub.ReadFrom(jr.protocols[0].metadata); err != nil {
+		w <- joinError(kerr.UnknownServerError.Code, jr.memberID)
+		return
+	}
 	var m *cmember
 	if jr.instanceID != "" {
 		old := cg.members[cg.static[jr.instanceID]]
 		switch {
+		case old != nil && unknown && g.canDowngradeReplacingLocked(old):
+			g.downgradeReplacingLocked(old, id, jr, w)
+			return
 		case old != nil && unknown:
 			m = g.replaceStaticLocked(old, id)
 		case old != nil && old.id != id:
@@ -370,11 +441,6 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 		}
 	} else {
 		m = cg.members[id]
-	}
-	var sub kmsg.ConsumerMemberMetadata
-	if err := sub.ReadFrom(jr.protocols[0].metadata); err != nil {
-		w <- joinError(kerr.UnknownServerError.Code, jr.memberID)
-		return
 	}
 	changed := false
 	if m == nil {
@@ -546,10 +612,11 @@ func (g *group) armClassicJoinTimerLocked(m *cmember) {
 	if m.classic.joinTimer != nil {
 		return
 	}
-	m.classic.joinToken++
-	tok := m.classic.joinToken
-	m.classic.joinTimer = g.c.afterFunc(m.rebalanceTimeout, func() {
-		g.classicDeadline(m, func() bool { return m.classic.joinToken == tok }, "did not rejoin in its rebalance timeout")
+	cm := m.classic
+	cm.joinToken++
+	tok := cm.joinToken
+	cm.joinTimer = g.c.afterFunc(m.rebalanceTimeout, func() {
+		g.classicDeadline(m, func() bool { return m.classic == cm && cm.joinToken == tok }, "did not rejoin in its rebalance timeout")
 	})
 }
 
@@ -557,16 +624,17 @@ func (g *group) armClassicJoinTimerLocked(m *cmember) {
 // not send SyncGroup within its rebalance timeout after its join is removed.
 func (g *group) armClassicSyncTimerLocked(m *cmember) {
 	g.stopClassicSyncTimerLocked(m)
-	tok := m.classic.syncToken
-	m.classic.syncTimer = g.c.afterFunc(m.rebalanceTimeout, func() {
-		g.classicDeadline(m, func() bool { return m.classic.syncToken == tok }, "did not sync in its rebalance timeout")
+	cm := m.classic
+	tok := cm.syncToken
+	cm.syncTimer = g.c.afterFunc(m.rebalanceTimeout, func() {
+		g.classicDeadline(m, func() bool { return m.classic == cm && cm.syncToken == tok }, "did not sync in its rebalance timeout")
 	})
 }
 
 // classicDeadline removes m when its deadline (still current) passed.
 func (g *group) classicDeadline(m *cmember, current func() bool, why string) {
 	g.mu.Lock()
-	if g.cg != nil && g.cg.members[m.id] == m && m.classic != nil && current() && g.state != stateDead {
+	if g.cg != nil && g.cg.members[m.id] == m && current() && g.state != stateDead {
 		g.c.log.Info("classic member removed from consumer group", "group", g.id, "member", m.id, "reason", why)
 		g.fenceConsumerMemberLocked(m)
 	}
