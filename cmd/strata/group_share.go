@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/cli"
 )
 
@@ -137,11 +136,7 @@ func describeShareOffsets(ctx context.Context, adm *kadm.Client, groups []string
 }
 
 func shareOffsetsResetCmd(env *clientEnv, g *globalFlags) *cobra.Command {
-	var (
-		to      string
-		topics  []string
-		execute bool
-	)
+	var f resetFlags
 	cmd := &cobra.Command{
 		Use:   "reset GROUP --to WHERE --topic TOPIC... [--execute]",
 		Short: "Move a share group's start offsets (a dry run unless --execute)",
@@ -155,18 +150,10 @@ partition's log. The group must have no members to execute.`,
 		Args:              usageArgs(env, cobra.ExactArgs(1)),
 		ValidArgsFunction: completeGroups(env, g),
 	}
-	cmd.Flags().StringVar(&to, "to", "", "target: earliest, latest, OFFSET, RFC3339 time or unix ms (required)")
-	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic whose offsets to move (required, repeatable)")
-	cmd.Flags().BoolVar(&execute, "execute", false, "set the new offsets (default: dry run)")
+	f.register(cmd, "set")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
-		group := args[0]
-		if to == "" {
-			return cli.Usagef("--to is required")
-		}
-		if len(topics) == 0 {
-			return cli.Usagef("--topic is required")
-		}
-		spec, err := cli.ParseOffsetSpec("--to", to)
+		group, topics, execute := args[0], f.topics, f.execute
+		spec, err := f.spec()
 		if err != nil {
 			return err
 		}
@@ -195,32 +182,15 @@ partition's log. The group must have no members to execute.`,
 				current[o.Topic][o.Partition] = o.StartOffset
 			}
 		}
-		out := resetOffsetsJSON{Group: group, To: spec.String(), Offsets: []resetOffsetJSON{}}
-		var set kadm.Offsets
-		for _, t := range topics {
-			bounds, err := admin.ListBounds(ctx, adm, t)
-			if err != nil {
-				return err
+		out, set, err := resolveReset(ctx, adm, group, spec, topics, func(t string, p int32) int64 {
+			if cur, ok := current[t][p]; ok {
+				return cur
 			}
-			target, err := spec.Resolve(ctx, adm, t, bounds)
-			if err != nil {
-				return err
-			}
-			for p, o := range target {
-				cur, ok := current[t][p]
-				if !ok {
-					cur = -1
-				}
-				out.Offsets = append(out.Offsets, resetOffsetJSON{Topic: t, Partition: p, Current: cur, New: o})
-				set.Add(kadm.Offset{Topic: t, Partition: p, At: o, LeaderEpoch: -1})
-			}
-		}
-		slices.SortFunc(out.Offsets, func(a, b resetOffsetJSON) int {
-			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-				return c
-			}
-			return int(a.Partition - b.Partition)
+			return -1
 		})
+		if err != nil {
+			return err
+		}
 		if execute {
 			resps, err := adm.AlterShareGroupOffsets(ctx, group, set)
 			if err == nil {
@@ -231,20 +201,9 @@ partition's log. The group must have no members to execute.`,
 			}
 			out.Executed = true
 		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITION", "CURRENT", "NEW")
-		for _, o := range out.Offsets {
-			tw.Row(o.Topic, o.Partition, offsetCell(o.Current), o.New)
-		}
-		tw.Flush()
-		if execute {
-			fmt.Fprintf(s.env.stderr, "set %d start offsets of share group %s\n", len(out.Offsets), group)
-		} else {
-			fmt.Fprintln(s.env.stderr, "dry run: nothing changed; add --execute to set these offsets")
-		}
-		return nil
+		return printReset(s, out,
+			fmt.Sprintf("set %d start offsets of share group %s", len(out.Offsets), group),
+			"dry run: nothing changed; add --execute to set these offsets")
 	})
 	return cmd
 }

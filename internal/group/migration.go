@@ -291,19 +291,7 @@ func (g *group) canDowngradeReplacingLocked(old *cmember) bool {
 func (g *group) downgradeReplacingLocked(old *cmember, id string, jr joinRequest, w chan joinResult) {
 	targets := g.downgradeMembersLocked(old)
 	targets[id] = targets[old.id]
-	m := &member{
-		id:               id,
-		instanceID:       jr.instanceID,
-		clientID:         jr.client.ID,
-		clientHost:       jr.client.Host,
-		sessionTimeout:   jr.sessionTimeout,
-		rebalanceTimeout: jr.rebalanceTimeout,
-		protocols:        jr.protocols,
-		seq:              g.nextSeq,
-	}
-	g.nextSeq++
-	g.members[id] = m
-	g.static[m.instanceID] = id
+	g.newMemberLocked(id, jr)
 	g.settleDowngradeLocked(targets)
 	g.pendingSync[id] = struct{}{}
 	g.armSyncTimerLocked()
