@@ -215,13 +215,19 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		if g.sg != nil {
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
 		}
-		empty := len(g.members) == 0 && len(g.pending) == 0 && g.state == stateEmpty
+		// An Empty classic group converts whatever the policy, as in Kafka; member
+		// ids handed out with MEMBER_ID_REQUIRED then join the consumer group.
+		empty := len(g.members) == 0 && g.state == stateEmpty
 		switch {
 		case req.MemberEpoch != joinEpoch && empty:
 			return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
 		case req.MemberEpoch != joinEpoch:
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
 		case empty:
+			for _, pm := range g.pending {
+				pm.timer.Stop()
+			}
+			clear(g.pending)
 			g.cg = newConsumerGroup()
 			g.protocolType = consumerProtocolType
 		default:
