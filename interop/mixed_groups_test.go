@@ -2,6 +2,8 @@ package interop
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,18 +12,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestMixedGroupProtocols puts a classic member and a KIP-848 member in one group,
-// with franz-go, both ways round. Strata does not migrate groups online between the
-// protocols (KIP-848's upgrade and downgrade):
+// TestMixedGroupProtocols puts a classic member and a KIP-848 member in one group
+// with franz-go, both ways round (KIP-848's online upgrade and downgrade; the Java
+// clients run the same in TestGroupProtocolMigration):
 //
 //  1. A classic member (franz-go's cooperative-sticky balancer) holds group a; a
-//     ConsumerGroupHeartbeat joining a answers GROUP_ID_NOT_FOUND with the message
-//     Kafka gives when group.consumer.migration.policy is disabled.
-//  2. A KIP-848 member (franz-go's server-side balancer) holds group b; a classic
-//     JoinGroup to b answers INCONSISTENT_GROUP_PROTOCOL (Kafka 4.4 would take the
-//     classic member into the consumer group: not implemented).
-//
-// In both cases the member already there keeps its assignment.
+//     KIP-848 member (franz-go's server-side balancer) joins: ConsumerGroupDescribe
+//     shows both, one of member type classic, sharing the two partitions.
+//  2. The KIP-848 member leaves: the group is classic again and the classic member
+//     holds both partitions (DescribeGroups).
+//  3. A KIP-848 member holds group b; a classic member joins and gets a partition
+//     from the server-side assignor; the classic member leaves and the KIP-848 member
+//     holds both partitions again.
 func TestMixedGroupProtocols(t *testing.T) {
 	tgt := startTarget(t)
 	if tgt.name != "strata" {
@@ -51,63 +53,80 @@ func TestMixedGroupProtocols(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	// stable waits until the group shows one member, of the given type, holding
-	// both partitions.
-	stable := func(group, typ string) {
+	// wait polls until ok holds of the group's description, failing with its last
+	// complaint.
+	wait := func(what string, ok func() error) {
 		t.Helper()
+		var last error
 		for {
-			gs, err := adm.DescribeGroups(ctx, group)
-			if err == nil {
-				if g := gs[group]; len(g.Members) == 1 && g.State == "Stable" {
-					return
-				}
-			}
-			if typ == "consumer" {
-				req := kmsg.NewPtrConsumerGroupDescribeRequest()
-				req.Groups = []string{group}
-				if resp, err := req.RequestWith(ctx, raw); err == nil && len(resp.Groups) == 1 && resp.Groups[0].ErrorCode == 0 &&
-					len(resp.Groups[0].Members) == 1 && resp.Groups[0].State == "Stable" {
-					return
-				}
+			if last = ok(); last == nil {
+				return
 			}
 			select {
 			case <-ctx.Done():
-				t.Fatalf("group %s never had one %s member holding its partitions", group, typ)
+				t.Fatalf("%s: %v", what, last)
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
 	}
+	classicHolds := func(group string) func() error {
+		return func() error {
+			gs, err := adm.DescribeGroups(ctx, group)
+			if err != nil {
+				return err
+			}
+			g := gs[group]
+			if g.State != "Stable" || len(g.Members) != 1 {
+				return fmt.Errorf("classic view: state %s, %d members", g.State, len(g.Members))
+			}
+			if a, ok := g.Members[0].Assigned.AsConsumer(); !ok || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 2 {
+				return fmt.Errorf("classic member's assignment %v", g.Members[0].Assigned)
+			}
+			return nil
+		}
+	}
+	// mixed checks the consumer group holds one classic and one KIP-848 member,
+	// one partition each (want: the member types expected, sorted).
+	consumerHolds := func(group string, types ...int8) func() error {
+		return func() error {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Version = 1
+			req.Groups = []string{group}
+			resp, err := req.RequestWith(ctx, raw)
+			if err != nil {
+				return err
+			}
+			g := resp.Groups[0]
+			if g.ErrorCode != 0 || g.State != "Stable" || len(g.Members) != len(types) {
+				return fmt.Errorf("consumer view: %s %q, state %s, %d members", kerr.ErrorForCode(g.ErrorCode), deref(g.ErrorMessage), g.State, len(g.Members))
+			}
+			var got []int8
+			owned := 0
+			for _, m := range g.Members {
+				got = append(got, m.MemberType)
+				for _, tp := range m.Assignment.TopicPartitions {
+					owned += len(tp.Partitions)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, types) || owned != 2 {
+				return fmt.Errorf("member types %v, %d partitions owned", got, owned)
+			}
+			return nil
+		}
+	}
 
 	member("mixed-a") // classic, franz-go's default balancer
-	stable("mixed-a", "classic")
-	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "mixed-a", "new-protocol-member", 30000
-	hb.SubscribedTopicNames, hb.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	hbResp, err := hb.RequestWith(ctx, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const wantMsg = "Cannot upgrade classic group mixed-a to consumer group because online upgrade is disabled."
-	if hbResp.ErrorCode != kerr.GroupIDNotFound.Code || hbResp.ErrorMessage == nil || *hbResp.ErrorMessage != wantMsg {
-		t.Errorf("KIP-848 member joining a classic group: %s %q, want GROUP_ID_NOT_FOUND %q",
-			kerr.ErrorForCode(hbResp.ErrorCode), deref(hbResp.ErrorMessage), wantMsg)
-	}
-	stable("mixed-a", "classic")
+	wait("group a classic", classicHolds("mixed-a"))
+	b := member("mixed-a", kgo.ServerSideBalancer())
+	wait("group a upgraded", consumerHolds("mixed-a", 0, 1))
+	b.Close()
+	wait("group a downgraded", classicHolds("mixed-a"))
 
 	member("mixed-b", kgo.ServerSideBalancer())
-	stable("mixed-b", "consumer")
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.ProtocolType = "mixed-b", "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
-	meta := kmsg.NewConsumerMemberMetadata()
-	meta.Topics = []string{topic}
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
-	joinResp, err := join.RequestWith(ctx, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if joinResp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Errorf("classic member joining a KIP-848 group: %s, want INCONSISTENT_GROUP_PROTOCOL", kerr.ErrorForCode(joinResp.ErrorCode))
-	}
-	stable("mixed-b", "consumer")
+	wait("group b a consumer group", consumerHolds("mixed-b", 1))
+	c := member("mixed-b")
+	wait("group b with a classic member", consumerHolds("mixed-b", 0, 1))
+	c.Close()
+	wait("group b back to its KIP-848 member", consumerHolds("mixed-b", 1))
 }

@@ -1,6 +1,7 @@
 package main
 
-// strata group: list, describe, reset-offsets, delete (the classic Kafka group APIs).
+// strata group: list, describe, reset-offsets, delete (the classic Kafka group APIs);
+// share-offsets in group_share.go.
 
 import (
 	"context"
@@ -40,6 +41,7 @@ func newConsumerGroupCmd(env *clientEnv) *cobra.Command {
 		groupDescribeCmd(env, g),
 		groupResetOffsetsCmd(env, g),
 		groupDeleteCmd(env, g),
+		groupShareOffsetsCmd(env, g),
 	)
 	return cmd
 }
@@ -273,12 +275,33 @@ type resetOffsetJSON struct {
 	New       int64  `json:"new"`
 }
 
+// resetFlags are the flags of the reset commands (reset-offsets, share-offsets reset).
+type resetFlags struct {
+	to      string
+	topics  []string
+	execute bool
+}
+
+// register declares the flags on cmd; verb says what --execute does.
+func (f *resetFlags) register(cmd *cobra.Command, verb string) {
+	cmd.Flags().StringVar(&f.to, "to", "", "target: earliest, latest, OFFSET, RFC3339 time or unix ms (required)")
+	cmd.Flags().StringArrayVar(&f.topics, "topic", nil, "topic whose offsets to move (required, repeatable)")
+	cmd.Flags().BoolVar(&f.execute, "execute", false, verb+" the new offsets (default: dry run)")
+}
+
+// spec checks the flags and parses --to.
+func (f *resetFlags) spec() (admin.OffsetSpec, error) {
+	if f.to == "" {
+		return admin.OffsetSpec{}, cli.Usagef("--to is required")
+	}
+	if len(f.topics) == 0 {
+		return admin.OffsetSpec{}, cli.Usagef("--topic is required")
+	}
+	return cli.ParseOffsetSpec("--to", f.to)
+}
+
 func groupResetOffsetsCmd(env *clientEnv, g *globalFlags) *cobra.Command {
-	var (
-		to      string
-		topics  []string
-		execute bool
-	)
+	var f resetFlags
 	cmd := &cobra.Command{
 		Use:   "reset-offsets GROUP --to WHERE --topic TOPIC... [--execute]",
 		Short: "Move a group's committed offsets (a dry run unless --execute)",
@@ -291,18 +314,10 @@ partition's log. The group must have no active members to execute.`,
 		Args:              usageArgs(env, cobra.ExactArgs(1)),
 		ValidArgsFunction: completeGroups(env, g),
 	}
-	cmd.Flags().StringVar(&to, "to", "", "target: earliest, latest, OFFSET, RFC3339 time or unix ms (required)")
-	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic whose offsets to move (required, repeatable)")
-	cmd.Flags().BoolVar(&execute, "execute", false, "commit the new offsets (default: dry run)")
+	f.register(cmd, "commit")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
-		group := args[0]
-		if to == "" {
-			return cli.Usagef("--to is required")
-		}
-		if len(topics) == 0 {
-			return cli.Usagef("--topic is required")
-		}
-		spec, err := cli.ParseOffsetSpec("--to", to)
+		group, topics, execute := args[0], f.topics, f.execute
+		spec, err := f.spec()
 		if err != nil {
 			return err
 		}
@@ -331,32 +346,15 @@ partition's log. The group must have no active members to execute.`,
 		if err != nil {
 			return err
 		}
-		out := resetOffsetsJSON{Group: group, To: spec.String(), Offsets: []resetOffsetJSON{}}
-		var commit kadm.Offsets
-		for _, t := range topics {
-			bounds, err := admin.ListBounds(ctx, adm, t)
-			if err != nil {
-				return err
+		out, commit, err := resolveReset(ctx, adm, group, spec, topics, func(t string, p int32) int64 {
+			if c, ok := committed.Lookup(t, p); ok && c.Err == nil {
+				return c.At
 			}
-			target, err := spec.Resolve(ctx, adm, t, bounds)
-			if err != nil {
-				return err
-			}
-			for p, o := range target {
-				cur := int64(-1)
-				if c, ok := committed.Lookup(t, p); ok && c.Err == nil {
-					cur = c.At
-				}
-				out.Offsets = append(out.Offsets, resetOffsetJSON{Topic: t, Partition: p, Current: cur, New: o})
-				commit.Add(kadm.Offset{Topic: t, Partition: p, At: o, LeaderEpoch: -1})
-			}
-		}
-		slices.SortFunc(out.Offsets, func(a, b resetOffsetJSON) int {
-			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-				return c
-			}
-			return int(a.Partition - b.Partition)
+			return -1
 		})
+		if err != nil {
+			return err
+		}
 		if execute {
 			resps, err := adm.CommitOffsets(ctx, group, commit)
 			if err != nil {
@@ -367,22 +365,62 @@ partition's log. The group must have no active members to execute.`,
 			}
 			out.Executed = true
 		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITION", "CURRENT", "NEW")
-		for _, o := range out.Offsets {
-			tw.Row(o.Topic, o.Partition, offsetCell(o.Current), o.New)
-		}
-		tw.Flush()
-		if execute {
-			fmt.Fprintf(s.env.stderr, "committed %d offsets for group %s\n", len(out.Offsets), group)
-		} else {
-			fmt.Fprintln(s.env.stderr, "dry run: nothing changed; add --execute to commit these offsets")
-		}
-		return nil
+		return printReset(s, out,
+			fmt.Sprintf("committed %d offsets for group %s", len(out.Offsets), group),
+			"dry run: nothing changed; add --execute to commit these offsets")
 	})
 	return cmd
+}
+
+// resolveReset resolves a reset of topics' offsets to spec: the rows to show
+// (current gives each partition's offset now, -1 for none), sorted, and the
+// offsets to set.
+func resolveReset(ctx context.Context, adm *kadm.Client, group string, spec admin.OffsetSpec, topics []string,
+	current func(topic string, partition int32) int64,
+) (resetOffsetsJSON, kadm.Offsets, error) {
+	out := resetOffsetsJSON{Group: group, To: spec.String(), Offsets: []resetOffsetJSON{}}
+	var set kadm.Offsets
+	for _, t := range topics {
+		bounds, err := admin.ListBounds(ctx, adm, t)
+		if err != nil {
+			return out, nil, err
+		}
+		target, err := spec.Resolve(ctx, adm, t, bounds)
+		if err != nil {
+			return out, nil, err
+		}
+		for p, o := range target {
+			out.Offsets = append(out.Offsets, resetOffsetJSON{Topic: t, Partition: p, Current: current(t, p), New: o})
+			set.Add(kadm.Offset{Topic: t, Partition: p, At: o, LeaderEpoch: -1})
+		}
+	}
+	slices.SortFunc(out.Offsets, func(a, b resetOffsetJSON) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out, set, nil
+}
+
+// printReset prints a reset's rows, then done (executed) or dryRun on stderr.
+func printReset(s *session, out resetOffsetsJSON, done, dryRun string) error {
+	if s.json() {
+		return cli.WriteJSON(s.env.stdout, out)
+	}
+	tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITION", "CURRENT", "NEW")
+	for _, o := range out.Offsets {
+		tw.Row(o.Topic, o.Partition, offsetCell(o.Current), o.New)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if out.Executed {
+		fmt.Fprintln(s.env.stderr, done)
+	} else {
+		fmt.Fprintln(s.env.stderr, dryRun)
+	}
+	return nil
 }
 
 // fetchCommitted returns a group's committed offsets in topics; a group that does not

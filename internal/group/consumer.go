@@ -86,7 +86,8 @@ type cmember struct {
 	topicNames       []string // subscribed topic names, sorted
 	regex            string   // subscribed topic pattern ("" for none)
 	re               *regexp.Regexp
-	serverAssignor   string // the assignor the member asked for ("" for none)
+	serverAssignor   string         // the assignor the member asked for ("" for none)
+	classic          *classicMember // non-nil while it speaks the classic protocol (migration.go)
 
 	// assigned maps each partition the member owns to the member epoch it was
 	// assigned in (KIP-1251 commit validation); revoking holds partitions it still
@@ -214,16 +215,27 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		if g.sg != nil {
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
 		}
-		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
-			// Kafka's answer with group.consumer.migration.policy=disabled: a classic
-			// group with members is not upgraded online (KIP-848 migration).
-			return hbError(kerr.GroupIDNotFound.Code, "Cannot upgrade classic group %s to consumer group because online upgrade is disabled.", g.id)
-		}
-		if req.MemberEpoch != joinEpoch {
+		// An Empty classic group converts whatever the policy, as in Kafka; member
+		// ids handed out with MEMBER_ID_REQUIRED then join the consumer group.
+		empty := len(g.members) == 0 && g.state == stateEmpty
+		switch {
+		case req.MemberEpoch != joinEpoch && empty:
 			return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+		case req.MemberEpoch != joinEpoch:
+			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
+		case empty:
+			for _, pm := range g.pending {
+				pm.timer.Stop()
+			}
+			clear(g.pending)
+			g.cg = newConsumerGroup()
+			g.protocolType = consumerProtocolType
+		default:
+			// A classic group with members converts online (migration.go).
+			if msg := g.upgradeLocked(); msg != "" {
+				return hbError(kerr.GroupIDNotFound.Code, "%s", msg)
+			}
 		}
-		g.cg = newConsumerGroup()
-		g.protocolType = consumerProtocolType
 	}
 	cg := g.cg
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
@@ -248,6 +260,12 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		if code := g.checkMemberEpochLocked(m, req); code != 0 {
 			return hbError(code, "The consumer group member has a greater or smaller epoch (%d) than the coordinator's (%d).", req.MemberEpoch, m.epoch)
 		}
+	}
+	if m.classic != nil {
+		// The member speaks the consumer protocol from now on.
+		g.stopClassicJoinTimerLocked(m)
+		g.stopClassicSyncTimerLocked(m)
+		m.classic = nil
 	}
 	before := maps.Clone(m.assigned)
 	beforeEpoch := m.epoch
@@ -376,13 +394,21 @@ func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest) hea
 		return heartbeatResult{memberID: m.id, epoch: staticLeaveEpoch}
 	}
 	g.c.log.Info("member left consumer group", "group", g.id, "member", m.id)
-	g.removeConsumerMemberLocked(m)
+	g.fenceConsumerMemberLocked(m)
 	return heartbeatResult{memberID: m.id, epoch: leaveEpoch}
 }
 
 // removeConsumerMemberLocked drops a member (left, expired, fenced): its
 // partitions are free again and the group rebalances.
 func (g *group) removeConsumerMemberLocked(m *cmember) {
+	g.dropConsumerMemberLocked(m)
+	g.bumpEpochLocked()
+	g.syncClassicViewLocked()
+}
+
+// dropConsumerMemberLocked removes a member and frees its partitions; the caller
+// rebalances.
+func (g *group) dropConsumerMemberLocked(m *cmember) {
 	cg := g.cg
 	g.stopMemberTimersLocked(m)
 	g.releaseLocked(m, m.revoking)
@@ -392,8 +418,6 @@ func (g *group) removeConsumerMemberLocked(m *cmember) {
 	if m.instanceID != "" && cg.static[m.instanceID] == m.id {
 		delete(cg.static, m.instanceID)
 	}
-	g.bumpEpochLocked()
-	g.syncClassicViewLocked()
 }
 
 // releaseLocked frees partitions m owned.
@@ -640,27 +664,37 @@ func (g *group) syncMemberViewLocked(members int, subscribed func(add func(topic
 }
 
 // armConsumerSessionLocked restarts m's session timeout
-// (group.consumer.session.timeout.ms); when it runs out the member is removed.
+// (group.consumer.session.timeout.ms, or the classic member's own); when it runs
+// out the member is removed.
 func (g *group) armConsumerSessionLocked(m *cmember) {
 	if m.sessionTimer != nil {
 		m.sessionTimer.Stop()
 	}
 	m.sessionToken++
 	tok := m.sessionToken
-	m.sessionTimer = g.c.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
+	d := g.c.cfg.ConsumerSessionTimeout
+	if m.classic != nil {
+		d = m.classic.sessionTimeout
+	}
+	m.sessionTimer = g.c.afterFunc(d, func() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		if m.sessionToken == tok && g.cg != nil && g.cg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("consumer group member session expired", "group", g.id, "member", m.id)
-			g.removeConsumerMemberLocked(m)
+			g.fenceConsumerMemberLocked(m)
 		}
+		g.mu.Unlock()
+		g.c.flush(g)
 	})
 }
 
 // armRevokeTimerLocked gives m its rebalance timeout to revoke; a member still
-// revoking then is removed from the group.
+// revoking then is removed from the group. Classic members have their join and
+// sync deadlines instead.
 func (g *group) armRevokeTimerLocked(m *cmember) {
 	g.stopRevokeTimerLocked(m)
+	if m.classic != nil {
+		return
+	}
 	tok := m.revokeToken
 	d := m.rebalanceTimeout
 	if d <= 0 {
@@ -668,11 +702,12 @@ func (g *group) armRevokeTimerLocked(m *cmember) {
 	}
 	m.revokeTimer = g.c.afterFunc(d, func() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		if m.revokeToken == tok && g.cg != nil && g.cg.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
 			g.c.log.Info("consumer group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
-			g.removeConsumerMemberLocked(m)
+			g.fenceConsumerMemberLocked(m)
 		}
+		g.mu.Unlock()
+		g.c.flush(g)
 	})
 }
 
@@ -690,6 +725,8 @@ func (g *group) stopMemberTimersLocked(m *cmember) {
 	}
 	m.sessionToken++
 	g.stopRevokeTimerLocked(m)
+	g.stopClassicJoinTimerLocked(m)
+	g.stopClassicSyncTimerLocked(m)
 }
 
 // stopConsumerTimersLocked stops the timers of every consumer member (unload,
@@ -718,6 +755,10 @@ func (g *group) validateConsumerCommitLocked(req *kmsg.OffsetCommitRequest) (cod
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code, false
+	case m.classic != nil && req.Generation != m.epoch:
+		return kerr.IllegalGeneration.Code, false
+	case m.classic != nil:
+		return 0, false
 	case req.Version < 9:
 		return kerr.UnsupportedVersion.Code, false
 	case req.Generation == m.epoch:

@@ -51,8 +51,10 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.consumerHeartbeatLocked(req, re, clientFrom(ctx))
+	r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx))
+	g.mu.Unlock()
+	c.flush(g) // an upgrade or downgrade queued the group record
+	return r
 }
 
 // assignmentTopics groups partitions by topic, with the topics' ids, sorted; topics
@@ -148,6 +150,9 @@ func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribe
 		dm.Assignment.TopicPartitions = c.assignmentTopics(m.assignedSet())
 		dm.TargetAssignment.TopicPartitions = c.assignmentTopics(cg.target[m.id])
 		dm.MemberType = consumerMemberType
+		if m.classic != nil {
+			dm.MemberType = classicMemberType
+		}
 		dg.Members = append(dg.Members, dm)
 	}
 }
@@ -177,6 +182,8 @@ func (c *Coordinator) validateFetchMember(groupID string, memberID *string, epoc
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
+	case epoch != m.epoch && m.classic != nil:
+		return kerr.IllegalGeneration.Code
 	case epoch != m.epoch:
 		return kerr.StaleMemberEpoch.Code
 	}

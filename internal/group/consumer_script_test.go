@@ -219,6 +219,9 @@ func (h *harness) fmtConsumerDescribe(resp *kmsg.ConsumerGroupDescribeResponse) 
 			if m.InstanceID != nil {
 				x += " instance=" + *m.InstanceID
 			}
+			if m.MemberType == classicMemberType {
+				x += " classic"
+			}
 			x += fmt.Sprintf(" epoch=%d client=%s subscribed=%s", m.MemberEpoch, m.ClientID, strings.Join(m.SubscribedTopics, "+"))
 			if m.SubscribedTopicRegex != nil {
 				x += " regex=" + *m.SubscribedTopicRegex

@@ -103,6 +103,10 @@ type Config struct {
 	// ShareState reads and writes share-partition state for the share-group offset
 	// APIs (share_offsets.go); nil: they answer COORDINATOR_NOT_AVAILABLE.
 	ShareState ShareState
+	// MigrationPolicy is group.consumer.migration.policy: which online conversions
+	// between classic and consumer groups with members are allowed
+	// (migration.go); bidirectional, Kafka 4's default, when empty.
+	MigrationPolicy MigrationPolicy
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -119,6 +123,7 @@ func DefaultConfig() Config {
 		Now:                           time.Now,
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
+		MigrationPolicy:               MigrationBidirectional,
 	}
 }
 
@@ -150,6 +155,9 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = d.Now
 	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = d.MigrationPolicy
+	}
 	return c
 }
 
@@ -161,6 +169,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout {
 		return fmt.Errorf("group: consumer heartbeat interval %v not below the session timeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	}
+	if !c.MigrationPolicy.valid() {
+		return fmt.Errorf("group: migration policy %q (want bidirectional, upgrade, downgrade or disabled)", c.MigrationPolicy)
 	}
 	return nil
 }

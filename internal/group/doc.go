@@ -7,7 +7,12 @@
 // timeouts, and offset retention (KIP-211). It also serves the KIP-848 consumer group
 // protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe): server-side assignors
 // (uniform, range), member epochs and revoke-before-assign reconciliation; see
-// consumer.go. KIP-848 membership is held in memory only. Share groups (KIP-932) have
+// consumer.go. Classic and KIP-848 members mix in one group through KIP-848's online
+// migration (group.consumer.migration.policy, bidirectional by default): a classic
+// group converts to a consumer group when a KIP-848 member joins, classic members of
+// a consumer group are served from it by JoinGroup/SyncGroup/Heartbeat/LeaveGroup,
+// and the group converts back when its last KIP-848 member goes; see migration.go.
+// KIP-848 membership is held in memory only. Share groups (KIP-932) have
 // their membership here (share.go) and their offset admin APIs
 // (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets;
 // share_offsets.go), which read and write the share-partition state through

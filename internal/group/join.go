@@ -97,9 +97,13 @@ func (g *group) joinLocked(req *kmsg.JoinGroupRequest, cl Client, w chan joinRes
 	switch {
 	case g.state == stateDead:
 		w <- joinError(kerr.CoordinatorNotAvailable.Code, jr.memberID)
-	case (g.cg != nil && len(g.cg.members) > 0) || g.sg != nil:
-		// Classic members do not join a group of KIP-848 members or a share group.
+	case g.sg != nil:
+		// Classic members do not join a share group.
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
+	case g.cg != nil:
+		// A consumer group with members takes classic members (migration.go).
+		g.joinConsumerGroupLocked(jr, w)
+		return
 	case !g.supportsProtocolsLocked(jr.protocolType, jr.protocols):
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
 	case jr.memberID == "":
@@ -177,6 +181,19 @@ func (g *group) addMemberLocked(id string, jr joinRequest, w chan joinResult) {
 	if len(g.members) == 0 {
 		g.protocolType = jr.protocolType
 	}
+	m := g.newMemberLocked(id, jr)
+	m.isNew, m.join = true, w
+	if g.leader == "" {
+		g.leader = id
+	}
+	// A new member cannot heartbeat before its join completes; it may wait this
+	// long for the rebalance.
+	g.armSessionLocked(m, newMemberJoinTimeout)
+	g.maybePrepareRebalanceLocked()
+}
+
+// newMemberLocked adds member id as jr describes it, last in join order.
+func (g *group) newMemberLocked(id string, jr joinRequest) *member {
 	m := &member{
 		id:               id,
 		instanceID:       jr.instanceID,
@@ -186,21 +203,13 @@ func (g *group) addMemberLocked(id string, jr joinRequest, w chan joinResult) {
 		rebalanceTimeout: jr.rebalanceTimeout,
 		protocols:        jr.protocols,
 		seq:              g.nextSeq,
-		isNew:            true,
-		join:             w,
 	}
 	g.nextSeq++
 	g.members[id] = m
 	if jr.instanceID != "" {
 		g.static[jr.instanceID] = id
 	}
-	if g.leader == "" {
-		g.leader = id
-	}
-	// A new member cannot heartbeat before its join completes; it may wait this
-	// long for the rebalance.
-	g.armSessionLocked(m, newMemberJoinTimeout)
-	g.maybePrepareRebalanceLocked()
+	return m
 }
 
 func (g *group) updateMemberLocked(m *member, jr joinRequest, w chan joinResult) {

@@ -57,6 +57,10 @@ func (g *group) syncLocked(req *kmsg.SyncGroupRequest, w chan syncResult) {
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
+	if g.cg != nil {
+		w <- g.syncConsumerGroupLocked(req)
+		return
+	}
 	if code := g.validateMemberLocked(req.MemberID, deref(req.InstanceID)); code != 0 {
 		fail(code)
 		return
@@ -164,6 +168,9 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
+	if g.cg != nil {
+		return g.heartbeatConsumerGroupLocked(req)
+	}
 	if code := g.validateMemberLocked(req.MemberID, deref(req.InstanceID)); code != 0 {
 		return code
 	}
@@ -238,6 +245,18 @@ func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMemb
 	}()
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code, nil
+	}
+	if g.cg != nil {
+		left := false
+		for i, lm := range leaving {
+			codes[i] = g.leaveConsumerGroupLocked(lm.MemberID, deref(lm.InstanceID))
+			left = left || codes[i] == 0
+		}
+		if left {
+			g.bumpEpochLocked()
+			g.syncClassicViewLocked()
+		}
+		return 0, codes
 	}
 	for i, lm := range leaving {
 		codes[i] = g.leaveLocked(lm.MemberID, deref(lm.InstanceID))

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -31,10 +32,13 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //
 // Commands (key=value arguments; ids may be written $mN):
 //
-//	config delay=DUR retention=DUR check=DUR min-session=DUR   (first command only)
+//	config delay=DUR retention=DUR check=DUR min-session=DUR migration=POLICY
+//	       (first command only)
 //	join NAME group= [member=] [client=] [instance=] [type=consumer]
-//	     [protocols=range:t1+t2,roundrobin:t1] [session=10s] [rebalance=DUR] [v=9]
-//	sync NAME group= member= gen= [instance=] [assign=$m1:a,$m2:b] [type=] [proto=] [v=5]
+//	     [protocols=range:t1+t2,roundrobin:t1] [owned=t1/0+1;t2/0] [session=10s]
+//	     [rebalance=DUR] [v=9]
+//	sync NAME group= member= gen= [instance=] [assign=$m1:a,$m2:{t1/0+1;t2/0}] [type=]
+//	     [proto=] [v=5]                          ({...}: a consumer protocol assignment)
 //	heartbeat NAME group= member= gen= [instance=] [v=4]
 //	leave NAME group= members=$m1,~instance [v=5]      (v<=2: the first member only)
 //	commit NAME group= [gen=-1] [member=] [instance=] offsets=t/0=5:meta@epoch,...
@@ -291,6 +295,7 @@ func (h *harness) run(cmd string) []string {
 		h.cfg.OffsetsRetention = a.dur("retention", h.cfg.OffsetsRetention)
 		h.cfg.OffsetsRetentionCheckInterval = a.dur("check", h.cfg.OffsetsRetentionCheckInterval)
 		h.cfg.MinSessionTimeout = a.dur("min-session", h.cfg.MinSessionTimeout)
+		h.cfg.MigrationPolicy = MigrationPolicy(a.str("migration", string(h.cfg.MigrationPolicy)))
 	case "advance":
 		time.Sleep(mustDur(rest[0]))
 	case "wait":
@@ -413,6 +418,22 @@ func (h *harness) requestFunc(verb string, a args) (func(*Coordinator) func() []
 		for _, p := range a.list("protocols") {
 			name, topics, _ := strings.Cut(p, ":")
 			meta := kmsg.ConsumerMemberMetadata{Topics: strings.Split(topics, "+")}
+			if o, ok := a["owned"]; ok {
+				// Owned partitions (subscription v1): owned=t1/0+1;t2/0, "-" for none.
+				meta.Version = 1
+				meta.OwnedPartitions = []kmsg.ConsumerMemberMetadataOwnedPartition{}
+				for _, t := range strings.Split(o, ";") {
+					if t == "-" {
+						continue
+					}
+					topic, parts, _ := strings.Cut(t, "/")
+					op := kmsg.ConsumerMemberMetadataOwnedPartition{Topic: topic}
+					for _, p := range strings.Split(parts, "+") {
+						op.Partitions = append(op.Partitions, int32(mustInt(p)))
+					}
+					meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+				}
+			}
 			req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: name, Metadata: meta.AppendTo(nil)})
 		}
 		return func(c *Coordinator) func() []string {
@@ -430,14 +451,28 @@ func (h *harness) requestFunc(verb string, a args) (func(*Coordinator) func() []
 		req.Protocol = a.optional("proto")
 		for _, as := range a.list("assign") {
 			m, v, _ := strings.Cut(as, ":")
-			req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: h.id(m), MemberAssignment: []byte(v)})
+			b := []byte(v)
+			if inner, ok := strings.CutPrefix(v, "{"); ok {
+				// A consumer protocol assignment: {t1/0+1;t2/0}.
+				var ca kmsg.ConsumerMemberAssignment
+				for _, t := range strings.Split(strings.TrimSuffix(inner, "}"), ";") {
+					topic, parts, _ := strings.Cut(t, "/")
+					at := kmsg.ConsumerMemberAssignmentTopic{Topic: topic}
+					for _, p := range strings.Split(parts, "+") {
+						at.Partitions = append(at.Partitions, int32(mustInt(p)))
+					}
+					ca.Topics = append(ca.Topics, at)
+				}
+				b = ca.AppendTo(nil)
+			}
+			req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: h.id(m), MemberAssignment: b})
 		}
 		return func(c *Coordinator) func() []string {
 			resp := c.SyncGroup(ctx, req)
 			return func() []string {
 				s := errName(resp.ErrorCode)
 				if resp.ErrorCode == 0 {
-					s += fmt.Sprintf(" assignment=%q", resp.MemberAssignment)
+					s += " assignment=" + fmtClassicAssignment(resp.MemberAssignment)
 					if resp.Protocol != nil && req.Version >= 5 {
 						s += " proto=" + *resp.Protocol
 					}
@@ -706,6 +741,24 @@ func fmtFetched(topic string, p int32, off int64, epoch int32, meta *string, cod
 	return s
 }
 
+// fmtClassicAssignment shows a consumer protocol assignment as {t1/0+1;t2/0}; other bytes
+// are quoted.
+func fmtClassicAssignment(b []byte) string {
+	var a kmsg.ConsumerMemberAssignment
+	if len(b) < 6 || a.ReadFrom(b) != nil || !bytes.Equal(a.AppendTo(nil), b) {
+		return fmt.Sprintf("%q", b)
+	}
+	var ts []string
+	for _, t := range a.Topics {
+		ps := make([]string, len(t.Partitions))
+		for i, p := range t.Partitions {
+			ps[i] = strconv.Itoa(int(p))
+		}
+		ts = append(ts, t.Topic+"/"+strings.Join(ps, "+"))
+	}
+	return "{" + strings.Join(ts, ";") + "}"
+}
+
 // fmtMeta shows consumer protocol metadata as its topics joined by "+".
 func fmtMeta(b []byte) string {
 	var m kmsg.ConsumerMemberMetadata
@@ -756,7 +809,7 @@ func (h *harness) fmtDescribe(resp *kmsg.DescribeGroupsResponse) []string {
 				x += " meta=" + fmtMeta(m.ProtocolMetadata)
 			}
 			if len(m.MemberAssignment) > 0 {
-				x += fmt.Sprintf(" assignment=%q", m.MemberAssignment)
+				x += " assignment=" + fmtClassicAssignment(m.MemberAssignment)
 			}
 			out = append(out, x)
 		}
@@ -815,7 +868,7 @@ func (h *harness) fmtRecord(r Record, start time.Time) string {
 			if m.InstanceID != nil {
 				x += "(" + *m.InstanceID + ")"
 			}
-			ms = append(ms, fmt.Sprintf("%s:%s:%q", x, fmtMeta(m.Subscription), m.Assignment))
+			ms = append(ms, fmt.Sprintf("%s:%s:%s", x, fmtMeta(m.Subscription), fmtClassicAssignment(m.Assignment)))
 		}
 		return s + " members=[" + strings.Join(ms, " ") + "]"
 	}

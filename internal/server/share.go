@@ -91,7 +91,11 @@ func (s shareState) Reset(ctx context.Context, sp group.SharePartition, start in
 		epoch = p.LeaderEpoch
 	}
 	k := shareKey(sp)
-	if err := s.n.shareStore.Save(ctx, k, share.Reset(start, epoch)); err != nil {
+	prev, found, err := s.n.shareStore.Load(ctx, k)
+	if err != nil {
+		return err
+	}
+	if err := s.n.shareStore.Save(ctx, k, share.Reset(prev, found, start, epoch)); err != nil {
 		return err
 	}
 	s.n.shares.Unload(k)

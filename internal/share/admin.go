@@ -42,11 +42,16 @@ func (s Summary) Lag(hwm int64) int64 {
 	return max(hwm-s.Start-s.Done, 0)
 }
 
-// Reset returns the snapshot an alteration writes: nothing in flight, starting at
-// start, under the data partition's leader epoch (so a load prefers it to what the
-// leader wrote before).
-func Reset(start int64, leaderEpoch int32) Snapshot {
-	return Snapshot{LeaderEpoch: leaderEpoch, Start: start}
+// Reset returns the snapshot an alteration writes over prev (found: there was
+// one): nothing in flight, starting at start, under the data partition's leader
+// epoch and the next state epoch (1 over none), so a load prefers it to anything a
+// leader that loaded the previous state writes later.
+func Reset(prev Snapshot, found bool, start int64, leaderEpoch int32) Snapshot {
+	epoch := int32(1)
+	if found {
+		epoch = prev.StateEpoch + 1
+	}
+	return Snapshot{StateEpoch: epoch, LeaderEpoch: leaderEpoch, Start: start}
 }
 
 // Delete removes the state of k: a tombstone of its key, which a load reads as no
@@ -124,7 +129,7 @@ func (s *TopicStore) GroupKeys(ctx context.Context, group string) ([]Key, error)
 
 // decodeKey reads a key of StateTopic; false when it is not one.
 func decodeKey(b []byte) (Key, bool) {
-	if len(b) < 4 || binary.BigEndian.Uint16(b) != stateVersion {
+	if len(b) < 4 || binary.BigEndian.Uint16(b) != keyVersion {
 		return Key{}, false
 	}
 	n := int(binary.BigEndian.Uint16(b[2:]))

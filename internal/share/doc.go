@@ -48,7 +48,10 @@
 // again with the delivery counts last saved, so a record is delivered at least once
 // and accepted at most once (the old locks are unknown to the new leader, which
 // answers INVALID_RECORD_STATE to acknowledgements of them). Snapshots carry the
-// leader epoch they were taken under and a load prefers the highest. A load asks
+// state epoch of the state they belong to (an offset reset by the group coordinator
+// starts the next one; a leader writes the one it loaded) and the leader epoch they
+// were taken under; a load prefers the highest state epoch, then the highest leader
+// epoch, so neither a reset nor a new leader's state is rolled back by a late write. A load asks
 // only the key's state partition for its end, so a state partition left without a
 // leader stops the loads of its own keys, not everyone's.
 //

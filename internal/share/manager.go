@@ -141,6 +141,7 @@ type sharePartition struct {
 	mu       sync.Mutex
 	p        *Partition // nil until loaded, and after a failed save (reload)
 	epoch    int32      // the data partition's leader epoch p was loaded under
+	state    int32      // the state epoch of the snapshot p was loaded from (0: none)
 	timer    *time.Timer
 	timerTok uint64
 	watchers map[*replica.Watcher]struct{} // fetches waiting for released records
@@ -205,6 +206,7 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 			// Clients retry a partition that is not available.
 			return nil, kerr.ReplicaNotAvailable.Code
 		}
+		sp.state = snap.StateEpoch
 		if found {
 			sp.p = Restore(snap)
 		} else {
@@ -270,7 +272,7 @@ func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBa
 	sp.writing = end
 	p := sp.p
 	snap := p.Snapshot()
-	snap.LeaderEpoch = sp.epoch
+	snap.LeaderEpoch, snap.StateEpoch = sp.epoch, sp.state
 	sp.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	err := m.store.Save(wctx, sp.key, snap)

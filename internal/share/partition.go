@@ -391,9 +391,19 @@ type StateBatch struct {
 // survive a failover; delivery counts do). Archiving is recorded as such, so a
 // record whose dead-letter write a crash interrupted is written again after it.
 type Snapshot struct {
+	StateEpoch  int32 // the share partition's initialization it belongs to (set by the caller)
 	LeaderEpoch int32 // the data partition's leader epoch when it was taken (set by the caller)
 	Start       int64
 	Batches     []StateBatch
+}
+
+// newerThan reports whether s supersedes o as a key's state: a later
+// initialization (state epoch), or the same one under at least o's leader epoch.
+func (s Snapshot) newerThan(o Snapshot) bool {
+	if s.StateEpoch != o.StateEpoch {
+		return s.StateEpoch > o.StateEpoch
+	}
+	return s.LeaderEpoch >= o.LeaderEpoch
 }
 
 // Snapshot returns the partition's durable state.

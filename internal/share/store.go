@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"sync"
 	"time"
 
@@ -44,18 +45,27 @@ var ErrCorruptState = errors.New("share: corrupt share-group state record")
 // length + bytes.
 //
 //	key    | int16 version=0 | string group | [16]byte topic id | int32 partition |
+//	value  | int16 version=1 | int32 state epoch | int32 leader epoch |
+//	       | int64 start offset | int32 batch count | batches |
 //	value  | int16 version=0 | int32 leader epoch | int64 start offset |
-//	       | int32 batch count | batches |
+//	       | int32 batch count | batches |      (written before state epochs; read
+//	                                             as state epoch 0)
 //	batch  | int64 first offset | int64 last offset | int8 state | int16 deliveries |
 //
-// The leader epoch is the data partition's when the value was written. A load takes
-// the latest value of the highest leader epoch, so a deposed leader that writes late
-// cannot roll back its successor's state (the topic is compacted: older values of a
-// key go).
-const stateVersion = 0
+// The state epoch (Kafka's share coordinator stateEpoch) counts the
+// initializations of the share partition: an offset reset writes the next one, and
+// the share-partition leader writes the one it loaded. The leader epoch is the data
+// partition's when the value was written. A load takes the latest value of the
+// highest state epoch and, within it, of the highest leader epoch: a leader that
+// writes late cannot roll back a reset made meanwhile, nor a deposed leader its
+// successor's state (the topic is compacted: older values of a key go).
+const (
+	keyVersion   = 0
+	stateVersion = 1
+)
 
 func encodeKey(k Key) []byte {
-	b := binary.BigEndian.AppendUint16(nil, stateVersion)
+	b := binary.BigEndian.AppendUint16(nil, keyVersion)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(k.Group)))
 	b = append(b, k.Group...)
 	b = append(b, k.TopicID[:]...)
@@ -64,6 +74,7 @@ func encodeKey(k Key) []byte {
 
 func encodeSnapshot(s Snapshot) []byte {
 	b := binary.BigEndian.AppendUint16(nil, stateVersion)
+	b = binary.BigEndian.AppendUint32(b, uint32(s.StateEpoch))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.LeaderEpoch))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.Start))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.Batches)))
@@ -78,12 +89,28 @@ func encodeSnapshot(s Snapshot) []byte {
 
 func decodeSnapshot(b []byte) (Snapshot, error) {
 	const batchSize = 8 + 8 + 1 + 2
-	if len(b) < 18 || binary.BigEndian.Uint16(b) != stateVersion {
+	if len(b) < 2 {
 		return Snapshot{}, ErrCorruptState
 	}
-	s := Snapshot{LeaderEpoch: int32(binary.BigEndian.Uint32(b[2:])), Start: int64(binary.BigEndian.Uint64(b[6:]))}
-	n := int(binary.BigEndian.Uint32(b[14:]))
-	b = b[18:]
+	var s Snapshot
+	switch binary.BigEndian.Uint16(b) {
+	case 0:
+		b = b[2:]
+	case 1:
+		if len(b) < 6 {
+			return Snapshot{}, ErrCorruptState
+		}
+		s.StateEpoch = int32(binary.BigEndian.Uint32(b[2:]))
+		b = b[6:]
+	default:
+		return Snapshot{}, ErrCorruptState
+	}
+	if len(b) < 16 {
+		return Snapshot{}, ErrCorruptState
+	}
+	s.LeaderEpoch, s.Start = int32(binary.BigEndian.Uint32(b)), int64(binary.BigEndian.Uint64(b[4:]))
+	n := int(binary.BigEndian.Uint32(b[12:]))
+	b = b[16:]
 	if len(b) != n*batchSize {
 		return Snapshot{}, ErrCorruptState
 	}
@@ -141,6 +168,22 @@ func NewTopicStore(seeds []string, partitions int32) (*TopicStore, error) {
 // Close closes the store's client.
 func (s *TopicStore) Close() { s.cl.Close() }
 
+// Kafka's share.coordinator.state.topic.replication.factor and
+// share.coordinator.state.topic.min.isr. The state topic gets them capped to the
+// brokers there are, as Strata's other internal topics: a one-node cluster gets
+// replication factor 1 and min.insync.replicas 1, two nodes 2 and 2.
+const (
+	stateTopicReplicationFactor = 3
+	stateTopicMinISR            = 2
+)
+
+// stateTopicReplication is the state topic's replication factor and
+// min.insync.replicas with brokers brokers.
+func stateTopicReplication(brokers int) (rf int16, minISR int) {
+	rf = int16(max(min(stateTopicReplicationFactor, brokers), 1))
+	return rf, min(stateTopicMinISR, int(rf))
+}
+
 // ensure creates the state topic once.
 func (s *TopicStore) ensure(ctx context.Context) error {
 	s.ensureOnce.Lock()
@@ -149,8 +192,13 @@ func (s *TopicStore) ensure(ctx context.Context) error {
 		return nil
 	}
 	adm := kadm.NewClient(s.cl)
-	compact := "compact"
-	_, err := adm.CreateTopic(ctx, s.partitions, -1, map[string]*string{"cleanup.policy": &compact}, StateTopic)
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("share: listing brokers to create %s: %w", StateTopic, err)
+	}
+	rf, minISR := stateTopicReplication(len(meta.Brokers))
+	compact, isr := "compact", strconv.Itoa(minISR)
+	_, err = adm.CreateTopic(ctx, s.partitions, rf, map[string]*string{"cleanup.policy": &compact, "min.insync.replicas": &isr}, StateTopic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("share: creating %s: %w", StateTopic, err)
 	}
@@ -218,7 +266,7 @@ func (s *TopicStore) Load(ctx context.Context, k Key) (Snapshot, bool, error) {
 			switch {
 			case err != nil:
 				derr = err
-			case !found || s.LeaderEpoch >= snap.LeaderEpoch:
+			case !found || s.newerThan(snap):
 				snap, found = s, true
 			}
 		})

@@ -10,7 +10,7 @@ func TestStateRecords(t *testing.T) {
 	if got, want := encodeKey(k), append([]byte{0, 0, 0, 1, 'g', 1, 2, 3}, make([]byte, 13+3)...); !reflect.DeepEqual(got, append(want, 7)) {
 		t.Fatalf("key %x", got)
 	}
-	s := Snapshot{LeaderEpoch: 3, Start: 10, Batches: []StateBatch{
+	s := Snapshot{StateEpoch: 4, LeaderEpoch: 3, Start: 10, Batches: []StateBatch{
 		{First: 10, Last: 12, State: Available, DeliveryCount: 2},
 		{First: 13, Last: 13, State: Archived, DeliveryCount: 5},
 		{First: 14, Last: 20, State: Acknowledged, DeliveryCount: 1},
@@ -19,12 +19,47 @@ func TestStateRecords(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, s) {
 		t.Fatalf("snapshot round trip: %+v %v", got, err)
 	}
-	for _, bad := range [][]byte{nil, {0, 1}, encodeSnapshot(s)[:20], append(encodeSnapshot(s), 0)} {
+	// A value written before state epochs (version 0) reads as state epoch 0.
+	v0 := append([]byte{0, 0}, encodeSnapshot(s)[6:]...)
+	old := s
+	old.StateEpoch = 0
+	if got, err := decodeSnapshot(v0); err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("version 0 value: %+v %v", got, err)
+	}
+	for _, bad := range [][]byte{nil, {0, 1}, {0, 1, 0, 0, 0}, encodeSnapshot(s)[:24], append(encodeSnapshot(s), 0),
+		v0[:20], append([]byte{0, 2}, encodeSnapshot(s)[2:]...)} {
 		if _, err := decodeSnapshot(bad); err == nil {
 			t.Errorf("decodeSnapshot(%x) succeeded", bad)
 		}
 	}
 	if p := statePartition(k, 50); p < 0 || p >= 50 {
 		t.Errorf("state partition %d", p)
+	}
+}
+
+// TestStateEpochs: an offset reset starts the next state epoch, and a snapshot of a
+// later state epoch supersedes one of an earlier, whatever their leader epochs.
+func TestStateEpochs(t *testing.T) {
+	if got := Reset(Snapshot{}, false, 7, 3); got.StateEpoch != 1 || got.Start != 7 || got.LeaderEpoch != 3 || got.Batches != nil {
+		t.Errorf("reset of no state: %+v", got)
+	}
+	prev := Snapshot{StateEpoch: 4, LeaderEpoch: 9, Start: 2, Batches: []StateBatch{{First: 2, Last: 3, State: Acknowledged, DeliveryCount: 1}}}
+	reset := Reset(prev, true, 0, 5)
+	if reset.StateEpoch != 5 || reset.Start != 0 || reset.Batches != nil {
+		t.Errorf("reset: %+v", reset)
+	}
+	for _, tc := range []struct {
+		s, o Snapshot
+		want bool
+	}{
+		{reset, prev, true},  // a reset beats the higher leader epoch it replaced
+		{prev, reset, false}, // a late write of the leader that loaded prev is fenced
+		{Snapshot{StateEpoch: 5, LeaderEpoch: 6}, reset, true},
+		{Snapshot{StateEpoch: 5, LeaderEpoch: 5}, reset, true}, // the latest of equals wins
+		{Snapshot{StateEpoch: 5, LeaderEpoch: 4}, reset, false},
+	} {
+		if got := tc.s.newerThan(tc.o); got != tc.want {
+			t.Errorf("%+v newerThan %+v = %v, want %v", tc.s, tc.o, got, tc.want)
+		}
 	}
 }

@@ -2,11 +2,15 @@ package share
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -72,5 +76,112 @@ func TestTopicStoreLoadNeedsOnlyItsPartition(t *testing.T) {
 	}
 	if got.LeaderEpoch != want.LeaderEpoch || got.Start != want.Start || len(got.Batches) != 1 || got.Batches[0] != want.Batches[0] {
 		t.Fatalf("Load = %+v, want %+v", got, want)
+	}
+}
+
+// TestTopicStoreCreatesStateTopic: the state topic is created as Kafka creates
+// __share_group_state (replication factor 3, min.insync.replicas 2), capped to the
+// brokers there are.
+func TestTopicStoreCreatesStateTopic(t *testing.T) {
+	for _, tc := range []struct {
+		brokers int
+		rf      int
+		minISR  string
+	}{{1, 1, "1"}, {2, 2, "2"}, {3, 3, "2"}, {4, 3, "2"}} {
+		t.Run(fmt.Sprintf("%d brokers", tc.brokers), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(tc.brokers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s, err := NewTopicStore(c.ListenAddrs(), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.Save(ctx, Key{Group: "g", Partition: 1}, Snapshot{Start: 3}); err != nil {
+				t.Fatalf("Save: %v", err)
+			}
+			adm := kadm.NewClient(s.cl)
+			td, err := adm.ListTopics(ctx, StateTopic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(td[StateTopic].Partitions[0].Replicas); got != tc.rf {
+				t.Errorf("replication factor %d, want %d", got, tc.rf)
+			}
+			rc, err := adm.DescribeTopicConfigs(ctx, StateTopic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := rc.On(StateTopic, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, c := range cfg.Configs {
+				got[c.Key] = c.MaybeValue()
+			}
+			if got["min.insync.replicas"] != tc.minISR || got["cleanup.policy"] != "compact" {
+				t.Errorf("min.insync.replicas %q, cleanup.policy %q; want %q, compact", got["min.insync.replicas"], got["cleanup.policy"], tc.minISR)
+			}
+		})
+	}
+}
+
+// TestTopicStoreLoadFencesOldStateEpoch: after an offset reset, a late snapshot of a
+// leader that loaded the state before it does not come back, though written later
+// and under a higher leader epoch; a value written before state epochs still loads.
+func TestTopicStoreLoadFencesOldStateEpoch(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := NewTopicStore(c.ListenAddrs(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k := Key{Group: "g", TopicID: [16]byte{9}, Partition: 0}
+
+	// A version 0 value, as an older Strata wrote it.
+	old := Snapshot{LeaderEpoch: 4, Start: 20, Batches: []StateBatch{{First: 20, Last: 21, State: Available, DeliveryCount: 1}}}
+	v0 := append([]byte{0, 0}, encodeSnapshot(old)[6:]...)
+	r := &kgo.Record{Topic: StateTopic, Partition: statePartition(k, 3), Key: encodeKey(k), Value: v0}
+	if err := s.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := s.Load(ctx, k)
+	if err != nil || !found || !reflect.DeepEqual(got, old) {
+		t.Fatalf("load of a version 0 value: %+v %v %v", got, found, err)
+	}
+
+	reset := Reset(got, found, 5, 2)
+	if err := s.Save(ctx, k, reset); err != nil {
+		t.Fatal(err)
+	}
+	stale := old
+	stale.LeaderEpoch = 6 // the old leader, moved on, writes what it held
+	if err := s.Save(ctx, k, stale); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err = s.Load(ctx, k)
+	if err != nil || !found || !reflect.DeepEqual(got, reset) {
+		t.Fatalf("load after a reset and a stale write: %+v %v %v, want %+v", got, found, err, reset)
+	}
+	next := Snapshot{StateEpoch: reset.StateEpoch, LeaderEpoch: 2, Start: 6}
+	if err := s.Save(ctx, k, next); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err = s.Load(ctx, k); err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("load after the new state's leader wrote: %+v %v, want %+v", got, err, next)
 	}
 }
