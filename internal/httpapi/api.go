@@ -112,6 +112,9 @@ type API struct {
 	consumers consumers
 	// forwarder replays requests for consumer instances held by other nodes.
 	forwarder *http.Client
+	// members lists a group's members, to find the node holding an instance
+	// (groupMembers; tests replace it).
+	members memberLister
 	// spread picks the partition of records with neither key nor partition: one
 	// counter for every topic, each such record going to the next partition of its
 	// topic (counter modulo the partition count).
@@ -132,6 +135,7 @@ func New(cfg Config) (*API, error) {
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, adminCl: cl, admin: kadm.NewClient(cl),
 		forwarder: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.ForwardTLS}}}
+	a.members = a.groupMembers
 	a.producers.init(cfg)
 	a.consumers.init(cfg)
 	return a, nil

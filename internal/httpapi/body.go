@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -75,5 +76,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers err as {"error":{"code","message"}}.
 func writeError(w http.ResponseWriter, err *apiError) {
+	if err.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(err.retryAfter))
+	}
 	writeJSON(w, err.status, errorBody{errorDetail{err.code, err.message}})
 }

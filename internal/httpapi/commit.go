@@ -106,8 +106,7 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 	if inst != nil {
 		defer a.consumers.release(inst)
 		a.markConsumerNode(w)
-	} else if owner := a.ownerElsewhere(r, call.key); owner != "" {
-		a.forward(w, r, body, owner)
+	} else if a.forwarded(w, r, body, call.key, false) {
 		return
 	}
 	if call.partition < 0 {

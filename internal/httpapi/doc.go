@@ -75,7 +75,8 @@
 // Kafka handlers' own mapping (handlers.ErrorCode), and kafkaStatus turns codes into
 // statuses: 400 bad input, 404 unknown topic, partition, group or consumer, 409
 // conflicts (topic exists, consumer bound to another topic, commit refused by an
-// active group), 413 too large, 503 no leader or too few in-sync replicas, 504
+// active group), 413 too large, 503 no leader or too few in-sync replicas (or
+// which node holds a consumer instance cannot be told now, with Retry-After), 504
 // timeouts. Bad input never gets a 500.
 //
 // # Access control

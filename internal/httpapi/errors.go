@@ -21,11 +21,12 @@ const (
 	codeRequestTooLarge  = "REQUEST_TOO_LARGE" // 413: a body above Config.MaxBodyBytes
 	codeUnknownConsumer  = "UNKNOWN_CONSUMER"  // 404: no consumer instance of that name here
 	codeConsumerTopic    = "CONSUMER_TOPIC_MISMATCH"
-	codeTooManyConsumers = "TOO_MANY_CONSUMERS" // 429: Config.MaxConsumers instances exist
-	codeShuttingDown     = "SHUTTING_DOWN"      // 503: the API is closed
-	codeClosed           = "CLOSED"             // 503: the consumer instance closed during the request
-	codeInternal         = "INTERNAL"           // 500: a server fault, never bad input
-	codeForwardFailed    = "FORWARD_FAILED"     // 502: the node holding the consumer did not answer
+	codeTooManyConsumers = "TOO_MANY_CONSUMERS"     // 429: Config.MaxConsumers instances exist
+	codeShuttingDown     = "SHUTTING_DOWN"          // 503: the API is closed
+	codeClosed           = "CLOSED"                 // 503: the consumer instance closed during the request
+	codeInternal         = "INTERNAL"               // 500: a server fault, never bad input
+	codeForwardFailed    = "FORWARD_FAILED"         // 502: the node holding the consumer did not answer
+	codeLookupFailed     = "CONSUMER_LOOKUP_FAILED" // 503: which node holds the consumer could not be told
 )
 
 // apiError is an error answered as {"error":{"code","message"}} with its status.
@@ -33,6 +34,8 @@ type apiError struct {
 	status  int
 	code    string
 	message string
+	// retryAfter, when positive, is sent as Retry-After (seconds).
+	retryAfter int
 }
 
 func (e *apiError) Error() string { return e.message }

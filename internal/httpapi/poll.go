@@ -282,8 +282,7 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	}
 	inst := a.consumers.lookup(call.key)
 	if inst == nil {
-		if owner := a.ownerElsewhere(r, call.key); owner != "" {
-			a.forward(w, r, body, owner)
+		if a.forwarded(w, r, body, call.key, false) {
 			return
 		}
 		if inst, aerr = a.consumers.acquire(call.key, call.opts); aerr != nil {
@@ -451,8 +450,7 @@ type closedAnswer struct {
 func (a *API) handleCloseConsumer(w http.ResponseWriter, r *http.Request) {
 	key := instanceKey{r.PathValue("group"), r.PathValue("consumer")}
 	if !a.consumers.remove(r.Context(), key) {
-		if owner := a.ownerElsewhere(r, key); owner != "" {
-			a.forward(w, r, nil, owner)
+		if a.forwarded(w, r, nil, key, false) {
 			return
 		}
 		writeError(w, unknownConsumer(key))

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -488,8 +486,7 @@ func (a *API) handleAck(w http.ResponseWriter, r *http.Request) {
 	}
 	inst := a.consumers.lookup(key)
 	if inst == nil {
-		if owner := a.shareOwnerElsewhere(r, key); owner != "" {
-			a.forward(w, r, body, owner)
+		if a.forwarded(w, r, body, key, true) {
 			return
 		}
 		writeError(w, notHeld(key, req.Topic, *req.Partition, *req.Offset))
@@ -534,8 +531,7 @@ type sharePollAnswer struct {
 func (a *API) handleSharePoll(w http.ResponseWriter, r *http.Request, body []byte, call pollCall) {
 	inst := a.consumers.lookup(call.key)
 	if inst == nil {
-		if owner := a.shareOwnerElsewhere(r, call.key); owner != "" {
-			a.forward(w, r, body, owner)
+		if a.forwarded(w, r, body, call.key, true) {
 			return
 		}
 		var aerr *apiError
@@ -574,19 +570,6 @@ const codeConsumerKind = "CONSUMER_KIND_MISMATCH"
 func consumerKindConflict(key instanceKey, is, asked string) *apiError {
 	return errorf(http.StatusConflict, codeConsumerKind, "consumer %q of group %q is %s; use another consumer name for %s",
 		key.consumer, key.group, is, asked)
-}
-
-// shareOwnerElsewhere is ownerElsewhere for share groups: the other node whose
-// share-group member is the consumer key (ShareGroupDescribe), or "".
-func (a *API) shareOwnerElsewhere(r *http.Request, key instanceKey) string {
-	return a.findOwner(r, key, func(ctx context.Context) ([]string, error) {
-		described, err := a.admin.DescribeShareGroups(ctx, key.group)
-		g := described[key.group]
-		if err != nil || g.Err != nil {
-			return nil, cmp.Or(err, g.Err)
-		}
-		return clientIDs(g.Members, func(m kadm.ShareGroupMember) string { return m.ClientID }), nil
-	})
 }
 
 // newShareInstanceLocked creates the instance of a share-group member: a Kafka
