@@ -148,6 +148,9 @@ type sharePartition struct {
 	dlqBusy  bool                          // a dead-letter write of p's Archiving records is under way
 	writing  chan struct{}                 // non-nil while a write is in flight; closed when it ends
 	next     *saveBatch                    // changes applied since the write in flight began
+	// recordBytes is the mean bytes per offset of the last read (0: none yet);
+	// it bounds the next read to what an acquisition can use (readBytes).
+	recordBytes float64
 }
 
 // saveBatch is one group commit: the changes applied to a share partition while
@@ -404,7 +407,7 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 	if from >= rp.HighWatermark() {
 		return nil, nil, nil
 	}
-	res, err := rp.Read(from, maxBytes, replica.ReadUncommitted) // share.isolation.level's default
+	res, err := rp.Read(from, readBytes(maxRecords, maxBytes, sp.recordBytes), replica.ReadUncommitted) // share.isolation.level's default
 	if err != nil {
 		return nil, nil, err
 	}
@@ -436,6 +439,11 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		batches = append(batches, Batch{First: h.BaseOffset, Last: h.LastOffset(), Control: h.Control()})
 		rest = rest[n:]
 	}
+	if n := len(batches); n > 0 {
+		if offsets := batches[n-1].Last - batches[0].First + 1; offsets > 0 {
+			sp.recordBytes = float64(len(data)) / float64(offsets)
+		}
+	}
 	acquired := sp.p.Acquire(member, now, cfg.Limits, batches, maxRecords, strict)
 	var out []byte
 	for _, s := range spans {
@@ -450,6 +458,27 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		m.armExpiryLocked(sp, cfg)
 	}
 	return out, acquired, nil
+}
+
+// minReadBytes is the least a share fetch reads from the log at a time.
+const minReadBytes = 64 << 10
+
+// readBytes bounds one read of the log for an acquisition of at most maxRecords
+// (a request allowing maxBytes), given the mean bytes per offset of the previous
+// read (0: none yet). The read is copied into memory and only the acquired
+// batches are sent, so reading the whole of a client's maxBytes (franz-go asks
+// for 50 MiB) for the few hundred records a member may take costs every fetch a
+// copy of up to 50 MiB, under the share partition's lock. Twice the estimate
+// leaves room for records already acquired or acknowledged inside the range.
+func readBytes(maxRecords, maxBytes int, recordBytes float64) int {
+	if recordBytes <= 0 {
+		return min(maxBytes, minReadBytes)
+	}
+	want := 2 * float64(maxRecords) * recordBytes
+	if want >= float64(maxBytes) {
+		return maxBytes
+	}
+	return min(maxBytes, max(int(want), minReadBytes))
 }
 
 // acknowledgeLocked applies acknowledgement batches of member to sp and persists the
