@@ -145,7 +145,7 @@ func Share(ctx context.Context, c Config) (Result, error) {
 	}
 	switch {
 	case w.started.IsZero():
-		return res, fmt.Errorf("%w: the group read every record before all %d members held an assignment; give more records", ErrRecordsFailed, c.Consumers)
+		return res, fmt.Errorf("%w: the measured window never opened (not all %d members held an assignment, or none read)", ErrRecordsFailed, c.Consumers)
 	case w.base >= target:
 		return res, fmt.Errorf("%w: the group had read all %d records when the window opened; give more records", ErrRecordsFailed, target)
 	}
@@ -162,6 +162,8 @@ type shareTracker struct {
 	offsets   map[int32]int   // index in seen of each partition's first record
 	done      chan struct{}
 	doneOnce  sync.Once
+	opened    chan struct{} // closed when the window opens
+	openOnce  sync.Once
 	mu        sync.Mutex
 	seen      []bool // per record: index offsets[p] + offset - base[p]
 	distinct  int64
@@ -188,7 +190,7 @@ type window struct {
 
 func newShareTracker(partitions []int32, start, end map[int32]int64, members int, explicit bool) *shareTracker {
 	t := &shareTracker{members: members, explicit: explicit, base: start, end: end, offsets: map[int32]int{},
-		done: make(chan struct{}), joined: make([]bool, members)}
+		done: make(chan struct{}), opened: make(chan struct{}), joined: make([]bool, members)}
 	n := 0
 	for _, p := range partitions {
 		t.offsets[p] = n
@@ -242,8 +244,13 @@ func (t *shareTracker) readyLocked(member int, now time.Time) {
 	t.joined[member] = true
 	t.nJoined++
 	if t.start.IsZero() && !t.explicit {
-		t.start, t.startBase = now, t.distinct
+		t.openLocked(now)
 	}
+}
+
+func (t *shareTracker) openLocked(now time.Time) {
+	t.start, t.startBase = now, t.distinct
+	t.openOnce.Do(func() { close(t.opened) })
 }
 
 // open opens the window now, unless it is open.
@@ -251,7 +258,7 @@ func (t *shareTracker) open() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.start.IsZero() {
-		t.start, t.startBase = time.Now(), t.distinct
+		t.openLocked(time.Now())
 	}
 }
 
@@ -324,6 +331,15 @@ func (c *Config) shareMember(ctx context.Context, i int, tr *shareTracker, lat *
 		}
 		cl.MarkAcks(status)
 		return cl.FlushAcks(ctx)
+	}
+	if tr.explicit {
+		// Members read only once every one holds an assignment (the client's
+		// heartbeats run without polls): else the first member can read the
+		// whole topic before a later one is assigned its share of it.
+		select {
+		case <-tr.opened:
+		case <-ctx.Done():
+		}
 	}
 	for {
 		began := time.Now()
