@@ -16,6 +16,7 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // gatedStore is a Store in memory whose first Save blocks until release is closed
@@ -127,19 +128,7 @@ func appendRecords(t *testing.T, rp *replica.Partition, n int) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the high watermark", func() bool { return rp.HighWatermark() >= want })
-}
-
-// waitFor polls cond until it holds, failing the test after a generous deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	wait.For(t, "the high watermark", func() bool { return rp.HighWatermark() >= want })
 }
 
 // fetchOne opens member's share session and acquires one record; it returns its
@@ -230,7 +219,7 @@ func runAcks(t *testing.T, m *Manager, rp *replica.Partition, store *gatedStore)
 			codes[i] = accept(m, fmt.Sprintf("m%d", i), offsets[i])
 		}()
 	}
-	waitFor(t, "15 acknowledgements waiting on the next write", func() bool { return waiting(m) == members-1 })
+	wait.For(t, "15 acknowledgements waiting on the next write", func() bool { return waiting(m) == members-1 })
 	// The partition is not locked during the write: another member acquires.
 	appendRecords(t, rp, 1)
 	if o := fetchOne(t, m, "late"); o != members {
