@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-stream/strata/internal/metadata"
 )
 
 // The metadata quorum as DescribeQuorum (KIP-595, KIP-853) reports it. The
@@ -44,10 +46,16 @@ type QuorumState struct {
 }
 
 // Quorum describes the quorum. Only the active controller knows the
-// members' progress: elsewhere it fails with ErrNotController.
+// members' progress: elsewhere it fails with ErrNotController. A controller new
+// in its term first waits for its term's barrier (as a plan does), so the high
+// watermark it reports is at least every offset an earlier leader committed: a
+// broker may wait for it (WaitCommitted) to see every change acknowledged before.
 func (c *Controller) Quorum(ctx context.Context) (QuorumState, error) {
 	if !c.IsLeader() {
 		return QuorumState{}, c.notController()
+	}
+	if err := c.run(ctx, func(*metadata.Image) ([]metadata.Record, error) { return nil, nil }); err != nil {
+		return QuorumState{}, err
 	}
 	servers, err := c.servers(ctx)
 	if err != nil {

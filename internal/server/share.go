@@ -2,9 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
@@ -60,6 +64,44 @@ func (s sharePartitions) Image() *metadata.Image { return s.n.ctrl.Image() }
 
 func (s sharePartitions) Partition(topic string, index int32) (*replica.Partition, error) {
 	return s.n.replicas.Partition(topic, index)
+}
+
+// SyncMetadata asks the active controller for its high watermark (DescribeQuorum
+// over the link; its answer covers every change acknowledged before, see
+// controller.Quorum) and waits until this node's image reaches it. A controller
+// change on the way (no controller known, NOT_CONTROLLER) is retried until ctx
+// ends.
+func (s sharePartitions) SyncMetadata(ctx context.Context) error {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = 2
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+	var hw int64
+	err := s.n.retry(ctx, "reading the metadata high watermark", func() error {
+		resp, err := s.n.toController.Request(ctx, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.DescribeQuorumResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return errors.New("DescribeQuorum answered without the metadata partition")
+		}
+		p := r.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			return err
+		}
+		hw = p.HighWatermark
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.n.ctrl.WaitCommitted(ctx, uint64(hw))
 }
 
 // shareState is the share-partition state as the group coordinator's share-group

@@ -77,7 +77,8 @@ type testParts struct {
 	rm  *replica.Manager
 }
 
-func (t testParts) Image() *metadata.Image { return t.img }
+func (t testParts) Image() *metadata.Image             { return t.img }
+func (t testParts) SyncMetadata(context.Context) error { return nil }
 func (t testParts) Partition(topic string, index int32) (*replica.Partition, error) {
 	return t.rm.Partition(topic, index)
 }

@@ -53,6 +53,11 @@ type Partitions interface {
 	Image() *metadata.Image
 	// Partition returns the local replica of a partition.
 	Partition(topic string, index int32) (*replica.Partition, error)
+	// SyncMetadata returns once Image, and the group configs
+	// Config.GroupConfig reads, reflect every metadata change committed before
+	// the call (those set through another node a moment ago), or with ctx's
+	// error. A share partition without state is initialised only after it.
+	SyncMetadata(ctx context.Context) error
 }
 
 // Manager is the share-partition leader of one node: for every partition this node
@@ -201,6 +206,11 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 		sp.stopTimerLocked()
 		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		snap, found, err := m.store.Load(lctx, k)
+		if err == nil && !found {
+			// Its start comes from share.auto.offset.reset: read it no older
+			// than the group coordinator's, which assigned the partition.
+			err = m.parts.SyncMetadata(lctx)
+		}
 		cancel()
 		if err != nil {
 			sp.p = nil
