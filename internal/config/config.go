@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -109,6 +110,11 @@ type Config struct {
 	ShutdownTimeout       time.Duration
 	GroupInitialDelay     time.Duration
 	OffsetsTopicPartition int32
+	// GroupConsumerMaxSize and GroupClassicMaxSize are group.consumer.max.size
+	// and group.classic.max.size: the most members a consumer group (classic
+	// members in it included) and a classic group hold; they also bound the
+	// online conversions between the two.
+	GroupConsumerMaxSize, GroupClassicMaxSize int32
 	// TransactionStatePartitions is transaction.state.log.num.partitions.
 	TransactionStatePartitions int32
 	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest transaction
@@ -159,6 +165,8 @@ func Default() Config {
 		ShutdownTimeout:              30 * time.Second,
 		GroupInitialDelay:            3 * time.Second,
 		OffsetsTopicPartition:        50,
+		GroupConsumerMaxSize:         math.MaxInt32,
+		GroupClassicMaxSize:          math.MaxInt32,
 		TransactionStatePartitions:   50,
 		TransactionMaxTimeout:        15 * time.Minute,
 		OAuthPrincipalClaim:          "sub",
@@ -222,6 +230,8 @@ func (c *Config) options() []option {
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
 		{"group-initial-rebalance-delay", "group.initial.rebalance.delay.ms as a duration", durationValue{&c.GroupInitialDelay}},
 		{"offsets-topic-partitions", "partitions of __consumer_offsets", int32Value{&c.OffsetsTopicPartition}},
+		{"group-consumer-max-size", "most members of a consumer group (group.consumer.max.size)", int32Value{&c.GroupConsumerMaxSize}},
+		{"group-classic-max-size", "most members of a classic group (group.classic.max.size)", int32Value{&c.GroupClassicMaxSize}},
 		{"transaction-state-partitions", "partitions of __transaction_state (transaction.state.log.num.partitions)", int32Value{&c.TransactionStatePartitions}},
 		{"transaction-max-timeout", "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)", durationValue{&c.TransactionMaxTimeout}},
 		{"log-cleanup-interval", "how often retention and compaction run over every partition", durationValue{&c.LogCleanupInterval}},
@@ -329,6 +339,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("default-partitions must be >= 1, got %d", c.DefaultPartitions))
+	}
+	if c.GroupConsumerMaxSize < 1 {
+		errs = append(errs, fmt.Errorf("group-consumer-max-size must be >= 1, got %d", c.GroupConsumerMaxSize))
+	}
+	if c.GroupClassicMaxSize < 1 {
+		errs = append(errs, fmt.Errorf("group-classic-max-size must be >= 1, got %d", c.GroupClassicMaxSize))
 	}
 	if c.OffsetsTopicPartition < 1 {
 		errs = append(errs, fmt.Errorf("offsets-topic-partitions must be >= 1, got %d", c.OffsetsTopicPartition))

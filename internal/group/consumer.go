@@ -231,7 +231,14 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 			g.cg = newConsumerGroup()
 			g.protocolType = consumerProtocolType
 		default:
-			// A classic group with members converts online (migration.go).
+			// A classic group with members converts online (migration.go),
+			// unless the joining member would not fit in the consumer group.
+			if msg := g.upgradeRefusalLocked(); msg != "" {
+				return hbError(kerr.GroupIDNotFound.Code, "%s", msg)
+			}
+			if len(g.members) >= g.c.cfg.ConsumerMaxSize && g.members[req.MemberID] == nil {
+				return hbError(kerr.GroupMaxSizeReached.Code, "%s", g.consumerGroupFullMessage())
+			}
 			if msg := g.upgradeLocked(); msg != "" {
 				return hbError(kerr.GroupIDNotFound.Code, "%s", msg)
 			}
@@ -240,6 +247,9 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 	cg := g.cg
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return g.consumerLeaveLocked(req)
+	}
+	if g.consumerGroupFullLocked(req.MemberID) {
+		return hbError(kerr.GroupMaxSizeReached.Code, "%s", g.consumerGroupFullMessage())
 	}
 
 	var m *cmember

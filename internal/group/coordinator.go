@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -107,6 +108,12 @@ type Config struct {
 	// between classic and consumer groups with members are allowed
 	// (migration.go); bidirectional, Kafka 4's default, when empty.
 	MigrationPolicy MigrationPolicy
+	// ConsumerMaxSize is group.consumer.max.size: the most members a consumer
+	// group holds, classic members in it included; ClassicMaxSize is
+	// group.classic.max.size, the most a classic group holds (maxsize.go). Both
+	// also bound the online conversions (migration.go). Unlimited (Kafka's
+	// default, Integer.MAX_VALUE) when 0.
+	ConsumerMaxSize, ClassicMaxSize int
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -124,6 +131,8 @@ func DefaultConfig() Config {
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
 		MigrationPolicy:               MigrationBidirectional,
+		ConsumerMaxSize:               math.MaxInt32,
+		ClassicMaxSize:                math.MaxInt32,
 	}
 }
 
@@ -157,6 +166,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MigrationPolicy == "" {
 		c.MigrationPolicy = d.MigrationPolicy
+	}
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = d.ConsumerMaxSize
+	}
+	if c.ClassicMaxSize <= 0 {
+		c.ClassicMaxSize = d.ClassicMaxSize
 	}
 	return c
 }

@@ -12,6 +12,8 @@
 // group converts to a consumer group when a KIP-848 member joins, classic members of
 // a consumer group are served from it by JoinGroup/SyncGroup/Heartbeat/LeaveGroup,
 // and the group converts back when its last KIP-848 member goes; see migration.go.
+// group.consumer.max.size and group.classic.max.size bound both kinds of group and
+// the conversions between them (maxsize.go).
 // KIP-848 membership is held in memory only. Share groups (KIP-932) have
 // their membership here (share.go) and their offset admin APIs
 // (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets;

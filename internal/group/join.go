@@ -104,6 +104,8 @@ func (g *group) joinLocked(req *kmsg.JoinGroupRequest, cl Client, w chan joinRes
 		// A consumer group with members takes classic members (migration.go).
 		g.joinConsumerGroupLocked(jr, w)
 		return
+	case !g.acceptClassicJoinLocked(jr.memberID):
+		g.refuseClassicJoinLocked(jr.memberID, w)
 	case !g.supportsProtocolsLocked(jr.protocolType, jr.protocols):
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
 	case jr.memberID == "":

@@ -154,15 +154,27 @@ func sortedTopics(ts []string) []string {
 	return slices.Compact(out)
 }
 
-// upgradeLocked converts a classic group with members to a consumer group (step 1
-// above). It returns "" on success, else why the group cannot be upgraded (the
-// heartbeat's GROUP_ID_NOT_FOUND message); then nothing changed.
-func (g *group) upgradeLocked() string {
+// upgradeRefusalLocked is why the classic group may not be upgraded (Kafka's
+// validateOnlineUpgrade), or "": the policy, the protocol type, and no more
+// members than group.consumer.max.size.
+func (g *group) upgradeRefusalLocked() string {
 	switch {
 	case !g.c.cfg.MigrationPolicy.upgrade():
 		return fmt.Sprintf("Cannot upgrade classic group %s to consumer group because online upgrade is disabled.", g.id)
 	case g.protocolType != consumerProtocolType:
 		return fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the group does not use the consumer embedded protocol.", g.id)
+	case len(g.members) > g.c.cfg.ConsumerMaxSize:
+		return fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the group size exceeds the consumer group maximum size.", g.id)
+	}
+	return ""
+}
+
+// upgradeLocked converts a classic group with members to a consumer group (step 1
+// above). It returns "" on success, else why the group cannot be upgraded (the
+// heartbeat's GROUP_ID_NOT_FOUND message); then nothing changed.
+func (g *group) upgradeLocked() string {
+	if msg := g.upgradeRefusalLocked(); msg != "" {
+		return msg
 	}
 	malformed := fmt.Sprintf("Cannot upgrade the classic group %s to consumer group because the embedded consumer protocol is malformed.", g.id)
 	cg := newConsumerGroup()
@@ -265,6 +277,10 @@ func (g *group) canDowngradeWithoutLocked(m *cmember) bool {
 		g.c.log.Info("cannot downgrade consumer group to classic group because online downgrade is disabled", "group", g.id)
 		return false
 	}
+	if len(g.cg.members)-1 > g.c.cfg.ClassicMaxSize {
+		g.c.log.Info("cannot downgrade consumer group to classic group because its size is greater than group.classic.max.size", "group", g.id, "max", g.c.cfg.ClassicMaxSize)
+		return false
+	}
 	return true
 }
 
@@ -280,7 +296,14 @@ func (g *group) canDowngradeReplacingLocked(old *cmember) bool {
 			return false
 		}
 	}
-	return g.c.cfg.MigrationPolicy.downgrade()
+	if !g.c.cfg.MigrationPolicy.downgrade() {
+		return false
+	}
+	if len(g.cg.members) > g.c.cfg.ClassicMaxSize {
+		g.c.log.Info("cannot downgrade consumer group to classic group because its size is greater than group.classic.max.size", "group", g.id, "max", g.c.cfg.ClassicMaxSize)
+		return false
+	}
+	return true
 }
 
 // downgradeReplacingLocked is a downgrade caused by a classic static member (new
@@ -395,6 +418,10 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 	unknown := id == ""
 	if unknown {
 		id = newMemberID(jr.client.ID, jr.instanceID)
+	}
+	if g.consumerGroupFullLocked(id) {
+		w <- joinError(kerr.GroupMaxSizeReached.Code, jr.memberID)
+		return
 	}
 	if !g.supportsClassicProtocolsLocked(jr.protocolType, jr.protocols) {
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)

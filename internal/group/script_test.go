@@ -33,7 +33,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 // Commands (key=value arguments; ids may be written $mN):
 //
 //	config delay=DUR retention=DUR check=DUR min-session=DUR migration=POLICY
-//	       (first command only)
+//	       consumer-max=N classic-max=N (first command only)
 //	join NAME group= [member=] [client=] [instance=] [type=consumer]
 //	     [protocols=range:t1+t2,roundrobin:t1] [owned=t1/0+1;t2/0] [session=10s]
 //	     [rebalance=DUR] [v=9]
@@ -296,6 +296,8 @@ func (h *harness) run(cmd string) []string {
 		h.cfg.OffsetsRetentionCheckInterval = a.dur("check", h.cfg.OffsetsRetentionCheckInterval)
 		h.cfg.MinSessionTimeout = a.dur("min-session", h.cfg.MinSessionTimeout)
 		h.cfg.MigrationPolicy = MigrationPolicy(a.str("migration", string(h.cfg.MigrationPolicy)))
+		h.cfg.ConsumerMaxSize = int(a.int("consumer-max", int64(h.cfg.ConsumerMaxSize)))
+		h.cfg.ClassicMaxSize = int(a.int("classic-max", int64(h.cfg.ClassicMaxSize)))
 	case "advance":
 		time.Sleep(mustDur(rest[0]))
 	case "wait":

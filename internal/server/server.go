@@ -274,6 +274,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	groupCfg := group.DefaultConfig()
 	groupCfg.GroupInitialRebalanceDelay = cfg.GroupInitialDelay
 	groupCfg.OffsetsTopicPartitions = cfg.OffsetsTopicPartition
+	groupCfg.ConsumerMaxSize, groupCfg.ClassicMaxSize = int(cfg.GroupConsumerMaxSize), int(cfg.GroupClassicMaxSize)
 	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
 	groupCfg.ShareState = shareState{n}
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
