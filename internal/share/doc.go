@@ -41,9 +41,12 @@
 //
 // A share partition is loaded on its first request under the data partition's
 // current leader epoch: from its latest snapshot, or at the log start or high
-// watermark (share.auto.offset.reset) when it has none. An acknowledgement is
-// answered only once the new snapshot is durable; if the save fails the in-memory
-// state is dropped and reloaded, and the acknowledgement fails (REQUEST_TIMED_OUT).
+// watermark (share.auto.offset.reset) when it has none, read only after
+// Partitions.SyncMetadata has brought the node's metadata up to the active
+// controller's (a group config set through another node is not read stale).
+// An acknowledgement is answered only once the new snapshot is durable; if the
+// save fails the in-memory state is dropped and reloaded, and the acknowledgement
+// fails (REQUEST_TIMED_OUT).
 // Acquisitions are not persisted: after a failover acquired records are available
 // again with the delivery counts last saved, so a record is delivered at least once
 // and accepted at most once (the old locks are unknown to the new leader, which
