@@ -217,6 +217,8 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	m.mu.Lock()
 	parts := slices.Clone(s.parts)
 	m.mu.Unlock()
+	m.counts.fetches.Add(1)
+	woken := false
 	for {
 		got := 0
 		for _, tp := range parts {
@@ -236,7 +238,14 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 				waitingOn = append(waitingOn, sp)
 			}
 		}
+		m.counts.acquired.Add(int64(got))
+		if woken && got == 0 {
+			m.counts.idle.Add(1)
+		}
 		if got > 0 || out.failed() || !time.Now().Before(deadline) || ctx.Err() != nil || len(parts) == 0 {
+			if got == 0 && w != nil && !out.failed() && ctx.Err() == nil {
+				m.counts.expired.Add(1)
+			}
 			return out.into(resp)
 		}
 		if w == nil {
@@ -244,8 +253,11 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 			continue // watch, then look once more so no wake-up is missed
 		}
 		timer := time.NewTimer(time.Until(deadline))
+		woken = false
 		select {
 		case <-w.C:
+			woken = true
+			m.counts.wakeups.Add(1)
 		case <-timer.C:
 		case <-ctx.Done():
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -81,6 +82,19 @@ type Manager struct {
 		sync.Mutex
 		groups map[string]DeadLetterStats
 	}
+	counts fetchCounts
+}
+
+// fetchCounts tallies the share fetch path: counts that do not depend on the
+// machine's load, for tests and benchmarks of many members on one partition.
+type fetchCounts struct {
+	fetches   atomic.Int64 // ShareFetch requests that looked for records
+	reads     atomic.Int64 // reads of the log
+	readBytes atomic.Int64 // bytes those reads returned
+	acquired  atomic.Int64 // offsets acquired
+	wakeups   atomic.Int64 // long-polling fetches woken before their deadline
+	idle      atomic.Int64 // wake-ups after which the fetch acquired nothing
+	expired   atomic.Int64 // fetches that waited their whole MaxWait for nothing
 }
 
 // NewManager returns a manager persisting to store; a nil logger discards.
@@ -411,6 +425,8 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 	if err != nil {
 		return nil, nil, err
 	}
+	m.counts.reads.Add(1)
+	m.counts.readBytes.Add(int64(res.Chunk.Size))
 	defer res.Chunk.Release()
 	if res.Chunk.Size == 0 {
 		return nil, nil, nil
