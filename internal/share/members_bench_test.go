@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -58,19 +59,21 @@ func appendBatches(t testing.TB, rp *replica.Partition, n, perBatch, size int) {
 // shareMember fetches like franz-go's share consumer: each ShareFetch carries
 // the acceptances of the records two responses back (the client sends the next
 // fetch as soon as the application takes a poll's records, and the application
-// accepts them only at its next poll), asks for 500 records and waits up to
-// 500 ms.
+// accepts them only at its next poll), asks for maxRecords records (500 when 0)
+// and waits up to maxWait ms (500 when 0).
 type shareMember struct {
-	group, name string
-	epoch       int32
-	pending     [2][]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	group, name         string
+	maxRecords, maxWait int32
+	epoch               int32
+	pending             [2][]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	last                *kmsg.ShareFetchResponse // the last response
 }
 
 func (sm *shareMember) fetch(ctx context.Context, m *Manager) (int, error) {
 	req := kmsg.NewPtrShareFetchRequest()
 	req.Version, req.GroupID, req.MemberID = 1, &sm.group, &sm.name
 	req.ShareSessionEpoch = sm.epoch
-	req.MaxWaitMillis, req.MaxRecords, req.MaxBytes = 500, 500, 50<<20
+	req.MaxWaitMillis, req.MaxRecords, req.MaxBytes = cmp.Or(sm.maxWait, 500), cmp.Or(sm.maxRecords, 500), 50<<20
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = gcTopicID
 	rpart := kmsg.NewShareFetchRequestTopicPartition()
@@ -86,6 +89,7 @@ func (sm *shareMember) fetch(ctx context.Context, m *Manager) (int, error) {
 		req.Topics = append(req.Topics, rt)
 	}
 	resp := m.ShareFetch(ctx, req)
+	sm.last = resp
 	if ctx.Err() != nil {
 		return 0, nil
 	}
@@ -151,8 +155,8 @@ func consumeShared(ctx context.Context, m *Manager, group string, members int, t
 // reading the whole partition. Besides time and allocations, it reports counts
 // a busy machine does not change much: records per fetch, log reads and bytes
 // read per record, wake-ups of long-polling fetches per fetch (and those that
-// found nothing), fetches that waited their whole MaxWait, and allocations per
-// fetch.
+// found nothing), fetches that waited their whole MaxWait, fetches answered
+// after heldWait, and allocations per fetch.
 func BenchmarkShareMembers(b *testing.B) {
 	const batches, perBatch, size = 200, 100, 1024
 	m, rp := newTestManager(b, &memStore{})
@@ -181,6 +185,7 @@ func BenchmarkShareMembers(b *testing.B) {
 			b.ReportMetric(float64(c.wakeups.Load())/fetches, "wakeups/fetch")
 			b.ReportMetric(float64(c.idle.Load())/fetches, "idle-wakeups/fetch")
 			b.ReportMetric(float64(c.expired.Load())/fetches, "expired/fetch")
+			b.ReportMetric(float64(c.held.Load())/fetches, "held/fetch")
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/fetches, "allocs/fetch")
 			b.ReportMetric(fetches/float64(i), "fetches/op")
 		})

@@ -3,6 +3,7 @@ package share
 import (
 	"cmp"
 	"errors"
+	"math"
 	"slices"
 	"time"
 )
@@ -165,6 +166,37 @@ func (p *Partition) FetchOffset() int64 {
 		}
 	}
 	return p.end
+}
+
+// Room is how many offsets past End the in-flight window can still take.
+func (p *Partition) Room(lim Limits) int64 {
+	if lim.MaxInFlight <= 0 {
+		return math.MaxInt64
+	}
+	return lim.MaxInFlight - (p.end - p.start)
+}
+
+// Acquirable is how many offsets an acquisition could take now, with the log's
+// high watermark at hwm: the Available offsets in flight and what the window has
+// room for below hwm.
+func (p *Partition) Acquirable(hwm int64, lim Limits) int64 {
+	n := max(0, min(hwm-p.end, p.Room(lim)))
+	for i := range p.recs {
+		if p.recs[i].state == Available {
+			n++
+		}
+	}
+	return n
+}
+
+// Holds reports whether member holds the acquisition lock of some offset.
+func (p *Partition) Holds(member string) bool {
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Acquired && r.member == member {
+			return true
+		}
+	}
+	return false
 }
 
 // Batch is the offset range of one record batch of the log.
