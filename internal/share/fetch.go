@@ -167,6 +167,15 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		m.mu.Unlock()
 	}
 
+	maxRecords := int(req.MaxRecords)
+	if req.Version < 1 || maxRecords <= 0 {
+		maxRecords = defaultMaxRecords
+	}
+	reserve := maxRecords // this fetch acquires after its acknowledgements
+	if req.ShareSessionEpoch == finalEpoch {
+		reserve = 0
+	}
+
 	// Acknowledgements.
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -177,7 +186,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
 			})
 			rp := out.part(t.TopicID, p.Partition)
-			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
+			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, reserve)
 			rp.AcknowledgeErrorMessage = errDescription(rp.AcknowledgeErrorCode)
 		}
 	}
@@ -192,10 +201,6 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	}
 
 	// Acquisition, long-polling while nothing is available.
-	maxRecords := int(req.MaxRecords)
-	if req.Version < 1 || maxRecords <= 0 {
-		maxRecords = defaultMaxRecords
-	}
 	maxBytes := int(req.MaxBytes)
 	if maxBytes <= 0 {
 		maxBytes = 50 << 20
@@ -342,8 +347,9 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // acknowledge applies one partition's decoded acknowledgement batches (ok false:
-// they did not decode); it returns the partition's code.
-func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool) int16 {
+// they did not decode); it returns the partition's code. reserve is as
+// acknowledgeLocked's.
+func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool, reserve int) int16 {
 	if !ok {
 		return kerr.InvalidRequest.Code
 	}
@@ -356,7 +362,7 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg Gro
 		return code
 	}
 	defer sp.mu.Unlock()
-	return m.acknowledgeLocked(ctx, sp, member, cfg, acks)
+	return m.acknowledgeLocked(ctx, sp, member, cfg, acks, reserve)
 }
 
 // releaseSession gives back what member still holds in the session's partitions,
@@ -374,7 +380,7 @@ func (m *Manager) releaseSession(ctx context.Context, group, member string, s *s
 			if archived := sp.p.ReleaseMember(member, cfg.Limits); len(archived) > 0 && m.saveLocked(ctx, sp) == 0 {
 				m.maybeDeadLetterLocked(sp)
 			}
-			sp.wakeLocked(cfg.Limits)
+			sp.wakeLocked(cfg.Limits, 0)
 		}
 		sp.mu.Unlock()
 	}
@@ -408,7 +414,7 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 			})
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
+			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, 0)
 			rp.ErrorMessage = errDescription(rp.ErrorCode)
 			if rp.ErrorCode == kerr.NotLeaderForPartition.Code {
 				if topic := img.TopicByID(metadataUUID(t.TopicID)); topic != nil {

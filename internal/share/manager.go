@@ -222,16 +222,16 @@ func (sp *sharePartition) unwaitLocked(w *replica.Watcher) {
 }
 
 // wakeLocked wakes, oldest first, as many waiting fetches as the records
-// acquirable now can serve by their maxRecords; a woken fetch stops waiting (it
-// waits again if it finds nothing). Waking every waiter for the few hundred
-// records an acknowledgement frees would have them all take sp.mu in turn for
-// one of them to acquire.
-func (sp *sharePartition) wakeLocked(lim Limits) {
+// acquirable now can serve by their maxRecords, less reserve (what the caller
+// acquires next itself); a woken fetch stops waiting (it waits again if it finds
+// nothing). Waking every waiter for the few hundred records an acknowledgement
+// frees would have them all take sp.mu in turn for one of them to acquire.
+func (sp *sharePartition) wakeLocked(lim Limits, reserve int) {
 	if sp.p == nil || sp.rp == nil {
 		sp.wakeAllLocked()
 		return
 	}
-	n := sp.p.Acquirable(sp.rp.HighWatermark(), lim)
+	n := sp.p.Acquirable(sp.rp.HighWatermark(), lim) - int64(reserve)
 	i := 0
 	for ; i < len(sp.waiters) && n > 0; i++ {
 		sp.wakeOneLocked(sp.waiters[i].w)
@@ -443,7 +443,7 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 				m.maybeDeadLetterLocked(sp)
 			}
 		}
-		sp.wakeLocked(cfg.Limits)
+		sp.wakeLocked(cfg.Limits, 0)
 		m.armExpiryLocked(sp, cfg)
 	})
 }
@@ -481,8 +481,10 @@ func (m *Manager) afterFunc(d time.Duration, f func()) *time.Timer {
 }
 
 // acknowledgeLocked applies acknowledgement batches of member to sp and persists the
-// result; it returns the partition's acknowledgement error code.
-func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch) int16 {
+// result; it returns the partition's acknowledgement error code. reserve is how
+// many records the caller acquires right after (a ShareFetch's own acquisition):
+// waiting fetches are woken only for the rest.
+func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch, reserve int) int16 {
 	now := m.cfg.Now()
 	code := int16(0)
 	changed := false
@@ -501,7 +503,7 @@ func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, mem
 		if c := m.saveLocked(ctx, sp); c != 0 {
 			return c
 		}
-		sp.wakeLocked(cfg.Limits)
+		sp.wakeLocked(cfg.Limits, reserve)
 		m.maybeDeadLetterLocked(sp)
 	}
 	return code
