@@ -11,9 +11,6 @@ import (
 type acquisition struct {
 	data     []byte // the batches holding the acquired offsets
 	acquired []AcquiredRange
-	// caughtUp: nothing was acquirable because every offset up to the high
-	// watermark is in flight (new records will come from appends).
-	caughtUp bool
 	// full: nothing was acquirable because the in-flight window is full (only
 	// acknowledgements and expiring locks make room); held: and the member
 	// itself holds records in it (see heldWait).
@@ -95,7 +92,7 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		}
 		from, hwm := p.FetchOffset(), rp.HighWatermark()
 		if from >= hwm {
-			return acquisition{caughtUp: true}, nil
+			return acquisition{}, nil // caught up: appends bring more
 		}
 		want := int64(maxRecords)
 		if from >= p.End() {
@@ -112,13 +109,16 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		// end).
 		if !c.holds(p, from) || (reads == 0 && c.end() < min(hwm, from+want)) {
 			if reads == 2 {
-				// Other members took what was read twice over; this fetch
+				// Other members took what this fetch read, twice over; it
 				// waits for the next change like any other.
 				return acquisition{}, nil
 			}
-			reads++
-			if err := m.readLocked(sp, rp, p, from, maxRecords, maxBytes); err != nil {
+			read, err := m.readLocked(sp, rp, p, from, maxRecords, maxBytes)
+			if err != nil {
 				return acquisition{}, err
+			}
+			if read {
+				reads++
 			}
 			continue
 		}
@@ -126,29 +126,30 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 	}
 }
 
-// readLocked reads the log of sp from offset from into sp.cache for state p. It
-// releases sp.mu during the read: one read at a time per share partition
-// (sp.readMu), and a read another fetch finished meanwhile is used instead.
-func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Partition, from int64, maxRecords, maxBytes int) error {
+// readLocked reads the log of sp from offset from into sp.cache for state p,
+// and reports whether it did. It releases sp.mu during the read: one read at a
+// time per share partition (sp.readMu); when the state or the cache changed
+// meanwhile (another fetch's read), it reads nothing and the caller looks again.
+func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Partition, from int64, maxRecords, maxBytes int) (bool, error) {
 	gen := sp.cacheGen
 	sp.mu.Unlock()
 	sp.readMu.Lock()
 	defer sp.readMu.Unlock()
 	sp.mu.Lock()
 	if sp.p != p || sp.cacheGen != gen {
-		return nil // look again: the state or the cache changed
+		return false, nil
 	}
 	n := readBytes(maxRecords, maxBytes, sp.recordBytes)
 	sp.mu.Unlock()
 	data, spans, err := readSpans(rp, from, n)
 	sp.mu.Lock()
 	if err != nil {
-		return err
+		return false, err
 	}
 	m.counts.reads.Add(1)
 	m.counts.readBytes.Add(int64(len(data)))
 	if sp.p != p {
-		return nil
+		return true, nil
 	}
 	sp.cacheGen++
 	sp.cache = readCache{p: p, from: from, data: data, spans: spans}
@@ -157,7 +158,7 @@ func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Parti
 			sp.recordBytes = float64(len(data)) / float64(offsets)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // readSpans reads up to maxBytes of whole batches of rp from offset from into
