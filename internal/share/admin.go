@@ -157,7 +157,7 @@ func (m *Manager) Unload(k Key) {
 	defer sp.mu.Unlock()
 	m.flushLocked(context.Background(), sp) // no write of the old state lands after the unload
 	m.dropLocked(sp)
-	sp.wakeLocked()
+	sp.wakeAllLocked()
 }
 
 // unloadGroupIfIdle drops the in-memory state of every share partition of group

@@ -152,7 +152,7 @@ func (m *Manager) deadLetter(sp *sharePartition, p *Partition, dls []DeadLetter)
 		p.Unarchive(offsets)
 	}
 	if m.saveLocked(context.Background(), sp) == 0 {
-		sp.wakeLocked()
+		sp.wakeLocked(cfg.Limits, 0)
 		m.maybeDeadLetterLocked(sp)
 	}
 }

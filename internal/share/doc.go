@@ -11,10 +11,10 @@
 //   - Partition (partition.go) is the pure state of one share partition: Acquire,
 //     Acknowledge (ACCEPT, RELEASE, REJECT, RENEW, GAP), Expire, ReleaseMember,
 //     Snapshot/Restore. It does no I/O and reads no clock; testdata/*.txt drive it.
-//   - Manager (manager.go, fetch.go) is the driver: it reads batches from the local
-//     replica, keeps time (lock expiry timers), keeps share sessions, long-polls on
-//     the replica's high-watermark watchers and on released records, and persists
-//     every acknowledgement before answering it.
+//   - Manager (manager.go, fetch.go, acquire.go) is the driver: it reads batches
+//     from the local replica, keeps time (lock expiry timers), keeps share
+//     sessions, long-polls on the replica's high-watermark watchers and on records
+//     becoming acquirable, and persists every acknowledgement before answering it.
 //   - Dead-letter writes (deadletter.go): with a group dead-letter topic (KIP-1191)
 //     a record that fails for good is Archiving, saved, written there in the
 //     background through a DeadLetterWriter (TopicDeadLetters on a Kafka client),
@@ -58,6 +58,27 @@
 // only the key's state partition for its end, so a state partition left without a
 // leader stops the loads of its own keys, not everyone's.
 //
+// # The fetch path
+//
+// Many members may fetch one share partition. An acquisition decides under the
+// share partition's mutex where to read (the first available offset) and
+// acquires from the share partition's read cache: the batches of its last log
+// read, about twice what one acquisition takes. Only when the cache lacks the
+// offsets does a fetch read the log, with the mutex released (one read at a time
+// per share partition, behind readMu; fetches that need a read meanwhile use
+// the one under way), so acknowledgements and other acquisitions go on during
+// the read, and each record is read once however many members take turns. A
+// response points into the cache's bytes (never written after the read) rather
+// than copying them. The cache belongs to one loaded state and is dropped with
+// it. A fetch that finds nothing to acquire waits on the share partition;
+// acknowledgements, released or expired locks and dead-letter outcomes wake the
+// waiting fetches oldest first, only as many as the acquirable records can serve
+// (less what an acknowledging ShareFetch takes itself). A fetch that finds the
+// in-flight window full while its own member holds records in it is answered
+// after 25 ms rather than its MaxWait, as a client that piggybacks its
+// acknowledgements on its next ShareFetch (franz-go) cannot send them while this
+// one waits, and only acknowledgements make room.
+//
 // # Concurrency
 //
 // Manager methods are safe for concurrent use. Manager.mu guards the maps of share
@@ -70,5 +91,6 @@
 // fails with it. Loads (a new leader epoch, Unload) first wait for the writes in
 // flight or waiting, so no old write lands over a reloaded state. A share
 // partition's mutex may be held while Manager.mu is taken (to start a background
-// dead-letter write), never the reverse.
+// dead-letter write), never the reverse. A share partition's readMu is taken
+// before its mutex, never while holding it.
 package share

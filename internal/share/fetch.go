@@ -167,6 +167,15 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		m.mu.Unlock()
 	}
 
+	maxRecords := int(req.MaxRecords)
+	if req.Version < 1 || maxRecords <= 0 {
+		maxRecords = defaultMaxRecords
+	}
+	reserve := maxRecords // this fetch acquires after its acknowledgements
+	if req.ShareSessionEpoch == finalEpoch {
+		reserve = 0
+	}
+
 	// Acknowledgements.
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -177,7 +186,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
 			})
 			rp := out.part(t.TopicID, p.Partition)
-			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
+			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, reserve)
 			rp.AcknowledgeErrorMessage = errDescription(rp.AcknowledgeErrorCode)
 		}
 	}
@@ -192,15 +201,12 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	}
 
 	// Acquisition, long-polling while nothing is available.
-	maxRecords := int(req.MaxRecords)
-	if req.Version < 1 || maxRecords <= 0 {
-		maxRecords = defaultMaxRecords
-	}
 	maxBytes := int(req.MaxBytes)
 	if maxBytes <= 0 {
 		maxBytes = 50 << 20
 	}
-	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	start := time.Now()
+	deadline := start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var w *replica.Watcher
 	var watched []*replica.Partition
 	var waitingOn []*sharePartition
@@ -210,33 +216,47 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		}
 		for _, sp := range waitingOn {
 			sp.mu.Lock()
-			delete(sp.watchers, w)
+			sp.unwaitLocked(w)
 			sp.mu.Unlock()
 		}
 	}()
 	m.mu.Lock()
 	parts := slices.Clone(s.parts)
 	m.mu.Unlock()
+	m.counts.fetches.Add(1)
+	woken, held := false, false
 	for {
 		got := 0
 		for _, tp := range parts {
 			if got >= maxRecords {
 				break
 			}
-			n, rp, sp := m.fetchPartition(ctx, out, group, member, cfg, tp, maxRecords-got, maxBytes, req.ShareAcquireMode == recordLimitMode)
-			got += n
-			if w != nil && rp != nil && !slices.Contains(watched, rp) {
-				rp.Watch(w)
-				watched = append(watched, rp)
+			f := m.fetchPartition(ctx, out, group, member, cfg, tp, w, maxRecords-got, maxBytes, req.ShareAcquireMode == recordLimitMode)
+			got += f.n
+			if w != nil && f.rp != nil && !slices.Contains(watched, f.rp) {
+				f.rp.Watch(w)
+				watched = append(watched, f.rp)
 			}
-			if w != nil && sp != nil && !slices.Contains(waitingOn, sp) {
-				sp.mu.Lock()
-				sp.watchers[w] = struct{}{}
-				sp.mu.Unlock()
-				waitingOn = append(waitingOn, sp)
+			if f.sp != nil && !slices.Contains(waitingOn, f.sp) {
+				waitingOn = append(waitingOn, f.sp)
+			}
+			if f.held && !held {
+				held = true
+				deadline = minTime(deadline, start.Add(heldWait))
 			}
 		}
+		m.counts.acquired.Add(int64(got))
+		if woken && got == 0 {
+			m.counts.idle.Add(1)
+		}
 		if got > 0 || out.failed() || !time.Now().Before(deadline) || ctx.Err() != nil || len(parts) == 0 {
+			if got == 0 && w != nil && !out.failed() && ctx.Err() == nil {
+				if held {
+					m.counts.held.Add(1)
+				} else {
+					m.counts.expired.Add(1)
+				}
+			}
 			return out.into(resp)
 		}
 		if w == nil {
@@ -244,8 +264,11 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 			continue // watch, then look once more so no wake-up is missed
 		}
 		timer := time.NewTimer(time.Until(deadline))
+		woken = false
 		select {
 		case <-w.C:
+			woken = true
+			m.counts.wakeups.Add(1)
 		case <-timer.C:
 		case <-ctx.Done():
 		}
@@ -253,24 +276,34 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	}
 }
 
-// fetchPartition acquires records of one session partition into out; it returns how
-// many offsets it acquired and what to watch for more.
-func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group, member string, cfg GroupConfig, tp topicPartition, maxRecords, maxBytes int, strict bool) (int, *replica.Partition, *sharePartition) {
+// partitionFetch is what fetchPartition did for one partition.
+type partitionFetch struct {
+	n    int                // offsets acquired
+	rp   *replica.Partition // to watch for appends (nil: none)
+	sp   *sharePartition    // where the fetch waits for records (nil: nowhere)
+	held bool               // acquisition.held
+}
+
+// fetchPartition acquires records of one session partition into out. When it
+// acquires nothing and w is not nil, w waits on the share partition (under the
+// same hold of its lock, so no wake-up is missed); the result says what else to
+// watch.
+func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group, member string, cfg GroupConfig, tp topicPartition, w *replica.Watcher, maxRecords, maxBytes int, strict bool) partitionFetch {
 	rp, topic, code := m.lookup(tp.id, tp.partition)
 	if code != 0 {
 		r := out.part(tp.id, tp.partition)
 		r.ErrorCode, r.ErrorMessage = code, errDescription(code)
 		out.leader(r, topic, tp.partition)
-		return 0, nil, nil
+		return partitionFetch{}
 	}
 	sp, code := m.share(ctx, Key{group, tp.id, tp.partition}, topic, rp)
 	if code != 0 {
 		r := out.part(tp.id, tp.partition)
 		r.ErrorCode, r.ErrorMessage = code, errDescription(code)
-		return 0, rp, nil
+		return partitionFetch{rp: rp}
 	}
 	defer sp.mu.Unlock()
-	data, acquired, err := m.acquireLocked(sp, rp, member, cfg, maxRecords, maxBytes, strict)
+	a, err := m.acquireLocked(sp, rp, member, cfg, maxRecords, maxBytes, strict)
 	if err != nil {
 		m.log.Warn("share fetch read", "group", group, "topic", topic, "partition", tp.partition, "err", err)
 		r := out.part(tp.id, tp.partition)
@@ -280,26 +313,43 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 			out.leader(r, topic, tp.partition)
 		}
 		r.ErrorMessage = errDescription(r.ErrorCode)
-		return 0, nil, nil
+		return partitionFetch{}
 	}
-	if len(acquired) == 0 {
-		return 0, rp, sp
+	if len(a.acquired) == 0 {
+		f := partitionFetch{held: a.held}
+		if !a.full {
+			f.rp = rp // appends may bring records to acquire
+		}
+		if w != nil {
+			sp.waitLocked(w, maxRecords)
+			f.sp = sp
+		}
+		return f
 	}
 	r := out.part(tp.id, tp.partition)
-	r.Records = data
+	r.Records = a.data
 	n := 0
-	for _, a := range acquired {
-		ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-		ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
-		r.AcquiredRecords = append(r.AcquiredRecords, ar)
-		n += int(a.Last - a.First + 1)
+	r.AcquiredRecords = slices.Grow(r.AcquiredRecords, len(a.acquired))
+	for _, ar := range a.acquired {
+		x := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+		x.FirstOffset, x.LastOffset, x.DeliveryCount = ar.First, ar.Last, ar.DeliveryCount
+		r.AcquiredRecords = append(r.AcquiredRecords, x)
+		n += int(ar.Last - ar.First + 1)
 	}
-	return n, rp, sp
+	return partitionFetch{n: n, rp: rp, sp: sp}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // acknowledge applies one partition's decoded acknowledgement batches (ok false:
-// they did not decode); it returns the partition's code.
-func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool) int16 {
+// they did not decode); it returns the partition's code. reserve is as
+// acknowledgeLocked's.
+func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool, reserve int) int16 {
 	if !ok {
 		return kerr.InvalidRequest.Code
 	}
@@ -312,7 +362,7 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg Gro
 		return code
 	}
 	defer sp.mu.Unlock()
-	return m.acknowledgeLocked(ctx, sp, member, cfg, acks)
+	return m.acknowledgeLocked(ctx, sp, member, cfg, acks, reserve)
 }
 
 // releaseSession gives back what member still holds in the session's partitions,
@@ -330,7 +380,7 @@ func (m *Manager) releaseSession(ctx context.Context, group, member string, s *s
 			if archived := sp.p.ReleaseMember(member, cfg.Limits); len(archived) > 0 && m.saveLocked(ctx, sp) == 0 {
 				m.maybeDeadLetterLocked(sp)
 			}
-			sp.wakeLocked()
+			sp.wakeLocked(cfg.Limits, 0)
 		}
 		sp.mu.Unlock()
 	}
@@ -364,7 +414,7 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 			})
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
+			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, 0)
 			rp.ErrorMessage = errDescription(rp.ErrorCode)
 			if rp.ErrorCode == kerr.NotLeaderForPartition.Code {
 				if topic := img.TopicByID(metadataUUID(t.TopicID)); topic != nil {

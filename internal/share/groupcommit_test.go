@@ -85,10 +85,18 @@ func (t testParts) Partition(topic string, index int32) (*replica.Partition, err
 
 var gcTopicID = metadata.UUID{7}
 
-// newGroupCommitManager is a share Manager on node 1 leading partition 0 of topic
-// "t" (one replica), which holds records one-record batches; groups start at the
-// earliest offset with one-minute locks.
+// newGroupCommitManager is newTestManager's, with records one-record batches in
+// the partition.
 func newGroupCommitManager(t *testing.T, store Store, records int) (*Manager, *replica.Partition) {
+	t.Helper()
+	m, rp := newTestManager(t, store)
+	appendRecords(t, rp, records)
+	return m, rp
+}
+
+// newTestManager is a share Manager on node 1 leading partition 0 of topic "t"
+// (one replica, empty); groups start at the earliest offset with one-minute locks.
+func newTestManager(t testing.TB, store Store) (*Manager, *replica.Partition) {
 	t.Helper()
 	rm, err := replica.NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.DiscardHandler), replica.Options{})
 	if err != nil {
@@ -111,7 +119,6 @@ func newGroupCommitManager(t *testing.T, store Store, records int) (*Manager, *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendRecords(t, rp, records)
 	cfg := DefaultGroupConfig()
 	cfg.LockDuration = time.Minute
 	cfg.AutoOffsetReset = "earliest"

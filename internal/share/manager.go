@@ -5,11 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 )
@@ -86,6 +86,20 @@ type Manager struct {
 		sync.Mutex
 		groups map[string]DeadLetterStats
 	}
+	counts fetchCounts
+}
+
+// fetchCounts tallies the share fetch path: counts that do not depend on the
+// machine's load, for tests and benchmarks of many members on one partition.
+type fetchCounts struct {
+	fetches   atomic.Int64 // ShareFetch requests that looked for records
+	reads     atomic.Int64 // reads of the log
+	readBytes atomic.Int64 // bytes those reads returned
+	acquired  atomic.Int64 // offsets acquired
+	wakeups   atomic.Int64 // long-polling fetches woken before their deadline
+	idle      atomic.Int64 // wake-ups after which the fetch acquired nothing
+	expired   atomic.Int64 // fetches that waited their whole MaxWait for nothing
+	held      atomic.Int64 // fetches answered empty after heldWait (their member holds records of a full window)
 }
 
 // NewManager returns a manager persisting to store; a nil logger discards.
@@ -142,20 +156,37 @@ func (m *Manager) groupConfig(group string) GroupConfig {
 type sharePartition struct {
 	key   Key
 	topic string
+	// readMu lets one fetch at a time read the log for this share partition,
+	// without mu: the others wait for its read rather than make their own.
+	// Taken before mu, never while holding it.
+	readMu sync.Mutex
 
 	mu       sync.Mutex
-	p        *Partition // nil until loaded, and after a failed save (reload)
-	epoch    int32      // the data partition's leader epoch p was loaded under
-	state    int32      // the state epoch of the snapshot p was loaded from (0: none)
+	p        *Partition         // nil until loaded, and after a failed save (reload)
+	rp       *replica.Partition // the data partition, as of the last request
+	epoch    int32              // the data partition's leader epoch p was loaded under
+	state    int32              // the state epoch of the snapshot p was loaded from (0: none)
 	timer    *time.Timer
+	timerAt  time.Time // when timer fires
 	timerTok uint64
-	watchers map[*replica.Watcher]struct{} // fetches waiting for released records
-	dlqBusy  bool                          // a dead-letter write of p's Archiving records is under way
-	writing  chan struct{}                 // non-nil while a write is in flight; closed when it ends
-	next     *saveBatch                    // changes applied since the write in flight began
+	waiters  []waiter      // fetches waiting for records to acquire, oldest first
+	woken    int64         // waiting fetches woken so far
+	dlqBusy  bool          // a dead-letter write of p's Archiving records is under way
+	writing  chan struct{} // non-nil while a write is in flight; closed when it ends
+	next     *saveBatch    // changes applied since the write in flight began
 	// recordBytes is the mean bytes per offset of the last read (0: none yet);
 	// it bounds the next read to what an acquisition can use (readBytes).
 	recordBytes float64
+	cache       readCache // the last read of the log (acquire.go)
+	cacheGen    uint64    // counts reads into cache
+	batches     []Batch   // scratch for acquisitions from cache
+}
+
+// waiter is a fetch long-polling on a share partition, and how many records it
+// would take.
+type waiter struct {
+	w          *replica.Watcher
+	maxRecords int
 }
 
 // saveBatch is one group commit: the changes applied to a share partition while
@@ -174,13 +205,60 @@ func (sp *sharePartition) stopTimerLocked() {
 	sp.timerTok++
 }
 
-// wakeLocked tells waiting fetches that records became available.
-func (sp *sharePartition) wakeLocked() {
-	for w := range sp.watchers {
-		select {
-		case w.C <- struct{}{}:
-		default:
+// waitLocked makes w wait for records of sp (once), for an acquisition of up to
+// maxRecords.
+func (sp *sharePartition) waitLocked(w *replica.Watcher, maxRecords int) {
+	for _, x := range sp.waiters {
+		if x.w == w {
+			return
 		}
+	}
+	sp.waiters = append(sp.waiters, waiter{w, maxRecords})
+}
+
+// unwaitLocked stops w waiting for records of sp.
+func (sp *sharePartition) unwaitLocked(w *replica.Watcher) {
+	for i, x := range sp.waiters {
+		if x.w == w {
+			sp.waiters = append(sp.waiters[:i], sp.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+// wakeLocked wakes, oldest first, as many waiting fetches as the records
+// acquirable now can serve by their maxRecords, less reserve (what the caller
+// acquires next itself); a woken fetch stops waiting (it waits again if it finds
+// nothing). Waking every waiter for the few hundred records an acknowledgement
+// frees would have them all take sp.mu in turn for one of them to acquire.
+func (sp *sharePartition) wakeLocked(lim Limits, reserve int) {
+	if sp.p == nil || sp.rp == nil {
+		sp.wakeAllLocked()
+		return
+	}
+	n := sp.p.Acquirable(sp.rp.HighWatermark(), lim) - int64(reserve)
+	i := 0
+	for ; i < len(sp.waiters) && n > 0; i++ {
+		sp.wakeOneLocked(sp.waiters[i].w)
+		n -= int64(sp.waiters[i].maxRecords)
+	}
+	sp.waiters = append(sp.waiters[:0], sp.waiters[i:]...)
+}
+
+// wakeAllLocked wakes every waiting fetch (the state was dropped: each reloads
+// or fails).
+func (sp *sharePartition) wakeAllLocked() {
+	for _, x := range sp.waiters {
+		sp.wakeOneLocked(x.w)
+	}
+	sp.waiters = sp.waiters[:0]
+}
+
+func (sp *sharePartition) wakeOneLocked(w *replica.Watcher) {
+	sp.woken++
+	select {
+	case w.C <- struct{}{}:
+	default:
 	}
 }
 
@@ -194,16 +272,18 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	}
 	sp := m.mu.shares[k]
 	if sp == nil {
-		sp = &sharePartition{key: k, topic: topic, watchers: make(map[*replica.Watcher]struct{})}
+		sp = &sharePartition{key: k, topic: topic}
 		m.mu.shares[k] = sp
 	}
 	m.mu.Unlock()
 	sp.mu.Lock()
+	sp.rp = rp
 	for sp.p != nil && sp.epoch != rp.LeaderEpoch() && (sp.writing != nil || sp.next != nil) {
 		m.flushLocked(ctx, sp) // the old epoch's changes are written before the reload
 	}
 	if epoch := rp.LeaderEpoch(); sp.p == nil || sp.epoch != epoch {
 		sp.stopTimerLocked()
+		sp.cache = readCache{} // read under the old state
 		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		snap, found, err := m.store.Load(lctx, k)
 		if err == nil && !found {
@@ -308,6 +388,7 @@ func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBa
 func (m *Manager) dropLocked(sp *sharePartition) {
 	sp.stopTimerLocked()
 	sp.p = nil
+	sp.cache = readCache{}
 	if b := sp.next; b != nil {
 		sp.next = nil
 		b.code = kerr.RequestTimedOut.Code
@@ -347,17 +428,23 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 	if len(archived) > 0 {
 		m.maybeDeadLetterLocked(sp) // its end saves the state
 	}
-	sp.stopTimerLocked()
 	if next.IsZero() {
+		sp.stopTimerLocked()
 		return
 	}
+	if sp.timer != nil && !sp.timerAt.After(next) {
+		return // the armed timer fires first and arms the next one
+	}
+	sp.stopTimerLocked()
 	tok := sp.timerTok
+	sp.timerAt = next
 	sp.timer = m.afterFunc(next.Sub(m.cfg.Now()), func() {
 		sp.mu.Lock()
 		defer sp.mu.Unlock()
 		if sp.timerTok != tok || sp.p == nil {
 			return
 		}
+		sp.timer = nil
 		cfg := m.groupConfig(sp.key.Group)
 		archived, _ := sp.p.Expire(m.cfg.Now(), cfg.Limits)
 		if len(archived) > 0 {
@@ -366,7 +453,7 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 				m.maybeDeadLetterLocked(sp)
 			}
 		}
-		sp.wakeLocked()
+		sp.wakeLocked(cfg.Limits, 0)
 		m.armExpiryLocked(sp, cfg)
 	})
 }
@@ -403,97 +490,11 @@ func (m *Manager) afterFunc(d time.Duration, f func()) *time.Timer {
 	})
 }
 
-// acquireLocked acquires up to maxRecords records of sp for member from the log and
-// returns the batches holding them and the acquired ranges.
-func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, member string, cfg GroupConfig, maxRecords, maxBytes int, strict bool) ([]byte, []AcquiredRange, error) {
-	now := m.cfg.Now()
-	if archived, _ := sp.p.Expire(now, cfg.Limits); len(archived) > 0 {
-		m.maybeDeadLetterLocked(sp) // its end saves the state
-	}
-	if ls := rp.LogStartOffset(); ls > sp.p.Start() {
-		sp.p.AdvanceTo(ls)
-	}
-	from := sp.p.FetchOffset()
-	if from >= rp.HighWatermark() {
-		return nil, nil, nil
-	}
-	res, err := rp.Read(from, readBytes(maxRecords, maxBytes, sp.recordBytes), replica.ReadUncommitted) // share.isolation.level's default
-	if err != nil {
-		return nil, nil, err
-	}
-	defer res.Chunk.Release()
-	if res.Chunk.Size == 0 {
-		return nil, nil, nil
-	}
-	data, err := res.Chunk.Bytes()
-	if err != nil {
-		return nil, nil, err
-	}
-	type span struct {
-		b    []byte
-		h    batch.Header
-		used bool
-	}
-	var spans []span
-	var batches []Batch
-	for rest := data; len(rest) > 0; {
-		n, err := batch.FrameSize(rest)
-		if err != nil || n > len(rest) {
-			break
-		}
-		h, err := batch.ParseHeader(rest[:n])
-		if err != nil {
-			break
-		}
-		spans = append(spans, span{b: rest[:n], h: h})
-		batches = append(batches, Batch{First: h.BaseOffset, Last: h.LastOffset(), Control: h.Control()})
-		rest = rest[n:]
-	}
-	if n := len(batches); n > 0 {
-		if offsets := batches[n-1].Last - batches[0].First + 1; offsets > 0 {
-			sp.recordBytes = float64(len(data)) / float64(offsets)
-		}
-	}
-	acquired := sp.p.Acquire(member, now, cfg.Limits, batches, maxRecords, strict)
-	var out []byte
-	for _, s := range spans {
-		for _, a := range acquired {
-			if a.First <= s.h.LastOffset() && a.Last >= s.h.BaseOffset {
-				out = append(out, s.b...)
-				break
-			}
-		}
-	}
-	if len(acquired) > 0 {
-		m.armExpiryLocked(sp, cfg)
-	}
-	return out, acquired, nil
-}
-
-// minReadBytes is the least a share fetch reads from the log at a time.
-const minReadBytes = 64 << 10
-
-// readBytes bounds one read of the log for an acquisition of at most maxRecords
-// (a request allowing maxBytes), given the mean bytes per offset of the previous
-// read (0: none yet). The read is copied into memory and only the acquired
-// batches are sent, so reading the whole of a client's maxBytes (franz-go asks
-// for 50 MiB) for the few hundred records a member may take costs every fetch a
-// copy of up to 50 MiB, under the share partition's lock. Twice the estimate
-// leaves room for records already acquired or acknowledged inside the range.
-func readBytes(maxRecords, maxBytes int, recordBytes float64) int {
-	if recordBytes <= 0 {
-		return min(maxBytes, minReadBytes)
-	}
-	want := 2 * float64(maxRecords) * recordBytes
-	if want >= float64(maxBytes) {
-		return maxBytes
-	}
-	return min(maxBytes, max(int(want), minReadBytes))
-}
-
 // acknowledgeLocked applies acknowledgement batches of member to sp and persists the
-// result; it returns the partition's acknowledgement error code.
-func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch) int16 {
+// result; it returns the partition's acknowledgement error code. reserve is how
+// many records the caller acquires right after (a ShareFetch's own acquisition):
+// waiting fetches are woken only for the rest.
+func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch, reserve int) int16 {
 	now := m.cfg.Now()
 	code := int16(0)
 	changed := false
@@ -512,7 +513,7 @@ func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, mem
 		if c := m.saveLocked(ctx, sp); c != 0 {
 			return c
 		}
-		sp.wakeLocked()
+		sp.wakeLocked(cfg.Limits, reserve)
 		m.maybeDeadLetterLocked(sp)
 	}
 	return code

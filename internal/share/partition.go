@@ -3,6 +3,7 @@ package share
 import (
 	"cmp"
 	"errors"
+	"math"
 	"slices"
 	"time"
 )
@@ -101,12 +102,37 @@ func (r *record) fail(lim Limits, why Failure) {
 type Partition struct {
 	start int64
 	end   int64
-	recs  map[int64]*record // every offset in [start, end)
+	// recs holds every offset in [start, end) in order: recs[i] is offset
+	// start+i. A slice, not a map: acquiring new offsets appends values and
+	// advancing reslices, so neither allocates per record.
+	recs []record
+	// lockFloor is at or before the deadline of every Acquired record (noLocks
+	// when none is known), so Expire skips its scan until a lock may be due.
+	lockFloor time.Time
 }
+
+// noLocks is the lockFloor of a partition without acquisition locks.
+var noLocks = time.Unix(1<<62, 0)
 
 // NewPartition starts a share partition with nothing in flight at offset start.
 func NewPartition(start int64) *Partition {
-	return &Partition{start: start, end: start, recs: make(map[int64]*record)}
+	return &Partition{start: start, end: start, lockFloor: noLocks}
+}
+
+// at is the record of offset o, which must be in [start, end).
+func (p *Partition) at(o int64) *record { return &p.recs[o-p.start] }
+
+// grow adds offset end to the window in state st.
+func (p *Partition) grow(st RecordState) {
+	p.recs = append(p.recs, record{state: st})
+	p.end++
+}
+
+// dropFront removes the first n offsets of the window.
+func (p *Partition) dropFront(n int64) {
+	clear(p.recs[:n]) // let go of member strings
+	p.recs = p.recs[n:]
+	p.start += n
 }
 
 // Start is the share-partition start offset (SPSO).
@@ -127,19 +153,50 @@ func (p *Partition) State(offset int64) (RecordState, int16) {
 	case offset >= p.end:
 		return Available, 0
 	}
-	r := p.recs[offset]
+	r := p.at(offset)
 	return r.state, r.count
 }
 
 // FetchOffset is where the next acquisition reads the log from: the first Available
 // offset in flight, or End.
 func (p *Partition) FetchOffset() int64 {
-	for o := p.start; o < p.end; o++ {
-		if p.recs[o].state == Available {
-			return o
+	for i := range p.recs {
+		if p.recs[i].state == Available {
+			return p.start + int64(i)
 		}
 	}
 	return p.end
+}
+
+// Room is how many offsets past End the in-flight window can still take.
+func (p *Partition) Room(lim Limits) int64 {
+	if lim.MaxInFlight <= 0 {
+		return math.MaxInt64
+	}
+	return lim.MaxInFlight - (p.end - p.start)
+}
+
+// Acquirable is how many offsets an acquisition could take now, with the log's
+// high watermark at hwm: the Available offsets in flight and what the window has
+// room for below hwm.
+func (p *Partition) Acquirable(hwm int64, lim Limits) int64 {
+	n := max(0, min(hwm-p.end, p.Room(lim)))
+	for i := range p.recs {
+		if p.recs[i].state == Available {
+			n++
+		}
+	}
+	return n
+}
+
+// Holds reports whether member holds the acquisition lock of some offset.
+func (p *Partition) Holds(member string) bool {
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Acquired && r.member == member {
+			return true
+		}
+	}
+	return false
 }
 
 // Batch is the offset range of one record batch of the log.
@@ -163,6 +220,10 @@ type AcquiredRange struct {
 func (p *Partition) Acquire(member string, now time.Time, lim Limits, batches []Batch, maxRecords int, strict bool) []AcquiredRange {
 	var out []AcquiredRange
 	n := 0
+	deadline := now.Add(lim.LockDuration)
+	if deadline.Before(p.lockFloor) {
+		p.lockFloor = deadline
+	}
 	add := func(o int64, count int16) {
 		if k := len(out); k > 0 && out[k-1].Last == o-1 && out[k-1].DeliveryCount == count {
 			out[k-1].Last = o
@@ -186,17 +247,14 @@ func (p *Partition) Acquire(member string, now time.Time, lim Limits, batches []
 				break // the window is full: only released records may go out
 			}
 			if o >= p.end {
-				if o > p.end {
-					// Offsets the log does not have (compacted away) between
-					// batches: nothing to deliver.
-					for g := p.end; g < o; g++ {
-						p.recs[g] = &record{state: Archived}
-					}
+				// Offsets the log does not have (compacted away) between
+				// batches: nothing to deliver.
+				for p.end < o {
+					p.grow(Archived)
 				}
-				p.recs[o] = &record{state: Available}
-				p.end = o + 1
+				p.grow(Available)
 			}
-			r := p.recs[o]
+			r := p.at(o)
 			if r.state != Available {
 				continue
 			}
@@ -204,7 +262,7 @@ func (p *Partition) Acquire(member string, now time.Time, lim Limits, batches []
 				r.state = Archived
 				continue
 			}
-			r.state, r.count, r.member, r.deadline = Acquired, r.count+1, member, now.Add(lim.LockDuration)
+			r.state, r.count, r.member, r.deadline = Acquired, r.count+1, member, deadline
 			add(o, r.count)
 		}
 	}
@@ -235,13 +293,13 @@ func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first,
 		if o < p.start || o >= p.end {
 			return nil, ErrInvalidRecordState
 		}
-		if r := p.recs[o]; r.state != Acquired || r.member != member {
+		if r := p.at(o); r.state != Acquired || r.member != member {
 			return nil, ErrInvalidRecordState
 		}
 	}
 	var archived []int64
 	for o := first; o <= last; o++ {
-		r := p.recs[o]
+		r := p.at(o)
 		switch typeAt(o) {
 		case Accept:
 			r.state = Acknowledged
@@ -282,8 +340,15 @@ func (p *Partition) releaseRecord(r *record, lim Limits) bool {
 // the offsets archived because they ran out of deliveries, and the earliest lock
 // deadline still pending (zero when none).
 func (p *Partition) Expire(now time.Time, lim Limits) (archived []int64, next time.Time) {
-	for o := p.start; o < p.end; o++ {
-		r := p.recs[o]
+	if now.Before(p.lockFloor) {
+		// No lock is due yet: the floor is the earliest a deadline can be.
+		if p.lockFloor != noLocks {
+			next = p.lockFloor
+		}
+		return nil, next
+	}
+	for i := range p.recs {
+		o, r := p.start+int64(i), &p.recs[i]
 		if r.state != Acquired {
 			continue
 		}
@@ -297,6 +362,10 @@ func (p *Partition) Expire(now time.Time, lim Limits) (archived []int64, next ti
 			next = r.deadline
 		}
 	}
+	p.lockFloor = noLocks
+	if !next.IsZero() {
+		p.lockFloor = next
+	}
 	p.advance()
 	return archived, next
 }
@@ -305,10 +374,10 @@ func (p *Partition) Expire(now time.Time, lim Limits) (archived []int64, next ti
 // returns the offsets archived because they ran out of deliveries.
 func (p *Partition) ReleaseMember(member string, lim Limits) []int64 {
 	var archived []int64
-	for o := p.start; o < p.end; o++ {
-		if r := p.recs[o]; r.state == Acquired && r.member == member {
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Acquired && r.member == member {
 			if p.releaseRecord(r, lim) {
-				archived = append(archived, o)
+				archived = append(archived, p.start+int64(i))
 			}
 		}
 	}
@@ -326,9 +395,9 @@ type DeadLetter struct {
 // DeadLetters lists the Archiving offsets, in order.
 func (p *Partition) DeadLetters() []DeadLetter {
 	var out []DeadLetter
-	for o := p.start; o < p.end; o++ {
-		if r := p.recs[o]; r.state == Archiving {
-			out = append(out, DeadLetter{Offset: o, DeliveryCount: r.count, Why: r.why})
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Archiving {
+			out = append(out, DeadLetter{Offset: p.start + int64(i), DeliveryCount: r.count, Why: r.why})
 		}
 	}
 	return out
@@ -339,8 +408,8 @@ func (p *Partition) DeadLetters() []DeadLetter {
 // Archiving are ignored.
 func (p *Partition) Archive(offsets []int64) {
 	for _, o := range offsets {
-		if o >= p.start && o < p.end && p.recs[o].state == Archiving {
-			p.recs[o].state = Archived
+		if o >= p.start && o < p.end && p.at(o).state == Archiving {
+			p.at(o).state = Archived
 		}
 	}
 	p.advance()
@@ -351,8 +420,8 @@ func (p *Partition) Archive(offsets []int64) {
 // again). Offsets no longer in flight or not Archiving are ignored.
 func (p *Partition) Unarchive(offsets []int64) {
 	for _, o := range offsets {
-		if o >= p.start && o < p.end && p.recs[o].state == Archiving {
-			p.recs[o].state = Available
+		if o >= p.start && o < p.end && p.at(o).state == Archiving {
+			p.at(o).state = Available
 		}
 	}
 }
@@ -360,22 +429,22 @@ func (p *Partition) Unarchive(offsets []int64) {
 // AdvanceTo moves Start up to offset (the log start moved past it: those records are
 // gone), archiving what was in flight below it.
 func (p *Partition) AdvanceTo(offset int64) {
-	for o := p.start; o < offset && o < p.end; o++ {
-		delete(p.recs, o)
+	if offset <= p.start {
+		return
 	}
-	p.start = max(p.start, offset)
+	p.dropFront(min(offset, p.end) - p.start)
+	p.start = offset
 	p.end = max(p.end, p.start)
 }
 
 // advance moves Start past every finished offset.
 func (p *Partition) advance() {
-	for p.start < p.end {
-		r := p.recs[p.start]
-		if r.state != Acknowledged && r.state != Archived {
-			return
-		}
-		delete(p.recs, p.start)
-		p.start++
+	n := 0
+	for n < len(p.recs) && (p.recs[n].state == Acknowledged || p.recs[n].state == Archived) {
+		n++
+	}
+	if n > 0 {
+		p.dropFront(int64(n))
 	}
 }
 
@@ -409,8 +478,8 @@ func (s Snapshot) newerThan(o Snapshot) bool {
 // Snapshot returns the partition's durable state.
 func (p *Partition) Snapshot() Snapshot {
 	s := Snapshot{Start: p.start}
-	for o := p.start; o < p.end; o++ {
-		r := p.recs[o]
+	for i := range p.recs {
+		o, r := p.start+int64(i), &p.recs[i]
 		st := r.state
 		if st == Acquired {
 			st = Available
@@ -431,16 +500,19 @@ func Restore(s Snapshot) *Partition {
 	bs := slices.Clone(s.Batches)
 	slices.SortFunc(bs, func(a, b StateBatch) int { return cmp.Compare(a.First, b.First) })
 	for _, b := range bs {
+		st := b.State
+		if st == Acquired {
+			st = Available
+		}
 		for o := max(b.First, p.start); o <= b.Last; o++ {
-			for g := p.end; g < o; g++ {
-				p.recs[g] = &record{state: Available}
+			for p.end < o {
+				p.grow(Available)
 			}
-			st := b.State
-			if st == Acquired {
-				st = Available
+			if o == p.end {
+				p.grow(st)
 			}
-			p.recs[o] = &record{state: st, count: b.DeliveryCount}
-			p.end = max(p.end, o+1)
+			r := p.at(o)
+			r.state, r.count = st, b.DeliveryCount
 		}
 	}
 	p.advance()

@@ -172,7 +172,7 @@ func (h *scriptHarness) run(t *testing.T, cmd string) []string {
 		s := fmt.Sprintf("start=%d end=%d fetch=%d", h.p.Start(), h.p.End(), h.p.FetchOffset())
 		var parts []string
 		for o := h.p.Start(); o < h.p.End(); o++ {
-			r := h.p.recs[o]
+			r := h.p.at(o)
 			x := fmt.Sprintf("%d:%s#%d", o, r.state, r.count)
 			if r.member != "" {
 				x += "@" + r.member
