@@ -161,7 +161,7 @@ func partitionsRun(ctx context.Context, o options, b *system, n, spread int) (ms
 		measure{metric: fmt.Sprintf("produce over %d partitions, records/s", spread), value: prod.RecordsPerSec},
 		measure{metric: fmt.Sprintf("produce over %d partitions, p99 ms", spread), value: prod.Latency.P99, lowerIsBetter: true})
 
-	cons, fetches, err := spreadConsume(ctx, o, b.seeds, spreadTopic, prod.Records+int64(spread))
+	cons, fetches, err := spreadConsume(ctx, o, b.seeds, spreadTopic, int32(spread), prod.Records+int64(spread))
 	if len(fetches) > 0 {
 		fetchBytes = [2]float64{float64(fetches[0]), medianInt(fetches[1:])}
 	}
@@ -302,10 +302,10 @@ func spreadProduce(ctx context.Context, o options, seeds []string, topic string,
 
 // spreadConsume reads count records of topic from the start with one consumer
 // and returns the sizes of the Fetch requests it wrote, in order.
-func spreadConsume(ctx context.Context, o options, seeds []string, topic string, count int64) (bench.Result, []int, error) {
+func spreadConsume(ctx context.Context, o options, seeds []string, topic string, partitions int32, count int64) (bench.Result, []int, error) {
 	var fetches fetchRecorder
 	res, err := bench.Consume(ctx, bench.Config{
-		Brokers: seeds, Topic: topic, ReplicationFactor: int16(o.nodes), RecordSize: 1024,
+		Brokers: seeds, Topic: topic, Partitions: partitions, ReplicationFactor: int16(o.nodes), RecordSize: 1024,
 		Count: count, Duration: partitionsReadBound, Acks: bench.AcksAll, Compression: "none",
 		Producers: 1, Consumers: 1,
 		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka"), kgo.WithHooks(&fetches)},
