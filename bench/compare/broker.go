@@ -322,7 +322,8 @@ func startStrata(ctx context.Context, bin, dir string, nodes int) (*system, erro
 		if err != nil {
 			return nil, err
 		}
-		s.procs, s.pids = []*proc{p}, procPIDs([]*proc{p})
+		s.procs = []*proc{p}
+		s.pids = procPIDs(s.procs) // the slice, not a copy: a restart replaces its element
 		return s, s.waitReady(ctx, began, 1)
 	}
 	base := filepath.Join(dir, "cluster")

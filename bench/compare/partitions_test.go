@@ -28,13 +28,13 @@ func TestPercentile(t *testing.T) {
 
 func TestFetchSessionSummary(t *testing.T) {
 	got := fetchSessionSummary(1000, map[string][2]float64{"strata": {31000, 120}, "kafka": {31000, 29000}})
-	want := "Fetch requests of the consumer of 1000 partitions: Strata first 31k B, median of the rest 120 B: " +
+	want := "Fetch requests of an idle consumer of 1000 partitions: Strata first 31k B, median of the rest 120 B: " +
 		"incremental (later requests under a tenth of the first); Kafka first 31k B, median of the rest 29k B: **not incremental**."
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	got = fetchSessionSummary(10, map[string][2]float64{})
-	want = "Fetch requests of the consumer of 10 partitions: Strata no fetches recorded; Kafka no fetches recorded."
+	want = "Fetch requests of an idle consumer of 10 partitions: Strata no fetches recorded; Kafka no fetches recorded."
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
