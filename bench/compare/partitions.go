@@ -62,7 +62,8 @@ func runPartitions(ctx context.Context, o options, p *pairing, brokers map[strin
 		Title: fmt.Sprintf("Many partitions: a topic of %d partitions, produce and consume over %d, restart of one broker", n, spread),
 		Note: "One run per system on the pairing's brokers. RSS per partition is the growth of the broker processes' " +
 			"RSS (summed over nodes) from before the create to after it, over the partition count. Fetch request " +
-			"bytes are what an idle consumer of every spread partition wrote: the first Fetch names every partition; " +
+			"bytes are what an idle consumer of every spread partition wrote: its first Fetch to a broker names every " +
+			"partition it reads there; " +
 			"with a KIP-227 fetch session the later ones name none. The restart clocks start at the exec.",
 	}
 	p.Extras = append(p.Extras, t)
