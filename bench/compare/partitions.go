@@ -213,7 +213,7 @@ func createLeaded(ctx context.Context, cl *kgo.Client, topic string, partitions 
 		}
 	}
 	for {
-		led, err := leadedCount(ctx, cl, topic)
+		led, err := countPartitions(ctx, cl, topic, leaded)
 		if err == nil && led == int(partitions) {
 			return time.Since(began), nil
 		}
@@ -224,29 +224,39 @@ func createLeaded(ctx context.Context, cl *kgo.Client, topic string, partitions 
 	}
 }
 
-// leadedCount is how many partitions of topic a Metadata answer shows with a
-// leader and no error.
-func leadedCount(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+// countPartitions is how many partitions of topic a Metadata answer shows
+// with which true.
+func countPartitions(ctx context.Context, cl *kgo.Client, topic string, which func(kmsg.MetadataResponseTopicPartition) bool) (int, error) {
+	resp, err := metadataRequest(topic).RequestWith(ctx, cl)
 	if err != nil {
 		return 0, err
 	}
-	led := 0
+	n := 0
 	for _, t := range resp.Topics {
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			return 0, err
 		}
 		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 && p.Leader >= 0 {
-				led++
+			if which(p) {
+				n++
 			}
 		}
 	}
-	return led, nil
+	return n, nil
+}
+
+// leaded: the partition has a leader and no error.
+func leaded(p kmsg.MetadataResponseTopicPartition) bool { return p.ErrorCode == 0 && p.Leader >= 0 }
+
+// metadataRequest asks about topics (none: every topic).
+func metadataRequest(topics ...string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
 }
 
 // metadataLatency sends up to partitionsMetadataReqs Metadata requests for
@@ -257,12 +267,7 @@ func metadataLatency(ctx context.Context, cl *kgo.Client, topics []string) ([2]f
 	defer cancel()
 	var took []time.Duration
 	for range partitionsMetadataReqs {
-		req := kmsg.NewPtrMetadataRequest()
-		for _, topic := range topics {
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = kmsg.StringPtr(topic)
-			req.Topics = append(req.Topics, rt)
-		}
+		req := metadataRequest(topics...)
 		began := time.Now()
 		_, err := cl.SeedBrokers()[0].Request(ctx, req)
 		if err != nil {
@@ -424,7 +429,7 @@ func restartLast(ctx context.Context, b *system, topic string, partitions int32,
 		return ms, nil
 	}
 	for {
-		in, err := inSyncCount(ctx, cl, topic, nodeID)
+		in, err := countPartitions(ctx, cl, topic, func(p kmsg.MetadataResponseTopicPartition) bool { return slices.Contains(p.ISR, nodeID) })
 		if err == nil && in == int(partitions) {
 			ms = append(ms, measure{metric: "restart: exec to back in every ISR, s", value: time.Since(began).Seconds(), lowerIsBetter: true})
 			return ms, nil
@@ -434,27 +439,6 @@ func restartLast(ctx context.Context, b *system, topic string, partitions int32,
 		}
 		time.Sleep(50 * time.Millisecond) // polling another process's state
 	}
-}
-
-// inSyncCount is how many partitions of topic list node in their ISR.
-func inSyncCount(ctx context.Context, cl *kgo.Client, topic string, node int32) (int, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return 0, err
-	}
-	in := 0
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if slices.Contains(p.ISR, node) {
-				in++
-			}
-		}
-	}
-	return in, nil
 }
 
 // restart stops broker i (SIGTERM, then waits for its exit) and starts it
