@@ -304,36 +304,26 @@ func TestFetchSessionRotatesPartitionsWithData(t *testing.T) {
 	sf.finish(resp, nil)
 	id := resp.SessionID
 
-	// A full fetch keeps the order the client gave.
+	// A full fetch keeps the order the client gave (answer lists what was read,
+	// in order).
 	read, sf = s.begin(fetchReq(id, 1, "t", nil))
-	if got := readOrder(read); !slices.Equal(got, []int32{0, 1, 2, 3}) {
+	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{0, 1, 2, 3}) {
 		t.Fatalf("after the full fetch: read order %v", got)
 	}
 	// Records from 0 and 1 (one file-backed): they go to the back.
 	resp = answer(read, hwm, 1)
 	sf.finish(resp, map[*kmsg.FetchResponseTopicPartition]*fileRecords{&resp.Topics[0].Partitions[0]: {n: 1}})
 	read, sf = s.begin(fetchReq(id, 2, "t", nil))
-	if got := readOrder(read); !slices.Equal(got, []int32{2, 3, 0, 1}) {
+	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{2, 3, 0, 1}) {
 		t.Fatalf("after records from 0 and 1: read order %v", got)
 	}
 	// The rotated order splits the topic into runs; records from 3 move it last.
 	resp = answer(read, hwm, 3)
 	sf.finish(resp, nil)
 	read, _ = s.begin(fetchReq(id, 3, "t", nil))
-	if got := readOrder(read); !slices.Equal(got, []int32{2, 0, 1, 3}) {
+	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{2, 0, 1, 3}) {
 		t.Fatalf("after records from 3: read order %v", got)
 	}
-}
-
-// readOrder lists the partitions a (session-expanded) request reads, in order.
-func readOrder(req *kmsg.FetchRequest) []int32 {
-	var out []int32
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			out = append(out, p.Partition)
-		}
-	}
-	return out
 }
 
 // TestFetchSessionResendsAfterError: a partition answered with an error is
