@@ -24,6 +24,8 @@ import (
 // proc is one process the harness started.
 type proc struct {
 	name    string
+	bin     string   // what was started, before any taskset
+	args    []string // and its arguments
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // read after exited is closed
@@ -42,13 +44,14 @@ func spawn(name, logPath, bin string, args ...string) (*proc, error) {
 		return nil, err
 	}
 	defer logf.Close() // the child has its own descriptor
+	p := &proc{name: name, bin: bin, args: args, exited: make(chan struct{}), logPath: logPath}
 	if brokerCPUs != "" {
 		args = append([]string{"-c", brokerCPUs, bin}, args...)
 		bin = "taskset"
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	p := &proc{name: name, cmd: cmd, exited: make(chan struct{}), logPath: logPath}
+	p.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -319,7 +322,8 @@ func startStrata(ctx context.Context, bin, dir string, nodes int) (*system, erro
 		if err != nil {
 			return nil, err
 		}
-		s.procs, s.pids = []*proc{p}, procPIDs([]*proc{p})
+		s.procs = []*proc{p}
+		s.pids = procPIDs(s.procs) // the slice, not a copy: a restart replaces its element
 		return s, s.waitReady(ctx, began, 1)
 	}
 	base := filepath.Join(dir, "cluster")

@@ -11,9 +11,9 @@ import (
 )
 
 // Workloads beyond the produce/consume/e2e rows, each printed as its own table
-// under its pairing (share groups, OMB-style rate steps, fan-out). Each is off
-// unless its flag is given; -base=false leaves out the rows above, so one of
-// these can run alone.
+// under its pairing (share groups, OMB-style rate steps, fan-out, many
+// partitions). Each is off unless its flag is given; -base=false leaves out the
+// rows above, so one of these can run alone.
 
 // extraOptions are the flags of the extra workloads.
 type extraOptions struct {
@@ -29,6 +29,7 @@ type extraOptions struct {
 
 	fanout          int
 	fanoutDuration  time.Duration
+	partitions      int
 	pairings        []string
 	rawShareMembers string
 	rawOMBRates     string
@@ -45,6 +46,7 @@ func (e *extraOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&e.ombDuration, "omb-duration", 10*time.Second, "length of each OMB-style rate step")
 	fs.IntVar(&e.fanout, "fanout", 0, "fan-out rows: unthrottled produce without readers and with this many readers of every record (0: skip them)")
 	fs.DurationVar(&e.fanoutDuration, "fanout-duration", 5*time.Second, "length of each fan-out produce run")
+	fs.IntVar(&e.partitions, "partitions", 0, "many-partitions rows (partitions.go): a topic of this many partitions, produce and consume over up to 1,000 of them, a broker restart (0: skip them)")
 	fs.StringVar(&e.rawPairings, "pairings", "defaults,equal", "pairings to run: defaults, equal (durability), or both")
 }
 
@@ -72,8 +74,8 @@ func (e *extraOptions) parse() error {
 		return fmt.Errorf("-share-records and -share-small-records must be positive")
 	case e.ombDuration <= 0 || e.fanoutDuration <= 0:
 		return fmt.Errorf("-omb-duration and -fanout-duration must be positive")
-	case e.fanout < 0:
-		return fmt.Errorf("-fanout must not be negative")
+	case e.fanout < 0 || e.partitions < 0:
+		return fmt.Errorf("-fanout and -partitions must not be negative")
 	}
 	return nil
 }
@@ -103,6 +105,11 @@ func runExtras(ctx context.Context, o options, p *pairing, brokers map[string]*s
 	}
 	if o.extras.fanout > 0 {
 		if err := runFanout(ctx, o, p, brokers); err != nil {
+			return err
+		}
+	}
+	if o.extras.partitions > 0 {
+		if err := runPartitions(ctx, o, p, brokers); err != nil {
 			return err
 		}
 	}

@@ -31,8 +31,8 @@
 //
 // Extra workloads, each its own table under its pairing and off unless asked for
 // (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
-// omb.go) and fan-out (-fanout, fanout.go); -base=false runs them without the rows
-// above.
+// omb.go), fan-out (-fanout, fanout.go) and many partitions (-partitions,
+// partitions.go); -base=false runs them without the rows above.
 package main
 
 import (

@@ -57,6 +57,10 @@ type Config struct {
 	// and per client IP (max.connections, max.connections.per.ip); -1: no limit.
 	MaxConnections      int32
 	MaxConnectionsPerIP int32
+	// MaxIncrementalFetchSessionCacheSlots is how many KIP-227 fetch sessions
+	// the broker caches (max.incremental.fetch.session.cache.slots); 0: none,
+	// every fetch is a full one.
+	MaxIncrementalFetchSessionCacheSlots int32
 	// MaxConnectionCreationRate bounds the Kafka connections accepted per
 	// second (max.connection.creation.rate): over it, accepting waits; -1: no
 	// limit.
@@ -147,36 +151,37 @@ type Config struct {
 // Default returns the embedded defaults: a single node serving on loopback.
 func Default() Config {
 	return Config{
-		NodeID:                       1,
-		DataDir:                      "./data",
-		KafkaAddr:                    "127.0.0.1:9092",
-		HTTPAddr:                     "127.0.0.1:8080",
-		ControllerAddr:               "127.0.0.1:9093",
-		Roles:                        "broker,controller",
-		AutoCreateTopics:             true,
-		DefaultPartitions:            1,
-		MaxRequestBytes:              100 << 20,
-		MaxQueuedRequestBytes:        256 << 20,
-		MaxConnections:               10000,
-		MaxConnectionsPerIP:          1000,
-		MaxConnectionCreationRate:    -1,
-		LogLevel:                     "info",
-		LogFormat:                    "text",
-		ShutdownTimeout:              30 * time.Second,
-		GroupInitialDelay:            3 * time.Second,
-		OffsetsTopicPartition:        50,
-		GroupConsumerMaxSize:         math.MaxInt32,
-		GroupClassicMaxSize:          math.MaxInt32,
-		TransactionStatePartitions:   50,
-		TransactionMaxTimeout:        15 * time.Minute,
-		OAuthPrincipalClaim:          "sub",
-		LogCleanupInterval:           time.Minute,
-		BrokerHeartbeatInterval:      time.Second,
-		BrokerSessionTimeout:         9 * time.Second,
-		ReplicaLagTimeMax:            30 * time.Second,
-		LeaderImbalanceCheckInterval: 5 * time.Minute,
-		RemoteCacheSize:              256 << 20,
-		RemoteUploadInterval:         time.Second,
+		NodeID:                               1,
+		DataDir:                              "./data",
+		KafkaAddr:                            "127.0.0.1:9092",
+		HTTPAddr:                             "127.0.0.1:8080",
+		ControllerAddr:                       "127.0.0.1:9093",
+		Roles:                                "broker,controller",
+		AutoCreateTopics:                     true,
+		DefaultPartitions:                    1,
+		MaxRequestBytes:                      100 << 20,
+		MaxQueuedRequestBytes:                256 << 20,
+		MaxConnections:                       10000,
+		MaxConnectionsPerIP:                  1000,
+		MaxConnectionCreationRate:            -1,
+		MaxIncrementalFetchSessionCacheSlots: 1000,
+		LogLevel:                             "info",
+		LogFormat:                            "text",
+		ShutdownTimeout:                      30 * time.Second,
+		GroupInitialDelay:                    3 * time.Second,
+		OffsetsTopicPartition:                50,
+		GroupConsumerMaxSize:                 math.MaxInt32,
+		GroupClassicMaxSize:                  math.MaxInt32,
+		TransactionStatePartitions:           50,
+		TransactionMaxTimeout:                15 * time.Minute,
+		OAuthPrincipalClaim:                  "sub",
+		LogCleanupInterval:                   time.Minute,
+		BrokerHeartbeatInterval:              time.Second,
+		BrokerSessionTimeout:                 9 * time.Second,
+		ReplicaLagTimeMax:                    30 * time.Second,
+		LeaderImbalanceCheckInterval:         5 * time.Minute,
+		RemoteCacheSize:                      256 << 20,
+		RemoteUploadInterval:                 time.Second,
 	}
 }
 
@@ -207,6 +212,7 @@ func (c *Config) options() []option {
 		{"max-queued-request-bytes", "request bytes read and not yet handled, over all connections (queued.max.request.bytes; -1: no bound)", int64Value{&c.MaxQueuedRequestBytes}},
 		{"max-connections", "open Kafka connections in total (max.connections; -1: no limit)", int32Value{&c.MaxConnections}},
 		{"max-connections-per-ip", "open Kafka connections per client IP (max.connections.per.ip; -1: no limit)", int32Value{&c.MaxConnectionsPerIP}},
+		{"max-incremental-fetch-session-cache-slots", "incremental fetch sessions (KIP-227) the broker keeps for consumers and followers of many partitions (max.incremental.fetch.session.cache.slots; 0: none)", int32Value{&c.MaxIncrementalFetchSessionCacheSlots}},
 		{"max-connection-creation-rate", "Kafka connections accepted per second; over it, accepting waits (max.connection.creation.rate; -1: no limit)", int32Value{&c.MaxConnectionCreationRate}},
 		{"tls-cert-file", "PEM certificate: TLS on the Kafka, HTTP and controller listeners and between nodes (reloaded on change)", stringValue{&c.TLSCertFile}},
 		{"tls-key-file", "PEM private key of --tls-cert-file", stringValue{&c.TLSKeyFile}},
@@ -389,6 +395,9 @@ func (c *Config) Validate() error {
 		if v != -1 && v < 1 {
 			errs = append(errs, fmt.Errorf("%s must be -1 or positive, got %d", name, v))
 		}
+	}
+	if c.MaxIncrementalFetchSessionCacheSlots < 0 {
+		errs = append(errs, fmt.Errorf("max-incremental-fetch-session-cache-slots must not be negative, got %d", c.MaxIncrementalFetchSessionCacheSlots))
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		errs = append(errs, errors.New("tls-cert-file and tls-key-file must be given together"))

@@ -93,6 +93,7 @@ func TestResolveErrors(t *testing.T) {
 		{name: "super user", args: []string{"--super-users=admin"}, wantErr: "super-users"},
 		{name: "per-ip negative", args: []string{"--max-connections-per-ip=-2"}, wantErr: "max-connections-per-ip"},
 		{name: "connection creation rate zero", args: []string{"--max-connection-creation-rate=0"}, wantErr: "max-connection-creation-rate"},
+		{name: "fetch session slots negative", args: []string{"--max-incremental-fetch-session-cache-slots=-1"}, wantErr: "max-incremental-fetch-session-cache-slots"},
 		{name: "replica selector", args: []string{"--replica-selector-class=LeaderSelector"}, wantErr: "replica-selector-class"},
 	}
 	for _, tt := range tests {

@@ -57,9 +57,13 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	resp.ControllerID = h.controllerID(img)
 
 	if all {
-		for _, t := range img.Topics() {
+		topics := img.Topics()
+		var d topicDescriber
+		d.reserve(topics)
+		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(topics))
+		for _, t := range topics {
 			if describable(t.Name) {
-				resp.Topics = append(resp.Topics, describeTopic(img, t))
+				resp.Topics = append(resp.Topics, d.describe(img, t))
 			}
 		}
 		return reply(resp)
@@ -73,7 +77,8 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 			t = img.TopicByID(rt.TopicID)
 		}
 		if t != nil && describable(t.Name) {
-			resp.Topics = append(resp.Topics, describeTopic(img, t))
+			var d topicDescriber
+			resp.Topics = append(resp.Topics, d.describe(img, t))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -95,11 +100,32 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	return reply(resp)
 }
 
-func describeTopic(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {
+// topicDescriber builds the Metadata answers of topics. The answer of every
+// partition comes from one slab allocated up front (reserve), and a topic's
+// name points at the image's own (immutable, and only read by the encoder), so
+// an answer for every topic costs a few allocations however many topics and
+// partitions there are, not a few per topic.
+type topicDescriber struct {
+	slab []kmsg.MetadataResponseTopicPartition
+}
+
+// reserve makes room for the partitions of topics.
+func (d *topicDescriber) reserve(topics []*metadata.Topic) {
+	n := 0
+	for _, t := range topics {
+		n += len(t.Partitions)
+	}
+	d.slab = make([]kmsg.MetadataResponseTopicPartition, 0, n)
+}
+
+func (d *topicDescriber) describe(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	name := t.Name
-	mt.Topic, mt.TopicID = &name, t.ID
+	mt.Topic, mt.TopicID = &t.Name, t.ID
 	mt.IsInternal = isInternalTopic(t.Name)
+	if cap(d.slab)-len(d.slab) < len(t.Partitions) {
+		d.slab = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
+	}
+	start := len(d.slab)
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
@@ -115,8 +141,9 @@ func describeTopic(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponse
 		if p.Leader == metadata.NoLeader || !img.IsLive(p.Leader) {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
-		mt.Partitions = append(mt.Partitions, mp)
+		d.slab = append(d.slab, mp)
 	}
+	mt.Partitions = d.slab[start:len(d.slab):len(d.slab)]
 	return mt
 }
 

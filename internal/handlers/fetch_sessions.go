@@ -15,20 +15,44 @@ package handlers
 //
 // An unknown S answers FETCH_SESSION_ID_NOT_FOUND and a wrong E
 // INVALID_FETCH_SESSION_EPOCH, with no partitions: the client then opens a new
-// session with a full fetch. Sessions live in a bounded cache; when it is full
-// the least recently used session is evicted (its next fetch is told it is gone).
+// session with a full fetch.
+//
+// Fairness: an incremental fetch reads the session's partitions in its order and
+// stops reading records when the response's MaxBytes is spent, so after each
+// one the partitions that returned records move to the end of the order (as
+// Kafka's incremental fetch context does): with many partitions and a small
+// MaxBytes, none is starved by those ahead of it.
+//
+// The cache holds max.incremental.fetch.session.cache.slots sessions
+// (Config.FetchSessionCacheSlots, 1,000 by default; 0: no sessions, every fetch
+// is full). When it is full, a new session
+// takes a slot by evicting, as Kafka's FetchSessionCache does:
+//  1. the least recently used session, if it was last used more than
+//     sessionEvictionAge (min.incremental.fetch.session.eviction.ms) ago;
+//  2. else the lowest-ranked session it may evict, if the new one ranks higher.
+//     Ranks: a follower's session (privileged) above a consumer's, then more
+//     partitions above fewer. A consumer's new session may evict only sessions
+//     older than sessionEvictionAge; a follower's may also evict consumers'
+//     sessions of any age.
+//
+// Otherwise the full fetch is answered without a session (session id 0) and the
+// client keeps sending full fetches. An evicted session's next fetch is told
+// FETCH_SESSION_ID_NOT_FOUND.
 
 import (
 	"container/list"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// defaultFetchSessionSlots is Kafka's max.incremental.fetch.session.cache.slots.
-const defaultFetchSessionSlots = 1000
+// sessionEvictionAge is Kafka's min.incremental.fetch.session.eviction.ms: a
+// session younger than it is evicted only by a follower's, and one used within
+// it is not stale.
+const sessionEvictionAge = 120 * time.Second
 
 // Session epochs with a meaning of their own.
 const (
@@ -59,6 +83,11 @@ type fetchSession struct {
 	id        int32
 	nextEpoch int32
 	elem      *list.Element // in fetchSessions.lru
+	// privileged: a follower's session. created and lastUsed are read and
+	// written under fetchSessions.mu, size too (len(parts) at the last use).
+	privileged        bool
+	created, lastUsed time.Time
+	size              int
 
 	mu    sync.Mutex // guards parts and order across a fetch and its answer
 	parts map[sessionPartitionKey]*sessionPartition
@@ -69,12 +98,13 @@ type fetchSession struct {
 type fetchSessions struct {
 	mu    sync.Mutex
 	slots int
+	now   func() time.Time // time.Now; tests step a fake clock
 	byID  map[int32]*fetchSession
 	lru   list.List // front: most recently used
 }
 
 func newFetchSessions(slots int) *fetchSessions {
-	return &fetchSessions{slots: slots, byID: map[int32]*fetchSession{}}
+	return &fetchSessions{slots: slots, now: time.Now, byID: map[int32]*fetchSession{}}
 }
 
 // sessionFetch is how one Fetch request uses sessions.
@@ -100,12 +130,14 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		if req.SessionEpoch == sessionEpochFinal {
 			return req, sessionFetch{}
 		}
-		sess := s.createLocked()
+		privileged, size := fetchReplicaID(req) >= 0, requestPartitions(req)
+		sess := s.createLocked(privileged, size)
 		if sess == nil {
 			return req, sessionFetch{}
 		}
 		sess.mu.Lock()
 		sess.update(req)
+		sess.size = len(sess.parts)
 		sess.mu.Unlock()
 		return req, sessionFetch{session: sess}
 	}
@@ -118,8 +150,10 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 	}
 	sess.nextEpoch = nextSessionEpoch(sess.nextEpoch)
 	s.lru.MoveToFront(sess.elem)
+	sess.lastUsed = s.now()
 	sess.mu.Lock()
 	sess.update(req)
+	sess.size = len(sess.parts)
 	full := sess.request(req)
 	sess.mu.Unlock()
 	return full, sessionFetch{session: sess, incremental: true}
@@ -134,23 +168,70 @@ func nextSessionEpoch(e int32) int32 {
 	return e + 1
 }
 
-// createLocked opens a session, evicting the least recently used one when the
-// cache is full; nil when the cache holds no sessions at all.
-func (s *fetchSessions) createLocked() *fetchSession {
+// createLocked opens a session of size partitions, evicting one when the cache
+// is full and the rules above allow it; nil when there is no slot for it.
+func (s *fetchSessions) createLocked(privileged bool, size int) *fetchSession {
 	if s.slots <= 0 {
 		return nil
 	}
+	now := s.now()
 	if len(s.byID) >= s.slots {
-		s.removeLocked(s.lru.Back().Value.(*fetchSession))
+		victim := s.victimLocked(privileged, size, now)
+		if victim == nil {
+			return nil
+		}
+		s.removeLocked(victim)
 	}
 	id := rand.Int32()
 	for id == 0 || s.byID[id] != nil {
 		id = rand.Int32()
 	}
-	sess := &fetchSession{id: id, nextEpoch: 1, parts: map[sessionPartitionKey]*sessionPartition{}}
+	sess := &fetchSession{id: id, nextEpoch: 1, privileged: privileged, created: now, lastUsed: now, size: size,
+		parts: map[sessionPartitionKey]*sessionPartition{}}
 	sess.elem = s.lru.PushFront(sess)
 	s.byID[id] = sess
 	return sess
+}
+
+// victimLocked is the session a new one (privileged, of size partitions) may
+// evict from a full cache, or nil.
+func (s *fetchSessions) victimLocked(privileged bool, size int, now time.Time) *fetchSession {
+	if lru := s.lru.Back().Value.(*fetchSession); now.Sub(lru.lastUsed) > sessionEvictionAge {
+		return lru // stale
+	}
+	var low *fetchSession
+	for e := s.lru.Back(); e != nil; e = e.Prev() {
+		sess := e.Value.(*fetchSession)
+		old := now.Sub(sess.created) > sessionEvictionAge
+		if !old && (!privileged || sess.privileged) {
+			continue // not evictable by this session
+		}
+		if low == nil || rankBelow(sess, low) {
+			low = sess
+		}
+	}
+	if low == nil || !rankBelow(low, &fetchSession{privileged: privileged, size: size}) {
+		return nil
+	}
+	return low
+}
+
+// rankBelow orders sessions for eviction: a consumer's below a follower's, then
+// fewer partitions below more.
+func rankBelow(a, b *fetchSession) bool {
+	if a.privileged != b.privileged {
+		return !a.privileged
+	}
+	return a.size < b.size
+}
+
+// requestPartitions counts the partitions a request names.
+func requestPartitions(req *kmsg.FetchRequest) int {
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	return n
 }
 
 func (s *fetchSessions) removeLocked(sess *fetchSession) {
@@ -231,6 +312,7 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	kept := make(map[*kmsg.FetchResponseTopicPartition]*fileRecords, len(files))
+	var read []sessionPartitionKey // partitions that returned records
 	topics := resp.Topics[:0]
 	for _, t := range resp.Topics {
 		parts := t.Partitions[:0]
@@ -244,6 +326,11 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 					news = true
 					sp.highWatermark, sp.lastStableOffset, sp.logStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset
 				}
+				if p.ErrorCode != 0 {
+					// Forget what was sent, so the first answer without the
+					// error is sent too (Kafka resets its cached HWM likewise).
+					sp.highWatermark = -2
+				}
 			}
 			if sf.incremental && !news {
 				continue
@@ -252,6 +339,9 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 			if f != nil {
 				kept[&parts[len(parts)-1]] = f
 			}
+			if sf.incremental && (f != nil || len(p.RecordBatches) > 0) {
+				read = append(read, sessionPartitionKey{t.Topic, t.TopicID, p.Partition})
+			}
 		}
 		if len(parts) > 0 || !sf.incremental {
 			t.Partitions = parts
@@ -259,5 +349,32 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 		}
 	}
 	resp.Topics = topics
+	sess.moveToEnd(read)
 	return kept
+}
+
+// moveToEnd moves the partitions keys (that just returned records) to the end
+// of the session's order, keeping the order of the rest and of keys. sess.mu
+// is held.
+func (sess *fetchSession) moveToEnd(keys []sessionPartitionKey) {
+	if len(keys) == 0 {
+		return
+	}
+	moved := make(map[sessionPartitionKey]bool, len(keys))
+	for _, k := range keys {
+		moved[k] = true
+	}
+	kept := sess.order[:0]
+	for _, k := range sess.order {
+		if !moved[k] {
+			kept = append(kept, k)
+		}
+	}
+	for _, k := range keys {
+		if moved[k] && sess.parts[k] != nil {
+			moved[k] = false // a partition named twice moves once
+			kept = append(kept, k)
+		}
+	}
+	sess.order = kept
 }

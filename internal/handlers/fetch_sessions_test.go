@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -129,13 +131,26 @@ func TestFetchSessions(t *testing.T) {
 		t.Fatalf("epoch 4: error %d", sf.errorCode)
 	}
 
-	// The cache holds two sessions: a third evicts the least recently used.
-	_, sfA := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0}))
-	_, sfB := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0}))
-	if s.len() != 2 {
+	// The cache holds two sessions. Once both are older than the eviction age,
+	// a third of three partitions evicts the one of one partition
+	// (TestFetchSessionEvictionRules covers the rest).
+	_, sfA := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}))
+	if s.len() != 2 || sfA.session == nil {
 		t.Fatalf("%d sessions cached, want 2", s.len())
 	}
-	if _, sf := s.begin(fetchReq(id, 5, "t", nil)); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
+	later := time.Now().Add(sessionEvictionAge + time.Second)
+	s.now = func() time.Time { return later }
+	if _, sf := s.begin(fetchReq(id, 5, "t", nil)); sf.errorCode != 0 {
+		t.Fatalf("epoch 5: error %d", sf.errorCode)
+	}
+	if _, sf := s.begin(fetchReq(sfA.session.id, 1, "t", nil)); sf.errorCode != 0 {
+		t.Fatalf("session A: error %d", sf.errorCode)
+	}
+	_, sfB := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0}))
+	if s.len() != 2 || sfB.session == nil {
+		t.Fatalf("%d sessions cached, want 2", s.len())
+	}
+	if _, sf := s.begin(fetchReq(id, 6, "t", nil)); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("the evicted session: error %d", sf.errorCode)
 	}
 	if _, sf := s.begin(fetchReq(sfB.session.id, 1, "t", nil)); sf.errorCode != 0 {
@@ -183,5 +198,155 @@ func TestFetchSessionKeepsFileRanges(t *testing.T) {
 	}
 	if len(files) != 1 || files[&resp.Topics[0].Partitions[0]] != f {
 		t.Fatalf("file ranges %v: partition 2's range is not under its answer", files)
+	}
+}
+
+// TestFetchSessionEvictionRules: a full cache takes a new session only by
+// evicting a stale session, or a lower-ranked one it may evict (Kafka's
+// FetchSessionCache rules, see fetch_sessions.go).
+func TestFetchSessionEvictionRules(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := newFetchSessions(2)
+	s.now = func() time.Time { return now }
+	open := func(replica int32, partitions int) *fetchSession {
+		t.Helper()
+		offsets := map[int32]int64{}
+		for p := range int32(partitions) {
+			offsets[p] = 0
+		}
+		req := fetchReq(0, 0, "t", offsets)
+		req.ReplicaID = replica
+		_, sf := s.begin(req)
+		return sf.session
+	}
+	cached := func(sess *fetchSession) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.byID[sess.id] == sess
+	}
+	use := func(sess *fetchSession) {
+		t.Helper()
+		if _, sf := s.begin(fetchReq(sess.id, sess.nextEpoch, "t", nil)); sf.errorCode != 0 {
+			t.Fatalf("session %d: error %d", sess.id, sf.errorCode)
+		}
+	}
+
+	small, large := open(-1, 2), open(-1, 4)
+	if small == nil || large == nil {
+		t.Fatal("a cache with room opened no session")
+	}
+	// Young sessions: a consumer's session of as many or fewer partitions gets
+	// no slot, nor one of more (a consumer evicts only sessions older than the
+	// eviction age).
+	for _, n := range []int{1, 2, 8} {
+		if sess := open(-1, n); sess != nil {
+			t.Fatalf("a consumer's session of %d partitions evicted a young one", n)
+		}
+	}
+	// A follower's session evicts the lowest-ranked consumer session, young or not.
+	follower := open(2, 1)
+	if follower == nil || cached(small) || !cached(large) {
+		t.Fatalf("a follower's session: opened %v, small cached %v, large cached %v", follower != nil, cached(small), cached(large))
+	}
+	// Another follower's may not evict a young follower's session, but may
+	// evict the consumer's.
+	follower2 := open(3, 1)
+	if follower2 == nil || cached(large) || !cached(follower) {
+		t.Fatalf("a second follower's session: opened %v, consumer's cached %v, first follower's cached %v", follower2 != nil, cached(large), cached(follower))
+	}
+	// Nor a third, until the sessions are older than the eviction age; then the
+	// one with more partitions evicts one with fewer.
+	if open(4, 2) != nil {
+		t.Fatal("a follower's session evicted a young follower's")
+	}
+	now = now.Add(sessionEvictionAge / 2)
+	use(follower)
+	use(follower2)
+	now = now.Add(sessionEvictionAge/2 + time.Second)
+	if open(-1, 8) != nil {
+		t.Fatal("a consumer's session evicted a follower's session, old but in use")
+	}
+	if open(4, 1) != nil {
+		t.Fatal("a follower's session of one partition evicted an old follower's of as many")
+	}
+	follower3 := open(4, 2)
+	if follower3 == nil || s.len() != 2 {
+		t.Fatalf("an old follower's session was not evicted by one of more partitions (%d cached)", s.len())
+	}
+	// A session unused for longer than the eviction age is stale: any new
+	// session evicts it, the least recently used first.
+	now = now.Add(time.Second)
+	use(follower3)
+	now = now.Add(sessionEvictionAge + time.Second)
+	for range 2 {
+		if open(-1, 1) == nil {
+			t.Fatal("a stale session was not evicted")
+		}
+	}
+	if cached(follower3) {
+		t.Fatal("the stale follower's session is still cached")
+	}
+
+	// No slots: no sessions.
+	if _, sf := newFetchSessions(0).begin(fetchReq(0, 0, "t", map[int32]int64{0: 0})); sf.session != nil {
+		t.Fatal("a cache of 0 slots opened a session")
+	}
+}
+
+// TestFetchSessionRotatesPartitionsWithData: after an incremental fetch the
+// partitions that returned records are read last next time, so a small
+// MaxBytes starves none of many partitions.
+func TestFetchSessionRotatesPartitionsWithData(t *testing.T) {
+	s := newFetchSessions(1)
+	hwm := map[int32]int64{0: 9, 1: 9, 2: 9, 3: 9}
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0, 3: 0}))
+	resp := answer(read, hwm, 0, 1)
+	sf.finish(resp, nil)
+	id := resp.SessionID
+
+	// A full fetch keeps the order the client gave (answer lists what was read,
+	// in order).
+	read, sf = s.begin(fetchReq(id, 1, "t", nil))
+	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{0, 1, 2, 3}) {
+		t.Fatalf("after the full fetch: read order %v", got)
+	}
+	// Records from 0 and 1 (one file-backed): they go to the back.
+	resp = answer(read, hwm, 1)
+	sf.finish(resp, map[*kmsg.FetchResponseTopicPartition]*fileRecords{&resp.Topics[0].Partitions[0]: {n: 1}})
+	read, sf = s.begin(fetchReq(id, 2, "t", nil))
+	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{2, 3, 0, 1}) {
+		t.Fatalf("after records from 0 and 1: read order %v", got)
+	}
+	// The rotated order splits the topic into runs; records from 3 move it last.
+	resp = answer(read, hwm, 3)
+	sf.finish(resp, nil)
+	read, _ = s.begin(fetchReq(id, 3, "t", nil))
+	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{2, 0, 1, 3}) {
+		t.Fatalf("after records from 3: read order %v", got)
+	}
+}
+
+// TestFetchSessionResendsAfterError: a partition answered with an error is
+// answered again once the error is gone, even at an unchanged high-water mark.
+func TestFetchSessionResendsAfterError(t *testing.T) {
+	s := newFetchSessions(1)
+	hwm := map[int32]int64{0: 5, 1: 5}
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}))
+	resp := answer(read, hwm)
+	sf.finish(resp, nil)
+	id := resp.SessionID
+
+	read, sf = s.begin(fetchReq(id, 1, "t", nil))
+	resp = answer(read, hwm)
+	resp.Topics[0].Partitions[1].ErrorCode = kerr.NotLeaderForPartition.Code
+	sf.finish(resp, nil)
+	if got := partitionsOf(resp); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("with an error on 1: partitions %v", got)
+	}
+	read, sf = s.begin(fetchReq(id, 2, "t", nil))
+	resp = answer(read, hwm)
+	sf.finish(resp, nil)
+	if got := partitionsOf(resp); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("after the error on 1 went: partitions %v", got)
 	}
 }

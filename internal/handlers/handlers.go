@@ -126,6 +126,10 @@ type Config struct {
 	// consumer fetching from a leader with a client.rack is pointed at an
 	// in-sync replica in its rack (replica.selector.class).
 	RackAwareReplicaSelector bool
+	// FetchSessionCacheSlots is how many incremental fetch sessions (KIP-227,
+	// fetch_sessions.go) are cached (max.incremental.fetch.session.cache.slots);
+	// 0: none.
+	FetchSessionCacheSlots int32
 }
 
 // Handlers serves the Kafka API for one node.
@@ -163,7 +167,7 @@ func New(cfg Config, cluster Cluster, replicas *replica.Manager, groups Groups, 
 		link = waitingLink{link}
 	}
 	h := &Handlers{cfg: cfg, cluster: cluster, replicas: replicas, groups: groups, log: logger, byKey: map[int16]api{},
-		sessions: newFetchSessions(defaultFetchSessionSlots)}
+		sessions: newFetchSessions(int(cfg.FetchSessionCacheSlots))}
 	h.ctrl = &controllerlink.Local{Handler: h.LinkHandler()}
 	if link != nil {
 		h.ctrl.Leads, h.ctrl.Forward = cluster.IsLeader, link

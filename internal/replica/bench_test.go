@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +142,50 @@ func BenchmarkReopenPartition(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkApplyOneChange applies images to a broker hosting 2,000 partitions
+// (one topic, led here), each image changing one partition's ISR: what a
+// metadata change anywhere in the cluster costs every broker.
+func BenchmarkApplyOneChange(b *testing.B) {
+	const partitions = 2000
+	m, err := NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	id := metadata.UUID{4, 2}
+	recs := []metadata.Record{&metadata.TopicRecord{Name: "many", ID: id, Configs: map[string]string{"segment.index.bytes": "65536"}}}
+	for b := int32(1); b <= 3; b++ {
+		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: b, Epoch: 1, Host: "127.0.0.1", Port: 9091 + b})
+	}
+	for p := range int32(partitions) {
+		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), recs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := m.Apply(img); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		p := img.TopicByID(id).Partitions[i%partitions]
+		isr := []int32{1, 2, 3}
+		if len(p.ISR) == 3 {
+			isr = isr[:2]
+		}
+		next, err := metadata.Apply(img, &metadata.PartitionChangeRecord{TopicID: id, Partition: p.Index,
+			BasePartitionEpoch: p.PartitionEpoch, Leader: 1, LeaderEpoch: p.LeaderEpoch, ISR: isr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		img = next.WithOffset(img.Offset() + 1)
+		if err := m.Apply(img); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

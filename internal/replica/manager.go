@@ -95,6 +95,14 @@ type Manager struct {
 	partitions map[TopicPartition]*Partition
 	closed     bool // Close ran: Apply opens nothing more
 
+	// applyMu serialises Apply. lastImage is the image Apply last brought the
+	// partitions in line with, and unsettled the hosted partitions whose
+	// preparation failed then: the next Apply prepares only those and the
+	// partitions whose metadata differs from lastImage's.
+	applyMu   sync.Mutex
+	lastImage *metadata.Image
+	unsettled map[TopicPartition]bool
+
 	// applied is the offset of the last image applied; appliedCh is closed and
 	// replaced each time it moves, waking WaitApplied.
 	appliedMu sync.Mutex
@@ -269,7 +277,13 @@ func (m *Manager) removeLog(topic string, index int32) error {
 }
 
 // Apply brings the hosted partitions in line with img. Errors opening one partition
-// are logged and returned joined; the others are still applied.
+// are logged and returned joined; the others are still applied (and prepared
+// again by the next Apply).
+//
+// Images share every unchanged topic and partition, so only the hosted
+// partitions whose metadata or topic configuration differs from the last
+// applied image's are prepared: a metadata change to one partition costs a
+// broker hosting thousands a walk of the image, not a preparation of each.
 func (m *Manager) Apply(img *metadata.Image) error {
 	m.mu.RLock()
 	closed := m.closed
@@ -277,22 +291,44 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	if closed {
 		return ErrClosed
 	}
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	m.applyThrottle(img)
-	want := map[TopicPartition]bool{}
 	var hosted []roleChange
 	for _, t := range img.Topics() {
-		for _, ip := range t.Partitions {
-			if contains(ip.Replicas, m.nodeID) {
-				want[TopicPartition{t.Name, ip.Index}] = true
-				hosted = append(hosted, roleChange{topic: t, part: ip})
+		var prev *metadata.Topic
+		if m.lastImage != nil {
+			prev = m.lastImage.TopicByID(t.ID)
+		}
+		if prev == t && len(m.unsettled) == 0 {
+			continue // the same topic, partitions and configuration as applied
+		}
+		sameConfig := prev != nil && prev.Name == t.Name && prev.Config == t.Config
+		for i, ip := range t.Partitions {
+			if !contains(ip.Replicas, m.nodeID) {
+				continue
 			}
+			if sameConfig && i < len(prev.Partitions) && prev.Partitions[i] == ip && !m.unsettled[TopicPartition{t.Name, ip.Index}] {
+				continue
+			}
+			hosted = append(hosted, roleChange{topic: t, part: ip})
 		}
 	}
 	errs := m.applyPartitions(hosted)
+	m.unsettled = nil
+	for _, c := range hosted {
+		if c.err != nil {
+			if m.unsettled == nil {
+				m.unsettled = map[TopicPartition]bool{}
+			}
+			m.unsettled[TopicPartition{c.topic.Name, c.part.Index}] = true
+		}
+	}
+	m.lastImage = img
 	m.mu.Lock()
 	var removed []*Partition
 	for tp, p := range m.partitions {
-		if !want[tp] || img.TopicByID(p.TopicID) == nil {
+		if !hostedIn(img, tp, p.TopicID, m.nodeID) || img.TopicByID(p.TopicID) == nil {
 			removed = append(removed, p)
 			delete(m.partitions, tp)
 			if img.TopicByID(p.TopicID) == nil {
@@ -316,6 +352,16 @@ func (m *Manager) Apply(img *metadata.Image) error {
 		m.log.Info("partition removed", "topic", p.Topic, "partition", p.Index)
 	}
 	return errors.Join(errs...)
+}
+
+// hostedIn reports whether img places partition tp of the topic with id on
+// broker node.
+func hostedIn(img *metadata.Image, tp TopicPartition, id metadata.UUID, node int32) bool {
+	t := img.TopicByID(id)
+	if t == nil || t.Name != tp.Topic || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return false
+	}
+	return contains(t.Partitions[tp.Partition].Replicas, node)
 }
 
 func (m *Manager) setApplied(offset uint64) {

@@ -79,3 +79,44 @@ func TestIncrementalFetchSession(t *testing.T) {
 		t.Fatalf("franz-go read %d records, want %d", len(got), parts+1)
 	}
 }
+
+// TestNoFetchSessionSlots: with --max-incremental-fetch-session-cache-slots=0 a
+// full fetch opens no session (session id 0, every partition answered), and a
+// franz-go consumer, which then keeps sending full fetches, reads everything.
+func TestNoFetchSessionSlots(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.MaxIncrementalFetchSessionCacheSlots = 0
+	n := startNode(t, cfg)
+	cl, adm := n.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const topic, parts = "no-sessions", 4
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for p := range int32(parts) {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(p))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 1<<20, 10
+	req.SessionID, req.SessionEpoch = 0, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for p := range int32(parts) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := rawRequest(t, n.KafkaAddr(), req).(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != parts {
+		t.Fatalf("full fetch: error %d, session %d, topics %+v", resp.ErrorCode, resp.SessionID, resp.Topics)
+	}
+	if got := consumeAll(t, n.KafkaAddr(), topic, parts); len(got) != parts {
+		t.Fatalf("franz-go read %d records, want %d", len(got), parts)
+	}
+}

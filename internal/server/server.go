@@ -311,6 +311,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
 		Shares:                     n.shares,
 		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
+		FetchSessionCacheSlots:     cfg.MaxIncrementalFetchSessionCacheSlots,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.serveLink(h)
 	if cfg.IsController() {

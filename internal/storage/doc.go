@@ -5,7 +5,8 @@
 //
 // # Calling protocol
 //
-//  1. Open(fs, dir, cfg) recovers the log and starts its flusher goroutine.
+//  1. Open(fs, dir, cfg) recovers the log; its flusher goroutine runs while there
+//     is data to fsync.
 //  2. The leader calls AssignEpoch(epoch, LogEndOffset()) when it takes over, then
 //     Append(batches, epoch) per Produce request; the bytes are validated, stamped
 //     with offsets and the epoch in place, and written to the page cache.
@@ -38,7 +39,8 @@
 // lock, taken after (never while taking) the log's. A segment file is reference
 // counted: Read acquires it and Chunk.Release lets it go, so a segment deleted by
 // retention, truncation or compaction is closed only after its last reader is
-// done. One flusher goroutine per log does every fsync of the active segment.
+// done. One flusher goroutine per log does every fsync of the active segment; it
+// runs only while there is something to fsync, so an idle log holds none.
 // Compaction passes are serialised by their own mutex, taken before the append
 // mutex: a pass reads and rewrites sealed segments holding references but no lock,
 // and takes the append mutex only to plan and to swap, so appends and reads go on

@@ -2,12 +2,21 @@ package storage
 
 import "time"
 
-// The flusher is one goroutine per log. Appends write to the page cache and kick it;
-// it fsyncs the active segment, advances the durable offset to the log end offset
-// it saw before the fsync began, wakes every WaitDurable caller and calls the
-// durable listener. Appends that land while an fsync runs are covered together by
-// the next one: that is the group commit. Under the Interval policy the kicks come
-// from a record count and a ticker instead.
+// The flusher does every fsync of a log's active segment. Appends write to the
+// page cache and kick it; it fsyncs the active segment, advances the durable
+// offset to the log end offset it saw before the fsync began, wakes every
+// WaitDurable caller and calls the durable listener. Appends that land while an
+// fsync runs are covered together by the next one: that is the group commit.
+// Under the Interval policy the kicks come from a record count and, with an
+// Interval, a ticker.
+//
+// Goroutines. A log that is not being written holds no goroutine: a kick starts
+// the flusher goroutine when none runs, and it exits once no kick is pending
+// after an fsync (a broker with 10,000 quiet partitions keeps no 10,000 parked
+// goroutines and their stacks). Only an Interval log with a time trigger keeps
+// its flusher for its life, for the ticker. At most one flusher runs per log;
+// flushMu orders a kick against an exit so that no kick is missed, and Close
+// waits for a running flusher.
 //
 // Gathering. Started the moment the previous one ends, the next fsync would cover
 // only the appends that arrived during the previous one, while the appenders it
@@ -16,17 +25,54 @@ import "time"
 // covered n > 1 appends, the flusher waits until n appends have arrived since it
 // woke that fsync's waiters (the woken appenders returning) before the next fsync,
 // but never longer than half the last fsync took (at most maxGather). A lone
-// appender (n = 1) is never delayed.
+// appender (n = 1) is never delayed. What the last fsync covered is kept on the
+// log, so a flusher that exited and was started again still gathers.
 
 // maxGather bounds the gathering wait whatever the disk's latency.
 const maxGather = 2 * time.Millisecond
 
-// kickFlusher wakes the flusher without blocking.
+// kickFlusher wakes the flusher, starting it if none runs, without blocking.
 func (l *Log) kickFlusher() {
 	select {
 	case l.kick <- struct{}{}:
 	default:
 	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if !l.flushMu.running && !l.flushMu.stopped {
+		l.startFlusherLocked(false)
+	}
+}
+
+// startFlusherLocked starts the flusher goroutine; resident keeps it until the
+// log closes (an Interval log with a ticker). flushMu is held.
+func (l *Log) startFlusherLocked(resident bool) {
+	l.flushMu.running = true
+	l.flushMu.done.Add(1)
+	go l.runFlusher(resident)
+}
+
+// stopFlusher stops the flusher and waits for it to exit; no kick starts one
+// afterwards.
+func (l *Log) stopFlusher() {
+	l.flushMu.Lock()
+	l.flushMu.stopped = true
+	l.flushMu.Unlock()
+	close(l.stop)
+	l.flushMu.done.Wait()
+}
+
+// idleExit reports whether the flusher may exit: no kick is pending (checked
+// under flushMu, so a later kick starts a new flusher). It marks the flusher
+// gone when it may.
+func (l *Log) idleExit() bool {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if len(l.kick) > 0 {
+		return false
+	}
+	l.flushMu.running = false
+	return true
 }
 
 // afterAppend tells the flusher about records just appended.
@@ -42,30 +88,32 @@ func (l *Log) afterAppend(records int64) {
 	}
 }
 
-func (l *Log) runFlusher() {
-	defer close(l.flusherDone)
+func (l *Log) runFlusher(resident bool) {
+	defer l.flushMu.done.Done()
 	var tick <-chan time.Time
-	if p := l.cfg.Flush; p.Mode == Interval && p.Interval > 0 {
-		t := time.NewTicker(p.Interval)
+	if resident {
+		t := time.NewTicker(l.cfg.Flush.Interval)
 		defer t.Stop()
 		tick = t.C
 	}
 	gather := time.NewTimer(time.Hour)
 	gather.Stop()
-	var r flushResult
 	for {
+		if !resident && l.idleExit() {
+			return
+		}
 		select {
 		case <-l.kick:
 		case <-tick:
 		case <-l.stop:
 			return
 		}
-		if l.cfg.Flush.Mode == GroupCommit && r.covered > 1 {
+		if r := l.lastFlush; l.cfg.Flush.Mode == GroupCommit && r.covered > 1 {
 			if !l.gatherAppends(gather, r.appendsAtWake+r.covered, min(r.took/2, maxGather)) {
 				return
 			}
 		}
-		r = l.flush()
+		l.lastFlush = l.flush()
 	}
 }
 

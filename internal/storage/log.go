@@ -59,15 +59,25 @@ type Log struct {
 		changed chan struct{}
 	}
 
-	kick             chan struct{} // wakes the flusher; capacity 1
-	stop             chan struct{}
-	flusherDone      chan struct{}
+	kick chan struct{} // a pending wake-up of the flusher; capacity 1
+	stop chan struct{}
+	// flushMu orders starting the flusher against its exit (flush.go).
+	flushMu struct {
+		sync.Mutex
+		running bool           // a flusher goroutine runs
+		stopped bool           // Close began: no flusher starts any more
+		done    sync.WaitGroup // the running flusher
+	}
 	unflushedRecords atomic.Int64 // Interval mode: records appended since the last sync
 	appends          atomic.Int64 // Append calls so far, for the flusher's gathering
-	flushedAppends   int64        // flusher only: appends covered by the last fsync
-	listener         atomic.Pointer[func(int64)]
-	failureListener  atomic.Pointer[func(error)]
-	stats            statCounters
+	// The flusher's own (one runs at a time; each start happens after the
+	// previous one's exit under flushMu): appends covered by the last fsync,
+	// and what that fsync did, for gathering.
+	flushedAppends  int64
+	lastFlush       flushResult
+	listener        atomic.Pointer[func(int64)]
+	failureListener atomic.Pointer[func(error)]
+	stats           statCounters
 }
 
 // AppendInfo describes a successful append.
@@ -92,8 +102,8 @@ type AppendInfo struct {
 
 // Open opens the log in dir, creating it if needed, and recovers it: after a clean
 // shutdown (Close) it trusts the files; otherwise it validates every batch from the
-// last recovery checkpoint and truncates at the first torn or corrupt one. It
-// starts the log's flusher goroutine; Close stops it.
+// last recovery checkpoint and truncates at the first torn or corrupt one. Its
+// flusher goroutine runs while there is data to fsync (flush.go); Close stops it.
 func Open(fsys vfs.FS, dir string, cfg Config) (*Log, error) {
 	return open(fsys, dir, cfg, nil, "")
 }
@@ -103,14 +113,13 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		return nil, err
 	}
 	l := &Log{
-		fsys:        fsys,
-		dir:         dir,
-		logDir:      logDir,
-		name:        name,
-		cfg:         cfg.withDefaults(),
-		kick:        make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		flusherDone: make(chan struct{}),
+		fsys:   fsys,
+		dir:    dir,
+		logDir: logDir,
+		name:   name,
+		cfg:    cfg.withDefaults(),
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
 	}
 	l.mu.changed = make(chan struct{})
 	if err := l.ensureDir(); err != nil {
@@ -122,7 +131,11 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		}
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	go l.runFlusher()
+	if p := l.cfg.Flush; p.Mode == Interval && p.Interval > 0 {
+		l.flushMu.Lock()
+		l.startFlusherLocked(true) // for its ticker
+		l.flushMu.Unlock()
+	}
 	if l.DurableOffset() < l.LogEndOffset() {
 		l.kickFlusher() // recovery left the active segment's tail to the flusher
 	}
@@ -611,8 +624,7 @@ func (l *Log) Close() error {
 	if closed {
 		return ErrClosed
 	}
-	close(l.stop)
-	<-l.flusherDone
+	l.stopFlusher()
 
 	var err error
 	if failed == nil {

@@ -1,0 +1,124 @@
+package replica
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// TestApplyPreparesWhatChanged: Apply skips the partitions whose metadata is
+// unchanged, but a topic configuration change reaches every partition of the
+// topic, a partition whose preparation failed is prepared again by the next
+// Apply although its metadata did not change, and an unhosted partition is
+// closed.
+func TestApplyPreparesWhatChanged(t *testing.T) {
+	var failOpen atomic.Bool // fail creating partition 2's directory
+	fsys := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if failOpen.Load() && strings.Contains(op.Path, "t-2") {
+			return errors.New("injected")
+		}
+		return nil
+	}))
+	m, err := NewManager(fsys, "/logs", 1, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	id := metadata.UUID{7}
+	recs := []metadata.Record{&metadata.TopicRecord{Name: "t", ID: id}}
+	for b := int32(1); b <= 2; b++ {
+		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: b, Epoch: 1, Host: "127.0.0.1", Port: 9091 + b})
+	}
+	for p := range int32(3) {
+		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(rec metadata.Record) {
+		t.Helper()
+		n, err := metadata.Apply(img, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = n.WithOffset(img.Offset() + 1)
+	}
+	img = img.WithOffset(1)
+
+	failOpen.Store(true)
+	if err := m.Apply(img); err == nil {
+		t.Fatal("Apply hid partition 2's failure")
+	}
+	if _, err := m.Partition("t", 2); err == nil {
+		t.Fatal("partition 2 hosted although its directory could not be made")
+	}
+	failOpen.Store(false)
+	// An unrelated change: partition 2's metadata is as before, and it is
+	// prepared again.
+	next(&metadata.RegisterBrokerRecord{BrokerID: 3, Epoch: 1, Host: "127.0.0.1", Port: 9094})
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if _, err := m.Partition("t", p); err != nil {
+			t.Fatalf("partition %d: %v", p, err)
+		}
+	}
+
+	// A topic configuration change reaches every partition.
+	next(&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "t", Key: "retention.ms", Value: "12345"})
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		part, _ := m.Partition("t", p)
+		if got := part.Config().RetentionMs; got != 12345 {
+			t.Fatalf("partition %d: retention.ms %d after the change", p, got)
+		}
+	}
+
+	// A leader change of one partition reaches it; the others keep their role.
+	p1 := img.Topic("t").Partitions[1]
+	next(&metadata.PartitionChangeRecord{TopicID: id, Partition: 1, BasePartitionEpoch: p1.PartitionEpoch,
+		Leader: 2, LeaderEpoch: p1.LeaderEpoch + 1, ISR: []int32{1, 2}})
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	for p, leads := range []bool{true, false, true} {
+		part, _ := m.Partition("t", int32(p))
+		if part.IsLeader() != leads {
+			t.Fatalf("partition %d: leader %v, want %v", p, part.IsLeader(), leads)
+		}
+	}
+
+	// Moved off this broker: closed and removed; the others stay.
+	p0 := img.Topic("t").Partitions[0]
+	next(&metadata.ReassignmentRecord{TopicID: id, Partition: 0, BasePartitionEpoch: p0.PartitionEpoch,
+		Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: p0.LeaderEpoch + 1})
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Partition("t", 0); err == nil {
+		t.Fatal("partition 0 still hosted after moving off this broker")
+	}
+	if _, err := m.Partition("t", 2); err != nil {
+		t.Fatalf("partition 2: %v", err)
+	}
+	// The topic deleted: every partition goes.
+	next(&metadata.RemoveTopicRecord{TopicID: id})
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if _, err := m.Partition("t", p); err == nil {
+			t.Fatalf("partition %d hosted after the topic's removal", p)
+		}
+	}
+}
