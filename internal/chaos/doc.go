@@ -102,8 +102,11 @@
 //	         right after a node (picked by role, as for a pause or a
 //	         partition) is SIGSTOPped or cut off, the fault held and healed
 //	         while the operation runs on another goroutine, then the
-//	         operation waited for. Each is waited for and checked before the
-//	         next fault.
+//	         operation waited for; and op-kill: such an operation asked for
+//	         first, and half-way through the hold the node it works on (the
+//	         broker a replica moves to, the broker-only node decommissioned
+//	         or promoted) SIGKILLed for the hold and restarted. Each is
+//	         waited for and checked before the next fault.
 //
 // Replica agreement compares replicas from the highest local log start (a
 // tiered log deletes locally on each replica's own time) and, for a

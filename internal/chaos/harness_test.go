@@ -320,7 +320,7 @@ func TestScheduleWithRoles(t *testing.T) {
 	}
 }
 
-// TestOverlappedOps: an op-pause or op-cut fault picks each of the operations
+// TestOverlappedOps: an op-pause, op-cut or op-kill fault picks each of the operations
 // it overlaps, with a pick of its own, and reads as the operation during the
 // fault.
 func TestOverlappedOps(t *testing.T) {
@@ -344,6 +344,9 @@ func TestOverlappedOps(t *testing.T) {
 			"reassign of partition 2 during a partition of the leader of partition 2 for 1.5s, stalled connections reset on heal"},
 		{Fault{Kind: OpPause, Role: Controller, Pick: 1, Hold: time.Second}, "decommission during a pause of the controller for 1s"},
 		{Fault{Kind: OpPause, Role: Any, Pick: 5, Hold: time.Second}, "voter-change during a pause of node pick 5 for 1s"},
+		{Fault{Kind: OpKill, Role: Leader, Partition: 1, Pick: 3, Hold: 2 * time.Second},
+			"reassign of partition 1 with the node it works on killed half-way for 2s"},
+		{Fault{Kind: OpKill, Role: Any, Pick: 1, Hold: time.Second}, "decommission with the node it works on killed half-way for 1s"},
 	} {
 		if got := tc.f.String(); got != tc.want {
 			t.Errorf("%+v reads %q, want %q", tc.f, got, tc.want)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/cli"
+	"github.com/strata-stream/strata/internal/testcluster"
 )
 
 // The operations a multi-process run with a broker-only node mixes with its
@@ -46,15 +47,22 @@ const (
 	OpPause Kind = "op-pause"
 	// OpCut does the same with the node cut off (as Partition) for the hold.
 	OpCut Kind = "op-cut"
+	// OpKill starts an operation (a reassign, decommission or voter-change,
+	// by the fault's pick) and, halfway through the hold, SIGKILLs the node
+	// the operation works on: the broker a moved replica goes to, or the
+	// broker-only node being decommissioned or promoted/demoted. The node is
+	// restarted after the hold and the operation then waited for.
+	OpKill Kind = "op-kill"
 )
 
 // OpKinds are the operations of a multi-process run with a broker-only node.
-var OpKinds = []Kind{Reassign, ReassignCancel, Decommission, VoterChange, ReassignKill, OpPause, OpCut}
+var OpKinds = []Kind{Reassign, ReassignCancel, Decommission, VoterChange, ReassignKill, OpPause, OpCut, OpKill}
 
-// overlappedOps are the operations OpPause and OpCut do during their fault.
+// overlappedOps are the operations OpPause, OpCut and OpKill do during their
+// fault.
 var overlappedOps = []Kind{Reassign, Decommission, VoterChange}
 
-// overlapped is the operation an OpPause or OpCut fault f does: picked by
+// overlapped is the operation an OpPause, OpCut or OpKill fault f does: picked by
 // f.Pick, on f's partition, with the rest of the pick for its own choices.
 func overlapped(f Fault) Fault {
 	op := f
@@ -80,6 +88,8 @@ func (c *processCluster) operate(f Fault) (string, error) {
 		return c.toggleVoter()
 	case OpPause, OpCut:
 		return c.overlap(f)
+	case OpKill:
+		return c.killMidway(f)
 	}
 	return "", fmt.Errorf("not an operation: %s", f.Kind)
 }
@@ -112,23 +122,7 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 		fault = "cut off"
 		c.cn.net.Isolate(name(n.ID))
 	}
-	type result struct {
-		what string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		switch op.Kind {
-		case Reassign:
-			r.what, r.err = c.reassign(op)
-		case Decommission:
-			r.what, r.err = c.retire()
-		case VoterChange:
-			r.what, r.err = c.toggleVoter()
-		}
-		done <- r
-	}()
+	done := c.startOverlapped(op)
 	time.Sleep(f.Hold) // the fault's length, the operation under way
 	switch f.Kind {
 	case OpPause:
@@ -141,6 +135,42 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 	}
 	r := <-done
 	during := fmt.Sprintf("node %d (%s) %s for %v as it started", n.ID, why, fault, f.Hold.Round(time.Millisecond))
+	what, err := c.finishOverlapped(op, r, during)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s; during it %s", what, during), nil
+}
+
+// opResult is what an operation started by startOverlapped did.
+type opResult struct {
+	what string
+	err  error
+}
+
+// startOverlapped starts the operation op of an OpPause, OpCut or OpKill
+// fault on its own goroutine (without a decommissioned node's re-add, which
+// needs the test's goroutine) and returns where its result comes.
+func (c *processCluster) startOverlapped(op Fault) <-chan opResult {
+	done := make(chan opResult, 1)
+	go func() {
+		var r opResult
+		switch op.Kind {
+		case Reassign:
+			r.what, r.err = c.reassign(op)
+		case Decommission:
+			r.what, r.err = c.retire()
+		case VoterChange:
+			r.what, r.err = c.toggleVoter()
+		}
+		done <- r
+	}()
+	return done
+}
+
+// finishOverlapped ends an operation started by startOverlapped once its
+// fault (during) is over: a decommissioned node is re-added.
+func (c *processCluster) finishOverlapped(op Fault, r opResult, during string) (string, error) {
 	if r.err != nil {
 		return "", fmt.Errorf("%s, %s: %w", op.Kind, during, r.err)
 	}
@@ -149,7 +179,101 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 			return "", fmt.Errorf("%s, %s: %w", op.Kind, during, r.err)
 		}
 	}
-	return fmt.Sprintf("%s; during it %s", r.what, during), nil
+	return r.what, nil
+}
+
+// killMidway does the operation of an OpKill fault f on another goroutine
+// and, as soon as it is seen under way (within half the hold), SIGKILLs the
+// node it works on for the hold (lifecycle calls stay on the test's
+// goroutine), then waits for it.
+func (c *processCluster) killMidway(f Fault) (string, error) {
+	op := overlapped(f)
+	done := c.startOverlapped(op)
+	var r opResult
+	ended := false
+	var victim *testcluster.Node
+	why := ""
+	tick := time.NewTicker(midwayPoll)
+	defer tick.Stop()
+	giveUp := time.After(f.Hold / 2)
+watch:
+	for victim == nil {
+		select {
+		case r = <-done:
+			ended = true
+			break watch
+		case <-giveUp:
+			break watch
+		case <-tick.C:
+		}
+		victim, why = c.midway(op)
+	}
+	if victim == nil && op.Kind != Reassign {
+		victim, why = c.spare, "the broker-only node it works on"
+	}
+	during := "no node killed: the move was done before it was seen under way"
+	if victim != nil {
+		victim.Kill()
+		time.Sleep(f.Hold)
+		victim.Restart()
+		when := "while it was under way"
+		if ended {
+			when = "after it ended"
+		}
+		during = fmt.Sprintf("node %d (%s) killed %s, for %v", victim.ID, why, when, f.Hold.Round(time.Millisecond))
+	}
+	if !ended {
+		r = <-done
+	}
+	what, err := c.finishOverlapped(op, r, during)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s; %s", what, during), nil
+}
+
+// midwayPoll is how often killMidway looks for its operation under way.
+const midwayPoll = 10 * time.Millisecond
+
+// midway returns the node an operation under way works on, or nil while it
+// is not seen under way: for a reassign, the broker the replica moves to,
+// once the move is listed; for a decommission, the broker-only node, once
+// a move off it is listed; for a voter change, the broker-only node at once
+// (its one request is in flight).
+func (c *processCluster) midway(op Fault) (*testcluster.Node, string) {
+	switch op.Kind {
+	case Reassign:
+		if adding, err := c.addingReplicas(op.Partition); err == nil && len(adding) > 0 {
+			return c.tc.Node(adding[0]), "the broker the replica moves to"
+		}
+	case Decommission:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrListPartitionReassignmentsRequest() // no topics: every move
+		if resp, err := req.RequestWith(ctx, c.cl); err == nil {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if slices.Contains(p.RemovingReplicas, c.spare.ID) {
+						return c.spare, "the broker-only node being decommissioned, its replicas moving off"
+					}
+				}
+			}
+		}
+	case VoterChange:
+		return c.spare, "the broker-only node whose voter change is in flight"
+	}
+	return nil, ""
+}
+
+// addingReplicas lists the replicas a move of the partition under way adds.
+func (c *processCluster) addingReplicas(partition int32) ([]int32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.adm.ListPartitionReassignments(ctx, kadm.TopicsSet{c.topic: {partition: struct{}{}}})
+	if err != nil {
+		return nil, err
+	}
+	return resp[c.topic][partition].AddingReplicas, nil
 }
 
 // reassign moves one replica of f's partition to a broker outside its replica

@@ -73,6 +73,10 @@ func (f Fault) String() string {
 			fault.Kind = Partition
 		}
 		return fmt.Sprintf("%s during a %s", op, fault)
+	case OpKill:
+		op := overlapped(f)
+		op.Hold = 0
+		return fmt.Sprintf("%s with the node it works on killed half-way for %v", op, f.Hold.Round(time.Millisecond))
 	}
 	if f.Hold > 0 && f.Kind != RollingRestart && f.Kind != PowerLoss {
 		s += fmt.Sprintf(" for %v", f.Hold.Round(time.Millisecond))

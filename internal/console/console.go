@@ -43,7 +43,9 @@ type Config struct {
 	ClusterID string
 	Cluster   Cluster
 	// Controller is the node's path to the active controller, which makes the
-	// console's changes (creating a topic) from any node.
+	// console's changes (creating a topic) from any node. They are retried
+	// for about ten seconds while the active controller changes
+	// (controllerlink.Retry).
 	Controller controllerlink.Transport
 	Replicas   Replicas
 	// Groups is nil until the group coordinator runs on this node.
@@ -83,6 +85,11 @@ func New(cfg Config) *Console {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Controller != nil {
+		// A change in flight while the active controller changes is sent again
+		// to the new one, as the Kafka path's forwarding does.
+		cfg.Controller = controllerlink.Retrying{Transport: cfg.Controller}
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, pages: parsePages(), rates: newRateSampler(time.Second)}
 	mux := http.NewServeMux()

@@ -362,7 +362,8 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status := http.StatusConflict
 		if errors.Is(err, kerr.NotController) || !errors.As(err, new(*kerr.Error)) {
-			// An election, or no controller reachable: worth trying again.
+			// No controller through an election longer than the retries,
+			// or none reachable: worth trying again.
 			status = http.StatusServiceUnavailable
 		}
 		fail(status, err)

@@ -16,9 +16,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"slices"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -82,16 +80,6 @@ func (h *Handlers) LinkHandler() protocol.Handler {
 // onLinkKey marks the context of a request that arrived on the controller link.
 type onLinkKey struct{}
 
-// Forwarding retries: while the active controller changes (an election, a
-// paused or cut-off controller deposed, a removed voter handing over), a
-// forwarded request is sent again every forwardRetryInterval, at most
-// forwardRetries times (about ten seconds), as a Kafka broker's forwarding
-// retries until the request times out.
-const (
-	forwardRetries       = 100
-	forwardRetryInterval = 100 * time.Millisecond
-)
-
 // forwardIfNotController has the active controller serve an admin request
 // that a client sent this node, through the node's one path to it (in process
 // when it is this node), and answers with the controller's response. ok is
@@ -120,87 +108,13 @@ func (h *Handlers) forward(ctx context.Context, r *protocol.Request) (resp proto
 		// Sent to us, but we are no longer the controller: never forward twice.
 		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true, false
 	}
-	tick := time.NewTicker(forwardRetryInterval)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		resent = i > 0
-		resp, err := h.ctrl.Request(ctx, r.Msg)
-		if err == nil && !answersNotController(resp) {
-			resp.SetVersion(r.Version)
-			return protocol.Response{Msg: resp}, true, resent
-		}
-		if i < forwardRetries && ctx.Err() == nil {
-			endWait := startWait(ctx)
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-			}
-			endWait()
-			continue
-		}
-		if err != nil {
-			h.log.Warn("forwarding to the active controller", "api", kmsg.NameForKey(r.Key), "err", err)
-			return protocol.Response{Msg: notControllerResponse(r.Msg)}, true, resent
-		}
-		resp.SetVersion(r.Version)
-		return protocol.Response{Msg: resp}, true, resent
+	answer, resent, err := controllerlink.Retry(ctx, h.ctrl, r.Msg, func() func() { return startWait(ctx) })
+	if err != nil {
+		h.log.Warn("forwarding to the active controller", "api", kmsg.NameForKey(r.Key), "err", err)
+		return protocol.Response{Msg: notControllerResponse(r.Msg)}, true, resent
 	}
-}
-
-// answersNotController reports whether a controller's response to a forwarded
-// request says it is not the active controller (notControllerResponse, or a
-// change refused with controller.ErrNotController), anywhere in the response.
-func answersNotController(resp kmsg.Response) bool {
-	nc := kerr.NotController.Code
-	switch r := resp.(type) {
-	case *kmsg.CreateTopicsResponse:
-		return anyCode(r.Topics, func(t kmsg.CreateTopicsResponseTopic) int16 { return t.ErrorCode })
-	case *kmsg.DeleteTopicsResponse:
-		return anyCode(r.Topics, func(t kmsg.DeleteTopicsResponseTopic) int16 { return t.ErrorCode })
-	case *kmsg.CreatePartitionsResponse:
-		return anyCode(r.Topics, func(t kmsg.CreatePartitionsResponseTopic) int16 { return t.ErrorCode })
-	case *kmsg.AlterConfigsResponse:
-		return anyCode(r.Resources, func(x kmsg.AlterConfigsResponseResource) int16 { return x.ErrorCode })
-	case *kmsg.IncrementalAlterConfigsResponse:
-		return anyCode(r.Resources, func(x kmsg.IncrementalAlterConfigsResponseResource) int16 { return x.ErrorCode })
-	case *kmsg.ElectLeadersResponse:
-		return r.ErrorCode == nc || slices.ContainsFunc(r.Topics, func(t kmsg.ElectLeadersResponseTopic) bool {
-			return anyCode(t.Partitions, func(p kmsg.ElectLeadersResponseTopicPartition) int16 { return p.ErrorCode })
-		})
-	case *kmsg.AlterPartitionAssignmentsResponse:
-		return r.ErrorCode == nc || slices.ContainsFunc(r.Topics, func(t kmsg.AlterPartitionAssignmentsResponseTopic) bool {
-			return anyCode(t.Partitions, func(p kmsg.AlterPartitionAssignmentsResponseTopicPartition) int16 { return p.ErrorCode })
-		})
-	case *kmsg.ListPartitionReassignmentsResponse:
-		return r.ErrorCode == nc
-	case *kmsg.UnregisterBrokerResponse:
-		return r.ErrorCode == nc
-	case *kmsg.AddRaftVoterResponse:
-		return r.ErrorCode == nc
-	case *kmsg.RemoveRaftVoterResponse:
-		return r.ErrorCode == nc
-	case *kmsg.DescribeQuorumResponse:
-		// A node that does not lead the quorum answers NOT_LEADER_OR_FOLLOWER.
-		return r.ErrorCode == nc || slices.ContainsFunc(r.Topics, func(t kmsg.DescribeQuorumResponseTopic) bool {
-			return slices.ContainsFunc(t.Partitions, func(p kmsg.DescribeQuorumResponseTopicPartition) bool {
-				return p.ErrorCode == kerr.NotLeaderForPartition.Code
-			})
-		})
-	case *kmsg.CreateACLsResponse:
-		return anyCode(r.Results, func(x kmsg.CreateACLsResponseResult) int16 { return x.ErrorCode })
-	case *kmsg.DeleteACLsResponse:
-		return anyCode(r.Results, func(x kmsg.DeleteACLsResponseResult) int16 { return x.ErrorCode })
-	case *kmsg.AlterClientQuotasResponse:
-		return anyCode(r.Entries, func(x kmsg.AlterClientQuotasResponseEntry) int16 { return x.ErrorCode })
-	case *kmsg.AlterUserSCRAMCredentialsResponse:
-		return anyCode(r.Results, func(x kmsg.AlterUserSCRAMCredentialsResponseResult) int16 { return x.ErrorCode })
-	}
-	return false
-}
-
-// anyCode reports whether code gives NOT_CONTROLLER for one of xs.
-func anyCode[T any](xs []T, code func(T) int16) bool {
-	return slices.ContainsFunc(xs, func(x T) bool { return code(x) == kerr.NotController.Code })
+	answer.SetVersion(r.Version)
+	return protocol.Response{Msg: answer}, true, resent
 }
 
 // notControllerResponse answers every entry of an admin request with

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -148,10 +149,10 @@ func TestAnswersNotController(t *testing.T) {
 		kmsg.NewPtrAddRaftVoterRequest(), kmsg.NewPtrRemoveRaftVoterRequest(),
 	} {
 		name := kmsg.NameForKey(req.Key())
-		if !answersNotController(notControllerResponse(req)) {
+		if !controllerlink.AnswersNotController(notControllerResponse(req)) {
 			t.Errorf("%s: NOT_CONTROLLER answer not recognised", name)
 		}
-		if answersNotController(req.ResponseKind()) {
+		if controllerlink.AnswersNotController(req.ResponseKind()) {
 			t.Errorf("%s: an empty answer taken for NOT_CONTROLLER", name)
 		}
 	}
@@ -160,11 +161,11 @@ func TestAnswersNotController(t *testing.T) {
 	apa := kmsg.NewPtrAlterPartitionAssignmentsResponse()
 	apa.Topics = []kmsg.AlterPartitionAssignmentsResponseTopic{{Partitions: []kmsg.AlterPartitionAssignmentsResponseTopicPartition{
 		{ErrorCode: kerr.NoReassignmentInProgress.Code}, {ErrorCode: kerr.NotController.Code}}}}
-	if !answersNotController(apa) {
+	if !controllerlink.AnswersNotController(apa) {
 		t.Error("a partition's NOT_CONTROLLER not recognised")
 	}
 	apa.Topics[0].Partitions[1].ErrorCode = kerr.UnknownTopicOrPartition.Code
-	if answersNotController(apa) {
+	if controllerlink.AnswersNotController(apa) {
 		t.Error("other errors taken for NOT_CONTROLLER")
 	}
 }

@@ -91,6 +91,16 @@ type Manager struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
+	// deletes is the queue of removed partitions' directories the deleter
+	// frees in steps of deleteStep bytes (delete.go); seq names them.
+	deletes struct {
+		sync.Mutex
+		queue   []string
+		running bool
+		seq     uint64
+	}
+	deleteStep int64
+
 	mu         sync.RWMutex
 	partitions map[TopicPartition]*Partition
 	closed     bool // Close ran: Apply opens nothing more
@@ -128,8 +138,14 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts
 		appliedCh:  make(chan struct{}),
 		fetchers:   map[int32]*fetcher{},
 		following:  map[*Partition]int32{},
+		deleteStep: defaultDeleteStep,
 	}
+	m.deletes.seq = uint64(time.Now().UnixNano())
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
+	if err := m.queueLeftoverDeletions(); err != nil {
+		logDir.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -264,16 +280,6 @@ func partitionName(topic string, index int32) string {
 
 func partitionDir(root, topic string, index int32) string {
 	return filepath.Join(root, partitionName(topic, index))
-}
-
-// removeLog deletes a closed partition's log directory durably and forgets its
-// checkpoint.
-func (m *Manager) removeLog(topic string, index int32) error {
-	if err := m.fs.RemoveAll(partitionDir(m.dir, topic, index)); err != nil {
-		return err
-	}
-	m.logDir.Remove(partitionName(topic, index))
-	return m.fs.SyncDir(m.dir)
 }
 
 // Apply brings the hosted partitions in line with img. Errors opening one partition

@@ -76,6 +76,17 @@ func (n *Node) newLink(voters []controller.Peer) *controllerlink.Client {
 	}
 }
 
+// Registration while the quorum has no leader (a broker-only node started
+// before its voters, or during an election): each attempt asks every voter
+// in turn, and attempts repeat at most registerBackoffMax apart, so the node
+// registers, and starts serving, within about that much of the quorum
+// electing a leader. While it waits it says so after a second, then every
+// registerWaitNote.
+const (
+	registerBackoffMax = 500 * time.Millisecond
+	registerWaitNote   = 10 * time.Second
+)
+
 // register announces this broker and its advertised address to the active
 // controller, retrying until it succeeds or ctx ends.
 func (n *Node) register(ctx context.Context) error {
@@ -94,13 +105,17 @@ func (n *Node) register(ctx context.Context) error {
 		reg.ObserverAddr = n.raftAddr
 	}
 	n.registration = reg
-	var duplicateSince time.Time
-	return n.retry(ctx, "registering broker", func() error {
-		epoch, err := n.registerOnce(ctx, reg)
+	var duplicateSince, waitingSince, noted time.Time
+	return n.retryUpTo(ctx, "registering broker", registerBackoffMax, func() error {
+		epoch, err := n.registerAnyVoter(ctx, reg)
 		switch {
 		case err == nil:
+			attrs := []any{"broker_epoch", epoch, "advertised", net.JoinHostPort(host, strconv.Itoa(port))}
+			if !waitingSince.IsZero() {
+				attrs = append(attrs, "waited", time.Since(waitingSince).Round(time.Millisecond))
+			}
 			n.brokerEpoch.Store(epoch)
-			n.log.Info("broker registered", "broker_epoch", epoch, "advertised", net.JoinHostPort(host, strconv.Itoa(port)))
+			n.log.Info("broker registered", attrs...)
 		case errors.Is(err, kerr.InconsistentClusterID):
 			return permanent(fmt.Errorf("the controllers belong to another cluster than --cluster-id %q (the data dir's cluster.id): %w", n.clusterID, err))
 		case isDuplicateRegistration(err):
@@ -111,9 +126,46 @@ func (n *Node) register(ctx context.Context) error {
 			} else if time.Since(duplicateSince) > 2*n.cfg.BrokerSessionTimeout {
 				return permanent(fmt.Errorf("node id %d is held by another live broker or controller voter: %w", n.cfg.NodeID, err))
 			}
+		case noActiveControllerHere(err) && ctx.Err() == nil:
+			if waitingSince.IsZero() {
+				waitingSince = time.Now()
+			}
+			// Said after the first second (a cluster starting up elects
+			// within that), then every registerWaitNote.
+			if waited := time.Since(waitingSince); waited >= time.Second && (noted.IsZero() || time.Since(noted) >= registerWaitNote) {
+				noted = time.Now()
+				n.log.Info("waiting for the controller quorum to have an active controller before registering: retrying",
+					"controllers", n.cfg.Controllers, "waited", waited.Round(time.Millisecond),
+					"retry_every", registerBackoffMax, "last_error", err)
+			}
 		}
 		return err
 	})
+}
+
+// registerAnyVoter sends one registration. A broker-only node that has not
+// joined yet knows no active controller and its link asks the voters in turn
+// (newLink): it goes on to the next voter while one answers NOT_CONTROLLER or
+// cannot be reached, so that one attempt reaches the active controller if
+// there is one.
+func (n *Node) registerAnyVoter(ctx context.Context, reg controller.RegisterBroker) (int64, error) {
+	tries := 1
+	if !n.cfg.IsController() {
+		voters, _ := n.cfg.Voters()
+		tries = max(tries, len(voters))
+	}
+	for i := 1; ; i++ {
+		epoch, err := n.registerOnce(ctx, reg)
+		if err == nil || i >= tries || !noActiveControllerHere(err) || ctx.Err() != nil {
+			return epoch, err
+		}
+	}
+}
+
+// noActiveControllerHere reports whether a registration failed because the
+// node asked is not the active controller or did not answer.
+func noActiveControllerHere(err error) bool {
+	return errors.Is(err, kerr.NotController) || !errors.As(err, new(*kerr.Error))
 }
 
 func isDuplicateRegistration(err error) bool {
@@ -224,6 +276,11 @@ func (n *Node) controlledShutdown(ctx context.Context) {
 
 // retry runs f with backoff until it succeeds or ctx ends.
 func (n *Node) retry(ctx context.Context, what string, f func() error) error {
+	return n.retryUpTo(ctx, what, time.Second, f)
+}
+
+// retryUpTo is retry with pauses of at most maxBackoff.
+func (n *Node) retryUpTo(ctx context.Context, what string, maxBackoff time.Duration, f func() error) error {
 	backoff := 50 * time.Millisecond
 	for {
 		err := f()
@@ -239,7 +296,7 @@ func (n *Node) retry(ctx context.Context, what string, f func() error) error {
 			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
