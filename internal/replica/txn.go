@@ -42,13 +42,25 @@ type AbortedTxn struct {
 
 // txnState is the partition's view of transactions, derived only from the
 // batches in its log, so leader, follower and a restarted replica agree: the open
-// transaction of each producer (the offset of its first batch) and the aborted
-// transactions, ordered by marker offset. It is pure; the Partition guards it with
-// txnMu and feeds it every batch in offset order.
+// transaction of each producer (the offset of its first batch), the aborted
+// transactions, ordered by marker offset, and the transactions whose marker is
+// not yet known to be below the high-water mark. It is pure; the Partition
+// guards it with txnMu and feeds it every batch in offset order.
 type txnState struct {
 	open    map[int64]int64 // producer id -> first offset of its open transaction
 	aborted []AbortedTxn    // by LastOffset
+	// unreplicated are ended transactions (either outcome) whose marker the
+	// high-water mark has not passed, by marker offset (Kafka's unreplicated
+	// transactions). They hold the last stable offset as an open transaction
+	// does: a marker above the HWM can still be lost with this leader, and the
+	// next leader's LSO would then be back at the transaction's first offset.
+	// lastStable drops those the HWM has passed.
+	unreplicated []endedTxn
 }
+
+// endedTxn is a transaction whose marker is in the log: its first offset and
+// the marker's offset.
+type endedTxn struct{ first, marker int64 }
 
 func newTxnState() *txnState { return &txnState{open: make(map[int64]int64)} }
 
@@ -72,6 +84,7 @@ func (s *txnState) observe(h batch.Header, marker batch.ControlType) {
 		return // a marker for a partition the transaction wrote nothing to
 	}
 	delete(s.open, h.ProducerID)
+	s.unreplicated = append(s.unreplicated, endedTxn{first: first, marker: h.BaseOffset})
 	if marker == batch.ControlAbort {
 		s.aborted = append(s.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
 	}
@@ -95,12 +108,25 @@ func (s *txnState) firstUnstable() (int64, bool) {
 }
 
 // lastStable is the last stable offset under high-water mark hwm: the first offset
-// of the oldest open transaction if that is lower.
+// of the oldest transaction that is open or whose marker is at or above hwm, if
+// that is lower. It forgets the ended transactions whose marker is below hwm:
+// the partition's HWM only moves back by a truncation, which rebuilds the
+// state, and a caller with an older reading of the HWM then only misses
+// transactions whose markers are below the HWM already.
 func (s *txnState) lastStable(hwm int64) int64 {
-	if first, ok := s.firstUnstable(); ok && first < hwm {
-		return first
+	i := 0
+	for i < len(s.unreplicated) && s.unreplicated[i].marker < hwm {
+		i++
 	}
-	return hwm
+	s.unreplicated = slices.Delete(s.unreplicated, 0, i)
+	lso := hwm
+	if first, ok := s.firstUnstable(); ok {
+		lso = min(lso, first)
+	}
+	for _, e := range s.unreplicated {
+		lso = min(lso, e.first)
+	}
+	return lso
 }
 
 // abortedIn returns the aborted transactions that touch [from, to): their marker
