@@ -557,7 +557,7 @@ func (p *Partition) read(offset int64, maxBytes int, iso Isolation) (FetchResult
 				p.txnMu.Lock()
 				res.Aborted = append(res.Aborted, p.txns.abortedIn(offset, limit)...)
 				p.txnMu.Unlock()
-				res.Aborted = mergeAborted(res.Aborted, tier.AbortedIn(offset, limit))
+				res.Aborted = storage.MergeAbortedTxns(res.Aborted, tier.AbortedIn(offset, limit))
 			}
 			return res, err
 		}

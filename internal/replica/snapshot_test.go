@@ -64,7 +64,7 @@ func TestSnapshotCodec(t *testing.T) {
 		"trailing byte":  append(slices.Clone(payload), 0),
 		"huge count":     append([]byte{0, 1, 0xff, 0xff, 0xff, 0xff}, payload[6:]...),
 		"six batches":    func() []byte { b := slices.Clone(payload); b[2+4+8+2+4+8] = 6; return b }(),
-		"aborted order":  encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, aborted: []AbortedTxn{{1, 5, 9}, {1, 1, 2}}}),
+		"aborted order":  encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, aborted: []AbortedTxn{{ProducerID: 1, FirstOffset: 5, LastOffset: 9}, {ProducerID: 1, FirstOffset: 1, LastOffset: 2}}}),
 		"ended order":    encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, unreplicated: []endedTxn{{5, 9}, {1, 2}}}),
 		"producer twice": append(append([]byte{0, 1, 0, 0, 0, 2}, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 2)...), make([]byte, 8)...),
 	}
@@ -375,7 +375,7 @@ func TestSnapshotVersion1Loads(t *testing.T) {
 	if e := producers.entries[9]; e == nil || e.epoch != 2 || e.coordinatorEpoch != 4 {
 		t.Fatalf("producer 9 decoded as %+v", e)
 	}
-	if txns.open[5] != 20 || !slices.Equal(txns.aborted, []AbortedTxn{{9, 3, 8}}) || len(txns.unreplicated) != 0 {
+	if txns.open[5] != 20 || !slices.Equal(txns.aborted, []AbortedTxn{{ProducerID: 9, FirstOffset: 3, LastOffset: 8}}) || len(txns.unreplicated) != 0 {
 		t.Fatalf("transactions decoded as %+v", txns)
 	}
 	// Written again, it is the current version.

@@ -32,13 +32,10 @@ const (
 )
 
 // AbortedTxn is one aborted transaction on a partition: producer id, the offset of
-// its first batch and the offset of its abort marker. A read_committed consumer
-// drops the producer's batches from FirstOffset until it meets the marker.
-type AbortedTxn struct {
-	ProducerID  int64
-	FirstOffset int64
-	LastOffset  int64
-}
+// its first batch and the offset of its abort marker (LastOffset). A
+// read_committed consumer drops the producer's batches from FirstOffset until
+// it meets the marker. The tier's manifest holds the same.
+type AbortedTxn = storage.AbortedTxn
 
 // txnState is the partition's view of transactions, derived only from the
 // batches in its log, so leader, follower and a restarted replica agree: the open
@@ -143,30 +140,6 @@ func (s *txnState) abortedIn(from, to int64) []AbortedTxn {
 	return out
 }
 
-// endingIn returns the aborted transactions whose markers lie in [from, to).
-func (s *txnState) endingIn(from, to int64) []AbortedTxn {
-	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
-	j := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= to })
-	return slices.Clone(s.aborted[i:j])
-}
-
-// mergeAborted adds the remote part's aborted transactions to a replica's
-// own, once each (one marker, one transaction), keeping the earlier first
-// offset where the replica's is cut at its local log start, by marker offset.
-func mergeAborted(own []AbortedTxn, remote []storage.AbortedTxn) []AbortedTxn {
-	for _, r := range remote {
-		a := AbortedTxn(r)
-		i := slices.IndexFunc(own, func(o AbortedTxn) bool { return o.ProducerID == a.ProducerID && o.LastOffset == a.LastOffset })
-		if i < 0 {
-			own = append(own, a)
-		} else {
-			own[i].FirstOffset = min(own[i].FirstOffset, a.FirstOffset)
-		}
-	}
-	slices.SortFunc(own, func(a, b AbortedTxn) int { return cmp.Compare(a.LastOffset, b.LastOffset) })
-	return own
-}
-
 // forgetBelow drops aborted transactions whose marker lies below logStart: no
 // fetch can reach them any more.
 func (s *txnState) forgetBelow(logStart int64) {
@@ -242,16 +215,16 @@ func (p *Partition) appendTrusted(records []byte, check func() error) (AppendRes
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: info.LogStartOffset}, nil
 }
 
-// abortedEndingIn returns the aborted transactions whose markers lie in
-// [from, to), for the tier to record with an uploaded segment.
-func (p *Partition) abortedEndingIn(from, to int64) []storage.AbortedTxn {
+// abortedTouching returns the aborted transactions with batches or a marker
+// in [from, to), for the tier to record with an uploaded segment. Uploads stop
+// at the last stable offset, so every transaction with a batch in an uploaded
+// segment has its marker in this replica's log, and its first offset is known
+// here even when a later replica, whose local log starts after that batch,
+// uploads the marker's segment.
+func (p *Partition) abortedTouching(from, to int64) []storage.AbortedTxn {
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
-	var out []storage.AbortedTxn
-	for _, a := range p.txns.endingIn(from, to) {
-		out = append(out, storage.AbortedTxn(a))
-	}
-	return out
+	return p.txns.abortedIn(from, to)
 }
 
 // forgetAbortedBelow drops aborted transactions whose markers retention or

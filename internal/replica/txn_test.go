@@ -54,10 +54,10 @@ func TestTxnStateScript(t *testing.T) {
 		want     []AbortedTxn
 	}{
 		{0, 2, nil},
-		{0, 3, []AbortedTxn{{2, 2, 7}}},
-		{7, 8, []AbortedTxn{{2, 2, 7}}},
-		{8, 12, []AbortedTxn{{2, 10, 11}}},
-		{0, 12, []AbortedTxn{{2, 2, 7}, {2, 10, 11}}},
+		{0, 3, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}}},
+		{7, 8, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}}},
+		{8, 12, []AbortedTxn{{ProducerID: 2, FirstOffset: 10, LastOffset: 11}}},
+		{0, 12, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}, {ProducerID: 2, FirstOffset: 10, LastOffset: 11}}},
 		{12, 20, nil},
 	} {
 		if got := s.abortedIn(tc.from, tc.to); !slices.Equal(got, tc.want) {
@@ -65,7 +65,7 @@ func TestTxnStateScript(t *testing.T) {
 		}
 	}
 	s.forgetBelow(8)
-	if got := s.abortedIn(0, 100); !slices.Equal(got, []AbortedTxn{{2, 10, 11}}) {
+	if got := s.abortedIn(0, 100); !slices.Equal(got, []AbortedTxn{{ProducerID: 2, FirstOffset: 10, LastOffset: 11}}) {
 		t.Errorf("after forgetBelow(8): %v", got)
 	}
 }
@@ -294,7 +294,7 @@ func TestPartitionReadCommitted(t *testing.T) {
 		t.Fatalf("LSO %d after committing 3, want the HWM 8", got)
 	}
 	bases, aborted, lso := readAll(t, p, 0, ReadCommitted)
-	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{2, 2, 6}}) || lso != 8 {
+	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 6}}) || lso != 8 {
 		t.Fatalf("read_committed: bases %v aborted %v lso %d", bases, aborted, lso)
 	}
 	if _, aborted, _ := readAll(t, p, 7, ReadCommitted); len(aborted) != 0 {
@@ -309,7 +309,7 @@ func TestPartitionReadCommitted(t *testing.T) {
 	p = newLeaderPartition(t, dir)
 	t.Cleanup(func() { p.close() })
 	bases, aborted, lso = readAll(t, p, 0, ReadCommitted)
-	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{2, 2, 6}}) || lso != 8 {
+	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 6}}) || lso != 8 {
 		t.Fatalf("after reopening: bases %v aborted %v lso %d", bases, aborted, lso)
 	}
 }
@@ -422,7 +422,7 @@ func TestCoordinatorEpochFencesMarkers(t *testing.T) {
 	if err := marker(4, false); err != nil { // a newer coordinator aborts it
 		t.Fatalf("marker from coordinator epoch 4: %v", err)
 	}
-	if _, aborted, lso := readAll(t, p, 0, ReadCommitted); !slices.Equal(aborted, []AbortedTxn{{5, 4, 5}}) || lso != 6 {
+	if _, aborted, lso := readAll(t, p, 0, ReadCommitted); !slices.Equal(aborted, []AbortedTxn{{ProducerID: 5, FirstOffset: 4, LastOffset: 5}}) || lso != 6 {
 		t.Fatalf("aborted %v LSO %d, want [{5 4 5}] and 6", aborted, lso)
 	}
 }
