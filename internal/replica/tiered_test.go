@@ -128,25 +128,7 @@ func TestTierRetentionMapsTopicConfig(t *testing.T) {
 func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 	dir := t.TempDir()
 	m, _, tc := tieredManager(t)
-	open := func() *Partition {
-		l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		p.setConfig(tc)
-		m.applyTier(p, tc)
-		if err := p.Tier().Load(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	open := func() *Partition { return openTieredLeader(t, m, tc, dir) }
 	p := open()
 	// Timestamped now: retention.ms must not take them from the store.
 	now := time.Now().UnixMilli()
@@ -279,25 +261,7 @@ func TestTieredAbortedTxnSpansSegments(t *testing.T) {
 	dir := t.TempDir()
 	m, _, tc := tieredManager(t)
 	tc.LocalRetentionBytes = 1 // everything uploaded goes locally
-	open := func() *Partition {
-		l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		p.setConfig(tc)
-		m.applyTier(p, tc)
-		if err := p.Tier().Load(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	open := func() *Partition { return openTieredLeader(t, m, tc, dir) }
 	fill := func(p *Partition) { // until the active segment rolls
 		t.Helper()
 		for n := p.Log().NumSegments(); p.Log().NumSegments() == n; {
@@ -350,4 +314,27 @@ func TestTieredAbortedTxnSpansSegments(t *testing.T) {
 	if want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: res.BaseOffset}}; !slices.Equal(got.Aborted, want) {
 		t.Fatalf("aborted transactions of a remote read: %v, want %v", got.Aborted, want)
 	}
+}
+
+// openTieredLeader opens the single-replica leader of a tiered partition on
+// dir with 4 KiB segments, its tier loaded.
+func openTieredLeader(t *testing.T, m *Manager, tc metadata.TopicConfig, dir string) *Partition {
+	t.Helper()
+	l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.setConfig(tc)
+	m.applyTier(p, tc)
+	if err := p.Tier().Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/txntest"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -43,40 +43,9 @@ func TestProduceVerification(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var pid int64
-	var epoch int16
-	wait.Within(t, 20*time.Second, "InitProducerId with a transactional id", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 30000
-		resp, err := req.RequestWith(ctx, cl11)
-		if err != nil || resp.ErrorCode != 0 {
-			return false
-		}
-		pid, epoch = resp.ProducerID, resp.ProducerEpoch
-		return true
-	})
+	pid, epoch := initTransactional(t, cl11, id)
 	produce := func(cl *kgo.Client, seq int32, value string) error {
-		t.Helper()
-		b, err := batch.Build(batch.BuildOptions{
-			FirstTimestamp: time.Now().UnixMilli(),
-			Idempotent:     true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, Transactional: true,
-		}, []batch.Record{{Value: []byte(value)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := kmsg.NewPtrProduceRequest()
-		req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr(id), -1, 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = b
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+		return txntest.ProduceWithID(ctx, cl, id, topic, 0, pid, epoch, seq, true, value)
 	}
 	add := func() {
 		t.Helper()
@@ -180,21 +149,7 @@ func TestClusterRemoteVerification(t *testing.T) {
 	}
 	// Metadata reaches the other brokers a moment after CreateTopics answers.
 	wait.For(t, "a first committed transaction", func() bool { return txn(0, 0, true) == nil })
-	fc := adm.FindTxnCoordinators(ctx, id)
-	if err := fc.Error(); err != nil {
-		t.Fatal(err)
-	}
-	coord := int(fc[id].NodeID - 1)
-	partition := int32(-1)
-	for p := range int32(6) {
-		if c.leaderOf(adm, topic, p) != coord {
-			partition = p
-			break
-		}
-	}
-	if partition < 0 {
-		t.Fatalf("every partition of %s is led by the coordinator, node %d", topic, coord+1)
-	}
+	coord, partition := c.awayFromTxnCoordinator(adm, id, topic, 6)
 	adds := func() float64 {
 		_, body := httpGet(t, "http://"+c.nodes[coord].HTTPAddr()+"/metrics")
 		return labelledValue(body, `strata_requests_total{api="AddPartitionsToTxn"}`)
@@ -221,36 +176,28 @@ func TestClusterRemoteVerification(t *testing.T) {
 	}
 
 	// A batch for a partition the transaction never added, sent to its leader.
+	pid, epoch := initTransactional(t, cl, "verify-raw")
+	leader := cl.Broker(c.leaderOf(adm, topic, partition) + 1)
+	if err := txntest.ProduceWithID(ctx, leader, "verify-raw", topic, partition, pid, epoch, 0, true, "not added"); !errors.Is(err, kerr.TransactionAbortable) {
+		t.Fatalf("batch for a partition not added: %v, want TRANSACTION_ABORTABLE", err)
+	}
+}
+
+// initTransactional runs InitProducerId for transactional id id until the
+// coordinator answers, and returns the producer id and epoch.
+func initTransactional(t *testing.T, cl *kgo.Client, id string) (int64, int16) {
+	t.Helper()
 	var pid int64
 	var epoch int16
-	wait.For(t, "InitProducerId for a raw producer", func() bool {
+	wait.Within(t, 20*time.Second, "InitProducerId for "+id, func() bool {
 		req := kmsg.NewPtrInitProducerIDRequest()
-		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("verify-raw"), 30000
-		resp, err := req.RequestWith(ctx, cl)
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 30000
+		resp, err := req.RequestWith(context.Background(), cl)
 		if err != nil || resp.ErrorCode != 0 {
 			return false
 		}
 		pid, epoch = resp.ProducerID, resp.ProducerEpoch
 		return true
 	})
-	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, Transactional: true},
-		[]batch.Record{{Value: []byte("not added")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := kmsg.NewPtrProduceRequest()
-	req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr("verify-raw"), -1, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, b
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl.Broker(c.leaderOf(adm, topic, partition)+1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); !errors.Is(err, kerr.TransactionAbortable) {
-		t.Fatalf("batch for a partition not added: %v, want TRANSACTION_ABORTABLE", err)
-	}
+	return pid, epoch
 }

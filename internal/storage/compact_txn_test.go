@@ -15,26 +15,8 @@ import (
 func TestCompactAbortedTransactions(t *testing.T) {
 	clk := newClock()
 	l := openLog(t, vfs.NewMem(), compactCfg(clk))
-	txn := func(pid int64, recs ...kv) {
-		t.Helper()
-		br := make([]batch.Record, len(recs))
-		for i, r := range recs {
-			br[i] = batch.Record{Key: r.key, Value: r.value}
-		}
-		b, err := batch.Build(batch.BuildOptions{FirstTimestamp: clk.Now().UnixMilli(), Idempotent: true, ProducerID: pid, Transactional: true}, br)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Append(b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	marker := func(pid int64, commit bool) {
-		t.Helper()
-		if _, err := l.Append(batch.BuildControl(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: clk.Now().UnixMilli()}), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	txn := func(pid int64, recs ...kv) { appendTxn(t, l, clk, pid, 0, recs...) }
+	marker := func(pid int64, commit bool) { appendMarker(t, l, clk, pid, commit) }
 	appendKV(t, l, clk, 0, put("k", "plain"))           // 0
 	txn(1, put("k", "committed"))                       // 1
 	marker(1, true)                                     // 2
@@ -81,26 +63,10 @@ func TestCompactRemovesMarkers(t *testing.T) {
 	l := openLog(t, vfs.NewMem(), compactCfg(clk))
 	seqs := map[int64]int32{}
 	txn := func(pid int64, recs ...kv) {
-		t.Helper()
-		br := make([]batch.Record, len(recs))
-		for i, r := range recs {
-			br[i] = batch.Record{Key: r.key, Value: r.value}
-		}
-		b, err := batch.Build(batch.BuildOptions{FirstTimestamp: clk.Now().UnixMilli(), Idempotent: true, ProducerID: pid, BaseSequence: seqs[pid], Transactional: true}, br)
-		if err != nil {
-			t.Fatal(err)
-		}
+		appendTxn(t, l, clk, pid, seqs[pid], recs...)
 		seqs[pid] += int32(len(recs))
-		if _, err := l.Append(b, 0); err != nil {
-			t.Fatal(err)
-		}
 	}
-	marker := func(pid int64, commit bool) {
-		t.Helper()
-		if _, err := l.Append(batch.BuildControl(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: clk.Now().UnixMilli()}), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	marker := func(pid int64, commit bool) { appendMarker(t, l, clk, pid, commit) }
 	// markers lists the markers left as "pid:offset", and fails when a
 	// transactional batch has no marker of its producer after it.
 	markers := func() []string {
@@ -165,5 +131,30 @@ func TestCompactRemovesMarkers(t *testing.T) {
 	clk.Advance(2 * compactOpts().DeleteRetention)
 	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); st.Cleaned {
 		t.Fatalf("a pass ran with nothing to remove: %+v", st)
+	}
+}
+
+// appendTxn appends recs as one transactional batch of producer pid at
+// sequence seq.
+func appendTxn(t *testing.T, l *Log, clk *clock, pid int64, seq int32, recs ...kv) {
+	t.Helper()
+	br := make([]batch.Record, len(recs))
+	for i, r := range recs {
+		br[i] = batch.Record{Key: r.key, Value: r.value}
+	}
+	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: clk.Now().UnixMilli(), Idempotent: true, ProducerID: pid, BaseSequence: seq, Transactional: true}, br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(b, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendMarker appends producer pid's commit or abort marker.
+func appendMarker(t *testing.T, l *Log, clk *clock, pid int64, commit bool) {
+	t.Helper()
+	if _, err := l.Append(batch.BuildControl(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: clk.Now().UnixMilli()}), 0); err != nil {
+		t.Fatal(err)
 	}
 }
