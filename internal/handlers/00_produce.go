@@ -5,10 +5,18 @@ package handlers
 //   errors and an error message; v9+: flexible. acks=0 gets no response at all:
 //   over its producer_byte_rate the client is throttled by muting the
 //   connection alone (protocol.Response.Throttle).
+//   v3-v11 (KIP-890 part 1): a transactional batch that would open its
+//   producer's transaction on a partition is appended only once the
+//   coordinator confirms the partition is in the ongoing transaction
+//   (AddPartitionsToTxn VerifyOnly): else INVALID_TXN_STATE, from v11
+//   TRANSACTION_ABORTABLE; the coordinator's transient errors answer
+//   NOT_ENOUGH_REPLICAS, which clients retry.
 //   v12 (KIP-890, transaction version 2): the first transactional batch of a
 //   producer on a partition adds the partition to its transaction at the
 //   coordinator (no AddPartitionsToTxn from the client); the coordinator's
-//   transient errors answer NOT_ENOUGH_REPLICAS, which clients retry.
+//   transient errors answer NOT_ENOUGH_REPLICAS, CONCURRENT_TRANSACTIONS (the
+//   previous transaction still completing after the broker's own retries)
+//   itself, as Kafka 4 does; clients retry both.
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
 // request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
@@ -63,12 +71,21 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 				continue
 			}
 			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
-			if err == nil && req.Version >= 12 && req.TransactionID != nil {
-				err = h.joinProduceTxn(ctx, *req.TransactionID, p, rt.Topic, rp.Records)
+			verified, guard := false, replica.VerificationGuard(0)
+			if err == nil && req.TransactionID != nil {
+				if req.Version >= 12 {
+					err = h.joinProduceTxn(ctx, *req.TransactionID, p, rt.Topic, rp.Records)
+				} else {
+					verified, guard, err = h.verifyProduceTxn(ctx, *req.TransactionID, p, rt.Topic, rp.Records, req.Version)
+				}
 			}
 			if err == nil {
 				var res replica.AppendResult
-				res, err = p.Append(rp.Records, acks)
+				if verified {
+					res, err = p.AppendVerified(rp.Records, acks, guard)
+				} else {
+					res, err = p.Append(rp.Records, acks)
+				}
 				if err == nil {
 					h.cfg.Observer.Produced(rt.Topic, rp.Partition, int64(len(rp.Records)), res.LastOffset-res.BaseOffset+1)
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
@@ -136,10 +153,35 @@ func (h *Handlers) joinProduceTxn(ctx context.Context, id string, p *replica.Par
 		}
 		return nil
 	}
-	if code := joinTxnProduceCode(retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, join, completed)); code != 0 {
-		return &metadata.KafkaError{Code: code, Msg: "adding the partition to the transaction: " + kerr.ErrorForCode(code).Error()}
+	if code := retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, join, completed); code != 0 {
+		return &metadata.KafkaError{Code: txnProduceCode(code, 12), Msg: "adding the partition to the transaction: " + kerr.ErrorForCode(code).Error()}
 	}
 	return nil
+}
+
+// verifyProduceTxn checks a transactional batch of Produce v11 or older that
+// would open its producer's transaction on p with the coordinator before it
+// is appended (KIP-890 part 1, replica/verify.go): verified reports that the
+// batch must be appended with AppendVerified and guard. A batch whose
+// transaction is open here already needs no question (guard 0; the append
+// still refuses it if a marker ended that transaction meanwhile); a batch
+// that is not transactional, or not valid, is left to Append. A failed
+// verification forgets the guard, so a refused producer leaves nothing behind.
+func (h *Handlers) verifyProduceTxn(ctx context.Context, id string, p *replica.Partition, topic string, records []byte, version int16) (verified bool, guard replica.VerificationGuard, err error) {
+	hdr, err := batch.ParseHeader(records)
+	if err != nil || !hdr.Transactional() || !hdr.Idempotent() {
+		return false, 0, nil
+	}
+	guard = p.StartTxnVerification(hdr.ProducerID, hdr.ProducerEpoch)
+	if guard == 0 {
+		return true, 0, nil
+	}
+	tps := []txn.TopicPartition{{Topic: topic, Partition: p.Index}}
+	if code := h.verifyTxn(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps); code != 0 {
+		p.CancelTxnVerification(hdr.ProducerID, guard)
+		return true, 0, &metadata.KafkaError{Code: txnProduceCode(code, version), Msg: "verifying the partition is in the transaction: " + kerr.ErrorForCode(code).Error()}
+	}
+	return true, guard, nil
 }
 
 // The broker's own retry of an implicit add the coordinator answers

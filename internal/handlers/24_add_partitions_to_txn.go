@@ -3,8 +3,11 @@ package handlers
 // AddPartitionsToTxn (key 24), v0-v5.
 //   v0-v3 (clients): one transaction; v2+: PRODUCER_FENCED for a fenced epoch
 //   (INVALID_PRODUCER_EPOCH before); v3+ flexible. v4-v5 (KIP-890, brokers): a
-//   batch of transactions, each optionally VerifyOnly (is every partition already
-//   in the ongoing transaction?), and a top-level error code; v5 is what a
+//   batch of transactions, each optionally VerifyOnly (is each partition already
+//   in the ongoing transaction? if not TRANSACTION_ABORTABLE, and
+//   CONCURRENT_TRANSACTIONS while it commits or aborts; what a partition leader
+//   asks before it appends a Produce v11 or older transactional batch), and a
+//   top-level error code; v5 is what a
 //   partition leader sends to add the partition of a Produce v12 or the offsets
 //   partition of a TxnOffsetCommit v5 (the same answer). An add of the broker
 //   form that the coordinator answers CONCURRENT_TRANSACTIONS (the id's previous
@@ -129,7 +132,16 @@ func (h *Handlers) addToTxn(ctx context.Context, img *metadata.Image, id string,
 	case h.cfg.Transactions == nil:
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	case verifyOnly:
-		code = h.cfg.Transactions.VerifyPartitions(id, pid, epoch, tps)
+		// Each partition answered on its own, as Kafka does: the ones in the
+		// transaction succeed, the others are TRANSACTION_ABORTABLE.
+		i := 0
+		for ti := range codes {
+			for pi := range codes[ti] {
+				codes[ti][pi] = h.cfg.Transactions.VerifyPartitions(id, pid, epoch, tps[i:i+1])
+				i++
+			}
+		}
+		return codes
 	default:
 		code = h.cfg.Transactions.AddPartitions(ctx, id, pid, epoch, tps)
 	}

@@ -97,3 +97,36 @@ func TestRetryConcurrentTxnWakesOnCompletion(t *testing.T) {
 		t.Fatalf("answered %d after %d calls, want %d after 2-22 (at most two per 10 ms backoff)", got, calls, concurrent)
 	}
 }
+
+// TestTxnProduceCode: what each Produce version answers when the coordinator
+// did not confirm a transactional batch's partition, as Kafka 4.4 answers:
+// CONCURRENT_TRANSACTIONS reaches v12 clients (KAFKA-18662) and is
+// NOT_ENOUGH_REPLICAS before; TRANSACTION_ABORTABLE reaches v11+ and is
+// INVALID_TXN_STATE before.
+func TestTxnProduceCode(t *testing.T) {
+	for _, tc := range []struct {
+		code    *kerr.Error
+		version int16
+		want    *kerr.Error
+	}{
+		{kerr.ConcurrentTransactions, 12, kerr.ConcurrentTransactions},
+		{kerr.ConcurrentTransactions, 11, kerr.NotEnoughReplicas},
+		{kerr.ConcurrentTransactions, 3, kerr.NotEnoughReplicas},
+		{kerr.NotCoordinator, 12, kerr.NotEnoughReplicas},
+		{kerr.CoordinatorNotAvailable, 11, kerr.NotEnoughReplicas},
+		{kerr.CoordinatorLoadInProgress, 9, kerr.NotEnoughReplicas},
+		{kerr.NetworkException, 11, kerr.NotEnoughReplicas},
+		{kerr.ProducerFenced, 12, kerr.InvalidProducerEpoch},
+		{kerr.ProducerFenced, 10, kerr.InvalidProducerEpoch},
+		{kerr.TransactionAbortable, 12, kerr.TransactionAbortable},
+		{kerr.TransactionAbortable, 11, kerr.TransactionAbortable},
+		{kerr.TransactionAbortable, 10, kerr.InvalidTxnState},
+		{kerr.ClusterAuthorizationFailed, 11, kerr.InvalidTxnState},
+		{kerr.InvalidTxnState, 11, kerr.InvalidTxnState},
+		{kerr.InvalidProducerIDMapping, 12, kerr.InvalidProducerIDMapping},
+	} {
+		if got := txnProduceCode(tc.code.Code, tc.version); got != tc.want.Code {
+			t.Errorf("%s to Produce v%d: %s, want %s", tc.code.Message, tc.version, kerr.ErrorForCode(got), tc.want.Message)
+		}
+	}
+}

@@ -35,6 +35,18 @@ func (h *Handlers) NextProducerID(ctx context.Context) (int64, error) { return h
 // implicit add, for Produce v12+ and TxnOffsetCommit v5+. It answers the
 // coordinator's code (0: the partitions are in the ongoing transaction).
 func (h *Handlers) joinTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition) int16 {
+	return h.coordinateTxn(ctx, id, pid, epoch, tps, false)
+}
+
+// verifyTxn asks the coordinator of transactional id whether tps are in its
+// ongoing transaction (AddPartitionsToTxn VerifyOnly, KIP-890 part 1), here
+// or on the coordinator's broker, and answers its code (0: they are).
+func (h *Handlers) verifyTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition) int16 {
+	return h.coordinateTxn(ctx, id, pid, epoch, tps, true)
+}
+
+// coordinateTxn is joinTxn, or verifyTxn with verifyOnly.
+func (h *Handlers) coordinateTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) int16 {
 	if h.cfg.Transactions == nil {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
@@ -45,6 +57,8 @@ func (h *Handlers) joinTxn(ctx context.Context, id string, pid int64, epoch int1
 	}
 	leader := t.Partitions[group.PartitionFor(id, int32(len(t.Partitions)))].Leader
 	switch {
+	case leader == h.cfg.NodeID && verifyOnly:
+		return h.cfg.Transactions.VerifyPartitions(id, pid, epoch, tps)
 	case leader == h.cfg.NodeID:
 		return h.cfg.Transactions.AddPartitions(ctx, id, pid, epoch, tps)
 	case leader == metadata.NoLeader || h.cfg.AddToRemoteTxn == nil:
@@ -52,7 +66,7 @@ func (h *Handlers) joinTxn(ctx context.Context, id string, pid int64, epoch int1
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch = id, pid, epoch
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pid, epoch, verifyOnly
 	txn.EachTopic(tps, func(topic string, partitions []int32) {
 		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 		tt.Topic, tt.Partitions = topic, partitions
@@ -89,15 +103,33 @@ func (h *Handlers) txnCoordinatorHere(id string) bool {
 		t.Partitions[group.PartitionFor(id, int32(len(t.Partitions)))].Leader == h.cfg.NodeID
 }
 
-// joinTxnProduceCode is the Produce error for a failed implicit add: the
-// coordinator's transient errors become NOT_ENOUGH_REPLICAS, which every client
-// retries (as Kafka answers them); fencing keeps Produce's code.
-func joinTxnProduceCode(code int16) int16 {
+// txnProduceCode is the Produce error, for a request of version, when the
+// coordinator did not confirm the partition is in the producer's transaction:
+// a failed verification (v11 and older) or implicit add (v12+). As Kafka 4
+// answers (ReplicaManager, AddPartitionsToTxnManager): the coordinator's
+// transient errors become NOT_ENOUGH_REPLICAS, which every client retries
+// without a metadata refresh, except CONCURRENT_TRANSACTIONS for v12+, which
+// those clients retry (KAFKA-18662); fencing is INVALID_PRODUCER_EPOCH; a
+// partition not in the transaction is TRANSACTION_ABORTABLE for v11+ and
+// INVALID_TXN_STATE before (clients that predate it), as is a refused
+// verification request (CLUSTER_AUTHORIZATION_FAILED).
+func txnProduceCode(code, version int16) int16 {
 	switch code {
-	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code:
+	case kerr.ConcurrentTransactions.Code:
+		if version >= 12 {
+			return code
+		}
+		return kerr.NotEnoughReplicas.Code
+	case kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.NetworkException.Code:
 		return kerr.NotEnoughReplicas.Code
 	case kerr.ProducerFenced.Code:
 		return kerr.InvalidProducerEpoch.Code
+	case kerr.ClusterAuthorizationFailed.Code:
+		return kerr.InvalidTxnState.Code
+	case kerr.TransactionAbortable.Code:
+		if version <= 10 {
+			return kerr.InvalidTxnState.Code
+		}
 	}
 	return code
 }

@@ -605,7 +605,7 @@ func (m *Manager) clean(p *Partition) {
 			m.log.Warn("compaction", "topic", p.Topic, "partition", p.Index, "err", err)
 		} else if err == nil && st.Cleaned {
 			m.log.Info("compacted", "topic", p.Topic, "partition", p.Index,
-				"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten, "superseded", st.Superseded, "tombstones_removed", st.TombstonesRemoved, "aborted_removed", st.AbortedRemoved)
+				"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten, "superseded", st.Superseded, "tombstones_removed", st.TombstonesRemoved, "aborted_removed", st.AbortedRemoved, "markers_removed", st.MarkersRemoved)
 		}
 	}
 }

@@ -102,6 +102,10 @@ type Partition struct {
 	// count when it last checked (snapshot.go). Both under appendMu.
 	snapshotOffset int64
 	snapshotRolls  int64
+	// verifications are the producers' outstanding transaction verifications
+	// (verify.go), lastGuard the last guard handed out; both under appendMu.
+	verifications map[int64]verification
+	lastGuard     VerificationGuard
 
 	// txnMu guards txns, changed under appendMu and read by fetches; see txn.go.
 	txnMu sync.Mutex
@@ -233,6 +237,9 @@ func (p *Partition) observeTxns(records []byte) {
 			ct, coordinatorEpoch := controlType(h, it.Batch())
 			if ct == batch.ControlAbort || ct == batch.ControlCommit {
 				p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
+				// Its transaction ended: a verification begun before does
+				// not let a later batch open another.
+				delete(p.verifications, h.ProducerID)
 			}
 			p.txns.observe(h, ct)
 		}
@@ -350,6 +357,12 @@ type AppendResult struct {
 // batch of an idempotent producer is not appended again: its original offsets are
 // returned. For acks=all the caller then waits with WaitHighWatermark(LastOffset+1).
 func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
+	return p.append(records, acks, false, 0)
+}
+
+// append is Append, checking a transactional batch's verification guard when
+// verify is set (AppendVerified).
+func (p *Partition) append(records []byte, acks int16, verify bool, guard VerificationGuard) (AppendResult, error) {
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
@@ -389,14 +402,19 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	if n == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
 	}
-	return p.appendLocked(records, first)
+	return p.appendLocked(records, first, verify, guard)
 }
 
-func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResult, error) {
+func (p *Partition) appendLocked(records []byte, first batch.Header, verify bool, guard VerificationGuard) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
+	}
+	if verify {
+		if err := p.checkVerificationLocked(first, guard); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	if first.Idempotent() && !first.Transactional() && p.inTxn(first.ProducerID) {
 		return AppendResult{}, fmt.Errorf("%w: producer %d wrote a non-transactional batch inside its transaction", ErrInvalidTxnState, first.ProducerID)
@@ -424,6 +442,7 @@ func (p *Partition) appendLocked(records []byte, first batch.Header) (AppendResu
 	}
 	if first.Transactional() {
 		p.observeTxns(records)
+		delete(p.verifications, first.ProducerID) // the transaction is open: verified
 	}
 	p.maybeSnapshot()
 	p.fireAppend()
@@ -538,7 +557,7 @@ func (p *Partition) read(offset int64, maxBytes int, iso Isolation) (FetchResult
 				p.txnMu.Lock()
 				res.Aborted = append(res.Aborted, p.txns.abortedIn(offset, limit)...)
 				p.txnMu.Unlock()
-				res.Aborted = mergeAborted(res.Aborted, tier.AbortedIn(offset, limit))
+				res.Aborted = storage.MergeAbortedTxns(res.Aborted, tier.AbortedIn(offset, limit))
 			}
 			return res, err
 		}
@@ -583,10 +602,7 @@ func (p *Partition) OpenTransactions() int {
 func (p *Partition) InTxnAt(pid int64, epoch int16) bool {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if e, ok := p.producers.entries[pid]; !ok || e.epoch != epoch {
-		return false
-	}
-	return p.inTxn(pid)
+	return p.inTxnAtLocked(pid, epoch)
 }
 
 // inTxn reports whether producer pid has an open transaction on the partition.

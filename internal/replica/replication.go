@@ -52,6 +52,7 @@ func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 	if err := p.log.AssignEpoch(ip.LeaderEpoch, start); err != nil && p.log.Err() == nil {
 		return err
 	}
+	clear(p.verifications) // begun under an earlier leadership: markers may have passed unseen
 	p.mu.Lock()
 	p.mu.leader = true
 	p.mu.leaderID = p.localID

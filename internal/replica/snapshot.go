@@ -36,10 +36,15 @@ import (
 //	open transactions u32, then per transaction: producer id i64 | first offset i64
 //	aborted transactions u32, then per transaction, by marker offset:
 //	  producer id i64 | first offset i64 | marker offset i64
+//	(version 2) ended transactions whose marker the high-water mark had not
+//	passed u32, then per transaction, by marker offset:
+//	  first offset i64 | marker offset i64
 //
-// A decoder refuses any other version, so a format change must bump it; an
+// Version 1 snapshots (no ended transactions) still load: their markers were
+// written before markers held the last stable offset, so none is held. A
+// decoder refuses any other version, so a format change must bump it; an
 // older broker then finds no snapshot it can read and scans the log.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // errBadSnapshot: a snapshot payload that does not decode.
 var errBadSnapshot = errors.New("malformed producer-state snapshot")
@@ -73,6 +78,11 @@ func encodeSnapshot(producers *producerState, txns *txnState) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
 		b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
 		b = binary.BigEndian.AppendUint64(b, uint64(a.LastOffset))
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(txns.unreplicated)))
+	for _, e := range txns.unreplicated {
+		b = binary.BigEndian.AppendUint64(b, uint64(e.first))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.marker))
 	}
 	return b
 }
@@ -141,11 +151,12 @@ func (r *snapReader) count(minSize int) int {
 // decodeSnapshot returns the state a snapshot payload holds.
 func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 	r := &snapReader{b: b}
-	if v := r.u16(); r.err == nil && v != snapshotVersion {
-		return nil, nil, fmt.Errorf("%w: version %d", errBadSnapshot, v)
+	version := r.u16()
+	if r.err == nil && version != 1 && version != snapshotVersion {
+		return nil, nil, fmt.Errorf("%w: version %d", errBadSnapshot, version)
 	}
 	producers, txns := newProducerState(), newTxnState()
-	const producerSize, openSize, abortedSize = 8 + 2 + 4 + 8 + 1, 8 + 8, 8 + 8 + 8
+	const producerSize, openSize, abortedSize, endedSize = 8 + 2 + 4 + 8 + 1, 8 + 8, 8 + 8 + 8, 8 + 8
 	for range r.count(producerSize) {
 		pid := int64(r.u64())
 		e := &producerEntry{epoch: int16(r.u16()), coordinatorEpoch: int32(r.u32()), lastTimestamp: int64(r.u64())}
@@ -169,6 +180,11 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 	for range r.count(abortedSize) {
 		txns.aborted = append(txns.aborted, AbortedTxn{ProducerID: int64(r.u64()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64())})
 	}
+	if version >= 2 {
+		for range r.count(endedSize) {
+			txns.unreplicated = append(txns.unreplicated, endedTxn{first: int64(r.u64()), marker: int64(r.u64())})
+		}
+	}
 	if r.err != nil {
 		return nil, nil, r.err
 	}
@@ -177,6 +193,9 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 	}
 	if !sort.SliceIsSorted(txns.aborted, func(i, j int) bool { return txns.aborted[i].LastOffset < txns.aborted[j].LastOffset }) {
 		return nil, nil, fmt.Errorf("%w: aborted transactions out of order", errBadSnapshot)
+	}
+	if !sort.SliceIsSorted(txns.unreplicated, func(i, j int) bool { return txns.unreplicated[i].marker < txns.unreplicated[j].marker }) {
+		return nil, nil, fmt.Errorf("%w: ended transactions out of order", errBadSnapshot)
 	}
 	return producers, txns, nil
 }
@@ -230,6 +249,7 @@ func (p *Partition) writeSnapshot() {
 		return
 	}
 	p.txnMu.Lock()
+	p.txns.lastStable(p.HighWatermark()) // forget the ended transactions it has passed
 	payload := encodeSnapshot(p.producers, p.txns)
 	p.txnMu.Unlock()
 	if p.log.WriteProducerSnapshot(end, payload) == nil {

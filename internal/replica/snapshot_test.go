@@ -2,11 +2,13 @@ package replica
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ func TestSnapshotCodec(t *testing.T) {
 	producers.fence(12, 3, 1) // a marker alone
 	txns.open[5] = 60
 	txns.aborted = []AbortedTxn{{ProducerID: 9, FirstOffset: 3, LastOffset: 8}, {ProducerID: 5, FirstOffset: 9, LastOffset: 30}}
+	txns.unreplicated = []endedTxn{{first: 9, marker: 30}, {first: 31, marker: 40}}
 
 	payload := encodeSnapshot(producers, txns)
 	gotP, gotT, err := decodeSnapshot(payload)
@@ -43,7 +46,7 @@ func TestSnapshotCodec(t *testing.T) {
 	if e := gotP.entries[9]; e.epoch != 2 || e.coordinatorEpoch != 4 || len(e.batches) != 0 {
 		t.Fatalf("producer 9 decoded as %+v", e)
 	}
-	if gotT.open[5] != 60 || !slices.Equal(gotT.aborted, txns.aborted) {
+	if gotT.open[5] != 60 || !slices.Equal(gotT.aborted, txns.aborted) || !slices.Equal(gotT.unreplicated, txns.unreplicated) {
 		t.Fatalf("transactions decoded as %+v", gotT)
 	}
 	// The empty state.
@@ -57,11 +60,12 @@ func TestSnapshotCodec(t *testing.T) {
 		}
 	}
 	bad := map[string][]byte{
-		"version 2":      append([]byte{0, 2}, payload[2:]...),
+		"version 3":      append([]byte{0, 3}, payload[2:]...),
 		"trailing byte":  append(slices.Clone(payload), 0),
 		"huge count":     append([]byte{0, 1, 0xff, 0xff, 0xff, 0xff}, payload[6:]...),
 		"six batches":    func() []byte { b := slices.Clone(payload); b[2+4+8+2+4+8] = 6; return b }(),
-		"aborted order":  encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, aborted: []AbortedTxn{{1, 5, 9}, {1, 1, 2}}}),
+		"aborted order":  encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, aborted: []AbortedTxn{{ProducerID: 1, FirstOffset: 5, LastOffset: 9}, {ProducerID: 1, FirstOffset: 1, LastOffset: 2}}}),
+		"ended order":    encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, unreplicated: []endedTxn{{5, 9}, {1, 2}}}),
 		"producer twice": append(append([]byte{0, 1, 0, 0, 0, 2}, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 2)...), make([]byte, 8)...),
 	}
 	for name, b := range bad {
@@ -84,11 +88,7 @@ func TestSnapshotCodec(t *testing.T) {
 func snapshotWorkload(t *testing.T, p *Partition) map[int64][]byte {
 	t.Helper()
 	want := map[int64][]byte{0: encodeSnapshot(newProducerState(), newTxnState())}
-	note := func() {
-		p.txnMu.Lock()
-		want[p.log.LogEndOffset()] = encodeSnapshot(p.producers, p.txns)
-		p.txnMu.Unlock()
-	}
+	note := func() { want[p.log.LogEndOffset()] = encodeState(p) }
 	seq := map[int64]int32{}
 	const rounds = 40
 	for round := range rounds {
@@ -129,6 +129,16 @@ func openSnapshotPartition(t *testing.T, fsys vfs.FS, dir string) *Partition {
 	return p
 }
 
+// encodeState is p's state as a snapshot payload, once the high-water mark
+// has released the ended transactions it passed (which a reopened log, its
+// HWM at the log start, holds until its HWM passes them again).
+func encodeState(p *Partition) []byte {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	p.txns.lastStable(p.HighWatermark())
+	return encodeSnapshot(p.producers, p.txns)
+}
+
 // requireState checks that p's state is the reference state at its log end.
 func requireState(t *testing.T, p *Partition, want map[int64][]byte) {
 	t.Helper()
@@ -137,10 +147,7 @@ func requireState(t *testing.T, p *Partition, want map[int64][]byte) {
 	if !ok {
 		t.Fatalf("no reference state at log end %d", end)
 	}
-	p.txnMu.Lock()
-	got := encodeSnapshot(p.producers, p.txns)
-	p.txnMu.Unlock()
-	if !bytes.Equal(got, ref) {
+	if got := encodeState(p); !bytes.Equal(got, ref) {
 		t.Fatalf("state at %d differs from the one appends built:\n got %x\nwant %x", end, got, ref)
 	}
 }
@@ -343,4 +350,36 @@ func mustRead(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSnapshotVersion1Loads: a snapshot written before ended transactions
+// were kept (version 1, testdata/producer-snapshot-v1.hex, as the previous
+// release wrote it) still loads, with none held.
+func TestSnapshotVersion1Loads(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "producer-snapshot-v1.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := hex.DecodeString(strings.TrimSpace(string(text)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	producers, txns, err := decodeSnapshot(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := producers.entries[5]
+	if e == nil || e.epoch != 1 || len(e.batches) != 2 || e.batches[1] != (batchMeta{firstSeq: 3, lastSeq: 4, firstOffset: 20, lastOffset: 21}) || e.lastTimestamp != 1001 {
+		t.Fatalf("producer 5 decoded as %+v", e)
+	}
+	if e := producers.entries[9]; e == nil || e.epoch != 2 || e.coordinatorEpoch != 4 {
+		t.Fatalf("producer 9 decoded as %+v", e)
+	}
+	if txns.open[5] != 20 || !slices.Equal(txns.aborted, []AbortedTxn{{ProducerID: 9, FirstOffset: 3, LastOffset: 8}}) || len(txns.unreplicated) != 0 {
+		t.Fatalf("transactions decoded as %+v", txns)
+	}
+	// Written again, it is the current version.
+	if again := encodeSnapshot(producers, txns); again[1] != snapshotVersion {
+		t.Fatalf("re-encoded as version %d", again[1])
+	}
 }

@@ -65,7 +65,7 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 			Cache:     m.opts.RemoteCache,
 			Retention: tierRetention(tc),
 			Now:       m.now,
-			Aborted:   p.abortedEndingIn,
+			Aborted:   p.abortedTouching,
 		}))
 	default:
 		tier.SetRetention(tierRetention(tc))

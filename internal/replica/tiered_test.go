@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -126,25 +128,7 @@ func TestTierRetentionMapsTopicConfig(t *testing.T) {
 func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 	dir := t.TempDir()
 	m, _, tc := tieredManager(t)
-	open := func() *Partition {
-		l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		p.setConfig(tc)
-		m.applyTier(p, tc)
-		if err := p.Tier().Load(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	open := func() *Partition { return openTieredLeader(t, m, tc, dir) }
 	p := open()
 	// Timestamped now: retention.ms must not take them from the store.
 	now := time.Now().UnixMilli()
@@ -263,4 +247,94 @@ func TestCloseEndsRemoteDeletion(t *testing.T) {
 	if !store.ended.Load() {
 		t.Fatal("Close returned while the remote deletion still ran")
 	}
+}
+
+// TestTieredAbortedTxnSpansSegments: an aborted transaction whose batches are
+// in one segment and whose marker is in a later one. The first segment is
+// uploaded (the transaction has ended: uploads stop at the last stable
+// offset) and deleted locally; then a replica that never saw the batches (no
+// producer-state snapshot covers them: a new replica, or one that lost its
+// snapshots) leads and uploads the marker's segment. A read_committed fetch
+// from the store must still be told of the transaction: the first upload
+// records it, not only the upload of its marker.
+func TestTieredAbortedTxnSpansSegments(t *testing.T) {
+	dir := t.TempDir()
+	m, _, tc := tieredManager(t)
+	tc.LocalRetentionBytes = 1 // everything uploaded goes locally
+	open := func() *Partition { return openTieredLeader(t, m, tc, dir) }
+	fill := func(p *Partition) { // until the active segment rolls
+		t.Helper()
+		for n := p.Log().NumSegments(); p.Log().NumSegments() == n; {
+			mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}))
+		}
+	}
+	upload := func(p *Partition) {
+		t.Helper()
+		m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+		m.clean(p)
+	}
+	p := open()
+	now := time.Now().UnixMilli()
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 7, Transactional: true, FirstTimestamp: now},
+		[]batch.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p, b) // 0-2, in the first segment
+	fill(p)
+	res, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Timestamp: now}) // in the active segment
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload(p)
+	if p.LogStartOffset() <= 2 || p.LogStartOffset() > res.BaseOffset {
+		t.Fatalf("local start %d: want the transaction's batches deleted locally and its marker (%d) kept", p.LogStartOffset(), res.BaseOffset)
+	}
+	p.close()
+	snapshots, err := filepath.Glob(filepath.Join(dir, "*.snapshot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snapshots {
+		if err := os.Remove(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = open()
+	t.Cleanup(func() { p.close() })
+	fill(p)
+	upload(p) // the marker's segment, by a replica that does not know the transaction
+	if p.LogStartOffset() <= res.BaseOffset {
+		t.Fatalf("local start %d: the marker's segment (%d) was not uploaded and deleted", p.LogStartOffset(), res.BaseOffset)
+	}
+	got, err := p.Read(0, 1<<20, ReadCommitted)
+	if err != nil || len(got.Remote) == 0 {
+		t.Fatalf("read_committed fetch at 0: %d remote bytes, %v", len(got.Remote), err)
+	}
+	if want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: res.BaseOffset}}; !slices.Equal(got.Aborted, want) {
+		t.Fatalf("aborted transactions of a remote read: %v, want %v", got.Aborted, want)
+	}
+}
+
+// openTieredLeader opens the single-replica leader of a tiered partition on
+// dir with 4 KiB segments, its tier loaded.
+func openTieredLeader(t *testing.T, m *Manager, tc metadata.TopicConfig, dir string) *Partition {
+	t.Helper()
+	l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.setConfig(tc)
+	m.applyTier(p, tc)
+	if err := p.Tier().Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

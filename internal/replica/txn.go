@@ -32,23 +32,32 @@ const (
 )
 
 // AbortedTxn is one aborted transaction on a partition: producer id, the offset of
-// its first batch and the offset of its abort marker. A read_committed consumer
-// drops the producer's batches from FirstOffset until it meets the marker.
-type AbortedTxn struct {
-	ProducerID  int64
-	FirstOffset int64
-	LastOffset  int64
-}
+// its first batch and the offset of its abort marker (LastOffset). A
+// read_committed consumer drops the producer's batches from FirstOffset until
+// it meets the marker. The tier's manifest holds the same.
+type AbortedTxn = storage.AbortedTxn
 
 // txnState is the partition's view of transactions, derived only from the
 // batches in its log, so leader, follower and a restarted replica agree: the open
-// transaction of each producer (the offset of its first batch) and the aborted
-// transactions, ordered by marker offset. It is pure; the Partition guards it with
-// txnMu and feeds it every batch in offset order.
+// transaction of each producer (the offset of its first batch), the aborted
+// transactions, ordered by marker offset, and the transactions whose marker is
+// not yet known to be below the high-water mark. It is pure; the Partition
+// guards it with txnMu and feeds it every batch in offset order.
 type txnState struct {
 	open    map[int64]int64 // producer id -> first offset of its open transaction
 	aborted []AbortedTxn    // by LastOffset
+	// unreplicated are ended transactions (either outcome) whose marker the
+	// high-water mark has not passed, by marker offset (Kafka's unreplicated
+	// transactions). They hold the last stable offset as an open transaction
+	// does: a marker above the HWM can still be lost with this leader, and the
+	// next leader's LSO would then be back at the transaction's first offset.
+	// lastStable drops those the HWM has passed.
+	unreplicated []endedTxn
 }
+
+// endedTxn is a transaction whose marker is in the log: its first offset and
+// the marker's offset.
+type endedTxn struct{ first, marker int64 }
 
 func newTxnState() *txnState { return &txnState{open: make(map[int64]int64)} }
 
@@ -72,6 +81,7 @@ func (s *txnState) observe(h batch.Header, marker batch.ControlType) {
 		return // a marker for a partition the transaction wrote nothing to
 	}
 	delete(s.open, h.ProducerID)
+	s.unreplicated = append(s.unreplicated, endedTxn{first: first, marker: h.BaseOffset})
 	if marker == batch.ControlAbort {
 		s.aborted = append(s.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
 	}
@@ -95,12 +105,25 @@ func (s *txnState) firstUnstable() (int64, bool) {
 }
 
 // lastStable is the last stable offset under high-water mark hwm: the first offset
-// of the oldest open transaction if that is lower.
+// of the oldest transaction that is open or whose marker is at or above hwm, if
+// that is lower. It forgets the ended transactions whose marker is below hwm:
+// the partition's HWM only moves back by a truncation, which rebuilds the
+// state, and a caller with an older reading of the HWM then only misses
+// transactions whose markers are below the HWM already.
 func (s *txnState) lastStable(hwm int64) int64 {
-	if first, ok := s.firstUnstable(); ok && first < hwm {
-		return first
+	i := 0
+	for i < len(s.unreplicated) && s.unreplicated[i].marker < hwm {
+		i++
 	}
-	return hwm
+	s.unreplicated = slices.Delete(s.unreplicated, 0, i)
+	lso := hwm
+	if first, ok := s.firstUnstable(); ok {
+		lso = min(lso, first)
+	}
+	for _, e := range s.unreplicated {
+		lso = min(lso, e.first)
+	}
+	return lso
 }
 
 // abortedIn returns the aborted transactions that touch [from, to): their marker
@@ -115,30 +138,6 @@ func (s *txnState) abortedIn(from, to int64) []AbortedTxn {
 		}
 	}
 	return out
-}
-
-// endingIn returns the aborted transactions whose markers lie in [from, to).
-func (s *txnState) endingIn(from, to int64) []AbortedTxn {
-	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
-	j := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= to })
-	return slices.Clone(s.aborted[i:j])
-}
-
-// mergeAborted adds the remote part's aborted transactions to a replica's
-// own, once each (one marker, one transaction), keeping the earlier first
-// offset where the replica's is cut at its local log start, by marker offset.
-func mergeAborted(own []AbortedTxn, remote []storage.AbortedTxn) []AbortedTxn {
-	for _, r := range remote {
-		a := AbortedTxn(r)
-		i := slices.IndexFunc(own, func(o AbortedTxn) bool { return o.ProducerID == a.ProducerID && o.LastOffset == a.LastOffset })
-		if i < 0 {
-			own = append(own, a)
-		} else {
-			own[i].FirstOffset = min(own[i].FirstOffset, a.FirstOffset)
-		}
-	}
-	slices.SortFunc(own, func(a, b AbortedTxn) int { return cmp.Compare(a.LastOffset, b.LastOffset) })
-	return own
 }
 
 // forgetBelow drops aborted transactions whose marker lies below logStart: no
@@ -216,16 +215,16 @@ func (p *Partition) appendTrusted(records []byte, check func() error) (AppendRes
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: info.LogStartOffset}, nil
 }
 
-// abortedEndingIn returns the aborted transactions whose markers lie in
-// [from, to), for the tier to record with an uploaded segment.
-func (p *Partition) abortedEndingIn(from, to int64) []storage.AbortedTxn {
+// abortedTouching returns the aborted transactions with batches or a marker
+// in [from, to), for the tier to record with an uploaded segment. Uploads stop
+// at the last stable offset, so every transaction with a batch in an uploaded
+// segment has its marker in this replica's log, and its first offset is known
+// here even when a later replica, whose local log starts after that batch,
+// uploads the marker's segment.
+func (p *Partition) abortedTouching(from, to int64) []storage.AbortedTxn {
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
-	var out []storage.AbortedTxn
-	for _, a := range p.txns.endingIn(from, to) {
-		out = append(out, storage.AbortedTxn(a))
-	}
-	return out
+	return p.txns.abortedIn(from, to)
 }
 
 // forgetAbortedBelow drops aborted transactions whose markers retention or

@@ -54,10 +54,10 @@ func TestTxnStateScript(t *testing.T) {
 		want     []AbortedTxn
 	}{
 		{0, 2, nil},
-		{0, 3, []AbortedTxn{{2, 2, 7}}},
-		{7, 8, []AbortedTxn{{2, 2, 7}}},
-		{8, 12, []AbortedTxn{{2, 10, 11}}},
-		{0, 12, []AbortedTxn{{2, 2, 7}, {2, 10, 11}}},
+		{0, 3, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}}},
+		{7, 8, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}}},
+		{8, 12, []AbortedTxn{{ProducerID: 2, FirstOffset: 10, LastOffset: 11}}},
+		{0, 12, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}, {ProducerID: 2, FirstOffset: 10, LastOffset: 11}}},
 		{12, 20, nil},
 	} {
 		if got := s.abortedIn(tc.from, tc.to); !slices.Equal(got, tc.want) {
@@ -65,8 +65,116 @@ func TestTxnStateScript(t *testing.T) {
 		}
 	}
 	s.forgetBelow(8)
-	if got := s.abortedIn(0, 100); !slices.Equal(got, []AbortedTxn{{2, 10, 11}}) {
+	if got := s.abortedIn(0, 100); !slices.Equal(got, []AbortedTxn{{ProducerID: 2, FirstOffset: 10, LastOffset: 11}}) {
 		t.Errorf("after forgetBelow(8): %v", got)
+	}
+}
+
+// TestTxnStateHoldsUnreplicatedMarkers: an ended transaction holds the last
+// stable offset at its first offset until the high-water mark passes its
+// marker (Kafka's unreplicated transactions), whatever its outcome.
+func TestTxnStateHoldsUnreplicatedMarkers(t *testing.T) {
+	s := newTxnState()
+	observe := func(pid, offset int64, marker batch.ControlType) {
+		h := batch.Header{BaseOffset: offset, ProducerID: pid, Attributes: 0x10}
+		if marker >= 0 {
+			h.Attributes |= 0x20
+		}
+		s.observe(h, marker)
+	}
+	observe(1, 0, -1)                  // 1 opens at 0
+	observe(2, 1, -1)                  // 2 opens at 1
+	observe(1, 2, batch.ControlCommit) // 1 ends at 2
+	observe(2, 3, batch.ControlAbort)  // 2 ends at 3
+	observe(3, 4, -1)                  // 3 opens at 4
+	for _, tc := range []struct{ hwm, want int64 }{
+		{0, 0},
+		{2, 0}, // 1's marker at 2 not below the HWM
+		{3, 1}, // 1's marker replicated; 2's at 3 is not
+		{4, 4}, // both markers replicated, 3 open at 4
+		{5, 4},
+	} {
+		if got := s.lastStable(tc.hwm); got != tc.want {
+			t.Fatalf("HWM %d: LSO %d, want %d", tc.hwm, got, tc.want)
+		}
+	}
+	if len(s.unreplicated) != 0 {
+		t.Fatalf("ended transactions the HWM passed are kept: %v", s.unreplicated)
+	}
+	observe(3, 5, batch.ControlCommit)
+	if got := s.lastStable(5); got != 4 {
+		t.Fatalf("LSO %d with 3's marker at the HWM, want 4", got)
+	}
+	if got := s.lastStable(6); got != 6 {
+		t.Fatalf("LSO %d with every marker replicated, want the HWM 6", got)
+	}
+}
+
+// TestMarkerHoldsLSOUntilReplicated: on a leader with a follower, a
+// transaction's records stay above the last stable offset until the follower
+// holds its marker, so a read_committed reader cannot read them while the
+// marker could still be lost with the leader; the follower, which would be
+// the next leader, reports the same LSO (it does not step back).
+func TestMarkerHoldsLSOUntilReplicated(t *testing.T) {
+	p := newTestPartition(t, 1)
+	p.setConfig(metadata.DefaultTopicConfig())
+	now := time.Now()
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, now); err != nil {
+		t.Fatal(err)
+	}
+	follower := newTestPartition(t, 2)
+	follower.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, now)
+	// replicate has the follower fetch from its log end, appending what it
+	// gets, and then fetch once more at the new end (which moves the leader's
+	// HWM there).
+	replicate := func() {
+		t.Helper()
+		ff, err := p.ReadForFollower(2, follower.LogEndOffset(), 0, 1<<20, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ff.Chunk.Size > 0 {
+			data, err := ff.Chunk.Bytes()
+			ff.Chunk.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := follower.appendFromLeader(0, data, ff.HighWatermark); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ff, err = p.ReadForFollower(2, follower.LogEndOffset(), 0, 1<<20, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ff.Chunk.Release()
+		follower.followHighWatermark(ff.HighWatermark)
+	}
+
+	mustAppend(t, p, txnBatch(t, 7, 0, 2, true)) // 0-1
+	replicate()
+	if hwm, lso := p.HighWatermark(), p.LastStableOffset(); hwm != 2 || lso != 0 {
+		t.Fatalf("open transaction: HWM %d LSO %d, want 2 and 0", hwm, lso)
+	}
+	mustMarker(t, p, 7, true) // 2, not yet on the follower
+	if lso := p.LastStableOffset(); lso != 0 {
+		t.Fatalf("LSO %d with the commit marker above the HWM, want 0", lso)
+	}
+	if bases, _, lso := readAll(t, p, 0, ReadCommitted); bases != nil || lso != 0 {
+		t.Fatalf("read_committed read %v (LSO %d) before the marker was replicated", bases, lso)
+	}
+	if lso := follower.LastStableOffset(); lso != 0 {
+		t.Fatalf("follower LSO %d, want 0", lso)
+	}
+	replicate()
+	if hwm, lso := p.HighWatermark(), p.LastStableOffset(); hwm != 3 || lso != 3 {
+		t.Fatalf("marker replicated: HWM %d LSO %d, want 3 and 3", hwm, lso)
+	}
+	if bases, _, _ := readAll(t, p, 0, ReadCommitted); !slices.Equal(bases, []int64{0, 2}) {
+		t.Fatalf("read_committed after the marker was replicated: %v", bases)
+	}
+	if lso := follower.LastStableOffset(); lso != 3 {
+		t.Fatalf("follower LSO %d, want 3", lso)
 	}
 }
 
@@ -186,7 +294,7 @@ func TestPartitionReadCommitted(t *testing.T) {
 		t.Fatalf("LSO %d after committing 3, want the HWM 8", got)
 	}
 	bases, aborted, lso := readAll(t, p, 0, ReadCommitted)
-	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{2, 2, 6}}) || lso != 8 {
+	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 6}}) || lso != 8 {
 		t.Fatalf("read_committed: bases %v aborted %v lso %d", bases, aborted, lso)
 	}
 	if _, aborted, _ := readAll(t, p, 7, ReadCommitted); len(aborted) != 0 {
@@ -201,7 +309,7 @@ func TestPartitionReadCommitted(t *testing.T) {
 	p = newLeaderPartition(t, dir)
 	t.Cleanup(func() { p.close() })
 	bases, aborted, lso = readAll(t, p, 0, ReadCommitted)
-	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{2, 2, 6}}) || lso != 8 {
+	if !slices.Equal(bases, []int64{0, 2, 4, 5, 6, 7}) || !slices.Equal(aborted, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 6}}) || lso != 8 {
 		t.Fatalf("after reopening: bases %v aborted %v lso %d", bases, aborted, lso)
 	}
 }
@@ -314,7 +422,7 @@ func TestCoordinatorEpochFencesMarkers(t *testing.T) {
 	if err := marker(4, false); err != nil { // a newer coordinator aborts it
 		t.Fatalf("marker from coordinator epoch 4: %v", err)
 	}
-	if _, aborted, lso := readAll(t, p, 0, ReadCommitted); !slices.Equal(aborted, []AbortedTxn{{5, 4, 5}}) || lso != 6 {
+	if _, aborted, lso := readAll(t, p, 0, ReadCommitted); !slices.Equal(aborted, []AbortedTxn{{ProducerID: 5, FirstOffset: 4, LastOffset: 5}}) || lso != 6 {
 		t.Fatalf("aborted %v LSO %d, want [{5 4 5}] and 6", aborted, lso)
 	}
 }

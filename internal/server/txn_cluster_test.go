@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/wait"
@@ -115,21 +116,7 @@ func TestClusterRemoteCoordinatorWakesAdd(t *testing.T) {
 	}
 	// Metadata reaches the other brokers a moment after CreateTopics answers.
 	wait.For(t, "a first committed transaction", func() bool { return txn(0) == nil })
-	fc := adm.FindTxnCoordinators(ctx, id)
-	if err := fc.Error(); err != nil {
-		t.Fatal(err)
-	}
-	coord := int(fc[id].NodeID - 1)
-	partition := int32(-1)
-	for p := range int32(6) {
-		if c.leaderOf(adm, topic, p) != coord {
-			partition = p
-			break
-		}
-	}
-	if partition < 0 {
-		t.Fatalf("every partition of %s is led by the coordinator, node %d", topic, coord+1)
-	}
+	coord, partition := c.awayFromTxnCoordinator(adm, id, topic, 6)
 	if err := txn(partition); err != nil { // the coordinator now has the leader's connection
 		t.Fatal(err)
 	}
@@ -168,4 +155,22 @@ func labelledValue(body, sample string) float64 {
 		}
 	}
 	return 0
+}
+
+// awayFromTxnCoordinator returns the index of the node coordinating
+// transactional id and a partition of topic (of n) led by another node.
+func (c *testCluster) awayFromTxnCoordinator(adm *kadm.Client, id, topic string, n int32) (coord int, partition int32) {
+	c.t.Helper()
+	fc := adm.FindTxnCoordinators(context.Background(), id)
+	if err := fc.Error(); err != nil {
+		c.t.Fatal(err)
+	}
+	coord = int(fc[id].NodeID - 1)
+	for p := range n {
+		if c.leaderOf(adm, topic, p) != coord {
+			return coord, p
+		}
+	}
+	c.t.Fatalf("every partition of %s is led by the coordinator, node %d", topic, coord+1)
+	return coord, -1
 }

@@ -33,18 +33,7 @@ func TestEndTxnV5(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var pid int64
-	var epoch int16
-	wait.Within(t, 20*time.Second, "InitProducerId with a transactional id", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 30000
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || resp.ErrorCode != 0 {
-			return false
-		}
-		pid, epoch = resp.ProducerID, resp.ProducerEpoch
-		return true
-	})
+	pid, epoch := initTransactional(t, cl, id)
 	add := func(epoch int16) {
 		t.Helper()
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()

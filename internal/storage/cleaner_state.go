@@ -38,7 +38,7 @@ type cleanerState struct {
 type cleanRange struct {
 	upTo       int64
 	atMs       int64
-	tombstones bool // the last pass kept a tombstone in the range
+	tombstones bool // the last pass kept a tombstone (or a marker that may go) in the range
 }
 
 // rangeOf returns the index of the range holding offset, or false while offset is

@@ -78,6 +78,9 @@ type CompactStats struct {
 	// later record with the same key, expired tombstones, records without a key,
 	// and records of aborted transactions.
 	RecordsRead, Superseded, TombstonesRemoved, KeylessRemoved, AbortedRemoved int64
+	// MarkersRemoved transaction markers went: no batch of their transaction
+	// was left and they had been clean for longer than DeleteRetention.
+	MarkersRemoved int64
 	// Batches copied byte for byte, rewritten with fewer records, removed, and kept
 	// empty (the last batch of an idempotent producer).
 	BatchesCopied, BatchesRewritten, BatchesRemoved, EmptyBatchesKept int64
@@ -221,7 +224,9 @@ func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 	c := &cleaner{
 		keys:            keys,
 		producers:       producers.last,
+		lastBatch:       producers.lastBatch,
 		aborted:         producers.aborted,
+		txnKept:         make(map[int64]bool),
 		state:           &p.state,
 		nowMs:           p.now.UnixMilli(),
 		deleteRetention: opts.DeleteRetention,

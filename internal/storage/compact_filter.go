@@ -70,15 +70,20 @@ func decide(r recordFacts, nowMs int64, deleteRetention time.Duration) recordFat
 
 // cleaner filters the batches of one pass. It is used by one goroutine.
 type cleaner struct {
-	keys            offsetMap
-	producers       map[int64]int64 // producer id -> base offset of its last batch in the log
-	aborted         map[int64]bool  // base offsets of aborted transactions' batches
-	state           *cleanerState   // as it was when the pass began
+	keys      offsetMap
+	producers map[int64]int64 // producer id -> base offset of its last data batch in the log
+	lastBatch map[int64]int64 // producer id -> base offset of its last batch, markers included
+	aborted   map[int64]bool  // base offsets of aborted transactions' batches
+	// txnKept notes the producers whose transaction (since their previous
+	// marker) has a batch this pass keeps: its marker must stay.
+	txnKept         map[int64]bool
+	state           *cleanerState // as it was when the pass began
 	nowMs           int64
 	deleteRetention time.Duration
 	stats           *CompactStats
-	// tombstones[i] records that a tombstone was kept in state.ranges[i]; the
-	// extra last element stands for the dirty section.
+	// tombstones[i] records that a tombstone, or a transaction marker that
+	// may go once the retention passes, was kept in state.ranges[i]; the extra
+	// last element stands for the dirty section.
 	tombstones []bool
 
 	kept []byte // surviving records of the batch being filtered
@@ -93,17 +98,60 @@ type cleaner struct {
 // producer id, epoch and base sequence, first timestamp and codec; the kept records
 // are copied unchanged (their deltas stay valid), recompressed with the batch's
 // codec, and the max timestamp is recomputed from them (a LogAppendTime batch keeps
-// its own). Control batches are copied; every record of an aborted transaction
-// goes. A batch that loses every record stays as an
+// its own). Every record of an aborted transaction goes. A transaction marker
+// goes (filterControl) once no batch of its transaction is left and it has been
+// clean for longer than DeleteRetention, unless it is its producer's last batch;
+// other control batches are copied. A batch that loses every record stays as an
 // empty batch (no records, uncompressed) when it is its idempotent producer's last
 // batch in the log, so the producer's sequence state survives a restart; otherwise
 // it goes. The returned slice is valid until the next call.
 func (c *cleaner) filter(b []byte, h *batch.Header) (out []byte, copied bool, err error) {
 	c.stats.RecordsRead += int64(h.NumRecords)
-	switch {
-	case h.Control():
+	if h.Control() {
+		return c.filterControl(b, h)
+	}
+	out, copied, err = c.filterData(b, h)
+	if err == nil && out != nil && h.Transactional() {
+		c.txnKept[h.ProducerID] = true
+	}
+	return out, copied, err
+}
+
+// filterControl decides on a control batch, as Kafka's cleaner does with
+// transaction markers: a marker stays while any batch of its transaction is
+// left below it (even one kept empty: without the marker a replica scanning
+// the log would find that transaction open) and until it has been clean for
+// longer than DeleteRetention (a reader that fetched the transaction's
+// batches before they went still needs the marker, as with a tombstone). A
+// marker that is its producer's last batch stays too, so the producer's epoch
+// survives (Kafka keeps such a batch empty). Other control batches stay.
+func (c *cleaner) filterControl(b []byte, h *batch.Header) ([]byte, bool, error) {
+	typ, err := batch.ParseControl(b)
+	if err != nil || (typ != batch.ControlAbort && typ != batch.ControlCommit) {
 		c.stats.BatchesCopied++
 		return b, true, nil
+	}
+	kept := c.txnKept[h.ProducerID]
+	delete(c.txnKept, h.ProducerID)
+	ri, clean := c.state.rangeOf(h.BaseOffset)
+	switch {
+	case kept || c.lastBatch[h.ProducerID] == h.BaseOffset:
+	case clean && c.nowMs-c.state.ranges[ri].atMs > c.deleteRetention.Milliseconds():
+		c.stats.MarkersRemoved++
+		c.stats.BatchesRemoved++
+		return nil, false, nil
+	case clean:
+		c.tombstones[ri] = true // a pass is due once the retention passes
+	default:
+		c.tombstones[len(c.state.ranges)] = true
+	}
+	c.stats.BatchesCopied++
+	return b, true, nil
+}
+
+// filterData is filter for a batch that is not a control batch.
+func (c *cleaner) filterData(b []byte, h *batch.Header) (out []byte, copied bool, err error) {
+	switch {
 	case h.NumRecords == 0:
 		// Kept empty by an earlier pass: only while it is still the producer's last.
 		if c.isProducersLast(h) {

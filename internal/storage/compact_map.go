@@ -114,6 +114,8 @@ func (m *offsetMap) addSegment(v segmentView, from int64, aborted map[int64]bool
 type producerScan struct {
 	// last maps each idempotent producer to the base offset of its last data batch.
 	last map[int64]int64
+	// lastBatch is last with transaction markers included.
+	lastBatch map[int64]int64
 	// aborted holds the base offsets of the data batches of aborted transactions:
 	// their records neither supersede others nor stay (Kafka's cleaner discards
 	// them), so an aborted write can never hide a committed one.
@@ -123,7 +125,7 @@ type producerScan struct {
 // scanProducers reads the headers of every batch in views (and the record of each
 // transaction marker) in offset order.
 func scanProducers(views []segmentView) (producerScan, error) {
-	ps := producerScan{last: make(map[int64]int64), aborted: make(map[int64]bool)}
+	ps := producerScan{last: make(map[int64]int64), lastBatch: make(map[int64]int64), aborted: make(map[int64]bool)}
 	open := make(map[int64][]int64) // producer id -> its open transaction's batches
 	var body []byte
 	for _, v := range views {
@@ -141,6 +143,7 @@ func scanProducers(views []segmentView) (producerScan, error) {
 				if err != nil || (typ != batch.ControlAbort && typ != batch.ControlCommit) {
 					continue // not a transaction marker
 				}
+				ps.lastBatch[h.ProducerID] = h.BaseOffset
 				if typ == batch.ControlAbort {
 					for _, base := range open[h.ProducerID] {
 						ps.aborted[base] = true
@@ -149,6 +152,7 @@ func scanProducers(views []segmentView) (producerScan, error) {
 				delete(open, h.ProducerID)
 			case h.Idempotent():
 				ps.last[h.ProducerID] = h.BaseOffset
+				ps.lastBatch[h.ProducerID] = h.BaseOffset
 				if h.Transactional() {
 					open[h.ProducerID] = append(open[h.ProducerID], h.BaseOffset)
 				}

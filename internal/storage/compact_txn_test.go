@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -13,26 +15,8 @@ import (
 func TestCompactAbortedTransactions(t *testing.T) {
 	clk := newClock()
 	l := openLog(t, vfs.NewMem(), compactCfg(clk))
-	txn := func(pid int64, recs ...kv) {
-		t.Helper()
-		br := make([]batch.Record, len(recs))
-		for i, r := range recs {
-			br[i] = batch.Record{Key: r.key, Value: r.value}
-		}
-		b, err := batch.Build(batch.BuildOptions{FirstTimestamp: clk.Now().UnixMilli(), Idempotent: true, ProducerID: pid, Transactional: true}, br)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Append(b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	marker := func(pid int64, commit bool) {
-		t.Helper()
-		if _, err := l.Append(batch.BuildControl(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: clk.Now().UnixMilli()}), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	txn := func(pid int64, recs ...kv) { appendTxn(t, l, clk, pid, 0, recs...) }
+	marker := func(pid int64, commit bool) { appendMarker(t, l, clk, pid, commit) }
 	appendKV(t, l, clk, 0, put("k", "plain"))           // 0
 	txn(1, put("k", "committed"))                       // 1
 	marker(1, true)                                     // 2
@@ -65,5 +49,112 @@ func TestCompactAbortedTransactions(t *testing.T) {
 	}
 	if markers != 3 {
 		t.Fatalf("%d markers left, want all 3", markers)
+	}
+}
+
+// TestCompactRemovesMarkers: a transaction marker goes once no batch of its
+// transaction is left and it has been clean for longer than delete.retention.ms
+// (Kafka's cleaner); until then, while a batch of its transaction is left
+// (kept empty too), or when it is its producer's last batch, it stays. No
+// transactional batch is ever left without its marker, so a replica scanning
+// the log finds no transaction open.
+func TestCompactRemovesMarkers(t *testing.T) {
+	clk := newClock()
+	l := openLog(t, vfs.NewMem(), compactCfg(clk))
+	seqs := map[int64]int32{}
+	txn := func(pid int64, recs ...kv) {
+		appendTxn(t, l, clk, pid, seqs[pid], recs...)
+		seqs[pid] += int32(len(recs))
+	}
+	marker := func(pid int64, commit bool) { appendMarker(t, l, clk, pid, commit) }
+	// markers lists the markers left as "pid:offset", and fails when a
+	// transactional batch has no marker of its producer after it.
+	markers := func() []string {
+		t.Helper()
+		var out []string
+		open := map[int64]int64{}
+		for _, b := range readAll(t, l) {
+			h, _ := batch.ParseHeader(b)
+			switch {
+			case h.Control():
+				out = append(out, fmt.Sprintf("%d:%d", h.ProducerID, h.BaseOffset))
+				delete(open, h.ProducerID)
+			case h.Transactional():
+				open[h.ProducerID] = h.BaseOffset
+			}
+		}
+		if len(open) > 0 {
+			t.Fatalf("transactional batches left without a marker after them: %v", open)
+		}
+		return out
+	}
+
+	txn(1, put("a", "1"))            // 0: superseded below, not producer 1's last batch
+	marker(1, true)                  // 1: goes once retention passes
+	txn(2, put("b", "aborted"))      // 2: aborted, removed by the first pass
+	marker(2, false)                 // 3: goes once retention passes
+	txn(1, put("c", "kept"))         // 4: its record stays
+	marker(1, true)                  // 5: stays (a batch of its transaction is left)
+	txn(3, put("d", "aborted-last")) // 6: producer 3's last data batch: kept empty
+	marker(3, false)                 // 7: stays (its transaction's empty batch is left)
+	txn(2, put("e", "2"))            // 8: producer 2's next transaction
+	marker(2, true)                  // 9: producer 2's last batch: stays
+	appendKV(t, l, clk, 0, put("a", "2"))
+	txn(1, put("f", "1"))
+	marker(1, true) // producer 1's last batch
+	seal(t, l, clk)
+	all := markers()
+
+	st := mustCompact(t, l, l.LogEndOffset(), compactOpts())
+	if !st.Cleaned || st.AbortedRemoved != 2 || st.MarkersRemoved != 0 {
+		t.Fatalf("first pass %+v, want 2 aborted records and no marker removed", st)
+	}
+	if got := markers(); !slices.Equal(got, all) {
+		t.Fatalf("markers after the first pass %v, want all of %v", got, all)
+	}
+	// Within the retention: nothing to do yet.
+	clk.Advance(compactOpts().DeleteRetention / 2)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); st.MarkersRemoved != 0 {
+		t.Fatalf("pass within the retention removed %d markers", st.MarkersRemoved)
+	}
+	// Past it: a pass runs although nothing is dirty, and removes the two.
+	clk.Advance(compactOpts().DeleteRetention)
+	st = mustCompact(t, l, l.LogEndOffset(), compactOpts())
+	if !st.Cleaned || st.MarkersRemoved != 2 {
+		t.Fatalf("pass past the retention %+v, want 2 markers removed", st)
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(m string) bool { return m == "1:1" || m == "2:3" })
+	if got := markers(); !slices.Equal(got, want) {
+		t.Fatalf("markers left %v, want %v", got, want)
+	}
+	// Nothing more to remove: no further pass is due.
+	clk.Advance(2 * compactOpts().DeleteRetention)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); st.Cleaned {
+		t.Fatalf("a pass ran with nothing to remove: %+v", st)
+	}
+}
+
+// appendTxn appends recs as one transactional batch of producer pid at
+// sequence seq.
+func appendTxn(t *testing.T, l *Log, clk *clock, pid int64, seq int32, recs ...kv) {
+	t.Helper()
+	br := make([]batch.Record, len(recs))
+	for i, r := range recs {
+		br[i] = batch.Record{Key: r.key, Value: r.value}
+	}
+	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: clk.Now().UnixMilli(), Idempotent: true, ProducerID: pid, BaseSequence: seq, Transactional: true}, br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(b, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendMarker appends producer pid's commit or abort marker.
+func appendMarker(t *testing.T, l *Log, clk *clock, pid int64, commit bool) {
+	t.Helper()
+	if _, err := l.Append(batch.BuildControl(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: clk.Now().UnixMilli()}), 0); err != nil {
+		t.Fatal(err)
 	}
 }

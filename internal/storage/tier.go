@@ -47,10 +47,13 @@ type TierConfig struct {
 	Retention TierRetention
 	// Now is the clock for remote retention; nil means time.Now.
 	Now func() time.Time
-	// Aborted, if set, returns the aborted transactions whose abort markers lie
-	// in [from, to), by marker offset: an uploaded segment's, recorded in the
+	// Aborted, if set, returns the aborted transactions with a batch or their
+	// abort marker in [from, to): an uploaded segment's, recorded in the
 	// manifest so that fetches served from the store can still be filtered
-	// after the local copy, and the replica that knew them, are gone.
+	// after the local copy, and the replica that knew them, are gone. A
+	// transaction whose batches and marker lie in different segments is
+	// recorded with the first of them uploaded, so a later leader that never
+	// saw its batches (its local log starts after them) need not know it.
 	Aborted func(from, to int64) []AbortedTxn
 }
 
@@ -353,7 +356,7 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 		u.seg.Epochs = epochsIn(epochs, u.seg.Base, u.seg.Next)
 		next.Segments = append(next.Segments, u.seg)
 		if t.cfg.Aborted != nil {
-			next.Aborted = append(next.Aborted, t.cfg.Aborted(u.seg.Base, u.seg.Next)...)
+			next.Aborted = MergeAbortedTxns(next.Aborted, t.cfg.Aborted(u.seg.Base, u.seg.Next))
 		}
 	}
 	next.End = up[len(up)-1].seg.Next

@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sort"
 )
 
@@ -51,9 +53,28 @@ type manifest struct {
 	LeaderEpoch int32
 	Start, End  int64
 	Segments    []remoteSegment // ascending, non-overlapping
-	// Aborted are the aborted transactions whose markers lie in [Start, End),
-	// by marker offset: the remote part's aborted-transaction index.
+	// Aborted are the aborted transactions with batches in [Start, End), by
+	// marker offset (which may lie at or past End): the remote part's
+	// aborted-transaction index.
 	Aborted []AbortedTxn
+}
+
+// MergeAbortedTxns adds aborted transactions to list, once each (one marker,
+// one transaction: an upload offers a transaction whose batches span
+// segments with each of them, and a remote read merges the manifest's with
+// the replica's own), keeping the lower first offset (a replica whose local
+// log starts inside the transaction knows a later one), by marker offset.
+func MergeAbortedTxns(list, add []AbortedTxn) []AbortedTxn {
+	for _, a := range add {
+		i := slices.IndexFunc(list, func(o AbortedTxn) bool { return o.ProducerID == a.ProducerID && o.LastOffset == a.LastOffset })
+		if i < 0 {
+			list = append(list, a)
+		} else {
+			list[i].FirstOffset = min(list[i].FirstOffset, a.FirstOffset)
+		}
+	}
+	slices.SortStableFunc(list, func(a, b AbortedTxn) int { return cmp.Compare(a.LastOffset, b.LastOffset) })
+	return list
 }
 
 // AbortedTxn is one aborted transaction of a partition: its producer, the

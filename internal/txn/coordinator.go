@@ -425,7 +425,11 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 }
 
 // VerifyPartitions answers the VerifyOnly form of AddPartitionsToTxn: whether
-// every partition is already part of id's ongoing transaction.
+// every partition is already part of id's ongoing transaction. As Kafka 4
+// answers: CONCURRENT_TRANSACTIONS while the transaction is being committed or
+// aborted (its markers on their way), TRANSACTION_ABORTABLE for a partition
+// that is not in it (the partition leader turns that into INVALID_TXN_STATE
+// for clients older than Produce v11).
 func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []TopicPartition) int16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -440,8 +444,11 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 	if ke := checkProducer(cur, pid, epoch); ke != nil {
 		return ke.Code
 	}
-	if cur.State != Ongoing || !containsAll(cur.Partitions, tps) {
-		return kerr.InvalidTxnState.Code
+	switch {
+	case cur.State == PrepareCommit || cur.State == PrepareAbort:
+		return kerr.ConcurrentTransactions.Code
+	case cur.State != Ongoing || !containsAll(cur.Partitions, tps):
+		return kerr.TransactionAbortable.Code
 	}
 	return 0
 }

@@ -222,7 +222,7 @@ func TestCoordinatorCommitAndErrors(t *testing.T) {
 	if got := c.VerifyPartitions("tx", pid, epoch, []TopicPartition{tp("b", 1)}); got != 0 {
 		t.Fatalf("VerifyPartitions of an added partition: %d", got)
 	}
-	if got := c.VerifyPartitions("tx", pid, epoch, []TopicPartition{tp("c", 0)}); got != code(kerr.InvalidTxnState) {
+	if got := c.VerifyPartitions("tx", pid, epoch, []TopicPartition{tp("c", 0)}); got != code(kerr.TransactionAbortable) {
 		t.Fatalf("VerifyPartitions of a partition not added: %d", got)
 	}
 	f.markers.mu.Lock()

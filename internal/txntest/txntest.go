@@ -35,6 +35,13 @@ func Produce(ctx context.Context, cl *kgo.Client, topic string, partition int32,
 
 // ProduceAs is Produce at producer epoch epoch.
 func ProduceAs(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, epoch int16, seq int32, transactional bool, values ...string) error {
+	return ProduceWithID(ctx, cl, "", topic, partition, pid, epoch, seq, transactional, values...)
+}
+
+// ProduceWithID is ProduceAs with the request's transactional id set to id
+// (none when empty), as a transactional client sends it, through r (a client,
+// or one broker of it).
+func ProduceWithID(ctx context.Context, r kmsg.Requestor, id, topic string, partition int32, pid int64, epoch int16, seq int32, transactional bool, values ...string) error {
 	recs := make([]batch.Record, len(values))
 	for i, v := range values {
 		recs[i] = batch.Record{Value: []byte(v)}
@@ -49,13 +56,16 @@ func ProduceAs(ctx context.Context, cl *kgo.Client, topic string, partition int3
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10000
+	if id != "" {
+		req.TransactionID = kmsg.StringPtr(id)
+	}
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, b
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,81 @@
+package replica
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/batch"
+)
+
+// TestTxnVerificationGuard: a transactional batch that would open its
+// producer's transaction is appended only with the guard of a verification
+// still outstanding; a marker of the producer in between (its transaction
+// ended after the coordinator confirmed it) voids the guard, so a late batch
+// cannot open a transaction no coordinator knows.
+func TestTxnVerificationGuard(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	const pid = 7
+
+	if _, err := p.AppendVerified(txnBatch(t, pid, 0, 1, true), 1, 0); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("unverified batch opening a transaction: %v, want ErrInvalidTxnState", err)
+	}
+	g := p.StartTxnVerification(pid, 0)
+	if g == 0 {
+		t.Fatal("no guard for a producer without an open transaction")
+	}
+	if again := p.StartTxnVerification(pid, 0); again != g {
+		t.Fatalf("second verification of the same producer and epoch got guard %d, want the cached %d", again, g)
+	}
+	if _, err := p.AppendVerified(txnBatch(t, pid, 0, 1, true), 1, g+1); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("batch with another guard: %v, want ErrInvalidTxnState", err)
+	}
+	mustAppendVerified(t, p, txnBatch(t, pid, 0, 1, true), g) // 0: opens the transaction
+	if got := p.StartTxnVerification(pid, 0); got != 0 {
+		t.Fatalf("guard %d for a producer whose transaction is open here, want none", got)
+	}
+	mustAppendVerified(t, p, txnBatch(t, pid, 1, 1, true), 0) // 1: inside it
+	if _, err := p.AppendVerified(txnBatch(t, pid, 2, 1, false), 1, 0); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("non-transactional batch inside the transaction: %v", err)
+	}
+	mustMarker(t, p, pid, false) // 2: abort
+
+	// Verified before the abort, appended after it: refused.
+	g = p.StartTxnVerification(pid, 0)
+	mustAppend(t, p, txnBatch(t, 8, 0, 1, true)) // 3: another producer meanwhile
+	mustMarker(t, p, pid, false)                 // 4: a marker of pid again (a retried abort)
+	end := p.LogEndOffset()
+	if _, err := p.AppendVerified(txnBatch(t, pid, 2, 1, true), 1, g); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("batch verified before its transaction's marker: %v, want ErrInvalidTxnState", err)
+	}
+	if p.LogEndOffset() != end || p.InTxnAt(pid, 0) {
+		t.Fatal("a refused batch changed the log or opened a transaction")
+	}
+
+	// A refused verification is forgotten; a newer epoch replaces the older one.
+	g = p.StartTxnVerification(pid, 0)
+	p.CancelTxnVerification(pid, g)
+	if _, err := p.AppendVerified(txnBatch(t, pid, 2, 1, true), 1, g); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("batch with a cancelled guard: %v, want ErrInvalidTxnState", err)
+	}
+	old := p.StartTxnVerification(pid, 0)
+	g = p.StartTxnVerification(pid, 1)
+	if g == old {
+		t.Fatal("a newer epoch shares the older epoch's guard")
+	}
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: 1, Transactional: true}, []batch.Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppendVerified(t, p, b, g)
+	if !p.InTxnAt(pid, 1) {
+		t.Fatal("the verified batch at epoch 1 did not open a transaction")
+	}
+}
+
+func mustAppendVerified(t *testing.T, p *Partition, b []byte, g VerificationGuard) {
+	t.Helper()
+	if _, err := p.AppendVerified(b, 1, g); err != nil {
+		t.Fatal(err)
+	}
+}
