@@ -141,6 +141,15 @@ func fetchBodyHandler(f *os.File, n int) Handler {
 // BenchmarkTLSFetch serves a 1 MiB Fetch body over a TLS loopback connection
 // and reports the server's socket writes per MiB sent; allocs/op count both
 // ends. ns/op depends on the machine's load.
+//
+//	go test -run '^$' -bench 'BenchmarkTLS(Fetch|Produce)' -benchtime 200x ./internal/protocol/
+//
+// Before NewTLSListener (tls.NewListener, the 32 KiB write buffer) and after,
+// one run each on a loaded 2-core machine (ns/op not comparable):
+//
+//	Fetch     65.0 writes/MiB  44 allocs/op    ->   5.0 writes/MiB  42 allocs/op
+//	Produce   33.6 reads/MiB   31,228 B/read   ->   7.3 reads/MiB   144,833 B/read
+//	          48 allocs/op                          48 allocs/op
 func BenchmarkTLSFetch(b *testing.B) {
 	const n = 1 << 20
 	f, _ := tempFile(b, n)
