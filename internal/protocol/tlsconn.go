@@ -20,10 +20,12 @@ import (
 //     Outside (the handshake, alerts, a close_notify) they go straight through.
 //     A failed socket write is sticky: the TLS stream is broken, so every later
 //     write fails too.
-//   - Reads. A read that fills crypto/tls's buffer means more is likely
-//     waiting: the next reads go through a pooled read-ahead buffer
-//     (tlsReadAhead bytes a call), until a read no longer fills it and what it
-//     read is used up. An idle connection holds no buffer.
+//   - Reads. A read that fills crypto/tls's buffer, when that buffer is
+//     already a large record's (readAheadFrom), means more is likely waiting:
+//     the next reads go through a pooled read-ahead buffer (tlsReadAhead bytes
+//     a call), until a read no longer fills it and what it read is used up. An
+//     idle connection holds no buffer, nor does a handshake (crypto/tls reads
+//     it in small pieces), so a storm of new connections takes none.
 //
 // The records themselves, their order and their encryption are crypto/tls's;
 // the ciphertext is copied once more, into the write buffer, which costs far
@@ -34,6 +36,9 @@ const (
 	// tlsReadAhead is the read-ahead buffer, and the chunk a file range is
 	// read in for a connection without sendfile(2) (bodyWriter.copyFile).
 	tlsReadAhead = 256 << 10
+	// readAheadFrom is the least crypto/tls must ask for, and get, for the
+	// read-ahead buffer to be taken.
+	readAheadFrom = 8 << 10
 	// bigBufferCap fits tlsWriteBatch plus one more record of the largest kind
 	// (16 KiB of plaintext and up to 2 KiB of overhead, RFC 8446 5.2).
 	bigBufferCap = tlsWriteBatch + 18<<10
@@ -105,7 +110,7 @@ func tlsSocketOf(nc net.Conn) *tlsSocket {
 func (s *tlsSocket) Read(p []byte) (int, error) {
 	if s.rbuf == nil {
 		n, err := s.Conn.Read(p)
-		if err == nil && n > 0 && n == len(p) && n < tlsReadAhead {
+		if err == nil && n == len(p) && n >= readAheadFrom && n < tlsReadAhead {
 			s.rbuf, s.rpos, s.rend = getBigBuffer(), 0, 0
 		}
 		return n, err

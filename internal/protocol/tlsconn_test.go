@@ -354,6 +354,15 @@ func TestTLSSocketReadAhead(t *testing.T) {
 			}
 		})
 	}
+	// crypto/tls reads a handshake in small pieces: filling them takes no
+	// buffer, however much is waiting.
+	sc0 := &scriptConn{pending: [][]byte{make([]byte, 4000)}, readErr: io.EOF}
+	s0 := &tlsSocket{Conn: sc0}
+	for range 4 {
+		if n, err := s0.Read(make([]byte, 1000)); n != 1000 || err != nil || s0.rbuf != nil {
+			t.Fatalf("small read = %d, %v, buffer held %t", n, err, s0.rbuf != nil)
+		}
+	}
 	// Bytes that came with an error are delivered before it.
 	sc := &scriptConn{pending: [][]byte{make([]byte, small)}, readErr: errors.New("reset")}
 	s := &tlsSocket{Conn: sc}
