@@ -119,6 +119,12 @@ func (c *conn) close(err error) bool {
 		c.closeErr = err
 		close(c.done)
 		c.cancel()
+		if err != nil {
+			// Not a clean end: cut the socket under TLS first. A flush of held
+			// TLS records to a client that does not read would otherwise keep
+			// crypto/tls's close_notify waiting, up to the 5 s it allows.
+			tlsSocketOf(c.nc).abort()
+		}
 		_ = c.nc.Close()
 	})
 	return closed

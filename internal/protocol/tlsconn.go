@@ -217,6 +217,14 @@ func (s *tlsSocket) end() error {
 	return err
 }
 
+// abort closes the socket at once, ending a write in progress; what is held
+// is dropped. Nil-safe.
+func (s *tlsSocket) abort() {
+	if s != nil {
+		_ = s.Conn.Close()
+	}
+}
+
 // release returns the buffers to their pool once the connection is closed and
 // its reader has stopped; later writes fail.
 func (s *tlsSocket) release() {

@@ -28,6 +28,7 @@ import (
 // socketListener accepted: what lies under crypto/tls on the server side.
 type socketCounts struct {
 	writes, written atomic.Int64
+	writing         atomic.Int64 // writes in progress
 	reads, read     atomic.Int64
 }
 
@@ -50,6 +51,8 @@ type socketConn struct {
 }
 
 func (c *socketConn) Write(p []byte) (int, error) {
+	c.counts.writing.Add(1)
+	defer c.counts.writing.Add(-1)
 	n, err := c.Conn.Write(p)
 	c.counts.writes.Add(1)
 	c.counts.written.Add(int64(n))
@@ -476,5 +479,57 @@ func TestTLSLargeRequests(t *testing.T) {
 	case msg := <-bad:
 		t.Fatal(msg)
 	default:
+	}
+}
+
+// smallBufferListener shrinks the send buffer of the sockets it accepts, so a
+// client that does not read stalls the server's writes soon.
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err == nil {
+		err = nc.(*net.TCPConn).SetWriteBuffer(4096)
+	}
+	return nc, err
+}
+
+// TestTLSCloseCutsAStalledFlush: a response held under TLS is being flushed
+// to a client that does not read when the server closes. Close must not wait:
+// crypto/tls's close_notify queues behind the flush and would give it up to
+// 5 s before the socket is closed.
+func TestTLSCloseCutsAStalledFlush(t *testing.T) {
+	f, _ := tempFile(t, 200<<10) // under tlsWriteBatch: all of it leaves in the final flush
+	srvCfg, cliCfg := tlsConfigs(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := &socketCounts{}
+	ts := serveOn(t, NewTLSListener(socketListener{smallBufferListener{ln}, counts}, srvCfg), fetchBodyHandler(f, 200<<10))
+	raw, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := raw.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	cl := tls.Client(raw, cliCfg)
+	_ = cl.SetDeadline(time.Now().Add(testTimeout))
+	if err := cl.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Write(frameOf(kmsg.NewPtrFetchRequest(), 12, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	// The client reads nothing: the server's flush blocks.
+	wait.For(t, "the server's flush to block", func() bool { return counts.writing.Load() == 1 })
+	start := time.Now()
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Close took %v with a flush stalled on a client that does not read", took)
 	}
 }
