@@ -21,8 +21,9 @@ vet:
 bench-kafka:
 	bash bench/run.sh $(BENCH_ARGS)
 
-# Strata over PLAINTEXT, SSL and SASL_SSL: produce, consume and connection setup
-# rates (about 3 minutes; needs openssl). See bench/tls.sh and docs/benchmarks.md.
+# Strata over PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL: produce, consume and
+# connection setup rates (about 4 minutes; needs openssl). See bench/tls.sh and
+# docs/benchmarks.md.
 .PHONY: bench-tls
 bench-tls:
 	bash bench/tls.sh

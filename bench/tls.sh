@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Strata's listener security at three settings on this machine: PLAINTEXT, SSL
-# (TLS) and SASL_SSL (TLS and SCRAM-SHA-512), one fresh `strata server` each.
+# Strata's listener security at four settings on this machine: PLAINTEXT, SSL
+# (TLS), SASL_PLAINTEXT (SCRAM-SHA-512) and SASL_SSL (TLS and SCRAM-SHA-512),
+# one fresh `strata server` each.
 #
 # For each setting, against that node:
 #   1. strata bench produce: 1 KiB records, acks=all, for $DURATION;
 #   2. strata bench consume: reads what 1. wrote (plaintext: sendfile(2);
-#      TLS: read into the connection's buffer and encrypted);
+#      TLS: read in large chunks, encrypted, the records of a response
+#      written in few system calls);
 #   3. strata bench connect: $CONNECTORS workers set up connections one after
 #      another for $DURATION (dial, TLS handshake, SCRAM exchange, one
 #      ApiVersions round trip), so connections/s is the setup rate.
 #
-# Results (one JSON document per run) go to bench/target/tls/<setting>-<mode>.json,
-# and a summary table to stdout. DURATION (default 20s) and CONNECTORS (default 4)
-# are environment variables; about 3 x (2 x DURATION + the consume) in all: under
-# 3 minutes at the defaults. Needs go, openssl and python3 on PATH.
+# A run that fails (the node does not start, a bench exits non-zero: records or
+# connections failed) is reported and the script carries on, so every row is
+# measured; it exits 1 at the end if any run failed. What a run says on stderr
+# goes to bench/target/tls/<setting>-<mode>.err, its JSON result to
+# <setting>-<mode>.json, and a summary table to stdout: the failed column sums
+# the records and connections the runs counted as failed ("run failed" when a
+# run gave no result). DURATION (default 20s) and CONNECTORS (default 4) are
+# environment variables; about 4 x (2 x DURATION + the consume) in all: under
+# 4 minutes at the defaults. Needs go, openssl and python3 on PATH.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -42,38 +49,76 @@ export STRATA_SASL_PASSWORD=bench-secret
 # free_port prints a port the kernel just handed out on 127.0.0.1.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+settings=(plaintext ssl sasl_plaintext sasl_ssl)
+modes=(produce consume connect)
+failed=0
+
+# run_bench runs one bench mode; a failure is reported, not fatal.
+run_bench() {
+	local setting=$1 mode=$2 rc=0
+	shift 2
+	"${bench[@]}" "$mode" "$@" >"$out/$setting-$mode.json" 2>"$out/$setting-$mode.err" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "$setting $mode: failed (exit $rc): $(head -n 1 "$out/$setting-$mode.err")" >&2
+		failed=1
+	fi
+}
+
 echo "uptime before: $(uptime)" >&2
-for setting in plaintext ssl sasl_ssl; do
+for setting in "${settings[@]}"; do
 	server=() client=()
 	case $setting in
 	ssl) server=("${tls_server[@]}") client=("${tls_client[@]}") ;;
+	sasl_plaintext) server=("${sasl_server[@]}") client=("${sasl_client[@]}") ;;
 	sasl_ssl) server=("${tls_server[@]}" "${sasl_server[@]}") client=("${tls_client[@]}" "${sasl_client[@]}") ;;
 	esac
+	for mode in "${modes[@]}"; do rm -f "$out/$setting-$mode.json" "$out/$setting-$mode.err"; done
 	kafka=127.0.0.1:$(free_port)
 	bin/strata server --data-dir "$work/$setting" --kafka-addr "$kafka" --http-addr "127.0.0.1:$(free_port)" \
 		--controller-addr "127.0.0.1:$(free_port)" "${server[@]}" >"$work/$setting.log" 2>&1 &
 	pid=$!
+	up=false
 	for _ in $(seq 1 120); do
-		bin/strata topic list --brokers "$kafka" --timeout 2s "${client[@]}" >/dev/null 2>&1 && break
+		if bin/strata topic list --brokers "$kafka" --timeout 2s "${client[@]}" >/dev/null 2>&1; then
+			up=true
+			break
+		fi
 		sleep 0.5
 	done
-	bench=(bin/strata bench --brokers "$kafka" "${client[@]}" -o json)
-	"${bench[@]}" produce --record-size 1024 --acks all --duration "$duration" >"$out/$setting-produce.json"
-	"${bench[@]}" consume >"$out/$setting-consume.json"
-	"${bench[@]}" connect --connectors "$connectors" --duration "$duration" >"$out/$setting-connect.json"
-	kill "$pid"
+	if ! $up; then
+		echo "$setting: the node did not answer within a minute; its log ends:" >&2
+		tail -n 5 "$work/$setting.log" >&2 || true
+		failed=1
+	else
+		bench=(bin/strata bench --brokers "$kafka" "${client[@]}" -o json)
+		run_bench "$setting" produce --record-size 1024 --acks all --duration "$duration"
+		run_bench "$setting" consume
+		run_bench "$setting" connect --connectors "$connectors" --duration "$duration"
+	fi
+	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 	pid=
 done
 echo "uptime after: $(uptime)" >&2
 
-printf '%-10s %16s %16s %18s %16s\n' setting "produce rec/s" "consume rec/s" "connections/s" "connect p99 ms"
-for setting in plaintext ssl sasl_ssl; do
-	python3 - "$out" "$setting" <<'EOF'
+python3 - "$out" "${settings[@]}" <<'EOF'
 import json, sys
-out, s = sys.argv[1], sys.argv[2]
-r = {m: json.load(open(f"{out}/{s}-{m}.json")) for m in ("produce", "consume", "connect")}
-print(f"{s:<10} {r['produce']['records_per_second']:16.0f} {r['consume']['records_per_second']:16.0f} "
-      f"{r['connect']['records_per_second']:18.1f} {r['connect']['latency']['p99_ms']:16.2f}")
+out, settings = sys.argv[1], sys.argv[2:]
+def load(s, m):
+    try:
+        with open(f"{out}/{s}-{m}.json") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+def cell(r, width, prec, get):
+    return f"{'run failed':>{width}}" if r is None else f"{get(r):>{width}.{prec}f}"
+print(f"{'setting':<15} {'produce rec/s':>14} {'consume rec/s':>14} {'connections/s':>14} {'connect p99 ms':>15}  failed")
+for s in settings:
+    r = {m: load(s, m) for m in ("produce", "consume", "connect")}
+    failed = [f"{m} run failed" if v is None else f"{v['failed']} {m}" for m, v in r.items() if v is None or v.get("failed", 0) > 0]
+    print(f"{s:<15} {cell(r['produce'], 14, 0, lambda x: x['records_per_second'])} "
+          f"{cell(r['consume'], 14, 0, lambda x: x['records_per_second'])} "
+          f"{cell(r['connect'], 14, 1, lambda x: x['records_per_second'])} "
+          f"{cell(r['connect'], 15, 2, lambda x: x['latency']['p99_ms'])}  {', '.join(failed) or '-'}")
 EOF
-done
+exit $failed

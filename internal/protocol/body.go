@@ -19,7 +19,10 @@ var errSendfileUnsupported = errors.New("protocol: sendfile unsupported")
 type bodyWriter struct {
 	bw   *bufio.Writer
 	sock syscall.RawConn // the socket for sendfile(2), nil when unsupported
-	left int             // bytes the body may still write
+	// conn is the connection under bw, given large file chunks whole when
+	// there is no sendfile(2) (a TLS connection); nil copies through bw only.
+	conn io.Writer
+	left int // bytes the body may still write
 }
 
 // sendfileSocket returns the raw socket behind nc when sendfile can target it.
@@ -63,10 +66,57 @@ func (w *bodyWriter) SendFile(f *os.File, off int64, n int) error {
 		}
 		off, n = off+int64(sent), n-sent
 	}
-	copied, err := io.Copy(w.bw, io.NewSectionReader(f, off, int64(n)))
-	w.left -= int(copied)
-	if err == nil && copied < int64(n) {
-		err = fmt.Errorf("SendFile: %s has only %d of %d bytes at offset %d: %w", f.Name(), copied, n, off, io.ErrUnexpectedEOF)
+	return w.copyFile(f, off, n)
+}
+
+// copyFile writes n bytes of f at off without sendfile(2), reading each piece
+// straight into the buffer it is written from. What fits goes into the write
+// buffer, so a small range leaves with the bytes around it and a large one's
+// start with the headers before it; once that buffer is empty, the rest of a
+// large range is read tlsReadAhead at a time into a pooled chunk that is
+// handed to the connection whole (crypto/tls seals it from there), and the
+// last piece under a buffer's length goes back through the buffer.
+func (w *bodyWriter) copyFile(f *os.File, off int64, n int) error {
+	var chunk *[]byte
+	defer func() {
+		if chunk != nil {
+			putBigBuffer(chunk)
+		}
+	}()
+	for n > 0 {
+		if w.bw.Available() == 0 {
+			if err := w.bw.Flush(); err != nil {
+				return err
+			}
+		}
+		var buf []byte
+		direct := w.conn != nil && w.bw.Buffered() == 0 && n >= writeBufferSize
+		if direct {
+			if chunk == nil {
+				chunk = getBigBuffer()
+			}
+			buf = (*chunk)[:min(n, tlsReadAhead)]
+		} else {
+			buf = w.bw.AvailableBuffer()[:min(n, w.bw.Available())]
+		}
+		read, err := f.ReadAt(buf, off)
+		if read < len(buf) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("SendFile: %s has only %d of %d bytes at offset %d: %w", f.Name(), read, n, off, io.ErrUnexpectedEOF)
+			}
+			return err
+		}
+		if direct {
+			_, err = w.conn.Write(buf)
+		} else {
+			_, err = w.bw.Write(buf) // bytes already in place: bufio copies them onto themselves
+		}
+		if err != nil {
+			return err
+		}
+		w.left -= read
+		off += int64(read)
+		n -= read
 	}
-	return err
+	return nil
 }

@@ -119,6 +119,12 @@ func (c *conn) close(err error) bool {
 		c.closeErr = err
 		close(c.done)
 		c.cancel()
+		if err != nil {
+			// Not a clean end: cut the socket under TLS first. A flush of held
+			// TLS records to a client that does not read would otherwise keep
+			// crypto/tls's close_notify waiting, up to the 5 s it allows.
+			tlsSocketOf(c.nc).abort()
+		}
 		_ = c.nc.Close()
 	})
 	return closed
@@ -508,13 +514,24 @@ func (c *conn) runWriter() {
 	defer c.finish()
 	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
 	c.body = bodyWriter{bw: bw, sock: sendfileSocket(c.nc)}
+	if c.body.sock == nil {
+		c.body.conn = c.nc
+	}
+	// Under TLS (NewTLSListener) the records of the responses written between
+	// two flushes leave in few socket writes: begin before each response, and
+	// every flush ends the batch.
+	tsock := tlsSocketOf(c.nc)
+	flush := func() error {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return tsock.end()
+	}
 	for out := range c.resps {
 		if out.pending != nil {
-			if bw.Buffered() > 0 {
-				// Send what is ready before waiting on a deferred response.
-				if err := bw.Flush(); err != nil {
-					c.fail(err)
-				}
+			// Send what is ready before waiting on a deferred response.
+			if err := flush(); err != nil {
+				c.fail(err)
 			}
 			<-out.pending
 			if out.waitErr != nil {
@@ -531,8 +548,14 @@ func (c *conn) runWriter() {
 			_ = c.release(out)
 			continue
 		}
+		tsock.begin()
 		if out.raw {
-			if err := writeSASLToken(bw, out.token); err != nil {
+			// The client waits for a raw token before it sends anything else.
+			err := writeSASLToken(bw, out.token)
+			if err == nil {
+				err = flush()
+			}
+			if err != nil {
 				c.fail(err)
 			}
 			continue
@@ -541,11 +564,8 @@ func (c *conn) runWriter() {
 		if rerr := c.release(out); err == nil {
 			err = rerr
 		}
-		if err == nil && len(c.resps) == 0 {
-			err = bw.Flush()
-		}
-		if err == nil && out.closeAfter != nil {
-			err = bw.Flush()
+		if err == nil && (len(c.resps) == 0 || out.closeAfter != nil) {
+			err = flush()
 		}
 		c.observe(out, n, false, err)
 		recycleFrame(out.req)
@@ -557,18 +577,15 @@ func (c *conn) runWriter() {
 	}
 }
 
-// writeSASLToken writes a raw SASL token framed by its size and flushes: the
-// client waits for it before sending anything else.
+// writeSASLToken writes a raw SASL token framed by its size.
 func writeSASLToken(bw *bufio.Writer, token []byte) error {
 	var size [4]byte
 	putFrameSize(size[:], len(token))
 	if _, err := bw.Write(size[:]); err != nil {
 		return err
 	}
-	if _, err := bw.Write(token); err != nil {
-		return err
-	}
-	return bw.Flush()
+	_, err := bw.Write(token)
+	return err
 }
 
 // write frames one response into bw and returns the frame's size.
@@ -653,6 +670,7 @@ func (c *conn) observe(out *outgoing, n int, none bool, werr error) {
 // connection and reports it closed.
 func (c *conn) finish() {
 	c.close(nil)
+	tlsSocketOf(c.nc).release() // the reader has stopped, and the close_notify is sent
 	c.srv.removeConn(c)
 	err := c.closeErr
 	for _, h := range c.srv.hooks.close {

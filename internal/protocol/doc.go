@@ -44,10 +44,13 @@
 //     queue runs empty. A handler may return Response.Wait to finish a request off
 //     the handler goroutine (a Produce waiting for acks=all): the next request is
 //     handled meanwhile and the writer waits for that response in its turn.
-//     On a TLS listener (tls.NewListener) the reader first completes the handshake
-//     within HandshakeTimeout; ConnInfo.Principal is then "User:<CN>" of a verified
-//     client certificate (mTLS), else "User:ANONYMOUS". Responses are copied
-//     through TLS: sendfile applies to plaintext connections only.
+//     On a TLS listener (NewTLSListener, or tls.NewListener) the reader first
+//     completes the handshake within HandshakeTimeout; ConnInfo.Principal is then
+//     "User:<CN>" of a verified client certificate (mTLS), else "User:ANONYMOUS".
+//     Responses are copied through TLS: sendfile applies to plaintext connections
+//     only. Under NewTLSListener the TLS records of the responses written between
+//     two flushes leave in few socket writes, and file ranges are read in large
+//     chunks straight into the buffer crypto/tls seals from (tlsconn.go).
 //     Before reading a frame's body the reader reserves the frame's size in a memory
 //     pool shared by all connections (MaxQueuedRequestBytes, Kafka's
 //     queued.max.request.bytes, on by default); the reservation is released once

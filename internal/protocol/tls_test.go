@@ -18,6 +18,15 @@ import (
 )
 
 func TestTLSListenerPrincipal(t *testing.T) {
+	for _, l := range []struct {
+		name string
+		wrap func(net.Listener, *tls.Config) net.Listener
+	}{{"tls.NewListener", tls.NewListener}, {"NewTLSListener", NewTLSListener}} {
+		t.Run(l.name, func(t *testing.T) { testTLSListenerPrincipal(t, l.wrap) })
+	}
+}
+
+func testTLSListenerPrincipal(t *testing.T, wrap func(net.Listener, *tls.Config) net.Listener) {
 	dir := t.TempDir()
 	ca := certstest.NewCA(t, dir, "cluster")
 	node := ca.Issue(t, "node", "broker-1")
@@ -33,7 +42,7 @@ func TestTLSListenerPrincipal(t *testing.T) {
 	var mu sync.Mutex
 	var principals []string
 	var sawTLS bool
-	ts := serveOn(t, tls.NewListener(ln, srvCerts.ServerConfig()), HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+	ts := serveOn(t, wrap(ln, srvCerts.ServerConfig()), HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
 		mu.Lock()
 		principals = append(principals, c.Principal())
 		sawTLS = c.TLS()

@@ -40,7 +40,9 @@ func (n *Node) loadTLS() error {
 }
 
 // listen opens a TCP listener on addr, a TLS one when TLS is on, and
-// registers its close with the node's lifecycle.
+// registers its close with the node's lifecycle. The Kafka listener's TLS
+// connections coalesce each response's TLS records into few socket writes
+// (protocol.NewTLSListener).
 func (n *Node) listen(what, addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -48,7 +50,11 @@ func (n *Node) listen(what, addr string) (net.Listener, error) {
 	}
 	n.lc.onStop(what+" listener", func(stopping) error { ln.Close(); return nil })
 	if n.certs != nil {
-		ln = tls.NewListener(ln, n.certs.ServerConfig())
+		wrap := tls.NewListener
+		if what == "kafka" {
+			wrap = protocol.NewTLSListener
+		}
+		ln = wrap(ln, n.certs.ServerConfig())
 	}
 	return ln, nil
 }
