@@ -75,8 +75,10 @@ type TierRetention struct {
 //  1. Scan the segment once into checksummed blocks of whole batches.
 //  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index.
 //  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
-//     end of the pass, put P/manifest with the segments added and End = the
-//     last one's next: the commit point.
+//     end of the pass, make the batch's objects durable (a store whose names
+//     need it, remote.NameSyncer: one directory fsync for the batch), then put
+//     P/manifest with the segments added and End = the last one's next: the
+//     commit point.
 //
 // A crash before step 3 leaves objects no manifest names: they never count,
 // and a re-upload of the same range writes the same names with the same bytes
@@ -360,6 +362,15 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 	if len(m.Segments) == 0 && m.End <= m.Start {
 		next.Start = up[0].seg.Base
 	}
+	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
+		keys := make([]string, 0, len(up))
+		for _, u := range up {
+			keys = append(keys, u.seg.objectKeys(t.cfg.Prefix)...)
+		}
+		if err := ns.SyncNames(ctx, keys...); err != nil {
+			return m, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+	}
 	if err := t.checkManifestUnchanged(ctx, m, leaderEpoch); err != nil {
 		return m, err
 	}
@@ -445,7 +456,11 @@ func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, 
 	idx := encodeBlocks(blocks)
 	seg.IndexSize = int64(len(idx))
 	body := remote.Concat(io.NewSectionReader(c.File, c.Pos, int64(c.Size)), io.NewSectionReader(bytes.NewReader(idx), 0, seg.IndexSize))
-	if err := t.cfg.Store.Put(ctx, seg.dataKey(t.cfg.Prefix), body, body.Size()); err != nil {
+	put := t.cfg.Store.Put
+	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
+		put = ns.PutUnsynced // commitLocked syncs the batch's names
+	}
+	if err := put(ctx, seg.dataKey(t.cfg.Prefix), body, body.Size()); err != nil {
 		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	return seg, blocks, nil

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -646,4 +648,122 @@ func TestTierReadsTwoObjectLayout(t *testing.T) {
 	}
 	got := readTiered(t, l, tier, 1<<20)
 	sameBatches(t, got, want[len(want)-len(got):])
+}
+
+// TestTierUploadFileOps counts what an upload pass does to a file:// store's
+// filesystem, whatever the machine's load: per segment one object created,
+// fsynced and renamed into place; per committed batch one directory fsync for
+// the segments' names and one for the manifest's (before layout 2 and
+// remote.NameSyncer: two objects and two directory fsyncs per segment). The
+// segments' names are made durable before the manifest's rename.
+func TestTierUploadFileOps(t *testing.T) {
+	var creates, syncs, renames, syncDirs atomic.Int64
+	var mu sync.Mutex
+	var order []string // renames and directory fsyncs, in order
+	fsys := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if !strings.HasPrefix(op.Path, "/objects/") {
+			return nil
+		}
+		mu.Lock()
+		switch op.Kind {
+		case vfs.OpRename:
+			order = append(order, "rename "+path.Base(op.To))
+		case vfs.OpSyncDir:
+			order = append(order, "syncdir")
+		}
+		mu.Unlock()
+		switch op.Kind {
+		case vfs.OpCreate:
+			creates.Add(1)
+		case vfs.OpSync:
+			syncs.Add(1)
+		case vfs.OpRename:
+			renames.Add(1)
+		case vfs.OpSyncDir:
+			syncDirs.Add(1)
+		}
+		return nil
+	}))
+	store := memStore(t, fsys)
+	l, tier := tieredLog(t, store, 1<<30, nil)
+	appendN(t, l, 20, 3, 100, 1000, 0)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil { // makes the prefix's directories
+		t.Fatal(err)
+	}
+	appendN(t, l, 300, 3, 100, 1000, 0)
+	creates.Store(0)
+	syncs.Store(0)
+	renames.Store(0)
+	syncDirs.Store(0)
+	mu.Lock()
+	order = nil
+	mu.Unlock()
+	n, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 || n >= uploadCommitSegments {
+		t.Fatalf("uploaded %d segments, want 20 to %d (one batch)", n, uploadCommitSegments-1)
+	}
+	objects := int64(n + 1) // the segments and the manifest
+	if creates.Load() != objects || syncs.Load() != objects || renames.Load() != objects {
+		t.Fatalf("%d segments: %d files created, %d fsynced, %d renamed; want %d each", n, creates.Load(), syncs.Load(), renames.Load(), objects)
+	}
+	if syncDirs.Load() != 2 {
+		t.Fatalf("%d segments in one batch: %d directory fsyncs, want 2", n, syncDirs.Load())
+	}
+	mu.Lock()
+	got := strings.Join(order, "\n")
+	mu.Unlock()
+	const commit = "\nsyncdir\nrename manifest\nsyncdir"
+	if segments, ok := strings.CutSuffix(got, commit); !ok || strings.Contains(segments, "syncdir") || strings.Contains(segments, "manifest") {
+		t.Fatalf("renames and directory fsyncs: want the segments', one fsync, the manifest's, one fsync; got\n%s", got)
+	}
+	keys, err := store.List(ctxTimeout(t), tierPrefix+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := tier.manifestCopy()
+	if len(keys) != len(m.Segments)+1 {
+		t.Fatalf("%d objects for %d segments: %v", len(keys), len(m.Segments), keys)
+	}
+}
+
+// After a power cut every segment the manifest names reads back: the batch's
+// object names are made durable before the manifest that names them.
+func TestTierUploadSurvivesPowerCut(t *testing.T) {
+	mem := vfs.NewMem()
+	l, tier := tieredLog(t, memStore(t, mem), 1<<30, nil)
+	want := appendN(t, l, 100, 3, 100, 1000, 0)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+		t.Fatal(err)
+	}
+	end := tier.UploadedEnd()
+	after := NewTier(l, TierConfig{Store: memStore(t, mem.CrashClone()), Prefix: tierPrefix, BlockBytes: 1024,
+		Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: -1}})
+	if err := after.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if after.UploadedEnd() != end || end == 0 {
+		t.Fatalf("uploaded end %d after the power cut, %d before", after.UploadedEnd(), end)
+	}
+	var got [][]byte
+	for off := int64(0); off < end; {
+		b, next, err := after.Read(ctxTimeout(t), off, 1<<20)
+		if err != nil {
+			t.Fatalf("Read(%d) after the power cut: %v", off, err)
+		}
+		it := batch.NewStoredIter(b)
+		for it.Next() {
+			got = append(got, bytes.Clone(it.Batch()))
+		}
+		if it.Err() != nil {
+			t.Fatalf("batches at %d: %v", off, it.Err())
+		}
+		off = next
+	}
+	sameBatches(t, got, want[:len(got)])
+	if h, _ := batch.ParseHeader(got[len(got)-1]); h.NextOffset() != end {
+		t.Fatalf("read up to %d, uploaded end %d", h.NextOffset(), end)
+	}
 }
