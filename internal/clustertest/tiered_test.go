@@ -194,7 +194,7 @@ func waitTiered(t *testing.T, c *testcluster.Cluster, topic string, objects remo
 		}
 		segments := 0
 		for _, k := range keys {
-			if strings.HasSuffix(k, ".log") {
+			if strings.HasSuffix(k, ".seg") { // one object per segment
 				segments++
 			}
 		}

@@ -19,10 +19,13 @@ var copyBufPool = sync.Pool{New: func() any { b := make([]byte, copyBufBytes); r
 // copied (fewer only when r ends first). The context is checked between pieces.
 // A section of an operating-system file (io.SectionReader over a vfs.OSFile,
 // what the tier uploads a segment through) is copied by the kernel when w is
-// one too and the platform can (copySection); anything else goes through a
-// pooled buffer.
+// one too and the platform can (copySection); a Concat piece by piece, each
+// the same way; anything else goes through a pooled buffer.
 func copyObject(ctx context.Context, w vfs.File, r io.Reader, size int64) (int64, error) {
 	if sr, ok := r.(*io.SectionReader); ok {
+		if n, handled, err := copyConcat(ctx, w, sr, size); handled {
+			return n, err
+		}
 		if n, handled, err := copySection(ctx, w, sr, size); handled {
 			return n, err
 		}

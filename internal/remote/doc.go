@@ -23,7 +23,9 @@
 // # Implementations
 //
 //   - file:///dir (NewFile): any mounted filesystem, through vfs. Put writes
-//     key.tmp-N, fsyncs it, renames it over key and fsyncs the directory. An
+//     key.tmp-N, fsyncs it, renames it over key and fsyncs the directory;
+//     PutUnsynced (NameSyncer) leaves that directory fsync to a SyncNames
+//     that covers a batch of objects. An
 //     io.SectionReader over an operating-system file (a segment) is copied by
 //     the kernel (copy_file_range on Linux), anything else in 1 MiB pieces.
 //   - s3://bucket/prefix (NewS3): through minio-go; an io.SectionReader above

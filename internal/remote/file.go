@@ -53,6 +53,39 @@ func unavailable(op, key string, err error) error {
 // Put writes the object to a temporary name, fsyncs it, renames it over key and
 // fsyncs the directory, so a crash leaves the old object or the new one.
 func (f *File) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	return f.put(ctx, key, r, size, true)
+}
+
+// PutUnsynced is Put without the directory fsync: a crash before SyncNames may
+// lose the rename, leaving the old object or none, never a part of the new one.
+func (f *File) PutUnsynced(ctx context.Context, key string, r io.Reader, size int64) error {
+	return f.put(ctx, key, r, size, false)
+}
+
+// SyncNames fsyncs each directory that holds one of keys, once.
+func (f *File) SyncNames(ctx context.Context, keys ...string) error {
+	synced := make(map[string]bool)
+	for _, key := range keys {
+		p, err := f.path(key)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(p)
+		if synced[dir] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: sync %s: %v", ErrUnavailable, key, err)
+		}
+		if err := f.fsys.SyncDir(dir); err != nil {
+			return unavailable("sync", key, err)
+		}
+		synced[dir] = true
+	}
+	return nil
+}
+
+func (f *File) put(ctx context.Context, key string, r io.Reader, size int64, syncName bool) error {
 	p, err := f.path(key)
 	if err != nil {
 		return err
@@ -93,6 +126,9 @@ func (f *File) Put(ctx context.Context, key string, r io.Reader, size int64) err
 		return unavailable("put", key, err)
 	}
 	ok = true
+	if !syncName {
+		return nil
+	}
 	if err := f.fsys.SyncDir(dir); err != nil {
 		return unavailable("put", key, err)
 	}

@@ -104,3 +104,51 @@ func TestOpenURLs(t *testing.T) {
 		t.Errorf("Open(file:///objects): %v", err)
 	}
 }
+
+// PutUnsynced objects are whole once visible; their names survive a power cut
+// only once SyncNames covered them.
+func TestFilePutUnsyncedNamesAfterSyncNames(t *testing.T) {
+	mem := vfs.NewMem()
+	s, err := remote.NewFile(mem, "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, key := range []string{"t/0/a", "t/0/b", "t/1/c"} {
+		if err := s.PutUnsynced(ctx, key, strings.NewReader("bytes of "+key), int64(len("bytes of "+key))); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Get(ctx, key, 0, -1); err != nil || string(got) != "bytes of "+key {
+			t.Fatalf("Get(%s) after PutUnsynced = %q, %v", key, got, err)
+		}
+	}
+	keysAfterCrash := func() []string {
+		t.Helper()
+		s2, err := remote.NewFile(mem.CrashClone(), "/objects")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := s2.List(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if got, err := s2.Get(ctx, k, 0, -1); err != nil || string(got) != "bytes of "+k {
+				t.Fatalf("after a power cut %s holds %q, %v", k, got, err)
+			}
+		}
+		return keys
+	}
+	if keys := keysAfterCrash(); len(keys) != 0 {
+		t.Fatalf("unsynced names survived a power cut: %v", keys)
+	}
+	if err := s.SyncNames(ctx, "t/0/a", "t/0/b"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := keysAfterCrash(); strings.Join(keys, " ") != "t/0/a t/0/b" {
+		t.Fatalf("after SyncNames of t/0 and a power cut: %v", keys)
+	}
+	if err := s.SyncNames(ctx, "../x"); !errors.Is(err, remote.ErrInvalidKey) {
+		t.Fatalf("SyncNames of a bad key: %v", err)
+	}
+}

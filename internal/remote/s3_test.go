@@ -59,7 +59,8 @@ func TestS3Unavailable(t *testing.T) {
 }
 
 // A file section above minio-go's 16 MiB part size goes up as a multipart
-// upload, its parts read from the file in parallel, and reads back whole.
+// upload, its parts read from the file in parallel, and reads back whole; so
+// does a segment object made of a file section and bytes.
 func TestS3PutLargeFileSection(t *testing.T) {
 	srv := remotetest.StartS3Server(t)
 	s, err := remote.Open(srv.NewBucket(t), nil)
@@ -87,5 +88,16 @@ func TestS3PutLargeFileSection(t *testing.T) {
 	got, err := s.Get(ctx, "t/0/big", 0, -1)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("get: %d bytes (equal %v), %v; want %d bytes", len(got), bytes.Equal(got, want), err, len(want))
+	}
+	// A segment object: the file section, then an index, as one Concat; the
+	// multipart upload's parts straddle the two.
+	tail := []byte("block index")
+	body := remote.Concat(io.NewSectionReader(f, 100, int64(len(want))), io.NewSectionReader(bytes.NewReader(tail), 0, int64(len(tail))))
+	if err := s.Put(ctx, "t/0/big.seg", body, body.Size()); err != nil {
+		t.Fatalf("put of a Concat: %v", err)
+	}
+	got, err = s.Get(ctx, "t/0/big.seg", 0, -1)
+	if want := append(bytes.Clone(want), tail...); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("get of a Concat: %d bytes (equal %v), %v; want %d bytes", len(got), bytes.Equal(got, want), err, len(want))
 	}
 }

@@ -253,3 +253,75 @@ func TestRunRetention(t *testing.T) {
 		t.Fatalf("RunRetention returned %v", err)
 	}
 }
+
+// TestRetentionRemovesFilesOffTheAppendLock holds the removal of a deleted
+// segment's file inside the filesystem and checks that appends go on meanwhile:
+// local retention closes and removes the files of the segments it deletes only
+// after letting go of the append lock (on a busy disk, a pass over many small
+// segments held appends up for half a second).
+func TestRetentionRemovesFilesOffTheAppendLock(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	fsys := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRemove && strings.HasSuffix(op.Path, logSuffix+deletedSuffix) {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-unblock
+		}
+		return nil
+	}))
+	l := openLog(t, fsys, Config{SegmentBytes: 4096, RetentionAge: -1, RetentionBytes: 4096})
+	appendN(t, l, 40, 2, 300, 0, 0)
+	if len(segmentBases(l)) < 3 {
+		t.Fatalf("segments at %v, want at least 3", segmentBases(l))
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := l.EnforceRetention(l.LogEndOffset())
+		done <- result{n, err}
+	}()
+	select {
+	case <-entered:
+	case r := <-done:
+		close(unblock)
+		t.Fatalf("retention returned %d, %v without removing a file", r.n, r.err)
+	case <-time.After(30 * time.Second):
+		close(unblock)
+		t.Fatal("retention never removed a file")
+	}
+	appended := make(chan error, 1)
+	go func() {
+		_, err := l.Append(mkBatch(2, 300, 0), 0)
+		appended <- err
+	}()
+	select {
+	case err := <-appended:
+		if err != nil {
+			close(unblock)
+			t.Fatalf("Append: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		close(unblock)
+		t.Fatal("Append waited for retention's file removal")
+	}
+	close(unblock)
+	r := <-done
+	if r.err != nil || r.n < 2 {
+		t.Fatalf("EnforceRetention = %d, %v; want at least 2 segments", r.n, r.err)
+	}
+	names, err := fsys.List(testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, deletedSuffix) {
+			t.Fatalf("%s left behind after retention: %v", name, names)
+		}
+	}
+}

@@ -27,31 +27,43 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // frameSide returns payload in a side-file frame.
-func frameSide(payload []byte) []byte {
+func frameSide(payload []byte) []byte { return frameSideVersion(payload, sideVersion) }
+
+// frameSideVersion returns payload in a side-file frame of the given version:
+// for a payload whose shape changed, which its reader tells apart by it.
+func frameSideVersion(payload []byte, version uint16) []byte {
 	b := make([]byte, sideHeaderSize, sideHeaderSize+len(payload))
 	binary.BigEndian.PutUint32(b[0:], uint32(len(payload)))
-	binary.BigEndian.PutUint16(b[8:], sideVersion)
+	binary.BigEndian.PutUint16(b[8:], version)
 	b = append(b, payload...)
 	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
 	return b
 }
 
-// unframeSide checks a side-file frame and returns its payload.
+// unframeSide checks a side-file frame of version sideVersion and returns its
+// payload.
 func unframeSide(b []byte) ([]byte, error) {
+	payload, v, err := unframeSideVersion(b)
+	if err == nil && v != sideVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrCorruptSideFile, v)
+	}
+	return payload, err
+}
+
+// unframeSideVersion checks a side-file frame and returns its payload and
+// version; the caller checks the version.
+func unframeSideVersion(b []byte) ([]byte, uint16, error) {
 	if len(b) < sideHeaderSize {
-		return nil, fmt.Errorf("%w: %d bytes", ErrCorruptSideFile, len(b))
+		return nil, 0, fmt.Errorf("%w: %d bytes", ErrCorruptSideFile, len(b))
 	}
 	n := binary.BigEndian.Uint32(b[0:])
 	if n > maxSidePayload || int64(n) != int64(len(b)-sideHeaderSize) {
-		return nil, fmt.Errorf("%w: length %d for %d bytes", ErrCorruptSideFile, n, len(b))
+		return nil, 0, fmt.Errorf("%w: length %d for %d bytes", ErrCorruptSideFile, n, len(b))
 	}
 	if crc32.Checksum(b[8:], castagnoli) != binary.BigEndian.Uint32(b[4:]) {
-		return nil, fmt.Errorf("%w: crc mismatch", ErrCorruptSideFile)
+		return nil, 0, fmt.Errorf("%w: crc mismatch", ErrCorruptSideFile)
 	}
-	if v := binary.BigEndian.Uint16(b[8:]); v != sideVersion {
-		return nil, fmt.Errorf("%w: version %d", ErrCorruptSideFile, v)
-	}
-	return b[sideHeaderSize:], nil
+	return b[sideHeaderSize:], binary.BigEndian.Uint16(b[8:]), nil
 }
 
 // writeSideFile replaces dir/name with payload durably: write name.tmp, fsync it,

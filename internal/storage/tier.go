@@ -76,10 +76,12 @@ type TierRetention struct {
 // mark and at or above the manifest's End:
 //
 //  1. Scan the segment once into checksummed blocks of whole batches.
-//  2. Put P/<base>-<next>.log (the bytes as stored) and P/<base>-<next>.index.
+//  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index.
 //  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
-//     end of the pass, put P/manifest with the segments added and End = the
-//     last one's next: the commit point.
+//     end of the pass, make the batch's objects durable (a store whose names
+//     need it, remote.NameSyncer: one directory fsync for the batch), then put
+//     P/manifest with the segments added and End = the last one's next: the
+//     commit point.
 //
 // A crash before step 3 leaves objects no manifest names: they never count,
 // and a re-upload of the same range writes the same names with the same bytes
@@ -363,6 +365,15 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 	if len(m.Segments) == 0 && m.End <= m.Start {
 		next.Start = up[0].seg.Base
 	}
+	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
+		keys := make([]string, 0, len(up))
+		for _, u := range up {
+			keys = append(keys, u.seg.objectKeys(t.cfg.Prefix)...)
+		}
+		if err := ns.SyncNames(ctx, keys...); err != nil {
+			return m, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+	}
 	if err := t.checkManifestUnchanged(ctx, m, leaderEpoch); err != nil {
 		return m, err
 	}
@@ -438,19 +449,21 @@ const uploadReadBytes = 1 << 20
 // uploadBufPool holds the read windows of upload scans.
 var uploadBufPool = sync.Pool{New: func() any { b := make([]byte, uploadReadBytes); return &b }}
 
-// putChunk scans a chunk of one closed segment into blocks and uploads its data
-// and block index.
+// putChunk scans a chunk of one closed segment into blocks and uploads it as one
+// object: its bytes, then its block index.
 func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, error) {
 	seg, blocks, err := t.scanBlocks(c)
 	if err != nil {
 		return seg, nil, err
 	}
-	data := io.NewSectionReader(c.File, c.Pos, int64(c.Size))
-	if err := t.cfg.Store.Put(ctx, seg.key(t.cfg.Prefix, logSuffix), data, seg.Size); err != nil {
-		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
-	}
 	idx := encodeBlocks(blocks)
-	if err := t.cfg.Store.Put(ctx, seg.key(t.cfg.Prefix, indexSuffix), bytes.NewReader(idx), int64(len(idx))); err != nil {
+	seg.IndexSize = int64(len(idx))
+	body := remote.Concat(io.NewSectionReader(c.File, c.Pos, int64(c.Size)), io.NewSectionReader(bytes.NewReader(idx), 0, seg.IndexSize))
+	put := t.cfg.Store.Put
+	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
+		put = ns.PutUnsynced // commitLocked syncs the batch's names
+	}
+	if err := put(ctx, seg.dataKey(t.cfg.Prefix), body, body.Size()); err != nil {
 		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	return seg, blocks, nil
@@ -557,14 +570,14 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		m = next
 	}
 	for _, s := range gone {
-		for _, suffix := range []string{indexSuffix, logSuffix} {
-			if err := t.cfg.Store.Delete(ctx, s.key(t.cfg.Prefix, suffix)); err != nil {
+		for _, key := range s.objectKeys(t.cfg.Prefix) {
+			if err := t.cfg.Store.Delete(ctx, key); err != nil {
 				// The manifest no longer names it: the orphan sweep retries.
 				return local, k, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 			}
 		}
 		if t.cfg.Cache != nil {
-			t.cfg.Cache.forget(s.key(t.cfg.Prefix, logSuffix))
+			t.cfg.Cache.forget(s.dataKey(t.cfg.Prefix))
 		}
 		t.stats.deletedSegments.Add(1)
 	}
@@ -625,8 +638,9 @@ func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
 	}
 	named := make(map[string]bool, 2*len(m.Segments))
 	for _, s := range m.Segments {
-		named[s.key(t.cfg.Prefix, logSuffix)] = true
-		named[s.key(t.cfg.Prefix, indexSuffix)] = true
+		for _, key := range s.objectKeys(t.cfg.Prefix) {
+			named[key] = true
+		}
 	}
 	for _, k := range keys {
 		base, ok := parseRemoteName(path.Base(k))
@@ -665,13 +679,18 @@ func (t *Tier) DeleteAll(ctx context.Context) error {
 	return nil
 }
 
-// parseRemoteName returns the base offset of a "<base>-<next>.log|.index" name.
+// parseRemoteName returns the base offset of a "<base>-<next>.seg|.log|.index"
+// name.
 func parseRemoteName(name string) (int64, bool) {
-	stem, ok := strings.CutSuffix(name, logSuffix)
-	if !ok {
-		if stem, ok = strings.CutSuffix(name, indexSuffix); !ok {
-			return 0, false
+	var stem string
+	ok := false
+	for _, suffix := range []string{segObjectSuffix, logSuffix, indexSuffix} {
+		if stem, ok = strings.CutSuffix(name, suffix); ok {
+			break
 		}
+	}
+	if !ok {
+		return 0, false
 	}
 	baseStr, _, ok := strings.Cut(stem, "-")
 	if !ok || len(baseStr) != baseDigits {

@@ -12,13 +12,21 @@ import (
 // The remote layout of one partition, under the tier's prefix P:
 //
 //	P/manifest                          the remote manifest: what counts
-//	P/<base 20 digits>-<next 20>.log    a segment's batches, byte for byte
+//	P/<base 20 digits>-<next 20>.seg    a segment object: the segment's batches,
+//	                                    byte for byte, then its block index
+//
+// Manifests before layout 2 (side-file frame version 1) name two objects per
+// segment instead, which stay readable:
+//
+//	P/<base 20 digits>-<next 20>.log    the segment's batches, byte for byte
 //	P/<base 20 digits>-<next 20>.index  its block index
 //
-// Both side objects use the side-file frame (len | crc | version | payload).
+// The manifest and the block index use the side-file frame (len | crc |
+// version | payload); the frame's version is the manifest's layout.
 //
 //	manifest payload  leader epoch i32 | start i64 | end i64 | count u32, then
 //	                  count x (base i64 | next i64 | size i64 | max ts i64 |
+//	                           [index size i64: layout 2 only] |
 //	                           epochs u32, then epochs x (epoch i32 | start i64)),
 //	                  then, optionally (absent in manifests written before it):
 //	                  aborted u32, then aborted x (producer id i64 |
@@ -26,17 +34,31 @@ import (
 //	index payload     count u32, then count x (base offset i64 | pos i64 |
 //	                                          size u32 | crc u32 | max ts i64)
 //
+// In layout 2 a segment's index size is the length of its framed block index,
+// which starts at byte size of its .seg object (0: the segment was uploaded as
+// two objects, .log and .index, before layout 2). One object per segment halves
+// the objects an upload creates, fsyncs and names, and those retention deletes.
+//
 // A block is a run of whole batches of at least TierConfig.BlockBytes (the last
 // may be shorter); its crc is CRC-32C over its bytes, checked on every remote read.
 const (
 	manifestKey     = "manifest"
 	manifestSegSize = 8*4 + 4
 	blockEntrySize  = 8 + 8 + 4 + 4 + 8
+	// segObjectSuffix names a layout-2 segment object.
+	segObjectSuffix = ".seg"
+	// manifestLayout is the layout (side-file frame version) manifests are
+	// written in; manifestLayoutTwoObjects is the one before it.
+	manifestLayout           = 2
+	manifestLayoutTwoObjects = 1
 )
 
 // remoteSegment is one uploaded segment: offsets [Base, Next), Size bytes.
 type remoteSegment struct {
 	Base, Next, Size, MaxTimestamp int64
+	// IndexSize is the length of the block index that follows the batches in
+	// the segment's one object; 0 for a segment uploaded as two objects.
+	IndexSize int64
 	// Epochs are the leader epochs that wrote into [Base, Next), the first moved
 	// to Base.
 	Epochs []EpochEntry
@@ -44,6 +66,22 @@ type remoteSegment struct {
 
 func (s remoteSegment) key(prefix, suffix string) string {
 	return fmt.Sprintf("%s/%0*d-%0*d%s", prefix, baseDigits, s.Base, baseDigits, s.Next, suffix)
+}
+
+// dataKey is the object that holds the segment's batches from its byte 0.
+func (s remoteSegment) dataKey(prefix string) string {
+	if s.IndexSize > 0 {
+		return s.key(prefix, segObjectSuffix)
+	}
+	return s.key(prefix, logSuffix)
+}
+
+// objectKeys are every object of the segment.
+func (s remoteSegment) objectKeys(prefix string) []string {
+	if s.IndexSize > 0 {
+		return []string{s.key(prefix, segObjectSuffix)}
+	}
+	return []string{s.key(prefix, indexSuffix), s.key(prefix, logSuffix)}
 }
 
 // manifest is a partition's remote manifest. Offsets in [Start, End) that some
@@ -108,7 +146,7 @@ func (m *manifest) encode() []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(m.End))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Segments)))
 	for _, s := range m.Segments {
-		for _, v := range []int64{s.Base, s.Next, s.Size, s.MaxTimestamp} {
+		for _, v := range []int64{s.Base, s.Next, s.Size, s.MaxTimestamp, s.IndexSize} {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 		b = append(b, encodeEpochs(s.Epochs)...)
@@ -125,17 +163,25 @@ func (m *manifest) encode() []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 	}
-	return frameSide(b)
+	return frameSideVersion(b, manifestLayout)
 }
 
 func decodeManifest(framed []byte) (manifest, error) {
 	var m manifest
-	b, err := unframeSide(framed)
+	b, layout, err := unframeSideVersion(framed)
 	if err != nil {
 		return m, err
 	}
 	bad := func(what string) (manifest, error) {
 		return manifest{}, fmt.Errorf("%w: remote manifest: %s", ErrCorruptSideFile, what)
+	}
+	segSize := manifestSegSize
+	switch layout {
+	case manifestLayout:
+		segSize += 8
+	case manifestLayoutTwoObjects:
+	default:
+		return bad(fmt.Sprintf("layout %d", layout))
 	}
 	if len(b) < 24 {
 		return bad("short header")
@@ -145,13 +191,13 @@ func decodeManifest(framed []byte) (manifest, error) {
 	m.End = int64(binary.BigEndian.Uint64(b[12:]))
 	n := binary.BigEndian.Uint32(b[20:])
 	b = b[24:]
-	if uint64(n)*manifestSegSize > uint64(len(b)) {
+	if uint64(n)*uint64(segSize) > uint64(len(b)) {
 		return bad("segment count past the end")
 	}
 	m.Segments = make([]remoteSegment, n)
 	prevNext := m.Start
 	for i := range m.Segments {
-		if len(b) < manifestSegSize {
+		if len(b) < segSize {
 			return bad("segment cut short")
 		}
 		s := &m.Segments[i]
@@ -159,16 +205,21 @@ func decodeManifest(framed []byte) (manifest, error) {
 		s.Next = int64(binary.BigEndian.Uint64(b[8:]))
 		s.Size = int64(binary.BigEndian.Uint64(b[16:]))
 		s.MaxTimestamp = int64(binary.BigEndian.Uint64(b[24:]))
-		ne := int(binary.BigEndian.Uint32(b[32:]))
-		end := 32 + 4 + 12*ne
+		e := 32 // the epochs
+		if layout == manifestLayout {
+			s.IndexSize = int64(binary.BigEndian.Uint64(b[32:]))
+			e += 8
+		}
+		ne := int(binary.BigEndian.Uint32(b[e:]))
+		end := e + 4 + 12*ne
 		if ne < 0 || end > len(b) {
 			return bad("epochs past the end")
 		}
-		if s.Epochs, err = decodeEpochs(b[32:end]); err != nil {
+		if s.Epochs, err = decodeEpochs(b[e:end]); err != nil {
 			return manifest{}, err
 		}
 		b = b[end:]
-		if s.Base < prevNext || s.Next <= s.Base || s.Size <= 0 || s.Next > m.End {
+		if s.Base < prevNext || s.Next <= s.Base || s.Size <= 0 || s.Next > m.End || s.IndexSize < 0 || s.IndexSize > maxSidePayload+sideHeaderSize {
 			return bad(fmt.Sprintf("segment %d [%d, %d) out of order", i, s.Base, s.Next))
 		}
 		prevNext = s.Next

@@ -47,7 +47,7 @@ func (t *Tier) read(ctx context.Context, offset int64, maxBytes int) ([]byte, in
 	for j+1 < len(blocks) && blocks[j+1].BaseOffset <= offset {
 		j++
 	}
-	key := seg.key(t.cfg.Prefix, logSuffix)
+	key := seg.dataKey(t.cfg.Prefix)
 	data, err := t.block(ctx, key, blocks[j])
 	if err != nil {
 		return nil, offset, err
@@ -93,8 +93,17 @@ func (t *Tier) blocks(ctx context.Context, seg remoteSegment) ([]block, error) {
 	if ok {
 		return blocks, nil
 	}
-	key := seg.key(t.cfg.Prefix, indexSuffix)
-	b, err := t.cfg.Store.Get(ctx, key, 0, -1)
+	// A segment object holds its index after its bytes; before layout 2 the
+	// index was an object of its own.
+	key, off, n := seg.key(t.cfg.Prefix, indexSuffix), int64(0), int64(-1)
+	if seg.IndexSize > 0 {
+		key, off, n = seg.dataKey(t.cfg.Prefix), seg.Size, seg.IndexSize
+	}
+	b, err := t.cfg.Store.Get(ctx, key, off, n)
+	if errors.Is(err, remote.ErrRange) || err == nil && int64(len(b)) != n && n >= 0 {
+		t.stats.corruptBlocks.Add(1)
+		return nil, fmt.Errorf("%w: %s is shorter than its manifest says", ErrRemoteCorrupt, key)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
@@ -285,7 +294,7 @@ func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64) (offset, timest
 		if err != nil {
 			return 0, 0, false, err
 		}
-		key := seg.key(t.cfg.Prefix, logSuffix)
+		key := seg.dataKey(t.cfg.Prefix)
 		for _, k := range blocks {
 			if k.MaxTimestamp < ts {
 				continue

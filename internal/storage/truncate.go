@@ -220,9 +220,7 @@ func (l *Log) deleteSegments(segs []*segment) error {
 	if err := l.renameDeleted(segs); err != nil {
 		return err
 	}
-	for _, s := range segs {
-		s.release()
-	}
+	releaseSegments(segs)
 	l.stats.segmentsDeleted.Add(int64(len(segs)))
 	return nil
 }
