@@ -3,8 +3,9 @@ package handlers
 // Produce (key 0), v3-v12. Every supported version carries v2 record batches.
 //   v3: transactional id; v5: log start offset in the response; v8: per-record
 //   errors and an error message; v9+: flexible. acks=0 gets no response at all:
-//   over its producer_byte_rate the client is throttled by muting the
-//   connection alone (protocol.Response.Throttle).
+//   a partition's error closes the connection (the client's cue to refresh its
+//   metadata, as in Kafka); over its producer_byte_rate the client is throttled
+//   by muting the connection alone (protocol.Response.Throttle).
 //   v12 (KIP-890, transaction version 2): the first transactional batch of a
 //   producer on a partition adds the partition to its transaction at the
 //   coordinator (no AddPartitionsToTxn from the client); the coordinator's
@@ -20,6 +21,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -83,8 +85,13 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	}
 	throttle := h.throttle(c, metadata.QuotaProducerByteRate, r.Size)
 	if acks == 0 {
-		// No answer to carry throttle_time_ms: as Kafka does, the connection is
-		// only muted for the throttle.
+		// No answer: a partition's error closes the connection, which is how
+		// the client learns to refresh its metadata (as Kafka does). Else there
+		// is nothing to carry throttle_time_ms either: as Kafka does, the
+		// connection is only muted for the throttle.
+		if err := produceFailure(resp); err != nil {
+			return protocol.Response{None: true, Close: err}
+		}
 		return protocol.Response{None: true, Throttle: throttle}
 	}
 	resp.ThrottleMillis = int32(throttle.Milliseconds())
@@ -227,6 +234,18 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// produceFailure names the first partition of resp that failed, or is nil.
+func produceFailure(resp *kmsg.ProduceResponse) error {
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				return fmt.Errorf("acks=0 produce to %s-%d failed: %w", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+	return nil
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {
