@@ -6,6 +6,8 @@ package handlers
 //   a partition's error closes the connection (the client's cue to refresh its
 //   metadata, as in Kafka); over its producer_byte_rate the client is throttled
 //   by muting the connection alone (protocol.Response.Throttle).
+//   v10 (KIP-951): NOT_LEADER_OR_FOLLOWER names the current leader and its
+//   endpoint (leader_hint.go).
 //   v12 (KIP-890, transaction version 2): the first transactional batch of a
 //   producer on a partition adds the partition to its transaction at the
 //   coordinator (no AddPartitionsToTxn from the client); the coordinator's
@@ -96,6 +98,7 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	}
 	resp.ThrottleMillis = int32(throttle.Milliseconds())
 	if len(waits) == 0 {
+		hintProduceLeaders(img, resp)
 		return protocol.Response{Msg: resp, Throttle: throttle}
 	}
 	// The appends are done, in arrival order; waiting for the high-water mark
@@ -111,6 +114,7 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
 			setProduceError(w.rp, err)
 		}
+		hintProduceLeaders(h.cluster.Image(), resp)
 		return reply(resp)
 	}}
 }

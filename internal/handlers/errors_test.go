@@ -56,8 +56,9 @@ func (f fakeCluster) IsLeader() bool         { return false }
 var errTopicID = metadata.UUID{9}
 
 // newErrorsHandlers is broker 1 hosting topic "t": partition 0 led here
-// (ISR of one, min.insync.replicas 2), partition 1 led by broker 2; a ten-record
-// batch is on partition 0.
+// (ISR of one, min.insync.replicas 2, leader epoch 3), partition 1 led by
+// broker 2 with a replica here, partition 2 led by broker 2 (leader epoch 5)
+// and not hosted here; a ten-record batch is on partition 0.
 func newErrorsHandlers(t *testing.T) *Handlers {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -72,6 +73,7 @@ func newErrorsHandlers(t *testing.T) *Handlers {
 		&metadata.TopicRecord{Name: "t", ID: errTopicID, Configs: map[string]string{"min.insync.replicas": "2"}},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 2, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 5},
 	})
 	if err != nil {
 		t.Fatal(err)
