@@ -22,6 +22,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -50,6 +51,11 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	var waits []waiting
 	img := h.cluster.Image()
 	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+	// Transactional batches need WRITE on the request's transactional id, and
+	// one to be named at all: else the whole request is refused, as Kafka does.
+	txnDenied := hasTransactionalBatch(req) &&
+		(req.TransactionID == nil || !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionID))
+	internalAllowed := r.ClientID != nil && *r.ClientID == adminClientID
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -58,15 +64,22 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			sp := &st.Partitions[i]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if !validAcks {
+			switch {
+			case txnDenied:
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
-			}
-			if !writable(rt.Topic) {
+			case !writable(rt.Topic):
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
+			var p *replica.Partition
+			err := checkProduceTarget(img, req.Version, rt.Topic, rp.Partition, rp.Records, internalAllowed)
+			if err == nil {
+				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
+			}
 			if err == nil && req.Version >= 12 && req.TransactionID != nil {
 				err = h.joinProduceTxn(ctx, *req.TransactionID, p, rt.Topic, rp.Records)
 			}
@@ -238,6 +251,63 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// adminClientID is the client id of Kafka's own admin tooling, which alone
+// may write to the internal topics.
+const adminClientID = "__admin_client"
+
+// checkProduceTarget refuses what Kafka refuses before appending: an unknown
+// topic or partition; records that are not exactly one whole batch of magic
+// 2 (INVALID_RECORD: none, a truncated one, two), a zstd batch before v7
+// (UNSUPPORTED_COMPRESSION_TYPE); a write to an internal topic
+// (INVALID_TOPIC_EXCEPTION). A batch is checked further (CRC, sizes) by Append.
+func checkProduceTarget(img *metadata.Image, version int16, topic string, partition int32, records []byte, internalAllowed bool) error {
+	if img.Partition(topic, partition) == nil {
+		return metadata.ErrUnknownTopic
+	}
+	if !hasBatch(records) {
+		return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries one whole record batch per partition"}
+	}
+	if hdr, err := batch.ParseHeader(records); err == nil {
+		switch {
+		case hdr.Magic != 2:
+			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "produce requests carry record batches of magic 2 only"}
+		case version < 7 && hdr.Codec() == batch.CodecZstd:
+			return &metadata.KafkaError{Code: kerr.UnsupportedCompressionType.Code, Msg: "zstd compression needs produce v7 or later"}
+		case hdr.Size() >= batch.HeaderSize && hasBatch(records[min(hdr.Size(), len(records)):]):
+			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries exactly one record batch per partition"}
+		}
+	}
+	if isInternalTopic(topic) && !internalAllowed {
+		return &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot append to internal topic " + topic}
+	}
+	return nil
+}
+
+// hasBatch reports whether b starts with another batch as Kafka's batch
+// iterator finds one: its header up to the magic byte, and as many bytes as
+// its length says (fewer is a truncated tail, not a batch).
+func hasBatch(b []byte) bool {
+	const upToMagic = 17
+	if len(b) < upToMagic {
+		return false
+	}
+	n := int64(int32(binary.BigEndian.Uint32(b[batch.LengthPrefix-4:])))
+	return n >= 0 && int64(batch.LengthPrefix)+n <= int64(len(b))
+}
+
+// hasTransactionalBatch reports whether any partition's first batch is
+// transactional.
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if hdr, err := batch.ParseHeader(rp.Records); err == nil && hdr.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // produceFailure names the first partition of resp that failed, or is nil.

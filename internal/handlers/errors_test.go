@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,12 +54,16 @@ func (f fakeCluster) Image() *metadata.Image { return f.img }
 func (f fakeCluster) LeaderID() int32        { return 2 }
 func (f fakeCluster) IsLeader() bool         { return false }
 
-var errTopicID = metadata.UUID{9}
+var (
+	errTopicID     = metadata.UUID{9}
+	offsetsTopicID = metadata.UUID{10}
+)
 
 // newErrorsHandlers is broker 1 hosting topic "t": partition 0 led here
 // (ISR of one, min.insync.replicas 2, leader epoch 3), partition 1 led by
 // broker 2 with a replica here, partition 2 led by broker 2 (leader epoch 5)
-// and not hosted here; a ten-record batch is on partition 0.
+// and not hosted here; a ten-record batch is on partition 0. The internal
+// topic __consumer_offsets has one partition, led here.
 func newErrorsHandlers(t *testing.T) *Handlers {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -74,6 +79,8 @@ func newErrorsHandlers(t *testing.T) *Handlers {
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 2, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 5},
+		&metadata.TopicRecord{Name: OffsetsTopic, ID: offsetsTopicID},
+		&metadata.PartitionRecord{TopicID: offsetsTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +108,14 @@ func newErrorsHandlers(t *testing.T) *Handlers {
 
 func serve(t *testing.T, h *Handlers, req kmsg.Request) kmsg.Response {
 	t.Helper()
-	resp := h.Handle(context.Background(), &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req})
+	return serveRequest(t, h, &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req})
+}
+
+// serveRequest is serve with the connection and request header given.
+func serveRequest(t *testing.T, h *Handlers, c *protocol.ConnInfo, r *protocol.Request) kmsg.Response {
+	t.Helper()
+	req := r.Msg
+	resp := h.Handle(context.Background(), c, r)
 	if resp.Wait != nil {
 		resp = resp.Wait(context.Background())
 	}
@@ -121,41 +135,112 @@ func serve(t *testing.T, h *Handlers, req kmsg.Request) kmsg.Response {
 }
 
 // TestProduceErrors: a produce the broker cannot take gets Kafka's code for
-// that partition, never a closed connection.
+// that partition, never a closed connection (acks=0 aside:
+// TestAcksZeroErrorClosesConnection).
 func TestProduceErrors(t *testing.T) {
 	h := newErrorsHandlers(t)
 	good := batchtest.Build(batchtest.Options{})
 	corrupt := batchtest.Build(batchtest.Options{})
 	corrupt[len(corrupt)-1] ^= 0xff // the CRC no longer matches
+	magic1 := batchtest.Build(batchtest.Options{})
+	magic1[16] = 1
+	zstd := batchtest.Build(batchtest.Options{Codec: 4})
+	big := batchtest.Build(batchtest.Options{Records: batchtest.Values(1, 2<<20)}) // over max.message.bytes
+	transactional := batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, Attributes: 0x10})
 	for _, tc := range []struct {
 		name      string
+		version   int16
 		topic     string
 		partition int32
 		acks      int16
 		records   []byte
+		clientID  string
+		txnID     *string
 		want      *kerr.Error
 	}{
-		{"unknown topic", "nope", 0, 1, good, kerr.UnknownTopicOrPartition},
-		{"unknown partition", "t", 7, 1, good, kerr.UnknownTopicOrPartition},
-		{"led elsewhere", "t", 1, 1, good, kerr.NotLeaderForPartition},
-		{"acks=all under min.insync.replicas", "t", 0, -1, good, kerr.NotEnoughReplicas},
-		{"invalid acks", "t", 0, 2, good, kerr.InvalidRequiredAcks},
-		{"corrupt batch", "t", 0, 1, corrupt, kerr.CorruptMessage},
-		{"no batch", "t", 0, 1, []byte{}, kerr.InvalidRecord},
+		{"unknown topic", 9, "nope", 0, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"unknown partition", 9, "t", 7, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"negative partition", 9, "t", -1, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"empty topic name", 9, "", 0, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"led elsewhere", 9, "t", 1, 1, good, "", nil, kerr.NotLeaderForPartition},
+		{"acks=all under min.insync.replicas", 9, "t", 0, -1, good, "", nil, kerr.NotEnoughReplicas},
+		{"invalid acks", 9, "t", 0, 2, good, "", nil, kerr.InvalidRequiredAcks},
+		{"corrupt batch", 9, "t", 0, 1, corrupt, "", nil, kerr.CorruptMessage},
+		{"no batch", 9, "t", 0, 1, []byte{}, "", nil, kerr.InvalidRecord},
+		{"truncated batch", 9, "t", 0, 1, good[:30], "", nil, kerr.InvalidRecord},
+		{"two batches", 9, "t", 0, 1, append(slices.Clone(good), good...), "", nil, kerr.InvalidRecord},
+		{"magic 1", 9, "t", 0, 1, magic1, "", nil, kerr.InvalidRecord},
+		{"zstd before v7", 6, "t", 0, 1, zstd, "", nil, kerr.UnsupportedCompressionType},
+		{"zstd from v7", 7, "t", 0, 1, zstd, "", nil, nil},
+		{"over max.message.bytes", 9, "t", 0, 1, big, "", nil, kerr.MessageTooLarge},
+		{"internal topic", 9, OffsetsTopic, 0, 1, good, "", nil, kerr.InvalidTopicException},
+		{"internal topic from the admin client", 9, OffsetsTopic, 0, 1, good, adminClientID, nil, nil},
+		{"transactional batch without a transactional id", 9, "t", 0, 1, transactional, "", nil, kerr.TransactionalIDAuthorizationFailed},
 	} {
 		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(9)
-		req.Acks, req.TimeoutMillis = tc.acks, 1000
+		req.SetVersion(tc.version)
+		req.Acks, req.TimeoutMillis, req.TransactionID = tc.acks, 1000, tc.txnID
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = tc.topic
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = tc.partition, tc.records
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp := serve(t, h, req).(*kmsg.ProduceResponse)
-		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want.Code {
-			t.Errorf("%s: error %v, want %s", tc.name, kerr.ErrorForCode(got), tc.want.Message)
+		r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &tc.clientID}
+		resp := serveRequest(t, h, &protocol.ConnInfo{}, r).(*kmsg.ProduceResponse)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
 		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != want {
+			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+}
+
+// TestProduceMixedPartitions: in one request each partition gets its own
+// answer and the valid ones are appended, except for a transactional batch
+// without a transactional id, which refuses the whole request as Kafka does.
+func TestProduceMixedPartitions(t *testing.T) {
+	h := newErrorsHandlers(t)
+	p, err := h.replicas.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(records ...[]byte) []int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = 1, 1000
+		for i, topic := range []string{"t", "t", "nope", "t"} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = []int32{0, 1, 0, 9}[i], records[i]
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		var codes []int16
+		for _, rt := range serve(t, h, req).(*kmsg.ProduceResponse).Topics {
+			codes = append(codes, rt.Partitions[0].ErrorCode)
+		}
+		return codes
+	}
+	good := batchtest.Build(batchtest.Options{})
+	before := p.LogEndOffset()
+	nl, ut := kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code
+	if got, want := produce(good, good, good, good), []int16{0, nl, ut, ut}; !slices.Equal(got, want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	if got := p.LogEndOffset(); got != before+1 {
+		t.Fatalf("log end offset %d -> %d, want the valid partition appended", before, got)
+	}
+	transactional := batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, Attributes: 0x10})
+	denied := kerr.TransactionalIDAuthorizationFailed.Code
+	if got, want := produce(good, transactional, good, good), []int16{denied, denied, denied, denied}; !slices.Equal(got, want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	if got := p.LogEndOffset(); got != before+1 {
+		t.Fatalf("log end offset moved to %d by a refused request", got)
 	}
 }
 
