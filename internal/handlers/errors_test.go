@@ -55,15 +55,17 @@ func (f fakeCluster) LeaderID() int32        { return 2 }
 func (f fakeCluster) IsLeader() bool         { return false }
 
 var (
-	errTopicID     = metadata.UUID{9}
-	offsetsTopicID = metadata.UUID{10}
+	errTopicID       = metadata.UUID{9}
+	offsetsTopicID   = metadata.UUID{10}
+	compactedTopicID = metadata.UUID{11}
 )
 
 // newErrorsHandlers is broker 1 hosting topic "t": partition 0 led here
 // (ISR of one, min.insync.replicas 2, leader epoch 3), partition 1 led by
 // broker 2 with a replica here, partition 2 led by broker 2 (leader epoch 5)
-// and not hosted here; a ten-record batch is on partition 0. The internal
-// topic __consumer_offsets has one partition, led here.
+// and not hosted here; a ten-record batch is on partition 0. Topic
+// "compacted" (cleanup.policy compact) and the internal topic
+// __consumer_offsets have one partition each, led here.
 func newErrorsHandlers(t *testing.T) *Handlers {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -79,6 +81,8 @@ func newErrorsHandlers(t *testing.T) *Handlers {
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 2, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 5},
+		&metadata.TopicRecord{Name: "compacted", ID: compactedTopicID, Configs: map[string]string{"cleanup.policy": "compact"}},
+		&metadata.PartitionRecord{TopicID: compactedTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		&metadata.TopicRecord{Name: OffsetsTopic, ID: offsetsTopicID},
 		&metadata.PartitionRecord{TopicID: offsetsTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 	})
@@ -336,6 +340,13 @@ func TestPartitionRequestErrors(t *testing.T) {
 		{"OffsetForLeaderEpoch unknown topic", ofe("nope", 0), kerr.UnknownTopicOrPartition},
 		{"OffsetForLeaderEpoch led elsewhere", ofe("t", 1), kerr.NotLeaderForPartition},
 		{"DeleteRecords past the HWM", del("t", 0, 11), kerr.OffsetOutOfRange},
+		{"DeleteRecords below -1", del("t", 0, -5), kerr.OffsetOutOfRange},
+		{"DeleteRecords of an internal topic", del(OffsetsTopic, 0, 0), kerr.InvalidTopicException},
+		{"DeleteRecords of a compacted topic", del("compacted", 0, 0), kerr.PolicyViolation},
+		{"DeleteRecords unknown partition", del("t", 9, 0), kerr.UnknownTopicOrPartition},
+		{"ListOffsets unknown partition", lo("t", 9, -1), kerr.UnknownTopicOrPartition},
+		{"ListOffsets a newer epoch", lo("t", 0, 4), kerr.UnknownLeaderEpoch},
+		{"OffsetForLeaderEpoch unknown partition", ofe("t", 9), kerr.UnknownTopicOrPartition},
 		{"DeleteRecords led elsewhere", del("t", 1, 0), kerr.NotLeaderForPartition},
 		{"DeleteRecords unknown topic", del("nope", 0, 0), kerr.UnknownTopicOrPartition},
 	} {
@@ -346,5 +357,39 @@ func TestPartitionRequestErrors(t *testing.T) {
 		if tc.got != want {
 			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(tc.got), kerr.ErrorForCode(want))
 		}
+	}
+}
+
+// TestListOffsetsDuplicates: a partition asked for twice in one ListOffsets
+// gets INVALID_REQUEST in both entries, as in Kafka; the request's other
+// partitions are answered as usual.
+func TestListOffsetsDuplicates(t *testing.T) {
+	h := newErrorsHandlers(t)
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(7)
+	req.ReplicaID = -1
+	for _, tp := range []struct {
+		topic     string
+		partition int32
+	}{{"t", 0}, {"t", 1}, {"t", 0}, {"compacted", 0}} {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = tp.topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = tp.partition, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	var codes []int16
+	var offsets []int64
+	for _, rt := range serve(t, h, req).(*kmsg.ListOffsetsResponse).Topics {
+		codes = append(codes, rt.Partitions[0].ErrorCode)
+		offsets = append(offsets, rt.Partitions[0].Offset)
+	}
+	inv := kerr.InvalidRequest.Code
+	if want := []int16{inv, kerr.NotLeaderForPartition.Code, inv, 0}; !slices.Equal(codes, want) {
+		t.Fatalf("codes %v, want %v", codes, want)
+	}
+	if offsets[3] != 0 {
+		t.Fatalf("the compacted partition's latest offset is %d, want 0", offsets[3])
 	}
 }
