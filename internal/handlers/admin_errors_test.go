@@ -1,0 +1,223 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// planCluster is the Cluster of a node whose controller is the active one,
+// in memory: the topic and config operations run the controller's own
+// plans (package controller) against the image and apply their records.
+// Other controller calls panic.
+type planCluster struct {
+	Cluster
+	mu  sync.Mutex
+	img *metadata.Image
+}
+
+func (c *planCluster) Image() *metadata.Image {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.img
+}
+func (c *planCluster) LeaderID() int32 { return 1 }
+func (c *planCluster) IsLeader() bool  { return true }
+
+// apply applies the records of a plan unless validateOnly.
+func (c *planCluster) apply(recs []metadata.Record, validateOnly bool) error {
+	if validateOnly {
+		return nil
+	}
+	img, err := metadata.ApplyAll(c.img, recs)
+	if err == nil {
+		c.img = img
+	}
+	return err
+}
+
+func (c *planCluster) CreateTopics(_ context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanCreateTopics(c.img, reqs, 1, rand.Reader)
+	return res, c.apply(recs, validateOnly)
+}
+
+func (c *planCluster) DeleteTopics(_ context.Context, refs []controller.TopicRef) ([]controller.DeleteTopicResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanDeleteTopics(c.img, refs)
+	return res, c.apply(recs, false)
+}
+
+func (c *planCluster) CreatePartitions(_ context.Context, reqs []controller.CreatePartitions, validateOnly bool) ([]controller.CreatePartitionsResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanCreatePartitions(c.img, reqs)
+	return res, c.apply(recs, validateOnly)
+}
+
+func (c *planCluster) AlterConfigs(_ context.Context, reqs []controller.AlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanAlterConfigs(c.img, reqs)
+	return res, c.apply(recs, validateOnly)
+}
+
+func (c *planCluster) IncrementalAlterConfigs(_ context.Context, reqs []controller.IncrementalAlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanIncrementalAlterConfigs(c.img, reqs)
+	return res, c.apply(recs, validateOnly)
+}
+
+// newAdminHandlers is a node of a two-broker cluster whose controller is the
+// active one (planCluster), hosting no partitions: topic "t" (two
+// partitions, replication factor 2) and "t_x" exist.
+func newAdminHandlers(t *testing.T) *Handlers {
+	t.Helper()
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+		&metadata.TopicRecord{Name: "t", ID: errTopicID},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+		&metadata.TopicRecord{Name: "t_x", ID: metadata.UUID{12}},
+		&metadata.PartitionRecord{TopicID: metadata.UUID{12}, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			t.Fatalf("broker %d is fenced in the test image", b.ID)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, &planCluster{img: img}, nil, nil, nil, logger)
+}
+
+// codesByName lists a response's (name, code) pairs in order.
+type nameCode struct {
+	name string
+	code int16
+}
+
+func wantCodes(t *testing.T, what string, got []nameCode, want ...any) {
+	t.Helper()
+	var w []nameCode
+	for i := 0; i < len(want); i += 2 {
+		code := int16(0)
+		if e, ok := want[i+1].(*kerr.Error); ok && e != nil {
+			code = e.Code
+		}
+		w = append(w, nameCode{want[i].(string), code})
+	}
+	if len(got) != len(w) {
+		t.Errorf("%s: answered %v, want %v", what, got, w)
+		return
+	}
+	for i := range w {
+		if got[i] != w[i] {
+			t.Errorf("%s: entry %d is %s %v, want %s %v", what, i, got[i].name, kerr.ErrorForCode(got[i].code), w[i].name, kerr.ErrorForCode(w[i].code))
+		}
+	}
+}
+
+// TestCreateTopicsErrors: each invalid topic of a CreateTopics gets Kafka's
+// code while the valid ones are created; a name given twice is INVALID_REQUEST
+// (in each place: Kafka answers it once) and not created.
+func TestCreateTopicsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	topic := func(name string, partitions int32, rf int16, configs ...string) kmsg.CreateTopicsRequestTopic {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
+		for i := 0; i < len(configs); i += 2 {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name = configs[i]
+			if configs[i+1] != "<null>" {
+				c.Value = kmsg.StringPtr(configs[i+1])
+			}
+			rt.Configs = append(rt.Configs, c)
+		}
+		return rt
+	}
+	assigned := func(name string, partitions int32, replicas ...[]int32) kmsg.CreateTopicsRequestTopic {
+		rt := topic(name, partitions, -1)
+		for i, r := range replicas {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = int32(i), r
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+		}
+		return rt
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{
+		topic("ok", 2, 2),
+		topic("dup", 1, 1),
+		topic("", 1, 1),
+		topic(strings.Repeat("a", 250), 1, 1),
+		topic("a/b", 1, 1),
+		topic("..", 1, 1),
+		topic("t", 1, 1),
+		topic("t.x", 1, 1),
+		topic("zero-partitions", 0, 1),
+		topic("minus-two-partitions", -2, 1),
+		topic("zero-rf", 1, 0),
+		topic("rf-over-brokers", 1, 3),
+		topic("unknown-config", 1, 1, "no.such.config", "1"),
+		topic("bad-config", 1, 1, "retention.ms", "soon"),
+		topic("null-config", 1, 1, "retention.ms", "<null>"),
+		assigned("assignment-and-count", 2, []int32{1}),
+		assigned("assignment-duplicate-replica", -1, []int32{1, 1}),
+		assigned("assignment-unknown-broker", -1, []int32{7}),
+		assigned("assigned", -1, []int32{2, 1}, []int32{1, 2}),
+		topic("dup", 1, 1),
+	}
+	resp := serve(t, h, req).(*kmsg.CreateTopicsResponse)
+	var got []nameCode
+	for _, rt := range resp.Topics {
+		got = append(got, nameCode{rt.Topic, rt.ErrorCode})
+	}
+	wantCodes(t, "CreateTopics", got,
+		"ok", nil,
+		"dup", kerr.InvalidRequest,
+		"", kerr.InvalidTopicException,
+		strings.Repeat("a", 250), kerr.InvalidTopicException,
+		"a/b", kerr.InvalidTopicException,
+		"..", kerr.InvalidTopicException,
+		"t", kerr.TopicAlreadyExists,
+		"t.x", kerr.InvalidTopicException,
+		"zero-partitions", kerr.InvalidPartitions,
+		"minus-two-partitions", kerr.InvalidPartitions,
+		"zero-rf", kerr.InvalidReplicationFactor,
+		"rf-over-brokers", kerr.InvalidReplicationFactor,
+		"unknown-config", kerr.InvalidConfig,
+		"bad-config", kerr.InvalidConfig,
+		"null-config", kerr.InvalidConfig,
+		"assignment-and-count", kerr.InvalidRequest,
+		"assignment-duplicate-replica", kerr.InvalidReplicaAssignment,
+		"assignment-unknown-broker", kerr.InvalidReplicaAssignment,
+		"assigned", nil,
+		"dup", kerr.InvalidRequest,
+	)
+	img := h.cluster.Image()
+	if img.Topic("dup") != nil {
+		t.Error("a topic named twice in one request was created")
+	}
+	if tp := img.Topic("ok"); tp == nil || len(tp.Partitions) != 2 {
+		t.Error("the valid topic beside the invalid ones was not created with 2 partitions")
+	}
+}
