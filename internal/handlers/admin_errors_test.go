@@ -221,3 +221,123 @@ func TestCreateTopicsErrors(t *testing.T) {
 		t.Error("the valid topic beside the invalid ones was not created with 2 partitions")
 	}
 }
+
+// TestAlterConfigsErrors: AlterConfigs and IncrementalAlterConfigs answer each
+// resource on its own, as Kafka's broker does before the controller sees the
+// request: a resource named twice is INVALID_REQUEST in each place, as are a
+// key given twice and a null value (but DELETE's); an unknown topic, key or
+// bad value gets its code, and the valid resources beside them are applied.
+func TestAlterConfigsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	type cfg struct {
+		name  string
+		value *string
+		op    int8
+	}
+	v := kmsg.StringPtr
+	legacy := func(resources ...any) []nameCode {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.SetVersion(2)
+		for i := 0; i < len(resources); i += 3 {
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(resources[i].(int)), resources[i+1].(string)
+			for _, c := range resources[i+2].([]cfg) {
+				rc := kmsg.NewAlterConfigsRequestResourceConfig()
+				rc.Name, rc.Value = c.name, c.value
+				rr.Configs = append(rr.Configs, rc)
+			}
+			req.Resources = append(req.Resources, rr)
+		}
+		var got []nameCode
+		for _, r := range serve(t, h, req).(*kmsg.AlterConfigsResponse).Resources {
+			got = append(got, nameCode{r.ResourceName, r.ErrorCode})
+		}
+		return got
+	}
+	incremental := func(resources ...any) []nameCode {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.SetVersion(1)
+		for i := 0; i < len(resources); i += 3 {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(resources[i].(int)), resources[i+1].(string)
+			for _, c := range resources[i+2].([]cfg) {
+				rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				rc.Name, rc.Value, rc.Op = c.name, c.value, kmsg.IncrementalAlterConfigOp(c.op)
+				rr.Configs = append(rr.Configs, rc)
+			}
+			req.Resources = append(req.Resources, rr)
+		}
+		var got []nameCode
+		for _, r := range serve(t, h, req).(*kmsg.IncrementalAlterConfigsResponse).Resources {
+			got = append(got, nameCode{r.ResourceName, r.ErrorCode})
+		}
+		return got
+	}
+	const topic, broker = 2, 4
+	retention := []cfg{{"retention.ms", v("1000"), 0}}
+
+	wantCodes(t, "AlterConfigs", legacy(
+		topic, "t", retention,
+		topic, "nope", retention,
+		topic, "t_x", []cfg{{"retention.ms", v("soon"), 0}},
+		topic, "t_x", retention,
+		topic, "x", []cfg{{"no.such.config", v("1"), 0}},
+		99, "t", retention,
+	),
+		"t", nil,
+		"nope", kerr.UnknownTopicOrPartition,
+		"t_x", kerr.InvalidRequest,
+		"t_x", kerr.InvalidRequest,
+		"x", kerr.UnknownTopicOrPartition,
+		"t", kerr.InvalidRequest,
+	)
+	if got := h.cluster.Image().Topic("t").Overrides["retention.ms"]; got != "1000" {
+		t.Errorf("AlterConfigs: the valid resource beside the invalid ones has retention.ms %q, want 1000", got)
+	}
+	wantCodes(t, "AlterConfigs keys", legacy(
+		topic, "t", []cfg{{"retention.ms", v("1"), 0}, {"retention.ms", v("2"), 0}},
+		topic, "t_x", []cfg{{"retention.ms", nil, 0}},
+		topic, "t", []cfg{{"no.such.config", v("1"), 0}},
+	),
+		"t", kerr.InvalidRequest,
+		"t_x", kerr.InvalidRequest,
+		"t", kerr.InvalidRequest,
+	)
+
+	const set, del, appendOp, subtract = 0, 1, 2, 3
+	wantCodes(t, "IncrementalAlterConfigs", incremental(
+		topic, "t", []cfg{{"retention.ms", v("2000"), set}},
+		topic, "nope", retention,
+		topic, "t_x", []cfg{{"retention.ms", v("1"), set}, {"retention.ms", nil, del}},
+		broker, "", []cfg{{"log.retention.ms", nil, set}},
+		topic, "x1", []cfg{{"retention.ms", nil, del}},
+	),
+		"t", nil,
+		"nope", kerr.UnknownTopicOrPartition,
+		"t_x", kerr.InvalidRequest,
+		"", kerr.InvalidRequest,
+		"x1", kerr.UnknownTopicOrPartition,
+	)
+	wantCodes(t, "IncrementalAlterConfigs values", incremental(
+		topic, "t", []cfg{{"retention.ms", v("soon"), set}},
+		topic, "t_x", []cfg{{"no.such.config", v("1"), set}},
+	),
+		"t", kerr.InvalidConfig,
+		"t_x", kerr.InvalidConfig,
+	)
+	wantCodes(t, "IncrementalAlterConfigs unknown operation", incremental(
+		topic, "t", []cfg{{"retention.ms", v("1"), 9}},
+	),
+		"t", kerr.InvalidRequest,
+	)
+	wantCodes(t, "IncrementalAlterConfigs lists", incremental(
+		topic, "t", []cfg{{"retention.ms", v("1"), appendOp}},
+		topic, "t_x", []cfg{{"cleanup.policy", v("compact"), subtract}},
+	),
+		"t", kerr.InvalidConfig,
+		"t_x", nil,
+	)
+	if got := h.cluster.Image().Topic("t").Overrides["retention.ms"]; got != "2000" {
+		t.Errorf("IncrementalAlterConfigs: retention.ms %q, want 2000", got)
+	}
+}
