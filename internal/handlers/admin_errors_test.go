@@ -341,3 +341,150 @@ func TestAlterConfigsErrors(t *testing.T) {
 		t.Errorf("IncrementalAlterConfigs: retention.ms %q, want 2000", got)
 	}
 }
+
+// TestDeleteTopicsErrors: DeleteTopics v6 by name or id; an unknown name,
+// an unknown id, both or neither given, and a name given twice get Kafka's
+// codes, while the valid topic beside them is deleted. Before v6 names only.
+func TestDeleteTopicsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	byName := func(name string) kmsg.DeleteTopicsRequestTopic {
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		return rt
+	}
+	byID := func(id metadata.UUID) kmsg.DeleteTopicsRequestTopic {
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.TopicID = id
+		return rt
+	}
+	both := byName("t")
+	both.TopicID = errTopicID
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(6)
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{
+		byName("nope"), byID(metadata.UUID{99}), both, byID(metadata.UUID{}),
+		byName("dup"), byName("dup"), byName("t_x"),
+	}
+	var got []nameCode
+	for _, rt := range serve(t, h, req).(*kmsg.DeleteTopicsResponse).Topics {
+		got = append(got, nameCode{nullable(rt.Topic), rt.ErrorCode})
+	}
+	wantCodes(t, "DeleteTopics v6", got,
+		"nope", kerr.UnknownTopicOrPartition,
+		"", kerr.UnknownTopicID,
+		"t", kerr.InvalidRequest,
+		"", kerr.InvalidRequest,
+		"dup", kerr.InvalidRequest,
+		"dup", kerr.InvalidRequest,
+		"t_x", nil,
+	)
+	img := h.cluster.Image()
+	if img.Topic("t_x") != nil || img.Topic("t") == nil {
+		t.Fatalf("after DeleteTopics: t_x exists %t, t exists %t; want only t", img.Topic("t_x") != nil, img.Topic("t") != nil)
+	}
+
+	old := kmsg.NewPtrDeleteTopicsRequest()
+	old.SetVersion(5)
+	old.TopicNames = []string{"nope", "t"}
+	got = nil
+	for _, rt := range serve(t, h, old).(*kmsg.DeleteTopicsResponse).Topics {
+		got = append(got, nameCode{nullable(rt.Topic), rt.ErrorCode})
+	}
+	wantCodes(t, "DeleteTopics v5", got, "nope", kerr.UnknownTopicOrPartition, "t", nil)
+}
+
+// TestCreatePartitionsErrors: growing an unknown topic, shrinking, staying,
+// an assignment of the wrong size or to an unknown broker, a topic named
+// twice: each gets Kafka's code, and the valid topic beside them grows.
+func TestCreatePartitionsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	topic := func(name string, count int32, assignment ...[]int32) kmsg.CreatePartitionsRequestTopic {
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = name, count
+		for _, r := range assignment {
+			rt.Assignment = append(rt.Assignment, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: r})
+		}
+		return rt
+	}
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.SetVersion(3)
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.CreatePartitionsRequestTopic{
+		topic("nope", 3),
+		topic("t", 1),
+		topic("t", 2),
+		topic("t_x", 3, []int32{1}),
+		topic("t_x", 2, []int32{7}),
+		topic("t_x", 3),
+	}
+	var got []nameCode
+	for _, rt := range serve(t, h, req).(*kmsg.CreatePartitionsResponse).Topics {
+		got = append(got, nameCode{rt.Topic, rt.ErrorCode})
+	}
+	// t and t_x are each named more than once: INVALID_REQUEST.
+	wantCodes(t, "CreatePartitions duplicates", got,
+		"nope", kerr.UnknownTopicOrPartition,
+		"t", kerr.InvalidRequest, "t", kerr.InvalidRequest,
+		"t_x", kerr.InvalidRequest, "t_x", kerr.InvalidRequest, "t_x", kerr.InvalidRequest,
+	)
+	for _, tc := range []struct {
+		name string
+		rt   kmsg.CreatePartitionsRequestTopic
+		want *kerr.Error
+	}{
+		{"shrink", topic("t", 1), kerr.InvalidPartitions},
+		{"same count", topic("t", 2), kerr.InvalidPartitions},
+		{"assignment of the wrong size", topic("t", 4, []int32{1}), kerr.InvalidReplicaAssignment},
+		{"assignment to an unknown broker", topic("t", 3, []int32{7, 1}), kerr.InvalidReplicaAssignment},
+		{"assignment with a replica twice", topic("t", 3, []int32{1, 1}), kerr.InvalidReplicaAssignment},
+		{"grow", topic("t", 3), nil},
+	} {
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{tc.rt}
+		got := serve(t, h, req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if got != want {
+			t.Errorf("CreatePartitions %s: %v, want %v", tc.name, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+	if n := len(h.cluster.Image().Topic("t").Partitions); n != 3 {
+		t.Errorf("t has %d partitions, want 3", n)
+	}
+}
+
+// TestDescribeConfigsErrors: an unknown topic, a bad or unknown broker id, an
+// unknown resource type each get their code beside a resource described in
+// full.
+func TestDescribeConfigsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	for _, r := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}{{2, "t"}, {2, "nope"}, {2, ""}, {4, "abc"}, {4, "7"}, {4, "1"}, {99, "x"}} {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = r.typ, r.name
+		req.Resources = append(req.Resources, rr)
+	}
+	resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+	var got []nameCode
+	for _, r := range resp.Resources {
+		got = append(got, nameCode{r.ResourceName, r.ErrorCode})
+	}
+	wantCodes(t, "DescribeConfigs", got,
+		"t", nil,
+		"nope", kerr.UnknownTopicOrPartition,
+		"", kerr.InvalidTopicException,
+		"abc", kerr.InvalidRequest,
+		"7", kerr.InvalidRequest,
+		"1", nil,
+		"x", kerr.InvalidRequest,
+	)
+	if len(resp.Resources[0].Configs) == 0 || len(resp.Resources[5].Configs) == 0 {
+		t.Errorf("the valid resources list %d and %d configs", len(resp.Resources[0].Configs), len(resp.Resources[5].Configs))
+	}
+}
