@@ -68,6 +68,13 @@ var (
 // __consumer_offsets have one partition each, led here.
 func newErrorsHandlers(t *testing.T) *Handlers {
 	t.Helper()
+	return newErrorsHandlersWith(t, Config{})
+}
+
+// newErrorsHandlersWith is newErrorsHandlers with cfg (its node id and
+// broker epoch set here).
+func newErrorsHandlersWith(t *testing.T, cfg Config) *Handlers {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{})
 	if err != nil {
@@ -107,7 +114,8 @@ func newErrorsHandlers(t *testing.T) *Handlers {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img}, m, nil, nil, logger)
+	cfg.NodeID, cfg.BrokerEpoch = 1, func() int64 { return 1 }
+	return New(cfg, fakeCluster{img: img}, m, nil, nil, logger)
 }
 
 func serve(t *testing.T, h *Handlers, req kmsg.Request) kmsg.Response {
