@@ -9,15 +9,16 @@ import (
 	"github.com/strata-stream/strata/internal/acl"
 )
 
-// allowAnonymous is an authorizer that lets User:ANONYMOUS do op on the
-// resources given as (type, name) pairs, and nothing else.
-func allowAnonymous(op kmsg.ACLOperation, resources ...any) func() *acl.Authorizer {
+// allowAnonymous is an authorizer that lets User:ANONYMOUS do what rules
+// name, as (operation, resource type, resource name) triples, and nothing
+// else.
+func allowAnonymous(rules ...any) func() *acl.Authorizer {
 	var bindings []acl.Binding
-	for i := 0; i < len(resources); i += 2 {
+	for i := 0; i < len(rules); i += 3 {
 		bindings = append(bindings, acl.Binding{
-			ResourceType: resources[i].(kmsg.ACLResourceType), ResourceName: resources[i+1].(string),
+			ResourceType: rules[i+1].(kmsg.ACLResourceType), ResourceName: rules[i+2].(string),
 			PatternType: kmsg.ACLResourcePatternTypeLiteral, Principal: "User:ANONYMOUS", Host: acl.WildcardHost,
-			Operation: op, Permission: kmsg.ACLPermissionTypeAllow,
+			Operation: rules[i].(kmsg.ACLOperation), Permission: kmsg.ACLPermissionTypeAllow,
 		})
 	}
 	a := acl.New(acl.Config{}, bindings)
@@ -29,8 +30,8 @@ func allowAnonymous(op kmsg.ACLOperation, resources ...any) func() *acl.Authoriz
 // answer an unknown key type INVALID_REQUEST, and a transaction coordinator
 // on a broker without one COORDINATOR_NOT_AVAILABLE.
 func TestFindCoordinatorErrors(t *testing.T) {
-	h := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(kmsg.ACLOperationDescribe,
-		resGroup, "g-ok", resTxnID, "tx-ok")})
+	describe := kmsg.ACLOperationDescribe
+	h := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(describe, resGroup, "g-ok", describe, resTxnID, "tx-ok")})
 	for _, tc := range []struct {
 		name    string
 		keyType int8
