@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -118,5 +119,78 @@ func TestTxnRequestErrors(t *testing.T) {
 	if got := add("tx", map[string][]int32{"t": {0, 1}}, "t"); !slices.Equal(got, []int16{0, 0}) ||
 		!slices.Equal(txns.added, []txn.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}) {
 		t.Errorf("AddPartitionsToTxn: %v, added %v; want both partitions added", got, txns.added)
+	}
+}
+
+// txnCommittingGroups commits every transactional offset it is given and
+// remembers the partitions.
+type txnCommittingGroups struct {
+	Groups
+	got []string
+}
+
+func (g *txnCommittingGroups) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			g.got = append(g.got, fmt.Sprintf("%s/%d", t.Topic, p.Partition))
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// TestTxnOffsetCommitErrors: as in Kafka, TxnOffsetCommit needs READ on the
+// group (else every partition is GROUP_AUTHORIZATION_FAILED); a partition of
+// a topic the client may not READ is TOPIC_AUTHORIZATION_FAILED, one of an
+// unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION, and only the others
+// reach the coordinator.
+func TestTxnOffsetCommitErrors(t *testing.T) {
+	write, read := kmsg.ACLOperationWrite, kmsg.ACLOperationRead
+	base := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(
+		write, resTxnID, "tx", read, resGroup, "g", read, resTopic, "t", read, resTopic, "nope")})
+	groups := &txnCommittingGroups{}
+	h := New(base.cfg, base.cluster, base.replicas, groups, nil, base.log)
+	commit := func(group string, parts map[string][]int32, order ...string) []string {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.Group, req.ProducerID, req.Generation = "tx", group, 5, -1
+		for _, topic := range order {
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			for _, p := range parts[topic] {
+				rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				rp.Partition, rp.Offset = p, 1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		var got []string
+		for _, rt := range serve(t, h, req).(*kmsg.TxnOffsetCommitResponse).Topics {
+			for _, p := range rt.Partitions {
+				got = append(got, fmt.Sprintf("%s/%d=%v", rt.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	parts := map[string][]int32{"t": {0, 9}, "secret": {0}, "nope": {1}}
+	got := commit("other", parts, "t", "secret", "nope")
+	denied := kerr.GroupAuthorizationFailed
+	if want := []string{"nope/1=" + denied.Error(), "secret/0=" + denied.Error(), "t/0=" + denied.Error(), "t/9=" + denied.Error()}; !slices.Equal(got, want) {
+		t.Errorf("group denied: %q, want %q", got, want)
+	}
+	got = commit("g", parts, "t", "secret", "nope")
+	unknown, topicDenied := kerr.UnknownTopicOrPartition.Error(), kerr.TopicAuthorizationFailed.Error()
+	if want := []string{"nope/1=" + unknown, "secret/0=" + topicDenied, "t/0=<nil>", "t/9=" + unknown}; !slices.Equal(got, want) {
+		t.Errorf("mixed partitions: %q, want %q", got, want)
+	}
+	if !slices.Equal(groups.got, []string{"t/0"}) {
+		t.Errorf("the coordinator committed %v, want only t/0", groups.got)
 	}
 }
