@@ -69,12 +69,9 @@ func (h *Handlers) createTopics(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		}
 		reqs = append(reqs, ct)
 	}
-	var results []controller.CreateTopicResult
-	var err error
-	if len(reqs) > 0 {
-		results, err = h.cluster.CreateTopics(ctx, reqs, req.ValidateOnly)
-		h.awaitLocalApply(ctx)
-	}
+	results, err := callController(ctx, h, reqs, func(reqs []controller.CreateTopic) ([]controller.CreateTopicResult, error) {
+		return h.cluster.CreateTopics(ctx, reqs, req.ValidateOnly)
+	})
 	next := 0 // the next of results
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()

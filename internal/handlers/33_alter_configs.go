@@ -47,12 +47,9 @@ func (h *Handlers) alterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		}
 		reqs = append(reqs, cr)
 	}
-	var results []controller.ConfigResult
-	var err error
-	if len(reqs) > 0 {
-		results, err = h.cluster.AlterConfigs(ctx, reqs, req.ValidateOnly)
-		h.awaitLocalApply(ctx)
-	}
+	results, err := callController(ctx, h, reqs, func(reqs []controller.AlterConfigsResource) ([]controller.ConfigResult, error) {
+		return h.cluster.AlterConfigs(ctx, reqs, req.ValidateOnly)
+	})
 	next := 0
 	for i, rr := range req.Resources {
 		res := kmsg.NewAlterConfigsResponseResource()
@@ -61,6 +58,18 @@ func (h *Handlers) alterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		resp.Resources = append(resp.Resources, res)
 	}
 	return reply(resp)
+}
+
+// callController sends what is left of a request after the broker's own
+// checks to the controller, if anything, and waits (briefly) for the change
+// to be applied here.
+func callController[R, T any](ctx context.Context, h *Handlers, reqs []R, call func([]R) ([]T, error)) ([]T, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	results, err := call(reqs)
+	h.awaitLocalApply(ctx)
+	return results, err
 }
 
 // configValue is one key of a config change: its value, and whether it is

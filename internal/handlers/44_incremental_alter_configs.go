@@ -43,12 +43,9 @@ func (h *Handlers) incrementalAlterConfigs(ctx context.Context, _ *protocol.Conn
 		}
 		reqs = append(reqs, cr)
 	}
-	var results []controller.ConfigResult
-	var err error
-	if len(reqs) > 0 {
-		results, err = h.cluster.IncrementalAlterConfigs(ctx, reqs, req.ValidateOnly)
-		h.awaitLocalApply(ctx)
-	}
+	results, err := callController(ctx, h, reqs, func(reqs []controller.IncrementalAlterConfigsResource) ([]controller.ConfigResult, error) {
+		return h.cluster.IncrementalAlterConfigs(ctx, reqs, req.ValidateOnly)
+	})
 	next := 0
 	for i, rr := range req.Resources {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()

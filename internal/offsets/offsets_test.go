@@ -38,17 +38,7 @@ func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 	if coord != nil {
 		s.SetCoordinator(coord)
 	}
-	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
-		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
-		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
-		&metadata.TopicRecord{Name: group.OffsetsTopic, ID: offsetsID, Configs: map[string]string{"max.message.bytes": "200"}},
-		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
-		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Apply(img.WithOffset(1)); err != nil {
+	if err := m.Apply(testImage(t).WithOffset(1)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -56,6 +46,22 @@ func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 		m.Close()
 	})
 	return s, m
+}
+
+// testImage is the metadata of newTestStore's partitions, and extra.
+func testImage(t *testing.T, extra ...metadata.Record) *metadata.Image {
+	t.Helper()
+	img, err := metadata.ApplyAll(metadata.NewImage(), append([]metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+		&metadata.TopicRecord{Name: group.OffsetsTopic, ID: offsetsID, Configs: map[string]string{"max.message.bytes": "200"}},
+		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+	}, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // TestAppendErrors: the error paths of Append, as the group coordinator sees
@@ -238,17 +244,7 @@ func TestAppendWaitErrors(t *testing.T) {
 	s, m := newTestStore(t, nil)
 	// Partition 2 is led here with broker 2 in its ISR, which never fetches:
 	// the high-water mark stays behind what Append writes.
-	base, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
-		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
-		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
-		&metadata.TopicRecord{Name: group.OffsetsTopic, ID: offsetsID, Configs: map[string]string{"max.message.bytes": "200"}},
-		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
-		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
-		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := testImage(t, &metadata.PartitionRecord{TopicID: offsetsID, Partition: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
 	if err := m.Apply(base.WithOffset(2)); err != nil {
 		t.Fatal(err)
 	}
