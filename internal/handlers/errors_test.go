@@ -63,7 +63,9 @@ var (
 // newErrorsHandlers is broker 1 hosting topic "t": partition 0 led here
 // (ISR of one, min.insync.replicas 2, leader epoch 3), partition 1 led by
 // broker 2 with a replica here, partition 2 led by broker 2 (leader epoch 5)
-// and not hosted here; a ten-record batch is on partition 0. Topic
+// and not hosted here, partition 3 led here with broker 2 in its ISR, which
+// never fetches (acks=all waits there until its timeout); a ten-record batch
+// is on partition 0. Topic
 // "compacted" (cleanup.policy compact) and the internal topic
 // __consumer_offsets have one partition each, led here.
 func newErrorsHandlers(t *testing.T) *Handlers {
@@ -88,6 +90,7 @@ func newErrorsHandlersWith(t *testing.T, cfg Config) *Handlers {
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 2, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 5},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
 		&metadata.TopicRecord{Name: "compacted", ID: compactedTopicID, Configs: map[string]string{"cleanup.policy": "compact"}},
 		&metadata.PartitionRecord{TopicID: compactedTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		&metadata.TopicRecord{Name: OffsetsTopic, ID: offsetsTopicID},
@@ -176,6 +179,7 @@ func TestProduceErrors(t *testing.T) {
 		{"empty topic name", 9, "", 0, 1, good, "", nil, kerr.UnknownTopicOrPartition},
 		{"led elsewhere", 9, "t", 1, 1, good, "", nil, kerr.NotLeaderForPartition},
 		{"acks=all under min.insync.replicas", 9, "t", 0, -1, good, "", nil, kerr.NotEnoughReplicas},
+		{"acks=all past its timeout", 9, "t", 3, -1, good, "", nil, kerr.RequestTimedOut},
 		{"invalid acks", 9, "t", 0, 2, good, "", nil, kerr.InvalidRequiredAcks},
 		{"corrupt batch", 9, "t", 0, 1, corrupt, "", nil, kerr.CorruptMessage},
 		{"no batch", 9, "t", 0, 1, []byte{}, "", nil, kerr.InvalidRecord},
@@ -191,7 +195,7 @@ func TestProduceErrors(t *testing.T) {
 	} {
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(tc.version)
-		req.Acks, req.TimeoutMillis, req.TransactionID = tc.acks, 1000, tc.txnID
+		req.Acks, req.TimeoutMillis, req.TransactionID = tc.acks, 200, tc.txnID
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = tc.topic
 		rp := kmsg.NewProduceRequestTopicPartition()

@@ -45,7 +45,7 @@ func TestMetadataErrors(t *testing.T) {
 				kerr.ErrorForCode(rt.ErrorCode), rt.IsInternal, kerr.ErrorForCode(code), want[i].internal)
 		}
 	}
-	if len(resp.Topics[0].Partitions) != 3 {
-		t.Errorf("topic t lists %d partitions, want 3", len(resp.Topics[0].Partitions))
+	if len(resp.Topics[0].Partitions) != 4 {
+		t.Errorf("topic t lists %d partitions, want 4", len(resp.Topics[0].Partitions))
 	}
 }
