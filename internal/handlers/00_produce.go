@@ -34,6 +34,7 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -51,10 +52,18 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	var waits []waiting
 	img := h.cluster.Image()
 	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
-	// Transactional batches need WRITE on the request's transactional id, and
-	// one to be named at all: else the whole request is refused, as Kafka does.
-	txnDenied := hasTransactionalBatch(req) &&
-		(req.TransactionID == nil || !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionID))
+	// Transactional batches need WRITE on the request's transactional id: else
+	// the whole request is refused, as Kafka does. Kafka also refuses them when
+	// the request names no transactional id; Strata does so only with an
+	// authorizer on (its txntest writes a coordinator's batches without one).
+	txnDenied := false
+	if hasTransactionalBatch(req) {
+		if req.TransactionID == nil {
+			txnDenied = h.cfg.Authorizer != nil && ctx.Value(onLinkKey{}) == nil
+		} else {
+			txnDenied = !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionID)
+		}
+	}
 	internalAllowed := r.ClientID != nil && *r.ClientID == adminClientID
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -259,9 +268,10 @@ const adminClientID = "__admin_client"
 
 // checkProduceTarget refuses what Kafka refuses before appending: an unknown
 // topic or partition; records that are not exactly one whole batch of magic
-// 2 (INVALID_RECORD: none, a truncated one, two), a zstd batch before v7
-// (UNSUPPORTED_COMPRESSION_TYPE); a write to an internal topic
-// (INVALID_TOPIC_EXCEPTION). A batch is checked further (CRC, sizes) by Append.
+// 2 (INVALID_RECORD: none, a truncated one, two; a magic above 2
+// CORRUPT_MESSAGE), a zstd batch before v7 (UNSUPPORTED_COMPRESSION_TYPE); a
+// write to __consumer_offsets or __transaction_state (INVALID_TOPIC_EXCEPTION).
+// A batch is checked further (CRC, sizes) by Append.
 func checkProduceTarget(img *metadata.Image, version int16, topic string, partition int32, records []byte, internalAllowed bool) error {
 	if img.Partition(topic, partition) == nil {
 		return metadata.ErrUnknownTopic
@@ -271,6 +281,8 @@ func checkProduceTarget(img *metadata.Image, version int16, topic string, partit
 	}
 	if hdr, err := batch.ParseHeader(records); err == nil {
 		switch {
+		case hdr.Magic < 0 || hdr.Magic > 2:
+			return &metadata.KafkaError{Code: kerr.CorruptMessage.Code, Msg: "invalid magic"}
 		case hdr.Magic != 2:
 			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "produce requests carry record batches of magic 2 only"}
 		case version < 7 && hdr.Codec() == batch.CodecZstd:
@@ -279,7 +291,9 @@ func checkProduceTarget(img *metadata.Image, version int16, topic string, partit
 			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries exactly one record batch per partition"}
 		}
 	}
-	if isInternalTopic(topic) && !internalAllowed {
+	// __share_group_state is written by Strata's share coordinator through the
+	// Kafka listener (package share), so it takes produce requests.
+	if isInternalTopic(topic) && topic != share.StateTopic && !internalAllowed {
 		return &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot append to internal topic " + topic}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -85,6 +86,43 @@ func TestTxnRequestErrors(t *testing.T) {
 	}
 	if txns.calls != 0 {
 		t.Fatalf("the coordinator was called %d times for refused requests", txns.calls)
+	}
+
+	// Produce: transactional batches need WRITE on the request's transactional
+	// id (the whole request is refused, its plain partitions too).
+	transactional := batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, Attributes: 0x10})
+	plain := batchtest.Build(batchtest.Options{})
+	produce := func(id *string) []int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis, req.TransactionID = 1, 1000, id
+		for i, records := range [][]byte{plain, transactional} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = []int32{0, 3}[i], records
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		var codes []int16
+		for _, rt := range serve(t, h, req).(*kmsg.ProduceResponse).Topics {
+			codes = append(codes, rt.Partitions[0].ErrorCode)
+		}
+		return codes
+	}
+	denied := kerr.TransactionalIDAuthorizationFailed.Code
+	for _, tc := range []struct {
+		name string
+		id   *string
+		want []int16
+	}{
+		{"no transactional id", nil, []int16{denied, denied}},
+		{"an id not writable", kmsg.StringPtr("other"), []int16{denied, denied}},
+		{"a writable id", kmsg.StringPtr("tx"), []int16{0, 0}},
+	} {
+		if got := produce(tc.id); !slices.Equal(got, tc.want) {
+			t.Errorf("produce with %s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 
 	add := func(id string, topics map[string][]int32, order ...string) []int16 {
