@@ -134,7 +134,7 @@ func topicListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		Short:   "List topics",
 		Args:    usageArgs(env, cobra.NoArgs),
 	}
-	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics (__consumer_offsets)")
+	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics (__consumer_offsets, __transaction_state, __share_group_state)")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()

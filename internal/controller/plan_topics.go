@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/strata-stream/strata/internal/metadata"
 )
@@ -40,6 +41,13 @@ type CreateTopicResult struct {
 type TopicRef struct {
 	Name string
 	ID   metadata.UUID
+}
+
+func (r TopicRef) String() string {
+	if r.Name != "" {
+		return strconv.Quote(r.Name)
+	}
+	return r.ID.String()
 }
 
 // DeleteTopicResult is the outcome for one topic of a DeleteTopics request.
@@ -246,15 +254,26 @@ func newTopicID(img *metadata.Image, rnd io.Reader) (metadata.UUID, error) {
 	}
 }
 
-// PlanDeleteTopics plans a DeleteTopics request against img.
+// PlanDeleteTopics plans a DeleteTopics request against img. As in Kafka, a
+// reference with both a name and an id, or with neither, and a name or id
+// given more than once (existing or not, or one topic by name and by id) are
+// INVALID_REQUEST.
 func PlanDeleteTopics(img *metadata.Image, refs []TopicRef) ([]metadata.Record, []DeleteTopicResult) {
 	results := make([]DeleteTopicResult, len(refs))
 	seen := make(map[metadata.UUID]int, len(refs)) // topic id -> index of first result
+	given := make(map[TopicRef]int, len(refs))
+	for _, ref := range refs {
+		given[ref]++
+	}
 	for i, ref := range refs {
 		res := &results[i]
 		res.Name, res.ID = ref.Name, ref.ID
 		var t *metadata.Topic
 		switch {
+		case ref.Name != "" && !ref.ID.IsZero():
+			res.Err = fmt.Errorf("%w: both a topic name and an id", metadata.ErrInvalidRequest)
+		case given[ref] > 1:
+			res.Err = fmt.Errorf("%w: topic %s appears more than once", metadata.ErrInvalidRequest, ref)
 		case ref.Name != "":
 			if t = img.Topic(ref.Name); t == nil {
 				res.Err = fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, ref.Name)

@@ -3,14 +3,17 @@ package handlers
 // Produce (key 0), v3-v12. Every supported version carries v2 record batches.
 //   v3: transactional id; v5: log start offset in the response; v8: per-record
 //   errors and an error message; v9+: flexible. acks=0 gets no response at all:
-//   over its producer_byte_rate the client is throttled by muting the
-//   connection alone (protocol.Response.Throttle).
+//   a partition's error closes the connection (the client's cue to refresh its
+//   metadata, as in Kafka); over its producer_byte_rate the client is throttled
+//   by muting the connection alone (protocol.Response.Throttle).
 //   v3-v11 (KIP-890 part 1): a transactional batch that would open its
 //   producer's transaction on a partition is appended only once the
 //   coordinator confirms the partition is in the ongoing transaction
 //   (AddPartitionsToTxn VerifyOnly): else INVALID_TXN_STATE, from v11
 //   TRANSACTION_ABORTABLE; the coordinator's transient errors answer
 //   NOT_ENOUGH_REPLICAS, which clients retry.
+//   v10 (KIP-951): NOT_LEADER_OR_FOLLOWER names the current leader and its
+//   endpoint (leader_hint.go).
 //   v12 (KIP-890, transaction version 2): the first transactional batch of a
 //   producer on a partition adds the partition to its transaction at the
 //   coordinator (no AddPartitionsToTxn from the client); the coordinator's
@@ -27,7 +30,9 @@ package handlers
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,6 +42,7 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -54,6 +60,19 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	var waits []waiting
 	img := h.cluster.Image()
 	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+	// Transactional batches need WRITE on the request's transactional id: else
+	// the whole request is refused, as Kafka does. Kafka also refuses them when
+	// the request names no transactional id; Strata does so only with an
+	// authorizer on (its txntest writes a coordinator's batches without one).
+	txnDenied := false
+	if hasTransactionalBatch(req) {
+		if req.TransactionID == nil {
+			txnDenied = h.cfg.Authorizer != nil && ctx.Value(onLinkKey{}) == nil
+		} else {
+			txnDenied = !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionID)
+		}
+	}
+	internalAllowed := r.ClientID != nil && *r.ClientID == adminClientID
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -62,15 +81,22 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			sp := &st.Partitions[i]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if !validAcks {
+			switch {
+			case txnDenied:
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
-			}
-			if !writable(rt.Topic) {
+			case !writable(rt.Topic):
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
+			var p *replica.Partition
+			err := checkProduceTarget(img, req.Version, rt.Topic, rp.Partition, rp.Records, internalAllowed)
+			if err == nil {
+				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
+			}
 			verified, guard := false, replica.VerificationGuard(0)
 			if err == nil && req.TransactionID != nil {
 				if req.Version >= 12 {
@@ -100,12 +126,18 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	}
 	throttle := h.throttle(c, metadata.QuotaProducerByteRate, r.Size)
 	if acks == 0 {
-		// No answer to carry throttle_time_ms: as Kafka does, the connection is
-		// only muted for the throttle.
+		// No answer: a partition's error closes the connection, which is how
+		// the client learns to refresh its metadata (as Kafka does). Else there
+		// is nothing to carry throttle_time_ms either: as Kafka does, the
+		// connection is only muted for the throttle.
+		if err := produceFailure(resp); err != nil {
+			return protocol.Response{None: true, Close: err}
+		}
 		return protocol.Response{None: true, Throttle: throttle}
 	}
 	resp.ThrottleMillis = int32(throttle.Milliseconds())
 	if len(waits) == 0 {
+		hintProduceLeaders(img, resp)
 		return protocol.Response{Msg: resp, Throttle: throttle}
 	}
 	// The appends are done, in arrival order; waiting for the high-water mark
@@ -121,6 +153,7 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
 			setProduceError(w.rp, err)
 		}
+		hintProduceLeaders(h.cluster.Image(), resp)
 		return reply(resp)
 	}}
 }
@@ -269,6 +302,80 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// adminClientID is the client id of Kafka's own admin tooling, which alone
+// may write to the internal topics.
+const adminClientID = "__admin_client"
+
+// checkProduceTarget refuses what Kafka refuses before appending: an unknown
+// topic or partition; records that are not exactly one whole batch of magic
+// 2 (INVALID_RECORD: none, a truncated one, two; a magic above 2
+// CORRUPT_MESSAGE), a zstd batch before v7 (UNSUPPORTED_COMPRESSION_TYPE); a
+// write to __consumer_offsets or __transaction_state (INVALID_TOPIC_EXCEPTION).
+// A batch is checked further (CRC, sizes) by Append.
+func checkProduceTarget(img *metadata.Image, version int16, topic string, partition int32, records []byte, internalAllowed bool) error {
+	if img.Partition(topic, partition) == nil {
+		return metadata.ErrUnknownTopic
+	}
+	if !hasBatch(records) {
+		return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries one whole record batch per partition"}
+	}
+	if hdr, err := batch.ParseHeader(records); err == nil {
+		switch {
+		case hdr.Magic < 0 || hdr.Magic > 2:
+			return &metadata.KafkaError{Code: kerr.CorruptMessage.Code, Msg: "invalid magic"}
+		case hdr.Magic != 2:
+			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "produce requests carry record batches of magic 2 only"}
+		case version < 7 && hdr.Codec() == batch.CodecZstd:
+			return &metadata.KafkaError{Code: kerr.UnsupportedCompressionType.Code, Msg: "zstd compression needs produce v7 or later"}
+		case hdr.Size() >= batch.HeaderSize && hasBatch(records[min(hdr.Size(), len(records)):]):
+			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries exactly one record batch per partition"}
+		}
+	}
+	// __share_group_state is written by Strata's share coordinator through the
+	// Kafka listener (package share), so it takes produce requests.
+	if isInternalTopic(topic) && topic != share.StateTopic && !internalAllowed {
+		return &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot append to internal topic " + topic}
+	}
+	return nil
+}
+
+// hasBatch reports whether b starts with another batch as Kafka's batch
+// iterator finds one: its header up to the magic byte, and as many bytes as
+// its length says (fewer is a truncated tail, not a batch).
+func hasBatch(b []byte) bool {
+	const upToMagic = 17
+	if len(b) < upToMagic {
+		return false
+	}
+	n := int64(int32(binary.BigEndian.Uint32(b[batch.LengthPrefix-4:])))
+	return n >= 0 && int64(batch.LengthPrefix)+n <= int64(len(b))
+}
+
+// hasTransactionalBatch reports whether any partition's first batch is
+// transactional.
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if hdr, err := batch.ParseHeader(rp.Records); err == nil && hdr.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// produceFailure names the first partition of resp that failed, or is nil.
+func produceFailure(resp *kmsg.ProduceResponse) error {
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				return fmt.Errorf("acks=0 produce to %s-%d failed: %w", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+	return nil
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {

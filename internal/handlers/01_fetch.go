@@ -5,7 +5,9 @@ package handlers
 //   v4: isolation level, last stable offset; v5: log start offset; v7: incremental
 //   fetch sessions (KIP-227, fetch_sessions.go);
 //   v9: current leader epoch (fencing); v11: rack id and preferred read replica
-//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names.
+//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names;
+//   v16 (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
+//   current leader and its endpoint (leader_hint.go).
 // Consumers get only data below the high-water mark; followers read up to the log
 // end, report their progress with their fetch offset, and are told where their log
 // diverges (DivergingEpoch, v12+, from LastFetchedEpoch). read_uncommitted consumers
@@ -176,6 +178,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
+				hintFetchLeader(img, resp, name, sp)
 				continue
 			}
 			if anyReplica && h.cfg.RackAwareReplicaSelector && p.IsLeader() {
@@ -220,6 +223,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
+				hintFetchLeader(img, resp, name, sp)
 				continue
 			}
 			if len(res.Remote) > 0 {

@@ -7,6 +7,7 @@ package handlers
 //   timestamp (-3); v8: earliest local (-4, the local log start; earliest (-2) is the
 //   remote start on a tiered topic); v9: earliest pending upload (-5: the end of the
 //   uploaded part on a tiered topic, else none: -1).
+// A partition asked for twice gets INVALID_REQUEST for every entry, as in Kafka.
 
 import (
 	"context"
@@ -23,6 +24,7 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	img := h.cluster.Image()
 	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
+	dups := duplicateListOffsets(req)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -32,6 +34,11 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 			sp.Timestamp, sp.Offset = -1, -1
 			if !describable(rt.Topic) {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			if dups[topicPartition{rt.Topic, rp.Partition}] {
+				sp.ErrorCode = kerr.InvalidRequest.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
@@ -58,4 +65,31 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 		resp.Topics = append(resp.Topics, st)
 	}
 	return reply(resp)
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// duplicateListOffsets is the set of partitions a ListOffsets asks for more
+// than once: Kafka answers every entry of them INVALID_REQUEST.
+func duplicateListOffsets(req *kmsg.ListOffsetsRequest) map[topicPartition]bool {
+	var seen, dups map[topicPartition]bool
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			tp := topicPartition{rt.Topic, rp.Partition}
+			if seen[tp] {
+				if dups == nil {
+					dups = map[topicPartition]bool{}
+				}
+				dups[tp] = true
+			}
+			if seen == nil {
+				seen = map[topicPartition]bool{}
+			}
+			seen[tp] = true
+		}
+	}
+	return dups
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/share"
+	"github.com/strata-stream/strata/internal/txn"
 )
 
 func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
@@ -150,4 +152,8 @@ func (d *topicDescriber) describe(img *metadata.Image, t *metadata.Topic) kmsg.M
 // OffsetsTopic is the internal topic holding consumer group offsets.
 const OffsetsTopic = "__consumer_offsets"
 
-func isInternalTopic(name string) bool { return name == OffsetsTopic }
+// isInternalTopic reports Kafka's internal topics: written by the group,
+// transaction and share coordinators only, listed as internal by Metadata.
+func isInternalTopic(name string) bool {
+	return name == OffsetsTopic || name == txn.StateTopic || name == share.StateTopic
+}

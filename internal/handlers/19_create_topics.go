@@ -4,17 +4,21 @@ package handlers
 //   v1+: validate only; v4: -1 partitions / replication factor mean the defaults;
 //   v5+: flexible, and the answer carries partitions, replication factor and
 //   configs; v7: topic ids.
-// Metadata's auto-creation uses the same controller path.
+// Metadata's auto-creation uses the same controller path. A config with a null
+// value fails its topic with INVALID_CONFIG here; the controller checks the rest
+// (names, counts, assignments, configs, a name given twice: INVALID_REQUEST).
 
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/controllerlink"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -24,8 +28,26 @@ func (h *Handlers) createTopics(ctx context.Context, _ *protocol.ConnInfo, r *pr
 	}
 	req := r.Msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	reqs := make([]controller.CreateTopic, len(req.Topics))
+	// A config with a null value fails its topic (INVALID_CONFIG, as Kafka);
+	// the other topics go to the controller.
+	// A name given twice is the controller's to refuse as a whole.
+	refused := make([]error, len(req.Topics))
+	reqs := make([]controller.CreateTopic, 0, len(req.Topics))
+	named := map[string]int{}
+	for _, t := range req.Topics {
+		named[t.Topic]++
+	}
 	for i, t := range req.Topics {
+		var nulls []string
+		for _, c := range t.Configs {
+			if c.Value == nil {
+				nulls = append(nulls, c.Name)
+			}
+		}
+		if len(nulls) > 0 && named[t.Topic] == 1 {
+			refused[i] = &metadata.KafkaError{Code: kerr.InvalidConfig.Code, Msg: "null value not supported for topic configs: " + strings.Join(nulls, ",")}
+			continue
+		}
 		ct := controller.CreateTopic{
 			Name:              t.Topic,
 			NumPartitions:     t.NumPartitions,
@@ -45,16 +67,22 @@ func (h *Handlers) createTopics(ctx context.Context, _ *protocol.ConnInfo, r *pr
 				ct.Configs[c.Name] = *c.Value
 			}
 		}
-		reqs[i] = ct
+		reqs = append(reqs, ct)
 	}
-	results, err := h.cluster.CreateTopics(ctx, reqs, req.ValidateOnly)
-	h.awaitLocalApply(ctx)
+	results, err := callController(ctx, h, reqs, func(reqs []controller.CreateTopic) ([]controller.CreateTopicResult, error) {
+		return h.cluster.CreateTopics(ctx, reqs, req.ValidateOnly)
+	})
+	next := 0 // the next of results
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		rerr := err
-		if err == nil {
-			res := results[i]
+		switch {
+		case refused[i] != nil:
+			rerr = refused[i]
+		case err == nil:
+			res := results[next]
+			next++
 			rerr = res.Err
 			rt.TopicID = res.ID
 			rt.NumPartitions, rt.ReplicationFactor = res.NumPartitions, res.ReplicationFactor

@@ -9,7 +9,8 @@ package handlers
 // the id's producer with its epoch bumped, fencing older incarnations
 // (PRODUCER_FENCED for them); an open transaction is aborted first
 // (CONCURRENT_TRANSACTIONS until it is); a timeout above transaction.max.timeout.ms
-// is INVALID_TRANSACTION_TIMEOUT.
+// is INVALID_TRANSACTION_TIMEOUT. An empty (not null) transactional id is
+// INVALID_REQUEST, as in Kafka.
 
 import (
 	"context"
@@ -36,6 +37,10 @@ func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *
 	if req.TransactionalID != nil {
 		if h.cfg.Transactions == nil || !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionalID) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return reply(resp)
+		}
+		if *req.TransactionalID == "" { // null asks for an idempotent producer; empty is a mistake
+			resp.ErrorCode = kerr.InvalidRequest.Code
 			return reply(resp)
 		}
 		reqPID, reqEpoch := int64(-1), int16(-1)

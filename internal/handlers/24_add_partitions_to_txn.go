@@ -17,8 +17,10 @@ package handlers
 //   polling (Kafka's clients send v3 or older, answered at once).
 // The coordinator of the transactional id adds the partitions to its ongoing
 // transaction (starting one). A partition that does not exist is
-// UNKNOWN_TOPIC_OR_PARTITION and the transaction's other partitions
-// OPERATION_NOT_ATTEMPTED; coordinator errors (NOT_COORDINATOR,
+// UNKNOWN_TOPIC_OR_PARTITION, one of a topic the client may not WRITE
+// (v0-v3) TOPIC_AUTHORIZATION_FAILED, and then the transaction's other
+// partitions OPERATION_NOT_ATTEMPTED; an empty transactional id is
+// INVALID_REQUEST; coordinator errors (NOT_COORDINATOR,
 // CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, ...)
 // apply to every partition.
 
@@ -33,7 +35,7 @@ import (
 	"github.com/strata-stream/strata/internal/txn"
 )
 
-func (h *Handlers) addPartitionsToTxn(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) addPartitionsToTxn(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	img := h.cluster.Image()
@@ -42,7 +44,8 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, _ *protocol.ConnInfo,
 		for i, t := range req.Topics {
 			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}
 		}
-		codes := h.addToTxn(ctx, img, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
+		writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+		codes := h.addToTxn(ctx, img, writable, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
 		for ti, t := range req.Topics {
 			st := kmsg.NewAddPartitionsToTxnResponseTopic()
 			st.Topic = t.Topic
@@ -57,7 +60,7 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, _ *protocol.ConnInfo,
 	}
 	var held []int // transactions answered CONCURRENT_TRANSACTIONS, by index
 	for i, rt := range req.Transactions {
-		codes := h.addToTxn(ctx, img, rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly, rt.Topics)
+		codes := h.addToTxn(ctx, img, nil, rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly, rt.Topics)
 		st := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		st.TransactionalID = rt.TransactionalID
 		for ti, t := range rt.Topics {
@@ -109,17 +112,25 @@ func txnPartitions(topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) []tx
 }
 
 // addToTxn adds (or verifies) the partitions of one transaction and returns a
-// code per partition, indexed like topics.
-func (h *Handlers) addToTxn(ctx context.Context, img *metadata.Image, id string, pid int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) [][]int16 {
+// code per partition, indexed like topics. writable, when set (a client's
+// add), is WRITE on a topic: a partition of a topic it denies is
+// TOPIC_AUTHORIZATION_FAILED, and then, as for an unknown partition, the
+// others are OPERATION_NOT_ATTEMPTED.
+func (h *Handlers) addToTxn(ctx context.Context, img *metadata.Image, writable func(string) bool, id string, pid int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) [][]int16 {
 	codes := make([][]int16, len(topics))
 	var tps []txn.TopicPartition
-	unknown := false
+	refused := false
 	for ti, t := range topics {
 		codes[ti] = make([]int16, len(t.Partitions))
 		for pi, p := range t.Partitions {
-			if img.Partition(t.Topic, p) == nil {
+			switch {
+			case writable != nil && !writable(t.Topic):
+				codes[ti][pi] = kerr.TopicAuthorizationFailed.Code
+				refused = true
+				continue
+			case img.Partition(t.Topic, p) == nil:
 				codes[ti][pi] = kerr.UnknownTopicOrPartition.Code
-				unknown = true
+				refused = true
 				continue
 			}
 			tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
@@ -127,8 +138,10 @@ func (h *Handlers) addToTxn(ctx context.Context, img *metadata.Image, id string,
 	}
 	var code int16
 	switch {
-	case unknown:
+	case refused:
 		code = kerr.OperationNotAttempted.Code
+	case id == "":
+		code = kerr.InvalidRequest.Code
 	case h.cfg.Transactions == nil:
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	case verifyOnly:

@@ -4,7 +4,9 @@ package handlers
 // INVALID_PRODUCER_EPOCH before; v3+ flexible). Adds the group's partition of
 // __consumer_offsets to the producer's transaction, so that its TxnOffsetCommit
 // records there get the transaction's marker. Errors are the coordinator's, as for
-// AddPartitionsToTxn.
+// AddPartitionsToTxn; as in Kafka the client needs READ on the group
+// (GROUP_AUTHORIZATION_FAILED) besides WRITE on the transactional id, and an
+// empty transactional id is INVALID_REQUEST.
 
 import (
 	"context"
@@ -17,11 +19,18 @@ import (
 	"github.com/strata-stream/strata/internal/txn"
 )
 
-func (h *Handlers) addOffsetsToTxn(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) addOffsetsToTxn(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	if h.cfg.Transactions == nil {
+	switch {
+	case h.cfg.Transactions == nil:
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return reply(resp)
+	case !h.authorize(ctx, c, kmsg.ACLOperationRead, resGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return reply(resp)
+	case req.TransactionalID == "":
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	}
 	img := h.cluster.Image()

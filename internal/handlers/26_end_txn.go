@@ -11,7 +11,7 @@ package handlers
 // the completed state follow in the background, and until they are written the
 // transactional id answers CONCURRENT_TRANSACTIONS. Without an ongoing
 // transaction: INVALID_TXN_STATE (a retried EndTxn of the transaction just
-// completed the same way succeeds).
+// completed the same way succeeds). An empty transactional id is INVALID_REQUEST.
 
 import (
 	"context"
@@ -25,8 +25,12 @@ import (
 func (h *Handlers) endTxn(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	if h.cfg.Transactions == nil {
+	switch {
+	case h.cfg.Transactions == nil:
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return reply(resp)
+	case req.TransactionalID == "":
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	}
 	pid, epoch, code := h.cfg.Transactions.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= 5)

@@ -9,6 +9,10 @@ package handlers
 //   the group's __consumer_offsets partition is first added to the transaction
 //   at its coordinator, whose error (CONCURRENT_TRANSACTIONS,
 //   INVALID_PRODUCER_EPOCH, ...) then answers every partition.
+// As in Kafka the client needs WRITE on the transactional id and READ on the
+// group (else every partition is refused); a partition of a topic it may not
+// READ is TOPIC_AUTHORIZATION_FAILED, an unknown one UNKNOWN_TOPIC_OR_PARTITION,
+// and the others are committed.
 
 import (
 	"context"
@@ -21,16 +25,72 @@ import (
 	"github.com/strata-stream/strata/internal/txn"
 )
 
-func (h *Handlers) txnOffsetCommit(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) txnOffsetCommit(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.TxnOffsetCommitRequest)
+	if !h.authorize(ctx, c, kmsg.ACLOperationRead, resGroup, req.Group) {
+		return reply(deniedResponse(req, kerr.GroupAuthorizationFailed.Code))
+	}
+	refused := h.dropRefusedTxnCommits(ctx, c, req)
+	if len(refused) > 0 && len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		resp.Topics = refused
+		return reply(resp)
+	}
 	return waitFor(func(ctx context.Context) kmsg.Response {
+		var resp *kmsg.TxnOffsetCommitResponse
 		if req.Version >= 5 {
 			if code := h.joinOffsetsTxn(ctx, req); code != 0 {
-				return deniedResponse(req, code) // code on every partition
+				resp = deniedResponse(req, code).(*kmsg.TxnOffsetCommitResponse) // code on every partition
 			}
 		}
-		return h.groups.TxnOffsetCommit(ctx, req)
+		if resp == nil {
+			resp = h.groups.TxnOffsetCommit(ctx, req)
+		}
+		resp.Topics = append(resp.Topics, refused...)
+		return resp
 	})
+}
+
+// dropRefusedTxnCommits takes the partitions of topics the client may not
+// READ (TOPIC_AUTHORIZATION_FAILED) and of unknown topics or partitions
+// (UNKNOWN_TOPIC_OR_PARTITION) out of a TxnOffsetCommit and returns their
+// answers, as Kafka's broker does before the coordinator sees the request.
+func (h *Handlers) dropRefusedTxnCommits(ctx context.Context, c *protocol.ConnInfo, req *kmsg.TxnOffsetCommitRequest) []kmsg.TxnOffsetCommitResponseTopic {
+	readable := h.topicCheck(ctx, c, kmsg.ACLOperationRead)
+	img := h.cluster.Image()
+	var refused []kmsg.TxnOffsetCommitResponseTopic
+	var kept []kmsg.TxnOffsetCommitRequestTopic
+	for _, t := range req.Topics {
+		known := t
+		known.Partitions = nil
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			code := int16(0)
+			switch {
+			case !readable(t.Topic):
+				code = kerr.TopicAuthorizationFailed.Code
+			case img.Partition(t.Topic, p.Partition) == nil:
+				code = kerr.UnknownTopicOrPartition.Code
+			default:
+				known.Partitions = append(known.Partitions, p)
+				continue
+			}
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if len(rt.Partitions) > 0 {
+			refused = append(refused, rt)
+		}
+		if len(known.Partitions) > 0 {
+			kept = append(kept, known)
+		}
+	}
+	if refused != nil {
+		req.Topics = kept
+	}
+	return refused
 }
 
 // joinOffsetsTxn adds the group's __consumer_offsets partition to the

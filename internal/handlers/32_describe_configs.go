@@ -5,10 +5,14 @@ package handlers
 // Topic resources list every topic config with its effective value and source;
 // broker resources ("" for the cluster default, or a broker id) the broker-level
 // defaults for those keys; group resources (type 32) the group configs of share
-// groups. Sensitive configs: none.
+// groups. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
+// an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
+// INVALID_REQUEST (Kafka answers that for any id but its own: Strata describes
+// any registered broker's configs from any broker).
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -29,11 +33,13 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 		var err error
 		switch metadata.ResourceType(rr.ResourceType) {
 		case metadata.ResourceTopic:
-			entries, err = img.TopicConfigEntries(rr.ResourceName)
+			if err = metadata.ValidateTopicName(rr.ResourceName); err == nil {
+				entries, err = img.TopicConfigEntries(rr.ResourceName)
+			}
 		case metadata.ResourceBroker:
 			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil {
 				if id, perr := strconv.Atoi(rr.ResourceName); perr == nil && img.Broker(int32(id)) == nil {
-					err = metadata.ErrUnknownBroker
+					err = fmt.Errorf("%w: broker %s is not registered", metadata.ErrInvalidRequest, rr.ResourceName)
 				} else {
 					entries = img.BrokerConfigEntries(rr.ResourceName)
 				}

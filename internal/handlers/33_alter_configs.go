@@ -2,9 +2,16 @@ package handlers
 
 // AlterConfigs (key 33), v0-v2 (v2 flexible): a resource's dynamic configs become
 // exactly the given set. IncrementalAlterConfigs (key 44) is the modern form.
+// As Kafka's broker does, a resource with a null value is INVALID_REQUEST
+// before the controller sees the request; the controller refuses a resource
+// named twice (INVALID_REQUEST in each place), a key given twice, unknown keys
+// and bad values.
 
 import (
 	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -19,30 +26,101 @@ func (h *Handlers) alterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *pr
 	}
 	req := r.Msg.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	reqs := make([]controller.AlterConfigsResource, len(req.Resources))
+	refused := refuseNullConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
+		rr := req.Resources[i]
+		vals := make([]configValue, len(rr.Configs))
+		for j, c := range rr.Configs {
+			vals[j] = configValue{c.Name, c.Value, false}
+		}
+		return int8(rr.ResourceType), rr.ResourceName, vals
+	})
+	var reqs []controller.AlterConfigsResource
 	for i, rr := range req.Resources {
-		reqs[i] = controller.AlterConfigsResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName, Configs: map[string]string{}}
+		if refused[i] != nil {
+			continue
+		}
+		cr := controller.AlterConfigsResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName, Configs: map[string]string{}}
 		for _, c := range rr.Configs {
 			if c.Value != nil {
-				reqs[i].Configs[c.Name] = *c.Value
+				cr.Configs[c.Name] = *c.Value
 			}
 		}
+		reqs = append(reqs, cr)
 	}
-	results, err := h.cluster.AlterConfigs(ctx, reqs, req.ValidateOnly)
-	h.awaitLocalApply(ctx)
+	results, err := callController(ctx, h, reqs, func(reqs []controller.AlterConfigsResource) ([]controller.ConfigResult, error) {
+		return h.cluster.AlterConfigs(ctx, reqs, req.ValidateOnly)
+	})
+	next := 0
 	for i, rr := range req.Resources {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		res.ErrorCode, res.ErrorMessage = configError(err, results, i)
+		res.ErrorCode, res.ErrorMessage = configError(err, refused[i], results, &next)
 		resp.Resources = append(resp.Resources, res)
 	}
 	return reply(resp)
 }
 
-// configError is the code and message for resource i of a config change.
-func configError(err error, results []controller.ConfigResult, i int) (int16, *string) {
-	if err == nil {
-		err = results[i].Err
+// callController sends what is left of a request after the broker's own
+// checks to the controller, if anything, and waits (briefly) for the change
+// to be applied here.
+func callController[R, T any](ctx context.Context, h *Handlers, reqs []R, call func([]R) ([]T, error)) ([]T, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	results, err := call(reqs)
+	h.awaitLocalApply(ctx)
+	return results, err
+}
+
+// configValue is one key of a config change: its value, and whether it is
+// deleted (IncrementalAlterConfigs' DELETE, which needs no value).
+type configValue struct {
+	name   string
+	value  *string
+	delete bool
+}
+
+// refuseNullConfigs is what Kafka's broker checks before a config change
+// reaches the controller: a resource with a null value other than a DELETE's
+// is INVALID_REQUEST. A resource named twice is left to the controller, which
+// refuses every place it appears. resource returns the type, name and keys of
+// resource i of n; the result holds the refusal of each, or nil.
+func refuseNullConfigs(n int, resource func(i int) (int8, string, []configValue)) []error {
+	type key struct {
+		typ  int8
+		name string
+	}
+	named := map[key]int{}
+	for i := range n {
+		typ, name, _ := resource(i)
+		named[key{typ, name}]++
+	}
+	refused := make([]error, n)
+	for i := range n {
+		typ, name, vals := resource(i)
+		var nulls []string
+		for _, v := range vals {
+			if v.value == nil && !v.delete {
+				nulls = append(nulls, v.name)
+			}
+		}
+		if len(nulls) > 0 && named[key{typ, name}] == 1 {
+			refused[i] = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "null value not supported for: " + strings.Join(nulls, ", ")}
+		}
+	}
+	return refused
+}
+
+// configError is the code and message for a resource of a config change: its
+// refusal before the controller, else the controller's failure, else its
+// result, the next of results (next moves on).
+func configError(err, refused error, results []controller.ConfigResult, next *int) (int16, *string) {
+	switch {
+	case refused != nil:
+		err = refused
+	case err == nil:
+		err = results[*next].Err
+		*next++
 	}
 	if err == nil {
 		return 0, nil

@@ -1,7 +1,8 @@
 package handlers
 
 // IncrementalAlterConfigs (key 44), v0-v1 (v1 flexible): set, delete, append and
-// subtract operations on individual keys.
+// subtract operations on individual keys. A null value but for DELETE is
+// INVALID_REQUEST, as for AlterConfigs (33_alter_configs.go).
 
 import (
 	"context"
@@ -19,23 +20,37 @@ func (h *Handlers) incrementalAlterConfigs(ctx context.Context, _ *protocol.Conn
 	}
 	req := r.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	reqs := make([]controller.IncrementalAlterConfigsResource, len(req.Resources))
+	refused := refuseNullConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
+		rr := req.Resources[i]
+		vals := make([]configValue, len(rr.Configs))
+		for j, c := range rr.Configs {
+			vals[j] = configValue{c.Name, c.Value, c.Op == kmsg.IncrementalAlterConfigOpDelete}
+		}
+		return int8(rr.ResourceType), rr.ResourceName, vals
+	})
+	var reqs []controller.IncrementalAlterConfigsResource
 	for i, rr := range req.Resources {
-		reqs[i] = controller.IncrementalAlterConfigsResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
+		if refused[i] != nil {
+			continue
+		}
+		cr := controller.IncrementalAlterConfigsResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
 		for _, c := range rr.Configs {
 			op := controller.AlterConfigOp{Key: c.Name, Op: controller.ConfigOp(c.Op)}
 			if c.Value != nil {
 				op.Value = *c.Value
 			}
-			reqs[i].Ops = append(reqs[i].Ops, op)
+			cr.Ops = append(cr.Ops, op)
 		}
+		reqs = append(reqs, cr)
 	}
-	results, err := h.cluster.IncrementalAlterConfigs(ctx, reqs, req.ValidateOnly)
-	h.awaitLocalApply(ctx)
+	results, err := callController(ctx, h, reqs, func(reqs []controller.IncrementalAlterConfigsResource) ([]controller.ConfigResult, error) {
+		return h.cluster.IncrementalAlterConfigs(ctx, reqs, req.ValidateOnly)
+	})
+	next := 0
 	for i, rr := range req.Resources {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		res.ErrorCode, res.ErrorMessage = configError(err, results, i)
+		res.ErrorCode, res.ErrorMessage = configError(err, refused[i], results, &next)
 		resp.Resources = append(resp.Resources, res)
 	}
 	return reply(resp)

@@ -15,7 +15,7 @@ package handlers
 //	InitProducerId          IDEMPOTENT_WRITE on the cluster, or WRITE on any topic
 //	DescribeConfigs         DESCRIBE_CONFIGS on the topic, or the cluster for brokers
 //	AlterConfigs, IncrementalAlterConfigs   ALTER_CONFIGS likewise
-//	FindCoordinator         DESCRIBE group
+//	FindCoordinator         DESCRIBE group, or transactional id
 //	JoinGroup, SyncGroup, Heartbeat, LeaveGroup   READ group
 //	OffsetCommit            READ group, READ topic; OffsetDelete DELETE group, READ topic
 //	OffsetFetch             DESCRIBE group; only DESCRIBE-able topics are listed

@@ -180,19 +180,27 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 	case *kmsg.FindCoordinatorRequest:
 		return func(resp kmsg.Response) {
 			rs := resp.(*kmsg.FindCoordinatorResponse)
-			if req.CoordinatorType != 0 {
-				return // transactions are not served
+			// DESCRIBE on the group, or on the transactional id.
+			rt, denied := resGroup, kerr.GroupAuthorizationFailed.Code
+			switch req.CoordinatorType {
+			case 0:
+			case 1:
+				rt, denied = resTxnID, kerr.TransactionalIDAuthorizationFailed.Code
+			default:
+				return // INVALID_REQUEST already
 			}
 			if req.Version < 4 {
-				if !h.authorize(ctx, c, kmsg.ACLOperationDescribe, resGroup, req.CoordinatorKey) {
-					rs.ErrorCode, rs.NodeID, rs.Host, rs.Port = kerr.GroupAuthorizationFailed.Code, -1, "", -1
+				if !h.authorize(ctx, c, kmsg.ACLOperationDescribe, rt, req.CoordinatorKey) {
+					rs.ErrorCode, rs.NodeID, rs.Host, rs.Port = denied, -1, "", -1
+					rs.ErrorMessage = nil
 				}
 				return
 			}
 			for i, co := range rs.Coordinators {
-				if !h.authorize(ctx, c, kmsg.ACLOperationDescribe, resGroup, co.Key) {
-					rs.Coordinators[i].ErrorCode, rs.Coordinators[i].NodeID = kerr.GroupAuthorizationFailed.Code, -1
+				if !h.authorize(ctx, c, kmsg.ACLOperationDescribe, rt, co.Key) {
+					rs.Coordinators[i].ErrorCode, rs.Coordinators[i].NodeID = denied, -1
 					rs.Coordinators[i].Host, rs.Coordinators[i].Port = "", -1
+					rs.Coordinators[i].ErrorMessage = nil
 				}
 			}
 		}

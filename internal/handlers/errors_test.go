@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,12 +54,28 @@ func (f fakeCluster) Image() *metadata.Image { return f.img }
 func (f fakeCluster) LeaderID() int32        { return 2 }
 func (f fakeCluster) IsLeader() bool         { return false }
 
-var errTopicID = metadata.UUID{9}
+var (
+	errTopicID       = metadata.UUID{9}
+	offsetsTopicID   = metadata.UUID{10}
+	compactedTopicID = metadata.UUID{11}
+)
 
 // newErrorsHandlers is broker 1 hosting topic "t": partition 0 led here
-// (ISR of one, min.insync.replicas 2), partition 1 led by broker 2; a ten-record
-// batch is on partition 0.
+// (ISR of one, min.insync.replicas 2, leader epoch 3), partition 1 led by
+// broker 2 with a replica here, partition 2 led by broker 2 (leader epoch 5)
+// and not hosted here, partition 3 led here with broker 2 in its ISR, which
+// never fetches (acks=all waits there until its timeout); a ten-record batch
+// is on partition 0. Topic
+// "compacted" (cleanup.policy compact) and the internal topic
+// __consumer_offsets have one partition each, led here.
 func newErrorsHandlers(t *testing.T) *Handlers {
+	t.Helper()
+	return newErrorsHandlersWith(t, Config{})
+}
+
+// newErrorsHandlersWith is newErrorsHandlers with cfg (its node id and
+// broker epoch set here).
+func newErrorsHandlersWith(t *testing.T, cfg Config) *Handlers {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{})
@@ -72,6 +89,12 @@ func newErrorsHandlers(t *testing.T) *Handlers {
 		&metadata.TopicRecord{Name: "t", ID: errTopicID, Configs: map[string]string{"min.insync.replicas": "2"}},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 2, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 5},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
+		&metadata.TopicRecord{Name: "compacted", ID: compactedTopicID, Configs: map[string]string{"cleanup.policy": "compact"}},
+		&metadata.PartitionRecord{TopicID: compactedTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		&metadata.TopicRecord{Name: OffsetsTopic, ID: offsetsTopicID},
+		&metadata.PartitionRecord{TopicID: offsetsTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -94,12 +117,20 @@ func newErrorsHandlers(t *testing.T) *Handlers {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img}, m, nil, nil, logger)
+	cfg.NodeID, cfg.BrokerEpoch = 1, func() int64 { return 1 }
+	return New(cfg, fakeCluster{img: img}, m, nil, nil, logger)
 }
 
 func serve(t *testing.T, h *Handlers, req kmsg.Request) kmsg.Response {
 	t.Helper()
-	resp := h.Handle(context.Background(), &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req})
+	return serveRequest(t, h, &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req})
+}
+
+// serveRequest is serve with the connection and request header given.
+func serveRequest(t *testing.T, h *Handlers, c *protocol.ConnInfo, r *protocol.Request) kmsg.Response {
+	t.Helper()
+	req := r.Msg
+	resp := h.Handle(context.Background(), c, r)
 	if resp.Wait != nil {
 		resp = resp.Wait(context.Background())
 	}
@@ -119,41 +150,108 @@ func serve(t *testing.T, h *Handlers, req kmsg.Request) kmsg.Response {
 }
 
 // TestProduceErrors: a produce the broker cannot take gets Kafka's code for
-// that partition, never a closed connection.
+// that partition, never a closed connection (acks=0 aside:
+// TestAcksZeroErrorClosesConnection).
 func TestProduceErrors(t *testing.T) {
 	h := newErrorsHandlers(t)
 	good := batchtest.Build(batchtest.Options{})
 	corrupt := batchtest.Build(batchtest.Options{})
 	corrupt[len(corrupt)-1] ^= 0xff // the CRC no longer matches
+	magic1 := batchtest.Build(batchtest.Options{})
+	magic1[16] = 1
+	magic3 := batchtest.Build(batchtest.Options{})
+	magic3[16] = 3
+	zstd := batchtest.Build(batchtest.Options{Codec: 4})
+	big := batchtest.Build(batchtest.Options{Records: batchtest.Values(1, 2<<20)}) // over max.message.bytes
+	transactional := batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, Attributes: 0x10})
 	for _, tc := range []struct {
 		name      string
+		version   int16
 		topic     string
 		partition int32
 		acks      int16
 		records   []byte
+		clientID  string
+		txnID     *string
 		want      *kerr.Error
 	}{
-		{"unknown topic", "nope", 0, 1, good, kerr.UnknownTopicOrPartition},
-		{"unknown partition", "t", 7, 1, good, kerr.UnknownTopicOrPartition},
-		{"led elsewhere", "t", 1, 1, good, kerr.NotLeaderForPartition},
-		{"acks=all under min.insync.replicas", "t", 0, -1, good, kerr.NotEnoughReplicas},
-		{"invalid acks", "t", 0, 2, good, kerr.InvalidRequiredAcks},
-		{"corrupt batch", "t", 0, 1, corrupt, kerr.CorruptMessage},
-		{"no batch", "t", 0, 1, []byte{}, kerr.InvalidRecord},
+		{"unknown topic", 9, "nope", 0, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"unknown partition", 9, "t", 7, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"negative partition", 9, "t", -1, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"empty topic name", 9, "", 0, 1, good, "", nil, kerr.UnknownTopicOrPartition},
+		{"led elsewhere", 9, "t", 1, 1, good, "", nil, kerr.NotLeaderForPartition},
+		{"acks=all under min.insync.replicas", 9, "t", 0, -1, good, "", nil, kerr.NotEnoughReplicas},
+		{"acks=all past its timeout", 9, "t", 3, -1, good, "", nil, kerr.RequestTimedOut},
+		{"invalid acks", 9, "t", 0, 2, good, "", nil, kerr.InvalidRequiredAcks},
+		{"corrupt batch", 9, "t", 0, 1, corrupt, "", nil, kerr.CorruptMessage},
+		{"no batch", 9, "t", 0, 1, []byte{}, "", nil, kerr.InvalidRecord},
+		{"truncated batch", 9, "t", 0, 1, good[:30], "", nil, kerr.InvalidRecord},
+		{"two batches", 9, "t", 0, 1, append(slices.Clone(good), good...), "", nil, kerr.InvalidRecord},
+		{"magic 1", 9, "t", 0, 1, magic1, "", nil, kerr.InvalidRecord},
+		{"zstd before v7", 6, "t", 0, 1, zstd, "", nil, kerr.UnsupportedCompressionType},
+		{"zstd from v7", 7, "t", 0, 1, zstd, "", nil, nil},
+		{"over max.message.bytes", 9, "t", 0, 1, big, "", nil, kerr.MessageTooLarge},
+		{"internal topic", 9, OffsetsTopic, 0, 1, good, "", nil, kerr.InvalidTopicException},
+		{"internal topic from the admin client", 9, OffsetsTopic, 0, 1, good, adminClientID, nil, nil},
+		{"magic 3", 9, "t", 0, 1, magic3, "", nil, kerr.CorruptMessage},
+		{"transactional batch without a transactional id, no authorizer", 9, "t", 0, 1, transactional, "", nil, nil},
 	} {
 		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(9)
-		req.Acks, req.TimeoutMillis = tc.acks, 1000
+		req.SetVersion(tc.version)
+		req.Acks, req.TimeoutMillis, req.TransactionID = tc.acks, 200, tc.txnID
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = tc.topic
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = tc.partition, tc.records
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp := serve(t, h, req).(*kmsg.ProduceResponse)
-		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want.Code {
-			t.Errorf("%s: error %v, want %s", tc.name, kerr.ErrorForCode(got), tc.want.Message)
+		r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &tc.clientID}
+		resp := serveRequest(t, h, &protocol.ConnInfo{}, r).(*kmsg.ProduceResponse)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
 		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != want {
+			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+}
+
+// TestProduceMixedPartitions: in one request each partition gets its own
+// answer and the valid ones are appended (a transactional id the client may
+// not write refuses the whole request: TestTxnRequestErrors).
+func TestProduceMixedPartitions(t *testing.T) {
+	h := newErrorsHandlers(t)
+	p, err := h.replicas.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(records ...[]byte) []int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = 1, 1000
+		for i, topic := range []string{"t", "t", "nope", "t"} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = []int32{0, 1, 0, 9}[i], records[i]
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		var codes []int16
+		for _, rt := range serve(t, h, req).(*kmsg.ProduceResponse).Topics {
+			codes = append(codes, rt.Partitions[0].ErrorCode)
+		}
+		return codes
+	}
+	good := batchtest.Build(batchtest.Options{})
+	before := p.LogEndOffset()
+	nl, ut := kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code
+	if got, want := produce(good, good, good, good), []int16{0, nl, ut, ut}; !slices.Equal(got, want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	if got := p.LogEndOffset(); got != before+1 {
+		t.Fatalf("log end offset %d -> %d, want the valid partition appended", before, got)
 	}
 }
 
@@ -249,6 +347,13 @@ func TestPartitionRequestErrors(t *testing.T) {
 		{"OffsetForLeaderEpoch unknown topic", ofe("nope", 0), kerr.UnknownTopicOrPartition},
 		{"OffsetForLeaderEpoch led elsewhere", ofe("t", 1), kerr.NotLeaderForPartition},
 		{"DeleteRecords past the HWM", del("t", 0, 11), kerr.OffsetOutOfRange},
+		{"DeleteRecords below -1", del("t", 0, -5), kerr.OffsetOutOfRange},
+		{"DeleteRecords of an internal topic", del(OffsetsTopic, 0, 0), kerr.InvalidTopicException},
+		{"DeleteRecords of a compacted topic", del("compacted", 0, 0), kerr.PolicyViolation},
+		{"DeleteRecords unknown partition", del("t", 9, 0), kerr.UnknownTopicOrPartition},
+		{"ListOffsets unknown partition", lo("t", 9, -1), kerr.UnknownTopicOrPartition},
+		{"ListOffsets a newer epoch", lo("t", 0, 4), kerr.UnknownLeaderEpoch},
+		{"OffsetForLeaderEpoch unknown partition", ofe("t", 9), kerr.UnknownTopicOrPartition},
 		{"DeleteRecords led elsewhere", del("t", 1, 0), kerr.NotLeaderForPartition},
 		{"DeleteRecords unknown topic", del("nope", 0, 0), kerr.UnknownTopicOrPartition},
 	} {
@@ -259,5 +364,39 @@ func TestPartitionRequestErrors(t *testing.T) {
 		if tc.got != want {
 			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(tc.got), kerr.ErrorForCode(want))
 		}
+	}
+}
+
+// TestListOffsetsDuplicates: a partition asked for twice in one ListOffsets
+// gets INVALID_REQUEST in both entries, as in Kafka; the request's other
+// partitions are answered as usual.
+func TestListOffsetsDuplicates(t *testing.T) {
+	h := newErrorsHandlers(t)
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(7)
+	req.ReplicaID = -1
+	for _, tp := range []struct {
+		topic     string
+		partition int32
+	}{{"t", 0}, {"t", 1}, {"t", 0}, {"compacted", 0}} {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = tp.topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = tp.partition, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	var codes []int16
+	var offsets []int64
+	for _, rt := range serve(t, h, req).(*kmsg.ListOffsetsResponse).Topics {
+		codes = append(codes, rt.Partitions[0].ErrorCode)
+		offsets = append(offsets, rt.Partitions[0].Offset)
+	}
+	inv := kerr.InvalidRequest.Code
+	if want := []int16{inv, kerr.NotLeaderForPartition.Code, inv, 0}; !slices.Equal(codes, want) {
+		t.Fatalf("codes %v, want %v", codes, want)
+	}
+	if offsets[3] != 0 {
+		t.Fatalf("the compacted partition's latest offset is %d, want 0", offsets[3])
 	}
 }

@@ -7,7 +7,8 @@ package handlers
 // KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the
 // share-group ones, ShareGroupHeartbeat (76), ShareGroupDescribe (77) and the
 // share-group offset APIs (90-92), have their own files.
-// Each handler passes the decoded request to the coordinator. JoinGroup, SyncGroup
+// Each handler passes the decoded request to the coordinator; OffsetCommit first
+// answers the partitions of unknown topics UNKNOWN_TOPIC_OR_PARTITION itself. JoinGroup, SyncGroup
 // and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
 // off the connection's handler goroutine (protocol.Response.Wait) so a client's
 // other requests on the connection are not held up.
@@ -16,9 +17,11 @@ import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -48,8 +51,17 @@ type Groups interface {
 // groupServe maps each group API key to its handler.
 var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response{
 	8: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		req := r.Msg.(*kmsg.OffsetCommitRequest)
+		unknown := dropUnknownCommits(h.cluster.Image(), req)
+		if len(unknown) > 0 && len(req.Topics) == 0 {
+			resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+			resp.Topics = unknown
+			return reply(resp)
+		}
 		return waitFor(func(ctx context.Context) kmsg.Response {
-			return h.groups.OffsetCommit(ctx, r.Msg.(*kmsg.OffsetCommitRequest))
+			resp := h.groups.OffsetCommit(ctx, req)
+			resp.Topics = append(resp.Topics, unknown...)
+			return resp
 		})
 	},
 	9: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
@@ -116,4 +128,39 @@ func hostOf(a net.Addr) string {
 		return a.String()
 	}
 	return "/" + host
+}
+
+// dropUnknownCommits takes the partitions of topics or partitions that do not
+// exist out of an OffsetCommit and returns their answers,
+// UNKNOWN_TOPIC_OR_PARTITION, as Kafka's broker does before the coordinator
+// sees the request (the other partitions are committed).
+func dropUnknownCommits(img *metadata.Image, req *kmsg.OffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
+	var unknown []kmsg.OffsetCommitResponseTopic
+	var kept []kmsg.OffsetCommitRequestTopic
+	for _, t := range req.Topics {
+		var ut *kmsg.OffsetCommitResponseTopic
+		known := t
+		known.Partitions = nil
+		for _, p := range t.Partitions {
+			if img.Partition(t.Topic, p.Partition) != nil {
+				known.Partitions = append(known.Partitions, p)
+				continue
+			}
+			if ut == nil {
+				unknown = append(unknown, kmsg.NewOffsetCommitResponseTopic())
+				ut = &unknown[len(unknown)-1]
+				ut.Topic = t.Topic
+			}
+			up := kmsg.NewOffsetCommitResponseTopicPartition()
+			up.Partition, up.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
+			ut.Partitions = append(ut.Partitions, up)
+		}
+		if len(known.Partitions) > 0 {
+			kept = append(kept, known)
+		}
+	}
+	if unknown != nil {
+		req.Topics = kept
+	}
+	return unknown
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 var offsetsID = metadata.UUID{7}
@@ -37,17 +38,7 @@ func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 	if coord != nil {
 		s.SetCoordinator(coord)
 	}
-	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
-		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
-		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
-		&metadata.TopicRecord{Name: group.OffsetsTopic, ID: offsetsID, Configs: map[string]string{"max.message.bytes": "200"}},
-		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
-		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Apply(img.WithOffset(1)); err != nil {
+	if err := m.Apply(testImage(t).WithOffset(1)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -55,6 +46,22 @@ func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 		m.Close()
 	})
 	return s, m
+}
+
+// testImage is the metadata of newTestStore's partitions, and extra.
+func testImage(t *testing.T, extra ...metadata.Record) *metadata.Image {
+	t.Helper()
+	img, err := metadata.ApplyAll(metadata.NewImage(), append([]metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+		&metadata.TopicRecord{Name: group.OffsetsTopic, ID: offsetsID, Configs: map[string]string{"max.message.bytes": "200"}},
+		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+	}, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // TestAppendErrors: the error paths of Append, as the group coordinator sees
@@ -226,4 +233,70 @@ func marker(m *replica.Manager, pid int64, commit bool) error {
 		return err
 	}
 	return p.WaitHighWatermark(context.Background(), res.LastOffset+1, 10*time.Second)
+}
+
+// TestAppendWaitErrors: Append waits for the high-water mark; the wait ends
+// with NOT_COORDINATOR when the partition's leadership moves away meanwhile
+// (the group's new coordinator is elsewhere), and with the context's error
+// when the request is cancelled. AppendUnacked does not wait, and fails as
+// Append does before it.
+func TestAppendWaitErrors(t *testing.T) {
+	s, m := newTestStore(t, nil)
+	// Partition 2 is led here with broker 2 in its ISR, which never fetches:
+	// the high-water mark stays behind what Append writes.
+	base := testImage(t, &metadata.PartitionRecord{TopicID: offsetsID, Partition: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	if err := m.Apply(base.WithOffset(2)); err != nil {
+		t.Fatal(err)
+	}
+	small := []group.Record{{Key: []byte("k"), Value: []byte("v")}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if err := s.Append(ctx, 2, small); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Append cancelled while waiting: %v, want context.Canceled", err)
+	}
+
+	if err := s.AppendUnacked(context.Background(), 2, small); err != nil {
+		t.Fatalf("AppendUnacked on the led partition: %v (it must not wait for the high-water mark)", err)
+	}
+	for _, tc := range []struct {
+		name      string
+		partition int32
+		records   []group.Record
+		want      error
+	}{
+		{"not hosted", 5, small, group.ErrNotCoordinator},
+		{"led by another broker", 1, small, group.ErrNotCoordinator},
+		{"too large", 2, []group.Record{{Key: []byte("k"), Value: make([]byte, 300)}}, group.ErrRecordTooLarge},
+	} {
+		if err := s.AppendUnacked(context.Background(), tc.partition, tc.records); !errors.Is(err, tc.want) {
+			t.Errorf("AppendUnacked %s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+
+	// Leadership moves to broker 2 while Append waits.
+	moved, err := metadata.ApplyAll(base, []metadata.Record{
+		&metadata.PartitionChangeRecord{TopicID: offsetsID, Partition: 2, Leader: 2, LeaderEpoch: 1, ISR: []int32{2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		done <- s.Append(ctx, 2, small)
+	}()
+	p, err := m.Partition(group.OffsetsTopic, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := p.LogEndOffset()
+	wait.For(t, "the append in the log", func() bool { return p.LogEndOffset() > before })
+	if err := m.Apply(moved.WithOffset(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, group.ErrNotCoordinator) {
+		t.Fatalf("Append whose leadership moved while waiting: %v, want group.ErrNotCoordinator", err)
+	}
 }

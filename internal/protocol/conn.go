@@ -79,9 +79,10 @@ type outgoing struct {
 	msg      kmsg.Response // version already set
 	body     Body
 	flexible bool // response header v1: one tag byte
-	none     bool // a deferred response that turned out to be None
+	none     bool // nothing to write: a deferred None, or a None with Close
 	// closeAfter, when set, closes the connection (with this reason) once the
-	// response is written: a failed authentication.
+	// response is written, or once the responses before it are when none is
+	// set: a failed authentication, a Response.Close.
 	closeAfter error
 	// raw, for a raw SASL token (after SaslHandshake v0), writes token framed by
 	// its size alone, with no response header.
@@ -478,31 +479,37 @@ func (c *conn) finishDeferred(out *outgoing, wait func(context.Context) Response
 		return
 	}
 	filled, err := c.fill(out, resp)
-	out.none = err == nil && filled == nil
+	out.none = out.none || (err == nil && filled == nil)
 	out.waitErr = err
 }
 
-// fill checks a Response and puts it into out; it returns nil, nil for None.
+// fill checks a Response and puts it into out; it returns nil, nil for None
+// (without Close: with it, out marked none and to close the connection).
 func (c *conn) fill(out *outgoing, resp Response) (*outgoing, error) {
 	r := out.req
 	switch {
-	case resp.Msg != nil && resp.Body == nil && !resp.None:
+	case resp.Msg != nil && resp.Body == nil && !resp.None && resp.Close == nil:
 		if resp.Msg.Key() != r.Key {
 			return nil, fmt.Errorf("%w: %s response to a %s request", ErrBadResponse, kmsg.NameForKey(resp.Msg.Key()), kmsg.NameForKey(r.Key))
 		}
 		resp.Msg.SetVersion(r.Version)
 		out.msg = resp.Msg
-	case resp.Body != nil && resp.Msg == nil && !resp.None:
+	case resp.Body != nil && resp.Msg == nil && !resp.None && resp.Close == nil:
 		out.body = resp.Body
 	case resp.None && resp.Msg == nil && resp.Body == nil:
 		c.observe(out, 0, true, nil)
+		if resp.Close != nil {
+			out.none = true
+			out.closeAfter = fmt.Errorf("%w: %w", ErrClosedByHandler, resp.Close)
+			return out, nil
+		}
 		return nil, nil
 	default:
 		if resp.Body != nil {
 			resp.Body.Release()
 		}
-		return nil, fmt.Errorf("%w: to %s: Msg set %t, Body set %t, None %t", ErrBadResponse,
-			kmsg.NameForKey(r.Key), resp.Msg != nil, resp.Body != nil, resp.None)
+		return nil, fmt.Errorf("%w: to %s: Msg set %t, Body set %t, None %t, Close set %t", ErrBadResponse,
+			kmsg.NameForKey(r.Key), resp.Msg != nil, resp.Body != nil, resp.None, resp.Close != nil)
 	}
 	return out, nil
 }
@@ -539,10 +546,17 @@ func (c *conn) runWriter() {
 				c.fail(out.waitErr)
 				continue
 			}
-			if out.none {
-				recycleFrame(out.req)
-				continue
+		}
+		if out.none {
+			recycleFrame(out.req)
+			if out.closeAfter != nil {
+				// Nothing of its own to write: what was answered before goes out first.
+				if err := bw.Flush(); err != nil {
+					c.fail(err)
+				}
+				c.fail(out.closeAfter)
 			}
+			continue
 		}
 		if c.isClosed() {
 			_ = c.release(out)

@@ -72,6 +72,8 @@
 //     API key, a version outside the registered range, an undecodable body, an
 //     invalid Response from the handler or a handler panic closes that connection
 //     only; the reason is logged with the remote address and handed to ConnCloseHook.
+//     So does a Response with None and Close (an acks=0 Produce that failed),
+//     once the responses to the requests before it are written.
 //     Requests read before the close are still handled, with a cancelled context,
 //     and their responses dropped.
 //  5. Shutdown stops accepting and reading, lets the requests already read finish

@@ -32,6 +32,9 @@ var (
 	// HandshakeTimeout, or the handshake failed (no or an untrusted client
 	// certificate on an mTLS listener, say).
 	ErrTLSHandshake = errors.New("protocol: TLS handshake failed")
+	// ErrClosedByHandler means the handler asked for the connection to be closed
+	// (Response.Close): an acks=0 Produce that failed on a partition.
+	ErrClosedByHandler = errors.New("protocol: closed by the handler")
 	// ErrPanic means a handler, body or hook panicked while serving the connection.
 	ErrPanic = errors.New("protocol: panic while serving connection")
 	// ErrServerClosed is returned by Serve after Close or Shutdown.

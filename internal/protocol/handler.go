@@ -40,6 +40,12 @@ type Response struct {
 	Body Body
 	// None sends nothing at all (Produce with acks=0).
 	None bool
+	// Close, beside None, closes the connection once the responses to the
+	// requests before this one are written (Kafka's closeConnection): a Produce
+	// with acks=0 that failed on a partition, whose client reads no answer and
+	// learns from the closed connection to refresh its metadata. The reason is
+	// logged and passed to ConnCloseHook wrapped in ErrClosedByHandler.
+	Close error
 	// Wait finishes the request off the handler goroutine: the handler did the part
 	// that must happen in arrival order (a Produce's appends) and Wait does the
 	// waiting (acks=all). The connection's next request is handled meanwhile, and

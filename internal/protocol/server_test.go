@@ -820,3 +820,63 @@ func TestDeferredResponsesKeepOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestNoneWithCloseClosesAfterEarlierResponses: a None response with Close
+// (an acks=0 Produce that failed on a partition) closes the connection, but
+// only after the response to the request before it, still waiting when the
+// close was asked for, is written; a None without Close leaves the connection
+// serving. The reason reaches ConnCloseHook as ErrClosedByHandler.
+func TestNoneWithCloseClosesAfterEarlierResponses(t *testing.T) {
+	release := make(chan struct{})
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		req, ok := r.Msg.(*kmsg.ProduceRequest)
+		switch {
+		case !ok:
+			return echoHandler(ctx, c, r)
+		case req.Acks == 0 && req.Topics[0].Topic == "fail":
+			return Response{None: true, Close: errors.New("partition error")}
+		case req.Acks == -1:
+			return Response{Wait: func(ctx context.Context) Response {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return echoHandler(ctx, c, r)
+			}}
+		}
+		return echoHandler(ctx, c, r)
+	}))
+
+	c := dial(t, ts.addr)
+	c.send(produceRequest(0), 9, 1) // succeeds: no answer, the connection stays
+	c.roundTrip(metadataRequest("still"), 12, 2)
+
+	c.send(produceRequest(-1), 9, 3) // waits
+	failing := produceRequest(0)
+	failing.Topics[0].Topic = "fail"
+	c.send(failing, 9, 4)
+	close(release)
+	resp := c.read(produceRequest(-1), 9, 3).(*kmsg.ProduceResponse)
+	if got := resp.Topics[0].Topic; got != "3" {
+		t.Fatalf("the waiting produce was answered with topic %s", got)
+	}
+	c.expectClosed()
+	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrClosedByHandler) {
+		t.Fatalf("close error %v, want ErrClosedByHandler", err)
+	}
+	checkServing(t, ts.addr)
+}
+
+// TestCloseBesideAnAnswerIsRejected: Close is only for None; beside a Msg it
+// is an invalid response.
+func TestCloseBesideAnAnswerIsRejected(t *testing.T) {
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		return Response{Msg: kmsg.NewPtrMetadataResponse(), Close: errors.New("x")}
+	}))
+	c := dial(t, ts.addr)
+	c.send(metadataRequest("x"), 12, 1)
+	c.expectClosed()
+	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrBadResponse) {
+		t.Fatalf("close error %v, want ErrBadResponse", err)
+	}
+}

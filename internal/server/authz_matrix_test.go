@@ -339,11 +339,13 @@ var authzMatrix = map[int16]matrixCase{
 	}},
 	64: {func([16]byte) kmsg.Request { r := kmsg.NewPtrUnregisterBrokerRequest(); r.BrokerID = 99; return r },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode }},
+	// The client finds the id's coordinator first: DESCRIBE on the
+	// transactional id, refused as Kafka refuses it.
 	65: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrDescribeTransactionsRequest()
 		r.TransactionalIDs = []string{"mt"}
 		return r
-	}, clusterDenied, func(r kmsg.Response) int16 {
+	}, kerr.TransactionalIDAuthorizationFailed, func(r kmsg.Response) int16 {
 		return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode
 	}},
 	66: {func([16]byte) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },

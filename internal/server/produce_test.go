@@ -124,7 +124,7 @@ func TestProduceErrors(t *testing.T) {
 		{"unknown topic", "nope", 1, good, kerr.UnknownTopicOrPartition},
 		{"too large", "e", 1, batchtest.Build(batchtest.Options{Records: batchtest.Values(1, 500)}), kerr.MessageTooLarge},
 		{"bad crc", "e", 1, badCRC, kerr.CorruptMessage},
-		{"truncated", "e", 1, good[:len(good)-3], kerr.CorruptMessage},
+		{"truncated", "e", 1, good[:len(good)-3], kerr.InvalidRecord}, // no whole batch, as Kafka finds
 		{"acks 2", "e", 2, good, kerr.InvalidRequiredAcks},
 		{"control batch", "e", 1, batchtest.Build(batchtest.Options{Attributes: 0x20}), kerr.InvalidRecord},
 		{"no key on a compacted topic", "ce", 1, good, kerr.InvalidRecord},

@@ -1,0 +1,490 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// planCluster is the Cluster of a node whose controller is the active one,
+// in memory: the topic and config operations run the controller's own
+// plans (package controller) against the image and apply their records.
+// Other controller calls panic.
+type planCluster struct {
+	Cluster
+	mu  sync.Mutex
+	img *metadata.Image
+}
+
+func (c *planCluster) Image() *metadata.Image {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.img
+}
+func (c *planCluster) LeaderID() int32 { return 1 }
+func (c *planCluster) IsLeader() bool  { return true }
+
+// apply applies the records of a plan unless validateOnly.
+func (c *planCluster) apply(recs []metadata.Record, validateOnly bool) error {
+	if validateOnly {
+		return nil
+	}
+	img, err := metadata.ApplyAll(c.img, recs)
+	if err == nil {
+		c.img = img
+	}
+	return err
+}
+
+func (c *planCluster) CreateTopics(_ context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanCreateTopics(c.img, reqs, 1, rand.Reader)
+	return res, c.apply(recs, validateOnly)
+}
+
+func (c *planCluster) DeleteTopics(_ context.Context, refs []controller.TopicRef) ([]controller.DeleteTopicResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanDeleteTopics(c.img, refs)
+	return res, c.apply(recs, false)
+}
+
+func (c *planCluster) CreatePartitions(_ context.Context, reqs []controller.CreatePartitions, validateOnly bool) ([]controller.CreatePartitionsResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanCreatePartitions(c.img, reqs)
+	return res, c.apply(recs, validateOnly)
+}
+
+func (c *planCluster) AlterConfigs(_ context.Context, reqs []controller.AlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanAlterConfigs(c.img, reqs)
+	return res, c.apply(recs, validateOnly)
+}
+
+func (c *planCluster) IncrementalAlterConfigs(_ context.Context, reqs []controller.IncrementalAlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanIncrementalAlterConfigs(c.img, reqs)
+	return res, c.apply(recs, validateOnly)
+}
+
+// newAdminHandlers is a node of a two-broker cluster whose controller is the
+// active one (planCluster), hosting no partitions: topic "t" (two
+// partitions, replication factor 2) and "t_x" exist.
+func newAdminHandlers(t *testing.T) *Handlers {
+	t.Helper()
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+		&metadata.TopicRecord{Name: "t", ID: errTopicID},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+		&metadata.TopicRecord{Name: "t_x", ID: metadata.UUID{12}},
+		&metadata.PartitionRecord{TopicID: metadata.UUID{12}, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			t.Fatalf("broker %d is fenced in the test image", b.ID)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, &planCluster{img: img}, nil, nil, nil, logger)
+}
+
+// codesByName lists a response's (name, code) pairs in order.
+type nameCode struct {
+	name string
+	code int16
+}
+
+func wantCodes(t *testing.T, what string, got []nameCode, want ...any) {
+	t.Helper()
+	var w []nameCode
+	for i := 0; i < len(want); i += 2 {
+		code := int16(0)
+		if e, ok := want[i+1].(*kerr.Error); ok && e != nil {
+			code = e.Code
+		}
+		w = append(w, nameCode{want[i].(string), code})
+	}
+	if len(got) != len(w) {
+		t.Errorf("%s: answered %v, want %v", what, got, w)
+		return
+	}
+	for i := range w {
+		if got[i] != w[i] {
+			t.Errorf("%s: entry %d is %s %v, want %s %v", what, i, got[i].name, kerr.ErrorForCode(got[i].code), w[i].name, kerr.ErrorForCode(w[i].code))
+		}
+	}
+}
+
+// TestCreateTopicsErrors: each invalid topic of a CreateTopics gets Kafka's
+// code while the valid ones are created; a name given twice is INVALID_REQUEST
+// (in each place: Kafka answers it once) and not created.
+func TestCreateTopicsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	topic := func(name string, partitions int32, rf int16, configs ...string) kmsg.CreateTopicsRequestTopic {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
+		for i := 0; i < len(configs); i += 2 {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name = configs[i]
+			if configs[i+1] != "<null>" {
+				c.Value = kmsg.StringPtr(configs[i+1])
+			}
+			rt.Configs = append(rt.Configs, c)
+		}
+		return rt
+	}
+	assigned := func(name string, partitions int32, replicas ...[]int32) kmsg.CreateTopicsRequestTopic {
+		rt := topic(name, partitions, -1)
+		for i, r := range replicas {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = int32(i), r
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+		}
+		return rt
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{
+		topic("ok", 2, 2),
+		topic("dup", 1, 1),
+		topic("", 1, 1),
+		topic(strings.Repeat("a", 250), 1, 1),
+		topic("a/b", 1, 1),
+		topic("..", 1, 1),
+		topic("t", 1, 1),
+		topic("t.x", 1, 1),
+		topic("zero-partitions", 0, 1),
+		topic("minus-two-partitions", -2, 1),
+		topic("zero-rf", 1, 0),
+		topic("rf-over-brokers", 1, 3),
+		topic("unknown-config", 1, 1, "no.such.config", "1"),
+		topic("bad-config", 1, 1, "retention.ms", "soon"),
+		topic("null-config", 1, 1, "retention.ms", "<null>"),
+		assigned("assignment-and-count", 2, []int32{1}),
+		assigned("assignment-duplicate-replica", -1, []int32{1, 1}),
+		assigned("assignment-unknown-broker", -1, []int32{7}),
+		assigned("assigned", -1, []int32{2, 1}, []int32{1, 2}),
+		topic("dup", 1, 1),
+	}
+	resp := serve(t, h, req).(*kmsg.CreateTopicsResponse)
+	var got []nameCode
+	for _, rt := range resp.Topics {
+		got = append(got, nameCode{rt.Topic, rt.ErrorCode})
+	}
+	wantCodes(t, "CreateTopics", got,
+		"ok", nil,
+		"dup", kerr.InvalidRequest,
+		"", kerr.InvalidTopicException,
+		strings.Repeat("a", 250), kerr.InvalidTopicException,
+		"a/b", kerr.InvalidTopicException,
+		"..", kerr.InvalidTopicException,
+		"t", kerr.TopicAlreadyExists,
+		"t.x", kerr.InvalidTopicException,
+		"zero-partitions", kerr.InvalidPartitions,
+		"minus-two-partitions", kerr.InvalidPartitions,
+		"zero-rf", kerr.InvalidReplicationFactor,
+		"rf-over-brokers", kerr.InvalidReplicationFactor,
+		"unknown-config", kerr.InvalidConfig,
+		"bad-config", kerr.InvalidConfig,
+		"null-config", kerr.InvalidConfig,
+		"assignment-and-count", kerr.InvalidRequest,
+		"assignment-duplicate-replica", kerr.InvalidReplicaAssignment,
+		"assignment-unknown-broker", kerr.InvalidReplicaAssignment,
+		"assigned", nil,
+		"dup", kerr.InvalidRequest,
+	)
+	img := h.cluster.Image()
+	if img.Topic("dup") != nil {
+		t.Error("a topic named twice in one request was created")
+	}
+	if tp := img.Topic("ok"); tp == nil || len(tp.Partitions) != 2 {
+		t.Error("the valid topic beside the invalid ones was not created with 2 partitions")
+	}
+}
+
+// TestAlterConfigsErrors: AlterConfigs and IncrementalAlterConfigs answer each
+// resource on its own, as Kafka's broker does before the controller sees the
+// request: a resource named twice is INVALID_REQUEST in each place, as are a
+// key given twice and a null value (but DELETE's); an unknown topic, key or
+// bad value gets its code, and the valid resources beside them are applied.
+func TestAlterConfigsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	type cfg struct {
+		name  string
+		value *string
+		op    int8
+	}
+	v := kmsg.StringPtr
+	legacy := func(resources ...any) []nameCode {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.SetVersion(2)
+		for i := 0; i < len(resources); i += 3 {
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(resources[i].(int)), resources[i+1].(string)
+			for _, c := range resources[i+2].([]cfg) {
+				rc := kmsg.NewAlterConfigsRequestResourceConfig()
+				rc.Name, rc.Value = c.name, c.value
+				rr.Configs = append(rr.Configs, rc)
+			}
+			req.Resources = append(req.Resources, rr)
+		}
+		var got []nameCode
+		for _, r := range serve(t, h, req).(*kmsg.AlterConfigsResponse).Resources {
+			got = append(got, nameCode{r.ResourceName, r.ErrorCode})
+		}
+		return got
+	}
+	incremental := func(resources ...any) []nameCode {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.SetVersion(1)
+		for i := 0; i < len(resources); i += 3 {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(resources[i].(int)), resources[i+1].(string)
+			for _, c := range resources[i+2].([]cfg) {
+				rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				rc.Name, rc.Value, rc.Op = c.name, c.value, kmsg.IncrementalAlterConfigOp(c.op)
+				rr.Configs = append(rr.Configs, rc)
+			}
+			req.Resources = append(req.Resources, rr)
+		}
+		var got []nameCode
+		for _, r := range serve(t, h, req).(*kmsg.IncrementalAlterConfigsResponse).Resources {
+			got = append(got, nameCode{r.ResourceName, r.ErrorCode})
+		}
+		return got
+	}
+	const topic, broker = 2, 4
+	retention := []cfg{{"retention.ms", v("1000"), 0}}
+
+	wantCodes(t, "AlterConfigs", legacy(
+		topic, "t", retention,
+		topic, "nope", retention,
+		topic, "t_x", []cfg{{"retention.ms", v("soon"), 0}},
+		topic, "t_x", retention,
+		topic, "x", []cfg{{"no.such.config", v("1"), 0}},
+		99, "t", retention,
+	),
+		"t", nil,
+		"nope", kerr.UnknownTopicOrPartition,
+		"t_x", kerr.InvalidRequest,
+		"t_x", kerr.InvalidRequest,
+		"x", kerr.UnknownTopicOrPartition,
+		"t", kerr.InvalidRequest,
+	)
+	if got := h.cluster.Image().Topic("t").Overrides["retention.ms"]; got != "1000" {
+		t.Errorf("AlterConfigs: the valid resource beside the invalid ones has retention.ms %q, want 1000", got)
+	}
+	wantCodes(t, "AlterConfigs keys", legacy(
+		topic, "t", []cfg{{"retention.ms", v("1"), 0}, {"retention.ms", v("2"), 0}},
+		topic, "t_x", []cfg{{"retention.ms", nil, 0}},
+		topic, "t", []cfg{{"no.such.config", v("1"), 0}},
+	),
+		"t", kerr.InvalidRequest,
+		"t_x", kerr.InvalidRequest,
+		"t", kerr.InvalidRequest,
+	)
+
+	const set, del, appendOp, subtract = 0, 1, 2, 3
+	wantCodes(t, "IncrementalAlterConfigs", incremental(
+		topic, "t", []cfg{{"retention.ms", v("2000"), set}},
+		topic, "nope", retention,
+		topic, "t_x", []cfg{{"retention.ms", v("1"), set}, {"retention.ms", nil, del}},
+		broker, "", []cfg{{"log.retention.ms", nil, set}},
+		topic, "x1", []cfg{{"retention.ms", nil, del}},
+	),
+		"t", nil,
+		"nope", kerr.UnknownTopicOrPartition,
+		"t_x", kerr.InvalidRequest,
+		"", kerr.InvalidRequest,
+		"x1", kerr.UnknownTopicOrPartition,
+	)
+	wantCodes(t, "IncrementalAlterConfigs values", incremental(
+		topic, "t", []cfg{{"retention.ms", v("soon"), set}},
+		topic, "t_x", []cfg{{"no.such.config", v("1"), set}},
+	),
+		"t", kerr.InvalidConfig,
+		"t_x", kerr.InvalidConfig,
+	)
+	wantCodes(t, "IncrementalAlterConfigs unknown operation", incremental(
+		topic, "t", []cfg{{"retention.ms", v("1"), 9}},
+	),
+		"t", kerr.InvalidRequest,
+	)
+	wantCodes(t, "IncrementalAlterConfigs lists", incremental(
+		topic, "t", []cfg{{"retention.ms", v("1"), appendOp}},
+		topic, "t_x", []cfg{{"cleanup.policy", v("compact"), subtract}},
+	),
+		"t", kerr.InvalidConfig,
+		"t_x", nil,
+	)
+	if got := h.cluster.Image().Topic("t").Overrides["retention.ms"]; got != "2000" {
+		t.Errorf("IncrementalAlterConfigs: retention.ms %q, want 2000", got)
+	}
+}
+
+// TestDeleteTopicsErrors: DeleteTopics v6 by name or id; an unknown name,
+// an unknown id, both or neither given, and a name given twice get Kafka's
+// codes, while the valid topic beside them is deleted. Before v6 names only.
+func TestDeleteTopicsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	byName := func(name string) kmsg.DeleteTopicsRequestTopic {
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		return rt
+	}
+	byID := func(id metadata.UUID) kmsg.DeleteTopicsRequestTopic {
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.TopicID = id
+		return rt
+	}
+	both := byName("t")
+	both.TopicID = errTopicID
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(6)
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{
+		byName("nope"), byID(metadata.UUID{99}), both, byID(metadata.UUID{}),
+		byName("dup"), byName("dup"), byName("t_x"),
+	}
+	var got []nameCode
+	for _, rt := range serve(t, h, req).(*kmsg.DeleteTopicsResponse).Topics {
+		got = append(got, nameCode{nullable(rt.Topic), rt.ErrorCode})
+	}
+	wantCodes(t, "DeleteTopics v6", got,
+		"nope", kerr.UnknownTopicOrPartition,
+		"", kerr.UnknownTopicID,
+		"t", kerr.InvalidRequest,
+		"", kerr.InvalidRequest,
+		"dup", kerr.InvalidRequest,
+		"dup", kerr.InvalidRequest,
+		"t_x", nil,
+	)
+	img := h.cluster.Image()
+	if img.Topic("t_x") != nil || img.Topic("t") == nil {
+		t.Fatalf("after DeleteTopics: t_x exists %t, t exists %t; want only t", img.Topic("t_x") != nil, img.Topic("t") != nil)
+	}
+
+	old := kmsg.NewPtrDeleteTopicsRequest()
+	old.SetVersion(5)
+	old.TopicNames = []string{"nope", "t"}
+	got = nil
+	for _, rt := range serve(t, h, old).(*kmsg.DeleteTopicsResponse).Topics {
+		got = append(got, nameCode{nullable(rt.Topic), rt.ErrorCode})
+	}
+	wantCodes(t, "DeleteTopics v5", got, "nope", kerr.UnknownTopicOrPartition, "t", nil)
+}
+
+// TestCreatePartitionsErrors: growing an unknown topic, shrinking, staying,
+// an assignment of the wrong size or to an unknown broker, a topic named
+// twice: each gets Kafka's code, and the valid topic beside them grows.
+func TestCreatePartitionsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	topic := func(name string, count int32, assignment ...[]int32) kmsg.CreatePartitionsRequestTopic {
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = name, count
+		for _, r := range assignment {
+			rt.Assignment = append(rt.Assignment, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: r})
+		}
+		return rt
+	}
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.SetVersion(3)
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.CreatePartitionsRequestTopic{
+		topic("nope", 3),
+		topic("t", 1),
+		topic("t", 2),
+		topic("t_x", 3, []int32{1}),
+		topic("t_x", 2, []int32{7}),
+		topic("t_x", 3),
+	}
+	var got []nameCode
+	for _, rt := range serve(t, h, req).(*kmsg.CreatePartitionsResponse).Topics {
+		got = append(got, nameCode{rt.Topic, rt.ErrorCode})
+	}
+	// t and t_x are each named more than once: INVALID_REQUEST.
+	wantCodes(t, "CreatePartitions duplicates", got,
+		"nope", kerr.UnknownTopicOrPartition,
+		"t", kerr.InvalidRequest, "t", kerr.InvalidRequest,
+		"t_x", kerr.InvalidRequest, "t_x", kerr.InvalidRequest, "t_x", kerr.InvalidRequest,
+	)
+	for _, tc := range []struct {
+		name string
+		rt   kmsg.CreatePartitionsRequestTopic
+		want *kerr.Error
+	}{
+		{"shrink", topic("t", 1), kerr.InvalidPartitions},
+		{"same count", topic("t", 2), kerr.InvalidPartitions},
+		{"assignment of the wrong size", topic("t", 4, []int32{1}), kerr.InvalidReplicaAssignment},
+		{"assignment to an unknown broker", topic("t", 3, []int32{7, 1}), kerr.InvalidReplicaAssignment},
+		{"assignment with a replica twice", topic("t", 3, []int32{1, 1}), kerr.InvalidReplicaAssignment},
+		{"grow", topic("t", 3), nil},
+	} {
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{tc.rt}
+		got := serve(t, h, req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if got != want {
+			t.Errorf("CreatePartitions %s: %v, want %v", tc.name, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+	if n := len(h.cluster.Image().Topic("t").Partitions); n != 3 {
+		t.Errorf("t has %d partitions, want 3", n)
+	}
+}
+
+// TestDescribeConfigsErrors: an unknown topic, a bad or unknown broker id, an
+// unknown resource type each get their code beside a resource described in
+// full.
+func TestDescribeConfigsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	for _, r := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}{{2, "t"}, {2, "nope"}, {2, ""}, {4, "abc"}, {4, "7"}, {4, "1"}, {99, "x"}} {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = r.typ, r.name
+		req.Resources = append(req.Resources, rr)
+	}
+	resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+	var got []nameCode
+	for _, r := range resp.Resources {
+		got = append(got, nameCode{r.ResourceName, r.ErrorCode})
+	}
+	wantCodes(t, "DescribeConfigs", got,
+		"t", nil,
+		"nope", kerr.UnknownTopicOrPartition,
+		"", kerr.InvalidTopicException,
+		"abc", kerr.InvalidRequest,
+		"7", kerr.InvalidRequest,
+		"1", nil,
+		"x", kerr.InvalidRequest,
+	)
+	if len(resp.Resources[0].Configs) == 0 || len(resp.Resources[5].Configs) == 0 {
+		t.Errorf("the valid resources list %d and %d configs", len(resp.Resources[0].Configs), len(resp.Resources[5].Configs))
+	}
+}

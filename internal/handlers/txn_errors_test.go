@@ -1,0 +1,234 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/txn"
+)
+
+// recordingTxns is a transaction coordinator that answers success and
+// records the partitions it was asked to add; what else is called fails the
+// test by panicking.
+type recordingTxns struct {
+	Transactions
+	added []txn.TopicPartition
+	calls int
+}
+
+func (r *recordingTxns) AddPartitions(_ context.Context, _ string, _ int64, _ int16, add []txn.TopicPartition) int16 {
+	r.calls++
+	r.added = append(r.added, add...)
+	return 0
+}
+
+func (r *recordingTxns) InitProducerID(context.Context, string, int32, int64, int16) (int64, int16, int16) {
+	r.calls++
+	return 5, 0, 0
+}
+
+func (r *recordingTxns) EndTxn(context.Context, string, int64, int16, bool, bool) (int64, int16, int16) {
+	r.calls++
+	return -1, -1, 0
+}
+
+// TestTxnRequestErrors: the transactional APIs refuse, before the
+// coordinator sees them, what Kafka refuses: an empty transactional id
+// (INVALID_REQUEST), a transactional id the client may not WRITE, a group it
+// may not READ (AddOffsetsToTxn), and in AddPartitionsToTxn a topic it may not
+// WRITE or an unknown partition (the others then OPERATION_NOT_ATTEMPTED).
+func TestTxnRequestErrors(t *testing.T) {
+	txns := &recordingTxns{}
+	write, read := kmsg.ACLOperationWrite, kmsg.ACLOperationRead
+	h := newErrorsHandlersWith(t, Config{Transactions: txns, Authorizer: allowAnonymous(
+		write, resTxnID, "tx", write, resTxnID, "", write, resTopic, "t", read, resGroup, "g")})
+
+	initPID := func(id string) int16 {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		return serve(t, h, req).(*kmsg.InitProducerIDResponse).ErrorCode
+	}
+	endTxn := func(id string) int16 {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.SetVersion(4)
+		req.TransactionalID, req.ProducerID, req.Commit = id, 5, true
+		return serve(t, h, req).(*kmsg.EndTxnResponse).ErrorCode
+	}
+	addOffsets := func(id, group string) int16 {
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.ProducerID, req.Group = id, 5, group
+		return serve(t, h, req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode
+	}
+	for _, tc := range []struct {
+		name string
+		got  int16
+		want *kerr.Error
+	}{
+		{"InitProducerId empty id", initPID(""), kerr.InvalidRequest},
+		{"InitProducerId id denied", initPID("other"), kerr.TransactionalIDAuthorizationFailed},
+		{"EndTxn empty id", endTxn(""), kerr.InvalidRequest},
+		{"EndTxn id denied", endTxn("other"), kerr.TransactionalIDAuthorizationFailed},
+		{"AddOffsetsToTxn group denied", addOffsets("tx", "other"), kerr.GroupAuthorizationFailed},
+		{"AddOffsetsToTxn empty id", addOffsets("", "g"), kerr.InvalidRequest},
+	} {
+		if tc.got != tc.want.Code {
+			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(tc.got), tc.want)
+		}
+	}
+	if txns.calls != 0 {
+		t.Fatalf("the coordinator was called %d times for refused requests", txns.calls)
+	}
+
+	// Produce: transactional batches need WRITE on the request's transactional
+	// id (the whole request is refused, its plain partitions too).
+	transactional := batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, Attributes: 0x10})
+	plain := batchtest.Build(batchtest.Options{})
+	produce := func(id *string) []int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis, req.TransactionID = 1, 1000, id
+		for i, records := range [][]byte{plain, transactional} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = []int32{0, 3}[i], records
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		var codes []int16
+		for _, rt := range serve(t, h, req).(*kmsg.ProduceResponse).Topics {
+			codes = append(codes, rt.Partitions[0].ErrorCode)
+		}
+		return codes
+	}
+	denied := kerr.TransactionalIDAuthorizationFailed.Code
+	for _, tc := range []struct {
+		name string
+		id   *string
+		want []int16
+	}{
+		{"no transactional id", nil, []int16{denied, denied}},
+		{"an id not writable", kmsg.StringPtr("other"), []int16{denied, denied}},
+		{"a writable id", kmsg.StringPtr("tx"), []int16{0, 0}},
+	} {
+		if got := produce(tc.id); !slices.Equal(got, tc.want) {
+			t.Errorf("produce with %s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	add := func(id string, topics map[string][]int32, order ...string) []int16 {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.ProducerID = id, 5
+		for _, topic := range order {
+			rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+			rt.Topic, rt.Partitions = topic, topics[topic]
+			req.Topics = append(req.Topics, rt)
+		}
+		var codes []int16
+		for _, rt := range serve(t, h, req).(*kmsg.AddPartitionsToTxnResponse).Topics {
+			for _, p := range rt.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+		return codes
+	}
+	parts := map[string][]int32{"t": {0, 9}, "secret": {0}}
+	got := add("tx", parts, "t", "secret")
+	want := []int16{kerr.OperationNotAttempted.Code, kerr.UnknownTopicOrPartition.Code, kerr.TopicAuthorizationFailed.Code}
+	if !slices.Equal(got, want) {
+		t.Errorf("AddPartitionsToTxn with refused partitions: %v, want %v", got, want)
+	}
+	if got := add("", map[string][]int32{"t": {0}}, "t"); !slices.Equal(got, []int16{kerr.InvalidRequest.Code}) {
+		t.Errorf("AddPartitionsToTxn with an empty id: %v, want INVALID_REQUEST", got)
+	}
+	if txns.calls != 0 {
+		t.Fatalf("the coordinator was called %d times for refused adds", txns.calls)
+	}
+	if got := add("tx", map[string][]int32{"t": {0, 1}}, "t"); !slices.Equal(got, []int16{0, 0}) ||
+		!slices.Equal(txns.added, []txn.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}) {
+		t.Errorf("AddPartitionsToTxn: %v, added %v; want both partitions added", got, txns.added)
+	}
+}
+
+// txnCommittingGroups commits every transactional offset it is given and
+// remembers the partitions.
+type txnCommittingGroups struct {
+	Groups
+	got []string
+}
+
+func (g *txnCommittingGroups) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			g.got = append(g.got, fmt.Sprintf("%s/%d", t.Topic, p.Partition))
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// TestTxnOffsetCommitErrors: as in Kafka, TxnOffsetCommit needs READ on the
+// group (else every partition is GROUP_AUTHORIZATION_FAILED); a partition of
+// a topic the client may not READ is TOPIC_AUTHORIZATION_FAILED, one of an
+// unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION, and only the others
+// reach the coordinator.
+func TestTxnOffsetCommitErrors(t *testing.T) {
+	write, read := kmsg.ACLOperationWrite, kmsg.ACLOperationRead
+	base := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(
+		write, resTxnID, "tx", read, resGroup, "g", read, resTopic, "t", read, resTopic, "nope")})
+	groups := &txnCommittingGroups{}
+	h := New(base.cfg, base.cluster, base.replicas, groups, nil, base.log)
+	commit := func(group string, parts map[string][]int32, order ...string) []string {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.Group, req.ProducerID, req.Generation = "tx", group, 5, -1
+		for _, topic := range order {
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			for _, p := range parts[topic] {
+				rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				rp.Partition, rp.Offset = p, 1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		var got []string
+		for _, rt := range serve(t, h, req).(*kmsg.TxnOffsetCommitResponse).Topics {
+			for _, p := range rt.Partitions {
+				got = append(got, fmt.Sprintf("%s/%d=%v", rt.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	parts := map[string][]int32{"t": {0, 9}, "secret": {0}, "nope": {1}}
+	got := commit("other", parts, "t", "secret", "nope")
+	denied := kerr.GroupAuthorizationFailed
+	if want := []string{"nope/1=" + denied.Error(), "secret/0=" + denied.Error(), "t/0=" + denied.Error(), "t/9=" + denied.Error()}; !slices.Equal(got, want) {
+		t.Errorf("group denied: %q, want %q", got, want)
+	}
+	got = commit("g", parts, "t", "secret", "nope")
+	unknown, topicDenied := kerr.UnknownTopicOrPartition.Error(), kerr.TopicAuthorizationFailed.Error()
+	if want := []string{"nope/1=" + unknown, "secret/0=" + topicDenied, "t/0=<nil>", "t/9=" + unknown}; !slices.Equal(got, want) {
+		t.Errorf("mixed partitions: %q, want %q", got, want)
+	}
+	if !slices.Equal(groups.got, []string{"t/0"}) {
+		t.Errorf("the coordinator committed %v, want only t/0", groups.got)
+	}
+}
