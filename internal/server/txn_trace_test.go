@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // syncTraceFS is the operating system's filesystem with every file Sync timed:
@@ -273,12 +275,29 @@ func TestTransactionFsyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// EndTransaction returns once the commit is decided; the marker follows.
+	// Each transaction is its record and its marker: wait for the marker of the
+	// last one before counting, so it falls on the right side of each take.
+	adm := kadm.NewClient(cl)
+	markersWritten := func(transactions int64) {
+		t.Helper()
+		wait.For(t, "the last transaction's marker", func() bool {
+			ends, err := adm.ListEndOffsets(context.Background(), "fsyncs")
+			if err != nil {
+				return false
+			}
+			end, ok := ends.Lookup("fsyncs", 0)
+			return ok && end.Err == nil && end.Offset >= 2*transactions
+		})
+	}
 	run() // topic created, coordinator loaded
 	run()
+	markersWritten(2)
 	tfs.take()
 	for range txns {
 		run()
 	}
+	markersWritten(2 + txns)
 	spans := tfs.take()
 	var stateWrites, stateSyncs, dataWrites, dataSyncs int
 	for _, s := range spans {
