@@ -30,7 +30,7 @@ type api struct {
 // apis is the registry of every supported API, in key order.
 var apis = []api{
 	{key: 0, min: 3, max: 12, serve: (*Handlers).produce},
-	{key: 1, min: 4, max: 16, serve: (*Handlers).fetch},
+	{key: 1, min: 4, max: 18, serve: (*Handlers).fetch},
 	{key: 2, min: 1, max: 9, serve: (*Handlers).listOffsets},
 	{key: 3, min: 0, max: 12, serve: (*Handlers).metadata},
 	{key: 10, min: 0, max: 6, serve: (*Handlers).findCoordinator},
