@@ -9,30 +9,23 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/interop/kafkatools"
 )
 
 // TestKafkaToolsSweep runs, once each against one broker, the Kafka 4.4 tools that
 // TestKafkaTools and the feature tests do not: the perf and verifiable clients, the
-// Streams reset tool, the consumer-group offset subcommands, list-endpoints, features,
-// client quotas and dynamic broker configs. Each step checks the tool's output, and
-// where the tool changes state, franz-go reads the state back. The last steps are
-// tools Strata refuses on purpose: each must fail fast with Kafka's own error.
-// docs/kafka-tools.md is the matrix these rows back.
+// Streams reset tool, the consumer-group offset subcommands, list-endpoints,
+// features, client quotas, dynamic broker configs and kafka-replica-verification.
+// Each step checks the tool's output, and where the tool changes state, franz-go
+// reads the state back. The last rows of the table are tools Strata refuses on
+// purpose: each must fail fast with Kafka's own error. docs/kafka-tools.md is the
+// matrix these steps back.
 func TestKafkaToolsSweep(t *testing.T) {
-	kafkatools.Require(t)
-	tgt := startTarget(t)
-	bs := []string{"--bootstrap-server", tgt.bootstrap}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	tgt, bs, adm := startToolsTarget(t)
 	ctx := context.Background()
 	emptyProps := filepath.Join(t.TempDir(), "empty.properties")
 	if err := os.WriteFile(emptyProps, nil, 0o644); err != nil {
@@ -85,7 +78,10 @@ func TestKafkaToolsSweep(t *testing.T) {
 		{"producer perf test", "kafka-producer-perf-test", []string{"--topic", topic, "--num-records", "200", "--record-size", "100",
 			"--throughput", "-1", "--command-property", "bootstrap.servers=" + tgt.bootstrap},
 			false, []string{`(?m)^200 records sent, `}, nil},
-		{"verifiable producer", "kafka-verifiable-producer", slices.Concat(bs, []string{"--topic", topic, "--max-messages", "5"}),
+		// Keys 0 and 2 hash to partition 0, 1, 3 and 4 to partition 1: neither partition is
+		// empty whatever the perf test's sticky partitioner did, so the reset to offset 1
+		// below is not clamped to an empty partition's end.
+		{"verifiable producer", "kafka-verifiable-producer", slices.Concat(bs, []string{"--topic", topic, "--max-messages", "5", "--repeating-keys", "5"}),
 			false, []string{`"name":"tool_data","sent":5,"acked":5`}, func(t *testing.T, _ string) {
 				ends, err := adm.ListEndOffsets(ctx, topic)
 				if err != nil {
@@ -96,6 +92,11 @@ func TestKafkaToolsSweep(t *testing.T) {
 				if sum != 205 {
 					t.Errorf("%s holds %d records, want 205", topic, sum)
 				}
+				ends.Each(func(o kadm.ListedOffset) {
+					if o.Offset < 2 {
+						t.Errorf("%s-%d holds %d records, want at least the 2 keyed ones", topic, o.Partition, o.Offset)
+					}
+				})
 			}},
 		// The consumer commits what it read when it closes (auto-commit).
 		{"consumer perf test", "kafka-consumer-perf-test", slices.Concat(bs, []string{"--topic", topic, "--num-records", "205",
@@ -175,4 +176,21 @@ func TestKafkaToolsSweep(t *testing.T) {
 			t.FailNow()
 		}
 	}
+
+	// kafka-replica-verification runs until stopped: it is stopped after 25 s (its
+	// first report comes a second after the JVM is up). It sends Fetch v18 without
+	// asking ApiVersions first; "max lag is -1 for partition null" means no fetch
+	// was answered.
+	t.Run("replica verification", func(t *testing.T) {
+		rctx, cancel := context.WithTimeout(ctx, 25*time.Second)
+		defer cancel()
+		res, err := kafkatools.Run(rctx, "kafka-replica-verification", "--broker-list", tgt.bootstrap,
+			"--topics-include", topic, "--time", "-2", "--report-interval-ms", "1000")
+		if rctx.Err() == nil {
+			t.Fatalf("kafka-replica-verification stopped by itself: exit %d, %v\n%s%s", res.ExitCode, err, res.Stdout, res.Stderr)
+		}
+		if !regexp.MustCompile(`max lag is 0 for partition sweep-[01] at offset \d+ among 2 partitions`).MatchString(res.Stdout) {
+			t.Errorf("kafka-replica-verification reports no verified partition:\n%s%s", res.Stdout, res.Stderr)
+		}
+	})
 }

@@ -53,6 +53,7 @@ var Tools = map[string]string{
 	"kafka-metadata-quorum":           "org.apache.kafka.tools.MetadataQuorumCommand",
 	"kafka-producer-perf-test":        "org.apache.kafka.tools.ProducerPerformance",
 	"kafka-reassign-partitions":       "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+	"kafka-replica-verification":      "org.apache.kafka.tools.ReplicaVerificationTool",
 	"kafka-share-groups":              "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
 	"kafka-streams-application-reset": "org.apache.kafka.tools.StreamsResetter",
 	"kafka-streams-groups":            "org.apache.kafka.tools.streams.StreamsGroupCommand",
