@@ -19,21 +19,13 @@ import (
 // operator of Kafka would, and checks each answer against what the broker holds
 // (read back with franz-go, a second client).
 func TestKafkaTools(t *testing.T) {
-	kafkatools.Require(t)
-	tgt := startTarget(t)
-	bs := []string{"--bootstrap-server", tgt.bootstrap}
+	_, bs, adm := startToolsTarget(t)
 	// run runs a tool with the broker's address last, where both the option-style
 	// tools and kafka-cluster's subcommands take it.
 	run := func(t *testing.T, tool string, args ...string) string {
 		t.Helper()
 		return kafkatools.MustRun(t, tool, append(args, bs...)...)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 
 	t.Run("kafka-topics", func(t *testing.T) {
@@ -167,6 +159,21 @@ func TestKafkaTools(t *testing.T) {
 			t.Errorf("tools still listed after --delete:\n%s", out)
 		}
 	})
+}
+
+// startToolsTarget starts one broker for Kafka's tools (skipping the test when they
+// cannot run) and returns it, the tools' --bootstrap-server option and a franz-go
+// admin client that reads back what the tools did.
+func startToolsTarget(t *testing.T) (*target, []string, *kadm.Client) {
+	t.Helper()
+	kafkatools.Require(t)
+	tgt := startTarget(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return tgt, []string{"--bootstrap-server", tgt.bootstrap}, kadm.NewClient(cl)
 }
 
 func expectContains(t *testing.T, out, want string) {

@@ -1,6 +1,6 @@
 package handlers
 
-// Fetch (key 1), v4-v16, for consumers and for followers (replica id >= 0: in the
+// Fetch (key 1), v4-v18, for consumers and for followers (replica id >= 0: in the
 // request header field before v15, in ReplicaState from v15).
 //   v4: isolation level, last stable offset; v5: log start offset; v7: incremental
 //   fetch sessions (KIP-227, fetch_sessions.go);
@@ -8,6 +8,10 @@ package handlers
 //   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names;
 //   v16 (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
 //   current leader and its endpoint (leader_hint.go).
+//   v17 and v18 add only tagged request fields a Kafka follower sends (its log
+//   directory id, KIP-853; its high-water mark, KIP-1166); they are ignored, and the
+//   response is v16's. Kafka's kafka-replica-verification sends v18 without asking
+//   ApiVersions first.
 // Consumers get only data below the high-water mark; followers read up to the log
 // end, report their progress with their fetch offset, and are told where their log
 // diverges (DivergingEpoch, v12+, from LastFetchedEpoch). read_uncommitted consumers

@@ -1,29 +1,43 @@
 package handlers
 
-// DescribeCluster (key 60), v0-v1 (both flexible). v1 adds the endpoint type
-// (1 = brokers; controllers are not exposed to clients).
+// DescribeCluster (key 60), v0-v2 (all flexible). v1 adds the endpoint type: this
+// is a broker endpoint (1), and a request for controllers (2) is answered
+// MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers it (controllers are not
+// exposed to clients). v2 adds IncludeFencedBrokers (KIP-1073): fenced brokers are
+// listed too, marked IsFenced (`kafka-cluster list-endpoints --include-fenced-brokers`).
 
 import (
 	"context"
+	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
+// brokerEndpoint is DescribeCluster's endpoint type of a broker listener.
+const brokerEndpoint = 1
+
 func (h *Handlers) describeCluster(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = brokerEndpoint
+	if r.Version >= 1 && req.EndpointType != brokerEndpoint {
+		resp.ErrorCode = kerr.MismatchedEndpointType.Code
+		msg := "this is a broker endpoint; the request asked for endpoint type " + strconv.Itoa(int(req.EndpointType))
+		resp.ErrorMessage = &msg
+		return reply(resp)
+	}
 	img := h.cluster.Image()
 	resp.ClusterID = h.cfg.ClusterID
 	resp.ControllerID = h.controllerID(img)
-	resp.EndpointType = 1
 	for _, b := range img.Brokers() {
-		if b.Fenced {
+		if b.Fenced && !req.IncludeFencedBrokers {
 			continue
 		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = b.ID, b.Host, b.Port, b.Fenced
 		if b.Rack != "" {
 			rack := b.Rack
 			rb.Rack = &rack
