@@ -318,7 +318,11 @@ func TestTransactionFsyncs(t *testing.T) {
 	// One completed state may be written alone on a loaded machine, when the
 	// next transaction's first produce comes later than txn.Config's
 	// CompleteDelay; allow a quarter of them.
-	if stateWrites > 2*txns+txns/4 || stateSyncs > stateWrites {
+	// The fsyncs can only merge batches, but the completed state of the last
+	// transaction before a take is written up to CompleteDelay after its
+	// marker, and its write and its fsync can fall on two sides of the take:
+	// allow that one.
+	if stateWrites > 2*txns+txns/4 || stateSyncs > stateWrites+1 {
 		t.Fatalf("__transaction_state: %d batches and %d fsyncs for %d transactions, want about 2 each", stateWrites, stateSyncs, txns)
 	}
 	if dataWrites < 2*txns || dataSyncs > dataWrites {
