@@ -1,10 +1,12 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,8 +107,17 @@ func TestTwoReplicasDownNotEnoughReplicas(t *testing.T) {
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, minISR2)
 	ctx := context.Background()
 	// No retries: the first answer is the one the test wants to see.
+	// The client's log is kept and shown if the test fails: CI once saw 30 s
+	// of "retried too many times" here, the client never reaching the leader.
+	clientLog := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the acks=all client's log:\n%s", clientLog.String())
+		}
+	})
 	strict := c.Client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+		kgo.DisableIdempotentWrite(), kgo.RecordRetries(0),
+		kgo.WithLogger(kgo.BasicLogger(clientLog, kgo.LogLevelInfo, nil)))
 	for i := range 10 {
 		if err := strict.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "before-%d", i)}).FirstErr(); err != nil {
 			t.Fatalf("acks=all with all replicas up: %v", err)
@@ -180,4 +191,23 @@ func endOffset(t *testing.T, c *testcluster.Cluster, topic string) int64 {
 		return o.Err
 	})
 	return end
+}
+
+// syncBuffer is a bytes.Buffer that a client's goroutines may write to while
+// the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
