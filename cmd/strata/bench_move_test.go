@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-stream/strata/internal/bench"
 	"github.com/strata-stream/strata/internal/cli"
 	"github.com/strata-stream/strata/internal/testcluster"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestPickMoveBrokers(t *testing.T) {
@@ -69,6 +73,14 @@ func TestBenchMoveFlags(t *testing.T) {
 // the throttle cleared and both topics deleted.
 func TestBenchMove(t *testing.T) {
 	c := testcluster.Start(t, 2)
+	// Each node is ready on its own; the bench needs both brokers in the
+	// metadata of whichever node it asks.
+	for _, n := range c.Nodes() {
+		wait.For(t, fmt.Sprintf("node %d's metadata listing both brokers", n.ID), func() bool {
+			resp, err := n.Request(context.Background(), kmsg.NewPtrMetadataRequest())
+			return err == nil && len(resp.(*kmsg.MetadataResponse).Brokers) == 2
+		})
+	}
 	addr := strings.Join(c.Bootstrap(), ",")
 	const throttle = 1_000_000
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
