@@ -195,6 +195,9 @@ type Controller struct {
 	shortTimeouts atomic.Bool
 	// wake (one slot) asks the supervisor to check broker sessions now.
 	wake chan struct{}
+	// push (one slot) asks for a barrier that tells the other members what
+	// this leader committed (commit_push.go).
+	push chan struct{}
 	// probes are the brokers whose controller address is being probed.
 	probes struct {
 		sync.Mutex
@@ -225,6 +228,7 @@ func Start(cfg Config) (*Controller, error) {
 		done: make(chan struct{}),
 		sem:  make(chan struct{}, 1),
 		wake: make(chan struct{}, 1),
+		push: make(chan struct{}, 1),
 		live: newLiveness(cfg.SessionTimeout),
 	}
 	if err := c.start(); err != nil {
@@ -297,9 +301,10 @@ func (c *Controller) start() error {
 	if c.raft, err = raft.NewRaft(rc, c.fsm, c.store, c.store, snaps, c.trans); err != nil {
 		return fmt.Errorf("controller: starting raft: %w", err)
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.logLeadership(notify)
 	go c.superviseBrokers()
+	go c.pushCommits()
 	if err := c.maybeShortenElection(rc); err != nil {
 		// Only start-up is slower: the election waits the configured timeout.
 		c.log.Warn("could not shorten the first election", "err", err)
@@ -454,6 +459,9 @@ func (c *Controller) Propose(ctx context.Context, recs []metadata.Record) error 
 //  3. Once per term, wait for a Raft barrier: the image then holds every entry
 //     committed by earlier leaders.
 //  4. Plan against the image and propose the records; wait until applied.
+//
+// Each term barrier and each applied proposal is followed by a commit push
+// (commit_push.go).
 func (c *Controller) run(ctx context.Context, plan func(*metadata.Image) ([]metadata.Record, error)) error {
 	select {
 	case <-c.done:
@@ -488,6 +496,7 @@ func (c *Controller) run(ctx context.Context, plan func(*metadata.Image) ([]meta
 			return err
 		}
 		c.barrierTerm = term
+		c.notePush()
 	}
 	recs, err := plan(c.fsm.image())
 	if err != nil || len(recs) == 0 {
@@ -498,6 +507,7 @@ func (c *Controller) run(ctx context.Context, plan func(*metadata.Image) ([]meta
 		if err := f.Error(); err != nil {
 			return err
 		}
+		c.notePush()
 		// The state machine's verdict: nil, or why it rejected the batch.
 		err, _ := f.Response().(error)
 		return err

@@ -14,7 +14,10 @@
 //     raft.wal, snapshots in directory snapshots/) and transport
 //     (TCP, or one a test passes in), and runs plans on the leader. A sole
 //     voter lowers its election timeouts at start so it leads at once, and
-//     restores them when another voter joins (sole_voter.go).
+//     restores them when another voter joins (sole_voter.go). The leader
+//     follows each applied proposal with a Raft barrier, so the other members
+//     learn the new commit index at once rather than after Raft's idle
+//     CommitTimeout (commit_push.go).
 //   - Broker sessions (liveness): the active controller's in-memory record of
 //     each broker's last heartbeat and controlled shutdown. It is not in the
 //     log: a node that becomes the active controller starts every registered
