@@ -216,6 +216,29 @@ func check(t *testing.T, acked []report.Produced, got []report.Consumed) {
 	t.Logf("history checked: %d acknowledged writes, %d records read, no anomaly", len(acked), len(got))
 }
 
+// waitEveryBroker waits until the Metadata answer of every running, unpaused
+// broker, each from its own image, shows topic-partition as cond wants it:
+// a client may ask any of them, and a broker's image may lag the active
+// controller's for a moment.
+func waitEveryBroker(t *testing.T, c *testcluster.Cluster, topic string, partition int32, what string, cond func(testcluster.PartitionState) error) {
+	t.Helper()
+	for _, n := range c.Nodes() {
+		if !n.Running() || n.Paused() || !n.IsBroker() {
+			continue
+		}
+		testcluster.Eventually(t, 30*time.Second, fmt.Sprintf("node %d to see %s-%d: %s", n.ID, topic, partition, what), func() error {
+			st, err := n.Partition(context.Background(), topic, partition)
+			if err != nil {
+				return err
+			}
+			if err := cond(st); err != nil {
+				return fmt.Errorf("%w; now %v", err, st)
+			}
+			return nil
+		})
+	}
+}
+
 // partitionBytes reads a stopped node's copy of topic's partition 0 from its
 // data dir: the log's end offset and every byte of its batches.
 func partitionBytes(t *testing.T, n *testcluster.Node, topic string) (int64, []byte) {

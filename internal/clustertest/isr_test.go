@@ -1,12 +1,10 @@
 package clustertest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/testcluster"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestFollowerPauseShrinksAndRejoinsISR: a follower of a three-replica
@@ -97,7 +96,8 @@ func TestFollowerPauseShrinksAndRejoinsISR(t *testing.T) {
 // TestTwoReplicasDownNotEnoughReplicas: on a five-node cluster (five controller
 // voters, so the quorum outlives two crashes) a topic has its three replicas on
 // nodes 1, 2 and 3 and min.insync.replicas=2. Nodes 1 (the leader) and 2 are
-// killed with SIGKILL. Once node 3 leads alone, an acks=all write is refused
+// killed with SIGKILL. Once node 3 leads alone (in every live broker's
+// metadata, which the client may ask), an acks=all write is refused
 // with NOT_ENOUGH_REPLICAS (not acknowledged, not merely timed out) and nothing
 // is appended; acks=1 is still accepted; when node 2 returns, acks=all works
 // again.
@@ -106,10 +106,12 @@ func TestTwoReplicasDownNotEnoughReplicas(t *testing.T) {
 	c := testcluster.Start(t, 5)
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, minISR2)
 	ctx := context.Background()
-	// No retries: the first answer is the one the test wants to see.
-	// The client's log is kept and shown if the test fails: CI once saw 30 s
-	// of "retried too many times" here, the client never reaching the leader.
-	clientLog := &syncBuffer{}
+	// No retries: the first answer is the one the test wants to see. With
+	// none, a send whose leader refuses the connection fails at once and
+	// franz-go does not refresh its metadata: one stale Metadata answer would
+	// aim the client at a dead leader for the rest of the test. The client's
+	// log is kept, timestamped, and shown if the test fails.
+	clientLog := &wait.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the acks=all client's log:\n%s", clientLog.String())
@@ -117,7 +119,7 @@ func TestTwoReplicasDownNotEnoughReplicas(t *testing.T) {
 	})
 	strict := c.Client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DisableIdempotentWrite(), kgo.RecordRetries(0),
-		kgo.WithLogger(kgo.BasicLogger(clientLog, kgo.LogLevelInfo, nil)))
+		kgo.WithLogger(kgo.BasicLogger(clientLog, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000000 ") })))
 	for i := range 10 {
 		if err := strict.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "before-%d", i)}).FirstErr(); err != nil {
 			t.Fatalf("acks=all with all replicas up: %v", err)
@@ -126,7 +128,8 @@ func TestTwoReplicasDownNotEnoughReplicas(t *testing.T) {
 
 	c.Node(1).Kill()
 	c.Node(2).Kill()
-	c.WaitPartition(topic, 0, 30*time.Second, "node 3 leading alone", func(st testcluster.PartitionState) error {
+	// Every broker the client may ask, not only the first, must know it.
+	waitEveryBroker(t, c, topic, 0, "node 3 leading alone", func(st testcluster.PartitionState) error {
 		if st.Leader != 3 || !slices.Equal(st.ISR, []int32{3}) {
 			return errors.New("not yet")
 		}
@@ -191,23 +194,4 @@ func endOffset(t *testing.T, c *testcluster.Cluster, topic string) int64 {
 		return o.Err
 	})
 	return end
-}
-
-// syncBuffer is a bytes.Buffer that a client's goroutines may write to while
-// the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

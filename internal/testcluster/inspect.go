@@ -79,15 +79,37 @@ func (s PartitionState) InISR(id int32) bool { return slices.Contains(s.ISR, id)
 // replicas and ISR (a Metadata request pinned to that node: a client's own
 // choice of broker could be a paused one and stall the test).
 func (c *Cluster) Partition(ctx context.Context, topic string, partition int32) (PartitionState, error) {
+	resp, from, err := c.ask(ctx, metadataRequest(topic))
+	if err != nil {
+		return PartitionState{}, err
+	}
+	return partitionState(resp.(*kmsg.MetadataResponse), from, topic, partition)
+}
+
+// Partition is Cluster.Partition answered by this node alone: its own image,
+// which may lag the active controller's.
+func (n *Node) Partition(ctx context.Context, topic string, partition int32) (PartitionState, error) {
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	resp, err := n.Request(qctx, metadataRequest(topic))
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("node %d: %w", n.ID, err)
+	}
+	return partitionState(resp.(*kmsg.MetadataResponse), n.ID, topic, partition)
+}
+
+// metadataRequest asks for topic alone.
+func metadataRequest(topic string) *kmsg.MetadataRequest {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	resp, from, err := c.ask(ctx, req)
-	if err != nil {
-		return PartitionState{}, err
-	}
-	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+	return req
+}
+
+// partitionState picks topic-partition out of node from's Metadata answer.
+func partitionState(resp *kmsg.MetadataResponse, from int32, topic string, partition int32) (PartitionState, error) {
+	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != topic {
 			continue
 		}
@@ -204,10 +226,7 @@ func (c *Cluster) CreateTopic(topic string, assignment [][]int32, configs map[st
 // knowsLeaders asks node n alone whether it knows a leader for each of topic's
 // partitions partitions.
 func (n *Node) knowsLeaders(topic string, partitions int) error {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
+	req := metadataRequest(topic)
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
 	resp, err := n.Request(ctx, req)

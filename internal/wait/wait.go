@@ -1,6 +1,7 @@
 // Package wait is how Strata's tests wait for state: poll a condition with a
 // deadline, never a bare sleep. Every package's tests use it, so a deadline or a
 // polling pace is changed in one place.
+// Buffer is the log sink such a condition often reads.
 package wait
 
 import (

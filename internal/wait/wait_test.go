@@ -1,6 +1,8 @@
 package wait
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,5 +46,23 @@ func TestWithinFails(t *testing.T) {
 	For(rec, "something", func() bool { return true })
 	if rec.failed != "" {
 		t.Fatal("For failed on a condition that held")
+	}
+}
+
+// TestBuffer: goroutines write while the test reads (run with -race).
+func TestBuffer(t *testing.T) {
+	var b Buffer
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 100 {
+				fmt.Fprintln(&b, "line")
+			}
+		}()
+	}
+	For(t, "400 lines", func() bool { return strings.Count(b.String(), "line\n") == 400 })
+	for range 4 {
+		<-done
 	}
 }
