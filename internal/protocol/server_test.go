@@ -68,29 +68,11 @@ func (h *recorder) closeErr(t *testing.T, addr string) error {
 	return err
 }
 
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testServer struct {
 	*Server
 	addr  string
 	hooks *recorder
-	logs  *lockedBuffer
+	logs  *wait.Buffer
 	serve chan error // Serve's result
 }
 
@@ -107,7 +89,7 @@ func startServer(t *testing.T, h Handler, opts ...func(*Server)) *testServer {
 
 func serveOn(t *testing.T, ln net.Listener, h Handler, opts ...func(*Server)) *testServer {
 	t.Helper()
-	ts := &testServer{addr: ln.Addr().String(), hooks: &recorder{}, logs: &lockedBuffer{}, serve: make(chan error, 1)}
+	ts := &testServer{addr: ln.Addr().String(), hooks: &recorder{}, logs: &wait.Buffer{}, serve: make(chan error, 1)}
 	ts.Server = &Server{
 		Handler:  h,
 		Versions: testVersions,

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestAuditLog: ACL, user and quota changes over the Kafka API, refused ones
@@ -21,7 +22,7 @@ func TestAuditLog(t *testing.T) {
 	cfg.SASLMechanisms = "SCRAM-SHA-512"
 	cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]", "SCRAM-SHA-512=[name=alice,password=alice-secret]"}
 	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
-	logs := &syncBuffer{}
+	logs := &wait.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n, err := Start(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), vfs.Default)
@@ -78,7 +79,7 @@ func TestAuditLog(t *testing.T) {
 		{map[string]any{"event": "authentication", "listener": "kafka", "user": "alice", "result": "failure"}, 1},
 	} {
 		c.attrs["audit"] = true
-		if got := logs.lines(t, c.attrs); len(got) != c.want {
+		if got := logLines(t, logs, c.attrs); len(got) != c.want {
 			t.Errorf("%d audit lines with %v, want %d", len(got), c.attrs, c.want)
 		}
 	}

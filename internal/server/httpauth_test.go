@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,25 +21,11 @@ import (
 	"github.com/strata-stream/strata/internal/wait"
 )
 
-// syncBuffer is a log sink several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines returns the JSON log lines whose attributes include every one of want.
-func (s *syncBuffer) lines(t *testing.T, want map[string]any) []map[string]any {
-	s.mu.Lock()
-	text := s.b.String()
-	s.mu.Unlock()
+// logLines returns the JSON log lines in logs whose attributes include every
+// one of want.
+func logLines(t *testing.T, logs *wait.Buffer, want map[string]any) []map[string]any {
 	var out []map[string]any
-	for line := range strings.Lines(text) {
+	for line := range strings.Lines(logs.String()) {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
@@ -81,7 +65,7 @@ func TestHTTPAuth(t *testing.T) {
 	cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]", "SCRAM-SHA-256=[name=alice,password=alice-secret]"}
 	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
 	cfg.GroupInitialDelay, cfg.OffsetsTopicPartition = 0, 1
-	logs := &syncBuffer{}
+	logs := &wait.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	n, err := Start(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), vfs.Default)
@@ -199,10 +183,10 @@ func TestHTTPAuth(t *testing.T) {
 	if got := httpAuthCount(t, n, "basic", "failure"); got != 2 {
 		t.Fatalf("%v failed basic authentications counted, want 2", got)
 	}
-	if got := logs.lines(t, map[string]any{"audit": true, "event": "authentication", "listener": "http", "result": "failure"}); len(got) != 2 {
+	if got := logLines(t, logs, map[string]any{"audit": true, "event": "authentication", "listener": "http", "result": "failure"}); len(got) != 2 {
 		t.Fatalf("%d audit lines of failed HTTP logins, want 2: %v", len(got), got)
 	}
-	if got := logs.lines(t, map[string]any{"audit": true, "event": "authorization", "result": "denied", "principal": "User:alice"}); len(got) < 10 {
+	if got := logLines(t, logs, map[string]any{"audit": true, "event": "authorization", "result": "denied", "principal": "User:alice"}); len(got) < 10 {
 		t.Fatalf("%d audit lines of alice's refusals, want at least 10", len(got))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // electingVoters are three controller voters as a broker-only node's link
@@ -62,7 +63,7 @@ func TestBrokerOnlyRegistersOnceQuorumIsUp(t *testing.T) {
 		cfg.Controllers = "1@127.0.0.1:19193,2@127.0.0.1:19194,3@127.0.0.1:19195"
 		cfg.AdvertisedKafkaAddr = "127.0.0.1:19092"
 		voters := &electingVoters{}
-		logs := &syncBuffer{}
+		logs := &wait.Buffer{}
 		n := &Node{cfg: cfg, log: slog.New(slog.NewJSONHandler(logs, nil)), toController: voters, clusterID: "c", raftAddr: "127.0.0.1:19196"}
 		registered := make(chan error, 1)
 		go func() { registered <- n.register(context.Background()) }()
@@ -70,7 +71,7 @@ func TestBrokerOnlyRegistersOnceQuorumIsUp(t *testing.T) {
 		const electedAt = 5 * time.Second
 		time.Sleep(electedAt)
 		synctest.Wait()
-		if waits := logs.lines(t, map[string]any{"msg": waitingMsg}); len(waits) != 1 {
+		if waits := logLines(t, logs, map[string]any{"msg": waitingMsg}); len(waits) != 1 {
 			t.Fatalf("%d lines say the node waits for the quorum after %v, want 1", len(waits), electedAt)
 		}
 		start := time.Now()
@@ -86,7 +87,7 @@ func TestBrokerOnlyRegistersOnceQuorumIsUp(t *testing.T) {
 		if n.brokerEpoch.Load() != 7 {
 			t.Fatalf("broker epoch %d, want 7", n.brokerEpoch.Load())
 		}
-		if len(logs.lines(t, map[string]any{"msg": "broker registered"})) != 1 {
+		if len(logLines(t, logs, map[string]any{"msg": "broker registered"})) != 1 {
 			t.Fatal("the registration is not logged")
 		}
 	})
