@@ -107,10 +107,12 @@ func TestTwoReplicasDownNotEnoughReplicas(t *testing.T) {
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, minISR2)
 	ctx := context.Background()
 	// No retries: the first answer is the one the test wants to see. With
-	// none, a send whose leader refuses the connection fails at once and
-	// franz-go does not refresh its metadata: one stale Metadata answer would
-	// aim the client at a dead leader for the rest of the test. The client's
-	// log is kept, timestamped, and shown if the test fails.
+	// none, a send whose leader refuses the connection fails at once, and
+	// franz-go then refreshes no metadata: after one stale Metadata answer, or
+	// a dead connection its write finds, it would aim at a dead leader for
+	// good. So the test refreshes after each such failure, as a retrying
+	// client would. The client's log is kept, timestamped, and shown if the
+	// test fails.
 	clientLog := &wait.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -151,6 +153,7 @@ func TestTwoReplicasDownNotEnoughReplicas(t *testing.T) {
 		// A client still aiming at a dead leader; anything else is kept for the
 		// failure message.
 		others = append(others, err)
+		strict.ForceMetadataRefresh()
 		return err
 	})
 	if len(others) > 0 {
