@@ -26,9 +26,9 @@ package replica
 // their fsyncs' time ran back to back: a 256-512 MiB replica was freed in
 // 0.5-1 s, the disk spent most of that time on 450-700 MB/s of TRIMs, and an
 // acks=all producer's p99 per 100 ms rose from 15-20 ms to 65-85 ms for as
-// long (docs/benchmarks.md, "Session 8"): at 1 GiB, two seconds of that is
-// the 1% of a 21 s run behind its p99. Paced by bytes over time, the disk
-// spends a few milliseconds of every 125 on them.
+// long (docs/benchmarks.md, "Session 8"): at 1 GiB about two seconds, far
+// more than the 1% of a 21 s run that sets its p99. Paced by bytes over
+// time, the disk spends a few milliseconds of every 125 on them.
 //
 // A directory left by a crash or a shutdown mid-deletion (the Manager's
 // context ends between steps) is found and deleted by the next NewManager.

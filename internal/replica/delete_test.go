@@ -83,6 +83,24 @@ func treeBytes(t *testing.T, fsys vfs.FS, dir, prefix string) int64 {
 	return n
 }
 
+// moveAwayAndWaitDeleted moves t-0 from broker 1 (m) to broker 2 and waits
+// until every file of it is gone from mem.
+func moveAwayAndWaitDeleted(t *testing.T, m *Manager, mem vfs.FS) {
+	t.Helper()
+	if err := m.Apply(hostingImage(t, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, "t-0's files deleted", func() bool {
+		names, _ := mem.List(deleteTestDir)
+		for _, name := range names {
+			if strings.HasPrefix(name, "t-0") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestRemovedReplicaFreedInSteps: the files of a partition moved away are
 // freed at most deleteStep bytes between two durable points (an fsync of a
 // file or a directory). The old code removed the whole directory at once:
@@ -112,18 +130,7 @@ func TestRemovedReplicaFreedInSteps(t *testing.T) {
 	m := filledManager(t, fsys)
 	const step = 64 << 10
 	m.deleteStep, m.deleteInterval = step, time.Millisecond
-	if err := m.Apply(hostingImage(t, 2, 2)); err != nil {
-		t.Fatal(err)
-	}
-	wait.For(t, "t-0's files deleted", func() bool {
-		names, _ := mem.List(deleteTestDir)
-		for _, name := range names {
-			if strings.HasPrefix(name, "t-0") {
-				return false
-			}
-		}
-		return true
-	})
+	moveAwayAndWaitDeleted(t, m, mem)
 	m.Close() // the deleter has ended: no more durable points
 	mu.Lock()
 	defer mu.Unlock()
@@ -184,18 +191,7 @@ func TestRemovedReplicaDeletionPaced(t *testing.T) {
 	m := filledManager(t, fsys)
 	const step, interval = 128 << 10, 40 * time.Millisecond
 	m.deleteStep, m.deleteInterval = step, interval
-	if err := m.Apply(hostingImage(t, 2, 2)); err != nil {
-		t.Fatal(err)
-	}
-	wait.For(t, "t-0's files deleted", func() bool {
-		names, _ := mem.List(deleteTestDir)
-		for _, name := range names {
-			if strings.HasPrefix(name, "t-0") {
-				return false
-			}
-		}
-		return true
-	})
+	moveAwayAndWaitDeleted(t, m, mem)
 	m.Close()
 	mu.Lock()
 	defer mu.Unlock()
