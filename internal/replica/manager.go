@@ -92,7 +92,7 @@ type Manager struct {
 	bgCancel context.CancelFunc
 
 	// deletes is the queue of removed partitions' directories the deleter
-	// frees in steps of deleteStep bytes, at most one per deleteInterval
+	// frees in steps of deleteStep bytes, resting deleteInterval per step
 	// (delete.go); seq names them.
 	deletes struct {
 		sync.Mutex
