@@ -40,6 +40,7 @@ type benchMoveFlags struct {
 	wait         time.Duration
 	keepTopics   bool
 	latencyTopic string
+	timeline     time.Duration
 }
 
 // movePoll is how often a timed move is checked for completion: the bound on
@@ -82,6 +83,7 @@ Both topics are deleted at the end unless --keep-topics.`,
 	fl.IntVar(&f.latencySize, "latency-record-size", 1024, "value bytes per record of the latency producer")
 	fl.DurationVar(&f.wait, "wait", 30*time.Minute, "bound on each move")
 	fl.BoolVar(&f.keepTopics, "keep-topics", false, "keep both topics at the end")
+	fl.DurationVar(&f.timeline, "timeline", 0, "also print the producer's p99 and max per window of this length, in both runs (0: none)")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
 		if err := f.validate(); err != nil {
 			return cli.Usage(err)
@@ -115,6 +117,8 @@ func (f *benchMoveFlags) validate() error {
 		return fmt.Errorf("--latency-rate %d: want at least 1 record/s", f.latencyRate)
 	case f.latencySize < 0 || f.latencySize > 1<<20:
 		return fmt.Errorf("--latency-record-size %d: want 0 to %d", f.latencySize, 1<<20)
+	case f.timeline < 0:
+		return fmt.Errorf("--timeline %v: want a window length (0: none)", f.timeline)
 	case f.wait <= 0:
 		return fmt.Errorf("--wait %v: want a positive duration", f.wait)
 	case f.from >= 0 && f.from == f.to:
@@ -232,8 +236,9 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	}
 	latency := base
 	latency.Topic, latency.RecordSize, latency.Rate, latency.Linger = f.latencyTopic, f.latencySize, f.latencyRate, 0
+	latency.Timeline = f.timeline
 	warm := latency
-	warm.Count, warm.Rate = int64(f.latencyRate), 0 // untimed: connections and metadata
+	warm.Count, warm.Rate, warm.Timeline = int64(f.latencyRate), 0, 0 // untimed: connections and metadata
 	if _, err := bench.Produce(ctx, warm); err != nil {
 		return res, fmt.Errorf("warming the producer up: %w", err)
 	}
@@ -260,7 +265,7 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 		return res, err
 	}
 	res.Throttled = bench.NewThroughput(bytes, elapsed)
-	res.LatencyMoving, res.LatencyMovingFailed = moving.Latency, moving.Failed
+	res.LatencyMoving, res.LatencyMovingFailed, res.TimelineMoving = moving.Latency, moving.Failed, moving.Timeline
 
 	note("the same producer for %.1f s with nothing moving", elapsed.Seconds())
 	idle := latency
@@ -269,7 +274,7 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	if err != nil && r.ElapsedSeconds == 0 {
 		return res, fmt.Errorf("the idle producer: %w", err)
 	}
-	res.LatencyIdle, res.LatencyIdleFailed = r.Latency, r.Failed
+	res.LatencyIdle, res.LatencyIdleFailed, res.TimelineIdle = r.Latency, r.Failed, r.Timeline
 	res.Finish()
 	return res, nil
 }

@@ -58,6 +58,7 @@ func TestBenchMoveFlags(t *testing.T) {
 		{[]string{"--disk-dir", "/tmp", "--latency-rate", "0"}, "--latency-rate 0"},
 		{[]string{"--disk-dir", "/tmp", "--from", "2", "--to", "2"}, "both 2"},
 		{[]string{"--disk-dir", "/tmp", "--wait", "0s"}, "--wait 0s"},
+		{[]string{"--disk-dir", "/tmp", "--timeline", "-1s"}, "--timeline -1s"},
 	} {
 		r := runAt(t, "127.0.0.1:1", "", append([]string{"bench", "move"}, tc.args...)...)
 		if r.code != 2 || r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
@@ -87,7 +88,7 @@ func TestBenchMove(t *testing.T) {
 	defer cancel()
 	r := invocation{ctx: ctx, env: map[string]string{cli.BrokersEnv: addr}}.run(t, "bench", "move",
 		"--size-mib", "8", "--record-size", "4096", "--throttle", "1000000", "--latency-rate", "100",
-		"--disk-dir", t.TempDir(), "--output", "json")
+		"--disk-dir", t.TempDir(), "--timeline", "1s", "--output", "json")
 	t.Logf("strata bench move:\n%s%s", r.stderr, r.stdout)
 	if r.code != 0 {
 		t.Fatalf("bench move: %s", r)
@@ -109,6 +110,19 @@ func TestBenchMove(t *testing.T) {
 		t.Errorf("producer: idle %+v (%d failed), moving %+v (%d failed)", res.LatencyIdle, res.LatencyIdleFailed, res.LatencyMoving, res.LatencyMovingFailed)
 	case res.ThrottledOfLimit <= 0 || res.UnthrottledOfDisk <= 0 || res.P99MovingOfIdle <= 0:
 		t.Errorf("ratios %+v", res)
+	}
+	for _, run := range []struct {
+		name    string
+		windows []bench.Window
+		count   int64
+	}{{"idle", res.TimelineIdle, res.LatencyIdle.Count}, {"moving", res.TimelineMoving, res.LatencyMoving.Count}} {
+		var n int64
+		for _, w := range run.windows {
+			n += int64(w.Count)
+		}
+		if len(run.windows) == 0 || n != run.count {
+			t.Errorf("%s timeline: %d windows holding %d records, want the run's %d", run.name, len(run.windows), n, run.count)
+		}
 	}
 	const fetchDebt = 4 << 20 // one follower fetch's worth of one partition
 	if least := float64(res.Throttled.Bytes-throttle-fetchDebt) / throttle; res.Throttled.Seconds < least {

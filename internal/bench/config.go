@@ -86,6 +86,10 @@ type Config struct {
 	// consumers to see every delivered record, and how long Flush may take.
 	DrainTimeout time.Duration
 
+	// Timeline, when positive, is the window of a Produce run's latency per
+	// window (Result.Timeline), by each record's due time.
+	Timeline time.Duration
+
 	// ClientOpts are added to every client (after the run's own options).
 	ClientOpts []kgo.Opt
 	// Progress, if set, is told of every finished record (delivered, read, or

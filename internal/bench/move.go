@@ -62,6 +62,10 @@ type MoveResult struct {
 	LatencyMoving       Latency `json:"latency_moving"`
 	LatencyIdleFailed   int64   `json:"latency_idle_failed"`
 	LatencyMovingFailed int64   `json:"latency_moving_failed"`
+	// With a timeline, each run's latency per window of the run (the idle
+	// run starts as the move completes).
+	TimelineIdle   []Window `json:"timeline_idle,omitempty"`
+	TimelineMoving []Window `json:"timeline_moving,omitempty"`
 }
 
 // Finish computes the ratios from the figures; a ratio whose divisor is 0 is 0.
@@ -104,6 +108,14 @@ func (r MoveResult) WriteTable(w io.Writer) error {
 	lat("  idle", r.LatencyIdle, r.LatencyIdleFailed)
 	lat("  during the throttled move", r.LatencyMoving, r.LatencyMovingFailed)
 	row("  p99 moving / idle", "%.2fx", r.P99MovingOfIdle)
+	timeline := func(name string, ws []Window) {
+		for _, w := range ws {
+			at := w.Start.Sub(ws[0].Start).Seconds()
+			row(fmt.Sprintf("  %s +%.1fs", name, at), "p99 %.3f / max %.3f ms (%d records)", w.P99, w.Max, w.Count)
+		}
+	}
+	timeline("idle", r.TimelineIdle)
+	timeline("moving", r.TimelineMoving)
 	return tw.Flush()
 }
 

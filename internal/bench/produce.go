@@ -35,6 +35,9 @@ func Produce(ctx context.Context, c Config) (Result, error) {
 	if c.TransactionRecords > 0 {
 		spec.commits = newRecorder()
 	}
+	if c.Timeline > 0 {
+		spec.timeline = newTimeline(c.Timeline)
+	}
 	sent := c.sendAll(ctx, spec)
 	var fanoutErr error
 	if readers != nil {
@@ -45,6 +48,9 @@ func Produce(ctx context.Context, c Config) (Result, error) {
 	res.Bytes = sent.delivered * int64(c.RecordSize)
 	res.finish(sent.elapsed)
 	res.Latency = rec.summary("send to acknowledgement")
+	if spec.timeline != nil {
+		res.Timeline = spec.timeline.windows()
+	}
 	if spec.commits != nil {
 		res.TransactionRecords = c.TransactionRecords
 		commits := spec.commits.summary("commit: flush and EndTxn")
@@ -77,6 +83,7 @@ type sendSpec struct {
 	stamp    bool          // start every value with its due time (E2E)
 	latency  *recorder     // nil: not timed
 	commits  *recorder     // transactional runs: each commit, flush included
+	timeline *timeline     // nil: no latency per window (needs latency)
 	progress bool          // tell Config.Progress of every delivery
 }
 
@@ -113,6 +120,9 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 	counts := split(spec.count, c.Producers)
 	payload := randomLetters(c.RecordSize)
 	start := time.Now()
+	if spec.timeline != nil {
+		spec.timeline.start = start
+	}
 	var deadline time.Time
 	if spec.duration > 0 {
 		deadline = start.Add(spec.duration)
@@ -162,7 +172,11 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 						return
 					}
 					if spec.latency != nil {
-						spec.latency.record(time.Since(due))
+						took := time.Since(due)
+						spec.latency.record(took)
+						if spec.timeline != nil {
+							spec.timeline.record(due, took)
+						}
 					}
 					delivered.Add(1)
 					if spec.progress {

@@ -59,6 +59,8 @@ type Result struct {
 	// sending (first send to last acknowledgement).
 	ProduceLatency *Latency `json:"produce_latency,omitempty"`
 	ProducedPerSec float64  `json:"produced_per_second,omitempty"`
+	// Timeline is a Produce run's latency per Config.Timeline window.
+	Timeline []Window `json:"timeline,omitempty"`
 }
 
 // finish fills in the rates from the counts and the elapsed time.

@@ -54,6 +54,13 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if !ok {
 		return nil, errNoController
 	}
+	return c.RequestTo(ctx, addr, req)
+}
+
+// RequestTo sends req to the link at addr, whichever controller that is (a
+// broker-only node that has not joined knows no leader and asks every voter).
+// A request whose ctx ends gives up at once, closing its connection.
+func (c *Client) RequestTo(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
 	if v, ok := c.Versions[req.Key()]; !ok || req.GetVersion() > v {
 		return nil, fmt.Errorf("controllerlink: the link does not serve %s v%d", kmsg.NameForKey(req.Key()), req.GetVersion())
 	}
@@ -75,6 +82,9 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		resp, err := c.roundTrip(ctx, lc.nc, req)
 		if err != nil {
 			c.drop(addr, lc)
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+			}
 		}
 		<-lc.busy
 		return resp, err
@@ -149,7 +159,21 @@ func (c *Client) roundTrip(ctx context.Context, nc net.Conn, req kmsg.Request) (
 		deadline = d
 	}
 	nc.SetDeadline(deadline)
-	defer nc.SetDeadline(time.Time{})
+	// A cancelled caller (another voter answered first) must not wait out
+	// the deadline on a controller that does not answer: expiring the
+	// deadline ends the read, and the caller drops the connection. The
+	// deadline is cleared only once that can no longer happen.
+	expired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		nc.SetDeadline(time.Now())
+		close(expired)
+	})
+	defer func() {
+		if !stop() {
+			<-expired
+		}
+		nc.SetDeadline(time.Time{})
+	}()
 	c.mu.Lock()
 	c.corr++
 	corr := c.corr

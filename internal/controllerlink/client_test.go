@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // listen listens on a loopback port until the test ends.
@@ -90,5 +92,48 @@ func TestRequestWaitRespectsDeadline(t *testing.T) {
 		t.Fatalf("the hung request ended first (%v): the test did not queue the second behind it", err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the queued request waited past its deadline for the hung one")
+	}
+}
+
+// TestRequestToGivesUpWhenCancelled: a request to a controller that never
+// answers ends as soon as its context is cancelled, not at the link's
+// timeout (an hour here), and drops the connection. A broker-only node asks
+// every voter at once to register and cancels the others once one answers:
+// a paused voter must not keep the request (and its connection) for the
+// link's timeout.
+func TestRequestToGivesUpWhenCancelled(t *testing.T) {
+	addr := silentController(t)
+	c := &Client{
+		Leader:   func() (int32, string, bool) { return 0, "", false },
+		Versions: map[int16]int16{kmsg.BrokerRegistration.Int16(): 4},
+		Timeout:  time.Hour,
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.RequestTo(ctx, addr, kmsg.NewPtrBrokerRegistrationRequest())
+		done <- err
+	}()
+	wait.For(t, "the request holds the connection", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		lc := c.conns[addr]
+		return lc != nil && len(lc.busy) == 1
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled request: %v, want context.Canceled", err)
+		}
+	case <-time.After(wait.DefaultTimeout):
+		t.Fatal("the cancelled request still waits for the controller's answer")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conns[addr] != nil {
+		t.Fatal("the connection of the cancelled request is kept")
 	}
 }

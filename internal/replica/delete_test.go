@@ -83,6 +83,24 @@ func treeBytes(t *testing.T, fsys vfs.FS, dir, prefix string) int64 {
 	return n
 }
 
+// moveAwayAndWaitDeleted moves t-0 from broker 1 (m) to broker 2 and waits
+// until every file of it is gone from mem.
+func moveAwayAndWaitDeleted(t *testing.T, m *Manager, mem vfs.FS) {
+	t.Helper()
+	if err := m.Apply(hostingImage(t, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, "t-0's files deleted", func() bool {
+		names, _ := mem.List(deleteTestDir)
+		for _, name := range names {
+			if strings.HasPrefix(name, "t-0") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestRemovedReplicaFreedInSteps: the files of a partition moved away are
 // freed at most deleteStep bytes between two durable points (an fsync of a
 // file or a directory). The old code removed the whole directory at once:
@@ -111,19 +129,8 @@ func TestRemovedReplicaFreedInSteps(t *testing.T) {
 	}))
 	m := filledManager(t, fsys)
 	const step = 64 << 10
-	m.deleteStep = step
-	if err := m.Apply(hostingImage(t, 2, 2)); err != nil {
-		t.Fatal(err)
-	}
-	wait.For(t, "t-0's files deleted", func() bool {
-		names, _ := mem.List(deleteTestDir)
-		for _, name := range names {
-			if strings.HasPrefix(name, "t-0") {
-				return false
-			}
-		}
-		return true
-	})
+	m.deleteStep, m.deleteInterval = step, time.Millisecond
+	moveAwayAndWaitDeleted(t, m, mem)
 	m.Close() // the deleter has ended: no more durable points
 	mu.Lock()
 	defer mu.Unlock()
@@ -149,6 +156,59 @@ func TestRemovedReplicaFreedInSteps(t *testing.T) {
 	}
 	if steps < int(full/step) {
 		t.Fatalf("%d bytes freed in %d steps, want at least %d", full, steps, full/step)
+	}
+}
+
+// TestRemovedReplicaDeletionPaced: after each durable point a deletion rests
+// deleteInterval per deleteStep it freed before it frees more, so it frees
+// at most deleteStep per deleteInterval however fast its fsyncs return. The
+// code of session 7 rested only as long as the step's fsync took: on ext4
+// with `discard` that is a millisecond or two (the TRIMs reach the disk
+// after the fsync returns), so the steps ran back to back, a 256 MiB replica
+// was freed in half a second, and the disk's time went to TRIMs while an
+// acks=all producer's p99 rose fivefold.
+func TestRemovedReplicaDeletionPaced(t *testing.T) {
+	mem := vfs.NewMem()
+	type point struct {
+		at   time.Time
+		left int64 // bytes of t-0 left
+	}
+	var mu sync.Mutex
+	var points []point
+	var recording bool
+	fsys := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case !recording && op.Kind == vfs.OpRename && strings.HasPrefix(op.To, filepath.Join(deleteTestDir, "t-0.")):
+			recording = true
+			points = append(points, point{time.Now(), treeBytes(t, mem, deleteTestDir, "t-0")})
+		case op.Kind&(vfs.OpSync|vfs.OpSyncDir) != 0 && recording:
+			points = append(points, point{time.Now(), treeBytes(t, mem, deleteTestDir, "t-0")})
+		}
+		return nil
+	}))
+	m := filledManager(t, fsys)
+	const step, interval = 128 << 10, 40 * time.Millisecond
+	m.deleteStep, m.deleteInterval = step, interval
+	moveAwayAndWaitDeleted(t, m, mem)
+	m.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(points) < 2 || points[0].left < 4*step {
+		t.Fatalf("durable points %v: too few, or too little to delete in steps of %d", points, step)
+	}
+	// Point i froze what was freed since point i-1; the deletion must rest
+	// in proportion before point i+1.
+	for i := 1; i+1 < len(points); i++ {
+		freed := points[i-1].left - points[i].left
+		rest := time.Duration(float64(interval) * float64(freed) / float64(step))
+		if gap := points[i+1].at.Sub(points[i].at); gap < rest {
+			t.Fatalf("durable point %d froze %d bytes freed, and the next came %v later, want at least %v", i, freed, gap, rest)
+		}
+	}
+	if points[len(points)-1].left != 0 {
+		t.Fatalf("%d bytes left at the last durable point", points[len(points)-1].left)
 	}
 }
 

@@ -92,14 +92,16 @@ type Manager struct {
 	bgCancel context.CancelFunc
 
 	// deletes is the queue of removed partitions' directories the deleter
-	// frees in steps of deleteStep bytes (delete.go); seq names them.
+	// frees in steps of deleteStep bytes, resting deleteInterval per step
+	// (delete.go); seq names them.
 	deletes struct {
 		sync.Mutex
 		queue   []string
 		running bool
 		seq     uint64
 	}
-	deleteStep int64
+	deleteStep     int64
+	deleteInterval time.Duration
 
 	mu         sync.RWMutex
 	partitions map[TopicPartition]*Partition
@@ -138,7 +140,7 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts
 		appliedCh:  make(chan struct{}),
 		fetchers:   map[int32]*fetcher{},
 		following:  map[*Partition]int32{},
-		deleteStep: defaultDeleteStep,
+		deleteStep: defaultDeleteStep, deleteInterval: defaultDeleteInterval,
 	}
 	m.deletes.seq = uint64(time.Now().UnixNano())
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())

@@ -76,16 +76,27 @@ func (n *Node) newLink(voters []controller.Peer) *controllerlink.Client {
 	}
 }
 
-// Registration while the quorum has no leader (a broker-only node started
-// before its voters, or during an election): each attempt asks every voter
-// in turn, and attempts repeat at most registerBackoffMax apart, so the node
-// registers, and starts serving, within about that much of the quorum
-// electing a leader. While it waits it says so after a second, then every
-// registerWaitNote.
+// Registration of a broker-only node, which knows no active controller until
+// it has joined: each attempt asks every voter in --controllers at once and
+// takes the active controller's answer, so that a voter that does not answer
+// (paused, cut off) holds nothing up; an attempt whose voters have not all
+// answered ends after registerTryTimeout (Kafka bounds a request to a voter
+// by controller.quorum.request.timeout.ms, 2 s by default). While the quorum
+// has no leader (a node started before its voters, or an election) attempts
+// repeat at most registerBackoffMax apart, so the node registers, and starts
+// serving, within about that much of the quorum electing a leader. While it
+// waits it says so after a second, then every registerWaitNote.
 const (
+	registerTryTimeout = 2 * time.Second
 	registerBackoffMax = 500 * time.Millisecond
 	registerWaitNote   = 10 * time.Second
 )
+
+// voterLink sends a request to the controller link of the voter at addr,
+// whether or not it leads (controllerlink.Client.RequestTo).
+type voterLink interface {
+	RequestTo(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error)
+}
 
 // register announces this broker and its advertised address to the active
 // controller, retrying until it succeeds or ctx ends.
@@ -143,23 +154,46 @@ func (n *Node) register(ctx context.Context) error {
 	})
 }
 
-// registerAnyVoter sends one registration. A broker-only node that has not
-// joined yet knows no active controller and its link asks the voters in turn
-// (newLink): it goes on to the next voter while one answers NOT_CONTROLLER or
-// cannot be reached, so that one attempt reaches the active controller if
-// there is one.
+// registerAnyVoter sends one registration. A combined node sends it through
+// its path to the active controller. A broker-only node sends it to every
+// voter at once (see registerTryTimeout) and returns the first answer that
+// is not a voter saying it does not lead; when there is none, every voter's
+// error.
 func (n *Node) registerAnyVoter(ctx context.Context, reg controller.RegisterBroker) (int64, error) {
-	tries := 1
-	if !n.cfg.IsController() {
-		voters, _ := n.cfg.Voters()
-		tries = max(tries, len(voters))
+	if n.cfg.IsController() {
+		return n.registerOnce(ctx, n.toController.Request, reg)
 	}
-	for i := 1; ; i++ {
-		epoch, err := n.registerOnce(ctx, reg)
-		if err == nil || i >= tries || !noActiveControllerHere(err) || ctx.Err() != nil {
-			return epoch, err
+	voters, err := n.cfg.Voters()
+	if err != nil {
+		return 0, permanent(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, registerTryTimeout)
+	defer cancel() // ends the requests to the voters that have not answered
+	type answer struct {
+		epoch int64
+		err   error
+	}
+	answers := make(chan answer, len(voters))
+	for _, v := range voters {
+		go func() {
+			epoch, err := n.registerOnce(ctx, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+				return n.voterLink.RequestTo(ctx, v.Addr, req)
+			}, reg)
+			if err != nil {
+				err = fmt.Errorf("voter %d at %s: %w", v.ID, v.Addr, err)
+			}
+			answers <- answer{epoch, err}
+		}()
+	}
+	var errs []error
+	for range voters {
+		a := <-answers
+		if a.err == nil || !noActiveControllerHere(a.err) {
+			return a.epoch, a.err
 		}
+		errs = append(errs, a.err)
 	}
+	return 0, errors.Join(errs...)
 }
 
 // noActiveControllerHere reports whether a registration failed because the
@@ -180,7 +214,8 @@ func (e permanentError) Unwrap() error { return e.err }
 
 func permanent(err error) error { return permanentError{err} }
 
-func (n *Node) registerOnce(ctx context.Context, reg controller.RegisterBroker) (int64, error) {
+// registerOnce sends one registration through send.
+func (n *Node) registerOnce(ctx context.Context, send func(context.Context, kmsg.Request) (kmsg.Response, error), reg controller.RegisterBroker) (int64, error) {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.Version = 4
 	req.BrokerID, req.IncarnationID, req.ClusterID = reg.ID, reg.Incarnation, n.clusterID
@@ -200,7 +235,7 @@ func (n *Node) registerOnce(ctx context.Context, reg controller.RegisterBroker) 
 		ol.Name, ol.Host, ol.Port = controllerlink.ObserverListener, host, uint16(port)
 		req.Listeners = append(req.Listeners, ol)
 	}
-	resp, err := n.toController.Request(ctx, req)
+	resp, err := send(ctx, req)
 	if err != nil {
 		return 0, err
 	}

@@ -86,6 +86,7 @@ type Node struct {
 	raftAddr      string // this node's Raft (and controller link) address
 	clusterID     string
 	link          *controllerlink.Client
+	voterLink     voterLink // each voter's link: a broker-only node's registration
 	// toController is the one path to the active controller (registration,
 	// heartbeats, ISR changes, --add-scram, the console): the link on a
 	// broker-only node, the handlers' in-process path on a controller.
@@ -205,7 +206,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 	n.link = n.newLink(peers)
 	n.lc.onStop("controller link client", func(stopping) error { n.link.Close(); return nil })
 	if !cfg.IsController() {
-		n.toController = n.link
+		n.toController, n.voterLink = n.link, n.link
 		// A broker-only node receives the metadata log only once it is a member:
 		// it registers (and so joins) first.
 		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
