@@ -121,7 +121,11 @@ func NewManager(cfg Config, store Store, parts Partitions, logger *slog.Logger) 
 	return m
 }
 
-// Close stops every lock-expiry timer and waits for running ones.
+// Close stops every lock-expiry timer, cancels the manager's background work
+// (dead-letter writes and the saves after them, expiry saves) and every state
+// write in flight, and waits for the background goroutines, at most closeTimeout:
+// each of them stops at the cancellation, so the bound only matters if a store or
+// dead-letter writer ignores its context (logged).
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.mu.closed = true
@@ -131,13 +135,27 @@ func (m *Manager) Close() {
 		shares = append(shares, sp)
 	}
 	m.mu.Unlock()
-	for _, sp := range shares {
-		sp.mu.Lock()
-		sp.stopTimerLocked()
-		sp.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, sp := range shares {
+			sp.mu.Lock()
+			sp.stopTimerLocked()
+			sp.mu.Unlock()
+		}
+		m.background.Wait()
+	}()
+	t := time.NewTimer(closeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		m.log.Error("share-partition leader closed with background work still running", "waited", closeTimeout)
 	}
-	m.background.Wait()
 }
+
+// closeTimeout bounds Close's wait for the background goroutines it cancelled.
+const closeTimeout = 10 * time.Second
 
 func (m *Manager) groupConfig(group string) GroupConfig {
 	c := m.cfg.Defaults
@@ -285,12 +303,14 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 		sp.stopTimerLocked()
 		sp.cache = readCache{} // read under the old state
 		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		stop := context.AfterFunc(m.ctx, cancel)
 		snap, found, err := m.store.Load(lctx, k)
 		if err == nil && !found {
 			// Its start comes from share.auto.offset.reset: read it no older
 			// than the group coordinator's, which assigned the partition.
 			err = m.parts.SyncMetadata(lctx)
 		}
+		stop()
 		cancel()
 		if err != nil {
 			sp.p = nil
@@ -368,7 +388,9 @@ func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBa
 	snap.LeaderEpoch, snap.StateEpoch = sp.epoch, sp.state
 	sp.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	stop := context.AfterFunc(m.ctx, cancel) // Close cuts every write short
 	err := m.store.Save(wctx, sp.key, snap)
+	stop()
 	cancel()
 	sp.mu.Lock()
 	if err != nil {
@@ -449,7 +471,7 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 		archived, _ := sp.p.Expire(m.cfg.Now(), cfg.Limits)
 		if len(archived) > 0 {
 			// Out of deliveries is final: make it durable.
-			if m.saveLocked(context.Background(), sp) == 0 {
+			if m.saveLocked(m.ctx, sp) == 0 {
 				m.maybeDeadLetterLocked(sp)
 			}
 		}
