@@ -26,7 +26,16 @@ type blockingStore struct {
 	once sync.Once
 }
 
-func (s *blockingStore) Load(context.Context, Key) (Snapshot, bool, error) {
+func (s *blockingStore) Initialize(_ context.Context, _ Key, stateEpoch int32, start int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap == nil {
+		s.snap = &Snapshot{StateEpoch: stateEpoch, Start: start}
+	}
+	return nil
+}
+
+func (s *blockingStore) Load(context.Context, Key, int32) (Snapshot, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.snap == nil {

@@ -27,6 +27,7 @@ type gatedStore struct {
 	failFirst error
 
 	mu    sync.Mutex
+	init  *Snapshot  // the initialization, if any
 	saves []Snapshot // the successful saves, in order
 	calls int
 }
@@ -35,13 +36,26 @@ func newGatedStore(failFirst error) *gatedStore {
 	return &gatedStore{release: make(chan struct{}), entered: make(chan struct{}), failFirst: failFirst}
 }
 
-func (s *gatedStore) Load(context.Context, Key) (Snapshot, bool, error) {
+func (s *gatedStore) Load(context.Context, Key, int32) (Snapshot, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := len(s.saves); n > 0 {
 		return s.saves[n-1], true, nil
 	}
+	if s.init != nil {
+		return *s.init, true, nil
+	}
 	return Snapshot{}, false, nil
+}
+
+// Initialize is not a write the test counts.
+func (s *gatedStore) Initialize(_ context.Context, _ Key, stateEpoch int32, start int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init == nil {
+		s.init = &Snapshot{StateEpoch: stateEpoch, Start: start}
+	}
+	return nil
 }
 
 func (s *gatedStore) Save(ctx context.Context, _ Key, snap Snapshot) error {
@@ -98,6 +112,12 @@ func newGroupCommitManager(t *testing.T, store Store, records int) (*Manager, *r
 // (one replica, empty); groups start at the earliest offset with one-minute locks.
 func newTestManager(t testing.TB, store Store) (*Manager, *replica.Partition) {
 	t.Helper()
+	return newTestManagerAt(t, store, 1)
+}
+
+// newTestManagerAt is newTestManager's under the data partition's leaderEpoch.
+func newTestManagerAt(t testing.TB, store Store, leaderEpoch int32) (*Manager, *replica.Partition) {
+	t.Helper()
 	rm, err := replica.NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.DiscardHandler), replica.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +126,7 @@ func newTestManager(t testing.TB, store Store) (*Manager, *replica.Partition) {
 	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
 		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
 		&metadata.TopicRecord{Name: "t", ID: gcTopicID},
-		&metadata.PartitionRecord{TopicID: gcTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1},
+		&metadata.PartitionRecord{TopicID: gcTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: leaderEpoch},
 	})
 	if err != nil {
 		t.Fatal(err)

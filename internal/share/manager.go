@@ -304,39 +304,66 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 		sp.cache = readCache{} // read under the old state
 		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		stop := context.AfterFunc(m.ctx, cancel)
-		snap, found, err := m.store.Load(lctx, k)
-		if err == nil && !found {
-			// Its start comes from share.auto.offset.reset: read it no older
-			// than the group coordinator's, which assigned the partition.
-			err = m.parts.SyncMetadata(lctx)
-		}
+		snap, err := m.loadState(lctx, k, rp, epoch)
 		stop()
 		cancel()
 		if err != nil {
 			sp.p = nil
 			sp.mu.Unlock()
 			m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
+			if errors.Is(err, kerr.FencedLeaderEpoch) {
+				// A newer leader of the data partition has loaded the state.
+				return nil, kerr.NotLeaderForPartition.Code
+			}
 			// Clients retry a partition that is not available.
 			return nil, kerr.ReplicaNotAvailable.Code
 		}
 		sp.state = snap.StateEpoch
-		if found {
-			sp.p = Restore(snap)
-		} else {
-			start := rp.HighWatermark()
-			if m.groupConfig(k.Group).AutoOffsetReset == "earliest" {
-				start = rp.LogStartOffset()
-			}
-			sp.p = NewPartition(start)
-		}
+		sp.p = Restore(snap)
 		sp.epoch = epoch
 		m.log.Info("share partition loaded", "group", k.Group, "topic", topic, "partition", k.Partition,
-			"start", sp.p.Start(), "end", sp.p.End(), "from_state", found)
+			"start", sp.p.Start(), "end", sp.p.End(), "state_epoch", sp.state)
 		// Records a crash caught between their dead-letter write and their
 		// archiving are written again.
 		m.maybeDeadLetterLocked(sp)
 	}
 	return sp, 0
+}
+
+// loadState reads k's state at the share coordinator as the share-partition
+// leader of leader epoch epoch (fencing the writes of older leaders). A share
+// partition without state is initialized first, at share.auto.offset.reset, read
+// no older than the group coordinator's (which assigned the partition): the
+// coordinator refuses a second initialization, so two leaders that both found no
+// state end up with the one that was written.
+func (m *Manager) loadState(ctx context.Context, k Key, rp *replica.Partition, epoch int32) (Snapshot, error) {
+	for {
+		snap, found, err := m.store.Load(ctx, k, epoch)
+		if err != nil || found {
+			return snap, err
+		}
+		if err := m.parts.SyncMetadata(ctx); err != nil {
+			return Snapshot{}, err
+		}
+		start := rp.HighWatermark()
+		if m.groupConfig(k.Group).AutoOffsetReset == "earliest" {
+			start = rp.LogStartOffset()
+		}
+		if err := m.store.Initialize(ctx, k, 0, start); err != nil && !errors.Is(err, kerr.FencedStateEpoch) {
+			return Snapshot{}, err
+		}
+	}
+}
+
+// saveCode is the answer to changes whose save failed with err.
+func saveCode(err error) int16 {
+	switch {
+	case errors.Is(err, kerr.FencedLeaderEpoch):
+		return kerr.NotLeaderForPartition.Code // the data partition has a newer leader
+	case errors.Is(err, kerr.FencedStateEpoch):
+		return kerr.FencedStateEpoch.Code // the offsets were reset meanwhile
+	}
+	return kerr.RequestTimedOut.Code
 }
 
 // saveLocked makes sp's current state durable and returns once it is, releasing
@@ -395,7 +422,7 @@ func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBa
 	sp.mu.Lock()
 	if err != nil {
 		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
-		b.code = kerr.RequestTimedOut.Code
+		b.code = saveCode(err)
 		if sp.p == p {
 			m.dropLocked(sp)
 		}
