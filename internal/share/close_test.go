@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -114,26 +112,6 @@ func newDeadLetterManager(t *testing.T, store Store, dlq DeadLetterWriter) *Mana
 	return NewManager(Config{Defaults: cfg, DeadLetters: dlq}, store, testParts{img: img, rm: rm}, nil)
 }
 
-// reject acknowledges offset as REJECT in member's session and returns the code.
-func reject(m *Manager, member string, offset int64) int16 {
-	g := "g"
-	req := kmsg.NewPtrShareAcknowledgeRequest()
-	req.Version, req.GroupID, req.MemberID, req.ShareSessionEpoch = 1, &g, &member, 1
-	rt := kmsg.NewShareAcknowledgeRequestTopic()
-	rt.TopicID = gcTopicID
-	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
-	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = offset, offset, []int8{int8(Reject)}
-	rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp := m.ShareAcknowledge(context.Background(), req)
-	if resp.ErrorCode != 0 {
-		return resp.ErrorCode
-	}
-	return resp.Topics[0].Partitions[0].ErrorCode
-}
-
 // TestCloseWhileDeadLetterWriteBlocked: Close returns promptly while the
 // background dead-letter work of a rejected record is stuck, whether in the
 // dead-letter write itself (its topic has no leader) or in the state save after a
@@ -152,7 +130,7 @@ func TestCloseWhileDeadLetterWriteBlocked(t *testing.T) {
 			dlq := &stuckDeadLetters{fail: tc.failWrite, entered: make(chan struct{})}
 			m := newDeadLetterManager(t, store, dlq)
 			o := fetchOne(t, m, "m")
-			if code := reject(m, "m", o); code != 0 {
+			if code := acknowledgeAs(m, "m", o, Reject); code != 0 {
 				t.Fatalf("reject: code %d", code)
 			}
 			stuck := dlq.entered

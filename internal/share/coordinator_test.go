@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/group"
 )
@@ -214,15 +213,7 @@ func TestFailoverOverlapNeverRedeliversAcknowledged(t *testing.T) {
 
 // fetchCode is the partition's code of a ShareFetch of member (new session).
 func fetchCode(m *Manager, member string) int16 {
-	g := "g"
-	req := kmsg.NewPtrShareFetchRequest()
-	req.Version, req.GroupID, req.MemberID = 1, &g, &member
-	req.MaxRecords, req.MaxBytes = 1, 1<<20
-	rt := kmsg.NewShareFetchRequestTopic()
-	rt.TopicID = gcTopicID
-	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
-	req.Topics = append(req.Topics, rt)
-	resp := m.ShareFetch(context.Background(), req)
+	resp := m.ShareFetch(context.Background(), openFetch(member))
 	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return resp.ErrorCode
 	}

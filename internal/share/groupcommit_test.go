@@ -163,15 +163,7 @@ func appendRecords(t *testing.T, rp *replica.Partition, n int) {
 // offset.
 func fetchOne(t *testing.T, m *Manager, member string) int64 {
 	t.Helper()
-	g := "g"
-	req := kmsg.NewPtrShareFetchRequest()
-	req.Version, req.GroupID, req.MemberID = 1, &g, &member
-	req.MaxRecords, req.MaxBytes = 1, 1<<20
-	rt := kmsg.NewShareFetchRequestTopic()
-	rt.TopicID = gcTopicID
-	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
-	req.Topics = append(req.Topics, rt)
-	resp := m.ShareFetch(context.Background(), req)
+	resp := m.ShareFetch(context.Background(), openFetch(member))
 	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("%s: share fetch: %+v", member, resp)
 	}
@@ -182,9 +174,29 @@ func fetchOne(t *testing.T, m *Manager, member string) int64 {
 	return p.AcquiredRecords[0].FirstOffset
 }
 
+// openFetch is a ShareFetch opening member's session of group g on partition 0
+// of the test topic, for one record.
+func openFetch(member string) *kmsg.ShareFetchRequest {
+	g := "g"
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version, req.GroupID, req.MemberID = 1, &g, &member
+	req.MaxRecords, req.MaxBytes = 1, 1<<20
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = gcTopicID
+	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // accept acknowledges offset as ACCEPT in member's session (epoch 1) and returns
 // the partition's code.
 func accept(m *Manager, member string, offset int64) int16 {
+	return acknowledgeAs(m, member, offset, Accept)
+}
+
+// acknowledgeAs acknowledges offset as typ in member's session (epoch 1) and
+// returns the partition's code.
+func acknowledgeAs(m *Manager, member string, offset int64, typ AckType) int16 {
 	g := "g"
 	req := kmsg.NewPtrShareAcknowledgeRequest()
 	req.Version, req.GroupID, req.MemberID, req.ShareSessionEpoch = 1, &g, &member, 1
@@ -192,7 +204,7 @@ func accept(m *Manager, member string, offset int64) int16 {
 	rt.TopicID = gcTopicID
 	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
 	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = offset, offset, []int8{int8(Accept)}
+	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = offset, offset, []int8{int8(typ)}
 	rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
