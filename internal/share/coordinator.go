@@ -96,7 +96,11 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 		if err != nil {
 			return err
 		}
-		sh.keys[k] = &stateEntry{snap: s, found: true}
+		// Every value the coordinator wrote supersedes the one before it; a
+		// value an older Strata (without a coordinator) wrote late may not.
+		if e := sh.keys[k]; e == nil || s.newerThan(e.snap) {
+			sh.keys[k] = &stateEntry{snap: s, found: true}
+		}
 	}
 	c.mu.Lock()
 	c.loaded[p] = sh

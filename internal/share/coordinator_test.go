@@ -134,6 +134,21 @@ func TestCoordinatorFencing(t *testing.T) {
 		t.Fatal("a deleted key came back on a rebuild")
 	}
 
+	// A partition an older Strata wrote without a coordinator: a late write of a
+	// leader that loaded the state before a reset does not come back.
+	legacy := &memStateLog{}
+	reset := Snapshot{StateEpoch: 2, LeaderEpoch: 3, Start: 40}
+	for _, v := range []Snapshot{{StateEpoch: 1, LeaderEpoch: 3, Start: 10}, reset, {StateEpoch: 1, LeaderEpoch: 4, Start: 12}} {
+		_ = legacy.Append(ctx, p, []group.Record{{Key: encodeKey(k), Value: encodeSnapshot(v)}})
+	}
+	c4 := NewCoordinator(legacy, 4)
+	if err := c4.LoadPartition(ctx, p, legacy.replay(p)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := c4.Read(ctx, k, -1); !reflect.DeepEqual(got, reset) {
+		t.Fatalf("legacy partition: %+v, want %+v", got, reset)
+	}
+
 	// The old coordinator's node no longer leads the partition.
 	log.mu.Lock()
 	log.deposed = true
