@@ -129,8 +129,9 @@ func ackCodes(resp *kmsg.ShareAcknowledgeResponse) shareCodes {
 	return c
 }
 
-// TestShareFetchErrors: ShareFetch answers what Kafka 4.4 answers for a request
-// it cannot serve: a missing member id or acknowledgements in the request that
+// TestShareFetchErrors: ShareFetch answers KIP-932's codes for a request it
+// cannot serve (as read from the KIP and Kafka's share fetch path, not yet
+// diffed against a running Kafka 4.4): a missing member id or acknowledgements in the request that
 // opens a session (INVALID_REQUEST), a session epoch without a session
 // (SHARE_SESSION_NOT_FOUND) or out of step (INVALID_SHARE_SESSION_EPOCH) at the
 // top; per partition an unknown topic id (UNKNOWN_TOPIC_ID), a partition the
