@@ -3,14 +3,11 @@ package share
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
-	"github.com/strata-stream/strata/internal/replica"
-	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // blockingStore is a Store in memory whose saves after the first block free
@@ -79,37 +76,15 @@ func (w *stuckDeadLetters) CreateTopic(context.Context, string) error { return n
 // record, for group "g" whose dead-letter topic is dlq.t (which exists).
 func newDeadLetterManager(t *testing.T, store Store, dlq DeadLetterWriter) *Manager {
 	t.Helper()
-	rm, err := replica.NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.DiscardHandler), replica.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rm.Close() })
 	dlqID := metadata.UUID{8}
-	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
-		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
-		&metadata.TopicRecord{Name: "t", ID: gcTopicID},
-		&metadata.PartitionRecord{TopicID: gcTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1},
+	parts, rp := newTestParts(t, 1,
 		&metadata.TopicRecord{Name: "dlq.t", ID: dlqID},
 		&metadata.PartitionRecord{TopicID: dlqID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1},
-		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "dlq.t", Key: metadata.TopicDeadLetterGroupEnable, Value: "true"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = img.WithOffset(1)
-	if err := rm.Apply(img); err != nil {
-		t.Fatal(err)
-	}
-	rp, err := rm.Partition("t", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "dlq.t", Key: metadata.TopicDeadLetterGroupEnable, Value: "true"})
 	appendRecords(t, rp, 1)
-	cfg := DefaultGroupConfig()
-	cfg.LockDuration = time.Minute
-	cfg.AutoOffsetReset = "earliest"
+	cfg := testGroupConfig()
 	cfg.DeadLetter.Topic = "dlq.t"
-	return NewManager(Config{Defaults: cfg, DeadLetters: dlq}, store, testParts{img: img, rm: rm}, nil)
+	return NewManager(Config{Defaults: cfg, DeadLetters: dlq}, store, parts, nil)
 }
 
 // TestCloseWhileDeadLetterWriteBlocked: Close returns promptly while the

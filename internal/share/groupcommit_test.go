@@ -118,16 +118,35 @@ func newTestManager(t testing.TB, store Store) (*Manager, *replica.Partition) {
 // newTestManagerAt is newTestManager's under the data partition's leaderEpoch.
 func newTestManagerAt(t testing.TB, store Store, leaderEpoch int32) (*Manager, *replica.Partition) {
 	t.Helper()
+	parts, rp := newTestParts(t, leaderEpoch)
+	m := NewManager(Config{Defaults: testGroupConfig()}, store, parts, nil)
+	t.Cleanup(m.Close)
+	return m, rp
+}
+
+// testGroupConfig is the tests' group config: the earliest offset, one-minute
+// locks.
+func testGroupConfig() GroupConfig {
+	cfg := DefaultGroupConfig()
+	cfg.LockDuration = time.Minute
+	cfg.AutoOffsetReset = "earliest"
+	return cfg
+}
+
+// newTestParts is node 1 leading partition 0 of topic "t" (one replica, empty)
+// under leaderEpoch, with more metadata records applied after.
+func newTestParts(t testing.TB, leaderEpoch int32, more ...metadata.Record) (testParts, *replica.Partition) {
+	t.Helper()
 	rm, err := replica.NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.DiscardHandler), replica.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rm.Close() })
-	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+	img, err := metadata.ApplyAll(metadata.NewImage(), append([]metadata.Record{
 		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
 		&metadata.TopicRecord{Name: "t", ID: gcTopicID},
 		&metadata.PartitionRecord{TopicID: gcTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: leaderEpoch},
-	})
+	}, more...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,12 +158,7 @@ func newTestManagerAt(t testing.TB, store Store, leaderEpoch int32) (*Manager, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultGroupConfig()
-	cfg.LockDuration = time.Minute
-	cfg.AutoOffsetReset = "earliest"
-	m := NewManager(Config{Defaults: cfg}, store, testParts{img: img, rm: rm}, nil)
-	t.Cleanup(m.Close)
-	return m, rp
+	return testParts{img: img, rm: rm}, rp
 }
 
 // appendRecords appends n one-record batches and waits for the high watermark.
