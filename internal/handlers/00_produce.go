@@ -42,7 +42,6 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
-	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -312,7 +311,9 @@ const adminClientID = "__admin_client"
 // topic or partition; records that are not exactly one whole batch of magic
 // 2 (INVALID_RECORD: none, a truncated one, two; a magic above 2
 // CORRUPT_MESSAGE), a zstd batch before v7 (UNSUPPORTED_COMPRESSION_TYPE); a
-// write to __consumer_offsets or __transaction_state (INVALID_TOPIC_EXCEPTION).
+// write to an internal topic (__consumer_offsets, __transaction_state,
+// __share_group_state: INVALID_TOPIC_EXCEPTION) from any client id but Kafka's
+// admin client's.
 // A batch is checked further (CRC, sizes) by Append.
 func checkProduceTarget(img *metadata.Image, version int16, topic string, partition int32, records []byte, internalAllowed bool) error {
 	if img.Partition(topic, partition) == nil {
@@ -333,9 +334,7 @@ func checkProduceTarget(img *metadata.Image, version int16, topic string, partit
 			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries exactly one record batch per partition"}
 		}
 	}
-	// __share_group_state is written by Strata's share coordinator through the
-	// Kafka listener (package share), so it takes produce requests.
-	if isInternalTopic(topic) && topic != share.StateTopic && !internalAllowed {
+	if isInternalTopic(topic) && !internalAllowed {
 		return &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot append to internal topic " + topic}
 	}
 	return nil

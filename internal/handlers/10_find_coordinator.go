@@ -1,12 +1,17 @@
 package handlers
 
 // FindCoordinator (key 10), v0-v6.
-//   v1: key type (0 group, 1 transaction; others INVALID_REQUEST); v3+ flexible;
-//   v4+: several keys at once (CoordinatorKeys, answered in Coordinators).
+//   v1: key type (0 group, 1 transaction, 2 share; others INVALID_REQUEST); v3+
+//   flexible; v4+: several keys at once (CoordinatorKeys, answered in
+//   Coordinators). A share key ("group:topic id:partition", KIP-932) needs v6 and
+//   CLUSTER_ACTION (a broker finding its share coordinator): older versions are
+//   UNSUPPORTED_VERSION, a key that does not parse INVALID_REQUEST.
 // A group's coordinator is the leader of partition PartitionFor(group) of
 // __consumer_offsets, a transactional id's the leader of its partition of
-// __transaction_state; each topic is created on first use (compacted, 50
-// partitions by default, replication factor min(3, brokers)).
+// __transaction_state, a share partition's the leader of its partition of
+// __share_group_state (share.StatePartition; the share state store creates that
+// topic); the others are created on first use (compacted, 50 partitions by
+// default, replication factor min(3, brokers)).
 
 import (
 	"context"
@@ -18,10 +23,11 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
-func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) findCoordinator(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
@@ -29,6 +35,9 @@ func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r 
 		keys = []string{req.CoordinatorKey}
 	}
 	img := h.cluster.Image()
+	if req.CoordinatorType == 2 {
+		return reply(h.findShareCoordinator(ctx, c, req, keys))
+	}
 	topic, partitions := group.OffsetsTopic, h.cfg.OffsetsTopicPartitions
 	if req.CoordinatorType == 1 {
 		topic, partitions = txn.StateTopic, h.cfg.TransactionStatePartitions
@@ -48,7 +57,7 @@ func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r 
 		case !known:
 			c.ErrorCode = kerr.InvalidRequest.Code
 		default:
-			h.locateCoordinator(img, topic, key, &c)
+			h.locateCoordinator(img, topic, func(n int32) int32 { return group.PartitionFor(key, n) }, &c)
 		}
 		if c.ErrorCode != 0 {
 			msg := kerr.ErrorForCode(c.ErrorCode).Error()
@@ -64,15 +73,47 @@ func (h *Handlers) findCoordinator(ctx context.Context, _ *protocol.ConnInfo, r 
 	return reply(resp)
 }
 
-// locateCoordinator fills c with the broker leading key's partition of the
-// coordinator's topic (__consumer_offsets or __transaction_state).
-func (h *Handlers) locateCoordinator(img *metadata.Image, topic, key string, c *kmsg.FindCoordinatorResponseCoordinator) {
+// findShareCoordinator answers FindCoordinator for share keys (type 2).
+func (h *Handlers) findShareCoordinator(ctx context.Context, c *protocol.ConnInfo, req *kmsg.FindCoordinatorRequest, keys []string) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	allowed := h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction)
+	img := h.cluster.Image()
+	for _, key := range keys {
+		co := kmsg.NewFindCoordinatorResponseCoordinator()
+		co.Key = key
+		co.NodeID, co.Port = -1, -1
+		k, ok := share.ParseCoordinatorKey(key)
+		switch {
+		case req.Version < 6:
+			co.ErrorCode = kerr.UnsupportedVersion.Code
+		case !allowed:
+			co.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		case !ok || k.Group == "":
+			co.ErrorCode = kerr.InvalidRequest.Code
+		default:
+			h.locateCoordinator(img, share.StateTopic, func(n int32) int32 { return share.StatePartition(k, n) }, &co)
+		}
+		co.ErrorMessage = errMessage(co.ErrorCode)
+		resp.Coordinators = append(resp.Coordinators, co)
+	}
+	if req.Version < 4 {
+		co := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = co.ErrorCode, co.ErrorMessage, co.NodeID, co.Host, co.Port
+		resp.Coordinators = nil
+	}
+	return resp
+}
+
+// locateCoordinator fills c with the broker leading partition partitionOf(the
+// topic's partition count) of the coordinator's topic (__consumer_offsets,
+// __transaction_state or __share_group_state).
+func (h *Handlers) locateCoordinator(img *metadata.Image, topic string, partitionOf func(int32) int32, c *kmsg.FindCoordinatorResponseCoordinator) {
 	t := img.Topic(topic)
 	if t == nil || len(t.Partitions) == 0 {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return
 	}
-	p := t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))]
+	p := t.Partitions[partitionOf(int32(len(t.Partitions)))]
 	b := img.Broker(p.Leader)
 	if p.Leader == metadata.NoLeader || b == nil || b.Fenced {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -69,6 +69,10 @@ var apis = []api{
 	{key: 79, min: 1, max: 2, serve: (*Handlers).shareAcknowledge},
 	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
 	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
+	{key: 83, min: 0, max: 0, serve: (*Handlers).initializeShareGroupState},
+	{key: 84, min: 0, max: 0, serve: (*Handlers).readShareGroupState},
+	{key: 85, min: 0, max: 1, serve: (*Handlers).writeShareGroupState},
+	{key: 86, min: 0, max: 0, serve: (*Handlers).deleteShareGroupState},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.
@@ -113,6 +117,10 @@ type Config struct {
 	AddToRemoteTxn func(ctx context.Context, broker int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error)
 	// Shares serves ShareFetch and ShareAcknowledge (package share).
 	Shares Shares
+	// ShareCoordinator serves the share-group state APIs (83-86) for the
+	// partitions of __share_group_state this node leads; nil: they answer
+	// COORDINATOR_NOT_AVAILABLE.
+	ShareCoordinator ShareCoordinator
 	// Authorizer, when set, returns the authorizer for the latest ACLs and turns
 	// authorization on (authorize.go); nil: every request is allowed and the ACL
 	// APIs answer SECURITY_DISABLED.

@@ -408,6 +408,46 @@ var authzMatrix = map[int16]matrixCase{
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.RemoveRaftVoterResponse).ErrorCode }},
 	60: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
+	83: {func(id [16]byte) kmsg.Request {
+		r := kmsg.NewPtrInitializeShareGroupStateRequest()
+		r.GroupID = "g"
+		t := kmsg.NewInitializeShareGroupStateRequestTopic()
+		t.TopicID, t.Partitions = id, []kmsg.InitializeShareGroupStateRequestTopicPartition{kmsg.NewInitializeShareGroupStateRequestTopicPartition()}
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
+	}},
+	84: {func(id [16]byte) kmsg.Request {
+		r := kmsg.NewPtrReadShareGroupStateRequest()
+		r.GroupID = "g"
+		t := kmsg.NewReadShareGroupStateRequestTopic()
+		t.TopicID, t.Partitions = id, []kmsg.ReadShareGroupStateRequestTopicPartition{kmsg.NewReadShareGroupStateRequestTopicPartition()}
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.ReadShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
+	}},
+	85: {func(id [16]byte) kmsg.Request {
+		r := kmsg.NewPtrWriteShareGroupStateRequest()
+		r.GroupID = "g"
+		t := kmsg.NewWriteShareGroupStateRequestTopic()
+		t.TopicID, t.Partitions = id, []kmsg.WriteShareGroupStateRequestTopicPartition{kmsg.NewWriteShareGroupStateRequestTopicPartition()}
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.WriteShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
+	}},
+	86: {func(id [16]byte) kmsg.Request {
+		r := kmsg.NewPtrDeleteShareGroupStateRequest()
+		r.GroupID = "g"
+		t := kmsg.NewDeleteShareGroupStateRequestTopic()
+		t.TopicID, t.Partitions = id, []kmsg.DeleteShareGroupStateRequestTopicPartition{kmsg.NewDeleteShareGroupStateRequestTopicPartition()}
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.DeleteShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
+	}},
 }
 
 // TestAuthorizationMatrix sends every API the Kafka listener serves as a super

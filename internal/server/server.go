@@ -106,6 +106,10 @@ type Node struct {
 	// Share groups' record delivery (share.go).
 	shares     *share.Manager
 	shareStore *share.TopicStore
+	// shareLog loads the partitions of __share_group_state this node leads
+	// into shareCoord, the share coordinator (package share).
+	shareLog   *offsets.Store
+	shareCoord *share.Coordinator
 	shareDLQ   *share.TopicDeadLetters
 
 	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
@@ -265,6 +269,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		OnLeadership: func(p *replica.Partition, leader bool) {
 			n.offsetStore.LeadershipChanged(p, leader)
 			n.txnStore.LeadershipChanged(p, leader)
+			n.shareLog.LeadershipChanged(p, leader)
 		},
 	})
 	if err != nil {
@@ -311,6 +316,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		TransactionStatePartitions: cfg.TransactionStatePartitions,
 		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
 		Shares:                     n.shares,
+		ShareCoordinator:           n.shareCoord,
 		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
 		FetchSessionCacheSlots:     cfg.MaxIncrementalFetchSessionCacheSlots,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))

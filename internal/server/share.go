@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/offsets"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/share"
 )
@@ -20,7 +21,11 @@ import (
 // in-flight records of share groups on the partitions this node leads, persisted in
 // __share_group_state through a client of the node's own Kafka listener.
 func (n *Node) startShares(logger *slog.Logger) error {
-	store, err := share.NewTopicStore([]string{n.kafkaLn.Addr().String()}, share.DefaultStateTopicPartitions)
+	n.shareLog = offsets.NewForTopic(share.StateTopic, n.replicas, logger.With("component", "share-state"))
+	n.shareCoord = share.NewCoordinator(n.shareLog, share.DefaultStateTopicPartitions)
+	n.shareLog.SetCoordinator(n.shareCoord)
+	n.lc.onStop("share coordinator state", func(stopping) error { n.shareLog.Close(); return nil })
+	store, err := share.NewTopicStore([]string{n.kafkaLn.Addr().String()}, share.DefaultStateTopicPartitions, n.kafkaClientOpts()...)
 	if err != nil {
 		return err
 	}
@@ -115,7 +120,7 @@ func shareKey(sp group.SharePartition) share.Key {
 }
 
 func (s shareState) Summary(ctx context.Context, sp group.SharePartition) (group.ShareSummary, bool, error) {
-	snap, ok, err := s.n.shareStore.Load(ctx, shareKey(sp))
+	snap, ok, err := s.n.shareStore.Latest(ctx, shareKey(sp))
 	if err != nil || !ok {
 		return group.ShareSummary{}, false, err
 	}
@@ -127,17 +132,16 @@ func (s shareState) Summary(ctx context.Context, sp group.SharePartition) (group
 	return out, true, nil
 }
 
+// Reset initializes the next state epoch at start (InitializeShareGroupState):
+// the share coordinator then refuses every write of a leader holding the old
+// state (FENCED_STATE_EPOCH), which reloads it.
 func (s shareState) Reset(ctx context.Context, sp group.SharePartition, start int64) error {
-	epoch := int32(0)
-	if p := s.n.ctrl.Image().Partition(sp.Topic, sp.Partition); p != nil {
-		epoch = p.LeaderEpoch
-	}
 	k := shareKey(sp)
-	prev, found, err := s.n.shareStore.Load(ctx, k)
+	prev, found, err := s.n.shareStore.Latest(ctx, k)
 	if err != nil {
 		return err
 	}
-	if err := s.n.shareStore.Save(ctx, k, share.Reset(prev, found, start, epoch)); err != nil {
+	if err := s.n.shareStore.Initialize(ctx, k, share.NextStateEpoch(prev, found), start); err != nil {
 		return err
 	}
 	s.n.shares.Unload(k)

@@ -42,26 +42,14 @@ func (s Summary) Lag(hwm int64) int64 {
 	return max(hwm-s.Start-s.Done, 0)
 }
 
-// Reset returns the snapshot an alteration writes over prev (found: there was
-// one): nothing in flight, starting at start, under the data partition's leader
-// epoch and the next state epoch (1 over none), so a load prefers it to anything a
-// leader that loaded the previous state writes later.
-func Reset(prev Snapshot, found bool, start int64, leaderEpoch int32) Snapshot {
-	epoch := int32(1)
+// NextStateEpoch is the state epoch an alteration of the offsets initializes over
+// prev (found: there was one): 1 over none, else one more than prev's, so the
+// coordinator fences every write of a leader that loaded prev.
+func NextStateEpoch(prev Snapshot, found bool) int32 {
 	if found {
-		epoch = prev.StateEpoch + 1
+		return prev.StateEpoch + 1
 	}
-	return Snapshot{StateEpoch: epoch, LeaderEpoch: leaderEpoch, Start: start}
-}
-
-// Delete removes the state of k: a tombstone of its key, which a load reads as no
-// state (the partition starts again at share.auto.offset.reset).
-func (s *TopicStore) Delete(ctx context.Context, k Key) error {
-	if err := s.ensure(ctx); err != nil {
-		return err
-	}
-	r := &kgo.Record{Topic: StateTopic, Partition: statePartition(k, s.partitions), Key: encodeKey(k)}
-	return s.cl.ProduceSync(ctx, r).FirstErr()
+	return 1
 }
 
 // GroupKeys lists the share partitions of group that have state: it reads every

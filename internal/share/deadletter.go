@@ -151,7 +151,7 @@ func (m *Manager) deadLetter(sp *sharePartition, p *Partition, dls []DeadLetter)
 			"dead_letter_topic", cfg.DeadLetter.Topic, "err", err)
 		p.Unarchive(offsets)
 	}
-	if m.saveLocked(context.Background(), sp) == 0 {
+	if m.saveLocked(m.ctx, sp) == 0 {
 		sp.wakeLocked(cfg.Limits, 0)
 		m.maybeDeadLetterLocked(sp)
 	}

@@ -24,10 +24,17 @@
 //     keys on TopicStore, and Manager.Unload, which drops a share partition's
 //     in-memory state so its next request reloads it. A node also unloads a group's
 //     share partitions once no member of the group has a live share session there.
-//   - Store (store.go) keeps snapshots durable. TopicStore writes them to the
-//     compacted internal topic __share_group_state with acks=all through a Kafka
-//     client, so the leader of the state partition orders the writes, as Kafka's
-//     share coordinator does, and reads a key's partition back on load.
+//   - Store (store.go) keeps snapshots durable at the share coordinator.
+//     TopicStore sends Kafka's share-state requests (Read/Initialize/Write/
+//     DeleteShareGroupState) through a Kafka client to the coordinator of the
+//     key, found with FindCoordinator (key type share).
+//   - Coordinator (coordinator.go) is the share coordinator: the leader of a
+//     partition of the compacted internal topic __share_group_state keeps the
+//     latest value of each key there, rebuilt from the partition when it becomes
+//     leader, serializes the writes of a key, appends each (acks=all) and
+//     refuses stale ones: an older state epoch (FENCED_STATE_EPOCH) or an older
+//     data-partition leader epoch (FENCED_LEADER_EPOCH). Clients cannot produce
+//     to the topic (INVALID_TOPIC_EXCEPTION, as Kafka).
 //
 // # Calling protocol
 //
@@ -40,23 +47,28 @@
 // # Durability and failover
 //
 // A share partition is loaded on its first request under the data partition's
-// current leader epoch: from its latest snapshot, or at the log start or high
-// watermark (share.auto.offset.reset) when it has none, read only after
-// Partitions.SyncMetadata has brought the node's metadata up to the active
-// controller's (a group config set through another node is not read stale).
+// current leader epoch: a ReadShareGroupState at the coordinator with that epoch,
+// which, when it is newer than the stored one, writes the state again under it
+// first, so from then on every write of an older leader is refused
+// (FENCED_LEADER_EPOCH). A share partition without state is initialized
+// (InitializeShareGroupState, state epoch 0) at the log start or high watermark
+// (share.auto.offset.reset), read only after Partitions.SyncMetadata has brought
+// the node's metadata up to the active controller's (a group config set through
+// another node is not read stale), and read again: of two leaders that both found
+// no state, the second's initialization is refused and it reads the first's.
 // An acknowledgement is answered only once the new snapshot is durable; if the
 // save fails the in-memory state is dropped and reloaded, and the acknowledgement
-// fails (REQUEST_TIMED_OUT).
+// fails: NOT_LEADER_OR_FOLLOWER when a newer leader fenced this one (its reload
+// is fenced too), FENCED_STATE_EPOCH when the offsets were reset meanwhile (an
+// alteration initializes the next state epoch), REQUEST_TIMED_OUT otherwise.
 // Acquisitions are not persisted: after a failover acquired records are available
 // again with the delivery counts last saved, so a record is delivered at least once
 // and accepted at most once (the old locks are unknown to the new leader, which
-// answers INVALID_RECORD_STATE to acknowledgements of them). Snapshots carry the
-// state epoch of the state they belong to (an offset reset by the group coordinator
-// starts the next one; a leader writes the one it loaded) and the leader epoch they
-// were taken under; a load prefers the highest state epoch, then the highest leader
-// epoch, so neither a reset nor a new leader's state is rolled back by a late write. A load asks
-// only the key's state partition for its end, so a state partition left without a
-// leader stops the loads of its own keys, not everyone's.
+// answers INVALID_RECORD_STATE to acknowledgements of them); while two nodes both
+// believe they lead, the old one's acknowledgements made after the new one loaded
+// fail, so no answered acknowledgement is lost. A load asks only the key's state
+// partition, so a state partition left without a leader stops the loads of its
+// own keys, not everyone's.
 //
 // # The fetch path
 //
@@ -88,7 +100,9 @@
 // commit): one write at a time per share partition, each of a snapshot taken after
 // every change it answers, so the state is durable in the order it was applied. A
 // failed write drops the in-memory state, and every change waiting for a write
-// fails with it. Loads (a new leader epoch, Unload) first wait for the writes in
+// fails with it. Close cancels the background work (dead-letter writes, the saves
+// after them, expiry saves) and every load or write in flight, and waits for the
+// goroutines it owns at most 10 s. Loads (a new leader epoch, Unload) first wait for the writes in
 // flight or waiting, so no old write lands over a reloaded state. A share
 // partition's mutex may be held while Manager.mu is taken (to start a background
 // dead-letter write), never the reverse. A share partition's readMu is taken

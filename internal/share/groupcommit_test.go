@@ -27,6 +27,7 @@ type gatedStore struct {
 	failFirst error
 
 	mu    sync.Mutex
+	init  *Snapshot  // the initialization, if any
 	saves []Snapshot // the successful saves, in order
 	calls int
 }
@@ -35,13 +36,26 @@ func newGatedStore(failFirst error) *gatedStore {
 	return &gatedStore{release: make(chan struct{}), entered: make(chan struct{}), failFirst: failFirst}
 }
 
-func (s *gatedStore) Load(context.Context, Key) (Snapshot, bool, error) {
+func (s *gatedStore) Load(context.Context, Key, int32) (Snapshot, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := len(s.saves); n > 0 {
 		return s.saves[n-1], true, nil
 	}
+	if s.init != nil {
+		return *s.init, true, nil
+	}
 	return Snapshot{}, false, nil
+}
+
+// Initialize is not a write the test counts.
+func (s *gatedStore) Initialize(_ context.Context, _ Key, stateEpoch int32, start int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init == nil {
+		s.init = &Snapshot{StateEpoch: stateEpoch, Start: start}
+	}
+	return nil
 }
 
 func (s *gatedStore) Save(ctx context.Context, _ Key, snap Snapshot) error {
@@ -98,16 +112,41 @@ func newGroupCommitManager(t *testing.T, store Store, records int) (*Manager, *r
 // (one replica, empty); groups start at the earliest offset with one-minute locks.
 func newTestManager(t testing.TB, store Store) (*Manager, *replica.Partition) {
 	t.Helper()
+	return newTestManagerAt(t, store, 1)
+}
+
+// newTestManagerAt is newTestManager's under the data partition's leaderEpoch.
+func newTestManagerAt(t testing.TB, store Store, leaderEpoch int32) (*Manager, *replica.Partition) {
+	t.Helper()
+	parts, rp := newTestParts(t, leaderEpoch)
+	m := NewManager(Config{Defaults: testGroupConfig()}, store, parts, nil)
+	t.Cleanup(m.Close)
+	return m, rp
+}
+
+// testGroupConfig is the tests' group config: the earliest offset, one-minute
+// locks.
+func testGroupConfig() GroupConfig {
+	cfg := DefaultGroupConfig()
+	cfg.LockDuration = time.Minute
+	cfg.AutoOffsetReset = "earliest"
+	return cfg
+}
+
+// newTestParts is node 1 leading partition 0 of topic "t" (one replica, empty)
+// under leaderEpoch, with more metadata records applied after.
+func newTestParts(t testing.TB, leaderEpoch int32, more ...metadata.Record) (testParts, *replica.Partition) {
+	t.Helper()
 	rm, err := replica.NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.DiscardHandler), replica.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rm.Close() })
-	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+	img, err := metadata.ApplyAll(metadata.NewImage(), append([]metadata.Record{
 		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
 		&metadata.TopicRecord{Name: "t", ID: gcTopicID},
-		&metadata.PartitionRecord{TopicID: gcTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1},
-	})
+		&metadata.PartitionRecord{TopicID: gcTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: leaderEpoch},
+	}, more...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +158,7 @@ func newTestManager(t testing.TB, store Store) (*Manager, *replica.Partition) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultGroupConfig()
-	cfg.LockDuration = time.Minute
-	cfg.AutoOffsetReset = "earliest"
-	m := NewManager(Config{Defaults: cfg}, store, testParts{img: img, rm: rm}, nil)
-	t.Cleanup(m.Close)
-	return m, rp
+	return testParts{img: img, rm: rm}, rp
 }
 
 // appendRecords appends n one-record batches and waits for the high watermark.
@@ -143,15 +177,7 @@ func appendRecords(t *testing.T, rp *replica.Partition, n int) {
 // offset.
 func fetchOne(t *testing.T, m *Manager, member string) int64 {
 	t.Helper()
-	g := "g"
-	req := kmsg.NewPtrShareFetchRequest()
-	req.Version, req.GroupID, req.MemberID = 1, &g, &member
-	req.MaxRecords, req.MaxBytes = 1, 1<<20
-	rt := kmsg.NewShareFetchRequestTopic()
-	rt.TopicID = gcTopicID
-	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
-	req.Topics = append(req.Topics, rt)
-	resp := m.ShareFetch(context.Background(), req)
+	resp := m.ShareFetch(context.Background(), openFetch(member))
 	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("%s: share fetch: %+v", member, resp)
 	}
@@ -162,9 +188,29 @@ func fetchOne(t *testing.T, m *Manager, member string) int64 {
 	return p.AcquiredRecords[0].FirstOffset
 }
 
+// openFetch is a ShareFetch opening member's session of group g on partition 0
+// of the test topic, for one record.
+func openFetch(member string) *kmsg.ShareFetchRequest {
+	g := "g"
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version, req.GroupID, req.MemberID = 1, &g, &member
+	req.MaxRecords, req.MaxBytes = 1, 1<<20
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = gcTopicID
+	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // accept acknowledges offset as ACCEPT in member's session (epoch 1) and returns
 // the partition's code.
 func accept(m *Manager, member string, offset int64) int16 {
+	return acknowledgeAs(m, member, offset, Accept)
+}
+
+// acknowledgeAs acknowledges offset as typ in member's session (epoch 1) and
+// returns the partition's code.
+func acknowledgeAs(m *Manager, member string, offset int64, typ AckType) int16 {
 	g := "g"
 	req := kmsg.NewPtrShareAcknowledgeRequest()
 	req.Version, req.GroupID, req.MemberID, req.ShareSessionEpoch = 1, &g, &member, 1
@@ -172,7 +218,7 @@ func accept(m *Manager, member string, offset int64) int16 {
 	rt.TopicID = gcTopicID
 	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
 	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = offset, offset, []int8{int8(Accept)}
+	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = offset, offset, []int8{int8(typ)}
 	rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)

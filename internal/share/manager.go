@@ -121,7 +121,11 @@ func NewManager(cfg Config, store Store, parts Partitions, logger *slog.Logger) 
 	return m
 }
 
-// Close stops every lock-expiry timer and waits for running ones.
+// Close stops every lock-expiry timer, cancels the manager's background work
+// (dead-letter writes and the saves after them, expiry saves) and every state
+// write in flight, and waits for the background goroutines, at most closeTimeout:
+// each of them stops at the cancellation, so the bound only matters if a store or
+// dead-letter writer ignores its context (logged).
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.mu.closed = true
@@ -131,13 +135,27 @@ func (m *Manager) Close() {
 		shares = append(shares, sp)
 	}
 	m.mu.Unlock()
-	for _, sp := range shares {
-		sp.mu.Lock()
-		sp.stopTimerLocked()
-		sp.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, sp := range shares {
+			sp.mu.Lock()
+			sp.stopTimerLocked()
+			sp.mu.Unlock()
+		}
+		m.background.Wait()
+	}()
+	t := time.NewTimer(closeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		m.log.Error("share-partition leader closed with background work still running", "waited", closeTimeout)
 	}
-	m.background.Wait()
 }
+
+// closeTimeout bounds Close's wait for the background goroutines it cancelled.
+const closeTimeout = 10 * time.Second
 
 func (m *Manager) groupConfig(group string) GroupConfig {
 	c := m.cfg.Defaults
@@ -285,38 +303,67 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 		sp.stopTimerLocked()
 		sp.cache = readCache{} // read under the old state
 		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		snap, found, err := m.store.Load(lctx, k)
-		if err == nil && !found {
-			// Its start comes from share.auto.offset.reset: read it no older
-			// than the group coordinator's, which assigned the partition.
-			err = m.parts.SyncMetadata(lctx)
-		}
+		stop := context.AfterFunc(m.ctx, cancel)
+		snap, err := m.loadState(lctx, k, rp, epoch)
+		stop()
 		cancel()
 		if err != nil {
 			sp.p = nil
 			sp.mu.Unlock()
 			m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
+			if errors.Is(err, kerr.FencedLeaderEpoch) {
+				// A newer leader of the data partition has loaded the state.
+				return nil, kerr.NotLeaderForPartition.Code
+			}
 			// Clients retry a partition that is not available.
 			return nil, kerr.ReplicaNotAvailable.Code
 		}
 		sp.state = snap.StateEpoch
-		if found {
-			sp.p = Restore(snap)
-		} else {
-			start := rp.HighWatermark()
-			if m.groupConfig(k.Group).AutoOffsetReset == "earliest" {
-				start = rp.LogStartOffset()
-			}
-			sp.p = NewPartition(start)
-		}
+		sp.p = Restore(snap)
 		sp.epoch = epoch
 		m.log.Info("share partition loaded", "group", k.Group, "topic", topic, "partition", k.Partition,
-			"start", sp.p.Start(), "end", sp.p.End(), "from_state", found)
+			"start", sp.p.Start(), "end", sp.p.End(), "state_epoch", sp.state)
 		// Records a crash caught between their dead-letter write and their
 		// archiving are written again.
 		m.maybeDeadLetterLocked(sp)
 	}
 	return sp, 0
+}
+
+// loadState reads k's state at the share coordinator as the share-partition
+// leader of leader epoch epoch (fencing the writes of older leaders). A share
+// partition without state is initialized first, at share.auto.offset.reset, read
+// no older than the group coordinator's (which assigned the partition): the
+// coordinator refuses a second initialization, so two leaders that both found no
+// state end up with the one that was written.
+func (m *Manager) loadState(ctx context.Context, k Key, rp *replica.Partition, epoch int32) (Snapshot, error) {
+	for {
+		snap, found, err := m.store.Load(ctx, k, epoch)
+		if err != nil || found {
+			return snap, err
+		}
+		if err := m.parts.SyncMetadata(ctx); err != nil {
+			return Snapshot{}, err
+		}
+		start := rp.HighWatermark()
+		if m.groupConfig(k.Group).AutoOffsetReset == "earliest" {
+			start = rp.LogStartOffset()
+		}
+		if err := m.store.Initialize(ctx, k, 0, start); err != nil && !errors.Is(err, kerr.FencedStateEpoch) {
+			return Snapshot{}, err
+		}
+	}
+}
+
+// saveCode is the answer to changes whose save failed with err.
+func saveCode(err error) int16 {
+	switch {
+	case errors.Is(err, kerr.FencedLeaderEpoch):
+		return kerr.NotLeaderForPartition.Code // the data partition has a newer leader
+	case errors.Is(err, kerr.FencedStateEpoch):
+		return kerr.FencedStateEpoch.Code // the offsets were reset meanwhile
+	}
+	return kerr.RequestTimedOut.Code
 }
 
 // saveLocked makes sp's current state durable and returns once it is, releasing
@@ -368,12 +415,14 @@ func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBa
 	snap.LeaderEpoch, snap.StateEpoch = sp.epoch, sp.state
 	sp.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	stop := context.AfterFunc(m.ctx, cancel) // Close cuts every write short
 	err := m.store.Save(wctx, sp.key, snap)
+	stop()
 	cancel()
 	sp.mu.Lock()
 	if err != nil {
 		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
-		b.code = kerr.RequestTimedOut.Code
+		b.code = saveCode(err)
 		if sp.p == p {
 			m.dropLocked(sp)
 		}
@@ -449,7 +498,7 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 		archived, _ := sp.p.Expire(m.cfg.Now(), cfg.Limits)
 		if len(archived) > 0 {
 			// Out of deliveries is final: make it durable.
-			if m.saveLocked(context.Background(), sp) == 0 {
+			if m.saveLocked(m.ctx, sp) == 0 {
 				m.maybeDeadLetterLocked(sp)
 			}
 		}

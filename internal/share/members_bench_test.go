@@ -22,7 +22,19 @@ type memStore struct {
 	snaps map[Key]Snapshot
 }
 
-func (s *memStore) Load(_ context.Context, k Key) (Snapshot, bool, error) {
+func (s *memStore) Initialize(_ context.Context, k Key, stateEpoch int32, start int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snaps == nil {
+		s.snaps = make(map[Key]Snapshot)
+	}
+	if _, ok := s.snaps[k]; !ok {
+		s.snaps[k] = Snapshot{StateEpoch: stateEpoch, Start: start}
+	}
+	return nil
+}
+
+func (s *memStore) Load(_ context.Context, k Key, _ int32) (Snapshot, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, ok := s.snaps[k]

@@ -2,11 +2,13 @@ package share
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,11 +31,18 @@ type Key struct {
 	Partition int32
 }
 
-// Store keeps share-partition snapshots durably. Save must not return before the
-// snapshot is durable (replicated): an acknowledgement is answered only then.
+// Store keeps share-partition snapshots durably, at the share coordinator
+// (coordinator.go). Save must not return before the snapshot is durable
+// (replicated): an acknowledgement is answered only then. Fenced writes and reads
+// fail with kerr.FencedStateEpoch or kerr.FencedLeaderEpoch.
 type Store interface {
-	// Load returns the latest snapshot of k; false when there is none.
-	Load(ctx context.Context, k Key) (Snapshot, bool, error)
+	// Load returns the latest snapshot of k for the share-partition leader of the
+	// data partition's leaderEpoch, fencing the writes of older leaders; false
+	// when there is none.
+	Load(ctx context.Context, k Key, leaderEpoch int32) (Snapshot, bool, error)
+	// Initialize starts state epoch stateEpoch of k at start, nothing in flight;
+	// kerr.FencedStateEpoch when k has state of that epoch or a newer one.
+	Initialize(ctx context.Context, k Key, stateEpoch int32, start int64) error
 	// Save makes s the latest snapshot of k.
 	Save(ctx context.Context, k Key, s Snapshot) error
 }
@@ -133,36 +142,38 @@ func statePartition(k Key, partitions int32) int32 {
 	return int32(h.Sum32() % uint32(partitions))
 }
 
-// TopicStore is the Store on StateTopic, reached like any topic with a Kafka client:
-// a save is an acks=all produce to the key's partition (replicated before it is
-// acknowledged), a load reads that partition from its start to its high watermark.
-// Whoever leads the partition orders the writes, as a coordinator would.
+// TopicStore is the Store on StateTopic, reached with a Kafka client: loads,
+// initializations, saves and deletions are the share coordinator's requests
+// (ReadShareGroupState, InitializeShareGroupState, WriteShareGroupState,
+// DeleteShareGroupState) sent to the leader of the key's state partition, found
+// with FindCoordinator (key type share), which checks and orders them. Latest and
+// GroupKeys read the topic itself.
 type TopicStore struct {
 	cl         *kgo.Client
 	seeds      []string
 	partitions int32
-	ensureOnce sync.Mutex
+	ensureMu   chan struct{} // a lock ensure can give up waiting for
 	ensured    bool
+
+	coordMu sync.Mutex
+	coords  map[int32]int32 // state partition -> its coordinator, as last found
 }
 
-// NewTopicStore returns a store writing through a client on seeds; the topic is
-// created (compacted, partitions partitions) on first use.
-func NewTopicStore(seeds []string, partitions int32) (*TopicStore, error) {
+// NewTopicStore returns a store writing through a client on seeds with opts (the
+// node's own listener and credentials); the topic is created (compacted,
+// partitions partitions) on first use.
+func NewTopicStore(seeds []string, partitions int32, opts ...kgo.Opt) (*TopicStore, error) {
 	if partitions <= 0 {
 		partitions = DefaultStateTopicPartitions
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("strata-share-state"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
-		kgo.AllowAutoTopicCreation(),
-	)
+	}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	return &TopicStore{cl: cl, seeds: seeds, partitions: partitions}, nil
+	return &TopicStore{cl: cl, seeds: seeds, partitions: partitions, ensureMu: make(chan struct{}, 1), coords: map[int32]int32{}}, nil
 }
 
 // Close closes the store's client.
@@ -186,8 +197,12 @@ func stateTopicReplication(brokers int) (rf int16, minISR int) {
 
 // ensure creates the state topic once.
 func (s *TopicStore) ensure(ctx context.Context) error {
-	s.ensureOnce.Lock()
-	defer s.ensureOnce.Unlock()
+	select {
+	case s.ensureMu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.ensureMu }()
 	if s.ensured {
 		return nil
 	}
@@ -206,18 +221,224 @@ func (s *TopicStore) ensure(ctx context.Context) error {
 	return nil
 }
 
-// Save implements Store.
-func (s *TopicStore) Save(ctx context.Context, k Key, snap Snapshot) error {
-	if err := s.ensure(ctx); err != nil {
-		return err
-	}
-	r := &kgo.Record{Topic: StateTopic, Partition: statePartition(k, s.partitions), Key: encodeKey(k), Value: encodeSnapshot(snap)}
-	return s.cl.ProduceSync(ctx, r).FirstErr()
+// CoordinatorKey is k's key for FindCoordinator (key type share), as Kafka
+// writes it: "group:topic id:partition", the topic id in Kafka's base64.
+func CoordinatorKey(k Key) string {
+	return k.Group + ":" + base64.RawURLEncoding.EncodeToString(k.TopicID[:]) + ":" + strconv.Itoa(int(k.Partition))
 }
 
-// Load implements Store: it reads the key's partition up to its high watermark with
-// a client of its own.
-func (s *TopicStore) Load(ctx context.Context, k Key) (Snapshot, bool, error) {
+// ParseCoordinatorKey reads a CoordinatorKey; false when s is not one.
+func ParseCoordinatorKey(s string) (Key, bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return Key{}, false
+	}
+	p, err := strconv.ParseInt(s[i+1:], 10, 32)
+	j := strings.LastIndexByte(s[:i], ':')
+	if err != nil || p < 0 || j < 0 {
+		return Key{}, false
+	}
+	id, err := base64.RawURLEncoding.DecodeString(s[j+1 : i])
+	if err != nil || len(id) != 16 {
+		return Key{}, false
+	}
+	k := Key{Group: s[:j], Partition: int32(p)}
+	copy(k.TopicID[:], id)
+	return k, true
+}
+
+// StatePartition is the partition of a StateTopic of partitions partitions
+// holding k's state.
+func StatePartition(k Key, partitions int32) int32 { return statePartition(k, partitions) }
+
+// coordinator returns the broker coordinating k's state partition.
+func (s *TopicStore) coordinator(ctx context.Context, k Key) (int32, error) {
+	p := statePartition(k, s.partitions)
+	s.coordMu.Lock()
+	id, ok := s.coords[p]
+	s.coordMu.Unlock()
+	if ok {
+		return id, nil
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 2
+	req.CoordinatorKeys = []string{CoordinatorKey(k)}
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Coordinators) != 1 {
+		return 0, errors.New("FindCoordinator answered without the key")
+	}
+	c := resp.Coordinators[0]
+	if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
+		return 0, err
+	}
+	s.coordMu.Lock()
+	s.coords[p] = c.NodeID
+	s.coordMu.Unlock()
+	return c.NodeID, nil
+}
+
+// forget drops what coordinator found for k's state partition.
+func (s *TopicStore) forget(k Key) {
+	s.coordMu.Lock()
+	delete(s.coords, statePartition(k, s.partitions))
+	s.coordMu.Unlock()
+}
+
+// request sends req about k to its coordinator and returns the answer once its
+// partition's code (partitionCode reads it) is 0, retrying until ctx ends while
+// the coordinator moves or loads. Other codes are returned as kerr errors.
+func (s *TopicStore) request(ctx context.Context, k Key, req kmsg.Request, partitionCode func(kmsg.Response) (int16, bool)) (kmsg.Response, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+		id, err := s.coordinator(ctx, k)
+		if err == nil {
+			var resp kmsg.Response
+			if resp, err = s.cl.Broker(int(id)).Request(ctx, req); err == nil {
+				code, ok := partitionCode(resp)
+				if !ok {
+					return nil, fmt.Errorf("share: %s answered without the partition", kmsg.NameForKey(req.Key()))
+				}
+				switch code {
+				case 0:
+					return resp, nil
+				case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code:
+					err = kerr.ErrorForCode(code)
+				default:
+					return nil, kerr.ErrorForCode(code)
+				}
+			}
+			s.forget(k)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("share: %s for %s-%d: %w", kmsg.NameForKey(req.Key()), StateTopic, statePartition(k, s.partitions), err)
+		case <-t.C:
+		}
+	}
+}
+
+// Load implements Store with ReadShareGroupState; the coordinator answers
+// UNKNOWN_TOPIC_OR_PARTITION for a key without state.
+func (s *TopicStore) Load(ctx context.Context, k Key, leaderEpoch int32) (Snapshot, bool, error) {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = k.Group
+	rt := kmsg.NewReadShareGroupStateRequestTopic()
+	rt.TopicID = k.TopicID
+	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch = k.Partition, leaderEpoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := s.request(ctx, k, req, func(r kmsg.Response) (int16, bool) {
+		p := readStatePartition(r.(*kmsg.ReadShareGroupStateResponse))
+		if p == nil {
+			return 0, false
+		}
+		if p.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+			return 0, true // no state
+		}
+		return p.ErrorCode, true
+	})
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	p := readStatePartition(resp.(*kmsg.ReadShareGroupStateResponse))
+	if p.ErrorCode != 0 {
+		return Snapshot{}, false, nil
+	}
+	snap := Snapshot{StateEpoch: p.StateEpoch, LeaderEpoch: leaderEpoch, Start: p.StartOffset}
+	for _, b := range p.StateBatches {
+		snap.Batches = append(snap.Batches, StateBatch{First: b.FirstOffset, Last: b.LastOffset, State: RecordState(b.DeliveryState), DeliveryCount: b.DeliveryCount})
+	}
+	return snap, true, nil
+}
+
+func readStatePartition(r *kmsg.ReadShareGroupStateResponse) *kmsg.ReadShareGroupStateResponseTopicPartition {
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return nil
+	}
+	return &r.Topics[0].Partitions[0]
+}
+
+// Initialize implements Store with InitializeShareGroupState.
+func (s *TopicStore) Initialize(ctx context.Context, k Key, stateEpoch int32, start int64) error {
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = k.Group
+	rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+	rt.TopicID = k.TopicID
+	rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.StateEpoch, rp.StartOffset = k.Partition, stateEpoch, start
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	_, err := s.request(ctx, k, req, func(r kmsg.Response) (int16, bool) {
+		resp := r.(*kmsg.InitializeShareGroupStateResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return 0, false
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode, true
+	})
+	return err
+}
+
+// Save implements Store with WriteShareGroupState.
+func (s *TopicStore) Save(ctx context.Context, k Key, snap Snapshot) error {
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.GroupID = k.Group
+	rt := kmsg.NewWriteShareGroupStateRequestTopic()
+	rt.TopicID = k.TopicID
+	rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = k.Partition, snap.StateEpoch, snap.LeaderEpoch, snap.Start
+	for _, b := range snap.Batches {
+		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.First, b.Last, int8(b.State), b.DeliveryCount
+		rp.StateBatches = append(rp.StateBatches, sb)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	_, err := s.request(ctx, k, req, func(r kmsg.Response) (int16, bool) {
+		resp := r.(*kmsg.WriteShareGroupStateResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return 0, false
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode, true
+	})
+	return err
+}
+
+// Delete removes the state of k (DeleteShareGroupState: a tombstone of its key,
+// which a load reads as no state: the partition starts again at
+// share.auto.offset.reset).
+func (s *TopicStore) Delete(ctx context.Context, k Key) error {
+	req := kmsg.NewPtrDeleteShareGroupStateRequest()
+	req.GroupID = k.Group
+	rt := kmsg.NewDeleteShareGroupStateRequestTopic()
+	rt.TopicID = k.TopicID
+	rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+	rp.Partition = k.Partition
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	_, err := s.request(ctx, k, req, func(r kmsg.Response) (int16, bool) {
+		resp := r.(*kmsg.DeleteShareGroupStateResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return 0, false
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode, true
+	})
+	return err
+}
+
+// Latest returns the latest snapshot of k as the state topic holds it, reading
+// the key's partition up to its high watermark with a client of its own (the
+// admin APIs' view: no leader is fenced). Values written before the share
+// coordinator checked writes may be out of order: the highest state epoch wins,
+// then the highest leader epoch.
+func (s *TopicStore) Latest(ctx context.Context, k Key) (Snapshot, bool, error) {
 	if err := s.ensure(ctx); err != nil {
 		return Snapshot{}, false, err
 	}

@@ -40,12 +40,12 @@ func TestStateRecords(t *testing.T) {
 // TestStateEpochs: an offset reset starts the next state epoch, and a snapshot of a
 // later state epoch supersedes one of an earlier, whatever their leader epochs.
 func TestStateEpochs(t *testing.T) {
-	if got := Reset(Snapshot{}, false, 7, 3); got.StateEpoch != 1 || got.Start != 7 || got.LeaderEpoch != 3 || got.Batches != nil {
-		t.Errorf("reset of no state: %+v", got)
+	if got := NextStateEpoch(Snapshot{}, false); got != 1 {
+		t.Errorf("reset of no state: state epoch %d", got)
 	}
 	prev := Snapshot{StateEpoch: 4, LeaderEpoch: 9, Start: 2, Batches: []StateBatch{{First: 2, Last: 3, State: Acknowledged, DeliveryCount: 1}}}
-	reset := Reset(prev, true, 0, 5)
-	if reset.StateEpoch != 5 || reset.Start != 0 || reset.Batches != nil {
+	reset := Snapshot{StateEpoch: NextStateEpoch(prev, true), LeaderEpoch: 5}
+	if reset.StateEpoch != 5 {
 		t.Errorf("reset: %+v", reset)
 	}
 	for _, tc := range []struct {

@@ -35,9 +35,7 @@ func TestTopicStoreLoadNeedsOnlyItsPartition(t *testing.T) {
 	want := Snapshot{LeaderEpoch: 2, Start: 5, Batches: []StateBatch{{First: 5, Last: 9, State: Acknowledged, DeliveryCount: 1}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.Save(ctx, k, want); err != nil {
-		t.Fatalf("Save: %v", err)
-	}
+	produceState(ctx, t, s, k, encodeSnapshot(want))
 
 	c.ControlKey(int16(kmsg.ListOffsets), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -70,7 +68,7 @@ func TestTopicStoreLoadNeedsOnlyItsPartition(t *testing.T) {
 
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
-	got, found, err := s.Load(lctx, k)
+	got, found, err := s.Latest(lctx, k)
 	if err != nil || !found {
 		t.Fatalf("Load: found %v, err %v", found, err)
 	}
@@ -101,8 +99,8 @@ func TestTopicStoreCreatesStateTopic(t *testing.T) {
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := s.Save(ctx, Key{Group: "g", Partition: 1}, Snapshot{Start: 3}); err != nil {
-				t.Fatalf("Save: %v", err)
+			if err := s.ensure(ctx); err != nil {
+				t.Fatalf("ensure: %v", err)
 			}
 			adm := kadm.NewClient(s.cl)
 			td, err := adm.ListTopics(ctx, StateTopic)
@@ -131,7 +129,8 @@ func TestTopicStoreCreatesStateTopic(t *testing.T) {
 	}
 }
 
-// TestTopicStoreLoadFencesOldStateEpoch: after an offset reset, a late snapshot of a
+// TestTopicStoreLoadFencesOldStateEpoch: Latest reads a state topic written before
+// the share coordinator checked writes: after an offset reset, a late snapshot of a
 // leader that loaded the state before it does not come back, though written later
 // and under a higher leader epoch; a value written before state epochs still loads.
 func TestTopicStoreLoadFencesOldStateEpoch(t *testing.T) {
@@ -152,36 +151,42 @@ func TestTopicStoreLoadFencesOldStateEpoch(t *testing.T) {
 	// A version 0 value, as an older Strata wrote it.
 	old := Snapshot{LeaderEpoch: 4, Start: 20, Batches: []StateBatch{{First: 20, Last: 21, State: Available, DeliveryCount: 1}}}
 	v0 := append([]byte{0, 0}, encodeSnapshot(old)[6:]...)
-	r := &kgo.Record{Topic: StateTopic, Partition: statePartition(k, 3), Key: encodeKey(k), Value: v0}
-	if err := s.ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	got, found, err := s.Load(ctx, k)
+	produceState(ctx, t, s, k, v0)
+	got, found, err := s.Latest(ctx, k)
 	if err != nil || !found || !reflect.DeepEqual(got, old) {
 		t.Fatalf("load of a version 0 value: %+v %v %v", got, found, err)
 	}
 
-	reset := Reset(got, found, 5, 2)
-	if err := s.Save(ctx, k, reset); err != nil {
-		t.Fatal(err)
-	}
+	reset := Snapshot{StateEpoch: NextStateEpoch(got, found), LeaderEpoch: 2, Start: 5}
+	produceState(ctx, t, s, k, encodeSnapshot(reset))
 	stale := old
 	stale.LeaderEpoch = 6 // the old leader, moved on, writes what it held
-	if err := s.Save(ctx, k, stale); err != nil {
-		t.Fatal(err)
-	}
-	got, found, err = s.Load(ctx, k)
+	produceState(ctx, t, s, k, encodeSnapshot(stale))
+	got, found, err = s.Latest(ctx, k)
 	if err != nil || !found || !reflect.DeepEqual(got, reset) {
 		t.Fatalf("load after a reset and a stale write: %+v %v %v, want %+v", got, found, err, reset)
 	}
 	next := Snapshot{StateEpoch: reset.StateEpoch, LeaderEpoch: 2, Start: 6}
-	if err := s.Save(ctx, k, next); err != nil {
+	produceState(ctx, t, s, k, encodeSnapshot(next))
+	if got, _, err = s.Latest(ctx, k); err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("load after the new state's leader wrote: %+v %v, want %+v", got, err, next)
+	}
+}
+
+// produceState writes a value of k straight to the state topic of a kfake
+// cluster, as Strata wrote it before the share coordinator.
+func produceState(ctx context.Context, t *testing.T, s *TopicStore, k Key, value []byte) {
+	t.Helper()
+	if err := s.ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err = s.Load(ctx, k); err != nil || !reflect.DeepEqual(got, next) {
-		t.Fatalf("load after the new state's leader wrote: %+v %v, want %+v", got, err, next)
+	r := &kgo.Record{Topic: StateTopic, Partition: statePartition(k, s.partitions), Key: encodeKey(k), Value: value}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }

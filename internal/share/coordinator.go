@@ -1,0 +1,238 @@
+package share
+
+// The share coordinator (KIP-932's ShareCoordinator): the leader of a partition of
+// StateTopic owns the state of the share partitions whose keys live there, and
+// every write of that state goes through it (InitializeShareGroupState,
+// ReadShareGroupState, WriteShareGroupState, DeleteShareGroupState, served by
+// package handlers). It keeps the latest value of each key in memory, rebuilt
+// from the partition when this node becomes its leader (offsets.Store drives
+// LoadPartition and UnloadPartition, as for the group and transaction
+// coordinators), and serializes the writes of one key, checking each against
+// the value it would replace:
+//
+//   - a write whose state epoch is older than the stored one is refused with
+//     FENCED_STATE_EPOCH (the state was re-initialized meanwhile: an offset
+//     reset), and so is an initialization that does not start a newer epoch;
+//   - a write or read whose data-partition leader epoch is older than the stored
+//     one is refused with FENCED_LEADER_EPOCH (a newer share-partition leader
+//     has read the state: the writer lost its leadership);
+//   - a read with a newer leader epoch first writes the state again under that
+//     epoch, so once a new share-partition leader has its state no write of the
+//     old one lands.
+//
+// A value is in memory only once it is committed (acks=all on the state
+// partition); the share-partition leader reloads its state on either fenced
+// error.
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/group"
+)
+
+// StateLog appends records to a partition of StateTopic as its leader and
+// returns once they are committed; offsets.Store on StateTopic is one. An error
+// wrapping group.ErrNotCoordinator means this node does not lead the partition.
+type StateLog interface {
+	Append(ctx context.Context, partition int32, records []group.Record) error
+}
+
+// Coordinator is the share coordinator of one node: the partitions of StateTopic
+// it leads, loaded. Its methods return Kafka error codes.
+type Coordinator struct {
+	log        StateLog
+	partitions int32 // of StateTopic
+
+	mu     sync.Mutex
+	loaded map[int32]*stateShard
+}
+
+// stateShard is one loaded partition of StateTopic.
+type stateShard struct {
+	mu   sync.Mutex
+	keys map[Key]*stateEntry
+}
+
+// stateEntry is one key's latest committed value; mu serializes its writes.
+type stateEntry struct {
+	mu    sync.Mutex
+	snap  Snapshot
+	found bool
+}
+
+// NewCoordinator returns a coordinator appending through log to a StateTopic of
+// partitions partitions (DefaultStateTopicPartitions when 0).
+func NewCoordinator(log StateLog, partitions int32) *Coordinator {
+	if partitions <= 0 {
+		partitions = DefaultStateTopicPartitions
+	}
+	return &Coordinator{log: log, partitions: partitions, loaded: map[int32]*stateShard{}}
+}
+
+// LoadPartition rebuilds partition p's keys from its records (offsets.Coordinator).
+func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
+	sh := &stateShard{keys: map[Key]*stateEntry{}}
+	for r, err := range records {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k, ok := decodeKey(r.Key)
+		if !ok {
+			continue
+		}
+		if r.Value == nil {
+			delete(sh.keys, k)
+			continue
+		}
+		s, err := decodeSnapshot(r.Value)
+		if err != nil {
+			return err
+		}
+		// Every value the coordinator wrote supersedes the one before it; a
+		// value an older Strata (without a coordinator) wrote late may not.
+		if e := sh.keys[k]; e == nil || s.newerThan(e.snap) {
+			sh.keys[k] = &stateEntry{snap: s, found: true}
+		}
+	}
+	c.mu.Lock()
+	c.loaded[p] = sh
+	c.mu.Unlock()
+	return nil
+}
+
+// UnloadPartition forgets partition p (offsets.Coordinator).
+func (c *Coordinator) UnloadPartition(p int32) {
+	c.mu.Lock()
+	delete(c.loaded, p)
+	c.mu.Unlock()
+}
+
+// entry returns k's entry, locked, or NOT_COORDINATOR when this node does not
+// hold k's partition.
+func (c *Coordinator) entry(k Key) (*stateEntry, int16) {
+	c.mu.Lock()
+	sh := c.loaded[statePartition(k, c.partitions)]
+	c.mu.Unlock()
+	if sh == nil {
+		return nil, kerr.NotCoordinator.Code
+	}
+	sh.mu.Lock()
+	e := sh.keys[k]
+	if e == nil {
+		e = &stateEntry{}
+		sh.keys[k] = e
+	}
+	sh.mu.Unlock()
+	e.mu.Lock()
+	return e, 0
+}
+
+// append writes k's value (nil: a tombstone) and returns its code.
+func (c *Coordinator) append(ctx context.Context, k Key, value []byte) int16 {
+	err := c.log.Append(ctx, statePartition(k, c.partitions), []group.Record{{Key: encodeKey(k), Value: value}})
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, group.ErrNotCoordinator):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// Read returns k's state for a share-partition leader of leaderEpoch (-1: a
+// reader that is not one, fencing nothing); found is false when k has no state.
+func (c *Coordinator) Read(ctx context.Context, k Key, leaderEpoch int32) (Snapshot, bool, int16) {
+	e, code := c.entry(k)
+	if code != 0 {
+		return Snapshot{}, false, code
+	}
+	defer e.mu.Unlock()
+	if !e.found {
+		return Snapshot{}, false, 0
+	}
+	switch {
+	case leaderEpoch < 0 || leaderEpoch == e.snap.LeaderEpoch:
+	case leaderEpoch < e.snap.LeaderEpoch:
+		return Snapshot{}, false, kerr.FencedLeaderEpoch.Code
+	default:
+		next := e.snap
+		next.LeaderEpoch = leaderEpoch
+		if code := c.append(ctx, k, encodeSnapshot(next)); code != 0 {
+			return Snapshot{}, false, code
+		}
+		e.snap = next
+	}
+	return e.snap, true, 0
+}
+
+// Write makes s k's state, unless it is fenced (see the file comment).
+func (c *Coordinator) Write(ctx context.Context, k Key, s Snapshot) int16 {
+	e, code := c.entry(k)
+	if code != 0 {
+		return code
+	}
+	defer e.mu.Unlock()
+	if e.found {
+		if s.StateEpoch < e.snap.StateEpoch {
+			return kerr.FencedStateEpoch.Code
+		}
+		if s.LeaderEpoch >= 0 && s.LeaderEpoch < e.snap.LeaderEpoch {
+			return kerr.FencedLeaderEpoch.Code
+		}
+		if s.LeaderEpoch < 0 {
+			s.LeaderEpoch = e.snap.LeaderEpoch
+		}
+	}
+	if code := c.append(ctx, k, encodeSnapshot(s)); code != 0 {
+		return code
+	}
+	e.snap, e.found = s, true
+	return 0
+}
+
+// Initialize starts state epoch stateEpoch of k at start, nothing in flight; an
+// initialization that does not start a newer epoch than k's is refused with
+// FENCED_STATE_EPOCH. The stored leader epoch is kept (-1 over no state).
+func (c *Coordinator) Initialize(ctx context.Context, k Key, stateEpoch int32, start int64) int16 {
+	e, code := c.entry(k)
+	if code != 0 {
+		return code
+	}
+	defer e.mu.Unlock()
+	s := Snapshot{StateEpoch: stateEpoch, LeaderEpoch: -1, Start: start}
+	if e.found {
+		if stateEpoch <= e.snap.StateEpoch {
+			return kerr.FencedStateEpoch.Code
+		}
+		s.LeaderEpoch = e.snap.LeaderEpoch
+	}
+	if code := c.append(ctx, k, encodeSnapshot(s)); code != 0 {
+		return code
+	}
+	e.snap, e.found = s, true
+	return 0
+}
+
+// Delete removes k's state (a tombstone).
+func (c *Coordinator) Delete(ctx context.Context, k Key) int16 {
+	e, code := c.entry(k)
+	if code != 0 {
+		return code
+	}
+	defer e.mu.Unlock()
+	if code := c.append(ctx, k, nil); code != 0 {
+		return code
+	}
+	e.snap, e.found = Snapshot{}, false
+	return 0
+}
