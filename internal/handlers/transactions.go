@@ -54,7 +54,8 @@ func (h *Handlers) coordinateTxn(ctx context.Context, id string, pid int64, epoc
 // coordinateTxnEach adds tps to transaction id (or, verifyOnly, asks whether
 // they are in it) at its coordinator, here or on the coordinator's broker in
 // one AddPartitionsToTxn v5 for all of them, and answers a code per partition
-// of tps, in order. A partition the coordinator's answer leaves out is
+// of tps, in order. A failed request to the coordinator's broker is
+// NETWORK_EXCEPTION, a partition its answer leaves out
 // COORDINATOR_NOT_AVAILABLE.
 func (h *Handlers) coordinateTxnEach(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) []int16 {
 	codes := make([]int16, len(tps))
@@ -98,7 +99,7 @@ func (h *Handlers) coordinateTxnEach(ctx context.Context, id string, pid int64, 
 	resp, err := h.cfg.AddToRemoteTxn(ctx, leader, req)
 	switch {
 	case err != nil:
-		return all(kerr.CoordinatorNotAvailable.Code)
+		return all(kerr.NetworkException.Code)
 	case resp.ErrorCode != 0:
 		return all(resp.ErrorCode)
 	}

@@ -215,3 +215,92 @@ func TestProduceVerificationBatched(t *testing.T) {
 		t.Fatalf("the coordinator was asked %q for a request of two producers, want nothing", asked)
 	}
 }
+
+// guardGroups commits every transactional offset commit it is given and
+// notes whether its context carried a verification guard.
+type guardGroups struct {
+	Groups
+	commits, guarded int
+}
+
+func (g *guardGroups) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	g.commits++
+	if _, ok := replica.VerificationGuardFrom(ctx); ok {
+		g.guarded++
+	}
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// TestTxnOffsetCommitVerification: a TxnOffsetCommit of v4 or older is
+// verified with the transaction coordinator before the group coordinator
+// writes it (KIP-890 part 1, as Kafka 4 does for older clients): one
+// VerifyOnly request for the group's __consumer_offsets partition; a
+// partition not in the transaction is INVALID_TXN_STATE to v3 and
+// TRANSACTION_ABORTABLE to v4, fencing INVALID_PRODUCER_EPOCH, and the group
+// coordinator writes nothing; once confirmed it writes with the guard.
+func TestTxnOffsetCommitVerification(t *testing.T) {
+	coord := &remoteTxnCoordinator{refuse: map[string]int16{}}
+	groups := &guardGroups{}
+	h, _ := newTxnVerifyHandlers(t, coord, groups)
+	commit := func(version int16) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.SetVersion(version)
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", "g", 7, 0, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "v"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := serve(t, h, req).(*kmsg.TxnOffsetCommitResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("v%d: answer %+v, want one partition", version, resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	offsets := "verify=true " + OffsetsTopic + "/0"
+	for _, c := range []struct {
+		version int16
+		refuse  int16
+		want    int16
+	}{
+		{3, kerr.TransactionAbortable.Code, kerr.InvalidTxnState.Code},
+		{4, kerr.TransactionAbortable.Code, kerr.TransactionAbortable.Code},
+		{4, kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code},
+		{0, kerr.ConcurrentTransactions.Code, kerr.ConcurrentTransactions.Code},
+	} {
+		coord.refuse[OffsetsTopic+"/0"] = c.refuse
+		if got := commit(c.version); got != c.want {
+			t.Errorf("v%d, coordinator %v: %v, want %v", c.version, kerr.ErrorForCode(c.refuse), kerr.ErrorForCode(got), kerr.ErrorForCode(c.want))
+		}
+		if asked := coord.asked(); !slices.Equal(asked, []string{offsets}) {
+			t.Errorf("v%d: the coordinator was asked %q, want %q", c.version, asked, offsets)
+		}
+	}
+	if groups.commits != 0 {
+		t.Fatalf("the group coordinator wrote %d refused commits", groups.commits)
+	}
+	delete(coord.refuse, OffsetsTopic+"/0")
+	for _, version := range []int16{3, 4} {
+		if got := commit(version); got != 0 {
+			t.Errorf("v%d, in the transaction: %v", version, kerr.ErrorForCode(got))
+		}
+		if asked := coord.asked(); !slices.Equal(asked, []string{offsets}) {
+			t.Errorf("v%d: the coordinator was asked %q, want %q", version, asked, offsets)
+		}
+	}
+	if groups.commits != 2 || groups.guarded != 2 {
+		t.Fatalf("the group coordinator wrote %d commits, %d with a guard; want 2 and 2", groups.commits, groups.guarded)
+	}
+}
