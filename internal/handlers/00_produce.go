@@ -11,15 +11,20 @@ package handlers
 //   coordinator confirms the partition is in the ongoing transaction
 //   (AddPartitionsToTxn VerifyOnly): else INVALID_TXN_STATE, from v11
 //   TRANSACTION_ABORTABLE; the coordinator's transient errors answer
-//   NOT_ENOUGH_REPLICAS, which clients retry.
+//   NOT_ENOUGH_REPLICAS, which clients retry. The batches of a request that
+//   need it are asked about in one request to the coordinator.
 //   v10 (KIP-951): NOT_LEADER_OR_FOLLOWER names the current leader and its
 //   endpoint (leader_hint.go).
 //   v12 (KIP-890, transaction version 2): the first transactional batch of a
 //   producer on a partition adds the partition to its transaction at the
-//   coordinator (no AddPartitionsToTxn from the client); the coordinator's
+//   coordinator (no AddPartitionsToTxn from the client; one add for all the
+//   partitions of a request that need it); the coordinator's
 //   transient errors answer NOT_ENOUGH_REPLICAS, CONCURRENT_TRANSACTIONS (the
 //   previous transaction still completing after the broker's own retries)
 //   itself, as Kafka 4 does; clients retry both.
+//   v3+: the transactional batches of a request with a transactional id are
+//   one producer's at one epoch, else every partition is
+//   INVALID_PRODUCER_ID_MAPPING (as Kafka answers).
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
 // request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
