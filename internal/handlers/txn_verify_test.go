@@ -3,8 +3,6 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/txn"
-	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // remoteTxnCoordinator is the transaction coordinator on broker 2, as a leader
@@ -77,39 +74,30 @@ func (r *remoteTxnCoordinator) asked() []string {
 
 var verifyTopicID = metadata.UUID{7}
 
-// newTxnVerifyHandlers is broker 1 leading v-0, v-1, v-2 and the single
-// partition of __consumer_offsets, with the transaction coordinator
-// (__transaction_state) on broker 2, reached through coord. groups serves the
-// group APIs (nil: none).
+// newTxnVerifyHandlers is broker 1 (newErrorsHandlers' broker) also leading
+// v-0, v-1 and v-2, with the transaction coordinator (__transaction_state) on
+// broker 2, reached through coord. groups serves the group APIs (nil: none).
 func newTxnVerifyHandlers(t *testing.T, coord *remoteTxnCoordinator, groups Groups) (*Handlers, *replica.Manager) {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
-		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
-		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+	base := newErrorsHandlers(t)
+	img, err := metadata.ApplyAll(base.cluster.Image(), []metadata.Record{
 		&metadata.TopicRecord{Name: "v", ID: verifyTopicID},
 		&metadata.PartitionRecord{TopicID: verifyTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		&metadata.PartitionRecord{TopicID: verifyTopicID, Partition: 1, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		&metadata.PartitionRecord{TopicID: verifyTopicID, Partition: 2, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
-		&metadata.TopicRecord{Name: OffsetsTopic, ID: offsetsTopicID},
-		&metadata.PartitionRecord{TopicID: offsetsTopicID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		&metadata.TopicRecord{Name: txn.StateTopic, ID: metadata.UUID{8}},
 		&metadata.PartitionRecord{TopicID: metadata.UUID{8}, Partition: 0, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	img = img.WithOffset(1)
-	if err := m.Apply(img); err != nil {
+	img = img.WithOffset(2)
+	if err := base.replicas.Apply(img); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }, Transactions: &recordingTxns{}, AddToRemoteTxn: coord.AddPartitionsToTxn}
-	return New(cfg, fakeCluster{img: img}, m, groups, nil, logger), m
+	cfg := base.cfg
+	cfg.Transactions, cfg.AddToRemoteTxn = &recordingTxns{}, coord.AddPartitionsToTxn
+	return New(cfg, fakeCluster{img: img}, base.replicas, groups, nil, base.log), base.replicas
 }
 
 // txnProduce is a Produce of version with transactional id "tx" and, per
@@ -219,7 +207,7 @@ func TestProduceVerificationBatched(t *testing.T) {
 // guardGroups commits every transactional offset commit it is given and
 // notes whether its context carried a verification guard.
 type guardGroups struct {
-	Groups
+	txnCommittingGroups
 	commits, guarded int
 }
 
@@ -228,18 +216,7 @@ func (g *guardGroups) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if _, ok := replica.VerificationGuardFrom(ctx); ok {
 		g.guarded++
 	}
-	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	for _, t := range req.Topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp
+	return g.txnCommittingGroups.TxnOffsetCommit(ctx, req)
 }
 
 // TestTxnOffsetCommitVerification: a TxnOffsetCommit of v4 or older is
