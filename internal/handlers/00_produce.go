@@ -11,15 +11,20 @@ package handlers
 //   coordinator confirms the partition is in the ongoing transaction
 //   (AddPartitionsToTxn VerifyOnly): else INVALID_TXN_STATE, from v11
 //   TRANSACTION_ABORTABLE; the coordinator's transient errors answer
-//   NOT_ENOUGH_REPLICAS, which clients retry.
+//   NOT_ENOUGH_REPLICAS, which clients retry. The batches of a request that
+//   need it are asked about in one request to the coordinator.
 //   v10 (KIP-951): NOT_LEADER_OR_FOLLOWER names the current leader and its
 //   endpoint (leader_hint.go).
 //   v12 (KIP-890, transaction version 2): the first transactional batch of a
 //   producer on a partition adds the partition to its transaction at the
-//   coordinator (no AddPartitionsToTxn from the client); the coordinator's
+//   coordinator (no AddPartitionsToTxn from the client; one add for all the
+//   partitions of a request that need it); the coordinator's
 //   transient errors answer NOT_ENOUGH_REPLICAS, CONCURRENT_TRANSACTIONS (the
 //   previous transaction still completing after the broker's own retries)
 //   itself, as Kafka 4 does; clients retry both.
+//   v3+: the transactional batches of a request with a transactional id are
+//   one producer's at one epoch, else every partition is
+//   INVALID_PRODUCER_ID_MAPPING (as Kafka answers).
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
 // request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
@@ -71,7 +76,12 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			txnDenied = !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionID)
 		}
 	}
+	// The transactional batches of a request with a transactional id are one
+	// producer's, at one epoch (one coordinator question for all of them):
+	// else, as Kafka answers, every partition is INVALID_PRODUCER_ID_MAPPING.
+	mixed := !txnDenied && req.TransactionID != nil && transactionalProducers(req) > 1
 	internalAllowed := r.ClientID != nil && *r.ClientID == adminClientID
+	var targets []produceTarget
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -83,6 +93,9 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			switch {
 			case txnDenied:
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			case mixed:
+				sp.ErrorCode = kerr.InvalidProducerIDMapping.Code
 				continue
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
@@ -96,32 +109,40 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			if err == nil {
 				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
 			}
-			verified, guard := false, replica.VerificationGuard(0)
-			if err == nil && req.TransactionID != nil {
-				if req.Version >= 12 {
-					err = h.joinProduceTxn(ctx, *req.TransactionID, p, rt.Topic, rp.Records)
-				} else {
-					verified, guard, err = h.verifyProduceTxn(ctx, *req.TransactionID, p, rt.Topic, rp.Records, req.Version)
-				}
+			if err != nil {
+				setProduceError(sp, err)
+				continue
 			}
-			if err == nil {
-				var res replica.AppendResult
-				if verified {
-					res, err = p.AppendVerified(rp.Records, acks, guard)
-				} else {
-					res, err = p.Append(rp.Records, acks)
-				}
-				if err == nil {
-					h.cfg.Observer.Produced(rt.Topic, rp.Partition, int64(len(rp.Records)), res.LastOffset-res.BaseOffset+1)
-					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-					if acks == -1 {
-						waits = append(waits, waiting{sp, p, res.LastOffset})
-					}
-				}
-			}
-			setProduceError(sp, err)
+			targets = append(targets, produceTarget{sp: sp, p: p, topic: rt.Topic, records: rp.Records})
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if req.TransactionID != nil && len(targets) > 0 {
+		if req.Version >= 12 {
+			h.joinProduceTxn(ctx, *req.TransactionID, targets)
+		} else {
+			h.verifyProduceTxn(ctx, *req.TransactionID, targets, req.Version)
+		}
+	}
+	// Appended in arrival order.
+	for _, t := range targets {
+		sp, err := t.sp, t.err
+		if err == nil {
+			var res replica.AppendResult
+			if t.verified {
+				res, err = t.p.AppendVerified(t.records, acks, t.guard)
+			} else {
+				res, err = t.p.Append(t.records, acks)
+			}
+			if err == nil {
+				h.cfg.Observer.Produced(t.topic, t.p.Index, int64(len(t.records)), res.LastOffset-res.BaseOffset+1)
+				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+				if acks == -1 {
+					waits = append(waits, waiting{sp, t.p, res.LastOffset})
+				}
+			}
+		}
+		setProduceError(sp, err)
 	}
 	throttle := h.throttle(c, metadata.QuotaProducerByteRate, r.Size)
 	if acks == 0 {
@@ -157,63 +178,145 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	}}
 }
 
-// joinProduceTxn adds the partition of a transactional batch to its producer's
-// transaction unless the producer's transaction at the batch's epoch is already
-// open there (Produce v12+): a batch at a newer epoch than the open one waits
-// (CONCURRENT_TRANSACTIONS, answered NOT_ENOUGH_REPLICAS) until the coordinator
-// has written the earlier transaction's markers. As Kafka 4 does, the broker
-// retries that answer itself for a moment first (retryConcurrentTxn): the next
-// transaction's first produce usually follows EndTxn before the markers are
-// written, and a client's own retry costs it a metadata refresh (seconds, for
-// franz-go). Batches that are not transactional, or not valid, are left to Append.
+// produceTarget is one partition's batch of a Produce that passed the checks
+// before the append: err, verified and guard are what the transaction's
+// coordinator said of it (joinProduceTxn, verifyProduceTxn).
+type produceTarget struct {
+	sp       *kmsg.ProduceResponseTopicPartition
+	p        *replica.Partition
+	topic    string
+	records  []byte
+	err      error
+	verified bool                      // append with AppendVerified and guard
+	guard    replica.VerificationGuard // 0: none was needed
+}
+
+// txnBatch is the header of t's batch when it is transactional and carries a
+// producer id: the batches the coordinator is asked about. The others are
+// left to Append (which refuses a transactional batch without a producer id).
+func (t *produceTarget) txnBatch() (batch.Header, bool) {
+	hdr, err := batch.ParseHeader(t.records)
+	return hdr, err == nil && hdr.Transactional() && hdr.Idempotent()
+}
+
+// transactionalProducers counts the distinct producer ids and epochs of the
+// transactional batches of req.
+func transactionalProducers(req *kmsg.ProduceRequest) int {
+	type producer struct {
+		id    int64
+		epoch int16
+	}
+	seen := map[producer]bool{}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if hdr, err := batch.ParseHeader(rp.Records); err == nil && hdr.Transactional() && hdr.Idempotent() {
+				seen[producer{hdr.ProducerID, hdr.ProducerEpoch}] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// joinProduceTxn adds the partitions of the transactional batches of ts to
+// their producer's transaction (Produce v12+), in one request to the
+// coordinator for all of them, except those whose partition has the
+// producer's transaction at the batch's epoch open already. A batch at a
+// newer epoch than the open one waits (CONCURRENT_TRANSACTIONS) until the
+// coordinator has written the earlier transaction's markers. As Kafka 4 does,
+// the broker retries that answer itself for a moment first
+// (retryConcurrentTxn): the next transaction's first produce usually follows
+// EndTxn before the markers are written, and a client's own retry costs it a
+// metadata refresh (seconds, for franz-go). A refused partition's target gets
+// the Produce error.
 //
 // The wait holds the connection's request pipeline, as Kafka does (it reads a
 // connection's next request only once the previous one is answered): the
 // producer's later batches of the transaction, pipelined behind this one on the
 // same connection, must be appended after it, or their sequence numbers would
 // be out of order.
-func (h *Handlers) joinProduceTxn(ctx context.Context, id string, p *replica.Partition, topic string, records []byte) error {
-	hdr, err := batch.ParseHeader(records)
-	if err != nil || !hdr.Transactional() || p.InTxnAt(hdr.ProducerID, hdr.ProducerEpoch) {
-		return nil
+func (h *Handlers) joinProduceTxn(ctx context.Context, id string, ts []produceTarget) {
+	var (
+		join []int
+		tps  []txn.TopicPartition
+		hdr  batch.Header
+	)
+	for i := range ts {
+		if b, ok := ts[i].txnBatch(); ok && !ts[i].p.InTxnAt(b.ProducerID, b.ProducerEpoch) {
+			hdr = b // one producer and epoch: see transactionalProducers
+			join = append(join, i)
+			tps = append(tps, txn.TopicPartition{Topic: ts[i].topic, Partition: ts[i].p.Index})
+		}
 	}
-	tps := []txn.TopicPartition{{Topic: topic, Partition: p.Index}}
-	join := func() int16 { return h.joinTxn(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps) }
+	if len(join) == 0 {
+		return
+	}
+	var codes []int16
+	add := func() int16 {
+		codes = h.coordinateTxnEach(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps, false)
+		return firstError(codes)
+	}
 	completed := func() <-chan struct{} {
 		if h.txnCoordinatorHere(id) {
 			return h.cfg.Transactions.Completed(id)
 		}
 		return nil
 	}
-	if code := retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, join, completed); code != 0 {
-		return &metadata.KafkaError{Code: txnProduceCode(code, 12), Msg: "adding the partition to the transaction: " + kerr.ErrorForCode(code).Error()}
+	retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, add, completed)
+	for k, i := range join {
+		if code := codes[k]; code != 0 {
+			ts[i].err = &metadata.KafkaError{Code: txnProduceCode(code, 12), Msg: "adding the partition to the transaction: " + kerr.ErrorForCode(code).Error()}
+		}
 	}
-	return nil
 }
 
-// verifyProduceTxn checks a transactional batch of Produce v11 or older that
-// would open its producer's transaction on p with the coordinator before it
-// is appended (KIP-890 part 1, replica/verify.go): verified reports that the
-// batch must be appended with AppendVerified and guard. A batch whose
-// transaction is open here already needs no question (guard 0; the append
-// still refuses it if a marker ended that transaction meanwhile); a batch
-// that is not transactional, or not valid, is left to Append. A failed
-// verification forgets the guard, so a refused producer leaves nothing behind.
-func (h *Handlers) verifyProduceTxn(ctx context.Context, id string, p *replica.Partition, topic string, records []byte, version int16) (verified bool, guard replica.VerificationGuard, err error) {
-	hdr, err := batch.ParseHeader(records)
-	if err != nil || !hdr.Transactional() || !hdr.Idempotent() {
-		return false, 0, nil
+// verifyProduceTxn checks the transactional batches of ts (Produce v11 or
+// older) that would open their producer's transaction on their partition with
+// the coordinator before they are appended (KIP-890 part 1,
+// replica/verify.go), in one VerifyOnly request for all of them. Every
+// transactional batch is appended with AppendVerified: a batch whose
+// transaction is open on its partition already needs no question (guard 0;
+// the append still refuses it if a marker ended that transaction meanwhile).
+// A partition the coordinator refuses forgets its guard, so a refused
+// producer leaves nothing behind, and its target gets the Produce error.
+func (h *Handlers) verifyProduceTxn(ctx context.Context, id string, ts []produceTarget, version int16) {
+	var (
+		ask []int
+		tps []txn.TopicPartition
+		hdr batch.Header
+	)
+	for i := range ts {
+		b, ok := ts[i].txnBatch()
+		if !ok {
+			continue
+		}
+		ts[i].verified = true
+		if ts[i].guard = ts[i].p.StartTxnVerification(b.ProducerID, b.ProducerEpoch); ts[i].guard != 0 {
+			hdr = b // one producer and epoch: see transactionalProducers
+			ask = append(ask, i)
+			tps = append(tps, txn.TopicPartition{Topic: ts[i].topic, Partition: ts[i].p.Index})
+		}
 	}
-	guard = p.StartTxnVerification(hdr.ProducerID, hdr.ProducerEpoch)
-	if guard == 0 {
-		return true, 0, nil
+	if len(ask) == 0 {
+		return
 	}
-	tps := []txn.TopicPartition{{Topic: topic, Partition: p.Index}}
-	if code := h.verifyTxn(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps); code != 0 {
-		p.CancelTxnVerification(hdr.ProducerID, guard)
-		return true, 0, &metadata.KafkaError{Code: txnProduceCode(code, version), Msg: "verifying the partition is in the transaction: " + kerr.ErrorForCode(code).Error()}
+	codes := h.coordinateTxnEach(ctx, id, hdr.ProducerID, hdr.ProducerEpoch, tps, true)
+	for k, i := range ask {
+		if code := codes[k]; code != 0 {
+			ts[i].p.CancelTxnVerification(hdr.ProducerID, ts[i].guard)
+			ts[i].guard = 0
+			ts[i].err = &metadata.KafkaError{Code: txnProduceCode(code, version), Msg: "verifying the partition is in the transaction: " + kerr.ErrorForCode(code).Error()}
+		}
 	}
-	return true, guard, nil
+}
+
+// firstError is the first non-zero code of codes, or 0.
+func firstError(codes []int16) int16 {
+	for _, code := range codes {
+		if code != 0 {
+			return code
+		}
+	}
+	return 0
 }
 
 // The broker's own retry of an implicit add the coordinator answers

@@ -13,6 +13,9 @@ package handlers
 // REQUEST_TIMED_OUT.
 // A marker committed on a partition of __consumer_offsets also completes the
 // transaction's offset commits there (the group coordinator applies or drops them).
+// This broker's own transaction coordinator writes the markers of the partitions
+// led here in process (WriteTxnMarkersHere): the same appends and waits, without
+// a round trip through the listener.
 
 import (
 	"context"
@@ -29,6 +32,18 @@ import (
 // writeTxnMarkersTimeout bounds the wait for markers to be replicated (Kafka uses
 // the broker's request.timeout.ms, 30 s by default).
 const writeTxnMarkersTimeout = 30 * time.Second
+
+// WriteTxnMarkersHere serves a WriteTxnMarkers request of this broker's
+// transaction coordinator in process, as the listener would serve it (the
+// markers appended on the partitions led here, answered once the high-water
+// mark passes each or ctx ends).
+func (h *Handlers) WriteTxnMarkersHere(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+	resp := h.writeTxnMarkers(ctx, nil, &protocol.Request{Msg: req})
+	if resp.Wait != nil {
+		resp = resp.Wait(ctx)
+	}
+	return resp.Msg.(*kmsg.WriteTxnMarkersResponse)
+}
 
 func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.WriteTxnMarkersRequest)

@@ -45,24 +45,47 @@ func (h *Handlers) verifyTxn(ctx context.Context, id string, pid int64, epoch in
 	return h.coordinateTxn(ctx, id, pid, epoch, tps, true)
 }
 
-// coordinateTxn is joinTxn, or verifyTxn with verifyOnly.
+// coordinateTxn is joinTxn, or verifyTxn with verifyOnly: the first error of
+// coordinateTxnEach, or 0.
 func (h *Handlers) coordinateTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) int16 {
+	return firstError(h.coordinateTxnEach(ctx, id, pid, epoch, tps, verifyOnly))
+}
+
+// coordinateTxnEach adds tps to transaction id (or, verifyOnly, asks whether
+// they are in it) at its coordinator, here or on the coordinator's broker in
+// one AddPartitionsToTxn v5 for all of them, and answers a code per partition
+// of tps, in order. A failed request to the coordinator's broker is
+// NETWORK_EXCEPTION, a partition its answer leaves out
+// COORDINATOR_NOT_AVAILABLE.
+func (h *Handlers) coordinateTxnEach(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) []int16 {
+	codes := make([]int16, len(tps))
+	all := func(code int16) []int16 {
+		for i := range codes {
+			codes[i] = code
+		}
+		return codes
+	}
 	if h.cfg.Transactions == nil {
-		return kerr.TransactionalIDAuthorizationFailed.Code
+		return all(kerr.TransactionalIDAuthorizationFailed.Code)
 	}
 	img := h.cluster.Image()
 	t := img.Topic(txn.StateTopic)
 	if t == nil || len(t.Partitions) == 0 {
-		return kerr.CoordinatorNotAvailable.Code
+		return all(kerr.CoordinatorNotAvailable.Code)
 	}
 	leader := t.Partitions[group.PartitionFor(id, int32(len(t.Partitions)))].Leader
 	switch {
 	case leader == h.cfg.NodeID && verifyOnly:
-		return h.cfg.Transactions.VerifyPartitions(id, pid, epoch, tps)
+		// Each partition answered on its own, as the coordinator's broker
+		// answers a VerifyOnly add.
+		for i := range tps {
+			codes[i] = h.cfg.Transactions.VerifyPartitions(id, pid, epoch, tps[i:i+1])
+		}
+		return codes
 	case leader == h.cfg.NodeID:
-		return h.cfg.Transactions.AddPartitions(ctx, id, pid, epoch, tps)
+		return all(h.cfg.Transactions.AddPartitions(ctx, id, pid, epoch, tps))
 	case leader == metadata.NoLeader || h.cfg.AddToRemoteTxn == nil:
-		return kerr.CoordinatorNotAvailable.Code
+		return all(kerr.CoordinatorNotAvailable.Code)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -74,25 +97,30 @@ func (h *Handlers) coordinateTxn(ctx context.Context, id string, pid int64, epoc
 	})
 	req.Transactions = append(req.Transactions, rt)
 	resp, err := h.cfg.AddToRemoteTxn(ctx, leader, req)
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
+	switch {
+	case err != nil:
+		return all(kerr.NetworkException.Code)
+	case resp.ErrorCode != 0:
+		return all(resp.ErrorCode)
 	}
-	if resp.ErrorCode != 0 {
-		return resp.ErrorCode
+	at := make(map[txn.TopicPartition][]int, len(tps))
+	for i, tp := range tps {
+		at[tp] = append(at[tp], i)
 	}
+	all(kerr.CoordinatorNotAvailable.Code)
 	for _, rt := range resp.Transactions {
+		if rt.TransactionalID != id {
+			continue
+		}
 		for _, tt := range rt.Topics {
 			for _, p := range tt.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
+				for _, i := range at[txn.TopicPartition{Topic: tt.Topic, Partition: p.Partition}] {
+					codes[i] = p.ErrorCode
 				}
 			}
 		}
 	}
-	if len(resp.Transactions) == 0 {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return 0
+	return codes
 }
 
 // txnCoordinatorHere tells whether this broker coordinates transactional id id

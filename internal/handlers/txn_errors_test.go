@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -164,6 +165,12 @@ func TestTxnRequestErrors(t *testing.T) {
 	}
 }
 
+// verifyingTxns is a transaction coordinator that finds every partition it is
+// asked about in the transaction.
+type verifyingTxns struct{ Transactions }
+
+func (verifyingTxns) VerifyPartitions(string, int64, int16, []txn.TopicPartition) int16 { return 0 }
+
 // txnCommittingGroups commits every transactional offset it is given and
 // remembers the partitions.
 type txnCommittingGroups struct {
@@ -197,7 +204,18 @@ func TestTxnOffsetCommitErrors(t *testing.T) {
 	base := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(
 		write, resTxnID, "tx", read, resGroup, "g", read, resTopic, "t", read, resTopic, "nope")})
 	groups := &txnCommittingGroups{}
-	h := New(base.cfg, base.cluster, base.replicas, groups, nil, base.log)
+	// The transaction coordinator is here and verifies the commit (v3:
+	// KIP-890 part 1).
+	img, err := metadata.ApplyAll(base.cluster.Image(), []metadata.Record{
+		&metadata.TopicRecord{Name: txn.StateTopic, ID: metadata.UUID{8}},
+		&metadata.PartitionRecord{TopicID: metadata.UUID{8}, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := base.cfg
+	cfg.Transactions = verifyingTxns{}
+	h := New(cfg, fakeCluster{img: img}, base.replicas, groups, nil, base.log)
 	commit := func(group string, parts map[string][]int32, order ...string) []string {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.SetVersion(3)

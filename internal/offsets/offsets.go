@@ -89,12 +89,13 @@ func (s *Store) Append(ctx context.Context, partition int32, records []group.Rec
 // leader's log, without waiting for them to be committed: they are committed
 // with, or before, whatever is appended after them.
 func (s *Store) AppendUnacked(ctx context.Context, partition int32, records []group.Record) error {
-	_, _, err := s.appendLocal(partition, records, batch.BuildOptions{})
+	_, _, err := s.appendLocal(partition, records, batch.BuildOptions{}, false, 0)
 	return err
 }
 
 func (s *Store) append(ctx context.Context, partition int32, records []group.Record, opts batch.BuildOptions) error {
-	p, res, err := s.appendLocal(partition, records, opts)
+	guard, verified := replica.VerificationGuardFrom(ctx)
+	p, res, err := s.appendLocal(partition, records, opts, verified, guard)
 	if err != nil {
 		return err
 	}
@@ -109,8 +110,10 @@ func (s *Store) append(ctx context.Context, partition int32, records []group.Rec
 	return err
 }
 
-// appendLocal appends records to the leader's log as one batch.
-func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.BuildOptions) (*replica.Partition, replica.AppendResult, error) {
+// appendLocal appends records to the leader's log as one batch; a
+// transactional batch that was verified (a TxnOffsetCommit of an older
+// client, see replica.WithVerificationGuard) is appended with its guard.
+func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.BuildOptions, verified bool, guard replica.VerificationGuard) (*replica.Partition, replica.AppendResult, error) {
 	var res replica.AppendResult
 	p, err := s.replicas.Partition(s.topic, partition)
 	if err != nil || !p.IsLeader() {
@@ -125,9 +128,12 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 	if err != nil {
 		return nil, res, err
 	}
-	if opts.Transactional {
+	switch {
+	case opts.Transactional && verified:
+		res, err = p.AppendAsCoordinatorVerified(b, guard)
+	case opts.Transactional:
 		res, err = p.AppendAsCoordinator(b)
-	} else {
+	default:
 		res, err = p.Append(b, -1)
 	}
 	switch {

@@ -176,6 +176,12 @@ func (p *Partition) WriteTxnMarker(m batch.Marker) (AppendResult, error) {
 // carries no sequence number (Kafka's coordinator origin), so the producer
 // sequence checks of Append do not apply; max.message.bytes does.
 func (p *Partition) AppendAsCoordinator(records []byte) (AppendResult, error) {
+	return p.appendAsCoordinator(records, nil)
+}
+
+// appendAsCoordinator is AppendAsCoordinator with check run under the append
+// lock (appendTrusted).
+func (p *Partition) appendAsCoordinator(records []byte, check func() error) (AppendResult, error) {
 	h, err := batch.Validate(records)
 	if err != nil {
 		return AppendResult{}, err
@@ -183,7 +189,7 @@ func (p *Partition) AppendAsCoordinator(records []byte) (AppendResult, error) {
 	if limit := p.Config().MaxMessageBytes; h.Size() > int(limit) {
 		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), limit)
 	}
-	return p.appendTrusted(records, nil)
+	return p.appendTrusted(records, check)
 }
 
 // appendTrusted appends batches the broker built as leader, after check (run

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -24,6 +25,12 @@ import (
 //     the guard is still the producer's: a marker of the producer appended
 //     meanwhile (its transaction ended) or a change of leadership clears it.
 //     The append that opens the transaction consumes the guard.
+//
+// A transactional offset commit (TxnOffsetCommit v4 and older) is verified the
+// same way on its group's __consumer_offsets partition: the handler starts the
+// verification and asks the coordinator, and the group coordinator's append
+// (AppendAsCoordinatorVerified) checks the guard the handler put in the
+// request's context (WithVerificationGuard).
 
 // VerificationGuard identifies one verification of a producer's transaction
 // on a partition; 0 is none.
@@ -91,4 +98,32 @@ func (p *Partition) CancelTxnVerification(pid int64, guard VerificationGuard) {
 	if v, ok := p.verifications[pid]; ok && v.guard == guard {
 		delete(p.verifications, pid)
 	}
+}
+
+// AppendAsCoordinatorVerified is AppendAsCoordinator for a transactional
+// batch verified with guard (0: none was needed when it started), refused as
+// AppendVerified refuses it.
+func (p *Partition) AppendAsCoordinatorVerified(records []byte, guard VerificationGuard) (AppendResult, error) {
+	first, err := batch.ParseHeader(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return p.appendAsCoordinator(records, func() error { return p.checkVerificationLocked(first, guard) })
+}
+
+// guardKey is the context key of a verification guard.
+type guardKey struct{}
+
+// WithVerificationGuard returns ctx carrying guard, for an append made
+// further down on the request's behalf (the group coordinator's append of a
+// verified transactional offset commit).
+func WithVerificationGuard(ctx context.Context, guard VerificationGuard) context.Context {
+	return context.WithValue(ctx, guardKey{}, guard)
+}
+
+// VerificationGuardFrom returns the guard WithVerificationGuard put in ctx;
+// ok is false when there is none (the append was not verified).
+func VerificationGuardFrom(ctx context.Context) (guard VerificationGuard, ok bool) {
+	guard, ok = ctx.Value(guardKey{}).(VerificationGuard)
+	return guard, ok
 }

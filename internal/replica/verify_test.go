@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -77,5 +78,50 @@ func mustAppendVerified(t *testing.T, p *Partition, b []byte, g VerificationGuar
 	t.Helper()
 	if _, err := p.AppendVerified(b, 1, g); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCoordinatorAppendVerified: a coordinator's transactional batch (a
+// transactional offset commit of an older client, no sequence number) is
+// appended with its verification guard as a client's is: refused without
+// one, or when the producer's marker came between the verification and the
+// append; taken with a valid one. The guard travels to the append in the
+// request's context.
+func TestCoordinatorAppendVerified(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	const pid = 7
+	commit := func() []byte {
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, BaseSequence: -1, Transactional: true}, []batch.Record{{Key: []byte("k"), Value: []byte("offset")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if _, err := p.AppendAsCoordinatorVerified(commit(), 0); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("unverified commit opening a transaction: %v, want ErrInvalidTxnState", err)
+	}
+	g := p.StartTxnVerification(pid, 0)
+	mustMarker(t, p, pid, true) // the transaction ended meanwhile
+	end := p.LogEndOffset()
+	if _, err := p.AppendAsCoordinatorVerified(commit(), g); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("commit verified before its transaction's marker: %v, want ErrInvalidTxnState", err)
+	}
+	if p.LogEndOffset() != end {
+		t.Fatal("a refused commit changed the log")
+	}
+	ctx := WithVerificationGuard(context.Background(), p.StartTxnVerification(pid, 0))
+	g, ok := VerificationGuardFrom(ctx)
+	if !ok || g == 0 {
+		t.Fatalf("guard from the context: %d, %v", g, ok)
+	}
+	if _, ok := VerificationGuardFrom(context.Background()); ok {
+		t.Fatal("a guard found in a context without one")
+	}
+	if _, err := p.AppendAsCoordinatorVerified(commit(), g); err != nil {
+		t.Fatalf("verified commit: %v", err)
+	}
+	if p.LogEndOffset() != end+1 {
+		t.Fatalf("log ends at %d after the verified commit, want %d", p.LogEndOffset(), end+1)
 	}
 }

@@ -350,9 +350,9 @@ func (t replicaTransport) Fetch(ctx context.Context, leader int32, req *kmsg.Fet
 }
 
 // txnBrokers is how the transaction coordinator reaches partition leaders (the
-// metadata image for leaders, the replica client for WriteTxnMarkers, to this
-// broker too, through its own listener) and partition leaders reach
-// coordinators (AddPartitionsToTxn).
+// metadata image for leaders, the replica client for WriteTxnMarkers to other
+// brokers, the handlers in process for the partitions this broker leads) and
+// partition leaders reach coordinators (AddPartitionsToTxn).
 type txnBrokers struct{ n *Node }
 
 func (b txnBrokers) Leader(topic string, partition int32) (int32, bool) {
@@ -364,6 +364,9 @@ func (b txnBrokers) Leader(topic string, partition int32) (int32, bool) {
 }
 
 func (b txnBrokers) WriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	if h := b.n.kafkaHandlers; broker == b.n.cfg.NodeID && h != nil {
+		return h.WriteTxnMarkersHere(ctx, req), nil
+	}
 	resp, err := b.n.replicaClient.Broker(int(broker)).Request(ctx, req)
 	if err != nil {
 		b.n.replicaClient.ForceMetadataRefresh()

@@ -103,6 +103,9 @@ type Node struct {
 	// Transactions: the coordinator on __transaction_state.
 	txnStore *offsets.Store
 	txns     *txn.Coordinator
+	// kafkaHandlers serve the Kafka API; the transaction coordinator writes
+	// the markers of partitions led here through them, in process.
+	kafkaHandlers *handlers.Handlers
 	// Share groups' record delivery (share.go).
 	shares     *share.Manager
 	shareStore *share.TopicStore
@@ -320,6 +323,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
 		FetchSessionCacheSlots:     cfg.MaxIncrementalFetchSessionCacheSlots,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
+	n.kafkaHandlers = h
 	n.serveLink(h)
 	if cfg.IsController() {
 		n.toController = h.Controller()

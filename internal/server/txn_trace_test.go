@@ -254,6 +254,14 @@ func logTimeline(b *testing.B, tl txnTimeline, next time.Time, syncs []syncSpan)
 // marker. Each batch that is waited for costs one fsync in sequence (fsyncs can
 // only merge batches). The completed state used to be a batch of its own, three
 // in all: the bound below fails unless most transactions share it.
+//
+// It also counts the requests the broker's listener served per transaction
+// (/metrics): the client's Produce and EndTxn, one each, and nothing else. The
+// coordinator writes the marker of a partition led on its own broker in
+// process; it used to send itself a WriteTxnMarkers through the listener (one
+// more round trip in sequence per transaction). The implicit add of the next
+// transaction's first produce is answered by the coordinator in process too,
+// held until the previous transaction is complete (no CONCURRENT_TRANSACTIONS).
 func TestTransactionFsyncs(t *testing.T) {
 	const txns = 20
 	n, tfs := startTracedNode(t)
@@ -294,11 +302,25 @@ func TestTransactionFsyncs(t *testing.T) {
 	run()
 	markersWritten(2)
 	tfs.take()
+	requests0 := listenerRequests(t, n)
 	for range txns {
 		run()
 	}
 	markersWritten(2 + txns)
 	spans := tfs.take()
+	requests := listenerRequests(t, n)
+	perTxn := func(api string) float64 { return (requests[api] - requests0[api]) / txns }
+	t.Logf("listener requests per transaction: Produce %.2f, EndTxn %.2f, WriteTxnMarkers %.2f, AddPartitionsToTxn %.2f; Produce answered CONCURRENT_TRANSACTIONS %.2f",
+		perTxn("Produce"), perTxn("EndTxn"), perTxn("WriteTxnMarkers"), perTxn("AddPartitionsToTxn"), perTxn("Produce CONCURRENT_TRANSACTIONS"))
+	if perTxn("WriteTxnMarkers") != 0 || perTxn("AddPartitionsToTxn") != 0 {
+		t.Fatalf("the coordinator sent itself %v WriteTxnMarkers and %v AddPartitionsToTxn per transaction through the listener, want none",
+			perTxn("WriteTxnMarkers"), perTxn("AddPartitionsToTxn"))
+	}
+	// franz-go retries a Produce answered CONCURRENT_TRANSACTIONS (the held
+	// add outlasting its bound on a loaded machine): allow one.
+	if got := requests["Produce CONCURRENT_TRANSACTIONS"] - requests0["Produce CONCURRENT_TRANSACTIONS"]; perTxn("Produce") > 1+1.0/txns || got > 1 {
+		t.Fatalf("%v Produce requests per transaction, %v answered CONCURRENT_TRANSACTIONS; want one each, none", perTxn("Produce"), got)
+	}
 	var stateWrites, stateSyncs, dataWrites, dataSyncs int
 	for _, s := range spans {
 		state, data := strings.HasPrefix(s.log, txn.StateTopic), strings.HasPrefix(s.log, "fsyncs-")
@@ -328,4 +350,18 @@ func TestTransactionFsyncs(t *testing.T) {
 	if dataWrites < 2*txns || dataSyncs > dataWrites {
 		t.Fatalf("data partition: %d batches and %d fsyncs for %d transactions, want 2 batches (record, marker) each", dataWrites, dataSyncs, txns)
 	}
+}
+
+// listenerRequests reads from n's /metrics how many requests its Kafka
+// listener served, by API (and "Produce CONCURRENT_TRANSACTIONS": those of them
+// answered so).
+func listenerRequests(t *testing.T, n *Node) map[string]float64 {
+	t.Helper()
+	_, body := httpGet(t, "http://"+n.HTTPAddr()+"/metrics")
+	out := map[string]float64{}
+	for _, api := range []string{"Produce", "EndTxn", "WriteTxnMarkers", "AddPartitionsToTxn"} {
+		out[api] = labelledValue(body, `strata_requests_total{api="`+api+`"}`)
+	}
+	out["Produce CONCURRENT_TRANSACTIONS"] = labelledValue(body, `strata_request_errors_total{api="Produce",error="CONCURRENT_TRANSACTIONS"}`)
+	return out
 }

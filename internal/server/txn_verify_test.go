@@ -201,3 +201,81 @@ func initTransactional(t *testing.T, cl *kgo.Client, id string) (int64, int16) {
 	})
 	return pid, epoch
 }
+
+// TestTxnOffsetCommitVerifiedOverWire drives KIP-890 part 1 for
+// TxnOffsetCommit over the wire with the requests of a transaction version 1
+// client: offsets committed in a transaction whose group was never added
+// (no AddOffsetsToTxn) are refused, TRANSACTION_ABORTABLE to v4 and
+// INVALID_TXN_STATE to v3, and never become the group's; once the group is
+// added they are written, and the commit makes them the group's offsets.
+func TestTxnOffsetCommitVerifiedOverWire(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, nodeConfig(t.TempDir()))
+	_, adm := n.client(t)
+	// franz-go sends a request at the highest version both sides know: cap it.
+	clientAt := func(txnOffsetCommit int16) *kgo.Client {
+		versions := kversion.Stable()
+		versions.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), txnOffsetCommit)
+		versions.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+		cl, _ := n.client(t, kgo.MaxVersions(versions))
+		return cl
+	}
+	clients := map[int16]*kgo.Client{3: clientAt(3), 4: clientAt(4)}
+	cl := clients[4]
+	const topic, id, group = "offsets-verify", "offsets-verify-tx", "offsets-verify-group"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch := initTransactional(t, cl, id)
+	commitOffset := func(version int16, offset int64) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = id, group, pid, epoch, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, clients[version])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	// The group's coordinator (and __consumer_offsets) comes up first.
+	var code int16
+	wait.Within(t, 20*time.Second, "the group coordinator", func() bool {
+		code = commitOffset(4, 10)
+		return code != kerr.CoordinatorNotAvailable.Code && code != kerr.CoordinatorLoadInProgress.Code && code != kerr.NotCoordinator.Code
+	})
+	if code != kerr.TransactionAbortable.Code {
+		t.Fatalf("TxnOffsetCommit v4 of a group not in the transaction: %v, want TRANSACTION_ABORTABLE", kerr.ErrorForCode(code))
+	}
+	if code := commitOffset(3, 11); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("TxnOffsetCommit v3 of a group not in the transaction: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, pid, epoch, group
+	if resp, err := add.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v %v", err, resp)
+	}
+	if code := commitOffset(4, 12); code != 0 {
+		t.Fatalf("TxnOffsetCommit v4 once the group is added: %v", kerr.ErrorForCode(code))
+	}
+	if code := commitOffset(3, 13); code != 0 { // the transaction is open there: nothing to ask
+		t.Fatalf("TxnOffsetCommit v3 inside the transaction: %v", kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+	if resp, err := end.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v %v", err, resp)
+	}
+	wait.Within(t, 20*time.Second, "the committed offset 13", func() bool {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
+		}
+		o, ok := offs.Lookup(topic, 0)
+		return ok && o.Err == nil && o.At == 13
+	})
+}

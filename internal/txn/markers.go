@@ -14,7 +14,8 @@ type Brokers interface {
 	// partition is not in the metadata (its topic was deleted), and leader is -1
 	// while it has none.
 	Leader(topic string, partition int32) (leader int32, exists bool)
-	// WriteTxnMarkers sends req to broker id.
+	// WriteTxnMarkers sends req to broker id (the coordinator's own broker
+	// may serve it in process).
 	WriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error)
 }
 
