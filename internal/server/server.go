@@ -2,9 +2,11 @@
 // from a config.Config, starts them in dependency order and stops them in reverse.
 //
 // Start-up, in order:
-//  1. the controller (Raft metadata quorum; a single voter by default) and wait until
-//     it has a leader and has applied its log. A broker-only node (--roles broker)
-//     runs it as a non-voting member: it registers first, through the voters in
+//  1. the controller (Raft metadata quorum; a single voter by default) and its
+//     link, served from then on whatever the node's roles (any node may be elected
+//     the active controller while it starts: see serveLink), and wait until it has
+//     a leader and has applied its log. A broker-only node (--roles broker) runs it
+//     as a non-voting member: it registers first, through the voters in
 //     --controllers, and the active controller adds it to the quorum;
 //  2. the replica manager, brought in line with the metadata image, then kept in line
 //     by following every new image;
@@ -89,8 +91,11 @@ type Node struct {
 	// toController is the one path to the active controller (registration,
 	// heartbeats, ISR changes, --add-scram, the console): the link on a
 	// broker-only node, the handlers' in-process path on a controller.
-	toController  controllerlink.Transport
+	toController controllerlink.Transport
+	// linkSrv serves the controller link from the controller's start;
+	// linkHandler is what it serves with (serveLink).
 	linkSrv       *protocol.Server
+	linkHandler   atomic.Pointer[protocol.Handler]
 	replicaClient *kgo.Client
 	certs         *certs.Reloader // TLS material; nil when TLS is off (security.go)
 	registration  controller.RegisterBroker
@@ -171,8 +176,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 }
 
 // startController is step 1 of the package doc: the controller listener (Raft
-// and the controller link), the controller and the link client; a broker-only
-// node also listens for Kafka and registers, which makes it a member. It waits
+// and the controller link), the controller, the link's server and client; a
+// broker-only node also listens for Kafka and registers, which makes it a
+// member. It waits
 // until the controller has a leader and has applied its log, then builds the
 // metrics.
 func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
@@ -202,6 +208,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	n.lc.onStop("controller", func(stopping) error { return n.ctrl.Close() })
+	n.serveLink()
 	n.link = n.newLink(peers)
 	n.lc.onStop("controller link client", func(stopping) error { n.link.Close(); return nil })
 	if !cfg.IsController() {
@@ -313,7 +320,9 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
 		FetchSessionCacheSlots:     cfg.MaxIncrementalFetchSessionCacheSlots,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
-	n.serveLink(h)
+	// From here on the broker's handlers serve the link: a request the
+	// active controller serves also waits for this broker's partitions.
+	n.setLinkHandler(h)
 	if cfg.IsController() {
 		n.toController = h.Controller()
 	}
@@ -448,11 +457,6 @@ func acceptThrottle(rate int32) func() time.Duration {
 // the controller link (brokers register, heartbeat and forward admin requests
 // there) and HTTP health and metrics, but no Kafka clients and no partitions.
 func (n *Node) startControllerOnly(clusterID string) error {
-	h := handlers.New(handlers.Config{
-		NodeID: n.cfg.NodeID, ClusterID: clusterID, DefaultPartitions: n.cfg.DefaultPartitions,
-		OffsetsTopicPartitions: n.cfg.OffsetsTopicPartition,
-	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka"))
-	n.serveLink(h)
 	var err error
 	if _, n.guard, err = n.security(); err != nil {
 		return err
@@ -470,10 +474,24 @@ func (n *Node) startControllerOnly(clusterID string) error {
 	return nil
 }
 
-// serveLink serves the controller link with h's link handlers.
-func (n *Node) serveLink(h *handlers.Handlers) {
+// serveLink serves the controller link as soon as the controller runs, on
+// every node: any node may be a voter (a broker-only node promoted with
+// AddRaftVoter runs as one from then on, whatever its --roles), and a voter
+// may be elected the active controller while it starts. Until the broker's
+// handlers take over (setLinkHandler), controller-only handlers serve it,
+// which need nothing but the controller. Serving it only after the broker
+// had registered left a broker-only voter elected during its start waiting
+// for its own link to answer its registration, for ever, while every other
+// broker's heartbeat went unanswered.
+func (n *Node) serveLink() {
+	n.setLinkHandler(handlers.New(handlers.Config{
+		NodeID: n.cfg.NodeID, ClusterID: n.clusterID, DefaultPartitions: n.cfg.DefaultPartitions,
+		OffsetsTopicPartitions: n.cfg.OffsetsTopicPartition,
+	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka")))
 	n.linkSrv = &protocol.Server{
-		Handler:  h.LinkHandler(),
+		Handler: protocol.HandlerFunc(func(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+			return (*n.linkHandler.Load()).Handle(ctx, c, r)
+		}),
 		Versions: handlers.LinkVersions(),
 		Logger:   n.log.With("component", "controller-link"),
 		Hooks:    []protocol.Hook{newBrokerLinks(n.ctrl.BrokerLinkClosed)},
@@ -483,6 +501,12 @@ func (n *Node) serveLink(h *handlers.Handlers) {
 			n.log.Error("controller link stopped", "err", err)
 		}
 	}, func(s stopping) { n.drained("controller link", n.linkSrv.Shutdown(s.drain)) })
+}
+
+// setLinkHandler makes h's link handlers serve the controller link.
+func (n *Node) setLinkHandler(h *handlers.Handlers) {
+	lh := h.LinkHandler()
+	n.linkHandler.Store(&lh)
 }
 
 // serveHTTP serves HTTP on the listener and starts the opt-in admin listener.
