@@ -163,7 +163,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	deadline := time.Now().Add(c.opts.readyTimeout)
 	for _, node := range c.nodes {
 		if err := node.waitReady(deadline); err != nil {
-			t.Fatalf("testcluster: node %d: %v", node.ID, err)
+			t.Fatalf("testcluster: node %d: %v\n%s", node.ID, err, node.logTail())
 		}
 	}
 	return c
