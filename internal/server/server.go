@@ -73,8 +73,13 @@ type Node struct {
 	kafkaLn     net.Listener
 	http        *http.Server
 	httpLn      net.Listener
+	// routes is what the HTTP listener serves: health while the node starts
+	// and stops, everything while it serves (observability.go).
+	routes      switchedRoutes
 	brokerEpoch atomic.Int64
 	ready       atomic.Bool
+	// step is what a start under way is doing, for /readyz; nil once done.
+	step atomic.Pointer[string]
 
 	// Observability (observability.go): /metrics, the console, the admin listener.
 	metrics *metrics.Metrics
@@ -155,6 +160,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.loadTLS(); err != nil {
 		return nil, err
 	}
+	if err := n.listenHTTP(); err != nil {
+		return nil, err
+	}
+	n.setStep("the controller")
 	if err := n.startController(ctx, fsys); err != nil {
 		return nil, err
 	}
@@ -167,7 +176,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.startBroker(ctx, fsys); err != nil {
 		return nil, err
 	}
-	n.ready.Store(true)
+	n.started()
 	logger.Info("strata node started",
 		"node_id", cfg.NodeID, "roles", cfg.Roles, "cluster_id", clusterID, "data_dir", cfg.DataDir,
 		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
@@ -222,6 +231,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 			return err
 		}
 	}
+	n.setStep("waiting for the controller quorum to have a leader and for this node to apply its log")
 	if err := n.ctrl.WaitReady(ctx); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -235,6 +245,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 // startBroker is steps 2-4 of the package doc, on a node with the broker role.
 func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	cfg, logger := n.cfg, n.log
+	n.setStep("opening partitions and coordinators")
 	var err error
 	if n.kafkaLn == nil {
 		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
@@ -421,9 +432,6 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 // node still leads its partitions: its consumer instances leave their groups,
 // and long polls end instead of holding up the HTTP shutdown.
 func (n *Node) startHTTPAPI() (err error) {
-	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
-		return err
-	}
 	// The HTTP API's embedded clients reach this node's Kafka listener; the other
 	// nodes reach its consumer instances at its advertised HTTP address.
 	n.api, err = httpapi.New(httpapi.Config{
@@ -461,13 +469,10 @@ func (n *Node) startControllerOnly(clusterID string) error {
 	if _, n.guard, err = n.security(); err != nil {
 		return err
 	}
-	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
-		return err
-	}
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
-	n.ready.Store(true)
+	n.started()
 	n.log.Info("strata node started",
 		"node_id", n.cfg.NodeID, "roles", n.cfg.Roles, "cluster_id", clusterID, "data_dir", n.cfg.DataDir,
 		"controller_addr", n.raftAddr, "http_addr", n.httpLn.Addr().String())
@@ -509,14 +514,35 @@ func (n *Node) setLinkHandler(h *handlers.Handlers) {
 	n.linkHandler.Store(&lh)
 }
 
-// serveHTTP serves HTTP on the listener and starts the opt-in admin listener.
-func (n *Node) serveHTTP() error {
-	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
+// listenHTTP binds the HTTP listener before anything else starts and serves
+// health on it (healthRoutes) until serveHTTP serves everything: a start
+// waits for the controller quorum, to register and for its log, and a node
+// that answers /healthz at once and says on /readyz what it waits for can be
+// told from one that hangs or died.
+func (n *Node) listenHTTP() (err error) {
+	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
+		return err
+	}
+	n.routes.set(n.healthRoutes())
+	n.http = &http.Server{Handler: &n.routes, ReadHeaderTimeout: 10 * time.Second}
 	n.lc.goroutine("http server", func() {
 		if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http listener stopped", "err", err)
 		}
 	}, func(s stopping) { n.drained("http", ignoreClosed(n.http.Shutdown(s.drain))) })
+	return nil
+}
+
+// serveHTTP serves every route on the HTTP listener and starts the opt-in
+// admin listener. Its stop goes back to health only and waits for the
+// requests under way, so none runs on into the components stopped after.
+func (n *Node) serveHTTP() error {
+	n.routes.set(n.httpRoutes())
+	n.lc.onStop("http routes", func(s stopping) error {
+		n.routes.set(n.healthRoutes())
+		n.drained("http", n.routes.wait(s.drain))
+		return nil
+	})
 	return n.startAdmin()
 }
 
@@ -568,19 +594,7 @@ func (n *Node) followImages(images <-chan *metadata.Image) {
 }
 
 func (n *Node) httpRoutes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyWait)
-		defer cancel()
-		if err := n.readiness(ctx); err != nil {
-			http.Error(w, "not ready: "+err.Error()+"\n", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ready\n"))
-	})
+	mux := n.healthMux()
 	mux.Handle("GET /metrics", n.guard.Wrap(n.metricsRule(), writeGuardError, n.metrics.HTTPHandler()))
 	if !n.cfg.IsBroker() {
 		return mux // a controller-only node has no console and no data API
@@ -605,6 +619,8 @@ func (n *Node) Abort() error { return n.close(false) }
 // the page cache survives a kill -9). It runs the lifecycle's steps: hand-offs,
 // then stops, each newest first (lifecycle.go).
 func (n *Node) close(graceful bool) error {
+	stopping := "stopping"
+	n.step.Store(&stopping)
 	err := n.lc.stop(graceful, n.ready.Swap(false), n.cfg.ShutdownTimeout)
 	n.log.Info("stopped")
 	return err
