@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/wait"
@@ -29,26 +27,15 @@ func TestPromotedBrokerOnlyRestartsAsActiveController(t *testing.T) {
 	}
 	ctx := context.Background()
 	cl, adm := c.client()
-	voterReq := func(node int32, req kmsg.Request) error {
-		resp, err := cl.Broker(int(node)).Request(ctx, req)
-		if err != nil {
-			return err
-		}
-		code, msg := voterChangeCode(resp)
-		if err := kerr.ErrorForCode(code); err != nil {
-			return fmt.Errorf("%w (%s)", err, msg)
-		}
-		return nil
-	}
 	add := kmsg.NewPtrAddRaftVoterRequest()
 	add.VoterID = 2
-	if err := voterReq(1, add); err != nil {
+	if err := voterChange(ctx, cl, 1, add); err != nil {
 		t.Fatalf("AddRaftVoter(2): %v", err)
 	}
 	// Node 1 leads and hands leadership to node 2, which removes it.
 	remove := kmsg.NewPtrRemoveRaftVoterRequest()
 	remove.VoterID = 1
-	if err := voterReq(1, remove); err != nil {
+	if err := voterChange(ctx, cl, 1, remove); err != nil {
 		t.Fatalf("RemoveRaftVoter(1): %v", err)
 	}
 	wait.For(t, "node 2 the only voter and the active controller", func() bool {
