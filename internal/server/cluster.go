@@ -117,8 +117,12 @@ func (n *Node) register(ctx context.Context) error {
 	}
 	n.registration = reg
 	var duplicateSince, waitingSince, noted time.Time
+	n.setStep("registering broker %d with the active controller", reg.ID)
 	return n.retryUpTo(ctx, "registering broker", registerBackoffMax, func() error {
 		epoch, err := n.registerAnyVoter(ctx, reg)
+		if err != nil {
+			n.setStep("registering broker %d with the active controller (last attempt: %v)", reg.ID, err)
+		}
 		switch {
 		case err == nil:
 			attrs := []any{"broker_epoch", epoch, "advertised", net.JoinHostPort(host, strconv.Itoa(port))}

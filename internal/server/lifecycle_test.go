@@ -179,6 +179,8 @@ func TestNodeStopsInReverse(t *testing.T) {
 		{"transaction state store", "transaction coordinator"},
 		{"replica manager", "controller"},
 		{"controller", "raft transport"},
+		{"http routes", "replica manager"},
+		{"controller", "http server"},
 	} {
 		i, j := slices.Index(stopped, c.first), slices.Index(stopped, c.then)
 		if i < 0 || j < 0 || i > j {
@@ -190,7 +192,7 @@ func TestNodeStopsInReverse(t *testing.T) {
 	}
 }
 
-// TestNodeFailedStartStopsWhatStarted: a start that fails part-way (its HTTP
+// TestNodeFailedStartStopsWhatStarted: a start that fails part-way (its admin
 // address is taken, the last thing it opens) stops exactly what had started,
 // newest first, and leaves nothing behind: no goroutine of its own runs on,
 // and a node started next on the same data directory and ports comes up.
@@ -211,7 +213,7 @@ func TestNodeFailedStartStopsWhatStarted(t *testing.T) {
 	}
 	cfg := nodeConfig(t.TempDir())
 	cfg.KafkaAddr, cfg.ControllerAddr = free(), free()
-	cfg.HTTPAddr = taken.Addr().String()
+	cfg.AdminAddr = taken.Addr().String()
 
 	log := newLifecycleLog()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -219,18 +221,18 @@ func TestNodeFailedStartStopsWhatStarted(t *testing.T) {
 	leftBefore := goleak.IgnoreCurrent()
 	if n, err := Start(ctx, cfg, slog.New(log), vfs.Default); err == nil {
 		n.Close()
-		t.Fatal("started on a taken HTTP address")
-	} else if !strings.Contains(err.Error(), "http listener") {
-		t.Fatalf("start failed at %v, want at the HTTP listener", err)
+		t.Fatal("started on a taken admin address")
+	} else if !strings.Contains(err.Error(), "admin listener") {
+		t.Fatalf("start failed at %v, want at the admin listener", err)
 	}
 	started := checkStoppedInReverse(t, log)
-	for _, name := range []string{"controller", "replica manager", "kafka server", "broker heartbeats"} {
+	for _, name := range []string{"http server", "controller", "replica manager", "kafka server", "broker heartbeats", "http routes"} {
 		if !slices.Contains(started, name) {
 			t.Errorf("%q never started before the failure: %q", name, started)
 		}
 	}
-	if slices.Contains(started, "http listener") || slices.Contains(log.get("lifecycle: hand-off registered"), "http api") {
-		t.Errorf("the HTTP listener or API registered a stop though it never started: %q", started)
+	if slices.Contains(started, "admin listener") {
+		t.Errorf("the admin listener registered a stop though it never started: %q", started)
 	}
 	if err := goleak.Find(leftBefore); err != nil {
 		t.Errorf("the failed start left goroutines running: %v", err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-stream/strata/internal/console"
@@ -25,6 +26,9 @@ const readyWait = time.Second
 // until ctx ends).
 func (n *Node) readiness(ctx context.Context) error {
 	if !n.ready.Load() {
+		if step := n.step.Load(); step != nil {
+			return errors.New(*step)
+		}
 		return errors.New("starting or stopping")
 	}
 	if n.ctrl.LeaderID() < 0 {
@@ -41,6 +45,86 @@ func (n *Node) readiness(ctx context.Context) error {
 	}
 	if err := n.replicas.WaitApplied(ctx, img.Offset()); err != nil {
 		return fmt.Errorf("partitions not caught up with metadata offset %d", img.Offset())
+	}
+	return nil
+}
+
+// setStep says what a start under way is doing (/readyz); on a started node
+// (a re-registration) it does nothing.
+func (n *Node) setStep(format string, args ...any) {
+	if n.ready.Load() {
+		return
+	}
+	s := "starting: " + fmt.Sprintf(format, args...)
+	n.step.Store(&s)
+}
+
+// started marks the node ready: Start has finished.
+func (n *Node) started() {
+	n.step.Store(nil)
+	n.ready.Store(true)
+}
+
+// healthMux serves /healthz (the process runs) and /readyz (readiness).
+func (n *Node) healthMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyWait)
+		defer cancel()
+		if err := n.readiness(ctx); err != nil {
+			http.Error(w, "not ready: "+err.Error()+"\n", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// healthRoutes are the HTTP routes while the node starts or stops: health,
+// and 503 with what the node is doing for everything else.
+func (n *Node) healthRoutes() http.Handler {
+	mux := n.healthMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		msg := "starting or stopping"
+		if step := n.step.Load(); step != nil {
+			msg = *step
+		}
+		http.Error(w, "not serving yet: "+msg+"\n", http.StatusServiceUnavailable)
+	})
+	return mux
+}
+
+// switchedRoutes is the HTTP listener's handler: the routes set last. It
+// counts the requests under way so that a switch can wait for them.
+type switchedRoutes struct {
+	h        atomic.Pointer[http.Handler]
+	underWay atomic.Int64
+}
+
+func (s *switchedRoutes) set(h http.Handler) { s.h.Store(&h) }
+
+// ServeHTTP counts the request before it picks the routes: once wait has
+// seen none under way after a set, no request runs on the routes set before.
+func (s *switchedRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.underWay.Add(1)
+	defer s.underWay.Add(-1)
+	(*s.h.Load()).ServeHTTP(w, r)
+}
+
+// routesPoll is how often wait looks for the requests under way to end.
+const routesPoll = 5 * time.Millisecond
+
+// wait waits until no request is under way, or ctx ends.
+func (s *switchedRoutes) wait(ctx context.Context) error {
+	for s.underWay.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d HTTP requests still under way: %w", s.underWay.Load(), ctx.Err())
+		case <-time.After(routesPoll):
+		}
 	}
 	return nil
 }

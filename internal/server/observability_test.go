@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -57,6 +60,66 @@ func TestHealthEndpoints(t *testing.T) {
 	}
 	if status, _ := readyz(); status != http.StatusServiceUnavailable {
 		t.Fatalf("readyz after Close: %d", status)
+	}
+}
+
+// TestHealthWhileStarting: the HTTP listener is bound before the node waits
+// for its controller quorum: /healthz answers at once, /readyz and every
+// other route 503 with what the start waits for (here a broker-only node
+// registering with a voter that is not there), and a start given up closes
+// the listener. The old start bound it last, so a node stuck in its start
+// (TestPromotedBrokerOnlyRestartsAsActiveController) refused connections
+// like one that had died.
+func TestHealthWhileStarting(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.NodeID, cfg.Roles, cfg.ClusterID = 4, "broker", "c"
+	cfg.HTTPAddr, cfg.KafkaAddr = freeAddr(t), freeAddr(t)
+	cfg.Controllers = "1@" + freeAddr(t) // nothing listens there
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		n, err := Start(ctx, cfg, testLogger(), vfs.Default)
+		if err == nil {
+			n.Close()
+			err = errors.New("started without a controller quorum")
+		}
+		done <- err
+	}()
+	c := &http.Client{Timeout: 5 * time.Second}
+	get := func(path string) (int, string) {
+		resp, err := c.Get("http://" + cfg.HTTPAddr + path)
+		if err != nil {
+			return -1, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var last string
+	wait.For(t, "/readyz to say that the node registers", func() bool {
+		status, body := get("/readyz")
+		last = fmt.Sprint(status, " ", body)
+		return status == http.StatusServiceUnavailable && strings.Contains(body, "starting: registering broker 4")
+	})
+	t.Logf("/readyz while starting: %s", strings.TrimSpace(last))
+	if status, body := get("/healthz"); status != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz while starting: %d %q", status, body)
+	}
+	if status, body := get("/metrics"); status != http.StatusServiceUnavailable || !strings.Contains(body, "registering broker 4") {
+		t.Fatalf("/metrics while starting: %d %q", status, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !strings.Contains(err.Error(), "registering broker") {
+			t.Fatalf("the start ended with %v, want the registration given up", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Start did not return within 30s of its context ending")
+	}
+	if status, body := get("/healthz"); status != -1 {
+		t.Fatalf("/healthz after the start was given up: %d %q, want no listener", status, body)
 	}
 }
 

@@ -116,17 +116,7 @@ func TestReplaceVoter(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "steady"); err != nil {
 		t.Fatal(err)
 	}
-	voterReq := func(node int32, req kmsg.Request) error {
-		resp, err := cl.Broker(int(node)).Request(ctx, req)
-		if err != nil {
-			return err
-		}
-		code, msg := voterChangeCode(resp)
-		if err := kerr.ErrorForCode(code); err != nil {
-			return fmt.Errorf("%w (%s)", err, msg)
-		}
-		return nil
-	}
+	voterReq := func(node int32, req kmsg.Request) error { return voterChange(ctx, cl, node, req) }
 	addVoter := func(node, id int32) error {
 		req := kmsg.NewPtrAddRaftVoterRequest()
 		req.VoterID = id
@@ -216,6 +206,20 @@ func TestReplaceVoter(t *testing.T) {
 			t.Fatalf("acknowledged record %s lost (%d acknowledged, %d read)", v, len(acked), len(got))
 		}
 	}
+}
+
+// voterChange sends a voter change (AddRaftVoter or RemoveRaftVoter) to node
+// and returns its error code as an error, with the error message.
+func voterChange(ctx context.Context, cl *kgo.Client, node int32, req kmsg.Request) error {
+	resp, err := cl.Broker(int(node)).Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	code, msg := voterChangeCode(resp)
+	if err := kerr.ErrorForCode(code); err != nil {
+		return fmt.Errorf("%w (%s)", err, msg)
+	}
+	return nil
 }
 
 func voterChangeCode(resp kmsg.Response) (int16, string) {

@@ -2,9 +2,11 @@
 // from a config.Config, starts them in dependency order and stops them in reverse.
 //
 // Start-up, in order:
-//  1. the controller (Raft metadata quorum; a single voter by default) and wait until
-//     it has a leader and has applied its log. A broker-only node (--roles broker)
-//     runs it as a non-voting member: it registers first, through the voters in
+//  1. the controller (Raft metadata quorum; a single voter by default) and its
+//     link, served from then on whatever the node's roles (any node may be elected
+//     the active controller while it starts: see serveLink), and wait until it has
+//     a leader and has applied its log. A broker-only node (--roles broker) runs it
+//     as a non-voting member: it registers first, through the voters in
 //     --controllers, and the active controller adds it to the quorum;
 //  2. the replica manager, brought in line with the metadata image, then kept in line
 //     by following every new image;
@@ -71,8 +73,13 @@ type Node struct {
 	kafkaLn     net.Listener
 	http        *http.Server
 	httpLn      net.Listener
+	// routes is what the HTTP listener serves: health while the node starts
+	// and stops, everything while it serves (observability.go).
+	routes      switchedRoutes
 	brokerEpoch atomic.Int64
 	ready       atomic.Bool
+	// step is what a start under way is doing, for /readyz; nil once done.
+	step atomic.Pointer[string]
 
 	// Observability (observability.go): /metrics, the console, the admin listener.
 	metrics *metrics.Metrics
@@ -90,8 +97,11 @@ type Node struct {
 	// toController is the one path to the active controller (registration,
 	// heartbeats, ISR changes, --add-scram, the console): the link on a
 	// broker-only node, the handlers' in-process path on a controller.
-	toController  controllerlink.Transport
+	toController controllerlink.Transport
+	// linkSrv serves the controller link from the controller's start;
+	// linkHandler is what it serves with (serveLink).
 	linkSrv       *protocol.Server
+	linkHandler   atomic.Pointer[protocol.Handler]
 	replicaClient *kgo.Client
 	certs         *certs.Reloader // TLS material; nil when TLS is off (security.go)
 	registration  controller.RegisterBroker
@@ -158,6 +168,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.loadTLS(); err != nil {
 		return nil, err
 	}
+	if err := n.listenHTTP(); err != nil {
+		return nil, err
+	}
+	n.setStep("the controller")
 	if err := n.startController(ctx, fsys); err != nil {
 		return nil, err
 	}
@@ -170,7 +184,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if err := n.startBroker(ctx, fsys); err != nil {
 		return nil, err
 	}
-	n.ready.Store(true)
+	n.started()
 	logger.Info("strata node started",
 		"node_id", cfg.NodeID, "roles", cfg.Roles, "cluster_id", clusterID, "data_dir", cfg.DataDir,
 		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
@@ -179,8 +193,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 }
 
 // startController is step 1 of the package doc: the controller listener (Raft
-// and the controller link), the controller and the link client; a broker-only
-// node also listens for Kafka and registers, which makes it a member. It waits
+// and the controller link), the controller, the link's server and client; a
+// broker-only node also listens for Kafka and registers, which makes it a
+// member. It waits
 // until the controller has a leader and has applied its log, then builds the
 // metrics.
 func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
@@ -210,6 +225,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	n.lc.onStop("controller", func(stopping) error { return n.ctrl.Close() })
+	n.serveLink()
 	n.link = n.newLink(peers)
 	n.lc.onStop("controller link client", func(stopping) error { n.link.Close(); return nil })
 	if !cfg.IsController() {
@@ -223,6 +239,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 			return err
 		}
 	}
+	n.setStep("waiting for the controller quorum to have a leader and for this node to apply its log")
 	if err := n.ctrl.WaitReady(ctx); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -236,6 +253,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 // startBroker is steps 2-4 of the package doc, on a node with the broker role.
 func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	cfg, logger := n.cfg, n.log
+	n.setStep("opening partitions and coordinators")
 	var err error
 	if n.kafkaLn == nil {
 		if n.kafkaLn, err = n.listen("kafka", cfg.KafkaAddr); err != nil {
@@ -324,7 +342,9 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		FetchSessionCacheSlots:     cfg.MaxIncrementalFetchSessionCacheSlots,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.kafkaHandlers = h
-	n.serveLink(h)
+	// From here on the broker's handlers serve the link: a request the
+	// active controller serves also waits for this broker's partitions.
+	n.setLinkHandler(h)
 	if cfg.IsController() {
 		n.toController = h.Controller()
 	}
@@ -423,9 +443,6 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 // node still leads its partitions: its consumer instances leave their groups,
 // and long polls end instead of holding up the HTTP shutdown.
 func (n *Node) startHTTPAPI() (err error) {
-	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
-		return err
-	}
 	// The HTTP API's embedded clients reach this node's Kafka listener; the other
 	// nodes reach its consumer instances at its advertised HTTP address.
 	n.api, err = httpapi.New(httpapi.Config{
@@ -459,32 +476,38 @@ func acceptThrottle(rate int32) func() time.Duration {
 // the controller link (brokers register, heartbeat and forward admin requests
 // there) and HTTP health and metrics, but no Kafka clients and no partitions.
 func (n *Node) startControllerOnly(clusterID string) error {
-	h := handlers.New(handlers.Config{
-		NodeID: n.cfg.NodeID, ClusterID: clusterID, DefaultPartitions: n.cfg.DefaultPartitions,
-		OffsetsTopicPartitions: n.cfg.OffsetsTopicPartition,
-	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka"))
-	n.serveLink(h)
 	var err error
 	if _, n.guard, err = n.security(); err != nil {
-		return err
-	}
-	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
 		return err
 	}
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
-	n.ready.Store(true)
+	n.started()
 	n.log.Info("strata node started",
 		"node_id", n.cfg.NodeID, "roles", n.cfg.Roles, "cluster_id", clusterID, "data_dir", n.cfg.DataDir,
 		"controller_addr", n.raftAddr, "http_addr", n.httpLn.Addr().String())
 	return nil
 }
 
-// serveLink serves the controller link with h's link handlers.
-func (n *Node) serveLink(h *handlers.Handlers) {
+// serveLink serves the controller link as soon as the controller runs, on
+// every node: any node may be a voter (a broker-only node promoted with
+// AddRaftVoter runs as one from then on, whatever its --roles), and a voter
+// may be elected the active controller while it starts. Until the broker's
+// handlers take over (setLinkHandler), controller-only handlers serve it,
+// which need nothing but the controller. Serving it only after the broker
+// had registered left a broker-only voter elected during its start waiting
+// for its own link to answer its registration, for ever, while every other
+// broker's heartbeat went unanswered.
+func (n *Node) serveLink() {
+	n.setLinkHandler(handlers.New(handlers.Config{
+		NodeID: n.cfg.NodeID, ClusterID: n.clusterID, DefaultPartitions: n.cfg.DefaultPartitions,
+		OffsetsTopicPartitions: n.cfg.OffsetsTopicPartition,
+	}, n.ctrl, nil, nil, nil, n.log.With("component", "kafka")))
 	n.linkSrv = &protocol.Server{
-		Handler:  h.LinkHandler(),
+		Handler: protocol.HandlerFunc(func(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+			return (*n.linkHandler.Load()).Handle(ctx, c, r)
+		}),
 		Versions: handlers.LinkVersions(),
 		Logger:   n.log.With("component", "controller-link"),
 		Hooks:    []protocol.Hook{newBrokerLinks(n.ctrl.BrokerLinkClosed)},
@@ -496,14 +519,41 @@ func (n *Node) serveLink(h *handlers.Handlers) {
 	}, func(s stopping) { n.drained("controller link", n.linkSrv.Shutdown(s.drain)) })
 }
 
-// serveHTTP serves HTTP on the listener and starts the opt-in admin listener.
-func (n *Node) serveHTTP() error {
-	n.http = &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 10 * time.Second}
+// setLinkHandler makes h's link handlers serve the controller link.
+func (n *Node) setLinkHandler(h *handlers.Handlers) {
+	lh := h.LinkHandler()
+	n.linkHandler.Store(&lh)
+}
+
+// listenHTTP binds the HTTP listener before anything else starts and serves
+// health on it (healthRoutes) until serveHTTP serves everything: a start
+// waits for the controller quorum, to register and for its log, and a node
+// that answers /healthz at once and says on /readyz what it waits for can be
+// told from one that hangs or died.
+func (n *Node) listenHTTP() (err error) {
+	if n.httpLn, err = n.listen("http", n.cfg.HTTPAddr); err != nil {
+		return err
+	}
+	n.routes.set(n.healthRoutes())
+	n.http = &http.Server{Handler: &n.routes, ReadHeaderTimeout: 10 * time.Second}
 	n.lc.goroutine("http server", func() {
 		if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http listener stopped", "err", err)
 		}
 	}, func(s stopping) { n.drained("http", ignoreClosed(n.http.Shutdown(s.drain))) })
+	return nil
+}
+
+// serveHTTP serves every route on the HTTP listener and starts the opt-in
+// admin listener. Its stop goes back to health only and waits for the
+// requests under way, so none runs on into the components stopped after.
+func (n *Node) serveHTTP() error {
+	n.routes.set(n.httpRoutes())
+	n.lc.onStop("http routes", func(s stopping) error {
+		n.routes.set(n.healthRoutes())
+		n.drained("http", n.routes.wait(s.drain))
+		return nil
+	})
 	return n.startAdmin()
 }
 
@@ -555,19 +605,7 @@ func (n *Node) followImages(images <-chan *metadata.Image) {
 }
 
 func (n *Node) httpRoutes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyWait)
-		defer cancel()
-		if err := n.readiness(ctx); err != nil {
-			http.Error(w, "not ready: "+err.Error()+"\n", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ready\n"))
-	})
+	mux := n.healthMux()
 	mux.Handle("GET /metrics", n.guard.Wrap(n.metricsRule(), writeGuardError, n.metrics.HTTPHandler()))
 	if !n.cfg.IsBroker() {
 		return mux // a controller-only node has no console and no data API
@@ -592,6 +630,8 @@ func (n *Node) Abort() error { return n.close(false) }
 // the page cache survives a kill -9). It runs the lifecycle's steps: hand-offs,
 // then stops, each newest first (lifecycle.go).
 func (n *Node) close(graceful bool) error {
+	stopping := "stopping"
+	n.step.Store(&stopping)
 	err := n.lc.stop(graceful, n.ready.Swap(false), n.cfg.ShutdownTimeout)
 	n.log.Info("stopped")
 	return err

@@ -28,6 +28,8 @@
 // lives as long as the test process: a package checking for leaked goroutines
 // must ignore it). t.Cleanup kills every node that is still running, whatever
 // the outcome; when the test failed it first logs the tail of every node's log.
+// A node not ready in time (Start, Restart, AddBroker, WaitReady) fails the
+// test with the end of its own log in the message.
 // Data dirs and logs live in t.TempDir directories.
 //
 // # Concurrency
@@ -163,7 +165,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	deadline := time.Now().Add(c.opts.readyTimeout)
 	for _, node := range c.nodes {
 		if err := node.waitReady(deadline); err != nil {
-			t.Fatalf("testcluster: node %d: %v", node.ID, err)
+			t.Fatalf("testcluster: node %d: %v\n%s", node.ID, err, node.logTail())
 		}
 	}
 	return c

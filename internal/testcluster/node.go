@@ -209,12 +209,23 @@ func (n *Node) Restart() {
 	n.WaitReady()
 }
 
-// WaitReady waits until the node answers GET /readyz with 200.
+// WaitReady waits until the node answers GET /readyz with 200. When it does
+// not in time, the test fails with the end of that node's log: the cleanup
+// shows every node's log, but a long run's output may be cut before it.
 func (n *Node) WaitReady() {
 	n.c.t.Helper()
 	if err := n.waitReady(time.Now().Add(n.c.opts.readyTimeout)); err != nil {
-		n.c.t.Fatalf("testcluster: node %d: %v", n.ID, err)
+		n.c.t.Fatalf("testcluster: node %d: %v\n%s", n.ID, err, n.logTail())
 	}
+}
+
+// notReadyLogLines is how much of its log a node that was not ready in time
+// shows in the failure.
+const notReadyLogLines = 60
+
+// logTail is the end of the node's log, for a failure message.
+func (n *Node) logTail() string {
+	return fmt.Sprintf("last %d lines of node %d's log (%s):\n%s", notReadyLogLines, n.ID, n.LogPath, tail(n.LogPath, notReadyLogLines))
 }
 
 var readyClient = &http.Client{Timeout: 3 * time.Second}
