@@ -84,17 +84,34 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 			return h.groups.SyncGroup(ctx, r.Msg.(*kmsg.SyncGroupRequest))
 		})
 	},
-	15: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
-		return reply(h.groups.DescribeGroups(ctx, r.Msg.(*kmsg.DescribeGroupsRequest)))
+	15: func(h *Handlers, ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		req := r.Msg.(*kmsg.DescribeGroupsRequest)
+		resp := h.groups.DescribeGroups(ctx, req)
+		if req.Version >= 3 && req.IncludeAuthorizedOperations {
+			for i, g := range resp.Groups {
+				if g.ErrorCode == 0 {
+					resp.Groups[i].AuthorizedOperations = h.authorizedOperations(ctx, c, resGroup, g.Group)
+				}
+			}
+		}
+		return reply(resp)
 	},
 	16: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 		return reply(h.groups.ListGroups(ctx, r.Msg.(*kmsg.ListGroupsRequest)))
 	},
 	42: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
-		return reply(h.groups.DeleteGroups(ctx, r.Msg.(*kmsg.DeleteGroupsRequest)))
+		req := r.Msg.(*kmsg.DeleteGroupsRequest)
+		req.Groups = distinct(req.Groups) // a group named twice is answered once
+		return reply(h.groups.DeleteGroups(ctx, req))
 	},
 	47: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
-		return reply(h.groups.OffsetDelete(ctx, r.Msg.(*kmsg.OffsetDeleteRequest)))
+		req := r.Msg.(*kmsg.OffsetDeleteRequest)
+		unknown := dropUnknownOffsetDeletes(h.cluster.Image(), req)
+		resp := h.groups.OffsetDelete(ctx, req)
+		if resp.ErrorCode == 0 {
+			resp.Topics = append(resp.Topics, unknown...)
+		}
+		return reply(resp)
 	},
 	68: (*Handlers).consumerGroupHeartbeat,
 	69: (*Handlers).consumerGroupDescribe,
@@ -136,31 +153,79 @@ func hostOf(a net.Addr) string {
 // sees the request (the other partitions are committed).
 func dropUnknownCommits(img *metadata.Image, req *kmsg.OffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
 	var unknown []kmsg.OffsetCommitResponseTopic
-	var kept []kmsg.OffsetCommitRequestTopic
+	kept := req.Topics[:0:0]
 	for _, t := range req.Topics {
-		var ut *kmsg.OffsetCommitResponseTopic
-		known := t
-		known.Partitions = nil
-		for _, p := range t.Partitions {
-			if img.Partition(t.Topic, p.Partition) != nil {
-				known.Partitions = append(known.Partitions, p)
-				continue
+		known, missing := splitUnknown(img, t.Topic, t.Partitions, func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
+		if len(missing) > 0 {
+			ut := kmsg.NewOffsetCommitResponseTopic()
+			ut.Topic = t.Topic
+			for _, p := range missing {
+				up := kmsg.NewOffsetCommitResponseTopicPartition()
+				up.Partition, up.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
+				ut.Partitions = append(ut.Partitions, up)
 			}
-			if ut == nil {
-				unknown = append(unknown, kmsg.NewOffsetCommitResponseTopic())
-				ut = &unknown[len(unknown)-1]
-				ut.Topic = t.Topic
-			}
-			up := kmsg.NewOffsetCommitResponseTopicPartition()
-			up.Partition, up.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
-			ut.Partitions = append(ut.Partitions, up)
+			unknown = append(unknown, ut)
 		}
-		if len(known.Partitions) > 0 {
-			kept = append(kept, known)
+		if len(known) > 0 {
+			t.Partitions = known
+			kept = append(kept, t)
 		}
 	}
 	if unknown != nil {
 		req.Topics = kept
 	}
 	return unknown
+}
+
+// dropUnknownOffsetDeletes is dropUnknownCommits for OffsetDelete, as Kafka's
+// broker checks it too.
+func dropUnknownOffsetDeletes(img *metadata.Image, req *kmsg.OffsetDeleteRequest) []kmsg.OffsetDeleteResponseTopic {
+	var unknown []kmsg.OffsetDeleteResponseTopic
+	kept := req.Topics[:0:0]
+	for _, t := range req.Topics {
+		known, missing := splitUnknown(img, t.Topic, t.Partitions, func(p kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition })
+		if len(missing) > 0 {
+			ut := kmsg.NewOffsetDeleteResponseTopic()
+			ut.Topic = t.Topic
+			for _, p := range missing {
+				up := kmsg.NewOffsetDeleteResponseTopicPartition()
+				up.Partition, up.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
+				ut.Partitions = append(ut.Partitions, up)
+			}
+			unknown = append(unknown, ut)
+		}
+		if len(known) > 0 {
+			t.Partitions = known
+			kept = append(kept, t)
+		}
+	}
+	if unknown != nil {
+		req.Topics = kept
+	}
+	return unknown
+}
+
+// splitUnknown splits one topic's partitions of a request into those that exist
+// and the indexes of those that do not (all of them for an unknown topic).
+func splitUnknown[P any](img *metadata.Image, topic string, parts []P, index func(P) int32) (known []P, missing []int32) {
+	for _, p := range parts {
+		if img.Partition(topic, index(p)) != nil {
+			known = append(known, p)
+		} else {
+			missing = append(missing, index(p))
+		}
+	}
+	return known, missing
+}
+
+// distinct returns s without repeats, first occurrences in order.
+func distinct(s []string) []string {
+	seen := make(map[string]bool, len(s))
+	return keep(s, func(x string) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+		return true
+	})
 }
