@@ -44,6 +44,11 @@ func (g *recordingGroups) OffsetDelete(_ context.Context, req *kmsg.OffsetDelete
 	return resp
 }
 
+func (g *recordingGroups) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	g.got = append(g.got, "commit")
+	return req.ResponseKind().(*kmsg.OffsetCommitResponse)
+}
+
 func (g *recordingGroups) DeleteGroups(_ context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range req.Groups {
@@ -387,5 +392,51 @@ func TestConsumerGroupHeartbeatTopicAuthorization(t *testing.T) {
 		if reached := len(groups.got) > 0; reached != (tc.want == nil) {
 			t.Errorf("subscribed to %v: reached the coordinator %v", tc.topics, reached)
 		}
+	}
+}
+
+// TestOffsetCommitNothingLeft: an OffsetCommit with nothing left to commit
+// once denied and unknown topics are answered (or none to begin with) does
+// not reach the coordinator, as in Kafka; it used to be passed on empty.
+func TestOffsetCommitNothingLeft(t *testing.T) {
+	read := kmsg.ACLOperationRead
+	for _, tc := range []struct {
+		name       string
+		authorizer func() *acl.Authorizer
+		topics     []string
+		want       []string
+	}{
+		{"group not readable", allowAnonymous(read, resTopic, "t"), []string{"t"}, []string{"t/0=" + kerr.GroupAuthorizationFailed.Error()}},
+		{"topics not readable", allowAnonymous(read, resGroup, "g"), []string{"t"}, []string{"t/0=" + kerr.TopicAuthorizationFailed.Error()}},
+		{"unknown and unreadable", allowAnonymous(read, resGroup, "g", read, resTopic, "nope"), []string{"t", "nope"},
+			[]string{"nope/0=" + kerr.UnknownTopicOrPartition.Error(), "t/0=" + kerr.TopicAuthorizationFailed.Error()}},
+		{"no topics", nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, groups := newGroupHandlers(t, tc.authorizer)
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.SetVersion(8)
+			req.Group, req.Generation = "g", -1
+			for _, topic := range tc.topics {
+				rt := kmsg.NewOffsetCommitRequestTopic()
+				rt.Topic = topic
+				rp := kmsg.NewOffsetCommitRequestTopicPartition()
+				rp.Offset = 1
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+			}
+			resp := serve(t, h, req).(*kmsg.OffsetCommitResponse)
+			got := partitionCodes(resp.Topics, func(rt kmsg.OffsetCommitResponseTopic, add func(string, int32, int16)) {
+				for _, p := range rt.Partitions {
+					add(rt.Topic, p.Partition, p.ErrorCode)
+				}
+			})
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("answers %q, want %q", got, tc.want)
+			}
+			if len(groups.got) != 0 {
+				t.Errorf("the coordinator was asked: %v", groups.got)
+			}
+		})
 	}
 }

@@ -7,8 +7,11 @@ package handlers
 // KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the
 // share-group ones, ShareGroupHeartbeat (76), ShareGroupDescribe (77) and the
 // share-group offset APIs (90-92), have their own files.
-// Each handler passes the decoded request to the coordinator; OffsetCommit first
-// answers the partitions of unknown topics UNKNOWN_TOPIC_OR_PARTITION itself. JoinGroup, SyncGroup
+// Each handler passes the decoded request to the coordinator; OffsetCommit and
+// OffsetDelete first answer the partitions of unknown topics
+// UNKNOWN_TOPIC_OR_PARTITION themselves, as Kafka's broker does, and an
+// OffsetCommit left with nothing to commit does not reach the coordinator.
+// DeleteGroups answers a group named twice once. JoinGroup, SyncGroup
 // and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
 // off the connection's handler goroutine (protocol.Response.Wait) so a client's
 // other requests on the connection are not held up.
@@ -53,7 +56,7 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 	8: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 		req := r.Msg.(*kmsg.OffsetCommitRequest)
 		unknown := dropUnknownCommits(h.cluster.Image(), req)
-		if len(unknown) > 0 && len(req.Topics) == 0 {
+		if len(req.Topics) == 0 { // nothing left to commit: Kafka does not ask the coordinator
 			resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 			resp.Topics = unknown
 			return reply(resp)
