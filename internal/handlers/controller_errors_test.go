@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/metadata"
 )
 
 // TestAlterClientQuotasErrors: each AlterClientQuotas entry gets the code
@@ -305,4 +306,40 @@ func TestDescribeQuorumErrors(t *testing.T) {
 			t.Errorf("%s: top-level %v, %d of %d partitions answered", tc.name, kerr.ErrorForCode(resp.ErrorCode), answered, asked)
 		}
 	}
+}
+
+// TestDescribeUserScramCredentialsErrors: a user named twice is
+// DUPLICATE_RESOURCE (answered once), an unknown one RESOURCE_NOT_FOUND, each
+// with a message; an empty list describes every user, as a null one does
+// (it described none).
+func TestDescribeUserScramCredentialsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	c := h.cluster.(waitingCluster).Cluster.(*planCluster)
+	img, err := metadata.ApplyAll(c.img, []metadata.Record{&metadata.ScramCredentialRecord{ScramCredential: metadata.ScramCredential{
+		User: "alice", Mechanism: metadata.ScramSHA256, Iterations: 4096, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.img = img
+	describe := func(users ...string) []nameCode {
+		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		if users != nil {
+			req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{}
+		}
+		for _, u := range users {
+			req.Users = append(req.Users, kmsg.DescribeUserSCRAMCredentialsRequestUser{Name: u})
+		}
+		resp := serve(t, h, req).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		var got []nameCode
+		for _, r := range resp.Results {
+			got = append(got, nameCode{r.User, r.ErrorCode})
+			if r.ErrorCode != 0 && r.ErrorMessage == nil {
+				t.Errorf("%s: %v without a message", r.User, kerr.ErrorForCode(r.ErrorCode))
+			}
+		}
+		return got
+	}
+	wantCodes(t, "named", describe("alice", "bob", "alice"), "alice", kerr.DuplicateResource, "bob", kerr.ResourceNotFound)
+	wantCodes(t, "null", describe(), "alice", nil)
+	wantCodes(t, "empty", describe([]string{}...), "alice", nil)
 }

@@ -111,3 +111,42 @@ func TestDescribeClusterErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeLogDirsErrors: named topics and partitions this broker does
+// not host, or that do not exist, are left out of the one log dir (Kafka
+// answers only what its log dirs hold); null topics lists every hosted
+// partition; v3+ carries no error when allowed.
+func TestDescribeLogDirsErrors(t *testing.T) {
+	h := newErrorsHandlers(t)
+	list := func(topics map[string][]int32, null bool) []string {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		req.SetVersion(4)
+		if !null {
+			req.Topics = []kmsg.DescribeLogDirsRequestTopic{}
+		}
+		for topic, parts := range topics {
+			req.Topics = append(req.Topics, kmsg.DescribeLogDirsRequestTopic{Topic: topic, Partitions: parts})
+		}
+		resp := serve(t, h, req).(*kmsg.DescribeLogDirsResponse)
+		if resp.ErrorCode != 0 || len(resp.Dirs) != 1 || resp.Dirs[0].ErrorCode != 0 {
+			t.Fatalf("answer %v with %d dirs", kerr.ErrorForCode(resp.ErrorCode), len(resp.Dirs))
+		}
+		var got []string
+		for _, rt := range resp.Dirs[0].Topics {
+			for _, p := range rt.Partitions {
+				got = append(got, fmt.Sprintf("%s/%d", rt.Topic, p.Partition))
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	if got, want := list(nil, true), []string{OffsetsTopic + "/0", "compacted/0", "t/0", "t/1", "t/3"}; !slices.Equal(got, want) {
+		t.Errorf("every partition: %q, want %q", got, want)
+	}
+	if got, want := list(map[string][]int32{"t": {0, 2, 9}, "nope": {0}}, false), []string{"t/0"}; !slices.Equal(got, want) {
+		t.Errorf("t/0, t/2 (not hosted), t/9 and nope/0 (unknown): %q, want %q", got, want)
+	}
+	if got := list(nil, false); len(got) != 0 {
+		t.Errorf("no topics: %q, want none", got)
+	}
+}
