@@ -343,3 +343,48 @@ func TestDescribeUserScramCredentialsErrors(t *testing.T) {
 	wantCodes(t, "null", describe(), "alice", nil)
 	wantCodes(t, "empty", describe([]string{}...), "alice", nil)
 }
+
+// TestDescribeClientQuotasErrors: a filter Kafka refuses gets its code and a
+// message: an unknown entity type UNSUPPORTED_VERSION; an empty type, a type
+// twice, an exact match without a string, a default or any match with one,
+// an unknown match type and an ip beside a user INVALID_REQUEST.
+func TestDescribeClientQuotasErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	type comp struct {
+		typ   string
+		match int8
+		name  *string
+	}
+	exact, def, anyMatch := int8(kmsg.QuotasMatchTypeExact), int8(kmsg.QuotasMatchTypeDefault), int8(kmsg.QuotasMatchTypeAny)
+	u := kmsg.StringPtr("u")
+	for _, tc := range []struct {
+		name  string
+		comps []comp
+		want  *kerr.Error
+	}{
+		{"valid", []comp{{"user", exact, u}, {"client-id", anyMatch, nil}}, nil},
+		{"unknown entity type", []comp{{"group", anyMatch, nil}}, kerr.UnsupportedVersion},
+		{"empty entity type", []comp{{"", anyMatch, nil}}, kerr.InvalidRequest},
+		{"a type twice", []comp{{"user", anyMatch, nil}, {"user", def, nil}}, kerr.InvalidRequest},
+		{"exact without a name", []comp{{"user", exact, nil}}, kerr.InvalidRequest},
+		{"default with a name", []comp{{"user", def, u}}, kerr.InvalidRequest},
+		{"any with a name", []comp{{"user", anyMatch, u}}, kerr.InvalidRequest},
+		{"unknown match type", []comp{{"user", 7, nil}}, kerr.InvalidRequest},
+		{"ip beside a user", []comp{{"ip", anyMatch, nil}, {"user", anyMatch, nil}}, kerr.InvalidRequest},
+	} {
+		req := kmsg.NewPtrDescribeClientQuotasRequest()
+		for _, c := range tc.comps {
+			rc := kmsg.NewDescribeClientQuotasRequestComponent()
+			rc.EntityType, rc.MatchType, rc.Match = c.typ, kmsg.QuotasMatchType(c.match), c.name
+			req.Components = append(req.Components, rc)
+		}
+		resp := serve(t, h, req).(*kmsg.DescribeClientQuotasResponse)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if resp.ErrorCode != want || (want != 0) != (resp.ErrorMessage != nil) || (want == 0) != (resp.Entries != nil) {
+			t.Errorf("%s: %v (message %v, entries %v), want %v", tc.name, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, resp.Entries, tc.want)
+		}
+	}
+}
