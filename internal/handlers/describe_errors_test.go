@@ -63,15 +63,8 @@ func codeName(code int16) string {
 // neither broker nor controller is UNSUPPORTED_ENDPOINT_TYPE (it was
 // MISMATCHED_ENDPOINT_TYPE).
 func TestDescribeClusterErrors(t *testing.T) {
-	bits := func(ops ...kmsg.ACLOperation) int32 {
-		var b int32
-		for _, op := range ops {
-			b |= 1 << op
-		}
-		return b
-	}
 	describe, alter := kmsg.ACLOperationDescribe, kmsg.ACLOperationAlter
-	allCluster := bits(kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+	allCluster := opBits(kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
 		kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, alter, describe)
 	for _, tc := range []struct {
 		name         string
@@ -84,7 +77,7 @@ func TestDescribeClusterErrors(t *testing.T) {
 		{"no ACLs", allowAnonymous(), 1, false, nil, -2147483648},
 		{"no ACLs, operations asked for", allowAnonymous(), 1, true, nil, 0},
 		{"idempotent write without describe", allowAnonymous(kmsg.ACLOperationIdempotentWrite, resCluster, acl.ClusterName), 1, true, nil, 0},
-		{"alter (implies describe)", allowAnonymous(alter, resCluster, acl.ClusterName), 1, true, nil, bits(describe, alter)},
+		{"alter (implies describe)", allowAnonymous(alter, resCluster, acl.ClusterName), 1, true, nil, opBits(describe, alter)},
 		{"no authorizer", nil, 1, true, nil, allCluster},
 		{"controller endpoint", nil, 2, false, kerr.MismatchedEndpointType, -2147483648},
 		{"unknown endpoint type", nil, 7, false, kerr.UnsupportedEndpointType, -2147483648},

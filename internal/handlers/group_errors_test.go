@@ -290,22 +290,15 @@ func TestOffsetFetchTopicAuthorization(t *testing.T) {
 // DESCRIBE_CONFIGS, ALTER_CONFIGS): all of them without an authorizer. It
 // was a constant READ, DESCRIBE, DELETE whatever the ACLs.
 func TestGroupAuthorizedOperations(t *testing.T) {
-	bits := func(ops ...kmsg.ACLOperation) int32 {
-		var b int32
-		for _, op := range ops {
-			b |= 1 << op
-		}
-		return b
-	}
 	read, describe, del := kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete
 	for _, tc := range []struct {
 		name       string
 		authorizer func() *acl.Authorizer
 		want       int32
 	}{
-		{"no authorizer", nil, bits(read, describe, del, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs)},
-		{"read (implies describe)", allowAnonymous(read, resGroup, "g"), bits(read, describe)},
-		{"describe and delete", allowAnonymous(describe, resGroup, "g", del, resGroup, "g"), bits(describe, del)},
+		{"no authorizer", nil, opBits(read, describe, del, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs)},
+		{"read (implies describe)", allowAnonymous(read, resGroup, "g"), opBits(read, describe)},
+		{"describe and delete", allowAnonymous(describe, resGroup, "g", del, resGroup, "g"), opBits(describe, del)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, _ := newGroupHandlers(t, tc.authorizer)
@@ -439,4 +432,13 @@ func TestOffsetCommitNothingLeft(t *testing.T) {
 			}
 		})
 	}
+}
+
+// opBits is the authorized-operations bit field of ops.
+func opBits(ops ...kmsg.ACLOperation) int32 {
+	var b int32
+	for _, op := range ops {
+		b |= 1 << op
+	}
+	return b
 }

@@ -156,27 +156,21 @@ func hostOf(a net.Addr) string {
 // sees the request (the other partitions are committed).
 func dropUnknownCommits(img *metadata.Image, req *kmsg.OffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
 	var unknown []kmsg.OffsetCommitResponseTopic
-	kept := req.Topics[:0:0]
-	for _, t := range req.Topics {
-		known, missing := splitUnknown(img, t.Topic, t.Partitions, func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
-		if len(missing) > 0 {
-			ut := kmsg.NewOffsetCommitResponseTopic()
-			ut.Topic = t.Topic
+	req.Topics, unknown = dropUnknown(img, req.Topics,
+		func(t *kmsg.OffsetCommitRequestTopic) (string, *[]kmsg.OffsetCommitRequestTopicPartition) {
+			return t.Topic, &t.Partitions
+		},
+		func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition },
+		func(topic string, missing []int32) kmsg.OffsetCommitResponseTopic {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = topic
 			for _, p := range missing {
-				up := kmsg.NewOffsetCommitResponseTopicPartition()
-				up.Partition, up.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
-				ut.Partitions = append(ut.Partitions, up)
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
 			}
-			unknown = append(unknown, ut)
-		}
-		if len(known) > 0 {
-			t.Partitions = known
-			kept = append(kept, t)
-		}
-	}
-	if unknown != nil {
-		req.Topics = kept
-	}
+			return rt
+		})
 	return unknown
 }
 
@@ -184,41 +178,55 @@ func dropUnknownCommits(img *metadata.Image, req *kmsg.OffsetCommitRequest) []km
 // broker checks it too.
 func dropUnknownOffsetDeletes(img *metadata.Image, req *kmsg.OffsetDeleteRequest) []kmsg.OffsetDeleteResponseTopic {
 	var unknown []kmsg.OffsetDeleteResponseTopic
-	kept := req.Topics[:0:0]
-	for _, t := range req.Topics {
-		known, missing := splitUnknown(img, t.Topic, t.Partitions, func(p kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition })
-		if len(missing) > 0 {
-			ut := kmsg.NewOffsetDeleteResponseTopic()
-			ut.Topic = t.Topic
+	req.Topics, unknown = dropUnknown(img, req.Topics,
+		func(t *kmsg.OffsetDeleteRequestTopic) (string, *[]kmsg.OffsetDeleteRequestTopicPartition) {
+			return t.Topic, &t.Partitions
+		},
+		func(p kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition },
+		func(topic string, missing []int32) kmsg.OffsetDeleteResponseTopic {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = topic
 			for _, p := range missing {
-				up := kmsg.NewOffsetDeleteResponseTopicPartition()
-				up.Partition, up.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
-				ut.Partitions = append(ut.Partitions, up)
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
 			}
-			unknown = append(unknown, ut)
-		}
-		if len(known) > 0 {
-			t.Partitions = known
-			kept = append(kept, t)
-		}
-	}
-	if unknown != nil {
-		req.Topics = kept
-	}
+			return rt
+		})
 	return unknown
 }
 
-// splitUnknown splits one topic's partitions of a request into those that exist
-// and the indexes of those that do not (all of them for an unknown topic).
-func splitUnknown[P any](img *metadata.Image, topic string, parts []P, index func(P) int32) (known []P, missing []int32) {
-	for _, p := range parts {
-		if img.Partition(topic, index(p)) != nil {
-			known = append(known, p)
-		} else {
-			missing = append(missing, index(p))
+// dropUnknown splits a partition request's topics (T, with partitions P) into
+// those whose partitions exist, returned in place of topics, and an answer
+// (R, made by answer) for each topic with partitions that do not, naming
+// them. topics comes back unchanged when every partition exists.
+func dropUnknown[T, P, R any](img *metadata.Image, topics []T, parts func(*T) (string, *[]P),
+	index func(P) int32, answer func(topic string, missing []int32) R) ([]T, []R) {
+	var unknown []R
+	kept := topics[:0:0]
+	for _, t := range topics {
+		name, ps := parts(&t)
+		var known []P
+		var missing []int32
+		for _, p := range *ps {
+			if img.Partition(name, index(p)) != nil {
+				known = append(known, p)
+			} else {
+				missing = append(missing, index(p))
+			}
+		}
+		if missing != nil {
+			unknown = append(unknown, answer(name, missing))
+		}
+		if len(known) > 0 {
+			*ps = known
+			kept = append(kept, t)
 		}
 	}
-	return known, missing
+	if unknown == nil {
+		return topics, nil
+	}
+	return kept, unknown
 }
 
 // distinct returns s without repeats, first occurrences in order.
