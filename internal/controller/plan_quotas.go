@@ -1,6 +1,11 @@
 package controller
 
-import "github.com/strata-stream/strata/internal/metadata"
+import (
+	"fmt"
+	"math"
+
+	"github.com/strata-stream/strata/internal/metadata"
+)
 
 // QuotaAlteration is one AlterClientQuotas entry: value changes to one entity.
 type QuotaAlteration struct {
@@ -16,18 +21,37 @@ type QuotaOp struct {
 }
 
 // PlanAlterClientQuotas plans each entry's records; errs[i] is entry i's
-// outcome (all of an entry's changes apply or none do).
+// outcome (all of an entry's changes apply or none do). As Kafka's
+// controller, it refuses (INVALID_REQUEST) a key given twice in one entry,
+// an entity given again in a later entry, and a fractional or too large value
+// of a byte rate (a whole number of bytes in Kafka's quota configs).
 func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]metadata.Record, []error) {
 	var recs []metadata.Record
 	errs := make([]error, len(entries))
+	seen := map[metadata.QuotaEntity]bool{}
 	for i, e := range entries {
 		var mine []metadata.Record
 		if err := metadata.ValidateQuotaEntity(e.Entity); err != nil {
 			errs[i] = err
 			continue
 		}
+		if seen[e.Entity] {
+			errs[i] = fmt.Errorf("%w: ignoring an entity given twice", metadata.ErrInvalidRequest)
+			continue
+		}
+		seen[e.Entity] = true
+		keys := map[string]bool{}
 		for _, op := range e.Ops {
+			if keys[op.Key] {
+				errs[i] = fmt.Errorf("%w: duplicate quota key %s, not updating this entity's quotas", metadata.ErrInvalidRequest, op.Key)
+				break
+			}
+			keys[op.Key] = true
 			if err := metadata.ValidateQuota(e.Entity, op.Key, op.Value, op.Remove); err != nil {
+				errs[i] = err
+				break
+			}
+			if err := validateByteRate(op); err != nil {
 				errs[i] = err
 				break
 			}
@@ -41,4 +65,19 @@ func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]me
 		}
 	}
 	return recs, errs
+}
+
+// validateByteRate refuses what Kafka's LONG-typed byte-rate quotas refuse: a
+// fractional value, or one past the largest long.
+func validateByteRate(op QuotaOp) error {
+	if op.Remove || op.Key != metadata.QuotaProducerByteRate && op.Key != metadata.QuotaConsumerByteRate {
+		return nil
+	}
+	if op.Value >= math.MaxInt64 {
+		return fmt.Errorf("%w: proposed value for %s is too large for a LONG", metadata.ErrInvalidRequest, op.Key)
+	}
+	if math.Abs(math.Mod(op.Value, 1)) > 1e-6 {
+		return fmt.Errorf("%w: %s cannot be a fractional value", metadata.ErrInvalidRequest, op.Key)
+	}
+	return nil
 }

@@ -1,9 +1,9 @@
 package handlers
 
 // DescribeUserScramCredentials (key 50), v0 (flexible): the SCRAM mechanisms and
-// iteration counts of the named users (all users when Users is null), from this
-// broker's metadata image; never salts or keys. A user named twice answers
-// DUPLICATE_RESOURCE, an unknown one RESOURCE_NOT_FOUND.
+// iteration counts of the named users (all users when Users is null or empty, as
+// in Kafka), from this broker's metadata image; never salts or keys. A user
+// named twice answers DUPLICATE_RESOURCE, an unknown one RESOURCE_NOT_FOUND.
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func (h *Handlers) describeUserScramCredentials(_ context.Context, _ *protocol.C
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	img := h.cluster.Image()
 	names := img.ScramUsers()
-	if req.Users != nil {
+	if len(req.Users) > 0 {
 		names = names[:0:0]
 		for _, u := range req.Users {
 			names = append(names, u.Name)

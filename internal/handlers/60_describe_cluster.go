@@ -3,8 +3,11 @@ package handlers
 // DescribeCluster (key 60), v0-v2 (all flexible). v1 adds the endpoint type: this
 // is a broker endpoint (1), and a request for controllers (2) is answered
 // MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers it (controllers are not
-// exposed to clients). v2 adds IncludeFencedBrokers (KIP-1073): fenced brokers are
-// listed too, marked IsFenced (`kafka-cluster list-endpoints --include-fenced-brokers`).
+// exposed to clients); any other type is UNSUPPORTED_ENDPOINT_TYPE. v2 adds
+// IncludeFencedBrokers (KIP-1073): fenced brokers are listed too, marked IsFenced
+// (`kafka-cluster list-endpoints --include-fenced-brokers`).
+// As in Kafka, anyone may describe the cluster: DESCRIBE on the cluster only
+// decides IncludeClusterAuthorizedOperations' answer (0 without it).
 
 import (
 	"context"
@@ -13,21 +16,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
 // brokerEndpoint is DescribeCluster's endpoint type of a broker listener.
 const brokerEndpoint = 1
 
-func (h *Handlers) describeCluster(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+// controllerEndpoint is DescribeCluster's endpoint type of a controller listener.
+const controllerEndpoint = 2
+
+func (h *Handlers) describeCluster(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = brokerEndpoint
 	if r.Version >= 1 && req.EndpointType != brokerEndpoint {
 		resp.ErrorCode = kerr.MismatchedEndpointType.Code
 		msg := "this is a broker endpoint; the request asked for endpoint type " + strconv.Itoa(int(req.EndpointType))
+		if req.EndpointType != controllerEndpoint {
+			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+			msg = "unsupported endpoint type " + strconv.Itoa(int(req.EndpointType))
+		}
 		resp.ErrorMessage = &msg
 		return reply(resp)
+	}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = 0
+		if h.authorizeCluster(ctx, c, kmsg.ACLOperationDescribe) {
+			resp.ClusterAuthorizedOperations = h.authorizedOperations(ctx, c, resCluster, acl.ClusterName)
+		}
 	}
 	img := h.cluster.Image()
 	resp.ClusterID = h.cfg.ClusterID

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
 )
@@ -81,10 +82,55 @@ func (c *planCluster) IncrementalAlterConfigs(_ context.Context, reqs []controll
 	return res, c.apply(recs, validateOnly)
 }
 
+func (c *planCluster) AlterClientQuotas(_ context.Context, entries []controller.QuotaAlteration, validateOnly bool) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, errs := controller.PlanAlterClientQuotas(c.img, entries)
+	return errs, c.apply(recs, validateOnly)
+}
+
+func (c *planCluster) AlterPartitionReassignments(_ context.Context, reqs []controller.Reassignment) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, errs := controller.PlanAlterReassignments(c.img, reqs, nil)
+	return errs, c.apply(recs, false)
+}
+
+func (c *planCluster) CreateAcls(_ context.Context, bindings []acl.Binding) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, errs := controller.PlanCreateAcls(c.img, bindings)
+	return errs, c.apply(recs, false)
+}
+
+func (c *planCluster) DeleteAcls(_ context.Context, filters []acl.Filter) ([]controller.AclDeletion, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, res := controller.PlanDeleteAcls(c.img, filters)
+	return res, c.apply(recs, false)
+}
+
+func (c *planCluster) UnregisterBroker(_ context.Context, id int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recs, err := controller.PlanUnregisterBroker(c.img, id, nil)
+	if err != nil {
+		return err
+	}
+	return c.apply(recs, false)
+}
+
 // newAdminHandlers is a node of a two-broker cluster whose controller is the
 // active one (planCluster), hosting no partitions: topic "t" (two
 // partitions, replication factor 2) and "t_x" exist.
 func newAdminHandlers(t *testing.T) *Handlers {
+	t.Helper()
+	return newAdminHandlersWith(t, Config{})
+}
+
+// newAdminHandlersWith is newAdminHandlers with cfg (its node id and broker
+// epoch set here).
+func newAdminHandlersWith(t *testing.T, cfg Config) *Handlers {
 	t.Helper()
 	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
 		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
@@ -104,7 +150,8 @@ func newAdminHandlers(t *testing.T) *Handlers {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, &planCluster{img: img}, nil, nil, nil, logger)
+	cfg.NodeID, cfg.BrokerEpoch = 1, func() int64 { return 1 }
+	return New(cfg, &planCluster{img: img}, nil, nil, nil, logger)
 }
 
 // codesByName lists a response's (name, code) pairs in order.

@@ -21,7 +21,8 @@ package handlers
 //	OffsetFetch             DESCRIBE group; only DESCRIBE-able topics are listed
 //	DescribeGroups          DESCRIBE group; DeleteGroups DELETE group
 //	ListGroups              DESCRIBE on the cluster, else only DESCRIBE-able groups
-//	DescribeCluster, DescribeAcls, DescribeUserScramCredentials   DESCRIBE cluster
+//	DescribeAcls, DescribeUserScramCredentials   DESCRIBE cluster
+//	DescribeCluster         anyone; its cluster authorized operations need DESCRIBE
 //	DescribeClientQuotas / AlterClientQuotas   DESCRIBE_CONFIGS / ALTER_CONFIGS cluster
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials   ALTER cluster
 //	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
@@ -29,11 +30,16 @@ package handlers
 //	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
 //	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
 //	AlterPartitionReassignments, UnregisterBroker, AddRaftVoter, RemoveRaftVoter   ALTER cluster
-//	ConsumerGroupHeartbeat, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
+//	ConsumerGroupHeartbeat  READ group, DESCRIBE on every subscribed topic (KIP-848:
+//	                        TOPIC_AUTHORIZATION_FAILED for the whole heartbeat)
+//	ConsumerGroupDescribe   DESCRIBE group; a group assigning a topic the principal
+//	                        may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED
+//	DescribeProducers       READ topic (TOPIC_AUTHORIZATION_FAILED per partition)
+//	ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
 //	AlterShareGroupOffsets  READ group; DeleteShareGroupOffsets DELETE group
-//	DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe,
-//	ShareGroupDescribe, DescribeShareGroupOffsets   DESCRIBE cluster: stricter than Kafka, which checks each
-//	                     topic, transactional id or group and filters the answer
+//	DescribeTransactions, ListTransactions, ShareGroupDescribe,
+//	DescribeShareGroupOffsets   DESCRIBE cluster: stricter than Kafka, which checks each
+//	                     transactional id or group and filters the answer
 //
 // Requests forwarded over the controller link were authorized by the broker that
 // forwarded them and are not checked again.
@@ -121,7 +127,6 @@ var requestChecks = map[int16]requestCheck{
 	49: clusterCheck(kmsg.ACLOperationAlterConfigs),
 	50: clusterCheck(kmsg.ACLOperationDescribe),
 	51: clusterCheck(kmsg.ACLOperationAlter),
-	60: clusterCheck(kmsg.ACLOperationDescribe),
 
 	25: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
 	26: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID }),
@@ -131,12 +136,10 @@ var requestChecks = map[int16]requestCheck{
 	45: clusterCheck(kmsg.ACLOperationAlter),
 	46: clusterCheck(kmsg.ACLOperationDescribe),
 	55: clusterCheck(kmsg.ACLOperationDescribe),
-	61: clusterCheck(kmsg.ACLOperationDescribe),
 	64: clusterCheck(kmsg.ACLOperationAlter),
 	65: clusterCheck(kmsg.ACLOperationDescribe),
 	66: clusterCheck(kmsg.ACLOperationDescribe),
 	68: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
-	69: clusterCheck(kmsg.ACLOperationDescribe),
 	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
 	77: clusterCheck(kmsg.ACLOperationDescribe),
 	90: clusterCheck(kmsg.ACLOperationDescribe),
@@ -218,8 +221,6 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 			res.User, res.ErrorCode = user, code
 			resp.Results = append(resp.Results, res)
 		}
-	case *kmsg.DescribeClusterResponse:
-		resp.ErrorCode = code
 	case *kmsg.AddPartitionsToTxnResponse:
 		resp.ErrorCode = code // v4+; older versions answer per partition below
 		if req := req.(*kmsg.AddPartitionsToTxnRequest); req.Version < 4 {
@@ -280,17 +281,6 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 	case *kmsg.RemoveRaftVoterResponse:
 		resp.ErrorCode = code
-	case *kmsg.DescribeProducersResponse:
-		for _, t := range req.(*kmsg.DescribeProducersRequest).Topics {
-			rt := kmsg.NewDescribeProducersResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewDescribeProducersResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
 	case *kmsg.DescribeTransactionsResponse:
 		for _, id := range req.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
 			st := kmsg.NewDescribeTransactionsResponseTransactionState()
@@ -301,12 +291,6 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		resp.ErrorCode = code
-	case *kmsg.ConsumerGroupDescribeResponse:
-		for _, g := range req.(*kmsg.ConsumerGroupDescribeRequest).Groups {
-			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
-			rg.Group, rg.ErrorCode = g, code
-			resp.Groups = append(resp.Groups, rg)
-		}
 	case *kmsg.ShareGroupHeartbeatResponse:
 		resp.ErrorCode = code
 	case *kmsg.ShareGroupDescribeResponse:
@@ -379,4 +363,28 @@ func (h *Handlers) mayWriteIdempotently(ctx context.Context, c *protocol.ConnInf
 		}
 	}
 	return false
+}
+
+// supportedOperations are the ACL operations each resource type takes, as Kafka
+// lists them for the authorized-operations fields of its describe APIs.
+var supportedOperations = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
+	resTopic: {kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
+		kmsg.ACLOperationDelete, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs},
+	resGroup: {kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete,
+		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs},
+	resCluster: {kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+		kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe},
+}
+
+// authorizedOperations is the bit field (bit n: operation n) of the operations
+// c's principal may perform on the resource, out of those its type takes: all
+// of them without an authorizer, as Kafka answers.
+func (h *Handlers) authorizedOperations(ctx context.Context, c *protocol.ConnInfo, rt kmsg.ACLResourceType, name string) int32 {
+	var ops int32
+	for _, op := range supportedOperations[rt] {
+		if h.authorize(ctx, c, op, rt, name) {
+			ops |= 1 << op
+		}
+	}
+	return ops
 }

@@ -141,7 +141,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 		}
 	case *kmsg.DeleteGroupsRequest:
 		var denied []string
-		req.Groups = keep(req.Groups, func(g string) bool {
+		req.Groups = keep(distinct(req.Groups), func(g string) bool {
 			ok := h.authorize(ctx, c, kmsg.ACLOperationDelete, resGroup, g)
 			if !ok {
 				denied = append(denied, g)
@@ -256,12 +256,34 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			return false
 		})
 		return func(resp kmsg.Response) {
-			rs := resp.(*kmsg.OffsetDeleteResponse)
-			rs.Topics = append(rs.Topics, denied...)
+			if rs := resp.(*kmsg.OffsetDeleteResponse); rs.ErrorCode == 0 { // a group error is the whole answer
+				rs.Topics = append(rs.Topics, denied...)
+			}
 		}
 	case *kmsg.OffsetFetchRequest:
 		describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
 		groupOK := func(g string) bool { return h.authorize(ctx, c, kmsg.ACLOperationDescribe, resGroup, g) }
+		// v8+: the topics a group names that the principal may not DESCRIBE
+		// are not asked for; each of their partitions is answered
+		// TOPIC_AUTHORIZATION_FAILED (offset -1) unless the group fails.
+		deniedTopics := make([][]kmsg.OffsetFetchResponseGroupTopic, len(req.Groups))
+		for gi := range req.Groups {
+			rg := &req.Groups[gi]
+			rg.Topics = keep(rg.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) bool {
+				if describable(t.Topic) {
+					return true
+				}
+				d := kmsg.NewOffsetFetchResponseGroupTopic()
+				d.Topic = t.Topic
+				for _, p := range t.Partitions {
+					dp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					dp.Partition, dp.Offset, dp.ErrorCode = p, -1, topicErr
+					d.Partitions = append(d.Partitions, dp)
+				}
+				deniedTopics[gi] = append(deniedTopics[gi], d)
+				return false
+			})
+		}
 		return func(resp kmsg.Response) {
 			rs := resp.(*kmsg.OffsetFetchResponse)
 			if req.Version < 8 {
@@ -286,6 +308,9 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 					continue
 				}
 				g.Topics = keep(g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool { return describable(t.Topic) })
+				if gi < len(deniedTopics) && req.Groups[gi].Group == g.Group && g.ErrorCode == 0 {
+					g.Topics = append(g.Topics, deniedTopics[gi]...)
+				}
 			}
 		}
 	}

@@ -7,8 +7,11 @@ package handlers
 // KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the
 // share-group ones, ShareGroupHeartbeat (76), ShareGroupDescribe (77) and the
 // share-group offset APIs (90-92), have their own files.
-// Each handler passes the decoded request to the coordinator; OffsetCommit first
-// answers the partitions of unknown topics UNKNOWN_TOPIC_OR_PARTITION itself. JoinGroup, SyncGroup
+// Each handler passes the decoded request to the coordinator; OffsetCommit and
+// OffsetDelete first answer the partitions of unknown topics
+// UNKNOWN_TOPIC_OR_PARTITION themselves, as Kafka's broker does, and an
+// OffsetCommit left with nothing to commit does not reach the coordinator.
+// DeleteGroups answers a group named twice once. JoinGroup, SyncGroup
 // and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
 // off the connection's handler goroutine (protocol.Response.Wait) so a client's
 // other requests on the connection are not held up.
@@ -53,7 +56,7 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 	8: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 		req := r.Msg.(*kmsg.OffsetCommitRequest)
 		unknown := dropUnknownCommits(h.cluster.Image(), req)
-		if len(unknown) > 0 && len(req.Topics) == 0 {
+		if len(req.Topics) == 0 { // nothing left to commit: Kafka does not ask the coordinator
 			resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 			resp.Topics = unknown
 			return reply(resp)
@@ -84,17 +87,34 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 			return h.groups.SyncGroup(ctx, r.Msg.(*kmsg.SyncGroupRequest))
 		})
 	},
-	15: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
-		return reply(h.groups.DescribeGroups(ctx, r.Msg.(*kmsg.DescribeGroupsRequest)))
+	15: func(h *Handlers, ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+		req := r.Msg.(*kmsg.DescribeGroupsRequest)
+		resp := h.groups.DescribeGroups(ctx, req)
+		if req.Version >= 3 && req.IncludeAuthorizedOperations {
+			for i, g := range resp.Groups {
+				if g.ErrorCode == 0 {
+					resp.Groups[i].AuthorizedOperations = h.authorizedOperations(ctx, c, resGroup, g.Group)
+				}
+			}
+		}
+		return reply(resp)
 	},
 	16: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 		return reply(h.groups.ListGroups(ctx, r.Msg.(*kmsg.ListGroupsRequest)))
 	},
 	42: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
-		return reply(h.groups.DeleteGroups(ctx, r.Msg.(*kmsg.DeleteGroupsRequest)))
+		req := r.Msg.(*kmsg.DeleteGroupsRequest)
+		req.Groups = distinct(req.Groups) // a group named twice is answered once
+		return reply(h.groups.DeleteGroups(ctx, req))
 	},
 	47: func(h *Handlers, ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
-		return reply(h.groups.OffsetDelete(ctx, r.Msg.(*kmsg.OffsetDeleteRequest)))
+		req := r.Msg.(*kmsg.OffsetDeleteRequest)
+		unknown := dropUnknownOffsetDeletes(h.cluster.Image(), req)
+		resp := h.groups.OffsetDelete(ctx, req)
+		if resp.ErrorCode == 0 {
+			resp.Topics = append(resp.Topics, unknown...)
+		}
+		return reply(resp)
 	},
 	68: (*Handlers).consumerGroupHeartbeat,
 	69: (*Handlers).consumerGroupDescribe,
@@ -136,31 +156,87 @@ func hostOf(a net.Addr) string {
 // sees the request (the other partitions are committed).
 func dropUnknownCommits(img *metadata.Image, req *kmsg.OffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
 	var unknown []kmsg.OffsetCommitResponseTopic
-	var kept []kmsg.OffsetCommitRequestTopic
-	for _, t := range req.Topics {
-		var ut *kmsg.OffsetCommitResponseTopic
-		known := t
-		known.Partitions = nil
-		for _, p := range t.Partitions {
-			if img.Partition(t.Topic, p.Partition) != nil {
-				known.Partitions = append(known.Partitions, p)
-				continue
+	req.Topics, unknown = dropUnknown(img, req.Topics,
+		func(t *kmsg.OffsetCommitRequestTopic) (string, *[]kmsg.OffsetCommitRequestTopicPartition) {
+			return t.Topic, &t.Partitions
+		},
+		func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition },
+		func(topic string, missing []int32) kmsg.OffsetCommitResponseTopic {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = topic
+			for _, p := range missing {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
 			}
-			if ut == nil {
-				unknown = append(unknown, kmsg.NewOffsetCommitResponseTopic())
-				ut = &unknown[len(unknown)-1]
-				ut.Topic = t.Topic
-			}
-			up := kmsg.NewOffsetCommitResponseTopicPartition()
-			up.Partition, up.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
-			ut.Partitions = append(ut.Partitions, up)
-		}
-		if len(known.Partitions) > 0 {
-			kept = append(kept, known)
-		}
-	}
-	if unknown != nil {
-		req.Topics = kept
-	}
+			return rt
+		})
 	return unknown
+}
+
+// dropUnknownOffsetDeletes is dropUnknownCommits for OffsetDelete, as Kafka's
+// broker checks it too.
+func dropUnknownOffsetDeletes(img *metadata.Image, req *kmsg.OffsetDeleteRequest) []kmsg.OffsetDeleteResponseTopic {
+	var unknown []kmsg.OffsetDeleteResponseTopic
+	req.Topics, unknown = dropUnknown(img, req.Topics,
+		func(t *kmsg.OffsetDeleteRequestTopic) (string, *[]kmsg.OffsetDeleteRequestTopicPartition) {
+			return t.Topic, &t.Partitions
+		},
+		func(p kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition },
+		func(topic string, missing []int32) kmsg.OffsetDeleteResponseTopic {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = topic
+			for _, p := range missing {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		})
+	return unknown
+}
+
+// dropUnknown splits a partition request's topics (T, with partitions P) into
+// those whose partitions exist, returned in place of topics, and an answer
+// (R, made by answer) for each topic with partitions that do not, naming
+// them. topics comes back unchanged when every partition exists.
+func dropUnknown[T, P, R any](img *metadata.Image, topics []T, parts func(*T) (string, *[]P),
+	index func(P) int32, answer func(topic string, missing []int32) R) ([]T, []R) {
+	var unknown []R
+	kept := topics[:0:0]
+	for _, t := range topics {
+		name, ps := parts(&t)
+		var known []P
+		var missing []int32
+		for _, p := range *ps {
+			if img.Partition(name, index(p)) != nil {
+				known = append(known, p)
+			} else {
+				missing = append(missing, index(p))
+			}
+		}
+		if missing != nil {
+			unknown = append(unknown, answer(name, missing))
+		}
+		if len(known) > 0 {
+			*ps = known
+			kept = append(kept, t)
+		}
+	}
+	if unknown == nil {
+		return topics, nil
+	}
+	return kept, unknown
+}
+
+// distinct returns s without repeats, first occurrences in order.
+func distinct(s []string) []string {
+	seen := make(map[string]bool, len(s))
+	return keep(s, func(x string) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+		return true
+	})
 }

@@ -406,8 +406,10 @@ var authzMatrix = map[int16]matrixCase{
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AddRaftVoterResponse).ErrorCode }},
 	81: {func([16]byte) kmsg.Request { r := kmsg.NewPtrRemoveRaftVoterRequest(); r.VoterID = 99; return r },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.RemoveRaftVoterResponse).ErrorCode }},
+	// As in Kafka, anyone may describe the cluster (DESCRIBE on it only
+	// decides the authorized operations the answer reports).
 	60: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() },
-		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
+		nil, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
 	83: {func(id [16]byte) kmsg.Request {
 		r := kmsg.NewPtrInitializeShareGroupStateRequest()
 		r.GroupID = "g"

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -352,7 +353,7 @@ func TestAcksZeroThrottle(t *testing.T) {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	frame := rawFrame(req, 1, "zero-raw")
-	setQuota("zero-raw", float64(len(frame))/13)
+	setQuota("zero-raw", math.Floor(float64(len(frame))/13)) // a byte rate is a whole number, as in Kafka
 	nc, err := net.Dial("tcp", n.KafkaAddr())
 	if err != nil {
 		t.Fatal(err)

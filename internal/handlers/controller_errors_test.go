@@ -1,0 +1,390 @@
+package handlers
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// TestAlterClientQuotasErrors: each AlterClientQuotas entry gets the code
+// Kafka's controller gives it, the valid ones beside them applied: a key
+// twice in one entry, an entity given again, and a fractional or too large
+// byte rate (a LONG in Kafka) are INVALID_REQUEST; they used to be applied.
+func TestAlterClientQuotasErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	type part struct{ typ, name string } // name "<default>": null
+	type op struct {
+		key    string
+		value  float64
+		remove bool
+	}
+	entry := func(parts []part, ops ...op) kmsg.AlterClientQuotasRequestEntry {
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		for _, p := range parts {
+			ep := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			ep.Type = p.typ
+			if p.name != "<default>" {
+				ep.Name = kmsg.StringPtr(p.name)
+			}
+			e.Entity = append(e.Entity, ep)
+		}
+		for _, o := range ops {
+			eo := kmsg.NewAlterClientQuotasRequestEntryOp()
+			eo.Key, eo.Value, eo.Remove = o.key, o.value, o.remove
+			e.Ops = append(e.Ops, eo)
+		}
+		return e
+	}
+	user := func(name string) []part { return []part{{"user", name}} }
+	produce, consume := "producer_byte_rate", "consumer_byte_rate"
+	invalid := kerr.InvalidRequest
+	cases := []struct {
+		name  string
+		entry kmsg.AlterClientQuotasRequestEntry
+		want  *kerr.Error
+	}{
+		{"valid", entry(user("a"), op{produce, 1024, false}, op{"request_percentage", 12.5, false}), nil},
+		{"fractional byte rate", entry(user("b"), op{produce, 1024.5, false}), invalid},
+		{"byte rate too large", entry(user("c"), op{consume, 1e19, false}), invalid},
+		{"key twice", entry(user("d"), op{produce, 1024, false}, op{produce, 2048, false}), invalid},
+		{"set and remove one key", entry(user("e"), op{produce, 1024, false}, op{produce, 0, true}), invalid},
+		{"entity again", entry(user("a"), op{consume, 4096, false}), invalid},
+		{"default user and client id", entry([]part{{"user", "<default>"}, {"client-id", "c"}}, op{consume, 4096, false}), nil},
+		{"unknown entity type", entry([]part{{"group", "g"}}, op{produce, 1, false}), invalid},
+		{"no entity", entry(nil, op{produce, 1, false}), invalid},
+		{"empty name", entry(user(""), op{produce, 1, false}), invalid},
+		{"entity type twice", entry([]part{{"user", "x"}, {"user", "y"}}, op{produce, 1, false}), invalid},
+		{"ip beside a user", entry([]part{{"user", "f"}, {"ip", "10.0.0.1"}}, op{"connection_creation_rate", 5, false}), invalid},
+		{"not an ip", entry([]part{{"ip", "nope"}}, op{"connection_creation_rate", 5, false}), invalid},
+		{"fractional connection rate", entry([]part{{"ip", "10.0.0.1"}}, op{"connection_creation_rate", 5.5, false}), invalid},
+		{"unknown key", entry(user("g"), op{"fetch_byte_rate", 1, false}), invalid},
+		{"zero value", entry(user("h"), op{produce, 0, false}), invalid},
+		{"negative value", entry(user("i"), op{produce, -5, false}), invalid},
+	}
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	var want []any
+	for _, c := range cases {
+		req.Entries = append(req.Entries, c.entry)
+		want = append(want, c.name, c.want)
+	}
+	resp := serve(t, h, req).(*kmsg.AlterClientQuotasResponse)
+	var got []nameCode
+	for i, e := range resp.Entries {
+		name := fmt.Sprint(i)
+		if i < len(cases) {
+			name = cases[i].name
+		}
+		got = append(got, nameCode{name, e.ErrorCode})
+		if e.ErrorCode != 0 && (e.ErrorMessage == nil || *e.ErrorMessage == "") {
+			t.Errorf("%s: %v without a message", name, kerr.ErrorForCode(e.ErrorCode))
+		}
+	}
+	wantCodes(t, "AlterClientQuotas", got, want...)
+
+	// What was applied: user a's two quotas (not the second entry's), the
+	// default user with client id c.
+	d := kmsg.NewPtrDescribeClientQuotasRequest()
+	var entities []string
+	for _, e := range serve(t, h, d).(*kmsg.DescribeClientQuotasResponse).Entries {
+		s := ""
+		for _, p := range e.Entity {
+			s += p.Type + "=" + nullable(p.Name) + " "
+		}
+		for _, v := range e.Values {
+			s += fmt.Sprintf("%s:%v ", v.Key, v.Value)
+		}
+		entities = append(entities, s)
+	}
+	if len(entities) != 2 {
+		t.Errorf("quotas after the request: %q, want user a's and the default user's with client id c", entities)
+	}
+}
+
+// TestReassignmentErrors: each partition of an AlterPartitionReassignments
+// gets the code Kafka's controller gives it, beside a valid move.
+func TestReassignmentErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	type move struct {
+		topic     string
+		partition int32
+		replicas  []int32 // nil: cancel
+	}
+	cases := []struct {
+		name    string
+		version int16
+		m       move
+		want    *kerr.Error
+	}{
+		{"unknown topic", 0, move{"nope", 0, []int32{1}}, kerr.UnknownTopicOrPartition},
+		{"unknown partition", 0, move{"t", 5, []int32{1, 2}}, kerr.UnknownTopicOrPartition},
+		{"no replicas", 0, move{"t", 0, []int32{}}, kerr.InvalidReplicaAssignment},
+		{"a replica twice", 0, move{"t", 0, []int32{1, 1}}, kerr.InvalidReplicaAssignment},
+		{"an unregistered broker", 0, move{"t", 0, []int32{1, 3}}, kerr.InvalidReplicaAssignment},
+		{"a negative broker id", 0, move{"t", 0, []int32{-1, 1}}, kerr.InvalidReplicaAssignment},
+		{"cancel of none", 0, move{"t", 1, nil}, kerr.NoReassignmentInProgress},
+		{"another size, v1 not allowing it", 1, move{"t", 0, []int32{1}}, kerr.InvalidReplicationFactor},
+		{"another size, v0", 0, move{"t_x", 0, []int32{1, 2}}, nil},
+		{"a new order", 0, move{"t", 0, []int32{2, 1}}, nil},
+	}
+	for _, tc := range cases {
+		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		req.SetVersion(tc.version)
+		req.TimeoutMillis = 5000
+		req.AllowReplicationFactorChange = tc.version == 0 // v1 cases refuse another size
+		rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+		rt.Topic = tc.m.topic
+		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		rp.Partition, rp.Replicas = tc.m.partition, tc.m.replicas
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := serve(t, h, req).(*kmsg.AlterPartitionAssignmentsResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Errorf("%s: top-level %v, %d topics", tc.name, kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics))
+			continue
+		}
+		p := resp.Topics[0].Partitions[0]
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if p.ErrorCode != want || (want != 0 && p.ErrorMessage == nil) {
+			t.Errorf("%s: %v (message %v), want %v", tc.name, kerr.ErrorForCode(p.ErrorCode), p.ErrorMessage, tc.want)
+		}
+	}
+}
+
+// TestAclErrors: CreateAcls refuses what Kafka refuses (INVALID_REQUEST for
+// a binding that is not concrete, or a cluster resource by another name) and
+// takes the valid bindings beside them, an existing one too; DeleteAcls and
+// DescribeAcls refuse unknown filter values; without an authorizer all three
+// answer SECURITY_DISABLED.
+func TestAclErrors(t *testing.T) {
+	h := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(kmsg.ACLOperationAll, resCluster, acl.ClusterName)})
+	creation := func(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) kmsg.CreateACLsRequestCreation {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = rt, name, pt
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", op, perm
+		return c
+	}
+	lit, allow, read := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLPermissionTypeAllow, kmsg.ACLOperationRead
+	invalid := kerr.InvalidRequest
+	cases := []struct {
+		name string
+		c    kmsg.CreateACLsRequestCreation
+		want *kerr.Error
+	}{
+		{"valid", creation(resTopic, "orders", lit, read, allow), nil},
+		{"the same again", creation(resTopic, "orders", lit, read, allow), nil},
+		{"prefixed", creation(resGroup, "app-", kmsg.ACLResourcePatternTypePrefixed, read, allow), nil},
+		{"cluster by another name", creation(resCluster, "other", lit, kmsg.ACLOperationAlter, allow), invalid},
+		{"empty resource name", creation(resTopic, "", lit, read, allow), invalid},
+		{"resource type ANY", creation(kmsg.ACLResourceTypeAny, "x", lit, read, allow), invalid},
+		{"resource type UNKNOWN", creation(kmsg.ACLResourceTypeUnknown, "x", lit, read, allow), invalid},
+		{"pattern MATCH", creation(resTopic, "x", kmsg.ACLResourcePatternTypeMatch, read, allow), invalid},
+		{"pattern ANY", creation(resTopic, "x", kmsg.ACLResourcePatternTypeAny, read, allow), invalid},
+		{"operation ANY", creation(resTopic, "x", lit, kmsg.ACLOperationAny, allow), invalid},
+		{"permission ANY", creation(resTopic, "x", lit, read, kmsg.ACLPermissionTypeAny), invalid},
+	}
+	req := kmsg.NewPtrCreateACLsRequest()
+	var want []any
+	for _, c := range cases {
+		req.Creations = append(req.Creations, c.c)
+		want = append(want, c.name, c.want)
+	}
+	var got []nameCode
+	for i, r := range serve(t, h, req).(*kmsg.CreateACLsResponse).Results {
+		got = append(got, nameCode{cases[min(i, len(cases)-1)].name, r.ErrorCode})
+	}
+	wantCodes(t, "CreateAcls", got, want...)
+
+	filter := func(rt kmsg.ACLResourceType, pt kmsg.ACLResourcePatternType, op kmsg.ACLOperation) kmsg.DeleteACLsRequestFilter {
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = rt, pt, op, kmsg.ACLPermissionTypeAny
+		return f
+	}
+	del := kmsg.NewPtrDeleteACLsRequest()
+	del.Filters = []kmsg.DeleteACLsRequestFilter{
+		filter(kmsg.ACLResourceTypeUnknown, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny),
+		filter(resTopic, kmsg.ACLResourcePatternTypeUnknown, kmsg.ACLOperationAny),
+		filter(resTopic, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationUnknown),
+		filter(resTopic, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny),
+	}
+	dresp := serve(t, h, del).(*kmsg.DeleteACLsResponse)
+	got = nil
+	for i, r := range dresp.Results {
+		got = append(got, nameCode{fmt.Sprint(i), r.ErrorCode})
+	}
+	wantCodes(t, "DeleteAcls", got, "0", invalid, "1", invalid, "2", invalid, "3", nil)
+	if n := len(dresp.Results); n == 4 && len(dresp.Results[3].MatchingACLs) != 1 {
+		t.Errorf("DeleteAcls of every topic binding matched %d, want the one created", len(dresp.Results[3].MatchingACLs))
+	}
+
+	desc := kmsg.NewPtrDescribeACLsRequest()
+	desc.ResourceType, desc.ResourcePatternType, desc.Operation, desc.PermissionType = resTopic, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationUnknown, kmsg.ACLPermissionTypeAny
+	if r := serve(t, h, desc).(*kmsg.DescribeACLsResponse); r.ErrorCode != invalid.Code || r.ErrorMessage == nil {
+		t.Errorf("DescribeAcls with operation UNKNOWN: %v (message %v), want INVALID_REQUEST", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+
+	off := newAdminHandlers(t)
+	if r := serve(t, off, req).(*kmsg.CreateACLsResponse); len(r.Results) != len(cases) || r.Results[0].ErrorCode != kerr.SecurityDisabled.Code {
+		t.Errorf("CreateAcls without an authorizer: %+v, want SECURITY_DISABLED for each", r.Results)
+	}
+	if r := serve(t, off, del).(*kmsg.DeleteACLsResponse); len(r.Results) != 4 || r.Results[3].ErrorCode != kerr.SecurityDisabled.Code {
+		t.Errorf("DeleteAcls without an authorizer: %+v, want SECURITY_DISABLED for each", r.Results)
+	}
+	desc.Operation = kmsg.ACLOperationAny
+	if r := serve(t, off, desc).(*kmsg.DescribeACLsResponse); r.ErrorCode != kerr.SecurityDisabled.Code {
+		t.Errorf("DescribeAcls without an authorizer: %v, want SECURITY_DISABLED", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// TestUnregisterBrokerErrors: an id no broker holds is
+// BROKER_ID_NOT_REGISTERED with a message; a registered broker goes.
+func TestUnregisterBrokerErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	for _, tc := range []struct {
+		id   int32
+		want *kerr.Error
+	}{{9, kerr.BrokerIDNotRegistered}, {-1, kerr.BrokerIDNotRegistered}, {2, nil}, {2, kerr.BrokerIDNotRegistered}} {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = tc.id
+		resp := serve(t, h, req).(*kmsg.UnregisterBrokerResponse)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if resp.ErrorCode != want || (want != 0 && resp.ErrorMessage == nil) {
+			t.Errorf("broker %d: %v (message %v), want %v", tc.id, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, tc.want)
+		}
+	}
+}
+
+// TestDescribeQuorumErrors: anything but __cluster_metadata-0 alone is
+// answered UNKNOWN_TOPIC_OR_PARTITION for each partition asked for, as
+// Kafka's quorum answers it, without reaching the controller.
+func TestDescribeQuorumErrors(t *testing.T) {
+	h := newErrorsHandlers(t) // not the controller: a forward would fail the test
+	for _, tc := range []struct {
+		name   string
+		topics map[string][]int32
+	}{
+		{"another topic", map[string][]int32{"t": {0}}},
+		{"partition 1", map[string][]int32{metadataTopic: {1}}},
+		{"two partitions", map[string][]int32{metadataTopic: {0, 1}}},
+		{"two topics", map[string][]int32{metadataTopic: {0}, "t": {0}}},
+	} {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		req.SetVersion(2)
+		asked := 0
+		for topic, parts := range tc.topics {
+			rt := kmsg.NewDescribeQuorumRequestTopic()
+			rt.Topic = topic
+			for _, p := range parts {
+				rp := kmsg.NewDescribeQuorumRequestTopicPartition()
+				rp.Partition = p
+				rt.Partitions = append(rt.Partitions, rp)
+				asked++
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := serve(t, h, req).(*kmsg.DescribeQuorumResponse)
+		answered := 0
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				answered++
+				if p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					t.Errorf("%s: %s/%d %v, want UNKNOWN_TOPIC_OR_PARTITION", tc.name, rt.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+				}
+			}
+		}
+		if resp.ErrorCode != 0 || answered != asked {
+			t.Errorf("%s: top-level %v, %d of %d partitions answered", tc.name, kerr.ErrorForCode(resp.ErrorCode), answered, asked)
+		}
+	}
+}
+
+// TestDescribeUserScramCredentialsErrors: a user named twice is
+// DUPLICATE_RESOURCE (answered once), an unknown one RESOURCE_NOT_FOUND, each
+// with a message; an empty list describes every user, as a null one does
+// (it described none).
+func TestDescribeUserScramCredentialsErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	c := h.cluster.(waitingCluster).Cluster.(*planCluster)
+	img, err := metadata.ApplyAll(c.img, []metadata.Record{&metadata.ScramCredentialRecord{ScramCredential: metadata.ScramCredential{
+		User: "alice", Mechanism: metadata.ScramSHA256, Iterations: 4096, Salt: []byte("s"), StoredKey: []byte("k"), ServerKey: []byte("k")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.img = img
+	describe := func(users ...string) []nameCode {
+		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		if users != nil {
+			req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{}
+		}
+		for _, u := range users {
+			req.Users = append(req.Users, kmsg.DescribeUserSCRAMCredentialsRequestUser{Name: u})
+		}
+		resp := serve(t, h, req).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		var got []nameCode
+		for _, r := range resp.Results {
+			got = append(got, nameCode{r.User, r.ErrorCode})
+			if r.ErrorCode != 0 && r.ErrorMessage == nil {
+				t.Errorf("%s: %v without a message", r.User, kerr.ErrorForCode(r.ErrorCode))
+			}
+		}
+		return got
+	}
+	wantCodes(t, "named", describe("alice", "bob", "alice"), "alice", kerr.DuplicateResource, "bob", kerr.ResourceNotFound)
+	wantCodes(t, "null", describe(), "alice", nil)
+	wantCodes(t, "empty", describe([]string{}...), "alice", nil)
+}
+
+// TestDescribeClientQuotasErrors: a filter Kafka refuses gets its code and a
+// message: an unknown entity type UNSUPPORTED_VERSION; an empty type, a type
+// twice, an exact match without a string, a default or any match with one,
+// an unknown match type and an ip beside a user INVALID_REQUEST.
+func TestDescribeClientQuotasErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	type comp struct {
+		typ   string
+		match int8
+		name  *string
+	}
+	exact, def, anyMatch := int8(kmsg.QuotasMatchTypeExact), int8(kmsg.QuotasMatchTypeDefault), int8(kmsg.QuotasMatchTypeAny)
+	u := kmsg.StringPtr("u")
+	for _, tc := range []struct {
+		name  string
+		comps []comp
+		want  *kerr.Error
+	}{
+		{"valid", []comp{{"user", exact, u}, {"client-id", anyMatch, nil}}, nil},
+		{"unknown entity type", []comp{{"group", anyMatch, nil}}, kerr.UnsupportedVersion},
+		{"empty entity type", []comp{{"", anyMatch, nil}}, kerr.InvalidRequest},
+		{"a type twice", []comp{{"user", anyMatch, nil}, {"user", def, nil}}, kerr.InvalidRequest},
+		{"exact without a name", []comp{{"user", exact, nil}}, kerr.InvalidRequest},
+		{"default with a name", []comp{{"user", def, u}}, kerr.InvalidRequest},
+		{"any with a name", []comp{{"user", anyMatch, u}}, kerr.InvalidRequest},
+		{"unknown match type", []comp{{"user", 7, nil}}, kerr.InvalidRequest},
+		{"ip beside a user", []comp{{"ip", anyMatch, nil}, {"user", anyMatch, nil}}, kerr.InvalidRequest},
+	} {
+		req := kmsg.NewPtrDescribeClientQuotasRequest()
+		for _, c := range tc.comps {
+			rc := kmsg.NewDescribeClientQuotasRequestComponent()
+			rc.EntityType, rc.MatchType, rc.Match = c.typ, kmsg.QuotasMatchType(c.match), c.name
+			req.Components = append(req.Components, rc)
+		}
+		resp := serve(t, h, req).(*kmsg.DescribeClientQuotasResponse)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if resp.ErrorCode != want || (want != 0) != (resp.ErrorMessage != nil) || (want == 0) != (resp.Entries != nil) {
+			t.Errorf("%s: %v (message %v, entries %v), want %v", tc.name, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, resp.Entries, tc.want)
+		}
+	}
+}
