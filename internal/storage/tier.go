@@ -317,6 +317,7 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 		if from >= limit {
 			break
 		}
+		gen := t.log.truncations()
 		c, err := t.log.Read(from, math.MaxInt32, limit)
 		if err != nil {
 			err = errors.Join(err, commit())
@@ -325,7 +326,7 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 		if c.Size == 0 {
 			break
 		}
-		seg, blocks, err := t.putChunk(ctx, &c)
+		seg, blocks, err := t.putChunk(ctx, &c, gen)
 		c.Release()
 		if err != nil {
 			// What was put before the failure still counts if the manifest
@@ -450,23 +451,66 @@ const uploadReadBytes = 1 << 20
 var uploadBufPool = sync.Pool{New: func() any { b := make([]byte, uploadReadBytes); return &b }}
 
 // putChunk scans a chunk of one closed segment into blocks and uploads it as one
-// object: its bytes, then its block index.
-func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, error) {
+// object: its bytes, then its block index. A chunk that is a whole segment file
+// goes to a store that can link it (remote.FileLinker: file:// on the data
+// dir's filesystem) as a link instead, with its block index in an object of its
+// own (two objects, as before layout 2: index size 0): nothing is copied.
+// truncGen is the log's truncation count from before c was read.
+func (t *Tier) putChunk(ctx context.Context, c *Chunk, truncGen uint64) (remoteSegment, []block, error) {
 	seg, blocks, err := t.scanBlocks(c)
 	if err != nil {
 		return seg, nil, err
 	}
 	idx := encodeBlocks(blocks)
-	seg.IndexSize = int64(len(idx))
-	body := remote.Concat(io.NewSectionReader(c.File, c.Pos, int64(c.Size)), io.NewSectionReader(bytes.NewReader(idx), 0, seg.IndexSize))
 	put := t.cfg.Store.Put
 	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
 		put = ns.PutUnsynced // commitLocked syncs the batch's names
 	}
+	if linked, err := t.linkChunk(ctx, c, seg, truncGen); err != nil {
+		return seg, nil, err
+	} else if linked {
+		if err := put(ctx, seg.key(t.cfg.Prefix, indexSuffix), bytes.NewReader(idx), int64(len(idx))); err != nil {
+			return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+		return seg, blocks, nil
+	}
+	seg.IndexSize = int64(len(idx))
+	body := remote.Concat(io.NewSectionReader(c.File, c.Pos, int64(c.Size)), io.NewSectionReader(bytes.NewReader(idx), 0, seg.IndexSize))
 	if err := put(ctx, seg.dataKey(t.cfg.Prefix), body, body.Size()); err != nil {
 		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	return seg, blocks, nil
+}
+
+// linkChunk links c's segment file as seg's data object when c is the whole
+// file and the store can link it; false means put a copy.
+//
+// Why a link is safe: the segment is sealed (uploads stop at the last closed
+// segment below the high-water mark), so its bytes were fsynced when it rolled
+// and nothing appends to it; retention and DeleteRecords only remove its name;
+// compaction writes new files (and a compacted topic has no tier); truncation is
+// the one change made in place, and Truncate copies a segment whose file has
+// another name before it cuts it (Log.unshareLocked). A truncation between the
+// read of c and the link (the log's truncation count moved) cannot be told
+// apart, so the object is removed again and the upload fails, to be retried.
+func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, truncGen uint64) (bool, error) {
+	fl, ok := t.cfg.Store.(remote.FileLinker)
+	if !ok || c.Pos != 0 {
+		return false, nil
+	}
+	if size, err := c.File.Size(); err != nil || size != int64(c.Size) {
+		return false, nil
+	}
+	key := seg.key(t.cfg.Prefix, logSuffix)
+	linked, err := fl.LinkUnsynced(ctx, key, c.File)
+	if err != nil || !linked {
+		return false, err
+	}
+	if t.log.truncations() != truncGen {
+		err := fmt.Errorf("%w: the log was truncated while segment %d was linked", ErrRemoteUnavailable, seg.Base)
+		return false, errors.Join(err, t.cfg.Store.Delete(ctx, key))
+	}
+	return true, nil
 }
 
 // scanBlocks cuts a chunk into blocks of whole batches of at least BlockBytes

@@ -67,6 +67,13 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	return nil
 }
 
+// truncations returns how many truncations the log has had (each bumps it).
+func (l *Log) truncations() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.truncGen
+}
+
 // truncateLocked cuts the log inside its segments; appendMu is held and
 // first base < offset < leo.
 func (l *Log) truncateLocked(offset int64) error {
@@ -74,6 +81,13 @@ func (l *Log) truncateLocked(offset int64) error {
 	l.mu.RLock()
 	s := l.segmentForLocked(offset)
 	l.mu.RUnlock()
+	// The cut changes s's file, and s then takes appends: a file a tier linked
+	// into its store must keep its bytes.
+	s, err := l.unshareLocked(s)
+	if err != nil {
+		return err
+	}
+	segs = l.mu.segments
 	i := slices.Index(segs, s)
 	if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
 		return err
