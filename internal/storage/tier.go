@@ -96,7 +96,13 @@ type Tier struct {
 	log *Log
 	cfg TierConfig
 
-	passMu    sync.Mutex // serialises Load, Upload and EnforceRetention
+	passMu sync.Mutex // serialises Load, Upload and EnforceRetention
+	// sweep, guarded by passMu, asks the next EnforceRetention for an orphan
+	// sweep: set by Load (a crash may have left objects behind) and by an
+	// upload or a remote deletion that failed; cleared by a sweep that
+	// finished. Listing the prefix every pass cost a pass time in proportion to
+	// the objects stored.
+	sweep     bool
 	retention atomic.Pointer[TierRetention]
 
 	mu struct {
@@ -176,6 +182,7 @@ func (t *Tier) Load(ctx context.Context) error {
 	t.mu.m, t.mu.loaded = m, true
 	t.mu.blocks = make(map[int64][]block)
 	t.mu.Unlock()
+	t.sweep = true
 	return nil
 }
 
@@ -264,6 +271,7 @@ func (t *Tier) Upload(ctx context.Context, highWatermark int64, leaderEpoch int3
 	defer t.passMu.Unlock()
 	n, err := t.uploadLocked(ctx, highWatermark, leaderEpoch)
 	if err != nil {
+		t.sweep = true // it may have put objects it did not commit
 		t.stats.uploadErrors.Add(1)
 		msg := err.Error()
 		t.stats.lastUploadError.Store(&msg)
@@ -555,7 +563,8 @@ func (t *Tier) scanBlocks(c *Chunk) (remoteSegment, []block, error) {
 // record is older than RetentionAge, and the oldest while the whole log exceeds
 // RetentionBytes by at least their size, leave the manifest (written first) and
 // then the store. Objects no manifest names (a crashed upload's leftovers) below
-// End are deleted too. It returns the local and remote segments deleted.
+// End are deleted too, on the first pass after Load and after an upload or a
+// deletion failed. It returns the local and remote segments deleted.
 func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local, removed int, err error) {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
@@ -617,6 +626,7 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		for _, key := range s.objectKeys(t.cfg.Prefix) {
 			if err := t.cfg.Store.Delete(ctx, key); err != nil {
 				// The manifest no longer names it: the orphan sweep retries.
+				t.sweep = true
 				return local, k, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 			}
 		}
@@ -625,7 +635,14 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		}
 		t.stats.deletedSegments.Add(1)
 	}
-	return local, k, t.sweepOrphans(ctx, m)
+	if !t.sweep {
+		return local, k, nil
+	}
+	if err := t.sweepOrphans(ctx, m); err != nil {
+		return local, k, err
+	}
+	t.sweep = false
+	return local, k, nil
 }
 
 // DeleteRecords moves the remote log start up to offset (Kafka's DeleteRecords

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"path"
 	"path/filepath"
 	"strings"
@@ -224,5 +225,64 @@ func TestRecoveryCopiesLinkedSegment(t *testing.T) {
 	}
 	if links, err := img.Links(name); err != nil || links != 1 {
 		t.Fatalf("the recovered segment has %d names (%v), want 1", links, err)
+	}
+}
+
+// listCountingStore counts List calls.
+type listCountingStore struct {
+	*flakyStore
+	lists atomic.Int64
+}
+
+func (s *listCountingStore) List(ctx context.Context, prefix string) ([]string, error) {
+	s.lists.Add(1)
+	return s.flakyStore.List(ctx, prefix)
+}
+
+// The orphan sweep lists the partition's objects only when orphans may exist:
+// on the first retention pass after Load, and after an upload failed; a pass
+// after a clean upload lists nothing. The sweep after a failure removes what
+// the failed upload left.
+func TestTierSweepsOrphansOnlyWhenNeeded(t *testing.T) {
+	store := &listCountingStore{flakyStore: &flakyStore{Store: memStore(t, vfs.NewMem())}}
+	l, tier := tieredLog(t, store, 4096, nil)
+	pass := func(wantLists int64) {
+		t.Helper()
+		store.lists.Store(0)
+		if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
+			t.Fatal(err)
+		}
+		if n := store.lists.Load(); n != wantLists {
+			t.Fatalf("retention pass listed the store %d times, want %d", n, wantLists)
+		}
+	}
+	appendN(t, l, 40, 3, 100, 1000, 0)
+	uploadAndRetain(t, l, tier) // the first pass after Load sweeps
+	for range 3 {
+		appendN(t, l, 20, 3, 100, 1000, 0)
+		if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+			t.Fatal(err)
+		}
+		pass(0)
+	}
+	appendN(t, l, 20, 3, 100, 1000, 0)
+	manifestSuffix := "/" + manifestKey
+	store.failPut.Store(&manifestSuffix)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err == nil {
+		t.Fatal("upload committed without its manifest")
+	}
+	store.failPut.Store(nil)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+		t.Fatal(err)
+	}
+	pass(1)
+	pass(0)
+	m, _ := tier.manifestCopy()
+	keys, err := store.flakyStore.List(ctxTimeout(t), tierPrefix+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != len(m.Segments)+1 {
+		t.Fatalf("%d objects for %d segments after the sweep: %v", len(keys), len(m.Segments), keys)
 	}
 }
