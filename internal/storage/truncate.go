@@ -242,6 +242,16 @@ func (l *Log) deleteSegments(segs []*segment) error {
 // renameDeleted renames segs' logs to .deleted, removes their index files and
 // fsyncs the directory.
 func (l *Log) renameDeleted(segs []*segment) error {
+	if err := l.renameDeletedUnsynced(segs); err != nil {
+		return err
+	}
+	return l.fsys.SyncDir(l.dir)
+}
+
+// renameDeletedUnsynced is renameDeleted without the directory fsync: for
+// segments wholly below a log start offset already made durable, which a
+// recovery that finds them again deletes (deleteBelowStart).
+func (l *Log) renameDeletedUnsynced(segs []*segment) error {
 	for _, s := range segs {
 		if err := l.fsys.Rename(s.path(logSuffix), s.path(logSuffix+deletedSuffix)); err != nil {
 			return err
@@ -253,5 +263,5 @@ func (l *Log) renameDeleted(segs []*segment) error {
 			}
 		}
 	}
-	return l.fsys.SyncDir(l.dir)
+	return nil
 }
