@@ -76,7 +76,10 @@ type TierRetention struct {
 // mark and at or above the manifest's End:
 //
 //  1. Scan the segment once into checksummed blocks of whole batches.
-//  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index.
+//  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index; or,
+//     to a store that can link the whole segment file (remote.FileLinker),
+//     link it as P/<base>-<next>.log and put the block index as
+//     P/<base>-<next>.index (linkChunk says why that is safe).
 //  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
 //     end of the pass, make the batch's objects durable (a store whose names
 //     need it, remote.NameSyncer: one directory fsync for the batch), then put
