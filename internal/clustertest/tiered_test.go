@@ -194,7 +194,10 @@ func waitTiered(t *testing.T, c *testcluster.Cluster, topic string, objects remo
 		}
 		segments := 0
 		for _, k := range keys {
-			if strings.HasSuffix(k, ".seg") { // one object per segment
+			// One data object per segment: a .seg copy, or, from a file://
+			// store on the nodes' filesystem, the linked segment file (.log,
+			// beside its .index).
+			if strings.HasSuffix(k, ".seg") || strings.HasSuffix(k, ".log") {
 				segments++
 			}
 		}

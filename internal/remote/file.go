@@ -135,6 +135,49 @@ func (f *File) put(ctx context.Context, key string, r io.Reader, size int64, syn
 	return nil
 }
 
+var _ FileLinker = (*File)(nil)
+
+// LinkUnsynced links f as key, or, when key exists, under a temporary name
+// renamed over it, so a crash leaves the old object or the new one; the
+// directory fsync is left to SyncNames, and f's bytes are durable already (the
+// FileLinker contract). Any failure to link (vfs.Linker missing, another filesystem, f removed) reports
+// linked false: the caller copies.
+func (f *File) LinkUnsynced(ctx context.Context, key string, src vfs.File) (bool, error) {
+	p, err := f.path(key)
+	if err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("%w: link %s: %v", ErrUnavailable, key, err)
+	}
+	l, ok := f.fsys.(vfs.Linker)
+	if !ok {
+		return false, nil
+	}
+	dir := filepath.Dir(p)
+	if err := vfs.MkdirAllDurable(f.fsys, dir, 0o755); err != nil {
+		return false, unavailable("link", key, err)
+	}
+	// A new name appears whole (the bytes are there already): link it in
+	// place. An object of that name (an earlier, uncommitted upload) is
+	// replaced through a temporary name.
+	err = l.LinkFile(src, p)
+	if err == nil {
+		return true, nil
+	} else if !errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	tmp := p + tmpMarker + strconv.FormatUint(f.seq.Add(1), 10)
+	if err := l.LinkFile(src, tmp); err != nil {
+		return false, nil
+	}
+	if err := f.fsys.Rename(tmp, p); err != nil {
+		f.fsys.Remove(tmp)
+		return false, unavailable("link", key, err)
+	}
+	return true, nil
+}
+
 // Get reads a byte range of the object's file.
 func (f *File) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
 	p, err := f.path(key)

@@ -52,6 +52,21 @@ type NameSyncer interface {
 	SyncNames(ctx context.Context, keys ...string) error
 }
 
+// FileLinker is implemented by a Store that can make a whole local file an
+// object without copying its bytes: file:// on the filesystem the file is on,
+// with a hard link. The object and the file are then one file on disk, so the
+// caller must guarantee what a copy would not need: the file's bytes are
+// durable before it is linked, and nothing changes them in place afterwards
+// (the storage package copies a linked segment before it truncates it).
+type FileLinker interface {
+	// LinkUnsynced makes the open file f (whole) the object key, durable like a
+	// PutUnsynced object once SyncNames(key) returned nil. linked is false, with
+	// nothing stored and a nil error, when the store cannot link f (another
+	// filesystem, a filesystem without links, a file removed meanwhile): the
+	// caller then puts a copy.
+	LinkUnsynced(ctx context.Context, key string, f vfs.File) (linked bool, err error)
+}
+
 // Open returns the Store a --remote-storage URL names: file:///dir or
 // s3://bucket/prefix?endpoint=host:port&region=r (see NewS3).
 func Open(rawURL string, fsys vfs.FS) (Store, error) {

@@ -27,7 +27,10 @@
 // calls Tier.Load once, then Tier.Upload periodically and Tier.EnforceRetention
 // instead of EnforceRetention; followers call Load and EnforceLocalRetention;
 // reads below LogStartOffset go to Tier.Read. tier.go documents the upload
-// protocol and tier_manifest.go the remote layout.
+// protocol and tier_manifest.go the remote layout. A file:// store on the log's
+// filesystem links sealed segment files rather than copying them, so a sealed
+// segment's file may have a second name: the log never changes such a file in
+// place (unshare.go).
 //
 // # Concurrency
 //

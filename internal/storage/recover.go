@@ -296,6 +296,14 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 		cut := res.validSize < s.size
 		if cut {
 			l.stats.recoveryTruncatedBytes.Add(s.size - res.validSize)
+			// A file a tier linked into its store keeps its bytes there: cut
+			// a private copy (no reader holds s yet).
+			if f, err := l.privateCopy(s); err != nil {
+				return false, err
+			} else if f != nil {
+				s.log.Close()
+				s.log = f
+			}
 			if err := s.log.Truncate(res.validSize); err != nil {
 				return false, err
 			}

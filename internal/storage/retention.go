@@ -68,7 +68,9 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) ([]*segment, error)
 	if len(gone) == 0 {
 		return nil, nil
 	}
-	if err := l.renameDeleted(gone); err != nil {
+	// No directory fsync under the append lock: the start is durable, and a
+	// recovery that finds a segment wholly below it again deletes it.
+	if err := l.renameDeletedUnsynced(gone); err != nil {
 		return nil, err
 	}
 	l.stats.segmentsDeleted.Add(int64(len(gone)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -322,6 +323,61 @@ func TestRetentionRemovesFilesOffTheAppendLock(t *testing.T) {
 	for _, name := range names {
 		if strings.HasSuffix(name, deletedSuffix) {
 			t.Fatalf("%s left behind after retention: %v", name, names)
+		}
+	}
+}
+
+// Retention fsyncs no directory for the segments it deletes (under the append
+// lock): the log start it makes durable first is enough, since a recovery that
+// finds a deleted segment again, its removal lost to a power cut, deletes it.
+func TestRetentionDeletesWithoutDirectorySync(t *testing.T) {
+	mem := vfs.NewMem()
+	// Directory fsyncs once the first segment was renamed to .deleted.
+	var renamed atomic.Bool
+	var syncDirs atomic.Int64
+	fsys := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		switch {
+		case op.Kind == vfs.OpRename && strings.HasSuffix(op.To, deletedSuffix):
+			renamed.Store(true)
+		case op.Kind == vfs.OpSyncDir && renamed.Load():
+			syncDirs.Add(1)
+		}
+		return nil
+	}))
+	cfg := Config{SegmentBytes: 4096, RetentionAge: -1, RetentionBytes: 8192}
+	l := openLog(t, fsys, cfg)
+	batches := appendN(t, l, 60, 2, 300, 0, 0)
+	if err := l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1); err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.EnforceRetention(l.LogEndOffset())
+	if err != nil || n < 3 {
+		t.Fatalf("EnforceRetention = %d, %v; want at least 3 segments", n, err)
+	}
+	if !renamed.Load() {
+		t.Fatal("retention renamed no segment to .deleted")
+	}
+	if got := syncDirs.Load(); got != 0 {
+		t.Fatalf("retention fsynced the directory %d times after renaming segments away, want 0", got)
+	}
+	start, leo := l.LogStartOffset(), l.LogEndOffset()
+	crashed := mem.CrashClone() // the renames and removals were never synced
+	r := openLog(t, crashed, cfg)
+	if r.LogStartOffset() != start || r.LogEndOffset() != leo {
+		t.Fatalf("after a power cut: [%d, %d), want [%d, %d)", r.LogStartOffset(), r.LogEndOffset(), start, leo)
+	}
+	kept := readAll(t, r)
+	sameBatches(t, kept, batches[len(batches)-len(kept):])
+	if bases := segmentBases(r); bases[0] != start {
+		t.Fatalf("segments after the power cut start at %d, log start %d", bases[0], start)
+	}
+	names, err := crashed.List(testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if base, ok := parseSegmentName(name); ok && base < start {
+			t.Fatalf("%s below the log start %d is back after recovery: %v", name, start, names)
 		}
 	}
 }

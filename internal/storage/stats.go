@@ -20,6 +20,10 @@ type Stats struct {
 	// SegmentsDeleted counts segments removed by retention, DeleteRecords and
 	// truncation.
 	SegmentsDeleted int64
+	// SegmentsUnshared counts segments given a private copy of their file
+	// before a truncation cut them, because a tier had linked the file into its
+	// store.
+	SegmentsUnshared int64
 	// RecoveredSegments and RecoveredBytes count what Open validated batch by batch
 	// after an unclean shutdown; both are 0 after a clean one.
 	RecoveredSegments int64
@@ -40,7 +44,7 @@ type Stats struct {
 type statCounters struct {
 	appendedBatches, appendedRecords, appendedBytes atomic.Int64
 	syncs, syncNanos, syncMaxNanos                  atomic.Int64
-	rolls, segmentsDeleted                          atomic.Int64
+	rolls, segmentsDeleted, segmentsUnshared        atomic.Int64
 	recoveredSegments, recoveredBytes               atomic.Int64
 	recoveryTruncatedBytes, indexRebuilds           atomic.Int64
 	compactions                                     atomic.Int64
@@ -68,6 +72,7 @@ func (c *statCounters) snapshot() Stats {
 		SyncMax:                time.Duration(c.syncMaxNanos.Load()),
 		Rolls:                  c.rolls.Load(),
 		SegmentsDeleted:        c.segmentsDeleted.Load(),
+		SegmentsUnshared:       c.segmentsUnshared.Load(),
 		RecoveredSegments:      c.recoveredSegments.Load(),
 		RecoveredBytes:         c.recoveredBytes.Load(),
 		RecoveryTruncatedBytes: c.recoveryTruncatedBytes.Load(),

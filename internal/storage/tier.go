@@ -76,7 +76,10 @@ type TierRetention struct {
 // mark and at or above the manifest's End:
 //
 //  1. Scan the segment once into checksummed blocks of whole batches.
-//  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index.
+//  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index; or,
+//     to a store that can link the whole segment file (remote.FileLinker),
+//     link it as P/<base>-<next>.log and put the block index as
+//     P/<base>-<next>.index (linkChunk says why that is safe).
 //  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
 //     end of the pass, make the batch's objects durable (a store whose names
 //     need it, remote.NameSyncer: one directory fsync for the batch), then put
@@ -96,7 +99,13 @@ type Tier struct {
 	log *Log
 	cfg TierConfig
 
-	passMu    sync.Mutex // serialises Load, Upload and EnforceRetention
+	passMu sync.Mutex // serialises Load, Upload and EnforceRetention
+	// sweep, guarded by passMu, asks the next EnforceRetention for an orphan
+	// sweep: set by Load (a crash may have left objects behind) and by an
+	// upload or a remote deletion that failed; cleared by a sweep that
+	// finished. Listing the prefix every pass cost a pass time in proportion to
+	// the objects stored.
+	sweep     bool
 	retention atomic.Pointer[TierRetention]
 
 	mu struct {
@@ -176,6 +185,7 @@ func (t *Tier) Load(ctx context.Context) error {
 	t.mu.m, t.mu.loaded = m, true
 	t.mu.blocks = make(map[int64][]block)
 	t.mu.Unlock()
+	t.sweep = true
 	return nil
 }
 
@@ -264,6 +274,7 @@ func (t *Tier) Upload(ctx context.Context, highWatermark int64, leaderEpoch int3
 	defer t.passMu.Unlock()
 	n, err := t.uploadLocked(ctx, highWatermark, leaderEpoch)
 	if err != nil {
+		t.sweep = true // it may have put objects it did not commit
 		t.stats.uploadErrors.Add(1)
 		msg := err.Error()
 		t.stats.lastUploadError.Store(&msg)
@@ -317,6 +328,7 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 		if from >= limit {
 			break
 		}
+		gen := t.log.truncations()
 		c, err := t.log.Read(from, math.MaxInt32, limit)
 		if err != nil {
 			err = errors.Join(err, commit())
@@ -325,7 +337,7 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 		if c.Size == 0 {
 			break
 		}
-		seg, blocks, err := t.putChunk(ctx, &c)
+		seg, blocks, err := t.putChunk(ctx, &c, gen)
 		c.Release()
 		if err != nil {
 			// What was put before the failure still counts if the manifest
@@ -450,23 +462,66 @@ const uploadReadBytes = 1 << 20
 var uploadBufPool = sync.Pool{New: func() any { b := make([]byte, uploadReadBytes); return &b }}
 
 // putChunk scans a chunk of one closed segment into blocks and uploads it as one
-// object: its bytes, then its block index.
-func (t *Tier) putChunk(ctx context.Context, c *Chunk) (remoteSegment, []block, error) {
+// object: its bytes, then its block index. A chunk that is a whole segment file
+// goes to a store that can link it (remote.FileLinker: file:// on the data
+// dir's filesystem) as a link instead, with its block index in an object of its
+// own (two objects, as before layout 2: index size 0): nothing is copied.
+// truncGen is the log's truncation count from before c was read.
+func (t *Tier) putChunk(ctx context.Context, c *Chunk, truncGen uint64) (remoteSegment, []block, error) {
 	seg, blocks, err := t.scanBlocks(c)
 	if err != nil {
 		return seg, nil, err
 	}
 	idx := encodeBlocks(blocks)
-	seg.IndexSize = int64(len(idx))
-	body := remote.Concat(io.NewSectionReader(c.File, c.Pos, int64(c.Size)), io.NewSectionReader(bytes.NewReader(idx), 0, seg.IndexSize))
 	put := t.cfg.Store.Put
 	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
 		put = ns.PutUnsynced // commitLocked syncs the batch's names
 	}
+	if linked, err := t.linkChunk(ctx, c, seg, truncGen); err != nil {
+		return seg, nil, err
+	} else if linked {
+		if err := put(ctx, seg.key(t.cfg.Prefix, indexSuffix), bytes.NewReader(idx), int64(len(idx))); err != nil {
+			return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		}
+		return seg, blocks, nil
+	}
+	seg.IndexSize = int64(len(idx))
+	body := remote.Concat(io.NewSectionReader(c.File, c.Pos, int64(c.Size)), io.NewSectionReader(bytes.NewReader(idx), 0, seg.IndexSize))
 	if err := put(ctx, seg.dataKey(t.cfg.Prefix), body, body.Size()); err != nil {
 		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	return seg, blocks, nil
+}
+
+// linkChunk links c's segment file as seg's data object when c is the whole
+// file and the store can link it; false means put a copy.
+//
+// Why a link is safe: the segment is sealed (uploads stop at the last closed
+// segment below the high-water mark), so its bytes were fsynced when it rolled
+// and nothing appends to it; retention and DeleteRecords only remove its name;
+// compaction writes new files (and a compacted topic has no tier); truncation is
+// the one change made in place, and Truncate copies a segment whose file has
+// another name before it cuts it (Log.unshareLocked). A truncation between the
+// read of c and the link (the log's truncation count moved) cannot be told
+// apart, so the object is removed again and the upload fails, to be retried.
+func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, truncGen uint64) (bool, error) {
+	fl, ok := t.cfg.Store.(remote.FileLinker)
+	if !ok || c.Pos != 0 {
+		return false, nil
+	}
+	if size, err := c.File.Size(); err != nil || size != int64(c.Size) {
+		return false, nil
+	}
+	key := seg.key(t.cfg.Prefix, logSuffix)
+	linked, err := fl.LinkUnsynced(ctx, key, c.File)
+	if err != nil || !linked {
+		return false, err
+	}
+	if t.log.truncations() != truncGen {
+		err := fmt.Errorf("%w: the log was truncated while segment %d was linked", ErrRemoteUnavailable, seg.Base)
+		return false, errors.Join(err, t.cfg.Store.Delete(ctx, key))
+	}
+	return true, nil
 }
 
 // scanBlocks cuts a chunk into blocks of whole batches of at least BlockBytes
@@ -511,7 +566,8 @@ func (t *Tier) scanBlocks(c *Chunk) (remoteSegment, []block, error) {
 // record is older than RetentionAge, and the oldest while the whole log exceeds
 // RetentionBytes by at least their size, leave the manifest (written first) and
 // then the store. Objects no manifest names (a crashed upload's leftovers) below
-// End are deleted too. It returns the local and remote segments deleted.
+// End are deleted too, on the first pass after Load and after an upload or a
+// deletion failed. It returns the local and remote segments deleted.
 func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local, removed int, err error) {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
@@ -573,6 +629,7 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		for _, key := range s.objectKeys(t.cfg.Prefix) {
 			if err := t.cfg.Store.Delete(ctx, key); err != nil {
 				// The manifest no longer names it: the orphan sweep retries.
+				t.sweep = true
 				return local, k, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 			}
 		}
@@ -581,7 +638,14 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		}
 		t.stats.deletedSegments.Add(1)
 	}
-	return local, k, t.sweepOrphans(ctx, m)
+	if !t.sweep {
+		return local, k, nil
+	}
+	if err := t.sweepOrphans(ctx, m); err != nil {
+		return local, k, err
+	}
+	t.sweep = false
+	return local, k, nil
 }
 
 // DeleteRecords moves the remote log start up to offset (Kafka's DeleteRecords

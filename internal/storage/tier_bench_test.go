@@ -18,13 +18,17 @@ import (
 // load than wall time). store=counted runs the store over an ErrorFS that counts
 // its filesystem operations per segment, which do not depend on load: creates,
 // fsyncs of files and of directories, writes (it hides the operating-system
-// files, so the store copies through its buffer there).
+// files, so the store copies through its buffer there). The store is on the
+// log's filesystem, so it links the segments (remote.FileLinker); the copy
+// variants hide vfs.Linker from it, as a store on another filesystem sees.
 func BenchmarkTierUpload(b *testing.B) {
-	b.Run("store=os", func(b *testing.B) { benchTierUpload(b, nil) })
-	b.Run("store=counted", func(b *testing.B) { benchTierUpload(b, newOpCounter()) })
+	b.Run("store=os", func(b *testing.B) { benchTierUpload(b, nil, false) })
+	b.Run("store=counted", func(b *testing.B) { benchTierUpload(b, newOpCounter(), false) })
+	b.Run("store=os-link", func(b *testing.B) { benchTierUpload(b, nil, true) })
+	b.Run("store=counted-link", func(b *testing.B) { benchTierUpload(b, newOpCounter(), true) })
 }
 
-func benchTierUpload(b *testing.B, ops *opCounter) {
+func benchTierUpload(b *testing.B, ops *opCounter, link bool) {
 	const segBytes, segsPerOp = 1 << 20, 8
 	dir := b.TempDir()
 	l, err := Open(vfs.Default, filepath.Join(dir, "log", "t-0"), Config{SegmentBytes: segBytes, RetentionAge: -1})
@@ -35,6 +39,9 @@ func benchTierUpload(b *testing.B, ops *opCounter) {
 	storeFS := vfs.Default
 	if ops != nil {
 		storeFS = vfs.NewErrorFS(vfs.Default, ops)
+	}
+	if !link {
+		storeFS = noLinkFS{storeFS}
 	}
 	store, err := remote.NewFile(storeFS, filepath.Join(dir, "remote"))
 	if err != nil {
@@ -104,6 +111,7 @@ func benchTierUpload(b *testing.B, ops *opCounter) {
 		{vfs.OpSyncDir, "dirsyncs/segment"},
 		{vfs.OpWrite, "writes/segment"},
 		{vfs.OpRead, "reads/segment"},
+		{vfs.OpLink, "links/segment"},
 	} {
 		n, _ := ops.get(m.kind)
 		b.ReportMetric(float64(n)/float64(segments), m.unit)

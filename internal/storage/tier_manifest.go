@@ -16,7 +16,9 @@ import (
 //	                                    byte for byte, then its block index
 //
 // Manifests before layout 2 (side-file frame version 1) name two objects per
-// segment instead, which stay readable:
+// segment instead, which stay readable; a layout-2 manifest names them too for a
+// segment the store linked rather than copied (index size 0; the .log object is
+// the segment file itself):
 //
 //	P/<base 20 digits>-<next 20>.log    the segment's batches, byte for byte
 //	P/<base 20 digits>-<next 20>.index  its block index

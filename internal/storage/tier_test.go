@@ -747,21 +747,7 @@ func TestTierUploadSurvivesPowerCut(t *testing.T) {
 	if after.UploadedEnd() != end || end == 0 {
 		t.Fatalf("uploaded end %d after the power cut, %d before", after.UploadedEnd(), end)
 	}
-	var got [][]byte
-	for off := int64(0); off < end; {
-		b, next, err := after.Read(ctxTimeout(t), off, 1<<20)
-		if err != nil {
-			t.Fatalf("Read(%d) after the power cut: %v", off, err)
-		}
-		it := batch.NewStoredIter(b)
-		for it.Next() {
-			got = append(got, bytes.Clone(it.Batch()))
-		}
-		if it.Err() != nil {
-			t.Fatalf("batches at %d: %v", off, it.Err())
-		}
-		off = next
-	}
+	got := readRemote(t, after, end)
 	sameBatches(t, got, want[:len(got)])
 	if h, _ := batch.ParseHeader(got[len(got)-1]); h.NextOffset() != end {
 		t.Fatalf("read up to %d, uploaded end %d", h.NextOffset(), end)

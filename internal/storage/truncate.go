@@ -67,6 +67,13 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	return nil
 }
 
+// truncations returns how many truncations the log has had (each bumps it).
+func (l *Log) truncations() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.truncGen
+}
+
 // truncateLocked cuts the log inside its segments; appendMu is held and
 // first base < offset < leo.
 func (l *Log) truncateLocked(offset int64) error {
@@ -74,6 +81,13 @@ func (l *Log) truncateLocked(offset int64) error {
 	l.mu.RLock()
 	s := l.segmentForLocked(offset)
 	l.mu.RUnlock()
+	// The cut changes s's file, and s then takes appends: a file a tier linked
+	// into its store must keep its bytes.
+	s, err := l.unshareLocked(s)
+	if err != nil {
+		return err
+	}
+	segs = l.mu.segments
 	i := slices.Index(segs, s)
 	if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
 		return err
@@ -228,6 +242,16 @@ func (l *Log) deleteSegments(segs []*segment) error {
 // renameDeleted renames segs' logs to .deleted, removes their index files and
 // fsyncs the directory.
 func (l *Log) renameDeleted(segs []*segment) error {
+	if err := l.renameDeletedUnsynced(segs); err != nil {
+		return err
+	}
+	return l.fsys.SyncDir(l.dir)
+}
+
+// renameDeletedUnsynced is renameDeleted without the directory fsync: for
+// segments wholly below a log start offset already made durable, which a
+// recovery that finds them again deletes (deleteBelowStart).
+func (l *Log) renameDeletedUnsynced(segs []*segment) error {
 	for _, s := range segs {
 		if err := l.fsys.Rename(s.path(logSuffix), s.path(logSuffix+deletedSuffix)); err != nil {
 			return err
@@ -239,5 +263,5 @@ func (l *Log) renameDeleted(segs []*segment) error {
 			}
 		}
 	}
-	return l.fsys.SyncDir(l.dir)
+	return nil
 }

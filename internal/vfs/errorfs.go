@@ -36,6 +36,7 @@ const (
 	OpSize
 	OpClose
 	OpSyncFS
+	OpLink
 
 	// OpAll matches every kind.
 	OpAll OpKind = 1<<iota - 1
@@ -43,7 +44,7 @@ const (
 
 var opKindNames = [...]string{
 	"create", "open", "remove", "rename", "mkdir", "list", "stat", "syncdir",
-	"read", "write", "sync", "truncate", "size", "close", "syncfs",
+	"read", "write", "sync", "truncate", "size", "close", "syncfs", "link",
 }
 
 func (k OpKind) String() string {
@@ -219,6 +220,34 @@ func (e *ErrorFS) SyncFS(dir string) error {
 		return err
 	}
 	return s.SyncFS(dir)
+}
+
+// LinkFile implements Linker when the inner FS does; f may be one of this
+// ErrorFS's files or the inner FS's. Op.Path is f's name, Op.To the new one.
+func (e *ErrorFS) LinkFile(f File, newname string) error {
+	l, ok := e.inner.(Linker)
+	if !ok {
+		return &os.LinkError{Op: "link", Old: f.Name(), New: newname, Err: errors.ErrUnsupported}
+	}
+	if ef, ok := f.(*errorFile); ok {
+		f = ef.inner
+	}
+	if err := e.maybe(Op{Kind: OpLink, Path: f.Name(), To: newname}); err != nil {
+		return err
+	}
+	return l.LinkFile(f, newname)
+}
+
+// Links implements Linker when the inner FS does (an OpStat).
+func (e *ErrorFS) Links(name string) (int, error) {
+	l, ok := e.inner.(Linker)
+	if !ok {
+		return 0, &os.PathError{Op: "stat", Path: name, Err: errors.ErrUnsupported}
+	}
+	if err := e.maybe(Op{Kind: OpStat, Path: name}); err != nil {
+		return 0, err
+	}
+	return l.Links(name)
 }
 
 // SyncDir implements FS.

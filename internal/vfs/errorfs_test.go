@@ -372,12 +372,13 @@ func TestOpKindString(t *testing.T) {
 		{OpSync | OpCreate, "create|sync"},
 		{OpClose, "close"},
 		{OpSyncFS, "syncfs"},
+		{OpLink, "link"},
 	} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("%d.String() = %q, want %q", c.k, got, c.want)
 		}
 	}
-	if OpAll&OpSyncFS == 0 || OpAll&(OpSyncFS<<1) != 0 {
+	if OpAll&OpLink == 0 || OpAll&(OpLink<<1) != 0 {
 		t.Errorf("OpAll = %b does not cover exactly the kinds", OpAll)
 	}
 }

@@ -455,6 +455,65 @@ func (m *MemFS) SyncFS(string) error {
 	return nil
 }
 
+var _ Linker = (*MemFS)(nil)
+
+// LinkFile implements Linker: newname becomes a second name of f's inode.
+func (m *MemFS) LinkFile(f File, newname string) error {
+	linkErr := func(err error) error {
+		return &os.LinkError{Op: "link", Old: f.Name(), New: newname, Err: err}
+	}
+	mf, ok := f.(*memFile)
+	if !ok || mf.mfs != m {
+		return linkErr(syscall.EXDEV)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mf.gen != m.mu.gen {
+		return linkErr(ErrCrashed)
+	}
+	if m.linksLocked(mf.node) == 0 {
+		return linkErr(syscall.ENOENT) // as linkat of an unlinked file
+	}
+	dir, base, err := m.parentLocked("link", newname)
+	if err != nil {
+		return linkErr(errors.Unwrap(err))
+	}
+	if _, ok := dir.children[base]; ok {
+		return linkErr(syscall.EEXIST)
+	}
+	dir.children[base] = mf.node
+	return nil
+}
+
+// Links implements Linker by counting the names that refer to the inode.
+func (m *MemFS) Links(name string) (int, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n, err := m.lookupLocked("stat", name)
+	if err != nil {
+		return 0, err
+	}
+	return m.linksLocked(n), nil
+}
+
+// linksLocked counts the directory entries that refer to n.
+func (m *MemFS) linksLocked(n *memNode) int {
+	count := 0
+	var walk func(d *memNode)
+	walk = func(d *memNode) {
+		for _, c := range d.children {
+			if c == n {
+				count++
+			}
+			if c.dir {
+				walk(c)
+			}
+		}
+	}
+	walk(m.mu.root)
+	return count
+}
+
 // CrashOption changes what CrashClone and PowerCut keep.
 type CrashOption func(*crashConfig)
 

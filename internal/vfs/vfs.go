@@ -19,6 +19,9 @@
 //   - NewErrorFS: wraps any FS and fails the operations an Injector picks (Rule for
 //     the Nth write, a sync, reads on a path glob; DiskFull for ENOSPC).
 //
+// Optional capabilities, found by type assertion: FSSyncer (syncfs) and Linker
+// (hard links; the operating system on Linux, MemFS, and an ErrorFS over either).
+//
 // Errors follow the os package: a missing name satisfies errors.Is(err,
 // fs.ErrNotExist), ReadAt past the end returns io.EOF, and an operation on a closed
 // file satisfies errors.Is(err, fs.ErrClosed).
@@ -61,6 +64,22 @@ type OSFile interface {
 // FS cannot returns an error matching errors.ErrUnsupported.
 type FSSyncer interface {
 	SyncFS(dir string) error
+}
+
+// Linker is implemented by an FS that can give a file a second name on the same
+// filesystem (a hard link): both names then refer to one file, so a write or
+// truncation through either changes what both read. A caller that links a file
+// must keep it from being changed in place afterwards (the storage package copies
+// a linked segment before it truncates it: Links tells it so).
+type Linker interface {
+	// LinkFile gives the open file f, opened through this FS, the name newname,
+	// which must not exist. Like a created name, it is durable only after SyncDir
+	// of its directory. It fails when f is not this FS's (a wrapper's file is
+	// unwrapped first), when newname is on another filesystem, or when f has no
+	// name left (it was removed); the caller then copies.
+	LinkFile(f File, newname string) error
+	// Links returns how many names the file at name has.
+	Links(name string) (int, error)
 }
 
 // FS is a filesystem.
