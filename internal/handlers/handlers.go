@@ -60,6 +60,7 @@ var apis = []api{
 	{key: 50, min: 0, max: 0, serve: (*Handlers).describeUserScramCredentials},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 55, min: 0, max: 2, serve: (*Handlers).describeQuorum},
+	{key: 57, min: 0, max: 2, serve: (*Handlers).updateFeatures},
 	{key: 60, min: 0, max: 2, serve: (*Handlers).describeCluster},
 	{key: 61, min: 0, max: 0, serve: (*Handlers).describeProducers},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
