@@ -18,10 +18,6 @@ func TestPlanElectLeaders(t *testing.T) {
 		&metadata.PartitionChangeRecord{TopicID: idOrders, Partition: 2, Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}},
 		&metadata.PartitionChangeRecord{TopicID: idLogs, Partition: 0, Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 2}})
 	ref := func(topic string, p int32) TopicPartitionRef { return TopicPartitionRef{Topic: topic, Partition: p} }
-	type result struct {
-		ref TopicPartitionRef
-		err error
-	}
 	elected := []partState{{"a", 0, 1, 2, []int32{1, 2, 3}}, {"b", 0, 1, 2, []int32{1, 2}}}
 	unchanged := []partState{{"a", 0, 2, 1, []int32{1, 2, 3}}, {"b", 0, 2, 1, []int32{1, 2}}}
 	tests := []struct {
@@ -29,14 +25,14 @@ func TestPlanElectLeaders(t *testing.T) {
 		img   *metadata.Image
 		parts []TopicPartitionRef
 		down  ShuttingDown
-		want  []result
+		want  []electResult
 		after []partState
 	}{
 		{
 			name:  "named partitions, a repeat and an unknown one",
 			img:   img,
 			parts: []TopicPartitionRef{ref("a", 0), ref("a", 1), ref("a", 2), ref("b", 0), ref("c", 0), ref("a", 7), ref("a", 0)},
-			want: []result{
+			want: []electResult{
 				{ref("a", 0), nil}, {ref("a", 1), metadata.ErrElectionNotNeeded},
 				{ref("a", 2), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), nil},
 				{ref("c", 0), metadata.ErrUnknownTopic}, {ref("a", 7), metadata.ErrUnknownTopic},
@@ -49,35 +45,27 @@ func TestPlanElectLeaders(t *testing.T) {
 			img:   img,
 			parts: []TopicPartitionRef{ref("a", 0), ref("b", 0)},
 			down:  ShuttingDown{1: true},
-			want:  []result{{ref("a", 0), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), metadata.ErrPreferredLeaderNotAvailable}},
+			want:  []electResult{{ref("a", 0), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), metadata.ErrPreferredLeaderNotAvailable}},
 			after: unchanged,
 		},
 		{
 			name:  "the preferred replica is fenced",
 			img:   apply(t, img, &metadata.FenceBrokerRecord{BrokerID: 1, Epoch: 1}),
 			parts: []TopicPartitionRef{ref("a", 0)},
-			want:  []result{{ref("a", 0), metadata.ErrPreferredLeaderNotAvailable}},
+			want:  []electResult{{ref("a", 0), metadata.ErrPreferredLeaderNotAvailable}},
 			after: unchanged,
 		},
 		{
 			name:  "every partition: those needing no election are left out",
 			img:   img,
-			want:  []result{{ref("a", 0), nil}, {ref("a", 2), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), nil}},
+			want:  []electResult{{ref("a", 0), nil}, {ref("a", 2), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), nil}},
 			after: elected,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			recs, results := PlanElectLeaders(tt.img, tt.parts, ElectPreferred, tt.down)
-			if len(results) != len(tt.want) {
-				t.Fatalf("results = %+v, want %d", results, len(tt.want))
-			}
-			for i, r := range results {
-				w := tt.want[i]
-				if r.Topic != w.ref.Topic || r.Partition != w.ref.Partition || !errors.Is(r.Err, w.err) || (w.err == nil) != (r.Err == nil) {
-					t.Errorf("result %d = %+v, want %+v", i, r, w)
-				}
-			}
+			checkElectResults(t, results, tt.want)
 			checkPartitions(t, apply(t, tt.img, recs...), tt.after)
 		})
 	}
@@ -131,21 +119,17 @@ func TestPlanElectLeadersUnclean(t *testing.T) {
 		t.Fatalf("a-0 after fencing its only ISR member = %+v, want leaderless with isr [1]", p)
 	}
 	ref := func(topic string, p int32) TopicPartitionRef { return TopicPartitionRef{Topic: topic, Partition: p} }
-	type result struct {
-		ref TopicPartitionRef
-		err error
-	}
 	tests := []struct {
 		name  string
 		parts []TopicPartitionRef
 		down  ShuttingDown
-		want  []result
+		want  []electResult
 		after []partState
 	}{
 		{
 			name:  "named partitions",
 			parts: []TopicPartitionRef{ref("a", 0), ref("a", 1), ref("a", 2), ref("b", 0), ref("c", 0), ref("a", 7), ref("a", 0)},
-			want: []result{
+			want: []electResult{
 				{ref("a", 0), nil}, {ref("a", 1), metadata.ErrElectionNotNeeded},
 				{ref("a", 2), metadata.ErrEligibleLeadersNotAvailable}, {ref("b", 0), nil},
 				{ref("c", 0), metadata.ErrUnknownTopic}, {ref("a", 7), metadata.ErrUnknownTopic},
@@ -162,27 +146,19 @@ func TestPlanElectLeadersUnclean(t *testing.T) {
 			name:  "a replica in controlled shutdown is passed over",
 			parts: []TopicPartitionRef{ref("a", 0)},
 			down:  ShuttingDown{2: true},
-			want:  []result{{ref("a", 0), nil}},
+			want:  []electResult{{ref("a", 0), nil}},
 			after: []partState{{"a", 0, 3, 2, []int32{3}}},
 		},
 		{
 			name:  "every partition: those with a leader are left out",
-			want:  []result{{ref("a", 0), nil}, {ref("a", 2), metadata.ErrEligibleLeadersNotAvailable}, {ref("b", 0), nil}},
+			want:  []electResult{{ref("a", 0), nil}, {ref("a", 2), metadata.ErrEligibleLeadersNotAvailable}, {ref("b", 0), nil}},
 			after: []partState{{"a", 0, 2, 2, []int32{2}}, {"b", 0, 2, 2, []int32{2}}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			recs, results := PlanElectLeaders(img, tt.parts, ElectUnclean, tt.down)
-			if len(results) != len(tt.want) {
-				t.Fatalf("results = %+v, want %d", results, len(tt.want))
-			}
-			for i, r := range results {
-				w := tt.want[i]
-				if r.Topic != w.ref.Topic || r.Partition != w.ref.Partition || !errors.Is(r.Err, w.err) || (w.err == nil) != (r.Err == nil) {
-					t.Errorf("result %d = %+v, want %+v", i, r, w)
-				}
-			}
+			checkElectResults(t, results, tt.want)
 			checkPartitions(t, apply(t, img, recs...), tt.after)
 		})
 	}
@@ -210,4 +186,24 @@ func TestPlanUncleanElections(t *testing.T) {
 		{"a", 2, metadata.NoLeader, 1, []int32{1}},
 		{"b", 0, 2, 2, []int32{2}},
 	})
+}
+
+// electResult is an ElectResult a test expects: the partition, and the error
+// its Err wraps (nil for none).
+type electResult struct {
+	ref TopicPartitionRef
+	err error
+}
+
+func checkElectResults(t *testing.T, got []ElectResult, want []electResult) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("results = %+v, want %d", got, len(want))
+	}
+	for i, r := range got {
+		w := want[i]
+		if r.Topic != w.ref.Topic || r.Partition != w.ref.Partition || !errors.Is(r.Err, w.err) || (w.err == nil) != (r.Err == nil) {
+			t.Errorf("result %d = %+v, want %+v", i, r, w)
+		}
+	}
 }
