@@ -130,8 +130,28 @@ func TestKafkaToolsSweep(t *testing.T) {
 			false, []string{`Avg latency: \d`}, nil},
 		{"list endpoints with fenced brokers", "kafka-cluster", slices.Concat([]string{"list-endpoints", "--include-fenced-brokers"}, bs),
 			false, []string{`(?m)^1\s+127\.0\.0\.1\s+\d+\s+null\s+unfenced\s+broker\s*$`}, nil},
+		// Each feature Strata advertises runs at one level; the others are absent.
 		{"features describe", "kafka-features", slices.Concat(bs, []string{"describe"}),
-			false, []string{`Feature: transaction\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2`}, nil},
+			false, []string{
+				`Feature: group\.version\s+SupportedMinVersion: 1\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s`,
+				`Feature: kraft\.version\s+SupportedMinVersion: 1\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s`,
+				`Feature: share\.version\s+SupportedMinVersion: 2\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s`,
+				`Feature: transaction\.version\s+SupportedMinVersion: 2\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s`,
+			}, func(t *testing.T, out string) {
+				for _, absent := range []string{"metadata.version", "eligible.leader.replicas.version", "streams.version"} {
+					if strings.Contains(out, absent) {
+						t.Errorf("kafka-features describe lists %s, which Strata does not advertise:\n%s", absent, out)
+					}
+				}
+			}},
+		{"features upgrade refused", "kafka-features", slices.Concat(bs, []string{"upgrade", "--feature", "eligible.leader.replicas.version=1"}),
+			true, []string{`Invalid update version 1 for feature eligible\.leader\.replicas\.version\. Local controller 1 does not support this feature\.`}, nil},
+		{"features downgrade refused", "kafka-features", slices.Concat(bs, []string{"downgrade", "--feature", "transaction.version=1"}),
+			true, []string{`Invalid update version 1 for feature transaction\.version\. Local controller 1 only supports versions 2\.`}, nil},
+		{"features disable refused", "kafka-features", slices.Concat(bs, []string{"disable", "--feature", "group.version"}),
+			true, []string{`Invalid update version 0 for feature group\.version\. Local controller 1 only supports versions 1\.`}, nil},
+		{"features upgrade of the metadata version refused", "kafka-features", slices.Concat(bs, []string{"upgrade", "--metadata", "4.4-IV0"}),
+			true, []string{`for feature metadata\.version\. Local controller 1 does not support this feature\.`}, nil},
 		{"client quota alter", "kafka-configs", slices.Concat(bs, []string{"--alter", "--entity-type", "clients", "--entity-name", "sweep-client", "--add-config", "consumer_byte_rate=100000"}),
 			false, []string{`Completed updating config for client sweep-client\.`}, nil},
 		{"client quota describe", "kafka-configs", slices.Concat(bs, []string{"--describe", "--entity-type", "clients"}),

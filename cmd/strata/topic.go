@@ -196,7 +196,8 @@ type partitionJSON struct {
 	// LocalSizeBytes is the size of the leader's replica on its disk (DescribeLogDirs); -1: unknown.
 	LocalSizeBytes int64 `json:"local_size_bytes"`
 	// Tiered topics only: the first offset still on the leader's disk (ListOffsets
-	// -4) and the end of what is uploaded to remote storage (-5). Offsets from
+	// -4) and the end of what is uploaded to remote storage (-6, earliest pending
+	// upload). Offsets from
 	// log_start_offset to local_log_start_offset are read from remote storage.
 	LocalLogStartOffset *int64 `json:"local_log_start_offset,omitempty"`
 	RemoteEndOffset     *int64 `json:"remote_end_offset,omitempty"`
@@ -289,7 +290,7 @@ func describeTopics(ctx context.Context, cl *kgo.Client, adm *kadm.Client, names
 	localStarts, remoteEnds := map[string]map[int32]int64{}, map[string]map[int32]int64{}
 	if len(tiered) > 0 {
 		localStarts = listOffsetsAt(ctx, cl, details, tiered, offsetEarliestLocal)
-		remoteEnds = listOffsetsAt(ctx, cl, details, tiered, offsetLatestTiered)
+		remoteEnds = listOffsetsAt(ctx, cl, details, tiered, offsetEarliestPendingUpload)
 	}
 	out := make([]describedTopicJSON, 0, len(names))
 	for _, n := range names {
@@ -345,11 +346,11 @@ func describeTopics(ctx context.Context, cl *kgo.Client, adm *kadm.Client, names
 	return out, nil
 }
 
-// ListOffsets timestamps of KIP-405: the first offset on the leader's disk, and
-// the end of what is uploaded to remote storage.
+// ListOffsets timestamps of tiered storage: the first offset on the leader's
+// disk (KIP-405), and the first offset not yet uploaded (KIP-1023).
 const (
-	offsetEarliestLocal = -4
-	offsetLatestTiered  = -5
+	offsetEarliestLocal         = -4
+	offsetEarliestPendingUpload = -6
 )
 
 // listOffsetsAt lists the offset at a special timestamp for every partition of

@@ -212,7 +212,7 @@ func TestSessionExpiryFencesAndHeartbeatUnfences(t *testing.T) {
 	}
 	var results []ElectResult
 	cl.retry(func(c *Controller) (err error) {
-		results, err = c.ElectLeaders(ctxT(t), []TopicPartitionRef{{Topic: "orders", Partition: 1}})
+		results, err = c.ElectLeaders(ctxT(t), []TopicPartitionRef{{Topic: "orders", Partition: 1}}, ElectPreferred)
 		return err
 	})
 	if len(results) != 1 || results[0].Err != nil {

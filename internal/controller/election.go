@@ -141,29 +141,81 @@ func changesForShutdown(img *metadata.Image, id int32, down ShuttingDown) []meta
 	return recs
 }
 
+// PlanUncleanElections elects leaders for the leaderless partitions of topics
+// whose unclean.leader.election.enable is true (a topic override or the
+// cluster-wide broker default): the first eligible ISR member if one is back,
+// else the first eligible replica outside the ISR, as Kafka's controller does
+// on its own. It is what turning the config on does to partitions that lost
+// their whole ISR before; fencing and unfencing elect unclean by themselves
+// (changesAfterFence, changesAfterUnfence). nil when nothing can be elected.
+func PlanUncleanElections(img *metadata.Image, down ShuttingDown) []metadata.Record {
+	ok := eligible(img, down)
+	var recs []metadata.Record
+	for _, t := range img.Topics() {
+		if !t.Config.UncleanLeaderElectionEnable {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Leader != metadata.NoLeader {
+				continue
+			}
+			leader, isr := ElectLeader(p, p.ISR, ok, true)
+			if leader == metadata.NoLeader {
+				continue
+			}
+			recs = append(recs, partitionChange(p, leader, slices.Clone(isr)))
+		}
+	}
+	return recs
+}
+
 // TopicPartitionRef names one partition.
 type TopicPartitionRef struct {
 	Topic     string
 	Partition int32
 }
 
-// ElectResult is the outcome of a preferred-leader election for one partition:
-// Err is nil when leadership moved to the preferred replica, else a metadata
-// error (ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable, ErrUnknownTopic).
+// ElectionType is the kind of election ElectLeaders runs, with Kafka's codes.
+type ElectionType int8
+
+// Election types.
+const (
+	// ElectPreferred moves leadership back to each partition's first replica.
+	ElectPreferred ElectionType = 0
+	// ElectUnclean gives a leaderless partition a leader, outside the ISR if
+	// no ISR member is live: acknowledged records only the ISR held are lost.
+	ElectUnclean ElectionType = 1
+)
+
+// ElectResult is the outcome of an election for one partition: Err is nil when
+// the partition got the leader the election wanted, else a metadata error
+// (ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
+// ErrEligibleLeadersNotAvailable, ErrUnknownTopic).
 type ElectResult struct {
 	Topic     string
 	Partition int32
 	Err       error
 }
 
-// PlanElectLeaders runs a preferred-replica election: each partition whose
-// first replica is in the ISR and eligible (live, not in controlled shutdown)
-// but does not lead moves leadership to it, raising the leader epoch and
-// keeping the ISR. parts nil means every partition; then the results leave out
-// partitions that needed no election (as Kafka does). Partitions are planned in
-// order against the image the earlier ones leave, so a repeated partition gets
+// PlanElectLeaders runs an election of type typ, as Kafka's controller does:
+//
+//   - ElectPreferred: each partition whose first replica is in the ISR and
+//     eligible (live, not in controlled shutdown) but does not lead moves
+//     leadership to it, raising the leader epoch and keeping the ISR.
+//   - ElectUnclean: each partition without a leader elects the first eligible
+//     ISR member in replica order, else the first eligible replica outside the
+//     ISR, which then becomes the whole ISR; the leader epoch rises, so the
+//     other replicas truncate to the new leader's log when they return. A
+//     partition that has a leader needs no election; one with no eligible
+//     replica gets ErrEligibleLeadersNotAvailable. The topic's
+//     unclean.leader.election.enable does not matter: the request is the
+//     operator's consent.
+//
+// parts nil means every partition; then the results leave out partitions that
+// needed no election (as Kafka does). Partitions are planned in order against
+// the image the earlier ones leave, so a repeated partition gets
 // ErrElectionNotNeeded the second time.
-func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, down ShuttingDown) ([]metadata.Record, []ElectResult) {
+func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, typ ElectionType, down ShuttingDown) ([]metadata.Record, []ElectResult) {
 	all := parts == nil
 	if all {
 		for _, t := range img.Topics() {
@@ -172,12 +224,16 @@ func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, down Shutt
 			}
 		}
 	}
+	elect := electPreferred
+	if typ == ElectUnclean {
+		elect = electUnclean
+	}
 	var (
 		recs    []metadata.Record
 		results []ElectResult
 	)
 	for _, ref := range parts {
-		rec, err := electPreferred(img, ref, down)
+		rec, err := elect(img, ref, down)
 		if rec != nil {
 			next, applyErr := metadata.ApplyAll(img, []metadata.Record{rec})
 			if err = applyErr; err == nil {
@@ -207,4 +263,20 @@ func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDow
 			metadata.ErrPreferredLeaderNotAvailable, ref.Topic, ref.Partition, preferred, p.ISR)
 	}
 	return partitionChange(p, preferred, p.ISR), nil
+}
+
+func electUnclean(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) (*metadata.PartitionChangeRecord, error) {
+	p := img.Partition(ref.Topic, ref.Partition)
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s-%d", metadata.ErrUnknownTopic, ref.Topic, ref.Partition)
+	}
+	if p.Leader != metadata.NoLeader {
+		return nil, metadata.ErrElectionNotNeeded
+	}
+	leader, isr := ElectLeader(p, p.ISR, eligible(img, down), true)
+	if leader == metadata.NoLeader {
+		return nil, fmt.Errorf("%w: %s-%d: no replica of %v is live",
+			metadata.ErrEligibleLeadersNotAvailable, ref.Topic, ref.Partition, p.Replicas)
+	}
+	return partitionChange(p, leader, slices.Clone(isr)), nil
 }

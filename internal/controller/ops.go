@@ -198,12 +198,12 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	return part, nil
 }
 
-// ElectLeaders runs a preferred-replica election for parts, or for every
+// ElectLeaders runs an election of type typ for parts, or for every
 // partition when parts is nil (PlanElectLeaders).
-func (c *Controller) ElectLeaders(ctx context.Context, parts []TopicPartitionRef) ([]ElectResult, error) {
+func (c *Controller) ElectLeaders(ctx context.Context, parts []TopicPartitionRef, typ ElectionType) ([]ElectResult, error) {
 	var results []ElectResult
 	err := c.run(ctx, func(img *metadata.Image) (recs []metadata.Record, err error) {
-		recs, results = PlanElectLeaders(img, parts, c.sessions(c.cfg.clock()).shuttingDown())
+		recs, results = PlanElectLeaders(img, parts, typ, c.sessions(c.cfg.clock()).shuttingDown())
 		return recs, nil
 	})
 	if err != nil {

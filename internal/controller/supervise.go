@@ -23,7 +23,8 @@ func (c *Controller) sessions(now time.Time) *liveness {
 // superviseBrokers runs for the controller's lifetime. Every probeInterval
 // (and whenever woken) it runs the leader watch of a follower voter
 // (leader_watch.go) and, while this node is the active controller, probes
-// suspect brokers (probe.go) and fences brokers whose session is over. Every
+// suspect brokers (probe.go), fences brokers whose session is over and elects
+// leaders for leaderless partitions of topics that allow unclean election. Every
 // LeaderImbalanceCheckInterval (if set) the active controller moves
 // leadership back to preferred replicas.
 func (c *Controller) superviseBrokers() {
@@ -52,6 +53,7 @@ func (c *Controller) superviseBrokers() {
 		if c.IsLeader() {
 			c.probeSuspects()
 			c.logDutyError("fencing expired brokers", c.fenceExpired())
+			c.logDutyError("unclean leader election", c.electUnclean())
 		}
 	}
 }
@@ -101,11 +103,35 @@ func (c *Controller) fenceExpired() error {
 	return nil
 }
 
+// electUnclean proposes PlanUncleanElections when the applied image has a
+// partition it would elect a leader for (a partition whose whole ISR was lost
+// before its topic allowed unclean election), so that the check costs no
+// proposal otherwise.
+func (c *Controller) electUnclean() error {
+	down := c.sessions(c.cfg.clock()).shuttingDown()
+	if len(PlanUncleanElections(c.Image(), down)) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ApplyTimeout)
+	defer cancel()
+	n := 0
+	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+		recs := PlanUncleanElections(img, c.sessions(c.cfg.clock()).shuttingDown())
+		n = len(recs)
+		return recs, nil
+	})
+	if err == nil && n > 0 {
+		c.log.Warn("unclean leader election: elected leaders outside the ISR (records only the lost ISR held are gone)",
+			"partitions", n)
+	}
+	return err
+}
+
 // rebalanceLeaders runs a preferred-replica election over every partition.
 func (c *Controller) rebalanceLeaders() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ApplyTimeout)
 	defer cancel()
-	results, err := c.ElectLeaders(ctx, nil)
+	results, err := c.ElectLeaders(ctx, nil, ElectPreferred)
 	moved := 0
 	for _, r := range results {
 		if r.Err == nil {

@@ -1,12 +1,17 @@
 package handlers
 
-// ListOffsets (key 2), v1-v9.
+// ListOffsets (key 2), v1-v11.
 //   v1: one offset per partition; v2: isolation level (read_committed: "latest" is
 //   the last stable offset and timestamp lookups stop there); v4: current leader
 //   epoch (fencing) and the leader epoch in the answer; v6+: flexible; v7: max
 //   timestamp (-3); v8: earliest local (-4, the local log start; earliest (-2) is the
-//   remote start on a tiered topic); v9: earliest pending upload (-5: the end of the
-//   uploaded part on a tiered topic, else none: -1).
+//   remote start on a tiered topic); v9: latest tiered (-5, KIP-1005: the last
+//   offset in the object store, -1 before the first upload or on a topic that is
+//   not tiered); v10: TimeoutMillis (KIP-1075; Strata looks remote timestamps up
+//   within its own remote read timeout and ignores it); v11: earliest pending
+//   upload (-6, KIP-1023: the first offset not yet uploaded; -1 when not tiered).
+// A special timestamp older than the request's version gets UNSUPPORTED_VERSION
+// (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11).
 // A partition asked for twice gets INVALID_REQUEST for every entry, as in Kafka.
 
 import (
@@ -42,6 +47,11 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			if v, special := listOffsetsMinVersion[rp.Timestamp]; special && req.Version < v {
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			iso, err := isolation(req.IsolationLevel)
 			var p *replica.Partition
 			if err == nil {
@@ -52,11 +62,11 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 			}
 			if err == nil {
 				var off, ts int64
+				var epoch int32
 				var found bool
-				off, ts, found, err = p.ListOffset(rp.Timestamp, iso)
+				off, ts, epoch, found, err = p.ListOffset(rp.Timestamp, iso)
 				if found {
-					sp.Offset, sp.Timestamp = off, ts
-					sp.LeaderEpoch = p.LeaderEpoch()
+					sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
 				}
 			}
 			sp.ErrorCode = errorCode(err)
@@ -65,6 +75,15 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 		resp.Topics = append(resp.Topics, st)
 	}
 	return reply(resp)
+}
+
+// listOffsetsMinVersion is the first ListOffsets version that may ask for each
+// special timestamp newer than v1.
+var listOffsetsMinVersion = map[int64]int16{
+	replica.MaxTimestamp:                   7,
+	replica.EarliestLocalTimestamp:         8,
+	replica.LatestTieredTimestamp:          9,
+	replica.EarliestPendingUploadTimestamp: 11,
 }
 
 type topicPartition struct {

@@ -1,10 +1,16 @@
 package handlers
 
-// ElectLeaders (key 43), v0-v2 (v2 flexible): preferred-replica election (moves
-// leadership back to each partition's first replica when it is live and in the
-// ISR). A null partition list means every partition. Unclean election (type 1) is
-// refused: Strata elects outside the ISR only for topics that enable
-// unclean.leader.election.enable, and then on its own.
+// ElectLeaders (key 43), v0-v2 (v1: election type; v2 flexible). A null
+// partition list means every partition (the results then leave out those that
+// needed no election).
+//   type 0, preferred: moves leadership back to each partition's first replica
+//     when it is live and in the ISR.
+//   type 1, unclean: gives each leaderless partition a leader, the first live
+//     ISR member, else the first live replica outside the ISR (which becomes
+//     the whole ISR, at a new leader epoch: records only the lost ISR held are
+//     gone). A partition with a leader gets ELECTION_NOT_NEEDED; one with no
+//     live replica ELIGIBLE_LEADERS_NOT_AVAILABLE.
+// Another type is INVALID_REQUEST.
 
 import (
 	"context"
@@ -22,7 +28,8 @@ func (h *Handlers) electLeaders(ctx context.Context, _ *protocol.ConnInfo, r *pr
 	}
 	req := r.Msg.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-	if req.ElectionType != 0 {
+	typ := controller.ElectionType(req.ElectionType)
+	if typ != controller.ElectPreferred && typ != controller.ElectUnclean {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	}
@@ -35,7 +42,7 @@ func (h *Handlers) electLeaders(ctx context.Context, _ *protocol.ConnInfo, r *pr
 			}
 		}
 	}
-	results, err := h.cluster.ElectLeaders(ctx, parts)
+	results, err := h.cluster.ElectLeaders(ctx, parts, typ)
 	if err != nil {
 		resp.ErrorCode = controllerErrorCode(err)
 		return reply(resp)

@@ -127,6 +127,7 @@ var requestChecks = map[int16]requestCheck{
 	49: clusterCheck(kmsg.ACLOperationAlterConfigs),
 	50: clusterCheck(kmsg.ACLOperationDescribe),
 	51: clusterCheck(kmsg.ACLOperationAlter),
+	57: clusterCheck(kmsg.ACLOperationAlter),
 
 	25: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
 	26: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID }),
@@ -274,6 +275,8 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.ListPartitionReassignmentsResponse:
 		resp.ErrorCode = code
 	case *kmsg.UnregisterBrokerResponse:
+		resp.ErrorCode = code
+	case *kmsg.UpdateFeaturesResponse:
 		resp.ErrorCode = code
 	case *kmsg.DescribeQuorumResponse:
 		resp.ErrorCode = code

@@ -23,7 +23,7 @@ type Cluster interface {
 	RegisterBroker(ctx context.Context, req controller.RegisterBroker) (int64, error)
 	BrokerHeartbeat(ctx context.Context, req controller.HeartbeatRequest) (controller.HeartbeatResult, error)
 	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
-	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error)
+	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef, typ controller.ElectionType) ([]controller.ElectResult, error)
 	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error)
 	UnregisterBroker(ctx context.Context, id int32) error
 	Quorum(ctx context.Context) (controller.QuorumState, error)

@@ -400,3 +400,47 @@ func TestListOffsetsDuplicates(t *testing.T) {
 		t.Fatalf("the compacted partition's latest offset is %d, want 0", offsets[3])
 	}
 }
+
+// TestListOffsetsSpecialTimestamps: each special timestamp needs the
+// ListOffsets version that introduced it (UNSUPPORTED_VERSION before, as in
+// Kafka); on a topic that is not tiered, latest tiered (-5) and earliest
+// pending upload (-6) answer offset -1 with leader epoch -1 and no error.
+func TestListOffsetsSpecialTimestamps(t *testing.T) {
+	h := newErrorsHandlers(t)
+	lo := func(version int16, ts int64) kmsg.ListOffsetsResponseTopicPartition {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(version)
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 0, ts, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return serve(t, h, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	}
+	for _, tc := range []struct {
+		version int16
+		ts      int64
+		want    *kerr.Error
+	}{
+		{6, -3, kerr.UnsupportedVersion}, {7, -3, nil},
+		{7, -4, kerr.UnsupportedVersion}, {8, -4, nil},
+		{8, -5, kerr.UnsupportedVersion}, {9, -5, nil},
+		{10, -6, kerr.UnsupportedVersion}, {11, -6, nil},
+		{1, -1, nil}, {1, -2, nil},
+	} {
+		p := lo(tc.version, tc.ts)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if p.ErrorCode != want {
+			t.Errorf("v%d timestamp %d: error %v, want %v", tc.version, tc.ts, kerr.ErrorForCode(p.ErrorCode), kerr.ErrorForCode(want))
+		}
+		if tc.want == nil && (tc.ts == -5 || tc.ts == -6) && (p.Offset != -1 || p.Timestamp != -1 || p.LeaderEpoch != -1) {
+			t.Errorf("v%d timestamp %d on a topic that is not tiered: offset %d timestamp %d epoch %d, want -1 -1 -1",
+				tc.version, tc.ts, p.Offset, p.Timestamp, p.LeaderEpoch)
+		}
+	}
+}

@@ -31,7 +31,7 @@ type api struct {
 var apis = []api{
 	{key: 0, min: 3, max: 12, serve: (*Handlers).produce},
 	{key: 1, min: 4, max: 18, serve: (*Handlers).fetch},
-	{key: 2, min: 1, max: 9, serve: (*Handlers).listOffsets},
+	{key: 2, min: 1, max: 11, serve: (*Handlers).listOffsets},
 	{key: 3, min: 0, max: 12, serve: (*Handlers).metadata},
 	{key: 10, min: 0, max: 6, serve: (*Handlers).findCoordinator},
 	{key: 19, min: 2, max: 7, serve: (*Handlers).createTopics},
@@ -60,6 +60,7 @@ var apis = []api{
 	{key: 50, min: 0, max: 0, serve: (*Handlers).describeUserScramCredentials},
 	{key: 51, min: 0, max: 0, serve: (*Handlers).alterUserScramCredentials},
 	{key: 55, min: 0, max: 2, serve: (*Handlers).describeQuorum},
+	{key: 57, min: 0, max: 2, serve: (*Handlers).updateFeatures},
 	{key: 60, min: 0, max: 2, serve: (*Handlers).describeCluster},
 	{key: 61, min: 0, max: 0, serve: (*Handlers).describeProducers},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},

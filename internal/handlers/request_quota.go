@@ -172,9 +172,9 @@ func (w waitingCluster) AlterPartition(ctx context.Context, req controller.Alter
 	return w.Cluster.AlterPartition(ctx, req)
 }
 
-func (w waitingCluster) ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef) ([]controller.ElectResult, error) {
+func (w waitingCluster) ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef, typ controller.ElectionType) ([]controller.ElectResult, error) {
 	defer startWait(ctx)()
-	return w.Cluster.ElectLeaders(ctx, parts)
+	return w.Cluster.ElectLeaders(ctx, parts, typ)
 }
 
 func (w waitingCluster) AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error) {

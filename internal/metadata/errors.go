@@ -92,6 +92,10 @@ var (
 	// ErrPreferredLeaderNotAvailable: the preferred replica is not in the ISR, or
 	// not live. PREFERRED_LEADER_NOT_AVAILABLE; retriable once it catches up.
 	ErrPreferredLeaderNotAvailable = kafkaError(kerr.PreferredLeaderNotAvailable, "preferred leader not available")
+	// ErrEligibleLeadersNotAvailable: an unclean election found no live
+	// replica of a leaderless partition. ELIGIBLE_LEADERS_NOT_AVAILABLE;
+	// retriable once a replica is back.
+	ErrEligibleLeadersNotAvailable = kafkaError(kerr.EligibleLeadersNotAvailable, "eligible leaders not available")
 	// ErrNoReassignmentInProgress: cancelling the reassignment of a partition
 	// that has none. Not retriable.
 	ErrNoReassignmentInProgress = kafkaError(kerr.NoReassignmentInProgress, "no reassignment in progress")

@@ -12,10 +12,10 @@ import (
 //   - v1+: ThrottleMillis, always 0.
 //   - v3+: flexible; the request carries the client software name and version,
 //     which must match [a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])? (else
-//     INVALID_REQUEST) and are recorded on the ConnInfo. The features are
-//     transaction.version, supported 0-2 and finalized at 2 (KIP-890's
-//     transaction protocol, Kafka 4's default; KIP-1022), which clients read to
-//     use Produce v12, TxnOffsetCommit v5 and EndTxn v5.
+//     INVALID_REQUEST) and are recorded on the ConnInfo. The supported and
+//     finalized features are Features, each at its one level. (Kafka leaves
+//     supported features whose minimum is 0 out of v3 answers, KAFKA-17011;
+//     none of Features has minimum 0, so v3 and v4 list the same.)
 //   - above apiVersionsMax: a v0 response with UNSUPPORTED_VERSION that lists only
 //     the ApiVersions range, so the client retries at that version (KIP-511).
 func (g *registry) answerApiVersions(c *ConnInfo, r *Request) (*kmsg.ApiVersionsResponse, int16) {
@@ -34,16 +34,64 @@ func (g *registry) answerApiVersions(c *ConnInfo, r *Request) (*kmsg.ApiVersions
 	}
 	resp.ApiKeys = g.apiKeys
 	if r.Version >= 3 {
-		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: transactionVersion, MinVersion: 0, MaxVersion: 2}}
-		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: transactionVersion, MinVersionLevel: 2, MaxVersionLevel: 2}}
+		resp.SupportedFeatures, resp.FinalizedFeatures = supportedFeatures, finalizedFeatures
 		resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
 	}
 	return resp, r.Version
 }
 
-// transactionVersion is the feature of the transaction protocol's version
-// (KIP-1022); level 2 is KIP-890's.
-const transactionVersion = "transaction.version"
+// Feature is a feature flag of KIP-584 at the one level Strata runs it.
+type Feature struct {
+	Name  string
+	Level int16
+}
+
+// Features are the features Strata advertises in ApiVersions (kafka-features
+// describe), each supported and finalized at one level only: Strata has no
+// other behaviour to switch to, so UpdateFeatures refuses any other level
+// (kafka-features upgrade, downgrade, disable). Each level is one whose
+// promise to clients Strata keeps, as Kafka 4.4 defines it:
+//   - group.version 1: the consumer group protocol of KIP-848
+//     (ConsumerGroupHeartbeat, ConsumerGroupDescribe);
+//   - kraft.version 1: a dynamic controller quorum (KIP-853: AddRaftVoter,
+//     RemoveRaftVoter, DescribeQuorum v2);
+//   - share.version 2: share groups (KIP-932, level 1) with dead-letter topics
+//     (KIP-1191, level 2);
+//   - transaction.version 2: KIP-890's transaction protocol (KIP-1022), which
+//     clients read to use Produce v12, TxnOffsetCommit v5 and EndTxn v5.
+//
+// Left out, so clients and kafka-features see them as unsupported:
+// metadata.version (its levels name Kafka's KRaft metadata records and
+// inter-node RPCs, which Strata does not use), eligible.leader.replicas.version
+// (no KIP-966 eligible leader replicas) and streams.version (no KIP-1071 streams
+// groups).
+var Features = []Feature{
+	{"group.version", 1},
+	{"kraft.version", 1},
+	{"share.version", 2},
+	{"transaction.version", 2},
+}
+
+// FeatureLevel is the level Strata runs feature name at, and whether it
+// advertises name at all.
+func FeatureLevel(name string) (int16, bool) {
+	for _, f := range Features {
+		if f.Name == name {
+			return f.Level, true
+		}
+	}
+	return 0, false
+}
+
+var supportedFeatures, finalizedFeatures = func() ([]kmsg.ApiVersionsResponseSupportedFeature, []kmsg.ApiVersionsResponseFinalizedFeature) {
+	var s []kmsg.ApiVersionsResponseSupportedFeature
+	var f []kmsg.ApiVersionsResponseFinalizedFeature
+	for _, ft := range Features {
+		s = append(s, kmsg.ApiVersionsResponseSupportedFeature{Name: ft.Name, MinVersion: ft.Level, MaxVersion: ft.Level})
+		f = append(f, kmsg.ApiVersionsResponseFinalizedFeature{Name: ft.Name, MinVersionLevel: ft.Level, MaxVersionLevel: ft.Level})
+	}
+	return s, f
+}()
 
 // finalizedFeaturesEpoch versions the finalized features; they never change.
 const finalizedFeaturesEpoch = 1

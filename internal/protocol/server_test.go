@@ -321,9 +321,19 @@ func TestApiVersions(t *testing.T) {
 		want := kmsg.NewPtrApiVersionsResponse()
 		want.SetVersion(v)
 		want.ApiKeys = reg.apiKeys
-		if v >= 3 { // KIP-890's transaction protocol, finalized (KIP-1022)
-			want.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
-			want.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2}}
+		if v >= 3 { // each feature supported and finalized at its one level
+			want.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{
+				{Name: "group.version", MinVersion: 1, MaxVersion: 1},
+				{Name: "kraft.version", MinVersion: 1, MaxVersion: 1},
+				{Name: "share.version", MinVersion: 2, MaxVersion: 2},
+				{Name: "transaction.version", MinVersion: 2, MaxVersion: 2},
+			}
+			want.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{
+				{Name: "group.version", MinVersionLevel: 1, MaxVersionLevel: 1},
+				{Name: "kraft.version", MinVersionLevel: 1, MaxVersionLevel: 1},
+				{Name: "share.version", MinVersionLevel: 2, MaxVersionLevel: 2},
+				{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2},
+			}
 			want.FinalizedFeaturesEpoch = 1
 		}
 		if wantBody := want.AppendTo(nil); !bytes.Equal(body, wantBody) {

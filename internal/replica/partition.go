@@ -618,20 +618,25 @@ const (
 	EarliestTimestamp              = -2
 	MaxTimestamp                   = -3
 	EarliestLocalTimestamp         = -4
-	EarliestPendingUploadTimestamp = -5
+	LatestTieredTimestamp          = -5
+	EarliestPendingUploadTimestamp = -6
 )
 
 // ListOffset answers ListOffsets for one timestamp: the earliest or latest
 // (high-water mark, or last stable offset under read_committed) offset, the record with the largest timestamp, or the first
-// offset whose timestamp is at or after ts. Found is false when no committed record
-// qualifies (Kafka then answers offset -1). While a new leader's HWM is below the
+// offset whose timestamp is at or after ts; on a tiered partition also the
+// last uploaded offset (-5) and the first not yet uploaded (-6), see
+// listOffsetTiered. Epoch is the leader epoch to answer with: the current one,
+// except for -5 and -6, where it is the epoch that wrote the offset (-1 for
+// none). Found is false when no committed record qualifies (Kafka then answers
+// offset -1). While a new leader's HWM is below the
 // start of its leadership (it inherited a HWM that may lag the one its predecessor
 // served), "latest", and any lookup that finds nothing below the HWM, fail with
 // ErrOffsetNotAvailable, as in Kafka: the answer could be lower than one a client
 // has already seen.
-func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64, found bool, err error) {
+func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64, epoch int32, found bool, err error) {
 	if !p.IsLeader() {
-		return 0, 0, false, ErrNotLeader
+		return 0, 0, -1, false, ErrNotLeader
 	}
 	hwm := p.HighWatermark()
 	var notYet error
@@ -639,8 +644,8 @@ func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64
 		notYet = ErrOffsetNotAvailable
 	}
 	if tier := p.tier.Load(); tier != nil {
-		if off, t, ok, handled, err := p.listOffsetTiered(tier, ts); handled {
-			return off, t, ok, err
+		if off, t, e, ok, handled, err := p.listOffsetTiered(tier, ts); handled {
+			return off, t, e, ok, err
 		}
 	}
 	limit := hwm
@@ -650,11 +655,11 @@ func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64
 	switch ts {
 	case LatestTimestamp:
 		if notYet != nil {
-			return 0, 0, false, notYet
+			return 0, 0, -1, false, notYet
 		}
-		return limit, -1, true, nil
+		return limit, -1, p.LeaderEpoch(), true, nil
 	case EarliestTimestamp, EarliestLocalTimestamp:
-		return p.log.LogStartOffset(), -1, true, nil
+		return p.log.LogStartOffset(), -1, p.LeaderEpoch(), true, nil
 	}
 	var off, t int64
 	var ok bool
@@ -662,18 +667,18 @@ func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64
 	case ts == MaxTimestamp:
 		off, t, err = p.log.MaxTimestamp()
 		ok = off >= 0
-	case ts < 0: // another special timestamp (-5 without a tier): none
-		return -1, -1, false, nil
+	case ts < 0: // another special timestamp (-5 and -6 without a tier): none
+		return -1, -1, -1, false, nil
 	default:
 		off, t, ok, err = p.log.OffsetForTimestamp(ts)
 	}
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, -1, false, err
 	}
 	if !ok || off >= limit {
-		return -1, -1, false, notYet
+		return -1, -1, -1, false, notYet
 	}
-	return off, t, true, nil
+	return off, t, p.LeaderEpoch(), true, nil
 }
 
 // DeleteRecords moves the log start offset up to offset (-1: the high-water mark)

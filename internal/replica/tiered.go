@@ -198,28 +198,61 @@ func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, r
 	return res, nil
 }
 
-// listOffsetTiered answers the ListOffsets lookups a tier changes; handled is
-// false for the rest.
-func (p *Partition) listOffsetTiered(tier *storage.Tier, ts int64) (offset, timestamp int64, found, handled bool, err error) {
+// listOffsetTiered answers the ListOffsets lookups a tiered partition answers
+// differently, as Kafka 4.4 does; handled is false for the others:
+//   - earliest (-2): the remote log start;
+//   - latest tiered (-5, KIP-1005): the last uploaded offset and the epoch that
+//     wrote it, or -1 and -1 before the first upload;
+//   - earliest pending upload (-6, KIP-1023): the offset after the last
+//     uploaded one (at least the log start) and its epoch; before the first
+//     upload, the log start while nothing was deleted below the local log,
+//     else -1;
+//   - a timestamp: the first remote record at or after it, if any is remote.
+func (p *Partition) listOffsetTiered(tier *storage.Tier, ts int64) (offset, timestamp int64, epoch int32, found, handled bool, err error) {
 	switch ts {
 	case EarliestTimestamp:
-		return tier.LogStartOffset(), -1, true, true, nil
+		return tier.LogStartOffset(), -1, p.LeaderEpoch(), true, true, nil
+	case LatestTieredTimestamp:
+		off, e := tier.LastUploaded()
+		return off, -1, e, true, true, nil
 	case EarliestPendingUploadTimestamp:
-		return tier.UploadedEnd(), -1, true, true, nil
+		last, _ := tier.LastUploaded()
+		start := tier.LogStartOffset()
+		if last < 0 {
+			if start != p.log.LogStartOffset() {
+				return -1, -1, -1, true, true, nil
+			}
+			return start, -1, epochAt(p.log.Epochs(), start), true, true, nil
+		}
+		off := max(last+1, start)
+		return off, -1, epochAt(p.log.Epochs(), off), true, true, nil
 	}
 	if ts < 0 {
-		return 0, 0, false, false, nil
+		return 0, 0, -1, false, false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
 	defer cancel()
 	off, t, ok, err := tier.OffsetForTimestamp(ctx, ts)
 	switch {
 	case err != nil:
-		return 0, 0, false, true, err
+		return 0, 0, -1, false, true, err
 	case !ok:
-		return 0, 0, false, false, nil // every remote record is older: look locally
+		return 0, 0, -1, false, false, nil // every remote record is older: look locally
 	}
-	return off, t, true, true, nil
+	return off, t, p.LeaderEpoch(), true, true, nil
+}
+
+// epochAt is the leader epoch that wrote offset off according to the epoch
+// entries (ascending start offsets), or -1 when off is below the first.
+func epochAt(entries []storage.EpochEntry, off int64) int32 {
+	epoch := int32(-1)
+	for _, e := range entries {
+		if e.StartOffset > off {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
 }
 
 // deleteRecordsTiered moves the remote start first (the manifest), then the local

@@ -24,8 +24,9 @@ import (
 // TestTieredPartition drives a tiered single-replica leader through the
 // Manager's upload and cleaner passes: local retention deletes only what is
 // uploaded, a fetch below the local start is served from the store,
-// ListOffsets -2/-4/-5 answer the remote start, the local start and the
-// uploaded end, and DeleteRecords moves the remote start.
+// ListOffsets -2/-4/-5/-6 answer the remote start, the local start, the last
+// uploaded offset and the first not uploaded (before the first upload: none,
+// and the log start), and DeleteRecords moves the remote start.
 func TestTieredPartition(t *testing.T) {
 	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
 	if err != nil {
@@ -60,6 +61,23 @@ func TestTieredPartition(t *testing.T) {
 	if p.LogStartOffset() != 0 {
 		t.Fatalf("local start %d before any upload", p.LogStartOffset())
 	}
+	type listed struct {
+		ts, want int64
+		epoch    int32
+	}
+	checkListed := func(when string, tcs []listed) {
+		t.Helper()
+		for _, tc := range tcs {
+			off, _, epoch, found, err := p.ListOffset(tc.ts, ReadUncommitted)
+			if err != nil || !found || off != tc.want || epoch != tc.epoch {
+				t.Errorf("%s: ListOffset(%d) = %d epoch %d, %v, %v; want %d epoch %d", when, tc.ts, off, epoch, found, err, tc.want, tc.epoch)
+			}
+		}
+	}
+	checkListed("before any upload", []listed{
+		{LatestTieredTimestamp, -1, -1},
+		{EarliestPendingUploadTimestamp, 0, 0},
+	})
 	m.uploadOnce(context.Background(), p, &tierUploadState{tier: tier, epoch: -1})
 	m.cleanTiered(p, tier)
 	local := p.LogStartOffset()
@@ -74,15 +92,16 @@ func TestTieredPartition(t *testing.T) {
 	if h, _ := batch.ParseHeader(res.Remote); h.BaseOffset != 0 {
 		t.Fatalf("remote fetch starts at %d", h.BaseOffset)
 	}
-	for _, tc := range []struct{ ts, want int64 }{
-		{EarliestTimestamp, 0},
-		{EarliestLocalTimestamp, local},
-		{EarliestPendingUploadTimestamp, tier.UploadedEnd()},
-	} {
-		if off, _, found, err := p.ListOffset(tc.ts, ReadUncommitted); err != nil || !found || off != tc.want {
-			t.Errorf("ListOffset(%d) = %d, %v, %v; want %d", tc.ts, off, found, err, tc.want)
-		}
+	uploaded := tier.UploadedEnd()
+	if uploaded <= 0 || uploaded >= 120 {
+		t.Fatalf("uploaded end %d after an upload pass", uploaded)
 	}
+	checkListed("after an upload", []listed{
+		{EarliestTimestamp, 0, 0},
+		{EarliestLocalTimestamp, local, 0},
+		{LatestTieredTimestamp, uploaded - 1, 0},
+		{EarliestPendingUploadTimestamp, uploaded, 0},
+	})
 
 	if start, err := p.DeleteRecords(10); err != nil || start != 10 {
 		t.Fatalf("DeleteRecords(10) = %d, %v", start, err)

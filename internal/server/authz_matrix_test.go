@@ -337,6 +337,13 @@ var authzMatrix = map[int16]matrixCase{
 	}, topicDenied, func(r kmsg.Response) int16 {
 		return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
 	}},
+	57: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrUpdateFeaturesRequest()
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType = "group.version", 1, 1 // its level: a no-op
+		r.FeatureUpdates = append(r.FeatureUpdates, u)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.UpdateFeaturesResponse).ErrorCode }},
 	64: {func([16]byte) kmsg.Request { r := kmsg.NewPtrUnregisterBrokerRequest(); r.BrokerID = 99; return r },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode }},
 	// The client finds the id's coordinator first: DESCRIBE on the

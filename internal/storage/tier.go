@@ -235,6 +235,25 @@ func (t *Tier) UploadedEnd() int64 {
 	return t.mu.m.End
 }
 
+// LastUploaded is the highest offset the object store holds and the leader
+// epoch that wrote it (KIP-1005's latest tiered offset), or -1 and -1 when it
+// holds no segment (before the first upload, or once remote retention has
+// deleted every uploaded one).
+func (t *Tier) LastUploaded() (offset int64, epoch int32) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	segs := t.mu.m.Segments
+	if len(segs) == 0 {
+		return -1, -1
+	}
+	last := segs[len(segs)-1]
+	epoch = -1
+	if n := len(last.Epochs); n > 0 {
+		epoch = last.Epochs[n-1].Epoch
+	}
+	return last.Next - 1, epoch
+}
+
 // closedEndAtOrBelow returns the end of the last closed segment that ends at or
 // below limit (the log start offset when there is none): uploads take whole
 // segments.
