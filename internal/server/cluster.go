@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/handlers"
@@ -170,6 +172,14 @@ func (n *Node) registerAnyVoter(ctx context.Context, reg controller.RegisterBrok
 	voters, err := n.cfg.Voters()
 	if err != nil {
 		return 0, permanent(err)
+	}
+	// A node promoted to a voter since its --controllers were written knows
+	// the active controller from its own Raft state, which may be none of
+	// those voters (it may be itself).
+	if n.ctrl != nil {
+		if id, addr, ok := n.ctrl.LeaderAddr(); ok && !slices.ContainsFunc(voters, func(v config.Voter) bool { return v.Addr == addr }) {
+			voters = append(voters, config.Voter{ID: id, Addr: addr})
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, registerTryTimeout)
 	defer cancel() // ends the requests to the voters that have not answered
