@@ -23,7 +23,8 @@ import (
 // every node), each step bounded:
 //
 //  1. RSS of the broker processes, then a CreateTopics of one topic of N
-//     partitions; the time from the request until a Metadata answer shows a
+//     partitions (in steps of partitionsPerRequest: CreateTopics, then
+//     CreatePartitions); the time from the request until a Metadata answer shows a
 //     leader for every partition; RSS again, and the growth per partition.
 //  2. Metadata latency: p50 and p99 of back-to-back requests for every topic
 //     and for one one-partition topic, on one connection.
@@ -199,7 +200,7 @@ func createLeaded(ctx context.Context, cl *kgo.Client, topic string, partitions 
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(partitionsCreateBound.Milliseconds())
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, rf
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, min(partitions, partitionsPerRequest), rf
 	req.Topics = append(req.Topics, rt)
 	began := time.Now()
 	resp, err := req.RequestWith(ctx, cl)
@@ -212,6 +213,12 @@ func createLeaded(ctx context.Context, cl *kgo.Client, topic string, partitions 
 			return 0, fmt.Errorf("creating %s: %w", topic, err)
 		}
 	}
+	for have := min(partitions, partitionsPerRequest); have < partitions; {
+		have = min(partitions, have+partitionsPerRequest)
+		if err := growTopic(ctx, cl, topic, have); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		led, err := countPartitions(ctx, cl, topic, leaded)
 		if err == nil && led == int(partitions) {
@@ -222,6 +229,31 @@ func createLeaded(ctx context.Context, cl *kgo.Client, topic string, partitions 
 		}
 		time.Sleep(20 * time.Millisecond) // polling another process's state
 	}
+}
+
+// partitionsPerRequest bounds the partitions one CreateTopics or
+// CreatePartitions request adds: Kafka's controller refuses a request that
+// would write more than 10,000 metadata records (POLICY_VIOLATION), so a
+// bigger topic is created in steps, on both systems alike.
+const partitionsPerRequest = 5000
+
+// growTopic raises topic's partition count to total.
+func growTopic(ctx context.Context, cl *kgo.Client, topic string, total int32) error {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.TimeoutMillis = int32(partitionsCreateBound.Milliseconds())
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, total
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("growing %s to %d partitions: %w", topic, total, err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.RequestTimedOut) {
+			return fmt.Errorf("growing %s to %d partitions: %w", topic, total, err)
+		}
+	}
+	return nil
 }
 
 // countPartitions is how many partitions of topic a Metadata answer shows
