@@ -79,7 +79,8 @@ func TestKafkaProperties(t *testing.T) {
 		t.Error("equal-durability properties do not flush every message")
 	}
 
-	three := []kafkaNode{{1, 1, 2, "/a"}, {2, 3, 4, "/b"}, {3, 5, 6, "/c"}}
+	three := []kafkaNode{{id: 1, kafkaPort: 1, controllerPort: 2, dir: "/a"}, {id: 2, kafkaPort: 3, controllerPort: 4, dir: "/b"},
+		{id: 3, kafkaPort: 5, controllerPort: 6, dir: "/c"}}
 	p = kafkaProperties(three[1], three, false)
 	for _, want := range []string{
 		"node.id=2\n",
@@ -91,6 +92,24 @@ func TestKafkaProperties(t *testing.T) {
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("node 2 of 3 lacks %q:\n%s", want, p)
+		}
+	}
+	if strings.Contains(p, "SSL") {
+		t.Errorf("properties without -tls name SSL:\n%s", p)
+	}
+
+	ssl := []kafkaNode{{id: 1, kafkaPort: 9001, controllerPort: 9002, dir: "/d", sslPort: 9003, keystore: "/k.pem"}}
+	p = kafkaProperties(ssl[0], ssl, false)
+	for _, want := range []string{
+		"listeners=PLAINTEXT://127.0.0.1:9001,SSL://127.0.0.1:9003,CONTROLLER://127.0.0.1:9002\n",
+		"advertised.listeners=PLAINTEXT://127.0.0.1:9001,SSL://127.0.0.1:9003\n",
+		"inter.broker.listener.name=PLAINTEXT\n",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL\n",
+		"ssl.keystore.type=PEM\n",
+		"ssl.keystore.location=/k.pem\n",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("SSL properties lack %q:\n%s", want, p)
 		}
 	}
 	if id := kafkaClusterID(); len(id) != 22 || id == kafkaClusterID() {
