@@ -91,20 +91,29 @@ for setting in "${settings[@]}"; do
 	sasl_ssl) server=("${tls_server[@]}" "${sasl_server[@]}") client=("${tls_client[@]}" "${sasl_client[@]}") ;;
 	esac
 	for mode in "${modes[@]}"; do rm -f "$out/$setting-$mode.json" "$out/$setting-$mode.err" "$out/$setting-$mode.cpu"; done
-	kafka=127.0.0.1:$(free_port)
-	"${pin_broker[@]}" bin/strata server --data-dir "$work/$setting" --kafka-addr "$kafka" --http-addr "127.0.0.1:$(free_port)" \
-		--controller-addr "127.0.0.1:$(free_port)" "${server[@]}" >"$work/$setting.log" 2>&1 &
-	pid=$!
 	up=false
-	for _ in $(seq 1 120); do
-		if bin/strata topic list --brokers "$kafka" --timeout 2s "${client[@]}" >/dev/null 2>&1; then
-			up=true
-			break
-		fi
-		sleep 0.5
+	# A port free when probed may be taken before the node binds it (other
+	# processes on a shared machine): a node that exits for that is started
+	# again on new ports, up to three times.
+	for _ in 1 2 3; do
+		kafka=127.0.0.1:$(free_port)
+		"${pin_broker[@]}" bin/strata server --data-dir "$work/$setting" --kafka-addr "$kafka" --http-addr "127.0.0.1:$(free_port)" \
+			--controller-addr "127.0.0.1:$(free_port)" "${server[@]}" >"$work/$setting.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 120); do
+			if bin/strata topic list --brokers "$kafka" --timeout 2s "${client[@]}" >/dev/null 2>&1; then
+				up=true
+				break
+			fi
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.5
+		done
+		if $up || ! grep -q "address already in use" "$work/$setting.log"; then break; fi
+		wait "$pid" 2>/dev/null || true
+		echo "$setting: a port was taken before the node bound it; starting it again" >&2
 	done
 	if ! $up; then
-		echo "$setting: the node did not answer within a minute; its log ends:" >&2
+		echo "$setting: the node did not answer; its log ends:" >&2
 		tail -n 5 "$work/$setting.log" >&2 || true
 		failed=1
 	else
