@@ -12,8 +12,8 @@ import (
 
 // Workloads beyond the produce/consume/e2e rows, each printed as its own table
 // under its pairing (share groups, OMB-style rate steps, fan-out, many
-// partitions, TLS). Each is off unless its flag is given; -base=false leaves out the
-// rows above, so one of these can run alone.
+// partitions, TLS). Each is off unless its flag is given; -base=false leaves out
+// the rows above, so one of these can run alone.
 
 // extraOptions are the flags of the extra workloads.
 type extraOptions struct {
