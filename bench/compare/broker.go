@@ -84,11 +84,15 @@ func (p *proc) stop() {
 
 // system is one side of the comparison: its broker processes.
 type system struct {
-	name    string
-	seeds   []string      // Kafka listeners, host:port
-	procs   []*proc       // what the harness started
-	pids    func() []int  // the broker processes whose memory counts
-	startup time.Duration // first process start to every broker answering
+	name  string
+	seeds []string // Kafka listeners, host:port
+	// sslSeeds are Kafka's SSL listeners (-tls), host:port.
+	sslSeeds []string
+	// clientOpts are what a client needs to reach seeds (TLS), nil for none.
+	clientOpts []kgo.Opt
+	procs      []*proc       // what the harness started
+	pids       func() []int  // the broker processes whose memory counts
+	startup    time.Duration // first process start to every broker answering
 }
 
 func (s *system) alive() error {
@@ -213,6 +217,10 @@ type kafkaNode struct {
 	id                        int
 	kafkaPort, controllerPort int
 	dir                       string
+	// sslPort, when not 0, is an SSL listener beside PLAINTEXT, its key and
+	// certificate read from keystore (-tls).
+	sslPort  int
+	keystore string
 }
 
 // kafkaProperties configures node n of a KRaft cluster of all; every node is a
@@ -225,15 +233,21 @@ func kafkaProperties(n kafkaNode, all []kafkaNode, flushEveryMessage bool) strin
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", v.id, v.controllerPort))
 	}
 	internalRF := min(len(all), 3) // Kafka's default is 3, which one or two nodes cannot host
+	listeners := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.kafkaPort)
+	protocols := "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+	if n.sslPort != 0 {
+		listeners += fmt.Sprintf(",SSL://127.0.0.1:%d", n.sslPort)
+		protocols += ",SSL:SSL"
+	}
 	lines := []string{
 		"process.roles=broker,controller",
 		fmt.Sprintf("node.id=%d", n.id),
 		"controller.quorum.voters=" + strings.Join(voters, ","),
-		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.kafkaPort, n.controllerPort),
-		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", n.kafkaPort),
+		fmt.Sprintf("listeners=%s,CONTROLLER://127.0.0.1:%d", listeners, n.controllerPort),
+		"advertised.listeners=" + listeners,
 		"controller.listener.names=CONTROLLER",
 		"inter.broker.listener.name=PLAINTEXT",
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"listener.security.protocol.map=" + protocols,
 		"log.dirs=" + filepath.Join(n.dir, "data"),
 		"num.partitions=1",
 		fmt.Sprintf("offsets.topic.replication.factor=%d", internalRF),
@@ -244,6 +258,10 @@ func kafkaProperties(n kafkaNode, all []kafkaNode, flushEveryMessage bool) strin
 	}
 	if flushEveryMessage {
 		lines = append(lines, "log.flush.interval.messages=1")
+	}
+	if n.sslPort != 0 {
+		// The private key (unencrypted PKCS#8) and the certificate in one PEM file.
+		lines = append(lines, "ssl.keystore.type=PEM", "ssl.keystore.location="+n.keystore)
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
@@ -256,15 +274,18 @@ func kafkaClusterID() string {
 }
 
 // startKafka formats fresh log dirs under dir (untimed) and starts a KRaft
-// cluster of nodes nodes.
-func startKafka(ctx context.Context, java, jars, dir string, nodes int, flushEveryMessage bool) (*system, error) {
-	ports, err := freePorts(2 * nodes)
+// cluster of nodes nodes; with sec, each node also has an SSL listener.
+func startKafka(ctx context.Context, java, jars, dir string, nodes int, flushEveryMessage bool, sec *benchTLS) (*system, error) {
+	ports, err := freePorts(3 * nodes)
 	if err != nil {
 		return nil, err
 	}
 	all := make([]kafkaNode, nodes)
 	for i := range all {
-		all[i] = kafkaNode{id: i + 1, kafkaPort: ports[2*i], controllerPort: ports[2*i+1], dir: filepath.Join(dir, fmt.Sprintf("node-%d", i+1))}
+		all[i] = kafkaNode{id: i + 1, kafkaPort: ports[3*i], controllerPort: ports[3*i+1], dir: filepath.Join(dir, fmt.Sprintf("node-%d", i+1))}
+		if sec != nil {
+			all[i].sslPort, all[i].keystore = ports[3*i+2], sec.keystore
+		}
 	}
 	log4j := filepath.Join(dir, "log4j2.properties")
 	if err := os.WriteFile(log4j, []byte(kafkaLog4j), 0o644); err != nil {
@@ -288,6 +309,9 @@ func startKafka(ctx context.Context, java, jars, dir string, nodes int, flushEve
 			return nil, fmt.Errorf("formatting Kafka node %d: %w\n%s", n.id, err, out)
 		}
 		s.seeds = append(s.seeds, fmt.Sprintf("127.0.0.1:%d", n.kafkaPort))
+		if n.sslPort != 0 {
+			s.sslSeeds = append(s.sslSeeds, fmt.Sprintf("127.0.0.1:%d", n.sslPort))
+		}
 	}
 	began := time.Now()
 	for _, n := range all {
@@ -304,9 +328,13 @@ func startKafka(ctx context.Context, java, jars, dir string, nodes int, flushEve
 }
 
 // startStrata starts fresh Strata: one `strata server` with its defaults, or a
-// `strata dev cluster` of nodes nodes.
-func startStrata(ctx context.Context, bin, dir string, nodes int) (*system, error) {
+// `strata dev cluster` of nodes nodes. With sec (one node only) its Kafka
+// listener is TLS (--tls-cert-file): -tls's SSL node.
+func startStrata(ctx context.Context, bin, dir string, nodes int, sec *benchTLS) (*system, error) {
 	s := &system{name: "strata"}
+	if sec != nil && nodes != 1 {
+		return nil, errors.New("a TLS Strata node is started for -nodes 1 only")
+	}
 	if nodes == 1 {
 		ports, err := freePorts(3)
 		if err != nil {
@@ -314,11 +342,16 @@ func startStrata(ctx context.Context, bin, dir string, nodes int) (*system, erro
 		}
 		s.seeds = []string{fmt.Sprintf("127.0.0.1:%d", ports[0])}
 		began := time.Now()
-		p, err := spawn("strata", filepath.Join(dir, "strata.log"), bin, "server",
+		args := []string{"server",
 			"--data-dir", filepath.Join(dir, "data"),
 			"--kafka-addr", s.seeds[0],
 			"--http-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-			"--controller-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+			"--controller-addr", fmt.Sprintf("127.0.0.1:%d", ports[2])}
+		if sec != nil {
+			args = append(args, "--tls-cert-file", sec.certFile, "--tls-key-file", sec.keyFile)
+			s.clientOpts = sec.clientOpts()
+		}
+		p, err := spawn("strata", filepath.Join(dir, "strata.log"), bin, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -368,7 +401,7 @@ const startupBound = 120 * time.Second
 func (s *system) waitReady(ctx context.Context, began time.Time, brokers int) error {
 	deadline := began.Add(startupBound)
 	for {
-		err := probeAll(ctx, s.seeds, brokers)
+		err := probeAll(ctx, s.seeds, brokers, s.clientOpts...)
 		if err == nil {
 			s.startup = time.Since(began)
 			return nil
@@ -385,19 +418,20 @@ func (s *system) waitReady(ctx context.Context, began time.Time, brokers int) er
 	}
 }
 
-func probeAll(ctx context.Context, seeds []string, brokers int) error {
+func probeAll(ctx context.Context, seeds []string, brokers int, opts ...kgo.Opt) error {
 	for _, addr := range seeds {
-		if err := probe(ctx, addr, brokers); err != nil {
+		if err := probe(ctx, addr, brokers, opts...); err != nil {
 			return fmt.Errorf("%s: %w", addr, err)
 		}
 	}
 	return nil
 }
 
-// probe sends ApiVersions and Metadata to addr on a fresh connection.
-func probe(ctx context.Context, addr string, brokers int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(200*time.Millisecond),
-		kgo.RequestRetries(0), kgo.RetryTimeout(0))
+// probe sends ApiVersions and Metadata to addr on a fresh connection, with
+// opts (TLS) added to the client's.
+func probe(ctx context.Context, addr string, brokers int, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(200 * time.Millisecond),
+		kgo.RequestRetries(0), kgo.RetryTimeout(0)}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 
 // Workloads beyond the produce/consume/e2e rows, each printed as its own table
 // under its pairing (share groups, OMB-style rate steps, fan-out, many
-// partitions). Each is off unless its flag is given; -base=false leaves out the
-// rows above, so one of these can run alone.
+// partitions, TLS). Each is off unless its flag is given; -base=false leaves out
+// the rows above, so one of these can run alone.
 
 // extraOptions are the flags of the extra workloads.
 type extraOptions struct {
@@ -30,6 +30,7 @@ type extraOptions struct {
 	fanout          int
 	fanoutDuration  time.Duration
 	partitions      int
+	tls             bool
 	pairings        []string
 	rawShareMembers string
 	rawOMBRates     string
@@ -47,6 +48,7 @@ func (e *extraOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.fanout, "fanout", 0, "fan-out rows: unthrottled produce without readers and with this many readers of every record (0: skip them)")
 	fs.DurationVar(&e.fanoutDuration, "fanout-duration", 5*time.Second, "length of each fan-out produce run")
 	fs.IntVar(&e.partitions, "partitions", 0, "many-partitions rows (partitions.go): a topic of this many partitions, produce and consume over up to 1,000 of them, a broker restart (0: skip them)")
+	fs.BoolVar(&e.tls, "tls", false, "TLS rows (tls.go): produce and consume over PLAINTEXT and over SSL on both systems, Kafka with an SSL listener beside its PLAINTEXT one (-nodes 1 only)")
 	fs.StringVar(&e.rawPairings, "pairings", "defaults,equal", "pairings to run: defaults, equal (durability), or both")
 }
 
@@ -110,6 +112,11 @@ func runExtras(ctx context.Context, o options, p *pairing, brokers map[string]*s
 	}
 	if o.extras.partitions > 0 {
 		if err := runPartitions(ctx, o, p, brokers); err != nil {
+			return err
+		}
+	}
+	if o.extras.tls {
+		if err := runTLS(ctx, o, p, brokers); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,8 @@
 // Extra workloads, each its own table under its pairing and off unless asked for
 // (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
 // omb.go), fan-out (-fanout, fanout.go) and many partitions (-partitions,
-// partitions.go); -base=false runs them without the rows above.
+// partitions.go) and TLS (-tls, tls.go); -base=false runs them without the
+// rows above.
 package main
 
 import (
@@ -71,6 +72,7 @@ type options struct {
 	pinBrokers         string // CPUs the brokers run on (taskset -c); "" = anywhere
 	pinClient          string // CPUs this process (the load generator) runs on
 	extras             extraOptions
+	sec                *benchTLS // the certificate of the -tls rows, made by run
 }
 
 func main() {
@@ -112,6 +114,10 @@ func main() {
 	}
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
+	}
+	if o.extras.tls && o.nodes != 1 {
+		fmt.Fprintln(os.Stderr, "compare: -tls runs with -nodes 1 only")
+		os.Exit(2)
 	}
 	if o.jars == "" || o.nodes < 1 || o.rounds < 1 {
 		fmt.Fprintln(os.Stderr, "compare: -kafka-jars is required (run bench/run.sh); -nodes and -rounds must be positive")
@@ -206,6 +212,16 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("machine: %+v", rep.Machine)
 	logf("load before: %s", rep.LoadBefore)
+	if o.extras.tls {
+		dir, err := os.MkdirTemp(o.workdir, "strata-vs-kafka-tls-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if o.sec, err = newBenchTLS(ctx, dir); err != nil {
+			return err
+		}
+	}
 	for i, pc := range []struct {
 		name, kafka, note string
 		flushEach         bool
@@ -283,9 +299,9 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 	for _, sys := range order {
 		var b *system
 		if sys == "kafka" {
-			b, err = startKafka(ctx, o.java, o.jars, filepath.Join(dir, "kafka"), o.nodes, flushEach)
+			b, err = startKafka(ctx, o.java, o.jars, filepath.Join(dir, "kafka"), o.nodes, flushEach, o.sec)
 		} else {
-			b, err = startStrata(ctx, o.strata, filepath.Join(dir, "strata"), o.nodes)
+			b, err = startStrata(ctx, o.strata, filepath.Join(dir, "strata"), o.nodes, nil)
 		}
 		if err != nil {
 			return err
@@ -383,24 +399,25 @@ func consumeConfig(c bench.Config, o options, wl workload) bench.Config {
 
 // prefillConsume fills a consume workload's topic before its round is measured,
 // so no round's broker CPU includes the production (only the first round
-// produces anything).
-func prefillConsume(ctx context.Context, o options, wl workload, round int, seeds []string) error {
+// produces anything). opts (TLS) are added to the clients'.
+func prefillConsume(ctx context.Context, o options, wl workload, round int, seeds []string, opts ...kgo.Opt) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	n, err := bench.Prefill(ctx, consumeConfig(workloadConfig(o, wl, round, seeds), o, wl))
+	n, err := bench.Prefill(ctx, consumeConfig(workloadConfig(o, wl, round, seeds, opts...), o, wl))
 	if n > 0 {
 		logf("prefilled %s with %d records (untimed, not charged)", wl.slug, n)
 	}
 	return err
 }
 
-// runWorkload runs one workload once against the brokers at seeds.
-func runWorkload(ctx context.Context, o options, wl workload, round int, seeds []string) (bench.Result, error) {
-	c := workloadConfig(o, wl, round, seeds)
+// runWorkload runs one workload once against the brokers at seeds; opts (TLS)
+// are added to the clients'.
+func runWorkload(ctx context.Context, o options, wl workload, round int, seeds []string, opts ...kgo.Opt) (bench.Result, error) {
+	c := workloadConfig(o, wl, round, seeds, opts...)
 	ctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
 	defer cancel()
 	if wl.mode != "consume" {
-		if err := prime(ctx, seeds, c.Topic, c.ReplicationFactor); err != nil {
+		if err := prime(ctx, seeds, c.Topic, c.ReplicationFactor, opts...); err != nil {
 			return bench.Result{}, err
 		}
 	}
@@ -413,15 +430,16 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 	return bench.Consume(ctx, consumeConfig(c, o, wl))
 }
 
-// workloadConfig is the load generator's configuration for one run.
-func workloadConfig(o options, wl workload, round int, seeds []string) bench.Config {
+// workloadConfig is the load generator's configuration for one run, opts
+// added to its clients'.
+func workloadConfig(o options, wl workload, round int, seeds []string, opts ...kgo.Opt) bench.Config {
 	c := bench.Config{
 		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
 		Partitions: 1, ReplicationFactor: int16(o.nodes),
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
 		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1, TransactionRecords: wl.txnRecords,
 		Linger:     bench.DefaultLinger,
-		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka")},
+		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka")}, opts...),
 	}
 	if wl.mode == "e2e" {
 		c.Linger = 0 // franz-go's 10ms linger would be most of what e2e measures

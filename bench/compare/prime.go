@@ -18,17 +18,17 @@ const primeTimeout = 2 * time.Minute
 // is acknowledged by all in-sync replicas, so that a timed run measures the steady
 // state, not how long a new partition takes to get its leader and followers going
 // (seconds for a replicated topic on a loaded machine, for both brokers).
-func prime(ctx context.Context, seeds []string, topic string, rf int16) error {
-	return primePartitions(ctx, seeds, topic, 1, rf)
+func prime(ctx context.Context, seeds []string, topic string, rf int16, opts ...kgo.Opt) error {
+	return primePartitions(ctx, seeds, topic, 1, rf, opts...)
 }
 
 // primePartitions is prime for a topic of several partitions: one record is
-// acknowledged on each.
-func primePartitions(ctx context.Context, seeds []string, topic string, partitions int32, rf int16) error {
+// acknowledged on each. opts (TLS) are added to the client's.
+func primePartitions(ctx context.Context, seeds []string, topic string, partitions int32, rf int16, opts ...kgo.Opt) error {
 	ctx, cancel := context.WithTimeout(ctx, primeTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("strata-vs-kafka-prime"),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("strata-vs-kafka-prime"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 	if err != nil {
 		return err
 	}

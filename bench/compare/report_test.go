@@ -59,38 +59,53 @@ func TestFigure(t *testing.T) {
 
 func TestKafkaProperties(t *testing.T) {
 	one := []kafkaNode{{id: 1, kafkaPort: 9001, controllerPort: 9002, dir: "/d"}}
-	p := kafkaProperties(one[0], one, false)
-	for _, want := range []string{
-		"process.roles=broker,controller\n",
-		"node.id=1\n",
-		"controller.quorum.voters=1@127.0.0.1:9002\n",
-		"listeners=PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9002\n",
-		"log.dirs=/d/data\n",
-		"offsets.topic.replication.factor=1\n",
+	three := []kafkaNode{{id: 1, kafkaPort: 1, controllerPort: 2, dir: "/a"}, {id: 2, kafkaPort: 3, controllerPort: 4, dir: "/b"},
+		{id: 3, kafkaPort: 5, controllerPort: 6, dir: "/c"}}
+	ssl := []kafkaNode{{id: 1, kafkaPort: 9001, controllerPort: 9002, dir: "/d", sslPort: 9003, keystore: "/k.pem"}}
+	for _, tc := range []struct {
+		name      string
+		node      kafkaNode
+		all       []kafkaNode
+		flushEach bool
+		want      []string
+		not       []string
+	}{
+		{name: "one node", node: one[0], all: one, want: []string{
+			"process.roles=broker,controller\n",
+			"node.id=1\n",
+			"controller.quorum.voters=1@127.0.0.1:9002\n",
+			"listeners=PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9002\n",
+			"log.dirs=/d/data\n",
+			"offsets.topic.replication.factor=1\n",
+		}, not: []string{"flush", "SSL"}},
+		{name: "equal durability", node: one[0], all: one, flushEach: true, want: []string{"log.flush.interval.messages=1\n"}},
+		{name: "node 2 of 3", node: three[1], all: three, want: []string{
+			"node.id=2\n",
+			"controller.quorum.voters=1@127.0.0.1:2,2@127.0.0.1:4,3@127.0.0.1:6\n",
+			"advertised.listeners=PLAINTEXT://127.0.0.1:3\n",
+			"log.dirs=/b/data\n",
+			"offsets.topic.replication.factor=3\n",
+			"transaction.state.log.min.isr=2\n",
+		}, not: []string{"SSL"}},
+		{name: "SSL listener", node: ssl[0], all: ssl, want: []string{
+			"listeners=PLAINTEXT://127.0.0.1:9001,SSL://127.0.0.1:9003,CONTROLLER://127.0.0.1:9002\n",
+			"advertised.listeners=PLAINTEXT://127.0.0.1:9001,SSL://127.0.0.1:9003\n",
+			"inter.broker.listener.name=PLAINTEXT\n",
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL\n",
+			"ssl.keystore.type=PEM\n",
+			"ssl.keystore.location=/k.pem\n",
+		}},
 	} {
-		if !strings.Contains(p, want) {
-			t.Errorf("properties lack %q:\n%s", want, p)
+		p := kafkaProperties(tc.node, tc.all, tc.flushEach)
+		for _, want := range tc.want {
+			if !strings.Contains(p, want) {
+				t.Errorf("%s: properties lack %q:\n%s", tc.name, want, p)
+			}
 		}
-	}
-	if strings.Contains(p, "flush") {
-		t.Errorf("default properties set a flush policy:\n%s", p)
-	}
-	if !strings.Contains(kafkaProperties(one[0], one, true), "log.flush.interval.messages=1\n") {
-		t.Error("equal-durability properties do not flush every message")
-	}
-
-	three := []kafkaNode{{1, 1, 2, "/a"}, {2, 3, 4, "/b"}, {3, 5, 6, "/c"}}
-	p = kafkaProperties(three[1], three, false)
-	for _, want := range []string{
-		"node.id=2\n",
-		"controller.quorum.voters=1@127.0.0.1:2,2@127.0.0.1:4,3@127.0.0.1:6\n",
-		"advertised.listeners=PLAINTEXT://127.0.0.1:3\n",
-		"log.dirs=/b/data\n",
-		"offsets.topic.replication.factor=3\n",
-		"transaction.state.log.min.isr=2\n",
-	} {
-		if !strings.Contains(p, want) {
-			t.Errorf("node 2 of 3 lacks %q:\n%s", want, p)
+		for _, not := range tc.not {
+			if strings.Contains(p, not) {
+				t.Errorf("%s: properties hold %q:\n%s", tc.name, not, p)
+			}
 		}
 	}
 	if id := kafkaClusterID(); len(id) != 22 || id == kafkaClusterID() {

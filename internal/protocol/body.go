@@ -74,7 +74,9 @@ func (w *bodyWriter) SendFile(f *os.File, off int64, n int) error {
 // buffer, so a small range leaves with the bytes around it and a large one's
 // start with the headers before it; once that buffer is empty, the rest of a
 // large range is read tlsReadAhead at a time into a pooled chunk that is
-// handed to the connection whole (crypto/tls seals it from there), and the
+// handed to the connection whole (over TLS 1.3 crypto/tls copies each record's
+// share into its record buffer and seals it there; over TLS 1.2 it seals
+// straight from the chunk), and the
 // last piece under a buffer's length goes back through the buffer.
 func (w *bodyWriter) copyFile(f *os.File, off int64, n int) error {
 	var chunk *[]byte

@@ -50,7 +50,8 @@
 //     Responses are copied through TLS: sendfile applies to plaintext connections
 //     only. Under NewTLSListener the TLS records of the responses written between
 //     two flushes leave in few socket writes, and file ranges are read in large
-//     chunks straight into the buffer crypto/tls seals from (tlsconn.go).
+//     chunks straight into the buffer handed to crypto/tls (tlsconn.go). Kernel
+//     TLS is not used: docs/security.md says why.
 //     Before reading a frame's body the reader reserves the frame's size in a memory
 //     pool shared by all connections (MaxQueuedRequestBytes, Kafka's
 //     queued.max.request.bytes, on by default); the reservation is released once
