@@ -48,7 +48,11 @@ type Markers struct {
 	// older one than the last it wrote for the producer.
 	CoordinatorEpoch int32
 	Commit           bool
-	Partitions       []TopicPartition
+	// TransactionVersion is 2 when the coordinator bumped the epoch for the
+	// markers (KIP-1228: partitions then refuse one not above the producer's
+	// epoch), else 1; see Meta.markerVersion.
+	TransactionVersion int8
+	Partitions         []TopicPartition
 }
 
 // MarkerWriter writes markers on every partition of a transaction, retrying
@@ -489,7 +493,8 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch, Commit: m.State == PrepareCommit, Partitions: m.Partitions})
+		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch,
+			Commit: m.State == PrepareCommit, TransactionVersion: m.markerVersion(), Partitions: m.Partitions})
 		if errors.Is(err, ErrCoordinatorFenced) {
 			c.log.Warn("a newer transaction coordinator wrote markers for this producer; giving the transaction up", "transactional_id", id, "coordinator_epoch", pt.epoch)
 			return
