@@ -514,9 +514,16 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 	}()
 }
 
+// maxCompleteBackoff caps the spacing of writeCompleted's retries: a log
+// that failed (a full disk) refuses every write until it is reopened, which
+// unloads the partition and ends the retries.
+const maxCompleteBackoff = 5 * time.Second
+
 // writeCompleted appends e's completed state alone unless, within
-// CompleteDelay, the id's next state write has carried it.
+// CompleteDelay, the id's next state write has carried it. A failed write is
+// retried with a doubling backoff, logged once.
 func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry) {
+	backoff := c.cfg.RetryBackoff
 	t := time.NewTimer(c.cfg.CompleteDelay)
 	defer t.Stop()
 	select {
@@ -555,12 +562,15 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 		if err == nil || pt.ctx.Err() != nil || errors.Is(err, group.ErrNotCoordinator) {
 			return
 		}
-		c.log.Warn("writing a completed transaction", "transactional_id", id, "err", err)
+		if backoff == c.cfg.RetryBackoff {
+			c.log.Warn("writing a completed transaction; retrying", "transactional_id", id, "err", err)
+		}
 		select {
 		case <-pt.ctx.Done():
 			return
-		case <-time.After(c.cfg.RetryBackoff):
+		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, maxCompleteBackoff)
 	}
 }
 
