@@ -1,13 +1,17 @@
 package handlers
 
 // WriteTxnMarkers (key 27), v1-v2 (v1+ flexible; v0 was removed in Kafka 4.0).
-//   v2: the transaction version of the marker (KIP-1228; recorded by nothing here).
+//   v2: the transaction version of the marker (KIP-1228): a marker of version 2
+//   must carry an epoch above the producer's on the partition (its coordinator
+//   bumped the epoch), else INVALID_PRODUCER_EPOCH: a late or repeated marker
+//   cannot end the producer's next transaction. v1 accepts the equal epoch.
 // Writes a commit or abort marker (a control batch) for a producer on each listed
 // partition this broker leads, then waits for the high-water mark to pass every
 // marker (acks=all), up to writeTxnMarkersTimeout. A transaction coordinator sends
 // it to partition leaders; kafka-transactions.sh abort sends it too. Errors are per
 // partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
-// INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch),
+// INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch, or of version
+// 2 and not newer),
 // TRANSACTION_COORDINATOR_FENCED (a marker whose CoordinatorEpoch is older than
 // that of the producer's last marker on the partition: a deposed coordinator's),
 // REQUEST_TIMED_OUT.
@@ -79,7 +83,7 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 				p, err := h.leaderPartition(img, rt.Topic, index)
 				if err == nil {
 					var res replica.AppendResult
-					if res, err = p.WriteTxnMarker(marker); err == nil {
+					if res, err = p.WriteTxnMarker(marker, rm.TransactionVersion); err == nil {
 						waits = append(waits, waiting{sp, p, res.LastOffset, marker})
 					}
 				}

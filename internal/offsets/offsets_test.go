@@ -228,7 +228,7 @@ func marker(m *replica.Manager, pid int64, commit bool) error {
 	if err != nil {
 		return err
 	}
-	res, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: time.Now().UnixMilli()})
+	res, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: time.Now().UnixMilli()}, 0)
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,10 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 	// own log end may hold records the leader never committed.
 	p.highWatermark.Store(log.LogStartOffset())
 	log.SetDurableListener(func(int64) { p.maybeAdvanceHighWatermark() })
-	log.SetFailureListener(func(error) { p.resignIfFailed() })
+	log.SetFailureListener(func(error) {
+		p.resignIfFailed()
+		p.fire() // waiters for the high-water mark learn of the failure
+	})
 	return p, nil
 }
 
@@ -483,7 +486,10 @@ func (p *Partition) releaseWaiter(hw *hwmWaiter) {
 	hwmWaiters.Put(hw)
 }
 
-// WaitHighWatermark waits until the HWM reaches offset (acks=all).
+// WaitHighWatermark waits until the HWM reaches offset (acks=all). A log that
+// fails meanwhile (a full disk, a failed fsync: storage.ErrLogFailed) ends the
+// wait at once with its error: this leader commits nothing more, and the
+// caller answers a retriable error within its timeout instead of at the end.
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout time.Duration) error {
 	if p.HighWatermark() >= offset && p.isrSize.Load() >= p.Config().MinInsyncReplicas {
 		return nil
@@ -495,6 +501,9 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 	for p.HighWatermark() < offset {
 		if p.closed.Load() || !p.leader.Load() {
 			return ErrNotLeader
+		}
+		if err := p.log.Err(); err != nil {
+			return err // fail-stop: this leader commits nothing more (the failure wakes hw)
 		}
 		select {
 		case <-hw.w.C:

@@ -157,7 +157,7 @@ func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, p, b)
-	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Timestamp: now}); err != nil {
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Timestamp: now}, 0); err != nil {
 		t.Fatal(err)
 	}
 	for range 60 {
@@ -301,7 +301,7 @@ func TestTieredAbortedTxnSpansSegments(t *testing.T) {
 	}
 	mustAppend(t, p, b) // 0-2, in the first segment
 	fill(p)
-	res, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Timestamp: now}) // in the active segment
+	res, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Timestamp: now}, 0) // in the active segment
 	if err != nil {
 		t.Fatal(err)
 	}

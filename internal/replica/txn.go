@@ -150,20 +150,26 @@ func (s *txnState) forgetBelow(logStart int64) {
 }
 
 // WriteTxnMarker appends a commit or abort marker for producer m.ProducerID as
-// leader (WriteTxnMarkers). A marker from an epoch older than the producer's
-// latest on this partition is refused with ErrInvalidProducerEpoch (a zombie's
-// transaction), then one from an older coordinator epoch than the producer's
-// last marker here with ErrCoordinatorFenced (a deposed coordinator), as Kafka
-// checks them. Writing a marker for a producer with no open transaction here is
-// allowed and changes nothing but the log, as in Kafka. The caller waits for
-// the high-water mark to pass LastOffset before answering.
-func (p *Partition) WriteTxnMarker(m batch.Marker) (AppendResult, error) {
+// leader (WriteTxnMarkers). tv is the marker's transaction version
+// (WriteTxnMarkers v2, KIP-1228; 0 from older requests). A marker from an epoch
+// older than the producer's latest on this partition is refused with
+// ErrInvalidProducerEpoch (a zombie's transaction), and so is a marker of
+// transaction version 2 or above whose epoch is not above it: such a
+// coordinator bumps the epoch before it writes the markers, so a marker at the
+// producer's current epoch is a late or repeated one, and would end the
+// producer's next transaction, opened at that epoch. Then one from an older
+// coordinator epoch than the producer's last marker here is refused with
+// ErrCoordinatorFenced (a deposed coordinator), as Kafka checks them. Writing a
+// marker for a producer with no open transaction here is allowed and changes
+// nothing but the log, as in Kafka. The caller waits for the high-water mark
+// to pass LastOffset before answering.
+func (p *Partition) WriteTxnMarker(m batch.Marker, tv int8) (AppendResult, error) {
 	return p.appendTrusted(batch.BuildControl(m), func() error {
 		e, ok := p.producers.entries[m.ProducerID]
 		switch {
 		case !ok:
-		case m.ProducerEpoch < e.epoch:
-			return fmt.Errorf("%w: marker epoch %d, producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, m.ProducerID, e.epoch)
+		case m.ProducerEpoch < e.epoch, tv >= 2 && m.ProducerEpoch == e.epoch:
+			return fmt.Errorf("%w: marker epoch %d (transaction version %d), producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, tv, m.ProducerID, e.epoch)
 		case m.CoordinatorEpoch < e.coordinatorEpoch:
 			return fmt.Errorf("%w: marker from coordinator epoch %d, producer %d's last marker is from %d", ErrCoordinatorFenced, m.CoordinatorEpoch, m.ProducerID, e.coordinatorEpoch)
 		}

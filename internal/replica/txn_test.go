@@ -221,7 +221,7 @@ func mustAppend(t *testing.T, p *Partition, b []byte) AppendResult {
 
 func mustMarker(t *testing.T, p *Partition, pid int64, commit bool) {
 	t.Helper()
-	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, Commit: commit}); err != nil {
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, Commit: commit}, 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -335,11 +335,73 @@ func TestPartitionTxnBadInput(t *testing.T) {
 	// A newer epoch from the producer fences markers of the older one.
 	b, _ := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 4, ProducerEpoch: 2, Transactional: true}, []batch.Record{{Value: []byte("x")}})
 	mustAppend(t, p, b)
-	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 4, ProducerEpoch: 1, Commit: true}); !errors.Is(err, ErrInvalidProducerEpoch) {
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 4, ProducerEpoch: 1, Commit: true}, 0); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("stale marker: %v, want ErrInvalidProducerEpoch", err)
 	}
 	if got := p.LastStableOffset(); got != 0 {
 		t.Fatalf("LSO %d, want 0", got)
+	}
+}
+
+// TestMarkerEpochTransactionVersion2 (KIP-1228): a marker of transaction
+// version 2 must carry an epoch above the producer's on the partition (its
+// coordinator bumped the epoch before writing it); one at the producer's epoch
+// is a late or repeated marker and is refused, leaving the log and the open
+// transaction as they were. Older versions accept the equal epoch.
+func TestMarkerEpochTransactionVersion2(t *testing.T) {
+	const pid = 9
+	open := func(t *testing.T, p *Partition, epoch int16, seq int32) {
+		t.Helper()
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, Transactional: true}, []batch.Record{{Value: []byte("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, p, b)
+	}
+	for _, tc := range []struct {
+		name        string
+		epoch       int16 // the marker's; the open transaction is at epoch 2
+		tv          int8
+		wantErr     error
+		wantOpenTxn bool
+	}{
+		{name: "tv2 at the open epoch", epoch: 2, tv: 2, wantErr: ErrInvalidProducerEpoch, wantOpenTxn: true},
+		{name: "tv2 above it", epoch: 3, tv: 2},
+		{name: "tv1 at the open epoch", epoch: 2, tv: 1},
+		{name: "tv0 at the open epoch", epoch: 2, tv: 0},
+		{name: "tv2 below it", epoch: 1, tv: 2, wantErr: ErrInvalidProducerEpoch, wantOpenTxn: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newLeaderPartition(t, t.TempDir())
+			t.Cleanup(func() { p.close() })
+			open(t, p, 2, 0)
+			leo := p.LogEndOffset()
+			_, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: tc.epoch, Commit: true}, tc.tv)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("marker: %v, want %v", err, tc.wantErr)
+			}
+			if got := p.inTxn(pid); got != tc.wantOpenTxn {
+				t.Fatalf("transaction open %v, want %v", got, tc.wantOpenTxn)
+			}
+			if tc.wantErr != nil && p.LogEndOffset() != leo {
+				t.Fatalf("log end %d after a refused marker, want %d", p.LogEndOffset(), leo)
+			}
+		})
+	}
+	// A marker repeated after the first ended the transaction: refused at
+	// version 2, so it cannot end the transaction opened next at its epoch.
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	open(t, p, 2, 0)
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: 3, Commit: true}, 2); err != nil {
+		t.Fatal(err)
+	}
+	open(t, p, 3, 0)
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: 3, Commit: false}, 2); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("repeated marker: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if !p.inTxn(pid) {
+		t.Fatal("the repeated marker ended the next transaction")
 	}
 }
 
@@ -387,7 +449,7 @@ func TestCoordinatorEpochFencesMarkers(t *testing.T) {
 	dir := t.TempDir()
 	p := newLeaderPartition(t, dir)
 	marker := func(coordinatorEpoch int32, commit bool) error {
-		_, err := p.WriteTxnMarker(batch.Marker{ProducerID: 5, CoordinatorEpoch: coordinatorEpoch, Commit: commit})
+		_, err := p.WriteTxnMarker(batch.Marker{ProducerID: 5, CoordinatorEpoch: coordinatorEpoch, Commit: commit}, 0)
 		return err
 	}
 	mustAppend(t, p, txnBatch(t, 5, 0, 1, true)) // 0

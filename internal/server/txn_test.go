@@ -364,6 +364,59 @@ func TestGroupTransactSession(t *testing.T) {
 	})
 }
 
+// TestWriteTxnMarkersVersion2: over the wire, a WriteTxnMarkers v2 marker of
+// transaction version 2 at the producer's epoch on the partition (late or
+// repeated: KIP-1228) is INVALID_PRODUCER_EPOCH and leaves the log and the
+// open transaction as they were; one above it ends the transaction, and the
+// same marker sent again is refused.
+func TestWriteTxnMarkersVersion2(t *testing.T) {
+	ctx := context.Background()
+	cfg := nodeConfig(t.TempDir())
+	cfg.TransactionStatePartitions = 1
+	n := startNode(t, cfg)
+	cl, adm := n.client(t)
+	const topic = "tv2markers"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := txntest.ProducerID(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := func() (int64, int64) {
+		t.Helper()
+		hwm, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lso, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := hwm.Lookup(topic, 0)
+		l, _ := lso.Lookup(topic, 0)
+		return h.Offset, l.Offset
+	}
+	if err := txntest.ProduceAs(ctx, cl, topic, 0, pid, 2, 0, true, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := txntest.EndTxnV2(ctx, cl, topic, 0, pid, 2, true); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("version 2 marker at the open transaction's epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if end, stable := ends(); end != 1 || stable != 0 {
+		t.Fatalf("log end %d, last stable offset %d after the refused marker, want 1 and 0", end, stable)
+	}
+	if err := txntest.EndTxnV2(ctx, cl, topic, 0, pid, 3, true); err != nil {
+		t.Fatalf("version 2 marker above the epoch: %v", err)
+	}
+	if err := txntest.EndTxnV2(ctx, cl, topic, 0, pid, 3, false); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the marker again: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if end, stable := ends(); end != 2 || stable != 2 {
+		t.Fatalf("log end %d, last stable offset %d after the commit, want 2 and 2", end, stable)
+	}
+}
+
 // TestWriteTxnMarkersCoordinatorFenced: a partition refuses a marker from an
 // older coordinator epoch than its producer's last marker there
 // (TRANSACTION_COORDINATOR_FENCED: a deposed coordinator's late marker) and

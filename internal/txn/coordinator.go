@@ -48,7 +48,11 @@ type Markers struct {
 	// older one than the last it wrote for the producer.
 	CoordinatorEpoch int32
 	Commit           bool
-	Partitions       []TopicPartition
+	// TransactionVersion is 2 when the coordinator bumped the epoch for the
+	// markers (KIP-1228: partitions then refuse one not above the producer's
+	// epoch), else 1; see Meta.markerVersion.
+	TransactionVersion int8
+	Partitions         []TopicPartition
 }
 
 // MarkerWriter writes markers on every partition of a transaction, retrying
@@ -489,7 +493,8 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch, Commit: m.State == PrepareCommit, Partitions: m.Partitions})
+		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch,
+			Commit: m.State == PrepareCommit, TransactionVersion: m.markerVersion(), Partitions: m.Partitions})
 		if errors.Is(err, ErrCoordinatorFenced) {
 			c.log.Warn("a newer transaction coordinator wrote markers for this producer; giving the transaction up", "transactional_id", id, "coordinator_epoch", pt.epoch)
 			return
@@ -509,9 +514,16 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 	}()
 }
 
+// maxCompleteBackoff caps the spacing of writeCompleted's retries: a log
+// that failed (a full disk) refuses every write until it is reopened, which
+// unloads the partition and ends the retries.
+const maxCompleteBackoff = 5 * time.Second
+
 // writeCompleted appends e's completed state alone unless, within
-// CompleteDelay, the id's next state write has carried it.
+// CompleteDelay, the id's next state write has carried it. A failed write is
+// retried with a doubling backoff, logged once.
 func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry) {
+	backoff := c.cfg.RetryBackoff
 	t := time.NewTimer(c.cfg.CompleteDelay)
 	defer t.Stop()
 	select {
@@ -550,12 +562,15 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 		if err == nil || pt.ctx.Err() != nil || errors.Is(err, group.ErrNotCoordinator) {
 			return
 		}
-		c.log.Warn("writing a completed transaction", "transactional_id", id, "err", err)
+		if backoff == c.cfg.RetryBackoff {
+			c.log.Warn("writing a completed transaction; retrying", "transactional_id", id, "err", err)
+		}
 		select {
 		case <-pt.ctx.Done():
 			return
-		case <-time.After(c.cfg.RetryBackoff):
+		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, maxCompleteBackoff)
 	}
 }
 

@@ -24,12 +24,14 @@ type memStore struct {
 	logs    map[int32][]group.Record
 	appends int   // calls that appended: one batch each
 	fail    error // every Append fails with it while set
+	failed  []time.Time
 }
 
 func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
+		s.failed = append(s.failed, time.Now())
 		return s.fail
 	}
 	if s.logs == nil {
@@ -323,6 +325,44 @@ func TestCoordinatorStoreFailure(t *testing.T) {
 	}
 	if got := f.c.AddPartitions(ctx, "new", 0, 0, nil); got != code(kerr.InvalidProducerIDMapping) {
 		t.Fatalf("the failed init must not have created the id: %d", got)
+	}
+}
+
+// TestCompletedStateRetryBacksOff: a completed state that cannot be written
+// (the log under __transaction_state failed: it refuses every write until it
+// is reopened) is retried with a doubling backoff, not every RetryBackoff.
+func TestCompletedStateRetryBacksOff(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	const backoff = 10 * time.Millisecond
+	gate := make(chan struct{}) // the markers wait until the store fails
+	c := New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, RetryBackoff: backoff, CompleteDelay: time.Millisecond},
+		store, &memMarkers{gate: gate}, func(context.Context) (int64, error) { return 1, nil }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(c.Close)
+	if err := c.LoadPartition(ctx, 0, store.replay(0)); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, _ := c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)})
+	if got := endCode(c.EndTxn(ctx, "tx", pid, epoch, true, true)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	store.mu.Lock()
+	store.fail = errors.New("log failed")
+	store.mu.Unlock()
+	close(gate)
+	const tries = 5
+	var failed []time.Time
+	wait.For(t, "the completed state tried five times", func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		failed = slices.Clone(store.failed)
+		return len(failed) >= tries
+	})
+	// Backoffs of 10, 20, 40 and 80 ms between the five tries; at a fixed
+	// backoff they would take 40 ms.
+	if took, least := failed[tries-1].Sub(failed[0]), 15*backoff; took < least {
+		t.Fatalf("%d tries in %v, want at least %v apart (a doubling backoff)", tries, took, least)
 	}
 }
 

@@ -86,6 +86,7 @@ func (b BrokerMarkers) send(ctx context.Context, leader int32, m Markers, tps []
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.CoordinatorEpoch, rm.Committed = m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Commit
+	rm.TransactionVersion = m.TransactionVersion
 	EachTopic(tps, func(topic string, partitions []int32) {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 		t.Topic, t.Partitions = topic, partitions

@@ -61,6 +61,20 @@ func (m Meta) Answered() (int64, int16) {
 	return m.ProducerID, m.ProducerEpoch
 }
 
+// markerVersion is the transaction version the markers of Prepare state m
+// carry (KIP-1228). 2 when m's epoch is above the one the transaction's
+// batches were written at: every end of a transaction-version-2 producer
+// bumps it (EndTxn v5, and the aborts of InitProducerId and of the timeout).
+// Those aborts cannot bump past math.MaxInt16-1 (bumpEpoch), so a Prepare
+// state at that epoch may hold the batches' own epoch: its markers are sent
+// as version 1, which accepts the equal epoch.
+func (m Meta) markerVersion() int8 {
+	if m.TV2 && m.ProducerEpoch != math.MaxInt16-1 {
+		return 2
+	}
+	return 1
+}
+
 // A transition is the verdict on a request: an error code (0: accepted), the new
 // Meta to write when write is set, and whether markers must be written next.
 type transition struct {

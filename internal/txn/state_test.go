@@ -266,3 +266,38 @@ func FuzzDecodeRecord(f *testing.F) {
 		_, _, _ = decodeRecord(group.Record{Key: key, Value: value})
 	})
 }
+
+// TestMarkerVersion: the markers of a Prepare state carry transaction version 2
+// (KIP-1228: partitions refuse one whose epoch is not above the producer's)
+// only when the Prepare state's epoch is above the one the transaction's
+// batches were written at, for every way a transaction-version-2 transaction
+// ends (else a partition would refuse the marker and the transaction would
+// hang), and always then except at epoch math.MaxInt16-1, where a saturated
+// bump cannot be told from a real one.
+func TestMarkerVersion(t *testing.T) {
+	newPID := func() (int64, error) { return 99, nil }
+	for _, e := range []int16{0, 5, math.MaxInt16 - 3, math.MaxInt16 - 2, math.MaxInt16 - 1} {
+		ongoing := Meta{ProducerID: 7, ProducerEpoch: e, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: true}
+		ended, err := endTxnV2(&ongoing, 7, e, true, newPID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced, err := initProducer(&ongoing, newPID, 1000, -1, -1, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, next := range map[string]Meta{"EndTxn v5": ended.next, "InitProducerId": fenced.next, "timeout": expire(ongoing, 10)} {
+			bumped, v := next.ProducerEpoch > e, next.markerVersion()
+			switch {
+			case v == 2 && !bumped:
+				t.Errorf("%s at epoch %d: prepared at the batches' epoch with marker version 2", name, e)
+			case v != 2 && bumped && next.ProducerEpoch != math.MaxInt16-1:
+				t.Errorf("%s at epoch %d: prepared at %d with marker version %d, want 2", name, e, next.ProducerEpoch, v)
+			}
+		}
+	}
+	v1 := Meta{ProducerID: 7, ProducerEpoch: 3, State: PrepareCommit}
+	if got := v1.markerVersion(); got != 1 {
+		t.Fatalf("transaction version 1: marker version %d, want 1", got)
+	}
+}

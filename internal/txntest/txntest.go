@@ -82,9 +82,20 @@ func EndTxn(ctx context.Context, cl *kgo.Client, topic string, partition int32, 
 
 // EndTxnAt is EndTxn with the markers of a coordinator at coordinatorEpoch.
 func EndTxnAt(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, coordinatorEpoch int32, commit bool) error {
+	return writeMarker(ctx, cl, topic, partition, pid, 0, coordinatorEpoch, 0, commit)
+}
+
+// EndTxnV2 writes the marker of a transaction-version-2 coordinator (KIP-1228:
+// WriteTxnMarkers v2, transaction version 2) at producer epoch epoch, which
+// must be above the producer's on the partition.
+func EndTxnV2(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, epoch int16, commit bool) error {
+	return writeMarker(ctx, cl, topic, partition, pid, epoch, 0, 2, commit)
+}
+
+func writeMarker(ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, epoch int16, coordinatorEpoch int32, tv int8, commit bool) error {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.CoordinatorEpoch, m.Committed = pid, coordinatorEpoch, commit
+	m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed, m.TransactionVersion = pid, epoch, coordinatorEpoch, commit, tv
 	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 	mt.Topic, mt.Partitions = topic, []int32{partition}
 	m.Topics = append(m.Topics, mt)
