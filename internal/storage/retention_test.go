@@ -523,3 +523,76 @@ func TestRetentionCheckpointsOffTheAppendLock(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteRecordsDurableWithConcurrentRetention runs DeleteRecords, retention
+// passes and appends (with rolls) at once on a log of a LogDir and checks, by a
+// power-cut image taken as each DeleteRecords returns, that the start it set is
+// durable by then: retention's moves of the start make themselves durable after
+// the append lock is let go, and an overlapping DeleteRecords must not return
+// before a checkpoint holding its start is on disk.
+func TestDeleteRecordsDurableWithConcurrentRetention(t *testing.T) {
+	mem := vfs.NewMem()
+	d := openLogDir(t, mem)
+	cfg := Config{SegmentBytes: 2048, RetentionAge: -1, RetentionBytes: 16384, IndexMaxBytes: testIndexBytes}
+	l, err := d.Open("t-0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(); _ = d.Close() })
+	appendN(t, l, 40, 2, 100, 0, 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var bg sync.WaitGroup
+	errs := make(chan error, 2)
+	bg.Add(2)
+	go func() { // appends, rolling every few batches
+		defer bg.Done()
+		for ctx.Err() == nil {
+			if _, err := l.Append(mkBatch(2, 100, 0), 0); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // retention passes
+		defer bg.Done()
+		for ctx.Err() == nil {
+			if _, err := l.EnforceRetention(l.LogEndOffset()); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for i := range 20 {
+		offset := l.LogStartOffset() + 3
+		if offset > l.LogEndOffset() {
+			continue
+		}
+		if err := l.DeleteRecords(offset); err != nil {
+			t.Fatalf("DeleteRecords(%d): %v", offset, err)
+		}
+		img := mem.CrashClone()
+		d2, err := OpenLogDir(img, testLogDir, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := d2.Open("t-0", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := r.LogStartOffset()
+		r.Close()
+		d2.Close()
+		if start < offset {
+			t.Fatalf("round %d: DeleteRecords(%d) returned, a power cut then gives log start %d", i, offset, start)
+		}
+	}
+	cancel()
+	bg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+}
