@@ -90,8 +90,8 @@ func (l *Log) finishStartAdvance(gone []*segment) error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	if err := l.writable(); err != nil {
-		// Close wrote the checkpoint; the next Open deletes what lies below
-		// its start.
+		// Closed: Close wrote the checkpoint, and the next Open deletes what
+		// lies below its start. Failed: nothing more is written.
 		return err
 	}
 	if l.startMoved.Swap(false) {
