@@ -24,9 +24,10 @@
 //
 //   - file:///dir (NewFile): any mounted filesystem, through vfs. Put writes
 //     key.tmp-N, fsyncs it, renames it over key and fsyncs the directory;
-//     PutUnsynced (NameSyncer) leaves that directory fsync to a SyncNames
-//     that covers a batch of objects. LinkUnsynced (FileLinker) makes a
-//     whole local file on the same filesystem an object with a hard link,
+//     PutUnsynced (NameSyncer) leaves both fsyncs to a SyncNames that covers
+//     a batch of objects with one syncfs(2) where the vfs has it.
+//     LinkUnsynced (FileLinker) makes a whole local file on the same
+//     filesystem an object with a hard link,
 //     copying nothing; the caller keeps that file unchanged from then on. An
 //     io.SectionReader over an operating-system file (a segment) is copied by
 //     the kernel (copy_file_range on Linux), anything else in 1 MiB pieces.

@@ -3,7 +3,9 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-stream/strata/internal/remote"
@@ -105,50 +107,103 @@ func TestOpenURLs(t *testing.T) {
 	}
 }
 
-// PutUnsynced objects are whole once visible; their names survive a power cut
-// only once SyncNames covered them.
-func TestFilePutUnsyncedNamesAfterSyncNames(t *testing.T) {
-	mem := vfs.NewMem()
-	s, err := remote.NewFile(mem, "/objects")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, key := range []string{"t/0/a", "t/0/b", "t/1/c"} {
-		if err := s.PutUnsynced(ctx, key, strings.NewReader("bytes of "+key), int64(len("bytes of "+key))); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := s.Get(ctx, key, 0, -1); err != nil || string(got) != "bytes of "+key {
-			t.Fatalf("Get(%s) after PutUnsynced = %q, %v", key, got, err)
-		}
-	}
-	keysAfterCrash := func() []string {
-		t.Helper()
-		s2, err := remote.NewFile(mem.CrashClone(), "/objects")
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys, err := s2.List(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if got, err := s2.Get(ctx, k, 0, -1); err != nil || string(got) != "bytes of "+k {
-				t.Fatalf("after a power cut %s holds %q, %v", k, got, err)
+// PutUnsynced objects are visible at once and survive a power cut, whole, once
+// SyncNames covered them: with one syncfs and no fsync where the filesystem
+// has syncfs, else with an fsync of each object and of its directory.
+func TestFilePutUnsyncedDurableAfterSyncNames(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		syncFS      bool
+		wantSyncs   int // file fsyncs of the two SyncNames calls
+		wantDirs    int // directory fsyncs of the two calls
+		wantSyncFSs int
+	}{
+		{"syncfs", true, 0, 0, 2},
+		{"fsync each", false, 3, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			var counting atomic.Bool
+			var syncs, dirs, syncFSs atomic.Int64
+			fsys := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+				if !tc.syncFS && op.Kind == vfs.OpSyncFS {
+					return errors.ErrUnsupported
+				}
+				if counting.Load() {
+					switch op.Kind {
+					case vfs.OpSync:
+						syncs.Add(1)
+					case vfs.OpSyncDir:
+						dirs.Add(1)
+					case vfs.OpSyncFS:
+						syncFSs.Add(1)
+					}
+				}
+				return nil
+			}))
+			s, err := remote.NewFile(fsys, "/objects")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return keys
-	}
-	if keys := keysAfterCrash(); len(keys) != 0 {
-		t.Fatalf("unsynced names survived a power cut: %v", keys)
-	}
-	if err := s.SyncNames(ctx, "t/0/a", "t/0/b"); err != nil {
-		t.Fatal(err)
-	}
-	if keys := keysAfterCrash(); strings.Join(keys, " ") != "t/0/a t/0/b" {
-		t.Fatalf("after SyncNames of t/0 and a power cut: %v", keys)
-	}
-	if err := s.SyncNames(ctx, "../x"); !errors.Is(err, remote.ErrInvalidKey) {
-		t.Fatalf("SyncNames of a bad key: %v", err)
+			ctx := context.Background()
+			body := func(key string) string { return strings.Repeat("bytes of "+key, 1000) }
+			for _, dir := range []string{"/objects/t/0", "/objects/t/1"} { // not counted
+				if err := vfs.MkdirAllDurable(mem, dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			counting.Store(true)
+			for _, key := range []string{"t/0/a", "t/0/b", "t/1/c"} {
+				if err := s.PutUnsynced(ctx, key, strings.NewReader(body(key)), int64(len(body(key)))); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := s.Get(ctx, key, 0, -1); err != nil || string(got) != body(key) {
+					t.Fatalf("Get(%s) after PutUnsynced = %.20q, %v", key, got, err)
+				}
+			}
+			if n := syncs.Load() + dirs.Load() + syncFSs.Load(); n != 0 {
+				t.Fatalf("PutUnsynced synced %d times, want 0", n)
+			}
+			keysAfterCrash := func() []string {
+				t.Helper()
+				s2, err := remote.NewFile(mem.CrashClone(), "/objects")
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys, err := s2.List(ctx, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return keys
+			}
+			if keys := keysAfterCrash(); len(keys) != 0 {
+				t.Fatalf("unsynced objects survived a power cut: %v", keys)
+			}
+			if err := s.SyncNames(ctx, "t/0/a", "t/0/b"); err != nil {
+				t.Fatal(err)
+			}
+			if keys := keysAfterCrash(); !slices.Contains(keys, "t/0/a") || !slices.Contains(keys, "t/0/b") {
+				t.Fatalf("after SyncNames of t/0/a and t/0/b and a power cut: %v", keys)
+			}
+			if err := s.SyncNames(ctx, "t/1/c"); err != nil {
+				t.Fatal(err)
+			}
+			img, err := remote.NewFile(mem.CrashClone(), "/objects")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{"t/0/a", "t/0/b", "t/1/c"} {
+				if got, err := img.Get(ctx, key, 0, -1); err != nil || string(got) != body(key) {
+					t.Fatalf("after SyncNames and a power cut %s holds %.20q, %v", key, got, err)
+				}
+			}
+			if syncs.Load() != int64(tc.wantSyncs) || dirs.Load() != int64(tc.wantDirs) || syncFSs.Load() != int64(tc.wantSyncFSs) {
+				t.Fatalf("SyncNames: %d file fsyncs, %d directory fsyncs, %d syncfs; want %d, %d, %d",
+					syncs.Load(), dirs.Load(), syncFSs.Load(), tc.wantSyncs, tc.wantDirs, tc.wantSyncFSs)
+			}
+			if err := s.SyncNames(ctx, "../x"); !errors.Is(err, remote.ErrInvalidKey) {
+				t.Fatalf("SyncNames of a bad key: %v", err)
+			}
+		})
 	}
 }

@@ -38,17 +38,18 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
-// NameSyncer is implemented by a Store whose objects' names become durable
-// separately from their bytes (a directory of files: file://). An uploader that
-// writes a batch of objects before the one that names them all (the tier's
-// segments before its manifest) puts them with PutUnsynced and then calls
-// SyncNames once for the batch, rather than paying a directory fsync per object.
+// NameSyncer is implemented by a Store whose objects become durable separately
+// from their Put (a directory of files: file://). An uploader that writes a
+// batch of objects before the one that names them all (the tier's segments
+// before its manifest) puts them with PutUnsynced and then calls SyncNames once
+// for the batch, rather than paying the fsyncs of a Put per object.
 type NameSyncer interface {
 	// PutUnsynced is Put, except that a crash before SyncNames(key) returned
-	// nil may lose the object; never part of it: its bytes are durable
-	// before its name appears.
+	// nil may lose the object or leave it torn: the caller must not name it
+	// anywhere durable (a manifest) before then.
 	PutUnsynced(ctx context.Context, key string, r io.Reader, size int64) error
-	// SyncNames makes the objects PutUnsynced put under keys durable.
+	// SyncNames makes the objects PutUnsynced put under keys durable, bytes
+	// and names (it may make others durable too).
 	SyncNames(ctx context.Context, keys ...string) error
 }
 

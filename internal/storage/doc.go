@@ -36,7 +36,10 @@
 //
 // Every exported method is safe for concurrent use. Mutations (appends, roll,
 // truncation, retention, epoch assignment, Close) are serialised by one append
-// mutex held across their I/O. Readers see a published view (segment list, log
+// mutex held across their I/O, except retention's and DeleteRecords' second half:
+// they change the segment list and log start under it, then make the new start
+// durable and delete the files after letting it go (a checkpoint mutex orders
+// those writes). Readers see a published view (segment list, log
 // start and end offsets, durable offset, epoch cache) under a read-write mutex
 // that is never held across I/O; each segment's in-memory indexes have their own
 // lock, taken after (never while taking) the log's. A segment file is reference

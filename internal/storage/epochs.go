@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // UndefinedEpoch and UndefinedOffset are what EndOffsetForEpoch returns when it has
@@ -111,6 +112,14 @@ func (c *epochCache) truncateFromStart(start int64) bool {
 	c.entries = append(c.entries[:0], c.entries[k-1:]...)
 	c.entries[0] = kept
 	return true
+}
+
+// epochsMatchFrom reports whether a checkpoint holding saved, cut at the log
+// start as Open cuts it, gives the cache cur.
+func epochsMatchFrom(saved, cur []EpochEntry, logStart int64) bool {
+	c := epochCache{entries: slices.Clone(saved)}
+	c.truncateFromStart(logStart)
+	return slices.Equal(c.entries, cur)
 }
 
 func (c *epochCache) clone() []EpochEntry { return append([]EpochEntry(nil), c.entries...) }

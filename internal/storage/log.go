@@ -27,16 +27,29 @@ type Log struct {
 	// appendMu serialises every mutation (appends, roll, truncation, retention,
 	// epoch assignment, Close) and is held across their I/O. Fields only mutators
 	// touch live here too.
-	appendMu      sync.Mutex
-	recoveryPoint int64 // appendMu: every segment wholly below it is synced with its indexes
-	// The checkpoints as last written (appendMu), so that unchanged ones are not
-	// written again; the ok flags say whether the file is known to hold them.
+	appendMu sync.Mutex
+	// recoveryPoint: every segment wholly below it is synced with its indexes.
+	// Written under appendMu; atomic because a durable recovery checkpoint is
+	// written off appendMu (ckptMu).
+	recoveryPoint atomic.Int64
+	// The checkpoints as last written, so that unchanged ones are not written
+	// again; the ok flags say whether the file is known to hold them.
+	// savedEpochs is guarded by appendMu, savedRC by ckptMu.
 	savedEpochs   []EpochEntry
 	savedEpochsOK bool
 	savedRC       recoveryCheckpoint
 	savedRCOK     bool
-	cleaner       cleanerState // appendMu: compaction progress (cleaner checkpoint)
-	snapshots     []int64      // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
+	// ckptMu serialises the writes of the recovery checkpoint that must reach
+	// the disk before they return (and, without a LogDir, every write of its
+	// file), so that each reads the log's state after the one before it
+	// wrote: a retention pass makes its new log start durable off appendMu.
+	// appendMu, when held, is taken first.
+	ckptMu sync.Mutex
+	// startMoved is set when the log start moved and the recovery checkpoint
+	// has not been made durable since (finishStartAdvance).
+	startMoved atomic.Bool
+	cleaner    cleanerState // appendMu: compaction progress (cleaner checkpoint)
+	snapshots  []int64      // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
 
 	// cleanMu serialises compaction passes. It is taken before appendMu, which a
 	// pass holds only to plan and to swap.
@@ -406,7 +419,7 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	l.mu.Lock()
 	l.mu.segments = append(slices.Clip(l.mu.segments), s)
 	l.mu.Unlock()
-	l.recoveryPoint = s.base
+	l.recoveryPoint.Store(s.base)
 	if err := l.writeCheckpoints(false); err != nil {
 		return nil, l.fail(err)
 	}
@@ -434,7 +447,9 @@ func (l *Log) timedSync(s *segment) (time.Duration, error) {
 }
 
 // writeCheckpoints persists the leader-epoch cache, then the recovery checkpoint
-// (recovery point and log start offset), each only if it changed. Through a
+// (recovery point and log start offset), each only if it changed; the epoch
+// checkpoint not for a change below the log start alone (a retention pass's:
+// Open cuts the cache at the log start anyway). Through a
 // LogDir the recovery checkpoint goes to disk with the LogDir's next write, or
 // before this returns with durable (a change a crash must not undo: a recovery
 // point or log start that moved back, a log start that moved within a segment).
@@ -442,16 +457,35 @@ func (l *Log) timedSync(s *segment) (time.Duration, error) {
 func (l *Log) writeCheckpoints(durable bool) error {
 	l.mu.RLock()
 	epochs := l.mu.epochs.clone()
-	rc := recoveryCheckpoint{RecoveryPoint: l.recoveryPoint, LogStartOffset: l.mu.logStart}
+	logStart := l.mu.logStart
 	l.mu.RUnlock()
-	if !l.savedEpochsOK || !slices.Equal(epochs, l.savedEpochs) {
+	if !l.savedEpochsOK || !epochsMatchFrom(l.savedEpochs, epochs, logStart) {
 		if err := writeSideFile(l.fsys, l.dir, epochCheckpointName, encodeEpochs(epochs)); err != nil {
 			return err
 		}
 		l.savedEpochs, l.savedEpochsOK = epochs, true
 	}
+	return l.writeRecoveryCheckpoint(durable)
+}
+
+// writeRecoveryCheckpoint persists the recovery point and log start offset as
+// writeCheckpoints does. It may run without appendMu (after retention moved the
+// log start, with durable), so it reads them itself, under ckptMu when it writes
+// the file or waits for the disk.
+func (l *Log) writeRecoveryCheckpoint(durable bool) error {
+	if l.logDir != nil && !durable {
+		return l.logDir.setRecovery(l.name, l.recoveryState(), false, false)
+	}
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	return l.writeRecoveryCheckpointLocked(durable)
+}
+
+// writeRecoveryCheckpointLocked is writeRecoveryCheckpoint with ckptMu held.
+func (l *Log) writeRecoveryCheckpointLocked(durable bool) error {
+	rc := l.recoveryState()
 	if l.logDir != nil {
-		return l.logDir.setRecovery(l.name, rc, false, durable)
+		return l.logDir.setRecovery(l.name, rc, false, true)
 	}
 	if l.savedRCOK && rc == l.savedRC {
 		return nil
@@ -461,6 +495,13 @@ func (l *Log) writeCheckpoints(durable bool) error {
 	}
 	l.savedRC, l.savedRCOK = rc, true
 	return nil
+}
+
+// recoveryState returns the recovery checkpoint of the log as it is now.
+func (l *Log) recoveryState() recoveryCheckpoint {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return recoveryCheckpoint{RecoveryPoint: l.recoveryPoint.Load(), LogStartOffset: l.mu.logStart}
 }
 
 // WaitDurable returns nil once every offset up to and including offset is fsynced.
@@ -641,6 +682,11 @@ func (l *Log) Close() error {
 	l.mu.segments = nil
 	l.notifyLocked()
 	l.mu.Unlock()
+	// A retention pass still making its log start durable and deleting its
+	// segments (finishStartAdvance) finishes before Close returns; one that
+	// had not begun finds the log closed and leaves them to the next Open.
+	l.ckptMu.Lock()
+	l.ckptMu.Unlock()
 	for _, s := range segs {
 		s.release()
 	}
@@ -655,7 +701,7 @@ func (l *Log) shutdownCleanly() error {
 	if err := l.syncSegment(s); err != nil {
 		return err
 	}
-	l.recoveryPoint = l.mu.leo
+	l.recoveryPoint.Store(l.mu.leo)
 	if err := l.writeCheckpoints(false); err != nil {
 		return err
 	}

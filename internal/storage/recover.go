@@ -73,7 +73,7 @@ func (l *Log) load() error {
 		}
 		l.mu.segments = []*segment{s}
 		l.mu.logStart, l.mu.leo, l.mu.durable = start, start, start
-		l.recoveryPoint = start
+		l.recoveryPoint.Store(start)
 		if rcErr == nil && epErr == nil {
 			l.mu.epochs.entries = slices.Clone(epochs)
 			l.mu.epochs.truncateFromEnd(start)
@@ -88,7 +88,7 @@ func (l *Log) load() error {
 	if clean {
 		last.next = marker.LogEndOffset
 		l.mu.epochs.entries = slices.Clone(epochs)
-		l.recoveryPoint = rc.RecoveryPoint
+		l.recoveryPoint.Store(rc.RecoveryPoint)
 		if err := l.loadTrusted(segs); err != nil {
 			return err
 		}
@@ -131,8 +131,8 @@ func (l *Log) load() error {
 		// Every sealed segment scanned is synced with its indexes; the active
 		// segment's indexes are not on disk. Nothing needs writing unless that
 		// moved the recovery point: the next recovery reads the same segments.
-		l.recoveryPoint = l.active().base
-		if l.recoveryPoint != rp {
+		l.recoveryPoint.Store(l.active().base)
+		if l.recoveryPoint.Load() != rp {
 			if err := l.writeCheckpoints(false); err != nil {
 				return err
 			}

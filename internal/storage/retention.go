@@ -10,37 +10,47 @@ import (
 // DeleteRecords advances the log start offset to offset (Kafka's DeleteRecords;
 // the caller checks offset <= the high-water mark) and deletes the segments that
 // lie wholly below it. The new start is checkpointed before any file goes, so a
-// crash never exposes records below it. Moving the start backwards is a no-op.
+// crash never exposes records below it, and before DeleteRecords returns.
+// Moving the start backwards is a no-op.
 func (l *Log) DeleteRecords(offset int64) error {
-	var gone []*segment
-	defer func() { releaseSegments(gone) }() // after appendMu is let go
+	gone, err := l.deleteRecords(offset)
+	if err != nil {
+		return err
+	}
+	return l.finishStartAdvance(gone)
+}
+
+func (l *Log) deleteRecords(offset int64) ([]*segment, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
-		return err
+		return nil, err
 	}
 	if offset > l.mu.leo || offset < 0 {
-		return fmt.Errorf("%w: delete records below %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.mu.logStart, l.mu.leo)
+		return nil, fmt.Errorf("%w: delete records below %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.mu.logStart, l.mu.leo)
 	}
 	if offset <= l.mu.logStart {
-		return nil
+		return nil, nil
 	}
-	var err error
-	if gone, err = l.advanceStartLocked(offset, 0); err != nil {
-		return l.fail(err)
+	gone, err := l.advanceStartLocked(offset, 0)
+	if err != nil {
+		return nil, l.fail(err)
 	}
-	return nil
+	return gone, nil
 }
 
-// advanceStartLocked moves the log start offset to start and deletes the first
-// dropFirst segments plus any others wholly below start. If that would delete the
-// active segment, a new empty one is rolled first (as Kafka does). appendMu held.
+// advanceStartLocked moves the log start offset to start and takes the first
+// dropFirst segments plus any others wholly below start out of the segment
+// list, which it returns. If that would take the active segment, a new empty
+// one is rolled first (as Kafka does). appendMu held.
 //
-// The deleted segments leave the list, their logs are renamed to .deleted and
-// their indexes removed here; closing and removing the .deleted files is left
-// to the caller, which passes the returned segments to releaseSegments once it
-// has let go of appendMu: a retention pass over many small segments spent most
-// of its time there (95 segments of 1 MiB: about 0.5 s), and appends waited.
+// Nothing else is done under appendMu: the caller lets it go and then calls
+// finishStartAdvance, which makes the new start durable and only then deletes
+// the segments. Each step's fsyncs (the recovery checkpoint's file and
+// directory) used to hold up appends, as did closing and removing the files (a
+// pass over 95 segments of 1 MiB: about 0.5 s). Until the start is durable a
+// crash brings the old start back with every segment still there, as a crash
+// before the pass would have.
 func (l *Log) advanceStartLocked(start int64, dropFirst int) ([]*segment, error) {
 	segs := l.mu.segments
 	k := dropFirst
@@ -59,22 +69,44 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) ([]*segment, error)
 		start = max(start, segs[k].base)
 	}
 	l.mu.logStart = max(l.mu.logStart, start)
+	// The epoch checkpoint is not rewritten for this: Open cuts the cache at
+	// the checkpointed log start (writeCheckpoints).
 	l.mu.epochs.truncateFromStart(l.mu.logStart)
 	l.mu.Unlock()
-	if err := l.writeCheckpoints(true); err != nil {
-		return nil, err
+	l.startMoved.Store(true)
+	return segs[:k], nil
+}
+
+// finishStartAdvance is the second half of a move of the log start
+// (advanceStartLocked), run after appendMu is let go: it makes the recovery
+// checkpoint, with the new start, durable, then renames the segments that left
+// the list to .deleted and removes their indexes, and releases them (each file
+// is closed and removed once no Chunk holds it). The renames need no directory
+// fsync: a recovery that finds a segment wholly below the durable start again
+// deletes it. Moves of the start that overlap share a checkpoint write
+// (ckptMu: each reads the log start after the previous write).
+func (l *Log) finishStartAdvance(gone []*segment) error {
+	defer releaseSegments(gone)
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	if err := l.writable(); err != nil {
+		// Closed: Close wrote the checkpoint, and the next Open deletes what
+		// lies below its start. Failed: nothing more is written.
+		return err
 	}
-	gone := segs[:k]
+	if l.startMoved.Swap(false) {
+		if err := l.writeRecoveryCheckpointLocked(true); err != nil {
+			return l.fail(err)
+		}
+	}
 	if len(gone) == 0 {
-		return nil, nil
+		return nil
 	}
-	// No directory fsync under the append lock: the start is durable, and a
-	// recovery that finds a segment wholly below it again deletes it.
 	if err := l.renameDeletedUnsynced(gone); err != nil {
-		return nil, err
+		return l.fail(err)
 	}
 	l.stats.segmentsDeleted.Add(int64(len(gone)))
-	return gone, nil
+	return nil
 }
 
 // releaseSegments drops the log's reference to segments that left it: each
@@ -101,12 +133,20 @@ func (l *Log) EnforceRetention(highWatermark int64) (int, error) {
 // enforceRetention is EnforceRetention with the age and size limits given
 // (negative: none); a tier passes its local ones.
 func (l *Log) enforceRetention(highWatermark int64, retentionAge time.Duration, retentionBytes int64) (int, error) {
-	var gone []*segment
-	defer func() { releaseSegments(gone) }() // after appendMu is let go
+	gone, err := l.retainLocked(highWatermark, retentionAge, retentionBytes)
+	if err != nil || len(gone) == 0 {
+		return 0, err
+	}
+	return len(gone), l.finishStartAdvance(gone)
+}
+
+// retainLocked picks the segments enforceRetention deletes and takes them out of
+// the list (advanceStartLocked).
+func (l *Log) retainLocked(highWatermark int64, retentionAge time.Duration, retentionBytes int64) ([]*segment, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	segs := l.mu.segments
 	leo, logStart := l.mu.leo, l.mu.logStart
@@ -143,17 +183,17 @@ func (l *Log) enforceRetention(highWatermark int64, retentionAge time.Duration, 
 		}
 	}
 	if k == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	start := leo
 	if k < len(segs) {
 		start = segs[k].base
 	}
-	var err error
-	if gone, err = l.advanceStartLocked(start, k); err != nil {
-		return 0, l.fail(err)
+	gone, err := l.advanceStartLocked(start, k)
+	if err != nil {
+		return nil, l.fail(err)
 	}
-	return k, nil
+	return gone, nil
 }
 
 // newestTimestamp is the segment's largest timestamp in milliseconds, or its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -379,5 +380,219 @@ func TestRetentionDeletesWithoutDirectorySync(t *testing.T) {
 		if base, ok := parseSegmentName(name); ok && base < start {
 			t.Fatalf("%s below the log start %d is back after recovery: %v", name, start, names)
 		}
+	}
+}
+
+// TestRetentionCheckpointsOffTheAppendLock holds retention's write of the
+// recovery checkpoint (the new log start) inside its fsync and checks that
+// appends go on meanwhile, that a power cut at that moment brings back the old
+// start with every record (no segment was deleted before the start was
+// durable), and that a power cut after the pass keeps the new start with no
+// segment below it and the epoch cache cut there although retention did not
+// rewrite the epoch checkpoint. For logs with their own checkpoint files and
+// logs of a LogDir.
+func TestRetentionCheckpointsOffTheAppendLock(t *testing.T) {
+	const name = "topic-0"
+	cfg := Config{SegmentBytes: 4096, RetentionAge: -1, RetentionBytes: 8192, IndexMaxBytes: testIndexBytes}
+	for _, tc := range []struct {
+		name     string
+		ckptFile string // the file the recovery checkpoint goes to
+		open     func(t *testing.T, fsys vfs.FS) *Log
+	}{
+		{"own files", recoveryCheckpointName, func(t *testing.T, fsys vfs.FS) *Log {
+			return openLog(t, fsys, cfg)
+		}},
+		{"log dir", dirRecoveryName, func(t *testing.T, fsys vfs.FS) *Log {
+			d := openLogDir(t, fsys)
+			l, err := d.Open(name, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close(); _ = d.Close() })
+			return l
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			var armed atomic.Bool
+			entered := make(chan struct{}, 1)
+			unblock := make(chan struct{})
+			var once sync.Once
+			release := func() { once.Do(func() { close(unblock) }) }
+			fsys := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+				if armed.Load() && op.Kind == vfs.OpSync && op.Path == filepath.Join(filepath.Dir(op.Path), tc.ckptFile+tmpSuffix) {
+					select {
+					case entered <- struct{}{}:
+					default:
+					}
+					<-unblock
+				}
+				return nil
+			}))
+			l := tc.open(t, fsys)
+			t.Cleanup(release) // before the log's Close
+			if err := l.AssignEpoch(1, 0); err != nil {
+				t.Fatal(err)
+			}
+			batches := appendN(t, l, 30, 2, 300, 0, 1)
+			if err := l.AssignEpoch(2, l.LogEndOffset()); err != nil {
+				t.Fatal(err)
+			}
+			batches = append(batches, appendN(t, l, 30, 2, 300, 0, 2)...)
+			if err := l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1); err != nil {
+				t.Fatal(err)
+			}
+			// The next append must not roll: without a LogDir a roll writes the
+			// recovery checkpoint file, so it waits for retention's write.
+			l.appendMu.Lock()
+			_, err := l.rollLocked(time.Now())
+			l.appendMu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			leo := l.LogEndOffset()
+
+			armed.Store(true)
+			type result struct {
+				n   int
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				n, err := l.EnforceRetention(leo)
+				done <- result{n, err}
+			}()
+			select {
+			case <-entered:
+			case r := <-done:
+				t.Fatalf("retention returned %d, %v without writing the recovery checkpoint", r.n, r.err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("retention never wrote the recovery checkpoint")
+			}
+
+			// A power cut now: the old start, every record.
+			before := tc.open(t, mem.CrashClone())
+			if before.LogStartOffset() != 0 || before.LogEndOffset() != leo {
+				t.Fatalf("power cut during the checkpoint write: [%d, %d), want [0, %d)", before.LogStartOffset(), before.LogEndOffset(), leo)
+			}
+			sameBatches(t, readAll(t, before), batches)
+
+			appended := make(chan error, 1)
+			go func() {
+				_, err := l.Append(mkBatch(2, 300, 0), 2)
+				appended <- err
+			}()
+			select {
+			case err := <-appended:
+				if err != nil {
+					t.Fatalf("Append: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Append waited for retention's checkpoint fsync")
+			}
+			release()
+			r := <-done
+			if r.err != nil || r.n < 3 {
+				t.Fatalf("EnforceRetention = %d, %v; want at least 3 segments", r.n, r.err)
+			}
+			start := l.LogStartOffset()
+			if err := l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1); err != nil {
+				t.Fatal(err)
+			}
+
+			// A power cut after the pass: the new start, nothing below it.
+			crashed := mem.CrashClone()
+			after := tc.open(t, crashed)
+			if after.LogStartOffset() != start || after.LogEndOffset() != l.LogEndOffset() {
+				t.Fatalf("power cut after retention: [%d, %d), want [%d, %d)", after.LogStartOffset(), after.LogEndOffset(), start, l.LogEndOffset())
+			}
+			kept := readAll(t, after)
+			sameBatches(t, kept[:len(kept)-1], batches[len(batches)-len(kept)+1:])
+			if e := after.Epochs(); len(e) == 0 || e[0].StartOffset != start {
+				t.Fatalf("epochs after the power cut %v, want the first to start at the log start %d", e, start)
+			}
+			names, err := crashed.List(after.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range names {
+				if base, ok := parseSegmentName(n); ok && base < start {
+					t.Fatalf("%s below the log start %d is back after recovery: %v", n, start, names)
+				}
+			}
+		})
+	}
+}
+
+// TestDeleteRecordsDurableWithConcurrentRetention runs DeleteRecords, retention
+// passes and appends (with rolls) at once on a log of a LogDir and checks, by a
+// power-cut image taken as each DeleteRecords returns, that the start it set is
+// durable by then: retention's moves of the start make themselves durable after
+// the append lock is let go, and an overlapping DeleteRecords must not return
+// before a checkpoint holding its start is on disk.
+func TestDeleteRecordsDurableWithConcurrentRetention(t *testing.T) {
+	mem := vfs.NewMem()
+	d := openLogDir(t, mem)
+	cfg := Config{SegmentBytes: 2048, RetentionAge: -1, RetentionBytes: 16384, IndexMaxBytes: testIndexBytes}
+	l, err := d.Open("t-0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(); _ = d.Close() })
+	appendN(t, l, 40, 2, 100, 0, 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var bg sync.WaitGroup
+	errs := make(chan error, 2)
+	bg.Add(2)
+	go func() { // appends, rolling every few batches
+		defer bg.Done()
+		for ctx.Err() == nil {
+			if _, err := l.Append(mkBatch(2, 100, 0), 0); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // retention passes
+		defer bg.Done()
+		for ctx.Err() == nil {
+			if _, err := l.EnforceRetention(l.LogEndOffset()); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for i := range 20 {
+		offset := l.LogStartOffset() + 3
+		if offset > l.LogEndOffset() {
+			continue
+		}
+		if err := l.DeleteRecords(offset); err != nil {
+			t.Fatalf("DeleteRecords(%d): %v", offset, err)
+		}
+		img := mem.CrashClone()
+		d2, err := OpenLogDir(img, testLogDir, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := d2.Open("t-0", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := r.LogStartOffset()
+		r.Close()
+		d2.Close()
+		if start < offset {
+			t.Fatalf("round %d: DeleteRecords(%d) returned, a power cut then gives log start %d", i, offset, start)
+		}
+	}
+	cancel()
+	bg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
 	}
 }

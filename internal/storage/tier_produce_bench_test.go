@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,11 +33,13 @@ import (
 // the waits: meaningless on a loaded machine) it reports, per MiB appended,
 // counts that do not depend on load: bytes written through the filesystem (and
 // sent to the disk, /proc/self/io), files created, renamed and linked; fsyncs
-// of files and directories (the flusher's group commits among them, whose
+// of files and directories and syncfs calls (the flusher's group commits among them, whose
 // number does depend on timing); and the process CPU per MiB (inflated by load
 // far less than time). append-us is the mean time
 // an Append took (the append lock, the write, and any roll, which fsyncs under
-// that lock); durable-us the mean wait for the flusher's fsync.
+// that lock), append-p99-us and append-max-us its 99th percentile and worst
+// case (a retention pass holding the lock shows there); durable-us the mean
+// wait for the flusher's fsync.
 func BenchmarkTieredProduce(b *testing.B) {
 	for _, v := range []string{"plain", "tiered-copy", "tiered-link", "tiered-link-keep"} {
 		b.Run(v, func(b *testing.B) { benchTieredProduce(b, v) })
@@ -48,7 +51,7 @@ type noLinkFS struct{ vfs.FS }
 
 // fsCounts counts a filesystem's operations, and the bytes its writes ask for.
 type fsCounts struct {
-	syncs, syncDirs, creates, renames, links, writeBytes atomic.Int64
+	syncs, syncDirs, syncFSs, creates, renames, links, writeBytes atomic.Int64
 }
 
 func (c *fsCounts) MaybeError(op vfs.Op) error {
@@ -57,6 +60,8 @@ func (c *fsCounts) MaybeError(op vfs.Op) error {
 		c.syncs.Add(1)
 	case vfs.OpSyncDir:
 		c.syncDirs.Add(1)
+	case vfs.OpSyncFS:
+		c.syncFSs.Add(1)
 	case vfs.OpCreate:
 		c.creates.Add(1)
 	case vfs.OpRename:
@@ -129,7 +134,9 @@ func benchTieredProduce(b *testing.B, variant string) {
 	}
 	proto, _ := benchBatch(1024)
 	var appendNanos, durableNanos, appendsDone atomic.Int64
-	syncs0 := func() int64 { return counts.syncs.Load() + counts.syncDirs.Load() }
+	syncs0 := func() int64 { return counts.syncs.Load() + counts.syncDirs.Load() + counts.syncFSs.Load() }
+	var latMu sync.Mutex
+	var appendLat []time.Duration
 	start := struct{ syncs, creates, renames, links, bytes, ioBytes int64 }{}
 	b.SetBytes(opBytes)
 	b.ReportAllocs()
@@ -146,6 +153,12 @@ func benchTieredProduce(b *testing.B, variant string) {
 			go func() {
 				defer wg.Done()
 				buf := make([]byte, len(proto))
+				var lat []time.Duration
+				defer func() {
+					latMu.Lock()
+					appendLat = append(appendLat, lat...)
+					latMu.Unlock()
+				}()
 				for left.Add(-int64(len(proto))) > -int64(len(proto)) {
 					copy(buf, proto)
 					t0 := time.Now()
@@ -160,6 +173,7 @@ func benchTieredProduce(b *testing.B, variant string) {
 						return
 					}
 					appendNanos.Add(int64(t1.Sub(t0)))
+					lat = append(lat, t1.Sub(t0))
 					durableNanos.Add(int64(time.Since(t1)))
 					appendsDone.Add(1)
 				}
@@ -182,6 +196,11 @@ func benchTieredProduce(b *testing.B, variant string) {
 	if n := appendsDone.Load(); n > 0 {
 		b.ReportMetric(float64(appendNanos.Load())/float64(n)/1000, "append-us")
 		b.ReportMetric(float64(durableNanos.Load())/float64(n)/1000, "durable-us")
+	}
+	if len(appendLat) > 0 {
+		slices.Sort(appendLat)
+		b.ReportMetric(float64(appendLat[len(appendLat)*99/100].Microseconds()), "append-p99-us")
+		b.ReportMetric(float64(appendLat[len(appendLat)-1].Microseconds()), "append-max-us")
 	}
 }
 

@@ -133,7 +133,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		return err
 	}
 	// s's index files on disk no longer match it: recovery must scan it.
-	l.recoveryPoint = min(l.recoveryPoint, s.base)
+	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), s.base))
 	if err := l.writeCheckpoints(true); err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		o.release()
 	}
 	l.stats.segmentsDeleted.Add(int64(len(old)))
-	l.recoveryPoint = offset
+	l.recoveryPoint.Store(offset)
 	if err := l.writeCheckpoints(true); err != nil {
 		return err
 	}
