@@ -27,8 +27,8 @@ package handlers
 //   INVALID_PRODUCER_ID_MAPPING (as Kafka answers).
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
-// request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
-// so pipelined requests share fsyncs.
+// request's timeout) off the connection's handler goroutine (protocol.Response.Wait,
+// run by the connection's writer: WaitOnWriter), so pipelined requests share fsyncs.
 // Nothing here (nor in the Wait) keeps a slice of the request after the response:
 // the records reach the log by copy, and the request's frame buffer is reused for
 // a later request (ReuseFrameKeys).
@@ -162,10 +162,11 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	}
 	// The appends are done, in arrival order; waiting for the high-water mark
 	// happens off the connection's handler, so the next request's appends join the
-	// same group commit.
+	// same group commit. It only waits, against a deadline fixed here: the
+	// connection's writer runs it in the response's turn (WaitOnWriter).
 	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
 	h.cfg.Observer.DelayedProduce(1)
-	return protocol.Response{Throttle: throttle, Wait: func(ctx context.Context) protocol.Response {
+	return protocol.Response{Throttle: throttle, WaitOnWriter: true, Wait: func(ctx context.Context) protocol.Response {
 		defer h.cfg.Observer.DelayedProduce(-1)
 		for _, w := range waits {
 			// Pointers into resp.Topics[i].Partitions stay valid: those slices were
