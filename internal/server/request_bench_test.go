@@ -203,7 +203,7 @@ func TestRequestAllocs(t *testing.T) {
 		max   float64
 	}{
 		{"produce acks=1", produceFrame(t, "allocs", 1, 16, 1024), 15},
-		{"produce acks=all", produceFrame(t, "allocs", -1, 16, 1024), 23},
+		{"produce acks=all", produceFrame(t, "allocs", -1, 16, 1024), 19},
 		{"fetch 16 KiB", fetchFrame("allocs", 0, 16<<10), 37},
 	} {
 		// The node's own background work (heartbeats, metadata) allocates too
