@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch"
-	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // rawConn is a client connection that sends pre-encoded request frames and
@@ -77,15 +76,7 @@ func produceFrame(tb testing.TB, topic string, acks int16, records, size int) []
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, 30_000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = b
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return requestFrame(req, 11)
+	return requestFrame(produceRequestOf(topic, acks, b), 11)
 }
 
 // fetchFrame is a Fetch v12 (no session) of partition 0 of topic from offset.
@@ -121,13 +112,9 @@ func checkProduced(tb testing.TB, body []byte) {
 // connection to it.
 func startRequestBench(tb testing.TB, topic string) (*Node, *rawConn) {
 	tb.Helper()
+	n := startBenchNode(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := Start(ctx, nodeConfig(tb.TempDir()), testLogger(), vfs.Default)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { n.Close() })
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {
 		tb.Fatal(err)
