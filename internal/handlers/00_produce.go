@@ -27,8 +27,8 @@ package handlers
 //   INVALID_PRODUCER_ID_MAPPING (as Kafka answers).
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
-// request's timeout) off the connection's handler goroutine (protocol.Response.Wait),
-// so pipelined requests share fsyncs.
+// request's timeout) off the connection's handler goroutine (protocol.Response.Wait,
+// run by the connection's writer: WaitOnWriter), so pipelined requests share fsyncs.
 // Nothing here (nor in the Wait) keeps a slice of the request after the response:
 // the records reach the log by copy, and the request's frame buffer is reused for
 // a later request (ReuseFrameKeys).
@@ -56,12 +56,6 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	acks := req.Acks
 	validAcks := acks == 0 || acks == 1 || acks == -1
 
-	type waiting struct {
-		rp   *kmsg.ProduceResponseTopicPartition
-		p    *replica.Partition
-		last int64
-	}
-	var waits []waiting
 	img := h.cluster.Image()
 	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
 	// Transactional batches need WRITE on the request's transactional id: else
@@ -125,7 +119,9 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 		}
 	}
 	// Appended in arrival order.
-	for _, t := range targets {
+	waits := 0
+	for i := range targets {
+		t := &targets[i]
 		sp, err := t.sp, t.err
 		if err == nil {
 			var res replica.AppendResult
@@ -138,7 +134,7 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 				h.cfg.Observer.Produced(t.topic, t.p.Index, int64(len(t.records)), res.LastOffset-res.BaseOffset+1)
 				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 				if acks == -1 {
-					waits = append(waits, waiting{sp, t.p, res.LastOffset})
+					t.waitFor, waits = res.LastOffset+1, waits+1
 				}
 			}
 		}
@@ -156,22 +152,26 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 		return protocol.Response{None: true, Throttle: throttle}
 	}
 	resp.ThrottleMillis = int32(throttle.Milliseconds())
-	if len(waits) == 0 {
+	if waits == 0 {
 		hintProduceLeaders(img, resp)
 		return protocol.Response{Msg: resp, Throttle: throttle}
 	}
 	// The appends are done, in arrival order; waiting for the high-water mark
 	// happens off the connection's handler, so the next request's appends join the
-	// same group commit.
+	// same group commit. It only waits, against a deadline fixed here: the
+	// connection's writer runs it in the response's turn (WaitOnWriter).
 	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
 	h.cfg.Observer.DelayedProduce(1)
-	return protocol.Response{Throttle: throttle, Wait: func(ctx context.Context) protocol.Response {
+	return protocol.Response{Throttle: throttle, WaitOnWriter: true, Wait: func(ctx context.Context) protocol.Response {
 		defer h.cfg.Observer.DelayedProduce(-1)
-		for _, w := range waits {
+		for _, t := range targets {
+			if t.waitFor == 0 {
+				continue
+			}
 			// Pointers into resp.Topics[i].Partitions stay valid: those slices were
 			// sized up front and never appended to.
-			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
-			setProduceError(w.rp, err)
+			err := t.p.WaitHighWatermark(ctx, t.waitFor, time.Until(deadline))
+			setProduceError(t.sp, err)
 		}
 		hintProduceLeaders(h.cluster.Image(), resp)
 		return reply(resp)
@@ -189,6 +189,7 @@ type produceTarget struct {
 	err      error
 	verified bool                      // append with AppendVerified and guard
 	guard    replica.VerificationGuard // 0: none was needed
+	waitFor  int64                     // acks=all: the high-water mark the appended batch needs (0: no wait)
 }
 
 // txnBatch is the header of t's batch when it is transactional and carries a

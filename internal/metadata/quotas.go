@@ -208,6 +208,10 @@ func (b *builder) setQuota(e QuotaEntity, key string, value float64, remove bool
 	return nil
 }
 
+// HasQuotas reports whether any entity has a quota: without one, every request
+// skips the lookups of Quota.
+func (img *Image) HasQuotas() bool { return len(img.quotas) > 0 }
+
 // Quota returns the entity's value for key.
 func (img *Image) Quota(e QuotaEntity, key string) (float64, bool) {
 	v, ok := img.quotas[e][key]

@@ -36,19 +36,26 @@ func (i *instrumented) Handle(ctx context.Context, c *protocol.ConnInfo, r *prot
 }
 
 func (i *instrumented) count(key int16, resp *protocol.Response) {
-	switch {
-	case resp.Msg != nil:
-		i.m.countErrors(key, resp.Msg)
-	case resp.Body != nil:
-		if b, ok := resp.Body.(encodedMsg); ok {
-			i.m.countErrors(key, b.Msg())
-		}
-	case resp.Wait != nil:
+	if resp.Wait != nil && resp.Msg == nil && resp.Body == nil {
 		wait := resp.Wait
 		resp.Wait = func(ctx context.Context) protocol.Response {
 			out := wait(ctx)
-			i.count(key, &out)
+			i.m.countAnswer(key, out.Msg, out.Body)
 			return out
+		}
+		return
+	}
+	i.m.countAnswer(key, resp.Msg, resp.Body)
+}
+
+// countAnswer counts the error codes of a response's Msg or Body.
+func (m *Metrics) countAnswer(key int16, msg kmsg.Response, body protocol.Body) {
+	switch {
+	case msg != nil:
+		m.countErrors(key, msg)
+	case body != nil:
+		if b, ok := body.(encodedMsg); ok {
+			m.countErrors(key, b.Msg())
 		}
 	}
 }
@@ -58,14 +65,33 @@ func (m *Metrics) countErrors(key int16, msg kmsg.Response) {
 	if msg == nil {
 		return
 	}
-	name := ""
-	forEachErrorCode(msg, func(code int16) {
-		if name == "" {
-			name = kmsg.NameForKey(key)
-		}
-		m.net.requestErrors.WithLabelValues(name, errorName(code)).Inc()
-	})
+	s := errorSinks.Get().(*errorSink)
+	s.m, s.key, s.name = m, key, ""
+	forEachErrorCode(msg, s.add)
+	s.m = nil
+	errorSinks.Put(s)
 }
+
+// errorSink counts the error codes of one response. Sinks are pooled with
+// their add method value bound once: a closure per response was two
+// allocations on every request.
+type errorSink struct {
+	m    *Metrics
+	key  int16
+	name string // the API's name, looked up at the first error
+	add  func(code int16)
+}
+
+var errorSinks = sync.Pool{New: func() any {
+	s := &errorSink{}
+	s.add = func(code int16) {
+		if s.name == "" {
+			s.name = kmsg.NameForKey(s.key)
+		}
+		s.m.net.requestErrors.WithLabelValues(s.name, errorName(code)).Inc()
+	}
+	return s
+}}
 
 // errorName is Kafka's name for an error code, e.g. NOT_LEADER_OR_FOLLOWER.
 func errorName(code int16) string {

@@ -92,6 +92,9 @@ type outgoing struct {
 	// none is set; waitErr is then a failure of Wait itself.
 	pending chan struct{}
 	waitErr error
+	// wait, for a Response.WaitOnWriter, is the Wait the writer runs in this
+	// response's turn (it then sets msg, body or none, or waitErr).
+	wait    func(context.Context) Response
 	started time.Time
 	handled time.Time
 }
@@ -456,6 +459,10 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 	}
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
 	if resp.Wait != nil && resp.Msg == nil && resp.Body == nil && !resp.None {
+		if resp.WaitOnWriter {
+			out.wait = resp.Wait
+			return out, nil
+		}
 		out.pending = make(chan struct{})
 		c.srv.wg.Add(1)
 		go c.finishDeferred(out, resp.Wait)
@@ -464,10 +471,16 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 	return c.fill(out, resp)
 }
 
-// finishDeferred runs a Response.Wait and completes out with its answer.
+// finishDeferred runs a Response.Wait on a goroutine of its own and completes
+// out with its answer.
 func (c *conn) finishDeferred(out *outgoing, wait func(context.Context) Response) {
 	defer c.srv.wg.Done()
 	defer close(out.pending)
+	c.runWait(out, wait)
+}
+
+// runWait runs a Response.Wait and completes out with its answer.
+func (c *conn) runWait(out *outgoing, wait func(context.Context) Response) {
 	defer func() {
 		if p := recover(); p != nil {
 			out.waitErr = c.panicError("Response.Wait", p)
@@ -535,12 +548,17 @@ func (c *conn) runWriter() {
 		return tsock.end()
 	}
 	for out := range c.resps {
-		if out.pending != nil {
+		if out.pending != nil || out.wait != nil {
 			// Send what is ready before waiting on a deferred response.
 			if err := flush(); err != nil {
 				c.fail(err)
 			}
-			<-out.pending
+			if wait := out.wait; wait != nil {
+				out.wait = nil
+				c.runWait(out, wait) // after a close too: its ctx is cancelled, so it returns soon
+			} else {
+				<-out.pending
+			}
 			if out.waitErr != nil {
 				_ = c.release(out)
 				c.fail(out.waitErr)
@@ -641,8 +659,14 @@ func (c *conn) write(bw *bufio.Writer, out *outgoing) (n int, err error) {
 	return headerLen + bodyLen, nil
 }
 
-// release releases out's Body, once.
+// release releases out's Body, once. A WaitOnWriter wait not run yet (out is
+// dropped: the connection closed) runs first, with the cancelled context, as a
+// Wait on its own goroutine would have.
 func (c *conn) release(out *outgoing) (err error) {
+	if wait := out.wait; wait != nil {
+		out.wait = nil
+		c.runWait(out, wait)
+	}
 	b := out.body
 	if b == nil {
 		return nil

@@ -42,8 +42,10 @@
 //     handler that serves the queued requests one at a time in arrival order, and a
 //     writer that frames the responses in that same order and flushes whenever its
 //     queue runs empty. A handler may return Response.Wait to finish a request off
-//     the handler goroutine (a Produce waiting for acks=all): the next request is
-//     handled meanwhile and the writer waits for that response in its turn.
+//     the handler goroutine: the next request is handled meanwhile and the writer
+//     waits for that response in its turn. A Wait runs on a goroutine of its own
+//     from when Handle returns, unless Response.WaitOnWriter says it only waits
+//     (a Produce waiting for acks=all): then the writer runs it in its turn.
 //     On a TLS listener (NewTLSListener, or tls.NewListener) the reader first
 //     completes the handshake within HandshakeTimeout; ConnInfo.Principal is then
 //     "User:<CN>" of a verified client certificate (mTLS), else "User:ANONYMOUS".

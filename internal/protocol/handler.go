@@ -52,6 +52,16 @@ type Response struct {
 	// responses still go out in request order. Wait returns a Response with Msg,
 	// Body or None set; ctx is cancelled when the connection closes.
 	Wait func(ctx context.Context) Response
+	// WaitOnWriter marks a Wait that only waits, for state the handler set up and
+	// against deadlines fixed before Handle returned (an acks=all Produce waiting
+	// for the high-water mark): the connection's writer runs it when the
+	// response's turn comes, instead of a goroutine of its own from when Handle
+	// returns. The answer goes out at the same moment either way, since the
+	// writer sends responses in order, and no goroutine is started, grown and
+	// handed off per request. A Wait that does work of its own (asks a
+	// coordinator, retries) must not set it: that work would start only once the
+	// responses before it are written.
+	WaitOnWriter bool
 	// Throttle, beside Msg, Body or Wait, mutes the connection for that long
 	// from when Handle returns: nothing more is read or served from it (KIP-219).
 	// The response itself goes out at once and says so in throttle_time_ms.

@@ -771,46 +771,98 @@ func TestRequestsReadBeforeHangupAreStillHandled(t *testing.T) {
 
 // TestDeferredResponsesKeepOrder: Response.Wait lets the handler move on to the next
 // request while an earlier one waits, yet responses still go out in request order,
-// and a deferred None sends nothing.
+// and a deferred None sends nothing. A Wait runs on a goroutine of its own from when
+// Handle returns, so the later ones run while the first waits; with WaitOnWriter the
+// writer runs each in its turn, so none starts before the first is done.
 func TestDeferredResponsesKeepOrder(t *testing.T) {
-	const n = 10
-	release := make(chan struct{})
-	var handled atomic.Int32
-	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
-		handled.Add(1)
-		i := r.CorrelationID
-		return Response{Wait: func(ctx context.Context) Response {
-			if i == 0 {
-				// The first waits until every request was handled: proof that
-				// waiting does not hold up the handler.
-				select {
-				case <-release:
-				case <-ctx.Done():
+	for _, onWriter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("WaitOnWriter=%t", onWriter), func(t *testing.T) {
+			const n = 10
+			release := make(chan struct{})
+			var handled, started, running, overlapped atomic.Int32
+			ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+				handled.Add(1)
+				i := r.CorrelationID
+				return Response{WaitOnWriter: onWriter, Wait: func(ctx context.Context) Response {
+					started.Add(1)
+					if running.Add(1) > 1 {
+						overlapped.Store(1)
+					}
+					defer running.Add(-1)
+					if i == 0 {
+						// The first waits until every request was handled: proof that
+						// waiting does not hold up the handler.
+						select {
+						case <-release:
+						case <-ctx.Done():
+						}
+					}
+					if i%3 == 2 {
+						return Response{None: true}
+					}
+					return echoHandler(ctx, c, r)
+				}}
+			}), func(s *Server) { s.MaxInFlight = n })
+			c := dial(t, ts.addr)
+			var batch []byte
+			for i := range int32(n) {
+				batch = append(batch, frameOf(produceRequest(-1), 9, i, nil)...)
+			}
+			c.write(batch)
+			wait.For(t, "every request handled while the first waits", func() bool { return handled.Load() == n })
+			if onWriter {
+				if got := started.Load(); got != 1 {
+					t.Fatalf("%d waits started while the first waits, want 1", got)
+				}
+			} else {
+				wait.For(t, "every wait started while the first waits", func() bool { return started.Load() == n })
+			}
+			close(release)
+			for i := int32(0); i < n; i++ {
+				if i%3 == 2 {
+					continue
+				}
+				resp := c.read(produceRequest(-1), 9, i).(*kmsg.ProduceResponse)
+				if got := resp.Topics[0].Topic; got != strconv.Itoa(int(i)) {
+					t.Fatalf("response %d carries topic %s", i, got)
 				}
 			}
-			if i%3 == 2 {
-				return Response{None: true}
+			if onWriter && overlapped.Load() != 0 {
+				t.Fatal("two waits run by the writer overlapped")
 			}
+		})
+	}
+}
+
+// TestWaitOnWriterAfterClose: a WaitOnWriter wait of a connection that closed
+// before its turn still runs, with a cancelled context (its caller may count it,
+// as Produce counts delayed produces), and its answer is dropped.
+func TestWaitOnWriterAfterClose(t *testing.T) {
+	ran := make(chan error, 2)
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		i := r.CorrelationID
+		return Response{WaitOnWriter: true, Wait: func(ctx context.Context) Response {
+			if i == 0 {
+				<-ctx.Done()
+			}
+			ran <- ctx.Err()
 			return echoHandler(ctx, c, r)
 		}}
-	}), func(s *Server) { s.MaxInFlight = n })
+	}))
 	c := dial(t, ts.addr)
-	var batch []byte
-	for i := range int32(n) {
-		batch = append(batch, frameOf(produceRequest(-1), 9, i, nil)...)
-	}
-	c.write(batch)
-	wait.For(t, "every request handled while the first waits", func() bool { return handled.Load() == n })
-	close(release)
-	for i := int32(0); i < n; i++ {
-		if i%3 == 2 {
-			continue
-		}
-		resp := c.read(produceRequest(-1), 9, i).(*kmsg.ProduceResponse)
-		if got := resp.Topics[0].Topic; got != strconv.Itoa(int(i)) {
-			t.Fatalf("response %d carries topic %s", i, got)
+	c.write(append(frameOf(produceRequest(-1), 9, 0, nil), frameOf(produceRequest(-1), 9, 1, nil)...))
+	c.nc.Close()
+	for i := range 2 {
+		select {
+		case err := <-ran:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("wait %d ran with context error %v, want context.Canceled", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("wait %d of the closed connection never ran", i)
 		}
 	}
+	checkServing(t, ts.addr)
 }
 
 // TestNoneWithCloseClosesAfterEarlierResponses: a None response with Close

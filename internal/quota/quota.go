@@ -83,6 +83,9 @@ func UserOf(principal string) string {
 // Resolve finds the quota for key that applies to user and clientID, and the
 // entity it is configured on.
 func Resolve(img *metadata.Image, user, clientID, key string) (metadata.QuotaEntity, float64, bool) {
+	if !img.HasQuotas() { // every request asks, and most clusters have none
+		return metadata.QuotaEntity{}, 0, false
+	}
 	named := func(n string) metadata.QuotaName { return metadata.QuotaName{Set: true, Name: n} }
 	def := metadata.QuotaName{Set: true, Default: true}
 	none := metadata.QuotaName{}

@@ -65,15 +65,15 @@ func BenchmarkConsume(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
-func startBenchNode(b *testing.B) *Node {
-	b.Helper()
+func startBenchNode(tb testing.TB) *Node {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := Start(ctx, nodeConfig(b.TempDir()), testLogger(), vfs.Default)
+	n, err := Start(ctx, nodeConfig(tb.TempDir()), testLogger(), vfs.Default)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { n.Close() })
+	tb.Cleanup(func() { n.Close() })
 	return n
 }
 

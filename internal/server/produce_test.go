@@ -17,14 +17,7 @@ import (
 // partition's answer.
 func produceRaw(t *testing.T, cl *kgo.Client, topic string, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequestOf(topic, acks, records)
 	if acks != -1 && acks != 1 {
 		// kgo rewrites acks to its own setting: send this one raw.
 		req.Version = 9
@@ -35,6 +28,19 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, acks int16, records 
 		t.Fatalf("produce: %v", err)
 	}
 	return resp.Topics[0].Partitions[0]
+}
+
+// produceRequestOf is a Produce of records to partition 0 of topic.
+func produceRequestOf(topic string, acks int16, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }
 
 func TestIdempotentRetryIsDeduplicated(t *testing.T) {

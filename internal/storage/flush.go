@@ -11,12 +11,13 @@ import "time"
 // Interval, a ticker.
 //
 // Goroutines. A log that is not being written holds no goroutine: a kick starts
-// the flusher goroutine when none runs, and it exits once no kick is pending
-// after an fsync (a broker with 10,000 quiet partitions keeps no 10,000 parked
-// goroutines and their stacks). Only an Interval log with a time trigger keeps
-// its flusher for its life, for the ticker. At most one flusher runs per log;
-// flushMu orders a kick against an exit so that no kick is missed, and Close
-// waits for a running flusher.
+// the flusher goroutine when none runs, and it exits once no kick came for
+// flusherLinger after an fsync (a broker with 10,000 quiet partitions keeps no
+// 10,000 parked goroutines and their stacks, while a producer sending one
+// request at a time does not start, grow and time a new flusher for each).
+// Only an Interval log with a time trigger keeps its flusher for its life, for
+// the ticker. At most one flusher runs per log; flushMu orders a kick against an
+// exit so that no kick is missed, and Close waits for a running flusher.
 //
 // Gathering. Started the moment the previous one ends, the next fsync would cover
 // only the appends that arrived during the previous one, while the appenders it
@@ -30,6 +31,10 @@ import "time"
 
 // maxGather bounds the gathering wait whatever the disk's latency.
 const maxGather = 2 * time.Millisecond
+
+// flusherLinger is how long an idle flusher waits for the next kick before it
+// exits.
+const flusherLinger = 10 * time.Millisecond
 
 // kickFlusher wakes the flusher, starting it if none runs, without blocking.
 func (l *Log) kickFlusher() {
@@ -96,20 +101,32 @@ func (l *Log) runFlusher(resident bool) {
 		defer t.Stop()
 		tick = t.C
 	}
-	gather := time.NewTimer(time.Hour)
-	gather.Stop()
+	// One timer bounds both the linger for a kick and the gathering (Go 1.23
+	// timers: Reset and Stop leave no stale tick behind).
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var linger <-chan time.Time
+	if !resident {
+		linger = timer.C
+	}
 	for {
-		if !resident && l.idleExit() {
-			return
+		if !resident {
+			timer.Reset(flusherLinger)
 		}
 		select {
 		case <-l.kick:
 		case <-tick:
+		case <-linger:
+			if l.idleExit() {
+				return
+			}
+			continue // a kick is pending
 		case <-l.stop:
 			return
 		}
+		timer.Stop()
 		if r := l.lastFlush; l.cfg.Flush.Mode == GroupCommit && r.covered > 1 {
-			if !l.gatherAppends(gather, r.appendsAtWake+r.covered, min(r.took/2, maxGather)) {
+			if !l.gatherAppends(timer, r.appendsAtWake+r.covered, min(r.took/2, maxGather)) {
 				return
 			}
 		}

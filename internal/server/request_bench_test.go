@@ -1,0 +1,208 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
+)
+
+// rawConn is a client connection that sends pre-encoded request frames and
+// reads responses into one reused buffer: it allocates nothing per request,
+// so allocations counted around a round trip are the broker's.
+type rawConn struct {
+	nc  net.Conn
+	br  *bufio.Reader
+	buf []byte
+}
+
+func dialRaw(tb testing.TB, addr string) *rawConn {
+	tb.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	return &rawConn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}
+}
+
+// roundTrip sends frame (size prefix included) and returns the response body
+// after its correlation id; the slice is valid until the next call.
+func (c *rawConn) roundTrip(tb testing.TB, frame []byte) []byte {
+	if _, err := c.nc.Write(frame); err != nil {
+		tb.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.br, size[:]); err != nil {
+		tb.Fatal(err)
+	}
+	n := int(binary.BigEndian.Uint32(size[:]))
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	c.buf = c.buf[:n]
+	if _, err := io.ReadFull(c.br, c.buf); err != nil {
+		tb.Fatal(err)
+	}
+	return c.buf[4:]
+}
+
+// requestFrame encodes req as a frame with client id "bench".
+func requestFrame(req kmsg.Request, version int16) []byte {
+	req.SetVersion(version)
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+}
+
+// produceFrame is a Produce v11 of one uncompressed batch of records values
+// of size bytes to partition 0 of topic.
+func produceFrame(tb testing.TB, topic string, acks int16, records, size int) []byte {
+	tb.Helper()
+	recs := make([]batch.Record, records)
+	for i := range recs {
+		recs[i].Value = make([]byte, size)
+	}
+	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return requestFrame(produceRequestOf(topic, acks, b), 11)
+}
+
+// fetchFrame is a Fetch v12 (no session) of partition 0 of topic from offset.
+func fetchFrame(topic string, offset int64, maxBytes int32) []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 500, 1, maxBytes, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = offset, maxBytes, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return requestFrame(req, 12)
+}
+
+// checkProduced fails unless body is a Produce v11 response without errors.
+func checkProduced(tb testing.TB, body []byte) {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 11
+	if err := resp.ReadFrom(body[1:]); err != nil { // one tag byte: response header v1
+		tb.Fatal(err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				tb.Fatalf("produce to %s-%d: error %d", t.Topic, p.Partition, p.ErrorCode)
+			}
+		}
+	}
+}
+
+// startRequestBench starts a node with a one-partition topic and a raw
+// connection to it.
+func startRequestBench(tb testing.TB, topic string) (*Node, *rawConn) {
+	tb.Helper()
+	n := startBenchNode(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		tb.Fatal(err)
+	}
+	return n, dialRaw(tb, n.KafkaAddr())
+}
+
+// BenchmarkProduceRequest measures one Produce request at a time over a raw
+// connection: a batch of 16 records of 1 KiB (a Java client's 16 KiB batch)
+// or 1,000 (a franz-go batch at high throughput), acks=1 and acks=all. The
+// client allocates nothing per request, so allocs/op and B/op are the
+// broker's cost of one request.
+func BenchmarkProduceRequest(b *testing.B) {
+	for _, acks := range []int16{1, -1} {
+		for _, records := range []int{16, 1000} {
+			b.Run(fmt.Sprintf("acks=%d/records=%d", acks, records), func(b *testing.B) {
+				_, c := startRequestBench(b, "bench")
+				frame := produceFrame(b, "bench", acks, records, 1024)
+				checkProduced(b, c.roundTrip(b, frame))
+				b.SetBytes(int64(records * 1024))
+				b.ReportAllocs()
+				for b.Loop() {
+					c.roundTrip(b, frame)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFetchRequest measures one Fetch request at a time over a raw
+// connection, reading 1 KiB records from the start of a partition: 16 KiB
+// (a consumer at the tail of a Java client's batches) or 1 MiB per fetch.
+// The records are sent with sendfile; allocs/op and B/op are the broker's.
+func BenchmarkFetchRequest(b *testing.B) {
+	for _, fetch := range []struct {
+		maxBytes int32
+		records  int // per batch: batches that fit the fetch (and max.message.bytes)
+	}{{16 << 10, 15}, {1 << 20, 1000}} {
+		maxBytes := fetch.maxBytes
+		b.Run(fmt.Sprintf("max=%dKiB", maxBytes>>10), func(b *testing.B) {
+			_, c := startRequestBench(b, "bench")
+			produce := produceFrame(b, "bench", 1, fetch.records, 1024)
+			for range 20 {
+				checkProduced(b, c.roundTrip(b, produce))
+			}
+			frame := fetchFrame("bench", 0, maxBytes)
+			b.SetBytes(int64(maxBytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				c.roundTrip(b, frame)
+			}
+		})
+	}
+}
+
+// TestRequestAllocs pins the broker's allocations per request on the produce
+// and fetch paths (a raw client that allocates nothing; see
+// BenchmarkProduceRequest and docs/benchmarks.md). Before session 9 a Produce
+// of one batch cost 16 allocations at acks=1 and 27 at acks=all (a goroutine,
+// its channel and closures per acks=all wait, error-count closures), a Fetch 38.
+func TestRequestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items at random")
+	}
+	_, c := startRequestBench(t, "allocs")
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		max   float64
+	}{
+		{"produce acks=1", produceFrame(t, "allocs", 1, 16, 1024), 15},
+		{"produce acks=all", produceFrame(t, "allocs", -1, 16, 1024), 19},
+		{"fetch 16 KiB", fetchFrame("allocs", 0, 16<<10), 37},
+	} {
+		// The node's own background work (heartbeats, metadata) allocates too
+		// and only ever adds: the least of a few runs is the request's cost.
+		allocs := math.Inf(1)
+		for range 5 {
+			allocs = min(allocs, testing.AllocsPerRun(100, func() { c.roundTrip(t, tc.frame) }))
+		}
+		if allocs > tc.max {
+			t.Errorf("%s: %v allocations per request, want at most %v", tc.name, allocs, tc.max)
+		} else {
+			t.Logf("%s: %v allocations per request", tc.name, allocs)
+		}
+	}
+}
