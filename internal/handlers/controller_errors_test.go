@@ -243,6 +243,66 @@ func TestAclErrors(t *testing.T) {
 	}
 }
 
+// TestCreateAclsAsKafka: bindings whose principal, host or pattern Kafka
+// judges differently from a first guess. The codes are Kafka 4.4's answers
+// (KRaft, StandardAuthorizer), from the same requests sent to both side by side
+// in session 9; a binding Kafka stores is then found by DescribeAcls.
+func TestCreateAclsAsKafka(t *testing.T) {
+	h := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(kmsg.ACLOperationAll, resCluster, acl.ClusterName)})
+	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
+	invalid := kerr.InvalidRequest
+	cases := []struct {
+		name            string
+		rt              kmsg.ACLResourceType
+		resource        string
+		pt              kmsg.ACLResourcePatternType
+		principal, host string
+		want            *kerr.Error
+	}{
+		{"prefixed * topic", resTopic, "*", pre, "User:alice", "*", nil},
+		{"prefixed * group", resGroup, "*", pre, "User:alice", "*", nil},
+		{"prefixed * transactional id", kmsg.ACLResourceTypeTransactionalId, "*", pre, "User:alice", "*", nil},
+		{"prefixed cluster", resCluster, acl.ClusterName, pre, "User:alice", "*", nil},
+		{"prefixed empty name", resTopic, "", pre, "User:alice", "*", invalid},
+		{"empty host", resTopic, "x", lit, "User:alice", "", invalid},
+		{"empty host, wildcard topic", resTopic, "*", lit, "User:alice", "", invalid},
+		{"empty host, cluster", resCluster, acl.ClusterName, lit, "User:alice", "", invalid},
+		{"host a name", resTopic, "x", lit, "User:alice", "not an ip", nil},
+		{"host a space", resTopic, "x", lit, "User:alice", " ", nil},
+		{"principal without type", resTopic, "x", lit, "alice", "*", invalid},
+		{"principal empty", resTopic, "x", lit, "", "*", invalid},
+		{"principal *", resTopic, "x", lit, "*", "*", invalid},
+		{"principal empty name", resTopic, "x", lit, "User:", "*", nil},
+		{"principal empty type", resTopic, "x", lit, ":alice", "*", nil},
+		{"principal a colon", resTopic, "x", lit, ":", "*", nil},
+		{"principal two colons", resTopic, "x", lit, "User:a:b", "*", nil},
+		{"principal of another type", resTopic, "x", lit, "Group:ops", "*", nil},
+	}
+	req := kmsg.NewPtrCreateACLsRequest()
+	var want []any
+	for _, c := range cases {
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = c.rt, c.resource, c.pt
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = c.principal, c.host, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		req.Creations = append(req.Creations, cr)
+		want = append(want, c.name, c.want)
+	}
+	var got []nameCode
+	for i, r := range serve(t, h, req).(*kmsg.CreateACLsResponse).Results {
+		got = append(got, nameCode{cases[min(i, len(cases)-1)].name, r.ErrorCode})
+	}
+	wantCodes(t, "CreateAcls", got, want...)
+
+	desc := kmsg.NewPtrDescribeACLsRequest()
+	desc.ResourceType, desc.ResourcePatternType, desc.Operation, desc.PermissionType = kmsg.ACLResourceTypeAny, pre, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	star := "*"
+	desc.ResourceName = &star
+	r := serve(t, h, desc).(*kmsg.DescribeACLsResponse)
+	if r.ErrorCode != 0 || len(r.Resources) != 3 {
+		t.Errorf("DescribeAcls of PREFIXED *: %v, %d resources, want the 3 created", kerr.ErrorForCode(r.ErrorCode), len(r.Resources))
+	}
+}
+
 // TestUnregisterBrokerErrors: an id no broker holds is
 // BROKER_ID_NOT_REGISTERED with a message; a registered broker goes.
 func TestUnregisterBrokerErrors(t *testing.T) {
