@@ -1,7 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -446,5 +450,53 @@ func TestDescribeClientQuotasErrors(t *testing.T) {
 		if resp.ErrorCode != want || (want != 0) != (resp.ErrorMessage != nil) || (want == 0) != (resp.Entries != nil) {
 			t.Errorf("%s: %v (message %v, entries %v), want %v", tc.name, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, resp.Entries, tc.want)
 		}
+	}
+}
+
+// voterCluster records the voter additions that reach the controller.
+type voterCluster struct {
+	*planCluster
+	added []string
+}
+
+func (c *voterCluster) AddVoter(_ context.Context, id int32, addr string) error {
+	c.added = append(c.added, fmt.Sprintf("%d@%s", id, addr))
+	return nil
+}
+
+// TestAddRaftVoterListeners: a request that names no listener of the new voter
+// is INVALID_REQUEST without reaching the controller, after the cluster id
+// check; codes as Kafka 4.4 answered the same requests side by side in session
+// 9 (its message names the missing controller listener).
+func TestAddRaftVoterListeners(t *testing.T) {
+	vc := &voterCluster{planCluster: &planCluster{img: metadata.NewImage()}}
+	h := New(Config{ClusterID: "c", NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, vc, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	other := "nope"
+	for _, tt := range []struct {
+		name      string
+		clusterID *string
+		listeners []kmsg.AddRaftVoterRequestListener
+		want      *kerr.Error
+		added     string
+	}{
+		{"no listeners", nil, nil, kerr.InvalidRequest, ""},
+		{"no listeners, another cluster", &other, nil, kerr.InconsistentClusterID, ""},
+		{"a listener", nil, []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 29999}}, nil, "7@127.0.0.1:29999"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vc.added = nil
+			req := kmsg.NewPtrAddRaftVoterRequest()
+			req.ClusterID, req.VoterID, req.Listeners = tt.clusterID, 7, tt.listeners
+			resp := serve(t, h, req).(*kmsg.AddRaftVoterResponse)
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != tt.want && !(err == nil && tt.want == nil) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+			if tt.want != nil && resp.ErrorMessage == nil {
+				t.Error("no error message")
+			}
+			if got := strings.Join(vc.added, ","); got != tt.added {
+				t.Errorf("controller asked to add %q, want %q", got, tt.added)
+			}
+		})
 	}
 }
