@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/cli"
 )
 
@@ -55,8 +56,11 @@ func voterChangeCmd(env *clientEnv, g *globalFlags, use, short, example string, 
 		var code int16
 		var msg *string
 		if add {
-			req := kmsg.NewPtrAddRaftVoterRequest()
-			req.VoterID, req.TimeoutMillis = int32(id), 30000
+			req, err := admin.AddVoterRequest(ctx, cl, int32(id))
+			if err != nil {
+				return err
+			}
+			req.TimeoutMillis = 30000
 			resp, err := req.RequestWith(ctx, cl)
 			if err != nil {
 				return err

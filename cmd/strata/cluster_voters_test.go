@@ -55,6 +55,7 @@ func TestClusterAddRemoveController(t *testing.T) {
 
 	for _, tc := range []struct{ args, want string }{
 		{"add-controller 4", "DUPLICATE_VOTER"},
+		{"add-controller 9", "node 9 is not a member of the quorum"},
 		{"remove-controller 2", "VOTER_NOT_FOUND"},
 		{"remove-controller x", "want a node id"},
 	} {

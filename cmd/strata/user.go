@@ -186,21 +186,21 @@ func userDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 				mechs = append(mechs, c.Mechanism)
 			}
 		}
-		var dels []kadm.DeleteSCRAM
+		// One request per mechanism: Kafka refuses a user named twice in one
+		// request (DUPLICATE_RESOURCE), and so does Strata.
 		for _, m := range mechs {
-			dels = append(dels, kadm.DeleteSCRAM{User: user, Mechanism: m})
-		}
-		res, err := adm.AlterUserSCRAMs(ctx, dels, nil)
-		if err != nil {
-			return err
-		}
-		if r := res[user]; r.Err != nil {
-			return brokerError(fmt.Sprintf("user %q", user), r.Err, r.ErrMessage)
+			res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: user, Mechanism: m}}, nil)
+			if err != nil {
+				return err
+			}
+			if r := res[user]; r.Err != nil {
+				return brokerError(fmt.Sprintf("user %q (%s)", user, m), r.Err, r.ErrMessage)
+			}
 		}
 		if s.json() {
-			return cli.WriteJSON(s.env.stdout, map[string]any{"user": user, "deleted": len(dels)})
+			return cli.WriteJSON(s.env.stdout, map[string]any{"user": user, "deleted": len(mechs)})
 		}
-		fmt.Fprintf(s.env.stdout, "deleted %d credential(s) of user %q\n", len(dels), user)
+		fmt.Fprintf(s.env.stdout, "deleted %d credential(s) of user %q\n", len(mechs), user)
 		return nil
 	})
 	return cmd

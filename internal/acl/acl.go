@@ -67,17 +67,15 @@ func (b Binding) Validate() error {
 	if b.ResourceName == "" {
 		return fmt.Errorf("%w: empty resource name", ErrInvalidBinding)
 	}
-	switch b.PatternType {
-	case kmsg.ACLResourcePatternTypeLiteral:
-	case kmsg.ACLResourcePatternTypePrefixed:
-		if b.ResourceName == WildcardResource {
-			return fmt.Errorf("%w: a prefixed pattern cannot be %q", ErrInvalidBinding, WildcardResource)
-		}
-	default:
+	// A PREFIXED "*" is stored, as Kafka stores it: it names the resources
+	// whose names begin with "*", not every resource.
+	if b.PatternType != kmsg.ACLResourcePatternTypeLiteral && b.PatternType != kmsg.ACLResourcePatternTypePrefixed {
 		return fmt.Errorf("%w: pattern type %v", ErrInvalidBinding, b.PatternType)
 	}
-	if typ, name, ok := strings.Cut(b.Principal, ":"); !ok || typ == "" || name == "" {
-		return fmt.Errorf("%w: principal %q is not Type:name", ErrInvalidBinding, b.Principal)
+	// Kafka parses a principal as type and name split at the first colon,
+	// either of them possibly empty.
+	if !strings.Contains(b.Principal, ":") {
+		return fmt.Errorf("%w: principal %q has no colon between its type and name", ErrInvalidBinding, b.Principal)
 	}
 	if b.Host == "" {
 		return fmt.Errorf("%w: empty host", ErrInvalidBinding)

@@ -121,7 +121,6 @@ func TestValidate(t *testing.T) {
 		"cluster name":     b(cluster, "c", literal, "User:a", "*", read, allow),
 		"empty name":       b(topic, "", literal, "User:a", "*", read, allow),
 		"match pattern":    b(topic, "t", kmsg.ACLResourcePatternTypeMatch, "User:a", "*", read, allow),
-		"prefixed *":       b(topic, "*", prefix, "User:a", "*", read, allow),
 		"principal":        b(topic, "t", literal, "alice", "*", read, allow),
 		"empty host":       b(topic, "t", literal, "User:a", "", read, allow),
 		"any operation":    b(topic, "t", literal, "User:a", "*", kmsg.ACLOperationAny, allow),
@@ -130,6 +129,36 @@ func TestValidate(t *testing.T) {
 	} {
 		if err := bad.Validate(); !errors.Is(err, ErrInvalidBinding) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestPrefixedStar: a PREFIXED "*" binding (Kafka stores it) names the
+// resources whose names begin with "*", not every resource; a principal is
+// anything with a colon, as Kafka parses it.
+func TestPrefixedStar(t *testing.T) {
+	bindings := []Binding{
+		b(group, "*", prefix, "User:alice", "*", read, allow),
+		b(group, "g", literal, "User:", "*", read, allow),
+	}
+	for _, bd := range bindings {
+		if err := bd.Validate(); err != nil {
+			t.Fatalf("%+v: %v", bd, err)
+		}
+	}
+	a := New(Config{}, bindings)
+	for _, tt := range []struct {
+		principal, group string
+		want             bool
+	}{
+		{"User:alice", "*app", true},
+		{"User:alice", "*", true},
+		{"User:alice", "app", false},
+		{"User:", "g", true},
+		{"User:bob", "g", false},
+	} {
+		if got := a.Authorize(tt.principal, "10.0.0.1", read, group, tt.group); got != tt.want {
+			t.Errorf("%s READ group %q: %v, want %v", tt.principal, tt.group, got, tt.want)
 		}
 	}
 }

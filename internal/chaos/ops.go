@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/cli"
 	"github.com/strata-stream/strata/internal/testcluster"
 )
@@ -456,8 +457,10 @@ func (c *processCluster) toggleVoter() (string, error) {
 		r.VoterID, verb = id, "removed from"
 		req = r
 	} else {
-		r := kmsg.NewPtrAddRaftVoterRequest()
-		r.VoterID = id
+		r, err := admin.AddVoterRequest(ctx, c.cl, id)
+		if err != nil {
+			return "", err
+		}
 		req = r
 	}
 	resp, err := c.cl.Request(ctx, req)

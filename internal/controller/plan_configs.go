@@ -98,16 +98,12 @@ func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterCon
 		})
 }
 
-// ignoredDeletes are broker configs of Kafka that Strata does not have, whose
-// deletion is a no-op so that tools that clear them work:
-// kafka-reassign-partitions --verify and --cancel delete the log-dir move
-// throttle (Strata has one log dir per broker) with the replication throttles.
-var ignoredDeletes = map[metadata.ResourceType][]string{
-	metadata.ResourceBroker: {"replica.alter.log.dirs.io.max.bytes.per.second"},
-}
-
 func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, current map[string]string, op AlterConfigOp) (*metadata.ConfigRecord, error) {
-	if op.Op == OpDelete && slices.Contains(ignoredDeletes[rt], op.Key) {
+	// Deleting a key with no override is a no-op, whether Strata knows the key
+	// or not, as in Kafka 4.4 (tools clear configs Strata lacks:
+	// kafka-reassign-partitions --verify and --cancel delete the log-dir move
+	// throttle with the replication throttles).
+	if _, ok := current[op.Key]; !ok && op.Op == OpDelete {
 		return nil, nil
 	}
 	def, err := lookupDef(rt, op.Key)
@@ -119,9 +115,6 @@ func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, cu
 	case OpSet:
 		rec.Value = op.Value
 	case OpDelete:
-		if _, ok := current[op.Key]; !ok {
-			return nil, nil
-		}
 		rec.Delete = true
 		return rec, nil
 	case OpAppend, OpSubtract:
@@ -237,6 +230,9 @@ func planConfigs(img *metadata.Image, n int, resource func(int) (metadata.Resour
 func currentConfigs(img *metadata.Image, rt metadata.ResourceType, name string) (map[string]string, error) {
 	switch rt {
 	case metadata.ResourceTopic:
+		if name == "" { // Kafka's words and code (INVALID_REQUEST)
+			return nil, fmt.Errorf("%w: default topic resources are not allowed", metadata.ErrInvalidRequest)
+		}
 		t := img.Topic(name)
 		if t == nil {
 			return nil, fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, name)

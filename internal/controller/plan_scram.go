@@ -35,7 +35,8 @@ type ScramResult struct {
 
 // Errors of PlanAlterScramCredentials, with Kafka's codes.
 var (
-	// ErrDuplicateResource: a user and mechanism named twice in one request.
+	// ErrDuplicateResource: a user named twice in one request (any mechanisms,
+	// deletions and upsertions alike, as Kafka's controller refuses them).
 	ErrDuplicateResource = &metadata.KafkaError{Code: kerr.DuplicateResource.Code, Msg: "duplicate resource"}
 	// ErrUnacceptableCredential: an empty user, an iteration count out of range or
 	// an empty salt or salted password.
@@ -43,27 +44,25 @@ var (
 )
 
 // PlanAlterScramCredentials plans the records for deletions and upsertions and
-// returns one result per user, in order of first appearance.
+// returns one result per user, in order of first appearance. Deletions are
+// taken first, then upsertions, as Kafka does: a user's first change is
+// checked; a later change of a user whose first was accepted fails the user
+// with ErrDuplicateResource, one of a user already failed is not looked at.
 func PlanAlterScramCredentials(img *metadata.Image, dels []ScramDeletion, ups []ScramUpsertion) ([]metadata.Record, []ScramResult) {
-	type key struct {
-		user string
-		mech metadata.ScramMechanism
-	}
 	var users []string
 	userErr := map[string]error{}
 	recsOf := map[string][]metadata.Record{}
-	seen := map[key]bool{}
-	note := func(user string, mech metadata.ScramMechanism) bool {
+	// note reports whether user's change is to be checked: its first mention.
+	note := func(user string) bool {
 		if _, ok := userErr[user]; !ok {
 			users = append(users, user)
 			userErr[user] = nil
+			return true
 		}
-		if seen[key{user, mech}] {
-			userErr[user] = fmt.Errorf("%w: %s named twice for user %q", ErrDuplicateResource, mech, user)
-			return false
+		if userErr[user] == nil {
+			userErr[user] = fmt.Errorf("%w: user %q altered twice in one request", ErrDuplicateResource, user)
 		}
-		seen[key{user, mech}] = true
-		return userErr[user] == nil
+		return false
 	}
 	fail := func(user string, err error) {
 		if userErr[user] == nil {
@@ -71,7 +70,7 @@ func PlanAlterScramCredentials(img *metadata.Image, dels []ScramDeletion, ups []
 		}
 	}
 	for _, d := range dels {
-		if !note(d.User, d.Mechanism) {
+		if !note(d.User) {
 			continue
 		}
 		if err := checkScramUserMech(d.User, d.Mechanism); err != nil {
@@ -86,7 +85,7 @@ func PlanAlterScramCredentials(img *metadata.Image, dels []ScramDeletion, ups []
 			ScramCredential: metadata.ScramCredential{User: d.User, Mechanism: d.Mechanism}, Delete: true})
 	}
 	for _, u := range ups {
-		if !note(u.User, u.Mechanism) {
+		if !note(u.User) {
 			continue
 		}
 		if err := checkScramUserMech(u.User, u.Mechanism); err != nil {

@@ -7,8 +7,11 @@ package handlers
 //   timestamp (-3); v8: earliest local (-4, the local log start; earliest (-2) is the
 //   remote start on a tiered topic); v9: latest tiered (-5, KIP-1005: the last
 //   offset in the object store, -1 before the first upload or on a topic that is
-//   not tiered); v10: TimeoutMillis (KIP-1075; Strata looks remote timestamps up
-//   within its own remote read timeout and ignores it); v11: earliest pending
+//   not tiered); v10: TimeoutMillis (KIP-1075): above 0 it bounds, for the whole
+//   request, the timestamp lookups in the object store of tiered partitions
+//   (each partition still waiting when it passes is REQUEST_TIMED_OUT with offset
+//   and timestamp -1, as in Kafka; 0 or less, or before v10: the remote read
+//   timeout, per lookup); v11: earliest pending
 //   upload (-6, KIP-1023: the first offset not yet uploaded; -1 when not tiered).
 // A special timestamp older than the request's version gets UNSUPPORTED_VERSION
 // (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11).
@@ -16,6 +19,8 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,6 +35,12 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 	img := h.cluster.Image()
 	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
 	dups := duplicateListOffsets(req)
+	lookupCtx := ctx
+	if req.Version >= 10 && req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		lookupCtx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -64,7 +75,10 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				var off, ts int64
 				var epoch int32
 				var found bool
-				off, ts, epoch, found, err = p.ListOffset(rp.Timestamp, iso)
+				off, ts, epoch, found, err = p.ListOffset(lookupCtx, rp.Timestamp, iso)
+				if err != nil && errors.Is(lookupCtx.Err(), context.DeadlineExceeded) {
+					err = lookupCtx.Err() // the request's TimeoutMillis passed: REQUEST_TIMED_OUT
+				}
 				if found {
 					sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
 				}

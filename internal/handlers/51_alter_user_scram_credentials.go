@@ -4,7 +4,7 @@ package handlers
 // SCRAM credentials, forwarded to the active controller. An upsertion carries the
 // salt and the salted password (the client salts; the password never travels);
 // the controller keeps only the derived stored and server keys. One result per
-// user: all of a user's changes apply or none do.
+// user; a user named twice (any mechanisms) is DUPLICATE_RESOURCE, as in Kafka.
 
 import (
 	"context"

@@ -4,9 +4,11 @@ package handlers
 // voter, as `strata cluster add-controller` asks. The node must be a
 // non-voting member of the quorum already (a running broker-only node), which
 // keeps Kafka's rule that a new voter has caught up first; otherwise
-// INVALID_REQUEST. A listener, if given, must be the node's controller
-// address. DUPLICATE_VOTER for a voter; INCONSISTENT_CLUSTER_ID for another
-// cluster's id. Answered by the active controller (forwarded from other
+// INVALID_REQUEST. The request must name the node's controller listener (its
+// first listener is taken, whatever its name: Strata names no listeners); a
+// request without one is INVALID_REQUEST, as in Kafka, checked after the
+// cluster id and before anything else. DUPLICATE_VOTER for a voter;
+// INCONSISTENT_CLUSTER_ID for another cluster's id. Answered by the active controller (forwarded from other
 // brokers) once the new configuration is committed, whatever
 // AckWhenCommitted (v1) says. The directory id is ignored: Strata keeps none.
 // An addition the forwarding node had to send again answers success, not
@@ -27,14 +29,19 @@ import (
 
 func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.AddRaftVoterRequest)
-	var addr string
-	if len(req.Listeners) > 0 {
-		l := req.Listeners[0]
-		addr = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
-	}
-	code, msg := h.voterChange(ctx, r, req.ClusterID, kerr.DuplicateVoter.Code, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
-	resp.ErrorCode, resp.ErrorMessage = code, msg
+	if code, msg := h.checkClusterID(req.ClusterID); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return reply(resp)
+	}
+	if len(req.Listeners) == 0 {
+		msg := "the request names no listener of the new voter: give its controller listener"
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, &msg
+		return reply(resp)
+	}
+	l := req.Listeners[0]
+	addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+	resp.ErrorCode, resp.ErrorMessage = h.voterChange(ctx, r, kerr.DuplicateVoter.Code, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
 	return reply(resp)
 }
 
@@ -45,11 +52,7 @@ func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *pr
 // (DUPLICATE_VOTER for an addition, VOTER_NOT_FOUND for a removal): after a
 // resend it is success, since the earlier attempt, its outcome unknown, may
 // have made the change (a removal committed as its controller was deposed).
-func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, clusterID *string, done int16, change func() error) (int16, *string) {
-	if clusterID != nil && *clusterID != h.cfg.ClusterID {
-		msg := "cluster id " + *clusterID + " is not this cluster's"
-		return kerr.InconsistentClusterID.Code, &msg
-	}
+func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, done int16, change func() error) (int16, *string) {
 	if fwd, ok, resent := h.forward(ctx, r); ok {
 		code, msg := voterChangeResult(fwd.Msg)
 		if resent && code == done {
@@ -64,6 +67,16 @@ func (h *Handlers) voterChange(ctx context.Context, r *protocol.Request, cluster
 			msg = &s
 		}
 		return controllerErrorCode(err), msg
+	}
+	return 0, nil
+}
+
+// checkClusterID answers INCONSISTENT_CLUSTER_ID for a cluster id, when one
+// is given, that is not this cluster's.
+func (h *Handlers) checkClusterID(clusterID *string) (int16, *string) {
+	if clusterID != nil && *clusterID != h.cfg.ClusterID {
+		msg := "cluster id " + *clusterID + " is not this cluster's"
+		return kerr.InconsistentClusterID.Code, &msg
 	}
 	return 0, nil
 }

@@ -23,8 +23,9 @@ import (
 
 func (h *Handlers) removeRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.RemoveRaftVoterRequest)
-	code, msg := h.voterChange(ctx, r, req.ClusterID, kerr.VoterNotFound.Code, func() error { return h.cluster.RemoveVoter(ctx, req.VoterID) })
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	resp.ErrorCode, resp.ErrorMessage = code, msg
+	if resp.ErrorCode, resp.ErrorMessage = h.checkClusterID(req.ClusterID); resp.ErrorCode == 0 {
+		resp.ErrorCode, resp.ErrorMessage = h.voterChange(ctx, r, kerr.VoterNotFound.Code, func() error { return h.cluster.RemoveVoter(ctx, req.VoterID) })
+	}
 	return reply(resp)
 }

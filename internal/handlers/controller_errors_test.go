@@ -1,7 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -243,6 +247,66 @@ func TestAclErrors(t *testing.T) {
 	}
 }
 
+// TestCreateAclsAsKafka: bindings whose principal, host or pattern Kafka
+// judges differently from a first guess. The codes are Kafka 4.4's answers
+// (KRaft, StandardAuthorizer), from the same requests sent to both side by side
+// in session 9; a binding Kafka stores is then found by DescribeAcls.
+func TestCreateAclsAsKafka(t *testing.T) {
+	h := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(kmsg.ACLOperationAll, resCluster, acl.ClusterName)})
+	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
+	invalid := kerr.InvalidRequest
+	cases := []struct {
+		name            string
+		rt              kmsg.ACLResourceType
+		resource        string
+		pt              kmsg.ACLResourcePatternType
+		principal, host string
+		want            *kerr.Error
+	}{
+		{"prefixed * topic", resTopic, "*", pre, "User:alice", "*", nil},
+		{"prefixed * group", resGroup, "*", pre, "User:alice", "*", nil},
+		{"prefixed * transactional id", kmsg.ACLResourceTypeTransactionalId, "*", pre, "User:alice", "*", nil},
+		{"prefixed cluster", resCluster, acl.ClusterName, pre, "User:alice", "*", nil},
+		{"prefixed empty name", resTopic, "", pre, "User:alice", "*", invalid},
+		{"empty host", resTopic, "x", lit, "User:alice", "", invalid},
+		{"empty host, wildcard topic", resTopic, "*", lit, "User:alice", "", invalid},
+		{"empty host, cluster", resCluster, acl.ClusterName, lit, "User:alice", "", invalid},
+		{"host a name", resTopic, "x", lit, "User:alice", "not an ip", nil},
+		{"host a space", resTopic, "x", lit, "User:alice", " ", nil},
+		{"principal without type", resTopic, "x", lit, "alice", "*", invalid},
+		{"principal empty", resTopic, "x", lit, "", "*", invalid},
+		{"principal *", resTopic, "x", lit, "*", "*", invalid},
+		{"principal empty name", resTopic, "x", lit, "User:", "*", nil},
+		{"principal empty type", resTopic, "x", lit, ":alice", "*", nil},
+		{"principal a colon", resTopic, "x", lit, ":", "*", nil},
+		{"principal two colons", resTopic, "x", lit, "User:a:b", "*", nil},
+		{"principal of another type", resTopic, "x", lit, "Group:ops", "*", nil},
+	}
+	req := kmsg.NewPtrCreateACLsRequest()
+	var want []any
+	for _, c := range cases {
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = c.rt, c.resource, c.pt
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = c.principal, c.host, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		req.Creations = append(req.Creations, cr)
+		want = append(want, c.name, c.want)
+	}
+	var got []nameCode
+	for i, r := range serve(t, h, req).(*kmsg.CreateACLsResponse).Results {
+		got = append(got, nameCode{cases[min(i, len(cases)-1)].name, r.ErrorCode})
+	}
+	wantCodes(t, "CreateAcls", got, want...)
+
+	desc := kmsg.NewPtrDescribeACLsRequest()
+	desc.ResourceType, desc.ResourcePatternType, desc.Operation, desc.PermissionType = kmsg.ACLResourceTypeAny, pre, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	star := "*"
+	desc.ResourceName = &star
+	r := serve(t, h, desc).(*kmsg.DescribeACLsResponse)
+	if r.ErrorCode != 0 || len(r.Resources) != 3 {
+		t.Errorf("DescribeAcls of PREFIXED *: %v, %d resources, want the 3 created", kerr.ErrorForCode(r.ErrorCode), len(r.Resources))
+	}
+}
+
 // TestUnregisterBrokerErrors: an id no broker holds is
 // BROKER_ID_NOT_REGISTERED with a message; a registered broker goes.
 func TestUnregisterBrokerErrors(t *testing.T) {
@@ -386,5 +450,53 @@ func TestDescribeClientQuotasErrors(t *testing.T) {
 		if resp.ErrorCode != want || (want != 0) != (resp.ErrorMessage != nil) || (want == 0) != (resp.Entries != nil) {
 			t.Errorf("%s: %v (message %v, entries %v), want %v", tc.name, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, resp.Entries, tc.want)
 		}
+	}
+}
+
+// voterCluster records the voter additions that reach the controller.
+type voterCluster struct {
+	*planCluster
+	added []string
+}
+
+func (c *voterCluster) AddVoter(_ context.Context, id int32, addr string) error {
+	c.added = append(c.added, fmt.Sprintf("%d@%s", id, addr))
+	return nil
+}
+
+// TestAddRaftVoterListeners: a request that names no listener of the new voter
+// is INVALID_REQUEST without reaching the controller, after the cluster id
+// check; codes as Kafka 4.4 answered the same requests side by side in session
+// 9 (its message names the missing controller listener).
+func TestAddRaftVoterListeners(t *testing.T) {
+	vc := &voterCluster{planCluster: &planCluster{img: metadata.NewImage()}}
+	h := New(Config{ClusterID: "c", NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, vc, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	other := "nope"
+	for _, tt := range []struct {
+		name      string
+		clusterID *string
+		listeners []kmsg.AddRaftVoterRequestListener
+		want      *kerr.Error
+		added     string
+	}{
+		{"no listeners", nil, nil, kerr.InvalidRequest, ""},
+		{"no listeners, another cluster", &other, nil, kerr.InconsistentClusterID, ""},
+		{"a listener", nil, []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 29999}}, nil, "7@127.0.0.1:29999"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vc.added = nil
+			req := kmsg.NewPtrAddRaftVoterRequest()
+			req.ClusterID, req.VoterID, req.Listeners = tt.clusterID, 7, tt.listeners
+			resp := serve(t, h, req).(*kmsg.AddRaftVoterResponse)
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != tt.want && !(err == nil && tt.want == nil) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+			if tt.want != nil && resp.ErrorMessage == nil {
+				t.Error("no error message")
+			}
+			if got := strings.Join(vc.added, ","); got != tt.added {
+				t.Errorf("controller asked to add %q, want %q", got, tt.added)
+			}
+		})
 	}
 }

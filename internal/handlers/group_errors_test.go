@@ -44,6 +44,11 @@ func (g *recordingGroups) OffsetDelete(_ context.Context, req *kmsg.OffsetDelete
 	return resp
 }
 
+func (g *recordingGroups) SyncGroup(_ context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	g.got = append(g.got, "sync "+req.Group)
+	return req.ResponseKind().(*kmsg.SyncGroupResponse)
+}
+
 func (g *recordingGroups) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	g.got = append(g.got, "commit")
 	return req.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -441,4 +446,50 @@ func opBits(ops ...kmsg.ACLOperation) int32 {
 		b |= 1 << op
 	}
 	return b
+}
+
+// TestSyncGroupMandatoryFields: a SyncGroup v5+ without its protocol type or
+// name is INCONSISTENT_GROUP_PROTOCOL before authorization, as Kafka 4.4
+// answered the same requests side by side in session 9 (a client without READ
+// on the group, a group that does not exist); with both fields the READ check
+// comes first. Before v5 the fields do not exist and the coordinator decides.
+func TestSyncGroupMandatoryFields(t *testing.T) {
+	consumer, rangeName := "consumer", "range"
+	denied, deniedGroups := newGroupHandlers(t, allowAnonymous())
+	readable, readableGroups := newGroupHandlers(t, allowAnonymous(kmsg.ACLOperationRead, resGroup, "g"))
+	for _, tt := range []struct {
+		name       string
+		version    int16
+		typ, proto *string
+		readable   bool
+		want       *kerr.Error
+		reached    bool
+	}{
+		{"no type", 5, nil, &rangeName, true, kerr.InconsistentGroupProtocol, false},
+		{"no name", 5, &consumer, nil, true, kerr.InconsistentGroupProtocol, false},
+		{"neither", 5, nil, nil, true, kerr.InconsistentGroupProtocol, false},
+		{"no type, not READ-able", 5, nil, &rangeName, false, kerr.InconsistentGroupProtocol, false},
+		{"neither, not READ-able", 5, nil, nil, false, kerr.InconsistentGroupProtocol, false},
+		{"both, not READ-able", 5, &consumer, &rangeName, false, kerr.GroupAuthorizationFailed, false},
+		{"both", 5, &consumer, &rangeName, true, nil, true},
+		{"v4", 4, nil, nil, true, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, groups := denied, deniedGroups
+			if tt.readable {
+				h, groups = readable, readableGroups
+			}
+			groups.got = nil
+			req := kmsg.NewPtrSyncGroupRequest()
+			req.Version, req.Group, req.MemberID, req.Generation = tt.version, "g", "m", 1
+			req.ProtocolType, req.Protocol = tt.typ, tt.proto
+			resp := serve(t, h, req).(*kmsg.SyncGroupResponse)
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != tt.want && !(tt.want == nil && err == nil) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+			if reached := len(groups.got) > 0; reached != tt.reached {
+				t.Errorf("reached the coordinator: %v, want %v", reached, tt.reached)
+			}
+		})
+	}
 }

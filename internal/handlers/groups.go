@@ -11,7 +11,9 @@ package handlers
 // OffsetDelete first answer the partitions of unknown topics
 // UNKNOWN_TOPIC_OR_PARTITION themselves, as Kafka's broker does, and an
 // OffsetCommit left with nothing to commit does not reach the coordinator.
-// DeleteGroups answers a group named twice once. JoinGroup, SyncGroup
+// DeleteGroups answers a group named twice once. A SyncGroup v5+ without its
+// protocol type or name is INCONSISTENT_GROUP_PROTOCOL before anything else,
+// authorization included (refusedBeforeAuthorization). JoinGroup, SyncGroup
 // and OffsetCommit can wait (for a rebalance, for the offsets topic): they finish
 // off the connection's handler goroutine (protocol.Response.Wait) so a client's
 // other requests on the connection are not held up.
@@ -239,4 +241,17 @@ func distinct(s []string) []string {
 		seen[x] = true
 		return true
 	})
+}
+
+// refusedBeforeAuthorization answers a request Kafka's broker refuses before
+// it authorizes it: a SyncGroup v5+ that leaves out its protocol type or name
+// (mandatory from v5) is INCONSISTENT_GROUP_PROTOCOL, for a client allowed to
+// READ the group or not, and whether the group exists or not.
+func refusedBeforeAuthorization(r *protocol.Request) (protocol.Response, bool) {
+	if req, ok := r.Msg.(*kmsg.SyncGroupRequest); ok && req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		return reply(resp), true
+	}
+	return protocol.Response{}, false
 }

@@ -200,6 +200,9 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 		h.log.Error("request for an unregistered API key", "key", r.Key)
 		return protocol.Response{Msg: errorResponse(r.Msg)}
 	}
+	if resp, ok := refusedBeforeAuthorization(r); ok {
+		return resp
+	}
 	if resp, ok := h.checkRequest(ctx, c, r); !ok {
 		return resp
 	}

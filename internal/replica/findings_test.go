@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -265,7 +266,7 @@ func TestFindingNewLeaderListsNoLowerLatest(t *testing.T) {
 		if err != nil || len(acked) != 5 {
 			t.Fatalf("produced %v, err %v", acked, err)
 		}
-		served, _, _, _, err := c.replica(1).ListOffset(LatestTimestamp, ReadUncommitted)
+		served, _, _, _, err := c.replica(1).ListOffset(context.Background(), LatestTimestamp, ReadUncommitted)
 		if err != nil || served != 10 {
 			t.Fatalf("old leader's latest: %d, %v; want 10", served, err)
 		}
@@ -281,7 +282,7 @@ func TestFindingNewLeaderListsNoLowerLatest(t *testing.T) {
 		if !p2.IsLeader() {
 			t.Fatal("replica 2 did not take over")
 		}
-		off, _, _, found, err := p2.ListOffset(LatestTimestamp, ReadUncommitted)
+		off, _, _, found, err := p2.ListOffset(context.Background(), LatestTimestamp, ReadUncommitted)
 		if err == nil && found && off < served {
 			t.Fatalf("new leader answered latest %d, below the %d its predecessor served", off, served)
 		}
@@ -295,7 +296,7 @@ func TestFindingNewLeaderListsNoLowerLatest(t *testing.T) {
 		c.loseAnswers(2, -1)
 		time.Sleep(time.Second)
 		synctest.Wait()
-		off, _, _, found, err = p2.ListOffset(LatestTimestamp, ReadUncommitted)
+		off, _, _, found, err = p2.ListOffset(context.Background(), LatestTimestamp, ReadUncommitted)
 		if err != nil || !found || off != 10 {
 			t.Fatalf("new leader's latest after its follower fetched: %d, %v, %v; want 10", off, found, err)
 		}

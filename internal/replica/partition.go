@@ -642,8 +642,9 @@ const (
 // start of its leadership (it inherited a HWM that may lag the one its predecessor
 // served), "latest", and any lookup that finds nothing below the HWM, fail with
 // ErrOffsetNotAvailable, as in Kafka: the answer could be lower than one a client
-// has already seen.
-func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64, epoch int32, found bool, err error) {
+// has already seen. ctx bounds a timestamp lookup in the object store (ListOffsets
+// v10's TimeoutMillis, KIP-1075); without a deadline, defaultRemoteReadTimeout does.
+func (p *Partition) ListOffset(ctx context.Context, ts int64, iso Isolation) (offset, timestamp int64, epoch int32, found bool, err error) {
 	if !p.IsLeader() {
 		return 0, 0, -1, false, ErrNotLeader
 	}
@@ -653,7 +654,7 @@ func (p *Partition) ListOffset(ts int64, iso Isolation) (offset, timestamp int64
 		notYet = ErrOffsetNotAvailable
 	}
 	if tier := p.tier.Load(); tier != nil {
-		if off, t, e, ok, handled, err := p.listOffsetTiered(tier, ts); handled {
+		if off, t, e, ok, handled, err := p.listOffsetTiered(ctx, tier, ts); handled {
 			return off, t, e, ok, err
 		}
 	}

@@ -65,7 +65,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 		{EarliestTimestamp, nil, 0},
 		{3, nil, 3},
 	} {
-		off, _, _, _, err := p.ListOffset(tc.ts, ReadUncommitted)
+		off, _, _, _, err := p.ListOffset(context.Background(), tc.ts, ReadUncommitted)
 		if !errors.Is(err, tc.wantErr) || (err == nil && off != tc.want) {
 			t.Fatalf("ListOffset(%d) before the follower fetched: %d, %v; want %d, %v", tc.ts, off, err, tc.want, tc.wantErr)
 		}
@@ -79,7 +79,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	if ff.HighWatermark != 10 {
 		t.Fatalf("HWM after the follower caught up: %d, want 10", ff.HighWatermark)
 	}
-	off, _, _, found, err := p.ListOffset(LatestTimestamp, ReadUncommitted)
+	off, _, _, found, err := p.ListOffset(context.Background(), LatestTimestamp, ReadUncommitted)
 	if err != nil || !found || off != 10 {
 		t.Fatalf("ListOffset(latest) = %d, %v, %v; want 10, true, nil", off, found, err)
 	}
@@ -278,7 +278,10 @@ func TestLeaderRefusals(t *testing.T) {
 	}{
 		{"Append", func() error { _, err := p.Append(keyed, 1); return err }},
 		{"DeleteRecords", func() error { _, err := p.DeleteRecords(-1); return err }},
-		{"ListOffset", func() error { _, _, _, _, err := p.ListOffset(LatestTimestamp, ReadUncommitted); return err }},
+		{"ListOffset", func() error {
+			_, _, _, _, err := p.ListOffset(context.Background(), LatestTimestamp, ReadUncommitted)
+			return err
+		}},
 		{"EndOffsetForEpoch", func() error { _, _, err := p.EndOffsetForEpoch(0); return err }},
 		{"ReadForFollower", func() error { _, err := p.ReadForFollower(2, 0, -1, 1<<20, now); return err }},
 	} {

@@ -207,8 +207,9 @@ func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, r
 //     uploaded one (at least the log start) and its epoch; before the first
 //     upload, the log start while nothing was deleted below the local log,
 //     else -1;
-//   - a timestamp: the first remote record at or after it, if any is remote.
-func (p *Partition) listOffsetTiered(tier *storage.Tier, ts int64) (offset, timestamp int64, epoch int32, found, handled bool, err error) {
+//   - a timestamp: the first remote record at or after it, if any is remote,
+//     looked up within ctx's deadline, or defaultRemoteReadTimeout without one.
+func (p *Partition) listOffsetTiered(ctx context.Context, tier *storage.Tier, ts int64) (offset, timestamp int64, epoch int32, found, handled bool, err error) {
 	switch ts {
 	case EarliestTimestamp:
 		return tier.LogStartOffset(), -1, p.LeaderEpoch(), true, true, nil
@@ -230,8 +231,11 @@ func (p *Partition) listOffsetTiered(tier *storage.Tier, ts int64) (offset, time
 	if ts < 0 {
 		return 0, 0, -1, false, false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
-	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultRemoteReadTimeout)
+		defer cancel()
+	}
 	off, t, ok, err := tier.OffsetForTimestamp(ctx, ts)
 	switch {
 	case err != nil:

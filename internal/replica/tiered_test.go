@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestTieredPartition(t *testing.T) {
 	checkListed := func(when string, tcs []listed) {
 		t.Helper()
 		for _, tc := range tcs {
-			off, _, epoch, found, err := p.ListOffset(tc.ts, ReadUncommitted)
+			off, _, epoch, found, err := p.ListOffset(context.Background(), tc.ts, ReadUncommitted)
 			if err != nil || !found || off != tc.want || epoch != tc.epoch {
 				t.Errorf("%s: ListOffset(%d) = %d epoch %d, %v, %v; want %d epoch %d", when, tc.ts, off, epoch, found, err, tc.want, tc.epoch)
 			}
@@ -356,4 +357,86 @@ func openTieredLeader(t *testing.T, m *Manager, tc metadata.TopicConfig, dir str
 		t.Fatal(err)
 	}
 	return p
+}
+
+// deadlineGets is a store whose reads, once failing is set, record the
+// deadline of their context and fail at once.
+type deadlineGets struct {
+	remote.Store
+	failing   atomic.Bool
+	mu        sync.Mutex
+	deadlines []time.Time // zero: none
+}
+
+var errGetRefused = errors.New("get refused")
+
+func (s *deadlineGets) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if !s.failing.Load() {
+		return s.Store.Get(ctx, key, off, n)
+	}
+	d, _ := ctx.Deadline()
+	s.mu.Lock()
+	s.deadlines = append(s.deadlines, d)
+	s.mu.Unlock()
+	return nil, errGetRefused
+}
+
+// TestListOffsetRemoteDeadline: a timestamp lookup in the object store runs
+// within the caller's deadline (ListOffsets v10's TimeoutMillis, KIP-1075), or
+// within defaultRemoteReadTimeout when the caller gives none. The old code
+// always used its own five seconds.
+func TestListOffsetRemoteDeadline(t *testing.T) {
+	m, store, tc := tieredManager(t)
+	gets := &deadlineGets{Store: store}
+	m.opts.Remote, m.opts.RemoteCache = gets, nil
+	p := openTieredLeader(t, m, tc, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	first := time.Now().UnixMilli()
+	for range 60 {
+		mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: first, Records: batchtest.Values(2, 100)}))
+	}
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+	m.clean(p)
+	if p.LogStartOffset() == 0 {
+		t.Fatal("nothing deleted locally after the upload")
+	}
+	gets.failing.Store(true)
+
+	for _, tt := range []struct {
+		name     string
+		deadline time.Time // zero: none
+	}{
+		{"the caller's deadline", time.Now().Add(250 * time.Millisecond)},
+		{"a later deadline than the default", time.Now().Add(time.Minute)},
+		{"no deadline", time.Time{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gets.mu.Lock()
+			gets.deadlines = nil
+			gets.mu.Unlock()
+			ctx := context.Background()
+			if !tt.deadline.IsZero() {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, tt.deadline)
+				defer cancel()
+			}
+			before := time.Now()
+			if _, _, _, _, err := p.ListOffset(ctx, first, ReadUncommitted); !errors.Is(err, storage.ErrRemoteUnavailable) {
+				t.Fatalf("ListOffset: %v, want the store unavailable", err)
+			}
+			gets.mu.Lock()
+			defer gets.mu.Unlock()
+			if len(gets.deadlines) == 0 {
+				t.Fatal("the lookup read nothing from the store")
+			}
+			for _, d := range gets.deadlines {
+				switch {
+				case !tt.deadline.IsZero() && !d.Equal(tt.deadline):
+					t.Errorf("a read ran until %v, want the caller's %v", d, tt.deadline)
+				case tt.deadline.IsZero() && (d.Before(before.Add(defaultRemoteReadTimeout)) || d.After(time.Now().Add(defaultRemoteReadTimeout))):
+					t.Errorf("a read ran until %v, want the default %v from the call", d, defaultRemoteReadTimeout)
+				}
+			}
+		})
+	}
 }

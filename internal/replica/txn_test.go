@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -278,10 +279,10 @@ func TestPartitionReadCommitted(t *testing.T) {
 	if bases, _, _ := readAll(t, p, 3, ReadCommitted); bases != nil {
 		t.Fatalf("read_committed above the LSO returned %v", bases)
 	}
-	if off, _, _, _, err := p.ListOffset(LatestTimestamp, ReadCommitted); err != nil || off != 2 {
+	if off, _, _, _, err := p.ListOffset(context.Background(), LatestTimestamp, ReadCommitted); err != nil || off != 2 {
 		t.Fatalf("ListOffset(latest, read_committed) = %d, %v", off, err)
 	}
-	if off, _, _, _, err := p.ListOffset(LatestTimestamp, ReadUncommitted); err != nil || off != 6 {
+	if off, _, _, _, err := p.ListOffset(context.Background(), LatestTimestamp, ReadUncommitted); err != nil || off != 6 {
 		t.Fatalf("ListOffset(latest, read_uncommitted) = %d, %v", off, err)
 	}
 

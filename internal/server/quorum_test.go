@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -117,9 +118,17 @@ func TestReplaceVoter(t *testing.T) {
 		t.Fatal(err)
 	}
 	voterReq := func(node int32, req kmsg.Request) error { return voterChange(ctx, cl, node, req) }
+	// addVoter names the node's controller listener as DescribeQuorum shows
+	// it, or, for a node the quorum does not know, a made-up one.
 	addVoter := func(node, id int32) error {
-		req := kmsg.NewPtrAddRaftVoterRequest()
-		req.VoterID = id
+		req, err := admin.AddVoterRequest(ctx, cl, id)
+		if errors.Is(err, kerr.InvalidRequest) {
+			req = kmsg.NewPtrAddRaftVoterRequest()
+			req.VoterID = id
+			req.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}
+		} else if err != nil {
+			return err
+		}
 		return voterReq(node, req)
 	}
 	removeVoter := func(node, id int32) error {
@@ -147,6 +156,11 @@ func TestReplaceVoter(t *testing.T) {
 		}
 	}()
 
+	noListener := kmsg.NewPtrAddRaftVoterRequest()
+	noListener.VoterID = 4
+	if err := voterReq(1, noListener); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("AddRaftVoter(4) without listeners: %v, want INVALID_REQUEST (as Kafka answers)", err)
+	}
 	if err := addVoter(2, 4); err != nil {
 		t.Fatalf("AddRaftVoter(4): %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -27,8 +28,10 @@ func TestPromotedBrokerOnlyRestartsAsActiveController(t *testing.T) {
 	}
 	ctx := context.Background()
 	cl, adm := c.client()
-	add := kmsg.NewPtrAddRaftVoterRequest()
-	add.VoterID = 2
+	add, err := admin.AddVoterRequest(ctx, cl, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := voterChange(ctx, cl, 1, add); err != nil {
 		t.Fatalf("AddRaftVoter(2): %v", err)
 	}

@@ -1,0 +1,55 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AddVoterRequest builds the AddRaftVoter request that makes node id a
+// controller voter. The request must carry the node's controller listener
+// (Kafka refuses one without: INVALID_REQUEST), as kafka-metadata-quorum
+// add-controller sends the new controller's listeners from its config; here
+// they are read from DescribeQuorum, where a running broker-only node is an
+// observer with its listener. A node the quorum does not know is an error
+// wrapping kerr.InvalidRequest.
+func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRaftVoterRequest, error) {
+	dq := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	dq.Topics = []kmsg.DescribeQuorumRequestTopic{t}
+	resp, err := dq.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("describing the quorum: %w", err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("describing the quorum: %w", err)
+			}
+		}
+	}
+	req := kmsg.NewPtrAddRaftVoterRequest()
+	req.VoterID = id
+	for _, n := range resp.Nodes {
+		if n.NodeID != id {
+			continue
+		}
+		for _, l := range n.Listeners {
+			rl := kmsg.NewAddRaftVoterRequestListener()
+			rl.Name, rl.Host, rl.Port = l.Name, l.Host, l.Port
+			req.Listeners = append(req.Listeners, rl)
+		}
+	}
+	if len(req.Listeners) == 0 {
+		return nil, fmt.Errorf("%w: node %d is not a member of the quorum: start it as a broker-only node (--roles broker) first", kerr.InvalidRequest, id)
+	}
+	return req, nil
+}
