@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -77,9 +76,7 @@ func (s *TopicStore) GroupKeys(ctx context.Context, group string) ([]Key, error)
 	if len(want) == 0 {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.ClientID("strata-share-state-scan"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{StateTopic: want}),
-		kgo.FetchMaxWait(100*time.Millisecond))
+	cl, err := s.reader("strata-share-state-scan", want)
 	if err != nil {
 		return nil, err
 	}

@@ -151,6 +151,7 @@ func statePartition(k Key, partitions int32) int32 {
 type TopicStore struct {
 	cl         *kgo.Client
 	seeds      []string
+	opts       []kgo.Opt // the node's credentials, for the reading clients too
 	partitions int32
 	ensureMu   chan struct{} // a lock ensure can give up waiting for
 	ensured    bool
@@ -173,7 +174,17 @@ func NewTopicStore(seeds []string, partitions int32, opts ...kgo.Opt) (*TopicSto
 	if err != nil {
 		return nil, err
 	}
-	return &TopicStore{cl: cl, seeds: seeds, partitions: partitions, ensureMu: make(chan struct{}, 1), coords: map[int32]int32{}}, nil
+	return &TopicStore{cl: cl, seeds: seeds, opts: opts, partitions: partitions, ensureMu: make(chan struct{}, 1), coords: map[int32]int32{}}, nil
+}
+
+// reader is a client of the store's node (with its credentials: on a listener
+// with SASL a client without them is refused) consuming want of the state topic.
+func (s *TopicStore) reader(clientID string, want map[int32]kgo.Offset) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(s.seeds...), kgo.ClientID(clientID),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{StateTopic: want}),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, s.opts...)...)
 }
 
 // Close closes the store's client.
@@ -450,9 +461,7 @@ func (s *TopicStore) Latest(ctx context.Context, k Key) (Snapshot, bool, error) 
 	if end <= 0 {
 		return Snapshot{}, false, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.ClientID("strata-share-state-load"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{StateTopic: {p: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(100*time.Millisecond))
+	cl, err := s.reader("strata-share-state-load", map[int32]kgo.Offset{p: kgo.NewOffset().AtStart()})
 	if err != nil {
 		return Snapshot{}, false, err
 	}
