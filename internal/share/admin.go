@@ -26,13 +26,7 @@ type Summary struct {
 
 // SummaryOf summarises a snapshot.
 func SummaryOf(s Snapshot) Summary {
-	sum := Summary{Start: s.Start, LeaderEpoch: s.LeaderEpoch}
-	for _, b := range s.Batches {
-		if b.State == Acknowledged || b.State == Archived {
-			sum.Done += b.Last - max(b.First, s.Start) + 1
-		}
-	}
-	return sum
+	return Summary{Start: s.Start, LeaderEpoch: s.LeaderEpoch, Done: int64(s.DeliveryComplete)}
 }
 
 // Lag is KIP-1226's share-partition lag against the partition's high watermark:

@@ -496,7 +496,23 @@ type Snapshot struct {
 	StateEpoch  int32 // the share partition's initialization it belongs to (set by the caller)
 	LeaderEpoch int32 // the data partition's leader epoch when it was taken (set by the caller)
 	Start       int64
-	Batches     []StateBatch
+	// DeliveryComplete counts the offsets at or past Start whose delivery is
+	// complete (acknowledged or archived): KIP-1226's DeliveryCompleteCount, which
+	// WriteShareGroupState v1 carries and the share-group lag subtracts.
+	DeliveryComplete int32
+	Batches          []StateBatch
+}
+
+// CountDeliveryComplete counts the offsets at or past start that batches show
+// acknowledged or archived.
+func CountDeliveryComplete(start int64, batches []StateBatch) int32 {
+	var n int64
+	for _, b := range batches {
+		if (b.State == Acknowledged || b.State == Archived) && b.Last >= start {
+			n += b.Last - max(b.First, start) + 1
+		}
+	}
+	return int32(n)
 }
 
 // newerThan reports whether s supersedes o as a key's state: a later
@@ -523,6 +539,7 @@ func (p *Partition) Snapshot() Snapshot {
 		}
 		s.Batches = append(s.Batches, StateBatch{First: o, Last: o, State: st, DeliveryCount: r.count})
 	}
+	s.DeliveryComplete = CountDeliveryComplete(s.Start, s.Batches)
 	return s
 }
 
