@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -62,7 +63,7 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 	r := c.shareHeartbeat(ctx, req)
 	resp.ErrorCode = r.code
 	if r.code != 0 {
-		resp.ErrorMessage = ptr(r.msg)
+		resp.ErrorMessage = optional(r.msg)
 		return resp
 	}
 	resp.MemberID = ptr(r.memberID)
@@ -86,7 +87,7 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	case req.GroupID == "":
 		return hbError(inv, "GroupId can't be empty.")
 	case req.MemberID == "":
-		return hbError(inv, "MemberId can't be empty.")
+		return heartbeatResult{code: inv} // Kafka 4.4 answers this one without a message
 	case req.RackID != nil && *req.RackID == "":
 		return hbError(inv, "RackId can't be empty.")
 	case req.MemberEpoch < leaveEpoch:
@@ -99,8 +100,11 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 		return hbError(code, "%s", kerr.ErrorForCode(code))
 	}
 	g := p.lookup(c, req.GroupID, req.MemberEpoch == joinEpoch)
-	if g == nil {
-		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
+	switch {
+	case g == nil && req.MemberEpoch == leaveEpoch:
+		return hbError(kerr.GroupIDNotFound.Code, "Group %s not found.", req.GroupID)
+	case g == nil:
+		return hbError(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -141,7 +145,11 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 	case m == nil:
 		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
 	case req.MemberEpoch != joinEpoch && req.MemberEpoch != m.epoch:
-		return hbError(kerr.FencedMemberEpoch.Code, "The share group member has a greater or smaller epoch (%d) than the coordinator's (%d).", req.MemberEpoch, m.epoch)
+		side := "greater"
+		if req.MemberEpoch < m.epoch {
+			side = "smaller"
+		}
+		return hbError(kerr.FencedMemberEpoch.Code, "The share group member has a %s member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", side, req.MemberEpoch, m.epoch)
 	}
 	if req.MemberEpoch == joinEpoch {
 		m.clientID, m.clientHost = cl.ID, cl.Host
@@ -297,9 +305,7 @@ func (c *Coordinator) ShareGroupDescribe(_ context.Context, req *kmsg.ShareGroup
 		dg := kmsg.NewShareGroupDescribeResponseGroup()
 		dg.GroupID = id
 		c.describeShare(id, &dg)
-		if dg.ErrorCode != 0 {
-			dg.GroupState = stateDead.String()
-		} else if req.IncludeAuthorizedOperations {
+		if dg.ErrorCode == 0 && req.IncludeAuthorizedOperations {
 			dg.AuthorizedOperations = groupOperations
 		}
 		resp.Groups = append(resp.Groups, dg)
@@ -307,9 +313,19 @@ func (c *Coordinator) ShareGroupDescribe(_ context.Context, req *kmsg.ShareGroup
 	return resp
 }
 
+// describeShare fills dg for group id. As in Kafka 4.4, a group that is not a
+// share group is "not found" like one that does not exist, an empty id is
+// INVALID_GROUP_ID without a message, and a group in error has no state.
 func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeResponseGroup) {
+	if id == "" {
+		dg.ErrorCode = kerr.InvalidGroupID.Code
+		return
+	}
 	g, code, msg := c.lockedGroupOf(id, "share", func(g *group) bool { return g.sg != nil })
 	if g == nil {
+		if code == kerr.GroupIDNotFound.Code {
+			msg = ptr(fmt.Sprintf("Group %s not found.", id))
+		}
 		dg.ErrorCode, dg.ErrorMessage = code, msg
 		return
 	}

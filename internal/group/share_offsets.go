@@ -63,7 +63,7 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, req *kmsg.D
 		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		g.GroupID = rg.GroupID
 		if code := c.shareAdminCode(rg.GroupID); code != 0 {
-			g.ErrorCode, g.ErrorMessage = code, ptr(kerr.ErrorForCode(code).Error())
+			g.ErrorCode, g.ErrorMessage = code, errMessage(code)
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
@@ -236,11 +236,33 @@ func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.Alte
 	return resp
 }
 
+// errMessage is the message Kafka 4.4's share-group offset APIs answer with code,
+// nil for none.
 func errMessage(code int16) *string {
 	if code == 0 {
 		return nil
 	}
-	return ptr(kerr.ErrorForCode(code).Error())
+	return ptr(kafkaMessage(code))
+}
+
+// kafkaMessages are Kafka's messages where they are not kerr's description (taken
+// from a Kafka 4.4 broker's answers, as the error tables of package handlers).
+var kafkaMessages = map[int16]string{
+	kerr.InvalidGroupID.Code:           "The group id is invalid.",
+	kerr.GroupAuthorizationFailed.Code: "Group authorization failed.",
+	kerr.TopicAuthorizationFailed.Code: "Topic authorization failed.",
+}
+
+// kafkaMessage is the text Kafka answers with code: kafkaMessages, else kerr's
+// description of it.
+func kafkaMessage(code int16) string {
+	if m, ok := kafkaMessages[code]; ok {
+		return m
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e.Description
+	}
+	return kerr.ErrorForCode(code).Error()
 }
 
 // checkEmptyShareGroup checks that group is a share group without members (creating
@@ -248,11 +270,11 @@ func errMessage(code int16) *string {
 // when not.
 func (c *Coordinator) checkEmptyShareGroup(id string, create bool) (int16, string) {
 	if code := c.shareAdminCode(id); code != 0 {
-		return code, kerr.ErrorForCode(code).Error()
+		return code, kafkaMessage(code)
 	}
 	p, code := c.partitionOf(id)
 	if code != 0 {
-		return code, kerr.ErrorForCode(code).Error()
+		return code, kafkaMessage(code)
 	}
 	g := p.lookup(c, id, create)
 	if g == nil {

@@ -61,9 +61,8 @@ func (h *Handlers) shareFetch(ctx context.Context, c *protocol.ConnInfo, r *prot
 		for _, p := range t.Partitions {
 			sp := kmsg.NewShareFetchResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			sp.ErrorMessage = errMessage(sp.ErrorCode)
 			if len(p.AcknowledgementBatches) > 0 {
-				sp.AcknowledgeErrorCode, sp.AcknowledgeErrorMessage = sp.ErrorCode, sp.ErrorMessage
+				sp.AcknowledgeErrorCode = sp.ErrorCode
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

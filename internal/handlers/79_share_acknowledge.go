@@ -28,7 +28,6 @@ func (h *Handlers) shareAcknowledge(ctx context.Context, c *protocol.ConnInfo, r
 		for _, p := range t.Partitions {
 			sp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			sp.ErrorMessage = errMessage(sp.ErrorCode)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		denied = append(denied, st)

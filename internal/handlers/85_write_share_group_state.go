@@ -4,8 +4,9 @@ package handlers
 // of a share partition at its share coordinator. A write of an older state epoch
 // than the stored one is FENCED_STATE_EPOCH (the offsets were reset), of an older
 // leader epoch FENCED_LEADER_EPOCH (a newer leader has read the state); the
-// writer then reloads. v1's DeliveryCompleteCount is not kept (the state's
-// batches give it). NOT_COORDINATOR from a node that does not lead the key's
+// writer then reloads. v1's DeliveryCompleteCount is stored with the state and
+// is what the share-group lag subtracts (a v0 write, or -1, has it counted off the
+// state's batches). NOT_COORDINATOR from a node that does not lead the key's
 // partition of __share_group_state. Needs CLUSTER_ACTION, else
 // CLUSTER_AUTHORIZATION_FAILED per partition.
 
@@ -36,6 +37,10 @@ func (h *Handlers) writeShareGroupState(ctx context.Context, c *protocol.ConnInf
 					for _, b := range rp.StateBatches {
 						snap.Batches = append(snap.Batches, share.StateBatch{First: b.FirstOffset, Last: b.LastOffset,
 							State: share.RecordState(b.DeliveryState), DeliveryCount: b.DeliveryCount})
+					}
+					snap.DeliveryComplete = rp.DeliveryCompleteCount
+					if req.Version < 1 || snap.DeliveryComplete < 0 {
+						snap.DeliveryComplete = share.CountDeliveryComplete(snap.Start, snap.Batches)
 					}
 					sp.ErrorCode = h.cfg.ShareCoordinator.Write(ctx, k, snap)
 				}

@@ -35,11 +35,15 @@ package handlers
 //	ConsumerGroupDescribe   DESCRIBE group; a group assigning a topic the principal
 //	                        may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED
 //	DescribeProducers       READ topic (TOPIC_AUTHORIZATION_FAILED per partition)
-//	ShareGroupHeartbeat, ShareFetch, ShareAcknowledge   READ group
-//	AlterShareGroupOffsets  READ group; DeleteShareGroupOffsets DELETE group
-//	DescribeTransactions, ListTransactions, ShareGroupDescribe,
-//	DescribeShareGroupOffsets   DESCRIBE cluster: stricter than Kafka, which checks each
-//	                     transactional id or group and filters the answer
+//	ShareFetch, ShareAcknowledge   READ group, READ topic
+//	ShareGroupHeartbeat     READ group, DESCRIBE on every subscribed topic
+//	ShareGroupDescribe      DESCRIBE group (per group)
+//	DescribeShareGroupOffsets   DESCRIBE group (per group), DESCRIBE topic
+//	AlterShareGroupOffsets  READ group, READ topic; DeleteShareGroupOffsets DELETE
+//	                        group, READ topic (share groups: as a Kafka 4.4 broker
+//	                        answered side by side, interop/cmd/sharecompare)
+//	DescribeTransactions, ListTransactions   DESCRIBE cluster: stricter than Kafka,
+//	                     which checks each transactional id and filters the answer
 //
 // Requests forwarded over the controller link were authorized by the broker that
 // forwarded them and are not checked again.
@@ -142,8 +146,6 @@ var requestChecks = map[int16]requestCheck{
 	66: clusterCheck(kmsg.ACLOperationDescribe),
 	68: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
 	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
-	77: clusterCheck(kmsg.ACLOperationDescribe),
-	90: clusterCheck(kmsg.ACLOperationDescribe),
 	91: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.AlterShareGroupOffsetsRequest).GroupID }),
 	92: groupCheck(kmsg.ACLOperationDelete, func(r kmsg.Request) string { return r.(*kmsg.DeleteShareGroupOffsetsRequest).GroupID }),
 	78: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareFetchRequest).GroupID) }),
@@ -296,22 +298,10 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 	case *kmsg.ShareGroupHeartbeatResponse:
 		resp.ErrorCode = code
-	case *kmsg.ShareGroupDescribeResponse:
-		for _, g := range req.(*kmsg.ShareGroupDescribeRequest).GroupIDs {
-			rg := kmsg.NewShareGroupDescribeResponseGroup()
-			rg.GroupID, rg.ErrorCode = g, code
-			resp.Groups = append(resp.Groups, rg)
-		}
-	case *kmsg.DescribeShareGroupOffsetsResponse:
-		for _, g := range req.(*kmsg.DescribeShareGroupOffsetsRequest).Groups {
-			rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
-			rg.GroupID, rg.ErrorCode = g.GroupID, code
-			resp.Groups = append(resp.Groups, rg)
-		}
 	case *kmsg.AlterShareGroupOffsetsResponse:
-		resp.ErrorCode = code
+		resp.ErrorCode, resp.ErrorMessage = code, kmsg.StringPtr("Group authorization failed.") // Kafka 4.4's
 	case *kmsg.DeleteShareGroupOffsetsResponse:
-		resp.ErrorCode = code
+		resp.ErrorCode, resp.ErrorMessage = code, kmsg.StringPtr("Group authorization failed.")
 	case *kmsg.ShareFetchResponse:
 		resp.ErrorCode = code
 	case *kmsg.ShareAcknowledgeResponse:

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,13 +26,7 @@ type Summary struct {
 
 // SummaryOf summarises a snapshot.
 func SummaryOf(s Snapshot) Summary {
-	sum := Summary{Start: s.Start, LeaderEpoch: s.LeaderEpoch}
-	for _, b := range s.Batches {
-		if b.State == Acknowledged || b.State == Archived {
-			sum.Done += b.Last - max(b.First, s.Start) + 1
-		}
-	}
-	return sum
+	return Summary{Start: s.Start, LeaderEpoch: s.LeaderEpoch, Done: int64(s.DeliveryComplete)}
 }
 
 // Lag is KIP-1226's share-partition lag against the partition's high watermark:
@@ -77,9 +70,7 @@ func (s *TopicStore) GroupKeys(ctx context.Context, group string) ([]Key, error)
 	if len(want) == 0 {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.ClientID("strata-share-state-scan"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{StateTopic: want}),
-		kgo.FetchMaxWait(100*time.Millisecond))
+	cl, err := s.reader("strata-share-state-scan", want)
 	if err != nil {
 		return nil, err
 	}

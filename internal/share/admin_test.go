@@ -14,18 +14,32 @@ func TestSummaryAndLag(t *testing.T) {
 		lag  int64
 	}{
 		{"nothing in flight", Snapshot{LeaderEpoch: 2, Start: 10}, 15, Summary{Start: 10, LeaderEpoch: 2}, 5},
-		{"done records past the start are not lag", Snapshot{Start: 10, Batches: []StateBatch{
-			{First: 10, Last: 11, State: Available, DeliveryCount: 1},
-			{First: 12, Last: 14, State: Acknowledged},
-			{First: 15, Last: 15, State: Archived},
-			{First: 16, Last: 16, State: Archiving},
-		}}, 20, Summary{Start: 10, Done: 4}, 6},
+		{"done records past the start are not lag", Snapshot{Start: 10, DeliveryComplete: 4}, 20, Summary{Start: 10, Done: 4}, 6},
 		{"high watermark below the start", Snapshot{Start: 10}, 8, Summary{Start: 10}, 0},
 	} {
 		got := SummaryOf(tc.snap)
 		if got != tc.want || got.Lag(tc.hwm) != tc.lag {
 			t.Errorf("%s: summary %+v lag %d, want %+v lag %d", tc.name, got, got.Lag(tc.hwm), tc.want, tc.lag)
 		}
+	}
+}
+
+// TestCountDeliveryComplete: the offsets at or past the start that are
+// acknowledged or archived (KIP-1226's DeliveryCompleteCount).
+func TestCountDeliveryComplete(t *testing.T) {
+	batches := []StateBatch{
+		{First: 8, Last: 11, State: Acknowledged},
+		{First: 12, Last: 14, State: Acknowledged},
+		{First: 15, Last: 15, State: Archived},
+		{First: 16, Last: 16, State: Archiving},
+		{First: 17, Last: 18, State: Available, DeliveryCount: 1},
+	}
+	if got := CountDeliveryComplete(10, batches); got != 6 {
+		t.Errorf("CountDeliveryComplete = %d, want 6 (10-15)", got)
+	}
+	p := Restore(Snapshot{Start: 10, Batches: batches})
+	if got := p.Snapshot().DeliveryComplete; got != 0 {
+		t.Errorf("a restored partition's snapshot: %d complete, want 0 (the start moved past the done offsets)", got)
 	}
 }
 

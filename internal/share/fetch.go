@@ -125,7 +125,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	group, member := deref(req.GroupID), deref(req.MemberID)
 
 	fail := func(code int16) *kmsg.ShareFetchResponse {
-		resp.ErrorCode, resp.ErrorMessage = code, errDescription(code)
+		resp.ErrorCode = code // Kafka 4.4 answers these without a message
 		return resp
 	}
 	if group == "" || member == "" {
@@ -186,8 +186,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
 			})
 			rp := out.part(t.TopicID, p.Partition)
-			rp.AcknowledgeErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, reserve)
-			rp.AcknowledgeErrorMessage = errDescription(rp.AcknowledgeErrorCode)
+			rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, reserve)
 		}
 	}
 	if req.ShareSessionEpoch == finalEpoch {
@@ -292,14 +291,14 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 	rp, topic, code := m.lookup(tp.id, tp.partition)
 	if code != 0 {
 		r := out.part(tp.id, tp.partition)
-		r.ErrorCode, r.ErrorMessage = code, errDescription(code)
+		r.ErrorCode = code
 		out.leader(r, topic, tp.partition)
 		return partitionFetch{}
 	}
 	sp, code := m.share(ctx, Key{group, tp.id, tp.partition}, topic, rp)
 	if code != 0 {
 		r := out.part(tp.id, tp.partition)
-		r.ErrorCode, r.ErrorMessage = code, errDescription(code)
+		r.ErrorCode = code
 		return partitionFetch{rp: rp}
 	}
 	defer sp.mu.Unlock()
@@ -312,7 +311,6 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 			r.ErrorCode = kerr.NotLeaderForPartition.Code
 			out.leader(r, topic, tp.partition)
 		}
-		r.ErrorMessage = errDescription(r.ErrorCode)
 		return partitionFetch{}
 	}
 	if len(a.acquired) == 0 {
@@ -347,19 +345,19 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // acknowledge applies one partition's decoded acknowledgement batches (ok false:
-// they did not decode); it returns the partition's code. reserve is as
+// they did not decode); it returns the partition's code and message. reserve is as
 // acknowledgeLocked's.
-func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool, reserve int) int16 {
+func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool, reserve int) (int16, *string) {
 	if !ok {
-		return kerr.InvalidRequest.Code
+		return kerr.InvalidRequest.Code, nil
 	}
 	rp, topic, code := m.lookup(id, partition)
 	if code != 0 {
-		return code
+		return code, nil
 	}
 	sp, code := m.share(ctx, Key{group, id, partition}, topic, rp)
 	if code != 0 {
-		return code
+		return code, nil
 	}
 	defer sp.mu.Unlock()
 	return m.acknowledgeLocked(ctx, sp, member, cfg, acks, reserve)
@@ -393,7 +391,7 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	fail := func(code int16) *kmsg.ShareAcknowledgeResponse {
-		resp.ErrorCode, resp.ErrorMessage = code, errDescription(code)
+		resp.ErrorCode = code // Kafka 4.4 answers these without a message
 		return resp
 	}
 	if group == "" || member == "" {
@@ -414,8 +412,7 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 			})
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, 0)
-			rp.ErrorMessage = errDescription(rp.ErrorCode)
+			rp.ErrorCode, rp.ErrorMessage = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, 0)
 			if rp.ErrorCode == kerr.NotLeaderForPartition.Code {
 				if topic := img.TopicByID(metadataUUID(t.TopicID)); topic != nil {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leaderOf(img, topic.Name, p.Partition)

@@ -543,44 +543,39 @@ func (m *Manager) afterFunc(d time.Duration, f func()) *time.Timer {
 // result; it returns the partition's acknowledgement error code. reserve is how
 // many records the caller acquires right after (a ShareFetch's own acquisition):
 // waiting fetches are woken only for the rest.
-func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch, reserve int) int16 {
+func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch, reserve int) (int16, *string) {
 	now := m.cfg.Now()
 	code := int16(0)
+	var msg *string
 	changed := false
 	for _, a := range acks {
 		_, err := sp.p.Acknowledge(member, now, cfg.Limits, a.first, a.last, a.types)
+		var ae *AckError
 		switch {
 		case errors.Is(err, ErrInvalidAck):
-			code = kerr.InvalidRequest.Code
-		case errors.Is(err, ErrInvalidRecordState):
-			code = kerr.InvalidRecordState.Code
+			code, msg = kerr.InvalidRequest.Code, nil
+		case errors.As(err, &ae) && ae.Past:
+			code, msg = kerr.InvalidRequest.Code, &ae.Msg
+		case errors.As(err, &ae):
+			code, msg = kerr.InvalidRecordState.Code, &ae.Msg
 		case err == nil:
 			changed = true
 		}
 	}
 	if changed {
 		if c := m.saveLocked(ctx, sp); c != 0 {
-			return c
+			return c, nil
 		}
 		sp.wakeLocked(cfg.Limits, reserve)
 		m.maybeDeadLetterLocked(sp)
 	}
-	return code
+	return code, msg
 }
 
 // ackBatch is one decoded acknowledgement batch.
 type ackBatch struct {
 	first, last int64
 	types       []AckType
-}
-
-// errDescription is a Kafka error's message, for ErrorMessage fields.
-func errDescription(code int16) *string {
-	if code == 0 {
-		return nil
-	}
-	s := kerr.ErrorForCode(code).Error()
-	return &s
 }
 
 // leaderOf is the partition's current leader and epoch in the image, for

@@ -55,6 +55,26 @@ var ErrInvalidRecordState = errors.New("share: record not acquired by this membe
 // offsets, an unknown type, last before first).
 var ErrInvalidAck = errors.New("share: invalid acknowledgement batch")
 
+// AckError is an acknowledgement refused for the state of the offsets it names,
+// with the message (and, Past, the code) a Kafka 4.4 broker answers in that case.
+// It is always ErrInvalidRecordState to errors.Is: the member does not hold them.
+type AckError struct {
+	Msg  string
+	Past bool // past every offset in flight: Kafka answers INVALID_REQUEST
+}
+
+func (e *AckError) Error() string { return e.Msg }
+func (e *AckError) Unwrap() error { return ErrInvalidRecordState }
+
+// The refusals of Acknowledge, worded as Kafka 4.4's SharePartition words them.
+var (
+	errAckNotCached   = &AckError{Msg: "Batch record not found. The request batch offsets are not found in the cache."}
+	errAckFirstPast   = &AckError{Msg: "Batch record not found. The first offset in request is past acquired records.", Past: true}
+	errAckLastPast    = &AckError{Msg: "Batch record not found. The last offset in request is past acquired records.", Past: true}
+	errAckNotAcquired = &AckError{Msg: "The batch cannot be acknowledged. The batch is not in the acquired state."}
+	errAckNotOwner    = &AckError{Msg: "Member is not the owner of batch record"}
+)
+
 // Limits are the rules of one share partition, from the group's configs.
 type Limits struct {
 	LockDuration  time.Duration // share.record.lock.duration.ms
@@ -273,9 +293,11 @@ func (p *Partition) Acquire(member string, now time.Time, lim Limits, batches []
 // Acknowledge applies one acknowledgement batch of member: types has one entry for
 // the whole range or one per offset. Every offset must be Acquired by member (a Gap
 // may also name an offset the member holds that has no record); otherwise nothing
-// changes and the error is ErrInvalidRecordState (ErrInvalidAck for a malformed
-// batch). It returns the offsets archived by a rejection or by running out of
-// deliveries on a release: Archiving when lim.DeadLetter, else Archived.
+// changes and the error is an *AckError (ErrInvalidAck for a malformed batch).
+// Offsets below the start offset in a batch that reaches the window are skipped,
+// as Kafka skips them; a batch wholly below it is refused. It returns the offsets
+// archived by a rejection or by running out of deliveries on a release: Archiving
+// when lim.DeadLetter, else Archived.
 func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first, last int64, types []AckType) ([]int64, error) {
 	if last < first || (len(types) != 1 && int64(len(types)) != last-first+1) {
 		return nil, ErrInvalidAck
@@ -290,15 +312,26 @@ func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first,
 		if t := typeAt(o); t < Gap || t > Renew {
 			return nil, ErrInvalidAck
 		}
-		if o < p.start || o >= p.end {
-			return nil, ErrInvalidRecordState
-		}
-		if r := p.at(o); r.state != Acquired || r.member != member {
-			return nil, ErrInvalidRecordState
+	}
+	switch {
+	case p.start == p.end || last < p.start:
+		return nil, errAckNotCached
+	case first >= p.end:
+		return nil, errAckFirstPast
+	case last >= p.end:
+		return nil, errAckLastPast
+	}
+	from := max(first, p.start)
+	for o := from; o <= last; o++ {
+		switch r := p.at(o); {
+		case r.state != Acquired:
+			return nil, errAckNotAcquired
+		case r.member != member:
+			return nil, errAckNotOwner
 		}
 	}
 	var archived []int64
-	for o := first; o <= last; o++ {
+	for o := from; o <= last; o++ {
 		r := p.at(o)
 		switch typeAt(o) {
 		case Accept:
@@ -463,7 +496,23 @@ type Snapshot struct {
 	StateEpoch  int32 // the share partition's initialization it belongs to (set by the caller)
 	LeaderEpoch int32 // the data partition's leader epoch when it was taken (set by the caller)
 	Start       int64
-	Batches     []StateBatch
+	// DeliveryComplete counts the offsets at or past Start whose delivery is
+	// complete (acknowledged or archived): KIP-1226's DeliveryCompleteCount, which
+	// WriteShareGroupState v1 carries and the share-group lag subtracts.
+	DeliveryComplete int32
+	Batches          []StateBatch
+}
+
+// CountDeliveryComplete counts the offsets at or past start that batches show
+// acknowledged or archived.
+func CountDeliveryComplete(start int64, batches []StateBatch) int32 {
+	var n int64
+	for _, b := range batches {
+		if (b.State == Acknowledged || b.State == Archived) && b.Last >= start {
+			n += b.Last - max(b.First, start) + 1
+		}
+	}
+	return int32(n)
 }
 
 // newerThan reports whether s supersedes o as a key's state: a later
@@ -490,6 +539,7 @@ func (p *Partition) Snapshot() Snapshot {
 		}
 		s.Batches = append(s.Batches, StateBatch{First: o, Last: o, State: st, DeliveryCount: r.count})
 	}
+	s.DeliveryComplete = CountDeliveryComplete(s.Start, s.Batches)
 	return s
 }
 

@@ -54,8 +54,14 @@ var ErrCorruptState = errors.New("share: corrupt share-group state record")
 // length + bytes.
 //
 //	key    | int16 version=0 | string group | [16]byte topic id | int32 partition |
+//	value  | int16 version=2 | int32 state epoch | int32 leader epoch |
+//	       | int64 start offset | int32 delivery complete count |
+//	       | int32 batch count | batches |
 //	value  | int16 version=1 | int32 state epoch | int32 leader epoch |
 //	       | int64 start offset | int32 batch count | batches |
+//	                                            (written before delivery complete
+//	                                             counts; the count is read off the
+//	                                             batches)
 //	value  | int16 version=0 | int32 leader epoch | int64 start offset |
 //	       | int32 batch count | batches |      (written before state epochs; read
 //	                                             as state epoch 0)
@@ -70,7 +76,7 @@ var ErrCorruptState = errors.New("share: corrupt share-group state record")
 // successor's state (the topic is compacted: older values of a key go).
 const (
 	keyVersion   = 0
-	stateVersion = 1
+	stateVersion = 2
 )
 
 func encodeKey(k Key) []byte {
@@ -86,6 +92,7 @@ func encodeSnapshot(s Snapshot) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(s.StateEpoch))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.LeaderEpoch))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.Start))
+	b = binary.BigEndian.AppendUint32(b, uint32(s.DeliveryComplete))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.Batches)))
 	for _, sb := range s.Batches {
 		b = binary.BigEndian.AppendUint64(b, uint64(sb.First))
@@ -102,10 +109,11 @@ func decodeSnapshot(b []byte) (Snapshot, error) {
 		return Snapshot{}, ErrCorruptState
 	}
 	var s Snapshot
-	switch binary.BigEndian.Uint16(b) {
+	version := binary.BigEndian.Uint16(b)
+	switch version {
 	case 0:
 		b = b[2:]
-	case 1:
+	case 1, 2:
 		if len(b) < 6 {
 			return Snapshot{}, ErrCorruptState
 		}
@@ -114,12 +122,23 @@ func decodeSnapshot(b []byte) (Snapshot, error) {
 	default:
 		return Snapshot{}, ErrCorruptState
 	}
-	if len(b) < 16 {
+	if len(b) < 12 {
 		return Snapshot{}, ErrCorruptState
 	}
 	s.LeaderEpoch, s.Start = int32(binary.BigEndian.Uint32(b)), int64(binary.BigEndian.Uint64(b[4:]))
-	n := int(binary.BigEndian.Uint32(b[12:]))
-	b = b[16:]
+	b = b[12:]
+	complete := int32(-1)
+	if version == 2 {
+		if len(b) < 4 {
+			return Snapshot{}, ErrCorruptState
+		}
+		complete, b = int32(binary.BigEndian.Uint32(b)), b[4:]
+	}
+	if len(b) < 4 {
+		return Snapshot{}, ErrCorruptState
+	}
+	n := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
 	if len(b) != n*batchSize {
 		return Snapshot{}, ErrCorruptState
 	}
@@ -131,6 +150,10 @@ func decodeSnapshot(b []byte) (Snapshot, error) {
 			DeliveryCount: int16(binary.BigEndian.Uint16(b[17:])),
 		})
 		b = b[batchSize:]
+	}
+	s.DeliveryComplete = complete
+	if complete < 0 {
+		s.DeliveryComplete = CountDeliveryComplete(s.Start, s.Batches)
 	}
 	return s, nil
 }
@@ -151,6 +174,7 @@ func statePartition(k Key, partitions int32) int32 {
 type TopicStore struct {
 	cl         *kgo.Client
 	seeds      []string
+	opts       []kgo.Opt // the node's credentials, for the reading clients too
 	partitions int32
 	ensureMu   chan struct{} // a lock ensure can give up waiting for
 	ensured    bool
@@ -173,7 +197,17 @@ func NewTopicStore(seeds []string, partitions int32, opts ...kgo.Opt) (*TopicSto
 	if err != nil {
 		return nil, err
 	}
-	return &TopicStore{cl: cl, seeds: seeds, partitions: partitions, ensureMu: make(chan struct{}, 1), coords: map[int32]int32{}}, nil
+	return &TopicStore{cl: cl, seeds: seeds, opts: opts, partitions: partitions, ensureMu: make(chan struct{}, 1), coords: map[int32]int32{}}, nil
+}
+
+// reader is a client of the store's node (with its credentials: on a listener
+// with SASL a client without them is refused) consuming want of the state topic.
+func (s *TopicStore) reader(clientID string, want map[int32]kgo.Offset) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(s.seeds...), kgo.ClientID(clientID),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{StateTopic: want}),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, s.opts...)...)
 }
 
 // Close closes the store's client.
@@ -356,6 +390,7 @@ func (s *TopicStore) Load(ctx context.Context, k Key, leaderEpoch int32) (Snapsh
 	for _, b := range p.StateBatches {
 		snap.Batches = append(snap.Batches, StateBatch{First: b.FirstOffset, Last: b.LastOffset, State: RecordState(b.DeliveryState), DeliveryCount: b.DeliveryCount})
 	}
+	snap.DeliveryComplete = CountDeliveryComplete(snap.Start, snap.Batches) // ReadShareGroupState does not carry it
 	return snap, true, nil
 }
 
@@ -394,6 +429,7 @@ func (s *TopicStore) Save(ctx context.Context, k Key, snap Snapshot) error {
 	rt.TopicID = k.TopicID
 	rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	rp.Partition, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = k.Partition, snap.StateEpoch, snap.LeaderEpoch, snap.Start
+	rp.DeliveryCompleteCount = snap.DeliveryComplete // v1
 	for _, b := range snap.Batches {
 		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
 		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.First, b.Last, int8(b.State), b.DeliveryCount
@@ -450,9 +486,7 @@ func (s *TopicStore) Latest(ctx context.Context, k Key) (Snapshot, bool, error) 
 	if end <= 0 {
 		return Snapshot{}, false, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds...), kgo.ClientID("strata-share-state-load"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{StateTopic: {p: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(100*time.Millisecond))
+	cl, err := s.reader("strata-share-state-load", map[int32]kgo.Offset{p: kgo.NewOffset().AtStart()})
 	if err != nil {
 		return Snapshot{}, false, err
 	}

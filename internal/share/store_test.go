@@ -15,19 +15,27 @@ func TestStateRecords(t *testing.T) {
 		{First: 13, Last: 13, State: Archived, DeliveryCount: 5},
 		{First: 14, Last: 20, State: Acknowledged, DeliveryCount: 1},
 	}}
+	s.DeliveryComplete = 9 // as a writer gave it: kept, not recounted
 	got, err := decodeSnapshot(encodeSnapshot(s))
 	if err != nil || !reflect.DeepEqual(got, s) {
 		t.Fatalf("snapshot round trip: %+v %v", got, err)
 	}
-	// A value written before state epochs (version 0) reads as state epoch 0.
-	v0 := append([]byte{0, 0}, encodeSnapshot(s)[6:]...)
+	// A value written before delivery complete counts (version 1) has it
+	// counted off its batches (13-20); one written before state epochs (version
+	// 0) also reads as state epoch 0.
+	v1 := legacyValue(s, 1)
 	old := s
+	old.DeliveryComplete = 8
+	if got, err := decodeSnapshot(v1); err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("version 1 value: %+v %v", got, err)
+	}
+	v0 := legacyValue(s, 0)
 	old.StateEpoch = 0
 	if got, err := decodeSnapshot(v0); err != nil || !reflect.DeepEqual(got, old) {
 		t.Fatalf("version 0 value: %+v %v", got, err)
 	}
 	for _, bad := range [][]byte{nil, {0, 1}, {0, 1, 0, 0, 0}, encodeSnapshot(s)[:24], append(encodeSnapshot(s), 0),
-		v0[:20], append([]byte{0, 2}, encodeSnapshot(s)[2:]...)} {
+		v0[:20], v1[:21], append([]byte{0, 3}, encodeSnapshot(s)[2:]...)} {
 		if _, err := decodeSnapshot(bad); err == nil {
 			t.Errorf("decodeSnapshot(%x) succeeded", bad)
 		}
@@ -62,4 +70,15 @@ func TestStateEpochs(t *testing.T) {
 			t.Errorf("%+v newerThan %+v = %v, want %v", tc.s, tc.o, got, tc.want)
 		}
 	}
+}
+
+// legacyValue is s as an older Strata wrote it: version 1 (no delivery complete
+// count) or 0 (no state epoch either).
+func legacyValue(s Snapshot, version int) []byte {
+	v2 := encodeSnapshot(s) // version | state epoch | leader epoch, start | count | rest
+	v1 := append(append([]byte{0, 1}, v2[2:18]...), v2[22:]...)
+	if version == 1 {
+		return v1
+	}
+	return append([]byte{0, 0}, v1[6:]...)
 }

@@ -150,7 +150,7 @@ func TestTopicStoreLoadFencesOldStateEpoch(t *testing.T) {
 
 	// A version 0 value, as an older Strata wrote it.
 	old := Snapshot{LeaderEpoch: 4, Start: 20, Batches: []StateBatch{{First: 20, Last: 21, State: Available, DeliveryCount: 1}}}
-	v0 := append([]byte{0, 0}, encodeSnapshot(old)[6:]...)
+	v0 := legacyValue(old, 0)
 	produceState(ctx, t, s, k, v0)
 	got, found, err := s.Latest(ctx, k)
 	if err != nil || !found || !reflect.DeepEqual(got, old) {

@@ -1,0 +1,300 @@
+// Command sharecompare sends the same share-group requests to a Kafka broker and a
+// Strata broker and prints, case by case, the error codes and messages (and a few
+// fields) each answers, marking the cases where they differ. It is how the expected
+// values of Strata's share-group error tables were taken from Kafka 4.4.
+//
+// Both brokers must listen with SASL PLAIN, an ACL authorizer, a super user admin
+// (password admin-secret) and a plain user alice (alice-secret); see
+// interop/README.md ("Share-group errors against Kafka") for how to start them.
+//
+//	go run ./interop/cmd/sharecompare -kafka 127.0.0.1:9192 -strata 127.0.0.1:9292
+//
+// The exit status is 1 when any case differs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+func main() {
+	kafkaAddr := flag.String("kafka", "", "the Kafka broker's SASL_PLAINTEXT address")
+	strataAddr := flag.String("strata", "", "the Strata broker's SASL_PLAINTEXT address")
+	verbose := flag.Bool("v", false, "print every case, not only those that differ")
+	flag.Parse()
+	if *kafkaAddr == "" || *strataAddr == "" {
+		fmt.Fprintln(os.Stderr, "sharecompare: -kafka and -strata are required")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run := fmt.Sprintf("%06d", rand.IntN(1e6))
+	var results [2][]result
+	for i, addr := range []string{*kafkaAddr, *strataAddr} {
+		s, err := newSystem(ctx, addr, run)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sharecompare: %s: %v\n", addr, err)
+			os.Exit(2)
+		}
+		results[i] = s.runAll(ctx)
+		s.close()
+	}
+	differ := 0
+	for i := range results[0] {
+		k, s := results[0][i], results[1][i]
+		same := k.out == s.out
+		if !same {
+			differ++
+		}
+		if !same || *verbose {
+			mark := "same"
+			if !same {
+				mark = "DIFFERS"
+			}
+			fmt.Printf("== %s [%s]\n   kafka:  %s\n   strata: %s\n", k.name, mark, k.out, s.out)
+		}
+	}
+	fmt.Printf("%d cases, %d differ\n", len(results[0]), differ)
+	if differ > 0 {
+		os.Exit(1)
+	}
+}
+
+type result struct{ name, out string }
+
+// env is what the requests of one system need: its names and topic ids.
+type env struct {
+	run                      string
+	topic, other             string // topic: 2 partitions, 10 records on 0; other: 1 partition
+	topicID, otherID         [16]byte
+	group, classic, aliceGrp string // alice's ACLs are on the prefix aliceGrp
+}
+
+type system struct {
+	addr    string
+	env     env
+	clients map[string]*kgo.Client
+}
+
+func newSystem(ctx context.Context, addr, run string) (*system, error) {
+	s := &system{addr: addr, clients: map[string]*kgo.Client{}}
+	e := &s.env
+	e.run = run
+	e.topic, e.other = "sc-t-"+run, "sc-u-"+run
+	e.group, e.classic, e.aliceGrp = "sc-g-"+run, "sc-c-"+run, "sc-alice-"+run
+	adm := kadm.NewClient(s.client("admin", 99))
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, e.topic); err != nil {
+		return nil, err
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, e.other); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		md, err := adm.Metadata(ctx, e.topic, e.other)
+		if err == nil && md.Topics[e.topic].Err == nil && md.Topics[e.other].Err == nil && len(md.Topics[e.topic].Partitions) == 2 {
+			e.topicID, e.otherID = md.Topics[e.topic].ID, md.Topics[e.other].ID
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("topics not ready: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	if err != nil {
+		return nil, err
+	}
+	s.clients["producer"] = prod
+	for i := range 10 {
+		r := &kgo.Record{Topic: e.topic, Partition: 0, Value: fmt.Appendf(nil, "v%02d", i)}
+		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+			return nil, fmt.Errorf("producing: %w", err)
+		}
+	}
+	// Two classic groups with a committed offset each.
+	for _, g := range []string{e.classic, e.classic + "-2"} {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation = g, -1
+		ot := kmsg.NewOffsetCommitRequestTopic()
+		ot.Topic = e.topic
+		op := kmsg.NewOffsetCommitRequestTopicPartition()
+		op.Offset = 1
+		ot.Partitions = append(ot.Partitions, op)
+		oc.Topics = append(oc.Topics, ot)
+		if _, err := oc.RequestWith(ctx, prod); err != nil {
+			return nil, fmt.Errorf("committing: %w", err)
+		}
+	}
+	acls := kadm.NewACLs().Allow("User:alice").Groups(e.aliceGrp).
+		Operations(kadm.OpRead, kadm.OpDescribe, kadm.OpDelete).ResourcePatternType(kadm.ACLPatternPrefixed)
+	if _, err := adm.CreateACLs(ctx, acls); err != nil {
+		return nil, fmt.Errorf("ACLs: %w", err)
+	}
+	acls = kadm.NewACLs().Allow("User:alice").Topics(e.other).
+		Operations(kadm.OpRead, kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
+	if _, err := adm.CreateACLs(ctx, acls); err != nil {
+		return nil, fmt.Errorf("ACLs: %w", err)
+	}
+	// The share groups start at the earliest offset, so the first fetch acquires.
+	ac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, g := range []string{e.group, e.aliceGrp} {
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+		r.Configs = append(r.Configs, c)
+		ac.Resources = append(ac.Resources, r)
+	}
+	acResp, err := ac.RequestWith(ctx, prod)
+	if err != nil {
+		return nil, fmt.Errorf("group configs: %w", err)
+	}
+	for _, r := range acResp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return nil, fmt.Errorf("group config of %s: %w", r.ResourceName, err)
+		}
+	}
+	time.Sleep(time.Second) // ACLs and configs reach the broker
+	return s, nil
+}
+
+// client is a client logged in as user, with ShareFetch and ShareAcknowledge
+// capped at version maxShare.
+func (s *system) client(user string, maxShare int16) *kgo.Client {
+	key := fmt.Sprintf("%s/%d", user, maxShare)
+	if cl := s.clients[key]; cl != nil {
+		return cl
+	}
+	v := kversion.Stable()
+	if maxShare < 99 {
+		v.SetMaxKeyVersion(78, maxShare)
+		v.SetMaxKeyVersion(79, maxShare)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.MaxVersions(v),
+		kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()),
+		kgo.RetryTimeout(5*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	s.clients[key] = cl
+	return cl
+}
+
+func (s *system) close() {
+	for _, cl := range s.clients {
+		cl.Close()
+	}
+}
+
+// step is one request of the script; both systems run the same steps in order.
+type step struct {
+	name     string
+	user     string // "admin" when empty
+	maxShare int16  // 0: latest
+	req      func(e *env) kmsg.Request
+}
+
+func (s *system) runAll(ctx context.Context) []result {
+	var out []result
+	for _, st := range steps() {
+		user := st.user
+		if user == "" {
+			user = "admin"
+		}
+		maxShare := st.maxShare
+		if maxShare == 0 {
+			maxShare = 99
+		}
+		cl := s.client(user, maxShare)
+		req := st.req(&s.env)
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		resp, err := cl.SeedBrokers()[0].Request(rctx, req) // as sent: no sharding by kgo
+		cancel()
+		if err != nil {
+			out = append(out, result{st.name, "error: " + err.Error()})
+			continue
+		}
+		out = append(out, result{st.name, fmt.Sprintf("v%d %s", req.GetVersion(), flatten(resp, &s.env))})
+	}
+	return out
+}
+
+// shown are the response fields compared besides error codes and messages.
+var shown = []string{"MemberEpoch", "StartOffset", "Lag", "GroupState", "AuthorizedOperations", "AcquiredRecords"}
+
+// flatten renders the error codes, messages and shown fields of a response, in
+// field order, with names of this system's topics and groups made generic.
+func flatten(resp kmsg.Response, e *env) string {
+	var parts []string
+	var walk func(path string, v reflect.Value)
+	walk = func(path string, v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(path, v.Elem())
+			}
+		case reflect.Slice:
+			if v.Type().Elem().Kind() == reflect.Uint8 {
+				return
+			}
+			if v.Type().Name() == "" && v.Type().Elem().Kind() == reflect.Struct && v.Type().Elem().Name() == "ShareFetchResponseTopicPartitionAcquiredRecord" {
+				parts = append(parts, fmt.Sprintf("%sAcquired=%d", path, v.Len()))
+				return
+			}
+			for i := range v.Len() {
+				walk(fmt.Sprintf("%s[%d]", path, i), v.Index(i))
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				f := v.Type().Field(i)
+				fv := v.Field(i)
+				name := f.Name
+				switch {
+				case strings.HasSuffix(name, "ErrorCode"):
+					if c := fv.Int(); c != 0 {
+						parts = append(parts, fmt.Sprintf("%s.%s=%s", path, name, kerr.ErrorForCode(int16(c)).(*kerr.Error).Message))
+					}
+				case strings.HasSuffix(name, "ErrorMessage"):
+					if fv.Kind() == reflect.Pointer && !fv.IsNil() {
+						parts = append(parts, fmt.Sprintf("%s.%s=%q", path, name, generic(fv.Elem().String(), e)))
+					} else if fv.Kind() == reflect.String && fv.String() != "" {
+						parts = append(parts, fmt.Sprintf("%s.%s=%q", path, name, generic(fv.String(), e)))
+					}
+				case slices.Contains(shown, name):
+					parts = append(parts, fmt.Sprintf("%s.%s=%v", path, name, fv.Interface()))
+				case name == "Records" || name == "UnknownTags":
+				case fv.Kind() == reflect.Slice || fv.Kind() == reflect.Struct || fv.Kind() == reflect.Pointer:
+					if name == "AcquiredRecords" {
+						continue
+					}
+					walk(path+"."+name, fv)
+				}
+			}
+		}
+	}
+	walk("", reflect.ValueOf(resp))
+	return strings.Join(parts, " ")
+}
+
+// generic replaces this run's names in a message with placeholders.
+func generic(msg string, e *env) string {
+	r := strings.NewReplacer(e.topic, "<topic>", e.other, "<other>", e.group, "<group>",
+		e.classic, "<classic>", e.aliceGrp, "<alicegroup>", e.run, "<run>")
+	return r.Replace(msg)
+}
