@@ -114,6 +114,9 @@ func (n *Node) security() (*protocol.SASLConfig, *httpauth.Guard, error) {
 		authn.WithOAuthBearer(v)
 		guardCfg.Bearer = v
 	}
+	if n.cfg.InterBrokerSASL == "" {
+		n.log.Warn("SASL is on without --inter-broker-sasl: this node's own Kafka clients cannot log in, so replica fetches from other brokers, the HTTP API's calls to other brokers and share groups fail; set --inter-broker-sasl 'SCRAM-SHA-512=[name=broker,password=...]'")
+	}
 	if slices.Contains(mechs, sasl.Plain) && n.certs == nil {
 		n.log.Warn("SASL PLAIN is enabled without TLS: passwords travel in the clear (--sasl-plain-without-tls)")
 	}
