@@ -30,10 +30,25 @@ type TopicPartition struct {
 	Partition int32
 }
 
-// ISRChanger sends a leader's ISR change to the active controller (Kafka's
-// AlterPartition) and returns the partition as the controller committed it.
+// ISRChanger sends a leader's ISR changes to the active controller in one
+// AlterPartition request and returns the partitions as the controller
+// committed them: results[i] answers changes[i]; an error answers them all.
 type ISRChanger interface {
-	AlterPartition(ctx context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error)
+	AlterPartitions(ctx context.Context, changes []ISRChange) (results []ISRResult, err error)
+}
+
+// ISRChange is one partition's proposed ISR, based on the partition's state
+// at LeaderEpoch and PartitionEpoch.
+type ISRChange struct {
+	TopicID                                metadata.UUID
+	Partition, LeaderEpoch, PartitionEpoch int32
+	ISR                                    []int32
+}
+
+// ISRResult answers one ISRChange: the partition as committed, or the error.
+type ISRResult struct {
+	Partition *metadata.Partition
+	Err       error
 }
 
 // Options are the Manager's collaborators and settings. Transport and ISRChanger
@@ -76,6 +91,17 @@ type Manager struct {
 	log    *slog.Logger
 	now    func() time.Time
 	opts   Options
+
+	// isr queues the ISR changes of the partitions this broker leads while one
+	// AlterPartition is in flight: the next request carries all of them
+	// (Kafka's AlterPartitionManager does the same), so that thousands of
+	// followers rejoining at once cost a few requests and controller
+	// proposals, not one each.
+	isr struct {
+		sync.Mutex
+		queue   []isrChange
+		sending bool
+	}
 
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher // by leader broker
@@ -195,27 +221,74 @@ func (m *Manager) follow(p *Partition, leader int32) {
 	m.following[p] = leader
 }
 
-// proposeISR runs one AlterPartition for a partition this broker leads, on a
-// goroutine the Manager owns; Close cancels it.
+// proposeISR queues an ISR change for a partition this broker leads (at most
+// one per partition: see Partition.proposeISR) and starts a sender on a
+// goroutine the Manager owns unless one runs; Close cancels it.
 func (m *Manager) proposeISR(c isrChange) {
 	if m.opts.ISRChanger == nil {
 		c.p.isrChangeDone(c, nil, true, m.now())
 		return
 	}
-	started := m.goOwned(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		ip, err := m.opts.ISRChanger.AlterPartition(ctx, c.p.TopicID, c.p.Index, c.leaderEpoch, c.partitionEpoch, c.isr)
-		if err != nil {
-			m.log.Warn("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", err)
-			c.p.isrChangeDone(c, nil, refusedUnapplied(err), m.now())
+	m.isr.Lock()
+	m.isr.queue = append(m.isr.queue, c)
+	start := !m.isr.sending
+	m.isr.sending = true
+	m.isr.Unlock()
+	if start && !m.goOwned(m.sendISRChanges) {
+		m.isr.Lock()
+		queued := m.isr.queue
+		m.isr.queue, m.isr.sending = nil, false
+		m.isr.Unlock()
+		for _, c := range queued {
+			c.p.isrChangeDone(c, nil, true, m.now()) // closing: never sent
+		}
+	}
+}
+
+// sendISRChanges sends the queued ISR changes, all of them in one request,
+// until the queue is empty.
+func (m *Manager) sendISRChanges(ctx context.Context) {
+	for {
+		m.isr.Lock()
+		batch := m.isr.queue
+		m.isr.queue = nil
+		if len(batch) == 0 {
+			m.isr.sending = false
+			m.isr.Unlock()
 			return
 		}
+		m.isr.Unlock()
+		m.sendISRBatch(ctx, batch)
+	}
+}
+
+func (m *Manager) sendISRBatch(ctx context.Context, batch []isrChange) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	changes := make([]ISRChange, len(batch))
+	for i, c := range batch {
+		changes[i] = ISRChange{TopicID: c.p.TopicID, Partition: c.p.Index, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch, ISR: c.isr}
+	}
+	results, err := m.opts.ISRChanger.AlterPartitions(ctx, changes)
+	if err == nil && len(results) != len(batch) {
+		err = fmt.Errorf("AlterPartition answered %d of %d changes", len(results), len(batch))
+	}
+	for i, c := range batch {
+		perr := err
+		if perr == nil {
+			perr = results[i].Err
+		}
+		if perr == nil && results[i].Partition == nil {
+			perr = errors.New("AlterPartition answered no partition")
+		}
+		if perr != nil {
+			m.log.Warn("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", perr)
+			c.p.isrChangeDone(c, nil, refusedUnapplied(perr), m.now())
+			continue
+		}
+		ip := results[i].Partition
 		m.log.Info("ISR changed", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", ip.ISR, "partition_epoch", ip.PartitionEpoch)
 		c.p.isrChangeDone(c, ip, false, m.now())
-	})
-	if !started {
-		c.p.isrChangeDone(c, nil, true, m.now()) // closing: never sent
 	}
 }
 
