@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -139,6 +140,9 @@ type Manager struct {
 	// partitions whose metadata differs from lastImage's.
 	applyMu   sync.Mutex
 	lastImage *metadata.Image
+	// image is the image being applied or last applied, for reads without
+	// applyMu (isrEligible).
+	image     atomic.Pointer[metadata.Image]
 	unsettled map[TopicPartition]bool
 
 	// applied is the offset of the last image applied; appliedCh is closed and
@@ -243,6 +247,16 @@ func (m *Manager) proposeISR(c isrChange) {
 			c.p.isrChangeDone(c, nil, true, m.now()) // closing: never sent
 		}
 	}
+}
+
+// isrEligible reports whether broker id may join an ISR as far as this
+// broker's image knows: registered and not fenced (KIP-841; the controller
+// checks again, and refuses a broker in controlled shutdown). A restarted
+// broker fetches before the controller unfences it; proposing it then would
+// only be refused, for every partition it follows.
+func (m *Manager) isrEligible(id int32) bool {
+	img := m.image.Load()
+	return img == nil || img.IsLive(id)
 }
 
 // sendISRChanges sends the queued ISR changes, all of them in one request,
@@ -374,6 +388,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	m.image.Store(img)
 	m.applyThrottle(img)
 	var hosted []roleChange
 	for _, t := range img.Topics() {
@@ -558,7 +573,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 			l.Close()
 			return nil, false, 0, 0, err
 		}
-		p.isrProposer = m.proposeISR
+		p.isrProposer, p.isrEligible = m.proposeISR, m.isrEligible
 		// Configured before it is published: the cleaner reads the config of
 		// every partition it finds.
 		p.setConfig(t.Config)

@@ -17,7 +17,8 @@ import (
 // rejoin (docs/benchmarks.md, session 8). Counted with the controller's
 // answers held, so that every change is queued before the first is answered:
 // at most two requests (the first change or few, then all the rest) for the
-// shrink of every partition, and as many for the expansion.
+// shrink of every partition, and as many for the expansion; none while the
+// returning broker is still fenced.
 func TestManyPartitionsRejoinInFewRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 100
@@ -62,8 +63,17 @@ func TestManyPartitionsRejoinInFewRequests(t *testing.T) {
 		if in := inISR(); in != 0 {
 			t.Fatalf("broker 3 cut off is still in %d of %d ISRs", in, n)
 		}
-		expands := requests(func() {
+		// Back, but fenced (a restarted broker fetches before the controller
+		// unfences it): the leader proposes nothing the controller would refuse.
+		c.applyRecords(&metadata.FenceBrokerRecord{BrokerID: 3, Epoch: 1})
+		if fenced := requests(func() {
 			c.isolate(3, false)
+			time.Sleep(time.Second)
+		}); fenced != 0 {
+			t.Errorf("%d AlterPartition requests adding a fenced broker, want none", fenced)
+		}
+		expands := requests(func() {
+			c.applyRecords(&metadata.UnfenceBrokerRecord{BrokerID: 3, Epoch: 1})
 			time.Sleep(time.Second)
 		})
 		if in := inISR(); in != n {
