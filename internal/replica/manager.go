@@ -287,6 +287,7 @@ func (m *Manager) sendISRBatch(ctx context.Context, batch []isrChange) {
 	if err == nil && len(results) != len(batch) {
 		err = fmt.Errorf("AlterPartition answered %d of %d changes", len(results), len(batch))
 	}
+	refused, firstRefused, firstErr := 0, -1, error(nil)
 	for i, c := range batch {
 		perr := err
 		if perr == nil {
@@ -296,13 +297,22 @@ func (m *Manager) sendISRBatch(ctx context.Context, batch []isrChange) {
 			perr = errors.New("AlterPartition answered no partition")
 		}
 		if perr != nil {
-			m.log.Warn("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", perr)
+			if refused++; firstRefused < 0 {
+				firstRefused, firstErr = i, perr
+			}
+			m.log.Debug("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", perr)
 			c.p.isrChangeDone(c, nil, refusedUnapplied(perr), m.now())
 			continue
 		}
 		ip := results[i].Partition
 		m.log.Info("ISR changed", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", ip.ISR, "partition_epoch", ip.PartitionEpoch)
 		c.p.isrChangeDone(c, ip, false, m.now())
+	}
+	if refused > 0 {
+		// One line per request, not per partition: a request may carry thousands.
+		c := batch[firstRefused]
+		m.log.Warn("ISR changes refused", "refused", refused, "of", len(batch), "first_topic", c.p.Topic, "first_partition", c.p.Index,
+			"change", c.why, "isr", c.isr, "err", firstErr)
 	}
 }
 
