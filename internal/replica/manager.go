@@ -98,11 +98,7 @@ type Manager struct {
 	// (Kafka's AlterPartitionManager does the same), so that thousands of
 	// followers rejoining at once cost a few requests and controller
 	// proposals, not one each.
-	isr struct {
-		sync.Mutex
-		queue   []isrChange
-		sending bool
-	}
+	isr drainedQueue[isrChange]
 
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher // by leader broker
@@ -120,13 +116,9 @@ type Manager struct {
 
 	// deletes is the queue of removed partitions' directories the deleter
 	// frees in steps of deleteStep bytes, resting deleteInterval per step
-	// (delete.go); seq names them.
-	deletes struct {
-		sync.Mutex
-		queue   []string
-		running bool
-		seq     uint64
-	}
+	// (delete.go); deleteSeq names them.
+	deletes        drainedQueue[string]
+	deleteSeq      atomic.Uint64
 	deleteStep     int64
 	deleteInterval time.Duration
 
@@ -172,7 +164,7 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts
 		following:  map[*Partition]int32{},
 		deleteStep: defaultDeleteStep, deleteInterval: defaultDeleteInterval,
 	}
-	m.deletes.seq = uint64(time.Now().UnixNano())
+	m.deleteSeq.Store(uint64(time.Now().UnixNano()))
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	if err := m.queueLeftoverDeletions(); err != nil {
 		logDir.Close()
@@ -233,17 +225,8 @@ func (m *Manager) proposeISR(c isrChange) {
 		c.p.isrChangeDone(c, nil, true, m.now())
 		return
 	}
-	m.isr.Lock()
-	m.isr.queue = append(m.isr.queue, c)
-	start := !m.isr.sending
-	m.isr.sending = true
-	m.isr.Unlock()
-	if start && !m.goOwned(m.sendISRChanges) {
-		m.isr.Lock()
-		queued := m.isr.queue
-		m.isr.queue, m.isr.sending = nil, false
-		m.isr.Unlock()
-		for _, c := range queued {
+	if m.isr.push(c) && !m.goOwned(m.sendISRChanges) {
+		for _, c := range m.isr.abandon() {
 			c.p.isrChangeDone(c, nil, true, m.now()) // closing: never sent
 		}
 	}
@@ -262,16 +245,7 @@ func (m *Manager) isrEligible(id int32) bool {
 // sendISRChanges sends the queued ISR changes, all of them in one request,
 // until the queue is empty.
 func (m *Manager) sendISRChanges(ctx context.Context) {
-	for {
-		m.isr.Lock()
-		batch := m.isr.queue
-		m.isr.queue = nil
-		if len(batch) == 0 {
-			m.isr.sending = false
-			m.isr.Unlock()
-			return
-		}
-		m.isr.Unlock()
+	for batch := m.isr.take(0, false); batch != nil; batch = m.isr.take(0, false) {
 		m.sendISRBatch(ctx, batch)
 	}
 }
