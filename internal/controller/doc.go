@@ -61,7 +61,8 @@
 //     the whole target, and the AlterPartition that gets it there completes
 //     the move in the same batch (the removed replicas leave, a removed leader
 //     hands over first).
-//   - AlterPartition: ISR changes from partition leaders (PlanAlterPartition).
+//   - AlterPartition: ISR changes from partition leaders, every partition of
+//     a request in one proposal (PlanAlterPartitions).
 //   - Preferred leader election: on request (ElectLeaders) and every
 //     LeaderImbalanceCheckInterval if set.
 //

@@ -96,8 +96,12 @@ func (cl *cluster) alterPartition(topic string, index int32, mutate func(*AlterP
 		if b := img.Broker(req.BrokerID); b != nil {
 			req.BrokerEpoch = b.Epoch
 		}
-		part, err = c.AlterPartition(ctxT(cl.t), req)
-		return err
+		res, err := c.AlterPartitions(ctxT(cl.t), []AlterPartitionRequest{req})
+		if err != nil {
+			return err
+		}
+		part = res[0].Partition
+		return res[0].Err
 	})
 	return part, err
 }

@@ -184,18 +184,21 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req HeartbeatRequest) 
 	return res, nil
 }
 
-// AlterPartition applies an ISR change proposed by a partition's leader and
-// returns the partition as applied (PlanAlterPartition).
-func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) (*metadata.Partition, error) {
-	var part *metadata.Partition
+// AlterPartitions applies the ISR changes of one AlterPartition request,
+// proposed by partitions' leaders, in one proposal and returns each partition
+// as applied or why its change was refused (PlanAlterPartitions). The error,
+// when not nil, answers every change: none was applied (or, ctx having ended,
+// all may still be).
+func (c *Controller) AlterPartitions(ctx context.Context, reqs []AlterPartitionRequest) ([]AlterPartitionResult, error) {
+	var results []AlterPartitionResult
 	err := c.run(ctx, func(img *metadata.Image) (recs []metadata.Record, err error) {
-		recs, part, err = PlanAlterPartition(img, req, c.sessions(c.cfg.clock()).shuttingDown())
-		return recs, err
+		recs, results = PlanAlterPartitions(img, reqs, c.sessions(c.cfg.clock()).shuttingDown())
+		return recs, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return part, nil
+	return results, nil
 }
 
 // ElectLeaders runs an election of type typ for parts, or for every

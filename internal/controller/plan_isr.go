@@ -24,10 +24,11 @@ type AlterPartitionRequest struct {
 // PlanAlterPartition validates an ISR change against img (KIP-497 and KIP-841
 // semantics) and returns the PartitionChangeRecord that applies it, with the
 // partition as it will be once applied: the same leader and leader epoch, the
-// new ISR, the partition epoch raised by one. An ISR equal to the current one
-// as a set changes nothing and returns the current partition. An ISR that now
-// holds every target replica of a reassignment completes it in the same batch
-// (PlanAlterReassignments), and the partition returned is the one after that.
+// new ISR, the partition epoch raised by one (PlanAlterPartitions with one
+// change). An ISR equal to the current one as a set changes nothing and
+// returns the current partition. An ISR that now holds every target replica
+// of a reassignment completes it in the same batch (PlanAlterReassignments),
+// and the partition returned is the one after that.
 //
 // A leader may leave itself out of the ISR to resign (Strata's own extension:
 // its log failed and takes no writes until the broker restarts, where Kafka
@@ -47,6 +48,66 @@ type AlterPartitionRequest struct {
 //     controlled shutdown (ErrIneligibleReplica). Members it keeps are not
 //     rechecked: shrinking never needs them to be live.
 func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down ShuttingDown) ([]metadata.Record, *metadata.Partition, error) {
+	recs, res := PlanAlterPartitions(img, []AlterPartitionRequest{req}, down)
+	return recs, res[0].Partition, res[0].Err
+}
+
+// AlterPartitionResult answers one partition of an AlterPartition: the
+// partition as the change leaves it, or why the change was refused.
+type AlterPartitionResult struct {
+	Partition *metadata.Partition
+	Err       error
+}
+
+// PlanAlterPartitions plans the ISR changes of one AlterPartition request, of
+// any number of partitions, as one batch of records: the controller commits a
+// leader's whole request in one proposal, as Kafka's does, not one per
+// partition. Each change is checked against img as PlanAlterPartition says,
+// on its own: a refused change leaves the others to apply. A partition named
+// a second time is refused (ErrInvalidRequest). results[i] answers reqs[i].
+func PlanAlterPartitions(img *metadata.Image, reqs []AlterPartitionRequest, down ShuttingDown) (recs []metadata.Record, results []AlterPartitionResult) {
+	type partitionKey struct {
+		topic metadata.UUID
+		index int32
+	}
+	results = make([]AlterPartitionResult, len(reqs))
+	plans := make([][]metadata.Record, len(reqs))
+	seen := make(map[partitionKey]bool, len(reqs))
+	ok := eligible(img, down)
+	for i, req := range reqs {
+		k := partitionKey{req.TopicID, req.Partition}
+		if seen[k] {
+			results[i].Err = fmt.Errorf("%w: partition %d of topic %s named twice", metadata.ErrInvalidRequest, req.Partition, req.TopicID)
+			continue
+		}
+		seen[k] = true
+		plans[i], results[i].Partition, results[i].Err = planAlterPartition(img, req, ok, down)
+	}
+	recs = slices.Concat(plans...)
+	if _, err := metadata.ApplyAll(img, recs); err == nil {
+		return recs, results
+	}
+	// Planning missed a check that applying makes (such as a partition epoch
+	// at its limit): apply the changes one at a time, refusing only those that
+	// fail, so that one bad partition does not sink the request.
+	recs, cur := recs[:0], img
+	for i, plan := range plans {
+		if len(plan) == 0 {
+			continue
+		}
+		next, err := metadata.ApplyAll(cur, plan)
+		if err != nil {
+			results[i] = AlterPartitionResult{Err: err}
+			continue
+		}
+		cur, recs = next, append(recs, plan...)
+	}
+	return recs, results
+}
+
+// planAlterPartition checks and plans one change against img (ok: the
+// brokers eligible to join an ISR), without applying it.
+func planAlterPartition(img *metadata.Image, req AlterPartitionRequest, ok func(int32) bool, down ShuttingDown) ([]metadata.Record, *metadata.Partition, error) {
 	if _, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
 		return nil, nil, err
 	}
@@ -79,7 +140,6 @@ func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down Shu
 	if len(req.NewISR) == 0 {
 		return nil, nil, fmt.Errorf("%w: %s: empty isr", metadata.ErrInvalidRequest, name)
 	}
-	ok := eligible(img, down)
 	for _, id := range req.NewISR {
 		if !slices.Contains(p.ISR, id) && !ok(id) {
 			return nil, nil, fmt.Errorf("%w: %s: broker %d is fenced, unknown or shutting down",
@@ -100,18 +160,13 @@ func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down Shu
 				metadata.ErrIneligibleReplica, name, p.Leader, req.NewISR)
 		}
 	}
-	recs := []metadata.Record{partitionChange(p, leader, slices.Clone(req.NewISR))}
-	next, err := metadata.ApplyAll(img, recs)
-	if err != nil {
-		return nil, nil, err
-	}
-	np := next.TopicByID(p.TopicID).Partitions[p.Index]
-	if done := maybeCompleteReassignment(next, np, down); done != nil {
+	change := partitionChange(p, leader, slices.Clone(req.NewISR))
+	recs := []metadata.Record{change}
+	np := p.AfterChange(change)
+	// Only brokers' liveness is read from img here, which no change alters.
+	if done := maybeCompleteReassignment(img, np, down); done != nil {
 		recs = append(recs, done)
-		if next, err = metadata.ApplyAll(img, recs); err != nil {
-			return nil, nil, err
-		}
-		np = next.TopicByID(p.TopicID).Partitions[p.Index]
+		np = np.AfterReassignment(done)
 	}
 	return recs, np, nil
 }

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"errors"
+	"math"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -87,6 +89,74 @@ func TestPlanAlterPartition(t *testing.T) {
 			applied := apply(t, tt.img, recs...).Partition("orders", 0)
 			if applied.PartitionEpoch != p.PartitionEpoch || !slices.Equal(applied.ISR, p.ISR) || applied.Leader != p.Leader || applied.LeaderEpoch != p.LeaderEpoch {
 				t.Errorf("applied %+v, returned %+v", applied, p)
+			}
+		})
+	}
+}
+
+// TestPlanAlterPartitions: the changes of one request are planned as one
+// batch, each on its own: refused ones leave the others to apply, a partition
+// named twice is refused the second time, and a change that only applying
+// can refuse (a partition epoch at its limit) sinks no other.
+func TestPlanAlterPartitions(t *testing.T) {
+	// orders-0..3: replicas [1 2 3], isr [1 2], leader 1 at leader epoch 3;
+	// partition epoch 5, but orders-3's is at its limit.
+	recs := []metadata.Record{&metadata.TopicRecord{Name: "orders", ID: idOrders}}
+	for i := range int32(4) {
+		epoch := int32(5)
+		if i == 3 {
+			epoch = math.MaxInt32
+		}
+		recs = append(recs, &metadata.PartitionRecord{TopicID: idOrders, Partition: i, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: epoch})
+	}
+	base := apply(t, clusterImage(t, 3), recs...)
+	change := func(partition, partitionEpoch int32, isr ...int32) AlterPartitionRequest {
+		return AlterPartitionRequest{BrokerID: 1, BrokerEpoch: 1, TopicID: idOrders, Partition: partition, LeaderEpoch: 3, PartitionEpoch: partitionEpoch, NewISR: isr}
+	}
+	tests := []struct {
+		name string
+		reqs []AlterPartitionRequest
+		want []error   // per request
+		isr  [][]int32 // orders-0..3 once the batch applies
+	}{
+		{
+			name: "independent changes",
+			reqs: []AlterPartitionRequest{change(0, 5, 1, 2, 3), change(1, 4, 1, 2, 3), change(2, 5, 1), change(0, 5, 1)},
+			want: []error{nil, metadata.ErrStalePartitionEpoch, nil, metadata.ErrInvalidRequest},
+			isr:  [][]int32{{1, 2, 3}, {1, 2}, {1}, {1, 2}},
+		},
+		{
+			name: "a change applying refuses",
+			reqs: []AlterPartitionRequest{change(0, 5, 1, 2, 3), change(3, math.MaxInt32, 1, 2, 3), change(2, 5, 1)},
+			want: []error{nil, metadata.ErrStalePartitionEpoch, nil},
+			isr:  [][]int32{{1, 2, 3}, {1, 2}, {1}, {1, 2}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, results := PlanAlterPartitions(base, tt.reqs, nil)
+			if len(results) != len(tt.reqs) {
+				t.Fatalf("%d results for %d changes", len(results), len(tt.reqs))
+			}
+			next, err := metadata.ApplyAll(base, recs)
+			if err != nil {
+				t.Fatalf("the planned batch does not apply: %v", err)
+			}
+			for i, res := range results {
+				if !errors.Is(res.Err, tt.want[i]) {
+					t.Errorf("change %d: err = %v, want %v", i, res.Err, tt.want[i])
+				}
+				if res.Err != nil {
+					continue
+				}
+				if got := next.Partition("orders", tt.reqs[i].Partition); !reflect.DeepEqual(res.Partition, got) {
+					t.Errorf("change %d: answered %+v, the image holds %+v", i, res.Partition, got)
+				}
+			}
+			for i, want := range tt.isr {
+				if got := next.Partition("orders", int32(i)).ISR; !slices.Equal(got, want) {
+					t.Errorf("orders-%d: ISR %v, want %v", i, got, want)
+				}
 			}
 		})
 	}

@@ -25,6 +25,16 @@ type planCluster struct {
 	Cluster
 	mu  sync.Mutex
 	img *metadata.Image
+	// alterPartitions counts the AlterPartitions calls.
+	alterPartitions int
+}
+
+func (c *planCluster) AlterPartitions(_ context.Context, reqs []controller.AlterPartitionRequest) ([]controller.AlterPartitionResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.alterPartitions++
+	recs, res := controller.PlanAlterPartitions(c.img, reqs, nil)
+	return res, c.apply(recs, false)
 }
 
 func (c *planCluster) Image() *metadata.Image {

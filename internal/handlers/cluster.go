@@ -22,7 +22,7 @@ type Cluster interface {
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (controller.ProducerIDBlock, error)
 	RegisterBroker(ctx context.Context, req controller.RegisterBroker) (int64, error)
 	BrokerHeartbeat(ctx context.Context, req controller.HeartbeatRequest) (controller.HeartbeatResult, error)
-	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error)
+	AlterPartitions(ctx context.Context, reqs []controller.AlterPartitionRequest) ([]controller.AlterPartitionResult, error)
 	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef, typ controller.ElectionType) ([]controller.ElectResult, error)
 	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error)
 	UnregisterBroker(ctx context.Context, id int32) error

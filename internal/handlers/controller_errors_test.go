@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
 )
 
 // TestAlterClientQuotasErrors: each AlterClientQuotas entry gets the code
@@ -498,5 +500,58 @@ func TestAddRaftVoterListeners(t *testing.T) {
 				t.Errorf("controller asked to add %q, want %q", got, tt.added)
 			}
 		})
+	}
+}
+
+// TestAlterPartitionErrors: every partition of an AlterPartition request (on
+// the controller link) goes to the controller in one call, one proposal, and
+// gets its own code.
+func TestAlterPartitionErrors(t *testing.T) {
+	h := newAdminHandlers(t)
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.SetVersion(3)
+	req.BrokerID, req.BrokerEpoch = 1, 1
+	part := func(index, partitionEpoch int32, isr ...int32) kmsg.AlterPartitionRequestTopicPartition {
+		p := kmsg.NewAlterPartitionRequestTopicPartition()
+		p.Partition, p.PartitionEpoch = index, partitionEpoch
+		for _, id := range isr {
+			m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			m.BrokerID, m.BrokerEpoch = id, -1
+			p.NewEpochISR = append(p.NewEpochISR, m)
+		}
+		return p
+	}
+	known := kmsg.NewAlterPartitionRequestTopic()
+	known.TopicID = errTopicID
+	known.Partitions = append(known.Partitions,
+		part(0, 0, 1),    // broker 1 leads t-0: the ISR shrinks to [1]
+		part(1, 0, 2),    // t-1 is led by broker 2
+		part(0, 0, 1, 2), // t-0 again
+		part(5, 0, 1))    // no such partition
+	unknown := kmsg.NewAlterPartitionRequestTopic()
+	unknown.TopicID = metadata.UUID{0xee}
+	unknown.Partitions = append(unknown.Partitions, part(0, 0, 1))
+	req.Topics = append(req.Topics, known, unknown)
+
+	resp := h.LinkHandler().Handle(context.Background(), &protocol.ConnInfo{},
+		&protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req}).Msg.(*kmsg.AlterPartitionResponse)
+	var got []nameCode
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			got = append(got, nameCode{fmt.Sprintf("%x-%d", rt.TopidID[:1], rp.Partition), rp.ErrorCode})
+		}
+	}
+	wantCodes(t, "AlterPartition", got,
+		"09-0", nil, "09-1", kerr.InvalidRequest, "09-0", kerr.InvalidRequest, "09-5", kerr.UnknownTopicOrPartition,
+		"ee-0", kerr.UnknownTopicID)
+	if p := resp.Topics[0].Partitions[0]; !slices.Equal(p.ISR, []int32{1}) || p.PartitionEpoch != 1 || p.LeaderID != 1 {
+		t.Errorf("t-0 answered ISR %v at partition epoch %d, leader %d; want [1] at 1, leader 1", p.ISR, p.PartitionEpoch, p.LeaderID)
+	}
+	pc := h.cluster.(waitingCluster).Cluster.(*planCluster)
+	if pc.alterPartitions != 1 {
+		t.Errorf("%d controller calls for one request, want 1", pc.alterPartitions)
+	}
+	if isr := pc.Image().Partition("t", 0).ISR; !slices.Equal(isr, []int32{1}) {
+		t.Errorf("t-0's ISR in the image is %v, want [1]", isr)
 	}
 }

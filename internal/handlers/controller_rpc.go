@@ -239,10 +239,13 @@ func (h *Handlers) brokerHeartbeat(ctx context.Context, _ *protocol.ConnInfo, r 
 	return reply(resp)
 }
 
+// alterPartition hands every partition of the request to the controller at
+// once: it commits them in one proposal.
 func (h *Handlers) alterPartition(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.AlterPartitionRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
 	img := h.cluster.Image()
+	var reqs []controller.AlterPartitionRequest
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterPartitionResponseTopic()
 		st.Topic, st.TopidID = rt.Topic, rt.TopicID // kmsg spells it TopidID
@@ -253,8 +256,6 @@ func (h *Handlers) alterPartition(ctx context.Context, _ *protocol.ConnInfo, r *
 			}
 		}
 		for _, rp := range rt.Partitions {
-			sp := kmsg.NewAlterPartitionResponseTopicPartition()
-			sp.Partition = rp.Partition
 			isr := rp.NewISR
 			if req.Version >= 3 {
 				isr = isr[:0:0]
@@ -262,22 +263,36 @@ func (h *Handlers) alterPartition(ctx context.Context, _ *protocol.ConnInfo, r *
 					isr = append(isr, m.BrokerID)
 				}
 			}
-			ip, err := h.cluster.AlterPartition(ctx, controller.AlterPartitionRequest{
+			reqs = append(reqs, controller.AlterPartitionRequest{
 				BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch,
 				TopicID: id, Partition: rp.Partition,
 				LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: isr,
 			})
-			if err != nil {
-				if errors.Is(err, controller.ErrNotController) {
-					resp.ErrorCode = kerr.NotController.Code
-				}
-				sp.ErrorCode = controllerErrorCode(err)
-			} else {
-				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = ip.Leader, ip.LeaderEpoch, ip.ISR, ip.PartitionEpoch
-			}
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition = rp.Partition
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	results, err := h.cluster.AlterPartitions(ctx, reqs)
+	if errors.Is(err, controller.ErrNotController) {
+		resp.ErrorCode = kerr.NotController.Code
+	}
+	i := 0
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			sp := &resp.Topics[ti].Partitions[pi]
+			switch {
+			case err != nil:
+				sp.ErrorCode = controllerErrorCode(err)
+			case results[i].Err != nil:
+				sp.ErrorCode = controllerErrorCode(results[i].Err)
+			default:
+				ip := results[i].Partition
+				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = ip.Leader, ip.LeaderEpoch, ip.ISR, ip.PartitionEpoch
+			}
+			i++
+		}
 	}
 	return reply(resp)
 }

@@ -167,9 +167,9 @@ func (w waitingCluster) BrokerHeartbeat(ctx context.Context, req controller.Hear
 	return w.Cluster.BrokerHeartbeat(ctx, req)
 }
 
-func (w waitingCluster) AlterPartition(ctx context.Context, req controller.AlterPartitionRequest) (*metadata.Partition, error) {
+func (w waitingCluster) AlterPartitions(ctx context.Context, reqs []controller.AlterPartitionRequest) ([]controller.AlterPartitionResult, error) {
 	defer startWait(ctx)()
-	return w.Cluster.AlterPartition(ctx, req)
+	return w.Cluster.AlterPartitions(ctx, reqs)
 }
 
 func (w waitingCluster) ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef, typ controller.ElectionType) ([]controller.ElectResult, error) {

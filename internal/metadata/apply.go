@@ -300,12 +300,18 @@ func (b *builder) changePartition(r *PartitionChangeRecord) error {
 		return fmt.Errorf("topic %q partition %d: %w", t.Name, r.Partition, err)
 	}
 	t = b.mutTopic(t)
-	t.Partitions[r.Partition] = &Partition{
+	t.Partitions[r.Partition] = p.AfterChange(r)
+	return nil
+}
+
+// AfterChange returns p as r leaves it: the partition Apply puts in the image
+// when r applies to p (whether it does is Apply's check, not this).
+func (p *Partition) AfterChange(r *PartitionChangeRecord) *Partition {
+	return &Partition{
 		TopicID: p.TopicID, Index: p.Index, Replicas: p.Replicas, ISR: slices.Clone(r.ISR),
 		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
 		Adding: p.Adding, Removing: p.Removing,
 	}
-	return nil
 }
 
 // reassign applies a ReassignmentRecord: the epochs as for a partition change;
@@ -334,12 +340,17 @@ func (b *builder) reassign(r *ReassignmentRecord) error {
 			ErrInvalidReplicaAssignment, t.Name, r.Partition)
 	}
 	t = b.mutTopic(t)
-	t.Partitions[r.Partition] = &Partition{
+	t.Partitions[r.Partition] = p.AfterReassignment(r)
+	return nil
+}
+
+// AfterReassignment returns p as r leaves it (as AfterChange).
+func (p *Partition) AfterReassignment(r *ReassignmentRecord) *Partition {
+	return &Partition{
 		TopicID: p.TopicID, Index: p.Index, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
 		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
 		Adding: nilIfEmpty(r.Adding), Removing: nilIfEmpty(r.Removing),
 	}
-	return nil
 }
 
 func nilIfEmpty(ids []int32) []int32 {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 )
 
@@ -45,22 +44,35 @@ type isrObserver struct {
 	next replica.ISRChanger
 }
 
-func (o isrObserver) AlterPartition(ctx context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
-	var before []int32
+func (o isrObserver) AlterPartitions(ctx context.Context, changes []replica.ISRChange) ([]replica.ISRResult, error) {
+	befores := make([][]int32, len(changes))
 	if o.m.cfg.Cluster != nil {
-		if t := o.m.cfg.Cluster.Image().TopicByID(topicID); t != nil && int(partition) < len(t.Partitions) && partition >= 0 {
-			before = t.Partitions[partition].ISR
+		img := o.m.cfg.Cluster.Image()
+		for i, ch := range changes {
+			if t := img.TopicByID(ch.TopicID); t != nil && ch.Partition >= 0 && int(ch.Partition) < len(t.Partitions) {
+				befores[i] = t.Partitions[ch.Partition].ISR
+			}
 		}
 	}
-	ip, err := o.next.AlterPartition(ctx, topicID, partition, leaderEpoch, partitionEpoch, isr)
-	if err != nil || ip == nil || before == nil {
-		return ip, err
+	results, err := o.next.AlterPartitions(ctx, changes)
+	if err != nil {
+		return results, err
 	}
+	for i, res := range results {
+		if i < len(befores) && res.Err == nil && res.Partition != nil && befores[i] != nil {
+			o.count(befores[i], res.Partition.ISR)
+		}
+	}
+	return results, nil
+}
+
+// count counts one accepted change from the ISR before to the ISR after.
+func (o isrObserver) count(before, after []int32) {
 	removed, added := false, false
 	for _, id := range before {
-		removed = removed || !slices.Contains(ip.ISR, id)
+		removed = removed || !slices.Contains(after, id)
 	}
-	for _, id := range ip.ISR {
+	for _, id := range after {
 		added = added || !slices.Contains(before, id)
 	}
 	if removed {
@@ -69,5 +81,4 @@ func (o isrObserver) AlterPartition(ctx context.Context, topicID metadata.UUID, 
 	if added {
 		o.m.OnISRExpand()
 	}
-	return ip, nil
 }

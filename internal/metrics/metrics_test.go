@@ -15,6 +15,7 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 // values gathers reg into "name{k=v,...}" -> value (counters, gauges, and the
@@ -325,37 +326,50 @@ func TestLagCollector(t *testing.T) {
 	}
 }
 
-type stubISRChanger struct{ err error }
+// stubISRChanger accepts every change, refuses every change with refuse, or
+// fails the whole request with fail.
+type stubISRChanger struct{ refuse, fail error }
 
-func (s stubISRChanger) AlterPartition(_ context.Context, topicID metadata.UUID, partition, _, _ int32, isr []int32) (*metadata.Partition, error) {
-	if s.err != nil {
-		return nil, s.err
+func (s stubISRChanger) AlterPartitions(_ context.Context, changes []replica.ISRChange) ([]replica.ISRResult, error) {
+	if s.fail != nil {
+		return nil, s.fail
 	}
-	return &metadata.Partition{TopicID: topicID, Index: partition, ISR: isr}, nil
+	results := make([]replica.ISRResult, len(changes))
+	for i, ch := range changes {
+		if results[i].Err = s.refuse; s.refuse == nil {
+			results[i].Partition = &metadata.Partition{TopicID: ch.TopicID, Index: ch.Partition, ISR: ch.ISR}
+		}
+	}
+	return results, nil
 }
 
-// TestISRChanger counts accepted ISR changes against the ISR before them.
+// TestISRChanger counts accepted ISR changes against the ISR before them,
+// each change of a request on its own.
 func TestISRChanger(t *testing.T) {
 	img := testImage(t) // a-0 ISR [1 2], a-1 ISR [1]
+	change := func(partition int32, isr ...int32) replica.ISRChange {
+		return replica.ISRChange{TopicID: idA, Partition: partition, ISR: isr}
+	}
 	tests := []struct {
 		name             string
-		partition        int32
-		isr              []int32
-		err              error
+		changes          []replica.ISRChange
+		changer          stubISRChanger
 		shrinks, expands float64
 	}{
-		{"shrink", 0, []int32{1}, nil, 1, 0},
-		{"expand", 1, []int32{1, 2}, nil, 0, 1},
-		{"swap counts both", 0, []int32{1, 3}, nil, 1, 1},
-		{"no change", 0, []int32{2, 1}, nil, 0, 0},
-		{"refused", 0, []int32{1}, errors.New("fenced"), 0, 0},
-		{"unknown partition", 9, []int32{1}, nil, 0, 0},
+		{"shrink", []replica.ISRChange{change(0, 1)}, stubISRChanger{}, 1, 0},
+		{"expand", []replica.ISRChange{change(1, 1, 2)}, stubISRChanger{}, 0, 1},
+		{"swap counts both", []replica.ISRChange{change(0, 1, 3)}, stubISRChanger{}, 1, 1},
+		{"no change", []replica.ISRChange{change(0, 2, 1)}, stubISRChanger{}, 0, 0},
+		{"one request, a shrink and an expand", []replica.ISRChange{change(0, 1), change(1, 1, 2)}, stubISRChanger{}, 1, 1},
+		{"refused", []replica.ISRChange{change(0, 1)}, stubISRChanger{refuse: errors.New("fenced")}, 0, 0},
+		{"request failed", []replica.ISRChange{change(0, 1)}, stubISRChanger{fail: errors.New("no controller")}, 0, 0},
+		{"unknown partition", []replica.ISRChange{change(9, 1)}, stubISRChanger{}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := New(Config{NodeID: 1, Cluster: stubCluster{img: img}})
-			_, err := m.ISRChanger(stubISRChanger{tt.err}).AlterPartition(context.Background(), idA, tt.partition, 0, 0, tt.isr)
-			if (err != nil) != (tt.err != nil) {
+			_, err := m.ISRChanger(tt.changer).AlterPartitions(context.Background(), tt.changes)
+			if (err != nil) != (tt.changer.fail != nil) {
 				t.Fatalf("err = %v", err)
 			}
 			expect(t, values(t, m.Registry()), map[string]float64{

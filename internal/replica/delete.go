@@ -83,10 +83,7 @@ func (m *Manager) removeLog(topic string, index int32) error {
 // being deleted.
 func (m *Manager) deletionName(name string) (string, error) {
 	for range 100 {
-		m.deletes.Lock()
-		m.deletes.seq++
-		seq := m.deletes.seq
-		m.deletes.Unlock()
+		seq := m.deleteSeq.Add(1)
 		path := filepath.Join(m.dir, fmt.Sprintf("%s.%x%s", name, seq, deleteSuffix))
 		if _, err := m.fs.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return path, nil
@@ -115,15 +112,8 @@ func (m *Manager) queueLeftoverDeletions() error {
 // queueDeletion adds dir to the deleter's queue and starts the deleter if it
 // is not running. After Close nothing starts: the next NewManager finds dir.
 func (m *Manager) queueDeletion(dir string) {
-	m.deletes.Lock()
-	m.deletes.queue = append(m.deletes.queue, dir)
-	start := !m.deletes.running
-	m.deletes.running = true
-	m.deletes.Unlock()
-	if start && !m.goOwned(m.runDeletions) {
-		m.deletes.Lock()
-		m.deletes.running = false
-		m.deletes.Unlock()
+	if m.deletes.push(dir) && !m.goOwned(m.runDeletions) {
+		m.deletes.abandon()
 	}
 }
 
@@ -131,15 +121,11 @@ func (m *Manager) queueDeletion(dir string) {
 // queue is empty or ctx ends.
 func (m *Manager) runDeletions(ctx context.Context) {
 	for {
-		m.deletes.Lock()
-		if len(m.deletes.queue) == 0 || ctx.Err() != nil {
-			m.deletes.running = false
-			m.deletes.Unlock()
+		next := m.deletes.take(1, ctx.Err() != nil)
+		if next == nil {
 			return
 		}
-		dir := m.deletes.queue[0]
-		m.deletes.queue = m.deletes.queue[1:]
-		m.deletes.Unlock()
+		dir := next[0]
 		d := stepDeleter{m: m, ctx: ctx}
 		start := time.Now()
 		err := d.removeTree(dir)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,10 +31,25 @@ type TopicPartition struct {
 	Partition int32
 }
 
-// ISRChanger sends a leader's ISR change to the active controller (Kafka's
-// AlterPartition) and returns the partition as the controller committed it.
+// ISRChanger sends a leader's ISR changes to the active controller in one
+// AlterPartition request and returns the partitions as the controller
+// committed them: results[i] answers changes[i]; an error answers them all.
 type ISRChanger interface {
-	AlterPartition(ctx context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error)
+	AlterPartitions(ctx context.Context, changes []ISRChange) (results []ISRResult, err error)
+}
+
+// ISRChange is one partition's proposed ISR, based on the partition's state
+// at LeaderEpoch and PartitionEpoch.
+type ISRChange struct {
+	TopicID                                metadata.UUID
+	Partition, LeaderEpoch, PartitionEpoch int32
+	ISR                                    []int32
+}
+
+// ISRResult answers one ISRChange: the partition as committed, or the error.
+type ISRResult struct {
+	Partition *metadata.Partition
+	Err       error
 }
 
 // Options are the Manager's collaborators and settings. Transport and ISRChanger
@@ -77,6 +93,13 @@ type Manager struct {
 	now    func() time.Time
 	opts   Options
 
+	// isr queues the ISR changes of the partitions this broker leads while one
+	// AlterPartition is in flight: the next request carries all of them
+	// (Kafka's AlterPartitionManager does the same), so that thousands of
+	// followers rejoining at once cost a few requests and controller
+	// proposals, not one each.
+	isr drainedQueue[isrChange]
+
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher // by leader broker
 	following map[*Partition]int32
@@ -93,13 +116,9 @@ type Manager struct {
 
 	// deletes is the queue of removed partitions' directories the deleter
 	// frees in steps of deleteStep bytes, resting deleteInterval per step
-	// (delete.go); seq names them.
-	deletes struct {
-		sync.Mutex
-		queue   []string
-		running bool
-		seq     uint64
-	}
+	// (delete.go); deleteSeq names them.
+	deletes        drainedQueue[string]
+	deleteSeq      atomic.Uint64
 	deleteStep     int64
 	deleteInterval time.Duration
 
@@ -113,6 +132,9 @@ type Manager struct {
 	// partitions whose metadata differs from lastImage's.
 	applyMu   sync.Mutex
 	lastImage *metadata.Image
+	// image is the image being applied or last applied, for reads without
+	// applyMu (isrEligible).
+	image     atomic.Pointer[metadata.Image]
 	unsettled map[TopicPartition]bool
 
 	// applied is the offset of the last image applied; appliedCh is closed and
@@ -142,7 +164,7 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts
 		following:  map[*Partition]int32{},
 		deleteStep: defaultDeleteStep, deleteInterval: defaultDeleteInterval,
 	}
-	m.deletes.seq = uint64(time.Now().UnixNano())
+	m.deleteSeq.Store(uint64(time.Now().UnixNano()))
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	if err := m.queueLeftoverDeletions(); err != nil {
 		logDir.Close()
@@ -195,27 +217,76 @@ func (m *Manager) follow(p *Partition, leader int32) {
 	m.following[p] = leader
 }
 
-// proposeISR runs one AlterPartition for a partition this broker leads, on a
-// goroutine the Manager owns; Close cancels it.
+// proposeISR queues an ISR change for a partition this broker leads (at most
+// one per partition: see Partition.proposeISR) and starts a sender on a
+// goroutine the Manager owns unless one runs; Close cancels it.
 func (m *Manager) proposeISR(c isrChange) {
 	if m.opts.ISRChanger == nil {
 		c.p.isrChangeDone(c, nil, true, m.now())
 		return
 	}
-	started := m.goOwned(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		ip, err := m.opts.ISRChanger.AlterPartition(ctx, c.p.TopicID, c.p.Index, c.leaderEpoch, c.partitionEpoch, c.isr)
-		if err != nil {
-			m.log.Warn("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", err)
-			c.p.isrChangeDone(c, nil, refusedUnapplied(err), m.now())
-			return
+	if m.isr.push(c) && !m.goOwned(m.sendISRChanges) {
+		for _, c := range m.isr.abandon() {
+			c.p.isrChangeDone(c, nil, true, m.now()) // closing: never sent
 		}
+	}
+}
+
+// isrEligible reports whether broker id may join an ISR as far as this
+// broker's image knows: registered and not fenced (KIP-841; the controller
+// checks again, and refuses a broker in controlled shutdown). A restarted
+// broker fetches before the controller unfences it; proposing it then would
+// only be refused, for every partition it follows.
+func (m *Manager) isrEligible(id int32) bool {
+	img := m.image.Load()
+	return img == nil || img.IsLive(id)
+}
+
+// sendISRChanges sends the queued ISR changes, all of them in one request,
+// until the queue is empty.
+func (m *Manager) sendISRChanges(ctx context.Context) {
+	for batch := m.isr.take(0, false); batch != nil; batch = m.isr.take(0, false) {
+		m.sendISRBatch(ctx, batch)
+	}
+}
+
+func (m *Manager) sendISRBatch(ctx context.Context, batch []isrChange) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	changes := make([]ISRChange, len(batch))
+	for i, c := range batch {
+		changes[i] = ISRChange{TopicID: c.p.TopicID, Partition: c.p.Index, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch, ISR: c.isr}
+	}
+	results, err := m.opts.ISRChanger.AlterPartitions(ctx, changes)
+	if err == nil && len(results) != len(batch) {
+		err = fmt.Errorf("AlterPartition answered %d of %d changes", len(results), len(batch))
+	}
+	refused, firstRefused, firstErr := 0, -1, error(nil)
+	for i, c := range batch {
+		perr := err
+		if perr == nil {
+			perr = results[i].Err
+		}
+		if perr == nil && results[i].Partition == nil {
+			perr = errors.New("AlterPartition answered no partition")
+		}
+		if perr != nil {
+			if refused++; firstRefused < 0 {
+				firstRefused, firstErr = i, perr
+			}
+			m.log.Debug("ISR change refused", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr, "err", perr)
+			c.p.isrChangeDone(c, nil, refusedUnapplied(perr), m.now())
+			continue
+		}
+		ip := results[i].Partition
 		m.log.Info("ISR changed", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", ip.ISR, "partition_epoch", ip.PartitionEpoch)
 		c.p.isrChangeDone(c, ip, false, m.now())
-	})
-	if !started {
-		c.p.isrChangeDone(c, nil, true, m.now()) // closing: never sent
+	}
+	if refused > 0 {
+		// One line per request, not per partition: a request may carry thousands.
+		c := batch[firstRefused]
+		m.log.Warn("ISR changes refused", "refused", refused, "of", len(batch), "first_topic", c.p.Topic, "first_partition", c.p.Index,
+			"change", c.why, "isr", c.isr, "err", firstErr)
 	}
 }
 
@@ -301,6 +372,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	m.image.Store(img)
 	m.applyThrottle(img)
 	var hosted []roleChange
 	for _, t := range img.Topics() {
@@ -485,7 +557,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 			l.Close()
 			return nil, false, 0, 0, err
 		}
-		p.isrProposer = m.proposeISR
+		p.isrProposer, p.isrEligible = m.proposeISR, m.isrEligible
 		// Configured before it is published: the cleaner reads the config of
 		// every partition it finds.
 		p.setConfig(t.Config)

@@ -26,7 +26,7 @@ import (
 // ErrorFS whose fsyncs the test can fail), follower fetches go through an
 // in-memory Transport that serves them from the leader's Manager, and ISR
 // changes through an in-memory controller: a metadata image, the controller's
-// own PlanAlterPartition, and every new image applied to every broker at once.
+// own PlanAlterPartitions, and every new image applied to every broker at once.
 // Run it inside synctest.Test: time is fake and synctest.Wait lets every
 // fetcher, flusher and proposal run until the cluster is quiet.
 type memCluster struct {
@@ -45,6 +45,8 @@ type memCluster struct {
 	// closed (proposals in flight); held counts those that arrived.
 	hold chan struct{}
 	held int
+	// isrRequests counts the AlterPartition requests the controller answered.
+	isrRequests int
 }
 
 type memNode struct {
@@ -274,14 +276,15 @@ func (c *memCluster) produce(leader int32, n int) (acked []int64, err error) {
 	return acked, nil
 }
 
-// memController is one broker's ISRChanger: AlterPartition planned by the
-// controller's PlanAlterPartition against the cluster's image.
+// memController is one broker's ISRChanger: each AlterPartition request
+// planned by the controller's PlanAlterPartitions against the cluster's image
+// and applied as one change of the image, as the controller proposes it.
 type memController struct {
 	c    *memCluster
 	from int32
 }
 
-func (mc memController) AlterPartition(_ context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
+func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) ([]ISRResult, error) {
 	c := mc.c
 	c.mu.Lock()
 	if hold := c.hold; hold != nil {
@@ -294,17 +297,25 @@ func (mc memController) AlterPartition(_ context.Context, topicID metadata.UUID,
 	if c.cut[mc.from] {
 		return nil, errors.New("memcluster: controller unreachable")
 	}
-	recs, ip, err := controller.PlanAlterPartition(c.img, controller.AlterPartitionRequest{
-		BrokerID: mc.from, BrokerEpoch: 1, TopicID: topicID, Partition: partition,
-		LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, NewISR: isr,
-	}, nil)
-	if err != nil {
-		return nil, err
+	c.isrRequests++
+	reqs := make([]controller.AlterPartitionRequest, len(changes))
+	for i, ch := range changes {
+		reqs[i] = controller.AlterPartitionRequest{
+			BrokerID: mc.from, BrokerEpoch: 1, TopicID: ch.TopicID, Partition: ch.Partition,
+			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR,
+		}
 	}
-	if err := c.applyLocked(recs); err != nil {
-		return nil, err
+	recs, planned := controller.PlanAlterPartitions(c.img, reqs, nil)
+	if len(recs) > 0 {
+		if err := c.applyLocked(recs); err != nil {
+			return nil, err
+		}
 	}
-	return ip, nil
+	results := make([]ISRResult, len(planned))
+	for i, r := range planned {
+		results[i] = ISRResult{Partition: r.Partition, Err: r.Err}
+	}
+	return results, nil
 }
 
 // memTransport is one broker's Transport: it serves replica fetches from the

@@ -137,8 +137,10 @@ type Partition struct {
 		isrPending bool // an AlterPartition is in flight
 	}
 
-	// isrProposer sends an ISR change to the controller (set by the Manager).
+	// isrProposer sends an ISR change to the controller, and isrEligible
+	// reports whether a broker may join an ISR (both set by the Manager).
 	isrProposer func(isrChange)
+	isrEligible func(id int32) bool
 
 	watchMu     sync.Mutex
 	watchers    map[*Watcher]struct{} // woken on HWM and leadership changes

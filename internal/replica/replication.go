@@ -176,6 +176,9 @@ func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Ti
 	if err != nil || inSync { // in sync: the usual case, nothing to propose
 		return err
 	}
+	if p.isrEligible != nil && !p.isrEligible(id) {
+		return nil // a later fetch proposes it once the image says it is live
+	}
 	p.proposeISR("expand", func() []int32 {
 		return p.mu.set.proposeExpansion(id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
 	})

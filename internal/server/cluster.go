@@ -21,6 +21,7 @@ import (
 	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 // startControllerListener listens on the controller address and splits it into
@@ -403,22 +404,32 @@ func (b txnBrokers) AddPartitionsToTxn(ctx context.Context, broker int32, req *k
 // isrChanger sends a leader's ISR changes to the active controller.
 type isrChanger struct{ n *Node }
 
-func (c isrChanger) AlterPartition(ctx context.Context, topicID metadata.UUID, partition, leaderEpoch, partitionEpoch int32, isr []int32) (*metadata.Partition, error) {
+// AlterPartitions sends changes in one AlterPartition request (v3), grouped
+// by topic.
+func (c isrChanger) AlterPartitions(ctx context.Context, changes []replica.ISRChange) ([]replica.ISRResult, error) {
 	n := c.n
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.Version = 3
 	req.BrokerID, req.BrokerEpoch = n.cfg.NodeID, n.brokerEpoch.Load()
-	t := kmsg.NewAlterPartitionRequestTopic()
-	t.TopicID = topicID
-	p := kmsg.NewAlterPartitionRequestTopicPartition()
-	p.Partition, p.LeaderEpoch, p.PartitionEpoch, p.NewISR = partition, leaderEpoch, partitionEpoch, isr
-	for _, id := range isr {
-		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		m.BrokerID, m.BrokerEpoch = id, -1
-		p.NewEpochISR = append(p.NewEpochISR, m)
+	topics := map[metadata.UUID]int{}
+	for _, ch := range changes {
+		ti, ok := topics[ch.TopicID]
+		if !ok {
+			ti = len(req.Topics)
+			topics[ch.TopicID] = ti
+			t := kmsg.NewAlterPartitionRequestTopic()
+			t.TopicID = ch.TopicID
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewAlterPartitionRequestTopicPartition()
+		p.Partition, p.LeaderEpoch, p.PartitionEpoch = ch.Partition, ch.LeaderEpoch, ch.PartitionEpoch
+		for _, id := range ch.ISR {
+			m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			m.BrokerID, m.BrokerEpoch = id, -1
+			p.NewEpochISR = append(p.NewEpochISR, m)
+		}
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, p)
 	}
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
 	resp, err := n.toController.Request(ctx, req)
 	if err != nil {
 		return nil, err
@@ -427,12 +438,28 @@ func (c isrChanger) AlterPartition(ctx context.Context, topicID metadata.UUID, p
 	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
 		return nil, err
 	}
-	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-		return nil, errors.New("malformed AlterPartition response")
+	type key struct {
+		topic     metadata.UUID
+		partition int32
 	}
-	rp := r.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-		return nil, err
+	answers := map[key]*kmsg.AlterPartitionResponseTopicPartition{}
+	for ti := range r.Topics {
+		for pi := range r.Topics[ti].Partitions {
+			rp := &r.Topics[ti].Partitions[pi]
+			answers[key{r.Topics[ti].TopidID, rp.Partition}] = rp // kmsg spells it TopidID
+		}
 	}
-	return &metadata.Partition{TopicID: topicID, Index: partition, ISR: rp.ISR, Leader: rp.LeaderID, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch}, nil
+	results := make([]replica.ISRResult, len(changes))
+	for i, ch := range changes {
+		rp := answers[key{ch.TopicID, ch.Partition}]
+		switch {
+		case rp == nil:
+			results[i].Err = errors.New("malformed AlterPartition response: a partition is missing")
+		case rp.ErrorCode != 0:
+			results[i].Err = kerr.ErrorForCode(rp.ErrorCode)
+		default:
+			results[i].Partition = &metadata.Partition{TopicID: ch.TopicID, Index: ch.Partition, ISR: rp.ISR, Leader: rp.LeaderID, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch}
+		}
+	}
+	return results, nil
 }
