@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// slowLogSyncs makes every fsync of a segment file take d, as a slow disk does,
+// and counts them.
+type slowLogSyncs struct {
+	d     time.Duration
+	syncs atomic.Int64
+}
+
+func (s *slowLogSyncs) MaybeError(op vfs.Op) error {
+	if op.Kind == vfs.OpSync && filepath.Ext(op.Path) == ".log" {
+		s.syncs.Add(1)
+		time.Sleep(s.d)
+	}
+	return nil
+}
+
+// TestPipelinedProduceSharesFsyncs: the Java client's acks=all pattern, five
+// Produce requests of one batch each in flight on one connection. Each is
+// appended as it arrives, while the ones before it still wait for their fsync,
+// so one fsync acknowledges all the requests that arrived while the previous
+// one ran: two fsyncs for the five (the first begins after the first append),
+// not one each. Responses keep request order.
+func TestPipelinedProduceSharesFsyncs(t *testing.T) {
+	const inFlight, recordsPerBatch = 5, 10
+	slow := &slowLogSyncs{d: 200 * time.Millisecond}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := replica.NewManager(vfs.NewErrorFS(vfs.NewMem(), slow), "/logs", 1, logger, replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	id := metadata.UUID{7}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "pipe", ID: id},
+		&metadata.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img}, m, nil, nil, logger)
+	nc := serveConn(t, h)
+
+	// All five frames in one write, as a client with five batches ready sends them.
+	var frames []byte
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	for corr := int32(1); corr <= inFlight; corr++ {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, 30_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "pipe"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = batchtest.Build(batchtest.Options{Records: batchtest.Values(recordsPerBatch, 8)})
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		frames = append(frames, f.AppendRequest(nil, req, corr)...)
+	}
+	before := slow.syncs.Load()
+	if _, err := nc.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition("pipe", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(nc)
+	for want := int32(1); want <= inFlight; want++ {
+		corr, err := readCorrelation(br)
+		if err != nil {
+			t.Fatalf("response %d: %v (log end offset %d, high-water mark %d, %d fsyncs)", want, err, p.LogEndOffset(), p.HighWatermark(), slow.syncs.Load()-before)
+		}
+		if corr != want {
+			t.Fatalf("response %d has correlation id %d: out of request order", want, corr)
+		}
+	}
+	if hwm := p.HighWatermark(); hwm != inFlight*recordsPerBatch {
+		t.Fatalf("high-water mark %d after five acknowledged requests, want %d", hwm, inFlight*recordsPerBatch)
+	}
+	syncs := slow.syncs.Load() - before
+	t.Logf("%d pipelined acks=all requests acknowledged after %d fsyncs", inFlight, syncs)
+	if syncs > 2 {
+		t.Fatalf("%d fsyncs for %d pipelined requests, want at most 2: requests of one connection did not share a group commit", syncs, inFlight)
+	}
+}
