@@ -105,15 +105,6 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case f.Kind == OpCut:
-		n, why = c.proxied(n, why, f)
-	case f.Role == Any:
-		// A pause needs no proxies: any node, the broker-only one the
-		// operation works on too.
-		all := c.tc.Nodes()
-		n = all[f.Pick%len(all)]
-	}
 	fault := "paused"
 	switch f.Kind {
 	case OpPause:
