@@ -32,7 +32,8 @@
 // destination cannot be dialled (the node is down) is reset at once, the
 // nearest an accepted connection gets to "connection refused": clients see
 // ECONNRESET, not an orderly end of stream they might take for a protocol
-// mismatch.
+// mismatch; for the same reason a connection one end resets is reset at the
+// other (a process killed with bytes unread resets its connections).
 //
 // # Concurrency
 //
@@ -47,6 +48,7 @@ import (
 	"maps"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -362,7 +364,8 @@ func abort(c net.Conn) {
 
 // pipe copies src to dst, first sending pre, holding bytes while the link is
 // cut (calling stalled when it starts to). It returns false when the connection
-// must be reset: it stalled across a heal with reset, or the proxy closed.
+// must be reset: it stalled across a heal with reset, src was reset, or the
+// proxy closed.
 func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte, stalled func()) bool {
 	if len(pre) > 0 {
 		if !p.net.pass(from, p.to, p.done, stalled) {
@@ -384,7 +387,10 @@ func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte, stalled func())
 			}
 		}
 		if err != nil {
-			return true
+			// A reset (the destination's process died with bytes unread) is
+			// passed on as a reset: turned into an orderly end of stream, a
+			// client would take it for a protocol or TLS mismatch.
+			return !errors.Is(err, syscall.ECONNRESET)
 		}
 	}
 }

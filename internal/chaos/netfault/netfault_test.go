@@ -424,3 +424,38 @@ func TestLinkTellsSourcesByAddress(t *testing.T) {
 		t.Fatalf("stalled %v, want only node 2's connection", got)
 	}
 }
+
+// TestResetPassesOn: a destination that resets a connection (a process killed
+// with a request unread) resets the client's too; an orderly end of stream
+// there would look to a Kafka client like a TLS mismatch, which it does not
+// retry.
+func TestResetPassesOn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Read(make([]byte, 1)) // part of the request, the rest unread
+		abort(c)
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	p, err := New().Link("127.0.0.1:0", "b", fixed("a"), func() (string, error) { return ln.Addr().String(), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	c := dial(t, p)
+	if _, err := c.Write([]byte("a request")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err = c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("a connection its destination reset: %v, want ECONNRESET", err)
+	}
+}
