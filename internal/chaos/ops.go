@@ -463,6 +463,11 @@ func (c *processCluster) toggleVoter() (string, error) {
 	case *kmsg.RemoveRaftVoterResponse:
 		code, msg = r.ErrorCode, r.ErrorMessage
 	}
+	// The client may have sent the request again (its first connection
+	// ended with the node killed): the change is then in place already.
+	if !c.spareVoter && code == kerr.DuplicateVoter.Code || c.spareVoter && code == kerr.VoterNotFound.Code {
+		code = 0
+	}
 	if err := kerr.ErrorForCode(code); err != nil {
 		if msg != nil {
 			err = fmt.Errorf("%w (%s)", err, *msg)

@@ -91,7 +91,11 @@ func startProcessCluster(t *testing.T, nodes int, topic string, opts processOpti
 		c.spare = c.tc.AddBroker()
 	}
 	keepLogsOnFailure(t, c.logs()) // registered after Start: runs before its temp dirs go
-	if c.cl, err = kgo.NewClient(clientOpts(c.seeds(), "chaos-operator")...); err != nil {
+	// An operation's request may be in flight on the connection of the node
+	// a fault kills: franz-go does not retry an end of stream on a
+	// connection's first request (it suspects TLS or SASL settings, which
+	// are known right here), as Kafka's admin client would, on another broker.
+	if c.cl, err = kgo.NewClient(append(clientOpts(c.seeds(), "chaos-operator"), kgo.AlwaysRetryEOF())...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.cl.Close)
