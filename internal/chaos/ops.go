@@ -162,6 +162,24 @@ func (c *processCluster) startOverlapped(op Fault) <-chan opResult {
 // finishOverlapped ends an operation started by startOverlapped once its
 // fault (during) is over: a decommissioned node is re-added.
 func (c *processCluster) finishOverlapped(op Fault, r opResult, during string) (string, error) {
+	if op.Kind == Decommission && isNoTarget(r.err) {
+		// The fault fenced the broker a replica had to move to (four brokers,
+		// three replicas): strata refuses rather than move onto it, and an
+		// operator tries again once it is back.
+		refused := r.err
+		if err := waitFor(opTimeout, func() error {
+			r.what, r.err = c.retire()
+			if isNoTarget(r.err) {
+				return r.err
+			}
+			return nil
+		}); err != nil {
+			r.err = err
+		}
+		if r.err == nil {
+			r.what = fmt.Sprintf("refused while the fault lasted (%v); after it, %s", refused, r.what)
+		}
+	}
 	if r.err != nil {
 		return "", fmt.Errorf("%s, %s: %w", op.Kind, during, r.err)
 	}
@@ -171,6 +189,12 @@ func (c *processCluster) finishOverlapped(op Fault, r opResult, during string) (
 		}
 	}
 	return r.what, nil
+}
+
+// isNoTarget reports whether err is `strata cluster decommission` refusing
+// because a replica has no running broker to move to.
+func isNoTarget(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no broker left to take")
 }
 
 // killMidway does the operation of an OpKill fault f on another goroutine
