@@ -26,6 +26,7 @@ const (
 	envFaultTime = "CHAOS_FAULT_TIME" // campaign: faulting time per run (default 60s)
 	envReport    = "CHAOS_REPORT"     // campaign: file whose results section to rewrite
 	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults (and operations) to draw from (default all)
+	envOps       = "CHAOS_OPS"        // campaign: 1: every multi-process run with operations and a broker-only node
 )
 
 // processKinds is what a multi-process run of variant v draws from:
@@ -222,6 +223,7 @@ func TestCampaign(t *testing.T) {
 		if i%4 == 3 {
 			nodes = 5
 		}
+		v.ops = v.ops || os.Getenv(envOps) == "1"
 		t.Run(fmt.Sprintf("%s-%d", v, seed), func(t *testing.T) {
 			r := processRun(t, seed, nodes, faultTime, v)
 			runs = append(runs, r)

@@ -32,8 +32,9 @@
 //	kill             processes    SIGKILL, restart after the hold (page cache kept)
 //	pause            processes    SIGSTOP for the hold, then SIGCONT
 //	rolling-restart  processes    SIGTERM each node in turn; restart; wait in sync
-//	partition        processes    netfault isolates the node: clients, fetches, Raft
-//	                              and controller link to and from it all stall
+//	partition        processes    netfault isolates the node (the broker-only one
+//	                              too): clients, fetches, Raft and controller link
+//	                              to and from it all stall
 //	partition-peers  processes    the same, but clients still reach the node: a
 //	                              deposed leader keeps taking their writes
 //	disk-full        in-process   the node's writes fail with ENOSPC; then a power
@@ -45,25 +46,28 @@
 //
 // A network partition needs per-node addresses: testcluster gives every node the
 // same flags, so the harness points it at a wrapper script (wrapper.go) that
-// adds each node's --advertised-kafka-addr and --controllers (one proxy per
-// directed controller link) and execs strata. Proxies, not network namespaces:
-// they need no root, work with testcluster's loopback addresses, and let a test
-// tell a follower's fetches from a client's by the Kafka client id.
+// adds each node's flags and execs strata. Every node, the broker-only node of
+// an ops run too, advertises two proxies: its Kafka proxy
+// (--advertised-kafka-addr) and its controller proxy
+// (--advertised-controller-addr, which every node's --controllers names and
+// which is therefore the address in the Raft configuration, whichever node
+// writes a membership change). A Kafka proxy tells a follower's fetches from
+// a client's by the Kafka client id; a controller proxy tells Raft and
+// controller-link connections apart by the address they come from, as each
+// node makes them from its own loopback address (--controller-source-host
+// 127.0.0.10+id). Proxies, not network namespaces: they need no root and work
+// with testcluster's loopback addresses (the suite skips where 127.0.0.11
+// cannot be used).
 //
-// Known gap: the proxies are told apart by the address a node dials, and Raft
-// (and the controller link, which reaches the leader at its Raft address)
-// dials the addresses of its replicated configuration. Every node bootstraps
-// from its own --controllers (its own link proxies), but the first membership
-// change (the broker-only node of an ops run joining) writes the then active
-// controller's view into the log, and from then on every node dials every
-// voter through that node's link proxies (and that node itself at its real
-// address). In ops runs a network fault therefore cuts these connections by
-// the wrong source: some of the isolated node's stay up, some between two
-// other nodes are cut (found in session 8 from the node logs: node 4 dialled
-// node 3 at node 1's proxy for the link 1->3). The broker-only node, which
-// registers its real controller address, is never cut (op-cut and partition
-// pick a proxied node instead). Cutting it needs an advertised controller
-// address and proxies that tell Raft connections apart by their source.
+// Until session 9 the controller proxies were one per directed link, named in
+// each node's own --controllers: after the first membership change every node
+// dialled the voters through the then active controller's link proxies, so in
+// ops runs a network fault cut some wrong links and missed some right ones,
+// and the broker-only node (at its real controller address) was never cut.
+// TestPartitionCutsTheIntendedLinks checks, after a membership change, that
+// isolating the broker-only node or a voter stalls that node's links and no
+// others (Proxy.Stalled per directed link) and keeps exactly it from learning
+// a new topic.
 //
 // A power loss freezes every node's disk (freezeFS) and cuts every link at one
 // instant, so nothing later becomes durable or is heard, waits for the disk
@@ -104,8 +108,8 @@
 //	         After the faults the run waits up to 90 s until some partition's
 //	         earliest-local offset (ListOffsets -4) is above its earliest (-2);
 //	         if none gets there, nothing was tiered: a finding.
-//	ops      a broker-only node (outside the proxies) joins before the topic is
-//	         created, and the schedule also draws operations (ops.go):
+//	ops      a broker-only node (behind proxies like the others) joins before
+//	         the topic is created, and the schedule also draws operations (ops.go):
 //	         reassign (one replica of a partition moved to a broker outside
 //	         its set), reassign-cancel (the same, cancelled at once),
 //	         decommission (`strata cluster decommission` of the broker-only
@@ -139,7 +143,8 @@
 // `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
 // variant, and transactional in-process runs with power losses) and rewrites
 // the results table in docs/reliability.md. CHAOS_SEED picks the seed of the
-// short runs; TestTxnPowerLoss runs with CHAOS_CAMPAIGN=1.
+// short runs; TestTxnPowerLoss runs with CHAOS_CAMPAIGN=1. CHAOS_OPS=1 gives
+// every campaign run the ops variant's broker-only node and operations.
 //
 // # Concurrency
 //

@@ -73,7 +73,7 @@ func TestNodeWrapper(t *testing.T) {
 	if w, err = newNodeWrapper(wdir, fake); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.setFlags(2, "--advertised-kafka-addr", "127.0.0.1:9", "--controllers", "1@127.0.0.1:7,2@{controller-addr}"); err != nil {
+	if err := w.setFlags(2, "--advertised-kafka-addr", "127.0.0.1:9", "--controllers=1@127.0.0.1:7,2@127.0.0.1:8"); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.setFlags(2, "two words"); err == nil {
@@ -84,7 +84,7 @@ func TestNodeWrapper(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	want := "server\n--node-id\n2\n--controller-addr\n127.0.0.12:5\n--kafka-addr\n127.0.0.12:4\n" +
-		"--advertised-kafka-addr\n127.0.0.1:9\n--controllers\n1@127.0.0.1:7,2@127.0.0.12:5\n"
+		"--advertised-kafka-addr\n127.0.0.1:9\n--controllers=1@127.0.0.1:7,2@127.0.0.1:8\n"
 	if string(out) != want {
 		t.Fatalf("the binary got\n%s\nwant\n%s", out, want)
 	}

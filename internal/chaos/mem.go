@@ -86,11 +86,12 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 			return func() (string, error) { return get(c.nodes[id-1]), nil }
 		}
 	}
-	c.cn = newClusterNet(t, n, func(int32) string { return "127.0.0.1" },
+	c.cn = newClusterNet(t, n, n, func(int32) string { return "127.0.0.1" },
 		addr(func(nd *memNode) string { return nd.cfg.KafkaAddr }), addr(func(nd *memNode) string { return nd.cfg.ControllerAddr }))
 	for _, nd := range c.nodes {
-		nd.cfg.AdvertisedKafkaAddr = c.cn.advertised(nd.cfg.NodeID)
-		nd.cfg.Controllers = c.cn.controllers(nd.cfg.NodeID, nd.cfg.ControllerAddr)
+		id := nd.cfg.NodeID
+		nd.cfg.AdvertisedKafkaAddr, nd.cfg.AdvertisedControllerAddr = c.cn.advertised(id), c.cn.advertisedController(id)
+		nd.cfg.ControllerSourceHost, nd.cfg.Controllers = sourceHost(id), c.cn.controllers()
 	}
 	t.Cleanup(func() {
 		c.stopAll()
@@ -339,7 +340,7 @@ func (c *memCluster) logs() []string {
 
 func (c *memCluster) warmedUp() {
 	c.t.Helper()
-	if err := waitFor(30*time.Second, c.cn.checkFetchersSeen); err != nil {
+	if err := waitFor(30*time.Second, c.cn.checkSourcesSeen); err != nil {
 		c.t.Fatal(err)
 	}
 }

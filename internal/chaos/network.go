@@ -16,16 +16,21 @@ import (
 //	---------------------------------  -------------------------------  --------------------
 //	clients, follower fetches          node's Kafka proxy (advertised   client id of the first
 //	                                   with --advertised-kafka-addr)    request: strata-replica-<id>
-//	Raft and the controller link,      the proxy of link A->B (node A's  the proxy: one per link
-//	node A to node B                   --controllers names it for B)
+//	Raft and the controller link,      node B's controller proxy        the address it comes
+//	node A to node B                   (--advertised-controller-addr,   from: node A's
+//	                                   so the Raft configuration holds  --controller-source-host,
+//	                                   it whoever writes it)            sourceHost(A)
 //
-// so isolating a node stops everything it sends and everything sent to it.
+// so isolating a node stops everything it sends and everything sent to it,
+// whichever voters a membership change has written into the Raft
+// configuration, and whether the node is a voter or a broker-only one.
 // Endpoints are named by node id ("1", "2", ...) and clientSource.
 type clusterNet struct {
 	net     *netfault.Net
 	proxies []*netfault.Proxy
 	kafka   []*netfault.Proxy // by node id - 1
-	links   map[[2]int32]*netfault.Proxy
+	control []*netfault.Proxy // by node id - 1
+	voters  int               // nodes 1..voters are the controller voters at the start
 }
 
 // clientSource is the endpoint name of every connection that is not a node's.
@@ -35,12 +40,23 @@ const clientSource = "client"
 // (internal/server: strata-replica-<node id>).
 const replicaClientPrefix = "strata-replica-"
 
-// newClusterNet starts the proxies of an n-node cluster: node id's listen on
-// host(id) and forward to the addresses kafka(id) and controller(id) return.
-// They are closed at t's cleanup.
-func newClusterNet(t *testing.T, n int, host func(id int32) string, kafka, controller func(id int32) netfault.Upstream) *clusterNet {
+// sourceHost is the loopback address node id's controller-quorum connections
+// come from (--controller-source-host), which its controller proxies read.
+func sourceHost(id int32) string { return fmt.Sprintf("127.0.0.%d", 10+id) }
+
+// newClusterNet starts the proxies of an n-node cluster whose first voters
+// nodes are the controller voters: node id's listen on host(id) and forward
+// to the addresses kafka(id) and controller(id) return. They are closed at
+// t's cleanup. It skips t where the host cannot use the nodes' source
+// addresses: the proxies could not tell the nodes' Raft connections apart.
+func newClusterNet(t *testing.T, n, voters int, host func(id int32) string, kafka, controller func(id int32) netfault.Upstream) *clusterNet {
 	t.Helper()
-	cn := &clusterNet{net: netfault.New(), links: map[[2]int32]*netfault.Proxy{}}
+	if ln, err := net.Listen("tcp", sourceHost(1)+":0"); err != nil {
+		t.Skipf("network faults need a loopback source address per node, and %s is not usable here: %v", sourceHost(1), err)
+	} else {
+		ln.Close()
+	}
+	cn := &clusterNet{net: netfault.New(), voters: voters}
 	t.Cleanup(func() {
 		for _, p := range cn.proxies {
 			p.Close()
@@ -49,6 +65,18 @@ func newClusterNet(t *testing.T, n int, host func(id int32) string, kafka, contr
 	who := func(clientID string) string {
 		if id, ok := strings.CutPrefix(clientID, replicaClientPrefix); ok {
 			return id
+		}
+		return clientSource
+	}
+	nodes := map[string]string{} // source host -> endpoint
+	for id := int32(1); id <= int32(n); id++ {
+		nodes[sourceHost(id)] = name(id)
+	}
+	from := func(remote net.Addr) string {
+		if a, ok := remote.(*net.TCPAddr); ok {
+			if node, ok := nodes[a.IP.String()]; ok {
+				return node
+			}
 		}
 		return clientSource
 	}
@@ -61,11 +89,7 @@ func newClusterNet(t *testing.T, n int, host func(id int32) string, kafka, contr
 	}
 	for id := int32(1); id <= int32(n); id++ {
 		cn.kafka = append(cn.kafka, add(cn.net.Kafka(host(id)+":0", name(id), who, kafka(id))))
-		for from := int32(1); from <= int32(n); from++ {
-			if from != id {
-				cn.links[[2]int32{from, id}] = add(cn.net.Link(host(id)+":0", name(from), name(id), controller(id)))
-			}
-		}
+		cn.control = append(cn.control, add(cn.net.Link(host(id)+":0", name(id), from, controller(id))))
 	}
 	return cn
 }
@@ -76,18 +100,49 @@ func name(id int32) string { return strconv.Itoa(int(id)) }
 // advertised is the Kafka address node id advertises: its proxy.
 func (cn *clusterNet) advertised(id int32) string { return cn.kafka[id-1].Addr() }
 
-// controllers is node id's --controllers: every other voter through the proxy
-// of the link to it, and itself as self.
-func (cn *clusterNet) controllers(id int32, self string) string {
+// advertisedController is the controller address node id advertises: its
+// controller proxy.
+func (cn *clusterNet) advertisedController(id int32) string { return cn.control[id-1].Addr() }
+
+// controllers is every node's --controllers: the voters at their controller
+// proxies.
+func (cn *clusterNet) controllers() string {
 	var voters []string
-	for to := int32(1); to <= int32(len(cn.kafka)); to++ {
-		addr := self
-		if to != id {
-			addr = cn.links[[2]int32{id, to}].Addr()
-		}
-		voters = append(voters, fmt.Sprintf("%d@%s", to, addr))
+	for id := int32(1); id <= int32(cn.voters); id++ {
+		voters = append(voters, fmt.Sprintf("%d@%s", id, cn.advertisedController(id)))
 	}
 	return strings.Join(voters, ",")
+}
+
+// flags are node id's flags for the proxies, as --name=value.
+func (cn *clusterNet) flags(id int32) []string {
+	return []string{
+		"--advertised-kafka-addr=" + cn.advertised(id),
+		"--advertised-controller-addr=" + cn.advertisedController(id),
+		"--controller-source-host=" + sourceHost(id),
+		"--controllers=" + cn.controllers(),
+	}
+}
+
+// links counts, for every directed link between nodes, the connections its
+// destination's controller proxy accepted from its source and those of them
+// that waited on a cut.
+func (cn *clusterNet) links() (dialled, stalled map[[2]int32]int) {
+	dialled, stalled = map[[2]int32]int{}, map[[2]int32]int{}
+	for i, p := range cn.control {
+		to := int32(i + 1)
+		for _, c := range []struct {
+			counts map[string]int
+			into   map[[2]int32]int
+		}{{p.Sources(), dialled}, {p.Stalled(), stalled}} {
+			for src, k := range c.counts {
+				if from, err := strconv.Atoi(src); err == nil {
+					c.into[[2]int32{int32(from), to}] += k
+				}
+			}
+		}
+	}
+	return dialled, stalled
 }
 
 // seeds are the nodes' advertised Kafka addresses, in id order.
@@ -99,33 +154,34 @@ func (cn *clusterNet) seeds() []string {
 	return s
 }
 
-// checkFetchersSeen fails unless every node's follower fetches were seen, and
-// told apart, by some Kafka proxy: if the server's fetcher changed its client
-// id, isolating a node would silently leave its fetches flowing.
-func (cn *clusterNet) checkFetchersSeen() error {
-	seen := map[string]bool{}
-	for _, p := range cn.kafka {
-		for src := range p.Sources() {
-			seen[src] = true
+// checkSourcesSeen fails unless the proxies have told every node's
+// connections apart: each voter's follower fetches by some Kafka proxy (if
+// the server's fetcher changed its client id, isolating a node would
+// silently leave its fetches flowing), and each node's controller-quorum
+// connections by some controller proxy (the active controller dials every
+// member, and every other node heartbeats to it; if a node's connections did
+// not come from its source address, a cut would leave its Raft traffic
+// flowing).
+func (cn *clusterNet) checkSourcesSeen() error {
+	seen := func(proxies []*netfault.Proxy) map[string]bool {
+		s := map[string]bool{}
+		for _, p := range proxies {
+			for src := range p.Sources() {
+				s[src] = true
+			}
 		}
+		return s
 	}
+	fetchers, control := seen(cn.kafka), seen(cn.control)
 	for id := int32(1); id <= int32(len(cn.kafka)); id++ {
-		if !seen[name(id)] {
+		if id <= int32(cn.voters) && !fetchers[name(id)] {
 			return fmt.Errorf("no Kafka proxy saw a connection from node %d's follower fetcher (client id %s%d); sources seen: %v",
-				id, replicaClientPrefix, id, seen)
+				id, replicaClientPrefix, id, fetchers)
+		}
+		if !control[name(id)] {
+			return fmt.Errorf("no controller proxy saw a connection from node %d's source address %s; sources seen: %v",
+				id, sourceHost(id), control)
 		}
 	}
 	return nil
-}
-
-// loopbackHost is node id's testcluster address (127.0.0.10+id) where the host
-// can bind it, else 127.0.0.1.
-func loopbackHost(id int32) string {
-	host := fmt.Sprintf("127.0.0.%d", 10+id)
-	ln, err := net.Listen("tcp", host+":0")
-	if err != nil {
-		return "127.0.0.1"
-	}
-	ln.Close()
-	return host
 }

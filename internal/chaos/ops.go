@@ -106,15 +106,6 @@ func (c *processCluster) overlap(f Fault) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case f.Kind == OpCut:
-		n, why = c.proxied(n, why, f)
-	case f.Role == Any:
-		// A pause needs no proxies: any node, the broker-only one the
-		// operation works on too.
-		all := c.tc.Nodes()
-		n = all[f.Pick%len(all)]
-	}
 	fault := "paused"
 	switch f.Kind {
 	case OpPause:
@@ -172,6 +163,24 @@ func (c *processCluster) startOverlapped(op Fault) <-chan opResult {
 // finishOverlapped ends an operation started by startOverlapped once its
 // fault (during) is over: a decommissioned node is re-added.
 func (c *processCluster) finishOverlapped(op Fault, r opResult, during string) (string, error) {
+	if op.Kind == Decommission && isNoTarget(r.err) {
+		// The fault fenced the broker a replica had to move to (four brokers,
+		// three replicas): strata refuses rather than move onto it, and an
+		// operator tries again once it is back.
+		refused := r.err
+		if err := waitFor(opTimeout, func() error {
+			r.what, r.err = c.retire()
+			if isNoTarget(r.err) {
+				return r.err
+			}
+			return nil
+		}); err != nil {
+			r.err = err
+		}
+		if r.err == nil {
+			r.what = fmt.Sprintf("refused while the fault lasted (%v); after it, %s", refused, r.what)
+		}
+	}
 	if r.err != nil {
 		return "", fmt.Errorf("%s, %s: %w", op.Kind, during, r.err)
 	}
@@ -181,6 +190,12 @@ func (c *processCluster) finishOverlapped(op Fault, r opResult, during string) (
 		}
 	}
 	return r.what, nil
+}
+
+// isNoTarget reports whether err is `strata cluster decommission` refusing
+// because a replica has no running broker to move to.
+func isNoTarget(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no broker left to take")
 }
 
 // killMidway does the operation of an OpKill fault f on another goroutine
@@ -474,6 +489,11 @@ func (c *processCluster) toggleVoter() (string, error) {
 		code, msg = r.ErrorCode, r.ErrorMessage
 	case *kmsg.RemoveRaftVoterResponse:
 		code, msg = r.ErrorCode, r.ErrorMessage
+	}
+	// The client may have sent the request again (its first connection
+	// ended with the node killed): the change is then in place already.
+	if !c.spareVoter && code == kerr.DuplicateVoter.Code || c.spareVoter && code == kerr.VoterNotFound.Code {
+		code = 0
 	}
 	if err := kerr.ErrorForCode(code); err != nil {
 		if msg != nil {

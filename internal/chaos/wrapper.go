@@ -20,8 +20,7 @@ import (
 //
 //	file             written by      content
 //	---------------  --------------  -------------------------------------------
-//	node-<id>.flags  the harness     extra flags, one per line; {controller-addr}
-//	                                 stands for the node's own --controller-addr
+//	node-<id>.flags  the harness     extra flags, one per line
 //	node-<id>.args   the script      the arguments testcluster passed, one a line
 type nodeWrapper struct {
 	dir    string
@@ -31,17 +30,13 @@ type nodeWrapper struct {
 const wrapperScript = `#!/bin/sh
 # Written by internal/chaos: runs strata with this node's extra flags.
 id=
-ctrl=
 prev=
 for a in "$@"; do
-	case "$prev" in
-	--node-id) id=$a ;;
-	--controller-addr) ctrl=$a ;;
-	esac
+	[ "$prev" = --node-id ] && id=$a
 	prev=$a
 done
 printf '%%s\n' "$@" > %[1]s/node-$id.args.tmp && mv %[1]s/node-$id.args.tmp %[1]s/node-$id.args || exit 1
-set -- "$@" $(sed "s|{controller-addr}|$ctrl|g" %[1]s/node-$id.flags)
+set -- "$@" $(cat %[1]s/node-$id.flags)
 exec %[2]s "$@"
 `
 

@@ -37,7 +37,16 @@ type Config struct {
 	HTTPAddr            string // JSON API, console, /metrics, health
 	AdminAddr           string // opt-in pprof listener; empty = off
 	ControllerAddr      string // Raft transport listener (a broker-only node receives the metadata log on it)
-	Controllers         string // static voters: "1@host:port,2@host:port"; empty = this node alone
+	// AdvertisedControllerAddr is where the other nodes reach ControllerAddr (a
+	// NAT or proxy in between): this node's address in the Raft configuration,
+	// registered by a broker-only node and recorded by add-controller. Empty:
+	// the listener's own address.
+	AdvertisedControllerAddr string
+	// ControllerSourceHost is the local IP this node's controller-quorum
+	// connections (Raft RPCs, controller-link requests) are made from. Empty:
+	// the operating system's choice.
+	ControllerSourceHost string
+	Controllers          string // static voters: "1@host:port,2@host:port"; empty = this node alone
 	// Roles is "broker,controller" (the default), "broker" (serves clients, finds
 	// the quorum through Controllers and follows its log without a vote) or
 	// "controller" (a voter that serves no Kafka clients).
@@ -204,6 +213,8 @@ func (c *Config) options() []option {
 		{"advertised-http-addr", "host:port where the other nodes reach this node's HTTP API, to forward requests for its HTTP consumers (default: --http-addr, an unspecified host replaced by the advertised Kafka host)", stringValue{&c.AdvertisedHTTPAddr}},
 		{"admin-addr", "admin listener host:port serving /debug/pprof/ (empty: off)", stringValue{&c.AdminAddr}},
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
+		{"advertised-controller-addr", "host:port where the other nodes reach this node's controller listener, written into the Raft configuration (default: --controller-addr)", stringValue{&c.AdvertisedControllerAddr}},
+		{"controller-source-host", "local IP address this node's Raft and controller-link connections are made from (default: the operating system's choice)", stringValue{&c.ControllerSourceHost}},
 		{"controllers", "controller voters id@host:port,... (empty: this node alone)", stringValue{&c.Controllers}},
 		{"roles", "broker, controller, or broker,controller", stringValue{&c.Roles}},
 		{"auto-create-topics", "create unknown topics that clients ask Metadata about", boolValue{&c.AutoCreateTopics}},
@@ -334,6 +345,16 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.AdvertisedKafkaAddr); err != nil {
 		errs = append(errs, fmt.Errorf("advertised-kafka-addr %q: %w", c.AdvertisedKafkaAddr, err))
+	}
+	if c.AdvertisedControllerAddr != "" {
+		if _, port, err := net.SplitHostPort(c.AdvertisedControllerAddr); err != nil {
+			errs = append(errs, fmt.Errorf("advertised-controller-addr %q: %w", c.AdvertisedControllerAddr, err))
+		} else if port == "0" {
+			errs = append(errs, fmt.Errorf("advertised-controller-addr %q: needs the port the other nodes dial, not 0", c.AdvertisedControllerAddr))
+		}
+	}
+	if c.ControllerSourceHost != "" && net.ParseIP(c.ControllerSourceHost) == nil {
+		errs = append(errs, fmt.Errorf("controller-source-host %q: not an IP address", c.ControllerSourceHost))
 	}
 	if c.AdvertisedHTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertisedHTTPAddr); err != nil {

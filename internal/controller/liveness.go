@@ -122,6 +122,23 @@ func (l *liveness) touch(id int32, epoch int64, now time.Time) {
 	}
 }
 
+// registered starts the session of a registration the controller has just
+// written, at now: it replaces the session of any other epoch. A broker
+// unregistered (UnregisterBroker) and registered again starts from epoch 1,
+// below the epoch of its earlier session; kept, that session would hide every
+// heartbeat of the new registration until the next term, and the broker would
+// be fenced for good.
+func (l *liveness) registered(id int32, epoch int64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.mu.sessions[id]; s == nil || s.epoch != epoch {
+		l.mu.sessions[id] = &session{epoch: epoch, unfenceOffset: -1, reportedOffset: -1}
+	}
+	if s := l.mu.sessions[id]; now.After(s.lastHeartbeat) {
+		s.lastHeartbeat = now
+	}
+}
+
 // currentLocked returns the session of broker b's current registration, or
 // nil.
 func (l *liveness) currentLocked(b *metadata.Broker) *session {

@@ -226,3 +226,29 @@ func TestLivenessProvenDead(t *testing.T) {
 		})
 	}
 }
+
+// TestLivenessReregisteredAfterUnregister: a broker unregistered and
+// registered again starts from epoch 1, below its earlier session's epoch;
+// the new registration's heartbeats must count, or the broker is fenced for
+// good (the ops campaign, seed 914: a decommissioned node started again was
+// fenced 0.4 s after it registered and never unfenced).
+func TestLivenessReregisteredAfterUnregister(t *testing.T) {
+	const timeout = 2 * time.Second
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	l := newLiveness(timeout)
+	l.observe(1, t0)
+	l.touch(4, 3, at(time.Second)) // the registration before UnregisterBroker
+	img := apply(t, clusterImage(t, 3), &metadata.RegisterBrokerRecord{BrokerID: 4, Epoch: 1, Host: "h", Port: 1})
+	l.registered(4, 1, at(10*time.Second))
+	l.touch(4, 1, at(11*time.Second)) // a heartbeat of the new registration
+	l.touch(1, 1, at(11*time.Second))
+	l.touch(2, 1, at(11*time.Second))
+	l.touch(3, 1, at(11*time.Second))
+	if got := l.expired(img, at(12*time.Second)); len(got) != 0 {
+		t.Fatalf("expired %v one second after every broker's heartbeat; broker 4 re-registered with epoch 1", got)
+	}
+	if got := l.expired(img, at(13*time.Second+1)); !slices.Equal(got, []int32{1, 2, 3, 4}) {
+		t.Fatalf("expired %v after the session timeout, want every broker", got)
+	}
+}

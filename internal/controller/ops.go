@@ -135,7 +135,7 @@ func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (in
 			return 0, err
 		}
 	}
-	c.live.touch(req.ID, epoch, c.cfg.clock())
+	c.live.registered(req.ID, epoch, c.cfg.clock())
 	return epoch, nil
 }
 

@@ -32,6 +32,8 @@ type Client struct {
 	// DialTLS, when set, gives the TLS configuration for a controller's address:
 	// the link then runs over TLS (the marker byte inside it).
 	DialTLS func(addr string) *tls.Config
+	// LocalAddr, when set, is the local address connections are made from.
+	LocalAddr net.Addr
 
 	mu     sync.Mutex
 	conns  map[string]*linkConn
@@ -118,7 +120,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*linkConn, error) {
 	case lc != nil:
 		return lc, nil
 	}
-	nc, err := dial(ctx, addr, c.timeout(), c.DialTLS)
+	nc, err := dial(ctx, addr, c.timeout(), c.LocalAddr, c.DialTLS)
 	if err != nil {
 		return nil, fmt.Errorf("controllerlink: dialing %s: %w", addr, err)
 	}

@@ -56,11 +56,12 @@ func NewMux(ln net.Listener) *Mux {
 }
 
 // Raft is the stream layer for raft.NewNetworkTransport; advertise is the address
-// the other voters know this node by. dialTLS, when set, gives the TLS
-// configuration for dialling a voter (the listener given to NewMux is then a TLS
-// listener too).
-func (m *Mux) Raft(advertise net.Addr, dialTLS func(addr string) *tls.Config) raft.StreamLayer {
-	return raftStream{chanListener: m.raft, advertise: advertise, dialTLS: dialTLS}
+// the other voters know this node by. local, when set, is the local address
+// connections to the other members are made from. dialTLS, when set, gives the
+// TLS configuration for dialling a voter (the listener given to NewMux is then
+// a TLS listener too).
+func (m *Mux) Raft(advertise, local net.Addr, dialTLS func(addr string) *tls.Config) raft.StreamLayer {
+	return raftStream{chanListener: m.raft, advertise: advertise, local: local, dialTLS: dialTLS}
 }
 
 // Link is the listener for the link's protocol server.
@@ -156,21 +157,22 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 type raftStream struct {
 	*chanListener
 	advertise net.Addr
+	local     net.Addr
 	dialTLS   func(addr string) *tls.Config
 }
 
 func (s raftStream) Addr() net.Addr { return s.advertise }
 
 func (s raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dial(context.Background(), string(address), timeout, s.dialTLS)
+	return dial(context.Background(), string(address), timeout, s.local, s.dialTLS)
 }
 
-// dial connects to addr within timeout, over TLS when dialTLS is set (the
-// handshake included in the timeout).
-func dial(ctx context.Context, addr string, timeout time.Duration, dialTLS func(addr string) *tls.Config) (net.Conn, error) {
+// dial connects to addr within timeout, from local when it is set, over TLS
+// when dialTLS is set (the handshake included in the timeout).
+func dial(ctx context.Context, addr string, timeout time.Duration, local net.Addr, dialTLS func(addr string) *tls.Config) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
+	d := net.Dialer{LocalAddr: local}
 	if dialTLS == nil {
 		return d.DialContext(ctx, "tcp", addr)
 	}

@@ -26,9 +26,10 @@ import (
 
 // startControllerListener listens on the controller address and splits it into
 // the Raft transport and the controller link. It returns the voters with this
-// node's address resolved (an ephemeral port becomes the real one). A
-// broker-only node listens too: the active controller sends it the metadata log
-// there once it has joined as a non-voting member.
+// node's address resolved: --advertised-controller-addr, else the listener's
+// (an ephemeral port becomes the real one). A broker-only node listens too: the
+// active controller sends it the metadata log there once it has joined as a
+// non-voting member.
 func (n *Node) startControllerListener() ([]controller.Peer, error) {
 	ln, err := n.listen("controller", n.cfg.ControllerAddr)
 	if err != nil {
@@ -36,28 +37,43 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 	}
 	n.mux = controllerlink.NewMux(ln)
 	n.lc.onStop("controller mux", func(stopping) error { n.mux.Close(); return nil })
+	n.raftAddr = n.cfg.AdvertisedControllerAddr
+	if n.raftAddr == "" {
+		n.raftAddr = ln.Addr().String()
+	}
 	voters, _ := n.cfg.Voters()
 	peers := make([]controller.Peer, len(voters))
 	for i, v := range voters {
 		addr := v.Addr
 		if v.ID == n.cfg.NodeID {
-			addr = ln.Addr().String()
+			addr = n.raftAddr
 		}
 		peers[i] = controller.Peer{ID: v.ID, Addr: addr}
 	}
-	n.raftAddr = ln.Addr().String()
-	advertise, err := net.ResolveTCPAddr("tcp", n.raftAddr)
-	if err != nil {
-		return nil, err
-	}
 	n.raftTransport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  n.mux.Raft(advertise, n.dialTLS()),
+		Stream:  n.mux.Raft(advertisedAddr(n.raftAddr), n.controllerSource(), n.dialTLS()),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  nil,
 	})
 	n.lc.onStop("raft transport", func(stopping) error { return n.raftTransport.Close() })
 	return peers, nil
+}
+
+// advertisedAddr is a TCP address as the other nodes dial it: kept as written
+// (a host name is not resolved here, where it may not resolve at all).
+type advertisedAddr string
+
+func (a advertisedAddr) Network() string { return "tcp" }
+func (a advertisedAddr) String() string  { return string(a) }
+
+// controllerSource is the local address this node's controller-quorum
+// connections are made from (--controller-source-host), or nil.
+func (n *Node) controllerSource() net.Addr {
+	if n.cfg.ControllerSourceHost == "" {
+		return nil
+	}
+	return &net.TCPAddr{IP: net.ParseIP(n.cfg.ControllerSourceHost)}
 }
 
 // newLink returns the client that reaches the active controller's link, at the
@@ -74,8 +90,9 @@ func (n *Node) newLink(voters []controller.Peer) *controllerlink.Client {
 			v := voters[int(next.Add(1))%len(voters)]
 			return v.ID, v.Addr, true
 		},
-		Versions: handlers.LinkMaxVersions(),
-		DialTLS:  n.dialTLS(),
+		Versions:  handlers.LinkMaxVersions(),
+		DialTLS:   n.dialTLS(),
+		LocalAddr: n.controllerSource(),
 	}
 }
 

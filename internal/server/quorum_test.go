@@ -250,3 +250,31 @@ func voterChangeCode(resp kmsg.Response) (int16, string) {
 	}
 	return code, *msg
 }
+
+// TestAdvertisedControllerAddr: a node's --advertised-controller-addr, not its
+// listener's address, is its address in the Raft configuration (DescribeQuorum
+// lists it as the node's controller listener), kept as written: a host name
+// is not resolved.
+func TestAdvertisedControllerAddr(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.AdvertisedControllerAddr = "controller-1.example:19093"
+	n := startNode(t, cfg)
+	cl, _ := n.client(t)
+	var last string
+	ok := wait.Until(time.Now().Add(wait.DefaultTimeout), func() bool {
+		resp, err := describeQuorum(context.Background(), cl, cfg.NodeID, "__cluster_metadata", 0)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("%+v", resp.Nodes)
+		if len(resp.Nodes) != 1 || len(resp.Nodes[0].Listeners) != 1 {
+			return false
+		}
+		l := resp.Nodes[0].Listeners[0]
+		return l.Host == "controller-1.example" && l.Port == 19093
+	})
+	if !ok {
+		t.Fatalf("DescribeQuorum never listed the advertised controller address; last nodes: %s", last)
+	}
+}

@@ -6,12 +6,17 @@
 //
 // A proxy forwards to one destination endpoint (a node). A link is a (from, to)
 // pair of endpoint names; a connection belongs to the link from whoever opened
-// it to the proxy's destination. Where every connection to a proxy comes from
-// one endpoint (a Raft peer given this proxy's address for its peer), the
-// proxy's source is fixed (Net.Link). Where many endpoints share a proxy (a
-// broker's advertised Kafka address, used by clients and by other brokers'
-// follower fetchers), the source is read from the client id of the
-// connection's first Kafka request (Net.Kafka).
+// it to the proxy's destination. Many endpoints share a proxy, and each
+// connection's source is told in one of two ways: by the address it comes from
+// (Net.Link: endpoints that dial from addresses of their own, such as nodes
+// each binding its outgoing connections to its own loopback address), or by
+// the client id of its first Kafka request (Net.Kafka: a broker's advertised
+// address, used by clients and by other brokers' follower fetchers, all from
+// one address).
+//
+// Each proxy counts, by source, the connections it accepted and those that
+// waited on a cut (Proxy.Sources, Proxy.Stalled), so a test can check which
+// links a fault really cut.
 //
 // # What a cut does
 //
@@ -27,7 +32,8 @@
 // destination cannot be dialled (the node is down) is reset at once, the
 // nearest an accepted connection gets to "connection refused": clients see
 // ECONNRESET, not an orderly end of stream they might take for a protocol
-// mismatch.
+// mismatch; for the same reason a connection one end resets is reset at the
+// other (a process killed with bytes unread resets its connections).
 //
 // # Concurrency
 //
@@ -42,6 +48,7 @@ import (
 	"maps"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -115,16 +122,17 @@ func (n *Net) cutLocked(from, to string) bool {
 	return false
 }
 
-// pass waits until the link from -> to is up. It returns false if the
-// connection must be closed instead: it stalled across a heal with reset, or
-// done was closed.
-func (n *Net) pass(from, to string, done <-chan struct{}) bool {
+// pass waits until the link from -> to is up, calling stalled first if it is
+// cut. It returns false if the connection must be closed instead: it stalled
+// across a heal with reset, or done was closed.
+func (n *Net) pass(from, to string, done <-chan struct{}, stalled func()) bool {
 	n.mu.Lock()
 	if !n.cutLocked(from, to) {
 		n.mu.Unlock()
 		return true
 	}
 	resets := n.mu.resets
+	stalled()
 	for {
 		changed := n.mu.changed
 		n.mu.Unlock()
@@ -150,7 +158,7 @@ type Proxy struct {
 	net      *Net
 	ln       net.Listener
 	to       string
-	from     string                       // fixed source, when who is nil
+	from     func(remote net.Addr) string // source by the connection's address, when who is nil
 	who      func(clientID string) string // Kafka source from the first request's client id
 	upstream Upstream
 	done     chan struct{}
@@ -160,13 +168,14 @@ type Proxy struct {
 		sync.Mutex
 		conns   map[net.Conn]struct{}
 		sources map[string]int // connections accepted, by source
+		stalled map[string]int // connections that waited on a cut, by source
 		closed  bool
 	}
 }
 
-// Link starts a proxy on listen (host:port; port 0 picks one) for the link
-// from -> to: every connection to it is taken to come from from.
-func (n *Net) Link(listen, from, to string, upstream Upstream) (*Proxy, error) {
+// Link starts a proxy on listen (host:port; port 0 picks one) for connections
+// to to: each comes from from(the address it was opened from).
+func (n *Net) Link(listen, to string, from func(remote net.Addr) string, upstream Upstream) (*Proxy, error) {
 	return n.start(listen, to, upstream, func(p *Proxy) { p.from = from })
 }
 
@@ -185,6 +194,7 @@ func (n *Net) start(listen, to string, upstream Upstream, set func(*Proxy)) (*Pr
 	p := &Proxy{net: n, ln: ln, to: to, upstream: upstream, done: make(chan struct{})}
 	p.mu.conns = map[net.Conn]struct{}{}
 	p.mu.sources = map[string]int{}
+	p.mu.stalled = map[string]int{}
 	set(p)
 	p.wg.Add(1)
 	go p.accept()
@@ -200,6 +210,14 @@ func (p *Proxy) Sources() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return maps.Clone(p.mu.sources)
+}
+
+// Stalled counts the connections that have waited on a cut link so far
+// (each once, however often it waited), by their source endpoint.
+func (p *Proxy) Stalled() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.mu.stalled)
 }
 
 // Close stops accepting, closes every connection and waits for its goroutines.
@@ -271,8 +289,11 @@ const dialTimeout = 5 * time.Second
 func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(c)
-	from, first := p.from, []byte(nil)
-	if p.who != nil {
+	var from string
+	var first []byte
+	if p.who == nil {
+		from = p.from(c.RemoteAddr())
+	} else {
 		c.SetReadDeadline(time.Now().Add(sniffTimeout))
 		var clientID string
 		var err error
@@ -286,7 +307,15 @@ func (p *Proxy) serve(c net.Conn) {
 	p.mu.Lock()
 	p.mu.sources[from]++
 	p.mu.Unlock()
-	if !p.net.pass(from, p.to, p.done) {
+	var once sync.Once
+	stalled := func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.mu.stalled[from]++
+			p.mu.Unlock()
+		})
+	}
+	if !p.net.pass(from, p.to, p.done, stalled) {
 		abort(c)
 		return
 	}
@@ -319,8 +348,8 @@ func (p *Proxy) serve(c net.Conn) {
 			c.Close()
 		}
 	}
-	go func() { end(!p.pipe(up, c, from, first)) }()
-	go func() { end(!p.pipe(c, up, from, nil)) }()
+	go func() { end(!p.pipe(up, c, from, first, stalled)) }()
+	go func() { end(!p.pipe(c, up, from, nil, stalled)) }()
 	wg.Wait()
 }
 
@@ -334,11 +363,12 @@ func abort(c net.Conn) {
 }
 
 // pipe copies src to dst, first sending pre, holding bytes while the link is
-// cut. It returns false when the connection must be reset: it stalled across a
-// heal with reset, or the proxy closed.
-func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte) bool {
+// cut (calling stalled when it starts to). It returns false when the connection
+// must be reset: it stalled across a heal with reset, src was reset, or the
+// proxy closed.
+func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte, stalled func()) bool {
 	if len(pre) > 0 {
-		if !p.net.pass(from, p.to, p.done) {
+		if !p.net.pass(from, p.to, p.done, stalled) {
 			return false
 		}
 		if _, err := dst.Write(pre); err != nil {
@@ -349,7 +379,7 @@ func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte) bool {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.net.pass(from, p.to, p.done) {
+			if !p.net.pass(from, p.to, p.done, stalled) {
 				return false
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -357,7 +387,10 @@ func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte) bool {
 			}
 		}
 		if err != nil {
-			return true
+			// A reset (the destination's process died with bytes unread) is
+			// passed on as a reset: turned into an orderly end of stream, a
+			// client would take it for a protocol or TLS mismatch.
+			return !errors.Is(err, syscall.ECONNRESET)
 		}
 	}
 }

@@ -106,9 +106,13 @@ func silent(t *testing.T, c net.Conn) {
 	}
 }
 
+// fixed is a Link source for a proxy every connection to which comes from one
+// endpoint.
+func fixed(from string) func(net.Addr) string { return func(net.Addr) string { return from } }
+
 func startLink(t *testing.T, n *Net, from, to string, e *echo) *Proxy {
 	t.Helper()
-	p, err := n.Link("127.0.0.1:0", from, to, e.upstream)
+	p, err := n.Link("127.0.0.1:0", to, fixed(from), e.upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +327,7 @@ func TestUnreachableDestinationResets(t *testing.T) {
 	}
 	down := ln.Addr().String()
 	ln.Close()
-	p, err := New().Link("127.0.0.1:0", "a", "b", func() (string, error) { return down, nil })
+	p, err := New().Link("127.0.0.1:0", "b", fixed("a"), func() (string, error) { return down, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +346,7 @@ func TestUnreachableDestinationResets(t *testing.T) {
 func TestCloseEndsStalledConnections(t *testing.T) {
 	e := startEcho(t)
 	n := New()
-	p, err := n.Link("127.0.0.1:0", "a", "b", e.upstream)
+	p, err := n.Link("127.0.0.1:0", "b", fixed("a"), e.upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,5 +360,102 @@ func TestCloseEndsStalledConnections(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(make([]byte, 4)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read after Close: %v; want the connection closed", err)
+	}
+}
+
+// TestLinkTellsSourcesByAddress: one proxy for node "1", dialled from two
+// loopback addresses (as nodes binding their outgoing connections to their
+// own address do); isolating the node behind one address stalls only its
+// connection, and the counts say so.
+func TestLinkTellsSourcesByAddress(t *testing.T) {
+	src2, src3 := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 12)}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 13)}
+	if ln, err := net.Listen("tcp", "127.0.0.12:0"); err != nil {
+		t.Skipf("this host cannot use 127.0.0.12 as a source address: %v", err)
+	} else {
+		ln.Close()
+	}
+	e := startEcho(t)
+	n := New()
+	by := func(a net.Addr) string {
+		switch a.(*net.TCPAddr).IP.String() {
+		case "127.0.0.12":
+			return "2"
+		case "127.0.0.13":
+			return "3"
+		}
+		return "client"
+	}
+	p, err := n.Link("127.0.0.1:0", "1", by, e.upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	from := func(local net.Addr) net.Conn {
+		d := net.Dialer{LocalAddr: local}
+		c, err := d.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	c2, c3, client := from(src2), from(src3), dial(t, p)
+	for _, c := range []net.Conn{c2, c3, client} {
+		if err := roundTrip(c, "hi", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Isolate("2")
+	c2.Write([]byte("cut"))
+	silent(t, c2)
+	for _, c := range []net.Conn{c3, client} {
+		if err := roundTrip(c, "up", 5*time.Second); err != nil {
+			t.Fatalf("a link that does not touch node 2: %v", err)
+		}
+	}
+	n.Heal(false)
+	if err := expect(c2, "cut", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Sources(); got["2"] != 1 || got["3"] != 1 || got["client"] != 1 || len(got) != 3 {
+		t.Fatalf("sources %v, want one connection each from 2, 3 and client", got)
+	}
+	if got := p.Stalled(); got["2"] != 1 || len(got) != 1 {
+		t.Fatalf("stalled %v, want only node 2's connection", got)
+	}
+}
+
+// TestResetPassesOn: a destination that resets a connection (a process killed
+// with a request unread) resets the client's too; an orderly end of stream
+// there would look to a Kafka client like a TLS mismatch, which it does not
+// retry.
+func TestResetPassesOn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Read(make([]byte, 1)) // part of the request, the rest unread
+		abort(c)
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	p, err := New().Link("127.0.0.1:0", "b", fixed("a"), func() (string, error) { return ln.Addr().String(), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	c := dial(t, p)
+	if _, err := c.Write([]byte("a request")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err = c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("a connection its destination reset: %v, want ECONNRESET", err)
 	}
 }
