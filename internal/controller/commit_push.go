@@ -28,18 +28,25 @@ func (c *Controller) notePush() {
 
 // pushCommits appends a barrier for each batch of notes while this node leads.
 func (c *Controller) pushCommits() {
-	defer c.wg.Done()
+	defer c.pushWG.Done()
 	for {
 		select {
 		case <-c.push:
 		case <-c.done:
 			return
 		}
+		select {
+		case <-c.done: // both were ready: closing wins
+			return
+		default:
+		}
 		if !c.IsLeader() {
 			continue
 		}
-		// It fails only with the leadership lost or Raft shut down: a new
-		// leader pushes its own commits, and Close ends the loop.
+		// It fails only with the leadership lost: a new leader pushes its
+		// own commits. Raft is still running here (Close waits for this
+		// loop before it stops Raft), as hashicorp/raft never answers a
+		// barrier still queued at its shutdown.
 		_ = c.raft.Barrier(c.cfg.ApplyTimeout).Error()
 	}
 }

@@ -198,6 +198,9 @@ type Controller struct {
 	// push (one slot) asks for a barrier that tells the other members what
 	// this leader committed (commit_push.go).
 	push chan struct{}
+	// pushWG is pushCommits, which Close waits for before it stops Raft: a
+	// barrier still queued when Raft shuts down is never answered.
+	pushWG sync.WaitGroup
 	// probes are the brokers whose controller address is being probed.
 	probes struct {
 		sync.Mutex
@@ -301,9 +304,10 @@ func (c *Controller) start() error {
 	if c.raft, err = raft.NewRaft(rc, c.fsm, c.store, c.store, snaps, c.trans); err != nil {
 		return fmt.Errorf("controller: starting raft: %w", err)
 	}
-	c.wg.Add(3)
+	c.wg.Add(2)
 	go c.logLeadership(notify)
 	go c.superviseBrokers()
+	c.pushWG.Add(1)
 	go c.pushCommits()
 	if err := c.maybeShortenElection(rc); err != nil {
 		// Only start-up is slower: the election waits the configured timeout.
@@ -376,6 +380,9 @@ func (c *Controller) Close() error {
 
 func (c *Controller) closeResources() error {
 	var errs []error
+	// Raft answers a barrier in flight while it runs (committed, or leadership
+	// lost within the lease), so pushCommits ends before Raft stops.
+	c.pushWG.Wait()
 	if c.raft != nil {
 		errs = append(errs, c.raft.Shutdown().Error())
 	}
