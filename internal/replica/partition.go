@@ -92,6 +92,10 @@ type Partition struct {
 	Index   int32
 
 	log *storage.Log
+	// hwmWaiters pools WaitHighWatermark's waiters. Per partition, not per
+	// process: a partition lives in one testing/synctest bubble, and a timer or
+	// channel made in one bubble must not be used from another.
+	hwmWaiters sync.Pool
 	// groupCommit: the HWM follows the durable end (else the log end).
 	groupCommit bool
 
@@ -469,11 +473,11 @@ type hwmWaiter struct {
 	timer *time.Timer
 }
 
-var hwmWaiters = sync.Pool{New: func() any {
+func newHWMWaiter() *hwmWaiter {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	return &hwmWaiter{w: NewWatcher(), timer: t}
-}}
+}
 
 // releaseWaiter unregisters hw and returns it to the pool. After Unwatch no
 // wake-up can be sent to it (fire holds watchMu), and after Stop its timer
@@ -485,7 +489,7 @@ func (p *Partition) releaseWaiter(hw *hwmWaiter) {
 	case <-hw.w.C:
 	default:
 	}
-	hwmWaiters.Put(hw)
+	p.hwmWaiters.Put(hw)
 }
 
 // WaitHighWatermark waits until the HWM reaches offset (acks=all). A log that
@@ -496,7 +500,10 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 	if p.HighWatermark() >= offset && p.isrSize.Load() >= p.Config().MinInsyncReplicas {
 		return nil
 	}
-	hw := hwmWaiters.Get().(*hwmWaiter)
+	hw, _ := p.hwmWaiters.Get().(*hwmWaiter)
+	if hw == nil {
+		hw = newHWMWaiter()
+	}
 	p.Watch(hw.w)
 	hw.timer.Reset(timeout)
 	defer p.releaseWaiter(hw)
