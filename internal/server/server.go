@@ -215,7 +215,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		SessionTimeout:    cfg.BrokerSessionTimeout,
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
-		Logger:                       n.log.With("component", "controller"),
+		Logger:                       n.log, // the controller and its Raft adapter name their own components
 	}
 	if ctrlCfg.Observer {
 		ctrlCfg.Voters = nil
