@@ -131,6 +131,9 @@ func startStrataWith(t *testing.T, probe []kgo.Opt, flags ...string) *target {
 		}
 	})
 
+	// Stopped at the test's end whoever started it (tests that call startStrata
+	// directly leaked the server past the run); an explicit stop comes first.
+	t.Cleanup(func() { _ = stop() })
 	if err := waitForAPIVersions(kafkaAddr, exited, 60*time.Second, probe...); err != nil {
 		stop()
 		t.Fatalf("strata never answered ApiVersions on %s: %v\n%s", kafkaAddr, err, showLog())
