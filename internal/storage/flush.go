@@ -27,7 +27,10 @@ import "time"
 // woke that fsync's waiters (the woken appenders returning) before the next fsync,
 // but never longer than half the last fsync took (at most maxGather). A lone
 // appender (n = 1) is never delayed. What the last fsync covered is kept on the
-// log, so a flusher that exited and was started again still gathers.
+// log, so a flusher that exited and was started again still gathers. While it
+// gathers the flusher does not take kicks: the append that reaches the target
+// wakes it once (gatherTarget, gathered), so the appends before it cost no
+// goroutine wake-up each.
 
 // maxGather bounds the gathering wait whatever the disk's latency.
 const maxGather = 2 * time.Millisecond
@@ -82,9 +85,18 @@ func (l *Log) idleExit() bool {
 
 // afterAppend tells the flusher about records just appended.
 func (l *Log) afterAppend(records int64) {
-	l.appends.Add(1)
+	n := l.appends.Add(1)
 	p := l.cfg.Flush
 	if p.Mode == GroupCommit {
+		// The append that reaches a gathering flusher's target ends its wait. The
+		// flusher stores the target before it reads the count, and this append
+		// counts before it reads the target, so one of the two sees the other.
+		if n == l.gatherTarget.Load() {
+			select {
+			case l.gathered <- struct{}{}:
+			default:
+			}
+		}
 		l.kickFlusher()
 		return
 	}
@@ -142,20 +154,43 @@ type flushResult struct {
 }
 
 // gatherAppends waits until the append count reaches target or wait passes; false
-// if the log is stopping.
+// if the log is stopping. The kicks of the appends it waited for are dropped: the
+// fsync that follows covers them.
 func (l *Log) gatherAppends(timer *time.Timer, target int64, wait time.Duration) bool {
+	select {
+	case <-l.gathered: // left by an append that reached an earlier target late
+	default:
+	}
+	l.gatherTarget.Store(target)
+	defer l.gatherTarget.Store(0)
 	timer.Reset(wait)
 	defer timer.Stop()
+	l.stats.gathers.Add(1)
 	for l.appends.Load() < target {
 		select {
-		case <-l.kick:
+		case <-l.gathered:
+			if l.appends.Load() < target {
+				l.stats.earlyGatherWakeups.Add(1)
+			}
 		case <-timer.C:
+			l.dropKick()
 			return true
 		case <-l.stop:
 			return false
 		}
 	}
+	l.dropKick()
 	return true
+}
+
+// dropKick takes a pending kick, if any. The flusher calls it just before an
+// fsync: an append's data is in the log before its kick, so the fsync covers
+// every append whose kick it took.
+func (l *Log) dropKick() {
+	select {
+	case <-l.kick:
+	default:
+	}
 }
 
 // flush fsyncs the active segment once if the log holds unsynced data (earlier

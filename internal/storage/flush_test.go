@@ -218,3 +218,41 @@ func TestFailStopOnShortWrite(t *testing.T) {
 	}
 	sameBatches(t, readAll(t, r), want)
 }
+
+// TestGatherWakesFlusherOnce checks that a gathering flusher is woken by the
+// append that reaches its target, not by every append before it: eight
+// closed-loop appenders behind slow fsyncs make each gather wait for about seven.
+func TestGatherWakesFlusherOnce(t *testing.T) {
+	fsys := vfs.NewErrorFS(vfs.NewMem(), slowSync{2 * time.Millisecond})
+	l := openLog(t, fsys, Config{})
+	const writers, perWriter = 8, 25
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWriter {
+				info, err := l.Append(mkBatch(1, 100, 0), 0)
+				if err == nil {
+					err = l.WaitDurable(context.Background(), info.LastOffset)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	gathers, early := l.stats.gathers.Load(), l.stats.earlyGatherWakeups.Load()
+	t.Logf("%d appends, %d fsyncs, %d gathers, %d early wake-ups", writers*perWriter, l.Stats().Syncs, gathers, early)
+	if gathers == 0 {
+		t.Fatal("the flusher never gathered")
+	}
+	// An early wake-up is possible only from a signal meant for an earlier
+	// gather that timed out; one per gather is the old, woken-by-every-append
+	// flusher's lower bound.
+	if early > gathers/4 {
+		t.Fatalf("%d early wake-ups in %d gathers: the flusher was woken before its target", early, gathers)
+	}
+}

@@ -73,7 +73,12 @@ type Log struct {
 	}
 
 	kick chan struct{} // a pending wake-up of the flusher; capacity 1
-	stop chan struct{}
+	// gatherTarget is the append count a gathering flusher waits for (0 when it
+	// is not gathering); the append that reaches it sends on gathered
+	// (capacity 1). See flush.go.
+	gatherTarget atomic.Int64
+	gathered     chan struct{}
+	stop         chan struct{}
 	// flushMu orders starting the flusher against its exit (flush.go).
 	flushMu struct {
 		sync.Mutex
@@ -126,13 +131,14 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		return nil, err
 	}
 	l := &Log{
-		fsys:   fsys,
-		dir:    dir,
-		logDir: logDir,
-		name:   name,
-		cfg:    cfg.withDefaults(),
-		kick:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
+		fsys:     fsys,
+		dir:      dir,
+		logDir:   logDir,
+		name:     name,
+		cfg:      cfg.withDefaults(),
+		kick:     make(chan struct{}, 1),
+		gathered: make(chan struct{}, 1),
+		stop:     make(chan struct{}),
 	}
 	l.mu.changed = make(chan struct{})
 	if err := l.ensureDir(); err != nil {

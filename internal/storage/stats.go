@@ -49,6 +49,9 @@ type statCounters struct {
 	recoveryTruncatedBytes, indexRebuilds           atomic.Int64
 	compactions                                     atomic.Int64
 	compactionBytesRead, compactionBytesWritten     atomic.Int64
+	// The flusher's gathering waits, and its wake-ups during them that found
+	// too few appends (not in Stats: a test counts them).
+	gathers, earlyGatherWakeups atomic.Int64
 }
 
 func (c *statCounters) observeSync(d time.Duration) {
