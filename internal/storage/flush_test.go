@@ -35,6 +35,25 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		listened.Store(end)
 	})
 	const writers, perWriter = 8, 25
+	appendDurably(t, l, writers, perWriter)
+	st := l.Stats()
+	t.Logf("%d appends in %d fsyncs", writers*perWriter, st.Syncs)
+	// Without gathering the fsyncs settle into two cohorts of four appends each;
+	// with it, nearly all eight share each fsync.
+	if st.Syncs > writers*perWriter/5 {
+		t.Fatalf("%d fsyncs for %d appends: group commit did not gather", st.Syncs, writers*perWriter)
+	}
+	end := int64(2 * writers * perWriter)
+	wait.For(t, "listener to see the end", func() bool { return listened.Load() == end })
+	if st.SyncTime <= 0 || st.SyncMax <= 0 {
+		t.Fatalf("sync timings not recorded: %+v", st)
+	}
+}
+
+// appendDurably runs writers closed-loop appenders, each appending perWriter
+// batches of two records and waiting for each to be durable before the next.
+func appendDurably(t *testing.T, l *Log, writers, perWriter int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Add(1)
@@ -57,18 +76,6 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	st := l.Stats()
-	t.Logf("%d appends in %d fsyncs", writers*perWriter, st.Syncs)
-	// Without gathering the fsyncs settle into two cohorts of four appends each;
-	// with it, nearly all eight share each fsync.
-	if st.Syncs > writers*perWriter/5 {
-		t.Fatalf("%d fsyncs for %d appends: group commit did not gather", st.Syncs, writers*perWriter)
-	}
-	end := int64(2 * writers * perWriter)
-	wait.For(t, "listener to see the end", func() bool { return listened.Load() == end })
-	if st.SyncTime <= 0 || st.SyncMax <= 0 {
-		t.Fatalf("sync timings not recorded: %+v", st)
-	}
 }
 
 func TestIntervalFlushByMessages(t *testing.T) {
@@ -226,24 +233,7 @@ func TestGatherWakesFlusherOnce(t *testing.T) {
 	fsys := vfs.NewErrorFS(vfs.NewMem(), slowSync{2 * time.Millisecond})
 	l := openLog(t, fsys, Config{})
 	const writers, perWriter = 8, 25
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range perWriter {
-				info, err := l.Append(mkBatch(1, 100, 0), 0)
-				if err == nil {
-					err = l.WaitDurable(context.Background(), info.LastOffset)
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	appendDurably(t, l, writers, perWriter)
 	gathers, early := l.stats.gathers.Load(), l.stats.earlyGatherWakeups.Load()
 	t.Logf("%d appends, %d fsyncs, %d gathers, %d early wake-ups", writers*perWriter, l.Stats().Syncs, gathers, early)
 	if gathers == 0 {
