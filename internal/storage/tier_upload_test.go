@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/strata-stream/strata/internal/remote"
+	"github.com/strata-stream/strata/internal/remote/remotetest"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -20,10 +21,30 @@ type bodyReadingStore struct{ remote.Store }
 // An upload to a store that reads the body itself reads each segment once: the
 // blocks are cut as the store reads the bytes (the old upload scanned each
 // segment, then handed it to the store to read again). Log.Read adds one
-// header window (4 KiB) per segment to find the chunk's first batch. The object is the
-// batches, the block index and zeros up to the index's room; everything reads
-// back from offset 0 after local retention.
+// header window (4 KiB) per segment to find the chunk's first batch. The
+// object is the batches, the block index and zeros up to the index's room;
+// everything reads back from offset 0 after local retention. The store is the
+// in-memory file store without its options (it reads every body through a
+// buffer), or S3.
 func TestTierStreamsSegmentsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) remote.Store
+	}{
+		{"reading-store", func(t *testing.T) remote.Store { return bodyReadingStore{memStore(t, vfs.NewMem())} }},
+		{"s3", func(t *testing.T) remote.Store {
+			s, err := remote.Open(remotetest.StartS3Server(t).NewBucket(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testTierStreamsSegmentsOnce(t, tc.store(t)) })
+	}
+}
+
+func testTierStreamsSegmentsOnce(t *testing.T, store remote.Store) {
 	var segmentReads atomic.Int64
 	logFS := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
 		if op.Kind == vfs.OpRead && strings.HasSuffix(op.Path, logSuffix) {
@@ -31,7 +52,6 @@ func TestTierStreamsSegmentsOnce(t *testing.T) {
 		}
 		return nil
 	}))
-	store := bodyReadingStore{memStore(t, vfs.NewMem())}
 	l := openLog(t, logFS, Config{SegmentBytes: 64 << 10, RetentionAge: -1})
 	tier := NewTier(l, TierConfig{Store: store, Prefix: tierPrefix, BlockBytes: 1024,
 		Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: 64 << 10}})
