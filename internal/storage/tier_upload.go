@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"sync"
 
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -120,18 +119,37 @@ func segmentFor(ch *Chunk, blocks []block) remoteSegment {
 // uploadReadBytes is the read size of an upload's scan of a segment.
 const uploadReadBytes = 1 << 20
 
-// uploadBufPool holds the read windows of upload scans.
-var uploadBufPool = sync.Pool{New: func() any { b := make([]byte, uploadReadBytes); return &b }}
+// uploadBufs keeps the read windows of upload scans: a free list rather than a
+// sync.Pool, which every garbage collection empties, so that a broker's upload
+// passes (one at a time on its tiering goroutine) do not allocate a new 1 MiB
+// window after each collection.
+var uploadBufs = make(chan []byte, 2)
+
+func getUploadBuf() []byte {
+	select {
+	case b := <-uploadBufs:
+		return b
+	default:
+		return make([]byte, uploadReadBytes)
+	}
+}
+
+func putUploadBuf(b []byte) {
+	select {
+	case uploadBufs <- b:
+	default:
+	}
+}
 
 // scanBlocks reads a chunk of one closed segment once, in reads of
 // uploadReadBytes, and cuts it into blocks: for an upload that does not read
 // the bytes through the tier (a linked segment, a kernel copy).
 func (t *Tier) scanBlocks(c *Chunk) (remoteSegment, []block, error) {
-	bp := uploadBufPool.Get().(*[]byte)
-	defer uploadBufPool.Put(bp)
+	buf := getUploadBuf()
+	defer putUploadBuf(buf)
 	cut := newBlockCutter(int64(c.Size), t.cfg.BlockBytes)
 	for off := int64(0); off < int64(c.Size); {
-		b := (*bp)[:min(int64(len(*bp)), int64(c.Size)-off)]
+		b := buf[:min(int64(len(buf)), int64(c.Size)-off)]
 		if err := readFullAt(c.File, b, c.Pos+off); err != nil {
 			return remoteSegment{}, nil, corrupt(c.File.Name(), c.Pos+off, err)
 		}
