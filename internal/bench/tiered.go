@@ -260,12 +260,12 @@ func medianRate(rs []Result) float64 {
 // medianOf is the median of f over xs, 0 for none.
 func medianOf[T any](xs []T, f func(T) float64) float64 { return median(mapSlice(xs, f)) }
 
-// median is the median of vs (which it sorts), 0 for none.
+// median is the median of vs, 0 for none.
 func median(vs []float64) float64 {
 	if len(vs) == 0 {
 		return 0
 	}
-	slices.Sort(vs)
+	vs = slices.Sorted(slices.Values(vs))
 	if len(vs)%2 == 1 {
 		return vs[len(vs)/2]
 	}

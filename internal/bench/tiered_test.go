@@ -36,7 +36,8 @@ func TestBrokerCost(t *testing.T) {
 	if c := brokerCost(processCounters{}, processCounters{cpu: 1}, 0); c.CPUPerGB != 0 {
 		t.Fatalf("no bytes produced: %+v", c)
 	}
-	if got := median([]float64{3, 1, 2}); got != 2 {
-		t.Fatalf("median = %g", got)
+	vs := []float64{3, 1, 2}
+	if got := median(vs); got != 2 || vs[0] != 3 || vs[1] != 1 {
+		t.Fatalf("median = %g, input now %v (the round ratios are printed in round order after their median)", got, vs)
 	}
 }

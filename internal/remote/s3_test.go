@@ -63,17 +63,8 @@ func TestS3Unavailable(t *testing.T) {
 // upload, its parts read from the file in parallel, and reads back whole; so
 // does a segment object made of a file section and bytes.
 func TestS3PutLargeFileSection(t *testing.T) {
-	srv := remotetest.StartS3Server(t)
-	s, err := remote.Open(srv.NewBucket(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	data := make([]byte, 40<<20+100)
-	for i := range data {
-		data[i] = byte(i * 7 / 5)
-	}
+	s, ctx := s3Store(t)
+	data := pattern(40<<20 + 100)
 	f, err := os.Create(filepath.Join(t.TempDir(), "segment"))
 	if err != nil {
 		t.Fatal(err)
@@ -120,18 +111,9 @@ func (o *onlyReader) Read(p []byte) (int, error) {
 // part size, a multipart upload of parts sent while the next fills above it;
 // a stream that ends early stores nothing.
 func TestS3PutStream(t *testing.T) {
-	srv := remotetest.StartS3Server(t)
-	s, err := remote.Open(srv.NewBucket(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	s, ctx := s3Store(t)
 	for _, size := range []int{1 << 20, 16 << 20, 40<<20 + 100} {
-		data := make([]byte, size)
-		for i := range data {
-			data[i] = byte(i * 7 / 5)
-		}
+		data := pattern(size)
 		key := fmt.Sprintf("t/0/stream-%d", size)
 		body := &onlyReader{r: bytes.NewReader(data)}
 		if err := s.Put(ctx, key, body, int64(size)); err != nil {
@@ -152,4 +134,25 @@ func TestS3PutStream(t *testing.T) {
 			t.Fatalf("get after a short put: %v, want ErrNotFound", err)
 		}
 	}
+}
+
+// s3Store starts an S3 server for the test and opens a store in a fresh
+// bucket, with a context good for two minutes.
+func s3Store(t *testing.T) (remote.Store, context.Context) {
+	s, err := remote.Open(remotetest.StartS3Server(t).NewBucket(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return s, ctx
+}
+
+// pattern is n bytes that repeat only every 5 x 256.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i * 7 / 5)
+	}
+	return b
 }
