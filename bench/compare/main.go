@@ -208,7 +208,7 @@ func run(ctx context.Context, o options) error {
 		Command:    strings.Join(os.Args, " "),
 		PinBrokers: o.pinBrokers,
 		PinClient:  o.pinClient,
-		LoadBefore: loadavg(),
+		LoadBefore: bench.LoadAverage(),
 	}
 	logf("machine: %+v", rep.Machine)
 	logf("load before: %s", rep.LoadBefore)
@@ -247,7 +247,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s: %w", pc.name, err)
 		}
 	}
-	rep.LoadAfter = loadavg()
+	rep.LoadAfter = bench.LoadAverage()
 	rep.WallSeconds = time.Since(began).Seconds()
 	logf("load after: %s; %.0f s in all", rep.LoadAfter, rep.WallSeconds)
 
@@ -511,19 +511,6 @@ func describeMachine(workdir string) machine {
 		m.Kernel = strings.TrimSpace(string(data))
 	}
 	return m
-}
-
-// loadavg is the 1, 5 and 15 minute load averages.
-func loadavg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func logf(format string, args ...any) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -158,7 +159,8 @@ func TestBenchConsumeEmptyTopicFails(t *testing.T) {
 func TestBenchTiered(t *testing.T) {
 	topic := topicName(t)
 	r := runBenchCmd(t, "tiered", "--topic", topic, "--count", "3000", "--rounds", "1",
-		"--segment-bytes", "1048576", "--local-retention-bytes", "1048576", "--read-records", "1000", "--output", "json")
+		"--segment-bytes", "1048576", "--local-retention-bytes", "1048576", "--read-records", "1000",
+		"--broker-pid", strconv.Itoa(os.Getpid()), "--output", "json") // the shared node runs in this process
 	if r.code != 0 {
 		t.Fatalf("%s", r)
 	}
@@ -171,8 +173,12 @@ func TestBenchTiered(t *testing.T) {
 	}
 	checkSane(t, res.Plain[0], "produce", 3000, 1024)
 	checkSane(t, res.Tiered[0], "produce", 3000, 1024)
-	if res.RemoteRecords <= 0 || res.ProduceRatio <= 0 {
-		t.Fatalf("remote records %d, produce ratio %g", res.RemoteRecords, res.ProduceRatio)
+	if res.RemoteRecords <= 0 || res.ProduceRatio <= 0 || len(res.RoundRatios) != 1 || res.RoundRatioMedian <= 0 {
+		t.Fatalf("remote records %d, produce ratio %g, round ratios %v", res.RemoteRecords, res.ProduceRatio, res.RoundRatios)
+	}
+	if len(res.PlainCost) != 1 || len(res.TieredCost) != 1 || res.TieredCost[0].CPUSeconds <= 0 || res.TieredCost[0].CPUPerGB <= 0 ||
+		res.CPUPerGBRatio <= 0 || res.LoadBefore == "" || res.LoadAfter == "" {
+		t.Fatalf("broker costs plain %+v, tiered %+v, CPU ratio %g, load %q -> %q", res.PlainCost, res.TieredCost, res.CPUPerGBRatio, res.LoadBefore, res.LoadAfter)
 	}
 	want := min(1000, res.RemoteRecords)
 	if len(res.Reads) != 4 {

@@ -39,8 +39,14 @@ first, and waits for the brokers to finish uploading after each tiered run. Then
 reads --read-records from the start of the last round's tiered topic (served from the
 object store: cold, then cached) and of its plain topic, twice each. The brokers'
 --log-cleanup-interval decides how soon data leaves local storage; a few seconds
-keeps the run short.`,
-		Example:           `  strata bench tiered --record-size 1024 --duration 5s --rounds 3 --output json`,
+keeps the run short. Every run starts with the brokers done with the one before
+(uploads caught up, or quiet as long), and each round's tiered / plain ratio is
+printed beside the ratio of the medians. With --broker-pid (brokers on this
+machine) each run is also charged the brokers' CPU seconds and the bytes they wrote
+to disk per GB produced, from /proc: counts that a loaded machine changes far less
+than rates.`,
+		Example: `  strata bench tiered --record-size 1024 --duration 5s --rounds 3 --output json
+  strata bench tiered --count 200000 --rounds 6 --broker-pid "$SERVER_PID"`,
 		Args:              usageArgs(env, cobra.NoArgs),
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
@@ -59,6 +65,7 @@ keeps the run short.`,
 	fl.Int64Var(&f.opts.LocalRetentionBytes, "local-retention-bytes", 8<<20, "local.retention.bytes of the tiered topics")
 	fl.Int64Var(&f.opts.ReadRecords, "read-records", 100_000, "records each read pass reads (keep their bytes under the brokers' --remote-cache-size for a cached pass)")
 	fl.DurationVar(&f.opts.SettleTimeout, "settle-timeout", 3*time.Minute, "how long to wait for the brokers' uploads and local retention each time")
+	fl.IntSliceVar(&f.opts.BrokerPIDs, "broker-pid", nil, "process id of a broker on this machine (repeatable): charge each produce run the brokers' CPU seconds and disk writes per GB")
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {

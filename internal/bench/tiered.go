@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,6 +26,11 @@ type TieredOptions struct {
 	// SettleTimeout bounds each wait for the brokers' uploads and local
 	// retention.
 	SettleTimeout time.Duration
+	// BrokerPIDs, if set, are the brokers' processes on this machine: each
+	// produce run is then charged their CPU time and the bytes they wrote to
+	// disk (/proc/PID/stat, /proc/PID/io) from its start until they were done
+	// with it, per GB produced (BrokerCost).
+	BrokerPIDs []int
 	// Step, if set, is told of each finished step, for people watching.
 	Step func(msg string)
 }
@@ -53,6 +59,22 @@ type TieredResult struct {
 	PlainMedian  float64 `json:"plain_median_records_per_second"`
 	TieredMedian float64 `json:"tiered_median_records_per_second"`
 	ProduceRatio float64 `json:"produce_ratio"`
+	// RoundRatios are each round's tiered / plain records/s: its two runs ran
+	// back to back, each starting with the brokers done with the run before,
+	// so a ratio compares them under the same machine state, which the rates
+	// of different rounds on a loaded machine do not share.
+	RoundRatios      []float64 `json:"round_ratios"`
+	RoundRatioMedian float64   `json:"round_ratio_median"`
+	// With BrokerPIDs: what each run cost the brokers (in the order of Plain
+	// and Tiered), and the medians' tiered / plain.
+	PlainCost         []BrokerCost `json:"plain_broker_cost,omitempty"`
+	TieredCost        []BrokerCost `json:"tiered_broker_cost,omitempty"`
+	CPUPerGBRatio     float64      `json:"cpu_per_gb_ratio,omitempty"`
+	WrittenPerGBRatio float64      `json:"written_per_gb_ratio,omitempty"`
+	// LoadBefore and LoadAfter are the machine's load averages (1, 5, 15
+	// minutes) before the first produce run and after the last.
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
 
 	// RemoteRecords are the tiered topic's records below its local start when
 	// the reads began (served from the object store).
@@ -61,6 +83,19 @@ type TieredResult struct {
 	// Remote read records/s over local, first pass (cold) and second (cached).
 	ReadRatioCold   float64 `json:"read_ratio_cold"`
 	ReadRatioCached float64 `json:"read_ratio_cached"`
+}
+
+// BrokerCost is what the brokers spent on one produce run, from its start until
+// they were done with it (a tiered run's uploads caught up; a plain run's
+// brokers quiet for as long), also per GB of record values produced: counts
+// that the machine's load changes far less than it changes rates.
+type BrokerCost struct {
+	CPUSeconds float64 `json:"cpu_seconds"`
+	WriteBytes int64   `json:"write_bytes"`
+	// CPUPerGB is broker CPU seconds per GB produced; WrittenPerGB the GB the
+	// brokers wrote to disk per GB produced.
+	CPUPerGB     float64 `json:"cpu_seconds_per_gb"`
+	WrittenPerGB float64 `json:"written_gb_per_gb"`
 }
 
 // ReadPass is one read of a topic from its start.
@@ -85,6 +120,11 @@ func (o TieredOptions) Validate() error {
 	case o.SettleTimeout <= 0:
 		return bad("settle timeout must be positive, got %s", o.SettleTimeout)
 	}
+	for _, pid := range o.BrokerPIDs {
+		if pid <= 0 {
+			return bad("broker pid must be positive, got %d", pid)
+		}
+	}
 	return nil
 }
 
@@ -99,7 +139,10 @@ func (o TieredOptions) Validate() error {
 //     remote.storage.enable=true, both with segment.bytes SegmentBytes (the
 //     tiered one with local.retention.bytes LocalRetentionBytes), the order
 //     swapped every round. After each tiered run the brokers are left to
-//     finish its uploads, so the next run does not pay for them.
+//     finish its uploads, and after each plain run to be quiet as long
+//     (settleQuiet), so that every run starts with the brokers done with the
+//     one before. With BrokerPIDs, each run is charged the brokers' CPU time
+//     and disk writes until then (BrokerCost).
 //  2. Read passes over the last round's two topics from their start,
 //     ReadRecords each (no more than the tiered topic holds only remotely):
 //     the tiered topic, whose blocks nobody read before (a cold block cache),
@@ -125,6 +168,7 @@ func Tiered(ctx context.Context, c Config, o TieredOptions) (TieredResult, error
 		return t
 	}
 	var plain, tiered Config
+	res.LoadBefore = LoadAverage()
 	for round := 1; round <= o.Rounds; round++ {
 		order := []string{"plain", "tiered"}
 		if round%2 == 0 {
@@ -132,6 +176,10 @@ func Tiered(ctx context.Context, c Config, o TieredOptions) (TieredResult, error
 		}
 		for _, kind := range order {
 			tc := topic(kind, round)
+			before, err := readCounters(o.BrokerPIDs)
+			if err != nil {
+				return res, err
+			}
 			r, err := Produce(ctx, tc)
 			if err != nil {
 				return res, fmt.Errorf("round %d, %s topic: %w", round, kind, err)
@@ -139,18 +187,44 @@ func Tiered(ctx context.Context, c Config, o TieredOptions) (TieredResult, error
 			o.step("round %d, %s topic %s: %.0f records/s", round, kind, tc.Topic, r.RecordsPerSec)
 			if kind == "plain" {
 				res.Plain, plain = append(res.Plain, r), tc
+				if !sleepUntil(ctx, time.Now().Add(settleQuiet)) {
+					return res, ctx.Err()
+				}
+			} else {
+				res.Tiered, tiered = append(res.Tiered, r), tc
+				began := time.Now()
+				if _, err := settle(ctx, tc, o.SettleTimeout, false); err != nil {
+					return res, fmt.Errorf("round %d: %w", round, err)
+				}
+				o.step("round %d: uploads of %s caught up in %s", round, tc.Topic, time.Since(began).Round(time.Millisecond))
+			}
+			if len(o.BrokerPIDs) == 0 {
 				continue
 			}
-			res.Tiered, tiered = append(res.Tiered, r), tc
-			began := time.Now()
-			if _, err := settle(ctx, tc, o.SettleTimeout, false); err != nil {
-				return res, fmt.Errorf("round %d: %w", round, err)
+			after, err := readCounters(o.BrokerPIDs)
+			if err != nil {
+				return res, err
 			}
-			o.step("round %d: uploads of %s caught up in %s", round, tc.Topic, time.Since(began).Round(time.Millisecond))
+			cost := brokerCost(before, after, r.Bytes)
+			o.step("round %d, %s topic: brokers %.2f CPU s/GB, wrote %.3f GB/GB", round, kind, cost.CPUPerGB, cost.WrittenPerGB)
+			if kind == "plain" {
+				res.PlainCost = append(res.PlainCost, cost)
+			} else {
+				res.TieredCost = append(res.TieredCost, cost)
+			}
 		}
+		res.RoundRatios = append(res.RoundRatios, ratio(res.Tiered[round-1].RecordsPerSec, res.Plain[round-1].RecordsPerSec))
 	}
+	res.LoadAfter = LoadAverage()
 	res.PlainMedian, res.TieredMedian = medianRate(res.Plain), medianRate(res.Tiered)
 	res.ProduceRatio = ratio(res.TieredMedian, res.PlainMedian)
+	res.RoundRatioMedian = median(res.RoundRatios)
+	if len(o.BrokerPIDs) > 0 {
+		cpu := func(c BrokerCost) float64 { return c.CPUPerGB }
+		written := func(c BrokerCost) float64 { return c.WrittenPerGB }
+		res.CPUPerGBRatio = ratio(medianOf(res.TieredCost, cpu), medianOf(res.PlainCost, cpu))
+		res.WrittenPerGBRatio = ratio(medianOf(res.TieredCost, written), medianOf(res.PlainCost, written))
+	}
 
 	remote, err := settle(ctx, tiered, o.SettleTimeout, true)
 	if err != nil {
@@ -180,18 +254,34 @@ func Tiered(ctx context.Context, c Config, o TieredOptions) (TieredResult, error
 }
 
 func medianRate(rs []Result) float64 {
-	if len(rs) == 0 {
+	return medianOf(rs, func(r Result) float64 { return r.RecordsPerSec })
+}
+
+// medianOf is the median of f over xs, 0 for none.
+func medianOf[T any](xs []T, f func(T) float64) float64 { return median(mapSlice(xs, f)) }
+
+// median is the median of vs, 0 for none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
 		return 0
 	}
-	rates := make([]float64, len(rs))
-	for i, r := range rs {
-		rates[i] = r.RecordsPerSec
+	vs = slices.Sorted(slices.Values(vs))
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
 	}
-	slices.Sort(rates)
-	if len(rates)%2 == 1 {
-		return rates[len(rates)/2]
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+}
+
+// brokerCost is what the brokers spent between two readings of their counters
+// on a run that produced bytes of record values.
+func brokerCost(before, after processCounters, bytes int64) BrokerCost {
+	c := BrokerCost{CPUSeconds: after.cpu - before.cpu, WriteBytes: after.write - before.write}
+	if bytes > 0 {
+		gb := float64(bytes) / 1e9
+		c.CPUPerGB = c.CPUSeconds / gb
+		c.WrittenPerGB = float64(c.WriteBytes) / 1e9 / gb
 	}
-	return (rates[len(rates)/2-1] + rates[len(rates)/2]) / 2
+	return c
 }
 
 func ratio(a, b float64) float64 {
@@ -320,23 +410,43 @@ func (r TieredResult) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, args...))
 	}
 	rates := func(rs []Result) string {
-		s := ""
-		for i, x := range rs {
-			if i > 0 {
-				s += " / "
-			}
-			s += strconv.FormatFloat(x.RecordsPerSec, 'f', 0, 64)
-		}
-		return s
+		return floats(mapSlice(rs, func(r Result) float64 { return r.RecordsPerSec }), 0)
 	}
 	row("mode", "tiered: %d B records, segment.bytes %d, local.retention.bytes %d", r.RecordSize, r.SegmentBytes, r.LocalRetentionBytes)
 	row("produce, plain", "%.0f records/s median (%s)", r.PlainMedian, rates(r.Plain))
 	row("produce, tiered", "%.0f records/s median (%s)", r.TieredMedian, rates(r.Tiered))
-	row("produce tiered / plain", "%.2f", r.ProduceRatio)
+	row("produce tiered / plain", "%.2f of the medians; by round %s (median %.2f)", r.ProduceRatio, floats(r.RoundRatios, 2), r.RoundRatioMedian)
+	if len(r.PlainCost) > 0 {
+		cpu := func(c BrokerCost) float64 { return c.CPUPerGB }
+		written := func(c BrokerCost) float64 { return c.WrittenPerGB }
+		row("broker CPU per GB, plain", "%.2f s median (%s)", medianOf(r.PlainCost, cpu), floats(mapSlice(r.PlainCost, cpu), 2))
+		row("broker CPU per GB, tiered", "%.2f s median (%s)", medianOf(r.TieredCost, cpu), floats(mapSlice(r.TieredCost, cpu), 2))
+		row("broker disk writes per GB, plain", "%.3f GB median (%s)", medianOf(r.PlainCost, written), floats(mapSlice(r.PlainCost, written), 3))
+		row("broker disk writes per GB, tiered", "%.3f GB median (%s)", medianOf(r.TieredCost, written), floats(mapSlice(r.TieredCost, written), 3))
+		row("broker cost tiered / plain", "CPU %.2f, disk writes %.2f (medians)", r.CPUPerGBRatio, r.WrittenPerGBRatio)
+	}
+	row("load average", "%s before, %s after the produce rounds", r.LoadBefore, r.LoadAfter)
 	row("remote records", "%d below the tiered topic's local start", r.RemoteRecords)
 	for _, p := range r.Reads {
 		row(fmt.Sprintf("read %s, pass %d", p.Source, p.Pass), "%.0f records/s, %.2f MB/s (%d records)", p.Result.RecordsPerSec, p.Result.MBPerSec, p.Result.Records)
 	}
 	row("read remote / local", "%.2f first pass (cold cache), %.2f second (cached)", r.ReadRatioCold, r.ReadRatioCached)
 	return tw.Flush()
+}
+
+// floats prints vs separated by " / ".
+func floats(vs []float64, prec int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.FormatFloat(v, 'f', prec, 64)
+	}
+	return strings.Join(s, " / ")
+}
+
+func mapSlice[T any](xs []T, f func(T) float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }

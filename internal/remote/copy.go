@@ -20,7 +20,8 @@ var copyBufPool = sync.Pool{New: func() any { b := make([]byte, copyBufBytes); r
 // A section of an operating-system file (io.SectionReader over a vfs.OSFile,
 // what the tier uploads a segment through) is copied by the kernel when w is
 // one too and the platform can (copySection); a Concat piece by piece, each
-// the same way; anything else goes through a pooled buffer.
+// the same way; anything else goes through a pooled buffer (a buffer of its
+// own size below copyBufBytes).
 func copyObject(ctx context.Context, w vfs.File, r io.Reader, size int64) (int64, error) {
 	if sr, ok := r.(*io.SectionReader); ok {
 		if n, handled, err := copyConcat(ctx, w, sr, size); handled {
@@ -30,9 +31,17 @@ func copyObject(ctx context.Context, w vfs.File, r io.Reader, size int64) (int64
 			return n, err
 		}
 	}
-	bp := copyBufPool.Get().(*[]byte)
-	defer copyBufPool.Put(bp)
-	buf := *bp
+	var buf []byte
+	if size < copyBufBytes {
+		// A small object (a manifest, a block index) does not take a pooled
+		// 1 MiB buffer: a pool emptied by a collection is refilled by the next
+		// put, so each such copy could cost a new 1 MiB.
+		buf = make([]byte, size)
+	} else {
+		bp := copyBufPool.Get().(*[]byte)
+		defer copyBufPool.Put(bp)
+		buf = *bp
+	}
 	var n int64
 	for n < size {
 		if err := ctx.Err(); err != nil {

@@ -31,8 +31,9 @@
 //     copying nothing; the caller keeps that file unchanged from then on. An
 //     io.SectionReader over an operating-system file (a segment) is copied by
 //     the kernel (copy_file_range on Linux), anything else in 1 MiB pieces.
-//   - s3://bucket/prefix (NewS3): through minio-go; an io.SectionReader above
-//     the 16 MiB part size goes up as a parallel multipart upload.
+//   - s3://bucket/prefix (NewS3): through minio-go; above the 16 MiB part size
+//     a parallel multipart upload, an io.SectionReader's parts read by position,
+//     any other reader's read once, in order, into part buffers.
 //
 // Open picks the implementation from a URL.
 //

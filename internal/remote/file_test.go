@@ -1,8 +1,11 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -205,5 +208,33 @@ func TestFilePutUnsyncedDurableAfterSyncNames(t *testing.T) {
 				t.Fatalf("SyncNames of a bad key: %v", err)
 			}
 		})
+	}
+}
+
+// A small object (a manifest, a block index) is copied through a buffer of its
+// own size, not the pooled 1 MiB one: after a collection emptied the pool, a
+// put of 300 bytes allocated a new 1 MiB on the old code.
+func TestFileSmallPutAllocates(t *testing.T) {
+	s, err := remote.NewFile(vfs.NewMem(), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("m"), 300)
+	const puts = 20
+	var before, after runtime.MemStats
+	var allocated uint64
+	for i := range puts {
+		runtime.GC() // twice: sync.Pool keeps a victim cache for one cycle
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if err := s.Put(ctx, fmt.Sprintf("t/0/m-%d", i), bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		allocated += after.TotalAlloc - before.TotalAlloc
+	}
+	if per := allocated / puts; per > 64<<10 {
+		t.Fatalf("a put of %d bytes allocated %d bytes, want well under the 1 MiB copy buffer", len(data), per)
 	}
 }

@@ -68,15 +68,27 @@ func s3Error(op, key string, err error) error {
 	return fmt.Errorf("%w: %s %s: %v", ErrUnavailable, op, key, err)
 }
 
-// s3UploadThreads is how many parts of a multipart upload go at once.
-const s3UploadThreads = 4
+// s3UploadThreads is how many parts of a multipart upload go at once;
+// s3PartBytes is the part size (minio-go's default, named: a stream's parts
+// need it, or minio-go sizes them for a 5 TiB object).
+const (
+	s3UploadThreads = 4
+	s3PartBytes     = 16 << 20
+)
 
-// Put uploads the object in one request up to minio-go's part size (16 MiB),
-// in a multipart upload above it; S3 makes it visible only once complete. A
-// section of a file (how the tier hands over a segment) is given to minio-go as
-// an io.ReaderAt, so that a multipart upload reads and sends s3UploadThreads
-// parts at once straight from the file; any other reader is read part by part
-// into a buffer.
+// Put uploads the object in one request up to s3PartBytes, in a multipart
+// upload above it; S3 makes it visible only once complete. A section of a file
+// is given to minio-go as an io.ReaderAt, so that a multipart upload reads and
+// sends s3UploadThreads parts at once straight from the file. Any other reader
+// is read once, in order (the tier's segment stream cuts its blocks as it is
+// read): straight into the request up to s3PartBytes, above it part by part
+// into s3UploadThreads buffers of s3PartBytes, each sent while the next fills.
+//
+// The payload is never read twice for its signature: over https minio-go
+// signs the headers only (UNSIGNED-PAYLOAD; TLS protects the bytes), over
+// http (insecure=true) it signs each 64 KiB chunk as it sends it (SigV4
+// streaming, a SHA-256 pass over the bytes in the same read), the only
+// protection the payload has there.
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := CheckKey(key); err != nil {
 		return err
@@ -85,7 +97,9 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		return s.putSection(ctx, key, sr, size)
 	}
 	counted := &countingReader{r: io.LimitReader(r, size)}
-	_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, counted, size, minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", PartSize: s3PartBytes,
+		NumThreads: s3UploadThreads, ConcurrentStreamParts: true}
+	_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, counted, size, opts)
 	if err != nil {
 		return s3Error("put", key, err)
 	}
@@ -108,7 +122,7 @@ func (s *S3) putSection(ctx context.Context, key string, sr *io.SectionReader, s
 	}
 	outer, base, _ := sr.Outer()
 	part := io.NewSectionReader(outer, base+cur, size)
-	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", NumThreads: s3UploadThreads}
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", PartSize: s3PartBytes, NumThreads: s3UploadThreads}
 	if _, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, part, size, opts); err != nil {
 		return s3Error("put", key, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"path"
@@ -75,11 +74,14 @@ type TierRetention struct {
 // Upload protocol (Upload), for each closed segment wholly below the high-water
 // mark and at or above the manifest's End:
 //
-//  1. Scan the segment once into checksummed blocks of whole batches.
-//  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index; or,
-//     to a store that can link the whole segment file (remote.FileLinker),
-//     link it as P/<base>-<next>.log and put the block index as
-//     P/<base>-<next>.index (linkChunk says why that is safe).
+//  1. Read the segment once, cutting it into checksummed blocks of whole
+//     batches: as the store reads it, for a store that reads bodies itself
+//     (S3: segmentBody), else before the put.
+//  2. Put P/<base>-<next>.seg: the bytes as stored, then the block index (a
+//     streamed one padded with zeros to its room); or, to a store that can
+//     link the whole segment file (remote.FileLinker), link it as
+//     P/<base>-<next>.log and put the block index as P/<base>-<next>.index
+//     (linkChunk says why that is safe).
 //  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
 //     end of the pass, make the batch's objects durable (a store whose names
 //     need it, remote.NameSyncer: one directory fsync for the batch), then put
@@ -474,28 +476,28 @@ func epochsIn(all []EpochEntry, base, next int64) []EpochEntry {
 	return out
 }
 
-// uploadReadBytes is the read size of an upload's scan of a segment.
-const uploadReadBytes = 1 << 20
-
-// uploadBufPool holds the read windows of upload scans.
-var uploadBufPool = sync.Pool{New: func() any { b := make([]byte, uploadReadBytes); return &b }}
-
-// putChunk scans a chunk of one closed segment into blocks and uploads it as one
-// object: its bytes, then its block index. A chunk that is a whole segment file
-// goes to a store that can link it (remote.FileLinker: file:// on the data
-// dir's filesystem) as a link instead, with its block index in an object of its
-// own (two objects, as before layout 2: index size 0): nothing is copied.
+// putChunk uploads a chunk of one closed segment as one object: its bytes, then
+// its block index. A store that reads the body itself (S3) gets it as a stream
+// that reads the segment once and cuts it into blocks on the way
+// (segmentBody). A store that can link files (file://) gets a chunk that is a
+// whole segment file as a link instead, with its block index in an object of
+// its own (two objects, as before layout 2: index size 0), and any other chunk
+// as a section it copies in the kernel: the scan for the blocks is then the
+// only read of the bytes in user space.
 // truncGen is the log's truncation count from before c was read.
 func (t *Tier) putChunk(ctx context.Context, c *Chunk, truncGen uint64) (remoteSegment, []block, error) {
+	put := t.cfg.Store.Put
+	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
+		put = ns.PutUnsynced // commitLocked syncs the batch's names
+	}
+	if _, ok := t.cfg.Store.(remote.FileLinker); !ok {
+		return t.streamChunk(ctx, c, put)
+	}
 	seg, blocks, err := t.scanBlocks(c)
 	if err != nil {
 		return seg, nil, err
 	}
 	idx := encodeBlocks(blocks)
-	put := t.cfg.Store.Put
-	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
-		put = ns.PutUnsynced // commitLocked syncs the batch's names
-	}
 	if linked, err := t.linkChunk(ctx, c, seg, truncGen); err != nil {
 		return seg, nil, err
 	} else if linked {
@@ -508,6 +510,26 @@ func (t *Tier) putChunk(ctx context.Context, c *Chunk, truncGen uint64) (remoteS
 	body := remote.Concat(io.NewSectionReader(c.File, c.Pos, int64(c.Size)), io.NewSectionReader(bytes.NewReader(idx), 0, seg.IndexSize))
 	if err := put(ctx, seg.dataKey(t.cfg.Prefix), body, body.Size()); err != nil {
 		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	return seg, blocks, nil
+}
+
+// streamChunk puts c as a segmentBody. A segment that does not scan fails the
+// upload with its ErrCorruptSegment, whatever the store made of the body cut
+// short.
+func (t *Tier) streamChunk(ctx context.Context, c *Chunk, put func(context.Context, string, io.Reader, int64) error) (remoteSegment, []block, error) {
+	body := newSegmentBody(c, t.cfg.BlockBytes)
+	key := remoteSegment{Base: c.FirstOffset, Next: c.NextOffset}.key(t.cfg.Prefix, segObjectSuffix)
+	err := put(ctx, key, body, body.Size())
+	if body.err != nil {
+		return remoteSegment{}, nil, body.err
+	}
+	if err != nil {
+		return remoteSegment{}, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	seg, blocks, ok := body.segment()
+	if !ok {
+		return remoteSegment{}, nil, fmt.Errorf("%w: put %s returned before reading the whole body", ErrRemoteUnavailable, key)
 	}
 	return seg, blocks, nil
 }
@@ -541,42 +563,6 @@ func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, trunc
 		return false, errors.Join(err, t.cfg.Store.Delete(ctx, key))
 	}
 	return true, nil
-}
-
-// scanBlocks cuts a chunk into blocks of whole batches of at least BlockBytes
-// (the last may be shorter), checksumming each as it goes: one pass over the
-// chunk in reads of uploadReadBytes.
-func (t *Tier) scanBlocks(c *Chunk) (remoteSegment, []block, error) {
-	seg := remoteSegment{Base: c.FirstOffset, Next: c.NextOffset, Size: int64(c.Size), MaxTimestamp: -1}
-	bp := uploadBufPool.Get().(*[]byte)
-	defer uploadBufPool.Put(bp)
-	s := scanner{f: c.File, pos: c.Pos, end: c.Pos + int64(c.Size), buf: *bp}
-	var blocks []block
-	var cur block
-	var size int64
-	var crc uint32
-	for s.next() {
-		b, err := s.window(s.bpos, int(s.pos-s.bpos))
-		if err != nil {
-			return seg, nil, corrupt(c.File.Name(), s.bpos, err)
-		}
-		if size == 0 {
-			cur = block{BaseOffset: s.h.BaseOffset, Pos: s.bpos - c.Pos, MaxTimestamp: -1}
-		}
-		crc = crc32.Update(crc, castagnoli, b)
-		size += int64(len(b))
-		cur.MaxTimestamp = max(cur.MaxTimestamp, s.h.MaxTimestamp)
-		seg.MaxTimestamp = max(seg.MaxTimestamp, s.h.MaxTimestamp)
-		if size >= int64(t.cfg.BlockBytes) || s.pos == s.end {
-			cur.Size, cur.CRC = uint32(size), crc
-			blocks = append(blocks, cur)
-			size, crc = 0, 0
-		}
-	}
-	if s.err != nil {
-		return seg, nil, corrupt(c.File.Name(), s.pos, s.err)
-	}
-	return seg, blocks, nil
 }
 
 // EnforceRetention applies local retention (LocalAge, LocalBytes) to the log, never deleting a segment
