@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -475,7 +476,7 @@ func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *
 			return cur, 0
 		}
 		return Meta{}, tr.code
-	case tr.next.State != Ongoing:
+	case tr.next.State != Ongoing, addsOwedOffsets(prep.Partitions, tr.next.Partitions):
 		c.releaseOverlap(e, nil)
 		return Meta{}, kerr.ConcurrentTransactions.Code
 	}
@@ -503,6 +504,22 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		return -1, -1, code
 	}
 	return next.ProducerID, next.ProducerEpoch, 0
+}
+
+// addsOwedOffsets tells whether next, the next transaction's partitions, holds
+// a __consumer_offsets partition of the previous transaction (prev), whose
+// marker is still owed. The group coordinator applies a producer's pending
+// offset commits on a partition when a marker of the producer there is
+// committed, whatever their epoch: the next transaction's offsets, written
+// behind the marker, would be applied with the previous outcome. Such an add
+// waits for the markers (no overlap).
+func addsOwedOffsets(prev, next []TopicPartition) bool {
+	for _, tp := range next {
+		if tp.Topic == group.OffsetsTopic && slices.Contains(prev, tp) {
+			return true
+		}
+	}
+	return false
 }
 
 // AddPartitions answers AddPartitionsToTxn (one code for all partitions) and
@@ -574,13 +591,17 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 //
 // The markers are committed (acks=all) before the completed state is written,
 // but the completed state is not waited for. It takes effect at once, and is
-// written in one batch ahead of the id's next state (the next transaction's
-// Ongoing state, usually asked for while the markers are written), so that
-// both are committed by one fsync; only when no next state comes within
-// CompleteDelay is it appended alone (writeCompleted). Either way it is
-// committed no later than the id's next state. Losing it (a crash or a leader
-// change first) leaves the prepared state, which the next coordinator
-// completes again; the markers it then writes again change nothing.
+// written in one batch ahead of the id's next state, so that both are
+// committed by one fsync; only when no next state comes within CompleteDelay
+// is it appended alone (writeCompleted). Either way it is committed no later
+// than the id's next state. Losing it (a crash or a leader change first)
+// leaves the prepared state, which the next coordinator completes again; the
+// markers it then writes again change nothing.
+//
+// When m canOverlap, the next transaction's adds are served meanwhile
+// (acquire, overlapChange): their Ongoing states name m's markers as owed,
+// and the completed state is then never written (the Ongoing state replaced
+// it); once the markers are committed the id's state forgets them.
 func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entry, m Meta) {
 	if m.canOverlap() {
 		e.prep = &m

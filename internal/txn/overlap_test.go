@@ -121,15 +121,21 @@ func TestOverlapAcceptsNextAdd(t *testing.T) {
 	}
 	f.waitState(t, "tx", CompleteAbort)
 
-	// No overlap for transaction version 1 or at the saturating epochs.
+	// No overlap for transaction version 1, at the saturating epochs, or
+	// for an add of a __consumer_offsets partition whose marker is owed (the
+	// group coordinator would apply the next transaction's offsets there with
+	// the previous outcome).
+	offsets := tp(group.OffsetsTopic, 3)
 	for _, tc := range []struct {
 		name string
 		tv2  bool
 		meta func(*Meta)
+		add  TopicPartition
 	}{
-		{"transaction version 1", false, nil},
-		{"epoch bumped to the last one", true, func(m *Meta) { m.ProducerEpoch = math.MaxInt16 - 2 }},
-		{"epoch exhausted", true, func(m *Meta) { m.ProducerEpoch = math.MaxInt16 - 1 }},
+		{"transaction version 1", false, nil, tp("b", 0)},
+		{"epoch bumped to the last one", true, func(m *Meta) { m.ProducerEpoch = math.MaxInt16 - 2 }, tp("b", 0)},
+		{"epoch exhausted", true, func(m *Meta) { m.ProducerEpoch = math.MaxInt16 - 1 }, tp("b", 0)},
+		{"offsets partition owed", true, func(m *Meta) { m.Partitions = []TopicPartition{tp("a", 0), offsets} }, offsets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &memStore{}
@@ -150,8 +156,14 @@ func TestOverlapAcceptsNextAdd(t *testing.T) {
 			if nextPID < 0 {
 				nextPID, nextEpoch = pid, epoch
 			}
-			if got := f.c.AddPartitions(ctx, "tx", nextPID, nextEpoch, []TopicPartition{tp("b", 0)}); got != code(kerr.ConcurrentTransactions) {
+			if got := f.c.AddPartitions(ctx, "tx", nextPID, nextEpoch, []TopicPartition{tc.add}); got != code(kerr.ConcurrentTransactions) {
 				t.Fatalf("add while the markers are written: %d, want CONCURRENT_TRANSACTIONS", got)
+			}
+			if tc.add == offsets {
+				// Another partition still overlaps.
+				if got := f.c.AddPartitions(ctx, "tx", nextPID, nextEpoch, []TopicPartition{tp(group.OffsetsTopic, 4)}); got != 0 {
+					t.Fatalf("add of an offsets partition not owed: %d", got)
+				}
 			}
 		})
 	}
