@@ -612,6 +612,9 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch,
 			Commit: m.State == PrepareCommit, TransactionVersion: m.markerVersion(), Partitions: m.Partitions})
 		if !c.markersWritten(pt, id, err) {
+			c.mu.Lock()
+			e.prep = nil // a deposed coordinator serves nothing more of the id
+			c.mu.Unlock()
 			return
 		}
 		c.mu.Lock()

@@ -121,6 +121,25 @@ func TestOverlapAcceptsNextAdd(t *testing.T) {
 	}
 	f.waitState(t, "tx", CompleteAbort)
 
+	// A coordinator whose markers are fenced (deposed) serves nothing more of
+	// the id: no overlap either.
+	deposed := newFixtureWith(t, &memStore{}, 0, time.Hour)
+	deposed.markers.mu.Lock()
+	deposed.markers.fenced = true
+	deposed.markers.mu.Unlock()
+	dpid, depoch, _ := committedTxn(t, deposed, false)
+	wait.For(t, "the fenced completion to give up", func() bool {
+		deposed.markers.mu.Lock()
+		calls := deposed.markers.calls
+		deposed.markers.mu.Unlock()
+		deposed.c.mu.Lock()
+		defer deposed.c.mu.Unlock()
+		return calls == 1 && deposed.c.parts[0].txns["tx"].prep == nil
+	})
+	if got := deposed.c.AddPartitions(ctx, "tx", dpid, depoch, []TopicPartition{tp("b", 0)}); got != code(kerr.ConcurrentTransactions) {
+		t.Fatalf("add on a deposed coordinator: %d, want CONCURRENT_TRANSACTIONS", got)
+	}
+
 	// No overlap for transaction version 1, at the saturating epochs, or
 	// for an add of a __consumer_offsets partition whose marker is owed (the
 	// group coordinator would apply the next transaction's offsets there with
