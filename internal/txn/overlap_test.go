@@ -60,6 +60,18 @@ func committedTxn(t *testing.T, f *fixture, gated bool) (int64, int16, chan stru
 	return nextPID, nextEpoch, gate
 }
 
+// overlappedTxn is committedTxn with the markers held back, and the next
+// transaction's add of b-0 served meanwhile (the overlap); it returns the
+// gate that lets the markers through.
+func overlappedTxn(t *testing.T, f *fixture) chan struct{} {
+	t.Helper()
+	pid, epoch, gate := committedTxn(t, f, true)
+	if got := f.c.AddPartitions(context.Background(), "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != 0 {
+		t.Fatalf("overlapping add: %d", got)
+	}
+	return gate
+}
+
 // TestOverlapAcceptsNextAdd: while the markers of a transaction-version-2
 // commit are written, the producer's next transaction's adds are served, each
 // written as an Ongoing state naming the markers as owed; every other request
@@ -206,10 +218,7 @@ func TestOverlapCrash(t *testing.T) {
 		{
 			name: "ongoing committed, markers not",
 			crash: func(t *testing.T, f *fixture, store *memStore) {
-				pid, epoch, _ := committedTxn(t, f, true)
-				if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != 0 {
-					t.Fatalf("overlapping add: %d", got)
-				}
+				overlappedTxn(t, f)
 			},
 			state: Ongoing,
 		},
@@ -239,10 +248,7 @@ func TestOverlapCrash(t *testing.T) {
 		{
 			name: "markers committed, ongoing written after",
 			crash: func(t *testing.T, f *fixture, store *memStore) {
-				pid, epoch, gate := committedTxn(t, f, true)
-				if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != 0 {
-					t.Fatalf("overlapping add: %d", got)
-				}
+				gate := overlappedTxn(t, f)
 				close(gate)
 				waitClosed(t, "completion", f.c.Completed("tx"))
 			},
@@ -267,10 +273,7 @@ func TestOverlapCrash(t *testing.T) {
 		{
 			name: "second failover during the re-sent markers",
 			crash: func(t *testing.T, f *fixture, store *memStore) {
-				pid, epoch, _ := committedTxn(t, f, true)
-				if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != 0 {
-					t.Fatalf("overlapping add: %d", got)
-				}
+				overlappedTxn(t, f)
 				f.c.UnloadPartition(0)
 				// The second coordinator re-sends, and stops before they are written.
 				second := &fixture{store: store, markers: &memMarkers{gate: make(chan struct{})}, clock: f.clock}
@@ -279,7 +282,7 @@ func TestOverlapCrash(t *testing.T) {
 				if err := second.c.LoadPartitionAt(ctx, 0, 1, store.replay(0)); err != nil {
 					t.Fatal(err)
 				}
-				if got := second.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 1)}); got != code(kerr.ConcurrentTransactions) {
+				if got := second.c.AddPartitions(ctx, "tx", 1, 1, []TopicPartition{tp("b", 1)}); got != code(kerr.ConcurrentTransactions) {
 					t.Fatalf("add before the re-sent markers are written: %d, want CONCURRENT_TRANSACTIONS", got)
 				}
 				wait.For(t, "the second coordinator to re-send", func() bool {
