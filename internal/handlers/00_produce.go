@@ -222,8 +222,11 @@ func transactionalProducers(req *kmsg.ProduceRequest) int {
 // their producer's transaction (Produce v12+), in one request to the
 // coordinator for all of them, except those whose partition has the
 // producer's transaction at the batch's epoch open already. A batch at a
-// newer epoch than the open one waits (CONCURRENT_TRANSACTIONS) until the
-// coordinator has written the earlier transaction's markers. As Kafka 4 does,
+// newer epoch than the open one is added at once while the coordinator writes
+// the earlier transaction's transaction-version-2 markers (the overlap, see
+// package txn), and its append then waits in the partition for that marker
+// (replica.ErrTxnMarkerPending); where the coordinator cannot overlap, the add
+// waits (CONCURRENT_TRANSACTIONS) until the markers are written. As Kafka 4 does,
 // the broker retries that answer itself for a moment first
 // (retryConcurrentTxn): the next transaction's first produce usually follows
 // EndTxn before the markers are written, and a client's own retry costs it a

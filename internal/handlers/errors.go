@@ -30,6 +30,7 @@ var errorCodes = []struct {
 	{replica.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{replica.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{replica.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{replica.ErrTxnMarkerPending, kerr.NotEnoughReplicas},
 	{replica.ErrOffsetNotAvailable, kerr.OffsetNotAvailable},
 	{batch.ErrCorrupt, kerr.CorruptMessage},
 	{batch.ErrInvalid, kerr.InvalidRecord},

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
@@ -279,5 +280,44 @@ func TestTxnOffsetCommitVerification(t *testing.T) {
 	}
 	if groups.commits != 2 || groups.guarded != 2 {
 		t.Fatalf("the group coordinator wrote %d commits, %d with a guard; want 2 and 2", groups.commits, groups.guarded)
+	}
+}
+
+// TestProduceNextTxnBehindMarker: a Produce v12 of a producer's next
+// transaction (epoch bumped by its EndTxn v5) that its coordinator added
+// while the previous transaction's marker is not on the partition yet (the
+// overlap) is not appended ahead of that marker: without it the partition
+// answers NOT_ENOUGH_REPLICAS (which clients retry) and the log is unchanged;
+// once the marker is written, the retry is appended after it, opening the
+// next transaction. Appended first, it joined the previous transaction and
+// the version-2 marker was refused, leaving the partition's transaction open.
+func TestProduceNextTxnBehindMarker(t *testing.T) {
+	h, m := newTxnVerifyHandlers(t, &remoteTxnCoordinator{}, nil)
+	ok := "<nil>"
+	if got := produceCodes(serve(t, h, txnProduce(12, 7, 0, map[int32]int32{0: 0}))); !slices.Equal(got, []string{"v/0=" + ok}) {
+		t.Fatalf("the previous transaction's produce: %v", got)
+	}
+	part, err := m.Partition("v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leo := part.LogEndOffset()
+	next := txnProduce(12, 7, 1, map[int32]int32{0: 0})
+	if got, want := produceCodes(serve(t, h, next)), []string{"v/0=" + kerr.NotEnoughReplicas.Error()}; !slices.Equal(got, want) {
+		t.Fatalf("the next transaction's produce before the marker: %v, want %v", got, want)
+	}
+	if part.LogEndOffset() != leo {
+		t.Fatalf("log end %d after the refused batch, want %d", part.LogEndOffset(), leo)
+	}
+	mres, err := part.WriteTxnMarker(batch.Marker{ProducerID: 7, ProducerEpoch: 1, Commit: true}, 2)
+	if err != nil {
+		t.Fatalf("the previous transaction's marker: %v", err)
+	}
+	resp := serve(t, h, next).(*kmsg.ProduceResponse)
+	if got := produceCodes(resp); !slices.Equal(got, []string{"v/0=" + ok}) {
+		t.Fatalf("the retry after the marker: %v", got)
+	}
+	if base := resp.Topics[0].Partitions[0].BaseOffset; base != mres.LastOffset+1 || !part.InTxnAt(7, 1) {
+		t.Fatalf("the next transaction's batch at %d (open at epoch 1: %v), want it after the marker at %d", base, part.InTxnAt(7, 1), mres.LastOffset)
 	}
 }

@@ -411,6 +411,7 @@ func (p *Partition) append(records []byte, acks int16, verify bool, guard Verifi
 	if n == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
 	}
+	p.awaitMarker(first)
 	return p.appendLocked(records, first, verify, guard)
 }
 
@@ -427,6 +428,9 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, verify bool
 	}
 	if first.Idempotent() && !first.Transactional() && p.inTxn(first.ProducerID) {
 		return AppendResult{}, fmt.Errorf("%w: producer %d wrote a non-transactional batch inside its transaction", ErrInvalidTxnState, first.ProducerID)
+	}
+	if p.markerPendingLocked(first) {
+		return AppendResult{}, fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, first.ProducerID, first.ProducerEpoch)
 	}
 	if first.Idempotent() {
 		chk, err := p.producers.check(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/storage"
@@ -17,7 +18,64 @@ var (
 	// wrote a non-transactional batch, or a transactional batch came without a
 	// producer id. INVALID_TXN_STATE.
 	ErrInvalidTxnState = errors.New("invalid transaction state")
+	// ErrTxnMarkerPending: a transactional batch of a producer at a newer
+	// epoch than its transaction open on the partition (the producer's next
+	// transaction, begun while the coordinator writes the previous one's
+	// markers) came, and the previous transaction's marker did not within
+	// markerWait. Appended, the batch would join the previous transaction,
+	// and the marker, not above the producer's epoch then, would be refused
+	// (KIP-1228). Retriable: NOT_ENOUGH_REPLICAS to a producer.
+	ErrTxnMarkerPending = errors.New("the producer's previous transaction is not ended on the partition yet")
 )
+
+// markerWait bounds how long a transactional batch waits for the marker of
+// its producer's previous transaction on the partition before it is refused
+// with ErrTxnMarkerPending. The coordinator writes that marker right after
+// the previous transaction's end is answered, so it usually comes within an
+// fsync; a partition whose marker is retried (its leader moving) refuses the
+// batch and the client retries it.
+const markerWait = 500 * time.Millisecond
+
+// markerPendingLocked tells whether transactional batch h would join its
+// producer's transaction of an older epoch open here (see
+// ErrTxnMarkerPending). appendMu must be held.
+func (p *Partition) markerPendingLocked(h batch.Header) bool {
+	if !h.Transactional() || !h.Idempotent() || h.Control() {
+		return false
+	}
+	e, ok := p.producers.entries[h.ProducerID]
+	return ok && e.epoch < h.ProducerEpoch && p.inTxn(h.ProducerID)
+}
+
+// awaitMarker waits, up to markerWait, until transactional batch h no longer
+// finds its producer's previous transaction open here (markerPendingLocked),
+// woken by every append (the marker's among them). The append after it checks
+// again under the append lock.
+func (p *Partition) awaitMarker(h batch.Header) {
+	if !h.Transactional() || h.Control() {
+		return
+	}
+	pending := func() bool {
+		p.appendMu.Lock()
+		defer p.appendMu.Unlock()
+		return p.markerPendingLocked(h)
+	}
+	if !pending() {
+		return
+	}
+	w := NewWatcher()
+	p.WatchAppends(w) // checked again below: an append after this wakes w
+	defer p.UnwatchAppends(w)
+	t := time.NewTimer(markerWait)
+	defer t.Stop()
+	for p.IsLeader() && pending() {
+		select {
+		case <-w.C:
+		case <-t.C:
+			return
+		}
+	}
+}
 
 // Isolation is a fetch or ListOffsets isolation level (Kafka's IsolationLevel).
 type Isolation int8
@@ -195,7 +253,16 @@ func (p *Partition) appendAsCoordinator(records []byte, check func() error) (App
 	if limit := p.Config().MaxMessageBytes; h.Size() > int(limit) {
 		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), limit)
 	}
-	return p.appendTrusted(records, check)
+	p.awaitMarker(h)
+	return p.appendTrusted(records, func() error {
+		if p.markerPendingLocked(h) {
+			return fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, h.ProducerID, h.ProducerEpoch)
+		}
+		if check != nil {
+			return check()
+		}
+		return nil
+	})
 }
 
 // appendTrusted appends batches the broker built as leader, after check (run

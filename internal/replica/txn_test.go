@@ -12,6 +12,7 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestTxnStateScript drives the pure transaction state through interleaved
@@ -487,5 +488,112 @@ func TestCoordinatorEpochFencesMarkers(t *testing.T) {
 	}
 	if _, aborted, lso := readAll(t, p, 0, ReadCommitted); !slices.Equal(aborted, []AbortedTxn{{ProducerID: 5, FirstOffset: 4, LastOffset: 5}}) || lso != 6 {
 		t.Fatalf("aborted %v LSO %d, want [{5 4 5}] and 6", aborted, lso)
+	}
+}
+
+// TestNextTxnWaitsForMarker: a transactional batch of a producer at a newer
+// epoch than its transaction open on the partition (the producer's next
+// transaction, begun while the coordinator writes the previous one's markers)
+// is appended only after the previous transaction's marker: else it would
+// join that transaction, and the marker, no longer above the producer's
+// epoch, would be refused (KIP-1228), leaving both open. Without the marker
+// within markerWait it is refused with ErrTxnMarkerPending, the log
+// untouched, also by the partition reopened (a restart between the steps);
+// a coordinator's transactional batch (an offset commit) waits the same way.
+// After marker and batch, a reopened partition has the previous transaction
+// committed and the next one open, and the marker written again is refused.
+func TestNextTxnWaitsForMarker(t *testing.T) {
+	const pid = 9
+	build := func(t *testing.T, epoch int16, seq int32, v string) []byte {
+		t.Helper()
+		opts := batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, Transactional: true}
+		b, err := batch.Build(opts, []batch.Record{{Value: []byte(v)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	marker := batch.Marker{ProducerID: pid, ProducerEpoch: 3, Commit: true}
+	for _, tc := range []struct {
+		name   string
+		append func(p *Partition, b []byte) (AppendResult, error)
+	}{
+		{"producer", func(p *Partition, b []byte) (AppendResult, error) { return p.Append(b, 1) }},
+		{"coordinator", func(p *Partition, b []byte) (AppendResult, error) { return p.AppendAsCoordinator(b) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := newLeaderPartition(t, dir)
+			t.Cleanup(func() { p.close() }) // the last one opened
+			mustAppend(t, p, build(t, 2, 0, "previous"))
+			next := build(t, 3, 0, "next")
+			if tc.name == "coordinator" {
+				next = build(t, 3, -1, "next")
+			}
+
+			// No marker: refused after markerWait, nothing appended.
+			leo := p.LogEndOffset()
+			if _, err := tc.append(p, next); !errors.Is(err, ErrTxnMarkerPending) {
+				t.Fatalf("next transaction's batch without the marker: %v, want ErrTxnMarkerPending", err)
+			}
+			if p.LogEndOffset() != leo {
+				t.Fatalf("log end %d after a refused batch, want %d", p.LogEndOffset(), leo)
+			}
+			// A restart changes nothing: the state comes from the log.
+			p.close()
+			p = newLeaderPartition(t, dir)
+			if _, err := tc.append(p, next); !errors.Is(err, ErrTxnMarkerPending) {
+				t.Fatalf("after a restart: %v, want ErrTxnMarkerPending", err)
+			}
+
+			// The marker comes while the batch waits: the batch follows it.
+			type result struct {
+				res AppendResult
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { res, err := tc.append(p, next); done <- result{res, err} }()
+			var got *result
+			wait.For(t, "the batch to wait for the marker or be appended", func() bool {
+				select {
+				case r := <-done:
+					got = &r
+					return true
+				default:
+				}
+				p.watchMu.Lock()
+				defer p.watchMu.Unlock()
+				return len(p.leoWatchers) > 0
+			})
+			mres, merr := p.WriteTxnMarker(marker, 2)
+			if got == nil {
+				r := <-done
+				got = &r
+			}
+			if merr != nil || got.err != nil {
+				t.Fatalf("marker: %v; batch: %v", merr, got.err)
+			}
+			if got.res.BaseOffset != mres.LastOffset+1 {
+				t.Fatalf("batch at %d, marker at %d: want the batch right after the marker", got.res.BaseOffset, mres.LastOffset)
+			}
+
+			// A restart after both: the previous transaction committed, the
+			// next one open from its batch, the marker refused again.
+			p.close()
+			p = newLeaderPartition(t, dir)
+			p.txnMu.Lock()
+			first, open := p.txns.open[pid]
+			aborted := len(p.txns.aborted)
+			p.txnMu.Unlock()
+			if !open || first != got.res.BaseOffset || aborted != 0 {
+				t.Fatalf("reopened: open %v at %d (want %d), %d aborted", open, first, got.res.BaseOffset, aborted)
+			}
+			if _, err := p.WriteTxnMarker(marker, 2); !errors.Is(err, ErrInvalidProducerEpoch) {
+				t.Fatalf("the marker written again: %v, want ErrInvalidProducerEpoch", err)
+			}
+			if !p.inTxn(pid) {
+				t.Fatal("the marker written again ended the next transaction")
+			}
+		})
 	}
 }

@@ -45,20 +45,32 @@ func (d *fullDisk) MaybeError(op vfs.Op) error {
 // a restart with space again, the producer goes on, the transactions it was
 // told committed are read, and nothing is left open (last stable offset at the
 // high-water mark: no hanging transaction).
+//
+// A commit whose marker cannot be written (the data partition's disk full)
+// meets the next transaction's first produce while the marker is owed: its
+// Ongoing state, which names the marker as owed, is committed, and the node
+// then stops, cleanly or by a power cut (powercut: the node runs on a
+// crashable in-memory filesystem and restarts on what was synced). The
+// coordinator that loads the state writes the owed marker: the transaction
+// told committed is read (without the owed marker it was lost, aborted by the
+// next transaction's abort).
 func TestTxnDiskFull(t *testing.T) {
 	const topic, id = "txdisk", "disk-tx"
 	for _, where := range []string{"/" + topic + "-0/", "/__transaction_state-0/"} {
 		for _, kind := range []vfs.OpKind{vfs.OpWrite, vfs.OpSync} {
 			for _, at := range []string{"produce", "commit"} {
 				t.Run(strings.Trim(where, "/")+"/"+kind.String()+"/"+at, func(t *testing.T) {
-					testTxnDiskFull(t, topic, id, &fullDisk{part: where, kind: kind}, at == "commit")
+					testTxnDiskFull(t, topic, id, &fullDisk{part: where, kind: kind}, at == "commit", false)
 				})
 			}
 		}
 	}
+	t.Run(topic+"-0/write/commit/powercut", func(t *testing.T) {
+		testTxnDiskFull(t, topic, id, &fullDisk{part: "/" + topic + "-0/", kind: vfs.OpWrite}, true, true)
+	})
 }
 
-func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit bool) {
+func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit, powerCut bool) {
 	ctx := context.Background()
 	cfg := nodeConfig(t.TempDir())
 	cfg.TransactionStatePartitions = 1
@@ -77,7 +89,12 @@ func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit bo
 		}
 		return n, cl
 	}
-	n, cl := start(vfs.NewErrorFS(vfs.Default, disk))
+	var base vfs.FS = vfs.Default
+	mem := vfs.NewMem()
+	if powerCut {
+		base = mem
+	}
+	n, cl := start(vfs.NewErrorFS(base, disk))
 	defer func() { cl.Close(); n.Close() }()
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
@@ -161,8 +178,11 @@ func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit bo
 	// Space again, and a restart (a failed log stays failed until reopened).
 	disk.on.Store(false)
 	cl.Close()
+	if powerCut {
+		base = mem.CrashClone() // before Close: only what was synced
+	}
 	n.Close()
-	n, cl = start(vfs.Default)
+	n, cl = start(base)
 	initProducer(cl)
 	if err := produce(cl, "e"); err != nil {
 		t.Fatalf("after the restart: %v", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,26 +116,40 @@ type partition struct {
 
 // entry is one transactional id. busy: a state write or a completion is in
 // flight; requests for the id meanwhile get CONCURRENT_TRANSACTIONS, so at most
-// one change per id is ever in progress. idle is closed when busy ends (see
+// one change per id is ever in progress, with one exception, the overlap:
+// while the completion writes the markers of prep (a Prepare state that
+// canOverlap), the next transaction's adds are served (overlapping: one such
+// write in flight). idle is closed when neither busy nor overlapping (see
 // Completed). unwritten: meta is a completed state not yet in the log; the next
 // state write of the id carries it first (see startCompletion).
 type entry struct {
-	meta      Meta
-	exists    bool // meta has been written, or is a completed state about to be
-	busy      bool
-	unwritten bool
-	idle      chan struct{}
+	meta        Meta
+	exists      bool // meta has been written, or is a completed state about to be
+	busy        bool
+	overlapping bool
+	prep        *Meta
+	unwritten   bool
+	idle        chan struct{}
 }
 
 // hold marks e busy; c.mu must be held.
 func (e *entry) hold() {
-	e.busy, e.idle = true, make(chan struct{})
+	e.busy = true
+	if e.idle == nil {
+		e.idle = make(chan struct{})
+	}
 }
 
-// unhold ends e's busy spell and wakes those waiting on it; c.mu must be held.
+// unhold ends e's busy spell and, unless an overlapping write is in flight,
+// wakes those waiting on it; c.mu must be held.
 func (e *entry) unhold() {
 	e.busy = false
-	if e.idle != nil {
+	e.maybeIdle()
+}
+
+// maybeIdle closes e.idle when nothing is in flight; c.mu must be held.
+func (e *entry) maybeIdle() {
+	if !e.busy && !e.overlapping && e.idle != nil {
 		close(e.idle)
 		e.idle = nil
 	}
@@ -233,7 +248,11 @@ func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, recor
 	}
 	pt.loaded = true
 	for id, e := range pt.txns {
-		if e.meta.State == PrepareCommit || e.meta.State == PrepareAbort {
+		switch {
+		case e.meta.Owed != nil:
+			e.hold()
+			c.resendOwed(p, pt, id, e)
+		case e.meta.State == PrepareCommit || e.meta.State == PrepareAbort:
 			e.hold()
 			c.startCompletion(p, pt, id, e, e.meta)
 		}
@@ -259,9 +278,8 @@ func (c *Coordinator) unload(p int32, pt *partition) {
 	}
 	// Whoever waits on an id of pt learns, on retrying, that it moved.
 	for _, e := range pt.txns {
-		if e.busy {
-			e.unhold()
-		}
+		e.overlapping = false
+		e.unhold()
 	}
 	c.mu.Unlock()
 }
@@ -278,7 +296,7 @@ func (c *Coordinator) Completed(id string) <-chan struct{} {
 	if ke != nil {
 		return closedChan
 	}
-	if e := pt.txns[id]; e != nil && e.busy {
+	if e := pt.txns[id]; e != nil && (e.busy || e.overlapping) {
 		return e.idle
 	}
 	return closedChan
@@ -301,26 +319,33 @@ func (c *Coordinator) loadedLocked(id string) (int32, *partition, *kerr.Error) {
 // acquire finds id's entry and marks it busy. The code is NOT_COORDINATOR,
 // COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING (unknown id) or
 // CONCURRENT_TRANSACTIONS when it cannot. create makes an entry for an unknown id.
-func (c *Coordinator) acquire(id string, create bool) (int32, *partition, *entry, *kerr.Error) {
+// overlap: the request may overlap the completion in flight (an add of the
+// next transaction); when it does, the entry is marked overlapping instead of
+// busy and prep is the Prepare state whose markers are in flight.
+func (c *Coordinator) acquire(id string, create, overlap bool) (p int32, pt *partition, e *entry, prep *Meta, ke *kerr.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, pt, ke := c.loadedLocked(id)
+	p, pt, ke = c.loadedLocked(id)
 	if ke != nil {
-		return 0, nil, nil, ke
+		return 0, nil, nil, nil, ke
 	}
-	e := pt.txns[id]
+	e = pt.txns[id]
 	if e == nil {
 		if !create {
-			return 0, nil, nil, kerr.InvalidProducerIDMapping
+			return 0, nil, nil, nil, kerr.InvalidProducerIDMapping
 		}
 		e = &entry{}
 		pt.txns[id] = e
 	}
-	if e.busy {
-		return 0, nil, nil, kerr.ConcurrentTransactions
+	switch {
+	case overlap && e.busy && e.prep != nil && !e.overlapping:
+		e.overlapping = true
+		return p, pt, e, e.prep, nil
+	case e.busy || e.overlapping:
+		return 0, nil, nil, nil, kerr.ConcurrentTransactions
 	}
 	e.hold()
-	return p, pt, e, nil
+	return p, pt, e, nil, nil
 }
 
 // release ends a request's hold on e, applying next when it was written.
@@ -336,6 +361,23 @@ func (c *Coordinator) release(pt *partition, id string, e *entry, next *Meta) {
 	if !e.exists && pt.txns[id] == e {
 		delete(pt.txns, id)
 	}
+}
+
+// releaseOverlap ends an overlapping request's hold on e, applying next when
+// it was written: without its owed markers when they were written meanwhile
+// (the completion is over), so the id's later states do not name them.
+func (c *Coordinator) releaseOverlap(e *entry, next *Meta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.overlapping = false
+	if next != nil {
+		n := *next
+		if e.prep == nil {
+			n.Owed = nil
+		}
+		e.meta, e.exists, e.unwritten = n, true, false
+	}
+	e.maybeIdle()
 }
 
 // write appends next as id's state, after the completed state e holds when
@@ -366,9 +408,20 @@ func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
 // the id or, for a Prepare state, starts the completion that releases it later.
 // It returns the new state and the answer's code.
 func (c *Coordinator) change(ctx context.Context, id string, create bool, decide func(cur *Meta) (transition, error)) (Meta, int16) {
-	p, pt, e, ke := c.acquire(id, create)
+	return c.changeOverlapping(ctx, id, create, false, decide)
+}
+
+// changeOverlapping is change; overlap lets the request overlap the
+// completion in flight (acquire): it then decides from the state the
+// completion leads to, and its new state names the completion's markers as
+// owed. Only an Ongoing state is written that way.
+func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, overlap bool, decide func(cur *Meta) (transition, error)) (Meta, int16) {
+	p, pt, e, prep, ke := c.acquire(id, create, overlap)
 	if ke != nil {
 		return Meta{}, ke.Code
+	}
+	if prep != nil {
+		return c.overlapChange(ctx, p, id, e, prep, decide)
 	}
 	var cur *Meta
 	if e.exists {
@@ -402,6 +455,40 @@ func (c *Coordinator) change(ctx context.Context, id string, create bool, decide
 	return tr.next, tr.code
 }
 
+// overlapChange runs an overlapping request (changeOverlapping) while the
+// markers of prep are written: e holds prep itself or, after an earlier
+// overlapping request, the next transaction's Ongoing state.
+func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *entry, prep *Meta, decide func(cur *Meta) (transition, error)) (Meta, int16) {
+	c.mu.Lock()
+	cur := e.meta
+	c.mu.Unlock()
+	if cur.State == PrepareCommit || cur.State == PrepareAbort {
+		cur = complete(cur, c.nowMs())
+	}
+	tr, err := decide(&cur)
+	switch {
+	case err != nil:
+		c.releaseOverlap(e, nil)
+		return Meta{}, kerr.CoordinatorNotAvailable.Code
+	case !tr.write:
+		c.releaseOverlap(e, nil)
+		if tr.code == 0 {
+			return cur, 0
+		}
+		return Meta{}, tr.code
+	case tr.next.State != Ongoing, addsOwedOffsets(prep.Partitions, tr.next.Partitions):
+		c.releaseOverlap(e, nil)
+		return Meta{}, kerr.ConcurrentTransactions.Code
+	}
+	tr.next.Owed = prep.owed()
+	if err := c.store.Append(ctx, p, []group.Record{encodeRecord(id, tr.next)}); err != nil {
+		c.releaseOverlap(e, nil)
+		return Meta{}, storeErrorCode(err)
+	}
+	c.releaseOverlap(e, &tr.next)
+	return tr.next, tr.code
+}
+
 // InitProducerID answers InitProducerId for transactional id id: a new producer
 // id, or the id's producer with its epoch bumped (fencing earlier incarnations).
 // An open transaction is aborted first: the answer is then
@@ -419,10 +506,32 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	return next.ProducerID, next.ProducerEpoch, 0
 }
 
+// addsOwedOffsets tells whether next, the next transaction's partitions, holds
+// a __consumer_offsets partition of the previous transaction (prev), whose
+// marker is still owed. The group coordinator applies a producer's pending
+// offset commits on a partition when a marker of the producer there is
+// committed, whatever their epoch: the next transaction's offsets, written
+// behind the marker, would be applied with the previous outcome. Such an add
+// waits for the markers (no overlap).
+func addsOwedOffsets(prev, next []TopicPartition) bool {
+	for _, tp := range next {
+		if tp.Topic == group.OffsetsTopic && slices.Contains(prev, tp) {
+			return true
+		}
+	}
+	return false
+}
+
 // AddPartitions answers AddPartitionsToTxn (one code for all partitions) and
 // AddOffsetsToTxn.
+//
+// While the markers of the id's previous transaction are being written, the
+// add of its next transaction is served (the overlap: the markers' commit and
+// the next Ongoing state's run at once) when the previous transaction ended
+// with transaction version 2 markers (Meta.canOverlap); its Ongoing state
+// names those markers as owed.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []TopicPartition) int16 {
-	_, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+	_, code := c.changeOverlapping(ctx, id, false, true, func(cur *Meta) (transition, error) {
 		return addPartitions(cur, pid, epoch, add, c.nowMs()), nil
 	})
 	return code
@@ -482,35 +591,89 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 //
 // The markers are committed (acks=all) before the completed state is written,
 // but the completed state is not waited for. It takes effect at once, and is
-// written in one batch ahead of the id's next state (the next transaction's
-// Ongoing state, usually asked for while the markers are written), so that
-// both are committed by one fsync; only when no next state comes within
-// CompleteDelay is it appended alone (writeCompleted). Either way it is
-// committed no later than the id's next state. Losing it (a crash or a leader
-// change first) leaves the prepared state, which the next coordinator
-// completes again; the markers it then writes again change nothing.
+// written in one batch ahead of the id's next state, so that both are
+// committed by one fsync; only when no next state comes within CompleteDelay
+// is it appended alone (writeCompleted). Either way it is committed no later
+// than the id's next state. Losing it (a crash or a leader change first)
+// leaves the prepared state, which the next coordinator completes again; the
+// markers it then writes again change nothing.
+//
+// When m canOverlap, the next transaction's adds are served meanwhile
+// (acquire, overlapChange): their Ongoing states name m's markers as owed,
+// and the completed state is then never written (the Ongoing state replaced
+// it); once the markers are committed the id's state forgets them.
 func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entry, m Meta) {
+	if m.canOverlap() {
+		e.prep = &m
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch,
 			Commit: m.State == PrepareCommit, TransactionVersion: m.markerVersion(), Partitions: m.Partitions})
-		if errors.Is(err, ErrCoordinatorFenced) {
-			c.log.Warn("a newer transaction coordinator wrote markers for this producer; giving the transaction up", "transactional_id", id, "coordinator_epoch", pt.epoch)
+		if !c.markersWritten(pt, id, err) {
+			c.mu.Lock()
+			e.prep = nil // a deposed coordinator serves nothing more of the id
+			c.mu.Unlock()
 			return
-		}
-		if err != nil {
-			return // unloaded
 		}
 		c.mu.Lock()
 		if c.parts[p] != pt {
 			c.mu.Unlock()
 			return // unloaded
 		}
+		e.prep = nil
+		if s := e.meta.State; s != PrepareCommit && s != PrepareAbort {
+			// The next transaction overlapped: its state, in the log, names
+			// these markers as owed; from now on it need not.
+			e.meta.Owed = nil
+			e.unhold()
+			c.mu.Unlock()
+			return
+		}
 		e.meta, e.exists, e.unwritten = complete(m, c.nowMs()), true, true
 		e.unhold()
 		c.mu.Unlock()
 		c.writeCompleted(p, pt, id, e)
+	}()
+}
+
+// markersWritten tells whether a marker write ended with the markers written
+// (err nil), logging a fenced coordinator's.
+func (c *Coordinator) markersWritten(pt *partition, id string, err error) bool {
+	if errors.Is(err, ErrCoordinatorFenced) {
+		c.log.Warn("a newer transaction coordinator wrote markers for this producer; giving the transaction up", "transactional_id", id, "coordinator_epoch", pt.epoch)
+		return false
+	}
+	return err == nil // else unloaded
+}
+
+// resendOwed writes the markers loaded state e.meta names as owed, before the
+// id is served (e is held): the previous coordinator may have lost them after
+// it wrote the next transaction's state. A partition where a marker was
+// written already refuses it again (its epoch is not above the producer's
+// there, KIP-1228), which counts as written. Then a Prepare state is
+// completed, any other state released. c.mu must be held.
+func (c *Coordinator) resendOwed(p int32, pt *partition, id string, e *entry) {
+	owed := e.meta.Owed
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := c.markers.WriteMarkers(pt.ctx, owed.markers(pt.epoch))
+		if !c.markersWritten(pt, id, err) {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.parts[p] != pt {
+			return
+		}
+		e.meta.Owed = nil
+		if s := e.meta.State; s == PrepareCommit || s == PrepareAbort {
+			c.startCompletion(p, pt, id, e, e.meta)
+			return
+		}
+		e.unhold()
 	}()
 }
 
@@ -537,7 +700,7 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 			c.mu.Unlock()
 			return
 		}
-		if e.busy {
+		if e.busy || e.overlapping {
 			// A request holds the id: its write carries the completed state,
 			// unless it writes nothing; look again once it is over.
 			idle := e.idle
@@ -607,7 +770,7 @@ func (c *Coordinator) expireTxns() {
 			continue
 		}
 		for id, e := range pt.txns {
-			if e.busy || !e.exists || e.meta.State != Ongoing || now-e.meta.StartMs <= int64(e.meta.TimeoutMs) {
+			if e.busy || e.overlapping || !e.exists || e.meta.State != Ongoing || now-e.meta.StartMs <= int64(e.meta.TimeoutMs) {
 				continue
 			}
 			e.hold()

@@ -160,7 +160,13 @@ func newFixtureAt(t *testing.T, store *memStore, epoch int32) *fixture {
 // Config.CompleteDelay completeDelay (0: the default).
 func newFixtureWith(t *testing.T, store *memStore, epoch int32, completeDelay time.Duration) *fixture {
 	t.Helper()
-	f := &fixture{store: store, markers: &memMarkers{}, clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
+	return newFixtureMarkers(t, store, epoch, completeDelay, &memMarkers{})
+}
+
+// newFixtureMarkers is newFixtureWith writing its markers with markers.
+func newFixtureMarkers(t *testing.T, store *memStore, epoch int32, completeDelay time.Duration, markers *memMarkers) *fixture {
+	t.Helper()
+	f := &fixture{store: store, markers: markers, clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
 	var pids int64
 	var mu sync.Mutex
 	f.c = New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, CompleteDelay: completeDelay, Now: f.clock.Now}, store, f.markers,
@@ -181,7 +187,7 @@ func (f *fixture) waitState(t *testing.T, id string, want State) Meta {
 		f.c.mu.Lock()
 		defer f.c.mu.Unlock()
 		if pt := f.c.parts[0]; pt != nil {
-			if e := pt.txns[id]; e != nil && !e.busy {
+			if e := pt.txns[id]; e != nil && !e.busy && !e.overlapping {
 				m = e.meta
 				return m.State == want
 			}

@@ -20,6 +20,13 @@
 //     both), or alone after Config.CompleteDelay, never waited for: a lost
 //     Complete state leaves the Prepare state, which the next coordinator
 //     completes again.
+//  4. The overlap: while the markers of a transaction-version-2 end are
+//     written, the next transaction's adds are served (AddPartitions), and
+//     their Ongoing states name the markers as owed (Meta.Owed, a tagged
+//     field of the record); every other request for the id still gets
+//     CONCURRENT_TRANSACTIONS. A coordinator that loads a state naming owed
+//     markers writes them again before it serves the id. Partitions keep the
+//     next transaction's batches behind the marker (replica.ErrTxnMarkerPending).
 //
 // # Concurrency
 //

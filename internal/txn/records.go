@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/group"
@@ -26,6 +27,9 @@ func encodeRecord(id string, m Meta) group.Record {
 		if m.ProducerEpoch == 0 && m.PrevProducerID != 0 {
 			v.PreviousProducerID = m.PrevProducerID
 		}
+		if m.Owed != nil {
+			v.UnknownTags.Set(owedTag, appendOwed(nil, m.Owed))
+		}
 	}
 	EachTopic(m.Partitions, func(topic string, partitions []int32) {
 		t := kmsg.NewTxnMetadataValueTopic()
@@ -33,6 +37,71 @@ func encodeRecord(id string, m Meta) group.Record {
 		v.Topics = append(v.Topics, t)
 	})
 	return group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)}
+}
+
+// owedTag is the tagged field of TxnMetadataValue (v1, flexible) that holds
+// Meta.Owed: Strata's own, far above the tags Kafka's schema uses (0-3), so a
+// Kafka tool that reads the record skips it. Its value:
+//
+//	version    int8  (1)
+//	commit     bool
+//	producerID int64
+//	epoch      int16 (the markers' epoch)
+//	topics     int32 count, then per topic: name (int16 length, bytes),
+//	           partitions (int32 count, then int32 each)
+//
+// A record without the tag (every record before the overlap, and every one
+// written when no markers are owed) loads with no markers owed.
+const owedTag = 1000
+
+// owedVersion is the version of the owed tag's value written here.
+const owedVersion = 1
+
+func appendOwed(dst []byte, o *Owed) []byte {
+	dst = kbin.AppendInt8(dst, owedVersion)
+	dst = kbin.AppendBool(dst, o.Commit)
+	dst = kbin.AppendInt64(dst, o.ProducerID)
+	dst = kbin.AppendInt16(dst, o.ProducerEpoch)
+	var topics []byte
+	n := 0
+	EachTopic(o.Partitions, func(topic string, partitions []int32) {
+		n++
+		topics = kbin.AppendString(topics, topic)
+		topics = kbin.AppendArrayLen(topics, len(partitions))
+		for _, p := range partitions {
+			topics = kbin.AppendInt32(topics, p)
+		}
+	})
+	dst = kbin.AppendArrayLen(dst, n)
+	return append(dst, topics...)
+}
+
+func readOwed(b []byte) (*Owed, error) {
+	r := kbin.Reader{Src: b}
+	if v := r.Int8(); r.Ok() && v != owedVersion {
+		return nil, fmt.Errorf("unknown version %d", v)
+	}
+	o := &Owed{Commit: r.Bool(), ProducerID: r.Int64(), ProducerEpoch: r.Int16()}
+	for range max(r.ArrayLen(), 0) {
+		topic := r.String()
+		for range max(r.ArrayLen(), 0) {
+			if !r.Ok() {
+				break
+			}
+			o.Partitions = append(o.Partitions, TopicPartition{topic, r.Int32()})
+		}
+		if !r.Ok() {
+			break
+		}
+	}
+	if err := r.Complete(); err != nil {
+		return nil, err
+	}
+	if len(r.Src) != 0 {
+		return nil, fmt.Errorf("%d bytes after the value", len(r.Src))
+	}
+	o.Partitions = union(o.Partitions, nil)
+	return o, nil
 }
 
 // decodeRecord reads one __transaction_state record; a nil Meta is a tombstone.
@@ -58,6 +127,15 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	}
 	if v.PreviousProducerID >= 0 {
 		m.PrevProducerID = v.PreviousProducerID
+	}
+	var owedErr error
+	v.UnknownTags.Each(func(tag uint32, val []byte) {
+		if tag == owedTag && owedErr == nil {
+			m.Owed, owedErr = readOwed(val)
+		}
+	})
+	if owedErr != nil {
+		return "", nil, fmt.Errorf("%w: value of %q: owed markers: %v", ErrCorruptRecord, key.TransactionalID, owedErr)
 	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {

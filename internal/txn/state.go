@@ -50,6 +50,41 @@ type Meta struct {
 	// the exhausted id kept in PrevProducerID for retries.
 	NextProducerID int64
 	PrevProducerID int64
+	// Owed, when set, is the previous transaction of this id, whose markers
+	// may not all be written yet: the state was written while they were in
+	// flight (the overlap, see canOverlap). A coordinator that loads it writes
+	// those markers again before it serves the id.
+	Owed *Owed
+}
+
+// Owed is an ended transaction whose markers are owed: what a coordinator
+// needs to write them again.
+type Owed struct {
+	Commit        bool
+	ProducerID    int64
+	ProducerEpoch int16 // the markers' epoch: above the one the batches were written at
+	Partitions    []TopicPartition
+}
+
+// markers is the round of markers that writes o.
+func (o *Owed) markers(coordinatorEpoch int32) Markers {
+	return Markers{ProducerID: o.ProducerID, ProducerEpoch: o.ProducerEpoch, CoordinatorEpoch: coordinatorEpoch, Commit: o.Commit,
+		TransactionVersion: 2, Partitions: o.Partitions}
+}
+
+// canOverlap tells whether, while the markers of Prepare state m are being
+// written, the next transaction of the producer may begin (its partitions
+// added, an Ongoing state naming m's markers as owed written): only when the
+// markers are of transaction version 2, so that a marker written again after
+// the next transaction's batches is refused by their partitions (KIP-1228),
+// and m keeps its producer id (the epoch bump did not move to a new one).
+func (m Meta) canOverlap() bool {
+	return m.markerVersion() == 2 && m.ProducerEpoch < math.MaxInt16 && len(m.Partitions) > 0
+}
+
+// owed is the Owed of Prepare state m.
+func (m Meta) owed() *Owed {
+	return &Owed{Commit: m.State == PrepareCommit, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Partitions: m.Partitions}
 }
 
 // Answered is the producer id and epoch an EndTxn v5 answers for m: the ones the

@@ -262,6 +262,9 @@ func TestTransitionsProperty(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	r := encodeRecord("tx", Meta{ProducerID: 1, State: Ongoing, Partitions: []TopicPartition{tp("a", 1)}})
 	f.Add(r.Key, r.Value)
+	owed := encodeRecord("tx", Meta{ProducerID: 1, State: Ongoing, TV2: true, Partitions: []TopicPartition{tp("a", 1)},
+		Owed: &Owed{Commit: true, ProducerID: 1, ProducerEpoch: 2, Partitions: []TopicPartition{tp("b", 0), tp("b", 2)}}})
+	f.Add(owed.Key, owed.Value)
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		_, _, _ = decodeRecord(group.Record{Key: key, Value: value})
 	})
