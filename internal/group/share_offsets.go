@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,11 +122,29 @@ func (c *Coordinator) describeShareOffsets(ctx context.Context, group string, to
 	return out, nil
 }
 
+// describeAllShareOffsets describes every share partition of group with state and,
+// as Kafka 4.4 (whose group coordinator initializes every partition of a topic
+// its members subscribe to), every partition of the topics the group's members
+// subscribe to now, start offset -1 where there is no state yet.
 func (c *Coordinator) describeAllShareOffsets(ctx context.Context, group string) ([]kmsg.DescribeShareGroupOffsetsResponseGroupTopic, error) {
 	sps, err := c.sharePartitionsOf(ctx, group)
 	if err != nil {
 		return nil, err
 	}
+	withState := map[SharePartition]bool{}
+	for _, sp := range sps {
+		withState[sp] = true
+	}
+	for name, tm := range c.shareTopicsOf(group) {
+		for p := range tm.partitions {
+			if sp := (SharePartition{group, name, tm.id, p}); !withState[sp] {
+				sps = append(sps, sp)
+			}
+		}
+	}
+	slices.SortFunc(sps, func(a, b SharePartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	var out []kmsg.DescribeShareGroupOffsetsResponseGroupTopic
 	for _, sp := range sps {
 		if k := len(out); k == 0 || out[k-1].TopicID != sp.TopicID {
@@ -135,13 +154,33 @@ func (c *Coordinator) describeAllShareOffsets(ctx context.Context, group string)
 		}
 		rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 		rp.Partition, rp.StartOffset = sp.Partition, uninitializedStartOffset
-		if err := c.summarize(ctx, sp, &rp); err != nil {
-			return nil, err
+		if withState[sp] {
+			if err := c.summarize(ctx, sp, &rp); err != nil {
+				return nil, err
+			}
 		}
 		rt := &out[len(out)-1]
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return out, nil
+}
+
+// shareTopicsOf returns the topics the members of share group subscribe to.
+func (c *Coordinator) shareTopicsOf(group string) map[string]topicMeta {
+	p, code := c.partitionOf(group)
+	if code != 0 {
+		return nil
+	}
+	g := p.lookup(c, group, false)
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sg == nil {
+		return nil
+	}
+	return maps.Clone(g.sg.topics)
 }
 
 // sharePartitionsOf lists the share partitions of group with state whose topics
