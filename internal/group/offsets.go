@@ -379,8 +379,8 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 }
 
 // removeOffsetsLocked queues tombstones for the committed offsets among tps and, when
-// that leaves an Empty group without offsets (or deleteGroup is set), for the group
-// itself, which is Dead until the write lands (and Empty again if it fails). Deleting
+// that leaves an Empty group without offsets that is not a share group (or
+// deleteGroup is set), for the group itself, which is Dead until the write lands (and Empty again if it fails). Deleting
 // the group also covers commits still in flight: they precede the tombstones in the
 // log. It reports whether anything was queued; done then runs after the append.
 func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done func(error)) bool {
@@ -397,7 +397,9 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 			add(tp)
 		}
 	}
-	dies := deleteGroup || (g.state == stateEmpty && len(g.pending) == 0 &&
+	// A share group never goes with its offsets (it has none; as Kafka's
+	// ShareGroup.shouldExpire): only DeleteGroups deletes it, with its state.
+	dies := deleteGroup || (g.sg == nil && g.state == stateEmpty && len(g.pending) == 0 &&
 		len(g.pendingCommits) == 0 && len(g.offsets) == len(gone))
 	prevTime := g.stateTime
 	if dies {

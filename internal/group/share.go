@@ -107,8 +107,10 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 		return hbError(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID)
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.shareHeartbeatLocked(req, clientFrom(ctx))
+	r := g.shareHeartbeatLocked(req, clientFrom(ctx))
+	g.mu.Unlock()
+	c.flush(g) // the tombstones of a simple group's offsets
+	return r
 }
 
 func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Client) heartbeatResult {
@@ -116,14 +118,13 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		return hbError(kerr.CoordinatorNotAvailable.Code, "Group %s is being deleted.", g.id)
 	}
 	if g.sg == nil {
-		if g.cg != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty || len(g.offsets) > 0 {
+		switch {
+		case !g.isSimpleLocked() || (req.MemberEpoch != joinEpoch && len(g.offsets) > 0):
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a share group.", g.id)
-		}
-		if req.MemberEpoch != joinEpoch {
+		case req.MemberEpoch != joinEpoch:
 			return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
 		}
-		g.sg = newShareGroup()
-		g.protocolType = shareProtocolType
+		g.becomeShareGroupLocked() // a joining member takes an empty classic group with offsets, as in Kafka 4.4
 	}
 	sg := g.sg
 	m := sg.members[req.MemberID]

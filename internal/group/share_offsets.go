@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,11 +122,29 @@ func (c *Coordinator) describeShareOffsets(ctx context.Context, group string, to
 	return out, nil
 }
 
+// describeAllShareOffsets describes every share partition of group with state and,
+// as Kafka 4.4 (whose group coordinator initializes every partition of a topic
+// its members subscribe to), every partition of the topics the group's members
+// subscribe to now, start offset -1 where there is no state yet.
 func (c *Coordinator) describeAllShareOffsets(ctx context.Context, group string) ([]kmsg.DescribeShareGroupOffsetsResponseGroupTopic, error) {
 	sps, err := c.sharePartitionsOf(ctx, group)
 	if err != nil {
 		return nil, err
 	}
+	withState := map[SharePartition]bool{}
+	for _, sp := range sps {
+		withState[sp] = true
+	}
+	for name, tm := range c.shareTopicsOf(group) {
+		for p := range tm.partitions {
+			if sp := (SharePartition{group, name, tm.id, p}); !withState[sp] {
+				sps = append(sps, sp)
+			}
+		}
+	}
+	slices.SortFunc(sps, func(a, b SharePartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	var out []kmsg.DescribeShareGroupOffsetsResponseGroupTopic
 	for _, sp := range sps {
 		if k := len(out); k == 0 || out[k-1].TopicID != sp.TopicID {
@@ -135,13 +154,33 @@ func (c *Coordinator) describeAllShareOffsets(ctx context.Context, group string)
 		}
 		rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 		rp.Partition, rp.StartOffset = sp.Partition, uninitializedStartOffset
-		if err := c.summarize(ctx, sp, &rp); err != nil {
-			return nil, err
+		if withState[sp] {
+			if err := c.summarize(ctx, sp, &rp); err != nil {
+				return nil, err
+			}
 		}
 		rt := &out[len(out)-1]
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return out, nil
+}
+
+// shareTopicsOf returns the topics the members of share group subscribe to.
+func (c *Coordinator) shareTopicsOf(group string) map[string]topicMeta {
+	p, code := c.partitionOf(group)
+	if code != 0 {
+		return nil
+	}
+	g := p.lookup(c, group, false)
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sg == nil {
+		return nil
+	}
+	return maps.Clone(g.sg.topics)
 }
 
 // sharePartitionsOf lists the share partitions of group with state whose topics
@@ -193,8 +232,9 @@ func shareStateCode(err error) int16 {
 
 // AlterShareGroupOffsets serves AlterShareGroupOffsets v0: each named share
 // partition starts again at the given offset with nothing in flight. As in Kafka
-// 4.4, a group that does not exist is created as an empty share group; a group that
-// is not a share group answers GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP;
+// 4.4, a group that does not exist, or a simple classic group (isSimpleLocked), is
+// made an empty share group; another group that is not a share group answers
+// GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP;
 // an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION for that partition. A
 // negative offset removes the state instead (the partition starts at
 // share.auto.offset.reset).
@@ -280,11 +320,11 @@ func (c *Coordinator) checkEmptyShareGroup(id string, create bool) (int16, strin
 	if g == nil {
 		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s not found.", id)
 	}
+	defer c.flush(g) // the tombstones of a simple group's offsets, after the unlock
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.sg == nil && create && g.isFreshLocked() {
-		g.sg = newShareGroup()
-		g.protocolType = shareProtocolType
+	if g.sg == nil && create && g.isSimpleLocked() {
+		g.becomeShareGroupLocked()
 		g.syncShareViewLocked()
 	}
 	switch {
@@ -296,10 +336,36 @@ func (c *Coordinator) checkEmptyShareGroup(id string, create bool) (int16, strin
 	return 0, ""
 }
 
-// isFreshLocked reports whether g holds nothing yet: no members of any kind and no
-// offsets, so it may become a share group.
-func (g *group) isFreshLocked() bool {
-	return g.cg == nil && len(g.members) == 0 && len(g.pending) == 0 && g.state == stateEmpty && len(g.offsets) == 0
+// isSimpleLocked reports whether g is what Kafka calls a simple group: a classic
+// group that never had members (no protocol type), only committed offsets, if
+// any, none of them still being written. As in Kafka 4.4, a share group may take
+// its place (and its committed offsets go).
+func (g *group) isSimpleLocked() bool {
+	return g.cg == nil && g.sg == nil && g.protocolType == "" && len(g.members) == 0 && len(g.pending) == 0 &&
+		g.state == stateEmpty && len(g.pendingCommits) == 0
+}
+
+// becomeShareGroupLocked turns a simple group (isSimpleLocked) into an empty share
+// group. Its committed offsets are gone at once, as Kafka 4.4 answers OffsetFetch
+// for a group converted so; their tombstones are queued (the caller flushes) and a
+// failed write is only logged: the offsets then come back with the group's next
+// load, as a simple group again, and the share group (held in memory only) is gone
+// then anyway.
+func (g *group) becomeShareGroupLocked() {
+	if len(g.offsets) > 0 {
+		recs := make([]Record, 0, len(g.offsets))
+		for _, tp := range sortedKeys(g.offsets) {
+			recs = append(recs, Record{Key: offsetKey(g.id, tp)})
+		}
+		g.offsets = map[topicPartition]offsetCommit{}
+		g.queueLocked(recs, func(err error) {
+			if err != nil {
+				g.c.log.Warn("deleting the committed offsets of a group that became a share group", "group", g.id, "err", err)
+			}
+		})
+	}
+	g.sg = newShareGroup()
+	g.protocolType = shareProtocolType
 }
 
 // DeleteShareGroupOffsets serves DeleteShareGroupOffsets v0: the state of every

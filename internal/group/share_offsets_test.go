@@ -56,8 +56,9 @@ func (m *memShareState) Partitions(_ context.Context, group string) ([]SharePart
 
 // TestShareGroupOffsets walks the share-group offset APIs through their answers:
 // alteration of a new group (created), of a group with a member (NON_EMPTY_GROUP),
-// of a classic group (GROUP_ID_NOT_FOUND), of unknown topics and partitions;
-// descriptions of named partitions and of every partition with state; deletion.
+// of a simple classic group (taken), of unknown topics and partitions;
+// descriptions of named partitions, of every partition with state and of every
+// partition of a subscribed topic; deletion.
 func TestShareGroupOffsets(t *testing.T) {
 	ctx := context.Background()
 	topics := newFakeTopics()
@@ -154,6 +155,8 @@ func TestShareGroupOffsets(t *testing.T) {
 	if resp := c.ShareGroupHeartbeat(ctx, hb); resp.ErrorCode != 0 {
 		t.Fatalf("heartbeat: %s", kerr.ErrorForCode(resp.ErrorCode))
 	}
+	// As Kafka 4.4: every partition of a subscribed topic, -1 without state.
+	check("describe all with a member subscribed", describe("sg", nil), "t/0=7,lag=93 t/1=-1,lag=-1")
 	check("alter with a member", alter("sg", map[string][]int32{"t": {0}}, 0), "NON_EMPTY_GROUP")
 	check("delete with a member", del("sg", "t"), "NON_EMPTY_GROUP")
 	hb.MemberEpoch = leaveEpoch
@@ -165,8 +168,11 @@ func TestShareGroupOffsets(t *testing.T) {
 	check("describe after delete", describe("sg", nil), "")
 
 	simpleCommit(c, "classic", 9, map[topicPartition]int64{{"t", 0}: 1})
-	check("alter of a classic group", alter("classic", map[string][]int32{"t": {0}}, 0), "GROUP_ID_NOT_FOUND")
-	check("delete of a classic group", del("classic", "t"), "GROUP_ID_NOT_FOUND")
+	check("delete of a simple group", del("classic", "t"), "GROUP_ID_NOT_FOUND")
+	// As in Kafka 4.4, an alteration takes a simple group (committed offsets,
+	// never a member), which is then an empty share group.
+	check("alter of a simple group", alter("classic", map[string][]int32{"t": {0}}, 0), "t/0=NONE")
+	check("delete of the simple group taken", del("classic", "t"), "t=NONE")
 
 	// DeleteGroups of a share group removes its state.
 	alter("sg", map[string][]int32{"t": {0}}, 4)

@@ -25,6 +25,7 @@ import (
 type ShareCoordinator interface {
 	Initialize(ctx context.Context, k share.Key, stateEpoch int32, start int64) int16
 	Read(ctx context.Context, k share.Key, leaderEpoch int32) (share.Snapshot, bool, int16)
+	Summary(k share.Key) (share.Snapshot, bool, int16)
 	Write(ctx context.Context, k share.Key, s share.Snapshot) int16
 	Delete(ctx context.Context, k share.Key) int16
 }

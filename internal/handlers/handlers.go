@@ -74,6 +74,7 @@ var apis = []api{
 	{key: 84, min: 0, max: 0, serve: (*Handlers).readShareGroupState},
 	{key: 85, min: 0, max: 1, serve: (*Handlers).writeShareGroupState},
 	{key: 86, min: 0, max: 0, serve: (*Handlers).deleteShareGroupState},
+	{key: 87, min: 0, max: 1, serve: (*Handlers).readShareGroupStateSummary},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.
@@ -118,7 +119,7 @@ type Config struct {
 	AddToRemoteTxn func(ctx context.Context, broker int32, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error)
 	// Shares serves ShareFetch and ShareAcknowledge (package share).
 	Shares Shares
-	// ShareCoordinator serves the share-group state APIs (83-86) for the
+	// ShareCoordinator serves the share-group state APIs (83-87) for the
 	// partitions of __share_group_state this node leads; nil: they answer
 	// COORDINATOR_NOT_AVAILABLE.
 	ShareCoordinator ShareCoordinator

@@ -457,6 +457,16 @@ var authzMatrix = map[int16]matrixCase{
 	}, clusterDenied, func(r kmsg.Response) int16 {
 		return r.(*kmsg.DeleteShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
 	}},
+	87: {func(id [16]byte) kmsg.Request {
+		r := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+		r.GroupID = "g"
+		t := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+		t.TopicID, t.Partitions = id, []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()}
+		r.Topics = append(r.Topics, t)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0].ErrorCode
+	}},
 }
 
 // TestAuthorizationMatrix sends every API the Kafka listener serves as a super

@@ -120,11 +120,10 @@ func shareKey(sp group.SharePartition) share.Key {
 }
 
 func (s shareState) Summary(ctx context.Context, sp group.SharePartition) (group.ShareSummary, bool, error) {
-	snap, ok, err := s.n.shareStore.Latest(ctx, shareKey(sp))
+	sum, ok, err := s.n.shareStore.Summary(ctx, shareKey(sp))
 	if err != nil || !ok {
 		return group.ShareSummary{}, false, err
 	}
-	sum := share.SummaryOf(snap)
 	out := group.ShareSummary{StartOffset: sum.Start, LeaderEpoch: sum.LeaderEpoch, Lag: -1}
 	if hwm, err := s.n.shareStore.HighWatermark(ctx, sp.Topic, sp.Partition); err == nil {
 		out.Lag = sum.Lag(hwm)
@@ -137,7 +136,7 @@ func (s shareState) Summary(ctx context.Context, sp group.SharePartition) (group
 // state (FENCED_STATE_EPOCH), which reloads it.
 func (s shareState) Reset(ctx context.Context, sp group.SharePartition, start int64) error {
 	k := shareKey(sp)
-	prev, found, err := s.n.shareStore.Latest(ctx, k)
+	prev, found, err := s.n.shareStore.Summary(ctx, k)
 	if err != nil {
 		return err
 	}

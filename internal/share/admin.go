@@ -18,27 +18,24 @@ import (
 // Summary is what DescribeShareGroupOffsets shows of a share partition.
 type Summary struct {
 	Start       int64 // the share-partition start offset (SPSO)
+	StateEpoch  int32 // counts the initializations of the state (offset resets)
 	LeaderEpoch int32 // the data partition's leader epoch the state was written under
 	// Done counts the in-flight offsets at or past Start whose delivery is
 	// complete (acknowledged or archived): they are not lag.
 	Done int64
 }
 
-// SummaryOf summarises a snapshot.
-func SummaryOf(s Snapshot) Summary {
-	return Summary{Start: s.Start, LeaderEpoch: s.LeaderEpoch, Done: int64(s.DeliveryComplete)}
-}
-
 // Lag is KIP-1226's share-partition lag against the partition's high watermark:
-// the offsets from Start to hwm whose delivery is not complete.
+// the offsets from Start to hwm whose delivery is not complete. As in Kafka 4.4 it
+// is negative when the offsets were altered past the high watermark.
 func (s Summary) Lag(hwm int64) int64 {
-	return max(hwm-s.Start-s.Done, 0)
+	return hwm - s.Start - s.Done
 }
 
 // NextStateEpoch is the state epoch an alteration of the offsets initializes over
 // prev (found: there was one): 1 over none, else one more than prev's, so the
 // coordinator fences every write of a leader that loaded prev.
-func NextStateEpoch(prev Snapshot, found bool) int32 {
+func NextStateEpoch(prev Summary, found bool) int32 {
 	if found {
 		return prev.StateEpoch + 1
 	}

@@ -175,6 +175,27 @@ func (c *Coordinator) Read(ctx context.Context, k Key, leaderEpoch int32) (Snaps
 	return e.snap, true, 0
 }
 
+// Summary returns k's committed state without fencing anyone or keeping a trace
+// of k (ReadShareGroupStateSummary: the group coordinator's view of any group,
+// existing or not); found is false when k has no state.
+func (c *Coordinator) Summary(k Key) (s Snapshot, found bool, code int16) {
+	c.mu.Lock()
+	sh := c.loaded[statePartition(k, c.partitions)]
+	c.mu.Unlock()
+	if sh == nil {
+		return Snapshot{}, false, kerr.NotCoordinator.Code
+	}
+	sh.mu.Lock()
+	e := sh.keys[k]
+	sh.mu.Unlock()
+	if e == nil {
+		return Snapshot{}, false, 0
+	}
+	e.mu.Lock() // waits for a write of k in flight
+	defer e.mu.Unlock()
+	return e.snap, e.found, 0
+}
+
 // Write makes s k's state, unless it is fenced (see the file comment).
 func (c *Coordinator) Write(ctx context.Context, k Key, s Snapshot) int16 {
 	e, code := c.entry(k)

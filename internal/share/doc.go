@@ -20,14 +20,14 @@
 //     background through a DeadLetterWriter (TopicDeadLetters on a Kafka client),
 //     then archived; a failed write makes it available again.
 //   - Admin helpers (admin.go) for the group coordinator's share-group offset APIs:
-//     summaries and lag, reset snapshots, key deletion and a scan for a group's
+//     lag from a summary, the next state epoch of a reset, a scan for a group's
 //     keys on TopicStore, and Manager.Unload, which drops a share partition's
 //     in-memory state so its next request reloads it. A node also unloads a group's
 //     share partitions once no member of the group has a live share session there.
 //   - Store (store.go) keeps snapshots durable at the share coordinator.
 //     TopicStore sends Kafka's share-state requests (Read/Initialize/Write/
-//     DeleteShareGroupState) through a Kafka client to the coordinator of the
-//     key, found with FindCoordinator (key type share).
+//     DeleteShareGroupState, ReadShareGroupStateSummary) through a Kafka client
+//     to the coordinator of the key, found with FindCoordinator (key type share).
 //   - Coordinator (coordinator.go) is the share coordinator: the leader of a
 //     partition of the compacted internal topic __share_group_state keeps the
 //     latest value of each key there, rebuilt from the partition when it becomes

@@ -292,7 +292,9 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 	if code != 0 {
 		r := out.part(tp.id, tp.partition)
 		r.ErrorCode = code
-		out.leader(r, topic, tp.partition)
+		if code == kerr.NotLeaderForPartition.Code { // as Kafka 4.4: no leader hint with other codes
+			out.leader(r, topic, tp.partition)
+		}
 		return partitionFetch{}
 	}
 	sp, code := m.share(ctx, Key{group, tp.id, tp.partition}, topic, rp)

@@ -34,9 +34,8 @@ func (r *responseParts) part(id [16]byte, partition int32) *kmsg.ShareFetchRespo
 	pi := slices.IndexFunc(t.Partitions, func(p kmsg.ShareFetchResponseTopicPartition) bool { return p.Partition == partition })
 	if pi < 0 {
 		p := kmsg.NewShareFetchResponseTopicPartition()
-		p.Partition = partition
-		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
-		p.Records = []byte{} // not nullable in the schema
+		p.Partition = partition // CurrentLeader stays 0/0 unless leader points elsewhere, as Kafka 4.4 answers
+		p.Records = []byte{}    // not nullable in the schema
 		t.Partitions = append(t.Partitions, p)
 		pi = len(t.Partitions) - 1
 	}

@@ -166,11 +166,11 @@ func statePartition(k Key, partitions int32) int32 {
 }
 
 // TopicStore is the Store on StateTopic, reached with a Kafka client: loads,
-// initializations, saves and deletions are the share coordinator's requests
-// (ReadShareGroupState, InitializeShareGroupState, WriteShareGroupState,
-// DeleteShareGroupState) sent to the leader of the key's state partition, found
-// with FindCoordinator (key type share), which checks and orders them. Latest and
-// GroupKeys read the topic itself.
+// initializations, saves, deletions and summaries are the share coordinator's
+// requests (ReadShareGroupState, InitializeShareGroupState, WriteShareGroupState,
+// DeleteShareGroupState, ReadShareGroupStateSummary) sent to the leader of the
+// key's state partition, found with FindCoordinator (key type share), which checks
+// and orders them. GroupKeys reads the topic itself.
 type TopicStore struct {
 	cl         *kgo.Client
 	seeds      []string
@@ -469,100 +469,41 @@ func (s *TopicStore) Delete(ctx context.Context, k Key) error {
 	return err
 }
 
-// Latest returns the latest snapshot of k as the state topic holds it, reading
-// the key's partition up to its high watermark with a client of its own (the
-// admin APIs' view: no leader is fenced). Values written before the share
-// coordinator checked writes may be out of order: the highest state epoch wins,
-// then the highest leader epoch.
-func (s *TopicStore) Latest(ctx context.Context, k Key) (Snapshot, bool, error) {
-	if err := s.ensure(ctx); err != nil {
-		return Snapshot{}, false, err
-	}
-	p := statePartition(k, s.partitions)
-	end, err := s.endOffset(ctx, p)
-	if err != nil {
-		return Snapshot{}, false, err
-	}
-	if end <= 0 {
-		return Snapshot{}, false, nil
-	}
-	cl, err := s.reader("strata-share-state-load", map[int32]kgo.Offset{p: kgo.NewOffset().AtStart()})
-	if err != nil {
-		return Snapshot{}, false, err
-	}
-	defer cl.Close()
-	want := encodeKey(k)
-	var (
-		found bool
-		snap  Snapshot
-		next  int64
-	)
-	for next < end {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return Snapshot{}, false, err
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return Snapshot{}, false, fmt.Errorf("share: reading %s-%d: %w", StateTopic, p, ferr)
-		}
-		var derr error
-		fs.EachRecord(func(r *kgo.Record) {
-			next = r.Offset + 1
-			if string(r.Key) != string(want) || derr != nil {
-				return
-			}
-			if r.Value == nil {
-				found, snap = false, Snapshot{}
-				return
-			}
-			s, err := decodeSnapshot(r.Value)
-			switch {
-			case err != nil:
-				derr = err
-			case !found || s.newerThan(snap):
-				snap, found = s, true
-			}
-		})
-		if derr != nil {
-			return Snapshot{}, false, derr
-		}
-	}
-	return snap, found, nil
-}
-
-// endOffset is the high watermark of partition p of StateTopic, asked of that
-// partition alone: another state partition without a leader must not stop loads
-// of keys that do not live there. Retriable answers (no leader yet right after the
-// topic is created or a leader change, or OFFSET_NOT_AVAILABLE from a new leader
-// whose high watermark is not yet known) are retried until ctx ends.
-func (s *TopicStore) endOffset(ctx context.Context, p int32) (int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = StateTopic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+// Summary returns the start offset, state and leader epochs and delivery
+// complete count of k as its share coordinator holds them
+// (ReadShareGroupStateSummary v1, as Kafka's group coordinator reads them for
+// DescribeShareGroupOffsets): no share-partition leader is fenced. found is false
+// when k has no state.
+func (s *TopicStore) Summary(ctx context.Context, k Key) (sum Summary, found bool, err error) {
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.GroupID = k.Group
+	rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	rt.TopicID = k.TopicID
+	rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+	rp.Partition = k.Partition
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		resp, err := req.RequestWith(ctx, s.cl)
-		if err == nil {
-			err = fmt.Errorf("no answer for partition %d", p)
-			if len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
-				ap := resp.Topics[0].Partitions[0]
-				if err = kerr.ErrorForCode(ap.ErrorCode); err == nil {
-					return ap.Offset, nil
-				}
-			}
+	partition := func(r kmsg.Response) *kmsg.ReadShareGroupStateSummaryResponseTopicPartition {
+		resp := r.(*kmsg.ReadShareGroupStateSummaryResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return nil
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, fmt.Errorf("share: listing the end offset of %s-%d: %w", StateTopic, p, err)
-		case <-t.C:
-		}
+		return &resp.Topics[0].Partitions[0]
 	}
+	resp, err := s.request(ctx, k, req, func(r kmsg.Response) (int16, bool) {
+		p := partition(r)
+		if p == nil {
+			return 0, false
+		}
+		return p.ErrorCode, true
+	})
+	if err != nil {
+		return Summary{}, false, err
+	}
+	p := partition(resp)
+	if p.StartOffset < 0 { // no state
+		return Summary{}, false, nil
+	}
+	sum = Summary{Start: p.StartOffset, StateEpoch: p.StateEpoch, LeaderEpoch: p.LeaderEpoch, Done: int64(max(p.DeliveryCompleteCount, 0))}
+	return sum, true, nil
 }

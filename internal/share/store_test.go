@@ -48,11 +48,11 @@ func TestStateRecords(t *testing.T) {
 // TestStateEpochs: an offset reset starts the next state epoch, and a snapshot of a
 // later state epoch supersedes one of an earlier, whatever their leader epochs.
 func TestStateEpochs(t *testing.T) {
-	if got := NextStateEpoch(Snapshot{}, false); got != 1 {
+	if got := NextStateEpoch(Summary{}, false); got != 1 {
 		t.Errorf("reset of no state: state epoch %d", got)
 	}
 	prev := Snapshot{StateEpoch: 4, LeaderEpoch: 9, Start: 2, Batches: []StateBatch{{First: 2, Last: 3, State: Acknowledged, DeliveryCount: 1}}}
-	reset := Snapshot{StateEpoch: NextStateEpoch(prev, true), LeaderEpoch: 5}
+	reset := Snapshot{StateEpoch: NextStateEpoch(Summary{StateEpoch: prev.StateEpoch}, true), LeaderEpoch: 5}
 	if reset.StateEpoch != 5 {
 		t.Errorf("reset: %+v", reset)
 	}

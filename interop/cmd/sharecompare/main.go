@@ -236,7 +236,8 @@ func (s *system) runAll(ctx context.Context) []result {
 }
 
 // shown are the response fields compared besides error codes and messages.
-var shown = []string{"MemberEpoch", "StartOffset", "Lag", "GroupState", "AuthorizedOperations", "AcquiredRecords"}
+var shown = []string{"MemberEpoch", "StartOffset", "Lag", "GroupState", "AuthorizedOperations", "AcquiredRecords",
+	"LeaderEpoch", "StateEpoch", "DeliveryCompleteCount"}
 
 // flatten renders the error codes, messages and shown fields of a response, in
 // field order, with names of this system's topics and groups made generic.

@@ -110,6 +110,22 @@ func deleteOffsets(group string, topics ...string) func(e *env) kmsg.Request {
 	}
 }
 
+// readSummary is a ReadShareGroupStateSummary (key 87) of group's share
+// partition of topic (its coordinator: both systems are one node).
+func readSummary(group, topic string, partition int32) func(e *env) kmsg.Request {
+	return func(e *env) kmsg.Request {
+		req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+		req.GroupID = names(e, group)
+		t := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+		t.TopicID = topicID(e, topic)
+		p := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+		p.Partition = partition
+		t.Partitions = append(t.Partitions, p)
+		req.Topics = append(req.Topics, t)
+		return req
+	}
+}
+
 // shareFetch is a ShareFetch of member of group in session epoch for topic's
 // partition, with acks (first, last, type) triples.
 func shareFetch(group, member string, epoch int32, topic string, partition int32, acks ...int64) func(e *env) kmsg.Request {
@@ -233,6 +249,16 @@ func steps() []step {
 		{name: "offsets: alice, group not allowed", user: "alice", req: describeOffsets("G", "U", 0)},
 		{name: "offsets: alice, topic not describable", user: "alice", req: describeOffsets("A", "T", 0)},
 
+		// ReadShareGroupStateSummary (87), the share coordinator's answer behind
+		// DescribeShareGroupOffsets.
+		{name: "summary: share partition", req: readSummary("G", "T", 0)},
+		{name: "summary: unknown group", req: readSummary("nogroup", "T", 0)},
+		{name: "summary: unknown topic id", req: readSummary("G", "X", 0)},
+		{name: "summary: partition 9", req: readSummary("G", "T", 9)},
+		{name: "summary: partition -1", req: readSummary("G", "T", -1)},
+		{name: "summary: empty group id", req: readSummary("", "T", 0)},
+		{name: "summary: alice, no CLUSTER_ACTION", user: "alice", req: readSummary("A", "U", 0)},
+
 		// AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92).
 		{name: "alter: group with members", req: alterOffsets("G", "T", 0, 3)},
 		{name: "delete: group with members", req: deleteOffsets("G", "T")},
@@ -241,6 +267,7 @@ func steps() []step {
 		{name: "alter: unknown group (created)", req: alterOffsets("newgroup", "T", 0, 3)},
 		{name: "describe: the altered group", req: describeGroups("newgroup")},
 		{name: "offsets: the altered group", req: describeOffsets("newgroup", "T", 0)},
+		{name: "summary: the altered group", req: readSummary("newgroup", "T", 0)},
 		{name: "alter: unknown topic", req: alterOffsets("newgroup", "notopic", 0, 3)},
 		{name: "alter: partition 9", req: alterOffsets("newgroup", "T", 9, 3)},
 		{name: "alter: negative offset", req: alterOffsets("newgroup", "T", 1, -5)},
