@@ -172,7 +172,7 @@ func (x *scramExchange) Step(in []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w: SCRAM exchange already finished", ErrMalformed)
 }
 
-func (x *scramExchange) Done() bool           { return x.authenticated }
+func (x *scramExchange) Done() bool { return x.authenticated }
 
 // TokenOwner is the principal a delegation token login authenticated as, the
 // token's owner; ok is false for a user's login.
