@@ -24,7 +24,8 @@ func (c *Controller) sessions(now time.Time) *liveness {
 // (and whenever woken) it runs the leader watch of a follower voter
 // (leader_watch.go) and, while this node is the active controller, probes
 // suspect brokers (probe.go), fences brokers whose session is over and elects
-// leaders for leaderless partitions of topics that allow unclean election. Every
+// leaders for leaderless partitions of topics that allow unclean election and
+// removes expired delegation tokens. Every
 // LeaderImbalanceCheckInterval (if set) the active controller moves
 // leadership back to preferred replicas.
 func (c *Controller) superviseBrokers() {
@@ -54,6 +55,7 @@ func (c *Controller) superviseBrokers() {
 			c.probeSuspects()
 			c.logDutyError("fencing expired brokers", c.fenceExpired())
 			c.logDutyError("unclean leader election", c.electUnclean())
+			c.logDutyError("removing expired delegation tokens", c.sweepExpiredTokens())
 		}
 	}
 }
