@@ -196,8 +196,8 @@ func NewTokenID(rnd io.Reader) (string, error) {
 }
 
 // CreateDelegationToken creates a token (PlanCreateDelegationToken) and
-// returns it.
-func (c *Controller) CreateDelegationToken(ctx context.Context, req CreateToken) (metadata.DelegationToken, error) {
+// returns it with its HMAC.
+func (c *Controller) CreateDelegationToken(ctx context.Context, req CreateToken) (metadata.DelegationToken, []byte, error) {
 	var tok metadata.DelegationToken
 	var planErr error
 	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
@@ -212,7 +212,10 @@ func (c *Controller) CreateDelegationToken(ctx context.Context, req CreateToken)
 	if err == nil {
 		err = planErr
 	}
-	return tok, err
+	if err != nil {
+		return metadata.DelegationToken{}, nil, err
+	}
+	return tok, sasl.TokenHMAC(c.cfg.Tokens.SecretKey, tok.ID), nil
 }
 
 // RenewDelegationToken renews a token (PlanRenewDelegationToken) and returns

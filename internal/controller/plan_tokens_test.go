@@ -170,11 +170,15 @@ func TestControllerRemovesExpiredTokens(t *testing.T) {
 	cl := sessionCluster(t, clock, func(c *Config) { c.Tokens = testTokenConfig })
 	var short, long metadata.DelegationToken
 	cl.retry(func(c *Controller) (err error) {
-		short, err = c.CreateDelegationToken(ctxT(t), CreateToken{Owner: "User:alice", Requester: "User:alice"})
+		short, _, err = c.CreateDelegationToken(ctxT(t), CreateToken{Owner: "User:alice", Requester: "User:alice"})
 		return err
 	})
 	cl.retry(func(c *Controller) (err error) {
-		long, err = c.CreateDelegationToken(ctxT(t), CreateToken{Owner: "User:bob", Requester: "User:bob"})
+		var hmac []byte
+		long, hmac, err = c.CreateDelegationToken(ctxT(t), CreateToken{Owner: "User:bob", Requester: "User:bob"})
+		if err == nil && string(hmac) != string(sasl.TokenHMAC(testTokenSecret, long.ID)) {
+			t.Errorf("CreateDelegationToken's HMAC is not the token's")
+		}
 		return err
 	})
 	if short.ID == long.ID || short.IssueTimestamp != clock.Now().UnixMilli() || short.ExpiryTimestamp != clock.Now().Add(time.Hour).UnixMilli() {

@@ -1,0 +1,46 @@
+package handlers
+
+// ExpireDelegationToken (key 40), v1-v2 (v2 flexible): the owner or a
+// renewer expires a token now (a negative period: the token is removed) or
+// after a period (never past its maximum lifetime). Refused as
+// CreateDelegationToken is; then the active controller expires it:
+// DELEGATION_TOKEN_NOT_FOUND, DELEGATION_TOKEN_EXPIRED,
+// DELEGATION_TOKEN_OWNER_MISMATCH or DELEGATION_TOKEN_AUTH_DISABLED.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
+)
+
+func (h *Handlers) expireDelegationToken(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.ExpireDelegationTokenRequest)
+	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
+	if !onLink(ctx) {
+		if !tokenRequestsAllowed(c) {
+			resp.ErrorCode, resp.ExpiryTimestamp = kerr.DelegationTokenRequestNotAllowed.Code, -1
+			return reply(resp)
+		}
+		fwd := *req
+		fwd.Version, fwd.UnknownTags = req.MaxVersion(), withPrincipal(c.Principal())
+		return h.forwardToken(ctx, r, &fwd)
+	}
+	if resp, ok := h.forwardIfNotController(ctx, r); ok {
+		return resp
+	}
+	principal := forwardedPrincipal(&req.UnknownTags)
+	if principal == "" {
+		resp.ErrorCode, resp.ExpiryTimestamp = kerr.InvalidRequest.Code, -1
+		return reply(resp)
+	}
+	expiry, err := h.cluster.ExpireDelegationToken(ctx, principal, req.HMAC, req.ExpiryPeriodMillis)
+	h.awaitLocalApply(ctx)
+	resp.ErrorCode, resp.ExpiryTimestamp = errorCode(err), expiry
+	if err != nil {
+		resp.ExpiryTimestamp = -1
+	}
+	return reply(resp)
+}

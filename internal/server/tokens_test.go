@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-stream/strata/internal/sasl"
+)
+
+// TestDelegationTokens runs a node with SCRAM, ACLs and a token secret key:
+// alice creates a token, a client logs in with it (franz-go's
+// scram.Auth.IsToken) and acts as alice, may not create or renew tokens from
+// that session, bob may neither see nor renew alice's token, and after alice
+// expires it the token no longer logs in.
+func TestDelegationTokens(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.SASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512"
+	cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=a]", "SCRAM-SHA-512=[name=alice,password=al]", "SCRAM-SHA-512=[name=bob,password=b]"}
+	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
+	cfg.DelegationTokenSecretKey = "cluster-token-key"
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	login := func(a scram.Auth) *kgo.Client {
+		cl, _ := n.client(t, kgo.SASL(a.AsSha512Mechanism()), kgo.RequestRetries(0))
+		return cl
+	}
+	admin, alice, bob := login(scram.Auth{User: "admin", Pass: "a"}), login(scram.Auth{User: "alice", Pass: "al"}), login(scram.Auth{User: "bob", Pass: "b"})
+
+	// alice may describe the cluster's topics; nothing else.
+	acl := kmsg.NewPtrCreateACLsRequest()
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral
+	c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow
+	acl.Creations = append(acl.Creations, c)
+	if _, err := acl.RequestWith(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+
+	create := kmsg.NewPtrCreateDelegationTokenRequest()
+	renewer := kmsg.NewCreateDelegationTokenRequestRenewer()
+	renewer.PrincipalType, renewer.PrincipalName = "User", "carol"
+	create.Renewers, create.MaxLifetimeMillis = append(create.Renewers, renewer), -1
+	created, err := create.RequestWith(ctx, alice)
+	if err != nil || created.ErrorCode != 0 {
+		t.Fatalf("alice creates a token: %v %+v", err, created)
+	}
+	if created.PrincipalName != "alice" || created.TokenRequesterPrincipalName != "alice" ||
+		string(created.HMAC) != string(sasl.TokenHMAC(cfg.DelegationTokenSecretKey, created.TokenID)) ||
+		created.ExpiryTimestamp-created.IssueTimestamp != (24*time.Hour).Milliseconds() ||
+		created.MaxTimestamp-created.IssueTimestamp != (7*24*time.Hour).Milliseconds() {
+		t.Fatalf("created %+v", created)
+	}
+
+	// Owner other than the requester: CREATE_TOKENS on User:carol needed.
+	forCarol := kmsg.NewPtrCreateDelegationTokenRequest()
+	forCarol.OwnerPrincipalType, forCarol.OwnerPrincipalName = kmsg.StringPtr("User"), kmsg.StringPtr("carol")
+	if r, err := forCarol.RequestWith(ctx, bob); err != nil || r.ErrorCode != kerr.DelegationTokenAuthorizationFailed.Code {
+		t.Errorf("bob creates for carol: %v %+v, want DELEGATION_TOKEN_AUTHORIZATION_FAILED", err, r)
+	}
+	if r, err := forCarol.RequestWith(ctx, admin); err != nil || r.ErrorCode != 0 || r.PrincipalName != "carol" || r.TokenRequesterPrincipalName != "admin" {
+		t.Errorf("admin creates for carol: %v %+v", err, r)
+	}
+
+	tokenAuth := scram.Auth{User: created.TokenID, Pass: sasl.TokenPassword(created.HMAC), IsToken: true}
+	tok := login(tokenAuth)
+	// Served as alice: DESCRIBE on topics allowed, CREATE not.
+	mk := kmsg.NewPtrCreateTopicsRequest()
+	mt := kmsg.NewCreateTopicsRequestTopic()
+	mt.Topic, mt.NumPartitions, mt.ReplicationFactor = "by-token", 1, 1
+	mk.Topics = append(mk.Topics, mt)
+	if r, err := mk.RequestWith(ctx, tok); err != nil || r.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("CreateTopics over the token: %v %+v, want alice's TOPIC_AUTHORIZATION_FAILED", err, r)
+	}
+	if r, err := create.RequestWith(ctx, tok); err != nil || r.ErrorCode != kerr.DelegationTokenRequestNotAllowed.Code {
+		t.Errorf("token session creates a token: %v %+v, want DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", err, r)
+	}
+	renew := kmsg.NewPtrRenewDelegationTokenRequest()
+	renew.HMAC, renew.RenewTimeMillis = created.HMAC, -1
+	if r, err := renew.RequestWith(ctx, tok); err != nil || r.ErrorCode != kerr.DelegationTokenRequestNotAllowed.Code {
+		t.Errorf("token session renews: %v %+v, want DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", err, r)
+	}
+	if r, err := renew.RequestWith(ctx, bob); err != nil || r.ErrorCode != kerr.DelegationTokenOwnerMismatch.Code {
+		t.Errorf("bob renews alice's token: %v %+v, want DELEGATION_TOKEN_OWNER_MISMATCH", err, r)
+	}
+	if r, err := renew.RequestWith(ctx, alice); err != nil || r.ErrorCode != 0 || r.ExpiryTimestamp < created.ExpiryTimestamp {
+		t.Errorf("alice renews: %v %+v", err, r)
+	}
+
+	describe := func(cl *kgo.Client) []string {
+		r, err := kmsg.NewPtrDescribeDelegationTokenRequest().RequestWith(ctx, cl)
+		if err != nil || r.ErrorCode != 0 {
+			t.Fatalf("describe: %v %+v", err, r)
+		}
+		var owners []string
+		for _, d := range r.TokenDetails {
+			owners = append(owners, d.PrincipalName)
+		}
+		return owners
+	}
+	if got := describe(alice); len(got) != 1 || got[0] != "alice" {
+		t.Errorf("alice describes %v, want her token", got)
+	}
+	if got := describe(bob); len(got) != 0 {
+		t.Errorf("bob describes %v, want none", got)
+	}
+	if got := describe(admin); len(got) != 2 {
+		t.Errorf("admin describes %v, want both tokens", got)
+	}
+
+	expire := kmsg.NewPtrExpireDelegationTokenRequest()
+	expire.HMAC, expire.ExpiryPeriodMillis = created.HMAC, -1
+	if r, err := expire.RequestWith(ctx, alice); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("alice expires: %v %+v", err, r)
+	}
+	if r, err := renew.RequestWith(ctx, alice); err != nil || r.ErrorCode != kerr.DelegationTokenNotFound.Code {
+		t.Errorf("renew after expiry: %v %+v, want DELEGATION_TOKEN_NOT_FOUND", err, r)
+	}
+	fresh, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.SASL(tokenAuth.AsSha512Mechanism()), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, fresh); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("login with the expired token: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}
