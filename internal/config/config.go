@@ -109,6 +109,9 @@ type Config struct {
 	// (delegation.token.expiry.time.ms).
 	DelegationTokenMaxLifetime time.Duration
 	DelegationTokenExpiryTime  time.Duration
+	// DelegationTokenExpiryCheckInterval is how often the active controller
+	// removes expired tokens (delegation.token.expiry.check.interval.ms).
+	DelegationTokenExpiryCheckInterval time.Duration
 	// OAUTHBEARER token validation: the JWKS (file or http(s) URL), the expected
 	// issuer and audience (empty: not checked) and the claim naming the principal.
 	OAuthJWKS           string
@@ -195,6 +198,7 @@ func Default() Config {
 		OAuthPrincipalClaim:                  "sub",
 		DelegationTokenMaxLifetime:           7 * 24 * time.Hour,
 		DelegationTokenExpiryTime:            24 * time.Hour,
+		DelegationTokenExpiryCheckInterval:   time.Hour,
 		LogCleanupInterval:                   time.Minute,
 		BrokerHeartbeatInterval:              time.Second,
 		BrokerSessionTimeout:                 9 * time.Second,
@@ -248,6 +252,7 @@ func (c *Config) options() []option {
 		{"delegation-token-secret-key", "key of delegation tokens' HMACs, the same on every node (delegation.token.secret.key; empty: tokens off; prefer the env var)", stringValue{&c.DelegationTokenSecretKey}},
 		{"delegation-token-max-lifetime", "longest life of a delegation token, renewals included (delegation.token.max.lifetime.ms)", durationValue{&c.DelegationTokenMaxLifetime}},
 		{"delegation-token-expiry-time", "life of a delegation token from its creation or last renewal (delegation.token.expiry.time.ms)", durationValue{&c.DelegationTokenExpiryTime}},
+		{"delegation-token-expiry-check-interval", "how often the active controller removes expired delegation tokens (delegation.token.expiry.check.interval.ms)", durationValue{&c.DelegationTokenExpiryCheckInterval}},
 		{"oauthbearer-jwks", "JWKS file or http(s) URL whose keys sign OAUTHBEARER tokens", stringValue{&c.OAuthJWKS}},
 		{"oauthbearer-issuer", "required iss claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthIssuer}},
 		{"oauthbearer-audience", "required aud claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthAudience}},
@@ -583,9 +588,9 @@ func (c *Config) validateSASL() []error {
 			errs = append(errs, fmt.Errorf("add-scram: %w", err))
 		}
 	}
-	if c.DelegationTokenMaxLifetime <= 0 || c.DelegationTokenExpiryTime <= 0 {
-		errs = append(errs, fmt.Errorf("delegation-token-max-lifetime and delegation-token-expiry-time must be positive, got %v and %v",
-			c.DelegationTokenMaxLifetime, c.DelegationTokenExpiryTime))
+	if c.DelegationTokenMaxLifetime <= 0 || c.DelegationTokenExpiryTime <= 0 || c.DelegationTokenExpiryCheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("delegation-token-max-lifetime, -expiry-time and -expiry-check-interval must be positive, got %v, %v and %v",
+			c.DelegationTokenMaxLifetime, c.DelegationTokenExpiryTime, c.DelegationTokenExpiryCheckInterval))
 	}
 	if c.SASLSessionLifetime < 0 {
 		errs = append(errs, fmt.Errorf("sasl-session-lifetime must not be negative, got %v", c.SASLSessionLifetime))

@@ -32,12 +32,18 @@ type TokenConfig struct {
 	// ExpiryTime is how long a token lives from its creation or last renewal
 	// (delegation.token.expiry.time.ms, 24 hours), and the longest renewal.
 	ExpiryTime time.Duration
+	// ExpiryCheckInterval is how often the active controller removes the
+	// tokens past their expiry (delegation.token.expiry.check.interval.ms, 1
+	// hour). Until then an expired token answers DELEGATION_TOKEN_EXPIRED to
+	// renewals and is still described, as in Kafka; it no longer logs in.
+	ExpiryCheckInterval time.Duration
 }
 
 // Default token lifetimes, Kafka's.
 const (
 	DefaultTokenMaxLifetime = 7 * 24 * time.Hour
 	DefaultTokenExpiryTime  = 24 * time.Hour
+	DefaultTokenExpiryCheck = time.Hour
 )
 
 func (c TokenConfig) withDefaults() TokenConfig {
@@ -46,6 +52,9 @@ func (c TokenConfig) withDefaults() TokenConfig {
 	}
 	if c.ExpiryTime == 0 {
 		c.ExpiryTime = DefaultTokenExpiryTime
+	}
+	if c.ExpiryCheckInterval == 0 {
+		c.ExpiryCheckInterval = DefaultTokenExpiryCheck
 	}
 	return c
 }

@@ -167,7 +167,10 @@ func TestPlanSweepDelegationTokens(t *testing.T) {
 // the (fake) clock passes its expiry, while a renewed one stays.
 func TestControllerRemovesExpiredTokens(t *testing.T) {
 	clock := newFakeClock()
-	cl := sessionCluster(t, clock, func(c *Config) { c.Tokens = testTokenConfig })
+	cl := sessionCluster(t, clock, func(c *Config) {
+		c.Tokens = testTokenConfig
+		c.Tokens.ExpiryCheckInterval = 20 * time.Millisecond
+	})
 	var short, long metadata.DelegationToken
 	cl.retry(func(c *Controller) (err error) {
 		short, _, err = c.CreateDelegationToken(ctxT(t), CreateToken{Owner: "User:alice", Requester: "User:alice"})

@@ -24,8 +24,8 @@ func (c *Controller) sessions(now time.Time) *liveness {
 // (and whenever woken) it runs the leader watch of a follower voter
 // (leader_watch.go) and, while this node is the active controller, probes
 // suspect brokers (probe.go), fences brokers whose session is over and elects
-// leaders for leaderless partitions of topics that allow unclean election and
-// removes expired delegation tokens. Every
+// leaders for leaderless partitions of topics that allow unclean election. Every
+// Tokens.ExpiryCheckInterval it removes expired delegation tokens. Every
 // LeaderImbalanceCheckInterval (if set) the active controller moves
 // leadership back to preferred replicas.
 func (c *Controller) superviseBrokers() {
@@ -38,12 +38,23 @@ func (c *Controller) superviseBrokers() {
 		defer t.Stop()
 		rebalance = t.C
 	}
+	var sweepTokens <-chan time.Time
+	if c.cfg.Tokens.SecretKey != "" {
+		t := time.NewTicker(c.cfg.Tokens.withDefaults().ExpiryCheckInterval)
+		defer t.Stop()
+		sweepTokens = t.C
+	}
 	for {
 		select {
 		case <-c.done:
 			return
 		case <-check.C:
 		case <-c.wake:
+		case <-sweepTokens:
+			if c.IsLeader() {
+				c.logDutyError("removing expired delegation tokens", c.sweepExpiredTokens())
+			}
+			continue
 		case <-rebalance:
 			if c.IsLeader() {
 				c.logDutyError("preferred leader election", c.rebalanceLeaders())
@@ -55,7 +66,6 @@ func (c *Controller) superviseBrokers() {
 			c.probeSuspects()
 			c.logDutyError("fencing expired brokers", c.fenceExpired())
 			c.logDutyError("unclean leader election", c.electUnclean())
-			c.logDutyError("removing expired delegation tokens", c.sweepExpiredTokens())
 		}
 	}
 }

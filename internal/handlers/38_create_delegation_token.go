@@ -6,7 +6,8 @@ package handlers
 // client certificate, or authenticated with a token; a token for another
 // owner needs CREATE_TOKENS on the owner's User resource
 // (DELEGATION_TOKEN_AUTHORIZATION_FAILED); renewers must be User principals
-// (INVALID_PRINCIPAL_TYPE). Then the active controller creates it
+// (INVALID_PRINCIPAL_TYPE); an owner name without a type is INVALID_REQUEST
+// (Kafka 4.4: UNKNOWN_SERVER_ERROR). Then the active controller creates it
 // (DELEGATION_TOKEN_AUTH_DISABLED without a token secret key) and the answer
 // carries the token's id and HMAC.
 
@@ -36,6 +37,10 @@ func (h *Handlers) createDelegationToken(ctx context.Context, c *protocol.ConnIn
 			return reply(resp)
 		}
 		switch {
+		case req.OwnerPrincipalType == nil && req.OwnerPrincipalName != nil && *req.OwnerPrincipalName != "":
+			// Kafka 4.4 fails on the null type (UNKNOWN_SERVER_ERROR).
+			owner = requester
+			return refuse(kerr.InvalidRequest.Code)
 		case !tokenRequestsAllowed(c):
 			return refuse(kerr.DelegationTokenRequestNotAllowed.Code)
 		case owner != requester && !h.authorize(ctx, c, kmsg.ACLOperationCreateTokens, kmsg.ACLResourceTypeUser, owner):

@@ -37,9 +37,7 @@ func (h *Handlers) renewDelegationToken(ctx context.Context, c *protocol.ConnInf
 	}
 	expiry, err := h.cluster.RenewDelegationToken(ctx, principal, req.HMAC, req.RenewTimeMillis)
 	h.awaitLocalApply(ctx)
+	// A refusal by the controller carries expiry 0, as Kafka's does.
 	resp.ErrorCode, resp.ExpiryTimestamp = errorCode(err), expiry
-	if err != nil {
-		resp.ExpiryTimestamp = -1
-	}
 	return reply(resp)
 }

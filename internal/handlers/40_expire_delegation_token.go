@@ -38,9 +38,7 @@ func (h *Handlers) expireDelegationToken(ctx context.Context, c *protocol.ConnIn
 	}
 	expiry, err := h.cluster.ExpireDelegationToken(ctx, principal, req.HMAC, req.ExpiryPeriodMillis)
 	h.awaitLocalApply(ctx)
+	// A refusal by the controller carries expiry 0, as Kafka's does.
 	resp.ErrorCode, resp.ExpiryTimestamp = errorCode(err), expiry
-	if err != nil {
-		resp.ExpiryTimestamp = -1
-	}
 	return reply(resp)
 }

@@ -216,8 +216,8 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
 		Logger:                       n.log, // the controller and its Raft adapter name their own components
-		Tokens: controller.TokenConfig{SecretKey: cfg.DelegationTokenSecretKey,
-			MaxLifetime: cfg.DelegationTokenMaxLifetime, ExpiryTime: cfg.DelegationTokenExpiryTime},
+		Tokens: controller.TokenConfig{SecretKey: cfg.DelegationTokenSecretKey, MaxLifetime: cfg.DelegationTokenMaxLifetime,
+			ExpiryTime: cfg.DelegationTokenExpiryTime, ExpiryCheckInterval: cfg.DelegationTokenExpiryCheckInterval},
 	}
 	if ctrlCfg.Observer {
 		ctrlCfg.Voters = nil
