@@ -252,12 +252,16 @@ var authzMatrix = map[int16]matrixCase{
 		r := kmsg.NewPtrRenewDelegationTokenRequest()
 		r.HMAC = []byte("unknown")
 		return r
-	}, nil, func(r kmsg.Response) int16 { return tokenNotFoundIsNone(r.(*kmsg.RenewDelegationTokenResponse).ErrorCode) }},
+	}, nil, func(r kmsg.Response) int16 {
+		return tokenNotFoundIsNone(r.(*kmsg.RenewDelegationTokenResponse).ErrorCode)
+	}},
 	40: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrExpireDelegationTokenRequest()
 		r.HMAC = []byte("unknown")
 		return r
-	}, nil, func(r kmsg.Response) int16 { return tokenNotFoundIsNone(r.(*kmsg.ExpireDelegationTokenResponse).ErrorCode) }},
+	}, nil, func(r kmsg.Response) int16 {
+		return tokenNotFoundIsNone(r.(*kmsg.ExpireDelegationTokenResponse).ErrorCode)
+	}},
 	41: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeDelegationTokenRequest() },
 		nil, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeDelegationTokenResponse).ErrorCode }},
 	50: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
