@@ -275,3 +275,59 @@ func TestDelegationTokensDisabled(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardedPrincipalOnTheWire: the requester's principal survives the
+// controller link's encoding of each forwarded token request (a tag of the
+// flexible version the link sends), and a client's request names none.
+func TestForwardedPrincipalOnTheWire(t *testing.T) {
+	for _, req := range []interface {
+		kmsg.Request
+		tags() *kmsg.Tags
+	}{
+		&createTags{kmsg.NewPtrCreateDelegationTokenRequest()},
+		&renewTags{kmsg.NewPtrRenewDelegationTokenRequest()},
+		&expireTags{kmsg.NewPtrExpireDelegationTokenRequest()},
+	} {
+		req.SetVersion(req.MaxVersion())
+		*req.tags() = withPrincipal("User:alice")
+		b := req.AppendTo(nil)
+		fresh := kmsg.RequestForKey(req.Key())
+		fresh.SetVersion(req.MaxVersion())
+		if err := fresh.ReadFrom(b); err != nil {
+			t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+		}
+		var tags *kmsg.Tags
+		switch r := fresh.(type) {
+		case *kmsg.CreateDelegationTokenRequest:
+			tags = &r.UnknownTags
+		case *kmsg.RenewDelegationTokenRequest:
+			tags = &r.UnknownTags
+		case *kmsg.ExpireDelegationTokenRequest:
+			tags = &r.UnknownTags
+		}
+		if p := forwardedPrincipal(tags); p != "User:alice" {
+			t.Errorf("%s: forwarded principal %q after decoding, want User:alice", kmsg.NameForKey(req.Key()), p)
+		}
+		if p := forwardedPrincipal(&kmsg.Tags{}); p != "" {
+			t.Errorf("no tags: principal %q", p)
+		}
+	}
+}
+
+type createTags struct {
+	*kmsg.CreateDelegationTokenRequest
+}
+
+func (r *createTags) tags() *kmsg.Tags { return &r.UnknownTags }
+
+type renewTags struct {
+	*kmsg.RenewDelegationTokenRequest
+}
+
+func (r *renewTags) tags() *kmsg.Tags { return &r.UnknownTags }
+
+type expireTags struct {
+	*kmsg.ExpireDelegationTokenRequest
+}
+
+func (r *expireTags) tags() *kmsg.Tags { return &r.UnknownTags }
