@@ -10,7 +10,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
@@ -18,27 +17,21 @@ import (
 
 func (h *Handlers) expireDelegationToken(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.ExpireDelegationTokenRequest)
+	out, done, code, expiry := h.serveTokenChange(ctx, c, r, tokenChange{
+		forward: func(principal string) kmsg.Request {
+			fwd := *req
+			fwd.Version, fwd.UnknownTags = req.MaxVersion(), withPrincipal(principal)
+			return &fwd
+		},
+		tags: &req.UnknownTags,
+		change: func(ctx context.Context, principal string) (int64, error) {
+			return h.cluster.ExpireDelegationToken(ctx, principal, req.HMAC, req.ExpiryPeriodMillis)
+		},
+	})
+	if done {
+		return out
+	}
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-	if !onLink(ctx) {
-		if !tokenRequestsAllowed(c) {
-			resp.ErrorCode, resp.ExpiryTimestamp = kerr.DelegationTokenRequestNotAllowed.Code, -1
-			return reply(resp)
-		}
-		fwd := *req
-		fwd.Version, fwd.UnknownTags = req.MaxVersion(), withPrincipal(c.Principal())
-		return h.forwardToken(ctx, r, &fwd)
-	}
-	if resp, ok := h.forwardIfNotController(ctx, r); ok {
-		return resp
-	}
-	principal := forwardedPrincipal(&req.UnknownTags)
-	if principal == "" {
-		resp.ErrorCode, resp.ExpiryTimestamp = kerr.InvalidRequest.Code, -1
-		return reply(resp)
-	}
-	expiry, err := h.cluster.ExpireDelegationToken(ctx, principal, req.HMAC, req.ExpiryPeriodMillis)
-	h.awaitLocalApply(ctx)
-	// A refusal by the controller carries expiry 0, as Kafka's does.
-	resp.ErrorCode, resp.ExpiryTimestamp = errorCode(err), expiry
+	resp.ErrorCode, resp.ExpiryTimestamp = code, expiry
 	return reply(resp)
 }

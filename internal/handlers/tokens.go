@@ -16,6 +16,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/certs"
@@ -73,4 +74,38 @@ func onLink(ctx context.Context) bool { return ctx.Value(onLinkKey{}) != nil }
 func splitPrincipal(p string) (typ, name string) {
 	typ, name, _ = strings.Cut(p, ":")
 	return typ, name
+}
+
+// tokenChange is a RenewDelegationToken or ExpireDelegationToken request.
+type tokenChange struct {
+	// forward is a copy of the request to forward, naming principal.
+	forward func(principal string) kmsg.Request
+	tags    *kmsg.Tags // the request's tags, on the controller link
+	// change renews or expires the token as principal and returns its
+	// expiry.
+	change func(ctx context.Context, principal string) (int64, error)
+}
+
+// serveTokenChange serves a renewal or expiry: it refuses it
+// (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, expiry -1) or forwards it on the
+// client's side, and changes the token on the controller link. done reports
+// that resp is the answer; else code and expiry are, for the caller's
+// response (a refusal by the controller carries expiry 0, as Kafka's does).
+func (h *Handlers) serveTokenChange(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request, tc tokenChange) (resp protocol.Response, done bool, code int16, expiry int64) {
+	if !onLink(ctx) {
+		if !tokenRequestsAllowed(c) {
+			return protocol.Response{}, false, kerr.DelegationTokenRequestNotAllowed.Code, -1
+		}
+		return h.forwardToken(ctx, r, tc.forward(c.Principal())), true, 0, 0
+	}
+	if resp, ok := h.forwardIfNotController(ctx, r); ok {
+		return resp, true, 0, 0
+	}
+	principal := forwardedPrincipal(tc.tags)
+	if principal == "" {
+		return protocol.Response{}, false, kerr.InvalidRequest.Code, -1
+	}
+	expiry, err := tc.change(ctx, principal)
+	h.awaitLocalApply(ctx)
+	return protocol.Response{}, false, errorCode(err), expiry
 }

@@ -43,19 +43,19 @@ func (c *tokenCluster) CreateDelegationToken(_ context.Context, req controller.C
 }
 
 func (c *tokenCluster) RenewDelegationToken(_ context.Context, principal string, hmac []byte, period int64) (int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	recs, ex, err := controller.PlanRenewDelegationToken(c.img, c.cfg, c.now, principal, hmac, period)
-	if err == nil {
-		err = c.apply(recs, false)
-	}
-	return ex, err
+	return c.change(controller.PlanRenewDelegationToken, principal, hmac, period)
 }
 
 func (c *tokenCluster) ExpireDelegationToken(_ context.Context, principal string, hmac []byte, period int64) (int64, error) {
+	return c.change(controller.PlanExpireDelegationToken, principal, hmac, period)
+}
+
+type tokenPlan func(*metadata.Image, controller.TokenConfig, time.Time, string, []byte, int64) ([]metadata.Record, int64, error)
+
+func (c *tokenCluster) change(plan tokenPlan, principal string, hmac []byte, period int64) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs, ex, err := controller.PlanExpireDelegationToken(c.img, c.cfg, c.now, principal, hmac, period)
+	recs, ex, err := plan(c.img, c.cfg, c.now, principal, hmac, period)
 	if err == nil {
 		err = c.apply(recs, false)
 	}
