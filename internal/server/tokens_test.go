@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/sasl"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestDelegationTokens runs a node with SCRAM, ACLs and a token secret key:
@@ -130,5 +132,69 @@ func TestDelegationTokens(t *testing.T) {
 	defer fresh.Close()
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, fresh); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("login with the expired token: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}
+
+// TestClusterDelegationTokens: on three nodes, token requests sent to brokers
+// that are not the active controller are forwarded to it over the controller
+// link with the requester's principal (a renewal by someone else is refused,
+// by the owner accepted), and the token logs in on every node.
+func TestClusterDelegationTokens(t *testing.T) {
+	c := startCluster(t, 3, func(i int, cfg *config.Config) {
+		cfg.SASLMechanisms = "SCRAM-SHA-512"
+		cfg.InterBrokerSASL = "SCRAM-SHA-512=[name=broker,password=broker-secret]"
+		cfg.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=al]", "SCRAM-SHA-512=[name=bob,password=b]"}
+		cfg.DelegationTokenSecretKey = "cluster-key"
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var others []int32 // brokers whose controller is not the active one
+	for _, n := range c.nodes {
+		if !n.ctrl.IsLeader() {
+			others = append(others, n.cfg.NodeID)
+		}
+	}
+	if len(others) < 2 {
+		t.Fatalf("followers %v: want two", others)
+	}
+	alice, _ := c.client(kgo.SASL(scram.Auth{User: "alice", Pass: "al"}.AsSha512Mechanism()), kgo.RequestRetries(0))
+	bob, _ := c.client(kgo.SASL(scram.Auth{User: "bob", Pass: "b"}.AsSha512Mechanism()), kgo.RequestRetries(0))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, alice); err != nil { // learn the brokers
+		t.Fatal(err)
+	}
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := alice.Broker(int(others[0])).Request(ctx, kmsg.NewPtrCreateDelegationTokenRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := resp.(*kmsg.CreateDelegationTokenResponse)
+	if created.ErrorCode != 0 || created.PrincipalName != "alice" || created.TokenRequesterPrincipalName != "alice" {
+		t.Fatalf("create through node %d: %+v", others[0], created)
+	}
+	renew := kmsg.NewPtrRenewDelegationTokenRequest()
+	renew.HMAC, renew.RenewTimeMillis = created.HMAC, -1
+	if resp, err := bob.Broker(int(others[1])).Request(ctx, renew); err != nil || resp.(*kmsg.RenewDelegationTokenResponse).ErrorCode != kerr.DelegationTokenOwnerMismatch.Code {
+		t.Errorf("bob renews through node %d: %v %+v, want DELEGATION_TOKEN_OWNER_MISMATCH", others[1], err, resp)
+	}
+	if resp, err := alice.Broker(int(others[1])).Request(ctx, renew); err != nil || resp.(*kmsg.RenewDelegationTokenResponse).ErrorCode != 0 {
+		t.Errorf("alice renews through node %d: %v %+v", others[1], err, resp)
+	}
+	for _, n := range c.nodes {
+		wait.For(t, "the token on every node", func() bool {
+			_, ok := n.ctrl.Image().DelegationToken(created.TokenID)
+			return ok
+		})
+		tok, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.RequestRetries(0),
+			kgo.SASL(scram.Auth{User: created.TokenID, Pass: sasl.TokenPassword(created.HMAC), IsToken: true}.AsSha512Mechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, tok)
+		tok.Close()
+		if err != nil {
+			t.Errorf("token login on node %d: %v", n.cfg.NodeID, err)
+		}
 	}
 }
