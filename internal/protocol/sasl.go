@@ -28,6 +28,9 @@ package protocol
 //     expired closes the connection. A client that authenticated with
 //     SaslAuthenticate v1+ may re-authenticate (SaslHandshake and SaslAuthenticate
 //     again) at any time, as the same principal.
+//   - A SCRAM login with a delegation token (tokenauth=true) is served as the
+//     token's owner and marks the ConnInfo TokenAuthenticated; with a session
+//     lifetime, the session ends no later than the token expires.
 
 import (
 	"errors"
