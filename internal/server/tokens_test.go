@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strata-stream/strata/internal/certs"
+	"github.com/strata-stream/strata/internal/certs/certstest"
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/sasl"
 	"github.com/strata-stream/strata/internal/wait"
@@ -195,6 +201,50 @@ func TestClusterDelegationTokens(t *testing.T) {
 		tok.Close()
 		if err != nil {
 			t.Errorf("token login on node %d: %v", n.cfg.NodeID, err)
+		}
+	}
+}
+
+// TestDelegationTokensOverMutualTLS: a connection authenticated by its TLS
+// client certificate may create tokens (Kafka refuses only plaintext and
+// one-way TLS), owned by the certificate's principal; one without a
+// certificate on a one-way TLS listener may not.
+func TestDelegationTokensOverMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "tokens")
+	for _, mutual := range []bool{true, false} {
+		cfg := nodeConfig(filepath.Join(dir, fmt.Sprint(mutual)))
+		leaf := ca.Issue(t, fmt.Sprintf("node-%t", mutual), "broker-1")
+		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = leaf.CertFile, leaf.KeyFile, ca.File
+		if mutual {
+			cfg.TLSClientCAFile = ca.File
+		}
+		cfg.DelegationTokenSecretKey = "k"
+		n := startNode(t, cfg)
+		roots := x509.NewCertPool()
+		roots.AddCert(ca.Cert)
+		tlsCfg := &tls.Config{RootCAs: roots}
+		if mutual {
+			alice := ca.Issue(t, "alice", "alice")
+			r, err := certs.New(certs.Files{CertFile: alice.CertFile, KeyFile: alice.KeyFile, CAFile: ca.File}, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tlsCfg = r.ClientConfig()
+		}
+		cl, _ := n.client(t, kgo.DialTLSConfig(tlsCfg), kgo.RequestRetries(0))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err := kmsg.NewPtrCreateDelegationTokenRequest().RequestWith(ctx, cl)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, owner := int16(0), "alice"
+		if !mutual {
+			want, owner = kerr.DelegationTokenRequestNotAllowed.Code, "ANONYMOUS"
+		}
+		if resp.ErrorCode != want || resp.PrincipalName != owner {
+			t.Errorf("mutual TLS %t: %+v, want code %d owner %s", mutual, resp, want, owner)
 		}
 	}
 }
