@@ -100,6 +100,18 @@ type Config struct {
 	// InterBrokerSASL is the SCRAM credential (--add-scram syntax) this node's
 	// replica fetchers authenticate with to other brokers; created when absent.
 	InterBrokerSASL string
+	// DelegationTokenSecretKey keys delegation tokens' HMACs (KIP-48,
+	// delegation.token.secret.key); the same on every node. Empty: tokens are off.
+	DelegationTokenSecretKey string
+	// DelegationTokenMaxLifetime bounds a token's life however often it is
+	// renewed (delegation.token.max.lifetime.ms); DelegationTokenExpiryTime is
+	// how long it lives from its creation or last renewal
+	// (delegation.token.expiry.time.ms).
+	DelegationTokenMaxLifetime time.Duration
+	DelegationTokenExpiryTime  time.Duration
+	// DelegationTokenExpiryCheckInterval is how often the active controller
+	// removes expired tokens (delegation.token.expiry.check.interval.ms).
+	DelegationTokenExpiryCheckInterval time.Duration
 	// OAUTHBEARER token validation: the JWKS (file or http(s) URL), the expected
 	// issuer and audience (empty: not checked) and the claim naming the principal.
 	OAuthJWKS           string
@@ -184,6 +196,9 @@ func Default() Config {
 		TransactionStatePartitions:           50,
 		TransactionMaxTimeout:                15 * time.Minute,
 		OAuthPrincipalClaim:                  "sub",
+		DelegationTokenMaxLifetime:           7 * 24 * time.Hour,
+		DelegationTokenExpiryTime:            24 * time.Hour,
+		DelegationTokenExpiryCheckInterval:   time.Hour,
 		LogCleanupInterval:                   time.Minute,
 		BrokerHeartbeatInterval:              time.Second,
 		BrokerSessionTimeout:                 9 * time.Second,
@@ -234,6 +249,10 @@ func (c *Config) options() []option {
 		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: forever)", durationValue{&c.SASLSessionLifetime}},
 		{"sasl-plain-without-tls", "allow SASL PLAIN without TLS (passwords travel in the clear)", boolValue{&c.SASLPlainWithoutTLS}},
 		{"inter-broker-sasl", "SCRAM credential the replica fetchers use with SASL on, e.g. 'SCRAM-SHA-512=[name=broker,password=...]' (created if absent)", stringValue{&c.InterBrokerSASL}},
+		{"delegation-token-secret-key", "key of delegation tokens' HMACs, the same on every node (delegation.token.secret.key; empty: tokens off; prefer the env var)", stringValue{&c.DelegationTokenSecretKey}},
+		{"delegation-token-max-lifetime", "longest life of a delegation token, renewals included (delegation.token.max.lifetime.ms)", durationValue{&c.DelegationTokenMaxLifetime}},
+		{"delegation-token-expiry-time", "life of a delegation token from its creation or last renewal (delegation.token.expiry.time.ms)", durationValue{&c.DelegationTokenExpiryTime}},
+		{"delegation-token-expiry-check-interval", "how often the active controller removes expired delegation tokens (delegation.token.expiry.check.interval.ms)", durationValue{&c.DelegationTokenExpiryCheckInterval}},
 		{"oauthbearer-jwks", "JWKS file or http(s) URL whose keys sign OAUTHBEARER tokens", stringValue{&c.OAuthJWKS}},
 		{"oauthbearer-issuer", "required iss claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthIssuer}},
 		{"oauthbearer-audience", "required aud claim of OAUTHBEARER tokens (empty: not checked)", stringValue{&c.OAuthAudience}},
@@ -568,6 +587,10 @@ func (c *Config) validateSASL() []error {
 		if _, err := sasl.ParseScramSpec(spec); err != nil {
 			errs = append(errs, fmt.Errorf("add-scram: %w", err))
 		}
+	}
+	if c.DelegationTokenMaxLifetime <= 0 || c.DelegationTokenExpiryTime <= 0 || c.DelegationTokenExpiryCheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("delegation-token-max-lifetime, -expiry-time and -expiry-check-interval must be positive, got %v, %v and %v",
+			c.DelegationTokenMaxLifetime, c.DelegationTokenExpiryTime, c.DelegationTokenExpiryCheckInterval))
 	}
 	if c.SASLSessionLifetime < 0 {
 		errs = append(errs, fmt.Errorf("sasl-session-lifetime must not be negative, got %v", c.SASLSessionLifetime))

@@ -70,6 +70,8 @@ type Config struct {
 	// SessionTimeout is how long the active controller waits for a broker's
 	// heartbeat before it fences the broker (9s).
 	SessionTimeout time.Duration
+	// Tokens turns delegation tokens on (plan_tokens.go).
+	Tokens TokenConfig
 	// LeaderImbalanceCheckInterval is how often the active controller moves
 	// leadership back to preferred replicas (auto.leader.rebalance); 0 never.
 	LeaderImbalanceCheckInterval time.Duration

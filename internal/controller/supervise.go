@@ -25,6 +25,7 @@ func (c *Controller) sessions(now time.Time) *liveness {
 // (leader_watch.go) and, while this node is the active controller, probes
 // suspect brokers (probe.go), fences brokers whose session is over and elects
 // leaders for leaderless partitions of topics that allow unclean election. Every
+// Tokens.ExpiryCheckInterval it removes expired delegation tokens. Every
 // LeaderImbalanceCheckInterval (if set) the active controller moves
 // leadership back to preferred replicas.
 func (c *Controller) superviseBrokers() {
@@ -37,12 +38,23 @@ func (c *Controller) superviseBrokers() {
 		defer t.Stop()
 		rebalance = t.C
 	}
+	var sweepTokens <-chan time.Time
+	if c.cfg.Tokens.SecretKey != "" {
+		t := time.NewTicker(c.cfg.Tokens.withDefaults().ExpiryCheckInterval)
+		defer t.Stop()
+		sweepTokens = t.C
+	}
 	for {
 		select {
 		case <-c.done:
 			return
 		case <-check.C:
 		case <-c.wake:
+		case <-sweepTokens:
+			if c.IsLeader() {
+				c.logDutyError("removing expired delegation tokens", c.sweepExpiredTokens())
+			}
+			continue
 		case <-rebalance:
 			if c.IsLeader() {
 				c.logDutyError("preferred leader election", c.rebalanceLeaders())

@@ -110,6 +110,12 @@ func AnswersNotController(resp kmsg.Response) bool {
 		return anyCode(r.Results, func(x kmsg.DeleteACLsResponseResult) int16 { return x.ErrorCode })
 	case *kmsg.AlterClientQuotasResponse:
 		return anyCode(r.Entries, func(x kmsg.AlterClientQuotasResponseEntry) int16 { return x.ErrorCode })
+	case *kmsg.CreateDelegationTokenResponse:
+		return r.ErrorCode == nc
+	case *kmsg.RenewDelegationTokenResponse:
+		return r.ErrorCode == nc
+	case *kmsg.ExpireDelegationTokenResponse:
+		return r.ErrorCode == nc
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		return anyCode(r.Results, func(x kmsg.AlterUserSCRAMCredentialsResponseResult) int16 { return x.ErrorCode })
 	}

@@ -42,6 +42,8 @@ package handlers
 //	AlterShareGroupOffsets  READ group, READ topic; DeleteShareGroupOffsets DELETE
 //	                        group, READ topic (share groups: as a Kafka 4.4 broker
 //	                        answered side by side, interop/cmd/sharecompare)
+//	CreateDelegationToken   for another owner CREATE_TOKENS on its User resource;
+//	                        DescribeDelegationToken lists per token (tokens.go)
 //	DescribeTransactions, ListTransactions   DESCRIBE cluster: stricter than Kafka,
 //	                     which checks each transactional id and filters the answer
 //

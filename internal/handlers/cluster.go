@@ -33,6 +33,9 @@ type Cluster interface {
 	CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error)
 	DeleteAcls(ctx context.Context, filters []acl.Filter) ([]controller.AclDeletion, error)
 	AlterClientQuotas(ctx context.Context, entries []controller.QuotaAlteration, validateOnly bool) ([]error, error)
+	CreateDelegationToken(ctx context.Context, req controller.CreateToken) (tok metadata.DelegationToken, hmac []byte, err error)
+	RenewDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (int64, error)
+	ExpireDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (int64, error)
 }
 
 // controllerID is the controller id told to clients (Metadata, DescribeCluster).

@@ -7,7 +7,7 @@ package handlers
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
 //   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AddRaftVoter,
 //   RemoveRaftVoter, AlterUserScramCredentials, CreateAcls, DeleteAcls,
-//   AlterClientQuotas). A node that is not the active controller answers
+//   AlterClientQuotas, Create/Renew/ExpireDelegationToken). A node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one. The active
 //   controller's own node serves itself the same requests in process
 //   (controllerlink.Local): there is one path to the controller.
@@ -34,6 +34,9 @@ var linkApis = []api{
 	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
+	{key: 38, min: 3, max: 3, serve: (*Handlers).createDelegationToken},
+	{key: 39, min: 2, max: 2, serve: (*Handlers).renewDelegationToken},
+	{key: 40, min: 2, max: 2, serve: (*Handlers).expireDelegationToken},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
@@ -181,6 +184,14 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		}
 	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest:
 		return deniedResponse(req, code)
+	case *kmsg.CreateDelegationTokenRequest:
+		resp.(*kmsg.CreateDelegationTokenResponse).ErrorCode = code
+	case *kmsg.RenewDelegationTokenRequest:
+		r := resp.(*kmsg.RenewDelegationTokenResponse)
+		r.ErrorCode, r.ExpiryTimestamp = code, -1
+	case *kmsg.ExpireDelegationTokenRequest:
+		r := resp.(*kmsg.ExpireDelegationTokenResponse)
+		r.ErrorCode, r.ExpiryTimestamp = code, -1
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
 		for _, user := range scramUsersOf(req) {

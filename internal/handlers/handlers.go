@@ -51,6 +51,10 @@ var apis = []api{
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
 	{key: 35, min: 1, max: 5, serve: (*Handlers).describeLogDirs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
+	{key: 38, min: 1, max: 3, serve: (*Handlers).createDelegationToken},
+	{key: 39, min: 1, max: 2, serve: (*Handlers).renewDelegationToken},
+	{key: 40, min: 1, max: 2, serve: (*Handlers).expireDelegationToken},
+	{key: 41, min: 1, max: 3, serve: (*Handlers).describeDelegationToken},
 	{key: 43, min: 0, max: 2, serve: (*Handlers).electLeaders},
 	{key: 44, min: 0, max: 1, serve: (*Handlers).incrementalAlterConfigs},
 	{key: 45, min: 0, max: 1, serve: (*Handlers).alterPartitionReassignments},
@@ -140,6 +144,9 @@ type Config struct {
 	// fetch_sessions.go) are cached (max.incremental.fetch.session.cache.slots);
 	// 0: none.
 	FetchSessionCacheSlots int32
+	// TokenSecretKey keys delegation tokens' HMACs (delegation.token.secret.key,
+	// the controller's too); empty: tokens are off (tokens.go).
+	TokenSecretKey string
 }
 
 // Handlers serves the Kafka API for one node.

@@ -207,6 +207,21 @@ func (w waitingCluster) AlterScramCredentials(ctx context.Context, dels []contro
 	return w.Cluster.AlterScramCredentials(ctx, dels, ups)
 }
 
+func (w waitingCluster) CreateDelegationToken(ctx context.Context, req controller.CreateToken) (metadata.DelegationToken, []byte, error) {
+	defer startWait(ctx)()
+	return w.Cluster.CreateDelegationToken(ctx, req)
+}
+
+func (w waitingCluster) RenewDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (int64, error) {
+	defer startWait(ctx)()
+	return w.Cluster.RenewDelegationToken(ctx, principal, hmac, periodMs)
+}
+
+func (w waitingCluster) ExpireDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (int64, error) {
+	defer startWait(ctx)()
+	return w.Cluster.ExpireDelegationToken(ctx, principal, hmac, periodMs)
+}
+
 func (w waitingCluster) CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error) {
 	defer startWait(ctx)()
 	return w.Cluster.CreateAcls(ctx, bindings)

@@ -49,6 +49,7 @@ type builder struct {
 	ownNames, ownBrokers, ownBrokerConfigs bool
 	ownGroupConfigs                        bool
 	ownScram, ownAcls, ownQuotas           bool
+	ownTokens                              bool
 	ownShards                              [topicShards]bool
 	owned                                  map[*Topic]bool
 }
@@ -83,6 +84,10 @@ func (b *builder) apply(rec Record) error {
 		return b.clientQuota(r)
 	case *IPQuotaRecord:
 		return b.ipQuota(r)
+	case *DelegationTokenRecord:
+		return b.delegationToken(r)
+	case *RemoveDelegationTokenRecord:
+		return b.removeDelegationToken(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",

@@ -37,6 +37,9 @@ func sampleRecords() []Record {
 		&ClientQuotaRecord{Entity: QuotaEntity{User: QuotaName{Set: true, Name: "alice"}, ClientID: QuotaName{Set: true, Default: true}}, Key: "producer_byte_rate", Value: 1024.5},
 		&IPQuotaRecord{IP: QuotaName{Set: true, Name: "10.0.0.1"}, Key: "connection_creation_rate", Value: 5},
 		&AclRecord{Binding: acl.Binding{ResourceType: 2, ResourceName: "orders", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
+		&DelegationTokenRecord{DelegationToken: DelegationToken{ID: "tok", Owner: "User:alice", Requester: "User:admin",
+			Renewers: []string{"User:bob", "User:carol"}, IssueTimestamp: 1, ExpiryTimestamp: 2, MaxTimestamp: 3}},
+		&RemoveDelegationTokenRecord{ID: "tok"},
 	}
 }
 

@@ -95,6 +95,7 @@ type Image struct {
 	scram          map[string]map[ScramMechanism]*ScramCredential // user -> mechanism (scram.go)
 	acls           map[acl.Binding]struct{}                       // (acls.go)
 	quotas         map[QuotaEntity]map[string]float64             // client quotas (quotas.go)
+	tokens         map[string]*DelegationToken                    // delegation tokens by id (tokens.go)
 }
 
 // topicShards is the number of maps the topics are split over.
@@ -295,5 +296,6 @@ func (img *Image) Records() []Record {
 	}
 	recs = append(recs, img.scramRecords()...)
 	recs = append(recs, img.aclRecords()...)
-	return append(recs, img.quotaRecords()...)
+	recs = append(recs, img.quotaRecords()...)
+	return append(recs, img.tokenRecords()...)
 }

@@ -22,6 +22,9 @@ const (
 	TypeScramCredential RecordType = 20
 	TypeAcl             RecordType = 21
 	TypeClientQuota     RecordType = 22
+	// Delegation tokens (tokens.go).
+	TypeDelegationToken       RecordType = 23
+	TypeRemoveDelegationToken RecordType = 24
 
 	// Connection quotas (50-54).
 	TypeIPQuota RecordType = 50
@@ -184,6 +187,10 @@ func newRecord(t RecordType) Record {
 		return new(ClientQuotaRecord)
 	case TypeIPQuota:
 		return new(IPQuotaRecord)
+	case TypeDelegationToken:
+		return new(DelegationTokenRecord)
+	case TypeRemoveDelegationToken:
+		return new(RemoveDelegationTokenRecord)
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ type ConnInfo struct {
 	software  atomic.Pointer[clientSoftware]
 	principal atomic.Pointer[string]
 	tls       atomic.Bool
+	sasl      atomic.Bool // authenticated with SASL
+	tokenAuth atomic.Bool // with a delegation token (KIP-48)
 }
 
 type clientSoftware struct{ name, version string }
@@ -40,6 +42,13 @@ func (c *ConnInfo) Principal() string {
 	}
 	return certs.Anonymous
 }
+
+// SASLAuthenticated reports whether the connection authenticated with SASL.
+func (c *ConnInfo) SASLAuthenticated() bool { return c.sasl.Load() }
+
+// TokenAuthenticated reports whether the connection's SASL login used a
+// delegation token: such a session may not create, renew or expire tokens.
+func (c *ConnInfo) TokenAuthenticated() bool { return c.tokenAuth.Load() }
 
 // TLS reports whether the connection runs over TLS.
 func (c *ConnInfo) TLS() bool { return c.tls.Load() }
@@ -73,4 +82,15 @@ func addrString(a net.Addr) string {
 		return ""
 	}
 	return a.String()
+}
+
+// SASLConnInfo returns the ConnInfo of a connection that authenticated with
+// SASL as principal, with a delegation token when token is set: what a
+// handler sees of such a connection, for tests of handlers.
+func SASLConnInfo(principal string, token bool) *ConnInfo {
+	c := &ConnInfo{}
+	c.principal.Store(&principal)
+	c.sasl.Store(true)
+	c.tokenAuth.Store(token)
+	return c
 }

@@ -28,6 +28,9 @@ package protocol
 //     expired closes the connection. A client that authenticated with
 //     SaslAuthenticate v1+ may re-authenticate (SaslHandshake and SaslAuthenticate
 //     again) at any time, as the same principal.
+//   - A SCRAM login with a delegation token (tokenauth=true) is served as the
+//     token's owner and marks the ConnInfo TokenAuthenticated; with a session
+//     lifetime, the session ends no later than the token expires.
 
 import (
 	"errors"
@@ -161,7 +164,7 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		x := a.exchange
 		out, err := x.Step(req.SASLAuthBytes)
 		reauth := a.authenticated
-		if err == nil && x.Done() && reauth && "User:"+x.User() != a.principal {
+		if err == nil && x.Done() && reauth && principalOf(x) != a.principal {
 			err = fmt.Errorf("%w: cannot change principals during re-authentication", sasl.ErrAuthFailed)
 		}
 		if err != nil {
@@ -189,7 +192,7 @@ func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime t
 	a.exchange = nil
 	a.rawTokens = false
 	a.authenticated, a.canReauth = true, canReauth
-	a.principal = "User:" + x.User()
+	a.principal = principalOf(x)
 	a.expiry = time.Time{}
 	if lifetime = c.srv.SASL.SessionLifetime; lifetime > 0 {
 		now := time.Now()
@@ -202,6 +205,8 @@ func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime t
 	}
 	principal := a.principal
 	c.info.principal.Store(&principal)
+	c.info.sasl.Store(true)
+	c.info.tokenAuth.Store(isTokenLogin(x))
 	c.authed.Store(true)
 	c.reportAuth(x, reauth, nil)
 	return lifetime
@@ -226,6 +231,31 @@ func (c *conn) serveSASLToken(r *Request) (*outgoing, error) {
 		c.completeAuth(x, false, false)
 	}
 	return &outgoing{req: r, raw: true, token: out}, nil
+}
+
+// tokenLogin is an exchange that may have logged in with a delegation token.
+type tokenLogin interface {
+	TokenOwner() (principal string, ok bool)
+}
+
+// principalOf is the principal a finished exchange authenticated: the
+// token's owner for a delegation token login, else User:<name>.
+func principalOf(x sasl.Exchange) string {
+	if t, ok := x.(tokenLogin); ok {
+		if owner, ok := t.TokenOwner(); ok {
+			return owner
+		}
+	}
+	return "User:" + x.User()
+}
+
+func isTokenLogin(x sasl.Exchange) bool {
+	t, ok := x.(tokenLogin)
+	if !ok {
+		return false
+	}
+	_, ok = t.TokenOwner()
+	return ok
 }
 
 func (c *conn) reportAuth(x sasl.Exchange, reauth bool, err error) {

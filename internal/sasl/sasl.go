@@ -61,8 +61,8 @@ var (
 	ErrAuthFailed = errors.New("sasl: authentication failed: invalid credentials")
 	// ErrMalformed: a message that does not parse.
 	ErrMalformed = errors.New("sasl: malformed message")
-	// ErrUnsupportedFeature: channel binding, delegation tokens, mandatory
-	// extensions.
+	// ErrUnsupportedFeature: channel binding, delegation tokens when they are
+	// off, mandatory extensions.
 	ErrUnsupportedFeature = errors.New("sasl: unsupported feature")
 	// ErrUnsupportedMechanism: a mechanism this package does not serve.
 	ErrUnsupportedMechanism = errors.New("sasl: unsupported mechanism")
@@ -86,6 +86,7 @@ type Authenticator struct {
 	lookup Lookup
 	secret []byte          // keys the decoy salts of unknown users
 	oauth  *OAuthValidator // nil: no OAUTHBEARER
+	tokens *tokens         // nil: no delegation tokens (token.go)
 }
 
 // WithOAuthBearer enables OAUTHBEARER with v; call it before the first Start.

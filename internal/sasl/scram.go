@@ -13,6 +13,7 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SCRAM iteration bounds, Kafka's: fewer is too weak, more is a denial of
@@ -153,6 +154,8 @@ type scramExchange struct {
 	clientFirstBare string
 	serverFirst     string
 	nonce           string // client nonce + server nonce
+	token           *Token // a delegation token login: the token (nil when unknown or expired)
+	tokenAuth       bool   // the client asked for a token login (tokenauth=true)
 }
 
 func (x *scramExchange) Step(in []byte) ([]byte, error) {
@@ -169,7 +172,25 @@ func (x *scramExchange) Step(in []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w: SCRAM exchange already finished", ErrMalformed)
 }
 
-func (x *scramExchange) Done() bool           { return x.authenticated }
+func (x *scramExchange) Done() bool { return x.authenticated }
+
+// TokenOwner is the principal a delegation token login authenticated as, the
+// token's owner; ok is false for a user's login.
+func (x *scramExchange) TokenOwner() (principal string, ok bool) {
+	if !x.tokenAuth || x.token == nil {
+		return "", false
+	}
+	return x.token.Owner, true
+}
+
+// SessionExpiry ends a token-authenticated session no later than the token
+// expires (KIP-368, as Kafka's SCRAM server reports the token's expiry).
+func (x *scramExchange) SessionExpiry() time.Time {
+	if x.token == nil {
+		return time.Time{}
+	}
+	return x.token.Expiry
+}
 func (x *scramExchange) User() string         { return x.user }
 func (x *scramExchange) Mechanism() Mechanism { return x.h.mech }
 
@@ -235,14 +256,28 @@ func (x *scramExchange) clientFirst(msg string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: client nonce", ErrMalformed)
 	}
 	for _, ext := range attrs[2:] {
-		// Kafka's clients send tokenauth=true for delegation tokens, which are
-		// not supported; other extensions are ignored.
+		// Kafka's clients send tokenauth=true for delegation tokens (then the
+		// user name is a token id); other extensions are ignored.
 		if k, v, _ := strings.Cut(ext, "="); k == "tokenauth" && strings.EqualFold(v, "true") {
-			return nil, fmt.Errorf("%w: delegation tokens", ErrUnsupportedFeature)
+			if x.a.tokens == nil {
+				return nil, fmt.Errorf("%w: delegation tokens", ErrUnsupportedFeature)
+			}
+			x.tokenAuth = true
 		}
 	}
 	x.user = user
-	x.cred, x.known = x.a.lookup(user, x.h.mech)
+	if x.tokenAuth {
+		// An unknown or expired token fails at the proof, as a wrong password.
+		if tok, ok := x.a.tokens.token(user); ok {
+			cred, err := x.a.tokens.credential(user, x.h)
+			if err != nil {
+				return nil, err
+			}
+			x.token, x.cred, x.known = &tok, cred, true
+		}
+	} else {
+		x.cred, x.known = x.a.lookup(user, x.h.mech)
+	}
 	if !x.known {
 		x.cred = x.a.decoy(user, x.h)
 	}

@@ -241,6 +241,29 @@ var authzMatrix = map[int16]matrixCase{
 		r.Entries = append(r.Entries, e)
 		return r
 	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode }},
+	38: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrCreateDelegationTokenRequest()
+		r.OwnerPrincipalType, r.OwnerPrincipalName = str("User"), str("carol")
+		return r
+	}, kerr.DelegationTokenAuthorizationFailed, func(r kmsg.Response) int16 { return r.(*kmsg.CreateDelegationTokenResponse).ErrorCode }},
+	// Renewals and expiries need no ACL (only the token's owner or renewers
+	// may): an unknown token is not found for anyone.
+	39: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrRenewDelegationTokenRequest()
+		r.HMAC = []byte("unknown")
+		return r
+	}, nil, func(r kmsg.Response) int16 {
+		return tokenNotFoundIsNone(r.(*kmsg.RenewDelegationTokenResponse).ErrorCode)
+	}},
+	40: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrExpireDelegationTokenRequest()
+		r.HMAC = []byte("unknown")
+		return r
+	}, nil, func(r kmsg.Response) int16 {
+		return tokenNotFoundIsNone(r.(*kmsg.ExpireDelegationTokenResponse).ErrorCode)
+	}},
+	41: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeDelegationTokenRequest() },
+		nil, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeDelegationTokenResponse).ErrorCode }},
 	50: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode }},
 	51: {func([16]byte) kmsg.Request {
@@ -469,6 +492,13 @@ var authzMatrix = map[int16]matrixCase{
 	}},
 }
 
+func tokenNotFoundIsNone(code int16) int16 {
+	if code == kerr.DelegationTokenNotFound.Code {
+		return 0
+	}
+	return code
+}
+
 // TestAuthorizationMatrix sends every API the Kafka listener serves as a super
 // user (never an authorization error), as an authenticated user without ACLs
 // (Kafka's authorization error, where Kafka puts it) and unauthenticated (the
@@ -478,6 +508,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	cfg.SASLMechanisms = "SCRAM-SHA-256"
 	cfg.AddScram = []string{"SCRAM-SHA-256=[name=admin,password=a]", "SCRAM-SHA-256=[name=bob,password=b]"}
 	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
+	cfg.DelegationTokenSecretKey = "matrix"
 	n := startNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -502,7 +533,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 	topicID := mdResp.Topics[0].TopicID
 
-	authErrors := []*kerr.Error{topicDenied, groupDenied, clusterDenied, kerr.TransactionalIDAuthorizationFailed}
+	authErrors := []*kerr.Error{topicDenied, groupDenied, clusterDenied, kerr.TransactionalIDAuthorizationFailed, kerr.DelegationTokenAuthorizationFailed}
 	codeOf := func(c matrixCase, cl *kgo.Client) (int16, error) {
 		resp, err := cl.Request(ctx, c.req(topicID))
 		var ke *kerr.Error

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -101,6 +102,9 @@ func (n *Node) security() (*protocol.SASLConfig, *httpauth.Guard, error) {
 		return nil, n.httpGuard(httpauth.Config{Authorizer: authz}), nil
 	}
 	authn := sasl.NewAuthenticator(n.scramCredential)
+	if key := n.cfg.DelegationTokenSecretKey; key != "" {
+		authn.WithDelegationTokens(key, n.delegationToken)
+	}
 	guardCfg := httpauth.Config{Authorizer: authz, BasicWithoutTLS: n.cfg.SASLPlainWithoutTLS}
 	if slices.ContainsFunc(mechs, func(m sasl.Mechanism) bool { return m != sasl.OAuthBearer }) {
 		guardCfg.Basic, guardCfg.Lookup = authn, n.scramCredential
@@ -168,6 +172,15 @@ func (n *Node) scramCredential(user string, mech sasl.Mechanism) (sasl.Credentia
 		return sasl.Credential{}, false
 	}
 	return sasl.Credential{Mechanism: mech, Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+}
+
+// delegationToken looks a delegation token up in the latest metadata image.
+func (n *Node) delegationToken(id string) (sasl.Token, bool) {
+	t, ok := n.ctrl.Image().DelegationToken(id)
+	if !ok {
+		return sasl.Token{}, false
+	}
+	return sasl.Token{Owner: t.Owner, Expiry: time.UnixMilli(t.ExpiryTimestamp)}, true
 }
 
 func scramMechanismOf(m sasl.Mechanism) (metadata.ScramMechanism, bool) {

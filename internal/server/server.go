@@ -216,6 +216,8 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
 		Logger:                       n.log, // the controller and its Raft adapter name their own components
+		Tokens: controller.TokenConfig{SecretKey: cfg.DelegationTokenSecretKey, MaxLifetime: cfg.DelegationTokenMaxLifetime,
+			ExpiryTime: cfg.DelegationTokenExpiryTime, ExpiryCheckInterval: cfg.DelegationTokenExpiryCheckInterval},
 	}
 	if ctrlCfg.Observer {
 		ctrlCfg.Voters = nil
@@ -340,6 +342,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		ShareCoordinator:           n.shareCoord,
 		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
 		FetchSessionCacheSlots:     cfg.MaxIncrementalFetchSessionCacheSlots,
+		TokenSecretKey:             cfg.DelegationTokenSecretKey,
 	}, n.ctrl, n.replicas, n.groups, n.link, logger.With("component", "kafka"))
 	n.kafkaHandlers = h
 	// From here on the broker's handlers serve the link: a request the
