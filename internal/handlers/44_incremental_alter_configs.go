@@ -1,8 +1,8 @@
 package handlers
 
 // IncrementalAlterConfigs (key 44), v0-v1 (v1 flexible): set, delete, append and
-// subtract operations on individual keys. A null value but for DELETE is
-// INVALID_REQUEST, as for AlterConfigs (33_alter_configs.go).
+// subtract operations on individual keys. Another broker's id and a null value
+// but for DELETE are INVALID_REQUEST, as for AlterConfigs (33_alter_configs.go).
 
 import (
 	"context"
@@ -14,12 +14,27 @@ import (
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
-func (h *Handlers) incrementalAlterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) incrementalAlterConfigs(ctx context.Context, ci *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	if refused := h.refuseOtherBrokers(ctx, len(req.Resources), func(i int) (int8, string) {
+		return int8(req.Resources[i].ResourceType), req.Resources[i].ResourceName
+	}); refused != nil {
+		resp.Resources = answerRefused(req.Resources, refused, func(kept []kmsg.IncrementalAlterConfigsRequestResource) []kmsg.IncrementalAlterConfigsResponseResource {
+			sub, keptReq := *r, *req
+			keptReq.Resources, sub.Msg = kept, &keptReq
+			return h.incrementalAlterConfigs(ctx, ci, &sub).Msg.(*kmsg.IncrementalAlterConfigsResponse).Resources
+		}, func(rr kmsg.IncrementalAlterConfigsRequestResource, err error) kmsg.IncrementalAlterConfigsResponseResource {
+			res := kmsg.NewIncrementalAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			res.ErrorCode, res.ErrorMessage = configError(nil, err, nil, nil)
+			return res
+		})
+		return reply(resp)
+	}
 	if resp, ok := h.forwardIfNotController(ctx, r); ok {
 		return resp
 	}
-	req := r.Msg.(*kmsg.IncrementalAlterConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	refused := refuseNullConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
 		rr := req.Resources[i]
 		vals := make([]configValue, len(rr.Configs))

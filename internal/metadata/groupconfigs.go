@@ -88,7 +88,7 @@ func (img *Image) GroupConfigEntries(name string) []ConfigEntry {
 	es := make([]ConfigEntry, 0, len(groupConfigDefs))
 	for i := range groupConfigDefs {
 		d := &groupConfigDefs[i]
-		es = append(es, describe(d, d.Name, describeLevel{SourceGroup, d.Name, img.groupConfigs[name]}))
+		es = append(es, describe(d, d.Name, d.Name, describeLevel{SourceGroup, d.Name, img.groupConfigs[name]}))
 	}
 	return es
 }
