@@ -65,6 +65,9 @@ var configDocs = map[string]string{
 		"listed in leader.replication.throttled.replicas.",
 
 	// Group keys.
+	GroupConsumerHeartbeatInterval: "How often, in milliseconds, the members of this consumer group (KIP-848) are told to heartbeat.",
+	GroupConsumerSessionTimeout: "How long, in milliseconds, a member of this consumer group (KIP-848) may go without a " +
+		"heartbeat before it is removed.",
 	GroupDeadLetterCopyRecord: "Whether a share group's dead-letter records carry the original record's key and value.",
 	GroupDeadLetterTopic:      "The topic a share group writes records to once their delivery count limit is reached.",
 	GroupShareAutoOffsetReset: "Where a share group starts on a partition it has no state for: latest or earliest.",

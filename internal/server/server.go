@@ -304,6 +304,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	groupCfg.ConsumerMaxSize, groupCfg.ClassicMaxSize = int(cfg.GroupConsumerMaxSize), int(cfg.GroupClassicMaxSize)
 	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
 	groupCfg.ShareState = shareState{n}
+	groupCfg.GroupConfig = n.consumerGroupConfig
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
 	n.lc.onStop("group coordinator", func(stopping) error { n.groups.Close(); return nil })
 	// From here on the store's partition loaders load into the coordinator:
