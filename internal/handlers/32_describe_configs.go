@@ -50,7 +50,7 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 				entries = img.GroupConfigEntries(rr.ResourceName)
 			}
 		default:
-			err = metadata.ErrInvalidRequest
+			_, err = metadata.LookupConfig(metadata.ResourceType(rr.ResourceType), "")
 		}
 		if err != nil {
 			res.ErrorCode = errorCode(err)

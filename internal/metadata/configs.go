@@ -38,10 +38,13 @@ const (
 // ResourceType is the kind of resource a config belongs to, with Kafka's codes.
 type ResourceType int8
 
-// Resource types that carry configs.
+// Resource types that carry configs. Strata refuses configs of broker loggers
+// and client metrics (INVALID_REQUEST), which it has not.
 const (
-	ResourceTopic  ResourceType = 2
-	ResourceBroker ResourceType = 4
+	ResourceTopic         ResourceType = 2
+	ResourceBroker        ResourceType = 4
+	ResourceBrokerLogger  ResourceType = 8
+	ResourceClientMetrics ResourceType = 16
 )
 
 func (t ResourceType) String() string {
@@ -52,6 +55,10 @@ func (t ResourceType) String() string {
 		return "broker"
 	case ResourceGroup:
 		return "group"
+	case ResourceBrokerLogger:
+		return "broker logger"
+	case ResourceClientMetrics:
+		return "client metrics"
 	}
 	return "resource type " + strconv.Itoa(int(t))
 }

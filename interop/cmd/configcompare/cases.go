@@ -92,6 +92,9 @@ var cases = []step{
 	{name: "set group consumer.session.timeout.ms", req: incr(group, "g-", 0, "consumer.session.timeout.ms", "50000"), settle: true},
 	{name: "set group consumer.session.timeout.ms too low", req: incr(group, "g-", 0, "consumer.session.timeout.ms", "10")},
 	{name: "set group consumer.heartbeat.interval.ms", req: incr(group, "g-", 0, "consumer.heartbeat.interval.ms", "6000")},
+	{name: "set group consumer.session.timeout.ms too high", req: incr(group, "g-", 0, "consumer.session.timeout.ms", "60001")},
+	{name: "set group consumer.heartbeat.interval.ms too low", req: incr(group, "g-", 0, "consumer.heartbeat.interval.ms", "4999")},
+	{name: "set group consumer.heartbeat.interval.ms too high", req: incr(group, "g-", 0, "consumer.heartbeat.interval.ms", "15001")},
 	{name: "set group unknown key", req: incr(group, "g-", 0, "foo.bar", "1")},
 	{name: "describe group", req: describe(group, "g-", true, true, "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.record.lock.duration.ms")},
 
