@@ -5,8 +5,9 @@ package handlers
 // Topic resources list every topic config with its effective value and source;
 // broker resources the broker-level defaults for those keys (a broker id every
 // key, "" only those set cluster-wide); group resources (type 32) the group
-// configs of share groups. Synonyms and documentation as Kafka 4.4 lists them
-// (metadata.ConfigEntry). Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
+// configs of share groups; broker logger resources (type 8, this broker's id)
+// every logger and its level (loglevels). Synonyms and documentation as Kafka
+// 4.4 lists them (metadata.ConfigEntry); loggers have neither. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
 // an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
 // INVALID_REQUEST (Kafka answers that for any id but its own: Strata describes
 // any registered broker's configs from any broker).
@@ -49,8 +50,16 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 			if err = metadata.ValidateGroupResource(rr.ResourceName); err == nil {
 				entries = img.GroupConfigEntries(rr.ResourceName)
 			}
+		case metadata.ResourceBrokerLogger:
+			if h.cfg.Loggers == nil {
+				_, err = metadata.LookupConfig(metadata.ResourceBrokerLogger, "") // the unsupported type's refusal
+			} else if err = h.checkOwnID(rr.ResourceName); err == nil {
+				for _, l := range h.cfg.Loggers.List() {
+					entries = append(entries, metadata.ConfigEntry{Name: l.Name, Value: l.Level, Source: metadata.SourceBrokerLogger})
+				}
+			}
 		default:
-			_, err = metadata.LookupConfig(metadata.ResourceType(rr.ResourceType), "")
+			_, err = metadata.LookupConfig(metadata.ResourceType(rr.ResourceType), "") // the unsupported type's refusal
 		}
 		if err != nil {
 			res.ErrorCode = errorCode(err)

@@ -29,14 +29,14 @@ func (h *Handlers) alterConfigs(ctx context.Context, ci *protocol.ConnInfo, r *p
 	if refused := h.refuseOtherBrokers(ctx, len(req.Resources), func(i int) (int8, string) {
 		return int8(req.Resources[i].ResourceType), req.Resources[i].ResourceName
 	}); refused != nil {
-		resp.Resources = answerRefused(req.Resources, refused, func(kept []kmsg.AlterConfigsRequestResource) []kmsg.AlterConfigsResponseResource {
+		resp.Resources = answerLocal(req.Resources, refused, func(kept []kmsg.AlterConfigsRequestResource) []kmsg.AlterConfigsResponseResource {
 			sub, keptReq := *r, *req
 			keptReq.Resources, sub.Msg = kept, &keptReq
 			return h.alterConfigs(ctx, ci, &sub).Msg.(*kmsg.AlterConfigsResponse).Resources
 		}, func(rr kmsg.AlterConfigsRequestResource, err error) kmsg.AlterConfigsResponseResource {
 			res := kmsg.NewAlterConfigsResponseResource()
 			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-			res.ErrorCode, res.ErrorMessage = configError(nil, err, nil, nil)
+			res.ErrorCode, res.ErrorMessage = localResult(err)
 			return res
 		})
 		return reply(resp)
@@ -78,39 +78,62 @@ func (h *Handlers) alterConfigs(ctx context.Context, ci *protocol.ConnInfo, r *p
 	return reply(resp)
 }
 
+// localAnswer is a resource of a config change answered where the request
+// arrived, not by the controller: err nil for a change done here.
+type localAnswer struct{ err error }
+
 // refuseOtherBrokers is the check Kafka's receiving broker makes before it
 // forwards a config change: a broker resource names this broker or "" (the
 // cluster-wide default); another id is INVALID_REQUEST. A request forwarded by
 // another broker was checked there. resource returns the type and name of
 // resource i of n; the result holds the refusal of each, or is nil when none
 // is refused.
-func (h *Handlers) refuseOtherBrokers(ctx context.Context, n int, resource func(i int) (int8, string)) []error {
+func (h *Handlers) refuseOtherBrokers(ctx context.Context, n int, resource func(i int) (int8, string)) []*localAnswer {
 	if ctx.Value(onLinkKey{}) != nil {
 		return nil
 	}
-	own := strconv.Itoa(int(h.cfg.NodeID))
-	var refused []error
+	var refused []*localAnswer
 	for i := range n {
 		typ, name := resource(i)
-		if metadata.ResourceType(typ) != metadata.ResourceBroker || name == "" || name == own {
+		if metadata.ResourceType(typ) != metadata.ResourceBroker || name == "" {
 			continue
 		}
-		if refused == nil {
-			refused = make([]error, n)
+		if err := h.checkOwnID(name); err != nil {
+			if refused == nil {
+				refused = make([]*localAnswer, n)
+			}
+			refused[i] = &localAnswer{err}
 		}
-		// Kafka's words.
-		refused[i] = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("Unexpected broker id, expected %s, but received %s", own, name)}
 	}
 	return refused
 }
 
-// answerRefused answers the resources of a config change when some were refused
-// before forwarding (refused[i] not nil): answer handles the others, if any, and
-// each refused one is answered in its place by refusal.
-func answerRefused[Req, Resp any](all []Req, refused []error, answer func([]Req) []Resp, refusal func(Req, error) Resp) []Resp {
+// checkOwnID refuses a broker (or broker logger) resource that names another
+// broker, in Kafka's words.
+func (h *Handlers) checkOwnID(name string) error {
+	if own := strconv.Itoa(int(h.cfg.NodeID)); name != own {
+		return &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("Unexpected broker id, expected %s, but received %s", own, name)}
+	}
+	return nil
+}
+
+// localResult is the code and message of a resource answered where the
+// request arrived.
+func localResult(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	msg := err.Error()
+	return errorCode(err), &msg
+}
+
+// answerLocal answers the resources of a config change when some were answered
+// where it arrived (local[i] not nil): answer handles the others, if any, and
+// each local one is answered in its place by here.
+func answerLocal[Req, Resp any](all []Req, local []*localAnswer, answer func([]Req) []Resp, here func(Req, error) Resp) []Resp {
 	var kept []Req
 	for i, r := range all {
-		if refused[i] == nil {
+		if local[i] == nil {
 			kept = append(kept, r)
 		}
 	}
@@ -120,8 +143,8 @@ func answerRefused[Req, Resp any](all []Req, refused []error, answer func([]Req)
 	}
 	out := make([]Resp, 0, len(all))
 	for i, r := range all {
-		if refused[i] != nil {
-			out = append(out, refusal(r, refused[i]))
+		if local[i] != nil {
+			out = append(out, here(r, local[i].err))
 			continue
 		}
 		out, answered = append(out, answered[0]), answered[1:]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -695,5 +697,84 @@ func TestDescribeConfigsAsKafka(t *testing.T) {
 				t.Errorf("%s synonyms %v, want %v", c.Name, syns, want)
 			}
 		}
+	}
+}
+
+// TestBrokerLoggers checks kafka-configs --entity-type broker-loggers against
+// the node's log levels, the codes as Kafka 4.4.0 answered them side by side
+// (interop/cmd/configcompare): SET of a level, an unknown level or logger
+// INVALID_CONFIG ("Logger no.such.logger does not exist!"), DELETE of the root's
+// level INVALID_REQUEST, another broker's id INVALID_REQUEST.
+func TestBrokerLoggers(t *testing.T) {
+	levels := loglevels.New(slog.LevelInfo)
+	logger := slog.New(levels.Handler(slog.DiscardHandler))
+	logger.With("component", "group")
+	h := newAdminHandlersWith(t, Config{Loggers: levels})
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	describe := func() map[string]string {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "1"
+		req.Resources = append(req.Resources, rr)
+		resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+		got := map[string]string{}
+		for _, c := range resp.Resources[0].Configs {
+			if c.Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig {
+				t.Errorf("%s source %v", c.Name, c.Source)
+			}
+			got[c.Name] = *c.Value
+		}
+		return got
+	}
+	if got := describe(); !maps.Equal(got, map[string]string{"root": "INFO", "group": "INFO"}) {
+		t.Fatalf("described %v", got)
+	}
+	for _, tt := range []struct {
+		name, resource, logger string
+		op                     kmsg.IncrementalAlterConfigOp
+		value                  string
+		validateOnly           bool
+		want                   *kerr.Error
+		levels                 map[string]string
+	}{
+		{"group DEBUG", "1", "group", set, "DEBUG", false, nil, map[string]string{"root": "INFO", "group": "DEBUG"}},
+		{"root WARN, validate only", "1", "root", set, "WARN", true, nil, map[string]string{"root": "INFO", "group": "DEBUG"}},
+		{"root WARN", "1", "root", set, "WARN", false, nil, map[string]string{"root": "WARN", "group": "DEBUG"}},
+		{"bad level", "1", "root", set, "BAD", false, kerr.InvalidConfig, nil},
+		{"unknown logger", "1", "no.such.logger", set, "DEBUG", false, kerr.InvalidConfig, nil},
+		{"delete root", "1", "root", del, "", false, kerr.InvalidRequest, nil},
+		{"another broker", "2", "root", set, "DEBUG", false, kerr.InvalidRequest, nil},
+		{"delete group", "1", "group", del, "", false, nil, map[string]string{"root": "WARN", "group": "WARN"}},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.ValidateOnly = tt.validateOnly
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, tt.resource
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op = tt.logger, tt.op
+		if tt.op == set {
+			c.Value = kmsg.StringPtr(tt.value)
+		}
+		res.Configs = append(res.Configs, c)
+		req.Resources = append(req.Resources, res)
+		resp := serve(t, h, req).(*kmsg.IncrementalAlterConfigsResponse)
+		if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != tt.want && !(err == nil && tt.want == nil) {
+			t.Errorf("%s: got %v (%v), want %v", tt.name, err, resp.Resources[0].ErrorMessage, tt.want)
+		}
+		if tt.levels != nil {
+			if got := describe(); !maps.Equal(got, tt.levels) {
+				t.Errorf("%s: levels %v, want %v", tt.name, got, tt.levels)
+			}
+		}
+	}
+	// Without levels (a node whose logger is not loglevels'), the resource type
+	// is refused.
+	plain := newAdminHandlers(t)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "1"
+	req.Resources = append(req.Resources, rr)
+	if code := serve(t, plain, req).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Errorf("without levels: code %d, want INVALID_REQUEST", code)
 	}
 }

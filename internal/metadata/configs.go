@@ -32,14 +32,15 @@ const (
 	SourceTopic          ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: a topic override
 	SourceBroker         ConfigSource = 2 // DYNAMIC_BROKER_CONFIG: set for one broker
 	SourceClusterDefault ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG: set for all brokers
+	SourceBrokerLogger   ConfigSource = 6 // DYNAMIC_BROKER_LOGGER_CONFIG: a logger's level
 	SourceDefault        ConfigSource = 5 // DEFAULT_CONFIG: the built-in default
 )
 
 // ResourceType is the kind of resource a config belongs to, with Kafka's codes.
 type ResourceType int8
 
-// Resource types that carry configs. Strata refuses configs of broker loggers
-// and client metrics (INVALID_REQUEST), which it has not.
+// Resource types that carry configs. Broker loggers' are the handlers' own
+// (never in the metadata log); client metrics' Strata refuses.
 const (
 	ResourceTopic         ResourceType = 2
 	ResourceBroker        ResourceType = 4

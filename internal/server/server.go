@@ -48,6 +48,7 @@ import (
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/httpapi"
 	"github.com/strata-stream/strata/internal/httpauth"
+	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/offsets"
@@ -325,6 +326,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	quotas := quota.New(nil)
 	h = handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
+		Loggers:           loglevels.From(logger),
 		ClusterID:         n.clusterID,
 		AutoCreateTopics:  cfg.AutoCreateTopics,
 		DefaultPartitions: cfg.DefaultPartitions,
