@@ -42,12 +42,12 @@ func TestKafkaGetOffsetsTiered(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	// Small segments, which kafka-topics refuses (it wants at least 1 MiB): a
-	// dozen of them, most only remote once local retention ran.
+	// Small segments, below segment.bytes' 1 MiB floor (internal.segment.bytes,
+	// as Kafka's own tests): a dozen of them, most only remote once local retention ran.
 	small := "16384"
 	local := "32768"
 	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"remote.storage.enable": kmsg.StringPtr("true"), "segment.bytes": &small, "local.retention.bytes": &local,
+		"remote.storage.enable": kmsg.StringPtr("true"), "internal.segment.bytes": &small, "local.retention.bytes": &local,
 	}, topic); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/server"
 )
 
@@ -37,9 +38,12 @@ func newLogger(cfg config.Config) (*slog.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	// The levels filter (kafka-configs --entity-type broker-loggers changes
+	// them); the handler below them takes every level.
+	levels := loglevels.New(level)
+	opts := &slog.HandlerOptions{Level: loglevels.Trace}
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(levels.Handler(slog.NewJSONHandler(os.Stderr, opts))), nil
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	return slog.New(levels.Handler(slog.NewTextHandler(os.Stderr, opts))), nil
 }

@@ -187,7 +187,7 @@ func hasRow(table string, cells ...string) bool {
 func TestTopicDescribeTiered(t *testing.T) {
 	topic := topicName(t)
 	mustRun(t, "topic", "create", topic, "-p", "1", "-r", "1", "-c", "remote.storage.enable=true",
-		"-c", "segment.bytes=16384", "-c", "local.retention.bytes=32768")
+		"-c", "internal.segment.bytes=16384", "-c", "local.retention.bytes=32768")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker(t)), kgo.DefaultProduceTopic(topic),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {

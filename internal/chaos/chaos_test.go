@@ -92,9 +92,9 @@ func (v variant) String() string {
 // uploaded and deleted locally within seconds; batches of at most 4 KiB fit a
 // segment (RECORD_LIST_TOO_LARGE otherwise, as in Kafka).
 var tieredTopicConfigs = map[string]string{
-	"remote.storage.enable": "true",
-	"segment.bytes":         "8192",
-	"local.retention.bytes": "16384",
+	"remote.storage.enable":  "true",
+	"internal.segment.bytes": "8192",
+	"local.retention.bytes":  "16384",
 }
 
 const tieredBatchMaxBytes = 4 << 10

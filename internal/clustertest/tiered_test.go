@@ -93,10 +93,10 @@ func runTiered(t *testing.T, store tieredStore) {
 	}
 	const topic = "tiered"
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}}, map[string]string{
-		"remote.storage.enable": "true",
-		"segment.bytes":         fmt.Sprint(tieredSegmentBytes),
-		"local.retention.bytes": fmt.Sprint(tieredLocalBytes),
-		"min.insync.replicas":   "2",
+		"remote.storage.enable":  "true",
+		"internal.segment.bytes": fmt.Sprint(tieredSegmentBytes),
+		"local.retention.bytes":  fmt.Sprint(tieredLocalBytes),
+		"min.insync.replicas":    "2",
 	})
 	// Batches must fit a 16 KiB segment (RECORD_LIST_TOO_LARGE otherwise, as in
 	// Kafka); records pile up into large batches during a failover.

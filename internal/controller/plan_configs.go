@@ -58,7 +58,7 @@ func PlanAlterConfigs(img *metadata.Image, reqs []AlterConfigsResource) ([]metad
 			var recs []metadata.Record
 			for _, k := range sortedKeys(req.Configs) {
 				v := req.Configs[k]
-				if err := metadata.ValidateConfig(req.Type, k, v); err != nil {
+				if err := metadata.ValidateConfigChange(req.Type, k, v); err != nil {
 					return nil, err
 				}
 				if cur, ok := current[k]; !ok || cur != v {
@@ -106,7 +106,7 @@ func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, cu
 	if _, ok := current[op.Key]; !ok && op.Op == OpDelete {
 		return nil, nil
 	}
-	def, err := lookupDef(rt, op.Key)
+	def, err := metadata.LookupConfig(rt, op.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -135,33 +135,13 @@ func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, cu
 	default:
 		return nil, fmt.Errorf("%w: config operation %d", metadata.ErrInvalidRequest, op.Op)
 	}
-	if err := def.Validate(rec.Value); err != nil {
+	if err := metadata.ValidateConfigChange(rt, op.Key, rec.Value); err != nil {
 		return nil, err
 	}
 	if cur, ok := current[op.Key]; ok && cur == rec.Value {
 		return nil, nil
 	}
 	return rec, nil
-}
-
-// lookupDef finds the table entry of a key for a resource type.
-func lookupDef(rt metadata.ResourceType, key string) (metadata.ConfigDef, error) {
-	var (
-		def metadata.ConfigDef
-		ok  bool
-	)
-	switch rt {
-	case metadata.ResourceTopic:
-		def, ok = metadata.LookupTopicConfig(key)
-	case metadata.ResourceGroup:
-		def, ok = metadata.LookupGroupConfig(key)
-	default:
-		def, ok = metadata.LookupBrokerConfig(key)
-	}
-	if !ok {
-		return def, fmt.Errorf("%w: unknown %v config %q", metadata.ErrInvalidConfig, rt, key)
-	}
-	return def, nil
 }
 
 // inheritedValue is the value a key has now: the resource's own, else the

@@ -53,7 +53,21 @@ func TestPlanAlterConfigs(t *testing.T) {
 				{Type: metadata.ResourceBroker, Name: "x", Configs: map[string]string{"message.max.bytes": "5"}},
 				{Type: metadata.ResourceBroker, Name: "2", Configs: map[string]string{"retention.ms": "5"}},
 			},
-			errs: []error{nil, nil, metadata.ErrInvalidRequest, metadata.ErrInvalidConfig},
+			// A broker key refused is INVALID_REQUEST, as Kafka 4.4.0 answered
+			// side by side (interop/cmd/configcompare).
+			errs: []error{nil, nil, metadata.ErrInvalidRequest, metadata.ErrInvalidRequest},
+		},
+		{
+			// segment.bytes' 1 MiB floor, and internal.segment.bytes for smaller
+			// segments (Kafka 4.4.0 side by side: 1048575 INVALID_CONFIG for a
+			// topic, 1000 INVALID_REQUEST for log.segment.bytes).
+			name: "segment sizes",
+			reqs: []AlterConfigsResource{
+				{Type: metadata.ResourceTopic, Name: "orders", Configs: map[string]string{"segment.bytes": "1048575"}},
+				{Type: metadata.ResourceBroker, Name: "", Configs: map[string]string{"log.segment.bytes": "1000"}},
+				{Type: metadata.ResourceBroker, Name: "1", Configs: map[string]string{"log.segment.bytes": "1048576"}},
+			},
+			errs: []error{metadata.ErrInvalidConfig, metadata.ErrInvalidRequest, nil},
 		},
 		{
 			name: "unsupported type and duplicates",
@@ -116,7 +130,7 @@ func TestPlanIncrementalAlterConfigs(t *testing.T) {
 				{Type: metadata.ResourceBroker, Name: "2", Ops: []AlterConfigOp{{Key: "leader.replication.throttled.rate", Op: OpSet, Value: "-1"}}},
 				{Type: metadata.ResourceBroker, Name: "3", Ops: []AlterConfigOp{{Key: "replica.alter.log.dirs.io.max.bytes.per.second", Op: OpSet, Value: "1"}}},
 			},
-			errs: []error{nil, nil, metadata.ErrInvalidConfig, metadata.ErrInvalidConfig}, records: 2,
+			errs: []error{nil, nil, metadata.ErrInvalidRequest, metadata.ErrInvalidRequest}, records: 2,
 			want: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact,delete", "leader.replication.throttled.replicas": "0:1,0:2"},
 		},
 		{
@@ -163,7 +177,17 @@ func TestPlanIncrementalAlterConfigs(t *testing.T) {
 				{Type: metadata.ResourceBroker, Name: "1", Ops: []AlterConfigOp{{Key: "log.retention.ms", Op: 7, Value: "1"}}},
 				{Type: metadata.ResourceBroker, Name: "2", Ops: []AlterConfigOp{{Key: "log.retention.ms", Value: "1"}, {Key: "log.retention.ms", Op: OpDelete}}},
 			},
-			errs: []error{metadata.ErrInvalidConfig, metadata.ErrInvalidConfig, metadata.ErrInvalidRequest, metadata.ErrInvalidRequest},
+			errs: []error{metadata.ErrInvalidConfig, metadata.ErrInvalidRequest, metadata.ErrInvalidRequest, metadata.ErrInvalidRequest},
+		},
+		{
+			name: "internal.segment.bytes below segment.bytes' floor",
+			reqs: topic(AlterConfigOp{Key: metadata.TopicInternalSegmentBytes, Value: "4096"}, AlterConfigOp{Key: "segment.bytes", Value: "1048576"}),
+			errs: []error{nil}, records: 2,
+		},
+		{
+			name: "segment.bytes below 1 MiB",
+			reqs: topic(AlterConfigOp{Key: "segment.bytes", Value: "1000"}),
+			errs: []error{metadata.ErrInvalidConfig},
 		},
 		{
 			name: "broker cluster default",

@@ -9,6 +9,11 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
+// maxPartitionsPerRequest bounds the partitions one CreateTopics request
+// creates, or one CreatePartitions request adds, over all its topics: beyond it
+// every topic of the request is POLICY_VIOLATION, as in Kafka 4.4.
+const maxPartitionsPerRequest = 10000
+
 // maxDefaultReplicationFactor caps the replication factor chosen for requests
 // that leave it to the cluster: min(3, live brokers).
 const maxDefaultReplicationFactor = 3
@@ -79,10 +84,25 @@ type CreatePartitionsResult struct {
 func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions int32, rnd io.Reader) ([]metadata.Record, []CreateTopicResult) {
 	dups := duplicates(len(reqs), func(i int) string { return reqs[i].Name })
 	results := make([]CreateTopicResult, len(reqs))
+	total := 0
+	for _, req := range reqs {
+		switch {
+		case len(req.Assignment) > 0:
+			total += len(req.Assignment)
+		case req.NumPartitions == -1:
+			total += int(defaultPartitions)
+		case req.NumPartitions > 0:
+			total += int(req.NumPartitions)
+		}
+	}
 	var recs []metadata.Record
 	for i, req := range reqs {
 		res := &results[i]
 		res.Name = req.Name
+		if total > maxPartitionsPerRequest {
+			res.Err = fmt.Errorf("%w: %d partitions in one request (at most %d)", metadata.ErrPolicyViolation, total, maxPartitionsPerRequest)
+			continue
+		}
 		if dups[req.Name] {
 			res.Err = fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, req.Name)
 			continue
@@ -116,7 +136,7 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 		return nil, fmt.Errorf("%w: %q collides with existing topic %q", metadata.ErrInvalidTopic, req.Name, other)
 	}
 	for _, k := range sortedKeys(req.Configs) {
-		if err := metadata.ValidateConfig(metadata.ResourceTopic, k, req.Configs[k]); err != nil {
+		if err := metadata.ValidateConfigChange(metadata.ResourceTopic, k, req.Configs[k]); err != nil {
 			return nil, err
 		}
 	}
@@ -310,9 +330,19 @@ func PlanDeleteTopics(img *metadata.Image, refs []TopicRef) ([]metadata.Record, 
 func PlanCreatePartitions(img *metadata.Image, reqs []CreatePartitions) ([]metadata.Record, []CreatePartitionsResult) {
 	dups := duplicates(len(reqs), func(i int) string { return reqs[i].Topic })
 	results := make([]CreatePartitionsResult, len(reqs))
+	added := 0
+	for _, req := range reqs {
+		if t := img.Topic(req.Topic); t != nil && int(req.Count) > len(t.Partitions) {
+			added += int(req.Count) - len(t.Partitions)
+		}
+	}
 	var recs []metadata.Record
 	for i, req := range reqs {
 		results[i].Topic = req.Topic
+		if added > maxPartitionsPerRequest {
+			results[i].Err = fmt.Errorf("%w: %d new partitions in one request (at most %d)", metadata.ErrPolicyViolation, added, maxPartitionsPerRequest)
+			continue
+		}
 		if dups[req.Topic] {
 			results[i].Err = fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, req.Topic)
 			continue

@@ -122,10 +122,29 @@ func TestPlanCreateTopics(t *testing.T) {
 				{Name: "rf-2", NumPartitions: 1, ReplicationFactor: -2},
 				{Name: "p0", NumPartitions: 0, ReplicationFactor: 1},
 				{Name: "p-2", NumPartitions: -2, ReplicationFactor: 1},
-				{Name: "huge", NumPartitions: metadata.MaxPartitions + 1, ReplicationFactor: 1},
 			},
 			errs: []error{metadata.ErrInvalidReplicationFactor, metadata.ErrInvalidReplicationFactor,
-				metadata.ErrInvalidPartitions, metadata.ErrInvalidPartitions, metadata.ErrInvalidPartitions},
+				metadata.ErrInvalidPartitions, metadata.ErrInvalidPartitions},
+		},
+		// More than 10,000 partitions in one request refuse every topic of it
+		// (Kafka 4.4.0 side by side, interop/cmd/configcompare: POLICY_VIOLATION
+		// for 10,001 and 70,000 partitions in one topic, 6,000 + 6,000 + 1 and
+		// 9,999 + 1 + 1 in three).
+		{
+			name: "above the request's limit",
+			img:  three,
+			reqs: []CreateTopic{
+				{Name: "a", NumPartitions: 9999, ReplicationFactor: 1},
+				{Name: "b", NumPartitions: 1, ReplicationFactor: 1},
+				{Name: "c", NumPartitions: -1, ReplicationFactor: 1},
+			},
+			errs: []error{metadata.ErrPolicyViolation, metadata.ErrPolicyViolation, metadata.ErrPolicyViolation},
+		},
+		{
+			name: "one topic above the request's limit",
+			img:  three,
+			reqs: []CreateTopic{{Name: "huge", NumPartitions: metadata.MaxPartitions + 1, ReplicationFactor: 1}},
+			errs: []error{metadata.ErrPolicyViolation},
 		},
 		{
 			name: "names",
@@ -336,7 +355,13 @@ func TestPlanCreatePartitions(t *testing.T) {
 		},
 		{name: "same count", img: base, reqs: []CreatePartitions{{Topic: "orders", Count: 2}}, errs: []error{metadata.ErrInvalidPartitions}},
 		{name: "fewer", img: base, reqs: []CreatePartitions{{Topic: "orders", Count: 1}}, errs: []error{metadata.ErrInvalidPartitions}},
-		{name: "too many", img: base, reqs: []CreatePartitions{{Topic: "orders", Count: metadata.MaxPartitions + 1}}, errs: []error{metadata.ErrInvalidPartitions}},
+		// More than 10,000 new partitions in one request refuse every topic of it
+		// (Kafka 4.4.0 side by side, interop/cmd/configcompare: POLICY_VIOLATION
+		// for +10,001 and to 70,000 on one topic, +6,000 on each of two).
+		{name: "too many", img: base, reqs: []CreatePartitions{{Topic: "orders", Count: metadata.MaxPartitions + 1}}, errs: []error{metadata.ErrPolicyViolation}},
+		{name: "too many over two topics", img: withTopic(t, base, "audit", metadata.UUID{9}, nil, []int32{1}),
+			reqs: []CreatePartitions{{Topic: "orders", Count: 6002}, {Topic: "audit", Count: 6001}},
+			errs: []error{metadata.ErrPolicyViolation, metadata.ErrPolicyViolation}},
 		{name: "unknown topic", img: base, reqs: []CreatePartitions{{Topic: "nope", Count: 3}}, errs: []error{metadata.ErrUnknownTopic}},
 		{name: "assignment count", img: base, reqs: []CreatePartitions{{Topic: "orders", Count: 4, Assignment: [][]int32{{1, 2}}}}, errs: []error{metadata.ErrInvalidReplicaAssignment}},
 		{name: "assignment rf", img: base, reqs: []CreatePartitions{{Topic: "orders", Count: 3, Assignment: [][]int32{{1}}}}, errs: []error{metadata.ErrInvalidReplicaAssignment}},

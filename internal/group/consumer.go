@@ -673,16 +673,16 @@ func (g *group) syncMemberViewLocked(members int, subscribed func(add func(topic
 	subscribed(func(t string) { g.subscribed[t] = struct{}{} })
 }
 
-// armConsumerSessionLocked restarts m's session timeout
-// (group.consumer.session.timeout.ms, or the classic member's own); when it runs
-// out the member is removed.
+// armConsumerSessionLocked restarts m's session timeout (the group's
+// consumer.session.timeout.ms, else group.consumer.session.timeout.ms, or the
+// classic member's own); when it runs out the member is removed.
 func (g *group) armConsumerSessionLocked(m *cmember) {
 	if m.sessionTimer != nil {
 		m.sessionTimer.Stop()
 	}
 	m.sessionToken++
 	tok := m.sessionToken
-	d := g.c.cfg.ConsumerSessionTimeout
+	d, _ := g.c.consumerTimeouts(g.id)
 	if m.classic != nil {
 		d = m.classic.sessionTimeout
 	}
@@ -708,7 +708,7 @@ func (g *group) armRevokeTimerLocked(m *cmember) {
 	tok := m.revokeToken
 	d := m.rebalanceTimeout
 	if d <= 0 {
-		d = g.c.cfg.ConsumerSessionTimeout
+		d, _ = g.c.consumerTimeouts(g.id)
 	}
 	m.revokeTimer = g.c.afterFunc(d, func() {
 		g.mu.Lock()

@@ -24,7 +24,8 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 	}
 	resp.MemberID = ptr(r.memberID)
 	resp.MemberEpoch = r.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	_, interval := c.consumerTimeouts(req.Group)
+	resp.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	if r.assignment != nil {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		for _, t := range c.assignmentTopics(r.assignment) {

@@ -99,6 +99,11 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5s), the
 	// interval KIP-848 members are told to heartbeat at.
 	ConsumerHeartbeatInterval time.Duration
+	// GroupConfig returns a consumer group's own session timeout and heartbeat
+	// interval (the group configs consumer.session.timeout.ms and
+	// consumer.heartbeat.interval.ms), zero where the group sets none; nil: no
+	// group sets any.
+	GroupConfig func(group string) ConsumerGroupConfig
 	// Topics tells KIP-848 assignors which topics exist; nil: none do.
 	Topics TopicCatalog
 	// ShareState reads and writes share-partition state for the share-group offset
@@ -114,6 +119,30 @@ type Config struct {
 	// also bound the online conversions (migration.go). Unlimited (Kafka's
 	// default, Integer.MAX_VALUE) when 0.
 	ConsumerMaxSize, ClassicMaxSize int
+}
+
+// ConsumerGroupConfig is what a consumer group's dynamic configs set; zero
+// durations leave the coordinator's (Config) in force.
+type ConsumerGroupConfig struct {
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+}
+
+// consumerTimeouts is the session timeout and heartbeat interval of a KIP-848
+// group's members: the group's own configs, else the coordinator's.
+func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Duration) {
+	session, heartbeat = c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
+	if c.cfg.GroupConfig == nil {
+		return session, heartbeat
+	}
+	gc := c.cfg.GroupConfig(group)
+	if gc.SessionTimeout > 0 {
+		session = gc.SessionTimeout
+	}
+	if gc.HeartbeatInterval > 0 {
+		heartbeat = gc.HeartbeatInterval
+	}
+	return session, heartbeat
 }
 
 // DefaultConfig returns Kafka's defaults.

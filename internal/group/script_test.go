@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,6 +150,12 @@ type harness struct {
 	real    map[string]string // $mN -> real member id
 	logSeen map[int32]int     // records already shown by "log"
 	topics  *fakeTopics       // the topic catalog (consumer_script_test.go)
+	// groupConfigs are the groups' own configs ("groupconfig"), read by the
+	// coordinator's goroutines.
+	groupConfigs struct {
+		sync.Mutex
+		m map[string]ConsumerGroupConfig
+	}
 }
 
 func newHarness(t *testing.T) *harness {
@@ -156,11 +163,17 @@ func newHarness(t *testing.T) *harness {
 	cfg.GroupInitialRebalanceDelay = 0
 	topics := newFakeTopics()
 	cfg.Topics = topics
-	return &harness{
+	h := &harness{
 		t: t, cfg: cfg, store: newMemStore(), ops: make(map[string]*scriptOp),
 		alias: make(map[string]string), real: make(map[string]string), logSeen: make(map[int32]int),
 		topics: topics,
 	}
+	h.cfg.GroupConfig = func(group string) ConsumerGroupConfig {
+		h.groupConfigs.Lock()
+		defer h.groupConfigs.Unlock()
+		return h.groupConfigs.m[group]
+	}
+	return h
 }
 
 // coord returns the coordinator, starting it (all partitions loaded) on first use.
@@ -298,6 +311,14 @@ func (h *harness) run(cmd string) []string {
 		h.cfg.MigrationPolicy = MigrationPolicy(a.str("migration", string(h.cfg.MigrationPolicy)))
 		h.cfg.ConsumerMaxSize = int(a.int("consumer-max", int64(h.cfg.ConsumerMaxSize)))
 		h.cfg.ClassicMaxSize = int(a.int("classic-max", int64(h.cfg.ClassicMaxSize)))
+	case "groupconfig": // groupconfig GROUP [session=D] [interval=D]: the group's own configs
+		a := parseArgs(rest[1:])
+		h.groupConfigs.Lock()
+		if h.groupConfigs.m == nil {
+			h.groupConfigs.m = map[string]ConsumerGroupConfig{}
+		}
+		h.groupConfigs.m[rest[0]] = ConsumerGroupConfig{SessionTimeout: a.dur("session", 0), HeartbeatInterval: a.dur("interval", 0)}
+		h.groupConfigs.Unlock()
 	case "advance":
 		time.Sleep(mustDur(rest[0]))
 	case "wait":

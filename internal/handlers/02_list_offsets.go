@@ -10,8 +10,8 @@ package handlers
 //   not tiered); v10: TimeoutMillis (KIP-1075): above 0 it bounds, for the whole
 //   request, the timestamp lookups in the object store of tiered partitions
 //   (each partition still waiting when it passes is REQUEST_TIMED_OUT with offset
-//   and timestamp -1, as in Kafka; 0 or less, or before v10: the remote read
-//   timeout, per lookup); v11: earliest pending
+//   and timestamp -1, as in Kafka; 0 or less, or before v10: 30 s, Kafka's
+//   remote.list.offsets.request.timeout.ms default); v11: earliest pending
 //   upload (-6, KIP-1023: the first offset not yet uploaded; -1 when not tiered).
 // A special timestamp older than the request's version gets UNSUPPORTED_VERSION
 // (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11).
@@ -35,12 +35,8 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 	img := h.cluster.Image()
 	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
 	dups := duplicateListOffsets(req)
-	lookupCtx := ctx
-	if req.Version >= 10 && req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		lookupCtx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	lookupCtx, cancel := context.WithTimeout(ctx, listOffsetsTimeout(req))
+	defer cancel()
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -77,7 +73,7 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				var found bool
 				off, ts, epoch, found, err = p.ListOffset(lookupCtx, rp.Timestamp, iso)
 				if err != nil && errors.Is(lookupCtx.Err(), context.DeadlineExceeded) {
-					err = lookupCtx.Err() // the request's TimeoutMillis passed: REQUEST_TIMED_OUT
+					err = lookupCtx.Err() // listOffsetsTimeout passed: REQUEST_TIMED_OUT
 				}
 				if found {
 					sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
@@ -89,6 +85,21 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 		resp.Topics = append(resp.Topics, st)
 	}
 	return reply(resp)
+}
+
+// remoteListOffsetsTimeout bounds a request's timestamp lookups in the object
+// store when it names no TimeoutMillis: Kafka's
+// remote.list.offsets.request.timeout.ms default.
+const remoteListOffsetsTimeout = 30 * time.Second
+
+// listOffsetsTimeout is how long a request's timestamp lookups in the object
+// store may take together: v10's TimeoutMillis when above 0, else
+// remoteListOffsetsTimeout, as Kafka 4.4 does.
+func listOffsetsTimeout(req *kmsg.ListOffsetsRequest) time.Duration {
+	if req.Version >= 10 && req.TimeoutMillis > 0 {
+		return time.Duration(req.TimeoutMillis) * time.Millisecond
+	}
+	return remoteListOffsetsTimeout
 }
 
 // listOffsetsMinVersion is the first ListOffsets version that may ask for each

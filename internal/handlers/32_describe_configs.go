@@ -3,9 +3,11 @@ package handlers
 // DescribeConfigs (key 32), v1-v4.
 //   v1: synonyms on request; v3: config type and documentation; v4+: flexible.
 // Topic resources list every topic config with its effective value and source;
-// broker resources ("" for the cluster default, or a broker id) the broker-level
-// defaults for those keys; group resources (type 32) the group configs of share
-// groups. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
+// broker resources the broker-level defaults for those keys (a broker id every
+// key, "" only those set cluster-wide); group resources (type 32) the group
+// configs of share groups; broker logger resources (type 8, this broker's id)
+// every logger and its level (loglevels). Synonyms and documentation as Kafka
+// 4.4 lists them (metadata.ConfigEntry); loggers have neither. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
 // an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
 // INVALID_REQUEST (Kafka answers that for any id but its own: Strata describes
 // any registered broker's configs from any broker).
@@ -48,8 +50,16 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 			if err = metadata.ValidateGroupResource(rr.ResourceName); err == nil {
 				entries = img.GroupConfigEntries(rr.ResourceName)
 			}
+		case metadata.ResourceBrokerLogger:
+			if h.cfg.Loggers == nil {
+				_, err = metadata.LookupConfig(metadata.ResourceBrokerLogger, "") // the unsupported type's refusal
+			} else if err = h.checkOwnID(rr.ResourceName); err == nil {
+				for _, l := range h.cfg.Loggers.List() {
+					entries = append(entries, metadata.ConfigEntry{Name: l.Name, Value: l.Level, Source: metadata.SourceBrokerLogger})
+				}
+			}
 		default:
-			err = metadata.ErrInvalidRequest
+			_, err = metadata.LookupConfig(metadata.ResourceType(rr.ResourceType), "") // the unsupported type's refusal
 		}
 		if err != nil {
 			res.ErrorCode = errorCode(err)
@@ -69,6 +79,10 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 			c.Source = kmsg.ConfigSource(e.Source)
 			c.IsDefault = e.IsDefault
 			c.ConfigType = kmsg.ConfigType(e.Type)
+			if req.IncludeDocumentation {
+				doc := e.Documentation
+				c.Documentation = &doc
+			}
 			if req.IncludeSynonyms {
 				for _, s := range e.Synonyms {
 					syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()

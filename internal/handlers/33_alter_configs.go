@@ -2,13 +2,16 @@ package handlers
 
 // AlterConfigs (key 33), v0-v2 (v2 flexible): a resource's dynamic configs become
 // exactly the given set. IncrementalAlterConfigs (key 44) is the modern form.
-// As Kafka's broker does, a resource with a null value is INVALID_REQUEST
-// before the controller sees the request; the controller refuses a resource
+// As Kafka's broker does, a broker resource naming another broker's id is
+// INVALID_REQUEST where the request arrives (refuseOtherBrokers), and a resource
+// with a null value is INVALID_REQUEST before the controller sees the request; the controller refuses a resource
 // named twice (INVALID_REQUEST in each place), a key given twice, unknown keys
 // and bad values.
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,12 +23,27 @@ import (
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
-func (h *Handlers) alterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) alterConfigs(ctx context.Context, ci *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	req := r.Msg.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	if refused := h.refuseOtherBrokers(ctx, len(req.Resources), func(i int) (int8, string) {
+		return int8(req.Resources[i].ResourceType), req.Resources[i].ResourceName
+	}); refused != nil {
+		resp.Resources = answerLocal(req.Resources, refused, func(kept []kmsg.AlterConfigsRequestResource) []kmsg.AlterConfigsResponseResource {
+			sub, keptReq := *r, *req
+			keptReq.Resources, sub.Msg = kept, &keptReq
+			return h.alterConfigs(ctx, ci, &sub).Msg.(*kmsg.AlterConfigsResponse).Resources
+		}, func(rr kmsg.AlterConfigsRequestResource, err error) kmsg.AlterConfigsResponseResource {
+			res := kmsg.NewAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			res.ErrorCode, res.ErrorMessage = localResult(err)
+			return res
+		})
+		return reply(resp)
+	}
 	if resp, ok := h.forwardIfNotController(ctx, r); ok {
 		return resp
 	}
-	req := r.Msg.(*kmsg.AlterConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	refused := refuseNullConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
 		rr := req.Resources[i]
 		vals := make([]configValue, len(rr.Configs))
@@ -58,6 +76,80 @@ func (h *Handlers) alterConfigs(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		resp.Resources = append(resp.Resources, res)
 	}
 	return reply(resp)
+}
+
+// localAnswer is a resource of a config change answered where the request
+// arrived, not by the controller: err nil for a change done here.
+type localAnswer struct{ err error }
+
+// refuseOtherBrokers is the check Kafka's receiving broker makes before it
+// forwards a config change: a broker resource names this broker or "" (the
+// cluster-wide default); another id is INVALID_REQUEST. A request forwarded by
+// another broker was checked there. resource returns the type and name of
+// resource i of n; the result holds the refusal of each, or is nil when none
+// is refused.
+func (h *Handlers) refuseOtherBrokers(ctx context.Context, n int, resource func(i int) (int8, string)) []*localAnswer {
+	if ctx.Value(onLinkKey{}) != nil {
+		return nil
+	}
+	var refused []*localAnswer
+	for i := range n {
+		typ, name := resource(i)
+		if metadata.ResourceType(typ) != metadata.ResourceBroker || name == "" {
+			continue
+		}
+		if err := h.checkOwnID(name); err != nil {
+			if refused == nil {
+				refused = make([]*localAnswer, n)
+			}
+			refused[i] = &localAnswer{err}
+		}
+	}
+	return refused
+}
+
+// checkOwnID refuses a broker (or broker logger) resource that names another
+// broker, in Kafka's words.
+func (h *Handlers) checkOwnID(name string) error {
+	if own := strconv.Itoa(int(h.cfg.NodeID)); name != own {
+		return &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("Unexpected broker id, expected %s, but received %s", own, name)}
+	}
+	return nil
+}
+
+// localResult is the code and message of a resource answered where the
+// request arrived.
+func localResult(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	msg := err.Error()
+	return errorCode(err), &msg
+}
+
+// answerLocal answers the resources of a config change when some were answered
+// where it arrived (local[i] not nil): answer handles the others, if any, and
+// each local one is answered in its place by here.
+func answerLocal[Req, Resp any](all []Req, local []*localAnswer, answer func([]Req) []Resp, here func(Req, error) Resp) []Resp {
+	var kept []Req
+	for i, r := range all {
+		if local[i] == nil {
+			kept = append(kept, r)
+		}
+	}
+	var answered []Resp
+	if len(kept) > 0 {
+		answered = answer(kept)
+	}
+	out := make([]Resp, 0, len(all))
+	for i, r := range all {
+		if local[i] != nil {
+			out = append(out, here(r, local[i].err))
+			continue
+		}
+		out, answered = append(out, answered[0]), answered[1:]
+	}
+	return out
 }
 
 // callController sends what is left of a request after the broker's own

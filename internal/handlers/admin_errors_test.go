@@ -3,8 +3,11 @@ package handlers
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -576,6 +580,19 @@ func TestIncrementalAlterConfigsAsKafka(t *testing.T) {
 		{"min.insync.replicas 0", topic, "t", set, "min.insync.replicas", str("0"), kerr.InvalidConfig},
 		{"boolean TRUE", topic, "t", set, "unclean.leader.election.enable", str("TRUE"), nil},
 		{"boolean yes", topic, "t", set, "unclean.leader.election.enable", str("yes"), kerr.InvalidConfig},
+		// Session 10, against Kafka 4.4.0 with interop/cmd/configcompare
+		// (Kafka's messages in quotes).
+		{"another broker's id", broker, "2", set, "log.retention.ms", str("1000"), kerr.InvalidRequest}, // "Unexpected broker id, expected 1, but received 2"
+		{"a bad broker value", broker, "1", set, "log.retention.ms", str("x"), kerr.InvalidRequest},     // "Invalid value x for configuration log.retention.ms"
+		{"a read-only broker key", broker, "1", set, "log.dirs", str("/x"), kerr.InvalidRequest},        // "Cannot update these configs dynamically: [log.dirs]"
+		{"log.segment.bytes below 1 MiB", broker, "", set, "log.segment.bytes", str("1000"), kerr.InvalidRequest},
+		{"segment.bytes below 1 MiB", topic, "t", set, "segment.bytes", str("1048575"), kerr.InvalidConfig}, // "Value must be at least 1048576"
+		{"segment.bytes at 1 MiB", topic, "t", set, "segment.bytes", str("1048576"), nil},
+		{"internal.segment.bytes", topic, "t", set, "internal.segment.bytes", str("4096"), nil},
+		// Kafka takes unknown broker keys (num.io.threads, foo.bar.baz); Strata
+		// refuses them (docs/protocol.md says why) with Kafka's code for a
+		// refused broker key.
+		{"an unknown broker key", broker, "1", set, "num.io.threads", str("4"), kerr.InvalidRequest},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -594,5 +611,170 @@ func TestIncrementalAlterConfigsAsKafka(t *testing.T) {
 				t.Errorf("got %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestConfigChangeOfAnotherBroker checks that a broker resource naming another
+// broker is refused where the request arrives, before the controller, and the
+// rest of the request is answered in order (Kafka 4.4.0: INVALID_REQUEST,
+// "Unexpected broker id, expected 1, but received 2"; Strata applied it).
+func TestConfigChangeOfAnotherBroker(t *testing.T) {
+	h := newAdminHandlers(t)
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	incr := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, r := range []struct {
+		rt   kmsg.ConfigResourceType
+		name string
+	}{{kmsg.ConfigResourceTypeBroker, "2"}, {kmsg.ConfigResourceTypeTopic, "t"}, {kmsg.ConfigResourceTypeBroker, "1"}, {kmsg.ConfigResourceTypeBroker, "3"}} {
+		key := "log.retention.ms"
+		if r.rt == kmsg.ConfigResourceTypeTopic {
+			key = "retention.ms"
+		}
+		a := kmsg.NewAlterConfigsRequestResource()
+		a.ResourceType, a.ResourceName = r.rt, r.name
+		ac := kmsg.NewAlterConfigsRequestResourceConfig()
+		ac.Name, ac.Value = key, kmsg.StringPtr("1000")
+		a.Configs = append(a.Configs, ac)
+		alter.Resources = append(alter.Resources, a)
+		i := kmsg.NewIncrementalAlterConfigsRequestResource()
+		i.ResourceType, i.ResourceName = r.rt, r.name
+		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		ic.Name, ic.Value = key, kmsg.StringPtr("1000")
+		i.Configs = append(i.Configs, ic)
+		incr.Resources = append(incr.Resources, i)
+	}
+	want := []struct {
+		name string
+		code int16
+	}{{"2", kerr.InvalidRequest.Code}, {"t", 0}, {"1", 0}, {"3", kerr.InvalidRequest.Code}}
+	check := func(api string, i int, name string, code int16, msg *string) {
+		if name != want[i].name || code != want[i].code {
+			t.Errorf("%s resource %d: %s code %d (%v), want %s code %d", api, i, name, code, msg, want[i].name, want[i].code)
+		}
+	}
+	aResp := serve(t, h, alter).(*kmsg.AlterConfigsResponse)
+	iResp := serve(t, h, incr).(*kmsg.IncrementalAlterConfigsResponse)
+	if len(aResp.Resources) != len(want) || len(iResp.Resources) != len(want) {
+		t.Fatalf("answered %d and %d resources, want %d", len(aResp.Resources), len(iResp.Resources), len(want))
+	}
+	for i := range want {
+		check("AlterConfigs", i, aResp.Resources[i].ResourceName, aResp.Resources[i].ErrorCode, aResp.Resources[i].ErrorMessage)
+		check("IncrementalAlterConfigs", i, iResp.Resources[i].ResourceName, iResp.Resources[i].ErrorCode, iResp.Resources[i].ErrorMessage)
+	}
+	if got := h.cluster.Image().BrokerConfigs("2"); got != nil {
+		t.Errorf("broker 2's configs %v, want none", got)
+	}
+}
+
+// TestDescribeConfigsAsKafka checks the documentation and synonyms of a
+// described topic key as Kafka 4.4.0 answered them side by side
+// (interop/cmd/configcompare): documentation only when asked for, the built-in
+// default under the broker key it comes from, none for a topic-only key.
+func TestDescribeConfigsAsKafka(t *testing.T) {
+	h := newAdminHandlers(t)
+	for _, docs := range []bool{false, true} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(4)
+		req.IncludeSynonyms, req.IncludeDocumentation = true, docs
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+		rr.ConfigNames = []string{"cleanup.policy", "remote.storage.enable"}
+		req.Resources = append(req.Resources, rr)
+		resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+		if len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 2 {
+			t.Fatalf("answer %+v", resp.Resources)
+		}
+		for _, c := range resp.Resources[0].Configs {
+			if (c.Documentation != nil && *c.Documentation != "") != docs {
+				t.Errorf("documentation %v: %s documented %v", docs, c.Name, c.Documentation)
+			}
+			var syns []string
+			for _, s := range c.ConfigSynonyms {
+				syns = append(syns, fmt.Sprintf("%s=%s/%d", s.Name, *s.Value, s.Source))
+			}
+			want := map[string][]string{"cleanup.policy": {"log.cleanup.policy=delete/5"}, "remote.storage.enable": nil}[c.Name]
+			if !slices.Equal(syns, want) {
+				t.Errorf("%s synonyms %v, want %v", c.Name, syns, want)
+			}
+		}
+	}
+}
+
+// TestBrokerLoggers checks kafka-configs --entity-type broker-loggers against
+// the node's log levels, the codes as Kafka 4.4.0 answered them side by side
+// (interop/cmd/configcompare): SET of a level, an unknown level or logger
+// INVALID_CONFIG ("Logger no.such.logger does not exist!"), DELETE of the root's
+// level INVALID_REQUEST, another broker's id INVALID_REQUEST.
+func TestBrokerLoggers(t *testing.T) {
+	levels := loglevels.New(slog.LevelInfo)
+	logger := slog.New(levels.Handler(slog.DiscardHandler))
+	logger.With("component", "group")
+	h := newAdminHandlersWith(t, Config{Loggers: levels})
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	describe := func() map[string]string {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "1"
+		req.Resources = append(req.Resources, rr)
+		resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+		got := map[string]string{}
+		for _, c := range resp.Resources[0].Configs {
+			if c.Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig {
+				t.Errorf("%s source %v", c.Name, c.Source)
+			}
+			got[c.Name] = *c.Value
+		}
+		return got
+	}
+	if got := describe(); !maps.Equal(got, map[string]string{"root": "INFO", "group": "INFO"}) {
+		t.Fatalf("described %v", got)
+	}
+	for _, tt := range []struct {
+		name, resource, logger string
+		op                     kmsg.IncrementalAlterConfigOp
+		value                  string
+		validateOnly           bool
+		want                   *kerr.Error
+		levels                 map[string]string
+	}{
+		{"group DEBUG", "1", "group", set, "DEBUG", false, nil, map[string]string{"root": "INFO", "group": "DEBUG"}},
+		{"root WARN, validate only", "1", "root", set, "WARN", true, nil, map[string]string{"root": "INFO", "group": "DEBUG"}},
+		{"root WARN", "1", "root", set, "WARN", false, nil, map[string]string{"root": "WARN", "group": "DEBUG"}},
+		{"bad level", "1", "root", set, "BAD", false, kerr.InvalidConfig, nil},
+		{"unknown logger", "1", "no.such.logger", set, "DEBUG", false, kerr.InvalidConfig, nil},
+		{"delete root", "1", "root", del, "", false, kerr.InvalidRequest, nil},
+		{"another broker", "2", "root", set, "DEBUG", false, kerr.InvalidRequest, nil},
+		{"delete group", "1", "group", del, "", false, nil, map[string]string{"root": "WARN", "group": "WARN"}},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.ValidateOnly = tt.validateOnly
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, tt.resource
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op = tt.logger, tt.op
+		if tt.op == set {
+			c.Value = kmsg.StringPtr(tt.value)
+		}
+		res.Configs = append(res.Configs, c)
+		req.Resources = append(req.Resources, res)
+		resp := serve(t, h, req).(*kmsg.IncrementalAlterConfigsResponse)
+		if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != tt.want && !(err == nil && tt.want == nil) {
+			t.Errorf("%s: got %v (%v), want %v", tt.name, err, resp.Resources[0].ErrorMessage, tt.want)
+		}
+		if tt.levels != nil {
+			if got := describe(); !maps.Equal(got, tt.levels) {
+				t.Errorf("%s: levels %v, want %v", tt.name, got, tt.levels)
+			}
+		}
+	}
+	// Without levels (a node whose logger is not loglevels'), the resource type
+	// is refused.
+	plain := newAdminHandlers(t)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "1"
+	req.Resources = append(req.Resources, rr)
+	if code := serve(t, plain, req).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Errorf("without levels: code %d, want INVALID_REQUEST", code)
 	}
 }

@@ -444,3 +444,33 @@ func TestListOffsetsSpecialTimestamps(t *testing.T) {
 		}
 	}
 }
+
+// TestListOffsetsTimeout checks how long a request's timestamp lookups in the
+// object store may take: without TimeoutMillis Kafka 4.4 waits
+// remote.list.offsets.request.timeout.ms (30 s) and then answers
+// REQUEST_TIMED_OUT; Strata capped each lookup at 5 s and answered
+// KAFKA_STORAGE_ERROR. (The handler harness hosts no tiered partition: the
+// replica's TestListOffsetRemoteDeadline checks the lookup under a deadline.)
+func TestListOffsetsTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		version int16
+		timeout int32
+		want    time.Duration
+	}{
+		{9, 1500, 30 * time.Second},
+		{10, 0, 30 * time.Second},
+		{10, -1, 30 * time.Second},
+		{10, 1500, 1500 * time.Millisecond},
+		{11, 60000, time.Minute},
+	} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(tt.version)
+		req.TimeoutMillis = tt.timeout
+		if got := listOffsetsTimeout(req); got != tt.want {
+			t.Errorf("v%d TimeoutMillis %d: %v, want %v", tt.version, tt.timeout, got, tt.want)
+		}
+	}
+	if got := errorCode(context.DeadlineExceeded); got != kerr.RequestTimedOut.Code {
+		t.Errorf("a passed deadline answers %d, want REQUEST_TIMED_OUT", got)
+	}
+}

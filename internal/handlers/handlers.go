@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controllerlink"
+	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/quota"
 	"github.com/strata-stream/strata/internal/replica"
@@ -102,7 +103,10 @@ func versionsOf(table []api) []protocol.VersionRange {
 
 // Config is what the handlers need to know about this node.
 type Config struct {
-	NodeID            int32
+	NodeID int32
+	// Loggers are the node's log levels, which BROKER_LOGGER config resources
+	// describe and change; nil refuses those resources.
+	Loggers           *loglevels.Levels
 	ClusterID         string
 	AutoCreateTopics  bool
 	DefaultPartitions int32

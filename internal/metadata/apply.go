@@ -381,7 +381,7 @@ func (b *builder) removeTopic(r *RemoveTopicRecord) error {
 
 func (b *builder) config(r *ConfigRecord) error {
 	if r.Delete {
-		if _, err := lookupConfig(r.ResourceType, r.Key); err != nil {
+		if _, err := LookupConfig(r.ResourceType, r.Key); err != nil {
 			return err
 		}
 	} else if err := ValidateConfig(r.ResourceType, r.Key, r.Value); err != nil {

@@ -186,7 +186,7 @@ func TestApply(t *testing.T) {
 			check: func(t *testing.T, img *Image) { wantEq(t, "cfg", img.BrokerConfigs("2")["message.max.bytes"], "10") },
 		},
 		{name: "broker config bad name", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "02", Key: "log.retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
-		{name: "broker config topic key", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, Key: "retention.ms", Value: "1"}}, wantErr: ErrInvalidConfig},
+		{name: "broker config topic key", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, Key: "retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{name: "config unknown resource type", recs: []Record{&ConfigRecord{ResourceType: 9, Key: "retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{
 			name:  "producer ids advance",
@@ -350,8 +350,8 @@ func TestConfigEntries(t *testing.T) {
 	for _, e := range es {
 		byName[e.Name] = e
 	}
-	if len(es) != len(topicConfigDefs) {
-		t.Errorf("%d entries, want %d", len(es), len(topicConfigDefs))
+	if _, ok := byName[TopicInternalSegmentBytes]; ok || len(es) != len(topicConfigDefs)-1 {
+		t.Errorf("%d entries, want %d: all but %s", len(es), len(topicConfigDefs)-1, TopicInternalSegmentBytes)
 	}
 	r := byName["retention.ms"]
 	if r.Value != "1000" || r.Source != SourceTopic || r.IsDefault || len(r.Synonyms) != 3 ||
@@ -361,8 +361,23 @@ func TestConfigEntries(t *testing.T) {
 	if s := byName["segment.bytes"]; s.Value != "2000" || s.Source != SourceClusterDefault || s.Type != ConfigTypeInt {
 		t.Errorf("segment.bytes = %+v", s)
 	}
-	if c := byName["cleanup.policy"]; c.Value != "delete" || !c.IsDefault || c.Type != ConfigTypeList {
+	// Synonyms as Kafka 4.4.0 listed them side by side (interop/cmd/configcompare):
+	// the built-in default under the broker key, none for a topic-only key.
+	if c := byName["cleanup.policy"]; c.Value != "delete" || !c.IsDefault || c.Type != ConfigTypeList ||
+		!slices.Equal(c.Synonyms, []ConfigSynonym{{"log.cleanup.policy", "delete", SourceDefault}}) || c.Documentation == "" {
 		t.Errorf("cleanup.policy = %+v", c)
+	}
+	if r := byName["remote.storage.enable"]; r.Value != "false" || r.Source != SourceDefault || len(r.Synonyms) != 0 {
+		t.Errorf("remote.storage.enable = %+v", r)
+	}
+	internal := mustApply(t, img, &ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders", Key: TopicInternalSegmentBytes, Value: "4096"})
+	es, _ = internal.TopicConfigEntries("orders")
+	if i := slices.IndexFunc(es, func(e ConfigEntry) bool { return e.Name == TopicInternalSegmentBytes }); i < 0 ||
+		es[i].Value != "4096" || es[i].Source != SourceTopic {
+		t.Errorf("internal.segment.bytes set: entries %+v", es)
+	}
+	if got := internal.Topic("orders").Config.SegmentSize(); got != 4096 {
+		t.Errorf("segment size with internal.segment.bytes = %d, want 4096", got)
 	}
 	if _, err := img.TopicConfigEntries("nope"); !errors.Is(err, ErrUnknownTopic) {
 		t.Errorf("unknown topic: %v", err)
@@ -374,7 +389,6 @@ func TestConfigEntries(t *testing.T) {
 		{"1", "log.segment.bytes", "3000", SourceBroker},
 		{"2", "log.segment.bytes", "2000", SourceClusterDefault},
 		{"", "log.segment.bytes", "2000", SourceClusterDefault},
-		{"", "log.roll.ms", "604800000", SourceDefault},
 	} {
 		found := false
 		for _, e := range img.BrokerConfigEntries(tt.resource) {
@@ -388,5 +402,17 @@ func TestConfigEntries(t *testing.T) {
 		if !found {
 			t.Errorf("broker %q: no entry %s", tt.resource, tt.key)
 		}
+	}
+	// The cluster-wide default lists only the keys set there, each with no
+	// default synonym (Kafka 4.4.0).
+	var names []string
+	for _, e := range img.BrokerConfigEntries("") {
+		names = append(names, e.Name)
+		if len(e.Synonyms) != 1 || e.Synonyms[0].Source != SourceClusterDefault {
+			t.Errorf("broker \"\" %s synonyms %+v", e.Name, e.Synonyms)
+		}
+	}
+	if !slices.Equal(names, []string{"log.retention.ms", "log.segment.bytes"}) {
+		t.Errorf("broker \"\" lists %v", names)
 	}
 }

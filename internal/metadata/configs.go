@@ -32,16 +32,20 @@ const (
 	SourceTopic          ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: a topic override
 	SourceBroker         ConfigSource = 2 // DYNAMIC_BROKER_CONFIG: set for one broker
 	SourceClusterDefault ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG: set for all brokers
+	SourceBrokerLogger   ConfigSource = 6 // DYNAMIC_BROKER_LOGGER_CONFIG: a logger's level
 	SourceDefault        ConfigSource = 5 // DEFAULT_CONFIG: the built-in default
 )
 
 // ResourceType is the kind of resource a config belongs to, with Kafka's codes.
 type ResourceType int8
 
-// Resource types that carry configs.
+// Resource types that carry configs. Broker loggers' are the handlers' own
+// (never in the metadata log); client metrics' Strata refuses.
 const (
-	ResourceTopic  ResourceType = 2
-	ResourceBroker ResourceType = 4
+	ResourceTopic         ResourceType = 2
+	ResourceBroker        ResourceType = 4
+	ResourceBrokerLogger  ResourceType = 8
+	ResourceClientMetrics ResourceType = 16
 )
 
 func (t ResourceType) String() string {
@@ -52,6 +56,10 @@ func (t ResourceType) String() string {
 		return "broker"
 	case ResourceGroup:
 		return "group"
+	case ResourceBrokerLogger:
+		return "broker logger"
+	case ResourceClientMetrics:
+		return "client metrics"
 	}
 	return "resource type " + strconv.Itoa(int(t))
 }
@@ -106,6 +114,9 @@ type TopicConfig struct {
 	RetentionBytes              int64
 	RetentionMs                 int64
 	SegmentBytes                int32
+	// InternalSegmentBytes is internal.segment.bytes: when above 0, the segment
+	// size in place of SegmentBytes, below segment.bytes' 1 MiB floor (tests).
+	InternalSegmentBytes        int32
 	SegmentIndexBytes           int32
 	SegmentJitterMs             int64
 	SegmentMs                   int64
@@ -140,6 +151,24 @@ const (
 	maxInt64 = math.MaxInt64
 )
 
+// TopicInternalSegmentBytes is Kafka 4's internal topic key for segments
+// smaller than segment.bytes allows, for tests. DescribeConfigs lists it only
+// where a topic sets it, as Kafka does.
+const TopicInternalSegmentBytes = "internal.segment.bytes"
+
+// minInternalSegmentBytes is storage.MinSegmentBytes, the smallest segment a
+// log takes.
+const minInternalSegmentBytes = 2 << 10
+
+// SegmentSize is the size a segment rolls at: internal.segment.bytes when set,
+// else segment.bytes.
+func (c TopicConfig) SegmentSize() int32 {
+	if c.InternalSegmentBytes > 0 {
+		return c.InternalSegmentBytes
+	}
+	return c.SegmentBytes
+}
+
 // topicConfigDefs is sorted by Name. Defaults and validators follow Kafka's.
 var topicConfigDefs = []ConfigDef{
 	{"cleanup.policy", ConfigTypeList, "delete", "log.cleanup.policy",
@@ -163,6 +192,17 @@ var topicConfigDefs = []ConfigDef{
 		throttledReplicas(func(c *TopicConfig) **throttle.Replicas { return &c.FollowerThrottledReplicas })},
 	{"index.interval.bytes", ConfigTypeInt, "4096", "log.index.interval.bytes",
 		int32Key(0, maxInt32, func(c *TopicConfig) *int32 { return &c.IndexIntervalBytes })},
+	{TopicInternalSegmentBytes, ConfigTypeInt, "0", "",
+		func(c *TopicConfig, v string) error {
+			// 0 (the default) leaves segment.bytes in force; else at least the
+			// log's floor (storage.MinSegmentBytes). Kafka takes any integer.
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			if err != nil || n != 0 && n < minInternalSegmentBytes {
+				return fmt.Errorf("want 0 or an integer in [%d, %d]", minInternalSegmentBytes, maxInt32)
+			}
+			c.InternalSegmentBytes = int32(n)
+			return nil
+		}},
 	{"leader.replication.throttled.replicas", ConfigTypeList, "", "",
 		throttledReplicas(func(c *TopicConfig) **throttle.Replicas { return &c.LeaderThrottledReplicas })},
 	{"local.retention.bytes", ConfigTypeLong, "-2", "log.local.retention.bytes",
@@ -269,16 +309,52 @@ func LookupBrokerConfig(key string) (ConfigDef, bool) {
 // DefaultTopicConfig returns the built-in defaults of every topic key.
 func DefaultTopicConfig() TopicConfig { return defaultTopicConfig }
 
-// ValidateConfig checks one key and value for a resource type.
+// ValidateConfig checks one key and value for a resource type, as applying a
+// metadata record does. A broker key or value refused is INVALID_REQUEST, as in
+// Kafka 4.4; a topic or group one INVALID_CONFIG.
 func ValidateConfig(rt ResourceType, key, value string) error {
-	d, err := lookupConfig(rt, key)
+	d, err := LookupConfig(rt, key)
 	if err != nil {
 		return err
 	}
-	return d.Validate(value)
+	if err := d.set(&TopicConfig{}, value); err != nil {
+		return fmt.Errorf("%w: %s=%q: %v", refusal(rt), key, value, err)
+	}
+	return nil
 }
 
-func lookupConfig(rt ResourceType, key string) (ConfigDef, error) {
+// requestMinimums are floors Kafka 4 puts on values set by a request that a
+// value already in the metadata log need not meet: a topic created with a
+// smaller value by an older Strata still loads. internal.segment.bytes has no
+// such floor (Kafka's key for tests that need small segments).
+var requestMinimums = map[string]int64{"segment.bytes": 1 << 20, "log.segment.bytes": 1 << 20}
+
+// ValidateConfigChange checks a value a request sets (CreateTopics,
+// AlterConfigs, IncrementalAlterConfigs): ValidateConfig and the floors of
+// requestMinimums.
+func ValidateConfigChange(rt ResourceType, key, value string) error {
+	if err := ValidateConfig(rt, key, value); err != nil {
+		return err
+	}
+	if floor, ok := requestMinimums[key]; ok {
+		if n, _ := strconv.ParseInt(strings.TrimSpace(value), 10, 64); n < floor {
+			return fmt.Errorf("%w: invalid value %s for configuration %s: value must be at least %d", refusal(rt), value, key, floor)
+		}
+	}
+	return nil
+}
+
+// refusal is the sentinel of a refused key or value: Kafka answers
+// INVALID_REQUEST for broker configs, INVALID_CONFIG for the others.
+func refusal(rt ResourceType) *KafkaError {
+	if rt == ResourceBroker {
+		return ErrInvalidRequest
+	}
+	return ErrInvalidConfig
+}
+
+// LookupConfig finds the definition of a key of a resource type.
+func LookupConfig(rt ResourceType, key string) (ConfigDef, error) {
 	var (
 		d  ConfigDef
 		ok bool
@@ -294,7 +370,7 @@ func lookupConfig(rt ResourceType, key string) (ConfigDef, error) {
 		return ConfigDef{}, fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, rt)
 	}
 	if !ok {
-		return ConfigDef{}, fmt.Errorf("%w: unknown %v config %q", ErrInvalidConfig, rt, key)
+		return ConfigDef{}, fmt.Errorf("%w: unknown %v config %q", refusal(rt), rt, key)
 	}
 	return d, nil
 }
@@ -348,21 +424,31 @@ type ConfigEntry struct {
 	Type      ConfigType
 	IsDefault bool
 	// Synonyms lists every level that has a value, most specific first (the
-	// first is the effective value).
+	// first is the effective value), as Kafka 4.4 lists them: the built-in
+	// default last, under the broker key it comes from; a topic key with no
+	// broker key has no default synonym.
 	Synonyms []ConfigSynonym
+	// Documentation is what the key does (configdocs.go).
+	Documentation string
 }
 
 // describe builds the entry named name for d from the levels that may hold a
-// value, most specific first; the built-in default is the last synonym.
-func describe(d *ConfigDef, name string, levels ...describeLevel) ConfigEntry {
-	e := ConfigEntry{Name: name, Type: d.Type}
+// value, most specific first, and the built-in default under defaultName (none
+// when empty).
+func describe(d *ConfigDef, name, defaultName string, levels ...describeLevel) ConfigEntry {
+	e := ConfigEntry{Name: name, Type: d.Type, Documentation: d.Doc()}
 	for _, l := range levels {
-		if v, ok := l.values[l.key]; ok {
+		if v, ok := l.values[l.key]; ok && l.key != "" {
 			e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: l.key, Value: v, Source: l.source})
 		}
 	}
-	e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: name, Value: d.Default, Source: SourceDefault})
-	e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
+	if defaultName != "" {
+		e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: defaultName, Value: d.Default, Source: SourceDefault})
+	}
+	e.Value, e.Source = d.Default, SourceDefault
+	if len(e.Synonyms) > 0 {
+		e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
+	}
 	e.IsDefault = e.Source == SourceDefault
 	return e
 }

@@ -20,8 +20,12 @@ func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
 		if err := d.Validate(d.Default); err != nil {
 			t.Errorf("default of %s does not validate: %v", d.Name, err)
 		}
+		if d.Doc() == "" {
+			t.Errorf("%s has no documentation", d.Name)
+		}
 		switch d.Name {
-		case "remote.storage.enable", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas", TopicDeadLetterGroupEnable:
+		case "remote.storage.enable", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+			TopicDeadLetterGroupEnable, TopicInternalSegmentBytes:
 			if d.BrokerName != "" {
 				t.Errorf("%s has a broker synonym %q; it is topic-only in Kafka", d.Name, d.BrokerName)
 			}
@@ -87,9 +91,18 @@ func TestValidateConfig(t *testing.T) {
 		{ResourceTopic, "flush.messages", "0", ErrInvalidConfig},
 		{ResourceTopic, "no.such.key", "1", ErrInvalidConfig},
 		{ResourceTopic, "log.retention.ms", "1", ErrInvalidConfig},
+		{ResourceTopic, TopicInternalSegmentBytes, "2048", nil},
+		{ResourceTopic, TopicInternalSegmentBytes, "0", nil},
+		{ResourceTopic, TopicInternalSegmentBytes, "2047", ErrInvalidConfig},
+		{ResourceTopic, TopicInternalSegmentBytes, "-1", ErrInvalidConfig},
 		{ResourceBroker, "log.retention.ms", "1000", nil},
-		{ResourceBroker, "log.retention.ms", "x", ErrInvalidConfig},
-		{ResourceBroker, "retention.ms", "1000", ErrInvalidConfig},
+		// A broker key or value refused is INVALID_REQUEST in Kafka 4.4.0 (side
+		// by side, interop/cmd/configcompare): "Invalid value x for
+		// configuration log.retention.ms", "Cannot update these configs
+		// dynamically: [log.dirs]".
+		{ResourceBroker, "log.retention.ms", "x", ErrInvalidRequest},
+		{ResourceBroker, "retention.ms", "1000", ErrInvalidRequest},
+		{ResourceBroker, "log.dirs", "/x", ErrInvalidRequest},
 		{ResourceBroker, "message.max.bytes", "2000000", nil},
 		{ResourceType(3), "retention.ms", "1", ErrInvalidRequest},
 	}
@@ -198,7 +211,7 @@ func TestReplicationThrottleConfigs(t *testing.T) {
 		t.Errorf("BrokerConfigEntries lists %d of the 2 throttle rates", found)
 	}
 	for _, v := range []string{"-1", "x", ""} {
-		if err := ValidateConfig(ResourceBroker, LeaderReplicationThrottledRate, v); !errors.Is(err, ErrInvalidConfig) {
+		if err := ValidateConfig(ResourceBroker, LeaderReplicationThrottledRate, v); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("rate %q: err %v", v, err)
 		}
 	}

@@ -30,8 +30,8 @@ func TestDeadLetterBrokerConfigs(t *testing.T) {
 	if found != 2 {
 		t.Errorf("broker entries list %d of the 2 dead-letter keys", found)
 	}
-	if _, err := Apply(img, &ConfigRecord{ResourceType: ResourceBroker, Key: BrokerDeadLetterAutoCreate, Value: "maybe"}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("auto-create=maybe: err %v, want invalid config", err)
+	if _, err := Apply(img, &ConfigRecord{ResourceType: ResourceBroker, Key: BrokerDeadLetterAutoCreate, Value: "maybe"}); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("auto-create=maybe: err %v, want invalid request", err)
 	}
 	if _, err := Apply(img, &ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupDeadLetterTopic, Value: "__x"}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("internal dead-letter topic: err %v, want invalid config", err)

@@ -62,6 +62,9 @@ var (
 	// ErrInvalidRequest: duplicates in one request, contradictory fields, an
 	// unsupported resource type. INVALID_REQUEST.
 	ErrInvalidRequest = kafkaError(kerr.InvalidRequest, "invalid request")
+	// ErrPolicyViolation: a request beyond a cluster-wide bound (too many
+	// partitions in one request). POLICY_VIOLATION.
+	ErrPolicyViolation = kafkaError(kerr.PolicyViolation, "policy violation")
 	// ErrUnknownBroker: no broker registered with that id. BROKER_NOT_AVAILABLE;
 	// retriable once the broker registers.
 	ErrUnknownBroker = kafkaError(kerr.BrokerNotAvailable, "unknown broker")

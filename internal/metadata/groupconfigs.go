@@ -14,11 +14,14 @@ const ResourceGroup ResourceType = 32
 // SourceGroup is DescribeConfigs' DYNAMIC_GROUP_CONFIG source.
 const SourceGroup ConfigSource = 8
 
-// Group config keys Strata acts on (share groups, KIP-932), with Kafka's defaults.
+// Group config keys Strata acts on (consumer groups, KIP-848; share groups,
+// KIP-932), with Kafka's defaults.
 const (
-	GroupShareAutoOffsetReset    = "share.auto.offset.reset"
-	GroupShareRecordLockDuration = "share.record.lock.duration.ms"
-	GroupShareDeliveryCountLimit = "share.delivery.count.limit"
+	GroupConsumerSessionTimeout    = "consumer.session.timeout.ms"
+	GroupConsumerHeartbeatInterval = "consumer.heartbeat.interval.ms"
+	GroupShareAutoOffsetReset      = "share.auto.offset.reset"
+	GroupShareRecordLockDuration   = "share.record.lock.duration.ms"
+	GroupShareDeliveryCountLimit   = "share.delivery.count.limit"
 	// Dead-letter topics of share groups (KIP-1191, deadletter.go).
 	GroupDeadLetterTopic      = "errors.deadletterqueue.topic.name"
 	GroupDeadLetterCopyRecord = "errors.deadletterqueue.copy.record.enable"
@@ -27,6 +30,12 @@ const (
 // groupConfigDefs is sorted by Name. A group config describes no topic: its set
 // function only validates.
 var groupConfigDefs = []ConfigDef{
+	// Kafka's bounds are the broker's group.consumer.min/max.* configs, at
+	// their defaults.
+	{Name: GroupConsumerHeartbeatInterval, Type: ConfigTypeInt, Default: "5000",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 5000, 15000) }},
+	{Name: GroupConsumerSessionTimeout, Type: ConfigTypeInt, Default: "45000",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 45000, 60000) }},
 	{Name: GroupDeadLetterCopyRecord, Type: ConfigTypeBoolean, Default: "false",
 		set: func(_ *TopicConfig, v string) error { _, err := parseBool(v); return err }},
 	{Name: GroupDeadLetterTopic, Type: ConfigTypeString, Default: "",
@@ -88,7 +97,7 @@ func (img *Image) GroupConfigEntries(name string) []ConfigEntry {
 	es := make([]ConfigEntry, 0, len(groupConfigDefs))
 	for i := range groupConfigDefs {
 		d := &groupConfigDefs[i]
-		es = append(es, describe(d, d.Name, describeLevel{SourceGroup, d.Name, img.groupConfigs[name]}))
+		es = append(es, describe(d, d.Name, d.Name, describeLevel{SourceGroup, d.Name, img.groupConfigs[name]}))
 	}
 	return es
 }

@@ -211,37 +211,44 @@ func (img *Image) NextProducerID() int64 { return img.nextProducerID }
 // cluster-wide default, else the broker id). Never modify the map.
 func (img *Image) BrokerConfigs(name string) map[string]string { return img.brokerConfigs[name] }
 
-// TopicConfigEntries describes every config key of a topic, for DescribeConfigs.
+// TopicConfigEntries describes every config key of a topic, for DescribeConfigs;
+// internal.segment.bytes only where the topic sets it.
 func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
 	t := img.Topic(topic)
 	if t == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
 	}
 	cluster := img.brokerConfigs[""]
-	es := make([]ConfigEntry, len(topicConfigDefs))
+	es := make([]ConfigEntry, 0, len(topicConfigDefs))
 	for i := range topicConfigDefs {
 		d := &topicConfigDefs[i]
-		es[i] = describe(d, d.Name,
+		if _, set := t.Overrides[d.Name]; d.Name == TopicInternalSegmentBytes && !set {
+			continue
+		}
+		es = append(es, describe(d, d.Name, d.BrokerName,
 			describeLevel{SourceTopic, d.Name, t.Overrides},
-			describeLevel{SourceClusterDefault, d.BrokerName, cluster})
+			describeLevel{SourceClusterDefault, d.BrokerName, cluster}))
 	}
 	return es, nil
 }
 
-// BrokerConfigEntries describes every broker config key for a broker resource
-// ("" for the cluster-wide default, else the broker id).
+// BrokerConfigEntries describes the broker config keys of a broker resource: for
+// a broker id every key, for "" (the cluster-wide default) the keys set there, as
+// Kafka 4.4 answers.
 func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
-	cluster := describeLevel{source: SourceClusterDefault, values: img.brokerConfigs[""]}
-	levels := []describeLevel{cluster}
-	if name != "" {
-		levels = []describeLevel{{source: SourceBroker, values: img.brokerConfigs[name]}, cluster}
-	}
+	cluster := img.brokerConfigs[""]
 	es := make([]ConfigEntry, 0, len(topicConfigDefs)+len(brokerOnlyConfigDefs))
 	for _, d := range brokerConfigDefs() {
-		for j := range levels {
-			levels[j].key = d.BrokerName
+		key := d.BrokerName
+		if name == "" {
+			if _, set := cluster[key]; set {
+				es = append(es, describe(d, key, "", describeLevel{SourceClusterDefault, key, cluster}))
+			}
+			continue
 		}
-		es = append(es, describe(d, d.BrokerName, levels...))
+		es = append(es, describe(d, key, key,
+			describeLevel{SourceBroker, key, img.brokerConfigs[name]},
+			describeLevel{SourceClusterDefault, key, cluster}))
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
 	return es

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -119,6 +121,33 @@ func TestApplyPreparesWhatChanged(t *testing.T) {
 	for p := range int32(3) {
 		if _, err := m.Partition("t", p); err == nil {
 			t.Fatalf("partition %d hosted after the topic's removal", p)
+		}
+	}
+}
+
+// TestStorageConfigSegmentSize checks the segment size a log is opened with: a
+// topic's internal.segment.bytes before segment.bytes, and a size below the
+// log's floor raised to it. Older Strata took log.segment.bytes=1000 and a node
+// holding such a topic then refused to start ("SegmentBytes 1000 not in [2048,
+// ...]", seen in session 10).
+func TestStorageConfigSegmentSize(t *testing.T) {
+	for _, tt := range []struct {
+		segment, internal int32
+		want              int64
+	}{
+		{1 << 30, 0, 1 << 30},
+		{1 << 20, 4096, 4096},
+		{1000, 0, storage.MinSegmentBytes},
+		{14, 0, storage.MinSegmentBytes},
+	} {
+		tc := metadata.DefaultTopicConfig()
+		tc.SegmentBytes, tc.InternalSegmentBytes = tt.segment, tt.internal
+		c := storageConfig(tc, time.Now)
+		if c.SegmentBytes != tt.want {
+			t.Errorf("segment.bytes %d, internal.segment.bytes %d: segment size %d, want %d", tt.segment, tt.internal, c.SegmentBytes, tt.want)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("segment.bytes %d: %v", tt.segment, err)
 		}
 	}
 }

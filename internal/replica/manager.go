@@ -584,10 +584,12 @@ func (m *Manager) notifyLeadership(p *Partition, leader bool) {
 
 // storageConfig maps a topic's configuration onto its log's. Strata's default
 // flush policy is group commit; setting flush.messages or flush.ms opts a topic into
-// Kafka's interval flushing.
+// Kafka's interval flushing. A segment size below the log's floor, which a
+// metadata log written before the floors of metadata.ValidateConfigChange may
+// hold, is raised to it: a node refused to start over such a topic.
 func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config {
 	c := storage.Config{
-		SegmentBytes:       int64(tc.SegmentBytes),
+		SegmentBytes:       max(int64(tc.SegmentSize()), storage.MinSegmentBytes),
 		SegmentAge:         time.Duration(tc.SegmentMs) * time.Millisecond,
 		IndexIntervalBytes: int(tc.IndexIntervalBytes),
 		IndexMaxBytes:      int(tc.SegmentIndexBytes),

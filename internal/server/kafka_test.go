@@ -220,7 +220,7 @@ func TestRetentionBySize(t *testing.T) {
 	n := startNode(t, cfg)
 	cl, adm := n.client(t, kgo.DefaultProduceTopic("r"), kgo.ProducerLinger(0))
 	segment, retention := "2048", "4096"
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &segment, "retention.bytes": &retention}, "r"); err != nil {
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"internal.segment.bytes": &segment, "retention.bytes": &retention}, "r"); err != nil {
 		t.Fatal(err)
 	}
 	value := make([]byte, 500)
@@ -254,7 +254,7 @@ func TestCompactedTopic(t *testing.T) {
 	n := startNode(t, cfg)
 	cl, adm := n.client(t, kgo.DefaultProduceTopic("changelog"), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	configs := map[string]*string{}
-	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048", "delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"} {
+	for k, v := range map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "2048", "delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"} {
 		configs[k] = kmsg.StringPtr(v)
 	}
 	if _, err := adm.CreateTopic(ctx, 1, 1, configs, "changelog"); err != nil {

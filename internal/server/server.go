@@ -48,6 +48,7 @@ import (
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/httpapi"
 	"github.com/strata-stream/strata/internal/httpauth"
+	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/offsets"
@@ -306,6 +307,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	groupCfg.ConsumerMaxSize, groupCfg.ClassicMaxSize = int(cfg.GroupConsumerMaxSize), int(cfg.GroupClassicMaxSize)
 	groupCfg.Topics = topicCatalog{image: n.ctrl.Image}
 	groupCfg.ShareState = shareState{n}
+	groupCfg.GroupConfig = n.consumerGroupConfig
 	n.groups = group.New(groupCfg, n.offsetStore, logger.With("component", "group"))
 	n.lc.onStop("group coordinator", func(stopping) error { n.groups.Close(); return nil })
 	// From here on the store's partition loaders load into the coordinator:
@@ -326,6 +328,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	quotas := quota.New(nil)
 	h = handlers.New(handlers.Config{
 		NodeID:            cfg.NodeID,
+		Loggers:           loglevels.From(logger),
 		ClusterID:         n.clusterID,
 		AutoCreateTopics:  cfg.AutoCreateTopics,
 		DefaultPartitions: cfg.DefaultPartitions,

@@ -48,7 +48,9 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	DefaultIndexMaxBytes      = 10 << 20
 	DefaultRetentionAge       = 7 * 24 * time.Hour
-	// MaxSegmentBytes keeps file positions within the uint32 of an index entry.
+	// MinSegmentBytes and MaxSegmentBytes bound SegmentBytes; the maximum keeps
+	// file positions within the uint32 of an index entry.
+	MinSegmentBytes = 2 << 10
 	MaxSegmentBytes = math.MaxInt32
 	// minIndexMaxBytes leaves room for a few entries of either index.
 	minIndexMaxBytes = 4 * timeEntrySize
@@ -123,8 +125,8 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
-	case c.SegmentBytes < 2*1024 || c.SegmentBytes > MaxSegmentBytes:
-		return fmt.Errorf("%w: SegmentBytes %d not in [2048, %d]", ErrConfig, c.SegmentBytes, int64(MaxSegmentBytes))
+	case c.SegmentBytes < MinSegmentBytes || c.SegmentBytes > MaxSegmentBytes:
+		return fmt.Errorf("%w: SegmentBytes %d not in [%d, %d]", ErrConfig, c.SegmentBytes, MinSegmentBytes, int64(MaxSegmentBytes))
 	case c.SegmentAge < 0:
 		return fmt.Errorf("%w: SegmentAge %v is negative", ErrConfig, c.SegmentAge)
 	case c.IndexIntervalBytes < 0:

@@ -1,0 +1,81 @@
+package metadata
+
+// notActedOn ends the documentation of a key Strata stores and describes but
+// does not act on, so DescribeConfigs never promises what Strata does not do.
+const notActedOn = " Strata stores this value but does not act on it yet."
+
+// configDocs is DescribeConfigs' documentation of every key (IncludeDocumentation),
+// by key name; a broker key with a topic synonym is documented by the topic key,
+// as the cluster-wide default of it. Strata's own words: what Strata does with
+// the value.
+var configDocs = map[string]string{
+	// Topic keys.
+	"cleanup.policy": "How old segments are removed: delete (by retention.ms and retention.bytes), " +
+		"compact (keep the last record of each key) or both, comma separated.",
+	"compression.type": "The compression a topic's batches are to be stored with; producer keeps the producer's." + notActedOn,
+	"delete.retention.ms": "How long a compacted topic keeps a tombstone (a record with a null value) " +
+		"after compaction reached it, so consumers still see the delete.",
+	TopicDeadLetterGroupEnable: "Whether share groups may use this topic as their dead-letter topic " +
+		"(errors.deadletterqueue.topic.name).",
+	"file.delete.delay.ms": "How long a deleted segment's files are kept before they are removed." + notActedOn,
+	"flush.messages": "Fsync the log after this many records. Unset, Strata fsyncs appends in groups " +
+		"before acknowledging acks=all; setting this or flush.ms switches the topic to interval flushing.",
+	"flush.ms": "Fsync the log when this many milliseconds passed since the last fsync. Unset, Strata fsyncs " +
+		"appends in groups before acknowledging acks=all; setting this or flush.messages switches the topic to interval flushing.",
+	"follower.replication.throttled.replicas": "The replicas (partition:broker, or *) whose follower fetches " +
+		"count against follower.replication.throttled.rate during a partition move.",
+	"index.interval.bytes": "How many bytes of batches go between two entries of the offset and time indexes.",
+	TopicInternalSegmentBytes: "For tests: the segment size, in bytes, in place of segment.bytes and below its " +
+		"1 MiB floor; 0 leaves segment.bytes in force. Listed only where set.",
+	"leader.replication.throttled.replicas": "The replicas (partition:broker, or *) whose reads by followers " +
+		"count against leader.replication.throttled.rate during a partition move.",
+	"local.retention.bytes": "For a tiered topic, how many bytes each partition keeps on local disk once " +
+		"uploaded; -2 means retention.bytes.",
+	"local.retention.ms":    "For a tiered topic, how long uploaded segments stay on local disk; -2 means retention.ms.",
+	"max.compaction.lag.ms": "The longest a record may stay uncompacted in a compacted topic." + notActedOn,
+	"max.message.bytes":     "The largest record batch, in bytes, a producer may send to this topic.",
+	"message.timestamp.after.max.ms": "How far, in milliseconds, a CreateTime timestamp may be ahead of the " +
+		"broker's clock." + notActedOn,
+	"message.timestamp.before.max.ms": "How far, in milliseconds, a CreateTime timestamp may be behind the " +
+		"broker's clock." + notActedOn,
+	"message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime replaces them with " +
+		"the broker's clock at append.",
+	"min.cleanable.dirty.ratio": "The share of a compacted log not yet compacted above which the cleaner compacts it.",
+	"min.compaction.lag.ms":     "The least time a record stays uncompacted in a compacted topic.",
+	"min.insync.replicas": "With acks=all, the fewest in-sync replicas that must hold a write before it is " +
+		"acknowledged; with fewer, produce fails with NOT_ENOUGH_REPLICAS.",
+	"preallocate": "Whether new segment files are preallocated on disk." + notActedOn,
+	"remote.storage.enable": "Whether the topic's sealed segments are uploaded to the object store (tiered " +
+		"storage) and read from it once removed locally.",
+	"retention.bytes":     "The most bytes each partition keeps before the oldest segments are deleted; -1 for no limit.",
+	"retention.ms":        "How long a segment is kept after its newest record, in milliseconds; -1 forever.",
+	"segment.bytes":       "The size, in bytes, at which the active segment is closed and a new one started; at least 1 MiB.",
+	"segment.index.bytes": "The largest offset or time index file of a segment, in bytes; a full index rolls the segment.",
+	"segment.jitter.ms":   "A random amount subtracted from segment.ms so segments do not all roll at once." + notActedOn,
+	"segment.ms":          "How long, in milliseconds, a segment stays active before it is rolled, even when not full.",
+	"unclean.leader.election.enable": "Whether a replica outside the ISR may become leader when no in-sync " +
+		"replica is left, at the cost of acknowledged records.",
+
+	// Broker-only keys.
+	BrokerDeadLetterAutoCreate: "Whether the first dead-letter write of a share group creates a missing dead-letter topic.",
+	BrokerDeadLetterPrefix:     "The prefix every share group's dead-letter topic name must start with.",
+	FollowerReplicationThrottledRate: "The bytes per second this broker's followers may fetch for the replicas " +
+		"listed in follower.replication.throttled.replicas.",
+	LeaderReplicationThrottledRate: "The bytes per second this broker may serve to followers for the replicas " +
+		"listed in leader.replication.throttled.replicas.",
+
+	// Group keys.
+	GroupConsumerHeartbeatInterval: "How often, in milliseconds, the members of this consumer group (KIP-848) are told to heartbeat.",
+	GroupConsumerSessionTimeout: "How long, in milliseconds, a member of this consumer group (KIP-848) may go without a " +
+		"heartbeat before it is removed.",
+	GroupDeadLetterCopyRecord: "Whether a share group's dead-letter records carry the original record's key and value.",
+	GroupDeadLetterTopic:      "The topic a share group writes records to once their delivery count limit is reached.",
+	GroupShareAutoOffsetReset: "Where a share group starts on a partition it has no state for: latest or earliest.",
+	GroupShareDeliveryCountLimit: "How many times a share group delivers a record before it is archived " +
+		"(or sent to the dead-letter topic).",
+	GroupShareRecordLockDuration: "How long, in milliseconds, a share consumer holds a record it fetched before " +
+		"it is released to others.",
+}
+
+// Doc is the key's DescribeConfigs documentation.
+func (d ConfigDef) Doc() string { return configDocs[d.Name] }

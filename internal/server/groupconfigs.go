@@ -1,0 +1,26 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/metadata"
+)
+
+// consumerGroupConfig is what a consumer group's own configs (metadata) set:
+// its session timeout and heartbeat interval, zero where it sets none.
+func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
+	var c group.ConsumerGroupConfig
+	set := n.ctrl.Image().GroupConfigs(id)
+	ms := func(key string) time.Duration {
+		v, err := strconv.Atoi(set[key]) // validated when stored; absent is 0
+		if err != nil {
+			return 0
+		}
+		return time.Duration(v) * time.Millisecond
+	}
+	c.SessionTimeout = ms(metadata.GroupConsumerSessionTimeout)
+	c.HeartbeatInterval = ms(metadata.GroupConsumerHeartbeatInterval)
+	return c
+}
