@@ -320,7 +320,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			return false, err
 		}
 		if !cut {
-			if err := s.writeIndexes(); err != nil {
+			if err := s.writeIndexes(true); err != nil {
 				return false, err
 			}
 		}

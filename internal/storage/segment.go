@@ -208,9 +208,10 @@ func (s *segment) indexBatchLocked(h *batch.Header, pos int64, size, interval in
 }
 
 // writeIndexes writes both index files exactly (trimmed), with a final time-index
-// entry for the segment's max timestamp, and fsyncs them. Used when a segment is
-// sealed (roll, Close) and after a rebuild.
-func (s *segment) writeIndexes() error {
+// entry for the segment's max timestamp, and fsyncs them unless the caller
+// makes them durable otherwise (a LogDir's syncfs at Close). Used when a
+// segment is sealed (roll, Close) and after a rebuild.
+func (s *segment) writeIndexes(sync bool) error {
 	s.mu.Lock()
 	if s.mu.maxTS >= 0 {
 		rel, _ := relOffset(s.mu.maxTSOff, s.base)
@@ -227,7 +228,7 @@ func (s *segment) writeIndexes() error {
 			return err
 		}
 		_, err = f.Write(x.b)
-		if err == nil {
+		if err == nil && sync {
 			err = f.Sync()
 		}
 		if cerr := f.Close(); err == nil {
