@@ -692,7 +692,8 @@ func (m *Manager) clean(p *Partition) {
 }
 
 // Close stops every fetcher, cancels and waits for the ISR proposals in flight,
-// and closes every partition (a clean shutdown: the logs write their markers).
+// and closes every partition (a clean shutdown: the logs write their markers,
+// which the LogDir's one syncfs makes true).
 func (m *Manager) Close() error {
 	m.bgMu.Lock()
 	m.bgClosed = true
@@ -711,10 +712,26 @@ func (m *Manager) Close() error {
 	m.partitions = map[TopicPartition]*Partition{}
 	m.closed = true
 	m.mu.Unlock()
-	var errs []error
+	// Closing a log waits on the disk (index files, checkpoints): up to
+	// applyParallelism at a time, as applyPartitions opens them.
+	errs := make([]error, 0, len(ps)+1)
+	var (
+		errMu sync.Mutex
+		wg    sync.WaitGroup
+	)
+	sem := make(chan struct{}, applyParallelism)
 	for _, p := range ps {
-		errs = append(errs, p.close())
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := p.close(); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	// Last: it writes the clean-shutdown markers of the logs just closed.
 	errs = append(errs, m.logDir.Close())
 	return errors.Join(errs...)
