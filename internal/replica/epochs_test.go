@@ -12,7 +12,8 @@ import (
 // TestStaleBrokerEpochFetchDoesNotJoinISR: a follower whose fetches carry a
 // broker epoch other than its current registration's (an earlier process of
 // the broker, KIP-903) is not proposed for the ISR however caught up it is;
-// with the registration's epoch it is.
+// with the registration's epoch it is, and the AlterPartition names that
+// epoch for the controller to check (PlanAlterPartition).
 func TestStaleBrokerEpochFetchDoesNotJoinISR(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMemCluster(t, 3, 1)
@@ -40,6 +41,17 @@ func TestStaleBrokerEpochFetchDoesNotJoinISR(t *testing.T) {
 		synctest.Wait()
 		if !inISR() {
 			t.Fatal("broker 3 fetching at its current epoch did not rejoin the ISR")
+		}
+		// The expansion named each member's broker epoch for the controller
+		// to check: the leader's own and broker 3's as its fetches carried it.
+		c.mu.Lock()
+		last := c.isrChanges[len(c.isrChanges)-1]
+		c.mu.Unlock()
+		want := map[int32]int64{1: 1, 3: 2}
+		for i, id := range last.ISR {
+			if e, ok := want[id]; ok && (i >= len(last.BrokerEpochs) || last.BrokerEpochs[i] != e) {
+				t.Fatalf("expansion %v sent broker epochs %v, want %d for broker %d", last.ISR, last.BrokerEpochs, e, id)
+			}
 		}
 	})
 }

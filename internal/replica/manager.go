@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,11 +40,14 @@ type ISRChanger interface {
 }
 
 // ISRChange is one partition's proposed ISR, based on the partition's state
-// at LeaderEpoch and PartitionEpoch.
+// at LeaderEpoch and PartitionEpoch. BrokerEpochs holds the broker epoch of
+// each member of ISR (this broker's own, the followers' as their last fetch
+// carried it, -1 when not known; KIP-903), which the controller checks.
 type ISRChange struct {
 	TopicID                                metadata.UUID
 	Partition, LeaderEpoch, PartitionEpoch int32
 	ISR                                    []int32
+	BrokerEpochs                           []int64
 }
 
 // ISRResult answers one ISRChange: the partition as committed, or the error.
@@ -262,7 +266,11 @@ func (m *Manager) sendISRBatch(ctx context.Context, batch []isrChange) {
 	defer cancel()
 	changes := make([]ISRChange, len(batch))
 	for i, c := range batch {
-		changes[i] = ISRChange{TopicID: c.p.TopicID, Partition: c.p.Index, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch, ISR: c.isr}
+		epochs := slices.Clone(c.brokerEpochs)
+		if j := slices.Index(c.isr, m.nodeID); j >= 0 && j < len(epochs) {
+			epochs[j] = m.brokerEpoch()
+		}
+		changes[i] = ISRChange{TopicID: c.p.TopicID, Partition: c.p.Index, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch, ISR: c.isr, BrokerEpochs: epochs}
 	}
 	results, err := m.opts.ISRChanger.AlterPartitions(ctx, changes)
 	if err == nil && len(results) != len(batch) {

@@ -48,6 +48,8 @@ type memCluster struct {
 	held int
 	// isrRequests counts the AlterPartition requests the controller answered.
 	isrRequests int
+	// isrChanges holds every ISR change the controller was sent.
+	isrChanges []ISRChange
 }
 
 type memNode struct {
@@ -302,11 +304,12 @@ func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) 
 		return nil, errors.New("memcluster: controller unreachable")
 	}
 	c.isrRequests++
+	c.isrChanges = append(c.isrChanges, changes...)
 	reqs := make([]controller.AlterPartitionRequest, len(changes))
 	for i, ch := range changes {
 		reqs[i] = controller.AlterPartitionRequest{
 			BrokerID: mc.from, BrokerEpoch: 1, TopicID: ch.TopicID, Partition: ch.Partition,
-			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR,
+			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR, NewISRBrokerEpochs: ch.BrokerEpochs,
 		}
 	}
 	recs, planned := controller.PlanAlterPartitions(c.img, reqs, nil)

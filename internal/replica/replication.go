@@ -175,6 +175,7 @@ func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64
 		return ErrNotLeader
 	}
 	inSync, err := p.mu.set.fetched(id, fetchOffset, leo, now)
+	p.mu.set.noteBrokerEpoch(id, epoch)
 	p.mu.Unlock()
 	if err != nil || inSync { // in sync: the usual case, nothing to propose
 		return err
@@ -245,15 +246,18 @@ func (p *Partition) proposeISR(why string, next func() []int32) {
 		return
 	}
 	p.mu.isrPending = true
-	req := isrChange{p: p, isr: isr, why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}
+	req := isrChange{p: p, isr: isr, brokerEpochs: p.mu.set.brokerEpochs(isr), why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}
 	p.mu.Unlock()
 	p.isrProposer(req)
 }
 
 // isrChange is one AlterPartition proposal.
 type isrChange struct {
-	p                           *Partition
-	isr                         []int32
+	p   *Partition
+	isr []int32
+	// brokerEpochs: of each member of isr, as its last fetch carried it (-1:
+	// this broker, or not known).
+	brokerEpochs                []int64
 	why                         string
 	leaderEpoch, partitionEpoch int32
 }
