@@ -457,11 +457,14 @@ func TestThreeVoters(t *testing.T) {
 	for i := range 5 {
 		topics = append(topics, fmt.Sprint("t", i))
 	}
+	epochs := make(map[int32]int64)
 	cl.retry(func(c *Controller) error {
 		for id := int32(1); id <= 3; id++ {
-			if _, err := c.RegisterBroker(ctxT(t), RegisterBroker{ID: id, Host: "127.0.0.1", Port: 9090 + id}); err != nil {
+			epoch, err := c.RegisterBroker(ctxT(t), RegisterBroker{ID: id, Host: "127.0.0.1", Port: 9090 + id})
+			if err != nil {
 				return err
 			}
+			epochs[id] = epoch
 		}
 		return nil
 	})
@@ -473,7 +476,7 @@ func TestThreeVoters(t *testing.T) {
 	}
 	var block ProducerIDBlock
 	cl.retry(func(c *Controller) (err error) {
-		block, err = c.AllocateProducerIDs(ctxT(t), 1, 1)
+		block, err = c.AllocateProducerIDs(ctxT(t), 1, epochs[1])
 		return err
 	})
 
@@ -504,7 +507,7 @@ func TestThreeVoters(t *testing.T) {
 	})
 	var block2 ProducerIDBlock
 	cl.retry(func(c *Controller) (err error) {
-		block2, err = c.AllocateProducerIDs(ctxT(t), 2, 1)
+		block2, err = c.AllocateProducerIDs(ctxT(t), 2, epochs[2])
 		return err
 	})
 	if block2.First != block.First+ProducerIDBlockSize {

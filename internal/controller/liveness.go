@@ -123,11 +123,10 @@ func (l *liveness) touch(id int32, epoch int64, now time.Time) {
 }
 
 // registered starts the session of a registration the controller has just
-// written, at now: it replaces the session of any other epoch. A broker
-// unregistered (UnregisterBroker) and registered again starts from epoch 1,
-// below the epoch of its earlier session; kept, that session would hide every
-// heartbeat of the new registration until the next term, and the broker would
-// be fenced for good.
+// written, at now: it replaces the session of any other epoch, even a higher
+// one, which kept would hide every heartbeat of the new registration until the
+// next term (finding 11 in docs/reliability.md, from before epochs were never
+// reused).
 func (l *liveness) registered(id int32, epoch int64, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

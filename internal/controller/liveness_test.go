@@ -228,8 +228,10 @@ func TestLivenessProvenDead(t *testing.T) {
 }
 
 // TestLivenessReregisteredAfterUnregister: a broker unregistered and
-// registered again starts from epoch 1, below its earlier session's epoch;
-// the new registration's heartbeats must count, or the broker is fenced for
+// registered again with an epoch below its earlier session's (as epochs were
+// before PlanRegisterBroker took them from the metadata offset, see
+// TestBrokerEpochsNeverReused): the new registration's heartbeats must count,
+// or the broker is fenced for
 // good (the ops campaign, seed 914: a decommissioned node started again was
 // fenced 0.4 s after it registered and never unfenced).
 func TestLivenessReregisteredAfterUnregister(t *testing.T) {

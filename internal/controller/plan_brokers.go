@@ -31,8 +31,16 @@ type ProducerIDBlock struct {
 	Len   int32
 }
 
-// PlanRegisterBroker registers a broker, live, with an epoch above any it had
-// before, and elects it leader of leaderless partitions it can lead.
+// PlanRegisterBroker registers a broker, live, with a new broker epoch, and
+// elects it leader of leaderless partitions it can lead.
+//
+// A broker epoch is never handed out twice for an id, across unregistrations,
+// restarts and controller failovers: as Kafka's is the offset of its
+// registration record, Strata's is the metadata offset (Raft index) the
+// registration is planned against, plus one. Every earlier registration of
+// the id is in that image, so every epoch it had is at most that offset; the
+// registration's own log entry comes after it. (An image built without a log,
+// at offset 0, falls back to one above the current epoch.)
 //
 // A retry by the same incarnation of a live broker changes nothing and returns
 // the current epoch. A different incarnation is refused with
@@ -47,7 +55,7 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 	if req.ID < 0 || req.Host == "" || req.Port <= 0 || req.Port > math.MaxUint16 {
 		return nil, 0, fmt.Errorf("%w: broker %d at %q port %d", metadata.ErrInvalidRequest, req.ID, req.Host, req.Port)
 	}
-	epoch := int64(1)
+	epoch := int64(img.Offset()) + 1
 	var recs []metadata.Record
 	if old := img.Broker(req.ID); old != nil {
 		if old.Incarnation == req.Incarnation && !old.Fenced &&
@@ -64,7 +72,7 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 				return nil, 0, err
 			}
 		}
-		epoch = old.Epoch + 1
+		epoch = max(epoch, old.Epoch+1)
 	}
 	recs = append(recs, &metadata.RegisterBrokerRecord{
 		BrokerID: req.ID, Incarnation: req.Incarnation, Epoch: epoch,

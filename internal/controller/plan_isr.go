@@ -19,6 +19,9 @@ type AlterPartitionRequest struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISRBrokerEpochs, when set, holds the broker epoch of each member of
+	// NewISR as the leader saw it (AlterPartition v3, KIP-903; -1: unchecked).
+	NewISRBrokerEpochs []int64
 }
 
 // PlanAlterPartition validates an ISR change against img (KIP-497 and KIP-841
@@ -44,9 +47,11 @@ type AlterPartitionRequest struct {
 //  5. PartitionEpoch is the current one (ErrStalePartitionEpoch);
 //  6. NewISR holds distinct replicas of the partition and is not empty
 //     (ErrInvalidRequest);
-//  7. every broker it adds to the ISR is live and not in down, the brokers in
-//     controlled shutdown (ErrIneligibleReplica). Members it keeps are not
-//     rechecked: shrinking never needs them to be live.
+//  7. every broker it adds to the ISR is live, not in down, the brokers in
+//     controlled shutdown, and at the broker epoch the leader names for it,
+//     if any (ErrIneligibleReplica; KIP-903: the leader saw the fetches of an
+//     earlier registration). Members it keeps are not rechecked: shrinking
+//     never needs them to be live.
 func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down ShuttingDown) ([]metadata.Record, *metadata.Partition, error) {
 	recs, res := PlanAlterPartitions(img, []AlterPartitionRequest{req}, down)
 	return recs, res[0].Partition, res[0].Err
@@ -140,10 +145,19 @@ func planAlterPartition(img *metadata.Image, req AlterPartitionRequest, ok func(
 	if len(req.NewISR) == 0 {
 		return nil, nil, fmt.Errorf("%w: %s: empty isr", metadata.ErrInvalidRequest, name)
 	}
-	for _, id := range req.NewISR {
-		if !slices.Contains(p.ISR, id) && !ok(id) {
+	for i, id := range req.NewISR {
+		if slices.Contains(p.ISR, id) {
+			continue
+		}
+		if !ok(id) {
 			return nil, nil, fmt.Errorf("%w: %s: broker %d is fenced, unknown or shutting down",
 				metadata.ErrIneligibleReplica, name, id)
+		}
+		if i < len(req.NewISRBrokerEpochs) && req.NewISRBrokerEpochs[i] >= 0 {
+			if cur := img.Broker(id).Epoch; cur != req.NewISRBrokerEpochs[i] {
+				return nil, nil, fmt.Errorf("%w: %s: broker %d at epoch %d, its registration's is %d",
+					metadata.ErrIneligibleReplica, name, id, req.NewISRBrokerEpochs[i], cur)
+			}
 		}
 	}
 	if len(req.NewISR) == len(p.ISR) && !slices.ContainsFunc(req.NewISR, func(id int32) bool { return !slices.Contains(p.ISR, id) }) {

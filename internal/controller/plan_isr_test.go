@@ -41,6 +41,11 @@ func TestPlanAlterPartition(t *testing.T) {
 		{name: "shrink", img: base, req: req(withISR(1)), wantISR: []int32{1}},
 		{name: "same set in another order changes nothing", img: base, req: req(withISR(2, 1)), wantISR: []int32{1, 2}, noop: true},
 		{name: "stale leader epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.LeaderEpoch = 2 }), wantErr: metadata.ErrFencedLeaderEpoch},
+		// KIP-903: the broker epochs the leader saw its followers fetch with.
+		{name: "expand with the added broker's current epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{1, 1, 1} }), wantISR: []int32{1, 2, 3}},
+		{name: "expand with epochs unchecked (-1)", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{-1, -1, -1} }), wantISR: []int32{1, 2, 3}},
+		{name: "expand with a stale epoch of the added broker", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{1, 1, 7} }), wantErr: metadata.ErrIneligibleReplica},
+		{name: "a kept member's epoch is not rechecked", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISR, r.NewISRBrokerEpochs = []int32{1, 2}, []int64{1, 7} }), wantISR: []int32{1, 2}, noop: true},
 		{name: "newer leader epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.LeaderEpoch = 4 }), wantErr: metadata.ErrFencedLeaderEpoch},
 		{name: "stale partition epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.PartitionEpoch = 4 }), wantErr: metadata.ErrStalePartitionEpoch},
 		{name: "not the leader", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID = 2 }), wantErr: metadata.ErrInvalidRequest},

@@ -205,7 +205,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			)
 			if replicaID >= 0 {
 				bucket = h.replicas.LeaderThrottle(p, replicaID)
-				res, err = h.readForFollower(p, replicaID, req.Version, &rp, max(maxBytes, 1), sp)
+				res, err = h.readForFollower(p, replicaID, req, &rp, max(maxBytes, 1), sp)
 				if err == nil && bucket != nil && res.Chunk.Size > 0 && bucket.Exceeded(now) {
 					res.Chunk.Release() // its progress counted; its records wait
 					res.Chunk = storage.Chunk{}
@@ -270,12 +270,16 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 
 // readForFollower serves one partition of a follower's fetch, setting the
 // diverging epoch on sp when the follower's log has split from the leader's.
-func (h *Handlers) readForFollower(p *replica.Partition, replicaID int32, version int16, rp *kmsg.FetchRequestTopicPartition, maxBytes int, sp *kmsg.FetchResponseTopicPartition) (replica.FetchResult, error) {
+func (h *Handlers) readForFollower(p *replica.Partition, replicaID int32, req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, maxBytes int, sp *kmsg.FetchResponseTopicPartition) (replica.FetchResult, error) {
 	lastFetchedEpoch := int32(-1)
-	if version >= 12 {
+	if req.Version >= 12 {
 		lastFetchedEpoch = rp.LastFetchedEpoch
 	}
-	ff, err := p.ReadForFollower(replicaID, rp.FetchOffset, lastFetchedEpoch, maxBytes, time.Now())
+	replicaEpoch := int64(-1) // the follower's broker epoch, from v15 (KIP-903)
+	if req.Version >= 15 {
+		replicaEpoch = req.ReplicaState.Epoch
+	}
+	ff, err := p.ReadForFollower(replicaID, replicaEpoch, rp.FetchOffset, lastFetchedEpoch, maxBytes, time.Now())
 	if ff.Diverging != nil {
 		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = ff.Diverging.Epoch, ff.Diverging.EndOffset
 	}

@@ -268,16 +268,18 @@ func (h *Handlers) alterPartition(ctx context.Context, _ *protocol.ConnInfo, r *
 		}
 		for _, rp := range rt.Partitions {
 			isr := rp.NewISR
+			var epochs []int64 // v3+ (KIP-903): each member's broker epoch, -1 unchecked
 			if req.Version >= 3 {
 				isr = isr[:0:0]
 				for _, m := range rp.NewEpochISR {
 					isr = append(isr, m.BrokerID)
+					epochs = append(epochs, m.BrokerEpoch)
 				}
 			}
 			reqs = append(reqs, controller.AlterPartitionRequest{
 				BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch,
 				TopicID: id, Partition: rp.Partition,
-				LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: isr,
+				LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: isr, NewISRBrokerEpochs: epochs,
 			})
 			sp := kmsg.NewAlterPartitionResponseTopicPartition()
 			sp.Partition = rp.Partition

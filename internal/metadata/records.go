@@ -43,7 +43,7 @@ type Record interface {
 type RegisterBrokerRecord struct {
 	BrokerID    int32
 	Incarnation UUID  // random per broker process start
-	Epoch       int64 // strictly increases with every registration of the id
+	Epoch       int64 // never reused for the id, across unregistrations (see controller.PlanRegisterBroker)
 	Host        string
 	Port        int32
 	Rack        string // empty: none

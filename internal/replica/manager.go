@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,11 +40,14 @@ type ISRChanger interface {
 }
 
 // ISRChange is one partition's proposed ISR, based on the partition's state
-// at LeaderEpoch and PartitionEpoch.
+// at LeaderEpoch and PartitionEpoch. BrokerEpochs holds the broker epoch of
+// each member of ISR (this broker's own, the followers' as their last fetch
+// carried it, -1 when not known; KIP-903), which the controller checks.
 type ISRChange struct {
 	TopicID                                metadata.UUID
 	Partition, LeaderEpoch, PartitionEpoch int32
 	ISR                                    []int32
+	BrokerEpochs                           []int64
 }
 
 // ISRResult answers one ISRChange: the partition as committed, or the error.
@@ -232,14 +236,21 @@ func (m *Manager) proposeISR(c isrChange) {
 	}
 }
 
-// isrEligible reports whether broker id may join an ISR as far as this
-// broker's image knows: registered and not fenced (KIP-841; the controller
-// checks again, and refuses a broker in controlled shutdown). A restarted
-// broker fetches before the controller unfences it; proposing it then would
-// only be refused, for every partition it follows.
-func (m *Manager) isrEligible(id int32) bool {
+// isrEligible reports whether broker id, fetching with broker epoch epoch
+// (-1: not sent), may join an ISR as far as this broker's image knows:
+// registered, not fenced (KIP-841; the controller checks again, and refuses a
+// broker in controlled shutdown) and, with an epoch, at its current
+// registration (KIP-903: a fetch of an earlier process of the broker, such as
+// one delayed across its restart, does not vouch for the new one's log). A
+// restarted broker fetches before the controller unfences it; proposing it
+// then would only be refused, for every partition it follows.
+func (m *Manager) isrEligible(id int32, epoch int64) bool {
 	img := m.image.Load()
-	return img == nil || img.IsLive(id)
+	if img == nil {
+		return true
+	}
+	b := img.Broker(id)
+	return img.IsLive(id) && b != nil && (epoch < 0 || b.Epoch == epoch)
 }
 
 // sendISRChanges sends the queued ISR changes, all of them in one request,
@@ -255,7 +266,11 @@ func (m *Manager) sendISRBatch(ctx context.Context, batch []isrChange) {
 	defer cancel()
 	changes := make([]ISRChange, len(batch))
 	for i, c := range batch {
-		changes[i] = ISRChange{TopicID: c.p.TopicID, Partition: c.p.Index, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch, ISR: c.isr}
+		epochs := slices.Clone(c.brokerEpochs)
+		if j := slices.Index(c.isr, m.nodeID); j >= 0 && j < len(epochs) {
+			epochs[j] = m.brokerEpoch()
+		}
+		changes[i] = ISRChange{TopicID: c.p.TopicID, Partition: c.p.Index, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch, ISR: c.isr, BrokerEpochs: epochs}
 	}
 	results, err := m.opts.ISRChanger.AlterPartitions(ctx, changes)
 	if err == nil && len(results) != len(batch) {
@@ -687,7 +702,8 @@ func (m *Manager) clean(p *Partition) {
 }
 
 // Close stops every fetcher, cancels and waits for the ISR proposals in flight,
-// and closes every partition (a clean shutdown: the logs write their markers).
+// and closes every partition (a clean shutdown: the logs write their markers,
+// which the LogDir's one syncfs makes true).
 func (m *Manager) Close() error {
 	m.bgMu.Lock()
 	m.bgClosed = true
@@ -706,10 +722,26 @@ func (m *Manager) Close() error {
 	m.partitions = map[TopicPartition]*Partition{}
 	m.closed = true
 	m.mu.Unlock()
-	var errs []error
+	// Closing a log waits on the disk (index files, checkpoints): up to
+	// applyParallelism at a time, as applyPartitions opens them.
+	errs := make([]error, 0, len(ps)+1)
+	var (
+		errMu sync.Mutex
+		wg    sync.WaitGroup
+	)
+	sem := make(chan struct{}, applyParallelism)
 	for _, p := range ps {
-		errs = append(errs, p.close())
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := p.close(); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	// Last: it writes the clean-shutdown markers of the logs just closed.
 	errs = append(errs, m.logDir.Close())
 	return errors.Join(errs...)

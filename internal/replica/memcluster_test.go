@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ type memCluster struct {
 	held int
 	// isrRequests counts the AlterPartition requests the controller answered.
 	isrRequests int
+	// isrChanges holds every ISR change the controller was sent.
+	isrChanges []ISRChange
 }
 
 type memNode struct {
@@ -56,6 +59,8 @@ type memNode struct {
 	mgr   *Manager
 	stop  context.CancelFunc
 	done  chan struct{} // the ISR maintenance returned
+	// epoch is the broker epoch its fetches carry (1 unless a test changes it).
+	epoch atomic.Int64
 }
 
 const memTopic = "t"
@@ -95,11 +100,12 @@ func newMemClusterOn(t *testing.T, n int, replicas []int32, minISR int) *memClus
 func (c *memCluster) start(id int32, mem *vfs.MemFS) {
 	nd := &memNode{id: id, mem: mem, fsync: vfs.FailOn(vfs.OpSync)}
 	nd.fsync.Disable()
+	nd.epoch.Store(1)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m, err := NewManager(vfs.NewErrorFS(mem, nd.fsync), "/data/logs", id, logger, Options{
 		Transport:     memTransport{c: c, from: id},
 		ISRChanger:    memController{c: c, from: id},
-		BrokerEpoch:   func() int64 { return 1 },
+		BrokerEpoch:   nd.epoch.Load,
 		ReplicaLagMax: c.lagMax,
 	})
 	if err != nil {
@@ -298,11 +304,12 @@ func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) 
 		return nil, errors.New("memcluster: controller unreachable")
 	}
 	c.isrRequests++
+	c.isrChanges = append(c.isrChanges, changes...)
 	reqs := make([]controller.AlterPartitionRequest, len(changes))
 	for i, ch := range changes {
 		reqs[i] = controller.AlterPartitionRequest{
 			BrokerID: mc.from, BrokerEpoch: 1, TopicID: ch.TopicID, Partition: ch.Partition,
-			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR,
+			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR, NewISRBrokerEpochs: ch.BrokerEpochs,
 		}
 	}
 	recs, planned := controller.PlanAlterPartitions(c.img, reqs, nil)
@@ -406,7 +413,7 @@ func serveReplicaFetch(m *Manager, req *kmsg.FetchRequest) (resp *kmsg.FetchResp
 			case rp.CurrentLeaderEpoch > p.LeaderEpoch():
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				ff, err := p.ReadForFollower(req.ReplicaID, rp.FetchOffset, rp.LastFetchedEpoch, int(rp.PartitionMaxBytes), time.Now())
+				ff, err := p.ReadForFollower(req.ReplicaID, req.ReplicaState.Epoch, rp.FetchOffset, rp.LastFetchedEpoch, int(rp.PartitionMaxBytes), time.Now())
 				sp.HighWatermark, sp.LogStartOffset = ff.HighWatermark, ff.LogStartOffset
 				switch {
 				case errors.Is(err, storage.ErrOffsetOutOfRange):

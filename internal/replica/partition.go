@@ -144,7 +144,7 @@ type Partition struct {
 	// isrProposer sends an ISR change to the controller, and isrEligible
 	// reports whether a broker may join an ISR (both set by the Manager).
 	isrProposer func(isrChange)
-	isrEligible func(id int32) bool
+	isrEligible func(id int32, epoch int64) bool
 
 	watchMu     sync.Mutex
 	watchers    map[*Watcher]struct{} // woken on HWM and leadership changes

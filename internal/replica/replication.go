@@ -131,8 +131,10 @@ type FollowerFetch struct {
 // ReadForFollower serves a replica fetch: it checks the follower's view of the log
 // against the leader's (divergence by epoch), records the follower's progress
 // (which may advance the HWM or earn it a place in the ISR), and reads from
-// fetchOffset up to the log end.
-func (p *Partition) ReadForFollower(replicaID int32, fetchOffset int64, lastFetchedEpoch int32, maxBytes int, now time.Time) (FollowerFetch, error) {
+// fetchOffset up to the log end. replicaEpoch is the broker epoch the follower
+// sent (Fetch v15+, KIP-903; -1: none): a fetch of another registration than
+// the one this broker's image holds earns no place in the ISR.
+func (p *Partition) ReadForFollower(replicaID int32, replicaEpoch int64, fetchOffset int64, lastFetchedEpoch int32, maxBytes int, now time.Time) (FollowerFetch, error) {
 	if !p.IsLeader() {
 		return FollowerFetch{}, ErrNotLeader
 	}
@@ -147,7 +149,7 @@ func (p *Partition) ReadForFollower(replicaID int32, fetchOffset int64, lastFetc
 		res.HighWatermark = p.HighWatermark()
 		return res, fmt.Errorf("%w: follower %d at %d, log is [%d, %d)", storage.ErrOffsetOutOfRange, replicaID, fetchOffset, res.LogStartOffset, leo)
 	}
-	if err := p.recordFollower(replicaID, fetchOffset, leo, now); err != nil {
+	if err := p.recordFollower(replicaID, replicaEpoch, fetchOffset, leo, now); err != nil {
 		return res, err
 	}
 	p.maybeAdvanceHighWatermark()
@@ -164,19 +166,21 @@ func (p *Partition) ReadForFollower(replicaID int32, fetchOffset int64, lastFetc
 }
 
 // recordFollower notes a follower's fetch and proposes adding it to the ISR when
-// it has caught up.
-func (p *Partition) recordFollower(id int32, fetchOffset, leo int64, now time.Time) error {
+// it has caught up and is eligible (isrEligible, with the broker epoch its
+// fetch carried).
+func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64, now time.Time) error {
 	p.mu.Lock()
 	if !p.mu.leader {
 		p.mu.Unlock()
 		return ErrNotLeader
 	}
 	inSync, err := p.mu.set.fetched(id, fetchOffset, leo, now)
+	p.mu.set.noteBrokerEpoch(id, epoch)
 	p.mu.Unlock()
 	if err != nil || inSync { // in sync: the usual case, nothing to propose
 		return err
 	}
-	if p.isrEligible != nil && !p.isrEligible(id) {
+	if p.isrEligible != nil && !p.isrEligible(id, epoch) {
 		return nil // a later fetch proposes it once the image says it is live
 	}
 	p.proposeISR("expand", func() []int32 {
@@ -242,15 +246,18 @@ func (p *Partition) proposeISR(why string, next func() []int32) {
 		return
 	}
 	p.mu.isrPending = true
-	req := isrChange{p: p, isr: isr, why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}
+	req := isrChange{p: p, isr: isr, brokerEpochs: p.mu.set.brokerEpochs(isr), why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}
 	p.mu.Unlock()
 	p.isrProposer(req)
 }
 
 // isrChange is one AlterPartition proposal.
 type isrChange struct {
-	p                           *Partition
-	isr                         []int32
+	p   *Partition
+	isr []int32
+	// brokerEpochs: of each member of isr, as its last fetch carried it (-1:
+	// this broker, or not known).
+	brokerEpochs                []int64
 	why                         string
 	leaderEpoch, partitionEpoch int32
 }

@@ -22,12 +22,15 @@ type followerState struct {
 	lastCaughtUp    time.Time
 	lastFetch       time.Time
 	leaderEndAtLast int64
+	// brokerEpoch is the broker epoch its last fetch carried (KIP-903), -1 if
+	// none; AlterPartition sends it for the controller to check.
+	brokerEpoch int64
 }
 
 // newFollowerState is a follower not heard from yet: unknown until it fetches,
 // with a full lag period from now to do so.
 func newFollowerState(now time.Time) *followerState {
-	return &followerState{logEnd: -1, lastCaughtUp: now, leaderEndAtLast: -1}
+	return &followerState{logEnd: -1, lastCaughtUp: now, leaderEndAtLast: -1, brokerEpoch: -1}
 }
 
 // fetched records a follower's fetch at fetchOffset while the leader's log ends
@@ -184,6 +187,26 @@ func (t *tracker) fetched(id int32, fetchOffset, leaderEnd int64, now time.Time)
 	}
 	f.fetched(fetchOffset, leaderEnd, now)
 	return slices.Contains(t.isr, id), nil
+}
+
+// noteBrokerEpoch records the broker epoch of follower id's last fetch.
+func (t *tracker) noteBrokerEpoch(id int32, epoch int64) {
+	if f := t.followers[id]; f != nil {
+		f.brokerEpoch = epoch
+	}
+}
+
+// brokerEpochs returns the broker epoch of each member of isr as its last
+// fetch carried it, -1 for this broker and for members not heard from.
+func (t *tracker) brokerEpochs(isr []int32) []int64 {
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		epochs[i] = -1
+		if f := t.followers[id]; f != nil && id != t.localID {
+			epochs[i] = f.brokerEpoch
+		}
+	}
+	return epochs
 }
 
 // expandISR is the ISR with follower id added once its fetch offset has reached

@@ -131,7 +131,7 @@ func TestMarkerHoldsLSOUntilReplicated(t *testing.T) {
 	// HWM there).
 	replicate := func() {
 		t.Helper()
-		ff, err := p.ReadForFollower(2, follower.LogEndOffset(), 0, 1<<20, now)
+		ff, err := p.ReadForFollower(2, -1, follower.LogEndOffset(), 0, 1<<20, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestMarkerHoldsLSOUntilReplicated(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ff, err = p.ReadForFollower(2, follower.LogEndOffset(), 0, 1<<20, now)
+		ff, err = p.ReadForFollower(2, -1, follower.LogEndOffset(), 0, 1<<20, now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -440,9 +440,12 @@ func (c isrChanger) AlterPartitions(ctx context.Context, changes []replica.ISRCh
 		}
 		p := kmsg.NewAlterPartitionRequestTopicPartition()
 		p.Partition, p.LeaderEpoch, p.PartitionEpoch = ch.Partition, ch.LeaderEpoch, ch.PartitionEpoch
-		for _, id := range ch.ISR {
+		for i, id := range ch.ISR {
 			m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
 			m.BrokerID, m.BrokerEpoch = id, -1
+			if i < len(ch.BrokerEpochs) {
+				m.BrokerEpoch = ch.BrokerEpochs[i]
+			}
 			p.NewEpochISR = append(p.NewEpochISR, m)
 		}
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, p)

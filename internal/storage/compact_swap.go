@@ -293,7 +293,7 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 	l.mu.Unlock()
 
 	for _, cs := range live {
-		if err := cs.seg.writeIndexes(); err != nil {
+		if err := cs.seg.writeIndexes(true); err != nil {
 			return err
 		}
 	}

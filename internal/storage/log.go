@@ -266,6 +266,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 	if _, err := seg.log.WriteAt(b, pos); err != nil {
 		return info, l.fail(err)
 	}
+	seg.wrote()
 
 	seg.mu.Lock()
 	for p := 0; p < len(b); {
@@ -412,7 +413,7 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 		defer func() { l.cfg.OnRoll(time.Since(start)) }()
 	}
 	old := l.active()
-	if err := old.writeIndexes(); err != nil {
+	if err := old.writeIndexes(true); err != nil {
 		return nil, l.fail(err)
 	}
 	if err := l.syncSegment(old); err != nil {
@@ -442,9 +443,13 @@ func (l *Log) syncSegment(s *segment) error {
 
 // timedSync fsyncs a segment's log file and returns how long it took.
 func (l *Log) timedSync(s *segment) (time.Duration, error) {
+	writes := s.writes.Load()
 	start := time.Now()
 	err := s.log.Sync()
 	took := time.Since(start)
+	if err == nil {
+		s.markSynced(writes)
+	}
 	l.stats.observeSync(took)
 	if l.cfg.OnSync != nil {
 		l.cfg.OnSync(took, err)
@@ -461,17 +466,28 @@ func (l *Log) timedSync(s *segment) (time.Duration, error) {
 // point or log start that moved back, a log start that moved within a segment).
 // appendMu must be held.
 func (l *Log) writeCheckpoints(durable bool) error {
+	if err := l.writeEpochCheckpoint(true); err != nil {
+		return err
+	}
+	return l.writeRecoveryCheckpoint(durable)
+}
+
+// writeEpochCheckpoint writes the leader-epoch cache if it changed, fsynced
+// unless sync is false (a LogDir's syncfs at Close makes it durable).
+// appendMu must be held.
+func (l *Log) writeEpochCheckpoint(sync bool) error {
 	l.mu.RLock()
 	epochs := l.mu.epochs.clone()
 	logStart := l.mu.logStart
 	l.mu.RUnlock()
-	if !l.savedEpochsOK || !epochsMatchFrom(l.savedEpochs, epochs, logStart) {
-		if err := writeSideFile(l.fsys, l.dir, epochCheckpointName, encodeEpochs(epochs)); err != nil {
-			return err
-		}
-		l.savedEpochs, l.savedEpochsOK = epochs, true
+	if l.savedEpochsOK && epochsMatchFrom(l.savedEpochs, epochs, logStart) {
+		return nil
 	}
-	return l.writeRecoveryCheckpoint(durable)
+	if err := replaceSideFile(l.fsys, l.dir, epochCheckpointName, encodeEpochs(epochs), sync); err != nil {
+		return err
+	}
+	l.savedEpochs, l.savedEpochsOK = epochs, true
+	return nil
 }
 
 // writeRecoveryCheckpoint persists the recovery point and log start offset as
@@ -699,21 +715,38 @@ func (l *Log) Close() error {
 	return err
 }
 
+// shutdownCleanly makes the active segment and its indexes durable and records
+// the clean-shutdown marker. Through a LogDir that can syncfs, the fsyncs are
+// left to the one syncfs of LogDir.Close, which precedes every marker: a
+// broker of thousands of partitions would otherwise stop one disk round trip
+// per file after another. Otherwise only a segment file with changes no fsync
+// covered is synced.
 func (l *Log) shutdownCleanly() error {
 	s := l.active()
-	if err := s.writeIndexes(); err != nil {
+	deferred := l.logDir != nil && l.logDir.syncsAtClose
+	if err := s.writeIndexes(!deferred); err != nil {
 		return err
 	}
-	if err := l.syncSegment(s); err != nil {
-		return err
+	if s.dirty() && !deferred {
+		if err := l.syncSegment(s); err != nil {
+			return err
+		}
 	}
 	l.recoveryPoint.Store(l.mu.leo)
+	marker := cleanShutdown{LogEndOffset: l.mu.leo, ActiveBase: s.base, ActiveSize: s.size}
+	if deferred {
+		if err := l.writeEpochCheckpoint(false); err != nil {
+			return err
+		}
+		rc := l.recoveryState()
+		l.logDir.closedCleanly(l.name, marker, &rc)
+		return nil
+	}
 	if err := l.writeCheckpoints(false); err != nil {
 		return err
 	}
-	marker := cleanShutdown{LogEndOffset: l.mu.leo, ActiveBase: s.base, ActiveSize: s.size}
 	if l.logDir != nil {
-		l.logDir.closedCleanly(l.name, marker)
+		l.logDir.closedCleanly(l.name, marker, nil)
 		return nil
 	}
 	return writeSideFile(l.fsys, l.dir, cleanShutdownName, marker.encode())

@@ -69,9 +69,13 @@ type LogDir struct {
 		entries map[string]recoveryCheckpoint // by partition directory name
 		clean   map[string]cleanShutdown      // markers read at open, consumed by Open
 		closed  map[string]cleanShutdown      // markers of logs closed cleanly since
-		legacy  map[string]bool               // per-partition checkpoints to remove after the next write
-		removed map[string]bool               // names removed since the last write
-		opened  map[string]bool               // names opened since OpenLogDir
+		// closing holds the recovery checkpoints of logs closed cleanly whose
+		// files wait for Close's syncfs (syncsAtClose); the checkpoint takes
+		// them only after it, so it never runs ahead of their data.
+		closing map[string]recoveryCheckpoint
+		legacy  map[string]bool // per-partition checkpoints to remove after the next write
+		removed map[string]bool // names removed since the last write
+		opened  map[string]bool // names opened since OpenLogDir
 		dirty   bool
 		err     error // the last failed background write, nil after a good one
 		shut    bool  // Close ran
@@ -79,8 +83,11 @@ type LogDir struct {
 	// synced: OpenLogDir made everything on the filesystem durable (syncfs)
 	// after an unclean stop, so what a log's first Open recovers is on disk.
 	synced bool
-	stop   chan struct{}
-	done   chan struct{}
+	// syncsAtClose: the filesystem can syncfs, so logs closing cleanly leave
+	// their fsyncs to the one syncfs Close makes before it writes the markers.
+	syncsAtClose bool
+	stop         chan struct{}
+	done         chan struct{}
 }
 
 // OpenLogDir opens (creating it if needed) the log directory dir and starts its
@@ -94,9 +101,11 @@ func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error
 		return nil, err
 	}
 	d := &LogDir{fsys: fsys, dir: dir, stop: make(chan struct{}), done: make(chan struct{})}
+	_, d.syncsAtClose = fsys.(vfs.FSSyncer)
 	d.mu.entries = map[string]recoveryCheckpoint{}
 	d.mu.clean = map[string]cleanShutdown{}
 	d.mu.closed = map[string]cleanShutdown{}
+	d.mu.closing = map[string]recoveryCheckpoint{}
 	d.mu.legacy = map[string]bool{}
 	d.mu.removed = map[string]bool{}
 	d.mu.opened = map[string]bool{}
@@ -172,6 +181,7 @@ func (d *LogDir) Remove(name string) {
 	delete(d.mu.entries, name)
 	delete(d.mu.clean, name)
 	delete(d.mu.closed, name)
+	delete(d.mu.closing, name)
 	delete(d.mu.legacy, name)
 	d.mu.removed[name] = true
 	d.mu.dirty = true
@@ -250,8 +260,11 @@ func (d *LogDir) run(interval time.Duration) {
 }
 
 // Close stops the checkpoint writer, writes the recovery checkpoint and then the
-// clean-shutdown markers of the logs closed cleanly. Close every log first: a log
-// still open gets no marker and recovers at the next start.
+// clean-shutdown markers of the logs closed cleanly, after one syncfs made
+// their files durable (syncsAtClose; if it fails, those logs get no marker
+// and their checkpoints stay as they were: each recovers at the next open).
+// Close every log first: a log still open gets no marker and recovers at the
+// next start.
 func (d *LogDir) Close() error {
 	d.mu.Lock()
 	shut := d.mu.shut
@@ -264,6 +277,24 @@ func (d *LogDir) Close() error {
 	<-d.done
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
+	d.mu.Lock()
+	closing := len(d.mu.closing) > 0
+	d.mu.Unlock()
+	if closing {
+		synced := d.fsys.(vfs.FSSyncer).SyncFS(d.dir) == nil
+		d.mu.Lock()
+		for name, rc := range d.mu.closing {
+			if !synced {
+				delete(d.mu.closed, name) // recovered at the next open
+				continue
+			}
+			if old, ok := d.mu.entries[name]; !ok || old != rc {
+				d.mu.entries[name] = rc
+				d.mu.dirty = true
+			}
+		}
+		d.mu.Unlock()
+	}
 	if err := d.checkpointLocked(); err != nil {
 		return err
 	}
@@ -296,6 +327,7 @@ func (d *LogDir) lookup(name string) (rc recoveryCheckpoint, rcErr error, m clea
 	}
 	delete(d.mu.clean, name)
 	delete(d.mu.closed, name)
+	delete(d.mu.closing, name)
 	return rc, rcErr, m, mErr, synced
 }
 
@@ -319,11 +351,16 @@ func (d *LogDir) setRecovery(name string, rc recoveryCheckpoint, legacy, durable
 	return d.Checkpoint()
 }
 
-// closedCleanly records name's clean-shutdown marker for LogDir.Close.
-func (d *LogDir) closedCleanly(name string, m cleanShutdown) {
+// closedCleanly records name's clean-shutdown marker for LogDir.Close, and
+// with rc (syncsAtClose) the recovery checkpoint that Close's syncfs makes
+// true.
+func (d *LogDir) closedCleanly(name string, m cleanShutdown, rc *recoveryCheckpoint) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mu.closed[name] = m
+	if rc != nil {
+		d.mu.closing[name] = *rc
+	}
 }
 
 // readLogDirEntry returns the recovery checkpoint the LogDir holding dir keeps

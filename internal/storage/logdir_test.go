@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -530,4 +531,69 @@ func TestOpenAloneReadsLogDirEntry(t *testing.T) {
 	}
 	got := readAll(t, l)
 	sameBatches(t, got, want[0][len(want[0])-len(got):])
+}
+
+// TestLogDirCloseFsyncs counts the fsyncs of a clean shutdown of n logs
+// through a LogDir: one syncfs and the two files of the LogDir itself (its
+// checkpoint and its markers), whatever n is; before, each log fsynced its
+// active segment and both its index files, one after another (10,000
+// partitions took 16-90 s to stop). A power cut right after Close loses
+// nothing, and every log reopens without a scan. After a failed syncfs no log
+// has a marker: each is recovered at the next open, nothing lost.
+func TestLogDirCloseFsyncs(t *testing.T) {
+	for _, n := range []int{4, 40} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			mem := vfs.NewMem()
+			cnt := newOpCounter()
+			fsys := vfs.NewErrorFS(mem, cnt)
+			d, logs, want := fillLogDir(t, fsys, n)
+			cnt.on.Store(true)
+			closeAll(t, d, logs)
+			cnt.on.Store(false)
+			syncs, paths := cnt.get(vfs.OpSync)
+			syncFS, _ := cnt.get(vfs.OpSyncFS)
+			if syncs != 2 || syncFS != 1 {
+				t.Fatalf("closing %d logs: %d fsyncs %v, %d syncfs; want 2 (the LogDir's files), 1", n, syncs, paths, syncFS)
+			}
+
+			d, logs = reopenAll(t, mem.CrashClone(), n)
+			for i, l := range logs {
+				if st := l.Stats(); st.RecoveredSegments != 0 || st.IndexRebuilds != 0 {
+					t.Fatalf("log %d scanned after a clean shutdown and a power cut: %+v", i, st)
+				}
+				sameBatches(t, readAll(t, l), want[i])
+			}
+			closeAll(t, d, logs)
+		})
+	}
+	t.Run("syncfs fails", func(t *testing.T) {
+		errInjected := errors.New("injected syncfs failure")
+		mem := vfs.NewMem()
+		var failing atomic.Bool
+		fsys := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+			if failing.Load() && op.Kind == vfs.OpSyncFS {
+				return errInjected
+			}
+			return nil
+		}))
+		const n = 3
+		d, logs, want := fillLogDir(t, fsys, n)
+		failing.Store(true)
+		for _, l := range logs {
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatalf("LogDir.Close with a failing syncfs: %v", err)
+		}
+		d, logs = reopenAll(t, mem.CrashClone(), n)
+		for i, l := range logs {
+			if st := l.Stats(); st.RecoveredSegments == 0 {
+				t.Fatalf("log %d trusted without a marker: %+v", i, st)
+			}
+			sameBatches(t, readAll(t, l), want[i])
+		}
+		closeAll(t, d, logs)
+	})
 }

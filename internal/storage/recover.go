@@ -111,6 +111,8 @@ func (l *Log) load() error {
 	l.mu.durable = last.next
 	if unsynced && !l.filesSynced {
 		l.mu.durable = last.base
+		// What a crashed process wrote may be in the page cache only.
+		last.wrote()
 	}
 	l.mu.logStart = segs[0].base
 	if rcErr == nil {
@@ -307,6 +309,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			if err := s.log.Truncate(res.validSize); err != nil {
 				return false, err
 			}
+			s.wrote()
 			s.size = res.validSize
 		}
 		s.next = res.next
@@ -317,7 +320,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			return false, err
 		}
 		if !cut {
-			if err := s.writeIndexes(); err != nil {
+			if err := s.writeIndexes(true); err != nil {
 				return false, err
 			}
 		}

@@ -63,6 +63,12 @@ type segment struct {
 	size int64 // bytes of whole batches
 	next int64 // offset just past the last batch; base when empty
 
+	// writes counts the changes made to the log file (writes, truncations),
+	// each counted once it is made; synced is the count the last successful
+	// fsync covered. Equal, the file on disk is the file as it is, so a clean
+	// shutdown need not fsync it again (see wrote, markSynced).
+	writes, synced atomic.Uint64
+
 	mu struct {
 		sync.RWMutex
 		loaded          bool // indexes are in memory
@@ -75,6 +81,23 @@ type segment struct {
 		created         time.Time
 	}
 }
+
+// wrote counts a change made to the log file.
+func (s *segment) wrote() { s.writes.Add(1) }
+
+// markSynced records that an fsync which began after writes changes
+// succeeded.
+func (s *segment) markSynced(writes uint64) {
+	for {
+		cur := s.synced.Load()
+		if writes <= cur || s.synced.CompareAndSwap(cur, writes) {
+			return
+		}
+	}
+}
+
+// dirty reports whether the log file has changes no fsync covered.
+func (s *segment) dirty() bool { return s.synced.Load() != s.writes.Load() }
 
 func (s *segment) path(suffix string) string {
 	return filepath.Join(s.dir, segmentName(s.base, suffix))
@@ -185,9 +208,10 @@ func (s *segment) indexBatchLocked(h *batch.Header, pos int64, size, interval in
 }
 
 // writeIndexes writes both index files exactly (trimmed), with a final time-index
-// entry for the segment's max timestamp, and fsyncs them. Used when a segment is
-// sealed (roll, Close) and after a rebuild.
-func (s *segment) writeIndexes() error {
+// entry for the segment's max timestamp, and fsyncs them unless the caller
+// makes them durable otherwise (a LogDir's syncfs at Close). Used when a
+// segment is sealed (roll, Close) and after a rebuild.
+func (s *segment) writeIndexes(sync bool) error {
 	s.mu.Lock()
 	if s.mu.maxTS >= 0 {
 		rel, _ := relOffset(s.mu.maxTSOff, s.base)
@@ -204,7 +228,7 @@ func (s *segment) writeIndexes() error {
 			return err
 		}
 		_, err = f.Write(x.b)
-		if err == nil {
+		if err == nil && sync {
 			err = f.Sync()
 		}
 		if cerr := f.Close(); err == nil {

@@ -126,6 +126,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err := s.log.Truncate(cutPos); err != nil {
 		return err
 	}
+	s.wrote()
 	if err := l.syncSegment(s); err != nil {
 		return err
 	}
