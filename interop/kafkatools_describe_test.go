@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,8 +14,6 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/config"
-	"github.com/strata-stream/strata/internal/server"
-	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/interop/kafkatools"
 )
 
@@ -29,20 +25,13 @@ import (
 func TestKafkaTopicsDescribePaged(t *testing.T) {
 	kafkatools.Require(t)
 	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.SASLMechanisms = "SCRAM-SHA-512"
-	cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]", "SCRAM-SHA-512=[name=alice,password=alice-secret]"}
-	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	n, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), vfs.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := startNodeInProcess(t, ctx, dir, func(cfg *config.Config) {
+		cfg.SASLMechanisms = "SCRAM-SHA-512"
+		cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]", "SCRAM-SHA-512=[name=alice,password=alice-secret]"}
+		cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
+	})
 	bs := []string{"--bootstrap-server", n.KafkaAddr()}
 	properties := func(user string) string {
 		path := filepath.Join(dir, user+".properties")
