@@ -14,10 +14,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -27,47 +25,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/strata-stream/strata/interop/cmd/internal/sidebyside"
 )
 
 func main() {
-	kafkaAddr := flag.String("kafka", "", "the Kafka broker's SASL_PLAINTEXT address")
-	strataAddr := flag.String("strata", "", "the Strata broker's SASL_PLAINTEXT address")
-	verbose := flag.Bool("v", false, "print every case, not only those that differ")
-	flag.Parse()
-	if *kafkaAddr == "" || *strataAddr == "" {
-		fmt.Fprintln(os.Stderr, "dtpcompare: -kafka and -strata are required")
-		os.Exit(2)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	prefix := fmt.Sprintf("dtp%06d-", rand.IntN(1e6))
-	var outs [2][]string
-	for i, addr := range []string{*kafkaAddr, *strataAddr} {
-		out, err := runAll(ctx, addr, prefix)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dtpcompare: %s: %v\n", addr, err)
-			os.Exit(2)
-		}
-		outs[i] = out
-	}
-	differ := 0
-	for i, c := range cases {
-		same := outs[0][i] == outs[1][i]
-		if !same {
-			differ++
-		}
-		if !same || *verbose {
-			mark := "same"
-			if !same {
-				mark = "DIFFERS"
-			}
-			fmt.Printf("== %s [%s]\n   kafka:  %s\n   strata: %s\n", c.name, mark, outs[0][i], outs[1][i])
-		}
-	}
-	fmt.Printf("%d cases, %d differ\n", len(cases), differ)
-	if differ > 0 {
-		os.Exit(1)
-	}
+	sidebyside.Main("dtpcompare", 2*time.Minute, func(ctx context.Context, addr string) ([]sidebyside.Result, error) {
+		return runAll(ctx, addr, prefix)
+	})
 }
 
 // A case names topics by suffix: a (3 partitions), b (1), c (2) and d (1) exist,
@@ -105,7 +71,7 @@ var cases = []testCase{
 	{"alice: denied cursor topic", "alice", []string{"a", "d"}, 100, cur("d", 0)},
 }
 
-func runAll(ctx context.Context, addr, prefix string) ([]string, error) {
+func runAll(ctx context.Context, addr, prefix string) ([]sidebyside.Result, error) {
 	login := func(user string) (*kgo.Client, error) {
 		return kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(5*time.Second),
 			kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()))
@@ -155,7 +121,7 @@ func runAll(ctx context.Context, addr, prefix string) ([]string, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	var outs []string
+	var outs []sidebyside.Result
 	for _, c := range cases {
 		cl := admin
 		if c.user == "alice" {
@@ -163,10 +129,10 @@ func runAll(ctx context.Context, addr, prefix string) ([]string, error) {
 		}
 		resp, err := request(ctx, cl, prefix, c)
 		if err != nil {
-			outs = append(outs, "error: "+err.Error())
+			outs = append(outs, sidebyside.Result{Name: c.name, Out: "error: " + err.Error()})
 			continue
 		}
-		outs = append(outs, render(resp, prefix))
+		outs = append(outs, sidebyside.Result{Name: c.name, Out: render(resp, prefix)})
 	}
 	return outs, nil
 }
