@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +17,6 @@ import (
 
 	"github.com/strata-stream/strata/internal/certs/certstest"
 	"github.com/strata-stream/strata/internal/config"
-	"github.com/strata-stream/strata/internal/server"
-	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/interop/kafkatools"
 )
 
@@ -34,21 +30,14 @@ func TestKafkaToolsSASLSSL(t *testing.T) {
 	dir := t.TempDir()
 	ca := certstest.NewCA(t, dir, "interop")
 	leaf := ca.Issue(t, "node", "strata-1")
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.TLSCertFile, cfg.TLSKeyFile = leaf.CertFile, leaf.KeyFile
-	cfg.SASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
-	cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]"}
-	cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	n, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), vfs.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := startNodeInProcess(t, ctx, dir, func(cfg *config.Config) {
+		cfg.TLSCertFile, cfg.TLSKeyFile = leaf.CertFile, leaf.KeyFile
+		cfg.SASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
+		cfg.AddScram = []string{"SCRAM-SHA-512=[name=admin,password=admin-secret]"}
+		cfg.Authorizer, cfg.SuperUsers = "acl", "User:admin"
+	})
 	bs := []string{"--bootstrap-server", n.KafkaAddr()}
 
 	properties := func(name, mech, module, user, password string) string {

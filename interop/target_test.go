@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/freeport"
+	"github.com/strata-stream/strata/internal/server"
+	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // Environment switches of the suite.
@@ -258,4 +263,21 @@ func lastLines(b []byte) string {
 		return "..." + string(b[len(b)-max:])
 	}
 	return string(b)
+}
+
+// startNodeInProcess starts one Strata node in this process, its data under dir,
+// on ephemeral ports, with the config set changes; it is closed at the test's end.
+func startNodeInProcess(t *testing.T, ctx context.Context, dir string, set func(*config.Config)) *server.Node {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.KafkaAddr, cfg.HTTPAddr, cfg.ControllerAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ShutdownTimeout = 5 * time.Second
+	set(&cfg)
+	n, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), vfs.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
 }

@@ -135,18 +135,31 @@ func (d *topicDescriber) describe(img *metadata.Image, t *metadata.Topic) kmsg.M
 		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = p.Replicas
 		mp.ISR = p.ISR
-		for _, id := range p.Replicas {
-			if !img.IsLive(id) {
-				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
-			}
-		}
-		if p.Leader == metadata.NoLeader || !img.IsLive(p.Leader) {
+		mp.OfflineReplicas = offlineReplicas(img, p)
+		if !leaderLive(img, p) {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		d.slab = append(d.slab, mp)
 	}
 	mt.Partitions = d.slab[start:len(d.slab):len(d.slab)]
 	return mt
+}
+
+// offlineReplicas lists p's replicas on brokers that are not live (nil when
+// every one is), as Metadata and DescribeTopicPartitions answer them.
+func offlineReplicas(img *metadata.Image, p *metadata.Partition) []int32 {
+	var offline []int32
+	for _, id := range p.Replicas {
+		if !img.IsLive(id) {
+			offline = append(offline, id)
+		}
+	}
+	return offline
+}
+
+// leaderLive reports whether p has a leader and it is live.
+func leaderLive(img *metadata.Image, p *metadata.Partition) bool {
+	return p.Leader != metadata.NoLeader && img.IsLive(p.Leader)
 }
 
 // OffsetsTopic is the internal topic holding consumer group offsets.

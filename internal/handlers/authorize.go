@@ -9,6 +9,8 @@ package handlers
 //	ListOffsets, OffsetForLeaderEpoch   DESCRIBE topic (replicas: CLUSTER_ACTION)
 //	Metadata                DESCRIBE topic: the listing shows only those; auto-creation
 //	                        needs CREATE on the cluster or the topic
+//	DescribeTopicPartitions DESCRIBE topic: the listing shows only those, a named
+//	                        topic is TOPIC_AUTHORIZATION_FAILED
 //	CreateTopics            CREATE on the cluster or the topic
 //	DeleteTopics, DeleteRecords   DELETE topic
 //	CreatePartitions        ALTER topic

@@ -360,6 +360,12 @@ var authzMatrix = map[int16]matrixCase{
 	}, topicDenied, func(r kmsg.Response) int16 {
 		return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
 	}},
+	75: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		r.ResponsePartitionLimit = 10
+		r.Topics = append(r.Topics, kmsg.DescribeTopicPartitionsRequestTopic{Topic: "m"})
+		return r
+	}, topicDenied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode }},
 	57: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrUpdateFeaturesRequest()
 		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()

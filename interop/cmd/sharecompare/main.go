@@ -14,10 +14,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -29,52 +27,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/strata-stream/strata/interop/cmd/internal/sidebyside"
 )
 
 func main() {
-	kafkaAddr := flag.String("kafka", "", "the Kafka broker's SASL_PLAINTEXT address")
-	strataAddr := flag.String("strata", "", "the Strata broker's SASL_PLAINTEXT address")
-	verbose := flag.Bool("v", false, "print every case, not only those that differ")
-	flag.Parse()
-	if *kafkaAddr == "" || *strataAddr == "" {
-		fmt.Fprintln(os.Stderr, "sharecompare: -kafka and -strata are required")
-		os.Exit(2)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	run := fmt.Sprintf("%06d", rand.IntN(1e6))
-	var results [2][]result
-	for i, addr := range []string{*kafkaAddr, *strataAddr} {
+	sidebyside.Main("sharecompare", 5*time.Minute, func(ctx context.Context, addr string) ([]sidebyside.Result, error) {
 		s, err := newSystem(ctx, addr, run)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "sharecompare: %s: %v\n", addr, err)
-			os.Exit(2)
+			return nil, err
 		}
-		results[i] = s.runAll(ctx)
-		s.close()
-	}
-	differ := 0
-	for i := range results[0] {
-		k, s := results[0][i], results[1][i]
-		same := k.out == s.out
-		if !same {
-			differ++
-		}
-		if !same || *verbose {
-			mark := "same"
-			if !same {
-				mark = "DIFFERS"
-			}
-			fmt.Printf("== %s [%s]\n   kafka:  %s\n   strata: %s\n", k.name, mark, k.out, s.out)
-		}
-	}
-	fmt.Printf("%d cases, %d differ\n", len(results[0]), differ)
-	if differ > 0 {
-		os.Exit(1)
-	}
+		defer s.close()
+		return s.runAll(ctx), nil
+	})
 }
-
-type result struct{ name, out string }
 
 // env is what the requests of one system need: its names and topic ids.
 type env struct {
@@ -210,8 +177,8 @@ type step struct {
 	req      func(e *env) kmsg.Request
 }
 
-func (s *system) runAll(ctx context.Context) []result {
-	var out []result
+func (s *system) runAll(ctx context.Context) []sidebyside.Result {
+	var out []sidebyside.Result
 	for _, st := range steps() {
 		user := st.user
 		if user == "" {
@@ -227,10 +194,10 @@ func (s *system) runAll(ctx context.Context) []result {
 		resp, err := cl.SeedBrokers()[0].Request(rctx, req) // as sent: no sharding by kgo
 		cancel()
 		if err != nil {
-			out = append(out, result{st.name, "error: " + err.Error()})
+			out = append(out, sidebyside.Result{Name: st.name, Out: "error: " + err.Error()})
 			continue
 		}
-		out = append(out, result{st.name, fmt.Sprintf("v%d %s", req.GetVersion(), flatten(resp, &s.env))})
+		out = append(out, sidebyside.Result{Name: st.name, Out: fmt.Sprintf("v%d %s", req.GetVersion(), flatten(resp, &s.env))})
 	}
 	return out
 }
