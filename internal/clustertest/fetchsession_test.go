@@ -3,8 +3,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
@@ -150,15 +148,7 @@ func scrapeAll(t *testing.T, c *testcluster.Cluster) map[int32]fetchCounts {
 
 func scrapeFetches(t *testing.T, n *testcluster.Node) fetchCounts {
 	t.Helper()
-	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := metricsOf(t, n)
 	// A series not yet exported is 0: a node just restarted may have
 	// received no Fetch yet.
 	value := func(series string) int64 {
