@@ -184,10 +184,9 @@ func (s *followerSession) reset(forget bool) {
 	clear(s.parts)
 }
 
-// Session epochs with a meaning of their own (KIP-227).
-const (
-	sessionEpochInitial int32 = 0
-)
+// sessionEpochInitial is the session epoch of a full fetch that opens a
+// session (KIP-227).
+const sessionEpochInitial int32 = 0
 
 // nextSessionEpoch follows e, wrapping past the largest epoch to 1 (0 and -1
 // have their own meanings), as the leader does.
