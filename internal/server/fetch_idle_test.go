@@ -1,13 +1,9 @@
 package server
 
 import (
-	"context"
 	"math"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -24,16 +20,7 @@ func TestIdleLongPollReadsOnce(t *testing.T) {
 	}
 	const topic, partitions = "idle", 200
 	n := startBenchNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
+	createBenchTopic(t, n, topic, partitions)
 	c := dialRaw(t, n.KafkaAddr())
 
 	req := kmsg.NewPtrFetchRequest()
