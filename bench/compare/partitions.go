@@ -256,10 +256,10 @@ func growTopic(ctx context.Context, cl *kgo.Client, topic string, total int32) e
 	return nil
 }
 
-// countPartitions is how many partitions of topic a Metadata answer shows
-// with which true.
-func countPartitions(ctx context.Context, cl *kgo.Client, topic string, which func(kmsg.MetadataResponseTopicPartition) bool) (int, error) {
-	resp, err := metadataRequest(topic).RequestWith(ctx, cl)
+// countPartitions is how many partitions of topic a Metadata answer from r
+// (a client: any broker; one broker) shows with which true.
+func countPartitions(ctx context.Context, r kmsg.Requestor, topic string, which func(kmsg.MetadataResponseTopicPartition) bool) (int, error) {
+	resp, err := metadataRequest(topic).RequestWith(ctx, r)
 	if err != nil {
 		return 0, err
 	}

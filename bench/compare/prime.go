@@ -28,7 +28,9 @@ func primePartitions(ctx context.Context, seeds []string, topic string, partitio
 	ctx, cancel := context.WithTimeout(ctx, primeTimeout)
 	defer cancel()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("strata-vs-kafka-prime"),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// Bounded by ctx instead: a leader may still be applying the topic.
+		kgo.UnknownTopicRetries(-1)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -40,6 +42,13 @@ func primePartitions(ctx context.Context, seeds []string, topic string, partitio
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating %s: %w", topic, err)
 	}
+	// Kafka's brokers apply a new topic one after another, and a client
+	// that meets UNKNOWN_TOPIC_OR_PARTITION more than a few times fails
+	// its records: wait until every broker answers for every partition
+	// (session 9's three-node Kafka failed here with 1,000 partitions).
+	if err := waitLeaders(ctx, cl, topic, partitions); err != nil {
+		return fmt.Errorf("priming %s: %w", topic, err)
+	}
 	records := make([]*kgo.Record, partitions)
 	for i := range records {
 		records[i] = &kgo.Record{Partition: int32(i), Value: []byte("prime")}
@@ -48,4 +57,31 @@ func primePartitions(ctx context.Context, seeds []string, topic string, partitio
 		return fmt.Errorf("priming %s: %w", topic, err)
 	}
 	return nil
+}
+
+// waitLeaders waits until each broker cl knows of, asked on its own, shows a
+// leader for every one of topic's partitions partitions.
+func waitLeaders(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
+	everywhere := func() error {
+		// Asked through the client first: it learns the brokers then.
+		if led, err := countPartitions(ctx, cl, topic, leaded); err != nil || led != int(partitions) {
+			return fmt.Errorf("%d of %d partitions with a leader (%v)", led, partitions, err)
+		}
+		for i, b := range cl.DiscoveredBrokers() {
+			if led, err := countPartitions(ctx, b, topic, leaded); err != nil || led != int(partitions) {
+				return fmt.Errorf("the %d. broker asked: %d of %d partitions with a leader (%v)", i+1, led, partitions, err)
+			}
+		}
+		return nil
+	}
+	for {
+		err := everywhere()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for leaders: %w (last: %v)", ctx.Err(), err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling other processes' state
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -313,4 +315,19 @@ func ids(nodes []*testcluster.Node) string {
 		b = strconv.AppendInt(b, int64(n.ID), 10)
 	}
 	return string(b)
+}
+
+// metricsOf is node n's /metrics page.
+func metricsOf(t testing.TB, n *testcluster.Node) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -131,15 +129,7 @@ func runTiered(t *testing.T, store tieredStore) {
 	check(t, produced(p), readAll(t, c, topic).records)
 
 	// The leader's /metrics shows the remote part and the failed uploads.
-	resp, err := http.Get("http://" + c.Leader(topic, 0).HTTPAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := metricsOf(t, c.Leader(topic, 0))
 	for _, series := range []string{"strata_remote_log_size_bytes", "strata_remote_upload_lag_bytes", "strata_remote_upload_errors_total"} {
 		if !regexp.MustCompile(`(?m)^` + series + `\{partition="0",topic="tiered"\} [0-9]`).Match(body) {
 			t.Errorf("/metrics of the leader has no %s for %s-0", series, topic)

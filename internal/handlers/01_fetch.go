@@ -64,10 +64,21 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		}
 		readable = func(string) bool { return true }
 	}
-	var w *replica.Watcher
-	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	var (
+		w        *replica.Watcher
+		deadline = time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+
+		resp                 *kmsg.FetchResponse
+		files                map[*kmsg.FetchResponseTopicPartition]*fileRecords
+		total                int
+		watched              []watchedPartition
+		throttled            time.Duration
+		redirected, mustRead = false, true
+	)
 	for {
-		resp, files, total, watched, throttled, redirected := h.readFetch(read, replicaID, readable)
+		if mustRead {
+			resp, files, total, watched, throttled, redirected = h.readFetch(read, replicaID, readable)
+		}
 		wait := deadline
 		if throttled > 0 {
 			wait = minTime(deadline, time.Now().Add(throttled))
@@ -85,21 +96,40 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 			return out
 		}
 		releaseFiles(files)
+		files = nil
+		// An answer without data stays right while none of its partitions
+		// shows anything new (its log end, high-water mark, log start or
+		// leadership): the wait reads again only after a change, so an idle
+		// follower's session of thousands of partitions is read once per
+		// long poll, not three times.
+		reusable := total == 0 && throttled == 0
 		if w == nil {
 			h.cfg.Observer.DelayedFetch(1)
 			defer h.cfg.Observer.DelayedFetch(-1)
 			w = replica.NewWatcher()
-			for _, p := range watched {
+			// A follower waits for new data, not for the HWM.
+			for _, wp := range watched {
 				if replicaID >= 0 {
-					// A follower waits for new data, not for the HWM.
-					p.WatchAppends(w)
-					defer p.UnwatchAppends(w)
+					wp.p.WatchAppends(w)
 				} else {
-					p.Watch(w)
-					defer p.Unwatch(w)
+					wp.p.Watch(w)
 				}
 			}
-			continue // re-read once now that we watch, so no wake-up is missed
+			// One deferred call, not one per partition (each would be
+			// allocated).
+			defer func(registered []watchedPartition) {
+				for _, wp := range registered {
+					if replicaID >= 0 {
+						wp.p.UnwatchAppends(w)
+					} else {
+						wp.p.Unwatch(w)
+					}
+				}
+			}(watched)
+			// Now that we watch no wake-up is missed: read again if
+			// anything changed since the read.
+			mustRead = !reusable || changedSince(watched)
+			continue
 		}
 		timer := time.NewTimer(time.Until(wait))
 		endWait := startWait(ctx)
@@ -110,7 +140,40 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		}
 		endWait()
 		timer.Stop()
+		mustRead = !reusable || changedSince(watched)
 	}
+}
+
+// watchedPartition is a partition a fetch may wait on, with what it showed
+// just before it was read.
+type watchedPartition struct {
+	p  *replica.Partition
+	at partitionView
+}
+
+// partitionView is what a fetch's answer for a partition depends on, besides
+// the request: the records readable (up to the log end or the high-water
+// mark; transactions only change with the log end), the offsets the answer
+// carries, and the leadership.
+type partitionView struct {
+	logEnd, highWatermark, logStart int64
+	leaderEpoch                     int32
+	leader                          bool
+}
+
+func viewOf(p *replica.Partition) partitionView {
+	return partitionView{p.LogEndOffset(), p.HighWatermark(), p.LogStartOffset(), p.LeaderEpoch(), p.IsLeader()}
+}
+
+// changedSince reports whether any watched partition shows something other
+// than when it was read.
+func changedSince(watched []watchedPartition) bool {
+	for _, wp := range watched {
+		if viewOf(wp.p) != wp.at {
+			return true
+		}
+	}
+	return false
 }
 
 // fetchReplicaID is the replica id of a follower's fetch, -1 for a consumer's:
@@ -129,7 +192,7 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 // throttle lets data through again, and whether a consumer was pointed at a
 // preferred read replica (the answer then goes out at once).
 func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (
-	resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords, total int, watched []*replica.Partition,
+	resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords, total int, watched []watchedPartition,
 	throttled time.Duration, redirected bool) {
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	files = map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
@@ -193,7 +256,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 					continue
 				}
 			}
-			watched = append(watched, p)
+			watched = append(watched, watchedPartition{p, viewOf(p)})
 			maxBytes := min(int(rp.PartitionMaxBytes), budget)
 			if total > 0 && maxBytes <= 0 {
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()

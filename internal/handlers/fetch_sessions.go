@@ -253,6 +253,11 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 		for _, p := range t.Partitions {
 			k := sessionPartitionKey{t.Topic, t.TopicID, p.Partition}
 			if sp := sess.parts[k]; sp != nil {
+				if p.CurrentLeaderEpoch != sp.req.CurrentLeaderEpoch || p.FetchOffset < sp.req.FetchOffset {
+					// A new leadership or a truncated follower: its
+					// high-water mark may no longer be what it was told.
+					sp.highWatermark = -2
+				}
 				sp.req = p
 				continue
 			}

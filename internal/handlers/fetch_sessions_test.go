@@ -350,3 +350,39 @@ func TestFetchSessionResendsAfterError(t *testing.T) {
 		t.Fatalf("after the error on 1 went: partitions %v", got)
 	}
 }
+
+// TestFetchSessionResendsToMovedFollower: a follower naming a partition again
+// at a new leader epoch or at a lower offset (it truncated) is told the
+// high-water mark again, unchanged as it is: what it held may have been cut.
+// An offset that only moved on is answered only with news.
+func TestFetchSessionResendsToMovedFollower(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		epoch       int32
+		offset      int64
+		wantAnswers bool
+	}{
+		{"same epoch, offset on", 3, 6, false},
+		{"new leader epoch", 4, 5, true},
+		{"offset back (truncated)", 3, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFetchSessions(1)
+			hwm := map[int32]int64{0: 5}
+			req := fetchReq(0, 0, "t", map[int32]int64{0: 5})
+			req.Topics[0].Partitions[0].CurrentLeaderEpoch = 3
+			read, sf := s.begin(req)
+			resp := answer(read, hwm)
+			sf.finish(resp, nil)
+
+			req = fetchReq(resp.SessionID, 1, "t", map[int32]int64{0: tc.offset})
+			req.Topics[0].Partitions[0].CurrentLeaderEpoch = tc.epoch
+			read, sf = s.begin(req)
+			resp = answer(read, hwm)
+			sf.finish(resp, nil)
+			if got := len(partitionsOf(resp)) == 1; got != tc.wantAnswers {
+				t.Fatalf("partition answered: %v, want %v", got, tc.wantAnswers)
+			}
+		})
+	}
+}

@@ -57,6 +57,7 @@ type Metrics struct {
 	// checks (security.go).
 	auth, httpAuth *prometheus.CounterVec
 	disk           *disk
+	fetches        replicaFetches
 }
 
 // New builds the metrics of one node on a fresh registry.
@@ -70,7 +71,9 @@ func New(cfg Config) *Metrics {
 	m.isr = newISRCounters()
 	m.auth, m.httpAuth = newAuthentications(), newHTTPAuthentications()
 	m.disk = newDisk()
+	m.fetches = newReplicaFetches()
 	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth, m.disk.fsync, m.disk.roll, m.disk.fsyncErrors)
+	m.reg.MustRegister(m.fetches.collectors()...)
 	if cfg.Partitions != nil {
 		m.reg.MustRegister(partitionCollector{cfg.Partitions})
 	}

@@ -379,3 +379,50 @@ func TestISRChanger(t *testing.T) {
 		})
 	}
 }
+
+// stubTransport answers every fetch with answer, or fails with fail.
+type stubTransport struct {
+	answer *kmsg.FetchResponse
+	fail   error
+}
+
+func (s stubTransport) Fetch(context.Context, int32, *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	return s.answer, s.fail
+}
+
+// TestReplicaTransport counts follower fetches, the full ones (session epoch
+// 0 or -1) and the partitions of requests and of answers.
+func TestReplicaTransport(t *testing.T) {
+	fetch := func(epoch int32, partitions ...int32) *kmsg.FetchRequest {
+		req := kmsg.NewPtrFetchRequest()
+		req.SessionEpoch = epoch
+		rt := kmsg.NewFetchRequestTopic()
+		for _, p := range partitions {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt, kmsg.NewFetchRequestTopic())
+		return req
+	}
+	answer := kmsg.NewPtrFetchResponse()
+	at := kmsg.NewFetchResponseTopic()
+	at.Partitions = make([]kmsg.FetchResponseTopicPartition, 2)
+	answer.Topics = []kmsg.FetchResponseTopic{at, at}
+	m := New(Config{})
+	tr := m.ReplicaTransport(stubTransport{answer: answer})
+	for _, req := range []*kmsg.FetchRequest{fetch(0, 0, 1, 2), fetch(1), fetch(2, 1), fetch(-1, 0)} {
+		if _, err := tr.Fetch(context.Background(), 1, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.ReplicaTransport(stubTransport{fail: errors.New("reset")}).Fetch(context.Background(), 1, fetch(3, 5)); err == nil {
+		t.Fatal("the transport's error was lost")
+	}
+	expect(t, values(t, m.Registry()), map[string]float64{
+		"strata_replica_fetch_requests_total{}":            5,
+		"strata_replica_fetch_full_requests_total{}":       2,
+		"strata_replica_fetch_request_partitions_total{}":  6,
+		"strata_replica_fetch_response_partitions_total{}": 16,
+	})
+}

@@ -24,7 +24,8 @@ func exported(t *testing.T) map[string]bool {
 	ch := make(chan *prometheus.Desc, 256)
 	for _, c := range []prometheus.Collector{m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth,
 		partitionCollector{noPartitions{}}, clusterCollector{cluster: stubCluster{img: testImage(t)}}, lagCollector{groups: stubLag{}},
-		shareCollector{}, m.disk.fsync, m.disk.roll, m.disk.fsyncErrors} {
+		shareCollector{}, m.disk.fsync, m.disk.roll, m.disk.fsyncErrors, m.fetches.requests, m.fetches.full,
+		m.fetches.requestPartitions, m.fetches.responsePartitions} {
 		c.Describe(ch)
 	}
 	close(ch)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/throttle"
 )
@@ -29,9 +30,10 @@ const (
 )
 
 // fetcher replicates every partition this broker follows from one leader broker:
-// one Fetch request at a time for all of them. Before each fetch it waits until
-// what it appended is durable, so the fetch offset it reports to the leader is a
-// promise that those records survive a power loss.
+// one Fetch request at a time for all of them, in an incremental fetch session
+// (fetchsession.go). Before each fetch it waits until what it appended is
+// durable, so the fetch offset it reports to the leader is a promise that those
+// records survive a power loss.
 type fetcher struct {
 	m      *Manager
 	leader int32
@@ -41,6 +43,22 @@ type fetcher struct {
 	mu    sync.Mutex
 	parts map[*Partition]struct{}
 	wake  chan struct{} // capacity 1: partitions were added
+
+	// Used by run's goroutine only: the fetch session with the leader, and
+	// the round being built (reused): its partitions, them by topic name and
+	// partition, and topic names by id (an answer from v13 on names topics
+	// by id).
+	session followerSession
+	want    []sessionPartition
+	index   map[TopicPartition]fetched
+	names   map[metadata.UUID]string
+}
+
+// fetched is a partition of a fetch round.
+type fetched struct {
+	p        *Partition
+	epoch    int32            // the leader epoch the request was sent at
+	throttle *throttle.Bucket // non-nil: a throttled replica (follower.replication.throttled.replicas)
 }
 
 func newFetcher(m *Manager, leader int32) *fetcher {
@@ -131,21 +149,17 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = fetchMaxBytes
-	byTopic := map[string]int{}
-	type key struct {
-		topic string
-		index int32
+	if f.index == nil {
+		f.index, f.names = map[TopicPartition]fetched{}, map[metadata.UUID]string{}
 	}
-	type fetched struct {
-		p        *Partition
-		epoch    int32            // the leader epoch the request was sent at
-		throttle *throttle.Bucket // non-nil: a throttled replica (follower.replication.throttled.replicas)
-	}
-	index := map[key]fetched{}
+	index, names, want := f.index, f.names, f.want[:0]
+	clear(index)
+	clear(names)
 	now := f.m.now()
 	for _, p := range parts {
 		// A throttled replica out of the ISR sits out fetches while the
-		// follower's throttle is exceeded; the others go on.
+		// follower's throttle is exceeded (its session forgets it meanwhile);
+		// the others go on.
 		bucket := f.m.followerThrottle(p)
 		if bucket != nil && bucket.Exceeded(now) {
 			d := throttleDelay(bucket, now)
@@ -167,14 +181,6 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 				continue
 			}
 		}
-		ti, ok := byTopic[p.Topic]
-		if !ok {
-			ti = len(req.Topics)
-			byTopic[p.Topic] = ti
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = p.Topic, p.TopicID
-			req.Topics = append(req.Topics, t)
-		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.Index
 		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
@@ -182,35 +188,34 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 		rp.LastFetchedEpoch = lastEpoch
 		rp.LogStartOffset = p.log.LogStartOffset()
 		rp.PartitionMaxBytes = fetchPartitionBytes
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
-		index[key{p.Topic, p.Index}] = fetched{p, rp.CurrentLeaderEpoch, bucket}
+		want = append(want, sessionPartition{key: sessionKey{p.Topic, p.TopicID, p.Index}, req: rp})
+		index[TopicPartition{p.Topic, p.Index}] = fetched{p, rp.CurrentLeaderEpoch, bucket}
+		names[p.TopicID] = p.Topic
 	}
-	if len(index) == 0 {
+	f.want = want
+	if len(want) == 0 {
 		return false, throttled
 	}
+	f.session.build(req, want)
 	resp, err := f.m.opts.Transport.Fetch(ctx, f.leader, req)
-	if err != nil {
-		if ctx.Err() == nil {
-			f.m.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
+	if !f.session.answered(resp, err) {
+		if err != nil {
+			if ctx.Err() == nil {
+				f.m.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
+			}
+		} else {
+			f.m.log.Debug("replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
 		}
-		return false, 0
-	}
-	if resp.ErrorCode != 0 {
-		f.m.log.Debug("replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
 		return false, 0
 	}
 	healthy := true
 	for _, rt := range resp.Topics {
 		name := rt.Topic
 		if name == "" {
-			for _, p := range parts {
-				if p.TopicID == rt.TopicID {
-					name = p.Topic
-				}
-			}
+			name = names[rt.TopicID]
 		}
 		for _, rp := range rt.Partitions {
-			fp, ok := index[key{name, rp.Partition}]
+			fp, ok := index[TopicPartition{name, rp.Partition}]
 			if !ok {
 				continue
 			}

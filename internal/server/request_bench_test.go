@@ -113,6 +113,13 @@ func checkProduced(tb testing.TB, body []byte) {
 func startRequestBench(tb testing.TB, topic string) (*Node, *rawConn) {
 	tb.Helper()
 	n := startBenchNode(tb)
+	createBenchTopic(tb, n, topic, 1)
+	return n, dialRaw(tb, n.KafkaAddr())
+}
+
+// createBenchTopic creates topic with partitions partitions on n.
+func createBenchTopic(tb testing.TB, n *Node, topic string, partitions int32) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
@@ -120,10 +127,9 @@ func startRequestBench(tb testing.TB, topic string) (*Node, *rawConn) {
 		tb.Fatal(err)
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		tb.Fatal(err)
 	}
-	return n, dialRaw(tb, n.KafkaAddr())
 }
 
 // BenchmarkProduceRequest measures one Produce request at a time over a raw

@@ -286,7 +286,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		OnRoll:        onRoll,
 		Remote:        remoteStore,
 		RemoteCache:   n.remoteCache,
-		Transport:     replicaTransport{n.replicaClient},
+		Transport:     n.metrics.ReplicaTransport(replicaTransport{n.replicaClient}),
 		ISRChanger:    n.metrics.ISRChanger(isrChanger{n}),
 		BrokerEpoch:   n.brokerEpoch.Load,
 		ReplicaLagMax: cfg.ReplicaLagTimeMax,
