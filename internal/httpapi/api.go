@@ -36,6 +36,13 @@ type Observer interface {
 	Produced(topic string, partition int32, bytes, records int64)
 }
 
+// RequestObserver sees every request an API route serves (metrics: counts,
+// durations and requests in flight per route). HTTPRequestStarted is called as a
+// request reaches its route, before authentication; done with the status sent.
+type RequestObserver interface {
+	HTTPRequestStarted(route string) (done func(status int))
+}
+
 // Config configures the API of one node.
 type Config struct {
 	// KafkaAddr is the node's Kafka listener: the embedded clients' seed broker.
@@ -57,6 +64,8 @@ type Config struct {
 	Partitions Partitions
 	// Observer, when set, is told about local appends.
 	Observer Observer
+	// Requests, when set, is told about every request a route serves.
+	Requests RequestObserver
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body (default 16 MiB).
@@ -170,9 +179,9 @@ var routes = []route{
 // Register mounts every endpoint on mux.
 func (a *API) Register(mux *http.ServeMux) {
 	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.pattern, a.guarded(rt, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(rt.method+" "+rt.pattern, a.observed(rt, a.guarded(rt, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt.serve(a, w, r)
-		})))
+		}))))
 	}
 }
 
@@ -195,3 +204,40 @@ func (a *API) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(api.OpenAPI)
 }
+
+// observed reports each request of rt to Config.Requests, with the status sent
+// (200 when the handler wrote none).
+func (a *API) observed(rt route, h http.Handler) http.Handler {
+	if a.cfg.Requests == nil {
+		return h
+	}
+	name := rt.method + " " + rt.pattern
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done := a.cfg.Requests.HTTPRequestStarted(name)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() { done(sw.status) }()
+		h.ServeHTTP(sw, r)
+	})
+}
+
+// statusWriter remembers the status a handler sends.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if !w.wrote {
+		w.status, w.wrote = status, true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

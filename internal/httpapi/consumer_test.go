@@ -191,7 +191,7 @@ func TestPollReset(t *testing.T) {
 // soon as it comes; without records it returns empty after the timeout.
 func TestLongPoll(t *testing.T) {
 	t.Parallel()
-	n := sharedNode(t)
+	n := startNode(t) // its own node: the test waits on the node's count of polls in flight
 	n.createTopic("longpoll", 1)
 	body := map[string]any{"group": "longpoll", "topic": "longpoll", "timeout_ms": 400}
 	start := time.Now()
@@ -221,7 +221,7 @@ func TestLongPoll(t *testing.T) {
 		}
 		done <- result{ans.Records, time.Since(start)}
 	}()
-	time.Sleep(200 * time.Millisecond) // let the poll start waiting; the result holds either way
+	n.waitInFlight("POST /poll", 1)
 	n.produceN("longpoll", 0, 0, 1)
 	res := <-done
 	if len(res.recs) != 1 || res.took > 15*time.Second {
@@ -571,19 +571,21 @@ func TestMixedGroup(t *testing.T) {
 // TestCloseDuringPoll: closing a consumer ends its long poll at once with 503.
 func TestCloseDuringPoll(t *testing.T) {
 	t.Parallel()
-	n := sharedNode(t)
+	n := startNode(t) // its own node: the test waits on the node's count of polls in flight
 	n.createTopic("closing", 1)
 	body := map[string]any{"group": "closing", "topic": "closing", "timeout_ms": 300}
 	n.poll(body)
 	wait.For(t, "the member joins", func() bool { return len(n.group("closing").Members) == 1 })
-	// The close must land while the poll waits; when the poll came late (after the
-	// close, making a new instance) it just times out, and the test tries again.
+	// The close must land while the poll waits: the poll counts as in flight from
+	// when it reaches its route, a moment before it takes the consumer instance, so
+	// a close in that moment makes the poll start a new instance and time out; the
+	// test then tries again.
 	for range 5 {
 		done := make(chan response, 1)
 		go func() {
 			done <- (&testNode{Node: n.Node, t: t, base: n.base}).do("POST", "/poll", map[string]any{"group": "closing", "topic": "closing", "timeout_ms": 5000})
 		}()
-		time.Sleep(200 * time.Millisecond)
+		n.waitInFlight("POST /poll", 1)
 		start := time.Now()
 		n.must(http.StatusOK, "DELETE", "/groups/closing/consumers/default", nil)
 		r := <-done
@@ -596,6 +598,7 @@ func TestCloseDuringPoll(t *testing.T) {
 		case r.status != http.StatusOK:
 			t.Fatalf("poll of a closed consumer: %d %s", r.status, r.body)
 		}
+		n.waitInFlight("POST /poll", 0)
 	}
 	t.Fatal("no poll was waiting when its consumer closed, in five tries")
 }

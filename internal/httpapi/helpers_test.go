@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // testNode is a real node on ephemeral loopback ports whose HTTP API a test
@@ -212,4 +214,26 @@ func (n *testNode) kafka(opts ...kgo.Opt) (*kgo.Client, *kadm.Client) {
 	}
 	n.t.Cleanup(cl.Close)
 	return cl, kadm.NewClient(cl)
+}
+
+// waitInFlight waits until the node's strata_http_requests_in_flight for route
+// (a pattern such as "POST /poll") is want.
+func (n *testNode) waitInFlight(route string, want int) {
+	n.t.Helper()
+	line := fmt.Sprintf("strata_http_requests_in_flight{route=%q} %d", route, want)
+	wait.For(n.t, line, func() bool {
+		resp, err := http.Get(n.base + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false
+		}
+		if want == 0 && !strings.Contains(string(b), fmt.Sprintf("strata_http_requests_in_flight{route=%q}", route)) {
+			return true // never served: no series yet
+		}
+		return slices.Contains(strings.Split(string(b), "\n"), line)
+	})
 }

@@ -58,6 +58,7 @@ type Metrics struct {
 	auth, httpAuth *prometheus.CounterVec
 	disk           *disk
 	fetches        replicaFetches
+	http           httpRequests
 }
 
 // New builds the metrics of one node on a fresh registry.
@@ -72,8 +73,10 @@ func New(cfg Config) *Metrics {
 	m.auth, m.httpAuth = newAuthentications(), newHTTPAuthentications()
 	m.disk = newDisk()
 	m.fetches = newReplicaFetches()
+	m.http = newHTTPRequests()
 	m.reg.MustRegister(m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth, m.disk.fsync, m.disk.roll, m.disk.fsyncErrors)
 	m.reg.MustRegister(m.fetches.collectors()...)
+	m.reg.MustRegister(m.http.collectors()...)
 	if cfg.Partitions != nil {
 		m.reg.MustRegister(partitionCollector{cfg.Partitions})
 	}

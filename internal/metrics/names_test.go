@@ -25,7 +25,7 @@ func exported(t *testing.T) map[string]bool {
 	for _, c := range []prometheus.Collector{m.net, m.dat, m.isr.shrinks, m.isr.expands, m.auth, m.httpAuth,
 		partitionCollector{noPartitions{}}, clusterCollector{cluster: stubCluster{img: testImage(t)}}, lagCollector{groups: stubLag{}},
 		shareCollector{}, m.disk.fsync, m.disk.roll, m.disk.fsyncErrors, m.fetches.requests, m.fetches.full,
-		m.fetches.requestPartitions, m.fetches.responsePartitions} {
+		m.fetches.requestPartitions, m.fetches.responsePartitions, m.http.total, m.http.duration, m.http.inFlight} {
 		c.Describe(ch)
 	}
 	close(ch)
@@ -38,13 +38,14 @@ func exported(t *testing.T) map[string]bool {
 		}
 		names[match[1]] = true
 	}
-	for _, base := range []string{"strata_request_duration_seconds", "strata_log_fsync_seconds"} {
+	for _, base := range []string{"strata_request_duration_seconds", "strata_log_fsync_seconds", "strata_http_request_duration_seconds"} {
 		if !names[base] {
 			t.Fatalf("%s is not exported", base)
 		}
 		names[base+"_count"], names[base+"_sum"] = true, true
 	}
 	names["strata_request_duration_seconds_bucket"] = true
+	names["strata_http_request_duration_seconds_bucket"] = true
 	return names
 }
 

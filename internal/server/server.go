@@ -454,7 +454,7 @@ func (n *Node) startHTTPAPI() (err error) {
 	n.api, err = httpapi.New(httpapi.Config{
 		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(n.cfg, n.httpLn.Addr()),
 		ClientOpts: n.kafkaClientOpts(), ForwardTLS: n.httpForwardTLS(),
-		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Logger: n.log.With("component", "httpapi"),
+		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Requests: n.metrics, Logger: n.log.With("component", "httpapi"),
 		Guard: n.guard,
 	})
 	if err != nil {
