@@ -62,19 +62,12 @@ func TestRequestWaitRespectsDeadline(t *testing.T) {
 		hung <- err
 	}()
 	// Wait until the first request holds the connection.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.Within(t, 5*time.Second, "the first request to take the connection", func() bool {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		lc := c.conns[addr]
-		c.mu.Unlock()
-		if lc != nil && len(lc.busy) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first request never took the connection")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return lc != nil && len(lc.busy) == 1
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestErrorCode: every domain error maps to its Kafka code, wrapped or not; a
@@ -110,13 +111,7 @@ func newErrorsHandlersWith(t *testing.T, cfg Config) *Handlers {
 	if _, err := p.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 1); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for p.HighWatermark() < 10 { // the group commit
-		if time.Now().After(deadline) {
-			t.Fatal("the HWM never reached 10")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.Within(t, 10*time.Second, "the group commit to move the HWM to 10", func() bool { return p.HighWatermark() >= 10 })
 	cfg.NodeID, cfg.BrokerEpoch = 1, func() int64 { return 1 }
 	return New(cfg, fakeCluster{img: img}, m, nil, nil, logger)
 }

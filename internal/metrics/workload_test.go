@@ -26,6 +26,7 @@ import (
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func testLogger() *slog.Logger {
@@ -285,16 +286,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 
 func waitMetric(t *testing.T, url, what string, cond func(map[string]float64) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if cond(scrape(t, url)) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Within(t, 20*time.Second, what, func() bool { return cond(scrape(t, url)) })
 }
 
 // recordBatch is one valid single-record batch.

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -167,17 +168,12 @@ func TestClusterReplicatesAndAgrees(t *testing.T) {
 // the same log as the others, and the leader's HWM is at its end.
 func (c *testCluster) checkAgreement(t *testing.T, topic string, partition int32) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		detail := c.disagreement(topic, partition)
-		if detail == "" {
-			return
+	wait.Eventually(t, 20*time.Second, fmt.Sprintf("the replicas of %s-%d to agree", topic, partition), func() error {
+		if detail := c.disagreement(topic, partition); detail != "" {
+			return errors.New(detail)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replicas of %s-%d disagree: %s", topic, partition, detail)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // disagreement describes how the live replicas differ, or returns "". The

@@ -177,17 +177,12 @@ func balanced(members []*member, partitions int, sizes ...int) (bool, string) {
 
 func waitBalanced(t *testing.T, what string, members []*member, partitions int, sizes ...int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, desc := balanced(members, partitions, sizes...)
-		if ok {
-			return
+	wait.Eventually(t, 30*time.Second, what+": a balanced assignment", func() error {
+		if ok, desc := balanced(members, partitions, sizes...); !ok {
+			return errors.New(desc)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: assignment never balanced: %s", what, desc)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func groupNode(t *testing.T) (*testNode, *kadm.Client) {

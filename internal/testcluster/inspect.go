@@ -10,23 +10,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
-// Eventually polls cond every 20ms until it returns nil, and fails t with what
-// and cond's last error if timeout passes first.
+// Eventually is wait.Eventually.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Eventually(t, timeout, what, cond)
 }
 
 // queryTimeout bounds one question to one node, so that a paused node costs a

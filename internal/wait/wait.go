@@ -27,6 +27,17 @@ func Within(t testing.TB, timeout time.Duration, what string, cond func() bool) 
 	}
 }
 
+// Eventually polls cond until it returns nil, failing the test with what and
+// cond's last error after timeout: For for conditions that can say what is
+// still wrong.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	var last error
+	if !Until(time.Now().Add(timeout), func() bool { last = cond(); return last == nil }) {
+		t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, last)
+	}
+}
+
 // Until polls cond until it holds (true) or the deadline passes (false). The
 // pace starts at a millisecond and backs off to 20ms, so fast conditions cost
 // little time and slow ones little CPU.
