@@ -40,9 +40,9 @@ const (
 
 // shareGroup is the share-group side of a group.
 type shareGroup struct {
-	epoch       int32              // the group epoch
-	targetEpoch int32              // the epoch of target; 0 before the first
-	targetAt    time.Time          // when target was computed
+	epoch       int32     // the group epoch
+	targetEpoch int32     // the epoch of target; 0 before the first
+	targetAt    time.Time // when target was computed
 	members     map[string]*smember
 	target      map[string]partSet // by member id
 	topics      map[string]topicMeta

@@ -378,7 +378,9 @@ func flatten(resp kmsg.Response, e *env) string {
 	if d, ok := resp.(*kmsg.ShareGroupDescribeResponse); ok {
 		// Kafka lists a group's members in no order (a hash map's); a set.
 		for _, g := range d.Groups {
-			slices.SortFunc(g.Members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int { return strings.Compare(a.MemberID, b.MemberID) })
+			slices.SortFunc(g.Members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int {
+				return strings.Compare(a.MemberID, b.MemberID)
+			})
 		}
 	}
 	walk("", reflect.ValueOf(resp))
