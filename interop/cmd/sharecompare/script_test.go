@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-stream/strata/interop/cmd/internal/sidebyside"
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/server"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/interop/cmd/internal/sidebyside"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/strata.txt with this run's answers")
