@@ -189,7 +189,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		g.bumpShareEpochLocked()
 	}
 	g.maybeShareTargetLocked()
-	before, beforeEpoch := m.assigned, m.epoch
+	before := m.assigned
 	if m.epoch != sg.targetEpoch {
 		m.epoch = sg.targetEpoch
 		m.assigned = sg.target[m.id].clone()
@@ -201,8 +201,8 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 	g.syncShareViewLocked()
 	r := heartbeatResult{memberID: m.id, epoch: m.epoch}
 	// As in Kafka: the assignment goes with a full request (one naming the
-	// subscription) and with every change.
-	if req.MemberEpoch == joinEpoch || req.SubscribedTopicNames != nil || m.epoch != beforeEpoch || !before.equal(m.assigned) {
+	// subscription) and when it changed, not with a new epoch alone.
+	if req.MemberEpoch == joinEpoch || req.SubscribedTopicNames != nil || !before.equal(m.assigned) {
 		r.assignment = m.assigned.clone()
 	}
 	return r
