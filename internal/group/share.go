@@ -281,14 +281,21 @@ func (g *group) maybeShareTargetLocked() {
 	g.c.log.Info("share group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members))
 }
 
+// removeShareMemberLocked removes m and bumps the group epoch. As in Kafka 4.4,
+// the last member leaving also sets the target (empty) at that epoch, with no
+// interval to wait for before the next member's.
 func (g *group) removeShareMemberLocked(m *smember) {
 	if m.sessionTimer != nil {
 		m.sessionTimer.Stop()
 	}
 	m.sessionToken++
-	delete(g.sg.members, m.id)
-	delete(g.sg.target, m.id)
+	sg := g.sg
+	delete(sg.members, m.id)
+	delete(sg.target, m.id)
 	g.bumpShareEpochLocked()
+	if len(sg.members) == 0 {
+		sg.targetEpoch, sg.targetAt = sg.epoch, time.Time{}
+	}
 	g.syncShareViewLocked()
 }
 
