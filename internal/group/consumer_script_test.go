@@ -257,7 +257,7 @@ func (h *harness) fmtShareDescribe(resp *kmsg.ShareGroupDescribeResponse) []stri
 			out = append(out, fmt.Sprintf("%s %s %q", g.GroupID, errName(g.ErrorCode), deref(g.ErrorMessage)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s NONE state=%s epoch=%d assignor=%s", g.GroupID, g.GroupState, g.GroupEpoch, g.Assignor))
+		out = append(out, fmt.Sprintf("%s NONE state=%s epoch=%d assignment-epoch=%d assignor=%s", g.GroupID, g.GroupState, g.GroupEpoch, g.AssignmentEpoch, g.Assignor))
 		for _, m := range g.Members {
 			var ts []kmsg.AssignmentTopicPartition
 			for _, t := range m.Assignment.TopicPartitions {

@@ -99,6 +99,9 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5s), the
 	// interval KIP-848 members are told to heartbeat at.
 	ConsumerHeartbeatInterval time.Duration
+	// ShareAssignmentInterval is group.share.assignment.interval.ms (1s): a share
+	// group's target assignment is computed at most once in this long (share.go).
+	ShareAssignmentInterval time.Duration
 	// GroupConfig returns a consumer group's own session timeout and heartbeat
 	// interval (the group configs consumer.session.timeout.ms and
 	// consumer.heartbeat.interval.ms), zero where the group sets none; nil: no
@@ -159,6 +162,7 @@ func DefaultConfig() Config {
 		Now:                           time.Now,
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
+		ShareAssignmentInterval:       time.Second,
 		MigrationPolicy:               MigrationBidirectional,
 		ConsumerMaxSize:               math.MaxInt32,
 		ClassicMaxSize:                math.MaxInt32,
@@ -180,6 +184,7 @@ func (c Config) withDefaults() Config {
 	def(&c.OffsetCommitTimeout, d.OffsetCommitTimeout)
 	def(&c.ConsumerSessionTimeout, d.ConsumerSessionTimeout)
 	def(&c.ConsumerHeartbeatInterval, d.ConsumerHeartbeatInterval)
+	def(&c.ShareAssignmentInterval, d.ShareAssignmentInterval)
 	if c.Topics == nil {
 		c.Topics = noTopics{}
 	}

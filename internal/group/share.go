@@ -18,6 +18,20 @@ import (
 // at once (there is nothing to revoke: records are handed out by the share-partition
 // leaders, package share). Like a consumer group, a share group shows the classic
 // side the state Empty or Stable, and its membership is held in memory only.
+//
+// Epochs follow Kafka 4.4's group coordinator:
+//  1. A new share group is at group epoch 1, so its first member joins at 2.
+//  2. A member joining, changing its subscription or leaving, or a subscribed
+//     topic changing, bumps the group epoch.
+//  3. A heartbeat computes a new target assignment, at the group epoch, when the
+//     target is older than the group epoch and the last one was computed at least
+//     ShareAssignmentInterval ago (group.share.assignment.interval.ms); otherwise
+//     the member keeps to the older target (a member new since then gets nothing).
+//  4. The member's epoch and assignment are then its target's.
+// Kafka assigns a partition only once its group coordinator has initialized the
+// partition's share state, so its first member's assignment comes on a later
+// heartbeat at the next epoch; Strata's share-partition leaders initialize state
+// themselves, and partitions are assigned at once (docs/protocol.md).
 
 const (
 	shareProtocolType = "share"
@@ -26,11 +40,16 @@ const (
 
 // shareGroup is the share-group side of a group.
 type shareGroup struct {
-	epoch   int32
-	members map[string]*smember
-	target  map[string]partSet
-	topics  map[string]topicMeta
+	epoch       int32     // the group epoch
+	targetEpoch int32     // the epoch of target; 0 before the first
+	targetAt    time.Time // when target was computed
+	members     map[string]*smember
+	target      map[string]partSet // by member id
+	topics      map[string]topicMeta
 }
+
+// shareFirstEpoch is a new share group's epoch, as in Kafka 4.4.
+const shareFirstEpoch = 1
 
 type smember struct {
 	id, rackID, clientID, clientHost string
@@ -42,7 +61,7 @@ type smember struct {
 }
 
 func newShareGroup() *shareGroup {
-	return &shareGroup{members: make(map[string]*smember), target: make(map[string]partSet), topics: make(map[string]topicMeta)}
+	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), target: make(map[string]partSet), topics: make(map[string]topicMeta)}
 }
 
 func (sg *shareGroup) stateName() string {
@@ -169,15 +188,21 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 	if changed || !maps.Equal(g.shareSubscriptionLocked(), sg.topics) {
 		g.bumpShareEpochLocked()
 	}
-	before, beforeEpoch := m.assigned, m.epoch
-	if m.epoch != sg.epoch {
-		m.epoch = sg.epoch
+	g.maybeShareTargetLocked()
+	before := m.assigned
+	if m.epoch != sg.targetEpoch {
+		m.epoch = sg.targetEpoch
 		m.assigned = sg.target[m.id].clone()
+		if m.assigned == nil {
+			m.assigned = partSet{} // a member new since the target was computed
+		}
 	}
 	g.armShareSessionLocked(m)
 	g.syncShareViewLocked()
 	r := heartbeatResult{memberID: m.id, epoch: m.epoch}
-	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || !before.equal(m.assigned) {
+	// As in Kafka: the assignment goes with a full request (one naming the
+	// subscription) and when it changed, not with a new epoch alone.
+	if req.MemberEpoch == joinEpoch || req.SubscribedTopicNames != nil || !before.equal(m.assigned) {
 		r.assignment = m.assigned.clone()
 	}
 	return r
@@ -197,13 +222,23 @@ func (g *group) shareSubscriptionLocked() map[string]topicMeta {
 	return out
 }
 
-// bumpShareEpochLocked starts a new group epoch with a new target assignment: the
+// bumpShareEpochLocked starts a new group epoch; its target assignment comes with
+// a later maybeShareTargetLocked.
+func (g *group) bumpShareEpochLocked() {
+	g.sg.epoch++
+	g.sg.topics = g.shareSubscriptionLocked()
+}
+
+// maybeShareTargetLocked computes the target assignment of the group epoch if the
+// target is older and the assignment interval has passed since the last one: the
 // uniform assignment over the members subscribed to each topic, then every member
 // still without a partition shares the least-shared one it is subscribed to.
-func (g *group) bumpShareEpochLocked() {
+func (g *group) maybeShareTargetLocked() {
 	sg := g.sg
-	sg.epoch++
-	sg.topics = g.shareSubscriptionLocked()
+	now := g.c.now()
+	if sg.targetEpoch >= sg.epoch || (!sg.targetAt.IsZero() && now.Sub(sg.targetAt) < g.c.cfg.ShareAssignmentInterval) {
+		return
+	}
 	spec := assignSpec{subscribed: map[string][]string{}, partitions: map[string]int32{}, previous: sg.target}
 	for t, tm := range sg.topics {
 		spec.partitions[t] = tm.partitions
@@ -242,18 +277,25 @@ func (g *group) bumpShareEpochLocked() {
 			sharers[best]++
 		}
 	}
-	sg.target = target
+	sg.target, sg.targetEpoch, sg.targetAt = target, sg.epoch, now
 	g.c.log.Info("share group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members))
 }
 
+// removeShareMemberLocked removes m and bumps the group epoch. As in Kafka 4.4,
+// the last member leaving also sets the target (empty) at that epoch, with no
+// interval to wait for before the next member's.
 func (g *group) removeShareMemberLocked(m *smember) {
 	if m.sessionTimer != nil {
 		m.sessionTimer.Stop()
 	}
 	m.sessionToken++
-	delete(g.sg.members, m.id)
-	delete(g.sg.target, m.id)
+	sg := g.sg
+	delete(sg.members, m.id)
+	delete(sg.target, m.id)
 	g.bumpShareEpochLocked()
+	if len(sg.members) == 0 {
+		sg.targetEpoch, sg.targetAt = sg.epoch, time.Time{}
+	}
 	g.syncShareViewLocked()
 }
 
@@ -333,7 +375,7 @@ func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeRespon
 	defer g.mu.Unlock()
 	sg := g.sg
 	dg.GroupState = sg.stateName()
-	dg.GroupEpoch, dg.AssignmentEpoch = sg.epoch, sg.epoch
+	dg.GroupEpoch, dg.AssignmentEpoch = sg.epoch, sg.targetEpoch
 	dg.Assignor = shareAssignor
 	for _, m := range sg.sortedMembers() {
 		dm := kmsg.NewShareGroupDescribeResponseGroupMember()

@@ -14,9 +14,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -55,10 +58,12 @@ type system struct {
 	addr    string
 	env     env
 	clients map[string]*kgo.Client
+	epochs  map[string]int32 // each share member's epoch (by group and member id), from its last heartbeat
+	parts   map[string]int   // and how many partitions it was last assigned
 }
 
 func newSystem(ctx context.Context, addr, run string) (*system, error) {
-	s := &system{addr: addr, clients: map[string]*kgo.Client{}}
+	s := &system{addr: addr, clients: map[string]*kgo.Client{}, epochs: map[string]int32{}, parts: map[string]int{}}
 	e := &s.env
 	e.run = run
 	e.topic, e.other = "sc-t-"+run, "sc-u-"+run
@@ -137,8 +142,65 @@ func newSystem(ctx context.Context, addr, run string) (*system, error) {
 			return nil, fmt.Errorf("group config of %s: %w", r.ResourceName, err)
 		}
 	}
-	time.Sleep(time.Second) // ACLs and configs reach the broker
+	if err := s.waitSetUp(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// waitSetUp waits until the broker itself shows alice's ACLs and the groups'
+// configs: a controller has them before the broker applies them.
+func (s *system) waitSetUp(ctx context.Context) error {
+	e := &s.env
+	adm := kadm.NewClient(s.client("admin", 99))
+	return waitFor(ctx, 30*time.Second, "alice's ACLs and the group configs", func() error {
+		acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().AnyResource().
+			Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, r := range acls {
+			if r.Err != nil {
+				return r.Err
+			}
+			n += len(r.Described)
+		}
+		if n < 5 { // READ, DESCRIBE and DELETE on the groups, READ and DESCRIBE on the topic
+			return fmt.Errorf("%d of alice's 5 ACLs", n)
+		}
+		for _, g := range []string{e.group, e.aliceGrp} {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			r := kmsg.NewDescribeConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+			r.ConfigNames = []string{"share.auto.offset.reset"}
+			req.Resources = append(req.Resources, r)
+			resp, err := req.RequestWith(ctx, s.clients["producer"])
+			if err != nil {
+				return err
+			}
+			if len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 1 ||
+				resp.Resources[0].Configs[0].Value == nil || *resp.Resources[0].Configs[0].Value != "earliest" {
+				return fmt.Errorf("group %s: share.auto.offset.reset not earliest yet", g)
+			}
+		}
+		return nil
+	})
+}
+
+// waitFor polls cond until it returns nil, for at most limit.
+func waitFor(ctx context.Context, limit time.Duration, what string, cond func() error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // client is a client logged in as user, with ShareFetch and ShareAcknowledge
@@ -148,6 +210,12 @@ func (s *system) client(user string, maxShare int16) *kgo.Client {
 	if cl := s.clients[key]; cl != nil {
 		return cl
 	}
+	cl := s.newClient(user, maxShare)
+	s.clients[key] = cl
+	return cl
+}
+
+func (s *system) newClient(user string, maxShare int16) *kgo.Client {
 	v := kversion.Stable()
 	if maxShare < 99 {
 		v.SetMaxKeyVersion(78, maxShare)
@@ -159,7 +227,6 @@ func (s *system) client(user string, maxShare int16) *kgo.Client {
 	if err != nil {
 		panic(err)
 	}
-	s.clients[key] = cl
 	return cl
 }
 
@@ -169,17 +236,35 @@ func (s *system) close() {
 	}
 }
 
-// step is one request of the script; both systems run the same steps in order.
+// step is one case of the script; both systems run the same steps in order.
+// Most are one request (req); a few wait for a state (do). Nothing waits for a
+// time, except after, which only ever makes a step later: a lower bound keeps
+// the answer the same however slow the machine is.
 type step struct {
 	name     string
 	user     string // "admin" when empty
 	maxShare int16  // 0: latest
 	req      func(e *env) kmsg.Request
+	// own sends req on a connection of its own, given up after ownTimeout: a
+	// request a broker never answers must not leave the next step a dead
+	// connection.
+	own bool
+	// after makes the step wait at least this long after the previous answer.
+	after time.Duration
+	do    func(ctx context.Context, s *system) string
 }
+
+// ownTimeout bounds a step sent on its own connection.
+const ownTimeout = 5 * time.Second
 
 func (s *system) runAll(ctx context.Context) []sidebyside.Result {
 	var out []sidebyside.Result
 	for _, st := range steps() {
+		time.Sleep(st.after)
+		if st.do != nil {
+			out = append(out, sidebyside.Result{Name: st.name, Out: st.do(ctx, s)})
+			continue
+		}
 		user := st.user
 		if user == "" {
 			user = "admin"
@@ -188,18 +273,52 @@ func (s *system) runAll(ctx context.Context) []sidebyside.Result {
 		if maxShare == 0 {
 			maxShare = 99
 		}
-		cl := s.client(user, maxShare)
 		req := st.req(&s.env)
-		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		resp, err := cl.SeedBrokers()[0].Request(rctx, req) // as sent: no sharding by kgo
-		cancel()
+		resp, err := s.send(ctx, user, maxShare, st.own, req)
 		if err != nil {
-			out = append(out, sidebyside.Result{Name: st.name, Out: "error: " + err.Error()})
+			out = append(out, sidebyside.Result{Name: st.name, Out: "error: " + errText(err)})
 			continue
 		}
 		out = append(out, sidebyside.Result{Name: st.name, Out: fmt.Sprintf("v%d %s", req.GetVersion(), flatten(resp, &s.env))})
 	}
 	return out
+}
+
+// send sends req as sent (no sharding by kgo) as user, and notes the member
+// epoch a successful ShareGroupHeartbeat answers.
+func (s *system) send(ctx context.Context, user string, maxShare int16, own bool, req kmsg.Request) (kmsg.Response, error) {
+	cl, timeout := s.client(user, maxShare), 15*time.Second
+	if own {
+		cl, timeout = s.newClient(user, maxShare), ownTimeout
+		defer cl.Close()
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(rctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if hb, ok := req.(*kmsg.ShareGroupHeartbeatRequest); ok {
+		if r := resp.(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode == 0 {
+			key := hb.GroupID + "/" + hb.MemberID
+			s.epochs[key] = r.MemberEpoch
+			if r.Assignment != nil {
+				s.parts[key] = assigned(r)
+			}
+		}
+	}
+	return resp, nil
+}
+
+var addrs = regexp.MustCompile(`[0-9.]+:[0-9]+`)
+
+// errText is err without what changes from run to run (addresses, ports).
+func errText(err error) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return "no answer in time"
+	}
+	return addrs.ReplaceAllString(err.Error(), "<addr>")
 }
 
 // shown are the response fields compared besides error codes and messages.
@@ -256,8 +375,28 @@ func flatten(resp kmsg.Response, e *env) string {
 			}
 		}
 	}
+	if d, ok := resp.(*kmsg.ShareGroupDescribeResponse); ok {
+		// Kafka lists a group's members in no order (a hash map's); a set.
+		for _, g := range d.Groups {
+			slices.SortFunc(g.Members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int {
+				return strings.Compare(a.MemberID, b.MemberID)
+			})
+		}
+	}
 	walk("", reflect.ValueOf(resp))
+	if hb, ok := resp.(*kmsg.ShareGroupHeartbeatResponse); ok && hb.Assignment != nil {
+		parts = append(parts, fmt.Sprintf("assigned=%d", assigned(hb)))
+	}
 	return strings.Join(parts, " ")
+}
+
+// assigned counts the partitions a heartbeat's assignment names.
+func assigned(r *kmsg.ShareGroupHeartbeatResponse) int {
+	n := 0
+	for _, t := range r.Assignment.TopicPartitions {
+		n += len(t.Partitions)
+	}
+	return n
 }
 
 // generic replaces this run's names in a message with placeholders.

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -55,6 +60,72 @@ func topicID(e *env, t string) [16]byte {
 	}
 	return [16]byte{1, 2, 3}
 }
+
+// beat is one heartbeat of a member at the epoch it last had, as user.
+func (s *system) beat(ctx context.Context, user, group, member string) (*kmsg.ShareGroupHeartbeatResponse, error) {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID = names(&s.env, group), names(&s.env, member)
+	req.MemberEpoch = s.epochs[req.GroupID+"/"+req.MemberID]
+	resp, err := s.send(ctx, user, 99, false, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.ShareGroupHeartbeatResponse), nil
+}
+
+// untilAssigned heartbeats member of group, at its epoch, until it has
+// partitions, and shows how many. Kafka assigns a partition only once its group
+// coordinator has initialized the share partition's state (asked for after the
+// first heartbeat naming the topic, a target computed at most once a second), so
+// this is also how the script knows Kafka's state is there before it fetches.
+// The epoch it ends at is not shown: in Kafka it depends on whether that
+// initialization was done before the group's last target was computed.
+func untilAssigned(group, member string) func(ctx context.Context, s *system) string {
+	return func(ctx context.Context, s *system) string {
+		key := names(&s.env, group) + "/" + names(&s.env, member)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			resp, err := s.beat(ctx, "admin", group, member)
+			switch {
+			case err != nil:
+				return "error: " + errText(err)
+			case resp.ErrorCode != 0:
+				return "error: " + kerr.ErrorForCode(resp.ErrorCode).Error()
+			case s.parts[key] > 0:
+				return fmt.Sprintf("partitions=%d", s.parts[key])
+			case time.Now().After(deadline):
+				return "no partitions in 30s"
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// keepAlive heartbeats the members (user, group, member triples) at their
+// epochs, so that however slowly the script runs their sessions (45 s) never
+// end before the steps that need them; it shows only the error codes (the
+// epochs are untilAssigned's).
+func keepAlive(members ...string) func(ctx context.Context, s *system) string {
+	return func(ctx context.Context, s *system) string {
+		var out []string
+		for i := 0; i+2 < len(members); i += 3 {
+			resp, err := s.beat(ctx, members[i], members[i+1], members[i+2])
+			switch {
+			case err != nil:
+				out = append(out, "error: "+errText(err))
+			case resp.ErrorCode != 0:
+				out = append(out, kerr.ErrorForCode(resp.ErrorCode).Error())
+			default:
+				out = append(out, "NONE")
+			}
+		}
+		return fmt.Sprint(out)
+	}
+}
+
+// assignmentInterval is group.share.assignment.interval.ms (Kafka's and
+// Strata's default): a step after it sees a new target assignment computed.
+const assignmentInterval = time.Second
 
 func describeGroups(ids ...string) func(e *env) kmsg.Request {
 	return func(e *env) kmsg.Request {
@@ -192,7 +263,9 @@ func steps() []step {
 		{name: "heartbeat: m1 epoch 7", req: heartbeat("G", "m1", 7)},
 		{name: "heartbeat: unknown member epoch 1", req: heartbeat("G", "m9", 1)},
 		{name: "heartbeat: unknown member leaves", req: heartbeat("G", "m9", -1)},
-		{name: "heartbeat: m2 joins an unknown topic", req: heartbeat("G", "m2", 0, "notopic")},
+		// At least the assignment interval after m1's join, so that m2's join
+		// computes a new target (epoch 3) whatever the machine's speed.
+		{name: "heartbeat: m2 joins an unknown topic", after: assignmentInterval + 200*time.Millisecond, req: heartbeat("G", "m2", 0, "notopic")},
 		{name: "heartbeat: alice, group not allowed", user: "alice", req: heartbeat("G", "m3", 0, "U")},
 		{name: "heartbeat: alice, topic not describable", user: "alice", req: heartbeat("A", "m3", 0, "T")},
 		{name: "heartbeat: alice, allowed", user: "alice", req: heartbeat("A", "m4", 0, "U")},
@@ -204,6 +277,9 @@ func steps() []step {
 		{name: "describe: empty group id", req: describeGroups("")},
 		{name: "describe: share group", req: describeGroups("G")},
 		{name: "describe: alice, not allowed and allowed", user: "alice", req: describeGroups("G", "A")},
+
+		// Kafka's state of T's partitions is there once m1 has them.
+		{name: "heartbeat: m1 until it has partitions", do: untilAssigned("G", "m1")},
 
 		// ShareFetch (78).
 		{name: "fetch: no member id", req: shareFetch("G", "", 0, "T", 0)},
@@ -220,7 +296,7 @@ func steps() []step {
 		{name: "fetch: unknown ack type", req: shareFetch("G", "m1", 2, "T", 0, 0, 0, 9)},
 		{name: "fetch: RENEW at v1", maxShare: 1, req: shareFetch("G", "m1", 3, "T", 0, 0, 0, ackRenew)},
 		{name: "fetch: first after last", req: shareFetch("G", "m1", 4, "T", 0, 3, 2, ackAccept)},
-		{name: "fetch: open n1", req: shareFetch("G", "n1", 0, "T", 0)},
+		{name: "fetch: open n1", req: shareFetchWait(5000, "G", "n1", 0, "T", 0)},
 		{name: "fetch: n1 acks an offset m1 holds", req: shareFetch("G", "n1", 1, "T", 0, 0, 0, ackAccept)},
 
 		// ShareAcknowledge (79).
@@ -244,7 +320,7 @@ func steps() []step {
 		{name: "offsets: empty group id", req: describeOffsets("", "T", 0)},
 		{name: "offsets: share group, T 0 and 1", req: describeOffsets("G", "T", 0, 1)},
 		{name: "offsets: share group, unknown topic", req: describeOffsets("G", "notopic", 0)},
-		{name: "offsets: share group, partition 9", req: describeOffsets("G", "T", 9)},
+		{name: "offsets: share group, partition 9", own: true, req: describeOffsets("G", "T", 9)},
 		{name: "offsets: share group, all", req: describeOffsets("G", "")},
 		{name: "offsets: alice, group not allowed", user: "alice", req: describeOffsets("G", "U", 0)},
 		{name: "offsets: alice, topic not describable", user: "alice", req: describeOffsets("A", "T", 0)},
@@ -260,6 +336,7 @@ func steps() []step {
 		{name: "summary: alice, no CLUSTER_ACTION", user: "alice", req: readSummary("A", "U", 0)},
 
 		// AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92).
+		{name: "keepalive: m1 and alice's m4", do: keepAlive("admin", "G", "m1", "alice", "A", "m4")},
 		{name: "alter: group with members", req: alterOffsets("G", "T", 0, 3)},
 		{name: "delete: group with members", req: deleteOffsets("G", "T")},
 		{name: "alter: classic group", req: alterOffsets("C2", "T", 0, 3)},

@@ -4,24 +4,31 @@
 package sidebyside
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
 // Result is one case's answer in short, as a program renders it.
 type Result struct{ Name, Out string }
 
-// Main parses -kafka, -strata and -v, runs run against each broker in turn
-// within timeout, prints the cases that differ (every case with -v) and exits:
-// 0 when none differ, 1 when some do, 2 when a run fails. run must return the
-// same cases, in the same order, for both brokers.
+// Main parses -kafka, -strata, -v and -record, runs run against each broker in
+// turn within timeout, prints the cases that differ (every case with -v) and
+// exits: 0 when none differ, 1 when some do, 2 when a run fails. run must return
+// the same cases, in the same order, for both brokers. With -record DIR the
+// answers are also written to DIR/kafka.txt and DIR/strata.txt (WriteResults),
+// for a test to compare a later Strata with.
 func Main(prog string, timeout time.Duration, run func(ctx context.Context, addr string) ([]Result, error)) {
 	kafkaAddr := flag.String("kafka", "", "the Kafka broker's SASL_PLAINTEXT address")
 	strataAddr := flag.String("strata", "", "the Strata broker's SASL_PLAINTEXT address")
 	verbose := flag.Bool("v", false, "print every case, not only those that differ")
+	record := flag.String("record", "", "write each broker's answers to this directory (kafka.txt, strata.txt)")
 	flag.Parse()
 	if *kafkaAddr == "" || *strataAddr == "" {
 		fmt.Fprintf(os.Stderr, "%s: -kafka and -strata are required\n", prog)
@@ -37,6 +44,14 @@ func Main(prog string, timeout time.Duration, run func(ctx context.Context, addr
 			os.Exit(2)
 		}
 		results[i] = rs
+	}
+	if *record != "" {
+		for i, name := range []string{"kafka.txt", "strata.txt"} {
+			if err := writeResultsFile(filepath.Join(*record, name), results[i]); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+				os.Exit(2)
+			}
+		}
 	}
 	if len(results[0]) != len(results[1]) {
 		fmt.Fprintf(os.Stderr, "%s: %d cases against Kafka, %d against Strata\n", prog, len(results[0]), len(results[1]))
@@ -61,4 +76,40 @@ func Main(prog string, timeout time.Duration, run func(ctx context.Context, addr
 	if differ > 0 {
 		os.Exit(1)
 	}
+}
+
+func writeResultsFile(path string, rs []Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteResults(f, rs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// WriteResults writes rs one case a line: its name, a tab, its answer.
+func WriteResults(w io.Writer, rs []Result) error {
+	bw := bufio.NewWriter(w)
+	for _, r := range rs {
+		fmt.Fprintf(bw, "%s\t%s\n", r.Name, r.Out)
+	}
+	return bw.Flush()
+}
+
+// ReadResults reads what WriteResults wrote.
+func ReadResults(r io.Reader) ([]Result, error) {
+	var rs []Result
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		name, out, ok := strings.Cut(sc.Text(), "\t")
+		if !ok {
+			return nil, fmt.Errorf("line %d: no tab", len(rs)+1)
+		}
+		rs = append(rs, Result{Name: name, Out: out})
+	}
+	return rs, sc.Err()
 }
