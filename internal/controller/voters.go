@@ -17,18 +17,19 @@ import (
 // rule that a new voter be caught up first. A removed voter that is a
 // registered broker stays a non-voting member, as a removed Kafka voter keeps
 // fetching as an observer (UnregisterBroker takes it out); any other leaves
-// the configuration. Removing the active controller hands leadership to
-// another voter first, and the new leader removes it.
+// the configuration. The active controller removes itself as Raft allows
+// (and KIP-853 does): it commits the configuration without itself, which
+// needs a majority of the remaining voters, and then steps down; they elect
+// a new leader. Until session 11 it handed leadership over first, to the
+// voter Raft's LeadershipTransfer picks (the furthest replicated, reachable
+// or not), and failed with "leadership transfer timeout" when that voter was
+// cut off (chaos seed 963).
 
 var (
 	// ErrDuplicateVoter: the node is a voter already. DUPLICATE_VOTER.
 	ErrDuplicateVoter = &metadata.KafkaError{Code: kerr.DuplicateVoter.Code, Msg: "already a voter"}
 	// ErrVoterNotFound: the node to remove is not a voter. VOTER_NOT_FOUND.
 	ErrVoterNotFound = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "not a voter"}
-	// ErrHandedOver: this node was the active controller and the voter to
-	// remove, and has passed leadership on; the caller retries on the new
-	// active controller. NOT_CONTROLLER.
-	ErrHandedOver = fmt.Errorf("%w: leadership handed over before removing this voter", ErrNotController)
 )
 
 // servers returns the members of the latest Raft configuration.
@@ -77,8 +78,9 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error 
 }
 
 // RemoveVoter takes node id out of the voter set (see the top of this file).
-// The last voter cannot be removed. When id is this node, it hands
-// leadership over and answers ErrHandedOver.
+// The last voter cannot be removed. When id is this node, it steps down once
+// the change commits: the answer is nil, and the next request goes to the
+// new active controller.
 func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 	if !c.IsLeader() {
 		return c.notController()
@@ -92,12 +94,6 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 	}
 	if voters <= 1 {
 		return fmt.Errorf("%w: node %d is the only voter", metadata.ErrInvalidRequest, id)
-	}
-	if id == c.cfg.NodeID {
-		if err := c.await(ctx, c.raft.LeadershipTransfer().Error); err != nil {
-			return err
-		}
-		return ErrHandedOver
 	}
 	var f raft.IndexFuture
 	if c.Image().Broker(id) != nil {
