@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -102,6 +105,37 @@ func TestRemoveActiveVoterWhileAVoterIsCutOff(t *testing.T) {
 			wait.For(t, "the cut-off voter following the new leader", func() bool { return cl.nodes[cut].Image().Broker(9) != nil })
 		})
 	}
+}
+
+// TestRemoveActiveVoterWithoutAMajorityLeft: with two of four voters cut
+// off, the voters left cannot commit the active controller's removal of
+// itself. The operator gets a retriable error (NOT_CONTROLLER once the
+// leader loses its quorum, or REQUEST_TIMED_OUT), in time, not success and
+// not a hang; whether the change takes effect later is unknown, as for any
+// request that timed out.
+func TestRemoveActiveVoterWithoutAMajorityLeft(t *testing.T) {
+	cl := newCluster(t, 4)
+	l := cl.leader()
+	var cut []int
+	for i := range cl.nodes {
+		if i != l && len(cut) < 2 {
+			cut = append(cut, i)
+		}
+	}
+	for _, i := range cut {
+		cl.cutOff(i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := cl.nodes[l].RemoveVoter(ctx, int32(l+1))
+	if !errors.Is(err, ErrNotController) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("RemoveVoter(%d) with nodes %d and %d cut off = %v, want NOT_CONTROLLER or a timeout", l+1, cut[0]+1, cut[1]+1, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("RemoveVoter answered after %v, past its 5s deadline", d)
+	}
+	t.Logf("answered %v after %v", err, time.Since(start).Round(time.Millisecond))
 }
 
 // cutOff disconnects node i's transport from every other node's, both ways,
