@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,13 +24,18 @@ import (
 // a new leader. Until session 11 it handed leadership over first, to the
 // voter Raft's LeadershipTransfer picks (the furthest replicated, reachable
 // or not), and failed with "leadership transfer timeout" when that voter was
-// cut off (chaos seed 963).
+// cut off (chaos seed 963). A removal is refused unless a majority of the
+// voters it leaves answer (checkMajorityLeft).
 
 var (
 	// ErrDuplicateVoter: the node is a voter already. DUPLICATE_VOTER.
 	ErrDuplicateVoter = &metadata.KafkaError{Code: kerr.DuplicateVoter.Code, Msg: "already a voter"}
 	// ErrVoterNotFound: the node to remove is not a voter. VOTER_NOT_FOUND.
 	ErrVoterNotFound = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "not a voter"}
+	// ErrVotersUnreachable: too few of the voters a removal would leave
+	// answer now for it to commit. REQUEST_TIMED_OUT: retry once they are
+	// back.
+	ErrVotersUnreachable = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "too few voters reachable"}
 )
 
 // servers returns the members of the latest Raft configuration.
@@ -95,6 +101,9 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 	if voters <= 1 {
 		return fmt.Errorf("%w: node %d is the only voter", metadata.ErrInvalidRequest, id)
 	}
+	if err := c.checkMajorityLeft(ctx, id); err != nil {
+		return err
+	}
 	var f raft.IndexFuture
 	if c.Image().Broker(id) != nil {
 		f = c.raft.DemoteVoter(s.ID, 0, c.cfg.ApplyTimeout)
@@ -102,6 +111,65 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 		f = c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
 	}
 	return c.await(ctx, f.Error)
+}
+
+// checkMajorityLeft refuses the removal of voter id (ErrVotersUnreachable)
+// unless a majority of the voters left answer a Raft request within
+// probeTimeout. Raft switches to a configuration as soon as it is appended:
+// a removal that a majority of the voters left cannot acknowledge would not
+// commit, and the leader, no longer hearing from a majority of them, would
+// step down with no voter able to win an election until enough came back.
+// The request is a pre-vote, which a voter answers from its Raft loop
+// without changing any state; a transport without pre-votes is not checked.
+func (c *Controller) checkMajorityLeft(ctx context.Context, id int32) error {
+	tr, ok := c.trans.(raft.WithPreVote)
+	if !ok {
+		return nil
+	}
+	servers, err := c.servers(ctx)
+	if err != nil {
+		return err
+	}
+	var left []raft.Server
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter && s.ID != serverID(id) {
+			left = append(left, s)
+		}
+	}
+	self := serverID(c.cfg.NodeID)
+	req := &raft.RequestPreVoteRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: c.trans.EncodePeer(self, c.trans.LocalAddr())},
+		Term:      c.raft.CurrentTerm(),
+	}
+	answered := make(chan bool, len(left)) // the RPCs may outlive this call
+	for _, s := range left {
+		if s.ID == self {
+			answered <- true
+			continue
+		}
+		go func() { answered <- tr.RequestPreVote(s.ID, s.Address, req, &raft.RequestPreVoteResponse{}) == nil }()
+	}
+	need, got := len(left)/2+1, 0
+	timeout := time.NewTimer(probeTimeout)
+	defer timeout.Stop()
+wait:
+	for range left {
+		select {
+		case ok := <-answered:
+			if ok {
+				got++
+			}
+		case <-timeout.C:
+			break wait
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if got >= need {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: removing node %d leaves %d voters and only %d of them answered (%d needed); retry once more are reachable",
+		ErrVotersUnreachable, id, len(left), got, need)
 }
 
 // await waits for a Raft future, or ctx.

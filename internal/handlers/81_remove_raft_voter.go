@@ -5,7 +5,8 @@ package handlers
 // voter that is a registered broker stays a non-voting member (Kafka's
 // observer) until it is unregistered; another leaves the quorum. The active
 // controller may remove itself: it steps down once the change commits, as in
-// KIP-853 (controller.RemoveVoter). VOTER_NOT_FOUND
+// KIP-853 (controller.RemoveVoter). REQUEST_TIMED_OUT when too few of the
+// voters left answer for the change to commit. VOTER_NOT_FOUND
 // for a node that is not a voter, INVALID_REQUEST for the last voter,
 // INCONSISTENT_CLUSTER_ID for another cluster's id. The directory id is
 // ignored: Strata keeps none. A removal the forwarding node had to send again
