@@ -137,9 +137,12 @@ func (c *Controller) checkMajorityLeft(ctx context.Context, id int32) error {
 		}
 	}
 	self := serverID(c.cfg.NodeID)
+	// At this leader's term and log end, so a follower grants it without a
+	// word in its log (every entry of the term is the leader's).
+	term := c.raft.CurrentTerm()
 	req := &raft.RequestPreVoteRequest{
 		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: c.trans.EncodePeer(self, c.trans.LocalAddr())},
-		Term:      c.raft.CurrentTerm(),
+		Term:      term, LastLogTerm: term, LastLogIndex: c.raft.LastIndex(),
 	}
 	answered := make(chan bool, len(left)) // the RPCs may outlive this call
 	for _, s := range left {
