@@ -29,7 +29,7 @@ func clusterAddControllerCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 
 func clusterRemoveControllerCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	return voterChangeCmd(env, g, "remove-controller NODE",
-		"Take a node out of the controller voters (the active controller hands over first)",
+		"Take a node out of the controller voters (the active controller steps down once it is out)",
 		"  strata cluster remove-controller 3", false)
 }
 

@@ -37,6 +37,12 @@
 //	                              to and from it all stall
 //	partition-peers  processes    the same, but clients still reach the node: a
 //	                              deposed leader keeps taking their writes
+//	data-cut         processes    netfault cuts only the Kafka connections between
+//	                              a partition's follower and its leader, both ways
+//	                              (fetches); Raft and controller links stay up, so
+//	                              the follower stays a live broker. The leader must
+//	                              drop it from the ISR (the cut lasts until it
+//	                              does) and take it back after the heal
 //	disk-full        in-process   the node's writes fail with ENOSPC; then a power
 //	                              cycle of that node
 //	fsync-failure    in-process   the node's fsyncs fail with EIO; then a power cycle

@@ -41,6 +41,9 @@ func TestScheduleIsSeeded(t *testing.T) {
 		if f.Kind == RollingRestart && f.Role != Any {
 			t.Fatalf("a rolling restart hits every node, not the %s: %+v", f.Role, f)
 		}
+		if f.Kind == DataCut && f.Role != Follower {
+			t.Fatalf("a data cut is between a follower and its leader, not the %s: %+v", f.Role, f)
+		}
 	}
 	for _, k := range ProcessKinds {
 		if !kinds[k] {

@@ -23,7 +23,9 @@ import (
 //
 // so isolating a node stops everything it sends and everything sent to it,
 // whichever voters a membership change has written into the Raft
-// configuration, and whether the node is a voter or a broker-only one.
+// configuration, and whether the node is a voter or a broker-only one; and a
+// data cut (netfault's CutKafka) stops two nodes' follower fetches from each
+// other and nothing else.
 // Endpoints are named by node id ("1", "2", ...) and clientSource.
 type clusterNet struct {
 	net     *netfault.Net

@@ -478,17 +478,26 @@ func (c *processCluster) toggleVoter() (string, error) {
 		}
 		req = r
 	}
-	resp, err := c.cl.Request(ctx, req)
+	send := func() (code int16, msg *string, err error) {
+		resp, err := c.cl.Request(ctx, req)
+		switch r := resp.(type) {
+		case *kmsg.AddRaftVoterResponse:
+			code, msg = r.ErrorCode, r.ErrorMessage
+		case *kmsg.RemoveRaftVoterResponse:
+			code, msg = r.ErrorCode, r.ErrorMessage
+		}
+		return code, msg, err
+	}
+	code, msg, err := send()
+	// A retriable answer (a removal refused while too few of the voters it
+	// would leave are reachable, a controller change) is asked again, as
+	// Kafka's admin client would.
+	for err == nil && kerr.IsRetriable(kerr.ErrorForCode(code)) && ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond) // the retry backoff
+		code, msg, err = send()
+	}
 	if err != nil {
 		return "", err
-	}
-	var code int16
-	var msg *string
-	switch r := resp.(type) {
-	case *kmsg.AddRaftVoterResponse:
-		code, msg = r.ErrorCode, r.ErrorMessage
-	case *kmsg.RemoveRaftVoterResponse:
-		code, msg = r.ErrorCode, r.ErrorMessage
 	}
 	// The client may have sent the request again (its first connection
 	// ended with the node killed): the change is then in place already.

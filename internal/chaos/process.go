@@ -185,6 +185,9 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 	if slices.Contains(OpKinds, f.Kind) {
 		return c.operate(f)
 	}
+	if f.Kind == DataCut {
+		return c.cutData(f)
+	}
 	n, why, err := c.resolve(f)
 	if err != nil {
 		return "", err
@@ -216,6 +219,75 @@ func (c *processCluster) inject(f Fault, healthy func(time.Duration) error) (str
 		return "", fmt.Errorf("a process cluster cannot inject %s", f.Kind)
 	}
 	return what, nil
+}
+
+// dataCutTimeout bounds the waits of a data cut: for the leader to drop the
+// cut-off follower from the ISR (the test clusters' replica lag limit is 2s),
+// and for the follower to rejoin it after the heal.
+const dataCutTimeout = 30 * time.Second
+
+// cutData cuts the Kafka connections between a follower of f's partition and
+// the partition's leader, both ways (its fetches stall, and so do the
+// leader's fetches from it for partitions it leads), and nothing else: both
+// keep their Raft and controller links and stay registered and unfenced. The
+// cut is held for f.Hold and, if the leader has not dropped the follower from
+// the ISR by then, until it does; then it heals and the follower must join
+// the ISR again. Either not happening within dataCutTimeout is an error: a
+// follower that stopped fetching must stop holding back the high-water mark,
+// and one that fetches again must count again.
+func (c *processCluster) cutData(f Fault) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*dataCutTimeout+f.Hold)
+	defer cancel()
+	n, _, err := c.resolve(f)
+	if err != nil {
+		return "", err
+	}
+	st, err := c.tc.Partition(ctx, c.topic, f.Partition)
+	if err != nil {
+		return "", err
+	}
+	leader, follower := st.Leader, n.ID
+	if leader < 1 || leader == follower {
+		return "", fmt.Errorf("partition %d: follower %d and leader %d: %v", f.Partition, follower, leader, st)
+	}
+	isrWith := func(in bool) func() error {
+		return func() error {
+			st, err := c.tc.Partition(ctx, c.topic, f.Partition)
+			if err != nil {
+				return err
+			}
+			if slices.Contains(st.ISR, follower) != in {
+				return fmt.Errorf("partition %d: %v", f.Partition, st)
+			}
+			return nil
+		}
+	}
+	c.cn.net.CutKafka(name(follower), name(leader))
+	cut := time.Now()
+	time.Sleep(f.Hold) // the fault's length
+	err = waitFor(dataCutTimeout, isrWith(false))
+	if err == nil {
+		// The follower kept its controller link: it is still a live broker.
+		var md kadm.Metadata
+		if md, err = c.adm.BrokerMetadata(ctx); err == nil && !slices.Contains(md.Brokers.NodeIDs(), follower) {
+			err = fmt.Errorf("node %d is not among the live brokers %v during a cut of its data link only", follower, md.Brokers.NodeIDs())
+		}
+	}
+	c.cn.net.Heal(f.Reset)
+	held := time.Since(cut)
+	if err != nil {
+		return "", fmt.Errorf("data link between follower %d and leader %d of partition %d cut: %w", follower, leader, f.Partition, err)
+	}
+	healed := time.Now()
+	if err := waitFor(dataCutTimeout, isrWith(true)); err != nil {
+		return "", fmt.Errorf("follower %d of partition %d not back in the ISR after its data link healed: %w", follower, f.Partition, err)
+	}
+	what := fmt.Sprintf("data link between follower %d and leader %d of partition %d cut for %v (Raft and controller links up, the follower a live broker throughout): out of the ISR by then, back in it %.1fs after the heal",
+		follower, leader, f.Partition, held.Round(time.Millisecond), time.Since(healed).Seconds())
+	if f.Reset {
+		return what + ", stalled connections reset", nil
+	}
+	return what + ", stalled connections resumed", nil
 }
 
 func (c *processCluster) heal() {

@@ -9,7 +9,7 @@ import (
 // Kind is a kind of fault.
 type Kind string
 
-// The faults the harness injects. The first five hit a multi-process cluster;
+// The faults the harness injects. The first six hit a multi-process cluster;
 // the disk faults and the power loss an in-process one (they need the vfs).
 const (
 	Kill           Kind = "kill"            // SIGKILL a node, restart it after the hold
@@ -17,13 +17,14 @@ const (
 	RollingRestart Kind = "rolling-restart" // SIGTERM every node in turn, restarting each
 	Partition      Kind = "partition"       // cut every link to and from a node for the hold
 	PartitionPeers Kind = "partition-peers" // cut a node off from the other nodes, not from clients
+	DataCut        Kind = "data-cut"        // cut the data link between a partition's follower and its leader
 	DiskFull       Kind = "disk-full"       // a node's writes fail with ENOSPC for the hold
 	FsyncFailure   Kind = "fsync-failure"   // a node's fsyncs fail with EIO for the hold
 	PowerLoss      Kind = "power-loss"      // every node loses what it had not fsynced, at once
 )
 
 // ProcessKinds are the faults of a multi-process run.
-var ProcessKinds = []Kind{Kill, Pause, RollingRestart, Partition, PartitionPeers}
+var ProcessKinds = []Kind{Kill, Pause, RollingRestart, Partition, PartitionPeers, DataCut}
 
 // Role picks a fault's node by what it does when the fault starts.
 type Role string
@@ -81,7 +82,7 @@ func (f Fault) String() string {
 	if f.Hold > 0 && f.Kind != RollingRestart && f.Kind != PowerLoss {
 		s += fmt.Sprintf(" for %v", f.Hold.Round(time.Millisecond))
 	}
-	if f.Kind == Partition || f.Kind == PartitionPeers {
+	if f.Kind == Partition || f.Kind == PartitionPeers || f.Kind == DataCut {
 		if f.Reset {
 			s += ", stalled connections reset on heal"
 		} else {
@@ -139,8 +140,11 @@ func (s *Schedule) Next() Fault {
 		roles = append([]Role{Leader, Follower, Any}, s.extra...)
 	}
 	f.Role = roles[s.rng.IntN(len(roles))]
-	if f.Kind == RollingRestart || f.Kind == PowerLoss {
+	switch f.Kind {
+	case RollingRestart, PowerLoss:
 		f.Role = Any // every node
+	case DataCut:
+		f.Role = Follower // and its leader
 	}
 	return f
 }

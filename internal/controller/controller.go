@@ -284,6 +284,9 @@ func (c *Controller) start() error {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.Logger = hl
+	// A leader that removes itself from the voters (RemoveVoter) steps down
+	// and goes on as a follower: it may stay a non-voting member (a broker).
+	rc.ShutdownOnRemove = false
 	notify := make(chan bool, 1)
 	rc.NotifyCh = notify
 	if err := raft.ValidateConfig(rc); err != nil {

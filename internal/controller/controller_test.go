@@ -373,12 +373,7 @@ func (cl *cluster) kill(i int) {
 	if err := cl.nodes[i].Close(); err != nil {
 		cl.t.Fatalf("Close node %d: %v", i+1, err)
 	}
-	cl.trans[i].DisconnectAll()
-	for j, tr := range cl.trans {
-		if j != i && tr != nil {
-			tr.Disconnect(cl.addrs[i])
-		}
-	}
+	cl.cutOff(i)
 	cl.nodes[i], cl.trans[i] = nil, nil
 }
 

@@ -53,8 +53,8 @@
 //     both again.
 //   - Voter changes (voters.go): AddVoter promotes an observer to a voter;
 //     RemoveVoter demotes a broker voter to an observer or removes a
-//     controller-only one, the active controller handing leadership over
-//     first when it is the one removed (ErrHandedOver). Quorum (quorum.go)
+//     controller-only one; the active controller removing itself steps
+//     down once that commits. Quorum (quorum.go)
 //     describes the members and their progress for DescribeQuorum.
 //   - Reassignments (PlanAlterReassignments): a partition's replicas move to a
 //     target set; the adding replicas follow the leader until the ISR holds

@@ -187,13 +187,13 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req HeartbeatRequest) 
 // AlterPartitions applies the ISR changes of one AlterPartition request,
 // proposed by partitions' leaders, in one proposal and returns each partition
 // as applied or why its change was refused (PlanAlterPartitions). The error,
-// when not nil, answers every change: none was applied (or, ctx having ended,
-// all may still be).
+// when not nil, answers every change: none was applied (a stale broker epoch)
+// or, ctx having ended, all may still be.
 func (c *Controller) AlterPartitions(ctx context.Context, reqs []AlterPartitionRequest) ([]AlterPartitionResult, error) {
 	var results []AlterPartitionResult
 	err := c.run(ctx, func(img *metadata.Image) (recs []metadata.Record, err error) {
-		recs, results = PlanAlterPartitions(img, reqs, c.sessions(c.cfg.clock()).shuttingDown())
-		return recs, nil
+		recs, results, err = PlanAlterPartitions(img, reqs, c.sessions(c.cfg.clock()).shuttingDown())
+		return recs, err
 	})
 	if err != nil {
 		return nil, err

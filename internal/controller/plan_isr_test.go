@@ -26,6 +26,11 @@ func TestPlanAlterPartition(t *testing.T) {
 	withISR := func(isr ...int32) func(*AlterPartitionRequest) {
 		return func(r *AlterPartitionRequest) { r.NewISR = isr }
 	}
+	// full: the same with isr [1 2 3] at partition epoch 5.
+	full := apply(t, clusterImage(t, 4),
+		&metadata.TopicRecord{Name: "orders", ID: idOrders},
+		&metadata.PartitionRecord{TopicID: idOrders, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 5})
+	unregistered := apply(t, fence(t, full, 2), &metadata.UnregisterBrokerRecord{BrokerID: 2, Epoch: 1})
 	tests := []struct {
 		name    string
 		img     *metadata.Image
@@ -45,12 +50,32 @@ func TestPlanAlterPartition(t *testing.T) {
 		{name: "expand with the added broker's current epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{1, 1, 1} }), wantISR: []int32{1, 2, 3}},
 		{name: "expand with epochs unchecked (-1)", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{-1, -1, -1} }), wantISR: []int32{1, 2, 3}},
 		{name: "expand with a stale epoch of the added broker", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{1, 1, 7} }), wantErr: metadata.ErrIneligibleReplica},
-		{name: "a kept member's epoch is not rechecked", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISR, r.NewISRBrokerEpochs = []int32{1, 2}, []int64{1, 7} }), wantISR: []int32{1, 2}, noop: true},
-		{name: "newer leader epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.LeaderEpoch = 4 }), wantErr: metadata.ErrFencedLeaderEpoch},
+		// Kafka checks every member of the new ISR, kept ones too, not only
+		// those the change adds.
+		{name: "a kept member at a stale epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISR, r.NewISRBrokerEpochs = []int32{1, 2}, []int64{1, 7} }), wantErr: metadata.ErrIneligibleReplica},
+		{name: "the leader at a stale epoch in its own isr", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{7, 1, 1} }), wantErr: metadata.ErrIneligibleReplica},
+		{name: "an epoch below -1 is checked, not skipped", img: base, req: req(func(r *AlterPartitionRequest) { r.NewISRBrokerEpochs = []int64{1, -2, 1} }), wantErr: metadata.ErrIneligibleReplica},
+		{name: "shrink keeping a fenced member", img: fence(t, full, 2), req: req(withISR(1, 2)), wantErr: metadata.ErrIneligibleReplica},
+		{name: "shrink keeping a member in controlled shutdown", img: full, req: req(withISR(1, 2)), down: ShuttingDown{2: true}, wantErr: metadata.ErrIneligibleReplica},
+		{name: "shrink keeping an unregistered member", img: unregistered, req: req(withISR(1, 2)), wantErr: metadata.ErrIneligibleReplica},
+		{name: "shrink dropping the ineligible member", img: fence(t, full, 3), req: req(withISR(1, 2)), wantISR: []int32{1, 2}},
+		{name: "expand while a kept member is fenced", img: fence(t, base, 2), req: req(nil), wantErr: metadata.ErrIneligibleReplica},
+		{name: "a fenced leader", img: fence(t, base, 1), req: req(nil), wantErr: metadata.ErrIneligibleReplica},
+		// Strata keeps a broker in controlled shutdown leading what it could
+		// not hand off; growing the ISR is how the hand-off becomes possible.
+		{name: "a leader in controlled shutdown may grow its isr", img: base, req: req(nil), down: ShuttingDown{1: true}, wantISR: []int32{1, 2, 3}},
+		// Epochs newer than the image's: the leader has seen metadata this
+		// controller has not (NOT_CONTROLLER), checked before anything else.
+		{name: "newer leader epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.LeaderEpoch = 4 }), wantErr: ErrNotController},
+		{name: "newer partition epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.PartitionEpoch = 6 }), wantErr: ErrNotController},
+		{name: "newer partition epoch from a follower", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID, r.PartitionEpoch = 2, 6 }), wantErr: ErrNotController},
+		{name: "stale leader epoch from a follower", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID, r.LeaderEpoch = 2, 2 }), wantErr: metadata.ErrFencedLeaderEpoch},
 		{name: "stale partition epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.PartitionEpoch = 4 }), wantErr: metadata.ErrStalePartitionEpoch},
+		{name: "stale partition epoch from a follower", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID, r.PartitionEpoch = 2, 4 }), wantErr: metadata.ErrInvalidRequest},
 		{name: "not the leader", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID = 2 }), wantErr: metadata.ErrInvalidRequest},
 		{name: "stale broker epoch", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerEpoch = 0 }), wantErr: metadata.ErrStaleBrokerEpoch},
-		{name: "unknown broker", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID = 9 }), wantErr: metadata.ErrUnknownBroker},
+		{name: "unknown broker", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID = 9 }), wantErr: metadata.ErrStaleBrokerEpoch},
+		{name: "unknown broker and unknown topic", img: base, req: req(func(r *AlterPartitionRequest) { r.BrokerID, r.TopicID = 9, idLogs }), wantErr: metadata.ErrStaleBrokerEpoch},
 		{name: "unknown topic id", img: base, req: req(func(r *AlterPartitionRequest) { r.TopicID = idLogs }), wantErr: metadata.ErrUnknownTopicID},
 		{name: "unknown partition", img: base, req: req(func(r *AlterPartitionRequest) { r.Partition = 1 }), wantErr: metadata.ErrUnknownTopic},
 		{name: "negative partition", img: base, req: req(func(r *AlterPartitionRequest) { r.Partition = -1 }), wantErr: metadata.ErrUnknownTopic},
@@ -62,7 +87,8 @@ func TestPlanAlterPartition(t *testing.T) {
 		{name: "empty isr", img: base, req: req(withISR()), wantErr: metadata.ErrInvalidRequest},
 		{name: "adding a fenced broker", img: fence(t, base, 3), req: req(nil), wantErr: metadata.ErrIneligibleReplica},
 		{name: "adding a broker in controlled shutdown", img: base, req: req(nil), down: ShuttingDown{3: true}, wantErr: metadata.ErrIneligibleReplica},
-		{name: "a kept member is not rechecked", img: base, req: req(nil), down: ShuttingDown{2: true}, wantISR: []int32{1, 2, 3}},
+		{name: "expand while a kept member is in controlled shutdown", img: base, req: req(nil), down: ShuttingDown{2: true}, wantErr: metadata.ErrIneligibleReplica},
+		{name: "leader resigns to a member in controlled shutdown", img: full, req: req(withISR(2, 3)), down: ShuttingDown{3: true}, wantErr: metadata.ErrIneligibleReplica},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,7 +165,10 @@ func TestPlanAlterPartitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			recs, results := PlanAlterPartitions(base, tt.reqs, nil)
+			recs, results, err := PlanAlterPartitions(base, tt.reqs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if len(results) != len(tt.reqs) {
 				t.Fatalf("%d results for %d changes", len(results), len(tt.reqs))
 			}

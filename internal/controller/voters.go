@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,18 +18,24 @@ import (
 // rule that a new voter be caught up first. A removed voter that is a
 // registered broker stays a non-voting member, as a removed Kafka voter keeps
 // fetching as an observer (UnregisterBroker takes it out); any other leaves
-// the configuration. Removing the active controller hands leadership to
-// another voter first, and the new leader removes it.
+// the configuration. The active controller removes itself as Raft allows
+// (and KIP-853 does): it commits the configuration without itself, which
+// needs a majority of the remaining voters, and then steps down; they elect
+// a new leader. Until session 11 it handed leadership over first, to the
+// voter Raft's LeadershipTransfer picks (the furthest replicated, reachable
+// or not), and failed with "leadership transfer timeout" when that voter was
+// cut off (chaos seed 963). A removal is refused unless a majority of the
+// voters it leaves answer (checkMajorityLeft).
 
 var (
 	// ErrDuplicateVoter: the node is a voter already. DUPLICATE_VOTER.
 	ErrDuplicateVoter = &metadata.KafkaError{Code: kerr.DuplicateVoter.Code, Msg: "already a voter"}
 	// ErrVoterNotFound: the node to remove is not a voter. VOTER_NOT_FOUND.
 	ErrVoterNotFound = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "not a voter"}
-	// ErrHandedOver: this node was the active controller and the voter to
-	// remove, and has passed leadership on; the caller retries on the new
-	// active controller. NOT_CONTROLLER.
-	ErrHandedOver = fmt.Errorf("%w: leadership handed over before removing this voter", ErrNotController)
+	// ErrVotersUnreachable: too few of the voters a removal would leave
+	// answer now for it to commit. REQUEST_TIMED_OUT: retry once they are
+	// back.
+	ErrVotersUnreachable = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "too few voters reachable"}
 )
 
 // servers returns the members of the latest Raft configuration.
@@ -77,8 +84,9 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error 
 }
 
 // RemoveVoter takes node id out of the voter set (see the top of this file).
-// The last voter cannot be removed. When id is this node, it hands
-// leadership over and answers ErrHandedOver.
+// The last voter cannot be removed. When id is this node, it steps down once
+// the change commits: the answer is nil, and the next request goes to the
+// new active controller.
 func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 	if !c.IsLeader() {
 		return c.notController()
@@ -93,11 +101,8 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 	if voters <= 1 {
 		return fmt.Errorf("%w: node %d is the only voter", metadata.ErrInvalidRequest, id)
 	}
-	if id == c.cfg.NodeID {
-		if err := c.await(ctx, c.raft.LeadershipTransfer().Error); err != nil {
-			return err
-		}
-		return ErrHandedOver
+	if err := c.checkMajorityLeft(ctx, id); err != nil {
+		return err
 	}
 	var f raft.IndexFuture
 	if c.Image().Broker(id) != nil {
@@ -106,6 +111,68 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 		f = c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
 	}
 	return c.await(ctx, f.Error)
+}
+
+// checkMajorityLeft refuses the removal of voter id (ErrVotersUnreachable)
+// unless a majority of the voters left answer a Raft request within
+// probeTimeout. Raft switches to a configuration as soon as it is appended:
+// a removal that a majority of the voters left cannot acknowledge would not
+// commit, and the leader, no longer hearing from a majority of them, would
+// step down with no voter able to win an election until enough came back.
+// The request is a pre-vote, which a voter answers from its Raft loop
+// without changing any state; a transport without pre-votes is not checked.
+func (c *Controller) checkMajorityLeft(ctx context.Context, id int32) error {
+	tr, ok := c.trans.(raft.WithPreVote)
+	if !ok {
+		return nil
+	}
+	servers, err := c.servers(ctx)
+	if err != nil {
+		return err
+	}
+	var left []raft.Server
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter && s.ID != serverID(id) {
+			left = append(left, s)
+		}
+	}
+	self := serverID(c.cfg.NodeID)
+	// At this leader's term and log end, so a follower grants it without a
+	// word in its log (every entry of the term is the leader's).
+	term := c.raft.CurrentTerm()
+	req := &raft.RequestPreVoteRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: c.trans.EncodePeer(self, c.trans.LocalAddr())},
+		Term:      term, LastLogTerm: term, LastLogIndex: c.raft.LastIndex(),
+	}
+	answered := make(chan bool, len(left)) // the RPCs may outlive this call
+	for _, s := range left {
+		if s.ID == self {
+			answered <- true
+			continue
+		}
+		go func() { answered <- tr.RequestPreVote(s.ID, s.Address, req, &raft.RequestPreVoteResponse{}) == nil }()
+	}
+	need, got := len(left)/2+1, 0
+	timeout := time.NewTimer(probeTimeout)
+	defer timeout.Stop()
+wait:
+	for range left {
+		select {
+		case ok := <-answered:
+			if ok {
+				got++
+			}
+		case <-timeout.C:
+			break wait
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if got >= need {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: removing node %d leaves %d voters and only %d of them answered (%d needed); retry once more are reachable",
+		ErrVotersUnreachable, id, len(left), got, need)
 }
 
 // await waits for a Raft future, or ctx.

@@ -3,9 +3,10 @@ package handlers
 // RemoveRaftVoter (key 81), v0 (flexible; KIP-853): takes a node out of the
 // controller voters, as `strata cluster remove-controller` asks. A removed
 // voter that is a registered broker stays a non-voting member (Kafka's
-// observer) until it is unregistered; another leaves the quorum. Removing the
-// active controller hands leadership to another voter first, and the new
-// active controller completes the removal (see voterChange). VOTER_NOT_FOUND
+// observer) until it is unregistered; another leaves the quorum. The active
+// controller may remove itself: it steps down once the change commits, as in
+// KIP-853 (controller.RemoveVoter). REQUEST_TIMED_OUT when too few of the
+// voters left answer for the change to commit. VOTER_NOT_FOUND
 // for a node that is not a voter, INVALID_REQUEST for the last voter,
 // INCONSISTENT_CLUSTER_ID for another cluster's id. The directory id is
 // ignored: Strata keeps none. A removal the forwarding node had to send again

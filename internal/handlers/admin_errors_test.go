@@ -37,7 +37,10 @@ func (c *planCluster) AlterPartitions(_ context.Context, reqs []controller.Alter
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.alterPartitions++
-	recs, res := controller.PlanAlterPartitions(c.img, reqs, nil)
+	recs, res, err := controller.PlanAlterPartitions(c.img, reqs, nil)
+	if err != nil {
+		return nil, err
+	}
 	return res, c.apply(recs, false)
 }
 

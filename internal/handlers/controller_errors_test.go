@@ -554,4 +554,23 @@ func TestAlterPartitionErrors(t *testing.T) {
 	if isr := pc.Image().Partition("t", 0).ISR; !slices.Equal(isr, []int32{1}) {
 		t.Errorf("t-0's ISR in the image is %v, want [1]", isr)
 	}
+
+	// A broker not registered at the epoch it names is refused whole, at the
+	// top of the response with no topics, as Kafka's controller answers it
+	// (an unknown broker too).
+	for _, b := range []struct {
+		id    int32
+		epoch int64
+	}{{1, 9}, {7, 1}} {
+		req.BrokerID, req.BrokerEpoch = b.id, b.epoch
+		resp := h.LinkHandler().Handle(context.Background(), &protocol.ConnInfo{},
+			&protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req}).Msg.(*kmsg.AlterPartitionResponse)
+		if resp.ErrorCode != kerr.StaleBrokerEpoch.Code || len(resp.Topics) != 0 {
+			t.Errorf("broker %d at epoch %d: error %d with %d topics, want STALE_BROKER_EPOCH (%d) and none",
+				b.id, b.epoch, resp.ErrorCode, len(resp.Topics), kerr.StaleBrokerEpoch.Code)
+		}
+	}
+	if isr := pc.Image().Partition("t", 0).ISR; !slices.Equal(isr, []int32{1}) {
+		t.Errorf("t-0's ISR in the image is %v after refused requests, want [1]", isr)
+	}
 }

@@ -288,19 +288,19 @@ func (h *Handlers) alterPartition(ctx context.Context, _ *protocol.ConnInfo, r *
 		resp.Topics = append(resp.Topics, st)
 	}
 	results, err := h.cluster.AlterPartitions(ctx, reqs)
-	if errors.Is(err, controller.ErrNotController) {
-		resp.ErrorCode = kerr.NotController.Code
+	if err != nil {
+		// As Kafka: an error of the whole request (a stale broker epoch, not
+		// the controller) is answered at the top, with no topics.
+		resp.ErrorCode, resp.Topics = controllerErrorCode(err), nil
+		return reply(resp)
 	}
 	i := 0
 	for ti := range resp.Topics {
 		for pi := range resp.Topics[ti].Partitions {
 			sp := &resp.Topics[ti].Partitions[pi]
-			switch {
-			case err != nil:
+			if err := results[i].Err; err != nil {
 				sp.ErrorCode = controllerErrorCode(err)
-			case results[i].Err != nil:
-				sp.ErrorCode = controllerErrorCode(results[i].Err)
-			default:
+			} else {
 				ip := results[i].Partition
 				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = ip.Leader, ip.LeaderEpoch, ip.ISR, ip.PartitionEpoch
 			}

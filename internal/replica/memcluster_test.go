@@ -312,7 +312,10 @@ func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) 
 			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR, NewISRBrokerEpochs: ch.BrokerEpochs,
 		}
 	}
-	recs, planned := controller.PlanAlterPartitions(c.img, reqs, nil)
+	recs, planned, err := controller.PlanAlterPartitions(c.img, reqs, nil)
+	if err != nil {
+		return nil, err
+	}
 	if len(recs) > 0 {
 		if err := c.applyLocked(recs); err != nil {
 			return nil, err

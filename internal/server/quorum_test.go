@@ -101,8 +101,8 @@ func ids(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []int32 {
 // TestReplaceVoter replaces a controller voter of a running three-voter
 // cluster while an acks=all producer runs: a broker-only node is promoted
 // with AddRaftVoter, then the active controller is removed with
-// RemoveRaftVoter sent to itself (it hands leadership over first, and the
-// new active controller removes it) and stopped. The quorum then has the
+// RemoveRaftVoter sent to itself (it steps down once the change commits)
+// and stopped. The quorum then has the
 // expected voters, metadata changes still commit, and every acknowledged
 // record is read back. Adding a voter twice, removing a non-voter and adding
 // a node outside the quorum get Kafka's error codes.

@@ -35,7 +35,7 @@ func TestPromotedBrokerOnlyRestartsAsActiveController(t *testing.T) {
 	if err := voterChange(ctx, cl, 1, add); err != nil {
 		t.Fatalf("AddRaftVoter(2): %v", err)
 	}
-	// Node 1 leads and hands leadership to node 2, which removes it.
+	// Node 1 leads, removes itself and steps down; node 2 takes over.
 	remove := kmsg.NewPtrRemoveRaftVoterRequest()
 	remove.VoterID = 1
 	if err := voterChange(ctx, cl, 1, remove); err != nil {

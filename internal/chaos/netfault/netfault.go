@@ -21,7 +21,10 @@
 // # What a cut does
 //
 // Isolate(node) cuts every link to and from node (optionally keeping some, such
-// as the node's links with clients). On a cut link nothing is forwarded in
+// as the node's links with clients). CutKafka(a, b) cuts only the Kafka
+// connections between two endpoints, both ways (a follower's fetches from its
+// leader and back), leaving the connections of their Link proxies (Raft, the
+// controller link) up. On a cut link nothing is forwarded in
 // either direction: bytes already read by the proxy are held, the proxy stops
 // reading, TCP windows fill and senders block, as when a switch drops every
 // packet. A connection opened across a cut is accepted (the dial succeeds) but
@@ -62,6 +65,9 @@ type Net struct {
 		sync.Mutex
 		// isolated maps each isolated endpoint to the endpoints it still reaches.
 		isolated map[string]map[string]bool
+		// kafkaCuts holds the pairs of endpoints whose Kafka connections are
+		// cut (CutKafka), in both orders.
+		kafkaCuts map[[2]string]bool
 		// changed is closed and replaced whenever the cut changes.
 		changed chan struct{}
 		// resets counts heals that closed stalled connections.
@@ -73,6 +79,7 @@ type Net struct {
 func New() *Net {
 	n := &Net{}
 	n.mu.isolated = map[string]map[string]bool{}
+	n.mu.kafkaCuts = map[[2]string]bool{}
 	n.mu.changed = make(chan struct{})
 	return n
 }
@@ -91,12 +98,24 @@ func (n *Net) Isolate(node string, keep ...string) {
 	n.changedLocked()
 }
 
+// CutKafka cuts the Kafka connections from a to b and from b to a (those
+// through b's and a's Kafka proxies whose source is the other), and nothing
+// else: Link proxies' connections between them stay up.
+func (n *Net) CutKafka(a, b string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mu.kafkaCuts[[2]string{a, b}] = true
+	n.mu.kafkaCuts[[2]string{b, a}] = true
+	n.changedLocked()
+}
+
 // Heal restores every link. With reset, connections stalled by the cut are
 // closed; without, they resume.
 func (n *Net) Heal(reset bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.mu.isolated)
+	clear(n.mu.kafkaCuts)
 	if reset {
 		n.mu.resets++
 	}
@@ -108,11 +127,14 @@ func (n *Net) changedLocked() {
 	n.mu.changed = make(chan struct{})
 }
 
-// cutLocked reports whether the link from -> to is cut. An endpoint always
-// reaches itself.
-func (n *Net) cutLocked(from, to string) bool {
+// cutLocked reports whether the link from -> to is cut, for a connection of
+// a Kafka proxy if kafka. An endpoint always reaches itself.
+func (n *Net) cutLocked(from, to string, kafka bool) bool {
 	if from == to {
 		return false
+	}
+	if kafka && n.mu.kafkaCuts[[2]string{from, to}] {
+		return true
 	}
 	for _, pair := range [][2]string{{from, to}, {to, from}} {
 		if kept, ok := n.mu.isolated[pair[0]]; ok && !kept[pair[1]] {
@@ -122,12 +144,13 @@ func (n *Net) cutLocked(from, to string) bool {
 	return false
 }
 
-// pass waits until the link from -> to is up, calling stalled first if it is
-// cut. It returns false if the connection must be closed instead: it stalled
-// across a heal with reset, or done was closed.
-func (n *Net) pass(from, to string, done <-chan struct{}, stalled func()) bool {
+// pass waits until the link from -> to is up (for a Kafka proxy's connection
+// if kafka), calling stalled first if it is cut. It returns false if the
+// connection must be closed instead: it stalled across a heal with reset, or
+// done was closed.
+func (n *Net) pass(from, to string, kafka bool, done <-chan struct{}, stalled func()) bool {
 	n.mu.Lock()
-	if !n.cutLocked(from, to) {
+	if !n.cutLocked(from, to, kafka) {
 		n.mu.Unlock()
 		return true
 	}
@@ -146,7 +169,7 @@ func (n *Net) pass(from, to string, done <-chan struct{}, stalled func()) bool {
 			n.mu.Unlock()
 			return false
 		}
-		if !n.cutLocked(from, to) {
+		if !n.cutLocked(from, to, kafka) {
 			n.mu.Unlock()
 			return true
 		}
@@ -315,7 +338,7 @@ func (p *Proxy) serve(c net.Conn) {
 			p.mu.Unlock()
 		})
 	}
-	if !p.net.pass(from, p.to, p.done, stalled) {
+	if !p.net.pass(from, p.to, p.who != nil, p.done, stalled) {
 		abort(c)
 		return
 	}
@@ -368,7 +391,7 @@ func abort(c net.Conn) {
 // proxy closed.
 func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte, stalled func()) bool {
 	if len(pre) > 0 {
-		if !p.net.pass(from, p.to, p.done, stalled) {
+		if !p.net.pass(from, p.to, p.who != nil, p.done, stalled) {
 			return false
 		}
 		if _, err := dst.Write(pre); err != nil {
@@ -379,7 +402,7 @@ func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte, stalled func())
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.net.pass(from, p.to, p.done, stalled) {
+			if !p.net.pass(from, p.to, p.who != nil, p.done, stalled) {
 				return false
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {

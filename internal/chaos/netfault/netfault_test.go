@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -296,6 +297,60 @@ func TestKafkaProxyTellsSourcesApart(t *testing.T) {
 	}
 	if got := p.Sources(); got["2"] != 1 || got["client"] != 1 || len(got) != 2 {
 		t.Fatalf("sources %v, want one connection each from 2 and client", got)
+	}
+}
+
+// TestCutKafkaCutsOnlyDataLinks: CutKafka(2, 1) stalls node 2's fetches from
+// node 1 (through 1's Kafka proxy) and node 1's from node 2, and nothing else:
+// a client of node 1, node 3's fetches from node 1 and node 2's Raft link to
+// node 1 (a Link proxy) all flow. Heal resumes the held fetch.
+func TestCutKafkaCutsOnlyDataLinks(t *testing.T) {
+	e := startEcho(t)
+	n := New()
+	who := func(clientID string) string {
+		if id, ok := strings.CutPrefix(clientID, "strata-replica-"); ok {
+			return id
+		}
+		return "client"
+	}
+	kafka := func(to string) *Proxy {
+		p, err := n.Kafka("127.0.0.1:0", to, who, e.upstream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	k1, k2 := kafka("1"), kafka("2")
+	open := func(p *Proxy, clientID string) net.Conn {
+		c := dial(t, p)
+		if err := roundTrip(c, string(kafkaRequest(&clientID, "")), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	fetch21, fetch12 := open(k1, "strata-replica-2"), open(k2, "strata-replica-1")
+	fetch31, app := open(k1, "strata-replica-3"), open(k1, "app")
+	raft21 := dial(t, startLink(t, n, "2", "1", e))
+
+	n.CutKafka("2", "1")
+	for _, c := range []net.Conn{fetch21, fetch12} {
+		c.Write([]byte("fetch"))
+		silent(t, c)
+	}
+	for name, c := range map[string]net.Conn{"node 3's fetch": fetch31, "a client": app, "node 2's Raft link": raft21} {
+		if err := roundTrip(c, "up", 5*time.Second); err != nil {
+			t.Fatalf("%s across a data cut between 1 and 2: %v", name, err)
+		}
+	}
+	n.Heal(false)
+	for _, c := range []net.Conn{fetch21, fetch12} {
+		if err := expect(c, "fetch", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := k1.Stalled(); got["2"] != 1 || len(got) != 1 {
+		t.Fatalf("node 1's Kafka proxy stalled %v, want one connection from 2", got)
 	}
 }
 

@@ -1,0 +1,171 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+// TestRemoveActiveVoterWhileAVoterIsCutOff is chaos seed 963's finding made
+// certain: four voters, the active controller removes itself while another
+// voter is cut off. Raft's LeadershipTransfer, which the removal used to
+// start with, picks the voter furthest replicated, the first in the
+// configuration on a tie: the cut-off one here, so the removal failed with
+// "leadership transfer timeout". Now the leader commits the configuration
+// without itself (two of the three voters left suffice) and steps down. A
+// registered broker stays a non-voting member that still receives the log
+// (its Raft did not shut down), and once the cut heals the cut-off voter
+// follows the new leader.
+func TestRemoveActiveVoterWhileAVoterIsCutOff(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		broker bool // the removed leader is a registered broker: demoted, not removed
+	}{
+		{name: "a registered broker is demoted", broker: true},
+		{name: "a controller-only voter leaves the quorum"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := newCluster(t, 4)
+			l := cl.leader()
+			old := cl.nodes[l]
+			id := int32(l + 1)
+			if tt.broker {
+				if _, err := old.RegisterBroker(ctxT(t), RegisterBroker{ID: id, Incarnation: metadata.UUID{1}, Host: "127.0.0.1", Port: 9092}); err != nil {
+					t.Fatalf("RegisterBroker: %v", err)
+				}
+			}
+			// Wait until every voter has the leader's whole log, so their
+			// replication states tie and LeadershipTransfer would pick the
+			// first voter other than the leader.
+			last := old.raft.LastIndex()
+			wait.For(t, "every voter caught up", func() bool {
+				for _, c := range cl.nodes {
+					if c.raft.AppliedIndex() < last {
+						return false
+					}
+				}
+				return true
+			})
+			cut := 0
+			if l == 0 {
+				cut = 1
+			}
+			cl.cutOff(cut)
+
+			if err := old.RemoveVoter(ctxT(t), id); err != nil {
+				t.Fatalf("RemoveVoter(%d) on the active controller with node %d cut off: %v", id, cut+1, err)
+			}
+			var next int
+			wait.For(t, "a new active controller among the connected voters", func() bool {
+				for i, c := range cl.nodes {
+					if i != l && i != cut && c.IsLeader() {
+						next = i
+						return true
+					}
+				}
+				return false
+			})
+			servers, err := cl.nodes[next].servers(ctxT(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var voters, nonvoters []int32
+			for _, s := range servers {
+				n := int32(slices.Index(cl.addrs, s.Address) + 1)
+				if s.Suffrage == raft.Voter {
+					voters = append(voters, n)
+				} else {
+					nonvoters = append(nonvoters, n)
+				}
+			}
+			slices.Sort(voters)
+			want := slices.DeleteFunc([]int32{1, 2, 3, 4}, func(n int32) bool { return n == id })
+			if !slices.Equal(voters, want) {
+				t.Errorf("voters %v, want %v", voters, want)
+			}
+			if tt.broker != slices.Equal(nonvoters, []int32{id}) || !tt.broker && len(nonvoters) > 0 {
+				t.Errorf("non-voting members %v (the removed leader %d a broker: %v)", nonvoters, id, tt.broker)
+			}
+
+			// The metadata log moves on, and a demoted broker still gets it.
+			if _, err := cl.nodes[next].RegisterBroker(ctxT(t), RegisterBroker{ID: 9, Incarnation: metadata.UUID{9}, Host: "127.0.0.1", Port: 9099}); err != nil {
+				t.Fatalf("RegisterBroker on the new active controller: %v", err)
+			}
+			if tt.broker {
+				wait.For(t, "the demoted node applying the new registration", func() bool { return old.Image().Broker(9) != nil })
+			}
+			cl.connectAll()
+			wait.For(t, "the cut-off voter following the new leader", func() bool { return cl.nodes[cut].Image().Broker(9) != nil })
+		})
+	}
+}
+
+// TestRemoveVoterWithoutAMajorityLeft: three voters, one cut off. Removing
+// either of the other two would leave two voters, one of them unreachable:
+// Raft would switch to that configuration at once, the change could not
+// commit, and the leader, hearing from too few of the new voters, would step
+// down with nobody able to win an election until the cut healed (seen by
+// hand with kafka-metadata-quorum remove-controller while a voter was
+// SIGSTOPped). The removal is refused up front with REQUEST_TIMED_OUT, the
+// leader keeps leading and the voters are unchanged; once the cut heals the
+// same removal goes through.
+func TestRemoveVoterWithoutAMajorityLeft(t *testing.T) {
+	for _, removeLeader := range []bool{true, false} {
+		name := "the active controller"
+		if !removeLeader {
+			name = "a follower"
+		}
+		t.Run(name, func(t *testing.T) {
+			cl := newCluster(t, 3)
+			l := cl.leader()
+			cut, other := (l+1)%3, (l+2)%3
+			cl.cutOff(cut)
+			remove := int32(other + 1)
+			if removeLeader {
+				remove = int32(l + 1)
+			}
+			err := cl.nodes[l].RemoveVoter(ctxT(t), remove)
+			if !errors.Is(err, ErrVotersUnreachable) || metadata.ErrorCode(err) != kerr.RequestTimedOut.Code {
+				t.Fatalf("RemoveVoter(%d) with node %d cut off = %v, want REQUEST_TIMED_OUT (too few voters reachable)", remove, cut+1, err)
+			}
+			if !cl.nodes[l].IsLeader() {
+				t.Fatal("the active controller lost its role over a refused removal")
+			}
+			servers, err := cl.nodes[l].servers(ctxT(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range servers {
+				if s.Suffrage != raft.Voter {
+					t.Fatalf("configuration %v after a refused removal", servers)
+				}
+			}
+			cl.connectAll()
+			cl.retry(func(c *Controller) error {
+				err := c.RemoveVoter(ctxT(t), remove)
+				if errors.Is(err, ErrVotersUnreachable) {
+					return fmt.Errorf("%w: %v", ErrNotController, err) // the healed voter not answering yet: again
+				}
+				return err
+			})
+		})
+	}
+}
+
+// cutOff disconnects node i's transport from every other node's, both ways,
+// leaving it running.
+func (cl *cluster) cutOff(i int) {
+	cl.trans[i].DisconnectAll()
+	for j, tr := range cl.trans {
+		if j != i && tr != nil {
+			tr.Disconnect(cl.addrs[i])
+		}
+	}
+}
