@@ -71,6 +71,7 @@ var apis = []api{
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 65, min: 0, max: 0, serve: (*Handlers).describeTransactions},
 	{key: 66, min: 0, max: 2, serve: (*Handlers).listTransactions},
+	{key: 74, min: 0, max: 1, serve: (*Handlers).listConfigResources},
 	{key: 75, min: 0, max: 0, serve: (*Handlers).describeTopicPartitions},
 	{key: 78, min: 1, max: 2, serve: (*Handlers).shareFetch},
 	{key: 79, min: 1, max: 2, serve: (*Handlers).shareAcknowledge},

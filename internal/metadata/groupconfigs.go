@@ -137,3 +137,6 @@ func namedConfigRecords(rt ResourceType, m map[string]map[string]string) []Recor
 	}
 	return recs
 }
+
+// GroupConfigNames lists the groups with dynamic configs, sorted.
+func (img *Image) GroupConfigNames() []string { return sortedKeys(img.groupConfigs) }
