@@ -86,7 +86,7 @@ func New(cfg Config) *Metrics {
 		m.reg.MustRegister(lagCollector{groups: cfg.Groups, partitions: cfg.Partitions, log: cfg.Logger})
 	}
 	if cfg.Telemetry != nil {
-		m.reg.MustRegister(telemetryCollector{cfg.Telemetry})
+		m.reg.MustRegister(telemetryStats{cfg.Telemetry}, telemetryCollector{cfg.Telemetry})
 	}
 	if cfg.GoCollectors {
 		m.reg.MustRegister(collectors.NewGoCollector(

@@ -9,17 +9,34 @@ import (
 // ClientTelemetry is the source of the metrics clients push (KIP-714,
 // *telemetry.Manager).
 type ClientTelemetry interface {
-	Snapshot() ([]telemetry.Series, telemetry.Stats)
+	Snapshot() []telemetry.Series
+	Stats() telemetry.Stats
 }
 
 var (
-	telemetryClientsDesc = prometheus.NewDesc("strata_client_telemetry_clients",
+	telemetryClientsDesc = prometheus.NewDesc("strata_telemetry_clients",
 		"Client instances this node keeps pushed metrics of (KIP-714), at most --telemetry-max-clients.", nil, nil)
-	telemetrySeriesDesc = prometheus.NewDesc("strata_client_telemetry_series",
+	telemetrySeriesDesc = prometheus.NewDesc("strata_telemetry_series",
 		"Series of pushed client metrics this node exposes, at most --telemetry-max-series.", nil, nil)
-	telemetryDroppedDesc = prometheus.NewDesc("strata_client_telemetry_series_dropped_total",
+	telemetryDroppedDesc = prometheus.NewDesc("strata_telemetry_series_dropped_total",
 		"Pushed client metric series not kept because the series bound was reached.", nil, nil)
 )
+
+// telemetryStats counts the kept clients and series and the dropped ones.
+type telemetryStats struct{ src ClientTelemetry }
+
+func (c telemetryStats) Describe(ch chan<- *prometheus.Desc) {
+	ch <- telemetryClientsDesc
+	ch <- telemetrySeriesDesc
+	ch <- telemetryDroppedDesc
+}
+
+func (c telemetryStats) Collect(ch chan<- prometheus.Metric) {
+	stats := c.src.Stats()
+	ch <- prometheus.MustNewConstMetric(telemetryClientsDesc, prometheus.GaugeValue, float64(stats.Clients))
+	ch <- prometheus.MustNewConstMetric(telemetrySeriesDesc, prometheus.GaugeValue, float64(stats.Series))
+	ch <- prometheus.MustNewConstMetric(telemetryDroppedDesc, prometheus.CounterValue, float64(stats.DroppedSeries))
+}
 
 // telemetryCollector exposes each pushed client metric as a strata_client_
 // family labelled with the client's instance id and client id. A family's
@@ -32,10 +49,7 @@ type telemetryCollector struct{ src ClientTelemetry }
 func (c telemetryCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c telemetryCollector) Collect(ch chan<- prometheus.Metric) {
-	series, stats := c.src.Snapshot()
-	ch <- prometheus.MustNewConstMetric(telemetryClientsDesc, prometheus.GaugeValue, float64(stats.Clients))
-	ch <- prometheus.MustNewConstMetric(telemetrySeriesDesc, prometheus.GaugeValue, float64(stats.Series))
-	ch <- prometheus.MustNewConstMetric(telemetryDroppedDesc, prometheus.CounterValue, float64(stats.DroppedSeries))
+	series := c.src.Snapshot()
 	for i := 0; i < len(series); {
 		j := i + 1
 		for j < len(series) && series[j].Name == series[i].Name {

@@ -111,9 +111,19 @@ func sanitize(s string, metric bool) string {
 	return string(b)
 }
 
+// Stats counts the kept clients and series, after forgetting the clients
+// silent too long.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mu.lastExpire = time.Time{} // a scrape always expires
+	m.expireLocked(m.cfg.Now())
+	return Stats{Clients: len(m.mu.clients), Series: m.mu.series, DroppedSeries: m.mu.dropped}
+}
+
 // Snapshot returns a copy of every kept series, sorted by name then labels,
 // after forgetting the clients silent too long.
-func (m *Manager) Snapshot() ([]Series, Stats) {
+func (m *Manager) Snapshot() []Series {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mu.lastExpire = time.Time{} // a scrape always expires
@@ -132,5 +142,5 @@ func (m *Manager) Snapshot() ([]Series, Stats) {
 		}
 		return strings.Compare(seriesKey("", a.Labels), seriesKey("", b.Labels))
 	})
-	return out, Stats{Clients: len(m.mu.clients), Series: m.mu.series, DroppedSeries: m.mu.dropped}
+	return out
 }
