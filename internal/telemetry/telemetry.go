@@ -138,7 +138,9 @@ type instance struct {
 	lastSeen time.Time
 	// terminating: the client said it is closing; later pushes are refused.
 	terminating bool
-	series      map[string]*Series
+	// lastErr is the code of the client's last answer.
+	lastErr int16
+	series  map[string]*Series
 }
 
 // New returns a Manager.
@@ -166,7 +168,8 @@ func InstanceIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeT
 
 // Subscriptions answers GetTelemetrySubscriptions. A request sooner than the
 // push interval after the client's last request is THROTTLING_QUOTA_EXCEEDED,
-// unless the subscriptions changed since.
+// unless the subscriptions changed since or the client's last push was
+// refused for its subscription id or codec (as Kafka 4.4).
 func (m *Manager) Subscriptions(id [16]byte, c Client, subs []metadata.Subscription) (Subscription, error) {
 	now := m.cfg.Now()
 	m.mu.Lock()
@@ -176,10 +179,12 @@ func (m *Manager) Subscriptions(id [16]byte, c Client, subs []metadata.Subscript
 		id = m.newIDLocked()
 	}
 	in := m.instanceLocked(id, c, subs, now)
-	if now.Sub(latest(in.lastGet, in.lastPush)) < in.interval {
+	if now.Sub(latest(in.lastGet, in.lastPush)) >= in.interval {
+		in.lastGet = now
+	} else if in.lastErr != errUnknownSub.Code && in.lastErr != errCompression.Code {
 		return Subscription{}, fmt.Errorf("%w: request from client %s before its next push interval", errThrottled, InstanceIDString(id))
 	}
-	in.lastGet = now
+	in.lastErr = 0
 	return Subscription{
 		ClientInstanceID:    id,
 		SubscriptionID:      in.subID,
@@ -204,20 +209,24 @@ func (m *Manager) Push(p Push, c Client, subs []metadata.Subscription) error {
 	in := m.instanceLocked(p.ClientInstanceID, c, subs, now)
 	err := m.checkPushLocked(in, p, now)
 	in.terminating = in.terminating || p.Terminating
+	in.lastErr = Code(err)
 	metrics := in.metrics
 	m.mu.Unlock()
 	if err != nil || len(p.Metrics) == 0 {
 		return err
 	}
 	points, err := decode(p.Metrics, p.CompressionType)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errInvalidBatch, err)
-	}
-	points = slices.DeleteFunc(points, func(pt point) bool { return !subscribed(metrics, pt.name) })
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cur := m.mu.clients[p.ClientInstanceID]; cur != nil { // not expired meanwhile
-		m.recordLocked(cur, points)
+	cur := m.mu.clients[p.ClientInstanceID] // nil if forgotten meanwhile
+	if err != nil {
+		if cur != nil {
+			cur.lastErr = errInvalidBatch.Code
+		}
+		return fmt.Errorf("%w: %v", errInvalidBatch, err)
+	}
+	if cur != nil {
+		m.recordLocked(cur, slices.DeleteFunc(points, func(pt point) bool { return !subscribed(metrics, pt.name) }))
 	}
 	return nil
 }
@@ -272,7 +281,7 @@ func (m *Manager) instanceLocked(id [16]byte, c Client, subs []metadata.Subscrip
 		// at once, and its old subscription id is stale.
 		in.metrics, in.interval = metrics, interval
 		in.subID = subscriptionID(metrics, interval, id)
-		in.lastGet, in.lastPush, in.terminating = time.Time{}, time.Time{}, false
+		in.lastGet, in.lastPush, in.terminating, in.lastErr = time.Time{}, time.Time{}, false, 0
 	}
 	in.lastSeen = now
 	return in
