@@ -37,7 +37,7 @@ var snappy = kgo.DefaultDecompressor()
 // and reads it as an OTLP MetricsData. Gauges and sums become points;
 // histograms and summaries, which Kafka's clients do not send, are skipped.
 func decode(payload []byte, codec int8) ([]point, error) {
-	raw, err := decompress(payload, codec)
+	raw, err := decompress(payload, codec, maxDecompressed)
 	if err != nil {
 		return nil, fmt.Errorf("decompressing: %w", err)
 	}
@@ -105,8 +105,8 @@ func attrString(v *commonpb.AnyValue) string {
 }
 
 // decompress undoes Kafka's compression of a push (codec ids 0-4, as in record
-// batches), refusing more than maxDecompressed bytes.
-func decompress(b []byte, codec int8) ([]byte, error) {
+// batches), refusing more than limit bytes.
+func decompress(b []byte, codec int8, limit int) ([]byte, error) {
 	var r io.Reader
 	switch codec {
 	case 0:
@@ -122,14 +122,14 @@ func decompress(b []byte, codec int8) ([]byte, error) {
 		// franz-go's decoder handles it, and snappy expands a byte to at most
 		// a few dozen, so the payload bound (MaxBytes) bounds it.
 		out, err := snappy.Decompress(b, kgo.CodecSnappy)
-		if err == nil && len(out) > maxDecompressed {
-			err = fmt.Errorf("more than %d bytes decompressed", maxDecompressed)
+		if err == nil && len(out) > limit {
+			err = fmt.Errorf("more than %d bytes decompressed", limit)
 		}
 		return out, err
 	case 3:
 		r = lz4.NewReader(bytes.NewReader(b))
 	case 4:
-		zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(maxDecompressed), zstd.WithDecoderConcurrency(1))
+		zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return nil, err
 		}
@@ -138,9 +138,9 @@ func decompress(b []byte, codec int8) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown compression type %d", codec)
 	}
-	out, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
-	if err == nil && len(out) > maxDecompressed {
-		err = fmt.Errorf("more than %d bytes decompressed", maxDecompressed)
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err == nil && len(out) > limit {
+		err = fmt.Errorf("more than %d bytes decompressed", limit)
 	}
 	return out, err
 }

@@ -242,10 +242,13 @@ func TestPushSeries(t *testing.T) {
 var compressionName = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
 func TestDecompressBound(t *testing.T) {
-	big := make([]byte, maxDecompressed+1)
-	for _, codec := range []int8{1, 3, 4} {
-		if _, err := decompress(compress(t, codec, big), codec); err == nil {
-			t.Errorf("%s: %d bytes decompressed without error", compressionName[codec], len(big))
+	const limit = 4096
+	for codec := int8(1); codec <= 4; codec++ {
+		for _, n := range []int{limit, limit + 1} {
+			out, err := decompress(compress(t, codec, make([]byte, n)), codec, limit)
+			if (err == nil) != (n <= limit) || err == nil && len(out) != n {
+				t.Errorf("%s: %d bytes with a limit of %d: %d out, err %v", compressionName[codec], n, limit, len(out), err)
+			}
 		}
 	}
 }
