@@ -3,6 +3,7 @@ package metadata
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,7 +74,7 @@ func ParseMatch(entries []string) (map[string]*regexp.Regexp, error) {
 	for _, e := range entries {
 		sel, pat, ok := strings.Cut(e, "=")
 		sel, pat = strings.TrimSpace(sel), strings.TrimSpace(pat)
-		valid := ok && pat != "" && !strings.Contains(pat, "=") && isSelector(sel)
+		valid := ok && pat != "" && !strings.Contains(pat, "=") && slices.Contains(MatchSelectors, sel)
 		var re *regexp.Regexp
 		if valid {
 			var err error
@@ -88,24 +89,8 @@ func ParseMatch(entries []string) (map[string]*regexp.Regexp, error) {
 	return m, nil
 }
 
-func isSelector(s string) bool {
-	for _, sel := range MatchSelectors {
-		if s == sel {
-			return true
-		}
-	}
-	return false
-}
-
 // LookupClientMetricsConfig finds a client metrics config key.
-func LookupClientMetricsConfig(key string) (ConfigDef, bool) {
-	for _, d := range clientMetricsDefs {
-		if d.Name == key {
-			return d, true
-		}
-	}
-	return ConfigDef{}, false
-}
+func LookupClientMetricsConfig(key string) (ConfigDef, bool) { return findDef(clientMetricsDefs, key) }
 
 // ValidateClientMetricsResource checks a subscription name: any non-empty one.
 func ValidateClientMetricsResource(name string) error {

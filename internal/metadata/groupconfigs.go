@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -59,13 +60,15 @@ func intIn(v string, lo, hi int64) error {
 }
 
 // LookupGroupConfig finds a group config key.
-func LookupGroupConfig(key string) (ConfigDef, bool) {
-	for _, d := range groupConfigDefs {
-		if d.Name == key {
-			return d, true
-		}
+func LookupGroupConfig(key string) (ConfigDef, bool) { return findDef(groupConfigDefs, key) }
+
+// findDef finds the key of a short table by name.
+func findDef(defs []ConfigDef, key string) (ConfigDef, bool) {
+	i := slices.IndexFunc(defs, func(d ConfigDef) bool { return d.Name == key })
+	if i < 0 {
+		return ConfigDef{}, false
 	}
-	return ConfigDef{}, false
+	return defs[i], true
 }
 
 // ValidateGroupResource checks a group resource name: any non-empty group id.
