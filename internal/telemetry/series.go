@@ -30,6 +30,8 @@ type Series struct {
 	Value  float64
 	// Help is the metric's OTLP description.
 	Help string
+
+	updated time.Time // last pushed
 }
 
 // Label is one label of a Series.
@@ -46,7 +48,7 @@ type Stats struct {
 // recordLocked keeps a push's points: a cumulative sum or a gauge replaces the
 // series' value, a delta sum adds to it. A new series beyond MaxSeries is
 // dropped.
-func (m *Manager) recordLocked(in *instance, points []point) {
+func (m *Manager) recordLocked(in *instance, points []point, now time.Time) {
 	if in.series == nil {
 		in.series = make(map[string]*Series)
 	}
@@ -74,7 +76,7 @@ func (m *Manager) recordLocked(in *instance, points []point) {
 			in.series[key] = s
 			m.mu.series++
 		}
-		s.Kind, s.Help = pt.kind, pt.help
+		s.Kind, s.Help, s.updated = pt.kind, pt.help, now
 		if pt.delta {
 			s.Value += pt.value
 		} else {

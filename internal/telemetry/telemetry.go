@@ -21,7 +21,8 @@
 // seen is forgotten first) and at most Config.MaxSeries series over all of
 // them (a push's series beyond it are dropped and counted). A client is
 // forgotten, with its series, once it sent nothing for max(60 s, 3 push
-// intervals), as Kafka expires its instances.
+// intervals), as Kafka expires its instances; a series it has not pushed for
+// as long is dropped.
 //
 // # Concurrency
 //
@@ -226,7 +227,7 @@ func (m *Manager) Push(p Push, c Client, subs []metadata.Subscription) error {
 		return fmt.Errorf("%w: %v", errInvalidBatch, err)
 	}
 	if cur != nil {
-		m.recordLocked(cur, slices.DeleteFunc(points, func(pt point) bool { return !subscribed(metrics, pt.name) }))
+		m.recordLocked(cur, slices.DeleteFunc(points, func(pt point) bool { return !subscribed(metrics, pt.name) }), now)
 	}
 	return nil
 }
@@ -350,15 +351,24 @@ func (m *Manager) newIDLocked() [16]byte {
 }
 
 // expireLocked forgets the clients silent for max(minExpiry, 3 intervals),
-// looking at most once a second.
+// and the series a client has not pushed for as long (a metric it stopped
+// sending, or no longer subscribed to), looking at most once a second.
 func (m *Manager) expireLocked(now time.Time) {
 	if now.Sub(m.mu.lastExpire) < time.Second {
 		return
 	}
 	m.mu.lastExpire = now
 	for id, in := range m.mu.clients {
-		if now.Sub(in.lastSeen) >= max(minExpiry, 3*in.interval) {
+		ttl := max(minExpiry, 3*in.interval)
+		if now.Sub(in.lastSeen) >= ttl {
 			m.forgetLocked(id)
+			continue
+		}
+		for k, se := range in.series {
+			if now.Sub(se.updated) >= ttl {
+				delete(in.series, k)
+				m.mu.series--
+			}
 		}
 	}
 }

@@ -276,6 +276,27 @@ func TestBoundsAndExpiry(t *testing.T) {
 	if st := m.Stats(); st.Clients != 0 || st.Series != 0 || len(m.Snapshot()) != 0 {
 		t.Fatalf("silent client kept: %+v", st)
 	}
+	// A series the client stops pushing goes after 3 intervals though the
+	// client stays.
+	s, _ = m.Subscriptions([16]byte{}, javaProducer, subs)
+	push := func(payload []byte) {
+		t.Helper()
+		if err := m.Push(Push{ClientInstanceID: s.ClientInstanceID, SubscriptionID: s.SubscriptionID, Metrics: payload}, javaProducer, subs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push(otlpPayload(t, gauge("a", 1), gauge("b", 2)))
+	for range 3 {
+		c.advance(30 * time.Second)
+		push(otlpPayload(t, gauge("a", 1)))
+	}
+	if got := m.Snapshot(); len(got) != 1 || got[0].Name != "a" {
+		t.Fatalf("series %+v, want a alone", got)
+	}
+	m.mu.Lock()
+	m.forgetLocked(s.ClientInstanceID)
+	m.mu.Unlock()
+
 	ids := make([][16]byte, 3)
 	for i := range ids {
 		s, err := m.Subscriptions([16]byte{}, javaProducer, subs)
