@@ -1,5 +1,6 @@
 // Command configcompare sends the same config requests (DescribeConfigs,
-// AlterConfigs, IncrementalAlterConfigs, CreateTopics, CreatePartitions) to a
+// AlterConfigs, IncrementalAlterConfigs, ListConfigResources, CreateTopics,
+// CreatePartitions) to a
 // Kafka broker and a Strata broker and prints, case by case, what each answers,
 // marking the cases where they differ. It is how the expected values of Strata's
 // config tables (internal/handlers, internal/metadata) were taken from Kafka 4.4.
