@@ -31,7 +31,13 @@ type point struct {
 	attrs      []Label
 }
 
-var snappy = kgo.DefaultDecompressor()
+var (
+	snappy = kgo.DefaultDecompressor()
+	// zstdDecoder is shared (DecodeAll is safe for concurrent use): building
+	// one per push would cost more than the push. It refuses frames that
+	// would take more than maxDecompressed bytes.
+	zstdDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecompressed), zstd.WithDecoderConcurrency(0))
+)
 
 // decode decompresses a push's payload (Kafka's codec ids, Java's framing)
 // and reads it as an OTLP MetricsData. Gauges and sums become points;
@@ -129,12 +135,11 @@ func decompress(b []byte, codec int8, limit int) ([]byte, error) {
 	case 3:
 		r = lz4.NewReader(bytes.NewReader(b))
 	case 4:
-		zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, err
+		out, err := zstdDecoder.DecodeAll(b, nil)
+		if err == nil && len(out) > limit {
+			err = fmt.Errorf("more than %d bytes decompressed", limit)
 		}
-		defer zr.Close()
-		r = zr
+		return out, err
 	default:
 		return nil, fmt.Errorf("unknown compression type %d", codec)
 	}
