@@ -166,9 +166,6 @@ func TestKafkaToolsSweep(t *testing.T) {
 		// (TestKafkaDelegationTokens runs the tool over SASL).
 		{"delegation tokens refused on plaintext", "kafka-delegation-tokens", slices.Concat(bs, []string{"--command-config", emptyProps, "--describe"}),
 			true, []string{`Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels`}, nil},
-		// Refused on purpose, with Kafka's error for an API the broker does not serve.
-		{"client metrics refused", "kafka-client-metrics", slices.Concat(bs, []string{"--list"}),
-			true, []string{`The node does not support LIST_CONFIG_RESOURCES`}, nil},
 		{"acls without an authorizer", "kafka-acls", slices.Concat(bs, []string{"--list"}),
 			true, []string{`SecurityDisabledException: Security features are disabled\.`}, nil},
 	}

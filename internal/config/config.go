@@ -135,6 +135,10 @@ type Config struct {
 	ShutdownTimeout       time.Duration
 	GroupInitialDelay     time.Duration
 	OffsetsTopicPartition int32
+	// TelemetryMaxClients and TelemetryMaxSeries bound the client instances
+	// whose pushed metrics (KIP-714) a node keeps and the series it exposes
+	// for them on /metrics (package telemetry).
+	TelemetryMaxClients, TelemetryMaxSeries int32
 	// GroupConsumerMaxSize and GroupClassicMaxSize are group.consumer.max.size
 	// and group.classic.max.size: the most members a consumer group (classic
 	// members in it included) and a classic group hold; they also bound the
@@ -191,6 +195,8 @@ func Default() Config {
 		ShutdownTimeout:                      30 * time.Second,
 		GroupInitialDelay:                    3 * time.Second,
 		OffsetsTopicPartition:                50,
+		TelemetryMaxClients:                  16384,
+		TelemetryMaxSeries:                   10000,
 		GroupConsumerMaxSize:                 math.MaxInt32,
 		GroupClassicMaxSize:                  math.MaxInt32,
 		TransactionStatePartitions:           50,
@@ -266,6 +272,8 @@ func (c *Config) options() []option {
 		{"shutdown-timeout", "how long a clean shutdown may take", durationValue{&c.ShutdownTimeout}},
 		{"group-initial-rebalance-delay", "group.initial.rebalance.delay.ms as a duration", durationValue{&c.GroupInitialDelay}},
 		{"offsets-topic-partitions", "partitions of __consumer_offsets", int32Value{&c.OffsetsTopicPartition}},
+		{"telemetry-max-clients", "most client instances whose pushed metrics (KIP-714) are kept; the least recently seen goes first", int32Value{&c.TelemetryMaxClients}},
+		{"telemetry-max-series", "most series of pushed client metrics exposed on /metrics; new ones beyond are dropped", int32Value{&c.TelemetryMaxSeries}},
 		{"group-consumer-max-size", "most members of a consumer group (group.consumer.max.size)", int32Value{&c.GroupConsumerMaxSize}},
 		{"group-classic-max-size", "most members of a classic group (group.classic.max.size)", int32Value{&c.GroupClassicMaxSize}},
 		{"transaction-state-partitions", "partitions of __transaction_state (transaction.state.log.num.partitions)", int32Value{&c.TransactionStatePartitions}},
@@ -394,6 +402,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsTopicPartition < 1 {
 		errs = append(errs, fmt.Errorf("offsets-topic-partitions must be >= 1, got %d", c.OffsetsTopicPartition))
+	}
+	if c.TelemetryMaxClients < 1 || c.TelemetryMaxSeries < 1 {
+		errs = append(errs, fmt.Errorf("telemetry-max-clients and telemetry-max-series must be >= 1, got %d and %d", c.TelemetryMaxClients, c.TelemetryMaxSeries))
 	}
 	if c.TransactionStatePartitions < 1 {
 		errs = append(errs, fmt.Errorf("transaction-state-partitions must be >= 1, got %d", c.TransactionStatePartitions))

@@ -110,6 +110,10 @@ func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, cu
 	if err != nil {
 		return nil, err
 	}
+	if rt == metadata.ResourceClientMetrics && (op.Op == OpAppend || op.Op == OpSubtract) {
+		// Kafka 4.4 looks the key's type up among the broker's and finds none.
+		return nil, fmt.Errorf("%w: can't append to or subtract from client metrics key %s", metadata.ErrInvalidConfig, op.Key)
+	}
 	rec := &metadata.ConfigRecord{ResourceType: rt, ResourceName: name, Key: op.Key}
 	switch op.Op {
 	case OpSet:
@@ -228,6 +232,11 @@ func currentConfigs(img *metadata.Image, rt metadata.ResourceType, name string) 
 			return nil, err
 		}
 		return img.GroupConfigs(name), nil
+	case metadata.ResourceClientMetrics:
+		if err := metadata.ValidateClientMetricsResource(name); err != nil {
+			return nil, err
+		}
+		return img.ClientMetricsConfigs(name), nil
 	}
 	return nil, fmt.Errorf("%w: configs of %v are not supported", metadata.ErrInvalidRequest, rt)
 }

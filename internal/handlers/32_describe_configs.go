@@ -5,8 +5,10 @@ package handlers
 // Topic resources list every topic config with its effective value and source;
 // broker resources the broker-level defaults for those keys (a broker id every
 // key, "" only those set cluster-wide); group resources (type 32) the group
-// configs of share groups; broker logger resources (type 8, this broker's id)
-// every logger and its level (loglevels). Synonyms and documentation as Kafka
+// configs of share groups; client metrics resources (type 16) a subscription's
+// three keys, any name, an unknown one at its defaults (as Kafka 4.4); broker
+// logger resources (type 8, this broker's id) every logger and its level
+// (loglevels). Synonyms and documentation as Kafka
 // 4.4 lists them (metadata.ConfigEntry); loggers have neither. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
 // an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
 // INVALID_REQUEST (Kafka answers that for any id but its own: Strata describes
@@ -49,6 +51,10 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 		case metadata.ResourceGroup:
 			if err = metadata.ValidateGroupResource(rr.ResourceName); err == nil {
 				entries = img.GroupConfigEntries(rr.ResourceName)
+			}
+		case metadata.ResourceClientMetrics:
+			if err = metadata.ValidateClientMetricsResource(rr.ResourceName); err == nil {
+				entries = img.ClientMetricsEntries(rr.ResourceName)
 			}
 		case metadata.ResourceBrokerLogger:
 			if h.cfg.Loggers == nil {

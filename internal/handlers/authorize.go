@@ -26,6 +26,8 @@ package handlers
 //	DescribeAcls, DescribeUserScramCredentials   DESCRIBE cluster
 //	DescribeCluster         anyone; its cluster authorized operations need DESCRIBE
 //	DescribeClientQuotas / AlterClientQuotas   DESCRIBE_CONFIGS / ALTER_CONFIGS cluster
+//	ListConfigResources     DESCRIBE_CONFIGS cluster
+//	GetTelemetrySubscriptions, PushTelemetry   anyone (as Kafka)
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials   ALTER cluster
 //	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
@@ -148,6 +150,7 @@ var requestChecks = map[int16]requestCheck{
 	64: clusterCheck(kmsg.ACLOperationAlter),
 	65: clusterCheck(kmsg.ACLOperationDescribe),
 	66: clusterCheck(kmsg.ACLOperationDescribe),
+	74: clusterCheck(kmsg.ACLOperationDescribeConfigs),
 	68: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
 	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
 	91: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.AlterShareGroupOffsetsRequest).GroupID }),
@@ -311,6 +314,8 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.ShareAcknowledgeResponse:
 		resp.ErrorCode = code
 	case *kmsg.DescribeClientQuotasResponse:
+		resp.ErrorCode = code
+	case *kmsg.ListConfigResourcesResponse:
 		resp.ErrorCode = code
 	case *kmsg.AlterClientQuotasResponse:
 		for _, e := range req.(*kmsg.AlterClientQuotasRequest).Entries {

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/quota"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/telemetry"
 )
 
 // api is one supported API key.
@@ -71,6 +72,9 @@ var apis = []api{
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 65, min: 0, max: 0, serve: (*Handlers).describeTransactions},
 	{key: 66, min: 0, max: 2, serve: (*Handlers).listTransactions},
+	{key: 71, min: 0, max: 0, serve: (*Handlers).getTelemetrySubscriptions},
+	{key: 72, min: 0, max: 0, serve: (*Handlers).pushTelemetry},
+	{key: 74, min: 0, max: 1, serve: (*Handlers).listConfigResources},
 	{key: 75, min: 0, max: 0, serve: (*Handlers).describeTopicPartitions},
 	{key: 78, min: 1, max: 2, serve: (*Handlers).shareFetch},
 	{key: 79, min: 1, max: 2, serve: (*Handlers).shareAcknowledge},
@@ -132,6 +136,9 @@ type Config struct {
 	// partitions of __share_group_state this node leads; nil: they answer
 	// COORDINATOR_NOT_AVAILABLE.
 	ShareCoordinator ShareCoordinator
+	// Telemetry serves GetTelemetrySubscriptions and PushTelemetry (KIP-714
+	// client metrics); nil: they answer UNSUPPORTED_VERSION.
+	Telemetry *telemetry.Manager
 	// Authorizer, when set, returns the authorizer for the latest ACLs and turns
 	// authorization on (authorize.go); nil: every request is allowed and the ACL
 	// APIs answer SECURITY_DISABLED.

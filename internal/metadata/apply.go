@@ -47,7 +47,7 @@ func typeOf(rec Record) RecordType {
 type builder struct {
 	img                                    Image
 	ownNames, ownBrokers, ownBrokerConfigs bool
-	ownGroupConfigs                        bool
+	ownGroupConfigs, ownClientMetrics      bool
 	ownScram, ownAcls, ownQuotas           bool
 	ownTokens                              bool
 	ownShards                              [topicShards]bool
@@ -416,6 +416,8 @@ func (b *builder) config(r *ConfigRecord) error {
 		return nil
 	case ResourceGroup:
 		return b.groupConfig(r)
+	case ResourceClientMetrics:
+		return b.clientMetricsConfig(r)
 	}
 	return fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, r.ResourceType)
 }

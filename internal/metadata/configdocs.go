@@ -66,6 +66,14 @@ var configDocs = map[string]string{
 
 	// Group keys.
 	GroupConsumerHeartbeatInterval: "How often, in milliseconds, the members of this consumer group (KIP-848) are told to heartbeat.",
+	// Client metrics keys (KIP-714 subscriptions).
+	ClientMetricsMetrics: "Metric name prefixes the matching clients push (org.apache.kafka.producer. for a " +
+		"producer's); * is every metric, empty none. Strata exposes what they push on /metrics.",
+	ClientMetricsInterval: "How often, in milliseconds, the matching clients push their metrics (100 to 3600000); " +
+		"a client matching several subscriptions pushes at the smallest interval.",
+	ClientMetricsMatch: "selector=regex entries a client must all match to get this subscription; selectors: " +
+		"client_id, client_instance_id, client_software_name, client_software_version, client_source_address, " +
+		"client_source_port. Empty matches every client.",
 	GroupConsumerSessionTimeout: "How long, in milliseconds, a member of this consumer group (KIP-848) may go without a " +
 		"heartbeat before it is removed.",
 	GroupDeadLetterCopyRecord: "Whether a share group's dead-letter records carry the original record's key and value.",

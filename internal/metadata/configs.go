@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strata-stream/strata/internal/throttle"
 )
 
@@ -40,7 +42,8 @@ const (
 type ResourceType int8
 
 // Resource types that carry configs. Broker loggers' are the handlers' own
-// (never in the metadata log); client metrics' Strata refuses.
+// (never in the metadata log); client metrics' are subscriptions
+// (clientmetrics.go).
 const (
 	ResourceTopic         ResourceType = 2
 	ResourceBroker        ResourceType = 4
@@ -318,6 +321,9 @@ func ValidateConfig(rt ResourceType, key, value string) error {
 		return err
 	}
 	if err := d.set(&TopicConfig{}, value); err != nil {
+		if ErrorCode(err) != kerr.UnknownServerError.Code { // the validator chose Kafka's code
+			return err
+		}
 		return fmt.Errorf("%w: %s=%q: %v", refusal(rt), key, value, err)
 	}
 	return nil
@@ -345,9 +351,10 @@ func ValidateConfigChange(rt ResourceType, key, value string) error {
 }
 
 // refusal is the sentinel of a refused key or value: Kafka answers
-// INVALID_REQUEST for broker configs, INVALID_CONFIG for the others.
+// INVALID_REQUEST for broker and client metrics configs, INVALID_CONFIG for
+// the others.
 func refusal(rt ResourceType) *KafkaError {
-	if rt == ResourceBroker {
+	if rt == ResourceBroker || rt == ResourceClientMetrics {
 		return ErrInvalidRequest
 	}
 	return ErrInvalidConfig
@@ -366,6 +373,8 @@ func LookupConfig(rt ResourceType, key string) (ConfigDef, error) {
 		d, ok = LookupBrokerConfig(key)
 	case ResourceGroup:
 		d, ok = LookupGroupConfig(key)
+	case ResourceClientMetrics:
+		d, ok = LookupClientMetricsConfig(key)
 	default:
 		return ConfigDef{}, fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, rt)
 	}
@@ -459,7 +468,7 @@ type describeLevel struct {
 	values map[string]string
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -2,7 +2,7 @@ package metadata
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 )
 
@@ -60,13 +60,15 @@ func intIn(v string, lo, hi int64) error {
 }
 
 // LookupGroupConfig finds a group config key.
-func LookupGroupConfig(key string) (ConfigDef, bool) {
-	for _, d := range groupConfigDefs {
-		if d.Name == key {
-			return d, true
-		}
+func LookupGroupConfig(key string) (ConfigDef, bool) { return findDef(groupConfigDefs, key) }
+
+// findDef finds the key of a short table by name.
+func findDef(defs []ConfigDef, key string) (ConfigDef, bool) {
+	i := slices.IndexFunc(defs, func(d ConfigDef) bool { return d.Name == key })
+	if i < 0 {
+		return ConfigDef{}, false
 	}
-	return ConfigDef{}, false
+	return defs[i], true
 }
 
 // ValidateGroupResource checks a group resource name: any non-empty group id.
@@ -107,31 +109,37 @@ func (b *builder) groupConfig(r *ConfigRecord) error {
 	if err := ValidateGroupResource(r.ResourceName); err != nil {
 		return err
 	}
-	if !b.ownGroupConfigs {
-		b.img.groupConfigs = cloneOrMake(b.img.groupConfigs)
-		b.ownGroupConfigs = true
-	}
-	if cfg := setOrDelete(b.img.groupConfigs[r.ResourceName], r); len(cfg) > 0 {
-		b.img.groupConfigs[r.ResourceName] = cfg
-	} else {
-		delete(b.img.groupConfigs, r.ResourceName)
-	}
+	setNamedConfig(&b.img.groupConfigs, &b.ownGroupConfigs, r)
 	return nil
 }
 
-// groupConfigRecords are the records that rebuild the group configs, for snapshots.
-func (img *Image) groupConfigRecords() []Record {
-	names := make([]string, 0, len(img.groupConfigs))
-	for name := range img.groupConfigs {
-		names = append(names, name)
+// setNamedConfig applies r to a map of configs by resource name (group and
+// client metrics resources), copying the map the first time the builder
+// changes it; a resource left with no key is removed.
+func setNamedConfig(m *map[string]map[string]string, own *bool, r *ConfigRecord) {
+	if !*own {
+		*m = cloneOrMake(*m)
+		*own = true
 	}
-	sort.Strings(names)
+	if cfg := setOrDelete((*m)[r.ResourceName], r); len(cfg) > 0 {
+		(*m)[r.ResourceName] = cfg
+	} else {
+		delete(*m, r.ResourceName)
+	}
+}
+
+// namedConfigRecords are the records that rebuild a map of configs by resource
+// name, for snapshots.
+func namedConfigRecords(rt ResourceType, m map[string]map[string]string) []Record {
 	var recs []Record
-	for _, name := range names {
-		cfg := img.groupConfigs[name]
+	for _, name := range sortedKeys(m) {
+		cfg := m[name]
 		for _, k := range sortedKeys(cfg) {
-			recs = append(recs, &ConfigRecord{ResourceType: ResourceGroup, ResourceName: name, Key: k, Value: cfg[k]})
+			recs = append(recs, &ConfigRecord{ResourceType: rt, ResourceName: name, Key: k, Value: cfg[k]})
 		}
 	}
 	return recs
 }
+
+// GroupConfigNames lists the groups with dynamic configs, sorted.
+func (img *Image) GroupConfigNames() []string { return sortedKeys(img.groupConfigs) }

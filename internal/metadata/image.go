@@ -91,6 +91,7 @@ type Image struct {
 	brokers        map[int32]*Broker
 	brokerConfigs  map[string]map[string]string // "" (cluster default) or broker id -> key -> value
 	groupConfigs   map[string]map[string]string // group id -> key -> value (groupconfigs.go)
+	clientMetrics  map[string]map[string]string // subscription -> key -> value (clientmetrics.go)
 	nextProducerID int64
 	scram          map[string]map[ScramMechanism]*ScramCredential // user -> mechanism (scram.go)
 	acls           map[acl.Binding]struct{}                       // (acls.go)
@@ -270,7 +271,8 @@ func (img *Image) Records() []Record {
 			recs = append(recs, &ConfigRecord{ResourceType: ResourceBroker, ResourceName: name, Key: k, Value: cfg[k]})
 		}
 	}
-	recs = append(recs, img.groupConfigRecords()...)
+	recs = append(recs, namedConfigRecords(ResourceGroup, img.groupConfigs)...)
+	recs = append(recs, namedConfigRecords(ResourceClientMetrics, img.clientMetrics)...)
 	for _, b := range img.Brokers() {
 		recs = append(recs, &RegisterBrokerRecord{
 			BrokerID: b.ID, Incarnation: b.Incarnation, Epoch: b.Epoch,

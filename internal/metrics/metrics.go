@@ -44,6 +44,8 @@ type Config struct {
 	Logger *slog.Logger
 	// GoCollectors adds the Go runtime and process collectors (go_*, process_*).
 	GoCollectors bool
+	// Telemetry, when set, exposes the metrics clients push (telemetry.go).
+	Telemetry ClientTelemetry
 }
 
 // Metrics holds one node's metrics. Its zero value is not usable: call New.
@@ -85,6 +87,9 @@ func New(cfg Config) *Metrics {
 	}
 	if cfg.Groups != nil {
 		m.reg.MustRegister(lagCollector{groups: cfg.Groups, partitions: cfg.Partitions, log: cfg.Logger})
+	}
+	if cfg.Telemetry != nil {
+		m.reg.MustRegister(telemetryStats{cfg.Telemetry}, telemetryCollector{cfg.Telemetry})
 	}
 	if cfg.GoCollectors {
 		m.reg.MustRegister(collectors.NewGoCollector(

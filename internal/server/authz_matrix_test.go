@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"testing"
 	"time"
@@ -386,6 +387,23 @@ var authzMatrix = map[int16]matrixCase{
 	}},
 	66: {func([16]byte) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListTransactionsResponse).ErrorCode }},
+	// Anyone may get a telemetry subscription and push (as Kafka); a push of a
+	// fresh instance id with no subscription id passes authorization and stops
+	// at UNKNOWN_SUBSCRIPTION_ID.
+	71: {func([16]byte) kmsg.Request { return kmsg.NewPtrGetTelemetrySubscriptionsRequest() },
+		nil, func(r kmsg.Response) int16 { return r.(*kmsg.GetTelemetrySubscriptionsResponse).ErrorCode }},
+	72: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrPushTelemetryRequest()
+		rand.Read(r.ClientInstanceID[:])
+		return r
+	}, nil, func(r kmsg.Response) int16 {
+		if code := r.(*kmsg.PushTelemetryResponse).ErrorCode; code != kerr.UnknownSubscriptionID.Code {
+			return code
+		}
+		return 0
+	}},
+	74: {func([16]byte) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() },
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListConfigResourcesResponse).ErrorCode }},
 	68: {func([16]byte) kmsg.Request {
 		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = "mg", "m-member", 0, 5000

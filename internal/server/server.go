@@ -58,6 +58,7 @@ import (
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/telemetry"
 	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -87,6 +88,10 @@ type Node struct {
 	console *console.Console
 	admin   *http.Server
 	adminLn net.Listener
+
+	// telemetry keeps the metrics clients push (KIP-714) for the handlers and
+	// /metrics.
+	telemetry *telemetry.Manager
 
 	// Cluster plumbing (cluster.go).
 	mux           *controllerlink.Mux
@@ -246,9 +251,10 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 	if err := n.ctrl.WaitReady(ctx); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
+	n.telemetry = telemetry.New(telemetry.Config{MaxClients: int(cfg.TelemetryMaxClients), MaxSeries: int(cfg.TelemetryMaxSeries)})
 	n.metrics = metrics.New(metrics.Config{
 		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n}, Groups: nodeGroups{n},
-		Logger: n.log.With("component", "metrics"), GoCollectors: true,
+		Logger: n.log.With("component", "metrics"), GoCollectors: true, Telemetry: n.telemetry,
 	})
 	return nil
 }
@@ -343,6 +349,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
 		Shares:                     n.shares,
 		ShareCoordinator:           n.shareCoord,
+		Telemetry:                  n.telemetry,
 		RackAwareReplicaSelector:   cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector,
 		FetchSessionCacheSlots:     cfg.MaxIncrementalFetchSessionCacheSlots,
 		TokenSecretKey:             cfg.DelegationTokenSecretKey,

@@ -20,6 +20,9 @@ type step struct {
 	settle bool
 	// namesOnly prints only the names of the configs described, sorted.
 	namesOnly bool
+	// v0 sends the request at version 0 (ListConfigResources: the former
+	// ListClientMetricsResources).
+	v0 bool
 }
 
 var cases = []step{
@@ -111,7 +114,41 @@ var cases = []step{
 	{name: "set client metrics m", req: incr(clientMetrics, "m-", 0, "interval.ms", "60000"), settle: true},
 	{name: "describe client metrics m after set", req: describe(clientMetrics, "m-", true, true, "interval.ms", "metrics")},
 	{name: "set client metrics bad key", req: incr(clientMetrics, "m-", 0, "foo", "1")},
-	{name: "list config resources", req: func(*system) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }},
+	{name: "set client metrics interval too low", req: incr(clientMetrics, "m-", 0, "interval.ms", "99")},
+	{name: "set client metrics interval too high", req: incr(clientMetrics, "m-", 0, "interval.ms", "3600001")},
+	{name: "set client metrics interval not a number", req: incr(clientMetrics, "m-", 0, "interval.ms", "x")},
+	{name: "set client metrics match unknown selector", req: incr(clientMetrics, "m-", 0, "match", "foo=bar")},
+	{name: "set client metrics match without =", req: incr(clientMetrics, "m-", 0, "match", "client_id")},
+	{name: "set client metrics match bad regex", req: incr(clientMetrics, "m-", 0, "match", "client_id=[")},
+	{name: "set client metrics empty name", req: incr(clientMetrics, "", 0, "interval.ms", "1000")},
+	{name: "describe client metrics empty name", req: describe(clientMetrics, "", false, false)},
+	{name: "describe client metrics unknown", req: describe(clientMetrics, "nx-", false, false)},
+	{name: "set client metrics match", req: incr(clientMetrics, "m-", 0, "match", "client_id=abc.*,client_software_name=apache-kafka-java"), settle: true},
+	{name: "append client metrics metrics", req: incr(clientMetrics, "m-", 2, "metrics", "org.apache.kafka.producer."), settle: true},
+	{name: "describe client metrics m after match", req: describe(clientMetrics, "m-", true, true)},
+	{name: "alter client metrics n", req: alter(clientMetrics, "n-", "metrics", "*", "interval.ms", "1000"), settle: true},
+	{name: "alter client metrics bad interval", req: alter(clientMetrics, "n-", "interval.ms", "1")},
+	{name: "describe client metrics n", req: describe(clientMetrics, "n-", false, false)},
+	{name: "list config resources", req: listConfigResources()},
+	{name: "list config resources v0", req: listConfigResources(), v0: true},
+	{name: "list config resources client metrics", req: listConfigResources(clientMetrics)},
+	{name: "list config resources topics", req: listConfigResources(topic)},
+	{name: "list config resources brokers", req: listConfigResources(broker)},
+	{name: "list config resources broker loggers", req: listConfigResources(brokerLogger)},
+	{name: "list config resources groups", req: listConfigResources(group)},
+	{name: "list config resources groups and client metrics", req: listConfigResources(group, clientMetrics)},
+	{name: "list config resources unknown type", req: listConfigResources(1)},
+	{name: "list config resources unknown and known type", req: listConfigResources(clientMetrics, 64)},
+	{name: "delete client metrics n", req: alter(clientMetrics, "n-"), settle: true},
+	{name: "list config resources after delete", req: listConfigResources(clientMetrics)},
+}
+
+func listConfigResources(types ...int8) func(s *system) kmsg.Request {
+	return func(*system) kmsg.Request {
+		req := kmsg.NewPtrListConfigResourcesRequest()
+		req.ResourceTypes = types
+		return req
+	}
 }
 
 func describe(rt int8, name string, synonyms, docs bool, keys ...string) func(s *system) kmsg.Request {

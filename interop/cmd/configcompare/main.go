@@ -1,5 +1,6 @@
 // Command configcompare sends the same config requests (DescribeConfigs,
-// AlterConfigs, IncrementalAlterConfigs, CreateTopics, CreatePartitions) to a
+// AlterConfigs, IncrementalAlterConfigs, ListConfigResources, CreateTopics,
+// CreatePartitions) to a
 // Kafka broker and a Strata broker and prints, case by case, what each answers,
 // marking the cases where they differ. It is how the expected values of Strata's
 // config tables (internal/handlers, internal/metadata) were taken from Kafka 4.4.
@@ -23,6 +24,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 func main() {
@@ -47,6 +50,7 @@ func main() {
 		}
 		results[i] = s.runAll(ctx, *only)
 		s.cl.Close()
+		s.cl0.Close()
 	}
 	differ := 0
 	for i := range results[0] {
@@ -76,6 +80,7 @@ type result struct{ name, out, msgs string }
 
 type system struct {
 	cl    *kgo.Client
+	cl0   *kgo.Client // sends ListConfigResources at v0
 	run   string
 	topic string // one partition, segment.bytes overridden; "o-" another of one partition
 }
@@ -85,7 +90,13 @@ func newSystem(ctx context.Context, addr, run string) (*system, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &system{cl: cl, run: run, topic: "cc-t-" + run}
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.ListConfigResources), 0)
+	cl0, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(v))
+	if err != nil {
+		return nil, err
+	}
+	s := &system{cl: cl, cl0: cl0, run: run, topic: "cc-t-" + run}
 	adm := kadm.NewClient(cl)
 	seg := "2097152"
 	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &seg}, s.topic); err != nil {
@@ -128,12 +139,16 @@ func (s *system) runAll(ctx context.Context, only string) []result {
 			continue
 		}
 		req := c.req(s)
-		resp, err := s.cl.Broker(1).Request(ctx, req) // both are node 1
+		cl := s.cl
+		if c.v0 {
+			cl = s.cl0
+		}
+		resp, err := cl.Broker(1).Request(ctx, req) // both are node 1
 		r := result{name: c.name}
 		if err != nil {
 			r.out = "error: " + err.Error()
 		} else {
-			r.out, r.msgs = summarize(resp, c.namesOnly)
+			r.out, r.msgs = summarize(resp, c.namesOnly, s.run)
 		}
 		out = append(out, r)
 		if c.settle {

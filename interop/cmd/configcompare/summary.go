@@ -11,8 +11,10 @@ import (
 
 // summarize prints what a response answers: per resource or topic its error
 // code, and for DescribeConfigs every config's fields (documentation only as
-// present or not); msgs holds the error messages, shown but not compared.
-func summarize(resp kmsg.Response, namesOnly bool) (out, msgs string) {
+// present or not), for ListConfigResources the types in the order listed, each
+// with the run's own names sorted (Kafka lists them in hash order); msgs holds
+// the error messages, shown but not compared.
+func summarize(resp kmsg.Response, namesOnly bool, run string) (out, msgs string) {
 	var b, m strings.Builder
 	code := func(c int16, msg *string) string {
 		if msg != nil && *msg != "" {
@@ -66,7 +68,25 @@ func summarize(resp kmsg.Response, namesOnly bool) (out, msgs string) {
 			fmt.Fprintf(&b, "[%s]", code(t.ErrorCode, t.ErrorMessage))
 		}
 	case *kmsg.ListConfigResourcesResponse:
-		fmt.Fprintf(&b, "%s %d resources", code(r.ErrorCode, nil), len(r.ConfigResources))
+		b.WriteString(code(r.ErrorCode, nil))
+		var names []string
+		flush := func() {
+			slices.Sort(names)
+			for _, n := range names {
+				fmt.Fprintf(&b, " %s", n)
+			}
+			names = names[:0]
+		}
+		for i, c := range r.ConfigResources {
+			if i == 0 || c.Type != r.ConfigResources[i-1].Type {
+				flush()
+				fmt.Fprintf(&b, " type %d:", c.Type)
+			}
+			if strings.HasSuffix(c.Name, run) { // names from other runs and systems vary
+				names = append(names, strings.TrimSuffix(c.Name, run))
+			}
+		}
+		flush()
 	default:
 		fmt.Fprintf(&b, "%T", resp)
 	}
