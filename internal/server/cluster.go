@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -294,11 +295,16 @@ const featuresResendInterval = 5 * time.Second
 // the registration's features are not in the metadata (a controller that
 // predates them registered it), it sends the registration again, at most
 // every featuresResendInterval, so that a controller that knows them records
-// them.
+// them; beside the heartbeats, never holding one up.
 func (n *Node) runHeartbeats(ctx context.Context) {
 	t := time.NewTicker(n.cfg.BrokerHeartbeatInterval)
 	defer t.Stop()
-	var resent time.Time
+	var (
+		resent    time.Time
+		resending atomic.Bool
+		resends   sync.WaitGroup
+	)
+	defer resends.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -307,11 +313,17 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 		}
 		res, err := n.heartbeat(ctx, false)
 		switch {
-		case err == nil && !res.Fenced && !n.featuresRecorded() && time.Since(resent) >= featuresResendInterval:
+		case err == nil && !res.Fenced && !n.featuresRecorded() && time.Since(resent) >= featuresResendInterval && resending.CompareAndSwap(false, true):
 			resent = time.Now()
-			if _, err := n.registerAnyVoter(ctx, n.registration); err != nil && ctx.Err() == nil {
-				n.log.Debug("sending the registration again to record its features", "err", err)
-			}
+			reg := n.registration
+			resends.Go(func() {
+				defer resending.Store(false)
+				ctx, cancel := context.WithTimeout(ctx, featuresResendInterval)
+				defer cancel()
+				if _, err := n.registerAnyVoter(ctx, reg); err != nil && ctx.Err() == nil {
+					n.log.Debug("sending the registration again to record its features", "err", err)
+				}
+			})
 		case err == nil && !res.Fenced:
 		case errors.Is(err, kerr.StaleBrokerEpoch) || errors.Is(err, metadata.ErrStaleBrokerEpoch) || errors.Is(err, metadata.ErrUnknownBroker) || errors.Is(err, kerr.BrokerNotAvailable):
 			n.log.Warn("controller does not know this registration: registering again", "err", err)
