@@ -104,6 +104,11 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 // gets ErrDuplicateBrokerRegistration (see PlanRegisterBroker). Registering
 // counts as a heartbeat.
 //
+// The broker's features (req.Features) are recorded after the registration,
+// in a proposal of their own (PlanBrokerFeatures); a retry of a registration
+// records those that are missing, so a broker registered by a controller that
+// predates them has them recorded by sending its registration again.
+//
 // With req.ObserverAddr (a broker-only node) the node also becomes a
 // non-voting member of the quorum at that address once registered, unless it
 // is one already; a node id held by a voter is refused first, with
@@ -129,6 +134,14 @@ func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (in
 	})
 	if err != nil {
 		return 0, err
+	}
+	if len(req.Features) > 0 {
+		err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+			return PlanBrokerFeatures(img, req.ID, epoch, req.Features)
+		})
+		if err != nil {
+			return 0, err
+		}
 	}
 	if !known {
 		if err := c.addObserver(ctx, req.ID, req.ObserverAddr); err != nil {

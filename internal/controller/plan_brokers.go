@@ -22,6 +22,10 @@ type RegisterBroker struct {
 	// controller adds to the quorum as a non-voting member (not a record: the
 	// Raft configuration holds it). Empty for a voter.
 	ObserverAddr string
+	// Features are the Strata-internal features the broker supports, at
+	// their highest level (metadata.SupportedFeatures of its build); a build
+	// that predates them sends none.
+	Features map[string]int32
 }
 
 // ProducerIDBlock is a range of producer ids owned by one broker: [First,
@@ -83,6 +87,24 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 		return nil, 0, err
 	}
 	return append(recs, changesAfterUnfence(next, req.ID, down)...), epoch, nil
+}
+
+// PlanBrokerFeatures records the Strata-internal features of broker id's
+// registration epoch; nothing when they are recorded already. The records go
+// in a batch of their own (see metadata.BrokerFeaturesRecord).
+func PlanBrokerFeatures(img *metadata.Image, id int32, epoch int64, features map[string]int32) ([]metadata.Record, error) {
+	b, err := checkBrokerEpoch(img, id, epoch)
+	if err != nil {
+		return nil, err
+	}
+	if maps.Equal(b.Features, features) {
+		return nil, nil
+	}
+	recs := []metadata.Record{&metadata.BrokerFeaturesRecord{BrokerID: id, Epoch: epoch, Features: features}}
+	if _, err := metadata.ApplyAll(img, recs); err != nil {
+		return nil, err
+	}
+	return recs, nil
 }
 
 // PlanFenceBroker fences a broker's current registration: it leaves every ISR

@@ -204,7 +204,9 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 }
 
 // brokerRegistration registers a broker. A registration naming another
-// cluster id than this node's is refused with INCONSISTENT_CLUSTER_ID.
+// cluster id than this node's is refused with INCONSISTENT_CLUSTER_ID. Its
+// Features are the broker's Strata-internal features, recorded with the
+// registration (controller.RegisterBroker).
 func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
@@ -227,6 +229,12 @@ func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo,
 		if ol.Name == controllerlink.ObserverListener {
 			reg.ObserverAddr = net.JoinHostPort(ol.Host, strconv.Itoa(int(ol.Port)))
 		}
+	}
+	for _, f := range req.Features { // Strata-internal features (metadata.SupportedFeatures)
+		if reg.Features == nil {
+			reg.Features = make(map[string]int32, len(req.Features))
+		}
+		reg.Features[f.Name] = int32(f.MaxSupportedVersion)
 	}
 	epoch, err := h.cluster.RegisterBroker(ctx, reg)
 	resp.ErrorCode = controllerErrorCode(err)

@@ -88,6 +88,8 @@ func (b *builder) apply(rec Record) error {
 		return b.delegationToken(r)
 	case *RemoveDelegationTokenRecord:
 		return b.removeDelegationToken(r)
+	case *BrokerFeaturesRecord:
+		return b.brokerFeatures(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",

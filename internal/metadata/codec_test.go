@@ -40,6 +40,7 @@ func sampleRecords() []Record {
 		&DelegationTokenRecord{DelegationToken: DelegationToken{ID: "tok", Owner: "User:alice", Requester: "User:admin",
 			Renewers: []string{"User:bob", "User:carol"}, IssueTimestamp: 1, ExpiryTimestamp: 2, MaxTimestamp: 3}},
 		&RemoveDelegationTokenRecord{ID: "tok"},
+		&BrokerFeaturesRecord{BrokerID: 1, Epoch: 7, Features: map[string]int32{FeatureOwedMarkers: 1, "strata.other": 3}},
 	}
 }
 
@@ -122,6 +123,13 @@ func TestRecordRoundTripProperty(t *testing.T) {
 		rapid.Custom(func(t *rapid.T) Record {
 			return &ProducerIDsRecord{BrokerID: rapid.Int32().Draw(t, "id"), BrokerEpoch: rapid.Int64().Draw(t, "epoch"),
 				NextProducerID: rapid.Int64().Draw(t, "next")}
+		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			f := rapid.MapOf(str, rapid.Int32()).Draw(t, "features")
+			if len(f) == 0 {
+				f = nil
+			}
+			return &BrokerFeaturesRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch"), Features: f}
 		}),
 	)
 	rapid.Check(t, func(t *rapid.T) {

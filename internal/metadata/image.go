@@ -22,6 +22,9 @@ type Broker struct {
 	Port        int32
 	Rack        string
 	Fenced      bool
+	// Features are the Strata-internal features this registration supports,
+	// at their highest level (BrokerFeaturesRecord); nil until recorded.
+	Features map[string]int32
 }
 
 // Addr is the broker's Kafka address, host:port.
@@ -278,6 +281,9 @@ func (img *Image) Records() []Record {
 			BrokerID: b.ID, Incarnation: b.Incarnation, Epoch: b.Epoch,
 			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced,
 		})
+		if len(b.Features) > 0 {
+			recs = append(recs, &BrokerFeaturesRecord{BrokerID: b.ID, Epoch: b.Epoch, Features: b.Features})
+		}
 	}
 	for _, t := range img.Topics() {
 		recs = append(recs, &TopicRecord{Name: t.Name, ID: t.ID, Configs: t.Overrides})

@@ -26,6 +26,9 @@ const (
 	TypeDelegationToken       RecordType = 23
 	TypeRemoveDelegationToken RecordType = 24
 
+	// Strata-internal broker features (32-33, features.go).
+	TypeBrokerFeatures RecordType = 32
+
 	// Connection quotas (50-54).
 	TypeIPQuota RecordType = 50
 )
@@ -191,6 +194,8 @@ func newRecord(t RecordType) Record {
 		return new(DelegationTokenRecord)
 	case TypeRemoveDelegationToken:
 		return new(RemoveDelegationTokenRecord)
+	case TypeBrokerFeatures:
+		return new(BrokerFeaturesRecord)
 	}
 	return nil
 }

@@ -281,17 +281,19 @@ func TestAppendWaitErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p, err := m.Partition(group.OffsetsTopic, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read before the append starts: read after, it may already count the
+	// append (the goroutine can run first), and the wait below never ends.
+	before := p.LogEndOffset()
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		done <- s.Append(ctx, 2, small)
 	}()
-	p, err := m.Partition(group.OffsetsTopic, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := p.LogEndOffset()
 	wait.For(t, "the append in the log", func() bool { return p.LogEndOffset() > before })
 	if err := m.Apply(moved.WithOffset(3)); err != nil {
 		t.Fatal(err)

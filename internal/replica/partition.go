@@ -411,8 +411,9 @@ func (p *Partition) append(records []byte, acks int16, verify bool, guard Verifi
 	if n == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
 	}
-	p.awaitMarker(first)
-	return p.appendLocked(records, first, verify, guard)
+	return p.afterMarker(first, func() (AppendResult, error) {
+		return p.appendLocked(records, first, verify, guard)
+	})
 }
 
 func (p *Partition) appendLocked(records []byte, first batch.Header, verify bool, guard VerificationGuard) (AppendResult, error) {

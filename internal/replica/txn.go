@@ -47,6 +47,18 @@ func (p *Partition) markerPendingLocked(h batch.Header) bool {
 	return ok && e.epoch < h.ProducerEpoch && p.inTxn(h.ProducerID)
 }
 
+// afterMarker runs appendFn, the append of transactional batch h; refused
+// with ErrTxnMarkerPending, it waits for the marker (awaitMarker) and runs it
+// once more. The common case takes the append lock once.
+func (p *Partition) afterMarker(h batch.Header, appendFn func() (AppendResult, error)) (AppendResult, error) {
+	res, err := appendFn()
+	if errors.Is(err, ErrTxnMarkerPending) {
+		p.awaitMarker(h)
+		res, err = appendFn()
+	}
+	return res, err
+}
+
 // awaitMarker waits, up to markerWait, until transactional batch h no longer
 // finds its producer's previous transaction open here (markerPendingLocked),
 // woken by every append (the marker's among them). The append after it checks
@@ -253,15 +265,16 @@ func (p *Partition) appendAsCoordinator(records []byte, check func() error) (App
 	if limit := p.Config().MaxMessageBytes; h.Size() > int(limit) {
 		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), limit)
 	}
-	p.awaitMarker(h)
-	return p.appendTrusted(records, func() error {
-		if p.markerPendingLocked(h) {
-			return fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, h.ProducerID, h.ProducerEpoch)
-		}
-		if check != nil {
-			return check()
-		}
-		return nil
+	return p.afterMarker(h, func() (AppendResult, error) {
+		return p.appendTrusted(records, func() error {
+			if p.markerPendingLocked(h) {
+				return fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, h.ProducerID, h.ProducerEpoch)
+			}
+			if check != nil {
+				return check()
+			}
+			return nil
+		})
 	})
 }
 

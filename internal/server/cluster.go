@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -131,7 +133,8 @@ func (n *Node) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port), Rack: n.cfg.Rack}
+	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port), Rack: n.cfg.Rack,
+		Features: metadata.SupportedFeatures}
 	if !n.cfg.IsController() {
 		reg.ObserverAddr = n.raftAddr
 	}
@@ -257,6 +260,11 @@ func (n *Node) registerOnce(ctx context.Context, send func(context.Context, kmsg
 	l := kmsg.NewBrokerRegistrationRequestListener()
 	l.Name, l.Host, l.Port, l.SecurityProtocol = "PLAINTEXT", reg.Host, uint16(reg.Port), 0
 	req.Listeners = append(req.Listeners, l)
+	for _, name := range slices.Sorted(maps.Keys(reg.Features)) {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = name, 0, int16(reg.Features[name])
+		req.Features = append(req.Features, f)
+	}
 	if reg.ObserverAddr != "" {
 		host, portStr, err := net.SplitHostPort(reg.ObserverAddr)
 		if err != nil {
@@ -278,11 +286,25 @@ func (n *Node) registerOnce(ctx context.Context, send func(context.Context, kmsg
 	return r.BrokerEpoch, nil
 }
 
+// featuresResendInterval spaces the registrations a broker sends again while
+// its features are not recorded (runHeartbeats).
+const featuresResendInterval = 5 * time.Second
+
 // runHeartbeats keeps this broker alive (unfenced) with the active controller and
-// re-registers when the controller no longer knows this registration.
+// re-registers when the controller no longer knows this registration. While
+// the registration's features are not in the metadata (a controller that
+// predates them registered it), it sends the registration again, at most
+// every featuresResendInterval, so that a controller that knows them records
+// them; beside the heartbeats, never holding one up.
 func (n *Node) runHeartbeats(ctx context.Context) {
 	t := time.NewTicker(n.cfg.BrokerHeartbeatInterval)
 	defer t.Stop()
+	var (
+		resent    time.Time
+		resending atomic.Bool
+		resends   sync.WaitGroup
+	)
+	defer resends.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -291,6 +313,17 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 		}
 		res, err := n.heartbeat(ctx, false)
 		switch {
+		case err == nil && !res.Fenced && !n.featuresRecorded() && time.Since(resent) >= featuresResendInterval && resending.CompareAndSwap(false, true):
+			resent = time.Now()
+			reg := n.registration
+			resends.Go(func() {
+				defer resending.Store(false)
+				ctx, cancel := context.WithTimeout(ctx, featuresResendInterval)
+				defer cancel()
+				if _, err := n.registerAnyVoter(ctx, reg); err != nil && ctx.Err() == nil {
+					n.log.Debug("sending the registration again to record its features", "err", err)
+				}
+			})
 		case err == nil && !res.Fenced:
 		case errors.Is(err, kerr.StaleBrokerEpoch) || errors.Is(err, metadata.ErrStaleBrokerEpoch) || errors.Is(err, metadata.ErrUnknownBroker) || errors.Is(err, kerr.BrokerNotAvailable):
 			n.log.Warn("controller does not know this registration: registering again", "err", err)
@@ -301,6 +334,13 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 			n.log.Debug("broker heartbeat", "err", err)
 		}
 	}
+}
+
+// featuresRecorded tells whether the metadata holds this broker's current
+// registration with its features.
+func (n *Node) featuresRecorded() bool {
+	b := n.ctrl.Image().Broker(n.cfg.NodeID)
+	return b != nil && b.Epoch == n.brokerEpoch.Load() && maps.Equal(b.Features, n.registration.Features)
 }
 
 // heartbeat sends one heartbeat to the active controller. It gives up after half

@@ -79,7 +79,14 @@ type Config struct {
 	// (one fsync for both, where two would run in sequence); after that it is
 	// written alone.
 	CompleteDelay time.Duration
-	Now           func() time.Time
+	// Overlap tells whether the overlap may run (see the package
+	// documentation): only when every broker that may load this
+	// coordinator's partitions reads the owed markers a state names
+	// (metadata.FeatureOwedMarkers), since a build that predates them reads
+	// such a state as a plain one and would never write those markers. It is
+	// asked at each end of a transaction; nil: always.
+	Overlap func() bool
+	Now     func() time.Time
 }
 
 // DefaultConfig is Kafka's defaults.
@@ -598,12 +605,13 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 // leaves the prepared state, which the next coordinator completes again; the
 // markers it then writes again change nothing.
 //
-// When m canOverlap, the next transaction's adds are served meanwhile
-// (acquire, overlapChange): their Ongoing states name m's markers as owed,
-// and the completed state is then never written (the Ongoing state replaced
-// it); once the markers are committed the id's state forgets them.
+// When m canOverlap and Config.Overlap allows it, the next transaction's
+// adds are served meanwhile (acquire, overlapChange): their Ongoing states
+// name m's markers as owed, and the completed state is then never written
+// (the Ongoing state replaced it); once the markers are committed the id's
+// state forgets them.
 func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entry, m Meta) {
-	if m.canOverlap() {
+	if m.canOverlap() && (c.cfg.Overlap == nil || c.cfg.Overlap()) {
 		e.prep = &m
 	}
 	c.wg.Add(1)

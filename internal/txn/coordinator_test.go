@@ -166,10 +166,16 @@ func newFixtureWith(t *testing.T, store *memStore, epoch int32, completeDelay ti
 // newFixtureMarkers is newFixtureWith writing its markers with markers.
 func newFixtureMarkers(t *testing.T, store *memStore, epoch int32, completeDelay time.Duration, markers *memMarkers) *fixture {
 	t.Helper()
+	return newFixtureGated(t, store, epoch, completeDelay, markers, nil)
+}
+
+// newFixtureGated is newFixtureMarkers with Config.Overlap overlap.
+func newFixtureGated(t *testing.T, store *memStore, epoch int32, completeDelay time.Duration, markers *memMarkers, overlap func() bool) *fixture {
+	t.Helper()
 	f := &fixture{store: store, markers: markers, clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
 	var pids int64
 	var mu sync.Mutex
-	f.c = New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, CompleteDelay: completeDelay, Now: f.clock.Now}, store, f.markers,
+	f.c = New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, CompleteDelay: completeDelay, Overlap: overlap, Now: f.clock.Now}, store, f.markers,
 		func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); pids++; return pids, nil },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(f.c.Close)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -382,5 +384,56 @@ func TestOwedRecord(t *testing.T) {
 		if _, _, err := decodeRecord(group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)}); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
+	}
+}
+
+// TestOverlapGatedByBrokerFeatures: with Config.Overlap reading the metadata
+// as the broker does, a registered broker whose registration lacks
+// metadata.FeatureOwedMarkers (a build that would read an owed-marker state
+// as a plain one) keeps the overlap off: the next transaction's add while
+// the markers are written is CONCURRENT_TRANSACTIONS, as before the
+// overlap, and no state names owed markers. Once every broker has it
+// recorded, the next end overlaps.
+func TestOverlapGatedByBrokerFeatures(t *testing.T) {
+	var img atomic.Pointer[metadata.Image]
+	img.Store(metadata.NewImage())
+	apply := func(recs ...metadata.Record) {
+		t.Helper()
+		next, err := metadata.ApplyAll(img.Load(), recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img.Store(next)
+	}
+	owedMarkers := func(id int32) *metadata.BrokerFeaturesRecord {
+		return &metadata.BrokerFeaturesRecord{BrokerID: id, Epoch: 1, Features: metadata.SupportedFeatures}
+	}
+	apply(&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9091},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		owedMarkers(1))
+	store := &memStore{}
+	f := newFixtureGated(t, store, 0, time.Hour, &memMarkers{}, func() bool {
+		return img.Load().BrokersSupport(metadata.FeatureOwedMarkers, 1)
+	})
+	ctx := context.Background()
+
+	pid, epoch, gate := committedTxn(t, f, true)
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != code(kerr.ConcurrentTransactions) {
+		t.Fatalf("the next add while the markers are written, broker 2 without owed markers: %d, want CONCURRENT_TRANSACTIONS", got)
+	}
+	if m := lastRecord(t, store); m.State != PrepareCommit || m.Owed != nil {
+		t.Fatalf("last state %v (owed %+v), want the PrepareCommit, nothing owed", m.State, m.Owed)
+	}
+	close(gate)
+	waitClosed(t, "markers written", f.c.Completed("tx"))
+
+	apply(owedMarkers(2))
+	pid, epoch, gate = committedTxn(t, f, true)
+	defer close(gate)
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != 0 {
+		t.Fatalf("the next add while the markers are written, every broker with owed markers: %d, want 0", got)
+	}
+	if m := lastRecord(t, store); m.State != Ongoing || m.Owed == nil {
+		t.Fatalf("last state %v (owed %+v), want Ongoing owing the markers", m.State, m.Owed)
 	}
 }
