@@ -1,0 +1,199 @@
+package storage
+
+import "sync"
+
+// Preallocation (Config.Preallocate, Kafka's preallocate). On ext4 an fsync of
+// a file that grew commits the journal (the new size and extents); an fsync
+// that only overwrote blocks already written and synced does not, and takes
+// about half as long (docs/benchmarks.md, session 10). So with Preallocate a
+// zeroer goroutine keeps a window of zeroed, fsynced bytes ahead of the active
+// segment's write position, and the appender's writes, and the flusher's
+// fsyncs, land on blocks already on disk.
+//
+// Rules:
+//  1. The appender never waits for a zero write or its fsync, with one
+//     exception: a write that would overlap the one chunk the zeroer is
+//     writing at that moment (the appender caught up with the whole window)
+//     waits for that page-cache write to finish, never for its fsync. Past the
+//     window it writes on the plain growing file.
+//  2. The zeroer never writes below the appender's end: it claims each chunk
+//     under mu, starting at or above appendEnd, which the appender moves under
+//     mu before it writes.
+//  3. The file is longer than the log while the segment is active. Every reader
+//     uses the segment's size (the logical end), never the file's. A roll,
+//     Close and truncation stop the zeroer first; roll and Close then cut the
+//     file to its logical size before their fsync, so sealed segments, the
+//     clean-shutdown marker and older binaries see exact files.
+//  4. After a crash the active segment may end in zeros: recovery reads a zero
+//     length as a torn batch and cuts the file there (recover.go).
+//  5. A failed fsync of the zeroer fails the log (it shares the file with the
+//     flusher: the error must not be lost to it). A failed zero write only
+//     stops preallocation for the segment.
+//  6. The zeroer runs only while the window has room; it exits once the window
+//     is full, and an append that frees a chunk starts it again, so an idle log
+//     holds no goroutine.
+
+// Preallocation window and chunk: the zeroer keeps up to a window of bytes
+// zeroed ahead of the write position, written and fsynced a chunk at a time.
+const (
+	defaultPreallocWindow = 4 << 20
+	defaultPreallocChunk  = 1 << 20
+)
+
+// zeroChunk is the largest chunk's zero bytes, only ever read.
+var zeroChunk = make([]byte, defaultPreallocChunk)
+
+// zeroer keeps the window ahead of one active segment; the Log owns it under
+// appendMu (Log.pre) and stops it before the segment stops being active.
+type zeroer struct {
+	l             *Log
+	seg           *segment
+	limit         int64 // the segment's largest size: nothing is zeroed past it
+	window, chunk int64
+	mu            struct {
+		sync.Mutex
+		appendEnd    int64 // the appender's end: no zero write starts below it
+		zeroEnd      int64 // zeros written up to here (synced up to synced)
+		writing      bool  // a chunk [wStart, wEnd) is being written
+		wStart, wEnd int64
+		running      bool // the goroutine runs
+		stopped      bool
+		failed       bool       // a zero write or fsync failed: preallocation is off for the segment
+		idle         *sync.Cond // signalled when a chunk write ends or the goroutine exits
+	}
+}
+
+func newZeroer(l *Log, seg *segment) *zeroer {
+	z := &zeroer{l: l, seg: seg, limit: l.cfg.SegmentBytes,
+		window: l.cfg.preallocWindow, chunk: min(l.cfg.preallocChunk, defaultPreallocChunk)}
+	z.mu.appendEnd, z.mu.zeroEnd = seg.size, seg.size
+	z.mu.idle = sync.NewCond(&z.mu.Mutex)
+	return z
+}
+
+// beforeWrite is called by the appender, under appendMu, before it writes n
+// bytes at pos: it waits only if the write overlaps the chunk being written
+// (rule 1), then moves appendEnd and starts the zeroer if the window has a
+// chunk's room.
+func (z *zeroer) beforeWrite(pos int64, n int) {
+	end := pos + int64(n)
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for z.mu.writing && end > z.mu.wStart && pos < z.mu.wEnd {
+		z.l.stats.preallocWaits.Add(1)
+		z.mu.idle.Wait()
+	}
+	z.mu.appendEnd = end
+	if !z.mu.running && z.roomLocked() {
+		z.mu.running = true
+		z.seg.acquire()
+		go z.run()
+	}
+}
+
+// roomLocked reports whether the zeroer has a chunk to write.
+func (z *zeroer) roomLocked() bool {
+	if z.mu.stopped || z.mu.failed {
+		return false
+	}
+	start := max(z.mu.zeroEnd, z.mu.appendEnd)
+	return start < z.limit && start+z.chunk <= z.mu.appendEnd+z.window
+}
+
+func (z *zeroer) run() {
+	defer z.seg.release()
+	for {
+		z.mu.Lock()
+		if !z.roomLocked() {
+			z.mu.running = false
+			z.mu.idle.Broadcast()
+			z.mu.Unlock()
+			return
+		}
+		start := max(z.mu.zeroEnd, z.mu.appendEnd)
+		end := min(start+z.chunk, z.limit)
+		z.mu.writing, z.mu.wStart, z.mu.wEnd = true, start, end
+		z.mu.Unlock()
+
+		_, err := z.seg.log.WriteAt(zeroChunk[:end-start], start)
+
+		z.mu.Lock()
+		z.mu.writing = false
+		if err == nil {
+			z.mu.zeroEnd = end
+		} else {
+			z.mu.failed = true
+		}
+		z.mu.idle.Broadcast()
+		z.mu.Unlock()
+		if err != nil {
+			z.l.stats.preallocFailures.Add(1)
+			continue // exits above
+		}
+		z.l.stats.preallocBytes.Add(end - start)
+		if err := z.seg.log.Sync(); err != nil {
+			z.l.fail(err)
+			z.mu.Lock()
+			z.mu.failed = true
+			z.mu.Unlock()
+		}
+	}
+}
+
+// stop stops the zeroer and waits until it writes no more (at most the end
+// of one chunk's write and fsync). appendMu is held.
+func (z *zeroer) stop() {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.mu.stopped = true
+	for z.mu.running {
+		z.mu.idle.Wait()
+	}
+}
+
+// haltPrealloc stops the active segment's zeroer, if one runs, and returns
+// its segment (nil if none ran). The file may still be longer than the
+// segment: a truncation cuts or deletes it itself. appendMu is held.
+func (l *Log) haltPrealloc() *segment {
+	z := l.pre
+	if z == nil {
+		return nil
+	}
+	l.pre = nil
+	z.stop()
+	return z.seg
+}
+
+// trimPrealloc stops the zeroer and cuts the file back to the segment's size,
+// before a roll or Close fsyncs it. appendMu is held.
+func (l *Log) trimPrealloc() error {
+	s := l.haltPrealloc()
+	if s == nil {
+		return nil
+	}
+	// The file's own size, not the zeroer's count: a failed write may have
+	// grown it part way.
+	size, err := s.log.Size()
+	if err != nil {
+		return err
+	}
+	if size > s.size {
+		if err := s.log.Truncate(s.size); err != nil {
+			return err
+		}
+		s.wrote()
+	}
+	return nil
+}
+
+// preallocBeforeWrite lets the zeroer of the active segment s know of a write
+// of n bytes at pos, creating it on the segment's first write.
+func (l *Log) preallocBeforeWrite(s *segment, pos int64, n int) {
+	if !l.cfg.Preallocate {
+		return
+	}
+	if l.pre == nil || l.pre.seg != s {
+		l.pre = newZeroer(l, s)
+	}
+	l.pre.beforeWrite(pos, n)
+}
