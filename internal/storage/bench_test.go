@@ -31,6 +31,9 @@ func benchBatch(recordSize int) (b []byte, records int) {
 //	                        vs raw: 8 writes + one fsync (ideal grouping)
 //	interval                one appender, no waiting, fsync every 64 batches
 //	                        (IntervalMessages) vs raw: 64 writes + one fsync
+//
+// The group-commit cases run again with Preallocate (".../prealloc/log"). Each
+// log case reports the mean fsync time (us/fsync).
 func BenchmarkAppend(b *testing.B) {
 	for _, recordSize := range []int{100, 1024} {
 		for _, c := range []struct {
@@ -44,7 +47,10 @@ func BenchmarkAppend(b *testing.B) {
 			{"interval", Interval, 1, 64},
 		} {
 			name := fmt.Sprintf("record=%dB/%s", recordSize, c.name)
-			b.Run(name+"/log", func(b *testing.B) { benchLog(b, recordSize, c.mode, c.writers, c.group) })
+			b.Run(name+"/log", func(b *testing.B) { benchLog(b, recordSize, c.mode, c.writers, c.group, false) })
+			if c.mode == GroupCommit {
+				b.Run(name+"/prealloc/log", func(b *testing.B) { benchLog(b, recordSize, c.mode, c.writers, c.group, true) })
+			}
 			b.Run(name+"/raw", func(b *testing.B) { benchRaw(b, recordSize, c.group) })
 		}
 	}
@@ -55,9 +61,9 @@ func reportThroughput(b *testing.B, batchBytes, records int) {
 	b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
 }
 
-func benchLog(b *testing.B, recordSize int, mode FlushMode, writers, group int) {
+func benchLog(b *testing.B, recordSize int, mode FlushMode, writers, group int, prealloc bool) {
 	proto, records := benchBatch(recordSize)
-	cfg := Config{Flush: FlushPolicy{Mode: mode}, SegmentBytes: 256 << 20}
+	cfg := Config{Flush: FlushPolicy{Mode: mode}, SegmentBytes: 256 << 20, Preallocate: prealloc}
 	if mode == Interval {
 		cfg.Flush.IntervalMessages = int64(group * records)
 	}
@@ -99,7 +105,9 @@ func benchLog(b *testing.B, recordSize int, mode FlushMode, writers, group int) 
 	}
 	b.StopTimer()
 	reportThroughput(b, len(proto), records)
-	b.ReportMetric(float64(b.N)/float64(max(l.Stats().Syncs, 1)), "batches/fsync")
+	st := l.Stats()
+	b.ReportMetric(float64(b.N)/float64(max(st.Syncs, 1)), "batches/fsync")
+	b.ReportMetric(float64(st.SyncTime.Microseconds())/float64(max(st.Syncs, 1)), "us/fsync")
 }
 
 func benchRaw(b *testing.B, recordSize, group int) {

@@ -36,7 +36,7 @@ import "sync"
 // Preallocation window and chunk: the zeroer keeps up to a window of bytes
 // zeroed ahead of the write position, written and fsynced a chunk at a time.
 const (
-	defaultPreallocWindow = 4 << 20
+	defaultPreallocWindow = 64 << 20
 	defaultPreallocChunk  = 1 << 20
 )
 
@@ -46,11 +46,11 @@ var zeroChunk = make([]byte, defaultPreallocChunk)
 // zeroer keeps the window ahead of one active segment; the Log owns it under
 // appendMu (Log.pre) and stops it before the segment stops being active.
 type zeroer struct {
-	l             *Log
-	seg           *segment
-	limit         int64 // the segment's largest size: nothing is zeroed past it
-	window, chunk int64
-	mu            struct {
+	l                     *Log
+	seg                   *segment
+	limit                 int64 // the segment's largest size: nothing is zeroed past it
+	window, refill, chunk int64
+	mu                    struct {
 		sync.Mutex
 		appendEnd    int64 // the appender's end: no zero write starts below it
 		zeroEnd      int64 // zeros written up to here (synced up to synced)
@@ -65,7 +65,8 @@ type zeroer struct {
 
 func newZeroer(l *Log, seg *segment) *zeroer {
 	z := &zeroer{l: l, seg: seg, limit: l.cfg.SegmentBytes,
-		window: l.cfg.preallocWindow, chunk: min(l.cfg.preallocChunk, defaultPreallocChunk)}
+		window: l.cfg.preallocWindow, refill: l.cfg.preallocWindow / 2,
+		chunk: min(l.cfg.preallocChunk, defaultPreallocChunk)}
 	z.mu.appendEnd, z.mu.zeroEnd = seg.size, seg.size
 	z.mu.idle = sync.NewCond(&z.mu.Mutex)
 	return z
@@ -73,8 +74,8 @@ func newZeroer(l *Log, seg *segment) *zeroer {
 
 // beforeWrite is called by the appender, under appendMu, before it writes n
 // bytes at pos: it waits only if the write overlaps the chunk being written
-// (rule 1), then moves appendEnd and starts the zeroer if the window has a
-// chunk's room.
+// (rule 1), then moves appendEnd and starts a burst of the zeroer once less
+// than the refill mark is zeroed ahead.
 func (z *zeroer) beforeWrite(pos int64, n int) {
 	end := pos + int64(n)
 	z.mu.Lock()
@@ -84,34 +85,70 @@ func (z *zeroer) beforeWrite(pos int64, n int) {
 		z.mu.idle.Wait()
 	}
 	z.mu.appendEnd = end
-	if !z.mu.running && z.roomLocked() {
+	if !z.mu.running && z.refillLocked() {
 		z.mu.running = true
 		z.seg.acquire()
 		go z.run()
 	}
 }
 
-// roomLocked reports whether the zeroer has a chunk to write.
-func (z *zeroer) roomLocked() bool {
-	if z.mu.stopped || z.mu.failed {
-		return false
-	}
-	start := max(z.mu.zeroEnd, z.mu.appendEnd)
-	return start < z.limit && start+z.chunk <= z.mu.appendEnd+z.window
+// refillLocked reports whether a burst should start: less than the refill
+// mark is zeroed ahead of the appender and the segment has room.
+func (z *zeroer) refillLocked() bool {
+	return !z.mu.stopped && !z.mu.failed && z.mu.zeroEnd < z.limit &&
+		z.mu.zeroEnd-z.mu.appendEnd < z.refill
 }
 
+// nextChunkLocked returns the next chunk of the burst, or ok false when the
+// window is full (or the segment's end reached) or the zeroer must stop.
+func (z *zeroer) nextChunkLocked() (start, end int64, ok bool) {
+	if z.mu.stopped || z.mu.failed {
+		return 0, 0, false
+	}
+	start = max(z.mu.zeroEnd, z.mu.appendEnd)
+	end = min(start+z.chunk, z.limit)
+	return start, end, start < end && end <= z.mu.appendEnd+z.window
+}
+
+// run zeroes chunks until the window is full and fsyncs them once: one burst
+// dirties the file's metadata (size, extents) for one journal commit, and
+// the appender's fsyncs between bursts find it clean. It goes on with another
+// burst if the appender already used the refill mark up, and exits otherwise.
 func (z *zeroer) run() {
 	defer z.seg.release()
+	wrote := false
 	for {
 		z.mu.Lock()
-		if !z.roomLocked() {
+		start, end, ok := z.nextChunkLocked()
+		if !ok && (!wrote || z.mu.stopped || z.mu.failed) {
 			z.mu.running = false
 			z.mu.idle.Broadcast()
 			z.mu.Unlock()
 			return
 		}
-		start := max(z.mu.zeroEnd, z.mu.appendEnd)
-		end := min(start+z.chunk, z.limit)
+		if !ok {
+			// The burst is written: make it durable.
+			z.mu.Unlock()
+			wrote = false
+			if err := z.seg.log.Sync(); err != nil {
+				z.l.fail(err)
+				z.mu.Lock()
+				z.mu.failed = true
+				z.mu.Unlock()
+				continue
+			}
+			z.mu.Lock()
+			again := z.refillLocked()
+			if !again {
+				z.mu.running = false
+				z.mu.idle.Broadcast()
+			}
+			z.mu.Unlock()
+			if !again {
+				return
+			}
+			continue
+		}
 		z.mu.writing, z.mu.wStart, z.mu.wEnd = true, start, end
 		z.mu.Unlock()
 
@@ -121,6 +158,7 @@ func (z *zeroer) run() {
 		z.mu.writing = false
 		if err == nil {
 			z.mu.zeroEnd = end
+			wrote = true
 		} else {
 			z.mu.failed = true
 		}
@@ -128,15 +166,9 @@ func (z *zeroer) run() {
 		z.mu.Unlock()
 		if err != nil {
 			z.l.stats.preallocFailures.Add(1)
-			continue // exits above
+			continue
 		}
 		z.l.stats.preallocBytes.Add(end - start)
-		if err := z.seg.log.Sync(); err != nil {
-			z.l.fail(err)
-			z.mu.Lock()
-			z.mu.failed = true
-			z.mu.Unlock()
-		}
 	}
 }
 
