@@ -88,7 +88,13 @@ type Log struct {
 	}
 	unflushedRecords atomic.Int64 // Interval mode: records appended since the last sync
 	// pre zeroes ahead of the active segment (Config.Preallocate); appendMu.
-	pre     *zeroer
+	pre *zeroer
+	// recycle keeps one segment file retention released for the next roll
+	// to reuse (Config.Preallocate; recycle.go).
+	recycle struct {
+		sync.Mutex
+		seg *segment
+	}
 	appends atomic.Int64 // Append calls so far, for the flusher's gathering
 	// The flusher's own (one runs at a time; each start happens after the
 	// previous one's exit under flushMu): appends covered by the last fsync,
@@ -425,7 +431,8 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	if err := l.syncSegment(old); err != nil {
 		return nil, l.fail(err)
 	}
-	s, err := createSegment(l.fsys, l.dir, l.mu.leo, &l.cfg, now)
+	recycled, recycledSize := l.takeRecycled(l.mu.leo)
+	s, err := createSegment(l.fsys, l.dir, l.mu.leo, &l.cfg, now, recycled, recycledSize)
 	if err != nil {
 		return nil, l.fail(err)
 	}
@@ -721,6 +728,7 @@ func (l *Log) Close() error {
 	// had not begun finds the log closed and leaves them to the next Open.
 	l.ckptMu.Lock()
 	l.ckptMu.Unlock()
+	l.dropRecycled()
 	for _, s := range segs {
 		s.release()
 	}

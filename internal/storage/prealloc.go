@@ -6,42 +6,54 @@ import "sync"
 // a file that grew commits the journal (the new size and extents); an fsync
 // that only overwrote blocks already written and synced does not, and takes
 // about half as long (docs/benchmarks.md, session 10). So with Preallocate a
-// zeroer goroutine keeps a window of zeroed, fsynced bytes ahead of the active
-// segment's write position, and the appender's writes, and the flusher's
-// fsyncs, land on blocks already on disk.
+// zeroer goroutine keeps zeroed, fsynced bytes ahead of the active segment's
+// write position, and the appender's writes, and the flusher's fsyncs, land on
+// blocks already on disk. The cost: every byte of the log is written twice
+// (the zeros, then the data), and up to a window of zeros per active segment.
 //
 // Rules:
-//  1. The appender never waits for a zero write or its fsync, with one
+//  1. The zeroer works in bursts: once less than the refill mark (half the
+//     window) is zeroed ahead of the appender, it writes zeros up to a window
+//     ahead in chunks and fsyncs them once. A burst's writes dirty the file's
+//     metadata until its fsync, and every fsync of the file in that time
+//     commits the journal; between bursts the appender's fsyncs find it clean.
+//  2. The appender never waits for a zero write or its fsync, with one
 //     exception: a write that would overlap the one chunk the zeroer is
 //     writing at that moment (the appender caught up with the whole window)
-//     waits for that page-cache write to finish, never for its fsync. Past the
-//     window it writes on the plain growing file.
-//  2. The zeroer never writes below the appender's end: it claims each chunk
+//     waits for that page-cache write to finish, never for an fsync. Past the
+//     zeroed bytes it writes on the plain growing file.
+//  3. The zeroer never writes below the appender's end: it claims each chunk
 //     under mu, starting at or above appendEnd, which the appender moves under
 //     mu before it writes.
-//  3. The file is longer than the log while the segment is active. Every reader
+//  4. The file is longer than the log while the segment is active. Every reader
 //     uses the segment's size (the logical end), never the file's. A roll,
 //     Close and truncation stop the zeroer first; roll and Close then cut the
 //     file to its logical size before their fsync, so sealed segments, the
 //     clean-shutdown marker and older binaries see exact files.
-//  4. After a crash the active segment may end in zeros: recovery reads a zero
-//     length as a torn batch and cuts the file there (recover.go).
-//  5. A failed fsync of the zeroer fails the log (it shares the file with the
+//  5. After a crash the active segment may end in zeros: recovery reads a zero
+//     length as a torn batch and cuts the file there (recover.go), as Strata
+//     without preallocation does too.
+//  6. A failed fsync of the zeroer fails the log (it shares the file with the
 //     flusher: the error must not be lost to it). A failed zero write only
 //     stops preallocation for the segment.
-//  6. The zeroer runs only while the window has room; it exits once the window
-//     is full, and an append that frees a chunk starts it again, so an idle log
-//     holds no goroutine.
+//  7. The zeroer runs only during a burst, so an idle log holds no goroutine.
 
-// Preallocation window and chunk: the zeroer keeps up to a window of bytes
-// zeroed ahead of the write position, written and fsynced a chunk at a time.
+// Preallocation window and chunk: a burst zeroes up to defaultPreallocWindow
+// ahead of the write position, defaultPreallocChunk per claim (what the
+// appender may wait for), in writes of zeroWriteSize. The writes are small
+// because the page cache keeps the folio size a write created: zeros written
+// 1 MiB at a time left 1 MiB folios, and each later append dirtied a whole
+// one, so every fsync wrote it all (disk bytes 24x the data's with 16 KiB
+// batches on Linux 6.18, against 3.0x with 16 KiB writes and 2.9x with 4 KiB
+// ones, zeros included; docs/benchmarks.md).
 const (
 	defaultPreallocWindow = 64 << 20
 	defaultPreallocChunk  = 1 << 20
+	zeroWriteSize         = 16 << 10
 )
 
-// zeroChunk is the largest chunk's zero bytes, only ever read.
-var zeroChunk = make([]byte, defaultPreallocChunk)
+// zeroChunk is one write's zero bytes, only ever read.
+var zeroChunk = make([]byte, zeroWriteSize)
 
 // zeroer keeps the window ahead of one active segment; the Log owns it under
 // appendMu (Log.pre) and stops it before the segment stops being active.
@@ -53,7 +65,7 @@ type zeroer struct {
 	mu                    struct {
 		sync.Mutex
 		appendEnd    int64 // the appender's end: no zero write starts below it
-		zeroEnd      int64 // zeros written up to here (synced up to synced)
+		zeroEnd      int64 // zeros written up to here
 		writing      bool  // a chunk [wStart, wEnd) is being written
 		wStart, wEnd int64
 		running      bool // the goroutine runs
@@ -67,7 +79,7 @@ func newZeroer(l *Log, seg *segment) *zeroer {
 	z := &zeroer{l: l, seg: seg, limit: l.cfg.SegmentBytes,
 		window: l.cfg.preallocWindow, refill: l.cfg.preallocWindow / 2,
 		chunk: min(l.cfg.preallocChunk, defaultPreallocChunk)}
-	z.mu.appendEnd, z.mu.zeroEnd = seg.size, seg.size
+	z.mu.appendEnd, z.mu.zeroEnd = seg.size, max(seg.size, seg.recycledSize)
 	z.mu.idle = sync.NewCond(&z.mu.Mutex)
 	return z
 }
@@ -152,7 +164,10 @@ func (z *zeroer) run() {
 		z.mu.writing, z.mu.wStart, z.mu.wEnd = true, start, end
 		z.mu.Unlock()
 
-		_, err := z.seg.log.WriteAt(zeroChunk[:end-start], start)
+		var err error
+		for p := start; p < end && err == nil; p += zeroWriteSize {
+			_, err = z.seg.log.WriteAt(zeroChunk[:min(zeroWriteSize, end-p)], p)
+		}
 
 		z.mu.Lock()
 		z.mu.writing = false
@@ -183,26 +198,25 @@ func (z *zeroer) stop() {
 	}
 }
 
-// haltPrealloc stops the active segment's zeroer, if one runs, and returns
-// its segment (nil if none ran). The file may still be longer than the
-// segment: a truncation cuts or deletes it itself. appendMu is held.
-func (l *Log) haltPrealloc() *segment {
-	z := l.pre
-	if z == nil {
-		return nil
+// haltPrealloc stops the active segment's zeroer, if one runs. The file may
+// still be longer than the segment: a truncation cuts or deletes it itself.
+// appendMu is held.
+func (l *Log) haltPrealloc() {
+	if z := l.pre; z != nil {
+		l.pre = nil
+		z.stop()
 	}
-	l.pre = nil
-	z.stop()
-	return z.seg
 }
 
-// trimPrealloc stops the zeroer and cuts the file back to the segment's size,
-// before a roll or Close fsyncs it. appendMu is held.
+// trimPrealloc stops the zeroer and cuts the active segment's file back to
+// the segment's size, before a roll or Close fsyncs it: zeros or a recycled
+// file's old bytes may lie past it. appendMu is held.
 func (l *Log) trimPrealloc() error {
-	s := l.haltPrealloc()
-	if s == nil {
+	l.haltPrealloc()
+	if !l.cfg.Preallocate {
 		return nil
 	}
+	s := l.active()
 	// The file's own size, not the zeroer's count: a failed write may have
 	// grown it part way.
 	size, err := s.log.Size()

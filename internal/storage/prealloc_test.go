@@ -171,99 +171,182 @@ func TestPreallocateTruncation(t *testing.T) {
 }
 
 // TestPreallocatePowerCut runs group-commit appenders with preallocation and
-// small segments (zeroed windows, rolls and overtaken chunks), cuts power at
-// a random instant keeping a random part of unsynced writes, and checks the
-// recovered log: every batch acknowledged durable before the cut is there
-// byte for byte, every batch there is one that was appended, in offset
-// order, and the files hold no zero tail after recovery.
+// small segments (zeroed windows, rolls and overtaken chunks), with or without
+// retention (whose files the rolls recycle), cuts power at a random instant
+// keeping a random part of unsynced writes, and checks the recovered log:
+// every batch acknowledged durable before the cut at or above the log start
+// is there byte for byte, every batch there is one that was appended, in
+// offset order, and the files hold no zero or stale tail after recovery.
 func TestPreallocatePowerCut(t *testing.T) {
-	var zeroTails int
-	for seed := range uint64(8) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			fsys := vfs.NewMem()
-			cfg := preallocConfig(32 << 10)
-			l := openLog(t, fsys, cfg)
-
-			type cutState struct {
-				fs    *vfs.MemFS
-				acked map[int64][]byte
+	for _, tc := range []struct {
+		name      string
+		retention bool
+	}{{"zeros", false}, {"recycled files", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tails int
+			var recycled int64
+			for seed := range uint64(8) {
+				t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+					tails, recycled = powerCutOnce(t, seed, tc.retention, tails, recycled)
+				})
 			}
-			var mu sync.Mutex
-			acked, appended := map[int64][]byte{}, map[int64][]byte{}
-			var wg sync.WaitGroup
-			const writers, perWriter = 4, 50
-			cutAfter := 30 + int(seed)*15
-			cut := make(chan cutState, 1)
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range perWriter {
-						b := mkBatch(1+i%4, 150+w*40, int64(i))
-						info, err := l.Append(b, 0)
-						if err != nil {
-							t.Errorf("Append: %v", err)
-							return
-						}
-						mu.Lock()
-						appended[info.FirstOffset] = b
-						mu.Unlock()
-						if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
-							t.Errorf("WaitDurable: %v", err)
-							return
-						}
-						mu.Lock()
-						acked[info.FirstOffset] = b
-						if len(acked) == cutAfter {
-							cut <- cutState{fsys.CrashClone(vfs.WithTornWrites(seed)), maps.Clone(acked)}
-						}
-						mu.Unlock()
-					}
-				}()
+			if tails == 0 {
+				t.Fatal("no power cut left a tail to cut: the test did not exercise recovery")
 			}
-			wg.Wait()
-			c := <-cut
-			if l.Stats().PreallocBytes == 0 {
-				t.Fatal("the zeroer wrote nothing")
+			if tc.retention && recycled == 0 {
+				t.Fatal("no segment file was recycled")
 			}
-
-			r := openLog(t, c.fs, cfg)
-			if r.Stats().RecoveryTruncatedBytes > 0 {
-				zeroTails++
-			}
-			got := readAll(t, r)
-			next := int64(0)
-			for _, b := range got {
-				h, _ := batch.ParseHeader(b)
-				if h.BaseOffset != next {
-					t.Fatalf("recovered batch at %d, want %d", h.BaseOffset, next)
-				}
-				if w, ok := appended[h.BaseOffset]; !ok || !bytes.Equal(w, b) {
-					t.Fatalf("recovered batch at %d was never appended as it is", h.BaseOffset)
-				}
-				next = h.NextOffset()
-			}
-			if next != r.LogEndOffset() {
-				t.Fatalf("batches end at %d, log end %d", next, r.LogEndOffset())
-			}
-			for off := range c.acked {
-				if off >= next {
-					t.Fatalf("durable batch at %d lost by the power cut (log ends at %d)", off, next)
-				}
-			}
-			r.mu.RLock()
-			segs := r.mu.segments
-			r.mu.RUnlock()
-			for _, s := range segs {
-				if got := fileSize(t, c.fs, s.path(logSuffix)); got != s.size {
-					t.Fatalf("segment %d after recovery: file %d bytes, log %d", s.base, got, s.size)
-				}
-			}
-			// The recovered log preallocates and takes appends again.
-			appendN(t, r, 5, 1, 100, 9000, 1)
 		})
 	}
-	if zeroTails == 0 {
-		t.Fatal("no power cut left a tail to cut: the test did not exercise recovery")
+}
+
+func powerCutOnce(t *testing.T, seed uint64, retention bool, tails int, recycled int64) (int, int64) {
+	fsys := vfs.NewMem()
+	cfg := preallocConfig(32 << 10)
+	if retention {
+		cfg.SegmentBytes, cfg.RetentionBytes = 8<<10, 16<<10
 	}
+	l := openLog(t, fsys, cfg)
+
+	type cutState struct {
+		fs    *vfs.MemFS
+		acked map[int64][]byte
+	}
+	var mu sync.Mutex
+	acked, appended := map[int64][]byte{}, map[int64][]byte{}
+	var wg sync.WaitGroup
+	const writers, perWriter = 4, 50
+	cutAfter := 30 + int(seed)*15
+	cut := make(chan cutState, 1)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				b := mkBatch(1+i%4, 150+w*40, int64(i))
+				info, err := l.Append(b, 0)
+				if err != nil {
+					t.Errorf("Append: %v", err)
+					return
+				}
+				mu.Lock()
+				appended[info.FirstOffset] = b
+				mu.Unlock()
+				if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
+					t.Errorf("WaitDurable: %v", err)
+					return
+				}
+				if retention && w == 0 && i%5 == 0 {
+					if _, err := l.EnforceRetention(l.DurableOffset()); err != nil {
+						t.Errorf("EnforceRetention: %v", err)
+						return
+					}
+				}
+				mu.Lock()
+				acked[info.FirstOffset] = b
+				if len(acked) == cutAfter {
+					cut <- cutState{fsys.CrashClone(vfs.WithTornWrites(seed)), maps.Clone(acked)}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	c := <-cut
+	st := l.Stats()
+	if st.PreallocBytes == 0 {
+		t.Fatal("the zeroer wrote nothing")
+	}
+	recycled += st.SegmentsRecycled
+
+	r := openLog(t, c.fs, cfg)
+	if r.Stats().RecoveryTruncatedBytes > 0 {
+		tails++
+	}
+	got := readAll(t, r)
+	next := r.LogStartOffset()
+	for i, b := range got {
+		h, _ := batch.ParseHeader(b)
+		if i > 0 && h.BaseOffset != next || h.BaseOffset < next {
+			t.Fatalf("recovered batch at %d, want %d", h.BaseOffset, next)
+		}
+		if w, ok := appended[h.BaseOffset]; !ok || !bytes.Equal(w, b) {
+			t.Fatalf("recovered batch at %d was never appended as it is", h.BaseOffset)
+		}
+		next = h.NextOffset()
+	}
+	if next != r.LogEndOffset() {
+		t.Fatalf("batches end at %d, log end %d", next, r.LogEndOffset())
+	}
+	for off := range c.acked {
+		if off >= r.LogStartOffset() && off >= next {
+			t.Fatalf("durable batch at %d lost by the power cut (log ends at %d)", off, next)
+		}
+	}
+	r.mu.RLock()
+	segs := r.mu.segments
+	r.mu.RUnlock()
+	for _, s := range segs {
+		if got := fileSize(t, c.fs, s.path(logSuffix)); got != s.size {
+			t.Fatalf("segment %d after recovery: file %d bytes, log %d", s.base, got, s.size)
+		}
+	}
+	// The recovered log preallocates and takes appends again.
+	appendN(t, r, 5, 1, 100, 9000, 1)
+	return tails, recycled
+}
+
+// TestRecycledFileStaleTail recycles a segment file full of batches the size
+// of the new ones, so that the new segment's last batch ends exactly where a
+// stale batch with a valid CRC begins, then crashes: recovery must end the log
+// at the last batch written, because the stale one's offsets go back. Clean
+// close and roll must leave the file at its logical size.
+func TestRecycledFileStaleTail(t *testing.T) {
+	cfg := preallocConfig(4 << 10)
+	cfg.RetentionBytes = 1 // every sealed segment goes
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, cfg)
+	// Batches of one size: the old file holds whole batches at the very
+	// positions the new segment's batches take.
+	appendN(t, l, 30, 1, 300, 1000, 1)
+	if _, err := l.EnforceRetention(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	// Fill the active segment to its roll, which takes the kept file.
+	segsBefore := l.Stats().Rolls
+	for l.Stats().Rolls == segsBefore {
+		appendN(t, l, 1, 1, 300, 2000, 1)
+	}
+	if st := l.Stats(); st.SegmentsRecycled != 1 {
+		t.Fatalf("recycled %d files, want 1", st.SegmentsRecycled)
+	}
+	active := l.active()
+	if got := fileSize(t, fsys, active.path(logSuffix)); got <= active.size+300 {
+		t.Fatalf("recycled file has %d bytes for a log of %d: no stale batch behind it", got, active.size)
+	}
+	want := readAll(t, l)
+	if err := l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1); err != nil {
+		t.Fatal(err)
+	}
+
+	r := openLog(t, fsys.CrashClone(), cfg)
+	if r.LogEndOffset() != l.LogEndOffset() {
+		t.Fatalf("recovered log ends at %d, want %d", r.LogEndOffset(), l.LogEndOffset())
+	}
+	sameBatches(t, readAll(t, r), want)
+	if st := r.Stats(); st.RecoveryTruncatedBytes == 0 {
+		t.Fatal("recovery found no stale tail to cut")
+	}
+
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, fsys, active.path(logSuffix)); got != active.size {
+		t.Fatalf("after Close the file has %d bytes, the log %d", got, active.size)
+	}
+	c := openLog(t, fsys, Config{SegmentBytes: cfg.SegmentBytes})
+	if st := c.Stats(); st.RecoveredSegments != 0 {
+		t.Fatalf("clean reopen scanned: %+v", st)
+	}
+	sameBatches(t, readAll(t, c), want)
 }

@@ -206,7 +206,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.renameDeleted(old); err != nil {
 		return err
 	}
-	s, err := createSegment(l.fsys, l.dir, offset, &l.cfg, l.cfg.Now())
+	s, err := createSegment(l.fsys, l.dir, offset, &l.cfg, l.cfg.Now(), nil, 0)
 	if err != nil {
 		return err
 	}
