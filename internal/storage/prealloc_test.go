@@ -2,11 +2,8 @@ package storage
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -207,57 +204,26 @@ func powerCutOnce(t *testing.T, seed uint64, retention bool, tails int, recycled
 		cfg.SegmentBytes, cfg.RetentionBytes = 8<<10, 16<<10
 	}
 	l := openLog(t, fsys, cfg)
-
-	type cutState struct {
-		fs    *vfs.MemFS
-		acked map[int64][]byte
+	load := powerCutLoad{
+		writers: 4, perWriter: 50, cutAfter: 30 + int(seed)*15,
+		batch: func(w, i int) []byte { return mkBatch(1+i%4, 150+w*40, int64(i)) },
 	}
-	var mu sync.Mutex
-	acked, appended := map[int64][]byte{}, map[int64][]byte{}
-	var wg sync.WaitGroup
-	const writers, perWriter = 4, 50
-	cutAfter := 30 + int(seed)*15
-	cut := make(chan cutState, 1)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perWriter {
-				b := mkBatch(1+i%4, 150+w*40, int64(i))
-				info, err := l.Append(b, 0)
-				if err != nil {
-					t.Errorf("Append: %v", err)
-					return
-				}
-				mu.Lock()
-				appended[info.FirstOffset] = b
-				mu.Unlock()
-				if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
-					t.Errorf("WaitDurable: %v", err)
-					return
-				}
-				if retention && w == 0 && i%5 == 0 {
-					if _, err := l.EnforceRetention(l.DurableOffset()); err != nil {
-						t.Errorf("EnforceRetention: %v", err)
-						return
-					}
-				}
-				mu.Lock()
-				acked[info.FirstOffset] = b
-				if len(acked) == cutAfter {
-					cut <- cutState{fsys.CrashClone(vfs.WithTornWrites(seed)), maps.Clone(acked)}
-				}
-				mu.Unlock()
+	if retention {
+		load.afterAck = func(w, i int) error {
+			if w != 0 || i%5 != 0 {
+				return nil
 			}
-		}()
+			_, err := l.EnforceRetention(l.DurableOffset())
+			return err
+		}
 	}
-	wg.Wait()
-	c := <-cut
+	c := runPowerCut(t, fsys, l, seed, load)
 	st := l.Stats()
 	if st.PreallocBytes == 0 {
 		t.Fatal("the zeroer wrote nothing")
 	}
 	recycled += st.SegmentsRecycled
+	appended := c.appended
 
 	r := openLog(t, c.fs, cfg)
 	if r.Stats().RecoveryTruncatedBytes > 0 {

@@ -48,13 +48,18 @@ func (l *Log) keepForRecycling(gone []*segment) {
 		}
 	}
 	s.acquire()
-	l.recycle.Lock()
-	old := l.recycle.seg
-	l.recycle.seg = s
-	l.recycle.Unlock()
-	if old != nil {
+	if old := l.swapRecycled(s); old != nil {
 		old.release()
 	}
+}
+
+// swapRecycled makes s the kept file and returns the one kept before.
+func (l *Log) swapRecycled(s *segment) *segment {
+	l.recycle.Lock()
+	defer l.recycle.Unlock()
+	old := l.recycle.seg
+	l.recycle.seg = s
+	return old
 }
 
 // takeRecycled returns the kept file, renamed to the new segment's name, for
@@ -62,10 +67,7 @@ func (l *Log) keepForRecycling(gone []*segment) {
 // there is none it may use (rule 2). appendMu is held; the caller fsyncs the
 // directory.
 func (l *Log) takeRecycled(base int64) (vfs.File, int64) {
-	l.recycle.Lock()
-	s := l.recycle.seg
-	l.recycle.seg = nil
-	l.recycle.Unlock()
+	s := l.swapRecycled(nil)
 	if s == nil {
 		return nil, 0
 	}
@@ -88,11 +90,7 @@ func (l *Log) takeRecycled(base int64) (vfs.File, int64) {
 
 // dropRecycled releases the kept file, if any (Close).
 func (l *Log) dropRecycled() {
-	l.recycle.Lock()
-	s := l.recycle.seg
-	l.recycle.seg = nil
-	l.recycle.Unlock()
-	if s != nil {
+	if s := l.swapRecycled(nil); s != nil {
 		s.release()
 	}
 }
