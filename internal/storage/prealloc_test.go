@@ -316,3 +316,28 @@ func TestRecycledFileStaleTail(t *testing.T) {
 	}
 	sameBatches(t, readAll(t, c), want)
 }
+
+// TestLinkedSegmentIsNotRecycled: a segment file a tier linked into its store
+// is removed by local retention, never recycled, or the next segment's
+// appends would overwrite the store's object.
+func TestLinkedSegmentIsNotRecycled(t *testing.T) {
+	_, l, tier, _ := linkedTier(t, 8<<10)
+	l.cfg.Preallocate = true // before any append: nothing reads it yet
+	want := appendN(t, l, 200, 3, 100, 1000, 0)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+		t.Fatal(err)
+	}
+	end := tier.UploadedEnd()
+	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() == 0 {
+		t.Fatal("local retention deleted nothing")
+	}
+	appendN(t, l, 40, 3, 100, 2000, 0) // rolls
+	if st := l.Stats(); st.SegmentsRecycled != 0 {
+		t.Fatalf("%d linked segment files recycled", st.SegmentsRecycled)
+	}
+	got := readRemote(t, tier, end)
+	sameBatches(t, got, want[:len(got)])
+}
