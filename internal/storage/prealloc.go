@@ -40,20 +40,31 @@ import "sync"
 
 // Preallocation window and chunk: a burst zeroes up to defaultPreallocWindow
 // ahead of the write position, defaultPreallocChunk per claim (what the
-// appender may wait for), in writes of zeroWriteSize. The writes are small
-// because the page cache keeps the folio size a write created: zeros written
-// 1 MiB at a time left 1 MiB folios, and each later append dirtied a whole
-// one, so every fsync wrote it all (disk bytes 24x the data's with 16 KiB
-// batches on Linux 6.18, against 3.0x with 16 KiB writes and 2.9x with 4 KiB
-// ones, zeros included; docs/benchmarks.md).
+// appender may wait for), in writes the size of the appender's last write
+// (a power of two in [minZeroWrite, defaultPreallocChunk]). The page cache
+// keeps the folio size a write created, and an fsync writes every dirty
+// folio whole: zeros written 1 MiB at a time under 16 KiB appends made every
+// fsync write 1 MiB folios (disk bytes 24x the data's, Linux 6.18), and zeros
+// written 16 KiB at a time under 1 MiB appends made their fsyncs slower than
+// on a growing file (docs/benchmarks.md). Sized like the appends, the folios
+// are what the growing file would have had.
 const (
 	defaultPreallocWindow = 64 << 20
 	defaultPreallocChunk  = 1 << 20
-	zeroWriteSize         = 16 << 10
+	minZeroWrite          = 16 << 10
 )
 
-// zeroChunk is one write's zero bytes, only ever read.
-var zeroChunk = make([]byte, zeroWriteSize)
+// zeroChunk is the largest write's zero bytes, only ever read.
+var zeroChunk = make([]byte, defaultPreallocChunk)
+
+// zeroWriteSize is the write size the zeroer uses after an append of n bytes.
+func zeroWriteSize(n int) int64 {
+	size := int64(minZeroWrite)
+	for size < defaultPreallocChunk && size*2 <= int64(n) {
+		size *= 2
+	}
+	return size
+}
 
 // zeroer keeps the window ahead of one active segment; the Log owns it under
 // appendMu (Log.pre) and stops it before the segment stops being active.
@@ -65,6 +76,7 @@ type zeroer struct {
 	mu                    struct {
 		sync.Mutex
 		appendEnd    int64 // the appender's end: no zero write starts below it
+		writeSize    int64 // the zeroer's write size (zeroWriteSize of the last append)
 		zeroEnd      int64 // zeros written up to here
 		writing      bool  // a chunk [wStart, wEnd) is being written
 		wStart, wEnd int64
@@ -97,6 +109,7 @@ func (z *zeroer) beforeWrite(pos int64, n int) {
 		z.mu.idle.Wait()
 	}
 	z.mu.appendEnd = end
+	z.mu.writeSize = zeroWriteSize(n)
 	if !z.mu.running && z.refillLocked() {
 		z.mu.running = true
 		z.seg.acquire()
@@ -162,11 +175,12 @@ func (z *zeroer) run() {
 			continue
 		}
 		z.mu.writing, z.mu.wStart, z.mu.wEnd = true, start, end
+		ws := z.mu.writeSize
 		z.mu.Unlock()
 
 		var err error
-		for p := start; p < end && err == nil; p += zeroWriteSize {
-			_, err = z.seg.log.WriteAt(zeroChunk[:min(zeroWriteSize, end-p)], p)
+		for p := start; p < end && err == nil; p += ws {
+			_, err = z.seg.log.WriteAt(zeroChunk[:min(ws, end-p)], p)
 		}
 
 		z.mu.Lock()

@@ -341,3 +341,17 @@ func TestLinkedSegmentIsNotRecycled(t *testing.T) {
 	got := readRemote(t, tier, end)
 	sameBatches(t, got, want[:len(got)])
 }
+
+func TestZeroWriteSize(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want int64
+	}{
+		{0, 16 << 10}, {100, 16 << 10}, {16 << 10, 16 << 10}, {40 << 10, 32 << 10},
+		{(1 << 20) - 1, 512 << 10}, {1 << 20, 1 << 20}, {8 << 20, 1 << 20},
+	} {
+		if got := zeroWriteSize(tt.n); got != tt.want {
+			t.Errorf("zeroWriteSize(%d) = %d, want %d", tt.n, got, tt.want)
+		}
+	}
+}
