@@ -44,7 +44,10 @@ var configDocs = map[string]string{
 	"min.compaction.lag.ms":     "The least time a record stays uncompacted in a compacted topic.",
 	"min.insync.replicas": "With acks=all, the fewest in-sync replicas that must hold a write before it is " +
 		"acknowledged; with fewer, produce fails with NOT_ENOUGH_REPLICAS.",
-	"preallocate": "Whether new segment files are preallocated on disk." + notActedOn,
+	"preallocate": "Whether the active segment's file is kept zeroed and fsynced up to 64 MiB ahead of its end, " +
+		"or reuses a segment file retention released, so that appends overwrite blocks already on disk and " +
+		"their fsyncs skip the file system's journal commit; the zeros are written on top of the data. " +
+		"Applies to a partition's log when it is opened.",
 	"remote.storage.enable": "Whether the topic's sealed segments are uploaded to the object store (tiered " +
 		"storage) and read from it once removed locally.",
 	"retention.bytes":     "The most bytes each partition keeps before the oldest segments are deleted; -1 for no limit.",

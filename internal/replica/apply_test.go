@@ -151,3 +151,15 @@ func TestStorageConfigSegmentSize(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageConfigPreallocate checks that a topic's preallocate (or the
+// cluster's log.preallocate, which resolves into it) reaches its log.
+func TestStorageConfigPreallocate(t *testing.T) {
+	for _, pre := range []bool{false, true} {
+		tc := metadata.DefaultTopicConfig()
+		tc.Preallocate = pre
+		if got := storageConfig(tc, time.Now).Preallocate; got != pre {
+			t.Errorf("preallocate=%v: log config has %v", pre, got)
+		}
+	}
+}

@@ -611,6 +611,7 @@ func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config
 		RetentionAge:       millis(tc.RetentionMs),
 		RetentionBytes:     tc.RetentionBytes,
 		LogAppendTime:      tc.MessageTimestampType == metadata.LogAppendTime,
+		Preallocate:        tc.Preallocate,
 		Now:                now,
 	}
 	if tc.FlushMessages != math.MaxInt64 || tc.FlushMs != math.MaxInt64 {

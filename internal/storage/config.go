@@ -83,6 +83,14 @@ type Config struct {
 	LogAppendTime bool
 	// Flush is the durability policy; the zero value is GroupCommit.
 	Flush FlushPolicy
+	// Preallocate keeps a few MiB of zeroed, fsynced file ahead of the active
+	// segment's write position, so appends overwrite blocks already on disk and
+	// their fsyncs skip the file system's journal commit (preallocate; default
+	// false). See prealloc.go.
+	Preallocate bool
+	// preallocWindow and preallocChunk replace the zeroer's window and chunk
+	// sizes when set (tests).
+	preallocWindow, preallocChunk int64
 	// Now is the clock for roll and retention decisions and LogAppendTime; nil means
 	// time.Now.
 	Now func() time.Time
@@ -117,6 +125,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.preallocWindow == 0 {
+		c.preallocWindow = defaultPreallocWindow
+	}
+	if c.preallocChunk == 0 {
+		c.preallocChunk = defaultPreallocChunk
 	}
 	return c
 }

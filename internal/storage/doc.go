@@ -65,6 +65,12 @@
 // later mutation and WaitDurable returns ErrLogFailed until the log is reopened,
 // because a retried fsync may report success for pages the kernel already dropped.
 //
+// With Preallocate the active segment's file runs ahead of its batches (zeros
+// written and fsynced in bursts, or a file retention released and a roll
+// recycled), so that appends overwrite blocks already on disk and their fsyncs
+// skip ext4's journal commit; a roll and Close cut the file back to its batches
+// before their fsync. See prealloc.go and recycle.go.
+//
 // # Recovery
 //
 // Open first finishes or rolls back a compaction swap a crash interrupted (see
@@ -93,7 +99,8 @@
 //	cleaner-swap                    present only during a compaction swap
 //	00000000000000000000.snapshot   producer-state snapshot at that offset (snapshot.go)
 //	*.log.cleaned                   a cleaned segment waiting for its swap
-//	*.deleted, *.tmp                leftovers of a deletion or side-file write; Open removes them
+//	*.deleted, *.tmp                leftovers of a deletion or side-file write, or the file a
+//	                                preallocating log keeps to recycle; Open removes them
 //
 // # .log
 //
@@ -104,6 +111,9 @@
 // contiguous and the first batch's base offset is the segment's base offset;
 // compaction leaves gaps (removed batches) and batches with fewer records than
 // offsets (batch.ValidateStored), and may leave a sealed segment empty.
+// With Preallocate an active segment's file goes on past its batches with bytes
+// that are not the log's (zeros, or a recycled file's old batches): readers use
+// the segment's size, never the file's.
 //
 // # .index (all integers big-endian)
 //

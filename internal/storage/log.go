@@ -87,7 +87,15 @@ type Log struct {
 		done    sync.WaitGroup // the running flusher
 	}
 	unflushedRecords atomic.Int64 // Interval mode: records appended since the last sync
-	appends          atomic.Int64 // Append calls so far, for the flusher's gathering
+	// pre zeroes ahead of the active segment (Config.Preallocate); appendMu.
+	pre *zeroer
+	// recycle keeps one segment file retention released for the next roll
+	// to reuse (Config.Preallocate; recycle.go).
+	recycle struct {
+		sync.Mutex
+		seg *segment
+	}
+	appends atomic.Int64 // Append calls so far, for the flusher's gathering
 	// The flusher's own (one runs at a time; each start happens after the
 	// previous one's exit under flushMu): appends covered by the last fsync,
 	// and what that fsync did, for gathering.
@@ -263,6 +271,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 		}
 	}
 	pos := seg.size
+	l.preallocBeforeWrite(seg, pos, len(b))
 	if _, err := seg.log.WriteAt(b, pos); err != nil {
 		return info, l.fail(err)
 	}
@@ -413,13 +422,17 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 		defer func() { l.cfg.OnRoll(time.Since(start)) }()
 	}
 	old := l.active()
+	if err := l.trimPrealloc(); err != nil {
+		return nil, l.fail(err)
+	}
 	if err := old.writeIndexes(true); err != nil {
 		return nil, l.fail(err)
 	}
 	if err := l.syncSegment(old); err != nil {
 		return nil, l.fail(err)
 	}
-	s, err := createSegment(l.fsys, l.dir, l.mu.leo, &l.cfg, now)
+	recycled, recycledSize := l.takeRecycled(l.mu.leo)
+	s, err := createSegment(l.fsys, l.dir, l.mu.leo, &l.cfg, now, recycled, recycledSize)
 	if err != nil {
 		return nil, l.fail(err)
 	}
@@ -688,6 +701,12 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.stopFlusher()
+	// A failed log keeps its file as it is (the next Open recovers it).
+	if failed != nil {
+		l.haltPrealloc()
+	} else if err := l.trimPrealloc(); err != nil {
+		failed = l.fail(err)
+	}
 
 	var err error
 	if failed == nil {
@@ -709,6 +728,7 @@ func (l *Log) Close() error {
 	// had not begun finds the log closed and leaves them to the next Open.
 	l.ckptMu.Lock()
 	l.ckptMu.Unlock()
+	l.dropRecycled()
 	for _, s := range segs {
 		s.release()
 	}

@@ -67,7 +67,7 @@ func (l *Log) load() error {
 		if rcErr == nil {
 			start = rc.LogStartOffset
 		}
-		s, err := createSegment(l.fsys, l.dir, start, &l.cfg, l.cfg.Now())
+		s, err := createSegment(l.fsys, l.dir, start, &l.cfg, l.cfg.Now(), nil, 0)
 		if err != nil {
 			return err
 		}

@@ -257,44 +257,10 @@ func TestPowerLossKeepsDurableBatches(t *testing.T) {
 			fsys := vfs.NewMem()
 			cfg := Config{SegmentBytes: 16 << 10, IndexIntervalBytes: 512}
 			l := openLog(t, fsys, cfg)
-
-			type cutState struct {
-				fs    *vfs.MemFS
-				acked map[int64][]byte // base offset -> stamped bytes, acked before the cut
-			}
-			var mu sync.Mutex
-			acked := map[int64][]byte{}
-			var wg sync.WaitGroup
-			const writers, perWriter = 4, 40
-			cutAfter := 20 + int(seed)*15
-			cut := make(chan cutState, 1)
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range perWriter {
-						b := mkBatch(1+i%4, 200+w*10, int64(i))
-						info, err := l.Append(b, 0)
-						if err != nil {
-							t.Errorf("Append: %v", err)
-							return
-						}
-						if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
-							t.Errorf("WaitDurable: %v", err)
-							return
-						}
-						mu.Lock()
-						acked[info.FirstOffset] = b
-						if len(acked) == cutAfter {
-							// Power goes now; everything in acked returned from WaitDurable before.
-							cut <- cutState{fsys.CrashClone(vfs.WithTornWrites(seed)), maps.Clone(acked)}
-						}
-						mu.Unlock()
-					}
-				}()
-			}
-			wg.Wait()
-			c := <-cut
+			c := runPowerCut(t, fsys, l, seed, powerCutLoad{
+				writers: 4, perWriter: 40, cutAfter: 20 + int(seed)*15,
+				batch: func(w, i int) []byte { return mkBatch(1+i%4, 200+w*10, int64(i)) },
+			})
 
 			r := openLog(t, c.fs, cfg)
 			got := map[int64][]byte{}
@@ -312,4 +278,69 @@ func TestPowerLossKeepsDurableBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// powerCutLoad is a power-cut workload: writers group-commit appenders of
+// perWriter batches each, the image taken once cutAfter are acknowledged.
+type powerCutLoad struct {
+	writers, perWriter, cutAfter int
+	batch                        func(w, i int) []byte
+	// afterAck, if set, runs after each acknowledged append (w, i).
+	afterAck func(w, i int) error
+}
+
+// powerCut is what runPowerCut saw: the image and, by base offset, the
+// stamped batches acknowledged durable before it and every batch appended.
+type powerCut struct {
+	fs              *vfs.MemFS
+	acked, appended map[int64][]byte
+}
+
+// runPowerCut runs load on l (on fsys) to its end and returns the power-cut
+// image (torn writes by seed) taken at the instant cutAfter appends had
+// returned from WaitDurable.
+func runPowerCut(t *testing.T, fsys *vfs.MemFS, l *Log, seed uint64, load powerCutLoad) powerCut {
+	t.Helper()
+	var mu sync.Mutex
+	acked, appended := map[int64][]byte{}, map[int64][]byte{}
+	var wg sync.WaitGroup
+	cut := make(chan powerCut, 1)
+	for w := range load.writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range load.perWriter {
+				b := load.batch(w, i)
+				info, err := l.Append(b, 0)
+				if err != nil {
+					t.Errorf("Append: %v", err)
+					return
+				}
+				mu.Lock()
+				appended[info.FirstOffset] = b
+				mu.Unlock()
+				if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
+					t.Errorf("WaitDurable: %v", err)
+					return
+				}
+				if load.afterAck != nil {
+					if err := load.afterAck(w, i); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				mu.Lock()
+				acked[info.FirstOffset] = b
+				if len(acked) == load.cutAfter {
+					// Power goes now; everything in acked returned from WaitDurable before.
+					cut <- powerCut{fs: fsys.CrashClone(vfs.WithTornWrites(seed)), acked: maps.Clone(acked)}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	c := <-cut
+	c.appended = appended
+	return c
 }

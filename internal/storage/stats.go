@@ -38,6 +38,16 @@ type Stats struct {
 	Compactions            int64
 	CompactionBytesRead    int64
 	CompactionBytesWritten int64
+	// PreallocBytes counts the zeros written ahead of active segments
+	// (Config.Preallocate); PreallocWaits the appends that overtook the zeroer
+	// during a chunk's write and waited for it; PreallocFailures the zero
+	// writes that failed (preallocation then stops for that segment).
+	PreallocBytes    int64
+	PreallocWaits    int64
+	PreallocFailures int64
+	// SegmentsRecycled counts new segments that reused a file retention
+	// released (Config.Preallocate).
+	SegmentsRecycled int64
 }
 
 // statCounters are the live counters behind Stats.
@@ -49,6 +59,8 @@ type statCounters struct {
 	recoveryTruncatedBytes, indexRebuilds           atomic.Int64
 	compactions                                     atomic.Int64
 	compactionBytesRead, compactionBytesWritten     atomic.Int64
+	preallocBytes, preallocWaits, preallocFailures  atomic.Int64
+	segmentsRecycled                                atomic.Int64
 	// The flusher's gathering waits, and its wake-ups during them that found
 	// too few appends (not in Stats: a test counts them).
 	gathers, earlyGatherWakeups atomic.Int64
@@ -83,5 +95,9 @@ func (c *statCounters) snapshot() Stats {
 		Compactions:            c.compactions.Load(),
 		CompactionBytesRead:    c.compactionBytesRead.Load(),
 		CompactionBytesWritten: c.compactionBytesWritten.Load(),
+		PreallocBytes:          c.preallocBytes.Load(),
+		PreallocWaits:          c.preallocWaits.Load(),
+		PreallocFailures:       c.preallocFailures.Load(),
+		SegmentsRecycled:       c.segmentsRecycled.Load(),
 	}
 }

@@ -77,6 +77,8 @@ func (l *Log) truncations() uint64 {
 // truncateLocked cuts the log inside its segments; appendMu is held and
 // first base < offset < leo.
 func (l *Log) truncateLocked(offset int64) error {
+	// The cut truncates and fsyncs the file (or deletes it): no trim needed.
+	l.haltPrealloc()
 	segs := l.mu.segments
 	l.mu.RLock()
 	s := l.segmentForLocked(offset)
@@ -194,6 +196,7 @@ func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 // truncateFullyLocked deletes every segment and starts an empty one at offset;
 // appendMu is held. The epoch cache is cleared, as in Kafka.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.haltPrealloc() // its segment is deleted
 	old := l.mu.segments
 	// The producer snapshots describe a log that goes.
 	if err := l.removeSnapshotsAbove(-1); err != nil {
@@ -203,7 +206,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.renameDeleted(old); err != nil {
 		return err
 	}
-	s, err := createSegment(l.fsys, l.dir, offset, &l.cfg, l.cfg.Now())
+	s, err := createSegment(l.fsys, l.dir, offset, &l.cfg, l.cfg.Now(), nil, 0)
 	if err != nil {
 		return err
 	}
