@@ -203,6 +203,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 	}
 	now := time.Now()
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	watched = make([]watchedPartition, 0, requestPartitions(req))
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]
 		*st = kmsg.NewFetchResponseTopic()
@@ -302,10 +303,10 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				}
 				continue
 			}
-			c := res.Chunk
-			if c.Size == 0 {
-				continue
+			if res.Chunk.Size == 0 {
+				continue // before c: c escapes (its Release is kept), a chunk with data pays for that
 			}
+			c := res.Chunk
 			if total > 0 && c.Size > maxBytes {
 				c.Release() // only the first partition with data may exceed the limits
 				continue
