@@ -307,7 +307,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				continue
 			}
 			if res.Chunk.Size == 0 {
-				continue // before c: c escapes (its Release is kept), a chunk with data pays for that
+				continue // checked before c exists: c escapes (files keeps its Release), so only a chunk with data allocates
 			}
 			c := res.Chunk
 			if total > 0 && c.Size > maxBytes {
