@@ -203,17 +203,21 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 	}
 	now := time.Now()
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	watched = make([]watchedPartition, 0, requestPartitions(req))
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]
 		*st = kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name := rt.Topic
+		var mt *metadata.Topic // looked up once for all the topic's partitions
 		if req.Version >= 13 {
-			if t := img.TopicByID(rt.TopicID); t != nil {
-				name = t.Name
+			if mt = img.TopicByID(rt.TopicID); mt != nil {
+				name = mt.Name
 			} else {
 				name = ""
 			}
+		} else {
+			mt = img.Topic(name)
 		}
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for pi, rp := range rt.Partitions {
@@ -236,9 +240,9 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			switch {
 			case err != nil:
 			case anyReplica:
-				p, err = h.hostedPartition(img, name, rp.Partition)
+				p, err = h.hostedPartitionOf(mt, name, rp.Partition)
 			default:
-				p, err = h.leaderPartition(img, name, rp.Partition)
+				p, err = h.leaderPartitionOf(mt, name, rp.Partition)
 			}
 			if err == nil {
 				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
@@ -302,10 +306,10 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				}
 				continue
 			}
-			c := res.Chunk
-			if c.Size == 0 {
-				continue
+			if res.Chunk.Size == 0 {
+				continue // checked before c exists: c escapes (files keeps its Release), so only a chunk with data allocates
 			}
+			c := res.Chunk
 			if total > 0 && c.Size > maxBytes {
 				c.Release() // only the first partition with data may exceed the limits
 				continue

@@ -72,7 +72,14 @@ func errorCode(err error) int16 {
 // leaderPartition finds a partition this broker leads, telling an unknown
 // partition (UNKNOWN_TOPIC_OR_PARTITION) from one led elsewhere (NOT_LEADER_OR_FOLLOWER).
 func (h *Handlers) leaderPartition(img *metadata.Image, topic string, index int32) (*replica.Partition, error) {
-	p, err := h.hostedPartition(img, topic, index)
+	return h.leaderPartitionOf(img.Topic(topic), topic, index)
+}
+
+// leaderPartitionOf is leaderPartition for a topic already looked up in the
+// image (t, nil when unknown): a fetch looks each topic up once, not once per
+// partition (a follower's session may hold thousands).
+func (h *Handlers) leaderPartitionOf(t *metadata.Topic, topic string, index int32) (*replica.Partition, error) {
+	p, err := h.hostedPartitionOf(t, topic, index)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +92,13 @@ func (h *Handlers) leaderPartition(img *metadata.Image, topic string, index int3
 // hostedPartition returns this broker's replica of a partition, leader or
 // follower (a KIP-392 consumer fetch).
 func (h *Handlers) hostedPartition(img *metadata.Image, topic string, index int32) (*replica.Partition, error) {
-	if img.Partition(topic, index) == nil {
+	return h.hostedPartitionOf(img.Topic(topic), topic, index)
+}
+
+// hostedPartitionOf is hostedPartition for a topic already looked up (see
+// leaderPartitionOf).
+func (h *Handlers) hostedPartitionOf(t *metadata.Topic, topic string, index int32) (*replica.Partition, error) {
+	if t == nil || index < 0 || int(index) >= len(t.Partitions) || t.Partitions[index] == nil {
 		return nil, metadata.ErrUnknownTopic
 	}
 	p, err := h.replicas.Partition(topic, index)

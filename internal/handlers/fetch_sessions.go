@@ -89,9 +89,14 @@ type fetchSession struct {
 	created, lastUsed time.Time
 	size              int
 
-	mu    sync.Mutex // guards parts and order across a fetch and its answer
+	mu    sync.Mutex // guards parts, order and topics across a fetch and its answer
 	parts map[sessionPartitionKey]*sessionPartition
 	order []sessionPartitionKey
+	// topics is what request last built, kept while no partition is added,
+	// changed, forgotten or moved (nil: build again): an idle follower's
+	// requests change nothing, and its session may hold thousands of
+	// partitions. Fetches only read it; a change builds new slices.
+	topics []kmsg.FetchRequestTopic
 }
 
 // fetchSessions is the bounded cache of this broker's fetch sessions.
@@ -251,6 +256,7 @@ func (s *fetchSessions) len() int {
 func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
+			sess.topics = nil
 			k := sessionPartitionKey{t.Topic, t.TopicID, p.Partition}
 			if sp := sess.parts[k]; sp != nil {
 				if p.CurrentLeaderEpoch != sp.req.CurrentLeaderEpoch || p.FetchOffset < sp.req.FetchOffset {
@@ -276,6 +282,7 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 		}
 	}
 	if forgot {
+		sess.topics = nil
 		kept := sess.order[:0]
 		for _, k := range sess.order {
 			if sess.parts[k] != nil {
@@ -290,17 +297,21 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 // order the client first named them. sess.mu is held.
 func (sess *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
 	full := *req
-	full.Topics, full.ForgottenTopics = nil, nil
-	for _, k := range sess.order {
-		n := len(full.Topics)
-		if n == 0 || full.Topics[n-1].Topic != k.topic || full.Topics[n-1].TopicID != k.topicID {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = k.topic, k.topicID
-			full.Topics = append(full.Topics, t)
-			n++
+	full.ForgottenTopics = nil
+	if sess.topics == nil {
+		sess.topics = []kmsg.FetchRequestTopic{}
+		for _, k := range sess.order {
+			n := len(sess.topics)
+			if n == 0 || sess.topics[n-1].Topic != k.topic || sess.topics[n-1].TopicID != k.topicID {
+				t := kmsg.NewFetchRequestTopic()
+				t.Topic, t.TopicID = k.topic, k.topicID
+				sess.topics = append(sess.topics, t)
+				n++
+			}
+			sess.topics[n-1].Partitions = append(sess.topics[n-1].Partitions, sess.parts[k].req)
 		}
-		full.Topics[n-1].Partitions = append(full.Topics[n-1].Partitions, sess.parts[k].req)
 	}
+	full.Topics = sess.topics
 	return &full
 }
 
@@ -365,6 +376,7 @@ func (sess *fetchSession) moveToEnd(keys []sessionPartitionKey) {
 	if len(keys) == 0 {
 		return
 	}
+	sess.topics = nil
 	moved := make(map[sessionPartitionKey]bool, len(keys))
 	for _, k := range keys {
 		moved[k] = true

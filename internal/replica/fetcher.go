@@ -45,13 +45,17 @@ type fetcher struct {
 	wake  chan struct{} // capacity 1: partitions were added
 
 	// Used by run's goroutine only: the fetch session with the leader, and
-	// the round being built (reused): its partitions, them by topic name and
-	// partition, and topic names by id (an answer from v13 on names topics
-	// by id).
-	session followerSession
-	want    []sessionPartition
-	index   map[TopicPartition]fetched
-	names   map[metadata.UUID]string
+	// the round being built (reused): the partitions fetched, those asked
+	// for (want, with wantInfo alongside), and, built only for an answer
+	// that names partitions (an idle session's names none), them by topic
+	// name and partition and topic names by id (an answer from v13 on names
+	// topics by id).
+	session  followerSession
+	round    []*Partition
+	want     []sessionPartition
+	wantInfo []fetched
+	index    map[TopicPartition]int
+	names    map[metadata.UUID]string
 }
 
 // fetched is a partition of a fetch round.
@@ -91,10 +95,10 @@ func (f *fetcher) stop() {
 	<-f.done
 }
 
-func (f *fetcher) snapshot() []*Partition {
+// snapshot appends the partitions to fetch this round to ps.
+func (f *fetcher) snapshot(ps []*Partition) []*Partition {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ps := make([]*Partition, 0, len(f.parts))
 	for p := range f.parts {
 		// A failed log takes no appends, and its log end may hold records it
 		// never made durable: it must not report that end to the leader.
@@ -109,7 +113,11 @@ func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
 	backoff := fetchBackoff
 	for ctx.Err() == nil {
-		parts := f.snapshot()
+		parts := f.snapshot(f.round[:0])
+		if len(parts) < len(f.round) {
+			clear(f.round[len(parts):]) // keep no removed partition alive
+		}
+		f.round = parts
 		if len(parts) == 0 {
 			select {
 			case <-f.wake:
@@ -149,12 +157,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = fetchMaxBytes
-	if f.index == nil {
-		f.index, f.names = map[TopicPartition]fetched{}, map[metadata.UUID]string{}
-	}
-	index, names, want := f.index, f.names, f.want[:0]
-	clear(index)
-	clear(names)
+	want, info := f.want[:0], f.wantInfo[:0]
 	now := f.m.now()
 	for _, p := range parts {
 		// A throttled replica out of the ISR sits out fetches while the
@@ -189,10 +192,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 		rp.LogStartOffset = p.log.LogStartOffset()
 		rp.PartitionMaxBytes = fetchPartitionBytes
 		want = append(want, sessionPartition{key: sessionKey{p.Topic, p.TopicID, p.Index}, req: rp})
-		index[TopicPartition{p.Topic, p.Index}] = fetched{p, rp.CurrentLeaderEpoch, bucket}
-		names[p.TopicID] = p.Topic
+		info = append(info, fetched{p, rp.CurrentLeaderEpoch, bucket})
 	}
-	f.want = want
+	f.want, f.wantInfo = want, info
 	if len(want) == 0 {
 		return false, throttled
 	}
@@ -209,16 +211,20 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 		return false, 0
 	}
 	healthy := true
+	if len(resp.Topics) > 0 {
+		f.indexWant()
+	}
 	for _, rt := range resp.Topics {
 		name := rt.Topic
 		if name == "" {
-			name = names[rt.TopicID]
+			name = f.names[rt.TopicID]
 		}
 		for _, rp := range rt.Partitions {
-			fp, ok := index[TopicPartition{name, rp.Partition}]
+			i, ok := f.index[TopicPartition{name, rp.Partition}]
 			if !ok {
 				continue
 			}
+			fp := info[i]
 			p := fp.p
 			if fp.throttle != nil {
 				fp.throttle.Record(len(rp.RecordBatches), f.m.now())
@@ -234,6 +240,19 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 		}
 	}
 	return healthy, 0
+}
+
+// indexWant indexes the round's partitions, for an answer that names some.
+func (f *fetcher) indexWant() {
+	if f.index == nil {
+		f.index, f.names = map[TopicPartition]int{}, map[metadata.UUID]string{}
+	}
+	clear(f.index)
+	clear(f.names)
+	for i, w := range f.want {
+		f.index[TopicPartition{w.key.topic, w.key.partition}] = i
+		f.names[w.key.topicID] = w.key.topic
+	}
 }
 
 // apply handles one partition of a fetch response.

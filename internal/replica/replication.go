@@ -152,7 +152,6 @@ func (p *Partition) ReadForFollower(replicaID int32, replicaEpoch int64, fetchOf
 	if err := p.recordFollower(replicaID, replicaEpoch, fetchOffset, leo, now); err != nil {
 		return res, err
 	}
-	p.maybeAdvanceHighWatermark()
 	res.HighWatermark = p.HighWatermark()
 	if fetchOffset == leo {
 		return res, nil
@@ -165,9 +164,9 @@ func (p *Partition) ReadForFollower(replicaID int32, replicaEpoch int64, fetchOf
 	return res, nil
 }
 
-// recordFollower notes a follower's fetch and proposes adding it to the ISR when
-// it has caught up and is eligible (isrEligible, with the broker epoch its
-// fetch carried).
+// recordFollower notes a follower's fetch, advances the high-water mark, and
+// proposes adding the follower to the ISR when it has caught up and is
+// eligible (isrEligible, with the broker epoch its fetch carried).
 func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64, now time.Time) error {
 	p.mu.Lock()
 	if !p.mu.leader {
@@ -176,10 +175,20 @@ func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64
 	}
 	inSync, err := p.mu.set.fetched(id, fetchOffset, leo, now)
 	p.mu.set.noteBrokerEpoch(id, epoch)
-	p.mu.Unlock()
-	if err != nil || inSync { // in sync: the usual case, nothing to propose
+	if err != nil {
+		p.mu.Unlock()
 		return err
 	}
+	if inSync { // the usual case: nothing to propose, one lock for both
+		moved := p.maybeAdvanceHighWatermarkLocked()
+		p.mu.Unlock()
+		if moved {
+			p.fire()
+		}
+		return nil
+	}
+	p.mu.Unlock()
+	defer p.maybeAdvanceHighWatermark()
 	if p.isrEligible != nil && !p.isrEligible(id, epoch) {
 		return nil // a later fetch proposes it once the image says it is live
 	}

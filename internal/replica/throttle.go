@@ -29,8 +29,11 @@ func (m *Manager) applyThrottle(img *metadata.Image) {
 // follower is not in the ISR. The fetch handler leaves p's records out of the
 // answer while the bucket is Exceeded and Records what it sends.
 func (m *Manager) LeaderThrottle(p *Partition, follower int32) *throttle.Bucket {
+	if !m.throttle.leader.Limited() { // the usual case, asked first: no lock, no per-partition look-up
+		return nil
+	}
 	cfg := p.Config()
-	if cfg == nil || !cfg.LeaderThrottledReplicas.Has(p.Index, m.nodeID) || m.throttle.leader.Rate() == throttle.Unlimited {
+	if cfg == nil || !cfg.LeaderThrottledReplicas.Has(p.Index, m.nodeID) {
 		return nil
 	}
 	if slices.Contains(p.ISR(), follower) {
@@ -43,8 +46,11 @@ func (m *Manager) LeaderThrottle(p *Partition, follower int32) *throttle.Bucket 
 // the bucket p's fetches count against while this broker is a throttled
 // replica of p (follower.replication.throttled.replicas) out of the ISR.
 func (m *Manager) followerThrottle(p *Partition) *throttle.Bucket {
+	if !m.throttle.follower.Limited() {
+		return nil
+	}
 	cfg := p.Config()
-	if cfg == nil || !cfg.FollowerThrottledReplicas.Has(p.Index, m.nodeID) || m.throttle.follower.Rate() == throttle.Unlimited {
+	if cfg == nil || !cfg.FollowerThrottledReplicas.Has(p.Index, m.nodeID) {
 		return nil
 	}
 	if slices.Contains(p.ISR(), m.nodeID) {

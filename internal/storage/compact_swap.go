@@ -419,7 +419,7 @@ func (l *Log) loadCleaner() error {
 			l.cleaner = st
 		}
 	}
-	return l.clampCleanerLocked(l.mu.leo)
+	return l.clampCleanerLocked(l.mu.leo.Load())
 }
 
 // clampCleanerLocked forgets that offsets at or above offset are clean and

@@ -41,7 +41,9 @@
 // durable and delete the files after letting it go (a checkpoint mutex orders
 // those writes). Readers see a published view (segment list, log
 // start and end offsets, durable offset, epoch cache) under a read-write mutex
-// that is never held across I/O; each segment's in-memory indexes have their own
+// that is never held across I/O; the offsets, the newest epoch and whether the
+// log failed are also atomics, so LogStartOffset, LogEndOffset,
+// DurableOffset, LatestEpoch and (on a healthy log) Err take no lock; each segment's in-memory indexes have their own
 // lock, taken after (never while taking) the log's. A segment file is reference
 // counted: Read acquires it and Chunk.Release lets it go, so a segment deleted by
 // retention, truncation or compaction is closed only after its last reader is

@@ -197,11 +197,11 @@ func (l *Log) dropKick() {
 // segments were fsynced when they rolled).
 func (l *Log) flush() flushResult {
 	l.mu.RLock()
-	if l.mu.failed != nil || l.mu.closed || l.mu.leo <= l.mu.durable {
+	if l.mu.failed != nil || l.mu.closed || l.mu.leo.Load() <= l.mu.durable.Load() {
 		l.mu.RUnlock()
 		return flushResult{}
 	}
-	s, end, gen := l.active(), l.mu.leo, l.mu.truncGen
+	s, end, gen := l.active(), l.mu.leo.Load(), l.mu.truncGen
 	appends := l.appends.Load()
 	s.acquire()
 	l.mu.RUnlock()
@@ -223,9 +223,9 @@ func (l *Log) flush() flushResult {
 		return r
 	}
 	r.appendsAtWake = l.appends.Load()
-	advanced := end > l.mu.durable
+	advanced := end > l.mu.durable.Load()
 	if advanced {
-		l.mu.durable = end
+		l.mu.durable.Store(end)
 		l.notifyLocked()
 	}
 	l.mu.Unlock()

@@ -57,16 +57,24 @@ type Log struct {
 
 	// mu guards the published view readers use. It is never held across I/O.
 	// Fields written by mutators are written with appendMu held as well.
+	// logStart, leo, durable, latestEpoch and hasFailed are written only with
+	// mu held for writing, but are atomics so that the accessors
+	// (LogStartOffset, LogEndOffset, DurableOffset, LatestEpoch, Err) read
+	// them without locking: an idle follower's fetch session has its leader
+	// look at thousands of logs per long poll, and the follower's fetcher
+	// walks as many each round.
 	mu struct {
 		sync.RWMutex
-		segments []*segment // ascending base offsets; the last is active. Never modified in place.
-		logStart int64
-		leo      int64 // log end offset: next offset to assign
-		durable  int64 // every offset below is fsynced
-		truncGen uint64
-		epochs   epochCache
-		failed   error
-		closed   bool
+		segments    []*segment // ascending base offsets; the last is active. Never modified in place.
+		logStart    atomic.Int64
+		leo         atomic.Int64 // log end offset: next offset to assign
+		durable     atomic.Int64 // every offset below is fsynced
+		latestEpoch atomic.Int32 // epochs' newest epoch, or UndefinedEpoch
+		truncGen    uint64
+		epochs      epochCache
+		failed      error
+		hasFailed   atomic.Bool // failed != nil
+		closed      bool
 		// changed is closed and replaced whenever durable, failed or closed change,
 		// waking WaitDurable callers.
 		changed chan struct{}
@@ -158,6 +166,7 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		}
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
+	l.publishEpochLocked() // no reader yet: the lock is not needed
 	if p := l.cfg.Flush; p.Mode == Interval && p.Interval > 0 {
 		l.flushMu.Lock()
 		l.startFlusherLocked(true) // for its ticker
@@ -243,7 +252,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 	if err := l.writable(); err != nil {
 		return info, err
 	}
-	leo := l.mu.leo
+	leo := l.mu.leo.Load()
 	now := l.cfg.Now()
 	if asLeader {
 		if latest, ok := l.mu.epochs.latest(); ok && leaderEpoch < latest.Epoch {
@@ -288,7 +297,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 	l.mu.Lock()
 	seg.size = pos + int64(len(b))
 	seg.next = info.LastOffset + 1
-	l.mu.leo = info.LastOffset + 1
+	l.mu.leo.Store(info.LastOffset + 1)
 	if asLeader {
 		l.mu.epochs.assign(leaderEpoch, info.FirstOffset)
 	} else {
@@ -298,7 +307,8 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 			p += h.Size()
 		}
 	}
-	info.LogStartOffset = l.mu.logStart
+	l.publishEpochLocked()
+	info.LogStartOffset = l.mu.logStart.Load()
 	l.mu.Unlock()
 
 	l.stats.appendedBatches.Add(int64(info.Batches))
@@ -354,6 +364,9 @@ func (l *Log) writable() error {
 // Err returns the error that made the log fail-stop (wrapping ErrLogFailed), or
 // nil while it is healthy.
 func (l *Log) Err() error {
+	if !l.mu.hasFailed.Load() {
+		return nil
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.mu.failed
@@ -369,6 +382,7 @@ func (l *Log) fail(cause error) error {
 	first := l.mu.failed == nil
 	if first {
 		l.mu.failed = fmt.Errorf("%w: %w", ErrLogFailed, cause)
+		l.mu.hasFailed.Store(true)
 		l.notifyLocked()
 	}
 	failed := l.mu.failed
@@ -431,8 +445,8 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	if err := l.syncSegment(old); err != nil {
 		return nil, l.fail(err)
 	}
-	recycled, recycledSize := l.takeRecycled(l.mu.leo)
-	s, err := createSegment(l.fsys, l.dir, l.mu.leo, &l.cfg, now, recycled, recycledSize)
+	recycled, recycledSize := l.takeRecycled(l.mu.leo.Load())
+	s, err := createSegment(l.fsys, l.dir, l.mu.leo.Load(), &l.cfg, now, recycled, recycledSize)
 	if err != nil {
 		return nil, l.fail(err)
 	}
@@ -491,7 +505,7 @@ func (l *Log) writeCheckpoints(durable bool) error {
 func (l *Log) writeEpochCheckpoint(sync bool) error {
 	l.mu.RLock()
 	epochs := l.mu.epochs.clone()
-	logStart := l.mu.logStart
+	logStart := l.mu.logStart.Load()
 	l.mu.RUnlock()
 	if l.savedEpochsOK && epochsMatchFrom(l.savedEpochs, epochs, logStart) {
 		return nil
@@ -536,7 +550,7 @@ func (l *Log) writeRecoveryCheckpointLocked(durable bool) error {
 func (l *Log) recoveryState() recoveryCheckpoint {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return recoveryCheckpoint{RecoveryPoint: l.recoveryPoint.Load(), LogStartOffset: l.mu.logStart}
+	return recoveryCheckpoint{RecoveryPoint: l.recoveryPoint.Load(), LogStartOffset: l.mu.logStart.Load()}
 }
 
 // WaitDurable returns nil once every offset up to and including offset is fsynced.
@@ -547,7 +561,7 @@ func (l *Log) recoveryState() recoveryCheckpoint {
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 	for {
 		l.mu.RLock()
-		durable, leo, failed, closed, changed := l.mu.durable, l.mu.leo, l.mu.failed, l.mu.closed, l.mu.changed
+		durable, leo, failed, closed, changed := l.mu.durable.Load(), l.mu.leo.Load(), l.mu.failed, l.mu.closed, l.mu.changed
 		l.mu.RUnlock()
 		switch {
 		case offset < durable:
@@ -570,9 +584,7 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 // DurableOffset returns the end of the fsynced prefix: every offset below it is
 // durable.
 func (l *Log) DurableOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.durable
+	return l.mu.durable.Load()
 }
 
 // SetDurableListener registers fn to be called with the new durable offset after
@@ -594,16 +606,12 @@ func (l *Log) SetFailureListener(fn func(error)) { l.failureListener.Store(&fn) 
 
 // LogStartOffset returns the first offset readers may fetch.
 func (l *Log) LogStartOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.logStart
+	return l.mu.logStart.Load()
 }
 
 // LogEndOffset returns the offset the next appended record will get.
 func (l *Log) LogEndOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.leo
+	return l.mu.leo.Load()
 }
 
 // Size returns the bytes held in all segments.
@@ -637,11 +645,12 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	if startOffset < l.mu.logStart || startOffset > l.mu.leo || epoch < 0 {
-		return fmt.Errorf("%w: epoch %d at %d, log is [%d, %d]", ErrOffsetOutOfRange, epoch, startOffset, l.mu.logStart, l.mu.leo)
+	if startOffset < l.mu.logStart.Load() || startOffset > l.mu.leo.Load() || epoch < 0 {
+		return fmt.Errorf("%w: epoch %d at %d, log is [%d, %d]", ErrOffsetOutOfRange, epoch, startOffset, l.mu.logStart.Load(), l.mu.leo.Load())
 	}
 	l.mu.Lock()
 	changed := l.mu.epochs.assign(epoch, startOffset)
+	l.publishEpochLocked()
 	l.mu.Unlock()
 	if !changed || l.logDir != nil {
 		// Through a LogDir the epoch checkpoint waits for the next roll,
@@ -665,19 +674,22 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo)
+	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo.Load())
+}
+
+// publishEpochLocked publishes the epoch cache's newest epoch for
+// LatestEpoch; mu must be held for writing.
+func (l *Log) publishEpochLocked() {
+	e := UndefinedEpoch
+	if latest, ok := l.mu.epochs.latest(); ok {
+		e = latest.Epoch
+	}
+	l.mu.latestEpoch.Store(e)
 }
 
 // LatestEpoch returns the newest leader epoch in the log's epoch cache, or
 // UndefinedEpoch.
-func (l *Log) LatestEpoch() int32 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if e, ok := l.mu.epochs.latest(); ok {
-		return e.Epoch
-	}
-	return UndefinedEpoch
-}
+func (l *Log) LatestEpoch() int32 { return l.mu.latestEpoch.Load() }
 
 // Epochs returns a copy of the leader-epoch cache, oldest first.
 func (l *Log) Epochs() []EpochEntry {
@@ -716,7 +728,7 @@ func (l *Log) Close() error {
 	}
 	l.mu.Lock()
 	if err == nil && failed == nil {
-		l.mu.durable = l.mu.leo
+		l.mu.durable.Store(l.mu.leo.Load())
 	}
 	l.mu.closed = true
 	segs := l.mu.segments
@@ -752,8 +764,8 @@ func (l *Log) shutdownCleanly() error {
 			return err
 		}
 	}
-	l.recoveryPoint.Store(l.mu.leo)
-	marker := cleanShutdown{LogEndOffset: l.mu.leo, ActiveBase: s.base, ActiveSize: s.size}
+	l.recoveryPoint.Store(l.mu.leo.Load())
+	marker := cleanShutdown{LogEndOffset: l.mu.leo.Load(), ActiveBase: s.base, ActiveSize: s.size}
 	if deferred {
 		if err := l.writeEpochCheckpoint(false); err != nil {
 			return err

@@ -83,7 +83,7 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 		l.mu.RUnlock()
 		return Chunk{}, ErrClosed
 	}
-	logStart, leo := l.mu.logStart, l.mu.leo
+	logStart, leo := l.mu.logStart.Load(), l.mu.leo.Load()
 	if offset < logStart || offset > leo {
 		l.mu.RUnlock()
 		return Chunk{}, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, logStart, leo)
@@ -244,7 +244,7 @@ func (l *Log) segmentsFrom(from int64) ([]segmentView, int64, error) {
 		s.acquire()
 		views = append(views, segmentView{s, s.size, s.next})
 	}
-	return views, l.mu.logStart, nil
+	return views, l.mu.logStart.Load(), nil
 }
 
 // segmentView is a segment with the extent it had when it was acquired.

@@ -72,7 +72,9 @@ func (l *Log) load() error {
 			return err
 		}
 		l.mu.segments = []*segment{s}
-		l.mu.logStart, l.mu.leo, l.mu.durable = start, start, start
+		l.mu.logStart.Store(start)
+		l.mu.leo.Store(start)
+		l.mu.durable.Store(start)
 		l.recoveryPoint.Store(start)
 		if rcErr == nil && epErr == nil {
 			l.mu.epochs.entries = slices.Clone(epochs)
@@ -107,28 +109,28 @@ func (l *Log) load() error {
 
 	segs = l.mu.segments
 	last = segs[len(segs)-1]
-	l.mu.leo = last.next
-	l.mu.durable = last.next
+	l.mu.leo.Store(last.next)
+	l.mu.durable.Store(last.next)
 	if unsynced && !l.filesSynced {
-		l.mu.durable = last.base
+		l.mu.durable.Store(last.base)
 		// What a crashed process wrote may be in the page cache only.
 		last.wrote()
 	}
-	l.mu.logStart = segs[0].base
+	l.mu.logStart.Store(segs[0].base)
 	if rcErr == nil {
-		l.mu.logStart = max(l.mu.logStart, rc.LogStartOffset)
+		l.mu.logStart.Store(max(l.mu.logStart.Load(), rc.LogStartOffset))
 	}
-	if l.mu.logStart > l.mu.leo {
+	if l.mu.logStart.Load() > l.mu.leo.Load() {
 		// The checkpoint moved the start past data a crash then lost: start afresh there.
-		if err := l.truncateFullyLocked(l.mu.logStart); err != nil {
+		if err := l.truncateFullyLocked(l.mu.logStart.Load()); err != nil {
 			return err
 		}
 	}
 	if err := l.deleteBelowStart(); err != nil {
 		return err
 	}
-	l.mu.epochs.truncateFromEnd(l.mu.leo)
-	l.mu.epochs.truncateFromStart(l.mu.logStart)
+	l.mu.epochs.truncateFromEnd(l.mu.leo.Load())
+	l.mu.epochs.truncateFromStart(l.mu.logStart.Load())
 	if !clean {
 		// Every sealed segment scanned is synced with its indexes; the active
 		// segment's indexes are not on disk. Nothing needs writing unless that
@@ -150,7 +152,7 @@ func (l *Log) finishLoad(hadMarker bool) error {
 		return err
 	}
 	// A crash may have lost the tail a producer snapshot covered.
-	if err := l.removeSnapshotsAbove(l.mu.leo); err != nil {
+	if err := l.removeSnapshotsAbove(l.mu.leo.Load()); err != nil {
 		return err
 	}
 	if !hadMarker {
@@ -371,7 +373,7 @@ func (l *Log) dropRecovered(i int) error {
 func (l *Log) deleteBelowStart() error {
 	segs := l.mu.segments
 	k := 0
-	for k+1 < len(segs) && segs[k+1].base <= l.mu.logStart {
+	for k+1 < len(segs) && segs[k+1].base <= l.mu.logStart.Load() {
 		k++
 	}
 	if k == 0 {

@@ -26,10 +26,10 @@ func (l *Log) deleteRecords(offset int64) ([]*segment, error) {
 	if err := l.writable(); err != nil {
 		return nil, err
 	}
-	if offset > l.mu.leo || offset < 0 {
-		return nil, fmt.Errorf("%w: delete records below %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.mu.logStart, l.mu.leo)
+	if offset > l.mu.leo.Load() || offset < 0 {
+		return nil, fmt.Errorf("%w: delete records below %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.mu.logStart.Load(), l.mu.leo.Load())
 	}
-	if offset <= l.mu.logStart {
+	if offset <= l.mu.logStart.Load() {
 		return nil, nil
 	}
 	gone, err := l.advanceStartLocked(offset, 0)
@@ -68,10 +68,10 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) ([]*segment, error)
 		l.mu.segments = slices.Clone(segs[k:])
 		start = max(start, segs[k].base)
 	}
-	l.mu.logStart = max(l.mu.logStart, start)
+	l.mu.logStart.Store(max(l.mu.logStart.Load(), start))
 	// The epoch checkpoint is not rewritten for this: Open cuts the cache at
 	// the checkpointed log start (writeCheckpoints).
-	l.mu.epochs.truncateFromStart(l.mu.logStart)
+	l.mu.epochs.truncateFromStart(l.mu.logStart.Load())
 	l.mu.Unlock()
 	l.startMoved.Store(true)
 	return segs[:k], nil
@@ -150,7 +150,7 @@ func (l *Log) retainLocked(highWatermark int64, retentionAge time.Duration, rete
 		return nil, err
 	}
 	segs := l.mu.segments
-	leo, logStart := l.mu.leo, l.mu.logStart
+	leo, logStart := l.mu.leo.Load(), l.mu.logStart.Load()
 	now := l.cfg.Now()
 
 	// deletable reports whether segment i may go at all: wholly below the

@@ -46,7 +46,7 @@ func (l *Log) WriteProducerSnapshot(offset int64, payload []byte) error {
 		return err
 	}
 	l.mu.RLock()
-	start, leo := l.mu.logStart, l.mu.leo
+	start, leo := l.mu.logStart.Load(), l.mu.leo.Load()
 	l.mu.RUnlock()
 	if offset < start || offset > leo {
 		return fmt.Errorf("%w: snapshot at %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, start, leo)

@@ -262,7 +262,7 @@ func (t *Tier) LastUploaded() (offset int64, epoch int32) {
 func (l *Log) closedEndAtOrBelow(limit int64) int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	end := l.mu.logStart
+	end := l.mu.logStart.Load()
 	for _, s := range l.mu.segments[min(1, len(l.mu.segments)):] {
 		if s.base > limit {
 			break

@@ -22,11 +22,12 @@ func (l *Log) Truncate(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
-	if offset >= l.mu.leo {
+	if offset >= l.mu.leo.Load() {
 		// Nothing to cut from the log, but an epoch may start at its end with no
 		// records yet (a leader deposed before it appended): it goes, as in Kafka.
 		l.mu.Lock()
-		changed := l.mu.epochs.truncateFromEnd(l.mu.leo)
+		changed := l.mu.epochs.truncateFromEnd(l.mu.leo.Load())
+		l.publishEpochLocked()
 		l.mu.Unlock()
 		if changed {
 			if err := l.writeCheckpoints(false); err != nil {
@@ -42,7 +43,7 @@ func (l *Log) Truncate(offset int64) error {
 		err = l.truncateLocked(offset)
 	}
 	if err == nil {
-		err = l.removeSnapshotsAbove(l.mu.leo)
+		err = l.removeSnapshotsAbove(l.mu.leo.Load())
 	}
 	if err != nil {
 		return l.fail(err)
@@ -114,11 +115,12 @@ func (l *Log) truncateLocked(offset int64) error {
 	l.mu.Lock()
 	l.mu.segments = slices.Clone(segs[:i+1])
 	s.size, s.next = cutPos, newLEO
-	l.mu.leo = newLEO
-	l.mu.durable = min(l.mu.durable, newLEO)
-	l.mu.logStart = min(l.mu.logStart, newLEO)
+	l.mu.leo.Store(newLEO)
+	l.mu.durable.Store(min(l.mu.durable.Load(), newLEO))
+	l.mu.logStart.Store(min(l.mu.logStart.Load(), newLEO))
 	l.mu.truncGen++
 	l.mu.epochs.truncateFromEnd(newLEO)
+	l.publishEpochLocked()
 	l.notifyLocked()
 	l.mu.Unlock()
 
@@ -212,9 +214,12 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.mu.Lock()
 	l.mu.segments = []*segment{s}
-	l.mu.leo, l.mu.logStart, l.mu.durable = offset, offset, offset
+	l.mu.leo.Store(offset)
+	l.mu.logStart.Store(offset)
+	l.mu.durable.Store(offset)
 	l.mu.truncGen++
 	l.mu.epochs.entries = nil
+	l.publishEpochLocked()
 	l.notifyLocked()
 	l.mu.Unlock()
 	for _, o := range old {

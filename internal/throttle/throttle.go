@@ -26,6 +26,7 @@ package throttle
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +44,9 @@ const stoppedPoll = time.Second
 
 // Bucket is a token bucket of bytes. The zero value is unlimited.
 type Bucket struct {
+	// on is limited, published for Limited: a broker asks for each of
+	// thousands of partitions per fetch round whether it throttles at all.
+	on      atomic.Bool
 	mu      sync.Mutex
 	limited bool
 	rate    int64   // bytes per second, when limited; 0 lets nothing through
@@ -58,6 +62,7 @@ func (b *Bucket) SetRate(rate int64, now time.Time) {
 	defer b.mu.Unlock()
 	if rate < 0 || rate == Unlimited {
 		b.limited, b.rate = false, 0
+		b.on.Store(false)
 		return
 	}
 	if b.limited && rate == b.rate {
@@ -67,8 +72,13 @@ func (b *Bucket) SetRate(rate int64, now time.Time) {
 		b.tokens, b.last = float64(rate), now // start with a full second
 	}
 	b.limited, b.rate = true, rate
+	b.on.Store(true)
 	b.refillLocked(now)
 }
+
+// Limited reports whether the bucket has a rate (Rate is not Unlimited),
+// without locking.
+func (b *Bucket) Limited() bool { return b.on.Load() }
 
 // Rate returns the rate in bytes per second (Unlimited when there is none).
 func (b *Bucket) Rate() int64 {

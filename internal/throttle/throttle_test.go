@@ -163,3 +163,19 @@ func TestParseReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketLimited: Limited, read without the lock, agrees with Rate through
+// every kind of SetRate.
+func TestBucketLimited(t *testing.T) {
+	var b Bucket
+	if b.Limited() {
+		t.Fatal("the zero Bucket is Limited")
+	}
+	now := time.Unix(0, 0)
+	for _, rate := range []int64{1 << 20, 1 << 20, 0, -1, 5, Unlimited, 7} {
+		b.SetRate(rate, now)
+		if got, want := b.Limited(), b.Rate() != Unlimited; got != want {
+			t.Fatalf("after SetRate(%d): Limited() = %v, Rate() = %d", rate, got, b.Rate())
+		}
+	}
+}
