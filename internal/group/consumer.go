@@ -212,7 +212,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		return hbError(kerr.CoordinatorNotAvailable.Code, "Group %s is being deleted.", g.id)
 	}
 	if g.cg == nil {
-		if g.sg != nil {
+		if g.sg != nil || g.st != nil {
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
 		}
 		// An Empty classic group converts whatever the policy, as in Kafka; member

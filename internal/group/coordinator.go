@@ -99,6 +99,12 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5s), the
 	// interval KIP-848 members are told to heartbeat at.
 	ConsumerHeartbeatInterval time.Duration
+	// StreamsSessionTimeout is group.streams.session.timeout.ms (45s): a streams
+	// member that does not heartbeat for this long is removed.
+	StreamsSessionTimeout time.Duration
+	// StreamsHeartbeatInterval is group.streams.heartbeat.interval.ms (5s), the
+	// interval streams members are told to heartbeat at.
+	StreamsHeartbeatInterval time.Duration
 	// GroupConfig returns a consumer group's own session timeout and heartbeat
 	// interval (the group configs consumer.session.timeout.ms and
 	// consumer.heartbeat.interval.ms), zero where the group sets none; nil: no
@@ -141,6 +147,19 @@ func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Du
 	}
 	if gc.HeartbeatInterval > 0 {
 		heartbeat = gc.HeartbeatInterval
+	}
+	return session, heartbeat
+}
+
+// streamsTimeouts is the session timeout and heartbeat interval of streams
+// members; Kafka's defaults where the Config sets none.
+func (c *Coordinator) streamsTimeouts() (session, heartbeat time.Duration) {
+	session, heartbeat = c.cfg.StreamsSessionTimeout, c.cfg.StreamsHeartbeatInterval
+	if session <= 0 {
+		session = 45 * time.Second
+	}
+	if heartbeat <= 0 {
+		heartbeat = 5 * time.Second
 	}
 	return session, heartbeat
 }
@@ -543,6 +562,7 @@ func (g *group) stopTimersLocked() {
 	g.stopSyncTimerLocked()
 	g.stopConsumerTimersLocked()
 	g.stopShareTimersLocked()
+	g.stopStreamsTimersLocked()
 }
 
 // queueLocked appends a write to the group's queue; the caller must call
