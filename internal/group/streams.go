@@ -337,15 +337,15 @@ func sameTopology(a, b *kmsg.StreamsGroupHeartbeatRequestTopology) bool {
 // streamsResult is what StreamsGroupHeartbeat answers, and the internal topics
 // the broker is to create.
 type streamsResult struct {
-	code        int16
-	msg         string
-	memberID    string
-	epoch       int32
-	active      partSet // nil: not sent
-	status      []kmsg.StreamsGroupHeartbeatResponseStatus
-	endpoints   []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint // nil: not sent
-	endpointEp  int32
-	create      []kmsg.CreateTopicsRequestTopic
+	code       int16
+	msg        string
+	memberID   string
+	epoch      int32
+	active     partSet // nil: not sent
+	status     []kmsg.StreamsGroupHeartbeatResponseStatus
+	endpoints  []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint // nil: not sent
+	endpointEp int32
+	create     []kmsg.CreateTopicsRequestTopic
 }
 
 func streamsError(code int16, format string, args ...any) streamsResult {
