@@ -53,7 +53,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //	advance DUR | wait | log | reload | unload group= | load group= | topicsdeleted topics=t1,t2
 //	store fail=unavailable|notcoord|toolarge|none | store block | store unblock
 //
-// and the KIP-848 commands of consumer_script_test.go (topics, cghb, cgdescribe).
+// and the KIP-848 commands of consumer_script_test.go (topics, cghb, cgdescribe)
+// and the KIP-1071 ones of streams_script_test.go (sthb, stdescribe).
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {

@@ -513,11 +513,12 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	}
 
 	r := streamsResult{memberID: m.id, epoch: m.epoch}
-	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || !beforeActive.equal(m.assigned) {
+	changed := !beforeActive.equal(m.assigned)
+	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || changed {
 		r.active = m.assigned.clone()
-		if m.endpoint != nil {
-			sg.endpointEpoch++
-		}
+	}
+	if m.endpoint != nil && (req.MemberEpoch == joinEpoch || changed) {
+		sg.endpointEpoch++ // the IQ map changed
 	}
 	r.endpointEp = sg.endpointEpoch
 	if req.EndpointInformationEpoch != sg.endpointEpoch {
