@@ -58,6 +58,18 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 	return r
 }
 
+// StreamsGroupTopologyDescriptionUpdate serves StreamsGroupTopologyDescriptionUpdate
+// v0 (KIP-1331), a member pushing its topology description for the broker's
+// description plugin. Strata has none; like a Kafka 4.4 broker without one it
+// answers UNSUPPORTED_VERSION, and never asks members to push
+// (StreamsGroupHeartbeat v1's TopologyDescriptionRequired stays false).
+func (c *Coordinator) StreamsGroupTopologyDescriptionUpdate(_ context.Context, req *kmsg.StreamsGroupTopologyDescriptionUpdateRequest) *kmsg.StreamsGroupTopologyDescriptionUpdateResponse {
+	resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ErrorMessage = ptr("The broker has no streams group topology description plugin configured.")
+	return resp
+}
+
 // taskIDs groups tasks by subtopology, sorted.
 func taskIDs(ts partSet) []kmsg.TaskIDs {
 	out := []kmsg.TaskIDs{}
