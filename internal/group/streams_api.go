@@ -50,7 +50,11 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 	}
 	g := p.lookup(c, req.Group, req.MemberEpoch == joinEpoch)
 	if g == nil {
-		return streamsError(kerr.GroupIDNotFound.Code, "Streams group %s not found.", req.Group)
+		// Kafka answers GROUP_ID_NOT_FOUND, which Kafka Streams takes as fatal;
+		// membership here is not persisted, so a member of a group this
+		// coordinator lost (a failover before the group wrote any record) is
+		// told to rejoin instead.
+		return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
 	g.mu.Lock()
 	r := g.streamsHeartbeatLocked(req, clientFrom(ctx))
