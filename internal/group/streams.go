@@ -117,7 +117,6 @@ func (sg *streamsGroup) stateName() string {
 // configuredTopology is a topology checked against the topics that exist.
 type configuredTopology struct {
 	tasks      map[string]int32 // subtopology id -> tasks; nil unless the source topics exist and agree
-	partitions map[string]int32 // internal topic -> its decided partition count
 	status     int8             // meaningful when detail != ""
 	detail     string           // "" when the topology is ready
 	create     []kmsg.CreateTopicsRequestTopic
@@ -271,7 +270,7 @@ func configureTopology(top *kmsg.StreamsGroupHeartbeatRequestTopology, exists ma
 			}
 		}
 	}
-	ct := configuredTopology{tasks: map[string]int32{}, partitions: map[string]int32{}}
+	ct := configuredTopology{tasks: map[string]int32{}}
 	for i := range top.Subtopologies {
 		s := &top.Subtopologies[i]
 		n, _ := tasksOf(s)
@@ -284,10 +283,9 @@ func configureTopology(top *kmsg.StreamsGroupHeartbeatRequestTopology, exists ma
 	for _, s := range top.Subtopologies {
 		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
 			want := decided[ti.Topic]
-			ct.partitions[ti.Topic] = want
 			if tm, ok := exists[ti.Topic]; ok {
 				if tm.partitions != want {
-					return configuredTopology{partitions: ct.partitions, status: statusIncorrectlyPartitions,
+					return configuredTopology{status: statusIncorrectlyPartitions,
 						detail: fmt.Sprintf("Existing topic %s has different number of partitions: expected %d, found %d.", ti.Topic, want, tm.partitions)}
 				}
 				continue
@@ -450,6 +448,9 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		g.removeStreamsMemberLocked(m)
 		return streamsResult{memberID: m.id, epoch: leaveEpoch}
 	}
+	if req.Topology != nil && sg.topology != nil && sg.topology.Epoch <= req.Topology.Epoch && !sameTopology(sg.topology, req.Topology) {
+		return streamsError(kerr.InvalidRequest.Code, "Topology updates are not supported yet.")
+	}
 	bump := false
 	switch {
 	case m == nil && req.MemberEpoch != joinEpoch:
@@ -478,18 +479,11 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		bump = true
 	}
 	var status []kmsg.StreamsGroupHeartbeatResponseStatus
-	if req.Topology != nil {
-		switch {
-		case sg.topology == nil:
-			top := *req.Topology
-			sg.topology = &top
-			g.c.log.Info("streams group topology initialized", "group", g.id, "member", m.id, "epoch", top.Epoch)
-			bump = true
-		case sg.topology.Epoch > req.Topology.Epoch:
-			// A member with an older topology: told so below.
-		case !sameTopology(sg.topology, req.Topology):
-			return streamsError(kerr.InvalidRequest.Code, "Topology updates are not supported yet.")
-		}
+	if req.Topology != nil && sg.topology == nil {
+		top := *req.Topology
+		sg.topology = &top
+		g.c.log.Info("streams group topology initialized", "group", g.id, "member", m.id, "epoch", top.Epoch)
+		bump = true
 	}
 	if m.topologyEpoch < sg.topology.Epoch {
 		st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
@@ -573,7 +567,11 @@ func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) bool {
 // only lost the response that moved it on (it owns nothing beyond its tasks).
 func (g *group) checkStreamsEpochLocked(m *stmember, req *kmsg.StreamsGroupHeartbeatRequest) (int16, string) {
 	fenced := func() (int16, string) {
-		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a greater or smaller epoch (%d) than the coordinator's (%d).", req.MemberEpoch, m.epoch)
+		side := "greater"
+		if req.MemberEpoch < m.epoch {
+			side = "smaller"
+		}
+		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a %s member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", side, req.MemberEpoch, m.epoch)
 	}
 	switch {
 	case req.MemberEpoch == m.epoch:

@@ -19,18 +19,24 @@ func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.Strea
 	resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 	r := c.streamsHeartbeat(ctx, req)
 	resp.ErrorCode = r.code
+	resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	if r.code != 0 {
 		resp.ErrorMessage = ptr(r.msg)
 		return resp, nil
 	}
 	resp.MemberID = r.memberID
 	resp.MemberEpoch = r.epoch
+	if r.epoch < 0 { // left: nothing more, as Kafka answers
+		return resp, nil
+	}
 	_, interval := c.streamsTimeouts()
 	resp.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	resp.TaskOffsetIntervalMillis = int32(streamsTaskOffsetInterval.Milliseconds())
 	resp.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
 	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
-	resp.Status = r.status
+	if r.status != nil {
+		resp.Status = r.status
+	}
 	if r.active != nil {
 		resp.ActiveTasks = taskIDs(r.active)
 		resp.StandbyTasks, resp.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
@@ -49,6 +55,9 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 		return streamsError(code, "%s", kerr.ErrorForCode(code))
 	}
 	g := p.lookup(c, req.Group, req.MemberEpoch == joinEpoch)
+	if g == nil && req.MemberEpoch < 0 {
+		return streamsError(kerr.GroupIDNotFound.Code, "Group %s not found.", req.Group)
+	}
 	if g == nil {
 		// Kafka answers GROUP_ID_NOT_FOUND, which Kafka Streams takes as fatal;
 		// membership here is not persisted, so a member of a group this
@@ -120,7 +129,6 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 	g, code, msg := c.lockedGroupOf(id, "streams", func(g *group) bool { return g.st != nil })
 	if g == nil {
 		dg.ErrorCode, dg.ErrorMessage = code, msg
-		dg.State = stateDead.String()
 		return
 	}
 	defer g.mu.Unlock()
@@ -131,9 +139,7 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 	if sg.topology != nil {
 		top := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 		top.Epoch = sg.topology.Epoch
-		if sg.configured.tasks != nil {
-			top.Subtopologies = describeSubtopologies(sg.topology, sg.configured)
-		}
+		top.Subtopologies = describeSubtopologies(sg.topology)
 		dg.Topology = &top
 	}
 	for _, m := range sortedByID(sg.members) {
@@ -171,24 +177,19 @@ func streamsAssignment(active partSet) kmsg.StreamsAssignment {
 	return a
 }
 
-// describeSubtopologies is the configured topology as StreamsGroupDescribe shows
-// it, subtopologies sorted by id, internal topics with their decided partition
-// counts.
-func describeSubtopologies(top *kmsg.StreamsGroupHeartbeatRequestTopology, ct configuredTopology) []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology {
+// describeSubtopologies is the registered topology as StreamsGroupDescribe shows
+// it (as Kafka 4.4 does: internal topics with the partition counts the members
+// sent, 0 where the broker decides), subtopologies sorted by id.
+func describeSubtopologies(top *kmsg.StreamsGroupHeartbeatRequestTopology) []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology {
 	subs := slices.Clone(top.Subtopologies)
 	slices.SortFunc(subs, func(a, b kmsg.StreamsGroupHeartbeatRequestTopologySubtopology) int {
 		return strings.Compare(a.SubtopologyID, b.SubtopologyID)
 	})
 	internal := func(tis []kmsg.TopicInfo) []kmsg.TopicInfo {
-		out := make([]kmsg.TopicInfo, 0, len(tis))
-		for _, ti := range tis {
-			ti.NumPartitions = ct.partitions[ti.Topic]
-			if ti.Configs == nil {
-				ti.Configs = []kmsg.TopicInfoConfig{}
-			}
-			out = append(out, ti)
+		if tis == nil {
+			return []kmsg.TopicInfo{}
 		}
-		return out
+		return tis
 	}
 	out := make([]kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology, 0, len(subs))
 	for _, s := range subs {
