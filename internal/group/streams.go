@@ -116,10 +116,10 @@ func (sg *streamsGroup) stateName() string {
 
 // configuredTopology is a topology checked against the topics that exist.
 type configuredTopology struct {
-	tasks      map[string]int32 // subtopology id -> tasks; nil unless the source topics exist and agree
-	status     int8             // meaningful when detail != ""
-	detail     string           // "" when the topology is ready
-	create     []kmsg.CreateTopicsRequestTopic
+	tasks  map[string]int32 // subtopology id -> tasks; nil unless the source topics exist and agree
+	status int8             // meaningful when detail != ""
+	detail string           // "" when the topology is ready
+	create []kmsg.CreateTopicsRequestTopic
 }
 
 func (ct configuredTopology) ready() bool { return ct.tasks != nil && ct.detail == "" }
