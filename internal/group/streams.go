@@ -82,7 +82,8 @@ type stmember struct {
 	rebalanceTimeout                            time.Duration
 	endpoint                                    *kmsg.StreamsGroupHeartbeatRequestUserEndpoint
 	clientTags                                  []kmsg.StreamsGroupHeartbeatRequestClientTag
-	assigned, revoking                          partSet // active tasks
+	assigned                                    map[topicPartition]int32 // active task -> the member epoch it came in
+	revoking                                    partSet                  // active tasks to give up
 	sessionTimer, revokeTimer                   *time.Timer
 	sessionToken, revokeToken                   uint64
 }
@@ -456,22 +457,22 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	case m == nil && req.MemberEpoch != joinEpoch:
 		return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
 	case m == nil:
-		m = &stmember{id: req.MemberID, assigned: partSet{}}
+		m = &stmember{id: req.MemberID, assigned: map[topicPartition]int32{}}
 		sg.members[m.id] = m
 		bump = true
 		g.c.log.Info("member joined streams group", "group", g.id, "member", m.id)
 	case req.MemberEpoch == joinEpoch:
 		// Rejoining after a fence: the member dropped every task it owned.
-		g.releaseTasksLocked(m, m.revoking)
-		g.releaseTasksLocked(m, m.assigned)
-		m.assigned, m.revoking, m.state, m.epoch = partSet{}, nil, memberStable, joinEpoch
+		releaseOwned(sg.owners, m.id, m.revoking)
+		releaseOwned(sg.owners, m.id, ownedSet(m.assigned))
+		m.assigned, m.revoking, m.state, m.epoch = map[topicPartition]int32{}, nil, memberStable, joinEpoch
 		g.stopStreamsRevokeTimerLocked(m)
 	default:
 		if code, msg := g.checkStreamsEpochLocked(m, req); code != 0 {
 			return streamsError(code, "%s", msg)
 		}
 	}
-	beforeActive, beforeEpoch := m.assigned.clone(), m.epoch
+	beforeActive, beforeEpoch := ownedSet(m.assigned), m.epoch
 	if req.MemberEpoch == joinEpoch {
 		m.clientID, m.clientHost = cl.ID, cl.Host
 	}
@@ -507,9 +508,9 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	}
 
 	r := streamsResult{memberID: m.id, epoch: m.epoch}
-	changed := !beforeActive.equal(m.assigned)
+	changed := !beforeActive.equal(ownedSet(m.assigned))
 	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || changed {
-		r.active = m.assigned.clone()
+		r.active = ownedSet(m.assigned)
 	}
 	if m.endpoint != nil && (req.MemberEpoch == joinEpoch || changed) {
 		sg.endpointEpoch++ // the IQ map changed
@@ -580,7 +581,7 @@ func (g *group) checkStreamsEpochLocked(m *stmember, req *kmsg.StreamsGroupHeart
 		return fenced()
 	}
 	for tp := range ownedActive(req.ActiveTasks) {
-		if !m.assigned.has(tp) {
+		if _, ok := m.assigned[tp]; !ok {
 			return fenced()
 		}
 	}
@@ -638,75 +639,14 @@ func (g *group) bumpStreamsEpochLocked() {
 // reconcileStreamsLocked moves m towards its target given the active tasks its
 // heartbeat says it owns (nil: it did not say).
 func (g *group) reconcileStreamsLocked(m *stmember, owned partSet) {
-	switch m.state {
-	case memberStable:
-		if m.epoch != g.st.targetEpoch {
-			g.nextStreamsAssignmentLocked(m)
-		}
-	case memberUnrevoked:
-		if owned == nil {
-			return
-		}
-		for tp := range m.revoking {
-			if owned.has(tp) {
-				return // still revoking
-			}
-		}
-		g.releaseTasksLocked(m, m.revoking)
-		m.revoking = nil
-		g.stopStreamsRevokeTimerLocked(m)
-		g.nextStreamsAssignmentLocked(m)
-	case memberUnreleased:
-		g.nextStreamsAssignmentLocked(m)
-	}
-}
-
-// nextStreamsAssignmentLocked revokes first, then moves to the target epoch with
-// every target task nobody else owns.
-func (g *group) nextStreamsAssignmentLocked(m *stmember) {
 	sg := g.st
-	target := sg.target[m.id]
-	revoke := partSet{}
-	for tp := range m.assigned {
-		if !target.has(tp) {
-			revoke[tp] = struct{}{}
-		}
-	}
-	if len(revoke) > 0 {
-		for tp := range revoke {
-			delete(m.assigned, tp)
-		}
-		if m.revoking == nil {
-			m.revoking = partSet{}
-		}
-		maps.Copy(m.revoking, revoke)
-		m.state = memberUnrevoked
-		g.armStreamsRevokeTimerLocked(m)
-		return
-	}
-	if m.epoch != sg.targetEpoch {
-		m.prevEpoch, m.epoch = m.epoch, sg.targetEpoch
-	}
-	m.state = memberStable
-	for _, tp := range target.sorted() {
-		if m.assigned.has(tp) {
-			continue
-		}
-		if owner, ok := sg.owners[tp]; ok && owner != m.id {
-			m.state = memberUnreleased
-			continue
-		}
-		m.assigned[tp] = struct{}{}
-		sg.owners[tp] = m.id
-	}
-}
-
-func (g *group) releaseTasksLocked(m *stmember, ts partSet) {
-	for tp := range ts {
-		if g.st.owners[tp] == m.id {
-			delete(g.st.owners, tp)
-		}
-	}
+	recon{
+		id: m.id, epoch: &m.epoch, prevEpoch: &m.prevEpoch, state: &m.state,
+		assigned: m.assigned, revoking: &m.revoking, owners: sg.owners,
+		targetEpoch: sg.targetEpoch, target: sg.target[m.id],
+		armRevoke:  func() { g.armStreamsRevokeTimerLocked(m) },
+		stopRevoke: func() { g.stopStreamsRevokeTimerLocked(m) },
+	}.reconcile(owned)
 }
 
 // removeStreamsMemberLocked drops a member (left, expired, fenced): its tasks
@@ -714,8 +654,8 @@ func (g *group) releaseTasksLocked(m *stmember, ts partSet) {
 func (g *group) removeStreamsMemberLocked(m *stmember) {
 	sg := g.st
 	g.stopStreamsMemberTimersLocked(m)
-	g.releaseTasksLocked(m, m.revoking)
-	g.releaseTasksLocked(m, m.assigned)
+	releaseOwned(sg.owners, m.id, m.revoking)
+	releaseOwned(sg.owners, m.id, ownedSet(m.assigned))
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
 	if sg.shutdownBy == m.id {
@@ -752,7 +692,7 @@ func (g *group) endpointPartitionsLocked() []kmsg.StreamsGroupHeartbeatResponseP
 		e := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpoint()
 		e.UserEndpoint.Host, e.UserEndpoint.Port = m.endpoint.Host, m.endpoint.Port
 		byTopic := map[string][]int32{}
-		for _, tp := range m.assigned.sorted() {
+		for _, tp := range ownedSet(m.assigned).sorted() {
 			for _, t := range sources[tp.topic] {
 				byTopic[t] = append(byTopic[t], tp.partition)
 			}

@@ -161,7 +161,7 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 			dm.ClientTags = append(dm.ClientTags, ct)
 		}
 		dm.TaskOffsets, dm.TaskEndOffsets = []kmsg.TaskOffset{}, []kmsg.TaskOffset{}
-		dm.Assignment = streamsAssignment(m.assigned)
+		dm.Assignment = streamsAssignment(ownedSet(m.assigned))
 		dm.TargetAssignment = streamsAssignment(sg.target[m.id])
 		dg.Members = append(dg.Members, dm)
 	}
