@@ -25,16 +25,11 @@ func (h *Handlers) streamsGroupDescribe(ctx context.Context, c *protocol.ConnInf
 	req := r.Msg.(*kmsg.StreamsGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
 	allowed := *req
-	allowed.Groups = nil
-	for _, g := range req.Groups {
-		if h.authorize(ctx, c, kmsg.ACLOperationDescribe, resGroup, g) {
-			allowed.Groups = append(allowed.Groups, g)
-			continue
-		}
+	allowed.Groups = h.describableGroups(ctx, c, req.Groups, func(id string) {
 		d := kmsg.NewStreamsGroupDescribeResponseGroup()
-		d.Group, d.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		d.Group, d.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
 		resp.Groups = append(resp.Groups, d)
-	}
+	})
 	if len(allowed.Groups) == 0 {
 		return reply(resp)
 	}
