@@ -62,20 +62,7 @@ func testWordCount(t *testing.T, bootstrap, guarantee string) {
 	ctx := context.Background()
 
 	want := map[string]int64{}
-	produceLines := func(from, to int) {
-		t.Helper()
-		var recs []*kgo.Record
-		for i := from; i < to; i++ {
-			words := lineWords(i)
-			for _, w := range words {
-				want[w]++
-			}
-			recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprint(i)), Value: []byte(strings.Join(words, " "))})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	produceLines := func(from, to int) { produceWordLines(t, cl, in, want, from, to) }
 	produceLines(0, 200)
 
 	app1 := startWordCount(t, bootstrap, app, in, out, guarantee)
@@ -144,6 +131,23 @@ func (c *countsReader) await(t *testing.T, what string, want map[string]int64, a
 				t.Fatalf("%s: the Streams application exited early\n%s", what, app.output())
 			}
 		}
+	}
+}
+
+// produceWordLines writes input lines from to to (see lineWords) to topic and
+// counts their words into want.
+func produceWordLines(t *testing.T, cl *kgo.Client, topic string, want map[string]int64, from, to int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		words := lineWords(i)
+		for _, w := range words {
+			want[w]++
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i)), Value: []byte(strings.Join(words, " "))})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }
 

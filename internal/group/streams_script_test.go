@@ -55,7 +55,7 @@ func (h *harness) streamsRequestFunc(verb string, a args) (func(*Coordinator) fu
 		_, req.ShutdownApplication = a["shutdown"]
 		return func(c *Coordinator) func() []string {
 			resp, create := c.StreamsGroupHeartbeat(ctx, req)
-			return func() []string { return fmtStreamsHeartbeat(resp, create) }
+			return func() []string { return h.fmtStreamsHeartbeat(resp, create) }
 		}, true
 	case "stdescribe":
 		req := kmsg.NewPtrStreamsGroupDescribeRequest()
@@ -63,7 +63,7 @@ func (h *harness) streamsRequestFunc(verb string, a args) (func(*Coordinator) fu
 		req.Groups = a.list("groups")
 		return func(c *Coordinator) func() []string {
 			resp := c.StreamsGroupDescribe(ctx, req)
-			return func() []string { return fmtStreamsDescribe(resp) }
+			return func() []string { return h.fmtStreamsDescribe(resp) }
 		}, true
 	}
 	return nil, false
@@ -128,30 +128,23 @@ func scriptTasks(s string) []kmsg.TaskIDs {
 	return out
 }
 
-// fmtTasks prints task ids as 0/0+1,1/2, "-" for none.
-func fmtTasks(ts []kmsg.TaskIDs) string {
-	var parts []string
-	for _, t := range ts {
-		ps := make([]string, len(t.Partitions))
-		for i, p := range t.Partitions {
-			ps[i] = strconv.Itoa(int(p))
-		}
-		parts = append(parts, t.SubtopologyID+"/"+strings.Join(ps, "+"))
+// fmtTasks prints task ids as 0/0+1,1/2, "-" for none (fmtPartitions' format).
+func (h *harness) fmtTasks(ts []kmsg.TaskIDs) string {
+	as := make([]kmsg.AssignmentTopicPartition, len(ts))
+	for i, t := range ts {
+		as[i] = kmsg.AssignmentTopicPartition{Topic: t.SubtopologyID, Partitions: t.Partitions}
 	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ",")
+	return h.fmtPartitions(as)
 }
 
-func fmtStreamsHeartbeat(resp *kmsg.StreamsGroupHeartbeatResponse, create []kmsg.CreateTopicsRequestTopic) []string {
+func (h *harness) fmtStreamsHeartbeat(resp *kmsg.StreamsGroupHeartbeatResponse, create []kmsg.CreateTopicsRequestTopic) []string {
 	if resp.ErrorCode != 0 {
 		return []string{errName(resp.ErrorCode) + " " + strconv.Quote(deref(resp.ErrorMessage))}
 	}
 	s := fmt.Sprintf("NONE member=%s epoch=%d interval=%v", resp.MemberID, resp.MemberEpoch,
 		time.Duration(resp.HeartbeatIntervalMillis)*time.Millisecond)
 	if resp.ActiveTasks != nil {
-		s += " active=" + fmtTasks(resp.ActiveTasks)
+		s += " active=" + h.fmtTasks(resp.ActiveTasks)
 	}
 	if resp.PartitionsByUserEndpoint != nil {
 		var es []string
@@ -178,7 +171,7 @@ func fmtStreamsHeartbeat(resp *kmsg.StreamsGroupHeartbeatResponse, create []kmsg
 	return out
 }
 
-func fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []string {
+func (h *harness) fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []string {
 	var out []string
 	for _, g := range resp.Groups {
 		if g.ErrorCode != 0 {
@@ -203,7 +196,7 @@ func fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []string {
 		for _, m := range g.Members {
 			out = append(out, fmt.Sprintf("  %s epoch=%d process=%s client=%s topology-epoch=%d active=%s target=%s",
 				m.MemberID, m.MemberEpoch, m.ProcessID, m.ClientID, m.TopologyEpoch,
-				fmtTasks(m.Assignment.ActiveTasks), fmtTasks(m.TargetAssignment.ActiveTasks)))
+				h.fmtTasks(m.Assignment.ActiveTasks), h.fmtTasks(m.TargetAssignment.ActiveTasks)))
 		}
 	}
 	return out
