@@ -127,11 +127,16 @@ type Config struct {
 	ConsumerMaxSize, ClassicMaxSize int
 }
 
-// ConsumerGroupConfig is what a consumer group's dynamic configs set; zero
-// durations leave the coordinator's (Config) in force.
+// ConsumerGroupConfig is what a group's dynamic configs set; zero durations
+// leave the coordinator's (Config) in force. SessionTimeout and
+// HeartbeatInterval are consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms, for KIP-848 members; the Streams ones
+// streams.session.timeout.ms and streams.heartbeat.interval.ms.
 type ConsumerGroupConfig struct {
-	SessionTimeout    time.Duration
-	HeartbeatInterval time.Duration
+	SessionTimeout           time.Duration
+	HeartbeatInterval        time.Duration
+	StreamsSessionTimeout    time.Duration
+	StreamsHeartbeatInterval time.Duration
 }
 
 // consumerTimeouts is the session timeout and heartbeat interval of a KIP-848
@@ -151,15 +156,26 @@ func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Du
 	return session, heartbeat
 }
 
-// streamsTimeouts is the session timeout and heartbeat interval of streams
-// members; Kafka's defaults where the Config sets none.
-func (c *Coordinator) streamsTimeouts() (session, heartbeat time.Duration) {
+// streamsTimeouts is the session timeout and heartbeat interval of a streams
+// group's members: the group's own configs, else the coordinator's, else
+// Kafka's defaults (group.streams.session.timeout.ms and
+// group.streams.heartbeat.interval.ms).
+func (c *Coordinator) streamsTimeouts(group string) (session, heartbeat time.Duration) {
 	session, heartbeat = c.cfg.StreamsSessionTimeout, c.cfg.StreamsHeartbeatInterval
 	if session <= 0 {
 		session = 45 * time.Second
 	}
 	if heartbeat <= 0 {
 		heartbeat = 5 * time.Second
+	}
+	if c.cfg.GroupConfig != nil {
+		gc := c.cfg.GroupConfig(group)
+		if gc.StreamsSessionTimeout > 0 {
+			session = gc.StreamsSessionTimeout
+		}
+		if gc.StreamsHeartbeatInterval > 0 {
+			heartbeat = gc.StreamsHeartbeatInterval
+		}
 	}
 	return session, heartbeat
 }

@@ -739,7 +739,7 @@ func (g *group) armStreamsSessionLocked(m *stmember) {
 	}
 	m.sessionToken++
 	tok := m.sessionToken
-	session, _ := g.c.streamsTimeouts()
+	session, _ := g.c.streamsTimeouts(g.id)
 	m.sessionTimer = g.c.afterFunc(session, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -757,7 +757,7 @@ func (g *group) armStreamsRevokeTimerLocked(m *stmember) {
 	tok := m.revokeToken
 	d := m.rebalanceTimeout
 	if d <= 0 {
-		d, _ = g.c.streamsTimeouts()
+		d, _ = g.c.streamsTimeouts(g.id)
 	}
 	m.revokeTimer = g.c.afterFunc(d, func() {
 		g.mu.Lock()

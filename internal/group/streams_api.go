@@ -29,7 +29,7 @@ func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.Strea
 	if r.epoch < 0 { // left: nothing more, as Kafka answers
 		return resp, nil
 	}
-	_, interval := c.streamsTimeouts()
+	_, interval := c.streamsTimeouts(req.Group)
 	resp.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	resp.TaskOffsetIntervalMillis = int32(streamsTaskOffsetInterval.Milliseconds())
 	resp.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
