@@ -131,12 +131,15 @@ type Config struct {
 // leave the coordinator's (Config) in force. SessionTimeout and
 // HeartbeatInterval are consumer.session.timeout.ms and
 // consumer.heartbeat.interval.ms, for KIP-848 members; the Streams ones
-// streams.session.timeout.ms and streams.heartbeat.interval.ms.
+// streams.session.timeout.ms, streams.heartbeat.interval.ms and
+// streams.num.standby.replicas (0 by default, as Kafka's
+// group.streams.num.standby.replicas).
 type ConsumerGroupConfig struct {
 	SessionTimeout           time.Duration
 	HeartbeatInterval        time.Duration
 	StreamsSessionTimeout    time.Duration
 	StreamsHeartbeatInterval time.Duration
+	StreamsStandbyReplicas   int
 }
 
 // consumerTimeouts is the session timeout and heartbeat interval of a KIP-848
@@ -178,6 +181,15 @@ func (c *Coordinator) streamsTimeouts(group string) (session, heartbeat time.Dur
 		}
 	}
 	return session, heartbeat
+}
+
+// streamsStandbys is a streams group's streams.num.standby.replicas (0 unless
+// the group sets it).
+func (c *Coordinator) streamsStandbys(group string) int {
+	if c.cfg.GroupConfig == nil {
+		return 0
+	}
+	return c.cfg.GroupConfig(group).StreamsStandbyReplicas
 }
 
 // DefaultConfig returns Kafka's defaults.

@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"reflect"
 	"slices"
@@ -67,7 +68,8 @@ type streamsGroup struct {
 	configured    configuredTopology
 	topics        map[string]topicMeta // the topology's topics that existed at the last configuration
 	members       map[string]*stmember
-	target        map[string]partSet
+	target        map[string]partSet        // active tasks
+	standbyTarget map[string]partSet        // standby tasks
 	owners        map[topicPartition]string // active task -> member owning (or revoking) it
 	endpointEpoch int32                     // bumped when an IQ endpoint's tasks change
 	shutdownBy    string                    // the member that asked the application to shut down
@@ -84,16 +86,18 @@ type stmember struct {
 	clientTags                                  []kmsg.StreamsGroupHeartbeatRequestClientTag
 	assigned                                    map[topicPartition]int32 // active task -> the member epoch it came in
 	revoking                                    partSet                  // active tasks to give up
+	standby                                     partSet                  // standby tasks
 	sessionTimer, revokeTimer                   *time.Timer
 	sessionToken, revokeToken                   uint64
 }
 
 func newStreamsGroup() *streamsGroup {
 	return &streamsGroup{
-		members: make(map[string]*stmember),
-		target:  make(map[string]partSet),
-		owners:  make(map[topicPartition]string),
-		topics:  make(map[string]topicMeta),
+		members:       make(map[string]*stmember),
+		target:        make(map[string]partSet),
+		standbyTarget: make(map[string]partSet),
+		owners:        make(map[topicPartition]string),
+		topics:        make(map[string]topicMeta),
 	}
 }
 
@@ -340,7 +344,8 @@ type streamsResult struct {
 	msg        string
 	memberID   string
 	epoch      int32
-	active     partSet // nil: not sent
+	active     partSet // nil: not sent (nor standby)
+	standby    partSet
 	status     []kmsg.StreamsGroupHeartbeatResponseStatus
 	endpoints  []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint // nil: not sent
 	endpointEp int32
@@ -465,14 +470,14 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		// Rejoining after a fence: the member dropped every task it owned.
 		releaseOwned(sg.owners, m.id, m.revoking)
 		releaseOwned(sg.owners, m.id, ownedSet(m.assigned))
-		m.assigned, m.revoking, m.state, m.epoch = map[topicPartition]int32{}, nil, memberStable, joinEpoch
+		m.assigned, m.revoking, m.standby, m.state, m.epoch = map[topicPartition]int32{}, nil, nil, memberStable, joinEpoch
 		g.stopStreamsRevokeTimerLocked(m)
 	default:
 		if code, msg := g.checkStreamsEpochLocked(m, req); code != 0 {
 			return streamsError(code, "%s", msg)
 		}
 	}
-	beforeActive, beforeEpoch := ownedSet(m.assigned), m.epoch
+	beforeActive, beforeStandby, beforeEpoch := ownedSet(m.assigned), m.standby.clone(), m.epoch
 	if req.MemberEpoch == joinEpoch {
 		m.clientID, m.clientHost = cl.ID, cl.Host
 	}
@@ -508,9 +513,9 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	}
 
 	r := streamsResult{memberID: m.id, epoch: m.epoch}
-	changed := !beforeActive.equal(ownedSet(m.assigned))
+	changed := !beforeActive.equal(ownedSet(m.assigned)) || !beforeStandby.equal(m.standby)
 	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || changed {
-		r.active = ownedSet(m.assigned)
+		r.active, r.standby = ownedSet(m.assigned), m.standby.clone()
 	}
 	if m.endpoint != nil && (req.MemberEpoch == joinEpoch || changed) {
 		sg.endpointEpoch++ // the IQ map changed
@@ -632,8 +637,93 @@ func (g *group) bumpStreamsEpochLocked() {
 		spec.subscribed[m.id] = subs
 	}
 	sg.target = assignUniform(spec)
+	sg.standbyTarget = g.assignStandbysLocked(g.c.streamsStandbys(g.id))
 	sg.targetEpoch = sg.epoch
 	g.c.log.Info("streams group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members), "ready", sg.configured.ready())
+}
+
+// process is the process a member runs in; a member without a process id is
+// a process of its own.
+func (m *stmember) process() string {
+	if m.processID == "" {
+		return "member:" + m.id
+	}
+	return m.processID
+}
+
+// assignStandbysLocked places n standby copies of each task of the target
+// assignment: never in the process of the task's active member or of another
+// copy, on the least-loaded such member (active and standby tasks counted), its
+// previous holder on a tie (sticky). A task gets fewer copies when there are not
+// enough other processes, as in Kafka.
+func (g *group) assignStandbysLocked(n int) map[string]partSet {
+	sg := g.st
+	out := map[string]partSet{}
+	load := map[string]int{}
+	activeOf := map[topicPartition]string{}
+	tasks := partSet{}
+	for id, ts := range sg.target {
+		out[id] = partSet{}
+		load[id] = len(ts)
+		for tp := range ts {
+			activeOf[tp] = id
+			tasks[tp] = struct{}{}
+		}
+	}
+	members := sortedByID(sg.members)
+	for _, tp := range tasks.sorted() {
+		used := map[string]bool{sg.members[activeOf[tp]].process(): true}
+		for range n {
+			var best *stmember
+			for _, m := range members {
+				if used[m.process()] {
+					continue
+				}
+				if best == nil || load[m.id] < load[best.id] ||
+					(load[m.id] == load[best.id] && sg.standbyTarget[m.id].has(tp) && !sg.standbyTarget[best.id].has(tp)) {
+					best = m
+				}
+			}
+			if best == nil {
+				break
+			}
+			out[best.id][tp] = struct{}{}
+			load[best.id]++
+			used[best.process()] = true
+		}
+	}
+	return out
+}
+
+// updateStandbysLocked gives m its target standby tasks once it is at the target
+// epoch, except those another member of its process still holds (active or
+// standby: they share the process's state directory); before that it only
+// drops the ones it is not to keep.
+func (g *group) updateStandbysLocked(m *stmember) {
+	sg := g.st
+	target := sg.standbyTarget[m.id]
+	next := partSet{}
+	for tp := range m.standby {
+		if target.has(tp) {
+			next[tp] = struct{}{}
+		}
+	}
+	if m.epoch == sg.targetEpoch {
+		held := partSet{} // what the other members of m's process hold
+		for _, o := range sg.members {
+			if o != m && o.process() == m.process() {
+				maps.Copy(held, ownedSet(o.assigned))
+				maps.Copy(held, o.revoking)
+				maps.Copy(held, o.standby)
+			}
+		}
+		for tp := range target {
+			if !held.has(tp) {
+				next[tp] = struct{}{}
+			}
+		}
+	}
+	m.standby = next
 }
 
 // reconcileStreamsLocked moves m towards its target given the active tasks its
@@ -647,6 +737,7 @@ func (g *group) reconcileStreamsLocked(m *stmember, owned partSet) {
 		armRevoke:  func() { g.armStreamsRevokeTimerLocked(m) },
 		stopRevoke: func() { g.stopStreamsRevokeTimerLocked(m) },
 	}.reconcile(owned)
+	g.updateStandbysLocked(m)
 }
 
 // removeStreamsMemberLocked drops a member (left, expired, fenced): its tasks
@@ -658,6 +749,7 @@ func (g *group) removeStreamsMemberLocked(m *stmember) {
 	releaseOwned(sg.owners, m.id, ownedSet(m.assigned))
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
+	delete(sg.standbyTarget, m.id)
 	if sg.shutdownBy == m.id {
 		sg.shutdownBy = ""
 	}
@@ -691,26 +783,41 @@ func (g *group) endpointPartitionsLocked() []kmsg.StreamsGroupHeartbeatResponseP
 		}
 		e := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpoint()
 		e.UserEndpoint.Host, e.UserEndpoint.Port = m.endpoint.Host, m.endpoint.Port
-		byTopic := map[string][]int32{}
-		for _, tp := range ownedSet(m.assigned).sorted() {
-			for _, t := range sources[tp.topic] {
-				byTopic[t] = append(byTopic[t], tp.partition)
-			}
+		for t, ps := range taskPartitions(ownedSet(m.assigned), sources) {
+			e.ActivePartitions = append(e.ActivePartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{Topic: t, Partitions: ps})
 		}
-		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
-			ap := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition()
-			ps := byTopic[t]
-			slices.Sort(ps)
-			ap.Topic, ap.Partitions = t, slices.Compact(ps)
-			e.ActivePartitions = append(e.ActivePartitions, ap)
+		for t, ps := range taskPartitions(m.standby, sources) {
+			e.StandbyPartitions = append(e.StandbyPartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{Topic: t, Partitions: ps})
 		}
-		e.StandbyPartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{}
 		if e.ActivePartitions == nil {
 			e.ActivePartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{}
+		}
+		if e.StandbyPartitions == nil {
+			e.StandbyPartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{}
 		}
 		out = append(out, e)
 	}
 	return out
+}
+
+// taskPartitions maps tasks to the partitions of their subtopologies' source
+// topics (sources), topic by topic in order, partitions sorted.
+func taskPartitions(tasks partSet, sources map[string][]string) iter.Seq2[string, []int32] {
+	byTopic := map[string][]int32{}
+	for _, tp := range tasks.sorted() {
+		for _, t := range sources[tp.topic] {
+			byTopic[t] = append(byTopic[t], tp.partition)
+		}
+	}
+	return func(yield func(string, []int32) bool) {
+		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+			ps := byTopic[t]
+			slices.Sort(ps)
+			if !yield(t, slices.Compact(ps)) {
+				return
+			}
+		}
+	}
 }
 
 // syncStreamsViewLocked keeps the classic side in step: Empty or Stable, and the

@@ -38,8 +38,8 @@ func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.Strea
 		resp.Status = r.status
 	}
 	if r.active != nil {
-		resp.ActiveTasks = taskIDs(r.active)
-		resp.StandbyTasks, resp.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		resp.ActiveTasks, resp.StandbyTasks = taskIDs(r.active), taskIDs(r.standby)
+		resp.WarmupTasks = []kmsg.TaskIDs{}
 	}
 	resp.EndpointInformationEpoch = r.endpointEp
 	resp.PartitionsByUserEndpoint = r.endpoints
@@ -161,8 +161,8 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 			dm.ClientTags = append(dm.ClientTags, ct)
 		}
 		dm.TaskOffsets, dm.TaskEndOffsets = []kmsg.TaskOffset{}, []kmsg.TaskOffset{}
-		dm.Assignment = streamsAssignment(ownedSet(m.assigned))
-		dm.TargetAssignment = streamsAssignment(sg.target[m.id])
+		dm.Assignment = streamsAssignment(ownedSet(m.assigned), m.standby)
+		dm.TargetAssignment = streamsAssignment(sg.target[m.id], sg.standbyTarget[m.id])
 		dg.Members = append(dg.Members, dm)
 	}
 	if dg.Members == nil {
@@ -170,10 +170,10 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 	}
 }
 
-func streamsAssignment(active partSet) kmsg.StreamsAssignment {
+func streamsAssignment(active, standby partSet) kmsg.StreamsAssignment {
 	a := kmsg.NewStreamsAssignment()
-	a.ActiveTasks = taskIDs(active)
-	a.StandbyTasks, a.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	a.ActiveTasks, a.StandbyTasks = taskIDs(active), taskIDs(standby)
+	a.WarmupTasks = []kmsg.TaskIDs{}
 	return a
 }
 

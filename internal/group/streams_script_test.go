@@ -145,6 +145,9 @@ func (h *harness) fmtStreamsHeartbeat(resp *kmsg.StreamsGroupHeartbeatResponse, 
 		time.Duration(resp.HeartbeatIntervalMillis)*time.Millisecond)
 	if resp.ActiveTasks != nil {
 		s += " active=" + h.fmtTasks(resp.ActiveTasks)
+		if len(resp.StandbyTasks) > 0 {
+			s += " standby=" + h.fmtTasks(resp.StandbyTasks)
+		}
 	}
 	if resp.PartitionsByUserEndpoint != nil {
 		var es []string
@@ -152,6 +155,9 @@ func (h *harness) fmtStreamsHeartbeat(resp *kmsg.StreamsGroupHeartbeatResponse, 
 			var ps []string
 			for _, ap := range e.ActivePartitions {
 				ps = append(ps, fmt.Sprintf("%s/%v", ap.Topic, ap.Partitions))
+			}
+			for _, sp := range e.StandbyPartitions {
+				ps = append(ps, fmt.Sprintf("standby:%s/%v", sp.Topic, sp.Partitions))
 			}
 			es = append(es, fmt.Sprintf("%s:%d=%s", e.UserEndpoint.Host, e.UserEndpoint.Port, strings.Join(ps, ",")))
 		}
@@ -194,9 +200,13 @@ func (h *harness) fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []
 			}
 		}
 		for _, m := range g.Members {
-			out = append(out, fmt.Sprintf("  %s epoch=%d process=%s client=%s topology-epoch=%d active=%s target=%s",
+			x := fmt.Sprintf("  %s epoch=%d process=%s client=%s topology-epoch=%d active=%s target=%s",
 				m.MemberID, m.MemberEpoch, m.ProcessID, m.ClientID, m.TopologyEpoch,
-				h.fmtTasks(m.Assignment.ActiveTasks), h.fmtTasks(m.TargetAssignment.ActiveTasks)))
+				h.fmtTasks(m.Assignment.ActiveTasks), h.fmtTasks(m.TargetAssignment.ActiveTasks))
+			if len(m.Assignment.StandbyTasks)+len(m.TargetAssignment.StandbyTasks) > 0 {
+				x += " standby=" + h.fmtTasks(m.Assignment.StandbyTasks) + " target-standby=" + h.fmtTasks(m.TargetAssignment.StandbyTasks)
+			}
+			out = append(out, x)
 		}
 	}
 	return out

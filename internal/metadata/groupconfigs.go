@@ -24,6 +24,7 @@ const (
 	GroupShareDeliveryCountLimit   = "share.delivery.count.limit"
 	GroupStreamsSessionTimeout     = "streams.session.timeout.ms"
 	GroupStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
+	GroupStreamsStandbyReplicas    = "streams.num.standby.replicas"
 	// Dead-letter topics of share groups (KIP-1191, deadletter.go).
 	GroupDeadLetterTopic      = "errors.deadletterqueue.topic.name"
 	GroupDeadLetterCopyRecord = "errors.deadletterqueue.copy.record.enable"
@@ -51,6 +52,8 @@ var groupConfigDefs = []ConfigDef{
 	// Bounded by group.streams.min/max.*, at their defaults.
 	{Name: GroupStreamsHeartbeatInterval, Type: ConfigTypeInt, Default: "5000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 5000, 15000) }},
+	{Name: GroupStreamsStandbyReplicas, Type: ConfigTypeInt, Default: "0",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 0, 2) }},
 	{Name: GroupStreamsSessionTimeout, Type: ConfigTypeInt, Default: "45000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 45000, 60000) }},
 }

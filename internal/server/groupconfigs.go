@@ -25,5 +25,6 @@ func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
 	c.HeartbeatInterval = ms(metadata.GroupConsumerHeartbeatInterval)
 	c.StreamsSessionTimeout = ms(metadata.GroupStreamsSessionTimeout)
 	c.StreamsHeartbeatInterval = ms(metadata.GroupStreamsHeartbeatInterval)
+	c.StreamsStandbyReplicas, _ = strconv.Atoi(set[metadata.GroupStreamsStandbyReplicas])
 	return c
 }
