@@ -18,14 +18,16 @@ import (
 // TestKafkaStreamsGroupProtocol runs the word count (interop/streams) with
 // group.protocol=streams (KIP-1071: the broker assigns the tasks):
 //
-//  1. Write 200 lines to a 4-partition input topic and start two instances. The
-//     first to join registers the topology; Strata creates the repartition and
-//     changelog topics; the 8 tasks (2 subtopologies x 4 partitions) are split
-//     4 and 4 between them.
+//  1. Set the group's streams.num.standby.replicas to 1. Write 200 lines to a
+//     4-partition input topic and start two instances. The first to join
+//     registers the topology; Strata creates the repartition and changelog
+//     topics; the 8 tasks (2 subtopologies x 4 partitions) are split 4 and 4
+//     between them, each holding standby copies of the other's 4.
 //  2. The latest count of every word on the output topic is exact.
 //  3. kafka-streams-groups --list and --describe show the group and its members.
 //  4. One instance stops (SIGTERM: it leaves the group); the other takes all 8
-//     tasks, 60 more lines are written, and the counts are exact again.
+//     tasks (and no standbys: there is no other process), 60 more lines are
+//     written, and the counts are exact again.
 //
 // It runs with at_least_once and with exactly_once_v2 (transactional offset
 // commits checked against the member's epoch).
@@ -52,6 +54,14 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceType(32), app // GROUP
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "streams.num.standby.replicas", Value: kmsg.StringPtr("1")}}
+	alter.Resources = append(alter.Resources, res)
+	if resp, err := alter.RequestWith(context.Background(), cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("setting streams.num.standby.replicas: %v %+v", err, resp)
+	}
 	want := map[string]int64{}
 	produceLines := func(from, to int) { produceWordLines(t, cl, in, want, from, to) }
 	produceLines(0, 200)
@@ -61,8 +71,8 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 	app2 := startWordCount(t, tgt.bootstrap, app, in, out, guarantee, streams...)
 	tasks := awaitStreamsGroup(t, cl, app, 2, app1, app2)
 	for member, n := range tasks {
-		if n != 4 {
-			t.Errorf("member %s has %d active tasks, want 4 of 8: %v", member, n, tasks)
+		if n != [2]int{4, 4} {
+			t.Errorf("member %s has %d active and %d standby tasks, want 4 and 4: %v", member, n[0], n[1], tasks)
 		}
 	}
 	counts := countsReader{cl: cl, got: map[string]int64{}}
@@ -86,8 +96,8 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 	}
 	tasks = awaitStreamsGroup(t, cl, app, 1, app1)
 	for member, n := range tasks {
-		if n != 8 {
-			t.Errorf("the remaining member %s has %d active tasks, want all 8", member, n)
+		if n != [2]int{8, 0} {
+			t.Errorf("the remaining member %s has %d active and %d standby tasks, want all 8 and none", member, n[0], n[1])
 		}
 	}
 	produceLines(200, 260)
@@ -98,8 +108,9 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 }
 
 // awaitStreamsGroup waits until streams group id is Stable with members members,
-// every one of them holding active tasks, and returns each member's task count.
-func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, apps ...*wordCount) map[string]int {
+// every one of them holding active tasks, and returns each member's count of
+// active and standby tasks.
+func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, apps ...*wordCount) map[string][2]int {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	var last string
@@ -111,10 +122,17 @@ func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, app
 		cancel()
 		if err == nil && len(resp.Groups) == 1 {
 			g := resp.Groups[0]
-			tasks := map[string]int{}
+			tasks := map[string][2]int{}
 			for _, m := range g.Members {
+				var n [2]int
 				for _, ts := range m.Assignment.ActiveTasks {
-					tasks[m.MemberID] += len(ts.Partitions)
+					n[0] += len(ts.Partitions)
+				}
+				for _, ts := range m.Assignment.StandbyTasks {
+					n[1] += len(ts.Partitions)
+				}
+				if n[0] > 0 {
+					tasks[m.MemberID] = n
 				}
 			}
 			last = fmt.Sprintf("%s state=%s members=%d tasks=%v", kerr.ErrorForCode(g.ErrorCode), g.State, len(g.Members), tasks)
