@@ -68,6 +68,7 @@ type streamsGroup struct {
 	configured    configuredTopology
 	topics        map[string]topicMeta // the topology's topics that existed at the last configuration
 	members       map[string]*stmember
+	static        map[string]string         // instance id -> member id
 	target        map[string]partSet        // active tasks
 	standbyTarget map[string]partSet        // standby tasks
 	owners        map[topicPartition]string // active task -> member owning (or revoking) it
@@ -77,23 +78,25 @@ type streamsGroup struct {
 
 // stmember is a member of a streams group.
 type stmember struct {
-	id, rackID, clientID, clientHost, processID string
-	epoch, prevEpoch                            int32
-	state                                       memberState
-	topologyEpoch                               int32
-	rebalanceTimeout                            time.Duration
-	endpoint                                    *kmsg.StreamsGroupHeartbeatRequestUserEndpoint
-	clientTags                                  []kmsg.StreamsGroupHeartbeatRequestClientTag
-	assigned                                    map[topicPartition]int32 // active task -> the member epoch it came in
-	revoking                                    partSet                  // active tasks to give up
-	standby                                     partSet                  // standby tasks
-	sessionTimer, revokeTimer                   *time.Timer
-	sessionToken, revokeToken                   uint64
+	id, instanceID, rackID          string
+	clientID, clientHost, processID string
+	epoch, prevEpoch                int32
+	state                           memberState
+	topologyEpoch                   int32
+	rebalanceTimeout                time.Duration
+	endpoint                        *kmsg.StreamsGroupHeartbeatRequestUserEndpoint
+	clientTags                      []kmsg.StreamsGroupHeartbeatRequestClientTag
+	assigned                        map[topicPartition]int32 // active task -> the member epoch it came in
+	revoking                        partSet                  // active tasks to give up
+	standby                         partSet                  // standby tasks
+	sessionTimer, revokeTimer       *time.Timer
+	sessionToken, revokeToken       uint64
 }
 
 func newStreamsGroup() *streamsGroup {
 	return &streamsGroup{
 		members:       make(map[string]*stmember),
+		static:        make(map[string]string),
 		target:        make(map[string]partSet),
 		standbyTarget: make(map[string]partSet),
 		owners:        make(map[topicPartition]string),
@@ -410,11 +413,6 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) streamsRes
 	if req.MemberEpoch != joinEpoch && req.Topology != nil {
 		return streamsError(inv, "Topology can only be provided when (re-)joining.")
 	}
-	if req.InstanceID != nil {
-		// Static membership (Kafka 4.4) is not built: refused rather than
-		// served as a dynamic member.
-		return streamsError(inv, "Static members are not supported by this broker.")
-	}
 	return streamsResult{}
 }
 
@@ -446,9 +444,27 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	}
 	sg := g.st
 	m := sg.members[req.MemberID]
+	instance := deref(req.InstanceID)
+	if instance != "" && req.MemberEpoch != joinEpoch {
+		if id, ok := sg.static[instance]; ok && id != req.MemberID {
+			return streamsError(kerr.FencedInstanceID.Code, "Static member %s with instance id %s was replaced.", req.MemberID, instance)
+		}
+	}
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		if m == nil {
 			return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+		}
+		if req.MemberEpoch == staticLeaveEpoch && m.instanceID != "" {
+			// A static member leaving for now: its tasks wait for it until its
+			// session times out or its instance comes back.
+			g.c.log.Info("static member left streams group temporarily", "group", g.id, "member", m.id, "instance", m.instanceID)
+			if m.epoch != staticLeaveEpoch {
+				m.prevEpoch = m.epoch
+			}
+			m.epoch = staticLeaveEpoch
+			g.stopStreamsRevokeTimerLocked(m)
+			g.armStreamsSessionLocked(m)
+			return streamsResult{memberID: m.id, epoch: staticLeaveEpoch}
 		}
 		g.c.log.Info("member left streams group", "group", g.id, "member", m.id)
 		g.removeStreamsMemberLocked(m)
@@ -457,15 +473,43 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	if req.Topology != nil && sg.topology != nil && sg.topology.Epoch <= req.Topology.Epoch && !sameTopology(sg.topology, req.Topology) {
 		return streamsError(kerr.InvalidRequest.Code, "Topology updates are not supported yet.")
 	}
+	replaced := false
+	if oldID, ok := sg.static[instance]; ok && instance != "" && oldID != req.MemberID && req.MemberEpoch == joinEpoch {
+		old := sg.members[oldID]
+		if old.epoch != staticLeaveEpoch {
+			return streamsError(kerr.UnreleasedInstanceID.Code, "Static member %s with instance id %s is not released yet.", oldID, instance)
+		}
+		// The new member takes over what its instance left behind.
+		g.c.log.Info("static member replaced", "group", g.id, "instance", instance, "old", oldID, "member", req.MemberID)
+		delete(sg.members, oldID)
+		old.id, old.epoch = req.MemberID, old.prevEpoch
+		sg.members[old.id], sg.static[instance] = old, old.id
+		for _, ts := range []map[string]partSet{sg.target, sg.standbyTarget} {
+			if t, ok := ts[oldID]; ok {
+				delete(ts, oldID)
+				ts[old.id] = t
+			}
+		}
+		for tp, owner := range sg.owners {
+			if owner == oldID {
+				sg.owners[tp] = old.id
+			}
+		}
+		m, replaced = old, true
+	}
 	bump := false
 	switch {
+	case replaced:
 	case m == nil && req.MemberEpoch != joinEpoch:
 		return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
 	case m == nil:
-		m = &stmember{id: req.MemberID, assigned: map[topicPartition]int32{}}
+		m = &stmember{id: req.MemberID, instanceID: instance, assigned: map[topicPartition]int32{}}
 		sg.members[m.id] = m
+		if instance != "" {
+			sg.static[instance] = m.id
+		}
 		bump = true
-		g.c.log.Info("member joined streams group", "group", g.id, "member", m.id)
+		g.c.log.Info("member joined streams group", "group", g.id, "member", m.id, "instance", instance)
 	case req.MemberEpoch == joinEpoch:
 		// Rejoining after a fence: the member dropped every task it owned.
 		releaseOwned(sg.owners, m.id, m.revoking)
@@ -750,6 +794,9 @@ func (g *group) removeStreamsMemberLocked(m *stmember) {
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
 	delete(sg.standbyTarget, m.id)
+	if m.instanceID != "" && sg.static[m.instanceID] == m.id {
+		delete(sg.static, m.instanceID)
+	}
 	if sg.shutdownBy == m.id {
 		sg.shutdownBy = ""
 	}

@@ -145,6 +145,7 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 	for _, m := range sortedByID(sg.members) {
 		dm := kmsg.NewStreamsGroupDescribeResponseGroupMember()
 		dm.MemberID, dm.MemberEpoch = m.id, m.epoch
+		dm.InstanceID = optional(m.instanceID)
 		dm.RackID = optional(m.rackID)
 		dm.ClientID, dm.ClientHost = m.clientID, m.clientHost
 		dm.TopologyEpoch = m.topologyEpoch

@@ -200,8 +200,12 @@ func (h *harness) fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []
 			}
 		}
 		for _, m := range g.Members {
-			x := fmt.Sprintf("  %s epoch=%d process=%s client=%s topology-epoch=%d active=%s target=%s",
-				m.MemberID, m.MemberEpoch, m.ProcessID, m.ClientID, m.TopologyEpoch,
+			x := "  " + m.MemberID
+			if m.InstanceID != nil {
+				x += " instance=" + *m.InstanceID
+			}
+			x += fmt.Sprintf(" epoch=%d process=%s client=%s topology-epoch=%d active=%s target=%s",
+				m.MemberEpoch, m.ProcessID, m.ClientID, m.TopologyEpoch,
 				h.fmtTasks(m.Assignment.ActiveTasks), h.fmtTasks(m.TargetAssignment.ActiveTasks))
 			if len(m.Assignment.StandbyTasks)+len(m.TargetAssignment.StandbyTasks) > 0 {
 				x += " standby=" + h.fmtTasks(m.Assignment.StandbyTasks) + " target-standby=" + h.fmtTasks(m.TargetAssignment.StandbyTasks)
