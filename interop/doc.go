@@ -34,7 +34,8 @@
 //
 // TestKafkaStreamsFailover runs Kafka Streams with exactly_once_v2 on 3 nodes while
 // its transaction coordinator is killed and restarted, and finds every word counted
-// exactly once; TestGroupTransactSessionRebalance runs franz-go's
+// exactly once; TestKafkaStreamsGroupProtocol runs it with group.protocol=streams
+// (KIP-1071), two instances, one leaving; TestGroupTransactSessionRebalance runs franz-go's
 // GroupTransactSession across two rebalances with the output exactly once.
 // TestSASLClients logs confluent-kafka and kafkajs in over SASL_PLAINTEXT and
 // SASL_SSL with every SCRAM mechanism and PLAIN, and sees an ACL denial.

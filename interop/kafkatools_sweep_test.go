@@ -136,9 +136,10 @@ func TestKafkaToolsSweep(t *testing.T) {
 				`Feature: group\.version\s+SupportedMinVersion: 1\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s`,
 				`Feature: kraft\.version\s+SupportedMinVersion: 1\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s`,
 				`Feature: share\.version\s+SupportedMinVersion: 2\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s`,
+				`Feature: streams\.version\s+SupportedMinVersion: 1\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s`,
 				`Feature: transaction\.version\s+SupportedMinVersion: 2\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s`,
 			}, func(t *testing.T, out string) {
-				for _, absent := range []string{"metadata.version", "eligible.leader.replicas.version", "streams.version"} {
+				for _, absent := range []string{"metadata.version", "eligible.leader.replicas.version"} {
 					if strings.Contains(out, absent) {
 						t.Errorf("kafka-features describe lists %s, which Strata does not advertise:\n%s", absent, out)
 					}

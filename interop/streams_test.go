@@ -62,48 +62,14 @@ func testWordCount(t *testing.T, bootstrap, guarantee string) {
 	ctx := context.Background()
 
 	want := map[string]int64{}
-	produceLines := func(from, to int) {
-		t.Helper()
-		var recs []*kgo.Record
-		for i := from; i < to; i++ {
-			words := lineWords(i)
-			for _, w := range words {
-				want[w]++
-			}
-			recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprint(i)), Value: []byte(strings.Join(words, " "))})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	produceLines := func(from, to int) { produceWordLines(t, cl, in, want, from, to) }
 	produceLines(0, 200)
 
 	app1 := startWordCount(t, bootstrap, app, in, out, guarantee)
-	got := map[string]int64{}
-	readCounts := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(3 * time.Minute)
-		for !mapsEqual(got, want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: final counts %v, want %v\nStreams output:\n%s", what, got, want, app1.output())
-			}
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			fs := cl.PollFetches(pctx)
-			cancel()
-			fs.EachRecord(func(r *kgo.Record) {
-				if len(r.Value) != 8 {
-					t.Fatalf("count of %q is %d bytes, want a long", r.Key, len(r.Value))
-				}
-				got[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
-			})
-			if app1.exited() {
-				t.Fatalf("%s: the Streams application exited early\n%s", what, app1.output())
-			}
-		}
-	}
-	readCounts("lines produced before the start")
+	counts := countsReader{cl: cl, got: map[string]int64{}}
+	counts.await(t, "lines produced before the start", want, app1)
 	produceLines(200, 260)
-	readCounts("lines produced while it runs")
+	counts.await(t, "lines produced while it runs", want, app1)
 
 	// Streams made its internal topics as on Kafka: the changelog compacted.
 	adm := kadm.NewClient(cl)
@@ -131,6 +97,56 @@ func testWordCount(t *testing.T, bootstrap, guarantee string) {
 		t.Errorf("changelog %s is not compacted: %+v", changelog, cfg.Configs)
 	}
 	if err := app1.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countsReader follows a word count's output topic: got is the latest count of
+// each word.
+type countsReader struct {
+	cl  *kgo.Client
+	got map[string]int64
+}
+
+// await reads the output until the latest counts are want, failing the test after
+// three minutes or when one of apps exits.
+func (c *countsReader) await(t *testing.T, what string, want map[string]int64, apps ...*wordCount) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !mapsEqual(c.got, want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: final counts %v, want %v\nStreams output:\n%s", what, c.got, want, apps[0].output())
+		}
+		pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := c.cl.PollFetches(pctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Value) != 8 {
+				t.Fatalf("count of %q is %d bytes, want a long", r.Key, len(r.Value))
+			}
+			c.got[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
+		})
+		for _, app := range apps {
+			if app.exited() {
+				t.Fatalf("%s: the Streams application exited early\n%s", what, app.output())
+			}
+		}
+	}
+}
+
+// produceWordLines writes input lines from to to (see lineWords) to topic and
+// counts their words into want.
+func produceWordLines(t *testing.T, cl *kgo.Client, topic string, want map[string]int64, from, to int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		words := lineWords(i)
+		for _, w := range words {
+			want[w]++
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i)), Value: []byte(strings.Join(words, " "))})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -44,6 +44,8 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 				st, typ = g.cg.stateName(), consumerProtocolType
 			case g.sg != nil:
 				st, typ = g.sg.stateName(), shareProtocolType
+			case g.st != nil:
+				st, typ = g.st.stateName(), streamsProtocolType
 			}
 			g.mu.Unlock()
 			if dead {
@@ -100,8 +102,9 @@ func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) 
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.cg != nil || g.sg != nil {
-		// Not a classic group: described by ConsumerGroupDescribe or ShareGroupDescribe.
+	if g.cg != nil || g.sg != nil || g.st != nil {
+		// Not a classic group: described by ConsumerGroupDescribe,
+		// ShareGroupDescribe or StreamsGroupDescribe.
 		dg.State = stateDead.String()
 		return
 	}

@@ -212,7 +212,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		return hbError(kerr.CoordinatorNotAvailable.Code, "Group %s is being deleted.", g.id)
 	}
 	if g.cg == nil {
-		if g.sg != nil {
+		if g.sg != nil || g.st != nil {
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
 		}
 		// An Empty classic group converts whatever the policy, as in Kafka; member
@@ -431,13 +431,7 @@ func (g *group) dropConsumerMemberLocked(m *cmember) {
 }
 
 // releaseLocked frees partitions m owned.
-func (g *group) releaseLocked(m *cmember, ps partSet) {
-	for tp := range ps {
-		if g.cg.owners[tp] == m.id {
-			delete(g.cg.owners, tp)
-		}
-	}
-}
+func (g *group) releaseLocked(m *cmember, ps partSet) { releaseOwned(g.cg.owners, m.id, ps) }
 
 // updateSubscription applies the request's non-null subscription fields and
 // reports whether they changed what the assignor sees.
@@ -570,78 +564,19 @@ func (g *group) ownedFromRequest(topics []kmsg.ConsumerGroupHeartbeatRequestTopi
 	return out
 }
 
-func (m *cmember) assignedSet() partSet {
-	out := make(partSet, len(m.assigned))
-	for tp := range m.assigned {
-		out[tp] = struct{}{}
-	}
-	return out
-}
+func (m *cmember) assignedSet() partSet { return ownedSet(m.assigned) }
 
 // reconcileLocked moves m towards its target assignment given the partitions its
 // heartbeat says it owns (nil: it did not say).
 func (g *group) reconcileLocked(m *cmember, owned partSet) {
-	switch m.state {
-	case memberStable:
-		if m.epoch != g.cg.targetEpoch {
-			g.nextAssignmentLocked(m)
-		}
-	case memberUnrevoked:
-		if owned == nil {
-			return
-		}
-		for tp := range m.revoking {
-			if owned.has(tp) {
-				return // still revoking
-			}
-		}
-		g.releaseLocked(m, m.revoking)
-		m.revoking = nil
-		g.stopRevokeTimerLocked(m)
-		g.nextAssignmentLocked(m)
-	case memberUnreleased:
-		g.nextAssignmentLocked(m)
-	}
-}
-
-// nextAssignmentLocked is Kafka's computeNextAssignment: revoke first, then move to
-// the target epoch with every target partition nobody else owns.
-func (g *group) nextAssignmentLocked(m *cmember) {
 	cg := g.cg
-	target := cg.target[m.id]
-	revoke := partSet{}
-	for tp := range m.assigned {
-		if !target.has(tp) {
-			revoke[tp] = struct{}{}
-		}
-	}
-	if len(revoke) > 0 {
-		for tp := range revoke {
-			delete(m.assigned, tp)
-		}
-		if m.revoking == nil {
-			m.revoking = partSet{}
-		}
-		maps.Copy(m.revoking, revoke)
-		m.state = memberUnrevoked
-		g.armRevokeTimerLocked(m)
-		return
-	}
-	if m.epoch != cg.targetEpoch {
-		m.prevEpoch, m.epoch = m.epoch, cg.targetEpoch
-	}
-	m.state = memberStable
-	for _, tp := range target.sorted() {
-		if _, ok := m.assigned[tp]; ok {
-			continue
-		}
-		if owner, ok := cg.owners[tp]; ok && owner != m.id {
-			m.state = memberUnreleased
-			continue
-		}
-		m.assigned[tp] = m.epoch
-		cg.owners[tp] = m.id
-	}
+	recon{
+		id: m.id, epoch: &m.epoch, prevEpoch: &m.prevEpoch, state: &m.state,
+		assigned: m.assigned, revoking: &m.revoking, owners: cg.owners,
+		targetEpoch: cg.targetEpoch, target: cg.target[m.id],
+		armRevoke:  func() { g.armRevokeTimerLocked(m) },
+		stopRevoke: func() { g.stopRevokeTimerLocked(m) },
+	}.reconcile(owned)
 }
 
 // syncClassicViewLocked keeps the classic side of the group in step (see the top of

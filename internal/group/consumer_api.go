@@ -176,6 +176,9 @@ func (c *Coordinator) validateFetchMember(groupID string, memberID *string, epoc
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.st != nil && g.state != stateDead {
+		return g.validateStreamsFetchMemberLocked(deref(memberID), epoch)
+	}
 	if g.cg == nil || g.state == stateDead {
 		return 0
 	}

@@ -148,7 +148,7 @@ func (h *harness) consumerRequestFunc(verb string, a args) (func(*Coordinator) f
 			return func() []string { return h.fmtConsumerDescribe(resp) }
 		}, true
 	}
-	return nil, false
+	return h.streamsRequestFunc(verb, a)
 }
 
 // ownedTopics parses owned=t1/0+1,t2/0 ("-": none) into the request's topics.

@@ -102,6 +102,12 @@ type Config struct {
 	// ShareAssignmentInterval is group.share.assignment.interval.ms (1s): a share
 	// group's target assignment is computed at most once in this long (share.go).
 	ShareAssignmentInterval time.Duration
+	// StreamsSessionTimeout is group.streams.session.timeout.ms (45s): a streams
+	// member that does not heartbeat for this long is removed.
+	StreamsSessionTimeout time.Duration
+	// StreamsHeartbeatInterval is group.streams.heartbeat.interval.ms (5s), the
+	// interval streams members are told to heartbeat at.
+	StreamsHeartbeatInterval time.Duration
 	// GroupConfig returns a consumer group's own session timeout and heartbeat
 	// interval (the group configs consumer.session.timeout.ms and
 	// consumer.heartbeat.interval.ms), zero where the group sets none; nil: no
@@ -124,11 +130,19 @@ type Config struct {
 	ConsumerMaxSize, ClassicMaxSize int
 }
 
-// ConsumerGroupConfig is what a consumer group's dynamic configs set; zero
-// durations leave the coordinator's (Config) in force.
+// ConsumerGroupConfig is what a group's dynamic configs set; zero durations
+// leave the coordinator's (Config) in force. SessionTimeout and
+// HeartbeatInterval are consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms, for KIP-848 members; the Streams ones
+// streams.session.timeout.ms, streams.heartbeat.interval.ms and
+// streams.num.standby.replicas (0 by default, as Kafka's
+// group.streams.num.standby.replicas).
 type ConsumerGroupConfig struct {
-	SessionTimeout    time.Duration
-	HeartbeatInterval time.Duration
+	SessionTimeout           time.Duration
+	HeartbeatInterval        time.Duration
+	StreamsSessionTimeout    time.Duration
+	StreamsHeartbeatInterval time.Duration
+	StreamsStandbyReplicas   int
 }
 
 // consumerTimeouts is the session timeout and heartbeat interval of a KIP-848
@@ -146,6 +160,39 @@ func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Du
 		heartbeat = gc.HeartbeatInterval
 	}
 	return session, heartbeat
+}
+
+// streamsTimeouts is the session timeout and heartbeat interval of a streams
+// group's members: the group's own configs, else the coordinator's, else
+// Kafka's defaults (group.streams.session.timeout.ms and
+// group.streams.heartbeat.interval.ms).
+func (c *Coordinator) streamsTimeouts(group string) (session, heartbeat time.Duration) {
+	session, heartbeat = c.cfg.StreamsSessionTimeout, c.cfg.StreamsHeartbeatInterval
+	if session <= 0 {
+		session = 45 * time.Second
+	}
+	if heartbeat <= 0 {
+		heartbeat = 5 * time.Second
+	}
+	if c.cfg.GroupConfig != nil {
+		gc := c.cfg.GroupConfig(group)
+		if gc.StreamsSessionTimeout > 0 {
+			session = gc.StreamsSessionTimeout
+		}
+		if gc.StreamsHeartbeatInterval > 0 {
+			heartbeat = gc.StreamsHeartbeatInterval
+		}
+	}
+	return session, heartbeat
+}
+
+// streamsStandbys is a streams group's streams.num.standby.replicas (0 unless
+// the group sets it).
+func (c *Coordinator) streamsStandbys(group string) int {
+	if c.cfg.GroupConfig == nil {
+		return 0
+	}
+	return c.cfg.GroupConfig(group).StreamsStandbyReplicas
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -548,6 +595,7 @@ func (g *group) stopTimersLocked() {
 	g.stopSyncTimerLocked()
 	g.stopConsumerTimersLocked()
 	g.stopShareTimersLocked()
+	g.stopStreamsTimersLocked()
 }
 
 // queueLocked appends a write to the group's queue; the caller must call

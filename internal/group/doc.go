@@ -19,6 +19,11 @@
 // (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets;
 // share_offsets.go), which read and write the share-partition state through
 // Config.ShareState.
+// KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe) are in
+// streams.go and streams_api.go: the topology a member registers, the internal
+// topics the broker is to create, active and standby tasks; their membership is
+// held in memory too. KIP-848 and streams members share one revoke-first
+// reconciliation (recon.go).
 //
 // It owns the groups of the partitions of __consumer_offsets this node leads. The
 // group with id g lives in partition PartitionFor(g, OffsetsTopicPartitions); a request

@@ -136,6 +136,7 @@ type group struct {
 	unloaded     bool                // the partition was unloaded: the group is gone for good
 	cg           *consumerGroup      // the KIP-848 side; nil for a classic group (consumer.go)
 	sg           *shareGroup         // the KIP-932 side; nil unless a share group (share.go)
+	st           *streamsGroup       // the KIP-1071 side; nil unless a streams group (streams.go)
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

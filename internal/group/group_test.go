@@ -52,7 +52,8 @@ func TestVersions(t *testing.T) {
 	want := map[int16][2]int16{
 		8: {2, 9}, 9: {1, 9}, 11: {2, 9}, 12: {0, 4}, 13: {0, 5},
 		14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0},
-		68: {0, 1}, 69: {0, 1}, 76: {1, 1}, 77: {1, 1}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0},
+		68: {0, 1}, 69: {0, 1}, 76: {1, 1}, 77: {1, 1}, 88: {0, 1}, 89: {0, 1}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0},
+		93: {0, 0},
 	}
 	if len(vs) != len(want) {
 		t.Fatalf("%d APIs, want %d", len(vs), len(want))
@@ -311,6 +312,20 @@ func TestResponsesEncode(t *testing.T) {
 			case *kmsg.ShareGroupDescribeRequest:
 				r.GroupIDs = []string{"sg1", "g"}
 				resp = c.ShareGroupDescribe(ctx, r)
+			case *kmsg.StreamsGroupHeartbeatRequest:
+				r.Group, r.MemberID, r.RebalanceTimeoutMillis = fmt.Sprintf("st%d", ver), "m", 10000
+				top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+				top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
+				r.Topology = &top
+				r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+				resp, _ = c.StreamsGroupHeartbeat(ctx, r)
+			case *kmsg.StreamsGroupDescribeRequest:
+				r.Groups = []string{"st0", "g"}
+				r.IncludeTopologyDescription = true
+				resp = c.StreamsGroupDescribe(ctx, r)
+			case *kmsg.StreamsGroupTopologyDescriptionUpdateRequest:
+				r.Group, r.MemberID = "st0", "m"
+				resp = c.StreamsGroupTopologyDescriptionUpdate(ctx, r)
 			case *kmsg.DescribeShareGroupOffsetsRequest:
 				r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg1"}}
 				resp = c.DescribeShareGroupOffsets(ctx, r)

@@ -97,8 +97,8 @@ func (g *group) joinLocked(req *kmsg.JoinGroupRequest, cl Client, w chan joinRes
 	switch {
 	case g.state == stateDead:
 		w <- joinError(kerr.CoordinatorNotAvailable.Code, jr.memberID)
-	case g.sg != nil:
-		// Classic members do not join a share group.
+	case g.sg != nil, g.st != nil:
+		// Classic members do not join a share or streams group.
 		w <- joinError(kerr.InconsistentGroupProtocol.Code, jr.memberID)
 	case g.cg != nil:
 		// A consumer group with members takes classic members (migration.go).

@@ -149,6 +149,9 @@ func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16,
 	if g.sg != nil {
 		return kerr.GroupIDNotFound.Code, false // share groups have no committed offsets
 	}
+	if g.st != nil {
+		return g.validateStreamsCommitLocked(req), false
+	}
 	return g.validateClassicCommitLocked(req), false
 }
 

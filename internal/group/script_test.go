@@ -53,7 +53,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 //	advance DUR | wait | log | reload | unload group= | load group= | topicsdeleted topics=t1,t2
 //	store fail=unavailable|notcoord|toolarge|none | store block | store unblock
 //
-// and the KIP-848 commands of consumer_script_test.go (topics, cghb, cgdescribe).
+// and the KIP-848 commands of consumer_script_test.go (topics, cghb, cgdescribe)
+// and the KIP-1071 ones of streams_script_test.go (sthb, stdescribe).
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -311,13 +312,15 @@ func (h *harness) run(cmd string) []string {
 		h.cfg.MigrationPolicy = MigrationPolicy(a.str("migration", string(h.cfg.MigrationPolicy)))
 		h.cfg.ConsumerMaxSize = int(a.int("consumer-max", int64(h.cfg.ConsumerMaxSize)))
 		h.cfg.ClassicMaxSize = int(a.int("classic-max", int64(h.cfg.ClassicMaxSize)))
-	case "groupconfig": // groupconfig GROUP [session=D] [interval=D]: the group's own configs
+	case "groupconfig": // groupconfig GROUP [session=D] [interval=D] [streams-session=D] [streams-interval=D] [standbys=N]: the group's own configs
 		a := parseArgs(rest[1:])
 		h.groupConfigs.Lock()
 		if h.groupConfigs.m == nil {
 			h.groupConfigs.m = map[string]ConsumerGroupConfig{}
 		}
-		h.groupConfigs.m[rest[0]] = ConsumerGroupConfig{SessionTimeout: a.dur("session", 0), HeartbeatInterval: a.dur("interval", 0)}
+		h.groupConfigs.m[rest[0]] = ConsumerGroupConfig{SessionTimeout: a.dur("session", 0), HeartbeatInterval: a.dur("interval", 0),
+			StreamsSessionTimeout: a.dur("streams-session", 0), StreamsHeartbeatInterval: a.dur("streams-interval", 0),
+			StreamsStandbyReplicas: int(a.int("standbys", 0))}
 		h.groupConfigs.Unlock()
 	case "advance":
 		time.Sleep(mustDur(rest[0]))

@@ -341,7 +341,7 @@ func (c *Coordinator) checkEmptyShareGroup(id string, create bool) (int16, strin
 // any, none of them still being written. As in Kafka 4.4, a share group may take
 // its place (and its committed offsets go).
 func (g *group) isSimpleLocked() bool {
-	return g.cg == nil && g.sg == nil && g.protocolType == "" && len(g.members) == 0 && len(g.pending) == 0 &&
+	return g.cg == nil && g.sg == nil && g.st == nil && g.protocolType == "" && len(g.members) == 0 && len(g.pending) == 0 &&
 		g.state == stateEmpty && len(g.pendingCommits) == 0
 }
 

@@ -26,9 +26,12 @@ var apiVersions = [...]APIVersion{
 	{Key: 69, Min: 0, Max: 1}, // ConsumerGroupDescribe (v1: member type)
 	{Key: 76, Min: 1, Max: 1}, // ShareGroupHeartbeat (KIP-932 as released in Kafka 4.1)
 	{Key: 77, Min: 1, Max: 1}, // ShareGroupDescribe (v0 was Kafka 4.0's early access)
+	{Key: 88, Min: 0, Max: 1}, // StreamsGroupHeartbeat (KIP-1071; v1: int64 acceptable recovery lag, topology description request)
+	{Key: 89, Min: 0, Max: 1}, // StreamsGroupDescribe (v1: topology description, assignor name)
 	{Key: 90, Min: 0, Max: 1}, // DescribeShareGroupOffsets (v1: lag, KIP-1226)
 	{Key: 91, Min: 0, Max: 0}, // AlterShareGroupOffsets
 	{Key: 92, Min: 0, Max: 0}, // DeleteShareGroupOffsets
+	{Key: 93, Min: 0, Max: 0}, // StreamsGroupTopologyDescriptionUpdate (refused: no description plugin, as Kafka without one)
 }
 
 // Versions returns the group APIs and the versions the coordinator serves, in key

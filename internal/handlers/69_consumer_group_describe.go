@@ -24,16 +24,11 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, c *protocol.ConnIn
 	req := r.Msg.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	allowed := *req
-	allowed.Groups = nil
-	for _, g := range req.Groups {
-		if h.authorize(ctx, c, kmsg.ACLOperationDescribe, resGroup, g) {
-			allowed.Groups = append(allowed.Groups, g)
-			continue
-		}
+	allowed.Groups = h.describableGroups(ctx, c, req.Groups, func(id string) {
 		d := kmsg.NewConsumerGroupDescribeResponseGroup()
-		d.Group, d.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		d.Group, d.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
 		resp.Groups = append(resp.Groups, d)
-	}
+	})
 	if len(allowed.Groups) == 0 {
 		return reply(resp)
 	}
@@ -51,6 +46,20 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, c *protocol.ConnIn
 		resp.Groups = append(resp.Groups, g)
 	}
 	return reply(resp)
+}
+
+// describableGroups returns the groups of ids the principal may DESCRIBE and
+// calls denied for each of the others, in order (the group describe APIs).
+func (h *Handlers) describableGroups(ctx context.Context, c *protocol.ConnInfo, ids []string, denied func(id string)) []string {
+	var allowed []string
+	for _, id := range ids {
+		if h.authorize(ctx, c, kmsg.ACLOperationDescribe, resGroup, id) {
+			allowed = append(allowed, id)
+		} else {
+			denied(id)
+		}
+	}
+	return allowed
 }
 
 // assignsOnly reports whether every topic in the current and target assignments

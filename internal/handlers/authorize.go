@@ -153,6 +153,8 @@ var requestChecks = map[int16]requestCheck{
 	74: clusterCheck(kmsg.ACLOperationDescribeConfigs),
 	68: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
 	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
+	88: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.StreamsGroupHeartbeatRequest).Group }),
+	93: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.StreamsGroupTopologyDescriptionUpdateRequest).Group }),
 	91: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.AlterShareGroupOffsetsRequest).GroupID }),
 	92: groupCheck(kmsg.ACLOperationDelete, func(r kmsg.Request) string { return r.(*kmsg.DeleteShareGroupOffsetsRequest).GroupID }),
 	78: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareFetchRequest).GroupID) }),
@@ -304,6 +306,10 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		resp.ErrorCode = code
 	case *kmsg.ShareGroupHeartbeatResponse:
+		resp.ErrorCode = code
+	case *kmsg.StreamsGroupHeartbeatResponse:
+		resp.ErrorCode = code
+	case *kmsg.StreamsGroupTopologyDescriptionUpdateResponse:
 		resp.ErrorCode = code
 	case *kmsg.AlterShareGroupOffsetsResponse:
 		resp.ErrorCode, resp.ErrorMessage = code, kmsg.StringPtr("Group authorization failed.") // Kafka 4.4's

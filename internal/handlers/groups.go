@@ -6,7 +6,8 @@ package handlers
 //   DeleteGroups (42), OffsetDelete (47); versions as group.Versions() says. The
 // KIP-848 APIs, ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the
 // share-group ones, ShareGroupHeartbeat (76), ShareGroupDescribe (77) and the
-// share-group offset APIs (90-92), have their own files.
+// share-group offset APIs (90-92), and the streams-group ones (88, 89, 93) have
+// their own files.
 // Each handler passes the decoded request to the coordinator; OffsetCommit and
 // OffsetDelete first answer the partitions of unknown topics
 // UNKNOWN_TOPIC_OR_PARTITION themselves, as Kafka's broker does, and an
@@ -48,6 +49,9 @@ type Groups interface {
 	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
 	ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse
 	ShareGroupDescribe(ctx context.Context, req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse
+	StreamsGroupHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, []kmsg.CreateTopicsRequestTopic)
+	StreamsGroupDescribe(ctx context.Context, req *kmsg.StreamsGroupDescribeRequest) *kmsg.StreamsGroupDescribeResponse
+	StreamsGroupTopologyDescriptionUpdate(ctx context.Context, req *kmsg.StreamsGroupTopologyDescriptionUpdateRequest) *kmsg.StreamsGroupTopologyDescriptionUpdateResponse
 	DescribeShareGroupOffsets(ctx context.Context, req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse
 	AlterShareGroupOffsets(ctx context.Context, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse
 	DeleteShareGroupOffsets(ctx context.Context, req *kmsg.DeleteShareGroupOffsetsRequest) *kmsg.DeleteShareGroupOffsetsResponse
@@ -122,9 +126,12 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 	69: (*Handlers).consumerGroupDescribe,
 	76: (*Handlers).shareGroupHeartbeat,
 	77: (*Handlers).shareGroupDescribe,
+	88: (*Handlers).streamsGroupHeartbeat,
+	89: (*Handlers).streamsGroupDescribe,
 	90: (*Handlers).describeShareGroupOffsets,
 	91: (*Handlers).alterShareGroupOffsets,
 	92: (*Handlers).deleteShareGroupOffsets,
+	93: (*Handlers).streamsGroupTopologyDescriptionUpdate,
 }
 
 // groupApis is the registry entries of the group APIs, from the coordinator's table.

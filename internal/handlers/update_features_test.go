@@ -37,7 +37,7 @@ func TestUpdateFeatures(t *testing.T) {
 		ups     []update
 		want    string // "" for success, else a part of the error message
 	}{
-		{"the current levels", 1, []update{{"transaction.version", 2, 1}, {"group.version", 1, 1}, {"share.version", 2, 1}, {"kraft.version", 1, 1}}, ""},
+		{"the current levels", 1, []update{{"transaction.version", 2, 1}, {"group.version", 1, 1}, {"share.version", 2, 1}, {"kraft.version", 1, 1}, {"streams.version", 1, 1}}, ""},
 		{"an unadvertised feature left at 0", 2, []update{{"eligible.leader.replicas.version", 0, 2}}, ""},
 		{"upgrade to a level Strata does not have", 1, []update{{"group.version", 1, 1}, {"share.version", 3, 1}},
 			"Invalid update version 3 for feature share.version. Local controller 1 only supports versions 2."},

@@ -15,13 +15,16 @@ const ResourceGroup ResourceType = 32
 const SourceGroup ConfigSource = 8
 
 // Group config keys Strata acts on (consumer groups, KIP-848; share groups,
-// KIP-932), with Kafka's defaults.
+// KIP-932; streams groups, KIP-1071), with Kafka's defaults.
 const (
 	GroupConsumerSessionTimeout    = "consumer.session.timeout.ms"
 	GroupConsumerHeartbeatInterval = "consumer.heartbeat.interval.ms"
 	GroupShareAutoOffsetReset      = "share.auto.offset.reset"
 	GroupShareRecordLockDuration   = "share.record.lock.duration.ms"
 	GroupShareDeliveryCountLimit   = "share.delivery.count.limit"
+	GroupStreamsSessionTimeout     = "streams.session.timeout.ms"
+	GroupStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
+	GroupStreamsStandbyReplicas    = "streams.num.standby.replicas"
 	// Dead-letter topics of share groups (KIP-1191, deadletter.go).
 	GroupDeadLetterTopic      = "errors.deadletterqueue.topic.name"
 	GroupDeadLetterCopyRecord = "errors.deadletterqueue.copy.record.enable"
@@ -46,6 +49,13 @@ var groupConfigDefs = []ConfigDef{
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 2, 10) }},
 	{Name: GroupShareRecordLockDuration, Type: ConfigTypeInt, Default: "30000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 1000, 3600000) }},
+	// Bounded by group.streams.min/max.*, at their defaults.
+	{Name: GroupStreamsHeartbeatInterval, Type: ConfigTypeInt, Default: "5000",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 5000, 15000) }},
+	{Name: GroupStreamsStandbyReplicas, Type: ConfigTypeInt, Default: "0",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 0, 2) }},
+	{Name: GroupStreamsSessionTimeout, Type: ConfigTypeInt, Default: "45000",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 45000, 60000) }},
 }
 
 func intIn(v string, lo, hi int64) error {

@@ -57,18 +57,21 @@ type Feature struct {
 //     RemoveRaftVoter, DescribeQuorum v2);
 //   - share.version 2: share groups (KIP-932, level 1) with dead-letter topics
 //     (KIP-1191, level 2);
+//   - streams.version 1: streams groups (KIP-1071: StreamsGroupHeartbeat,
+//     StreamsGroupDescribe; Kafka Streams' group.protocol=streams), the level a
+//     Kafka 4.4 cluster is formatted with;
 //   - transaction.version 2: KIP-890's transaction protocol (KIP-1022), which
 //     clients read to use Produce v12, TxnOffsetCommit v5 and EndTxn v5.
 //
 // Left out, so clients and kafka-features see them as unsupported:
 // metadata.version (its levels name Kafka's KRaft metadata records and
 // inter-node RPCs, which Strata does not use), eligible.leader.replicas.version
-// (no KIP-966 eligible leader replicas) and streams.version (no KIP-1071 streams
-// groups).
+// (no KIP-966 eligible leader replicas).
 var Features = []Feature{
 	{"group.version", 1},
 	{"kraft.version", 1},
 	{"share.version", 2},
+	{"streams.version", 1},
 	{"transaction.version", 2},
 }
 

@@ -326,12 +326,14 @@ func TestApiVersions(t *testing.T) {
 				{Name: "group.version", MinVersion: 1, MaxVersion: 1},
 				{Name: "kraft.version", MinVersion: 1, MaxVersion: 1},
 				{Name: "share.version", MinVersion: 2, MaxVersion: 2},
+				{Name: "streams.version", MinVersion: 1, MaxVersion: 1},
 				{Name: "transaction.version", MinVersion: 2, MaxVersion: 2},
 			}
 			want.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{
 				{Name: "group.version", MinVersionLevel: 1, MaxVersionLevel: 1},
 				{Name: "kraft.version", MinVersionLevel: 1, MaxVersionLevel: 1},
 				{Name: "share.version", MinVersionLevel: 2, MaxVersionLevel: 2},
+				{Name: "streams.version", MinVersionLevel: 1, MaxVersionLevel: 1},
 				{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2},
 			}
 			want.FinalizedFeaturesEpoch = 1

@@ -8,8 +8,9 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
-// consumerGroupConfig is what a consumer group's own configs (metadata) set:
-// its session timeout and heartbeat interval, zero where it sets none.
+// consumerGroupConfig is what a group's own configs (metadata) set: the
+// session timeouts and heartbeat intervals of its KIP-848 or streams members,
+// zero where it sets none.
 func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
 	var c group.ConsumerGroupConfig
 	set := n.ctrl.Image().GroupConfigs(id)
@@ -22,5 +23,8 @@ func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
 	}
 	c.SessionTimeout = ms(metadata.GroupConsumerSessionTimeout)
 	c.HeartbeatInterval = ms(metadata.GroupConsumerHeartbeatInterval)
+	c.StreamsSessionTimeout = ms(metadata.GroupStreamsSessionTimeout)
+	c.StreamsHeartbeatInterval = ms(metadata.GroupStreamsHeartbeatInterval)
+	c.StreamsStandbyReplicas, _ = strconv.Atoi(set[metadata.GroupStreamsStandbyReplicas])
 	return c
 }

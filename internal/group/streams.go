@@ -1,0 +1,974 @@
+package group
+
+import (
+	"fmt"
+	"iter"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// This file is the KIP-1071 streams group protocol (group.protocol=streams in
+// Kafka Streams): the state a group keeps when its members speak
+// StreamsGroupHeartbeat, and the pure transitions over it (methods run with the
+// group's mutex held and do no I/O).
+//
+// The first member to join registers the application's topology: its
+// subtopologies, their source topics, the repartition topics they write and read
+// and their state changelogs. The coordinator configures it against the topics
+// that exist (configureTopology): the source topics must exist
+// (MISSING_SOURCE_TOPICS), co-partitioned topics must agree
+// (INCORRECTLY_PARTITIONED_TOPICS), and the repartition and changelog topics get
+// their partition counts decided and are created by the broker when missing
+// (MISSING_INTERNAL_TOPICS until they exist). A subtopology has as many tasks as
+// its largest source topic has partitions; a task is named by its subtopology id
+// and partition, held here as a topicPartition whose topic is the subtopology id.
+//
+// Only once the topology is configured (every topic present and agreeing) are
+// tasks assigned: active tasks only (no standby or warm-up tasks), balanced
+// over the members and sticky (assignUniform over the tasks). Each member then
+// reconciles towards its target as a KIP-848 consumer does: it revokes active
+// tasks it must lose first, keeping its epoch, and takes a task another member
+// still owns only once that member revoked it.
+//
+// Membership is held in memory only, as for consumer and share groups: a
+// coordinator that loads the partition sees the group's committed offsets (an
+// Empty classic group), which a joining streams member turns into a streams
+// group again. A streams group shows the classic side Empty or Stable.
+
+const (
+	streamsProtocolType = "streams"
+	streamsAssignor     = "sticky" // Kafka's name for its streams task assignor
+	// streamsTaskOffsetInterval and streamsAcceptableRecoveryLag are what Kafka
+	// 4.4 tells members by default (group.streams.task.offset.interval.ms is not
+	// a Strata setting; warm-up tasks, which use the lag, are not assigned).
+	streamsTaskOffsetInterval    = time.Minute
+	streamsAcceptableRecoveryLag = 10000
+)
+
+// StreamsGroupHeartbeat status codes (KIP-1071).
+const (
+	statusStaleTopology         int8 = 0
+	statusMissingSourceTopics   int8 = 1
+	statusIncorrectlyPartitions int8 = 2
+	statusMissingInternalTopics int8 = 3
+	statusShutdownApplication   int8 = 4
+)
+
+// streamsGroup is the streams side of a group.
+type streamsGroup struct {
+	epoch         int32 // the group epoch
+	targetEpoch   int32 // the epoch of the target assignment
+	topology      *kmsg.StreamsGroupHeartbeatRequestTopology
+	configured    configuredTopology
+	topics        map[string]topicMeta // the topology's topics that existed at the last configuration
+	members       map[string]*stmember
+	static        map[string]string         // instance id -> member id
+	target        map[string]partSet        // active tasks
+	standbyTarget map[string]partSet        // standby tasks
+	owners        map[topicPartition]string // active task -> member owning (or revoking) it
+	endpointEpoch int32                     // bumped when an IQ endpoint's tasks change
+	shutdownBy    string                    // the member that asked the application to shut down
+}
+
+// stmember is a member of a streams group.
+type stmember struct {
+	id, instanceID, rackID          string
+	clientID, clientHost, processID string
+	epoch, prevEpoch                int32
+	state                           memberState
+	topologyEpoch                   int32
+	rebalanceTimeout                time.Duration
+	endpoint                        *kmsg.StreamsGroupHeartbeatRequestUserEndpoint
+	clientTags                      []kmsg.StreamsGroupHeartbeatRequestClientTag
+	assigned                        map[topicPartition]int32 // active task -> the member epoch it came in
+	revoking                        partSet                  // active tasks to give up
+	standby                         partSet                  // standby tasks
+	sessionTimer, revokeTimer       *time.Timer
+	sessionToken, revokeToken       uint64
+}
+
+func newStreamsGroup() *streamsGroup {
+	return &streamsGroup{
+		members:       make(map[string]*stmember),
+		static:        make(map[string]string),
+		target:        make(map[string]partSet),
+		standbyTarget: make(map[string]partSet),
+		owners:        make(map[topicPartition]string),
+		topics:        make(map[string]topicMeta),
+	}
+}
+
+// stateName is the state StreamsGroupDescribe and ListGroups report.
+func (sg *streamsGroup) stateName() string {
+	switch {
+	case len(sg.members) == 0:
+		return "Empty"
+	case !sg.configured.ready():
+		return "NotReady"
+	case sg.targetEpoch < sg.epoch:
+		return "Assigning"
+	}
+	for _, m := range sg.members {
+		if m.epoch != sg.targetEpoch || m.state != memberStable {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
+// configuredTopology is a topology checked against the topics that exist.
+type configuredTopology struct {
+	tasks  map[string]int32 // subtopology id -> tasks; nil unless the source topics exist and agree
+	status int8             // meaningful when detail != ""
+	detail string           // "" when the topology is ready
+	create []kmsg.CreateTopicsRequestTopic
+}
+
+func (ct configuredTopology) ready() bool { return ct.tasks != nil && ct.detail == "" }
+
+// topologyTopics lists every topic a topology names, sorted.
+func topologyTopics(top *kmsg.StreamsGroupHeartbeatRequestTopology) []string {
+	set := map[string]struct{}{}
+	for _, s := range top.Subtopologies {
+		for _, t := range s.SourceTopics {
+			set[t] = struct{}{}
+		}
+		for _, t := range s.RepartitionSinkTopics {
+			set[t] = struct{}{}
+		}
+		for _, ti := range s.RepartitionSourceTopics {
+			set[ti.Topic] = struct{}{}
+		}
+		for _, ti := range s.StateChangelogTopics {
+			set[ti.Topic] = struct{}{}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// configureTopology decides the partition counts of the internal topics and the
+// tasks of each subtopology, as Kafka's InternalTopicManager does, given the
+// partition counts of the topics that exist.
+func configureTopology(top *kmsg.StreamsGroupHeartbeatRequestTopology, exists map[string]topicMeta) configuredTopology {
+	var missing []string
+	for _, s := range top.Subtopologies {
+		for _, t := range s.SourceTopics {
+			if _, ok := exists[t]; !ok && !slices.Contains(missing, t) {
+				missing = append(missing, t)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return configuredTopology{status: statusMissingSourceTopics,
+			detail: fmt.Sprintf("Source topics %s are missing.", strings.Join(missing, ", "))}
+	}
+	decided := map[string]int32{}
+	count := func(t string) (int32, bool) {
+		if tm, ok := exists[t]; ok {
+			return tm.partitions, true
+		}
+		n, ok := decided[t]
+		return n, ok
+	}
+	// A subtopology's task count: its largest source or repartition source topic.
+	tasksOf := func(s *kmsg.StreamsGroupHeartbeatRequestTopologySubtopology) (int32, bool) {
+		var n int32
+		for _, t := range s.SourceTopics {
+			c, ok := count(t)
+			if !ok {
+				return 0, false
+			}
+			n = max(n, c)
+		}
+		for _, ti := range s.RepartitionSourceTopics {
+			c, ok := count(ti.Topic)
+			if !ok {
+				return 0, false
+			}
+			n = max(n, c)
+		}
+		return n, true
+	}
+	// Repartition topics: a fixed count, else the largest task count of the
+	// subtopologies writing to it, resolved until nothing changes.
+	flexible := map[string]bool{}
+	for _, s := range top.Subtopologies {
+		for _, ti := range s.RepartitionSourceTopics {
+			if ti.NumPartitions > 0 {
+				decided[ti.Topic] = ti.NumPartitions
+			} else {
+				flexible[ti.Topic] = true
+			}
+		}
+	}
+	for progress := true; progress; {
+		progress = false
+		for t := range flexible {
+			if _, ok := decided[t]; ok {
+				continue
+			}
+			var n int32
+			known := false
+			for i := range top.Subtopologies {
+				s := &top.Subtopologies[i]
+				if !slices.Contains(s.RepartitionSinkTopics, t) {
+					continue
+				}
+				if c, ok := tasksOf(s); ok {
+					n, known = max(n, c), true
+				}
+			}
+			if known && n > 0 {
+				decided[t], progress = n, true
+			}
+		}
+	}
+	for t := range flexible {
+		if _, ok := decided[t]; !ok {
+			return configuredTopology{status: statusMissingSourceTopics,
+				detail: "Failed to compute the number of partitions of every repartition topic: make sure all input topics exist."}
+		}
+	}
+	// Co-partitioned topics must agree; flexible repartition topics among them
+	// take the others' count.
+	for _, s := range top.Subtopologies {
+		for _, cg := range s.CopartitionGroups {
+			var names []string
+			for _, i := range cg.SourceTopics {
+				if int(i) < len(s.SourceTopics) {
+					names = append(names, s.SourceTopics[i])
+				}
+			}
+			for _, i := range cg.RepartitionSourceTopics {
+				if int(i) < len(s.RepartitionSourceTopics) {
+					names = append(names, s.RepartitionSourceTopics[i].Topic)
+				}
+			}
+			var want int32
+			var fixed []string
+			for _, t := range names {
+				if flexible[t] {
+					continue
+				}
+				c, _ := count(t)
+				if want != 0 && c != want {
+					slices.Sort(names)
+					return configuredTopology{status: statusIncorrectlyPartitions,
+						detail: fmt.Sprintf("The co-partitioned topics %s do not have the same number of partitions.", strings.Join(names, ", "))}
+				}
+				want = c
+				fixed = append(fixed, t)
+			}
+			if len(fixed) == 0 {
+				for _, t := range names {
+					want = max(want, decided[t])
+				}
+			}
+			for _, t := range names {
+				if flexible[t] {
+					decided[t] = want
+				}
+			}
+		}
+	}
+	ct := configuredTopology{tasks: map[string]int32{}}
+	for i := range top.Subtopologies {
+		s := &top.Subtopologies[i]
+		n, _ := tasksOf(s)
+		ct.tasks[s.SubtopologyID] = n
+		for _, ti := range s.StateChangelogTopics {
+			decided[ti.Topic] = n
+		}
+	}
+	var missingInternal []string
+	for _, s := range top.Subtopologies {
+		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
+			want := decided[ti.Topic]
+			if tm, ok := exists[ti.Topic]; ok {
+				if tm.partitions != want {
+					return configuredTopology{status: statusIncorrectlyPartitions,
+						detail: fmt.Sprintf("Existing topic %s has different number of partitions: expected %d, found %d.", ti.Topic, want, tm.partitions)}
+				}
+				continue
+			}
+			if slices.Contains(missingInternal, ti.Topic) {
+				continue
+			}
+			missingInternal = append(missingInternal, ti.Topic)
+			t := kmsg.NewCreateTopicsRequestTopic()
+			t.Topic, t.NumPartitions, t.ReplicationFactor = ti.Topic, want, ti.ReplicationFactor
+			if t.ReplicationFactor == 0 {
+				t.ReplicationFactor = -1
+			}
+			for _, c := range ti.Configs {
+				tc := kmsg.NewCreateTopicsRequestTopicConfig()
+				tc.Name, tc.Value = c.Key, ptr(c.Value)
+				t.Configs = append(t.Configs, tc)
+			}
+			ct.create = append(ct.create, t)
+		}
+	}
+	if len(missingInternal) > 0 {
+		slices.Sort(missingInternal)
+		ct.status, ct.detail = statusMissingInternalTopics, "Internal topics are missing: "+strings.Join(missingInternal, ", ")
+	}
+	return ct
+}
+
+// sameTopology compares two topologies, their epochs included, ignoring the
+// order of subtopologies and unknown tags.
+func sameTopology(a, b *kmsg.StreamsGroupHeartbeatRequestTopology) bool {
+	norm := func(t *kmsg.StreamsGroupHeartbeatRequestTopology) kmsg.StreamsGroupHeartbeatRequestTopology {
+		c := *t
+		c.UnknownTags = kmsg.Tags{}
+		c.Subtopologies = slices.Clone(t.Subtopologies)
+		for i := range c.Subtopologies {
+			c.Subtopologies[i].UnknownTags = kmsg.Tags{}
+		}
+		slices.SortFunc(c.Subtopologies, func(x, y kmsg.StreamsGroupHeartbeatRequestTopologySubtopology) int {
+			return strings.Compare(x.SubtopologyID, y.SubtopologyID)
+		})
+		return c
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// streamsResult is what StreamsGroupHeartbeat answers, and the internal topics
+// the broker is to create.
+type streamsResult struct {
+	code       int16
+	msg        string
+	memberID   string
+	epoch      int32
+	active     partSet // nil: not sent (nor standby)
+	standby    partSet
+	status     []kmsg.StreamsGroupHeartbeatResponseStatus
+	endpoints  []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint // nil: not sent
+	endpointEp int32
+	create     []kmsg.CreateTopicsRequestTopic
+}
+
+func streamsError(code int16, format string, args ...any) streamsResult {
+	return streamsResult{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// validateStreamsHeartbeat is Kafka's request check, before the group is looked up.
+func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) streamsResult {
+	inv := kerr.InvalidRequest.Code
+	if req.Topology != nil {
+		for _, s := range req.Topology.Subtopologies {
+			if len(s.SourceTopicRegex) > 0 {
+				return streamsError(inv, "Regular expressions for source topics are not supported yet.")
+			}
+		}
+	}
+	switch {
+	case strings.TrimSpace(req.MemberID) == "":
+		return streamsError(inv, "MemberId can't be empty.")
+	case strings.TrimSpace(req.Group) == "":
+		return streamsError(inv, "GroupId can't be empty.")
+	case req.InstanceID != nil && strings.TrimSpace(*req.InstanceID) == "":
+		return streamsError(inv, "InstanceId can't be empty.")
+	case req.RackID != nil && strings.TrimSpace(*req.RackID) == "":
+		return streamsError(inv, "RackId can't be empty.")
+	}
+	switch {
+	case req.MemberEpoch == joinEpoch:
+		switch {
+		case req.RebalanceTimeoutMillis == -1:
+			return streamsError(inv, "RebalanceTimeoutMs must be provided in first request.")
+		case len(req.ActiveTasks) > 0:
+			return streamsError(inv, "ActiveTasks must be empty when (re-)joining.")
+		case len(req.StandbyTasks) > 0:
+			return streamsError(inv, "StandbyTasks must be empty when (re-)joining.")
+		case len(req.WarmupTasks) > 0:
+			return streamsError(inv, "WarmupTasks must be empty when (re-)joining.")
+		case req.Topology == nil:
+			return streamsError(inv, "Topology must be non-null when (re-)joining.")
+		}
+		for _, s := range req.Topology.Subtopologies {
+			for _, ti := range s.StateChangelogTopics {
+				if ti.NumPartitions != 0 {
+					return streamsError(kerr.StreamsInvalidTopology.Code,
+						"Changelog topic %s must have an undefined partition count, but it is set to %d.", ti.Topic, ti.NumPartitions)
+				}
+			}
+		}
+	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
+		return streamsError(inv, "InstanceId can't be null.")
+	case req.MemberEpoch < staticLeaveEpoch:
+		return streamsError(inv, "MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch)
+	}
+	if (req.ActiveTasks != nil || req.StandbyTasks != nil || req.WarmupTasks != nil) &&
+		(req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil) {
+		return streamsError(inv, "If one task-type is non-null, all must be non-null.")
+	}
+	if req.MemberEpoch != joinEpoch && req.Topology != nil {
+		return streamsError(inv, "Topology can only be provided when (re-)joining.")
+	}
+	return streamsResult{}
+}
+
+// convertibleToStreamsLocked reports whether a joining streams member may turn
+// the group into a streams group: it has no members of another kind (a simple
+// group, an Empty classic group, or an Empty consumer group), as Kafka allows.
+func (g *group) convertibleToStreamsLocked() bool {
+	if g.sg != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
+		return false
+	}
+	return g.cg == nil || len(g.cg.members) == 0
+}
+
+// streamsHeartbeatLocked runs one validated StreamsGroupHeartbeat.
+func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, cl Client) streamsResult {
+	if g.state == stateDead {
+		return streamsError(kerr.CoordinatorNotAvailable.Code, "Group %s is being deleted.", g.id)
+	}
+	if g.st == nil {
+		switch {
+		case req.MemberEpoch != joinEpoch && g.convertibleToStreamsLocked():
+			return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+		case !g.convertibleToStreamsLocked():
+			return streamsError(kerr.GroupIDNotFound.Code, "Group %s is not a streams group.", g.id)
+		}
+		g.cg = nil
+		g.st = newStreamsGroup()
+		g.protocolType = streamsProtocolType
+	}
+	sg := g.st
+	m := sg.members[req.MemberID]
+	instance := deref(req.InstanceID)
+	if instance != "" && req.MemberEpoch != joinEpoch {
+		if id, ok := sg.static[instance]; ok && id != req.MemberID {
+			return streamsError(kerr.FencedInstanceID.Code, "Static member %s with instance id %s was replaced.", req.MemberID, instance)
+		}
+	}
+	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
+		if m == nil {
+			return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+		}
+		if req.MemberEpoch == staticLeaveEpoch && m.instanceID != "" {
+			// A static member leaving for now: its tasks wait for it until its
+			// session times out or its instance comes back.
+			g.c.log.Info("static member left streams group temporarily", "group", g.id, "member", m.id, "instance", m.instanceID)
+			if m.epoch != staticLeaveEpoch {
+				m.prevEpoch = m.epoch
+			}
+			m.epoch = staticLeaveEpoch
+			g.stopStreamsRevokeTimerLocked(m)
+			g.armStreamsSessionLocked(m)
+			return streamsResult{memberID: m.id, epoch: staticLeaveEpoch}
+		}
+		g.c.log.Info("member left streams group", "group", g.id, "member", m.id)
+		g.removeStreamsMemberLocked(m)
+		return streamsResult{memberID: m.id, epoch: leaveEpoch}
+	}
+	if req.Topology != nil && sg.topology != nil && sg.topology.Epoch <= req.Topology.Epoch && !sameTopology(sg.topology, req.Topology) {
+		return streamsError(kerr.InvalidRequest.Code, "Topology updates are not supported yet.")
+	}
+	replaced := false
+	if oldID, ok := sg.static[instance]; ok && instance != "" && oldID != req.MemberID && req.MemberEpoch == joinEpoch {
+		old := sg.members[oldID]
+		if old.epoch != staticLeaveEpoch {
+			return streamsError(kerr.UnreleasedInstanceID.Code, "Static member %s with instance id %s is not released yet.", oldID, instance)
+		}
+		// The new member takes over what its instance left behind.
+		g.c.log.Info("static member replaced", "group", g.id, "instance", instance, "old", oldID, "member", req.MemberID)
+		delete(sg.members, oldID)
+		old.id, old.epoch = req.MemberID, old.prevEpoch
+		sg.members[old.id], sg.static[instance] = old, old.id
+		for _, ts := range []map[string]partSet{sg.target, sg.standbyTarget} {
+			if t, ok := ts[oldID]; ok {
+				delete(ts, oldID)
+				ts[old.id] = t
+			}
+		}
+		for tp, owner := range sg.owners {
+			if owner == oldID {
+				sg.owners[tp] = old.id
+			}
+		}
+		m, replaced = old, true
+	}
+	bump := false
+	switch {
+	case replaced:
+	case m == nil && req.MemberEpoch != joinEpoch:
+		return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
+	case m == nil:
+		m = &stmember{id: req.MemberID, instanceID: instance, assigned: map[topicPartition]int32{}}
+		sg.members[m.id] = m
+		if instance != "" {
+			sg.static[instance] = m.id
+		}
+		bump = true
+		g.c.log.Info("member joined streams group", "group", g.id, "member", m.id, "instance", instance)
+	case req.MemberEpoch == joinEpoch:
+		// Rejoining after a fence: the member dropped every task it owned.
+		releaseOwned(sg.owners, m.id, m.revoking)
+		releaseOwned(sg.owners, m.id, ownedSet(m.assigned))
+		m.assigned, m.revoking, m.standby, m.state, m.epoch = map[topicPartition]int32{}, nil, nil, memberStable, joinEpoch
+		g.stopStreamsRevokeTimerLocked(m)
+	default:
+		if code, msg := g.checkStreamsEpochLocked(m, req); code != 0 {
+			return streamsError(code, "%s", msg)
+		}
+	}
+	beforeActive, beforeStandby, beforeEpoch := ownedSet(m.assigned), m.standby.clone(), m.epoch
+	if req.MemberEpoch == joinEpoch {
+		m.clientID, m.clientHost = cl.ID, cl.Host
+	}
+	if m.updateMetadata(req) {
+		bump = true
+	}
+	var status []kmsg.StreamsGroupHeartbeatResponseStatus
+	if req.Topology != nil && sg.topology == nil {
+		top := *req.Topology
+		sg.topology = &top
+		g.c.log.Info("streams group topology initialized", "group", g.id, "member", m.id, "epoch", top.Epoch)
+		bump = true
+	}
+	if m.topologyEpoch < sg.topology.Epoch {
+		st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+		st.StatusCode = statusStaleTopology
+		st.StatusDetail = fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topologyEpoch, sg.topology.Epoch)
+		status = append(status, st)
+	}
+	if exists := g.topologyMetadataLocked(); bump || !maps.Equal(exists, sg.topics) {
+		sg.topics = exists
+		sg.configured = configureTopology(sg.topology, exists)
+		bump = true
+	}
+	if bump {
+		g.bumpStreamsEpochLocked()
+	}
+	g.reconcileStreamsLocked(m, ownedActive(req.ActiveTasks))
+	g.armStreamsSessionLocked(m)
+	g.syncStreamsViewLocked()
+	if req.ShutdownApplication && sg.shutdownBy == "" {
+		sg.shutdownBy = m.id
+	}
+
+	r := streamsResult{memberID: m.id, epoch: m.epoch}
+	changed := !beforeActive.equal(ownedSet(m.assigned)) || !beforeStandby.equal(m.standby)
+	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || changed {
+		r.active, r.standby = ownedSet(m.assigned), m.standby.clone()
+	}
+	if m.endpoint != nil && (req.MemberEpoch == joinEpoch || changed) {
+		sg.endpointEpoch++ // the IQ map changed
+	}
+	r.endpointEp = sg.endpointEpoch
+	if req.EndpointInformationEpoch != sg.endpointEpoch {
+		r.endpoints = g.endpointPartitionsLocked()
+	}
+	if ct := sg.configured; ct.detail != "" {
+		st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+		st.StatusCode, st.StatusDetail = ct.status, ct.detail
+		status = append(status, st)
+		r.create = ct.create
+	}
+	if sg.shutdownBy != "" {
+		st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+		st.StatusCode = statusShutdownApplication
+		st.StatusDetail = fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", sg.shutdownBy)
+		status = append(status, st)
+	}
+	r.status = status
+	return r
+}
+
+// updateMetadata applies the request's non-null member fields and reports
+// whether one the assignor sees changed (a new process, endpoint, rack or tags).
+func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) bool {
+	changed := false
+	if req.RebalanceTimeoutMillis > 0 {
+		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.Topology != nil {
+		m.topologyEpoch = req.Topology.Epoch
+	}
+	if req.ProcessID != nil && *req.ProcessID != m.processID {
+		m.processID, changed = *req.ProcessID, true
+	}
+	if req.RackID != nil && *req.RackID != m.rackID {
+		m.rackID, changed = *req.RackID, true
+	}
+	if req.UserEndpoint != nil && (m.endpoint == nil || m.endpoint.Host != req.UserEndpoint.Host || m.endpoint.Port != req.UserEndpoint.Port) {
+		e := *req.UserEndpoint
+		m.endpoint, changed = &e, true
+	}
+	if req.ClientTags != nil && !slices.EqualFunc(req.ClientTags, m.clientTags, func(a, b kmsg.StreamsGroupHeartbeatRequestClientTag) bool {
+		return a.Key == b.Key && a.Value == b.Value
+	}) {
+		m.clientTags, changed = slices.Clone(req.ClientTags), true
+	}
+	return changed
+}
+
+// checkStreamsEpochLocked is the fencing rule of KIP-848 for streams members:
+// the request's epoch must be the member's, or its previous one when the member
+// only lost the response that moved it on (it owns nothing beyond its tasks).
+func (g *group) checkStreamsEpochLocked(m *stmember, req *kmsg.StreamsGroupHeartbeatRequest) (int16, string) {
+	fenced := func() (int16, string) {
+		side := "greater"
+		if req.MemberEpoch < m.epoch {
+			side = "smaller"
+		}
+		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a %s member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", side, req.MemberEpoch, m.epoch)
+	}
+	switch {
+	case req.MemberEpoch == m.epoch:
+		return 0, ""
+	case req.MemberEpoch > m.epoch, req.MemberEpoch != m.prevEpoch, req.ActiveTasks == nil:
+		return fenced()
+	}
+	for tp := range ownedActive(req.ActiveTasks) {
+		if _, ok := m.assigned[tp]; !ok {
+			return fenced()
+		}
+	}
+	return 0, ""
+}
+
+// ownedActive maps a request's active tasks to a set; nil when it did not say.
+func ownedActive(tasks []kmsg.TaskIDs) partSet {
+	if tasks == nil {
+		return nil
+	}
+	out := partSet{}
+	for _, t := range tasks {
+		for _, p := range t.Partitions {
+			out[topicPartition{t.SubtopologyID, p}] = struct{}{}
+		}
+	}
+	return out
+}
+
+// topologyMetadataLocked describes every topic of the group's topology that exists.
+func (g *group) topologyMetadataLocked() map[string]topicMeta {
+	cat := g.topicsLocked()
+	out := map[string]topicMeta{}
+	for _, t := range topologyTopics(g.st.topology) {
+		if id, n, ok := cat.Topic(t); ok {
+			out[t] = topicMeta{id: id, partitions: n}
+		}
+	}
+	return out
+}
+
+// bumpStreamsEpochLocked starts a new group epoch and computes its target
+// assignment: every task of a configured topology to one member, balanced and
+// sticky; nothing while the topology is not ready.
+func (g *group) bumpStreamsEpochLocked() {
+	sg := g.st
+	sg.epoch++
+	spec := assignSpec{subscribed: map[string][]string{}, partitions: map[string]int32{}, previous: sg.target}
+	subs := slices.Sorted(maps.Keys(sg.configured.tasks))
+	if sg.configured.ready() {
+		maps.Copy(spec.partitions, sg.configured.tasks)
+	} else {
+		subs = nil
+	}
+	for _, m := range sortedByID(sg.members) {
+		spec.members = append(spec.members, m.id)
+		spec.subscribed[m.id] = subs
+	}
+	sg.target = assignUniform(spec)
+	sg.standbyTarget = g.assignStandbysLocked(g.c.streamsStandbys(g.id))
+	sg.targetEpoch = sg.epoch
+	g.c.log.Info("streams group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members), "ready", sg.configured.ready())
+}
+
+// process is the process a member runs in; a member without a process id is
+// a process of its own.
+func (m *stmember) process() string {
+	if m.processID == "" {
+		return "member:" + m.id
+	}
+	return m.processID
+}
+
+// assignStandbysLocked places n standby copies of each task of the target
+// assignment: never in the process of the task's active member or of another
+// copy, on the least-loaded such member (active and standby tasks counted), its
+// previous holder on a tie (sticky). A task gets fewer copies when there are not
+// enough other processes, as in Kafka.
+func (g *group) assignStandbysLocked(n int) map[string]partSet {
+	sg := g.st
+	out := map[string]partSet{}
+	load := map[string]int{}
+	activeOf := map[topicPartition]string{}
+	tasks := partSet{}
+	for id, ts := range sg.target {
+		out[id] = partSet{}
+		load[id] = len(ts)
+		for tp := range ts {
+			activeOf[tp] = id
+			tasks[tp] = struct{}{}
+		}
+	}
+	members := sortedByID(sg.members)
+	for _, tp := range tasks.sorted() {
+		used := map[string]bool{sg.members[activeOf[tp]].process(): true}
+		for range n {
+			var best *stmember
+			for _, m := range members {
+				if used[m.process()] {
+					continue
+				}
+				if best == nil || load[m.id] < load[best.id] ||
+					(load[m.id] == load[best.id] && sg.standbyTarget[m.id].has(tp) && !sg.standbyTarget[best.id].has(tp)) {
+					best = m
+				}
+			}
+			if best == nil {
+				break
+			}
+			out[best.id][tp] = struct{}{}
+			load[best.id]++
+			used[best.process()] = true
+		}
+	}
+	return out
+}
+
+// updateStandbysLocked gives m its target standby tasks once it is at the target
+// epoch, except those another member of its process still holds (active or
+// standby: they share the process's state directory); before that it only
+// drops the ones it is not to keep.
+func (g *group) updateStandbysLocked(m *stmember) {
+	sg := g.st
+	target := sg.standbyTarget[m.id]
+	next := partSet{}
+	for tp := range m.standby {
+		if target.has(tp) {
+			next[tp] = struct{}{}
+		}
+	}
+	if m.epoch == sg.targetEpoch {
+		held := partSet{} // what the other members of m's process hold
+		for _, o := range sg.members {
+			if o != m && o.process() == m.process() {
+				maps.Copy(held, ownedSet(o.assigned))
+				maps.Copy(held, o.revoking)
+				maps.Copy(held, o.standby)
+			}
+		}
+		for tp := range target {
+			if !held.has(tp) {
+				next[tp] = struct{}{}
+			}
+		}
+	}
+	m.standby = next
+}
+
+// reconcileStreamsLocked moves m towards its target given the active tasks its
+// heartbeat says it owns (nil: it did not say).
+func (g *group) reconcileStreamsLocked(m *stmember, owned partSet) {
+	sg := g.st
+	recon{
+		id: m.id, epoch: &m.epoch, prevEpoch: &m.prevEpoch, state: &m.state,
+		assigned: m.assigned, revoking: &m.revoking, owners: sg.owners,
+		targetEpoch: sg.targetEpoch, target: sg.target[m.id],
+		armRevoke:  func() { g.armStreamsRevokeTimerLocked(m) },
+		stopRevoke: func() { g.stopStreamsRevokeTimerLocked(m) },
+	}.reconcile(owned)
+	g.updateStandbysLocked(m)
+}
+
+// removeStreamsMemberLocked drops a member (left, expired, fenced): its tasks
+// are free again and the group rebalances.
+func (g *group) removeStreamsMemberLocked(m *stmember) {
+	sg := g.st
+	g.stopStreamsMemberTimersLocked(m)
+	releaseOwned(sg.owners, m.id, m.revoking)
+	releaseOwned(sg.owners, m.id, ownedSet(m.assigned))
+	delete(sg.members, m.id)
+	delete(sg.target, m.id)
+	delete(sg.standbyTarget, m.id)
+	if m.instanceID != "" && sg.static[m.instanceID] == m.id {
+		delete(sg.static, m.instanceID)
+	}
+	if sg.shutdownBy == m.id {
+		sg.shutdownBy = ""
+	}
+	if len(sg.members) == 0 {
+		sg.shutdownBy = ""
+	}
+	g.bumpStreamsEpochLocked()
+	g.syncStreamsViewLocked()
+}
+
+// endpointPartitionsLocked is the Interactive Queries map: for each member with a
+// user endpoint, the partitions of the source topics of its active tasks.
+func (g *group) endpointPartitionsLocked() []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint {
+	sg := g.st
+	out := []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{}
+	if sg.topology == nil {
+		return out
+	}
+	sources := map[string][]string{}
+	for _, s := range sg.topology.Subtopologies {
+		ts := slices.Clone(s.SourceTopics)
+		for _, ti := range s.RepartitionSourceTopics {
+			ts = append(ts, ti.Topic)
+		}
+		slices.Sort(ts)
+		sources[s.SubtopologyID] = ts
+	}
+	for _, m := range sortedByID(sg.members) {
+		if m.endpoint == nil {
+			continue
+		}
+		e := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpoint()
+		e.UserEndpoint.Host, e.UserEndpoint.Port = m.endpoint.Host, m.endpoint.Port
+		for t, ps := range taskPartitions(ownedSet(m.assigned), sources) {
+			e.ActivePartitions = append(e.ActivePartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{Topic: t, Partitions: ps})
+		}
+		for t, ps := range taskPartitions(m.standby, sources) {
+			e.StandbyPartitions = append(e.StandbyPartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{Topic: t, Partitions: ps})
+		}
+		if e.ActivePartitions == nil {
+			e.ActivePartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{}
+		}
+		if e.StandbyPartitions == nil {
+			e.StandbyPartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// taskPartitions maps tasks to the partitions of their subtopologies' source
+// topics (sources), topic by topic in order, partitions sorted.
+func taskPartitions(tasks partSet, sources map[string][]string) iter.Seq2[string, []int32] {
+	byTopic := map[string][]int32{}
+	for _, tp := range tasks.sorted() {
+		for _, t := range sources[tp.topic] {
+			byTopic[t] = append(byTopic[t], tp.partition)
+		}
+	}
+	return func(yield func(string, []int32) bool) {
+		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+			ps := byTopic[t]
+			slices.Sort(ps)
+			if !yield(t, slices.Compact(ps)) {
+				return
+			}
+		}
+	}
+}
+
+// syncStreamsViewLocked keeps the classic side in step: Empty or Stable, and the
+// source topics as the subscription.
+func (g *group) syncStreamsViewLocked() {
+	g.syncMemberViewLocked(len(g.st.members), func(add func(topic string)) {
+		if g.st.topology == nil {
+			return
+		}
+		for _, s := range g.st.topology.Subtopologies {
+			for _, t := range s.SourceTopics {
+				add(t)
+			}
+			for _, ti := range s.RepartitionSourceTopics {
+				add(ti.Topic)
+			}
+		}
+	})
+}
+
+// armStreamsSessionLocked restarts m's session timeout; when it runs out the
+// member is removed.
+func (g *group) armStreamsSessionLocked(m *stmember) {
+	if m.sessionTimer != nil {
+		m.sessionTimer.Stop()
+	}
+	m.sessionToken++
+	tok := m.sessionToken
+	session, _ := g.c.streamsTimeouts(g.id)
+	m.sessionTimer = g.c.afterFunc(session, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if m.sessionToken == tok && g.st != nil && g.st.members[m.id] == m && g.state != stateDead {
+			g.c.log.Info("streams group member session expired", "group", g.id, "member", m.id)
+			g.removeStreamsMemberLocked(m)
+		}
+	})
+}
+
+// armStreamsRevokeTimerLocked gives m its rebalance timeout to revoke; a member
+// still revoking then is removed from the group.
+func (g *group) armStreamsRevokeTimerLocked(m *stmember) {
+	g.stopStreamsRevokeTimerLocked(m)
+	tok := m.revokeToken
+	d := m.rebalanceTimeout
+	if d <= 0 {
+		d, _ = g.c.streamsTimeouts(g.id)
+	}
+	m.revokeTimer = g.c.afterFunc(d, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if m.revokeToken == tok && g.st != nil && g.st.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
+			g.c.log.Info("streams group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
+			g.removeStreamsMemberLocked(m)
+		}
+	})
+}
+
+func (g *group) stopStreamsRevokeTimerLocked(m *stmember) {
+	if m.revokeTimer != nil {
+		m.revokeTimer.Stop()
+		m.revokeTimer = nil
+	}
+	m.revokeToken++
+}
+
+func (g *group) stopStreamsMemberTimersLocked(m *stmember) {
+	if m.sessionTimer != nil {
+		m.sessionTimer.Stop()
+	}
+	m.sessionToken++
+	g.stopStreamsRevokeTimerLocked(m)
+}
+
+// stopStreamsTimersLocked stops the timers of every streams member (unload,
+// deletion).
+func (g *group) stopStreamsTimersLocked() {
+	if g.st == nil {
+		return
+	}
+	for _, m := range g.st.members {
+		g.stopStreamsMemberTimersLocked(m)
+	}
+}
+
+// validateStreamsCommitLocked is OffsetCommit's check for a streams group, as
+// Kafka's StreamsGroup: an admin commit (no member, no epoch) only while the
+// group is empty, else the member's current epoch.
+func (g *group) validateStreamsCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
+	sg := g.st
+	if req.Generation < 0 && req.MemberID == "" && deref(req.InstanceID) == "" {
+		if len(sg.members) > 0 {
+			return kerr.UnknownMemberID.Code
+		}
+		return 0
+	}
+	m := sg.members[req.MemberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case req.Version < 9:
+		return kerr.UnsupportedVersion.Code
+	case req.Generation != m.epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}

@@ -1,0 +1,217 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KIP-1071 script commands (see TestScripts):
+//
+//	sthb NAME group= member= epoch= [topo=wordcount|copart|fixed] [tepoch=N]
+//	     [rebalance=DUR] [process=] [endpoint=host:port] [tasks=0/0+1,1/2] [v=1]
+//	     [shutdown] [instance=] [eepoch=N]
+//	     (tasks=- sends empty task lists; no tasks sends null)
+//	stdescribe NAME groups=g1,g2
+//
+// The named topologies, of an application "app" reading topic "in":
+//
+//	wordcount: subtopology 0 reads in and writes app-rep; subtopology 1 reads
+//	           app-rep (a repartition topic) into a store logged to app-chg
+//	copart:    subtopology 0 joins a and b (co-partitioned)
+//	fixed:     wordcount with app-rep fixed at 2 partitions
+func (h *harness) streamsRequestFunc(verb string, a args) (func(*Coordinator) func() []string, bool) {
+	ctx := WithClient(context.Background(), Client{ID: a.str("client", "client"), Host: a.str("host", "/127.0.0.1")})
+	switch verb {
+	case "sthb":
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Version = int16(a.int("v", 1))
+		req.Group = a.str("group", "")
+		req.MemberID = a.str("member", "")
+		req.MemberEpoch = int32(a.int("epoch", 0))
+		req.InstanceID = a.optional("instance")
+		req.EndpointInformationEpoch = int32(a.int("eepoch", 0))
+		req.RebalanceTimeoutMillis = -1
+		if d, ok := a["rebalance"]; ok {
+			req.RebalanceTimeoutMillis = int32(mustDur(d).Milliseconds())
+		}
+		if t, ok := a["topo"]; ok {
+			req.Topology = scriptTopology(t, int32(a.int("tepoch", 0)))
+		}
+		req.ProcessID = a.optional("process")
+		if e, ok := a["endpoint"]; ok {
+			host, port, _ := strings.Cut(e, ":")
+			ue := kmsg.NewStreamsGroupHeartbeatRequestUserEndpoint()
+			ue.Host, ue.Port = host, uint16(mustInt(port))
+			req.UserEndpoint = &ue
+		}
+		if t, ok := a["tasks"]; ok {
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = scriptTasks(t), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		}
+		_, req.ShutdownApplication = a["shutdown"]
+		return func(c *Coordinator) func() []string {
+			resp, create := c.StreamsGroupHeartbeat(ctx, req)
+			return func() []string { return h.fmtStreamsHeartbeat(resp, create) }
+		}, true
+	case "stdescribe":
+		req := kmsg.NewPtrStreamsGroupDescribeRequest()
+		req.Version = 1
+		req.Groups = a.list("groups")
+		return func(c *Coordinator) func() []string {
+			resp := c.StreamsGroupDescribe(ctx, req)
+			return func() []string { return h.fmtStreamsDescribe(resp) }
+		}, true
+	}
+	return nil, false
+}
+
+func scriptTopology(name string, epoch int32) *kmsg.StreamsGroupHeartbeatRequestTopology {
+	top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	top.Epoch = epoch
+	sub := func(id string) kmsg.StreamsGroupHeartbeatRequestTopologySubtopology {
+		s := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		s.SubtopologyID = id
+		return s
+	}
+	info := func(topic string, partitions int32) kmsg.TopicInfo {
+		ti := kmsg.NewTopicInfo()
+		ti.Topic, ti.NumPartitions = topic, partitions
+		return ti
+	}
+	switch name {
+	case "wordcount", "fixed":
+		s0, s1 := sub("0"), sub("1")
+		s0.SourceTopics, s0.RepartitionSinkTopics = []string{"in"}, []string{"app-rep"}
+		rep := info("app-rep", 0)
+		if name == "fixed" {
+			rep.NumPartitions = 2
+		}
+		chg := info("app-chg", 0)
+		chg.Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "compact"}}
+		s1.RepartitionSourceTopics, s1.StateChangelogTopics = []kmsg.TopicInfo{rep}, []kmsg.TopicInfo{chg}
+		cg := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup()
+		cg.RepartitionSourceTopics = []int16{0}
+		s1.CopartitionGroups = append(s1.CopartitionGroups, cg)
+		top.Subtopologies = append(top.Subtopologies, s0, s1)
+	case "copart":
+		s0 := sub("0")
+		s0.SourceTopics = []string{"a", "b"}
+		cg := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup()
+		cg.SourceTopics = []int16{0, 1}
+		s0.CopartitionGroups = append(s0.CopartitionGroups, cg)
+		top.Subtopologies = append(top.Subtopologies, s0)
+	default:
+		panic("unknown topology " + name)
+	}
+	return &top
+}
+
+// scriptTasks parses 0/0+1,1/2 ("-": none) into task ids.
+func scriptTasks(s string) []kmsg.TaskIDs {
+	out := []kmsg.TaskIDs{}
+	if s == "-" {
+		return out
+	}
+	for _, t := range strings.Split(s, ",") {
+		sub, parts, _ := strings.Cut(t, "/")
+		ti := kmsg.NewTaskIDs()
+		ti.SubtopologyID = sub
+		for _, p := range strings.Split(parts, "+") {
+			ti.Partitions = append(ti.Partitions, int32(mustInt(p)))
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+// fmtTasks prints task ids as 0/0+1,1/2, "-" for none (fmtPartitions' format).
+func (h *harness) fmtTasks(ts []kmsg.TaskIDs) string {
+	as := make([]kmsg.AssignmentTopicPartition, len(ts))
+	for i, t := range ts {
+		as[i] = kmsg.AssignmentTopicPartition{Topic: t.SubtopologyID, Partitions: t.Partitions}
+	}
+	return h.fmtPartitions(as)
+}
+
+func (h *harness) fmtStreamsHeartbeat(resp *kmsg.StreamsGroupHeartbeatResponse, create []kmsg.CreateTopicsRequestTopic) []string {
+	if resp.ErrorCode != 0 {
+		return []string{errName(resp.ErrorCode) + " " + strconv.Quote(deref(resp.ErrorMessage))}
+	}
+	s := fmt.Sprintf("NONE member=%s epoch=%d interval=%v", resp.MemberID, resp.MemberEpoch,
+		time.Duration(resp.HeartbeatIntervalMillis)*time.Millisecond)
+	if resp.ActiveTasks != nil {
+		s += " active=" + h.fmtTasks(resp.ActiveTasks)
+		if len(resp.StandbyTasks) > 0 {
+			s += " standby=" + h.fmtTasks(resp.StandbyTasks)
+		}
+	}
+	if resp.PartitionsByUserEndpoint != nil {
+		var es []string
+		for _, e := range resp.PartitionsByUserEndpoint {
+			var ps []string
+			for _, ap := range e.ActivePartitions {
+				ps = append(ps, fmt.Sprintf("%s/%v", ap.Topic, ap.Partitions))
+			}
+			for _, sp := range e.StandbyPartitions {
+				ps = append(ps, fmt.Sprintf("standby:%s/%v", sp.Topic, sp.Partitions))
+			}
+			es = append(es, fmt.Sprintf("%s:%d=%s", e.UserEndpoint.Host, e.UserEndpoint.Port, strings.Join(ps, ",")))
+		}
+		s += fmt.Sprintf(" endpoint-epoch=%d endpoints=[%s]", resp.EndpointInformationEpoch, strings.Join(es, " "))
+	}
+	out := []string{s}
+	for _, st := range resp.Status {
+		out = append(out, fmt.Sprintf("  status %d %q", st.StatusCode, st.StatusDetail))
+	}
+	for _, t := range create {
+		var cfgs []string
+		for _, c := range t.Configs {
+			cfgs = append(cfgs, c.Name+"="+deref(c.Value))
+		}
+		out = append(out, fmt.Sprintf("  create %s partitions=%d rf=%d configs=%s", t.Topic, t.NumPartitions, t.ReplicationFactor, strings.Join(cfgs, ",")))
+	}
+	return out
+}
+
+func (h *harness) fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []string {
+	var out []string
+	for _, g := range resp.Groups {
+		if g.ErrorCode != 0 {
+			out = append(out, fmt.Sprintf("%s %s %q", g.Group, errName(g.ErrorCode), deref(g.ErrorMessage)))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s NONE state=%s epoch=%d assignment-epoch=%d assignor=%s",
+			g.Group, g.State, g.Epoch, g.AssignmentEpoch, deref(g.AssignorName)))
+		if g.Topology != nil {
+			out = append(out, fmt.Sprintf("  topology epoch=%d", g.Topology.Epoch))
+			for _, s := range g.Topology.Subtopologies {
+				x := fmt.Sprintf("    %s sources=%s sinks=%s", s.SubtopologyID, strings.Join(s.SourceTopics, "+"), strings.Join(s.RepartitionSinkTopics, "+"))
+				for _, ti := range s.RepartitionSourceTopics {
+					x += fmt.Sprintf(" repartition=%s:%d", ti.Topic, ti.NumPartitions)
+				}
+				for _, ti := range s.StateChangelogTopics {
+					x += fmt.Sprintf(" changelog=%s:%d", ti.Topic, ti.NumPartitions)
+				}
+				out = append(out, x)
+			}
+		}
+		for _, m := range g.Members {
+			x := "  " + m.MemberID
+			if m.InstanceID != nil {
+				x += " instance=" + *m.InstanceID
+			}
+			x += fmt.Sprintf(" epoch=%d process=%s client=%s topology-epoch=%d active=%s target=%s",
+				m.MemberEpoch, m.ProcessID, m.ClientID, m.TopologyEpoch,
+				h.fmtTasks(m.Assignment.ActiveTasks), h.fmtTasks(m.TargetAssignment.ActiveTasks))
+			if len(m.Assignment.StandbyTasks)+len(m.TargetAssignment.StandbyTasks) > 0 {
+				x += " standby=" + h.fmtTasks(m.Assignment.StandbyTasks) + " target-standby=" + h.fmtTasks(m.TargetAssignment.StandbyTasks)
+			}
+			out = append(out, x)
+		}
+	}
+	return out
+}
