@@ -14,9 +14,11 @@
 //
 // # Principals
 //
-// Principal maps a verified client certificate to a Kafka principal:
-// "User:<subject common name>". A connection without a client certificate is
-// "User:ANONYMOUS", as on Kafka's PLAINTEXT and SSL listeners.
+// PrincipalMapper maps a verified client certificate to a Kafka principal:
+// "User:<subject common name>" by default, or the subject DN as Java prints it
+// (DistinguishedName) rewritten by Kafka's ssl.principal.mapping.rules. A
+// connection without a client certificate is "User:ANONYMOUS", as on Kafka's
+// PLAINTEXT and SSL listeners.
 package certs
 
 import (
@@ -242,13 +244,4 @@ func (r *Reloader) DialConfig(addr string) *tls.Config {
 	}
 	c.ServerName = host
 	return c
-}
-
-// Principal is the Kafka principal of a TLS connection's verified client
-// certificate: "User:<subject CN>", or Anonymous without one.
-func Principal(cs tls.ConnectionState) string {
-	if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
-		return Anonymous
-	}
-	return "User:" + cs.PeerCertificates[0].Subject.CommonName
 }

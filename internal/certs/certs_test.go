@@ -18,6 +18,13 @@ import (
 // handshake and sends the principal it derived back as one line.
 func serveTLS(t *testing.T, cfg *tls.Config) string {
 	t.Helper()
+	return serveTLSState(t, cfg, nil)
+}
+
+// serveTLSState is serveTLS that also sends each handshake's state to states
+// when it is not nil.
+func serveTLSState(t *testing.T, cfg *tls.Config, states chan<- tls.ConnectionState) string {
+	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +43,12 @@ func serveTLS(t *testing.T, cfg *tls.Config) string {
 				if err := tc.Handshake(); err != nil {
 					return
 				}
-				_, _ = tc.Write([]byte(certs.Principal(tc.ConnectionState()) + "\n"))
+				if states != nil {
+					states <- tc.ConnectionState()
+				}
+				var defaultMapper *certs.PrincipalMapper
+				principal, _ := defaultMapper.Principal(tc.ConnectionState())
+				_, _ = tc.Write([]byte(principal + "\n"))
 			}()
 		}
 	}()

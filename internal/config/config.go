@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/strata-stream/strata/internal/certs"
 	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/sasl"
 )
@@ -85,6 +86,10 @@ type Config struct {
 	// TLSCAFile holds the CAs trusted for connections to other nodes (default: the
 	// client CA file, else the system roots).
 	TLSCAFile string
+	// SSLPrincipalMappingRules maps client certificates' subject DNs to
+	// principals (Kafka's ssl.principal.mapping.rules, certs.PrincipalMapper);
+	// empty: User:<subject CN>.
+	SSLPrincipalMappingRules string
 	// SASLMechanisms turns SASL on for the Kafka listener: a comma-separated list
 	// of SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER. Empty: no SASL.
 	SASLMechanisms string
@@ -248,8 +253,9 @@ func (c *Config) options() []option {
 		{"max-connection-creation-rate", "Kafka connections accepted per second; over it, accepting waits (max.connection.creation.rate; -1: no limit)", int32Value{&c.MaxConnectionCreationRate}},
 		{"tls-cert-file", "PEM certificate: TLS on the Kafka, HTTP and controller listeners and between nodes (reloaded on change)", stringValue{&c.TLSCertFile}},
 		{"tls-key-file", "PEM private key of --tls-cert-file", stringValue{&c.TLSKeyFile}},
-		{"tls-client-ca-file", "PEM CAs: client certificates required (mTLS), principal User:<CN>", stringValue{&c.TLSClientCAFile}},
+		{"tls-client-ca-file", "PEM CAs: client certificates required (mTLS), principal User:<CN> unless --ssl-principal-mapping-rules", stringValue{&c.TLSClientCAFile}},
 		{"tls-ca-file", "PEM CAs trusted for connections to other nodes (default: --tls-client-ca-file, else the system roots)", stringValue{&c.TLSCAFile}},
+		{"ssl-principal-mapping-rules", "map client certificates' subject DNs to principals with Kafka's ssl.principal.mapping.rules, e.g. 'RULE:^CN=([^,]+),OU=apps,.*$/$1/L,DEFAULT' (empty: User:<subject CN>)", stringValue{&c.SSLPrincipalMappingRules}},
 		{"sasl-mechanisms", "SASL on the Kafka listener: comma-separated SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER (empty: off)", stringValue{&c.SASLMechanisms}},
 		{"add-scram", "create this SCRAM credential at start if absent, e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)", stringsValue{&c.AddScram}},
 		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: forever)", durationValue{&c.SASLSessionLifetime}},
@@ -284,7 +290,7 @@ func (c *Config) options() []option {
 		{"broker-session-timeout", "a broker silent this long is fenced and loses leadership", durationValue{&c.BrokerSessionTimeout}},
 		{"replica-lag-time-max", "a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)", durationValue{&c.ReplicaLagTimeMax}},
 		{"leader-imbalance-check-interval", "how often leadership moves back to preferred replicas (0: never)", durationValue{&c.LeaderImbalanceCheckInterval}},
-		{"remote-storage", "object store for topics with remote.storage.enable=true: file:///path (empty: no tiered storage)", stringValue{&c.RemoteStorage}},
+		{"remote-storage", "object store for topics with remote.storage.enable=true: file:///path or s3://bucket/prefix?endpoint=host:port&region=r[&insecure=true] (credentials from the standard AWS chain; empty: no tiered storage)", stringValue{&c.RemoteStorage}},
 		{"remote-cache-size", "bytes of remote-storage read blocks cached in memory", int64Value{&c.RemoteCacheSize}},
 		{"remote-upload-interval", "how often partition leaders upload closed segments to remote storage", durationValue{&c.RemoteUploadInterval}},
 	}
@@ -455,6 +461,14 @@ func (c *Config) Validate() error {
 	}
 	if c.TLSCertFile == "" && (c.TLSClientCAFile != "" || c.TLSCAFile != "") {
 		errs = append(errs, errors.New("tls-client-ca-file and tls-ca-file need tls-cert-file and tls-key-file"))
+	}
+	if c.SSLPrincipalMappingRules != "" {
+		if c.TLSClientCAFile == "" {
+			errs = append(errs, errors.New("ssl-principal-mapping-rules needs tls-client-ca-file (client certificates)"))
+		}
+		if _, err := certs.ParsePrincipalMappingRules(c.SSLPrincipalMappingRules); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	errs = append(errs, c.validateSASL()...)
 	if c.Authorizer != "" && c.Authorizer != "acl" {

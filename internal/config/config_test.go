@@ -98,6 +98,9 @@ func TestResolveErrors(t *testing.T) {
 		{name: "connection creation rate zero", args: []string{"--max-connection-creation-rate=0"}, wantErr: "max-connection-creation-rate"},
 		{name: "fetch session slots negative", args: []string{"--max-incremental-fetch-session-cache-slots=-1"}, wantErr: "max-incremental-fetch-session-cache-slots"},
 		{name: "replica selector", args: []string{"--replica-selector-class=LeaderSelector"}, wantErr: "replica-selector-class"},
+		{name: "mapping rules without client certificates", args: []string{"--tls-cert-file=a.pem", "--tls-key-file=a-key.pem", "--ssl-principal-mapping-rules=DEFAULT"}, wantErr: "ssl-principal-mapping-rules needs tls-client-ca-file"},
+		{name: "bad mapping rule", args: []string{"--tls-cert-file=a.pem", "--tls-key-file=a-key.pem", "--tls-client-ca-file=ca.pem", "--ssl-principal-mapping-rules=RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L/U"}, wantErr: "ssl principal mapping rule 1"},
+		{name: "mapping rule group", args: []string{"--tls-cert-file=a.pem", "--tls-key-file=a-key.pem", "--tls-client-ca-file=ca.pem", "--ssl-principal-mapping-rules=DEFAULT,RULE:^CN=x$/$1/"}, wantErr: "rule 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

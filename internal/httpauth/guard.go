@@ -40,6 +40,9 @@ type Config struct {
 	// Authorizer returns the current ACL authorizer; nil (or a nil result): every
 	// authenticated principal may do everything.
 	Authorizer func() *acl.Authorizer
+	// Principals maps TLS client certificates to principals when no credentials
+	// are required (--ssl-principal-mapping-rules); nil: User:<subject CN>.
+	Principals *certs.PrincipalMapper
 	// OnAuthentication, when set, is told about every credential check.
 	OnAuthentication func(scheme string, ok bool)
 	// Audit receives the audit lines (authentication failures, denials), each
@@ -228,7 +231,10 @@ func (g *Guard) authenticate(r *http.Request) (id *identity, scheme, msg string)
 	if !g.CredentialsRequired() {
 		p := certs.Anonymous
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			p = certs.Principal(*r.TLS)
+			var err error
+			if p, err = g.cfg.Principals.Principal(*r.TLS); err != nil {
+				return nil, "", "client certificate: " + err.Error()
+			}
 		}
 		return &identity{g: g, principal: p, host: host}, "", ""
 	}

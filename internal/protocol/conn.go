@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-stream/strata/internal/certs"
 )
 
 const (
@@ -318,14 +316,18 @@ func (c *conn) waitMuted() bool {
 }
 
 // handshake completes a TLS handshake within the server's HandshakeTimeout and
-// records the principal of the client's certificate.
+// records the principal of the client's certificate; one that no mapping rule
+// applies to fails authentication.
 func (c *conn) handshake(tc *tls.Conn) error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.srv.handshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("%w: %w", ErrTLSHandshake, err)
 	}
-	principal := certs.Principal(tc.ConnectionState())
+	principal, err := c.srv.Principals.Principal(tc.ConnectionState())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrAuthentication, err)
+	}
 	c.info.principal.Store(&principal)
 	c.info.tls.Store(true)
 	return nil

@@ -88,8 +88,10 @@ const saslTokenKey = -1
 
 // ErrAuthentication means a SASL client failed to authenticate, broke the SASL
 // sequence, sent another request before authenticating, or kept using a session
-// that expired. The connection closes (after the error response, if any).
-var ErrAuthentication = errors.New("protocol: SASL authentication failed")
+// that expired, or that no principal mapping rule applies to a TLS client's
+// certificate (Server.Principals). The connection closes (after the error
+// response, if any).
+var ErrAuthentication = errors.New("protocol: authentication failed")
 
 // genericAuthFailure is the one message every failed authentication gets.
 func genericAuthFailure(mech sasl.Mechanism) string {

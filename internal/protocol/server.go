@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strata-stream/strata/internal/certs"
 )
 
 // Defaults for the zero values of Server's limits.
@@ -67,6 +69,9 @@ type Server struct {
 	// request is read, and the client certificate gives ConnInfo.Principal. Zero
 	// means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// Principals maps a client certificate to the connection's principal
+	// (--ssl-principal-mapping-rules); nil: User:<subject CN>.
+	Principals *certs.PrincipalMapper
 	// SASL, when set, requires SASL authentication on every connection (see
 	// sasl.go); nil serves every connection as it comes (principal from TLS, or
 	// User:ANONYMOUS).

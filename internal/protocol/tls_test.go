@@ -106,3 +106,67 @@ func mustCertPool(t *testing.T, ca *certstest.CA) *x509.CertPool {
 	p.AddCert(ca.Cert)
 	return p
 }
+
+// TestTLSListenerMappedPrincipal: with Principals set, a client certificate's
+// principal comes from the mapping rules, and a certificate no rule applies to
+// is refused after the handshake with ErrAuthentication.
+func TestTLSListenerMappedPrincipal(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "cluster")
+	node := ca.Issue(t, "node", "broker-1")
+	srvCerts, err := certs.New(certs.Files{CertFile: node.CertFile, KeyFile: node.KeyFile, ClientCAFile: ca.File}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := certs.ParsePrincipalMappingRules("RULE:^CN=(alice),O=strata-test$/svc-$1/U")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	principals := make(chan string, 10)
+	ts := serveOn(t, NewTLSListener(ln, srvCerts.ServerConfig()), HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		principals <- c.Principal()
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) { s.Principals = rules })
+
+	clientConfig := func(cn string) *tls.Config {
+		leaf := ca.Issue(t, cn, cn)
+		r, err := certs.New(certs.Files{CertFile: leaf.CertFile, KeyFile: leaf.KeyFile, CAFile: ca.File}, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.DialConfig(ts.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DialTLSConfig(clientConfig("alice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := cl.Request(ctx, metadataRequest("mapped")); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-principals; p != "User:SVC-ALICE" {
+		t.Errorf("principal %q, want User:SVC-ALICE", p)
+	}
+
+	bob, err := tls.Dial("tcp", ts.addr, clientConfig("bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	_ = bob.SetDeadline(time.Now().Add(testTimeout))
+	if _, err := bob.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a certificate no rule maps was served")
+	}
+	if err := ts.hooks.closeErr(t, bob.LocalAddr().String()); !errors.Is(err, ErrAuthentication) || !errors.Is(err, certs.ErrNoMatchingRule) {
+		t.Errorf("closed with %v, want ErrAuthentication and ErrNoMatchingRule", err)
+	}
+	if len(principals) != 0 {
+		t.Errorf("bob's connection reached the handler as %q", <-principals)
+	}
+}

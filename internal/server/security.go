@@ -37,6 +37,11 @@ func (n *Node) loadTLS() error {
 		return err
 	}
 	n.certs = r
+	if rules := n.cfg.SSLPrincipalMappingRules; rules != "" {
+		if n.principals, err = certs.ParsePrincipalMappingRules(rules); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -144,6 +149,7 @@ func (n *Node) security() (*protocol.SASLConfig, *httpauth.Guard, error) {
 // httpGuard completes cfg with the node's audit log and metrics.
 func (n *Node) httpGuard(cfg httpauth.Config) *httpauth.Guard {
 	cfg.Audit, cfg.OnAuthentication = n.auditLog(), n.metrics.OnHTTPAuthentication
+	cfg.Principals = n.principals
 	return httpauth.New(cfg)
 }
 

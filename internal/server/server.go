@@ -109,7 +109,8 @@ type Node struct {
 	linkSrv       *protocol.Server
 	linkHandler   atomic.Pointer[protocol.Handler]
 	replicaClient *kgo.Client
-	certs         *certs.Reloader // TLS material; nil when TLS is off (security.go)
+	certs         *certs.Reloader        // TLS material; nil when TLS is off (security.go)
+	principals    *certs.PrincipalMapper // --ssl-principal-mapping-rules; nil: User:<CN>
 	registration  controller.RegisterBroker
 
 	// Consumer groups.
@@ -442,6 +443,7 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 		},
 		AcceptThrottle: acceptThrottle(n.cfg.MaxConnectionCreationRate),
 		SASL:           saslCfg,
+		Principals:     n.principals,
 		Logger:         n.log.With("component", "kafka"),
 	}
 	n.lc.goroutine("kafka server", func() {

@@ -163,3 +163,17 @@ func MustRunInput(t testing.TB, input, tool string, args ...string) string {
 	}
 	return res.Stdout
 }
+
+// WriteScripts writes an executable script for every tool into dir, named as in
+// a Kafka distribution without ".sh" (dir/kafka-topics, ...), so shell commands
+// written for Kafka's tools run unchanged with dir on the PATH.
+func WriteScripts(dir string) error {
+	for tool, main := range Tools {
+		script := fmt.Sprintf("#!/bin/sh\nexec java %s -cp '%s' %s \"$@\"\n",
+			strings.Join(javaFlags, " "), filepath.Join(JarsDir(), "*"), main)
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
+			return fmt.Errorf("kafkatools: %w", err)
+		}
+	}
+	return nil
+}
