@@ -191,7 +191,11 @@ func TestShareFaults(t *testing.T) {
 // TestSharePowerLoss cuts the power of every node once and fails one node's
 // disk or fsyncs under the share-group workload: the share-partition state
 // (on __share_group_state) must come back with every answered acknowledgement.
+// Part of the campaign (CHAOS_CAMPAIGN=1); CI runs TestShareFaults.
 func TestSharePowerLoss(t *testing.T) {
+	if os.Getenv(envCampaign) != "1" {
+		t.Skipf("runs with %s=1", envCampaign)
+	}
 	judge(t, memRun(t, "share-in-process", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss, DiskFull, FsyncFailure}, 3, true))
 }
 
