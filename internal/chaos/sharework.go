@@ -253,8 +253,10 @@ func (w *shareWorkload) close() {
 // unsettled counts the acknowledged sends the share group has not settled as
 // its consumers saw it: neither ACCEPTed nor REJECTed with an answer, nor
 // released with an answer at the delivery count limit (then dead-lettered),
-// nor left with an unanswered acknowledgement for longer than a lock (had it
-// not been applied, the record would have been handed out again).
+// nor left for two lock durations after an unanswered ACCEPT or REJECT (had it
+// not been applied, the record would have been handed out again) or after a
+// delivery at the limit (its lock expired or its release was refused: it is
+// archived, and dead-lettered, at the limit).
 func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck) int {
 	type pos struct {
 		p int32
@@ -265,6 +267,11 @@ func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.Sh
 	for _, d := range ds {
 		at := pos{d.Partition, d.Offset}
 		lastDelivery[at] = later(lastDelivery[at], d.End)
+	}
+	for _, d := range ds {
+		if d.Count >= shareDeliveryLimit && time.Since(d.End) > 2*shareLock {
+			settled[pos{d.Partition, d.Offset}] = true
+		}
 	}
 	for _, a := range as {
 		at := pos{a.Partition, a.Offset}
