@@ -27,6 +27,7 @@ const (
 	envReport    = "CHAOS_REPORT"     // campaign: file whose results section to rewrite
 	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults (and operations) to draw from (default all)
 	envOps       = "CHAOS_OPS"        // campaign: 1: every multi-process run with operations and a broker-only node
+	envShare     = "CHAOS_SHARE"      // campaign: 1: every plain run (both modes) with the share-group workload
 )
 
 // processKinds is what a multi-process run of variant v draws from:
@@ -72,6 +73,7 @@ type variant struct {
 	txn    bool // the transactional workload instead of the plain one
 	tiered bool // the workload's topic is tiered (remote.storage.enable=true)
 	ops    bool // a broker-only node, and OpKinds among the faults
+	share  bool // the share-group workload beside the plain one (not with txn)
 }
 
 func (v variant) String() string {
@@ -84,6 +86,9 @@ func (v variant) String() string {
 	}
 	if v.ops {
 		name += "+ops"
+	}
+	if v.share {
+		name += "+share"
 	}
 	return name
 }
@@ -109,7 +114,7 @@ func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration, v
 	c := startProcessCluster(t, nodes, topic, processOptions{spare: v.ops, tiered: v.tiered})
 	cfg := runConfig{
 		name: fmt.Sprintf("%s/%d", v, seed), seed: seed, nodes: c.brokers(), kinds: processKinds(t, v),
-		faultTime: faultTime, topic: topic, partitions: 4, interval: 5 * time.Millisecond,
+		faultTime: faultTime, topic: topic, partitions: 4, interval: 5 * time.Millisecond, share: v.share,
 	}
 	if v.tiered {
 		cfg.topicConfigs, cfg.batchMaxBytes = tieredTopicConfigs, tieredBatchMaxBytes
@@ -121,13 +126,15 @@ func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration, v
 	return run(t, c, cfg, &history.Recorder{})
 }
 
-// memRun runs one seeded in-process run with the given faults.
-func memRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int) RunResult {
+// memRun runs one seeded in-process run with the given faults, with the
+// share-group workload if share.
+func memRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int, share bool) RunResult {
 	t.Helper()
 	c := startMemCluster(t, 3, "chaos", seed)
 	return run(t, c, runConfig{
 		name: fmt.Sprintf("%s/%d", name, seed), seed: seed, nodes: 3, kinds: kinds,
 		faultTime: 10 * time.Minute, maxFaults: maxFaults, topic: "chaos", partitions: 4, interval: 10 * time.Millisecond,
+		share: share,
 	}, &history.Recorder{})
 }
 
@@ -164,12 +171,37 @@ func TestProcessFaults(t *testing.T) {
 // first run lost every record: nothing fsynced the directories holding the
 // data dir and <data-dir>/logs, so the cut took them whole; fixed in 348c3b3.)
 func TestPowerLoss(t *testing.T) {
-	judge(t, memRun(t, "power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 2))
+	judge(t, memRun(t, "power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 2, false))
 }
 
 // TestDiskFaults fills one node's disk or fails its fsyncs, then reboots it.
 func TestDiskFaults(t *testing.T) {
-	judge(t, memRun(t, "disk", uint64(envInt(t, envSeed, 1)), []Kind{DiskFull, FsyncFailure}, 3))
+	judge(t, memRun(t, "disk", uint64(envInt(t, envSeed, 1)), []Kind{DiskFull, FsyncFailure}, 3, false))
+}
+
+// TestShareFaults runs the share-group workload (sharework.go) beside the
+// plain one: 30 seconds of seeded kills, pauses, rolling restarts and
+// partitions while three share consumers accept, release and reject records
+// through the HTTP share API, a dead-letter topic taking the rejected ones and
+// those that reach the delivery count limit; history.CheckShare judges it.
+// Part of the campaign (CHAOS_CAMPAIGN=1) until the stall docs/reliability.md
+// records as open is fixed: some runs leave records unsettled.
+func TestShareFaults(t *testing.T) {
+	if os.Getenv(envCampaign) != "1" {
+		t.Skipf("runs with %s=1", envCampaign)
+	}
+	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, 30*time.Second, variant{share: true}))
+}
+
+// TestSharePowerLoss cuts the power of every node once and fails one node's
+// disk or fsyncs under the share-group workload: the share-partition state
+// (on __share_group_state) must come back with every answered acknowledgement.
+// Part of the campaign (CHAOS_CAMPAIGN=1).
+func TestSharePowerLoss(t *testing.T) {
+	if os.Getenv(envCampaign) != "1" {
+		t.Skipf("runs with %s=1", envCampaign)
+	}
+	judge(t, memRun(t, "share-in-process", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss, DiskFull, FsyncFailure}, 3, true))
 }
 
 // TestTxnFaults is CI's run of the newer features under faults: 15 seconds of
@@ -224,6 +256,7 @@ func TestCampaign(t *testing.T) {
 			nodes = 5
 		}
 		v.ops = v.ops || os.Getenv(envOps) == "1"
+		v.share = !v.txn && os.Getenv(envShare) == "1"
 		t.Run(fmt.Sprintf("%s-%d", v, seed), func(t *testing.T) {
 			r := processRun(t, seed, nodes, faultTime, v)
 			runs = append(runs, r)
@@ -240,7 +273,7 @@ func TestCampaign(t *testing.T) {
 				judge(t, r)
 				return
 			}
-			r := memRun(t, "in-process", seed, kinds, 6)
+			r := memRun(t, "in-process", seed, kinds, 6, os.Getenv(envShare) == "1")
 			runs = append(runs, r)
 			judge(t, r)
 		})

@@ -133,6 +133,18 @@
 //	         or promoted) SIGKILLed for the hold and restarted. Each is
 //	         waited for and checked before the next fault.
 //
+// # Share groups
+//
+// A run with runConfig.share (TestShareFaults, TestSharePowerLoss, CHAOS_SHARE=1
+// in the campaign) adds sharework.go's share group beside the plain workload,
+// on its topic: three consumers over the HTTP share API (Strata's own share
+// client; each /ack answer tells whether that record's acknowledgement was
+// applied) accepting, releasing and rejecting records, a dead-letter topic
+// taking the rejected ones and those that reach the delivery count limit.
+// After the plain drain the consumers run until every acknowledged record is
+// settled, the dead-letter topic is read whole, and history.CheckShare judges
+// the deliveries, acknowledgements and dead letters.
+//
 // Replica agreement compares replicas from the highest local log start (a
 // tiered log deletes locally on each replica's own time) and, for a
 // read_committed final read, finds each of its records at its offset in the

@@ -65,7 +65,7 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 		cfg := config.Default()
 		cfg.NodeID = int32(i + 1)
 		cfg.DataDir = t.TempDir() // a unique path; everything under it is in the MemFS
-		cfg.KafkaAddr, cfg.ControllerAddr, cfg.HTTPAddr = freeAddr(t), freeAddr(t), "127.0.0.1:0"
+		cfg.KafkaAddr, cfg.ControllerAddr, cfg.HTTPAddr = freeAddr(t), freeAddr(t), freeAddr(t)
 		cfg.ClusterID = "strata-chaos"
 		cfg.BrokerHeartbeatInterval = 100 * time.Millisecond
 		cfg.BrokerSessionTimeout = 2 * time.Second
@@ -191,6 +191,14 @@ func (nd *memNode) close(how func(*server.Node) error) {
 }
 
 func (c *memCluster) seeds() []string { return c.cn.seeds() }
+
+func (c *memCluster) httpAddrs() []string {
+	var out []string
+	for _, nd := range c.nodes {
+		out = append(out, nd.cfg.HTTPAddr)
+	}
+	return out
+}
 
 // stopAll closes every node, together.
 func (c *memCluster) stopAll() { c.eachNode((*memNode).stop) }

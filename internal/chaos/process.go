@@ -121,6 +121,14 @@ func (c *processCluster) logs() []string {
 
 func (c *processCluster) seeds() []string { return c.cn.seeds() }
 
+func (c *processCluster) httpAddrs() []string {
+	var out []string
+	for _, n := range c.tc.Nodes() {
+		out = append(out, n.HTTPAddr)
+	}
+	return out
+}
+
 func (c *processCluster) warmedUp() {
 	c.t.Helper()
 	if err := waitFor(30*time.Second, c.cn.checkSourcesSeen); err != nil {

@@ -16,11 +16,12 @@ import (
 // The columns of the results table beyond lost, duplicated, reordered and
 // phantom: every other anomaly class is counted under "other".
 var (
-	lostClasses      = []string{history.LostWrite, history.Unseen}
+	lostClasses      = []string{history.LostWrite, history.Unseen, history.ShareLost}
 	reorderedClasses = []string{history.NonmonotonicSend, history.KeyOrder}
 	otherClasses     = []string{history.InconsistentOffsets, history.PollSkip, history.NonmonotonicPoll,
 		history.FailedWriteRead, history.Unprocessed, ReplicaDivergence,
-		history.AbortedRead, history.TornTxn, history.StuckLSO, history.TxnOffsetMismatch}
+		history.AbortedRead, history.TornTxn, history.StuckLSO, history.TxnOffsetMismatch,
+		history.ShareAcceptedTwice, history.ShareDeliveredAfterAck, history.ShareCountBack, history.ShareBadDeadLetter}
 )
 
 func sum(counts map[string]int, classes ...string) int {
@@ -89,6 +90,10 @@ func Details(runs []RunResult) string {
 		}
 		for _, e := range slices.Sorted(maps.Keys(r.SendErrors)) {
 			fmt.Fprintf(&b, "  sends not acknowledged: %d with %q\n", r.SendErrors[e], e)
+		}
+		if s := r.Share; s != nil {
+			fmt.Fprintf(&b, "  share group: %d records, %d deliveries (%d records more than once); %d accepted, %d accepted without an answer, %d dead-lettered (%d extra copies); acknowledgements %d unanswered, %d refused\n",
+				s.Records, s.Deliveries, s.Redelivered, s.Accepted, s.AcceptedUnanswered, s.DeadLetter, s.DeadLetterCopies, s.AcksUnknown, s.AcksFailed)
 		}
 		for _, f := range r.Findings {
 			fmt.Fprintf(&b, "  FINDING: %s\n", f)

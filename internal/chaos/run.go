@@ -35,6 +35,8 @@ type cluster interface {
 	stopAll()
 	// replica reads a stopped node's copy of topic-partition below end.
 	replica(node int32, topic string, partition int32, end int64) (replicaLog, error)
+	// httpAddrs are the nodes' HTTP API addresses (not behind the proxies).
+	httpAddrs() []string
 }
 
 // runConfig is one run.
@@ -55,6 +57,9 @@ type runConfig struct {
 	// roles are roles the schedule may pick beyond the usual ones (a
 	// transactional run's coordinator).
 	roles []Role
+	// share adds the share-group workload (sharework.go) on the plain
+	// workload's topic.
+	share bool
 }
 
 // RunResult is what one run injected and what the checks found.
@@ -76,6 +81,8 @@ type RunResult struct {
 	Findings []string
 	// SendErrors counts the errors of sends that were not acknowledged.
 	SendErrors map[string]int
+	// Share counts what the share-group workload did (nil: none ran).
+	Share *history.ShareCounts
 
 	history any // what was checked (a history.History or TxnHistory), kept for a failed run's report
 }
@@ -112,6 +119,13 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 		t.Fatal(err)
 	}
 	defer w.close()
+	var sw *shareWorkload
+	if cfg.share {
+		if sw, err = startShareWorkload(adm, c.httpAddrs(), cfg.topic, t.Logf); err != nil {
+			t.Fatal(err)
+		}
+		defer sw.close()
+	}
 	warmUp(t, c, func() int64 { return w.acked.Load() })
 
 	ph := injectFaults(t, c, cfg, healthy, &res)
@@ -152,12 +166,42 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	}
 	h := history.History{Sends: sends, Polls: polls, Final: final, GroupEnd: groupEnd}
 	res.history, res.Check = h, history.Check(h)
+	if sw != nil {
+		checkShare(c, sw, sends, &res)
+	}
 	ph.summarize(&res, acks, cfg.partitions)
 
 	// Log agreement: every in-sync replica, read from its stopped node.
 	c.stopAll()
 	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, end, final, false)
 	return res
+}
+
+// checkShare drains the share-group workload, reads the dead-letter topic and
+// adds CheckShare's anomalies and counts to res.
+func checkShare(c cluster, sw *shareWorkload, sends []history.Send, res *RunResult) {
+	if err := sw.drain(sends, drainTimeout); err != nil {
+		res.Findings = append(res.Findings, "share group: "+err.Error())
+	}
+	sh := history.ShareHistory{Topic: sw.topic, Group: sw.group, Limit: shareDeliveryLimit, Sends: sends}
+	sh.Deliveries, sh.Acks = sw.snapshot()
+	var err error
+	if sh.DeadLetters, err = readDeadLetters(c.seeds(), sw.dlq, drainTimeout); err != nil {
+		res.Findings = append(res.Findings, "reading the dead-letter topic: "+err.Error())
+	}
+	r, counts := history.CheckShare(sh)
+	if res.Check.Counts == nil {
+		res.Check.Counts = map[string]int{}
+	}
+	for class, n := range r.Counts {
+		res.Check.Counts[class] += n
+	}
+	res.Check.Examples = append(res.Check.Examples, r.Examples...)
+	res.Share = &counts
+	res.history = struct {
+		Plain history.History
+		Share history.ShareHistory
+	}{res.history.(history.History), sh}
 }
 
 // healthCheck returns the run's wait for a fully replicated cluster. Once the
@@ -548,6 +592,21 @@ func endOffsets(adm *kadm.Client, topic string, partitions int32) (map[int32]int
 // finalRead reads every partition of topic from its start to end with a fresh
 // consumer.
 func finalRead(seeds []string, topic string, end map[int32]int64, timeout time.Duration) (map[int32][]history.Record, error) {
+	recs, err := finalReadWith(seeds, topic, end, timeout)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32][]history.Record{}
+	for p, rs := range recs {
+		for _, r := range rs {
+			out[p] = append(out[p], history.Record{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
+		}
+	}
+	return out, nil
+}
+
+// finalReadWith is finalRead with the records whole (headers too).
+func finalReadWith(seeds []string, topic string, end map[int32]int64, timeout time.Duration) (map[int32][]*kgo.Record, error) {
 	offsets := map[int32]kgo.Offset{}
 	for p := range end {
 		offsets[p] = kgo.NewOffset().AtStart()
@@ -562,7 +621,7 @@ func finalRead(seeds []string, topic string, end map[int32]int64, timeout time.D
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out := map[int32][]history.Record{}
+	out := map[int32][]*kgo.Record{}
 	next := map[int32]int64{}
 	done := func() bool {
 		for p, e := range end {
@@ -579,7 +638,7 @@ func finalRead(seeds []string, topic string, end map[int32]int64, timeout time.D
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset < end[r.Partition] {
-				out[r.Partition] = append(out[r.Partition], history.Record{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
+				out[r.Partition] = append(out[r.Partition], r)
 			}
 			next[r.Partition] = r.Offset + 1
 		})

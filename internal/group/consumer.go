@@ -113,8 +113,14 @@ type consumerGroup struct {
 	topics      map[string]topicMeta      // subscribed topics at the last target computation
 }
 
+// consumerFirstEpoch is a new consumer group's epoch, as in Kafka 4.4: its first
+// member joins at 2. A group upgraded from a classic one starts at the classic
+// generation instead (migration.go).
+const consumerFirstEpoch = 1
+
 func newConsumerGroup() *consumerGroup {
 	return &consumerGroup{
+		epoch:    consumerFirstEpoch,
 		assignor: uniformAssignor,
 		members:  make(map[string]*cmember),
 		static:   make(map[string]string),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,18 +16,19 @@ import (
 // Codes of errors that have no Kafka error code. Everything else answers with the
 // name of the Kafka error code (TOPIC_ALREADY_EXISTS, NOT_ENOUGH_REPLICAS, ...).
 const (
-	codeMalformedJSON    = "MALFORMED_JSON"    // 400: the body is not JSON
-	codeInvalidRequest   = "INVALID_REQUEST"   // 400: wrong types, missing or unknown fields
-	codeInvalidRetention = "INVALID_RETENTION" // 400: a retention that is neither a duration nor a size
-	codeRequestTooLarge  = "REQUEST_TOO_LARGE" // 413: a body above Config.MaxBodyBytes
-	codeUnknownConsumer  = "UNKNOWN_CONSUMER"  // 404: no consumer instance of that name here
-	codeConsumerTopic    = "CONSUMER_TOPIC_MISMATCH"
-	codeTooManyConsumers = "TOO_MANY_CONSUMERS"     // 429: Config.MaxConsumers instances exist
-	codeShuttingDown     = "SHUTTING_DOWN"          // 503: the API is closed
-	codeClosed           = "CLOSED"                 // 503: the consumer instance closed during the request
-	codeInternal         = "INTERNAL"               // 500: a server fault, never bad input
-	codeForwardFailed    = "FORWARD_FAILED"         // 502: the node holding the consumer did not answer
-	codeLookupFailed     = "CONSUMER_LOOKUP_FAILED" // 503: which node holds the consumer could not be told
+	codeMalformedJSON     = "MALFORMED_JSON"    // 400: the body is not JSON
+	codeInvalidRequest    = "INVALID_REQUEST"   // 400: wrong types, missing or unknown fields
+	codeInvalidRetention  = "INVALID_RETENTION" // 400: a retention that is neither a duration nor a size
+	codeRequestTooLarge   = "REQUEST_TOO_LARGE" // 413: a body above Config.MaxBodyBytes
+	codeUnknownConsumer   = "UNKNOWN_CONSUMER"  // 404: no consumer instance of that name here
+	codeConsumerTopic     = "CONSUMER_TOPIC_MISMATCH"
+	codeTooManyConsumers  = "TOO_MANY_CONSUMERS"     // 429: Config.MaxConsumers instances exist
+	codeShuttingDown      = "SHUTTING_DOWN"          // 503: the API is closed
+	codeClosed            = "CLOSED"                 // 503: the consumer instance closed during the request
+	codeInternal          = "INTERNAL"               // 500: a server fault, never bad input
+	codeForwardFailed     = "FORWARD_FAILED"         // 502: the node holding the consumer did not answer
+	codeLookupFailed      = "CONSUMER_LOOKUP_FAILED" // 503: which node holds the consumer could not be told
+	codeBrokerUnreachable = "BROKER_UNREACHABLE"     // 503: a broker the request needs did not answer (refused, reset)
 )
 
 // apiError is an error answered as {"error":{"code","message"}} with its status.
@@ -134,6 +136,16 @@ func fromErr(err error) *apiError {
 		return errorf(http.StatusServiceUnavailable, codeClosed, "%v", err)
 	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, kerr.RequestTimedOut.Message, "%v", err)
+	}
+	// A request the API sends to a broker itself (a share member's ShareFetch and
+	// ShareAcknowledge) fails with the connection's error when the broker is
+	// stalled, cut off or down: worth a retry, not a server fault.
+	var ne net.Error
+	if errors.As(err, &ne) {
+		if ne.Timeout() {
+			return errorf(http.StatusGatewayTimeout, kerr.RequestTimedOut.Message, "%v", err)
+		}
+		return errorf(http.StatusServiceUnavailable, codeBrokerUnreachable, "%v", err)
 	}
 	if code := handlers.ErrorCode(err); code != kerr.UnknownServerError.Code {
 		return fromKafka(code, err.Error())

@@ -61,6 +61,11 @@ type shareMember struct {
 		interval   time.Duration
 		sessions   map[int32]*shareSession // by leader
 		held       map[heldRecord]int32    // records handed out, by the leader that did
+		// coordinator is the group coordinator heartbeats go to; -1: find it
+		// first. franz-go keeps a coordinator cached for a non-leave
+		// ShareGroupHeartbeat even when it answers NOT_COORDINATOR, so the
+		// member looks it up itself and forgets it on that answer.
+		coordinator int32
 	}
 }
 
@@ -94,6 +99,7 @@ func newShareMember(key instanceKey, topic string, cl *kgo.Client, leaders func(
 	s.mu.sessions = map[int32]*shareSession{}
 	s.mu.held = map[heldRecord]int32{}
 	s.mu.interval = 5 * time.Second
+	s.mu.coordinator = -1
 	go s.heartbeatLoop()
 	return s
 }
@@ -131,13 +137,26 @@ func (s *shareMember) heartbeat(epoch int32) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, s.cl)
-	if err != nil || epoch == shareLeaveEpoch {
+	if epoch == shareLeaveEpoch {
+		req.RequestWith(ctx, s.cl) // franz-go finds the coordinator again for a leave
 		return
 	}
+	coordinator, err := s.findCoordinator(ctx)
+	if err != nil {
+		s.log("share group heartbeat: finding the coordinator", "group", s.key.group, "consumer", s.key.consumer, "err", err)
+		return
+	}
+	resp, err := req.RequestWith(ctx, s.cl.Broker(int(coordinator)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil {
+		s.mu.coordinator = -1
+		return
+	}
 	switch resp.ErrorCode {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
+		s.mu.coordinator = -1
+		return
 	case 0:
 	case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code:
 		s.mu.epoch = shareJoinEpoch // join again at the next beat
@@ -161,6 +180,34 @@ func (s *shareMember) heartbeat(epoch int32) {
 			s.markAssigned()
 		}
 	}
+}
+
+// findCoordinator returns the group's coordinator, asking FindCoordinator when
+// the member has none.
+func (s *shareMember) findCoordinator(ctx context.Context) (int32, error) {
+	s.mu.Lock()
+	c := s.mu.coordinator
+	s.mu.Unlock()
+	if c >= 0 {
+		return c, nil
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKeys = []string{s.key.group}
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Coordinators) != 1 {
+		return 0, errors.New("no coordinator in the answer")
+	}
+	rc := resp.Coordinators[0]
+	if err := kerr.ErrorForCode(rc.ErrorCode); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.mu.coordinator = rc.NodeID
+	s.mu.Unlock()
+	return rc.NodeID, nil
 }
 
 // shareRecord is one acquired record of a poll.

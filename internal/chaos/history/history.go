@@ -33,6 +33,13 @@
 // duplicates, torn transactions, hanging transactions (stuck LSO) and offsets
 // that did not move exactly with the output they were committed with.
 //
+// CheckShare judges a share group's run (ShareHistory): what each poll handed
+// out with its delivery count, each acknowledgement with its answer (OK,
+// refused, unknown), and the dead-letter topic's records by their headers. It
+// flags records neither accepted nor dead-lettered, records accepted twice
+// with an answer, records handed out after an answered acknowledgement,
+// delivery counts going down, and dead letters that misname their origin.
+//
 // # Concurrency
 //
 // A Recorder is safe for concurrent use by every client goroutine of a run;

@@ -1,0 +1,343 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/chaos/history"
+)
+
+// The share-group workload (a run with runConfig.share): share consumers read
+// the plain workload's topic through Strata's HTTP share API (POST /poll with
+// "share": true, POST /ack per record), which is Strata's own share client
+// (internal/httpapi/share.go) speaking ShareGroupHeartbeat, ShareFetch and
+// ShareAcknowledge to the partition leaders as the Java KafkaShareConsumer
+// does. Each answer to /ack says exactly whether that record's acknowledgement
+// was applied, which a Kafka client does not tell per record. Consumers
+// accept most records, reject some and release some, a few always (so they
+// reach the delivery count limit and are dead-lettered).
+const (
+	shareConsumers     = 3
+	shareDeliveryLimit = 3
+	shareLock          = 5 * time.Second // share.record.lock.duration.ms
+	sharePollRecords   = 20
+	// shareRequestTimeout bounds one HTTP request; a node paused or cut off
+	// answers nothing.
+	shareRequestTimeout = 15 * time.Second
+)
+
+// shareAction is what consumers do with a record, fixed by its value so that
+// every delivery of it gets the same treatment: 3% rejected, 3% released at
+// every delivery (dead-lettered at the limit), 6% released at the first
+// delivery only, the rest accepted.
+func shareAction(value string, count int16) string {
+	h := fnv.New32a()
+	h.Write([]byte(value))
+	switch n := h.Sum32() % 100; {
+	case n < 3:
+		return "reject"
+	case n < 6, n < 12 && count == 1:
+		return "release"
+	}
+	return "accept"
+}
+
+// shareWorkload runs the share consumers and records what they are handed and
+// what their acknowledgements were answered.
+type shareWorkload struct {
+	addrs []string // every node's HTTP address
+	topic string
+	group string
+	dlq   string
+	hc    *http.Client
+	logf  func(string, ...any)
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		deliveries []history.ShareDelivery
+		acks       []history.ShareAck
+	}
+}
+
+// shareGroup and deadLetterTopic name a run's share group and its dead-letter
+// topic (which must start with the broker's prefix, dlq.).
+func shareGroup(topic string) string      { return topic + "-share" }
+func deadLetterTopic(topic string) string { return "dlq." + topic }
+
+// startShareWorkload creates the dead-letter topic, sets the group's configs
+// and starts the consumers.
+func startShareWorkload(adm *kadm.Client, addrs []string, topic string, logf func(string, ...any)) (*shareWorkload, error) {
+	w := &shareWorkload{addrs: addrs, topic: topic, group: shareGroup(topic), dlq: deadLetterTopic(topic),
+		hc: &http.Client{Timeout: shareRequestTimeout}, logf: logf}
+	if err := createTopic(adm, w.dlq, 1, 3, map[string]string{"errors.deadletterqueue.group.enable": "true"}); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", w.dlq, err)
+	}
+	configs := map[string]any{"configs": map[string]string{
+		"share.auto.offset.reset":                   "earliest",
+		"share.delivery.count.limit":                strconv.Itoa(shareDeliveryLimit),
+		"share.record.lock.duration.ms":             strconv.Itoa(int(shareLock / time.Millisecond)),
+		"errors.deadletterqueue.topic.name":         w.dlq,
+		"errors.deadletterqueue.copy.record.enable": "true",
+	}}
+	if err := waitFor(healthyTimeout, func() error {
+		status, body, err := w.post(context.Background(), addrs[0], "/groups/"+w.group+"/configs", configs)
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("status %d: %s", status, body)
+		}
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("setting the configs of share group %s: %w", w.group, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	for i := range shareConsumers {
+		w.wg.Go(func() { w.consume(ctx, i) })
+	}
+	return w, nil
+}
+
+// post sends body as JSON to addr's path and returns the status and body.
+func (w *shareWorkload) post(ctx context.Context, addr, path string, body any) (int, []byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+addr+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+type sharePollAnswer struct {
+	Records []struct {
+		Partition     int32  `json:"partition"`
+		Offset        int64  `json:"offset"`
+		ValueB64      string `json:"value_b64"`
+		DeliveryCount int16  `json:"delivery_count"`
+	} `json:"records"`
+}
+
+// consume is consumer i. It polls one node as one member until that node fails
+// it (no answer, a 5xx), then goes on at the next node as a new member: a
+// member lives on the node it polls, and a killed node takes it along.
+func (w *shareWorkload) consume(ctx context.Context, i int) {
+	node, gen := i%len(w.addrs), 0
+	for ctx.Err() == nil {
+		name := fmt.Sprintf("share-%d-%d", i, gen)
+		if !w.pollOnce(ctx, w.addrs[node], name) && ctx.Err() == nil {
+			node, gen = (node+1)%len(w.addrs), gen+1
+			sleepCtx(ctx, 200*time.Millisecond)
+		}
+	}
+}
+
+// pollOnce polls once as member name of node addr and acknowledges what it was
+// handed; false: the node failed the member (no answer, or an error other
+// than 503, which a node starting or stopping answers).
+func (w *shareWorkload) pollOnce(ctx context.Context, addr, name string) bool {
+	start := time.Now()
+	status, body, err := w.post(ctx, addr, "/poll", map[string]any{"group": w.group, "topic": w.topic, "consumer": name,
+		"share": true, "max_records": sharePollRecords, "timeout_ms": 500})
+	end := time.Now()
+	if err == nil && status == http.StatusServiceUnavailable {
+		sleepCtx(ctx, 200*time.Millisecond)
+		return true
+	}
+	if err != nil || status != http.StatusOK {
+		if ctx.Err() == nil {
+			w.logf("share consumer %s at %s: poll: status %d, %v %s", name, addr, status, err, body)
+		}
+		return false
+	}
+	var ans sharePollAnswer
+	if err := json.Unmarshal(body, &ans); err != nil {
+		w.logf("share consumer %s at %s: poll answer %q: %v", name, addr, body, err)
+		return false
+	}
+	ok := true
+	for _, r := range ans.Records {
+		v, err := base64.StdEncoding.DecodeString(r.ValueB64)
+		if err != nil {
+			w.logf("share consumer %s: value_b64 %q: %v", name, r.ValueB64, err)
+			continue
+		}
+		d := history.ShareDelivery{Consumer: name, Partition: r.Partition, Offset: r.Offset, Value: string(v), Count: r.DeliveryCount, Start: start, End: end}
+		a := history.ShareAck{Consumer: name, Partition: r.Partition, Offset: r.Offset, Type: shareAction(d.Value, d.Count), Count: d.Count}
+		w.mu.Lock()
+		w.mu.deliveries = append(w.mu.deliveries, d)
+		w.mu.Unlock()
+		if !ok { // the node failed this member: the rest of its records come back when their locks expire
+			continue
+		}
+		a.Start = time.Now()
+		status, body, err := w.post(ctx, addr, "/ack", map[string]any{"group": w.group, "topic": w.topic, "consumer": name,
+			"partition": r.Partition, "offset": r.Offset, "result": a.Type})
+		a.End = time.Now()
+		switch {
+		case err == nil && status == http.StatusOK:
+			a.Outcome = history.OK
+		case err == nil && status == http.StatusConflict:
+			a.Outcome = history.Failed // INVALID_RECORD_STATE: the member did not hold it
+		default:
+			a.Outcome = history.Unknown
+			ok = err == nil && status < 500
+			if ctx.Err() == nil {
+				w.logf("share consumer %s at %s: %s %d@%d: status %d, %v %s", name, addr, a.Type, r.Partition, r.Offset, status, err, body)
+			}
+		}
+		w.mu.Lock()
+		w.mu.acks = append(w.mu.acks, a)
+		w.mu.Unlock()
+	}
+	return ok
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (w *shareWorkload) snapshot() ([]history.ShareDelivery, []history.ShareAck) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]history.ShareDelivery(nil), w.mu.deliveries...), append([]history.ShareAck(nil), w.mu.acks...)
+}
+
+// drain lets the consumers run until every acknowledged send is settled (see
+// settled) or timeout passes, then stops them.
+func (w *shareWorkload) drain(sends []history.Send, timeout time.Duration) error {
+	err := waitFor(timeout, func() error {
+		ds, as := w.snapshot()
+		if n := unsettled(sends, ds, as); n > 0 {
+			return fmt.Errorf("%d acknowledged records not settled by the share group", n)
+		}
+		return nil
+	})
+	w.close()
+	return err
+}
+
+func (w *shareWorkload) close() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// unsettled counts the acknowledged sends the share group has not settled as
+// its consumers saw it: neither ACCEPTed nor REJECTed with an answer, nor
+// released with an answer at the delivery count limit (then dead-lettered),
+// nor left for two lock durations after an unanswered ACCEPT or REJECT (had it
+// not been applied, the record would have been handed out again) or after a
+// delivery at the limit (its lock expired or its release was refused: it is
+// archived, and dead-lettered, at the limit).
+func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck) int {
+	type pos struct {
+		p int32
+		o int64
+	}
+	settled := map[pos]bool{}
+	lastDelivery := map[pos]time.Time{}
+	for _, d := range ds {
+		at := pos{d.Partition, d.Offset}
+		lastDelivery[at] = later(lastDelivery[at], d.End)
+	}
+	for _, d := range ds {
+		if d.Count >= shareDeliveryLimit && time.Since(d.End) > 2*shareLock {
+			settled[pos{d.Partition, d.Offset}] = true
+		}
+	}
+	for _, a := range as {
+		at := pos{a.Partition, a.Offset}
+		switch {
+		case a.Outcome == history.OK && (a.Type != "release" || a.Count >= shareDeliveryLimit):
+			settled[at] = true
+		case a.Outcome == history.Unknown && a.Type != "release" && time.Since(a.End) > 2*shareLock && !lastDelivery[at].After(a.Start):
+			settled[at] = true
+		}
+	}
+	n := 0
+	for _, s := range sends {
+		if s.Outcome == history.OK && !settled[pos{s.Partition, s.Offset}] {
+			n++
+		}
+	}
+	return n
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// readDeadLetters reads the dead-letter topic whole and returns its records as
+// their headers describe them.
+func readDeadLetters(seeds []string, topic string, timeout time.Duration) ([]history.DeadLetter, error) {
+	adm, err := kgo.NewClient(clientOpts(seeds, "chaos-dlq-admin")...)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	end, err := endOffsets(kadm.NewClient(adm), topic, 1)
+	if err != nil {
+		return nil, err
+	}
+	final, err := finalReadWith(seeds, topic, end, timeout)
+	if err != nil {
+		return nil, err
+	}
+	var out []history.DeadLetter
+	for _, r := range final[0] {
+		dl, err := deadLetterOf(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s@%d: %w", topic, r.Offset, err)
+		}
+		out = append(out, dl)
+	}
+	return out, nil
+}
+
+// deadLetterOf reads a dead letter's KIP-1191 headers.
+func deadLetterOf(r *kgo.Record) (history.DeadLetter, error) {
+	h := map[string]string{}
+	for _, hd := range r.Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	dl := history.DeadLetter{Topic: h["__dlq.errors.topic"], Group: h["__dlq.errors.group"], Value: string(r.Value)}
+	p, err1 := strconv.ParseInt(h["__dlq.errors.partition"], 10, 32)
+	o, err2 := strconv.ParseInt(h["__dlq.errors.offset"], 10, 64)
+	c, err3 := strconv.ParseInt(h["__dlq.errors.delivery.count"], 10, 16)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return dl, fmt.Errorf("headers %v: %w", h, err)
+	}
+	dl.Partition, dl.Offset, dl.DeliveryCount = int32(p), o, int16(c)
+	return dl, nil
+}
