@@ -6,7 +6,10 @@
 // port comes from the ephemeral range, which the kernel also hands to outgoing
 // connections, so a busy test run can take it before the server binds it
 // ("address already in use"). The ports given here lie below the ephemeral
-// range, where only a listener that names its port can take them.
+// range, where only a listener that names its port can take them. Test binaries of
+// several packages run at once, each handing out ports, so a port is also
+// reserved for the life of the process that handed it out (reserve): another
+// process never hands out the same one, even between the probe and the bind.
 package freeport
 
 import (
@@ -45,7 +48,7 @@ func Ports(n int, hosts ...string) ([]int, error) {
 		port := lowest + rand.IntN(highest-lowest+1)
 		held, free := listenAll(hosts, port)
 		probes = append(probes, held...)
-		if free {
+		if free && reserve(port) {
 			ports = append(ports, port)
 		}
 	}

@@ -30,3 +30,17 @@ func TestPortsAreDistinctFreeAndBelowEphemeralRange(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedPortsAreNotHandedOutAgain: a port this process handed out is never
+// handed out again, by this process or another one, while it lives.
+func TestReservedPortsAreNotHandedOutAgain(t *testing.T) {
+	ports, err := Ports(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if reserve(p) {
+			t.Fatalf("port %d reserved twice", p)
+		}
+	}
+}
