@@ -701,19 +701,12 @@ func (l *Log) Epochs() []EpochEntry {
 func (l *Log) Close() error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	l.mu.RLock()
-	closed, failed := l.mu.closed, l.mu.failed
-	l.mu.RUnlock()
+	closed, failed := l.status()
 	if closed {
 		return ErrClosed
 	}
 	l.stopFlusher()
-	// A failed log keeps its file as it is (the next Open recovers it).
-	if failed != nil {
-		l.haltPrealloc()
-	} else if err := l.trimPrealloc(); err != nil {
-		failed = l.fail(err)
-	}
+	failed = l.endPrealloc(failed)
 
 	var err error
 	if failed == nil {
@@ -740,6 +733,28 @@ func (l *Log) Close() error {
 		s.release()
 	}
 	return err
+}
+
+// status reports whether the log is closed and the error that failed it.
+func (l *Log) status() (closed bool, failed error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.closed, l.mu.failed
+}
+
+// endPrealloc stops the zeroer and, unless the log failed (failed, which it
+// returns, is not nil: the file stays as it is for the next Open to recover),
+// cuts the active segment's file back to its size (trimPrealloc); a failed
+// cut makes the log fail-stop and is returned. appendMu is held.
+func (l *Log) endPrealloc(failed error) error {
+	if failed != nil {
+		l.haltPrealloc()
+		return failed
+	}
+	if err := l.trimPrealloc(); err != nil {
+		return l.fail(err)
+	}
+	return nil
 }
 
 // shutdownCleanly makes the active segment and its indexes durable and records

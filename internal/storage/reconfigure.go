@@ -28,9 +28,7 @@ func (l *Log) Reconfigure(cfg Config) error {
 	cfg = cfg.withDefaults()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	l.mu.RLock()
-	closed, failed := l.mu.closed, l.mu.failed
-	l.mu.RUnlock()
+	closed, failed := l.status()
 	if closed {
 		return ErrClosed
 	}
@@ -39,10 +37,8 @@ func (l *Log) Reconfigure(cfg Config) error {
 		return fmt.Errorf("%w: flush mode %v cannot change to %v on an open log", ErrConfig, old.Flush.Mode, cfg.Flush.Mode)
 	}
 	if old.Preallocate && !cfg.Preallocate {
-		if failed != nil {
-			l.haltPrealloc() // a failed log keeps its file as it is
-		} else if err := l.trimPrealloc(); err != nil {
-			return l.fail(err)
+		if err := l.endPrealloc(failed); failed == nil && err != nil {
+			return err
 		}
 		l.dropRecycled()
 	}
