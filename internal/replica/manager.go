@@ -580,6 +580,8 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 		m.partitions[tp] = p
 		m.mu.Unlock()
 		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
+	} else if prev := p.Config(); prev == nil || *prev != t.Config {
+		m.reconfigureLog(p, scfg)
 	}
 	p.setConfig(t.Config)
 	m.applyTier(p, t.Config)
@@ -589,6 +591,24 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 		return nil, false, 0, 0, fmt.Errorf("applying the role of %s-%d: %w", t.Name, ip.Index, err)
 	}
 	return p, wasLeader, wasEpoch, leader, nil
+}
+
+// reconfigureLog applies a changed topic config to p's open log (see
+// storage.Log.Reconfigure for when each setting takes effect). The flush mode
+// stays the one the log opened with: the partition's high-water mark follows
+// the durable end under group commit only, so a topic that gains or loses
+// flush.messages and flush.ms switches mode when the log is next opened.
+func (m *Manager) reconfigureLog(p *Partition, scfg storage.Config) {
+	mode := storage.Interval
+	if p.groupCommit {
+		mode = storage.GroupCommit
+	}
+	if scfg.Flush.Mode != mode {
+		scfg.Flush = storage.FlushPolicy{Mode: mode} // Interval: synced at rolls and Close only
+	}
+	if err := p.log.Reconfigure(scfg); err != nil && !errors.Is(err, storage.ErrClosed) {
+		m.log.Warn("topic config not applied to the open log", "topic", p.Topic, "partition", p.Index, "err", err)
+	}
 }
 
 func (m *Manager) notifyLeadership(p *Partition, leader bool) {

@@ -101,7 +101,7 @@ func (l *Log) Compact(highWatermark int64, opts CompactOptions) (CompactStats, e
 		return CompactStats{}, err
 	}
 	if opts.Now == nil {
-		opts.Now = l.cfg.Now
+		opts.Now = l.conf().Now
 	}
 	if opts.OffsetMapBytes == 0 {
 		opts.OffsetMapBytes = DefaultOffsetMapBytes
@@ -239,7 +239,7 @@ func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 			cs.discard(l)
 		}
 	}()
-	for _, g := range groupSegments(p, end, l.cfg.SegmentBytes) {
+	for _, g := range groupSegments(p, end, l.conf().SegmentBytes) {
 		cs, err := l.writeCleaned(p, g, c)
 		if err != nil {
 			return stats, err

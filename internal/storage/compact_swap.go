@@ -56,7 +56,7 @@ type groupWriter struct {
 func (w *groupWriter) add(b []byte, copied, inFirst bool) error {
 	h, _ := batch.ParseHeader(b)
 	w.seg.mu.Lock()
-	w.seg.indexBatchLocked(&h, w.total, len(b), w.l.cfg.IndexIntervalBytes)
+	w.seg.indexBatchLocked(&h, w.total, len(b), w.l.conf().IndexIntervalBytes)
 	w.seg.mu.Unlock()
 	w.total += int64(len(b))
 	if !w.open && copied && inFirst {
@@ -138,7 +138,7 @@ func (w *groupWriter) finish() (bool, error) {
 func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *cleanedSegment, err error) {
 	first := p.all[g.first]
 	cs := &cleanedSegment{end: p.upper(g.last)}
-	cs.seg = newSegment(l.fsys, l.dir, first.s.base, nil, &l.cfg)
+	cs.seg = newSegment(l.fsys, l.dir, first.s.base, nil, l.conf())
 	cs.seg.mu.loaded = true
 	w := &groupWriter{l: l, seg: cs.seg, src: first}
 	defer func() {

@@ -41,6 +41,14 @@ type FlushPolicy struct {
 	Interval time.Duration
 }
 
+// tick is the period of the policy's time trigger; 0 when it has none.
+func (p FlushPolicy) tick() time.Duration {
+	if p.Mode == Interval && p.Interval > 0 {
+		return p.Interval
+	}
+	return 0
+}
+
 // Defaults, Kafka's where Kafka has one.
 const (
 	DefaultSegmentBytes       = 1 << 30

@@ -48,16 +48,15 @@ func (l *Log) kickFlusher() {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	if !l.flushMu.running && !l.flushMu.stopped {
-		l.startFlusherLocked(false)
+		l.startFlusherLocked()
 	}
 }
 
-// startFlusherLocked starts the flusher goroutine; resident keeps it until the
-// log closes (an Interval log with a ticker). flushMu is held.
-func (l *Log) startFlusherLocked(resident bool) {
+// startFlusherLocked starts the flusher goroutine. flushMu is held.
+func (l *Log) startFlusherLocked() {
 	l.flushMu.running = true
 	l.flushMu.done.Add(1)
-	go l.runFlusher(resident)
+	go l.runFlusher()
 }
 
 // stopFlusher stops the flusher and waits for it to exit; no kick starts one
@@ -86,7 +85,7 @@ func (l *Log) idleExit() bool {
 // afterAppend tells the flusher about records just appended.
 func (l *Log) afterAppend(records int64) {
 	n := l.appends.Add(1)
-	p := l.cfg.Flush
+	p := l.conf().Flush
 	if p.Mode == GroupCommit {
 		// The append that reaches a gathering flusher's target ends its wait. The
 		// flusher stores the target before it reads the count, and this append
@@ -105,25 +104,43 @@ func (l *Log) afterAppend(records int64) {
 	}
 }
 
-func (l *Log) runFlusher(resident bool) {
+// runFlusher is the flusher goroutine. It reads the flush policy on every
+// wake-up: while the policy has a time trigger (FlushPolicy.tick) it keeps a
+// ticker and stays resident; otherwise it lingers for a kick and exits when
+// idle. Reconfigure kicks it after a policy change, so a new interval takes
+// effect at once and a flusher whose ticker was removed exits.
+func (l *Log) runFlusher() {
 	defer l.flushMu.done.Done()
-	var tick <-chan time.Time
-	if resident {
-		t := time.NewTicker(l.cfg.Flush.Interval)
-		defer t.Stop()
-		tick = t.C
-	}
+	var ticker *time.Ticker
+	var every time.Duration // the ticker's period; 0: no ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	// One timer bounds both the linger for a kick and the gathering (Go 1.23
 	// timers: Reset and Stop leave no stale tick behind).
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	var linger <-chan time.Time
-	if !resident {
-		linger = timer.C
-	}
 	for {
-		if !resident {
+		if want := l.conf().Flush.tick(); want != every {
+			switch {
+			case want == 0:
+				ticker.Stop()
+				ticker = nil
+			case ticker == nil:
+				ticker = time.NewTicker(want)
+			default:
+				ticker.Reset(want)
+			}
+			every = want
+		}
+		var tick, linger <-chan time.Time
+		if ticker != nil {
+			tick = ticker.C
+		} else {
 			timer.Reset(flusherLinger)
+			linger = timer.C
 		}
 		select {
 		case <-l.kick:
@@ -137,7 +154,7 @@ func (l *Log) runFlusher(resident bool) {
 			return
 		}
 		timer.Stop()
-		if r := l.lastFlush; l.cfg.Flush.Mode == GroupCommit && r.covered > 1 {
+		if r := l.lastFlush; l.conf().Flush.Mode == GroupCommit && r.covered > 1 {
 			if !l.gatherAppends(timer, r.appendsAtWake+r.covered, min(r.took/2, maxGather)) {
 				return
 			}

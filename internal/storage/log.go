@@ -17,7 +17,10 @@ import (
 type Log struct {
 	fsys vfs.FS
 	dir  string
-	cfg  Config
+	// cfg is the log's configuration with defaults applied. The Config it
+	// points to is never modified: Reconfigure stores a new one (under
+	// appendMu), so a reader that loads it once sees one consistent setting.
+	cfg atomic.Pointer[Config]
 	// logDir, when the log was opened through one, keeps its recovery checkpoint
 	// and clean-shutdown marker under name; nil: both are files in dir.
 	logDir      *LogDir
@@ -151,11 +154,12 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		dir:      dir,
 		logDir:   logDir,
 		name:     name,
-		cfg:      cfg.withDefaults(),
 		kick:     make(chan struct{}, 1),
 		gathered: make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	cfg = cfg.withDefaults()
+	l.cfg.Store(&cfg)
 	l.mu.changed = make(chan struct{})
 	if err := l.ensureDir(); err != nil {
 		return nil, err
@@ -167,9 +171,9 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	l.publishEpochLocked() // no reader yet: the lock is not needed
-	if p := l.cfg.Flush; p.Mode == Interval && p.Interval > 0 {
+	if l.conf().Flush.tick() > 0 {
 		l.flushMu.Lock()
-		l.startFlusherLocked(true) // for its ticker
+		l.startFlusherLocked() // for its ticker
 		l.flushMu.Unlock()
 	}
 	if l.DurableOffset() < l.LogEndOffset() {
@@ -177,6 +181,9 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 	}
 	return l, nil
 }
+
+// conf returns the log's current configuration; see cfg.
+func (l *Log) conf() *Config { return l.cfg.Load() }
 
 // ensureDir creates dir and any missing parents durably.
 func (l *Log) ensureDir() error { return vfs.MkdirAllDurable(l.fsys, l.dir, 0o755) }
@@ -242,8 +249,8 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 	if info.Batches == 0 {
 		return info, ErrEmptyAppend
 	}
-	if int64(len(b)) > l.cfg.SegmentBytes {
-		return info, fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), l.cfg.SegmentBytes)
+	if int64(len(b)) > l.conf().SegmentBytes {
+		return info, fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), l.conf().SegmentBytes)
 	}
 	info.Bytes = len(b)
 
@@ -253,13 +260,13 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 		return info, err
 	}
 	leo := l.mu.leo.Load()
-	now := l.cfg.Now()
+	now := l.conf().Now()
 	if asLeader {
 		if latest, ok := l.mu.epochs.latest(); ok && leaderEpoch < latest.Epoch {
 			return info, fmt.Errorf("%w: %d < %d", ErrFencedLeaderEpoch, leaderEpoch, latest.Epoch)
 		}
 		appendTime := int64(-1)
-		if l.cfg.LogAppendTime {
+		if l.conf().LogAppendTime {
 			appendTime = now.UnixMilli()
 			info.LogAppendTime = appendTime
 		}
@@ -289,7 +296,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 	seg.mu.Lock()
 	for p := 0; p < len(b); {
 		h, _ := batch.ParseHeader(b[p:])
-		seg.indexBatchLocked(&h, pos+int64(p), h.Size(), l.cfg.IndexIntervalBytes)
+		seg.indexBatchLocked(&h, pos+int64(p), h.Size(), l.conf().IndexIntervalBytes)
 		p += h.Size()
 	}
 	seg.mu.Unlock()
@@ -409,7 +416,7 @@ func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time
 	if s.size == 0 {
 		return false
 	}
-	if s.size+int64(size) > l.cfg.SegmentBytes {
+	if s.size+int64(size) > l.conf().SegmentBytes {
 		return true
 	}
 	if _, ok := relOffset(lastOffset, s.base); !ok {
@@ -424,16 +431,16 @@ func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time
 	if s.mu.firstTS >= 0 {
 		age = time.Duration(maxTS-s.mu.firstTS) * time.Millisecond
 	}
-	return age > l.cfg.SegmentAge
+	return age > l.conf().SegmentAge
 }
 
 // rollLocked seals the active segment (indexes written and trimmed, log fsynced),
 // creates a new one at the log end offset, and moves the recovery point to it.
 // appendMu must be held.
 func (l *Log) rollLocked(now time.Time) (*segment, error) {
-	if l.cfg.OnRoll != nil {
+	if l.conf().OnRoll != nil {
 		start := time.Now()
-		defer func() { l.cfg.OnRoll(time.Since(start)) }()
+		defer func() { l.conf().OnRoll(time.Since(start)) }()
 	}
 	old := l.active()
 	if err := l.trimPrealloc(); err != nil {
@@ -446,7 +453,7 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 		return nil, l.fail(err)
 	}
 	recycled, recycledSize := l.takeRecycled(l.mu.leo.Load())
-	s, err := createSegment(l.fsys, l.dir, l.mu.leo.Load(), &l.cfg, now, recycled, recycledSize)
+	s, err := createSegment(l.fsys, l.dir, l.mu.leo.Load(), l.conf(), now, recycled, recycledSize)
 	if err != nil {
 		return nil, l.fail(err)
 	}
@@ -478,8 +485,8 @@ func (l *Log) timedSync(s *segment) (time.Duration, error) {
 		s.markSynced(writes)
 	}
 	l.stats.observeSync(took)
-	if l.cfg.OnSync != nil {
-		l.cfg.OnSync(took, err)
+	if l.conf().OnSync != nil {
+		l.conf().OnSync(took, err)
 	}
 	return took, err
 }
@@ -706,19 +713,12 @@ func (l *Log) Epochs() []EpochEntry {
 func (l *Log) Close() error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	l.mu.RLock()
-	closed, failed := l.mu.closed, l.mu.failed
-	l.mu.RUnlock()
+	closed, failed := l.status()
 	if closed {
 		return ErrClosed
 	}
 	l.stopFlusher()
-	// A failed log keeps its file as it is (the next Open recovers it).
-	if failed != nil {
-		l.haltPrealloc()
-	} else if err := l.trimPrealloc(); err != nil {
-		failed = l.fail(err)
-	}
+	failed = l.endPrealloc(failed)
 
 	var err error
 	if failed == nil {
@@ -745,6 +745,28 @@ func (l *Log) Close() error {
 		s.release()
 	}
 	return err
+}
+
+// status reports whether the log is closed and the error that failed it.
+func (l *Log) status() (closed bool, failed error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.closed, l.mu.failed
+}
+
+// endPrealloc stops the zeroer and, unless the log failed (failed, which it
+// returns, is not nil: the file stays as it is for the next Open to recover),
+// cuts the active segment's file back to its size (trimPrealloc); a failed
+// cut makes the log fail-stop and is returned. appendMu is held.
+func (l *Log) endPrealloc(failed error) error {
+	if failed != nil {
+		l.haltPrealloc()
+		return failed
+	}
+	if err := l.trimPrealloc(); err != nil {
+		return l.fail(err)
+	}
+	return nil
 }
 
 // shutdownCleanly makes the active segment and its indexes durable and records

@@ -88,9 +88,9 @@ type zeroer struct {
 }
 
 func newZeroer(l *Log, seg *segment) *zeroer {
-	z := &zeroer{l: l, seg: seg, limit: l.cfg.SegmentBytes,
-		window: l.cfg.preallocWindow, refill: l.cfg.preallocWindow / 2,
-		chunk: min(l.cfg.preallocChunk, defaultPreallocChunk)}
+	z := &zeroer{l: l, seg: seg, limit: l.conf().SegmentBytes,
+		window: l.conf().preallocWindow, refill: l.conf().preallocWindow / 2,
+		chunk: min(l.conf().preallocChunk, defaultPreallocChunk)}
 	z.mu.appendEnd, z.mu.zeroEnd = seg.size, max(seg.size, seg.recycledSize)
 	z.mu.idle = sync.NewCond(&z.mu.Mutex)
 	return z
@@ -227,7 +227,7 @@ func (l *Log) haltPrealloc() {
 // file's old bytes may lie past it. appendMu is held.
 func (l *Log) trimPrealloc() error {
 	l.haltPrealloc()
-	if !l.cfg.Preallocate {
+	if !l.conf().Preallocate {
 		return nil
 	}
 	s := l.active()
@@ -249,7 +249,7 @@ func (l *Log) trimPrealloc() error {
 // preallocBeforeWrite lets the zeroer of the active segment s know of a write
 // of n bytes at pos, creating it on the segment's first write.
 func (l *Log) preallocBeforeWrite(s *segment, pos int64, n int) {
-	if !l.cfg.Preallocate {
+	if !l.conf().Preallocate {
 		return
 	}
 	if l.pre == nil || l.pre.seg != s {

@@ -322,7 +322,7 @@ func TestRecycledFileStaleTail(t *testing.T) {
 // appends would overwrite the store's object.
 func TestLinkedSegmentIsNotRecycled(t *testing.T) {
 	_, l, tier, _ := linkedTier(t, 8<<10)
-	l.cfg.Preallocate = true // before any append: nothing reads it yet
+	l.conf().Preallocate = true // before any append: nothing reads it yet
 	want := appendN(t, l, 200, 3, 100, 1000, 0)
 	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
 		t.Fatal(err)

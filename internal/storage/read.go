@@ -142,7 +142,7 @@ func (l *Log) segmentForLocked(offset int64) *segment {
 // errNoBatch when every batch of the segment ends before offset.
 func (l *Log) readSegment(s *segment, size, next, offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 	empty := Chunk{FirstOffset: offset, NextOffset: offset}
-	if err := s.ensureIndexes(size, next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+	if err := s.ensureIndexes(size, next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 		return empty, err
 	}
 	sc := headerScanner(s.log, s.lookup(offset), size)
@@ -273,7 +273,7 @@ func (l *Log) ScanBatches(from int64, fn func(h batch.Header, body []byte) error
 	var body []byte
 	for _, v := range views {
 		s := v.s
-		if err := s.ensureIndexes(v.size, v.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+		if err := s.ensureIndexes(v.size, v.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 			return err
 		}
 		sc := headerScanner(s.log, s.lookup(from), v.size)
@@ -361,7 +361,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 		if v.next <= logStart {
 			continue
 		}
-		if err := s.ensureIndexes(v.size, v.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+		if err := s.ensureIndexes(v.size, v.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 			return 0, 0, false, err
 		}
 		s.mu.RLock()
@@ -408,7 +408,7 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, err error) {
 		if v.next <= logStart {
 			continue
 		}
-		if err := v.s.ensureIndexes(v.size, v.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+		if err := v.s.ensureIndexes(v.size, v.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 			return -1, -1, err
 		}
 		v.s.mu.RLock()

@@ -44,7 +44,7 @@ func (l *Log) load() error {
 	slices.Reverse(l.snapshots)
 	slices.Sort(bases)
 	for _, base := range bases {
-		s, err := openSegment(l.fsys, l.dir, base, &l.cfg)
+		s, err := openSegment(l.fsys, l.dir, base, l.conf())
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func (l *Log) load() error {
 		if rcErr == nil {
 			start = rc.LogStartOffset
 		}
-		s, err := createSegment(l.fsys, l.dir, start, &l.cfg, l.cfg.Now(), nil, 0)
+		s, err := createSegment(l.fsys, l.dir, start, l.conf(), l.conf().Now(), nil, 0)
 		if err != nil {
 			return err
 		}
@@ -226,13 +226,13 @@ func readCleanShutdown(l *Log) (cleanShutdown, error) {
 func (l *Log) loadTrusted(segs []*segment) error {
 	for _, s := range segs[:len(segs)-1] {
 		if !s.loadMaxTimestamp() && s.size > 0 {
-			if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+			if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 				return err
 			}
 		}
 	}
 	s := segs[len(segs)-1]
-	if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+	if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 		return err
 	}
 	return l.loadFirstTimestamp(s)
@@ -267,7 +267,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 	}
 	for _, s := range segs[:k] {
 		if !s.loadMaxTimestamp() && s.size > 0 {
-			if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+			if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 				return false, err
 			}
 		}
@@ -286,7 +286,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			segs[i-1].next = s.base
 		}
 		s.mu.Lock()
-		res, err := s.rebuildLocked(s.size, l.cfg.IndexIntervalBytes)
+		res, err := s.rebuildLocked(s.size, l.conf().IndexIntervalBytes)
 		s.mu.loaded = err == nil
 		s.mu.Unlock()
 		if err != nil {

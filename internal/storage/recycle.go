@@ -37,7 +37,7 @@ import (
 // single name. It takes its own reference, so the caller still releases every
 // segment of gone.
 func (l *Log) keepForRecycling(gone []*segment) {
-	if !l.cfg.Preallocate || len(gone) == 0 {
+	if !l.conf().Preallocate || len(gone) == 0 {
 		return
 	}
 	s := gone[len(gone)-1]

@@ -58,7 +58,7 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) ([]*segment, error)
 		k++
 	}
 	if k == len(segs) {
-		if _, err := l.rollLocked(l.cfg.Now()); err != nil {
+		if _, err := l.rollLocked(l.conf().Now()); err != nil {
 			return nil, err
 		}
 		segs = l.mu.segments
@@ -128,7 +128,7 @@ func releaseSegments(segs []*segment) {
 // its end offset. The broker calls this periodically for every log
 // (log.retention.check.interval.ms).
 func (l *Log) EnforceRetention(highWatermark int64) (int, error) {
-	return l.enforceRetention(highWatermark, l.cfg.RetentionAge, l.cfg.RetentionBytes)
+	return l.enforceRetention(highWatermark, l.conf().RetentionAge, l.conf().RetentionBytes)
 }
 
 // enforceRetention is EnforceRetention with the age and size limits given
@@ -151,7 +151,7 @@ func (l *Log) retainLocked(highWatermark int64, retentionAge time.Duration, rete
 	}
 	segs := l.mu.segments
 	leo, logStart := l.mu.leo.Load(), l.mu.logStart.Load()
-	now := l.cfg.Now()
+	now := l.conf().Now()
 
 	// deletable reports whether segment i may go at all: wholly below the
 	// high-water mark, and not an empty active segment.

@@ -92,7 +92,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	}
 	segs = l.mu.segments
 	i := slices.Index(segs, s)
-	if err := s.ensureIndexes(s.size, s.next, l.cfg.IndexIntervalBytes, &l.stats); err != nil {
+	if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 		return err
 	}
 	// Cut at the batch holding offset, or at the first batch after it if
@@ -167,7 +167,7 @@ func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 		from = int64(m.index.lookup(last.rel).pos)
 	}
 	if cutPos == 0 {
-		m.firstTS, m.created = -1, l.cfg.Now()
+		m.firstTS, m.created = -1, l.conf().Now()
 		return nil
 	}
 	sc := headerScanner(s.log, from, cutPos)
@@ -208,7 +208,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.renameDeleted(old); err != nil {
 		return err
 	}
-	s, err := createSegment(l.fsys, l.dir, offset, &l.cfg, l.cfg.Now(), nil, 0)
+	s, err := createSegment(l.fsys, l.dir, offset, l.conf(), l.conf().Now(), nil, 0)
 	if err != nil {
 		return err
 	}

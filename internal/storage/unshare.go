@@ -69,7 +69,7 @@ func (l *Log) unshareLocked(s *segment) (*segment, error) {
 	if err != nil || f == nil {
 		return s, err
 	}
-	ns := newSegment(l.fsys, l.dir, s.base, f, &l.cfg)
+	ns := newSegment(l.fsys, l.dir, s.base, f, l.conf())
 	ns.size, ns.next = s.size, s.next
 	s.mu.RLock()
 	ns.mu.created = s.mu.created
