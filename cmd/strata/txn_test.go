@@ -44,7 +44,7 @@ func TestTxnCommands(t *testing.T) {
 		t.Fatalf("txn describe: %+v", described)
 	}
 	var producers []producerJSON
-	mustJSONAt(t, addr, &producers, "txn", "producers", topic)
+	mustJSONAt(t, addr, &producers, "txn", "producers", "--topic", topic)
 	if len(producers) != 1 || producers[0].TxnStartOffset != 0 || producers[0].ProducerID != described[0].ProducerID {
 		t.Fatalf("txn producers: %+v", producers)
 	}
@@ -60,7 +60,7 @@ func TestTxnCommands(t *testing.T) {
 		mustJSONAt(t, addr, &d, "txn", "describe", id)
 		return len(d) == 1 && d[0].State == "CompleteCommit"
 	})
-	mustJSONAt(t, addr, &producers, "txn", "producers", topic)
+	mustJSONAt(t, addr, &producers, "txn", "producers", "--topic", topic)
 	if len(producers) != 1 || producers[0].TxnStartOffset != -1 {
 		t.Fatalf("txn producers after the commit: %+v", producers)
 	}
