@@ -362,7 +362,7 @@ id no coordinator knows is refused rather than created.`,
 				if s.json() {
 					return cli.WriteJSON(s.env.stdout, out)
 				}
-				fmt.Fprintf(s.env.stdout, "terminated transactional id %s (was %s): producer %d fenced at epoch %d\n", id, d.State, out.ProducerID, out.ProducerEpoch)
+				fmt.Fprintf(s.env.stdout, "terminated transactional id %s (was %s): producer %d now at epoch %d, older epochs fenced\n", id, d.State, out.ProducerID, out.ProducerEpoch)
 				return nil
 			}
 			// The coordinator answers these while it aborts the open
