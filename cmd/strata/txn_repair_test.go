@@ -82,18 +82,7 @@ func TestTxnFindHangingAndAbort(t *testing.T) {
 	if err := txntest.Produce(ctx, raw, topic, 0, hangingPID, 0, true, "hanging"); err != nil {
 		t.Fatal(err)
 	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(topic+"-tx"), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	if err := prod.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("committed"), Partition: 0}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	prod := openTxn(t, addr, topic+"-tx", topic, "committed")
 
 	var producers []producerJSON
 	mustJSONAt(t, addr, &producers, "txn", "producers", "--topic", topic, "--partition", "0")
@@ -184,17 +173,7 @@ func TestTxnForceTerminate(t *testing.T) {
 	topic := topicName(t)
 	id := topic + "-tx"
 	mustRunAt(t, addr, "topic", "create", topic, "-p", "1")
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	if err := prod.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	prod := openTxn(t, addr, id, topic, "v")
 	var before []describedTxnJSON
 	mustJSONAt(t, addr, &before, "txn", "describe", id)
 
