@@ -1,6 +1,7 @@
 package main
 
-// strata txn: list, describe and producers (what kafka-transactions.sh shows).
+// strata txn: list, describe and producers (what kafka-transactions.sh shows);
+// find-hanging, abort and force-terminate are in txn_repair.go.
 
 import (
 	"context"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/cli"
 )
@@ -20,6 +22,8 @@ func txnCmd() *cobra.Command { return newTxnCmd(processEnv()) }
 
 // Kafka API keys the transaction commands need.
 const (
+	apiInitProducerID       = 22
+	apiWriteTxnMarkers      = 27
 	apiDescribeProducers    = 61
 	apiDescribeTransactions = 65
 	apiListTransactions     = 66
@@ -27,27 +31,34 @@ const (
 
 func newTxnCmd(env *clientEnv) *cobra.Command {
 	g := &globalFlags{}
-	cmd := newParentCmd(env, g, "txn", "List and describe transactions and the producers of partitions")
-	cmd.AddCommand(txnListCmd(env, g), txnDescribeCmd(env, g), txnProducersCmd(env, g))
+	cmd := newParentCmd(env, g, "txn", "List, describe and repair transactions; show the producers of partitions")
+	cmd.AddCommand(txnListCmd(env, g), txnDescribeCmd(env, g), txnProducersCmd(env, g),
+		txnFindHangingCmd(env, g), txnAbortCmd(env, g), txnForceTerminateCmd(env, g))
 	return cmd
 }
 
 // txnAdmin bounds *ctx by the session's timeout and connects an admin client to
 // a broker serving keys; call done when finished.
 func txnAdmin(ctx *context.Context, s *session, keys ...int16) (*kadm.Client, func(), error) {
+	_, adm, done, err := txnClients(ctx, s, keys...)
+	return adm, done, err
+}
+
+// txnClients is txnAdmin with the admin client's kgo client too.
+func txnClients(ctx *context.Context, s *session, keys ...int16) (*kgo.Client, *kadm.Client, func(), error) {
 	c, cancel := s.withTimeout(*ctx)
 	*ctx = c
 	cl, adm, err := s.admin(c)
 	if err != nil {
 		cancel()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	done := func() { cl.Close(); cancel() }
 	if err := cli.RequireAPIs(c, adm, keys...); err != nil {
 		done()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return adm, done, nil
+	return cl, adm, done, nil
 }
 
 type listedTxnJSON struct {
@@ -59,20 +70,25 @@ type listedTxnJSON struct {
 
 func txnListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	var states []string
+	var pids []int64
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List transactional ids (every coordinator's)",
-		Args:    usageArgs(env, cobra.NoArgs),
+		Example: `  strata txn list
+  strata txn list --state Ongoing,PrepareAbort
+  strata txn list --producer-id 4000 -o json`,
+		Args: usageArgs(env, cobra.NoArgs),
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only these states (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort)")
+	cmd.Flags().Int64SliceVar(&pids, "producer-id", nil, "only the transactional ids of these producer ids")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
 		adm, done, err := txnAdmin(&ctx, s, apiListTransactions)
 		if err != nil {
 			return err
 		}
 		defer done()
-		listed, err := adm.ListTransactions(ctx, nil, states)
+		listed, err := adm.ListTransactions(ctx, pids, states)
 		if err != nil {
 			return err
 		}
@@ -108,9 +124,10 @@ type describedTxnJSON struct {
 
 func txnDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "describe TRANSACTIONAL-ID...",
-		Short: "Describe transactional ids: state, producer, timeout, partitions",
-		Args:  usageArgs(env, cobra.MinimumNArgs(1)),
+		Use:     "describe TRANSACTIONAL-ID...",
+		Short:   "Describe transactional ids: state, producer, timeout, partitions",
+		Example: "  strata txn describe payments-tx\n  strata txn describe payments-tx orders-tx -o json",
+		Args:    usageArgs(env, cobra.MinimumNArgs(1)),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, ids []string) error {
 		adm, done, err := txnAdmin(&ctx, s, apiFindCoordinator, apiDescribeTransactions)
@@ -168,54 +185,61 @@ func partitionList(m map[string][]int32) string {
 }
 
 type producerJSON struct {
-	Topic          string `json:"topic"`
-	Partition      int32  `json:"partition"`
-	ProducerID     int64  `json:"producer_id"`
-	ProducerEpoch  int16  `json:"producer_epoch"`
-	LastSequence   int32  `json:"last_sequence"`
-	LastTimestamp  int64  `json:"last_timestamp"`
-	TxnStartOffset int64  `json:"txn_start_offset"` // -1: no open transaction
+	Topic            string `json:"topic"`
+	Partition        int32  `json:"partition"`
+	ProducerID       int64  `json:"producer_id"`
+	ProducerEpoch    int16  `json:"producer_epoch"`
+	CoordinatorEpoch int32  `json:"coordinator_epoch"` // -1: no marker yet
+	LastSequence     int32  `json:"last_sequence"`
+	LastTimestamp    int64  `json:"last_timestamp"`
+	TxnStartOffset   int64  `json:"txn_start_offset"` // -1: no open transaction
+}
+
+func toProducerJSON(p kadm.DescribedProducer) producerJSON {
+	return producerJSON{Topic: p.Topic, Partition: p.Partition, ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch,
+		CoordinatorEpoch: p.CoordinatorEpoch, LastSequence: p.LastSequence, LastTimestamp: p.LastTimestamp, TxnStartOffset: p.CurrentTxnStartOffset}
 }
 
 func txnProducersCmd(env *clientEnv, g *globalFlags) *cobra.Command {
+	var topic string
+	var partition int32
 	cmd := &cobra.Command{
-		Use:   "producers TOPIC",
+		Use:   "producers --topic TOPIC [--partition P]",
 		Short: "Show the producers of a topic's partitions and their open transactions",
-		Args:  usageArgs(env, cobra.ExactArgs(1)),
+		Example: `  strata txn producers --topic payments
+  strata txn producers --topic payments --partition 0 -o json`,
+		Args: usageArgs(env, cobra.NoArgs),
 	}
-	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
+	cmd.Flags().StringVar(&topic, "topic", "", "the topic (required)")
+	cmd.Flags().Int32Var(&partition, "partition", -1, "only this partition")
+	cmd.RegisterFlagCompletionFunc("topic", completeTopics(env, g))
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
+		if topic == "" {
+			return cli.Usagef("--topic is required")
+		}
 		adm, done, err := txnAdmin(&ctx, s, apiDescribeProducers)
 		if err != nil {
 			return err
 		}
 		defer done()
-		topics, err := adm.ListTopics(ctx, args[0])
+		set, err := txnPartitions(ctx, adm, topic, partition, -1)
 		if err != nil {
 			return err
 		}
-		td, ok := topics[args[0]]
-		if !ok || td.Err != nil {
-			return fmt.Errorf("topic %s: %v", args[0], td.Err)
-		}
-		set := kadm.TopicsSet{}
-		for p := range td.Partitions {
-			set.Add(args[0], p)
-		}
-		described, err := adm.DescribeProducers(ctx, set)
+		described, err := describeProducers(ctx, adm, set)
 		if err != nil {
 			return err
 		}
 		out := []producerJSON{}
-		for _, p := range described.SortedProducers() {
-			out = append(out, producerJSON{Topic: p.Topic, Partition: p.Partition, ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch,
-				LastSequence: p.LastSequence, LastTimestamp: p.LastTimestamp, TxnStartOffset: p.CurrentTxnStartOffset})
+		for _, p := range described {
+			out = append(out, toProducerJSON(p))
 		}
 		if s.json() {
 			return cli.WriteJSON(s.env.stdout, out)
 		}
-		tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITION", "PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "TXN-START-OFFSET")
+		tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITION", "PRODUCER-ID", "EPOCH", "COORDINATOR-EPOCH", "LAST-SEQUENCE", "TXN-START-OFFSET")
 		for _, p := range out {
-			tw.Row(p.Topic, p.Partition, p.ProducerID, p.ProducerEpoch, p.LastSequence, p.TxnStartOffset)
+			tw.Row(p.Topic, p.Partition, p.ProducerID, p.ProducerEpoch, p.CoordinatorEpoch, p.LastSequence, p.TxnStartOffset)
 		}
 		return tw.Flush()
 	})

@@ -17,17 +17,7 @@ func TestTxnCommands(t *testing.T) {
 	topic := topicName(t)
 	id := topic + "-tx"
 	mustRunAt(t, addr, "topic", "create", topic, "-p", "1")
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	if err := prod.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	prod := openTxn(t, addr, id, topic, "v")
 
 	var listed []listedTxnJSON
 	mustJSONAt(t, addr, &listed, "txn", "list", "--state", "Ongoing")
@@ -44,7 +34,7 @@ func TestTxnCommands(t *testing.T) {
 		t.Fatalf("txn describe: %+v", described)
 	}
 	var producers []producerJSON
-	mustJSONAt(t, addr, &producers, "txn", "producers", topic)
+	mustJSONAt(t, addr, &producers, "txn", "producers", "--topic", topic)
 	if len(producers) != 1 || producers[0].TxnStartOffset != 0 || producers[0].ProducerID != described[0].ProducerID {
 		t.Fatalf("txn producers: %+v", producers)
 	}
@@ -60,8 +50,28 @@ func TestTxnCommands(t *testing.T) {
 		mustJSONAt(t, addr, &d, "txn", "describe", id)
 		return len(d) == 1 && d[0].State == "CompleteCommit"
 	})
-	mustJSONAt(t, addr, &producers, "txn", "producers", topic)
+	mustJSONAt(t, addr, &producers, "txn", "producers", "--topic", topic)
 	if len(producers) != 1 || producers[0].TxnStartOffset != -1 {
 		t.Fatalf("txn producers after the commit: %+v", producers)
 	}
+}
+
+// openTxn starts a transaction of transactional id id with one record, value,
+// on partition 0 of topic, and leaves it open; the producer is closed at the
+// end of the test.
+func openTxn(t *testing.T, addr, id, topic, value string) *kgo.Client {
+	t.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(context.Background(), &kgo.Record{Value: []byte(value), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return prod
 }

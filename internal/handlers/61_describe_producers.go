@@ -2,9 +2,10 @@ package handlers
 
 // DescribeProducers (key 61), v0 (flexible). For each partition this broker
 // leads: the producers it knows (id, epoch, last sequence, last timestamp) and the
-// first offset of each one's open transaction (-1: none), as
-// kafka-transactions.sh describe-producers and find-hanging use them. Coordinator
-// epochs are not tracked: -1. Other partitions: NOT_LEADER_OR_FOLLOWER or
+// first offset of each one's open transaction (-1: none) and the coordinator
+// epoch of its last marker (-1: none), as kafka-transactions.sh
+// describe-producers, find-hanging and abort (and strata txn) use them. Other
+// partitions: NOT_LEADER_OR_FOLLOWER or
 // UNKNOWN_TOPIC_OR_PARTITION. As in Kafka, each topic is checked first: an
 // invalid name is INVALID_TOPIC_EXCEPTION, a topic the principal may not READ
 // TOPIC_AUTHORIZATION_FAILED, for each of its partitions.
