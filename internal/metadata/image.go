@@ -22,6 +22,7 @@ type Broker struct {
 	Port        int32
 	Rack        string
 	Fenced      bool
+	DirectoryID UUID // zero: registered before directory ids were recorded
 }
 
 // Addr is the broker's Kafka address, host:port.
@@ -274,7 +275,7 @@ func (img *Image) Records() []Record {
 	for _, b := range img.Brokers() {
 		recs = append(recs, &RegisterBrokerRecord{
 			BrokerID: b.ID, Incarnation: b.Incarnation, Epoch: b.Epoch,
-			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced,
+			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced, DirectoryID: b.DirectoryID,
 		})
 	}
 	for _, t := range img.Topics() {
