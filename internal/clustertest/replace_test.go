@@ -151,7 +151,7 @@ func TestReplaceDeadBrokerNewID(t *testing.T) {
 	c.Node(4).Kill()
 	waitAcks(t, time.Now(), 50, p)
 	c.AddBroker()
-	out, code := runStrata(t, 3*time.Minute, "cluster", "decommission", "4", "--brokers", strings.Join(c.Bootstrap(), ","))
+	out, code := runStrata(t, 3*time.Minute, "cluster", "decommission", "4", "--brokers", c.Node(1).KafkaAddr)
 	if code != 0 {
 		t.Fatalf("strata cluster decommission 4: exit %d:\n%s", code, out)
 	}
