@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-stream/strata/internal/testcluster"
 )
 
@@ -174,4 +177,67 @@ func TestReplaceDeadBrokerNewID(t *testing.T) {
 	waitAcks(t, time.Now(), 50, p)
 	p.finish(t)
 	checkPartitions(t, 3, produced(p), readAll(t, c, "orders").records)
+}
+
+// activeVoter asks broker n which voter leads the controller quorum
+// (DescribeQuorum): with controller-only voters, DescribeCluster names a broker.
+func activeVoter(n *testcluster.Node) (int32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	resp, err := n.Request(ctx, req)
+	if err != nil {
+		return -1, err
+	}
+	r := resp.(*kmsg.DescribeQuorumResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return -1, err
+	}
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return -1, fmt.Errorf("DescribeQuorum answered %d topics", len(r.Topics))
+	}
+	p := r.Topics[0].Partitions[0]
+	return p.LeaderID, kerr.ErrorForCode(p.ErrorCode)
+}
+
+// TestThreeControllersSixBrokers: three controller-only voters and six
+// broker-only nodes, the smallest of the "three controllers with five to nine
+// brokers" shapes that has a broker to spare. A topic of six partitions,
+// replication factor 3, spread over every broker, takes acks=all writes while
+// a broker and the active controller are killed and restarted; nothing
+// acknowledged is lost and every partition is back in sync.
+func TestThreeControllersSixBrokers(t *testing.T) {
+	c := testcluster.Start(t, 3, testcluster.WithControllerOnly(1, 2, 3))
+	for range 6 {
+		c.AddBroker()
+	}
+	waitBrokers(t, c, 4, 5, 6, 7, 8, 9)
+	var assignment [][]int32
+	for i := range int32(6) {
+		assignment = append(assignment, []int32{4 + i, 4 + (i+1)%6, 4 + (i+2)%6})
+	}
+	c.CreateTopic("spread", assignment, map[string]string{"min.insync.replicas": "2"})
+	p := startProducer(t, c, "p", "spread")
+	waitAcks(t, time.Now(), 100, p)
+
+	var active int32
+	testcluster.Eventually(t, 30*time.Second, "the active controller", func() error {
+		var err error
+		active, err = activeVoter(c.Node(4))
+		return err
+	})
+	t.Logf("killing broker 5 and the active controller, voter %d", active)
+	c.Node(5).Kill()
+	c.Node(active).Kill()
+	waitAcks(t, time.Now(), 100, p)
+	c.Node(active).Restart()
+	c.Node(5).Restart()
+	inSyncEverywhere(t, c, "spread", 6)
+	waitAcks(t, time.Now(), 100, p)
+	p.finish(t)
+	checkPartitions(t, 6, produced(p), readAll(t, c, "spread").records)
 }
