@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/testcluster"
 	"github.com/strata-stream/strata/interop/kafkatools"
@@ -30,14 +27,8 @@ func TestKafkaToolsReplaceDeadBroker(t *testing.T) {
 	c := testcluster.Start(t, 3)
 	dead := c.AddBroker()
 	c.CreateTopic("lost", [][]int32{{4, 1, 2}}, map[string]string{"min.insync.replicas": "2"})
-	cl := c.Client(kgo.DefaultProduceTopic("lost"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	var recs []*kgo.Record
-	for i := range 300 {
-		recs = append(recs, &kgo.Record{Value: fmt.Append(nil, i)})
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	const written = 300
+	produceNumbered(t, c, "lost", written)
 	dead.Kill()
 	c.AddBroker()
 	bs := []string{"--bootstrap-server", strings.Join(c.Bootstrap()[:3], ",")}
@@ -64,14 +55,5 @@ func TestKafkaToolsReplaceDeadBroker(t *testing.T) {
 		return nil
 	})
 
-	read := c.Client(kgo.ConsumeTopics("lost"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for n := 0; n < len(recs); {
-		fs := read.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d records after the replacement", n, len(recs))
-		}
-		n += fs.NumRecords()
-	}
+	readBack(t, c, "lost", written)
 }
