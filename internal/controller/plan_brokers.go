@@ -15,6 +15,10 @@ const ProducerIDBlockSize = 1000
 type RegisterBroker struct {
 	ID          int32
 	Incarnation metadata.UUID // random per process start
+	// DirectoryID identifies the broker's data directory, made with it (zero:
+	// unknown). Another one than the last registration's means the
+	// broker's replicas lost their logs.
+	DirectoryID metadata.UUID
 	Host        string
 	Port        int32
 	Rack        string
@@ -55,6 +59,11 @@ type ProducerIDBlock struct {
 // leader epoch) and it leaves the ISRs it is not the last member of, since a
 // restarted process may lack what the old one had not yet made durable. down
 // are the brokers in controlled shutdown.
+//
+// A registration whose DirectoryID differs from the last registration's (both
+// known) comes from a new, empty data directory with the old node id: the
+// broker leaves every ISR, as the last member too (changesAfterLostDir), and
+// catches up as a follower like a new replica.
 func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession bool, down ShuttingDown) ([]metadata.Record, int64, error) {
 	if req.ID < 0 || req.Host == "" || req.Port <= 0 || req.Port > math.MaxUint16 {
 		return nil, 0, fmt.Errorf("%w: broker %d at %q port %d", metadata.ErrInvalidRequest, req.ID, req.Host, req.Port)
@@ -76,11 +85,18 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 				return nil, 0, err
 			}
 		}
+		if !old.DirectoryID.IsZero() && !req.DirectoryID.IsZero() && old.DirectoryID != req.DirectoryID {
+			fenced, err := metadata.ApplyAll(img, recs)
+			if err != nil {
+				return nil, 0, err
+			}
+			recs = append(recs, changesAfterLostDir(fenced, req.ID, down)...)
+		}
 		epoch = max(epoch, old.Epoch+1)
 	}
 	recs = append(recs, &metadata.RegisterBrokerRecord{
 		BrokerID: req.ID, Incarnation: req.Incarnation, Epoch: epoch,
-		Host: req.Host, Port: req.Port, Rack: req.Rack,
+		Host: req.Host, Port: req.Port, Rack: req.Rack, DirectoryID: req.DirectoryID,
 	})
 	next, err := metadata.ApplyAll(img, recs)
 	if err != nil {

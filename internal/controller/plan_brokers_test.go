@@ -380,3 +380,63 @@ func TestPlanUnregisterBroker(t *testing.T) {
 		t.Fatalf("unregistering it again: %v, want BROKER_ID_NOT_REGISTERED", err)
 	}
 }
+
+// TestPlanRegisterBrokerNewDirectory: a broker that registers again with
+// another data directory than its last registration's (a dead machine
+// replaced by one with an empty disk and the same node id) leaves every ISR,
+// as the last member too, so its empty replica is never elected where it was
+// the only in-sync one; with the same directory, or where either side does not
+// know its directory, it is a restart and leads again where nobody else can.
+func TestPlanRegisterBrokerNewDirectory(t *testing.T) {
+	dir := func(id int32) metadata.UUID { return metadata.UUID{0xd, byte(id)} }
+	img := metadata.NewImage()
+	for id := int32(1); id <= 3; id++ {
+		img = apply(t, img, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9000 + id, DirectoryID: dir(id)})
+	}
+	withDirs := withTopic(t, img, "orders", idOrders, nil, []int32{1, 2, 3}, []int32{2, 1}, []int32{1})
+	restarted := []partState{
+		{"orders", 0, 2, 1, []int32{2, 3}},
+		{"orders", 1, 2, 0, []int32{2}},
+		{"orders", 2, 1, 2, []int32{1}},
+	}
+	replaced := []partState{
+		{"orders", 0, 2, 1, []int32{2, 3}},
+		{"orders", 1, 2, 0, []int32{2}},
+		{"orders", 2, metadata.NoLeader, 1, []int32{}},
+	}
+	tests := []struct {
+		name   string
+		img    *metadata.Image
+		dir    metadata.UUID
+		fenced bool // broker 1's old registration fenced before it registers
+		want   []partState
+	}{
+		{"same directory", withDirs, dir(1), false, restarted},
+		{"new directory", withDirs, metadata.UUID{0xe}, false, replaced},
+		{"new directory, old registration fenced", withDirs, metadata.UUID{0xe}, true, replaced},
+		{"directory unknown to the request", withDirs, metadata.UUID{}, false, restarted},
+		{"directory unknown to the old registration", heartbeatImage(t), metadata.UUID{0xe}, false, restarted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img := tt.img
+			if tt.fenced {
+				recs, err := PlanFenceBroker(img, 1, 1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				img = apply(t, img, recs...)
+			}
+			req := RegisterBroker{ID: 1, Incarnation: metadata.UUID{9}, DirectoryID: tt.dir, Host: "127.0.0.1", Port: 9001}
+			recs, _, err := PlanRegisterBroker(img, req, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img = apply(t, img, recs...)
+			checkPartitions(t, img, tt.want)
+			if b := img.Broker(1); b.Fenced || b.DirectoryID != tt.dir {
+				t.Errorf("broker 1 = %+v, want live with directory %v", b, tt.dir)
+			}
+		})
+	}
+}

@@ -162,7 +162,7 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 	}
 	b.mutBrokers()[r.BrokerID] = &Broker{
 		ID: r.BrokerID, Incarnation: r.Incarnation, Epoch: r.Epoch,
-		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: r.Fenced,
+		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: r.Fenced, DirectoryID: r.DirectoryID,
 	}
 	return nil
 }

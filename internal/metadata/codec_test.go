@@ -19,7 +19,7 @@ var (
 // sampleRecords has one record of every type with every field set.
 func sampleRecords() []Record {
 	return []Record{
-		&RegisterBrokerRecord{BrokerID: 1, Incarnation: idB, Epoch: 7, Host: "127.0.0.1", Port: 9092, Rack: "r1", Fenced: true},
+		&RegisterBrokerRecord{BrokerID: 1, Incarnation: idB, Epoch: 7, Host: "127.0.0.1", Port: 9092, Rack: "r1", Fenced: true, DirectoryID: idA},
 		&FenceBrokerRecord{BrokerID: 1, Epoch: 7},
 		&UnfenceBrokerRecord{BrokerID: 1, Epoch: 7},
 		&TopicRecord{Name: "orders", ID: idA, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}},
@@ -81,7 +81,7 @@ func TestRecordRoundTripProperty(t *testing.T) {
 		rapid.Custom(func(t *rapid.T) Record {
 			return &RegisterBrokerRecord{BrokerID: rapid.Int32().Draw(t, "id"), Incarnation: uuidGen.Draw(t, "inc"),
 				Epoch: rapid.Int64().Draw(t, "epoch"), Host: str.Draw(t, "host"), Port: rapid.Int32().Draw(t, "port"),
-				Rack: str.Draw(t, "rack"), Fenced: rapid.Bool().Draw(t, "fenced")}
+				Rack: str.Draw(t, "rack"), Fenced: rapid.Bool().Draw(t, "fenced"), DirectoryID: uuidGen.Draw(t, "dir")}
 		}),
 		rapid.Custom(func(t *rapid.T) Record {
 			return &FenceBrokerRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch")}
@@ -147,6 +147,31 @@ func TestRecordRoundTripProperty(t *testing.T) {
 	})
 }
 
+// TestDecodeRegisterBrokerVersion0: a registration written before directory
+// ids (version 0, no DirectoryID) still decodes, with a zero DirectoryID.
+func TestDecodeRegisterBrokerVersion0(t *testing.T) {
+	want := &RegisterBrokerRecord{BrokerID: 1, Incarnation: idB, Epoch: 7, Host: "h", Port: 9092, Rack: "r1", Fenced: true}
+	body := []byte{byte(TypeRegisterBroker), 0}
+	body = appendInt32(body, want.BrokerID)
+	body = append(body, want.Incarnation[:]...)
+	body = appendInt64(body, want.Epoch)
+	body = appendString(body, want.Host)
+	body = appendInt32(body, want.Port)
+	body = appendString(body, want.Rack)
+	body = appendBool(body, want.Fenced)
+	b := append([]byte{batchMagic, batchVersion, 1, byte(len(body))}, body...)
+	recs, err := DecodeBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || !reflect.DeepEqual(recs[0], want) {
+		t.Fatalf("decoded %+v, want %+v", recs, want)
+	}
+	if v := EncodeBatch([]Record{want})[4]; v != 1 {
+		t.Fatalf("written at version %d, want 1", v)
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	good := EncodeBatch(sampleRecords())
 	topic := AppendRecord(nil, &TopicRecord{Name: "t", ID: idA, Configs: map[string]string{"a": "1", "b": "2"}})
@@ -165,6 +190,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"record too short", []byte{batchMagic, batchVersion, 1, 1, byte(TypeTopic)}, ErrCorrupt},
 		{"unknown type", []byte{batchMagic, batchVersion, 1, 2, 200, 0}, ErrUnsupportedVersion},
 		{"newer record version", []byte{batchMagic, batchVersion, 1, 18, byte(TypeRemoveTopic), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnsupportedVersion},
+		{"newer register broker version", func() []byte {
+			b := EncodeBatch([]Record{&RegisterBrokerRecord{BrokerID: 1, Host: "h", Port: 1}})
+			b[4] = 2
+			return b
+		}(), ErrUnsupportedVersion},
 		{"record body short", []byte{batchMagic, batchVersion, 1, 3, byte(TypeRemoveTopic), 0, 0}, ErrCorrupt},
 		{"record body long", append([]byte{batchMagic, batchVersion, 1, 19, byte(TypeRemoveTopic), 0}, make([]byte, 17)...), ErrCorrupt},
 		{"bool 2", func() []byte {

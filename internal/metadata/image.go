@@ -24,7 +24,8 @@ type Broker struct {
 	Fenced      bool
 	// Features are the Strata-internal features this registration supports,
 	// at their highest level (BrokerFeaturesRecord); nil until recorded.
-	Features map[string]int32
+	Features    map[string]int32
+	DirectoryID UUID // zero: registered before directory ids were recorded
 }
 
 // Addr is the broker's Kafka address, host:port.
@@ -279,7 +280,7 @@ func (img *Image) Records() []Record {
 	for _, b := range img.Brokers() {
 		recs = append(recs, &RegisterBrokerRecord{
 			BrokerID: b.ID, Incarnation: b.Incarnation, Epoch: b.Epoch,
-			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced,
+			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced, DirectoryID: b.DirectoryID,
 		})
 		if len(b.Features) > 0 {
 			recs = append(recs, &BrokerFeaturesRecord{BrokerID: b.ID, Epoch: b.Epoch, Features: b.Features})

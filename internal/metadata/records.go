@@ -51,6 +51,11 @@ type RegisterBrokerRecord struct {
 	Port        int32
 	Rack        string // empty: none
 	Fenced      bool
+	// DirectoryID identifies the broker's data directory (version 1; zero in
+	// a version 0 record: unknown). A registration with another one than the
+	// last has lost the replicas the old directory held (see
+	// controller.PlanRegisterBroker).
+	DirectoryID UUID
 }
 
 // FenceBrokerRecord marks a broker fenced: it may not lead or join ISRs.
@@ -207,8 +212,12 @@ func (r *RegisterBrokerRecord) appendBody(b []byte) []byte {
 	b = appendString(b, r.Host)
 	b = appendInt32(b, r.Port)
 	b = appendString(b, r.Rack)
-	return appendBool(b, r.Fenced)
+	b = appendBool(b, r.Fenced)
+	return append(b, r.DirectoryID[:]...)
 }
+
+// version 1 added DirectoryID.
+func (*RegisterBrokerRecord) version() uint8 { return 1 }
 
 func (r *RegisterBrokerRecord) readBody(rd *reader) {
 	r.BrokerID = rd.int32()
@@ -218,6 +227,9 @@ func (r *RegisterBrokerRecord) readBody(rd *reader) {
 	r.Port = rd.int32()
 	r.Rack = rd.string()
 	r.Fenced = rd.bool()
+	if rd.version >= 1 {
+		r.DirectoryID = rd.uuid()
+	}
 }
 
 func (r *FenceBrokerRecord) appendBody(b []byte) []byte {

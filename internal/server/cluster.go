@@ -133,8 +133,8 @@ func (n *Node) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port), Rack: n.cfg.Rack,
-		Features: metadata.SupportedFeatures}
+	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, DirectoryID: n.directoryID,
+		Host: host, Port: int32(port), Rack: n.cfg.Rack, Features: metadata.SupportedFeatures}
 	if !n.cfg.IsController() {
 		reg.ObserverAddr = n.raftAddr
 	}
@@ -254,6 +254,9 @@ func (n *Node) registerOnce(ctx context.Context, send func(context.Context, kmsg
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.Version = 4
 	req.BrokerID, req.IncarnationID, req.ClusterID = reg.ID, reg.Incarnation, n.clusterID
+	if !reg.DirectoryID.IsZero() {
+		req.LogDirs = [][16]byte{reg.DirectoryID}
+	}
 	if reg.Rack != "" {
 		req.Rack = &reg.Rack
 	}
