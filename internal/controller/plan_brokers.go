@@ -60,8 +60,8 @@ type ProducerIDBlock struct {
 // restarted process may lack what the old one had not yet made durable. down
 // are the brokers in controlled shutdown.
 //
-// A registration whose DirectoryID differs from the last registration's (both
-// known) comes from a new, empty data directory with the old node id: the
+// A registration whose DirectoryID differs from the one recorded for the last
+// registration (both known; PlanBrokerDirectory records it) comes from a new, empty data directory with the old node id: the
 // broker leaves every ISR, as the last member too (changesAfterLostDir), and
 // catches up as a follower like a new replica.
 func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession bool, down ShuttingDown) ([]metadata.Record, int64, error) {
@@ -96,7 +96,7 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 	}
 	recs = append(recs, &metadata.RegisterBrokerRecord{
 		BrokerID: req.ID, Incarnation: req.Incarnation, Epoch: epoch,
-		Host: req.Host, Port: req.Port, Rack: req.Rack, DirectoryID: req.DirectoryID,
+		Host: req.Host, Port: req.Port, Rack: req.Rack,
 	})
 	next, err := metadata.ApplyAll(img, recs)
 	if err != nil {
@@ -117,6 +117,23 @@ func PlanBrokerFeatures(img *metadata.Image, id int32, epoch int64, features map
 		return nil, nil
 	}
 	recs := []metadata.Record{&metadata.BrokerFeaturesRecord{BrokerID: id, Epoch: epoch, Features: features}}
+	if _, err := metadata.ApplyAll(img, recs); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// PlanBrokerDirectory records the data directory id of broker id's
+// registration epoch; nothing when it is recorded already or dir is zero. The
+// record goes in a batch of its own after the registration's (see
+// metadata.BrokerDirectoryRecord): the registration batch holds only record
+// types and versions every earlier build applies.
+func PlanBrokerDirectory(img *metadata.Image, id int32, epoch int64, dir metadata.UUID) ([]metadata.Record, error) {
+	b, err := checkBrokerEpoch(img, id, epoch)
+	if err != nil || dir.IsZero() || b.DirectoryID == dir {
+		return nil, err
+	}
+	recs := []metadata.Record{&metadata.BrokerDirectoryRecord{BrokerID: id, Epoch: epoch, DirectoryID: dir}}
 	if _, err := metadata.ApplyAll(img, recs); err != nil {
 		return nil, err
 	}

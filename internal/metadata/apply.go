@@ -90,6 +90,8 @@ func (b *builder) apply(rec Record) error {
 		return b.removeDelegationToken(r)
 	case *BrokerFeaturesRecord:
 		return b.brokerFeatures(r)
+	case *BrokerDirectoryRecord:
+		return b.brokerDirectory(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",
@@ -162,7 +164,7 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 	}
 	b.mutBrokers()[r.BrokerID] = &Broker{
 		ID: r.BrokerID, Incarnation: r.Incarnation, Epoch: r.Epoch,
-		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: r.Fenced, DirectoryID: r.DirectoryID,
+		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: r.Fenced,
 	}
 	return nil
 }

@@ -10,30 +10,15 @@ import (
 const (
 	batchMagic   = 0xA7
 	batchVersion = 1
-	// recordVersion is the body version of a record type that has never
-	// changed shape; one that has implements versioned.
+	// recordVersion is the only body version of every record type so far.
 	recordVersion = 0
 	// minRecordLen is a record's smallest encoding: type and version bytes.
 	minRecordLen = 2
 )
 
-// versioned is a record type whose body changed shape: it writes its newest
-// version and reads every version up to it (reader.version says which).
-type versioned interface {
-	version() uint8
-}
-
-// bodyVersion is the version rec is written at, and the newest it reads.
-func bodyVersion(rec Record) uint8 {
-	if v, ok := rec.(versioned); ok {
-		return v.version()
-	}
-	return recordVersion
-}
-
 // AppendRecord appends the encoding of rec (length, type, version, body) to b.
 func AppendRecord(b []byte, rec Record) []byte {
-	body := rec.appendBody([]byte{byte(rec.Type()), bodyVersion(rec)})
+	body := rec.appendBody([]byte{byte(rec.Type()), recordVersion})
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	return append(b, body...)
 }
@@ -127,9 +112,8 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 // reader decodes with a sticky error: after the first failure every read
 // returns a zero value and err keeps the first cause.
 type reader struct {
-	b       []byte
-	err     error
-	version uint8 // the body version of the record being read
+	b   []byte
+	err error
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -268,12 +252,11 @@ func (r *reader) record() Record {
 	}
 	t, v := RecordType(body.uint8()), body.uint8()
 	rec := newRecord(t)
-	if rec == nil || v > bodyVersion(rec) {
+	if rec == nil || v != recordVersion {
 		r.err = fmt.Errorf("%w: record type %d version %d", ErrUnsupportedVersion, t, v)
 		r.b = nil
 		return nil
 	}
-	body.version = v
 	rec.readBody(&body)
 	if body.err == nil && len(body.b) > 0 {
 		body.fail("record type %d: %d trailing bytes", t, len(body.b))

@@ -19,7 +19,7 @@ var (
 // sampleRecords has one record of every type with every field set.
 func sampleRecords() []Record {
 	return []Record{
-		&RegisterBrokerRecord{BrokerID: 1, Incarnation: idB, Epoch: 7, Host: "127.0.0.1", Port: 9092, Rack: "r1", Fenced: true, DirectoryID: idA},
+		&RegisterBrokerRecord{BrokerID: 1, Incarnation: idB, Epoch: 7, Host: "127.0.0.1", Port: 9092, Rack: "r1", Fenced: true},
 		&FenceBrokerRecord{BrokerID: 1, Epoch: 7},
 		&UnfenceBrokerRecord{BrokerID: 1, Epoch: 7},
 		&TopicRecord{Name: "orders", ID: idA, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}},
@@ -41,6 +41,7 @@ func sampleRecords() []Record {
 			Renewers: []string{"User:bob", "User:carol"}, IssueTimestamp: 1, ExpiryTimestamp: 2, MaxTimestamp: 3}},
 		&RemoveDelegationTokenRecord{ID: "tok"},
 		&BrokerFeaturesRecord{BrokerID: 1, Epoch: 7, Features: map[string]int32{FeatureOwedMarkers: 1, "strata.other": 3}},
+		&BrokerDirectoryRecord{BrokerID: 1, Epoch: 7, DirectoryID: idA},
 	}
 }
 
@@ -81,7 +82,7 @@ func TestRecordRoundTripProperty(t *testing.T) {
 		rapid.Custom(func(t *rapid.T) Record {
 			return &RegisterBrokerRecord{BrokerID: rapid.Int32().Draw(t, "id"), Incarnation: uuidGen.Draw(t, "inc"),
 				Epoch: rapid.Int64().Draw(t, "epoch"), Host: str.Draw(t, "host"), Port: rapid.Int32().Draw(t, "port"),
-				Rack: str.Draw(t, "rack"), Fenced: rapid.Bool().Draw(t, "fenced"), DirectoryID: uuidGen.Draw(t, "dir")}
+				Rack: str.Draw(t, "rack"), Fenced: rapid.Bool().Draw(t, "fenced")}
 		}),
 		rapid.Custom(func(t *rapid.T) Record {
 			return &FenceBrokerRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch")}
@@ -131,6 +132,10 @@ func TestRecordRoundTripProperty(t *testing.T) {
 			}
 			return &BrokerFeaturesRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch"), Features: f}
 		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			return &BrokerDirectoryRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch"),
+				DirectoryID: uuidGen.Draw(t, "dir")}
+		}),
 	)
 	rapid.Check(t, func(t *rapid.T) {
 		recs := rapid.SliceOf(recGen).Draw(t, "records")
@@ -147,8 +152,9 @@ func TestRecordRoundTripProperty(t *testing.T) {
 	})
 }
 
-// TestDecodeRegisterBrokerVersion0: a registration written before directory
-// ids (version 0, no DirectoryID) still decodes, with a zero DirectoryID.
+// TestDecodeRegisterBrokerVersion0: a registration is written in the layout
+// of version 0, the only one every earlier build decodes (the data directory
+// id goes in a BrokerDirectoryRecord of its own), and that layout decodes.
 func TestDecodeRegisterBrokerVersion0(t *testing.T) {
 	want := &RegisterBrokerRecord{BrokerID: 1, Incarnation: idB, Epoch: 7, Host: "h", Port: 9092, Rack: "r1", Fenced: true}
 	body := []byte{byte(TypeRegisterBroker), 0}
@@ -167,8 +173,8 @@ func TestDecodeRegisterBrokerVersion0(t *testing.T) {
 	if len(recs) != 1 || !reflect.DeepEqual(recs[0], want) {
 		t.Fatalf("decoded %+v, want %+v", recs, want)
 	}
-	if v := EncodeBatch([]Record{want})[4]; v != 1 {
-		t.Fatalf("written at version %d, want 1", v)
+	if got := EncodeBatch([]Record{want}); !bytes.Equal(got, b) {
+		t.Fatalf("written as %x, want version 0's %x", got, b)
 	}
 }
 
@@ -190,9 +196,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"record too short", []byte{batchMagic, batchVersion, 1, 1, byte(TypeTopic)}, ErrCorrupt},
 		{"unknown type", []byte{batchMagic, batchVersion, 1, 2, 200, 0}, ErrUnsupportedVersion},
 		{"newer record version", []byte{batchMagic, batchVersion, 1, 18, byte(TypeRemoveTopic), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnsupportedVersion},
-		{"newer register broker version", func() []byte {
+		{"register broker version 1", func() []byte {
 			b := EncodeBatch([]Record{&RegisterBrokerRecord{BrokerID: 1, Host: "h", Port: 1}})
-			b[4] = 2
+			b[5] = 1 // magic, batch version, count, length, type, version
 			return b
 		}(), ErrUnsupportedVersion},
 		{"record body short", []byte{batchMagic, batchVersion, 1, 3, byte(TypeRemoveTopic), 0, 0}, ErrCorrupt},

@@ -35,7 +35,7 @@
 // A record:
 //
 //	+-----------------+-------------+----------------+---------------------+
-//	| length (uvarint)| type u8     | version u8     | body (length-2 B)   |
+//	| length (uvarint)| type u8     | version u8 (0) | body (length-2 B)   |
 //	+-----------------+-------------+----------------+---------------------+
 //
 // Body fields are written in the order the record struct declares them:
@@ -53,9 +53,13 @@
 // trailing bytes), so a value has exactly one encoding. Decoding checks every
 // length against the bytes left before allocating; malformed input returns an
 // error wrapping ErrCorrupt, and a type or version this build does not know
-// returns ErrUnsupportedVersion. A new field means a new record version: the
-// type writes its newest and still reads the older ones. Every type is at
-// version 0 except RegisterBroker, at 1 (DirectoryID appended).
+// returns ErrUnsupportedVersion. A new field means a new record version.
+//
+// Rolling upgrades: a node of an older build refuses a whole batch that holds
+// a type or version it does not know (its image stays as it was), so a change
+// every node must apply uses only types and versions the previous release
+// writes, and what older nodes may miss goes in a batch of its own
+// (BrokerFeaturesRecord, BrokerDirectoryRecord).
 //
 // A snapshot, the payload of a Raft snapshot:
 //

@@ -25,7 +25,7 @@ type Broker struct {
 	// Features are the Strata-internal features this registration supports,
 	// at their highest level (BrokerFeaturesRecord); nil until recorded.
 	Features    map[string]int32
-	DirectoryID UUID // zero: registered before directory ids were recorded
+	DirectoryID UUID // the registration's data directory (BrokerDirectoryRecord); zero until recorded
 }
 
 // Addr is the broker's Kafka address, host:port.
@@ -280,10 +280,13 @@ func (img *Image) Records() []Record {
 	for _, b := range img.Brokers() {
 		recs = append(recs, &RegisterBrokerRecord{
 			BrokerID: b.ID, Incarnation: b.Incarnation, Epoch: b.Epoch,
-			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced, DirectoryID: b.DirectoryID,
+			Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced,
 		})
 		if len(b.Features) > 0 {
 			recs = append(recs, &BrokerFeaturesRecord{BrokerID: b.ID, Epoch: b.Epoch, Features: b.Features})
+		}
+		if !b.DirectoryID.IsZero() {
+			recs = append(recs, &BrokerDirectoryRecord{BrokerID: b.ID, Epoch: b.Epoch, DirectoryID: b.DirectoryID})
 		}
 	}
 	for _, t := range img.Topics() {

@@ -27,7 +27,8 @@ const (
 	TypeRemoveDelegationToken RecordType = 24
 
 	// Strata-internal broker features (32-33, features.go).
-	TypeBrokerFeatures RecordType = 32
+	TypeBrokerFeatures  RecordType = 32
+	TypeBrokerDirectory RecordType = 33
 
 	// Connection quotas (50-54).
 	TypeIPQuota RecordType = 50
@@ -51,11 +52,6 @@ type RegisterBrokerRecord struct {
 	Port        int32
 	Rack        string // empty: none
 	Fenced      bool
-	// DirectoryID identifies the broker's data directory (version 1; zero in
-	// a version 0 record: unknown). A registration with another one than the
-	// last has lost the replicas the old directory held (see
-	// controller.PlanRegisterBroker).
-	DirectoryID UUID
 }
 
 // FenceBrokerRecord marks a broker fenced: it may not lead or join ISRs.
@@ -201,6 +197,8 @@ func newRecord(t RecordType) Record {
 		return new(RemoveDelegationTokenRecord)
 	case TypeBrokerFeatures:
 		return new(BrokerFeaturesRecord)
+	case TypeBrokerDirectory:
+		return new(BrokerDirectoryRecord)
 	}
 	return nil
 }
@@ -212,12 +210,8 @@ func (r *RegisterBrokerRecord) appendBody(b []byte) []byte {
 	b = appendString(b, r.Host)
 	b = appendInt32(b, r.Port)
 	b = appendString(b, r.Rack)
-	b = appendBool(b, r.Fenced)
-	return append(b, r.DirectoryID[:]...)
+	return appendBool(b, r.Fenced)
 }
-
-// version 1 added DirectoryID.
-func (*RegisterBrokerRecord) version() uint8 { return 1 }
 
 func (r *RegisterBrokerRecord) readBody(rd *reader) {
 	r.BrokerID = rd.int32()
@@ -227,9 +221,6 @@ func (r *RegisterBrokerRecord) readBody(rd *reader) {
 	r.Port = rd.int32()
 	r.Rack = rd.string()
 	r.Fenced = rd.bool()
-	if rd.version >= 1 {
-		r.DirectoryID = rd.uuid()
-	}
 }
 
 func (r *FenceBrokerRecord) appendBody(b []byte) []byte {
