@@ -19,14 +19,7 @@ func TestRegisterBrokerFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := RegisterBroker{ID: 1, Incarnation: metadata.UUID{1}, Host: "127.0.0.1", Port: 9091}
-	register := func(r RegisterBroker) int64 {
-		t.Helper()
-		epoch, err := c.RegisterBroker(ctxT(t), r)
-		if err != nil {
-			t.Fatalf("RegisterBroker: %v", err)
-		}
-		return epoch
-	}
+	register := func(r RegisterBroker) int64 { t.Helper(); return mustRegister(t, c, r) }
 
 	epoch := register(reg)
 	if f := c.Image().Broker(1).Features; f != nil {
@@ -93,14 +86,7 @@ func TestPlanBrokerFeatures(t *testing.T) {
 func TestRegisterBrokerDirectory(t *testing.T) {
 	c := start(t, singleConfig(t.TempDir()))
 	reg := RegisterBroker{ID: 1, Incarnation: metadata.UUID{1}, Host: "127.0.0.1", Port: 9091}
-	register := func(r RegisterBroker) int64 {
-		t.Helper()
-		epoch, err := c.RegisterBroker(ctxT(t), r)
-		if err != nil {
-			t.Fatalf("RegisterBroker: %v", err)
-		}
-		return epoch
-	}
+	register := func(r RegisterBroker) int64 { t.Helper(); return mustRegister(t, c, r) }
 
 	epoch := register(reg)
 	if d := c.Image().Broker(1).DirectoryID; !d.IsZero() {
@@ -118,4 +104,13 @@ func TestRegisterBrokerDirectory(t *testing.T) {
 	if newEpoch := register(reg); newEpoch == epoch || c.Image().Broker(1).DirectoryID != reg.DirectoryID {
 		t.Fatalf("new incarnation with another directory: epoch %d (was %d), directory %v", newEpoch, epoch, c.Image().Broker(1).DirectoryID)
 	}
+}
+
+func mustRegister(t *testing.T, c *Controller, r RegisterBroker) int64 {
+	t.Helper()
+	epoch, err := c.RegisterBroker(ctxT(t), r)
+	if err != nil {
+		t.Fatalf("RegisterBroker: %v", err)
+	}
+	return epoch
 }

@@ -35,12 +35,10 @@ func (r *BrokerDirectoryRecord) readBody(rd *reader) {
 
 // brokerDirectory sets the directory id of the broker's current registration.
 func (b *builder) brokerDirectory(r *BrokerDirectoryRecord) error {
-	old := b.img.brokers[r.BrokerID]
+	old, err := b.registration(r.BrokerID, r.Epoch)
 	switch {
-	case old == nil:
-		return fmt.Errorf("%w: broker %d", ErrUnknownBroker, r.BrokerID)
-	case old.Epoch != r.Epoch:
-		return fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleBrokerEpoch, r.BrokerID, r.Epoch, old.Epoch)
+	case err != nil:
+		return err
 	case r.DirectoryID.IsZero():
 		return fmt.Errorf("%w: broker %d zero directory id", ErrInvalidRequest, r.BrokerID)
 	}
