@@ -61,9 +61,10 @@ type ProducerIDBlock struct {
 // are the brokers in controlled shutdown.
 //
 // A registration whose DirectoryID differs from the one recorded for the last
-// registration (both known; PlanBrokerDirectory records it) comes from a new, empty data directory with the old node id: the
-// broker leaves every ISR, as the last member too (changesAfterLostDir), and
-// catches up as a follower like a new replica.
+// registration (both known; PlanBrokerDirectory records it) comes from a new,
+// empty data directory with the old node id: the broker leaves every ISR, as
+// the last member too (changesAfterLostDir), and catches up as a follower like
+// a new replica.
 func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession bool, down ShuttingDown) ([]metadata.Record, int64, error) {
 	if req.ID < 0 || req.Host == "" || req.Port <= 0 || req.Port > math.MaxUint16 {
 		return nil, 0, fmt.Errorf("%w: broker %d at %q port %d", metadata.ErrInvalidRequest, req.ID, req.Host, req.Port)
