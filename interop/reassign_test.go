@@ -53,14 +53,8 @@ func TestKafkaReassignPartitions(t *testing.T) {
 		return path
 	}
 	c.CreateTopic("moved", [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
-	cl := c.Client(kgo.DefaultProduceTopic("moved"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	var recs []*kgo.Record
-	for i := range 300 {
-		recs = append(recs, &kgo.Record{Value: fmt.Append(nil, i)})
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	const written = 300
+	produceNumbered(t, c, "moved", written)
 
 	out := run(t, "--generate", "--topics-to-move-json-file", file("topics.json", `{"version":1,"topics":[{"topic":"moved"}]}`),
 		"--broker-list", "2,3,4")
@@ -83,16 +77,7 @@ func TestKafkaReassignPartitions(t *testing.T) {
 		}
 		return nil
 	})
-	read := c.Client(kgo.ConsumeTopics("moved"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for n := 0; n < len(recs); {
-		fs := read.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d records after the move", n, len(recs))
-		}
-		n += fs.NumRecords()
-	}
+	readBack(t, c, "moved", written)
 
 	// kafka-log-dirs reports the partition's size on each of its new replicas.
 	out = kafkatools.MustRun(t, "kafka-log-dirs", append(bs, "--describe", "--topic-list", "moved")...)
@@ -129,7 +114,7 @@ func TestKafkaReassignPartitions(t *testing.T) {
 	paused.Resume()
 	paused.Stop()
 	kafkatools.MustRun(t, "kafka-cluster", "unregister", "--id", "5", bs[0], bs[1])
-	ctx, cancel = context.WithTimeout(context.Background(), kafkatools.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatools.DefaultTimeout)
 	defer cancel()
 	res, err := kafkatools.Run(ctx, "kafka-cluster", "unregister", "--id", "5", bs[0], bs[1])
 	if err != nil {
@@ -137,6 +122,37 @@ func TestKafkaReassignPartitions(t *testing.T) {
 	}
 	if res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, "BrokerIdNotRegistered") {
 		t.Errorf("unregistering broker 5 twice: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// produceNumbered writes n records (values 0..n-1) to topic with acks=all.
+func produceNumbered(t *testing.T, c *testcluster.Cluster, topic string, n int) {
+	t.Helper()
+	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Value: fmt.Append(nil, i)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readBack reads topic from the start until it has n records, failing the
+// test after 30s.
+func readBack(t *testing.T, c *testcluster.Cluster, topic string, n int) {
+	t.Helper()
+	read := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer read.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for got := 0; got < n; {
+		fs := read.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records of %s", got, n, topic)
+		}
+		got += fs.NumRecords()
 	}
 }
 

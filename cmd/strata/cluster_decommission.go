@@ -88,6 +88,18 @@ func planDecommission(brokers []kadm.BrokerDetail, topics kadm.TopicDetails, nod
 	return moves, nil
 }
 
+// namedInReplicas reports whether any partition of topics has a replica on node.
+func namedInReplicas(topics kadm.TopicDetails, node int32) bool {
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if slices.Contains(p.Replicas, node) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // decommissionBetter reports whether broker a is a better new replica than b.
 func decommissionBetter(a, b int32, usedRacks map[string]bool, rack map[int32]string, load map[int32]int) bool {
 	newRack := func(id int32) bool { return rack[id] != "" && !usedRacks[rack[id]] }
@@ -127,7 +139,10 @@ func clusterDecommissionCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		}
 		defer m.close()
 		cl, adm, md, opCtx := m.cl, m.adm, m.md, m.ctx
-		if !slices.ContainsFunc(md.Brokers, func(b kadm.BrokerDetail) bool { return b.NodeID == node }) {
+		// A dead broker is not among the live ones Metadata lists, but the
+		// partitions it held still name it: moving them off is how a lost
+		// node is replaced.
+		if !slices.ContainsFunc(md.Brokers, func(b kadm.BrokerDetail) bool { return b.NodeID == node }) && !namedInReplicas(md.Topics, node) {
 			return fmt.Errorf("node %d: %w", node, kerr.BrokerIDNotRegistered)
 		}
 		moves, err := planDecommission(md.Brokers, md.Topics, node)

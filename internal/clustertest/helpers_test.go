@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -178,27 +179,49 @@ func (r *read) add(rec *kgo.Record) {
 	r.epochs[string(rec.Value)] = rec.LeaderEpoch
 }
 
-// readAll reads topic's partition 0 from its start up to its current end (the
-// high-water mark), with a new direct-partition consumer.
+// readAll reads every partition of topic from its start up to its current
+// end (the high-water mark), with a new direct-partition consumer.
 func readAll(t *testing.T, c *testcluster.Cluster, topic string) *read {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	end := endOffset(t, c, topic)
-	cl := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+	end := map[int32]int64{}
+	testcluster.Eventually(t, 30*time.Second, "the end offsets of "+topic, func() error {
+		ends, err := c.Admin().ListEndOffsets(context.Background(), topic)
+		if err != nil {
+			return err
+		}
+		if err := ends.Error(); err != nil {
+			return err
+		}
+		ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+		return nil
+	})
+	from := map[int32]kgo.Offset{}
+	for p := range end {
+		from[p] = kgo.NewOffset().AtStart()
+	}
+	cl := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}), kgo.FetchMaxWait(200*time.Millisecond))
 	defer cl.Close()
 	r := &read{}
-	next := int64(0)
-	for next < end {
+	next := map[int32]int64{}
+	behind := func() bool {
+		for p, e := range end {
+			if next[p] < e {
+				return true
+			}
+		}
+		return false
+	}
+	for behind() {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("reading %s: read up to %d of %d in 60s", topic, next, end)
+			t.Fatalf("reading %s: read up to %v of %v in 60s", topic, next, end)
 		}
 		fs.EachError(func(_ string, _ int32, err error) { t.Logf("reading %s: %v", topic, err) })
 		fs.EachRecord(func(rec *kgo.Record) {
 			r.add(rec)
-			next = rec.Offset + 1
+			next[rec.Partition] = rec.Offset + 1
 		})
 	}
 	return r
@@ -208,7 +231,13 @@ func readAll(t *testing.T, c *testcluster.Cluster, topic string) *read {
 // was read from the single partition of a topic.
 func check(t *testing.T, acked []report.Produced, got []report.Consumed) {
 	t.Helper()
-	errs := report.Check(1, acked, got)
+	checkPartitions(t, 1, acked, got)
+}
+
+// checkPartitions is check for a topic of n partitions.
+func checkPartitions(t *testing.T, n int32, acked []report.Produced, got []report.Consumed) {
+	t.Helper()
+	errs := report.Check(n, acked, got)
 	for _, err := range errs {
 		t.Error(err)
 	}

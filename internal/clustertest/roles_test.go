@@ -30,11 +30,11 @@ func brokersOf(n *testcluster.Node) ([]int32, error) {
 	return ids, nil
 }
 
-// waitBrokers waits until every broker of c lists exactly want.
+// waitBrokers waits until every running broker of c lists exactly want.
 func waitBrokers(t *testing.T, c *testcluster.Cluster, want ...int32) {
 	t.Helper()
 	for _, n := range c.Nodes() {
-		if !n.IsBroker() {
+		if !n.IsBroker() || !n.Running() {
 			continue
 		}
 		testcluster.Eventually(t, 30*time.Second, fmt.Sprintf("node %d to list brokers %v", n.ID, want), func() error {

@@ -72,6 +72,25 @@ func without(isr []int32, id int32) []int32 {
 // partitions it led elect a new leader from the remaining ISR (unclean only
 // where the topic allows it).
 func changesAfterFence(img *metadata.Image, id int32, down ShuttingDown) []metadata.Record {
+	return leaveISRs(img, id, down, false)
+}
+
+// changesAfterLostDir is changesAfterFence for a broker that registered with
+// another data directory than its last registration's: its replicas' logs hold
+// nothing of what they acknowledged (a replaced disk or machine), so it leaves
+// every ISR as the last member too. A partition whose ISR held only it is then
+// left leaderless with an empty ISR (unless the topic allows an unclean
+// election of another replica), so the empty replica is never elected
+// cleanly. Kafka gets the same from directory ids (KIP-858: a replica in a
+// directory its broker no longer registers is offline) and, with ELR
+// (KIP-966), by not electing a broker back from an unclean shutdown.
+func changesAfterLostDir(img *metadata.Image, id int32, down ShuttingDown) []metadata.Record {
+	return leaveISRs(img, id, down, true)
+}
+
+// leaveISRs takes broker id out of every ISR, as the last member only if
+// lastToo, and elects new leaders where it led or nobody leads.
+func leaveISRs(img *metadata.Image, id int32, down ShuttingDown, lastToo bool) []metadata.Record {
 	ok := eligible(img, down)
 	isLive := func(b int32) bool { return b != id && ok(b) }
 	var recs []metadata.Record
@@ -81,6 +100,9 @@ func changesAfterFence(img *metadata.Image, id int32, down ShuttingDown) []metad
 				continue
 			}
 			isr := without(p.ISR, id)
+			if lastToo {
+				isr = slices.DeleteFunc(slices.Clone(p.ISR), func(b int32) bool { return b == id })
+			}
 			leader := p.Leader
 			if leader == id || leader == metadata.NoLeader {
 				leader, isr = ElectLeader(p, isr, isLive, t.Config.UncleanLeaderElectionEnable)

@@ -19,14 +19,7 @@ func TestRegisterBrokerFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := RegisterBroker{ID: 1, Incarnation: metadata.UUID{1}, Host: "127.0.0.1", Port: 9091}
-	register := func(r RegisterBroker) int64 {
-		t.Helper()
-		epoch, err := c.RegisterBroker(ctxT(t), r)
-		if err != nil {
-			t.Fatalf("RegisterBroker: %v", err)
-		}
-		return epoch
-	}
+	register := func(r RegisterBroker) int64 { t.Helper(); return mustRegister(t, c, r) }
 
 	epoch := register(reg)
 	if f := c.Image().Broker(1).Features; f != nil {
@@ -83,4 +76,41 @@ func TestPlanBrokerFeatures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRegisterBrokerDirectory: a registration's data directory id is recorded
+// after it; a registration without one (a controller that predates directory
+// ids registered it) leaves none, and sending it again with one records it at
+// the same epoch; a new incarnation with another directory has that one
+// recorded.
+func TestRegisterBrokerDirectory(t *testing.T) {
+	c := start(t, singleConfig(t.TempDir()))
+	reg := RegisterBroker{ID: 1, Incarnation: metadata.UUID{1}, Host: "127.0.0.1", Port: 9091}
+	register := func(r RegisterBroker) int64 { t.Helper(); return mustRegister(t, c, r) }
+
+	epoch := register(reg)
+	if d := c.Image().Broker(1).DirectoryID; !d.IsZero() {
+		t.Fatalf("registered without a directory: %v recorded", d)
+	}
+	reg.DirectoryID = metadata.UUID{0xd}
+	if again := register(reg); again != epoch || c.Image().Broker(1).DirectoryID != reg.DirectoryID {
+		t.Fatalf("sent again with a directory: epoch %d (was %d), directory %v", again, epoch, c.Image().Broker(1).DirectoryID)
+	}
+
+	if _, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 1, BrokerEpoch: epoch, WantShutdown: true}); err != nil {
+		t.Fatal(err)
+	}
+	reg.Incarnation, reg.DirectoryID = metadata.UUID{2}, metadata.UUID{0xe}
+	if newEpoch := register(reg); newEpoch == epoch || c.Image().Broker(1).DirectoryID != reg.DirectoryID {
+		t.Fatalf("new incarnation with another directory: epoch %d (was %d), directory %v", newEpoch, epoch, c.Image().Broker(1).DirectoryID)
+	}
+}
+
+func mustRegister(t *testing.T, c *Controller, r RegisterBroker) int64 {
+	t.Helper()
+	epoch, err := c.RegisterBroker(ctxT(t), r)
+	if err != nil {
+		t.Fatalf("RegisterBroker: %v", err)
+	}
+	return epoch
 }

@@ -104,10 +104,12 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 // gets ErrDuplicateBrokerRegistration (see PlanRegisterBroker). Registering
 // counts as a heartbeat.
 //
-// The broker's features (req.Features) are recorded after the registration,
-// in a proposal of their own (PlanBrokerFeatures); a retry of a registration
-// records those that are missing, so a broker registered by a controller that
-// predates them has them recorded by sending its registration again.
+// The broker's features (req.Features) and data directory id
+// (req.DirectoryID) are recorded after the registration, each in a proposal
+// of its own (PlanBrokerFeatures, PlanBrokerDirectory); a retry of a
+// registration records what is missing, so a broker registered by a
+// controller that predates them has them recorded by sending its
+// registration again.
 //
 // With req.ObserverAddr (a broker-only node) the node also becomes a
 // non-voting member of the quorum at that address once registered, unless it
@@ -138,6 +140,14 @@ func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (in
 	if len(req.Features) > 0 {
 		err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
 			return PlanBrokerFeatures(img, req.ID, epoch, req.Features)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	if !req.DirectoryID.IsZero() {
+		err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+			return PlanBrokerDirectory(img, req.ID, epoch, req.DirectoryID)
 		})
 		if err != nil {
 			return 0, err

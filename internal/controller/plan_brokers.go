@@ -15,6 +15,10 @@ const ProducerIDBlockSize = 1000
 type RegisterBroker struct {
 	ID          int32
 	Incarnation metadata.UUID // random per process start
+	// DirectoryID identifies the broker's data directory, made with it (zero:
+	// unknown). Another one than the last registration's means the
+	// broker's replicas lost their logs.
+	DirectoryID metadata.UUID
 	Host        string
 	Port        int32
 	Rack        string
@@ -55,6 +59,12 @@ type ProducerIDBlock struct {
 // leader epoch) and it leaves the ISRs it is not the last member of, since a
 // restarted process may lack what the old one had not yet made durable. down
 // are the brokers in controlled shutdown.
+//
+// A registration whose DirectoryID differs from the one recorded for the last
+// registration (both known; PlanBrokerDirectory records it) comes from a new,
+// empty data directory with the old node id: the broker leaves every ISR, as
+// the last member too (changesAfterLostDir), and catches up as a follower like
+// a new replica.
 func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession bool, down ShuttingDown) ([]metadata.Record, int64, error) {
 	if req.ID < 0 || req.Host == "" || req.Port <= 0 || req.Port > math.MaxUint16 {
 		return nil, 0, fmt.Errorf("%w: broker %d at %q port %d", metadata.ErrInvalidRequest, req.ID, req.Host, req.Port)
@@ -75,6 +85,13 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 			if recs, err = PlanFenceBroker(img, req.ID, old.Epoch, down); err != nil {
 				return nil, 0, err
 			}
+		}
+		if !old.DirectoryID.IsZero() && !req.DirectoryID.IsZero() && old.DirectoryID != req.DirectoryID {
+			fenced, err := metadata.ApplyAll(img, recs)
+			if err != nil {
+				return nil, 0, err
+			}
+			recs = append(recs, changesAfterLostDir(fenced, req.ID, down)...)
 		}
 		epoch = max(epoch, old.Epoch+1)
 	}
@@ -101,6 +118,23 @@ func PlanBrokerFeatures(img *metadata.Image, id int32, epoch int64, features map
 		return nil, nil
 	}
 	recs := []metadata.Record{&metadata.BrokerFeaturesRecord{BrokerID: id, Epoch: epoch, Features: features}}
+	if _, err := metadata.ApplyAll(img, recs); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// PlanBrokerDirectory records the data directory id of broker id's
+// registration epoch; nothing when it is recorded already or dir is zero. The
+// record goes in a batch of its own after the registration's (see
+// metadata.BrokerDirectoryRecord): the registration batch holds only record
+// types and versions every earlier build applies.
+func PlanBrokerDirectory(img *metadata.Image, id int32, epoch int64, dir metadata.UUID) ([]metadata.Record, error) {
+	b, err := checkBrokerEpoch(img, id, epoch)
+	if err != nil || dir.IsZero() || b.DirectoryID == dir {
+		return nil, err
+	}
+	recs := []metadata.Record{&metadata.BrokerDirectoryRecord{BrokerID: id, Epoch: epoch, DirectoryID: dir}}
 	if _, err := metadata.ApplyAll(img, recs); err != nil {
 		return nil, err
 	}

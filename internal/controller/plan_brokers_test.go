@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
@@ -378,5 +379,135 @@ func TestPlanUnregisterBroker(t *testing.T) {
 	})
 	if _, err := PlanUnregisterBroker(img, 3, nil); !errors.Is(err, metadata.ErrBrokerIDNotRegistered) {
 		t.Fatalf("unregistering it again: %v, want BROKER_ID_NOT_REGISTERED", err)
+	}
+}
+
+// TestPlanRegisterBrokerNewDirectory: a broker that registers again with
+// another data directory than its last registration's (a dead machine
+// replaced by one with an empty disk and the same node id) leaves every ISR,
+// as the last member too, so its empty replica is never elected where it was
+// the only in-sync one; with the same directory, or where either side does not
+// know its directory, it is a restart and leads again where nobody else can.
+func TestPlanRegisterBrokerNewDirectory(t *testing.T) {
+	dir := func(id int32) metadata.UUID { return metadata.UUID{0xd, byte(id)} }
+	img := metadata.NewImage()
+	for id := int32(1); id <= 3; id++ {
+		img = apply(t, img, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9000 + id},
+			&metadata.BrokerDirectoryRecord{BrokerID: id, Epoch: 1, DirectoryID: dir(id)})
+	}
+	withDirs := withTopic(t, img, "orders", idOrders, nil, []int32{1, 2, 3}, []int32{2, 1}, []int32{1})
+	restarted := []partState{
+		{"orders", 0, 2, 1, []int32{2, 3}},
+		{"orders", 1, 2, 0, []int32{2}},
+		{"orders", 2, 1, 2, []int32{1}},
+	}
+	replaced := []partState{
+		{"orders", 0, 2, 1, []int32{2, 3}},
+		{"orders", 1, 2, 0, []int32{2}},
+		{"orders", 2, metadata.NoLeader, 1, []int32{}},
+	}
+	tests := []struct {
+		name   string
+		img    *metadata.Image
+		dir    metadata.UUID
+		fenced bool // broker 1's old registration fenced before it registers
+		want   []partState
+	}{
+		{"same directory", withDirs, dir(1), false, restarted},
+		{"new directory", withDirs, metadata.UUID{0xe}, false, replaced},
+		{"new directory, old registration fenced", withDirs, metadata.UUID{0xe}, true, replaced},
+		{"directory unknown to the request", withDirs, metadata.UUID{}, false, restarted},
+		{"directory unknown to the old registration", heartbeatImage(t), metadata.UUID{0xe}, false, restarted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img := tt.img
+			if tt.fenced {
+				recs, err := PlanFenceBroker(img, 1, 1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				img = apply(t, img, recs...)
+			}
+			req := RegisterBroker{ID: 1, Incarnation: metadata.UUID{9}, DirectoryID: tt.dir, Host: "127.0.0.1", Port: 9001}
+			recs, epoch, err := PlanRegisterBroker(img, req, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPreviousReleaseDecodes(t, recs)
+			img = apply(t, img, recs...)
+			checkPartitions(t, img, tt.want)
+			if recs, err = PlanBrokerDirectory(img, 1, epoch, tt.dir); err != nil {
+				t.Fatal(err)
+			}
+			img = apply(t, img, recs...)
+			if b := img.Broker(1); b.Fenced || b.DirectoryID != tt.dir {
+				t.Errorf("broker 1 = %+v, want live with directory %v", b, tt.dir)
+			}
+		})
+	}
+}
+
+// previousRelease are the record types main 1c559c3 (the release before
+// directory ids) decodes, each at version 0 only: a batch holding any other
+// is refused whole by its nodes (see metadata's package doc).
+var previousRelease = map[metadata.RecordType]bool{
+	metadata.TypeRegisterBroker: true, metadata.TypeFenceBroker: true, metadata.TypeUnfenceBroker: true,
+	metadata.TypeTopic: true, metadata.TypePartition: true, metadata.TypePartitionChange: true,
+	metadata.TypeRemoveTopic: true, metadata.TypeConfig: true, metadata.TypeProducerIDs: true,
+	metadata.TypeReassignment: true, metadata.TypeUnregister: true,
+	metadata.TypeScramCredential: true, metadata.TypeAcl: true, metadata.TypeClientQuota: true,
+	metadata.TypeDelegationToken: true, metadata.TypeRemoveDelegationToken: true, metadata.TypeIPQuota: true,
+}
+
+// checkPreviousReleaseDecodes fails unless every record of recs encodes as a
+// type and version the previous release decodes, read from the encoded bytes
+// (length uvarint, type, version).
+func checkPreviousReleaseDecodes(t *testing.T, recs []metadata.Record) {
+	t.Helper()
+	for _, rec := range recs {
+		b := metadata.AppendRecord(nil, rec)
+		_, n := binary.Uvarint(b)
+		if n <= 0 || len(b) < n+2 {
+			t.Fatalf("%T encodes as %x", rec, b)
+		}
+		if typ, version := metadata.RecordType(b[n]), b[n+1]; !previousRelease[typ] || version != 0 {
+			t.Errorf("%T encodes as type %d version %d: the previous release refuses its batch", rec, typ, version)
+		}
+	}
+}
+
+func TestPlanBrokerDirectory(t *testing.T) {
+	img := clusterImage(t, 2)
+	epoch := img.Broker(1).Epoch
+	dir := metadata.UUID{0xd}
+	recorded := apply(t, img, &metadata.BrokerDirectoryRecord{BrokerID: 1, Epoch: epoch, DirectoryID: dir})
+	for _, tc := range []struct {
+		name    string
+		img     *metadata.Image
+		id      int32
+		epoch   int64
+		dir     metadata.UUID
+		records int
+		err     error
+	}{
+		{"new", img, 1, epoch, dir, 1, nil},
+		{"recorded already", recorded, 1, epoch, dir, 0, nil},
+		{"another directory", recorded, 1, epoch, metadata.UUID{0xe}, 1, nil},
+		{"zero", img, 1, epoch, metadata.UUID{}, 0, nil},
+		{"unknown broker", img, 9, 1, dir, 0, metadata.ErrUnknownBroker},
+		{"stale epoch", img, 1, epoch - 1, dir, 0, metadata.ErrStaleBrokerEpoch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, err := PlanBrokerDirectory(tc.img, tc.id, tc.epoch, tc.dir)
+			if !errors.Is(err, tc.err) || len(recs) != tc.records {
+				t.Fatalf("PlanBrokerDirectory: %d records, %v; want %d, %v", len(recs), err, tc.records, tc.err)
+			}
+			if len(recs) > 0 {
+				if got := apply(t, tc.img, recs...).Broker(tc.id).DirectoryID; got != tc.dir {
+					t.Fatalf("DirectoryID = %v, want %v", got, tc.dir)
+				}
+			}
+		})
 	}
 }

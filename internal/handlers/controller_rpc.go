@@ -225,6 +225,9 @@ func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo,
 	if req.Rack != nil {
 		reg.Rack = *req.Rack
 	}
+	if len(req.LogDirs) > 0 { // Strata's brokers register one: the data dir's id
+		reg.DirectoryID = req.LogDirs[0]
+	}
 	for _, ol := range req.Listeners[1:] {
 		if ol.Name == controllerlink.ObserverListener {
 			reg.ObserverAddr = net.JoinHostPort(ol.Host, strconv.Itoa(int(ol.Port)))

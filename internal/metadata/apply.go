@@ -90,6 +90,8 @@ func (b *builder) apply(rec Record) error {
 		return b.removeDelegationToken(r)
 	case *BrokerFeaturesRecord:
 		return b.brokerFeatures(r)
+	case *BrokerDirectoryRecord:
+		return b.brokerDirectory(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",
@@ -170,12 +172,10 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 // unregisterBroker removes a fenced registration; a live broker must be
 // fenced first (in the same batch), so that no partition is left led by it.
 func (b *builder) unregisterBroker(r *UnregisterBrokerRecord) error {
-	old := b.img.brokers[r.BrokerID]
+	old, err := b.registration(r.BrokerID, r.Epoch)
 	switch {
-	case old == nil:
-		return fmt.Errorf("%w: broker %d", ErrUnknownBroker, r.BrokerID)
-	case old.Epoch != r.Epoch:
-		return fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleBrokerEpoch, r.BrokerID, r.Epoch, old.Epoch)
+	case err != nil:
+		return err
 	case !old.Fenced:
 		return fmt.Errorf("%w: broker %d is not fenced", ErrInvalidRequest, r.BrokerID)
 	}
@@ -183,13 +183,22 @@ func (b *builder) unregisterBroker(r *UnregisterBrokerRecord) error {
 	return nil
 }
 
-func (b *builder) setFenced(id int32, epoch int64, fenced bool) error {
+// registration is broker id's registration if its epoch is epoch.
+func (b *builder) registration(id int32, epoch int64) (*Broker, error) {
 	old := b.img.brokers[id]
 	if old == nil {
-		return fmt.Errorf("%w: broker %d", ErrUnknownBroker, id)
+		return nil, fmt.Errorf("%w: broker %d", ErrUnknownBroker, id)
 	}
 	if old.Epoch != epoch {
-		return fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleBrokerEpoch, id, epoch, old.Epoch)
+		return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleBrokerEpoch, id, epoch, old.Epoch)
+	}
+	return old, nil
+}
+
+func (b *builder) setFenced(id int32, epoch int64, fenced bool) error {
+	old, err := b.registration(id, epoch)
+	if err != nil {
+		return err
 	}
 	c := *old
 	c.Fenced = fenced

@@ -41,6 +41,7 @@ func sampleRecords() []Record {
 			Renewers: []string{"User:bob", "User:carol"}, IssueTimestamp: 1, ExpiryTimestamp: 2, MaxTimestamp: 3}},
 		&RemoveDelegationTokenRecord{ID: "tok"},
 		&BrokerFeaturesRecord{BrokerID: 1, Epoch: 7, Features: map[string]int32{FeatureOwedMarkers: 1, "strata.other": 3}},
+		&BrokerDirectoryRecord{BrokerID: 1, Epoch: 7, DirectoryID: idA},
 	}
 }
 
@@ -131,6 +132,10 @@ func TestRecordRoundTripProperty(t *testing.T) {
 			}
 			return &BrokerFeaturesRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch"), Features: f}
 		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			return &BrokerDirectoryRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch"),
+				DirectoryID: uuidGen.Draw(t, "dir")}
+		}),
 	)
 	rapid.Check(t, func(t *rapid.T) {
 		recs := rapid.SliceOf(recGen).Draw(t, "records")
@@ -145,6 +150,32 @@ func TestRecordRoundTripProperty(t *testing.T) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, recs)
 		}
 	})
+}
+
+// TestDecodeRegisterBrokerVersion0: a registration is written in the layout
+// of version 0, the only one every earlier build decodes (the data directory
+// id goes in a BrokerDirectoryRecord of its own), and that layout decodes.
+func TestDecodeRegisterBrokerVersion0(t *testing.T) {
+	want := &RegisterBrokerRecord{BrokerID: 1, Incarnation: idB, Epoch: 7, Host: "h", Port: 9092, Rack: "r1", Fenced: true}
+	body := []byte{byte(TypeRegisterBroker), 0}
+	body = appendInt32(body, want.BrokerID)
+	body = append(body, want.Incarnation[:]...)
+	body = appendInt64(body, want.Epoch)
+	body = appendString(body, want.Host)
+	body = appendInt32(body, want.Port)
+	body = appendString(body, want.Rack)
+	body = appendBool(body, want.Fenced)
+	b := append([]byte{batchMagic, batchVersion, 1, byte(len(body))}, body...)
+	recs, err := DecodeBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || !reflect.DeepEqual(recs[0], want) {
+		t.Fatalf("decoded %+v, want %+v", recs, want)
+	}
+	if got := EncodeBatch([]Record{want}); !bytes.Equal(got, b) {
+		t.Fatalf("written as %x, want version 0's %x", got, b)
+	}
 }
 
 func TestDecodeErrors(t *testing.T) {
@@ -165,6 +196,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"record too short", []byte{batchMagic, batchVersion, 1, 1, byte(TypeTopic)}, ErrCorrupt},
 		{"unknown type", []byte{batchMagic, batchVersion, 1, 2, 200, 0}, ErrUnsupportedVersion},
 		{"newer record version", []byte{batchMagic, batchVersion, 1, 18, byte(TypeRemoveTopic), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnsupportedVersion},
+		{"register broker version 1", func() []byte {
+			b := EncodeBatch([]Record{&RegisterBrokerRecord{BrokerID: 1, Host: "h", Port: 1}})
+			b[5] = 1 // magic, batch version, count, length, type, version
+			return b
+		}(), ErrUnsupportedVersion},
 		{"record body short", []byte{batchMagic, batchVersion, 1, 3, byte(TypeRemoveTopic), 0, 0}, ErrCorrupt},
 		{"record body long", append([]byte{batchMagic, batchVersion, 1, 19, byte(TypeRemoveTopic), 0}, make([]byte, 17)...), ErrCorrupt},
 		{"bool 2", func() []byte {

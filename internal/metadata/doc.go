@@ -55,6 +55,12 @@
 // error wrapping ErrCorrupt, and a type or version this build does not know
 // returns ErrUnsupportedVersion. A new field means a new record version.
 //
+// Rolling upgrades: a node of an older build refuses a whole batch that holds
+// a type or version it does not know (its image stays as it was), so a change
+// every node must apply uses only types and versions the previous release
+// writes, and what older nodes may miss goes in a batch of its own
+// (BrokerFeaturesRecord, BrokerDirectoryRecord).
+//
 // A snapshot, the payload of a Raft snapshot:
 //
 //	+--------------+--------------+--------------+-------------------+--------------+

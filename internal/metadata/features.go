@@ -74,12 +74,9 @@ func (r *BrokerFeaturesRecord) readBody(rd *reader) {
 
 // brokerFeatures sets the features of the broker's current registration.
 func (b *builder) brokerFeatures(r *BrokerFeaturesRecord) error {
-	old := b.img.brokers[r.BrokerID]
-	if old == nil {
-		return fmt.Errorf("%w: broker %d", ErrUnknownBroker, r.BrokerID)
-	}
-	if old.Epoch != r.Epoch {
-		return fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleBrokerEpoch, r.BrokerID, r.Epoch, old.Epoch)
+	old, err := b.registration(r.BrokerID, r.Epoch)
+	if err != nil {
+		return err
 	}
 	for name, level := range r.Features {
 		if name == "" || level < 0 {

@@ -24,7 +24,8 @@ type Broker struct {
 	Fenced      bool
 	// Features are the Strata-internal features this registration supports,
 	// at their highest level (BrokerFeaturesRecord); nil until recorded.
-	Features map[string]int32
+	Features    map[string]int32
+	DirectoryID UUID // the registration's data directory (BrokerDirectoryRecord); zero until recorded
 }
 
 // Addr is the broker's Kafka address, host:port.
@@ -283,6 +284,9 @@ func (img *Image) Records() []Record {
 		})
 		if len(b.Features) > 0 {
 			recs = append(recs, &BrokerFeaturesRecord{BrokerID: b.ID, Epoch: b.Epoch, Features: b.Features})
+		}
+		if !b.DirectoryID.IsZero() {
+			recs = append(recs, &BrokerDirectoryRecord{BrokerID: b.ID, Epoch: b.Epoch, DirectoryID: b.DirectoryID})
 		}
 	}
 	for _, t := range img.Topics() {

@@ -27,7 +27,8 @@ const (
 	TypeRemoveDelegationToken RecordType = 24
 
 	// Strata-internal broker features (32-33, features.go).
-	TypeBrokerFeatures RecordType = 32
+	TypeBrokerFeatures  RecordType = 32
+	TypeBrokerDirectory RecordType = 33
 
 	// Connection quotas (50-54).
 	TypeIPQuota RecordType = 50
@@ -196,6 +197,8 @@ func newRecord(t RecordType) Record {
 		return new(RemoveDelegationTokenRecord)
 	case TypeBrokerFeatures:
 		return new(BrokerFeaturesRecord)
+	case TypeBrokerDirectory:
+		return new(BrokerDirectoryRecord)
 	}
 	return nil
 }

@@ -133,8 +133,8 @@ func (n *Node) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, Host: host, Port: int32(port), Rack: n.cfg.Rack,
-		Features: metadata.SupportedFeatures}
+	reg := controller.RegisterBroker{ID: n.cfg.NodeID, Incarnation: incarnation, DirectoryID: n.directoryID,
+		Host: host, Port: int32(port), Rack: n.cfg.Rack, Features: metadata.SupportedFeatures}
 	if !n.cfg.IsController() {
 		reg.ObserverAddr = n.raftAddr
 	}
@@ -254,6 +254,9 @@ func (n *Node) registerOnce(ctx context.Context, send func(context.Context, kmsg
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.Version = 4
 	req.BrokerID, req.IncarnationID, req.ClusterID = reg.ID, reg.Incarnation, n.clusterID
+	if !reg.DirectoryID.IsZero() {
+		req.LogDirs = [][16]byte{reg.DirectoryID}
+	}
 	if reg.Rack != "" {
 		req.Rack = &reg.Rack
 	}
@@ -287,13 +290,13 @@ func (n *Node) registerOnce(ctx context.Context, send func(context.Context, kmsg
 }
 
 // featuresResendInterval spaces the registrations a broker sends again while
-// its features are not recorded (runHeartbeats).
+// its features or data directory id are not recorded (runHeartbeats).
 const featuresResendInterval = 5 * time.Second
 
 // runHeartbeats keeps this broker alive (unfenced) with the active controller and
 // re-registers when the controller no longer knows this registration. While
-// the registration's features are not in the metadata (a controller that
-// predates them registered it), it sends the registration again, at most
+// the registration's features or directory id are not in the metadata (a
+// controller that predates them registered it), it sends the registration again, at most
 // every featuresResendInterval, so that a controller that knows them records
 // them; beside the heartbeats, never holding one up.
 func (n *Node) runHeartbeats(ctx context.Context) {
@@ -321,7 +324,7 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 				ctx, cancel := context.WithTimeout(ctx, featuresResendInterval)
 				defer cancel()
 				if _, err := n.registerAnyVoter(ctx, reg); err != nil && ctx.Err() == nil {
-					n.log.Debug("sending the registration again to record its features", "err", err)
+					n.log.Debug("sending the registration again to record its features and directory id", "err", err)
 				}
 			})
 		case err == nil && !res.Fenced:
@@ -337,10 +340,11 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 }
 
 // featuresRecorded tells whether the metadata holds this broker's current
-// registration with its features.
+// registration with its features and data directory id.
 func (n *Node) featuresRecorded() bool {
 	b := n.ctrl.Image().Broker(n.cfg.NodeID)
-	return b != nil && b.Epoch == n.brokerEpoch.Load() && maps.Equal(b.Features, n.registration.Features)
+	return b != nil && b.Epoch == n.brokerEpoch.Load() && maps.Equal(b.Features, n.registration.Features) &&
+		b.DirectoryID == n.registration.DirectoryID
 }
 
 // heartbeat sends one heartbeat to the active controller. It gives up after half

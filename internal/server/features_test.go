@@ -43,3 +43,24 @@ func TestRegistrationRecordsFeatures(t *testing.T) {
 		t.Fatal("the overlap is allowed with a registered broker that did not say it reads owed markers")
 	}
 }
+
+// TestRegistrationRecordsDirectory: a node's registration carries its data
+// directory id, which the controller records; while the metadata holds
+// another one for this registration (or none, as a controller that predates
+// directory ids leaves it), the heartbeat loop sends the registration again
+// until its own is recorded.
+func TestRegistrationRecordsDirectory(t *testing.T) {
+	n := startNode(t, nodeConfig(t.TempDir()))
+	id := n.cfg.NodeID
+	if got := n.ctrl.Image().Broker(id).DirectoryID; got.IsZero() || got != n.directoryID {
+		t.Fatalf("the node's recorded directory: %v, want %v", got, n.directoryID)
+	}
+	reg := n.registration
+	reg.DirectoryID = metadata.UUID{0xe}
+	if _, err := n.ctrl.RegisterBroker(t.Context(), reg); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, "the node's directory recorded again", func() bool {
+		return n.ctrl.Image().Broker(id).DirectoryID == n.directoryID
+	})
+}

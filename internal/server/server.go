@@ -98,6 +98,7 @@ type Node struct {
 	raftTransport *raft.NetworkTransport
 	raftAddr      string // this node's Raft (and controller link) address
 	clusterID     string
+	directoryID   metadata.UUID // the data dir's (directory.id), sent when registering
 	link          *controllerlink.Client
 	voterLink     voterLink // each voter's link: a broker-only node's registration
 	// toController is the one path to the active controller (registration,
@@ -171,6 +172,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	}
 
 	n.clusterID = clusterID
+	if n.directoryID, err = loadDirectoryID(fsys, cfg.DataDir); err != nil {
+		return nil, err
+	}
 
 	if err := n.loadTLS(); err != nil {
 		return nil, err
