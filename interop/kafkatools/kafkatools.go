@@ -65,7 +65,9 @@ var Tools = map[string]string{
 
 // javaFlags keep each short-lived JVM cheap on a small shared machine: the optimising
 // JIT and a parallel collector cost more than they save in a run of a few seconds.
-var javaFlags = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"}
+// The log level is a Kafka distribution's for its tools: warnings and errors on stderr.
+var javaFlags = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
+	"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"}
 
 // JarsDir is the directory interop/install.sh fills with the tools' jars.
 func JarsDir() string {
