@@ -6,12 +6,11 @@ package handlers
 // this broker does not host are left out. v3 adds the top-level error code,
 // v4 the volume's total and usable bytes (always -1: unknown), v5 the cordoned
 // flag (always false). OffsetLag is 0 and IsFuture false: Strata does not move
-// partitions between log dirs.
+// partitions between log dirs (AlterReplicaLogDirs, 34_alter_replica_log_dirs.go).
 
 import (
 	"cmp"
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,10 +24,7 @@ func (h *Handlers) describeLogDirs(_ context.Context, _ *protocol.ConnInfo, r *p
 	req := r.Msg.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir = h.replicas.Dir()
-	if abs, err := filepath.Abs(dir.Dir); err == nil {
-		dir.Dir = abs
-	}
+	dir.Dir = h.logDir()
 	dir.TotalBytes, dir.UsableBytes = -1, -1
 	wanted := func(p *replica.Partition) bool {
 		if req.Topics == nil {

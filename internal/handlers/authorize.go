@@ -33,7 +33,8 @@ package handlers
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
 //	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
 //	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
-//	AlterPartitionReassignments, UnregisterBroker, AddRaftVoter, RemoveRaftVoter   ALTER cluster
+//	AlterPartitionReassignments, UnregisterBroker, AddRaftVoter, RemoveRaftVoter,
+//	AlterReplicaLogDirs     ALTER cluster
 //	ConsumerGroupHeartbeat  READ group, DESCRIBE on every subscribed topic (KIP-848:
 //	                        TOPIC_AUTHORIZATION_FAILED for the whole heartbeat)
 //	ConsumerGroupDescribe   DESCRIBE group; a group assigning a topic the principal
@@ -143,6 +144,7 @@ var requestChecks = map[int16]requestCheck{
 	26: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID }),
 	27: clusterCheck(kmsg.ACLOperationClusterAction),
 	28: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.TxnOffsetCommitRequest).TransactionalID }),
+	34: clusterCheck(kmsg.ACLOperationAlter),
 	35: clusterCheck(kmsg.ACLOperationDescribe),
 	45: clusterCheck(kmsg.ACLOperationAlter),
 	46: clusterCheck(kmsg.ACLOperationDescribe),
@@ -278,6 +280,19 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
+		}
+	case *kmsg.AlterReplicaLogDirsResponse:
+		for _, d := range req.(*kmsg.AlterReplicaLogDirsRequest).Dirs {
+			for _, t := range d.Topics {
+				rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
 		}
 	case *kmsg.DescribeLogDirsResponse:
 		resp.ErrorCode = code

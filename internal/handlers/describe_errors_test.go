@@ -143,3 +143,67 @@ func TestDescribeLogDirsErrors(t *testing.T) {
 		t.Errorf("no topics: %q, want none", got)
 	}
 }
+
+// TestAlterReplicaLogDirsErrors: the answers of a Kafka broker with one log
+// dir, in Kafka's order of checks: a topic name too long for Kafka's
+// "-future" directory, a path other than the log dir, an unknown partition,
+// one this broker holds no replica of (REPLICA_NOT_AVAILABLE, which
+// kafka-reassign-partitions retries), and a hosted replica (already there);
+// ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED everywhere.
+func TestAlterReplicaLogDirsErrors(t *testing.T) {
+	// "<topic>-0.<32 hex digits>-future" is 256 characters with long, 255 with
+	// shorter.
+	long, shorter := strings.Repeat("x", 214), strings.Repeat("x", 213)
+	alter := func(h *Handlers) []string {
+		req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		for _, d := range []struct {
+			dir    string
+			topics map[string][]int32
+		}{
+			{"/logs", map[string][]int32{"t": {0, 1, 2, 9}, "nope": {0}, long: {0}, shorter: {0}}},
+			{"/logs/", map[string][]int32{"t": {3}}},
+			{"/elsewhere", map[string][]int32{"t": {0}}},
+			{"logs", map[string][]int32{"compacted": {0}}},
+		} {
+			rd := kmsg.NewAlterReplicaLogDirsRequestDir()
+			rd.Dir = d.dir
+			for topic, parts := range d.topics {
+				rd.Topics = append(rd.Topics, kmsg.AlterReplicaLogDirsRequestDirTopic{Topic: topic, Partitions: parts})
+			}
+			req.Dirs = append(req.Dirs, rd)
+		}
+		var got []string
+		for _, rt := range serve(t, h, req).(*kmsg.AlterReplicaLogDirsResponse).Topics {
+			for _, p := range rt.Partitions {
+				name := rt.Topic
+				switch name {
+				case long:
+					name = "long"
+				case shorter:
+					name = "shorter"
+				}
+				got = append(got, fmt.Sprintf("%s/%d=%s", name, p.Partition, codeName(p.ErrorCode)))
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	want := []string{
+		"compacted/0=LOG_DIR_NOT_FOUND", "long/0=INVALID_TOPIC_EXCEPTION", "nope/0=UNKNOWN_TOPIC_OR_PARTITION",
+		"shorter/0=UNKNOWN_TOPIC_OR_PARTITION", "t/0=LOG_DIR_NOT_FOUND", "t/0=NONE", "t/1=NONE", "t/2=REPLICA_NOT_AVAILABLE", "t/3=LOG_DIR_NOT_FOUND",
+		"t/9=UNKNOWN_TOPIC_OR_PARTITION",
+	}
+	if got := alter(newErrorsHandlers(t)); !slices.Equal(got, want) {
+		t.Errorf("answers %q\nwant %q", got, want)
+	}
+	denied := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(kmsg.ACLOperationDescribe, resCluster, acl.ClusterName)})
+	got := alter(denied)
+	for _, g := range got {
+		if !strings.HasSuffix(g, "=CLUSTER_AUTHORIZATION_FAILED") {
+			t.Errorf("without ALTER on the cluster: %s", g)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("without ALTER on the cluster: %d answers, want %d", len(got), len(want))
+	}
+}

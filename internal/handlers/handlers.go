@@ -51,6 +51,7 @@ var apis = []api{
 	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
 	{key: 32, min: 1, max: 4, serve: (*Handlers).describeConfigs},
 	{key: 33, min: 0, max: 2, serve: (*Handlers).alterConfigs},
+	{key: 34, min: 1, max: 2, serve: (*Handlers).alterReplicaLogDirs},
 	{key: 35, min: 1, max: 5, serve: (*Handlers).describeLogDirs},
 	{key: 37, min: 0, max: 3, serve: (*Handlers).createPartitions},
 	{key: 38, min: 1, max: 3, serve: (*Handlers).createDelegationToken},

@@ -319,6 +319,19 @@ var authzMatrix = map[int16]matrixCase{
 	}, groupDenied, func(r kmsg.Response) int16 {
 		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}},
+	// Sent to the node itself (see send), not routed by kgo after a metadata
+	// lookup that answers TOPIC_AUTHORIZATION_FAILED first; a super user gets
+	// LOG_DIR_NOT_FOUND.
+	34: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		d := kmsg.NewAlterReplicaLogDirsRequestDir()
+		d.Dir = "/nowhere"
+		d.Topics = append(d.Topics, kmsg.AlterReplicaLogDirsRequestDirTopic{Topic: "m", Partitions: []int32{0}})
+		r.Dirs = append(r.Dirs, d)
+		return r
+	}, clusterDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.AlterReplicaLogDirsResponse).Topics[0].Partitions[0].ErrorCode
+	}},
 	35: {func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },
 		clusterDenied, func(r kmsg.Response) int16 {
 			// kgo asks every broker and merges their dirs, not the top-level code: a
@@ -592,9 +605,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 	authErrors := []*kerr.Error{topicDenied, groupDenied, clusterDenied, kerr.TransactionalIDAuthorizationFailed, kerr.DelegationTokenAuthorizationFailed}
 	// send routes req as kgo does; kgo cannot route the StreamsGroup keys, which
-	// go to the one node directly.
+	// go to the one node directly, as does AlterReplicaLogDirs (see its case).
 	send := func(cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
-		if k := req.Key(); k == 88 || k == 89 || k == 93 {
+		if k := req.Key(); k == 88 || k == 89 || k == 93 || k == 34 {
 			return cl.Broker(int(n.cfg.NodeID)).Request(ctx, req)
 		}
 		return cl.Request(ctx, req)
