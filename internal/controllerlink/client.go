@@ -185,7 +185,11 @@ func (c *Client) roundTrip(ctx context.Context, nc net.Conn, req kmsg.Request) (
 	buf = kbin.AppendInt16(buf, req.Key())
 	buf = kbin.AppendInt16(buf, req.GetVersion())
 	buf = kbin.AppendInt32(buf, corr)
-	buf = kbin.AppendNullableString(buf, nil)
+	var clientID *string
+	if ctx.Value(passedOnKey{}) != nil {
+		clientID = &passedOnID
+	}
+	buf = kbin.AppendNullableString(buf, clientID)
 	if req.IsFlexible() {
 		buf = append(buf, 0) // no header tags
 	}

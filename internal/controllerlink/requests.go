@@ -13,6 +13,25 @@ import (
 // the quorum as a non-voting member. The first listener is the Kafka one.
 const ObserverListener = "CONTROLLER"
 
+// A voter that does not lead passes some requests on to the active controller
+// it knows (a broker-only node's registration, whose --controllers need not
+// name that controller). The link sends such a request with the client id
+// PassedOnClientID, and a voter that receives one does not pass it on again,
+// so two voters that each think the other leads cannot bounce it between them.
+const PassedOnClientID = "strata-passed-on"
+
+var passedOnID = PassedOnClientID
+
+type passedOnKey struct{}
+
+// PassingOn marks the requests sent with ctx as passed on (PassedOnClientID).
+func PassingOn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, passedOnKey{}, true)
+}
+
+// PassedOn reports whether a request arrived with PassedOnClientID.
+func PassedOn(clientID *string) bool { return clientID != nil && *clientID == PassedOnClientID }
+
 // CreateTopics asks the active controller to create topics (CreateTopics v7)
 // and returns one answer per topic, in order. It is the path of the topics a
 // node creates itself: Metadata's auto-creation, the coordinators' internal

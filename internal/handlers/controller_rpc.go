@@ -8,8 +8,9 @@ package handlers
 //   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AddRaftVoter,
 //   RemoveRaftVoter, AlterUserScramCredentials, CreateAcls, DeleteAcls,
 //   AlterClientQuotas, Create/Renew/ExpireDelegationToken). A node that is not the active controller answers
-//   NOT_CONTROLLER and the sender retries on the new one. The active
-//   controller's own node serves itself the same requests in process
+//   NOT_CONTROLLER and the sender retries on the new one, except that a voter
+//   passes a BrokerRegistration on to the active controller it knows
+//   (passOn). The active controller's own node serves itself the same requests in process
 //   (controllerlink.Local): there is one path to the controller.
 
 import (
@@ -203,11 +204,34 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 	return resp
 }
 
+// passOn sends a request that arrived on the link, for a controller this node
+// is not, on to the active controller this node knows, once (see
+// controllerlink.PassedOnClientID), and answers with its answer. A
+// broker-only node that registers asks the voters in its --controllers, which
+// need not include the active controller (a voter added since), so any live
+// voter among them will do, as any of Kafka's controller.quorum.bootstrap.servers
+// does. ok is false when this node answers itself: it leads, knows no other
+// leader, or the request was passed on to it already.
+func (h *Handlers) passOn(ctx context.Context, r *protocol.Request) (protocol.Response, bool) {
+	if ctx.Value(onLinkKey{}) == nil || h.ctrl.Forward == nil || h.cluster.IsLeader() || controllerlink.PassedOn(r.ClientID) {
+		return protocol.Response{}, false
+	}
+	resp, err := h.ctrl.Forward.Request(controllerlink.PassingOn(ctx), r.Msg)
+	if err != nil {
+		return protocol.Response{}, false
+	}
+	return protocol.Response{Msg: resp}, true
+}
+
 // brokerRegistration registers a broker. A registration naming another
 // cluster id than this node's is refused with INCONSISTENT_CLUSTER_ID. Its
 // Features are the broker's Strata-internal features, recorded with the
-// registration (controller.RegisterBroker).
+// registration (controller.RegisterBroker). A voter that does not lead passes
+// it on (passOn).
 func (h *Handlers) brokerRegistration(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	if resp, ok := h.passOn(ctx, r); ok {
+		return resp
+	}
 	req := r.Msg.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
 	resp.BrokerEpoch = -1

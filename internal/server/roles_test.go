@@ -140,3 +140,34 @@ func TestUnregisterBroker(t *testing.T) {
 		t.Fatalf("UnregisterBroker(9): %v, want BROKER_ID_NOT_REGISTERED", err)
 	}
 }
+
+// TestBrokerOnlyRegistersThroughAVoterThatDoesNotLead: a broker-only node
+// whose --controllers name only voters that do not lead (as when the active
+// controller became a voter after those flags were written) registers: a
+// voter passes the registration on to the active controller. On the old code
+// each of those voters answered NOT_CONTROLLER and the node never registered.
+func TestBrokerOnlyRegistersThroughAVoterThatDoesNotLead(t *testing.T) {
+	c := startCluster(t, 3)
+	var leader int32
+	wait.For(t, "an active controller", func() bool {
+		leader = c.nodes[0].ctrl.LeaderID()
+		return leader > 0
+	})
+	var others []string
+	for i, cfg := range c.cfgs {
+		if cfg.NodeID != leader {
+			others = append(others, fmt.Sprintf("%d@%s", cfg.NodeID, c.cfgs[i].ControllerAddr))
+		}
+	}
+	if _, err := c.addNode(4, func(cfg *config.Config) {
+		brokerOnly(cfg)
+		cfg.Controllers = strings.Join(others, ",")
+	}); err != nil {
+		t.Fatalf("broker-only node 4 with --controllers %s (the active controller is %d): %v", strings.Join(others, ","), leader, err)
+	}
+	_, adm := c.client()
+	wait.For(t, "four live brokers in Metadata", func() bool {
+		md, err := adm.Metadata(context.Background())
+		return err == nil && len(md.Brokers) == 4
+	})
+}
