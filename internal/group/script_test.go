@@ -897,6 +897,8 @@ func (h *harness) fmtRecord(r Record, start time.Time) string {
 			ms = append(ms, fmt.Sprintf("%s:%s:%s", x, fmtMeta(m.Subscription), fmtClassicAssignment(m.Assignment)))
 		}
 		return s + " members=[" + strings.Join(ms, " ") + "]"
+	case kindStreams:
+		return h.fmtStreamsRecord(k, r.Value)
 	}
 	return "unknown key"
 }
