@@ -99,6 +99,11 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5s), the
 	// interval KIP-848 members are told to heartbeat at.
 	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignmentInterval is group.consumer.assignment.interval.ms (1s,
+	// KIP-1263): a consumer group's target assignment is computed at most once in
+	// this long, so a member joining sooner after the last one first gets the
+	// older target (consumer.go). Negative: at every new group epoch at once.
+	ConsumerAssignmentInterval time.Duration
 	// ShareAssignmentInterval is group.share.assignment.interval.ms (1s): a share
 	// group's target assignment is computed at most once in this long (share.go).
 	ShareAssignmentInterval time.Duration
@@ -209,6 +214,7 @@ func DefaultConfig() Config {
 		Now:                           time.Now,
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
+		ConsumerAssignmentInterval:    time.Second,
 		ShareAssignmentInterval:       time.Second,
 		MigrationPolicy:               MigrationBidirectional,
 		ConsumerMaxSize:               math.MaxInt32,
@@ -232,6 +238,9 @@ func (c Config) withDefaults() Config {
 	def(&c.ConsumerSessionTimeout, d.ConsumerSessionTimeout)
 	def(&c.ConsumerHeartbeatInterval, d.ConsumerHeartbeatInterval)
 	def(&c.ShareAssignmentInterval, d.ShareAssignmentInterval)
+	if c.ConsumerAssignmentInterval == 0 {
+		c.ConsumerAssignmentInterval = d.ConsumerAssignmentInterval
+	}
 	if c.Topics == nil {
 		c.Topics = noTopics{}
 	}
