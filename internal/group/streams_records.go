@@ -130,56 +130,33 @@ func readTags(r *kbin.Reader, known func(tag uint32, data []byte)) {
 	}
 }
 
+// appendArray appends a compact array, each element with one.
+func appendArray[T any](dst []byte, vs []T, one func([]byte, T) []byte) []byte {
+	dst = kbin.AppendCompactArrayLen(dst, len(vs))
+	for _, v := range vs {
+		dst = one(dst, v)
+	}
+	return dst
+}
+
+// readArray reads a compact array (null as empty), each element with one.
+func readArray[T any](r *kbin.Reader, one func() T) []T {
+	n := r.CompactArrayLen()
+	out := []T{}
+	for i := int32(0); i < n && r.Ok(); i++ {
+		out = append(out, one())
+	}
+	return out
+}
+
 func appendStrings(dst []byte, ss []string) []byte {
-	dst = kbin.AppendCompactArrayLen(dst, len(ss))
-	for _, s := range ss {
-		dst = kbin.AppendCompactString(dst, s)
-	}
-	return dst
+	return appendArray(dst, ss, kbin.AppendCompactString)
 }
-
-func readStrings(r *kbin.Reader) []string {
-	n := r.CompactArrayLen()
-	out := []string{}
-	for i := int32(0); i < n && r.Ok(); i++ {
-		out = append(out, r.CompactString())
-	}
-	return out
-}
-
-func appendInt16s(dst []byte, vs []int16) []byte {
-	dst = kbin.AppendCompactArrayLen(dst, len(vs))
-	for _, v := range vs {
-		dst = kbin.AppendInt16(dst, v)
-	}
-	return dst
-}
-
-func readInt16s(r *kbin.Reader) []int16 {
-	n := r.CompactArrayLen()
-	out := []int16{}
-	for i := int32(0); i < n && r.Ok(); i++ {
-		out = append(out, r.Int16())
-	}
-	return out
-}
-
-func appendInt32s(dst []byte, vs []int32) []byte {
-	dst = kbin.AppendCompactArrayLen(dst, len(vs))
-	for _, v := range vs {
-		dst = kbin.AppendInt32(dst, v)
-	}
-	return dst
-}
-
-func readInt32s(r *kbin.Reader) []int32 {
-	n := r.CompactArrayLen()
-	out := []int32{}
-	for i := int32(0); i < n && r.Ok(); i++ {
-		out = append(out, r.Int32())
-	}
-	return out
-}
+func readStrings(r *kbin.Reader) []string        { return readArray(r, r.CompactString) }
+func appendInt16s(dst []byte, vs []int16) []byte { return appendArray(dst, vs, kbin.AppendInt16) }
+func readInt16s(r *kbin.Reader) []int16          { return readArray(r, r.Int16) }
+func appendInt32s(dst []byte, vs []int32) []byte { return appendArray(dst, vs, kbin.AppendInt32) }
+func readInt32s(r *kbin.Reader) []int32          { return readArray(r, r.Int32) }
 
 // valueReader checks a value's version and returns a reader of its fields.
 func valueReader(typ int16, b []byte) (*kbin.Reader, error) {

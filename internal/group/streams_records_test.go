@@ -37,49 +37,33 @@ func TestStreamsRecordsAsKafka(t *testing.T) {
 			if got := streamsKey(k.typ, k.group, k.member); !bytes.Equal(got, key) {
 				t.Fatalf("key encodes as %x, Kafka's is %s", got, rec[1])
 			}
-			var again []byte
-			switch k.typ {
-			case typeStreamsMetadata:
-				v, err := decodeStreamsMetadata(value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				again = v.appendTo(nil)
-			case typeStreamsMember:
-				v, err := decodeStreamsMember(value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				again = v.appendTo(nil)
-			case typeStreamsTargetMetadata:
-				v, err := decodeStreamsTargetMeta(value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				again = v.appendTo(nil)
-			case typeStreamsTargetMember:
-				v, err := decodeStreamsTarget(value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				again = v.appendTo(nil)
-			case typeStreamsCurrent:
-				v, err := decodeStreamsCurrent(value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				again = v.appendTo(nil)
-			case typeStreamsTopology:
-				v, err := decodeStreamsTopology(value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				again = appendTopologyValue(nil, v)
+			recode := map[int16]func([]byte) ([]byte, error){
+				typeStreamsMetadata:       reencode(decodeStreamsMetadata),
+				typeStreamsMember:         reencode(decodeStreamsMember),
+				typeStreamsTargetMetadata: reencode(decodeStreamsTargetMeta),
+				typeStreamsTargetMember:   reencode(decodeStreamsTarget),
+				typeStreamsCurrent:        reencode(decodeStreamsCurrent),
+				typeStreamsTopology: func(b []byte) ([]byte, error) {
+					v, err := decodeStreamsTopology(b)
+					return appendTopologyValue(nil, v), err
+				},
+			}[k.typ]
+			again, err := recode(value)
+			if err != nil {
+				t.Fatal(err)
 			}
 			if !bytes.Equal(again, value) {
 				t.Fatalf("value encodes as\n%x\nKafka's is\n%s", again, rec[2])
 			}
 		})
+	}
+}
+
+// reencode decodes a value with decode and encodes it again.
+func reencode[V interface{ appendTo([]byte) []byte }](decode func([]byte) (V, error)) func([]byte) ([]byte, error) {
+	return func(b []byte) ([]byte, error) {
+		v, err := decode(b)
+		return v.appendTo(nil), err
 	}
 }
 
