@@ -17,8 +17,10 @@ import (
 //
 // The coordinator owns the assignment. Every change to the membership, to a
 // member's subscription or to the subscribed topics' partitions bumps the group
-// epoch and recomputes the target assignment at once (so the group never stays in
-// Assigning). Each member then reconciles towards its target on its own heartbeats:
+// epoch; the target assignment of the new epoch is computed at once, or, within
+// ConsumerAssignmentInterval of the last one (KIP-1263, Kafka 4.4's 1 s), by the
+// first heartbeat after it: until then the group is Assigning and members keep to
+// the older target. Each member then reconciles towards its target on its own heartbeats:
 // it first gives up (revokes) partitions it must lose, keeping its epoch, and only
 // when a heartbeat shows it no longer owns them does it move to the target epoch and
 // receive new partitions; partitions another member still holds are handed over
@@ -110,7 +112,8 @@ type consumerGroup struct {
 	static      map[string]string // instance id -> member id
 	target      map[string]partSet
 	owners      map[topicPartition]string // partition -> member owning (or revoking) it
-	topics      map[string]topicMeta      // subscribed topics at the last target computation
+	topics      map[string]topicMeta      // subscribed topics at the last epoch bump
+	targetAt    time.Time                 // when the target assignment was computed
 }
 
 // consumerFirstEpoch is a new consumer group's epoch, as in Kafka 4.4: its first
@@ -284,7 +287,6 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		m.classic = nil
 	}
 	before := maps.Clone(m.assigned)
-	beforeEpoch := m.epoch
 	if m.updateSubscription(req, re) {
 		changed = true
 	}
@@ -297,7 +299,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 
 	r := heartbeatResult{memberID: m.id, epoch: m.epoch}
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
-	if req.MemberEpoch == joinEpoch || full || m.epoch != beforeEpoch || !maps.Equal(before, m.assigned) {
+	if req.MemberEpoch == joinEpoch || full || !maps.Equal(before, m.assigned) {
 		r.assignment = m.assignedSet()
 	}
 	return r
@@ -501,22 +503,36 @@ func (g *group) subscriptionMetadataLocked() map[string]topicMeta {
 }
 
 // subscriptionMetadataChangedLocked reports whether a subscribed topic appeared,
-// went, was recreated or grew since the target assignment was computed.
+// went, was recreated or grew since the group epoch was last bumped.
 func (g *group) subscriptionMetadataChangedLocked() bool {
 	return !maps.Equal(g.subscriptionMetadataLocked(), g.cg.topics)
 }
 
-// bumpEpochLocked starts a new group epoch and computes its target assignment.
+// bumpEpochLocked starts a new group epoch and computes its target assignment
+// when the assignment interval allows (maybeConsumerTargetLocked).
 func (g *group) bumpEpochLocked() {
 	cg := g.cg
 	cg.epoch++
+	cg.topics = g.subscriptionMetadataLocked()
+	g.maybeConsumerTargetLocked()
+}
+
+// maybeConsumerTargetLocked computes the target assignment of the group epoch if
+// the target is older and ConsumerAssignmentInterval has passed since the last
+// one (KIP-1263, as Kafka 4.4); otherwise members keep to the older target, and
+// one new since then gets nothing until a later heartbeat computes it.
+func (g *group) maybeConsumerTargetLocked() {
+	cg := g.cg
+	now := g.c.now()
+	if cg.targetEpoch >= cg.epoch || (!cg.targetAt.IsZero() && now.Sub(cg.targetAt) < g.c.cfg.ConsumerAssignmentInterval) {
+		return
+	}
 	cg.assignor = preferredAssignor(cg.members)
 	spec := assignSpec{
 		subscribed: make(map[string][]string, len(cg.members)),
 		partitions: make(map[string]int32),
 		previous:   cg.target,
 	}
-	cg.topics = g.subscriptionMetadataLocked()
 	for t, tm := range cg.topics {
 		spec.partitions[t] = tm.partitions
 	}
@@ -525,7 +541,7 @@ func (g *group) bumpEpochLocked() {
 		spec.subscribed[m.id] = g.subscribedTopicsLocked(m)
 	}
 	cg.target = assign(cg.assignor, spec)
-	cg.targetEpoch = cg.epoch
+	cg.targetEpoch, cg.targetAt = cg.epoch, now
 	g.c.log.Info("consumer group target assignment", "group", g.id, "epoch", cg.epoch, "members", len(cg.members), "assignor", cg.assignor)
 }
 
@@ -576,6 +592,7 @@ func (m *cmember) assignedSet() partSet { return ownedSet(m.assigned) }
 // heartbeat says it owns (nil: it did not say).
 func (g *group) reconcileLocked(m *cmember, owned partSet) {
 	cg := g.cg
+	g.maybeConsumerTargetLocked()
 	recon{
 		id: m.id, epoch: &m.epoch, prevEpoch: &m.prevEpoch, state: &m.state,
 		assigned: m.assigned, revoking: &m.revoking, owners: cg.owners,

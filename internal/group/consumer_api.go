@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -148,7 +149,11 @@ func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribe
 			dm.SubscribedTopics = []string{}
 		}
 		dm.SubscribedTopicRegex = optional(m.regex)
-		dm.Assignment.TopicPartitions = c.assignmentTopics(m.assignedSet())
+		// What the member owns: partitions it is still revoking included, as a
+		// Kafka 4.4 node describes them.
+		owns := m.assignedSet()
+		maps.Copy(owns, m.revoking)
+		dm.Assignment.TopicPartitions = c.assignmentTopics(owns)
 		dm.TargetAssignment.TopicPartitions = c.assignmentTopics(cg.target[m.id])
 		dm.MemberType = consumerMemberType
 		if m.classic != nil {

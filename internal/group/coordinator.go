@@ -99,6 +99,11 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5s), the
 	// interval KIP-848 members are told to heartbeat at.
 	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignmentInterval is group.consumer.assignment.interval.ms (1s,
+	// KIP-1263): a consumer group's target assignment is computed at most once in
+	// this long, so a member joining sooner after the last one first gets the
+	// older target (consumer.go). Negative: at every new group epoch at once.
+	ConsumerAssignmentInterval time.Duration
 	// ShareAssignmentInterval is group.share.assignment.interval.ms (1s): a share
 	// group's target assignment is computed at most once in this long (share.go).
 	ShareAssignmentInterval time.Duration
@@ -209,6 +214,7 @@ func DefaultConfig() Config {
 		Now:                           time.Now,
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
+		ConsumerAssignmentInterval:    time.Second,
 		ShareAssignmentInterval:       time.Second,
 		MigrationPolicy:               MigrationBidirectional,
 		ConsumerMaxSize:               math.MaxInt32,
@@ -232,6 +238,9 @@ func (c Config) withDefaults() Config {
 	def(&c.ConsumerSessionTimeout, d.ConsumerSessionTimeout)
 	def(&c.ConsumerHeartbeatInterval, d.ConsumerHeartbeatInterval)
 	def(&c.ShareAssignmentInterval, d.ShareAssignmentInterval)
+	if c.ConsumerAssignmentInterval == 0 {
+		c.ConsumerAssignmentInterval = d.ConsumerAssignmentInterval
+	}
 	if c.Topics == nil {
 		c.Topics = noTopics{}
 	}
@@ -505,6 +514,7 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 		for _, m := range g.members {
 			g.armSessionLocked(m, m.sessionTimeout)
 		}
+		g.armLoadedStreamsLocked()
 		g.mu.Unlock()
 	}
 	c.log.Info("loaded group partition", "partition", p, "groups", len(loaded), "skipped_records", state.skipped)
@@ -533,6 +543,20 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 	for id, v := range r.groups {
 		g := newGroup(c, p, id)
 		g.loadMetadata(v)
+		groups[id] = g
+	}
+	for id, sr := range r.streams {
+		if sr.metadata == nil {
+			c.log.Warn("streams group records without group metadata skipped", "group", id, "records", len(sr.raw))
+			continue
+		}
+		g := newGroup(c, p, id)
+		if _, ok := groups[id]; ok {
+			// The classic record predates the streams group (written before
+			// conversions dropped it): the next write deletes it.
+			g.stWritten = map[string][]byte{string(groupKey(id)): unknownValue}
+		}
+		g.loadStreamsLocked(sr)
 		groups[id] = g
 	}
 	for id, offs := range r.offsets {
@@ -640,7 +664,10 @@ func (c *Coordinator) drain(g *group) {
 			recs = append(recs, w.records...)
 		}
 		g.mu.Unlock()
-		err := c.append(g.p, recs)
+		var err error
+		if len(recs) > 0 { // else writes that only wait for the ones before them
+			err = c.append(g.p, recs)
+		}
 		g.mu.Lock()
 		for _, w := range batch {
 			w.done(err)

@@ -21,9 +21,10 @@
 // Config.ShareState.
 // KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe) are in
 // streams.go and streams_api.go: the topology a member registers, the internal
-// topics the broker is to create, active and standby tasks; their membership is
-// held in memory too. KIP-848 and streams members share one revoke-first
-// reconciliation (recon.go).
+// topics the broker is to create, active and standby tasks; unlike consumer and
+// share groups, a streams group is written to __consumer_offsets in Kafka's
+// streams group records (streams_records.go) and survives a failover. KIP-848
+// and streams members share one revoke-first reconciliation (recon.go).
 //
 // It owns the groups of the partitions of __consumer_offsets this node leads. The
 // group with id g lives in partition PartitionFor(g, OffsetsTopicPartitions); a request
@@ -75,7 +76,8 @@
 // tooling. All integers are big-endian; strings are int16 length + bytes, nullable
 // strings use length -1, bytes are int32 length + bytes, arrays int32 count + items.
 // A tombstone is the key with a null value. Replay reads key versions 0-2 and value
-// versions 0-4 and skips keys of other versions.
+// versions 0-4, the streams group record types 17 and 19-23 (streams_records.go
+// has their layout), and skips keys of other versions.
 //
 //	Offset commit: one per group, topic and partition
 //	  key    | int16 version=1 | string group | string topic | int32 partition |

@@ -137,6 +137,9 @@ type group struct {
 	cg           *consumerGroup      // the KIP-848 side; nil for a classic group (consumer.go)
 	sg           *shareGroup         // the KIP-932 side; nil unless a share group (share.go)
 	st           *streamsGroup       // the KIP-1071 side; nil unless a streams group (streams.go)
+	// stWritten is what __consumer_offsets holds of the group's streams records
+	// (key -> value; unknownValue when an append failed), see streams_records.go.
+	stWritten map[string][]byte
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

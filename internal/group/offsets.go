@@ -383,11 +383,12 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 
 // removeOffsetsLocked queues tombstones for the committed offsets among tps and, when
 // that leaves an Empty group without offsets that is not a share group (or
-// deleteGroup is set), for the group itself, which is Dead until the write lands (and Empty again if it fails). Deleting
+// deleteGroup is set), for the group itself and its streams records, which is Dead
+// until the write lands (and Empty again if it fails). Deleting
 // the group also covers commits still in flight: they precede the tombstones in the
 // log. It reports whether anything was queued; done then runs after the append.
 func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done func(error)) bool {
-	var recs []Record
+	var recs, stRecs []Record
 	var gone []topicPartition
 	add := func(tp topicPartition) {
 		if !slices.Contains(gone, tp) {
@@ -413,6 +414,8 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 			add(tp)
 		}
 		recs = append(recs, Record{Key: groupKey(g.id)})
+		stRecs = g.streamsTombstonesLocked()
+		recs = append(recs, stRecs...)
 		g.transitionLocked(stateDead)
 	}
 	if len(recs) == 0 {
@@ -424,6 +427,7 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 		case err != nil:
 			if dies {
 				g.state, g.stateTime = stateEmpty, prevTime
+				g.forgetStreamsLocked(stRecs)
 			}
 		default:
 			for _, tp := range gone {

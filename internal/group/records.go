@@ -9,7 +9,8 @@ import (
 )
 
 // Versions of the __consumer_offsets schemas this package writes. It reads every
-// version kmsg knows (keys 0-2, values 0-4) and skips keys of other versions.
+// version kmsg knows (keys 0-2, values 0-4) and the streams group records
+// (streams_records.go), and skips keys of other versions.
 const (
 	offsetKeyVersion         = 1 // OffsetCommitKey (0 and 1 are the same layout)
 	groupKeyVersion          = 2 // GroupMetadataKey: the key version tells the two apart
@@ -65,17 +66,21 @@ const (
 	kindUnknown recordKind = iota // a key version this package does not know: skipped
 	kindOffset
 	kindGroup
+	kindStreams // a streams group record (streams_records.go)
 )
 
 // decodedKey is a parsed __consumer_offsets key.
 type decodedKey struct {
-	kind  recordKind
-	group string
-	tp    topicPartition
+	kind   recordKind
+	group  string
+	tp     topicPartition
+	typ    int16  // the record type of a streams key
+	member string // the member of a streams member key
 }
 
-// decodeKey parses a record key. Keys of versions other than 0-2 come back as
-// kindUnknown; a malformed key of a known version is ErrCorruptRecord.
+// decodeKey parses a record key. Keys of versions other than 0-2 and the streams
+// record types come back as kindUnknown; a malformed key of a known version is
+// ErrCorruptRecord.
 func decodeKey(b []byte) (decodedKey, error) {
 	if len(b) < 2 {
 		return decodedKey{}, fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(b))
@@ -94,6 +99,9 @@ func decodeKey(b []byte) (decodedKey, error) {
 		}
 		return decodedKey{kind: kindGroup, group: k.Group}, nil
 	default:
+		if isStreamsType(v) {
+			return decodeStreamsKey(v, b)
+		}
 		return decodedKey{kind: kindUnknown}, nil
 	}
 }
@@ -148,6 +156,7 @@ func decodeGroupValue(b []byte) (*kmsg.GroupMetadataValue, error) {
 type replayed struct {
 	groups  map[string]*kmsg.GroupMetadataValue
 	offsets map[string]map[topicPartition]offsetCommit
+	streams map[string]*streamsReplay
 	skipped int // records with keys of unknown versions
 	// txnOffsets are the offset commits of transactions still open (Pending
 	// records).
@@ -158,6 +167,7 @@ func newReplayed() *replayed {
 	return &replayed{
 		groups:  make(map[string]*kmsg.GroupMetadataValue),
 		offsets: make(map[string]map[topicPartition]offsetCommit),
+		streams: make(map[string]*streamsReplay),
 	}
 }
 
@@ -201,6 +211,18 @@ func (r *replayed) apply(rec Record) error {
 			return err
 		}
 		r.groups[k.group] = v
+	case kindStreams:
+		sr := r.streams[k.group]
+		if sr == nil {
+			sr = newStreamsReplay()
+			r.streams[k.group] = sr
+		}
+		if err := sr.apply(k, rec.Key, rec.Value); err != nil {
+			return err
+		}
+		if sr.empty() {
+			delete(r.streams, k.group)
+		}
 	default:
 		r.skipped++
 	}

@@ -34,7 +34,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 // Commands (key=value arguments; ids may be written $mN):
 //
 //	config delay=DUR retention=DUR check=DUR min-session=DUR migration=POLICY
-//	       consumer-max=N classic-max=N (first command only)
+//	       consumer-max=N classic-max=N assignment-interval=DUR (first command only)
 //	join NAME group= [member=] [client=] [instance=] [type=consumer]
 //	     [protocols=range:t1+t2,roundrobin:t1] [owned=t1/0+1;t2/0] [session=10s]
 //	     [rebalance=DUR] [v=9]
@@ -162,6 +162,9 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	cfg := DefaultConfig()
 	cfg.GroupInitialRebalanceDelay = 0
+	// Consumer group targets at every epoch unless a script sets an interval
+	// (time stands still between a script's steps).
+	cfg.ConsumerAssignmentInterval = -1
 	topics := newFakeTopics()
 	cfg.Topics = topics
 	h := &harness{
@@ -312,6 +315,7 @@ func (h *harness) run(cmd string) []string {
 		h.cfg.MigrationPolicy = MigrationPolicy(a.str("migration", string(h.cfg.MigrationPolicy)))
 		h.cfg.ConsumerMaxSize = int(a.int("consumer-max", int64(h.cfg.ConsumerMaxSize)))
 		h.cfg.ClassicMaxSize = int(a.int("classic-max", int64(h.cfg.ClassicMaxSize)))
+		h.cfg.ConsumerAssignmentInterval = a.dur("assignment-interval", h.cfg.ConsumerAssignmentInterval)
 	case "groupconfig": // groupconfig GROUP [session=D] [interval=D] [streams-session=D] [streams-interval=D] [standbys=N]: the group's own configs
 		a := parseArgs(rest[1:])
 		h.groupConfigs.Lock()
@@ -897,6 +901,8 @@ func (h *harness) fmtRecord(r Record, start time.Time) string {
 			ms = append(ms, fmt.Sprintf("%s:%s:%s", x, fmtMeta(m.Subscription), fmtClassicAssignment(m.Assignment)))
 		}
 		return s + " members=[" + strings.Join(ms, " ") + "]"
+	case kindStreams:
+		return h.fmtStreamsRecord(k, r.Value)
 	}
 	return "unknown key"
 }

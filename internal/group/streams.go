@@ -1,10 +1,10 @@
 package group
 
 import (
+	"bytes"
 	"fmt"
 	"iter"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -30,16 +30,16 @@ import (
 // and partition, held here as a topicPartition whose topic is the subtopology id.
 //
 // Only once the topology is configured (every topic present and agreeing) are
-// tasks assigned: active tasks only (no standby or warm-up tasks), balanced
+// tasks assigned: active tasks and their standby copies (no warm-up tasks), balanced
 // over the members and sticky (assignUniform over the tasks). Each member then
 // reconciles towards its target as a KIP-848 consumer does: it revokes active
 // tasks it must lose first, keeping its epoch, and takes a task another member
 // still owns only once that member revoked it.
 //
-// Membership is held in memory only, as for consumer and share groups: a
-// coordinator that loads the partition sees the group's committed offsets (an
-// Empty classic group), which a joining streams member turns into a streams
-// group again. A streams group shows the classic side Empty or Stable.
+// The group's state is written to __consumer_offsets in Kafka's streams group
+// records (streams_records.go), so a coordinator that loads the partition has
+// the group, its members and their tasks. A streams group shows the classic
+// side Empty or Stable.
 
 const (
 	streamsProtocolType = "streams"
@@ -74,6 +74,10 @@ type streamsGroup struct {
 	owners        map[topicPartition]string // active task -> member owning (or revoking) it
 	endpointEpoch int32                     // bumped when an IQ endpoint's tasks change
 	shutdownBy    string                    // the member that asked the application to shut down
+	targetTime    time.Time                 // when the target assignment was computed
+	// stale is set when the group was loaded and its topics changed since its
+	// records were written: the next heartbeat reconfigures and rebalances.
+	stale bool
 }
 
 // stmember is a member of a streams group.
@@ -323,21 +327,18 @@ func configureTopology(top *kmsg.StreamsGroupHeartbeatRequestTopology, exists ma
 }
 
 // sameTopology compares two topologies, their epochs included, ignoring the
-// order of subtopologies and unknown tags.
+// order of subtopologies, unknown tags and null against empty lists: their
+// records (streams_records.go) must be the same.
 func sameTopology(a, b *kmsg.StreamsGroupHeartbeatRequestTopology) bool {
-	norm := func(t *kmsg.StreamsGroupHeartbeatRequestTopology) kmsg.StreamsGroupHeartbeatRequestTopology {
+	canonical := func(t *kmsg.StreamsGroupHeartbeatRequestTopology) []byte {
 		c := *t
-		c.UnknownTags = kmsg.Tags{}
 		c.Subtopologies = slices.Clone(t.Subtopologies)
-		for i := range c.Subtopologies {
-			c.Subtopologies[i].UnknownTags = kmsg.Tags{}
-		}
 		slices.SortFunc(c.Subtopologies, func(x, y kmsg.StreamsGroupHeartbeatRequestTopologySubtopology) int {
 			return strings.Compare(x.SubtopologyID, y.SubtopologyID)
 		})
-		return c
+		return appendTopologyValue(nil, &c)
 	}
-	return reflect.DeepEqual(norm(a), norm(b))
+	return bytes.Equal(canonical(a), canonical(b))
 }
 
 // streamsResult is what StreamsGroupHeartbeat answers, and the internal topics
@@ -437,6 +438,11 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 			return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
 		case !g.convertibleToStreamsLocked():
 			return streamsError(kerr.GroupIDNotFound.Code, "Group %s is not a streams group.", g.id)
+		}
+		if g.generation > 0 || g.protocolType != "" {
+			// A classic group's metadata record goes, as Kafka deletes it
+			// when a group changes type.
+			g.stWritten = map[string][]byte{string(groupKey(g.id)): unknownValue}
 		}
 		g.cg = nil
 		g.st = newStreamsGroup()
@@ -541,8 +547,8 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		st.StatusDetail = fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topologyEpoch, sg.topology.Epoch)
 		status = append(status, st)
 	}
-	if exists := g.topologyMetadataLocked(); bump || !maps.Equal(exists, sg.topics) {
-		sg.topics = exists
+	if exists := g.topologyMetadataLocked(); bump || sg.stale || !maps.Equal(exists, sg.topics) {
+		sg.topics, sg.stale = exists, false
 		sg.configured = configureTopology(sg.topology, exists)
 		bump = true
 	}
@@ -682,7 +688,7 @@ func (g *group) bumpStreamsEpochLocked() {
 	}
 	sg.target = assignUniform(spec)
 	sg.standbyTarget = g.assignStandbysLocked(g.c.streamsStandbys(g.id))
-	sg.targetEpoch = sg.epoch
+	sg.targetEpoch, sg.targetTime = sg.epoch, g.c.now()
 	g.c.log.Info("streams group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members), "ready", sg.configured.ready())
 }
 
@@ -896,11 +902,13 @@ func (g *group) armStreamsSessionLocked(m *stmember) {
 	session, _ := g.c.streamsTimeouts(g.id)
 	m.sessionTimer = g.c.afterFunc(session, func() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		if m.sessionToken == tok && g.st != nil && g.st.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("streams group member session expired", "group", g.id, "member", m.id)
 			g.removeStreamsMemberLocked(m)
+			g.persistStreamsLocked(nil)
 		}
+		g.mu.Unlock()
+		g.c.flush(g)
 	})
 }
 
@@ -915,11 +923,13 @@ func (g *group) armStreamsRevokeTimerLocked(m *stmember) {
 	}
 	m.revokeTimer = g.c.afterFunc(d, func() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		if m.revokeToken == tok && g.st != nil && g.st.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
 			g.c.log.Info("streams group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
 			g.removeStreamsMemberLocked(m)
+			g.persistStreamsLocked(nil)
 		}
+		g.mu.Unlock()
+		g.c.flush(g)
 	})
 }
 

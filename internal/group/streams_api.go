@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -11,10 +12,12 @@ import (
 
 // StreamsGroupHeartbeat serves StreamsGroupHeartbeat v0-v1 (KIP-1071): joining
 // with the application's topology (epoch 0), heartbeating with the member's
-// epoch and owned tasks, and leaving (epoch -1). It never waits. It also returns
+// epoch and owned tasks, and leaving (epoch -1). It also returns
 // the internal topics the broker is to create for the group (repartition and
 // changelog topics that do not exist yet); the answer's status says
-// MISSING_INTERNAL_TOPICS until they do. Put the client in ctx with WithClient.
+// MISSING_INTERNAL_TOPICS until they do. It answers once the group's records
+// are appended (a failed append: COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR).
+// Put the client in ctx with WithClient.
 func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, []kmsg.CreateTopicsRequestTopic) {
 	resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 	r := c.streamsHeartbeat(ctx, req)
@@ -60,14 +63,36 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 	}
 	if g == nil {
 		// Kafka answers GROUP_ID_NOT_FOUND, which Kafka Streams takes as fatal;
-		// membership here is not persisted, so a member of a group this
-		// coordinator lost (a failover before the group wrote any record) is
-		// told to rejoin instead.
+		// a group written by a Strata that did not persist streams groups has
+		// no records, so a member of one is told to rejoin instead.
 		return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
 	g.mu.Lock()
 	r := g.streamsHeartbeatLocked(req, clientFrom(ctx))
+	done := make(chan error, 1)
+	queued := g.persistStreamsLocked(func(err error) { done <- err })
 	g.mu.Unlock()
+	if !queued {
+		return r
+	}
+	// Answer once the log holds what the answer says, as Kafka does.
+	c.flush(g)
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		code := kerr.CoordinatorNotAvailable.Code // Kafka's answer to a failed or timed-out write
+		switch {
+		case errors.Is(err, ErrNotCoordinator):
+			code = kerr.NotCoordinator.Code
+		case errors.Is(err, ErrRecordTooLarge):
+			code = kerr.UnknownServerError.Code
+		}
+		return streamsError(code, "%s", kerr.ErrorForCode(code))
+	}
 	return r
 }
 

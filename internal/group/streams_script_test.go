@@ -215,3 +215,85 @@ func (h *harness) fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []
 	}
 	return out
 }
+
+// fmtStreamsRecord prints a streams group record of the log.
+func (h *harness) fmtStreamsRecord(k decodedKey, value []byte) string {
+	names := map[int16]string{
+		typeStreamsMetadata: "streams-metadata", typeStreamsMember: "streams-member",
+		typeStreamsTargetMetadata: "streams-target-metadata", typeStreamsTargetMember: "streams-target",
+		typeStreamsCurrent: "streams-current", typeStreamsTopology: "streams-topology",
+	}
+	s := names[k.typ] + " " + k.group
+	if k.member != "" {
+		s += "/" + h.name(k.member)
+	}
+	if value == nil {
+		return s + " tombstone"
+	}
+	tasks := func(ts []streamsTasks) string {
+		var out []string
+		for _, t := range ts {
+			var ps []string
+			for i, p := range t.partitions {
+				x := strconv.Itoa(int(p))
+				if t.epochs != nil {
+					x += fmt.Sprintf("@%d", t.epochs[i])
+				}
+				ps = append(ps, x)
+			}
+			out = append(out, t.subtopology+"/"+strings.Join(ps, "+"))
+		}
+		if len(out) == 0 {
+			return "-"
+		}
+		return strings.Join(out, ",")
+	}
+	var err error
+	switch k.typ {
+	case typeStreamsMetadata:
+		var v streamsMetadataValue
+		if v, err = decodeStreamsMetadata(value); err == nil {
+			s += fmt.Sprintf(" epoch=%d validated-topology-epoch=%d", v.epoch, v.validatedTopologyEpoch)
+		}
+	case typeStreamsTopology:
+		var top *kmsg.StreamsGroupHeartbeatRequestTopology
+		if top, err = decodeStreamsTopology(value); err == nil {
+			var subs []string
+			for _, st := range top.Subtopologies {
+				subs = append(subs, st.SubtopologyID)
+			}
+			s += fmt.Sprintf(" epoch=%d subtopologies=%s", top.Epoch, strings.Join(subs, ","))
+		}
+	case typeStreamsTargetMetadata:
+		var v streamsTargetMetaValue
+		if v, err = decodeStreamsTargetMeta(value); err == nil {
+			s += fmt.Sprintf(" epoch=%d", v.epoch)
+		}
+	case typeStreamsMember:
+		var v streamsMemberValue
+		if v, err = decodeStreamsMember(value); err == nil {
+			s += fmt.Sprintf(" process=%s client=%s topology-epoch=%d rebalance=%dms", v.processID, v.clientID, v.topologyEpoch, v.rebalanceTimeoutMs)
+			if v.instanceID != nil {
+				s += " instance=" + *v.instanceID
+			}
+			if v.endpoint != nil {
+				s += fmt.Sprintf(" endpoint=%s:%d", v.endpoint.Host, v.endpoint.Port)
+			}
+		}
+	case typeStreamsTargetMember:
+		var v streamsTargetValue
+		if v, err = decodeStreamsTarget(value); err == nil {
+			s += " active=" + tasks(v.active) + " standby=" + tasks(v.standby)
+		}
+	case typeStreamsCurrent:
+		var v streamsCurrentValue
+		if v, err = decodeStreamsCurrent(value); err == nil {
+			s += fmt.Sprintf(" epoch=%d prev=%d state=%d active=%s standby=%s revoking=%s",
+				v.epoch, v.prevEpoch, v.state, tasks(v.active), tasks(v.standby), tasks(v.activeRevoking))
+		}
+	}
+	if err != nil {
+		return s + " bad value: " + err.Error()
+	}
+	return s
+}
