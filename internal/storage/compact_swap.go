@@ -28,8 +28,10 @@ type cleanedSegment struct {
 	end      int64 // the group's offsets end here
 	readSize int64 // bytes of the group's segments
 	// aborts is its aborted-transaction index: the old segments' entries
-	// whose marker the pass kept.
-	aborts []AbortEntry
+	// whose marker the pass kept; stale if one of theirs was (a log no
+	// partition rebuilt the indexes of since Open).
+	aborts      []AbortEntry
+	abortsStale bool
 }
 
 func (cs *cleanedSegment) path() string { return cs.seg.path(logSuffix + cleanedSuffix) }
@@ -157,7 +159,10 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 		cs.old = append(cs.old, v.s)
 		cs.readSize += v.size
 		aborts, err := v.s.abortEntries(v.size)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrAbortIndexStale):
+			cs.abortsStale = true
+		case err != nil:
 			return nil, err
 		}
 		cs.aborts = append(cs.aborts, aborts...)
@@ -288,7 +293,11 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 		}
 		cs.seg.log = f
 		// Held until its file is written below: the old files are gone.
-		cs.seg.holdAborts(cs.aborts)
+		if cs.abortsStale {
+			cs.seg.mu.aborts = abortIndex{stale: true}
+		} else {
+			cs.seg.holdAborts(cs.aborts)
+		}
 	}
 
 	l.mu.Lock()
