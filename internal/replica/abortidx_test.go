@@ -1,11 +1,8 @@
 package replica
 
 import (
-	"archive/tar"
 	"bufio"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +15,7 @@ import (
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
-// abortWorkload runs the transactions of testdata/abortidx-integ.tgz's
+// abortWorkload runs the transactions of testdata/abortidx-integ's
 // workload on p: producer 1 idempotent, 2 commits every round, 3 ends a
 // transaction every third round (commit, then abort, alternately), 4 runs
 // transactions of seven rounds that span segments (aborted, committed, ...),
@@ -68,7 +65,7 @@ func abortWorkload(t *testing.T, p *Partition) []AbortedTxn {
 }
 
 // fetchAborted reads from offset with maxBytes under read_committed and renders
-// the answer as testdata/abortidx-integ.tgz's answers.txt does: offset, max
+// the answer as testdata/abortidx-integ's answers.txt does: offset, max
 // bytes, the next offset (-1 for no data), whether it failed, then each aborted
 // transaction as producer/first/marker.
 func fetchAborted(p *Partition, from int64, maxBytes int) string {
@@ -238,13 +235,12 @@ func TestAbortIndexRebuiltWhenTornOrMissing(t *testing.T) {
 // build before the aborted-transaction index: aborted transactions in memory
 // and in version 2 producer snapshots, no .txnindex files) and checks that
 // every read_committed read answers what integ answered, recorded with the
-// fixture. testdata/abortidx-integ.tgz holds t-0 (abortWorkload on
+// fixture. testdata/abortidx-integ holds t-0 (abortWorkload on
 // openSnapshotPartition, closed cleanly) and answers.txt (fetchAborted from
 // every offset with 1, 700 and 1 MiB maximum bytes).
 func TestOpensIntegAbortFixture(t *testing.T) {
-	root := t.TempDir()
-	extractTarGz(t, filepath.Join("testdata", "abortidx-integ.tgz"), root)
-	dir := filepath.Join(root, "t-0")
+	root := filepath.Join("testdata", "abortidx-integ")
+	dir := copyDir(t, filepath.Join(root, "t-0"))
 	if files := abortIndexFiles(t, dir); len(files) != 0 {
 		t.Fatalf("the fixture has index files %v", files)
 	}
@@ -282,46 +278,6 @@ func TestOpensIntegAbortFixture(t *testing.T) {
 		}
 		if files := abortIndexFiles(t, dir); len(files) != segments {
 			t.Fatalf("%d index files for %d segments", len(files), segments)
-		}
-	}
-}
-
-// extractTarGz unpacks the regular files of a .tgz into dir.
-func extractTarGz(t *testing.T, name, dir string) {
-	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if !strings.HasPrefix(path, filepath.Clean(dir)+string(filepath.Separator)) {
-			t.Fatalf("fixture entry %q leaves the directory", h.Name)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(path, 0o755)
-		case tar.TypeReg:
-			var b []byte
-			if b, err = io.ReadAll(tr); err == nil {
-				err = os.WriteFile(path, b, 0o644)
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
 }
