@@ -697,13 +697,6 @@ func (m *Manager) clean(p *Partition) {
 			m.log.Info("retention deleted segments", "topic", p.Topic, "partition", p.Index, "segments", n, "log_start_offset", p.LogStartOffset())
 		}
 	}
-	// A tiered log still serves what lies below its local start from the
-	// store: its aborted transactions are forgotten only below the remote start.
-	start := p.LogStartOffset()
-	if tier := p.Tier(); tier != nil {
-		start = tier.LogStartOffset()
-	}
-	p.forgetAbortedBelow(start)
 	if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
 		opts := storage.CompactOptions{
 			DeleteRetention:        millis(cfg.DeleteRetentionMs),

@@ -189,10 +189,27 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 
 // rebuildProducerState replaces the idempotent-producer and transaction state with
 // what the log's batch headers say (on open and after a truncation), starting
-// from the newest usable producer-state snapshot (snapshot.go). The caller
-// holds appendMu or owns the partition exclusively.
+// from the newest usable producer-state snapshot (snapshot.go). When the log
+// has segments whose aborted-transaction index must be rebuilt (a kill, or a
+// directory written before the index existed), it hands the log every abort
+// from the first of them on, so the scan starts at or below that segment
+// (an older snapshot, or the log start) unless no abort marker lies between
+// it and the newest snapshot: a kill leaves the active segment stale, and its
+// roll's snapshot follows its first append. The caller holds appendMu or owns
+// the partition exclusively.
 func (p *Partition) rebuildProducerState() error {
-	producers, txns, from, ok := p.loadSnapshot()
+	stale, rebuild := p.log.StaleAbortIndex()
+	producers, txns, from, ok := p.loadSnapshot(p.log.LogEndOffset())
+	if rebuild && from > stale {
+		found, err := p.abortMarkerIn(stale, from)
+		if err != nil {
+			return fmt.Errorf("rebuilding producer state of %s-%d: %w", p.Topic, p.Index, err)
+		}
+		if found {
+			producers, txns, from, ok = p.loadSnapshot(stale)
+		}
+	}
+	var aborts []storage.AbortEntry
 	err := p.log.ScanBatches(from, func(h batch.Header, body []byte) error {
 		if h.Idempotent() && !h.Control() {
 			// A compacted batch may hold fewer records than its offset range: the
@@ -203,13 +220,18 @@ func (p *Partition) rebuildProducerState() error {
 		if ct == batch.ControlAbort || ct == batch.ControlCommit {
 			producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
 		}
+		if e, aborted := txns.aborts(h, ct); aborted && rebuild && e.LastOffset >= stale {
+			aborts = append(aborts, e)
+		}
 		txns.observe(h, ct)
 		return nil
 	})
+	if err == nil && rebuild {
+		err = p.log.RebuildAbortIndex(stale, aborts)
+	}
 	if err != nil {
 		return fmt.Errorf("rebuilding producer state of %s-%d: %w", p.Topic, p.Index, err)
 	}
-	txns.forgetBelow(p.log.LogStartOffset())
 	p.snapshotOffset, p.snapshotRolls = -1, p.log.Rolls()
 	if ok {
 		p.snapshotOffset = from
@@ -219,6 +241,28 @@ func (p *Partition) rebuildProducerState() error {
 	p.txns = txns
 	p.txnMu.Unlock()
 	return nil
+}
+
+// errStopScan ends a ScanBatches walk early.
+var errStopScan = errors.New("scan stopped")
+
+// abortMarkerIn reports whether an abort marker lies in [from, to).
+func (p *Partition) abortMarkerIn(from, to int64) (bool, error) {
+	found := false
+	err := p.log.ScanBatches(from, func(h batch.Header, body []byte) error {
+		if h.BaseOffset >= to {
+			return errStopScan
+		}
+		if ct, _ := controlType(h, body); ct == batch.ControlAbort {
+			found = true
+			return errStopScan
+		}
+		return nil
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	return found, err
 }
 
 // controlType is the marker type of control batch b (whole batch bytes) and its
@@ -235,24 +279,35 @@ func controlType(h batch.Header, b []byte) (batch.ControlType, int32) {
 	return t, coordinatorEpoch
 }
 
-// observeTxns feeds appended batches (whole, stamped) to the transaction state.
-// appendMu must be held.
-func (p *Partition) observeTxns(records []byte) {
-	p.txnMu.Lock()
-	defer p.txnMu.Unlock()
+// observeTxns feeds appended batches (whole, stamped) to the transaction state,
+// and each abort to the log's aborted-transaction index first: a last stable
+// offset past the transaction is then only ever read (under txnMu) once a fetch
+// can find its entry. The log is called without txnMu (its failure listener
+// takes mu); the open transactions change only under appendMu, which must be
+// held. An error is the log's (storage.Log.AddAbortedTxn fails it).
+func (p *Partition) observeTxns(records []byte) error {
 	for it := batch.NewStoredIter(records); it.Next(); {
 		h := it.Header()
-		if h.Transactional() {
-			ct, coordinatorEpoch := controlType(h, it.Batch())
-			if ct == batch.ControlAbort || ct == batch.ControlCommit {
-				p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
-				// Its transaction ended: a verification begun before does
-				// not let a later batch open another.
-				delete(p.verifications, h.ProducerID)
-			}
-			p.txns.observe(h, ct)
+		if !h.Transactional() {
+			continue
 		}
+		ct, coordinatorEpoch := controlType(h, it.Batch())
+		if ct == batch.ControlAbort || ct == batch.ControlCommit {
+			p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
+			// Its transaction ended: a verification begun before does
+			// not let a later batch open another.
+			delete(p.verifications, h.ProducerID)
+		}
+		if e, aborted := p.txns.aborts(h, ct); aborted {
+			if err := p.log.AddAbortedTxn(e); err != nil {
+				return err
+			}
+		}
+		p.txnMu.Lock()
+		p.txns.observe(h, ct)
+		p.txnMu.Unlock()
 	}
+	return nil
 }
 
 // safeEnd is the offset the HWM may reach with no followers.
@@ -455,7 +510,9 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, verify bool
 		p.producers.record(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, info.FirstOffset, info.LastOffset, info.MaxTimestamp)
 	}
 	if first.Transactional() {
-		p.observeTxns(records)
+		if err := p.observeTxns(records); err != nil {
+			return AppendResult{}, err
+		}
 		delete(p.verifications, first.ProducerID) // the transaction is open: verified
 	}
 	p.maybeSnapshot()
@@ -573,14 +630,15 @@ func (p *Partition) read(offset int64, maxBytes int, iso Isolation) (FetchResult
 	if tier := p.tier.Load(); tier != nil {
 		res.LogStartOffset = tier.LogStartOffset()
 		if offset < p.log.LogStartOffset() && offset >= res.LogStartOffset {
-			res, err := p.readRemote(tier, offset, maxBytes, res)
+			res, next, err := p.readRemote(tier, offset, maxBytes, res)
 			if err == nil && iso == ReadCommitted && len(res.Remote) > 0 {
 				// The manifest's aborted transactions (the remote part's index)
-				// and what this replica saw in its own log, once each.
-				p.txnMu.Lock()
-				res.Aborted = append(res.Aborted, p.txns.abortedIn(offset, limit)...)
-				p.txnMu.Unlock()
-				res.Aborted = storage.MergeAbortedTxns(res.Aborted, tier.AbortedIn(offset, limit))
+				// and those of this replica's own log, once each.
+				local, err := p.log.AbortedTxns(offset, next)
+				if err != nil {
+					return res, err
+				}
+				res.Aborted = storage.MergeAbortedTxns(append(res.Aborted, local...), tier.AbortedIn(offset, next))
 			}
 			return res, err
 		}
@@ -591,11 +649,14 @@ func (p *Partition) read(offset int64, maxBytes int, iso Isolation) (FetchResult
 	}
 	res.Chunk = chunk
 	if iso == ReadCommitted && chunk.Size > 0 {
-		p.txnMu.Lock()
-		if a := p.txns.abortedIn(offset, chunk.NextOffset); a != nil {
+		a, err := p.log.AbortedTxns(offset, chunk.NextOffset)
+		if err != nil {
+			chunk.Release()
+			return FetchResult{}, err
+		}
+		if a != nil {
 			res.Aborted = a
 		}
-		p.txnMu.Unlock()
 	}
 	return res, nil
 }
@@ -724,7 +785,6 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	if err := p.log.DeleteRecords(offset); err != nil {
 		return -1, err
 	}
-	p.forgetAbortedBelow(p.log.LogStartOffset())
 	return p.log.LogStartOffset(), nil
 }
 

@@ -335,7 +335,7 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
 				}
 			}
-			p.observeTxns(records)
+			err = p.observeTxns(records)
 			p.maybeSnapshot()
 		}
 		p.appendMu.Unlock()

@@ -21,7 +21,9 @@ import (
 //     partition encodes its state and stores it at its log end offset
 //     (storage.Log.WriteProducerSnapshot, under appendMu).
 //  2. rebuildProducerState (open, truncation) takes the newest snapshot at an
-//     offset within [log start, log end] that decodes, and scans from there.
+//     offset within [log start, log end] that decodes (at or below the first
+//     segment whose aborted-transaction index it rebuilds, if an abort marker
+//     lies between the two), and scans from there.
 //     A missing, torn or damaged snapshot is skipped for an older one, and
 //     with none the whole log is scanned, as before snapshots existed.
 //  3. The log removes snapshots that a crash or a truncation made stale.
@@ -34,17 +36,20 @@ import (
 //	  batches u8 (at most producerBatchesKept), then per batch, oldest first:
 //	    first sequence i32 | last sequence i32 | first offset i64 | last offset i64
 //	open transactions u32, then per transaction: producer id i64 | first offset i64
-//	aborted transactions u32, then per transaction, by marker offset:
-//	  producer id i64 | first offset i64 | marker offset i64
-//	(version 2) ended transactions whose marker the high-water mark had not
-//	passed u32, then per transaction, by marker offset:
+//	(versions 1 and 2) aborted transactions u32, then per transaction, by
+//	  marker offset: producer id i64 | first offset i64 | marker offset i64
+//	(versions 2 and 3) ended transactions whose marker the high-water mark had
+//	not passed u32, then per transaction, by marker offset:
 //	  first offset i64 | marker offset i64
 //
-// Version 1 snapshots (no ended transactions) still load: their markers were
-// written before markers held the last stable offset, so none is held. A
-// decoder refuses any other version, so a format change must bump it; an
-// older broker then finds no snapshot it can read and scans the log.
-const snapshotVersion = 2
+// Versions 1 and 2 still load. Version 1 has no ended transactions: its
+// markers were written before markers held the last stable offset, so none
+// is held. Their aborted transactions are skipped: the log's per-segment
+// aborted-transaction index holds them now (storage.AbortEntry), rebuilt from
+// the log where a segment has none. A decoder refuses any other version, so a
+// format change must bump it; an older broker then finds no snapshot it can
+// read and scans the log.
+const snapshotVersion = 3
 
 // errBadSnapshot: a snapshot payload that does not decode.
 var errBadSnapshot = errors.New("malformed producer-state snapshot")
@@ -72,12 +77,6 @@ func encodeSnapshot(producers *producerState, txns *txnState) []byte {
 	for _, pid := range slices.Sorted(maps.Keys(txns.open)) {
 		b = binary.BigEndian.AppendUint64(b, uint64(pid))
 		b = binary.BigEndian.AppendUint64(b, uint64(txns.open[pid]))
-	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(txns.aborted)))
-	for _, a := range txns.aborted {
-		b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
-		b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
-		b = binary.BigEndian.AppendUint64(b, uint64(a.LastOffset))
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(txns.unreplicated)))
 	for _, e := range txns.unreplicated {
@@ -152,7 +151,7 @@ func (r *snapReader) count(minSize int) int {
 func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 	r := &snapReader{b: b}
 	version := r.u16()
-	if r.err == nil && version != 1 && version != snapshotVersion {
+	if r.err == nil && (version < 1 || version > snapshotVersion) {
 		return nil, nil, fmt.Errorf("%w: version %d", errBadSnapshot, version)
 	}
 	producers, txns := newProducerState(), newTxnState()
@@ -177,8 +176,8 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 		pid := int64(r.u64())
 		txns.open[pid] = int64(r.u64())
 	}
-	for range r.count(abortedSize) {
-		txns.aborted = append(txns.aborted, AbortedTxn{ProducerID: int64(r.u64()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64())})
+	if version < 3 {
+		r.take(r.count(abortedSize) * abortedSize)
 	}
 	if version >= 2 {
 		for range r.count(endedSize) {
@@ -191,20 +190,17 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 	if len(r.b) != 0 {
 		return nil, nil, fmt.Errorf("%w: %d bytes after the state", errBadSnapshot, len(r.b))
 	}
-	if !sort.SliceIsSorted(txns.aborted, func(i, j int) bool { return txns.aborted[i].LastOffset < txns.aborted[j].LastOffset }) {
-		return nil, nil, fmt.Errorf("%w: aborted transactions out of order", errBadSnapshot)
-	}
 	if !sort.SliceIsSorted(txns.unreplicated, func(i, j int) bool { return txns.unreplicated[i].marker < txns.unreplicated[j].marker }) {
 		return nil, nil, fmt.Errorf("%w: ended transactions out of order", errBadSnapshot)
 	}
 	return producers, txns, nil
 }
 
-// loadSnapshot returns the state of the newest usable snapshot and its offset
-// (ok), or empty state and the log start offset (scan everything) when there
-// is none.
-func (p *Partition) loadSnapshot() (producers *producerState, txns *txnState, from int64, ok bool) {
-	start, end := p.log.LogStartOffset(), p.log.LogEndOffset()
+// loadSnapshot returns the state of the newest usable snapshot at or below
+// limit and its offset (ok), or empty state and the log start offset (scan
+// everything) when there is none.
+func (p *Partition) loadSnapshot(limit int64) (producers *producerState, txns *txnState, from int64, ok bool) {
+	start, end := p.log.LogStartOffset(), min(limit, p.log.LogEndOffset())
 	for _, off := range p.log.ProducerSnapshots() {
 		if off < start || off > end {
 			// Below the start, batches between it and the start are gone

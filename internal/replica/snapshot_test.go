@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,7 +30,6 @@ func TestSnapshotCodec(t *testing.T) {
 	producers.fence(9, 2, 4)
 	producers.fence(12, 3, 1) // a marker alone
 	txns.open[5] = 60
-	txns.aborted = []AbortedTxn{{ProducerID: 9, FirstOffset: 3, LastOffset: 8}, {ProducerID: 5, FirstOffset: 9, LastOffset: 30}}
 	txns.unreplicated = []endedTxn{{first: 9, marker: 30}, {first: 31, marker: 40}}
 
 	payload := encodeSnapshot(producers, txns)
@@ -46,12 +46,25 @@ func TestSnapshotCodec(t *testing.T) {
 	if e := gotP.entries[9]; e.epoch != 2 || e.coordinatorEpoch != 4 || len(e.batches) != 0 {
 		t.Fatalf("producer 9 decoded as %+v", e)
 	}
-	if gotT.open[5] != 60 || !slices.Equal(gotT.aborted, txns.aborted) || !slices.Equal(gotT.unreplicated, txns.unreplicated) {
+	if gotT.open[5] != 60 || !slices.Equal(gotT.unreplicated, txns.unreplicated) {
 		t.Fatalf("transactions decoded as %+v", gotT)
 	}
 	// The empty state.
 	if _, _, err := decodeSnapshot(encodeSnapshot(newProducerState(), newTxnState())); err != nil {
 		t.Fatalf("empty state: %v", err)
+	}
+
+	// Version 2 (as integ wrote it) held the aborted transactions, which the
+	// log's index holds now: they are skipped.
+	v2 := []byte{0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 1}
+	v2 = binary.BigEndian.AppendUint64(v2, 9)
+	v2 = binary.BigEndian.AppendUint64(v2, 3)
+	v2 = binary.BigEndian.AppendUint64(v2, 8)
+	v2 = append(v2, 0, 0, 0, 1)
+	v2 = binary.BigEndian.AppendUint64(v2, 3)
+	v2 = binary.BigEndian.AppendUint64(v2, 8)
+	if _, gotT, err := decodeSnapshot(v2); err != nil || gotT.open[5] != 7 || !slices.Equal(gotT.unreplicated, []endedTxn{{3, 8}}) {
+		t.Fatalf("version 2: %+v, %v", gotT, err)
 	}
 
 	for n := range len(payload) {
@@ -60,11 +73,11 @@ func TestSnapshotCodec(t *testing.T) {
 		}
 	}
 	bad := map[string][]byte{
-		"version 3":      append([]byte{0, 3}, payload[2:]...),
+		"version 4":      append([]byte{0, 4}, payload[2:]...),
 		"trailing byte":  append(slices.Clone(payload), 0),
 		"huge count":     append([]byte{0, 1, 0xff, 0xff, 0xff, 0xff}, payload[6:]...),
 		"six batches":    func() []byte { b := slices.Clone(payload); b[2+4+8+2+4+8] = 6; return b }(),
-		"aborted order":  encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, aborted: []AbortedTxn{{ProducerID: 1, FirstOffset: 5, LastOffset: 9}, {ProducerID: 1, FirstOffset: 1, LastOffset: 2}}}),
+		"version 2 cut":  v2[:len(v2)-1],
 		"ended order":    encodeSnapshot(newProducerState(), &txnState{open: map[int64]int64{}, unreplicated: []endedTxn{{5, 9}, {1, 2}}}),
 		"producer twice": append(append([]byte{0, 1, 0, 0, 0, 2}, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 2)...), make([]byte, 8)...),
 	}
@@ -375,7 +388,7 @@ func TestSnapshotVersion1Loads(t *testing.T) {
 	if e := producers.entries[9]; e == nil || e.epoch != 2 || e.coordinatorEpoch != 4 {
 		t.Fatalf("producer 9 decoded as %+v", e)
 	}
-	if txns.open[5] != 20 || !slices.Equal(txns.aborted, []AbortedTxn{{ProducerID: 9, FirstOffset: 3, LastOffset: 8}}) || len(txns.unreplicated) != 0 {
+	if txns.open[5] != 20 || len(txns.unreplicated) != 0 {
 		t.Fatalf("transactions decoded as %+v", txns)
 	}
 	// Written again, it is the current version.

@@ -65,7 +65,6 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 			Cache:     m.opts.RemoteCache,
 			Retention: tierRetention(tc),
 			Now:       m.now,
-			Aborted:   p.abortedTouching,
 		}))
 	default:
 		tier.SetRetention(tierRetention(tc))
@@ -186,16 +185,17 @@ func (m *Manager) uploadOnce(ctx context.Context, p *Partition, st *tierUploadSt
 	}
 }
 
-// readRemote serves a fetch below the local log start from the object store.
-func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, res FetchResult) (FetchResult, error) {
+// readRemote serves a fetch below the local log start from the object store;
+// it also returns the offset after the batches read.
+func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, res FetchResult) (FetchResult, int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
 	defer cancel()
-	b, _, err := tier.Read(ctx, offset, maxBytes)
+	b, next, err := tier.Read(ctx, offset, maxBytes)
 	if err != nil {
-		return res, err
+		return res, offset, err
 	}
 	res.Remote = b
-	return res, nil
+	return res, next, nil
 }
 
 // listOffsetTiered answers the ListOffsets lookups a tiered partition answers

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -109,13 +108,13 @@ type AbortedTxn = storage.AbortedTxn
 
 // txnState is the partition's view of transactions, derived only from the
 // batches in its log, so leader, follower and a restarted replica agree: the open
-// transaction of each producer (the offset of its first batch), the aborted
-// transactions, ordered by marker offset, and the transactions whose marker is
-// not yet known to be below the high-water mark. It is pure; the Partition
-// guards it with txnMu and feeds it every batch in offset order.
+// transaction of each producer (the offset of its first batch) and the
+// transactions whose marker is not yet known to be below the high-water mark.
+// The aborted transactions are not kept: observe hands each one out for the
+// log's aborted-transaction index (storage.Log.AddAbortedTxn). It is pure; the
+// Partition guards it with txnMu and feeds it every batch in offset order.
 type txnState struct {
-	open    map[int64]int64 // producer id -> first offset of its open transaction
-	aborted []AbortedTxn    // by LastOffset
+	open map[int64]int64 // producer id -> first offset of its open transaction
 	// unreplicated are ended transactions (either outcome) whose marker the
 	// high-water mark has not passed, by marker offset (Kafka's unreplicated
 	// transactions). They hold the last stable offset as an open transaction
@@ -152,9 +151,28 @@ func (s *txnState) observe(h batch.Header, marker batch.ControlType) {
 	}
 	delete(s.open, h.ProducerID)
 	s.unreplicated = append(s.unreplicated, endedTxn{first: first, marker: h.BaseOffset})
-	if marker == batch.ControlAbort {
-		s.aborted = append(s.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
+}
+
+// aborts returns the aborted-transaction index entry of batch h, before
+// observe applies it, when h is an abort marker ending a transaction open
+// here: the transaction, and as last stable offset the first offset of the
+// oldest other transaction open, or the marker's offset + 1 (Kafka's, which
+// the high-water mark does not bound). It changes nothing.
+func (s *txnState) aborts(h batch.Header, marker batch.ControlType) (storage.AbortEntry, bool) {
+	if marker != batch.ControlAbort || !h.Control() || !h.Transactional() || !h.Idempotent() {
+		return storage.AbortEntry{}, false
 	}
+	first, ok := s.open[h.ProducerID]
+	if !ok {
+		return storage.AbortEntry{}, false
+	}
+	e := storage.AbortEntry{AbortedTxn: AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset}, LastStableOffset: h.BaseOffset + 1}
+	for pid, off := range s.open {
+		if pid != h.ProducerID && off < e.LastStableOffset {
+			e.LastStableOffset = off
+		}
+	}
+	return e, true
 }
 
 // inTxn reports whether producer pid has an open transaction.
@@ -194,29 +212,6 @@ func (s *txnState) lastStable(hwm int64) int64 {
 		lso = min(lso, e.first)
 	}
 	return lso
-}
-
-// abortedIn returns the aborted transactions that touch [from, to): their marker
-// is at or after from and their first batch before to (Kafka's
-// collectAbortedTransactions), oldest first.
-func (s *txnState) abortedIn(from, to int64) []AbortedTxn {
-	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
-	var out []AbortedTxn
-	for _, a := range s.aborted[i:] {
-		if a.FirstOffset < to {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// forgetBelow drops aborted transactions whose marker lies below logStart: no
-// fetch can reach them any more.
-func (s *txnState) forgetBelow(logStart int64) {
-	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= logStart })
-	if i > 0 {
-		s.aborted = slices.Delete(s.aborted, 0, i)
-	}
 }
 
 // WriteTxnMarker appends a commit or abort marker for producer m.ProducerID as
@@ -298,33 +293,15 @@ func (p *Partition) appendTrusted(records []byte, check func() error) (AppendRes
 	if err != nil {
 		return AppendResult{}, err
 	}
-	p.observeTxns(records)
+	if err := p.observeTxns(records); err != nil {
+		return AppendResult{}, err
+	}
 	p.maybeSnapshot()
 	p.fireAppend()
 	if !p.groupCommit {
 		p.maybeAdvanceHighWatermark()
 	}
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: info.LogStartOffset}, nil
-}
-
-// abortedTouching returns the aborted transactions with batches or a marker
-// in [from, to), for the tier to record with an uploaded segment. Uploads stop
-// at the last stable offset, so every transaction with a batch in an uploaded
-// segment has its marker in this replica's log, and its first offset is known
-// here even when a later replica, whose local log starts after that batch,
-// uploads the marker's segment.
-func (p *Partition) abortedTouching(from, to int64) []storage.AbortedTxn {
-	p.txnMu.Lock()
-	defer p.txnMu.Unlock()
-	return p.txns.abortedIn(from, to)
-}
-
-// forgetAbortedBelow drops aborted transactions whose markers retention or
-// DeleteRecords removed (below the log start offset).
-func (p *Partition) forgetAbortedBelow(logStart int64) {
-	p.txnMu.Lock()
-	p.txns.forgetBelow(logStart)
-	p.txnMu.Unlock()
 }
 
 // ProducerInfo is one producer's state on a partition (DescribeProducers).

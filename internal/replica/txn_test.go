@@ -38,6 +38,7 @@ func TestTxnStateScript(t *testing.T) {
 		{pid: 2, base: 11, last: 11, marker: batch.ControlAbort, wantLSO: 12}, // aborted [10,11]
 	}
 	s := newTxnState()
+	var aborts []storage.AbortEntry
 	for i, st := range steps {
 		h := batch.Header{BaseOffset: st.base, LastOffsetDelta: int32(st.last - st.base), ProducerID: st.pid}
 		if st.txn || st.marker >= 0 {
@@ -46,29 +47,22 @@ func TestTxnStateScript(t *testing.T) {
 		if st.marker >= 0 {
 			h.Attributes |= 0x20
 		}
+		if e, aborted := s.aborts(h, st.marker); aborted {
+			aborts = append(aborts, e)
+		}
 		s.observe(h, st.marker)
 		if got := s.lastStable(st.last + 1); got != st.wantLSO {
 			t.Fatalf("step %d: LSO %d, want %d", i, got, st.wantLSO)
 		}
 	}
-	for _, tc := range []struct {
-		from, to int64
-		want     []AbortedTxn
-	}{
-		{0, 2, nil},
-		{0, 3, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}}},
-		{7, 8, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}}},
-		{8, 12, []AbortedTxn{{ProducerID: 2, FirstOffset: 10, LastOffset: 11}}},
-		{0, 12, []AbortedTxn{{ProducerID: 2, FirstOffset: 2, LastOffset: 7}, {ProducerID: 2, FirstOffset: 10, LastOffset: 11}}},
-		{12, 20, nil},
-	} {
-		if got := s.abortedIn(tc.from, tc.to); !slices.Equal(got, tc.want) {
-			t.Errorf("abortedIn(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
-		}
+	// Each abort's index entry: the last stable offset is that of the oldest
+	// transaction still open (3's at 5), else just past the marker.
+	want := []storage.AbortEntry{
+		{AbortedTxn: AbortedTxn{ProducerID: 2, FirstOffset: 2, LastOffset: 7}, LastStableOffset: 5},
+		{AbortedTxn: AbortedTxn{ProducerID: 2, FirstOffset: 10, LastOffset: 11}, LastStableOffset: 12},
 	}
-	s.forgetBelow(8)
-	if got := s.abortedIn(0, 100); !slices.Equal(got, []AbortedTxn{{ProducerID: 2, FirstOffset: 10, LastOffset: 11}}) {
-		t.Errorf("after forgetBelow(8): %v", got)
+	if !slices.Equal(aborts, want) {
+		t.Errorf("aborts %v, want %v", aborts, want)
 	}
 }
 
@@ -583,10 +577,10 @@ func TestNextTxnWaitsForMarker(t *testing.T) {
 			p = newLeaderPartition(t, dir)
 			p.txnMu.Lock()
 			first, open := p.txns.open[pid]
-			aborted := len(p.txns.aborted)
 			p.txnMu.Unlock()
-			if !open || first != got.res.BaseOffset || aborted != 0 {
-				t.Fatalf("reopened: open %v at %d (want %d), %d aborted", open, first, got.res.BaseOffset, aborted)
+			aborted, err := p.log.AbortedTxns(0, p.LogEndOffset())
+			if !open || first != got.res.BaseOffset || len(aborted) != 0 || err != nil {
+				t.Fatalf("reopened: open %v at %d (want %d), aborted %v, %v", open, first, got.res.BaseOffset, aborted, err)
 			}
 			if _, err := p.WriteTxnMarker(marker, 2); !errors.Is(err, ErrInvalidProducerEpoch) {
 				t.Fatalf("the marker written again: %v, want ErrInvalidProducerEpoch", err)

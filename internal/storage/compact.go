@@ -227,6 +227,7 @@ func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 		lastBatch:       producers.lastBatch,
 		aborted:         producers.aborted,
 		txnKept:         make(map[int64]bool),
+		markersRemoved:  make(map[int64]bool),
 		state:           &p.state,
 		nowMs:           p.now.UnixMilli(),
 		deleteRetention: opts.DeleteRetention,

@@ -76,7 +76,10 @@ type cleaner struct {
 	aborted   map[int64]bool  // base offsets of aborted transactions' batches
 	// txnKept notes the producers whose transaction (since their previous
 	// marker) has a batch this pass keeps: its marker must stay.
-	txnKept         map[int64]bool
+	txnKept map[int64]bool
+	// markersRemoved holds the offsets of the transaction markers this pass
+	// removes: their aborted-transaction index entries go with them.
+	markersRemoved  map[int64]bool
 	state           *cleanerState // as it was when the pass began
 	nowMs           int64
 	deleteRetention time.Duration
@@ -139,6 +142,7 @@ func (c *cleaner) filterControl(b []byte, h *batch.Header) ([]byte, bool, error)
 	case clean && c.nowMs-c.state.ranges[ri].atMs > c.deleteRetention.Milliseconds():
 		c.stats.MarkersRemoved++
 		c.stats.BatchesRemoved++
+		c.markersRemoved[h.BaseOffset] = true
 		return nil, false, nil
 	case clean:
 		c.tombstones[ri] = true // a pass is due once the retention passes

@@ -27,6 +27,11 @@ type cleanedSegment struct {
 	seg      *segment
 	end      int64 // the group's offsets end here
 	readSize int64 // bytes of the group's segments
+	// aborts is its aborted-transaction index: the old segments' entries
+	// whose marker the pass kept; stale if one of theirs was (a log no
+	// partition rebuilt the indexes of since Open).
+	aborts      []AbortEntry
+	abortsStale bool
 }
 
 func (cs *cleanedSegment) path() string { return cs.seg.path(logSuffix + cleanedSuffix) }
@@ -153,6 +158,14 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 		v := p.all[i]
 		cs.old = append(cs.old, v.s)
 		cs.readSize += v.size
+		aborts, err := v.s.abortEntries(v.size)
+		switch {
+		case errors.Is(err, ErrAbortIndexStale):
+			cs.abortsStale = true
+		case err != nil:
+			return nil, err
+		}
+		cs.aborts = append(cs.aborts, aborts...)
 		v.s.mu.RLock()
 		created := v.s.mu.created
 		v.s.mu.RUnlock()
@@ -193,6 +206,7 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 	if err != nil || !written {
 		return nil, err
 	}
+	cs.aborts = slices.DeleteFunc(cs.aborts, func(e AbortEntry) bool { return c.markersRemoved[e.LastOffset] })
 	cs.seg.size, cs.seg.next = w.total, cs.end
 	c.stats.SegmentsRead += len(cs.old)
 	c.stats.BytesRead += cs.readSize
@@ -278,6 +292,12 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 			return err
 		}
 		cs.seg.log = f
+		// Held until its file is written below: the old files are gone.
+		if cs.abortsStale {
+			cs.seg.mu.aborts = abortIndex{stale: true}
+		} else {
+			cs.seg.holdAborts(cs.aborts)
+		}
 	}
 
 	l.mu.Lock()
@@ -294,6 +314,9 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 
 	for _, cs := range live {
 		if err := cs.seg.writeIndexes(true); err != nil {
+			return err
+		}
+		if err := cs.seg.sealAbortIndex(cs.seg.size, true, true); err != nil {
 			return err
 		}
 	}
@@ -351,7 +374,7 @@ func (l *Log) finishCommittedSwap() error {
 				return err
 			}
 		}
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, abortIndexSuffix} {
 			if err := l.fsys.Remove(filepath.Join(l.dir, segmentName(g.base, suffix))); err != nil && !isNotExist(err) {
 				return err
 			}
@@ -376,7 +399,7 @@ func (l *Log) finishCommittedSwap() error {
 
 // removeSegmentFiles removes a segment's log and index files.
 func (l *Log) removeSegmentFiles(base int64) error {
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, abortIndexSuffix} {
 		if err := l.fsys.Remove(filepath.Join(l.dir, segmentName(base, suffix))); err != nil && !isNotExist(err) {
 			return err
 		}

@@ -16,7 +16,10 @@
 //     high-water-mark driver instead registers SetDurableListener, called after each
 //     fsync that advances DurableOffset.
 //  4. Fetch calls Read(offset, maxBytes, highWatermark), sends the Chunk (sendfile
-//     from Chunk.File at Chunk.Pos) and calls Chunk.Release.
+//     from Chunk.File at Chunk.Pos) and calls Chunk.Release; a read_committed
+//     fetch also calls AbortedTxns for the range read. The partition records
+//     each abort marker it appends with AddAbortedTxn, and after Open rebuilds
+//     the aborted-transaction indexes StaleAbortIndex names (RebuildAbortIndex).
 //  5. The broker calls EnforceRetention(highWatermark) periodically, and
 //     DeleteRecords for the DeleteRecords API. For a topic with
 //     cleanup.policy=compact it calls Compact(highWatermark, opts) periodically
@@ -94,6 +97,7 @@
 //	00000000000000000000.log        record batches
 //	00000000000000000000.index      offset index
 //	00000000000000000000.timeindex  time index
+//	00000000000000000000.txnindex   aborted transactions whose marker the segment holds (abortidx.go)
 //	leader-epoch.checkpoint         epoch -> start offset
 //	recovery-point.checkpoint       recovery point, log start offset
 //	cleaner-offset.checkpoint       compaction progress and tombstone clocks

@@ -449,6 +449,9 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	if err := old.writeIndexes(true); err != nil {
 		return nil, l.fail(err)
 	}
+	if err := old.sealAbortIndex(old.size, true, true); err != nil {
+		return nil, l.fail(err)
+	}
 	if err := l.syncSegment(old); err != nil {
 		return nil, l.fail(err)
 	}
@@ -779,6 +782,9 @@ func (l *Log) shutdownCleanly() error {
 	s := l.active()
 	deferred := l.logDir != nil && l.logDir.syncsAtClose
 	if err := s.writeIndexes(!deferred); err != nil {
+		return err
+	}
+	if err := s.sealAbortIndex(s.size, !deferred, false); err != nil {
 		return err
 	}
 	if s.dirty() && !deferred {

@@ -23,7 +23,7 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	var bases []int64
+	var bases, abortIndexes []int64
 	for _, name := range names {
 		switch {
 		case strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, tmpSuffix):
@@ -37,12 +37,23 @@ func (l *Log) load() error {
 				bases = append(bases, base)
 			} else if off, ok := parseSnapshotName(name); ok {
 				l.snapshots = append(l.snapshots, off)
+			} else if base, ok := parseOffsetName(name, abortIndexSuffix); ok {
+				abortIndexes = append(abortIndexes, base)
 			}
 		}
 	}
 	slices.Sort(l.snapshots)
 	slices.Reverse(l.snapshots)
 	slices.Sort(bases)
+	for _, base := range abortIndexes {
+		// An older build deleting a segment leaves its aborted-transaction
+		// index behind.
+		if _, found := slices.BinarySearch(bases, base); !found {
+			if err := l.fsys.Remove(filepath.Join(l.dir, segmentName(base, abortIndexSuffix))); err != nil && !isNotExist(err) {
+				return err
+			}
+		}
+	}
 	for _, base := range bases {
 		s, err := openSegment(l.fsys, l.dir, base, l.conf())
 		if err != nil {
@@ -148,6 +159,7 @@ func (l *Log) load() error {
 // finishLoad loads the cleaner state, removes the producer snapshots above the
 // log end and the clean-shutdown marker, durably, before the log can change.
 func (l *Log) finishLoad(hadMarker bool) error {
+	l.loadAbortIndexes()
 	if err := l.loadCleaner(); err != nil {
 		return err
 	}

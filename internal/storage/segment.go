@@ -81,6 +81,7 @@ type segment struct {
 		maxTS           int64 // largest batch max timestamp; -1 if none
 		maxTSOff        int64 // base offset of the batch holding maxTS
 		firstTS         int64 // max timestamp of the first batch; -1 if none
+		aborts          abortIndex
 		created         time.Time
 	}
 }
@@ -131,6 +132,7 @@ func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config, now time.Ti
 	s := newSegment(fsys, dir, base, log, cfg)
 	s.recycledSize = recycledSize
 	s.mu.loaded = true
+	s.mu.aborts.held = true
 	s.mu.created = now
 	for _, x := range []struct {
 		suffix string

@@ -46,14 +46,6 @@ type TierConfig struct {
 	Retention TierRetention
 	// Now is the clock for remote retention; nil means time.Now.
 	Now func() time.Time
-	// Aborted, if set, returns the aborted transactions with a batch or their
-	// abort marker in [from, to): an uploaded segment's, recorded in the
-	// manifest so that fetches served from the store can still be filtered
-	// after the local copy, and the replica that knew them, are gone. A
-	// transaction whose batches and marker lie in different segments is
-	// recorded with the first of them uploaded, so a later leader that never
-	// saw its batches (its local log starts after them) need not know it.
-	Aborted func(from, to int64) []AbortedTxn
 }
 
 // TierRetention is a tiered log's retention. Negative values are unbounded.
@@ -390,9 +382,19 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 	for _, u := range up {
 		u.seg.Epochs = epochsIn(epochs, u.seg.Base, u.seg.Next)
 		next.Segments = append(next.Segments, u.seg)
-		if t.cfg.Aborted != nil {
-			next.Aborted = MergeAbortedTxns(next.Aborted, t.cfg.Aborted(u.seg.Base, u.seg.Next))
+		// The aborted transactions with a batch or their marker in the
+		// segment, from the log's index, so that fetches served from the
+		// store are still filtered after the local copy is gone. Uploads stop
+		// at the last stable offset, so their markers are in the local log. A
+		// transaction whose batches and marker lie in different segments is
+		// recorded with the first of them uploaded, so a later leader that
+		// never saw its batches (its local log starts after them) need not
+		// know it.
+		aborted, err := t.log.AbortedTxns(u.seg.Base, u.seg.Next)
+		if err != nil {
+			return m, err
 		}
+		next.Aborted = MergeAbortedTxns(next.Aborted, aborted)
 	}
 	next.End = up[len(up)-1].seg.Next
 	if len(m.Segments) == 0 && m.End <= m.Start {

@@ -112,6 +112,7 @@ func (l *Log) truncateLocked(offset int64) error {
 
 	// Publish first, so no new reader goes past the cut, then change the files.
 	drop := segs[i+1:]
+	oldSize := s.size
 	l.mu.Lock()
 	l.mu.segments = slices.Clone(segs[:i+1])
 	s.size, s.next = cutPos, newLEO
@@ -125,6 +126,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	l.mu.Unlock()
 
 	if err := l.truncateIndexes(s, cutPos, newLEO); err != nil {
+		return err
+	}
+	if err := s.truncateAbortIndex(oldSize, cutPos, newLEO); err != nil {
 		return err
 	}
 	if err := s.log.Truncate(cutPos); err != nil {
@@ -266,7 +270,7 @@ func (l *Log) renameDeletedUnsynced(segs []*segment) error {
 			return err
 		}
 		s.deleted.Store(true)
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, abortIndexSuffix} {
 			if err := l.fsys.Remove(s.path(suffix)); err != nil && !isNotExist(err) {
 				return err
 			}

@@ -73,6 +73,7 @@ func (l *Log) unshareLocked(s *segment) (*segment, error) {
 	ns.size, ns.next = s.size, s.next
 	s.mu.RLock()
 	ns.mu.created = s.mu.created
+	ns.mu.aborts = s.mu.aborts
 	s.mu.RUnlock()
 	l.mu.Lock()
 	segs := slices.Clone(l.mu.segments)
