@@ -378,7 +378,14 @@ func TestOwedRecord(t *testing.T) {
 			t.Fatalf("old record: %+v, %v", got, err)
 		}
 	}
-	good := appendOwed(nil, m.Owed)
+	damagedTagsRefused(t, owedTag, appendOwed(nil, m.Owed), Ongoing)
+}
+
+// damagedTagsRefused checks that a record of state whose tag holds good
+// damaged (truncated, trailing bytes, an unknown version, empty) is a
+// corrupt record.
+func damagedTagsRefused(t *testing.T, tag uint32, good []byte, state State) {
+	t.Helper()
 	for name, val := range map[string][]byte{
 		"truncated":       good[:len(good)-2],
 		"trailing bytes":  append(slices.Clone(good), 0),
@@ -386,12 +393,12 @@ func TestOwedRecord(t *testing.T) {
 		"empty":           {},
 	} {
 		v := kmsg.NewTxnMetadataValue()
-		v.Version, v.ProducerID, v.State, v.ClientTransactionVersion = 1, 9, Ongoing, 2
-		v.UnknownTags.Set(owedTag, val)
+		v.Version, v.ProducerID, v.State, v.ClientTransactionVersion = 1, 9, state, 2
+		v.UnknownTags.Set(tag, val)
 		key := kmsg.NewTxnMetadataKey()
 		key.TransactionalID = "tx"
 		if _, _, err := decodeRecord(group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)}); err == nil {
-			t.Errorf("%s: decoded", name)
+			t.Errorf("tag %d %s: decoded", tag, name)
 		}
 	}
 }

@@ -253,20 +253,5 @@ func TestPreaddedRecord(t *testing.T) {
 	if _, got, err := decodeRecord(encodeRecord("tx", plain)); err != nil || got.Preadded != nil {
 		t.Fatalf("record without the tag: %+v, %v", got, err)
 	}
-	good := appendTopics([]byte{preaddedVersion}, m.Preadded)
-	for name, val := range map[string][]byte{
-		"truncated":       good[:len(good)-2],
-		"trailing bytes":  append(slices.Clone(good), 0),
-		"unknown version": append([]byte{9}, good[1:]...),
-		"empty":           {},
-	} {
-		v := kmsg.NewTxnMetadataValue()
-		v.Version, v.ProducerID, v.State, v.ClientTransactionVersion = 1, 9, PrepareCommit, 2
-		v.UnknownTags.Set(preaddedTag, val)
-		key := kmsg.NewTxnMetadataKey()
-		key.TransactionalID = "tx"
-		if _, _, err := decodeRecord(group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)}); err == nil {
-			t.Errorf("%s: decoded", name)
-		}
-	}
+	damagedTagsRefused(t, preaddedTag, appendTopics([]byte{preaddedVersion}, m.Preadded), PrepareCommit)
 }
