@@ -382,11 +382,12 @@ func TestTransactionFsyncs(t *testing.T) {
 	// marker, and its write and its fsync can fall on two sides of the take:
 	// allow that one.
 	// The fsyncs in sequence from one transaction's end to the next one's
-	// first ack: the marker's and the next Ongoing state's run at once (the
-	// overlap), then the batch's: 2. Without the overlap the Ongoing state
-	// waited for the marker: 3. Logged, not checked: a client slower than the
-	// marker's fsync (a loaded machine) starts the Ongoing state after it
-	// whatever the broker allows.
+	// first ack: the next Ongoing state is written unacked (pre-added
+	// partitions), and the batch's fsync usually follows the marker's on the
+	// same log: 1-2. With the overlap alone the marker's and the Ongoing
+	// state's ran at once, then the batch's: 2; without it the Ongoing state
+	// waited for the marker: 3. Logged, not checked: it depends on when the
+	// client's produce lands against the marker's fsync.
 	inSequence := 0
 	for i := 0; i+1 < len(acked); i++ {
 		inSequence += fsyncsInSequence(spans, ended[i], acked[i+1], txn.StateTopic, "fsyncs-")
