@@ -49,7 +49,7 @@ func TestRegisterBrokerFeatures(t *testing.T) {
 func TestPlanBrokerFeatures(t *testing.T) {
 	img := clusterImage(t, 2)
 	epoch := img.Broker(1).Epoch
-	recorded := apply(t, img, &metadata.BrokerFeaturesRecord{BrokerID: 1, Epoch: epoch, Features: map[string]int32{metadata.FeatureOwedMarkers: 1}})
+	recorded := apply(t, img, &metadata.BrokerFeaturesRecord{BrokerID: 1, Epoch: epoch, Features: metadata.SupportedFeatures})
 	for _, tc := range []struct {
 		name     string
 		img      *metadata.Image

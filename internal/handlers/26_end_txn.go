@@ -9,7 +9,11 @@ package handlers
 //   transaction is allowed, and a retry with the epoch before the bump succeeds.
 // The coordinator writes PrepareCommit or PrepareAbort and answers; the markers and
 // the completed state follow in the background, and until they are written the
-// transactional id answers CONCURRENT_TRANSACTIONS. Without an ongoing
+// transactional id answers CONCURRENT_TRANSACTIONS. An EndTxn that meets it (the
+// next transaction ended while the previous one's markers are still being
+// written) is held until the coordinator signals the change over, up to
+// joinTxnRetryMax, and tried again, as the implicit add of Produce v12 is: else
+// franz-go and Kafka's clients back off 20 ms or more. Without an ongoing
 // transaction: INVALID_TXN_STATE (a retried EndTxn of the transaction just
 // completed the same way succeeds). An empty transactional id is INVALID_REQUEST.
 
@@ -33,7 +37,13 @@ func (h *Handlers) endTxn(ctx context.Context, _ *protocol.ConnInfo, r *protocol
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	}
-	pid, epoch, code := h.cfg.Transactions.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= 5)
+	var pid int64
+	var epoch int16
+	code := retryConcurrentTxn(ctx, joinTxnRetryBackoff, joinTxnRetryMax, func() int16 {
+		var code int16
+		pid, epoch, code = h.cfg.Transactions.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= 5)
+		return code
+	}, func() <-chan struct{} { return h.cfg.Transactions.Completed(req.TransactionalID) })
 	resp.ErrorCode = fencedCode(code, req.Version, 2)
 	resp.ProducerID, resp.ProducerEpoch = pid, epoch
 	return reply(resp)

@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestRetryConcurrentTxn: an implicit add answered CONCURRENT_TRANSACTIONS (the
@@ -128,5 +130,42 @@ func TestTxnProduceCode(t *testing.T) {
 		if got := txnProduceCode(tc.code.Code, tc.version); got != tc.want.Code {
 			t.Errorf("%s to Produce v%d: %s, want %s", tc.code.Message, tc.version, kerr.ErrorForCode(got), tc.want.Message)
 		}
+	}
+}
+
+// concurrentEndTxns answers EndTxn CONCURRENT_TRANSACTIONS until done is
+// closed, which Completed returns.
+type concurrentEndTxns struct {
+	Transactions
+	done  chan struct{}
+	calls atomic.Int32
+}
+
+func (c *concurrentEndTxns) EndTxn(context.Context, string, int64, int16, bool, bool) (int64, int16, int16) {
+	c.calls.Add(1)
+	select {
+	case <-c.done:
+		return 5, 1, 0
+	default:
+		return -1, -1, kerr.ConcurrentTransactions.Code
+	}
+}
+
+func (c *concurrentEndTxns) Completed(string) <-chan struct{} { return c.done }
+
+// TestEndTxnWaitsForCompletion: an EndTxn the coordinator answers
+// CONCURRENT_TRANSACTIONS (the previous transaction's markers still being
+// written) is held until the coordinator's signal and tried again, not
+// answered at once (clients back off 20 ms or more).
+func TestEndTxnWaitsForCompletion(t *testing.T) {
+	txns := &concurrentEndTxns{done: make(chan struct{})}
+	h := newErrorsHandlersWith(t, Config{Transactions: txns})
+	time.AfterFunc(20*time.Millisecond, func() { close(txns.done) }) // the markers land meanwhile
+	req := kmsg.NewPtrEndTxnRequest()
+	req.SetVersion(5)
+	req.TransactionalID, req.ProducerID, req.Commit = "tx", 5, true
+	resp := serve(t, h, req).(*kmsg.EndTxnResponse)
+	if resp.ErrorCode != 0 || resp.ProducerEpoch != 1 || txns.calls.Load() != 2 {
+		t.Fatalf("answered %d (epoch %d) after %d calls, want 0 (epoch 1) after 2", resp.ErrorCode, resp.ProducerEpoch, txns.calls.Load())
 	}
 }

@@ -20,11 +20,17 @@ const (
 	// A build without it reads such a record as a plain state and would not
 	// write those markers.
 	FeatureOwedMarkers = "strata.txn.owed.markers"
+	// FeaturePreadded, level 1: the broker's transaction coordinator resumes
+	// a loaded Prepare state that pre-added its partitions to the producer's
+	// next transaction (docs/transactions.md, "Pre-added partitions"). A
+	// build without it completes such a state and would leave the next
+	// transaction, begun on those partitions, open for good.
+	FeaturePreadded = "strata.txn.preadded"
 )
 
 // SupportedFeatures are the Strata-internal features this build supports, at
 // their highest level. Never modify it.
-var SupportedFeatures = map[string]int32{FeatureOwedMarkers: 1}
+var SupportedFeatures = map[string]int32{FeatureOwedMarkers: 1, FeaturePreadded: 1}
 
 // BrokerFeaturesRecord (type 32, version 0) records the Strata-internal
 // features registration Epoch of broker BrokerID supports, each at its highest

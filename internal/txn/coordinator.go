@@ -86,7 +86,15 @@ type Config struct {
 	// such a state as a plain one and would never write those markers. It is
 	// asked at each end of a transaction; nil: always.
 	Overlap func() bool
-	Now     func() time.Time
+	// Preadd tells whether an EndTxn v5 may pre-add the transaction's
+	// partitions to the producer's next one (Meta.Preadded, see the package
+	// documentation): only when every broker that may load this
+	// coordinator's partitions resumes such a state
+	// (metadata.FeaturePreadded), since a build that predates it reads the
+	// state as a plain Prepare state and would leave a next transaction
+	// begun on them open for good. Asked at each EndTxn; nil: always.
+	Preadd func() bool
+	Now    func() time.Time
 }
 
 // DefaultConfig is Kafka's defaults.
@@ -128,7 +136,11 @@ type partition struct {
 // canOverlap), the next transaction's adds are served (overlapping: one such
 // write in flight). idle is closed when neither busy nor overlapping (see
 // Completed). unwritten: meta is a completed state not yet in the log; the next
-// state write of the id carries it first (see startCompletion).
+// state write of the id carries it first (see startCompletion). preadded: the
+// partitions of the id's last state written, a Prepare state, that the next
+// transaction may begin on with its Ongoing state written unacked (Meta.Preadded);
+// cleared by that add and by any other state written. resume: meta is a
+// loaded Prepare state with pre-added partitions, whose completion resumes it.
 type entry struct {
 	meta        Meta
 	exists      bool // meta has been written, or is a completed state about to be
@@ -136,6 +148,8 @@ type entry struct {
 	overlapping bool
 	prep        *Meta
 	unwritten   bool
+	preadded    []TopicPartition
+	resume      bool
 	idle        chan struct{}
 }
 
@@ -261,6 +275,7 @@ func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, recor
 			c.resendOwed(p, pt, id, e)
 		case e.meta.State == PrepareCommit || e.meta.State == PrepareAbort:
 			e.hold()
+			e.resume = len(e.meta.Preadded) > 0
 			c.startCompletion(p, pt, id, e, e.meta)
 		}
 	}
@@ -388,14 +403,32 @@ func (c *Coordinator) releaseOverlap(e *entry, next *Meta) {
 }
 
 // write appends next as id's state, after the completed state e holds when
-// that is not in the log yet (one batch: the records are committed together);
-// e must be held.
-func (c *Coordinator) write(ctx context.Context, p int32, id string, e *entry, next Meta) error {
+// that is not in the log yet (one batch: the records are committed together),
+// and waits for its commit unless unacked; e must be held. The partitions
+// pre-added by the id's last state are no longer: next replaces it.
+func (c *Coordinator) write(ctx context.Context, p int32, id string, e *entry, next Meta, unacked bool) error {
 	recs := []group.Record{encodeRecord(id, next)}
+	c.mu.Lock()
 	if e.unwritten {
 		recs = []group.Record{encodeRecord(id, e.meta), recs[0]}
 	}
+	e.preadded = nil
+	c.mu.Unlock()
+	if unacked {
+		return c.store.AppendUnacked(ctx, p, recs)
+	}
 	return c.store.Append(ctx, p, recs)
+}
+
+// preadds tells whether tr, decided from cur for an id whose last state
+// pre-added preadded, begins the next transaction on pre-added partitions
+// only: its Ongoing state is then written unacked. Its commit need not be
+// waited for: the Prepare state before it is committed and names those
+// partitions, and a coordinator that loads that state resumes the
+// transaction on them (resumed).
+func preadds(cur *Meta, tr transition, preadded []TopicPartition) bool {
+	return len(preadded) > 0 && tr.write && tr.next.State == Ongoing && cur != nil && cur.State != Ongoing &&
+		containsAll(preadded, tr.next.Partitions)
 }
 
 // storeErrorCode maps a failed state write: the partition moved
@@ -431,10 +464,13 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 		return c.overlapChange(ctx, p, id, e, prep, decide)
 	}
 	var cur *Meta
+	c.mu.Lock()
 	if e.exists {
 		m := e.meta
 		cur = &m
 	}
+	preadded := e.preadded
+	c.mu.Unlock()
 	tr, err := decide(cur)
 	if err != nil {
 		c.release(pt, id, e, nil)
@@ -447,7 +483,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 		}
 		return Meta{}, tr.code
 	}
-	if err := c.write(ctx, p, id, e, tr.next); err != nil {
+	if err := c.write(ctx, p, id, e, tr.next, preadds(cur, tr, preadded)); err != nil {
 		c.release(pt, id, e, nil)
 		return Meta{}, storeErrorCode(err)
 	}
@@ -456,7 +492,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 		return tr.next, tr.code
 	}
 	c.mu.Lock()
-	e.meta, e.exists, e.unwritten = tr.next, true, false
+	e.meta, e.exists, e.unwritten, e.preadded = tr.next, true, false, tr.next.Preadded
 	c.startCompletion(p, pt, id, e, tr.next)
 	c.mu.Unlock()
 	return tr.next, tr.code
@@ -468,6 +504,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *entry, prep *Meta, decide func(cur *Meta) (transition, error)) (Meta, int16) {
 	c.mu.Lock()
 	cur := e.meta
+	preadded := e.preadded
 	c.mu.Unlock()
 	if cur.State == PrepareCommit || cur.State == PrepareAbort {
 		cur = complete(cur, c.nowMs())
@@ -488,7 +525,7 @@ func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *
 		return Meta{}, kerr.ConcurrentTransactions.Code
 	}
 	tr.next.Owed = prep.owed()
-	if err := c.store.Append(ctx, p, []group.Record{encodeRecord(id, tr.next)}); err != nil {
+	if err := c.write(ctx, p, id, e, tr.next, preadds(&cur, tr, preadded)); err != nil {
 		c.releaseOverlap(e, nil)
 		return Meta{}, storeErrorCode(err)
 	}
@@ -579,10 +616,14 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 // epoch of the producer's next transaction (-1, -1 on an error).
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) (int64, int16, int16) {
 	next, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
-		if tv2 {
-			return endTxnV2(cur, pid, epoch, commit, func() (int64, error) { return c.newPID(ctx) }, c.nowMs())
+		if !tv2 {
+			return endTxn(cur, pid, epoch, commit, c.nowMs()), nil
 		}
-		return endTxn(cur, pid, epoch, commit, c.nowMs()), nil
+		tr, err := endTxnV2(cur, pid, epoch, commit, func() (int64, error) { return c.newPID(ctx) }, c.nowMs())
+		if err == nil && tr.write && (c.cfg.Preadd == nil || c.cfg.Preadd()) {
+			tr.next.Preadded = tr.next.preaddable()
+		}
+		return tr, err
 	})
 	if code != 0 {
 		return -1, -1, code
@@ -610,8 +651,12 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 // name m's markers as owed, and the completed state is then never written
 // (the Ongoing state replaced it); once the markers are committed the id's
 // state forgets them.
+//
+// A loaded Prepare state with pre-added partitions (e.resume) is resumed
+// instead of completed once its markers are written (resumed), and does not
+// overlap: the next transaction's adds wait for that.
 func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entry, m Meta) {
-	if m.canOverlap() && (c.cfg.Overlap == nil || c.cfg.Overlap()) {
+	if m.canOverlap() && !e.resume && (c.cfg.Overlap == nil || c.cfg.Overlap()) {
 		e.prep = &m
 	}
 	c.wg.Add(1)
@@ -635,6 +680,13 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 			// The next transaction overlapped: its state, in the log, names
 			// these markers as owed; from now on it need not.
 			e.meta.Owed = nil
+			e.unhold()
+			c.mu.Unlock()
+			return
+		}
+		if e.resume {
+			// Nothing to write: the Prepare state in the log stands for it.
+			e.meta, e.resume = resumed(m, c.nowMs()), false
 			e.unhold()
 			c.mu.Unlock()
 			return
@@ -721,6 +773,7 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 			continue
 		}
 		e.hold()
+		e.preadded = nil // the completed state replaces the Prepare state that pre-added them
 		rec := encodeRecord(id, e.meta)
 		c.mu.Unlock()
 		err := c.store.AppendUnacked(pt.ctx, p, []group.Record{rec})
@@ -787,7 +840,7 @@ func (c *Coordinator) expireTxns() {
 	}
 	c.mu.Unlock()
 	for _, j := range jobs {
-		if err := c.write(j.pt.ctx, j.p, j.id, j.e, j.next); err != nil {
+		if err := c.write(j.pt.ctx, j.p, j.id, j.e, j.next, false); err != nil {
 			c.release(j.pt, j.id, j.e, nil) // tried again at the next tick
 			continue
 		}

@@ -23,8 +23,12 @@ type memStore struct {
 	mu      sync.Mutex
 	logs    map[int32][]group.Record
 	appends int   // calls that appended: one batch each
+	unacked int   // of them, through AppendUnacked
 	fail    error // every Append fails with it while set
 	failed  []time.Time
+	// loseUnacked: AppendUnacked answers success and keeps nothing, as a
+	// crash before the batch's commit would.
+	loseUnacked bool
 }
 
 func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) error {
@@ -58,8 +62,18 @@ func (s *memStore) states(t *testing.T, p int32) ([]State, int) {
 	return out, s.appends
 }
 
-// AppendUnacked is Append: memStore commits at once.
+// AppendUnacked is Append (memStore commits at once), counted, unless
+// loseUnacked.
 func (s *memStore) AppendUnacked(ctx context.Context, p int32, recs []group.Record) error {
+	s.mu.Lock()
+	lose := s.loseUnacked && s.fail == nil
+	if s.fail == nil {
+		s.unacked++
+	}
+	s.mu.Unlock()
+	if lose {
+		return nil
+	}
 	return s.Append(ctx, p, recs)
 }
 

@@ -27,6 +27,14 @@
 //     CONCURRENT_TRANSACTIONS. A coordinator that loads a state naming owed
 //     markers writes them again before it serves the id. Partitions keep the
 //     next transaction's batches behind the marker (replica.ErrTxnMarkerPending).
+//  5. Pre-added partitions: the Prepare state an EndTxn v5 writes names the
+//     transaction's partitions as pre-added to the producer's next
+//     transaction (Meta.Preadded). The next transaction's first add, when
+//     all of its partitions are pre-added, writes its Ongoing state without
+//     waiting for its commit (AppendUnacked), so the producer's first batch
+//     is appended at once. A coordinator that loads such a Prepare state
+//     completes it and then resumes it: the id is Ongoing on the pre-added
+//     partitions, at the Prepare state's epoch (resumed).
 //
 // # Concurrency
 //

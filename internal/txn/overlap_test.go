@@ -216,6 +216,10 @@ func TestOverlapCrash(t *testing.T) {
 		// state the id is in once served: Ongoing when the next
 		// transaction's state survived, CompleteCommit when it was lost.
 		state State
+		// next is the next transaction's partitions, which its commit marks:
+		// b-0 when its state survived; when it was lost, those the Prepare
+		// state pre-added (a-0), on which the next coordinator resumes it.
+		next []TopicPartition
 	}{
 		{
 			name: "ongoing committed, markers not",
@@ -270,7 +274,8 @@ func TestOverlapCrash(t *testing.T) {
 				store.fail = nil
 				store.mu.Unlock()
 			},
-			state: CompleteCommit,
+			state: Ongoing,
+			next:  []TopicPartition{tp("a", 0)},
 		},
 		{
 			name: "second failover during the re-sent markers",
@@ -311,8 +316,8 @@ func TestOverlapCrash(t *testing.T) {
 				defer next.markers.mu.Unlock()
 				return next.markers.calls == 1
 			})
-			// (A Prepare state found instead is completed as always: the
-			// next transaction may overlap that completion.)
+			// (A Prepare state found instead is completed, and resumed on its
+			// pre-added partitions; nothing overlaps that completion.)
 			if tc.state == Ongoing {
 				if got := next.c.AddPartitions(ctx, "tx", 1, 1, []TopicPartition{tp("b", 9)}); got != code(kerr.ConcurrentTransactions) {
 					t.Fatalf("add before the owed markers are written: %d, want CONCURRENT_TRANSACTIONS", got)
@@ -334,8 +339,12 @@ func TestOverlapCrash(t *testing.T) {
 					t.Fatalf("EndTxn of the next transaction: %d", got)
 				}
 				next.waitState(t, "tx", CompleteCommit)
-				if mk := next.markers.all(); len(mk) != 2 || !slices.Equal(mk[1].Partitions, []TopicPartition{tp("b", 0)}) {
-					t.Fatalf("the next transaction's markers %+v", mk)
+				want := tc.next
+				if want == nil {
+					want = []TopicPartition{tp("b", 0)}
+				}
+				if mk := next.markers.all(); len(mk) != 2 || !slices.Equal(mk[1].Partitions, want) {
+					t.Fatalf("the next transaction's markers %+v, want on %v", mk, want)
 				}
 			}
 		})
@@ -369,7 +378,14 @@ func TestOwedRecord(t *testing.T) {
 			t.Fatalf("old record: %+v, %v", got, err)
 		}
 	}
-	good := appendOwed(nil, m.Owed)
+	damagedTagsRefused(t, owedTag, appendOwed(nil, m.Owed), Ongoing)
+}
+
+// damagedTagsRefused checks that a record of state whose tag holds good
+// damaged (truncated, trailing bytes, an unknown version, empty) is a
+// corrupt record.
+func damagedTagsRefused(t *testing.T, tag uint32, good []byte, state State) {
+	t.Helper()
 	for name, val := range map[string][]byte{
 		"truncated":       good[:len(good)-2],
 		"trailing bytes":  append(slices.Clone(good), 0),
@@ -377,12 +393,12 @@ func TestOwedRecord(t *testing.T) {
 		"empty":           {},
 	} {
 		v := kmsg.NewTxnMetadataValue()
-		v.Version, v.ProducerID, v.State, v.ClientTransactionVersion = 1, 9, Ongoing, 2
-		v.UnknownTags.Set(owedTag, val)
+		v.Version, v.ProducerID, v.State, v.ClientTransactionVersion = 1, 9, state, 2
+		v.UnknownTags.Set(tag, val)
 		key := kmsg.NewTxnMetadataKey()
 		key.TransactionalID = "tx"
 		if _, _, err := decodeRecord(group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)}); err == nil {
-			t.Errorf("%s: decoded", name)
+			t.Errorf("tag %d %s: decoded", tag, name)
 		}
 	}
 }

@@ -30,6 +30,9 @@ func encodeRecord(id string, m Meta) group.Record {
 		if m.Owed != nil {
 			v.UnknownTags.Set(owedTag, appendOwed(nil, m.Owed))
 		}
+		if len(m.Preadded) > 0 {
+			v.UnknownTags.Set(preaddedTag, appendTopics(kbin.AppendInt8(nil, preaddedVersion), m.Preadded))
+		}
 	}
 	EachTopic(m.Partitions, func(topic string, partitions []int32) {
 		t := kmsg.NewTxnMetadataValueTopic()
@@ -57,14 +60,32 @@ const owedTag = 1000
 // owedVersion is the version of the owed tag's value written here.
 const owedVersion = 1
 
+// preaddedTag is the tagged field of TxnMetadataValue (v1) that holds
+// Meta.Preadded, Strata's own like owedTag. Its value:
+//
+//	version    int8  (1)
+//	topics     as in owedTag's value
+//
+// A record without the tag loads with nothing pre-added.
+const preaddedTag = 1001
+
+// preaddedVersion is the version of the pre-added tag's value written here.
+const preaddedVersion = 1
+
 func appendOwed(dst []byte, o *Owed) []byte {
 	dst = kbin.AppendInt8(dst, owedVersion)
 	dst = kbin.AppendBool(dst, o.Commit)
 	dst = kbin.AppendInt64(dst, o.ProducerID)
 	dst = kbin.AppendInt16(dst, o.ProducerEpoch)
+	return appendTopics(dst, o.Partitions)
+}
+
+// appendTopics appends tps (sorted) as a count of topics, then each topic's
+// name and partitions.
+func appendTopics(dst []byte, tps []TopicPartition) []byte {
 	var topics []byte
 	n := 0
-	EachTopic(o.Partitions, func(topic string, partitions []int32) {
+	EachTopic(tps, func(topic string, partitions []int32) {
 		n++
 		topics = kbin.AppendString(topics, topic)
 		topics = kbin.AppendArrayLen(topics, len(partitions))
@@ -82,13 +103,29 @@ func readOwed(b []byte) (*Owed, error) {
 		return nil, fmt.Errorf("unknown version %d", v)
 	}
 	o := &Owed{Commit: r.Bool(), ProducerID: r.Int64(), ProducerEpoch: r.Int16()}
+	var err error
+	o.Partitions, err = readTopics(&r)
+	return o, err
+}
+
+func readPreadded(b []byte) ([]TopicPartition, error) {
+	r := kbin.Reader{Src: b}
+	if v := r.Int8(); r.Ok() && v != preaddedVersion {
+		return nil, fmt.Errorf("unknown version %d", v)
+	}
+	return readTopics(&r)
+}
+
+// readTopics reads what appendTopics wrote, which must end r's value.
+func readTopics(r *kbin.Reader) ([]TopicPartition, error) {
+	var tps []TopicPartition
 	for range max(r.ArrayLen(), 0) {
 		topic := r.String()
 		for range max(r.ArrayLen(), 0) {
 			if !r.Ok() {
 				break
 			}
-			o.Partitions = append(o.Partitions, TopicPartition{topic, r.Int32()})
+			tps = append(tps, TopicPartition{topic, r.Int32()})
 		}
 		if !r.Ok() {
 			break
@@ -100,8 +137,7 @@ func readOwed(b []byte) (*Owed, error) {
 	if len(r.Src) != 0 {
 		return nil, fmt.Errorf("%d bytes after the value", len(r.Src))
 	}
-	o.Partitions = union(o.Partitions, nil)
-	return o, nil
+	return union(tps, nil), nil
 }
 
 // decodeRecord reads one __transaction_state record; a nil Meta is a tombstone.
@@ -128,14 +164,20 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	if v.PreviousProducerID >= 0 {
 		m.PrevProducerID = v.PreviousProducerID
 	}
-	var owedErr error
+	var owedErr, preaddedErr error
 	v.UnknownTags.Each(func(tag uint32, val []byte) {
-		if tag == owedTag && owedErr == nil {
+		switch {
+		case tag == owedTag && owedErr == nil:
 			m.Owed, owedErr = readOwed(val)
+		case tag == preaddedTag && preaddedErr == nil:
+			m.Preadded, preaddedErr = readPreadded(val)
 		}
 	})
 	if owedErr != nil {
 		return "", nil, fmt.Errorf("%w: value of %q: owed markers: %v", ErrCorruptRecord, key.TransactionalID, owedErr)
+	}
+	if preaddedErr != nil {
+		return "", nil, fmt.Errorf("%w: value of %q: pre-added partitions: %v", ErrCorruptRecord, key.TransactionalID, preaddedErr)
 	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {

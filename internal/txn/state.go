@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/group"
 )
 
 // State is a transaction's state, numbered as Kafka stores it in
@@ -55,6 +57,19 @@ type Meta struct {
 	// flight (the overlap, see canOverlap). A coordinator that loads it writes
 	// those markers again before it serves the id.
 	Owed *Owed
+	// Preadded, on a Prepare state an EndTxn v5 wrote, is the partitions the
+	// producer's next transaction (at this state's epoch) may be added to
+	// without waiting for a state write: the transaction's own, but for
+	// __consumer_offsets partitions (see preaddable). A coordinator that
+	// loads such a state resumes it (resumed): the producer may have
+	// written to them at that epoch, its add in no committed state. Never
+	// set on other states.
+	Preadded []TopicPartition
+	// Resumed, on the Ongoing state a coordinator made of a loaded Prepare
+	// state with pre-added partitions (resumed), is the Complete state of
+	// that Prepare state: a retried EndTxn of it is answered from it. Empty
+	// (0) on every other state; never written.
+	Resumed State
 }
 
 // Owed is an ended transaction whose markers are owed: what a coordinator
@@ -85,6 +100,38 @@ func (m Meta) canOverlap() bool {
 // owed is the Owed of Prepare state m.
 func (m Meta) owed() *Owed {
 	return &Owed{Commit: m.State == PrepareCommit, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Partitions: m.Partitions}
+}
+
+// preaddable is the partitions of Prepare state m that its producer's next
+// transaction may begin on without a state write waited for (Meta.Preadded):
+// those of a transaction-version-2 end that can overlap (canOverlap, the
+// same condition: a marker of m written again later is refused where the
+// next transaction wrote), but for __consumer_offsets partitions (the
+// overlap's exception, addsOwedOffsets).
+func (m Meta) preaddable() []TopicPartition {
+	if !m.canOverlap() {
+		return nil
+	}
+	var out []TopicPartition
+	for _, tp := range m.Partitions {
+		if tp.Topic != group.OffsetsTopic {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// resumed is the state a coordinator that loads Prepare state m with
+// pre-added partitions gives the id once m's markers are written: the
+// producer may have begun its next transaction on them (at m's epoch) with
+// nothing of it committed but m, so they are taken as that transaction's,
+// begun now. Markers for partitions it never wrote to change nothing. A
+// retry of the EndTxn that wrote m is answered from m's Complete state.
+func resumed(m Meta, nowMs int64) Meta {
+	next := complete(m, nowMs)
+	next.Resumed = next.State
+	next.State, next.Partitions, next.StartMs = Ongoing, m.Preadded, nowMs
+	return next
 }
 
 // Answered is the producer id and epoch an EndTxn v5 answers for m: the ones the
@@ -141,11 +188,11 @@ func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID
 		// A new incarnation of the producer: fence the old one by bumping the
 		// epoch and abort what it left open; the client retries until done.
 		next := *m
-		next.ProducerEpoch, next.State, next.LastUpdateMs = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs
+		next.ProducerEpoch, next.State, next.LastUpdateMs, next.Resumed = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs, Empty
 		return transition{code: kerr.ConcurrentTransactions.Code, write: true, next: next}, nil
 	}
 	next := *m
-	next.TimeoutMs, next.State, next.Partitions, next.StartMs, next.LastUpdateMs = timeoutMs, Empty, nil, -1, nowMs
+	next.TimeoutMs, next.State, next.Partitions, next.StartMs, next.LastUpdateMs, next.Resumed = timeoutMs, Empty, nil, -1, nowMs, Empty
 	if m.ProducerEpoch >= math.MaxInt16-1 {
 		pid, err := newPID()
 		if err != nil {
@@ -210,7 +257,7 @@ func endTxn(m *Meta, pid int64, epoch int16, commit bool, nowMs int64) transitio
 	switch m.State {
 	case Ongoing:
 		next := *m
-		next.State, next.LastUpdateMs = PrepareAbort, nowMs
+		next.State, next.LastUpdateMs, next.Resumed = PrepareAbort, nowMs, Empty
 		if commit {
 			next.State = PrepareCommit
 		}
@@ -239,10 +286,14 @@ func endTxn(m *Meta, pid int64, epoch int16, commit bool, nowMs int64) transitio
 // the same way (CONCURRENT_TRANSACTIONS while it completes).
 func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64, error), nowMs int64) (transition, error) {
 	if m != nil && m.TV2 && isEndRetry(m, pid, epoch) {
+		state := m.State
+		if m.Resumed != Empty {
+			state = m.Resumed
+		}
 		switch {
-		case m.State == CompleteCommit && commit, m.State == CompleteAbort && !commit:
+		case state == CompleteCommit && commit, state == CompleteAbort && !commit:
 			return transition{}, nil
-		case m.State == PrepareCommit && commit, m.State == PrepareAbort && !commit:
+		case state == PrepareCommit && commit, state == PrepareAbort && !commit:
 			return refuse(kerr.ConcurrentTransactions), nil
 		}
 	}
@@ -258,7 +309,7 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 		}
 	}
 	next := *m
-	next.TV2, next.State, next.LastUpdateMs = true, PrepareAbort, nowMs
+	next.TV2, next.State, next.LastUpdateMs, next.Resumed = true, PrepareAbort, nowMs, Empty
 	if commit {
 		next.State = PrepareCommit
 	}
@@ -292,7 +343,7 @@ func complete(m Meta, nowMs int64) Meta {
 	if m.State == PrepareCommit {
 		next.State = CompleteCommit
 	}
-	next.Partitions, next.StartMs, next.LastUpdateMs = nil, -1, nowMs
+	next.Partitions, next.Preadded, next.StartMs, next.LastUpdateMs = nil, nil, -1, nowMs
 	if m.ProducerEpoch == math.MaxInt16 {
 		next.PrevProducerID, next.ProducerID, next.ProducerEpoch, next.NextProducerID = m.ProducerID, m.NextProducerID, 0, 0
 	}
@@ -303,7 +354,7 @@ func complete(m Meta, nowMs int64) Meta {
 // epoch is bumped (the producer is fenced) and it is aborted.
 func expire(m Meta, nowMs int64) Meta {
 	next := m
-	next.ProducerEpoch, next.State, next.LastUpdateMs = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs
+	next.ProducerEpoch, next.State, next.LastUpdateMs, next.Resumed = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs, Empty
 	return next
 }
 
