@@ -26,7 +26,13 @@ var offsetsID = metadata.UUID{7}
 // __consumer_offsets on broker 1, with max.message.bytes of 200.
 func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return newTestStoreWith(t, coord, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// newTestStoreWith is newTestStore's, logging to logger, with extra metadata
+// records applied.
+func newTestStoreWith(t *testing.T, coord Coordinator, logger *slog.Logger, extra ...metadata.Record) (*Store, *replica.Manager) {
+	t.Helper()
 	var s *Store
 	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{
 		OnLeadership: func(p *replica.Partition, leader bool) { s.LeadershipChanged(p, leader) },
@@ -38,7 +44,7 @@ func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 	if coord != nil {
 		s.SetCoordinator(coord)
 	}
-	if err := m.Apply(testImage(t).WithOffset(1)); err != nil {
+	if err := m.Apply(testImage(t, extra...).WithOffset(1)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -336,24 +342,8 @@ func (w *warnTimes) seen() []time.Time {
 // warnings in a second, spinning on a core.
 func TestLoadWaitsBetweenRetries(t *testing.T) {
 	warns := &warnTimes{msg: "waiting to load group partition"}
-	logger := slog.New(warns)
-	var s *Store
-	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{
-		OnLeadership: func(p *replica.Partition, leader bool) { s.LeadershipChanged(p, leader) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = New(m, logger)
-	s.SetCoordinator(&blockingCoordinator{loading: make(chan int32, 4)})
-	img := testImage(t, &metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: group.OffsetsTopic, Key: "min.insync.replicas", Value: "2"})
-	if err := m.Apply(img.WithOffset(1)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		m.Close()
-	})
+	newTestStoreWith(t, &blockingCoordinator{loading: make(chan int32, 4)}, slog.New(warns),
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: group.OffsetsTopic, Key: "min.insync.replicas", Value: "2"})
 	wait.For(t, "three failed waits of the load", func() bool { return len(warns.seen()) >= 3 })
 	times := warns.seen()
 	for i := 1; i < 3; i++ {
