@@ -80,7 +80,11 @@
 // changes under way, and clones what each disk had fsynced. The old in-process
 // nodes run on until stopped, unheard, so the history is checked as recorded.
 // The controller's Raft log and snapshots are on the same disk and are cut
-// too; disk-full and fsync faults hit only the partition logs (mem.go).
+// too; disk-full and fsync faults hit only the partition logs (mem.go). A
+// powered-off node's Raft writes after the instant wait until the crash image
+// is taken and then go to the old disk, rather than fail: hashicorp/raft
+// panics when it cannot store its term, which would end the test process
+// (freeze.go).
 //
 // # Transactions, tiered storage and data moves
 //

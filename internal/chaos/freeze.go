@@ -3,6 +3,9 @@ package chaos
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -17,15 +20,34 @@ import (
 // CrashClone taken at any later time is the state at the instant of the freeze.
 // Reads still work: a frozen node keeps answering from its page cache until it
 // is stopped.
+//
+// Changes under hold (the controller's Raft store) do not fail: they wait until
+// Thaw, which the harness calls once it has taken the crash image, and then run
+// on the old disk, which nothing reads again. hashicorp/raft panics when it
+// cannot store its term, which would take down the test process and every
+// in-process node with it; a powered-off node is gone, so what it does after
+// the instant must be neither durable nor fatal. (Seed 2 of TestSharePowerLoss
+// panicked so: "failed to save current term: raftstore: sync ... raft.wal:
+// input/output error".)
 type freezeFS struct {
 	inner    vfs.FS
+	hold     string // path prefix of the changes Freeze holds rather than fails ("" for none)
 	frozen   atomic.Bool
 	inflight atomic.Int64 // changes that passed the frozen check and have not returned
+	thawed   chan struct{}
+	thaw     sync.Once
 }
 
 var _ vfs.FS = (*freezeFS)(nil)
 
-func newFreezeFS(inner vfs.FS) *freezeFS { return &freezeFS{inner: inner} }
+func newFreezeFS(inner vfs.FS, hold string) *freezeFS {
+	return &freezeFS{inner: inner, hold: hold, thawed: make(chan struct{})}
+}
+
+// Thaw lets the held changes, and every later one under hold, run on the
+// inner FS: call it after the crash image is taken, before the node stops
+// (stopping waits for its Raft goroutines, which may be waiting here).
+func (f *freezeFS) Thaw() { f.thaw.Do(func() { close(f.thawed) }) }
 
 // Freeze stops every later change and waits for those under way.
 func (f *freezeFS) Freeze() {
@@ -35,14 +57,25 @@ func (f *freezeFS) Freeze() {
 	}
 }
 
-// change runs op unless frozen. The count is taken before the check, so Freeze
-// either sees an operation in flight or the operation sees the freeze.
+// held reports whether path is under hold (or is its directory).
+func (f *freezeFS) held(path string) bool {
+	return f.hold != "" && (strings.HasPrefix(path, f.hold) || path == strings.TrimSuffix(f.hold, string(filepath.Separator)))
+}
+
+// change runs op unless frozen (then it fails, or under hold waits for Thaw).
+// The count is taken before the check, so Freeze either sees an operation in
+// flight or the operation sees the freeze.
 func (f *freezeFS) change(opName, path string, op func() error) error {
 	f.inflight.Add(1)
-	defer f.inflight.Add(-1)
 	if f.frozen.Load() {
-		return &fs.PathError{Op: opName, Path: path, Err: syscall.EIO}
+		f.inflight.Add(-1)
+		if !f.held(path) {
+			return &fs.PathError{Op: opName, Path: path, Err: syscall.EIO}
+		}
+		<-f.thawed
+		return op()
 	}
+	defer f.inflight.Add(-1)
 	return op()
 }
 

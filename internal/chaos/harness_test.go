@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/chaos/history"
+	"github.com/strata-stream/strata/internal/controller/raftstore"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -108,7 +109,7 @@ func TestNodeWrapper(t *testing.T) {
 // crash image taken later equals one taken at the freeze.
 func TestFreezeStopsDurableChange(t *testing.T) {
 	mem := vfs.NewMem()
-	ffs := newFreezeFS(mem)
+	ffs := newFreezeFS(mem, "")
 	f, err := ffs.Create("/seg")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestFreezeStopsDurableChange(t *testing.T) {
 func TestFreezeWaitsForChangesUnderWay(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	ffs := newFreezeFS(vfs.NewMem())
+	ffs := newFreezeFS(vfs.NewMem(), "")
 	go ffs.change("sync", "/x", func() error {
 		close(entered)
 		<-release
@@ -190,6 +191,48 @@ func TestFreezeWaitsForChangesUnderWay(t *testing.T) {
 	case <-frozen:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Freeze did not return after the change finished")
+	}
+}
+
+// TestFreezeHoldsRaftStoreWrites: a powered-off node's Raft store does not
+// fail (hashicorp/raft panics, taking the test process down, when it cannot
+// store its term; seed 2 of TestSharePowerLoss did): its writes after the
+// freeze wait, stay out of the crash image, and finish on the old disk once
+// the image is taken (Thaw).
+func TestFreezeHoldsRaftStoreWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := newFreezeFS(mem, "/metadata/")
+	wal, err := raftstore.OpenWAL(ffs, "/metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := []byte("CurrentTerm")
+	if err := wal.SetUint64(term, 4); err != nil {
+		t.Fatal(err)
+	}
+	ffs.Freeze()
+	stored := make(chan error, 1)
+	go func() { stored <- wal.SetUint64(term, 5) }()
+	select {
+	case err := <-stored:
+		t.Fatalf("a Raft store write on a frozen disk returned %v before the thaw", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	img := mem.CrashClone()
+	ffs.Thaw()
+	if err := <-stored; err != nil {
+		t.Fatalf("the held write failed after the thaw: %v", err)
+	}
+	got, err := raftstore.OpenWAL(img, "/metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := got.GetUint64(term); err != nil || n != 4 {
+		t.Fatalf("the crash image holds term %d (%v), want 4: the write held at the freeze must not be in it", n, err)
+	}
+	// Outside the held prefix a frozen disk still fails.
+	if _, err := ffs.Create("/logs/seg"); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("create under logs on a frozen disk: %v, want EIO", err)
 	}
 }
 

@@ -155,7 +155,9 @@ func (nd *memNode) start() error {
 		}
 		return vfs.Any(nd.full, nd.syncs).MaybeError(op)
 	})
-	nd.fs = newFreezeFS(vfs.NewErrorFS(nd.mem, onLogs))
+	// A power cut holds the Raft store's changes (<data-dir>/metadata, as
+	// server.Start places it) rather than failing them (freezeFS).
+	nd.fs = newFreezeFS(vfs.NewErrorFS(nd.mem, onLogs), filepath.Join(nd.cfg.DataDir, "metadata")+string(filepath.Separator))
 	lf, err := os.OpenFile(nd.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -289,12 +291,12 @@ func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error
 	// survives (a failed fsync may have lost pages), so it restarts on a crash
 	// image.
 	c.powerOff(nd)
+	c.cuts++
+	nd.crash(vfs.WithTornWrites(c.seed + uint64(c.cuts)))
 	nd.abort()
 	c.cn.net.Heal(true)
 	nd.full.Disable()
 	nd.syncs.Disable()
-	c.cuts++
-	nd.mem = nd.mem.CrashClone(vfs.WithTornWrites(c.seed + uint64(c.cuts)))
 	if err := c.startAll([]*memNode{nd}); err != nil {
 		return "", err
 	}
@@ -320,6 +322,14 @@ func (c *memCluster) powerOff(nodes ...*memNode) {
 	}
 }
 
+// crash gives nd, powered off, the disk it restarts on: what it had fsynced by
+// the freeze. The old disk is left to the old node, whose held Raft writes
+// now finish there, so that it can stop.
+func (nd *memNode) crash(opts ...vfs.CrashOption) {
+	nd.mem = nd.mem.CrashClone(opts...)
+	nd.fs.Thaw()
+}
+
 // powerLoss cuts the power of every node at one instant: each keeps what it had
 // fsynced (plus a seeded torn prefix of the rest) and restarts on that image.
 func (c *memCluster) powerLoss() (string, error) {
@@ -327,7 +337,7 @@ func (c *memCluster) powerLoss() (string, error) {
 	c.powerOff(c.nodes...)
 	c.cuts++
 	for i, nd := range c.nodes {
-		nd.mem = nd.mem.CrashClone(vfs.WithTornWrites(c.seed*1000 + uint64(c.cuts*10+i)))
+		nd.crash(vfs.WithTornWrites(c.seed*1000 + uint64(c.cuts*10+i)))
 	}
 	c.abortAll()
 	c.cn.net.Heal(true)

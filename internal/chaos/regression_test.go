@@ -120,10 +120,10 @@ func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 	}
 	// F loses power and comes back on what it had fsynced; then L.
 	c.powerOff(f)
+	f.crash()
 	f.stop()
 	c.cn.net.Heal(true)
 	f.syncs.Disable()
-	f.mem = f.mem.CrashClone()
 	if err := c.startAll([]*memNode{f, l}); err != nil {
 		t.Fatal(err)
 	}

@@ -142,16 +142,36 @@ type sharePollAnswer struct {
 }
 
 // consume is consumer i. It polls one node as one member until that node fails
-// it (no answer, a 5xx), then goes on at the next node as a new member: a
-// member lives on the node it polls, and a killed node takes it along.
+// it (no answer, a 5xx other than 503 to a poll), then closes the member
+// (DELETE, if the node answers) and goes on at the next node as a new member:
+// a member lives on the node it polls, and a killed node takes it along. A
+// member left open would stay in the group, holding its partitions unpolled,
+// until its instance expired (45 s idle).
 func (w *shareWorkload) consume(ctx context.Context, i int) {
 	node, gen := i%len(w.addrs), 0
 	for ctx.Err() == nil {
 		name := fmt.Sprintf("share-%d-%d", i, gen)
 		if !w.pollOnce(ctx, w.addrs[node], name) && ctx.Err() == nil {
+			w.closeMember(ctx, w.addrs[node], name)
 			node, gen = (node+1)%len(w.addrs), gen+1
 			sleepCtx(ctx, 200*time.Millisecond)
 		}
+	}
+}
+
+// closeMember closes member name at addr, giving back what it holds and
+// leaving the group; a node that does not answer within a second keeps it
+// until it expires.
+func (w *shareWorkload) closeMember(ctx context.Context, addr, name string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "DELETE", "http://"+addr+"/groups/"+w.group+"/consumers/"+name, nil)
+	if err != nil {
+		return
+	}
+	if resp, err := w.hc.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
 }
 
@@ -203,8 +223,10 @@ func (w *shareWorkload) pollOnce(ctx context.Context, addr, name string) bool {
 		case err == nil && status == http.StatusConflict:
 			a.Outcome = history.Failed // INVALID_RECORD_STATE: the member did not hold it
 		default:
+			// An answered error (a state save that timed out: 504) leaves the
+			// member as it was; no answer means the node failed it.
 			a.Outcome = history.Unknown
-			ok = err == nil && status < 500
+			ok = err == nil
 			if ctx.Err() == nil {
 				w.logf("share consumer %s at %s: %s %d@%d: status %d, %v %s", name, addr, a.Type, r.Partition, r.Offset, status, err, body)
 			}

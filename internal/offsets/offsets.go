@@ -193,6 +193,13 @@ func (s *Store) Close() {
 	s.loaders.Wait()
 }
 
+// loadBackoff and maxLoadBackoff pace a load's retries of a wait for the
+// high-water mark that failed.
+const (
+	loadBackoff    = 50 * time.Millisecond
+	maxLoadBackoff = time.Second
+)
+
 // load waits for the partition's HWM to cover its log end as it was when this
 // broker became leader, then replays the partition into the coordinator.
 func (s *Store) load(ctx context.Context, p *replica.Partition) {
@@ -207,7 +214,7 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 	coord := s.coord
 	s.mu.Unlock()
 	end := p.LogEndOffset()
-	for {
+	for backoff := loadBackoff; ; backoff = min(2*backoff, maxLoadBackoff) {
 		err := p.WaitHighWatermark(ctx, end, time.Minute)
 		if err == nil {
 			break
@@ -216,6 +223,15 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 			return
 		}
 		s.log.Warn("waiting to load group partition", "partition", p.Index, "err", err)
+		// Too few in-sync replicas fails the wait at once (the high-water
+		// mark is there, the ISR is not): asking again at once would spin.
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 	// The coordinator refuses a partition it still holds from an earlier
 	// leadership that was not unloaded in between; make sure it starts clean.

@@ -26,7 +26,13 @@ var offsetsID = metadata.UUID{7}
 // __consumer_offsets on broker 1, with max.message.bytes of 200.
 func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return newTestStoreWith(t, coord, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// newTestStoreWith is newTestStore's, logging to logger, with extra metadata
+// records applied.
+func newTestStoreWith(t *testing.T, coord Coordinator, logger *slog.Logger, extra ...metadata.Record) (*Store, *replica.Manager) {
+	t.Helper()
 	var s *Store
 	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{
 		OnLeadership: func(p *replica.Partition, leader bool) { s.LeadershipChanged(p, leader) },
@@ -38,7 +44,7 @@ func newTestStore(t *testing.T, coord Coordinator) (*Store, *replica.Manager) {
 	if coord != nil {
 		s.SetCoordinator(coord)
 	}
-	if err := m.Apply(testImage(t).WithOffset(1)); err != nil {
+	if err := m.Apply(testImage(t, extra...).WithOffset(1)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -300,5 +306,49 @@ func TestAppendWaitErrors(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, group.ErrNotCoordinator) {
 		t.Fatalf("Append whose leadership moved while waiting: %v, want group.ErrNotCoordinator", err)
+	}
+}
+
+// warnTimes is a slog handler that keeps the times of the records with one
+// message.
+type warnTimes struct {
+	msg   string
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (w *warnTimes) Enabled(context.Context, slog.Level) bool { return true }
+func (w *warnTimes) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *warnTimes) WithGroup(string) slog.Handler            { return w }
+func (w *warnTimes) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == w.msg {
+		w.mu.Lock()
+		w.times = append(w.times, r.Time)
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+func (w *warnTimes) seen() []time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.times)
+}
+
+// TestLoadWaitsBetweenRetries: a led partition with fewer in-sync replicas
+// than min.insync.replicas fails the load's wait for the high-water mark at
+// once; the load asks again only after a pause. It used to ask again at once:
+// a share-state partition on a node of the in-process chaos run logged 13,250
+// warnings in a second, spinning on a core.
+func TestLoadWaitsBetweenRetries(t *testing.T) {
+	warns := &warnTimes{msg: "waiting to load group partition"}
+	newTestStoreWith(t, &blockingCoordinator{loading: make(chan int32, 4)}, slog.New(warns),
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: group.OffsetsTopic, Key: "min.insync.replicas", Value: "2"})
+	wait.For(t, "three failed waits of the load", func() bool { return len(warns.seen()) >= 3 })
+	times := warns.seen()
+	for i := 1; i < 3; i++ {
+		if gap := times[i].Sub(times[i-1]); gap < loadBackoff/2 {
+			t.Errorf("retry %d came %v after the one before, want a pause of about %v", i, gap, loadBackoff)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 // blockingStore is a Store in memory whose saves after the first block free
@@ -72,19 +73,20 @@ func (w *stuckDeadLetters) Produce(ctx context.Context, _ string, _ int32, _ []D
 
 func (w *stuckDeadLetters) CreateTopic(context.Context, string) error { return nil }
 
-// newDeadLetterManager is a share Manager leading partition 0 of "t" with one
-// record, for group "g" whose dead-letter topic is dlq.t (which exists).
-func newDeadLetterManager(t *testing.T, store Store, dlq DeadLetterWriter) *Manager {
+// newDeadLetterManager is a share Manager leading partition 0 of "t" with
+// records one-record batches, for group "g" whose dead-letter topic is dlq.t
+// (which exists), copying records if copyRecord.
+func newDeadLetterManager(t *testing.T, store Store, dlq DeadLetterWriter, records int, copyRecord bool) (*Manager, *replica.Partition) {
 	t.Helper()
 	dlqID := metadata.UUID{8}
 	parts, rp := newTestParts(t, 1,
 		&metadata.TopicRecord{Name: "dlq.t", ID: dlqID},
 		&metadata.PartitionRecord{TopicID: dlqID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1},
 		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "dlq.t", Key: metadata.TopicDeadLetterGroupEnable, Value: "true"})
-	appendRecords(t, rp, 1)
+	appendRecords(t, rp, records)
 	cfg := testGroupConfig()
-	cfg.DeadLetter.Topic = "dlq.t"
-	return NewManager(Config{Defaults: cfg, DeadLetters: dlq}, store, parts, nil)
+	cfg.DeadLetter.Topic, cfg.DeadLetter.CopyRecord = "dlq.t", copyRecord
+	return NewManager(Config{Defaults: cfg, DeadLetters: dlq}, store, parts, nil), rp
 }
 
 // TestCloseWhileDeadLetterWriteBlocked: Close returns promptly while the
@@ -103,7 +105,7 @@ func TestCloseWhileDeadLetterWriteBlocked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &blockingStore{free: 1, blocked: make(chan struct{})}
 			dlq := &stuckDeadLetters{fail: tc.failWrite, entered: make(chan struct{})}
-			m := newDeadLetterManager(t, store, dlq)
+			m, _ := newDeadLetterManager(t, store, dlq, 1, false)
 			o := fetchOne(t, m, "m")
 			if code := acknowledgeAs(m, "m", o, Reject); code != 0 {
 				t.Fatalf("reject: code %d", code)

@@ -25,6 +25,9 @@ import (
 // (the topic was deleted, has no leader, is no longer allowed) makes the offsets
 // Available again, with their delivery counts, so they can be acquired and fail
 // again rather than be lost; the failure is logged and counted (DeadLetterStats).
+// With copy.record.enable the write first waits until the leader's high
+// watermark passes the records (a new leader's may lag), and a leader deposed
+// meanwhile writes nothing and keeps them Archiving for its successor.
 
 // The headers of a dead-letter record, after the original record's own headers
 // (when the group copies records): UTF-8 text, numbers in decimal.
@@ -144,6 +147,12 @@ func (m *Manager) deadLetter(sp *sharePartition, p *Partition, dls []DeadLetter)
 		p.Archive(offsets)
 	case errors.Is(err, errNoDeadLetterTopic):
 		p.Archive(offsets)
+	case errors.Is(err, replica.ErrNotLeader):
+		// Deposed while copying: the saved state keeps the offsets Archiving
+		// and the new leader writes them; made available here, a save that
+		// still got through would hand out again a record whose rejection
+		// was answered.
+		return
 	default:
 		m.count(sp.key.Group, 0, len(dls))
 		m.log.Warn("dead-letter write failed; the records stay acquirable", "group", sp.key.Group, "topic", sp.topic,
@@ -189,7 +198,10 @@ func (m *Manager) writeDeadLetters(ctx context.Context, sp *sharePartition, dl D
 	target := sp.key.Partition % int32(len(t.Partitions))
 	var source map[int64]batch.Record
 	if dl.CopyRecord {
-		source = m.sourceRecords(sp, dls)
+		var err error
+		if source, err = m.sourceRecords(ctx, sp, dls); err != nil {
+			return fmt.Errorf("reading the records to copy: %w", err)
+		}
 	}
 	now := m.cfg.Now()
 	recs := make([]DeadLetterRecord, len(dls))
@@ -224,15 +236,26 @@ func failureMessage(why Failure) string {
 
 // awaitTopic waits until this node's metadata image has topic (just created).
 func (m *Manager) awaitTopic(ctx context.Context, topic string) (*metadata.Image, error) {
+	var img *metadata.Image
+	err := await(ctx, "the new DLQ topic "+topic, func() (bool, error) {
+		img = m.parts.Image()
+		return img.Topic(topic) != nil, nil
+	})
+	return img, err
+}
+
+// await polls cond every 20 ms until it holds or fails, or ctx ends; what
+// names the wait in the error.
+func await(ctx context.Context, what string, cond func() (bool, error)) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if img := m.parts.Image(); img.Topic(topic) != nil {
-			return img, nil
+		if ok, err := cond(); ok || err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the new DLQ topic %s: %w", topic, ctx.Err())
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -241,38 +264,58 @@ func (m *Manager) awaitTopic(ctx context.Context, topic string) (*metadata.Image
 // sourceRecordBytes bounds one read of the source log for copying records.
 const sourceRecordBytes = 1 << 20
 
-// sourceRecords reads the records at dls' offsets from the local replica, for
-// copying them. An offset it cannot read (gone by retention, this node no longer
-// leads) is left out: its dead-letter record carries the headers only.
-func (m *Manager) sourceRecords(sp *sharePartition, dls []DeadLetter) map[int64]batch.Record {
-	out := make(map[int64]batch.Record, len(dls))
+// sourceRecords reads the records at dls' offsets (in order) from the local
+// replica, for copying them. A new leader's high watermark may still be below
+// records its predecessor handed out (it learns it from its followers'
+// fetches), and reads stop there, so it first waits until the high watermark
+// passes them (a record copied then would have gone out with an empty value).
+// A replica that no longer leads fails the write: the records stay Archiving
+// in the saved state and the new leader writes them. An offset gone by
+// retention is left out: its dead-letter record carries the headers only.
+func (m *Manager) sourceRecords(ctx context.Context, sp *sharePartition, dls []DeadLetter) (map[int64]batch.Record, error) {
 	rp, err := m.parts.Partition(sp.topic, sp.key.Partition)
-	if err != nil {
-		return out
+	if err != nil { // no replica here any more
+		return nil, fmt.Errorf("%w: %v", replica.ErrNotLeader, err)
 	}
+	end := dls[len(dls)-1].Offset + 1
+	if err := await(ctx, "the high watermark to pass the records to copy", func() (bool, error) {
+		if !rp.IsLeader() {
+			return false, replica.ErrNotLeader
+		}
+		return rp.HighWatermark() >= end, nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make(map[int64]batch.Record, len(dls))
 	want := make(map[int64]bool, len(dls))
 	for _, d := range dls {
 		want[d.Offset] = true
 	}
 	for _, d := range dls {
 		if _, ok := out[d.Offset]; !ok {
-			m.readInto(rp, d.Offset, want, out)
+			if err := m.readInto(rp, d.Offset, want, out); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // readInto reads the log from offset and copies the wanted records it finds into
-// out.
-func (m *Manager) readInto(rp *replica.Partition, offset int64, want map[int64]bool, out map[int64]batch.Record) {
+// out. Only a replica that no longer leads is an error; an offset the log no
+// longer has is left out.
+func (m *Manager) readInto(rp *replica.Partition, offset int64, want map[int64]bool, out map[int64]batch.Record) error {
 	res, err := rp.Read(offset, sourceRecordBytes, replica.ReadUncommitted)
+	if errors.Is(err, replica.ErrNotLeader) {
+		return err
+	}
 	if err != nil {
-		return
+		return nil
 	}
 	defer res.Chunk.Release()
 	data, err := res.Chunk.Bytes()
 	if err != nil {
-		return
+		return nil
 	}
 	it := batch.NewStoredIter(data)
 	for it.Next() {
@@ -294,6 +337,7 @@ func (m *Manager) readInto(rp *replica.Partition, offset int64, want map[int64]b
 			return nil
 		})
 	}
+	return nil
 }
 
 func cloneBytes(b []byte) []byte {

@@ -320,6 +320,7 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 		}
 		sp.state = snap.StateEpoch
 		sp.p = Restore(snap)
+		sp.p.FailSpent(m.groupConfig(k.Group).Limits)
 		sp.epoch = epoch
 		m.log.Info("share partition loaded", "group", k.Group, "topic", topic, "partition", k.Partition,
 			"start", sp.p.Start(), "end", sp.p.End(), "state_epoch", sp.state)

@@ -543,6 +543,26 @@ func (p *Partition) Snapshot() Snapshot {
 	return s
 }
 
+// FailSpent fails for good, as a release at the limit does, every Available
+// offset already delivered lim.DeliveryLimit times, and returns them. A new
+// leader calls it on a restored state: a record whose last delivery was in
+// flight at the failover is saved Available (locks are not saved) and would
+// otherwise be delivered past the limit.
+func (p *Partition) FailSpent(lim Limits) []int64 {
+	if lim.DeliveryLimit <= 0 {
+		return nil
+	}
+	var spent []int64
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Available && r.count >= lim.DeliveryLimit {
+			r.fail(lim, FailureDeliveries)
+			spent = append(spent, p.start+int64(i))
+		}
+	}
+	p.advance()
+	return spent
+}
+
 // Restore rebuilds a partition from a snapshot. Offsets between batches, if any, are
 // Available with no deliveries.
 func Restore(s Snapshot) *Partition {

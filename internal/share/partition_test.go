@@ -183,6 +183,8 @@ func (h *scriptHarness) run(t *testing.T, cmd string) []string {
 			s += " " + strings.Join(parts, " ")
 		}
 		return []string{s}
+	case "failspent":
+		return []string{fmt.Sprintf("spent=%v", h.p.FailSpent(h.lim))}
 	case "snapshot":
 		snap := h.p.Snapshot()
 		s := fmt.Sprintf("start=%d", snap.Start)

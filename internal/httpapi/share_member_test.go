@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+// TestShareMemberFollowsCoordinator: an HTTP share member whose group
+// coordinator moves heartbeats the new one. The old coordinator answers
+// NOT_COORDINATOR (or COORDINATOR_NOT_AVAILABLE) and FindCoordinator names the
+// new one; franz-go keeps its cached coordinator for a non-leave
+// ShareGroupHeartbeat, so a member that let it route its heartbeats kept
+// beating the old node until its session expired (campaign seed 5's stall,
+// fixed in ea65f5e).
+func TestShareMemberFollowsCoordinator(t *testing.T) {
+	for _, moved := range []int16{kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code} {
+		t.Run(kerr.ErrorForCode(moved).Error(), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(1, "jobs"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			addrs := c.ListenAddrs()
+
+			var mu sync.Mutex
+			coordinator := int32(0)
+			beats := map[int32]int{} // heartbeats answered by each node
+			misdirected := 0         // heartbeats to a node that is no longer the coordinator
+			c.ControlKey(int16(kmsg.FindCoordinator), func(r kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				req := r.(*kmsg.FindCoordinatorRequest)
+				resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+				mu.Lock()
+				id := coordinator
+				mu.Unlock()
+				host, port, err := net.SplitHostPort(addrs[id])
+				if err != nil {
+					return nil, err, true
+				}
+				p, _ := strconv.Atoi(port)
+				keys := req.CoordinatorKeys
+				if len(keys) == 0 {
+					keys = []string{req.CoordinatorKey} // before v4
+				}
+				for _, key := range keys {
+					rc := kmsg.NewFindCoordinatorResponseCoordinator()
+					rc.Key, rc.NodeID, rc.Host, rc.Port = key, id, host, int32(p)
+					resp.Coordinators = append(resp.Coordinators, rc)
+				}
+				resp.NodeID, resp.Host, resp.Port = id, host, int32(p)
+				return resp, nil, true
+			})
+			c.ControlKey(int16(kmsg.ShareGroupHeartbeat), func(r kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				req := r.(*kmsg.ShareGroupHeartbeatRequest)
+				resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+				mu.Lock()
+				defer mu.Unlock()
+				if node := c.CurrentNode(); node != coordinator {
+					misdirected++
+					resp.ErrorCode = moved
+					return resp, nil, true
+				}
+				beats[coordinator]++
+				resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = kmsg.StringPtr(req.MemberID), 1, 20
+				return resp, nil, true
+			})
+
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			m := newShareMember(instanceKey{"workers", "c1"}, "jobs", cl, func(int32) (int32, bool) { return 0, false },
+				func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
+			defer func() {
+				close(m.stop)
+				<-m.done
+			}()
+			beatsAt := func(node int32) func() error {
+				return func() error {
+					mu.Lock()
+					defer mu.Unlock()
+					if beats[node] < 2 {
+						return fmt.Errorf("node %d answered %d heartbeats (%d misdirected), want 2", node, beats[node], misdirected)
+					}
+					return nil
+				}
+			}
+			wait.Eventually(t, 10*time.Second, "heartbeats at the first coordinator", beatsAt(0))
+			mu.Lock()
+			coordinator = 2 // the group's coordinator moves
+			mu.Unlock()
+			wait.Eventually(t, 10*time.Second, "heartbeats at the new coordinator", beatsAt(2))
+		})
+	}
+}
