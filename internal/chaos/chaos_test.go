@@ -28,6 +28,7 @@ const (
 	envKinds     = "CHAOS_KINDS"      // multi-process runs: faults (and operations) to draw from (default all)
 	envOps       = "CHAOS_OPS"        // campaign: 1: every multi-process run with operations and a broker-only node
 	envShare     = "CHAOS_SHARE"      // campaign: 1: every plain run (both modes) with the share-group workload
+	envTLS       = "CHAOS_TLS"        // campaign: 1: every run on a secured cluster (TLS, SASL/SCRAM, ACLs); no operations, no share groups
 )
 
 // processKinds is what a multi-process run of variant v draws from:
@@ -74,6 +75,10 @@ type variant struct {
 	tiered bool // the workload's topic is tiered (remote.storage.enable=true)
 	ops    bool // a broker-only node, and OpKinds among the faults
 	share  bool // the share-group workload beside the plain one (not with txn)
+	// secure: TLS on every listener, SASL/SCRAM, ACLs (security.go); not
+	// with ops (the strata CLI they run is not given credentials) nor share
+	// (its HTTP consumers are not).
+	secure bool
 }
 
 func (v variant) String() string {
@@ -89,6 +94,9 @@ func (v variant) String() string {
 	}
 	if v.share {
 		name += "+share"
+	}
+	if v.secure {
+		name += "+tls"
 	}
 	return name
 }
@@ -111,7 +119,12 @@ func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration, v
 	if v.txn {
 		topic = "txn"
 	}
-	c := startProcessCluster(t, nodes, topic, processOptions{spare: v.ops, tiered: v.tiered})
+	c := startProcessCluster(t, nodes, topic, processOptions{spare: v.ops, tiered: v.tiered, sec: v.security(t)})
+	if v.secure {
+		if err := grant(c.adm, topic, v.txn); err != nil {
+			t.Fatalf("granting the workload its ACLs: %v", err)
+		}
+	}
 	cfg := runConfig{
 		name: fmt.Sprintf("%s/%d", v, seed), seed: seed, nodes: c.brokers(), kinds: processKinds(t, v),
 		faultTime: faultTime, topic: topic, partitions: 4, interval: 5 * time.Millisecond, share: v.share,
@@ -126,22 +139,46 @@ func processRun(t *testing.T, seed uint64, nodes int, faultTime time.Duration, v
 	return run(t, c, cfg, &history.Recorder{})
 }
 
-// memRun runs one seeded in-process run with the given faults, with the
-// share-group workload if share.
-func memRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int, share bool) RunResult {
+// security is the set-up of v's cluster: nil unless v.secure. A secured run
+// with operations or share groups fails t.
+func (v variant) security(t *testing.T) *security {
 	t.Helper()
-	c := startMemCluster(t, 3, "chaos", seed)
+	if !v.secure {
+		return nil
+	}
+	if v.ops || v.share {
+		t.Fatalf("%s: a secured run has no operations and no share groups", v)
+	}
+	return newSecurity(t)
+}
+
+// memRun runs one seeded in-process run with the given faults, with the
+// share-group workload if v.share, on a secured cluster if v.secure.
+func memRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int, v variant) RunResult {
+	t.Helper()
+	c := startMemCluster(t, 3, "chaos", seed, v.security(t))
+	if v.secure {
+		if err := grant(c.adm, "chaos", false); err != nil {
+			t.Fatalf("granting the workload its ACLs: %v", err)
+		}
+	}
 	return run(t, c, runConfig{
 		name: fmt.Sprintf("%s/%d", name, seed), seed: seed, nodes: 3, kinds: kinds,
 		faultTime: 10 * time.Minute, maxFaults: maxFaults, topic: "chaos", partitions: 4, interval: 10 * time.Millisecond,
-		share: share,
+		share: v.share,
 	}, &history.Recorder{})
 }
 
-// txnMemRun runs one seeded in-process run of the transactional workload.
-func txnMemRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int) RunResult {
+// txnMemRun runs one seeded in-process run of the transactional workload, on
+// a secured cluster if v.secure.
+func txnMemRun(t *testing.T, name string, seed uint64, kinds []Kind, maxFaults int, v variant) RunResult {
 	t.Helper()
-	c := startMemCluster(t, 3, "txn", seed)
+	c := startMemCluster(t, 3, "txn", seed, v.security(t))
+	if v.secure {
+		if err := grant(c.adm, "txn", true); err != nil {
+			t.Fatalf("granting the workload its ACLs: %v", err)
+		}
+	}
 	return runTxn(t, c, runConfig{
 		name: fmt.Sprintf("%s/%d", name, seed), seed: seed, nodes: 3, kinds: kinds,
 		faultTime: 10 * time.Minute, maxFaults: maxFaults, topic: "txn", partitions: 4, roles: []Role{Coordinator},
@@ -171,12 +208,12 @@ func TestProcessFaults(t *testing.T) {
 // first run lost every record: nothing fsynced the directories holding the
 // data dir and <data-dir>/logs, so the cut took them whole; fixed in 348c3b3.)
 func TestPowerLoss(t *testing.T) {
-	judge(t, memRun(t, "power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 2, false))
+	judge(t, memRun(t, "power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 2, variant{}))
 }
 
 // TestDiskFaults fills one node's disk or fails its fsyncs, then reboots it.
 func TestDiskFaults(t *testing.T) {
-	judge(t, memRun(t, "disk", uint64(envInt(t, envSeed, 1)), []Kind{DiskFull, FsyncFailure}, 3, false))
+	judge(t, memRun(t, "disk", uint64(envInt(t, envSeed, 1)), []Kind{DiskFull, FsyncFailure}, 3, variant{}))
 }
 
 // TestShareFaults runs the share-group workload (sharework.go) beside the
@@ -202,7 +239,7 @@ func TestSharePowerLoss(t *testing.T) {
 	if os.Getenv(envCampaign) != "1" {
 		t.Skipf("runs with %s=1", envCampaign)
 	}
-	judge(t, memRun(t, "share-in-process", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss, DiskFull, FsyncFailure}, 3, true))
+	judge(t, memRun(t, "share-in-process", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss, DiskFull, FsyncFailure}, 3, variant{share: true}))
 }
 
 // TestTxnFaults is CI's run of the newer features under faults: 15 seconds of
@@ -222,7 +259,27 @@ func TestTxnPowerLoss(t *testing.T) {
 	if os.Getenv(envCampaign) != "1" {
 		t.Skipf("runs with %s=1", envCampaign)
 	}
-	judge(t, txnMemRun(t, "txn-power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 1))
+	judge(t, txnMemRun(t, "txn-power-loss", uint64(envInt(t, envSeed, 1)), []Kind{PowerLoss}, 1, variant{}))
+}
+
+// TestTLSFaults is CI's run on a secured cluster (security.go): TLS on every
+// listener, nodes and clients logging in with SCRAM, ACLs granting the
+// workload exactly what it needs. Ten seconds of seeded kills, pauses,
+// rolling restarts, partitions and data cuts under the plain workload:
+// nothing the plaintext runs promise may weaken, and the proxies must still
+// cut the nodes' own connections although TLS hides their client ids. (The
+// transactional workload runs secured in the campaign, CHAOS_TLS=1: its
+// warm-up alone takes longer than CI's budget for this test.)
+func TestTLSFaults(t *testing.T) {
+	judge(t, processRun(t, uint64(envInt(t, envSeed, 1)), 3, 10*time.Second, variant{secure: true}))
+}
+
+// tlsSuffix is what an in-process run's name gets on a secured cluster.
+func tlsSuffix(v variant) string {
+	if v.secure {
+		return "+tls"
+	}
+	return ""
 }
 
 // campaignVariant is the campaign's i-th multi-process run's variant: of every
@@ -258,6 +315,9 @@ func TestCampaign(t *testing.T) {
 		}
 		v.ops = v.ops || os.Getenv(envOps) == "1"
 		v.share = !v.txn && os.Getenv(envShare) == "1"
+		if os.Getenv(envTLS) == "1" {
+			v.secure, v.ops, v.share = true, false, false
+		}
 		t.Run(fmt.Sprintf("%s-%d", v, seed), func(t *testing.T) {
 			r := processRun(t, seed, nodes, faultTime, v)
 			runs = append(runs, r)
@@ -268,13 +328,15 @@ func TestCampaign(t *testing.T) {
 		seed := first + uint64(i)
 		t.Run(fmt.Sprintf("in-process-%d", seed), func(t *testing.T) {
 			kinds := []Kind{PowerLoss, DiskFull, FsyncFailure}
+			v := variant{secure: os.Getenv(envTLS) == "1"}
 			if i%2 == 1 {
-				r := txnMemRun(t, "txn-in-process", seed, kinds, 6)
+				r := txnMemRun(t, "txn-in-process"+tlsSuffix(v), seed, kinds, 6, v)
 				runs = append(runs, r)
 				judge(t, r)
 				return
 			}
-			r := memRun(t, "in-process", seed, kinds, 6, os.Getenv(envShare) == "1")
+			v.share = !v.secure && os.Getenv(envShare) == "1"
+			r := memRun(t, "in-process"+tlsSuffix(v), seed, kinds, 6, v)
 			runs = append(runs, r)
 			judge(t, r)
 		})

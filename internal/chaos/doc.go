@@ -137,6 +137,28 @@
 //	         or promoted) SIGKILLed for the hold and restarted. Each is
 //	         waited for and checked before the next fault.
 //
+// # Secured clusters
+//
+// A run with variant.secure (TestTLSFaults; CHAOS_TLS=1 in the campaign, for
+// both kinds of cluster) runs on a secured cluster (security.go): TLS on
+// every listener (Kafka, controller, HTTP) with one node certificate from a
+// test CA, so replication, Raft and the controller link are TLS; SASL/SCRAM
+// on the Kafka listener for clients and for the nodes' own clients (the
+// inter-broker user); --authorizer acl. The harness's clients log in as a
+// super user; the workload's as a user whose ACLs grant exactly what the
+// workload needs (the topic's READ and WRITE, the group's READ, and for the
+// transactional workload the output topic's WRITE and its transactional
+// ids' WRITE). The proxies forward TCP bytes, TLS included, but cannot read
+// the client id of a connection's first request through TLS, so on a secured
+// cluster each node makes its own Kafka connections (follower fetches,
+// transaction markers, its HTTP API's and share groups' clients) from its own
+// loopback address (--kafka-source-host 127.0.0.10+id), and the Kafka proxies
+// tell them from clients' by that address (netfault's KafkaByAddr): every
+// fault, data-cut included, cuts what it cuts on a plaintext cluster, and
+// warmedUp checks that every node's fetches were told apart. Operations and
+// the share-group workload do not run secured (the strata CLI and the HTTP
+// share consumers are not given credentials).
+//
 // # Share groups
 //
 // A run with runConfig.share (TestShareFaults, TestSharePowerLoss, CHAOS_SHARE=1
@@ -160,8 +182,9 @@
 // # Running it
 //
 // `go test ./internal/chaos` runs one seeded multi-process run of about a minute,
-// the in-process power-loss and disk-fault runs, and TestTxnFaults: 15 s of
-// faults and operations under the transactional workload on a tiered topic.
+// the in-process power-loss and disk-fault runs, TestTxnFaults: 15 s of
+// faults and operations under the transactional workload on a tiered topic,
+// and TestTLSFaults: 10 s of faults on a secured cluster.
 // `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
 // variant, and transactional in-process runs with power losses) and rewrites
 // the results table in docs/reliability.md. CHAOS_SEED picks the seed of the

@@ -46,7 +46,7 @@ func findGaps(start, end int64, offsets []int64) []offsetGap {
 // compaction to a client. Each finding says where the range lies against the
 // partition's earliest-local offset (below it the object store serves reads)
 // and the end of its uploaded part.
-func checkEveryOffset(seeds []string, topic string, partitions int32, end map[int32]int64, timeout time.Duration) []string {
+func checkEveryOffset(seeds brokers, topic string, partitions int32, end map[int32]int64, timeout time.Duration) []string {
 	cl, err := kgo.NewClient(append(clientOpts(seeds, "chaos-every-offset"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: everyPartitionAtStart(partitions)}),
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),

@@ -41,7 +41,8 @@ type memCluster struct {
 	topic string
 	adm   *kadm.Client
 	seed  uint64
-	cuts  int // power cuts so far; varies the torn-write seed
+	cuts  int       // power cuts so far; varies the torn-write seed
+	sec   *security // nil: a plaintext cluster
 }
 
 type memNode struct {
@@ -57,9 +58,9 @@ type memNode struct {
 
 // startMemCluster starts n in-process nodes on in-memory disks; tune, if any,
 // adjusts each node's configuration.
-func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...func(*config.Config)) *memCluster {
+func startMemCluster(t *testing.T, n int, topic string, seed uint64, sec *security, tune ...func(*config.Config)) *memCluster {
 	t.Helper()
-	c := &memCluster{t: t, topic: topic, seed: seed}
+	c := &memCluster{t: t, topic: topic, seed: seed, sec: sec}
 	logDir := t.TempDir()
 	for i := range n {
 		cfg := config.Default()
@@ -74,6 +75,9 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 		cfg.GroupInitialDelay = 100 * time.Millisecond
 		cfg.OffsetsTopicPartition = 4
 		cfg.TransactionStatePartitions = 4
+		if sec != nil {
+			sec.configure(&cfg)
+		}
 		for _, f := range tune {
 			f(&cfg)
 		}
@@ -86,12 +90,15 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, tune ...fun
 			return func() (string, error) { return get(c.nodes[id-1]), nil }
 		}
 	}
-	c.cn = newClusterNet(t, n, n, func(int32) string { return "127.0.0.1" },
+	c.cn = newClusterNet(t, n, n, sec != nil, func(int32) string { return "127.0.0.1" },
 		addr(func(nd *memNode) string { return nd.cfg.KafkaAddr }), addr(func(nd *memNode) string { return nd.cfg.ControllerAddr }))
 	for _, nd := range c.nodes {
 		id := nd.cfg.NodeID
 		nd.cfg.AdvertisedKafkaAddr, nd.cfg.AdvertisedControllerAddr = c.cn.advertised(id), c.cn.advertisedController(id)
 		nd.cfg.ControllerSourceHost, nd.cfg.Controllers = sourceHost(id), c.cn.controllers()
+		if c.cn.byAddr {
+			nd.cfg.KafkaSourceHost = sourceHost(id)
+		}
 	}
 	t.Cleanup(func() {
 		c.stopAll()
@@ -192,7 +199,9 @@ func (nd *memNode) close(how func(*server.Node) error) {
 	}
 }
 
-func (c *memCluster) seeds() []string { return c.cn.seeds() }
+func (c *memCluster) seeds() brokers { return c.sec.harness(c.cn.seeds()) }
+
+func (c *memCluster) workloadSeeds() brokers { return c.sec.workload(c.cn.seeds()) }
 
 func (c *memCluster) httpAddrs() []string {
 	var out []string

@@ -21,7 +21,13 @@ import (
 //	                                   so the Raft configuration holds  --controller-source-host,
 //	                                   it whoever writes it)            sourceHost(A)
 //
-// so isolating a node stops everything it sends and everything sent to it,
+// On a secured cluster the client id is out of sight (TLS), so the Kafka
+// proxies tell a node's connections by address too: each node makes its own
+// Kafka connections (follower fetches, transaction markers, its HTTP API's and
+// share groups' clients) from sourceHost(id) (--kafka-source-host), and every
+// other connection is a client's.
+//
+// So isolating a node stops everything it sends and everything sent to it,
 // whichever voters a membership change has written into the Raft
 // configuration, and whether the node is a voter or a broker-only one; and a
 // data cut (netfault's CutKafka) stops two nodes' follower fetches from each
@@ -33,6 +39,7 @@ type clusterNet struct {
 	kafka   []*netfault.Proxy // by node id - 1
 	control []*netfault.Proxy // by node id - 1
 	voters  int               // nodes 1..voters are the controller voters at the start
+	byAddr  bool              // the Kafka proxies tell nodes by address (a secured cluster)
 }
 
 // clientSource is the endpoint name of every connection that is not a node's.
@@ -48,17 +55,19 @@ func sourceHost(id int32) string { return fmt.Sprintf("127.0.0.%d", 10+id) }
 
 // newClusterNet starts the proxies of an n-node cluster whose first voters
 // nodes are the controller voters: node id's listen on host(id) and forward
-// to the addresses kafka(id) and controller(id) return. They are closed at
+// to the addresses kafka(id) and controller(id) return. With byAddr, its
+// Kafka proxies tell nodes by the address they connect from, not by client
+// id (a secured cluster: TLS hides it). They are closed at
 // t's cleanup. It skips t where the host cannot use the nodes' source
 // addresses: the proxies could not tell the nodes' Raft connections apart.
-func newClusterNet(t *testing.T, n, voters int, host func(id int32) string, kafka, controller func(id int32) netfault.Upstream) *clusterNet {
+func newClusterNet(t *testing.T, n, voters int, byAddr bool, host func(id int32) string, kafka, controller func(id int32) netfault.Upstream) *clusterNet {
 	t.Helper()
 	if ln, err := net.Listen("tcp", sourceHost(1)+":0"); err != nil {
 		t.Skipf("network faults need a loopback source address per node, and %s is not usable here: %v", sourceHost(1), err)
 	} else {
 		ln.Close()
 	}
-	cn := &clusterNet{net: netfault.New(), voters: voters}
+	cn := &clusterNet{net: netfault.New(), voters: voters, byAddr: byAddr}
 	t.Cleanup(func() {
 		for _, p := range cn.proxies {
 			p.Close()
@@ -90,7 +99,11 @@ func newClusterNet(t *testing.T, n, voters int, host func(id int32) string, kafk
 		return p
 	}
 	for id := int32(1); id <= int32(n); id++ {
-		cn.kafka = append(cn.kafka, add(cn.net.Kafka(host(id)+":0", name(id), who, kafka(id))))
+		if byAddr {
+			cn.kafka = append(cn.kafka, add(cn.net.KafkaByAddr(host(id)+":0", name(id), from, kafka(id))))
+		} else {
+			cn.kafka = append(cn.kafka, add(cn.net.Kafka(host(id)+":0", name(id), who, kafka(id))))
+		}
 		cn.control = append(cn.control, add(cn.net.Link(host(id)+":0", name(id), from, controller(id))))
 	}
 	return cn
@@ -118,12 +131,16 @@ func (cn *clusterNet) controllers() string {
 
 // flags are node id's flags for the proxies, as --name=value.
 func (cn *clusterNet) flags(id int32) []string {
-	return []string{
+	flags := []string{
 		"--advertised-kafka-addr=" + cn.advertised(id),
 		"--advertised-controller-addr=" + cn.advertisedController(id),
 		"--controller-source-host=" + sourceHost(id),
 		"--controllers=" + cn.controllers(),
 	}
+	if cn.byAddr {
+		flags = append(flags, "--kafka-source-host="+sourceHost(id))
+	}
+	return flags
 }
 
 // links counts, for every directed link between nodes, the connections its
@@ -158,8 +175,9 @@ func (cn *clusterNet) seeds() []string {
 
 // checkSourcesSeen fails unless the proxies have told every node's
 // connections apart: each voter's follower fetches by some Kafka proxy (if
-// the server's fetcher changed its client id, isolating a node would
-// silently leave its fetches flowing), and each node's controller-quorum
+// the server's fetcher changed its client id, or did not connect from its
+// --kafka-source-host on a secured cluster, isolating a node would silently
+// leave its fetches flowing), and each node's controller-quorum
 // connections by some controller proxy (the active controller dials every
 // member, and every other node heartbeats to it; if a node's connections did
 // not come from its source address, a cut would leave its Raft traffic

@@ -77,7 +77,7 @@ func TestPartitionCutsTheIntendedLinks(t *testing.T) {
 			topic := fmt.Sprintf("cut-%d", victim)
 			// Seeded with the active controller's own address: the client
 			// asks nothing of the victim.
-			adm := newAdmin(t, []string{c.cn.advertised(active)})
+			adm := newAdmin(t, brokers{addrs: []string{c.cn.advertised(active)}})
 			resp, err := adm.CreateTopics(ctx, 1, 3, nil, topic)
 			if err == nil {
 				err = resp.Error()

@@ -415,7 +415,7 @@ func (c *processCluster) retire() (string, error) {
 		what = append(what, fmt.Sprintf("node %d removed from the voters", n.ID))
 	}
 	cmd := exec.Command(c.bin, "cluster", "decommission", fmt.Sprint(n.ID))
-	cmd.Env = append(os.Environ(), cli.BrokersEnv+"="+strings.Join(c.seeds(), ","))
+	cmd.Env = append(os.Environ(), cli.BrokersEnv+"="+strings.Join(c.seeds().addrs, ","))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("strata cluster decommission %d: %v: %s", n.ID, err, out)

@@ -34,6 +34,7 @@ type processCluster struct {
 	adm   *kadm.Client // over cl
 	n     int          // the nodes started as controller voters: 1..n
 
+	sec        *security         // nil: a plaintext cluster
 	spare      *testcluster.Node // the broker-only node, if any
 	spareVoter bool              // whether it is a controller voter now
 	bin        string            // the strata binary itself, for its CLI (testcluster runs the wrapper)
@@ -46,6 +47,8 @@ type processOptions struct {
 	// tiered gives every node a file:// remote storage in a shared directory,
 	// uploading every 100ms, for tiered topics.
 	tiered bool
+	// sec secures every listener (nil: plaintext).
+	sec *security
 }
 
 // startProcessCluster starts nodes strata processes behind proxies.
@@ -66,8 +69,8 @@ func startProcessCluster(t *testing.T, nodes int, topic string, opts processOpti
 		all++
 	}
 	// Started before testcluster.Start, so their cleanup runs after the nodes die.
-	c := &processCluster{t: t, topic: topic, n: nodes, bin: bin,
-		cn: newClusterNet(t, all, nodes, sourceHost, upstream("--kafka-addr"), upstream("--controller-addr"))}
+	c := &processCluster{t: t, topic: topic, n: nodes, bin: bin, sec: opts.sec,
+		cn: newClusterNet(t, all, nodes, opts.sec != nil, sourceHost, upstream("--kafka-addr"), upstream("--controller-addr"))}
 	for id := int32(1); id <= int32(all); id++ {
 		if err := wrap.setFlags(id, c.cn.flags(id)...); err != nil {
 			t.Fatal(err)
@@ -86,7 +89,12 @@ func startProcessCluster(t *testing.T, nodes int, topic string, opts processOpti
 			"--log-cleanup-interval", "200ms",
 		)
 	}
-	c.tc = testcluster.Start(t, nodes, testcluster.WithFlags(flags...))
+	tcOpts := []testcluster.Option{testcluster.WithFlags(flags...)}
+	if opts.sec != nil {
+		tcOpts = []testcluster.Option{testcluster.WithFlags(append(flags, opts.sec.flags()...)...),
+			testcluster.WithClientSecurity(opts.sec.client, opts.sec.sasl(adminUser))}
+	}
+	c.tc = testcluster.Start(t, nodes, tcOpts...)
 	if opts.spare {
 		c.spare = c.tc.AddBroker()
 	}
@@ -119,7 +127,9 @@ func (c *processCluster) logs() []string {
 	return logs
 }
 
-func (c *processCluster) seeds() []string { return c.cn.seeds() }
+func (c *processCluster) seeds() brokers { return c.sec.harness(c.cn.seeds()) }
+
+func (c *processCluster) workloadSeeds() brokers { return c.sec.workload(c.cn.seeds()) }
 
 func (c *processCluster) httpAddrs() []string {
 	var out []string

@@ -135,7 +135,7 @@ func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 
 // produceFor sends a record to topic every 5ms for d, with acks=all, and
 // returns the values acknowledged.
-func produceFor(t *testing.T, seeds []string, topic string, d time.Duration) []string {
+func produceFor(t *testing.T, seeds brokers, topic string, d time.Duration) []string {
 	cl, err := kgo.NewClient(append(clientOpts(seeds, "chaos-known"), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))...)
 	if err != nil {
@@ -183,7 +183,7 @@ func leaderSeenByNode(ps probes, topic string, nd *memNode, want int32) (int32, 
 
 // produceSome sends n records to topic, each with acks=all and a 10s bound,
 // and returns the values acknowledged.
-func produceSome(t *testing.T, seeds []string, topic string, n int) []string {
+func produceSome(t *testing.T, seeds brokers, topic string, n int) []string {
 	t.Helper()
 	cl, err := kgo.NewClient(append(clientOpts(seeds, "chaos-known"), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))...)
@@ -240,7 +240,7 @@ func leaderSeenWithin(ps probes, topic string, partition, not, after int32, time
 // topic of rf replicas (min.insync.replicas=2) and waits until it is healthy.
 func startRegression(t *testing.T, topic string, seed uint64, rf int16, opts ...func(*config.Config)) (*memCluster, *kadm.Client, probes) {
 	t.Helper()
-	c := startMemCluster(t, 3, topic, seed, opts...)
+	c := startMemCluster(t, 3, topic, seed, nil, opts...)
 	adm := newAdmin(t, c.seeds())
 	if err := createTopic(adm, topic, 1, rf, nil); err != nil {
 		t.Fatal(err)

@@ -21,8 +21,12 @@ import (
 
 // cluster is what a run drives: a multi-process cluster or an in-process one.
 type cluster interface {
-	// seeds are the Kafka addresses clients use.
-	seeds() []string
+	// seeds are how the harness's clients reach the nodes (through the
+	// proxies), as a super user on a secured cluster.
+	seeds() brokers
+	// workloadSeeds are how the workload's clients do, as the principal the
+	// ACLs grant what it needs on a secured cluster.
+	workloadSeeds() brokers
 	// inject applies f, holds it, heals it and says what it did; healthy waits
 	// until the topic is fully replicated again (a rolling restart waits for it
 	// between nodes).
@@ -114,7 +118,7 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	if err := healthy(healthyTimeout); err != nil {
 		t.Fatalf("before any fault: %v", err)
 	}
-	w, err := startWorkload(workloadConfig{seeds: c.seeds(), topic: cfg.topic, interval: cfg.interval, batchMaxBytes: cfg.batchMaxBytes}, rec, t.Logf)
+	w, err := startWorkload(workloadConfig{seeds: c.workloadSeeds(), topic: cfg.topic, interval: cfg.interval, batchMaxBytes: cfg.batchMaxBytes}, rec, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +378,7 @@ func listOffsets(cl *kgo.Client, topic string, partitions int32, ts int64) (map[
 // its log start (ListOffsets earliest-local above earliest: a prefix uploaded
 // and deleted locally, to be read back from the store by the final read), and
 // says what it saw when none does in time.
-func waitTiered(seeds []string, topic string, partitions int32, timeout time.Duration) error {
+func waitTiered(seeds brokers, topic string, partitions int32, timeout time.Duration) error {
 	cl, err := kgo.NewClient(clientOpts(seeds, "chaos-tier-probe")...)
 	if err != nil {
 		return err
@@ -417,7 +421,7 @@ func waitFor(timeout time.Duration, cond func() error) error {
 	}
 }
 
-func newAdmin(t *testing.T, seeds []string) *kadm.Client {
+func newAdmin(t *testing.T, seeds brokers) *kadm.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(clientOpts(seeds, "chaos-admin")...)
 	if err != nil {
@@ -452,11 +456,11 @@ func createTopic(adm *kadm.Client, topic string, partitions int32, replicas int1
 // pause or a partition answers from stale metadata for a moment.
 type probes []*kgo.Client
 
-func newProbes(t *testing.T, seeds []string) probes {
+func newProbes(t *testing.T, seeds brokers) probes {
 	t.Helper()
 	var ps probes
-	for i, s := range seeds {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(s), kgo.ClientID(fmt.Sprintf("chaos-probe-%d", i+1)), kgo.RequestRetries(0))
+	for i, s := range seeds.addrs {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s), kgo.ClientID(fmt.Sprintf("chaos-probe-%d", i+1)), kgo.RequestRetries(0)}, seeds.auth...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -591,7 +595,7 @@ func endOffsets(adm *kadm.Client, topic string, partitions int32) (map[int32]int
 
 // finalRead reads every partition of topic from its start to end with a fresh
 // consumer.
-func finalRead(seeds []string, topic string, end map[int32]int64, timeout time.Duration) (map[int32][]history.Record, error) {
+func finalRead(seeds brokers, topic string, end map[int32]int64, timeout time.Duration) (map[int32][]history.Record, error) {
 	recs, err := finalReadWith(seeds, topic, end, timeout)
 	if err != nil {
 		return nil, err
@@ -606,7 +610,7 @@ func finalRead(seeds []string, topic string, end map[int32]int64, timeout time.D
 }
 
 // finalReadWith is finalRead with the records whole (headers too).
-func finalReadWith(seeds []string, topic string, end map[int32]int64, timeout time.Duration) (map[int32][]*kgo.Record, error) {
+func finalReadWith(seeds brokers, topic string, end map[int32]int64, timeout time.Duration) (map[int32][]*kgo.Record, error) {
 	offsets := map[int32]kgo.Offset{}
 	for p := range end {
 		offsets[p] = kgo.NewOffset().AtStart()

@@ -322,7 +322,7 @@ func later(a, b time.Time) time.Time {
 
 // readDeadLetters reads the dead-letter topic whole and returns its records as
 // their headers describe them.
-func readDeadLetters(seeds []string, topic string, timeout time.Duration) ([]history.DeadLetter, error) {
+func readDeadLetters(seeds brokers, topic string, timeout time.Duration) ([]history.DeadLetter, error) {
 	adm, err := kgo.NewClient(clientOpts(seeds, "chaos-dlq-admin")...)
 	if err != nil {
 		return nil, err

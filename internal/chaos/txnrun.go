@@ -34,7 +34,7 @@ func runTxn(t *testing.T, c cluster, cfg runConfig) RunResult {
 	t.Helper()
 	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}}
 	adm := newAdmin(t, c.seeds())
-	wcfg := txnConfig{seeds: c.seeds(), topic: cfg.topic, partitions: cfg.partitions, timeout: txnTimeout}.withDefaults()
+	wcfg := txnConfig{seeds: c.workloadSeeds(), topic: cfg.topic, partitions: cfg.partitions, timeout: txnTimeout}.withDefaults()
 	if isTiered(cfg.topicConfigs) {
 		wcfg.keyBytes = 1 << 10
 	}
@@ -176,7 +176,7 @@ func waitStable(adm *kadm.Client, topic string, partitions int32, timeout time.D
 // last offsets may be markers or aborted records it never returns), so it first
 // appends a non-transactional sentinel to each partition and reads up to it; the
 // sentinels are left out of what it returns; their offsets are returned too.
-func readCommitted(seeds []string, topic string, partitions int32, timeout time.Duration) (map[int32][]history.Record, map[int32]int64, error) {
+func readCommitted(seeds brokers, topic string, partitions int32, timeout time.Duration) (map[int32][]history.Record, map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pr, err := kgo.NewClient(append(clientOpts(seeds, "chaos-sentinel"),

@@ -16,7 +16,7 @@ import (
 
 // txnConfig shapes the clients of a transactional run.
 type txnConfig struct {
-	seeds      []string
+	seeds      brokers
 	topic      string // the input: transactions write here
 	output     string // the copy stage writes here
 	group      string // the copy stage's group

@@ -17,7 +17,7 @@ import (
 
 // workloadConfig shapes the clients of a run.
 type workloadConfig struct {
-	seeds     []string
+	seeds     brokers
 	topic     string
 	group     string
 	producers int
@@ -56,17 +56,18 @@ func (c workloadConfig) withDefaults() workloadConfig {
 }
 
 // clientOpts are every workload client's settings: quick metadata refreshes and
-// retries, and request timeouts short enough that a request stalled by a cut
-// link is given up in seconds rather than the default 20s or more.
-func clientOpts(seeds []string, id string) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(seeds...),
+// retries, request timeouts short enough that a request stalled by a cut link
+// is given up in seconds rather than the default 20s or more, and on a
+// secured cluster the TLS and SASL options of seeds.
+func clientOpts(seeds brokers, id string) []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.SeedBrokers(seeds.addrs...),
 		kgo.ClientID(id),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.DialTimeout(3 * time.Second),
 		kgo.RequestTimeoutOverhead(4 * time.Second),
-	}
+	}, seeds.auth...)
 }
 
 // workload runs idempotent acks=all producers of keyed records, readers of

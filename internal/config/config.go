@@ -47,7 +47,11 @@ type Config struct {
 	// connections (Raft RPCs, controller-link requests) are made from. Empty:
 	// the operating system's choice.
 	ControllerSourceHost string
-	Controllers          string // static voters: "1@host:port,2@host:port"; empty = this node alone
+	// KafkaSourceHost is the local IP this node's own Kafka clients (replica
+	// fetchers, transaction markers, the HTTP API's and share groups'
+	// clients) connect to brokers from. Empty: the operating system's choice.
+	KafkaSourceHost string
+	Controllers     string // static voters: "1@host:port,2@host:port"; empty = this node alone
 	// Roles is "broker,controller" (the default), "broker" (serves clients, finds
 	// the quorum through Controllers and follows its log without a vote) or
 	// "controller" (a voter that serves no Kafka clients).
@@ -241,6 +245,7 @@ func (c *Config) options() []option {
 		{"controller-addr", "Raft controller listener host:port", stringValue{&c.ControllerAddr}},
 		{"advertised-controller-addr", "host:port where the other nodes reach this node's controller listener, written into the Raft configuration (default: --controller-addr)", stringValue{&c.AdvertisedControllerAddr}},
 		{"controller-source-host", "local IP address this node's Raft and controller-link connections are made from (default: the operating system's choice)", stringValue{&c.ControllerSourceHost}},
+		{"kafka-source-host", "local IP address this node's own Kafka connections to brokers (replica fetches, transaction markers, the HTTP API's and share groups' clients) are made from (default: the operating system's choice)", stringValue{&c.KafkaSourceHost}},
 		{"controllers", "controller voters id@host:port,... (empty: this node alone)", stringValue{&c.Controllers}},
 		{"roles", "broker, controller, or broker,controller", stringValue{&c.Roles}},
 		{"auto-create-topics", "create unknown topics that clients ask Metadata about", boolValue{&c.AutoCreateTopics}},
@@ -388,6 +393,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ControllerSourceHost != "" && net.ParseIP(c.ControllerSourceHost) == nil {
 		errs = append(errs, fmt.Errorf("controller-source-host %q: not an IP address", c.ControllerSourceHost))
+	}
+	if c.KafkaSourceHost != "" && net.ParseIP(c.KafkaSourceHost) == nil {
+		errs = append(errs, fmt.Errorf("kafka-source-host %q: not an IP address", c.KafkaSourceHost))
 	}
 	if c.AdvertisedHTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertisedHTTPAddr); err != nil {

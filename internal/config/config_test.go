@@ -73,6 +73,7 @@ func TestResolveErrors(t *testing.T) {
 		{name: "bad advertised controller addr", args: []string{"--advertised-controller-addr=nope"}, wantErr: "advertised-controller-addr"},
 		{name: "advertised controller port 0", args: []string{"--advertised-controller-addr=10.0.0.1:0"}, wantErr: "not 0"},
 		{name: "controller source not an IP", args: []string{"--controller-source-host=host.example"}, wantErr: "controller-source-host"},
+		{name: "kafka source not an IP", args: []string{"--kafka-source-host=host.example"}, wantErr: "kafka-source-host"},
 		{name: "bad level", args: []string{"--log-level=loud"}, wantErr: "log-level"},
 		{name: "bad format", args: []string{"--log-format=xml"}, wantErr: "log-format"},
 		{name: "bad voters", args: []string{"--controllers=1@a:1,x"}, wantErr: "controllers"},

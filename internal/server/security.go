@@ -84,14 +84,31 @@ func (n *Node) httpForwardTLS() *tls.Config {
 }
 
 // kafkaClientOpts are the options this node's own Kafka clients (the replica
-// fetchers) need to reach other brokers' Kafka listeners: TLS, and SASL with the
-// inter-broker credential.
+// fetchers) need to reach other brokers' Kafka listeners: TLS, SASL with the
+// inter-broker credential, and the source address (--kafka-source-host).
 func (n *Node) kafkaClientOpts() []kgo.Opt {
 	opts := n.interBrokerOpts()
-	if n.certs != nil {
+	switch {
+	case n.cfg.KafkaSourceHost != "":
+		opts = append(opts, kgo.Dialer(n.dialKafka))
+	case n.certs != nil:
 		opts = append(opts, kgo.DialTLSConfig(n.certs.ClientConfig()))
 	}
 	return opts
+}
+
+// kafkaDialTimeout bounds a dial of this node's own Kafka clients, TLS
+// handshake included (kgo's default dial timeout).
+const kafkaDialTimeout = 10 * time.Second
+
+// dialKafka connects this node's own Kafka clients from --kafka-source-host,
+// over TLS when TLS is on (kgo takes one dialer, so the TLS is done here).
+func (n *Node) dialKafka(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: kafkaDialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(n.cfg.KafkaSourceHost)}}
+	if n.certs == nil {
+		return d.DialContext(ctx, network, addr)
+	}
+	return (&tls.Dialer{NetDialer: d, Config: n.certs.DialConfig(addr)}).DialContext(ctx, network, addr)
 }
 
 // security builds the Kafka listener's SASL setup (nil when SASL is off) and

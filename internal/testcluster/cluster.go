@@ -41,6 +41,7 @@
 package testcluster
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -69,6 +70,9 @@ type options struct {
 	logLevel       string
 	readyTimeout   time.Duration
 	controllerOnly map[int32]bool
+	// readyTLS and clientOpts: see WithClientSecurity.
+	readyTLS   *tls.Config
+	clientOpts []kgo.Opt
 }
 
 // WithControllerOnly starts the nodes with these ids as controller voters that
@@ -88,6 +92,17 @@ func WithControllerOnly(ids ...int32) Option {
 // so they override them (e.g. "--broker-session-timeout", "3s").
 func WithFlags(flags ...string) Option {
 	return func(o *options) { o.flags = append(o.flags, flags...) }
+}
+
+// WithClientSecurity is for a cluster whose listeners use TLS, and maybe SASL,
+// as the caller's WithFlags set them up: readiness is asked over HTTPS with
+// tlsCfg, and the cluster's own clients (Client, Admin, Node.Request) dial
+// with tlsCfg and opts (SASL, say).
+func WithClientSecurity(tlsCfg *tls.Config, opts ...kgo.Opt) Option {
+	return func(o *options) {
+		o.readyTLS = tlsCfg
+		o.clientOpts = append([]kgo.Opt{kgo.DialTLSConfig(tlsCfg)}, opts...)
+	}
 }
 
 // WithLogLevel sets every node's --log-level (default info).
@@ -263,7 +278,7 @@ func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 	}
-	cl, err := kgo.NewClient(append(base, opts...)...)
+	cl, err := kgo.NewClient(append(append(base, c.opts.clientOpts...), opts...)...)
 	if err != nil {
 		c.t.Fatalf("testcluster: client: %v", err)
 	}

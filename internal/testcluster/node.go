@@ -231,7 +231,12 @@ func (n *Node) logTail() string {
 var readyClient = &http.Client{Timeout: 3 * time.Second}
 
 func (n *Node) waitReady(deadline time.Time) error {
-	url := "http://" + n.HTTPAddr + "/readyz"
+	url, hc := "http://"+n.HTTPAddr+"/readyz", readyClient
+	if cfg := n.c.opts.readyTLS; cfg != nil {
+		tr := &http.Transport{TLSClientConfig: cfg}
+		defer tr.CloseIdleConnections()
+		url, hc = "https://"+n.HTTPAddr+"/readyz", &http.Client{Timeout: readyClient.Timeout, Transport: tr}
+	}
 	last := "no answer yet"
 	for {
 		p := n.current()
@@ -241,7 +246,7 @@ func (n *Node) waitReady(deadline time.Time) error {
 		if p.exited() {
 			return fmt.Errorf("exited while starting (%v); see %s", p.err, n.LogPath)
 		}
-		resp, err := readyClient.Get(url)
+		resp, err := hc.Get(url)
 		if err == nil {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 			resp.Body.Close()
@@ -264,7 +269,7 @@ func (n *Node) waitReady(deadline time.Time) error {
 func (n *Node) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	n.mu.Lock()
 	if n.mu.direct == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.RequestRetries(0))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.KafkaAddr), kgo.RequestRetries(0)}, n.c.opts.clientOpts...)...)
 		if err != nil {
 			n.mu.Unlock()
 			return nil, err

@@ -62,6 +62,13 @@ type Leaf struct {
 // (replacing what was there: tests use it to rotate certificates).
 func (ca *CA) Issue(t testing.TB, name, cn string) Leaf {
 	t.Helper()
+	return ca.IssueFor(t, name, cn)
+}
+
+// IssueFor is Issue with the addresses in ips valid too (nodes on loopback
+// addresses of their own, such as 127.0.0.11).
+func (ca *CA) IssueFor(t testing.TB, name, cn string, ips ...net.IP) Leaf {
+	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(t),
@@ -71,7 +78,7 @@ func (ca *CA) Issue(t testing.TB, name, cn string) Leaf {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+		IPAddresses:  append([]net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}, ips...),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {

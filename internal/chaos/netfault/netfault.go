@@ -14,6 +14,11 @@
 // address, used by clients and by other brokers' follower fetchers, all from
 // one address).
 //
+// A Kafka proxy can tell sources by address too (Net.KafkaByAddr): the
+// client id is out of sight when the connections use TLS, so the nodes then
+// make their own Kafka connections from addresses of their own, as they do
+// their Link connections.
+//
 // Each proxy counts, by source, the connections it accepted and those that
 // waited on a cut (Proxy.Sources, Proxy.Stalled), so a test can check which
 // links a fault really cut.
@@ -183,6 +188,7 @@ type Proxy struct {
 	to       string
 	from     func(remote net.Addr) string // source by the connection's address, when who is nil
 	who      func(clientID string) string // Kafka source from the first request's client id
+	kafka    bool                         // a Kafka proxy: CutKafka applies
 	upstream Upstream
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -206,7 +212,14 @@ func (n *Net) Link(listen, to string, from func(remote net.Addr) string, upstrea
 // connection's source is who(client id of its first request); a connection
 // whose first bytes are not a Kafka request header comes from "".
 func (n *Net) Kafka(listen, to string, who func(clientID string) string, upstream Upstream) (*Proxy, error) {
-	return n.start(listen, to, upstream, func(p *Proxy) { p.who = who })
+	return n.start(listen, to, upstream, func(p *Proxy) { p.who, p.kafka = who, true })
+}
+
+// KafkaByAddr starts a proxy on listen for Kafka connections to to whose
+// bytes it does not read (TLS): each comes from from(the address it was
+// opened from), as for Link, and CutKafka applies to it, as for Kafka.
+func (n *Net) KafkaByAddr(listen, to string, from func(remote net.Addr) string, upstream Upstream) (*Proxy, error) {
+	return n.start(listen, to, upstream, func(p *Proxy) { p.from, p.kafka = from, true })
 }
 
 func (n *Net) start(listen, to string, upstream Upstream, set func(*Proxy)) (*Proxy, error) {
@@ -338,7 +351,7 @@ func (p *Proxy) serve(c net.Conn) {
 			p.mu.Unlock()
 		})
 	}
-	if !p.net.pass(from, p.to, p.who != nil, p.done, stalled) {
+	if !p.net.pass(from, p.to, p.kafka, p.done, stalled) {
 		abort(c)
 		return
 	}
@@ -391,7 +404,7 @@ func abort(c net.Conn) {
 // proxy closed.
 func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte, stalled func()) bool {
 	if len(pre) > 0 {
-		if !p.net.pass(from, p.to, p.who != nil, p.done, stalled) {
+		if !p.net.pass(from, p.to, p.kafka, p.done, stalled) {
 			return false
 		}
 		if _, err := dst.Write(pre); err != nil {
@@ -402,7 +415,7 @@ func (p *Proxy) pipe(dst, src net.Conn, from string, pre []byte, stalled func())
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.net.pass(from, p.to, p.who != nil, p.done, stalled) {
+			if !p.net.pass(from, p.to, p.kafka, p.done, stalled) {
 				return false
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {

@@ -354,6 +354,61 @@ func TestCutKafkaCutsOnlyDataLinks(t *testing.T) {
 	}
 }
 
+// TestKafkaByAddrTellsTLSSourcesApart: a Kafka proxy that tells sources by
+// address forwards bytes it cannot read as a Kafka request (a TLS
+// ClientHello), and CutKafka stalls node 2's connection from 127.0.0.12 but
+// not a client's nor node 2's Link connection.
+func TestKafkaByAddrTellsTLSSourcesApart(t *testing.T) {
+	const node2 = "127.0.0.12"
+	if ln, err := net.Listen("tcp", node2+":0"); err != nil {
+		t.Skipf("%s is not usable here: %v", node2, err)
+	} else {
+		ln.Close()
+	}
+	e := startEcho(t)
+	n := New()
+	from := func(remote net.Addr) string {
+		if remote.(*net.TCPAddr).IP.String() == node2 {
+			return "2"
+		}
+		return "client"
+	}
+	k1, err := n.KafkaByAddr("127.0.0.1:0", "1", from, e.upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k1.Close() })
+	l1 := startLink(t, n, "2", "1", e)
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(node2)}}
+	fetch, err := d.Dial("tcp", k1.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fetch.Close() })
+	app, raft := dial(t, k1), dial(t, l1)
+	hello := string([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}) // a TLS record header: no Kafka size a proxy would accept
+	for _, c := range []net.Conn{fetch, app, raft} {
+		if err := roundTrip(c, hello, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.CutKafka("2", "1")
+	fetch.Write([]byte("fetch"))
+	silent(t, fetch)
+	for name, c := range map[string]net.Conn{"a client": app, "node 2's Link connection": raft} {
+		if err := roundTrip(c, "up", 5*time.Second); err != nil {
+			t.Fatalf("%s across a data cut between 1 and 2: %v", name, err)
+		}
+	}
+	n.Heal(false)
+	if err := expect(fetch, "fetch", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := k1.Sources(); got["2"] != 1 || got["client"] != 1 || len(got) != 2 {
+		t.Fatalf("sources %v, want one connection each from 2 and client", got)
+	}
+}
+
 // TestIsolateKeepingClients: a node cut off from its peers but not from its
 // clients.
 func TestIsolateKeepingClients(t *testing.T) {
