@@ -83,13 +83,18 @@ func (n *Node) httpForwardTLS() *tls.Config {
 	return n.certs.ClientConfig()
 }
 
+// kafkaDialTimeout bounds a dial and TLS handshake of this node's own Kafka
+// clients: kgo's default dial timeout.
+const kafkaDialTimeout = 10 * time.Second
+
 // kafkaClientOpts are the options this node's own Kafka clients (the replica
-// fetchers) need to reach other brokers' Kafka listeners: TLS, and SASL with the
-// inter-broker credential.
+// fetchers) need to reach other brokers' Kafka listeners: TLS, reading large
+// Fetch responses ahead (protocol.TLSDialer), and SASL with the inter-broker
+// credential.
 func (n *Node) kafkaClientOpts() []kgo.Opt {
 	opts := n.interBrokerOpts()
 	if n.certs != nil {
-		opts = append(opts, kgo.DialTLSConfig(n.certs.ClientConfig()))
+		opts = append(opts, kgo.Dialer(protocol.TLSDialer(n.certs.ClientConfig(), kafkaDialTimeout)))
 	}
 	return opts
 }
