@@ -143,8 +143,11 @@ func fetchBodyHandler(f *os.File, n int) Handler {
 }
 
 // BenchmarkTLSFetch serves a 1 MiB Fetch body over a TLS loopback connection
-// and reports the server's socket writes per MiB sent; allocs/op count both
-// ends. ns/op depends on the machine's load.
+// to a client with crypto/tls alone and to one as TLSDialer makes them (its
+// reads ahead), and reports the server's socket writes and the client's socket
+// reads per MiB; allocs/op count both ends. ns/op depends on the machine's
+// load. The client's reads, one run at 2000x: 32.4 per MiB with crypto/tls
+// alone, 6.6 with the read-ahead.
 //
 //	go test -run '^$' -bench 'BenchmarkTLS(Fetch|Produce)' -benchtime 200x ./internal/protocol/
 //
