@@ -14,7 +14,7 @@ import (
 // workers, for Config.Count connections or Config.Duration, and measures how
 // many a second are set up. Each is a new client's first connection to a seed
 // broker: TCP, the TLS handshake and SASL authentication when Config.ClientOpts
-// ask for them (kgo.DialTLSConfig, kgo.SASL), kgo's ApiVersions, then one
+// ask for them (a TLS dialer, kgo.SASL), kgo's ApiVersions, then one
 // ApiVersions round trip (kgo's Ping) to see the connection serve; the client is
 // then closed. Latency: from the dial to Ping's answer.
 func Connect(ctx context.Context, c Config) (Result, error) {

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/protocol"
 )
 
 // BrokersEnv names the environment variable that overrides DefaultBrokers.
@@ -30,10 +32,11 @@ type Options struct {
 }
 
 // ClientOpts are the kgo options every client of these Options needs (TLS, SASL).
+// TLS connections read large responses ahead (protocol.TLSDialer).
 func (o Options) ClientOpts() []kgo.Opt {
 	var opts []kgo.Opt
 	if o.TLS != nil {
-		opts = append(opts, kgo.DialTLSConfig(o.TLS))
+		opts = append(opts, kgo.Dialer(protocol.TLSDialer(o.TLS, net.Dialer{Timeout: o.dialTimeout()})))
 	}
 	if o.SASL != nil {
 		opts = append(opts, o.SASL)
@@ -75,15 +78,19 @@ func (e *NoBrokerError) Unwrap() error { return e.Err }
 // maxProbe bounds one dial of the reachability probe.
 const maxProbe = 5 * time.Second
 
+// dialTimeout bounds one dial (and TLS handshake) of a client of these Options.
+func (o Options) dialTimeout() time.Duration {
+	if o.Timeout <= 0 {
+		return maxProbe
+	}
+	return min(o.Timeout, maxProbe)
+}
+
 // Probe dials the seed brokers in turn and returns nil as soon as one accepts a TCP
 // connection, or a *NoBrokerError. It exists so that a missing server is reported
 // at once, in words, instead of after the client's retries run out.
 func Probe(ctx context.Context, o Options) error {
-	timeout := min(o.Timeout, maxProbe)
-	if timeout <= 0 {
-		timeout = maxProbe
-	}
-	d := net.Dialer{Timeout: timeout}
+	d := net.Dialer{Timeout: o.dialTimeout()}
 	var last error
 	for _, b := range o.Brokers {
 		c, err := d.DialContext(ctx, "tcp", b)
@@ -108,7 +115,7 @@ func Connect(ctx context.Context, o Options, extra ...kgo.Opt) (*kgo.Client, err
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
 		kgo.ClientID("strata-cli"),
-		kgo.DialTimeout(min(o.Timeout, maxProbe)),
+		kgo.DialTimeout(o.dialTimeout()),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
 	if o.Timeout > 0 {

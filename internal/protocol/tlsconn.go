@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"sync"
 )
@@ -76,7 +78,43 @@ func (l *tlsListener) Accept() (net.Conn, error) {
 	return tls.Server(&tlsSocket{Conn: nc}, l.config), nil
 }
 
-// tlsSocket is the net.Conn under a tls.Conn from NewTLSListener. Close,
+// TLSDialer returns a dial function for Strata's own Kafka clients
+// (kgo.Dialer): TCP through d (its LocalAddr, if any), then the TLS handshake
+// as config's client, d.Timeout bounding both as tls.Dialer's does. The tls.Conn reads through a tlsSocket,
+// so a large response (a Fetch) is read tlsReadAhead at a time rather than a
+// record or two per read(2); its writes go straight through. A config without
+// a ServerName checks the dialled host, as kgo.DialTLSConfig does.
+func TLSDialer(config *tls.Config, d net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	timeout := d.Timeout
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		cfg := config
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, fmt.Errorf("protocol: dial %q: %w", addr, err)
+			}
+			cfg = cfg.Clone()
+			cfg.ServerName = host
+		}
+		nc, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(&tlsSocket{Conn: nc}, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+}
+
+// tlsSocket is the net.Conn under a tls.Conn from NewTLSListener or TLSDialer. Close,
 // deadlines and addresses are the socket's own: a Close does not wait for a
 // write in progress, which then fails.
 type tlsSocket struct {

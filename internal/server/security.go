@@ -83,32 +83,27 @@ func (n *Node) httpForwardTLS() *tls.Config {
 	return n.certs.ClientConfig()
 }
 
-// kafkaClientOpts are the options this node's own Kafka clients (the replica
-// fetchers) need to reach other brokers' Kafka listeners: TLS, SASL with the
-// inter-broker credential, and the source address (--kafka-source-host).
-func (n *Node) kafkaClientOpts() []kgo.Opt {
-	opts := n.interBrokerOpts()
-	switch {
-	case n.cfg.KafkaSourceHost != "":
-		opts = append(opts, kgo.Dialer(n.dialKafka))
-	case n.certs != nil:
-		opts = append(opts, kgo.DialTLSConfig(n.certs.ClientConfig()))
-	}
-	return opts
-}
-
 // kafkaDialTimeout bounds a dial of this node's own Kafka clients, TLS
 // handshake included (kgo's default dial timeout).
 const kafkaDialTimeout = 10 * time.Second
 
-// dialKafka connects this node's own Kafka clients from --kafka-source-host,
-// over TLS when TLS is on (kgo takes one dialer, so the TLS is done here).
-func (n *Node) dialKafka(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: kafkaDialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(n.cfg.KafkaSourceHost)}}
-	if n.certs == nil {
-		return d.DialContext(ctx, network, addr)
+// kafkaClientOpts are the options this node's own Kafka clients (the replica
+// fetchers) need to reach other brokers' Kafka listeners: TLS, reading large
+// Fetch responses ahead (protocol.TLSDialer), SASL with the inter-broker
+// credential, and the source address (--kafka-source-host).
+func (n *Node) kafkaClientOpts() []kgo.Opt {
+	opts := n.interBrokerOpts()
+	d := net.Dialer{Timeout: kafkaDialTimeout}
+	if n.cfg.KafkaSourceHost != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(n.cfg.KafkaSourceHost)}
 	}
-	return (&tls.Dialer{NetDialer: d, Config: n.certs.DialConfig(addr)}).DialContext(ctx, network, addr)
+	switch {
+	case n.certs != nil:
+		opts = append(opts, kgo.Dialer(protocol.TLSDialer(n.certs.ClientConfig(), d)))
+	case d.LocalAddr != nil:
+		opts = append(opts, kgo.Dialer(d.DialContext))
+	}
+	return opts
 }
 
 // security builds the Kafka listener's SASL setup (nil when SASL is off) and
