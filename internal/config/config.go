@@ -178,6 +178,10 @@ type Config struct {
 	RemoteStorage string
 	// RemoteCacheSize bounds the bytes of remote blocks kept in memory.
 	RemoteCacheSize int64
+	// LogCacheTailBytes is how much of each log's newest durable data stays in
+	// the page cache; older durable data is dropped from it after each fsync
+	// (storage.Config.CacheTailBytes). -1 drops nothing.
+	LogCacheTailBytes int64
 	// RemoteUploadInterval is how often leaders look for closed segments to upload.
 	RemoteUploadInterval time.Duration
 }
@@ -220,6 +224,7 @@ func Default() Config {
 		ReplicaLagTimeMax:                    30 * time.Second,
 		LeaderImbalanceCheckInterval:         5 * time.Minute,
 		RemoteCacheSize:                      256 << 20,
+		LogCacheTailBytes:                    64 << 20, // storage.DefaultCacheTailBytes
 		RemoteUploadInterval:                 time.Second,
 	}
 }
@@ -297,6 +302,7 @@ func (c *Config) options() []option {
 		{"leader-imbalance-check-interval", "how often leadership moves back to preferred replicas (0: never)", durationValue{&c.LeaderImbalanceCheckInterval}},
 		{"remote-storage", "object store for topics with remote.storage.enable=true: file:///path or s3://bucket/prefix?endpoint=host:port&region=r[&insecure=true] (credentials from the standard AWS chain; empty: no tiered storage)", stringValue{&c.RemoteStorage}},
 		{"remote-cache-size", "bytes of remote-storage read blocks cached in memory", int64Value{&c.RemoteCacheSize}},
+		{"log-cache-tail-bytes", "bytes of each log's newest durable data kept in the page cache; older durable data is dropped from it after each fsync (-1: drop nothing)", int64Value{&c.LogCacheTailBytes}},
 		{"remote-upload-interval", "how often partition leaders upload closed segments to remote storage", durationValue{&c.RemoteUploadInterval}},
 	}
 }
@@ -442,6 +448,9 @@ func (c *Config) Validate() error {
 		if err := remote.CheckURL(c.RemoteStorage); err != nil {
 			errs = append(errs, fmt.Errorf("remote-storage: %w", err))
 		}
+	}
+	if c.LogCacheTailBytes == 0 || c.LogCacheTailBytes < -1 {
+		errs = append(errs, fmt.Errorf("log-cache-tail-bytes must be positive, or -1 to drop nothing, got %d", c.LogCacheTailBytes))
 	}
 	if c.RemoteCacheSize < 0 {
 		errs = append(errs, fmt.Errorf("remote-cache-size must not be negative, got %d", c.RemoteCacheSize))

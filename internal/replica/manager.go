@@ -81,6 +81,9 @@ type Options struct {
 	// the same names (the metrics of the log directory). They must not block.
 	OnSync func(took time.Duration, err error)
 	OnRoll func(took time.Duration)
+	// CacheTail is every log's storage.Config.CacheTailBytes
+	// (--log-cache-tail-bytes; storage.DefaultCacheTailBytes when 0).
+	CacheTail int64
 }
 
 // Manager hosts this broker's partitions and keeps them in line with the metadata
@@ -561,7 +564,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 		p = nil
 	}
 	scfg := storageConfig(t.Config, m.now)
-	scfg.OnSync, scfg.OnRoll = m.opts.OnSync, m.opts.OnRoll
+	scfg.OnSync, scfg.OnRoll, scfg.CacheTailBytes = m.opts.OnSync, m.opts.OnRoll, m.opts.CacheTail
 	if p == nil {
 		l, err := m.logDir.Open(partitionName(t.Name, ip.Index), scfg)
 		if err != nil {

@@ -295,6 +295,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	n.replicas, err = replica.NewManager(fsys, logsDir, cfg.NodeID, logger.With("component", "replica"), replica.Options{
 		OnSync:        onSync,
 		OnRoll:        onRoll,
+		CacheTail:     cfg.LogCacheTailBytes,
 		Remote:        remoteStore,
 		RemoteCache:   n.remoteCache,
 		Transport:     n.metrics.ReplicaTransport(replicaTransport{n.replicaClient}),

@@ -96,6 +96,13 @@ type Config struct {
 	// their fsyncs skip the file system's journal commit (preallocate; default
 	// false). See prealloc.go.
 	Preallocate bool
+	// CacheTailBytes is how much of the newest durable data of the active
+	// segment stays in the operating system's page cache: after each fsync the
+	// bytes below the synced size minus CacheTailBytes are dropped from it, so
+	// that appends reuse those pages (cache.go). 0 means DefaultCacheTailBytes;
+	// negative: nothing is dropped, written data stays cached until the kernel
+	// needs the memory (Kafka's way).
+	CacheTailBytes int64
 	// preallocWindow and preallocChunk replace the zeroer's window and chunk
 	// sizes when set (tests).
 	preallocWindow, preallocChunk int64
@@ -133,6 +140,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.CacheTailBytes == 0 {
+		c.CacheTailBytes = DefaultCacheTailBytes
 	}
 	if c.preallocWindow == 0 {
 		c.preallocWindow = defaultPreallocWindow

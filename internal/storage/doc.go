@@ -76,6 +76,10 @@
 // skip ext4's journal commit; a roll and Close cut the file back to its batches
 // before their fsync. See prealloc.go and recycle.go.
 //
+// After each fsync the flusher drops what that fsync made durable from the
+// operating system's page cache, but the newest CacheTailBytes of the segment, so
+// that appends reuse freed pages rather than take fresh memory (cache.go).
+//
 // # Recovery
 //
 // Open first finishes or rolls back a compaction swap a crash interrupted (see

@@ -211,22 +211,23 @@ func (l *Log) dropKick() {
 }
 
 // flush fsyncs the active segment once if the log holds unsynced data (earlier
-// segments were fsynced when they rolled).
+// segments were fsynced when they rolled), then drops what it made durable from
+// the page cache but the segment's tail (cache.go).
 func (l *Log) flush() flushResult {
 	l.mu.RLock()
 	if l.mu.failed != nil || l.mu.closed || l.mu.leo.Load() <= l.mu.durable.Load() {
 		l.mu.RUnlock()
 		return flushResult{}
 	}
-	s, end, gen := l.active(), l.mu.leo.Load(), l.mu.truncGen
+	s, end, size, gen := l.active(), l.mu.leo.Load(), l.active().size, l.mu.truncGen
 	appends := l.appends.Load()
 	s.acquire()
+	defer s.release()
 	l.mu.RUnlock()
 
 	l.unflushedRecords.Store(0)
 	took, err := l.timedSync(s)
 	r := flushResult{took: took}
-	s.release()
 	if err != nil {
 		l.fail(err)
 		return r
@@ -251,5 +252,6 @@ func (l *Log) flush() flushResult {
 	}
 	r.covered = appends - l.flushedAppends
 	l.flushedAppends = appends
+	l.dropCache(s, size)
 	return r
 }

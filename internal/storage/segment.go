@@ -65,6 +65,9 @@ type segment struct {
 	// recycledSize is the size of a recycled file when the segment got it: its
 	// blocks are written and synced, so the zeroer starts past them.
 	recycledSize int64
+	// cacheDropped is where the flusher's page-cache drops of the file have
+	// reached (cache.go); the flusher's alone.
+	cacheDropped int64
 
 	// writes counts the changes made to the log file (writes, truncations),
 	// each counted once it is made; synced is the count the last successful

@@ -20,7 +20,8 @@
 //     the Nth write, a sync, reads on a path glob; DiskFull for ENOSPC).
 //
 // Optional capabilities, found by type assertion: FSSyncer (syncfs) and Linker
-// (hard links; the operating system on Linux, MemFS, and an ErrorFS over either).
+// (hard links; the operating system on Linux, MemFS, and an ErrorFS over either);
+// on files, OSFile and CacheDropper (the operating system's, on Linux).
 //
 // Errors follow the os package: a missing name satisfies errors.Is(err,
 // fs.ErrNotExist), ReadAt past the end returns io.EOF, and an operation on a closed
@@ -56,6 +57,16 @@ type File interface {
 // network layer can send their bytes with sendfile(2).
 type OSFile interface {
 	OSFile() *os.File
+}
+
+// CacheDropper is implemented by files whose cached pages can be dropped from the
+// operating system's page cache (Linux: posix_fadvise POSIX_FADV_DONTNEED). It is
+// a hint about memory, not a change to the file: reads still return the bytes
+// (from the disk). Only pages already written back are dropped: the caller drops
+// ranges a Sync covered, or the kernel starts writing dirty pages back.
+type CacheDropper interface {
+	// DropCache drops the cached pages wholly inside [off, off+n).
+	DropCache(off, n int64) error
 }
 
 // FSSyncer is implemented by an FS that can make everything written to the

@@ -1,0 +1,73 @@
+package storage
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+// TestPageCacheKeepsOnlyTheTail: on the operating system's file system, the
+// pages of what a log made durable leave the page cache but its newest
+// CacheTailBytes, and every byte still reads back.
+func TestPageCacheKeepsOnlyTheTail(t *testing.T) {
+	const tail = 1 << 20
+	dir := t.TempDir()
+	l, err := Open(vfs.Default, dir, Config{CacheTailBytes: tail, IndexMaxBytes: testIndexBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	size := appendDurable(t, l, 8<<20)
+	path := filepath.Join(dir, segmentName(0, logSuffix))
+	dropped := (size - tail - minCacheDrop) / pageSize
+	wait.For(t, "the durable pages but the tail to leave the page cache", func() bool {
+		resident := residentPages(t, path, size)
+		for _, in := range resident[:dropped] {
+			if in {
+				return false
+			}
+		}
+		return true
+	})
+	if resident := residentPages(t, path, size); !resident[len(resident)-1] {
+		t.Fatalf("the newest page left the page cache too")
+	}
+	n := 0
+	for range readAll(t, l) {
+		n++
+	}
+	if int64(n) != l.LogEndOffset()/16 {
+		t.Fatalf("read back %d batches, want %d", n, l.LogEndOffset()/16)
+	}
+}
+
+// residentPages reports, per page of the first size bytes of the file, whether
+// it is in the page cache (mincore(2) of a mapping, which reads nothing).
+func residentPages(t *testing.T, path string, size int64) []bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	vec := make([]byte, (size+pageSize-1)/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	out := make([]bool, len(vec))
+	for i, v := range vec {
+		out[i] = v&1 != 0
+	}
+	return out
+}
