@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestOpensPreviousMainDataDir starts a node on a data directory written by an
@@ -41,10 +44,17 @@ func TestOpensPreviousMainDataDir(t *testing.T) {
 		t.Fatalf("orders' retention.ms after the upgrade: %+v, %v", c, err)
 	}
 
-	offsets, err := adm.FetchOffsets(ctx, "billing")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The group coordinator answers once the node is unfenced and leads the
+	// offsets partition (before, FindCoordinator says COORDINATOR_NOT_AVAILABLE,
+	// which franz-go's admin requests do not retry).
+	var offsets kadm.OffsetResponses
+	wait.Eventually(t, 10*time.Second, "billing's committed offsets", func() error {
+		offsets, err = adm.FetchOffsets(ctx, "billing")
+		if err == nil {
+			err = offsets.Error()
+		}
+		return err
+	})
 	for p, want := range map[int32]int64{0: 3, 1: 1} {
 		if o, ok := offsets.Lookup("orders", p); !ok || o.At != want {
 			t.Fatalf("billing's committed offset of orders-%d: %+v, want %d", p, o, want)
