@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 )
@@ -20,8 +21,8 @@ import (
 //     end) the records are appended to a pooled buffer, written to the socket
 //     once it holds tlsWriteBatch bytes and when the writer flushes (end).
 //     Outside (the handshake, alerts, a close_notify) they go straight through.
-//     A failed socket write is sticky: the TLS stream is broken, so every later
-//     write fails too.
+//     A failed or short socket write is sticky: the TLS stream is broken, so
+//     every later write fails too.
 //   - Reads. A read that fills crypto/tls's buffer, when that buffer is
 //     already a large record's (readAheadFrom), means more is likely waiting:
 //     the next reads go through a pooled read-ahead buffer (tlsReadAhead bytes
@@ -186,7 +187,7 @@ func (s *tlsSocket) Write(p []byte) (int, error) {
 		return 0, s.mu.err
 	}
 	if !s.mu.batching {
-		return s.Conn.Write(p)
+		return s.writeLocked(p)
 	}
 	if s.mu.wbuf == nil {
 		s.mu.wbuf = getBigBuffer()
@@ -209,9 +210,14 @@ func (s *tlsSocket) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// writeLocked writes p to the socket; a failure is sticky.
+// writeLocked writes p to the socket; a failure is sticky. A write that
+// returns short without an error (a net.Conn that breaks io.Writer's rule) is
+// io.ErrShortWrite: the rest of p would be lost and the TLS stream broken.
 func (s *tlsSocket) writeLocked(p []byte) (int, error) {
 	n, err := s.Conn.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
 	if err != nil {
 		s.mu.err = err
 	}

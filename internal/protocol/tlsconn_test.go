@@ -31,6 +31,35 @@ type socketCounts struct {
 	writes, written atomic.Int64
 	writing         atomic.Int64 // writes in progress
 	reads, read     atomic.Int64
+	// records and recordBytes count the TLS records written and the bytes
+	// after their headers (ciphertext and tag).
+	records, recordBytes atomic.Int64
+}
+
+// recordScanner finds the TLS records in what one connection writes.
+type recordScanner struct {
+	header [5]byte // type, version, length (RFC 8446 5.1)
+	have   int     // header bytes seen of the next record
+	left   int     // bytes of the current record still to come
+}
+
+func (r *recordScanner) scan(p []byte, counts *socketCounts) {
+	for len(p) > 0 {
+		if r.left > 0 {
+			k := min(r.left, len(p))
+			r.left -= k
+			p = p[k:]
+			continue
+		}
+		k := copy(r.header[r.have:], p)
+		r.have += k
+		p = p[k:]
+		if r.have == len(r.header) {
+			r.left, r.have = int(binary.BigEndian.Uint16(r.header[3:])), 0
+			counts.records.Add(1)
+			counts.recordBytes.Add(int64(r.left))
+		}
+	}
 }
 
 type socketListener struct {
@@ -49,6 +78,7 @@ func (l socketListener) Accept() (net.Conn, error) {
 type socketConn struct {
 	net.Conn
 	counts *socketCounts
+	scan   recordScanner // writes are serial: the tlsSocket above holds its lock
 }
 
 func (c *socketConn) Write(p []byte) (int, error) {
@@ -57,6 +87,7 @@ func (c *socketConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.counts.writes.Add(1)
 	c.counts.written.Add(int64(n))
+	c.scan.scan(p[:n], c.counts)
 	return n, err
 }
 
@@ -181,7 +212,7 @@ func BenchmarkTLSFetch(b *testing.B) {
 			var buf []byte
 			b.SetBytes(n)
 			b.ReportAllocs()
-			before := counts.writes.Load()
+			before, records, recordBytes := counts.writes.Load(), counts.records.Load(), counts.recordBytes.Load()
 			for b.Loop() {
 				if _, err := cl.Write(req); err != nil {
 					b.Fatal(err)
@@ -189,6 +220,9 @@ func BenchmarkTLSFetch(b *testing.B) {
 				buf = readResponse(b, cl, buf)
 			}
 			b.ReportMetric(float64(counts.writes.Load()-before)/float64(b.N), "writes/MiB")
+			records, recordBytes = counts.records.Load()-records, counts.recordBytes.Load()-recordBytes
+			b.ReportMetric(float64(records)/float64(b.N), "records/MiB")
+			b.ReportMetric(float64(recordBytes)/float64(max(records, 1)), "B/record")
 			b.ReportMetric(float64(cc.counts.reads.Load())/float64(b.N), "client-reads/MiB")
 		})
 	}
@@ -228,6 +262,7 @@ type scriptConn struct {
 	writes     []int
 	wrote      []byte
 	failWrites error
+	shortBy    int // a write keeps this many bytes back, without an error
 	pending    [][]byte
 	readErr    error
 	reads      int
@@ -237,6 +272,7 @@ func (c *scriptConn) Write(p []byte) (int, error) {
 	if c.failWrites != nil {
 		return 0, c.failWrites
 	}
+	p = p[:len(p)-min(c.shortBy, len(p))]
 	c.writes = append(c.writes, len(p))
 	c.wrote = append(c.wrote, p...)
 	return len(p), nil
@@ -305,6 +341,28 @@ func TestTLSSocketWrites(t *testing.T) {
 	sc.failWrites = nil
 	if _, err := s.Write(make([]byte, 10)); !errors.Is(err, boom) {
 		t.Fatalf("a write after the failure = %v, want %v", err, boom)
+	}
+	// A socket write that comes back short without an error fails as
+	// io.ErrShortWrite, in a batch and outside one, and stays failed.
+	for _, batch := range []bool{true, false} {
+		s := &tlsSocket{Conn: &scriptConn{shortBy: 1}}
+		var err error
+		if batch {
+			s.begin()
+			if _, err := s.Write(make([]byte, record)); err != nil {
+				t.Fatalf("a held write failed: %v", err)
+			}
+			err = s.end()
+		} else {
+			_, err = s.Write(make([]byte, record))
+		}
+		if !errors.Is(err, io.ErrShortWrite) {
+			t.Fatalf("batch %t: a short socket write gave %v, want %v", batch, err, io.ErrShortWrite)
+		}
+		s.Conn.(*scriptConn).shortBy = 0
+		if _, err := s.Write(make([]byte, 10)); !errors.Is(err, io.ErrShortWrite) {
+			t.Fatalf("batch %t: a write after a short one = %v, want %v", batch, err, io.ErrShortWrite)
+		}
 	}
 	// release drops what is held; later writes fail.
 	s = &tlsSocket{Conn: &scriptConn{}}
@@ -649,3 +707,151 @@ func TestTLSDialer(t *testing.T) {
 type respondedHook chan struct{}
 
 func (h respondedHook) OnResponse(*ConnInfo, *Request, ResponseEvent) { h <- struct{}{} }
+
+// TestTLSFetchMatchesPlaintext: a Fetch body served over TLS (read into the
+// write buffer and in tlsReadAhead chunks, sealed by crypto/tls, written in
+// batches) reaches the client byte for byte as it does over plaintext
+// (sendfile(2)), for ranges that end inside the write buffer, on either side
+// of a chunk's length and across several chunks, to a client with crypto/tls
+// alone and to one from TLSDialer (its read-ahead).
+func TestTLSFetchMatchesPlaintext(t *testing.T) {
+	const size = 4 << 20
+	f, data := tempFile(t, size)
+	type fetchCase struct {
+		name   string
+		prefix int // body bytes before the range, as a Fetch response's headers
+		off    int64
+		n      int
+	}
+	// The range bytes that fill the write buffer after the frame's size,
+	// the correlation id (response header v0) and a 90-byte prefix.
+	const inBuf = writeBufferSize - 8 - 90
+	cases := []fetchCase{
+		{"empty range", 90, 0, 0},
+		{"inside the write buffer", 90, 5, 1000},
+		{"fills the write buffer", 90, 0, inBuf},
+		{"one past the write buffer", 90, 3, inBuf + 1},
+		{"then less than a write buffer", 90, 3, inBuf + writeBufferSize - 1},
+		{"then a write buffer", 90, 3, inBuf + writeBufferSize},
+		{"then a chunk less one", 90, 17, inBuf + tlsReadAhead - 1},
+		{"then a chunk", 90, 17, inBuf + tlsReadAhead},
+		{"then a chunk and one", 90, 17, inBuf + tlsReadAhead + 1},
+		{"many chunks, odd ends", 1234, 777, 3<<20 + 12345},
+		{"to the end of the file", 90, 1, size - 1},
+	}
+	// The correlation id picks the case; every response is a Fetch body of
+	// prefix, the range, and a suffix.
+	handler := HandlerFunc(func(_ context.Context, _ *ConnInfo, r *Request) Response {
+		c := cases[r.CorrelationID]
+		prefix := bytes.Repeat([]byte{0xA5}, c.prefix)
+		return Response{Body: &fileBody{prefix: prefix, suffix: []byte("suffix"), f: f, off: c.off, n: c.n}}
+	})
+	plain := startServer(t, handler) // a *net.TCPConn per connection: sendfile(2)
+	srvCfg, cliCfg := tlsConfigs(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secure := serveOn(t, NewTLSListener(ln, srvCfg), handler)
+
+	pc, err := net.Dial("tcp", plain.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	dialled, err := TLSDialer(cliCfg, net.Dialer{Timeout: testTimeout})(t.Context(), "tcp", secure.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dialled.Close()
+	clients := []struct {
+		name string
+		nc   net.Conn
+	}{
+		{"plaintext", pc},
+		{"TLS, crypto/tls", tlsClient(t, secure.addr, cliCfg)},
+		{"TLS, TLSDialer", dialled},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := append(binary.BigEndian.AppendUint32(nil, uint32(i)), bytes.Repeat([]byte{0xA5}, c.prefix)...)
+			want = append(append(want, data[c.off:c.off+int64(c.n)]...), "suffix"...)
+			var first []byte
+			for _, cl := range clients {
+				_ = cl.nc.SetDeadline(time.Now().Add(testTimeout))
+				if _, err := cl.nc.Write(frameOf(kmsg.NewPtrFetchRequest(), 11, int32(i), nil)); err != nil {
+					t.Fatal(err)
+				}
+				got := readResponse(t, cl.nc, nil)
+				if first == nil {
+					first = got
+				}
+				if !bytes.Equal(got, want) || !bytes.Equal(got, first) {
+					t.Fatalf("%s: %d bytes, want %d; equal to the expected bytes %t, to plaintext's %t",
+						cl.name, len(got), len(want), bytes.Equal(got, want), bytes.Equal(got, first))
+				}
+			}
+		})
+	}
+}
+
+// shortWriteListener's connections write normally until after bytes have
+// gone out, then one write keeps the second half of its bytes back and still
+// reports no error; the writes after it go through.
+type shortWriteListener struct {
+	net.Listener
+	after int64
+}
+
+func (l shortWriteListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &shortWriteConn{Conn: nc, after: l.after}, nil
+}
+
+type shortWriteConn struct {
+	net.Conn
+	after   int64
+	written int64
+	cut     atomic.Bool // the short write happened
+}
+
+func (c *shortWriteConn) Write(p []byte) (int, error) {
+	if c.written+int64(len(p)) > c.after && c.cut.CompareAndSwap(false, true) {
+		p = p[:len(p)/2]
+	}
+	n, err := c.Conn.Write(p)
+	c.written += int64(n)
+	return n, err
+}
+
+// TestTLSShortWriteClosesTheConnection: a socket write in the middle of a
+// TLS Fetch response that comes back short without an error breaks the TLS
+// stream; the server must close the connection with io.ErrShortWrite, not go
+// on writing records the client can no longer decrypt.
+func TestTLSShortWriteClosesTheConnection(t *testing.T) {
+	const n = 1 << 20
+	f, _ := tempFile(t, n)
+	srvCfg, cliCfg := tlsConfigs(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := serveOn(t, NewTLSListener(shortWriteListener{ln, 100 << 10}, srvCfg), fetchBodyHandler(f, n))
+	cl := tlsClient(t, ts.addr, cliCfg)
+	_ = cl.SetDeadline(time.Now().Add(testTimeout))
+	if _, err := cl.Write(frameOf(kmsg.NewPtrFetchRequest(), 11, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	// The client gets the response's first bytes, then the connection ends.
+	got, err := io.Copy(io.Discard, cl)
+	if err == nil && got >= 4+90+n+10 {
+		t.Fatalf("the client read %d bytes, the whole response", got)
+	}
+	_ = cl.Close()
+	if err := ts.hooks.closeErr(t, cl.LocalAddr().String()); !errors.Is(err, io.ErrShortWrite) {
+		t.Fatalf("close error %v, want %v", err, io.ErrShortWrite)
+	}
+}
