@@ -343,18 +343,24 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				}
 				syscall.Sync()
 				cpuBefore, cpuErr := b.cpuSeconds()
+				clientBefore, clientErr := readClientCounts()
 				res, err := runWorkload(ctx, o, wl, round, b.seeds)
+				clientAfter, clientErr2 := readClientCounts()
 				cpuAfter, cpuErr2 := b.cpuSeconds()
 				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
 				if cpuErr == nil && cpuErr2 == nil {
 					s.BrokerCPUSeconds = cpuAfter - cpuBefore
 				}
+				if clientErr == nil && clientErr2 == nil {
+					c := clientAfter.since(clientBefore)
+					s.ClientMinorFaults, s.ClientGCCycles = c.minorFaults, c.gcCycles
+				}
 				if err != nil {
 					s.Err = err.Error()
 				}
 				p.add(s)
-				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s)%s", p.Name, wl.name, round, sys,
-					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, errSuffix(err))
+				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
+					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
