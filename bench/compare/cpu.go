@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,30 @@ func (s *system) cpuSeconds() (float64, error) {
 		total += sec
 	}
 	return total, nil
+}
+
+// clientCounts are what this process (the load generator) has cost so far in
+// counts that do not depend on the machine's load: minor page faults (each a
+// page of memory the process touched for the first time, or again after
+// handing it back) and garbage-collection cycles.
+type clientCounts struct {
+	minorFaults int64
+	gcCycles    uint64
+}
+
+func readClientCounts() (clientCounts, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return clientCounts{}, err
+	}
+	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(m)
+	return clientCounts{minorFaults: ru.Minflt, gcCycles: m[0].Value.Uint64()}, nil
+}
+
+// since is what the process cost between c0 and c.
+func (c clientCounts) since(c0 clientCounts) clientCounts {
+	return clientCounts{minorFaults: c.minorFaults - c0.minorFaults, gcCycles: c.gcCycles - c0.gcCycles}
 }
 
 // parseCPUs reads a CPU list such as "0" or "2,3" (taskset's -c syntax,

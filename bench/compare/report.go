@@ -61,7 +61,11 @@ type sample struct {
 	// BrokerCPUSeconds is the user and system CPU time the broker processes
 	// used during the run (/proc/PID/stat).
 	BrokerCPUSeconds float64 `json:"broker_cpu_seconds"`
-	Err              string  `json:"error,omitempty"`
+	// ClientMinorFaults and ClientGCCycles are what the run cost the load
+	// generator (this process): page faults and garbage-collection cycles.
+	ClientMinorFaults int64  `json:"client_minor_faults"`
+	ClientGCCycles    uint64 `json:"client_gc_cycles"`
+	Err               string `json:"error,omitempty"`
 }
 
 // pairing is one configuration of the two systems and everything measured in it.

@@ -99,25 +99,39 @@ func runTLS(ctx context.Context, o options, p *pairing, brokers map[string]*syst
 		Title: "TLS: 1 KiB, one partition, over PLAINTEXT and over SSL (a self-signed P-256 certificate)",
 		Note: "Kafka serves both listeners from one broker; Strata's SSL listener is a second, fresh node " +
 			"(one Kafka listener per node), and its CPU is that node's. The consume rows re-read one topic " +
-			"per listener, filled (untimed, not charged) before the first round.",
+			"per listener, filled and read once (untimed, not charged) before the first round.",
 	}
 	p.Extras = append(p.Extras, t)
 	wls := []workload{
 		{name: "produce 1 KiB, acks=all", slug: "tls-p1k", mode: "produce", size: 1024, acks: bench.AcksAll},
 		{name: "consume 1 KiB", slug: "tls-c1k", mode: "consume", size: 1024, acks: bench.AcksAll},
 	}
+	onListener := func(wl workload, listener string) workload {
+		wl.slug += "-" + strings.ToLower(listener)
+		return wl
+	}
 	for _, wl := range wls {
+		if wl.mode == "consume" {
+			var targets []consumeTarget
+			for _, sys := range []string{"strata", "kafka"} {
+				for _, listener := range tlsListeners {
+					on := over[listener][sys]
+					targets = append(targets, consumeTarget{name: sys + " over " + listener,
+						wl: onListener(wl, listener), seeds: on.seeds, opts: on.clientOpts})
+				}
+			}
+			unfilled := prepareConsume(ctx, o, targets)
+			for _, t := range targets {
+				if err := unfilled[t.name]; err != nil {
+					return fmt.Errorf("prefilling %s on %s: %w", t.wl.slug, t.name, err)
+				}
+			}
+		}
 		for round := 1; round <= o.rounds; round++ {
 			for _, sys := range []string{"strata", "kafka"} {
 				for _, listener := range tlsListeners {
-					lwl := wl
-					lwl.slug += "-" + strings.ToLower(listener)
+					lwl := onListener(wl, listener)
 					on := over[listener]
-					if wl.mode == "consume" && round == 1 {
-						if err := prefillConsume(ctx, o, lwl, round, on[sys].seeds, on[sys].clientOpts...); err != nil {
-							return fmt.Errorf("prefilling %s over %s on %s: %w", lwl.slug, listener, sys, err)
-						}
-					}
 					err := runOnce(ctx, p, on, t, wl.name+" over "+listener, sys, round,
 						func(ctx context.Context, sys string, seeds []string, round int) ([]measure, any, error) {
 							return tlsRun(ctx, o, lwl, round, on[sys])
