@@ -86,6 +86,7 @@ func (g *globalFlags) bind(fs *pflag.FlagSet, env *clientEnv) {
 	fs.StringVar(&g.sasl.Mechanism, "sasl-mechanism", "", "authenticate with SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN")
 	fs.StringVar(&g.sasl.User, "sasl-user", "", "SASL user name")
 	fs.StringVar(&g.sasl.Password, "sasl-password", "", "SASL password (env "+cli.SASLPasswordEnv+", which keeps it out of the process list)")
+	fs.BoolVar(&g.sasl.Token, "sasl-token", false, "log in with a delegation token: --sasl-user is the token id, the password its HMAC (SCRAM only)")
 	fs.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for the brokers: the whole operation (topic, group, cluster), each record's delivery (produce), the start-up lookups (consume)")
 }
 
