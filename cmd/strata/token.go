@@ -112,7 +112,7 @@ func principalString(p kadm.Principal) string { return cmp.Or(p.Type, "User") + 
 // tokenHints say what to do about the token APIs' refusals.
 var tokenHints = map[*kerr.Error]string{
 	kerr.DelegationTokenAuthDisabled:        "the brokers were started without --delegation-token-secret-key",
-	kerr.DelegationTokenRequestNotAllowed:   "token requests need a login with SASL or a TLS client certificate, not with a delegation token (--sasl-token)",
+	kerr.DelegationTokenRequestNotAllowed:   "token requests need a login with SASL or a TLS client certificate, and not with a delegation token",
 	kerr.DelegationTokenOwnerMismatch:       "only the token's owner and its renewers may renew or expire it",
 	kerr.DelegationTokenNotFound:            "no token has this HMAC: mistyped, expired at once, or removed after its expiry",
 	kerr.DelegationTokenExpired:             "the token is past its expiry; only a new token logs in",
