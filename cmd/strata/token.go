@@ -107,6 +107,19 @@ func parsePrincipal(flag, s string) (kadm.Principal, error) {
 	return kadm.Principal{Type: typ, Name: name}, nil
 }
 
+// parsePrincipals is parsePrincipal of each of a repeated flag's values.
+func parsePrincipals(flag string, ss []string) ([]kadm.Principal, error) {
+	var out []kadm.Principal
+	for _, s := range ss {
+		p, err := parsePrincipal(flag, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func principalString(p kadm.Principal) string { return cmp.Or(p.Type, "User") + ":" + p.Name }
 
 // tokenHints say what to do about the token APIs' refusals.
@@ -173,12 +186,8 @@ func tokenCreateCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			}
 			req.Owner = &p
 		}
-		for _, r := range renewers {
-			p, err := parsePrincipal("--renewer", r)
-			if err != nil {
-				return err
-			}
-			req.Renewers = append(req.Renewers, p)
+		if req.Renewers, err = parsePrincipals("--renewer", renewers); err != nil {
+			return err
 		}
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
@@ -211,13 +220,9 @@ func tokenDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&owners, "owner", nil, "only the tokens this principal owns or renews (repeatable; default: all the caller may see)")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		var filter []kadm.Principal
-		for _, o := range owners {
-			p, err := parsePrincipal("--owner", o)
-			if err != nil {
-				return err
-			}
-			filter = append(filter, p)
+		filter, err := parsePrincipals("--owner", owners)
+		if err != nil {
+			return err
 		}
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
