@@ -235,6 +235,19 @@ func (s *session) withTimeout(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(ctx, s.opts.Timeout)
 }
 
+// withAdmin connects an admin client and runs op with it, the whole bounded by
+// --timeout.
+func (s *session) withAdmin(ctx context.Context, op func(context.Context, *kadm.Client) error) error {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	cl, adm, err := s.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return op(ctx, adm)
+}
+
 // completeTopics completes topic names from the brokers named on the command line.
 func completeTopics(env *clientEnv, g *globalFlags) cobra.CompletionFunc {
 	return completeFrom(env, g, func(ctx context.Context, adm *kadm.Client) ([]string, error) {

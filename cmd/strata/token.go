@@ -189,15 +189,11 @@ func tokenCreateCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if req.Renewers, err = parsePrincipals("--renewer", renewers); err != nil {
 			return err
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
+		var tok kadm.DelegationToken
+		if err := s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) (err error) {
+			tok, err = adm.CreateDelegationToken(ctx, req)
 			return err
-		}
-		defer cl.Close()
-		tok, err := adm.CreateDelegationToken(ctx, req)
-		if err != nil {
+		}); err != nil {
 			return tokenError("create token", err)
 		}
 		if !s.json() {
@@ -224,15 +220,11 @@ func tokenDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
+		var described kadm.DelegationTokens
+		if err := s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) (err error) {
+			described, err = adm.DescribeDelegationTokens(ctx, filter...)
 			return err
-		}
-		defer cl.Close()
-		described, err := adm.DescribeDelegationTokens(ctx, filter...)
-		if err != nil {
+		}); err != nil {
 			return tokenError("describe tokens", err)
 		}
 		out := []tokenJSON{}
@@ -328,15 +320,11 @@ func tokenChangeCmd(env *clientEnv, g *globalFlags, tc tokenChange) *cobra.Comma
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
+		var expiry time.Time
+		if err := s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) (err error) {
+			expiry, err = tc.change(adm, ctx, mac, d)
 			return err
-		}
-		defer cl.Close()
-		expiry, err := tc.change(adm, ctx, mac, d)
-		if err != nil {
+		}); err != nil {
 			return tokenError(tc.use+" token", err)
 		}
 		if s.json() {
