@@ -86,6 +86,7 @@ func (g *globalFlags) bind(fs *pflag.FlagSet, env *clientEnv) {
 	fs.StringVar(&g.sasl.Mechanism, "sasl-mechanism", "", "authenticate with SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN")
 	fs.StringVar(&g.sasl.User, "sasl-user", "", "SASL user name")
 	fs.StringVar(&g.sasl.Password, "sasl-password", "", "SASL password (env "+cli.SASLPasswordEnv+", which keeps it out of the process list)")
+	fs.BoolVar(&g.sasl.Token, "sasl-token", false, "log in with a delegation token: --sasl-user is the token id, the password its HMAC (SCRAM only)")
 	fs.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for the brokers: the whole operation (topic, group, cluster), each record's delivery (produce), the start-up lookups (consume)")
 }
 
@@ -232,6 +233,19 @@ func newLeafCmd(env *clientEnv, g *globalFlags, cmd *cobra.Command, run runFunc)
 // withTimeout bounds an admin operation by --timeout.
 func (s *session) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.opts.Timeout)
+}
+
+// withAdmin connects an admin client and runs op with it, the whole bounded by
+// --timeout.
+func (s *session) withAdmin(ctx context.Context, op func(context.Context, *kadm.Client) error) error {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	cl, adm, err := s.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return op(ctx, adm)
 }
 
 // completeTopics completes topic names from the brokers named on the command line.

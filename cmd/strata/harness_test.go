@@ -123,7 +123,7 @@ type invocation struct {
 // testRoot is the command tree main.go builds, with the client commands bound to env.
 func testRoot(env *clientEnv) *cobra.Command {
 	root := &cobra.Command{Use: "strata", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newTopicCmd(env), newProduceCmd(env), newConsumeCmd(env), newConsumerGroupCmd(env), newClusterCmd(env), newTxnCmd(env), newUserCmd(env), newACLCmd(env), newBenchCmd(env))
+	root.AddCommand(newTopicCmd(env), newProduceCmd(env), newConsumeCmd(env), newConsumerGroupCmd(env), newClusterCmd(env), newTxnCmd(env), newUserCmd(env), newACLCmd(env), newTokenCmd(env), newBenchCmd(env))
 	return root
 }
 

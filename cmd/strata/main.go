@@ -30,6 +30,7 @@ func main() {
 	root.AddCommand(clusterCmd())
 	root.AddCommand(userCmd())
 	root.AddCommand(aclCmd())
+	root.AddCommand(tokenCmd())
 	root.AddCommand(benchCmd())
 	root.AddCommand(devCmd())
 	if err := root.ExecuteContext(ctx); err != nil {

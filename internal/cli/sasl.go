@@ -15,24 +15,30 @@ type SASLFlags struct {
 	Mechanism string // SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN; empty: no SASL
 	User      string
 	Password  string
+	// Token logs in with a delegation token: User is the token id, Password
+	// its HMAC in base64, sent with SCRAM's tokenauth=true extension.
+	Token bool
 }
 
 // Opt returns the kgo option the flags ask for, or nil without SASL.
 func (f SASLFlags) Opt() (kgo.Opt, error) {
 	if f.Mechanism == "" {
-		if f.User != "" {
-			return nil, Usagef("--sasl-user needs --sasl-mechanism")
+		if f.User != "" || f.Token {
+			return nil, Usagef("--sasl-user and --sasl-token need --sasl-mechanism")
 		}
 		return nil, nil
 	}
 	if f.User == "" {
 		return nil, Usagef("--sasl-mechanism needs --sasl-user (and --sasl-password or $%s)", SASLPasswordEnv)
 	}
+	if f.Token && f.Mechanism != "SCRAM-SHA-256" && f.Mechanism != "SCRAM-SHA-512" {
+		return nil, Usagef("--sasl-token needs a SCRAM --sasl-mechanism (delegation tokens log in with SCRAM), not %q", f.Mechanism)
+	}
 	switch f.Mechanism {
 	case "SCRAM-SHA-256":
-		return kgo.SASL(scram.Auth{User: f.User, Pass: f.Password}.AsSha256Mechanism()), nil
+		return kgo.SASL(scram.Auth{User: f.User, Pass: f.Password, IsToken: f.Token}.AsSha256Mechanism()), nil
 	case "SCRAM-SHA-512":
-		return kgo.SASL(scram.Auth{User: f.User, Pass: f.Password}.AsSha512Mechanism()), nil
+		return kgo.SASL(scram.Auth{User: f.User, Pass: f.Password, IsToken: f.Token}.AsSha512Mechanism()), nil
 	case "PLAIN":
 		return kgo.SASL(plain.Auth{User: f.User, Pass: f.Password}.AsMechanism()), nil
 	}

@@ -11,7 +11,13 @@
 //     SASL PLAIN checks them (sasl.Authenticator): only over TLS, unless PLAIN
 //     without TLS was allowed too (--sasl-plain-without-tls);
 //   - a bearer JWT when OAUTHBEARER is on, validated by the Kafka listener's
-//     validator (signature, issuer, audience, expiry, principal claim).
+//     validator (signature, issuer, audience, expiry, principal claim);
+//   - a delegation token when tokens are on, sent as "Bearer <token
+//     id>.<HMAC>" (one dot, which no JWT has), where Basic is accepted. It
+//     authenticates as the token's owner, checked against the current metadata
+//     on every request and never cached, so an expiry, early or not, counts
+//     at once. The HTTP API has no token routes, so a token cannot make
+//     tokens there either (a Kafka token session may not).
 //
 // A request without usable credentials gets 401 with a WWW-Authenticate header
 // per scheme offered. A wrong password and an unknown user get the same answer

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"log/slog"
 	"net"
 	"net/http"
@@ -23,7 +24,8 @@ import (
 // Authentication schemes, as OnAuthentication and the audit lines name them.
 const (
 	SchemeBasic  = "basic"
-	SchemeBearer = "bearer"
+	SchemeBearer = "bearer" // a JWT (OAUTHBEARER)
+	SchemeToken  = "token"  // a delegation token, sent as a bearer credential
 )
 
 // Config configures a Guard.
@@ -37,6 +39,12 @@ type Config struct {
 	BasicWithoutTLS bool
 	// Bearer, when set, validates bearer JWTs.
 	Bearer *sasl.OAuthValidator
+	// Token, when set, checks delegation tokens sent as "Bearer <token
+	// id>.<HMAC in base64>" (see isDelegationToken): it returns the owner of
+	// token id when mac is its HMAC and the token is live at now
+	// (sasl.Authenticator.VerifyToken). Accepted where Basic is: over TLS, or
+	// with BasicWithoutTLS.
+	Token func(id string, mac []byte, now time.Time) (owner string, ok bool)
 	// Authorizer returns the current ACL authorizer; nil (or a nil result): every
 	// authenticated principal may do everything.
 	Authorizer func() *acl.Authorizer
@@ -48,7 +56,8 @@ type Config struct {
 	// Audit receives the audit lines (authentication failures, denials), each
 	// with event and result attributes; nil discards.
 	Audit *slog.Logger
-	// Now is the clock of the Basic cache; nil means time.Now.
+	// Now is the clock of the Basic cache and of token expiry; nil means
+	// time.Now.
 	Now func() time.Time
 }
 
@@ -92,7 +101,7 @@ func New(cfg Config) *Guard {
 
 // CredentialsRequired reports whether requests need credentials (SASL is on).
 func (g *Guard) CredentialsRequired() bool {
-	return g != nil && (g.cfg.Basic != nil || g.cfg.Bearer != nil)
+	return g != nil && (g.cfg.Basic != nil || g.cfg.Bearer != nil || g.cfg.Token != nil)
 }
 
 type ctxKey struct{}
@@ -210,14 +219,14 @@ func (g *Guard) WrapFunc(rule Rule, errs ErrorWriter, h http.HandlerFunc) http.H
 }
 
 // challenge sets a WWW-Authenticate header per scheme offered; a failed bearer
-// token is marked invalid_token (RFC 6750).
+// credential (JWT or delegation token) is marked invalid_token (RFC 6750).
 func (g *Guard) challenge(w http.ResponseWriter, failed string) {
 	if g.cfg.Basic != nil {
 		w.Header().Add("WWW-Authenticate", `Basic realm="strata", charset="UTF-8"`)
 	}
-	if g.cfg.Bearer != nil {
+	if g.cfg.Bearer != nil || g.cfg.Token != nil {
 		v := `Bearer realm="strata"`
-		if failed == SchemeBearer {
+		if failed == SchemeBearer || failed == SchemeToken {
 			v += `, error="invalid_token"`
 		}
 		w.Header().Add("WWW-Authenticate", v)
@@ -256,6 +265,21 @@ func (g *Guard) authenticate(r *http.Request) (id *identity, scheme, msg string)
 		}
 		g.succeeded(SchemeBasic)
 		return &identity{g: g, principal: "User:" + user, host: host}, "", ""
+	case strings.EqualFold(kind, "Bearer") && g.cfg.Token != nil && isDelegationToken(strings.TrimSpace(cred)):
+		if r.TLS == nil && !g.cfg.BasicWithoutTLS {
+			return nil, "", "delegation tokens are accepted only over TLS"
+		}
+		id, b64, _ := strings.Cut(strings.TrimSpace(cred), ".")
+		mac, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return g.failed(r, SchemeToken, id), SchemeToken, "invalid token"
+		}
+		owner, ok := g.cfg.Token(id, mac, g.cfg.Now())
+		if !ok {
+			return g.failed(r, SchemeToken, id), SchemeToken, "invalid token"
+		}
+		g.succeeded(SchemeToken)
+		return &identity{g: g, principal: owner, host: host}, "", ""
 	case strings.EqualFold(kind, "Bearer") && g.cfg.Bearer != nil:
 		user, _, err := g.cfg.Bearer.Validate(strings.TrimSpace(cred))
 		if err != nil {
@@ -266,6 +290,12 @@ func (g *Guard) authenticate(r *http.Request) (id *identity, scheme, msg string)
 	}
 	return nil, "", "unsupported authorization scheme"
 }
+
+// isDelegationToken reports whether a bearer credential has a delegation
+// token's form, "<token id>.<HMAC>": exactly one dot. A JWT never has it (a
+// signed one has three dot-separated parts, an encrypted one five), and
+// neither a token id (a UUID in URL-safe base64) nor a base64 HMAC holds a dot.
+func isDelegationToken(cred string) bool { return strings.Count(cred, ".") == 1 }
 
 func (g *Guard) succeeded(scheme string) {
 	if g.cfg.OnAuthentication != nil {

@@ -279,3 +279,141 @@ func TestNilGuard(t *testing.T) {
 		t.Fatal("a nil guard refused")
 	}
 }
+
+// tokenStore holds delegation tokens as the metadata image would, changed by
+// the test as the controller changes them (renewed, expired, removed).
+type tokenStore struct {
+	mu     sync.Mutex
+	tokens map[string]sasl.Token
+}
+
+func (s *tokenStore) set(id string, tok sasl.Token) {
+	s.mu.Lock()
+	s.tokens[id] = tok
+	s.mu.Unlock()
+}
+
+func (s *tokenStore) remove(id string) {
+	s.mu.Lock()
+	delete(s.tokens, id)
+	s.mu.Unlock()
+}
+
+func (s *tokenStore) lookup(id string) (sasl.Token, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tok, ok := s.tokens[id]
+	return tok, ok
+}
+
+// TestGuardDelegationTokens: a delegation token sent as "Bearer <id>.<hmac>"
+// authenticates as its owner, whose ACLs apply, only over TLS, and only while
+// it is live: a token expired early, removed, or whose expiry the clock
+// passes is refused at its next request, although the same credential was
+// accepted a moment before (a cache of accepted tokens would pass it). A JWT
+// still goes to the OAUTHBEARER validator.
+func TestGuardDelegationTokens(t *testing.T) {
+	const secret = "token-key"
+	u := newUsers(t)
+	is := newIssuer(t)
+	bearer, err := sasl.NewOAuthValidator(sasl.OAuthConfig{JWKS: is.jwks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var clock struct {
+		sync.Mutex
+		now time.Time
+	}
+	clock.now = start
+	now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.now }
+	store := &tokenStore{tokens: map[string]sasl.Token{}}
+	store.set("tok-1", sasl.Token{Owner: "User:alice", Expiry: start.Add(time.Hour)})
+	authn := sasl.NewAuthenticator(u.lookup).WithDelegationTokens(secret, store.lookup)
+	counts := map[string]int{}
+	cfgs := map[string]Config{
+		"with OAUTHBEARER": {Basic: authn, Lookup: u.lookup, Bearer: bearer, Token: authn.VerifyToken, Authorizer: authorizer, Now: now,
+			OnAuthentication: func(scheme string, ok bool) { counts[scheme+"/"+map[bool]string{true: "ok", false: "fail"}[ok]]++ }},
+		"without OAUTHBEARER": {Basic: authn, Lookup: u.lookup, Token: authn.VerifyToken, Authorizer: authorizer, Now: now},
+	}
+	tokenAuth := func(id string) string { return "Bearer " + id + "." + sasl.TokenPassword(sasl.TokenHMAC(secret, id)) }
+	basicChallenge, invalid := `Basic realm="strata", charset="UTF-8"`, `Bearer realm="strata", error="invalid_token"`
+	for name, cfg := range cfgs {
+		t.Run(name, func(t *testing.T) {
+			clock.Lock()
+			clock.now = start
+			clock.Unlock()
+			store.set("tok-1", sasl.Token{Owner: "User:alice", Expiry: start.Add(time.Hour)})
+			g := New(cfg)
+			read := Needs(OnTopic(kmsg.ACLOperationRead, "topic"), OnGroup(kmsg.ACLOperationRead, "group"))
+			var seen string
+			mux := http.NewServeMux()
+			mux.Handle("/t/{topic}/g/{group}", g.Wrap(read, writeErr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen = Principal(r)
+			})))
+			for _, step := range []struct {
+				name      string
+				change    func() // applied before the request
+				path      string
+				plaintext bool
+				auth      string
+				want      int
+				principal string
+				challenge string // the Bearer challenge of a 401
+			}{
+				{name: "live token", path: "/t/orders/g/app", auth: tokenAuth("tok-1"), want: 200, principal: "User:alice"},
+				{name: "the owner's ACLs apply", path: "/t/other/g/app", auth: tokenAuth("tok-1"), want: 403},
+				{name: "refused over plaintext", path: "/t/orders/g/app", plaintext: true, auth: tokenAuth("tok-1"), want: 401, challenge: `Bearer realm="strata"`},
+				{name: "wrong hmac", path: "/t/orders/g/app", auth: "Bearer tok-1." + sasl.TokenPassword(sasl.TokenHMAC(secret, "tok-2")), want: 401, challenge: invalid},
+				{name: "unknown token", path: "/t/orders/g/app", auth: tokenAuth("tok-2"), want: 401, challenge: invalid},
+				{name: "hmac not base64", path: "/t/orders/g/app", auth: "Bearer tok-1.!!", want: 401, challenge: invalid},
+				{name: "live again", path: "/t/orders/g/app", auth: tokenAuth("tok-1"), want: 200, principal: "User:alice"},
+				{name: "expired early", change: func() { store.set("tok-1", sasl.Token{Owner: "User:alice", Expiry: now().Add(-time.Millisecond)}) },
+					path: "/t/orders/g/app", auth: tokenAuth("tok-1"), want: 401, challenge: invalid},
+				{name: "renewed", change: func() { store.set("tok-1", sasl.Token{Owner: "User:alice", Expiry: now().Add(10 * time.Second)}) },
+					path: "/t/orders/g/app", auth: tokenAuth("tok-1"), want: 200, principal: "User:alice"},
+				{name: "its expiry passes", change: func() { clock.Lock(); clock.now = clock.now.Add(11 * time.Second); clock.Unlock() },
+					path: "/t/orders/g/app", auth: tokenAuth("tok-1"), want: 401, challenge: invalid},
+				{name: "renewed once more", change: func() { store.set("tok-1", sasl.Token{Owner: "User:alice", Expiry: now().Add(time.Hour)}) },
+					path: "/t/orders/g/app", auth: tokenAuth("tok-1"), want: 200, principal: "User:alice"},
+				{name: "removed", change: func() { store.remove("tok-1") }, path: "/t/orders/g/app", auth: tokenAuth("tok-1"), want: 401, challenge: invalid},
+			} {
+				if step.change != nil {
+					step.change()
+				}
+				seen = ""
+				r := httptest.NewRequest("GET", step.path, nil)
+				if !step.plaintext {
+					r.TLS = &tls.ConnectionState{}
+				}
+				r.Header.Set("Authorization", step.auth)
+				w := httptest.NewRecorder()
+				mux.ServeHTTP(w, r)
+				if w.Code != step.want || seen != step.principal {
+					t.Fatalf("%s: status %d principal %q, want %d %q: %s", step.name, w.Code, seen, step.want, step.principal, w.Body)
+				}
+				if w.Code == 401 {
+					if got, want := w.Header().Values("WWW-Authenticate"), []string{basicChallenge, step.challenge}; strings.Join(got, "|") != strings.Join(want, "|") {
+						t.Fatalf("%s: WWW-Authenticate %q, want %q", step.name, got, want)
+					}
+				}
+			}
+		})
+	}
+	if counts["token/ok"] != 5 || counts["token/fail"] != 6 {
+		t.Errorf("token checks counted %v, want 5 successes and 6 failures", counts)
+	}
+
+	// Beside tokens, a JWT is still validated as OAUTHBEARER's.
+	g := New(cfgs["with OAUTHBEARER"])
+	var seen string
+	h := g.Wrap(Authenticated(), writeErr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = Principal(r) }))
+	r := httptest.NewRequest("GET", "/", nil)
+	r.TLS = &tls.ConnectionState{}
+	r.Header.Set("Authorization", "Bearer "+is.token(t, "carol", time.Now().Add(time.Hour)))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 || seen != "User:carol" {
+		t.Fatalf("JWT beside tokens: %d %q: %s", w.Code, seen, w.Body)
+	}
+}

@@ -89,3 +89,45 @@ func TestTokenLogin(t *testing.T) {
 		t.Errorf("token login without tokens: %v, want ErrUnsupportedFeature", err)
 	}
 }
+
+// TestVerifyToken: a token presented whole (the HTTP API's form) names its
+// owner only while it is live and with its own HMAC; every other case fails
+// alike, and so does every token without delegation tokens on.
+func TestVerifyToken(t *testing.T) {
+	const secret = "cluster-token-secret"
+	now := time.UnixMilli(1_000_000)
+	live := map[string]Token{
+		"tok-live":    {Owner: "User:alice", Expiry: now.Add(time.Hour)},
+		"tok-edge":    {Owner: "User:bob", Expiry: now},
+		"tok-expired": {Owner: "User:alice", Expiry: now.Add(-time.Millisecond)},
+	}
+	users := newStore(t, map[string]string{"alice": "alice-secret"}, ScramSHA512)
+	a := NewAuthenticator(users.lookup).WithDelegationTokens(secret, func(id string) (Token, bool) {
+		tok, ok := live[id]
+		return tok, ok
+	})
+	mac := func(id string) []byte { return TokenHMAC(secret, id) }
+	for _, c := range []struct {
+		name, id string
+		mac      []byte
+		a        *Authenticator
+		owner    string // "": refused
+	}{
+		{"live", "tok-live", mac("tok-live"), a, "User:alice"},
+		{"expiring at this instant", "tok-edge", mac("tok-edge"), a, "User:bob"},
+		{"expired", "tok-expired", mac("tok-expired"), a, ""},
+		{"another token's hmac", "tok-live", mac("tok-edge"), a, ""},
+		{"hmac under another key", "tok-live", TokenHMAC("other-key", "tok-live"), a, ""},
+		{"unknown token", "tok-none", mac("tok-none"), a, ""},
+		{"empty hmac", "tok-live", nil, a, ""},
+		{"a user's name and password", "alice", []byte("alice-secret"), a, ""},
+		{"tokens off", "tok-live", mac("tok-live"), NewAuthenticator(users.lookup), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			owner, ok := c.a.VerifyToken(c.id, c.mac, now)
+			if owner != c.owner || ok != (c.owner != "") {
+				t.Fatalf("VerifyToken = %q %v, want %q", owner, ok, c.owner)
+			}
+		})
+	}
+}

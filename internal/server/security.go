@@ -126,6 +126,11 @@ func (n *Node) security() (*protocol.SASLConfig, *httpauth.Guard, error) {
 	if slices.ContainsFunc(mechs, func(m sasl.Mechanism) bool { return m != sasl.OAuthBearer }) {
 		guardCfg.Basic, guardCfg.Lookup = authn, n.scramCredential
 	}
+	if n.cfg.DelegationTokenSecretKey != "" && slices.ContainsFunc(mechs, func(m sasl.Mechanism) bool { return slices.Contains(sasl.ScramMechanisms, m) }) {
+		// A token authenticates HTTP requests where it logs in on the Kafka
+		// listener: with a SCRAM mechanism on.
+		guardCfg.Token = authn.VerifyToken
+	}
 	if slices.Contains(mechs, sasl.OAuthBearer) {
 		v, err := sasl.NewOAuthValidator(sasl.OAuthConfig{JWKS: n.cfg.OAuthJWKS, Issuer: n.cfg.OAuthIssuer,
 			Audience: n.cfg.OAuthAudience, PrincipalClaim: n.cfg.OAuthPrincipalClaim})

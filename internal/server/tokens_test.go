@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -144,10 +145,12 @@ func TestDelegationTokens(t *testing.T) {
 // TestClusterDelegationTokens: on three nodes, token requests sent to brokers
 // that are not the active controller are forwarded to it over the controller
 // link with the requester's principal (a renewal by someone else is refused,
-// by the owner accepted), and the token logs in on every node.
+// by the owner accepted), and the token logs in on every node, over Kafka and
+// HTTP, until its expiry reaches that node.
 func TestClusterDelegationTokens(t *testing.T) {
 	c := startCluster(t, 3, func(i int, cfg *config.Config) {
 		cfg.SASLMechanisms = "SCRAM-SHA-512"
+		cfg.SASLPlainWithoutTLS = true // the HTTP API takes the token over plaintext
 		cfg.InterBrokerSASL = "SCRAM-SHA-512=[name=broker,password=broker-secret]"
 		cfg.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=al]", "SCRAM-SHA-512=[name=bob,password=b]"}
 		cfg.DelegationTokenSecretKey = "cluster-key"
@@ -202,7 +205,42 @@ func TestClusterDelegationTokens(t *testing.T) {
 		if err != nil {
 			t.Errorf("token login on node %d: %v", n.cfg.NodeID, err)
 		}
+		if got := httpWithToken(t, n, created.TokenID, created.HMAC); got != http.StatusOK {
+			t.Errorf("GET /topics with the token on node %d: %d, want 200", n.cfg.NodeID, got)
+		}
 	}
+
+	expire := kmsg.NewPtrExpireDelegationTokenRequest()
+	expire.HMAC, expire.ExpiryPeriodMillis = created.HMAC, -1
+	if resp, err := alice.Broker(int(others[0])).Request(ctx, expire); err != nil || resp.(*kmsg.ExpireDelegationTokenResponse).ErrorCode != 0 {
+		t.Fatalf("alice expires through node %d: %v %+v", others[0], err, resp)
+	}
+	for _, n := range c.nodes {
+		wait.For(t, "the token's removal on every node", func() bool {
+			_, ok := n.ctrl.Image().DelegationToken(created.TokenID)
+			return !ok
+		})
+		if got := httpWithToken(t, n, created.TokenID, created.HMAC); got != http.StatusUnauthorized {
+			t.Errorf("GET /topics with the expired token on node %d: %d, want 401", n.cfg.NodeID, got)
+		}
+	}
+}
+
+// httpWithToken is the status of GET /topics on n's HTTP listener with the
+// delegation token as its bearer credential.
+func httpWithToken(t *testing.T, n *Node, id string, hmac []byte) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", "http://"+n.HTTPAddr()+"/topics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+id+"."+sasl.TokenPassword(hmac))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // TestDelegationTokensOverMutualTLS: a connection authenticated by its TLS
