@@ -66,6 +66,12 @@ func TestAssignStreamsTasks(t *testing.T) {
 		id, process, tags       string // tags: zone:a+host:x
 		active, standby, offset string
 	}
+	// One task active on a (zone x); b is in zone x too, c in zone y.
+	zones := []member{
+		{id: "a", process: "p1", tags: "zone:x", active: "0/0"},
+		{id: "b", process: "p2", tags: "zone:x"},
+		{id: "c", process: "p3", tags: "zone:y"},
+	}
 	for _, tc := range []struct {
 		name     string
 		members  []member
@@ -171,12 +177,8 @@ func TestAssignStreamsTasks(t *testing.T) {
 			wantStandby: "a=1/0 b=-",
 		},
 		{
-			name: "without rack tags a standby goes to the least-loaded process",
-			members: []member{
-				{id: "a", process: "p1", tags: "zone:x", active: "0/0"},
-				{id: "b", process: "p2", tags: "zone:x"},
-				{id: "c", process: "p3", tags: "zone:y"},
-			},
+			name:        "without rack tags a standby goes to the least-loaded process",
+			members:     zones,
 			tasks:       map[string]int32{"0": 1},
 			stateful:    []string{"0"},
 			standbys:    1,
@@ -184,12 +186,8 @@ func TestAssignStreamsTasks(t *testing.T) {
 			wantStandby: "a=- b=0/0 c=-",
 		},
 		{
-			name: "with rack tags a standby goes to another zone first",
-			members: []member{
-				{id: "a", process: "p1", tags: "zone:x", active: "0/0"},
-				{id: "b", process: "p2", tags: "zone:x"},
-				{id: "c", process: "p3", tags: "zone:y"},
-			},
+			name:        "with rack tags a standby goes to another zone first",
+			members:     zones,
 			tasks:       map[string]int32{"0": 1},
 			stateful:    []string{"0"},
 			standbys:    1,
@@ -198,12 +196,8 @@ func TestAssignStreamsTasks(t *testing.T) {
 			wantStandby: "a=- b=- c=0/0",
 		},
 		{
-			name: "rack tags: the second copy falls back to a same-zone process",
-			members: []member{
-				{id: "a", process: "p1", tags: "zone:x", active: "0/0"},
-				{id: "b", process: "p2", tags: "zone:x"},
-				{id: "c", process: "p3", tags: "zone:y"},
-			},
+			name:        "rack tags: the second copy falls back to a same-zone process",
+			members:     zones,
 			tasks:       map[string]int32{"0": 1},
 			stateful:    []string{"0"},
 			standbys:    2,
