@@ -3,7 +3,9 @@ package interop
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +24,11 @@ import (
 //     4-partition input topic and start two instances. The first to join
 //     registers the topology; Strata creates the repartition and changelog
 //     topics; the 8 tasks (2 subtopologies x 4 partitions) are split 4 and 4
-//     between them, each holding standby copies of the other's 4.
+//     between them, each holding standby copies of the other's 2 stateful
+//     tasks (subtopology 1 counts into a store; the stateless subtopology 0
+//     gets no standbys, as in Kafka). Stateful tasks reach the second instance
+//     through warm-ups (TestKafkaStreamsWarmupTasks); the group is awaited
+//     without any left.
 //  2. The latest count of every word on the output topic is exact.
 //  3. kafka-streams-groups --list and --describe show the group and its members.
 //  4. One instance stops (SIGTERM: it leaves the group); the other takes all 8
@@ -71,8 +77,8 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 	app2 := startWordCount(t, tgt.bootstrap, app, in, out, guarantee, streams...)
 	tasks := awaitStreamsGroup(t, cl, app, 2, app1, app2)
 	for member, n := range tasks {
-		if n != [2]int{4, 4} {
-			t.Errorf("member %s has %d active and %d standby tasks, want 4 and 4: %v", member, n[0], n[1], tasks)
+		if n != [2]int{4, 2} {
+			t.Errorf("member %s has %d active and %d standby tasks, want 4 and 2: %v", member, n[0], n[1], tasks)
 		}
 	}
 	counts := countsReader{cl: cl, got: map[string]int64{}}
@@ -108,8 +114,9 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 }
 
 // awaitStreamsGroup waits until streams group id is Stable with members members,
-// every one of them holding active tasks, and returns each member's count of
-// active and standby tasks.
+// every one of them holding active tasks, and no warm-up task left (no task
+// waiting to move), and returns each member's count of active and standby
+// tasks.
 func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, apps ...*wordCount) map[string][2]int {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
@@ -123,7 +130,11 @@ func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, app
 		if err == nil && len(resp.Groups) == 1 {
 			g := resp.Groups[0]
 			tasks := map[string][2]int{}
+			warmups := 0
 			for _, m := range g.Members {
+				for _, ts := range m.Assignment.WarmupTasks {
+					warmups += len(ts.Partitions)
+				}
 				var n [2]int
 				for _, ts := range m.Assignment.ActiveTasks {
 					n[0] += len(ts.Partitions)
@@ -135,8 +146,8 @@ func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, app
 					tasks[m.MemberID] = n
 				}
 			}
-			last = fmt.Sprintf("%s state=%s members=%d tasks=%v", kerr.ErrorForCode(g.ErrorCode), g.State, len(g.Members), tasks)
-			if g.ErrorCode == 0 && g.State == "Stable" && len(g.Members) == members && len(tasks) == members {
+			last = fmt.Sprintf("%s state=%s members=%d tasks=%v warmups=%d", kerr.ErrorForCode(g.ErrorCode), g.State, len(g.Members), tasks, warmups)
+			if g.ErrorCode == 0 && g.State == "Stable" && len(g.Members) == members && len(tasks) == members && warmups == 0 {
 				return tasks
 			}
 		} else if err != nil {
@@ -152,4 +163,157 @@ func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, app
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// TestKafkaStreamsWarmupTasks shows warm-up tasks with a real Kafka Streams 4.4
+// application (the word count: subtopology 0 is stateless, subtopology 1 counts
+// into a state store logged to a changelog):
+//
+//  1. One instance runs all 8 tasks and counts 300 lines.
+//  2. A second instance (another process, an empty state directory) joins. The
+//     target gives it half the tasks; the stateless ones move at once, but each
+//     stateful one first runs there as a warm-up task, restoring the store from
+//     the changelog, while the first instance keeps processing it. Only once the
+//     second instance reports (in its heartbeat's task offsets) that it has
+//     caught up does the task move.
+//  3. Every stateful task the second instance ends up running was seen as its
+//     warm-up first; the group ends Stable, 4 and 4, no warm-ups left, and the
+//     counts are exact after 60 more lines.
+func TestKafkaStreamsWarmupTasks(t *testing.T) {
+	if os.Getenv(envTarget) == "kfake" {
+		t.Skip("streams groups are Strata's; not with STRATA_INTEROP_TARGET=kfake")
+	}
+	if _, err := os.Stat("streams/target/classes/io/strata/interop/streams/WordCount.class"); err != nil {
+		requireStreams(t, "the Streams application is not built (streams/target)")
+	}
+	tgt := startTarget(t)
+	const app = "wordcount-warmup"
+	in, out := app+"-in", app+"-out"
+	createTopics(t, tgt.bootstrap, 4, in, out)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.bootstrap), kgo.ConsumeTopics(out),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	want := map[string]int64{}
+	produceWordLines(t, cl, in, want, 0, 300)
+
+	streams := []string{"group.protocol=streams"}
+	app1 := startWordCount(t, tgt.bootstrap, app, in, out, "at_least_once", streams...)
+	first := awaitStreamsGroup(t, cl, app, 1, app1)
+	counts := countsReader{cl: cl, got: map[string]int64{}}
+	counts.await(t, "lines produced before the start", want, app1)
+
+	app2 := startWordCount(t, tgt.bootstrap, app, in, out, "at_least_once", streams...)
+	warmedUp := map[string]bool{} // tasks seen as the new member's warm-ups
+	offsetsSeen := false
+	var toolOut string
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		g := describeStreamsGroup(t, cl, app)
+		stateful := map[string]bool{}
+		if g.Topology != nil {
+			for _, s := range g.Topology.Subtopologies {
+				stateful[s.SubtopologyID] = len(s.StateChangelogTopics) > 0
+			}
+		}
+		var newcomer *kmsg.StreamsGroupDescribeResponseGroupMember
+		for i := range g.Members {
+			if _, ok := first[g.Members[i].MemberID]; !ok {
+				newcomer = &g.Members[i]
+			}
+		}
+		done := false
+		if newcomer != nil {
+			active := map[string]bool{}
+			for _, ts := range newcomer.Assignment.ActiveTasks {
+				for _, p := range ts.Partitions {
+					active[fmt.Sprintf("%s_%d", ts.SubtopologyID, p)] = true
+				}
+			}
+			for _, ts := range newcomer.Assignment.WarmupTasks {
+				for _, p := range ts.Partitions {
+					task := fmt.Sprintf("%s_%d", ts.SubtopologyID, p)
+					if active[task] {
+						t.Errorf("task %s is both active and warming up on the new member", task)
+					}
+					if !warmedUp[task] && toolOut == "" && kafkatools.Missing() == "" {
+						toolOut = kafkatools.MustRun(t, "kafka-streams-groups", "--bootstrap-server", tgt.bootstrap,
+							"--describe", "--group", app, "--members", "--verbose")
+					}
+					warmedUp[task] = true
+				}
+			}
+			offsetsSeen = offsetsSeen || len(newcomer.TaskOffsets) > 0
+			for task := range active {
+				if sub, _, _ := strings.Cut(task, "_"); stateful[sub] && !warmedUp[task] {
+					t.Fatalf("stateful task %s became active on the new member without a warm-up first (warm-ups seen: %v)", task, warmedUp)
+				}
+			}
+			n := [2]int{}
+			for _, m := range g.Members {
+				for _, ts := range m.Assignment.ActiveTasks {
+					if m.MemberID == newcomer.MemberID {
+						n[1] += len(ts.Partitions)
+					} else {
+						n[0] += len(ts.Partitions)
+					}
+				}
+			}
+			warmups := 0
+			for _, m := range g.Members {
+				for _, ts := range m.Assignment.WarmupTasks {
+					warmups += len(ts.Partitions)
+				}
+			}
+			done = g.State == "Stable" && n == [2]int{4, 4} && warmups == 0
+		}
+		if done {
+			break
+		}
+		for _, a := range []*wordCount{app1, app2} {
+			if a.exited() {
+				t.Fatalf("a Streams instance exited early\n%s", a.output())
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the group never settled 4 and 4 without warm-ups: %s, warm-ups seen %v\n%s", g.State, warmedUp, app2.output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(warmedUp) == 0 {
+		t.Fatal("no warm-up task was seen before the stateful tasks moved")
+	}
+	if !offsetsSeen {
+		t.Error("the new member never reported task offsets")
+	}
+	t.Logf("warm-up tasks seen on the new member before they moved: %v", slices.Sorted(maps.Keys(warmedUp)))
+	if toolOut != "" {
+		t.Logf("kafka-streams-groups --describe --members --verbose during the warm-up:\n%s", toolOut)
+		if !strings.Contains(toolOut, "WARMUP") {
+			t.Errorf("kafka-streams-groups --describe --members --verbose shows no WARMUP column:\n%s", toolOut)
+		}
+	}
+	produceWordLines(t, cl, in, want, 300, 360)
+	counts.await(t, "lines produced after the warm-up", want, app1, app2)
+	for _, a := range []*wordCount{app2, app1} {
+		if err := a.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// describeStreamsGroup describes one streams group (an empty answer on error).
+func describeStreamsGroup(t *testing.T, cl *kgo.Client, id string) kmsg.StreamsGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{id}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 {
+		return kmsg.NewStreamsGroupDescribeResponseGroup()
+	}
+	return resp.Groups[0]
 }

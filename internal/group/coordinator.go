@@ -141,14 +141,27 @@ type Config struct {
 // consumer.heartbeat.interval.ms, for KIP-848 members; the Streams ones
 // streams.session.timeout.ms, streams.heartbeat.interval.ms and
 // streams.num.standby.replicas (0 by default, as Kafka's
-// group.streams.num.standby.replicas).
+// group.streams.num.standby.replicas). StreamsWarmupReplicas,
+// StreamsAcceptableRecoveryLag and StreamsRackAwareTags are the group's
+// effective streams.num.warmup.replicas, streams.acceptable.recovery.lag and
+// streams.rack.aware.assignment.tags: the caller fills in the defaults.
 type ConsumerGroupConfig struct {
-	SessionTimeout           time.Duration
-	HeartbeatInterval        time.Duration
-	StreamsSessionTimeout    time.Duration
-	StreamsHeartbeatInterval time.Duration
-	StreamsStandbyReplicas   int
+	SessionTimeout               time.Duration
+	HeartbeatInterval            time.Duration
+	StreamsSessionTimeout        time.Duration
+	StreamsHeartbeatInterval     time.Duration
+	StreamsStandbyReplicas       int
+	StreamsWarmupReplicas        int
+	StreamsAcceptableRecoveryLag int64
+	StreamsRackAwareTags         []string
 }
+
+// Kafka 4.4's defaults for the streams warm-up configs (group.streams.num.warmup.replicas
+// and group.streams.acceptable.recovery.lag), for a coordinator without group configs.
+const (
+	DefaultStreamsWarmupReplicas        = 2
+	DefaultStreamsAcceptableRecoveryLag = 10000
+)
 
 // consumerTimeouts is the session timeout and heartbeat interval of a KIP-848
 // group's members: the group's own configs, else the coordinator's.
@@ -198,6 +211,30 @@ func (c *Coordinator) streamsStandbys(group string) int {
 		return 0
 	}
 	return c.cfg.GroupConfig(group).StreamsStandbyReplicas
+}
+
+// streamsWarmups is a streams group's streams.num.warmup.replicas.
+func (c *Coordinator) streamsWarmups(group string) int {
+	if c.cfg.GroupConfig == nil {
+		return DefaultStreamsWarmupReplicas
+	}
+	return c.cfg.GroupConfig(group).StreamsWarmupReplicas
+}
+
+// streamsRecoveryLag is a streams group's streams.acceptable.recovery.lag.
+func (c *Coordinator) streamsRecoveryLag(group string) int64 {
+	if c.cfg.GroupConfig == nil {
+		return DefaultStreamsAcceptableRecoveryLag
+	}
+	return c.cfg.GroupConfig(group).StreamsAcceptableRecoveryLag
+}
+
+// streamsRackTags is a streams group's streams.rack.aware.assignment.tags.
+func (c *Coordinator) streamsRackTags(group string) []string {
+	if c.cfg.GroupConfig == nil {
+		return nil
+	}
+	return c.cfg.GroupConfig(group).StreamsRackAwareTags
 }
 
 // DefaultConfig returns Kafka's defaults.

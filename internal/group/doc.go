@@ -21,10 +21,12 @@
 // Config.ShareState.
 // KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe) are in
 // streams.go and streams_api.go: the topology a member registers, the internal
-// topics the broker is to create, active and standby tasks; unlike consumer and
-// share groups, a streams group is written to __consumer_offsets in Kafka's
-// streams group records (streams_records.go) and survives a failover. KIP-848
-// and streams members share one revoke-first reconciliation (recon.go).
+// topics the broker is to create, active and standby tasks (assigned over
+// processes by streams_assignor.go) and warm-up tasks (streams_warmup.go);
+// unlike consumer and share groups, a streams group is written to
+// __consumer_offsets in Kafka's streams group records (streams_records.go) and
+// survives a failover. KIP-848 and streams members share one revoke-first
+// reconciliation (recon.go).
 //
 // It owns the groups of the partitions of __consumer_offsets this node leads. The
 // group with id g lives in partition PartitionFor(g, OffsetsTopicPartitions); a request

@@ -316,15 +316,20 @@ func (h *harness) run(cmd string) []string {
 		h.cfg.ConsumerMaxSize = int(a.int("consumer-max", int64(h.cfg.ConsumerMaxSize)))
 		h.cfg.ClassicMaxSize = int(a.int("classic-max", int64(h.cfg.ClassicMaxSize)))
 		h.cfg.ConsumerAssignmentInterval = a.dur("assignment-interval", h.cfg.ConsumerAssignmentInterval)
-	case "groupconfig": // groupconfig GROUP [session=D] [interval=D] [streams-session=D] [streams-interval=D] [standbys=N]: the group's own configs
+	case "groupconfig": // groupconfig GROUP [session=D] [interval=D] [streams-session=D] [streams-interval=D] [standbys=N] [warmups=N] [lag=N] [racktags=k1+k2]: the group's own configs
 		a := parseArgs(rest[1:])
 		h.groupConfigs.Lock()
 		if h.groupConfigs.m == nil {
 			h.groupConfigs.m = map[string]ConsumerGroupConfig{}
 		}
-		h.groupConfigs.m[rest[0]] = ConsumerGroupConfig{SessionTimeout: a.dur("session", 0), HeartbeatInterval: a.dur("interval", 0),
+		c := ConsumerGroupConfig{SessionTimeout: a.dur("session", 0), HeartbeatInterval: a.dur("interval", 0),
 			StreamsSessionTimeout: a.dur("streams-session", 0), StreamsHeartbeatInterval: a.dur("streams-interval", 0),
-			StreamsStandbyReplicas: int(a.int("standbys", 0))}
+			StreamsStandbyReplicas: int(a.int("standbys", 0)), StreamsWarmupReplicas: int(a.int("warmups", 0)),
+			StreamsAcceptableRecoveryLag: a.int("lag", 0)}
+		if t := a.str("racktags", ""); t != "" {
+			c.StreamsRackAwareTags = strings.Split(t, "+")
+		}
+		h.groupConfigs.m[rest[0]] = c
 		h.groupConfigs.Unlock()
 	case "advance":
 		time.Sleep(mustDur(rest[0]))

@@ -30,11 +30,13 @@ import (
 // and partition, held here as a topicPartition whose topic is the subtopology id.
 //
 // Only once the topology is configured (every topic present and agreeing) are
-// tasks assigned: active tasks and their standby copies (no warm-up tasks), balanced
-// over the members and sticky (assignUniform over the tasks). Each member then
-// reconciles towards its target as a KIP-848 consumer does: it revokes active
-// tasks it must lose first, keeping its epoch, and takes a task another member
-// still owns only once that member revoked it.
+// tasks assigned: active tasks and their standby copies, balanced over the
+// processes and sticky (streams_assignor.go). That target is refined with
+// warm-up tasks (streams_warmup.go): a stateful task moves to another process
+// only once that process has caught up on its state. Each member then
+// reconciles towards the refined assignment as a KIP-848 consumer does: it
+// revokes active tasks it must lose first, keeping its epoch, and takes a task
+// another member still owns only once that member revoked it.
 //
 // The group's state is written to __consumer_offsets in Kafka's streams group
 // records (streams_records.go), so a coordinator that loads the partition has
@@ -44,11 +46,10 @@ import (
 const (
 	streamsProtocolType = "streams"
 	streamsAssignor     = "sticky" // Kafka's name for its streams task assignor
-	// streamsTaskOffsetInterval and streamsAcceptableRecoveryLag are what Kafka
-	// 4.4 tells members by default (group.streams.task.offset.interval.ms is not
-	// a Strata setting; warm-up tasks, which use the lag, are not assigned).
-	streamsTaskOffsetInterval    = time.Minute
-	streamsAcceptableRecoveryLag = 10000
+	// streamsTaskOffsetInterval is how often members report their task offsets,
+	// Kafka 4.4's default group.streams.task.offset.interval.ms (not a Strata
+	// setting). A member also reports them as soon as a warm-up task catches up.
+	streamsTaskOffsetInterval = time.Minute
 )
 
 // StreamsGroupHeartbeat status codes (KIP-1071).
@@ -58,6 +59,7 @@ const (
 	statusIncorrectlyPartitions int8 = 2
 	statusMissingInternalTopics int8 = 3
 	statusShutdownApplication   int8 = 4
+	statusMissingClientTags     int8 = 6
 )
 
 // streamsGroup is the streams side of a group.
@@ -69,8 +71,9 @@ type streamsGroup struct {
 	topics        map[string]topicMeta // the topology's topics that existed at the last configuration
 	members       map[string]*stmember
 	static        map[string]string         // instance id -> member id
-	target        map[string]partSet        // active tasks
-	standbyTarget map[string]partSet        // standby tasks
+	target        map[string]partSet        // active tasks (the assignor's)
+	standbyTarget map[string]partSet        // standby tasks (the assignor's)
+	refined       streamsRefined            // what members reconcile towards (warm-ups)
 	owners        map[topicPartition]string // active task -> member owning (or revoking) it
 	endpointEpoch int32                     // bumped when an IQ endpoint's tasks change
 	shutdownBy    string                    // the member that asked the application to shut down
@@ -92,13 +95,17 @@ type stmember struct {
 	clientTags                      []kmsg.StreamsGroupHeartbeatRequestClientTag
 	assigned                        map[topicPartition]int32 // active task -> the member epoch it came in
 	revoking                        partSet                  // active tasks to give up
-	standby                         partSet                  // standby tasks
-	sessionTimer, revokeTimer       *time.Timer
-	sessionToken, revokeToken       uint64
+	standby, warmup                 partSet                  // standby and warm-up tasks
+	// taskOffsets and taskEndOffsets are the task offset sums the member last
+	// reported (its heartbeat's TaskOffsets and TaskEndOffsets).
+	taskOffsets, taskEndOffsets map[topicPartition]int64
+	sessionTimer, revokeTimer   *time.Timer
+	sessionToken, revokeToken   uint64
 }
 
 func newStreamsGroup() *streamsGroup {
 	return &streamsGroup{
+		refined:       streamsRefined{active: map[string]partSet{}, standby: map[string]partSet{}, warmup: map[string]partSet{}},
 		members:       make(map[string]*stmember),
 		static:        make(map[string]string),
 		target:        make(map[string]partSet),
@@ -348,8 +355,10 @@ type streamsResult struct {
 	msg        string
 	memberID   string
 	epoch      int32
-	active     partSet // nil: not sent (nor standby)
+	active     partSet // nil: not sent (nor standby and warmup)
 	standby    partSet
+	warmup     partSet
+	lag        int64 // the acceptable recovery lag members are told
 	status     []kmsg.StreamsGroupHeartbeatResponseStatus
 	endpoints  []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint // nil: not sent
 	endpointEp int32
@@ -490,7 +499,7 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		delete(sg.members, oldID)
 		old.id, old.epoch = req.MemberID, old.prevEpoch
 		sg.members[old.id], sg.static[instance] = old, old.id
-		for _, ts := range []map[string]partSet{sg.target, sg.standbyTarget} {
+		for _, ts := range []map[string]partSet{sg.target, sg.standbyTarget, sg.refined.active, sg.refined.standby, sg.refined.warmup} {
 			if t, ok := ts[oldID]; ok {
 				delete(ts, oldID)
 				ts[old.id] = t
@@ -520,14 +529,14 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		// Rejoining after a fence: the member dropped every task it owned.
 		releaseOwned(sg.owners, m.id, m.revoking)
 		releaseOwned(sg.owners, m.id, ownedSet(m.assigned))
-		m.assigned, m.revoking, m.standby, m.state, m.epoch = map[topicPartition]int32{}, nil, nil, memberStable, joinEpoch
+		m.assigned, m.revoking, m.standby, m.warmup, m.state, m.epoch = map[topicPartition]int32{}, nil, nil, nil, memberStable, joinEpoch
 		g.stopStreamsRevokeTimerLocked(m)
 	default:
 		if code, msg := g.checkStreamsEpochLocked(m, req); code != 0 {
 			return streamsError(code, "%s", msg)
 		}
 	}
-	beforeActive, beforeStandby, beforeEpoch := ownedSet(m.assigned), m.standby.clone(), m.epoch
+	beforeActive, beforeStandby, beforeWarmup, beforeEpoch := ownedSet(m.assigned), m.standby.clone(), m.warmup.clone(), m.epoch
 	if req.MemberEpoch == joinEpoch {
 		m.clientID, m.clientHost = cl.ID, cl.Host
 	}
@@ -552,6 +561,10 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		sg.configured = configureTopology(sg.topology, exists)
 		bump = true
 	}
+	if m.updateTaskOffsets(req) && !bump && g.warmupCaughtUpLocked() {
+		g.c.log.Info("streams group warm-up caught up", "group", g.id, "member", m.id)
+		bump = true
+	}
 	if bump {
 		g.bumpStreamsEpochLocked()
 	}
@@ -562,10 +575,10 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		sg.shutdownBy = m.id
 	}
 
-	r := streamsResult{memberID: m.id, epoch: m.epoch}
-	changed := !beforeActive.equal(ownedSet(m.assigned)) || !beforeStandby.equal(m.standby)
+	r := streamsResult{memberID: m.id, epoch: m.epoch, lag: g.c.streamsRecoveryLag(g.id)}
+	changed := !beforeActive.equal(ownedSet(m.assigned)) || !beforeStandby.equal(m.standby) || !beforeWarmup.equal(m.warmup)
 	if req.MemberEpoch == joinEpoch || m.epoch != beforeEpoch || changed {
-		r.active, r.standby = ownedSet(m.assigned), m.standby.clone()
+		r.active, r.standby, r.warmup = ownedSet(m.assigned), m.standby.clone(), m.warmup.clone()
 	}
 	if m.endpoint != nil && (req.MemberEpoch == joinEpoch || changed) {
 		sg.endpointEpoch++ // the IQ map changed
@@ -584,6 +597,12 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
 		st.StatusCode = statusShutdownApplication
 		st.StatusDetail = fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", sg.shutdownBy)
+		status = append(status, st)
+	}
+	if missing := m.missingTags(g.c.streamsRackTags(g.id)); req.Version >= 1 && len(missing) > 0 {
+		st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+		st.StatusCode = statusMissingClientTags
+		st.StatusDetail = fmt.Sprintf("Missing required client tags for rack-aware standby assignment: [%s]. Configure them via 'client.tag.<tagKey>' in your Streams config.", strings.Join(missing, ", "))
 		status = append(status, st)
 	}
 	r.status = status
@@ -616,6 +635,25 @@ func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) bool {
 		m.clientTags, changed = slices.Clone(req.ClientTags), true
 	}
 	return changed
+}
+
+// updateTaskOffsets keeps the task offsets a heartbeat reports (null: no
+// change) and reports whether it carried any.
+func (m *stmember) updateTaskOffsets(req *kmsg.StreamsGroupHeartbeatRequest) bool {
+	toMap := func(ts []kmsg.TaskOffset) map[topicPartition]int64 {
+		out := make(map[topicPartition]int64, len(ts))
+		for _, t := range ts {
+			out[topicPartition{t.SubtopologyID, t.Partition}] = t.Offset
+		}
+		return out
+	}
+	if req.TaskOffsets != nil {
+		m.taskOffsets = toMap(req.TaskOffsets)
+	}
+	if req.TaskEndOffsets != nil {
+		m.taskEndOffsets = toMap(req.TaskEndOffsets)
+	}
+	return req.TaskOffsets != nil || req.TaskEndOffsets != nil
 }
 
 // checkStreamsEpochLocked is the fencing rule of KIP-848 for streams members:
@@ -670,26 +708,73 @@ func (g *group) topologyMetadataLocked() map[string]topicMeta {
 }
 
 // bumpStreamsEpochLocked starts a new group epoch and computes its target
-// assignment: every task of a configured topology to one member, balanced and
-// sticky; nothing while the topology is not ready.
+// assignment (every task of a configured topology to one member, balanced over
+// processes and sticky; nothing while the topology is not ready), then refines
+// it with warm-up tasks.
 func (g *group) bumpStreamsEpochLocked() {
 	sg := g.st
 	sg.epoch++
-	spec := assignSpec{subscribed: map[string][]string{}, partitions: map[string]int32{}, previous: sg.target}
-	subs := slices.Sorted(maps.Keys(sg.configured.tasks))
+	spec := streamsAssignSpec{tasks: map[string]int32{}, stateful: sg.statefulSubtopologies(),
+		standbys: g.c.streamsStandbys(g.id), rackTags: g.c.streamsRackTags(g.id)}
 	if sg.configured.ready() {
-		maps.Copy(spec.partitions, sg.configured.tasks)
-	} else {
-		subs = nil
+		maps.Copy(spec.tasks, sg.configured.tasks)
 	}
 	for _, m := range sortedByID(sg.members) {
-		spec.members = append(spec.members, m.id)
-		spec.subscribed[m.id] = subs
+		standby := sg.standbyTarget[m.id].clone()
+		maps.Copy(standby, m.standby)
+		maps.Copy(standby, m.warmup)
+		spec.members = append(spec.members, streamsAssignMember{id: m.id, process: m.process(), tags: m.tagMap(),
+			active: sg.target[m.id], standby: standby, offsets: m.taskOffsets})
 	}
-	sg.target = assignUniform(spec)
-	sg.standbyTarget = g.assignStandbysLocked(g.c.streamsStandbys(g.id))
+	sg.target, sg.standbyTarget = assignStreamsTasks(spec)
 	sg.targetEpoch, sg.targetTime = sg.epoch, g.c.now()
-	g.c.log.Info("streams group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members), "ready", sg.configured.ready())
+	g.refineStreamsLocked()
+	g.c.log.Info("streams group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members),
+		"ready", sg.configured.ready(), "pending_warmups", sg.refined.pending)
+}
+
+// refineStreamsLocked derives the assignment members reconcile towards from the
+// target (streams_warmup.go).
+func (g *group) refineStreamsLocked() {
+	sg := g.st
+	sg.refined = refineStreamsTarget(g.refineSpecLocked())
+}
+
+func (g *group) refineSpecLocked() streamsRefineSpec {
+	sg := g.st
+	return streamsRefineSpec{members: sg.refineMembers(), active: sg.target, standby: sg.standbyTarget,
+		owners: sg.owners, stateful: sg.statefulSubtopologies(),
+		warmups: g.c.streamsWarmups(g.id), recoveryLag: g.c.streamsRecoveryLag(g.id)}
+}
+
+// warmupCaughtUpLocked reports whether a task waiting for its new process has
+// caught up there (or moves for another reason): the refined assignment would
+// change.
+func (g *group) warmupCaughtUpLocked() bool {
+	sg := g.st
+	if sg.refined.pending == 0 || !sg.configured.ready() {
+		return false
+	}
+	r := refineStreamsTarget(g.refineSpecLocked())
+	for id, ts := range r.active {
+		if !ts.equal(sg.refined.active[id]) {
+			return true
+		}
+	}
+	return false
+}
+
+// statefulSubtopologies reports which subtopologies keep state (have changelog
+// topics).
+func (sg *streamsGroup) statefulSubtopologies() map[string]bool {
+	out := map[string]bool{}
+	if sg.topology == nil {
+		return out
+	}
+	for _, s := range sg.topology.Subtopologies {
+		out[s.SubtopologyID] = len(s.StateChangelogTopics) > 0
+	}
+	return out
 }
 
 // process is the process a member runs in; a member without a process id is
@@ -701,79 +786,70 @@ func (m *stmember) process() string {
 	return m.processID
 }
 
-// assignStandbysLocked places n standby copies of each task of the target
-// assignment: never in the process of the task's active member or of another
-// copy, on the least-loaded such member (active and standby tasks counted), its
-// previous holder on a tie (sticky). A task gets fewer copies when there are not
-// enough other processes, as in Kafka.
-func (g *group) assignStandbysLocked(n int) map[string]partSet {
-	sg := g.st
-	out := map[string]partSet{}
-	load := map[string]int{}
-	activeOf := map[topicPartition]string{}
-	tasks := partSet{}
-	for id, ts := range sg.target {
-		out[id] = partSet{}
-		load[id] = len(ts)
-		for tp := range ts {
-			activeOf[tp] = id
-			tasks[tp] = struct{}{}
-		}
-	}
-	members := sortedByID(sg.members)
-	for _, tp := range tasks.sorted() {
-		used := map[string]bool{sg.members[activeOf[tp]].process(): true}
-		for range n {
-			var best *stmember
-			for _, m := range members {
-				if used[m.process()] {
-					continue
-				}
-				if best == nil || load[m.id] < load[best.id] ||
-					(load[m.id] == load[best.id] && sg.standbyTarget[m.id].has(tp) && !sg.standbyTarget[best.id].has(tp)) {
-					best = m
-				}
-			}
-			if best == nil {
-				break
-			}
-			out[best.id][tp] = struct{}{}
-			load[best.id]++
-			used[best.process()] = true
+// missingTags lists the keys of tags the member has no client tag for.
+func (m *stmember) missingTags(tags []string) []string {
+	var out []string
+	have := m.tagMap()
+	for _, k := range tags {
+		if _, ok := have[k]; !ok {
+			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// updateStandbysLocked gives m its target standby tasks once it is at the target
-// epoch, except those another member of its process still holds (active or
-// standby: they share the process's state directory); before that it only
-// drops the ones it is not to keep.
+// tagMap is the member's client tags by key.
+func (m *stmember) tagMap() map[string]string {
+	out := make(map[string]string, len(m.clientTags))
+	for _, t := range m.clientTags {
+		out[t.Key] = t.Value
+	}
+	return out
+}
+
+// updateStandbysLocked gives m its standby and warm-up tasks once it is at the
+// target epoch, except those another member of its process still holds
+// (active, standby or warm-up: they share the process's state directory);
+// before that it only drops the ones it is not to keep.
 func (g *group) updateStandbysLocked(m *stmember) {
 	sg := g.st
-	target := sg.standbyTarget[m.id]
-	next := partSet{}
-	for tp := range m.standby {
-		if target.has(tp) {
-			next[tp] = struct{}{}
-		}
-	}
+	held := partSet{} // what the other members of m's process hold
 	if m.epoch == sg.targetEpoch {
-		held := partSet{} // what the other members of m's process hold
 		for _, o := range sg.members {
 			if o != m && o.process() == m.process() {
 				maps.Copy(held, ownedSet(o.assigned))
 				maps.Copy(held, o.revoking)
 				maps.Copy(held, o.standby)
-			}
-		}
-		for tp := range target {
-			if !held.has(tp) {
-				next[tp] = struct{}{}
+				maps.Copy(held, o.warmup)
 			}
 		}
 	}
-	m.standby = next
+	update := func(now, target partSet) partSet {
+		next := partSet{}
+		for tp := range now {
+			if target.has(tp) {
+				next[tp] = struct{}{}
+			}
+		}
+		if m.epoch == sg.targetEpoch {
+			for tp := range target {
+				if !held.has(tp) {
+					next[tp] = struct{}{}
+				}
+			}
+		}
+		return next
+	}
+	m.standby = update(m.standby, sg.refined.standby[m.id])
+	// A warm-up task that caught up stays until the member owns it as active,
+	// so that its state is kept (Kafka Streams turns it into the active task).
+	warmup := sg.refined.warmup[m.id].clone()
+	for tp := range m.warmup {
+		if _, owned := m.assigned[tp]; sg.refined.active[m.id].has(tp) && !owned {
+			warmup[tp] = struct{}{}
+		}
+	}
+	m.warmup = update(m.warmup, warmup)
 }
 
 // reconcileStreamsLocked moves m towards its target given the active tasks its
@@ -783,7 +859,7 @@ func (g *group) reconcileStreamsLocked(m *stmember, owned partSet) {
 	recon{
 		id: m.id, epoch: &m.epoch, prevEpoch: &m.prevEpoch, state: &m.state,
 		assigned: m.assigned, revoking: &m.revoking, owners: sg.owners,
-		targetEpoch: sg.targetEpoch, target: sg.target[m.id],
+		targetEpoch: sg.targetEpoch, target: sg.refined.active[m.id],
 		armRevoke:  func() { g.armStreamsRevokeTimerLocked(m) },
 		stopRevoke: func() { g.stopStreamsRevokeTimerLocked(m) },
 	}.reconcile(owned)

@@ -3,6 +3,8 @@ package group
 import (
 	"context"
 	"errors"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -35,14 +37,13 @@ func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.Strea
 	_, interval := c.streamsTimeouts(req.Group)
 	resp.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	resp.TaskOffsetIntervalMillis = int32(streamsTaskOffsetInterval.Milliseconds())
-	resp.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
-	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
+	resp.AcceptableRecoveryLag = r.lag
+	resp.AcceptableRecoveryLagLegacy = int32(min(r.lag, math.MaxInt32))
 	if r.status != nil {
 		resp.Status = r.status
 	}
 	if r.active != nil {
-		resp.ActiveTasks, resp.StandbyTasks = taskIDs(r.active), taskIDs(r.standby)
-		resp.WarmupTasks = []kmsg.TaskIDs{}
+		resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks = taskIDs(r.active), taskIDs(r.standby), taskIDs(r.warmup)
 	}
 	resp.EndpointInformationEpoch = r.endpointEp
 	resp.PartitionsByUserEndpoint = r.endpoints
@@ -186,9 +187,9 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 			ct.Key, ct.Value = t.Key, t.Value
 			dm.ClientTags = append(dm.ClientTags, ct)
 		}
-		dm.TaskOffsets, dm.TaskEndOffsets = []kmsg.TaskOffset{}, []kmsg.TaskOffset{}
-		dm.Assignment = streamsAssignment(ownedSet(m.assigned), m.standby)
-		dm.TargetAssignment = streamsAssignment(sg.target[m.id], sg.standbyTarget[m.id])
+		dm.TaskOffsets, dm.TaskEndOffsets = taskOffsets(m.taskOffsets), taskOffsets(m.taskEndOffsets)
+		dm.Assignment = streamsAssignment(ownedSet(m.assigned), m.standby, m.warmup)
+		dm.TargetAssignment = streamsAssignment(sg.target[m.id], sg.standbyTarget[m.id], nil)
 		dg.Members = append(dg.Members, dm)
 	}
 	if dg.Members == nil {
@@ -196,11 +197,21 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 	}
 }
 
-func streamsAssignment(active, standby partSet) kmsg.StreamsAssignment {
+func streamsAssignment(active, standby, warmup partSet) kmsg.StreamsAssignment {
 	a := kmsg.NewStreamsAssignment()
-	a.ActiveTasks, a.StandbyTasks = taskIDs(active), taskIDs(standby)
-	a.WarmupTasks = []kmsg.TaskIDs{}
+	a.ActiveTasks, a.StandbyTasks, a.WarmupTasks = taskIDs(active), taskIDs(standby), taskIDs(warmup)
 	return a
+}
+
+// taskOffsets lists task offset sums by subtopology and partition.
+func taskOffsets(offsets map[topicPartition]int64) []kmsg.TaskOffset {
+	out := make([]kmsg.TaskOffset, 0, len(offsets))
+	for _, tp := range slices.SortedFunc(maps.Keys(offsets), compareTP) {
+		t := kmsg.NewTaskOffset()
+		t.SubtopologyID, t.Partition, t.Offset = tp.topic, tp.partition, offsets[tp]
+		out = append(out, t)
+	}
+	return out
 }
 
 // describeSubtopologies is the registered topology as StreamsGroupDescribe shows

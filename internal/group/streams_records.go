@@ -640,6 +640,7 @@ func (g *group) streamsRecordsLocked() map[string][]byte {
 			epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberState(m.state),
 			active:         tasksOf(ownedSet(m.assigned), func(tp topicPartition) int32 { return m.assigned[tp] }),
 			standby:        tasksOf(m.standby, nil),
+			warmup:         tasksOf(m.warmup, nil),
 			activeRevoking: tasksOf(m.revoking, nil),
 		}.appendTo(nil))
 	}
@@ -794,6 +795,9 @@ func (g *group) loadStreamsLocked(sr *streamsReplay) {
 		if sb := taskSet(cur.standby); len(sb) > 0 {
 			m.standby = sb
 		}
+		if wu := taskSet(cur.warmup); len(wu) > 0 {
+			m.warmup = wu
+		}
 		sg.members[id] = m
 		if m.instanceID != "" {
 			sg.static[m.instanceID] = id
@@ -807,6 +811,9 @@ func (g *group) loadStreamsLocked(sr *streamsReplay) {
 		t := sr.targets[id]
 		sg.target[id], sg.standbyTarget[id] = taskSet(t.active), taskSet(t.standby)
 	}
+	// The refined assignment is derived again from what the members hold now
+	// (no task offsets yet: a pending move waits for the next report).
+	g.refineStreamsLocked()
 	g.syncStreamsViewLocked()
 }
 

@@ -14,8 +14,10 @@ import (
 //
 //	sthb NAME group= member= epoch= [topo=wordcount|copart|fixed] [tepoch=N]
 //	     [rebalance=DUR] [process=] [endpoint=host:port] [tasks=0/0+1,1/2] [v=1]
-//	     [shutdown] [instance=] [eepoch=N]
-//	     (tasks=- sends empty task lists; no tasks sends null)
+//	     [shutdown] [instance=] [eepoch=N] [offsets=0/0@100+1@-2] [ends=0/0@150]
+//	     [tags=zone:a+host:h1]
+//	     (tasks=- sends empty task lists; no tasks sends null; offsets and
+//	     ends are task offset sums, task@sum)
 //	stdescribe NAME groups=g1,g2
 //
 // The named topologies, of an application "app" reading topic "in":
@@ -51,6 +53,19 @@ func (h *harness) streamsRequestFunc(verb string, a args) (func(*Coordinator) fu
 		}
 		if t, ok := a["tasks"]; ok {
 			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = scriptTasks(t), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		}
+		if o, ok := a["offsets"]; ok {
+			req.TaskOffsets = scriptTaskOffsets(o)
+		}
+		if o, ok := a["ends"]; ok {
+			req.TaskEndOffsets = scriptTaskOffsets(o)
+		}
+		if t, ok := a["tags"]; ok {
+			req.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{}
+			for _, kv := range strings.Split(t, "+") {
+				k, v, _ := strings.Cut(kv, ":")
+				req.ClientTags = append(req.ClientTags, kmsg.StreamsGroupHeartbeatRequestClientTag{Key: k, Value: v})
+			}
 		}
 		_, req.ShutdownApplication = a["shutdown"]
 		return func(c *Coordinator) func() []string {
@@ -128,6 +143,41 @@ func scriptTasks(s string) []kmsg.TaskIDs {
 	return out
 }
 
+// scriptTaskOffsets parses 0/0@100+1@-2,1/0@5 ("-": none) into task offsets.
+func scriptTaskOffsets(s string) []kmsg.TaskOffset {
+	out := []kmsg.TaskOffset{}
+	if s == "-" {
+		return out
+	}
+	for _, t := range strings.Split(s, ",") {
+		sub, parts, _ := strings.Cut(t, "/")
+		for _, po := range strings.Split(parts, "+") {
+			p, o, _ := strings.Cut(po, "@")
+			to := kmsg.NewTaskOffset()
+			to.SubtopologyID, to.Partition, to.Offset = sub, int32(mustInt(p)), mustInt(o)
+			out = append(out, to)
+		}
+	}
+	return out
+}
+
+// fmtTaskOffsets prints task offsets as 0/0@100+1@-2 ("-" for none).
+func fmtTaskOffsets(ts []kmsg.TaskOffset) string {
+	if len(ts) == 0 {
+		return "-"
+	}
+	var out []string
+	for i, t := range ts {
+		x := fmt.Sprintf("%d@%d", t.Partition, t.Offset)
+		if i == 0 || ts[i-1].SubtopologyID != t.SubtopologyID {
+			out = append(out, t.SubtopologyID+"/"+x)
+			continue
+		}
+		out[len(out)-1] += "+" + x
+	}
+	return strings.Join(out, ",")
+}
+
 // fmtTasks prints task ids as 0/0+1,1/2, "-" for none (fmtPartitions' format).
 func (h *harness) fmtTasks(ts []kmsg.TaskIDs) string {
 	as := make([]kmsg.AssignmentTopicPartition, len(ts))
@@ -147,6 +197,9 @@ func (h *harness) fmtStreamsHeartbeat(resp *kmsg.StreamsGroupHeartbeatResponse, 
 		s += " active=" + h.fmtTasks(resp.ActiveTasks)
 		if len(resp.StandbyTasks) > 0 {
 			s += " standby=" + h.fmtTasks(resp.StandbyTasks)
+		}
+		if len(resp.WarmupTasks) > 0 {
+			s += " warmup=" + h.fmtTasks(resp.WarmupTasks)
 		}
 	}
 	if resp.PartitionsByUserEndpoint != nil {
@@ -209,6 +262,12 @@ func (h *harness) fmtStreamsDescribe(resp *kmsg.StreamsGroupDescribeResponse) []
 				h.fmtTasks(m.Assignment.ActiveTasks), h.fmtTasks(m.TargetAssignment.ActiveTasks))
 			if len(m.Assignment.StandbyTasks)+len(m.TargetAssignment.StandbyTasks) > 0 {
 				x += " standby=" + h.fmtTasks(m.Assignment.StandbyTasks) + " target-standby=" + h.fmtTasks(m.TargetAssignment.StandbyTasks)
+			}
+			if len(m.Assignment.WarmupTasks)+len(m.TargetAssignment.WarmupTasks) > 0 {
+				x += " warmup=" + h.fmtTasks(m.Assignment.WarmupTasks) + " target-warmup=" + h.fmtTasks(m.TargetAssignment.WarmupTasks)
+			}
+			if len(m.TaskOffsets)+len(m.TaskEndOffsets) > 0 {
+				x += " offsets=" + fmtTaskOffsets(m.TaskOffsets) + " ends=" + fmtTaskOffsets(m.TaskEndOffsets)
 			}
 			out = append(out, x)
 		}
@@ -290,6 +349,9 @@ func (h *harness) fmtStreamsRecord(k decodedKey, value []byte) string {
 		if v, err = decodeStreamsCurrent(value); err == nil {
 			s += fmt.Sprintf(" epoch=%d prev=%d state=%d active=%s standby=%s revoking=%s",
 				v.epoch, v.prevEpoch, v.state, tasks(v.active), tasks(v.standby), tasks(v.activeRevoking))
+			if len(v.warmup) > 0 {
+				s += " warmup=" + tasks(v.warmup)
+			}
 		}
 	}
 	if err != nil {

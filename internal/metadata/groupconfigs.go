@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // ResourceGroup is Kafka's GROUP config resource type: dynamic configs of one group
@@ -25,6 +26,9 @@ const (
 	GroupStreamsSessionTimeout     = "streams.session.timeout.ms"
 	GroupStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
 	GroupStreamsStandbyReplicas    = "streams.num.standby.replicas"
+	GroupStreamsWarmupReplicas     = "streams.num.warmup.replicas"
+	GroupStreamsRecoveryLag        = "streams.acceptable.recovery.lag"
+	GroupStreamsRackAwareTags      = "streams.rack.aware.assignment.tags"
 	// Dead-letter topics of share groups (KIP-1191, deadletter.go).
 	GroupDeadLetterTopic      = "errors.deadletterqueue.topic.name"
 	GroupDeadLetterCopyRecord = "errors.deadletterqueue.copy.record.enable"
@@ -50,12 +54,45 @@ var groupConfigDefs = []ConfigDef{
 	{Name: GroupShareRecordLockDuration, Type: ConfigTypeInt, Default: "30000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 1000, 3600000) }},
 	// Bounded by group.streams.min/max.*, at their defaults.
+	{Name: GroupStreamsRecoveryLag, Type: ConfigTypeLong, Default: "10000",
+		set: func(_ *TopicConfig, v string) error { return longAtLeast(v, 0) }},
 	{Name: GroupStreamsHeartbeatInterval, Type: ConfigTypeInt, Default: "5000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 5000, 15000) }},
 	{Name: GroupStreamsStandbyReplicas, Type: ConfigTypeInt, Default: "0",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 0, 2) }},
+	{Name: GroupStreamsWarmupReplicas, Type: ConfigTypeInt, Default: "2",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 0, 20) }},
+	{Name: GroupStreamsRackAwareTags, Type: ConfigTypeList, Default: "",
+		set: func(_ *TopicConfig, v string) error { _, err := ParseRackAwareTags(v); return err }},
 	{Name: GroupStreamsSessionTimeout, Type: ConfigTypeInt, Default: "45000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 45000, 60000) }},
+}
+
+func longAtLeast(v string, lo int64) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("not a long")
+	}
+	if n < lo {
+		return fmt.Errorf("must be at least %d", lo)
+	}
+	return nil
+}
+
+// ParseRackAwareTags parses streams.rack.aware.assignment.tags: client tag keys,
+// comma-separated, none twice.
+func ParseRackAwareTags(v string) ([]string, error) {
+	var out []string
+	for _, k := range strings.Split(v, ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if slices.Contains(out, k) {
+			return nil, fmt.Errorf("%s must not contain duplicate tag keys", GroupStreamsRackAwareTags)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 func intIn(v string, lo, hi int64) error {

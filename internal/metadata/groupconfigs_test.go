@@ -14,6 +14,16 @@ func TestGroupConfigs(t *testing.T) {
 	wantEq(t, "g limit", img.GroupConfig("g", GroupShareDeliveryCountLimit), "3")
 	wantEq(t, "h reset default", img.GroupConfig("h", GroupShareAutoOffsetReset), "latest")
 	wantEq(t, "unknown group lock", img.GroupConfig("nope", GroupShareRecordLockDuration), "30000")
+	// The streams warm-up configs: Kafka 4.4's defaults, and values it accepts.
+	wantEq(t, "warm-ups default", img.GroupConfig("g", GroupStreamsWarmupReplicas), "2")
+	wantEq(t, "recovery lag default", img.GroupConfig("g", GroupStreamsRecoveryLag), "10000")
+	img = mustApply(t, img,
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "w", Key: GroupStreamsWarmupReplicas, Value: "20"},
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "w", Key: GroupStreamsRecoveryLag, Value: "9223372036854775807"},
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "w", Key: GroupStreamsRackAwareTags, Value: "zone, rack"})
+	if tags, err := ParseRackAwareTags(img.GroupConfig("w", GroupStreamsRackAwareTags)); err != nil || len(tags) != 2 || tags[1] != "rack" {
+		t.Errorf("rack-aware tags %q: %v %v", img.GroupConfig("w", GroupStreamsRackAwareTags), tags, err)
+	}
 
 	for _, e := range img.GroupConfigEntries("g") {
 		if e.Name == GroupShareAutoOffsetReset && (e.Source != SourceGroup || e.IsDefault) {
@@ -41,6 +51,11 @@ func TestGroupConfigs(t *testing.T) {
 		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareDeliveryCountLimit, Value: "1"},
 		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareRecordLockDuration, Value: "x"},
 		{ResourceType: ResourceGroup, ResourceName: "g", Key: "retention.ms", Value: "1"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupStreamsWarmupReplicas, Value: "21"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupStreamsWarmupReplicas, Value: "-1"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupStreamsRecoveryLag, Value: "-1"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupStreamsRecoveryLag, Value: "x"},
+		{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupStreamsRackAwareTags, Value: "zone,rack,zone"},
 		{ResourceType: ResourceGroup, ResourceName: "", Key: GroupShareAutoOffsetReset, Value: "earliest"},
 	} {
 		if _, err := Apply(img, bad); !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, ErrInvalidRequest) {

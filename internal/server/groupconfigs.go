@@ -10,7 +10,7 @@ import (
 
 // consumerGroupConfig is what a group's own configs (metadata) set: the
 // session timeouts and heartbeat intervals of its KIP-848 or streams members,
-// zero where it sets none.
+// zero where it sets none, and its streams assignment configs.
 func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
 	var c group.ConsumerGroupConfig
 	set := n.ctrl.Image().GroupConfigs(id)
@@ -26,5 +26,10 @@ func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
 	c.StreamsSessionTimeout = ms(metadata.GroupStreamsSessionTimeout)
 	c.StreamsHeartbeatInterval = ms(metadata.GroupStreamsHeartbeatInterval)
 	c.StreamsStandbyReplicas, _ = strconv.Atoi(set[metadata.GroupStreamsStandbyReplicas])
+	// The warm-up configs have non-zero defaults: the effective values.
+	img := n.ctrl.Image()
+	c.StreamsWarmupReplicas, _ = strconv.Atoi(img.GroupConfig(id, metadata.GroupStreamsWarmupReplicas))
+	c.StreamsAcceptableRecoveryLag, _ = strconv.ParseInt(img.GroupConfig(id, metadata.GroupStreamsRecoveryLag), 10, 64)
+	c.StreamsRackAwareTags, _ = metadata.ParseRackAwareTags(img.GroupConfig(id, metadata.GroupStreamsRackAwareTags))
 	return c
 }
