@@ -1,17 +1,16 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/admin"
@@ -63,7 +62,7 @@ func TestWipedVoterIsNotTheOldVoter(t *testing.T) {
 	}
 
 	// Node 2, whose log lacks "acked", and the wiped node 3 start alone.
-	logs3 := &syncBuffer{}
+	logs3 := &wait.Buffer{}
 	logger3 := slog.New(slog.NewTextHandler(logs3, nil)).With("node", 3)
 	alone, cancel := context.WithTimeout(ctx, 8*time.Second)
 	started := make(chan *Node, 2)
@@ -186,27 +185,15 @@ func TestWipedVoterIsNotTheOldVoter(t *testing.T) {
 	})
 }
 
-// waitQuorum waits until DescribeQuorum shows these voters and observers
-// with these directory ids.
-func waitQuorum(t *testing.T, cl interface {
-	Request(context.Context, kmsg.Request) (kmsg.Response, error)
-}, voters, observers []int32, dirs map[int32]metadata.UUID) {
+// waitQuorum waits until DescribeQuorum, sent to node 1, shows these voters
+// and observers with these directory ids.
+func waitQuorum(t *testing.T, cl *kgo.Client, voters, observers []int32, dirs map[int32]metadata.UUID) {
 	t.Helper()
 	var last string
 	ok := wait.Until(time.Now().Add(wait.DefaultTimeout), func() bool {
-		req := kmsg.NewPtrDescribeQuorumRequest()
-		rt := kmsg.NewDescribeQuorumRequestTopic()
-		rt.Topic = "__cluster_metadata"
-		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-		req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
-		r, err := cl.Request(context.Background(), req)
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		resp := r.(*kmsg.DescribeQuorumResponse)
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			last = fmt.Sprintf("%+v", resp)
+		resp, err := describeQuorum(context.Background(), cl, 1, "__cluster_metadata", 0)
+		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			last = fmt.Sprintf("%v %+v", err, resp)
 			return false
 		}
 		p := resp.Topics[0].Partitions[0]
@@ -224,22 +211,4 @@ func waitQuorum(t *testing.T, cl interface {
 	if !ok {
 		t.Fatalf("DescribeQuorum never showed voters %v and observers %v with directories %v; last: %s", voters, observers, dirs, last)
 	}
-}
-
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
