@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -80,5 +82,38 @@ func TestRegisterController(t *testing.T) {
 				t.Fatalf("node 9, not a voter, has directory %v", got)
 			}
 		})
+	}
+}
+
+// TestScanVoterDirectories: the directories the local Raft log records are
+// read at start, the last record of each node winning (a forgotten one is
+// zero), whatever else the log holds.
+func TestScanVoterDirectories(t *testing.T) {
+	a, b := metadata.UUID{0xa}, metadata.UUID{0xb}
+	store := raft.NewInmemStore()
+	var logs []*raft.Log
+	for i, data := range [][]byte{
+		metadata.EncodeBatch([]metadata.Record{&metadata.VoterDirectoryRecord{NodeID: 3, DirectoryID: a}}),
+		metadata.EncodeBatch([]metadata.Record{&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1}}),
+		metadata.EncodeBatch([]metadata.Record{&metadata.VoterDirectoryRecord{NodeID: 1, DirectoryID: b},
+			&metadata.VoterDirectoryRecord{NodeID: 3}}),
+		[]byte("not a batch"),
+	} {
+		logs = append(logs, &raft.Log{Index: uint64(i + 2), Term: 1, Type: raft.LogCommand, Data: data})
+	}
+	logs = append([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogConfiguration}}, logs...)
+	if err := store.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	boot, err := scanVoterDirectories(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int32]metadata.UUID{1: b, 3: {}}; boot.index != 5 || !reflect.DeepEqual(boot.dirs, want) {
+		t.Fatalf("scan = %v up to %d, want %v up to 5", boot.dirs, boot.index, want)
+	}
+	empty, err := scanVoterDirectories(raft.NewInmemStore())
+	if err != nil || len(empty.dirs) != 0 || empty.index != 0 {
+		t.Fatalf("empty log: %+v, %v", empty, err)
 	}
 }
