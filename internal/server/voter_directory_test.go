@@ -24,8 +24,9 @@ import (
 // that voters 1 and 3 committed. The wiped node refuses the quorum's Raft
 // connections for voter 3 (its data directory is not the one recorded), so
 // with node 1 down node 2 cannot be elected with its vote (on the old code
-// it was, and the committed topic was gone); it says why in its log and
-// what to run. Once nodes 1 and 2 are back, RemoveRaftVoter(3) takes the old
+// it was, and the committed topic was gone), and with node 2 down node 1
+// cannot commit with its acknowledgement; it says why in its log and what
+// to run. Once nodes 1 and 2 are back, RemoveRaftVoter(3) takes the old
 // incarnation out: the node follows the metadata log as an observer, and
 // AddRaftVoter(3) makes it a voter again, recorded with its new directory,
 // the metadata intact.
@@ -138,6 +139,18 @@ func TestWipedVoterIsNotTheOldVoter(t *testing.T) {
 	}
 	if got := c.nodes[0].ctrl.Image().VoterDirectory(3); got != dirs[3] {
 		t.Fatalf("voter 3's directory is %v, want the old %v until its removal", got, dirs[3])
+	}
+	// Nor does it count towards a commit: node 1 and the wiped node 3 alone
+	// commit nothing.
+	c.stop(1)
+	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
+	_, err := adm.CreateTopic(short, 1, 1, nil, "with-1-and-wiped-3")
+	cancelShort()
+	if err == nil {
+		t.Fatal("node 1 and the wiped node 3 committed a topic without node 2")
+	}
+	if err := c.start(1); err != nil {
+		t.Fatal(err)
 	}
 
 	// The old incarnation leaves: the node follows the log as an observer.
