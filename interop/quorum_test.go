@@ -3,7 +3,9 @@ package interop
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +17,9 @@ import (
 // TestKafkaMetadataQuorum describes the metadata quorum of a cluster with two
 // combined nodes, a controller-only voter and a broker-only observer using
 // Kafka 4.4's kafka-metadata-quorum: --status names the leader, its epoch and
-// every voter and observer; --replication lists each member's role, with the
-// log end offsets of the brokers (which report theirs in heartbeats) and -1
-// for the controller-only voter, which sends none.
+// every voter and observer; --replication lists each member's role and data
+// directory id, with the log end offsets of the brokers (which report theirs
+// in heartbeats) and -1 for the controller-only voter, which sends none.
 func TestKafkaMetadataQuorum(t *testing.T) {
 	if os.Getenv(envTarget) == "kfake" {
 		t.Skip("the metadata quorum is Strata's; not with STRATA_INTEROP_TARGET=kfake")
@@ -54,15 +56,21 @@ func TestKafkaMetadataQuorum(t *testing.T) {
 	expectContains(t, status, "HighWatermark:")
 
 	// Every broker reports its metadata offset within a heartbeat or two.
-	row := regexp.MustCompile(`(?m)^(\d+)\s+\S+\s+(-?\d+)\s+(-?\d+)\s+\S+\s+\S+\s+(Leader|Follower|Observer)\s*$`)
+	row := regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(-?\d+)\s+(-?\d+)\s+\S+\s+\S+\s+(Leader|Follower|Observer)\s*$`)
 	testcluster.Eventually(t, 30*time.Second, "--replication to show each member's progress", func() error {
 		out := kafkatools.MustRun(t, "kafka-metadata-quorum", append(bs, "describe", "--replication")...)
 		roles := map[string]string{}
 		for _, m := range row.FindAllStringSubmatch(out, -1) {
-			roles[m[1]] = m[4]
-			known := m[2] != "-1"
+			roles[m[1]] = m[5]
+			known := m[3] != "-1"
 			if (m[1] == "3" && m[1] != leader[1]) == known {
-				return fmt.Errorf("node %s log end offset %s:\n%s", m[1], m[2], out)
+				return fmt.Errorf("node %s log end offset %s:\n%s", m[1], m[3], out)
+			}
+			// Every member's directory id is its data dir's: a voter's as
+			// the quorum recorded it (the controller-only voter 3 reports
+			// its own), the observer's from its broker registration.
+			if id, _ := strconv.Atoi(m[1]); m[2] != directoryID(t, c.Node(int32(id))) {
+				return fmt.Errorf("node %s directory id %s, want its data dir's:\n%s", m[1], m[2], out)
 			}
 		}
 		want := map[string]string{"1": "Follower", "2": "Follower", "3": "Follower", "4": "Observer"}
@@ -75,4 +83,14 @@ func TestKafkaMetadataQuorum(t *testing.T) {
 		t.Logf("%s\n%s", status, out)
 		return nil
 	})
+}
+
+// directoryID is the directory id in node n's data dir.
+func directoryID(t *testing.T, n *testcluster.Node) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(n.DataDir, "directory.id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

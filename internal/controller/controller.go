@@ -57,6 +57,12 @@ type Config struct {
 	// Transport replaces the TCP transport (tests use raft.NewInmemTransport).
 	// The caller owns it and closes it after Close.
 	Transport raft.Transport
+	// NameVoter, when set, gives the address at which to reach voter id
+	// only if its data directory is dir (see voter_directory.go); the
+	// transport's stream layer must open such connections with the name and
+	// the receiving node refuse them unless it is that voter. The transport
+	// must support pre-vote.
+	NameVoter func(addr raft.ServerAddress, id int32, dir metadata.UUID) raft.ServerAddress
 
 	// DefaultPartitions is used by CreateTopics for NumPartitions -1 (1).
 	DefaultPartitions int32
@@ -265,6 +271,7 @@ func (c *Controller) start() error {
 	if err != nil {
 		return fmt.Errorf("controller: snapshot store: %w", err)
 	}
+	c.fsm = newFSM(c.log)
 	c.trans = cfg.Transport
 	if c.trans == nil {
 		nt, err := c.tcpTransport(hl)
@@ -272,6 +279,9 @@ func (c *Controller) start() error {
 			return err
 		}
 		c.trans, c.ownTrans = nt, nt
+	}
+	if c.trans, err = c.namingTransportFor(c.trans); err != nil {
+		return err
 	}
 
 	rc := raft.DefaultConfig()
@@ -305,7 +315,6 @@ func (c *Controller) start() error {
 		}
 	}
 
-	c.fsm = newFSM(c.log)
 	if c.raft, err = raft.NewRaft(rc, c.fsm, c.store, c.store, snaps, c.trans); err != nil {
 		return fmt.Errorf("controller: starting raft: %w", err)
 	}

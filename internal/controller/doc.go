@@ -56,6 +56,9 @@
 //     controller-only one; the active controller removing itself steps
 //     down once that commits. Quorum (quorum.go)
 //     describes the members and their progress for DescribeQuorum.
+//   - Voter directories (voter_directory.go): each voter's data directory
+//     is recorded, and Raft connections to it name it, so a node restarted
+//     under a voter's id on an empty data dir is not taken for the voter.
 //   - Reassignments (PlanAlterReassignments): a partition's replicas move to a
 //     target set; the adding replicas follow the leader until the ISR holds
 //     the whole target, and the AlterPartition that gets it there completes

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -23,6 +22,9 @@ type QuorumMember struct {
 	Addr string
 	// Voter: a controller voter; otherwise a broker-only observer.
 	Voter bool
+	// DirectoryID is a voter's recorded data directory (voter_directory.go),
+	// an observer's that of its broker registration; zero when unknown.
+	DirectoryID metadata.UUID
 	// LogEndOffset is how far the member's metadata log is known to reach:
 	// the leader's own last index, or the offset a broker reported applying
 	// in its last heartbeat to this controller; -1 when unknown (a
@@ -68,12 +70,18 @@ func (c *Controller) Quorum(ctx context.Context) (QuorumState, error) {
 		LeaderEpoch:   int32(c.raft.CurrentTerm()),
 		HighWatermark: int64(c.raft.CommitIndex()),
 	}
+	img := c.Image()
 	for _, s := range servers {
-		id, err := strconv.ParseInt(string(s.ID), 10, 32)
-		if err != nil {
+		id, ok := nodeID(s.ID)
+		if !ok {
 			continue
 		}
-		m := QuorumMember{ID: int32(id), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter, LogEndOffset: -1}
+		m := QuorumMember{ID: id, Addr: string(s.Address), Voter: s.Suffrage == raft.Voter, LogEndOffset: -1}
+		if m.Voter {
+			m.DirectoryID = img.VoterDirectory(id)
+		} else if b := img.Broker(id); b != nil {
+			m.DirectoryID = b.DirectoryID
+		}
 		if m.ID == c.cfg.NodeID {
 			m.LogEndOffset = int64(c.raft.LastIndex())
 			m.LastFetch, m.LastCaughtUp = now, now

@@ -23,8 +23,9 @@ func (c *Controller) sessions(now time.Time) *liveness {
 // superviseBrokers runs for the controller's lifetime. Every probeInterval
 // (and whenever woken) it runs the leader watch of a follower voter
 // (leader_watch.go) and, while this node is the active controller, probes
-// suspect brokers (probe.go), fences brokers whose session is over and elects
-// leaders for leaderless partitions of topics that allow unclean election. Every
+// suspect brokers (probe.go), fences brokers whose session is over, elects
+// leaders for leaderless partitions of topics that allow unclean election and
+// records the voters' directories (voter_directory.go). Every
 // Tokens.ExpiryCheckInterval it removes expired delegation tokens. Every
 // LeaderImbalanceCheckInterval (if set) the active controller moves
 // leadership back to preferred replicas.
@@ -66,6 +67,7 @@ func (c *Controller) superviseBrokers() {
 			c.probeSuspects()
 			c.logDutyError("fencing expired brokers", c.fenceExpired())
 			c.logDutyError("unclean leader election", c.electUnclean())
+			c.logDutyError("recording voter directories", c.recordVoterDirectories())
 		}
 	}
 }

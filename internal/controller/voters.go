@@ -36,6 +36,10 @@ var (
 	// answer now for it to commit. REQUEST_TIMED_OUT: retry once they are
 	// back.
 	ErrVotersUnreachable = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "too few voters reachable"}
+	// ErrInvalidVoterKey: a node reported another data directory than the
+	// one recorded for the voter of its id (voter_directory.go).
+	// INVALID_VOTER_KEY.
+	ErrInvalidVoterKey = &metadata.KafkaError{Code: kerr.InvalidVoterKey.Code, Msg: "not the voter's data directory"}
 )
 
 // servers returns the members of the latest Raft configuration.
@@ -63,8 +67,10 @@ func (c *Controller) member(ctx context.Context, id int32) (s raft.Server, ok bo
 }
 
 // AddVoter makes node id, a non-voting member, a voter. addr, if set, must be
-// its Raft address.
-func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error {
+// its Raft address; dir, if not zero, the data directory it registered with
+// as a broker. Its directory is recorded once it is a voter
+// (voter_directory.go).
+func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error {
 	if !c.IsLeader() {
 		return c.notController()
 	}
@@ -79,15 +85,23 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error 
 	case addr != "" && addr != string(s.Address):
 		return fmt.Errorf("%w: node %d is at %s, not %s", metadata.ErrInvalidRequest, id, s.Address, addr)
 	}
+	if b := c.Image().Broker(id); !dir.IsZero() && (b == nil || b.DirectoryID != dir) {
+		return fmt.Errorf("%w: node %d is not registered with data directory %v", metadata.ErrInvalidRequest, id, dir)
+	}
 	f := c.raft.AddVoter(s.ID, s.Address, 0, c.cfg.ApplyTimeout)
-	return c.await(ctx, f.Error)
+	if err := c.await(ctx, f.Error); err != nil {
+		return err
+	}
+	c.wakeSupervisor() // record its directory (voter_directory.go)
+	return nil
 }
 
 // RemoveVoter takes node id out of the voter set (see the top of this file).
-// The last voter cannot be removed. When id is this node, it steps down once
-// the change commits: the answer is nil, and the next request goes to the
-// new active controller.
-func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
+// dir, if not zero, must be the voter's recorded data directory
+// (voter_directory.go): KIP-853 names a voter by both. The last voter cannot
+// be removed. When id is this node, it steps down once the change commits:
+// the answer is nil, and the next request goes to the new active controller.
+func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error {
 	if !c.IsLeader() {
 		return c.notController()
 	}
@@ -97,6 +111,9 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 	}
 	if !ok || s.Suffrage != raft.Voter {
 		return fmt.Errorf("%w: node %d", ErrVoterNotFound, id)
+	}
+	if rec := c.Image().VoterDirectory(id); !dir.IsZero() && !rec.IsZero() && rec != dir {
+		return fmt.Errorf("%w: voter %d has data directory %v, not %v", ErrVoterNotFound, id, rec, dir)
 	}
 	if voters <= 1 {
 		return fmt.Errorf("%w: node %d is the only voter", metadata.ErrInvalidRequest, id)
@@ -110,7 +127,11 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32) error {
 	} else {
 		f = c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
 	}
-	return c.await(ctx, f.Error)
+	if err := c.await(ctx, f.Error); err != nil {
+		return err
+	}
+	c.wakeSupervisor() // forget its directory (voter_directory.go)
+	return nil
 }
 
 // checkMajorityLeft refuses the removal of voter id (ErrVotersUnreachable)

@@ -59,7 +59,7 @@ func TestRemoveActiveVoterWhileAVoterIsCutOff(t *testing.T) {
 			}
 			cl.cutOff(cut)
 
-			if err := old.RemoveVoter(ctxT(t), id); err != nil {
+			if err := old.RemoveVoter(ctxT(t), id, metadata.UUID{}); err != nil {
 				t.Fatalf("RemoveVoter(%d) on the active controller with node %d cut off: %v", id, cut+1, err)
 			}
 			var next int
@@ -131,7 +131,7 @@ func TestRemoveVoterWithoutAMajorityLeft(t *testing.T) {
 			if removeLeader {
 				remove = int32(l + 1)
 			}
-			err := cl.nodes[l].RemoveVoter(ctxT(t), remove)
+			err := cl.nodes[l].RemoveVoter(ctxT(t), remove, metadata.UUID{})
 			if !errors.Is(err, ErrVotersUnreachable) || metadata.ErrorCode(err) != kerr.RequestTimedOut.Code {
 				t.Fatalf("RemoveVoter(%d) with node %d cut off = %v, want REQUEST_TIMED_OUT (too few voters reachable)", remove, cut+1, err)
 			}
@@ -149,7 +149,7 @@ func TestRemoveVoterWithoutAMajorityLeft(t *testing.T) {
 			}
 			cl.connectAll()
 			cl.retry(func(c *Controller) error {
-				err := c.RemoveVoter(ctxT(t), remove)
+				err := c.RemoveVoter(ctxT(t), remove, metadata.UUID{})
 				if errors.Is(err, ErrVotersUnreachable) {
 					return fmt.Errorf("%w: %v", ErrNotController, err) // the healed voter not answering yet: again
 				}

@@ -16,8 +16,10 @@
 //	| 0xFF | int32 size | request header  | body ...   (Kafka framing)
 //	+------+------------------------------+----------------------------
 //
-// Any other first byte is a Raft connection and is handed, byte intact, to the
-// Raft transport's stream layer.
+// A first byte of 0xFE opens a Raft connection named for one voter (voter.go),
+// which the mux hands on only if it names this node's own voter key. Any other
+// first byte is a Raft connection and is handed, byte intact, to the Raft
+// transport's stream layer.
 //
 // With TLS on, the listener given to NewMux is a TLS listener and both dialers
 // (Client.DialTLS, the dialTLS of Mux.Raft) use TLS: the marker byte and the Raft
@@ -46,11 +48,18 @@ type Mux struct {
 	link *chanListener
 	done chan struct{}
 	once sync.Once
+	// self is this node's voter key; refused is told of each named Raft
+	// connection that names another key (want), from remote.
+	self    VoterKey
+	refused func(want VoterKey, remote net.Addr)
 }
 
-// NewMux starts splitting ln's connections.
-func NewMux(ln net.Listener) *Mux {
-	m := &Mux{ln: ln, raft: newChanListener(ln.Addr()), link: newChanListener(ln.Addr()), done: make(chan struct{})}
+// NewMux starts splitting ln's connections for the node whose voter key is
+// self. refused, when set, is called for each Raft connection refused because
+// it names another voter key; it must not block.
+func NewMux(ln net.Listener, self VoterKey, refused func(want VoterKey, remote net.Addr)) *Mux {
+	m := &Mux{ln: ln, raft: newChanListener(ln.Addr()), link: newChanListener(ln.Addr()), done: make(chan struct{}),
+		self: self, refused: refused}
 	go m.run()
 	return m
 }
@@ -100,13 +109,29 @@ func (m *Mux) route(c net.Conn) {
 		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
 	pc := &peekedConn{Conn: c, r: br}
-	if first[0] == Marker {
+	switch first[0] {
+	case Marker:
+		c.SetReadDeadline(time.Time{})
 		br.Discard(1)
 		m.link.deliver(pc)
 		return
+	case VoterMarker:
+		named, err := br.Peek(1 + voterNameLen)
+		if err != nil {
+			c.Close()
+			return
+		}
+		if want := readVoterName(named[1:]); want != m.self {
+			c.Close()
+			if m.refused != nil {
+				m.refused(want, c.RemoteAddr())
+			}
+			return
+		}
+		br.Discard(1 + voterNameLen)
 	}
+	c.SetReadDeadline(time.Time{})
 	m.raft.deliver(pc)
 }
 
@@ -163,8 +188,22 @@ type raftStream struct {
 
 func (s raftStream) Addr() net.Addr { return s.advertise }
 
+// Dial connects to address, a plain address or one VoterAddr made: that
+// connection opens with the voter's name.
 func (s raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dial(context.Background(), string(address), timeout, s.local, s.dialTLS)
+	addr, k, named, err := splitVoterAddr(string(address))
+	if err != nil {
+		return nil, err
+	}
+	c, err := dial(context.Background(), addr, timeout, s.local, s.dialTLS)
+	if err != nil || !named {
+		return c, err
+	}
+	if err := writeVoterName(c, k); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // dial connects to addr within timeout, from local when it is set, over TLS

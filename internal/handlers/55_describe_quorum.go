@@ -11,8 +11,10 @@ package handlers
 //     offset a broker reported in its last heartbeat; -1 (and timestamps -1)
 //     when unknown, as for a controller-only voter.
 //   - v1 adds the timestamps; v2 the Nodes (each member's controller listener,
-//     named CONTROLLER as in Kafka) and error messages. Directory ids are zero: Strata
-//     keeps none for the metadata log.
+//     named CONTROLLER as in Kafka), error messages and directory ids: a
+//     voter's is the one the quorum recorded for it (zero until recorded, see
+//     controller/voter_directory.go), an observer's that of its broker
+//     registration.
 
 import (
 	"context"
@@ -73,7 +75,7 @@ func replicaStates(ms []controller.QuorumMember) []kmsg.DescribeQuorumResponseTo
 	var out []kmsg.DescribeQuorumResponseTopicPartitionReplicaState
 	for _, m := range ms {
 		s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-		s.ReplicaID, s.LogEndOffset = m.ID, m.LogEndOffset
+		s.ReplicaID, s.ReplicaDirectoryID, s.LogEndOffset = m.ID, m.DirectoryID, m.LogEndOffset
 		if !m.LastFetch.IsZero() {
 			s.LastFetchTimestamp = m.LastFetch.UnixMilli()
 		}

@@ -10,7 +10,9 @@ package handlers
 // cluster id and before anything else. DUPLICATE_VOTER for a voter;
 // INCONSISTENT_CLUSTER_ID for another cluster's id. Answered by the active controller (forwarded from other
 // brokers) once the new configuration is committed, whatever
-// AckWhenCommitted (v1) says. The directory id is ignored: Strata keeps none.
+// AckWhenCommitted (v1) says. A directory id, when given, must be the one the
+// node registered with (INVALID_REQUEST otherwise); the quorum records the
+// voter with that directory (controller/voter_directory.go).
 // An addition the forwarding node had to send again answers success, not
 // DUPLICATE_VOTER, when the node is a voter by then (see voterChange).
 
@@ -41,7 +43,7 @@ func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *pr
 	}
 	l := req.Listeners[0]
 	addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
-	resp.ErrorCode, resp.ErrorMessage = h.voterChange(ctx, r, kerr.DuplicateVoter.Code, func() error { return h.cluster.AddVoter(ctx, req.VoterID, addr) })
+	resp.ErrorCode, resp.ErrorMessage = h.voterChange(ctx, r, kerr.DuplicateVoter.Code, func() error { return h.cluster.AddVoter(ctx, req.VoterID, req.VoterDirectoryID, addr) })
 	return reply(resp)
 }
 

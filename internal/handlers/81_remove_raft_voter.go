@@ -8,8 +8,10 @@ package handlers
 // KIP-853 (controller.RemoveVoter). REQUEST_TIMED_OUT when too few of the
 // voters left answer for the change to commit. VOTER_NOT_FOUND
 // for a node that is not a voter, INVALID_REQUEST for the last voter,
-// INCONSISTENT_CLUSTER_ID for another cluster's id. The directory id is
-// ignored: Strata keeps none. A removal the forwarding node had to send again
+// INCONSISTENT_CLUSTER_ID for another cluster's id. A directory id, when
+// given, must be the one the quorum recorded for the voter (VOTER_NOT_FOUND
+// otherwise, as KIP-853 names a voter by id and directory); zero removes the
+// voter of that id whatever its directory. A removal the forwarding node had to send again
 // (its first attempt's outcome unknown) answers success, not VOTER_NOT_FOUND,
 // when the node is no voter any more.
 
@@ -26,7 +28,7 @@ func (h *Handlers) removeRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r 
 	req := r.Msg.(*kmsg.RemoveRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
 	if resp.ErrorCode, resp.ErrorMessage = h.checkClusterID(req.ClusterID); resp.ErrorCode == 0 {
-		resp.ErrorCode, resp.ErrorMessage = h.voterChange(ctx, r, kerr.VoterNotFound.Code, func() error { return h.cluster.RemoveVoter(ctx, req.VoterID) })
+		resp.ErrorCode, resp.ErrorMessage = h.voterChange(ctx, r, kerr.VoterNotFound.Code, func() error { return h.cluster.RemoveVoter(ctx, req.VoterID, req.VoterDirectoryID) })
 	}
 	return reply(resp)
 }

@@ -27,8 +27,9 @@ type Cluster interface {
 	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error)
 	UnregisterBroker(ctx context.Context, id int32) error
 	Quorum(ctx context.Context) (controller.QuorumState, error)
-	AddVoter(ctx context.Context, id int32, addr string) error
-	RemoveVoter(ctx context.Context, id int32) error
+	AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error
+	RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error
+	RegisterController(ctx context.Context, id int32, dir metadata.UUID, features map[string]int32) error
 	AlterScramCredentials(ctx context.Context, dels []controller.ScramDeletion, ups []controller.ScramUpsertion) ([]controller.ScramResult, error)
 	CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error)
 	DeleteAcls(ctx context.Context, filters []acl.Filter) ([]controller.AclDeletion, error)

@@ -461,7 +461,7 @@ type voterCluster struct {
 	added []string
 }
 
-func (c *voterCluster) AddVoter(_ context.Context, id int32, addr string) error {
+func (c *voterCluster) AddVoter(_ context.Context, id int32, _ metadata.UUID, addr string) error {
 	c.added = append(c.added, fmt.Sprintf("%d@%s", id, addr))
 	return nil
 }

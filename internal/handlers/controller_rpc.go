@@ -2,7 +2,7 @@ package handlers
 
 // Broker-to-controller APIs, served on the controller link (see controllerlink):
 //   BrokerRegistration (62) v0-v4, BrokerHeartbeat (63) v0-v2, AlterPartition (56)
-//   v0-v3, AllocateProducerIDs (67) v0, and the admin requests other brokers
+//   v0-v3, AllocateProducerIDs (67) v0, ControllerRegistration (70) v0, and the admin requests other brokers
 //   forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
 //   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AddRaftVoter,
@@ -50,6 +50,7 @@ var linkApis = []api{
 	{key: 63, min: 0, max: 2, serve: (*Handlers).brokerHeartbeat},
 	{key: 64, min: 0, max: 0, serve: (*Handlers).unregisterBroker},
 	{key: 67, min: 0, max: 0, serve: (*Handlers).allocateProducerIDs},
+	{key: 70, min: 0, max: 0, serve: (*Handlers).controllerRegistration},
 	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
 	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
 }

@@ -192,14 +192,19 @@ func (w waitingCluster) Quorum(ctx context.Context) (controller.QuorumState, err
 	return w.Cluster.Quorum(ctx)
 }
 
-func (w waitingCluster) AddVoter(ctx context.Context, id int32, addr string) error {
+func (w waitingCluster) AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error {
 	defer startWait(ctx)()
-	return w.Cluster.AddVoter(ctx, id, addr)
+	return w.Cluster.AddVoter(ctx, id, dir, addr)
 }
 
-func (w waitingCluster) RemoveVoter(ctx context.Context, id int32) error {
+func (w waitingCluster) RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error {
 	defer startWait(ctx)()
-	return w.Cluster.RemoveVoter(ctx, id)
+	return w.Cluster.RemoveVoter(ctx, id, dir)
+}
+
+func (w waitingCluster) RegisterController(ctx context.Context, id int32, dir metadata.UUID, features map[string]int32) error {
+	defer startWait(ctx)()
+	return w.Cluster.RegisterController(ctx, id, dir, features)
 }
 
 func (w waitingCluster) AlterScramCredentials(ctx context.Context, dels []controller.ScramDeletion, ups []controller.ScramUpsertion) ([]controller.ScramResult, error) {

@@ -49,7 +49,7 @@ type builder struct {
 	ownNames, ownBrokers, ownBrokerConfigs bool
 	ownGroupConfigs, ownClientMetrics      bool
 	ownScram, ownAcls, ownQuotas           bool
-	ownTokens                              bool
+	ownTokens, ownVoterDirs                bool
 	ownShards                              [topicShards]bool
 	owned                                  map[*Topic]bool
 }
@@ -92,6 +92,8 @@ func (b *builder) apply(rec Record) error {
 		return b.brokerFeatures(r)
 	case *BrokerDirectoryRecord:
 		return b.brokerDirectory(r)
+	case *VoterDirectoryRecord:
+		return b.voterDirectory(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",

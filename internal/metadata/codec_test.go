@@ -42,6 +42,8 @@ func sampleRecords() []Record {
 		&RemoveDelegationTokenRecord{ID: "tok"},
 		&BrokerFeaturesRecord{BrokerID: 1, Epoch: 7, Features: map[string]int32{FeatureOwedMarkers: 1, "strata.other": 3}},
 		&BrokerDirectoryRecord{BrokerID: 1, Epoch: 7, DirectoryID: idA},
+		&VoterDirectoryRecord{NodeID: 3, DirectoryID: idB},
+		&VoterDirectoryRecord{NodeID: 2},
 	}
 }
 
@@ -135,6 +137,9 @@ func TestRecordRoundTripProperty(t *testing.T) {
 		rapid.Custom(func(t *rapid.T) Record {
 			return &BrokerDirectoryRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch"),
 				DirectoryID: uuidGen.Draw(t, "dir")}
+		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			return &VoterDirectoryRecord{NodeID: rapid.Int32().Draw(t, "id"), DirectoryID: uuidGen.Draw(t, "dir")}
 		}),
 	)
 	rapid.Check(t, func(t *rapid.T) {

@@ -26,11 +26,18 @@ const (
 	// build without it completes such a state and would leave the next
 	// transaction, begun on those partitions, open for good.
 	FeaturePreadded = "strata.txn.preadded"
+	// FeatureVoterDirectory, level 1: the node's controller listener reads
+	// the voter identity that a Raft connection may open with, and refuses
+	// one that names another data directory than its own (controllerlink). A
+	// build without it would read that opening as a Raft message and drop
+	// the connection, so a voter's directory (VoterDirectoryRecord) is
+	// recorded only for a node that reports it.
+	FeatureVoterDirectory = "strata.voter.directory"
 )
 
 // SupportedFeatures are the Strata-internal features this build supports, at
 // their highest level. Never modify it.
-var SupportedFeatures = map[string]int32{FeatureOwedMarkers: 1, FeaturePreadded: 1}
+var SupportedFeatures = map[string]int32{FeatureOwedMarkers: 1, FeaturePreadded: 1, FeatureVoterDirectory: 1}
 
 // BrokerFeaturesRecord (type 32, version 0) records the Strata-internal
 // features registration Epoch of broker BrokerID supports, each at its highest

@@ -101,6 +101,7 @@ type Image struct {
 	acls           map[acl.Binding]struct{}                       // (acls.go)
 	quotas         map[QuotaEntity]map[string]float64             // client quotas (quotas.go)
 	tokens         map[string]*DelegationToken                    // delegation tokens by id (tokens.go)
+	voterDirs      map[int32]UUID                                 // controller voter -> its data directory (voterdir.go)
 }
 
 // topicShards is the number of maps the topics are split over.
@@ -316,5 +317,6 @@ func (img *Image) Records() []Record {
 	recs = append(recs, img.scramRecords()...)
 	recs = append(recs, img.aclRecords()...)
 	recs = append(recs, img.quotaRecords()...)
+	recs = append(recs, img.voterDirectoryRecords()...)
 	return append(recs, img.tokenRecords()...)
 }

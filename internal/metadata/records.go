@@ -29,6 +29,8 @@ const (
 	// Strata-internal broker features (32-33, features.go).
 	TypeBrokerFeatures  RecordType = 32
 	TypeBrokerDirectory RecordType = 33
+	// The quorum's voter directories (34, voterdir.go).
+	TypeVoterDirectory RecordType = 34
 
 	// Connection quotas (50-54).
 	TypeIPQuota RecordType = 50
@@ -199,6 +201,8 @@ func newRecord(t RecordType) Record {
 		return new(BrokerFeaturesRecord)
 	case TypeBrokerDirectory:
 		return new(BrokerDirectoryRecord)
+	case TypeVoterDirectory:
+		return new(VoterDirectoryRecord)
 	}
 	return nil
 }

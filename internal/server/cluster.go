@@ -37,7 +37,9 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.mux = controllerlink.NewMux(ln)
+	self := controllerlink.VoterKey{NodeID: n.cfg.NodeID, DirectoryID: n.directoryID}
+	refusals := &voterRefusals{log: n.log.With("component", "controller"), self: self}
+	n.mux = controllerlink.NewMux(ln, self, refusals.refused)
 	n.lc.onStop("controller mux", func(stopping) error { n.mux.Close(); return nil })
 	n.raftAddr = n.cfg.AdvertisedControllerAddr
 	if n.raftAddr == "" {

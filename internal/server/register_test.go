@@ -106,7 +106,7 @@ func linkVoter(t *testing.T, epoch int64, registrations *atomic.Int32) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := controllerlink.NewMux(ln)
+	mux := controllerlink.NewMux(ln, controllerlink.VoterKey{}, nil)
 	srv := &protocol.Server{
 		Versions: handlers.LinkVersions(),
 		Handler: protocol.HandlerFunc(func(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {

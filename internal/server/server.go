@@ -220,6 +220,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		DataDir:           filepath.Join(cfg.DataDir, "metadata"),
 		FS:                fsys,
 		Transport:         n.raftTransport,
+		NameVoter:         nameVoter,
 		Voters:            peers,
 		Observer:          !cfg.IsController(),
 		DefaultPartitions: cfg.DefaultPartitions,
@@ -505,6 +506,7 @@ func (n *Node) startControllerOnly(clusterID string) error {
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
+	n.lc.goContext("controller registration", n.registerController)
 	n.started()
 	n.log.Info("strata node started",
 		"node_id", n.cfg.NodeID, "roles", n.cfg.Roles, "cluster_id", clusterID, "data_dir", n.cfg.DataDir,

@@ -203,10 +203,18 @@ func (n *Node) Resume() {
 // dir, and waits until it is ready.
 func (n *Node) Restart() {
 	n.c.t.Helper()
+	n.Start()
+	n.WaitReady()
+}
+
+// Start starts a node that is not running, with the same arguments and data
+// dir, and does not wait for it to be ready: for a node that waits for an
+// operator's command before it serves (WaitReady waits for it).
+func (n *Node) Start() {
+	n.c.t.Helper()
 	if err := n.start(); err != nil {
 		n.c.t.Fatalf("testcluster: restarting node %d: %v", n.ID, err)
 	}
-	n.WaitReady()
 }
 
 // WaitReady waits until the node answers GET /readyz with 200. When it does
