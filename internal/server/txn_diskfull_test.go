@@ -204,7 +204,14 @@ func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit, p
 			t.Fatalf("read_committed saw %v: %q was never committed", got, v)
 		}
 	}
-	adm := kadm.NewClient(cl)
+	waitNoOpenTxn(t, cl, topic)
+}
+
+// waitNoOpenTxn waits until partition 0 of topic has no transaction left open:
+// its last stable offset at its high-water mark.
+func waitNoOpenTxn(t *testing.T, cl *kgo.Client, topic string) {
+	t.Helper()
+	ctx, adm := context.Background(), kadm.NewClient(cl)
 	wait.For(t, "no transaction left open", func() bool {
 		hwm, err1 := adm.ListEndOffsets(ctx, topic)
 		lso, err2 := adm.ListCommittedOffsets(ctx, topic)

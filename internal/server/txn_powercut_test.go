@@ -12,7 +12,6 @@ import (
 
 	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
-	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestTxnPowerCutBetweenTransactions cuts the power of one node (a crashable
@@ -45,16 +44,17 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	}
 	producer := func(n *Node) *kgo.Client {
 		t.Helper()
-		// 1 KiB records in 16 KiB batches: a transaction is three pipelined
-		// Produce requests.
+		// 40 records of about 50 bytes in 1 KiB batches: a transaction is
+		// three pipelined Produce requests.
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic(topic), kgo.TransactionalID(id),
-			kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerLinger(10*time.Millisecond))
+			kgo.ProducerBatchMaxBytes(1<<10), kgo.ProducerLinger(10*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cl
 	}
-	value := func(v string) []byte { return append([]byte(v+" "), make([]byte, 1024)...) }
+	const pad = "................................................"
+	value := func(v string) []byte { return []byte(v + " " + pad) }
 	commit := func(cl *kgo.Client, values ...string) {
 		t.Helper()
 		if err := cl.BeginTransaction(); err != nil {
@@ -103,7 +103,7 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	}
 	unsynced := state.LogEndOffset() - state.HighWatermark()
 	cut := mem.CrashClone()
-	t.Logf("__transaction_state records not fsynced at the cut: %d (the next transaction's Ongoing state, deferred)", unsynced)
+	t.Logf("__transaction_state records not fsynced at the cut: %d (states written unacked: their fsync deferred)", unsynced)
 	cl.Close()
 	n.Close()
 
@@ -117,7 +117,7 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	got := readCommittedThrough(t, n.KafkaAddr(), topic, string(value("last")))
 	var read []string
 	for _, v := range got {
-		read = append(read, v[:len(v)-1025])
+		read = append(read, v[:len(v)-len(pad)-1])
 	}
 	if slices.Contains(read, "cut") {
 		t.Fatalf("read_committed read the transaction open at the cut")
@@ -125,12 +125,5 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	if !slices.Equal(read, committed) {
 		t.Fatalf("read_committed read %d records, want the %d told committed, once each, in order", len(read), len(committed))
 	}
-	adm := kadm.NewClient(cl)
-	wait.For(t, "the last stable offset at the high-water mark", func() bool {
-		hwm, err1 := adm.ListEndOffsets(ctx, topic)
-		lso, err2 := adm.ListCommittedOffsets(ctx, topic)
-		h, _ := hwm.Lookup(topic, 0)
-		l, _ := lso.Lookup(topic, 0)
-		return err1 == nil && err2 == nil && h.Offset == l.Offset
-	})
+	waitNoOpenTxn(t, cl, topic)
 }
