@@ -76,12 +76,7 @@ func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit, p
 	cfg.TransactionStatePartitions = 1
 	start := func(fsys vfs.FS) (*Node, *kgo.Client) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		n, err := Start(sctx, cfg, testLogger(), fsys)
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := startOn(t, cfg, fsys)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.RequestRetries(0))
 		if err != nil {
 			n.Close()

@@ -32,16 +32,6 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	ctx := context.Background()
 	cfg := nodeConfig(t.TempDir())
 	cfg.TransactionStatePartitions = 1
-	start := func(fsys vfs.FS) *Node {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		n, err := Start(sctx, cfg, testLogger(), fsys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	producer := func(n *Node) *kgo.Client {
 		t.Helper()
 		// 40 records of about 50 bytes in 1 KiB batches: a transaction is
@@ -76,7 +66,7 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	}
 
 	mem := vfs.NewMem()
-	n := start(mem)
+	n := startOn(t, cfg, mem)
 	cl := producer(n)
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
@@ -107,7 +97,7 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	cl.Close()
 	n.Close()
 
-	n = start(cut)
+	n = startOn(t, cfg, cut)
 	defer n.Close()
 	cl = producer(n)
 	defer cl.Close()

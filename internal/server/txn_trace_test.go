@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/bench"
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/internal/wait"
@@ -39,14 +40,22 @@ type syncSpan struct {
 func startTracedNode(tb testing.TB) (*Node, *syncTraceFS) {
 	tb.Helper()
 	tfs := &syncTraceFS{FS: vfs.Default}
+	n := startOn(tb, nodeConfig(tb.TempDir()), tfs)
+	tb.Cleanup(func() { n.Close() })
+	return n, tfs
+}
+
+// startOn starts a node with cfg on fsys; the caller closes it (a test that
+// restarts a node closes it midway).
+func startOn(tb testing.TB, cfg config.Config, fsys vfs.FS) *Node {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := Start(ctx, nodeConfig(tb.TempDir()), testLogger(), tfs)
+	n, err := Start(ctx, cfg, testLogger(), fsys)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { n.Close() })
-	return n, tfs
+	return n
 }
 
 func (t *syncTraceFS) wrap(f vfs.File, err error) (vfs.File, error) {
