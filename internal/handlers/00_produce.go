@@ -118,18 +118,22 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 			h.verifyProduceTxn(ctx, *req.TransactionID, targets, req.Version)
 		}
 	}
-	// Appended in arrival order.
+	// Appended in arrival order. With acks=all, a batch appended while the
+	// producer's next request is read already (a pipelining client, such as a
+	// transactional producer's flush sending its last batch right behind a
+	// full one) lets the partition's fsync wait for that request's append, so
+	// that both are acknowledged by one fsync instead of two in sequence.
+	var followed func() bool
+	if acks == -1 {
+		followed = r.Queued
+	}
 	waits := 0
 	for i := range targets {
 		t := &targets[i]
 		sp, err := t.sp, t.err
 		if err == nil {
 			var res replica.AppendResult
-			if t.verified {
-				res, err = t.p.AppendVerified(t.records, acks, t.guard)
-			} else {
-				res, err = t.p.Append(t.records, acks)
-			}
+			res, err = t.p.AppendWith(t.records, acks, replica.AppendOpts{Verify: t.verified, Guard: t.guard, Followed: followed})
 			if err == nil {
 				h.cfg.Observer.Produced(t.topic, t.p.Index, int64(len(t.records)), res.LastOffset-res.BaseOffset+1)
 				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
@@ -187,7 +191,7 @@ type produceTarget struct {
 	topic    string
 	records  []byte
 	err      error
-	verified bool                      // append with AppendVerified and guard
+	verified bool                      // append with AppendOpts.Verify and guard
 	guard    replica.VerificationGuard // 0: none was needed
 	waitFor  int64                     // acks=all: the high-water mark the appended batch needs (0: no wait)
 }
@@ -277,7 +281,7 @@ func (h *Handlers) joinProduceTxn(ctx context.Context, id string, ts []produceTa
 // older) that would open their producer's transaction on their partition with
 // the coordinator before they are appended (KIP-890 part 1,
 // replica/verify.go), in one VerifyOnly request for all of them. Every
-// transactional batch is appended with AppendVerified: a batch whose
+// transactional batch is appended with AppendOpts.Verify: a batch whose
 // transaction is open on its partition already needs no question (guard 0;
 // the append still refuses it if a marker ended that transaction meanwhile).
 // A partition the coordinator refuses forgets its guard, so a refused

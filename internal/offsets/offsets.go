@@ -87,15 +87,21 @@ func (s *Store) Append(ctx context.Context, partition int32, records []group.Rec
 
 // AppendUnacked appends records like Append but returns once they are in the
 // leader's log, without waiting for them to be committed: they are committed
-// with, or before, whatever is appended after them.
+// with, or before, whatever is appended after them. They do not start an fsync
+// of their own: the next one of the partition covers them, at the latest
+// unackedFlushWithin after the append (storage.AppendHints.FlushWithin).
 func (s *Store) AppendUnacked(ctx context.Context, partition int32, records []group.Record) error {
-	_, _, err := s.appendLocal(partition, records, batch.BuildOptions{}, false, 0)
+	_, _, err := s.appendLocal(partition, records, batch.BuildOptions{}, replica.AppendOpts{FlushWithin: unackedFlushWithin})
 	return err
 }
 
+// unackedFlushWithin bounds how long AppendUnacked's records wait for an fsync
+// of the partition that others' appends start.
+const unackedFlushWithin = 100 * time.Millisecond
+
 func (s *Store) append(ctx context.Context, partition int32, records []group.Record, opts batch.BuildOptions) error {
 	guard, verified := replica.VerificationGuardFrom(ctx)
-	p, res, err := s.appendLocal(partition, records, opts, verified, guard)
+	p, res, err := s.appendLocal(partition, records, opts, replica.AppendOpts{Verify: verified, Guard: guard})
 	if err != nil {
 		return err
 	}
@@ -112,8 +118,9 @@ func (s *Store) append(ctx context.Context, partition int32, records []group.Rec
 
 // appendLocal appends records to the leader's log as one batch; a
 // transactional batch that was verified (a TxnOffsetCommit of an older
-// client, see replica.WithVerificationGuard) is appended with its guard.
-func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.BuildOptions, verified bool, guard replica.VerificationGuard) (*replica.Partition, replica.AppendResult, error) {
+// client, see replica.WithVerificationGuard) is appended with its guard
+// (ao.Verify, ao.Guard); ao.FlushWithin applies to the others.
+func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.BuildOptions, ao replica.AppendOpts) (*replica.Partition, replica.AppendResult, error) {
 	var res replica.AppendResult
 	p, err := s.replicas.Partition(s.topic, partition)
 	if err != nil || !p.IsLeader() {
@@ -129,12 +136,12 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 		return nil, res, err
 	}
 	switch {
-	case opts.Transactional && verified:
-		res, err = p.AppendAsCoordinatorVerified(b, guard)
+	case opts.Transactional && ao.Verify:
+		res, err = p.AppendAsCoordinatorVerified(b, ao.Guard)
 	case opts.Transactional:
 		res, err = p.AppendAsCoordinator(b)
 	default:
-		res, err = p.Append(b, -1)
+		res, err = p.AppendWith(b, -1, replica.AppendOpts{FlushWithin: ao.FlushWithin})
 	}
 	switch {
 	case errors.Is(err, replica.ErrRecordTooLarge):

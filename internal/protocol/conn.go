@@ -224,6 +224,7 @@ func (c *conn) runReader() {
 		r.Received = received
 		r.reserved = reserved
 		r.frame = pooled
+		r.queue = c.reqs
 		r.preAuth = c.srv.SASL != nil && !c.authed.Load()
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)

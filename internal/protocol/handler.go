@@ -29,7 +29,14 @@ type Request struct {
 	// frame, for a key in Server.ReuseFrameKeys, is the pooled buffer the frame
 	// was read into; it goes back to its pool once the request is done.
 	frame *[]byte
+	// queue is the connection's queue of requests read and not yet handled.
+	queue chan *Request
 }
+
+// Queued tells whether, at the moment of the call, another request of the
+// connection has been read and waits to be handled behind r (a client
+// pipelining its requests).
+func (r *Request) Queued() bool { return r.queue != nil && len(r.queue) > 0 }
 
 // Response is what a Handler returns: exactly one of Msg, Body, None or Wait.
 type Response struct {

@@ -491,6 +491,31 @@ func TestPipelinedOrderWithNoneResponses(t *testing.T) {
 	c.read(metadataRequest(), 12, 1000)
 }
 
+// TestRequestQueued: Request.Queued tells a handler whether the client's next
+// request is read already and waits behind the one it serves (a pipelining
+// producer, whose appends may then share an fsync), and not when none is.
+func TestRequestQueued(t *testing.T) {
+	queued := make(chan bool, 2)
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		if r.CorrelationID == 0 {
+			// Sent in one write with the next one: the reader queues that one
+			// while this one is served.
+			queued <- wait.Until(time.Now().Add(testTimeout), r.Queued)
+		} else {
+			queued <- r.Queued()
+		}
+		return echoHandler(ctx, c, r)
+	}))
+	c := dial(t, ts.addr)
+	c.write(append(frameOf(produceRequest(-1), 9, 0, nil), frameOf(produceRequest(-1), 9, 1, nil)...))
+	for i := range int32(2) {
+		c.read(produceRequest(-1), 9, i)
+	}
+	if first, second := <-queued, <-queued; !first || second {
+		t.Fatalf("Queued: %t with a request read behind it, %t with none; want true, false", first, second)
+	}
+}
+
 func TestBackpressureBoundsReadAhead(t *testing.T) {
 	const maxInFlight, n = 2, 10
 	gate := make(chan struct{})

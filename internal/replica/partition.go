@@ -421,12 +421,28 @@ type AppendResult struct {
 // batch of an idempotent producer is not appended again: its original offsets are
 // returned. For acks=all the caller then waits with WaitHighWatermark(LastOffset+1).
 func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
-	return p.append(records, acks, false, 0)
+	return p.AppendWith(records, acks, AppendOpts{})
 }
 
-// append is Append, checking a transactional batch's verification guard when
-// verify is set (AppendVerified).
-func (p *Partition) append(records []byte, acks int16, verify bool, guard VerificationGuard) (AppendResult, error) {
+// AppendOpts are the choices of AppendWith.
+type AppendOpts struct {
+	// Verify checks a transactional batch's verification guard, Guard
+	// (the Produce of a transactional producer of transaction version 1).
+	Verify bool
+	Guard  VerificationGuard
+	// Followed, asked just before the batch is written, tells whether
+	// another append is on its way right behind it (the producer's next
+	// request is read already): the log's fsync may then wait for that one
+	// too (storage.AppendHints). nil: no.
+	Followed func() bool
+	// FlushWithin, when positive, lets the batch wait for the fsync of a
+	// later append, at most this long, instead of waking the flusher (for
+	// records nobody waits to be committed; storage.AppendHints).
+	FlushWithin time.Duration
+}
+
+// AppendWith is Append with opts.
+func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (AppendResult, error) {
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
@@ -467,18 +483,18 @@ func (p *Partition) append(records []byte, acks int16, verify bool, guard Verifi
 		return AppendResult{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
 	}
 	return p.afterMarker(first, func() (AppendResult, error) {
-		return p.appendLocked(records, first, verify, guard)
+		return p.appendLocked(records, first, opts)
 	})
 }
 
-func (p *Partition) appendLocked(records []byte, first batch.Header, verify bool, guard VerificationGuard) (AppendResult, error) {
+func (p *Partition) appendLocked(records []byte, first batch.Header, opts AppendOpts) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
-	if verify {
-		if err := p.checkVerificationLocked(first, guard); err != nil {
+	if opts.Verify {
+		if err := p.checkVerificationLocked(first, opts.Guard); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -502,7 +518,8 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, verify bool
 	}
 	// Append validated records (CRCs included); the log checks them again
 	// without the CRCs.
-	info, err := p.log.AppendValidated(records, p.leaderEpoch.Load())
+	hints := storage.AppendHints{Followed: opts.Followed != nil && opts.Followed(), FlushWithin: opts.FlushWithin}
+	info, err := p.log.AppendValidated(records, p.leaderEpoch.Load(), hints)
 	if err != nil {
 		return AppendResult{}, err
 	}

@@ -20,8 +20,9 @@ import (
 //     (no check needed). A second call for the same id and epoch while the
 //     first is outstanding returns the same guard (the cached verification).
 //  2. The caller asks the coordinator (AddPartitionsToTxn VerifyOnly).
-//  3. AppendVerified appends the batch with the guard. A transactional batch
-//     that would open a transaction is refused with ErrInvalidTxnState unless
+//  3. AppendWith (AppendOpts.Verify) appends the batch with the guard. A
+//     transactional batch that would open a transaction is refused with
+//     ErrInvalidTxnState unless
 //     the guard is still the producer's: a marker of the producer appended
 //     meanwhile (its transaction ended) or a change of leadership clears it.
 //     The append that opens the transaction consumes the guard.
@@ -62,12 +63,6 @@ func (p *Partition) StartTxnVerification(pid int64, epoch int16) VerificationGua
 	return p.lastGuard
 }
 
-// AppendVerified is Append for a produce whose transactional batch was
-// verified with guard (0: none was needed when it started).
-func (p *Partition) AppendVerified(records []byte, acks int16, guard VerificationGuard) (AppendResult, error) {
-	return p.append(records, acks, true, guard)
-}
-
 // checkVerificationLocked refuses a transactional batch that would open a
 // transaction without a valid guard. appendMu must be held.
 func (p *Partition) checkVerificationLocked(first batch.Header, guard VerificationGuard) error {
@@ -102,7 +97,7 @@ func (p *Partition) CancelTxnVerification(pid int64, guard VerificationGuard) {
 
 // AppendAsCoordinatorVerified is AppendAsCoordinator for a transactional
 // batch verified with guard (0: none was needed when it started), refused as
-// AppendVerified refuses it.
+// AppendWith with AppendOpts.Verify refuses it.
 func (p *Partition) AppendAsCoordinatorVerified(records []byte, guard VerificationGuard) (AppendResult, error) {
 	first, err := batch.ParseHeader(records)
 	if err != nil {

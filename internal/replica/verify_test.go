@@ -18,7 +18,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 	t.Cleanup(func() { p.close() })
 	const pid = 7
 
-	if _, err := p.AppendVerified(txnBatch(t, pid, 0, 1, true), 1, 0); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := p.AppendWith(txnBatch(t, pid, 0, 1, true), 1, AppendOpts{Verify: true, Guard: 0}); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("unverified batch opening a transaction: %v, want ErrInvalidTxnState", err)
 	}
 	g := p.StartTxnVerification(pid, 0)
@@ -28,7 +28,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 	if again := p.StartTxnVerification(pid, 0); again != g {
 		t.Fatalf("second verification of the same producer and epoch got guard %d, want the cached %d", again, g)
 	}
-	if _, err := p.AppendVerified(txnBatch(t, pid, 0, 1, true), 1, g+1); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := p.AppendWith(txnBatch(t, pid, 0, 1, true), 1, AppendOpts{Verify: true, Guard: g + 1}); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("batch with another guard: %v, want ErrInvalidTxnState", err)
 	}
 	mustAppendVerified(t, p, txnBatch(t, pid, 0, 1, true), g) // 0: opens the transaction
@@ -36,7 +36,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 		t.Fatalf("guard %d for a producer whose transaction is open here, want none", got)
 	}
 	mustAppendVerified(t, p, txnBatch(t, pid, 1, 1, true), 0) // 1: inside it
-	if _, err := p.AppendVerified(txnBatch(t, pid, 2, 1, false), 1, 0); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := p.AppendWith(txnBatch(t, pid, 2, 1, false), 1, AppendOpts{Verify: true, Guard: 0}); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("non-transactional batch inside the transaction: %v", err)
 	}
 	mustMarker(t, p, pid, false) // 2: abort
@@ -46,7 +46,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 	mustAppend(t, p, txnBatch(t, 8, 0, 1, true)) // 3: another producer meanwhile
 	mustMarker(t, p, pid, false)                 // 4: a marker of pid again (a retried abort)
 	end := p.LogEndOffset()
-	if _, err := p.AppendVerified(txnBatch(t, pid, 2, 1, true), 1, g); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := p.AppendWith(txnBatch(t, pid, 2, 1, true), 1, AppendOpts{Verify: true, Guard: g}); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("batch verified before its transaction's marker: %v, want ErrInvalidTxnState", err)
 	}
 	if p.LogEndOffset() != end || p.InTxnAt(pid, 0) {
@@ -56,7 +56,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 	// A refused verification is forgotten; a newer epoch replaces the older one.
 	g = p.StartTxnVerification(pid, 0)
 	p.CancelTxnVerification(pid, g)
-	if _, err := p.AppendVerified(txnBatch(t, pid, 2, 1, true), 1, g); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := p.AppendWith(txnBatch(t, pid, 2, 1, true), 1, AppendOpts{Verify: true, Guard: g}); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("batch with a cancelled guard: %v, want ErrInvalidTxnState", err)
 	}
 	old := p.StartTxnVerification(pid, 0)
@@ -76,7 +76,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 
 func mustAppendVerified(t *testing.T, p *Partition, b []byte, g VerificationGuard) {
 	t.Helper()
-	if _, err := p.AppendVerified(b, 1, g); err != nil {
+	if _, err := p.AppendWith(b, 1, AppendOpts{Verify: true, Guard: g}); err != nil {
 		t.Fatal(err)
 	}
 }

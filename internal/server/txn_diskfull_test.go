@@ -76,12 +76,7 @@ func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit, p
 	cfg.TransactionStatePartitions = 1
 	start := func(fsys vfs.FS) (*Node, *kgo.Client) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		n, err := Start(sctx, cfg, testLogger(), fsys)
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := startOn(t, cfg, fsys)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.RequestRetries(0))
 		if err != nil {
 			n.Close()
@@ -204,7 +199,14 @@ func testTxnDiskFull(t *testing.T, topic, id string, disk *fullDisk, atCommit, p
 			t.Fatalf("read_committed saw %v: %q was never committed", got, v)
 		}
 	}
-	adm := kadm.NewClient(cl)
+	waitNoOpenTxn(t, cl, topic)
+}
+
+// waitNoOpenTxn waits until partition 0 of topic has no transaction left open:
+// its last stable offset at its high-water mark.
+func waitNoOpenTxn(t *testing.T, cl *kgo.Client, topic string) {
+	t.Helper()
+	ctx, adm := context.Background(), kadm.NewClient(cl)
 	wait.For(t, "no transaction left open", func() bool {
 		hwm, err1 := adm.ListEndOffsets(ctx, topic)
 		lso, err2 := adm.ListCommittedOffsets(ctx, topic)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/bench"
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/txn"
 	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/internal/wait"
@@ -39,14 +40,22 @@ type syncSpan struct {
 func startTracedNode(tb testing.TB) (*Node, *syncTraceFS) {
 	tb.Helper()
 	tfs := &syncTraceFS{FS: vfs.Default}
+	n := startOn(tb, nodeConfig(tb.TempDir()), tfs)
+	tb.Cleanup(func() { n.Close() })
+	return n, tfs
+}
+
+// startOn starts a node with cfg on fsys; the caller closes it (a test that
+// restarts a node closes it midway).
+func startOn(tb testing.TB, cfg config.Config, fsys vfs.FS) *Node {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := Start(ctx, nodeConfig(tb.TempDir()), testLogger(), tfs)
+	n, err := Start(ctx, cfg, testLogger(), fsys)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { n.Close() })
-	return n, tfs
+	return n
 }
 
 func (t *syncTraceFS) wrap(f vfs.File, err error) (vfs.File, error) {
@@ -122,7 +131,9 @@ type txnTimeline struct {
 // markers, then its Ongoing state, then the batch), the rest of the data
 // (flush-ms) and EndTxn (end-ms: the PrepareCommit state); the fsyncs of
 // __transaction_state (state-syncs/txn) and of the data partition
-// (data-syncs/txn) with their mean duration (state-sync-ms, data-sync-ms). With
+// (data-syncs/txn) with their mean duration (state-sync-ms, data-sync-ms), and
+// the fsyncs in sequence from one transaction's end to the next one's first ack
+// (seq-syncs/txn) and to its end (cycle-seq-syncs/txn). With
 // -v it logs the timeline of one transaction: every fsync against the client's
 // steps, in ms from its begin. The client runs with 16 KiB batches and a 1 ms
 // linger (client=small), or as bench/compare's transactional rows do, with
@@ -226,13 +237,16 @@ func benchmarkTransactionTrace(b *testing.B, records int, opts []kgo.Opt) {
 	b.ReportMetric(mean(dataD, dataN), "data-sync-ms")
 	b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
 	// The fsyncs in sequence from a transaction's end to the next one's
-	// first ack (TestTransactionFsyncs).
+	// first ack (TestTransactionFsyncs), and over the whole of the next one,
+	// to its end: its data's, PrepareCommit's, and whatever else held them.
 	if len(tls) >= 2 {
-		seq := 0
+		seq, cycle := 0, 0
 		for i := 0; i+1 < len(tls); i++ {
 			seq += fsyncsInSequence(syncs, tls[i].ended, tls[i+1].firstAck, txn.StateTopic, "bench-")
+			cycle += fsyncsInSequence(syncs, tls[i].ended, tls[i+1].ended, txn.StateTopic, "bench-")
 		}
 		b.ReportMetric(float64(seq)/float64(len(tls)-1), "seq-syncs/txn")
+		b.ReportMetric(float64(cycle)/float64(len(tls)-1), "cycle-seq-syncs/txn")
 	}
 	if len(tls) >= 3 {
 		logTimeline(b, tls[len(tls)/2], tls[len(tls)/2+1].begin, syncs)
@@ -284,7 +298,10 @@ func logTimeline(b *testing.B, tl txnTimeline, next time.Time, syncs []syncSpan)
 // marker came first) and PrepareCommit; the data log gets the record and the
 // marker. Each batch that is waited for costs one fsync in sequence (fsyncs can
 // only merge batches). The completed state used to be a batch of its own, three
-// in all: the bound below fails unless most transactions share it.
+// in all: the bound below fails unless most transactions share it. The
+// Ongoing state, written unacked (pre-added partitions), starts no fsync of its
+// own: PrepareCommit's covers it, one state fsync per transaction where there
+// were two.
 //
 // It also counts the requests the broker's listener served per transaction
 // (/metrics): the client's Produce and EndTxn, one each, and nothing else. The
@@ -393,8 +410,12 @@ func TestTransactionFsyncs(t *testing.T) {
 		inSequence += fsyncsInSequence(spans, ended[i], acked[i+1], txn.StateTopic, "fsyncs-")
 	}
 	t.Logf("fsyncs in sequence from a transaction's end to the next one's first ack: %.2f", float64(inSequence)/float64(len(acked)-1))
-	if stateWrites > 2*txns+txns/4 || stateSyncs > stateWrites+1 {
-		t.Fatalf("__transaction_state: %d batches and %d fsyncs for %d transactions, want about 2 each", stateWrites, stateSyncs, txns)
+	// A state written unacked waits for the next fsync at most 100 ms
+	// (offsets.Store.AppendUnacked), and some still get one of their own
+	// (1.20 per transaction measured, not explained yet): allow half of them
+	// one, on a loaded machine; two per transaction, as before, fail.
+	if stateWrites > 2*txns+txns/4 || stateSyncs > txns+txns/2+1 {
+		t.Fatalf("__transaction_state: %d batches and %d fsyncs for %d transactions, want about 2 and 1 each", stateWrites, stateSyncs, txns)
 	}
 	if dataWrites < 2*txns || dataSyncs > dataWrites {
 		t.Fatalf("data partition: %d batches and %d fsyncs for %d transactions, want 2 batches (record, marker) each", dataWrites, dataSyncs, txns)

@@ -31,6 +31,17 @@ import "time"
 // gathers the flusher does not take kicks: the append that reaches the target
 // wakes it once (gatherTarget, gathered), so the appends before it cost no
 // goroutine wake-up each.
+//
+// Hints (AppendHints). Gathering learns from the last fsync; a producer that
+// pipelines requests tells more: when its next request is already read as one
+// is appended (Followed), the fsync that would cover that append alone waits
+// for the next one too (in the same wait as gathering, with its bound),
+// instead of starting at once and leaving the next append to a second fsync
+// in sequence. A transactional producer's flush is the case: franz-go sends a
+// 1,000-record transaction of 1 KiB records as a full 1 MB batch and, at the
+// flush, the tail right behind it; the transaction's end waits for both. And
+// an append nobody waits for (FlushWithin) wakes no flusher: a later append's
+// fsync covers it, or one started by a timer at its bound.
 
 // maxGather bounds the gathering wait whatever the disk's latency.
 const maxGather = 2 * time.Millisecond
@@ -82,11 +93,37 @@ func (l *Log) idleExit() bool {
 	return true
 }
 
+// AppendHints tell a group-commit log's flusher about one append
+// (AppendValidated); they change when its fsync runs, never what an fsync
+// makes durable.
+type AppendHints struct {
+	// Followed: another append comes right behind this one (a pipelining
+	// producer's next request is read already). The fsync that would cover
+	// this append alone may wait for that one too, no longer than a
+	// gathering waits (half the last fsync, at most maxGather), so that both
+	// share it.
+	Followed bool
+	// FlushWithin, when positive: the append does not wake the flusher; the
+	// fsync of a later append covers it, or one at the latest this long
+	// after it. For records a crash may lose without harm, which nobody
+	// waits for (a transaction coordinator's states that an earlier
+	// committed state stands for), so that they cost no fsync of their own.
+	FlushWithin time.Duration
+}
+
 // afterAppend tells the flusher about records just appended.
-func (l *Log) afterAppend(records int64) {
+func (l *Log) afterAppend(records int64, hints AppendHints) {
+	if hints.FlushWithin > 0 {
+		// Read apart from the count by flush: a race may miscount one, which
+		// only shifts a gathering, a heuristic.
+		l.deferredAppends.Add(1)
+	}
 	n := l.appends.Add(1)
 	p := l.conf().Flush
 	if p.Mode == GroupCommit {
+		if hints.Followed {
+			l.expectTarget.Store(n + 1)
+		}
 		// The append that reaches a gathering flusher's target ends its wait. The
 		// flusher stores the target before it reads the count, and this append
 		// counts before it reads the target, so one of the two sees the other.
@@ -95,6 +132,10 @@ func (l *Log) afterAppend(records int64) {
 			case l.gathered <- struct{}{}:
 			default:
 			}
+		}
+		if hints.FlushWithin > 0 {
+			time.AfterFunc(hints.FlushWithin, l.kickFlusher)
+			return
 		}
 		l.kickFlusher()
 		return
@@ -154,18 +195,33 @@ func (l *Log) runFlusher() {
 			return
 		}
 		timer.Stop()
-		if r := l.lastFlush; l.conf().Flush.Mode == GroupCommit && r.covered > 1 {
-			if !l.gatherAppends(timer, r.appendsAtWake+r.covered, min(r.took/2, maxGather)) {
+		if r := l.lastFlush; l.conf().Flush.Mode == GroupCommit {
+			// One wait, for the expected append (AppendHints.Followed) or as
+			// many as the last fsync covered, whichever is further.
+			target := l.expectTarget.Swap(0)
+			if target <= l.appends.Load() {
+				target = 0
+			}
+			if r.covered > 1 {
+				target = max(target, r.appendsAtWake+r.covered)
+			}
+			if target > 0 && !l.gatherAppends(timer, target, min(r.took/2, maxGather)) {
 				return
 			}
 		}
-		l.lastFlush = l.flush()
+		// A kick whose appends an earlier fsync covered (a deferred append's,
+		// AppendHints.FlushWithin) syncs nothing: the gathering keeps the
+		// last real fsync.
+		if r := l.flush(); r.synced {
+			l.lastFlush = r
+		}
 	}
 }
 
 // flushResult is what one fsync did, for gathering before the next.
 type flushResult struct {
-	covered       int64 // appends the fsync made durable
+	synced        bool  // an fsync ran
+	covered       int64 // appends the fsync made durable, deferred ones not counted
 	appendsAtWake int64 // the append count just before the fsync's waiters woke
 	took          time.Duration
 }
@@ -220,6 +276,7 @@ func (l *Log) flush() flushResult {
 		return flushResult{}
 	}
 	s, end, size, gen := l.active(), l.mu.leo.Load(), l.active().size, l.mu.truncGen
+	deferred := l.deferredAppends.Load()
 	appends := l.appends.Load()
 	s.acquire()
 	defer s.release()
@@ -227,7 +284,7 @@ func (l *Log) flush() flushResult {
 
 	l.unflushedRecords.Store(0)
 	took, err := l.timedSync(s)
-	r := flushResult{took: took}
+	r := flushResult{synced: true, took: took}
 	if err != nil {
 		l.fail(err)
 		return r
@@ -250,8 +307,10 @@ func (l *Log) flush() flushResult {
 	if fn := l.listener.Load(); advanced && fn != nil {
 		(*fn)(end)
 	}
-	r.covered = appends - l.flushedAppends
-	l.flushedAppends = appends
+	// Deferred appends are not counted: the gathering before the next fsync
+	// waits for appends that someone waits for.
+	r.covered = max(0, appends-l.flushedAppends-(deferred-l.flushedDeferred))
+	l.flushedAppends, l.flushedDeferred = appends, deferred
 	l.dropCache(s, size)
 	return r
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
@@ -245,4 +246,98 @@ func TestGatherWakesFlusherOnce(t *testing.T) {
 	if early > gathers/4 {
 		t.Fatalf("%d early wake-ups in %d gathers: the flusher was woken before its target", early, gathers)
 	}
+}
+
+// TestAppendHints: an append hinted as followed shares its fsync with the
+// append right behind it (a pipelining producer's next request), where the
+// second append used to land while the first one's fsync ran and wait for a
+// second fsync in sequence; with no append behind it, the first is made
+// durable after the bounded wait all the same. An append hinted to flush
+// within a bound starts no fsync: the next append's covers it, or one at its
+// bound. What was waited for survives a power cut. In a synctest bubble, so
+// the 2 ms fsyncs and the bounds are fake time and the order of the appends
+// against the flusher is fixed.
+func TestAppendHints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const syncTook = 2 * time.Millisecond
+		mem := vfs.NewMem()
+		l := openLog(t, vfs.NewErrorFS(mem, slowSync{syncTook}), Config{})
+		ctx := context.Background()
+		appendWith := func(hints AppendHints) int64 {
+			t.Helper()
+			// mkBatch's batches are valid: no need to check their CRCs.
+			info, err := l.AppendValidated(mkBatch(1, 100, 0), 0, hints)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return info.LastOffset
+		}
+		appendOne := func() int64 { return appendWith(AppendHints{}) }
+		durable := func(offset int64) {
+			t.Helper()
+			if err := l.WaitDurable(ctx, offset); err != nil {
+				t.Fatal(err)
+			}
+		}
+		durable(appendOne()) // one fsync: the bound of the next gathering
+
+		for _, tc := range []struct {
+			name   string
+			expect bool
+			behind bool // a second append follows once the flusher is blocked
+			syncs  int64
+		}{
+			// Each case follows an fsync that covered one append, so the
+			// gathering after an fsync of several (TestGatherWakesFlusherOnce)
+			// plays no part.
+			{"followed, not expected", false, true, 2},
+			{"expected, nothing behind", true, false, 1},
+			{"expected and followed", true, true, 1},
+		} {
+			syncs := l.Stats().Syncs
+			start := time.Now()
+			last := appendWith(AppendHints{Followed: tc.expect})
+			synctest.Wait() // the flusher is in its fsync or gathering
+			if tc.behind {
+				last = appendOne()
+			}
+			durable(last)
+			if got := l.Stats().Syncs - syncs; got != tc.syncs {
+				t.Errorf("%s: %d fsyncs, want %d", tc.name, got, tc.syncs)
+			}
+			// At worst the gathering's bound, then the fsync (or two fsyncs in
+			// sequence).
+			if took := time.Since(start); took > 2*syncTook+maxGather {
+				t.Errorf("%s: durable after %v", tc.name, took)
+			}
+		}
+
+		// A deferred append wakes no flusher: its fsync comes at its bound, or
+		// with the next append's.
+		const within = 10 * time.Millisecond
+		syncs := l.Stats().Syncs
+		start := time.Now()
+		last := appendWith(AppendHints{FlushWithin: within})
+		synctest.Wait()
+		if got := l.Stats().Syncs - syncs; got != 0 {
+			t.Errorf("a deferred append started %d fsyncs", got)
+		}
+		durable(last)
+		if took := time.Since(start); took < within || took > within+maxGather+syncTook {
+			t.Errorf("a deferred append alone was durable after %v, want its bound %v and one fsync", took, within)
+		}
+		syncs, start = l.Stats().Syncs, time.Now()
+		appendWith(AppendHints{FlushWithin: within})
+		last = appendOne()
+		durable(last)
+		if got, took := l.Stats().Syncs-syncs, time.Since(start); got != 1 || took >= within {
+			t.Errorf("a deferred append and the next: %d fsyncs, durable after %v; want 1, before %v", got, took, within)
+		}
+
+		want := l.LogEndOffset()
+		reopened := openLog(t, mem.CrashClone(), Config{})
+		if got := reopened.LogEndOffset(); got != want {
+			t.Fatalf("after a power cut the log ends at %d, want %d: an acknowledged append was lost", got, want)
+		}
+	})
 }

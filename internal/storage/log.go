@@ -89,6 +89,9 @@ type Log struct {
 	// (capacity 1). See flush.go.
 	gatherTarget atomic.Int64
 	gathered     chan struct{}
+	// expectTarget is the append count the flusher's next fsync may wait for
+	// (0: none), set by an append with AppendHints.Followed. See flush.go.
+	expectTarget atomic.Int64
 	stop         chan struct{}
 	// flushMu orders starting the flusher against its exit (flush.go).
 	flushMu struct {
@@ -107,10 +110,14 @@ type Log struct {
 		seg *segment
 	}
 	appends atomic.Int64 // Append calls so far, for the flusher's gathering
+	// deferredAppends counts those of them with AppendHints.FlushWithin:
+	// nobody waits for them, so gathering does not wait for their like.
+	deferredAppends atomic.Int64
 	// The flusher's own (one runs at a time; each start happens after the
-	// previous one's exit under flushMu): appends covered by the last fsync,
-	// and what that fsync did, for gathering.
+	// previous one's exit under flushMu): appends and deferred appends covered
+	// by the last fsync, and what that fsync did, for gathering.
 	flushedAppends  int64
+	flushedDeferred int64
 	lastFlush       flushResult
 	listener        atomic.Pointer[func(int64)]
 	failureListener atomic.Pointer[func(error)]
@@ -199,15 +206,16 @@ func (l *Log) Dir() string { return l.dir }
 // WaitDurable for that. A validation error leaves the log unchanged and is one of
 // the batch package's errors. Append does not allocate.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.append(batches, leaderEpoch, true, false)
+	return l.append(batches, leaderEpoch, true, false, AppendHints{})
 }
 
 // AppendValidated is Append for batches the caller has already walked with
 // batch.NewIter to the end without error (a partition leader checks a produced
 // batch's producer and size rules first): it makes every check but the CRCs
 // again (batch.NewValidatedIter), so each produced byte is checksummed once.
-func (l *Log) AppendValidated(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.append(batches, leaderEpoch, true, true)
+// hints tell the flusher when to fsync the append (AppendHints).
+func (l *Log) AppendValidated(batches []byte, leaderEpoch int32, hints AppendHints) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, true, true, hints)
 }
 
 // AppendAsFollower appends batches that already carry offsets and leader epochs
@@ -217,10 +225,10 @@ func (l *Log) AppendValidated(batches []byte, leaderEpoch int32) (AppendInfo, er
 // after the previous one's end, or ErrUnexpectedOffset. Forward gaps are kept, as
 // Kafka keeps them: they are offsets the leader's compaction removed.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
-	return l.append(batches, -1, false, false)
+	return l.append(batches, -1, false, false, AppendHints{})
 }
 
-func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (AppendInfo, error) {
+func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool, hints AppendHints) (AppendInfo, error) {
 	info := AppendInfo{LogAppendTime: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1}
 	// Validate everything before touching the log (CRCs are the costly part).
 	var firstBase, nextBase, span int64
@@ -321,7 +329,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool) (App
 	l.stats.appendedBatches.Add(int64(info.Batches))
 	l.stats.appendedRecords.Add(info.Records)
 	l.stats.appendedBytes.Add(int64(len(b)))
-	l.afterAppend(info.Records)
+	l.afterAppend(info.Records, hints)
 	return info, nil
 }
 

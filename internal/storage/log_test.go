@@ -123,13 +123,13 @@ func TestAppendValidated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := checked.AppendValidated(bytes.Clone(x), 1)
+		got, err := checked.AppendValidated(bytes.Clone(x), 1, AppendHints{})
 		if err != nil || got != want {
 			t.Fatalf("AppendValidated = %+v, %v; Append gave %+v", got, err, want)
 		}
 	}
 	sameBatches(t, readAll(t, checked), readAll(t, plain))
-	if _, err := checked.AppendValidated(a[:len(a)-1], 1); !errors.Is(err, batch.ErrTruncated) {
+	if _, err := checked.AppendValidated(a[:len(a)-1], 1, AppendHints{}); !errors.Is(err, batch.ErrTruncated) {
 		t.Fatalf("truncated batch: %v", err)
 	}
 	if checked.LogEndOffset() != 5 {

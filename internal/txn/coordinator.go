@@ -34,7 +34,8 @@ var (
 // offsets.Store for the topic. Append returns once they are committed
 // (acks=all: replicated and, with the group-commit flush policy, fsynced).
 // AppendUnacked returns once they are in the leader's log, in order with every
-// other append, without waiting for them to be committed.
+// other append, without waiting for them to be committed; they need start no
+// fsync of their own (a later append's covers them).
 type Store interface {
 	Append(ctx context.Context, partition int32, records []group.Record) error
 	AppendUnacked(ctx context.Context, partition int32, records []group.Record) error

@@ -31,7 +31,8 @@
 //     transaction's partitions as pre-added to the producer's next
 //     transaction (Meta.Preadded). The next transaction's first add, when
 //     all of its partitions are pre-added, writes its Ongoing state without
-//     waiting for its commit (AppendUnacked), so the producer's first batch
+//     waiting for its commit (AppendUnacked, which starts no fsync of its
+//     own: the next Prepare state's covers it), so the producer's first batch
 //     is appended at once. A coordinator that loads such a Prepare state
 //     completes it and then resumes it: the id is Ongoing on the pre-added
 //     partitions, at the Prepare state's epoch (resumed).
