@@ -30,7 +30,7 @@ func TestShareMemberFollowsCoordinator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
+			t.Cleanup(c.Close)
 			addrs := c.ListenAddrs()
 
 			var mu sync.Mutex
@@ -77,17 +77,7 @@ func TestShareMemberFollowsCoordinator(t *testing.T) {
 				return resp, nil, true
 			})
 
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			m := newShareMember(instanceKey{"workers", "c1"}, "jobs", cl, func(int32) (int32, bool) { return 0, false },
-				func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
-			defer func() {
-				close(m.stop)
-				<-m.done
-			}()
+			runShareMember(t, addrs)
 			beatsAt := func(node int32) func() error {
 				return func() error {
 					mu.Lock()
@@ -119,7 +109,7 @@ func TestShareMemberRejoinsAForgottenGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	var mu sync.Mutex
 	known := false // whether the coordinator knows the group
 	joins, notFound := 0, 0
@@ -141,17 +131,7 @@ func TestShareMemberRejoinsAForgottenGroup(t *testing.T) {
 		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = kmsg.StringPtr(req.MemberID), 5, 20
 		return resp, nil, true
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	m := newShareMember(instanceKey{"workers", "c1"}, "jobs", cl, func(int32) (int32, bool) { return 0, false },
-		func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
-	defer func() {
-		close(m.stop)
-		<-m.done
-	}()
+	runShareMember(t, c.ListenAddrs())
 	joined := func(n int) func() error {
 		return func() error {
 			mu.Lock()
@@ -167,4 +147,22 @@ func TestShareMemberRejoinsAForgottenGroup(t *testing.T) {
 	known = false // the coordinator moved and forgot the group
 	mu.Unlock()
 	wait.Eventually(t, 10*time.Second, "a join after GROUP_ID_NOT_FOUND", joined(2))
+}
+
+// runShareMember starts the HTTP share member c1 of group workers on topic
+// jobs, with a client of addrs; both stop when the test ends (before a
+// cluster the test registered for cleanup earlier).
+func runShareMember(t *testing.T, addrs []string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newShareMember(instanceKey{"workers", "c1"}, "jobs", cl, func(int32) (int32, bool) { return 0, false },
+		func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
+	t.Cleanup(func() {
+		close(m.stop)
+		<-m.done
+		cl.Close()
+	})
 }
