@@ -30,6 +30,9 @@
 //	fault            cluster      how
 //	---------------  -----------  ----------------------------------------------------
 //	kill             processes    SIGKILL, restart after the hold (page cache kept)
+//	                 in-process   the node's power cut for the hold (its disk frozen,
+//	                              its links cut, then a restart on what it had
+//	                              fsynced): a crash that loses the page cache
 //	pause            processes    SIGSTOP for the hold, then SIGCONT
 //	rolling-restart  processes    SIGTERM each node in turn; restart; wait in sync
 //	partition        processes    netfault isolates the node (the broker-only one
@@ -169,7 +172,24 @@
 // taking the rejected ones and those that reach the delivery count limit.
 // After the plain drain the consumers run until every acknowledged record is
 // settled, the dead-letter topic is read whole, and history.CheckShare judges
-// the deliveries, acknowledgements and dead letters.
+// the deliveries, acknowledgements and dead letters. Two roles aim faults at
+// the share group's machinery: ShareCoordinator (the group's coordinator,
+// which keeps the membership in memory) and ShareState (the share coordinator
+// saving a partition's state, the leader of its __share_group_state
+// partition).
+//
+// TestShareScriptedFaults is the run meant for CI (campaign-only while the
+// count-back it finds is open): an in-process cluster and a fixed
+// script of faults instead of a seeded schedule (shareScript: a share
+// partition's leader killed, the group's coordinator killed, a share
+// coordinator's fsyncs failed and the node rebooted, a power loss of every
+// node), a bounded number of records (the producers stop after 300 each),
+// eight consumers taking five records a poll under a 3 s lock. The seeded
+// share runs of the campaign took minutes: the consumers acknowledge one
+// record per HTTP request, a replicated state write, and fell behind
+// producers that never stopped, and a member left on a killed node holds its
+// partitions until its session expires (45 s) unless another member shares
+// them.
 //
 // Replica agreement compares replicas from the highest local log start (a
 // tiered log deletes locally on each replica's own time) and, for a

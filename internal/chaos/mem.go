@@ -75,6 +75,7 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, sec *securi
 		cfg.GroupInitialDelay = 100 * time.Millisecond
 		cfg.OffsetsTopicPartition = 4
 		cfg.TransactionStatePartitions = 4
+		cfg.ShareStatePartitions = 4
 		if sec != nil {
 			sec.configure(&cfg)
 		}
@@ -273,6 +274,13 @@ func (c *memCluster) resolve(f Fault) (*memNode, string, error) {
 		}
 		return c.nodes[id-1], "transaction coordinator", nil
 	}
+	if f.Role == ShareCoordinator || f.Role == ShareState {
+		id, why, err := shareRoleNode(c.adm, c.topic, f)
+		if err != nil {
+			return nil, "", err
+		}
+		return c.nodes[id-1], why, nil
+	}
 	return c.nodes[f.Pick%len(c.nodes)], "picked", nil
 }
 
@@ -280,13 +288,21 @@ func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error
 	switch f.Kind {
 	case PowerLoss:
 		return c.powerLoss()
-	case DiskFull, FsyncFailure:
+	case DiskFull, FsyncFailure, Kill:
 	default:
 		return "", fmt.Errorf("an in-process cluster cannot inject %s", f.Kind)
 	}
 	nd, why, err := c.resolve(f)
 	if err != nil {
 		return "", err
+	}
+	if f.Kind == Kill {
+		// The node's power is cut for the hold: it stops at once, unheard,
+		// and restarts on what it had fsynced.
+		if err := c.powerCycle(nd, f.Hold); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("kill of node %d (%s, its unsynced writes lost) for %v", nd.cfg.NodeID, why, f.Hold.Round(time.Millisecond)), nil
 	}
 	if f.Kind == DiskFull {
 		nd.full.SetFree(0)
@@ -299,14 +315,7 @@ func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error
 	// Heal: the operator power-cycles the node. Only what it had fsynced
 	// survives (a failed fsync may have lost pages), so it restarts on a crash
 	// image.
-	c.powerOff(nd)
-	c.cuts++
-	nd.crash(vfs.WithTornWrites(c.seed + uint64(c.cuts)))
-	nd.abort()
-	c.cn.net.Heal(true)
-	nd.full.Disable()
-	nd.syncs.Disable()
-	if err := c.startAll([]*memNode{nd}); err != nil {
+	if err := c.powerCycle(nd, 0); err != nil {
 		return "", err
 	}
 	what := fmt.Sprintf("%s on node %d (%s) for %v, then a reboot", f.Kind, nd.cfg.NodeID, why, f.Hold.Round(time.Millisecond))
@@ -314,6 +323,20 @@ func (c *memCluster) inject(f Fault, _ func(time.Duration) error) (string, error
 		what += fmt.Sprintf(" (%d fsyncs failed)", failed)
 	}
 	return what, nil
+}
+
+// powerCycle cuts nd's power, keeps it off for off, and starts it again on
+// what it had fsynced (with a seeded torn tail), its disk faults cleared.
+func (c *memCluster) powerCycle(nd *memNode, off time.Duration) error {
+	c.powerOff(nd)
+	c.cuts++
+	nd.crash(vfs.WithTornWrites(c.seed + uint64(c.cuts)))
+	nd.abort()
+	time.Sleep(off)
+	c.cn.net.Heal(true)
+	nd.full.Disable()
+	nd.syncs.Disable()
+	return c.startAll([]*memNode{nd})
 }
 
 // powerOff stops nodes at one instant as far as the world can tell: their

@@ -81,6 +81,7 @@ func startProcessCluster(t *testing.T, nodes int, topic string, opts processOpti
 		"--group-initial-rebalance-delay", "100ms",
 		"--offsets-topic-partitions", "4",
 		"--transaction-state-partitions", "4",
+		"--share-state-partitions", "4",
 	}
 	if opts.tiered {
 		flags = append(flags,
@@ -174,6 +175,12 @@ func (c *processCluster) resolve(f Fault) (*testcluster.Node, string, error) {
 			return nil, "", err
 		}
 		return c.tc.Node(id), "transaction coordinator", nil
+	case ShareCoordinator, ShareState:
+		id, why, err := shareRoleNode(c.adm, c.topic, f)
+		if err != nil {
+			return nil, "", err
+		}
+		return c.tc.Node(id), why, nil
 	case Controller:
 		id, _, err := c.tc.ActiveController(ctx)
 		if err != nil || id < 1 {

@@ -92,8 +92,8 @@ func Details(runs []RunResult) string {
 			fmt.Fprintf(&b, "  sends not acknowledged: %d with %q\n", r.SendErrors[e], e)
 		}
 		if s := r.Share; s != nil {
-			fmt.Fprintf(&b, "  share group: %d records, %d deliveries (%d records more than once); %d accepted, %d accepted without an answer, %d dead-lettered (%d extra copies); acknowledgements %d unanswered, %d refused\n",
-				s.Records, s.Deliveries, s.Redelivered, s.Accepted, s.AcceptedUnanswered, s.DeadLetter, s.DeadLetterCopies, s.AcksUnknown, s.AcksFailed)
+			fmt.Fprintf(&b, "  share group: %d records, %d deliveries (%d records more than once); %d accepted, %d accepted without an answer, %d dead-lettered (%d at the delivery count limit, %d extra copies); acknowledgements %d unanswered, %d refused\n",
+				s.Records, s.Deliveries, s.Redelivered, s.Accepted, s.AcceptedUnanswered, s.DeadLetter, s.DeadLetterAtLimit, s.DeadLetterCopies, s.AcksUnknown, s.AcksFailed)
 		}
 		for _, f := range r.Findings {
 			fmt.Fprintf(&b, "  FINDING: %s\n", f)

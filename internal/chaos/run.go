@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,8 +63,13 @@ type runConfig struct {
 	// transactional run's coordinator).
 	roles []Role
 	// share adds the share-group workload (sharework.go) on the plain
-	// workload's topic.
-	share bool
+	// workload's topic; nil: none.
+	share *shareConfig
+	// script, when set, is the faults to inject, in order, instead of the
+	// seeded schedule's.
+	script []Fault
+	// sends bounds each plain producer's sends (0: no bound).
+	sends int
 }
 
 // RunResult is what one run injected and what the checks found.
@@ -109,6 +115,7 @@ const (
 func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResult {
 	t.Helper()
 	res := RunResult{Name: cfg.name, Seed: cfg.seed, Nodes: cfg.nodes, Faults: map[Kind]int{}}
+	lap := stopwatch(t)
 	adm := newAdmin(t, c.seeds())
 	if err := createTopic(adm, cfg.topic, cfg.partitions, 3, cfg.topicConfigs); err != nil {
 		t.Fatalf("creating %s: %v", cfg.topic, err)
@@ -118,21 +125,24 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	if err := healthy(healthyTimeout); err != nil {
 		t.Fatalf("before any fault: %v", err)
 	}
-	w, err := startWorkload(workloadConfig{seeds: c.workloadSeeds(), topic: cfg.topic, interval: cfg.interval, batchMaxBytes: cfg.batchMaxBytes}, rec, t.Logf)
+	w, err := startWorkload(workloadConfig{seeds: c.workloadSeeds(), topic: cfg.topic, interval: cfg.interval, sends: cfg.sends, batchMaxBytes: cfg.batchMaxBytes}, rec, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.close()
 	var sw *shareWorkload
-	if cfg.share {
-		if sw, err = startShareWorkload(adm, c.httpAddrs(), cfg.topic, t.Logf); err != nil {
+	if cfg.share != nil {
+		if sw, err = startShareWorkload(*cfg.share, adm, c.httpAddrs(), cfg.topic, t.Logf); err != nil {
 			t.Fatal(err)
 		}
 		defer sw.close()
 	}
+	lap("topic and workload started")
 	warmUp(t, c, func() int64 { return w.acked.Load() })
+	lap("warm-up")
 
 	ph := injectFaults(t, c, cfg, healthy, &res)
+	lap("faults")
 	if isTiered(cfg.topicConfigs) {
 		if err := waitTiered(c.seeds(), cfg.topic, cfg.partitions, tieredTimeout); err != nil {
 			res.Findings = append(res.Findings, err.Error())
@@ -158,6 +168,7 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 		t.Fatalf("final read: %v", err)
 	}
 	isr := settledISRs(t, ps, cfg, &res)
+	lap("plain drain and final read")
 	sends, polls := rec.Snapshot()
 	res.SendErrors = map[string]int{}
 	var acks []ack
@@ -172,13 +183,25 @@ func run(t *testing.T, c cluster, cfg runConfig, rec *history.Recorder) RunResul
 	res.history, res.Check = h, history.Check(h)
 	if sw != nil {
 		checkShare(c, sw, sends, &res)
+		lap("share drain and dead-letter read")
 	}
 	ph.summarize(&res, acks, cfg.partitions)
 
 	// Log agreement: every in-sync replica, read from its stopped node.
 	c.stopAll()
 	checkReplicas(c, &res, cfg.topic, cfg.partitions, isr, end, final, false)
+	lap("nodes stopped and replicas compared")
 	return res
+}
+
+// stopwatch returns a function that logs how long the step it names took
+// since the previous call: where a run's time goes.
+func stopwatch(t *testing.T) func(step string) {
+	last := time.Now()
+	return func(step string) {
+		t.Logf("run: %s took %.1fs", step, time.Since(last).Seconds())
+		last = time.Now()
+	}
 }
 
 // checkShare drains the share-group workload, reads the dead-letter topic and
@@ -256,14 +279,24 @@ type ack struct {
 }
 
 // injectFaults injects faults from cfg's schedule for cfg.faultTime (at most
-// cfg.maxFaults), waiting for a fully replicated cluster after each, then heals
-// everything. Faults and findings go into res.
+// cfg.maxFaults), or cfg.script's faults in order, waiting for a fully
+// replicated cluster after each, then heals everything. Faults and findings
+// go into res.
 func injectFaults(t *testing.T, c cluster, cfg runConfig, healthy func(time.Duration) error, res *RunResult) phase {
 	t.Helper()
-	sched := NewSchedule(cfg.seed, cfg.kinds, cfg.partitions).WithRoles(cfg.roles...)
+	next := NewSchedule(cfg.seed, cfg.kinds, cfg.partitions).WithRoles(cfg.roles...).Next
+	if cfg.script != nil {
+		script := cfg.script
+		cfg.faultTime, cfg.maxFaults = time.Duration(math.MaxInt64), len(script)
+		next = func() Fault {
+			f := script[0]
+			script = script[1:]
+			return f
+		}
+	}
 	ph := phase{start: time.Now()}
 	for time.Since(ph.start) < cfg.faultTime && (cfg.maxFaults == 0 || len(ph.events) < cfg.maxFaults) {
-		f := sched.Next()
+		f := next()
 		time.Sleep(f.Gap) // the schedule's quiet time between faults
 		at := time.Now()
 		what, err := c.inject(f, healthy)

@@ -37,6 +37,14 @@ const (
 	// Coordinator is the transaction coordinator of a transactional run's
 	// producers: the leader of their __transaction_state partition.
 	Coordinator Role = "txn-coordinator"
+	// ShareCoordinator is the coordinator of a share run's share group (the
+	// leader of its __consumer_offsets partition), which keeps the group's
+	// membership in memory only: hitting it moves the group.
+	ShareCoordinator Role = "share-coordinator"
+	// ShareState is the share coordinator of the fault's partition for a share
+	// run's group: the leader of the __share_group_state partition that saves
+	// that share partition's state, so every acknowledgement waits on it.
+	ShareState Role = "share-state"
 )
 
 // Fault is one step of a schedule, before its node is resolved.
@@ -59,6 +67,10 @@ func (f Fault) String() string {
 		s += fmt.Sprintf(" of partition %d", f.Partition)
 	case Coordinator:
 		s = fmt.Sprintf("%s of the transaction coordinator", f.Kind)
+	case ShareCoordinator:
+		s = fmt.Sprintf("%s of the share group's coordinator", f.Kind)
+	case ShareState:
+		s = fmt.Sprintf("%s of the share coordinator of partition %d", f.Kind, f.Partition)
 	case Any:
 		s = fmt.Sprintf("%s of node pick %d", f.Kind, f.Pick)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/chaos/history"
+	"github.com/strata-stream/strata/internal/share"
 )
 
 // The share-group workload (a run with runConfig.share): share consumers read
@@ -30,14 +31,32 @@ import (
 // accept most records, reject some and release some, a few always (so they
 // reach the delivery count limit and are dead-lettered).
 const (
-	shareConsumers     = 3
 	shareDeliveryLimit = 3
-	shareLock          = 5 * time.Second // share.record.lock.duration.ms
-	sharePollRecords   = 20
 	// shareRequestTimeout bounds one HTTP request; a node paused or cut off
 	// answers nothing.
 	shareRequestTimeout = 15 * time.Second
 )
+
+// shareConfig shapes a run's share consumers; zero fields take the
+// campaign's values (withDefaults).
+type shareConfig struct {
+	consumers   int
+	lock        time.Duration // share.record.lock.duration.ms
+	pollRecords int           // max_records of a poll
+}
+
+func (c shareConfig) withDefaults() shareConfig {
+	if c.consumers == 0 {
+		c.consumers = 3
+	}
+	if c.lock == 0 {
+		c.lock = 5 * time.Second
+	}
+	if c.pollRecords == 0 {
+		c.pollRecords = 20
+	}
+	return c
+}
 
 // shareAction is what consumers do with a record, fixed by its value so that
 // every delivery of it gets the same treatment: 3% rejected, 3% released at
@@ -58,6 +77,7 @@ func shareAction(value string, count int16) string {
 // shareWorkload runs the share consumers and records what they are handed and
 // what their acknowledgements were answered.
 type shareWorkload struct {
+	cfg   shareConfig
 	addrs []string // every node's HTTP address
 	topic string
 	group string
@@ -82,8 +102,8 @@ func deadLetterTopic(topic string) string { return "dlq." + topic }
 
 // startShareWorkload creates the dead-letter topic, sets the group's configs
 // and starts the consumers.
-func startShareWorkload(adm *kadm.Client, addrs []string, topic string, logf func(string, ...any)) (*shareWorkload, error) {
-	w := &shareWorkload{addrs: addrs, topic: topic, group: shareGroup(topic), dlq: deadLetterTopic(topic),
+func startShareWorkload(cfg shareConfig, adm *kadm.Client, addrs []string, topic string, logf func(string, ...any)) (*shareWorkload, error) {
+	w := &shareWorkload{cfg: cfg.withDefaults(), addrs: addrs, topic: topic, group: shareGroup(topic), dlq: deadLetterTopic(topic),
 		hc: &http.Client{Timeout: shareRequestTimeout}, logf: logf}
 	if err := createTopic(adm, w.dlq, 1, 3, map[string]string{"errors.deadletterqueue.group.enable": "true"}); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", w.dlq, err)
@@ -91,7 +111,7 @@ func startShareWorkload(adm *kadm.Client, addrs []string, topic string, logf fun
 	configs := map[string]any{"configs": map[string]string{
 		"share.auto.offset.reset":                   "earliest",
 		"share.delivery.count.limit":                strconv.Itoa(shareDeliveryLimit),
-		"share.record.lock.duration.ms":             strconv.Itoa(int(shareLock / time.Millisecond)),
+		"share.record.lock.duration.ms":             strconv.Itoa(int(w.cfg.lock / time.Millisecond)),
 		"errors.deadletterqueue.topic.name":         w.dlq,
 		"errors.deadletterqueue.copy.record.enable": "true",
 	}}
@@ -106,7 +126,7 @@ func startShareWorkload(adm *kadm.Client, addrs []string, topic string, logf fun
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	for i := range shareConsumers {
+	for i := range w.cfg.consumers {
 		w.wg.Go(func() { w.consume(ctx, i) })
 	}
 	return w, nil
@@ -181,7 +201,7 @@ func (w *shareWorkload) closeMember(ctx context.Context, addr, name string) {
 func (w *shareWorkload) pollOnce(ctx context.Context, addr, name string) bool {
 	start := time.Now()
 	status, body, err := w.post(ctx, addr, "/poll", map[string]any{"group": w.group, "topic": w.topic, "consumer": name,
-		"share": true, "max_records": sharePollRecords, "timeout_ms": 500})
+		"share": true, "max_records": w.cfg.pollRecords, "timeout_ms": 500})
 	end := time.Now()
 	if err == nil && status == http.StatusServiceUnavailable {
 		sleepCtx(ctx, 200*time.Millisecond)
@@ -258,7 +278,7 @@ func (w *shareWorkload) snapshot() ([]history.ShareDelivery, []history.ShareAck)
 func (w *shareWorkload) drain(sends []history.Send, timeout time.Duration) error {
 	err := waitFor(timeout, func() error {
 		ds, as := w.snapshot()
-		if n := unsettled(sends, ds, as); n > 0 {
+		if n := unsettled(sends, ds, as, w.cfg.lock); n > 0 {
 			return fmt.Errorf("%d acknowledged records not settled by the share group", n)
 		}
 		return nil
@@ -275,11 +295,11 @@ func (w *shareWorkload) close() {
 // unsettled counts the acknowledged sends the share group has not settled as
 // its consumers saw it: neither ACCEPTed nor REJECTed with an answer, nor
 // released with an answer at the delivery count limit (then dead-lettered),
-// nor left for two lock durations after an unanswered ACCEPT or REJECT (had it
+// nor left for two lock durations (lock) after an unanswered ACCEPT or REJECT (had it
 // not been applied, the record would have been handed out again) or after a
 // delivery at the limit (its lock expired or its release was refused: it is
 // archived, and dead-lettered, at the limit).
-func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck) int {
+func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck, lock time.Duration) int {
 	type pos struct {
 		p int32
 		o int64
@@ -291,7 +311,7 @@ func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.Sh
 		lastDelivery[at] = later(lastDelivery[at], d.End)
 	}
 	for _, d := range ds {
-		if d.Count >= shareDeliveryLimit && time.Since(d.End) > 2*shareLock {
+		if d.Count >= shareDeliveryLimit && time.Since(d.End) > 2*lock {
 			settled[pos{d.Partition, d.Offset}] = true
 		}
 	}
@@ -300,7 +320,7 @@ func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.Sh
 		switch {
 		case a.Outcome == history.OK && (a.Type != "release" || a.Count >= shareDeliveryLimit):
 			settled[at] = true
-		case a.Outcome == history.Unknown && a.Type != "release" && time.Since(a.End) > 2*shareLock && !lastDelivery[at].After(a.Start):
+		case a.Outcome == history.Unknown && a.Type != "release" && time.Since(a.End) > 2*lock && !lastDelivery[at].After(a.Start):
 			settled[at] = true
 		}
 	}
@@ -318,6 +338,42 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// shareRoleNode is the node a fault of role ShareCoordinator or ShareState
+// hits in a share run on topic, and why.
+func shareRoleNode(adm *kadm.Client, topic string, f Fault) (int32, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	group := shareGroup(topic)
+	if f.Role == ShareCoordinator {
+		r, ok := adm.FindGroupCoordinators(ctx, group)[group]
+		switch {
+		case !ok:
+			return 0, "", fmt.Errorf("no coordinator for %s", group)
+		case r.Err != nil:
+			return 0, "", fmt.Errorf("the coordinator of %s: %w", group, r.Err)
+		}
+		return r.NodeID, "share group coordinator", nil
+	}
+	md, err := adm.Metadata(ctx, topic, share.StateTopic)
+	if err != nil {
+		return 0, "", err
+	}
+	t, ok := md.Topics[topic]
+	if !ok || t.Err != nil {
+		return 0, "", fmt.Errorf("topic %s: %v", topic, t.Err)
+	}
+	state := md.Topics[share.StateTopic]
+	if len(state.Partitions) == 0 {
+		return 0, "", fmt.Errorf("no %s yet: %v", share.StateTopic, state.Err)
+	}
+	sp := share.StatePartition(share.Key{Group: group, TopicID: t.ID, Partition: f.Partition}, int32(len(state.Partitions)))
+	pd, ok := state.Partitions[sp]
+	if !ok || pd.Leader < 1 {
+		return 0, "", fmt.Errorf("%s-%d has no leader", share.StateTopic, sp)
+	}
+	return pd.Leader, fmt.Sprintf("share coordinator of partition %d: leader of %s-%d", f.Partition, share.StateTopic, sp), nil
 }
 
 // readDeadLetters reads the dead-letter topic whole and returns its records as

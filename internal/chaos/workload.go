@@ -23,6 +23,7 @@ type workloadConfig struct {
 	producers int
 	keys      int
 	interval  time.Duration // between one producer's sends
+	sends     int           // each producer stops after this many sends (0: at stop only)
 	readers   int           // direct-partition readers
 	members   int           // members of the committing group
 	// batchMaxBytes bounds the producers' batches (a tiered topic's segments
@@ -153,13 +154,14 @@ func startWorkload(cfg workloadConfig, rec *history.Recorder, logf func(string, 
 	return w, nil
 }
 
-// produce sends a record every interval until stop: key k<seq mod keys>, value
-// p<id>-<seq>, and records each outcome as it arrives.
+// produce sends a record every interval until stop (or cfg.sends records):
+// key k<seq mod keys>, value p<id>-<seq>, and records each outcome as it
+// arrives.
 func (w *workload) produce(id int, cl *kgo.Client) {
 	defer w.sending.Done()
 	tick := time.NewTicker(w.cfg.interval)
 	defer tick.Stop()
-	for seq := int64(0); ; seq++ {
+	for seq := int64(0); w.cfg.sends == 0 || seq < int64(w.cfg.sends); seq++ {
 		select {
 		case <-w.stop:
 			return

@@ -155,6 +155,9 @@ type Config struct {
 	GroupConsumerMaxSize, GroupClassicMaxSize int32
 	// TransactionStatePartitions is transaction.state.log.num.partitions.
 	TransactionStatePartitions int32
+	// ShareStatePartitions is share.coordinator.state.topic.num.partitions: the
+	// partitions of __share_group_state, created with the first share group.
+	ShareStatePartitions int32
 	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest transaction
 	// timeout a producer may ask for.
 	TransactionMaxTimeout time.Duration
@@ -213,6 +216,7 @@ func Default() Config {
 		GroupConsumerMaxSize:                 math.MaxInt32,
 		GroupClassicMaxSize:                  math.MaxInt32,
 		TransactionStatePartitions:           50,
+		ShareStatePartitions:                 50,
 		TransactionMaxTimeout:                15 * time.Minute,
 		OAuthPrincipalClaim:                  "sub",
 		DelegationTokenMaxLifetime:           7 * 24 * time.Hour,
@@ -293,6 +297,7 @@ func (c *Config) options() []option {
 		{"group-consumer-max-size", "most members of a consumer group (group.consumer.max.size)", int32Value{&c.GroupConsumerMaxSize}},
 		{"group-classic-max-size", "most members of a classic group (group.classic.max.size)", int32Value{&c.GroupClassicMaxSize}},
 		{"transaction-state-partitions", "partitions of __transaction_state (transaction.state.log.num.partitions)", int32Value{&c.TransactionStatePartitions}},
+		{"share-state-partitions", "partitions of __share_group_state (share.coordinator.state.topic.num.partitions)", int32Value{&c.ShareStatePartitions}},
 		{"transaction-max-timeout", "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)", durationValue{&c.TransactionMaxTimeout}},
 		{"log-cleanup-interval", "how often retention and compaction run over every partition", durationValue{&c.LogCleanupInterval}},
 		{"cluster-id", "cluster id shared by every node (empty: a single node makes its own)", stringValue{&c.ClusterID}},
@@ -428,6 +433,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TransactionStatePartitions < 1 {
 		errs = append(errs, fmt.Errorf("transaction-state-partitions must be >= 1, got %d", c.TransactionStatePartitions))
+	}
+	if c.ShareStatePartitions < 1 {
+		errs = append(errs, fmt.Errorf("share-state-partitions must be >= 1, got %d", c.ShareStatePartitions))
 	}
 	if c.TransactionMaxTimeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("transaction-max-timeout must be at least 1ms, got %v", c.TransactionMaxTimeout))

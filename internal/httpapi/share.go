@@ -158,8 +158,11 @@ func (s *shareMember) heartbeat(epoch int32) {
 		s.mu.coordinator = -1
 		return
 	case 0:
-	case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code:
-		s.mu.epoch = shareJoinEpoch // join again at the next beat
+	case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code, kerr.GroupIDNotFound.Code:
+		// Join again at the next beat. GROUP_ID_NOT_FOUND: the coordinator
+		// does not know the group, which a move of the coordinator does to a
+		// share group (its membership is held in memory only).
+		s.mu.epoch = shareJoinEpoch
 		return
 	default:
 		s.log("share group heartbeat failed", "group", s.key.group, "consumer", s.key.consumer, "err", kerr.ErrorForCode(resp.ErrorCode))

@@ -30,7 +30,7 @@ func TestShareMemberFollowsCoordinator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
+			t.Cleanup(c.Close)
 			addrs := c.ListenAddrs()
 
 			var mu sync.Mutex
@@ -77,17 +77,7 @@ func TestShareMemberFollowsCoordinator(t *testing.T) {
 				return resp, nil, true
 			})
 
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			m := newShareMember(instanceKey{"workers", "c1"}, "jobs", cl, func(int32) (int32, bool) { return 0, false },
-				func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
-			defer func() {
-				close(m.stop)
-				<-m.done
-			}()
+			runShareMember(t, addrs)
 			beatsAt := func(node int32) func() error {
 				return func() error {
 					mu.Lock()
@@ -105,4 +95,74 @@ func TestShareMemberFollowsCoordinator(t *testing.T) {
 			wait.Eventually(t, 10*time.Second, "heartbeats at the new coordinator", beatsAt(2))
 		})
 	}
+}
+
+// TestShareMemberRejoinsAForgottenGroup: an HTTP share member whose
+// coordinator no longer knows its group (the coordinator moved: share-group
+// membership is held in memory only), so that a heartbeat at the member's
+// epoch is answered GROUP_ID_NOT_FOUND, joins again at epoch 0. It used to
+// keep beating at its old epoch forever, keeping its old assignment while the
+// group, formed again by other members, assigned nothing to it: campaign seed
+// 5's partition 2 stalled for the rest of the run (session 13).
+func TestShareMemberRejoinsAForgottenGroup(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var mu sync.Mutex
+	known := false // whether the coordinator knows the group
+	joins, notFound := 0, 0
+	c.ControlKey(int16(kmsg.ShareGroupHeartbeat), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.ShareGroupHeartbeatRequest)
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case req.MemberEpoch == 0:
+			known = true
+			joins++
+		case !known:
+			notFound++
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			return resp, nil, true
+		}
+		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = kmsg.StringPtr(req.MemberID), 5, 20
+		return resp, nil, true
+	})
+	runShareMember(t, c.ListenAddrs())
+	joined := func(n int) func() error {
+		return func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if joins < n {
+				return fmt.Errorf("%d joins, want %d (%d heartbeats answered GROUP_ID_NOT_FOUND)", joins, n, notFound)
+			}
+			return nil
+		}
+	}
+	wait.Eventually(t, 10*time.Second, "the first join", joined(1))
+	mu.Lock()
+	known = false // the coordinator moved and forgot the group
+	mu.Unlock()
+	wait.Eventually(t, 10*time.Second, "a join after GROUP_ID_NOT_FOUND", joined(2))
+}
+
+// runShareMember starts the HTTP share member c1 of group workers on topic
+// jobs, with a client of addrs; both stop when the test ends (before a
+// cluster the test registered for cleanup earlier).
+func runShareMember(t *testing.T, addrs []string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newShareMember(instanceKey{"workers", "c1"}, "jobs", cl, func(int32) (int32, bool) { return 0, false },
+		func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
+	t.Cleanup(func() {
+		close(m.stop)
+		<-m.done
+		cl.Close()
+	})
 }

@@ -22,10 +22,10 @@ import (
 // __share_group_state through a client of the node's own Kafka listener.
 func (n *Node) startShares(logger *slog.Logger) error {
 	n.shareLog = offsets.NewForTopic(share.StateTopic, n.replicas, logger.With("component", "share-state"))
-	n.shareCoord = share.NewCoordinator(n.shareLog, share.DefaultStateTopicPartitions)
+	n.shareCoord = share.NewCoordinator(n.shareLog, n.cfg.ShareStatePartitions)
 	n.shareLog.SetCoordinator(n.shareCoord)
 	n.lc.onStop("share coordinator state", func(stopping) error { n.shareLog.Close(); return nil })
-	store, err := share.NewTopicStore([]string{n.kafkaLn.Addr().String()}, share.DefaultStateTopicPartitions, n.kafkaClientOpts()...)
+	store, err := share.NewTopicStore([]string{n.kafkaLn.Addr().String()}, n.cfg.ShareStatePartitions, n.kafkaClientOpts()...)
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ type ShareHistory struct {
 type ShareCounts struct {
 	Records, Deliveries, Redelivered         int // acknowledged sends; deliveries; records delivered more than once
 	Accepted, AcceptedUnanswered, DeadLetter int // records resolved each way
+	DeadLetterAtLimit                        int // of DeadLetter, records with a dead letter at the delivery count limit
 	DeadLetterCopies                         int // dead letters beyond one per record (allowed)
 	AcksUnknown, AcksFailed                  int
 }
@@ -125,7 +126,7 @@ func CheckShare(h ShareHistory) (Result, ShareCounts) {
 	for _, a := range h.Acks {
 		acks[pos{a.Partition, a.Offset}] = append(acks[pos{a.Partition, a.Offset}], a)
 	}
-	dead := map[pos]int{}
+	dead, atLimit := map[pos]int{}, map[pos]bool{}
 	var counts ShareCounts
 	counts.Records, counts.Deliveries = res.Acked, len(h.Deliveries)
 	for _, dl := range h.DeadLetters {
@@ -142,6 +143,7 @@ func CheckShare(h ShareHistory) (Result, ShareCounts) {
 		case !deadLetterCountOK(dl.DeliveryCount, acks[at], h.Limit):
 			res.Add(ShareBadDeadLetter, "%d@%d: delivery count %d, neither a rejected delivery's nor the limit %d", dl.Partition, dl.Offset, dl.DeliveryCount, h.Limit)
 		}
+		atLimit[at] = atLimit[at] || dl.DeliveryCount == h.Limit
 		if dead[at]++; dead[at] > 1 {
 			counts.DeadLetterCopies++
 		}
@@ -208,6 +210,9 @@ func CheckShare(h ShareHistory) (Result, ShareCounts) {
 			counts.Accepted++
 		case dead[at] > 0:
 			counts.DeadLetter++
+			if atLimit[at] {
+				counts.DeadLetterAtLimit++
+			}
 		case acceptedUnanswered(as, ds):
 			counts.AcceptedUnanswered++
 		default:

@@ -48,7 +48,7 @@ func TestCheckShareFlagsEachAnomaly(t *testing.T) {
 	}
 	if res, counts := CheckShare(clean()); !res.OK() {
 		t.Fatalf("clean history flagged:\n%s", res.Summary())
-	} else if want := (ShareCounts{Records: 4, Deliveries: 7, Redelivered: 2, Accepted: 1, AcceptedUnanswered: 1, DeadLetter: 2, DeadLetterCopies: 1, AcksUnknown: 1}); counts != want {
+	} else if want := (ShareCounts{Records: 4, Deliveries: 7, Redelivered: 2, Accepted: 1, AcceptedUnanswered: 1, DeadLetter: 2, DeadLetterAtLimit: 1, DeadLetterCopies: 1, AcksUnknown: 1}); counts != want {
 		t.Fatalf("counts %+v, want %+v", counts, want)
 	}
 	for _, tc := range []struct {
