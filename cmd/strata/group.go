@@ -61,32 +61,27 @@ func groupListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		Args:    usageArgs(env, cobra.NoArgs),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiListGroups); err != nil {
-			return err
-		}
-		groups, err := adm.ListGroups(ctx)
-		if err != nil {
-			return err
-		}
-		out := []listedGroupJSON{}
-		for _, lg := range groups.Sorted() {
-			out = append(out, listedGroupJSON{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Coordinator: lg.Coordinator})
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		tw := cli.NewTable(s.env.stdout, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR")
-		for _, lg := range out {
-			tw.Row(lg.Group, lg.State, lg.ProtocolType, lg.Coordinator)
-		}
-		return tw.Flush()
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if err := cli.RequireAPIs(ctx, adm, apiListGroups); err != nil {
+				return err
+			}
+			groups, err := adm.ListGroups(ctx)
+			if err != nil {
+				return err
+			}
+			out := []listedGroupJSON{}
+			for _, lg := range groups.Sorted() {
+				out = append(out, listedGroupJSON{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Coordinator: lg.Coordinator})
+			}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
+			}
+			tw := cli.NewTable(s.env.stdout, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR")
+			for _, lg := range out {
+				tw.Row(lg.Group, lg.State, lg.ProtocolType, lg.Coordinator)
+			}
+			return tw.Flush()
+		})
 	})
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
@@ -128,45 +123,40 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		ValidArgsFunction: completeGroups(env, g),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, names []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch); err != nil {
-			return err
-		}
-		names = unique(names)
-		lags, err := adm.Lag(ctx, names...)
-		if err != nil {
-			return err
-		}
-		var out []describedGroupJSON
-		for _, n := range names {
-			l, ok := lags[n]
-			if !ok {
-				return fmt.Errorf("group %q: no answer for it", n)
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch); err != nil {
+				return err
 			}
-			if l.DescribeErr != nil {
-				return fmt.Errorf("group %q: %w", n, l.DescribeErr)
+			names = unique(names)
+			lags, err := adm.Lag(ctx, names...)
+			if err != nil {
+				return err
 			}
-			if l.FetchErr != nil {
-				return fmt.Errorf("group %q: committed offsets: %w", n, l.FetchErr)
+			var out []describedGroupJSON
+			for _, n := range names {
+				l, ok := lags[n]
+				if !ok {
+					return fmt.Errorf("group %q: no answer for it", n)
+				}
+				if l.DescribeErr != nil {
+					return fmt.Errorf("group %q: %w", n, l.DescribeErr)
+				}
+				if l.FetchErr != nil {
+					return fmt.Errorf("group %q: committed offsets: %w", n, l.FetchErr)
+				}
+				out = append(out, describedGroup(l))
 			}
-			out = append(out, describedGroup(l))
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		for i, d := range out {
-			if i > 0 {
-				fmt.Fprintln(s.env.stdout)
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
 			}
-			printGroup(s, d)
-		}
-		return nil
+			for i, d := range out {
+				if i > 0 {
+					fmt.Fprintln(s.env.stdout)
+				}
+				printGroup(s, d)
+			}
+			return nil
+		})
 	})
 	return cmd
 }
@@ -321,53 +311,48 @@ partition's log. The group must have no active members to execute.`,
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch, apiOffsetCommit); err != nil {
-			return err
-		}
-		described, err := adm.DescribeGroups(ctx, group)
-		if err != nil {
-			return err
-		}
-		dg := described[group]
-		if dg.Err != nil {
-			return fmt.Errorf("group %q: %w", group, withBrokerMessage(dg.Err, dg.ErrMessage))
-		}
-		if execute && len(dg.Members) > 0 {
-			return fmt.Errorf("group %q is %s with %d members: stop them before resetting its offsets", group, dg.State, len(dg.Members))
-		}
-		committed, err := fetchCommitted(ctx, adm, group, topics...)
-		if err != nil {
-			return err
-		}
-		out, commit, err := resolveReset(ctx, adm, group, spec, topics, func(t string, p int32) int64 {
-			if c, ok := committed.Lookup(t, p); ok && c.Err == nil {
-				return c.At
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch, apiOffsetCommit); err != nil {
+				return err
 			}
-			return -1
-		})
-		if err != nil {
-			return err
-		}
-		if execute {
-			resps, err := adm.CommitOffsets(ctx, group, commit)
+			described, err := adm.DescribeGroups(ctx, group)
 			if err != nil {
-				return fmt.Errorf("group %q: committing offsets: %w", group, err)
+				return err
 			}
-			if err := resps.Error(); err != nil {
-				return fmt.Errorf("group %q: committing offsets: %w", group, err)
+			dg := described[group]
+			if dg.Err != nil {
+				return fmt.Errorf("group %q: %w", group, withBrokerMessage(dg.Err, dg.ErrMessage))
 			}
-			out.Executed = true
-		}
-		return printReset(s, out,
-			fmt.Sprintf("committed %d offsets for group %s", len(out.Offsets), group),
-			"dry run: nothing changed; add --execute to commit these offsets")
+			if execute && len(dg.Members) > 0 {
+				return fmt.Errorf("group %q is %s with %d members: stop them before resetting its offsets", group, dg.State, len(dg.Members))
+			}
+			committed, err := fetchCommitted(ctx, adm, group, topics...)
+			if err != nil {
+				return err
+			}
+			out, commit, err := resolveReset(ctx, adm, group, spec, topics, func(t string, p int32) int64 {
+				if c, ok := committed.Lookup(t, p); ok && c.Err == nil {
+					return c.At
+				}
+				return -1
+			})
+			if err != nil {
+				return err
+			}
+			if execute {
+				resps, err := adm.CommitOffsets(ctx, group, commit)
+				if err != nil {
+					return fmt.Errorf("group %q: committing offsets: %w", group, err)
+				}
+				if err := resps.Error(); err != nil {
+					return fmt.Errorf("group %q: committing offsets: %w", group, err)
+				}
+				out.Executed = true
+			}
+			return printReset(s, out,
+				fmt.Sprintf("committed %d offsets for group %s", len(out.Offsets), group),
+				"dry run: nothing changed; add --execute to commit these offsets")
+		})
 	})
 	return cmd
 }
@@ -451,51 +436,46 @@ func groupDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		ValidArgsFunction: completeGroups(env, g),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, names []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDeleteGroups); err != nil {
-			return err
-		}
-		resps, err := adm.DeleteGroups(ctx, names...)
-		if err != nil {
-			return err
-		}
-		var out []deletedGroupJSON
-		var errs []error
-		for _, n := range names {
-			r, ok := resps[n]
-			switch {
-			case !ok:
-				err = errors.New("no answer for it")
-			case r.Err != nil:
-				err = withBrokerMessage(r.Err, r.ErrMessage)
-			default:
-				err = nil
-			}
-			d := deletedGroupJSON{Group: n, Deleted: err == nil}
-			if err != nil {
-				d.Error = err.Error()
-				errs = append(errs, fmt.Errorf("deleting group %q: %w", n, err))
-			}
-			out = append(out, d)
-		}
-		if s.json() {
-			if err := cli.WriteJSON(s.env.stdout, out); err != nil {
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDeleteGroups); err != nil {
 				return err
 			}
-		} else {
-			for _, d := range out {
-				if d.Deleted {
-					fmt.Fprintf(s.env.stdout, "deleted group %s\n", d.Group)
+			resps, err := adm.DeleteGroups(ctx, names...)
+			if err != nil {
+				return err
+			}
+			var out []deletedGroupJSON
+			var errs []error
+			for _, n := range names {
+				r, ok := resps[n]
+				switch {
+				case !ok:
+					err = errors.New("no answer for it")
+				case r.Err != nil:
+					err = withBrokerMessage(r.Err, r.ErrMessage)
+				default:
+					err = nil
+				}
+				d := deletedGroupJSON{Group: n, Deleted: err == nil}
+				if err != nil {
+					d.Error = err.Error()
+					errs = append(errs, fmt.Errorf("deleting group %q: %w", n, err))
+				}
+				out = append(out, d)
+			}
+			if s.json() {
+				if err := cli.WriteJSON(s.env.stdout, out); err != nil {
+					return err
+				}
+			} else {
+				for _, d := range out {
+					if d.Deleted {
+						fmt.Fprintf(s.env.stdout, "deleted group %s\n", d.Group)
+					}
 				}
 			}
-		}
-		return errors.Join(errs...)
+			return errors.Join(errs...)
+		})
 	})
 	return cmd
 }

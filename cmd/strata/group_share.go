@@ -63,37 +63,32 @@ func shareOffsetsDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		ValidArgsFunction: completeGroups(env, g),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, groups []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeShareGroupOffsets); err != nil {
-			return err
-		}
-		out, err := describeShareOffsets(ctx, adm, groups)
-		if err != nil {
-			return err
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		tw := cli.NewTable(s.env.stdout, "GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
-		for _, d := range out {
-			for _, o := range d.Offsets {
-				lag := "-"
-				if o.Lag >= 0 {
-					lag = fmt.Sprint(o.Lag)
-				}
-				if o.Error != "" {
-					lag = o.Error
-				}
-				tw.Row(d.Group, o.Topic, o.Partition, offsetCell(o.StartOffset), lag)
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeShareGroupOffsets); err != nil {
+				return err
 			}
-		}
-		return tw.Flush()
+			out, err := describeShareOffsets(ctx, adm, groups)
+			if err != nil {
+				return err
+			}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
+			}
+			tw := cli.NewTable(s.env.stdout, "GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
+			for _, d := range out {
+				for _, o := range d.Offsets {
+					lag := "-"
+					if o.Lag >= 0 {
+						lag = fmt.Sprint(o.Lag)
+					}
+					if o.Error != "" {
+						lag = o.Error
+					}
+					tw.Row(d.Group, o.Topic, o.Partition, offsetCell(o.StartOffset), lag)
+				}
+			}
+			return tw.Flush()
+		})
 	})
 	return cmd
 }
@@ -157,53 +152,48 @@ partition's log. The group must have no members to execute.`,
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeShareGroupOffsets, apiAlterShareGroupOffsets); err != nil {
-			return err
-		}
-		current := map[string]map[int32]int64{}
-		described, err := describeShareOffsets(ctx, adm, []string{group})
-		switch {
-		case errors.Is(err, kerr.GroupIDNotFound):
-			// A group that does not exist yet has no offsets; setting them creates it.
-		case err != nil:
-			return err
-		default:
-			for _, o := range described[0].Offsets {
-				if current[o.Topic] == nil {
-					current[o.Topic] = map[int32]int64{}
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeShareGroupOffsets, apiAlterShareGroupOffsets); err != nil {
+				return err
+			}
+			current := map[string]map[int32]int64{}
+			described, err := describeShareOffsets(ctx, adm, []string{group})
+			switch {
+			case errors.Is(err, kerr.GroupIDNotFound):
+				// A group that does not exist yet has no offsets; setting them creates it.
+			case err != nil:
+				return err
+			default:
+				for _, o := range described[0].Offsets {
+					if current[o.Topic] == nil {
+						current[o.Topic] = map[int32]int64{}
+					}
+					current[o.Topic][o.Partition] = o.StartOffset
 				}
-				current[o.Topic][o.Partition] = o.StartOffset
 			}
-		}
-		out, set, err := resolveReset(ctx, adm, group, spec, topics, func(t string, p int32) int64 {
-			if cur, ok := current[t][p]; ok {
-				return cur
-			}
-			return -1
-		})
-		if err != nil {
-			return err
-		}
-		if execute {
-			resps, err := adm.AlterShareGroupOffsets(ctx, group, set)
-			if err == nil {
-				err = resps.Error()
-			}
+			out, set, err := resolveReset(ctx, adm, group, spec, topics, func(t string, p int32) int64 {
+				if cur, ok := current[t][p]; ok {
+					return cur
+				}
+				return -1
+			})
 			if err != nil {
-				return fmt.Errorf("share group %q: setting offsets: %w", group, err)
+				return err
 			}
-			out.Executed = true
-		}
-		return printReset(s, out,
-			fmt.Sprintf("set %d start offsets of share group %s", len(out.Offsets), group),
-			"dry run: nothing changed; add --execute to set these offsets")
+			if execute {
+				resps, err := adm.AlterShareGroupOffsets(ctx, group, set)
+				if err == nil {
+					err = resps.Error()
+				}
+				if err != nil {
+					return fmt.Errorf("share group %q: setting offsets: %w", group, err)
+				}
+				out.Executed = true
+			}
+			return printReset(s, out,
+				fmt.Sprintf("set %d start offsets of share group %s", len(out.Offsets), group),
+				"dry run: nothing changed; add --execute to set these offsets")
+		})
 	})
 	return cmd
 }
@@ -228,29 +218,24 @@ func shareOffsetsDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if len(topics) == 0 {
 			return cli.Usagef("--topic is required")
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDeleteShareGroupOffsets); err != nil {
-			return err
-		}
-		resps, err := adm.DeleteShareGroupOffsets(ctx, group, topics...)
-		if err == nil {
-			err = resps.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("share group %q: deleting offsets: %w", group, err)
-		}
-		out := deletedShareOffsetsJSON{Group: group, Topics: slices.Sorted(slices.Values(topics))}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		fmt.Fprintf(s.env.stdout, "deleted the offsets of share group %s in %s\n", group, strings.Join(out.Topics, ", "))
-		return nil
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDeleteShareGroupOffsets); err != nil {
+				return err
+			}
+			resps, err := adm.DeleteShareGroupOffsets(ctx, group, topics...)
+			if err == nil {
+				err = resps.Error()
+			}
+			if err != nil {
+				return fmt.Errorf("share group %q: deleting offsets: %w", group, err)
+			}
+			out := deletedShareOffsetsJSON{Group: group, Topics: slices.Sorted(slices.Values(topics))}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
+			}
+			fmt.Fprintf(s.env.stdout, "deleted the offsets of share group %s in %s\n", group, strings.Join(out.Topics, ", "))
+			return nil
+		})
 	})
 	return cmd
 }

@@ -96,24 +96,19 @@ func topicCreateCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			cfg[k] = kadm.StringPtr(v)
 			shown[k] = v
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		resp, err := adm.CreateTopic(ctx, partitions, rf, cfg, name)
-		if err != nil {
-			return brokerError(fmt.Sprintf("creating topic %q", name), err, resp.ErrMessage)
-		}
-		out := createdTopicJSON{Topic: name, ID: topicIDString(resp.ID), Partitions: resp.NumPartitions, ReplicationFactor: resp.ReplicationFactor, Configs: shown}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		fmt.Fprintf(s.env.stdout, "created topic %s: %d partitions, replication factor %d, id %s\n",
-			name, out.Partitions, out.ReplicationFactor, out.ID)
-		return nil
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			resp, err := adm.CreateTopic(ctx, partitions, rf, cfg, name)
+			if err != nil {
+				return brokerError(fmt.Sprintf("creating topic %q", name), err, resp.ErrMessage)
+			}
+			out := createdTopicJSON{Topic: name, ID: topicIDString(resp.ID), Partitions: resp.NumPartitions, ReplicationFactor: resp.ReplicationFactor, Configs: shown}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
+			}
+			fmt.Fprintf(s.env.stdout, "created topic %s: %d partitions, replication factor %d, id %s\n",
+				name, out.Partitions, out.ReplicationFactor, out.ID)
+			return nil
+		})
 	})
 	return cmd
 }
@@ -136,40 +131,36 @@ func topicListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics (__consumer_offsets, __transaction_state, __share_group_state)")
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		var topics kadm.TopicDetails
-		if internal {
-			topics, err = adm.ListTopicsWithInternal(ctx)
-		} else {
-			topics, err = adm.ListTopics(ctx)
-		}
-		if err != nil {
-			return err
-		}
-		out := []listedTopicJSON{}
-		for _, t := range topics.Sorted() {
-			if t.Err != nil {
-				return brokerError(fmt.Sprintf("topic %q", t.Topic), t.Err, "")
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			var topics kadm.TopicDetails
+			var err error
+			if internal {
+				topics, err = adm.ListTopicsWithInternal(ctx)
+			} else {
+				topics, err = adm.ListTopics(ctx)
 			}
-			out = append(out, listedTopicJSON{
-				Topic: t.Topic, ID: topicIDString(t.ID), Partitions: len(t.Partitions),
-				ReplicationFactor: t.Partitions.NumReplicas(), Internal: t.IsInternal,
-			})
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITIONS", "REPLICATION-FACTOR")
-		for _, t := range out {
-			tw.Row(t.Topic, t.Partitions, t.ReplicationFactor)
-		}
-		return tw.Flush()
+			if err != nil {
+				return err
+			}
+			out := []listedTopicJSON{}
+			for _, t := range topics.Sorted() {
+				if t.Err != nil {
+					return brokerError(fmt.Sprintf("topic %q", t.Topic), t.Err, "")
+				}
+				out = append(out, listedTopicJSON{
+					Topic: t.Topic, ID: topicIDString(t.ID), Partitions: len(t.Partitions),
+					ReplicationFactor: t.Partitions.NumReplicas(), Internal: t.IsInternal,
+				})
+			}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
+			}
+			tw := cli.NewTable(s.env.stdout, "TOPIC", "PARTITIONS", "REPLICATION-FACTOR")
+			for _, t := range out {
+				tw.Row(t.Topic, t.Partitions, t.ReplicationFactor)
+			}
+			return tw.Flush()
+		})
 	})
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
@@ -537,34 +528,29 @@ func topicAlterConfigCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 			out.Deleted = append(out.Deleted, k)
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
-		if err != nil {
-			return err
-		}
-		r, err := resps.On(topic, nil)
-		if err != nil {
-			return fmt.Errorf("topic %q: no answer for it", topic)
-		}
-		if r.Err != nil {
-			return brokerError(fmt.Sprintf("altering topic %q", topic), r.Err, r.ErrMessage)
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		for _, kv := range sets {
-			fmt.Fprintf(s.env.stdout, "topic %s: set %s\n", topic, kv)
-		}
-		for _, k := range deletes {
-			fmt.Fprintf(s.env.stdout, "topic %s: deleted %s (back to the default)\n", topic, k)
-		}
-		return nil
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
+			if err != nil {
+				return err
+			}
+			r, err := resps.On(topic, nil)
+			if err != nil {
+				return fmt.Errorf("topic %q: no answer for it", topic)
+			}
+			if r.Err != nil {
+				return brokerError(fmt.Sprintf("altering topic %q", topic), r.Err, r.ErrMessage)
+			}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
+			}
+			for _, kv := range sets {
+				fmt.Fprintf(s.env.stdout, "topic %s: set %s\n", topic, kv)
+			}
+			for _, k := range deletes {
+				fmt.Fprintf(s.env.stdout, "topic %s: deleted %s (back to the default)\n", topic, k)
+			}
+			return nil
+		})
 	})
 	return cmd
 }
@@ -607,54 +593,49 @@ func topicAddPartitionsCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if !yes && !s.env.stdinTerminal {
 			return cli.Usagef("adding partitions changes the key-to-partition mapping: pass --yes to confirm (stdin is not a terminal, so there is nobody to ask)")
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		details, err := adm.ListTopics(ctx, topic)
-		if err != nil {
-			return err
-		}
-		d := details[topic]
-		if d.Err != nil {
-			return brokerError(fmt.Sprintf("topic %q", topic), d.Err, "")
-		}
-		before := len(d.Partitions)
-		after := total
-		if add > 0 {
-			after = before + add
-		}
-		if after <= before {
-			return fmt.Errorf("topic %q has %d partitions already; partitions can only be added", topic, before)
-		}
-		fmt.Fprintln(s.env.stderr, keyMappingWarning)
-		if !yes {
-			fmt.Fprintf(s.env.stderr, "Grow topic %s from %d to %d partitions? [y/N] ", topic, before, after)
-			answer, _ := bufio.NewReader(s.env.stdin).ReadString('\n')
-			if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-				return errors.New("aborted: no partitions added")
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			details, err := adm.ListTopics(ctx, topic)
+			if err != nil {
+				return err
 			}
-		}
-		resps, err := adm.UpdatePartitions(ctx, after, topic)
-		if err != nil {
-			return err
-		}
-		r, ok := resps[topic]
-		if !ok {
-			return fmt.Errorf("topic %q: no answer for it", topic)
-		}
-		if r.Err != nil {
-			return brokerError(fmt.Sprintf("adding partitions to %q", topic), r.Err, r.ErrMessage)
-		}
-		out := addedPartitionsJSON{Topic: topic, PartitionsBefore: before, Partitions: after}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		fmt.Fprintf(s.env.stdout, "topic %s: %d -> %d partitions\n", topic, before, after)
-		return nil
+			d := details[topic]
+			if d.Err != nil {
+				return brokerError(fmt.Sprintf("topic %q", topic), d.Err, "")
+			}
+			before := len(d.Partitions)
+			after := total
+			if add > 0 {
+				after = before + add
+			}
+			if after <= before {
+				return fmt.Errorf("topic %q has %d partitions already; partitions can only be added", topic, before)
+			}
+			fmt.Fprintln(s.env.stderr, keyMappingWarning)
+			if !yes {
+				fmt.Fprintf(s.env.stderr, "Grow topic %s from %d to %d partitions? [y/N] ", topic, before, after)
+				answer, _ := bufio.NewReader(s.env.stdin).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+					return errors.New("aborted: no partitions added")
+				}
+			}
+			resps, err := adm.UpdatePartitions(ctx, after, topic)
+			if err != nil {
+				return err
+			}
+			r, ok := resps[topic]
+			if !ok {
+				return fmt.Errorf("topic %q: no answer for it", topic)
+			}
+			if r.Err != nil {
+				return brokerError(fmt.Sprintf("adding partitions to %q", topic), r.Err, r.ErrMessage)
+			}
+			out := addedPartitionsJSON{Topic: topic, PartitionsBefore: before, Partitions: after}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
+			}
+			fmt.Fprintf(s.env.stdout, "topic %s: %d -> %d partitions\n", topic, before, after)
+			return nil
+		})
 	})
 	return cmd
 }
@@ -674,48 +655,43 @@ func topicDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		ValidArgsFunction: completeTopics(env, g),
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, names []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		resps, err := adm.DeleteTopics(ctx, names...)
-		if err != nil {
-			return err
-		}
-		var out []deletedTopicJSON
-		var errs []error
-		for _, n := range names {
-			r, ok := resps[n]
-			switch {
-			case !ok:
-				err = errors.New("no answer for it")
-			case r.Err != nil:
-				err = withBrokerMessage(r.Err, r.ErrMessage)
-			default:
-				err = nil
-			}
-			d := deletedTopicJSON{Topic: n, Deleted: err == nil}
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			resps, err := adm.DeleteTopics(ctx, names...)
 			if err != nil {
-				d.Error = err.Error()
-				errs = append(errs, fmt.Errorf("deleting topic %q: %w", n, err))
-			}
-			out = append(out, d)
-		}
-		if s.json() {
-			if err := cli.WriteJSON(s.env.stdout, out); err != nil {
 				return err
 			}
-		} else {
-			for _, d := range out {
-				if d.Deleted {
-					fmt.Fprintf(s.env.stdout, "deleted topic %s\n", d.Topic)
+			var out []deletedTopicJSON
+			var errs []error
+			for _, n := range names {
+				r, ok := resps[n]
+				switch {
+				case !ok:
+					err = errors.New("no answer for it")
+				case r.Err != nil:
+					err = withBrokerMessage(r.Err, r.ErrMessage)
+				default:
+					err = nil
+				}
+				d := deletedTopicJSON{Topic: n, Deleted: err == nil}
+				if err != nil {
+					d.Error = err.Error()
+					errs = append(errs, fmt.Errorf("deleting topic %q: %w", n, err))
+				}
+				out = append(out, d)
+			}
+			if s.json() {
+				if err := cli.WriteJSON(s.env.stdout, out); err != nil {
+					return err
+				}
+			} else {
+				for _, d := range out {
+					if d.Deleted {
+						fmt.Fprintf(s.env.stdout, "deleted topic %s\n", d.Topic)
+					}
 				}
 			}
-		}
-		return errors.Join(errs...)
+			return errors.Join(errs...)
+		})
 	})
 	return cmd
 }

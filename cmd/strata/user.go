@@ -68,25 +68,20 @@ func userCreateCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if err := sasl.CheckIterations(iterations); err != nil {
 			return cli.Usage(err)
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: args[0], Mechanism: mech, Iterations: iterations, Password: password}})
-		if err != nil {
-			return err
-		}
-		if r := res[args[0]]; r.Err != nil {
-			return brokerError(fmt.Sprintf("user %q", args[0]), r.Err, r.ErrMessage)
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, userJSON{User: args[0], Credentials: []credentialJSON{{Mechanism: mechanism, Iterations: iterations}}})
-		}
-		fmt.Fprintf(s.env.stdout, "set %s credential for user %q\n", mechanism, args[0])
-		return nil
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: args[0], Mechanism: mech, Iterations: iterations, Password: password}})
+			if err != nil {
+				return err
+			}
+			if r := res[args[0]]; r.Err != nil {
+				return brokerError(fmt.Sprintf("user %q", args[0]), r.Err, r.ErrMessage)
+			}
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, userJSON{User: args[0], Credentials: []credentialJSON{{Mechanism: mechanism, Iterations: iterations}}})
+			}
+			fmt.Fprintf(s.env.stdout, "set %s credential for user %q\n", mechanism, args[0])
+			return nil
+		})
 	})
 	return cmd
 }
@@ -109,39 +104,34 @@ func userListCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		described, err := adm.DescribeUserSCRAMs(ctx)
-		if err != nil {
-			return err
-		}
-		out := []userJSON{}
-		for _, name := range slices.Sorted(maps.Keys(described)) {
-			d := described[name]
-			if d.Err != nil {
-				return brokerError(fmt.Sprintf("user %q", name), d.Err, d.ErrMessage)
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			described, err := adm.DescribeUserSCRAMs(ctx)
+			if err != nil {
+				return err
 			}
-			u := userJSON{User: name, Credentials: []credentialJSON{}}
-			for _, c := range d.CredInfos {
-				u.Credentials = append(u.Credentials, credentialJSON{Mechanism: c.Mechanism.String(), Iterations: c.Iterations})
+			out := []userJSON{}
+			for _, name := range slices.Sorted(maps.Keys(described)) {
+				d := described[name]
+				if d.Err != nil {
+					return brokerError(fmt.Sprintf("user %q", name), d.Err, d.ErrMessage)
+				}
+				u := userJSON{User: name, Credentials: []credentialJSON{}}
+				for _, c := range d.CredInfos {
+					u.Credentials = append(u.Credentials, credentialJSON{Mechanism: c.Mechanism.String(), Iterations: c.Iterations})
+				}
+				out = append(out, u)
 			}
-			out = append(out, u)
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, out)
-		}
-		tw := cli.NewTable(s.env.stdout, "USER", "MECHANISM", "ITERATIONS")
-		for _, u := range out {
-			for _, c := range u.Credentials {
-				tw.Row(u.User, c.Mechanism, c.Iterations)
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, out)
 			}
-		}
-		return tw.Flush()
+			tw := cli.NewTable(s.env.stdout, "USER", "MECHANISM", "ITERATIONS")
+			for _, u := range out {
+				for _, c := range u.Credentials {
+					tw.Row(u.User, c.Mechanism, c.Iterations)
+				}
+			}
+			return tw.Flush()
+		})
 	})
 	return cmd
 }
@@ -166,42 +156,37 @@ func userDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			}
 			mechs = append(mechs, m)
 		}
-		ctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		cl, adm, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if len(mechs) == 0 {
-			described, err := adm.DescribeUserSCRAMs(ctx, user)
-			if err != nil {
-				return err
+		return s.withAdmin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+			if len(mechs) == 0 {
+				described, err := adm.DescribeUserSCRAMs(ctx, user)
+				if err != nil {
+					return err
+				}
+				d := described[user]
+				if d.Err != nil {
+					return brokerError(fmt.Sprintf("user %q", user), d.Err, d.ErrMessage)
+				}
+				for _, c := range d.CredInfos {
+					mechs = append(mechs, c.Mechanism)
+				}
 			}
-			d := described[user]
-			if d.Err != nil {
-				return brokerError(fmt.Sprintf("user %q", user), d.Err, d.ErrMessage)
+			// One request per mechanism: Kafka refuses a user named twice in one
+			// request (DUPLICATE_RESOURCE), and so does Strata.
+			for _, m := range mechs {
+				res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: user, Mechanism: m}}, nil)
+				if err != nil {
+					return err
+				}
+				if r := res[user]; r.Err != nil {
+					return brokerError(fmt.Sprintf("user %q (%s)", user, m), r.Err, r.ErrMessage)
+				}
 			}
-			for _, c := range d.CredInfos {
-				mechs = append(mechs, c.Mechanism)
+			if s.json() {
+				return cli.WriteJSON(s.env.stdout, map[string]any{"user": user, "deleted": len(mechs)})
 			}
-		}
-		// One request per mechanism: Kafka refuses a user named twice in one
-		// request (DUPLICATE_RESOURCE), and so does Strata.
-		for _, m := range mechs {
-			res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: user, Mechanism: m}}, nil)
-			if err != nil {
-				return err
-			}
-			if r := res[user]; r.Err != nil {
-				return brokerError(fmt.Sprintf("user %q (%s)", user, m), r.Err, r.ErrMessage)
-			}
-		}
-		if s.json() {
-			return cli.WriteJSON(s.env.stdout, map[string]any{"user": user, "deleted": len(mechs)})
-		}
-		fmt.Fprintf(s.env.stdout, "deleted %d credential(s) of user %q\n", len(mechs), user)
-		return nil
+			fmt.Fprintf(s.env.stdout, "deleted %d credential(s) of user %q\n", len(mechs), user)
+			return nil
+		})
 	})
 	return cmd
 }
