@@ -422,9 +422,8 @@ func fetchCommitted(ctx context.Context, adm *kadm.Client, group string, topics 
 }
 
 type deletedGroupJSON struct {
-	Group   string `json:"group"`
-	Deleted bool   `json:"deleted"`
-	Error   string `json:"error,omitempty"`
+	Group string `json:"group"`
+	deletedJSON
 }
 
 func groupDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
@@ -444,37 +443,15 @@ func groupDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out []deletedGroupJSON
-			var errs []error
-			for _, n := range names {
-				r, ok := resps[n]
-				switch {
+			return reportDeletions(s, "group", names, func(n string) error {
+				switch r, ok := resps[n]; {
 				case !ok:
-					err = errors.New("no answer for it")
+					return errors.New("no answer for it")
 				case r.Err != nil:
-					err = withBrokerMessage(r.Err, r.ErrMessage)
-				default:
-					err = nil
+					return withBrokerMessage(r.Err, r.ErrMessage)
 				}
-				d := deletedGroupJSON{Group: n, Deleted: err == nil}
-				if err != nil {
-					d.Error = err.Error()
-					errs = append(errs, fmt.Errorf("deleting group %q: %w", n, err))
-				}
-				out = append(out, d)
-			}
-			if s.json() {
-				if err := cli.WriteJSON(s.env.stdout, out); err != nil {
-					return err
-				}
-			} else {
-				for _, d := range out {
-					if d.Deleted {
-						fmt.Fprintf(s.env.stdout, "deleted group %s\n", d.Group)
-					}
-				}
-			}
-			return errors.Join(errs...)
+				return nil
+			}, func(n string, d deletedJSON) any { return deletedGroupJSON{Group: n, deletedJSON: d} })
 		})
 	})
 	return cmd

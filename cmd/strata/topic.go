@@ -641,9 +641,39 @@ func topicAddPartitionsCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 }
 
 type deletedTopicJSON struct {
-	Topic   string `json:"topic"`
+	Topic string `json:"topic"`
+	deletedJSON
+}
+
+// deletedJSON is what a delete did to one name, in --output json.
+type deletedJSON struct {
 	Deleted bool   `json:"deleted"`
 	Error   string `json:"error,omitempty"`
+}
+
+// reportDeletions writes what a delete of names did to each (outcome: nil or
+// why it failed), as the rows row makes with --output json or a line per
+// deleted name, and returns the failures joined.
+func reportDeletions(s *session, kind string, names []string, outcome func(string) error, row func(string, deletedJSON) any) error {
+	var out []any
+	var errs []error
+	for _, n := range names {
+		d := deletedJSON{Deleted: true}
+		if err := outcome(n); err != nil {
+			d = deletedJSON{Error: err.Error()}
+			errs = append(errs, fmt.Errorf("deleting %s %q: %w", kind, n, err))
+		}
+		out = append(out, row(n, d))
+		if d.Deleted && !s.json() {
+			fmt.Fprintf(s.env.stdout, "deleted %s %s\n", kind, n)
+		}
+	}
+	if s.json() {
+		if err := cli.WriteJSON(s.env.stdout, out); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func topicDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
@@ -660,37 +690,15 @@ func topicDeleteCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out []deletedTopicJSON
-			var errs []error
-			for _, n := range names {
-				r, ok := resps[n]
-				switch {
+			return reportDeletions(s, "topic", names, func(n string) error {
+				switch r, ok := resps[n]; {
 				case !ok:
-					err = errors.New("no answer for it")
+					return errors.New("no answer for it")
 				case r.Err != nil:
-					err = withBrokerMessage(r.Err, r.ErrMessage)
-				default:
-					err = nil
+					return withBrokerMessage(r.Err, r.ErrMessage)
 				}
-				d := deletedTopicJSON{Topic: n, Deleted: err == nil}
-				if err != nil {
-					d.Error = err.Error()
-					errs = append(errs, fmt.Errorf("deleting topic %q: %w", n, err))
-				}
-				out = append(out, d)
-			}
-			if s.json() {
-				if err := cli.WriteJSON(s.env.stdout, out); err != nil {
-					return err
-				}
-			} else {
-				for _, d := range out {
-					if d.Deleted {
-						fmt.Fprintf(s.env.stdout, "deleted topic %s\n", d.Topic)
-					}
-				}
-			}
-			return errors.Join(errs...)
+				return nil
+			}, func(n string, d deletedJSON) any { return deletedTopicJSON{Topic: n, deletedJSON: d} })
 		})
 	})
 	return cmd
