@@ -64,6 +64,7 @@ type benchFlags struct {
 	linger      time.Duration
 	txnRecords  int
 	fanout      int
+	fanoutRaw   bool
 	group       string
 	shareAck    string
 	deadLetters string
@@ -133,6 +134,7 @@ func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 	if mode == "produce" {
 		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, committing every N records (0: no transactions)")
 		fl.IntVar(&f.fanout, "fanout", 0, "readers that each read every record while it is produced, as that many consumer groups would")
+		fl.BoolVar(&f.fanoutRaw, "fanout-raw", false, "make the --fanout readers raw: each reads every byte of its fetch answers but decodes only batch headers (no CRC check, decompression or record decoding), so the readers cost this process little beside the brokers")
 	}
 	if mode == "share" {
 		fl.StringVar(&f.group, "group", "", "the group to read with; it must be new (default: strata-bench-share-<unix seconds>)")
@@ -162,7 +164,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 	cfg.Topic, cfg.Partitions, cfg.ReplicationFactor = f.topic, f.partitions, f.replication
 	cfg.RecordSize, cfg.Count, cfg.Duration, cfg.Rate = f.recordSize, f.count, f.duration, f.rate
 	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, f.producers, f.consumers, f.linger
-	cfg.TransactionRecords, cfg.Fanout = f.txnRecords, f.fanout
+	cfg.TransactionRecords, cfg.Fanout, cfg.FanoutRaw = f.txnRecords, f.fanout, f.fanoutRaw
 	cfg.Group, cfg.ShareAck, cfg.DeadLetterTopic = f.group, f.shareAck, f.deadLetters
 	cfg.Connectors = f.connectors
 	for _, kv := range f.configs {

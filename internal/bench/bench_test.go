@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/strata-stream/strata/internal/batch"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -55,6 +57,7 @@ func TestValidate(t *testing.T) {
 		{name: "transactions", mode: "produce", change: func(c *Config) { c.TransactionRecords = 100 }},
 		{name: "fan-out", mode: "produce", change: func(c *Config) { c.Fanout = 5 }},
 		{name: "negative fan-out", mode: "produce", change: func(c *Config) { c.Fanout = -1 }, bad: "fan-out"},
+		{name: "raw readers without fan-out", mode: "produce", change: func(c *Config) { c.FanoutRaw = true }, bad: "raw fan-out"},
 		{name: "e2e fan-out", mode: "e2e", change: func(c *Config) { c.Fanout = 2 }, bad: "produce runs only"},
 		{name: "negative transactions", mode: "produce", change: func(c *Config) { c.TransactionRecords = -1 }, bad: "transaction records"},
 		{name: "e2e transactions", mode: "e2e", change: func(c *Config) { c.TransactionRecords = 10 }, bad: "produce runs only"},
@@ -228,20 +231,74 @@ func TestProduceTransactions(t *testing.T) {
 	}
 }
 
-// TestProduceFanout: every fan-out reader reads every delivered record of the
-// run, and none from before it.
+// TestProduceFanout: every fan-out reader, decoding or raw, reads every
+// delivered record of the run, and none from before it; the readers' Fetch
+// responses are counted.
 func TestProduceFanout(t *testing.T) {
-	brokers := fakeCluster(t)
-	ctx := testCtx(t)
-	c := runConfig(brokers, "fanout")
-	c.Count = 300
-	if _, err := Produce(ctx, c); err != nil { // records the readers must not see
-		t.Fatal(err)
+	for _, raw := range []bool{false, true} {
+		t.Run(fmt.Sprintf("raw=%v", raw), func(t *testing.T) {
+			brokers := fakeCluster(t)
+			ctx := testCtx(t)
+			c := runConfig(brokers, "fanout")
+			c.Count = 300
+			if _, err := Produce(ctx, c); err != nil { // records the readers must not see
+				t.Fatal(err)
+			}
+			c.Fanout, c.FanoutRaw = 3, raw
+			res, err := Produce(ctx, c)
+			if err != nil || res.Records != 300 || res.Fanout != 3 || res.FanoutRaw != raw || res.FanoutFewestRead != 300 {
+				t.Fatalf("fan-out run: %+v, %v", res, err)
+			}
+			// 3 readers received at least every record's value once each.
+			if res.FanoutFetches < 3 || res.FanoutFetchBytes < 3*300*100 {
+				t.Errorf("fan-out fetches: %d responses, %d bytes", res.FanoutFetches, res.FanoutFetchBytes)
+			}
+		})
 	}
-	c.Fanout = 3
-	res, err := Produce(ctx, c)
-	if err != nil || res.Records != 300 || res.Fanout != 3 || res.FanoutFewestRead != 300 {
-		t.Fatalf("fan-out run: %+v, %v", res, err)
+}
+
+// TestCountBatches: a raw reader counts records from whole batches' headers,
+// skips batches before its offset and control batches, and leaves a partial
+// last batch for the next fetch.
+func TestCountBatches(t *testing.T) {
+	build := func(base int64, n int) []byte {
+		recs := make([]batch.Record, n)
+		for i := range recs {
+			recs[i] = batch.Record{OffsetDelta: int32(i), Value: []byte("v")}
+		}
+		b, err := batch.Build(batch.BuildOptions{BaseOffset: base, ProducerID: -1, BaseSequence: -1}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b := build(10, 3), build(13, 2)
+	marker := batch.BuildControl(batch.Marker{ProducerID: 1})
+	batch.SetBaseOffset(marker, 15)
+	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tc := range []struct {
+		name          string
+		data          []byte
+		offset        int64
+		records, next int64
+	}{
+		{"empty", nil, 10, 0, 10},
+		{"one batch", a, 10, 3, 13},
+		{"two batches", join(a, b), 10, 5, 15},
+		{"first already read", join(a, b), 13, 2, 15},
+		{"control batch", join(a, b, marker), 10, 5, 16},
+		{"partial last batch", join(a, b[:len(b)-1]), 10, 3, 13},
+		{"partial header", join(a, b[:20]), 10, 3, 13},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			records, next, err := countBatches(tc.data, tc.offset)
+			if err != nil || records != tc.records || next != tc.next {
+				t.Errorf("countBatches = %d records, next %d, %v; want %d, %d", records, next, err, tc.records, tc.next)
+			}
+		})
+	}
+	if _, _, err := countBatches(bytes.Repeat([]byte{0xff}, batch.HeaderSize), 0); err == nil {
+		t.Error("a garbage length was accepted")
 	}
 }
 

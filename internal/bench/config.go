@@ -68,6 +68,12 @@ type Config struct {
 	// Fanout, when positive, is how many readers each read every record a
 	// Produce run writes, while it runs (the design's fan-out to consumer groups).
 	Fanout int
+	// FanoutRaw makes the fan-out readers raw: each reads every byte of its
+	// Fetch answers from the socket but decodes only the batch headers (to count
+	// records and move on), so the readers cost the load generator little
+	// beside the brokers they measure. Without it each reader is a franz-go
+	// consumer that checks, decompresses and decodes every record.
+	FanoutRaw bool
 
 	// Group is the share group (or, with ShareClassic, the consumer group) of a
 	// Share run; ShareAck says how its members acknowledge (ShareAccept,
@@ -152,6 +158,8 @@ func (c *Config) Validate(mode string) error {
 		return bad("fan-out readers must not be negative, got %d", c.Fanout)
 	case c.Fanout > 0 && mode != "produce":
 		return bad("fan-out readers are measured by produce runs only")
+	case c.FanoutRaw && c.Fanout == 0:
+		return bad("raw fan-out readers need fan-out readers")
 	case c.TransactionRecords > 0 && c.Acks != AcksAll:
 		return bad("transactional producers are idempotent: acks must be all")
 	}

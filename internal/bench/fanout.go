@@ -3,10 +3,16 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
 )
 
 // fanout is Config.Fanout readers that each read every new record of the topic
@@ -17,6 +23,17 @@ type fanout struct {
 	read  []atomic.Int64
 	done  chan error
 	count int
+	// fetches and bytes count the Fetch responses all readers received and
+	// their size on the wire (franz-go's broker read hook).
+	fetches, bytes atomic.Int64
+}
+
+// OnBrokerRead counts Fetch responses (kgo.HookBrokerRead).
+func (f *fanout) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
+	if key == int16(kmsg.Fetch) && err == nil {
+		f.fetches.Add(1)
+		f.bytes.Add(int64(bytesRead))
+	}
 }
 
 // startFanout starts the readers at the topic's current end offsets.
@@ -27,9 +44,15 @@ func (c *Config) startFanout(ctx context.Context, partitions []int32) (*fanout, 
 	}
 	readCtx, stop := context.WithCancel(ctx)
 	f := &fanout{stop: stop, read: make([]atomic.Int64, c.Fanout), done: make(chan error, c.Fanout), count: c.Fanout}
+	rc := *c
+	rc.ClientOpts = append(append([]kgo.Opt(nil), c.ClientOpts...), kgo.WithHooks(f))
 	for i := range c.Fanout {
 		go func() {
-			f.done <- c.readAll(readCtx, partitions, end, nil, nil, func(*kgo.Record) bool {
+			if c.FanoutRaw {
+				f.done <- rc.readRaw(readCtx, partitions, end, func(records int64) { f.read[i].Add(records) })
+				return
+			}
+			f.done <- rc.readAll(readCtx, partitions, end, nil, nil, func(*kgo.Record) bool {
 				f.read[i].Add(1)
 				return true
 			})
@@ -65,4 +88,141 @@ func (f *fanout) fewest() int64 {
 		n = min(n, f.read[i].Load())
 	}
 	return n
+}
+
+// Fetch settings of a raw reader: franz-go's consumer defaults.
+const (
+	rawMaxWait           = 5 * time.Second
+	rawMaxBytes          = 50 << 20
+	rawMaxPartitionBytes = 1 << 20
+)
+
+// readRaw is one raw fan-out reader (Config.FanoutRaw): from the from offsets
+// until ctx ends it sends Fetch requests of its own (no fetch session,
+// read_uncommitted, franz-go's default sizes and wait) to each partition's
+// leader, one long poll at a time per leader, and counts the records of each
+// answer from its batch headers, telling onRecords. Every byte of an answer is
+// read from the socket, but no record is decoded: no CRC check, no
+// decompression. An ended ctx is not an error.
+func (c *Config) readRaw(ctx context.Context, partitions []int32, from map[int32]int64, onRecords func(int64)) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).Metadata(ctx, c.Topic)
+	if err != nil {
+		return fmt.Errorf("raw reader: metadata of %q: %w", c.Topic, err)
+	}
+	td, ok := md.Topics[c.Topic]
+	if !ok || td.Err != nil {
+		return fmt.Errorf("raw reader: topic %q not in the metadata (%v)", c.Topic, td.Err)
+	}
+	byLeader := map[int32]map[int32]int64{}
+	for _, p := range partitions {
+		pd, ok := td.Partitions[p]
+		if !ok || pd.Leader < 0 {
+			return fmt.Errorf("raw reader: topic %q partition %d has no leader", c.Topic, p)
+		}
+		if byLeader[pd.Leader] == nil {
+			byLeader[pd.Leader] = map[int32]int64{}
+		}
+		byLeader[pd.Leader][p] = from[p]
+	}
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for leader, offsets := range byLeader {
+		wg.Go(func() {
+			if err := c.fetchRaw(ctx, cl.Broker(int(leader)), td.ID, offsets, onRecords); err != nil {
+				errOnce.Do(func() { firstErr = err })
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// fetchRaw is readRaw's loop against one leader, for the partitions it leads
+// (offsets: each one's next offset, advanced as batches arrive).
+func (c *Config) fetchRaw(ctx context.Context, b *kgo.Broker, topicID [16]byte, offsets map[int32]int64, onRecords func(int64)) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.ReplicaState.ID = -1, -1
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(rawMaxWait/time.Millisecond), 1, rawMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = c.Topic, topicID
+	for p := range offsets {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = p, rawMaxPartitionBytes
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	for {
+		for i := range rt.Partitions {
+			rt.Partitions[i].FetchOffset = offsets[rt.Partitions[i].Partition]
+		}
+		kresp, err := b.Request(ctx, req)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("raw reader: fetch: %w", err)
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return fmt.Errorf("raw reader: fetch: %w", err)
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return fmt.Errorf("raw reader: fetch %s partition %d: %w", c.Topic, p.Partition, err)
+				}
+				next, ok := offsets[p.Partition]
+				if !ok {
+					continue
+				}
+				records, n, err := countBatches(p.RecordBatches, next)
+				if err != nil {
+					return fmt.Errorf("raw reader: %s partition %d at offset %d: %w", c.Topic, p.Partition, next, err)
+				}
+				offsets[p.Partition] = n
+				if records > 0 {
+					onRecords(records)
+					c.progress(records)
+				}
+			}
+		}
+	}
+}
+
+// countBatches counts the records of the whole v2 batches in data that end at
+// or after offset (control batches hold no records; a reader fetches from batch
+// boundaries, so no batch is counted in part) from their headers alone,
+// and returns the offset after the last whole batch (offset when there is
+// none). A partial batch at the end (a broker may cut the last one at the
+// size limit) is left for the next fetch.
+func countBatches(data []byte, offset int64) (records, next int64, err error) {
+	next = offset
+	for len(data) >= batch.HeaderSize {
+		size, err := batch.FrameSize(data)
+		if err != nil {
+			return records, next, err
+		}
+		if size > len(data) {
+			break
+		}
+		h, _ := batch.ParseHeader(data)
+		data = data[size:]
+		if h.NextOffset() <= next {
+			continue // already read
+		}
+		if !h.Control() {
+			records += int64(h.NumRecords)
+		}
+		next = h.NextOffset()
+	}
+	return records, next, nil
 }

@@ -41,8 +41,9 @@ func Produce(ctx context.Context, c Config) (Result, error) {
 	sent := c.sendAll(ctx, spec)
 	var fanoutErr error
 	if readers != nil {
-		res.Fanout = c.Fanout
+		res.Fanout, res.FanoutRaw = c.Fanout, c.FanoutRaw
 		res.FanoutFewestRead, fanoutErr = readers.finish(sent.delivered, c.drainTimeout())
+		res.FanoutFetches, res.FanoutFetchBytes = readers.fetches.Load(), readers.bytes.Load()
 	}
 	res.Records, res.Failed = sent.delivered, sent.failed
 	res.Bytes = sent.delivered * int64(c.RecordSize)

@@ -42,10 +42,15 @@ type Result struct {
 	// Transactional produce runs: records per transaction and commit latency.
 	TransactionRecords int      `json:"transaction_records,omitempty"`
 	CommitLatency      *Latency `json:"commit_latency,omitempty"`
-	// Produce runs with fan-out readers: how many, and the fewest records any
-	// of them read (every delivered record, unless the run failed).
+	// Produce runs with fan-out readers: how many, whether raw (reading the
+	// answers' bytes without decoding records: Config.FanoutRaw), the fewest
+	// records any of them read (every delivered record, unless the run failed),
+	// and the Fetch responses they received in all and those responses' bytes.
 	Fanout           int   `json:"fanout_readers,omitempty"`
+	FanoutRaw        bool  `json:"fanout_raw,omitempty"`
 	FanoutFewestRead int64 `json:"fanout_fewest_read,omitempty"`
+	FanoutFetches    int64 `json:"fanout_fetches,omitempty"`
+	FanoutFetchBytes int64 `json:"fanout_fetch_bytes,omitempty"`
 	// Share runs: the group, how its members acknowledged, records delivered
 	// again after their first delivery, seconds from the members' start to the
 	// start of the measured window, and records written to the dead-letter topic.
@@ -112,7 +117,14 @@ func (r Result) WriteTable(w io.Writer) error {
 		}
 	}
 	if r.Fanout > 0 {
-		row("fan-out", "%d readers, each read at least %d records", r.Fanout, r.FanoutFewestRead)
+		kind := "consumers decoding every record"
+		if r.FanoutRaw {
+			kind = "raw: every byte read, batch headers decoded"
+		}
+		row("fan-out", "%d readers (%s), each read at least %d records", r.Fanout, kind, r.FanoutFewestRead)
+		if r.FanoutFetches > 0 {
+			row("fan-out fetches", "%d responses, %.0f B each on average", r.FanoutFetches, float64(r.FanoutFetchBytes)/float64(r.FanoutFetches))
+		}
 	}
 	if r.Prefilled > 0 {
 		row("prefilled", "%d records (untimed)", r.Prefilled)
