@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -26,10 +27,12 @@ func (s *system) cpuSeconds() (float64, error) {
 }
 
 // clientCounts are what this process (the load generator) has cost so far in
-// counts that do not depend on the machine's load: minor page faults (each a
-// page of memory the process touched for the first time, or again after
-// handing it back) and garbage-collection cycles.
+// counts that do not depend on the machine's load: CPU seconds (user and
+// system), minor page faults (each a page of memory the process touched for
+// the first time, or again after handing it back) and garbage-collection
+// cycles.
 type clientCounts struct {
+	cpu         float64
 	minorFaults int64
 	gcCycles    uint64
 }
@@ -41,12 +44,13 @@ func readClientCounts() (clientCounts, error) {
 	}
 	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(m)
-	return clientCounts{minorFaults: ru.Minflt, gcCycles: m[0].Value.Uint64()}, nil
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return clientCounts{cpu: cpu, minorFaults: ru.Minflt, gcCycles: m[0].Value.Uint64()}, nil
 }
 
 // since is what the process cost between c0 and c.
 func (c clientCounts) since(c0 clientCounts) clientCounts {
-	return clientCounts{minorFaults: c.minorFaults - c0.minorFaults, gcCycles: c.gcCycles - c0.gcCycles}
+	return clientCounts{cpu: c.cpu - c0.cpu, minorFaults: c.minorFaults - c0.minorFaults, gcCycles: c.gcCycles - c0.gcCycles}
 }
 
 // parseCPUs reads a CPU list such as "0" or "2,3" (taskset's -c syntax,

@@ -29,6 +29,8 @@ type extraOptions struct {
 
 	fanout          int
 	fanoutDuration  time.Duration
+	fanoutDecode    bool
+	fanoutRate      int
 	partitions      int
 	tls             bool
 	pairings        []string
@@ -45,8 +47,10 @@ func (e *extraOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.rawShareMembers, "share-members", "1,4,16", "share-group sizes to measure, comma-separated")
 	fs.StringVar(&e.rawOMBRates, "omb-rates", "", "OMB-style workload: 4 producers, 16 partitions, 2 consumers, 1 KiB, one step per rate in records/s, comma-separated, rising (\"\": skip it)")
 	fs.DurationVar(&e.ombDuration, "omb-duration", 10*time.Second, "length of each OMB-style rate step")
-	fs.IntVar(&e.fanout, "fanout", 0, "fan-out rows: unthrottled produce without readers and with this many readers of every record (0: skip them)")
+	fs.IntVar(&e.fanout, "fanout", 0, "fan-out rows: produce without readers and with this many raw readers of every record (fanout.go; 0: skip them)")
 	fs.DurationVar(&e.fanoutDuration, "fanout-duration", 5*time.Second, "length of each fan-out produce run")
+	fs.BoolVar(&e.fanoutDecode, "fanout-decode", false, "fan-out readers that decode every record (franz-go consumers, the rows before session 14) instead of raw readers")
+	fs.IntVar(&e.fanoutRate, "fanout-rate", 0, "records/s the fan-out producer offers (0: unthrottled)")
 	fs.IntVar(&e.partitions, "partitions", 0, "many-partitions rows (partitions.go): a topic of this many partitions, produce and consume over up to 1,000 of them, a broker restart (0: skip them)")
 	fs.BoolVar(&e.tls, "tls", false, "TLS rows (tls.go): produce and consume over PLAINTEXT and over SSL on both systems, Kafka with an SSL listener beside its PLAINTEXT one (-nodes 1 only)")
 	fs.StringVar(&e.rawPairings, "pairings", "defaults,equal", "pairings to run: defaults, equal (durability), or both")
@@ -76,8 +80,8 @@ func (e *extraOptions) parse() error {
 		return fmt.Errorf("-share-records and -share-small-records must be positive")
 	case e.ombDuration <= 0 || e.fanoutDuration <= 0:
 		return fmt.Errorf("-omb-duration and -fanout-duration must be positive")
-	case e.fanout < 0 || e.partitions < 0:
-		return fmt.Errorf("-fanout and -partitions must not be negative")
+	case e.fanout < 0 || e.partitions < 0 || e.fanoutRate < 0:
+		return fmt.Errorf("-fanout, -fanout-rate and -partitions must not be negative")
 	}
 	return nil
 }

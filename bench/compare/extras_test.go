@@ -44,6 +44,7 @@ func TestExtraOptions(t *testing.T) {
 		{"-share-records", "0"},
 		{"-omb-duration", "0s"},
 		{"-fanout", "-1"},
+		{"-fanout-rate", "-1"},
 	} {
 		if _, err := parseExtras(t, bad...); err == nil {
 			t.Errorf("%v: accepted", bad)
