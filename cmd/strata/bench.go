@@ -160,6 +160,9 @@ func benchBaseConfig(s *session, acks string) bench.Config {
 }
 
 func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error {
+	if f.fanoutRaw && (s.opts.TLS != nil || s.opts.SASL != nil) {
+		return cli.Usagef("--fanout-raw readers connect over plaintext without SASL: leave out --tls and --sasl-*")
+	}
 	cfg := benchBaseConfig(s, f.acks)
 	cfg.Topic, cfg.Partitions, cfg.ReplicationFactor = f.topic, f.partitions, f.replication
 	cfg.RecordSize, cfg.Count, cfg.Duration, cfg.Rate = f.recordSize, f.count, f.duration, f.rate

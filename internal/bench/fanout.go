@@ -2,7 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +30,8 @@ type fanout struct {
 	done  chan error
 	count int
 	// fetches and bytes count the Fetch responses all readers received and
-	// their size on the wire (franz-go's broker read hook).
+	// their size on the wire (franz-go's broker read hook, or the raw
+	// readers' own count).
 	fetches, bytes atomic.Int64
 }
 
@@ -49,7 +56,11 @@ func (c *Config) startFanout(ctx context.Context, partitions []int32) (*fanout, 
 	for i := range c.Fanout {
 		go func() {
 			if c.FanoutRaw {
-				f.done <- rc.readRaw(readCtx, partitions, end, func(records int64) { f.read[i].Add(records) })
+				f.done <- c.readRaw(readCtx, partitions, end, func(records int64, bytes int) {
+					f.read[i].Add(records)
+					f.fetches.Add(1)
+					f.bytes.Add(int64(bytes))
+				})
 				return
 			}
 			f.done <- rc.readAll(readCtx, partitions, end, nil, nil, func(*kgo.Record) bool {
@@ -90,27 +101,30 @@ func (f *fanout) fewest() int64 {
 	return n
 }
 
-// Fetch settings of a raw reader: franz-go's consumer defaults.
+// Fetch settings of a raw reader: franz-go's consumer defaults, and the Fetch
+// version (v13: topic ids) that both Strata and Kafka 4 serve.
 const (
 	rawMaxWait           = 5 * time.Second
 	rawMaxBytes          = 50 << 20
 	rawMaxPartitionBytes = 1 << 20
+	rawFetchVersion      = 13
 )
 
 // readRaw is one raw fan-out reader (Config.FanoutRaw): from the from offsets
 // until ctx ends it sends Fetch requests of its own (no fetch session,
-// read_uncommitted, franz-go's default sizes and wait) to each partition's
-// leader, one long poll at a time per leader, and counts the records of each
-// answer from its batch headers, telling onRecords. Every byte of an answer is
-// read from the socket, but no record is decoded: no CRC check, no
-// decompression. An ended ctx is not an error.
-func (c *Config) readRaw(ctx context.Context, partitions []int32, from map[int32]int64, onRecords func(int64)) error {
+// read_uncommitted, franz-go's default sizes and wait) over a plaintext
+// connection to each partition's leader, one long poll at a time per leader,
+// reads each answer into one reused buffer and counts its records from the
+// batch headers, telling onAnswer (records, bytes on the wire). Every byte of an answer is read from the
+// socket, but no record is decoded (no CRC check, no decompression) and no
+// memory is allocated per answer. An ended ctx is not an error.
+func (c *Config) readRaw(ctx context.Context, partitions []int32, from map[int32]int64, onAnswer func(records int64, bytes int)) error {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)...)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
 	md, err := kadm.NewClient(cl).Metadata(ctx, c.Topic)
+	cl.Close()
 	if err != nil {
 		return fmt.Errorf("raw reader: metadata of %q: %w", c.Topic, err)
 	}
@@ -118,25 +132,27 @@ func (c *Config) readRaw(ctx context.Context, partitions []int32, from map[int32
 	if !ok || td.Err != nil {
 		return fmt.Errorf("raw reader: topic %q not in the metadata (%v)", c.Topic, td.Err)
 	}
-	byLeader := map[int32]map[int32]int64{}
+	byLeader := map[string]map[int32]int64{} // by the leader's address
 	for _, p := range partitions {
 		pd, ok := td.Partitions[p]
-		if !ok || pd.Leader < 0 {
-			return fmt.Errorf("raw reader: topic %q partition %d has no leader", c.Topic, p)
+		i := slices.IndexFunc(md.Brokers, func(b kadm.BrokerDetail) bool { return ok && b.NodeID == pd.Leader })
+		if i < 0 {
+			return fmt.Errorf("raw reader: topic %q partition %d has no known leader", c.Topic, p)
 		}
-		if byLeader[pd.Leader] == nil {
-			byLeader[pd.Leader] = map[int32]int64{}
+		addr := net.JoinHostPort(md.Brokers[i].Host, strconv.Itoa(int(md.Brokers[i].Port)))
+		if byLeader[addr] == nil {
+			byLeader[addr] = map[int32]int64{}
 		}
-		byLeader[pd.Leader][p] = from[p]
+		byLeader[addr][p] = from[p]
 	}
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
 	)
-	for leader, offsets := range byLeader {
+	for addr, offsets := range byLeader {
 		wg.Go(func() {
-			if err := c.fetchRaw(ctx, cl.Broker(int(leader)), td.ID, offsets, onRecords); err != nil {
+			if err := c.fetchRaw(ctx, addr, td.ID, offsets, onAnswer); err != nil {
 				errOnce.Do(func() { firstErr = err })
 			}
 		})
@@ -145,11 +161,23 @@ func (c *Config) readRaw(ctx context.Context, partitions []int32, from map[int32
 	return firstErr
 }
 
-// fetchRaw is readRaw's loop against one leader, for the partitions it leads
-// (offsets: each one's next offset, advanced as batches arrive).
-func (c *Config) fetchRaw(ctx context.Context, b *kgo.Broker, topicID [16]byte, offsets map[int32]int64, onRecords func(int64)) error {
+// fetchRaw is readRaw's loop against the leader at addr, for the partitions
+// it leads (offsets: each one's next offset, advanced as batches arrive).
+func (c *Config) fetchRaw(ctx context.Context, addr string, topicID [16]byte, offsets map[int32]int64, onAnswer func(records int64, bytes int)) error {
+	conn, err := (&net.Dialer{Timeout: c.drainTimeout()}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("raw reader: %w", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.ReplicaState.ID = -1, -1
+	req.Version = rawFetchVersion
+	req.ReplicaID = -1
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(rawMaxWait/time.Millisecond), 1, rawMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
 	rt := kmsg.NewFetchRequestTopic()
@@ -160,21 +188,33 @@ func (c *Config) fetchRaw(ctx context.Context, b *kgo.Broker, topicID [16]byte, 
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = []kmsg.FetchRequestTopic{rt}
-	for {
+	format := kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-bench-raw"))
+	var (
+		out  []byte
+		in   = make([]byte, 64<<10)
+		resp = kmsg.NewPtrFetchResponse()
+	)
+	for corr := int32(0); ; corr++ {
 		for i := range rt.Partitions {
 			rt.Partitions[i].FetchOffset = offsets[rt.Partitions[i].Partition]
 		}
-		kresp, err := b.Request(ctx, req)
+		out = format.AppendRequest(out[:0], req, corr)
+		body, respLen, err := rawRoundTrip(conn, out, &in, corr)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("raw reader: fetch: %w", err)
+			return fmt.Errorf("raw reader: fetch from %s: %w", addr, err)
 		}
-		resp := kresp.(*kmsg.FetchResponse)
+		resp.Default()
+		resp.Version = rawFetchVersion
+		if err := resp.ReadFrom(body); err != nil {
+			return fmt.Errorf("raw reader: fetch response from %s: %w", addr, err)
+		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 			return fmt.Errorf("raw reader: fetch: %w", err)
 		}
+		var total int64
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
@@ -189,13 +229,46 @@ func (c *Config) fetchRaw(ctx context.Context, b *kgo.Broker, topicID [16]byte, 
 					return fmt.Errorf("raw reader: %s partition %d at offset %d: %w", c.Topic, p.Partition, next, err)
 				}
 				offsets[p.Partition] = n
-				if records > 0 {
-					onRecords(records)
-					c.progress(records)
-				}
+				total += records
 			}
 		}
+		onAnswer(total, 4+respLen)
+		if total > 0 {
+			c.progress(total)
+		}
 	}
+}
+
+// rawRoundTrip writes one framed request and reads its response into *in
+// (grown when too small), returning the response body after the header and
+// the response's size (without its 4-byte size prefix).
+func rawRoundTrip(conn net.Conn, req []byte, in *[]byte, corr int32) ([]byte, int, error) {
+	if _, err := conn.Write(req); err != nil {
+		return nil, 0, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, 0, err
+	}
+	n := int(binary.BigEndian.Uint32(size[:]))
+	if n < 5 || n > rawMaxBytes+1<<20 {
+		return nil, 0, fmt.Errorf("response of %d bytes", n)
+	}
+	if cap(*in) < n {
+		*in = make([]byte, n)
+	}
+	buf := (*in)[:n]
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		return nil, 0, err
+	}
+	if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
+		return nil, 0, fmt.Errorf("response to request %d, want %d", got, corr)
+	}
+	// A flexible response header (Fetch v12+) ends with its tagged fields.
+	if buf[4] != 0 {
+		return nil, 0, errors.New("response header with tagged fields")
+	}
+	return buf[5:], n, nil
 }
 
 // countBatches counts the records of the whole v2 batches in data that end at
