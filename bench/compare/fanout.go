@@ -99,7 +99,8 @@ func runFanout(ctx context.Context, o options, p *pairing, brokers map[string]*s
 						}
 					}
 					rates[row] = res.RecordsPerSec
-					ms := []measure{{metric: "records/s", value: res.RecordsPerSec}}
+					ms := []measure{{metric: "records/s", value: res.RecordsPerSec},
+						{metric: "producer p99 ms (send to ack)", value: res.Latency.P99, lowerIsBetter: true}}
 					if k > 0 && res.FanoutFetches > 0 {
 						ms = append(ms, measure{metric: "fetch responses per reader per s", value: float64(res.FanoutFetches) / float64(k) / res.ElapsedSeconds},
 							measure{metric: "KiB per fetch response", value: float64(res.FanoutFetchBytes) / float64(res.FanoutFetches) / 1024})
