@@ -36,6 +36,14 @@ type fanoutCost struct {
 	produced, served     float64 // GB produced; GB of Fetch responses to the readers
 }
 
+// fanoutDetail is one fan-out run in the JSON report: its result and the CPU
+// seconds the broker and the load generator spent on it.
+type fanoutDetail struct {
+	bench.Result
+	BrokerCPUSeconds float64 `json:"broker_cpu_seconds"`
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+}
+
 // fanoutRound is one round's pair of runs on one system.
 type fanoutRound struct{ without, with fanoutCost }
 
@@ -89,9 +97,11 @@ func runFanout(ctx context.Context, o options, p *pairing, brokers map[string]*s
 					if err != nil {
 						return nil, res, err
 					}
+					detail := fanoutDetail{Result: res}
 					if cpuErr == nil && cpuErr1 == nil && clientErr == nil && clientErr1 == nil {
 						cost := fanoutCost{brokerCPU: cpu1 - cpu0, clientCPU: client1.since(client0).cpu,
 							produced: float64(res.Bytes) / 1e9, served: float64(res.FanoutFetchBytes) / 1e9}
+						detail.BrokerCPUSeconds, detail.ClientCPUSeconds = cost.brokerCPU, cost.clientCPU
 						if k == 0 {
 							fr.without = cost
 						} else {
@@ -105,7 +115,7 @@ func runFanout(ctx context.Context, o options, p *pairing, brokers map[string]*s
 						ms = append(ms, measure{metric: "fetch responses per reader per s", value: float64(res.FanoutFetches) / float64(k) / res.ElapsedSeconds},
 							measure{metric: "KiB per fetch response", value: float64(res.FanoutFetchBytes) / float64(res.FanoutFetches) / 1024})
 					}
-					return ms, res, nil
+					return ms, detail, nil
 				})
 				if err != nil {
 					return err
