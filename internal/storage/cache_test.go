@@ -152,3 +152,58 @@ func checkDrops(t *testing.T, drops [][2]int64, from, limit int64) {
 		t.Fatalf("dropped up to %d, beyond the durable bytes but the tail (%d): %v", next, limit, drops)
 	}
 }
+
+// TestDropEndKeepsWhatReadersHaveYetToRead: a drop stops at the lowest position
+// recently read when that lies in the durable bytes below the tail, up to
+// readerTailFactor tails behind, and above what was already dropped.
+func TestDropEndKeepsWhatReadersHaveYetToRead(t *testing.T) {
+	const mib = 1 << 20
+	keep := int64(64 * mib)
+	for _, tc := range []struct {
+		name                 string
+		synced, low, dropped int64
+		want                 int64
+	}{
+		{"no reader", 1000 * mib, -1, 900 * mib, 936 * mib},
+		{"reader in the tail", 1000 * mib, 990 * mib, 900 * mib, 936 * mib},
+		{"reader behind the tail", 1000 * mib, 920 * mib, 900 * mib, 920 * mib},
+		{"reader at the bound", 1000 * mib, 744 * mib, 700 * mib, 744 * mib},
+		{"reader past the bound", 1000 * mib, 700 * mib, 600 * mib, 744 * mib},
+		{"reader below what was dropped", 1000 * mib, 850 * mib, 900 * mib, 936 * mib},
+		{"unaligned reader", 1000 * mib, 920*mib + 100, 900 * mib, 920 * mib},
+		{"short segment", 10 * mib, -1, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := dropEnd(tc.synced, keep, tc.low, tc.dropped); got != tc.want {
+				t.Errorf("dropEnd(%d, %d, %d, %d) = %d MiB + %d, want %d MiB + %d", tc.synced, keep, tc.low, tc.dropped,
+					got/mib, got%mib, tc.want/mib, tc.want%mib)
+			}
+		})
+	}
+}
+
+// TestNoteReadKeepsTheLowest: concurrent reads leave the lowest position.
+func TestNoteReadKeepsTheLowest(t *testing.T) {
+	var s segment
+	if got := lowestRead(s.readLow.Load(), 0); got != -1 {
+		t.Fatalf("no read: %d, want -1", got)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for pos := int64(1000); pos >= int64(i); pos-- {
+				s.noteRead(pos)
+			}
+		})
+	}
+	wg.Wait()
+	if got := lowestRead(s.readLow.Load(), 0); got != 0 {
+		t.Errorf("lowest read %d, want 0", got)
+	}
+	if got := lowestRead(s.readLow.Load(), 500+1); got != 0 {
+		t.Errorf("lowest of 0 and 500: %d", got)
+	}
+	if got := lowestRead(0, 500+1); got != 500 {
+		t.Errorf("lowest of none and 500: %d", got)
+	}
+}
