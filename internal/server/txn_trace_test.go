@@ -411,7 +411,7 @@ func medianTimeline(tls []txnTimeline, reqs []reqSpan, syncs []syncSpan, dataPre
 		add("previous EndTxn answered", from, t0)
 		add("begin (first record handed to the client)", tl.begin, t0)
 		add("flushed (EndTxn sent)", tl.flushed, t0)
-		add("EndTxn answered", tl.ended, t0)
+		add("EndTransaction returned (the commit)", tl.ended, t0)
 		for _, r := range reqs {
 			if r.start.Before(from) || !r.start.Before(tl.ended) {
 				continue
