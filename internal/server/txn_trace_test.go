@@ -74,12 +74,15 @@ func (t *syncTraceFS) OpenReadWrite(name string) (vfs.File, error) {
 func (t *syncTraceFS) SyncFS(dir string) error { return t.FS.(vfs.FSSyncer).SyncFS(dir) }
 
 // take returns and forgets the syncs recorded so far.
-func (t *syncTraceFS) take() []syncSpan {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.syncs
-	t.syncs = nil
-	return s
+func (t *syncTraceFS) take() []syncSpan { return takeAll(&t.mu, &t.syncs) }
+
+// takeAll returns *s and empties it, under mu.
+func takeAll[T any](mu *sync.Mutex, s *[]T) []T {
+	mu.Lock()
+	defer mu.Unlock()
+	out := *s
+	*s = nil
+	return out
 }
 
 type syncTraceFile struct {
@@ -153,13 +156,7 @@ func (r *reqTrace) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E)
 	r.mu.Unlock()
 }
 
-func (r *reqTrace) take() []reqSpan {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.reqs
-	r.reqs = nil
-	return s
-}
+func (r *reqTrace) take() []reqSpan { return takeAll(&r.mu, &r.reqs) }
 
 // BenchmarkTransactionTrace traces back-to-back transactions of 1 KiB records
 // on one node (franz-go, transaction version 2): each op is one transaction. It
