@@ -360,13 +360,14 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				if clientErr == nil && clientErr2 == nil {
 					c := clientAfter.since(clientBefore)
 					s.ClientMinorFaults, s.ClientGCCycles = c.minorFaults, c.gcCycles
+					s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientProduceBytes = c.cpuSeconds, c.produceWrites, c.produceBytes
 				}
 				if err != nil {
 					s.Err = err.Error()
 				}
 				p.add(s)
-				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
-					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
+				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
+					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -490,7 +491,7 @@ func workloadConfig(o options, wl workload, round int, seeds []string, opts ...k
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
 		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1, TransactionRecords: wl.txnRecords,
 		Linger:     bench.DefaultLinger,
-		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka")}, opts...),
+		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka"), kgo.WithHooks(&produceWrites)}, opts...),
 	}
 	if wl.mode == "e2e" {
 		c.Linger = 0 // franz-go's 10ms linger would be most of what e2e measures
