@@ -67,6 +67,7 @@ type options struct {
 	e2eRates           []int
 	txnRecords         []int // records per transaction of the transactional rows
 	txnOnly            bool  // only the transactional rows and their plain produce row
+	preEncoded         bool  // add the 100 B rows of the pre-encoded producer (preencoded.go)
 	codecs             []string
 	perfRecords        int
 	workdir            string
@@ -90,6 +91,7 @@ func main() {
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
 	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
 	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce row they are set against")
+	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add 100 B produce rows whose load generator writes one pre-encoded ~1 MB batch again and again (one node only): at 100 B franz-go on one core, not the broker, bounds the rate")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
 	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
@@ -116,6 +118,10 @@ func main() {
 	}
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
+	}
+	if o.preEncoded && o.nodes != 1 {
+		fmt.Fprintln(os.Stderr, "compare: -pre-encoded runs with -nodes 1 only")
+		os.Exit(2)
 	}
 	if o.extras.tls && o.nodes != 1 {
 		fmt.Fprintln(os.Stderr, "compare: -tls runs with -nodes 1 only")
@@ -151,6 +157,11 @@ func workloads(o options) []workload {
 	}
 	if o.txnOnly {
 		return txnOnlyWorkloads(wls, o.txnRecords)
+	}
+	if o.preEncoded {
+		wls = append(wls,
+			workload{name: "produce 100 B pre-encoded, acks=1", slug: "r100-a1", mode: "pre-encoded", size: 100, acks: bench.AcksLeader, target: 1.5},
+			workload{name: "produce 100 B pre-encoded, acks=all", slug: "r100-aall", mode: "pre-encoded", size: 100, acks: bench.AcksAll, target: 1.5})
 	}
 	for _, codec := range o.codecs {
 		wls = append(wls,
@@ -478,6 +489,8 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 		return bench.Produce(ctx, c)
 	case "e2e":
 		return bench.E2E(ctx, c)
+	case "pre-encoded":
+		return preEncodedProduce(ctx, c)
 	}
 	return bench.Consume(ctx, consumeConfig(c, o, wl))
 }

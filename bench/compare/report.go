@@ -14,7 +14,7 @@ import (
 type workload struct {
 	name string // as printed
 	slug string // in topic names
-	mode string // produce, consume or e2e
+	mode string // produce, pre-encoded (preencoded.go), consume or e2e
 	size int
 	acks string
 	// compression is the producers' codec; "" = none.
