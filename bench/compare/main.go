@@ -29,7 +29,10 @@
 //
 // The load generator is internal/bench on franz-go for both brokers, so client
 // differences cancel out: franz-go's defaults (a 10ms linger) for throughput, no
-// linger for e2e latency.
+// linger for e2e latency. At 100 B franz-go on one pinned core bounds the rate
+// whichever broker it writes to; -pre-encoded adds 100 B rows whose load
+// generator writes one pre-encoded batch again and again (preencoded.go), so
+// they measure the brokers.
 //
 // Extra workloads, each its own table under its pairing and off unless asked for
 // (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
