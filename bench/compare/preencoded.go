@@ -73,7 +73,8 @@ func preEncodedProduce(ctx context.Context, c bench.Config) (bench.Result, error
 	}()
 	var werr error
 	readerDone := false // answered was received from
-	for time.Since(start) < c.Duration && ctx.Err() == nil {
+	// At least one request, however late the loop starts.
+	for ctx.Err() == nil && (sent == 0 || time.Since(start) < c.Duration) {
 		select {
 		case slots <- struct{}{}:
 		case werr = <-answered:
