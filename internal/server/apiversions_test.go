@@ -8,14 +8,15 @@ import (
 )
 
 // TestKafkaListenerChecksClusterAndNode: the node's Kafka listener answers
-// ApiVersions v5 naming the cluster and node its own Metadata names (what a
-// Kafka 4.4 or franz-go client sends once it has metadata), and
-// REBOOTSTRAP_REQUIRED to a client that meant another cluster or node.
+// ApiVersions v5 naming the cluster and node its own Metadata (v13, as Kafka
+// 4.4's clients ask) names, as a Kafka 4.4 or franz-go client sends them once
+// it has metadata, and REBOOTSTRAP_REQUIRED to a client that meant another
+// cluster or node.
 func TestKafkaListenerChecksClusterAndNode(t *testing.T) {
 	n := startNode(t, nodeConfig(t.TempDir()))
-	meta := rawRequest(t, n.KafkaAddr(), &kmsg.MetadataRequest{Version: 12}).(*kmsg.MetadataResponse)
-	if meta.ClusterID == nil || len(meta.Brokers) != 1 {
-		t.Fatalf("metadata: cluster %v, brokers %+v", meta.ClusterID, meta.Brokers)
+	meta := rawRequest(t, n.KafkaAddr(), &kmsg.MetadataRequest{Version: 13}).(*kmsg.MetadataResponse)
+	if meta.ErrorCode != 0 || meta.ClusterID == nil || len(meta.Brokers) != 1 {
+		t.Fatalf("metadata: error %d, cluster %v, brokers %+v", meta.ErrorCode, meta.ClusterID, meta.Brokers)
 	}
 	cluster, node := *meta.ClusterID, meta.Brokers[0].NodeID
 	other := "AAAAAAAAAAAAAAAAAAAAAA"
