@@ -196,6 +196,20 @@ func clusterHandler(cluster string, broker1 func(c *ConnInfo) string) HandlerFun
 	}
 }
 
+// seededClient is a franz-go client of seed, closed at cleanup, and a context
+// that ends after testTimeout.
+func seededClient(t *testing.T, seed string) (*kgo.Client, context.Context) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return cl, ctx
+}
+
 // TestKgoOneApiVersionsRoundTrip: franz-go opens a connection with ApiVersions
 // v5, which is answered at once (v4 at most made it ask twice, v5 then v4), and
 // names the cluster and node once its metadata knows them.
@@ -206,13 +220,7 @@ func TestKgoOneApiVersionsRoundTrip(t *testing.T) {
 			s.ClusterID, s.NodeID = testClusterID, 1
 			s.Hooks = append(s.Hooks, seen)
 		})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	cl, ctx := seededClient(t, ts.addr)
 	// The first request goes to the seed; the second to broker 1, which the
 	// seed's metadata named, over a connection of its own.
 	if _, err := cl.Request(ctx, metadataRequest("t")); err != nil {
@@ -267,13 +275,7 @@ func TestKgoRebootstrapsWhenMisrouted(t *testing.T) {
 		return metadataA(ctx, c, r)
 	}), func(s *Server) { s.ClusterID, s.NodeID = "cluster-a", 1 })
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(a.addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	cl, ctx := seededClient(t, a.addr)
 	if _, err := cl.Broker(1).RetriableRequest(ctx, produceRequest(1)); err != nil {
 		t.Fatal(err)
 	}
