@@ -21,19 +21,14 @@ func fullApiVersions(reg *registry, v int16) []byte {
 	want.SetVersion(v)
 	want.ApiKeys = reg.apiKeys
 	if v >= 3 { // each feature supported and finalized at its one level
-		want.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{
-			{Name: "group.version", MinVersion: 1, MaxVersion: 1},
-			{Name: "kraft.version", MinVersion: 1, MaxVersion: 1},
-			{Name: "share.version", MinVersion: 2, MaxVersion: 2},
-			{Name: "streams.version", MinVersion: 1, MaxVersion: 1},
-			{Name: "transaction.version", MinVersion: 2, MaxVersion: 2},
-		}
-		want.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{
-			{Name: "group.version", MinVersionLevel: 1, MaxVersionLevel: 1},
-			{Name: "kraft.version", MinVersionLevel: 1, MaxVersionLevel: 1},
-			{Name: "share.version", MinVersionLevel: 2, MaxVersionLevel: 2},
-			{Name: "streams.version", MinVersionLevel: 1, MaxVersionLevel: 1},
-			{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2},
+		for _, f := range []struct {
+			name  string
+			level int16
+		}{{"group.version", 1}, {"kraft.version", 1}, {"share.version", 2}, {"streams.version", 1}, {"transaction.version", 2}} {
+			want.SupportedFeatures = append(want.SupportedFeatures,
+				kmsg.ApiVersionsResponseSupportedFeature{Name: f.name, MinVersion: f.level, MaxVersion: f.level})
+			want.FinalizedFeatures = append(want.FinalizedFeatures,
+				kmsg.ApiVersionsResponseFinalizedFeature{Name: f.name, MinVersionLevel: f.level, MaxVersionLevel: f.level})
 		}
 		want.FinalizedFeaturesEpoch = 1
 	}
