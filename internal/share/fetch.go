@@ -326,6 +326,20 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 		}
 		return f
 	}
+	// The delivery counts are made durable before the records go out: a failed
+	// save or a failover then reloads them at least at these counts, so a
+	// record is never handed out again at a count it had, nor past the limit.
+	// The records are not handed out when it fails; the reload makes them
+	// available again, and the client retries a partition not available.
+	if code := m.saveLocked(ctx, sp); code != 0 {
+		r := out.part(tp.id, tp.partition)
+		r.ErrorCode = kerr.ReplicaNotAvailable.Code
+		if code == kerr.NotLeaderForPartition.Code {
+			r.ErrorCode = code
+			out.leader(r, topic, tp.partition)
+		}
+		return partitionFetch{}
+	}
 	r := out.part(tp.id, tp.partition)
 	r.Records = a.data
 	n := 0
