@@ -471,7 +471,8 @@ func reset(t *testing.T, c net.Conn, what string) {
 // timeouts) and its new connections refused, while its peer's ends stay open
 // and silent until the heal resets them.
 func TestDownResetsOnlyTheDeadEnd(t *testing.T) {
-	t.Run("the dialling node", func(t *testing.T) {
+	// powerOff has a connect to b through a proxy, then cuts dead's power.
+	powerOff := func(t *testing.T, dead string) (*echo, *Net, *Proxy, net.Conn) {
 		e := startEcho(t)
 		n := New()
 		p := startLink(t, n, "a", "b", e)
@@ -479,8 +480,12 @@ func TestDownResetsOnlyTheDeadEnd(t *testing.T) {
 		if err := roundTrip(c, "x", 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		n.Isolate("a")
-		n.Down("a")
+		n.Isolate(dead)
+		n.Down(dead)
+		return e, n, p, c
+	}
+	t.Run("the dialling node", func(t *testing.T) {
+		e, n, p, c := powerOff(t, "a")
 		reset(t, c, "the dead node's end")
 		if c, err := net.Dial("tcp", p.Addr()); err == nil { // the reset may beat the end of the dial
 			defer c.Close()
@@ -496,15 +501,7 @@ func TestDownResetsOnlyTheDeadEnd(t *testing.T) {
 		wait.For(t, "the peer's end closed at the heal", func() bool { return e.ended.Load() == 1 })
 	})
 	t.Run("the node dialled", func(t *testing.T) {
-		e := startEcho(t)
-		n := New()
-		p := startLink(t, n, "a", "b", e)
-		c := dial(t, p)
-		if err := roundTrip(c, "x", 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		n.Isolate("b")
-		n.Down("b")
+		e, n, _, c := powerOff(t, "b")
 		wait.For(t, "the dead node's end closed", func() bool { return e.ended.Load() == 1 })
 		c.Write([]byte("lost"))
 		silent(t, c)
