@@ -327,15 +327,19 @@ func (p *Proxy) Close() error {
 }
 
 // track registers c, endpoint's end of a connection ("" until known), for
-// Close and Down; false if the proxy is closed already or endpoint is down.
+// Close and Down; false if the proxy is closed already or endpoint is down
+// (the caller closes c, and untracks it if it was registered).
 func (p *Proxy) track(c net.Conn, endpoint string) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.closed || (endpoint != "" && p.net.isDown(endpoint)) {
+	if p.mu.closed {
+		p.mu.Unlock()
 		return false
 	}
 	p.mu.conns[c] = endpoint
-	return true
+	p.mu.Unlock()
+	// Looked at after registering c, and not under p.mu (pass takes p.mu
+	// under n.mu): a Down meanwhile either resets c or is seen here.
+	return endpoint == "" || !p.net.isDown(endpoint)
 }
 
 // resetEnds resets the connection ends that are node's.
@@ -433,12 +437,12 @@ func (p *Proxy) serve(c net.Conn) {
 		abort(c) // the destination is down: as close to "connection refused" as an accepted connection gets
 		return
 	}
+	defer p.untrack(up)
 	if !p.track(up, p.to) {
 		abort(up)
 		abort(c)
 		return
 	}
-	defer p.untrack(up)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	end := func(aborted bool) {
