@@ -5,58 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// failingStore is a Store in memory whose saves fail while fail is set (the
-// share coordinator lost power: the write times out and was not made durable).
+// failingStore is memStore whose saves fail while fail is set (the share
+// coordinator lost power: the write times out and was not made durable).
 type failingStore struct {
-	mu    sync.Mutex
-	fail  bool
-	init  *Snapshot
-	saved *Snapshot
-	saves int // successful saves
+	memStore
+	fail atomic.Bool
 }
 
-func (s *failingStore) Load(context.Context, Key, int32) (Snapshot, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.saved != nil:
-		return *s.saved, true, nil
-	case s.init != nil:
-		return *s.init, true, nil
-	}
-	return Snapshot{}, false, nil
-}
-
-func (s *failingStore) Initialize(_ context.Context, _ Key, stateEpoch int32, start int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.init == nil {
-		s.init = &Snapshot{StateEpoch: stateEpoch, Start: start}
-	}
-	return nil
-}
-
-func (s *failingStore) Save(_ context.Context, _ Key, snap Snapshot) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail {
+func (s *failingStore) Save(ctx context.Context, k Key, snap Snapshot) error {
+	if s.fail.Load() {
 		return errors.New("share coordinator unavailable")
 	}
-	s.saved = &snap
-	s.saves++
-	return nil
-}
-
-func (s *failingStore) setFail(fail bool) {
-	s.mu.Lock()
-	s.fail = fail
-	s.mu.Unlock()
+	return s.memStore.Save(ctx, k, snap)
 }
 
 // fakeClock is a Config.Now a test moves by hand (lock expiry).
@@ -149,11 +116,11 @@ func TestDeliveryCountNeverGoesBack(t *testing.T) {
 			} else {
 				// The last member's release fails to save: the state is
 				// dropped and reloaded.
-				store.setFail(true)
+				store.fail.Store(true)
 				if code := acknowledgeAs(m, fmt.Sprintf("m%d", tc.deliveries-1), 0, Release); code != kerr.RequestTimedOut.Code {
 					t.Fatalf("a release whose save failed: code %d, want REQUEST_TIMED_OUT", code)
 				}
-				store.setFail(false)
+				store.fail.Store(false)
 			}
 			if got := deliver(t, m, "after"); got != tc.want {
 				t.Fatalf("after %d deliveries and a reload (limit %d): delivered at count %d, want %d (0: not at all)",
