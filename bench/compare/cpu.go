@@ -6,8 +6,10 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
 
 	"github.com/strata-stream/strata/internal/bench"
@@ -26,15 +28,31 @@ func (s *system) cpuSeconds() (float64, error) {
 	return total, nil
 }
 
-// clientCounts are what this process (the load generator) has cost so far in
-// counts that do not depend on the machine's load: CPU seconds (user and
-// system), minor page faults (each a page of memory the process touched for
-// the first time, or again after handing it back) and garbage-collection
-// cycles.
+// clientCounts are what this process (the load generator) has cost so far:
+// minor page faults (each a page of memory the process touched for the first
+// time, or again after handing it back), garbage-collection cycles, its user
+// and system CPU seconds, and the Produce requests its clients wrote (and their
+// bytes, size prefixes included).
 type clientCounts struct {
-	cpu         float64
-	minorFaults int64
-	gcCycles    uint64
+	minorFaults   int64
+	gcCycles      uint64
+	cpuSeconds    float64
+	produceWrites int64
+	produceBytes  int64
+}
+
+// produceWrites counts the Produce requests every client of the workloads
+// writes (workloadConfig adds it to their hooks).
+var produceWrites produceWriteCounter
+
+type produceWriteCounter struct{ writes, bytes atomic.Int64 }
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (c *produceWriteCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, bytesWritten int, _, _ time.Duration, err error) {
+	if key == 0 && err == nil {
+		c.writes.Add(1)
+		c.bytes.Add(int64(bytesWritten))
+	}
 }
 
 func readClientCounts() (clientCounts, error) {
@@ -44,13 +62,16 @@ func readClientCounts() (clientCounts, error) {
 	}
 	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(m)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return clientCounts{cpu: cpu, minorFaults: ru.Minflt, gcCycles: m[0].Value.Uint64()}, nil
+	return clientCounts{minorFaults: ru.Minflt, gcCycles: m[0].Value.Uint64(),
+		cpuSeconds:    float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9,
+		produceWrites: produceWrites.writes.Load(), produceBytes: produceWrites.bytes.Load()}, nil
 }
 
 // since is what the process cost between c0 and c.
 func (c clientCounts) since(c0 clientCounts) clientCounts {
-	return clientCounts{cpu: c.cpu - c0.cpu, minorFaults: c.minorFaults - c0.minorFaults, gcCycles: c.gcCycles - c0.gcCycles}
+	return clientCounts{minorFaults: c.minorFaults - c0.minorFaults, gcCycles: c.gcCycles - c0.gcCycles,
+		cpuSeconds: c.cpuSeconds - c0.cpuSeconds, produceWrites: c.produceWrites - c0.produceWrites,
+		produceBytes: c.produceBytes - c0.produceBytes}
 }
 
 // parseCPUs reads a CPU list such as "0" or "2,3" (taskset's -c syntax,

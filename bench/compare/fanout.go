@@ -99,7 +99,7 @@ func runFanout(ctx context.Context, o options, p *pairing, brokers map[string]*s
 					}
 					detail := fanoutDetail{Result: res}
 					if cpuErr == nil && cpuErr1 == nil && clientErr == nil && clientErr1 == nil {
-						cost := fanoutCost{brokerCPU: cpu1 - cpu0, clientCPU: client1.since(client0).cpu,
+						cost := fanoutCost{brokerCPU: cpu1 - cpu0, clientCPU: client1.since(client0).cpuSeconds,
 							produced: float64(res.Bytes) / 1e9, served: float64(res.FanoutFetchBytes) / 1e9}
 						detail.BrokerCPUSeconds, detail.ClientCPUSeconds = cost.brokerCPU, cost.clientCPU
 						if k == 0 {

@@ -29,7 +29,10 @@
 //
 // The load generator is internal/bench on franz-go for both brokers, so client
 // differences cancel out: franz-go's defaults (a 10ms linger) for throughput, no
-// linger for e2e latency.
+// linger for e2e latency. At 100 B franz-go on one pinned core bounds the rate
+// whichever broker it writes to; -pre-encoded adds 100 B rows whose load
+// generator writes one pre-encoded batch again and again (preencoded.go), so
+// they measure the brokers.
 //
 // Extra workloads, each its own table under its pairing and off unless asked for
 // (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
@@ -67,6 +70,7 @@ type options struct {
 	e2eRates           []int
 	txnRecords         []int // records per transaction of the transactional rows
 	txnOnly            bool  // only the transactional rows and their plain produce row
+	preEncoded         bool  // add the 100 B rows of the pre-encoded producer (preencoded.go)
 	codecs             []string
 	perfRecords        int
 	workdir            string
@@ -90,6 +94,7 @@ func main() {
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
 	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
 	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce row they are set against")
+	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add 100 B produce rows whose load generator writes one pre-encoded ~1 MB batch again and again (one node only): at 100 B franz-go on one core, not the broker, bounds the rate")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
 	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
@@ -116,6 +121,10 @@ func main() {
 	}
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
+	}
+	if o.preEncoded && o.nodes != 1 {
+		fmt.Fprintln(os.Stderr, "compare: -pre-encoded runs with -nodes 1 only")
+		os.Exit(2)
 	}
 	if o.extras.tls && o.nodes != 1 {
 		fmt.Fprintln(os.Stderr, "compare: -tls runs with -nodes 1 only")
@@ -151,6 +160,11 @@ func workloads(o options) []workload {
 	}
 	if o.txnOnly {
 		return txnOnlyWorkloads(wls, o.txnRecords)
+	}
+	if o.preEncoded {
+		wls = append(wls,
+			workload{name: "produce 100 B pre-encoded, acks=1", slug: "r100-a1", mode: "pre-encoded", size: 100, acks: bench.AcksLeader, target: 1.5},
+			workload{name: "produce 100 B pre-encoded, acks=all", slug: "r100-aall", mode: "pre-encoded", size: 100, acks: bench.AcksAll, target: 1.5})
 	}
 	for _, codec := range o.codecs {
 		wls = append(wls,
@@ -360,13 +374,14 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				if clientErr == nil && clientErr2 == nil {
 					c := clientAfter.since(clientBefore)
 					s.ClientMinorFaults, s.ClientGCCycles = c.minorFaults, c.gcCycles
+					s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientProduceBytes = c.cpuSeconds, c.produceWrites, c.produceBytes
 				}
 				if err != nil {
 					s.Err = err.Error()
 				}
 				p.add(s)
-				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
-					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
+				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
+					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -477,6 +492,8 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 		return bench.Produce(ctx, c)
 	case "e2e":
 		return bench.E2E(ctx, c)
+	case "pre-encoded":
+		return preEncodedProduce(ctx, c)
 	}
 	return bench.Consume(ctx, consumeConfig(c, o, wl))
 }
@@ -490,7 +507,7 @@ func workloadConfig(o options, wl workload, round int, seeds []string, opts ...k
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
 		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1, TransactionRecords: wl.txnRecords,
 		Linger:     bench.DefaultLinger,
-		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka")}, opts...),
+		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka"), kgo.WithHooks(&produceWrites)}, opts...),
 	}
 	if wl.mode == "e2e" {
 		c.Linger = 0 // franz-go's 10ms linger would be most of what e2e measures

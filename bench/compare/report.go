@@ -14,7 +14,7 @@ import (
 type workload struct {
 	name string // as printed
 	slug string // in topic names
-	mode string // produce, consume or e2e
+	mode string // produce, pre-encoded (preencoded.go), consume or e2e
 	size int
 	acks string
 	// compression is the producers' codec; "" = none.
@@ -65,7 +65,13 @@ type sample struct {
 	// generator (this process): page faults and garbage-collection cycles.
 	ClientMinorFaults int64  `json:"client_minor_faults"`
 	ClientGCCycles    uint64 `json:"client_gc_cycles"`
-	Err               string `json:"error,omitempty"`
+	// ClientCPUSeconds is the load generator's user and system CPU time
+	// during the run; ClientProduceRequests and ClientProduceBytes are the
+	// Produce requests its clients wrote and their bytes.
+	ClientCPUSeconds      float64 `json:"client_cpu_seconds"`
+	ClientProduceRequests int64   `json:"client_produce_requests"`
+	ClientProduceBytes    int64   `json:"client_produce_bytes"`
+	Err                   string  `json:"error,omitempty"`
 }
 
 // pairing is one configuration of the two systems and everything measured in it.
@@ -202,6 +208,7 @@ func (p *pairing) writeTable(w io.Writer) {
 	fmt.Fprintln(w)
 	p.writeTxnTable(w)
 	p.writeCPUTable(w)
+	p.writeClientTable(w)
 	writeNoteAndFailures(w, p.Note, p.Errors)
 }
 
@@ -239,6 +246,49 @@ func (p *pairing) writeCPUTable(w io.Writer) {
 		ratio := ms / mk
 		fmt.Fprintf(w, "| %s | %s | %s | **%.2f** | <= %.2g: %s | %s | %s |\n",
 			wl.name, figure(ms), figure(mk), ratio, cpuTarget, verdict(ratio, cpuTarget, true), figures(s), figures(k))
+	}
+	fmt.Fprintln(w)
+}
+
+// writeClientTable prints, per produce workload, what the load generator did
+// against each system (medians over rounds): its CPU per record and the share
+// of a core it used (near 1 with -pin-client: the client, not the broker,
+// bounds the rate), and the Produce requests it wrote: per second and their
+// mean size.
+func (p *pairing) writeClientTable(w io.Writer) {
+	type figs struct{ usPerRecord, cores, reqPerSec, kbPerReq []float64 }
+	by := map[[2]string]*figs{}
+	for _, s := range p.Samples {
+		r := s.Result
+		if s.Err != "" || r.Mode != "produce" || r.Records == 0 || r.ElapsedSeconds <= 0 || s.ClientCPUSeconds <= 0 {
+			continue
+		}
+		k := [2]string{s.Workload, s.System}
+		f := by[k]
+		if f == nil {
+			f = &figs{}
+			by[k] = f
+		}
+		f.usPerRecord = append(f.usPerRecord, s.ClientCPUSeconds/float64(r.Records)*1e6)
+		f.cores = append(f.cores, s.ClientCPUSeconds/r.ElapsedSeconds)
+		f.reqPerSec = append(f.reqPerSec, float64(s.ClientProduceRequests)/r.ElapsedSeconds)
+		if s.ClientProduceRequests > 0 {
+			f.kbPerReq = append(f.kbPerReq, float64(s.ClientProduceBytes)/float64(s.ClientProduceRequests)/1e3)
+		}
+	}
+	if len(by) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "| workload | load generator CPU µs per record, Strata / Kafka | cores it used, Strata / Kafka | Produce requests per s, Strata / Kafka | kB per request, Strata / Kafka |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, wl := range p.Workloads {
+		s, k := by[[2]string{wl.name, "strata"}], by[[2]string{wl.name, "kafka"}]
+		if s == nil || k == nil {
+			continue
+		}
+		pair := func(a, b []float64) string { return figure(median(a)) + " / " + figure(median(b)) }
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", wl.name, pair(s.usPerRecord, k.usPerRecord),
+			pair(s.cores, k.cores), pair(s.reqPerSec, k.reqPerSec), pair(s.kbPerReq, k.kbPerReq))
 	}
 	fmt.Fprintln(w)
 }

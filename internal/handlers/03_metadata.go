@@ -1,10 +1,11 @@
 package handlers
 
-// Metadata (key 3), v0-v12.
+// Metadata (key 3), v0-v13.
 //   v0: an empty topic list means every topic; v1+: a null list means every topic,
 //       an empty one none. v1 adds the controller id and IsInternal, v2 the cluster id,
 //       v4 AllowAutoTopicCreation (earlier versions always allow it), v5 offline
-//       replicas, v7 leader epochs, v10 topic ids, v12 lookup by topic id.
+//       replicas, v7 leader epochs, v10 topic ids, v12 lookup by topic id, v13 a
+//       top-level error code (KIP-1102), always 0 as from a Kafka 4.4 broker.
 // Unknown topics are created when the broker and the request allow it: the answer
 // then carries the new topic (or LEADER_NOT_AVAILABLE while it is not yet applied).
 

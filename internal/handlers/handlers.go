@@ -34,7 +34,7 @@ var apis = []api{
 	{key: 0, min: 3, max: 12, serve: (*Handlers).produce},
 	{key: 1, min: 4, max: 18, serve: (*Handlers).fetch},
 	{key: 2, min: 1, max: 11, serve: (*Handlers).listOffsets},
-	{key: 3, min: 0, max: 12, serve: (*Handlers).metadata},
+	{key: 3, min: 0, max: 13, serve: (*Handlers).metadata},
 	{key: 10, min: 0, max: 6, serve: (*Handlers).findCoordinator},
 	{key: 19, min: 2, max: 7, serve: (*Handlers).createTopics},
 	{key: 20, min: 1, max: 6, serve: (*Handlers).deleteTopics},

@@ -9,43 +9,49 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
-// TestMetadataErrors: Metadata v12 for an unknown name, an invalid name, an
-// unknown topic id, beside a topic that exists; the internal topics are
-// marked internal.
+// TestMetadataErrors: Metadata v12 and v13 for an unknown name, an invalid
+// name, an unknown topic id, beside a topic that exists; the internal topics
+// are marked internal. v13's top-level error is 0, as a Kafka 4.4 broker
+// answered the same names.
 func TestMetadataErrors(t *testing.T) {
 	h := newErrorsHandlers(t)
-	req := kmsg.NewPtrMetadataRequest()
-	req.SetVersion(12)
-	for _, rt := range []kmsg.MetadataRequestTopic{
-		{Topic: kmsg.StringPtr("t")},
-		{Topic: kmsg.StringPtr("nope")},
-		{Topic: kmsg.StringPtr("a/b")},
-		{Topic: kmsg.StringPtr("")},
-		{TopicID: metadata.UUID{99}},
-		{Topic: kmsg.StringPtr(OffsetsTopic)},
-	} {
-		req.Topics = append(req.Topics, rt)
-	}
-	resp := serve(t, h, req).(*kmsg.MetadataResponse)
-	want := []struct {
-		code     *kerr.Error
-		internal bool
-	}{{nil, false}, {kerr.UnknownTopicOrPartition, false}, {kerr.InvalidTopicException, false},
-		{kerr.InvalidTopicException, false}, {kerr.UnknownTopicID, false}, {nil, true}}
-	if len(resp.Topics) != len(want) {
-		t.Fatalf("%d topics answered for %d asked", len(resp.Topics), len(want))
-	}
-	for i, rt := range resp.Topics {
-		code := int16(0)
-		if want[i].code != nil {
-			code = want[i].code.Code
+	for _, version := range []int16{12, 13} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(version)
+		for _, rt := range []kmsg.MetadataRequestTopic{
+			{Topic: kmsg.StringPtr("t")},
+			{Topic: kmsg.StringPtr("nope")},
+			{Topic: kmsg.StringPtr("a/b")},
+			{Topic: kmsg.StringPtr("")},
+			{TopicID: metadata.UUID{99}},
+			{Topic: kmsg.StringPtr(OffsetsTopic)},
+		} {
+			req.Topics = append(req.Topics, rt)
 		}
-		if rt.ErrorCode != code || rt.IsInternal != want[i].internal {
-			t.Errorf("topic %d (%v): %v internal %t, want %v internal %t", i, nullable(rt.Topic),
-				kerr.ErrorForCode(rt.ErrorCode), rt.IsInternal, kerr.ErrorForCode(code), want[i].internal)
+		resp := serve(t, h, req).(*kmsg.MetadataResponse)
+		if resp.ErrorCode != 0 {
+			t.Errorf("v%d: top-level error %v", version, kerr.ErrorForCode(resp.ErrorCode))
 		}
-	}
-	if len(resp.Topics[0].Partitions) != 4 {
-		t.Errorf("topic t lists %d partitions, want 4", len(resp.Topics[0].Partitions))
+		want := []struct {
+			code     *kerr.Error
+			internal bool
+		}{{nil, false}, {kerr.UnknownTopicOrPartition, false}, {kerr.InvalidTopicException, false},
+			{kerr.InvalidTopicException, false}, {kerr.UnknownTopicID, false}, {nil, true}}
+		if len(resp.Topics) != len(want) {
+			t.Fatalf("v%d: %d topics answered for %d asked", version, len(resp.Topics), len(want))
+		}
+		for i, rt := range resp.Topics {
+			code := int16(0)
+			if want[i].code != nil {
+				code = want[i].code.Code
+			}
+			if rt.ErrorCode != code || rt.IsInternal != want[i].internal {
+				t.Errorf("v%d: topic %d (%v): %v internal %t, want %v internal %t", version, i, nullable(rt.Topic),
+					kerr.ErrorForCode(rt.ErrorCode), rt.IsInternal, kerr.ErrorForCode(code), want[i].internal)
+			}
+		}
+		if len(resp.Topics[0].Partitions) != 4 {
+			t.Errorf("v%d: topic t lists %d partitions, want 4", version, len(resp.Topics[0].Partitions))
+		}
 	}
 }

@@ -106,8 +106,18 @@ func newShareMember(key instanceKey, topic string, cl *kgo.Client, leaders func(
 
 func (s *shareMember) heartbeatLoop() {
 	defer close(s.done)
+	// Closing the member ends a heartbeat in flight.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
-		s.heartbeat(shareJoinEpoch)
+		s.heartbeat(ctx, shareJoinEpoch)
 		s.mu.Lock()
 		interval := s.mu.interval
 		s.mu.Unlock()
@@ -123,7 +133,8 @@ func (s *shareMember) heartbeatLoop() {
 
 // heartbeat sends one ShareGroupHeartbeat: a join when the member has no epoch
 // yet, a leave when epoch is shareLeaveEpoch, else a heartbeat at its epoch.
-func (s *shareMember) heartbeat(epoch int32) {
+// It waits 10 s at most, and not past ctx.
+func (s *shareMember) heartbeat(ctx context.Context, epoch int32) {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID = s.key.group, s.memberID
 	s.mu.Lock()
@@ -135,7 +146,7 @@ func (s *shareMember) heartbeat(epoch int32) {
 	if epoch == shareJoinEpoch {
 		req.SubscribedTopicNames = []string{s.topic}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if epoch == shareLeaveEpoch {
 		req.RequestWith(ctx, s.cl) // franz-go finds the coordinator again for a leave
@@ -484,7 +495,7 @@ func (s *shareMember) close(ctx context.Context) {
 		})
 	}
 	wg.Wait()
-	s.heartbeat(shareLeaveEpoch)
+	s.heartbeat(ctx, shareLeaveEpoch)
 }
 
 // ackJSON is the body of POST /ack.

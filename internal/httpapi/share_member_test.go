@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -165,4 +166,57 @@ func runShareMember(t *testing.T, addrs []string) {
 		<-m.done
 		cl.Close()
 	})
+}
+
+// TestShareMemberCloseHonoursContext: closing an HTTP share member whose
+// coordinator does not answer its leave returns once the close's context is
+// done. The leave used its own 10 s timeout, so a node's Abort (closing its
+// HTTP consumers with a context already done) waited that long for the
+// members it hosted when a power loss cut it off (the scripted share chaos
+// run, session 14).
+func TestShareMemberCloseHonoursContext(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	unanswered := make(chan struct{}) // the leave's answer waits for the test's end
+	t.Cleanup(func() { close(unanswered) })
+	var mu sync.Mutex
+	joined := false
+	c.ControlKey(int16(kmsg.ShareGroupHeartbeat), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.ShareGroupHeartbeatRequest)
+		if req.MemberEpoch == shareLeaveEpoch {
+			c.SleepControl(func() { <-unanswered })
+		}
+		mu.Lock()
+		joined = true
+		mu.Unlock()
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = kmsg.StringPtr(req.MemberID), 1, 20
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	m := newShareMember(instanceKey{"workers", "c1"}, "jobs", cl, func(int32) (int32, bool) { return 0, false },
+		func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
+	wait.Eventually(t, 10*time.Second, "the member joined", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !joined {
+			return fmt.Errorf("no heartbeat yet")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	m.close(ctx)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("close with a context already done took %v", took)
+	}
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // answerApiVersions builds the ApiVersions response (key 18) and the version to
-// encode it at. Versions 0..apiVersionsMax:
+// encode it at. self is the broker the listener serves, or nil where requests
+// are not checked against it (see Server.ClusterID). Versions 0..apiVersionsMax:
 //
 //   - v0: error code and the key ranges.
 //   - v1+: ThrottleMillis, always 0.
@@ -16,9 +17,14 @@ import (
 //     finalized features are Features, each at its one level. (Kafka leaves
 //     supported features whose minimum is 0 out of v3 answers, KAFKA-17011;
 //     none of Features has minimum 0, so v3 and v4 list the same.)
+//   - v5+ (KIP-1242): the request may name the cluster and node the client
+//     believes it reached, both or neither (one alone: INVALID_REQUEST). Naming
+//     another cluster or node than self gets REBOOTSTRAP_REQUIRED: the client's
+//     metadata is stale and it should bootstrap again. Both error answers carry
+//     no keys and no features, and the connection stays open, as Kafka 4.4's.
 //   - above apiVersionsMax: a v0 response with UNSUPPORTED_VERSION that lists only
 //     the ApiVersions range, so the client retries at that version (KIP-511).
-func (g *registry) answerApiVersions(c *ConnInfo, r *Request) (*kmsg.ApiVersionsResponse, int16) {
+func (g *registry) answerApiVersions(c *ConnInfo, r *Request, self *brokerIdentity) (*kmsg.ApiVersionsResponse, int16) {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	if r.Version > apiVersionsMax {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
@@ -26,11 +32,16 @@ func (g *registry) answerApiVersions(c *ConnInfo, r *Request) (*kmsg.ApiVersions
 		return resp, 0
 	}
 	if req, ok := r.Msg.(*kmsg.ApiVersionsRequest); ok && r.Version >= 3 {
-		if !validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion) {
+		if !validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion) ||
+			r.Version >= 5 && (req.ClusterID == nil) != (req.NodeID == -1) {
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp, r.Version
 		}
 		c.software.Store(&clientSoftware{name: req.ClientSoftwareName, version: req.ClientSoftwareVersion})
+		if r.Version >= 5 && self.misrouted(req.ClusterID, req.NodeID) {
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			return resp, r.Version
+		}
 	}
 	resp.ApiKeys = g.apiKeys
 	if r.Version >= 3 {
@@ -38,6 +49,18 @@ func (g *registry) answerApiVersions(c *ConnInfo, r *Request) (*kmsg.ApiVersions
 		resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
 	}
 	return resp, r.Version
+}
+
+// brokerIdentity is the cluster and node a listener serves (KIP-1242).
+type brokerIdentity struct {
+	clusterID string
+	nodeID    int32
+}
+
+// misrouted reports whether a client that names clusterID and nodeID (nil:
+// it names none) meant another broker than b. A nil b checks nothing.
+func (b *brokerIdentity) misrouted(clusterID *string, nodeID int32) bool {
+	return b != nil && clusterID != nil && (*clusterID != b.clusterID || nodeID != b.nodeID)
 }
 
 // Feature is a feature flag of KIP-584 at the one level Strata runs it.

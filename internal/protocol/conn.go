@@ -439,7 +439,11 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		return c.serveSASLToken(r)
 	}
 	if r.Key == apiVersionsKey {
-		msg, version := c.srv.reg.answerApiVersions(c.info, r)
+		self := c.srv.self
+		if c.srv.SASL != nil && !c.auth.authenticated {
+			self = nil // Kafka checks a SASL connection only once it authenticated
+		}
+		msg, version := c.srv.reg.answerApiVersions(c.info, r, self)
 		msg.SetVersion(version)
 		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil

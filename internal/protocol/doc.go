@@ -68,9 +68,11 @@
 //     and read one at a time.
 //     A Response with Throttle mutes the connection for that long (KIP-219):
 //     nothing more is read or handled from it until then.
-//  3. ApiVersions is answered by this package from Versions (versions 0-4; a newer
+//  3. ApiVersions is answered by this package from Versions (versions 0-5; a newer
 //     version gets a v0 reply with UNSUPPORTED_VERSION and the ApiVersions range, per
-//     KIP-511). Every other request goes to Handler.Handle.
+//     KIP-511). With Server.ClusterID set, a v5 request naming another cluster or
+//     node is answered REBOOTSTRAP_REQUIRED (KIP-1242). Every other request goes to
+//     Handler.Handle.
 //  4. A frame whose size is not in 1..MaxRequestBytes, a truncated frame, an unknown
 //     API key, a version outside the registered range, an undecodable body, an
 //     invalid Response from the handler or a handler panic closes that connection

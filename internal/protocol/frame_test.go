@@ -232,7 +232,7 @@ func TestFlexibleResponseHeader(t *testing.T) {
 	}{
 		{3, 8, false}, {3, 9, true}, {3, 12, true}, // Metadata is flexible from v9
 		{1, 11, false}, {1, 12, true}, // Fetch from v12
-		{18, 3, false}, {18, 4, false}, // ApiVersions: always response header v0
+		{18, 3, false}, {18, 4, false}, {18, 5, false}, // ApiVersions: always response header v0
 		{7, 0, false}, {7, 3, true},
 		{42, 5, false}, // not registered
 	}

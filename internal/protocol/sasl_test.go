@@ -57,8 +57,8 @@ func (l *authLog) count(entry string) int {
 }
 
 // startSASLServer serves echoHandler with SASL on; alice's password is
-// alice-secret for both SCRAM mechanisms.
-func startSASLServer(t *testing.T, lifetime time.Duration) (*testServer, *authLog) {
+// alice-secret for both SCRAM mechanisms. opts adjust the Server after that.
+func startSASLServer(t *testing.T, lifetime time.Duration, opts ...func(*Server)) (*testServer, *authLog) {
 	t.Helper()
 	creds := map[sasl.Mechanism]sasl.Credential{}
 	for _, m := range sasl.ScramMechanisms {
@@ -89,6 +89,9 @@ func startSASLServer(t *testing.T, lifetime time.Duration) (*testServer, *authLo
 			Authenticator:   sasl.NewAuthenticator(lookup),
 			SessionLifetime: lifetime,
 			OnAuthenticate:  log.record,
+		}
+		for _, o := range opts {
+			o(s)
 		}
 	})
 	return ts, log

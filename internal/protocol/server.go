@@ -76,6 +76,13 @@ type Server struct {
 	// sasl.go); nil serves every connection as it comes (principal from TLS, or
 	// User:ANONYMOUS).
 	SASL *SASLConfig
+	// ClusterID and NodeID name the broker this listener serves. A client
+	// that names another cluster or node in ApiVersions v5+ (KIP-1242: its
+	// metadata sent it to the wrong address) is answered REBOOTSTRAP_REQUIRED.
+	// As Kafka, a SASL connection is checked only once authenticated. An
+	// empty ClusterID checks nothing, as Kafka's controller listener.
+	ClusterID string
+	NodeID    int32
 	// Logger receives connection errors and panics; nil discards them.
 	Logger *slog.Logger
 	// Hooks observe connections and requests, for metrics.
@@ -97,6 +104,7 @@ type Server struct {
 	maxInFlight      int
 	handshakeTimeout time.Duration
 	saslMaxReceive   int32
+	self             *brokerIdentity // nil without ClusterID
 	pool             *memoryPool
 	limiter          connLimiter
 	refused          atomic.Uint64
@@ -149,6 +157,9 @@ func (s *Server) init() error {
 		s.limiter.maxTotal = orDefault(s.MaxConnections, DefaultMaxConnections)
 		s.limiter.maxPerIP = orDefault(s.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
 		s.hooks = newHookSet(s.Hooks)
+		if s.ClusterID != "" {
+			s.self = &brokerIdentity{clusterID: s.ClusterID, nodeID: s.NodeID}
+		}
 		if s.Handler == nil {
 			s.initErr = ErrNoHandler
 			return

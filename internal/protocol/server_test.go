@@ -314,42 +314,22 @@ func TestApiVersions(t *testing.T) {
 	reg := mustRegistry(t)
 	c := dial(t, ts.addr)
 	for v := int16(0); v <= apiVersionsMax; v++ {
-		req := &kmsg.ApiVersionsRequest{ClientSoftwareName: "strata-test", ClientSoftwareVersion: "0.1.0"}
+		req := &kmsg.ApiVersionsRequest{ClientSoftwareName: "strata-test", ClientSoftwareVersion: "0.1.0", NodeID: -1}
 		corr := int32(100 + v)
 		c.send(req, v, corr)
 		_, body := c.readFrame() // also checks the exact bytes: response header v0, no tag byte
-		want := kmsg.NewPtrApiVersionsResponse()
-		want.SetVersion(v)
-		want.ApiKeys = reg.apiKeys
-		if v >= 3 { // each feature supported and finalized at its one level
-			want.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{
-				{Name: "group.version", MinVersion: 1, MaxVersion: 1},
-				{Name: "kraft.version", MinVersion: 1, MaxVersion: 1},
-				{Name: "share.version", MinVersion: 2, MaxVersion: 2},
-				{Name: "streams.version", MinVersion: 1, MaxVersion: 1},
-				{Name: "transaction.version", MinVersion: 2, MaxVersion: 2},
-			}
-			want.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{
-				{Name: "group.version", MinVersionLevel: 1, MaxVersionLevel: 1},
-				{Name: "kraft.version", MinVersionLevel: 1, MaxVersionLevel: 1},
-				{Name: "share.version", MinVersionLevel: 2, MaxVersionLevel: 2},
-				{Name: "streams.version", MinVersionLevel: 1, MaxVersionLevel: 1},
-				{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2},
-			}
-			want.FinalizedFeaturesEpoch = 1
-		}
-		if wantBody := want.AppendTo(nil); !bytes.Equal(body, wantBody) {
+		if wantBody := fullApiVersions(reg, v); !bytes.Equal(body, wantBody) {
 			t.Errorf("v%d body\n got % x\nwant % x", v, body, wantBody)
 		}
 	}
 
-	// KIP-511: a version above 4 is not parsed and gets a v0 error response
+	// KIP-511: a version above 5 is not parsed and gets a v0 error response
 	// carrying the ApiVersions range.
-	for _, v := range []int16{5, 6, 300} {
+	for _, v := range []int16{6, 300} {
 		c.write(rawFrame(apiVersionsKey, v, 9, []byte{0xFF, 0xFF, 0x01, 0x02, 0x03}))
 		resp := c.read(kmsg.NewPtrApiVersionsRequest(), 0, 9).(*kmsg.ApiVersionsResponse)
 		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 ||
-			resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
+			resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 5 {
 			t.Errorf("ApiVersions v%d: got %+v", v, resp)
 		}
 	}

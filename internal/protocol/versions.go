@@ -12,9 +12,9 @@ type VersionRange struct{ Key, Min, Max int16 }
 
 const (
 	apiVersionsKey = 18 // ApiVersions, answered by this package
-	// apiVersionsMax is the highest ApiVersions version answered; v5 (KIP-1223,
-	// cluster id and node id in the request) is not supported yet.
-	apiVersionsMax        = 4
+	// apiVersionsMax is the highest ApiVersions version answered (v5: KIP-1242,
+	// Kafka 4.4's highest).
+	apiVersionsMax        = 5
 	controlledShutdownKey = 7 // v0 of this key has no client id in its header
 )
 

@@ -133,18 +133,19 @@ func createBenchTopic(tb testing.TB, n *Node, topic string, partitions int32) {
 }
 
 // BenchmarkProduceRequest measures one Produce request at a time over a raw
-// connection: a batch of 16 records of 1 KiB (a Java client's 16 KiB batch)
-// or 1,000 (a franz-go batch at high throughput), acks=1 and acks=all. The
-// client allocates nothing per request, so allocs/op and B/op are the
+// connection: a batch of 16 records of 1 KiB (a Java client's 16 KiB batch),
+// 1,000 (a franz-go batch at high throughput) or 9,000 of 100 B (a franz-go
+// batch of 100 B records at high throughput: about 1 MB), acks=1 and acks=all.
+// The client allocates nothing per request, so allocs/op and B/op are the
 // broker's cost of one request.
 func BenchmarkProduceRequest(b *testing.B) {
 	for _, acks := range []int16{1, -1} {
-		for _, records := range []int{16, 1000} {
-			b.Run(fmt.Sprintf("acks=%d/records=%d", acks, records), func(b *testing.B) {
+		for _, batch := range []struct{ records, size int }{{16, 1024}, {1000, 1024}, {9000, 100}} {
+			b.Run(fmt.Sprintf("acks=%d/records=%d/size=%d", acks, batch.records, batch.size), func(b *testing.B) {
 				_, c := startRequestBench(b, "bench")
-				frame := produceFrame(b, "bench", acks, records, 1024)
+				frame := produceFrame(b, "bench", acks, batch.records, batch.size)
 				checkProduced(b, c.roundTrip(b, frame))
-				b.SetBytes(int64(records * 1024))
+				b.SetBytes(int64(batch.records * batch.size))
 				b.ReportAllocs()
 				for b.Loop() {
 					c.roundTrip(b, frame)

@@ -451,6 +451,8 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 		AcceptThrottle: acceptThrottle(n.cfg.MaxConnectionCreationRate),
 		SASL:           saslCfg,
 		Principals:     n.principals,
+		ClusterID:      n.clusterID,
+		NodeID:         n.cfg.NodeID,
 		Logger:         n.log.With("component", "kafka"),
 	}
 	n.lc.goroutine("kafka server", func() {

@@ -103,7 +103,8 @@ func TestCloseWhileDeadLetterWriteBlocked(t *testing.T) {
 		{"save after a failed write blocked", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := &blockingStore{free: 1, blocked: make(chan struct{})}
+			// Two free saves: the acquisition and the rejection.
+			store := &blockingStore{free: 2, blocked: make(chan struct{})}
 			dlq := &stuckDeadLetters{fail: tc.failWrite, entered: make(chan struct{})}
 			m, _ := newDeadLetterManager(t, store, dlq, 1, false)
 			o := fetchOne(t, m, "m")

@@ -201,7 +201,8 @@ func TestFailoverOverlapNeverRedeliversAcknowledged(t *testing.T) {
 	acked[o0] = true
 
 	// The new leader loads the state (its first request) and delivers what was
-	// not acknowledged, o1 included: acquisitions are not persisted.
+	// not acknowledged, o1 included: locks are not persisted (their delivery
+	// counts are).
 	delivered := map[int64]int{}
 	for i := range 3 {
 		delivered[fetchOne(t, young, fmt.Sprintf("b%d", i))]++

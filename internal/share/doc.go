@@ -14,7 +14,8 @@
 //   - Manager (manager.go, fetch.go, acquire.go) is the driver: it reads batches
 //     from the local replica, keeps time (lock expiry timers), keeps share
 //     sessions, long-polls on the replica's high-watermark watchers and on records
-//     becoming acquirable, and persists every acknowledgement before answering it.
+//     becoming acquirable, and persists every acquisition and acknowledgement
+//     before answering it.
 //   - Dead-letter writes (deadletter.go): with a group dead-letter topic (KIP-1191)
 //     a record that fails for good is Archiving, saved, written there in the
 //     background through a DeadLetterWriter (TopicDeadLetters on a Kafka client),
@@ -61,12 +62,17 @@
 // fails: NOT_LEADER_OR_FOLLOWER when a newer leader fenced this one (its reload
 // is fenced too), FENCED_STATE_EPOCH when the offsets were reset meanwhile (an
 // alteration initializes the next state epoch), REQUEST_TIMED_OUT otherwise.
-// Acquisitions are not persisted: after a failover acquired records are available
-// again with the delivery counts last saved, so a record is delivered at least once
-// and accepted at most once (the old locks are unknown to the new leader, which
-// answers INVALID_RECORD_STATE to acknowledgements of them); while two nodes both
-// believe they lead, the old one's acknowledgements made after the new one loaded
-// fail, so no answered acknowledgement is lost. A load asks only the key's state
+// An acquisition is saved too before its records are handed out (a failed save
+// hands none out), so the saved delivery count of a record is never below one it
+// was delivered at: a reload (after a failed save or a failover) delivers it
+// again only at a higher count, and fails it for good (FailSpent) when the limit
+// was reached. A lock expiry needs no save of its own (the record keeps its
+// count; only one archived at the limit is saved). Locks are not saved: after a
+// failover acquired records are available again, so a record is delivered at
+// least once and accepted at most once (the old locks are unknown to the new
+// leader, which answers INVALID_RECORD_STATE to acknowledgements of them); while
+// two nodes both believe they lead, the old one's acknowledgements made after the
+// new one loaded fail, so no answered acknowledgement is lost. A load asks only the key's state
 // partition, so a state partition left without a leader stops the loads of its
 // own keys, not everyone's.
 //
@@ -97,14 +103,14 @@
 // partitions and sessions; each share partition has its own mutex. A save releases
 // that mutex while its write is in flight, so other members acquire and acknowledge
 // meanwhile, and the saves that come during a write share the next one (group
-// commit): one write at a time per share partition, each of a snapshot taken after
-// every change it answers, so the state is durable in the order it was applied. A
-// failed write drops the in-memory state, and every change waiting for a write
-// fails with it. Close cancels the background work (dead-letter writes, the saves
-// after them, expiry saves) and every load or write in flight, and waits for the
-// goroutines it owns at most 10 s. Loads (a new leader epoch, Unload) first wait for the writes in
-// flight or waiting, so no old write lands over a reloaded state. A share
-// partition's mutex may be held while Manager.mu is taken (to start a background
-// dead-letter write), never the reverse. A share partition's readMu is taken
-// before its mutex, never while holding it.
+// commit, acquisitions included): one write at a time per share partition, each of
+// a snapshot taken after every change it answers, so the state is durable in the
+// order it was applied. A failed write drops the in-memory state, and every change
+// waiting for a write fails with it. Close cancels the background work (dead-letter
+// writes, the saves after them, expiry saves) and every load or write in flight,
+// and waits for the goroutines it owns at most 10 s. Loads (a new leader epoch,
+// Unload) first wait for the writes in flight or waiting, so no old write lands
+// over a reloaded state. A share partition's mutex may be held while Manager.mu is
+// taken (to start a background dead-letter write), never the reverse. A share
+// partition's readMu is taken before its mutex, never while holding it.
 package share

@@ -171,12 +171,16 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	if req.Version < 1 || maxRecords <= 0 {
 		maxRecords = defaultMaxRecords
 	}
-	reserve := maxRecords // this fetch acquires after its acknowledgements
-	if req.ShareSessionEpoch == finalEpoch {
-		reserve = 0
+	maxBytes := int(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 50 << 20
 	}
+	strict := req.ShareAcquireMode == recordLimitMode
 
-	// Acknowledgements.
+	// Acknowledgements, each partition's with its acquisition (one save for
+	// both) unless the session closes.
+	got := 0
+	var served []topicPartition // acquired from with their acknowledgements
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			if len(p.AcknowledgementBatches) == 0 {
@@ -185,8 +189,16 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 			acks, ok := decodeAcks(req.Version, p.AcknowledgementBatches, func(b kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) (int64, int64, []int8) {
 				return b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
 			})
-			rp := out.part(t.TopicID, p.Partition)
-			rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, reserve)
+			tp := topicPartition{t.TopicID, p.Partition}
+			if req.ShareSessionEpoch == finalEpoch {
+				rp := out.part(t.TopicID, p.Partition)
+				rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
+				continue
+			}
+			if n := m.acknowledgeAndFetch(ctx, out, group, member, cfg, tp, acks, ok, maxRecords-got, maxBytes, strict); n > 0 {
+				got += n
+				served = append(served, tp)
+			}
 		}
 	}
 	if req.ShareSessionEpoch == finalEpoch {
@@ -200,10 +212,6 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	}
 
 	// Acquisition, long-polling while nothing is available.
-	maxBytes := int(req.MaxBytes)
-	if maxBytes <= 0 {
-		maxBytes = 50 << 20
-	}
 	start := time.Now()
 	deadline := start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var w *replica.Watcher
@@ -225,12 +233,14 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	m.counts.fetches.Add(1)
 	woken, held := false, false
 	for {
-		got := 0
 		for _, tp := range parts {
 			if got >= maxRecords {
 				break
 			}
-			f := m.fetchPartition(ctx, out, group, member, cfg, tp, w, maxRecords-got, maxBytes, req.ShareAcquireMode == recordLimitMode)
+			if slices.Contains(served, tp) {
+				continue // got > 0: this is the only round
+			}
+			f := m.fetchPartition(ctx, out, group, member, cfg, tp, w, maxRecords-got, maxBytes, strict)
 			got += f.n
 			if w != nil && f.rp != nil && !slices.Contains(watched, f.rp) {
 				f.rp.Watch(w)
@@ -326,17 +336,72 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 		}
 		return f
 	}
-	r := out.part(tp.id, tp.partition)
-	r.Records = a.data
-	n := 0
-	r.AcquiredRecords = slices.Grow(r.AcquiredRecords, len(a.acquired))
-	for _, ar := range a.acquired {
-		x := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-		x.FirstOffset, x.LastOffset, x.DeliveryCount = ar.First, ar.Last, ar.DeliveryCount
-		r.AcquiredRecords = append(r.AcquiredRecords, x)
-		n += int(ar.Last - ar.First + 1)
+	// The delivery counts are made durable before the records go out: a failed
+	// save or a failover then reloads them at least at these counts, so a
+	// record is never handed out again at a count it had, nor past the limit.
+	if code := m.saveLocked(ctx, sp); code != 0 {
+		out.saveFailed(tp, topic, code)
+		return partitionFetch{}
 	}
-	return partitionFetch{n: n, rp: rp, sp: sp}
+	return partitionFetch{n: out.acquired(tp, a), rp: rp, sp: sp}
+}
+
+// acknowledgeAndFetch applies the acknowledgement batches a ShareFetch carries
+// for one partition (ok false: they did not decode) and acquires up to
+// maxRecords of its records for member, both made durable by one state save;
+// it returns how many offsets it acquired. A franz-go or Java member
+// acknowledges on its next fetch, so this halves the saves of the fetch path.
+func (m *Manager) acknowledgeAndFetch(ctx context.Context, out *responseParts, group, member string, cfg GroupConfig, tp topicPartition, acks []ackBatch, ok bool, maxRecords, maxBytes int, strict bool) int {
+	ack := func(code int16, msg *string) {
+		r := out.part(tp.id, tp.partition)
+		r.AcknowledgeErrorCode, r.AcknowledgeErrorMessage = code, msg
+	}
+	if !ok {
+		ack(kerr.InvalidRequest.Code, nil)
+		return 0
+	}
+	rp, topic, code := m.lookup(tp.id, tp.partition)
+	if code != 0 {
+		ack(code, nil)
+		return 0
+	}
+	sp, code := m.share(ctx, Key{group, tp.id, tp.partition}, topic, rp)
+	if code != 0 {
+		ack(code, nil)
+		return 0
+	}
+	defer sp.mu.Unlock()
+	ackCode, msg, changed := m.applyAcksLocked(sp, member, cfg, acks)
+	p := sp.p
+	var a acquisition
+	if maxRecords > 0 {
+		// A failed read is left to the fetch of the partition that follows.
+		a, _ = m.acquireLocked(sp, rp, member, cfg, maxRecords, maxBytes, strict)
+	}
+	if changed && sp.p != p {
+		// The state was dropped while the log was read, the acknowledgements
+		// with it.
+		ackCode, msg, changed = kerr.RequestTimedOut.Code, nil, false
+	}
+	if !changed && len(a.acquired) == 0 {
+		ack(ackCode, msg)
+		return 0
+	}
+	if code := m.saveLocked(ctx, sp); code != 0 {
+		if changed {
+			ackCode, msg = code, nil
+		}
+		ack(ackCode, msg)
+		if len(a.acquired) > 0 {
+			out.saveFailed(tp, topic, code)
+		}
+		return 0
+	}
+	if changed {
+		m.acknowledgedLocked(sp, cfg)
+	}
+	ack(ackCode, msg)
+	return out.acquired(tp, a)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -347,9 +412,8 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // acknowledge applies one partition's decoded acknowledgement batches (ok false:
-// they did not decode); it returns the partition's code and message. reserve is as
-// acknowledgeLocked's.
-func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool, reserve int) (int16, *string) {
+// they did not decode); it returns the partition's code and message.
+func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool) (int16, *string) {
 	if !ok {
 		return kerr.InvalidRequest.Code, nil
 	}
@@ -362,7 +426,7 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg Gro
 		return code, nil
 	}
 	defer sp.mu.Unlock()
-	return m.acknowledgeLocked(ctx, sp, member, cfg, acks, reserve)
+	return m.acknowledgeLocked(ctx, sp, member, cfg, acks)
 }
 
 // releaseSession gives back what member still holds in the session's partitions,
@@ -414,7 +478,7 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 			})
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode, rp.ErrorMessage = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok, 0)
+			rp.ErrorCode, rp.ErrorMessage = m.acknowledge(ctx, group, member, cfg, t.TopicID, p.Partition, acks, ok)
 			if rp.ErrorCode == kerr.NotLeaderForPartition.Code {
 				if topic := img.TopicByID(metadataUUID(t.TopicID)); topic != nil {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leaderOf(img, topic.Name, p.Partition)

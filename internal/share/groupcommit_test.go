@@ -19,16 +19,20 @@ import (
 	"github.com/strata-stream/strata/internal/wait"
 )
 
-// gatedStore is a Store in memory whose first Save blocks until release is closed
-// (then fails with failFirst), so a test can hold a write in flight.
+// gatedStore is a Store in memory whose first Save after arm blocks until release
+// is closed (then fails with failFirst), so a test can hold a write in flight.
+// Only the saves after arm are counted (calls, saves); those before it (the
+// acquisitions a test sets up with) are kept as pre.
 type gatedStore struct {
 	release   chan struct{}
-	entered   chan struct{} // closed when the first Save starts
+	entered   chan struct{} // closed when the first counted Save starts
 	failFirst error
 
 	mu    sync.Mutex
+	armed bool
 	init  *Snapshot  // the initialization, if any
-	saves []Snapshot // the successful saves, in order
+	pre   *Snapshot  // the last save before arm
+	saves []Snapshot // the successful saves after arm, in order
 	calls int
 }
 
@@ -36,13 +40,22 @@ func newGatedStore(failFirst error) *gatedStore {
 	return &gatedStore{release: make(chan struct{}), entered: make(chan struct{}), failFirst: failFirst}
 }
 
+// arm makes the next Save block, and starts counting.
+func (s *gatedStore) arm() {
+	s.mu.Lock()
+	s.armed = true
+	s.mu.Unlock()
+}
+
 func (s *gatedStore) Load(context.Context, Key, int32) (Snapshot, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := len(s.saves); n > 0 {
+	switch n := len(s.saves); {
+	case n > 0:
 		return s.saves[n-1], true, nil
-	}
-	if s.init != nil {
+	case s.pre != nil:
+		return *s.pre, true, nil
+	case s.init != nil:
 		return *s.init, true, nil
 	}
 	return Snapshot{}, false, nil
@@ -60,6 +73,11 @@ func (s *gatedStore) Initialize(_ context.Context, _ Key, stateEpoch int32, star
 
 func (s *gatedStore) Save(ctx context.Context, _ Key, snap Snapshot) error {
 	s.mu.Lock()
+	if !s.armed {
+		s.pre = &snap
+		s.mu.Unlock()
+		return nil
+	}
 	s.calls++
 	first := s.calls == 1
 	s.mu.Unlock()
@@ -247,14 +265,16 @@ func waiting(m *Manager) int {
 
 // runAcks has 16 members each acquire one record, then acknowledges the first
 // member's while the store holds its write, then the 15 others' concurrently;
-// once those wait on the next write it checks that another member still acquires,
-// then lets the first write end. It returns the acknowledgement codes.
-func runAcks(t *testing.T, m *Manager, rp *replica.Partition, store *gatedStore) []int16 {
+// once those wait on the next write another member fetches, and its acquisition
+// (saved before it is answered) joins that write. Then it lets the first write
+// end. It returns the acknowledgement codes and the late member's fetch.
+func runAcks(t *testing.T, m *Manager, rp *replica.Partition, store *gatedStore) ([]int16, *kmsg.ShareFetchResponse) {
 	const members = 16
 	offsets := make([]int64, members)
 	for i := range members {
 		offsets[i] = fetchOne(t, m, fmt.Sprintf("m%d", i))
 	}
+	store.arm()
 	codes := make([]int16, members)
 	var wg sync.WaitGroup
 	wg.Add(members)
@@ -274,14 +294,29 @@ func runAcks(t *testing.T, m *Manager, rp *replica.Partition, store *gatedStore)
 		}()
 	}
 	wait.For(t, "15 acknowledgements waiting on the next write", func() bool { return waiting(m) == members-1 })
-	// The partition is not locked during the write: another member acquires.
+	// The partition is not locked during the write: another member acquires,
+	// and its save joins the next write.
 	appendRecords(t, rp, 1)
-	if o := fetchOne(t, m, "late"); o != members {
-		t.Fatalf("the late member acquired offset %d, want %d", o, members)
-	}
+	late := make(chan *kmsg.ShareFetchResponse, 1)
+	go func() { late <- m.ShareFetch(context.Background(), openFetch("late")) }()
+	wait.For(t, "the late acquisition waiting on the next write", func() bool { return waiting(m) == members })
 	close(store.release)
 	wg.Wait()
-	return codes
+	return codes, <-late
+}
+
+// lateFetch is the offset and delivery count the late member of runAcks
+// acquired, or its partition's error code.
+func lateFetch(t *testing.T, resp *kmsg.ShareFetchResponse) (offset int64, count, code int16) {
+	t.Helper()
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("late: share fetch: %+v", resp)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.AcquiredRecords) != 1 {
+		return -1, 0, p.ErrorCode
+	}
+	return p.AcquiredRecords[0].FirstOffset, p.AcquiredRecords[0].DeliveryCount, 0
 }
 
 // TestAcksShareWrites: concurrent acknowledgements of a share partition share one
@@ -290,15 +325,18 @@ func runAcks(t *testing.T, m *Manager, rp *replica.Partition, store *gatedStore)
 // answered only once a write holding it is durable. Sixteen members acknowledging
 // one record each, the first alone and the fifteen others while its write is in
 // flight, take two writes: 0.125 per acknowledged record (one per record, 16,
-// before the group commit).
+// before the group commit). A member that acquires meanwhile shares the second.
 func TestAcksShareWrites(t *testing.T) {
 	store := newGatedStore(nil)
 	m, rp := newGroupCommitManager(t, store, 16)
-	codes := runAcks(t, m, rp, store)
+	codes, late := runAcks(t, m, rp, store)
 	for i, c := range codes {
 		if c != 0 {
 			t.Errorf("member m%d: acknowledgement code %d", i, c)
 		}
+	}
+	if o, n, code := lateFetch(t, late); o != 16 || n != 1 {
+		t.Errorf("the late member acquired offset %d at count %d (code %d), want 16 at 1", o, n, code)
 	}
 	calls, saved := store.writes()
 	if calls != 2 || saved != 2 {
@@ -316,20 +354,26 @@ func TestAcksShareWrites(t *testing.T) {
 
 // TestFailedWriteFailsWaitingAcks: when the write in flight fails, the
 // acknowledgements applied after it (waiting on the next write) fail too, as the
-// in-memory state they changed is dropped; the reload delivers the records again.
+// in-memory state they changed is dropped; the reload delivers the records again,
+// at the delivery counts saved with their acquisitions. The acquisition waiting
+// on the same write hands nothing out.
 func TestFailedWriteFailsWaitingAcks(t *testing.T) {
 	store := newGatedStore(errors.New("state partition unavailable"))
 	m, rp := newGroupCommitManager(t, store, 16)
-	codes := runAcks(t, m, rp, store)
+	codes, late := runAcks(t, m, rp, store)
 	for i, c := range codes {
 		if c != kerr.RequestTimedOut.Code {
 			t.Errorf("member m%d: acknowledgement code %d, want REQUEST_TIMED_OUT", i, c)
 		}
 	}
+	if o, _, code := lateFetch(t, late); code != kerr.ReplicaNotAvailable.Code {
+		t.Errorf("the late member's fetch, saved by the failed write: offset %d, code %d, want REPLICA_NOT_AVAILABLE", o, code)
+	}
 	if calls, saved := store.writes(); calls != 1 || saved != 0 {
 		t.Fatalf("%d writes (%d durable), want the failed one only", calls, saved)
 	}
-	if o := fetchOne(t, m, "again"); o != 0 {
-		t.Fatalf("after the failed write a member acquired offset %d, want 0 (nothing accepted)", o)
+	resp := m.ShareFetch(context.Background(), openFetch("again"))
+	if o, n, code := lateFetch(t, resp); o != 0 || n != 2 {
+		t.Fatalf("after the failed write a member acquired offset %d at count %d (code %d), want 0 at 2 (nothing accepted; delivered once)", o, n, code)
 	}
 }

@@ -541,10 +541,22 @@ func (m *Manager) afterFunc(d time.Duration, f func()) *time.Timer {
 }
 
 // acknowledgeLocked applies acknowledgement batches of member to sp and persists the
-// result; it returns the partition's acknowledgement error code. reserve is how
-// many records the caller acquires right after (a ShareFetch's own acquisition):
-// waiting fetches are woken only for the rest.
-func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch, reserve int) (int16, *string) {
+// result; it returns the partition's acknowledgement error code.
+func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch) (int16, *string) {
+	code, msg, changed := m.applyAcksLocked(sp, member, cfg, acks)
+	if changed {
+		if c := m.saveLocked(ctx, sp); c != 0 {
+			return c, nil
+		}
+		m.acknowledgedLocked(sp, cfg)
+	}
+	return code, msg
+}
+
+// applyAcksLocked applies acknowledgement batches of member to sp's state, not
+// yet saved; it returns the partition's acknowledgement error code and whether
+// anything changed.
+func (m *Manager) applyAcksLocked(sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch) (int16, *string, bool) {
 	now := m.cfg.Now()
 	code := int16(0)
 	var msg *string
@@ -563,14 +575,15 @@ func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, mem
 			changed = true
 		}
 	}
-	if changed {
-		if c := m.saveLocked(ctx, sp); c != 0 {
-			return c, nil
-		}
-		sp.wakeLocked(cfg.Limits, reserve)
-		m.maybeDeadLetterLocked(sp)
-	}
-	return code, msg
+	return code, msg, changed
+}
+
+// acknowledgedLocked follows saved acknowledgements: the fetches waiting for
+// records they freed are woken, and those that failed for good go to the
+// dead-letter topic.
+func (m *Manager) acknowledgedLocked(sp *sharePartition, cfg GroupConfig) {
+	sp.wakeLocked(cfg.Limits, 0)
+	m.maybeDeadLetterLocked(sp)
 }
 
 // ackBatch is one decoded acknowledgement batch.

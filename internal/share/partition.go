@@ -489,8 +489,8 @@ type StateBatch struct {
 }
 
 // Snapshot is the durable state of a share partition: its start offset and the
-// state of every offset in flight, Acquired recorded as Available (locks do not
-// survive a failover; delivery counts do). Archiving is recorded as such, so a
+// state of every offset in flight, Acquired recorded as Available with the count
+// of the delivery under way (locks do not survive a failover; delivery counts do). Archiving is recorded as such, so a
 // record whose dead-letter write a crash interrupted is written again after it.
 type Snapshot struct {
 	StateEpoch  int32 // the share partition's initialization it belongs to (set by the caller)
@@ -546,8 +546,8 @@ func (p *Partition) Snapshot() Snapshot {
 // FailSpent fails for good, as a release at the limit does, every Available
 // offset already delivered lim.DeliveryLimit times, and returns them. A new
 // leader calls it on a restored state: a record whose last delivery was in
-// flight at the failover is saved Available (locks are not saved) and would
-// otherwise be delivered past the limit.
+// flight at the failover (or a failed save) is saved Available (locks are not
+// saved) and would otherwise be delivered past the limit.
 func (p *Partition) FailSpent(lim Limits) []int64 {
 	if lim.DeliveryLimit <= 0 {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/metadata"
@@ -53,6 +54,34 @@ func (r *responseParts) failed() bool {
 		}
 	}
 	return false
+}
+
+// acquired puts the records of acquisition a into tp's response and returns how
+// many offsets it holds.
+func (r *responseParts) acquired(tp topicPartition, a acquisition) int {
+	p := r.part(tp.id, tp.partition)
+	p.Records = a.data
+	n := 0
+	p.AcquiredRecords = slices.Grow(p.AcquiredRecords, len(a.acquired))
+	for _, ar := range a.acquired {
+		x := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+		x.FirstOffset, x.LastOffset, x.DeliveryCount = ar.First, ar.Last, ar.DeliveryCount
+		p.AcquiredRecords = append(p.AcquiredRecords, x)
+		n += int(ar.Last - ar.First + 1)
+	}
+	return n
+}
+
+// saveFailed answers tp, whose acquisition's save failed with code, without its
+// records: the reload makes them available again, and the client retries a
+// partition not available (or follows its new leader).
+func (r *responseParts) saveFailed(tp topicPartition, topic string, code int16) {
+	p := r.part(tp.id, tp.partition)
+	p.ErrorCode = kerr.ReplicaNotAvailable.Code
+	if code == kerr.NotLeaderForPartition.Code {
+		p.ErrorCode = code
+		r.leader(p, topic, tp.partition)
+	}
 }
 
 // leader points a NOT_LEADER_OR_FOLLOWER partition at its current leader.

@@ -111,8 +111,9 @@ type AppendHints struct {
 	FlushWithin time.Duration
 }
 
-// afterAppend tells the flusher about records just appended.
-func (l *Log) afterAppend(records int64, hints AppendHints) {
+// afterAppend tells the flusher about records just appended, ending at end
+// (the log end offset after them).
+func (l *Log) afterAppend(records, end int64, hints AppendHints) {
 	if hints.FlushWithin > 0 {
 		// Read apart from the count by flush: a race may miscount one, which
 		// only shifts a gathering, a heuristic.
@@ -134,7 +135,16 @@ func (l *Log) afterAppend(records int64, hints AppendHints) {
 			}
 		}
 		if hints.FlushWithin > 0 {
-			time.AfterFunc(hints.FlushWithin, l.kickFlusher)
+			// At the bound, only if no fsync covered the append meanwhile:
+			// a kick then would fsync whatever newer deferred append is
+			// pending, long before its own bound (a transaction
+			// coordinator's unacked state 100 ms later, one per
+			// transaction, took an fsync of its own in most transactions).
+			time.AfterFunc(hints.FlushWithin, func() {
+				if l.mu.durable.Load() < end {
+					l.kickFlusher()
+				}
+			})
 			return
 		}
 		l.kickFlusher()

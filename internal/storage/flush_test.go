@@ -334,6 +334,26 @@ func TestAppendHints(t *testing.T) {
 			t.Errorf("a deferred append and the next: %d fsyncs, durable after %v; want 1, before %v", got, took, within)
 		}
 
+		// A deferred append's bound that passes after a later fsync covered
+		// it starts no fsync, whatever newer deferred append is pending:
+		// that one waits for its own bound.
+		time.Sleep(within + maxGather + syncTook) // past every earlier bound
+		synctest.Wait()
+		syncs, start = l.Stats().Syncs, time.Now()
+		appendWith(AppendHints{FlushWithin: within})
+		durable(appendOne())
+		time.Sleep(within / 2)
+		last = appendWith(AppendHints{FlushWithin: within})
+		time.Sleep(within/2 + time.Millisecond) // past the first one's bound
+		synctest.Wait()
+		if got := l.Stats().Syncs - syncs; got != 1 {
+			t.Errorf("a covered deferred append's bound: %d fsyncs, want 1 (the second deferred append fsynced before its bound)", got)
+		}
+		durable(last)
+		if took := time.Since(start); took < within/2+within {
+			t.Errorf("the second deferred append was durable after %v, want its own bound %v", took, within/2+within)
+		}
+
 		want := l.LogEndOffset()
 		reopened := openLog(t, mem.CrashClone(), Config{})
 		if got := reopened.LogEndOffset(); got != want {

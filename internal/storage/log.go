@@ -329,7 +329,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool, hint
 	l.stats.appendedBatches.Add(int64(info.Batches))
 	l.stats.appendedRecords.Add(info.Records)
 	l.stats.appendedBytes.Add(int64(len(b)))
-	l.afterAppend(info.Records, hints)
+	l.afterAppend(info.Records, info.LastOffset+1, hints)
 	return info, nil
 }
 

@@ -243,6 +243,10 @@ func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, recor
 	}
 	c.parts[p] = pt
 	c.mu.Unlock()
+	// The replay fills a map of its own: an unload (a newer load of p, or a
+	// leadership change) may walk pt.txns meanwhile, under c.mu. It becomes
+	// pt's below, under c.mu, if pt is still p's.
+	txns := map[string]*entry{}
 	for r, err := range records {
 		if err != nil {
 			c.unload(p, pt)
@@ -254,10 +258,10 @@ func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, recor
 			return err
 		}
 		if m == nil {
-			delete(pt.txns, id)
+			delete(txns, id)
 			continue
 		}
-		pt.txns[id] = &entry{meta: *m, exists: true}
+		txns[id] = &entry{meta: *m, exists: true}
 	}
 	if ctx.Err() != nil {
 		c.unload(p, pt)
@@ -268,7 +272,7 @@ func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, recor
 	if c.parts[p] != pt {
 		return nil // unloaded meanwhile
 	}
-	pt.loaded = true
+	pt.txns, pt.loaded = txns, true
 	for id, e := range pt.txns {
 		switch {
 		case e.meta.Owed != nil:

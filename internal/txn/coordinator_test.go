@@ -555,3 +555,48 @@ func TestCompletedStateWrittenWithNext(t *testing.T) {
 		return slices.Equal(states, []State{Empty, Ongoing, PrepareAbort, CompleteAbort})
 	})
 }
+
+// TestUnloadDuringLoad: a partition unloaded (a newer load of it, or a lost
+// leadership) while its replay runs. The unload walks the partition's
+// transactions while the replay adds to them, so on a replay that filled the
+// partition's own map the race detector (or the runtime's concurrent map
+// check) stops the test. A later load answers for every id.
+func TestUnloadDuringLoad(t *testing.T) {
+	ctx := context.Background()
+	const ids = 20000
+	store := &memStore{}
+	for i := range ids {
+		r := encodeRecord(fmt.Sprintf("tx-%d", i), Meta{ProducerID: int64(i), State: Empty, StartMs: -1})
+		store.Append(ctx, 0, []group.Record{r})
+	}
+	c := New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour},
+		store, &memMarkers{}, func(context.Context) (int64, error) { return 1, nil }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(c.Close)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				c.UnloadPartition(0)
+			}
+		}
+	})
+	for range 3 {
+		if err := c.LoadPartition(ctx, 0, store.replay(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	if err := c.LoadPartition(ctx, 0, store.replay(0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, ids / 2, ids - 1} {
+		if d, code := c.Describe(fmt.Sprintf("tx-%d", i)); code != 0 || d.Meta.ProducerID != int64(i) {
+			t.Fatalf("tx-%d after the last load: %+v, code %d", i, d, code)
+		}
+	}
+}

@@ -18,8 +18,9 @@ const (
 	// ShareDeliveredAfterAck: a record delivered by a poll that began after an
 	// ACCEPT or REJECT of it had been answered.
 	ShareDeliveredAfterAck = "share-delivered-after-ack"
-	// ShareCountBack: a record's delivery count went down from one delivery to
-	// a later one, or above the delivery count limit.
+	// ShareCountBack: a record's delivery count did not go up from one delivery
+	// to a later one (each acquisition is saved with its count before it is
+	// handed out), or went above the delivery count limit.
 	ShareCountBack = "share-count-back"
 	// ShareBadDeadLetter: a dead letter whose headers name no acknowledged send,
 	// another topic or group, a value that is not the record's, or a delivery
@@ -169,7 +170,7 @@ func CheckShare(h ShareHistory) (Result, ShareCounts) {
 				res.Add(ShareCountBack, "%d@%d: delivered to %s at count %d, above the limit %d", at.p, at.o, d.Consumer, d.Count, h.Limit)
 			}
 			for _, e := range ds[:i] {
-				if e.End.Before(d.Start) && d.Count < e.Count {
+				if e.End.Before(d.Start) && d.Count <= e.Count {
 					res.Add(ShareCountBack, "%d@%d: delivered at count %d to %s, later at %d to %s", at.p, at.o, e.Count, e.Consumer, d.Count, d.Consumer)
 					break
 				}

@@ -70,6 +70,7 @@ func TestCheckShareFlagsEachAnomaly(t *testing.T) {
 			h.Deliveries = append(h.Deliveries, ShareDelivery{Consumer: "y", Partition: 0, Offset: 0, Value: "a", Count: 2, Start: at(3), End: at(4)})
 		}},
 		{ShareCountBack, func(h *ShareHistory) { h.Deliveries[6].Count = 1 }},
+		{ShareCountBack, func(h *ShareHistory) { h.Deliveries[6].Count = 2 }}, // as the delivery before it
 		{ShareCountBack, func(h *ShareHistory) { h.Deliveries[6].Count = 4 }},
 		{ShareBadDeadLetter, func(h *ShareHistory) { h.DeadLetters[0].DeliveryCount = 1 }},
 		{ShareBadDeadLetter, func(h *ShareHistory) { h.DeadLetters[0].Group = "other" }},

@@ -36,7 +36,11 @@
 // never reaches its destination until the cut heals. Heal restores every link;
 // connections stalled by the cut then either resume, delivering what was held
 // late (a short partition TCP survives), or are reset (a long one whose
-// connections timed out), as the caller chooses. A connection whose
+// connections timed out), as the caller chooses. Down(node), beside
+// Isolate(node), is a node that lost its power: its own ends of its connections
+// are reset and its new connections refused, so that the dead process stops
+// at once rather than after its I/O timeouts, while the other ends stay open and
+// silent until the heal, as a powered-off host's peers see it. A connection whose
 // destination cannot be dialled (the node is down) is reset at once, the
 // nearest an accepted connection gets to "connection refused": clients see
 // ECONNRESET, not an orderly end of stream they might take for a protocol
@@ -77,6 +81,10 @@ type Net struct {
 		changed chan struct{}
 		// resets counts heals that closed stalled connections.
 		resets uint64
+		// down holds the endpoints that lost their power (Down).
+		down map[string]bool
+		// proxies are the proxies started on the Net, for Down.
+		proxies []*Proxy
 	}
 }
 
@@ -85,8 +93,48 @@ func New() *Net {
 	n := &Net{}
 	n.mu.isolated = map[string]map[string]bool{}
 	n.mu.kafkaCuts = map[[2]string]bool{}
+	n.mu.down = map[string]bool{}
 	n.mu.changed = make(chan struct{})
 	return n
+}
+
+// Down marks node as powered off until the next Heal: every connection end that
+// is node's (the connections it opened, and the proxies' connections to it) is
+// reset now, and connections it opens are reset at once; the ends of its peers
+// stay open, and silent while the caller isolates node. The node's process
+// then sees its I/O fail at once, as nobody will hear it again anyway.
+func (n *Net) Down(node string) {
+	n.mu.Lock()
+	n.mu.down[node] = true
+	proxies := n.mu.proxies
+	n.changedLocked()
+	n.mu.Unlock()
+	for _, p := range proxies {
+		p.resetEnds(node)
+	}
+}
+
+// isDown reports whether node is down (Down, not yet healed).
+func (n *Net) isDown(node string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.down[node]
+}
+
+// waitUp returns once node is no longer down, or done is closed.
+func (n *Net) waitUp(node string, done <-chan struct{}) {
+	n.mu.Lock()
+	for n.mu.down[node] {
+		changed := n.mu.changed
+		n.mu.Unlock()
+		select {
+		case <-done:
+			return
+		case <-changed:
+		}
+		n.mu.Lock()
+	}
+	n.mu.Unlock()
 }
 
 // Isolate cuts every link to and from node, except those with the endpoints
@@ -121,6 +169,7 @@ func (n *Net) Heal(reset bool) {
 	defer n.mu.Unlock()
 	clear(n.mu.isolated)
 	clear(n.mu.kafkaCuts)
+	clear(n.mu.down)
 	if reset {
 		n.mu.resets++
 	}
@@ -195,9 +244,9 @@ type Proxy struct {
 
 	mu struct {
 		sync.Mutex
-		conns   map[net.Conn]struct{}
-		sources map[string]int // connections accepted, by source
-		stalled map[string]int // connections that waited on a cut, by source
+		conns   map[net.Conn]string // each with the endpoint whose end it is ("" until known)
+		sources map[string]int      // connections accepted, by source
+		stalled map[string]int      // connections that waited on a cut, by source
 		closed  bool
 	}
 }
@@ -228,10 +277,13 @@ func (n *Net) start(listen, to string, upstream Upstream, set func(*Proxy)) (*Pr
 		return nil, err
 	}
 	p := &Proxy{net: n, ln: ln, to: to, upstream: upstream, done: make(chan struct{})}
-	p.mu.conns = map[net.Conn]struct{}{}
+	p.mu.conns = map[net.Conn]string{}
 	p.mu.sources = map[string]int{}
 	p.mu.stalled = map[string]int{}
 	set(p)
+	n.mu.Lock()
+	n.mu.proxies = append(n.mu.proxies, p)
+	n.mu.Unlock()
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -274,15 +326,31 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// track registers c for Close; false if the proxy is closed already.
-func (p *Proxy) track(c net.Conn) bool {
+// track registers c, endpoint's end of a connection ("" until known), for
+// Close and Down; false if the proxy is closed already or endpoint is down
+// (the caller closes c, and untracks it if it was registered).
+func (p *Proxy) track(c net.Conn, endpoint string) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.mu.closed {
+		p.mu.Unlock()
 		return false
 	}
-	p.mu.conns[c] = struct{}{}
-	return true
+	p.mu.conns[c] = endpoint
+	p.mu.Unlock()
+	// Looked at after registering c, and not under p.mu (pass takes p.mu
+	// under n.mu): a Down meanwhile either resets c or is seen here.
+	return endpoint == "" || !p.net.isDown(endpoint)
+}
+
+// resetEnds resets the connection ends that are node's.
+func (p *Proxy) resetEnds(node string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c, endpoint := range p.mu.conns {
+		if endpoint == node {
+			abort(c)
+		}
+	}
 }
 
 func (p *Proxy) untrack(c net.Conn) {
@@ -307,7 +375,7 @@ func (p *Proxy) accept() {
 			}
 			continue
 		}
-		if !p.track(c) {
+		if !p.track(c, "") {
 			c.Close()
 			return
 		}
@@ -340,6 +408,10 @@ func (p *Proxy) serve(c net.Conn) {
 		c.SetReadDeadline(time.Time{})
 		from = p.who(clientID)
 	}
+	if !p.track(c, from) {
+		abort(c) // opened by a node that is down
+		return
+	}
 	p.mu.Lock()
 	p.mu.sources[from]++
 	p.mu.Unlock()
@@ -365,15 +437,25 @@ func (p *Proxy) serve(c net.Conn) {
 		abort(c) // the destination is down: as close to "connection refused" as an accepted connection gets
 		return
 	}
-	if !p.track(up) {
-		up.Close()
+	defer p.untrack(up)
+	if !p.track(up, p.to) {
+		abort(up)
+		abort(c)
 		return
 	}
-	defer p.untrack(up)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	end := func(aborted bool) {
 		defer wg.Done()
+		// An end reset by Down: the other end (a peer's) stays open until
+		// the node is up again, as a powered-off host's peers see nothing,
+		// and is reset then.
+		for _, node := range []string{from, p.to} {
+			if p.net.isDown(node) {
+				aborted = true
+				p.net.waitUp(node, p.done)
+			}
+		}
 		if aborted {
 			// The client side first: closing up wakes the other pipe, which would
 			// close c in order.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,6 +25,7 @@ type echo struct {
 	ln       net.Listener
 	accepted atomic.Int64
 	received atomic.Int64
+	ended    atomic.Int64 // connections that ended (closed or reset by the other side)
 }
 
 func startEcho(t *testing.T) *echo {
@@ -42,6 +45,7 @@ func startEcho(t *testing.T) *echo {
 			}
 			e.accepted.Add(1)
 			go func() {
+				defer e.ended.Add(1)
 				defer c.Close()
 				buf := make([]byte, 1024)
 				for {
@@ -451,6 +455,59 @@ func TestUnreachableDestinationResets(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("a connection through a proxy whose destination is down: %v, want ECONNRESET", err)
 	}
+}
+
+// reset requires that c is reset (within a generous bound).
+func reset(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 16)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("%s: read %d bytes, %v; want it reset", what, n, err)
+	}
+}
+
+// TestDownResetsOnlyTheDeadEnd: a powered-off node's own ends of its
+// connections are reset at once (its process stops without waiting for I/O
+// timeouts) and its new connections refused, while its peer's ends stay open
+// and silent until the heal resets them.
+func TestDownResetsOnlyTheDeadEnd(t *testing.T) {
+	// powerOff has a connect to b through a proxy, then cuts dead's power.
+	powerOff := func(t *testing.T, dead string) (*echo, *Net, *Proxy, net.Conn) {
+		e := startEcho(t)
+		n := New()
+		p := startLink(t, n, "a", "b", e)
+		c := dial(t, p)
+		if err := roundTrip(c, "x", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		n.Isolate(dead)
+		n.Down(dead)
+		return e, n, p, c
+	}
+	t.Run("the dialling node", func(t *testing.T) {
+		e, n, p, c := powerOff(t, "a")
+		reset(t, c, "the dead node's end")
+		if c, err := net.Dial("tcp", p.Addr()); err == nil { // the reset may beat the end of the dial
+			defer c.Close()
+			reset(t, c, "a connection the dead node opens")
+		} else if !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("a connection the dead node opens: %v, want ECONNRESET", err)
+		}
+		time.Sleep(300 * time.Millisecond) // absence over a window, as silent
+		if got := e.ended.Load(); got != 0 {
+			t.Fatalf("the peer saw %d connections end while the node was down", got)
+		}
+		n.Heal(true)
+		wait.For(t, "the peer's end closed at the heal", func() bool { return e.ended.Load() == 1 })
+	})
+	t.Run("the node dialled", func(t *testing.T) {
+		e, n, _, c := powerOff(t, "b")
+		wait.For(t, "the dead node's end closed", func() bool { return e.ended.Load() == 1 })
+		c.Write([]byte("lost"))
+		silent(t, c)
+		n.Heal(true)
+		reset(t, c, "the peer's end after the heal")
+	})
 }
 
 func TestCloseEndsStalledConnections(t *testing.T) {

@@ -1,0 +1,189 @@
+package main
+
+// The pre-encoded producer (-pre-encoded): a load generator for rows that
+// measure the brokers rather than the client at small records. franz-go spends
+// 0.6-0.8 µs of CPU per 100 B record, so on one pinned core it makes about
+// 1.65M records/s whichever broker it writes to (docs/benchmarks.md, session
+// 14). This one builds one batch of ~1 MB of records (franz-go's batch size)
+// once, then writes it again and again as a Produce request to partition 0
+// over one connection, up to preEncodedInFlight requests in flight (franz-go's
+// limit), and counts the records of every request answered without an error.
+// Its cost per record is a share of one socket write per request. The batch is
+// not idempotent: the brokers assign its offsets each time and check nothing
+// about its sequence.
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/bench"
+)
+
+const (
+	preEncodedBatchBytes = 990_000 // under franz-go's and Kafka's 1,000,012-byte batch limit
+	preEncodedInFlight   = 5
+	preEncodedVersion    = 9 // Produce v9: flexible, supported by both
+)
+
+// preEncodedProduce produces c.RecordSize-byte records to partition 0 of
+// c.Topic on c.Brokers[0] (the partition's leader: one node) for c.Duration.
+func preEncodedProduce(ctx context.Context, c bench.Config) (bench.Result, error) {
+	res := bench.Result{Mode: "produce", Topic: c.Topic, Partitions: 1, RecordSize: c.RecordSize,
+		Acks: c.Acks, Compression: "none", Producers: 1}
+	acks := int16(-1)
+	if c.Acks == bench.AcksLeader {
+		acks = 1
+	}
+	frame, perRequest, err := preEncodedFrame(c.Topic, c.RecordSize, acks)
+	if err != nil {
+		return res, err
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", c.Brokers[0])
+	if err != nil {
+		return res, err
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+
+	// The reader takes a slot back for every answer; the writer stops after
+	// c.Duration and waits for the answers still owed.
+	slots := make(chan struct{}, preEncodedInFlight)
+	answered := make(chan error, 1)
+	var acked int64
+	start := time.Now()
+	var last time.Time
+	sent := 0
+	go func() {
+		answered <- readPreEncodedAnswers(bufio.NewReaderSize(nc, 64<<10), slots, func() {
+			acked += int64(perRequest)
+			last = time.Now()
+		})
+	}()
+	var werr error
+	readerDone := false // answered was received from
+	// At least one request, however late the loop starts.
+	for ctx.Err() == nil && (sent == 0 || time.Since(start) < c.Duration) {
+		select {
+		case slots <- struct{}{}:
+		case werr = <-answered:
+			readerDone = true
+			werr = fmt.Errorf("pre-encoded producer: the connection ended early: %w", werr)
+		}
+		if werr != nil {
+			break
+		}
+		binary.BigEndian.PutUint32(frame[8:], uint32(sent)) // correlation id
+		if _, werr = nc.Write(frame); werr != nil {
+			break
+		}
+		produceWrites.writes.Add(1)
+		produceWrites.bytes.Add(int64(len(frame)))
+		sent++
+	}
+	if werr == nil {
+		// Every slot back means every request was answered.
+		for range preEncodedInFlight {
+			select {
+			case slots <- struct{}{}:
+			case werr = <-answered:
+				readerDone = true
+				werr = fmt.Errorf("pre-encoded producer: the connection ended early: %w", werr)
+			case <-time.After(time.Minute):
+				werr = errors.New("pre-encoded producer: answers still owed after a minute")
+			}
+			if werr != nil {
+				break
+			}
+		}
+	}
+	nc.Close()
+	if !readerDone {
+		<-answered // the reader's end: the connection just closed
+	}
+	res.Records = acked
+	res.Bytes = acked * int64(c.RecordSize)
+	if elapsed := last.Sub(start); elapsed > 0 {
+		res.ElapsedSeconds = elapsed.Seconds()
+		res.RecordsPerSec = float64(res.Records) / elapsed.Seconds()
+		res.MBPerSec = float64(res.Bytes) / 1e6 / elapsed.Seconds()
+	}
+	return res, werr
+}
+
+// preEncodedFrame is a Produce request frame (size prefix included, correlation
+// id at bytes 8-11) of one uncompressed batch of size-byte records to partition
+// 0 of topic, as many as fit in preEncodedBatchBytes, and how many that is.
+func preEncodedFrame(topic string, size int, acks int16) ([]byte, int, error) {
+	value := make([]byte, size)
+	for i := range value {
+		value[i] = 'A' + byte(i%26)
+	}
+	n := max(1, preEncodedBatchBytes/(size+12)) // a record's header is ~7-12 bytes
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i].Value = value
+	}
+	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	if err != nil {
+		return nil, 0, err
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = b
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	req.SetVersion(preEncodedVersion)
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-vs-kafka")).AppendRequest(nil, req, 0), n, nil
+}
+
+// readPreEncodedAnswers reads Produce answers until the connection ends or
+// one carries an error, calling ok and freeing a slot for each good one.
+func readPreEncodedAnswers(br *bufio.Reader, slots <-chan struct{}, ok func()) error {
+	var buf []byte
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(br, size[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if n < 5 {
+			return fmt.Errorf("pre-encoded producer: a %d-byte answer", n)
+		}
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return err
+		}
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = preEncodedVersion
+		if err := resp.ReadFrom(buf[5:]); err != nil { // correlation id, one tag byte
+			return fmt.Errorf("pre-encoded producer: %w", err)
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return fmt.Errorf("pre-encoded producer: %s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+				}
+			}
+		}
+		ok()
+		<-slots
+	}
+}
