@@ -106,6 +106,17 @@ func TestBenchModes(t *testing.T) {
 	}
 }
 
+// TestBenchFanoutRaw: raw fan-out readers read every record a run delivers
+// from a Strata node, and the table says they were raw.
+func TestBenchFanoutRaw(t *testing.T) {
+	topic := topicName(t)
+	res := benchJSON(t, "produce", "--topic", topic, "--count", "1000", "--record-size", "200", "--fanout", "2", "--fanout-raw")
+	checkSane(t, res, "produce", 1000, 200)
+	if res.Fanout != 2 || !res.FanoutRaw || res.FanoutFewestRead != 1000 || res.FanoutFetches < 2 || res.FanoutFetchBytes < 2*1000*200 {
+		t.Fatalf("raw fan-out: %+v", res)
+	}
+}
+
 func TestBenchConsumePrefillsAndTable(t *testing.T) {
 	topic := topicName(t)
 	r := runBenchCmd(t, "consume", "--topic", topic, "--count", "300")
@@ -127,6 +138,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"produce", "--producers", "0"},
 		{"produce", "--linger", "-1ms"},
 		{"produce", "--config", "novalue"},
+		{"produce", "--fanout-raw"}, // raw readers need readers
+		{"produce", "--fanout", "2", "--fanout-raw", "--tls"},
 		{"e2e", "--record-size", "4"},
 		{"consume", "--consumers", "0"},
 		{"consume", "extra-arg"},
