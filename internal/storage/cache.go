@@ -2,7 +2,6 @@ package storage
 
 import (
 	"os"
-	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -23,12 +22,7 @@ import (
 // durable, but the newest CacheTailBytes of the segment: the next appends reuse
 // the pages just freed, and the cache keeps each log's tail, which followers and
 // the consumers keeping up read. A reader further behind reads from the disk
-// (with the kernel's readahead) instead of memory. A reader a little behind
-// keeps what it has yet to read: the drop stops at the lowest position read
-// from the segment in the last one to two readWindows, if that is within
-// readerTailFactor tails of the end (a fan-out's readers under load were 64-256
-// MiB behind, and read half of what they were sent from the disk; see
-// docs/benchmarks.md, session 14). The drop is advice
+// (with the kernel's readahead) instead of memory. The drop is advice
 // (vfs.CacheDropper; a file system without it keeps everything): it never
 // changes what a read returns, and it covers only bytes an fsync covered, so it
 // starts no write-back. What a segment's last fsync before its roll left cached
@@ -42,34 +36,20 @@ const DefaultCacheTailBytes = 64 << 20
 // the kernel once per this many bytes, not once per fsync.
 const minCacheDrop = 1 << 20
 
-// readerTailFactor bounds what readers keep cached: positions read up to this
-// many times CacheTailBytes behind the durable end.
-const readerTailFactor = 4
-
-// readWindow is how long a read keeps the pages above it cached: a reader is
-// honoured by the drops of the window it read in and of the next.
-const readWindow = time.Second
-
 // pageSize aligns drops: the kernel drops only whole pages inside the range, so
 // a range ending mid-page would leave that page cached for good.
 var pageSize = int64(os.Getpagesize())
 
 // dropCache drops from the page cache the bytes of s below synced (the size an
-// fsync just made durable) minus the log's cached tail, and below what recent
-// readers have yet to read. Only the flusher calls it (s.cacheDropped and the
-// read window are its own), holding a reference to s.
+// fsync just made durable) minus the log's cached tail. Only the flusher calls it
+// (s.cacheDropped is its own), holding a reference to s.
 func (l *Log) dropCache(s *segment, synced int64) {
 	keep := l.conf().CacheTailBytes
 	d, ok := s.log.(vfs.CacheDropper)
 	if keep < 0 || !ok {
 		return
 	}
-	recent := s.readLow.Load()
-	if now := time.Now(); now.Sub(s.readLowSince) >= readWindow {
-		recent = s.readLow.Swap(0)
-		s.readLowPrev, s.readLowSince = recent, now
-	}
-	end := dropEnd(synced, keep, lowestRead(recent, s.readLowPrev), s.cacheDropped)
+	end := max(synced-keep, 0) / pageSize * pageSize
 	if end < s.cacheDropped { // truncated: bytes below end may be cached again
 		s.cacheDropped = end
 		return
@@ -80,39 +60,4 @@ func (l *Log) dropCache(s *segment, synced int64) {
 	if err := d.DropCache(s.cacheDropped, end-s.cacheDropped); err == nil {
 		s.cacheDropped = end
 	}
-}
-
-// dropEnd is where a drop may end (page-aligned): synced less the cached
-// tail, but not past low, the lowest position recently read (-1: none), when
-// that is within readerTailFactor tails of synced and at or above dropped (a
-// read below what was dropped came from the disk and keeps nothing).
-func dropEnd(synced, keep, low, dropped int64) int64 {
-	end := synced - keep
-	if low >= dropped && low < end {
-		end = max(low, synced-readerTailFactor*keep)
-	}
-	return max(end, 0) / pageSize * pageSize
-}
-
-// noteRead records that a read of s started at pos, for dropCache.
-func (s *segment) noteRead(pos int64) {
-	v := pos + 1
-	for {
-		cur := s.readLow.Load()
-		if (cur != 0 && cur <= v) || s.readLow.CompareAndSwap(cur, v) {
-			return
-		}
-	}
-}
-
-// lowestRead is the lower of two readLow values as a position, -1 if neither
-// holds one.
-func lowestRead(a, b int64) int64 {
-	switch {
-	case a == 0:
-		return b - 1
-	case b == 0:
-		return a - 1
-	}
-	return min(a, b) - 1
 }

@@ -102,8 +102,6 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 		if err != nil || c.Size == 0 {
 			s.release()
 			c.seg = nil
-		} else {
-			s.noteRead(c.Pos)
 		}
 		if err != errNoBatch {
 			return c, err

@@ -68,13 +68,6 @@ type segment struct {
 	// cacheDropped is where the flusher's page-cache drops of the file have
 	// reached (cache.go); the flusher's alone.
 	cacheDropped int64
-	// readLow is 1 + the lowest position a read of the file started at in the
-	// current window of readWindow, 0 if none (noteRead); readLowPrev is what
-	// it was in the window before, and readLowSince when the current one
-	// began, both the flusher's alone (cache.go).
-	readLow      atomic.Int64
-	readLowPrev  int64
-	readLowSince time.Time
 
 	// writes counts the changes made to the log file (writes, truncations),
 	// each counted once it is made; synced is the count the last successful
