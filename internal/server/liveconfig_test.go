@@ -46,8 +46,11 @@ func TestTopicConfigChangeReachesLiveLog(t *testing.T) {
 			check:  logStartMoves,
 		},
 		{
+			// A record stamped in 2001 is past the default retention.ms: once
+			// the next append rolls its segment (segment.ms, from that stamp),
+			// the 50 ms cleanup could delete it before the read.
 			name:   "message.timestamp.type",
-			create: map[string]string{},
+			create: map[string]string{"retention.ms": "-1"},
 			alter:  map[string]string{"message.timestamp.type": "LogAppendTime"},
 			before: 1,
 			stamp:  old,
