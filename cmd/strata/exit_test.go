@@ -66,6 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		{"consume", "t", "--group", "g", "--partition", "0"},
 		{"consume", "t", "--count", "-1"},
 		{"cluster", "status", "extra"},
+		{"topic", "list", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "admin"}, // no password
 	} {
 		r := run(t, args...)
 		if r.code != 2 {

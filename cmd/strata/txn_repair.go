@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,20 @@ func describeProducers(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet
 		return nil, nil
 	}
 	described, err := adm.DescribeProducers(ctx, set)
+	// kadm reports partitions it found no leader for (an unknown topic, say) as a
+	// shard error of the request; name the partitions instead.
+	var shardErrs *kadm.ShardErrors
+	if errors.As(err, &shardErrs) && len(shardErrs.Errs) > 0 {
+		if req, ok := shardErrs.Errs[0].Req.(*kmsg.DescribeProducersRequest); ok {
+			var names []string
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					names = append(names, fmt.Sprintf("%s-%d", t.Topic, p))
+				}
+			}
+			return nil, fmt.Errorf("describing the producers of %s: %w", strings.Join(names, ", "), shardErrs.Errs[0].Err)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

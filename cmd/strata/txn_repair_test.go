@@ -233,6 +233,7 @@ func TestTxnRepairErrors(t *testing.T) {
 		{[]string{"txn", "abort", "--topic", topic, "--partition", "0", "--start-offset", "3"}, 1, "no open transaction starts at offset 3"},
 		{[]string{"txn", "producers"}, 2, "--topic is required"},
 		{[]string{"txn", "producers", "--topic", topic + "-nope"}, 1, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{[]string{"txn", "abort", "--topic", topic + "-nope", "--partition", "0", "--start-offset", "0"}, 1, "describing the producers of " + topic + "-nope-0: UNKNOWN_TOPIC_OR_PARTITION"},
 		{[]string{"txn", "force-terminate"}, 2, "accepts 1 arg"},
 	} {
 		r := runAt(t, addr, "", tc.args...)

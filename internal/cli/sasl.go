@@ -31,6 +31,9 @@ func (f SASLFlags) Opt() (kgo.Opt, error) {
 	if f.User == "" {
 		return nil, Usagef("--sasl-mechanism needs --sasl-user (and --sasl-password or $%s)", SASLPasswordEnv)
 	}
+	if f.Password == "" {
+		return nil, Usagef("--sasl-mechanism needs --sasl-password or $%s", SASLPasswordEnv)
+	}
 	if f.Token && f.Mechanism != "SCRAM-SHA-256" && f.Mechanism != "SCRAM-SHA-512" {
 		return nil, Usagef("--sasl-token needs a SCRAM --sasl-mechanism (delegation tokens log in with SCRAM), not %q", f.Mechanism)
 	}

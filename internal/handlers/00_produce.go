@@ -445,7 +445,7 @@ func checkProduceTarget(img *metadata.Image, version int16, topic string, partit
 			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries exactly one record batch per partition"}
 		}
 	}
-	if isInternalTopic(topic) && !internalAllowed {
+	if IsInternalTopic(topic) && !internalAllowed {
 		return &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot append to internal topic " + topic}
 	}
 	return nil

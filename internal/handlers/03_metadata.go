@@ -124,7 +124,7 @@ func (d *topicDescriber) reserve(topics []*metadata.Topic) {
 func (d *topicDescriber) describe(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID = &t.Name, t.ID
-	mt.IsInternal = isInternalTopic(t.Name)
+	mt.IsInternal = IsInternalTopic(t.Name)
 	if cap(d.slab)-len(d.slab) < len(t.Partitions) {
 		d.slab = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
 	}
@@ -166,8 +166,8 @@ func leaderLive(img *metadata.Image, p *metadata.Partition) bool {
 // OffsetsTopic is the internal topic holding consumer group offsets.
 const OffsetsTopic = "__consumer_offsets"
 
-// isInternalTopic reports Kafka's internal topics: written by the group,
+// IsInternalTopic reports Kafka's internal topics: written by the group,
 // transaction and share coordinators only, listed as internal by Metadata.
-func isInternalTopic(name string) bool {
+func IsInternalTopic(name string) bool {
 	return name == OffsetsTopic || name == txn.StateTopic || name == share.StateTopic
 }

@@ -39,7 +39,7 @@ func (h *Handlers) deleteRecords(ctx context.Context, c *protocol.ConnInfo, r *p
 			switch {
 			case img.Partition(rt.Topic, rp.Partition) == nil:
 				err = metadata.ErrUnknownTopic
-			case isInternalTopic(rt.Topic):
+			case IsInternalTopic(rt.Topic):
 				err = &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot delete records of internal topic " + rt.Topic}
 			default:
 				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)

@@ -91,7 +91,7 @@ func (h *Handlers) describeTopicPartitions(ctx context.Context, c *protocol.Conn
 		}
 		t := img.Topic(name)
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
-		rt.Topic, rt.IsInternal = &name, isInternalTopic(name)
+		rt.Topic, rt.IsInternal = &name, IsInternalTopic(name)
 		rt.AuthorizedOperations = h.authorizedOperations(ctx, c, resTopic, name)
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code

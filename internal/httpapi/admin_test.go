@@ -1,9 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // topicView is GET /topics/{topic}.
@@ -197,5 +204,55 @@ func TestGroups(t *testing.T) {
 	g = n.group("g-admin")
 	if g.State != "Empty" || len(g.Members) != 0 || g.committed("g-topic", 0) != 2 {
 		t.Fatalf("after the member left: %+v", g)
+	}
+}
+
+// TestTopicsInternalAsMetadata: GET /topics and GET /topics/{topic} mark the same
+// topics internal as the Kafka listener's Metadata answer: __transaction_state too,
+// not only __consumer_offsets.
+func TestTopicsInternalAsMetadata(t *testing.T) {
+	t.Parallel()
+	n := startNode(t)
+	n.createTopic("plain", 1)
+	cl, adm := n.kafka(kgo.TransactionalID("internal-tx"), kgo.DefaultProduceTopic("plain"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A committed transaction creates __transaction_state.
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	var md kadm.TopicDetails
+	wait.For(t, "__transaction_state in Metadata", func() bool {
+		var err error
+		md, err = adm.ListTopicsWithInternal(ctx)
+		return err == nil && md.Has("__transaction_state")
+	})
+
+	var list struct {
+		Topics []struct {
+			Topic    string
+			Internal bool
+		}
+	}
+	n.must(http.StatusOK, "GET", "/topics", nil).json(t, &list)
+	for _, tp := range list.Topics {
+		d, ok := md[tp.Topic]
+		if !ok {
+			continue
+		}
+		if tp.Internal != d.IsInternal {
+			t.Errorf("GET /topics: %s internal %v, Metadata says %v", tp.Topic, tp.Internal, d.IsInternal)
+		}
+		var tv topicView
+		n.must(http.StatusOK, "GET", "/topics/"+tp.Topic, nil).json(t, &tv)
+		if tv.Internal != d.IsInternal {
+			t.Errorf("GET /topics/%s: internal %v, Metadata says %v", tp.Topic, tv.Internal, d.IsInternal)
+		}
 	}
 }

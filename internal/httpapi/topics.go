@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 )
@@ -211,7 +211,7 @@ func (a *API) handleListTopics(w http.ResponseWriter, r *http.Request) {
 		if !httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
 			continue
 		}
-		ans.Topics = append(ans.Topics, topicSummary{t.Name, len(t.Partitions), replicationFactor(t), t.Name == group.OffsetsTopic})
+		ans.Topics = append(ans.Topics, topicSummary{t.Name, len(t.Partitions), replicationFactor(t), handlers.IsInternalTopic(t.Name)})
 	}
 	slices.SortFunc(ans.Topics, func(a, b topicSummary) int { return strings.Compare(a.Topic, b.Topic) })
 	writeJSON(w, http.StatusOK, ans)
@@ -257,7 +257,7 @@ func (a *API) handleDescribeTopic(w http.ResponseWriter, r *http.Request) {
 	starts, _ := a.admin.ListStartOffsets(r.Context(), name)
 	ends, _ := a.admin.ListEndOffsets(r.Context(), name)
 	ans := topicOut{
-		Topic: t.Name, ID: t.ID.String(), Internal: t.Name == group.OffsetsTopic,
+		Topic: t.Name, ID: t.ID.String(), Internal: handlers.IsInternalTopic(t.Name),
 		ReplicationFactor: replicationFactor(t), Configs: map[string]string{},
 		Partitions: make([]partitionOut, len(t.Partitions)),
 	}

@@ -105,7 +105,8 @@ func New(cfg Config) *Metrics {
 // Registry is the node's registry, for tests and for adding collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// HTTPHandler serves the registry in the Prometheus text (or OpenMetrics) format.
+// HTTPHandler serves the registry in the Prometheus text format (not OpenMetrics,
+// even when a scraper asks for it).
 // A collector that fails is logged and skipped; the rest is still served.
 func (m *Metrics) HTTPHandler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
