@@ -71,10 +71,12 @@
 // because a retried fsync may report success for pages the kernel already dropped.
 //
 // With Preallocate the active segment's file runs ahead of its batches (zeros
-// written and fsynced in bursts, or a file retention released and a roll
-// recycled), so that appends overwrite blocks already on disk and their fsyncs
-// skip ext4's journal commit; a roll and Close cut the file back to its batches
-// before their fsync. See prealloc.go and recycle.go.
+// written and fsynced in bursts), so that appends overwrite blocks already on
+// disk and their fsyncs skip ext4's journal commit; a roll and Close cut the
+// file back to its batches before their fsync. See prealloc.go. A file that
+// retention released is never reused for a new segment: its old batches'
+// headers are not all covered by their CRC, so a torn write over them could
+// pass an old batch off as a new one after a power cut.
 //
 // After each fsync the flusher drops what that fsync made durable from the
 // operating system's page cache, but the newest CacheTailBytes of the segment, so
@@ -109,8 +111,8 @@
 //	cleaner-swap                    present only during a compaction swap
 //	00000000000000000000.snapshot   producer-state snapshot at that offset (snapshot.go)
 //	*.log.cleaned                   a cleaned segment waiting for its swap
-//	*.deleted, *.tmp                leftovers of a deletion or side-file write, or the file a
-//	                                preallocating log keeps to recycle; Open removes them
+//	*.deleted, *.tmp                leftovers of a deletion or side-file write (or a file an
+//	                                older preallocating binary kept to recycle); Open removes them
 //
 // # .log
 //
@@ -122,7 +124,7 @@
 // compaction leaves gaps (removed batches) and batches with fewer records than
 // offsets (batch.ValidateStored), and may leave a sealed segment empty.
 // With Preallocate an active segment's file goes on past its batches with bytes
-// that are not the log's (zeros, or a recycled file's old batches): readers use
+// that are not the log's (zeros): readers use
 // the segment's size, never the file's.
 //
 // # .index (all integers big-endian)

@@ -102,13 +102,7 @@ type Log struct {
 	}
 	unflushedRecords atomic.Int64 // Interval mode: records appended since the last sync
 	// pre zeroes ahead of the active segment (Config.Preallocate); appendMu.
-	pre *zeroer
-	// recycle keeps one segment file retention released for the next roll
-	// to reuse (Config.Preallocate; recycle.go).
-	recycle struct {
-		sync.Mutex
-		seg *segment
-	}
+	pre     *zeroer
 	appends atomic.Int64 // Append calls so far, for the flusher's gathering
 	// deferredAppends counts those of them with AppendHints.FlushWithin:
 	// nobody waits for them, so gathering does not wait for their like.
@@ -463,8 +457,7 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	if err := l.syncSegment(old); err != nil {
 		return nil, l.fail(err)
 	}
-	recycled, recycledSize := l.takeRecycled(l.mu.leo.Load())
-	s, err := createSegment(l.fsys, l.dir, l.mu.leo.Load(), l.conf(), now, recycled, recycledSize)
+	s, err := createSegment(l.fsys, l.dir, l.mu.leo.Load(), l.conf(), now)
 	if err != nil {
 		return nil, l.fail(err)
 	}
@@ -751,7 +744,6 @@ func (l *Log) Close() error {
 	// had not begun finds the log closed and leaves them to the next Open.
 	l.ckptMu.Lock()
 	l.ckptMu.Unlock()
-	l.dropRecycled()
 	for _, s := range segs {
 		s.release()
 	}

@@ -91,7 +91,7 @@ func newZeroer(l *Log, seg *segment) *zeroer {
 	z := &zeroer{l: l, seg: seg, limit: l.conf().SegmentBytes,
 		window: l.conf().preallocWindow, refill: l.conf().preallocWindow / 2,
 		chunk: min(l.conf().preallocChunk, defaultPreallocChunk)}
-	z.mu.appendEnd, z.mu.zeroEnd = seg.size, max(seg.size, seg.recycledSize)
+	z.mu.appendEnd, z.mu.zeroEnd = seg.size, seg.size
 	z.mu.idle = sync.NewCond(&z.mu.Mutex)
 	return z
 }
@@ -223,8 +223,8 @@ func (l *Log) haltPrealloc() {
 }
 
 // trimPrealloc stops the zeroer and cuts the active segment's file back to
-// the segment's size, before a roll or Close fsyncs it: zeros or a recycled
-// file's old bytes may lie past it. appendMu is held.
+// the segment's size, before a roll or Close fsyncs it: zeros may lie past
+// it. appendMu is held.
 func (l *Log) trimPrealloc() error {
 	l.haltPrealloc()
 	if !l.conf().Preallocate {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -169,35 +170,35 @@ func TestPreallocateTruncation(t *testing.T) {
 
 // TestPreallocatePowerCut runs group-commit appenders with preallocation and
 // small segments (zeroed windows, rolls and overtaken chunks), with or without
-// retention (whose files the rolls recycle), cuts power at a random instant
+// retention deleting segments as the log grows, cuts power at a random instant
 // keeping a random part of unsynced writes, and checks the recovered log:
 // every batch acknowledged durable before the cut at or above the log start
 // is there byte for byte, every batch there is one that was appended, in
-// offset order, and the files hold no zero or stale tail after recovery.
+// offset order, and the files hold no zero tail after recovery.
 func TestPreallocatePowerCut(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		retention bool
-	}{{"zeros", false}, {"recycled files", true}} {
+	}{{"zeros", false}, {"retention", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tails int
-			var recycled int64
+			var deleted int64
 			for seed := range uint64(8) {
 				t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-					tails, recycled = powerCutOnce(t, seed, tc.retention, tails, recycled)
+					tails, deleted = powerCutOnce(t, seed, tc.retention, tails, deleted)
 				})
 			}
 			if tails == 0 {
 				t.Fatal("no power cut left a tail to cut: the test did not exercise recovery")
 			}
-			if tc.retention && recycled == 0 {
-				t.Fatal("no segment file was recycled")
+			if tc.retention && deleted == 0 {
+				t.Fatal("retention deleted no segment")
 			}
 		})
 	}
 }
 
-func powerCutOnce(t *testing.T, seed uint64, retention bool, tails int, recycled int64) (int, int64) {
+func powerCutOnce(t *testing.T, seed uint64, retention bool, tails int, deleted int64) (int, int64) {
 	fsys := vfs.NewMem()
 	cfg := preallocConfig(32 << 10)
 	if retention {
@@ -222,7 +223,7 @@ func powerCutOnce(t *testing.T, seed uint64, retention bool, tails int, recycled
 	if st.PreallocBytes == 0 {
 		t.Fatal("the zeroer wrote nothing")
 	}
-	recycled += st.SegmentsRecycled
+	deleted += st.SegmentsDeleted
 	appended := c.appended
 
 	r := openLog(t, c.fs, cfg)
@@ -259,87 +260,61 @@ func powerCutOnce(t *testing.T, seed uint64, retention bool, tails int, recycled
 	}
 	// The recovered log preallocates and takes appends again.
 	appendN(t, r, 5, 1, 100, 9000, 1)
-	return tails, recycled
+	return tails, deleted
 }
 
-// TestRecycledFileStaleTail recycles a segment file full of batches the size
-// of the new ones, so that the new segment's last batch ends exactly where a
-// stale batch with a valid CRC begins, then crashes: recovery must end the log
-// at the last batch written, because the stale one's offsets go back. Clean
-// close and roll must leave the file at its logical size.
-func TestRecycledFileStaleTail(t *testing.T) {
+// TestRetentionLeavesNoStaleBatch: with preallocation, retention deletes
+// segments full of batches of one size and a roll follows; a power cut then
+// keeps only the first 8 bytes (the base offset) of the next batch. No stale
+// batch may lie where that batch began, or its whole CRC-checked body would be
+// recovered under the new base offset (the base offset, length, epoch and
+// magic are outside the CRC): the recovered log ends at the last batch written.
+func TestRetentionLeavesNoStaleBatch(t *testing.T) {
 	cfg := preallocConfig(4 << 10)
 	cfg.RetentionBytes = 1 // every sealed segment goes
 	fsys := vfs.NewMem()
 	l := openLog(t, fsys, cfg)
-	// Batches of one size: the old file holds whole batches at the very
-	// positions the new segment's batches take.
 	appendN(t, l, 30, 1, 300, 1000, 1)
 	if _, err := l.EnforceRetention(l.LogEndOffset()); err != nil {
 		t.Fatal(err)
 	}
-	// Fill the active segment to its roll, which takes the kept file.
-	segsBefore := l.Stats().Rolls
-	for l.Stats().Rolls == segsBefore {
+	if l.Stats().SegmentsDeleted == 0 {
+		t.Fatal("retention deleted no segment")
+	}
+	rolls := l.Stats().Rolls
+	for l.Stats().Rolls == rolls {
 		appendN(t, l, 1, 1, 300, 2000, 1)
 	}
-	if st := l.Stats(); st.SegmentsRecycled != 1 {
-		t.Fatalf("recycled %d files, want 1", st.SegmentsRecycled)
+	appendN(t, l, 2, 1, 300, 3000, 1)
+	want := readAll(t, l)
+	end := l.LogEndOffset()
+	if err := l.WaitDurable(ctxTimeout(t), end-1); err != nil {
+		t.Fatal(err)
 	}
 	active := l.active()
-	if got := fileSize(t, fsys, active.path(logSuffix)); got <= active.size+300 {
-		t.Fatalf("recycled file has %d bytes for a log of %d: no stale batch behind it", got, active.size)
+
+	crashed := fsys.CrashClone()
+	f, err := crashed.OpenReadWrite(active.path(logSuffix))
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := readAll(t, l)
-	if err := l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1); err != nil {
+	var base [8]byte
+	binary.BigEndian.PutUint64(base[:], uint64(end))
+	if _, err := f.WriteAt(base[:], active.size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	r := openLog(t, fsys.CrashClone(), cfg)
-	if r.LogEndOffset() != l.LogEndOffset() {
-		t.Fatalf("recovered log ends at %d, want %d", r.LogEndOffset(), l.LogEndOffset())
+	r := openLog(t, crashed, cfg)
+	if r.LogEndOffset() != end {
+		t.Fatalf("recovered log ends at %d, want %d: a stale batch passed for the torn one", r.LogEndOffset(), end)
 	}
 	sameBatches(t, readAll(t, r), want)
-	if st := r.Stats(); st.RecoveryTruncatedBytes == 0 {
-		t.Fatal("recovery found no stale tail to cut")
-	}
-
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := fileSize(t, fsys, active.path(logSuffix)); got != active.size {
-		t.Fatalf("after Close the file has %d bytes, the log %d", got, active.size)
-	}
-	c := openLog(t, fsys, Config{SegmentBytes: cfg.SegmentBytes})
-	if st := c.Stats(); st.RecoveredSegments != 0 {
-		t.Fatalf("clean reopen scanned: %+v", st)
-	}
-	sameBatches(t, readAll(t, c), want)
-}
-
-// TestLinkedSegmentIsNotRecycled: a segment file a tier linked into its store
-// is removed by local retention, never recycled, or the next segment's
-// appends would overwrite the store's object.
-func TestLinkedSegmentIsNotRecycled(t *testing.T) {
-	_, l, tier, _ := linkedTier(t, 8<<10)
-	l.conf().Preallocate = true // before any append: nothing reads it yet
-	want := appendN(t, l, 200, 3, 100, 1000, 0)
-	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
-		t.Fatal(err)
-	}
-	end := tier.UploadedEnd()
-	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
-		t.Fatal(err)
-	}
-	if l.LogStartOffset() == 0 {
-		t.Fatal("local retention deleted nothing")
-	}
-	appendN(t, l, 40, 3, 100, 2000, 0) // rolls
-	if st := l.Stats(); st.SegmentsRecycled != 0 {
-		t.Fatalf("%d linked segment files recycled", st.SegmentsRecycled)
-	}
-	got := readRemote(t, tier, end)
-	sameBatches(t, got, want[:len(got)])
 }
 
 func TestZeroWriteSize(t *testing.T) {

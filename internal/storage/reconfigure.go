@@ -16,8 +16,7 @@ import "fmt"
 //     lets it exit when idle. The mode (GroupCommit or Interval) may not change
 //     on an open log: a partition's high-water mark rule depends on it;
 //   - Preallocate: turned on, the zeroer starts with the next write; turned
-//     off, it stops here, the active segment's file is cut back to its size and
-//     the file kept for recycling is dropped.
+//     off, it stops here and the active segment's file is cut back to its size.
 //
 // Now, OnSync and OnRoll are replaced too. Reconfigure on a closed log returns
 // ErrClosed.
@@ -40,7 +39,6 @@ func (l *Log) Reconfigure(cfg Config) error {
 		if err := l.endPrealloc(failed); failed == nil && err != nil {
 			return err
 		}
-		l.dropRecycled()
 	}
 	l.cfg.Store(&cfg)
 	if cfg.Flush != old.Flush {

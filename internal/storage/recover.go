@@ -78,7 +78,7 @@ func (l *Log) load() error {
 		if rcErr == nil {
 			start = rc.LogStartOffset
 		}
-		s, err := createSegment(l.fsys, l.dir, start, l.conf(), l.conf().Now(), nil, 0)
+		s, err := createSegment(l.fsys, l.dir, start, l.conf(), l.conf().Now())
 		if err != nil {
 			return err
 		}

@@ -105,7 +105,6 @@ func (l *Log) finishStartAdvance(gone []*segment) error {
 	if err := l.renameDeletedUnsynced(gone); err != nil {
 		return l.fail(err)
 	}
-	l.keepForRecycling(gone)
 	l.stats.segmentsDeleted.Add(int64(len(gone)))
 	return nil
 }

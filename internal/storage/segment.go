@@ -62,9 +62,6 @@ type segment struct {
 
 	size int64 // bytes of whole batches
 	next int64 // offset just past the last batch; base when empty
-	// recycledSize is the size of a recycled file when the segment got it: its
-	// blocks are written and synced, so the zeroer starts past them.
-	recycledSize int64
 	// cacheDropped is where the flusher's page-cache drops of the file have
 	// reached (cache.go); the flusher's alone.
 	cacheDropped int64
@@ -121,19 +118,13 @@ func newSegment(fsys vfs.FS, dir string, base int64, log vfs.File, cfg *Config) 
 
 // createSegment creates an empty segment: the .log file and both index files
 // preallocated to their maximum size (trimmed when the segment is sealed), then
-// fsyncs the directory so the new names survive a power cut. A recycled file
-// already under the segment's name (recycle.go), of recycledSize bytes, is
-// used as the .log file instead of a new one.
-func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config, now time.Time, recycled vfs.File, recycledSize int64) (*segment, error) {
-	log := recycled
-	if log == nil {
-		var err error
-		if log, err = fsys.Create(filepath.Join(dir, segmentName(base, logSuffix))); err != nil {
-			return nil, err
-		}
+// fsyncs the directory so the new names survive a power cut.
+func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config, now time.Time) (*segment, error) {
+	log, err := fsys.Create(filepath.Join(dir, segmentName(base, logSuffix)))
+	if err != nil {
+		return nil, err
 	}
 	s := newSegment(fsys, dir, base, log, cfg)
-	s.recycledSize = recycledSize
 	s.mu.loaded = true
 	s.mu.aborts.held = true
 	s.mu.created = now

@@ -45,9 +45,6 @@ type Stats struct {
 	PreallocBytes    int64
 	PreallocWaits    int64
 	PreallocFailures int64
-	// SegmentsRecycled counts new segments that reused a file retention
-	// released (Config.Preallocate).
-	SegmentsRecycled int64
 }
 
 // statCounters are the live counters behind Stats.
@@ -60,7 +57,6 @@ type statCounters struct {
 	compactions                                     atomic.Int64
 	compactionBytesRead, compactionBytesWritten     atomic.Int64
 	preallocBytes, preallocWaits, preallocFailures  atomic.Int64
-	segmentsRecycled                                atomic.Int64
 	// The flusher's gathering waits, and its wake-ups during them that found
 	// too few appends (not in Stats: a test counts them).
 	gathers, earlyGatherWakeups atomic.Int64
@@ -98,6 +94,5 @@ func (c *statCounters) snapshot() Stats {
 		PreallocBytes:          c.preallocBytes.Load(),
 		PreallocWaits:          c.preallocWaits.Load(),
 		PreallocFailures:       c.preallocFailures.Load(),
-		SegmentsRecycled:       c.segmentsRecycled.Load(),
 	}
 }

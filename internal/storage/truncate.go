@@ -212,7 +212,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.renameDeleted(old); err != nil {
 		return err
 	}
-	s, err := createSegment(l.fsys, l.dir, offset, l.conf(), l.conf().Now(), nil, 0)
+	s, err := createSegment(l.fsys, l.dir, offset, l.conf(), l.conf().Now())
 	if err != nil {
 		return err
 	}
