@@ -9,8 +9,8 @@ type APIVersion struct {
 
 // apiVersions lists the classic group APIs, floors per KIP-896. The ceilings stop
 // where Kafka moved to topic ids (OffsetCommit v10, OffsetFetch v10) or changed
-// behaviour this coordinator does not implement (DescribeGroups v6, DeleteGroups v3
-// with KIP-1043 error messages).
+// behaviour this coordinator does not implement (DeleteGroups v3 with KIP-1043
+// error messages).
 var apiVersions = [...]APIVersion{
 	{Key: 8, Min: 2, Max: 9},  // OffsetCommit
 	{Key: 9, Min: 1, Max: 9},  // OffsetFetch (v8+: several groups per request)
@@ -18,7 +18,7 @@ var apiVersions = [...]APIVersion{
 	{Key: 12, Min: 0, Max: 4}, // Heartbeat
 	{Key: 13, Min: 0, Max: 5}, // LeaveGroup (v3+: batch of members)
 	{Key: 14, Min: 0, Max: 5}, // SyncGroup (v5: protocol type and name)
-	{Key: 15, Min: 0, Max: 5}, // DescribeGroups
+	{Key: 15, Min: 0, Max: 6}, // DescribeGroups (v6: GROUP_ID_NOT_FOUND for a group not found or not classic)
 	{Key: 16, Min: 0, Max: 5}, // ListGroups (v4: states filter; v5: types filter)
 	{Key: 42, Min: 0, Max: 2}, // DeleteGroups
 	{Key: 47, Min: 0, Max: 0}, // OffsetDelete
