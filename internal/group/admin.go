@@ -149,9 +149,10 @@ func (c *Coordinator) describe(id string, version int16, dg *kmsg.DescribeGroups
 	}
 }
 
-// DeleteGroups serves DeleteGroups v0-v2: an Empty group is deleted with its offsets
+// DeleteGroups serves DeleteGroups v0-v3: an Empty group is deleted with its offsets
 // (tombstones for all of them and for the group); a group with members answers
-// NON_EMPTY_GROUP. The answer comes once the tombstones are appended and, for a
+// NON_EMPTY_GROUP. v3's error message stays null: Kafka 4.4 sets it only for the
+// errors of a streams topology description plugin, which Strata does not have. The answer comes once the tombstones are appended and, for a
 // share group, its share-partition state is deleted.
 func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)

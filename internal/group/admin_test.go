@@ -16,23 +16,8 @@ func TestDescribeGroupsVersions(t *testing.T) {
 	c := newTestCoordinator(t, newMemStore())
 	defer c.Close()
 
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Version = 3
-	join.Group, join.ProtocolType = "classic", "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
-	if r := c.JoinGroup(ctx, join); r.ErrorCode != 0 {
-		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
-	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "kip848", "m", 10000
-	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	if r := c.ConsumerGroupHeartbeat(ctx, hb); r.ErrorCode != 0 {
-		t.Fatalf("consumer group heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
-	if r := simpleCommit(c, "deleted", 9, map[topicPartition]int64{{"t", 0}: 1}); r.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
-	}
+	joinClassicAndKIP848(t, c)
+	commitTo(t, c, "deleted")
 	del := kmsg.NewPtrDeleteGroupsRequest()
 	del.Groups = []string{"deleted"}
 	if r := c.DeleteGroups(ctx, del); r.Groups[0].ErrorCode != 0 {
@@ -71,6 +56,68 @@ func TestDescribeGroupsVersions(t *testing.T) {
 		}
 		if tt.msg != "" && g.ProtocolType != "" {
 			t.Errorf("v%d %q: protocol type %q for a group not found", tt.version, tt.group, g.ProtocolType)
+		}
+	}
+}
+
+// joinClassicAndKIP848 gives c a classic group "classic" and a KIP-848 consumer
+// group "kip848", one member each.
+func joinClassicAndKIP848(t *testing.T, c *Coordinator) {
+	t.Helper()
+	ctx := context.Background()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version = 3
+	join.Group, join.ProtocolType = "classic", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if r := c.JoinGroup(ctx, join); r.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "kip848", "m", 10000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := c.ConsumerGroupHeartbeat(ctx, hb); r.ErrorCode != 0 {
+		t.Fatalf("consumer group heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// commitTo commits an offset for group (an Empty classic group without members).
+func commitTo(t *testing.T, c *Coordinator, group string) {
+	t.Helper()
+	if r := simpleCommit(c, group, 9, map[topicPartition]int64{{"t", 0}: 1}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+}
+
+// TestDeleteGroupsVersions checks DeleteGroups' answers at v2 and v3: the same
+// codes, and v3's error message null in each, as a Kafka 4.4 node answered
+// (it sets one only for a streams topology description plugin's errors).
+func TestDeleteGroupsVersions(t *testing.T) {
+	ctx := context.Background()
+	c := newTestCoordinator(t, newMemStore())
+	defer c.Close()
+	joinClassicAndKIP848(t, c)
+	want := map[string]int16{
+		"nosuch":  kerr.GroupIDNotFound.Code,
+		"":        kerr.GroupIDNotFound.Code,
+		"classic": kerr.NonEmptyGroup.Code,
+		"kip848":  kerr.NonEmptyGroup.Code,
+		"empty":   0,
+	}
+	for _, v := range []int16{2, 3} {
+		commitTo(t, c, "empty")
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version = v
+		req.Groups = []string{"nosuch", "", "classic", "kip848", "empty"}
+		resp := c.DeleteGroups(ctx, req)
+		if len(resp.Groups) != len(want) {
+			t.Fatalf("v%d: %d answers, want %d", v, len(resp.Groups), len(want))
+		}
+		for _, g := range resp.Groups {
+			if g.ErrorCode != want[g.Group] || g.ErrorMessage != nil {
+				t.Errorf("v%d %q: %v message %v, want %v and no message", v, g.Group,
+					kerr.ErrorForCode(g.ErrorCode), g.ErrorMessage, kerr.ErrorForCode(want[g.Group]))
+			}
 		}
 	}
 }
