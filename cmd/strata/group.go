@@ -320,7 +320,9 @@ partition's log. The group must have no active members to execute.`,
 				return err
 			}
 			dg := described[group]
-			if dg.Err != nil {
+			// DescribeGroups v6 answers GROUP_ID_NOT_FOUND where v5 answered Dead: no
+			// classic group of that name, so no members to stop.
+			if dg.Err != nil && !errors.Is(dg.Err, kerr.GroupIDNotFound) {
 				return fmt.Errorf("group %q: %w", group, withBrokerMessage(dg.Err, dg.ErrMessage))
 			}
 			if execute && len(dg.Members) > 0 {

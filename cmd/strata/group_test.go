@@ -125,6 +125,13 @@ func groupLifecycle(t *testing.T, addr string) {
 			t.Fatalf("a dry run moved offsets: %+v", o)
 		}
 	}
+	// A group with no members and no offsets yet (DescribeGroups v6's
+	// GROUP_ID_NOT_FOUND) can be given offsets before its first member starts.
+	var fresh resetOffsetsJSON
+	mustJSONAt(t, addr, &fresh, "group", "reset-offsets", group+"-new", "--to", "earliest", "--topic", topic)
+	if len(fresh.Offsets) != 2 {
+		t.Fatalf("dry run of a new group %+v", fresh)
+	}
 	var done resetOffsetsJSON
 	mustJSONAt(t, addr, &done, "group", "reset-offsets", group, "--to", "earliest", "--topic", topic, "--execute")
 	if !done.Executed {
