@@ -125,6 +125,20 @@ func groupLifecycle(t *testing.T, addr string) {
 			t.Fatalf("a dry run moved offsets: %+v", o)
 		}
 	}
+	// A group that does not exist (DescribeGroups v6's GROUP_ID_NOT_FOUND) is
+	// described Dead, with no offsets, as DescribeGroups v5 answered.
+	var none []describedGroupJSON
+	mustJSONAt(t, addr, &none, "group", "describe", group+"-none")
+	if len(none) != 1 || none[0].State != "Dead" || len(none[0].Offsets) != 0 {
+		t.Fatalf("describe of a group that does not exist %+v", none)
+	}
+	// A group with no members and no offsets yet (DescribeGroups v6's
+	// GROUP_ID_NOT_FOUND) can be given offsets before its first member starts.
+	var fresh resetOffsetsJSON
+	mustJSONAt(t, addr, &fresh, "group", "reset-offsets", group+"-new", "--to", "earliest", "--topic", topic)
+	if len(fresh.Offsets) != 2 {
+		t.Fatalf("dry run of a new group %+v", fresh)
+	}
 	var done resetOffsetsJSON
 	mustJSONAt(t, addr, &done, "group", "reset-offsets", group, "--to", "earliest", "--topic", topic, "--execute")
 	if !done.Executed {

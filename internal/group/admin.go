@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -72,15 +73,16 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 	return resp
 }
 
-// DescribeGroups serves DescribeGroups v0-v5. An unknown group, or a KIP-848 consumer
-// group, is reported Dead with no error, as Kafka does before v6. Member metadata and assignments are shown only for a
-// Stable group.
+// DescribeGroups serves DescribeGroups v0-v6. An unknown or dead group, or a group
+// that is not classic (KIP-848 consumer, share, streams), is reported Dead: with no
+// error before v6, GROUP_ID_NOT_FOUND and a message from v6 on (KIP-1043), as Kafka
+// 4.4 answers. Member metadata and assignments are shown only for a Stable group.
 func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group = id
-		c.describe(id, &dg)
+		c.describe(id, req.Version, &dg)
 		if req.IncludeAuthorizedOperations && dg.ErrorCode == 0 {
 			dg.AuthorizedOperations = groupOperations
 		}
@@ -89,23 +91,37 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 	return resp
 }
 
-func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) {
+func (c *Coordinator) describe(id string, version int16, dg *kmsg.DescribeGroupsResponseGroup) {
 	p, code := c.partitionOf(id)
 	if code != 0 {
 		dg.ErrorCode = code
 		return
 	}
+	// notFound answers a group there is nothing to describe of: Dead, and from
+	// v6 on GROUP_ID_NOT_FOUND with why.
+	notFound := func(why string) {
+		dg.State = stateDead.String()
+		if version >= 6 {
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := fmt.Sprintf("Group %s %s.", id, why)
+			dg.ErrorMessage = &msg
+		}
+	}
 	g := p.lookup(c, id, false)
 	if g == nil {
-		dg.State = stateDead.String()
+		notFound("not found")
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.cg != nil || g.sg != nil || g.st != nil {
+	switch {
+	case g.cg != nil || g.sg != nil || g.st != nil:
 		// Not a classic group: described by ConsumerGroupDescribe,
 		// ShareGroupDescribe or StreamsGroupDescribe.
-		dg.State = stateDead.String()
+		notFound("is not a classic group")
+		return
+	case g.state == stateDead:
+		notFound("not found")
 		return
 	}
 	dg.State = g.state.String()
@@ -113,9 +129,6 @@ func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) 
 	stable := g.state == stateStable
 	if stable {
 		dg.Protocol = g.protocol
-	}
-	if g.state == stateDead {
-		return
 	}
 	for _, m := range g.sortedMembersLocked() {
 		dm := kmsg.NewDescribeGroupsResponseGroupMember()
@@ -136,9 +149,10 @@ func (c *Coordinator) describe(id string, dg *kmsg.DescribeGroupsResponseGroup) 
 	}
 }
 
-// DeleteGroups serves DeleteGroups v0-v2: an Empty group is deleted with its offsets
+// DeleteGroups serves DeleteGroups v0-v3: an Empty group is deleted with its offsets
 // (tombstones for all of them and for the group); a group with members answers
-// NON_EMPTY_GROUP. The answer comes once the tombstones are appended and, for a
+// NON_EMPTY_GROUP. v3's error message stays null: Kafka 4.4 sets it only for the
+// errors of a streams topology description plugin, which Strata does not have. The answer comes once the tombstones are appended and, for a
 // share group, its share-partition state is deleted.
 func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)

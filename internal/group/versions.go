@@ -8,9 +8,7 @@ type APIVersion struct {
 }
 
 // apiVersions lists the classic group APIs, floors per KIP-896. The ceilings stop
-// where Kafka moved to topic ids (OffsetCommit v10, OffsetFetch v10) or changed
-// behaviour this coordinator does not implement (DescribeGroups v6, DeleteGroups v3
-// with KIP-1043 error messages).
+// where Kafka moved to topic ids (OffsetCommit v10, OffsetFetch v10).
 var apiVersions = [...]APIVersion{
 	{Key: 8, Min: 2, Max: 9},  // OffsetCommit
 	{Key: 9, Min: 1, Max: 9},  // OffsetFetch (v8+: several groups per request)
@@ -18,9 +16,9 @@ var apiVersions = [...]APIVersion{
 	{Key: 12, Min: 0, Max: 4}, // Heartbeat
 	{Key: 13, Min: 0, Max: 5}, // LeaveGroup (v3+: batch of members)
 	{Key: 14, Min: 0, Max: 5}, // SyncGroup (v5: protocol type and name)
-	{Key: 15, Min: 0, Max: 5}, // DescribeGroups
+	{Key: 15, Min: 0, Max: 6}, // DescribeGroups (v6: GROUP_ID_NOT_FOUND for a group not found or not classic)
 	{Key: 16, Min: 0, Max: 5}, // ListGroups (v4: states filter; v5: types filter)
-	{Key: 42, Min: 0, Max: 2}, // DeleteGroups
+	{Key: 42, Min: 0, Max: 3}, // DeleteGroups (v3: error messages, null as Kafka 4.4's without a streams topology plugin)
 	{Key: 47, Min: 0, Max: 0}, // OffsetDelete
 	{Key: 68, Min: 0, Max: 1}, // ConsumerGroupHeartbeat (v1: client-generated member ids, regex subscriptions)
 	{Key: 69, Min: 0, Max: 1}, // ConsumerGroupDescribe (v1: member type)

@@ -1,12 +1,14 @@
 package handlers
 
-// AddOffsetsToTxn (key 25), v0-v3 (v2+: PRODUCER_FENCED for a fenced epoch,
-// INVALID_PRODUCER_EPOCH before; v3+ flexible). Adds the group's partition of
-// __consumer_offsets to the producer's transaction, so that its TxnOffsetCommit
-// records there get the transaction's marker. Errors are the coordinator's, as for
-// AddPartitionsToTxn; as in Kafka the client needs READ on the group
-// (GROUP_AUTHORIZATION_FAILED) besides WRITE on the transactional id, and an
-// empty transactional id is INVALID_REQUEST.
+// AddOffsetsToTxn (key 25), v0-v4 (v2+: PRODUCER_FENCED for a fenced epoch,
+// INVALID_PRODUCER_EPOCH before; v3+ flexible; v4, KIP-890, says only that the
+// client takes TRANSACTION_ABORTABLE: a Kafka 4.4 broker answers it as v3, and so
+// does this one, whose coordinator gives that code to VerifyOnly adds alone).
+// Adds the group's partition of __consumer_offsets to the producer's transaction,
+// so that its TxnOffsetCommit records there get the transaction's marker. Errors
+// are the coordinator's, as for AddPartitionsToTxn; as in Kafka the client needs
+// READ on the group (GROUP_AUTHORIZATION_FAILED) besides WRITE on the
+// transactional id, and an empty transactional id is INVALID_REQUEST.
 
 import (
 	"context"

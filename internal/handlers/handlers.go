@@ -42,7 +42,7 @@ var apis = []api{
 	{key: 22, min: 0, max: 5, serve: (*Handlers).initProducerID},
 	{key: 23, min: 2, max: 4, serve: (*Handlers).offsetForLeaderEpoch},
 	{key: 24, min: 0, max: 5, serve: (*Handlers).addPartitionsToTxn},
-	{key: 25, min: 0, max: 3, serve: (*Handlers).addOffsetsToTxn},
+	{key: 25, min: 0, max: 4, serve: (*Handlers).addOffsetsToTxn},
 	{key: 26, min: 0, max: 5, serve: (*Handlers).endTxn},
 	{key: 27, min: 1, max: 2, serve: (*Handlers).writeTxnMarkers},
 	{key: 28, min: 0, max: 5, serve: (*Handlers).txnOffsetCommit},

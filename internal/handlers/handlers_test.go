@@ -30,3 +30,24 @@ func TestRegistryComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxVersionsAsKafka44: the APIs brought up to Kafka 4.4.0's maxima (as a
+// Kafka 4.4.0 node's ApiVersions answered) are advertised at them.
+func TestMaxVersionsAsKafka44(t *testing.T) {
+	want := map[int16]int16{
+		15: 6, // DescribeGroups
+		25: 4, // AddOffsetsToTxn
+		42: 3, // DeleteGroups
+	}
+	for _, v := range Versions() {
+		if w, ok := want[v.Key]; ok {
+			if v.Max != w {
+				t.Errorf("key %d: max %d, Kafka 4.4's is %d", v.Key, v.Max, w)
+			}
+			delete(want, v.Key)
+		}
+	}
+	for k := range want {
+		t.Errorf("key %d not advertised", k)
+	}
+}

@@ -254,3 +254,48 @@ func TestTxnOffsetCommitErrors(t *testing.T) {
 		t.Errorf("the coordinator committed %v, want only t/0", groups.got)
 	}
 }
+
+// codeTxns is a transaction coordinator whose AddPartitions answers code.
+type codeTxns struct {
+	Transactions
+	code int16
+}
+
+func (c *codeTxns) AddPartitions(context.Context, string, int64, int16, []txn.TopicPartition) int16 {
+	return c.code
+}
+
+// TestAddOffsetsToTxnVersions: AddOffsetsToTxn answers the coordinator's code at
+// every version but PRODUCER_FENCED before v2 (INVALID_PRODUCER_EPOCH); v4 is
+// answered as v3, as a Kafka 4.4 node answered fenced, current, unknown and
+// empty transactional ids side by side.
+func TestAddOffsetsToTxnVersions(t *testing.T) {
+	fenced, epoch := kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code
+	mapping, abortable := kerr.InvalidProducerIDMapping.Code, kerr.TransactionAbortable.Code
+	txns := &codeTxns{}
+	h := newErrorsHandlersWith(t, Config{Transactions: txns})
+	for _, tc := range []struct {
+		version int16
+		id      string
+		coord   int16 // the coordinator's answer
+		want    int16
+	}{
+		{1, "tx", fenced, epoch},
+		{3, "tx", fenced, fenced},
+		{4, "tx", fenced, fenced},
+		{4, "tx", 0, 0},
+		{4, "tx", mapping, mapping},
+		{4, "tx", abortable, abortable},
+		{4, "tx", kerr.ConcurrentTransactions.Code, kerr.ConcurrentTransactions.Code},
+		{4, "", 0, kerr.InvalidRequest.Code},
+	} {
+		txns.code = tc.coord
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.SetVersion(tc.version)
+		req.TransactionalID, req.ProducerID, req.Group = tc.id, 5, "g"
+		if got := serve(t, h, req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; got != tc.want {
+			t.Errorf("v%d id %q, coordinator %v: %v, want %v", tc.version, tc.id,
+				kerr.ErrorForCode(tc.coord), kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+	}
+}

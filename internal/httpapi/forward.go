@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -81,8 +80,13 @@ func (a *API) groupMembers(ctx context.Context, group string, share bool) ([]str
 	}
 	described, err := a.admin.DescribeGroups(ctx, group)
 	g := described[group]
-	if err != nil || g.Err != nil {
-		return nil, cmp.Or(err, g.Err)
+	switch {
+	case err != nil:
+		return nil, err
+	case errors.Is(g.Err, kerr.GroupIDNotFound):
+		return nil, nil // DescribeGroups v6: no classic group of that name
+	case g.Err != nil:
+		return nil, g.Err
 	}
 	return clientIDs(g.Members, func(m kadm.DescribedGroupMember) string { return m.ClientID }), nil
 }
