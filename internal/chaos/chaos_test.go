@@ -277,9 +277,9 @@ var shareScript = []Fault{
 // 600 records (the producers stop there), eight consumers (two per partition,
 // so one a kill leaves behind in the group holds no partition alone until its
 // session expires 45 s later), five records a poll and a 3 s lock. Part of
-// the campaign (CHAOS_CAMPAIGN=1) until the stall it found in CI is fixed: a
-// record whose ACCEPT timed out while its share-state leader's fsyncs failed
-// was never handed out again (docs/reliability.md, session 14).
+// the campaign (CHAOS_CAMPAIGN=1) until what it found in CI is fixed: a
+// record released twice was taken as done by a reloaded share partition, with
+// no ACCEPT and no dead letter (docs/reliability.md, session 14).
 func TestShareScriptedFaults(t *testing.T) {
 	if os.Getenv(envCampaign) != "1" {
 		t.Skipf("runs with %s=1", envCampaign)

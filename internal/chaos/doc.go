@@ -178,8 +178,8 @@
 // saving a partition's state, the leader of its __share_group_state
 // partition).
 //
-// TestShareScriptedFaults is the share run meant for CI (campaign-only while the
-// stall it found is open): an in-process cluster and a fixed
+// TestShareScriptedFaults is the share run meant for CI (campaign-only while what
+// it found in CI is open): an in-process cluster and a fixed
 // script of faults instead of a seeded schedule (shareScript: a share
 // partition's leader killed, the group's coordinator killed, a share
 // coordinator's fsyncs failed and the node rebooted, a power loss of every
