@@ -267,10 +267,16 @@ func kafkaProperties(n kafkaNode, all []kafkaNode, flushEveryMessage bool) strin
 }
 
 // kafkaClusterID is a random Kafka cluster id (a UUID in URL-safe base64).
+// Like Kafka's Uuid.randomUuid it never starts with '-': kafka-storage format
+// takes such an id for an option and exits (1 run in 64 failed so).
 func kafkaClusterID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // startKafka formats fresh log dirs under dir (untimed) and starts a KRaft

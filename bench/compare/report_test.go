@@ -111,6 +111,13 @@ func TestKafkaProperties(t *testing.T) {
 	if id := kafkaClusterID(); len(id) != 22 || id == kafkaClusterID() {
 		t.Errorf("cluster id %q: want 22 random characters", id)
 	}
+	// A leading '-' is taken for an option by kafka-storage format; one id
+	// in 64 would start with it (4,096 draws: all but certain to meet one).
+	for range 4096 {
+		if id := kafkaClusterID(); strings.HasPrefix(id, "-") {
+			t.Fatalf("cluster id %q starts with '-'", id)
+		}
+	}
 }
 
 func TestMemoryOfThisProcess(t *testing.T) {
