@@ -25,7 +25,12 @@ func prime(ctx context.Context, seeds []string, topic string, rf int16, opts ...
 // primePartitions is prime for a topic of several partitions: one record is
 // acknowledged on each. opts (TLS) are added to the client's.
 func primePartitions(ctx context.Context, seeds []string, topic string, partitions int32, rf int16, opts ...kgo.Opt) error {
-	ctx, cancel := context.WithTimeout(ctx, primeTimeout)
+	return primeWithin(ctx, primeTimeout, seeds, topic, partitions, rf, opts...)
+}
+
+// primeWithin is primePartitions bounded by bound instead of primeTimeout.
+func primeWithin(ctx context.Context, bound time.Duration, seeds []string, topic string, partitions int32, rf int16, opts ...kgo.Opt) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("strata-vs-kafka-prime"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
