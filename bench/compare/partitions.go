@@ -25,9 +25,10 @@ import (
 //  1. RSS of the broker processes, then a CreateTopics of one topic of N
 //     partitions (in steps of partitionsPerRequest: CreateTopics, then
 //     CreatePartitions); the time from the request until a Metadata answer shows a
-//     leader for every partition, and until every partition has taken a record
-//     (acks=all: its leader and followers have created its log); RSS again,
-//     and the growth per partition.
+//     leader for every partition; RSS again, and the growth per partition;
+//     then the time until every partition has taken a record (acks=all: its
+//     leader and followers have created its log), and the growth per
+//     partition again.
 //  2. Metadata latency: p50 and p99 of back-to-back requests for every topic
 //     and for one one-partition topic, on one connection.
 //  3. Produce spread over min(N, 1000) partitions: 1 KiB records, acks=all,
@@ -49,15 +50,18 @@ import (
 const partitionsSpread = 1000
 
 // Bounds of the steps: the whole workload at 10,000 partitions stays within
-// about 15 minutes per system even when a step runs into its bound. A loaded
-// three-node Kafka took about 4 minutes to create the logs of 10,000
-// partitions (90 s was session 9's bound, and too short).
+// about 20 minutes per system even when a step runs into its bound. The
+// session-9 bounds (90 s to create, 30 s to drain the produce, 120 s to
+// restart) were too short for a three-node Kafka on the loaded test machine:
+// it took 285 s until every partition had taken a record, and 30 s after the
+// produce step's 3 s it still had 2,802 of 50,001 records unacknowledged.
 const (
 	partitionsCreateBound   = 5 * time.Minute
 	partitionsMetadataBound = 10 * time.Second
 	partitionsMetadataReqs  = 200
+	partitionsDrainBound    = 2 * time.Minute
 	partitionsReadBound     = 60 * time.Second
-	partitionsRestartBound  = 120 * time.Second
+	partitionsRestartBound  = 5 * time.Minute
 )
 
 func runPartitions(ctx context.Context, o options, p *pairing, brokers map[string]*system) error {
@@ -66,10 +70,10 @@ func runPartitions(ctx context.Context, o options, p *pairing, brokers map[strin
 	t := &extraTable{
 		Title: fmt.Sprintf("Many partitions: a topic of %d partitions, produce and consume over %d, restart of one broker", n, spread),
 		Note: "One run per system on the pairing's brokers. RSS per partition is the growth of the broker processes' " +
-			"RSS (summed over nodes) from before the create to after every partition took a record, over the " +
-			"partition count. Fetch request bytes are what an idle consumer of every spread partition wrote: its " +
-			"first Fetch to a broker names every partition it reads there; with a KIP-227 fetch session the later " +
-			"ones name none. The restart clocks start at the exec.",
+			"RSS (summed over nodes) from before the create to after it (every partition led), over the partition " +
+			"count; with a record in each, to after every partition took one. Fetch request bytes are what an idle " +
+			"consumer of every spread partition wrote: its first Fetch to a broker names every partition it reads " +
+			"there; with a KIP-227 fetch session the later ones name none. The restart clocks start at the exec.",
 	}
 	p.Extras = append(p.Extras, t)
 	fetchBytes := map[string][2]float64{}
@@ -142,17 +146,6 @@ func partitionsRun(ctx context.Context, o options, b *system, n, spread int) (ms
 		return nil, fetchBytes, err
 	}
 	ms = append(ms, measure{metric: "create until every partition has a leader, s", value: took.Seconds(), lowerIsBetter: true})
-	// A Kafka broker shows a new partition's leader before it has created the
-	// partition's log: it creates them one after another on its metadata
-	// thread (40-60 a second per broker on the loaded test machine), and a
-	// topic created later is unknown to it until it is done. Every partition
-	// takes a record here, so the later steps do not run against brokers still
-	// creating logs (session 9's Kafka ran out of priming's 2 minutes on the
-	// spread topic so).
-	if err := primeWithin(ctx, partitionsCreateBound, b.seeds, big, int32(n), rf); err != nil {
-		return ms, fetchBytes, fmt.Errorf("writing every partition of %s: %w", big, err)
-	}
-	ms = append(ms, measure{metric: "create until every partition took an acks=all record, s", value: time.Since(began).Seconds(), lowerIsBetter: true})
 	rssAfter, _, err := b.memory()
 	if err != nil {
 		return ms, fetchBytes, err
@@ -161,6 +154,22 @@ func partitionsRun(ctx context.Context, o options, b *system, n, spread int) (ms
 		measure{metric: "RSS before create, MiB", value: float64(rssBefore) / 1024, lowerIsBetter: true},
 		measure{metric: "RSS after create, MiB", value: float64(rssAfter) / 1024, lowerIsBetter: true},
 		measure{metric: "RSS per partition, KiB", value: float64(rssAfter-rssBefore) / float64(n), lowerIsBetter: true})
+	// A Kafka broker shows a new partition's leader before it has created the
+	// partition's log: it creates them one after another on its metadata
+	// thread (30-60 a second per broker on the loaded test machine), and a
+	// topic created later is unknown to it until it is done. Every partition
+	// takes a record here, so the later steps do not run against brokers still
+	// creating logs (session 9's Kafka ran out of priming's 2 minutes on the
+	// spread topic so).
+	if err := primeWithin(ctx, partitionsCreateBound, b.seeds, big, int32(n), rf); err != nil {
+		return ms, fetchBytes, fmt.Errorf("writing every partition of %s: %w", big, err)
+	}
+	ms = append(ms, measure{metric: "create until every partition took an acks=all record, s", value: time.Since(began).Seconds(), lowerIsBetter: true})
+	rssWritten, _, err := b.memory()
+	if err != nil {
+		return ms, fetchBytes, err
+	}
+	ms = append(ms, measure{metric: "RSS per partition with a record in each, KiB", value: float64(rssWritten-rssBefore) / float64(n), lowerIsBetter: true})
 
 	if _, err := createLeaded(ctx, cl, one, 1, rf); err != nil {
 		return ms, fetchBytes, err
@@ -355,7 +364,7 @@ func medianInt(vs []int) float64 {
 // spreadProduce produces 1 KiB records round-robin over a fresh topic of
 // partitions partitions for -duration.
 func spreadProduce(ctx context.Context, o options, seeds []string, topic string, partitions int32) (bench.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.duration+partitionsCreateBound+time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, primeTimeout+o.duration+partitionsDrainBound+time.Minute)
 	defer cancel()
 	if err := primePartitions(ctx, seeds, topic, partitions, int16(o.nodes)); err != nil {
 		return bench.Result{}, err
@@ -363,7 +372,7 @@ func spreadProduce(ctx context.Context, o options, seeds []string, topic string,
 	return bench.Produce(ctx, bench.Config{
 		Brokers: seeds, Topic: topic, Partitions: partitions, ReplicationFactor: int16(o.nodes),
 		RecordSize: 1024, Duration: o.duration, Acks: bench.AcksAll, Compression: "none",
-		Producers: 1, Consumers: 1, Linger: bench.DefaultLinger,
+		Producers: 1, Consumers: 1, Linger: bench.DefaultLinger, DrainTimeout: partitionsDrainBound,
 		ClientOpts: []kgo.Opt{kgo.ClientID("strata-vs-kafka"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())},
 	})
 }
