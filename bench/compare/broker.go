@@ -71,14 +71,23 @@ func (p *proc) alive() error {
 	}
 }
 
-// stop ends the process: SIGTERM, then SIGKILL after a grace period.
-func (p *proc) stop() {
+// stopGrace is how long stop waits after SIGTERM before SIGKILL.
+const stopGrace = 45 * time.Second
+
+// stop ends the process: SIGTERM, then SIGKILL after stopGrace.
+func (p *proc) stop() { p.stopWithin(stopGrace) }
+
+// stopWithin ends the process: SIGTERM, then SIGKILL after grace. It says
+// whether the process exited before the SIGKILL.
+func (p *proc) stopWithin(grace time.Duration) bool {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
-	case <-time.After(45 * time.Second):
+		return true
+	case <-time.After(grace):
 		p.cmd.Process.Kill()
 		<-p.exited
+		return false
 	}
 }
 
