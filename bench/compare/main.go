@@ -15,7 +15,9 @@
 //     rounds, so that drift in a shared machine hits both; before each run, sync
 //     the page cache so no run pays for the previous one's writeback. Produce and
 //     e2e runs each use a fresh topic whose first record has been acknowledged
-//     (untimed), so they measure the steady state; consume re-reads one topic,
+//     (untimed), so they measure the steady state, and deleted after the run,
+//     its files freed before the next run (cleanup.go: every run and workload
+//     deletes the topics and groups it made); consume re-reads one topic,
 //     filled on both systems and then read once from each before the first
 //     round, by untimed steps whose broker CPU no round is charged (so that no
 //     round pays for this process's first read, nor Strata's for a first read
@@ -337,55 +339,17 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 					continue
 				}
 				wl.slug = "warmup-" + wl.slug
+				sc := openScope(ctx, fmt.Sprintf("[%s] %s warm-up %s", p.Name, sys, wl.name), false, brokers[sys])
 				res, err := runWorkload(ctx, wo, wl, 0, brokers[sys].seeds)
 				logf("[%s] %s warm-up %s: %s records/s%s", p.Name, sys, wl.name, figure(res.RecordsPerSec), errSuffix(err))
+				sc.close(ctx)
 			}
 		}
 	}
 
 	for _, wl := range p.Workloads {
-		var unfilled map[string]error
-		if wl.mode == "consume" {
-			unfilled = prepareConsume(ctx, o, []consumeTarget{
-				{name: "strata", wl: wl, seeds: brokers["strata"].seeds},
-				{name: "kafka", wl: wl, seeds: brokers["kafka"].seeds}})
-		}
-		for round := 1; round <= o.rounds; round++ {
-			for _, sys := range []string{"strata", "kafka"} {
-				b := brokers[sys]
-				if err := b.alive(); err != nil {
-					return err
-				}
-				if err := unfilled[sys]; err != nil {
-					p.add(sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Err: "prefilling: " + err.Error()})
-					logf("[%s] %s, round %d, %s: prefilling failed: %v", p.Name, wl.name, round, sys, err)
-					continue
-				}
-				syscall.Sync()
-				cpuBefore, cpuErr := b.cpuSeconds()
-				clientBefore, clientErr := readClientCounts()
-				res, err := runWorkload(ctx, o, wl, round, b.seeds)
-				clientAfter, clientErr2 := readClientCounts()
-				cpuAfter, cpuErr2 := b.cpuSeconds()
-				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
-				if cpuErr == nil && cpuErr2 == nil {
-					s.BrokerCPUSeconds = cpuAfter - cpuBefore
-				}
-				if clientErr == nil && clientErr2 == nil {
-					c := clientAfter.since(clientBefore)
-					s.ClientMinorFaults, s.ClientGCCycles = c.minorFaults, c.gcCycles
-					s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientProduceBytes = c.cpuSeconds, c.produceWrites, c.produceBytes
-				}
-				if err != nil {
-					s.Err = err.Error()
-				}
-				p.add(s)
-				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
-					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-			}
+		if err := runMainWorkload(ctx, o, p, brokers, wl); err != nil {
+			return err
 		}
 	}
 
@@ -396,10 +360,12 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 	if perfTest && o.perfRecords > 0 && o.extras.base {
 		p.PerfTest = map[string]perfTestRun{}
 		for _, sys := range []string{"strata", "kafka"} {
+			sc := openScope(ctx, fmt.Sprintf("[%s] ProducerPerformance against %s", p.Name, sys), false, brokers[sys])
 			syscall.Sync()
 			run := producerPerformance(ctx, o, brokers[sys].seeds)
 			p.PerfTest[sys] = run
 			logf("[%s] ProducerPerformance against %s:\n%s%s", p.Name, sys, run.Output, errSuffix(nilIfEmpty(run.Err)))
+			sc.close(ctx)
 		}
 	}
 
@@ -413,6 +379,60 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 		}
 		p.RSSKiB[sys], p.PeakRSSKiB[sys] = rss, peak
 		logf("[%s] %s RSS %d MiB, peak %d MiB", p.Name, sys, rss/1024, peak/1024)
+	}
+	return nil
+}
+
+// runMainWorkload runs every round of wl against both brokers into p, then
+// deletes on both what the workload made (cleanup.go): each run's topic after
+// the run, the consume topic after the last round.
+func runMainWorkload(ctx context.Context, o options, p *pairing, brokers map[string]*system, wl workload) error {
+	wsc := openScope(ctx, fmt.Sprintf("[%s] %s", p.Name, wl.name), true, brokers["strata"], brokers["kafka"])
+	defer wsc.close(ctx)
+	var unfilled map[string]error
+	if wl.mode == "consume" {
+		unfilled = prepareConsume(ctx, o, []consumeTarget{
+			{name: "strata", wl: wl, seeds: brokers["strata"].seeds},
+			{name: "kafka", wl: wl, seeds: brokers["kafka"].seeds}})
+	}
+	for round := 1; round <= o.rounds; round++ {
+		for _, sys := range []string{"strata", "kafka"} {
+			b := brokers[sys]
+			if err := b.alive(); err != nil {
+				return err
+			}
+			if err := unfilled[sys]; err != nil {
+				p.add(sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Err: "prefilling: " + err.Error()})
+				logf("[%s] %s, round %d, %s: prefilling failed: %v", p.Name, wl.name, round, sys, err)
+				continue
+			}
+			sc := openScope(ctx, fmt.Sprintf("[%s] %s, round %d, %s", p.Name, wl.name, round, sys), true, b)
+			syscall.Sync()
+			cpuBefore, cpuErr := b.cpuSeconds()
+			clientBefore, clientErr := readClientCounts()
+			res, err := runWorkload(ctx, o, wl, round, b.seeds)
+			clientAfter, clientErr2 := readClientCounts()
+			cpuAfter, cpuErr2 := b.cpuSeconds()
+			s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
+			if cpuErr == nil && cpuErr2 == nil {
+				s.BrokerCPUSeconds = cpuAfter - cpuBefore
+			}
+			if clientErr == nil && clientErr2 == nil {
+				c := clientAfter.since(clientBefore)
+				s.ClientMinorFaults, s.ClientGCCycles = c.minorFaults, c.gcCycles
+				s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientProduceBytes = c.cpuSeconds, c.produceWrites, c.produceBytes
+			}
+			if err != nil {
+				s.Err = err.Error()
+			}
+			p.add(s)
+			logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
+				figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
+			sc.close(ctx)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
 	}
 	return nil
 }
