@@ -179,10 +179,14 @@ func (sc *scope) close(ctx context.Context) map[*system]holdings {
 			logf("%s: %s: cleanup FAILED: %v", sc.label, s.name, err)
 		}
 	}
-	if sc.sizes != nil {
-		for _, s := range sc.systems {
+	for _, s := range sc.systems {
+		h := made[s]
+		switch {
+		case sc.sizes != nil:
 			logf("%s: %s directory %s before, %s after, %s after the cleanup (%d topics, %d groups deleted)", sc.label, s.name,
-				mib(sc.sizes[s]), mib(ended[s]), mib(dirBytes(s.dir)), len(made[s].topics), len(made[s].groups))
+				mib(sc.sizes[s]), mib(ended[s]), mib(dirBytes(s.dir)), len(h.topics), len(h.groups))
+		case len(h.topics) > 0 || len(h.groups) > 0:
+			logf("%s: %s: deleted topics %v, groups %v", sc.label, s.name, h.topics, h.groups)
 		}
 	}
 	return made
