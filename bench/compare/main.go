@@ -365,10 +365,23 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				syscall.Sync()
 				cpuBefore, cpuErr := b.cpuSeconds()
 				clientBefore, clientErr := readClientCounts()
+				var before map[counterKey]float64 // Strata's counters (txncounts.go)
+				if wl.txnRecords > 0 && b.metricsURL != "" {
+					if before, err = scrapeCounters(ctx, b.metricsURL); err != nil {
+						logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, err)
+					}
+				}
 				res, err := runWorkload(ctx, o, wl, round, b.seeds)
 				clientAfter, clientErr2 := readClientCounts()
 				cpuAfter, cpuErr2 := b.cpuSeconds()
 				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
+				if before != nil && res.CommitLatency != nil {
+					if after, err := scrapeCounters(ctx, b.metricsURL); err != nil {
+						logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, err)
+					} else {
+						s.StrataTxnCounts = perTransaction(before, after, res.CommitLatency.Count, workloadConfig(o, wl, round, b.seeds).Topic)
+					}
+				}
 				if cpuErr == nil && cpuErr2 == nil {
 					s.BrokerCPUSeconds = cpuAfter - cpuBefore
 				}

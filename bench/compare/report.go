@@ -72,7 +72,10 @@ type sample struct {
 	ClientCPUSeconds      float64 `json:"client_cpu_seconds"`
 	ClientProduceRequests int64   `json:"client_produce_requests"`
 	ClientProduceBytes    int64   `json:"client_produce_bytes"`
-	Err                   string  `json:"error,omitempty"`
+	// StrataTxnCounts are a transactional run's counts on one Strata node,
+	// per transaction (txncounts.go).
+	StrataTxnCounts *txnCounts `json:"strata_txn_counts,omitempty"`
+	Err             string     `json:"error,omitempty"`
 }
 
 // pairing is one configuration of the two systems and everything measured in it.
@@ -208,6 +211,7 @@ func (p *pairing) writeTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	p.writeTxnTable(w)
+	p.writeTxnCountsTable(w)
 	p.writeCPUTable(w)
 	p.writeClientTable(w)
 	writeNoteAndFailures(w, p.Note, p.Errors)
