@@ -36,10 +36,15 @@ func producersSuffix(n int) string {
 	return fmt.Sprintf(", %d producers", n)
 }
 
-// plainRow is the plain acks=all produce row with n producers.
+// plainRow is the plain acks=all produce row with n producers; only the
+// single-producer row, a base row, carries the target.
 func plainRow(n int) workload {
-	return workload{name: plainProduceRow + producersSuffix(n), slug: "p1k-aall" + slugSuffix(n), mode: "produce",
-		size: 1024, acks: bench.AcksAll, target: 1.5, producers: n}
+	wl := workload{name: plainProduceRow + producersSuffix(n), slug: "p1k-aall" + slugSuffix(n), mode: "produce",
+		size: 1024, acks: bench.AcksAll, producers: n}
+	if n <= 1 {
+		wl.target = 1.5
+	}
+	return wl
 }
 
 // slugSuffix is producersSuffix in a topic name.

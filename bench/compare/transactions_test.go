@@ -60,7 +60,8 @@ func TestTxnWorkloads(t *testing.T) {
 	slugs := map[string]bool{}
 	for i, producers := range []int{1, 1, 4, 4} {
 		c := workloadConfig(options{nodes: 1}, only[i], 1, []string{"127.0.0.1:1"})
-		if c.Producers != producers || c.Partitions != 1 || c.Acks != bench.AcksAll || slugs[only[i].slug] {
+		if c.Producers != producers || c.Partitions != 1 || c.Acks != bench.AcksAll || slugs[only[i].slug] ||
+			(only[i].target != 0) != (i == 0) { // the base row's target only
 			t.Errorf("%s: %d producers on %d partitions, acks %s, slug %q (seen: %v)", only[i].name, c.Producers, c.Partitions, c.Acks, only[i].slug, slugs[only[i].slug])
 		}
 		slugs[only[i].slug] = true
