@@ -367,8 +367,9 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				clientBefore, clientErr := readClientCounts()
 				var before map[counterKey]float64 // Strata's counters (txncounts.go)
 				if wl.txnRecords > 0 && b.metricsURL != "" {
-					if before, err = scrapeCounters(ctx, b.metricsURL); err != nil {
-						logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, err)
+					var scrapeErr error
+					if before, scrapeErr = scrapeCounters(ctx, b.metricsURL); scrapeErr != nil {
+						logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, scrapeErr)
 					}
 				}
 				res, err := runWorkload(ctx, o, wl, round, b.seeds)
