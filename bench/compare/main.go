@@ -368,7 +368,7 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				var before map[counterKey]float64 // Strata's counters (txncounts.go)
 				if wl.txnRecords > 0 && b.metricsURL != "" {
 					var scrapeErr error
-					if before, scrapeErr = scrapeCounters(ctx, b.metricsURL); scrapeErr != nil {
+					if before, scrapeErr = scrapeCounters(b.metricsURL); scrapeErr != nil {
 						logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, scrapeErr)
 					}
 				}
@@ -377,7 +377,7 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 				cpuAfter, cpuErr2 := b.cpuSeconds()
 				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
 				if before != nil && res.CommitLatency != nil {
-					if after, err := scrapeCounters(ctx, b.metricsURL); err != nil {
+					if after, err := scrapeCounters(b.metricsURL); err != nil {
 						logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, err)
 					} else {
 						s.StrataTxnCounts = perTransaction(before, after, res.CommitLatency.Count, workloadConfig(o, wl, round, b.seeds).Topic)

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +77,21 @@ func TestTxnCounts(t *testing.T) {
 	}
 	if _, err := parseCounters(strings.NewReader("strata_requests_total{api=\"Produce\" 3\n")); err == nil {
 		t.Error("a malformed page parsed")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, metricsPage(map[string]int{"@STATE0": 5, "@STATE1": 7, "@DATA": 1, "@OTHER": 50,
+			"@PRODUCE": 3, "@ENDTXN": 0, "@METADATA": 2, "@CONCURRENT": 1}))
+	}))
+	defer srv.Close()
+	if c, err := scrapeCounters(srv.URL + "/metrics"); err != nil || c[counterKey{requestsOf, "Produce"}] != 3 || c[counterKey{fsyncsOf, "__transaction_state/1"}] != 7 {
+		t.Errorf("scraped %v, %v", c, err)
+	}
+	if _, err := scrapeCounters(srv.URL + "/nothing"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a missing page: %v", err)
 	}
 
 	// The table: medians over Strata's rounds, per transactional row.
