@@ -90,6 +90,8 @@ type system struct {
 	sslSeeds []string
 	// clientOpts are what a client needs to reach seeds (TLS), nil for none.
 	clientOpts []kgo.Opt
+	// metricsURL is a one-node Strata's /metrics page ("": none read).
+	metricsURL string
 	procs      []*proc       // what the harness started
 	dir        string        // where its processes keep their data (and logs)
 	pids       func() []int  // the broker processes whose memory counts
@@ -355,6 +357,8 @@ func startStrata(ctx context.Context, bin, dir string, nodes int, sec *benchTLS)
 		if sec != nil {
 			args = append(args, "--tls-cert-file", sec.certFile, "--tls-key-file", sec.keyFile)
 			s.clientOpts = sec.clientOpts()
+		} else {
+			s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
 		}
 		p, err := spawn("strata", filepath.Join(dir, "strata.log"), bin, args...)
 		if err != nil {
