@@ -34,13 +34,13 @@ func TestStreamsRecordsAsKafka(t *testing.T) {
 			if err != nil || k.kind != kindStreams || k.group != "app" {
 				t.Fatalf("key %s = %+v, %v", rec[1], k, err)
 			}
-			if got := streamsKey(k.typ, k.group, k.member); !bytes.Equal(got, key) {
+			if got := recordKey(k.typ, k.group, k.member); !bytes.Equal(got, key) {
 				t.Fatalf("key encodes as %x, Kafka's is %s", got, rec[1])
 			}
 			recode := map[int16]func([]byte) ([]byte, error){
 				typeStreamsMetadata:       reencode(decodeStreamsMetadata),
 				typeStreamsMember:         reencode(decodeStreamsMember),
-				typeStreamsTargetMetadata: reencode(decodeStreamsTargetMeta),
+				typeStreamsTargetMetadata: reencode(func(b []byte) (targetMetaValue, error) { return decodeTargetMeta(typeStreamsTargetMetadata, b) }),
 				typeStreamsTargetMember:   reencode(decodeStreamsTarget),
 				typeStreamsCurrent:        reencode(decodeStreamsCurrent),
 				typeStreamsTopology: func(b []byte) ([]byte, error) {
@@ -71,10 +71,10 @@ func reencode[V interface{ appendTo([]byte) []byte }](decode func([]byte) (V, er
 // with bytes left over are corrupt; tagged fields this package does not know
 // are skipped.
 func TestStreamsValueErrors(t *testing.T) {
-	good := streamsTargetMetaValue{epoch: 3}.appendTo(nil) // no tagged field: it ends in 0
+	good := targetMetaValue{epoch: 3}.appendTo(nil) // no tagged field: it ends in 0
 	withTags := append(good[:len(good)-1:len(good)-1], appendTags(nil,
 		taggedField{tagAssignmentTimestamp, kbin.AppendInt64(nil, 9)}, taggedField{7, []byte{1, 2, 3}})...)
-	if v, err := decodeStreamsTargetMeta(withTags); err != nil || v.epoch != 3 || v.timeMs != 9 {
+	if v, err := decodeTargetMeta(typeStreamsTargetMetadata, withTags); err != nil || v.epoch != 3 || v.timeMs != 9 {
 		t.Fatalf("unknown tag: %+v, %v", v, err)
 	}
 	v1 := append(kbin.AppendInt16(nil, 1), good[2:]...)
@@ -84,7 +84,7 @@ func TestStreamsValueErrors(t *testing.T) {
 		"trailing":  append(bytes.Clone(good), 0),
 		"empty":     {},
 	} {
-		if _, err := decodeStreamsTargetMeta(b); err == nil {
+		if _, err := decodeTargetMeta(typeStreamsTargetMetadata, b); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}
