@@ -9,7 +9,8 @@ import (
 )
 
 // Versions of the __consumer_offsets schemas this package writes. It reads every
-// version kmsg knows (keys 0-2, values 0-4) and the streams group records
+// version kmsg knows (keys 0-2, values 0-4), the share group records
+// (share_records.go) and the streams group records
 // (streams_records.go), and skips keys of other versions.
 const (
 	offsetKeyVersion         = 1 // OffsetCommitKey (0 and 1 are the same layout)
