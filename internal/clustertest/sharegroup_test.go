@@ -29,31 +29,11 @@ func TestShareGroupCoordinatorCrash(t *testing.T) {
 	const topic, groupID = "sg-in", "share-crash"
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}, {2, 3, 1}}, minISR2)
 
-	// coordinator finds the group's coordinator among the running nodes.
-	coordinator := func(ctx context.Context) (*testcluster.Node, error) {
-		for _, n := range c.Nodes() {
-			if !n.Running() {
-				continue
-			}
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.CoordinatorKeys = []string{groupID}
-			resp, err := n.Request(ctx, req)
-			if err != nil {
-				continue
-			}
-			co := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
-			if err := kerr.ErrorForCode(co.ErrorCode); err != nil {
-				return nil, err
-			}
-			return c.Node(co.NodeID), nil
-		}
-		return nil, errors.New("no node answers FindCoordinator")
-	}
 	// ask sends req to the group's coordinator.
 	ask := func(req kmsg.Request) (kmsg.Response, *testcluster.Node, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		n, err := coordinator(ctx)
+		n, err := c.GroupCoordinator(ctx, groupID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -136,7 +116,7 @@ func TestShareGroupCoordinatorCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	victim, err := coordinator(ctx)
+	victim, err := c.GroupCoordinator(ctx, groupID)
 	cancel()
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +192,7 @@ func TestShareGroupCoordinatorCrash(t *testing.T) {
 	}
 	victim.Restart()
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	second, err := coordinator(ctx)
+	second, err := c.GroupCoordinator(ctx, groupID)
 	cancel()
 	if err != nil {
 		t.Fatal(err)

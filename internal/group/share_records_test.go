@@ -24,35 +24,15 @@ var kafkaShareRecords = [][3]string{
 // TestShareRecordsAsKafka decodes each record Kafka 4.4 wrote and encodes it
 // again: the bytes must be Kafka's.
 func TestShareRecordsAsKafka(t *testing.T) {
-	for _, rec := range kafkaShareRecords {
-		t.Run(rec[0], func(t *testing.T) {
-			key, _ := hex.DecodeString(rec[1])
-			value, _ := hex.DecodeString(rec[2])
-			k, err := decodeKey(key)
-			if err != nil || k.kind != kindShare || k.group != "sg" {
-				t.Fatalf("key %s = %+v, %v", rec[1], k, err)
-			}
-			if got := recordKey(k.typ, k.group, k.member); !bytes.Equal(got, key) {
-				t.Fatalf("key encodes as %x, Kafka's is %s", got, rec[1])
-			}
-			recode := map[int16]func([]byte) ([]byte, error){
-				typeShareMetadata: reencode(decodeShareMetadata),
-				typeShareMember:   reencode(decodeShareMember),
-				typeShareTargetMetadata: reencode(func(b []byte) (targetMetaValue, error) {
-					return decodeTargetMeta(typeShareTargetMetadata, b)
-				}),
-				typeShareTargetMember: reencode(decodeShareTarget),
-				typeShareCurrent:      reencode(decodeShareCurrent),
-			}[k.typ]
-			again, err := recode(value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(again, value) {
-				t.Fatalf("value encodes as\n%x\nKafka's is\n%s", again, rec[2])
-			}
-		})
-	}
+	checkRecordsAsKafka(t, kafkaShareRecords, kindShare, "sg", map[int16]func([]byte) ([]byte, error){
+		typeShareMetadata: reencode(decodeShareMetadata),
+		typeShareMember:   reencode(decodeShareMember),
+		typeShareTargetMetadata: reencode(func(b []byte) (targetMetaValue, error) {
+			return decodeTargetMeta(typeShareTargetMetadata, b)
+		}),
+		typeShareTargetMember: reencode(decodeShareTarget),
+		typeShareCurrent:      reencode(decodeShareCurrent),
+	})
 }
 
 // TestShareRecordErrors: a truncated share value, one with bytes left over and
