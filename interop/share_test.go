@@ -357,7 +357,11 @@ func waitShareMembers(t *testing.T, bootstrap []string, group string, n int) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	testcluster.Eventually(t, 2*time.Minute, fmt.Sprintf("%d members in share group %s", n, group), func() error {
+	what := fmt.Sprintf("%d members in share group %s", n, group)
+	if n < 0 {
+		what = "share group " + group + " described"
+	}
+	testcluster.Eventually(t, 2*time.Minute, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		req := kmsg.NewPtrShareGroupDescribeRequest()
