@@ -30,7 +30,8 @@ import (
 //
 // As in Kafka, a member is kept until it leaves or its session times out after
 // the load, and the group until DeleteGroups (tombstones for all its records).
-// A directory written before these records has none: its share groups are gone
+// A node that predates these records skips their keys (a key type it does not
+// know); a directory written before them has none: its share groups are gone
 // after a restart until a member joins again, as before.
 
 // Record types of Kafka 4.4's share group records.
