@@ -51,16 +51,7 @@ func TestPipelinedProduceSharesFsyncs(t *testing.T) {
 	var frames []byte
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
 	for corr := int32(1); corr <= inFlight; corr++ {
-		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(9)
-		req.Acks, req.TimeoutMillis = -1, 30_000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "pipe"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = batchtest.Build(batchtest.Options{Records: batchtest.Values(recordsPerBatch, 8)})
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		frames = append(frames, f.AppendRequest(nil, req, corr)...)
+		frames = append(frames, f.AppendRequest(nil, pipeProduce(recordsPerBatch), corr)...)
 	}
 	before := slow.syncs.Load()
 	if _, err := nc.Write(frames); err != nil {
@@ -116,6 +107,21 @@ func pipeHandlers(t *testing.T, inj vfs.Injector) (*replica.Manager, *Handlers) 
 	return m, New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img}, m, nil, nil, logger)
 }
 
+// pipeProduce is an acks=all Produce v9 of one batch of records records to
+// "pipe" partition 0.
+func pipeProduce(records int) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "pipe"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchtest.Build(batchtest.Options{Records: batchtest.Values(records, 8)})
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // TestProduceReadyOnceAcknowledged: an acks=all Produce's Response.Ready is
 // false while its batch waits for the fsync and true once the high-water mark
 // passed it, and its Wait then answers at once: the connection's writer puts
@@ -137,15 +143,7 @@ func TestProduceReadyOnceAcknowledged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks, req.TimeoutMillis = -1, 30_000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "pipe"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)})
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := pipeProduce(10)
 	resp := h.Handle(context.Background(), &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.Version, Msg: req})
 	if resp.Wait == nil || !resp.WaitOnWriter || resp.Ready == nil {
 		t.Fatalf("acks=all Produce answered %+v, want a WaitOnWriter Wait with Ready", resp)
