@@ -28,7 +28,9 @@ package handlers
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
 // request's timeout) off the connection's handler goroutine (protocol.Response.Wait,
-// run by the connection's writer: WaitOnWriter), so pipelined requests share fsyncs.
+// run by the connection's writer: WaitOnWriter), so pipelined requests share fsyncs,
+// and the answers of the requests one fsync acknowledged leave in one socket write
+// (protocol.Response.Ready).
 // Nothing here (nor in the Wait) keeps a slice of the request after the response:
 // the records reach the log by copy, and the request's frame buffer is reused for
 // a later request (ReuseFrameKeys).
@@ -166,7 +168,17 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	// connection's writer runs it in the response's turn (WaitOnWriter).
 	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
 	h.cfg.Observer.DelayedProduce(1)
-	return protocol.Response{Throttle: throttle, WaitOnWriter: true, Wait: func(ctx context.Context) protocol.Response {
+	return protocol.Response{Throttle: throttle, WaitOnWriter: true, Ready: func() bool {
+		// The fsync that acknowledges this request often acknowledges the
+		// ones behind it on the connection too: their answers then leave in
+		// one socket write.
+		for _, t := range targets {
+			if t.waitFor != 0 && t.p.HighWatermark() < t.waitFor {
+				return false
+			}
+		}
+		return true
+	}, Wait: func(ctx context.Context) protocol.Response {
 		defer h.cfg.Observer.DelayedProduce(-1)
 		for _, t := range targets {
 			if t.waitFor == 0 {
