@@ -1,13 +1,19 @@
 package interop
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/interop/kafkatools"
 )
@@ -58,6 +64,41 @@ func TestKafkaToolsTopicIDVersions(t *testing.T) {
 	}
 	if len(rows) != 2 || committed != 3 {
 		t.Errorf("committed offsets %v, want 2 partitions without lag holding 3 records:\n%s", rows, out)
+	}
+	// Kafka's transactional copier (a read-process-write loop, a classic
+	// consumer): TxnOffsetCommit v6 commits its group's offsets in each
+	// transaction.
+	proxy.reset()
+	createTopics(t, tgt.bootstrap, 1, "ids-in", "ids-out")
+	kafkatools.MustRunInput(t, "a\nb\nc\n", "kafka-console-producer", append(bs, "--topic", "ids-in")...)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatools.DefaultTimeout)
+	defer cancel()
+	copier := exec.CommandContext(ctx, "java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", filepath.Join(kafkatools.JarsDir(), "*"),
+		"org.apache.kafka.tools.TransactionalMessageCopier", "--broker-list", proxy.addr, "--input-topic", "ids-in",
+		"--input-partition", "0", "--output-topic", "ids-out", "--consumer-group", "ids-copier", "--transactional-id", "ids-tx",
+		"--transaction-size", "1", "--max-messages", "3", "--use-group-metadata")
+	if out, err := copier.CombinedOutput(); err != nil {
+		t.Fatalf("TransactionalMessageCopier: %v\n%s", err, out)
+	}
+	out = kafkatools.MustRun(t, "kafka-console-consumer", append(bs, "--topic", "ids-out", "--from-beginning", "--max-messages", "3",
+		"--isolation-level", "read_committed", "--timeout-ms", "60000")...)
+	for _, v := range []string{"a", "b", "c"} {
+		expectContains(t, out, v)
+	}
+	if got := proxy.versions(28); len(got) != 1 || got[6] == 0 {
+		t.Errorf("TxnOffsetCommit versions sent (version: requests) %v; Kafka 4.4's producer uses v6 only", got)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offsets, err := kadm.NewClient(cl).FetchOffsets(ctx, "ids-copier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offsets.Lookup("ids-in", 0); !ok || o.At != 3 {
+		t.Errorf("the copier's committed offset: %+v, want 3", o)
 	}
 }
 
@@ -127,6 +168,13 @@ func (p *versionProxy) serve(c net.Conn, upstream string) {
 			return
 		}
 	}
+}
+
+// reset forgets the requests counted so far.
+func (p *versionProxy) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = map[int16]map[int16]int{}
 }
 
 // versions returns how many requests of key went through, by version.
