@@ -31,74 +31,38 @@ func (h *Handlers) resolveTopicIDs(ctx context.Context, c *protocol.ConnInfo, r 
 		if req.Version < 10 {
 			return nil
 		}
-		img := h.cluster.Image()
-		var unknown []kmsg.OffsetCommitResponseTopic
-		kept := req.Topics[:0]
-		for _, t := range req.Topics {
-			if mt := img.TopicByID(t.TopicID); mt != nil {
-				t.Topic = mt.Name
-				kept = append(kept, t)
-				continue
-			}
-			u := kmsg.NewOffsetCommitResponseTopic()
-			u.TopicID = t.TopicID
-			for _, p := range t.Partitions {
-				up := kmsg.NewOffsetCommitResponseTopicPartition()
-				up.Partition = p.Partition
-				u.Partitions = append(u.Partitions, up)
-			}
-			unknown = append(unknown, u)
-		}
-		req.Topics = kept
-		code := h.unknownTopicIDCode(ctx, c, req.Group, len(unknown) > 0)
-		return func(resp kmsg.Response) {
-			rs := resp.(*kmsg.OffsetCommitResponse)
-			for i := range rs.Topics {
-				rs.Topics[i].TopicID = topicID(img, rs.Topics[i].Topic)
-			}
-			for _, u := range unknown {
-				for i := range u.Partitions {
-					u.Partitions[i].ErrorCode = code
+		complete := commitTopicIDs(h, ctx, c, req.Group, &req.Topics,
+			func(t *kmsg.OffsetCommitRequestTopic) ([16]byte, *string) { return t.TopicID, &t.Topic },
+			func(t *kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCommitResponseTopic {
+				u := kmsg.NewOffsetCommitResponseTopic()
+				u.TopicID = t.TopicID
+				for _, p := range t.Partitions {
+					up := kmsg.NewOffsetCommitResponseTopicPartition()
+					up.Partition, up.ErrorCode = p.Partition, code
+					u.Partitions = append(u.Partitions, up)
 				}
-				rs.Topics = append(rs.Topics, u)
-			}
-		}
+				return u
+			},
+			func(t *kmsg.OffsetCommitResponseTopic) (*[16]byte, string) { return &t.TopicID, t.Topic })
+		return func(resp kmsg.Response) { complete(&resp.(*kmsg.OffsetCommitResponse).Topics) }
 	case *kmsg.TxnOffsetCommitRequest:
 		if req.Version < 6 {
 			return nil
 		}
-		img := h.cluster.Image()
-		var unknown []kmsg.TxnOffsetCommitResponseTopic
-		kept := req.Topics[:0]
-		for _, t := range req.Topics {
-			if mt := img.TopicByID(t.TopicID); mt != nil {
-				t.Topic = mt.Name
-				kept = append(kept, t)
-				continue
-			}
-			u := kmsg.NewTxnOffsetCommitResponseTopic()
-			u.TopicID = t.TopicID
-			for _, p := range t.Partitions {
-				up := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				up.Partition = p.Partition
-				u.Partitions = append(u.Partitions, up)
-			}
-			unknown = append(unknown, u)
-		}
-		req.Topics = kept
-		code := h.unknownTopicIDCode(ctx, c, req.Group, len(unknown) > 0)
-		return func(resp kmsg.Response) {
-			rs := resp.(*kmsg.TxnOffsetCommitResponse)
-			for i := range rs.Topics {
-				rs.Topics[i].TopicID = topicID(img, rs.Topics[i].Topic)
-			}
-			for _, u := range unknown {
-				for i := range u.Partitions {
-					u.Partitions[i].ErrorCode = code
+		complete := commitTopicIDs(h, ctx, c, req.Group, &req.Topics,
+			func(t *kmsg.TxnOffsetCommitRequestTopic) ([16]byte, *string) { return t.TopicID, &t.Topic },
+			func(t *kmsg.TxnOffsetCommitRequestTopic, code int16) kmsg.TxnOffsetCommitResponseTopic {
+				u := kmsg.NewTxnOffsetCommitResponseTopic()
+				u.TopicID = t.TopicID
+				for _, p := range t.Partitions {
+					up := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+					up.Partition, up.ErrorCode = p.Partition, code
+					u.Partitions = append(u.Partitions, up)
 				}
-				rs.Topics = append(rs.Topics, u)
-			}
-		}
+				return u
+			},
+			func(t *kmsg.TxnOffsetCommitResponseTopic) (*[16]byte, string) { return &t.TopicID, t.Topic })
+		return func(resp kmsg.Response) { complete(&resp.(*kmsg.TxnOffsetCommitResponse).Topics) }
 	case *kmsg.OffsetFetchRequest:
 		if req.Version < 10 {
 			return nil
@@ -110,13 +74,7 @@ func (h *Handlers) resolveTopicIDs(ctx context.Context, c *protocol.ConnInfo, r 
 			if rg.Topics == nil { // every committed topic
 				continue
 			}
-			kept := rg.Topics[:0]
-			for _, t := range rg.Topics {
-				if mt := img.TopicByID(t.TopicID); mt != nil {
-					t.Topic = mt.Name
-					kept = append(kept, t)
-					continue
-				}
+			for _, t := range splitByID(img, &rg.Topics, func(t *kmsg.OffsetFetchRequestGroupTopic) ([16]byte, *string) { return t.TopicID, &t.Topic }) {
 				u := kmsg.NewOffsetFetchResponseGroupTopic()
 				u.TopicID = t.TopicID
 				for _, p := range t.Partitions {
@@ -127,7 +85,6 @@ func (h *Handlers) resolveTopicIDs(ctx context.Context, c *protocol.ConnInfo, r 
 				}
 				unknown[gi] = append(unknown[gi], u)
 			}
-			rg.Topics = kept
 		}
 		return func(resp kmsg.Response) {
 			rs := resp.(*kmsg.OffsetFetchResponse)
@@ -146,14 +103,46 @@ func (h *Handlers) resolveTopicIDs(ctx context.Context, c *protocol.ConnInfo, r 
 	return nil
 }
 
-// unknownTopicIDCode is the answer to a commit's unknown topic ids:
-// UNKNOWN_TOPIC_ID, or GROUP_AUTHORIZATION_FAILED when the client may not READ
-// the group (asked only when there are unknown ids).
-func (h *Handlers) unknownTopicIDCode(ctx context.Context, c *protocol.ConnInfo, group string, any bool) int16 {
-	if any && !h.authorize(ctx, c, kmsg.ACLOperationRead, resGroup, group) {
-		return kerr.GroupAuthorizationFailed.Code
+// splitByID names each topic of *topics (T: a request's topic, with its id and
+// name) whose id img knows and takes the others out, returning them.
+func splitByID[T any](img *metadata.Image, topics *[]T, idName func(*T) ([16]byte, *string)) (unknown []T) {
+	kept := (*topics)[:0]
+	for _, t := range *topics {
+		id, name := idName(&t)
+		if mt := img.TopicByID(id); mt != nil {
+			*name = mt.Name
+			kept = append(kept, t)
+			continue
+		}
+		unknown = append(unknown, t)
 	}
-	return kerr.UnknownTopicID.Code
+	*topics = kept
+	return unknown
+}
+
+// commitTopicIDs resolves the topic ids of a commit to group (OffsetCommit v10,
+// TxnOffsetCommit v6; T its request's topic, R its answer's) with splitByID in
+// the current metadata image, and returns what completes the answer's topics:
+// their ids from the same image, and an answer (made by unknown) for each
+// unknown id, its partitions UNKNOWN_TOPIC_ID, or GROUP_AUTHORIZATION_FAILED
+// when the client may not READ the group (asked only when there are unknown ids).
+func commitTopicIDs[T, R any](h *Handlers, ctx context.Context, c *protocol.ConnInfo, group string, topics *[]T,
+	idName func(*T) ([16]byte, *string), unknown func(t *T, code int16) R, answerID func(*R) (*[16]byte, string)) func(*[]R) {
+	img := h.cluster.Image()
+	missing := splitByID(img, topics, idName)
+	code := kerr.UnknownTopicID.Code
+	if len(missing) > 0 && !h.authorize(ctx, c, kmsg.ACLOperationRead, resGroup, group) {
+		code = kerr.GroupAuthorizationFailed.Code
+	}
+	return func(answered *[]R) {
+		for i := range *answered {
+			id, name := answerID(&(*answered)[i])
+			*id = topicID(img, name)
+		}
+		for i := range missing {
+			*answered = append(*answered, unknown(&missing[i], code))
+		}
+	}
 }
 
 // topicID is the id of the named topic in img, zero for none.

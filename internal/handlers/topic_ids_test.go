@@ -169,33 +169,10 @@ func TestProduceTopicIDs(t *testing.T) {
 }
 
 // topicIDGroups is a group coordinator for the id versions' tests: it
-// commits every partition it is given (remembering them) and answers an
+// commits every partition it is given (committingGroups) and answers an
 // OffsetFetch with offset 5 for each partition asked for, and for every topic
 // with the commits of t-0, gone-0 (a topic deleted since) and compacted-0.
-type topicIDGroups struct {
-	Groups
-	got []string
-}
-
-func (g *topicIDGroups) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			g.got = append(g.got, fmt.Sprintf("%s/%d", t.Topic, p.Partition))
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp
-}
-
-func (g *topicIDGroups) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
-	return (&txnCommittingGroups{}).TxnOffsetCommit(ctx, req)
-}
+type topicIDGroups struct{ committingGroups }
 
 func (g *topicIDGroups) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
@@ -209,7 +186,6 @@ func (g *topicIDGroups) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequ
 			}
 		}
 		for _, t := range topics {
-			g.got = append(g.got, t.Topic)
 			st := kmsg.NewOffsetFetchResponseGroupTopic()
 			st.Topic = t.Topic
 			for _, p := range t.Partitions {

@@ -15,10 +15,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -268,11 +268,27 @@ func (r *run) topic(id [16]byte, name string, partitions []string) string {
 	return s + " [" + strings.Join(partitions, " ") + "]"
 }
 
-// sorted joins the topics of an answer in order: Kafka answers them in a hash
-// map's order, which a client does not depend on.
-func sorted(topics []string) string {
-	slices.Sort(topics)
-	return strings.Join(topics, " ")
+// render is an answer's topics (T, of them the id, name and partitions P),
+// each with its partitions (part: the index and the fields shown), both in
+// order: Kafka answers them in a hash map's order, which a client does not
+// depend on.
+func render[T, P any](r *run, topics []T, of func(*T) ([16]byte, string, []P), part func(*P) (int32, string)) string {
+	var out []string
+	for i := range topics {
+		id, name, ps := of(&topics[i])
+		shown := make(map[int32]string, len(ps))
+		for j := range ps {
+			index, fields := part(&ps[j])
+			shown[index] = fmt.Sprintf("%d:%s", index, fields)
+		}
+		var strs []string
+		for _, index := range slices.Sorted(maps.Keys(shown)) {
+			strs = append(strs, shown[index])
+		}
+		out = append(out, r.topic(id, name, strs))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
 
 func code(c int16) string {
@@ -325,17 +341,13 @@ func (r *run) produce(ctx context.Context, name string, cl *kgo.Client, spec str
 		return
 	}
 	resp := kr.(*kmsg.ProduceResponse)
-	var topics []string
-	for _, t := range resp.Topics {
-		slices.SortFunc(t.Partitions, func(a, b kmsg.ProduceResponseTopicPartition) int { return cmp.Compare(a.Partition, b.Partition) })
-		var ps []string
-		for _, p := range t.Partitions {
-			ps = append(ps, fmt.Sprintf("%d:%s,base%d,lat%d,lso%d,rec%d,msg=%v,leader%d/%d", p.Partition, code(p.ErrorCode), p.BaseOffset,
-				p.LogAppendTime, p.LogStartOffset, len(p.ErrorRecords), p.ErrorMessage != nil, p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch))
-		}
-		topics = append(topics, r.topic(t.TopicID, t.Topic, ps))
-	}
-	r.add(name, fmt.Sprintf("v%d %s endpoints%d", resp.Version, sorted(topics), len(resp.Brokers)))
+	topics := render(r, resp.Topics, func(t *kmsg.ProduceResponseTopic) ([16]byte, string, []kmsg.ProduceResponseTopicPartition) {
+		return t.TopicID, t.Topic, t.Partitions
+	}, func(p *kmsg.ProduceResponseTopicPartition) (int32, string) {
+		return p.Partition, fmt.Sprintf("%s,base%d,lat%d,lso%d,rec%d,msg=%v,leader%d/%d", code(p.ErrorCode), p.BaseOffset,
+			p.LogAppendTime, p.LogStartOffset, len(p.ErrorRecords), p.ErrorMessage != nil, p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch)
+	})
+	r.add(name, fmt.Sprintf("v%d %s endpoints%d", resp.Version, topics, len(resp.Brokers)))
 }
 
 func (r *run) produceCases(ctx context.Context) {
@@ -371,16 +383,12 @@ func (r *run) offsetCommit(ctx context.Context, name string, cl *kgo.Client, gro
 		return
 	}
 	resp := kr.(*kmsg.OffsetCommitResponse)
-	var topics []string
-	for _, t := range resp.Topics {
-		slices.SortFunc(t.Partitions, func(a, b kmsg.OffsetCommitResponseTopicPartition) int { return cmp.Compare(a.Partition, b.Partition) })
-		var ps []string
-		for _, p := range t.Partitions {
-			ps = append(ps, fmt.Sprintf("%d:%s", p.Partition, code(p.ErrorCode)))
-		}
-		topics = append(topics, r.topic(t.TopicID, t.Topic, ps))
-	}
-	r.add(name, fmt.Sprintf("v%d %s", resp.Version, sorted(topics)))
+	r.add(name, fmt.Sprintf("v%d %s", resp.Version, render(r, resp.Topics,
+		func(t *kmsg.OffsetCommitResponseTopic) ([16]byte, string, []kmsg.OffsetCommitResponseTopicPartition) {
+			return t.TopicID, t.Topic, t.Partitions
+		}, func(p *kmsg.OffsetCommitResponseTopicPartition) (int32, string) {
+			return p.Partition, code(p.ErrorCode)
+		})))
 }
 
 func (r *run) offsetCommitCases(ctx context.Context) {
@@ -432,18 +440,12 @@ func (r *run) offsetFetch(ctx context.Context, name string, cl *kgo.Client, grou
 	var b strings.Builder
 	fmt.Fprintf(&b, "v%d", resp.Version)
 	for _, g := range resp.Groups {
-		var topics []string
-		for _, t := range g.Topics {
-			slices.SortFunc(t.Partitions, func(a, b kmsg.OffsetFetchResponseGroupTopicPartition) int {
-				return cmp.Compare(a.Partition, b.Partition)
-			})
-			var ps []string
-			for _, p := range t.Partitions {
-				ps = append(ps, fmt.Sprintf("%d:%s,off%d,epoch%d,meta%s", p.Partition, code(p.ErrorCode), p.Offset, p.LeaderEpoch, str(p.Metadata)))
-			}
-			topics = append(topics, r.topic(t.TopicID, t.Topic, ps))
-		}
-		fmt.Fprintf(&b, " %s:%s {%s}", strings.TrimPrefix(g.Group, r.prefix), code(g.ErrorCode), sorted(topics))
+		topics := render(r, g.Topics, func(t *kmsg.OffsetFetchResponseGroupTopic) ([16]byte, string, []kmsg.OffsetFetchResponseGroupTopicPartition) {
+			return t.TopicID, t.Topic, t.Partitions
+		}, func(p *kmsg.OffsetFetchResponseGroupTopicPartition) (int32, string) {
+			return p.Partition, fmt.Sprintf("%s,off%d,epoch%d,meta%s", code(p.ErrorCode), p.Offset, p.LeaderEpoch, str(p.Metadata))
+		})
+		fmt.Fprintf(&b, " %s:%s {%s}", strings.TrimPrefix(g.Group, r.prefix), code(g.ErrorCode), topics)
 	}
 	r.add(name, b.String())
 }
@@ -484,18 +486,12 @@ func (r *run) txnOffsetCommit(ctx context.Context, name string, cl *kgo.Client, 
 		return
 	}
 	resp := kr.(*kmsg.TxnOffsetCommitResponse)
-	var topics []string
-	for _, t := range resp.Topics {
-		slices.SortFunc(t.Partitions, func(a, b kmsg.TxnOffsetCommitResponseTopicPartition) int {
-			return cmp.Compare(a.Partition, b.Partition)
-		})
-		var ps []string
-		for _, p := range t.Partitions {
-			ps = append(ps, fmt.Sprintf("%d:%s", p.Partition, code(p.ErrorCode)))
-		}
-		topics = append(topics, r.topic(t.TopicID, t.Topic, ps))
-	}
-	r.add(name, fmt.Sprintf("v%d %s", resp.Version, sorted(topics)))
+	r.add(name, fmt.Sprintf("v%d %s", resp.Version, render(r, resp.Topics,
+		func(t *kmsg.TxnOffsetCommitResponseTopic) ([16]byte, string, []kmsg.TxnOffsetCommitResponseTopicPartition) {
+			return t.TopicID, t.Topic, t.Partitions
+		}, func(p *kmsg.TxnOffsetCommitResponseTopicPartition) (int32, string) {
+			return p.Partition, code(p.ErrorCode)
+		})))
 }
 
 func (r *run) txnCases(ctx context.Context) error {
