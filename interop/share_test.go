@@ -41,6 +41,9 @@ import (
 //     at its end (the state of share partitions led by each of the three nodes),
 //     --reset-offsets --to-earliest takes them back to 0 and every record is read
 //     again, and kafka-share-groups lists and describes the groups.
+//  6. The coordinator of each group is killed and restarted: the groups are in
+//     __consumer_offsets, so kafka-share-groups lists and describes them as before
+//     with no member joining again.
 func TestShareGroups(t *testing.T) {
 	const topic, group, rejectKey = "interop-share", "interop-share", "key-07"
 	java, c, _, _ := startShareCluster(t, topic, group, 0)
@@ -120,6 +123,29 @@ func TestShareGroups(t *testing.T) {
 		out = run("kafka-share-groups", "--describe", "--group", console, "--state")
 		if !strings.Contains(out, console) || !strings.Contains(out, "Empty") {
 			t.Errorf("kafka-share-groups --describe --state shows:\n%s", out)
+		}
+
+		for _, g := range []string{group, console} {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			n, err := c.GroupCoordinator(ctx, g)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("restarting node %d, the coordinator of %s", n.ID, g)
+			n.Kill()
+			n.Restart()
+			waitShareMembers(t, c.Bootstrap(), g, -1) // the new coordinator has loaded it
+		}
+		out = run("kafka-share-groups", "--list")
+		for _, g := range []string{group, console} {
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(g) + `\s*$`).MatchString(out) {
+				t.Errorf("after the restarts kafka-share-groups --list lacks %s:\n%s", g, out)
+			}
+		}
+		out = run("kafka-share-groups", "--describe", "--group", console, "--state")
+		if !strings.Contains(out, console) || !strings.Contains(out, "Empty") {
+			t.Errorf("after the restarts kafka-share-groups --describe --state shows:\n%s", out)
 		}
 	})
 }
@@ -322,7 +348,8 @@ func TestShareFailover(t *testing.T) {
 // waitShareMembers waits until share group group has n members, each with an
 // assignment it has heard of: its member epoch is the group's assignment epoch
 // (ShareGroupDescribe). Until a member's next heartbeat the others may still fetch
-// the partitions that were taken from them for it.
+// the partitions that were taken from them for it. n < 0 waits only until the
+// group is described.
 func waitShareMembers(t *testing.T, bootstrap []string, group string, n int) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...))
@@ -330,7 +357,11 @@ func waitShareMembers(t *testing.T, bootstrap []string, group string, n int) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	testcluster.Eventually(t, 2*time.Minute, fmt.Sprintf("%d members in share group %s", n, group), func() error {
+	what := fmt.Sprintf("%d members in share group %s", n, group)
+	if n < 0 {
+		what = "share group " + group + " described"
+	}
+	testcluster.Eventually(t, 2*time.Minute, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		req := kmsg.NewPtrShareGroupDescribeRequest()
@@ -345,6 +376,9 @@ func waitShareMembers(t *testing.T, bootstrap []string, group string, n int) {
 		g := resp.Groups[0]
 		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
 			return err
+		}
+		if n < 0 {
+			return nil
 		}
 		current := 0
 		for _, m := range g.Members {

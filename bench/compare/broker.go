@@ -99,7 +99,10 @@ type system struct {
 	sslSeeds []string
 	// clientOpts are what a client needs to reach seeds (TLS), nil for none.
 	clientOpts []kgo.Opt
+	// metricsURL is a one-node Strata's /metrics page ("": none read).
+	metricsURL string
 	procs      []*proc       // what the harness started
+	dir        string        // where its processes keep their data (and logs)
 	pids       func() []int  // the broker processes whose memory counts
 	startup    time.Duration // first process start to every broker answering
 }
@@ -264,6 +267,10 @@ func kafkaProperties(n kafkaNode, all []kafkaNode, flushEveryMessage bool) strin
 		fmt.Sprintf("transaction.state.log.replication.factor=%d", internalRF),
 		fmt.Sprintf("transaction.state.log.min.isr=%d", min(internalRF, 2)),
 		"group.initial.rebalance.delay.ms=0",
+		// A deleted topic's files freed a second after its deletion, not a
+		// minute (the default), so that the harness's wait for them
+		// (cleanup.go) is not a minute per run.
+		"log.segment.delete.delay.ms=1000",
 	}
 	if flushEveryMessage {
 		lines = append(lines, "log.flush.interval.messages=1")
@@ -309,7 +316,7 @@ func startKafka(ctx context.Context, java, jars, dir string, nodes int, flushEve
 	cp := filepath.Join(jars, "*")
 	logOpt := "-Dlog4j2.configurationFile=" + log4j
 	clusterID := kafkaClusterID()
-	s := &system{name: "kafka"}
+	s := &system{name: "kafka", dir: dir}
 	for _, n := range all {
 		if err := os.MkdirAll(n.dir, 0o755); err != nil {
 			return nil, err
@@ -346,7 +353,7 @@ func startKafka(ctx context.Context, java, jars, dir string, nodes int, flushEve
 // `strata dev cluster` of nodes nodes. With sec (one node only) its Kafka
 // listener is TLS (--tls-cert-file): -tls's SSL node.
 func startStrata(ctx context.Context, bin, dir string, nodes int, sec *benchTLS) (*system, error) {
-	s := &system{name: "strata"}
+	s := &system{name: "strata", dir: dir}
 	if sec != nil && nodes != 1 {
 		return nil, errors.New("a TLS Strata node is started for -nodes 1 only")
 	}
@@ -365,6 +372,8 @@ func startStrata(ctx context.Context, bin, dir string, nodes int, sec *benchTLS)
 		if sec != nil {
 			args = append(args, "--tls-cert-file", sec.certFile, "--tls-key-file", sec.keyFile)
 			s.clientOpts = sec.clientOpts()
+		} else {
+			s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
 		}
 		p, err := spawn("strata", filepath.Join(dir, "strata.log"), bin, args...)
 		if err != nil {

@@ -97,30 +97,27 @@ func (e *extraOptions) runsPairing(short string) bool {
 }
 
 // runExtras runs the extra workloads the flags ask for against a pairing's
-// brokers, each into its own table of p.
+// brokers, each into its own table of p, and after each deletes on both
+// brokers what it made (cleanup.go).
 func runExtras(ctx context.Context, o options, p *pairing, brokers map[string]*system) error {
-	if o.extras.share {
-		if err := runShare(ctx, o, p, brokers); err != nil {
-			return err
+	for _, x := range []struct {
+		name string
+		on   bool
+		run  func(context.Context, options, *pairing, map[string]*system) error
+	}{
+		{"share groups", o.extras.share, runShare},
+		{"OMB-style workload", len(o.extras.ombRates) > 0, runOMB},
+		{"fan-out", o.extras.fanout > 0, runFanout},
+		{"many partitions", o.extras.partitions > 0, runPartitions},
+		{"TLS", o.extras.tls, runTLS},
+	} {
+		if !x.on {
+			continue
 		}
-	}
-	if len(o.extras.ombRates) > 0 {
-		if err := runOMB(ctx, o, p, brokers); err != nil {
-			return err
-		}
-	}
-	if o.extras.fanout > 0 {
-		if err := runFanout(ctx, o, p, brokers); err != nil {
-			return err
-		}
-	}
-	if o.extras.partitions > 0 {
-		if err := runPartitions(ctx, o, p, brokers); err != nil {
-			return err
-		}
-	}
-	if o.extras.tls {
-		if err := runTLS(ctx, o, p, brokers); err != nil {
+		sc := openScope(ctx, fmt.Sprintf("[%s] %s", p.Name, x.name), true, brokers["strata"], brokers["kafka"])
+		err := x.run(ctx, o, p, brokers)
+		sc.close(ctx)
+		if err != nil {
 			return err
 		}
 	}
@@ -242,12 +239,14 @@ func alternate(ctx context.Context, o options, p *pairing, brokers map[string]*s
 	return nil
 }
 
-// runOnce is one run of alternate.
+// runOnce is one run of alternate; what it made on the system is deleted after it.
 func runOnce(ctx context.Context, p *pairing, brokers map[string]*system, t *extraTable, row, sys string, round int, run extraRun) error {
 	b := brokers[sys]
 	if err := b.alive(); err != nil {
 		return err
 	}
+	sc := openScope(ctx, fmt.Sprintf("[%s] %s, round %d, %s", p.Name, row, round, sys), false, b)
+	defer sc.close(ctx)
 	syscall.Sync()
 	ms, detail, err := run(ctx, sys, b.seeds, round)
 	t.add(row, sys, round, ms, err)

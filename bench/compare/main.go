@@ -15,7 +15,9 @@
 //     rounds, so that drift in a shared machine hits both; before each run, sync
 //     the page cache so no run pays for the previous one's writeback. Produce and
 //     e2e runs each use a fresh topic whose first record has been acknowledged
-//     (untimed), so they measure the steady state; consume re-reads one topic,
+//     (untimed), so they measure the steady state, and deleted after the run,
+//     its files freed before the next run (cleanup.go: every run and workload
+//     deletes the topics and groups it made); consume re-reads one topic,
 //     filled on both systems and then read once from each before the first
 //     round, by untimed steps whose broker CPU no round is charged (so that no
 //     round pays for this process's first read, nor Strata's for a first read
@@ -69,7 +71,8 @@ type options struct {
 	consumeRecords     int64
 	e2eRates           []int
 	txnRecords         []int // records per transaction of the transactional rows
-	txnOnly            bool  // only the transactional rows and their plain produce row
+	txnProducers       []int // producer counts of the transactional rows (transactions.go)
+	txnOnly            bool  // only the transactional rows and their plain produce rows
 	preEncoded         bool  // add the 100 B rows of the pre-encoded producer (preencoded.go)
 	codecs             []string
 	perfRecords        int
@@ -93,7 +96,8 @@ func main() {
 	flag.Int64Var(&o.consumeRecords, "consume-records", 250_000, "1 KiB records in the consume topic")
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
 	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
-	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce row they are set against")
+	txnProducers := flag.String("txn-producers", "1", "producer counts of the transactional rows, comma-separated: each count runs every -txn-records row with that many transactional producers at once (own transactional ids, one partition) and, above 1, the plain 1 KiB acks=all row with as many")
+	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce rows they are set against")
 	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add 100 B produce rows whose load generator writes one pre-encoded ~1 MB batch again and again (one node only): at 100 B franz-go on one core, not the broker, bounds the rate")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
@@ -113,11 +117,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "compare: -e2e-rates %q: want positive integers, comma-separated\n", *e2eRates)
 		os.Exit(2)
 	}
-	if *txnRecords != "" {
-		if o.txnRecords, err = parseInts(*txnRecords); err != nil {
-			fmt.Fprintf(os.Stderr, "compare: -txn-records %q: want positive integers, comma-separated\n", *txnRecords)
-			os.Exit(2)
-		}
+	if o.txnRecords, o.txnProducers, err = parseTxnFlags(*txnRecords, *txnProducers); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(2)
 	}
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
@@ -155,11 +157,11 @@ func workloads(o options) []workload {
 		{name: "produce 100 B, acks=1", slug: "p100-a1", mode: "produce", size: 100, acks: bench.AcksLeader, target: 1.5},
 		{name: "produce 100 B, acks=all", slug: "p100-aall", mode: "produce", size: 100, acks: bench.AcksAll, target: 1.5},
 		{name: "produce 1 KiB, acks=1", slug: "p1k-a1", mode: "produce", size: 1024, acks: bench.AcksLeader, target: 1.5},
-		{name: "produce 1 KiB, acks=all", slug: "p1k-aall", mode: "produce", size: 1024, acks: bench.AcksAll, target: 1.5},
+		plainRow(1),
 		{name: "consume 1 KiB", slug: "c1k", mode: "consume", size: 1024, acks: bench.AcksAll, target: 1.5},
 	}
 	if o.txnOnly {
-		return txnOnlyWorkloads(wls, o.txnRecords)
+		return txnOnlyWorkloads(wls, o.txnRecords, o.txnProducers)
 	}
 	if o.preEncoded {
 		wls = append(wls,
@@ -173,7 +175,7 @@ func workloads(o options) []workload {
 			workload{name: "consume 1 KiB " + codec, slug: "c1k-" + codec, mode: "consume", size: 1024,
 				acks: bench.AcksAll, compression: codec, target: 1.5})
 	}
-	wls = append(wls, txnWorkloads(o.txnRecords)...)
+	wls = append(wls, txnWorkloads(o.txnRecords, o.txnProducers)...)
 	for _, rate := range o.e2eRates {
 		wls = append(wls, workload{name: fmt.Sprintf("e2e 1 KiB at %d/s, acks=all, linger 0", rate), slug: fmt.Sprintf("e2e-%d", rate),
 			mode: "e2e", size: 1024, acks: bench.AcksAll, rate: rate, lowerIsBetter: true, target: 0.5})
@@ -328,64 +330,27 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 	}
 
 	if o.warmup > 0 {
-		// Every produce workload, a quarter of -warmup each, untimed.
+		// Every single-producer produce workload, a quarter of -warmup
+		// each, untimed.
 		wo := o
 		wo.duration = o.warmup / 4
 		for _, sys := range order {
 			for _, wl := range workloads(o) {
-				if wl.mode != "produce" {
+				if wl.mode != "produce" || wl.producers > 1 {
 					continue
 				}
 				wl.slug = "warmup-" + wl.slug
+				sc := openScope(ctx, fmt.Sprintf("[%s] %s warm-up %s", p.Name, sys, wl.name), false, brokers[sys])
 				res, err := runWorkload(ctx, wo, wl, 0, brokers[sys].seeds)
 				logf("[%s] %s warm-up %s: %s records/s%s", p.Name, sys, wl.name, figure(res.RecordsPerSec), errSuffix(err))
+				sc.close(ctx)
 			}
 		}
 	}
 
 	for _, wl := range p.Workloads {
-		var unfilled map[string]error
-		if wl.mode == "consume" {
-			unfilled = prepareConsume(ctx, o, []consumeTarget{
-				{name: "strata", wl: wl, seeds: brokers["strata"].seeds},
-				{name: "kafka", wl: wl, seeds: brokers["kafka"].seeds}})
-		}
-		for round := 1; round <= o.rounds; round++ {
-			for _, sys := range []string{"strata", "kafka"} {
-				b := brokers[sys]
-				if err := b.alive(); err != nil {
-					return err
-				}
-				if err := unfilled[sys]; err != nil {
-					p.add(sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Err: "prefilling: " + err.Error()})
-					logf("[%s] %s, round %d, %s: prefilling failed: %v", p.Name, wl.name, round, sys, err)
-					continue
-				}
-				syscall.Sync()
-				cpuBefore, cpuErr := b.cpuSeconds()
-				clientBefore, clientErr := readClientCounts()
-				res, err := runWorkload(ctx, o, wl, round, b.seeds)
-				clientAfter, clientErr2 := readClientCounts()
-				cpuAfter, cpuErr2 := b.cpuSeconds()
-				s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
-				if cpuErr == nil && cpuErr2 == nil {
-					s.BrokerCPUSeconds = cpuAfter - cpuBefore
-				}
-				if clientErr == nil && clientErr2 == nil {
-					c := clientAfter.since(clientBefore)
-					s.ClientMinorFaults, s.ClientGCCycles = c.minorFaults, c.gcCycles
-					s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientProduceBytes = c.cpuSeconds, c.produceWrites, c.produceBytes
-				}
-				if err != nil {
-					s.Err = err.Error()
-				}
-				p.add(s)
-				logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
-					figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-			}
+		if err := runMainWorkload(ctx, o, p, brokers, wl); err != nil {
+			return err
 		}
 	}
 
@@ -396,10 +361,12 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 	if perfTest && o.perfRecords > 0 && o.extras.base {
 		p.PerfTest = map[string]perfTestRun{}
 		for _, sys := range []string{"strata", "kafka"} {
+			sc := openScope(ctx, fmt.Sprintf("[%s] ProducerPerformance against %s", p.Name, sys), false, brokers[sys])
 			syscall.Sync()
 			run := producerPerformance(ctx, o, brokers[sys].seeds)
 			p.PerfTest[sys] = run
 			logf("[%s] ProducerPerformance against %s:\n%s%s", p.Name, sys, run.Output, errSuffix(nilIfEmpty(run.Err)))
+			sc.close(ctx)
 		}
 	}
 
@@ -413,6 +380,74 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 		}
 		p.RSSKiB[sys], p.PeakRSSKiB[sys] = rss, peak
 		logf("[%s] %s RSS %d MiB, peak %d MiB", p.Name, sys, rss/1024, peak/1024)
+	}
+	return nil
+}
+
+// runMainWorkload runs every round of wl against both brokers into p, then
+// deletes on both what the workload made (cleanup.go): each run's topic after
+// the run, the consume topic after the last round.
+func runMainWorkload(ctx context.Context, o options, p *pairing, brokers map[string]*system, wl workload) error {
+	wsc := openScope(ctx, fmt.Sprintf("[%s] %s", p.Name, wl.name), true, brokers["strata"], brokers["kafka"])
+	defer wsc.close(ctx)
+	var unfilled map[string]error
+	if wl.mode == "consume" {
+		unfilled = prepareConsume(ctx, o, []consumeTarget{
+			{name: "strata", wl: wl, seeds: brokers["strata"].seeds},
+			{name: "kafka", wl: wl, seeds: brokers["kafka"].seeds}})
+	}
+	for round := 1; round <= o.rounds; round++ {
+		for _, sys := range []string{"strata", "kafka"} {
+			b := brokers[sys]
+			if err := b.alive(); err != nil {
+				return err
+			}
+			if err := unfilled[sys]; err != nil {
+				p.add(sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Err: "prefilling: " + err.Error()})
+				logf("[%s] %s, round %d, %s: prefilling failed: %v", p.Name, wl.name, round, sys, err)
+				continue
+			}
+			sc := openScope(ctx, fmt.Sprintf("[%s] %s, round %d, %s", p.Name, wl.name, round, sys), true, b)
+			syscall.Sync()
+			cpuBefore, cpuErr := b.cpuSeconds()
+			clientBefore, clientErr := readClientCounts()
+			var before map[counterKey]float64 // Strata's counters (txncounts.go)
+			if wl.txnRecords > 0 && b.metricsURL != "" {
+				var scrapeErr error
+				if before, scrapeErr = scrapeCounters(b.metricsURL); scrapeErr != nil {
+					logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, scrapeErr)
+				}
+			}
+			res, err := runWorkload(ctx, o, wl, round, b.seeds)
+			clientAfter, clientErr2 := readClientCounts()
+			cpuAfter, cpuErr2 := b.cpuSeconds()
+			s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
+			if before != nil && res.CommitLatency != nil {
+				if after, err := scrapeCounters(b.metricsURL); err != nil {
+					logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, err)
+				} else {
+					s.StrataTxnCounts = perTransaction(before, after, res.CommitLatency.Count, workloadConfig(o, wl, round, b.seeds).Topic)
+				}
+			}
+			if cpuErr == nil && cpuErr2 == nil {
+				s.BrokerCPUSeconds = cpuAfter - cpuBefore
+			}
+			if clientErr == nil && clientErr2 == nil {
+				c := clientAfter.since(clientBefore)
+				s.ClientMinorFaults, s.ClientGCCycles = c.minorFaults, c.gcCycles
+				s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientProduceBytes = c.cpuSeconds, c.produceWrites, c.produceBytes
+			}
+			if err != nil {
+				s.Err = err.Error()
+			}
+			p.add(s)
+			logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
+				figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
+			sc.close(ctx)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
 	}
 	return nil
 }
@@ -505,7 +540,7 @@ func workloadConfig(o options, wl workload, round int, seeds []string, opts ...k
 		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
 		Partitions: 1, ReplicationFactor: int16(o.nodes),
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
-		Acks: wl.acks, Compression: wl.codec(), Producers: 1, Consumers: 1, TransactionRecords: wl.txnRecords,
+		Acks: wl.acks, Compression: wl.codec(), Producers: max(1, wl.producers), Consumers: 1, TransactionRecords: wl.txnRecords,
 		Linger:     bench.DefaultLinger,
 		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka"), kgo.WithHooks(&produceWrites)}, opts...),
 	}

@@ -18,7 +18,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -33,6 +32,9 @@ const (
 	preEncodedBatchBytes = 990_000 // under franz-go's and Kafka's 1,000,012-byte batch limit
 	preEncodedInFlight   = 5
 	preEncodedVersion    = 9 // Produce v9: flexible, supported by both
+	// preEncodedMaxAnswer bounds a Produce answer's size: one partition's
+	// answer is under a hundred bytes.
+	preEncodedMaxAnswer = 64 << 10
 )
 
 // preEncodedProduce produces c.RecordSize-byte records to partition 0 of
@@ -151,29 +153,22 @@ func preEncodedFrame(topic string, size int, acks int16) ([]byte, int, error) {
 	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-vs-kafka")).AppendRequest(nil, req, 0), n, nil
 }
 
-// readPreEncodedAnswers reads Produce answers until the connection ends or
-// one carries an error, calling ok and freeing a slot for each good one.
+// readPreEncodedAnswers reads Produce answers, in the order of their
+// correlation ids from 0, until the connection ends or one carries an error,
+// calling ok and freeing a slot for each good one.
 func readPreEncodedAnswers(br *bufio.Reader, slots <-chan struct{}, ok func()) error {
 	var buf []byte
-	for {
-		var size [4]byte
-		if _, err := io.ReadFull(br, size[:]); err != nil {
+	for want := int32(0); ; want++ {
+		corr, body, _, err := bench.ReadResponse(br, &buf, preEncodedMaxAnswer)
+		if err != nil {
 			return err
 		}
-		n := int(binary.BigEndian.Uint32(size[:]))
-		if n < 5 {
-			return fmt.Errorf("pre-encoded producer: a %d-byte answer", n)
-		}
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return err
+		if corr != want {
+			return fmt.Errorf("pre-encoded producer: the answer to request %d, want %d", corr, want)
 		}
 		resp := kmsg.NewPtrProduceResponse()
 		resp.Version = preEncodedVersion
-		if err := resp.ReadFrom(buf[5:]); err != nil { // correlation id, one tag byte
+		if err := resp.ReadFrom(body); err != nil {
 			return fmt.Errorf("pre-encoded producer: %w", err)
 		}
 		for _, t := range resp.Topics {

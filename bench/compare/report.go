@@ -21,6 +21,7 @@ type workload struct {
 	compression string
 	rate        int // records/s; 0 = unthrottled
 	txnRecords  int // records per transaction (transactions.go); 0 = none
+	producers   int // producer clients (produce rows); 0 = 1
 	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
 	lowerIsBetter bool
 	// target is the Strata/Kafka ratio the issue asks for: at least it for a
@@ -71,7 +72,10 @@ type sample struct {
 	ClientCPUSeconds      float64 `json:"client_cpu_seconds"`
 	ClientProduceRequests int64   `json:"client_produce_requests"`
 	ClientProduceBytes    int64   `json:"client_produce_bytes"`
-	Err                   string  `json:"error,omitempty"`
+	// StrataTxnCounts are a transactional run's counts on one Strata node,
+	// per transaction (txncounts.go).
+	StrataTxnCounts *txnCounts `json:"strata_txn_counts,omitempty"`
+	Err             string     `json:"error,omitempty"`
 }
 
 // pairing is one configuration of the two systems and everything measured in it.
@@ -207,6 +211,7 @@ func (p *pairing) writeTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	p.writeTxnTable(w)
+	p.writeTxnCountsTable(w)
 	p.writeCPUTable(w)
 	p.writeClientTable(w)
 	writeNoteAndFailures(w, p.Note, p.Errors)

@@ -1,13 +1,21 @@
 package main
 
-// Transactional rows (-txn-records): one franz-go transactional producer per
-// run, committing a transaction every N records of 1 KiB (acks=all, as
+// Transactional rows (-txn-records): franz-go transactional producers
+// committing a transaction every N records of 1 KiB (acks=all, as
 // transactions require), against both systems. franz-go runs transaction
 // version 2 against both: Kafka 4.4 and Strata finalize it, so the first produce
 // of each transaction adds its partition implicitly. Compared on records/s in
 // the main table; writeTxnTable adds the commit latency (flush and EndTxn) and
 // each system's transactional throughput against its own plain acks=all
 // produce, the figure issue 15's goal is set on (>= 0.8x at 1,000 records).
+//
+// -txn-producers runs the rows with several producers at once, as real
+// transactional applications do (a Kafka Streams application with
+// exactly_once_v2 has one per stream thread, Flink one per sink subtask): each
+// with its own transactional id, all on the topic's one partition. For every
+// count above 1 the plain acks=all row runs with as many producers, so that
+// each system's own ratio sets equal concurrency against equal concurrency.
+// The single-producer rows keep their names, so earlier figures compare.
 
 import (
 	"fmt"
@@ -16,35 +24,97 @@ import (
 	"github.com/strata-stream/strata/internal/bench"
 )
 
-// plainProduceRow is the row each system's transactional throughput is set
-// against.
+// plainProduceRow is the row each system's single-producer transactional
+// throughput is set against.
 const plainProduceRow = "produce 1 KiB, acks=all"
 
-// txnWorkloads are the transactional produce rows, one per transaction size.
-func txnWorkloads(sizes []int) []workload {
+// producersSuffix names a row's producer count: nothing for one.
+func producersSuffix(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", %d producers", n)
+}
+
+// plainRow is the plain acks=all produce row with n producers; only the
+// single-producer row, a base row, carries the issue's target.
+func plainRow(n int) workload {
+	wl := workload{name: plainProduceRow + producersSuffix(n), slug: "p1k-aall" + slugSuffix(n), mode: "produce",
+		size: 1024, acks: bench.AcksAll, producers: n}
+	if n <= 1 {
+		wl.target = 1.5
+	}
+	return wl
+}
+
+// slugSuffix is producersSuffix in a topic name.
+func slugSuffix(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("-p%d", n)
+}
+
+// maxTxnProducers bounds -txn-producers: every producer is a client of its
+// own in this one load generator.
+const maxTxnProducers = 64
+
+// parseTxnFlags reads -txn-records ("": no transactional rows) and
+// -txn-producers.
+func parseTxnFlags(records, producers string) (sizes, counts []int, err error) {
+	if records != "" {
+		if sizes, err = parseInts(records); err != nil {
+			return nil, nil, fmt.Errorf("-txn-records %q: want positive integers, comma-separated", records)
+		}
+	}
+	if counts, err = parseInts(producers); err != nil {
+		return nil, nil, fmt.Errorf("-txn-producers %q: want positive integers, comma-separated", producers)
+	}
+	seen := map[int]bool{}
+	for _, n := range counts {
+		switch {
+		case n > maxTxnProducers:
+			return nil, nil, fmt.Errorf("-txn-producers %q: at most %d producers", producers, maxTxnProducers)
+		case seen[n]:
+			return nil, nil, fmt.Errorf("-txn-producers %q: %d twice", producers, n)
+		}
+		seen[n] = true
+	}
+	return sizes, counts, nil
+}
+
+// txnWorkloads are the transactional produce rows: per producer count, the
+// plain acks=all row with that many producers (for counts above 1; the
+// single-producer one is a base row) and one row per transaction size.
+func txnWorkloads(sizes, producers []int) []workload {
 	var wls []workload
-	for _, n := range sizes {
-		wls = append(wls, workload{name: fmt.Sprintf("produce 1 KiB in %d-record transactions, acks=all", n),
-			slug: fmt.Sprintf("txn%d", n), mode: "produce", size: 1024, acks: bench.AcksAll, txnRecords: n})
+	for _, p := range producers {
+		if p > 1 && len(sizes) > 0 {
+			wls = append(wls, plainRow(p))
+		}
+		for _, n := range sizes {
+			wls = append(wls, workload{name: fmt.Sprintf("produce 1 KiB in %d-record transactions, acks=all", n) + producersSuffix(p),
+				slug: fmt.Sprintf("txn%d", n) + slugSuffix(p), mode: "produce", size: 1024, acks: bench.AcksAll, txnRecords: n, producers: p})
+		}
 	}
 	return wls
 }
 
 // txnOnlyWorkloads are the rows of a -txn-only run: the plain produce row of
 // base and the transactional rows.
-func txnOnlyWorkloads(base []workload, sizes []int) []workload {
+func txnOnlyWorkloads(base []workload, sizes, producers []int) []workload {
 	var wls []workload
 	for _, wl := range base {
 		if wl.name == plainProduceRow {
 			wls = append(wls, wl)
 		}
 	}
-	return append(wls, txnWorkloads(sizes)...)
+	return append(wls, txnWorkloads(sizes, producers)...)
 }
 
 // writeTxnTable prints, per transactional row, the medians over rounds of the
 // commit latency's p50 and p99, and each system's records/s over its own
-// plain produce's (medians of both rows).
+// plain produce's with as many producers (medians of both rows).
 func (p *pairing) writeTxnTable(w io.Writer) {
 	type commits struct{ p50, p99 []float64 }
 	rows := 0
@@ -66,12 +136,13 @@ func (p *pairing) writeTxnTable(w io.Writer) {
 			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 		}
 		rows++
+		plain := plainRow(wl.producers).name
 		s50, k50 := median(by["strata"].p50), median(by["kafka"].p50)
 		s99, k99 := median(by["strata"].p99), median(by["kafka"].p99)
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wl.name,
 			figure(s50), figure(k50), ratioText(s50, k50), figure(s99), figure(k99), ratioText(s99, k99),
-			ratioText(median(p.resultsByWS[[2]string{wl.name, "strata"}]), median(p.resultsByWS[[2]string{plainProduceRow, "strata"}])),
-			ratioText(median(p.resultsByWS[[2]string{wl.name, "kafka"}]), median(p.resultsByWS[[2]string{plainProduceRow, "kafka"}])))
+			ratioText(median(p.resultsByWS[[2]string{wl.name, "strata"}]), median(p.resultsByWS[[2]string{plain, "strata"}])),
+			ratioText(median(p.resultsByWS[[2]string{wl.name, "kafka"}]), median(p.resultsByWS[[2]string{plain, "kafka"}])))
 	}
 	if rows > 0 {
 		fmt.Fprintln(w)

@@ -29,7 +29,8 @@ tiered topic with a plain one (see their --help).`
 	cmd.AddCommand(
 		benchModeCmd(env, g, "produce", "Produce records as fast as possible or at --rate; latency is send to acknowledgement",
 			`  strata bench produce --record-size 1024 --duration 30s --acks all
-  strata bench produce --count 1000000 --producers 4 --partitions 8 --compression lz4`),
+  strata bench produce --count 1000000 --producers 4 --partitions 8 --compression lz4
+  strata bench produce --record-size 1024 --producers 4 --transaction-records 1000`),
 		benchModeCmd(env, g, "consume", "Read the topic from its start (producing --count records first if it holds fewer); latency is per poll",
 			`  strata bench consume --count 1000000 --consumers 2
   strata bench consume --topic orders`),
@@ -132,7 +133,7 @@ func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 	}
 	fl.DurationVar(&f.linger, "linger", defaultLinger, "how long a producer waits to fill a batch (0: send at once)")
 	if mode == "produce" {
-		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, committing every N records (0: no transactions)")
+		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, with its own transactional id, committing every N records (0: no transactions)")
 		fl.IntVar(&f.fanout, "fanout", 0, "readers that each read every record while it is produced, as that many consumer groups would")
 		fl.BoolVar(&f.fanoutRaw, "fanout-raw", false, "make the --fanout readers raw: each reads every byte of its fetch answers but decodes only batch headers (no CRC check, decompression or record decoding), so the readers cost this process little beside the brokers")
 	}

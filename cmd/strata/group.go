@@ -128,7 +128,7 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 				return err
 			}
 			names = unique(names)
-			lags, err := adm.Lag(ctx, names...)
+			lags, err := admin.GroupLag(ctx, adm, names...)
 			if err != nil {
 				return err
 			}
@@ -137,11 +137,6 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 				l, ok := lags[n]
 				if !ok {
 					return fmt.Errorf("group %q: no answer for it", n)
-				}
-				if errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
-					if l, err = notClassicLag(ctx, adm, l); err != nil {
-						return err
-					}
 				}
 				if l.DescribeErr != nil {
 					return fmt.Errorf("group %q: %w", n, l.DescribeErr)
@@ -164,31 +159,6 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		})
 	})
 	return cmd
-}
-
-// notClassicLag is the lag of a group DescribeGroups v6 answered GROUP_ID_NOT_FOUND
-// (a KIP-848 group, or none), shown Dead with its committed offsets as v5's answer
-// was.
-func notClassicLag(ctx context.Context, adm *kadm.Client, l kadm.DescribedGroupLag) (kadm.DescribedGroupLag, error) {
-	l.State, l.DescribeErr = "Dead", nil
-	committed, err := fetchCommitted(ctx, adm, l.Group)
-	if err != nil {
-		return l, err
-	}
-	topics := committed.Partitions().Topics()
-	if len(topics) == 0 {
-		return l, nil
-	}
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err != nil {
-		return l, err
-	}
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return l, err
-	}
-	l.Lag = kadm.CalculateGroupLagWithStartOffsets(kadm.DescribedGroup{Group: l.Group, State: l.State}, committed, starts, ends)
-	return l, nil
 }
 
 func describedGroup(l kadm.DescribedGroupLag) describedGroupJSON {
@@ -345,14 +315,12 @@ partition's log. The group must have no active members to execute.`,
 			if err := cli.RequireAPIs(ctx, adm, apiFindCoordinator, apiDescribeGroups, apiOffsetFetch, apiOffsetCommit); err != nil {
 				return err
 			}
-			described, err := adm.DescribeGroups(ctx, group)
+			described, err := admin.DescribeGroups(ctx, adm, group)
 			if err != nil {
 				return err
 			}
 			dg := described[group]
-			// DescribeGroups v6 answers GROUP_ID_NOT_FOUND where v5 answered Dead: no
-			// classic group of that name, so no members to stop.
-			if dg.Err != nil && !errors.Is(dg.Err, kerr.GroupIDNotFound) {
+			if dg.Err != nil {
 				return fmt.Errorf("group %q: %w", group, withBrokerMessage(dg.Err, dg.ErrMessage))
 			}
 			if execute && len(dg.Members) > 0 {

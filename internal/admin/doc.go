@@ -13,6 +13,10 @@
 //  3. OffsetSpec.Resolve turns the spec into one offset per partition within those
 //     bounds (a time after the last record is the high-water mark).
 //
+// Groups: DescribeGroups and GroupLag describe groups as every front door
+// means them, DescribeGroups v6's GROUP_ID_NOT_FOUND (no classic group of
+// that id) taken as v5's answer, a Dead group with no members (groups.go).
+//
 // Errors keep the Kafka error they wrap (errors.Is with kerr values works), and a
 // partition no leader answered for wraps kerr.LeaderNotAvailable.
 package admin

@@ -16,6 +16,9 @@ var (
 	ErrRecordsFailed = errors.New("records failed")
 	// ErrNoRecords: a consume run found nothing to read.
 	ErrNoRecords = errors.New("no records to read")
+	// ErrResponseFrame wraps ReadResponse's complaints about a response's
+	// framing (its size or header): the connection cannot be read on.
+	ErrResponseFrame = errors.New("malformed response frame")
 )
 
 // Acknowledgement levels, as on the command line.

@@ -2,10 +2,7 @@ package bench
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -246,29 +243,14 @@ func rawRoundTrip(conn net.Conn, req []byte, in *[]byte, corr int32) ([]byte, in
 	if _, err := conn.Write(req); err != nil {
 		return nil, 0, err
 	}
-	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
+	got, body, n, err := ReadResponse(conn, in, rawMaxBytes+1<<20)
+	if err != nil {
 		return nil, 0, err
 	}
-	n := int(binary.BigEndian.Uint32(size[:]))
-	if n < 5 || n > rawMaxBytes+1<<20 {
-		return nil, 0, fmt.Errorf("response of %d bytes", n)
-	}
-	if cap(*in) < n {
-		*in = make([]byte, n)
-	}
-	buf := (*in)[:n]
-	if _, err := io.ReadFull(conn, buf); err != nil {
-		return nil, 0, err
-	}
-	if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
+	if got != corr {
 		return nil, 0, fmt.Errorf("response to request %d, want %d", got, corr)
 	}
-	// A flexible response header (Fetch v12+) ends with its tagged fields.
-	if buf[4] != 0 {
-		return nil, 0, errors.New("response header with tagged fields")
-	}
-	return buf[5:], n, nil
+	return body, n, nil
 }
 
 // countBatches counts the records of the whole v2 batches in data that end at

@@ -25,26 +25,6 @@ func TestStreamsGroupCoordinatorCrash(t *testing.T) {
 	const topic, group = "st-in", "streams-crash"
 	c.CreateTopic(topic, [][]int32{{1, 2, 3}, {2, 3, 1}}, minISR2)
 
-	// coordinator finds the group's coordinator among the running nodes.
-	coordinator := func(ctx context.Context) (*testcluster.Node, error) {
-		for _, n := range c.Nodes() {
-			if !n.Running() {
-				continue
-			}
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.CoordinatorKeys = []string{group}
-			resp, err := n.Request(ctx, req)
-			if err != nil {
-				continue
-			}
-			co := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
-			if err := kerr.ErrorForCode(co.ErrorCode); err != nil {
-				return nil, err
-			}
-			return c.Node(co.NodeID), nil
-		}
-		return nil, errors.New("no node answers FindCoordinator")
-	}
 	type member struct {
 		id    string
 		epoch int32
@@ -53,7 +33,7 @@ func TestStreamsGroupCoordinatorCrash(t *testing.T) {
 	heartbeat := func(m *member) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		n, err := coordinator(ctx)
+		n, err := c.GroupCoordinator(ctx, group)
 		if err != nil {
 			return err
 		}
@@ -112,7 +92,7 @@ func TestStreamsGroupCoordinatorCrash(t *testing.T) {
 	beforeB := *b
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	victim, err := coordinator(ctx)
+	victim, err := c.GroupCoordinator(ctx, group)
 	cancel()
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +117,7 @@ func TestStreamsGroupCoordinatorCrash(t *testing.T) {
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := coordinator(ctx)
+	n, err := c.GroupCoordinator(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -269,3 +269,60 @@ func (h *harness) fmtShareDescribe(resp *kmsg.ShareGroupDescribeResponse) []stri
 	}
 	return out
 }
+
+// fmtShareRecord prints a share group record of the log.
+func (h *harness) fmtShareRecord(k decodedKey, value []byte) string {
+	names := map[int16]string{
+		typeShareMetadata: "share-metadata", typeShareMember: "share-member",
+		typeShareTargetMetadata: "share-target-metadata", typeShareTargetMember: "share-target",
+		typeShareCurrent: "share-current",
+	}
+	s := names[k.typ] + " " + k.group
+	if k.member != "" {
+		s += "/" + h.name(k.member)
+	}
+	if value == nil {
+		return s + " tombstone"
+	}
+	parts := func(ts []kmsg.AssignmentTopicPartition) string {
+		for i := range ts {
+			ts[i].Topic, _ = h.topics.TopicName(ts[i].TopicID)
+		}
+		return h.fmtPartitions(ts)
+	}
+	var err error
+	switch k.typ {
+	case typeShareMetadata:
+		var v shareMetadataValue
+		if v, err = decodeShareMetadata(value); err == nil {
+			s += fmt.Sprintf(" epoch=%d", v.epoch)
+		}
+	case typeShareTargetMetadata:
+		var v targetMetaValue
+		if v, err = decodeTargetMeta(typeShareTargetMetadata, value); err == nil {
+			s += fmt.Sprintf(" epoch=%d", v.epoch)
+		}
+	case typeShareMember:
+		var v shareMemberValue
+		if v, err = decodeShareMember(value); err == nil {
+			s += fmt.Sprintf(" client=%s subscribed=%s", v.clientID, strings.Join(v.topics, "+"))
+			if v.rackID != nil {
+				s += " rack=" + *v.rackID
+			}
+		}
+	case typeShareTargetMember:
+		var v shareTargetValue
+		if v, err = decodeShareTarget(value); err == nil {
+			s += " assigned=" + parts(v.partitions)
+		}
+	case typeShareCurrent:
+		var v shareCurrentValue
+		if v, err = decodeShareCurrent(value); err == nil {
+			s += fmt.Sprintf(" epoch=%d prev=%d state=%d assigned=%s", v.epoch, v.prevEpoch, v.state, parts(v.partitions))
+		}
+	}
+	if err != nil {
+		return s + " bad value: " + err.Error()
+	}
+	return s
+}

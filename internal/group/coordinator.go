@@ -552,6 +552,7 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 			g.armSessionLocked(m, m.sessionTimeout)
 		}
 		g.armLoadedStreamsLocked()
+		g.armLoadedShareLocked()
 		g.mu.Unlock()
 	}
 	c.log.Info("loaded group partition", "partition", p, "groups", len(loaded), "skipped_records", state.skipped)
@@ -591,9 +592,18 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 		if _, ok := groups[id]; ok {
 			// The classic record predates the streams group (written before
 			// conversions dropped it): the next write deletes it.
-			g.stWritten = map[string][]byte{string(groupKey(id)): unknownValue}
+			g.written = map[string][]byte{string(groupKey(id)): unknownValue}
 		}
 		g.loadStreamsLocked(sr)
+		groups[id] = g
+	}
+	for id, sr := range r.shares {
+		if sr.metadata == nil || groups[id] != nil {
+			c.log.Warn("share group records without group metadata, or beside another group's, skipped", "group", id, "records", len(sr.raw))
+			continue
+		}
+		g := newGroup(c, p, id)
+		g.loadShareLocked(sr)
 		groups[id] = g
 	}
 	for id, offs := range r.offsets {

@@ -22,11 +22,12 @@
 // KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe) are in
 // streams.go and streams_api.go: the topology a member registers, the internal
 // topics the broker is to create, active and standby tasks (assigned over
-// processes by streams_assignor.go) and warm-up tasks (streams_warmup.go);
-// unlike consumer and share groups, a streams group is written to
-// __consumer_offsets in Kafka's streams group records (streams_records.go) and
-// survives a failover. KIP-848 and streams members share one revoke-first
-// reconciliation (recon.go).
+// processes by streams_assignor.go) and warm-up tasks (streams_warmup.go).
+// Unlike consumer groups, streams and share groups are written to
+// __consumer_offsets in Kafka's streams and share group records
+// (streams_records.go, share_records.go, modern_records.go) and survive a
+// failover. KIP-848 and streams members share one revoke-first reconciliation
+// (recon.go).
 //
 // It owns the groups of the partitions of __consumer_offsets this node leads. The
 // group with id g lives in partition PartitionFor(g, OffsetsTopicPartitions); a request
@@ -78,8 +79,9 @@
 // tooling. All integers are big-endian; strings are int16 length + bytes, nullable
 // strings use length -1, bytes are int32 length + bytes, arrays int32 count + items.
 // A tombstone is the key with a null value. Replay reads key versions 0-2 and value
-// versions 0-4, the streams group record types 17 and 19-23 (streams_records.go
-// has their layout), and skips keys of other versions.
+// versions 0-4, the share group record types 10-14 and the streams group record
+// types 17 and 19-23 (share_records.go and streams_records.go have their layout),
+// and skips keys of other versions.
 //
 //	Offset commit: one per group, topic and partition
 //	  key    | int16 version=1 | string group | string topic | int32 partition |

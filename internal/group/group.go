@@ -137,9 +137,10 @@ type group struct {
 	cg           *consumerGroup      // the KIP-848 side; nil for a classic group (consumer.go)
 	sg           *shareGroup         // the KIP-932 side; nil unless a share group (share.go)
 	st           *streamsGroup       // the KIP-1071 side; nil unless a streams group (streams.go)
-	// stWritten is what __consumer_offsets holds of the group's streams records
-	// (key -> value; unknownValue when an append failed), see streams_records.go.
-	stWritten map[string][]byte
+	// written is what __consumer_offsets holds of the group's streams or share
+	// records (key -> value; unknownValue when an append failed), see
+	// modern_records.go.
+	written map[string][]byte
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

@@ -414,7 +414,7 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 			add(tp)
 		}
 		recs = append(recs, Record{Key: groupKey(g.id)})
-		stRecs = g.streamsTombstonesLocked()
+		stRecs = g.recordTombstonesLocked()
 		recs = append(recs, stRecs...)
 		g.transitionLocked(stateDead)
 	}
@@ -427,7 +427,7 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 		case err != nil:
 			if dies {
 				g.state, g.stateTime = stateEmpty, prevTime
-				g.forgetStreamsLocked(stRecs)
+				g.forgetRecordsLocked(stRecs)
 			}
 		default:
 			for _, tp := range gone {

@@ -9,7 +9,8 @@ import (
 )
 
 // Versions of the __consumer_offsets schemas this package writes. It reads every
-// version kmsg knows (keys 0-2, values 0-4) and the streams group records
+// version kmsg knows (keys 0-2, values 0-4), the share group records
+// (share_records.go) and the streams group records
 // (streams_records.go), and skips keys of other versions.
 const (
 	offsetKeyVersion         = 1 // OffsetCommitKey (0 and 1 are the same layout)
@@ -67,6 +68,7 @@ const (
 	kindOffset
 	kindGroup
 	kindStreams // a streams group record (streams_records.go)
+	kindShare   // a share group record (share_records.go)
 )
 
 // decodedKey is a parsed __consumer_offsets key.
@@ -74,8 +76,8 @@ type decodedKey struct {
 	kind   recordKind
 	group  string
 	tp     topicPartition
-	typ    int16  // the record type of a streams key
-	member string // the member of a streams member key
+	typ    int16  // the record type of a streams or share key
+	member string // the member of a streams or share member key
 }
 
 // decodeKey parses a record key. Keys of versions other than 0-2 and the streams
@@ -99,8 +101,13 @@ func decodeKey(b []byte) (decodedKey, error) {
 		}
 		return decodedKey{kind: kindGroup, group: k.Group}, nil
 	default:
-		if isStreamsType(v) {
-			return decodeStreamsKey(v, b)
+		switch v {
+		case typeStreamsMetadata, typeStreamsMember, typeStreamsTargetMetadata,
+			typeStreamsTargetMember, typeStreamsCurrent, typeStreamsTopology:
+			return decodeRecordKey(kindStreams, v, b)
+		case typeShareMember, typeShareMetadata, typeShareTargetMetadata,
+			typeShareTargetMember, typeShareCurrent:
+			return decodeRecordKey(kindShare, v, b)
 		}
 		return decodedKey{kind: kindUnknown}, nil
 	}
@@ -157,6 +164,7 @@ type replayed struct {
 	groups  map[string]*kmsg.GroupMetadataValue
 	offsets map[string]map[topicPartition]offsetCommit
 	streams map[string]*streamsReplay
+	shares  map[string]*shareReplay
 	skipped int // records with keys of unknown versions
 	// txnOffsets are the offset commits of transactions still open (Pending
 	// records).
@@ -168,6 +176,7 @@ func newReplayed() *replayed {
 		groups:  make(map[string]*kmsg.GroupMetadataValue),
 		offsets: make(map[string]map[topicPartition]offsetCommit),
 		streams: make(map[string]*streamsReplay),
+		shares:  make(map[string]*shareReplay),
 	}
 }
 
@@ -220,8 +229,20 @@ func (r *replayed) apply(rec Record) error {
 		if err := sr.apply(k, rec.Key, rec.Value); err != nil {
 			return err
 		}
-		if sr.empty() {
+		if len(sr.raw) == 0 {
 			delete(r.streams, k.group)
+		}
+	case kindShare:
+		sr := r.shares[k.group]
+		if sr == nil {
+			sr = newShareReplay()
+			r.shares[k.group] = sr
+		}
+		if err := sr.apply(k, rec.Key, rec.Value); err != nil {
+			return err
+		}
+		if len(sr.raw) == 0 {
+			delete(r.shares, k.group)
 		}
 	default:
 		r.skipped++

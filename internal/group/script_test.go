@@ -908,6 +908,8 @@ func (h *harness) fmtRecord(r Record, start time.Time) string {
 		return s + " members=[" + strings.Join(ms, " ") + "]"
 	case kindStreams:
 		return h.fmtStreamsRecord(k, r.Value)
+	case kindShare:
+		return h.fmtShareRecord(k, r.Value)
 	}
 	return "unknown key"
 }

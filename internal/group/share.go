@@ -17,7 +17,8 @@ import (
 // member at least one partition where it can, and a member takes its new assignment
 // at once (there is nothing to revoke: records are handed out by the share-partition
 // leaders, package share). Like a consumer group, a share group shows the classic
-// side the state Empty or Stable, and its membership is held in memory only.
+// side the state Empty or Stable. Its membership is written to __consumer_offsets
+// (share_records.go), and a heartbeat answers once the log holds what it says.
 //
 // Epochs follow Kafka 4.4's group coordinator:
 //  1. A new share group is at group epoch 1, so its first member joins at 2.
@@ -46,6 +47,9 @@ type shareGroup struct {
 	members     map[string]*smember
 	target      map[string]partSet // by member id
 	topics      map[string]topicMeta
+	// stale: the group was loaded and its topics changed since its epoch (another
+	// metadata hash), so its next heartbeat starts a new epoch.
+	stale bool
 }
 
 // shareFirstEpoch is a new share group's epoch, as in Kafka 4.4.
@@ -53,7 +57,7 @@ const shareFirstEpoch = 1
 
 type smember struct {
 	id, rackID, clientID, clientHost string
-	epoch                            int32
+	epoch, prevEpoch                 int32
 	topicNames                       []string
 	assigned                         partSet
 	sessionTimer                     *time.Timer
@@ -127,8 +131,12 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	}
 	g.mu.Lock()
 	r := g.shareHeartbeatLocked(req, clientFrom(ctx))
+	done := make(chan error, 1)
+	queued := g.persistRecordsLocked(func(err error) { done <- err })
 	g.mu.Unlock()
-	c.flush(g) // the tombstones of a simple group's offsets
+	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+		return hbError(code, "%s", kerr.ErrorForCode(code))
+	}
 	return r
 }
 
@@ -185,13 +193,13 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 			m.topicNames, changed = names, true
 		}
 	}
-	if changed || !maps.Equal(g.shareSubscriptionLocked(), sg.topics) {
+	if changed || sg.stale || !maps.Equal(g.shareSubscriptionLocked(), sg.topics) {
 		g.bumpShareEpochLocked()
 	}
 	g.maybeShareTargetLocked()
 	before := m.assigned
 	if m.epoch != sg.targetEpoch {
-		m.epoch = sg.targetEpoch
+		m.prevEpoch, m.epoch = m.epoch, sg.targetEpoch
 		m.assigned = sg.target[m.id].clone()
 		if m.assigned == nil {
 			m.assigned = partSet{} // a member new since the target was computed
@@ -227,6 +235,7 @@ func (g *group) shareSubscriptionLocked() map[string]topicMeta {
 func (g *group) bumpShareEpochLocked() {
 	g.sg.epoch++
 	g.sg.topics = g.shareSubscriptionLocked()
+	g.sg.stale = false
 }
 
 // maybeShareTargetLocked computes the target assignment of the group epoch if the
@@ -307,11 +316,13 @@ func (g *group) armShareSessionLocked(m *smember) {
 	tok := m.sessionToken
 	m.sessionTimer = g.c.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		if m.sessionToken == tok && g.sg != nil && g.sg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("share group member session expired", "group", g.id, "member", m.id)
 			g.removeShareMemberLocked(m)
+			g.persistRecordsLocked(nil)
 		}
+		g.mu.Unlock()
+		g.c.flush(g)
 	})
 }
 

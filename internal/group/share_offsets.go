@@ -320,12 +320,13 @@ func (c *Coordinator) checkEmptyShareGroup(id string, create bool) (int16, strin
 	if g == nil {
 		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s not found.", id)
 	}
-	defer c.flush(g) // the tombstones of a simple group's offsets, after the unlock
+	defer c.flush(g) // the new group's records, after the unlock
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.sg == nil && create && g.isSimpleLocked() {
 		g.becomeShareGroupLocked()
 		g.syncShareViewLocked()
+		g.persistRecordsLocked(nil)
 	}
 	switch {
 	case g.state == stateDead || g.sg == nil:
@@ -347,10 +348,9 @@ func (g *group) isSimpleLocked() bool {
 
 // becomeShareGroupLocked turns a simple group (isSimpleLocked) into an empty share
 // group. Its committed offsets are gone at once, as Kafka 4.4 answers OffsetFetch
-// for a group converted so; their tombstones are queued (the caller flushes) and a
-// failed write is only logged: the offsets then come back with the group's next
-// load, as a simple group again, and the share group (held in memory only) is gone
-// then anyway.
+// for a group converted so; their tombstones are queued (the caller persists the
+// share group's records and flushes) and a failed write is only logged: the
+// offsets then come back with the group's next load.
 func (g *group) becomeShareGroupLocked() {
 	if len(g.offsets) > 0 {
 		recs := make([]Record, 0, len(g.offsets))

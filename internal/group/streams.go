@@ -451,7 +451,7 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		if g.generation > 0 || g.protocolType != "" {
 			// A classic group's metadata record goes, as Kafka deletes it
 			// when a group changes type.
-			g.stWritten = map[string][]byte{string(groupKey(g.id)): unknownValue}
+			g.written = map[string][]byte{string(groupKey(g.id)): unknownValue}
 		}
 		g.cg = nil
 		g.st = newStreamsGroup()
@@ -981,7 +981,7 @@ func (g *group) armStreamsSessionLocked(m *stmember) {
 		if m.sessionToken == tok && g.st != nil && g.st.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("streams group member session expired", "group", g.id, "member", m.id)
 			g.removeStreamsMemberLocked(m)
-			g.persistStreamsLocked(nil)
+			g.persistRecordsLocked(nil)
 		}
 		g.mu.Unlock()
 		g.c.flush(g)
@@ -1002,7 +1002,7 @@ func (g *group) armStreamsRevokeTimerLocked(m *stmember) {
 		if m.revokeToken == tok && g.st != nil && g.st.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
 			g.c.log.Info("streams group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
 			g.removeStreamsMemberLocked(m)
-			g.persistStreamsLocked(nil)
+			g.persistRecordsLocked(nil)
 		}
 		g.mu.Unlock()
 		g.c.flush(g)

@@ -71,12 +71,23 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 	g.mu.Lock()
 	r := g.streamsHeartbeatLocked(req, clientFrom(ctx))
 	done := make(chan error, 1)
-	queued := g.persistStreamsLocked(func(err error) { done <- err })
+	queued := g.persistRecordsLocked(func(err error) { done <- err })
 	g.mu.Unlock()
-	if !queued {
-		return r
+	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+		return streamsError(code, "%s", kerr.ErrorForCode(code))
 	}
-	// Answer once the log holds what the answer says, as Kafka does.
+	return r
+}
+
+// awaitRecords flushes g and waits for the records a heartbeat's
+// persistRecordsLocked queued (queued false: nothing to wait for), so that
+// the heartbeat is answered once the log holds what the answer says, as Kafka
+// does. It returns 0, or the code Kafka answers a failed or timed-out write
+// with.
+func (c *Coordinator) awaitRecords(ctx context.Context, g *group, queued bool, done <-chan error) int16 {
+	if !queued {
+		return 0
+	}
 	c.flush(g)
 	var err error
 	select {
@@ -84,17 +95,15 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	if err != nil {
-		code := kerr.CoordinatorNotAvailable.Code // Kafka's answer to a failed or timed-out write
-		switch {
-		case errors.Is(err, ErrNotCoordinator):
-			code = kerr.NotCoordinator.Code
-		case errors.Is(err, ErrRecordTooLarge):
-			code = kerr.UnknownServerError.Code
-		}
-		return streamsError(code, "%s", kerr.ErrorForCode(code))
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrNotCoordinator):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrRecordTooLarge):
+		return kerr.UnknownServerError.Code
 	}
-	return r
+	return kerr.CoordinatorNotAvailable.Code
 }
 
 // StreamsGroupTopologyDescriptionUpdate serves StreamsGroupTopologyDescriptionUpdate

@@ -3,10 +3,7 @@ package group
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
-	"hash/fnv"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -17,9 +14,8 @@ import (
 // schemas Kafka 4.4 writes (its group coordinator's StreamsGroup*Key/Value), so a
 // coordinator that loads the partition after a failover or restart has the
 // group, its epochs, topology, members and assignments. A key's int16 prefix is
-// its record type (Kafka's CoordinatorRecordType); the keys are not flexible
-// (strings are int16 length + bytes), the values are (version 0, flexible:
-// compact strings and arrays, a tagged-field section after each struct).
+// its record type (Kafka's CoordinatorRecordType); modern_records.go has the
+// framing and how writes follow the state.
 //
 //	type | key                    | value
 //	  17 | group                  | metadata: epoch, metadata hash, tagged fields
@@ -31,12 +27,7 @@ import (
 //	     |                        | pending revocation
 //	  23 | group                  | topology: epoch, subtopologies
 //
-// Writes follow the state rather than each change: after every change the
-// group's records are encoded and compared with what the log holds (written),
-// and only the keys whose value differs are appended (tombstones for keys that
-// went), one batch per change, in the group's write queue. A failed append marks
-// its keys unknown, so the next change writes them again. A heartbeat answers
-// once its group's records are appended, as Kafka's does.
+// A heartbeat answers once its group's records are appended, as Kafka's does.
 //
 // A node that predates these records skips their keys (a key type it does not
 // know) and sees only the group's offsets; a directory written before them has
@@ -52,133 +43,12 @@ const (
 	typeStreamsTopology       int16 = 23
 )
 
-// streamsValueVersion is the version of every streams value written and read.
-const streamsValueVersion = 0
-
 // Kafka's StreamsGroupMember.MemberState values (current assignment records).
 const (
 	kafkaMemberStable     int8 = 1
 	kafkaMemberUnrevoked  int8 = 2
 	kafkaMemberUnreleased int8 = 3
 )
-
-// unknownValue stands for a key whose value in the log is not known (its last
-// append failed): it equals no value, so the next diff writes the key again.
-var unknownValue = []byte{}
-
-// streamsKey is a streams record key: type, group and, for member records, member.
-func streamsKey(typ int16, group, member string) []byte {
-	b := kbin.AppendInt16(nil, typ)
-	b = kbin.AppendString(b, group)
-	switch typ {
-	case typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent:
-		b = kbin.AppendString(b, member)
-	}
-	return b
-}
-
-// isStreamsType reports whether typ is a streams record type this package reads.
-func isStreamsType(typ int16) bool {
-	switch typ {
-	case typeStreamsMetadata, typeStreamsMember, typeStreamsTargetMetadata,
-		typeStreamsTargetMember, typeStreamsCurrent, typeStreamsTopology:
-		return true
-	}
-	return false
-}
-
-// decodeStreamsKey parses the rest of a streams key after its type.
-func decodeStreamsKey(typ int16, b []byte) (decodedKey, error) {
-	r := kbin.Reader{Src: b[2:]}
-	k := decodedKey{kind: kindStreams, typ: typ, group: r.String()}
-	switch typ {
-	case typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent:
-		k.member = r.String()
-	}
-	if err := r.Complete(); err != nil || len(r.Src) > 0 {
-		return decodedKey{}, fmt.Errorf("%w: streams key type %d of %d bytes", ErrCorruptRecord, typ, len(b))
-	}
-	return k, nil
-}
-
-// taggedField is one field of a tagged-field section.
-type taggedField struct {
-	tag  uint32
-	data []byte
-}
-
-// appendTags appends a tagged-field section (fields in tag order).
-func appendTags(dst []byte, fields ...taggedField) []byte {
-	dst = kbin.AppendUvarint(dst, uint32(len(fields)))
-	for _, f := range fields {
-		dst = kbin.AppendUvarint(dst, f.tag)
-		dst = kbin.AppendUvarint(dst, uint32(len(f.data)))
-		dst = append(dst, f.data...)
-	}
-	return dst
-}
-
-// readTags reads a tagged-field section, handing each field to known; the
-// fields it does not know are skipped, as Kafka skips them.
-func readTags(r *kbin.Reader, known func(tag uint32, data []byte)) {
-	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
-		tag := r.Uvarint()
-		data := r.Span(int(r.Uvarint()))
-		if known != nil && r.Ok() {
-			known(tag, data)
-		}
-	}
-}
-
-// appendArray appends a compact array, each element with one.
-func appendArray[T any](dst []byte, vs []T, one func([]byte, T) []byte) []byte {
-	dst = kbin.AppendCompactArrayLen(dst, len(vs))
-	for _, v := range vs {
-		dst = one(dst, v)
-	}
-	return dst
-}
-
-// readArray reads a compact array (null as empty), each element with one.
-func readArray[T any](r *kbin.Reader, one func() T) []T {
-	n := r.CompactArrayLen()
-	out := []T{}
-	for i := int32(0); i < n && r.Ok(); i++ {
-		out = append(out, one())
-	}
-	return out
-}
-
-func appendStrings(dst []byte, ss []string) []byte {
-	return appendArray(dst, ss, kbin.AppendCompactString)
-}
-func readStrings(r *kbin.Reader) []string        { return readArray(r, r.CompactString) }
-func appendInt16s(dst []byte, vs []int16) []byte { return appendArray(dst, vs, kbin.AppendInt16) }
-func readInt16s(r *kbin.Reader) []int16          { return readArray(r, r.Int16) }
-func appendInt32s(dst []byte, vs []int32) []byte { return appendArray(dst, vs, kbin.AppendInt32) }
-func readInt32s(r *kbin.Reader) []int32          { return readArray(r, r.Int32) }
-
-// valueReader checks a value's version and returns a reader of its fields.
-func valueReader(typ int16, b []byte) (*kbin.Reader, error) {
-	if len(b) < 2 {
-		return nil, fmt.Errorf("%w: streams value type %d of %d bytes", ErrCorruptRecord, typ, len(b))
-	}
-	if v := int16(binary.BigEndian.Uint16(b)); v != streamsValueVersion {
-		return nil, fmt.Errorf("%w: streams value type %d version %d", ErrCorruptRecord, typ, v)
-	}
-	return &kbin.Reader{Src: b[2:]}, nil
-}
-
-// valueDone checks that a value decoded whole.
-func valueDone(typ int16, r *kbin.Reader) error {
-	if err := r.Complete(); err != nil {
-		return fmt.Errorf("%w: streams value type %d: %v", ErrCorruptRecord, typ, err)
-	}
-	if len(r.Src) > 0 {
-		return fmt.Errorf("%w: streams value type %d: %d bytes left over", ErrCorruptRecord, typ, len(r.Src))
-	}
-	return nil
-}
 
 // streamsMetadataValue is StreamsGroupMetadataValue.
 type streamsMetadataValue struct {
@@ -192,7 +62,7 @@ type streamsMetadataValue struct {
 const tagValidatedTopologyEpoch = 0
 
 func (v streamsMetadataValue) appendTo(dst []byte) []byte {
-	dst = kbin.AppendInt16(dst, streamsValueVersion)
+	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = kbin.AppendInt32(dst, v.epoch)
 	dst = kbin.AppendInt64(dst, v.metadataHash)
 	var tags []taggedField
@@ -228,7 +98,7 @@ type streamsMemberValue struct {
 }
 
 func (v streamsMemberValue) appendTo(dst []byte) []byte {
-	dst = kbin.AppendInt16(dst, streamsValueVersion)
+	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = kbin.AppendCompactNullableString(dst, v.instanceID)
 	dst = kbin.AppendCompactNullableString(dst, v.rackID)
 	dst = kbin.AppendCompactString(dst, v.clientID)
@@ -356,7 +226,7 @@ type streamsTargetValue struct {
 }
 
 func (v streamsTargetValue) appendTo(dst []byte) []byte {
-	dst = kbin.AppendInt16(dst, streamsValueVersion)
+	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = appendTasks(dst, v.active)
 	dst = appendTasks(dst, v.standby)
 	dst = appendTasks(dst, v.warmup)
@@ -373,39 +243,6 @@ func decodeStreamsTarget(b []byte) (streamsTargetValue, error) {
 	return v, valueDone(typeStreamsTargetMember, r)
 }
 
-// streamsTargetMetaValue is StreamsGroupTargetAssignmentMetadataValue.
-type streamsTargetMetaValue struct {
-	epoch int32
-	// timeMs is when the assignment was computed, 0 for unknown (tagged field
-	// 0, AssignmentTimestamp).
-	timeMs int64
-}
-
-const tagAssignmentTimestamp = 0
-
-func (v streamsTargetMetaValue) appendTo(dst []byte) []byte {
-	dst = kbin.AppendInt16(dst, streamsValueVersion)
-	dst = kbin.AppendInt32(dst, v.epoch)
-	if v.timeMs == 0 {
-		return appendTags(dst)
-	}
-	return appendTags(dst, taggedField{tagAssignmentTimestamp, kbin.AppendInt64(nil, v.timeMs)})
-}
-
-func decodeStreamsTargetMeta(b []byte) (streamsTargetMetaValue, error) {
-	r, err := valueReader(typeStreamsTargetMetadata, b)
-	if err != nil {
-		return streamsTargetMetaValue{}, err
-	}
-	v := streamsTargetMetaValue{epoch: r.Int32()}
-	readTags(r, func(tag uint32, data []byte) {
-		if tag == tagAssignmentTimestamp && len(data) == 8 {
-			v.timeMs = int64(binary.BigEndian.Uint64(data))
-		}
-	})
-	return v, valueDone(typeStreamsTargetMetadata, r)
-}
-
 // streamsCurrentValue is StreamsGroupCurrentMemberAssignmentValue.
 type streamsCurrentValue struct {
 	epoch, prevEpoch        int32
@@ -416,7 +253,7 @@ type streamsCurrentValue struct {
 }
 
 func (v streamsCurrentValue) appendTo(dst []byte) []byte {
-	dst = kbin.AppendInt16(dst, streamsValueVersion)
+	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = kbin.AppendInt32(dst, v.epoch)
 	dst = kbin.AppendInt32(dst, v.prevEpoch)
 	dst = kbin.AppendInt8(dst, v.state)
@@ -457,7 +294,7 @@ func appendTopologyValue(dst []byte, top *kmsg.StreamsGroupHeartbeatRequestTopol
 		}
 		return dst
 	}
-	dst = kbin.AppendInt16(dst, streamsValueVersion)
+	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = kbin.AppendInt32(dst, top.Epoch)
 	dst = kbin.AppendCompactArrayLen(dst, len(top.Subtopologies))
 	for _, s := range top.Subtopologies {
@@ -523,31 +360,13 @@ func decodeStreamsTopology(b []byte) (*kmsg.StreamsGroupHeartbeatRequestTopology
 	return &top, valueDone(typeStreamsTopology, r)
 }
 
-// topicsHash is the metadata hash of a streams group: of the topology's topics
-// that exist, their names, ids and partition counts. A group loaded with a
-// hash that no longer matches the topics reconfigures its topology and
-// rebalances at its next heartbeat, as Kafka's does; the hash is Strata's own
-// (Kafka hashes with XXH3 and includes racks), so a log read by the other
-// broker would rebalance once.
-func topicsHash(topics map[string]topicMeta) int64 {
-	h := fnv.New64a()
-	for _, t := range slices.Sorted(maps.Keys(topics)) {
-		tm := topics[t]
-		b := kbin.AppendString(nil, t)
-		b = append(b, tm.id[:]...)
-		b = kbin.AppendInt32(b, tm.partitions)
-		h.Write(b)
-	}
-	return int64(h.Sum64())
-}
-
 // streamsReplay is a streams group's records as a partition's replay left
 // them: the latest value of each key, decoded.
 type streamsReplay struct {
 	raw        map[string][]byte // key -> value, as in the log
 	metadata   *streamsMetadataValue
 	topology   *kmsg.StreamsGroupHeartbeatRequestTopology
-	targetMeta *streamsTargetMetaValue
+	targetMeta *targetMetaValue
 	members    map[string]streamsMemberValue
 	targets    map[string]streamsTargetValue
 	current    map[string]streamsCurrentValue
@@ -587,8 +406,8 @@ func (sr *streamsReplay) apply(k decodedKey, key, value []byte) error {
 	case typeStreamsTopology:
 		sr.topology, err = decodeStreamsTopology(value)
 	case typeStreamsTargetMetadata:
-		var v streamsTargetMetaValue
-		v, err = decodeStreamsTargetMeta(value)
+		var v targetMetaValue
+		v, err = decodeTargetMeta(typeStreamsTargetMetadata, value)
 		sr.targetMeta = &v
 	case typeStreamsMember:
 		sr.members[k.member], err = decodeStreamsMember(value)
@@ -604,14 +423,11 @@ func (sr *streamsReplay) apply(k decodedKey, key, value []byte) error {
 	return nil
 }
 
-// empty reports whether no record of the group is left.
-func (sr *streamsReplay) empty() bool { return len(sr.raw) == 0 }
-
 // streamsRecordsLocked is the group's streams state as records: key -> value.
 func (g *group) streamsRecordsLocked() map[string][]byte {
 	sg := g.st
 	out := map[string][]byte{}
-	put := func(typ int16, member string, v []byte) { out[string(streamsKey(typ, g.id, member))] = v }
+	put := func(typ int16, member string, v []byte) { out[string(recordKey(typ, g.id, member))] = v }
 	validated := int32(-1)
 	if sg.topology != nil && sg.configured.ready() {
 		validated = sg.topology.Epoch
@@ -624,7 +440,7 @@ func (g *group) streamsRecordsLocked() map[string][]byte {
 	if !sg.targetTime.IsZero() {
 		targetMs = sg.targetTime.UnixMilli()
 	}
-	put(typeStreamsTargetMetadata, "", streamsTargetMetaValue{epoch: sg.targetEpoch, timeMs: targetMs}.appendTo(nil))
+	put(typeStreamsTargetMetadata, "", targetMetaValue{epoch: sg.targetEpoch, timeMs: targetMs}.appendTo(nil))
 	for id, m := range sg.members {
 		put(typeStreamsMember, id, streamsMemberValue{
 			instanceID: optional(m.instanceID), rackID: optional(m.rackID),
@@ -667,83 +483,6 @@ func memberStateOf(s int8) memberState {
 	return memberStable
 }
 
-// persistStreamsLocked queues the records that bring the log in line with the
-// group's streams state (none when it is not a streams group: tombstones for
-// whatever it wrote). done, when set, runs once they are appended, or once the
-// group's writes already in flight are when there is nothing to write, so that
-// nobody is answered with state the log may not hold yet. It reports whether it
-// queued anything; the caller then flushes.
-func (g *group) persistStreamsLocked(done func(error)) bool {
-	want := map[string][]byte{}
-	if g.st != nil {
-		want = g.streamsRecordsLocked()
-	}
-	var recs []Record
-	for k, v := range want {
-		if w, ok := g.stWritten[k]; !ok || !bytes.Equal(w, v) {
-			recs = append(recs, Record{Key: []byte(k), Value: v})
-		}
-	}
-	for k := range g.stWritten {
-		if _, ok := want[k]; !ok {
-			recs = append(recs, Record{Key: []byte(k)})
-		}
-	}
-	if len(recs) == 0 {
-		if done == nil || (!g.writing && len(g.writeQ) == 0) {
-			return false
-		}
-		g.queueLocked(nil, done)
-		return true
-	}
-	slices.SortFunc(recs, func(a, b Record) int { return bytes.Compare(a.Key, b.Key) })
-	g.queueStreamsLocked(recs, done)
-	return true
-}
-
-// queueStreamsLocked queues streams records and keeps g.stWritten in step with
-// what the log will hold; if the append fails, their keys become unknown.
-func (g *group) queueStreamsLocked(recs []Record, done func(error)) {
-	if g.stWritten == nil {
-		g.stWritten = map[string][]byte{}
-	}
-	for _, r := range recs {
-		if r.Value == nil {
-			delete(g.stWritten, string(r.Key))
-		} else {
-			g.stWritten[string(r.Key)] = r.Value
-		}
-	}
-	g.queueLocked(recs, func(err error) {
-		if err != nil {
-			g.forgetStreamsLocked(recs)
-		}
-		if done != nil {
-			done(err)
-		}
-	})
-}
-
-// forgetStreamsLocked marks the keys of recs unknown (their append failed).
-func (g *group) forgetStreamsLocked(recs []Record) {
-	if g.stWritten == nil {
-		g.stWritten = map[string][]byte{}
-	}
-	for _, r := range recs {
-		g.stWritten[string(r.Key)] = unknownValue
-	}
-}
-
-// streamsTombstonesLocked returns tombstones for every streams record of the
-// group the log holds (the group is being deleted).
-func (g *group) streamsTombstonesLocked() []Record {
-	var recs []Record
-	for _, k := range slices.Sorted(maps.Keys(g.stWritten)) {
-		recs = append(recs, Record{Key: []byte(k)})
-	}
-	return recs
-}
-
 // loadStreamsLocked restores a streams group from its records. Members come
 // back with their epochs, states and tasks (a member's session starts again);
 // the topology is configured against the topics that exist now, and a group
@@ -752,10 +491,10 @@ func (g *group) streamsTombstonesLocked() []Record {
 func (g *group) loadStreamsLocked(sr *streamsReplay) {
 	sg := newStreamsGroup()
 	g.st, g.protocolType = sg, streamsProtocolType
-	if g.stWritten == nil {
-		g.stWritten = map[string][]byte{}
+	if g.written == nil {
+		g.written = map[string][]byte{}
 	}
-	maps.Copy(g.stWritten, sr.raw)
+	maps.Copy(g.written, sr.raw)
 	sg.epoch = sr.metadata.epoch
 	if sr.targetMeta != nil {
 		sg.targetEpoch = sr.targetMeta.epoch

@@ -26,29 +26,37 @@ var kafkaStreamsRecords = [][3]string{
 // TestStreamsRecordsAsKafka decodes each record Kafka 4.4 wrote and encodes it
 // again: the bytes must be Kafka's.
 func TestStreamsRecordsAsKafka(t *testing.T) {
-	for _, rec := range kafkaStreamsRecords {
+	checkRecordsAsKafka(t, kafkaStreamsRecords, kindStreams, "app", map[int16]func([]byte) ([]byte, error){
+		typeStreamsMetadata: reencode(decodeStreamsMetadata),
+		typeStreamsMember:   reencode(decodeStreamsMember),
+		typeStreamsTargetMetadata: reencode(func(b []byte) (targetMetaValue, error) {
+			return decodeTargetMeta(typeStreamsTargetMetadata, b)
+		}),
+		typeStreamsTargetMember: reencode(decodeStreamsTarget),
+		typeStreamsCurrent:      reencode(decodeStreamsCurrent),
+		typeStreamsTopology: func(b []byte) ([]byte, error) {
+			v, err := decodeStreamsTopology(b)
+			return appendTopologyValue(nil, v), err
+		},
+	})
+}
+
+// checkRecordsAsKafka decodes each of Kafka's records (name, key, value in
+// hex), all of kind and group, and encodes it again with recode by record
+// type: the bytes must be Kafka's.
+func checkRecordsAsKafka(t *testing.T, recs [][3]string, kind recordKind, group string, recode map[int16]func([]byte) ([]byte, error)) {
+	for _, rec := range recs {
 		t.Run(rec[0], func(t *testing.T) {
 			key, _ := hex.DecodeString(rec[1])
 			value, _ := hex.DecodeString(rec[2])
 			k, err := decodeKey(key)
-			if err != nil || k.kind != kindStreams || k.group != "app" {
+			if err != nil || k.kind != kind || k.group != group {
 				t.Fatalf("key %s = %+v, %v", rec[1], k, err)
 			}
-			if got := streamsKey(k.typ, k.group, k.member); !bytes.Equal(got, key) {
+			if got := recordKey(k.typ, k.group, k.member); !bytes.Equal(got, key) {
 				t.Fatalf("key encodes as %x, Kafka's is %s", got, rec[1])
 			}
-			recode := map[int16]func([]byte) ([]byte, error){
-				typeStreamsMetadata:       reencode(decodeStreamsMetadata),
-				typeStreamsMember:         reencode(decodeStreamsMember),
-				typeStreamsTargetMetadata: reencode(decodeStreamsTargetMeta),
-				typeStreamsTargetMember:   reencode(decodeStreamsTarget),
-				typeStreamsCurrent:        reencode(decodeStreamsCurrent),
-				typeStreamsTopology: func(b []byte) ([]byte, error) {
-					v, err := decodeStreamsTopology(b)
-					return appendTopologyValue(nil, v), err
-				},
-			}[k.typ]
-			again, err := recode(value)
+			again, err := recode[k.typ](value)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,10 +79,10 @@ func reencode[V interface{ appendTo([]byte) []byte }](decode func([]byte) (V, er
 // with bytes left over are corrupt; tagged fields this package does not know
 // are skipped.
 func TestStreamsValueErrors(t *testing.T) {
-	good := streamsTargetMetaValue{epoch: 3}.appendTo(nil) // no tagged field: it ends in 0
+	good := targetMetaValue{epoch: 3}.appendTo(nil) // no tagged field: it ends in 0
 	withTags := append(good[:len(good)-1:len(good)-1], appendTags(nil,
 		taggedField{tagAssignmentTimestamp, kbin.AppendInt64(nil, 9)}, taggedField{7, []byte{1, 2, 3}})...)
-	if v, err := decodeStreamsTargetMeta(withTags); err != nil || v.epoch != 3 || v.timeMs != 9 {
+	if v, err := decodeTargetMeta(typeStreamsTargetMetadata, withTags); err != nil || v.epoch != 3 || v.timeMs != 9 {
 		t.Fatalf("unknown tag: %+v, %v", v, err)
 	}
 	v1 := append(kbin.AppendInt16(nil, 1), good[2:]...)
@@ -84,7 +92,7 @@ func TestStreamsValueErrors(t *testing.T) {
 		"trailing":  append(bytes.Clone(good), 0),
 		"empty":     {},
 	} {
-		if _, err := decodeStreamsTargetMeta(b); err == nil {
+		if _, err := decodeTargetMeta(typeStreamsTargetMetadata, b); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}

@@ -324,8 +324,8 @@ func (h *harness) fmtStreamsRecord(k decodedKey, value []byte) string {
 			s += fmt.Sprintf(" epoch=%d subtopologies=%s", top.Epoch, strings.Join(subs, ","))
 		}
 	case typeStreamsTargetMetadata:
-		var v streamsTargetMetaValue
-		if v, err = decodeStreamsTargetMeta(value); err == nil {
+		var v targetMetaValue
+		if v, err = decodeTargetMeta(typeStreamsTargetMetadata, value); err == nil {
 			s += fmt.Sprintf(" epoch=%d", v.epoch)
 		}
 	case typeStreamsMember:

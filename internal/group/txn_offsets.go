@@ -22,7 +22,8 @@ type TxnOffsetStore interface {
 	AppendTxn(ctx context.Context, partition int32, producerID int64, producerEpoch int16, records []Record) error
 }
 
-// TxnOffsetCommit serves TxnOffsetCommit v0-v4. With a member id or generation
+// TxnOffsetCommit serves TxnOffsetCommit v0-v6 (topics by name: v6's ids are
+// resolved by the handlers). With a member id or generation
 // (v3+) the member and generation are checked as for OffsetCommit; without them
 // the commit is accepted whatever the group's state (older producers do not know
 // the group's generation). The answer comes once the records are appended.
@@ -60,7 +61,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if req.Generation >= 0 || req.MemberID != "" || deref(req.InstanceID) != "" {
 		g := p.lookup(c, req.Group, false)
 		if g == nil {
-			setAll(kerr.IllegalGeneration.Code)
+			setAll(txnCommitCode(kerr.GroupIDNotFound.Code, req.Version))
 			return resp
 		}
 		g.mu.Lock()
@@ -73,7 +74,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			code = kerr.StaleMemberEpoch.Code
 		}
 		if code != 0 {
-			setAll(code)
+			setAll(txnCommitCode(code, req.Version))
 			return resp
 		}
 	}
@@ -112,6 +113,16 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	}
 	p.mu.Unlock()
 	return resp
+}
+
+// txnCommitCode is how a TxnOffsetCommit of version answers a group or
+// member code: before v6 (KIP-1319) GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH
+// are ILLEGAL_GENERATION, as Kafka 4.4 answers them.
+func txnCommitCode(code, version int16) int16 {
+	if version < 6 && (code == kerr.GroupIDNotFound.Code || code == kerr.StaleMemberEpoch.Code) {
+		return kerr.IllegalGeneration.Code
+	}
+	return code
 }
 
 // txnOffsets are pending transactional offset commits: producer id -> group ->

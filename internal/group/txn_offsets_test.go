@@ -114,3 +114,58 @@ func TestTxnOffsetCommit(t *testing.T) {
 		t.Fatalf("replayed commit after its marker: %d %v", off, kerr.ErrorForCode(code))
 	}
 }
+
+// TestTxnOffsetCommitVersions: a group not found and a KIP-848 member's newer
+// epoch are ILLEGAL_GENERATION before TxnOffsetCommit v6 and GROUP_ID_NOT_FOUND
+// and STALE_MEMBER_EPOCH from v6 (KIP-1319), as a Kafka 4.4 node answered them
+// (interop/cmd/topicidcompare); a member's own epoch commits at both.
+func TestTxnOffsetCommitVersions(t *testing.T) {
+	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	cfg := DefaultConfig()
+	cfg.GroupInitialRebalanceDelay = 0
+	c := New(cfg, store, nil)
+	t.Cleanup(c.Close)
+	if err := loadAll(context.Background(), c, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "cg", "m1", 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	joined := c.ConsumerGroupHeartbeat(context.Background(), hb)
+	if joined.ErrorCode != 0 || joined.MemberEpoch < 1 {
+		t.Fatalf("joining: %v, epoch %d", kerr.ErrorForCode(joined.ErrorCode), joined.MemberEpoch)
+	}
+	for _, tc := range []struct {
+		name       string
+		version    int16
+		group      string
+		member     string
+		generation int32
+		want       *kerr.Error
+	}{
+		{"unknown group, v5", 5, "nog", "m", 3, kerr.IllegalGeneration},
+		{"unknown group, v6", 6, "nog", "m", 3, kerr.GroupIDNotFound},
+		{"newer member epoch, v5", 5, "cg", "m1", joined.MemberEpoch + 1, kerr.IllegalGeneration},
+		{"newer member epoch, v6", 6, "cg", "m1", joined.MemberEpoch + 1, kerr.StaleMemberEpoch},
+		{"member epoch, v5", 5, "cg", "m1", joined.MemberEpoch, nil},
+		{"member epoch, v6", 6, "cg", "m1", joined.MemberEpoch, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version, req.Group, req.ProducerID = tc.version, tc.group, 7
+			req.MemberID, req.Generation = tc.member, tc.generation
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			want := int16(0)
+			if tc.want != nil {
+				want = tc.want.Code
+			}
+			if got := c.TxnOffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode; got != want {
+				t.Errorf("answered %v, want %v", kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+			}
+		})
+	}
+}

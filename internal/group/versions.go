@@ -7,11 +7,13 @@ type APIVersion struct {
 	Key, Min, Max int16
 }
 
-// apiVersions lists the classic group APIs, floors per KIP-896. The ceilings stop
-// where Kafka moved to topic ids (OffsetCommit v10, OffsetFetch v10).
+// apiVersions lists the classic group APIs, floors per KIP-896. The coordinator
+// keys offsets by topic name at every version: the topic ids of OffsetCommit and
+// OffsetFetch v10 are resolved to names before it sees a request (package
+// handlers, topic_ids.go).
 var apiVersions = [...]APIVersion{
-	{Key: 8, Min: 2, Max: 9},  // OffsetCommit
-	{Key: 9, Min: 1, Max: 9},  // OffsetFetch (v8+: several groups per request)
+	{Key: 8, Min: 2, Max: 10}, // OffsetCommit (v10: topic ids, resolved by the handlers)
+	{Key: 9, Min: 1, Max: 10}, // OffsetFetch (v8+: several groups per request; v10: topic ids, as OffsetCommit)
 	{Key: 11, Min: 2, Max: 9}, // JoinGroup (v4+: MEMBER_ID_REQUIRED; v5+: static members; v9: skip assignment)
 	{Key: 12, Min: 0, Max: 4}, // Heartbeat
 	{Key: 13, Min: 0, Max: 5}, // LeaveGroup (v3+: batch of members)

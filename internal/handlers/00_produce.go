@@ -1,6 +1,6 @@
 package handlers
 
-// Produce (key 0), v3-v12. Every supported version carries v2 record batches.
+// Produce (key 0), v3-v13. Every supported version carries v2 record batches.
 //   v3: transactional id; v5: log start offset in the response; v8: per-record
 //   errors and an error message; v9+: flexible. acks=0 gets no response at all:
 //   a partition's error closes the connection (the client's cue to refresh its
@@ -22,13 +22,19 @@ package handlers
 //   transient errors answer NOT_ENOUGH_REPLICAS, CONCURRENT_TRANSACTIONS (the
 //   previous transaction still completing after the broker's own retries)
 //   itself, as Kafka 4 does; clients retry both.
+//   v13 (KIP-516): topics are named by id, each looked up in the same metadata
+//   snapshot a name would be; an id no topic has (zero, unknown, a deleted
+//   topic's) is UNKNOWN_TOPIC_ID, checked before the topic's ACLs, as Kafka 4.4
+//   answers.
 //   v3+: the transactional batches of a request with a transactional id are
 //   one producer's at one epoch, else every partition is
 //   INVALID_PRODUCER_ID_MAPPING (as Kafka answers).
 // The batches of all partitions are appended first, in arrival order; acks=all then
 // waits for each partition's high-water mark under one shared deadline (the
 // request's timeout) off the connection's handler goroutine (protocol.Response.Wait,
-// run by the connection's writer: WaitOnWriter), so pipelined requests share fsyncs.
+// run by the connection's writer: WaitOnWriter), so pipelined requests share fsyncs,
+// and the answers of the requests one fsync acknowledged leave in one socket write
+// (protocol.Response.Ready).
 // Nothing here (nor in the Wait) keeps a slice of the request after the response:
 // the records reach the log by copy, and the request's frame buffer is reused for
 // a later request (ReuseFrameKeys).
@@ -78,36 +84,52 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	var targets []produceTarget
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
+		// The topic is looked up once for all its partitions: by id from v13
+		// (nil: UNKNOWN_TOPIC_ID), else by name. The answer carries the id
+		// (v13+) or the name as asked; st.Topic is the name either way, for
+		// the leader hints and the acks=0 failure message.
+		var mt *metadata.Topic
+		st.TopicID = rt.TopicID
+		if req.Version >= 13 {
+			if mt = img.TopicByID(rt.TopicID); mt != nil {
+				st.Topic = mt.Name
+			}
+		} else {
+			st.Topic, mt = rt.Topic, img.Topic(rt.Topic)
+		}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for i, rp := range rt.Partitions {
 			sp := &st.Partitions[i]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
+			// As Kafka: a topic id is resolved before the topic's ACLs are
+			// checked, and a refused partition's base offset is -1.
 			switch {
 			case txnDenied:
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				continue
 			case mixed:
 				sp.ErrorCode = kerr.InvalidProducerIDMapping.Code
-				continue
+			case mt == nil && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
-				continue
-			case !writable(rt.Topic):
+			case !writable(st.Topic):
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
+			if sp.ErrorCode != 0 {
+				sp.BaseOffset = -1
 				continue
 			}
 			var p *replica.Partition
-			err := checkProduceTarget(img, req.Version, rt.Topic, rp.Partition, rp.Records, internalAllowed)
+			err := checkProduceTarget(mt, req.Version, rp.Partition, rp.Records, internalAllowed)
 			if err == nil {
-				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
+				p, err = h.leaderPartitionOf(mt, st.Topic, rp.Partition)
 			}
 			if err != nil {
 				setProduceError(sp, err)
 				continue
 			}
-			targets = append(targets, produceTarget{sp: sp, p: p, topic: rt.Topic, records: rp.Records})
+			targets = append(targets, produceTarget{sp: sp, p: p, topic: st.Topic, records: rp.Records})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -166,7 +188,17 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	// connection's writer runs it in the response's turn (WaitOnWriter).
 	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
 	h.cfg.Observer.DelayedProduce(1)
-	return protocol.Response{Throttle: throttle, WaitOnWriter: true, Wait: func(ctx context.Context) protocol.Response {
+	return protocol.Response{Throttle: throttle, WaitOnWriter: true, Ready: func() bool {
+		// The fsync that acknowledges this request often acknowledges the
+		// ones behind it on the connection too: their answers then leave in
+		// one socket write.
+		for _, t := range targets {
+			if t.waitFor != 0 && t.p.HighWatermark() < t.waitFor {
+				return false
+			}
+		}
+		return true
+	}, Wait: func(ctx context.Context) protocol.Response {
 		defer h.cfg.Observer.DelayedProduce(-1)
 		for _, t := range targets {
 			if t.waitFor == 0 {
@@ -419,15 +451,15 @@ func isClosed(ch <-chan struct{}) bool {
 const adminClientID = "__admin_client"
 
 // checkProduceTarget refuses what Kafka refuses before appending: an unknown
-// topic or partition; records that are not exactly one whole batch of magic
+// topic (t nil) or partition; records that are not exactly one whole batch of magic
 // 2 (INVALID_RECORD: none, a truncated one, two; a magic above 2
 // CORRUPT_MESSAGE), a zstd batch before v7 (UNSUPPORTED_COMPRESSION_TYPE); a
 // write to an internal topic (__consumer_offsets, __transaction_state,
 // __share_group_state: INVALID_TOPIC_EXCEPTION) from any client id but Kafka's
 // admin client's.
 // A batch is checked further (CRC, sizes) by Append.
-func checkProduceTarget(img *metadata.Image, version int16, topic string, partition int32, records []byte, internalAllowed bool) error {
-	if img.Partition(topic, partition) == nil {
+func checkProduceTarget(t *metadata.Topic, version int16, partition int32, records []byte, internalAllowed bool) error {
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) || t.Partitions[partition] == nil {
 		return metadata.ErrUnknownTopic
 	}
 	if !hasBatch(records) {
@@ -445,8 +477,8 @@ func checkProduceTarget(img *metadata.Image, version int16, topic string, partit
 			return &metadata.KafkaError{Code: kerr.InvalidRecord.Code, Msg: "a produce request carries exactly one record batch per partition"}
 		}
 	}
-	if IsInternalTopic(topic) && !internalAllowed {
-		return &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot append to internal topic " + topic}
+	if IsInternalTopic(t.Name) && !internalAllowed {
+		return &metadata.KafkaError{Code: kerr.InvalidTopicException.Code, Msg: "cannot append to internal topic " + t.Name}
 	}
 	return nil
 }
@@ -493,8 +525,10 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {
 		return
 	}
 	sp.ErrorCode = errorCode(err)
-	msg := err.Error()
-	sp.ErrorMessage = &msg
+	if !errors.Is(err, metadata.ErrUnknownTopic) { // Kafka names no cause for an unknown partition
+		msg := err.Error()
+		sp.ErrorMessage = &msg
+	}
 	if sp.ErrorCode != 0 && !errors.Is(err, replica.ErrTimeout) {
 		sp.BaseOffset = -1
 	}

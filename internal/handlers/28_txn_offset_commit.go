@@ -1,7 +1,10 @@
 package handlers
 
-// TxnOffsetCommit (key 28), v0-v5 (v2+: leader epochs; v3+: generation, member
-// and instance ids (KIP-447), flexible). Served by the group coordinator: the offsets are written in a
+// TxnOffsetCommit (key 28), v0-v6 (v2+: leader epochs; v3+: generation, member
+// and instance ids (KIP-447), flexible; v6 (KIP-1319): topic ids, resolved
+// before the request is served (topic_ids.go), an unknown one UNKNOWN_TOPIC_ID;
+// a group not found is GROUP_ID_NOT_FOUND and a KIP-848 member's wrong epoch
+// STALE_MEMBER_EPOCH, both ILLEGAL_GENERATION before v6, as Kafka 4.4 answers). Served by the group coordinator: the offsets are written in a
 // transactional batch of the producer on the group's __consumer_offsets partition
 // and become the group's committed offsets only when the transaction commits (see
 // package group, txn_offsets.go). The answer comes once they are appended.
@@ -43,7 +46,7 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, c *protocol.ConnInfo, r 
 		return reply(deniedResponse(req, kerr.GroupAuthorizationFailed.Code))
 	}
 	refused := h.dropRefusedTxnCommits(ctx, c, req)
-	if len(refused) > 0 && len(req.Topics) == 0 {
+	if (len(refused) > 0 || req.Version >= 6) && len(req.Topics) == 0 { // v6: its ids all unknown (topic_ids.go)
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		resp.Topics = refused
 		return reply(resp)
@@ -62,7 +65,9 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, c *protocol.ConnInfo, r 
 		if resp == nil {
 			resp = h.groups.TxnOffsetCommit(ctx, req)
 		}
-		resp.Topics = append(resp.Topics, refused...)
+		resp.Topics = foldTopics(refused, resp.Topics, func(t *kmsg.TxnOffsetCommitResponseTopic) (string, *[]kmsg.TxnOffsetCommitResponseTopicPartition) {
+			return t.Topic, &t.Partitions
+		})
 		return resp
 	})
 }

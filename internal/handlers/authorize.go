@@ -273,7 +273,7 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.TxnOffsetCommitResponse:
 		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
 			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID // v6+: the id, checked before it is resolved
 			for _, p := range t.Partitions {
 				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, code

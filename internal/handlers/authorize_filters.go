@@ -277,7 +277,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 				d.Topic = t.Topic
 				for _, p := range t.Partitions {
 					dp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					dp.Partition, dp.Offset, dp.ErrorCode = p, -1, topicErr
+					dp.Partition, dp.Offset, dp.Metadata, dp.ErrorCode = p, -1, ptr(""), topicErr
 					d.Partitions = append(d.Partitions, dp)
 				}
 				deniedTopics[gi] = append(deniedTopics[gi], d)

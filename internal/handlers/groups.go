@@ -22,6 +22,7 @@ package handlers
 import (
 	"context"
 	"net"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,7 +70,9 @@ var groupServe = map[int16]func(h *Handlers, ctx context.Context, c *protocol.Co
 		}
 		return waitFor(func(ctx context.Context) kmsg.Response {
 			resp := h.groups.OffsetCommit(ctx, req)
-			resp.Topics = append(resp.Topics, unknown...)
+			resp.Topics = foldTopics(unknown, resp.Topics, func(t *kmsg.OffsetCommitResponseTopic) (string, *[]kmsg.OffsetCommitResponseTopicPartition) {
+				return t.Topic, &t.Partitions
+			})
 			return resp
 		})
 	},
@@ -236,6 +239,28 @@ func dropUnknown[T, P, R any](img *metadata.Image, topics []T, parts func(*T) (s
 		return topics, nil
 	}
 	return kept, unknown
+}
+
+// foldTopics is how Kafka's broker puts an offset commit's answer together:
+// the topics it answered itself (answered: unknown partitions) first, and the
+// coordinator's topics (served) folded into them by name, so that a topic
+// with both kinds of partitions is one entry; served as it is when the broker
+// answered nothing itself (a topic named twice then stays twice).
+func foldTopics[T, P any](answered, served []T, parts func(*T) (string, *[]P)) []T {
+	if len(answered) == 0 {
+		return served
+	}
+	for _, s := range served {
+		name, ps := parts(&s)
+		i := slices.IndexFunc(answered, func(t T) bool { n, _ := parts(&t); return n == name })
+		if i < 0 {
+			answered = append(answered, s)
+			continue
+		}
+		_, dst := parts(&answered[i])
+		*dst = append(*dst, *ps...)
+	}
+	return answered
 }
 
 // distinct returns s without repeats, first occurrences in order.

@@ -31,7 +31,7 @@ type api struct {
 
 // apis is the registry of every supported API, in key order.
 var apis = []api{
-	{key: 0, min: 3, max: 12, serve: (*Handlers).produce},
+	{key: 0, min: 3, max: 13, serve: (*Handlers).produce},
 	{key: 1, min: 4, max: 18, serve: (*Handlers).fetch},
 	{key: 2, min: 1, max: 11, serve: (*Handlers).listOffsets},
 	{key: 3, min: 0, max: 13, serve: (*Handlers).metadata},
@@ -45,7 +45,7 @@ var apis = []api{
 	{key: 25, min: 0, max: 4, serve: (*Handlers).addOffsetsToTxn},
 	{key: 26, min: 0, max: 5, serve: (*Handlers).endTxn},
 	{key: 27, min: 1, max: 2, serve: (*Handlers).writeTxnMarkers},
-	{key: 28, min: 0, max: 5, serve: (*Handlers).txnOffsetCommit},
+	{key: 28, min: 0, max: 6, serve: (*Handlers).txnOffsetCommit},
 	{key: 29, min: 1, max: 3, serve: (*Handlers).describeAcls},
 	{key: 30, min: 1, max: 3, serve: (*Handlers).createAcls},
 	{key: 31, min: 1, max: 3, serve: (*Handlers).deleteAcls},
@@ -228,6 +228,7 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 		return resp
 	}
 	ctx, metered := h.meterRequest(ctx, c, r) // request_quota.go
+	ids := h.resolveTopicIDs(ctx, c, r)       // topic_ids.go
 	merge := h.filterRequest(ctx, c, r)
 	limited := h.limitMutations(ctx, c, r) // mutation_quota.go
 	resp := a.serve(h, ctx, c, r)
@@ -236,6 +237,9 @@ func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol
 	}
 	if merge != nil {
 		resp = mergeInto(resp, merge)
+	}
+	if ids != nil { // after merge: the topics it puts back get their ids too
+		resp = mergeInto(resp, ids)
 	}
 	if metered != nil {
 		resp = throttleResponse(resp, h.chargeRequest(ctx))

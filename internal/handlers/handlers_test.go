@@ -35,9 +35,13 @@ func TestRegistryComplete(t *testing.T) {
 // Kafka 4.4.0 node's ApiVersions answered) are advertised at them.
 func TestMaxVersionsAsKafka44(t *testing.T) {
 	want := map[int16]int16{
-		15: 6, // DescribeGroups
-		25: 4, // AddOffsetsToTxn
-		42: 3, // DeleteGroups
+		0:  13, // Produce
+		8:  10, // OffsetCommit
+		9:  10, // OffsetFetch
+		15: 6,  // DescribeGroups
+		25: 4,  // AddOffsetsToTxn
+		28: 6,  // TxnOffsetCommit
+		42: 3,  // DeleteGroups
 	}
 	for _, v := range Versions() {
 		if w, ok := want[v.Key]; ok {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // slowLogSyncs makes every fsync of a segment file take d, as a slow disk does,
@@ -41,42 +44,14 @@ func (s *slowLogSyncs) MaybeError(op vfs.Op) error {
 func TestPipelinedProduceSharesFsyncs(t *testing.T) {
 	const inFlight, recordsPerBatch = 5, 10
 	slow := &slowLogSyncs{d: 200 * time.Millisecond}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m, err := replica.NewManager(vfs.NewErrorFS(vfs.NewMem(), slow), "/logs", 1, logger, replica.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	id := metadata.UUID{7}
-	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
-		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
-		&metadata.TopicRecord{Name: "pipe", ID: id},
-		&metadata.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = img.WithOffset(1)
-	if err := m.Apply(img); err != nil {
-		t.Fatal(err)
-	}
-	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img}, m, nil, nil, logger)
+	m, h := pipeHandlers(t, slow)
 	nc := serveConn(t, h)
 
 	// All five frames in one write, as a client with five batches ready sends them.
 	var frames []byte
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
 	for corr := int32(1); corr <= inFlight; corr++ {
-		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(9)
-		req.Acks, req.TimeoutMillis = -1, 30_000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "pipe"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = batchtest.Build(batchtest.Options{Records: batchtest.Values(recordsPerBatch, 8)})
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		frames = append(frames, f.AppendRequest(nil, req, corr)...)
+		frames = append(frames, f.AppendRequest(nil, pipeProduce(recordsPerBatch), corr)...)
 	}
 	before := slow.syncs.Load()
 	if _, err := nc.Write(frames); err != nil {
@@ -103,5 +78,89 @@ func TestPipelinedProduceSharesFsyncs(t *testing.T) {
 	t.Logf("%d pipelined acks=all requests acknowledged after %d fsyncs", inFlight, syncs)
 	if syncs > 2 {
 		t.Fatalf("%d fsyncs for %d pipelined requests, want at most 2: requests of one connection did not share a group commit", syncs, inFlight)
+	}
+}
+
+// pipeHandlers serves topic "pipe" (one partition, led here) from a log whose
+// file operations go through inj.
+func pipeHandlers(t *testing.T, inj vfs.Injector) (*replica.Manager, *Handlers) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := replica.NewManager(vfs.NewErrorFS(vfs.NewMem(), inj), "/logs", 1, logger, replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	id := metadata.UUID{7}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "pipe", ID: id},
+		&metadata.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	return m, New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img}, m, nil, nil, logger)
+}
+
+// pipeProduce is an acks=all Produce v9 of one batch of records records to
+// "pipe" partition 0.
+func pipeProduce(records int) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "pipe"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchtest.Build(batchtest.Options{Records: batchtest.Values(records, 8)})
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// TestProduceReadyOnceAcknowledged: an acks=all Produce's Response.Ready is
+// false while its batch waits for the fsync and true once the high-water mark
+// passed it, and its Wait then answers at once: the connection's writer puts
+// the answers of the requests one fsync acknowledged into one socket write
+// (protocol's TestReadyResponsesShareAWrite) without ever delaying one behind a
+// wait that blocks.
+func TestProduceReadyOnceAcknowledged(t *testing.T) {
+	// Every fsync of the segment waits for the gate.
+	gate := make(chan struct{})
+	var blocked atomic.Bool
+	m, h := pipeHandlers(t, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && filepath.Ext(op.Path) == ".log" {
+			blocked.Store(true)
+			<-gate
+		}
+		return nil
+	}))
+	p, err := m.Partition("pipe", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := pipeProduce(10)
+	resp := h.Handle(context.Background(), &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.Version, Msg: req})
+	if resp.Wait == nil || !resp.WaitOnWriter || resp.Ready == nil {
+		t.Fatalf("acks=all Produce answered %+v, want a WaitOnWriter Wait with Ready", resp)
+	}
+	wait.For(t, "the fsync under way", blocked.Load)
+	if resp.Ready() {
+		t.Fatalf("Ready before the batch's fsync ended (high-water mark %d)", p.HighWatermark())
+	}
+	close(gate)
+	wait.For(t, "Ready after the fsync", resp.Ready)
+	if hwm := p.HighWatermark(); hwm < 10 {
+		t.Fatalf("Ready with the high-water mark at %d, below the batch's end 10", hwm)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a Wait that had to wait would answer with the context's error
+	out := resp.Wait(ctx).Msg.(*kmsg.ProduceResponse)
+	if code := out.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("Wait after Ready answered error code %d", code)
 	}
 }

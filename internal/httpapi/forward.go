@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/admin"
 )
 
 // Consumer instances live on the node that created them. A request for an
@@ -78,13 +80,11 @@ func (a *API) groupMembers(ctx context.Context, group string, share bool) ([]str
 		}
 		return clientIDs(g.Members, func(m kadm.ShareGroupMember) string { return m.ClientID }), nil
 	}
-	described, err := a.admin.DescribeGroups(ctx, group)
+	described, err := admin.DescribeGroups(ctx, a.admin, group)
 	g := described[group]
 	switch {
 	case err != nil:
 		return nil, err
-	case errors.Is(g.Err, kerr.GroupIDNotFound):
-		return nil, nil // DescribeGroups v6: no classic group of that name
 	case g.Err != nil:
 		return nil, g.Err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metrics"
 	"github.com/strata-stream/strata/internal/server"
+	"github.com/strata-stream/strata/internal/txntest"
 	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/internal/wait"
 )
@@ -168,6 +169,9 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	bad.Acks, bad.TimeoutMillis = -1, 5000
 	bt := kmsg.NewProduceRequestTopic()
 	bt.Topic = topic
+	if bt.TopicID, err = txntest.TopicID(ctx, cl, topic); err != nil { // v13 names it by id
+		t.Fatal(err)
+	}
 	bp := kmsg.NewProduceRequestTopicPartition()
 	bp.Partition, bp.Records = 99, recordBatch()
 	bt.Partitions = append(bt.Partitions, bp)

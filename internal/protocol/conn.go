@@ -93,6 +93,7 @@ type outgoing struct {
 	// wait, for a Response.WaitOnWriter, is the Wait the writer runs in this
 	// response's turn (it then sets msg, body or none, or waitErr).
 	wait    func(context.Context) Response
+	ready   func() bool // Response.Ready of that wait, or nil
 	started time.Time
 	handled time.Time
 }
@@ -467,7 +468,7 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
 	if resp.Wait != nil && resp.Msg == nil && resp.Body == nil && !resp.None {
 		if resp.WaitOnWriter {
-			out.wait = resp.Wait
+			out.wait, out.ready = resp.Wait, resp.Ready
 			return out, nil
 		}
 		out.pending = make(chan struct{})
@@ -556,9 +557,13 @@ func (c *conn) runWriter() {
 	}
 	for out := range c.resps {
 		if out.pending != nil || out.wait != nil {
-			// Send what is ready before waiting on a deferred response.
-			if err := flush(); err != nil {
-				c.fail(err)
+			// Send what is ready before waiting on a deferred response; one
+			// whose wait is over already (Response.Ready) goes into the same
+			// socket write.
+			if !c.deferredDone(out) {
+				if err := flush(); err != nil {
+					c.fail(err)
+				}
 			}
 			if wait := out.wait; wait != nil {
 				out.wait = nil
@@ -614,6 +619,22 @@ func (c *conn) runWriter() {
 			c.fail(out.closeAfter)
 		}
 	}
+}
+
+// deferredDone reports whether a deferred response is had without waiting: a
+// WaitOnWriter wait that reports Ready. A Ready that panics closes the
+// connection, as a panicking Wait does.
+func (c *conn) deferredDone(out *outgoing) (done bool) {
+	if out.ready == nil {
+		return false
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			done = false
+			c.fail(c.panicError("Response.Ready", p))
+		}
+	}()
+	return out.ready()
 }
 
 // writeSASLToken writes a raw SASL token framed by its size.

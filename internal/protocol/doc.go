@@ -46,6 +46,10 @@
 //     waits for that response in its turn. A Wait runs on a goroutine of its own
 //     from when Handle returns, unless Response.WaitOnWriter says it only waits
 //     (a Produce waiting for acks=all): then the writer runs it in its turn.
+//     The writer flushes what it wrote before a deferred response whose wait
+//     may block; one whose Response.Ready reports the wait over already goes
+//     into the same socket write, so the answers one fsync completes leave
+//     together.
 //     On a TLS listener (NewTLSListener, or tls.NewListener) the reader first
 //     completes the handshake within HandshakeTimeout; ConnInfo.Principal is then
 //     "User:<CN>" of a verified client certificate (mTLS), else "User:ANONYMOUS".

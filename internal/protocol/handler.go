@@ -69,6 +69,15 @@ type Response struct {
 	// coordinator, retries) must not set it: that work would start only once the
 	// responses before it are written.
 	WaitOnWriter bool
+	// Ready, beside a WaitOnWriter Wait, reports without blocking whether that
+	// Wait would return at once (what it waits for has happened: the
+	// high-water mark passed the appended batches). The writer then writes the
+	// response right behind the ones before it, in one socket write, instead of
+	// sending those first: the answers that one fsync completes leave together.
+	// Optional (nil: the writer sends what is before it first). A Ready that
+	// reports true while Wait blocks delays the responses before it until Wait
+	// returns.
+	Ready func() bool
 	// Throttle, beside Msg, Body or Wait, mutes the connection for that long
 	// from when Handle returns: nothing more is read or served from it (KIP-219).
 	// The response itself goes out at once and says so in throttle_time_ms.

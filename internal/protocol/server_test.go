@@ -931,3 +931,123 @@ func TestCloseBesideAnAnswerIsRejected(t *testing.T) {
 		t.Fatalf("close error %v, want ErrBadResponse", err)
 	}
 }
+
+// writeCountingListener counts the socket writes of every connection it accepts.
+type writeCountingListener struct {
+	net.Listener
+	writes atomic.Int32
+}
+
+func (l *writeCountingListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &writeCountingConn{Conn: nc, writes: &l.writes}, nil
+}
+
+type writeCountingConn struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c *writeCountingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestReadyResponsesShareAWrite: the answers one event completes (the acks=all
+// Produces of a connection that one fsync acknowledged) leave in one socket
+// write. Five pipelined requests' WaitOnWriter waits are over once the first
+// is released (the last four report Ready), so the writer does not send the
+// answers before each of them first: the five go out together, before a
+// sixth request's answer that still waits. Without Ready (or before it
+// existed) each deferred response flushes the ones before it: five writes.
+func TestReadyResponsesShareAWrite(t *testing.T) {
+	for _, withReady := range []bool{true, false} {
+		t.Run(fmt.Sprintf("Ready=%t", withReady), func(t *testing.T) {
+			const n = 5 // answered together; request n is the one still waiting
+			release, last := make(chan struct{}), make(chan struct{})
+			var released atomic.Bool
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := &writeCountingListener{Listener: ln}
+			var handled atomic.Int32
+			ts := serveOn(t, cl, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+				defer handled.Add(1)
+				i := r.CorrelationID
+				resp := Response{WaitOnWriter: true, Wait: func(ctx context.Context) Response {
+					var gate chan struct{}
+					switch i {
+					case 0:
+						gate = release
+					case n:
+						gate = last
+					}
+					if gate != nil {
+						select {
+						case <-gate:
+						case <-ctx.Done():
+						}
+					}
+					return echoHandler(ctx, c, r)
+				}}
+				if withReady && i < n {
+					resp.Ready = func() bool { return i > 0 || released.Load() }
+				}
+				return resp
+			}), func(s *Server) { s.MaxInFlight = n + 1 })
+			c := dial(t, ts.addr)
+			var batch []byte
+			for i := range int32(n + 1) {
+				batch = append(batch, frameOf(produceRequest(-1), 9, i, nil)...)
+			}
+			c.write(batch)
+			// Request n was handled after the first n answers were queued.
+			wait.For(t, "every request handled", func() bool { return handled.Load() == n+1 })
+			released.Store(true)
+			close(release)
+			for i := range int32(n) {
+				resp := c.read(produceRequest(-1), 9, i).(*kmsg.ProduceResponse)
+				if got := resp.Topics[0].Topic; got != strconv.Itoa(int(i)) {
+					t.Fatalf("response %d carries topic %s", i, got)
+				}
+			}
+			want := int32(1)
+			if !withReady {
+				want = n
+			}
+			if got := cl.writes.Load(); got != want {
+				t.Fatalf("the %d answers released together took %d socket writes, want %d", n, got, want)
+			}
+			close(last)
+			c.read(produceRequest(-1), 9, n)
+		})
+	}
+}
+
+// TestReadyPanicClosesOnlyThatConnection: a Response.Ready that panics closes
+// its connection, as a panicking Wait does; the server goes on serving.
+func TestReadyPanicClosesOnlyThatConnection(t *testing.T) {
+	release := make(chan struct{})
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		i := r.CorrelationID
+		return Response{WaitOnWriter: true, Ready: func() bool { panic("ready") }, Wait: func(ctx context.Context) Response {
+			if i == 0 {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return echoHandler(ctx, c, r)
+		}}
+	}))
+	c := dial(t, ts.addr)
+	c.write(append(frameOf(produceRequest(-1), 9, 0, nil), frameOf(produceRequest(-1), 9, 1, nil)...))
+	close(release)
+	c.expectClosed()
+	wait.For(t, "the panic logged", func() bool { return strings.Contains(ts.logs.String(), "Response.Ready") })
+	checkServing(t, ts.addr)
+}

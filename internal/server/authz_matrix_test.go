@@ -37,11 +37,11 @@ func str(s string) *string { return &s }
 // routes a request by partition leader or group coordinator, the denial a client
 // sees is the one of that lookup (the topic or group is hidden from the user).
 var authzMatrix = map[int16]matrixCase{
-	0: {func([16]byte) kmsg.Request {
+	0: {func(id [16]byte) kmsg.Request {
 		r := kmsg.NewPtrProduceRequest()
 		r.Acks, r.TimeoutMillis = 1, 5000
 		t := kmsg.NewProduceRequestTopic()
-		t.Topic = "m"
+		t.Topic, t.TopicID = "m", id
 		t.Partitions = append(t.Partitions, kmsg.NewProduceRequestTopicPartition())
 		r.Topics = append(r.Topics, t)
 		return r

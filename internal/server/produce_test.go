@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/txntest"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -18,11 +19,15 @@ import (
 func produceRaw(t *testing.T, cl *kgo.Client, topic string, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
 	req := produceRequestOf(topic, acks, records)
-	if acks != -1 && acks != 1 {
-		// kgo rewrites acks to its own setting: send this one raw.
+	id, err := txntest.TopicID(context.Background(), cl, topic)
+	if acks != -1 && acks != 1 || err != nil {
+		// kgo rewrites acks to its own setting, and sends v13, which names a
+		// topic by id (a topic without one is UNKNOWN_TOPIC_ID): send this
+		// one raw, by name.
 		req.Version = 9
 		return rawRequest(t, cl.OptValue(kgo.SeedBrokers).([]string)[0], req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	}
+	req.Topics[0].TopicID = id
 	resp, err := req.RequestWith(context.Background(), cl)
 	if err != nil {
 		t.Fatalf("produce: %v", err)

@@ -68,6 +68,12 @@ func requestFrame(req kmsg.Request, version int16) []byte {
 // of size bytes to partition 0 of topic.
 func produceFrame(tb testing.TB, topic string, acks int16, records, size int) []byte {
 	tb.Helper()
+	return requestFrame(produceRequestOf(topic, acks, benchBatch(tb, records, size)), 11)
+}
+
+// benchBatch is an uncompressed batch of records values of size bytes.
+func benchBatch(tb testing.TB, records, size int) []byte {
+	tb.Helper()
 	recs := make([]batch.Record, records)
 	for i := range recs {
 		recs[i].Value = make([]byte, size)
@@ -76,7 +82,7 @@ func produceFrame(tb testing.TB, topic string, acks int16, records, size int) []
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return requestFrame(produceRequestOf(topic, acks, b), 11)
+	return b
 }
 
 // fetchFrame is a Fetch v12 (no session) of partition 0 of topic from offset.
@@ -155,6 +161,63 @@ func BenchmarkProduceRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkProduceRequestByID is BenchmarkProduceRequest's 16-record batch as
+// a Produce v13, which names the topic by id (KIP-516): the id is looked up in
+// the metadata snapshot the name would be, so allocs/op are the same.
+func BenchmarkProduceRequestByID(b *testing.B) {
+	for _, acks := range []int16{1, -1} {
+		b.Run(fmt.Sprintf("acks=%d/records=16/size=1024", acks), func(b *testing.B) {
+			n, c := startRequestBench(b, "bench")
+			frame := produceFrameByID(b, topicIDOf(b, n, "bench"), acks, 16, 1024)
+			checkProducedV13(b, c.roundTrip(b, frame))
+			b.SetBytes(16 * 1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				c.roundTrip(b, frame)
+			}
+		})
+	}
+}
+
+// topicIDOf is topic's id on n.
+func topicIDOf(tb testing.TB, n *Node, topic string) [16]byte {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+	if err != nil || topics[topic].Err != nil {
+		tb.Fatalf("listing %s: %v %v", topic, err, topics[topic].Err)
+	}
+	return topics[topic].ID
+}
+
+// produceFrameByID is produceFrame as a Produce v13 naming the topic by id.
+func produceFrameByID(tb testing.TB, id [16]byte, acks int16, records, size int) []byte {
+	tb.Helper()
+	req := produceRequestOf("", acks, benchBatch(tb, records, size))
+	req.Topics[0].TopicID = id
+	return requestFrame(req, 13)
+}
+
+// checkProducedV13 fails unless body is a Produce v13 response without errors.
+func checkProducedV13(tb testing.TB, body []byte) {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 13
+	if err := resp.ReadFrom(body[1:]); err != nil {
+		tb.Fatal(err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				tb.Fatalf("produce to %x-%d: error %d", t.TopicID, p.Partition, p.ErrorCode)
+			}
+		}
+	}
+}
+
 // BenchmarkFetchRequest measures one Fetch request at a time over a raw
 // connection, reading 1 KiB records from the start of a partition: 16 KiB
 // (a consumer at the tail of a Java client's batches) or 1 MiB per fetch.
@@ -190,7 +253,7 @@ func TestRequestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items at random")
 	}
-	_, c := startRequestBench(t, "allocs")
+	n, c := startRequestBench(t, "allocs")
 	for _, tc := range []struct {
 		name  string
 		frame []byte
@@ -198,6 +261,7 @@ func TestRequestAllocs(t *testing.T) {
 	}{
 		{"produce acks=1", produceFrame(t, "allocs", 1, 16, 1024), 15},
 		{"produce acks=all", produceFrame(t, "allocs", -1, 16, 1024), 19},
+		{"produce v13 (topic id) acks=1", produceFrameByID(t, topicIDOf(t, n, "allocs"), 1, 16, 1024), 15},
 		{"fetch 16 KiB", fetchFrame("allocs", 0, 16<<10), 37},
 	} {
 		// The node's own background work (heartbeats, metadata) allocates too

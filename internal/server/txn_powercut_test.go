@@ -110,9 +110,11 @@ func TestTxnPowerCutBetweenTransactions(t *testing.T) {
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	cl.ProduceSync(ctx, &kgo.Record{Value: value("warm-up")})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: value("warm-up")}).FirstErr(); err != nil {
+		t.Fatalf("the warm-up produce (of a transaction aborted on purpose, never read): %v", err)
+	}
 	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		t.Fatal(err)
+		t.Fatalf("aborting the warm-up transaction: %v", err)
 	}
 	commit(cl, "last")
 	committed = append(committed, "last")

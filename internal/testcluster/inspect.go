@@ -169,6 +169,22 @@ func (c *Cluster) ActiveController(ctx context.Context) (id, from int32, err err
 	return r.ControllerID, from, nil
 }
 
+// GroupCoordinator asks a running, unpaused node which node coordinates group
+// (FindCoordinator).
+func (c *Cluster) GroupCoordinator(ctx context.Context, group string) (*Node, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKeys = []string{group}
+	resp, _, err := c.ask(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	co := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
+	if err := kerr.ErrorForCode(co.ErrorCode); err != nil {
+		return nil, err
+	}
+	return c.Node(co.NodeID), nil
+}
+
 // CreateTopic creates topic with one partition per entry of assignment, whose
 // replicas (leader first by preference) it lists, and the given configs. It
 // fails the test unless the topic is created and every running node knows a

@@ -54,13 +54,17 @@ func ProduceWithID(ctx context.Context, r kmsg.Requestor, id, topic string, part
 	if err != nil {
 		return err
 	}
+	topicID, err := TopicID(ctx, r, topic)
+	if err != nil {
+		return err
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10000
 	if id != "" {
 		req.TransactionID = kmsg.StringPtr(id)
 	}
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topicID // the name up to v12, the id from v13
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, b
 	rt.Partitions = append(rt.Partitions, rp)
@@ -73,6 +77,26 @@ func ProduceWithID(ctx context.Context, r kmsg.Requestor, id, topic string, part
 		return fmt.Errorf("produce: %w", err)
 	}
 	return nil
+}
+
+// TopicID is topic's id, asked of r with a Metadata request: a raw Produce
+// (v13+) names its topic by id.
+func TopicID(ctx context.Context, r kmsg.Requestor, topic string) ([16]byte, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	if len(resp.Topics) != 1 {
+		return [16]byte{}, fmt.Errorf("metadata of %s: %d topics", topic, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return [16]byte{}, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	return resp.Topics[0].TopicID, nil
 }
 
 // EndTxn writes producer pid's commit or abort marker on topic/partition.

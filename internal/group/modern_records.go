@@ -1,0 +1,315 @@
+package group
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// This file is what the streams group records (streams_records.go) and the
+// share group records (share_records.go) have in common: Kafka 4.4's framing
+// of its group coordinator's records, and how a group's records are kept in
+// step with its state.
+//
+//	key   | int16 record type | string group | string member (member records) |
+//	value | int16 version=0 | fields, flexible: compact strings and arrays, |
+//	      | a tagged-field section after each struct |
+//
+// The keys are not flexible (strings are int16 length + bytes). A tombstone is
+// the key with a null value.
+//
+// Writes follow the state rather than each change: after every change the
+// group's records are encoded and compared with what the log holds
+// (group.written), and only the keys whose value differs are appended
+// (tombstones for keys that went), one batch per change, in the group's write
+// queue, in the order Kafka's own coordinator writes them (recordOrder). A
+// failed append marks its keys unknown, so the next change writes them again.
+
+// recordValueVersion is the version of every streams and share value written
+// and read.
+const recordValueVersion = 0
+
+// unknownValue stands for a key whose value in the log is not known (its last
+// append failed): it equals no value, so the next diff writes the key again.
+var unknownValue = []byte{}
+
+// recordKey is a streams or share record key: type, group and, for member
+// records, member.
+func recordKey(typ int16, group, member string) []byte {
+	b := kbin.AppendInt16(nil, typ)
+	b = kbin.AppendString(b, group)
+	if isMemberType(typ) {
+		b = kbin.AppendString(b, member)
+	}
+	return b
+}
+
+// isMemberType reports whether records of type typ are keyed by member too.
+func isMemberType(typ int16) bool {
+	switch typ {
+	case typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent,
+		typeShareMember, typeShareTargetMember, typeShareCurrent:
+		return true
+	}
+	return false
+}
+
+// decodeRecordKey parses the rest of a streams or share key after its type.
+func decodeRecordKey(kind recordKind, typ int16, b []byte) (decodedKey, error) {
+	r := kbin.Reader{Src: b[2:]}
+	k := decodedKey{kind: kind, typ: typ, group: r.String()}
+	if isMemberType(typ) {
+		k.member = r.String()
+	}
+	if err := r.Complete(); err != nil || len(r.Src) > 0 {
+		return decodedKey{}, fmt.Errorf("%w: key type %d of %d bytes", ErrCorruptRecord, typ, len(b))
+	}
+	return k, nil
+}
+
+// taggedField is one field of a tagged-field section.
+type taggedField struct {
+	tag  uint32
+	data []byte
+}
+
+// appendTags appends a tagged-field section (fields in tag order).
+func appendTags(dst []byte, fields ...taggedField) []byte {
+	dst = kbin.AppendUvarint(dst, uint32(len(fields)))
+	for _, f := range fields {
+		dst = kbin.AppendUvarint(dst, f.tag)
+		dst = kbin.AppendUvarint(dst, uint32(len(f.data)))
+		dst = append(dst, f.data...)
+	}
+	return dst
+}
+
+// readTags reads a tagged-field section, handing each field to known; the
+// fields it does not know are skipped, as Kafka skips them.
+func readTags(r *kbin.Reader, known func(tag uint32, data []byte)) {
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		tag := r.Uvarint()
+		data := r.Span(int(r.Uvarint()))
+		if known != nil && r.Ok() {
+			known(tag, data)
+		}
+	}
+}
+
+// appendArray appends a compact array, each element with one.
+func appendArray[T any](dst []byte, vs []T, one func([]byte, T) []byte) []byte {
+	dst = kbin.AppendCompactArrayLen(dst, len(vs))
+	for _, v := range vs {
+		dst = one(dst, v)
+	}
+	return dst
+}
+
+// readArray reads a compact array (null as empty), each element with one.
+func readArray[T any](r *kbin.Reader, one func() T) []T {
+	n := r.CompactArrayLen()
+	out := []T{}
+	for i := int32(0); i < n && r.Ok(); i++ {
+		out = append(out, one())
+	}
+	return out
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	return appendArray(dst, ss, kbin.AppendCompactString)
+}
+func readStrings(r *kbin.Reader) []string        { return readArray(r, r.CompactString) }
+func appendInt16s(dst []byte, vs []int16) []byte { return appendArray(dst, vs, kbin.AppendInt16) }
+func readInt16s(r *kbin.Reader) []int16          { return readArray(r, r.Int16) }
+func appendInt32s(dst []byte, vs []int32) []byte { return appendArray(dst, vs, kbin.AppendInt32) }
+func readInt32s(r *kbin.Reader) []int32          { return readArray(r, r.Int32) }
+
+// valueReader checks a value's version and returns a reader of its fields.
+func valueReader(typ int16, b []byte) (*kbin.Reader, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: value type %d of %d bytes", ErrCorruptRecord, typ, len(b))
+	}
+	if v := int16(binary.BigEndian.Uint16(b)); v != recordValueVersion {
+		return nil, fmt.Errorf("%w: value type %d version %d", ErrCorruptRecord, typ, v)
+	}
+	return &kbin.Reader{Src: b[2:]}, nil
+}
+
+// valueDone checks that a value decoded whole.
+func valueDone(typ int16, r *kbin.Reader) error {
+	if err := r.Complete(); err != nil {
+		return fmt.Errorf("%w: value type %d: %v", ErrCorruptRecord, typ, err)
+	}
+	if len(r.Src) > 0 {
+		return fmt.Errorf("%w: value type %d: %d bytes left over", ErrCorruptRecord, typ, len(r.Src))
+	}
+	return nil
+}
+
+// targetMetaValue is StreamsGroupTargetAssignmentMetadataValue and
+// ShareGroupTargetAssignmentMetadataValue (the same fields).
+type targetMetaValue struct {
+	epoch int32
+	// timeMs is when the assignment was computed, 0 for unknown (tagged field
+	// 0, AssignmentTimestamp).
+	timeMs int64
+}
+
+const tagAssignmentTimestamp = 0
+
+func (v targetMetaValue) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt16(dst, recordValueVersion)
+	dst = kbin.AppendInt32(dst, v.epoch)
+	if v.timeMs == 0 {
+		return appendTags(dst)
+	}
+	return appendTags(dst, taggedField{tagAssignmentTimestamp, kbin.AppendInt64(nil, v.timeMs)})
+}
+
+func decodeTargetMeta(typ int16, b []byte) (targetMetaValue, error) {
+	r, err := valueReader(typ, b)
+	if err != nil {
+		return targetMetaValue{}, err
+	}
+	v := targetMetaValue{epoch: r.Int32()}
+	readTags(r, func(tag uint32, data []byte) {
+		if tag == tagAssignmentTimestamp && len(data) == 8 {
+			v.timeMs = int64(binary.BigEndian.Uint64(data))
+		}
+	})
+	return v, valueDone(typ, r)
+}
+
+// topicsHash is the metadata hash of a streams or share group: of the topics
+// it reads that exist, their names, ids and partition counts. A group loaded
+// with a hash that no longer matches the topics takes them in again (a streams
+// group reconfigures its topology) and rebalances at its next heartbeat, as
+// Kafka's does; the hash is Strata's own
+// (Kafka hashes with XXH3 and includes racks), so a log read by the other
+// broker would rebalance once.
+func topicsHash(topics map[string]topicMeta) int64 {
+	h := fnv.New64a()
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		tm := topics[t]
+		b := kbin.AppendString(nil, t)
+		b = append(b, tm.id[:]...)
+		b = kbin.AppendInt32(b, tm.partitions)
+		h.Write(b)
+	}
+	return int64(h.Sum64())
+}
+
+// persistRecordsLocked queues the records that bring the log in line with the
+// group's streams or share state (none when it is neither: tombstones for
+// whatever it wrote). done, when set, runs once they are appended, or once the
+// group's writes already in flight are when there is nothing to write, so that
+// nobody is answered with state the log may not hold yet. It reports whether it
+// queued anything; the caller then flushes.
+func (g *group) persistRecordsLocked(done func(error)) bool {
+	want := map[string][]byte{}
+	switch {
+	case g.st != nil:
+		want = g.streamsRecordsLocked()
+	case g.sg != nil:
+		want = g.shareRecordsLocked()
+	}
+	var recs []Record
+	for k, v := range want {
+		if w, ok := g.written[k]; !ok || !bytes.Equal(w, v) {
+			recs = append(recs, Record{Key: []byte(k), Value: v})
+		}
+	}
+	for k := range g.written {
+		if _, ok := want[k]; !ok {
+			recs = append(recs, Record{Key: []byte(k)})
+		}
+	}
+	if len(recs) == 0 {
+		if done == nil || (!g.writing && len(g.writeQ) == 0) {
+			return false
+		}
+		g.queueLocked(nil, done)
+		return true
+	}
+	slices.SortFunc(recs, recordOrder)
+	g.queueRecordsLocked(recs, done)
+	return true
+}
+
+// queueRecordsLocked queues records and keeps g.written in step with
+// what the log will hold; if the append fails, their keys become unknown.
+func (g *group) queueRecordsLocked(recs []Record, done func(error)) {
+	if g.written == nil {
+		g.written = map[string][]byte{}
+	}
+	for _, r := range recs {
+		if r.Value == nil {
+			delete(g.written, string(r.Key))
+		} else {
+			g.written[string(r.Key)] = r.Value
+		}
+	}
+	g.queueLocked(recs, func(err error) {
+		if err != nil {
+			g.forgetRecordsLocked(recs)
+		}
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// forgetRecordsLocked marks the keys of recs unknown (their append failed).
+func (g *group) forgetRecordsLocked(recs []Record) {
+	if g.written == nil {
+		g.written = map[string][]byte{}
+	}
+	for _, r := range recs {
+		g.written[string(r.Key)] = unknownValue
+	}
+}
+
+// recordTombstonesLocked returns tombstones for every streams or share record
+// of the group the log holds (the group is being deleted).
+func (g *group) recordTombstonesLocked() []Record {
+	var recs []Record
+	for k := range g.written {
+		recs = append(recs, Record{Key: []byte(k)})
+	}
+	slices.SortFunc(recs, recordOrder)
+	return recs
+}
+
+// recordOrder orders one change's records as Kafka's group coordinator writes
+// them, so that its replay would take them: streams records by key; share
+// records' tombstones first, a member's before the group's (current
+// assignment, target, member, then the target metadata and the group), then
+// the values (member, group, target, target metadata, current assignment).
+func recordOrder(a, b Record) int {
+	return cmp.Or(cmp.Compare(shareRank(a), shareRank(b)), bytes.Compare(a.Key, b.Key))
+}
+
+// shareRank is a record's place in recordOrder: 0 for any but a share record.
+func shareRank(r Record) int {
+	if len(r.Key) < 2 {
+		return 0
+	}
+	order := []int16{typeShareMember, typeShareMetadata, typeShareTargetMember, typeShareTargetMetadata, typeShareCurrent}
+	if r.Value == nil {
+		order = []int16{typeShareCurrent, typeShareTargetMember, typeShareMember, typeShareTargetMetadata, typeShareMetadata}
+	}
+	i := slices.Index(order, int16(binary.BigEndian.Uint16(r.Key)))
+	switch {
+	case i < 0:
+		return 0
+	case r.Value == nil:
+		return 1 + i
+	}
+	return 1 + len(order) + i
+}

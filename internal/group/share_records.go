@@ -1,0 +1,300 @@
+package group
+
+import (
+	"bytes"
+	"maps"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// This file holds a share group's membership in __consumer_offsets, in the
+// record schemas Kafka 4.4 writes (its group coordinator's ShareGroup*Key/Value;
+// modern_records.go has the framing and how writes follow the state), so a
+// coordinator that loads the partition after a failover or restart lists and
+// describes the group with its epochs, members and assignments, and its members
+// carry on at their epochs. Partitions go by topic id.
+//
+//	type | key                    | value
+//	  10 | group, member          | member: rack, client, host, subscribed topics
+//	  11 | group                  | metadata: group epoch, metadata hash
+//	  12 | group                  | target assignment metadata: epoch, time (tagged)
+//	  13 | group, member          | target assignment: partitions by topic id
+//	  14 | group, member          | current assignment: member epoch, previous
+//	     |                        | epoch, state (always stable), partitions
+//
+// Kafka's type 15 (ShareGroupStatePartitionMetadata: which share partitions the
+// group coordinator had the share coordinator initialize) is neither written
+// nor read: Strata's share-partition leaders initialize their state themselves.
+//
+// As in Kafka, a member is kept until it leaves or its session times out after
+// the load, and the group until DeleteGroups (tombstones for all its records).
+// A node that predates these records skips their keys (a key type it does not
+// know); a directory written before them has none: its share groups are gone
+// after a restart until a member joins again, as before.
+
+// Record types of Kafka 4.4's share group records.
+const (
+	typeShareMember         int16 = 10
+	typeShareMetadata       int16 = 11
+	typeShareTargetMetadata int16 = 12
+	typeShareTargetMember   int16 = 13
+	typeShareCurrent        int16 = 14
+)
+
+// shareMetadataValue is ShareGroupMetadataValue.
+type shareMetadataValue struct {
+	epoch        int32
+	metadataHash int64
+}
+
+func (v shareMetadataValue) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt16(dst, recordValueVersion)
+	dst = kbin.AppendInt32(dst, v.epoch)
+	dst = kbin.AppendInt64(dst, v.metadataHash)
+	return appendTags(dst)
+}
+
+func decodeShareMetadata(b []byte) (shareMetadataValue, error) {
+	r, err := valueReader(typeShareMetadata, b)
+	if err != nil {
+		return shareMetadataValue{}, err
+	}
+	v := shareMetadataValue{epoch: r.Int32(), metadataHash: r.Int64()}
+	readTags(r, nil)
+	return v, valueDone(typeShareMetadata, r)
+}
+
+// shareMemberValue is ShareGroupMemberMetadataValue.
+type shareMemberValue struct {
+	rackID               *string
+	clientID, clientHost string
+	topics               []string
+}
+
+func (v shareMemberValue) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt16(dst, recordValueVersion)
+	dst = kbin.AppendCompactNullableString(dst, v.rackID)
+	dst = kbin.AppendCompactString(dst, v.clientID)
+	dst = kbin.AppendCompactString(dst, v.clientHost)
+	dst = appendStrings(dst, v.topics)
+	return appendTags(dst)
+}
+
+func decodeShareMember(b []byte) (shareMemberValue, error) {
+	r, err := valueReader(typeShareMember, b)
+	if err != nil {
+		return shareMemberValue{}, err
+	}
+	v := shareMemberValue{rackID: r.CompactNullableString(), clientID: r.CompactString(), clientHost: r.CompactString()}
+	v.topics = readStrings(r)
+	readTags(r, nil)
+	return v, valueDone(typeShareMember, r)
+}
+
+// appendTopicPartitions appends partitions by topic id (the TopicPartition
+// structs of the assignment records).
+func appendTopicPartitions(dst []byte, ts []kmsg.AssignmentTopicPartition) []byte {
+	return appendArray(dst, ts, func(dst []byte, t kmsg.AssignmentTopicPartition) []byte {
+		dst = append(dst, t.TopicID[:]...)
+		dst = appendInt32s(dst, t.Partitions)
+		return appendTags(dst)
+	})
+}
+
+func readTopicPartitions(r *kbin.Reader) []kmsg.AssignmentTopicPartition {
+	return readArray(r, func() kmsg.AssignmentTopicPartition {
+		var t kmsg.AssignmentTopicPartition
+		t.TopicID = r.Uuid()
+		t.Partitions = readInt32s(r)
+		readTags(r, nil)
+		return t
+	})
+}
+
+// shareTargetValue is ShareGroupTargetAssignmentMemberValue.
+type shareTargetValue struct {
+	partitions []kmsg.AssignmentTopicPartition
+}
+
+func (v shareTargetValue) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt16(dst, recordValueVersion)
+	dst = appendTopicPartitions(dst, v.partitions)
+	return appendTags(dst)
+}
+
+func decodeShareTarget(b []byte) (shareTargetValue, error) {
+	r, err := valueReader(typeShareTargetMember, b)
+	if err != nil {
+		return shareTargetValue{}, err
+	}
+	v := shareTargetValue{partitions: readTopicPartitions(r)}
+	readTags(r, nil)
+	return v, valueDone(typeShareTargetMember, r)
+}
+
+// shareCurrentValue is ShareGroupCurrentMemberAssignmentValue.
+type shareCurrentValue struct {
+	epoch, prevEpoch int32
+	state            int8
+	partitions       []kmsg.AssignmentTopicPartition
+}
+
+func (v shareCurrentValue) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt16(dst, recordValueVersion)
+	dst = kbin.AppendInt32(dst, v.epoch)
+	dst = kbin.AppendInt32(dst, v.prevEpoch)
+	dst = kbin.AppendInt8(dst, v.state)
+	dst = appendTopicPartitions(dst, v.partitions)
+	return appendTags(dst)
+}
+
+func decodeShareCurrent(b []byte) (shareCurrentValue, error) {
+	r, err := valueReader(typeShareCurrent, b)
+	if err != nil {
+		return shareCurrentValue{}, err
+	}
+	v := shareCurrentValue{epoch: r.Int32(), prevEpoch: r.Int32(), state: r.Int8()}
+	v.partitions = readTopicPartitions(r)
+	readTags(r, nil)
+	return v, valueDone(typeShareCurrent, r)
+}
+
+// shareReplay is a share group's records as a partition's replay left them:
+// the latest value of each key, decoded.
+type shareReplay struct {
+	raw        map[string][]byte // key -> value, as in the log
+	metadata   *shareMetadataValue
+	targetMeta *targetMetaValue
+	members    map[string]shareMemberValue
+	targets    map[string]shareTargetValue
+	current    map[string]shareCurrentValue
+}
+
+func newShareReplay() *shareReplay {
+	return &shareReplay{raw: map[string][]byte{}, members: map[string]shareMemberValue{},
+		targets: map[string]shareTargetValue{}, current: map[string]shareCurrentValue{}}
+}
+
+// apply folds one share record (value nil: a tombstone) into the replay.
+func (sr *shareReplay) apply(k decodedKey, key, value []byte) error {
+	if value == nil {
+		delete(sr.raw, string(key))
+		switch k.typ {
+		case typeShareMetadata:
+			sr.metadata = nil
+		case typeShareTargetMetadata:
+			sr.targetMeta = nil
+		case typeShareMember:
+			delete(sr.members, k.member)
+		case typeShareTargetMember:
+			delete(sr.targets, k.member)
+		case typeShareCurrent:
+			delete(sr.current, k.member)
+		}
+		return nil
+	}
+	var err error
+	switch k.typ {
+	case typeShareMetadata:
+		var v shareMetadataValue
+		v, err = decodeShareMetadata(value)
+		sr.metadata = &v
+	case typeShareTargetMetadata:
+		var v targetMetaValue
+		v, err = decodeTargetMeta(typeShareTargetMetadata, value)
+		sr.targetMeta = &v
+	case typeShareMember:
+		sr.members[k.member], err = decodeShareMember(value)
+	case typeShareTargetMember:
+		sr.targets[k.member], err = decodeShareTarget(value)
+	case typeShareCurrent:
+		sr.current[k.member], err = decodeShareCurrent(value)
+	}
+	if err != nil {
+		return err
+	}
+	sr.raw[string(key)] = bytes.Clone(value)
+	return nil
+}
+
+// shareRecordsLocked is the group's share state as records: key -> value.
+func (g *group) shareRecordsLocked() map[string][]byte {
+	sg := g.sg
+	out := map[string][]byte{}
+	put := func(typ int16, member string, v []byte) { out[string(recordKey(typ, g.id, member))] = v }
+	put(typeShareMetadata, "", shareMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics)}.appendTo(nil))
+	var targetMs int64
+	if !sg.targetAt.IsZero() {
+		targetMs = sg.targetAt.UnixMilli()
+	}
+	put(typeShareTargetMetadata, "", targetMetaValue{epoch: sg.targetEpoch, timeMs: targetMs}.appendTo(nil))
+	for id, m := range sg.members {
+		put(typeShareMember, id, shareMemberValue{
+			rackID: optional(m.rackID), clientID: m.clientID, clientHost: m.clientHost, topics: m.topicNames,
+		}.appendTo(nil))
+		if t, ok := sg.target[id]; ok {
+			put(typeShareTargetMember, id, shareTargetValue{partitions: g.c.assignmentTopics(t)}.appendTo(nil))
+		}
+		put(typeShareCurrent, id, shareCurrentValue{
+			epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.c.assignmentTopics(m.assigned),
+		}.appendTo(nil))
+	}
+	return out
+}
+
+// loadShareLocked restores a share group from its records: its epochs and
+// members with their subscriptions and assignments; partitions of topics that
+// no longer exist are dropped. A group whose topics changed since (another
+// metadata hash) takes a new group epoch at its next heartbeat.
+func (g *group) loadShareLocked(sr *shareReplay) {
+	sg := newShareGroup()
+	g.sg, g.protocolType = sg, shareProtocolType
+	if g.written == nil {
+		g.written = map[string][]byte{}
+	}
+	maps.Copy(g.written, sr.raw)
+	sg.epoch = sr.metadata.epoch
+	if tm := sr.targetMeta; tm != nil {
+		sg.targetEpoch = tm.epoch
+		if tm.timeMs != 0 {
+			sg.targetAt = time.UnixMilli(tm.timeMs)
+		}
+	}
+	cat := g.topicsLocked()
+	parts := func(ts []kmsg.AssignmentTopicPartition) partSet {
+		out := partSet{}
+		for _, t := range ts {
+			if name, ok := cat.TopicName(t.TopicID); ok {
+				for _, p := range t.Partitions {
+					out[topicPartition{name, p}] = struct{}{}
+				}
+			}
+		}
+		return out
+	}
+	for id, mv := range sr.members {
+		cur := sr.current[id]
+		sg.members[id] = &smember{
+			id: id, rackID: deref(mv.rackID), clientID: mv.clientID, clientHost: mv.clientHost,
+			epoch: cur.epoch, prevEpoch: cur.prevEpoch, topicNames: mv.topics, assigned: parts(cur.partitions),
+		}
+		if t, ok := sr.targets[id]; ok {
+			sg.target[id] = parts(t.partitions)
+		}
+	}
+	sg.topics = g.shareSubscriptionLocked()
+	sg.stale = topicsHash(sg.topics) != sr.metadata.metadataHash
+	g.syncShareViewLocked()
+}
+
+// armLoadedShareLocked starts the sessions of a loaded share group's members.
+func (g *group) armLoadedShareLocked() {
+	if g.sg == nil {
+		return
+	}
+	for _, m := range g.sg.sortedMembers() {
+		g.armShareSessionLocked(m)
+	}
+}
