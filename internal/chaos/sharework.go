@@ -286,14 +286,14 @@ func (w *shareWorkload) drain(seeds brokers, sends []history.Send, timeout time.
 	)
 	err := waitFor(timeout, func() error {
 		ds, as := w.snapshot()
-		n := unsettled(sends, ds, as, dls, w.cfg.lock)
+		n := w.unsettled(sends, ds, as, dls)
 		if n > 0 && time.Since(read) >= time.Second {
 			read = time.Now()
 			var err error
 			if dls, err = readDeadLetters(seeds, w.dlq, deadLetterReadTimeout); err != nil {
 				return fmt.Errorf("%d acknowledged records not settled by the share group; reading the dead-letter topic: %w", n, err)
 			}
-			n = unsettled(sends, ds, as, dls, w.cfg.lock)
+			n = w.unsettled(sends, ds, as, dls)
 		}
 		if n > 0 {
 			return fmt.Errorf("%d acknowledged records not settled by the share group", n)
@@ -304,6 +304,14 @@ func (w *shareWorkload) drain(seeds brokers, sends []history.Send, timeout time.
 	return err
 }
 
+// unsettled counts the acknowledged sends not yet settled (history's
+// ShareHistory.Unsettled), waiting two lock durations after an unanswered
+// ACCEPT for the record to be handed out again had it not been applied.
+func (w *shareWorkload) unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck, dls []history.DeadLetter) int {
+	h := history.ShareHistory{Sends: sends, Deliveries: ds, Acks: as, DeadLetters: dls}
+	return h.Unsettled(time.Now(), 2*w.cfg.lock)
+}
+
 // deadLetterReadTimeout bounds one read of the dead-letter topic during the
 // drain.
 const deadLetterReadTimeout = 10 * time.Second
@@ -311,52 +319,6 @@ const deadLetterReadTimeout = 10 * time.Second
 func (w *shareWorkload) close() {
 	w.cancel()
 	w.wg.Wait()
-}
-
-// unsettled counts the acknowledged sends the share group has not settled: not
-// ACCEPTed with an answer, not in the dead-letter topic (dls: a REJECT, a
-// release at the delivery count limit, a lock expiring at the limit, or an
-// acquisition at the limit whose answer was lost all end there), and not left
-// for two lock durations (lock) after an unanswered ACCEPT (had it not been
-// applied, the record would have been handed out again).
-func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck, dls []history.DeadLetter, lock time.Duration) int {
-	type pos struct {
-		p int32
-		o int64
-	}
-	settled := map[pos]bool{}
-	lastDelivery := map[pos]time.Time{}
-	for _, d := range ds {
-		at := pos{d.Partition, d.Offset}
-		lastDelivery[at] = later(lastDelivery[at], d.End)
-	}
-	for _, dl := range dls {
-		settled[pos{dl.Partition, dl.Offset}] = true
-	}
-	for _, a := range as {
-		at := pos{a.Partition, a.Offset}
-		switch {
-		case a.Type != "accept":
-		case a.Outcome == history.OK:
-			settled[at] = true
-		case a.Outcome == history.Unknown && time.Since(a.End) > 2*lock && !lastDelivery[at].After(a.Start):
-			settled[at] = true
-		}
-	}
-	n := 0
-	for _, s := range sends {
-		if s.Outcome == history.OK && !settled[pos{s.Partition, s.Offset}] {
-			n++
-		}
-	}
-	return n
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // shareRoleNode is the node a fault of role ShareCoordinator or ShareState

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/strata-stream/strata/internal/chaos/history"
 )
 
 // shareNode is an HTTP node for the share consumers' tests: its /poll hands out
@@ -122,73 +120,6 @@ func TestShareConsumerKeepsOrClosesItsMember(t *testing.T) {
 				if reqs := b.requests(); len(reqs) > 0 {
 					t.Errorf("the consumer moved to the second node: %d requests, the first %q", len(reqs), reqs[0])
 				}
-			}
-		})
-	}
-}
-
-// TestUnsettled: what lets the share drain end. The first case is the scripted
-// run's CI finding (session 14): record 72 of partition 2 was handed out at
-// counts 1 and 2 and released each time; its third acquisition was saved at
-// the share coordinator while the node that made it lost its power, so no
-// consumer saw it, and the next leader dead-lettered it at the limit on
-// loading. The drain counted only what consumers saw and waited 90 s for it.
-// An answered REJECT or release at the limit settles a record only once its
-// dead letter is in the topic (the final read of the topic follows the drain).
-func TestUnsettled(t *testing.T) {
-	const lock = 3 * time.Second
-	long := time.Now().Add(-time.Minute) // more than two locks ago
-	send := history.Send{Outcome: history.OK, Partition: 2, Offset: 72, Value: "v"}
-	deliver := func(count int16, at time.Time) history.ShareDelivery {
-		return history.ShareDelivery{Consumer: "c", Partition: 2, Offset: 72, Value: "v", Count: count, Start: at, End: at}
-	}
-	ack := func(typ string, count int16, o history.Outcome, at time.Time) history.ShareAck {
-		return history.ShareAck{Consumer: "c", Partition: 2, Offset: 72, Type: typ, Count: count, Outcome: o, Start: at, End: at}
-	}
-	dead := []history.DeadLetter{{Topic: "t", Group: "g", Partition: 2, Offset: 72, DeliveryCount: shareDeliveryLimit, Value: "v"}}
-	for _, tc := range []struct {
-		name  string
-		sends []history.Send
-		ds    []history.ShareDelivery
-		as    []history.ShareAck
-		dls   []history.DeadLetter
-		want  int
-	}{
-		{"released twice, dead-lettered at the limit unseen",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, long), deliver(2, long)},
-			[]history.ShareAck{ack("release", 1, history.OK, long), ack("release", 2, history.OK, long)}, dead, 0},
-		{"released twice, no dead letter yet",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, long), deliver(2, long)},
-			[]history.ShareAck{ack("release", 1, history.OK, long), ack("release", 2, history.OK, long)}, nil, 1},
-		{"released at the limit, answered, no dead letter yet",
-			[]history.Send{send}, []history.ShareDelivery{deliver(3, long)},
-			[]history.ShareAck{ack("release", 3, history.OK, long)}, nil, 1},
-		{"rejected, answered, no dead letter yet",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, long)},
-			[]history.ShareAck{ack("reject", 1, history.OK, long)}, nil, 1},
-		{"rejected, dead-lettered",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, long)},
-			[]history.ShareAck{ack("reject", 1, history.OK, long)}, dead, 0},
-		{"accepted, answered",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, long)},
-			[]history.ShareAck{ack("accept", 1, history.OK, long)}, nil, 0},
-		{"accept unanswered two locks ago, not delivered since",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, long)},
-			[]history.ShareAck{ack("accept", 1, history.Unknown, long)}, nil, 0},
-		{"accept unanswered just now",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, time.Now())},
-			[]history.ShareAck{ack("accept", 1, history.Unknown, time.Now())}, nil, 1},
-		{"accept unanswered, delivered again after it",
-			[]history.Send{send}, []history.ShareDelivery{deliver(1, long), deliver(2, long.Add(time.Second))},
-			[]history.ShareAck{ack("accept", 1, history.Unknown, long)}, nil, 1},
-		{"never delivered",
-			[]history.Send{send}, nil, nil, nil, 1},
-		{"a failed send is not waited for",
-			[]history.Send{{Outcome: history.Failed, Partition: 2, Offset: -1}}, nil, nil, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := unsettled(tc.sends, tc.ds, tc.as, tc.dls, lock); got != tc.want {
-				t.Errorf("unsettled = %d, want %d", got, tc.want)
 			}
 		})
 	}
