@@ -270,20 +270,14 @@ var shareScript = []Fault{
 	{Kind: PowerLoss, Role: Any, Gap: 500 * time.Millisecond},
 }
 
-// TestShareScriptedFaults is the share-group run meant for CI: the share-group workload
+// TestShareScriptedFaults is CI's share-group run: the share-group workload
 // beside the plain one on an in-process cluster (no process start-up), under
 // shareScript's faults, judged by history.CheckShare as the campaign's runs.
 // Its size is fixed so that a loaded machine makes it slower, not different:
 // 600 records (the producers stop there), eight consumers (two per partition,
 // so one a kill leaves behind in the group holds no partition alone until its
-// session expires 45 s later), five records a poll and a 3 s lock. Part of
-// the campaign (CHAOS_CAMPAIGN=1) until what it found in CI is fixed: a
-// record released twice was taken as done by a reloaded share partition, with
-// no ACCEPT and no dead letter (docs/reliability.md, session 14).
+// session expires 45 s later), five records a poll and a 3 s lock.
 func TestShareScriptedFaults(t *testing.T) {
-	if os.Getenv(envCampaign) != "1" {
-		t.Skipf("runs with %s=1", envCampaign)
-	}
 	seed := uint64(envInt(t, envSeed, 1))
 	start := time.Now()
 	c := startMemCluster(t, 3, "chaos", seed, nil)

@@ -171,15 +171,17 @@
 // applied) accepting, releasing and rejecting records, a dead-letter topic
 // taking the rejected ones and those that reach the delivery count limit.
 // After the plain drain the consumers run until every acknowledged record is
-// settled, the dead-letter topic is read whole, and history.CheckShare judges
+// settled as history.CheckShare would find it (an answered ACCEPT, a dead
+// letter in the topic, which the drain reads, or an unanswered ACCEPT two lock
+// durations old with nobody handed the record at a higher count), the
+// dead-letter topic is read whole, and history.CheckShare judges
 // the deliveries, acknowledgements and dead letters. Two roles aim faults at
 // the share group's machinery: ShareCoordinator (the group's coordinator,
 // which keeps the membership in memory) and ShareState (the share coordinator
 // saving a partition's state, the leader of its __share_group_state
 // partition).
 //
-// TestShareScriptedFaults is the share run meant for CI (campaign-only while what
-// it found in CI is open): an in-process cluster and a fixed
+// TestShareScriptedFaults is CI's share run: an in-process cluster and a fixed
 // script of faults instead of a seeded schedule (shareScript: a share
 // partition's leader killed, the group's coordinator killed, a share
 // coordinator's fsyncs failed and the node rebooted, a power loss of every
@@ -204,7 +206,8 @@
 // `go test ./internal/chaos` runs one seeded multi-process run of about a minute,
 // the in-process power-loss and disk-fault runs, TestTxnFaults: 15 s of
 // faults and operations under the transactional workload on a tiered topic,
-// and TestTLSFaults: 10 s of faults on a secured cluster.
+// TestTLSFaults: 10 s of faults on a secured cluster, and
+// TestShareScriptedFaults: the share group under its script of faults.
 // `make chaos` runs the long campaign (TestCampaign with CHAOS_CAMPAIGN=1; every
 // variant, and transactional in-process runs with power losses) and rewrites
 // the results table in docs/reliability.md. CHAOS_SEED picks the seed of the

@@ -207,7 +207,7 @@ func stopwatch(t *testing.T) func(step string) {
 // checkShare drains the share-group workload, reads the dead-letter topic and
 // adds CheckShare's anomalies and counts to res.
 func checkShare(c cluster, sw *shareWorkload, sends []history.Send, res *RunResult) {
-	if err := sw.drain(sends, drainTimeout); err != nil {
+	if err := sw.drain(c.seeds(), sends, drainTimeout); err != nil {
 		res.Findings = append(res.Findings, "share group: "+err.Error())
 	}
 	sh := history.ShareHistory{Topic: sw.topic, Group: sw.group, Limit: shareDeliveryLimit, Sends: sends}

@@ -274,11 +274,28 @@ func (w *shareWorkload) snapshot() ([]history.ShareDelivery, []history.ShareAck)
 }
 
 // drain lets the consumers run until every acknowledged send is settled (see
-// settled) or timeout passes, then stops them.
-func (w *shareWorkload) drain(sends []history.Send, timeout time.Duration) error {
+// unsettled) or timeout passes, then stops them. What settles a record that
+// failed for good is its dead letter, read from seeds at most once a second
+// while records are unsettled: a record whose last delivery reached no
+// consumer (its acquisition was saved, the answer lost with its node) is
+// dead-lettered at the limit with nothing a consumer saw.
+func (w *shareWorkload) drain(seeds brokers, sends []history.Send, timeout time.Duration) error {
+	var (
+		dls  []history.DeadLetter
+		read time.Time
+	)
 	err := waitFor(timeout, func() error {
 		ds, as := w.snapshot()
-		if n := unsettled(sends, ds, as, w.cfg.lock); n > 0 {
+		n := w.unsettled(sends, ds, as, dls)
+		if n > 0 && time.Since(read) >= time.Second {
+			read = time.Now()
+			var err error
+			if dls, err = readDeadLetters(seeds, w.dlq, deadLetterReadTimeout); err != nil {
+				return fmt.Errorf("%d acknowledged records not settled by the share group; reading the dead-letter topic: %w", n, err)
+			}
+			n = w.unsettled(sends, ds, as, dls)
+		}
+		if n > 0 {
 			return fmt.Errorf("%d acknowledged records not settled by the share group", n)
 		}
 		return nil
@@ -287,57 +304,21 @@ func (w *shareWorkload) drain(sends []history.Send, timeout time.Duration) error
 	return err
 }
 
+// unsettled counts the acknowledged sends not yet settled (history's
+// ShareHistory.Unsettled), waiting two lock durations after an unanswered
+// ACCEPT for the record to be handed out again had it not been applied.
+func (w *shareWorkload) unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck, dls []history.DeadLetter) int {
+	h := history.ShareHistory{Sends: sends, Deliveries: ds, Acks: as, DeadLetters: dls}
+	return h.Unsettled(time.Now(), 2*w.cfg.lock)
+}
+
+// deadLetterReadTimeout bounds one read of the dead-letter topic during the
+// drain.
+const deadLetterReadTimeout = 10 * time.Second
+
 func (w *shareWorkload) close() {
 	w.cancel()
 	w.wg.Wait()
-}
-
-// unsettled counts the acknowledged sends the share group has not settled as
-// its consumers saw it: neither ACCEPTed nor REJECTed with an answer, nor
-// released with an answer at the delivery count limit (then dead-lettered),
-// nor left for two lock durations (lock) after an unanswered ACCEPT or REJECT (had it
-// not been applied, the record would have been handed out again) or after a
-// delivery at the limit (its lock expired or its release was refused: it is
-// archived, and dead-lettered, at the limit).
-func unsettled(sends []history.Send, ds []history.ShareDelivery, as []history.ShareAck, lock time.Duration) int {
-	type pos struct {
-		p int32
-		o int64
-	}
-	settled := map[pos]bool{}
-	lastDelivery := map[pos]time.Time{}
-	for _, d := range ds {
-		at := pos{d.Partition, d.Offset}
-		lastDelivery[at] = later(lastDelivery[at], d.End)
-	}
-	for _, d := range ds {
-		if d.Count >= shareDeliveryLimit && time.Since(d.End) > 2*lock {
-			settled[pos{d.Partition, d.Offset}] = true
-		}
-	}
-	for _, a := range as {
-		at := pos{a.Partition, a.Offset}
-		switch {
-		case a.Outcome == history.OK && (a.Type != "release" || a.Count >= shareDeliveryLimit):
-			settled[at] = true
-		case a.Outcome == history.Unknown && a.Type != "release" && time.Since(a.End) > 2*lock && !lastDelivery[at].After(a.Start):
-			settled[at] = true
-		}
-	}
-	n := 0
-	for _, s := range sends {
-		if s.Outcome == history.OK && !settled[pos{s.Partition, s.Offset}] {
-			n++
-		}
-	}
-	return n
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // shareRoleNode is the node a fault of role ShareCoordinator or ShareState

@@ -13,17 +13,25 @@ import (
 )
 
 // failingStore is memStore whose saves fail while fail is set (the share
-// coordinator lost power: the write times out and was not made durable).
+// coordinator lost power: the write times out and was not made durable), or,
+// with landed set too, fail after the write was made durable (the node saving
+// lost power: the write reached the coordinator, its answer was lost).
 type failingStore struct {
 	memStore
-	fail atomic.Bool
+	fail, landed atomic.Bool
 }
 
 func (s *failingStore) Save(ctx context.Context, k Key, snap Snapshot) error {
-	if s.fail.Load() {
-		return errors.New("share coordinator unavailable")
+	if !s.fail.Load() {
+		return s.memStore.Save(ctx, k, snap)
 	}
-	return s.memStore.Save(ctx, k, snap)
+	if s.landed.Load() {
+		if err := s.memStore.Save(ctx, k, snap); err != nil {
+			return err
+		}
+		return context.Canceled
+	}
+	return errors.New("share coordinator unavailable")
 }
 
 // fakeClock is a Config.Now a test moves by hand (lock expiry).

@@ -2,6 +2,7 @@ package share
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -62,4 +63,63 @@ func TestDeadLetterCopyWaitsForHighWatermark(t *testing.T) {
 		defer sp.mu.Unlock()
 		return sp.p != nil && sp.p.Start() == 1
 	})
+}
+
+// TestAcquisitionAtLimitLostIsDeadLettered is the path of the scripted share
+// chaos run's CI finding (session 14, record 72 of partition 2): a record
+// released at counts 1 and 2 is acquired a third time (the limit), and that
+// acquisition's save reaches the share coordinator while the node making it
+// loses power, so its fetch hands nothing out. The state loaded again has the
+// record at the limit: it is written to the dead-letter topic with delivery
+// count 3 and its value, then archived, and never handed out again.
+func TestAcquisitionAtLimitLostIsDeadLettered(t *testing.T) {
+	store := &failingStore{}
+	dlq := &recordingDeadLetters{}
+	m, _ := newDeadLetterManager(t, store, dlq, 1, true)
+	defer m.Close()
+	m.cfg.Defaults.DeliveryLimit = 3
+	for i := range int16(2) {
+		member := fmt.Sprintf("m%d", i)
+		if got := deliver(t, m, member); got != i+1 {
+			t.Fatalf("delivery %d: count %d", i+1, got)
+		}
+		if code := acknowledgeAs(m, member, 0, Release); code != 0 {
+			t.Fatalf("release %d: code %d", i+1, code)
+		}
+	}
+	store.fail.Store(true)
+	store.landed.Store(true)
+	resp := m.ShareFetch(context.Background(), openFetch("m2"))
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode == 0 || len(p.AcquiredRecords) != 0 {
+		t.Fatalf("an acquisition whose save failed: code %d, acquired %+v; want an error and nothing", p.ErrorCode, p.AcquiredRecords)
+	}
+	if snap, _, _ := store.Load(context.Background(), Key{Group: "g", TopicID: gcTopicID}, 0); len(snap.Batches) != 1 || snap.Batches[0].DeliveryCount != 3 {
+		t.Fatalf("saved state %+v, want offset 0 at count 3 (the save landed)", snap)
+	}
+	store.fail.Store(false)
+	if got := deliver(t, m, "m3"); got != 0 {
+		t.Fatalf("after the reload: delivered at count %d, want not at all", got)
+	}
+	wait.For(t, "the dead letter", func() bool { return len(dlq.written()) > 0 })
+	got := dlq.written()
+	if len(got) != 1 || string(got[0].Value) != "v" || header(got[0], HeaderDeliveryCount) != "3" {
+		t.Fatalf("dead letters %+v, want one of offset 0's value %q at delivery count 3", got, "v")
+	}
+	wait.For(t, "offset 0 archived and saved", func() bool {
+		snap, _, _ := store.Load(context.Background(), Key{Group: "g", TopicID: gcTopicID}, 0)
+		return snap.Start == 1
+	})
+	if got := deliver(t, m, "m4"); got != 0 {
+		t.Fatalf("after its dead letter: delivered at count %d, want not at all", got)
+	}
+}
+
+// header is the value of a dead-letter record's header key ("" if none).
+func header(r DeadLetterRecord, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

@@ -90,8 +90,8 @@ type ShareCounts struct {
 // leader moved): that is not a repeat. What must hold is:
 //
 //  1. every acknowledged send ends ACCEPTed or dead-lettered: an answered
-//     ACCEPT, a dead letter, or, when its last acknowledgement is an unanswered
-//     ACCEPT after which nobody was handed it again, accepted without an answer;
+//     ACCEPT, a dead letter, or, after an unanswered ACCEPT with nobody handed
+//     it again (at a higher count), accepted without an answer;
 //  2. at most one answered ACCEPT per record, never together with an answered
 //     REJECT or a dead letter;
 //  3. no poll that began after an answered ACCEPT or REJECT ended hands the
@@ -108,10 +108,6 @@ func CheckShare(h ShareHistory) (Result, ShareCounts) {
 	for _, c := range ShareClasses {
 		res.Counts[c] = 0
 	}
-	type pos struct {
-		p int32
-		o int64
-	}
 	sent := map[pos]string{}
 	for _, s := range h.Sends {
 		if s.Outcome == OK {
@@ -119,14 +115,7 @@ func CheckShare(h ShareHistory) (Result, ShareCounts) {
 			res.Acked++
 		}
 	}
-	deliveries := map[pos][]ShareDelivery{}
-	for _, d := range h.Deliveries {
-		deliveries[pos{d.Partition, d.Offset}] = append(deliveries[pos{d.Partition, d.Offset}], d)
-	}
-	acks := map[pos][]ShareAck{}
-	for _, a := range h.Acks {
-		acks[pos{a.Partition, a.Offset}] = append(acks[pos{a.Partition, a.Offset}], a)
-	}
+	deliveries, acks := h.byRecord()
 	dead, atLimit := map[pos]int{}, map[pos]bool{}
 	var counts ShareCounts
 	counts.Records, counts.Deliveries = res.Acked, len(h.Deliveries)
@@ -223,6 +212,51 @@ func CheckShare(h ShareHistory) (Result, ShareCounts) {
 	return res, counts
 }
 
+// Unsettled counts the acknowledged sends of h that CheckShare would not yet
+// find resolved: not ACCEPTed with an answer, not dead-lettered, and not
+// accepted without an answer by an ACCEPT that ended at least wait before now
+// (had it not been applied, the record would have been handed out again by
+// then). A run's share drain waits for it to reach 0.
+func (h ShareHistory) Unsettled(now time.Time, wait time.Duration) int {
+	deliveries, acks := h.byRecord()
+	dead := map[pos]bool{}
+	for _, dl := range h.DeadLetters {
+		dead[pos{dl.Partition, dl.Offset}] = true
+	}
+	n := 0
+	for _, s := range h.Sends {
+		at := pos{s.Partition, s.Offset}
+		if s.Outcome != OK || dead[at] {
+			continue
+		}
+		var old []ShareAck
+		accepted := false
+		for _, a := range acks[at] {
+			accepted = accepted || a.Type == "accept" && a.Outcome == OK
+			if now.Sub(a.End) >= wait {
+				old = append(old, a)
+			}
+		}
+		if !accepted && !acceptedUnanswered(old, deliveries[at]) {
+			n++
+		}
+	}
+	return n
+}
+
+// byRecord groups h's deliveries and acknowledgements by record.
+func (h ShareHistory) byRecord() (map[pos][]ShareDelivery, map[pos][]ShareAck) {
+	ds := map[pos][]ShareDelivery{}
+	for _, d := range h.Deliveries {
+		ds[pos{d.Partition, d.Offset}] = append(ds[pos{d.Partition, d.Offset}], d)
+	}
+	as := map[pos][]ShareAck{}
+	for _, a := range h.Acks {
+		as[pos{a.Partition, a.Offset}] = append(as[pos{a.Partition, a.Offset}], a)
+	}
+	return ds, as
+}
+
 // timeFormat prints the times in an anomaly's detail.
 const timeFormat = "15:04:05.000"
 
@@ -240,22 +274,24 @@ func deadLetterCountOK(count int16, acks []ShareAck, limit int16) bool {
 	return false
 }
 
-// acceptedUnanswered: the record's last acknowledgement is an ACCEPT without an
-// answer and no poll handed it out after it was sent.
+// acceptedUnanswered: an ACCEPT of the record without an answer, and no delivery
+// of it at a higher count than the one that ACCEPT acknowledged. Every
+// acquisition is saved with a higher count than the last before it is handed
+// out, so had the ACCEPT not been applied the record's next delivery would have
+// had one. (A poll's end says nothing: one answered late may carry an earlier
+// delivery, at a lower count, after the ACCEPT was sent.)
 func acceptedUnanswered(as []ShareAck, ds []ShareDelivery) bool {
-	if len(as) == 0 {
-		return false
-	}
-	last := as[len(as)-1]
-	if last.Type != "accept" || last.Outcome != Unknown {
-		return false
-	}
-	for _, d := range ds {
-		if d.End.After(last.Start) {
-			return false
+	for _, a := range as {
+		if a.Type == "accept" && a.Outcome == Unknown && !deliveredPast(ds, a.Count) {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// deliveredPast reports whether one of ds has a delivery count above count.
+func deliveredPast(ds []ShareDelivery, count int16) bool {
+	return slices.ContainsFunc(ds, func(d ShareDelivery) bool { return d.Count > count })
 }
 
 func ackList(as []ShareAck) []string {
