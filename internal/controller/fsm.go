@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,17 +38,11 @@ func (f *fsm) image() *metadata.Image { return f.img.Load() }
 
 // Apply applies one batch. A batch that does not decode or apply leaves the
 // image unchanged on every node alike (apart from the offset) and its error is
-// the proposer's answer. A batch of a record type or version this build does
-// not know (written by a newer Strata) panics: skipping it would leave this
-// node's image behind every other node's, so the node stops until it is
-// upgraded.
+// the proposer's answer.
 func (f *fsm) Apply(l *raft.Log) any {
 	cur := f.img.Load()
 	next := cur
 	recs, err := metadata.DecodeBatch(l.Data)
-	if errors.Is(err, metadata.ErrUnsupportedVersion) {
-		panic(fmt.Sprintf("controller: metadata log entry %d was written by a newer Strata (%v): upgrade this node", l.Index, err))
-	}
 	if err == nil {
 		next, err = metadata.ApplyAll(cur, recs)
 	}
