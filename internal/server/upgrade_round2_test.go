@@ -41,8 +41,9 @@ import (
 //     accepted t0..t2 and still held t3..t5 when the node stopped.
 //   - SCRAM users admin (SHA-256, super user) and alice (SHA-512); alice may
 //     read and describe orders and group alice-g, and is denied payments.
-//   - a delegation token of admin; quotas producer_byte_rate=1024 of client
-//     id slow and consumer_byte_rate=2048 of user alice.
+//   - a delegation token of admin (expiry and max lifetime 876000 h); quotas
+//     producer_byte_rate=1024 of client id slow and consumer_byte_rate=2048
+//     of user alice.
 const round2Fixture = "testdata/datadir-551340b.tgz"
 
 // round2TopicIDs are the topic ids mkfixture printed.
@@ -393,6 +394,12 @@ func checkRound2Security(t *testing.T, ctx context.Context, n *testNode, admin *
 	}
 	if len(tokens) != 1 || tokens[0].Owner.Name != "admin" {
 		t.Fatalf("delegation tokens after the upgrade: %+v, want one of admin", tokens)
+	}
+	// Issued while the fixture was written, for the node's 876000 h lifetime.
+	tok := tokens[0]
+	if y, m, d := tok.IssueTimestamp.UTC().Date(); y != 2026 || m != time.December || d != 3 ||
+		tok.ExpiryTimestamp.Sub(tok.IssueTimestamp) != 876000*time.Hour || !tok.MaxTimestamp.Equal(tok.ExpiryTimestamp) {
+		t.Fatalf("delegation token's times after the upgrade: issued %v, expires %v, max %v", tok.IssueTimestamp, tok.ExpiryTimestamp, tok.MaxTimestamp)
 	}
 }
 
