@@ -51,8 +51,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(tmp)
-	if err := run(*bin, filepath.Join(tmp, "data"), *out); err != nil {
+	err = run(*bin, filepath.Join(tmp, "data"), *out)
+	os.RemoveAll(tmp) // before log.Fatal, which skips deferred calls
+	if err != nil {
 		log.Fatal(err)
 	}
 }
