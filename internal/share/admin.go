@@ -103,6 +103,15 @@ func (s *TopicStore) GroupKeys(ctx context.Context, group string) ([]Key, error)
 	return out, nil
 }
 
+// keyVersionOf returns the version a key of StateTopic starts with; false when
+// it is too short to have one.
+func keyVersionOf(b []byte) (uint16, bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(b), true
+}
+
 // decodeKey reads a key of StateTopic; false when it is not one.
 func decodeKey(b []byte) (Key, bool) {
 	if len(b) < 4 || binary.BigEndian.Uint16(b) != keyVersion {

@@ -27,6 +27,7 @@ package share
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"sync"
 
@@ -83,6 +84,9 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if v, ok := keyVersionOf(r.Key); ok && v != keyVersion {
+			return fmt.Errorf("%w: key version %d, this build reads %d", ErrCorruptState, v, keyVersion)
 		}
 		k, ok := decodeKey(r.Key)
 		if !ok {

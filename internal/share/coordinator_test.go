@@ -2,6 +2,8 @@ package share
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -234,4 +236,34 @@ func fetchCode(m *Manager, member string) int16 {
 		return resp.ErrorCode
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// TestCoordinatorRefusesNewerVersions: a state partition holding a key or a
+// value of a version newer than this build's does not load (the leader's
+// error), rather than lose that state by skipping or misreading it.
+func TestCoordinatorRefusesNewerVersions(t *testing.T) {
+	k := Key{Group: "g", TopicID: [16]byte{3}, Partition: 1}
+	good := encodeSnapshot(Snapshot{StateEpoch: 1, Start: 5})
+	withVersion := func(b []byte, v uint16) []byte {
+		b = slices.Clone(b)
+		binary.BigEndian.PutUint16(b, v)
+		return b
+	}
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+		ok         bool
+	}{
+		{"current versions", encodeKey(k), good, true},
+		{"newer value version", encodeKey(k), withVersion(good, stateVersion+1), false},
+		{"newer key version", withVersion(encodeKey(k), keyVersion+1), good, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &memStateLog{recs: map[int32][]group.Record{0: {{Key: tc.key, Value: tc.value}}}}
+			err := NewCoordinator(log, 1).LoadPartition(context.Background(), 0, log.replay(0))
+			if tc.ok != (err == nil) || err != nil && !errors.Is(err, ErrCorruptState) {
+				t.Fatalf("loading: %v (want success: %v)", err, tc.ok)
+			}
+		})
+	}
 }

@@ -120,7 +120,7 @@ func decodeSnapshot(b []byte) (Snapshot, error) {
 		s.StateEpoch = int32(binary.BigEndian.Uint32(b[2:]))
 		b = b[6:]
 	default:
-		return Snapshot{}, ErrCorruptState
+		return Snapshot{}, fmt.Errorf("%w: value version %d, this build reads up to %d", ErrCorruptState, version, stateVersion)
 	}
 	if len(b) < 12 {
 		return Snapshot{}, ErrCorruptState

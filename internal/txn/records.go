@@ -10,6 +10,10 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 )
 
+// maxValueVersion is the newest TxnMetadataValue version this build reads (and
+// writes): a newer one is refused rather than decoded with an older layout.
+const maxValueVersion = 1
+
 // encodeRecord is the __transaction_state record of id's state, in Kafka's
 // schema (kmsg TxnMetadataKey v0 / TxnMetadataValue v0).
 func encodeRecord(id string, m Meta) group.Record {
@@ -146,12 +150,18 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	if err := key.ReadFrom(r.Key); err != nil {
 		return "", nil, fmt.Errorf("%w: key: %v", ErrCorruptRecord, err)
 	}
+	if key.Version != 0 {
+		return "", nil, fmt.Errorf("%w: key version %d, this build reads 0", ErrCorruptRecord, key.Version)
+	}
 	if r.Value == nil {
 		return key.TransactionalID, nil, nil
 	}
 	var v kmsg.TxnMetadataValue
 	if err := v.ReadFrom(r.Value); err != nil {
 		return "", nil, fmt.Errorf("%w: value of %q: %v", ErrCorruptRecord, key.TransactionalID, err)
+	}
+	if v.Version > maxValueVersion {
+		return "", nil, fmt.Errorf("%w: value of %q: version %d, this build reads up to %d", ErrCorruptRecord, key.TransactionalID, v.Version, maxValueVersion)
 	}
 	m := &Meta{
 		ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, TimeoutMs: v.TimeoutMillis, State: v.State,

@@ -34,7 +34,7 @@ func MigrateBolt(fsys vfs.FS, dir string, w *WAL) (migrated bool, err error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.first != 0 || len(w.stable) != 0 {
+	if w.holdsRaftStateLocked() {
 		return false, nil // migrated before; raft.db was left behind
 	}
 	if err := w.loadBoltLocked(path); err != nil {

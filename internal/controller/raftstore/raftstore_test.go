@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -345,4 +346,61 @@ func TestMigrateBolt(t *testing.T) {
 		t.Fatalf("second MigrateBolt = %v, %v", ok, err)
 	}
 	checkWAL(t, w, 5, 12, 50)
+}
+
+// TestWALFormatVersion: a file without the format key (as every build before
+// it wrote) opens and gains it, keeping its contents; a file of a newer format
+// is refused, not read.
+func TestWALFormatVersion(t *testing.T) {
+	mem := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(mem, "/ctrl", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var legacy []byte
+	for i := uint64(1); i <= 3; i++ {
+		legacy = appendRecord(legacy, opEntry, binary.BigEndian.AppendUint64(nil, i), boltstore.EncodeLog(entry(i, 8)))
+	}
+	legacy = appendRecord(legacy, opSet, binary.AppendUvarint(nil, uint64(len("CurrentTerm"))), []byte("CurrentTerm"), binary.BigEndian.AppendUint64(nil, 7))
+	writeWALFile(t, mem, legacy)
+
+	w := openWAL(t, mem)
+	checkWAL(t, w, 1, 3, 8)
+	if term, err := w.GetUint64([]byte("CurrentTerm")); err != nil || term != 7 {
+		t.Fatalf("CurrentTerm of the file without a format key: %d, %v", term, err)
+	}
+	w.Close()
+	reopened := openWAL(t, mem.CrashClone())
+	if v, _ := reopened.Get([]byte(formatKey)); !bytes.Equal(v, []byte{0, walFormat}) {
+		t.Fatalf("format key after the first open: %x, want format %d", v, walFormat)
+	}
+	checkWAL(t, reopened, 1, 3, 8)
+	reopened.Close()
+
+	newer := appendRecord(slices.Clone(legacy), opSet, binary.AppendUvarint(nil, uint64(len(formatKey))), []byte(formatKey), []byte{0, walFormat + 1})
+	writeWALFile(t, mem, newer)
+	if w, err := OpenWAL(mem, "/ctrl"); !errors.Is(err, ErrUnsupportedFormat) {
+		if err == nil {
+			w.Close()
+		}
+		t.Fatalf("opening a WAL of format %d: %v, want ErrUnsupportedFormat", walFormat+1, err)
+	}
+}
+
+// writeWALFile replaces /ctrl/raft.wal with b, durably.
+func writeWALFile(t *testing.T, fsys vfs.FS, b []byte) {
+	t.Helper()
+	f, err := fsys.Create("/ctrl/raft.wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.SyncDir("/ctrl"); err != nil {
+		t.Fatal(err)
+	}
 }

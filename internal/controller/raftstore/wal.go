@@ -21,7 +21,12 @@
 //	op 2 delete:  lo u64, hi u64 (the entries lo..hi inclusive go)
 //	op 3 set:     key length uvarint, key, value
 //
-// Integers are big-endian. Open replays every record into memory (the
+// Integers are big-endian. The stable key strata.wal.format holds the format's
+// version (u16, 1: the layout above); Open writes it into a file that lacks it
+// (one written before the key existed, which has this layout) and refuses a
+// file of a newer version (ErrUnsupportedFormat) rather than misread it. The
+// key is an ordinary stable value, so a build that predates it opens the file
+// and ignores it. Open replays every record into memory (the
 // controller's log is bounded by its snapshot threshold and trailing logs). A
 // record that is short or fails its checksum ends the log: only the last write
 // can be torn, since every earlier one was synced, and the file is cut there.
@@ -49,9 +54,15 @@ import (
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
-// ErrCorrupt: a WAL record decodes to something impossible (its checksum
-// matched). The node must not continue on this log.
-var ErrCorrupt = errors.New("raftstore: corrupt record")
+var (
+	// ErrCorrupt: a WAL record decodes to something impossible (its checksum
+	// matched). The node must not continue on this log.
+	ErrCorrupt = errors.New("raftstore: corrupt record")
+	// ErrUnsupportedFormat: raft.wal was written in a newer format than this
+	// build reads (a downgrade past a format change). The node must not start
+	// on it.
+	ErrUnsupportedFormat = errors.New("raftstore: unsupported raft.wal format")
+)
 
 const (
 	walName     = "raft.wal"
@@ -61,6 +72,10 @@ const (
 	opSet       = 3
 	// compactBytes: the WAL is not rewritten below this size.
 	compactBytes = 4 << 20
+	// formatKey is the stable key holding the file's format version, and
+	// walFormat the version this build writes and reads.
+	formatKey = "strata.wal.format"
+	walFormat = 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -109,7 +124,35 @@ func OpenWAL(fsys vfs.FS, dir string) (*WAL, error) {
 		f.Close()
 		return nil, err
 	}
+	if err := w.checkFormat(); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return w, nil
+}
+
+// holdsRaftStateLocked reports whether the WAL holds entries or stable values
+// besides its format version.
+func (w *WAL) holdsRaftStateLocked() bool {
+	_, format := w.stable[formatKey]
+	return w.first != 0 || len(w.stable) > 1 || len(w.stable) == 1 && !format
+}
+
+// checkFormat refuses a file of another format version and records the
+// version in a file that has none.
+func (w *WAL) checkFormat() error {
+	v, ok := w.stable[formatKey]
+	if !ok {
+		return w.Set([]byte(formatKey), binary.BigEndian.AppendUint16(nil, walFormat))
+	}
+	if len(v) != 2 {
+		return fmt.Errorf("%w: format value of %d bytes", ErrCorrupt, len(v))
+	}
+	if got := binary.BigEndian.Uint16(v); got != walFormat {
+		return fmt.Errorf("%w: %s is format %d, this build reads format %d (written by a newer Strata?)",
+			ErrUnsupportedFormat, filepath.Join(w.dir, walName), got, walFormat)
+	}
+	return nil
 }
 
 // replay reads every record into memory and cuts a torn tail.
