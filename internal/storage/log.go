@@ -490,19 +490,22 @@ func (l *Log) syncSegment(s *segment) error {
 var syncSlots = make(chan struct{}, maxSyncsInFlight)
 
 // maxSyncsInFlight is syncSlots' size: enough concurrent fsyncs to keep a
-// disk's queue and the file system's journal commits full (see
-// BenchmarkManyLogsDurable).
-const maxSyncsInFlight = 64
+// disk's queue and the file system's journal commits full. In
+// BenchmarkManyLogsDurable (1,000 logs taking a record at once) 256 slots kept
+// the appends/s of unbounded fsyncs and 64 did not (docs/benchmarks.md,
+// session 16).
+const maxSyncsInFlight = 256
 
 // timedSync fsyncs a segment's log file, in one of syncSlots, and returns how
 // long the fsync took (the wait for a slot not counted).
 func (l *Log) timedSync(s *segment) (time.Duration, error) {
 	writes := s.writes.Load()
-	syncSlots <- struct{}{}
+	slots := syncSlots // read once: benchmarks swap it between cases
+	slots <- struct{}{}
 	start := time.Now()
 	err := s.log.Sync()
 	took := time.Since(start)
-	<-syncSlots
+	<-slots
 	if err == nil {
 		s.markSynced(writes)
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"runtime/pprof"
@@ -10,12 +11,12 @@ import (
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
-// openDiskLogs opens n logs under dir on the real disk, closed at the end of tb.
-func openDiskLogs(tb testing.TB, dir string, n int) []*Log {
+// openLogs opens n logs under dir on fsys, closed at the end of tb.
+func openLogs(tb testing.TB, fsys vfs.FS, dir string, n int) []*Log {
 	tb.Helper()
 	logs := make([]*Log, n)
 	for i := range logs {
-		l, err := Open(vfs.Default, filepath.Join(dir, fmt.Sprintf("p-%d", i)), Config{IndexMaxBytes: testIndexBytes})
+		l, err := Open(fsys, filepath.Join(dir, fmt.Sprintf("p-%d", i)), Config{IndexMaxBytes: testIndexBytes})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -25,15 +26,15 @@ func openDiskLogs(tb testing.TB, dir string, n int) []*Log {
 	return logs
 }
 
-// appendEachDurable appends batch to every log at once, one goroutine per log,
-// and waits until each append is durable.
+// appendEachDurable appends a copy of batch (Append stamps it) to every log at
+// once, one goroutine per log, and waits until each append is durable.
 func appendEachDurable(tb testing.TB, logs []*Log, batch []byte) {
 	tb.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(logs))
 	for _, l := range logs {
 		wg.Go(func() {
-			info, err := l.Append(batch, 0)
+			info, err := l.Append(bytes.Clone(batch), 0)
 			if err == nil {
 				err = l.WaitDurable(ctxTimeout(tb), info.LastOffset)
 			}
@@ -65,7 +66,7 @@ func BenchmarkManyLogsDurable(b *testing.B) {
 			saved := syncSlots
 			syncSlots = make(chan struct{}, slots)
 			defer func() { syncSlots = saved }()
-			logs := openDiskLogs(b, b.TempDir(), n)
+			logs := openLogs(b, vfs.Default, b.TempDir(), n)
 			batch := mkBatch(1, 100, 0)
 			before := threadsCreated()
 			b.ReportAllocs()
@@ -75,9 +76,6 @@ func BenchmarkManyLogsDurable(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "appends/s")
 			b.ReportMetric(float64(threadsCreated()-before)/n, "threads/log")
-			for _, l := range logs {
-				_ = l.Close()
-			}
 		})
 	}
 }
