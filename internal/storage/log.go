@@ -482,7 +482,7 @@ func (l *Log) syncSegment(s *segment) error {
 // syncSlots bounds the segment fsyncs in flight in the process (timedSync). A
 // goroutine blocked in fsync holds an OS thread, and the Go runtime starts
 // another for the rest and keeps every thread it started for the life of the
-// process, with its stacks (about 40 KiB each). Unbounded, 5,000 partitions
+// process, with its stacks (about 33 KiB each). Unbounded, 5,000 partitions
 // that each take a record at once left a broker with over 1,000 threads and
 // about 40 MiB of thread stacks for good (docs/benchmarks.md, session 16);
 // fsyncs beyond the slots wait on the channel, holding a goroutine, not a
