@@ -18,6 +18,8 @@ import "time"
 // Only an Interval log with a time trigger keeps its flusher for its life, for
 // the ticker. At most one flusher runs per log; flushMu orders a kick against an
 // exit so that no kick is missed, and Close waits for a running flusher.
+// The fsync itself takes one of the process's syncSlots (log.go): a flusher in
+// fsync holds an OS thread, and the runtime never gives a thread back.
 //
 // Gathering. Started the moment the previous one ends, the next fsync would cover
 // only the appends that arrived during the previous one, while the appenders it

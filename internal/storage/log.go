@@ -479,12 +479,33 @@ func (l *Log) syncSegment(s *segment) error {
 	return err
 }
 
-// timedSync fsyncs a segment's log file and returns how long it took.
+// syncSlots bounds the segment fsyncs in flight in the process (timedSync). A
+// goroutine blocked in fsync holds an OS thread, and the Go runtime starts
+// another for the rest and keeps every thread it started for the life of the
+// process, with its stacks (about 33 KiB each). Unbounded, 5,000 partitions
+// that each take a record at once left a broker with over 1,000 threads and
+// about 40 MiB of thread stacks for good (docs/benchmarks.md, session 16);
+// fsyncs beyond the slots wait on the channel, holding a goroutine, not a
+// thread.
+var syncSlots = make(chan struct{}, maxSyncsInFlight)
+
+// maxSyncsInFlight is syncSlots' size: enough concurrent fsyncs to keep a
+// disk's queue and the file system's journal commits full. In
+// BenchmarkManyLogsDurable (1,000 logs taking a record at once) 256 slots kept
+// the appends/s of unbounded fsyncs and 64 did not (docs/benchmarks.md,
+// session 16).
+const maxSyncsInFlight = 256
+
+// timedSync fsyncs a segment's log file, in one of syncSlots, and returns how
+// long the fsync took (the wait for a slot not counted).
 func (l *Log) timedSync(s *segment) (time.Duration, error) {
 	writes := s.writes.Load()
+	slots := syncSlots // read once: benchmarks swap it between cases
+	slots <- struct{}{}
 	start := time.Now()
 	err := s.log.Sync()
 	took := time.Since(start)
+	<-slots
 	if err == nil {
 		s.markSynced(writes)
 	}
