@@ -187,33 +187,46 @@ func TestIter(t *testing.T) {
 	}
 }
 
-// TestValidatedIter: NewValidatedIter skips only the CRC (bytes a NewIter walk
-// already checked); every other check of Validate still stops it.
-func TestValidatedIter(t *testing.T) {
+// TestValidatedIters: NewValidatedIter and NewValidatedStoredIter skip only the
+// CRC (bytes a walk with it already checked); every other check of Validate, or
+// of ValidateStored for the stored one (which takes a batch compaction
+// thinned), still stops them.
+func TestValidatedIters(t *testing.T) {
 	a := build(spec{baseOffset: 0, records: []rec{{0, "a"}}})
 	b := build(spec{baseOffset: 1, records: []rec{{0, "b"}, {0, "c"}}})
 	all := bytes.Join([][]byte{a, b}, nil)
+	setCount := func(n byte) []byte {
+		return mutate(all, false, func(x []byte) []byte { x[len(a)+offNumRecords+3] = n; return x })
+	}
 	tests := []struct {
-		name    string
-		in      []byte
-		batches int
-		want    error
+		name             string
+		in               []byte
+		batches, stored  int // batches walked by NewValidatedIter, NewValidatedStoredIter
+		want, wantStored error
 	}{
-		{"clean", all, 2, nil},
-		{"crc not checked", mutate(all, false, func(x []byte) []byte { x[len(a)+HeaderSize] ^= 1; return x }), 2, nil},
-		{"bad magic", mutate(all, false, func(x []byte) []byte { x[len(a)+offMagic] = 1; return x }), 1, ErrBadMagic},
-		{"bad count", mutate(all, false, func(x []byte) []byte { x[len(a)+offNumRecords+3] = 5; return x }), 1, ErrBadRecordCount},
-		{"partial batch", all[:len(all)-5], 1, ErrTruncated},
+		{"clean", all, 2, 2, nil, nil},
+		{"crc not checked", mutate(all, false, func(x []byte) []byte { x[len(a)+HeaderSize] ^= 1; return x }), 2, 2, nil, nil},
+		{"bad magic", mutate(all, false, func(x []byte) []byte { x[len(a)+offMagic] = 1; return x }), 1, 1, ErrBadMagic, ErrBadMagic},
+		{"thinned by compaction", setCount(1), 1, 2, ErrBadRecordCount, nil},
+		{"more records than offsets", setCount(5), 1, 1, ErrBadRecordCount, ErrBadRecordCount},
+		{"partial batch", all[:len(all)-5], 1, 1, ErrTruncated, ErrTruncated},
+	}
+	walk := func(it Iter) (int, error) {
+		n := 0
+		for it.Next() {
+			n++
+		}
+		return n, it.Err()
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			it := NewValidatedIter(tt.in)
-			n := 0
-			for it.Next() {
-				n++
+			n, err := walk(NewValidatedIter(tt.in))
+			if n != tt.batches || !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+				t.Fatalf("NewValidatedIter: batches %d, Err %v; want %d, %v", n, err, tt.batches, tt.want)
 			}
-			if n != tt.batches || !errors.Is(it.Err(), tt.want) || (tt.want == nil && it.Err() != nil) {
-				t.Fatalf("batches %d, Err %v; want %d, %v", n, it.Err(), tt.batches, tt.want)
+			n, err = walk(NewValidatedStoredIter(tt.in))
+			if n != tt.stored || !errors.Is(err, tt.wantStored) || (tt.wantStored == nil && err != nil) {
+				t.Fatalf("NewValidatedStoredIter: batches %d, Err %v; want %d, %v", n, err, tt.stored, tt.wantStored)
 			}
 		})
 	}

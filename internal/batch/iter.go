@@ -19,7 +19,8 @@ type Iter struct {
 	err error
 	// stored selects ValidateStored (batches read back from a log) over Validate.
 	stored bool
-	// validated skips the CRC: the bytes passed a NewIter walk already.
+	// validated skips the CRC: the bytes passed a NewIter (or, stored,
+	// a NewStoredIter) walk already.
 	validated bool
 }
 
@@ -37,6 +38,11 @@ func NewStoredIter(b []byte) Iter { return Iter{buf: b, stored: true} }
 // the bytes, so a produced batch's CRC is computed once between the request and
 // the disk.
 func NewValidatedIter(b []byte) Iter { return Iter{buf: b, validated: true} }
+
+// NewValidatedStoredIter is NewValidatedIter for stored batches: b passed a
+// NewStoredIter walk to its end (a follower's log appended it), so a second walk
+// over the same bytes (producer and transaction state) skips the CRC.
+func NewValidatedStoredIter(b []byte) Iter { return Iter{buf: b, stored: true, validated: true} }
 
 // Next advances to the next batch. It returns false at the end of the input or at
 // the first bad batch; Err tells which.

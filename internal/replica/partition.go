@@ -284,9 +284,10 @@ func controlType(h batch.Header, b []byte) (batch.ControlType, int32) {
 // offset past the transaction is then only ever read (under txnMu) once a fetch
 // can find its entry. The log is called without txnMu (its failure listener
 // takes mu); the open transactions change only under appendMu, which must be
-// held. An error is the log's (storage.Log.AddAbortedTxn fails it).
+// held. An error is the log's (storage.Log.AddAbortedTxn fails it). The
+// records' CRCs were checked on the way into the log and are not again.
 func (p *Partition) observeTxns(records []byte) error {
-	for it := batch.NewStoredIter(records); it.Next(); {
+	for it := batch.NewValidatedStoredIter(records); it.Next(); {
 		h := it.Header()
 		if !h.Transactional() {
 			continue

@@ -328,7 +328,8 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 		_, err := p.log.AppendAsFollower(records)
 		if err == nil {
 			// Stored batches may be compacted (fewer records than offsets).
-			it := batch.NewStoredIter(records)
+			// The log checked their CRCs as it appended them.
+			it := batch.NewValidatedStoredIter(records)
 			for it.Next() {
 				h := it.Header()
 				if h.Idempotent() && !h.Control() {
