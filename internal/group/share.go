@@ -222,12 +222,18 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 	return r
 }
 
-// shareSubscriptionLocked describes every topic a member subscribes to that exists.
+// shareSubscriptionLocked describes every topic a member subscribes to that
+// exists, asking the catalog once per topic.
 func (g *group) shareSubscriptionLocked() map[string]topicMeta {
 	cat := g.topicsLocked()
 	out := make(map[string]topicMeta)
+	asked := make(map[string]bool)
 	for _, m := range g.sg.members {
 		for _, t := range m.topicNames {
+			if asked[t] {
+				continue
+			}
+			asked[t] = true
 			if id, n, ok := cat.Topic(t); ok {
 				out[t] = topicMeta{id: id, partitions: n}
 			}
