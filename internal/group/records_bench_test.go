@@ -47,6 +47,7 @@ func BenchmarkShareHeartbeat(b *testing.B) {
 			epochs[i] = heartbeat(b, fmt.Sprintf("m%d", i), epochs[i])
 		}
 		b.Run(fmt.Sprintf("steady/members=%d", n), func(b *testing.B) {
+			defer checkNothingWritten(b, c, store)()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				m := i % n
@@ -61,5 +62,67 @@ func BenchmarkShareHeartbeat(b *testing.B) {
 			}
 		})
 		c.Close()
+	}
+}
+
+// BenchmarkStreamsHeartbeat measures one streams heartbeat, reporting the
+// tasks the member owns, in a settled group of n members (nothing changes).
+func BenchmarkStreamsHeartbeat(b *testing.B) {
+	for _, n := range []int{16, 256, 1000} {
+		topics := newFakeTopics()
+		topics.set("in", 64)
+		store := newMemStore()
+		c := New(Config{Topics: topics}, store, nil)
+		if err := loadAll(context.Background(), c, store); err != nil {
+			b.Fatal(err)
+		}
+		epochs, owned := make([]int32, n), make([][]kmsg.TaskIDs, n)
+		heartbeat := func(b *testing.B, i int) {
+			req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			req.Version = 1
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", fmt.Sprintf("m%d", i), epochs[i], 60000
+			if epochs[i] == joinEpoch {
+				req.ProcessID = ptr(fmt.Sprintf("p%d", i))
+				req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{
+					Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+			}
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = owned[i], []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			if req.ActiveTasks == nil {
+				req.ActiveTasks = []kmsg.TaskIDs{}
+			}
+			resp, _ := c.StreamsGroupHeartbeat(context.Background(), req)
+			if resp.ErrorCode != 0 {
+				b.Fatalf("m%d at %d: %v", i, epochs[i], kerr.ErrorForCode(resp.ErrorCode))
+			}
+			epochs[i] = resp.MemberEpoch
+			if resp.ActiveTasks != nil {
+				owned[i] = resp.ActiveTasks
+			}
+		}
+		for range 3 { // join, then take the tasks the others released
+			for i := range n {
+				heartbeat(b, i)
+			}
+		}
+		b.Run(fmt.Sprintf("steady/members=%d", n), func(b *testing.B) {
+			defer checkNothingWritten(b, c, store)()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				heartbeat(b, i%n)
+			}
+		})
+		c.Close()
+	}
+}
+
+// checkNothingWritten returns what fails b if group "g"'s partition took a
+// record since: a steady heartbeat has nothing to write.
+func checkNothingWritten(b *testing.B, c *Coordinator, store *memStore) func() {
+	part := PartitionFor("g", c.cfg.OffsetsTopicPartitions)
+	before := len(store.log(part))
+	return func() {
+		if n := len(store.log(part)) - before; n != 0 {
+			b.Fatalf("steady heartbeats wrote %d records", n)
+		}
 	}
 }
