@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"pgregory.net/rapid"
 )
@@ -342,4 +343,50 @@ func expireStreamsMember(c *Coordinator, id, member string) {
 	queued := g.persistRecordsLocked(func(err error) { done <- err })
 	g.mu.Unlock()
 	c.awaitRecords(context.Background(), g, queued, done)
+}
+
+// TestStreamsMemberTakingAnotherInstance: a member of a streams group that
+// joins again with the instance id of a static member that left for now is
+// refused; it used to replace that member under its own id, leaving its own
+// instance naming a member that was gone, and the next join with that
+// instance panicked holding the group's lock.
+func TestStreamsMemberTakingAnotherInstance(t *testing.T) {
+	topics := newFakeTopics()
+	topics.set("in", 3)
+	c := New(Config{Topics: topics}, newMemStore(), nil)
+	defer c.Close()
+	if err := loadAll(context.Background(), c, newMemStore()); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat := func(member, instance string, epoch int32) *kmsg.StreamsGroupHeartbeatResponse {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", member, epoch, 60000
+		req.InstanceID = &instance
+		if epoch == joinEpoch {
+			req.ProcessID = ptr(member)
+			req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{
+				Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+		}
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		resp, _ := c.StreamsGroupHeartbeat(context.Background(), req)
+		return resp
+	}
+	for _, step := range []struct {
+		member, instance string
+		epoch            int32
+		want             int16
+	}{
+		{"m0", "i0", joinEpoch, 0},
+		{"m1", "i1", joinEpoch, 0},
+		{"m0", "i0", staticLeaveEpoch, 0},
+		{"m1", "i0", joinEpoch, kerr.UnreleasedInstanceID.Code}, // m1 may not take i0
+		{"m1", "i1", leaveEpoch, 0},
+		{"m2", "i1", joinEpoch, 0}, // i1 is free again
+		{"m3", "i0", joinEpoch, 0}, // and i0 still m0's to hand over
+	} {
+		if got := heartbeat(step.member, step.instance, step.epoch).ErrorCode; got != step.want {
+			t.Fatalf("%s with %s at epoch %d: %v, want %v", step.member, step.instance, step.epoch, kerr.ErrorForCode(got), kerr.ErrorForCode(step.want))
+		}
+	}
 }

@@ -492,7 +492,10 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	replaced := false
 	if oldID, ok := sg.static[instance]; ok && instance != "" && oldID != req.MemberID && req.MemberEpoch == joinEpoch {
 		old := sg.members[oldID]
-		if old.epoch != staticLeaveEpoch {
+		// A member of the group may not take another's instance: the
+		// replacement would put the instance's member under its id and leave
+		// its own instance naming a member that is gone.
+		if old.epoch != staticLeaveEpoch || m != nil {
 			return streamsError(kerr.UnreleasedInstanceID.Code, "Static member %s with instance id %s is not released yet.", oldID, instance)
 		}
 		// The new member takes over what its instance left behind.
