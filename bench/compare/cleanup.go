@@ -103,7 +103,7 @@ func (s *system) remove(ctx context.Context, adm *kadm.Client, h holdings) error
 		if err != nil {
 			return fmt.Errorf("deleting groups: %w", err)
 		}
-		left = left[:0]
+		left = nil // a new slice: the first round's is h.groups, which the caller reports
 		for _, r := range resps.Sorted() {
 			switch {
 			case r.Err == nil, errors.Is(r.Err, kerr.GroupIDNotFound):

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestMadeSince(t *testing.T) {
@@ -35,22 +37,29 @@ func TestMadeSince(t *testing.T) {
 	}
 }
 
-// TestScopeDeletesWhatItMade: a scope deletes exactly the topics and groups
-// made after it opened, and the ones it reports are the ones gone.
-func TestScopeDeletesWhatItMade(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "kept"))
+// fakeCluster is a one-broker kfake cluster with a one-partition topic, and
+// an admin client of it; both close at the end of the test.
+func fakeCluster(t *testing.T, topic string) (*kfake.Cluster, *kadm.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(c.Close)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	t.Cleanup(cl.Close)
+	return c, kadm.NewClient(cl)
+}
+
+// TestScopeDeletesWhatItMade: a scope deletes exactly the topics and groups
+// made after it opened, and the ones it reports are the ones gone.
+func TestScopeDeletesWhatItMade(t *testing.T) {
+	c, adm := fakeCluster(t, "kept")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	commit := func(group, topic string) {
 		t.Helper()
 		var o kadm.Offsets
@@ -77,6 +86,49 @@ func TestScopeDeletesWhatItMade(t *testing.T) {
 	}
 	if !slices.Equal(left.topics, []string{"kept"}) || !slices.Equal(left.groups, []string{"kept-group"}) {
 		t.Fatalf("left %+v, want only what was there before the scope", left)
+	}
+}
+
+// TestScopeReportsRetriedGroups: a group deleted on a retry (a member's
+// leave still on its way) is reported once, beside the ones deleted at once.
+func TestScopeReportsRetriedGroups(t *testing.T) {
+	c, adm := fakeCluster(t, "t")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sys := &system{name: "fake", seeds: c.ListenAddrs()}
+	sc := openScope(ctx, "test", false, sys)
+	for _, g := range []string{"made-a", "made-b"} {
+		var o kadm.Offsets
+		o.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
+		if err := adm.CommitAllOffsets(ctx, g, o); err != nil {
+			t.Fatalf("committing for %s: %v", g, err)
+		}
+	}
+	// The first DeleteGroups answers that made-b is not empty yet (and, as
+	// an answer only, that made-a went); the retry reaches the cluster.
+	c.ControlKey(kmsg.DeleteGroups.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		resp := req.(*kmsg.DeleteGroupsRequest).ResponseKind().(*kmsg.DeleteGroupsResponse)
+		resp.SetVersion(req.GetVersion())
+		for _, g := range req.(*kmsg.DeleteGroupsRequest).Groups {
+			r := kmsg.NewDeleteGroupsResponseGroup()
+			r.Group = g
+			if g == "made-b" {
+				r.ErrorCode = kerr.NonEmptyGroup.Code
+			}
+			resp.Groups = append(resp.Groups, r)
+		}
+		return resp, nil, true
+	})
+	made := sc.close(ctx)[sys]
+	if want := []string{"made-a", "made-b"}; !slices.Equal(made.groups, want) {
+		t.Fatalf("reported deleting groups %v, want %v", made.groups, want)
+	}
+	left, err := sys.holdings(ctx, adm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(left.groups, "made-b") {
+		t.Fatalf("made-b left after the retry: %v", left.groups)
 	}
 }
 

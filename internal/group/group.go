@@ -141,6 +141,9 @@ type group struct {
 	// records (key -> value; unknownValue when an append failed), see
 	// modern_records.go.
 	written map[string][]byte
+	// changes is what may have changed in the streams or share state since
+	// written was last brought in line with it.
+	changes recordChanges
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 )
@@ -25,11 +26,14 @@ import (
 // the key with a null value.
 //
 // Writes follow the state rather than each change: after every change the
-// group's records are encoded and compared with what the log holds
-// (group.written), and only the keys whose value differs are appended
-// (tombstones for keys that went), one batch per change, in the group's write
-// queue, in the order Kafka's own coordinator writes them (recordOrder). A
-// failed append marks its keys unknown, so the next change writes them again.
+// records it may have touched (group.changes: the group-level records, those
+// of the members it changed, all of them when the group is new or an append
+// failed) are encoded and compared with what the log holds (group.written),
+// and only the keys whose value differs are appended (tombstones for keys that
+// went), one batch per change, in the group's write queue, in the order Kafka's
+// own coordinator writes them (recordOrder). A heartbeat thus costs its own
+// member's records, not the whole group's. A failed append marks its keys
+// unknown, so the next change writes them again.
 
 // recordValueVersion is the version of every streams and share value written
 // and read.
@@ -163,6 +167,16 @@ type targetMetaValue struct {
 
 const tagAssignmentTimestamp = 0
 
+// targetMetaOf is the target metadata of a target computed at epoch, at time
+// at (zero: unknown).
+func targetMetaOf(epoch int32, at time.Time) targetMetaValue {
+	v := targetMetaValue{epoch: epoch}
+	if !at.IsZero() {
+		v.timeMs = at.UnixMilli()
+	}
+	return v
+}
+
 func (v targetMetaValue) appendTo(dst []byte) []byte {
 	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = kbin.AppendInt32(dst, v.epoch)
@@ -205,6 +219,146 @@ func topicsHash(topics map[string]topicMeta) int64 {
 	return int64(h.Sum64())
 }
 
+// recordChanges is what may have changed in a group's streams or share state
+// since its records were last compared with the log, so that a change costs
+// what it touched rather than the whole group: when tracked, the group-level
+// records and those of the listed members (a member that is gone has
+// tombstones); otherwise anything, and the whole group is compared. A group
+// starts untracked (the zero value: new, loaded, or turning into a streams or
+// share group, none of which wrote these records before), and is untracked
+// again when an append fails.
+type recordChanges struct {
+	tracked bool
+	members map[string]struct{}
+}
+
+// touchMemberLocked notes that member id's records may have changed.
+func (g *group) touchMemberLocked(id string) {
+	if g.changes.members == nil {
+		g.changes.members = map[string]struct{}{}
+	}
+	g.changes.members[id] = struct{}{}
+}
+
+// touchTargetsLocked notes the members whose target differs between before
+// and after (one missing from either counts as different from an empty one).
+func (g *group) touchTargetsLocked(before, after map[string]partSet) {
+	for id, ps := range after {
+		if old, ok := before[id]; !ok || !old.equal(ps) {
+			g.touchMemberLocked(id)
+		}
+	}
+	for id := range before {
+		if _, ok := after[id]; !ok {
+			g.touchMemberLocked(id)
+		}
+	}
+}
+
+// stateRecords collects a streams or share group's state as records: key -> value.
+type stateRecords struct {
+	group string
+	out   map[string][]byte
+}
+
+func (s stateRecords) put(typ int16, member string, v []byte) {
+	s.out[string(recordKey(typ, s.group, member))] = v
+}
+
+// modernKind is how the streams or share side of a group turns into records.
+type modernKind struct {
+	groupTypes, memberTypes []int16
+	// groupRecords puts the group-level records.
+	groupRecords func(stateRecords)
+	// memberRecords puts member id's records; none when it is gone.
+	memberRecords func(s stateRecords, id string)
+	// memberIDs lists the members.
+	memberIDs func() []string
+}
+
+// modernKindLocked is the group's streams or share side; false when it is neither.
+func (g *group) modernKindLocked() (modernKind, bool) {
+	switch {
+	case g.st != nil:
+		return modernKind{
+			groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
+			memberTypes:  []int16{typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent},
+			groupRecords: g.streamsGroupRecordsLocked, memberRecords: g.streamsMemberRecordsLocked,
+			memberIDs: func() []string { return slices.Collect(maps.Keys(g.st.members)) },
+		}, true
+	case g.sg != nil:
+		return modernKind{
+			groupTypes:   []int16{typeShareMetadata, typeShareTargetMetadata},
+			memberTypes:  []int16{typeShareMember, typeShareTargetMember, typeShareCurrent},
+			groupRecords: g.shareGroupRecordsLocked, memberRecords: g.shareMemberRecordsLocked,
+			memberIDs: func() []string { return slices.Collect(maps.Keys(g.sg.members)) },
+		}, true
+	}
+	return modernKind{}, false
+}
+
+// wholeRecordsLocked is the group's whole streams or share state as records
+// (none when it is neither).
+func (g *group) wholeRecordsLocked() map[string][]byte {
+	s := stateRecords{group: g.id, out: map[string][]byte{}}
+	if kind, ok := g.modernKindLocked(); ok {
+		kind.groupRecords(s)
+		for _, id := range kind.memberIDs() {
+			kind.memberRecords(s, id)
+		}
+	}
+	return s.out
+}
+
+// changedRecordsLocked returns the records that bring the log in line with
+// the group's streams or share state, comparing only what g.changes says may
+// have changed.
+func (g *group) changedRecordsLocked() []Record {
+	kind, ok := g.modernKindLocked()
+	if !ok || !g.changes.tracked || (g.sg != nil && g.shareCatalogChangedLocked()) {
+		if g.sg != nil {
+			g.sg.lookups = map[string]topicLookup{}
+		}
+		return diffRecords(g.wholeRecordsLocked(), g.written)
+	}
+	want := stateRecords{group: g.id, out: map[string][]byte{}}
+	had := map[string][]byte{} // what the log holds of the keys compared
+	compare := func(typ int16, member string) {
+		k := string(recordKey(typ, g.id, member))
+		if v, ok := g.written[k]; ok {
+			had[k] = v
+		}
+	}
+	kind.groupRecords(want)
+	for _, typ := range kind.groupTypes {
+		compare(typ, "")
+	}
+	for id := range g.changes.members {
+		kind.memberRecords(want, id)
+		for _, typ := range kind.memberTypes {
+			compare(typ, id)
+		}
+	}
+	return diffRecords(want.out, had)
+}
+
+// diffRecords returns the records that turn written into want: the keys whose
+// value differs, and tombstones for the keys that went.
+func diffRecords(want, written map[string][]byte) []Record {
+	var recs []Record
+	for k, v := range want {
+		if w, ok := written[k]; !ok || !bytes.Equal(w, v) {
+			recs = append(recs, Record{Key: []byte(k), Value: v})
+		}
+	}
+	for k := range written {
+		if _, ok := want[k]; !ok {
+			recs = append(recs, Record{Key: []byte(k)})
+		}
+	}
+	return recs
+}
+
 // persistRecordsLocked queues the records that bring the log in line with the
 // group's streams or share state (none when it is neither: tombstones for
 // whatever it wrote). done, when set, runs once they are appended, or once the
@@ -212,24 +366,8 @@ func topicsHash(topics map[string]topicMeta) int64 {
 // nobody is answered with state the log may not hold yet. It reports whether it
 // queued anything; the caller then flushes.
 func (g *group) persistRecordsLocked(done func(error)) bool {
-	want := map[string][]byte{}
-	switch {
-	case g.st != nil:
-		want = g.streamsRecordsLocked()
-	case g.sg != nil:
-		want = g.shareRecordsLocked()
-	}
-	var recs []Record
-	for k, v := range want {
-		if w, ok := g.written[k]; !ok || !bytes.Equal(w, v) {
-			recs = append(recs, Record{Key: []byte(k), Value: v})
-		}
-	}
-	for k := range g.written {
-		if _, ok := want[k]; !ok {
-			recs = append(recs, Record{Key: []byte(k)})
-		}
-	}
+	recs := g.changedRecordsLocked()
+	g.changes = recordChanges{tracked: true}
 	if len(recs) == 0 {
 		if done == nil || (!g.writing && len(g.writeQ) == 0) {
 			return false
@@ -273,6 +411,7 @@ func (g *group) forgetRecordsLocked(recs []Record) {
 	for _, r := range recs {
 		g.written[string(r.Key)] = unknownValue
 	}
+	g.changes = recordChanges{} // the next write compares the whole group
 }
 
 // recordTombstonesLocked returns tombstones for every streams or share record

@@ -47,6 +47,10 @@ type shareGroup struct {
 	members     map[string]*smember
 	target      map[string]partSet // by member id
 	topics      map[string]topicMeta
+	// lookups is what the topic catalog said of the topics of the assignments
+	// in the records written since the whole group was last compared with the
+	// log (shareAssignmentLocked).
+	lookups map[string]topicLookup
 	// stale: the group was loaded and its topics changed since its epoch (another
 	// metadata hash), so its next heartbeat starts a new epoch.
 	stale bool
@@ -65,7 +69,8 @@ type smember struct {
 }
 
 func newShareGroup() *shareGroup {
-	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), target: make(map[string]partSet), topics: make(map[string]topicMeta)}
+	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), target: make(map[string]partSet),
+		topics: make(map[string]topicMeta), lookups: make(map[string]topicLookup)}
 }
 
 func (sg *shareGroup) stateName() string {
@@ -179,6 +184,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		}
 		return hbError(kerr.FencedMemberEpoch.Code, "The share group member has a %s member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", side, req.MemberEpoch, m.epoch)
 	}
+	g.touchMemberLocked(m.id)
 	if req.MemberEpoch == joinEpoch {
 		m.clientID, m.clientHost = cl.ID, cl.Host
 	}
@@ -216,12 +222,18 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 	return r
 }
 
-// shareSubscriptionLocked describes every topic a member subscribes to that exists.
+// shareSubscriptionLocked describes every topic a member subscribes to that
+// exists, asking the catalog once per topic.
 func (g *group) shareSubscriptionLocked() map[string]topicMeta {
 	cat := g.topicsLocked()
 	out := make(map[string]topicMeta)
+	asked := make(map[string]bool)
 	for _, m := range g.sg.members {
 		for _, t := range m.topicNames {
+			if asked[t] {
+				continue
+			}
+			asked[t] = true
 			if id, n, ok := cat.Topic(t); ok {
 				out[t] = topicMeta{id: id, partitions: n}
 			}
@@ -286,6 +298,7 @@ func (g *group) maybeShareTargetLocked() {
 			sharers[best]++
 		}
 	}
+	g.touchTargetsLocked(sg.target, target)
 	sg.target, sg.targetEpoch, sg.targetAt = target, sg.epoch, now
 	g.c.log.Info("share group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members))
 }
@@ -301,6 +314,7 @@ func (g *group) removeShareMemberLocked(m *smember) {
 	sg := g.sg
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
+	g.touchMemberLocked(m.id)
 	g.bumpShareEpochLocked()
 	if len(sg.members) == 0 {
 		sg.targetEpoch, sg.targetAt = sg.epoch, time.Time{}

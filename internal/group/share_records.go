@@ -219,29 +219,63 @@ func (sr *shareReplay) apply(k decodedKey, key, value []byte) error {
 	return nil
 }
 
-// shareRecordsLocked is the group's share state as records: key -> value.
-func (g *group) shareRecordsLocked() map[string][]byte {
+// shareGroupRecordsLocked puts the share group's group-level records.
+func (g *group) shareGroupRecordsLocked(s stateRecords) {
 	sg := g.sg
-	out := map[string][]byte{}
-	put := func(typ int16, member string, v []byte) { out[string(recordKey(typ, g.id, member))] = v }
-	put(typeShareMetadata, "", shareMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics)}.appendTo(nil))
-	var targetMs int64
-	if !sg.targetAt.IsZero() {
-		targetMs = sg.targetAt.UnixMilli()
+	s.put(typeShareMetadata, "", shareMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics)}.appendTo(nil))
+	s.put(typeShareTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetAt).appendTo(nil))
+}
+
+// shareMemberRecordsLocked puts the records of share member id, if it is
+// still a member.
+func (g *group) shareMemberRecordsLocked(s stateRecords, id string) {
+	sg := g.sg
+	m, ok := sg.members[id]
+	if !ok {
+		return
 	}
-	put(typeShareTargetMetadata, "", targetMetaValue{epoch: sg.targetEpoch, timeMs: targetMs}.appendTo(nil))
-	for id, m := range sg.members {
-		put(typeShareMember, id, shareMemberValue{
-			rackID: optional(m.rackID), clientID: m.clientID, clientHost: m.clientHost, topics: m.topicNames,
-		}.appendTo(nil))
-		if t, ok := sg.target[id]; ok {
-			put(typeShareTargetMember, id, shareTargetValue{partitions: g.c.assignmentTopics(t)}.appendTo(nil))
+	s.put(typeShareMember, id, shareMemberValue{
+		rackID: optional(m.rackID), clientID: m.clientID, clientHost: m.clientHost, topics: m.topicNames,
+	}.appendTo(nil))
+	if t, ok := sg.target[id]; ok {
+		s.put(typeShareTargetMember, id, shareTargetValue{partitions: g.shareAssignmentLocked(t)}.appendTo(nil))
+	}
+	s.put(typeShareCurrent, id, shareCurrentValue{
+		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.shareAssignmentLocked(m.assigned),
+	}.appendTo(nil))
+}
+
+// topicLookup is what the topic catalog said of a topic name.
+type topicLookup struct {
+	id [16]byte
+	ok bool
+}
+
+// shareAssignmentLocked is ps by topic id, as the assignment records hold it;
+// it notes what the catalog said of each topic (sg.lookups), as the records
+// encoded from it hold only while the catalog says the same.
+func (g *group) shareAssignmentLocked(ps partSet) []kmsg.AssignmentTopicPartition {
+	for tp := range ps {
+		if _, ok := g.sg.lookups[tp.topic]; !ok {
+			id, _, exists := g.topicsLocked().Topic(tp.topic)
+			g.sg.lookups[tp.topic] = topicLookup{id, exists}
 		}
-		put(typeShareCurrent, id, shareCurrentValue{
-			epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.c.assignmentTopics(m.assigned),
-		}.appendTo(nil))
 	}
-	return out
+	return g.c.assignmentTopics(ps)
+}
+
+// shareCatalogChangedLocked reports whether the catalog says something else
+// of a topic than when a member's records were encoded from it: a topic of an
+// assignment deleted, created or created again, so that every member's
+// records must be compared again.
+func (g *group) shareCatalogChangedLocked() bool {
+	cat := g.topicsLocked()
+	for name, was := range g.sg.lookups {
+		if id, _, ok := cat.Topic(name); ok != was.ok || id != was.id {
+			return true
+		}
+	}
+	return false
 }
 
 // loadShareLocked restores a share group from its records: its epochs and

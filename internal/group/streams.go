@@ -458,6 +458,7 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		g.protocolType = streamsProtocolType
 	}
 	sg := g.st
+	g.touchMemberLocked(req.MemberID)
 	m := sg.members[req.MemberID]
 	instance := deref(req.InstanceID)
 	if instance != "" && req.MemberEpoch != joinEpoch {
@@ -491,12 +492,16 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	replaced := false
 	if oldID, ok := sg.static[instance]; ok && instance != "" && oldID != req.MemberID && req.MemberEpoch == joinEpoch {
 		old := sg.members[oldID]
-		if old.epoch != staticLeaveEpoch {
+		// A member of the group may not take another's instance: the
+		// replacement would put the instance's member under its id and leave
+		// its own instance naming a member that is gone.
+		if old.epoch != staticLeaveEpoch || m != nil {
 			return streamsError(kerr.UnreleasedInstanceID.Code, "Static member %s with instance id %s is not released yet.", oldID, instance)
 		}
 		// The new member takes over what its instance left behind.
 		g.c.log.Info("static member replaced", "group", g.id, "instance", instance, "old", oldID, "member", req.MemberID)
 		delete(sg.members, oldID)
+		g.touchMemberLocked(oldID)
 		old.id, old.epoch = req.MemberID, old.prevEpoch
 		sg.members[old.id], sg.static[instance] = old, old.id
 		for _, ts := range []map[string]partSet{sg.target, sg.standbyTarget, sg.refined.active, sg.refined.standby, sg.refined.warmup} {
@@ -726,7 +731,10 @@ func (g *group) bumpStreamsEpochLocked() {
 		spec.members = append(spec.members, streamsAssignMember{id: m.id, process: m.process(), tags: m.tagMap(),
 			active: sg.target[m.id], standby: standby, offsets: m.taskOffsets})
 	}
-	sg.target, sg.standbyTarget = assignStreamsTasks(spec)
+	target, standbyTarget := assignStreamsTasks(spec)
+	g.touchTargetsLocked(sg.target, target)
+	g.touchTargetsLocked(sg.standbyTarget, standbyTarget)
+	sg.target, sg.standbyTarget = target, standbyTarget
 	sg.targetEpoch, sg.targetTime = sg.epoch, g.c.now()
 	g.refineStreamsLocked()
 	g.c.log.Info("streams group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members),
@@ -876,6 +884,7 @@ func (g *group) removeStreamsMemberLocked(m *stmember) {
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
 	delete(sg.standbyTarget, m.id)
+	g.touchMemberLocked(m.id)
 	if m.instanceID != "" && sg.static[m.instanceID] == m.id {
 		delete(sg.static, m.instanceID)
 	}

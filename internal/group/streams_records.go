@@ -423,44 +423,45 @@ func (sr *streamsReplay) apply(k decodedKey, key, value []byte) error {
 	return nil
 }
 
-// streamsRecordsLocked is the group's streams state as records: key -> value.
-func (g *group) streamsRecordsLocked() map[string][]byte {
+// streamsGroupRecordsLocked puts the streams group's group-level records.
+func (g *group) streamsGroupRecordsLocked(s stateRecords) {
 	sg := g.st
-	out := map[string][]byte{}
-	put := func(typ int16, member string, v []byte) { out[string(recordKey(typ, g.id, member))] = v }
 	validated := int32(-1)
 	if sg.topology != nil && sg.configured.ready() {
 		validated = sg.topology.Epoch
 	}
-	put(typeStreamsMetadata, "", streamsMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics), validatedTopologyEpoch: validated}.appendTo(nil))
+	s.put(typeStreamsMetadata, "", streamsMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics), validatedTopologyEpoch: validated}.appendTo(nil))
 	if sg.topology != nil {
-		put(typeStreamsTopology, "", appendTopologyValue(nil, sg.topology))
+		s.put(typeStreamsTopology, "", appendTopologyValue(nil, sg.topology))
 	}
-	var targetMs int64
-	if !sg.targetTime.IsZero() {
-		targetMs = sg.targetTime.UnixMilli()
+	s.put(typeStreamsTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetTime).appendTo(nil))
+}
+
+// streamsMemberRecordsLocked puts the records of streams member id, if it is
+// still a member.
+func (g *group) streamsMemberRecordsLocked(s stateRecords, id string) {
+	sg := g.st
+	m, ok := sg.members[id]
+	if !ok {
+		return
 	}
-	put(typeStreamsTargetMetadata, "", targetMetaValue{epoch: sg.targetEpoch, timeMs: targetMs}.appendTo(nil))
-	for id, m := range sg.members {
-		put(typeStreamsMember, id, streamsMemberValue{
-			instanceID: optional(m.instanceID), rackID: optional(m.rackID),
-			clientID: m.clientID, clientHost: m.clientHost,
-			rebalanceTimeoutMs: int32(m.rebalanceTimeout.Milliseconds()),
-			topologyEpoch:      m.topologyEpoch, processID: m.processID,
-			endpoint: m.endpoint, clientTags: m.clientTags,
-		}.appendTo(nil))
-		put(typeStreamsTargetMember, id, streamsTargetValue{
-			active: tasksOf(sg.target[id], nil), standby: tasksOf(sg.standbyTarget[id], nil),
-		}.appendTo(nil))
-		put(typeStreamsCurrent, id, streamsCurrentValue{
-			epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberState(m.state),
-			active:         tasksOf(ownedSet(m.assigned), func(tp topicPartition) int32 { return m.assigned[tp] }),
-			standby:        tasksOf(m.standby, nil),
-			warmup:         tasksOf(m.warmup, nil),
-			activeRevoking: tasksOf(m.revoking, nil),
-		}.appendTo(nil))
-	}
-	return out
+	s.put(typeStreamsMember, id, streamsMemberValue{
+		instanceID: optional(m.instanceID), rackID: optional(m.rackID),
+		clientID: m.clientID, clientHost: m.clientHost,
+		rebalanceTimeoutMs: int32(m.rebalanceTimeout.Milliseconds()),
+		topologyEpoch:      m.topologyEpoch, processID: m.processID,
+		endpoint: m.endpoint, clientTags: m.clientTags,
+	}.appendTo(nil))
+	s.put(typeStreamsTargetMember, id, streamsTargetValue{
+		active: tasksOf(sg.target[id], nil), standby: tasksOf(sg.standbyTarget[id], nil),
+	}.appendTo(nil))
+	s.put(typeStreamsCurrent, id, streamsCurrentValue{
+		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberState(m.state),
+		active:         tasksOf(ownedSet(m.assigned), func(tp topicPartition) int32 { return m.assigned[tp] }),
+		standby:        tasksOf(m.standby, nil),
+		warmup:         tasksOf(m.warmup, nil),
+		activeRevoking: tasksOf(m.revoking, nil),
+	}.appendTo(nil))
 }
 
 func kafkaMemberState(s memberState) int8 {

@@ -271,15 +271,8 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 			resp.Markers = append(resp.Markers, rm)
 		}
 	case *kmsg.TxnOffsetCommitResponse:
-		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
-			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID // v6+: the id, checked before it is resolved
-			for _, p := range t.Partitions {
-				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
+		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics { // v6+: the id, checked before it is resolved
+			resp.Topics = append(resp.Topics, txnOffsetCommitTopicError(&t, code))
 		}
 	case *kmsg.AlterReplicaLogDirsResponse:
 		for _, d := range req.(*kmsg.AlterReplicaLogDirsRequest).Dirs {

@@ -217,14 +217,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 				code = topicErr
 			}
 			if code != 0 {
-				d := kmsg.NewOffsetCommitResponseTopic()
-				d.Topic = t.Topic
-				for _, p := range t.Partitions {
-					dp := kmsg.NewOffsetCommitResponseTopicPartition()
-					dp.Partition, dp.ErrorCode = p.Partition, code
-					d.Partitions = append(d.Partitions, dp)
-				}
-				denied = append(denied, d)
+				denied = append(denied, offsetCommitTopicError(&t, code))
 			}
 			return code == 0
 		})
@@ -245,14 +238,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			if readable(t.Topic) {
 				return true
 			}
-			d := kmsg.NewOffsetDeleteResponseTopic()
-			d.Topic = t.Topic
-			for _, p := range t.Partitions {
-				dp := kmsg.NewOffsetDeleteResponseTopicPartition()
-				dp.Partition, dp.ErrorCode = p.Partition, topicErr
-				d.Partitions = append(d.Partitions, dp)
-			}
-			denied = append(denied, d)
+			denied = append(denied, offsetDeleteTopicError(&t, topicErr))
 			return false
 		})
 		return func(resp kmsg.Response) {
@@ -273,14 +259,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 				if describable(t.Topic) {
 					return true
 				}
-				d := kmsg.NewOffsetFetchResponseGroupTopic()
-				d.Topic = t.Topic
-				for _, p := range t.Partitions {
-					dp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					dp.Partition, dp.Offset, dp.Metadata, dp.ErrorCode = p, -1, ptr(""), topicErr
-					d.Partitions = append(d.Partitions, dp)
-				}
-				deniedTopics[gi] = append(deniedTopics[gi], d)
+				deniedTopics[gi] = append(deniedTopics[gi], offsetFetchTopicError(&t, topicErr))
 				return false
 			})
 		}

@@ -33,16 +33,7 @@ func (h *Handlers) resolveTopicIDs(ctx context.Context, c *protocol.ConnInfo, r 
 		}
 		complete := commitTopicIDs(h, ctx, c, req.Group, &req.Topics,
 			func(t *kmsg.OffsetCommitRequestTopic) ([16]byte, *string) { return t.TopicID, &t.Topic },
-			func(t *kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCommitResponseTopic {
-				u := kmsg.NewOffsetCommitResponseTopic()
-				u.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					up := kmsg.NewOffsetCommitResponseTopicPartition()
-					up.Partition, up.ErrorCode = p.Partition, code
-					u.Partitions = append(u.Partitions, up)
-				}
-				return u
-			},
+			offsetCommitTopicError,
 			func(t *kmsg.OffsetCommitResponseTopic) (*[16]byte, string) { return &t.TopicID, t.Topic })
 		return func(resp kmsg.Response) { complete(&resp.(*kmsg.OffsetCommitResponse).Topics) }
 	case *kmsg.TxnOffsetCommitRequest:
@@ -51,16 +42,7 @@ func (h *Handlers) resolveTopicIDs(ctx context.Context, c *protocol.ConnInfo, r 
 		}
 		complete := commitTopicIDs(h, ctx, c, req.Group, &req.Topics,
 			func(t *kmsg.TxnOffsetCommitRequestTopic) ([16]byte, *string) { return t.TopicID, &t.Topic },
-			func(t *kmsg.TxnOffsetCommitRequestTopic, code int16) kmsg.TxnOffsetCommitResponseTopic {
-				u := kmsg.NewTxnOffsetCommitResponseTopic()
-				u.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					up := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-					up.Partition, up.ErrorCode = p.Partition, code
-					u.Partitions = append(u.Partitions, up)
-				}
-				return u
-			},
+			txnOffsetCommitTopicError,
 			func(t *kmsg.TxnOffsetCommitResponseTopic) (*[16]byte, string) { return &t.TopicID, t.Topic })
 		return func(resp kmsg.Response) { complete(&resp.(*kmsg.TxnOffsetCommitResponse).Topics) }
 	case *kmsg.OffsetFetchRequest:
@@ -75,15 +57,7 @@ func (h *Handlers) resolveTopicIDs(ctx context.Context, c *protocol.ConnInfo, r 
 				continue
 			}
 			for _, t := range splitByID(img, &rg.Topics, func(t *kmsg.OffsetFetchRequestGroupTopic) ([16]byte, *string) { return t.TopicID, &t.Topic }) {
-				u := kmsg.NewOffsetFetchResponseGroupTopic()
-				u.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					up := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					up.Partition, up.Offset, up.LeaderEpoch, up.Metadata = p, -1, -1, ptr("")
-					up.ErrorCode = kerr.UnknownTopicID.Code
-					u.Partitions = append(u.Partitions, up)
-				}
-				unknown[gi] = append(unknown[gi], u)
+				unknown[gi] = append(unknown[gi], offsetFetchTopicError(&t, kerr.UnknownTopicID.Code))
 			}
 		}
 		return func(resp kmsg.Response) {

@@ -1,0 +1,392 @@
+package group
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"pgregory.net/rapid"
+)
+
+// testClock is a Config.Now a test moves by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// recordsRig runs a coordinator over a memStore, with a topic catalog and a
+// clock a test changes, for tests of group "g"'s streams or share records.
+type recordsRig struct {
+	rt     *rapid.T
+	cfg    Config
+	topics *fakeTopics
+	clock  *testClock
+	store  *memStore
+	part   int32
+	c      *Coordinator
+	old    *wholeGroupWriter
+}
+
+func newRecordsRig(rt *rapid.T, cfg Config, topics map[string]int32) *recordsRig {
+	r := &recordsRig{rt: rt, cfg: cfg, topics: newFakeTopics(), clock: &testClock{now: time.UnixMilli(1_700_000_000_000)},
+		store: newMemStore(), old: &wholeGroupWriter{written: map[string][]byte{}}}
+	for name, n := range topics {
+		r.topics.set(name, n)
+	}
+	r.cfg.Topics, r.cfg.Now = r.topics, r.clock.Now
+	r.part = PartitionFor("g", r.cfg.withDefaults().OffsetsTopicPartitions)
+	r.start()
+	return r
+}
+
+func (r *recordsRig) start() {
+	r.c = New(r.cfg, r.store, nil)
+	if err := loadAll(context.Background(), r.c, r.store); err != nil {
+		r.rt.Fatal(err)
+	}
+}
+
+// restart starts the coordinator again from the log.
+func (r *recordsRig) restart() {
+	r.c.Close()
+	r.start()
+	r.old.written = replayModernKeys(r.store.log(r.part))
+}
+
+func (r *recordsRig) close()      { r.c.Close() }
+func (r *recordsRig) logLen() int { return len(r.store.log(r.part)) }
+
+// check fails the test unless the step appended (from log length before)
+// what the whole-group writer would have: nothing unless persisted (the
+// writer ran); failed: the append failed.
+func (r *recordsRig) check(step, before int, persisted, failed bool) {
+	appended := r.store.log(r.part)[before:]
+	if !persisted {
+		if len(appended) > 0 {
+			r.rt.Fatalf("step %d: %d records appended without a heartbeat", step, len(appended))
+		}
+		return
+	}
+	r.old.check(r.rt, step, r.c, "g", appended, failed)
+}
+
+// wholeGroupWriter models the writer before changes were tracked: after every
+// change it compared the whole group's records with what it had written, and
+// a failed append left its keys unknown.
+type wholeGroupWriter struct {
+	written map[string][]byte
+}
+
+// write returns what that writer appended after a change that left the group
+// at want, and keeps its view (failed: the append failed).
+func (w *wholeGroupWriter) write(want map[string][]byte, failed bool) []Record {
+	recs := diffRecords(want, w.written)
+	slices.SortFunc(recs, recordOrder)
+	for _, r := range recs {
+		switch {
+		case failed:
+			w.written[string(r.Key)] = unknownValue
+		case r.Value == nil:
+			delete(w.written, string(r.Key))
+		default:
+			w.written[string(r.Key)] = r.Value
+		}
+	}
+	return recs
+}
+
+// check fails rt unless appended (the records a change appended, failed: or
+// tried to) are what the whole-group writer appends after that change.
+func (w *wholeGroupWriter) check(rt *rapid.T, step int, c *Coordinator, id string, appended []Record, failed bool) {
+	want := map[string][]byte{}
+	if p, code := c.partitionOf(id); code == 0 {
+		if g := p.lookup(c, id, false); g != nil {
+			g.mu.Lock()
+			want = g.wholeRecordsLocked()
+			g.mu.Unlock()
+		}
+	}
+	wantRecs := w.write(want, failed)
+	if failed {
+		wantRecs = nil
+	}
+	got := modernRecordsOf(appended)
+	if !slices.EqualFunc(got, wantRecs, func(a, b Record) bool {
+		return bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Value, b.Value) && (a.Value == nil) == (b.Value == nil)
+	}) {
+		rt.Fatalf("step %d: appended %v, the whole-group writer %v", step, got, wantRecs)
+	}
+}
+
+// TestShareRecordsFollowChanges drives a share group through random joins,
+// heartbeats, subscription changes, leaves, topics deleted and created again,
+// assignment intervals, failed appends and reloads, and checks that each change
+// appends exactly what comparing the whole group would have, byte for byte and
+// in order.
+func TestShareRecordsFollowChanges(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		topicNames := []string{"a", "b", "c"}
+		r := newRecordsRig(rt, DefaultConfig(), map[string]int32{"a": 3, "b": 3, "c": 3})
+		defer r.close()
+		epochs := map[string]int32{}
+
+		persisted := false // a heartbeat ran, so the writer compared
+		heartbeat := func(member string, epoch int32, subscribe []string) {
+			persisted = true
+			req := kmsg.NewPtrShareGroupHeartbeatRequest()
+			req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", member, epoch, subscribe
+			resp := r.c.ShareGroupHeartbeat(context.Background(), req)
+			switch {
+			case resp.ErrorCode != 0 || epoch == leaveEpoch:
+				delete(epochs, member)
+			default:
+				epochs[member] = resp.MemberEpoch
+			}
+		}
+		for step := range 40 {
+			before := r.logLen()
+			failed := false
+			persisted = false
+			switch op := rapid.IntRange(0, 6).Draw(rt, "op"); op {
+			case 0, 1: // a member joins, or heartbeats with a new subscription
+				member := fmt.Sprintf("m%d", rapid.IntRange(0, 5).Draw(rt, "member"))
+				subscribe := rapid.SliceOfNDistinct(rapid.SampledFrom(topicNames), 1, 3, rapid.ID[string]).Draw(rt, "subscribe")
+				heartbeat(member, epochs[member], subscribe)
+			case 2: // a member heartbeats
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(slices.Sorted(maps.Keys(epochs))).Draw(rt, "member")
+					heartbeat(member, epochs[member], nil)
+				}
+			case 3: // a member leaves
+				if len(epochs) > 0 {
+					heartbeat(rapid.SampledFrom(slices.Sorted(maps.Keys(epochs))).Draw(rt, "member"), leaveEpoch, nil)
+				}
+			case 4: // time passes; a topic is deleted, created (again) or grows
+				r.clock.add(time.Duration(rapid.IntRange(0, 1500).Draw(rt, "ms")) * time.Millisecond)
+				r.topics.set(rapid.SampledFrom(topicNames).Draw(rt, "topic"), int32(rapid.IntRange(0, 4).Draw(rt, "partitions")))
+			case 5: // a heartbeat whose append fails
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(slices.Sorted(maps.Keys(epochs))).Draw(rt, "member")
+					r.store.setFail(errors.New("injected"))
+					heartbeat(member, epochs[member], nil)
+					r.store.setFail(nil)
+					failed = true
+				}
+			case 6: // the coordinator restarts from the log; members carry on at their epochs
+				r.restart()
+				continue
+			}
+			r.check(step, before, persisted, failed)
+		}
+	})
+}
+
+// modernRecordsOf returns the streams and share group records among recs.
+func modernRecordsOf(recs []Record) []Record {
+	var out []Record
+	for _, r := range recs {
+		if len(r.Key) < 2 {
+			continue
+		}
+		switch typ := int16(binary.BigEndian.Uint16(r.Key)); {
+		case typ >= typeShareMember && typ <= typeShareCurrent, typ >= typeStreamsMetadata && typ <= typeStreamsTopology:
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// replayModernKeys is the latest value of each streams or share record key in recs.
+func replayModernKeys(recs []Record) map[string][]byte {
+	out := map[string][]byte{}
+	for _, r := range modernRecordsOf(recs) {
+		if r.Value == nil {
+			delete(out, string(r.Key))
+		} else {
+			out[string(r.Key)] = r.Value
+		}
+	}
+	return out
+}
+
+// TestStreamsRecordsFollowChanges is TestShareRecordsFollowChanges for a
+// streams group with standby tasks: random joins (static members among them,
+// replacing one that left for now), heartbeats reporting the tasks owned,
+// leaves, topics changing, failed appends and reloads.
+func TestStreamsRecordsFollowChanges(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := DefaultConfig()
+		cfg.GroupConfig = func(string) ConsumerGroupConfig { return ConsumerGroupConfig{StreamsStandbyReplicas: 1} }
+		r := newRecordsRig(rt, cfg, map[string]int32{"in": 3, "app-chg": 3})
+		defer r.close()
+		epochs := map[string]int32{}
+		owned := map[string][]kmsg.TaskIDs{}
+		instances := map[string]string{} // member -> its instance id, if static
+
+		persisted := false
+		heartbeat := func(member, instance, process string, epoch int32) {
+			persisted = true
+			if epoch == joinEpoch {
+				instances[member] = instance
+				delete(owned, member)
+			}
+			instance = instances[member]
+			req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			req.Version = 1
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", member, epoch, 60000
+			if instance != "" {
+				req.InstanceID = &instance
+			}
+			if epoch == joinEpoch {
+				req.ProcessID = &process
+				req.Topology = scriptTopology("wordcount", 0)
+				req.Topology.Subtopologies[1].RepartitionSourceTopics = nil
+				req.Topology.Subtopologies[1].CopartitionGroups = nil
+				req.Topology.Subtopologies[1].SourceTopics = []string{"in"}
+			}
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = owned[member], []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			if req.ActiveTasks == nil {
+				req.ActiveTasks = []kmsg.TaskIDs{}
+			}
+			resp, _ := r.c.StreamsGroupHeartbeat(context.Background(), req)
+			switch {
+			case resp.ErrorCode != 0 || epoch < 0:
+				delete(epochs, member)
+				delete(owned, member)
+				delete(instances, member)
+			default:
+				epochs[member] = resp.MemberEpoch
+				if resp.ActiveTasks != nil {
+					owned[member] = resp.ActiveTasks
+				}
+			}
+		}
+		members := func() []string { return slices.Sorted(maps.Keys(epochs)) }
+		for step := range 40 {
+			before := r.logLen()
+			failed := false
+			persisted = false
+			switch op := rapid.IntRange(0, 7).Draw(rt, "op"); op {
+			case 0: // a member joins, maybe a static one (taking an instance's place)
+				member := fmt.Sprintf("m%d", rapid.IntRange(0, 7).Draw(rt, "member"))
+				instance := rapid.SampledFrom([]string{"", "i0", "i1"}).Draw(rt, "instance")
+				heartbeat(member, instance, rapid.SampledFrom([]string{"p0", "p1"}).Draw(rt, "process"), joinEpoch)
+			case 1, 2: // a member heartbeats with the tasks it owns
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(members()).Draw(rt, "member")
+					heartbeat(member, "", "", epochs[member])
+				}
+			case 3: // a member leaves, or leaves for now
+				if len(epochs) > 0 {
+					member, epoch := rapid.SampledFrom(members()).Draw(rt, "member"), int32(leaveEpoch)
+					if instances[member] != "" && rapid.Bool().Draw(rt, "for now") {
+						epoch = staticLeaveEpoch
+					}
+					heartbeat(member, "", "", epoch)
+				}
+			case 4: // time passes; the input topic changes
+				r.clock.add(time.Duration(rapid.IntRange(0, 1500).Draw(rt, "ms")) * time.Millisecond)
+				r.topics.set("in", int32(rapid.IntRange(0, 4).Draw(rt, "partitions")))
+			case 5: // a heartbeat whose append fails
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(members()).Draw(rt, "member")
+					r.store.setFail(errors.New("injected"))
+					heartbeat(member, "", "", epochs[member])
+					r.store.setFail(nil)
+					failed = true
+				}
+			case 6: // the coordinator restarts from the log
+				r.restart()
+				continue
+			case 7: // a member's session expires, as its timer removes it
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(members()).Draw(rt, "member")
+					expireStreamsMember(r.c, "g", member)
+					persisted = true
+					delete(epochs, member)
+				}
+			}
+			r.check(step, before, persisted, failed)
+		}
+	})
+}
+
+// expireStreamsMember removes a streams member as its session timer does and
+// waits for the records.
+func expireStreamsMember(c *Coordinator, id, member string) {
+	p, _ := c.partitionOf(id)
+	g := p.lookup(c, id, false)
+	g.mu.Lock()
+	g.removeStreamsMemberLocked(g.st.members[member])
+	done := make(chan error, 1)
+	queued := g.persistRecordsLocked(func(err error) { done <- err })
+	g.mu.Unlock()
+	c.awaitRecords(context.Background(), g, queued, done)
+}
+
+// TestStreamsMemberTakingAnotherInstance: a member of a streams group that
+// joins again with the instance id of a static member that left for now is
+// refused; it used to replace that member under its own id, leaving its own
+// instance naming a member that was gone, and the next join with that
+// instance panicked holding the group's lock.
+func TestStreamsMemberTakingAnotherInstance(t *testing.T) {
+	topics := newFakeTopics()
+	topics.set("in", 3)
+	c := New(Config{Topics: topics}, newMemStore(), nil)
+	defer c.Close()
+	if err := loadAll(context.Background(), c, newMemStore()); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat := func(member, instance string, epoch int32) *kmsg.StreamsGroupHeartbeatResponse {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", member, epoch, 60000
+		req.InstanceID = &instance
+		if epoch == joinEpoch {
+			req.ProcessID = ptr(member)
+			req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{
+				Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+		}
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		resp, _ := c.StreamsGroupHeartbeat(context.Background(), req)
+		return resp
+	}
+	for _, step := range []struct {
+		member, instance string
+		epoch            int32
+		want             int16
+	}{
+		{"m0", "i0", joinEpoch, 0},
+		{"m1", "i1", joinEpoch, 0},
+		{"m0", "i0", staticLeaveEpoch, 0},
+		{"m1", "i0", joinEpoch, kerr.UnreleasedInstanceID.Code}, // m1 may not take i0
+		{"m1", "i1", leaveEpoch, 0},
+		{"m2", "i1", joinEpoch, 0}, // i1 is free again
+		{"m3", "i0", joinEpoch, 0}, // and i0 still m0's to hand over
+	} {
+		if got := heartbeat(step.member, step.instance, step.epoch).ErrorCode; got != step.want {
+			t.Fatalf("%s with %s at epoch %d: %v, want %v", step.member, step.instance, step.epoch, kerr.ErrorForCode(got), kerr.ErrorForCode(step.want))
+		}
+	}
+}

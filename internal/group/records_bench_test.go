@@ -1,0 +1,128 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkShareHeartbeat measures one share heartbeat in a settled group of
+// n members (steady: the member's state does not change), and a member
+// joining and leaving it (churn: two changes, each bumping the group epoch).
+// The clock stands still, so no new target is computed.
+func BenchmarkShareHeartbeat(b *testing.B) {
+	for _, n := range []int{16, 256, 1000} {
+		topics := newFakeTopics()
+		topics.set("t", 64)
+		clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
+		cfg := DefaultConfig()
+		cfg.Topics, cfg.Now = topics, clock.Now
+		store := newMemStore()
+		c := New(cfg, store, nil)
+		if err := loadAll(context.Background(), c, store); err != nil {
+			b.Fatal(err)
+		}
+		heartbeat := func(b *testing.B, member string, epoch int32) int32 {
+			req := kmsg.NewPtrShareGroupHeartbeatRequest()
+			req.GroupID, req.MemberID, req.MemberEpoch = "g", member, epoch
+			if epoch == joinEpoch {
+				req.SubscribedTopicNames = []string{"t"}
+			}
+			r := c.ShareGroupHeartbeat(context.Background(), req)
+			if r.ErrorCode != 0 {
+				b.Fatalf("%s at %d: %v", member, epoch, kerr.ErrorForCode(r.ErrorCode))
+			}
+			return r.MemberEpoch
+		}
+		epochs := make([]int32, n)
+		for i := range n {
+			epochs[i] = heartbeat(b, fmt.Sprintf("m%d", i), joinEpoch)
+		}
+		clock.add(2 * cfg.withDefaults().ShareAssignmentInterval) // the next heartbeat computes the target
+		for i := range n {
+			epochs[i] = heartbeat(b, fmt.Sprintf("m%d", i), epochs[i])
+		}
+		b.Run(fmt.Sprintf("steady/members=%d", n), func(b *testing.B) {
+			defer checkNothingWritten(b, c, store)()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				m := i % n
+				epochs[m] = heartbeat(b, fmt.Sprintf("m%d", m), epochs[m])
+			}
+		})
+		b.Run(fmt.Sprintf("churn/members=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				heartbeat(b, "extra", joinEpoch)
+				heartbeat(b, "extra", leaveEpoch)
+			}
+		})
+		c.Close()
+	}
+}
+
+// BenchmarkStreamsHeartbeat measures one streams heartbeat, reporting the
+// tasks the member owns, in a settled group of n members (nothing changes).
+func BenchmarkStreamsHeartbeat(b *testing.B) {
+	for _, n := range []int{16, 256, 1000} {
+		topics := newFakeTopics()
+		topics.set("in", 64)
+		store := newMemStore()
+		c := New(Config{Topics: topics}, store, nil)
+		if err := loadAll(context.Background(), c, store); err != nil {
+			b.Fatal(err)
+		}
+		epochs, owned := make([]int32, n), make([][]kmsg.TaskIDs, n)
+		heartbeat := func(b *testing.B, i int) {
+			req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			req.Version = 1
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", fmt.Sprintf("m%d", i), epochs[i], 60000
+			if epochs[i] == joinEpoch {
+				req.ProcessID = ptr(fmt.Sprintf("p%d", i))
+				req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{
+					Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+			}
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = owned[i], []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			if req.ActiveTasks == nil {
+				req.ActiveTasks = []kmsg.TaskIDs{}
+			}
+			resp, _ := c.StreamsGroupHeartbeat(context.Background(), req)
+			if resp.ErrorCode != 0 {
+				b.Fatalf("m%d at %d: %v", i, epochs[i], kerr.ErrorForCode(resp.ErrorCode))
+			}
+			epochs[i] = resp.MemberEpoch
+			if resp.ActiveTasks != nil {
+				owned[i] = resp.ActiveTasks
+			}
+		}
+		for range 3 { // join, then take the tasks the others released
+			for i := range n {
+				heartbeat(b, i)
+			}
+		}
+		b.Run(fmt.Sprintf("steady/members=%d", n), func(b *testing.B) {
+			defer checkNothingWritten(b, c, store)()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				heartbeat(b, i%n)
+			}
+		})
+		c.Close()
+	}
+}
+
+// checkNothingWritten returns what fails b if group "g"'s partition took a
+// record since: a steady heartbeat has nothing to write.
+func checkNothingWritten(b *testing.B, c *Coordinator, store *memStore) func() {
+	part := PartitionFor("g", c.cfg.OffsetsTopicPartitions)
+	before := len(store.log(part))
+	return func() {
+		if n := len(store.log(part)) - before; n != 0 {
+			b.Fatalf("steady heartbeats wrote %d records", n)
+		}
+	}
+}
