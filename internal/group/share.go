@@ -134,11 +134,13 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	case g == nil:
 		return hbError(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID)
 	}
-	g.mu.Lock()
-	r := g.shareHeartbeatLocked(req, clientFrom(ctx))
+	var r heartbeatResult
+	var queued bool
 	done := make(chan error, 1)
-	queued := g.persistRecordsLocked(func(err error) { done <- err })
-	g.mu.Unlock()
+	g.withLock(func() {
+		r = g.shareHeartbeatLocked(req, clientFrom(ctx))
+		queued = g.persistRecordsLocked(func(err error) { done <- err })
+	})
 	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
 		return hbError(code, "%s", kerr.ErrorForCode(code))
 	}
@@ -328,15 +330,12 @@ func (g *group) armShareSessionLocked(m *smember) {
 	}
 	m.sessionToken++
 	tok := m.sessionToken
-	m.sessionTimer = g.c.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
-		g.mu.Lock()
+	m.sessionTimer = g.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
 		if m.sessionToken == tok && g.sg != nil && g.sg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("share group member session expired", "group", g.id, "member", m.id)
 			g.removeShareMemberLocked(m)
 			g.persistRecordsLocked(nil)
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 
@@ -389,15 +388,15 @@ func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeRespon
 		dg.ErrorCode = kerr.InvalidGroupID.Code
 		return
 	}
-	g, code, msg := c.lockedGroupOf(id, "share", func(g *group) bool { return g.sg != nil })
-	if g == nil {
-		if code == kerr.GroupIDNotFound.Code {
-			msg = ptr(fmt.Sprintf("Group %s not found.", id))
-		}
-		dg.ErrorCode, dg.ErrorMessage = code, msg
-		return
+	code, msg := c.describeGroupOf(id, "share", func(g *group) bool { return g.sg != nil },
+		func(g *group) { g.describeShareLocked(dg) })
+	if code == kerr.GroupIDNotFound.Code {
+		msg = ptr(fmt.Sprintf("Group %s not found.", id))
 	}
-	defer g.mu.Unlock()
+	dg.ErrorCode, dg.ErrorMessage = code, msg
+}
+
+func (g *group) describeShareLocked(dg *kmsg.ShareGroupDescribeResponseGroup) {
 	sg := g.sg
 	dg.GroupState = sg.stateName()
 	dg.GroupEpoch, dg.AssignmentEpoch = sg.epoch, sg.targetEpoch
@@ -412,7 +411,7 @@ func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeRespon
 		if dm.SubscribedTopicNames == nil {
 			dm.SubscribedTopicNames = []string{}
 		}
-		for _, t := range c.assignmentTopics(m.assigned) {
+		for _, t := range g.c.assignmentTopics(m.assigned) {
 			at := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
 			at.TopicID, at.Topic, at.Partitions = t.TopicID, t.Topic, t.Partitions
 			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, at)
