@@ -45,6 +45,10 @@ type shareGroup struct {
 	targetEpoch int32     // the epoch of target; 0 before the first
 	targetAt    time.Time // when target was computed
 	members     map[string]*smember
+	// subscribers counts the members subscribed to each topic (addMember,
+	// removeMember, subscribe), so that a heartbeat knows the group's
+	// subscription without walking its members.
+	subscribers map[string]int
 	target      map[string]partSet // by member id
 	topics      map[string]topicMeta
 	// lookups is what the topic catalog said of the topics of the assignments
@@ -69,8 +73,37 @@ type smember struct {
 }
 
 func newShareGroup() *shareGroup {
-	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), target: make(map[string]partSet),
-		topics: make(map[string]topicMeta), lookups: make(map[string]topicLookup)}
+	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), subscribers: make(map[string]int),
+		target: make(map[string]partSet), topics: make(map[string]topicMeta), lookups: make(map[string]topicLookup)}
+}
+
+// addMember adds m, with the topics it subscribes to.
+func (sg *shareGroup) addMember(m *smember) {
+	sg.members[m.id] = m
+	sg.countSubscribers(m.topicNames, 1)
+}
+
+// removeMember removes m and its subscription.
+func (sg *shareGroup) removeMember(m *smember) {
+	delete(sg.members, m.id)
+	sg.countSubscribers(m.topicNames, -1)
+}
+
+// subscribe makes topics m's subscription.
+func (sg *shareGroup) subscribe(m *smember, topics []string) {
+	sg.countSubscribers(m.topicNames, -1)
+	m.topicNames = topics
+	sg.countSubscribers(topics, 1)
+}
+
+// countSubscribers adds delta to the count of each of topics, dropping the
+// counts that reach zero.
+func (sg *shareGroup) countSubscribers(topics []string, delta int) {
+	for _, t := range topics {
+		if sg.subscribers[t] += delta; sg.subscribers[t] <= 0 {
+			delete(sg.subscribers, t)
+		}
+	}
 }
 
 func (sg *shareGroup) stateName() string {
@@ -174,7 +207,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 	switch {
 	case req.MemberEpoch == joinEpoch && m == nil:
 		m = &smember{id: req.MemberID, assigned: partSet{}}
-		sg.members[m.id] = m
+		sg.addMember(m)
 		changed = true
 		g.c.log.Info("member joined share group", "group", g.id, "member", m.id)
 	case m == nil:
@@ -198,7 +231,8 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		slices.Sort(names)
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.topicNames) {
-			m.topicNames, changed = names, true
+			sg.subscribe(m, names)
+			changed = true
 		}
 	}
 	if changed || sg.stale || !maps.Equal(g.shareSubscriptionLocked(), sg.topics) {
@@ -229,16 +263,9 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 func (g *group) shareSubscriptionLocked() map[string]topicMeta {
 	cat := g.topicsLocked()
 	out := make(map[string]topicMeta)
-	asked := make(map[string]bool)
-	for _, m := range g.sg.members {
-		for _, t := range m.topicNames {
-			if asked[t] {
-				continue
-			}
-			asked[t] = true
-			if id, n, ok := cat.Topic(t); ok {
-				out[t] = topicMeta{id: id, partitions: n}
-			}
+	for t := range g.sg.subscribers {
+		if id, n, ok := cat.Topic(t); ok {
+			out[t] = topicMeta{id: id, partitions: n}
 		}
 	}
 	return out
@@ -314,7 +341,7 @@ func (g *group) removeShareMemberLocked(m *smember) {
 	}
 	m.sessionToken++
 	sg := g.sg
-	delete(sg.members, m.id)
+	sg.removeMember(m)
 	delete(sg.target, m.id)
 	g.touchMemberLocked(m.id)
 	g.bumpShareEpochLocked()
@@ -356,10 +383,8 @@ func (g *group) stopShareTimersLocked() {
 // subscribed topics.
 func (g *group) syncShareViewLocked() {
 	g.syncMemberViewLocked(len(g.sg.members), func(add func(topic string)) {
-		for _, m := range g.sg.members {
-			for _, t := range m.topicNames {
-				add(t)
-			}
+		for t := range g.sg.subscribers {
+			add(t)
 		}
 	})
 }
