@@ -128,6 +128,7 @@ func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribe
 		func(g *group) { g.describeConsumerLocked(dg) })
 }
 
+// describeConsumerLocked fills dg with the consumer group's state and members.
 func (g *group) describeConsumerLocked(dg *kmsg.ConsumerGroupDescribeResponseGroup) {
 	cg := g.cg
 	dg.State = cg.stateName()

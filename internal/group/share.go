@@ -421,6 +421,7 @@ func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeRespon
 	dg.ErrorCode, dg.ErrorMessage = code, msg
 }
 
+// describeShareLocked fills dg with the share group's state and members.
 func (g *group) describeShareLocked(dg *kmsg.ShareGroupDescribeResponseGroup) {
 	sg := g.sg
 	dg.GroupState = sg.stateName()

@@ -167,6 +167,7 @@ func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeRe
 		func(g *group) { g.describeStreamsLocked(dg) })
 }
 
+// describeStreamsLocked fills dg with the streams group's state and members.
 func (g *group) describeStreamsLocked(dg *kmsg.StreamsGroupDescribeResponseGroup) {
 	sg := g.st
 	dg.State = sg.stateName()
