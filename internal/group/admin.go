@@ -37,18 +37,7 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 	}
 	for _, p := range parts {
 		for _, g := range p.snapshot() {
-			g.mu.Lock()
-			dead, pt := g.state == stateDead, g.protocolType
-			st, typ := g.state.String(), groupType
-			switch {
-			case g.cg != nil:
-				st, typ = g.cg.stateName(), consumerProtocolType
-			case g.sg != nil:
-				st, typ = g.sg.stateName(), shareProtocolType
-			case g.st != nil:
-				st, typ = g.st.stateName(), streamsProtocolType
-			}
-			g.mu.Unlock()
+			dead, pt, st, typ := g.listing()
 			if dead {
 				continue
 			}
@@ -71,6 +60,23 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 		}
 	}
 	return resp
+}
+
+// listing is what ListGroups shows of g: whether it is dead, its protocol
+// type, state and group type.
+func (g *group) listing() (dead bool, protocolType, st, typ string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, typ = g.state.String(), groupType
+	switch {
+	case g.cg != nil:
+		st, typ = g.cg.stateName(), consumerProtocolType
+	case g.sg != nil:
+		st, typ = g.sg.stateName(), shareProtocolType
+	case g.st != nil:
+		st, typ = g.st.stateName(), streamsProtocolType
+	}
+	return g.state == stateDead, g.protocolType, st, typ
 }
 
 // DescribeGroups serves DescribeGroups v0-v6. An unknown or dead group, or a group
@@ -178,17 +184,17 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 			continue
 		}
 		done := make(chan error, 1)
-		g.mu.Lock()
-		switch g.state {
-		case stateDead:
-			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
-		case stateEmpty:
-			g.removeOffsetsLocked(nil, true, func(err error) { done <- err })
-			pend = append(pend, pendingDelete{i, g, done, g.sg != nil})
-		default:
-			resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code
-		}
-		g.mu.Unlock()
+		g.withLock(func() {
+			switch g.state {
+			case stateDead:
+				resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
+			case stateEmpty:
+				g.removeOffsetsLocked(nil, true, func(err error) { done <- err })
+				pend = append(pend, pendingDelete{i, g, done, g.sg != nil})
+			default:
+				resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code
+			}
+		})
 	}
 	for _, pd := range pend {
 		c.flush(pd.g)

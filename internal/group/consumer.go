@@ -644,14 +644,11 @@ func (g *group) armConsumerSessionLocked(m *cmember) {
 	if m.classic != nil {
 		d = m.classic.sessionTimeout
 	}
-	m.sessionTimer = g.c.afterFunc(d, func() {
-		g.mu.Lock()
+	m.sessionTimer = g.afterFunc(d, func() {
 		if m.sessionToken == tok && g.cg != nil && g.cg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("consumer group member session expired", "group", g.id, "member", m.id)
 			g.fenceConsumerMemberLocked(m)
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 
@@ -668,14 +665,11 @@ func (g *group) armRevokeTimerLocked(m *cmember) {
 	if d <= 0 {
 		d, _ = g.c.consumerTimeouts(g.id)
 	}
-	m.revokeTimer = g.c.afterFunc(d, func() {
-		g.mu.Lock()
+	m.revokeTimer = g.afterFunc(d, func() {
 		if m.revokeToken == tok && g.cg != nil && g.cg.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
 			g.c.log.Info("consumer group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
 			g.fenceConsumerMemberLocked(m)
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 

@@ -52,9 +52,7 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	if g == nil {
 		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
-	g.mu.Lock()
-	r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx))
-	g.mu.Unlock()
+	g.withLock(func() { r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx)) })
 	c.flush(g) // an upgrade or downgrade queued the group record
 	return r
 }
@@ -104,33 +102,34 @@ func (c *Coordinator) ConsumerGroupDescribe(_ context.Context, req *kmsg.Consume
 	return resp
 }
 
-// lockedGroupOf returns group id locked when it exists and is of the kind is
-// accepts, else the error code and message ConsumerGroupDescribe and
-// ShareGroupDescribe answer (kind names the group type in the message).
-func (c *Coordinator) lockedGroupOf(id, kind string, is func(*group) bool) (*group, int16, *string) {
+// describeGroupOf runs describeLocked with group id locked when it exists and
+// is of the kind is accepts; otherwise it returns the error code and message
+// the describe APIs answer (kind names the group type in the message).
+func (c *Coordinator) describeGroupOf(id, kind string, is func(*group) bool, describeLocked func(*group)) (int16, *string) {
 	p, code := c.partitionOf(id)
 	if code != 0 {
-		return nil, code, ptr(kerr.ErrorForCode(code).Error())
+		return code, ptr(kerr.ErrorForCode(code).Error())
 	}
 	g := p.lookup(c, id, false)
 	if g == nil {
-		return nil, kerr.GroupIDNotFound.Code, ptr(fmt.Sprintf("Group %s not found.", id))
+		return kerr.GroupIDNotFound.Code, ptr(fmt.Sprintf("Group %s not found.", id))
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.state == stateDead || !is(g) {
-		g.mu.Unlock()
-		return nil, kerr.GroupIDNotFound.Code, ptr(fmt.Sprintf("Group %s is not a %s group.", id, kind))
+		return kerr.GroupIDNotFound.Code, ptr(fmt.Sprintf("Group %s is not a %s group.", id, kind))
 	}
-	return g, 0, nil
+	describeLocked(g)
+	return 0, nil
 }
 
 func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribeResponseGroup) {
-	g, code, msg := c.lockedGroupOf(id, "consumer", func(g *group) bool { return g.cg != nil })
-	if g == nil {
-		dg.ErrorCode, dg.ErrorMessage = code, msg
-		return
-	}
-	defer g.mu.Unlock()
+	dg.ErrorCode, dg.ErrorMessage = c.describeGroupOf(id, "consumer", func(g *group) bool { return g.cg != nil },
+		func(g *group) { g.describeConsumerLocked(dg) })
+}
+
+// describeConsumerLocked fills dg with the consumer group's state and members.
+func (g *group) describeConsumerLocked(dg *kmsg.ConsumerGroupDescribeResponseGroup) {
 	cg := g.cg
 	dg.State = cg.stateName()
 	dg.Epoch = cg.epoch
@@ -153,8 +152,8 @@ func (c *Coordinator) describeConsumer(id string, dg *kmsg.ConsumerGroupDescribe
 		// Kafka 4.4 node describes them.
 		owns := m.assignedSet()
 		maps.Copy(owns, m.revoking)
-		dm.Assignment.TopicPartitions = c.assignmentTopics(owns)
-		dm.TargetAssignment.TopicPartitions = c.assignmentTopics(cg.target[m.id])
+		dm.Assignment.TopicPartitions = g.c.assignmentTopics(owns)
+		dm.TargetAssignment.TopicPartitions = g.c.assignmentTopics(cg.target[m.id])
 		dm.MemberType = consumerMemberType
 		if m.classic != nil {
 			dm.MemberType = classicMemberType

@@ -547,13 +547,7 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 	c.mu.Unlock()
 
 	for _, g := range loaded {
-		g.mu.Lock()
-		for _, m := range g.members {
-			g.armSessionLocked(m, m.sessionTimeout)
-		}
-		g.armLoadedStreamsLocked()
-		g.armLoadedShareLocked()
-		g.mu.Unlock()
+		g.withLock(g.armLoadedLocked)
 	}
 	c.log.Info("loaded group partition", "partition", p, "groups", len(loaded), "skipped_records", state.skipped)
 	return nil
@@ -618,6 +612,15 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 	return groups
 }
 
+// armLoadedLocked starts the session timers of a group just loaded.
+func (g *group) armLoadedLocked() {
+	for _, m := range g.members {
+		g.armSessionLocked(m, m.sessionTimeout)
+	}
+	g.armLoadedStreamsLocked()
+	g.armLoadedShareLocked()
+}
+
 // UnloadPartition gives up partition p (leadership moved): its groups are dropped,
 // waiting requests get NOT_COORDINATOR and appends in flight are cancelled.
 func (c *Coordinator) UnloadPartition(p int32) {
@@ -633,9 +636,7 @@ func (c *Coordinator) UnloadPartition(p int32) {
 func (c *Coordinator) unload(p *partition) {
 	p.cancel()
 	for _, g := range p.snapshot() {
-		g.mu.Lock()
-		g.unloadLocked()
-		g.mu.Unlock()
+		g.withLock(g.unloadLocked)
 	}
 }
 
@@ -680,11 +681,7 @@ func (g *group) queueLocked(records []Record, done func(error)) {
 // and outside the group's lock, until the queue is empty (done callbacks may queue
 // more), then exits. Callers wait for their own write's done, never for others'.
 func (c *Coordinator) flush(g *group) {
-	g.mu.Lock()
-	idle := !g.writing && len(g.writeQ) > 0
-	g.writing = g.writing || idle
-	g.mu.Unlock()
-	if !idle {
+	if !g.claimWriter() {
 		return
 	}
 	if !c.enter() {
@@ -699,28 +696,49 @@ func (c *Coordinator) flush(g *group) {
 	}()
 }
 
-// drain is the group's writer: see flush.
-func (c *Coordinator) drain(g *group) {
+// claimWriter reports whether the caller is to start the group's writer: none
+// runs and writes are queued. It then counts as running.
+func (g *group) claimWriter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for len(g.writeQ) > 0 {
-		batch := g.writeQ
-		g.writeQ = nil
-		var recs []Record
-		for _, w := range batch {
-			recs = append(recs, w.records...)
+	idle := !g.writing && len(g.writeQ) > 0
+	g.writing = g.writing || idle
+	return idle
+}
+
+// drain is the group's writer (see flush). It holds the group's lock to take
+// the queue and to run the done callbacks, never across an append.
+func (c *Coordinator) drain(g *group) {
+	for {
+		batch, recs := g.takeWrites()
+		if len(batch) == 0 {
+			return
 		}
-		g.mu.Unlock()
 		var err error
 		if len(recs) > 0 { // else writes that only wait for the ones before them
 			err = c.append(g.p, recs)
 		}
-		g.mu.Lock()
-		for _, w := range batch {
-			w.done(err)
-		}
+		g.withLock(func() {
+			for _, w := range batch {
+				w.done(err)
+			}
+		})
 	}
-	g.writing = false
+}
+
+// takeWrites empties the group's write queue, returning its writes and their
+// records; when it was empty the writer stops (see flush).
+func (g *group) takeWrites() (batch []write, recs []Record) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	batch, g.writeQ = g.writeQ, nil
+	if len(batch) == 0 {
+		g.writing = false
+	}
+	for _, w := range batch {
+		recs = append(recs, w.records...)
+	}
+	return batch, recs
 }
 
 func (c *Coordinator) append(p *partition, recs []Record) error {

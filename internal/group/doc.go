@@ -57,7 +57,10 @@
 // # Concurrency
 //
 // Every method is safe for concurrent use. Each group has its own mutex guarding its
-// whole state; methods named xLocked run with it held and never do I/O. Lock order is
+// whole state; methods named xLocked run with it held and never do I/O. The mutex is
+// only taken in a function that releases it with defer (group.withLock, or a small
+// function of its own), so a request that panics with it held (the broker recovers
+// the panic) does not leave its group locked for every later request. Lock order is
 // group, then coordinator, then partition: the coordinator's and partitions' mutexes
 // guard only their maps and never wait for a group. A request parks on its group as
 // a channel (a delayed operation: no goroutine per member); timers (time.AfterFunc:

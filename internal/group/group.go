@@ -180,6 +180,30 @@ func newGroup(c *Coordinator, p *partition, id string) *group {
 	}
 }
 
+// withLock runs f with g.mu held and releases it on every path, a panic in f
+// included: the broker recovers a request's panic, and a group left locked
+// would hang every later request to it.
+func (g *group) withLock(f func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f()
+}
+
+// afterFunc is Coordinator.afterFunc for a timer of g: fLocked runs with g.mu
+// held (see withLock), then the writes it queued are flushed. (One closure
+// rather than Coordinator.afterFunc's around another: timers are re-armed by
+// every heartbeat.)
+func (g *group) afterFunc(d time.Duration, fLocked func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		if !g.c.enter() {
+			return
+		}
+		defer g.c.background.Done()
+		g.withLock(fLocked)
+		g.c.flush(g)
+	})
+}
+
 func (g *group) transitionLocked(s state) {
 	g.state = s
 	g.stateTime = g.c.now()

@@ -45,9 +45,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) join
 		return joinError(kerr.UnknownMemberID.Code, req.MemberID)
 	}
 	w := make(chan joinResult, 1)
-	g.mu.Lock()
-	g.joinLocked(req, clientFrom(ctx), w)
-	g.mu.Unlock()
+	g.withLock(func() { g.joinLocked(req, clientFrom(ctx), w) })
 	c.flush(g)
 	select {
 	case r := <-w:
@@ -295,14 +293,11 @@ func (g *group) renameMemberLocked(m *member, id string) {
 // addPendingLocked records a member id handed out with MEMBER_ID_REQUIRED.
 func (g *group) addPendingLocked(id string, session time.Duration) {
 	pm := &pendingMember{}
-	pm.timer = g.c.afterFunc(session, func() {
-		g.mu.Lock()
+	pm.timer = g.afterFunc(session, func() {
 		if g.pending[id] == pm {
 			delete(g.pending, id)
 			g.maybeCompleteJoinLocked()
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 	g.pending[id] = pm
 }
@@ -352,13 +347,10 @@ func (g *group) maybeCompleteJoinLocked() {
 func (g *group) armRebalanceTimerLocked(d time.Duration) {
 	g.stopRebalanceTimerLocked()
 	tok := g.rebalanceToken
-	g.rebalanceTimer = g.c.afterFunc(d, func() {
-		g.mu.Lock()
+	g.rebalanceTimer = g.afterFunc(d, func() {
 		if g.rebalanceToken == tok && g.state == statePreparingRebalance {
 			g.onRebalanceTimerLocked()
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 
@@ -450,8 +442,7 @@ func (g *group) electJoinedLeaderLocked() bool {
 func (g *group) armSyncTimerLocked() {
 	g.stopSyncTimerLocked()
 	tok, gen := g.syncToken, g.generation
-	g.syncTimer = g.c.afterFunc(g.rebalanceTimeoutLocked(), func() {
-		g.mu.Lock()
+	g.syncTimer = g.afterFunc(g.rebalanceTimeoutLocked(), func() {
 		if g.syncToken == tok && g.generation == gen && len(g.pendingSync) > 0 &&
 			(g.state == stateCompletingRebalance || g.state == stateStable) {
 			for id := range g.pendingSync {
@@ -463,8 +454,6 @@ func (g *group) armSyncTimerLocked() {
 			clear(g.pendingSync)
 			g.prepareRebalanceLocked()
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 
@@ -488,8 +477,7 @@ func (g *group) armSessionLocked(m *member, d time.Duration) {
 	}
 	m.sessionToken++
 	tok := m.sessionToken
-	m.sessionTimer = g.c.afterFunc(d, func() {
-		g.mu.Lock()
+	m.sessionTimer = g.afterFunc(d, func() {
 		if m.sessionToken == tok && g.members[m.id] == m && g.state != stateDead {
 			if !m.isNew && (m.join != nil || m.sync != nil) {
 				g.touchLocked(m)
@@ -498,8 +486,6 @@ func (g *group) armSessionLocked(m *member, d time.Duration) {
 				g.removeMemberAndUpdateLocked(m)
 			}
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 

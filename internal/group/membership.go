@@ -39,9 +39,7 @@ func (c *Coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) sync
 		return syncResult{code: kerr.UnknownMemberID.Code}
 	}
 	w := make(chan syncResult, 1)
-	g.mu.Lock()
-	g.syncLocked(req, w)
-	g.mu.Unlock()
+	g.withLock(func() { g.syncLocked(req, w) })
 	c.flush(g)
 	select {
 	case r := <-w:

@@ -630,8 +630,8 @@ func (g *group) armClassicJoinTimerLocked(m *cmember) {
 	cm := m.classic
 	cm.joinToken++
 	tok := cm.joinToken
-	cm.joinTimer = g.c.afterFunc(m.rebalanceTimeout, func() {
-		g.classicDeadline(m, func() bool { return m.classic == cm && cm.joinToken == tok }, "did not rejoin in its rebalance timeout")
+	cm.joinTimer = g.afterFunc(m.rebalanceTimeout, func() {
+		g.classicDeadlineLocked(m, func() bool { return m.classic == cm && cm.joinToken == tok }, "did not rejoin in its rebalance timeout")
 	})
 }
 
@@ -641,20 +641,17 @@ func (g *group) armClassicSyncTimerLocked(m *cmember) {
 	g.stopClassicSyncTimerLocked(m)
 	cm := m.classic
 	tok := cm.syncToken
-	cm.syncTimer = g.c.afterFunc(m.rebalanceTimeout, func() {
-		g.classicDeadline(m, func() bool { return m.classic == cm && cm.syncToken == tok }, "did not sync in its rebalance timeout")
+	cm.syncTimer = g.afterFunc(m.rebalanceTimeout, func() {
+		g.classicDeadlineLocked(m, func() bool { return m.classic == cm && cm.syncToken == tok }, "did not sync in its rebalance timeout")
 	})
 }
 
-// classicDeadline removes m when its deadline (still current) passed.
-func (g *group) classicDeadline(m *cmember, current func() bool, why string) {
-	g.mu.Lock()
+// classicDeadlineLocked removes m when its deadline (still current) passed.
+func (g *group) classicDeadlineLocked(m *cmember, current func() bool, why string) {
 	if g.cg != nil && g.cg.members[m.id] == m && current() && g.state != stateDead {
 		g.c.log.Info("classic member removed from consumer group", "group", g.id, "member", m.id, "reason", why)
 		g.fenceConsumerMemberLocked(m)
 	}
-	g.mu.Unlock()
-	g.c.flush(g)
 }
 
 func (g *group) stopClassicJoinTimerLocked(m *cmember) {

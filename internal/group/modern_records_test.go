@@ -122,9 +122,7 @@ func (w *wholeGroupWriter) check(rt *rapid.T, step int, c *Coordinator, id strin
 	want := map[string][]byte{}
 	if p, code := c.partitionOf(id); code == 0 {
 		if g := p.lookup(c, id, false); g != nil {
-			g.mu.Lock()
-			want = g.wholeRecordsLocked()
-			g.mu.Unlock()
+			g.withLock(func() { want = g.wholeRecordsLocked() })
 		}
 	}
 	wantRecs := w.write(want, failed)
@@ -143,7 +141,8 @@ func (w *wholeGroupWriter) check(rt *rapid.T, step int, c *Coordinator, id strin
 // heartbeats, subscription changes, leaves, topics deleted and created again,
 // assignment intervals, failed appends and reloads, and checks that each change
 // appends exactly what comparing the whole group would have, byte for byte and
-// in order.
+// in order, and that the group's count of subscribers per topic stays what its
+// members subscribe to.
 func TestShareRecordsFollowChanges(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		topicNames := []string{"a", "b", "c"}
@@ -168,7 +167,7 @@ func TestShareRecordsFollowChanges(t *testing.T) {
 			before := r.logLen()
 			failed := false
 			persisted = false
-			switch op := rapid.IntRange(0, 6).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 7).Draw(rt, "op"); op {
 			case 0, 1: // a member joins, or heartbeats with a new subscription
 				member := fmt.Sprintf("m%d", rapid.IntRange(0, 5).Draw(rt, "member"))
 				subscribe := rapid.SliceOfNDistinct(rapid.SampledFrom(topicNames), 1, 3, rapid.ID[string]).Draw(rt, "subscribe")
@@ -195,9 +194,50 @@ func TestShareRecordsFollowChanges(t *testing.T) {
 				}
 			case 6: // the coordinator restarts from the log; members carry on at their epochs
 				r.restart()
+				checkShareSubscribers(rt, step, r.c, "g")
 				continue
+			case 7: // a member's session expires, as its timer removes it
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(slices.Sorted(maps.Keys(epochs))).Draw(rt, "member")
+					expireMember(r.c, "g", func(g *group) { g.removeShareMemberLocked(g.sg.members[member]) })
+					persisted = true
+					delete(epochs, member)
+				}
 			}
 			r.check(step, before, persisted, failed)
+			checkShareSubscribers(rt, step, r.c, "g")
+		}
+	})
+}
+
+// checkShareSubscribers fails rt unless share group id's count of subscribers
+// per topic, and the topics its classic view lists as subscribed, are what
+// its members subscribe to.
+func checkShareSubscribers(rt *rapid.T, step int, c *Coordinator, id string) {
+	p, code := c.partitionOf(id)
+	if code != 0 {
+		return
+	}
+	g := p.lookup(c, id, false)
+	if g == nil {
+		return
+	}
+	g.withLock(func() {
+		if g.sg == nil {
+			return
+		}
+		counts, topics := map[string]int{}, map[string]struct{}{}
+		for _, m := range g.sg.members {
+			for _, t := range m.topicNames {
+				counts[t]++
+				topics[t] = struct{}{}
+			}
+		}
+		if !maps.Equal(g.sg.subscribers, counts) {
+			rt.Fatalf("step %d: subscribers per topic %v, the members subscribe %v", step, g.sg.subscribers, counts)
+		}
+		if !g.subsKnown || !maps.Equal(g.subscribed, topics) {
+			rt.Fatalf("step %d: classic view subscribed to %v (known %v), the members to %v", step, g.subscribed, g.subsKnown, topics)
 		}
 	})
 }
@@ -322,7 +362,7 @@ func TestStreamsRecordsFollowChanges(t *testing.T) {
 			case 7: // a member's session expires, as its timer removes it
 				if len(epochs) > 0 {
 					member := rapid.SampledFrom(members()).Draw(rt, "member")
-					expireStreamsMember(r.c, "g", member)
+					expireMember(r.c, "g", func(g *group) { g.removeStreamsMemberLocked(g.st.members[member]) })
 					persisted = true
 					delete(epochs, member)
 				}
@@ -332,16 +372,17 @@ func TestStreamsRecordsFollowChanges(t *testing.T) {
 	})
 }
 
-// expireStreamsMember removes a streams member as its session timer does and
-// waits for the records.
-func expireStreamsMember(c *Coordinator, id, member string) {
+// expireMember removes a streams or share member with removeLocked as its
+// session timer does and waits for the records.
+func expireMember(c *Coordinator, id string, removeLocked func(*group)) {
 	p, _ := c.partitionOf(id)
 	g := p.lookup(c, id, false)
-	g.mu.Lock()
-	g.removeStreamsMemberLocked(g.st.members[member])
 	done := make(chan error, 1)
-	queued := g.persistRecordsLocked(func(err error) { done <- err })
-	g.mu.Unlock()
+	var queued bool
+	g.withLock(func() {
+		removeLocked(g)
+		queued = g.persistRecordsLocked(func(err error) { done <- err })
+	})
 	c.awaitRecords(context.Background(), g, queued, done)
 }
 

@@ -53,27 +53,54 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 		return
 	}
 
-	now := c.now()
+	done := make(chan error, 1)
+	var acc []commitIndex
+	g.withLock(func() { code, acc = g.commitLocked(req, resp, done) })
+	if code != 0 {
+		setAll(code)
+		return
+	}
+	if len(acc) == 0 {
+		return
+	}
+	c.flush(g)
+
+	var result int16
+	select {
+	case err := <-done:
+		result = storeErrorCode(err, true)
+	case <-ctx.Done():
+		result = kerr.RequestTimedOut.Code
+	}
+	for _, a := range acc {
+		resp.Topics[a.ti].Partitions[a.pi].ErrorCode = result
+	}
+}
+
+// commitIndex is the place of a partition in an OffsetCommit request: topic
+// and partition index.
+type commitIndex struct{ ti, pi int }
+
+// commitLocked checks req and queues the records of the offsets it accepts,
+// answering the partitions it refuses in resp. It returns a group-level error
+// code, or the places of the partitions queued; done receives their append's
+// result.
+func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, done chan<- error) (int16, []commitIndex) {
+	code, perPartition := g.validateCommitLocked(req)
+	if code != 0 {
+		return code, nil
+	}
+	now := g.c.now()
 	var expire time.Time
 	if req.Version <= 4 && req.RetentionTimeMillis >= 0 {
 		expire = now.Add(time.Duration(req.RetentionTimeMillis) * time.Millisecond)
 	}
-	type accepted struct{ ti, pi int }
 	var (
-		acc  []accepted
+		acc  []commitIndex
 		recs []Record
 		tps  []topicPartition
 		offs []offsetCommit
 	)
-	done := make(chan error, 1)
-
-	g.mu.Lock()
-	code, perPartition := g.validateCommitLocked(req)
-	if code != 0 {
-		g.mu.Unlock()
-		setAll(code)
-		return
-	}
 	if m := g.members[req.MemberID]; m != nil {
 		// A commit is a sign of life (heartbeats may be delayed by processing).
 		g.touchLocked(m)
@@ -81,7 +108,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 	for ti, t := range req.Topics {
 		for pi, pt := range t.Partitions {
 			meta := deref(pt.Metadata)
-			if len(meta) > c.cfg.OffsetMetadataMaxBytes {
+			if len(meta) > g.c.cfg.OffsetMetadataMaxBytes {
 				resp.Topics[ti].Partitions[pi].ErrorCode = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
@@ -96,7 +123,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 			if req.Version >= 6 {
 				o.leaderEpoch = pt.LeaderEpoch
 			}
-			acc = append(acc, accepted{ti, pi})
+			acc = append(acc, commitIndex{ti, pi})
 			tps = append(tps, tp)
 			offs = append(offs, o)
 			recs = append(recs, Record{Key: offsetKey(g.id, tp), Value: offsetValue(o)})
@@ -116,22 +143,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 			done <- err
 		})
 	}
-	g.mu.Unlock()
-	if len(recs) == 0 {
-		return
-	}
-	c.flush(g)
-
-	var result int16
-	select {
-	case err := <-done:
-		result = storeErrorCode(err, true)
-	case <-ctx.Done():
-		result = kerr.RequestTimedOut.Code
-	}
-	for _, a := range acc {
-		resp.Topics[a.ti].Partitions[a.pi].ErrorCode = result
-	}
+	return 0, acc
 }
 
 // validateCommitLocked is Kafka's offset commit check: a request naming a member or
@@ -280,15 +292,7 @@ func (c *Coordinator) fetch(groupID string, topics []fetchTopic, all bool) (int1
 	g := p.lookup(c, groupID, false)
 	if all {
 		if g != nil {
-			g.mu.Lock()
-			if g.state != stateDead {
-				for _, co := range g.committedLocked() {
-					out = append(out, fetchedPartition{topic: co.Topic, part: co.Partition, found: true, commit: offsetCommit{
-						offset: co.Offset, leaderEpoch: co.LeaderEpoch, metadata: co.Metadata,
-					}})
-				}
-			}
-			g.mu.Unlock()
+			g.withLock(func() { out = g.fetchAllLocked() })
 		}
 		return 0, out
 	}
@@ -306,6 +310,21 @@ func (c *Coordinator) fetch(groupID string, topics []fetchTopic, all bool) (int1
 		}
 	}
 	return 0, out
+}
+
+// fetchAllLocked is every committed offset of the group, sorted (none when it
+// is dead).
+func (g *group) fetchAllLocked() []fetchedPartition {
+	if g.state == stateDead {
+		return nil
+	}
+	var out []fetchedPartition
+	for _, co := range g.committedLocked() {
+		out = append(out, fetchedPartition{topic: co.Topic, part: co.Partition, found: true, commit: offsetCommit{
+			offset: co.Offset, leaderEpoch: co.LeaderEpoch, metadata: co.Metadata,
+		}})
+	}
+	return out
 }
 
 // OffsetDelete serves OffsetDelete v0: it deletes committed offsets of partitions no
@@ -342,35 +361,11 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	if g == nil {
 		return kerr.GroupIDNotFound.Code
 	}
-	g.mu.Lock()
-	var subscribedOK bool
-	switch g.state {
-	case stateDead:
-		g.mu.Unlock()
-		return kerr.GroupIDNotFound.Code
-	case stateEmpty:
-		subscribedOK = true
-	default:
-		if g.protocolType != consumerProtocolType {
-			g.mu.Unlock()
-			return kerr.NonEmptyGroup.Code
-		}
-	}
-	var remove []topicPartition
-	for ti, t := range req.Topics {
-		for pi, pt := range t.Partitions {
-			if !subscribedOK && g.isSubscribedLocked(t.Topic) {
-				resp.Topics[ti].Partitions[pi].ErrorCode = kerr.GroupSubscribedToTopic.Code
-				continue
-			}
-			remove = append(remove, topicPartition{t.Topic, pt.Partition})
-		}
-	}
 	done := make(chan error, 1)
-	queued := g.removeOffsetsLocked(remove, false, func(err error) { done <- err })
-	g.mu.Unlock()
-	if !queued {
-		return 0
+	var queued bool
+	g.withLock(func() { code, queued = g.offsetDeleteLocked(req, resp, done) })
+	if code != 0 || !queued {
+		return code
 	}
 	c.flush(g)
 	select {
@@ -457,6 +452,34 @@ func compareTP(a, b topicPartition) int {
 	return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
 }
 
+// offsetDeleteLocked queues the tombstones of the offsets req deletes,
+// answering the partitions it refuses in resp. It returns a group-level error
+// code, or whether it queued anything; done receives the append's result.
+func (g *group) offsetDeleteLocked(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDeleteResponse, done chan<- error) (int16, bool) {
+	var subscribedOK bool
+	switch g.state {
+	case stateDead:
+		return kerr.GroupIDNotFound.Code, false
+	case stateEmpty:
+		subscribedOK = true
+	default:
+		if g.protocolType != consumerProtocolType {
+			return kerr.NonEmptyGroup.Code, false
+		}
+	}
+	var remove []topicPartition
+	for ti, t := range req.Topics {
+		for pi, pt := range t.Partitions {
+			if !subscribedOK && g.isSubscribedLocked(t.Topic) {
+				resp.Topics[ti].Partitions[pi].ErrorCode = kerr.GroupSubscribedToTopic.Code
+				continue
+			}
+			remove = append(remove, topicPartition{t.Topic, pt.Partition})
+		}
+	}
+	return 0, g.removeOffsetsLocked(remove, false, func(err error) { done <- err })
+}
+
 // TopicsDeleted drops every group's committed offsets of the deleted topics, writing
 // tombstones (Kafka's handleDeletedPartitions), so a topic created again under the
 // same name does not resume at stale offsets. An Empty group left without offsets is
@@ -470,20 +493,25 @@ func (c *Coordinator) TopicsDeleted(topics ...string) {
 	parts, _ := c.loadedPartitions()
 	for _, p := range parts {
 		for _, g := range p.snapshot() {
-			g.mu.Lock()
-			var gone []topicPartition
-			for _, tp := range sortedKeys(g.offsets) {
-				if slices.Contains(topics, tp.topic) {
-					gone = append(gone, tp)
-				}
-			}
-			queued := len(gone) > 0 && g.state != stateDead && g.removeOffsetsLocked(gone, false, func(error) {})
-			g.mu.Unlock()
+			var queued bool
+			g.withLock(func() { queued = g.removeTopicsLocked(topics) })
 			if queued {
 				c.flush(g)
 			}
 		}
 	}
+}
+
+// removeTopicsLocked queues tombstones for the group's offsets of topics; it
+// reports whether it queued any.
+func (g *group) removeTopicsLocked(topics []string) bool {
+	var gone []topicPartition
+	for _, tp := range sortedKeys(g.offsets) {
+		if slices.Contains(topics, tp.topic) {
+			gone = append(gone, tp)
+		}
+	}
+	return len(gone) > 0 && g.state != stateDead && g.removeOffsetsLocked(gone, false, func(error) {})
 }
 
 // runExpiry is the periodic offsets retention check.
@@ -502,9 +530,8 @@ func (c *Coordinator) expireOffsets() {
 	now := c.now()
 	for _, p := range parts {
 		for _, g := range p.snapshot() {
-			g.mu.Lock()
-			queued := g.removeOffsetsLocked(g.expiredLocked(now), false, func(error) {})
-			g.mu.Unlock()
+			var queued bool
+			g.withLock(func() { queued = g.removeOffsetsLocked(g.expiredLocked(now), false, func(error) {}) })
 			if queued {
 				c.flush(g)
 			}

@@ -45,6 +45,10 @@ type shareGroup struct {
 	targetEpoch int32     // the epoch of target; 0 before the first
 	targetAt    time.Time // when target was computed
 	members     map[string]*smember
+	// subscribers counts the members subscribed to each topic (addMember,
+	// removeMember, subscribe), so that a heartbeat knows the group's
+	// subscription without walking its members.
+	subscribers map[string]int
 	target      map[string]partSet // by member id
 	topics      map[string]topicMeta
 	// lookups is what the topic catalog said of the topics of the assignments
@@ -69,8 +73,37 @@ type smember struct {
 }
 
 func newShareGroup() *shareGroup {
-	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), target: make(map[string]partSet),
-		topics: make(map[string]topicMeta), lookups: make(map[string]topicLookup)}
+	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), subscribers: make(map[string]int),
+		target: make(map[string]partSet), topics: make(map[string]topicMeta), lookups: make(map[string]topicLookup)}
+}
+
+// addMember adds m, with the topics it subscribes to.
+func (sg *shareGroup) addMember(m *smember) {
+	sg.members[m.id] = m
+	sg.countSubscribers(m.topicNames, 1)
+}
+
+// removeMember removes m and its subscription.
+func (sg *shareGroup) removeMember(m *smember) {
+	delete(sg.members, m.id)
+	sg.countSubscribers(m.topicNames, -1)
+}
+
+// subscribe makes topics m's subscription.
+func (sg *shareGroup) subscribe(m *smember, topics []string) {
+	sg.countSubscribers(m.topicNames, -1)
+	m.topicNames = topics
+	sg.countSubscribers(topics, 1)
+}
+
+// countSubscribers adds delta to the count of each of topics, dropping the
+// counts that reach zero.
+func (sg *shareGroup) countSubscribers(topics []string, delta int) {
+	for _, t := range topics {
+		if sg.subscribers[t] += delta; sg.subscribers[t] <= 0 {
+			delete(sg.subscribers, t)
+		}
+	}
 }
 
 func (sg *shareGroup) stateName() string {
@@ -134,11 +167,13 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	case g == nil:
 		return hbError(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID)
 	}
-	g.mu.Lock()
-	r := g.shareHeartbeatLocked(req, clientFrom(ctx))
+	var r heartbeatResult
+	var queued bool
 	done := make(chan error, 1)
-	queued := g.persistRecordsLocked(func(err error) { done <- err })
-	g.mu.Unlock()
+	g.withLock(func() {
+		r = g.shareHeartbeatLocked(req, clientFrom(ctx))
+		queued = g.persistRecordsLocked(func(err error) { done <- err })
+	})
 	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
 		return hbError(code, "%s", kerr.ErrorForCode(code))
 	}
@@ -172,7 +207,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 	switch {
 	case req.MemberEpoch == joinEpoch && m == nil:
 		m = &smember{id: req.MemberID, assigned: partSet{}}
-		sg.members[m.id] = m
+		sg.addMember(m)
 		changed = true
 		g.c.log.Info("member joined share group", "group", g.id, "member", m.id)
 	case m == nil:
@@ -196,7 +231,8 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		slices.Sort(names)
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.topicNames) {
-			m.topicNames, changed = names, true
+			sg.subscribe(m, names)
+			changed = true
 		}
 	}
 	if changed || sg.stale || !maps.Equal(g.shareSubscriptionLocked(), sg.topics) {
@@ -227,16 +263,9 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 func (g *group) shareSubscriptionLocked() map[string]topicMeta {
 	cat := g.topicsLocked()
 	out := make(map[string]topicMeta)
-	asked := make(map[string]bool)
-	for _, m := range g.sg.members {
-		for _, t := range m.topicNames {
-			if asked[t] {
-				continue
-			}
-			asked[t] = true
-			if id, n, ok := cat.Topic(t); ok {
-				out[t] = topicMeta{id: id, partitions: n}
-			}
+	for t := range g.sg.subscribers {
+		if id, n, ok := cat.Topic(t); ok {
+			out[t] = topicMeta{id: id, partitions: n}
 		}
 	}
 	return out
@@ -312,7 +341,7 @@ func (g *group) removeShareMemberLocked(m *smember) {
 	}
 	m.sessionToken++
 	sg := g.sg
-	delete(sg.members, m.id)
+	sg.removeMember(m)
 	delete(sg.target, m.id)
 	g.touchMemberLocked(m.id)
 	g.bumpShareEpochLocked()
@@ -328,15 +357,12 @@ func (g *group) armShareSessionLocked(m *smember) {
 	}
 	m.sessionToken++
 	tok := m.sessionToken
-	m.sessionTimer = g.c.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
-		g.mu.Lock()
+	m.sessionTimer = g.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
 		if m.sessionToken == tok && g.sg != nil && g.sg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("share group member session expired", "group", g.id, "member", m.id)
 			g.removeShareMemberLocked(m)
 			g.persistRecordsLocked(nil)
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 
@@ -357,10 +383,8 @@ func (g *group) stopShareTimersLocked() {
 // subscribed topics.
 func (g *group) syncShareViewLocked() {
 	g.syncMemberViewLocked(len(g.sg.members), func(add func(topic string)) {
-		for _, m := range g.sg.members {
-			for _, t := range m.topicNames {
-				add(t)
-			}
+		for t := range g.sg.subscribers {
+			add(t)
 		}
 	})
 }
@@ -389,15 +413,16 @@ func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeRespon
 		dg.ErrorCode = kerr.InvalidGroupID.Code
 		return
 	}
-	g, code, msg := c.lockedGroupOf(id, "share", func(g *group) bool { return g.sg != nil })
-	if g == nil {
-		if code == kerr.GroupIDNotFound.Code {
-			msg = ptr(fmt.Sprintf("Group %s not found.", id))
-		}
-		dg.ErrorCode, dg.ErrorMessage = code, msg
-		return
+	code, msg := c.describeGroupOf(id, "share", func(g *group) bool { return g.sg != nil },
+		func(g *group) { g.describeShareLocked(dg) })
+	if code == kerr.GroupIDNotFound.Code {
+		msg = ptr(fmt.Sprintf("Group %s not found.", id))
 	}
-	defer g.mu.Unlock()
+	dg.ErrorCode, dg.ErrorMessage = code, msg
+}
+
+// describeShareLocked fills dg with the share group's state and members.
+func (g *group) describeShareLocked(dg *kmsg.ShareGroupDescribeResponseGroup) {
 	sg := g.sg
 	dg.GroupState = sg.stateName()
 	dg.GroupEpoch, dg.AssignmentEpoch = sg.epoch, sg.targetEpoch
@@ -412,7 +437,7 @@ func (c *Coordinator) describeShare(id string, dg *kmsg.ShareGroupDescribeRespon
 		if dm.SubscribedTopicNames == nil {
 			dm.SubscribedTopicNames = []string{}
 		}
-		for _, t := range c.assignmentTopics(m.assigned) {
+		for _, t := range g.c.assignmentTopics(m.assigned) {
 			at := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
 			at.TopicID, at.Topic, at.Partitions = t.TopicID, t.Topic, t.Partitions
 			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, at)

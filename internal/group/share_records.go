@@ -310,10 +310,10 @@ func (g *group) loadShareLocked(sr *shareReplay) {
 	}
 	for id, mv := range sr.members {
 		cur := sr.current[id]
-		sg.members[id] = &smember{
+		sg.addMember(&smember{
 			id: id, rackID: deref(mv.rackID), clientID: mv.clientID, clientHost: mv.clientHost,
 			epoch: cur.epoch, prevEpoch: cur.prevEpoch, topicNames: mv.topics, assigned: parts(cur.partitions),
-		}
+		})
 		if t, ok := sr.targets[id]; ok {
 			sg.target[id] = parts(t.partitions)
 		}

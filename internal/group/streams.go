@@ -985,15 +985,12 @@ func (g *group) armStreamsSessionLocked(m *stmember) {
 	m.sessionToken++
 	tok := m.sessionToken
 	session, _ := g.c.streamsTimeouts(g.id)
-	m.sessionTimer = g.c.afterFunc(session, func() {
-		g.mu.Lock()
+	m.sessionTimer = g.afterFunc(session, func() {
 		if m.sessionToken == tok && g.st != nil && g.st.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("streams group member session expired", "group", g.id, "member", m.id)
 			g.removeStreamsMemberLocked(m)
 			g.persistRecordsLocked(nil)
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 
@@ -1006,15 +1003,12 @@ func (g *group) armStreamsRevokeTimerLocked(m *stmember) {
 	if d <= 0 {
 		d, _ = g.c.streamsTimeouts(g.id)
 	}
-	m.revokeTimer = g.c.afterFunc(d, func() {
-		g.mu.Lock()
+	m.revokeTimer = g.afterFunc(d, func() {
 		if m.revokeToken == tok && g.st != nil && g.st.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
 			g.c.log.Info("streams group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
 			g.removeStreamsMemberLocked(m)
 			g.persistRecordsLocked(nil)
 		}
-		g.mu.Unlock()
-		g.c.flush(g)
 	})
 }
 

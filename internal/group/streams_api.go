@@ -68,11 +68,13 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 		// no records, so a member of one is told to rejoin instead.
 		return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
-	g.mu.Lock()
-	r := g.streamsHeartbeatLocked(req, clientFrom(ctx))
+	var r streamsResult
+	var queued bool
 	done := make(chan error, 1)
-	queued := g.persistRecordsLocked(func(err error) { done <- err })
-	g.mu.Unlock()
+	g.withLock(func() {
+		r = g.streamsHeartbeatLocked(req, clientFrom(ctx))
+		queued = g.persistRecordsLocked(func(err error) { done <- err })
+	})
 	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
 		return streamsError(code, "%s", kerr.ErrorForCode(code))
 	}
@@ -161,12 +163,12 @@ func (c *Coordinator) StreamsGroupDescribe(_ context.Context, req *kmsg.StreamsG
 const topologyDescriptionNotStored = 1
 
 func (c *Coordinator) describeStreams(id string, dg *kmsg.StreamsGroupDescribeResponseGroup) {
-	g, code, msg := c.lockedGroupOf(id, "streams", func(g *group) bool { return g.st != nil })
-	if g == nil {
-		dg.ErrorCode, dg.ErrorMessage = code, msg
-		return
-	}
-	defer g.mu.Unlock()
+	dg.ErrorCode, dg.ErrorMessage = c.describeGroupOf(id, "streams", func(g *group) bool { return g.st != nil },
+		func(g *group) { g.describeStreamsLocked(dg) })
+}
+
+// describeStreamsLocked fills dg with the streams group's state and members.
+func (g *group) describeStreamsLocked(dg *kmsg.StreamsGroupDescribeResponseGroup) {
 	sg := g.st
 	dg.State = sg.stateName()
 	dg.Epoch, dg.AssignmentEpoch = sg.epoch, sg.targetEpoch

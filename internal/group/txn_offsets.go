@@ -64,12 +64,12 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			setAll(txnCommitCode(kerr.GroupIDNotFound.Code, req.Version))
 			return resp
 		}
-		g.mu.Lock()
 		// As an OffsetCommit of the newest version: a KIP-848 member names its
 		// epoch. An older epoch, which OffsetCommit checks per partition
 		// (KIP-1251), is refused here as a whole.
-		code, perPartition := g.validateCommitLocked(&kmsg.OffsetCommitRequest{Version: 9, Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID})
-		g.mu.Unlock()
+		commit := &kmsg.OffsetCommitRequest{Version: 9, Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
+		var perPartition bool
+		g.withLock(func() { code, perPartition = g.validateCommitLocked(commit) })
 		if perPartition {
 			code = kerr.StaleMemberEpoch.Code
 		}
@@ -166,13 +166,13 @@ func (c *Coordinator) CompleteTxnOffsets(partition int32, pid int64, commit bool
 	}
 	for groupID, offs := range pending {
 		g := p.lookup(c, groupID, true)
-		g.mu.Lock()
-		if !g.unloaded {
-			for tp, o := range offs {
-				g.offsets[tp] = o
+		g.withLock(func() {
+			if !g.unloaded {
+				for tp, o := range offs {
+					g.offsets[tp] = o
+				}
 			}
-		}
-		g.mu.Unlock()
+		})
 	}
 }
 
