@@ -80,15 +80,22 @@ func TestOpensRound2DataDir(t *testing.T) {
 	extractTarGz(t, round2Fixture, dir)
 	dataDir := filepath.Join(dir, "data")
 	n := startNode(t, round2Config(dataDir))
+	checkRound2(t, n, dataDir, round2TopicIDs)
+}
+
+// checkRound2 checks, on node n started on dataDir, every item of the second
+// fixture, which later fixtures hold too; topicIDs are the ids their writer
+// printed.
+func checkRound2(t *testing.T, n *testNode, dataDir string, topicIDs map[string]string) {
 	admin, adm := n.client(t, scramAuth("admin", "admin-secret", false))
 	ctx := t.Context()
 
-	t.Run("topics", func(t *testing.T) { checkRound2Topics(t, ctx, admin, adm, dataDir) })
+	t.Run("topics", func(t *testing.T) { checkRound2Topics(t, ctx, admin, adm, dataDir, topicIDs) })
 	t.Run("orders", func(t *testing.T) { checkRound2Orders(t, ctx, n, admin) })
 	t.Run("transactions", func(t *testing.T) { checkRound2Transactions(t, ctx, n, admin, adm) })
 	t.Run("compaction", func(t *testing.T) { checkRound2Compaction(t, ctx, n) })
 	t.Run("groups", func(t *testing.T) { checkRound2Groups(t, ctx, admin, adm) })
-	t.Run("share group", func(t *testing.T) { checkRound2ShareGroup(t, admin) })
+	t.Run("share group", func(t *testing.T) { checkRound2ShareGroup(t, admin, topicIDs["tasks"]) })
 	t.Run("security", func(t *testing.T) { checkRound2Security(t, ctx, n, admin, adm) })
 	t.Run("quotas", func(t *testing.T) { checkRound2Quotas(t, ctx, adm) })
 }
@@ -103,7 +110,7 @@ func scramAuth(user, password string, sha512 bool) kgo.Opt {
 
 // checkRound2Topics: the topic ids are those the old main gave, the deleted
 // topic stays deleted (and its directory gone), and configs are kept.
-func checkRound2Topics(t *testing.T, ctx context.Context, admin *kgo.Client, adm *kadm.Client, dataDir string) {
+func checkRound2Topics(t *testing.T, ctx context.Context, admin *kgo.Client, adm *kadm.Client, dataDir string, topicIDs map[string]string) {
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +119,8 @@ func checkRound2Topics(t *testing.T, ctx context.Context, admin *kgo.Client, adm
 	for _, tp := range meta.Topics {
 		got[*tp.Topic] = hex.EncodeToString(tp.TopicID[:])
 	}
-	if fmt.Sprint(got) != fmt.Sprint(round2TopicIDs) {
-		t.Fatalf("topics and ids after the upgrade:\n%v\nwant\n%v", got, round2TopicIDs)
+	if fmt.Sprint(got) != fmt.Sprint(topicIDs) {
+		t.Fatalf("topics and ids after the upgrade:\n%v\nwant\n%v", got, topicIDs)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "logs", "scratch-0")); !os.IsNotExist(err) {
 		t.Fatalf("the deleted topic's directory: %v", err)
@@ -310,8 +317,8 @@ func checkRound2Groups(t *testing.T, ctx context.Context, admin *kgo.Client, adm
 // checkRound2ShareGroup: t0..t2 were accepted, so a member of share-g gets
 // t3..t5 next, delivered a second time (the acquisition of the first
 // delivery ended with the node), and nothing else until more is produced.
-func checkRound2ShareGroup(t *testing.T, admin *kgo.Client) {
-	id, err := hex.DecodeString(round2TopicIDs["tasks"])
+func checkRound2ShareGroup(t *testing.T, admin *kgo.Client, tasksID string) {
+	id, err := hex.DecodeString(tasksID)
 	if err != nil {
 		t.Fatal(err)
 	}

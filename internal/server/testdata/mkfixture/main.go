@@ -1,14 +1,17 @@
-// Command mkfixture writes the data-directory fixture that
-// TestOpensRound2DataDir (internal/server/upgrade_test.go) opens: it starts
-// the given strata binary on a fresh directory, fills it with real clients,
-// stops it with SIGTERM and packs the directory into a gzipped tar file.
+// Command mkfixture writes the data-directory fixture that the upgrade tests
+// (internal/server/upgrade_round*_test.go) open: it starts the given strata
+// binary on a fresh directory with a file:// remote store beside it, fills
+// them with real clients, stops the node with SIGTERM and packs both
+// directories ("data" and "remote") into a gzipped tar file. It takes a few
+// minutes: the controller snapshots its Raft log only on its own timer.
 //
 //	go build -o /tmp/strata-old ./cmd/strata   # at the commit to preserve
 //	go run ./internal/server/testdata/mkfixture -strata /tmp/strata-old \
 //	    -out internal/server/testdata/datadir-<commit>.tgz
 //
-// It prints the topic ids and offsets the test checks. Everything it writes is
-// listed in the test's comment; change both together.
+// It prints the topic ids, offsets, Raft indexes and the streams group the
+// test checks. Everything it writes is listed in the test's comment; change
+// both together.
 package main
 
 import (
@@ -51,7 +54,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = run(*bin, filepath.Join(tmp, "data"), *out)
+	err = run(*bin, tmp, *out)
 	os.RemoveAll(tmp) // before log.Fatal, which skips deferred calls
 	if err != nil {
 		log.Fatal(err)
@@ -59,9 +62,9 @@ func main() {
 }
 
 // ServerFlags are the flags the fixture's node ran with; the test starts the
-// new code with the same settings.
-func serverFlags(dataDir, kafka, http, ctrl string) []string {
-	return []string{"server", "--data-dir", dataDir,
+// new code with the same settings (the remote store at its extracted path).
+func serverFlags(dataDir, remoteDir, kafka, http, ctrl string) []string {
+	return []string{"server", "--data-dir", dataDir, "--remote-storage", "file://" + remoteDir,
 		"--kafka-addr", kafka, "--http-addr", http, "--controller-addr", ctrl,
 		"--offsets-topic-partitions", "1", "--transaction-state-partitions", "1",
 		"--share-state-partitions", "1", "--log-cleanup-interval", "500ms",
@@ -75,15 +78,18 @@ func serverFlags(dataDir, kafka, http, ctrl string) []string {
 	}
 }
 
-func run(bin, dataDir, out string) error {
+// run writes the fixture under root (root/data, root/remote) and packs it.
+func run(bin, root, out string) error {
+	dataDir := filepath.Join(root, "data")
 	kafka := freeAddr()
-	cmd := exec.Command(bin, serverFlags(dataDir, kafka, freeAddr(), freeAddr())...)
+	cmd := exec.Command(bin, serverFlags(dataDir, filepath.Join(root, "remote"), kafka, freeAddr(), freeAddr())...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	defer cmd.Process.Kill()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The controller looks for a snapshot to take every 2 to 4 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	admin := client(kafka, adminUser, adminPassword, false)
@@ -106,25 +112,34 @@ func run(bin, dataDir, out string) error {
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("strata server after SIGTERM: %w", err)
 	}
-	return writeTarGz(filepath.Dir(dataDir), out)
+	if err := printSnapshots(dataDir); err != nil {
+		return err
+	}
+	return writeTarGz(root, out)
 }
 
-// fill writes every item of the fixture. It returns the share consumer, which
-// still holds its delivered-but-unacknowledged records: the node must stop
-// before it closes.
+// fill writes every item of the fixture. The metadata (topics, the deleted
+// topic, security, quotas) comes first and is then pushed out of the
+// controller's Raft log into a snapshot; the records and groups follow, the
+// ones whose members or transactions would time out during that wait last.
+// It returns the share consumer, which still holds its
+// delivered-but-unacknowledged records: the node must stop before it closes.
 func fill(ctx context.Context, kafka string, admin *kgo.Client, adm *kadm.Client, dataDir string) (*kgo.Client, error) {
 	steps := []struct {
 		name string
 		fn   func() error
 	}{
 		{"topics", func() error { return createTopics(ctx, adm) }},
+		{"deleted topic", func() error { return deletedTopic(ctx, admin, adm) }},
+		{"security", func() error { return security(ctx, adm) }},
+		{"quotas", func() error { return quotas(ctx, adm) }},
+		{"snapshot", func() error { return snapshot(ctx, admin, adm, dataDir) }},
 		{"orders", func() error { return produceOrders(ctx, admin) }},
 		{"transactions", func() error { return transactions(ctx, kafka) }},
 		{"compaction", func() error { return compacted(ctx, admin, dataDir) }},
-		{"deleted topic", func() error { return deletedTopic(ctx, admin, adm) }},
 		{"groups", func() error { return groups(ctx, kafka) }},
-		{"security", func() error { return security(ctx, adm) }},
-		{"quotas", func() error { return quotas(ctx, adm) }},
+		{"tiered", func() error { return tiered(ctx, admin, adm) }},
+		{"streams group", func() error { return streamsGroup(ctx, kafka, admin) }},
 	}
 	for _, s := range steps {
 		if err := s.fn(); err != nil {
@@ -158,6 +173,9 @@ func createTopics(ctx context.Context, adm *kadm.Client) error {
 		{"profiles", 1, map[string]*string{"cleanup.policy": ptr("compact"), "internal.segment.bytes": ptr("2048"),
 			"min.cleanable.dirty.ratio": ptr("0.01"), "delete.retention.ms": ptr("31536000000")}},
 		{"tasks", 1, nil},
+		{"clicks", 2, nil},
+		{"archive", 1, map[string]*string{"remote.storage.enable": ptr("true"),
+			"internal.segment.bytes": ptr("2048"), "local.retention.bytes": ptr("1")}},
 	} {
 		if _, err := adm.CreateTopic(ctx, t.partitions, 1, t.configs, t.name); err != nil {
 			return err
@@ -320,12 +338,17 @@ func security(ctx context.Context, adm *kadm.Client) error {
 // quotas sets producer_byte_rate of client id slow and consumer_byte_rate of
 // user alice.
 func quotas(ctx context.Context, adm *kadm.Client) error {
-	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{
-		{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: kadm.StringPtr("slow")}},
+	return alterQuotas(ctx, adm,
+		kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: kadm.StringPtr("slow")}},
 			Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1024}}},
-		{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: kadm.StringPtr(aliceUser)}},
+		kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: kadm.StringPtr(aliceUser)}},
 			Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 2048}}},
-	})
+	)
+}
+
+// alterQuotas applies the quota changes and returns the first error.
+func alterQuotas(ctx context.Context, adm *kadm.Client, entries ...kadm.AlterClientQuotaEntry) error {
+	res, err := adm.AlterClientQuotas(ctx, entries)
 	if err != nil {
 		return err
 	}
@@ -430,7 +453,8 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
-// writeTarGz packs the tree under root (its "data" directory) into out.
+// writeTarGz packs the trees under root (its "data" and "remote" directories)
+// into out.
 func writeTarGz(root, out string) error {
 	f, err := os.Create(out)
 	if err != nil {
@@ -439,7 +463,23 @@ func writeTarGz(root, out string) error {
 	defer f.Close()
 	gz := gzip.NewWriter(f)
 	tw := tar.NewWriter(gz)
-	err = filepath.WalkDir(filepath.Join(root, "data"), func(path string, d fs.DirEntry, err error) error {
+	for _, dir := range []string{"data", "remote"} {
+		if err := addTree(tw, root, dir); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := gz.Close(); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// addTree writes root/dir and everything under it to tw, named relative to root.
+func addTree(tw *tar.Writer, root, dir string) error {
+	return filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -473,14 +513,4 @@ func writeTarGz(root, out string) error {
 		_, err = io.Copy(tw, src)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if err := gz.Close(); err != nil {
-		return err
-	}
-	return f.Sync()
 }
