@@ -646,6 +646,11 @@ func (p *Partition) read(offset int64, maxBytes int, iso Isolation) (FetchResult
 		return res, nil
 	}
 	if tier := p.tier.Load(); tier != nil {
+		if offset < p.log.LogStartOffset() {
+			if err := loadTier(context.Background(), tier); err != nil {
+				return res, err
+			}
+		}
 		res.LogStartOffset = tier.LogStartOffset()
 		if offset < p.log.LogStartOffset() && offset >= res.LogStartOffset {
 			res, next, err := p.readRemote(tier, offset, maxBytes, res)

@@ -185,6 +185,14 @@ func (m *Manager) uploadOnce(ctx context.Context, p *Partition, st *tierUploadSt
 	}
 }
 
+// loadTier makes sure a leader's tier has read its manifest before it answers
+// from it (storage.Tier.EnsureLoaded), within one remote read's time.
+func loadTier(ctx context.Context, tier *storage.Tier) error {
+	ctx, cancel := context.WithTimeout(ctx, defaultRemoteReadTimeout)
+	defer cancel()
+	return tier.EnsureLoaded(ctx)
+}
+
 // readRemote serves a fetch below the local log start from the object store;
 // it also returns the offset after the batches read.
 func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, res FetchResult) (FetchResult, int64, error) {
@@ -210,6 +218,12 @@ func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, r
 //   - a timestamp: the first remote record at or after it, if any is remote,
 //     looked up within ctx's deadline, or defaultRemoteReadTimeout without one.
 func (p *Partition) listOffsetTiered(ctx context.Context, tier *storage.Tier, ts int64) (offset, timestamp int64, epoch int32, found, handled bool, err error) {
+	if ts < 0 && ts != EarliestTimestamp && ts != LatestTieredTimestamp && ts != EarliestPendingUploadTimestamp {
+		return 0, 0, -1, false, false, nil
+	}
+	if err := loadTier(ctx, tier); err != nil {
+		return 0, 0, -1, false, true, err
+	}
 	switch ts {
 	case EarliestTimestamp:
 		return tier.LogStartOffset(), -1, p.LeaderEpoch(), true, true, nil
@@ -227,9 +241,6 @@ func (p *Partition) listOffsetTiered(ctx context.Context, tier *storage.Tier, ts
 		}
 		off := max(last+1, start)
 		return off, -1, epochAt(p.log.Epochs(), off), true, true, nil
-	}
-	if ts < 0 {
-		return 0, 0, -1, false, false, nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -262,6 +273,9 @@ func epochAt(entries []storage.EpochEntry, off int64) int32 {
 // deleteRecordsTiered moves the remote start first (the manifest), then the local
 // log start if offset is past it, and returns the partition's new log start.
 func (p *Partition) deleteRecordsTiered(tier *storage.Tier, offset int64) (int64, error) {
+	if err := loadTier(context.Background(), tier); err != nil {
+		return -1, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
 	defer cancel()
 	if err := tier.DeleteRecords(ctx, offset); err != nil {

@@ -128,6 +128,59 @@ func TestTieredPartition(t *testing.T) {
 	}
 }
 
+// TestNewTierKnowsTheRemotePartAtOnce: a leader's tier that no tiering pass
+// has loaded yet (after a restart or a new leadership) answers from the
+// store's manifest, not as if nothing were remote: ListOffsets earliest and by
+// timestamp, and a fetch below the local start.
+func TestNewTierKnowsTheRemotePartAtOnce(t *testing.T) {
+	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m, _, tc := tieredManager(t)
+	p.setConfig(tc)
+	m.applyTier(p, tc)
+	first := time.Now().UnixMilli()
+	for i := range 60 {
+		if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: first + int64(i), Records: batchtest.Values(2, 100)}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+	m.cleanTiered(p, p.Tier())
+	if p.LogStartOffset() == 0 {
+		t.Fatal("local retention deleted nothing after the upload")
+	}
+
+	// The broker restarts: a new, unloaded tier over the same log and store.
+	p.tier.Store(nil)
+	m.applyTier(p, tc)
+	off, _, _, found, err := p.ListOffset(context.Background(), EarliestTimestamp, ReadUncommitted)
+	if err != nil || !found || off != 0 {
+		t.Fatalf("ListOffsets earliest on a new tier = %d, %v, %v; want 0", off, found, err)
+	}
+	p.tier.Store(nil)
+	m.applyTier(p, tc)
+	off, _, _, found, err = p.ListOffset(context.Background(), first, ReadUncommitted)
+	if err != nil || !found || off != 0 {
+		t.Fatalf("ListOffsets by the first timestamp on a new tier = %d, %v, %v; want 0", off, found, err)
+	}
+	p.tier.Store(nil)
+	m.applyTier(p, tc)
+	res, err := p.Read(0, 1<<20, ReadUncommitted)
+	if err != nil || len(res.Remote) == 0 || res.LogStartOffset != 0 {
+		t.Fatalf("fetch at 0 on a new tier: %d remote bytes, log start %d, %v", len(res.Remote), res.LogStartOffset, err)
+	}
+}
+
 func TestTierRetentionMapsTopicConfig(t *testing.T) {
 	tc := metadata.DefaultTopicConfig()
 	tc.RetentionMs, tc.RetentionBytes, tc.LocalRetentionMs, tc.LocalRetentionBytes = 1000, 5000, -2, 100

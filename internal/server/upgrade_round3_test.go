@@ -128,14 +128,11 @@ func checkRound3NewTopic(t *testing.T, ctx context.Context, adm *kadm.Client) {
 // is served from the remote store, byte for byte the batches stored there,
 // and every record reads back.
 func checkRound3Tiered(t *testing.T, ctx context.Context, n *testNode, admin *kgo.Client, root string) {
-	// The leader reads the manifest in its first tiering pass; until then
-	// the partition's earliest offset is its local log start.
-	wait.Eventually(t, 30*time.Second, "archive's remote part", func() error {
-		if got := listArchiveOffset(t, ctx, admin, -2); got != 0 {
-			return fmt.Errorf("earliest offset %d", got)
-		}
-		return nil
-	})
+	// At once, before the leader's first tiering pass: a new tier reads the
+	// manifest before it answers.
+	if got := listArchiveOffset(t, ctx, admin, -2); got != 0 {
+		t.Fatalf("archive's earliest offset after the upgrade: %d, want 0", got)
+	}
 	if got := listArchiveOffset(t, ctx, admin, -4); got != 10 {
 		t.Fatalf("archive's earliest local offset after the upgrade: %d, want 10", got)
 	}

@@ -162,6 +162,35 @@ func (t *Tier) SetRetention(r TierRetention) { t.retention.Store(&r) }
 func (t *Tier) Load(ctx context.Context) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
+	return t.loadLocked(ctx)
+}
+
+// EnsureLoaded loads the manifest unless a Load has succeeded. Until then the
+// tier knows nothing of the remote part: its LogStartOffset is the local one
+// and nothing below it is found. A leader that reads the remote part (a fetch
+// below the local start, ListOffsets earliest or by timestamp, DeleteRecords)
+// calls it first, so that a restart or a new leadership does not answer as if
+// the store were empty until the first tiering pass loads it.
+func (t *Tier) EnsureLoaded(ctx context.Context) error {
+	if t.loaded() {
+		return nil
+	}
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	if t.loaded() {
+		return nil
+	}
+	return t.loadLocked(ctx)
+}
+
+func (t *Tier) loaded() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mu.loaded
+}
+
+// loadLocked is Load; passMu is held.
+func (t *Tier) loadLocked(ctx context.Context) error {
 	b, err := t.cfg.Store.Get(ctx, t.key(manifestKey), 0, -1)
 	var m manifest
 	switch {
