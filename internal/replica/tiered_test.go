@@ -29,21 +29,7 @@ import (
 // uploaded offset and the first not uploaded (before the first upload: none,
 // and the log start), and DeleteRecords moves the remote start.
 func TestTieredPartition(t *testing.T) {
-	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.close() })
-	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	m, store, tc := tieredManager(t)
-	p.setConfig(tc)
-	m.applyTier(p, tc)
+	p, l, m, store, _ := tieredLeader(t)
 	tier := p.Tier()
 	if tier == nil {
 		t.Fatal("no tier for a topic with remote.storage.enable")
@@ -133,21 +119,7 @@ func TestTieredPartition(t *testing.T) {
 // store's manifest, not as if nothing were remote: ListOffsets earliest and by
 // timestamp, and a fetch below the local start.
 func TestNewTierKnowsTheRemotePartAtOnce(t *testing.T) {
-	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.close() })
-	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	m, _, tc := tieredManager(t)
-	p.setConfig(tc)
-	m.applyTier(p, tc)
+	p, _, m, _, tc := tieredLeader(t)
 	first := time.Now().UnixMilli()
 	for i := range 60 {
 		if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: first + int64(i), Records: batchtest.Values(2, 100)}), 1); err != nil {
@@ -242,6 +214,28 @@ func TestTieredAbortedTxnOutlivesLocalRetention(t *testing.T) {
 
 // tieredManager is a Manager with an in-memory object store, and a tiered
 // topic config keeping 8 KiB locally.
+// tieredLeader is a single-replica leader of a tiered topic (4 KiB segments,
+// 8 KiB of local retention) with its Manager, store and topic config.
+func tieredLeader(t *testing.T) (*Partition, *storage.Log, *Manager, remote.Store, metadata.TopicConfig) {
+	t.Helper()
+	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m, store, tc := tieredManager(t)
+	p.setConfig(tc)
+	m.applyTier(p, tc)
+	return p, l, m, store, tc
+}
+
 func tieredManager(t *testing.T) (*Manager, remote.Store, metadata.TopicConfig) {
 	t.Helper()
 	store, err := remote.NewFile(vfs.NewMem(), "/objects")
