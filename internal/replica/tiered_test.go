@@ -42,7 +42,7 @@ func TestTieredPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, store, tc := tieredManager(t)
-	p.setConfig(tc)
+	p.setConfig(&tc)
 	m.applyTier(p, tc)
 	tier := p.Tier()
 	if tier == nil {
@@ -351,7 +351,7 @@ func openTieredLeader(t *testing.T, m *Manager, tc metadata.TopicConfig, dir str
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	p.setConfig(tc)
+	p.setConfig(&tc)
 	m.applyTier(p, tc)
 	if err := p.Tier().Load(context.Background()); err != nil {
 		t.Fatal(err)
