@@ -83,7 +83,7 @@ func discardingPartition(b *testing.B, localID int32, state *metadata.Partition)
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.close() })
-	p.setConfig(metadata.DefaultTopicConfig())
+	p.setConfig(new(metadata.DefaultTopicConfig()))
 	if _, err := p.applyState(state, time.Now()); err != nil {
 		b.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func BenchmarkReopenPartition(b *testing.B) {
 		return p
 	}
 	p := open()
-	p.setConfig(metadata.DefaultTopicConfig())
+	p.setConfig(new(metadata.DefaultTopicConfig()))
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, time.Now()); err != nil {
 		b.Fatal(err)
 	}

@@ -402,6 +402,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 			continue // the same topic, partitions and configuration as applied
 		}
 		sameConfig := prev != nil && prev.Name == t.Name && prev.Config == t.Config
+		var config *metadata.TopicConfig
 		for i, ip := range t.Partitions {
 			if !contains(ip.Replicas, m.nodeID) {
 				continue
@@ -409,7 +410,10 @@ func (m *Manager) Apply(img *metadata.Image) error {
 			if sameConfig && i < len(prev.Partitions) && prev.Partitions[i] == ip && !m.unsettled[TopicPartition{t.Name, ip.Index}] {
 				continue
 			}
-			hosted = append(hosted, roleChange{topic: t, part: ip})
+			if config == nil {
+				config = new(t.Config)
+			}
+			hosted = append(hosted, roleChange{topic: t, config: config, part: ip})
 		}
 	}
 	errs := m.applyPartitions(hosted)
@@ -498,7 +502,12 @@ const applyParallelism = 32
 
 // roleChange is one hosted partition of an image being applied.
 type roleChange struct {
-	topic     *metadata.Topic
+	topic *metadata.Topic
+	// config is a copy of topic.Config that every partition of topic in the
+	// same Apply shares (a partition holds it until its topic's next change):
+	// not a copy per partition, nor a pointer into the Topic, which would keep
+	// an old image's Topic and its partition list alive.
+	config    *metadata.TopicConfig
 	part      *metadata.Partition
 	p         *Partition
 	wasLeader bool
@@ -519,7 +528,7 @@ func (m *Manager) applyPartitions(changes []roleChange) []error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			c.p, c.wasLeader, c.wasEpoch, c.leader, c.err = m.preparePartition(c.topic, c.part)
+			c.p, c.wasLeader, c.wasEpoch, c.leader, c.err = m.preparePartition(c.topic, c.config, c.part)
 		})
 	}
 	wg.Wait()
@@ -546,7 +555,7 @@ func (m *Manager) applyPartitions(changes []roleChange) []error {
 // preparePartition opens ip's log if this broker does not host it yet and
 // applies its configuration and role. It returns the partition, whether it led
 // before and the leader to follow.
-func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p *Partition, wasLeader bool, wasEpoch, leader int32, err error) {
+func (m *Manager) preparePartition(t *metadata.Topic, config *metadata.TopicConfig, ip *metadata.Partition) (p *Partition, wasLeader bool, wasEpoch, leader int32, err error) {
 	tp := TopicPartition{t.Name, ip.Index}
 	m.mu.RLock()
 	p = m.partitions[tp]
@@ -578,15 +587,15 @@ func (m *Manager) preparePartition(t *metadata.Topic, ip *metadata.Partition) (p
 		p.isrProposer, p.isrEligible = m.proposeISR, m.isrEligible
 		// Configured before it is published: the cleaner reads the config of
 		// every partition it finds.
-		p.setConfig(t.Config)
+		p.setConfig(config)
 		m.mu.Lock()
 		m.partitions[tp] = p
 		m.mu.Unlock()
 		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
-	} else if prev := p.Config(); prev == nil || *prev != t.Config {
+	} else if prev := p.Config(); prev == nil || *prev != *config {
 		m.reconfigureLog(p, scfg)
 	}
-	p.setConfig(t.Config)
+	p.setConfig(config)
 	m.applyTier(p, t.Config)
 	wasLeader, wasEpoch = p.IsLeader(), p.LeaderEpoch()
 	leader, err = p.applyState(ip, m.now())

@@ -146,9 +146,20 @@ type Partition struct {
 	isrProposer func(isrChange)
 	isrEligible func(id int32, epoch int64) bool
 
-	watchMu     sync.Mutex
+	watchMu sync.Mutex
+	// Made by their first watcher (put): an idle partition has none.
 	watchers    map[*Watcher]struct{} // woken on HWM and leadership changes
 	leoWatchers map[*Watcher]struct{} // woken on appends (followers' fetches)
+}
+
+// put sets m[k] = v, making the map first if it is nil. The per-partition maps
+// are made so, on first use: an empty map costs about 48 bytes, and a broker
+// hosting thousands of idle partitions would hold several per partition.
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = make(map[K]V)
+	}
+	(*m)[k] = v
 }
 
 // Watcher is woken (a non-blocking send on C) whenever a watched partition's
@@ -167,8 +178,6 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 		localID:     localID,
 		producers:   newProducerState(),
 		txns:        newTxnState(),
-		watchers:    make(map[*Watcher]struct{}),
-		leoWatchers: make(map[*Watcher]struct{}),
 	}
 	p.mu.leaderID = metadata.NoLeader
 	p.mu.set = newTracker(localID, -1, nil, nil, false, time.Time{})
@@ -351,7 +360,7 @@ func (p *Partition) setHighWatermarkLocked(hwm int64) bool {
 // Watch registers w to be woken on HWM and leadership changes.
 func (p *Partition) Watch(w *Watcher) {
 	p.watchMu.Lock()
-	p.watchers[w] = struct{}{}
+	put(&p.watchers, w, struct{}{})
 	p.watchMu.Unlock()
 }
 
@@ -394,7 +403,9 @@ func (p *Partition) Config() *metadata.TopicConfig { return p.config.Load() }
 // Log is the partition's log, for size and segment statistics.
 func (p *Partition) Log() *storage.Log { return p.log }
 
-func (p *Partition) setConfig(cfg metadata.TopicConfig) { p.config.Store(&cfg) }
+// setConfig makes cfg the partition's configuration. cfg may be shared with
+// other partitions and is never modified.
+func (p *Partition) setConfig(cfg *metadata.TopicConfig) { p.config.Store(cfg) }
 
 // close stops serving the partition; waiters are woken and find it closed.
 func (p *Partition) close() error {

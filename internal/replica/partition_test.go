@@ -158,7 +158,7 @@ func TestReassignedReplicaSet(t *testing.T) {
 // high-water mark move on without it.
 func TestExpansionOutcomeHoldsHighWatermark(t *testing.T) {
 	p := newTestPartition(t, 1)
-	p.setConfig(metadata.DefaultTopicConfig())
+	p.setConfig(new(metadata.DefaultTopicConfig()))
 	now := time.Now()
 	var proposed []isrChange
 	p.isrProposer = func(c isrChange) { proposed = append(proposed, c) }
@@ -236,7 +236,7 @@ func TestLeaderRefusals(t *testing.T) {
 	cfg := metadata.DefaultTopicConfig()
 	cfg.CleanupPolicy = metadata.CleanupCompact
 	cfg.MaxMessageBytes = 1000
-	p.setConfig(cfg)
+	p.setConfig(&cfg)
 	keyed := batchtest.Build(batchtest.Options{Records: []batchtest.Record{{Key: []byte("k"), Value: []byte("v")}}})
 	if _, err := p.Append(keyed, 1); err != nil {
 		t.Fatal(err)

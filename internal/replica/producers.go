@@ -48,9 +48,9 @@ type producerState struct {
 	entries map[int64]*producerEntry
 }
 
-func newProducerState() *producerState {
-	return &producerState{entries: make(map[int64]*producerEntry)}
-}
+// newProducerState returns an empty state; its map is made by the first
+// producer (most partitions never see one).
+func newProducerState() *producerState { return &producerState{} }
 
 // seqCheck is the verdict on an incoming idempotent batch.
 type seqCheck struct {
@@ -99,7 +99,7 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 	e, ok := s.entries[pid]
 	if !ok {
 		e = &producerEntry{epoch: epoch, coordinatorEpoch: -1}
-		s.entries[pid] = e
+		put(&s.entries, pid, e)
 	}
 	if epoch != e.epoch {
 		e.epoch = epoch
@@ -126,7 +126,7 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 func (s *producerState) fence(pid int64, epoch int16, coordinatorEpoch int32) {
 	e, ok := s.entries[pid]
 	if !ok {
-		s.entries[pid] = &producerEntry{epoch: epoch, coordinatorEpoch: coordinatorEpoch}
+		put(&s.entries, pid, &producerEntry{epoch: epoch, coordinatorEpoch: coordinatorEpoch})
 		return
 	}
 	e.coordinatorEpoch = coordinatorEpoch

@@ -431,7 +431,7 @@ func (p *Partition) restartAt(epoch int32, offset int64) error {
 // WatchAppends registers w to be woken on every append (a follower's long poll).
 func (p *Partition) WatchAppends(w *Watcher) {
 	p.watchMu.Lock()
-	p.leoWatchers[w] = struct{}{}
+	put(&p.leoWatchers, w, struct{}{})
 	p.watchMu.Unlock()
 }
 

@@ -170,11 +170,11 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 		if _, dup := producers.entries[pid]; dup && r.err == nil {
 			return nil, nil, fmt.Errorf("%w: producer %d twice", errBadSnapshot, pid)
 		}
-		producers.entries[pid] = e
+		put(&producers.entries, pid, e)
 	}
 	for range r.count(openSize) {
 		pid := int64(r.u64())
-		txns.open[pid] = int64(r.u64())
+		put(&txns.open, pid, int64(r.u64()))
 	}
 	if version < 3 {
 		r.take(r.count(abortedSize) * abortedSize)

@@ -29,7 +29,7 @@ func TestSnapshotCodec(t *testing.T) {
 	producers.record(9, 0, 0, 1, 100, 100, -1)
 	producers.fence(9, 2, 4)
 	producers.fence(12, 3, 1) // a marker alone
-	txns.open[5] = 60
+	put(&txns.open, 5, 60)
 	txns.unreplicated = []endedTxn{{first: 9, marker: 30}, {first: 31, marker: 40}}
 
 	payload := encodeSnapshot(producers, txns)
@@ -135,7 +135,7 @@ func openSnapshotPartition(t *testing.T, fsys vfs.FS, dir string) *Partition {
 		l.Close()
 		t.Fatal(err)
 	}
-	p.setConfig(metadata.DefaultTopicConfig())
+	p.setConfig(new(metadata.DefaultTopicConfig()))
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -231,7 +231,7 @@ func tieredLeader(t *testing.T) (*Partition, *storage.Log, *Manager, remote.Stor
 		t.Fatal(err)
 	}
 	m, store, tc := tieredManager(t)
-	p.setConfig(tc)
+	p.setConfig(&tc)
 	m.applyTier(p, tc)
 	return p, l, m, store, tc
 }
@@ -398,7 +398,7 @@ func openTieredLeader(t *testing.T, m *Manager, tc metadata.TopicConfig, dir str
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	p.setConfig(tc)
+	p.setConfig(&tc)
 	m.applyTier(p, tc)
 	if err := p.Tier().Load(context.Background()); err != nil {
 		t.Fatal(err)

@@ -128,7 +128,9 @@ type txnState struct {
 // the marker's offset.
 type endedTxn struct{ first, marker int64 }
 
-func newTxnState() *txnState { return &txnState{open: make(map[int64]int64)} }
+// newTxnState returns an empty state; its map is made by the first
+// transaction (most partitions never see one).
+func newTxnState() *txnState { return &txnState{} }
 
 // observe applies one appended batch. marker is the marker type of a control
 // batch (ignored for other batches).
@@ -138,7 +140,7 @@ func (s *txnState) observe(h batch.Header, marker batch.ControlType) {
 	}
 	if !h.Control() {
 		if _, ok := s.open[h.ProducerID]; !ok {
-			s.open[h.ProducerID] = h.BaseOffset
+			put(&s.open, h.ProducerID, h.BaseOffset)
 		}
 		return
 	}

@@ -113,7 +113,7 @@ func TestTxnStateHoldsUnreplicatedMarkers(t *testing.T) {
 // the next leader, reports the same LSO (it does not step back).
 func TestMarkerHoldsLSOUntilReplicated(t *testing.T) {
 	p := newTestPartition(t, 1)
-	p.setConfig(metadata.DefaultTopicConfig())
+	p.setConfig(new(metadata.DefaultTopicConfig()))
 	now := time.Now()
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, now); err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func newLeaderPartition(t *testing.T, dir string) *Partition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.setConfig(metadata.DefaultTopicConfig())
+	p.setConfig(new(metadata.DefaultTopicConfig()))
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -78,8 +78,10 @@ type Log struct {
 		failed      error
 		hasFailed   atomic.Bool // failed != nil
 		closed      bool
-		// changed is closed and replaced whenever durable, failed or closed change,
-		// waking WaitDurable callers.
+		// changed is closed whenever durable, failed or closed change, waking
+		// WaitDurable callers. It is made by the first caller to wait (nil
+		// while nobody waits: most logs never have a waiter, and a closed
+		// channel replaced at every fsync would be garbage per fsync).
 		changed chan struct{}
 	}
 
@@ -161,7 +163,6 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 	}
 	cfg = cfg.withDefaults()
 	l.cfg.Store(&cfg)
-	l.mu.changed = make(chan struct{})
 	if err := l.ensureDir(); err != nil {
 		return nil, err
 	}
@@ -404,8 +405,10 @@ func (l *Log) fail(cause error) error {
 
 // notifyLocked wakes every WaitDurable caller; mu must be held for writing.
 func (l *Log) notifyLocked() {
-	close(l.mu.changed)
-	l.mu.changed = make(chan struct{})
+	if l.mu.changed != nil {
+		close(l.mu.changed)
+		l.mu.changed = nil
+	}
 }
 
 // shouldRoll follows Kafka's LogSegment.shouldRoll: a non-empty active segment rolls
@@ -604,6 +607,17 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 			return fmt.Errorf("%w: offset %d, log end offset %d", ErrTruncated, offset, leo)
 		case closed:
 			return ErrClosed
+		}
+		if changed == nil {
+			// The first waiter since the last change makes the channel, then
+			// looks at the state again: a change after the read above and
+			// before the channel existed woke nobody.
+			l.mu.Lock()
+			if l.mu.changed == nil {
+				l.mu.changed = make(chan struct{})
+			}
+			l.mu.Unlock()
+			continue
 		}
 		select {
 		case <-changed:
