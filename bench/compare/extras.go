@@ -12,7 +12,7 @@ import (
 
 // Workloads beyond the produce/consume/e2e rows, each printed as its own table
 // under its pairing (share groups, OMB-style rate steps, fan-out, many
-// partitions, TLS). Each is off unless its flag is given; -base=false leaves out
+// partitions, TLS, the Java client's pattern). Each is off unless its flag is given; -base=false leaves out
 // the rows above, so one of these can run alone.
 
 // extraOptions are the flags of the extra workloads.
@@ -33,6 +33,9 @@ type extraOptions struct {
 	fanoutRate      int
 	partitions      int
 	tls             bool
+	javaTxnMillis   []int // -java-txn: transaction durations (javatxn.go)
+	javaTxnRecords  int
+	rawJavaTxn      string
 	pairings        []string
 	rawShareMembers string
 	rawOMBRates     string
@@ -53,6 +56,8 @@ func (e *extraOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.fanoutRate, "fanout-rate", 0, "records/s the fan-out producer offers (0: unthrottled)")
 	fs.IntVar(&e.partitions, "partitions", 0, "many-partitions rows (partitions.go): a topic of this many partitions, produce and consume over up to 1,000 of them, a broker restart (0: skip them)")
 	fs.BoolVar(&e.tls, "tls", false, "TLS rows (tls.go): produce and consume over PLAINTEXT and over SSL on both systems, Kafka with an SSL listener beside its PLAINTEXT one (-nodes 1 only)")
+	fs.StringVar(&e.rawJavaTxn, "java-txn", "", "Java client rows (javatxn.go): ProducerPerformance with 1 KiB records, acks=all, without transactions and with transactions of each of these durations in ms, comma-separated (\"\": skip them)")
+	fs.IntVar(&e.javaTxnRecords, "java-txn-records", 300_000, "records of each -java-txn run")
 	fs.StringVar(&e.rawPairings, "pairings", "defaults,equal", "pairings to run: defaults, equal (durability), or both")
 }
 
@@ -65,6 +70,11 @@ func (e *extraOptions) parse() error {
 	if e.rawOMBRates != "" {
 		if e.ombRates, err = parseInts(e.rawOMBRates); err != nil {
 			return fmt.Errorf("-omb-rates %q: %w", e.rawOMBRates, err)
+		}
+	}
+	if e.rawJavaTxn != "" {
+		if e.javaTxnMillis, err = parseInts(e.rawJavaTxn); err != nil {
+			return fmt.Errorf("-java-txn %q: %w", e.rawJavaTxn, err)
 		}
 	}
 	for part := range strings.SplitSeq(e.rawPairings, ",") {
@@ -80,6 +90,8 @@ func (e *extraOptions) parse() error {
 		return fmt.Errorf("-share-records and -share-small-records must be positive")
 	case e.ombDuration <= 0 || e.fanoutDuration <= 0:
 		return fmt.Errorf("-omb-duration and -fanout-duration must be positive")
+	case e.javaTxnRecords < 1:
+		return fmt.Errorf("-java-txn-records must be positive")
 	case e.fanout < 0 || e.partitions < 0 || e.fanoutRate < 0:
 		return fmt.Errorf("-fanout, -fanout-rate and -partitions must not be negative")
 	}
@@ -110,6 +122,7 @@ func runExtras(ctx context.Context, o options, p *pairing, brokers map[string]*s
 		{"fan-out", o.extras.fanout > 0, runFanout},
 		{"many partitions", o.extras.partitions > 0, runPartitions},
 		{"TLS", o.extras.tls, runTLS},
+		{"Java client", len(o.extras.javaTxnMillis) > 0, runJavaTxn},
 	} {
 		if !x.on {
 			continue

@@ -24,17 +24,17 @@ func TestExtraOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !e.base || e.share || len(e.ombRates) != 0 || e.fanout != 0 || !e.runsPairing("defaults") || !e.runsPairing("equal") {
+	if !e.base || e.share || len(e.ombRates) != 0 || e.fanout != 0 || len(e.javaTxnMillis) != 0 || !e.runsPairing("defaults") || !e.runsPairing("equal") {
 		t.Fatalf("defaults: %+v", e)
 	}
 	if got := e.shareMembers; len(got) != 3 || got[0] != 1 || got[1] != 4 || got[2] != 16 {
 		t.Fatalf("share members %v, want 1,4,16", got)
 	}
-	e, err = parseExtras(t, "-base=false", "-omb-rates", "1000,5000", "-pairings", "defaults", "-fanout", "5")
+	e, err = parseExtras(t, "-base=false", "-omb-rates", "1000,5000", "-pairings", "defaults", "-fanout", "5", "-java-txn", "100,20")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.base || len(e.ombRates) != 2 || e.ombRates[1] != 5000 || e.runsPairing("equal") || !e.runsPairing("defaults") || e.fanout != 5 {
+	if e.base || len(e.ombRates) != 2 || e.ombRates[1] != 5000 || e.runsPairing("equal") || !e.runsPairing("defaults") || e.fanout != 5 || len(e.javaTxnMillis) != 2 || e.javaTxnMillis[1] != 20 {
 		t.Fatalf("%+v", e)
 	}
 	for _, bad := range [][]string{
@@ -45,6 +45,8 @@ func TestExtraOptions(t *testing.T) {
 		{"-omb-duration", "0s"},
 		{"-fanout", "-1"},
 		{"-fanout-rate", "-1"},
+		{"-java-txn", "100,0"},
+		{"-java-txn-records", "0"},
 	} {
 		if _, err := parseExtras(t, bad...); err == nil {
 			t.Errorf("%v: accepted", bad)

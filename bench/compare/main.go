@@ -39,8 +39,8 @@
 // Extra workloads, each its own table under its pairing and off unless asked for
 // (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
 // omb.go), fan-out (-fanout, fanout.go) and many partitions (-partitions,
-// partitions.go) and TLS (-tls, tls.go); -base=false runs them without the
-// rows above.
+// partitions.go), TLS (-tls, tls.go) and the Java client (-java-txn,
+// javatxn.go); -base=false runs them without the rows above.
 package main
 
 import (

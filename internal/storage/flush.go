@@ -39,9 +39,13 @@ import "time"
 // is appended (Followed), the fsync that would cover that append alone waits
 // for the next one too (in the same wait as gathering, with its bound),
 // instead of starting at once and leaving the next append to a second fsync
-// in sequence. A transactional producer's flush is the case: franz-go sends a
-// 1,000-record transaction of 1 KiB records as a full 1 MB batch and, at the
-// flush, the tail right behind it; the transaction's end waits for both. And
+// in sequence. The hint chains: an append that ends a gathering and is followed
+// itself moves the target on, so a producer's requests queued one behind the
+// other (the Java client's 16 KiB batches, up to five in flight) join one
+// fsync, all within the one bound. A transactional producer's flush is the
+// case too: franz-go sends a 1,000-record transaction of 1 KiB records as a
+// full 1 MB batch and, at the flush, the tail right behind it; the
+// transaction's end waits for both. And
 // an append nobody waits for (FlushWithin) wakes no flusher: a later append's
 // fsync covers it, or one started by a timer at its bound.
 
@@ -121,12 +125,15 @@ func (l *Log) afterAppend(records, end int64, hints AppendHints) {
 		// only shifts a gathering, a heuristic.
 		l.deferredAppends.Add(1)
 	}
-	n := l.appends.Add(1)
 	p := l.conf().Flush
+	if p.Mode == GroupCommit && hints.Followed {
+		// Stored before the count (appendMu orders the appends), so that a
+		// gathering flusher that sees this append counted sees its follower
+		// expected too (gatherAppends).
+		l.expectTarget.Store(l.appends.Load() + 2)
+	}
+	n := l.appends.Add(1)
 	if p.Mode == GroupCommit {
-		if hints.Followed {
-			l.expectTarget.Store(n + 1)
-		}
 		// The append that reaches a gathering flusher's target ends its wait. The
 		// flusher stores the target before it reads the count, and this append
 		// counts before it reads the target, so one of the two sees the other.
@@ -238,20 +245,28 @@ type flushResult struct {
 	took          time.Duration
 }
 
-// gatherAppends waits until the append count reaches target or wait passes; false
-// if the log is stopping. The kicks of the appends it waited for are dropped: the
-// fsync that follows covers them.
+// gatherAppends waits until the append count reaches target, or the target a
+// followed append moved it to, or wait passes; false if the log is stopping.
+// The kicks of the appends it waited for are dropped: the fsync that follows
+// covers them.
 func (l *Log) gatherAppends(timer *time.Timer, target int64, wait time.Duration) bool {
 	select {
 	case <-l.gathered: // left by an append that reached an earlier target late
 	default:
 	}
-	l.gatherTarget.Store(target)
 	defer l.gatherTarget.Store(0)
 	timer.Reset(wait)
 	defer timer.Stop()
 	l.stats.gathers.Add(1)
-	for l.appends.Load() < target {
+	for {
+		// An append that arrived followed (AppendHints.Followed) moves the
+		// target on to its follower, within the same bound: a pipelining
+		// producer's queued requests join this fsync one after another.
+		target = max(target, l.expectTarget.Load())
+		l.gatherTarget.Store(target)
+		if l.appends.Load() >= target && l.expectTarget.Load() <= target {
+			break
+		}
 		select {
 		case <-l.gathered:
 			if l.appends.Load() < target {

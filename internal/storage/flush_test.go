@@ -312,11 +312,30 @@ func TestAppendHints(t *testing.T) {
 			}
 		}
 
+		// A chain: a pipelining producer's queued requests, each appended
+		// with the next one read already. The gathering waits for each in
+		// turn and one fsync covers all three (the second append used to end
+		// the gathering, and the third waited for a second fsync).
+		durable(appendOne()) // the last fsync covered one append: no gathering of its own
+		syncs := l.Stats().Syncs
+		start := time.Now()
+		appendWith(AppendHints{Followed: true})
+		synctest.Wait() // the flusher gathers for the second append
+		appendWith(AppendHints{Followed: true})
+		synctest.Wait() // for the third, within the same bound
+		durable(appendOne())
+		if got := l.Stats().Syncs - syncs; got != 1 {
+			t.Errorf("a chain of three followed appends: %d fsyncs, want 1", got)
+		}
+		if took := time.Since(start); took > syncTook+maxGather {
+			t.Errorf("a chain of three followed appends: durable after %v", took)
+		}
+
 		// A deferred append wakes no flusher: its fsync comes at its bound, or
 		// with the next append's.
 		const within = 10 * time.Millisecond
-		syncs := l.Stats().Syncs
-		start := time.Now()
+		syncs = l.Stats().Syncs
+		start = time.Now()
 		last := appendWith(AppendHints{FlushWithin: within})
 		synctest.Wait()
 		if got := l.Stats().Syncs - syncs; got != 0 {
