@@ -126,3 +126,96 @@ func checkNothingWritten(b *testing.B, c *Coordinator, store *memStore) func() {
 		}
 	}
 }
+
+// BenchmarkConsumerHeartbeat measures one KIP-848 heartbeat in a settled
+// consumer group of n members (steady: nothing changes), and a member joining
+// and leaving it (churn: two new group epochs; the clock stands still, so no
+// new target). With subs=names every member subscribes to topic t by name;
+// with subs=mixed every fourth member, and the joining one, subscribes with
+// the pattern t.* instead. The catalog holds t and 32 other topics.
+func BenchmarkConsumerHeartbeat(b *testing.B) {
+	for _, subs := range []string{"names", "mixed"} {
+		for _, n := range []int{16, 256, 1000} {
+			benchmarkConsumerHeartbeat(b, subs, n)
+		}
+	}
+}
+
+func benchmarkConsumerHeartbeat(b *testing.B, subs string, n int) {
+	topics := newFakeTopics()
+	topics.set("t", 64)
+	for i := range 32 {
+		topics.set(fmt.Sprintf("other%d", i), 1)
+	}
+	clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
+	cfg := DefaultConfig()
+	cfg.Topics, cfg.Now = topics, clock.Now
+	store := newMemStore()
+	c := New(cfg, store, nil)
+	defer c.Close()
+	if err := loadAll(context.Background(), c, store); err != nil {
+		b.Fatal(err)
+	}
+	type state struct {
+		epoch int32
+		owned []kmsg.ConsumerGroupHeartbeatRequestTopic
+	}
+	members := make([]state, n)
+	heartbeat := func(b *testing.B, member string, s *state, regex bool, report bool) {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch = "g", member, s.epoch
+		switch {
+		case s.epoch == joinEpoch && regex:
+			req.SubscribedTopicRegex, req.RebalanceTimeoutMillis, req.Topics = ptr("t.*"), 60000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		case s.epoch == joinEpoch:
+			req.SubscribedTopicNames, req.RebalanceTimeoutMillis, req.Topics = []string{"t"}, 60000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		case report:
+			req.Topics = s.owned
+		}
+		r := c.ConsumerGroupHeartbeat(context.Background(), req)
+		if r.ErrorCode != 0 {
+			b.Fatalf("%s at %d: %v", member, s.epoch, kerr.ErrorForCode(r.ErrorCode))
+		}
+		s.epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			s.owned = s.owned[:0]
+			for _, t := range r.Assignment.Topics {
+				rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+				rt.TopicID, rt.Partitions = t.TopicID, t.Partitions
+				s.owned = append(s.owned, rt)
+			}
+		}
+	}
+	regex := func(i int) bool { return subs == "mixed" && i%4 == 0 }
+	for i := range n {
+		heartbeat(b, fmt.Sprintf("m%d", i), &members[i], regex(i), true)
+	}
+	clock.add(2 * cfg.withDefaults().ConsumerAssignmentInterval) // the next heartbeat computes the target
+	for range 3 {                                                // revoke, then take what the others released
+		for i := range n {
+			heartbeat(b, fmt.Sprintf("m%d", i), &members[i], regex(i), true)
+		}
+	}
+	b.Run(fmt.Sprintf("steady/subs=%s/members=%d", subs, n), func(b *testing.B) {
+		defer checkNothingWritten(b, c, store)()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			m := i % n
+			before := members[m].epoch
+			heartbeat(b, fmt.Sprintf("m%d", m), &members[m], regex(m), false)
+			if members[m].epoch != before {
+				b.Fatalf("m%d moved from epoch %d to %d: the group is not settled", m, before, members[m].epoch)
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("churn/subs=%s/members=%d", subs, n), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			extra := state{}
+			heartbeat(b, "extra", &extra, subs == "mixed", false)
+			extra.epoch = leaveEpoch
+			heartbeat(b, "extra", &extra, false, false)
+		}
+	})
+}
