@@ -114,6 +114,7 @@ type consumerGroup struct {
 	owners      map[topicPartition]string // partition -> member owning (or revoking) it
 	topics      map[string]topicMeta      // subscribed topics at the last epoch bump
 	targetAt    time.Time                 // when the target assignment was computed
+	subs        subscriptions             // what the members subscribe to (consumer_subs.go)
 }
 
 // consumerFirstEpoch is a new consumer group's epoch, as in Kafka 4.4: its first
@@ -130,6 +131,7 @@ func newConsumerGroup() *consumerGroup {
 		target:   make(map[string]partSet),
 		owners:   make(map[topicPartition]string),
 		topics:   make(map[string]topicMeta),
+		subs:     newSubscriptions(),
 	}
 }
 
@@ -287,7 +289,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		m.classic = nil
 	}
 	before := maps.Clone(m.assigned)
-	if m.updateSubscription(req, re) {
+	if cg.updateSubscription(m, req, re) {
 		changed = true
 	}
 	if changed || g.subscriptionMetadataChangedLocked() {
@@ -360,7 +362,7 @@ func (g *group) consumerJoinLocked(req *kmsg.ConsumerGroupHeartbeatRequest, cl C
 		clientHost: cl.Host,
 		assigned:   map[topicPartition]int32{},
 	}
-	cg.members[id] = m
+	cg.addMember(m)
 	if instance != "" {
 		cg.static[instance] = id
 	}
@@ -431,7 +433,7 @@ func (g *group) dropConsumerMemberLocked(m *cmember) {
 	g.stopMemberTimersLocked(m)
 	g.releaseLocked(m, m.revoking)
 	g.releaseLocked(m, m.assignedSet())
-	delete(cg.members, m.id)
+	cg.removeMember(m)
 	delete(cg.target, m.id)
 	if m.instanceID != "" && cg.static[m.instanceID] == m.id {
 		delete(cg.static, m.instanceID)
@@ -441,20 +443,26 @@ func (g *group) dropConsumerMemberLocked(m *cmember) {
 // releaseLocked frees partitions m owned.
 func (g *group) releaseLocked(m *cmember, ps partSet) { releaseOwned(g.cg.owners, m.id, ps) }
 
-// updateSubscription applies the request's non-null subscription fields and
+// updateSubscription applies the request's non-null subscription fields to m and
 // reports whether they changed what the assignor sees.
-func (m *cmember) updateSubscription(req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp) bool {
+func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp) bool {
 	changed := false
+	names, regex := m.topicNames, m.regex
 	if req.SubscribedTopicNames != nil {
-		names := slices.Clone(req.SubscribedTopicNames)
+		names = slices.Clone(req.SubscribedTopicNames)
 		slices.Sort(names)
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.topicNames) {
-			m.topicNames, changed = names, true
+			changed = true
 		}
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
-		m.regex, m.re, changed = *req.SubscribedTopicRegex, re, true
+		regex, changed = *req.SubscribedTopicRegex, true
+	} else {
+		re = m.re
+	}
+	if changed {
+		cg.subscribe(m, names, regex, re)
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.serverAssignor {
 		m.serverAssignor, changed = *req.ServerAssignor, true
@@ -488,17 +496,16 @@ func (g *group) subscribedTopicsLocked(m *cmember) []string {
 	return out
 }
 
-// subscriptionMetadataLocked describes every topic some member subscribes to.
+// subscriptionMetadataLocked describes every existing topic some member
+// subscribes to.
 func (g *group) subscriptionMetadataLocked() map[string]topicMeta {
 	cat := g.topicsLocked()
 	out := make(map[string]topicMeta)
-	for _, m := range g.cg.members {
-		for _, t := range g.subscribedTopicsLocked(m) {
-			if id, n, ok := cat.Topic(t); ok {
-				out[t] = topicMeta{id: id, partitions: n}
-			}
+	g.eachSubscribedLocked(func(t string) {
+		if id, n, ok := cat.Topic(t); ok {
+			out[t] = topicMeta{id: id, partitions: n}
 		}
-	}
+	})
 	return out
 }
 
@@ -605,16 +612,7 @@ func (g *group) reconcileLocked(m *cmember, owned partSet) {
 // syncClassicViewLocked keeps the classic side of the group in step (see the top of
 // the file): Empty or Stable, and the subscribed topics.
 func (g *group) syncClassicViewLocked() {
-	g.syncMemberViewLocked(len(g.cg.members), func(add func(topic string)) {
-		for _, m := range g.cg.members {
-			for _, t := range m.topicNames {
-				add(t)
-			}
-			for _, t := range g.subscribedTopicsLocked(m) {
-				add(t)
-			}
-		}
-	})
+	g.syncMemberViewLocked(len(g.cg.members), g.eachSubscribedLocked)
 }
 
 // syncMemberViewLocked is the classic view of a group whose members the

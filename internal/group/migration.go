@@ -214,7 +214,7 @@ func (g *group) upgradeLocked() string {
 			cm.assigned[tp] = g.generation
 			target[tp] = struct{}{}
 		}
-		cg.members[cm.id] = cm
+		cg.addMember(cm)
 		cg.target[cm.id] = target
 		if cm.instanceID != "" {
 			cg.static[cm.instanceID] = cm.id
@@ -460,7 +460,7 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 	changed := false
 	if m == nil {
 		m = &cmember{id: id, instanceID: jr.instanceID, assigned: map[topicPartition]int32{}}
-		cg.members[id] = m
+		cg.addMember(m)
 		if jr.instanceID != "" {
 			cg.static[jr.instanceID] = id
 		}
@@ -468,7 +468,8 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 		g.c.log.Info("member joined consumer group with the classic protocol", "group", g.id, "member", id, "instance", jr.instanceID)
 	}
 	if topics := sortedTopics(sub.Topics); !slices.Equal(topics, m.topicNames) || m.regex != "" {
-		m.topicNames, m.regex, m.re, changed = topics, "", nil, true
+		cg.subscribe(m, topics, "", nil)
+		changed = true
 	}
 	if m.serverAssignor != "" {
 		m.serverAssignor, changed = "", true

@@ -214,15 +214,7 @@ func TestShareRecordsFollowChanges(t *testing.T) {
 // per topic, and the topics its classic view lists as subscribed, are what
 // its members subscribe to.
 func checkShareSubscribers(rt *rapid.T, step int, c *Coordinator, id string) {
-	p, code := c.partitionOf(id)
-	if code != 0 {
-		return
-	}
-	g := p.lookup(c, id, false)
-	if g == nil {
-		return
-	}
-	g.withLock(func() {
+	withGroupLocked(c, id, func(g *group) {
 		if g.sg == nil {
 			return
 		}

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +124,134 @@ func checkNothingWritten(b *testing.B, c *Coordinator, store *memStore) func() {
 	return func() {
 		if n := len(store.log(part)) - before; n != 0 {
 			b.Fatalf("steady heartbeats wrote %d records", n)
+		}
+	}
+}
+
+// BenchmarkConsumerHeartbeat measures one KIP-848 heartbeat in a settled
+// consumer group of n members (steady: nothing changes), and a member joining
+// and leaving it (churn: two new group epochs; the clock stands still, so no
+// new target). With subs=names every member subscribes to topic t by name;
+// with subs=mixed every fourth member, and the joining one, subscribes with
+// the pattern t.* instead. The catalog holds t and 32 other topics. Each
+// sub-benchmark builds its own group, so one run alone builds only its own.
+func BenchmarkConsumerHeartbeat(b *testing.B) {
+	for _, subs := range []string{"names", "mixed"} {
+		for _, n := range []int{16, 256, 1000} {
+			b.Run(fmt.Sprintf("steady/subs=%s/members=%d", subs, n), func(b *testing.B) {
+				r := newConsumerBenchRig(b, subs, n)
+				defer r.c.Close()
+				defer checkNothingWritten(b, r.c, r.store)()
+				b.ReportAllocs()
+				defer reportCPU(b)()
+				for i := 0; b.Loop(); i++ {
+					m := &r.members[i%n]
+					before := m.epoch
+					r.heartbeat(b, m, false)
+					if m.epoch != before {
+						b.Fatalf("%s moved from epoch %d to %d: the group is not settled", m.id, before, m.epoch)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("churn/subs=%s/members=%d", subs, n), func(b *testing.B) {
+				r := newConsumerBenchRig(b, subs, n)
+				defer r.c.Close()
+				b.ReportAllocs()
+				defer reportCPU(b)()
+				for b.Loop() {
+					extra := benchMember{id: "extra", regex: subs == "mixed"}
+					r.heartbeat(b, &extra, false)
+					extra.epoch = leaveEpoch
+					r.heartbeat(b, &extra, false)
+				}
+			})
+		}
+	}
+}
+
+// reportCPU returns what reports the process's CPU time (user and system, all
+// threads, the garbage collector's included) per op since it was called: on a
+// loaded machine steadier than wall time.
+func reportCPU(b *testing.B) func() {
+	start := processCPU(b)
+	return func() { b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op") }
+}
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// consumerBenchRig is a coordinator holding consumer group "g", settled.
+type consumerBenchRig struct {
+	c       *Coordinator
+	store   *memStore
+	members []benchMember
+}
+
+// benchMember is what a benchmark's consumer knows of itself.
+type benchMember struct {
+	id    string
+	regex bool // subscribes with the pattern t.*, not the name t
+	epoch int32
+	owned []kmsg.ConsumerGroupHeartbeatRequestTopic
+}
+
+func newConsumerBenchRig(b *testing.B, subs string, n int) *consumerBenchRig {
+	topics := newFakeTopics()
+	topics.set("t", 64)
+	for i := range 32 {
+		topics.set(fmt.Sprintf("other%d", i), 1)
+	}
+	clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
+	cfg := DefaultConfig()
+	cfg.Topics, cfg.Now = topics, clock.Now
+	r := &consumerBenchRig{store: newMemStore(), members: make([]benchMember, n)}
+	r.c = New(cfg, r.store, nil)
+	if err := loadAll(context.Background(), r.c, r.store); err != nil {
+		b.Fatal(err)
+	}
+	for i := range r.members {
+		r.members[i] = benchMember{id: fmt.Sprintf("m%d", i), regex: subs == "mixed" && i%4 == 0}
+		r.heartbeat(b, &r.members[i], true)
+	}
+	clock.add(2 * cfg.withDefaults().ConsumerAssignmentInterval) // the next heartbeat computes the target
+	for range 3 {                                                // revoke, then take what the others released
+		for i := range r.members {
+			r.heartbeat(b, &r.members[i], true)
+		}
+	}
+	return r
+}
+
+// heartbeat sends m's heartbeat: a join with its subscription at epoch 0, else
+// with the partitions it owns when report is set, and takes the answer.
+func (r *consumerBenchRig) heartbeat(b *testing.B, m *benchMember, report bool) {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = "g", m.id, m.epoch
+	switch {
+	case m.epoch == joinEpoch && m.regex:
+		req.SubscribedTopicRegex, req.RebalanceTimeoutMillis, req.Topics = ptr("t.*"), 60000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	case m.epoch == joinEpoch:
+		req.SubscribedTopicNames, req.RebalanceTimeoutMillis, req.Topics = []string{"t"}, 60000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	case report:
+		req.Topics = m.owned
+	}
+	resp := r.c.ConsumerGroupHeartbeat(context.Background(), req)
+	if resp.ErrorCode != 0 {
+		b.Fatalf("%s at %d: %v", m.id, m.epoch, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	m.epoch = resp.MemberEpoch
+	if resp.Assignment != nil {
+		m.owned = m.owned[:0]
+		for _, t := range resp.Assignment.Topics {
+			rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+			rt.TopicID, rt.Partitions = t.TopicID, t.Partitions
+			m.owned = append(m.owned, rt)
 		}
 	}
 }

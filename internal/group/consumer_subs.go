@@ -1,0 +1,109 @@
+package group
+
+import (
+	"regexp"
+	"slices"
+)
+
+// This file counts what a consumer group's members subscribe to, so that a
+// heartbeat learns the group's subscribed topics (to notice one created,
+// deleted or grown, and for the classic view) without walking the members.
+// Name subscriptions are counted per topic. Patterns are counted per distinct
+// pattern, members sharing one counted once, and the topics the patterns match
+// are resolved again only when the set of patterns or the catalog's topic names
+// change. Every change to cg.members or to a member's subscription goes through
+// addMember, removeMember or subscribe; renaming a member (a static member
+// replaced) changes neither.
+
+// subscriptions counts a consumer group's subscriptions.
+type subscriptions struct {
+	names    map[string]int           // topic -> members subscribing to it by name
+	patterns map[string]*patternCount // pattern -> members subscribing with it
+	matched  map[string]struct{}      // topics the patterns match; nil: resolve again
+	catalog  []string                 // the catalog's topic names matched was resolved from
+}
+
+// patternCount is one distinct subscription pattern and its members.
+type patternCount struct {
+	re      *regexp.Regexp
+	members int
+}
+
+func newSubscriptions() subscriptions {
+	return subscriptions{names: make(map[string]int), patterns: make(map[string]*patternCount)}
+}
+
+// addMember adds m, with what it subscribes to.
+func (cg *consumerGroup) addMember(m *cmember) {
+	cg.members[m.id] = m
+	cg.subs.count(m, 1)
+}
+
+// removeMember removes m and its subscription.
+func (cg *consumerGroup) removeMember(m *cmember) {
+	delete(cg.members, m.id)
+	cg.subs.count(m, -1)
+}
+
+// subscribe makes names (sorted) and the pattern regex, compiled as re ("" and
+// nil for none), m's subscription.
+func (cg *consumerGroup) subscribe(m *cmember, names []string, regex string, re *regexp.Regexp) {
+	cg.subs.count(m, -1)
+	m.topicNames, m.regex, m.re = names, regex, re
+	cg.subs.count(m, 1)
+}
+
+// count adds delta members to each of m's subscriptions, dropping the counts
+// that reach zero.
+func (s *subscriptions) count(m *cmember, delta int) {
+	for _, t := range m.topicNames {
+		if s.names[t] += delta; s.names[t] <= 0 {
+			delete(s.names, t)
+		}
+	}
+	if m.regex == "" {
+		return
+	}
+	p := s.patterns[m.regex]
+	if p == nil {
+		p = &patternCount{re: m.re}
+		s.patterns[m.regex] = p
+		s.matched = nil
+	}
+	if p.members += delta; p.members <= 0 {
+		delete(s.patterns, m.regex)
+		s.matched = nil
+	}
+}
+
+// matchedTopics returns the topics of cat some pattern matches.
+func (s *subscriptions) matchedTopics(cat TopicCatalog) map[string]struct{} {
+	if len(s.patterns) == 0 {
+		return nil
+	}
+	names := cat.TopicNames()
+	if s.matched != nil && slices.Equal(names, s.catalog) {
+		return s.matched
+	}
+	s.matched, s.catalog = make(map[string]struct{}), names
+	for _, p := range s.patterns {
+		for _, t := range names {
+			if p.re.MatchString(t) {
+				s.matched[t] = struct{}{}
+			}
+		}
+	}
+	return s.matched
+}
+
+// eachSubscribedLocked calls add with every topic the group subscribes to: each
+// name a member subscribes to, whether or not it exists, and each existing topic
+// a pattern matches (a topic may come twice).
+func (g *group) eachSubscribedLocked(add func(topic string)) {
+	for t := range g.cg.subs.names {
+		add(t)
+	}
+	for t := range g.cg.subs.matchedTopics(g.topicsLocked()) {
+		add(t)
+	}
+}
