@@ -378,10 +378,13 @@ func LookupConfig(rt ResourceType, key string) (ConfigDef, error) {
 	default:
 		return ConfigDef{}, fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, rt)
 	}
-	if !ok {
-		return ConfigDef{}, fmt.Errorf("%w: unknown %v config %q", refusal(rt), rt, key)
+	switch {
+	case ok:
+		return d, nil
+	case rt == ResourceTopic || rt == ResourceGroup: // Kafka's words, which kafka-configs prints
+		return ConfigDef{}, KafkaText(ErrInvalidConfig, "Unknown %v config name: %s", rt, key)
 	}
-	return d, nil
+	return ConfigDef{}, fmt.Errorf("%w: unknown %v config %q", refusal(rt), rt, key)
 }
 
 // ParseList splits a LIST value the way Kafka does: comma separated, items
