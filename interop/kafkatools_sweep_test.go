@@ -168,7 +168,10 @@ func TestKafkaToolsSweep(t *testing.T) {
 		{"delegation tokens refused on plaintext", "kafka-delegation-tokens", slices.Concat(bs, []string{"--command-config", emptyProps, "--describe"}),
 			true, []string{`Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels`}, nil},
 		{"acls without an authorizer", "kafka-acls", slices.Concat(bs, []string{"--list"}),
-			true, []string{`SecurityDisabledException: Security features are disabled\.`}, nil},
+			true, []string{`SecurityDisabledException: No Authorizer is configured on the broker`}, nil},
+		{"acl removal without an authorizer", "kafka-acls", slices.Concat(bs, []string{"--remove", "--force",
+			"--allow-principal", "User:alice", "--operation", "Read", "--topic", topic}),
+			true, []string{`SecurityDisabledException: No Authorizer is configured\.`}, nil},
 	}
 	for _, s := range steps {
 		ok := t.Run(s.name, func(t *testing.T) {

@@ -271,10 +271,23 @@ func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, typ Electi
 	return recs, results
 }
 
-func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) (*metadata.PartitionChangeRecord, error) {
+// electedPartition finds the partition of an election, or answers Kafka's
+// UNKNOWN_TOPIC_OR_PARTITION with its message for a missing topic or partition.
+func electedPartition(img *metadata.Image, ref TopicPartitionRef) (*metadata.Partition, error) {
+	if img.Topic(ref.Topic) == nil {
+		return nil, metadata.KafkaText(metadata.ErrUnknownTopic, "No such topic as %s", ref.Topic)
+	}
 	p := img.Partition(ref.Topic, ref.Partition)
 	if p == nil {
-		return nil, fmt.Errorf("%w: %s-%d", metadata.ErrUnknownTopic, ref.Topic, ref.Partition)
+		return nil, metadata.KafkaText(metadata.ErrUnknownTopic, "No such partition as %s-%d", ref.Topic, ref.Partition)
+	}
+	return p, nil
+}
+
+func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) (*metadata.PartitionChangeRecord, error) {
+	p, err := electedPartition(img, ref)
+	if err != nil {
+		return nil, err
 	}
 	preferred := p.Replicas[0]
 	switch {
@@ -288,9 +301,9 @@ func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDow
 }
 
 func electUnclean(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) (*metadata.PartitionChangeRecord, error) {
-	p := img.Partition(ref.Topic, ref.Partition)
-	if p == nil {
-		return nil, fmt.Errorf("%w: %s-%d", metadata.ErrUnknownTopic, ref.Topic, ref.Partition)
+	p, err := electedPartition(img, ref)
+	if err != nil {
+		return nil, err
 	}
 	if p.Leader != metadata.NoLeader {
 		return nil, metadata.ErrElectionNotNeeded

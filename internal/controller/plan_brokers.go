@@ -191,7 +191,7 @@ func planFenceBrokers(img *metadata.Image, ids []int32, down ShuttingDown) ([]me
 func PlanUnregisterBroker(img *metadata.Image, id int32, down ShuttingDown) ([]metadata.Record, error) {
 	b := img.Broker(id)
 	if b == nil {
-		return nil, fmt.Errorf("%w: broker %d", metadata.ErrBrokerIDNotRegistered, id)
+		return nil, metadata.KafkaText(metadata.ErrBrokerIDNotRegistered, "Broker ID %d is not currently registered", id)
 	}
 	recs, err := PlanFenceBroker(img, id, b.Epoch, down)
 	if err != nil {

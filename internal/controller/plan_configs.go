@@ -219,7 +219,7 @@ func currentConfigs(img *metadata.Image, rt metadata.ResourceType, name string) 
 		}
 		t := img.Topic(name)
 		if t == nil {
-			return nil, fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, name)
+			return nil, metadata.KafkaText(metadata.ErrUnknownTopic, "The topic '%s' does not exist.", name)
 		}
 		return t.Overrides, nil
 	case metadata.ResourceBroker:

@@ -79,14 +79,8 @@ func planReassignment(img *metadata.Image, req Reassignment, down ShuttingDown) 
 		return []metadata.Record{rec}, nil
 	}
 	target := req.Replicas
-	if len(target) == 0 {
-		return nil, fmt.Errorf("%w: %s: no replicas", metadata.ErrInvalidReplicaAssignment, name)
-	}
-	for i, id := range target {
-		if img.Broker(id) == nil || slices.Contains(target[:i], id) {
-			return nil, fmt.Errorf("%w: %s: replicas %v: broker %d unknown or repeated",
-				metadata.ErrInvalidReplicaAssignment, name, target, id)
-		}
+	if err := checkReplicas(img, target); err != nil {
+		return nil, err
 	}
 	if req.KeepReplicationFactor && len(target) != len(p.OriginalReplicas()) {
 		return nil, fmt.Errorf("%w: %s: %d replicas, the partition has %d",

@@ -130,7 +130,7 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 		return nil, err
 	}
 	if img.Topic(req.Name) != nil {
-		return nil, fmt.Errorf("%w: %q", metadata.ErrTopicExists, req.Name)
+		return nil, metadata.KafkaText(metadata.ErrTopicExists, "Topic '%s' already exists.", req.Name)
 	}
 	if other, ok := img.CollidingTopic(req.Name); ok {
 		return nil, fmt.Errorf("%w: %q collides with existing topic %q", metadata.ErrInvalidTopic, req.Name, other)
@@ -149,7 +149,7 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 			return nil, fmt.Errorf("%w: a manual assignment needs partitions and replication factor -1",
 				metadata.ErrInvalidRequest)
 		}
-		if err := checkAssignment(img, req.Assignment, -1); err != nil {
+		if err := checkAssignment(img, req.Assignment, -1, 0); err != nil {
 			return nil, err
 		}
 		assignment = req.Assignment
@@ -179,18 +179,25 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 	return append(recs, partitionRecords(img, id, 0, assignment)...), nil
 }
 
+// checkReplicationFactor refuses a replication factor below 1 or above the
+// number of live brokers (with Kafka's message).
 func checkReplicationFactor(rf, live int) error {
-	if rf < 1 || rf > live {
-		return fmt.Errorf("%w: replication factor %d with %d live brokers",
-			metadata.ErrInvalidReplicationFactor, rf, live)
+	switch {
+	case rf < 1:
+		return fmt.Errorf("%w: replication factor %d", metadata.ErrInvalidReplicationFactor, rf)
+	case rf > live:
+		return metadata.KafkaText(metadata.ErrInvalidReplicationFactor,
+			"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached "+
+				"because only %d broker(s) are registered or some brokers have all their log directories cordoned.", rf, rf, live)
 	}
 	return nil
 }
 
-// checkAssignment validates a manual assignment: every partition has the same
-// number of replicas (rf, or the first partition's if rf is -1), distinct and
-// registered, at least one of them live.
-func checkAssignment(img *metadata.Image, assignment [][]int32, rf int) error {
+// checkAssignment validates a manual assignment of the partitions numbered
+// from first, as Kafka's controller does and with its messages: each
+// partition's replicas pass checkReplicas, there are rf of them (or, with rf -1,
+// as many as the first partition's), and at least one is live.
+func checkAssignment(img *metadata.Image, assignment [][]int32, rf int, first int32) error {
 	if len(assignment) > metadata.MaxPartitions {
 		return fmt.Errorf("%w: %d partitions (limit %d)", metadata.ErrInvalidPartitions, len(assignment), metadata.MaxPartitions)
 	}
@@ -198,21 +205,40 @@ func checkAssignment(img *metadata.Image, assignment [][]int32, rf int) error {
 		rf = len(assignment[0])
 	}
 	for i, replicas := range assignment {
-		if len(replicas) == 0 || len(replicas) != rf {
-			return fmt.Errorf("%w: partition %d has %d replicas, want %d",
-				metadata.ErrInvalidReplicaAssignment, i, len(replicas), rf)
+		if err := checkReplicas(img, replicas); err != nil {
+			return err
 		}
-		live := false
-		for j, id := range replicas {
-			if img.Broker(id) == nil || slices.Contains(replicas[:j], id) {
-				return fmt.Errorf("%w: partition %d replicas %v: broker %d unknown or repeated",
-					metadata.ErrInvalidReplicaAssignment, i, replicas, id)
-			}
-			live = live || img.IsLive(id)
+		if len(replicas) != rf {
+			return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"The manual partition assignment includes a partition with %d replica(s), "+
+					"but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 		}
-		if !live {
-			return fmt.Errorf("%w: partition %d: no replica of %v is live",
-				metadata.ErrInvalidReplicaAssignment, i, replicas)
+		if !slices.ContainsFunc(replicas, img.IsLive) {
+			return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"All brokers specified in the manual partition assignment for partition %d "+
+					"are fenced or in controlled shutdown.", first+int32(i))
+		}
+	}
+	return nil
+}
+
+// checkReplicas checks one partition's manual replica list as Kafka does, with
+// its messages: not empty, every broker registered and named once, looked at
+// in ascending id order (so the message names the lowest offender).
+func checkReplicas(img *metadata.Image, replicas []int32) error {
+	if len(replicas) == 0 {
+		return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes an empty replica list.")
+	}
+	sorted := slices.Sorted(slices.Values(replicas))
+	for i, id := range sorted {
+		if img.Broker(id) == nil {
+			return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if i > 0 && sorted[i-1] == id {
+			return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"The manual partition assignment includes the broker %d more than once.", id)
 		}
 	}
 	return nil
@@ -367,9 +393,11 @@ func planCreatePartitions(img *metadata.Image, req CreatePartitions) ([]metadata
 	}
 	have := int32(len(t.Partitions))
 	switch {
-	case req.Count <= have:
-		return nil, fmt.Errorf("%w: topic %q has %d partitions; %d is not an increase",
-			metadata.ErrInvalidPartitions, req.Topic, have, req.Count)
+	case req.Count == have:
+		return nil, metadata.KafkaText(metadata.ErrInvalidPartitions, "Topic already has %d partition(s).", have)
+	case req.Count < have:
+		return nil, metadata.KafkaText(metadata.ErrInvalidPartitions,
+			"The topic %s currently has %d partition(s); %d would not be an increase.", req.Topic, have, req.Count)
 	case req.Count > metadata.MaxPartitions:
 		return nil, fmt.Errorf("%w: %d partitions (limit %d)", metadata.ErrInvalidPartitions, req.Count, metadata.MaxPartitions)
 	}
@@ -377,10 +405,11 @@ func planCreatePartitions(img *metadata.Image, req CreatePartitions) ([]metadata
 	var assignment [][]int32
 	if len(req.Assignment) > 0 {
 		if len(req.Assignment) != int(req.Count-have) {
-			return nil, fmt.Errorf("%w: %d assignments for %d new partitions",
-				metadata.ErrInvalidReplicaAssignment, len(req.Assignment), req.Count-have)
+			return nil, metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
+				req.Count-have, len(req.Assignment))
 		}
-		if err := checkAssignment(img, req.Assignment, rf); err != nil {
+		if err := checkAssignment(img, req.Assignment, rf, have); err != nil {
 			return nil, err
 		}
 		assignment = req.Assignment

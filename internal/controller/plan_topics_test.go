@@ -386,3 +386,86 @@ func TestPlanCreatePartitions(t *testing.T) {
 		})
 	}
 }
+
+// TestAdminMessagesAsKafka: the refusals Kafka's admin tools print
+// (kafka-topics, kafka-reassign-partitions, kafka-configs, kafka-cluster,
+// kafka-leader-election) carry Kafka 4.4's code and message, its controller's,
+// taken from a Kafka 4.4 node side by side; a manual assignment's partition is
+// named by its index in the topic, not in the request.
+func TestAdminMessagesAsKafka(t *testing.T) {
+	// Brokers 1-4 registered, 3 and 4 fenced; orders has two partitions of two replicas.
+	img := withTopic(t, fence(t, clusterImage(t, 4), 3, 4), "orders", idOrders, nil, []int32{1, 2}, []int32{2, 1})
+	create := func(assignment ...[]int32) error {
+		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: assignment}}, 1, testRand(1))
+		return res[0].Err
+	}
+	grow := func(count int32, assignment ...[]int32) error {
+		_, res := PlanCreatePartitions(img, []CreatePartitions{{Topic: "orders", Count: count, Assignment: assignment}})
+		return res[0].Err
+	}
+	move := func(replicas ...int32) error {
+		_, errs := PlanAlterReassignments(img, []Reassignment{{Topic: "orders", Partition: 1, Replicas: replicas}}, nil)
+		return errs[0]
+	}
+	createRF := func(name string, rf int16) error {
+		_, res := PlanCreateTopics(img, []CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: rf}}, 1, testRand(1))
+		return res[0].Err
+	}
+	elect := func(typ ElectionType, topic string, partition int32) error {
+		_, res := PlanElectLeaders(img, []TopicPartitionRef{{Topic: topic, Partition: partition}}, typ, nil)
+		return res[0].Err
+	}
+	alterConfig := func(topic string) error {
+		_, res := PlanIncrementalAlterConfigs(img, []IncrementalAlterConfigsResource{{Type: metadata.ResourceTopic, Name: topic,
+			Ops: []AlterConfigOp{{Key: "retention.ms", Op: OpSet, Value: "1000"}}}})
+		return res[0].Err
+	}
+	_, unregisterErr := PlanUnregisterBroker(img, 9, nil)
+	tests := []struct {
+		name     string
+		err      error
+		sentinel error
+		want     string
+	}{
+		{"create: an unknown broker", create([]int32{1, 2}, []int32{9, 1}), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes broker 9, but no such broker is registered."},
+		{"create: the lowest unknown broker", create([]int32{8, 7}), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes broker 7, but no such broker is registered."},
+		{"create: a broker twice", create([]int32{2, 1, 2}), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes the broker 2 more than once."},
+		{"create: an empty list", create([]int32{}), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes an empty replica list."},
+		{"create: uneven replicas", create([]int32{1, 2}, []int32{1}), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s)."},
+		{"create: all fenced", create([]int32{1}, []int32{3}), metadata.ErrInvalidReplicaAssignment,
+			"All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled shutdown."},
+		{"grow: an unknown broker in the third new partition", grow(5, []int32{1, 2}, []int32{2, 1}, []int32{9, 1}), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes broker 9, but no such broker is registered."},
+		{"grow: fewer replicas than the topic's partitions", grow(3, []int32{1}), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s)."},
+		{"grow: all fenced names the topic's partition", grow(4, []int32{1, 2}, []int32{3, 4}), metadata.ErrInvalidReplicaAssignment,
+			"All brokers specified in the manual partition assignment for partition 3 are fenced or in controlled shutdown."},
+		{"grow: too few assignments", grow(4, []int32{1, 2}), metadata.ErrInvalidReplicaAssignment,
+			"Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified."},
+		{"grow: the same count", grow(2), metadata.ErrInvalidPartitions, "Topic already has 2 partition(s)."},
+		{"grow: fewer", grow(1), metadata.ErrInvalidPartitions, "The topic orders currently has 2 partition(s); 1 would not be an increase."},
+		{"move: an unknown broker", move(1, 6), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes broker 6, but no such broker is registered."},
+		{"move: a broker twice", move(1, 1), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes the broker 1 more than once."},
+		{"move: an empty list", move([]int32{}...), metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes an empty replica list."},
+		{"create: an existing topic", createRF("orders", 1), metadata.ErrTopicExists, "Topic 'orders' already exists."},
+		{"create: more replicas than live brokers", createRF("t", 3), metadata.ErrInvalidReplicationFactor,
+			"Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 2 broker(s) are registered or some brokers have all their log directories cordoned."},
+		{"elect: an unknown topic", elect(ElectPreferred, "nosuch", 0), metadata.ErrUnknownTopic, "No such topic as nosuch"},
+		{"elect: an unknown partition", elect(ElectUnclean, "orders", 9), metadata.ErrUnknownTopic, "No such partition as orders-9"},
+		{"alter configs: an unknown topic", alterConfig("nosuch"), metadata.ErrUnknownTopic, "The topic 'nosuch' does not exist."},
+		{"unregister: an unknown broker", unregisterErr, metadata.ErrBrokerIDNotRegistered, "Broker ID 9 is not currently registered"},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, tt.sentinel) || tt.err.Error() != tt.want {
+			t.Errorf("%s: %v, want %v %q", tt.name, tt.err, tt.sentinel, tt.want)
+		}
+	}
+}

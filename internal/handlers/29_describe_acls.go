@@ -2,8 +2,8 @@ package handlers
 
 // DescribeAcls (key 29), v1-v3 (v2+ flexible): the ACL bindings a filter selects,
 // grouped by resource pattern, from this broker's metadata image. Without an
-// authorizer it answers SECURITY_DISABLED, as Kafka does; an invalid filter,
-// INVALID_REQUEST.
+// authorizer it answers SECURITY_DISABLED with Kafka's message, as Kafka does; an
+// invalid filter, INVALID_REQUEST.
 
 import (
 	"context"
@@ -15,11 +15,20 @@ import (
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
+// Kafka's messages with SECURITY_DISABLED on a broker without an authorizer,
+// which kafka-acls prints: DescribeAcls has one, CreateAcls and DeleteAcls
+// another.
+const (
+	msgNoAuthorizerDescribe = "No Authorizer is configured on the broker"
+	msgNoAuthorizerChange   = "No Authorizer is configured."
+)
+
 func (h *Handlers) describeAcls(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	if h.cfg.Authorizer == nil {
-		resp.ErrorCode = kerr.SecurityDisabled.Code
+		msg := msgNoAuthorizerDescribe
+		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, &msg
 		return reply(resp)
 	}
 	f := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,

@@ -3,7 +3,7 @@ package handlers
 // CreateAcls (key 30), v1-v3 (v2+ flexible): adds ACL bindings through the
 // active controller (forwarded when this node is not it). One result per
 // creation: INVALID_REQUEST for a binding that cannot be stored; an existing
-// binding succeeds. Without an authorizer: SECURITY_DISABLED.
+// binding succeeds. Without an authorizer: SECURITY_DISABLED, with Kafka's message.
 
 import (
 	"context"
@@ -18,7 +18,12 @@ import (
 func (h *Handlers) createAcls(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.CreateACLsRequest)
 	if h.cfg.Authorizer == nil && ctx.Value(onLinkKey{}) == nil {
-		return reply(deniedResponse(req, kerr.SecurityDisabled.Code))
+		resp := deniedResponse(req, kerr.SecurityDisabled.Code).(*kmsg.CreateACLsResponse)
+		for i := range resp.Results {
+			msg := msgNoAuthorizerChange
+			resp.Results[i].ErrorMessage = &msg
+		}
+		return reply(resp)
 	}
 	if resp, ok := h.forwardIfNotController(ctx, r); ok {
 		return resp

@@ -3,7 +3,7 @@ package handlers
 // DeleteAcls (key 31), v1-v3 (v2+ flexible): removes the ACL bindings each
 // filter matches, through the active controller (forwarded when this node is not
 // it); each result lists the bindings its filter matched. Without an authorizer:
-// SECURITY_DISABLED.
+// SECURITY_DISABLED, with Kafka's message.
 
 import (
 	"context"
@@ -18,7 +18,12 @@ import (
 func (h *Handlers) deleteAcls(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DeleteACLsRequest)
 	if h.cfg.Authorizer == nil && ctx.Value(onLinkKey{}) == nil {
-		return reply(deniedResponse(req, kerr.SecurityDisabled.Code))
+		resp := deniedResponse(req, kerr.SecurityDisabled.Code).(*kmsg.DeleteACLsResponse)
+		for i := range resp.Results {
+			msg := msgNoAuthorizerChange
+			resp.Results[i].ErrorMessage = &msg
+		}
+		return reply(resp)
 	}
 	if resp, ok := h.forwardIfNotController(ctx, r); ok {
 		return resp

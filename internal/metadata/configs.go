@@ -262,6 +262,13 @@ var topicConfigDefs = []ConfigDef{
 		boolean(func(c *TopicConfig) *bool { return &c.UncleanLeaderElectionEnable })},
 }
 
+// brokerKeysWithoutDefault are broker keys of topic keys that have no default of
+// their own in Kafka 4.4 (it lies in an hours key, or nowhere): a topic's
+// description lists no DEFAULT_CONFIG synonym under them, as Kafka's does not.
+var brokerKeysWithoutDefault = map[string]bool{
+	"log.flush.interval.ms": true, "log.retention.ms": true, "log.roll.jitter.ms": true, "log.roll.ms": true,
+}
+
 var (
 	topicDefsByName    = make(map[string]*ConfigDef, len(topicConfigDefs))
 	topicDefsByBroker  = make(map[string]*ConfigDef, len(topicConfigDefs))
@@ -378,10 +385,13 @@ func LookupConfig(rt ResourceType, key string) (ConfigDef, error) {
 	default:
 		return ConfigDef{}, fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, rt)
 	}
-	if !ok {
-		return ConfigDef{}, fmt.Errorf("%w: unknown %v config %q", refusal(rt), rt, key)
+	switch {
+	case ok:
+		return d, nil
+	case rt == ResourceTopic || rt == ResourceGroup: // Kafka's words, which kafka-configs prints
+		return ConfigDef{}, KafkaText(ErrInvalidConfig, "Unknown %v config name: %s", rt, key)
 	}
-	return d, nil
+	return ConfigDef{}, fmt.Errorf("%w: unknown %v config %q", refusal(rt), rt, key)
 }
 
 // ParseList splits a LIST value the way Kafka does: comma separated, items

@@ -114,6 +114,26 @@ func TestValidateConfig(t *testing.T) {
 	}
 }
 
+// TestUnknownConfigNameMessage: an unknown topic or group key is INVALID_CONFIG
+// with Kafka 4.4's message, which kafka-configs prints (side by side with a
+// Kafka 4.4 node, session 17).
+func TestUnknownConfigNameMessage(t *testing.T) {
+	tests := []struct {
+		rt   ResourceType
+		key  string
+		want string
+	}{
+		{ResourceTopic, "nosuch.cfg", "Unknown topic config name: nosuch.cfg"},
+		{ResourceGroup, "bogus", "Unknown group config name: bogus"},
+	}
+	for _, tt := range tests {
+		err := ValidateConfig(tt.rt, tt.key, "1")
+		if !errors.Is(err, ErrInvalidConfig) || err.Error() != tt.want {
+			t.Errorf("ValidateConfig(%v, %q) = %v, want INVALID_CONFIG %q", tt.rt, tt.key, err, tt.want)
+		}
+	}
+}
+
 func TestParseList(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -33,6 +34,21 @@ func ErrorCode(err error) int16 {
 func kafkaError(e *kerr.Error, msg string) *KafkaError {
 	return &KafkaError{Code: e.Code, Msg: msg}
 }
+
+// KafkaText returns sentinel (one of the errors below) worded as Kafka words
+// it, for the answers Kafka's tools print: errors.Is and ErrorCode see
+// sentinel, and Error is the formatted message alone.
+func KafkaText(sentinel *KafkaError, format string, args ...any) error {
+	return &kafkaText{sentinel: sentinel, msg: fmt.Sprintf(format, args...)}
+}
+
+type kafkaText struct {
+	sentinel *KafkaError
+	msg      string
+}
+
+func (e *kafkaText) Error() string { return e.msg }
+func (e *kafkaText) Unwrap() error { return e.sentinel }
 
 // Errors returned by Apply, the validators and (through the controller) the plans.
 // Unless noted, retrying the same request gives the same answer.

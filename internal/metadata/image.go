@@ -231,7 +231,11 @@ func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
 		if _, set := t.Overrides[d.Name]; d.Name == TopicInternalSegmentBytes && !set {
 			continue
 		}
-		es = append(es, describe(d, d.Name, d.BrokerName,
+		defaultName := d.BrokerName
+		if brokerKeysWithoutDefault[defaultName] {
+			defaultName = ""
+		}
+		es = append(es, describe(d, d.Name, defaultName,
 			describeLevel{SourceTopic, d.Name, t.Overrides},
 			describeLevel{SourceClusterDefault, d.BrokerName, cluster}))
 	}
