@@ -525,11 +525,28 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {
 		return
 	}
 	sp.ErrorCode = errorCode(err)
-	if !errors.Is(err, metadata.ErrUnknownTopic) { // Kafka names no cause for an unknown partition
+	var tsErr *replica.TimestampError
+	switch {
+	case errors.As(err, &tsErr):
+		setRecordErrors(sp, tsErr)
+	case !errors.Is(err, metadata.ErrUnknownTopic): // Kafka names no cause for an unknown partition
 		msg := err.Error()
 		sp.ErrorMessage = &msg
 	}
 	if sp.ErrorCode != 0 && !errors.Is(err, replica.ErrTimeout) {
 		sp.BaseOffset = -1
+	}
+}
+
+// setRecordErrors words a timestamp refusal as Kafka does: a summary for the
+// partition and one record error per refused record.
+func setRecordErrors(sp *kmsg.ProduceResponseTopicPartition, e *replica.TimestampError) {
+	summary := e.Summary()
+	sp.ErrorMessage = &summary
+	for _, r := range e.Records {
+		re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		re.RelativeOffset = r.Index
+		re.ErrorMessage = &r.Message
+		sp.ErrorRecords = append(sp.ErrorRecords, re)
 	}
 }

@@ -26,6 +26,7 @@ var errorCodes = []struct {
 	{replica.ErrTimeout, kerr.RequestTimedOut},
 	{replica.ErrRecordTooLarge, kerr.MessageTooLarge},
 	{replica.ErrInvalidRecord, kerr.InvalidRecord},
+	{replica.ErrInvalidTimestamp, kerr.InvalidTimestamp},
 	{replica.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{replica.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{replica.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},

@@ -240,7 +240,9 @@ func TestProduceErrors(t *testing.T) {
 	n.createTopic("errs", 2)
 	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": "errs-small", "partitions": 1, "configs": map[string]string{"max.message.bytes": "1000"}})
 	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": "errs-isr", "partitions": 1, "configs": map[string]string{"min.insync.replicas": "2"}})
+	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": "errs-old", "partitions": 1, "configs": map[string]string{"message.timestamp.before.max.ms": "3600000"}})
 	huge := `{"topic":"errs","value":"` + strings.Repeat("x", 17<<20) + `"}`
+	twoHoursAhead := time.Now().Add(2 * time.Hour).UnixMilli()
 	for _, tc := range []struct {
 		name   string
 		path   string
@@ -269,6 +271,8 @@ func TestProduceErrors(t *testing.T) {
 		{"unknown partition", "/produce", `{"topic":"errs","partition":2,"value":1}`, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
 		{"record above max.message.bytes", "/produce", map[string]any{"topic": "errs-small", "value": strings.Repeat("y", 2000)}, 413, "MESSAGE_TOO_LARGE"},
 		{"body above the limit", "/produce", huge, 413, "REQUEST_TOO_LARGE"},
+		{"timestamp two hours ahead", "/produce", map[string]any{"topic": "errs", "partition": 0, "value": 1, "timestamp": twoHoursAhead}, 400, "INVALID_TIMESTAMP"},
+		{"timestamp before before.max.ms", "/produce", `{"topic":"errs-old","value":1,"timestamp":1000}`, 400, "INVALID_TIMESTAMP"},
 		{"too few in-sync replicas", "/produce", `{"topic":"errs-isr","value":1}`, 503, "NOT_ENOUGH_REPLICAS"},
 		{"batch: no records", "/topics/errs/records", `{"records":[]}`, 400, "INVALID_REQUEST"},
 		{"batch: bad record", "/topics/errs/records", `{"records":[{"value":1},{"partition":"x"}]}`, 400, "INVALID_REQUEST"},
@@ -278,6 +282,10 @@ func TestProduceErrors(t *testing.T) {
 		if r.status != tc.status || r.errorCode(t) != tc.code {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.body, tc.status, tc.code)
 		}
+	}
+	// A refused timestamp's answer says why, as Kafka's record error does.
+	if r := n.do("POST", "/produce", `{"topic":"errs-old","value":1,"timestamp":1000}`); !bytes.Contains(r.body, []byte("Timestamp 1000 of message with offset 0 is out of range")) {
+		t.Errorf("timestamp refusal: %s", r.body)
 	}
 	// acks=1 does not need the in-sync replicas acks=all needs.
 	n.must(http.StatusOK, "POST", "/produce", map[string]any{"topic": "errs-isr", "value": 1, "acks": 1})

@@ -35,9 +35,9 @@ var configDocs = map[string]string{
 	"max.compaction.lag.ms": "The longest a record may stay uncompacted in a compacted topic." + notActedOn,
 	"max.message.bytes":     "The largest record batch, in bytes, a producer may send to this topic.",
 	"message.timestamp.after.max.ms": "How far, in milliseconds, a CreateTime timestamp may be ahead of the " +
-		"broker's clock." + notActedOn,
+		"broker's clock; a produced record further ahead is refused (INVALID_TIMESTAMP).",
 	"message.timestamp.before.max.ms": "How far, in milliseconds, a CreateTime timestamp may be behind the " +
-		"broker's clock." + notActedOn,
+		"broker's clock; a produced record further behind is refused (INVALID_TIMESTAMP).",
 	"message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime replaces them with " +
 		"the broker's clock at append.",
 	"min.cleanable.dirty.ratio": "The share of a compacted log not yet compacted above which the cleaner compacts it.",

@@ -216,7 +216,7 @@ var topicConfigDefs = []ConfigDef{
 		long(1, maxInt64, func(c *TopicConfig) *int64 { return &c.MaxCompactionLagMs })},
 	{"max.message.bytes", ConfigTypeInt, "1048588", "message.max.bytes",
 		int32Key(0, maxInt32, func(c *TopicConfig) *int32 { return &c.MaxMessageBytes })},
-	{"message.timestamp.after.max.ms", ConfigTypeLong, "9223372036854775807", "log.message.timestamp.after.max.ms",
+	{"message.timestamp.after.max.ms", ConfigTypeLong, "3600000", "log.message.timestamp.after.max.ms",
 		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.MessageTimestampAfterMaxMs })},
 	{"message.timestamp.before.max.ms", ConfigTypeLong, "9223372036854775807", "log.message.timestamp.before.max.ms",
 		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.MessageTimestampBeforeMaxMs })},

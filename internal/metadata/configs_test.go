@@ -42,7 +42,7 @@ func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
 		FlushMessages: maxInt64, FlushMs: maxInt64, IndexIntervalBytes: 4096,
 		LocalRetentionBytes: -2, LocalRetentionMs: -2,
 		MaxCompactionLagMs: maxInt64, MaxMessageBytes: 1048588,
-		MessageTimestampAfterMaxMs: maxInt64, MessageTimestampBeforeMaxMs: maxInt64,
+		MessageTimestampAfterMaxMs: 3600000, MessageTimestampBeforeMaxMs: maxInt64,
 		MessageTimestampType: CreateTime, MinCleanableDirtyRatio: 0.5, MinInsyncReplicas: 1,
 		RetentionBytes: -1, RetentionMs: 604800000, SegmentBytes: 1073741824,
 		SegmentIndexBytes: 10485760, SegmentMs: 604800000,

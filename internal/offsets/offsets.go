@@ -141,7 +141,7 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 	case opts.Transactional:
 		res, err = p.AppendAsCoordinator(b)
 	default:
-		res, err = p.AppendWith(b, -1, replica.AppendOpts{FlushWithin: ao.FlushWithin})
+		res, err = p.AppendWith(b, -1, replica.AppendOpts{FlushWithin: ao.FlushWithin, Coordinator: true})
 	}
 	switch {
 	case errors.Is(err, replica.ErrRecordTooLarge):

@@ -76,6 +76,10 @@ var (
 	// ErrInvalidRecord: a batch a client may not write (control batch, several
 	// batches from one idempotent producer in one request). INVALID_RECORD.
 	ErrInvalidRecord = errors.New("invalid record")
+	// ErrInvalidTimestamp: a client's record has a CreateTime outside the topic's
+	// message.timestamp.before.max.ms / after.max.ms window; nothing was
+	// appended. INVALID_TIMESTAMP. Errors wrapping it are *TimestampError.
+	ErrInvalidTimestamp = errors.New("invalid timestamp")
 	// ErrClosed: the partition was removed or the broker is stopping.
 	// NOT_LEADER_OR_FOLLOWER; the client retries elsewhere.
 	ErrClosed = errors.New("partition closed")
@@ -451,6 +455,11 @@ type AppendOpts struct {
 	// later append, at most this long, instead of waking the flusher (for
 	// records nobody waits to be committed; storage.AppendHints).
 	FlushWithin time.Duration
+	// Coordinator marks a coordinator's own records (offsets, groups,
+	// transactions, share state): their timestamps are not checked against
+	// message.timestamp.before.max.ms and after.max.ms, as Kafka checks only
+	// a client's.
+	Coordinator bool
 }
 
 // AppendWith is Append with opts.
@@ -464,6 +473,7 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 	}
 	var first batch.Header
 	n := 0
+	window := timestampWindowOf(cfg, time.Now().UnixMilli())
 	it := batch.NewIter(records)
 	for ; it.Next(); n++ {
 		h := it.Header()
@@ -484,6 +494,11 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 		}
 		if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
 			if err := requireKeys(it.Batch()); err != nil {
+				return AppendResult{}, err
+			}
+		}
+		if !opts.Coordinator {
+			if err := window.check(h, it.Batch()); err != nil {
 				return AppendResult{}, err
 			}
 		}
