@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -38,6 +39,28 @@ func BenchmarkLeaderAppend(b *testing.B) {
 		if _, err := p.Append(records, 1); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLeaderAppendBoundedBefore is BenchmarkLeaderAppend on a topic
+// with message.timestamp.before.max.ms set: the leader reads every record's
+// timestamp (the header cannot bound the smallest), uncompressed and lz4.
+func BenchmarkLeaderAppendBoundedBefore(b *testing.B) {
+	for _, codec := range []int8{0, 3} {
+		b.Run(fmt.Sprintf("codec=%d", codec), func(b *testing.B) {
+			p := discardingPartition(b, 1, &metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+			cfg := metadata.DefaultTopicConfig()
+			cfg.MessageTimestampBeforeMaxMs = 3_600_000
+			p.setConfig(&cfg)
+			records := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Codec: codec, Records: batchtest.Values(64, 1024)})
+			b.SetBytes(int64(len(records)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Append(records, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

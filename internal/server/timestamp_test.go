@@ -38,14 +38,7 @@ func TestProduceInvalidTimestamp(t *testing.T) {
 	}
 
 	// The raw answer carries Kafka's summary and one record error.
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = 1, 10_000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "ts"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batchtest.Build(batchtest.Options{FirstTimestamp: ahead.UnixMilli(), Records: batchtest.Values(1, 1)})
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequestOf("ts", 1, batchtest.Build(batchtest.Options{FirstTimestamp: ahead.UnixMilli(), Records: batchtest.Values(1, 1)}))
 	req.SetVersion(11)
 	sp := rawRequest(t, n.KafkaAddr(), req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	if sp.ErrorCode != kerr.InvalidTimestamp.Code || sp.ErrorMessage == nil ||
