@@ -4,9 +4,10 @@ package main
 // (the Java client at its defaults: 16 KiB batches, linger 5 ms, up to five
 // requests in flight, idempotent) sends 1 KiB records with acks=all, without
 // transactions and with transactions of each duration asked for
-// (--transaction-duration-ms), against both systems in alternating rounds. On
-// a one-node Strata each run also reads /metrics before and after: the data
-// partition's fsyncs and the Produce requests per MB, and the fsyncs per
+// (--transaction-duration-ms), against both systems in alternating rounds.
+// Each run takes the brokers' CPU and the client's, both per MB, so a
+// client-bound run shows as one. On a one-node Strata each run also reads
+// /metrics before and after: the data partition's fsyncs and the Produce requests per MB, and the fsyncs per
 // transaction (per EndTxn). franz-go's transactional rows send a transaction
 // of 1 KiB records as one 1 MB batch; this is the pattern of the Java client
 // and of Kafka Streams with exactly_once_v2.
@@ -61,6 +62,10 @@ func javaTxnRun(ctx context.Context, o options, b *system, ms, round int) ([]mea
 			return nil, nil, err
 		}
 	}
+	cpuBefore, err := b.cpuSeconds()
+	if err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	// The child inherits this process's CPUs (-pin-client).
@@ -74,9 +79,17 @@ func javaTxnRun(ctx context.Context, o options, b *system, ms, round int) ([]mea
 	if err != nil {
 		return nil, string(out), err
 	}
+	cpuAfter, err := b.cpuSeconds()
+	if err != nil {
+		return nil, summary.line, err
+	}
+	mb := float64(o.extras.javaTxnRecords) * 1024 / 1e6
+	clientCPU := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	measures := []measure{
 		{metric: "records/s", value: summary.recordsPerSec},
 		{metric: "avg latency ms", value: summary.avgLatencyMS, lowerIsBetter: true},
+		{metric: "broker CPU ms per MB", value: (cpuAfter - cpuBefore) * 1000 / mb, lowerIsBetter: true},
+		{metric: "client CPU ms per MB", value: clientCPU * 1000 / mb, lowerIsBetter: true},
 	}
 	if before == nil {
 		return measures, summary.line, nil
@@ -85,7 +98,7 @@ func javaTxnRun(ctx context.Context, o options, b *system, ms, round int) ([]mea
 	if err != nil {
 		return nil, summary.line, err
 	}
-	measures = append(measures, strataProduceCounts(before, after, float64(o.extras.javaTxnRecords)*1024/1e6)...)
+	measures = append(measures, strataProduceCounts(before, after, mb)...)
 	return measures, summary.line, nil
 }
 
