@@ -176,6 +176,13 @@ type Config struct {
 	// LeaderImbalanceCheckInterval is how often the controller moves leadership back
 	// to preferred replicas (auto.leader.rebalance); 0 turns it off.
 	LeaderImbalanceCheckInterval time.Duration
+	// MetadataSnapshotMaxBytes and MetadataSnapshotMaxInterval are Kafka's
+	// metadata.log.max.record.bytes.between.snapshots and
+	// metadata.log.max.snapshot.interval.ms: a controller snapshots its metadata
+	// log after that many bytes of new records, or that long after its last
+	// snapshot when there are new records (0: no time bound).
+	MetadataSnapshotMaxBytes    int64
+	MetadataSnapshotMaxInterval time.Duration
 	// RemoteStorage is the object store of tiered topics (file:///path); empty:
 	// no tiered storage.
 	RemoteStorage string
@@ -227,6 +234,8 @@ func Default() Config {
 		BrokerSessionTimeout:                 9 * time.Second,
 		ReplicaLagTimeMax:                    30 * time.Second,
 		LeaderImbalanceCheckInterval:         5 * time.Minute,
+		MetadataSnapshotMaxBytes:             20 << 20,
+		MetadataSnapshotMaxInterval:          time.Hour,
 		RemoteCacheSize:                      256 << 20,
 		LogCacheTailBytes:                    64 << 20, // storage.DefaultCacheTailBytes
 		RemoteUploadInterval:                 time.Second,
@@ -305,6 +314,8 @@ func (c *Config) options() []option {
 		{"broker-session-timeout", "a broker silent this long is fenced and loses leadership", durationValue{&c.BrokerSessionTimeout}},
 		{"replica-lag-time-max", "a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)", durationValue{&c.ReplicaLagTimeMax}},
 		{"leader-imbalance-check-interval", "how often leadership moves back to preferred replicas (0: never)", durationValue{&c.LeaderImbalanceCheckInterval}},
+		{"metadata-log-max-record-bytes-between-snapshots", "bytes of new metadata records after which a controller snapshots its log (metadata.log.max.record.bytes.between.snapshots)", int64Value{&c.MetadataSnapshotMaxBytes}},
+		{"metadata-log-max-snapshot-interval", "longest time between metadata snapshots while there are new records (metadata.log.max.snapshot.interval.ms; 0: no time bound)", durationValue{&c.MetadataSnapshotMaxInterval}},
 		{"remote-storage", "object store for topics with remote.storage.enable=true: file:///path or s3://bucket/prefix?endpoint=host:port&region=r[&insecure=true] (credentials from the standard AWS chain; empty: no tiered storage)", stringValue{&c.RemoteStorage}},
 		{"remote-cache-size", "bytes of remote-storage read blocks cached in memory", int64Value{&c.RemoteCacheSize}},
 		{"log-cache-tail-bytes", "bytes of each log's newest durable data kept in the page cache; older durable data is dropped from it after each fsync (-1: drop nothing)", int64Value{&c.LogCacheTailBytes}},
@@ -442,6 +453,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
 		errs = append(errs, fmt.Errorf("broker-session-timeout (%v) must be longer than broker-heartbeat-interval (%v)", c.BrokerSessionTimeout, c.BrokerHeartbeatInterval))
+	}
+	if c.MetadataSnapshotMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("metadata-log-max-record-bytes-between-snapshots must be at least 1, got %d", c.MetadataSnapshotMaxBytes))
+	}
+	if c.MetadataSnapshotMaxInterval < 0 {
+		errs = append(errs, fmt.Errorf("metadata-log-max-snapshot-interval must not be negative, got %v", c.MetadataSnapshotMaxInterval))
 	}
 	if c.LeaderImbalanceCheckInterval < 0 {
 		errs = append(errs, fmt.Errorf("leader-imbalance-check-interval must not be negative, got %v", c.LeaderImbalanceCheckInterval))

@@ -85,6 +85,13 @@ type Config struct {
 	SnapshotInterval  time.Duration // how often to consider a snapshot (2m)
 	SnapshotThreshold uint64        // log entries since the last snapshot that trigger one (8192)
 	TrailingLogs      uint64        // entries kept after a snapshot for slow followers (10240)
+	// SnapshotMaxBytes is Kafka's metadata.log.max.record.bytes.between.snapshots:
+	// bytes of records applied since the last snapshot that trigger one (20 MiB;
+	// negative: off). SnapshotMaxInterval is metadata.log.max.snapshot.interval.ms:
+	// the longest time since the last snapshot with records applied after it (1h;
+	// negative: off). See snapshots.go.
+	SnapshotMaxBytes    int64
+	SnapshotMaxInterval time.Duration
 
 	Logger *slog.Logger // default slog.Default()
 	// RaftLogLevel is the least severe raft log level passed on (Warn).
@@ -110,6 +117,10 @@ func (c *Config) setDefaults() {
 	setDuration(&c.CommitTimeout, 50*time.Millisecond)
 	setDuration(&c.ApplyTimeout, 5*time.Second)
 	setDuration(&c.SnapshotInterval, 2*time.Minute)
+	setDuration(&c.SnapshotMaxInterval, time.Hour)
+	if c.SnapshotMaxBytes == 0 {
+		c.SnapshotMaxBytes = 20 << 20
+	}
 	setDuration(&c.SessionTimeout, 9*time.Second)
 	if c.clock == nil {
 		c.clock = time.Now
@@ -271,7 +282,7 @@ func (c *Controller) start() error {
 	if err != nil {
 		return fmt.Errorf("controller: snapshot store: %w", err)
 	}
-	c.fsm = newFSM(c.log)
+	c.fsm = newFSM(c.log, cfg.SnapshotMaxBytes)
 	c.trans = cfg.Transport
 	if c.trans == nil {
 		nt, err := c.tcpTransport(hl)
@@ -318,9 +329,10 @@ func (c *Controller) start() error {
 	if c.raft, err = raft.NewRaft(rc, c.fsm, c.store, c.store, snaps, c.trans); err != nil {
 		return fmt.Errorf("controller: starting raft: %w", err)
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.logLeadership(notify)
 	go c.superviseBrokers()
+	go c.snapshotOnBounds()
 	c.pushWG.Add(1)
 	go c.pushCommits()
 	if err := c.maybeShortenElection(rc); err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/strata-stream/strata/internal/metadata"
@@ -18,6 +19,14 @@ type fsm struct {
 	log *slog.Logger
 	img atomic.Pointer[metadata.Image]
 
+	// Bytes of records applied since the process started, and their count
+	// and the time at the last snapshot (snapshots.go).
+	applied, appliedAtSnapshot atomic.Int64
+	snapshotAt                 atomic.Int64 // unix nanoseconds
+	// maxBytes is Config.SnapshotMaxBytes: passing it signals bytesBound.
+	maxBytes   int64
+	bytesBound chan struct{}
+
 	mu struct {
 		sync.Mutex
 		watchers map[chan *metadata.Image]struct{}
@@ -27,8 +36,9 @@ type fsm struct {
 
 var _ raft.FSM = (*fsm)(nil)
 
-func newFSM(log *slog.Logger) *fsm {
-	f := &fsm{log: log}
+func newFSM(log *slog.Logger, maxBytes int64) *fsm {
+	f := &fsm{log: log, maxBytes: maxBytes, bytesBound: make(chan struct{}, 1)}
+	f.snapshotAt.Store(time.Now().UnixNano())
 	f.img.Store(metadata.NewImage())
 	f.mu.watchers = make(map[chan *metadata.Image]struct{})
 	return f
@@ -50,11 +60,38 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.log.Debug("metadata batch rejected", "index", l.Index, "err", err)
 	}
 	f.publish(next.WithOffset(l.Index))
+	if since := f.applied.Add(int64(len(l.Data))) - f.appliedAtSnapshot.Load(); f.maxBytes > 0 && since >= f.maxBytes {
+		select {
+		case f.bytesBound <- struct{}{}:
+		default:
+		}
+	}
 	return err
 }
 
+// Snapshot is called for every snapshot, the ones snapshots.go asks for and
+// Raft's own, in order with Apply.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.appliedAtSnapshot.Store(f.applied.Load())
+	f.snapshotAt.Store(time.Now().UnixNano())
 	return fsmSnapshot{img: f.img.Load()}, nil
+}
+
+func (f *fsm) lastSnapshot() time.Time { return time.Unix(0, f.snapshotAt.Load()) }
+
+// snapshotDue reports whether a snapshot is due at now: maxBytes of records
+// applied since the last one, or maxInterval passed with any record applied
+// (a bound of 0 or less is off).
+func (f *fsm) snapshotDue(maxBytes int64, maxInterval time.Duration, now time.Time) bool {
+	since := f.applied.Load() - f.appliedAtSnapshot.Load()
+	switch {
+	case since <= 0:
+		return false
+	case maxBytes > 0 && since >= maxBytes:
+		return true
+	default:
+		return maxInterval > 0 && now.Sub(f.lastSnapshot()) >= maxInterval
+	}
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
@@ -67,6 +104,8 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("controller: restoring snapshot: %w", err)
 	}
+	f.appliedAtSnapshot.Store(f.applied.Load())
+	f.snapshotAt.Store(time.Now().UnixNano())
 	f.publish(img)
 	return nil
 }

@@ -209,6 +209,16 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 // member. It waits
 // until the controller has a leader and has applied its log, then builds the
 // metrics.
+// snapshotInterval maps the broker's metadata-log-max-snapshot-interval (0:
+// no time bound, as Kafka's 0) onto the controller's (0: its default; negative:
+// no time bound).
+func snapshotInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 	cfg := n.cfg
 	peers, err := n.startControllerListener()
@@ -227,6 +237,8 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		SessionTimeout:    cfg.BrokerSessionTimeout,
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
+		SnapshotMaxBytes:             cfg.MetadataSnapshotMaxBytes,
+		SnapshotMaxInterval:          snapshotInterval(cfg.MetadataSnapshotMaxInterval),
 		Logger:                       n.log, // the controller and its Raft adapter name their own components
 		Tokens: controller.TokenConfig{SecretKey: cfg.DelegationTokenSecretKey, MaxLifetime: cfg.DelegationTokenMaxLifetime,
 			ExpiryTime: cfg.DelegationTokenExpiryTime, ExpiryCheckInterval: cfg.DelegationTokenExpiryCheckInterval},

@@ -27,8 +27,9 @@ import (
 const trailingLogs = 10240
 
 // snapshot pushes the metadata written so far out of the controller's Raft
-// log into a snapshot. A node has no setting for when its controller
-// snapshots (8192 new entries, looked for every 2 to 4 minutes), so it writes
+// log into a snapshot. The binaries it takes may predate the controller's
+// snapshot settings (session 18), and even with them a snapshot keeps the
+// trailingLogs entries before it, so it writes
 // more than trailingLogs entries (quota changes of client id flood, removed
 // at the end) and waits for the controller's timer: then the log keeps only
 // entries newer than the metadata. It prints the last index of the metadata.
