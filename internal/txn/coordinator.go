@@ -177,6 +177,15 @@ func (e *entry) maybeIdle() {
 	}
 }
 
+// withLock runs f with c.mu held, released by defer: a request that panics
+// under the lock (the broker recovers the panic) does not leave every later
+// request waiting for it.
+func (c *Coordinator) withLock(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f()
+}
+
 // closedChan is returned by Completed when nothing is in flight.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -213,12 +222,12 @@ func (c *Coordinator) PartitionFor(id string) int32 { return group.PartitionFor(
 // Close stops every completion and the expiry loop. Later calls do nothing.
 func (c *Coordinator) Close() {
 	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		for i, p := range c.parts {
-			p.cancel()
-			delete(c.parts, i)
-		}
-		c.mu.Unlock()
+		c.withLock(func() {
+			for i, p := range c.parts {
+				p.cancel()
+				delete(c.parts, i)
+			}
+		})
 		close(c.stop)
 	})
 	c.wg.Wait()
@@ -237,12 +246,12 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, records iter.Seq2[group.Record, error]) error {
 	pctx, cancel := context.WithCancel(context.Background())
 	pt := &partition{epoch: epoch, ctx: pctx, cancel: cancel, txns: map[string]*entry{}}
-	c.mu.Lock()
-	if old := c.parts[p]; old != nil {
-		old.cancel()
-	}
-	c.parts[p] = pt
-	c.mu.Unlock()
+	c.withLock(func() {
+		if old := c.parts[p]; old != nil {
+			old.cancel()
+		}
+		c.parts[p] = pt
+	})
 	// The replay fills a map of its own: an unload (a newer load of p, or a
 	// leadership change) may walk pt.txns meanwhile, under c.mu. It becomes
 	// pt's below, under c.mu, if pt is still p's.
@@ -289,9 +298,8 @@ func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, recor
 
 // UnloadPartition stops answering for p's transactional ids.
 func (c *Coordinator) UnloadPartition(p int32) {
-	c.mu.Lock()
-	pt := c.parts[p]
-	c.mu.Unlock()
+	var pt *partition
+	c.withLock(func() { pt = c.parts[p] })
 	if pt != nil {
 		c.unload(p, pt)
 	}
@@ -300,6 +308,7 @@ func (c *Coordinator) UnloadPartition(p int32) {
 func (c *Coordinator) unload(p int32, pt *partition) {
 	pt.cancel()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.parts[p] == pt {
 		delete(c.parts, p)
 	}
@@ -308,7 +317,6 @@ func (c *Coordinator) unload(p int32, pt *partition) {
 		e.overlapping = false
 		e.unhold()
 	}
-	c.mu.Unlock()
 }
 
 // Completed returns a channel closed once the change in flight for id (a state
@@ -413,12 +421,12 @@ func (c *Coordinator) releaseOverlap(e *entry, next *Meta) {
 // pre-added by the id's last state are no longer: next replaces it.
 func (c *Coordinator) write(ctx context.Context, p int32, id string, e *entry, next Meta, unacked bool) error {
 	recs := []group.Record{encodeRecord(id, next)}
-	c.mu.Lock()
-	if e.unwritten {
-		recs = []group.Record{encodeRecord(id, e.meta), recs[0]}
-	}
-	e.preadded = nil
-	c.mu.Unlock()
+	c.withLock(func() {
+		if e.unwritten {
+			recs = []group.Record{encodeRecord(id, e.meta), recs[0]}
+		}
+		e.preadded = nil
+	})
 	if unacked {
 		return c.store.AppendUnacked(ctx, p, recs)
 	}
@@ -469,13 +477,14 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 		return c.overlapChange(ctx, p, id, e, prep, decide)
 	}
 	var cur *Meta
-	c.mu.Lock()
-	if e.exists {
-		m := e.meta
-		cur = &m
-	}
-	preadded := e.preadded
-	c.mu.Unlock()
+	var preadded []TopicPartition
+	c.withLock(func() {
+		if e.exists {
+			m := e.meta
+			cur = &m
+		}
+		preadded = e.preadded
+	})
 	tr, err := decide(cur)
 	if err != nil {
 		c.release(pt, id, e, nil)
@@ -496,10 +505,10 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 		c.release(pt, id, e, &tr.next)
 		return tr.next, tr.code
 	}
-	c.mu.Lock()
-	e.meta, e.exists, e.unwritten, e.preadded = tr.next, true, false, tr.next.Preadded
-	c.startCompletion(p, pt, id, e, tr.next)
-	c.mu.Unlock()
+	c.withLock(func() {
+		e.meta, e.exists, e.unwritten, e.preadded = tr.next, true, false, tr.next.Preadded
+		c.startCompletion(p, pt, id, e, tr.next)
+	})
 	return tr.next, tr.code
 }
 
@@ -507,10 +516,9 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 // markers of prep are written: e holds prep itself or, after an earlier
 // overlapping request, the next transaction's Ongoing state.
 func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *entry, prep *Meta, decide func(cur *Meta) (transition, error)) (Meta, int16) {
-	c.mu.Lock()
-	cur := e.meta
-	preadded := e.preadded
-	c.mu.Unlock()
+	var cur Meta
+	var preadded []TopicPartition
+	c.withLock(func() { cur, preadded = e.meta, e.preadded })
 	if cur.State == PrepareCommit || cur.State == PrepareAbort {
 		cur = complete(cur, c.nowMs())
 	}
@@ -670,37 +678,39 @@ func (c *Coordinator) startCompletion(p int32, pt *partition, id string, e *entr
 		err := c.markers.WriteMarkers(pt.ctx, Markers{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: pt.epoch,
 			Commit: m.State == PrepareCommit, TransactionVersion: m.markerVersion(), Partitions: m.Partitions})
 		if !c.markersWritten(pt, id, err) {
-			c.mu.Lock()
-			e.prep = nil // a deposed coordinator serves nothing more of the id
-			c.mu.Unlock()
+			c.withLock(func() { e.prep = nil }) // a deposed coordinator serves nothing more of the id
 			return
 		}
-		c.mu.Lock()
-		if c.parts[p] != pt {
-			c.mu.Unlock()
-			return // unloaded
+		if c.applyMarkersWritten(p, pt, e, m) {
+			c.writeCompleted(p, pt, id, e)
 		}
-		e.prep = nil
-		if s := e.meta.State; s != PrepareCommit && s != PrepareAbort {
-			// The next transaction overlapped: its state, in the log, names
-			// these markers as owed; from now on it need not.
-			e.meta.Owed = nil
-			e.unhold()
-			c.mu.Unlock()
-			return
-		}
-		if e.resume {
-			// Nothing to write: the Prepare state in the log stands for it.
-			e.meta, e.resume = resumed(m, c.nowMs()), false
-			e.unhold()
-			c.mu.Unlock()
-			return
-		}
-		e.meta, e.exists, e.unwritten = complete(m, c.nowMs()), true, true
-		e.unhold()
-		c.mu.Unlock()
-		c.writeCompleted(p, pt, id, e)
 	}()
+}
+
+// applyMarkersWritten ends e's completion of Prepare state m once its markers
+// are written, and tells whether the completed state it leads to is still to
+// be written (writeCompleted).
+func (c *Coordinator) applyMarkersWritten(p int32, pt *partition, e *entry, m Meta) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parts[p] != pt {
+		return false // unloaded
+	}
+	e.prep = nil
+	defer e.unhold()
+	if s := e.meta.State; s != PrepareCommit && s != PrepareAbort {
+		// The next transaction overlapped: its state, in the log, names
+		// these markers as owed; from now on it need not.
+		e.meta.Owed = nil
+		return false
+	}
+	if e.resume {
+		// Nothing to write: the Prepare state in the log stands for it.
+		e.meta, e.resume = resumed(m, c.nowMs()), false
+		return false
+	}
+	e.meta, e.exists, e.unwritten = complete(m, c.nowMs()), true, true
+	return true
 }
 
 // markersWritten tells whether a marker write ended with the markers written
@@ -760,16 +770,11 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 	case <-t.C:
 	}
 	for {
-		c.mu.Lock()
-		if pt.ctx.Err() != nil || !e.unwritten || pt.txns[id] != e {
-			c.mu.Unlock()
+		rec, idle, ok := c.holdCompleted(pt, id, e)
+		switch {
+		case !ok:
 			return
-		}
-		if e.busy || e.overlapping {
-			// A request holds the id: its write carries the completed state,
-			// unless it writes nothing; look again once it is over.
-			idle := e.idle
-			c.mu.Unlock()
+		case idle != nil:
 			select {
 			case <-pt.ctx.Done():
 				return
@@ -777,17 +782,13 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 			}
 			continue
 		}
-		e.hold()
-		e.preadded = nil // the completed state replaces the Prepare state that pre-added them
-		rec := encodeRecord(id, e.meta)
-		c.mu.Unlock()
 		err := c.store.AppendUnacked(pt.ctx, p, []group.Record{rec})
-		c.mu.Lock()
-		if err == nil {
-			e.unwritten = false
-		}
-		e.unhold()
-		c.mu.Unlock()
+		c.withLock(func() {
+			if err == nil {
+				e.unwritten = false
+			}
+			e.unhold()
+		})
 		if err == nil || pt.ctx.Err() != nil || errors.Is(err, group.ErrNotCoordinator) {
 			return
 		}
@@ -801,6 +802,25 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 		}
 		backoff = min(2*backoff, maxCompleteBackoff)
 	}
+}
+
+// holdCompleted holds e to write its completed state, the record it returns.
+// When a request holds the id instead, it returns the channel closed once that
+// is over (the request's write carries the completed state, unless it writes
+// nothing: look again then). ok is false when there is nothing to write: the
+// partition is unloaded, or the state is written or replaced.
+func (c *Coordinator) holdCompleted(pt *partition, id string, e *entry) (rec group.Record, idle <-chan struct{}, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pt.ctx.Err() != nil || !e.unwritten || pt.txns[id] != e {
+		return group.Record{}, nil, false
+	}
+	if e.busy || e.overlapping {
+		return group.Record{}, e.idle, true
+	}
+	e.hold()
+	e.preadded = nil // the completed state replaces the Prepare state that pre-added them
+	return encodeRecord(id, e.meta), nil, true
 }
 
 // runExpiry aborts transactions that outlive their timeout.
@@ -821,16 +841,35 @@ func (c *Coordinator) runExpiry() {
 // expireTxns starts aborting every Ongoing transaction past its timeout: the
 // epoch is bumped (the producer is fenced) and the abort written.
 func (c *Coordinator) expireTxns() {
-	now := c.nowMs()
-	type job struct {
-		p    int32
-		pt   *partition
-		id   string
-		e    *entry
-		next Meta
+	for _, j := range c.holdExpired(c.nowMs()) {
+		if err := c.write(j.pt.ctx, j.p, j.id, j.e, j.next, false); err != nil {
+			c.release(j.pt, j.id, j.e, nil) // tried again at the next tick
+			continue
+		}
+		c.log.Info("aborting a transaction past its timeout", "transactional_id", j.id, "producer_id", j.next.ProducerID)
+		c.withLock(func() {
+			j.e.meta, j.e.unwritten = j.next, false
+			c.startCompletion(j.p, j.pt, j.id, j.e, j.next)
+		})
 	}
-	var jobs []job
+}
+
+// expiry is the abort of one transaction past its timeout: next is its
+// PrepareAbort state.
+type expiry struct {
+	p    int32
+	pt   *partition
+	id   string
+	e    *entry
+	next Meta
+}
+
+// holdExpired holds every Ongoing transaction past its timeout at now and
+// returns their aborts.
+func (c *Coordinator) holdExpired(now int64) []expiry {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	var jobs []expiry
 	for p, pt := range c.parts {
 		if !pt.loaded {
 			continue
@@ -840,19 +879,8 @@ func (c *Coordinator) expireTxns() {
 				continue
 			}
 			e.hold()
-			jobs = append(jobs, job{p, pt, id, e, expire(e.meta, now)})
+			jobs = append(jobs, expiry{p, pt, id, e, expire(e.meta, now)})
 		}
 	}
-	c.mu.Unlock()
-	for _, j := range jobs {
-		if err := c.write(j.pt.ctx, j.p, j.id, j.e, j.next, false); err != nil {
-			c.release(j.pt, j.id, j.e, nil) // tried again at the next tick
-			continue
-		}
-		c.log.Info("aborting a transaction past its timeout", "transactional_id", j.id, "producer_id", j.next.ProducerID)
-		c.mu.Lock()
-		j.e.meta, j.e.unwritten = j.next, false
-		c.startCompletion(j.p, j.pt, j.id, j.e, j.next)
-		c.mu.Unlock()
-	}
+	return jobs
 }

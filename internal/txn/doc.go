@@ -40,8 +40,11 @@
 // # Concurrency
 //
 // Coordinator.mu guards the loaded partitions and their entries; it is never
-// held across a state write or a marker write. A partition's completions run
-// under its context, cancelled on unload.
+// held across a state write or a marker write, and it is only taken in a
+// function that releases it with defer (Coordinator.withLock, or a small
+// function of its own), so a request that panics with it held (the broker
+// recovers the panic) does not leave every transactional id waiting for it. A
+// partition's completions run under its context, cancelled on unload.
 //
 // The durability rules and coordinator epochs are described in
 // docs/transactions.md.
