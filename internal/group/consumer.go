@@ -41,6 +41,9 @@ type TopicCatalog interface {
 	// TopicNames lists the topics a subscription pattern may match: every topic
 	// but the internal ones.
 	TopicNames() []string
+	// TopicNamesVersion changes whenever TopicNames may have changed (it may
+	// change without them), so a caller resolves patterns again only then.
+	TopicNamesVersion() uint64
 }
 
 // noTopics is the catalog of a coordinator configured without one.
@@ -49,6 +52,7 @@ type noTopics struct{}
 func (noTopics) Topic(string) ([16]byte, int32, bool) { return [16]byte{}, 0, false }
 func (noTopics) TopicName([16]byte) (string, bool)    { return "", false }
 func (noTopics) TopicNames() []string                 { return nil }
+func (noTopics) TopicNamesVersion() uint64            { return 0 }
 
 func (g *group) topicsLocked() TopicCatalog { return g.c.cfg.Topics }
 

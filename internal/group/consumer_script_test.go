@@ -26,9 +26,10 @@ import (
 // fakeTopics is a TopicCatalog a script edits; a topic's id is derived from its name
 // and how often it was created.
 type fakeTopics struct {
-	mu     sync.Mutex
-	topics map[string]topicMeta
-	made   map[string]int
+	mu      sync.Mutex
+	topics  map[string]topicMeta
+	made    map[string]int
+	version uint64 // moved by every set
 }
 
 func newFakeTopics() *fakeTopics {
@@ -38,6 +39,7 @@ func newFakeTopics() *fakeTopics {
 func (f *fakeTopics) set(name string, partitions int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.version++
 	if partitions <= 0 {
 		delete(f.topics, name)
 		return
@@ -67,6 +69,12 @@ func (f *fakeTopics) TopicName(id [16]byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+func (f *fakeTopics) TopicNamesVersion() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.version
 }
 
 func (f *fakeTopics) TopicNames() []string {

@@ -2,7 +2,6 @@ package group
 
 import (
 	"regexp"
-	"slices"
 )
 
 // This file counts what a consumer group's members subscribe to, so that a
@@ -20,7 +19,7 @@ type subscriptions struct {
 	names    map[string]int           // topic -> members subscribing to it by name
 	patterns map[string]*patternCount // pattern -> members subscribing with it
 	matched  map[string]struct{}      // topics the patterns match; nil: resolve again
-	catalog  []string                 // the catalog's topic names matched was resolved from
+	version  uint64                   // the catalog's TopicNamesVersion matched was resolved at
 }
 
 // patternCount is one distinct subscription pattern and its members.
@@ -81,11 +80,12 @@ func (s *subscriptions) matchedTopics(cat TopicCatalog) map[string]struct{} {
 	if len(s.patterns) == 0 {
 		return nil
 	}
-	names := cat.TopicNames()
-	if s.matched != nil && slices.Equal(names, s.catalog) {
+	version := cat.TopicNamesVersion()
+	if s.matched != nil && version == s.version {
 		return s.matched
 	}
-	s.matched, s.catalog = make(map[string]struct{}), names
+	names := cat.TopicNames()
+	s.matched, s.version = make(map[string]struct{}), version
 	for _, p := range s.patterns {
 		for _, t := range names {
 			if p.re.MatchString(t) {

@@ -28,6 +28,9 @@ func (c topicCatalog) TopicName(id [16]byte) (string, bool) {
 	return t.Name, true
 }
 
+// TopicNamesVersion is the image's offset: every metadata change moves it.
+func (c topicCatalog) TopicNamesVersion() uint64 { return c.image().Offset() }
+
 // TopicNames leaves out the internal topics, as Kafka does for pattern
 // subscriptions.
 func (c topicCatalog) TopicNames() []string {
