@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -9,15 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kafka44Differences are the keys whose ApiVersions range differs from Kafka
 // 4.4.0's (testdata/kafka-4.4-apiversions.txt), each with its reason.
 var kafka44Differences = map[int16]string{
-	// Known gap: Kafka 4.4 lists and serves JoinGroup v0-v1 (answered as v2
-	// without the rebalance timeout); Strata's coordinator serves v2-v9.
-	11: "JoinGroup from v2",
 	// Deliberate: Strata always serves client telemetry (KIP-714); Kafka lists
 	// these keys only when a client telemetry reporter is configured, which
 	// the captured node had not.
@@ -52,22 +51,56 @@ func TestVersionsAsKafka44(t *testing.T) {
 	}
 }
 
-// TestProduceBelowV3ClosesConnection: Produce is listed from v0, as Kafka 4.4
-// lists it, yet a v0-v2 request closes the connection unanswered, as Kafka
-// 4.4 does, and v3 is answered.
-func TestProduceBelowV3ClosesConnection(t *testing.T) {
-	h := newErrorsHandlers(t)
-	for v := int16(0); v <= 3; v++ {
-		nc := serveConn(t, h)
+// TestLowVersionsAsKafka44: the lowest listed versions are answered or
+// refused as Kafka 4.4 does: Produce is listed from v0, yet a v0-v2 request
+// closes the connection unanswered; JoinGroup v0 and v1 are answered.
+func TestLowVersionsAsKafka44(t *testing.T) {
+	base := newErrorsHandlers(t)
+	h := New(base.cfg, base.cluster, base.replicas, joinAnswering{}, nil, base.log)
+	produce := func(v int16) kmsg.Request {
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(v)
 		req.Acks, req.TimeoutMillis = 1, 1000
-		sendRequest(t, nc, req, 5)
-		corr, err := readCorrelation(bufio.NewReader(nc))
-		if answered := err == nil && corr == 5; answered != (v == 3) {
-			t.Errorf("Produce v%d: answered %t (err %v), want %t", v, answered, err, v == 3)
-		}
+		return req
 	}
+	join := func(v int16) kmsg.Request {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.SetVersion(v)
+		req.Group, req.ProtocolType, req.SessionTimeoutMillis = "g", "consumer", 10000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+		return req
+	}
+	tests := []struct {
+		name     string
+		req      kmsg.Request
+		answered bool
+	}{
+		{"Produce v0", produce(0), false},
+		{"Produce v1", produce(1), false},
+		{"Produce v2", produce(2), false},
+		{"Produce v3", produce(3), true},
+		{"JoinGroup v0", join(0), true},
+		{"JoinGroup v1", join(1), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc := serveConn(t, h)
+			sendRequest(t, nc, tt.req, 5)
+			corr, err := readCorrelation(bufio.NewReader(nc))
+			if answered := err == nil && corr == 5; answered != tt.answered {
+				t.Errorf("answered %t (err %v), want %t", answered, err, tt.answered)
+			}
+		})
+	}
+}
+
+// joinAnswering is a coordinator that answers every JoinGroup NOT_COORDINATOR.
+type joinAnswering struct{ Groups }
+
+func (joinAnswering) JoinGroup(_ context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.ErrorCode = kerr.NotCoordinator.Code
+	return resp
 }
 
 // askApiVersions asks a Kafka listener serving Versions for ApiVersions v4.
