@@ -50,7 +50,7 @@ func TestSelectProtocol(t *testing.T) {
 func TestVersions(t *testing.T) {
 	vs := Versions()
 	want := map[int16][2]int16{
-		8: {2, 10}, 9: {1, 10}, 11: {2, 9}, 12: {0, 4}, 13: {0, 5},
+		8: {2, 10}, 9: {1, 10}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5},
 		14: {0, 5}, 15: {0, 6}, 16: {0, 5}, 42: {0, 3}, 47: {0, 0},
 		68: {0, 1}, 69: {0, 1}, 76: {1, 1}, 77: {1, 1}, 88: {0, 1}, 89: {0, 1}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0},
 		93: {0, 0},
@@ -346,5 +346,45 @@ func TestResponsesEncode(t *testing.T) {
 				t.Fatalf("key %d v%d: response does not decode: %v", v.Key, ver, err)
 			}
 		}
+	}
+}
+
+// TestJoinGroupV0V1: JoinGroup v0 and v1, listed and served as Kafka 4.4 does,
+// join as v2 does; v0 carries no rebalance timeout, so the session timeout
+// serves for it, and v1's is its own. The requests are read from the wire.
+func TestJoinGroupV0V1(t *testing.T) {
+	tests := []struct {
+		version       int16
+		wantRebalance time.Duration
+	}{
+		{0, 10 * time.Second},
+		{1, 45 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("v%d", tt.version), func(t *testing.T) {
+			c := newTestCoordinator(t, newMemStore())
+			defer c.Close()
+			sent := kmsg.NewPtrJoinGroupRequest()
+			sent.Version = tt.version
+			sent.Group, sent.ProtocolType = "g", "consumer"
+			sent.SessionTimeoutMillis, sent.RebalanceTimeoutMillis = 10000, 45000
+			sent.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+			req := kmsg.NewPtrJoinGroupRequest()
+			req.Version = tt.version
+			if err := req.ReadFrom(sent.AppendTo(nil)); err != nil {
+				t.Fatal(err)
+			}
+			resp := c.JoinGroup(context.Background(), req)
+			if resp.ErrorCode != 0 || resp.MemberID == "" || resp.Generation != 1 || resp.LeaderID != resp.MemberID {
+				t.Fatalf("join: %+v", resp)
+			}
+			p, _ := c.partitionOf("g")
+			g := p.lookup(c, "g", false)
+			var rebalance time.Duration
+			g.withLock(func() { rebalance = g.members[resp.MemberID].rebalanceTimeout })
+			if rebalance != tt.wantRebalance {
+				t.Errorf("rebalance timeout %v, want %v", rebalance, tt.wantRebalance)
+			}
+		})
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// JoinGroup serves JoinGroup v2-v9. It returns when the member's join completes: at
-// once for errors, MEMBER_ID_REQUIRED and rejoins that change nothing, otherwise when
-// the rebalance completes (every member rejoined, or the rebalance timeout passed).
+// JoinGroup serves JoinGroup v0-v9; v0 has no rebalance timeout, so the session
+// timeout serves for it, as in Kafka. It returns when the member's join completes:
+// at once for errors, MEMBER_ID_REQUIRED and rejoins that change nothing, otherwise
+// when the rebalance completes (every member rejoined, or the rebalance timeout
+// passed).
 // If ctx ends first the join still takes effect and the response says
 // REQUEST_TIMED_OUT; nobody is expected to read it.
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {

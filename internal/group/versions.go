@@ -14,7 +14,7 @@ type APIVersion struct {
 var apiVersions = [...]APIVersion{
 	{Key: 8, Min: 2, Max: 10}, // OffsetCommit (v10: topic ids, resolved by the handlers)
 	{Key: 9, Min: 1, Max: 10}, // OffsetFetch (v8+: several groups per request; v10: topic ids, as OffsetCommit)
-	{Key: 11, Min: 2, Max: 9}, // JoinGroup (v4+: MEMBER_ID_REQUIRED; v5+: static members; v9: skip assignment)
+	{Key: 11, Min: 0, Max: 9}, // JoinGroup (v0: no rebalance timeout, the session timeout serves; v4+: MEMBER_ID_REQUIRED; v5+: static members; v9: skip assignment)
 	{Key: 12, Min: 0, Max: 4}, // Heartbeat
 	{Key: 13, Min: 0, Max: 5}, // LeaveGroup (v3+: batch of members)
 	{Key: 14, Min: 0, Max: 5}, // SyncGroup (v5: protocol type and name)

@@ -1,6 +1,8 @@
 package handlers
 
 // Produce (key 0), v3-v13. Every supported version carries v2 record batches.
+//   v0-v2 are listed in ApiVersions, as Kafka 4.4 lists them, but refused: the
+//   connection is closed before the body is read, as Kafka 4.4 does.
 //   v3: transactional id; v5: log start offset in the response; v8: per-record
 //   errors and an error message; v9+: flexible. acks=0 gets no response at all:
 //   a partition's error closes the connection (the client's cue to refresh its

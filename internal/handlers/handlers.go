@@ -23,15 +23,17 @@ import (
 	"github.com/strata-stream/strata/internal/telemetry"
 )
 
-// api is one supported API key.
+// api is one supported API key, listed in ApiVersions from min to max; versions
+// below refuseBelow (0: none) are listed but refused (protocol.VersionRange).
 type api struct {
 	key, min, max int16
+	refuseBelow   int16
 	serve         func(h *Handlers, ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response
 }
 
 // apis is the registry of every supported API, in key order.
 var apis = []api{
-	{key: 0, min: 3, max: 13, serve: (*Handlers).produce},
+	{key: 0, min: 0, max: 13, refuseBelow: 3, serve: (*Handlers).produce}, // listed from v0 as Kafka 4.4
 	{key: 1, min: 4, max: 18, serve: (*Handlers).fetch},
 	{key: 2, min: 1, max: 11, serve: (*Handlers).listOffsets},
 	{key: 3, min: 0, max: 13, serve: (*Handlers).metadata},
@@ -102,7 +104,7 @@ func allApis() []api { return append(slices.Clone(apis), groupApis()...) }
 func versionsOf(table []api) []protocol.VersionRange {
 	vs := make([]protocol.VersionRange, len(table))
 	for i, a := range table {
-		vs[i] = protocol.VersionRange{Key: a.key, Min: a.min, Max: a.max}
+		vs[i] = protocol.VersionRange{Key: a.key, Min: a.min, Max: a.max, RefuseBelow: a.refuseBelow}
 	}
 	return vs
 }

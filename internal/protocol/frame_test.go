@@ -16,7 +16,7 @@ import (
 
 // testVersions is the registry most tests serve.
 var testVersions = []VersionRange{
-	{Key: 0, Min: 3, Max: kmsg.NewPtrProduceRequest().MaxVersion()},
+	{Key: 0, Min: 0, Max: kmsg.NewPtrProduceRequest().MaxVersion(), RefuseBelow: 3}, // as Kafka 4.4
 	{Key: 1, Min: 4, Max: kmsg.NewPtrFetchRequest().MaxVersion()},
 	{Key: 3, Min: 0, Max: kmsg.NewPtrMetadataRequest().MaxVersion()},
 	{Key: 7, Min: 0, Max: 3}, // ControlledShutdown: v0 has no client id in its header
@@ -203,6 +203,9 @@ func TestNewRegistry(t *testing.T) {
 		{"min above max", []VersionRange{{Key: 3, Min: 5, Max: 4}}, false},
 		{"negative min", []VersionRange{{Key: 3, Min: -1, Max: 4}}, false},
 		{"max above kmsg", []VersionRange{{Key: 3, Min: 0, Max: 99}}, false},
+		{"refuse below min", []VersionRange{{Key: 3, Min: 2, Max: 4, RefuseBelow: 2}}, false},
+		{"refuse above max", []VersionRange{{Key: 3, Min: 0, Max: 4, RefuseBelow: 5}}, false},
+		{"refuse up to max", []VersionRange{{Key: 3, Min: 0, Max: 4, RefuseBelow: 4}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

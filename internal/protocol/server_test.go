@@ -323,6 +323,11 @@ func TestApiVersions(t *testing.T) {
 		}
 	}
 
+	// Produce is listed from v0 though v0-v2 are refused, as Kafka 4.4 lists it.
+	if produce := reg.apiKeys[0]; produce.ApiKey != 0 || produce.MinVersion != 0 {
+		t.Errorf("Produce listed as %+v, want from v0", produce)
+	}
+
 	// KIP-511: a version above 5 is not parsed and gets a v0 error response
 	// carrying the ApiVersions range.
 	for _, v := range []int16{6, 300} {
@@ -372,6 +377,7 @@ func TestBadClientsCloseOnlyTheirConnection(t *testing.T) {
 		{"unknown API key", rawFrame(1000, 0, 1, []byte{0xFF, 0xFF}), false, ErrUnknownAPIKey},
 		{"unregistered API key", frameOf(kmsg.NewPtrListGroupsRequest(), 1, 1, nil), false, ErrUnknownAPIKey},
 		{"unsupported version", rawFrame(3, 99, 1, []byte{0xFF, 0xFF}), false, ErrUnsupportedVersion},
+		{"listed but refused version", frameOf(kmsg.NewPtrProduceRequest(), 2, 1, nil), false, ErrUnsupportedVersion},
 		{"undecodable body", shortened, false, ErrMalformedRequest},
 		{"handler returns an empty Response", frameOf(kmsg.NewPtrFetchRequest(), 12, 1, nil), false, ErrBadResponse},
 	}

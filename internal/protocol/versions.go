@@ -7,8 +7,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// VersionRange is the range of versions the broker supports for one API key.
-type VersionRange struct{ Key, Min, Max int16 }
+// VersionRange is the range of versions the broker lists in ApiVersions for one
+// API key. Versions below RefuseBelow (0: none) are listed but refused: their
+// requests close the connection, as an unsupported version does. Kafka 4 lists
+// Produce from v0 so, although it refuses v0-v2 (KIP-896), because old clients
+// (librdkafka) refuse to send compressed data to a broker that does not list v0.
+type VersionRange struct{ Key, Min, Max, RefuseBelow int16 }
 
 const (
 	apiVersionsKey = 18 // ApiVersions, answered by this package
@@ -21,7 +25,7 @@ const (
 // apiEntry is one registered key.
 type apiEntry struct {
 	ok       bool
-	min, max int16
+	min, max int16 // the versions served
 	// respFlexibleFrom is the first version whose response is flexible (its header
 	// carries a tag byte), or max+1 when no registered version is.
 	respFlexibleFrom int16
@@ -58,9 +62,13 @@ func newRegistry(ranges []VersionRange) (*registry, error) {
 		if vr.Min < 0 || vr.Min > vr.Max || vr.Max > req.MaxVersion() {
 			return nil, fmt.Errorf("%w: key %d range %d..%d (kmsg supports 0..%d)", ErrInvalidVersions, vr.Key, vr.Min, vr.Max, req.MaxVersion())
 		}
-		e := apiEntry{ok: true, min: vr.Min, max: vr.Max, respFlexibleFrom: vr.Max + 1}
+		if vr.RefuseBelow != 0 && (vr.RefuseBelow <= vr.Min || vr.RefuseBelow > vr.Max) {
+			return nil, fmt.Errorf("%w: key %d refuses below %d, outside %d..%d", ErrInvalidVersions, vr.Key, vr.RefuseBelow, vr.Min+1, vr.Max)
+		}
+		served := max(vr.Min, vr.RefuseBelow)
+		e := apiEntry{ok: true, min: served, max: vr.Max, respFlexibleFrom: vr.Max + 1}
 		resp := req.ResponseKind()
-		for v := vr.Min; v <= vr.Max; v++ {
+		for v := served; v <= vr.Max; v++ {
 			resp.SetVersion(v)
 			if resp.IsFlexible() {
 				e.respFlexibleFrom = v
