@@ -19,8 +19,9 @@ type fsm struct {
 	log *slog.Logger
 	img atomic.Pointer[metadata.Image]
 
-	// Bytes of records applied since the process started, and their count
-	// and the time at the last snapshot (snapshots.go).
+	// applied counts the bytes of records applied since the process started,
+	// appliedAtSnapshot what it was at the last snapshot, snapshotAt when that
+	// was (snapshots.go). A snapshot that fails to persist still counts.
 	applied, appliedAtSnapshot atomic.Int64
 	snapshotAt                 atomic.Int64 // unix nanoseconds
 	// maxBytes is Config.SnapshotMaxBytes: passing it signals bytesBound.
@@ -79,15 +80,15 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 
 func (f *fsm) lastSnapshot() time.Time { return time.Unix(0, f.snapshotAt.Load()) }
 
-// snapshotDue reports whether a snapshot is due at now: maxBytes of records
+// snapshotDue reports whether a snapshot is due at now: f.maxBytes of records
 // applied since the last one, or maxInterval passed with any record applied
 // (a bound of 0 or less is off).
-func (f *fsm) snapshotDue(maxBytes int64, maxInterval time.Duration, now time.Time) bool {
+func (f *fsm) snapshotDue(maxInterval time.Duration, now time.Time) bool {
 	since := f.applied.Load() - f.appliedAtSnapshot.Load()
 	switch {
 	case since <= 0:
 		return false
-	case maxBytes > 0 && since >= maxBytes:
+	case f.maxBytes > 0 && since >= f.maxBytes:
 		return true
 	default:
 		return maxInterval > 0 && now.Sub(f.lastSnapshot()) >= maxInterval

@@ -28,7 +28,7 @@ func (c *Controller) snapshotOnBounds() {
 		case <-c.done:
 			return
 		}
-		if c.fsm.snapshotDue(c.cfg.SnapshotMaxBytes, c.cfg.SnapshotMaxInterval, time.Now()) {
+		if c.fsm.snapshotDue(c.cfg.SnapshotMaxInterval, time.Now()) {
 			err := c.raft.Snapshot().Error()
 			if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 				c.log.Warn("metadata snapshot failed", "err", err)

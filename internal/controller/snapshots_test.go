@@ -62,7 +62,7 @@ func TestSnapshotDue(t *testing.T) {
 		f := newFSM(testLogger(), tt.maxBytes)
 		f.snapshotAt.Store(start.UnixNano())
 		f.applied.Store(tt.applied)
-		if got := f.snapshotDue(tt.maxBytes, tt.maxInterval, start.Add(tt.after)); got != tt.want {
+		if got := f.snapshotDue(tt.maxInterval, start.Add(tt.after)); got != tt.want {
 			t.Errorf("%s: snapshotDue = %v, want %v", tt.name, got, tt.want)
 		}
 	}
