@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,6 +84,25 @@ func TestKafkaMetadataQuorum(t *testing.T) {
 		t.Logf("%s\n%s", status, out)
 		return nil
 	})
+
+	// UnregisterController: a voter's registration is its membership, so
+	// unregistering voter 3 is refused; remove-controller --unregister
+	// removes it and then unregisters it, both reported done.
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatools.DefaultTimeout)
+	defer cancel()
+	res, err := kafkatools.Run(ctx, "kafka-cluster", append([]string{"unregister-controller", "--id", "3"}, bs...)...)
+	if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, "remove it from the voters first") {
+		t.Fatalf("unregister-controller of voter 3: %v %+v", err, res)
+	}
+	out := kafkatools.MustRun(t, "kafka-metadata-quorum", append(bs, "remove-controller", "--controller-id", "3",
+		"--controller-directory-id", directoryID(t, c.Node(3)), "--unregister")...)
+	expectContains(t, out, "Removed KRaft controller 3")
+	expectContains(t, out, "Unregistered KRaft controller 3")
+	t.Logf("unregister-controller --id 3 (a voter):\n%s%s\nremove-controller --unregister:\n%s", res.Stdout, res.Stderr, out)
+	status = kafkatools.MustRun(t, "kafka-metadata-quorum", append(bs, "describe", "--status")...)
+	if voters := regexp.MustCompile(`CurrentVoters:\s*\[(.*)\]`).FindStringSubmatch(status); voters == nil || strings.Contains(voters[1], `"id": 3`) {
+		t.Fatalf("voter 3 still listed after remove-controller:\n%s", status)
+	}
 }
 
 // directoryID is the directory id in node n's data dir.

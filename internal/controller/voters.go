@@ -134,6 +134,33 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUI
 	return nil
 }
 
+// UnregisterController answers Kafka's UnregisterController (`kafka-cluster
+// unregister-controller`, `kafka-metadata-quorum remove-controller
+// --unregister`). Kafka keeps a registration for every
+// controller, also after it leaves the voter set, until this removes it.
+// Strata keeps none apart from the quorum's membership: a voter's
+// registration is its membership (and its recorded directory), which
+// RemoveVoter ends. So a voter is refused (INVALID_REQUEST: remove it first),
+// and any other id answers success with nothing to change. Kafka answers
+// CONTROLLER_ID_NOT_REGISTERED for an id that never registered; Strata cannot
+// tell such an id from a removed voter's and does so only for a negative one.
+func (c *Controller) UnregisterController(ctx context.Context, id int32) error {
+	if !c.IsLeader() {
+		return c.notController()
+	}
+	if id < 0 {
+		return &metadata.KafkaError{Code: kerr.ControllerIDNotRegistered.Code, Msg: fmt.Sprintf("no controller has id %d", id)}
+	}
+	s, ok, _, err := c.member(ctx, id)
+	if err != nil {
+		return err
+	}
+	if ok && s.Suffrage == raft.Voter {
+		return fmt.Errorf("%w: node %d is a controller voter; remove it from the voters first (RemoveRaftVoter)", metadata.ErrInvalidRequest, id)
+	}
+	return nil
+}
+
 // checkMajorityLeft refuses the removal of voter id (ErrVotersUnreachable)
 // unless a majority of the voters left answer a Raft request within
 // probeTimeout. Raft switches to a configuration as soon as it is appended:

@@ -169,3 +169,29 @@ func (cl *cluster) cutOff(i int) {
 		}
 	}
 }
+
+// TestUnregisterController: a voter is refused (its registration is its
+// membership), a removed one answers success (remove-controller --unregister
+// sends this right after the removal), and a negative id is not registered.
+func TestUnregisterController(t *testing.T) {
+	cl := newCluster(t, 3)
+	l := cl.leader()
+	other := int32((l+1)%3 + 1)
+	unregister := func(id int32) error {
+		return cl.call(func(c *Controller) error { return c.UnregisterController(ctxT(t), id) })
+	}
+	if err := unregister(other); metadata.ErrorCode(err) != kerr.InvalidRequest.Code {
+		t.Fatalf("UnregisterController(%d) of a voter = %v, want INVALID_REQUEST", other, err)
+	}
+	cl.retry(func(c *Controller) error { return c.RemoveVoter(ctxT(t), other, metadata.UUID{}) })
+	if err := unregister(other); err != nil {
+		t.Fatalf("UnregisterController(%d) after its removal: %v", other, err)
+	}
+	if err := unregister(-1); metadata.ErrorCode(err) != kerr.ControllerIDNotRegistered.Code {
+		t.Fatalf("UnregisterController(-1) = %v, want CONTROLLER_ID_NOT_REGISTERED", err)
+	}
+	// The removed node can no longer lead: it answers as any follower does.
+	if err := cl.nodes[other-1].UnregisterController(ctxT(t), other); !errors.Is(err, ErrNotController) {
+		t.Fatalf("UnregisterController on a node that does not lead = %v, want NOT_CONTROLLER", err)
+	}
+}

@@ -93,6 +93,8 @@ func AnswersNotController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.UnregisterBrokerResponse:
 		return r.ErrorCode == nc
+	case *kmsg.UnregisterControllerResponse:
+		return r.ErrorCode == nc
 	case *kmsg.AddRaftVoterResponse:
 		return r.ErrorCode == nc
 	case *kmsg.RemoveRaftVoterResponse:

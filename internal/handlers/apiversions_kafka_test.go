@@ -22,9 +22,6 @@ var kafka44Differences = map[int16]string{
 	// the captured node had not.
 	71: "GetTelemetrySubscriptions listed",
 	72: "PushTelemetry listed",
-	// Known gap: UnregisterController (KIP-853's controller registrations)
-	// is not served: Strata's controllers do not register as brokers do.
-	94: "UnregisterController not listed",
 }
 
 // TestVersionsAsKafka44: the Kafka listener's ApiVersions v4 answer lists

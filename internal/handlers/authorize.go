@@ -33,8 +33,8 @@ package handlers
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
 //	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
 //	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
-//	AlterPartitionReassignments, UnregisterBroker, AddRaftVoter, RemoveRaftVoter,
-//	AlterReplicaLogDirs     ALTER cluster
+//	AlterPartitionReassignments, UnregisterBroker, UnregisterController,
+//	AddRaftVoter, RemoveRaftVoter, AlterReplicaLogDirs   ALTER cluster
 //	ConsumerGroupHeartbeat  READ group, DESCRIBE on every subscribed topic (KIP-848:
 //	                        TOPIC_AUTHORIZATION_FAILED for the whole heartbeat)
 //	ConsumerGroupDescribe   DESCRIBE group; a group assigning a topic the principal
@@ -163,6 +163,7 @@ var requestChecks = map[int16]requestCheck{
 	79: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return nullable(r.(*kmsg.ShareAcknowledgeRequest).GroupID) }),
 	80: clusterCheck(kmsg.ACLOperationAlter),
 	81: clusterCheck(kmsg.ACLOperationAlter),
+	94: clusterCheck(kmsg.ACLOperationAlter),
 }
 
 // nullable is a nullable string's value, "" for null.
@@ -294,6 +295,8 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.ListPartitionReassignmentsResponse:
 		resp.ErrorCode = code
 	case *kmsg.UnregisterBrokerResponse:
+		resp.ErrorCode = code
+	case *kmsg.UnregisterControllerResponse:
 		resp.ErrorCode = code
 	case *kmsg.UpdateFeaturesResponse:
 		resp.ErrorCode = code

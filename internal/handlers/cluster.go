@@ -26,6 +26,7 @@ type Cluster interface {
 	ElectLeaders(ctx context.Context, parts []controller.TopicPartitionRef, typ controller.ElectionType) ([]controller.ElectResult, error)
 	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment) ([]error, error)
 	UnregisterBroker(ctx context.Context, id int32) error
+	UnregisterController(ctx context.Context, id int32) error
 	Quorum(ctx context.Context) (controller.QuorumState, error)
 	AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error
 	RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error

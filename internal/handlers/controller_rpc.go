@@ -53,6 +53,7 @@ var linkApis = []api{
 	{key: 70, min: 0, max: 0, serve: (*Handlers).controllerRegistration},
 	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
 	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
+	{key: 94, min: 0, max: 0, serve: (*Handlers).unregisterController},
 }
 
 // LinkVersions is the controller link's registry, for its protocol.Server.
@@ -170,6 +171,8 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
+	case *kmsg.UnregisterControllerRequest:
+		resp.(*kmsg.UnregisterControllerResponse).ErrorCode = code
 	case *kmsg.AddRaftVoterRequest:
 		resp.(*kmsg.AddRaftVoterResponse).ErrorCode = code
 	case *kmsg.RemoveRaftVoterRequest:

@@ -88,6 +88,7 @@ var apis = []api{
 	{key: 85, min: 0, max: 1, serve: (*Handlers).writeShareGroupState},
 	{key: 86, min: 0, max: 0, serve: (*Handlers).deleteShareGroupState},
 	{key: 87, min: 0, max: 1, serve: (*Handlers).readShareGroupStateSummary},
+	{key: 94, min: 0, max: 0, serve: (*Handlers).unregisterController},
 }
 
 // Versions is the registry of the Kafka listener, for its protocol.Server.

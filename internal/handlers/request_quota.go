@@ -187,6 +187,11 @@ func (w waitingCluster) UnregisterBroker(ctx context.Context, id int32) error {
 	return w.Cluster.UnregisterBroker(ctx, id)
 }
 
+func (w waitingCluster) UnregisterController(ctx context.Context, id int32) error {
+	defer startWait(ctx)()
+	return w.Cluster.UnregisterController(ctx, id)
+}
+
 func (w waitingCluster) Quorum(ctx context.Context) (controller.QuorumState, error) {
 	defer startWait(ctx)()
 	return w.Cluster.Quorum(ctx)
