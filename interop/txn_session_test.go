@@ -223,7 +223,6 @@ func startEtlMember(t *testing.T, bootstrap, name, group, in, out string) *etlMe
 		kgo.ConsumeTopics(in),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.DefaultProduceTopic(out),
 	)

@@ -66,15 +66,15 @@ func TestNodeWrapper(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w, err := newNodeWrapper(filepath.Join(dir, "it's"), fake)
-	if err == nil {
+	if _, err := newNodeWrapper(filepath.Join(dir, "it's"), fake); err == nil {
 		t.Fatal("wrote a wrapper into a directory that does not exist")
 	}
 	wdir := filepath.Join(dir, "it's")
 	if err := os.Mkdir(wdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if w, err = newNodeWrapper(wdir, fake); err != nil {
+	w, err := newNodeWrapper(wdir, fake)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.setFlags(2, "--advertised-kafka-addr", "127.0.0.1:9", "--controllers=1@127.0.0.1:7,2@127.0.0.1:8"); err != nil {

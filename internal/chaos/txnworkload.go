@@ -300,7 +300,6 @@ func (w *txnWorkload) newCopier(i int) (*kgo.GroupTransactSession, error) {
 		kgo.ConsumeTopics(w.cfg.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.DefaultProduceTopic(w.cfg.output),
 		kgo.ProduceRequestTimeout(5*time.Second),
 		kgo.SessionTimeout(6*time.Second),

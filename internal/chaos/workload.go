@@ -29,9 +29,6 @@ type workloadConfig struct {
 	// batchMaxBytes bounds the producers' batches (a tiered topic's segments
 	// are small); 0: kgo's default.
 	batchMaxBytes int32
-	// gen tells the clients of one cluster incarnation from the next (after a
-	// power loss): producer ids are gen*100+i, reader names carry it.
-	gen int
 }
 
 func (c workloadConfig) withDefaults() workloadConfig {

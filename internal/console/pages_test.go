@@ -62,11 +62,10 @@ func TestPagesWithLiveNode(t *testing.T) {
 	perPartition[2]++
 	base := "http://" + n.HTTPAddr()
 
-	status, body := get(t, base+"/")
-	if status != http.StatusFound {
+	if status, _ := get(t, base+"/"); status != http.StatusFound {
 		t.Fatalf("GET / = %d, want a redirect to the console", status)
 	}
-	status, body = get(t, base+"/console/")
+	status, body := get(t, base+"/console/")
 	if status != http.StatusOK {
 		t.Fatalf("overview: %d", status)
 	}

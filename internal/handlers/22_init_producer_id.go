@@ -25,9 +25,8 @@ import (
 
 // producerIDs hands out ids from the broker's current block.
 type producerIDs struct {
-	mu          sync.Mutex
-	next, end   int64
-	brokerEpoch int64
+	mu        sync.Mutex
+	next, end int64
 }
 
 func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {

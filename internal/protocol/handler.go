@@ -36,7 +36,7 @@ type Request struct {
 // Queued tells whether, at the moment of the call, another request of the
 // connection has been read and waits to be handled behind r (a client
 // pipelining its requests).
-func (r *Request) Queued() bool { return r.queue != nil && len(r.queue) > 0 }
+func (r *Request) Queued() bool { return len(r.queue) > 0 }
 
 // Response is what a Handler returns: exactly one of Msg, Body, None or Wait.
 type Response struct {

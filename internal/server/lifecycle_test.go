@@ -100,7 +100,6 @@ func TestLifecycleAbortHasNoBudget(t *testing.T) {
 type lifecycleLog struct {
 	mu    sync.Mutex
 	steps map[string][]string // message -> step names in order
-	attrs []slog.Attr
 }
 
 func newLifecycleLog() *lifecycleLog { return &lifecycleLog{steps: map[string][]string{}} }

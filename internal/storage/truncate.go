@@ -80,7 +80,6 @@ func (l *Log) truncations() uint64 {
 func (l *Log) truncateLocked(offset int64) error {
 	// The cut truncates and fsyncs the file (or deletes it): no trim needed.
 	l.haltPrealloc()
-	segs := l.mu.segments
 	l.mu.RLock()
 	s := l.segmentForLocked(offset)
 	l.mu.RUnlock()
@@ -90,7 +89,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err != nil {
 		return err
 	}
-	segs = l.mu.segments
+	segs := l.mu.segments
 	i := slices.Index(segs, s)
 	if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 		return err

@@ -62,13 +62,14 @@ import (
 // ClusterID is the --cluster-id every node of a test cluster is given.
 const ClusterID = "strata-testcluster"
 
+// readyTimeout bounds how long Start and Restart wait for readiness.
+const readyTimeout = 60 * time.Second
+
 // Option configures Start.
 type Option func(*options)
 
 type options struct {
 	flags          []string
-	logLevel       string
-	readyTimeout   time.Duration
 	controllerOnly map[int32]bool
 	// readyTLS and clientOpts: see WithClientSecurity.
 	readyTLS   *tls.Config
@@ -105,17 +106,6 @@ func WithClientSecurity(tlsCfg *tls.Config, opts ...kgo.Opt) Option {
 	}
 }
 
-// WithLogLevel sets every node's --log-level (default info).
-func WithLogLevel(level string) Option {
-	return func(o *options) { o.logLevel = level }
-}
-
-// WithReadyTimeout bounds how long Start and Restart wait for readiness
-// (default 60s).
-func WithReadyTimeout(d time.Duration) Option {
-	return func(o *options) { o.readyTimeout = d }
-}
-
 // Cluster is a running test cluster.
 type Cluster struct {
 	t       testing.TB
@@ -139,7 +129,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	if n < 1 || n > 200 {
 		t.Fatalf("testcluster: %d nodes; want 1 to 200", n)
 	}
-	c := &Cluster{t: t, opts: options{logLevel: "info", readyTimeout: 60 * time.Second}}
+	c := &Cluster{t: t}
 	for _, o := range opts {
 		o(&c.opts)
 	}
@@ -177,7 +167,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 			t.Fatalf("testcluster: starting node %d: %v", node.ID, err)
 		}
 	}
-	deadline := time.Now().Add(c.opts.readyTimeout)
+	deadline := time.Now().Add(readyTimeout)
 	for _, node := range c.nodes {
 		if err := node.waitReady(deadline); err != nil {
 			t.Fatalf("testcluster: node %d: %v\n%s", node.ID, err, node.logTail())
@@ -216,7 +206,7 @@ func (c *Cluster) args(node *Node) []string {
 		"--broker-session-timeout", "2s",
 		"--replica-lag-time-max", "2s",
 		"--shutdown-timeout", "20s",
-		"--log-level", c.opts.logLevel,
+		"--log-level", "info",
 	}, c.opts.flags...)
 }
 

@@ -222,7 +222,7 @@ func (n *Node) Start() {
 // shows every node's log, but a long run's output may be cut before it.
 func (n *Node) WaitReady() {
 	n.c.t.Helper()
-	if err := n.waitReady(time.Now().Add(n.c.opts.readyTimeout)); err != nil {
+	if err := n.waitReady(time.Now().Add(readyTimeout)); err != nil {
 		n.c.t.Fatalf("testcluster: node %d: %v\n%s", n.ID, err, n.logTail())
 	}
 }

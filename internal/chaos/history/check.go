@@ -57,8 +57,6 @@ type Anomaly struct {
 	Detail string
 }
 
-func (a Anomaly) String() string { return a.Class + ": " + a.Detail }
-
 // Result is what Check found.
 type Result struct {
 	Acked, Unknown, Failed int // sends by outcome

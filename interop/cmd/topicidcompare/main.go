@@ -233,13 +233,6 @@ func (r *run) label(id [16]byte) string {
 	return "other"
 }
 
-func (r *run) name(label string) string {
-	if strings.HasPrefix(label, "!") {
-		return label[1:] // a raw name
-	}
-	return r.prefix + label
-}
-
 // grouped returns the topics of ps in order of first appearance with their
 // partitions; a topic named twice in a row is one entry, "+" starts a new one.
 func grouped(ps []part) [][]part {
