@@ -99,3 +99,21 @@ func (c *Controller) Quorum(ctx context.Context) (QuorumState, error) {
 	slices.SortFunc(st.Observers, byID)
 	return st, nil
 }
+
+// VoterAddrs returns the voters of the latest Raft configuration this node
+// knows, in ascending id order, with only ID, Addr and Voter set: what any
+// node, leading or not, can tell a client about the controllers.
+func (c *Controller) VoterAddrs(ctx context.Context) ([]QuorumMember, error) {
+	servers, err := c.servers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var voters []QuorumMember
+	for _, s := range servers {
+		if id, ok := nodeID(s.ID); ok && s.Suffrage == raft.Voter {
+			voters = append(voters, QuorumMember{ID: id, Addr: string(s.Address), Voter: true})
+		}
+	}
+	slices.SortFunc(voters, func(a, b QuorumMember) int { return int(a.ID) - int(b.ID) })
+	return voters, nil
+}

@@ -17,8 +17,13 @@
 //	+------+------------------------------+----------------------------
 //
 // A first byte of 0xFE opens a Raft connection named for one voter (voter.go),
-// which the mux hands on only if it names this node's own voter key. Any other
-// first byte is a Raft connection and is handed, byte intact, to the Raft
+// which the mux hands on only if it names this node's own voter key. A Kafka
+// client's connection (`--bootstrap-controller`, KIP-919) opens with a frame
+// size below 8 MiB: a zero byte, then one below 0x80. A Raft connection opens
+// with its RPC type (0-4) and then a msgpack map or array header (0x80 and
+// above), so the first two bytes tell them apart; the mux hands a client's
+// connection, bytes intact, to the client listener (Clients). Any other
+// connection is a Raft connection and is handed, bytes intact, to the Raft
 // transport's stream layer.
 //
 // With TLS on, the listener given to NewMux is a TLS listener and both dialers
@@ -41,11 +46,13 @@ import (
 // Marker opens every link connection.
 const Marker byte = 0xFF
 
-// Mux splits one listener into the Raft stream layer and the link listener.
+// Mux splits one listener into the Raft stream layer, the link listener and
+// the client listener.
 type Mux struct {
-	ln   net.Listener
-	raft *chanListener
-	link *chanListener
+	ln      net.Listener
+	raft    *chanListener
+	link    *chanListener
+	clients *chanListener
 	done chan struct{}
 	once sync.Once
 	// self is this node's voter key; refused is told of each named Raft
@@ -58,8 +65,8 @@ type Mux struct {
 // self. refused, when set, is called for each Raft connection refused because
 // it names another voter key; it must not block.
 func NewMux(ln net.Listener, self VoterKey, refused func(want VoterKey, remote net.Addr)) *Mux {
-	m := &Mux{ln: ln, raft: newChanListener(ln.Addr()), link: newChanListener(ln.Addr()), done: make(chan struct{}),
-		self: self, refused: refused}
+	m := &Mux{ln: ln, raft: newChanListener(ln.Addr()), link: newChanListener(ln.Addr()), clients: newChanListener(ln.Addr()),
+		done: make(chan struct{}), self: self, refused: refused}
 	go m.run()
 	return m
 }
@@ -76,6 +83,10 @@ func (m *Mux) Raft(advertise, local net.Addr, dialTLS func(addr string) *tls.Con
 // Link is the listener for the link's protocol server.
 func (m *Mux) Link() net.Listener { return m.link }
 
+// Clients is the listener for Kafka clients that reach the controllers
+// directly (KIP-919's `--bootstrap-controller`).
+func (m *Mux) Clients() net.Listener { return m.clients }
+
 // Close stops accepting; connections already handed out are their owners'.
 func (m *Mux) Close() error {
 	var err error
@@ -84,6 +95,7 @@ func (m *Mux) Close() error {
 		err = m.ln.Close()
 		m.raft.close()
 		m.link.close()
+		m.clients.close()
 	})
 	return err
 }
@@ -99,8 +111,8 @@ func (m *Mux) run() {
 	}
 }
 
-// route reads the first byte (with a deadline, so a silent client cannot hold a
-// goroutine) and hands the connection to Raft or the link.
+// route reads the first bytes (with a deadline, so a silent client cannot hold
+// a goroutine) and hands the connection to Raft, the link or the clients.
 func (m *Mux) route(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
@@ -130,10 +142,21 @@ func (m *Mux) route(c net.Conn) {
 			return
 		}
 		br.Discard(1 + voterNameLen)
+	case 0:
+		if second, err := br.Peek(2); err == nil && isKafkaFrame(second) {
+			c.SetReadDeadline(time.Time{})
+			m.clients.deliver(pc)
+			return
+		}
 	}
 	c.SetReadDeadline(time.Time{})
 	m.raft.deliver(pc)
 }
+
+// isKafkaFrame tells a Kafka request's first two bytes (the high bytes of a
+// frame size below 8 MiB) from a Raft connection's (an RPC type, then a
+// msgpack map or array header, 0x80 or above).
+func isKafkaFrame(b []byte) bool { return b[0] == 0 && b[1] < 0x80 }
 
 // peekedConn replays bytes read ahead while routing.
 type peekedConn struct {

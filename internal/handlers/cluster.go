@@ -28,6 +28,7 @@ type Cluster interface {
 	UnregisterBroker(ctx context.Context, id int32) error
 	UnregisterController(ctx context.Context, id int32) error
 	Quorum(ctx context.Context) (controller.QuorumState, error)
+	VoterAddrs(ctx context.Context) ([]controller.QuorumMember, error)
 	AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error
 	RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error
 	RegisterController(ctx context.Context, id int32, dir metadata.UUID, features map[string]int32) error

@@ -218,7 +218,13 @@ func (h *Handlers) Controller() controllerlink.Transport { return h.ctrl }
 
 // Handle implements protocol.Handler.
 func (h *Handlers) Handle(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
-	a, ok := h.byKey[r.Key]
+	return h.handle(h.byKey, ctx, c, r)
+}
+
+// handle serves r with the handler byKey lists for its key, authorized,
+// metered and filtered as every client request is.
+func (h *Handlers) handle(byKey map[int16]api, ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+	a, ok := byKey[r.Key]
 	if !ok {
 		// Unreachable: protocol.Server rejects keys outside Versions().
 		h.log.Error("request for an unregistered API key", "key", r.Key)
