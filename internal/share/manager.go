@@ -311,10 +311,25 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	if sp == nil {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
+	if err := m.lockLoaded(ctx, sp, rp); err != nil {
+		m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
+		if errors.Is(err, kerr.FencedLeaderEpoch) {
+			// A newer leader of the data partition has loaded the state.
+			return nil, kerr.NotLeaderForPartition.Code
+		}
+		// Clients retry a partition that is not available.
+		return nil, kerr.ReplicaNotAvailable.Code
+	}
+	return sp, 0
+}
+
+// lockLoaded takes sp.mu and loads sp's state when it is not loaded under rp's
+// current leader epoch. It returns with sp.mu held, or with the load's error
+// and sp.mu released, as it is when the store panics (by defer: the broker
+// recovers the panic).
+func (m *Manager) lockLoaded(ctx context.Context, sp *sharePartition, rp *replica.Partition) error {
 	sp.mu.Lock()
-	// sp.mu goes to the caller on success; it is released here on a failure,
-	// and on a panic of the store under it (the broker recovers the panic).
-	handed := false
+	handed := false // sp.mu goes to the caller
 	defer func() {
 		if !handed {
 			sp.mu.Unlock()
@@ -327,29 +342,24 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	if epoch := rp.LeaderEpoch(); sp.p == nil || sp.epoch != epoch {
 		sp.stopTimerLocked()
 		sp.cache = readCache{} // read under the old state
+		k := sp.key
 		snap, err := m.load(ctx, k, rp, epoch)
 		if err != nil {
 			sp.p = nil
-			m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
-			if errors.Is(err, kerr.FencedLeaderEpoch) {
-				// A newer leader of the data partition has loaded the state.
-				return nil, kerr.NotLeaderForPartition.Code
-			}
-			// Clients retry a partition that is not available.
-			return nil, kerr.ReplicaNotAvailable.Code
+			return err
 		}
 		sp.state = snap.StateEpoch
 		sp.p = Restore(snap)
 		sp.p.FailSpent(m.groupConfig(k.Group).Limits)
 		sp.epoch = epoch
-		m.log.Info("share partition loaded", "group", k.Group, "topic", topic, "partition", k.Partition,
+		m.log.Info("share partition loaded", "group", k.Group, "topic", sp.topic, "partition", k.Partition,
 			"start", sp.p.Start(), "end", sp.p.End(), "state_epoch", sp.state)
 		// Records a crash caught between their dead-letter write and their
 		// archiving are written again.
 		m.maybeDeadLetterLocked(sp)
 	}
 	handed = true
-	return sp, 0
+	return nil
 }
 
 // entry returns k's share partition, made if need be; nil once the manager is
