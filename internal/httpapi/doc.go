@@ -91,5 +91,8 @@
 // the instance map and each instance's use count and idle timer, and is never held
 // across I/O. Polls of one instance are serialised by its pollMu; commits and
 // seeks do not wait for a poll in progress. The embedded clients are safe for
-// concurrent use.
+// concurrent use. A share-group member's locks (the instance's pollMu, the
+// member's sessMu and mu, share.go) are released by defer, so a poll or an
+// acknowledgement that panics (net/http recovers it) does not leave the
+// instance's later requests waiting for them.
 package httpapi

@@ -118,10 +118,7 @@ func (s *shareMember) heartbeatLoop() {
 	}()
 	for {
 		s.heartbeat(ctx, shareJoinEpoch)
-		s.mu.Lock()
-		interval := s.mu.interval
-		s.mu.Unlock()
-		t := time.NewTimer(interval)
+		t := time.NewTimer(s.interval())
 		select {
 		case <-s.stop:
 			t.Stop()
@@ -131,17 +128,29 @@ func (s *shareMember) heartbeatLoop() {
 	}
 }
 
+// interval is the heartbeat interval the coordinator asks for.
+func (s *shareMember) interval() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.interval
+}
+
+// memberEpoch is the member's epoch; 0 to (re)join.
+func (s *shareMember) memberEpoch() int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.epoch
+}
+
 // heartbeat sends one ShareGroupHeartbeat: a join when the member has no epoch
 // yet, a leave when epoch is shareLeaveEpoch, else a heartbeat at its epoch.
 // It waits 10 s at most, and not past ctx.
 func (s *shareMember) heartbeat(ctx context.Context, epoch int32) {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID = s.key.group, s.memberID
-	s.mu.Lock()
 	if epoch != shareLeaveEpoch {
-		epoch = s.mu.epoch
+		epoch = s.memberEpoch()
 	}
-	s.mu.Unlock()
 	req.MemberEpoch = epoch
 	if epoch == shareJoinEpoch {
 		req.SubscribedTopicNames = []string{s.topic}
@@ -199,10 +208,7 @@ func (s *shareMember) heartbeat(ctx context.Context, epoch int32) {
 // findCoordinator returns the group's coordinator, asking FindCoordinator when
 // the member has none.
 func (s *shareMember) findCoordinator(ctx context.Context) (int32, error) {
-	s.mu.Lock()
-	c := s.mu.coordinator
-	s.mu.Unlock()
-	if c >= 0 {
+	if c := s.coordinator(); c >= 0 {
 		return c, nil
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
@@ -218,10 +224,21 @@ func (s *shareMember) findCoordinator(ctx context.Context) (int32, error) {
 	if err := kerr.ErrorForCode(rc.ErrorCode); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	s.mu.coordinator = rc.NodeID
-	s.mu.Unlock()
+	s.setCoordinator(rc.NodeID)
 	return rc.NodeID, nil
+}
+
+// coordinator is the group coordinator heartbeats go to; -1: find it first.
+func (s *shareMember) coordinator() int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.coordinator
+}
+
+func (s *shareMember) setCoordinator(id int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.coordinator = id
 }
 
 // shareRecord is one acquired record of a poll.
@@ -247,7 +264,31 @@ func (s *shareMember) poll(ctx context.Context, maxRecords int, wait, assignment
 	}
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
+	calls := s.shareFetches(maxRecords, wait)
+	results := make([]shareFetched, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			resp, err := c.req.RequestWith(ctx, s.cl.Broker(int(c.leader)))
+			results[i] = shareFetched{c.leader, resp, err}
+		})
+	}
+	wg.Wait()
+	return s.polled(results)
+}
+
+// shareFetch is one ShareFetch of a poll, to leader.
+type shareFetch struct {
+	leader int32
+	req    *kmsg.ShareFetchRequest
+}
+
+// shareFetches returns a poll's ShareFetch requests, one per leader of the
+// member's partitions, and moves each leader's share session to its
+// partitions. sessMu must be held.
+func (s *shareMember) shareFetches(maxRecords int, wait time.Duration) []shareFetch {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	topicID := s.mu.topicID
 	byLeader := map[int32][]int32{}
 	for _, p := range s.mu.partitions {
@@ -257,11 +298,7 @@ func (s *shareMember) poll(ctx context.Context, maxRecords int, wait, assignment
 	}
 	// Leaders the member no longer fetches from keep their sessions (and locks)
 	// until the instance closes.
-	type call struct {
-		leader int32
-		req    *kmsg.ShareFetchRequest
-	}
-	var calls []call
+	var calls []shareFetch
 	for leader, parts := range byLeader {
 		sess := s.mu.sessions[leader]
 		if sess == nil {
@@ -297,25 +334,22 @@ func (s *shareMember) poll(ctx context.Context, maxRecords int, wait, assignment
 			}
 		}
 		sess.partitions = parts
-		calls = append(calls, call{leader, req})
+		calls = append(calls, shareFetch{leader, req})
 	}
-	s.mu.Unlock()
+	return calls
+}
 
-	type result struct {
-		leader int32
-		resp   *kmsg.ShareFetchResponse
-		err    error
-	}
-	results := make([]result, len(calls))
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Go(func() {
-			resp, err := c.req.RequestWith(ctx, s.cl.Broker(int(c.leader)))
-			results[i] = result{c.leader, resp, err}
-		})
-	}
-	wg.Wait()
+// shareFetched is a leader's answer to a poll's shareFetch.
+type shareFetched struct {
+	leader int32
+	resp   *kmsg.ShareFetchResponse
+	err    error
+}
 
+// polled takes the leaders' answers to a poll: it advances or resets their
+// share sessions, notes the records they handed out and returns them, by
+// partition and offset. sessMu must be held.
+func (s *shareMember) polled(results []shareFetched) ([]shareRecord, error) {
 	var out []shareRecord
 	var first error
 	s.mu.Lock()
@@ -428,27 +462,10 @@ var errNotHeld = errors.New("not held")
 func (s *shareMember) ack(ctx context.Context, partition int32, offset int64, typ int8) error {
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
-	s.mu.Lock()
-	leader, ok := s.mu.held[heldRecord{partition, offset}]
-	sess := s.mu.sessions[leader]
-	if !ok || sess == nil || sess.epoch == 0 {
-		s.mu.Unlock()
+	leader, sess, req := s.ackRequest(partition, offset, typ)
+	if req == nil {
 		return errNotHeld
 	}
-	req := kmsg.NewPtrShareAcknowledgeRequest()
-	req.GroupID, req.MemberID = kmsg.StringPtr(s.key.group), kmsg.StringPtr(s.memberID)
-	req.ShareSessionEpoch = sess.epoch
-	t := kmsg.NewShareAcknowledgeRequestTopic()
-	t.TopicID = s.mu.topicID
-	tp := kmsg.NewShareAcknowledgeRequestTopicPartition()
-	tp.Partition = partition
-	b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-	b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = offset, offset, []int8{typ}
-	tp.AcknowledgementBatches = append(tp.AcknowledgementBatches, b)
-	t.Partitions = append(t.Partitions, tp)
-	req.Topics = append(req.Topics, t)
-	sess.epoch++
-	s.mu.Unlock()
 	resp, err := req.RequestWith(ctx, s.cl.Broker(int(leader)))
 	if err == nil && resp.ErrorCode != 0 {
 		err = kerr.ErrorForCode(resp.ErrorCode)
@@ -470,6 +487,33 @@ func (s *shareMember) ack(ctx context.Context, partition int32, offset int64, ty
 	return nil
 }
 
+// ackRequest returns the ShareAcknowledge of one held record, the leader that
+// handed it out and that leader's share session, whose epoch it advances; a nil
+// request when the member does not hold the record. sessMu must be held.
+func (s *shareMember) ackRequest(partition int32, offset int64, typ int8) (int32, *shareSession, *kmsg.ShareAcknowledgeRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	leader, ok := s.mu.held[heldRecord{partition, offset}]
+	sess := s.mu.sessions[leader]
+	if !ok || sess == nil || sess.epoch == 0 {
+		return 0, nil, nil
+	}
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.GroupID, req.MemberID = kmsg.StringPtr(s.key.group), kmsg.StringPtr(s.memberID)
+	req.ShareSessionEpoch = sess.epoch
+	t := kmsg.NewShareAcknowledgeRequestTopic()
+	t.TopicID = s.mu.topicID
+	tp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	tp.Partition = partition
+	b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+	b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = offset, offset, []int8{typ}
+	tp.AcknowledgementBatches = append(tp.AcknowledgementBatches, b)
+	t.Partitions = append(t.Partitions, tp)
+	req.Topics = append(req.Topics, t)
+	sess.epoch++
+	return leader, sess, req
+}
+
 // close closes the member's share sessions (giving back what it holds) and leaves
 // the group, waiting until ctx is done at most.
 func (s *shareMember) close(ctx context.Context) {
@@ -477,16 +521,8 @@ func (s *shareMember) close(ctx context.Context) {
 	<-s.done
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
-	s.mu.Lock()
-	var leaders []int32
-	for l, sess := range s.mu.sessions {
-		if sess.epoch != 0 {
-			leaders = append(leaders, l)
-		}
-	}
-	s.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, l := range leaders {
+	for _, l := range s.sessionLeaders() {
 		wg.Go(func() {
 			req := kmsg.NewPtrShareAcknowledgeRequest()
 			req.GroupID, req.MemberID = kmsg.StringPtr(s.key.group), kmsg.StringPtr(s.memberID)
@@ -496,6 +532,19 @@ func (s *shareMember) close(ctx context.Context) {
 	}
 	wg.Wait()
 	s.heartbeat(ctx, shareLeaveEpoch)
+}
+
+// sessionLeaders returns the leaders the member has an open share session with.
+func (s *shareMember) sessionLeaders() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var leaders []int32
+	for l, sess := range s.mu.sessions {
+		if sess.epoch != 0 {
+			leaders = append(leaders, l)
+		}
+	}
+	return leaders
 }
 
 // ackJSON is the body of POST /ack.
@@ -610,9 +659,7 @@ func (a *API) handleSharePoll(w http.ResponseWriter, r *http.Request, body []byt
 		writeError(w, consumerKindConflict(call.key, "a consumer-group member", "a share poll"))
 		return
 	}
-	inst.pollMu.Lock()
-	recs, err := inst.share.poll(r.Context(), call.maxRecords, call.timeout, call.assignmentWait)
-	inst.pollMu.Unlock()
+	recs, err := inst.sharePoll(r.Context(), call)
 	if err != nil {
 		writeError(w, fromErr(err))
 		return
@@ -623,6 +670,14 @@ func (a *API) handleSharePoll(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	a.markConsumerNode(w)
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// sharePoll is one poll of the instance's share-group member, serialised with
+// the instance's other polls.
+func (inst *instance) sharePoll(ctx context.Context, call pollCall) ([]shareRecord, error) {
+	inst.pollMu.Lock()
+	defer inst.pollMu.Unlock()
+	return inst.share.poll(ctx, call.maxRecords, call.timeout, call.assignmentWait)
 }
 
 // codeConsumerKind: a share poll for a consumer-group instance, or the reverse.

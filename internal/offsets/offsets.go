@@ -17,6 +17,10 @@
 //  4. Close, after the replica manager stops announcing leadership changes and
 //     before the coordinator closes: it cancels the loads under way and waits for
 //     their goroutines, which the Store owns.
+//
+// Store.mu is only taken in a function that releases it with defer, so a
+// coordinator that panics under it (UnloadPartition, called from a leadership
+// change) does not leave every later leadership change waiting for it.
 package offsets
 
 import (
@@ -75,8 +79,15 @@ func NewForTopic(topic string, replicas *replica.Manager, logger *slog.Logger) *
 // SetCoordinator sets the coordinator partitions are loaded into.
 func (s *Store) SetCoordinator(c Coordinator) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.coord = c
-	s.mu.Unlock()
+}
+
+// coordinator is the coordinator partitions are loaded into.
+func (s *Store) coordinator() Coordinator {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.coord
 }
 
 // Append implements group.OffsetStore: the records become one batch appended to
@@ -190,14 +201,20 @@ func (s *Store) LeadershipChanged(p *replica.Partition, leader bool) {
 // Close cancels the loads under way and waits for them to return. Leadership
 // changes after Close load nothing.
 func (s *Store) Close() {
+	s.stopLoads()
+	s.loaders.Wait()
+}
+
+// stopLoads cancels the loads under way and makes leadership changes load
+// nothing more.
+func (s *Store) stopLoads() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closed = true
 	for index, cancel := range s.loading {
 		cancel()
 		delete(s.loading, index)
 	}
-	s.mu.Unlock()
-	s.loaders.Wait()
 }
 
 // loadBackoff and maxLoadBackoff pace a load's retries of a wait for the
@@ -210,16 +227,8 @@ const (
 // load waits for the partition's HWM to cover its log end as it was when this
 // broker became leader, then replays the partition into the coordinator.
 func (s *Store) load(ctx context.Context, p *replica.Partition) {
-	defer func() {
-		s.mu.Lock()
-		if s.loading[p.Index] != nil && ctx.Err() == nil {
-			delete(s.loading, p.Index)
-		}
-		s.mu.Unlock()
-	}()
-	s.mu.Lock()
-	coord := s.coord
-	s.mu.Unlock()
+	defer s.loaded(ctx, p.Index)
+	coord := s.coordinator()
 	end := p.LogEndOffset()
 	for backoff := loadBackoff; ; backoff = min(2*backoff, maxLoadBackoff) {
 		err := p.WaitHighWatermark(ctx, end, time.Minute)
@@ -250,6 +259,16 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 	}
 	if err := load(); err != nil && ctx.Err() == nil {
 		s.log.Error("loading group partition", "partition", p.Index, "err", err)
+	}
+}
+
+// loaded ends the load of partition index under ctx: unless it was cancelled
+// (a newer leadership change took over), the partition is no longer loading.
+func (s *Store) loaded(ctx context.Context, index int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loading[index] != nil && ctx.Err() == nil {
+		delete(s.loading, index)
 	}
 }
 

@@ -97,18 +97,26 @@ func BenchmarkFollowerAppend(b *testing.B) {
 // discardingPartition opens partition t-0 on broker localID in state, on a
 // log whose segment writes are discarded (discardSegments).
 func discardingPartition(b *testing.B, localID int32, state *metadata.Partition) *Partition {
-	l, err := storage.Open(discardSegments{vfs.NewMem()}, "p", storage.Config{})
+	p := openPartition(b, discardSegments{vfs.NewMem()}, localID, state)
+	b.Cleanup(func() { p.close() })
+	return p
+}
+
+// openPartition opens partition t-0 on broker localID in state, on a log in fs;
+// the caller closes it.
+func openPartition(tb testing.TB, fs vfs.FS, localID int32, state *metadata.Partition) *Partition {
+	tb.Helper()
+	l, err := storage.Open(fs, "p", storage.Config{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	p, err := newPartition("t", metadata.UUID{}, 0, l, false, localID)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { p.close() })
 	p.setConfig(new(metadata.DefaultTopicConfig()))
 	if _, err := p.applyState(state, time.Now()); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return p
 }

@@ -73,13 +73,17 @@ func newFetcher(m *Manager, leader int32) *fetcher {
 }
 
 func (f *fetcher) add(p *Partition) {
-	f.mu.Lock()
-	f.parts[p] = struct{}{}
-	f.mu.Unlock()
+	f.addPart(p)
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
+}
+
+func (f *fetcher) addPart(p *Partition) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.parts[p] = struct{}{}
 }
 
 // remove stops fetching p; it reports whether the fetcher has no partitions left.

@@ -341,13 +341,35 @@ func (m *Manager) RunISRMaintenance(ctx context.Context) {
 
 // Partition returns a hosted partition.
 func (m *Manager) Partition(topic string, index int32) (*Partition, error) {
-	m.mu.RLock()
-	p := m.partitions[TopicPartition{topic, index}]
-	m.mu.RUnlock()
-	if p == nil {
-		return nil, ErrUnknownPartition
+	if p := m.hosted(TopicPartition{topic, index}); p != nil {
+		return p, nil
 	}
-	return p, nil
+	return nil, ErrUnknownPartition
+}
+
+// hosted returns partition tp, nil when this broker does not host it.
+func (m *Manager) hosted(tp TopicPartition) *Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.partitions[tp]
+}
+
+// isClosed reports whether Close has begun closing the partitions.
+func (m *Manager) isClosed() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.closed
+}
+
+// setHosted makes p partition tp, or forgets tp when p is nil.
+func (m *Manager) setHosted(tp TopicPartition, p *Partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p == nil {
+		delete(m.partitions, tp)
+		return
+	}
+	m.partitions[tp] = p
 }
 
 // Dir is the directory holding every hosted partition's log (Kafka's log dir).
@@ -382,10 +404,7 @@ func partitionDir(root, topic string, index int32) string {
 // applied image's are prepared: a metadata change to one partition costs a
 // broker hosting thousands a walk of the image, not a preparation of each.
 func (m *Manager) Apply(img *metadata.Image) error {
-	m.mu.RLock()
-	closed := m.closed
-	m.mu.RUnlock()
-	if closed {
+	if m.isClosed() {
 		return ErrClosed
 	}
 	m.applyMu.Lock()
@@ -427,18 +446,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 		}
 	}
 	m.lastImage = img
-	m.mu.Lock()
-	var removed []*Partition
-	for tp, p := range m.partitions {
-		if !hostedIn(img, tp, p.TopicID, m.nodeID) || img.TopicByID(p.TopicID) == nil {
-			removed = append(removed, p)
-			delete(m.partitions, tp)
-			if img.TopicByID(p.TopicID) == nil {
-				m.deleteRemote(p)
-			}
-		}
-	}
-	m.mu.Unlock()
+	removed := m.forgetUnhosted(img)
 	defer m.setApplied(img.Offset())
 	for _, p := range removed {
 		m.follow(p, metadata.NoLeader)
@@ -454,6 +462,25 @@ func (m *Manager) Apply(img *metadata.Image) error {
 		m.log.Info("partition removed", "topic", p.Topic, "partition", p.Index)
 	}
 	return errors.Join(errs...)
+}
+
+// forgetUnhosted removes from the hosted partitions those img no longer places
+// on this broker, queueing the remote data of deleted topics for deletion, and
+// returns them.
+func (m *Manager) forgetUnhosted(img *metadata.Image) []*Partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var removed []*Partition
+	for tp, p := range m.partitions {
+		if !hostedIn(img, tp, p.TopicID, m.nodeID) || img.TopicByID(p.TopicID) == nil {
+			removed = append(removed, p)
+			delete(m.partitions, tp)
+			if img.TopicByID(p.TopicID) == nil {
+				m.deleteRemote(p)
+			}
+		}
+	}
+	return removed
 }
 
 // hostedIn reports whether img places partition tp of the topic with id on
@@ -480,9 +507,7 @@ func (m *Manager) setApplied(offset uint64) {
 // client that just created a topic can use it on this broker at once.
 func (m *Manager) WaitApplied(ctx context.Context, offset uint64) error {
 	for {
-		m.appliedMu.Lock()
-		applied, ch := m.applied, m.appliedCh
-		m.appliedMu.Unlock()
+		applied, ch := m.appliedOffset()
 		if applied >= offset {
 			return nil
 		}
@@ -492,6 +517,14 @@ func (m *Manager) WaitApplied(ctx context.Context, offset uint64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// appliedOffset is the offset of the image applied last and a channel closed
+// when a newer one is.
+func (m *Manager) appliedOffset() (uint64, chan struct{}) {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	return m.applied, m.appliedCh
 }
 
 // applyParallelism bounds how many partitions are opened and given their role at
@@ -557,14 +590,10 @@ func (m *Manager) applyPartitions(changes []roleChange) []error {
 // before and the leader to follow.
 func (m *Manager) preparePartition(t *metadata.Topic, config *metadata.TopicConfig, ip *metadata.Partition) (p *Partition, wasLeader bool, wasEpoch, leader int32, err error) {
 	tp := TopicPartition{t.Name, ip.Index}
-	m.mu.RLock()
-	p = m.partitions[tp]
-	m.mu.RUnlock()
+	p = m.hosted(tp)
 	if p != nil && p.TopicID != t.ID {
 		// Same name, new topic: the old one was deleted while we were not looking.
-		m.mu.Lock()
-		delete(m.partitions, tp)
-		m.mu.Unlock()
+		m.setHosted(tp, nil)
 		m.follow(p, metadata.NoLeader)
 		p.close()
 		if err := m.removeLog(t.Name, ip.Index); err != nil {
@@ -588,9 +617,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, config *metadata.TopicConf
 		// Configured before it is published: the cleaner reads the config of
 		// every partition it finds.
 		p.setConfig(config)
-		m.mu.Lock()
-		m.partitions[tp] = p
-		m.mu.Unlock()
+		m.setHosted(tp, p)
 		m.log.Debug("partition opened", "topic", t.Name, "partition", ip.Index, "log_end_offset", l.LogEndOffset())
 	} else if prev := p.Config(); prev == nil || *prev != *config {
 		m.reconfigureLog(p, scfg)
@@ -731,23 +758,13 @@ func (m *Manager) clean(p *Partition) {
 // and closes every partition (a clean shutdown: the logs write their markers,
 // which the LogDir's one syncfs makes true).
 func (m *Manager) Close() error {
-	m.bgMu.Lock()
-	m.bgClosed = true
-	m.bgMu.Unlock()
+	m.closeBackground()
 	m.bgCancel()
-	m.fetchMu.Lock()
-	fetchers := m.fetchers
-	m.fetchers, m.following = map[int32]*fetcher{}, map[*Partition]int32{}
-	m.fetchMu.Unlock()
-	for _, f := range fetchers {
+	for _, f := range m.takeFetchers() {
 		f.stop()
 	}
 	m.bg.Wait()
-	m.mu.Lock()
-	ps := m.partitions
-	m.partitions = map[TopicPartition]*Partition{}
-	m.closed = true
-	m.mu.Unlock()
+	ps := m.takePartitions()
 	// Closing a log waits on the disk (index files, checkpoints): up to
 	// applyParallelism at a time, as applyPartitions opens them.
 	errs := make([]error, 0, len(ps)+1)
@@ -762,8 +779,8 @@ func (m *Manager) Close() error {
 			defer func() { <-sem }()
 			if err := p.close(); err != nil {
 				errMu.Lock()
+				defer errMu.Unlock()
 				errs = append(errs, err)
-				errMu.Unlock()
 			}
 		})
 	}
@@ -771,6 +788,33 @@ func (m *Manager) Close() error {
 	// Last: it writes the clean-shutdown markers of the logs just closed.
 	errs = append(errs, m.logDir.Close())
 	return errors.Join(errs...)
+}
+
+// closeBackground makes goOwned run nothing more.
+func (m *Manager) closeBackground() {
+	m.bgMu.Lock()
+	defer m.bgMu.Unlock()
+	m.bgClosed = true
+}
+
+// takeFetchers returns every fetcher, leaving none.
+func (m *Manager) takeFetchers() map[int32]*fetcher {
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	fetchers := m.fetchers
+	m.fetchers, m.following = map[int32]*fetcher{}, map[*Partition]int32{}
+	return fetchers
+}
+
+// takePartitions marks the manager closed and returns every hosted partition,
+// leaving none.
+func (m *Manager) takePartitions() map[TopicPartition]*Partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.partitions
+	m.partitions = map[TopicPartition]*Partition{}
+	m.closed = true
+	return ps
 }
 
 func contains(ids []int32, id int32) bool {

@@ -38,7 +38,11 @@
 // copies of state mu guards, written only with mu held, so hot paths (produce,
 // fetch, the fetcher) read them without locking. closed, config and tier are
 // independent atomics. Reads of the log take no partition lock. No lock is held
-// while sending to the controller; watchers are fired, never waited on.
+// while sending to the controller; watchers are fired, never waited on. Every
+// lock of a partition and of the Manager is released by defer (in a small
+// function where it covers only part of the work), so a request that panics
+// under one (the broker recovers the panic) does not leave the partition or
+// every later request waiting for it.
 //
 // # Goroutines
 //
@@ -250,10 +254,15 @@ func (p *Partition) rebuildProducerState() error {
 		p.snapshotOffset = from
 	}
 	p.producers = producers
-	p.txnMu.Lock()
-	p.txns = txns
-	p.txnMu.Unlock()
+	p.setTxns(txns)
 	return nil
+}
+
+// setTxns makes txns the partition's transaction state.
+func (p *Partition) setTxns(txns *txnState) {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	p.txns = txns
 }
 
 // errStopScan ends a ScanBatches walk early.
@@ -317,11 +326,16 @@ func (p *Partition) observeTxns(records []byte) error {
 				return err
 			}
 		}
-		p.txnMu.Lock()
-		p.txns.observe(h, ct)
-		p.txnMu.Unlock()
+		p.observeTxn(h, ct)
 	}
 	return nil
+}
+
+// observeTxn feeds batch h (marker type ct) to the transaction state.
+func (p *Partition) observeTxn(h batch.Header, ct batch.ControlType) {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	p.txns.observe(h, ct)
 }
 
 // safeEnd is the offset the HWM may reach with no followers.
@@ -339,12 +353,16 @@ func (p *Partition) maybeAdvanceHighWatermark() {
 	if !p.leader.Load() { // a follower's fsyncs: no lock taken
 		return
 	}
-	p.mu.Lock()
-	moved := p.maybeAdvanceHighWatermarkLocked()
-	p.mu.Unlock()
-	if moved {
+	if p.advanceHighWatermark() {
 		p.fire()
 	}
+}
+
+// advanceHighWatermark is maybeAdvanceHighWatermarkLocked taking mu.
+func (p *Partition) advanceHighWatermark() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maybeAdvanceHighWatermarkLocked()
 }
 
 // maybeAdvanceHighWatermarkLocked is maybeAdvanceHighWatermark with mu held;
@@ -364,26 +382,26 @@ func (p *Partition) setHighWatermarkLocked(hwm int64) bool {
 // Watch registers w to be woken on HWM and leadership changes.
 func (p *Partition) Watch(w *Watcher) {
 	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
 	put(&p.watchers, w, struct{}{})
-	p.watchMu.Unlock()
 }
 
 // Unwatch removes w.
 func (p *Partition) Unwatch(w *Watcher) {
 	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
 	delete(p.watchers, w)
-	p.watchMu.Unlock()
 }
 
 func (p *Partition) fire() {
 	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
 	for w := range p.watchers {
 		select {
 		case w.C <- struct{}{}:
 		default:
 		}
 	}
-	p.watchMu.Unlock()
 }
 
 // HighWatermark is the end (exclusive) of what consumers may read.
@@ -416,13 +434,18 @@ func (p *Partition) close() error {
 	p.closed.Store(true)
 	p.fire()
 	p.fireAppend()
-	// Appends in flight finish first; the state then covers the whole log.
+	p.snapshotOnClose()
+	return p.log.Close()
+}
+
+// snapshotOnClose writes the producer snapshot of a log worth one, once the
+// appends in flight finish (the state then covers the whole log).
+func (p *Partition) snapshotOnClose() {
 	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	if p.log.Size() >= closeSnapshotMinBytes {
 		p.writeSnapshot()
 	}
-	p.appendMu.Unlock()
-	return p.log.Close()
 }
 
 // AppendResult is where a produced batch landed.

@@ -53,7 +53,17 @@ func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 		return err
 	}
 	clear(p.verifications) // begun under an earlier leadership: markers may have passed unseen
+	p.takeLeadership(ip, start, now)
+	p.fire()
+	p.fireAppend()
+	p.resignIfFailed()
+	return nil
+}
+
+// takeLeadership sets the leader's state at ip's epoch, begun at offset start.
+func (p *Partition) takeLeadership(ip *metadata.Partition, start int64, now time.Time) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.mu.leader = true
 	p.mu.leaderID = p.localID
 	p.mu.leaderEpoch = ip.LeaderEpoch
@@ -62,11 +72,6 @@ func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 	p.mu.isrPending = false
 	p.publishLocked()
 	p.maybeAdvanceHighWatermarkLocked()
-	p.mu.Unlock()
-	p.fire()
-	p.fireAppend()
-	p.resignIfFailed()
-	return nil
 }
 
 // publishLocked publishes the role, the epoch and the ISR size; mu must be held.
@@ -78,30 +83,40 @@ func (p *Partition) publishLocked() {
 
 // becomeFollower makes this broker a follower (or leaderless replica) at ip's epoch.
 func (p *Partition) becomeFollower(ip *metadata.Partition) {
+	if p.takeFollowing(ip) {
+		p.fire() // acks=all waiters and fetches find out at once
+		p.fireAppend()
+	}
+}
+
+// takeFollowing sets the follower's state at ip's epoch; it reports whether
+// this broker led before.
+func (p *Partition) takeFollowing(ip *metadata.Partition) (wasLeader bool) {
 	p.mu.Lock()
-	wasLeader := p.mu.leader
+	defer p.mu.Unlock()
+	wasLeader = p.mu.leader
 	p.mu.leader = false
 	p.mu.leaderID = ip.Leader
 	p.mu.leaderEpoch = ip.LeaderEpoch
 	p.mu.set = newTracker(p.localID, ip.PartitionEpoch, ip.Replicas, ip.ISR, false, time.Time{})
 	p.mu.isrPending = false
 	p.publishLocked()
-	p.mu.Unlock()
-	if wasLeader {
-		p.fire() // acks=all waiters and fetches find out at once
-		p.fireAppend()
-	}
+	return wasLeader
 }
 
 // updateReplicaSet takes a newer ISR and replica set from the image while
 // leadership is unchanged (tracker.update).
 func (p *Partition) updateReplicaSet(ip *metadata.Partition, now time.Time) {
-	p.mu.Lock()
-	moved := p.updateReplicaSetLocked(ip, now)
-	p.mu.Unlock()
-	if moved {
+	if p.updateReplicaSetWithLock(ip, now) {
 		p.fire()
 	}
+}
+
+// updateReplicaSetWithLock is updateReplicaSetLocked taking mu.
+func (p *Partition) updateReplicaSetWithLock(ip *metadata.Partition, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.updateReplicaSetLocked(ip, now)
 }
 
 // updateReplicaSetLocked is updateReplicaSet with mu held; it reports whether
@@ -168,26 +183,16 @@ func (p *Partition) ReadForFollower(replicaID int32, replicaEpoch int64, fetchOf
 // proposes adding the follower to the ISR when it has caught up and is
 // eligible (isrEligible, with the broker epoch its fetch carried).
 func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64, now time.Time) error {
-	p.mu.Lock()
-	if !p.mu.leader {
-		p.mu.Unlock()
-		return ErrNotLeader
-	}
-	inSync, err := p.mu.set.fetched(id, fetchOffset, leo, now)
-	p.mu.set.noteBrokerEpoch(id, epoch)
+	inSync, moved, err := p.noteFollowerFetch(id, epoch, fetchOffset, leo, now)
 	if err != nil {
-		p.mu.Unlock()
 		return err
 	}
-	if inSync { // the usual case: nothing to propose, one lock for both
-		moved := p.maybeAdvanceHighWatermarkLocked()
-		p.mu.Unlock()
+	if inSync {
 		if moved {
 			p.fire()
 		}
 		return nil
 	}
-	p.mu.Unlock()
 	defer p.maybeAdvanceHighWatermark()
 	if p.isrEligible != nil && !p.isrEligible(id, epoch) {
 		return nil // a later fetch proposes it once the image says it is live
@@ -196,6 +201,26 @@ func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64
 		return p.mu.set.proposeExpansion(id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
 	})
 	return nil
+}
+
+// noteFollowerFetch records a follower's fetch in the replica set and, when the
+// follower is in sync (the usual case: nothing to propose, one lock for both),
+// advances the high-water mark; moved reports that it did.
+func (p *Partition) noteFollowerFetch(id int32, epoch int64, fetchOffset, leo int64, now time.Time) (inSync, moved bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.mu.leader {
+		return false, false, ErrNotLeader
+	}
+	inSync, err = p.mu.set.fetched(id, fetchOffset, leo, now)
+	p.mu.set.noteBrokerEpoch(id, epoch)
+	if err != nil {
+		return false, false, err
+	}
+	if inSync {
+		moved = p.maybeAdvanceHighWatermarkLocked()
+	}
+	return inSync, moved, nil
 }
 
 // epochStartOffset is where this broker's current leadership began (its log end
@@ -244,20 +269,25 @@ func (p *Partition) resignIfFailed() {
 // computes the proposed ISR with mu held, so that the ISR and the partition
 // epoch the proposal is based on agree; nil proposes nothing.
 func (p *Partition) proposeISR(why string, next func() []int32) {
+	if req, ok := p.nextISRChange(why, next); ok {
+		p.isrProposer(req)
+	}
+}
+
+// nextISRChange is the proposal proposeISR makes, marked pending; false when
+// there is none to make.
+func (p *Partition) nextISRChange(why string, next func() []int32) (isrChange, bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.mu.isrPending || p.isrProposer == nil || !p.mu.leader {
-		p.mu.Unlock()
-		return
+		return isrChange{}, false
 	}
 	isr := next()
 	if isr == nil {
-		p.mu.Unlock()
-		return
+		return isrChange{}, false
 	}
 	p.mu.isrPending = true
-	req := isrChange{p: p, isr: isr, brokerEpochs: p.mu.set.brokerEpochs(isr), why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}
-	p.mu.Unlock()
-	p.isrProposer(req)
+	return isrChange{p: p, isr: isr, brokerEpochs: p.mu.set.brokerEpochs(isr), why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}, true
 }
 
 // isrChange is one AlterPartition proposal.
@@ -276,28 +306,34 @@ type isrChange struct {
 // reports that the controller refused it without applying it: only then does
 // the follower an expansion adds stop counting towards the high-water mark.
 func (p *Partition) isrChangeDone(c isrChange, ip *metadata.Partition, refused bool, now time.Time) {
-	p.mu.Lock()
-	p.mu.isrPending = false
-	moved := false
-	if p.mu.leader && !p.closed.Load() {
-		switch {
-		case ip != nil:
-			if ip.LeaderEpoch == p.mu.leaderEpoch {
-				moved = p.updateReplicaSetLocked(ip, now)
-			}
-		case refused && c.leaderEpoch == p.mu.leaderEpoch && c.partitionEpoch == p.mu.set.partitionEpoch:
-			for _, id := range c.isr {
-				if !slices.Contains(p.mu.set.isr, id) {
-					p.mu.set.expansionRefused(id)
-				}
-			}
-			moved = p.maybeAdvanceHighWatermarkLocked()
-		}
-	}
-	p.mu.Unlock()
-	if moved {
+	if p.applyISRChange(c, ip, refused, now) {
 		p.fire()
 	}
+}
+
+// applyISRChange is isrChangeDone's change of state; it reports whether the
+// high-water mark moved.
+func (p *Partition) applyISRChange(c isrChange, ip *metadata.Partition, refused bool, now time.Time) (moved bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.isrPending = false
+	if !p.mu.leader || p.closed.Load() {
+		return false
+	}
+	switch {
+	case ip != nil:
+		if ip.LeaderEpoch == p.mu.leaderEpoch {
+			return p.updateReplicaSetLocked(ip, now)
+		}
+	case refused && c.leaderEpoch == p.mu.leaderEpoch && c.partitionEpoch == p.mu.set.partitionEpoch:
+		for _, id := range c.isr {
+			if !slices.Contains(p.mu.set.isr, id) {
+				p.mu.set.expansionRefused(id)
+			}
+		}
+		return p.maybeAdvanceHighWatermarkLocked()
+	}
+	return false
 }
 
 // fetchPosition is where this follower fetches next: its log end, which is durable
@@ -320,32 +356,37 @@ func (p *Partition) followingAt(epoch int32) bool {
 // its HWM.
 func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int64) error {
 	if len(records) > 0 {
-		p.appendMu.Lock()
-		if !p.followingAt(epoch) {
-			p.appendMu.Unlock()
-			return nil
-		}
-		_, err := p.log.AppendAsFollower(records)
-		if err == nil {
-			// Stored batches may be compacted (fewer records than offsets).
-			// The log checked their CRCs as it appended them.
-			it := batch.NewValidatedStoredIter(records)
-			for it.Next() {
-				h := it.Header()
-				if h.Idempotent() && !h.Control() {
-					p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
-				}
-			}
-			err = p.observeTxns(records)
-			p.maybeSnapshot()
-		}
-		p.appendMu.Unlock()
-		if err != nil {
+		if following, err := p.appendAsFollower(epoch, records); err != nil || !following {
 			return err
 		}
 	}
 	p.followHighWatermark(leaderHWM)
 	return nil
+}
+
+// appendAsFollower appends batches fetched from the leader of epoch, unless
+// this replica no longer follows at epoch (following false).
+func (p *Partition) appendAsFollower(epoch int32, records []byte) (following bool, err error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !p.followingAt(epoch) {
+		return false, nil
+	}
+	if _, err := p.log.AppendAsFollower(records); err != nil {
+		return true, err
+	}
+	// Stored batches may be compacted (fewer records than offsets).
+	// The log checked their CRCs as it appended them.
+	it := batch.NewValidatedStoredIter(records)
+	for it.Next() {
+		h := it.Header()
+		if h.Idempotent() && !h.Control() {
+			p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
+		}
+	}
+	err = p.observeTxns(records)
+	p.maybeSnapshot()
+	return true, err
 }
 
 // followHighWatermark sets a follower's HWM to the leader's, capped by what it has.
@@ -398,12 +439,18 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 			return err
 		}
 	}
+	p.lowerHighWatermarkTo(offset)
+	return nil
+}
+
+// lowerHighWatermarkTo moves the high-water mark down to offset when it is
+// above (a follower's truncated tail).
+func (p *Partition) lowerHighWatermarkTo(offset int64) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.highWatermark.Load() > offset {
 		p.setHighWatermarkLocked(offset)
 	}
-	p.mu.Unlock()
-	return nil
 }
 
 // restartAt empties this follower's log and starts it at offset (the leader's log
@@ -419,36 +466,39 @@ func (p *Partition) restartAt(epoch int32, offset int64) error {
 	}
 	p.producers = newProducerState()
 	p.snapshotOffset = -1
-	p.txnMu.Lock()
-	p.txns = newTxnState()
-	p.txnMu.Unlock()
-	p.mu.Lock()
-	p.setHighWatermarkLocked(offset)
-	p.mu.Unlock()
+	p.setTxns(newTxnState())
+	p.setHighWatermark(offset)
 	return nil
+}
+
+// setHighWatermark publishes hwm, taking mu.
+func (p *Partition) setHighWatermark(hwm int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setHighWatermarkLocked(hwm)
 }
 
 // WatchAppends registers w to be woken on every append (a follower's long poll).
 func (p *Partition) WatchAppends(w *Watcher) {
 	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
 	put(&p.leoWatchers, w, struct{}{})
-	p.watchMu.Unlock()
 }
 
 // UnwatchAppends removes w.
 func (p *Partition) UnwatchAppends(w *Watcher) {
 	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
 	delete(p.leoWatchers, w)
-	p.watchMu.Unlock()
 }
 
 func (p *Partition) fireAppend() {
 	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
 	for w := range p.leoWatchers {
 		select {
 		case w.C <- struct{}{}:
 		default:
 		}
 	}
-	p.watchMu.Unlock()
 }

@@ -235,6 +235,15 @@ func (p *Partition) maybeSnapshot() {
 	}
 }
 
+// encodeSnapshot encodes the producer and transaction state; appendMu must be
+// held.
+func (p *Partition) encodeSnapshot() []byte {
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	p.txns.lastStable(p.HighWatermark()) // forget the ended transactions it has passed
+	return encodeSnapshot(p.producers, p.txns)
+}
+
 // writeSnapshot stores the state at the log end, unless the newest snapshot is
 // there already. A failed write is not an error of the partition: the
 // snapshot is a shortcut for the next open, which scans instead, and a failing
@@ -244,11 +253,7 @@ func (p *Partition) writeSnapshot() {
 	if end == p.snapshotOffset {
 		return
 	}
-	p.txnMu.Lock()
-	p.txns.lastStable(p.HighWatermark()) // forget the ended transactions it has passed
-	payload := encodeSnapshot(p.producers, p.txns)
-	p.txnMu.Unlock()
-	if p.log.WriteProducerSnapshot(end, payload) == nil {
+	if p.log.WriteProducerSnapshot(end, p.encodeSnapshot()) == nil {
 		p.snapshotOffset = end
 	}
 }

@@ -324,7 +324,17 @@ func (p *Partition) Producers() ([]ProducerInfo, error) {
 	if !p.IsLeader() {
 		return nil, ErrNotLeader
 	}
+	out := p.producerInfos()
+	p.addTxnStarts(out)
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out, nil
+}
+
+// producerInfos lists the producers the partition knows, without their open
+// transactions' starts.
+func (p *Partition) producerInfos() []ProducerInfo {
 	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	out := make([]ProducerInfo, 0, len(p.producers.entries))
 	for pid, e := range p.producers.entries {
 		pi := ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, CoordinatorEpoch: e.coordinatorEpoch, LastSequence: -1, LastTimestamp: e.lastTimestamp, TxnStartOffset: -1}
@@ -333,14 +343,16 @@ func (p *Partition) Producers() ([]ProducerInfo, error) {
 		}
 		out = append(out, pi)
 	}
-	p.appendMu.Unlock()
+	return out
+}
+
+// addTxnStarts sets the start of each producer's open transaction in out.
+func (p *Partition) addTxnStarts(out []ProducerInfo) {
 	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
 	for i := range out {
 		if off, ok := p.txns.open[out[i].ProducerID]; ok {
 			out[i].TxnStartOffset = off
 		}
 	}
-	p.txnMu.Unlock()
-	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
-	return out, nil
 }

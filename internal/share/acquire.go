@@ -132,17 +132,16 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 // meanwhile (another fetch's read), it reads nothing and the caller looks again.
 func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Partition, from int64, maxRecords, maxBytes int) (bool, error) {
 	gen := sp.cacheGen
-	sp.mu.Unlock()
-	sp.readMu.Lock()
+	sp.unlocked(sp.readMu.Lock) // readMu is taken before mu
 	defer sp.readMu.Unlock()
-	sp.mu.Lock()
 	if sp.p != p || sp.cacheGen != gen {
 		return false, nil
 	}
 	n := readBytes(maxRecords, maxBytes, sp.recordBytes)
-	sp.mu.Unlock()
-	data, spans, err := readSpans(rp, from, n)
-	sp.mu.Lock()
+	var data []byte
+	var spans []span
+	var err error
+	sp.unlocked(func() { data, spans, err = readSpans(rp, from, n) })
 	if err != nil {
 		return false, err
 	}

@@ -132,9 +132,7 @@ func decodeKey(b []byte) (Key, bool) {
 // as after a failover. It is how an alteration or deletion of the durable state by
 // the group coordinator reaches a leader on the same node.
 func (m *Manager) Unload(k Key) {
-	m.mu.Lock()
-	sp := m.mu.shares[k]
-	m.mu.Unlock()
+	sp := m.loaded(k)
 	if sp == nil {
 		return
 	}
@@ -154,13 +152,21 @@ func (m *Manager) Unload(k Key) {
 // closing it): whatever it acquired has expired, so dropping the state loses no
 // lock.
 func (m *Manager) unloadGroupIfIdle(group, except string) {
+	for _, k := range m.idleGroupKeys(group, except) {
+		m.Unload(k)
+	}
+}
+
+// idleGroupKeys returns the keys of group's share partitions on this node, none
+// while a member of group (but except) has a live share session here.
+func (m *Manager) idleGroupKeys(group, except string) []Key {
 	live := m.groupConfig(group).LockDuration
 	now := m.cfg.Now()
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	for sk, s := range m.mu.sessions {
 		if sk.group == group && sk.member != except && now.Sub(s.used) <= live {
-			m.mu.Unlock()
-			return
+			return nil
 		}
 	}
 	var keys []Key
@@ -169,10 +175,7 @@ func (m *Manager) unloadGroupIfIdle(group, except string) {
 			keys = append(keys, k)
 		}
 	}
-	m.mu.Unlock()
-	for _, k := range keys {
-		m.Unload(k)
-	}
+	return keys
 }
 
 // HighWatermark is a data partition's high watermark, asked of its leader.

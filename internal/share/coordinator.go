@@ -106,37 +106,52 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 			sh.keys[k] = &stateEntry{snap: s, found: true}
 		}
 	}
-	c.mu.Lock()
-	c.loaded[p] = sh
-	c.mu.Unlock()
+	c.withLock(func() { c.loaded[p] = sh })
 	return nil
 }
 
 // UnloadPartition forgets partition p (offsets.Coordinator).
 func (c *Coordinator) UnloadPartition(p int32) {
-	c.mu.Lock()
-	delete(c.loaded, p)
-	c.mu.Unlock()
+	c.withLock(func() { delete(c.loaded, p) })
 }
 
-// entry returns k's entry, locked, or NOT_COORDINATOR when this node does not
-// hold k's partition.
-func (c *Coordinator) entry(k Key) (*stateEntry, int16) {
+// withLock runs f with c.mu held, released by defer (package doc).
+func (c *Coordinator) withLock(f func()) {
 	c.mu.Lock()
-	sh := c.loaded[statePartition(k, c.partitions)]
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	f()
+}
+
+// shard returns the loaded partition holding k's state, nil when this node
+// does not hold it.
+func (c *Coordinator) shard(k Key) *stateShard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loaded[statePartition(k, c.partitions)]
+}
+
+// entry returns k's entry, locked (the caller releases e.mu with defer), or
+// NOT_COORDINATOR when this node does not hold k's partition.
+func (c *Coordinator) entry(k Key) (*stateEntry, int16) {
+	sh := c.shard(k)
 	if sh == nil {
 		return nil, kerr.NotCoordinator.Code
 	}
+	e := sh.entry(k, true)
+	e.mu.Lock()
+	return e, 0
+}
+
+// entry returns k's entry; nil when k has none and create is false.
+func (sh *stateShard) entry(k Key, create bool) *stateEntry {
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	e := sh.keys[k]
-	if e == nil {
+	if e == nil && create {
 		e = &stateEntry{}
 		sh.keys[k] = e
 	}
-	sh.mu.Unlock()
-	e.mu.Lock()
-	return e, 0
+	return e
 }
 
 // append writes k's value (nil: a tombstone) and returns its code.
@@ -183,15 +198,11 @@ func (c *Coordinator) Read(ctx context.Context, k Key, leaderEpoch int32) (Snaps
 // of k (ReadShareGroupStateSummary: the group coordinator's view of any group,
 // existing or not); found is false when k has no state.
 func (c *Coordinator) Summary(k Key) (s Snapshot, found bool, code int16) {
-	c.mu.Lock()
-	sh := c.loaded[statePartition(k, c.partitions)]
-	c.mu.Unlock()
+	sh := c.shard(k)
 	if sh == nil {
 		return Snapshot{}, false, kerr.NotCoordinator.Code
 	}
-	sh.mu.Lock()
-	e := sh.keys[k]
-	sh.mu.Unlock()
+	e := sh.entry(k, false)
 	if e == nil {
 		return Snapshot{}, false, 0
 	}

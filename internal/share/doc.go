@@ -113,4 +113,10 @@
 // over a reloaded state. A share partition's mutex may be held while Manager.mu is
 // taken (to start a background dead-letter write), never the reverse. A share
 // partition's readMu is taken before its mutex, never while holding it.
+//
+// Every mutex is released by defer (in a small function where a lock covers only
+// part of the work), so a request that panics under one (the broker recovers
+// the panic) leaves it free; where a share partition's mutex is handed over
+// (released during a read or a write, sharePartition.unlocked) it is taken again
+// by defer, and a state write that panics is settled as a failed one.
 package share

@@ -153,18 +153,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 
 	// Session membership first (forgotten partitions go, requested ones join).
 	if req.ShareSessionEpoch != finalEpoch {
-		m.mu.Lock()
-		for _, ft := range req.ForgottenTopicsData {
-			for _, p := range ft.Partitions {
-				s.remove(topicPartition{ft.TopicID, p})
-			}
-		}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				s.add(topicPartition{t.TopicID, p.Partition})
-			}
-		}
-		m.mu.Unlock()
+		m.updateSession(s, req)
 	}
 
 	maxRecords := int(req.MaxRecords)
@@ -222,14 +211,10 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 			rp.Unwatch(w)
 		}
 		for _, sp := range waitingOn {
-			sp.mu.Lock()
-			sp.unwaitLocked(w)
-			sp.mu.Unlock()
+			sp.unwait(w)
 		}
 	}()
-	m.mu.Lock()
-	parts := slices.Clone(s.parts)
-	m.mu.Unlock()
+	parts := m.sessionParts(s)
 	m.counts.fetches.Add(1)
 	woken, held := false, false
 	for {
@@ -283,6 +268,30 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		}
 		timer.Stop()
 	}
+}
+
+// updateSession applies a ShareFetch's forgotten and requested partitions to
+// its session s.
+func (m *Manager) updateSession(s *session, req *kmsg.ShareFetchRequest) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ft := range req.ForgottenTopicsData {
+		for _, p := range ft.Partitions {
+			s.remove(topicPartition{ft.TopicID, p})
+		}
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			s.add(topicPartition{t.TopicID, p.Partition})
+		}
+	}
+}
+
+// sessionParts returns a copy of session s's partitions.
+func (m *Manager) sessionParts(s *session) []topicPartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(s.parts)
 }
 
 // partitionFetch is what fetchPartition did for one partition.
@@ -433,22 +442,24 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg Gro
 // and unloads the group's share partitions when no other session of the group here is live.
 func (m *Manager) releaseSession(ctx context.Context, group, member string, s *session, cfg GroupConfig) {
 	for _, tp := range s.parts {
-		m.mu.Lock()
-		sp := m.mu.shares[Key{group, tp.id, tp.partition}]
-		m.mu.Unlock()
-		if sp == nil {
-			continue
+		if sp := m.loaded(Key{group, tp.id, tp.partition}); sp != nil {
+			m.releaseMember(ctx, sp, member, cfg)
 		}
-		sp.mu.Lock()
-		if sp.p != nil {
-			if archived := sp.p.ReleaseMember(member, cfg.Limits); len(archived) > 0 && m.saveLocked(ctx, sp) == 0 {
-				m.maybeDeadLetterLocked(sp)
-			}
-			sp.wakeLocked(cfg.Limits, 0)
-		}
-		sp.mu.Unlock()
 	}
 	m.unloadGroupIfIdle(group, member)
+}
+
+// releaseMember gives back what member holds in sp.
+func (m *Manager) releaseMember(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return
+	}
+	if archived := sp.p.ReleaseMember(member, cfg.Limits); len(archived) > 0 && m.saveLocked(ctx, sp) == 0 {
+		m.maybeDeadLetterLocked(sp)
+	}
+	sp.wakeLocked(cfg.Limits, 0)
 }
 
 // ShareAcknowledge serves ShareAcknowledge v0-v2: acknowledgements outside a fetch.

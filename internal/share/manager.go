@@ -127,21 +127,12 @@ func NewManager(cfg Config, store Store, parts Partitions, logger *slog.Logger) 
 // each of them stops at the cancellation, so the bound only matters if a store or
 // dead-letter writer ignores its context (logged).
 func (m *Manager) Close() {
-	m.mu.Lock()
-	m.mu.closed = true
-	m.cancel()
-	shares := make([]*sharePartition, 0, len(m.mu.shares))
-	for _, sp := range m.mu.shares {
-		shares = append(shares, sp)
-	}
-	m.mu.Unlock()
+	shares := m.markClosed()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for _, sp := range shares {
-			sp.mu.Lock()
-			sp.stopTimerLocked()
-			sp.mu.Unlock()
+			sp.stopTimer()
 		}
 		m.background.Wait()
 	}()
@@ -152,6 +143,20 @@ func (m *Manager) Close() {
 	case <-t.C:
 		m.log.Error("share-partition leader closed with background work still running", "waited", closeTimeout)
 	}
+}
+
+// markClosed makes the manager refuse new work, cancels its context and returns
+// every share partition it holds.
+func (m *Manager) markClosed() []*sharePartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mu.closed = true
+	m.cancel()
+	shares := make([]*sharePartition, 0, len(m.mu.shares))
+	for _, sp := range m.mu.shares {
+		shares = append(shares, sp)
+	}
+	return shares
 }
 
 // closeTimeout bounds Close's wait for the background goroutines it cancelled.
@@ -215,6 +220,22 @@ type saveBatch struct {
 	waiters int           // saves waiting on it
 }
 
+// unlocked runs f with sp.mu released, and takes sp.mu again when f returns or
+// panics: the caller, which holds sp.mu and releases it with defer, holds it
+// again either way (a deferred Unlock of an unlocked mutex would be a fatal
+// error, not a recoverable panic).
+func (sp *sharePartition) unlocked(f func()) {
+	sp.mu.Unlock()
+	defer sp.mu.Lock()
+	f()
+}
+
+func (sp *sharePartition) stopTimer() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.stopTimerLocked()
+}
+
 func (sp *sharePartition) stopTimerLocked() {
 	if sp.timer != nil {
 		sp.timer.Stop()
@@ -234,8 +255,10 @@ func (sp *sharePartition) waitLocked(w *replica.Watcher, maxRecords int) {
 	sp.waiters = append(sp.waiters, waiter{w, maxRecords})
 }
 
-// unwaitLocked stops w waiting for records of sp.
-func (sp *sharePartition) unwaitLocked(w *replica.Watcher) {
+// unwait stops w waiting for records of sp.
+func (sp *sharePartition) unwait(w *replica.Watcher) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	for i, x := range sp.waiters {
 		if x.w == w {
 			sp.waiters = append(sp.waiters[:i], sp.waiters[i+1:]...)
@@ -281,20 +304,37 @@ func (sp *sharePartition) wakeOneLocked(w *replica.Watcher) {
 }
 
 // share returns the state of k, loading it when it is not loaded under rp's current
-// leader epoch; it returns with sp.mu held. The error is a Kafka code.
+// leader epoch; it returns with sp.mu held, which the caller releases with defer.
+// The error is a Kafka code.
 func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Partition) (*sharePartition, int16) {
-	m.mu.Lock()
-	if m.mu.closed {
-		m.mu.Unlock()
+	sp := m.entry(k, topic)
+	if sp == nil {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
-	sp := m.mu.shares[k]
-	if sp == nil {
-		sp = &sharePartition{key: k, topic: topic}
-		m.mu.shares[k] = sp
+	if err := m.lockLoaded(ctx, sp, rp); err != nil {
+		m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
+		if errors.Is(err, kerr.FencedLeaderEpoch) {
+			// A newer leader of the data partition has loaded the state.
+			return nil, kerr.NotLeaderForPartition.Code
+		}
+		// Clients retry a partition that is not available.
+		return nil, kerr.ReplicaNotAvailable.Code
 	}
-	m.mu.Unlock()
+	return sp, 0
+}
+
+// lockLoaded takes sp.mu and loads sp's state when it is not loaded under rp's
+// current leader epoch. It returns with sp.mu held, or with the load's error
+// and sp.mu released, as it is when the store panics (by defer: the broker
+// recovers the panic).
+func (m *Manager) lockLoaded(ctx context.Context, sp *sharePartition, rp *replica.Partition) error {
 	sp.mu.Lock()
+	handed := false // sp.mu goes to the caller
+	defer func() {
+		if !handed {
+			sp.mu.Unlock()
+		}
+	}()
 	sp.rp = rp
 	for sp.p != nil && sp.epoch != rp.LeaderEpoch() && (sp.writing != nil || sp.next != nil) {
 		m.flushLocked(ctx, sp) // the old epoch's changes are written before the reload
@@ -302,33 +342,56 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	if epoch := rp.LeaderEpoch(); sp.p == nil || sp.epoch != epoch {
 		sp.stopTimerLocked()
 		sp.cache = readCache{} // read under the old state
-		lctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		stop := context.AfterFunc(m.ctx, cancel)
-		snap, err := m.loadState(lctx, k, rp, epoch)
-		stop()
-		cancel()
+		k := sp.key
+		snap, err := m.load(ctx, k, rp, epoch)
 		if err != nil {
 			sp.p = nil
-			sp.mu.Unlock()
-			m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
-			if errors.Is(err, kerr.FencedLeaderEpoch) {
-				// A newer leader of the data partition has loaded the state.
-				return nil, kerr.NotLeaderForPartition.Code
-			}
-			// Clients retry a partition that is not available.
-			return nil, kerr.ReplicaNotAvailable.Code
+			return err
 		}
 		sp.state = snap.StateEpoch
 		sp.p = Restore(snap)
 		sp.p.FailSpent(m.groupConfig(k.Group).Limits)
 		sp.epoch = epoch
-		m.log.Info("share partition loaded", "group", k.Group, "topic", topic, "partition", k.Partition,
+		m.log.Info("share partition loaded", "group", k.Group, "topic", sp.topic, "partition", k.Partition,
 			"start", sp.p.Start(), "end", sp.p.End(), "state_epoch", sp.state)
 		// Records a crash caught between their dead-letter write and their
 		// archiving are written again.
 		m.maybeDeadLetterLocked(sp)
 	}
-	return sp, 0
+	handed = true
+	return nil
+}
+
+// entry returns k's share partition, made if need be; nil once the manager is
+// closed.
+func (m *Manager) entry(k Key, topic string) *sharePartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil
+	}
+	sp := m.mu.shares[k]
+	if sp == nil {
+		sp = &sharePartition{key: k, topic: topic}
+		m.mu.shares[k] = sp
+	}
+	return sp
+}
+
+// loaded returns k's share partition, nil when there is none.
+func (m *Manager) loaded(k Key) *sharePartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.shares[k]
+}
+
+// load is loadState bounded by storeTimeout and cut short by Close.
+func (m *Manager) load(ctx context.Context, k Key, rp *replica.Partition, epoch int32) (Snapshot, error) {
+	lctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	stop := context.AfterFunc(m.ctx, cancel)
+	defer stop()
+	return m.loadState(lctx, k, rp, epoch)
 }
 
 // loadState reads k's state at the share coordinator as the share-partition
@@ -396,17 +459,19 @@ func (m *Manager) saveLocked(ctx context.Context, sp *sharePartition) int16 {
 			return b.code
 		}
 		end := sp.writing
-		sp.mu.Unlock()
-		select {
-		case <-b.done:
-		case <-end:
-		}
-		sp.mu.Lock()
+		sp.unlocked(func() {
+			select {
+			case <-b.done:
+			case <-end:
+			}
+		})
 	}
 }
 
 // writeLocked writes a snapshot of sp's state for batch b (sp.next), with sp.mu
-// released during the write, and settles b.
+// released during the write, and settles b. A Save that panics settles b as a
+// failed write (by defer): the saves waiting for the write in flight would
+// otherwise wait for ever.
 func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBatch) {
 	sp.next = nil
 	end := make(chan struct{})
@@ -414,13 +479,26 @@ func (m *Manager) writeLocked(ctx context.Context, sp *sharePartition, b *saveBa
 	p := sp.p
 	snap := p.Snapshot()
 	snap.LeaderEpoch, snap.StateEpoch = sp.epoch, sp.state
-	sp.mu.Unlock()
+	err := errSavePanicked
+	defer func() { m.wroteLocked(sp, b, p, end, err) }()
+	sp.unlocked(func() { err = m.save(ctx, sp.key, snap) })
+}
+
+// save is one Save of k's state, bounded by storeTimeout and cut short by Close.
+func (m *Manager) save(ctx context.Context, k Key, snap Snapshot) error {
 	wctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	stop := context.AfterFunc(m.ctx, cancel) // Close cuts every write short
-	err := m.store.Save(wctx, sp.key, snap)
-	stop()
-	cancel()
-	sp.mu.Lock()
+	defer cancel()
+	stop := context.AfterFunc(m.ctx, cancel)
+	defer stop()
+	return m.store.Save(wctx, k, snap)
+}
+
+// errSavePanicked is the outcome of a Save that panicked.
+var errSavePanicked = errors.New("share: the state write panicked")
+
+// wroteLocked settles batch b, written from state p, with the write's outcome
+// err, and ends the write in flight (end).
+func (m *Manager) wroteLocked(sp *sharePartition, b *saveBatch, p *Partition, end chan struct{}, err error) {
 	if err != nil {
 		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
 		b.code = saveCode(err)
@@ -455,9 +533,7 @@ func (m *Manager) flushLocked(ctx context.Context, sp *sharePartition) {
 		switch {
 		case sp.writing != nil:
 			end := sp.writing
-			sp.mu.Unlock()
-			<-end
-			sp.mu.Lock()
+			sp.unlocked(func() { <-end })
 		case sp.next != nil && sp.p != nil:
 			m.writeLocked(ctx, sp, sp.next)
 		default:
@@ -511,12 +587,9 @@ func (m *Manager) armExpiryLocked(sp *sharePartition, cfg GroupConfig) {
 // goBackground runs f on a goroutine Close waits for; false (f not run) once the
 // manager is closed.
 func (m *Manager) goBackground(f func()) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.mu.closed {
+	if !m.addBackground() {
 		return false
 	}
-	m.background.Add(1)
 	go func() {
 		defer m.background.Done()
 		f()
@@ -528,16 +601,25 @@ func (m *Manager) goBackground(f func()) bool {
 // closed; Close waits for callbacks already running.
 func (m *Manager) afterFunc(d time.Duration, f func()) *time.Timer {
 	return time.AfterFunc(d, func() {
-		m.mu.Lock()
-		if m.mu.closed {
-			m.mu.Unlock()
+		if !m.addBackground() {
 			return
 		}
-		m.background.Add(1)
-		m.mu.Unlock()
 		defer m.background.Done()
 		f()
 	})
+}
+
+// addBackground counts one more background task for Close to wait for (the
+// caller calls m.background.Done when it ends); false once the manager is
+// closed.
+func (m *Manager) addBackground() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return false
+	}
+	m.background.Add(1)
+	return true
 }
 
 // acknowledgeLocked applies acknowledgement batches of member to sp and persists the

@@ -288,9 +288,7 @@ func StatePartition(k Key, partitions int32) int32 { return statePartition(k, pa
 // coordinator returns the broker coordinating k's state partition.
 func (s *TopicStore) coordinator(ctx context.Context, k Key) (int32, error) {
 	p := statePartition(k, s.partitions)
-	s.coordMu.Lock()
-	id, ok := s.coords[p]
-	s.coordMu.Unlock()
+	id, ok := s.knownCoordinator(p)
 	if ok {
 		return id, nil
 	}
@@ -308,17 +306,28 @@ func (s *TopicStore) coordinator(ctx context.Context, k Key) (int32, error) {
 	if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
 		return 0, err
 	}
-	s.coordMu.Lock()
-	s.coords[p] = c.NodeID
-	s.coordMu.Unlock()
+	s.withCoords(func() { s.coords[p] = c.NodeID })
 	return c.NodeID, nil
+}
+
+// knownCoordinator returns the coordinator found last for state partition p.
+func (s *TopicStore) knownCoordinator(p int32) (int32, bool) {
+	s.coordMu.Lock()
+	defer s.coordMu.Unlock()
+	id, ok := s.coords[p]
+	return id, ok
 }
 
 // forget drops what coordinator found for k's state partition.
 func (s *TopicStore) forget(k Key) {
+	s.withCoords(func() { delete(s.coords, statePartition(k, s.partitions)) })
+}
+
+// withCoords runs f with s.coordMu held, released by defer.
+func (s *TopicStore) withCoords(f func()) {
 	s.coordMu.Lock()
-	delete(s.coords, statePartition(k, s.partitions))
-	s.coordMu.Unlock()
+	defer s.coordMu.Unlock()
+	f()
 }
 
 // request sends req about k to its coordinator and returns the answer once its
