@@ -53,8 +53,8 @@ type Mux struct {
 	raft    *chanListener
 	link    *chanListener
 	clients *chanListener
-	done chan struct{}
-	once sync.Once
+	done    chan struct{}
+	once    sync.Once
 	// self is this node's voter key; refused is told of each named Raft
 	// connection that names another key (want), from remote.
 	self    VoterKey
