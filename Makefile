@@ -1,4 +1,5 @@
-# The test command CI runs (see README): formatting, vet, and every test with the race detector.
+# The test command CI runs (see README): formatting, vet (and unreachable code),
+# and every test with the race detector.
 GO ?= go
 
 .PHONY: test build fmt-check vet
@@ -12,8 +13,12 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# vet also fails on code that no program or test reaches (golang.org/x/tools'
+# deadcode, pinned in go.mod's tool directive).
 vet:
 	$(GO) vet ./...
+	@out=$$($(GO) tool deadcode -test ./...); \
+	if [ -n "$$out" ]; then echo "unreachable code (remove it or use it):"; echo "$$out"; exit 1; fi
 
 # Strata vs Apache Kafka 4.x on this machine (minutes; needs java and mvn). Not part
 # of test: see bench/run.sh and docs/benchmarks.md.

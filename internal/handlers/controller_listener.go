@@ -7,9 +7,11 @@ package handlers
 // listener's authentication and authorization, for the APIs a Kafka controller
 // answers clients with that the tools send there: DescribeCluster (the
 // controllers, as endpoint type 2), DescribeQuorum, UpdateFeatures (and
-// ApiVersions' features), UnregisterBroker, AddRaftVoter, RemoveRaftVoter and
-// UnregisterController. Any node's controller listener serves them, as any
-// broker does, by passing what needs the active controller on to it.
+// ApiVersions' features), DescribeConfigs, AlterConfigs and
+// IncrementalAlterConfigs, DescribeAcls, CreateAcls and DeleteAcls,
+// UnregisterBroker, AddRaftVoter, RemoveRaftVoter and UnregisterController.
+// Any node's controller listener serves them, as any broker does, by passing
+// what needs the active controller on to it.
 
 import (
 	"context"
@@ -26,7 +28,7 @@ import (
 
 // controllerListenerKeys are the keys served to clients on the controller
 // listener, at the versions the Kafka listener serves them.
-var controllerListenerKeys = []int16{55, 57, 60, 64, 80, 81, 94}
+var controllerListenerKeys = []int16{29, 30, 31, 32, 33, 44, 55, 57, 60, 64, 80, 81, 94}
 
 // controllerListenerApis is the controller listener's registry: the Kafka
 // listener's entries for controllerListenerKeys, DescribeCluster answering

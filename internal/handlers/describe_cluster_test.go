@@ -2,11 +2,14 @@ package handlers
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 )
@@ -71,5 +74,76 @@ func TestDescribeCluster(t *testing.T) {
 				t.Errorf("cluster %q controller %d, want c and 1", resp.ClusterID, resp.ControllerID)
 			}
 		})
+	}
+}
+
+// votersCluster is a Cluster that knows its controller voters.
+type votersCluster struct {
+	imageCluster
+	voters []controller.QuorumMember
+}
+
+func (c votersCluster) VoterAddrs(context.Context) ([]controller.QuorumMember, error) {
+	return c.voters, nil
+}
+
+// TestDescribeControllers: DescribeCluster on the controller listener lists
+// the voters at their controller addresses as endpoint type 2, and refuses
+// a request for brokers (MISMATCHED_ENDPOINT_TYPE) or an unknown type.
+func TestDescribeControllers(t *testing.T) {
+	h := &Handlers{cfg: Config{ClusterID: "c", NodeID: 1}, cluster: votersCluster{
+		imageCluster: imageCluster{img: metadata.NewImage()},
+		voters:       []controller.QuorumMember{{ID: 1, Addr: "127.0.0.11:9093", Voter: true}, {ID: 3, Addr: "127.0.0.13:9093", Voter: true}},
+	}}
+	for _, tc := range []struct {
+		name         string
+		endpointType int8
+		wantErr      int16
+		want         []string
+	}{
+		{"controllers", controllerEndpoint, 0, []string{"1 127.0.0.11:9093", "3 127.0.0.13:9093"}},
+		{"brokers", brokerEndpoint, kerr.MismatchedEndpointType.Code, nil},
+		{"an unknown type", 7, kerr.UnsupportedEndpointType.Code, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := kmsg.NewPtrDescribeClusterRequest()
+			req.SetVersion(1)
+			req.EndpointType = tc.endpointType
+			resp := h.describeControllers(context.Background(), nil, &protocol.Request{Key: 60, Version: 1, Msg: req}).Msg.(*kmsg.DescribeClusterResponse)
+			if resp.ErrorCode != tc.wantErr || resp.EndpointType != controllerEndpoint {
+				t.Fatalf("error code %d, endpoint type %d; want %d, %d", resp.ErrorCode, resp.EndpointType, tc.wantErr, controllerEndpoint)
+			}
+			var got []string
+			for _, b := range resp.Brokers {
+				got = append(got, fmt.Sprintf("%d %s:%d", b.NodeID, b.Host, b.Port))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("controllers %v, want %v", got, tc.want)
+			}
+			if tc.wantErr == 0 && (resp.ClusterID != "c" || resp.ControllerID != 1) {
+				t.Errorf("cluster %q controller %d, want c and 1", resp.ClusterID, resp.ControllerID)
+			}
+		})
+	}
+}
+
+// TestControllerListenerVersions: the controller listener lists the keys a
+// Kafka 4.4 controller answers clients with that Strata serves there, at the
+// Kafka listener's versions, and nothing else.
+func TestControllerListenerVersions(t *testing.T) {
+	broker := map[int16]protocol.VersionRange{}
+	for _, v := range Versions() {
+		broker[v.Key] = v
+	}
+	var keys []int16
+	for _, v := range ControllerListenerVersions() {
+		keys = append(keys, v.Key)
+		if v != broker[v.Key] {
+			t.Errorf("key %d listed as %+v on the controller listener, %+v on the Kafka listener", v.Key, v, broker[v.Key])
+		}
+	}
+	slices.Sort(keys)
+	if want := []int16{29, 30, 31, 32, 33, 44, 55, 57, 60, 64, 80, 81, 94}; !slices.Equal(keys, want) {
+		t.Errorf("controller listener keys %v, want %v", keys, want)
 	}
 }

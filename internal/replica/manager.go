@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -389,10 +388,6 @@ func (m *Manager) Partitions() []*Partition {
 // partitionName is the name of a partition's log directory.
 func partitionName(topic string, index int32) string {
 	return topic + "-" + strconv.Itoa(int(index))
-}
-
-func partitionDir(root, topic string, index int32) string {
-	return filepath.Join(root, partitionName(topic, index))
 }
 
 // Apply brings the hosted partitions in line with img. Errors opening one partition

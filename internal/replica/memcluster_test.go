@@ -139,15 +139,6 @@ func (c *memCluster) stopNode(id int32) *memNode {
 	return nd
 }
 
-// powerCycle cuts broker id's power: it restarts on what its disk had synced.
-func (c *memCluster) powerCycle(id int32) {
-	c.mu.Lock()
-	image := c.nodes[id].mem.CrashClone()
-	c.mu.Unlock()
-	c.stopNode(id)
-	c.start(id, image)
-}
-
 func (c *memCluster) close() {
 	c.mu.Lock()
 	var ids []int32

@@ -390,6 +390,12 @@ var authzMatrix = map[int16]matrixCase{
 	}, clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.UpdateFeaturesResponse).ErrorCode }},
 	64: {func([16]byte) kmsg.Request { r := kmsg.NewPtrUnregisterBrokerRequest(); r.BrokerID = 99; return r },
 		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode }},
+	94: {func([16]byte) kmsg.Request {
+		r := kmsg.NewPtrUnregisterControllerRequest()
+		r.ControllerID = 99
+		return r
+	},
+		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterControllerResponse).ErrorCode }},
 	// The client finds the id's coordinator first: DESCRIBE on the
 	// transactional id, refused as Kafka refuses it.
 	65: {func([16]byte) kmsg.Request {

@@ -107,12 +107,15 @@ type Node struct {
 	toController controllerlink.Transport
 	// linkSrv serves the controller link from the controller's start;
 	// linkHandler is what it serves with (serveLink).
-	linkSrv       *protocol.Server
-	linkHandler   atomic.Pointer[protocol.Handler]
-	replicaClient *kgo.Client
-	certs         *certs.Reloader        // TLS material; nil when TLS is off (security.go)
-	principals    *certs.PrincipalMapper // --ssl-principal-mapping-rules; nil: User:<CN>
-	registration  controller.RegisterBroker
+	linkSrv     *protocol.Server
+	linkHandler atomic.Pointer[protocol.Handler]
+	// controllerClients serves Kafka clients on the controller listener
+	// (serveControllerClients).
+	controllerClients *protocol.Server
+	replicaClient     *kgo.Client
+	certs             *certs.Reloader        // TLS material; nil when TLS is off (security.go)
+	principals        *certs.PrincipalMapper // --ssl-principal-mapping-rules; nil: User:<CN>
+	registration      controller.RegisterBroker
 
 	// Consumer groups.
 	offsetStore *offsets.Store
@@ -136,8 +139,10 @@ type Node struct {
 	// api is the HTTP/JSON API (internal/httpapi), mounted in httpRoutes.
 	api *httpapi.API
 	// guard authenticates and authorizes HTTP requests (security.go); nil
-	// without SASL and authorizer.
+	// without SASL and authorizer. sasl authenticates the Kafka clients of
+	// both listeners; nil without SASL.
 	guard *httpauth.Guard
+	sasl  *protocol.SASLConfig
 }
 
 // Run starts a node and blocks until ctx is cancelled, then shuts down cleanly.
@@ -274,6 +279,37 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		NodeID: cfg.NodeID, Cluster: n.ctrl, Partitions: hostedPartitions{n}, Groups: nodeGroups{n},
 		Logger: n.log.With("component", "metrics"), GoCollectors: true, Telemetry: n.telemetry,
 	})
+	return n.serveControllerClients()
+}
+
+// serveControllerClients serves Kafka clients that reach this node's
+// controller listener (KIP-919's --bootstrap-controller; handlers'
+// controller_listener.go), authenticated and authorized as on the Kafka
+// listener, whose security settings it makes (n.sasl, n.guard).
+func (n *Node) serveControllerClients() error {
+	var err error
+	if n.sasl, n.guard, err = n.security(); err != nil {
+		return err
+	}
+	h := handlers.New(handlers.Config{
+		NodeID: n.cfg.NodeID, ClusterID: n.clusterID, Observer: n.metrics, Authorizer: n.authorizerFunc(),
+	}, n.ctrl, nil, nil, n.link, n.log.With("component", "controller-listener"))
+	n.controllerClients = &protocol.Server{
+		Handler:         n.metrics.InstrumentHandler(n.auditChanges(h.ControllerListenerHandler())),
+		Hooks:           []protocol.Hook{n.metrics},
+		Versions:        handlers.ControllerListenerVersions(),
+		MaxRequestBytes: n.cfg.MaxRequestBytes,
+		SASL:            n.sasl,
+		Principals:      n.principals,
+		ClusterID:       n.clusterID,
+		NodeID:          n.cfg.NodeID,
+		Logger:          n.log.With("component", "controller-listener"),
+	}
+	n.lc.goroutine("controller listener's client server", func() {
+		if err := n.controllerClients.Serve(n.mux.Clients()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
+			n.log.Error("controller listener's client server stopped", "err", err)
+		}
+	}, func(s stopping) { n.drained("controller listener clients", n.controllerClients.Shutdown(s.drain)) })
 	return nil
 }
 
@@ -442,11 +478,6 @@ func (n *Node) startSession(ctx context.Context) error {
 // serveKafka serves Kafka clients on the Kafka listener with h; quotas also
 // limits the rate of new connections per client address.
 func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
-	saslCfg, guard, err := n.security()
-	n.guard = guard
-	if err != nil {
-		return err
-	}
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(n.auditChanges(h)),
 		Hooks:           []protocol.Hook{n.metrics},
@@ -461,7 +492,7 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 			return quotas.RecordConnection(n.ctrl.Image(), ip)
 		},
 		AcceptThrottle: acceptThrottle(n.cfg.MaxConnectionCreationRate),
-		SASL:           saslCfg,
+		SASL:           n.sasl,
 		Principals:     n.principals,
 		ClusterID:      n.clusterID,
 		NodeID:         n.cfg.NodeID,
@@ -513,10 +544,6 @@ func acceptThrottle(rate int32) func() time.Duration {
 // the controller link (brokers register, heartbeat and forward admin requests
 // there) and HTTP health and metrics, but no Kafka clients and no partitions.
 func (n *Node) startControllerOnly(clusterID string) error {
-	var err error
-	if _, n.guard, err = n.security(); err != nil {
-		return err
-	}
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
