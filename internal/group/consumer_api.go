@@ -12,7 +12,8 @@ import (
 // ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-v1 (KIP-848): joining
 // (epoch 0), heartbeating with the member's epoch and owned partitions, and leaving
 // (epoch -1, or -2 for a static member that comes back). It never waits: the answer
-// carries the member's epoch and, when it changed or was asked for, its assignment.
+// carries the member's epoch and, when it changed or was asked for, its assignment,
+// once the group's records the heartbeat changed are appended (consumer_records.go).
 // v0 hands out member ids; v1 members bring their own. Put the client in ctx with
 // WithClient.
 func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -52,8 +53,16 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	if g == nil {
 		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
-	g.withLock(func() { r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx)) })
-	c.flush(g) // an upgrade or downgrade queued the group record
+	var queued bool
+	done := make(chan error, 1)
+	g.withLock(func() {
+		r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx))
+		queued = g.persistRecordsLocked(func(err error) { done <- err })
+	})
+	c.flush(g) // an upgrade or downgrade may have queued the classic record
+	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+		return hbError(code, "%s", kerr.ErrorForCode(code))
+	}
 	return r
 }
 

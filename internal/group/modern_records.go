@@ -13,10 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
-// This file is what the streams group records (streams_records.go) and the
-// share group records (share_records.go) have in common: Kafka 4.4's framing
-// of its group coordinator's records, and how a group's records are kept in
-// step with its state.
+// This file is what the consumer group records (consumer_records.go), the
+// streams group records (streams_records.go) and the share group records
+// (share_records.go) have in common: Kafka 4.4's framing of its group
+// coordinator's records, and how a group's records are kept in step with its
+// state.
 //
 //	key   | int16 record type | string group | string member (member records) |
 //	value | int16 version=0 | fields, flexible: compact strings and arrays, |
@@ -35,16 +36,16 @@ import (
 // member's records, not the whole group's. A failed append marks its keys
 // unknown, so the next change writes them again.
 
-// recordValueVersion is the version of every streams and share value written
-// and read.
+// recordValueVersion is the version of every consumer, streams and share value
+// written and read.
 const recordValueVersion = 0
 
 // unknownValue stands for a key whose value in the log is not known (its last
 // append failed): it equals no value, so the next diff writes the key again.
 var unknownValue = []byte{}
 
-// recordKey is a streams or share record key: type, group and, for member
-// records, member.
+// recordKey is a consumer, streams or share record key: type, group and, for
+// member records, member.
 func recordKey(typ int16, group, member string) []byte {
 	b := kbin.AppendInt16(nil, typ)
 	b = kbin.AppendString(b, group)
@@ -57,14 +58,16 @@ func recordKey(typ int16, group, member string) []byte {
 // isMemberType reports whether records of type typ are keyed by member too.
 func isMemberType(typ int16) bool {
 	switch typ {
-	case typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent,
+	case typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent,
+		typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent,
 		typeShareMember, typeShareTargetMember, typeShareCurrent:
 		return true
 	}
 	return false
 }
 
-// decodeRecordKey parses the rest of a streams or share key after its type.
+// decodeRecordKey parses the rest of a consumer, streams or share key after its
+// type.
 func decodeRecordKey(kind recordKind, typ int16, b []byte) (decodedKey, error) {
 	r := kbin.Reader{Src: b[2:]}
 	k := decodedKey{kind: kind, typ: typ, group: r.String()}
@@ -134,6 +137,34 @@ func readInt16s(r *kbin.Reader) []int16          { return readArray(r, r.Int16) 
 func appendInt32s(dst []byte, vs []int32) []byte { return appendArray(dst, vs, kbin.AppendInt32) }
 func readInt32s(r *kbin.Reader) []int32          { return readArray(r, r.Int32) }
 
+// tagAssignmentEpochs is the tagged field of a consumer group's topic or a
+// streams group's subtopology in a current assignment that holds the member
+// epoch each partition was assigned in (KIP-1251).
+const tagAssignmentEpochs = 0
+
+// appendAssignmentEpochs appends the tagged-field section of a current
+// assignment's topic or subtopology: its epochs, none when nil.
+func appendAssignmentEpochs(dst []byte, epochs []int32) []byte {
+	if epochs == nil {
+		return appendTags(dst)
+	}
+	return appendTags(dst, taggedField{tagAssignmentEpochs, appendInt32s(nil, epochs)})
+}
+
+// readAssignmentEpochs reads the tagged-field section of a current
+// assignment's topic or subtopology: its epochs, nil when there are none or
+// they are null.
+func readAssignmentEpochs(r *kbin.Reader) []int32 {
+	var epochs []int32
+	readTags(r, func(tag uint32, data []byte) {
+		if tag == tagAssignmentEpochs && !bytes.Equal(data, []byte{0}) { // 0: a null array
+			tr := kbin.Reader{Src: data}
+			epochs = readInt32s(&tr)
+		}
+	})
+	return epochs
+}
+
 // valueReader checks a value's version and returns a reader of its fields.
 func valueReader(typ int16, b []byte) (*kbin.Reader, error) {
 	if len(b) < 2 {
@@ -200,11 +231,11 @@ func decodeTargetMeta(typ int16, b []byte) (targetMetaValue, error) {
 	return v, valueDone(typ, r)
 }
 
-// topicsHash is the metadata hash of a streams or share group: of the topics
-// it reads that exist, their names, ids and partition counts. A group loaded
-// with a hash that no longer matches the topics takes them in again (a streams
-// group reconfigures its topology) and rebalances at its next heartbeat, as
-// Kafka's does; the hash is Strata's own
+// topicsHash is the metadata hash of a consumer, streams or share group: of
+// the topics it reads that exist, their names, ids and partition counts. A
+// group loaded with a hash that no longer matches the topics takes them in
+// again (a streams group reconfigures its topology) and rebalances at its next
+// heartbeat, as Kafka's does; the hash is Strata's own
 // (Kafka hashes with XXH3 and includes racks), so a log read by the other
 // broker would rebalance once.
 func topicsHash(topics map[string]topicMeta) int64 {
@@ -219,14 +250,14 @@ func topicsHash(topics map[string]topicMeta) int64 {
 	return int64(h.Sum64())
 }
 
-// recordChanges is what may have changed in a group's streams or share state
-// since its records were last compared with the log, so that a change costs
+// recordChanges is what may have changed in a group's consumer, streams or
+// share state since its records were last compared with the log, so that a change costs
 // what it touched rather than the whole group: when tracked, the group-level
 // records and those of the listed members (a member that is gone has
 // tombstones); otherwise anything, and the whole group is compared. A group
-// starts untracked (the zero value: new, loaded, or turning into a streams or
-// share group, none of which wrote these records before), and is untracked
-// again when an append fails.
+// starts untracked (the zero value: new, loaded, or turning into a consumer,
+// streams or share group, none of which wrote these records before), and is
+// untracked again when an append fails.
 type recordChanges struct {
 	tracked bool
 	members map[string]struct{}
@@ -255,7 +286,8 @@ func (g *group) touchTargetsLocked(before, after map[string]partSet) {
 	}
 }
 
-// stateRecords collects a streams or share group's state as records: key -> value.
+// stateRecords collects a consumer, streams or share group's state as records:
+// key -> value.
 type stateRecords struct {
 	group string
 	out   map[string][]byte
@@ -265,7 +297,8 @@ func (s stateRecords) put(typ int16, member string, v []byte) {
 	s.out[string(recordKey(typ, s.group, member))] = v
 }
 
-// modernKind is how the streams or share side of a group turns into records.
+// modernKind is how the consumer, streams or share side of a group turns into
+// records.
 type modernKind struct {
 	groupTypes, memberTypes []int16
 	// groupRecords puts the group-level records.
@@ -276,9 +309,17 @@ type modernKind struct {
 	memberIDs func() []string
 }
 
-// modernKindLocked is the group's streams or share side; false when it is neither.
+// modernKindLocked is the group's consumer, streams or share side; false when
+// it is none of them.
 func (g *group) modernKindLocked() (modernKind, bool) {
 	switch {
+	case g.cg != nil:
+		return modernKind{
+			groupTypes:   []int16{typeConsumerMetadata, typeConsumerTargetMetadata},
+			memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
+			groupRecords: g.consumerGroupRecordsLocked, memberRecords: g.consumerMemberRecordsLocked,
+			memberIDs: func() []string { return slices.Collect(maps.Keys(g.cg.members)) },
+		}, true
 	case g.st != nil:
 		return modernKind{
 			groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
@@ -297,8 +338,8 @@ func (g *group) modernKindLocked() (modernKind, bool) {
 	return modernKind{}, false
 }
 
-// wholeRecordsLocked is the group's whole streams or share state as records
-// (none when it is neither).
+// wholeRecordsLocked is the group's whole consumer, streams or share state as
+// records (none when it is none of them).
 func (g *group) wholeRecordsLocked() map[string][]byte {
 	s := stateRecords{group: g.id, out: map[string][]byte{}}
 	if kind, ok := g.modernKindLocked(); ok {
@@ -311,14 +352,12 @@ func (g *group) wholeRecordsLocked() map[string][]byte {
 }
 
 // changedRecordsLocked returns the records that bring the log in line with
-// the group's streams or share state, comparing only what g.changes says may
-// have changed.
+// the group's consumer, streams or share state, comparing only what g.changes
+// says may have changed.
 func (g *group) changedRecordsLocked() []Record {
 	kind, ok := g.modernKindLocked()
-	if !ok || !g.changes.tracked || (g.sg != nil && g.shareCatalogChangedLocked()) {
-		if g.sg != nil {
-			g.sg.lookups = map[string]topicLookup{}
-		}
+	if !ok || !g.changes.tracked || g.catalogChangedLocked() {
+		clear(g.lookups)
 		return diffRecords(g.wholeRecordsLocked(), g.written)
 	}
 	want := stateRecords{group: g.id, out: map[string][]byte{}}
@@ -360,8 +399,8 @@ func diffRecords(want, written map[string][]byte) []Record {
 }
 
 // persistRecordsLocked queues the records that bring the log in line with the
-// group's streams or share state (none when it is neither: tombstones for
-// whatever it wrote). done, when set, runs once they are appended, or once the
+// group's consumer, streams or share state (none when it is none of them:
+// tombstones for whatever it wrote). done, when set, runs once they are appended, or once the
 // group's writes already in flight are when there is nothing to write, so that
 // nobody is answered with state the log may not hold yet. It reports whether it
 // queued anything; the caller then flushes.
@@ -414,8 +453,8 @@ func (g *group) forgetRecordsLocked(recs []Record) {
 	g.changes = recordChanges{} // the next write compares the whole group
 }
 
-// recordTombstonesLocked returns tombstones for every streams or share record
-// of the group the log holds (the group is being deleted).
+// recordTombstonesLocked returns tombstones for every consumer, streams or
+// share record of the group the log holds (the group is being deleted).
 func (g *group) recordTombstonesLocked() []Record {
 	var recs []Record
 	for k := range g.written {
@@ -426,29 +465,52 @@ func (g *group) recordTombstonesLocked() []Record {
 }
 
 // recordOrder orders one change's records as Kafka's group coordinator writes
-// them, so that its replay would take them: streams records by key; share
-// records' tombstones first, a member's before the group's (current
+// them, so that its replay would take them: streams records by key; consumer
+// and share records' tombstones first, a member's before the group's (current
 // assignment, target, member, then the target metadata and the group), then
 // the values (member, group, target, target metadata, current assignment).
 func recordOrder(a, b Record) int {
-	return cmp.Or(cmp.Compare(shareRank(a), shareRank(b)), bytes.Compare(a.Key, b.Key))
+	return cmp.Or(cmp.Compare(roleRank(a), roleRank(b)), bytes.Compare(a.Key, b.Key))
 }
 
-// shareRank is a record's place in recordOrder: 0 for any but a share record.
-func shareRank(r Record) int {
+// The roles of consumer and share records, in the order Kafka writes their
+// values.
+const (
+	roleMember = iota
+	roleMetadata
+	roleTargetMember
+	roleTargetMetadata
+	roleCurrent
+	roleCount
+)
+
+// recordRoles maps consumer and share record types to their roles.
+var recordRoles = map[int16]int{
+	typeConsumerMember: roleMember, typeConsumerMetadata: roleMetadata,
+	typeConsumerTargetMember: roleTargetMember, typeConsumerTargetMetadata: roleTargetMetadata,
+	typeConsumerCurrent: roleCurrent,
+	typeShareMember:     roleMember, typeShareMetadata: roleMetadata,
+	typeShareTargetMember: roleTargetMember, typeShareTargetMetadata: roleTargetMetadata,
+	typeShareCurrent: roleCurrent,
+}
+
+// tombstoneRanks is the order of the roles' tombstones.
+var tombstoneRanks = [roleCount]int{
+	roleCurrent: 0, roleTargetMember: 1, roleMember: 2, roleTargetMetadata: 3, roleMetadata: 4,
+}
+
+// roleRank is a record's place in recordOrder: 0 for any but a consumer or
+// share record.
+func roleRank(r Record) int {
 	if len(r.Key) < 2 {
 		return 0
 	}
-	order := []int16{typeShareMember, typeShareMetadata, typeShareTargetMember, typeShareTargetMetadata, typeShareCurrent}
-	if r.Value == nil {
-		order = []int16{typeShareCurrent, typeShareTargetMember, typeShareMember, typeShareTargetMetadata, typeShareMetadata}
-	}
-	i := slices.Index(order, int16(binary.BigEndian.Uint16(r.Key)))
+	role, ok := recordRoles[int16(binary.BigEndian.Uint16(r.Key))]
 	switch {
-	case i < 0:
+	case !ok:
 		return 0
 	case r.Value == nil:
-		return 1 + i
+		return 1 + tombstoneRanks[role]
 	}
-	return 1 + len(order) + i
+	return 1 + roleCount + role
 }

@@ -113,25 +113,26 @@ func readTopicPartitions(r *kbin.Reader) []kmsg.AssignmentTopicPartition {
 	})
 }
 
-// shareTargetValue is ShareGroupTargetAssignmentMemberValue.
-type shareTargetValue struct {
+// targetMemberValue is ShareGroupTargetAssignmentMemberValue and
+// ConsumerGroupTargetAssignmentMemberValue (the same fields).
+type targetMemberValue struct {
 	partitions []kmsg.AssignmentTopicPartition
 }
 
-func (v shareTargetValue) appendTo(dst []byte) []byte {
+func (v targetMemberValue) appendTo(dst []byte) []byte {
 	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = appendTopicPartitions(dst, v.partitions)
 	return appendTags(dst)
 }
 
-func decodeShareTarget(b []byte) (shareTargetValue, error) {
-	r, err := valueReader(typeShareTargetMember, b)
+func decodeTargetMember(typ int16, b []byte) (targetMemberValue, error) {
+	r, err := valueReader(typ, b)
 	if err != nil {
-		return shareTargetValue{}, err
+		return targetMemberValue{}, err
 	}
-	v := shareTargetValue{partitions: readTopicPartitions(r)}
+	v := targetMemberValue{partitions: readTopicPartitions(r)}
 	readTags(r, nil)
-	return v, valueDone(typeShareTargetMember, r)
+	return v, valueDone(typ, r)
 }
 
 // shareCurrentValue is ShareGroupCurrentMemberAssignmentValue.
@@ -168,13 +169,13 @@ type shareReplay struct {
 	metadata   *shareMetadataValue
 	targetMeta *targetMetaValue
 	members    map[string]shareMemberValue
-	targets    map[string]shareTargetValue
+	targets    map[string]targetMemberValue
 	current    map[string]shareCurrentValue
 }
 
 func newShareReplay() *shareReplay {
 	return &shareReplay{raw: map[string][]byte{}, members: map[string]shareMemberValue{},
-		targets: map[string]shareTargetValue{}, current: map[string]shareCurrentValue{}}
+		targets: map[string]targetMemberValue{}, current: map[string]shareCurrentValue{}}
 }
 
 // apply folds one share record (value nil: a tombstone) into the replay.
@@ -208,7 +209,7 @@ func (sr *shareReplay) apply(k decodedKey, key, value []byte) error {
 	case typeShareMember:
 		sr.members[k.member], err = decodeShareMember(value)
 	case typeShareTargetMember:
-		sr.targets[k.member], err = decodeShareTarget(value)
+		sr.targets[k.member], err = decodeTargetMember(typeShareTargetMember, value)
 	case typeShareCurrent:
 		sr.current[k.member], err = decodeShareCurrent(value)
 	}
@@ -238,10 +239,10 @@ func (g *group) shareMemberRecordsLocked(s stateRecords, id string) {
 		rackID: optional(m.rackID), clientID: m.clientID, clientHost: m.clientHost, topics: m.topicNames,
 	}.appendTo(nil))
 	if t, ok := sg.target[id]; ok {
-		s.put(typeShareTargetMember, id, shareTargetValue{partitions: g.shareAssignmentLocked(t)}.appendTo(nil))
+		s.put(typeShareTargetMember, id, targetMemberValue{partitions: g.assignmentByIDLocked(t)}.appendTo(nil))
 	}
 	s.put(typeShareCurrent, id, shareCurrentValue{
-		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.shareAssignmentLocked(m.assigned),
+		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.assignmentByIDLocked(m.assigned),
 	}.appendTo(nil))
 }
 
@@ -251,26 +252,30 @@ type topicLookup struct {
 	ok bool
 }
 
-// shareAssignmentLocked is ps by topic id, as the assignment records hold it;
-// it notes what the catalog said of each topic (sg.lookups), as the records
-// encoded from it hold only while the catalog says the same.
-func (g *group) shareAssignmentLocked(ps partSet) []kmsg.AssignmentTopicPartition {
+// assignmentByIDLocked is ps by topic id, as the consumer and share
+// assignment records hold it; it notes what the catalog said of each topic
+// (g.lookups), as the records encoded from it hold only while the catalog says
+// the same.
+func (g *group) assignmentByIDLocked(ps partSet) []kmsg.AssignmentTopicPartition {
+	if g.lookups == nil {
+		g.lookups = map[string]topicLookup{}
+	}
 	for tp := range ps {
-		if _, ok := g.sg.lookups[tp.topic]; !ok {
+		if _, ok := g.lookups[tp.topic]; !ok {
 			id, _, exists := g.topicsLocked().Topic(tp.topic)
-			g.sg.lookups[tp.topic] = topicLookup{id, exists}
+			g.lookups[tp.topic] = topicLookup{id, exists}
 		}
 	}
 	return g.c.assignmentTopics(ps)
 }
 
-// shareCatalogChangedLocked reports whether the catalog says something else
-// of a topic than when a member's records were encoded from it: a topic of an
+// catalogChangedLocked reports whether the catalog says something else of a
+// topic than when a member's records were encoded from it: a topic of an
 // assignment deleted, created or created again, so that every member's
 // records must be compared again.
-func (g *group) shareCatalogChangedLocked() bool {
+func (g *group) catalogChangedLocked() bool {
 	cat := g.topicsLocked()
-	for name, was := range g.sg.lookups {
+	for name, was := range g.lookups {
 		if id, _, ok := cat.Topic(name); ok != was.ok || id != was.id {
 			return true
 		}
@@ -296,26 +301,14 @@ func (g *group) loadShareLocked(sr *shareReplay) {
 			sg.targetAt = time.UnixMilli(tm.timeMs)
 		}
 	}
-	cat := g.topicsLocked()
-	parts := func(ts []kmsg.AssignmentTopicPartition) partSet {
-		out := partSet{}
-		for _, t := range ts {
-			if name, ok := cat.TopicName(t.TopicID); ok {
-				for _, p := range t.Partitions {
-					out[topicPartition{name, p}] = struct{}{}
-				}
-			}
-		}
-		return out
-	}
 	for id, mv := range sr.members {
 		cur := sr.current[id]
 		sg.addMember(&smember{
 			id: id, rackID: deref(mv.rackID), clientID: mv.clientID, clientHost: mv.clientHost,
-			epoch: cur.epoch, prevEpoch: cur.prevEpoch, topicNames: mv.topics, assigned: parts(cur.partitions),
+			epoch: cur.epoch, prevEpoch: cur.prevEpoch, topicNames: mv.topics, assigned: g.partitionsByIDLocked(cur.partitions),
 		})
 		if t, ok := sr.targets[id]; ok {
-			sg.target[id] = parts(t.partitions)
+			sg.target[id] = g.partitionsByIDLocked(t.partitions)
 		}
 	}
 	sg.topics = g.shareSubscriptionLocked()

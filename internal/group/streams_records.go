@@ -161,8 +161,6 @@ type streamsTasks struct {
 	epochs      []int32
 }
 
-const tagAssignmentEpochs = 0
-
 // tasksOf lists a set of tasks by subtopology, sorted; epochOf, when set, gives
 // each task's assignment epoch.
 func tasksOf(ts partSet, epochOf func(topicPartition) int32) []streamsTasks {
@@ -196,11 +194,7 @@ func appendTasks(dst []byte, ts []streamsTasks) []byte {
 	for _, t := range ts {
 		dst = kbin.AppendCompactString(dst, t.subtopology)
 		dst = appendInt32s(dst, t.partitions)
-		if t.epochs != nil {
-			dst = appendTags(dst, taggedField{tagAssignmentEpochs, appendInt32s(nil, t.epochs)})
-		} else {
-			dst = appendTags(dst)
-		}
+		dst = appendAssignmentEpochs(dst, t.epochs)
 	}
 	return dst
 }
@@ -209,12 +203,7 @@ func readTasks(r *kbin.Reader) []streamsTasks {
 	var out []streamsTasks
 	for n := r.CompactArrayLen(); n > 0 && r.Ok(); n-- {
 		t := streamsTasks{subtopology: r.CompactString(), partitions: readInt32s(r)}
-		readTags(r, func(tag uint32, data []byte) {
-			if tag == tagAssignmentEpochs {
-				tr := kbin.Reader{Src: data}
-				t.epochs = readInt32s(&tr)
-			}
-		})
+		t.epochs = readAssignmentEpochs(r)
 		out = append(out, t)
 	}
 	return out
