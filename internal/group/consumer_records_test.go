@@ -2,8 +2,19 @@ package group
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"pgregory.net/rapid"
 )
 
 // kafkaConsumerRecords are consumer group records as Kafka 4.4's own classes
@@ -99,4 +110,243 @@ func TestConsumerRecordErrors(t *testing.T) {
 			t.Errorf("%s: replayed", name)
 		}
 	}
+}
+
+// TestConsumerRecordsFollowChanges drives a consumer group through random
+// joins (static members and patterns among them, classic members once it is
+// a consumer group), heartbeats reporting what the members own (so that
+// revocations complete), leaves, static members leaving for now, session
+// expiries, topics changing, failed appends and restarts. Each change must
+// append exactly what comparing the whole group would have, byte for byte and
+// in order, and a restart must bring back the group as it was: epochs,
+// members, their states, assignments with the epochs they were assigned in,
+// pending revocations, targets and classic members.
+func TestConsumerRecordsFollowChanges(t *testing.T) {
+	topicNames := []string{"a", "b", "c"}
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := DefaultConfig()
+		cfg.GroupInitialRebalanceDelay = 0 // a classic join to an Empty group, turning it classic, is answered at once
+		r := newRecordsRig(rt, cfg, map[string]int32{"a": 3, "b": 2, "c": 1})
+		defer r.close()
+		members := map[string]*consumerTestMember{}
+		var classic []string // classic members' ids
+		// inSync: the log holds the whole group as the catalog says now (the
+		// last change was written, and no topic changed since).
+		persisted, inSync := false, true
+		heartbeat := func(m *consumerTestMember, epoch int32, join bool) kmsg.ConsumerGroupHeartbeatResponse {
+			persisted = true
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Version = 1
+			req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = "g", m.id, epoch, optional(m.instance)
+			switch {
+			case join:
+				req.RebalanceTimeoutMillis, req.Topics = 60000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+				if rapid.Bool().Draw(rt, "pattern") {
+					req.SubscribedTopicRegex = ptr(rapid.SampledFrom([]string{"a|b", "c.*"}).Draw(rt, "regex"))
+				} else {
+					req.SubscribedTopicNames = rapid.SliceOfNDistinct(rapid.SampledFrom(topicNames), 1, 3, rapid.ID[string]).Draw(rt, "names")
+				}
+			case epoch >= 0 && rapid.Bool().Draw(rt, "report owned"):
+				req.Topics = m.owned
+			}
+			resp := r.c.ConsumerGroupHeartbeat(context.Background(), req)
+			m.take(resp)
+			return *resp
+		}
+		for step := range 40 {
+			before := r.logLen()
+			failed := false
+			persisted = false
+			switch op := rapid.IntRange(0, 10).Draw(rt, "op"); op {
+			case 0, 1: // a member joins, perhaps static
+				id := fmt.Sprintf("m%d", rapid.IntRange(0, 4).Draw(rt, "member"))
+				m := members[id]
+				if m == nil {
+					m = &consumerTestMember{id: id}
+					if rapid.Bool().Draw(rt, "static") {
+						m.instance = "i-" + id
+					}
+					members[id] = m
+				}
+				heartbeat(m, joinEpoch, true)
+			case 2, 3: // a member heartbeats at its epoch (joins again when fenced)
+				if m := drawMember(rt, members); m != nil {
+					heartbeat(m, m.epoch, m.epoch == joinEpoch)
+				}
+			case 4: // a member leaves, or a static one leaves for now
+				if m := drawMember(rt, members); m != nil {
+					epoch := int32(leaveEpoch)
+					if m.instance != "" && rapid.Bool().Draw(rt, "for now") {
+						epoch = staticLeaveEpoch
+					}
+					heartbeat(m, epoch, false)
+					if epoch == leaveEpoch {
+						delete(members, m.id)
+					}
+				}
+			case 5: // time passes; a topic is deleted, created (again) or grows
+				r.clock.add(time.Duration(rapid.IntRange(0, 1500).Draw(rt, "ms")) * time.Millisecond)
+				r.topics.set(rapid.SampledFrom(topicNames).Draw(rt, "topic"), int32(rapid.IntRange(0, 3).Draw(rt, "partitions")))
+				inSync = false
+			case 6: // a heartbeat whose append fails
+				if m := drawMember(rt, members); m != nil {
+					r.store.setFail(errors.New("injected"))
+					heartbeat(m, m.epoch, m.epoch == joinEpoch)
+					r.store.setFail(nil)
+					failed = true
+				}
+			case 7: // the coordinator restarts from the log
+				want := consumerSnapshot(r.c, "g")
+				r.restart()
+				if got := consumerSnapshot(r.c, "g"); inSync && got != want {
+					rt.Fatalf("step %d: after a restart\n%s\nbefore it\n%s", step, got, want)
+				}
+				continue
+			case 8: // a member's session expires, as its timer removes it
+				if m := drawMember(rt, members); m != nil {
+					expireMember(r.c, "g", func(g *group) {
+						if cm := g.cg.members[m.id]; cm != nil {
+							g.fenceConsumerMemberLocked(cm)
+						}
+					})
+					persisted = true
+					delete(members, m.id)
+				}
+			case 9: // a classic member joins (an Empty consumer group turns classic)
+				if isConsumerGroup(r.c, "g") {
+					if id := classicJoinConsumerGroup(r.c, rapid.SliceOfNDistinct(rapid.SampledFrom(topicNames), 1, 3, rapid.ID[string]).Draw(rt, "classic topics")); id != "" {
+						classic = append(classic, id)
+					}
+					awaitGroupWrites(rt, r.c, "g")
+					persisted = true
+				}
+			case 10: // a classic member leaves
+				if len(classic) > 0 {
+					i := rapid.IntRange(0, len(classic)-1).Draw(rt, "classic member")
+					leave := kmsg.NewPtrLeaveGroupRequest()
+					leave.Version = 3
+					leave.Group, leave.Members = "g", []kmsg.LeaveGroupRequestMember{{MemberID: classic[i]}}
+					resp := r.c.LeaveGroup(context.Background(), leave)
+					classic = slices.Delete(classic, i, i+1)
+					awaitGroupWrites(rt, r.c, "g")
+					persisted = resp.ErrorCode == 0 && resp.Members[0].ErrorCode == 0 // else it did not reach the group
+				}
+			}
+			r.check(step, before, persisted, failed)
+			if persisted {
+				inSync = !failed
+			}
+		}
+	})
+}
+
+// classicJoinConsumerGroup joins group "g" with the classic protocol,
+// subscribed to topics, and returns the member id ("" when refused).
+func classicJoinConsumerGroup(c *Coordinator, topics []string) string {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version, meta.Topics = 3, topics
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version = 3
+	join.Group, join.ProtocolType = "g", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 300000, 300000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+	if resp := c.JoinGroup(context.Background(), join); resp.ErrorCode == 0 {
+		return resp.MemberID
+	}
+	return ""
+}
+
+// awaitGroupWrites waits until group id has no writes queued or in flight
+// (a classic request's records are written without the answer waiting).
+func awaitGroupWrites(rt *rapid.T, c *Coordinator, id string) {
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		idle := true
+		withGroupLocked(c, id, func(g *group) { idle = !g.writing && len(g.writeQ) == 0 })
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			rt.Fatalf("group %s still writing after 30s", id)
+		}
+		runtime.Gosched()
+	}
+}
+
+// consumerTestMember is what a test's KIP-848 consumer knows of itself.
+type consumerTestMember struct {
+	id, instance string
+	epoch        int32
+	owned        []kmsg.ConsumerGroupHeartbeatRequestTopic
+}
+
+// take applies a heartbeat's answer: being fenced or leaving sends the
+// member back to joining with nothing; after another error it tries again at
+// its epoch.
+func (m *consumerTestMember) take(resp *kmsg.ConsumerGroupHeartbeatResponse) {
+	switch {
+	case resp.ErrorCode == kerr.FencedMemberEpoch.Code || resp.ErrorCode == kerr.UnknownMemberID.Code || resp.MemberEpoch < 0:
+		m.epoch, m.owned = joinEpoch, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return
+	case resp.ErrorCode != 0:
+		return
+	}
+	m.epoch = resp.MemberEpoch
+	if resp.Assignment != nil {
+		m.owned = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for _, t := range resp.Assignment.Topics {
+			m.owned = append(m.owned, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t.TopicID, Partitions: t.Partitions})
+		}
+	}
+}
+
+func drawMember(rt *rapid.T, members map[string]*consumerTestMember) *consumerTestMember {
+	if len(members) == 0 {
+		return nil
+	}
+	return members[rapid.SampledFrom(slices.Sorted(maps.Keys(members))).Draw(rt, "member")]
+}
+
+// consumerSnapshot prints what a restart must keep of consumer group id: its
+// describe answer and, per member, the state the coordinator holds beyond it;
+// partitions of topics that no longer exist are left out (a load drops them).
+func consumerSnapshot(c *Coordinator, id string) string {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{id}
+	d := c.ConsumerGroupDescribe(context.Background(), req).Groups[0]
+	s := fmt.Sprintf("%s code=%d state=%s epoch=%d assignment-epoch=%d assignor=%s\n", d.Group, d.ErrorCode, d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName)
+	withGroupLocked(c, id, func(g *group) {
+		if g.cg == nil {
+			return
+		}
+		cg := g.cg
+		live := func(ps partSet) []topicPartition {
+			return slices.DeleteFunc(ps.sorted(), func(tp topicPartition) bool {
+				_, _, ok := g.topicsLocked().Topic(tp.topic)
+				return !ok
+			})
+		}
+		owners := maps.Clone(cg.owners)
+		maps.DeleteFunc(owners, func(tp topicPartition, _ string) bool { return len(live(partSet{tp: {}})) == 0 })
+		s += fmt.Sprintf("target at %d static %v owners %v classic state %s\n",
+			cg.targetAt.UnixMilli(), cg.static, owners, g.state)
+		for _, m := range cg.sortedMembers() {
+			s += fmt.Sprintf("  %s instance=%q rack=%q client=%s/%s epoch=%d prev=%d state=%d rebalance=%v names=%v regex=%q assignor=%q assigned=%v revoking=%v target=%v",
+				m.id, m.instanceID, m.rackID, m.clientID, m.clientHost, m.epoch, m.prevEpoch, m.state, m.rebalanceTimeout,
+				m.topicNames, m.regex, m.serverAssignor, assignedEpochs(m, live(m.assignedSet())), live(m.revoking), live(cg.target[m.id]))
+			if m.classic != nil {
+				s += fmt.Sprintf(" classic session=%v protocols=%v", m.classic.sessionTimeout, m.classic.protocols)
+			}
+			s += "\n"
+		}
+	})
+	return s
+}
+
+// assignedEpochs lists partitions tps of m with the epochs it was assigned them in.
+func assignedEpochs(m *cmember, tps []topicPartition) []string {
+	var out []string
+	for _, tp := range tps {
+		out = append(out, fmt.Sprintf("%s/%d@%d", tp.topic, tp.partition, m.assigned[tp]))
+	}
+	return out
 }
