@@ -47,13 +47,20 @@ var unknownValue = []byte{}
 // recordKey is a consumer, streams or share record key: type, group and, for
 // member records, member.
 func recordKey(typ int16, group, member string) []byte {
-	b := kbin.AppendInt16(nil, typ)
-	b = kbin.AppendString(b, group)
-	if isMemberType(typ) {
-		b = kbin.AppendString(b, member)
-	}
-	return b
+	return appendRecordKey(make([]byte, 0, 6+len(group)+len(member)), typ, group, member)
 }
+
+func appendRecordKey(dst []byte, typ int16, group, member string) []byte {
+	dst = kbin.AppendInt16(dst, typ)
+	dst = kbin.AppendString(dst, group)
+	if isMemberType(typ) {
+		dst = kbin.AppendString(dst, member)
+	}
+	return dst
+}
+
+// keyScratch is room for most record keys on the stack (a longer one grows).
+type keyScratch [128]byte
 
 // isMemberType reports whether records of type typ are keyed by member too.
 func isMemberType(typ int16) bool {
@@ -294,7 +301,8 @@ type stateRecords struct {
 }
 
 func (s stateRecords) put(typ int16, member string, v []byte) {
-	s.out[string(recordKey(typ, s.group, member))] = v
+	var scratch keyScratch
+	s.out[string(appendRecordKey(scratch[:0], typ, s.group, member))] = v
 }
 
 // modernKind is how the consumer, streams or share side of a group turns into
@@ -302,50 +310,57 @@ func (s stateRecords) put(typ int16, member string, v []byte) {
 type modernKind struct {
 	groupTypes, memberTypes []int16
 	// groupRecords puts the group-level records.
-	groupRecords func(stateRecords)
+	groupRecords func(g *group, s stateRecords)
 	// memberRecords puts member id's records; none when it is gone.
-	memberRecords func(s stateRecords, id string)
+	memberRecords func(g *group, s stateRecords, id string)
 	// memberIDs lists the members.
-	memberIDs func() []string
+	memberIDs func(g *group) []string
 }
 
-// modernKindLocked is the group's consumer, streams or share side; false when
+// The kinds of modern group, each as its records describe it.
+var (
+	consumerKind = modernKind{
+		groupTypes:   []int16{typeConsumerMetadata, typeConsumerTargetMetadata},
+		memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
+		groupRecords: (*group).consumerGroupRecordsLocked, memberRecords: (*group).consumerMemberRecordsLocked,
+		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
+	}
+	streamsKind = modernKind{
+		groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
+		memberTypes:  []int16{typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent},
+		groupRecords: (*group).streamsGroupRecordsLocked, memberRecords: (*group).streamsMemberRecordsLocked,
+		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.st.members)) },
+	}
+	shareKind = modernKind{
+		groupTypes:   []int16{typeShareMetadata, typeShareTargetMetadata},
+		memberTypes:  []int16{typeShareMember, typeShareTargetMember, typeShareCurrent},
+		groupRecords: (*group).shareGroupRecordsLocked, memberRecords: (*group).shareMemberRecordsLocked,
+		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.sg.members)) },
+	}
+)
+
+// modernKindLocked is the group's consumer, streams or share side; nil when
 // it is none of them.
-func (g *group) modernKindLocked() (modernKind, bool) {
+func (g *group) modernKindLocked() *modernKind {
 	switch {
 	case g.cg != nil:
-		return modernKind{
-			groupTypes:   []int16{typeConsumerMetadata, typeConsumerTargetMetadata},
-			memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
-			groupRecords: g.consumerGroupRecordsLocked, memberRecords: g.consumerMemberRecordsLocked,
-			memberIDs: func() []string { return slices.Collect(maps.Keys(g.cg.members)) },
-		}, true
+		return &consumerKind
 	case g.st != nil:
-		return modernKind{
-			groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
-			memberTypes:  []int16{typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent},
-			groupRecords: g.streamsGroupRecordsLocked, memberRecords: g.streamsMemberRecordsLocked,
-			memberIDs: func() []string { return slices.Collect(maps.Keys(g.st.members)) },
-		}, true
+		return &streamsKind
 	case g.sg != nil:
-		return modernKind{
-			groupTypes:   []int16{typeShareMetadata, typeShareTargetMetadata},
-			memberTypes:  []int16{typeShareMember, typeShareTargetMember, typeShareCurrent},
-			groupRecords: g.shareGroupRecordsLocked, memberRecords: g.shareMemberRecordsLocked,
-			memberIDs: func() []string { return slices.Collect(maps.Keys(g.sg.members)) },
-		}, true
+		return &shareKind
 	}
-	return modernKind{}, false
+	return nil
 }
 
 // wholeRecordsLocked is the group's whole consumer, streams or share state as
 // records (none when it is none of them).
 func (g *group) wholeRecordsLocked() map[string][]byte {
 	s := stateRecords{group: g.id, out: map[string][]byte{}}
-	if kind, ok := g.modernKindLocked(); ok {
-		kind.groupRecords(s)
-		for _, id := range kind.memberIDs() {
-			kind.memberRecords(s, id)
+	if kind := g.modernKindLocked(); kind != nil {
+		kind.groupRecords(g, s)
+		for _, id := range kind.memberIDs(g) {
+			kind.memberRecords(g, s, id)
 		}
 	}
 	return s.out
@@ -353,32 +368,41 @@ func (g *group) wholeRecordsLocked() map[string][]byte {
 
 // changedRecordsLocked returns the records that bring the log in line with
 // the group's consumer, streams or share state, comparing only what g.changes
-// says may have changed.
+// says may have changed: the group-level records and those of the members
+// touched, key by key.
 func (g *group) changedRecordsLocked() []Record {
-	kind, ok := g.modernKindLocked()
-	if !ok || !g.changes.tracked || g.catalogChangedLocked() {
+	kind := g.modernKindLocked()
+	if kind == nil || !g.changes.tracked || g.catalogChangedLocked() {
 		clear(g.lookups)
 		return diffRecords(g.wholeRecordsLocked(), g.written)
 	}
 	want := stateRecords{group: g.id, out: map[string][]byte{}}
-	had := map[string][]byte{} // what the log holds of the keys compared
+	kind.groupRecords(g, want)
+	for id := range g.changes.members {
+		kind.memberRecords(g, want, id)
+	}
+	var recs []Record
+	var scratch keyScratch
 	compare := func(typ int16, member string) {
-		k := string(recordKey(typ, g.id, member))
-		if v, ok := g.written[k]; ok {
-			had[k] = v
+		k := appendRecordKey(scratch[:0], typ, g.id, member)
+		v, wanted := want.out[string(k)]
+		w, logged := g.written[string(k)]
+		switch {
+		case wanted && (!logged || !bytes.Equal(w, v)):
+			recs = append(recs, Record{Key: bytes.Clone(k), Value: v})
+		case !wanted && logged:
+			recs = append(recs, Record{Key: bytes.Clone(k)})
 		}
 	}
-	kind.groupRecords(want)
 	for _, typ := range kind.groupTypes {
 		compare(typ, "")
 	}
 	for id := range g.changes.members {
-		kind.memberRecords(want, id)
 		for _, typ := range kind.memberTypes {
 			compare(typ, id)
 		}
 	}
-	return diffRecords(want.out, had)
+	return recs
 }
 
 // diffRecords returns the records that turn written into want: the keys whose
