@@ -11,9 +11,10 @@ import (
 
 // ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-v1 (KIP-848): joining
 // (epoch 0), heartbeating with the member's epoch and owned partitions, and leaving
-// (epoch -1, or -2 for a static member that comes back). It never waits: the answer
-// carries the member's epoch and, when it changed or was asked for, its assignment,
-// once the group's records the heartbeat changed are appended (consumer_records.go).
+// (epoch -1, or -2 for a static member that comes back). It waits for no other
+// member, only for the group's records the heartbeat changed to be appended
+// (consumer_records.go; a failed append answers Kafka's code for it): the answer
+// carries the member's epoch and, when it changed or was asked for, its assignment.
 // v0 hands out member ids; v1 members bring their own. Put the client in ctx with
 // WithClient.
 func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
