@@ -238,76 +238,14 @@ func decodeConsumerCurrent(b []byte) (consumerCurrentValue, error) {
 }
 
 // consumerReplay is a consumer group's records as a partition's replay left
-// them: the latest value of each key, decoded.
-type consumerReplay struct {
-	raw        map[string][]byte // key -> value, as in the log
-	metadata   *consumerMetadataValue
-	targetMeta *targetMetaValue
-	members    map[string]consumerMemberValue
-	targets    map[string]targetMemberValue
-	current    map[string]consumerCurrentValue
-}
+// them.
+type consumerReplay = groupReplay[consumerMetadataValue, consumerMemberValue, consumerCurrentValue]
 
 func newConsumerReplay() *consumerReplay {
-	return &consumerReplay{raw: map[string][]byte{}, members: map[string]consumerMemberValue{},
-		targets: map[string]targetMemberValue{}, current: map[string]consumerCurrentValue{}}
-}
-
-// apply folds one consumer group record (value nil: a tombstone) into the
-// replay.
-func (cr *consumerReplay) apply(k decodedKey, key, value []byte) error {
-	var err error
-	switch k.typ {
-	case typeConsumerMetadata:
-		cr.metadata, err = decodeOrForget(value, decodeConsumerMetadata)
-	case typeConsumerTargetMetadata:
-		cr.targetMeta, err = decodeOrForget(value, func(b []byte) (targetMetaValue, error) {
-			return decodeTargetMeta(typeConsumerTargetMetadata, b)
-		})
-	case typeConsumerMember:
-		err = replayMember(cr.members, k.member, value, decodeConsumerMember)
-	case typeConsumerTargetMember:
-		err = replayMember(cr.targets, k.member, value, func(b []byte) (targetMemberValue, error) {
-			return decodeTargetMember(typeConsumerTargetMember, b)
-		})
-	case typeConsumerCurrent:
-		err = replayMember(cr.current, k.member, value, decodeConsumerCurrent)
-	}
-	if err != nil {
-		return err
-	}
-	if value == nil {
-		delete(cr.raw, string(key))
-	} else {
-		cr.raw[string(key)] = bytes.Clone(value)
-	}
-	return nil
-}
-
-// decodeOrForget decodes a group-level value; nil for a tombstone.
-func decodeOrForget[V any](value []byte, decode func([]byte) (V, error)) (*V, error) {
-	if value == nil {
-		return nil, nil
-	}
-	v, err := decode(value)
-	if err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
-
-// replayMember folds a member-level value (nil: a tombstone) into byMember.
-func replayMember[V any](byMember map[string]V, member string, value []byte, decode func([]byte) (V, error)) error {
-	if value == nil {
-		delete(byMember, member)
-		return nil
-	}
-	v, err := decode(value)
-	if err != nil {
-		return err
-	}
-	byMember[member] = v
-	return nil
+	return newGroupReplay(&replayCodec[consumerMetadataValue, consumerMemberValue, consumerCurrentValue]{
+		types:    [roleCount]int16{typeConsumerMember, typeConsumerMetadata, typeConsumerTargetMember, typeConsumerTargetMetadata, typeConsumerCurrent},
+		metadata: decodeConsumerMetadata, member: decodeConsumerMember, current: decodeConsumerCurrent,
+	})
 }
 
 // consumerGroupRecordsLocked puts the consumer group's group-level records.

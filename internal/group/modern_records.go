@@ -405,6 +405,84 @@ func (g *group) changedRecordsLocked() []Record {
 	return recs
 }
 
+// groupReplay is a consumer or share group's records as a partition's replay
+// left them: the latest value of each key, decoded.
+type groupReplay[Meta, Member, Current any] struct {
+	codec      *replayCodec[Meta, Member, Current]
+	raw        map[string][]byte // key -> value, as in the log
+	metadata   *Meta
+	targetMeta *targetMetaValue
+	members    map[string]Member
+	targets    map[string]targetMemberValue
+	current    map[string]Current
+}
+
+// replayCodec is how a consumer or share group's records decode: their types
+// by role, and the decoders of the values that differ between the two.
+type replayCodec[Meta, Member, Current any] struct {
+	types    [roleCount]int16
+	metadata func([]byte) (Meta, error)
+	member   func([]byte) (Member, error)
+	current  func([]byte) (Current, error)
+}
+
+func newGroupReplay[Meta, Member, Current any](codec *replayCodec[Meta, Member, Current]) *groupReplay[Meta, Member, Current] {
+	return &groupReplay[Meta, Member, Current]{codec: codec, raw: map[string][]byte{}, members: map[string]Member{},
+		targets: map[string]targetMemberValue{}, current: map[string]Current{}}
+}
+
+// apply folds one record (value nil: a tombstone) into the replay.
+func (gr *groupReplay[Meta, Member, Current]) apply(k decodedKey, key, value []byte) error {
+	var err error
+	switch types := gr.codec.types; k.typ {
+	case types[roleMetadata]:
+		gr.metadata, err = decodeOrForget(value, gr.codec.metadata)
+	case types[roleTargetMetadata]:
+		gr.targetMeta, err = decodeOrForget(value, func(b []byte) (targetMetaValue, error) { return decodeTargetMeta(k.typ, b) })
+	case types[roleMember]:
+		err = replayMember(gr.members, k.member, value, gr.codec.member)
+	case types[roleTargetMember]:
+		err = replayMember(gr.targets, k.member, value, func(b []byte) (targetMemberValue, error) { return decodeTargetMember(k.typ, b) })
+	case types[roleCurrent]:
+		err = replayMember(gr.current, k.member, value, gr.codec.current)
+	}
+	if err != nil {
+		return err
+	}
+	if value == nil {
+		delete(gr.raw, string(key))
+	} else {
+		gr.raw[string(key)] = bytes.Clone(value)
+	}
+	return nil
+}
+
+// decodeOrForget decodes a group-level value; nil for a tombstone.
+func decodeOrForget[V any](value []byte, decode func([]byte) (V, error)) (*V, error) {
+	if value == nil {
+		return nil, nil
+	}
+	v, err := decode(value)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// replayMember folds a member-level value (nil: a tombstone) into byMember.
+func replayMember[V any](byMember map[string]V, member string, value []byte, decode func([]byte) (V, error)) error {
+	if value == nil {
+		delete(byMember, member)
+		return nil
+	}
+	v, err := decode(value)
+	if err != nil {
+		return err
+	}
+	byMember[member] = v
+	return nil
+}
+
 // diffRecords returns the records that turn written into want: the keys whose
 // value differs, and tombstones for the keys that went.
 func diffRecords(want, written map[string][]byte) []Record {

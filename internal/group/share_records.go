@@ -1,7 +1,6 @@
 package group
 
 import (
-	"bytes"
 	"maps"
 	"time"
 
@@ -162,62 +161,14 @@ func decodeShareCurrent(b []byte) (shareCurrentValue, error) {
 	return v, valueDone(typeShareCurrent, r)
 }
 
-// shareReplay is a share group's records as a partition's replay left them:
-// the latest value of each key, decoded.
-type shareReplay struct {
-	raw        map[string][]byte // key -> value, as in the log
-	metadata   *shareMetadataValue
-	targetMeta *targetMetaValue
-	members    map[string]shareMemberValue
-	targets    map[string]targetMemberValue
-	current    map[string]shareCurrentValue
-}
+// shareReplay is a share group's records as a partition's replay left them.
+type shareReplay = groupReplay[shareMetadataValue, shareMemberValue, shareCurrentValue]
 
 func newShareReplay() *shareReplay {
-	return &shareReplay{raw: map[string][]byte{}, members: map[string]shareMemberValue{},
-		targets: map[string]targetMemberValue{}, current: map[string]shareCurrentValue{}}
-}
-
-// apply folds one share record (value nil: a tombstone) into the replay.
-func (sr *shareReplay) apply(k decodedKey, key, value []byte) error {
-	if value == nil {
-		delete(sr.raw, string(key))
-		switch k.typ {
-		case typeShareMetadata:
-			sr.metadata = nil
-		case typeShareTargetMetadata:
-			sr.targetMeta = nil
-		case typeShareMember:
-			delete(sr.members, k.member)
-		case typeShareTargetMember:
-			delete(sr.targets, k.member)
-		case typeShareCurrent:
-			delete(sr.current, k.member)
-		}
-		return nil
-	}
-	var err error
-	switch k.typ {
-	case typeShareMetadata:
-		var v shareMetadataValue
-		v, err = decodeShareMetadata(value)
-		sr.metadata = &v
-	case typeShareTargetMetadata:
-		var v targetMetaValue
-		v, err = decodeTargetMeta(typeShareTargetMetadata, value)
-		sr.targetMeta = &v
-	case typeShareMember:
-		sr.members[k.member], err = decodeShareMember(value)
-	case typeShareTargetMember:
-		sr.targets[k.member], err = decodeTargetMember(typeShareTargetMember, value)
-	case typeShareCurrent:
-		sr.current[k.member], err = decodeShareCurrent(value)
-	}
-	if err != nil {
-		return err
-	}
-	sr.raw[string(key)] = bytes.Clone(value)
-	return nil
+	return newGroupReplay(&replayCodec[shareMetadataValue, shareMemberValue, shareCurrentValue]{
+		types:    [roleCount]int16{typeShareMember, typeShareMetadata, typeShareTargetMember, typeShareTargetMetadata, typeShareCurrent},
+		metadata: decodeShareMetadata, member: decodeShareMember, current: decodeShareCurrent,
+	})
 }
 
 // shareGroupRecordsLocked puts the share group's group-level records.
