@@ -149,8 +149,10 @@ func readInt32s(r *kbin.Reader) []int32          { return readArray(r, r.Int32) 
 // epoch each partition was assigned in (KIP-1251).
 const tagAssignmentEpochs = 0
 
-// appendAssignmentEpochs appends the tagged-field section of a current
-// assignment's topic or subtopology: its epochs, none when nil.
+// appendAssignmentEpochs appends the tagged-field section of a streams
+// group's subtopology in a current assignment: its epochs, none when nil (the
+// streams schema leaves a null field out; the consumer schema writes it, see
+// appendEpochPartitions).
 func appendAssignmentEpochs(dst []byte, epochs []int32) []byte {
 	if epochs == nil {
 		return appendTags(dst)

@@ -82,8 +82,8 @@ type decodedKey struct {
 }
 
 // decodeKey parses a record key. Keys of versions other than 0-2 and the
-// consumer, streams and share record types come back as kindUnknown; a malformed key of a known version is
-// ErrCorruptRecord.
+// consumer, streams and share record types come back as kindUnknown; a
+// malformed key of a known version is ErrCorruptRecord.
 func decodeKey(b []byte) (decodedKey, error) {
 	if len(b) < 2 {
 		return decodedKey{}, fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(b))
