@@ -251,8 +251,8 @@ func newConsumerReplay() *consumerReplay {
 // consumerGroupRecordsLocked puts the consumer group's group-level records.
 func (g *group) consumerGroupRecordsLocked(s stateRecords) {
 	cg := g.cg
-	s.put(typeConsumerMetadata, "", consumerMetadataValue{epoch: cg.epoch, metadataHash: topicsHash(cg.topics)}.appendTo(nil))
-	s.put(typeConsumerTargetMetadata, "", targetMetaOf(cg.targetEpoch, cg.targetAt).appendTo(nil))
+	s.put(typeConsumerMetadata, "", consumerMetadataValue{epoch: cg.epoch, metadataHash: topicsHash(cg.topics)}.appendTo(newValue()))
+	s.put(typeConsumerTargetMetadata, "", targetMetaOf(cg.targetEpoch, cg.targetAt).appendTo(newValue()))
 }
 
 // consumerMemberRecordsLocked puts the records of consumer member id, if it
@@ -276,15 +276,15 @@ func (g *group) consumerMemberRecordsLocked(s stateRecords, id string) {
 	if m.classic != nil {
 		mv.classic = &classicMemberValue{sessionTimeoutMs: int32(m.classic.sessionTimeout.Milliseconds()), protocols: m.classic.protocols}
 	}
-	s.put(typeConsumerMember, id, mv.appendTo(nil))
+	s.put(typeConsumerMember, id, mv.appendTo(newValue()))
 	if t, ok := cg.target[id]; ok {
-		s.put(typeConsumerTargetMember, id, targetMemberValue{partitions: g.assignmentByIDLocked(t)}.appendTo(nil))
+		s.put(typeConsumerTargetMember, id, targetMemberValue{partitions: g.assignmentByIDLocked(t)}.appendTo(newValue()))
 	}
 	s.put(typeConsumerCurrent, id, consumerCurrentValue{
 		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberState(m.state),
 		assigned: g.epochPartitionsLocked(ownedSet(m.assigned), m.assigned),
 		revoking: g.epochPartitionsLocked(m.revoking, nil),
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 }
 
 // epochPartitionsLocked is ps by topic id with, when epochs is set, the epoch

@@ -62,6 +62,10 @@ func appendRecordKey(dst []byte, typ int16, group, member string) []byte {
 // keyScratch is room for most record keys on the stack (a longer one grows).
 type keyScratch [128]byte
 
+// newValue is an empty buffer to encode a record value into, with room for
+// most values, so that one costs a single allocation (a larger one grows).
+func newValue() []byte { return make([]byte, 0, 64) }
+
 // isMemberType reports whether records of type typ are keyed by member too.
 func isMemberType(typ int16) bool {
 	switch typ {

@@ -174,8 +174,8 @@ func newShareReplay() *shareReplay {
 // shareGroupRecordsLocked puts the share group's group-level records.
 func (g *group) shareGroupRecordsLocked(s stateRecords) {
 	sg := g.sg
-	s.put(typeShareMetadata, "", shareMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics)}.appendTo(nil))
-	s.put(typeShareTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetAt).appendTo(nil))
+	s.put(typeShareMetadata, "", shareMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics)}.appendTo(newValue()))
+	s.put(typeShareTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetAt).appendTo(newValue()))
 }
 
 // shareMemberRecordsLocked puts the records of share member id, if it is
@@ -188,13 +188,13 @@ func (g *group) shareMemberRecordsLocked(s stateRecords, id string) {
 	}
 	s.put(typeShareMember, id, shareMemberValue{
 		rackID: optional(m.rackID), clientID: m.clientID, clientHost: m.clientHost, topics: m.topicNames,
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 	if t, ok := sg.target[id]; ok {
-		s.put(typeShareTargetMember, id, targetMemberValue{partitions: g.assignmentByIDLocked(t)}.appendTo(nil))
+		s.put(typeShareTargetMember, id, targetMemberValue{partitions: g.assignmentByIDLocked(t)}.appendTo(newValue()))
 	}
 	s.put(typeShareCurrent, id, shareCurrentValue{
 		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.assignmentByIDLocked(m.assigned),
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 }
 
 // topicLookup is what the topic catalog said of a topic name.

@@ -419,11 +419,11 @@ func (g *group) streamsGroupRecordsLocked(s stateRecords) {
 	if sg.topology != nil && sg.configured.ready() {
 		validated = sg.topology.Epoch
 	}
-	s.put(typeStreamsMetadata, "", streamsMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics), validatedTopologyEpoch: validated}.appendTo(nil))
+	s.put(typeStreamsMetadata, "", streamsMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics), validatedTopologyEpoch: validated}.appendTo(newValue()))
 	if sg.topology != nil {
-		s.put(typeStreamsTopology, "", appendTopologyValue(nil, sg.topology))
+		s.put(typeStreamsTopology, "", appendTopologyValue(newValue(), sg.topology))
 	}
-	s.put(typeStreamsTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetTime).appendTo(nil))
+	s.put(typeStreamsTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetTime).appendTo(newValue()))
 }
 
 // streamsMemberRecordsLocked puts the records of streams member id, if it is
@@ -440,17 +440,17 @@ func (g *group) streamsMemberRecordsLocked(s stateRecords, id string) {
 		rebalanceTimeoutMs: int32(m.rebalanceTimeout.Milliseconds()),
 		topologyEpoch:      m.topologyEpoch, processID: m.processID,
 		endpoint: m.endpoint, clientTags: m.clientTags,
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 	s.put(typeStreamsTargetMember, id, streamsTargetValue{
 		active: tasksOf(sg.target[id], nil), standby: tasksOf(sg.standbyTarget[id], nil),
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 	s.put(typeStreamsCurrent, id, streamsCurrentValue{
 		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberState(m.state),
 		active:         tasksOf(ownedSet(m.assigned), func(tp topicPartition) int32 { return m.assigned[tp] }),
 		standby:        tasksOf(m.standby, nil),
 		warmup:         tasksOf(m.warmup, nil),
 		activeRevoking: tasksOf(m.revoking, nil),
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 }
 
 func kafkaMemberState(s memberState) int8 {
