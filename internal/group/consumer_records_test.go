@@ -93,22 +93,32 @@ func TestConsumerRecordsFromSchema(t *testing.T) {
 }
 
 // TestConsumerRecordErrors: a truncated consumer value, one with bytes left
-// over, a classic member's metadata cut short and a key with trailing bytes
-// are corrupt, and replaying one fails the load.
+// over, one of another version, a classic member's metadata cut short and a
+// key with trailing bytes are ErrCorruptRecord, and a partition holding one
+// does not load.
 func TestConsumerRecordErrors(t *testing.T) {
 	key, _ := hex.DecodeString(kafkaConsumerRecords[4][1])
 	value, _ := hex.DecodeString(kafkaConsumerRecords[4][2])
 	classicCut := bytes.Clone(value)
 	classicCut[bytes.Index(classicCut, []byte{0x01, 0x00, 0x28})+2] = 0x05 // the classic field's length
+	version1 := append([]byte{0, 1}, value[2:]...)
 	for name, rec := range map[string]Record{
 		"truncated":   {Key: key, Value: value[:6]},
 		"trailing":    {Key: key, Value: append(bytes.Clone(value), 0)},
+		"version 1":   {Key: key, Value: version1},
 		"classic cut": {Key: key, Value: classicCut},
 		"key":         {Key: append(bytes.Clone(key), 0), Value: value},
 	} {
-		if err := newReplayed().apply(rec); err == nil {
-			t.Errorf("%s: replayed", name)
+		if err := newReplayed().apply(rec); !errors.Is(err, ErrCorruptRecord) {
+			t.Errorf("%s: replayed with %v", name, err)
 		}
+		store := newMemStore()
+		c := New(DefaultConfig(), store, nil)
+		store.logs[0] = []Record{rec}
+		if err := c.LoadPartition(context.Background(), 0, store.records(0)); !errors.Is(err, ErrCorruptRecord) {
+			t.Errorf("%s: the partition loaded with %v", name, err)
+		}
+		c.Close()
 	}
 }
 
