@@ -270,9 +270,6 @@ func (g *group) consumerMemberRecordsLocked(s stateRecords, id string) {
 		rebalanceTimeoutMs: int32(m.rebalanceTimeout.Milliseconds()),
 		serverAssignor:     optional(m.serverAssignor),
 	}
-	if mv.topics == nil {
-		mv.topics = []string{}
-	}
 	if m.classic != nil {
 		mv.classic = &classicMemberValue{sessionTimeoutMs: int32(m.classic.sessionTimeout.Milliseconds()), protocols: m.classic.protocols}
 	}
