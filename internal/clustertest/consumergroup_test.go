@@ -194,11 +194,14 @@ func TestConsumerProtocolGroup(t *testing.T) {
 }
 
 // TestConsumerProtocolCoordinatorCrash: two franz-go KIP-848 members share a group
-// under a producer when the node coordinating the group is killed with SIGKILL. The
-// new coordinator does not know the members (consumer group membership is not
-// persisted): their heartbeats get UNKNOWN_MEMBER_ID and they rejoin. The group must
-// settle again with both members, every acknowledged record must be read at least
-// once, and the end offsets must end up committed.
+// under a producer when the node coordinating the group is killed with SIGKILL (a
+// third member joined and left before, so that the group epoch is past what two
+// members joining afresh would reach). The new coordinator loads the group from
+// __consumer_offsets: the members carry on with their member ids at their epochs,
+// and neither the group epoch nor a member's goes back (it would if they had to
+// rejoin a group the coordinator forgot). The group must settle again with both
+// members, every acknowledged record must be read at least once, and the end
+// offsets must end up committed.
 func TestConsumerProtocolCoordinatorCrash(t *testing.T) {
 	c := testcluster.Start(t, 3)
 	adm := c.Admin()
@@ -208,6 +211,10 @@ func TestConsumerProtocolCoordinatorCrash(t *testing.T) {
 	waitAcks(t, time.Now().Add(-time.Hour), 100, p)
 	a := startGroupMember(t, c, "a", group, topic, kgo.CooperativeStickyBalancer())
 	b := startGroupMember(t, c, "b", group, topic, kgo.CooperativeStickyBalancer())
+	waitGroupSplit(t, c, group, topic, partitions, "a", "b")
+	extra := startGroupMember(t, c, "c", group, topic, kgo.CooperativeStickyBalancer())
+	waitGroupSplit(t, c, group, topic, partitions, "a", "b", "c")
+	extra.leave()
 	d := waitGroupSplit(t, c, group, topic, partitions, "a", "b")
 	waitAcks(t, time.Now(), 100, p)
 
@@ -219,14 +226,37 @@ func TestConsumerProtocolCoordinatorCrash(t *testing.T) {
 		t.Fatalf("coordinator still node %d", victim.ID)
 	}
 	t.Logf("node %d coordinates %s now, at epoch %d", after.Coordinator.NodeID, group, after.Epoch)
+	checkEpochsKept(t, d, after)
 	waitAcks(t, time.Now(), 100, p)
 	p.finish(t)
 
 	acked := produced(p)
-	waitAllRead(t, acked, a, b)
+	waitAllRead(t, acked, a, b, extra)
 	a.leave()
 	b.leave()
-	checkGroupRead(t, adm, group, topic, partitions, acked, a, b)
+	checkGroupRead(t, adm, group, topic, partitions, acked, a, b, extra)
+}
+
+// checkEpochsKept fails t unless the group after a failover has the members it
+// had before, by member id, and neither its epoch nor a member's went back.
+func checkEpochsKept(t *testing.T, before, after kadm.DescribedConsumerGroup) {
+	t.Helper()
+	if after.Epoch < before.Epoch {
+		t.Errorf("group epoch went back from %d to %d: the members rejoined a group the new coordinator did not know", before.Epoch, after.Epoch)
+	}
+	epochs := map[string]int32{}
+	for _, m := range before.Members {
+		epochs[m.MemberID] = m.MemberEpoch
+	}
+	for _, m := range after.Members {
+		was, ok := epochs[m.MemberID]
+		switch {
+		case !ok:
+			t.Errorf("member %s (%s) is new after the failover", m.MemberID, m.ClientID)
+		case m.MemberEpoch < was:
+			t.Errorf("member %s (%s) went back from epoch %d to %d", m.MemberID, m.ClientID, was, m.MemberEpoch)
+		}
+	}
 }
 
 // waitAllRead waits until the members between them read every acknowledged record.

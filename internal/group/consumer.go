@@ -245,6 +245,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 			clear(g.pending)
 			g.cg = newConsumerGroup()
 			g.protocolType = consumerProtocolType
+			g.changes = recordChanges{} // all its records are new
 		default:
 			// A classic group with members converts online (migration.go),
 			// unless the joining member would not fit in the consumer group.
@@ -260,6 +261,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		}
 	}
 	cg := g.cg
+	g.touchMemberLocked(req.MemberID)
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return g.consumerLeaveLocked(req)
 	}
@@ -286,6 +288,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 			return hbError(code, "The consumer group member has a greater or smaller epoch (%d) than the coordinator's (%d).", req.MemberEpoch, m.epoch)
 		}
 	}
+	g.touchMemberLocked(m.id)
 	if m.classic != nil {
 		// The member speaks the consumer protocol from now on.
 		g.stopClassicJoinTimerLocked(m)
@@ -331,6 +334,7 @@ func (g *group) consumerJoinLocked(req *kmsg.ConsumerGroupHeartbeatRequest, cl C
 			}
 			// The replacement inherits the assignment: nobody else took it.
 			g.c.log.Info("static member replaced", "group", g.id, "instance", instance, "old", oldID, "member", id)
+			g.touchMemberLocked(oldID)
 			g.stopMemberTimersLocked(old)
 			delete(cg.members, oldID)
 			old.id, old.clientID, old.clientHost = id, cl.ID, cl.Host
@@ -434,6 +438,7 @@ func (g *group) removeConsumerMemberLocked(m *cmember) {
 // rebalances.
 func (g *group) dropConsumerMemberLocked(m *cmember) {
 	cg := g.cg
+	g.touchMemberLocked(m.id)
 	g.stopMemberTimersLocked(m)
 	g.releaseLocked(m, m.revoking)
 	g.releaseLocked(m, m.assignedSet())
@@ -551,7 +556,9 @@ func (g *group) maybeConsumerTargetLocked() {
 		spec.members = append(spec.members, m.id)
 		spec.subscribed[m.id] = g.subscribedTopicsLocked(m)
 	}
-	cg.target = assign(cg.assignor, spec)
+	target := assign(cg.assignor, spec)
+	g.touchTargetsLocked(cg.target, target)
+	cg.target = target
 	cg.targetEpoch, cg.targetAt = cg.epoch, now
 	g.c.log.Info("consumer group target assignment", "group", g.id, "epoch", cg.epoch, "members", len(cg.members), "assignor", cg.assignor)
 }
@@ -650,6 +657,7 @@ func (g *group) armConsumerSessionLocked(m *cmember) {
 		if m.sessionToken == tok && g.cg != nil && g.cg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("consumer group member session expired", "group", g.id, "member", m.id)
 			g.fenceConsumerMemberLocked(m)
+			g.persistConsumerLocked()
 		}
 	})
 }
@@ -671,6 +679,7 @@ func (g *group) armRevokeTimerLocked(m *cmember) {
 		if m.revokeToken == tok && g.cg != nil && g.cg.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
 			g.c.log.Info("consumer group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
 			g.fenceConsumerMemberLocked(m)
+			g.persistConsumerLocked()
 		}
 	})
 }

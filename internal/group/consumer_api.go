@@ -11,7 +11,9 @@ import (
 
 // ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-v1 (KIP-848): joining
 // (epoch 0), heartbeating with the member's epoch and owned partitions, and leaving
-// (epoch -1, or -2 for a static member that comes back). It never waits: the answer
+// (epoch -1, or -2 for a static member that comes back). It waits for no other
+// member, only for the group's records the heartbeat changed to be appended
+// (consumer_records.go; a failed append answers Kafka's code for it): the answer
 // carries the member's epoch and, when it changed or was asked for, its assignment.
 // v0 hands out member ids; v1 members bring their own. Put the client in ctx with
 // WithClient.
@@ -52,8 +54,16 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	if g == nil {
 		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
-	g.withLock(func() { r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx)) })
-	c.flush(g) // an upgrade or downgrade queued the group record
+	var queued bool
+	done := make(chan error, 1)
+	g.withLock(func() {
+		r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx))
+		queued = g.persistRecordsLocked(func(err error) { done <- err })
+	})
+	c.flush(g) // an upgrade or downgrade may have queued the classic record
+	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+		return hbError(code, "%s", kerr.ErrorForCode(code))
+	}
 	return r
 }
 

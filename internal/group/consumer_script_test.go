@@ -278,6 +278,77 @@ func (h *harness) fmtShareDescribe(resp *kmsg.ShareGroupDescribeResponse) []stri
 	return out
 }
 
+// fmtConsumerRecord prints a consumer group record of the log.
+func (h *harness) fmtConsumerRecord(k decodedKey, value []byte) string {
+	names := map[int16]string{
+		typeConsumerMetadata: "cg-metadata", typeConsumerMember: "cg-member",
+		typeConsumerTargetMetadata: "cg-target-metadata", typeConsumerTargetMember: "cg-target",
+		typeConsumerCurrent: "cg-current",
+	}
+	s := names[k.typ] + " " + k.group
+	if k.member != "" {
+		s += "/" + h.name(k.member)
+	}
+	if value == nil {
+		return s + " tombstone"
+	}
+	byID := func(id [16]byte, ps []int32) kmsg.AssignmentTopicPartition {
+		name, _ := h.topics.TopicName(id)
+		return kmsg.AssignmentTopicPartition{Topic: name, Partitions: ps}
+	}
+	var err error
+	switch k.typ {
+	case typeConsumerMetadata:
+		var v consumerMetadataValue
+		if v, err = decodeConsumerMetadata(value); err == nil {
+			s += fmt.Sprintf(" epoch=%d", v.epoch)
+		}
+	case typeConsumerTargetMetadata:
+		var v targetMetaValue
+		if v, err = decodeTargetMeta(typeConsumerTargetMetadata, value); err == nil {
+			s += fmt.Sprintf(" epoch=%d", v.epoch)
+		}
+	case typeConsumerMember:
+		var v consumerMemberValue
+		if v, err = decodeConsumerMember(value); err == nil {
+			s += fmt.Sprintf(" client=%s subscribed=%s", v.clientID, strings.Join(v.topics, "+"))
+			for name, p := range map[string]*string{"instance": v.instanceID, "regex": v.regex, "assignor": v.serverAssignor} {
+				if p != nil {
+					s += " " + name + "=" + *p
+				}
+			}
+			if v.classic != nil {
+				s += fmt.Sprintf(" classic(session=%dms protocols=%d)", v.classic.sessionTimeoutMs, len(v.classic.protocols))
+			}
+		}
+	case typeConsumerTargetMember:
+		var v targetMemberValue
+		if v, err = decodeTargetMember(typeConsumerTargetMember, value); err == nil {
+			var ts []kmsg.AssignmentTopicPartition
+			for _, t := range v.partitions {
+				ts = append(ts, byID(t.TopicID, t.Partitions))
+			}
+			s += " assigned=" + h.fmtPartitions(ts)
+		}
+	case typeConsumerCurrent:
+		var v consumerCurrentValue
+		if v, err = decodeConsumerCurrent(value); err == nil {
+			parts := func(eps []epochPartitions) string {
+				var ts []kmsg.AssignmentTopicPartition
+				for _, t := range eps {
+					ts = append(ts, byID(t.topicID, t.partitions))
+				}
+				return h.fmtPartitions(ts)
+			}
+			s += fmt.Sprintf(" epoch=%d prev=%d state=%d assigned=%s revoking=%s", v.epoch, v.prevEpoch, v.state, parts(v.assigned), parts(v.revoking))
+		}
+	}
+	if err != nil {
+		return s + " bad value: " + err.Error()
+	}
+	return s
+}
+
 // fmtShareRecord prints a share group record of the log.
 func (h *harness) fmtShareRecord(k decodedKey, value []byte) string {
 	names := map[int16]string{
@@ -319,8 +390,8 @@ func (h *harness) fmtShareRecord(k decodedKey, value []byte) string {
 			}
 		}
 	case typeShareTargetMember:
-		var v shareTargetValue
-		if v, err = decodeShareTarget(value); err == nil {
+		var v targetMemberValue
+		if v, err = decodeTargetMember(typeShareTargetMember, value); err == nil {
 			s += " assigned=" + parts(v.partitions)
 		}
 	case typeShareCurrent:

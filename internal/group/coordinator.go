@@ -600,6 +600,9 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 		g.loadShareLocked(sr)
 		groups[id] = g
 	}
+	for id, cr := range r.consumers {
+		c.buildConsumerGroup(p, groups, id, cr)
+	}
 	for id, offs := range r.offsets {
 		g := groups[id]
 		if g == nil {
@@ -612,11 +615,29 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 	return groups
 }
 
+// buildConsumerGroup adds consumer group id, from its records, to groups. A
+// classic record beside them predates them (its tombstone was lost): the
+// consumer group wins and its next write deletes the record.
+func (c *Coordinator) buildConsumerGroup(p *partition, groups map[string]*group, id string, cr *consumerReplay) {
+	old := groups[id]
+	if cr.metadata == nil || (old != nil && (old.st != nil || old.sg != nil)) {
+		c.log.Warn("consumer group records without group metadata, or beside a streams or share group's, skipped", "group", id, "records", len(cr.raw))
+		return
+	}
+	g := newGroup(c, p, id)
+	if old != nil {
+		g.written = map[string][]byte{string(groupKey(id)): unknownValue}
+	}
+	g.loadConsumerLocked(cr)
+	groups[id] = g
+}
+
 // armLoadedLocked starts the session timers of a group just loaded.
 func (g *group) armLoadedLocked() {
 	for _, m := range g.members {
 		g.armSessionLocked(m, m.sessionTimeout)
 	}
+	g.armLoadedConsumerLocked()
 	g.armLoadedStreamsLocked()
 	g.armLoadedShareLocked()
 }

@@ -14,7 +14,7 @@
 // and the group converts back when its last KIP-848 member goes; see migration.go.
 // group.consumer.max.size and group.classic.max.size bound both kinds of group and
 // the conversions between them (maxsize.go).
-// KIP-848 membership is held in memory only. Share groups (KIP-932) have
+// Share groups (KIP-932) have
 // their membership here (share.go) and their offset admin APIs
 // (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets;
 // share_offsets.go), which read and write the share-partition state through
@@ -23,10 +23,10 @@
 // streams.go and streams_api.go: the topology a member registers, the internal
 // topics the broker is to create, active and standby tasks (assigned over
 // processes by streams_assignor.go) and warm-up tasks (streams_warmup.go).
-// Unlike consumer groups, streams and share groups are written to
-// __consumer_offsets in Kafka's streams and share group records
-// (streams_records.go, share_records.go, modern_records.go) and survive a
-// failover. KIP-848 and streams members share one revoke-first reconciliation
+// KIP-848 consumer, streams and share groups are written to
+// __consumer_offsets in Kafka's consumer, streams and share group records
+// (consumer_records.go, streams_records.go, share_records.go,
+// modern_records.go) and survive a failover. KIP-848 and streams members share one revoke-first reconciliation
 // (recon.go).
 //
 // It owns the groups of the partitions of __consumer_offsets this node leads. The
@@ -82,9 +82,10 @@
 // tooling. All integers are big-endian; strings are int16 length + bytes, nullable
 // strings use length -1, bytes are int32 length + bytes, arrays int32 count + items.
 // A tombstone is the key with a null value. Replay reads key versions 0-2 and value
-// versions 0-4, the share group record types 10-14 and the streams group record
-// types 17 and 19-23 (share_records.go and streams_records.go have their layout),
-// and skips keys of other versions.
+// versions 0-4, the consumer group record types 3 and 5-8, the share group record
+// types 10-14 and the streams group record types 17 and 19-23
+// (consumer_records.go, share_records.go and streams_records.go have their
+// layout), and skips keys of other versions.
 //
 //	Offset commit: one per group, topic and partition
 //	  key    | int16 version=1 | string group | string topic | int32 partition |

@@ -137,13 +137,17 @@ type group struct {
 	cg           *consumerGroup      // the KIP-848 side; nil for a classic group (consumer.go)
 	sg           *shareGroup         // the KIP-932 side; nil unless a share group (share.go)
 	st           *streamsGroup       // the KIP-1071 side; nil unless a streams group (streams.go)
-	// written is what __consumer_offsets holds of the group's streams or share
-	// records (key -> value; unknownValue when an append failed), see
-	// modern_records.go.
+	// written is what __consumer_offsets holds of the group's consumer,
+	// streams or share records (key -> value; unknownValue when an append
+	// failed), see modern_records.go.
 	written map[string][]byte
-	// changes is what may have changed in the streams or share state since
-	// written was last brought in line with it.
+	// changes is what may have changed in the consumer, streams or share state
+	// since written was last brought in line with it.
 	changes recordChanges
+	// lookups is what the topic catalog said of the topics of the consumer or
+	// share assignments in the records written since the whole group was last
+	// compared with the log (assignmentByIDLocked).
+	lookups map[string]topicLookup
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

@@ -47,7 +47,10 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) join
 		return joinError(kerr.UnknownMemberID.Code, req.MemberID)
 	}
 	w := make(chan joinResult, 1)
-	g.withLock(func() { g.joinLocked(req, clientFrom(ctx), w) })
+	g.withLock(func() {
+		g.joinLocked(req, clientFrom(ctx), w)
+		g.persistConsumerLocked()
+	})
 	c.flush(g)
 	select {
 	case r := <-w:

@@ -253,6 +253,7 @@ func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMemb
 		if left {
 			g.bumpEpochLocked()
 			g.syncClassicViewLocked()
+			g.persistConsumerLocked()
 		}
 		return 0, codes
 	}

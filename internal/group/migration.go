@@ -243,6 +243,7 @@ func (g *group) upgradeLocked() string {
 		// reload, whose members then rejoin: harmless.
 	})
 	g.cg = cg
+	g.changes = recordChanges{} // all its records are new
 	cg.topics = g.subscriptionMetadataLocked()
 	for _, cm := range cg.members {
 		g.armConsumerSessionLocked(cm)
@@ -324,6 +325,7 @@ func (g *group) downgradeReplacingLocked(old *cmember, id string, jr joinRequest
 		protocolType: ptr(g.protocolType),
 		protocol:     ptr(g.protocol),
 	}
+	g.persistConsumerLocked() // the consumer group's tombstones first, as Kafka writes them
 	g.queueLocked([]Record{g.metadataRecordLocked(nil)}, func(error) {})
 }
 
@@ -333,6 +335,7 @@ func (g *group) downgradeReplacingLocked(old *cmember, id string, jr joinRequest
 // their leader assigns.
 func (g *group) downgradeLocked(leaving *cmember) {
 	g.settleDowngradeLocked(g.downgradeMembersLocked(leaving))
+	g.persistConsumerLocked() // the consumer group's tombstones first, as Kafka writes them
 	g.queueLocked([]Record{g.metadataRecordLocked(nil)}, func(error) {
 		// The rebalance that follows writes the group again.
 	})
@@ -436,6 +439,7 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 		w <- joinError(kerr.UnknownServerError.Code, jr.memberID)
 		return
 	}
+	g.touchMemberLocked(id)
 	var m *cmember
 	if jr.instanceID != "" {
 		old := cg.members[cg.static[jr.instanceID]]
@@ -506,6 +510,7 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 func (g *group) replaceStaticLocked(old *cmember, id string) *cmember {
 	cg := g.cg
 	g.c.log.Info("static member replaced", "group", g.id, "instance", old.instanceID, "old", old.id, "member", id)
+	g.touchMemberLocked(old.id)
 	g.stopMemberTimersLocked(old)
 	delete(cg.members, old.id)
 	if t, ok := cg.target[old.id]; ok {
@@ -652,6 +657,7 @@ func (g *group) classicDeadlineLocked(m *cmember, current func() bool, why strin
 	if g.cg != nil && g.cg.members[m.id] == m && current() && g.state != stateDead {
 		g.c.log.Info("classic member removed from consumer group", "group", g.id, "member", m.id, "reason", why)
 		g.fenceConsumerMemberLocked(m)
+		g.persistConsumerLocked()
 	}
 }
 

@@ -13,10 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
-// This file is what the streams group records (streams_records.go) and the
-// share group records (share_records.go) have in common: Kafka 4.4's framing
-// of its group coordinator's records, and how a group's records are kept in
-// step with its state.
+// This file is what the consumer group records (consumer_records.go), the
+// streams group records (streams_records.go) and the share group records
+// (share_records.go) have in common: Kafka 4.4's framing of its group
+// coordinator's records, and how a group's records are kept in step with its
+// state.
 //
 //	key   | int16 record type | string group | string member (member records) |
 //	value | int16 version=0 | fields, flexible: compact strings and arrays, |
@@ -35,36 +36,49 @@ import (
 // member's records, not the whole group's. A failed append marks its keys
 // unknown, so the next change writes them again.
 
-// recordValueVersion is the version of every streams and share value written
-// and read.
+// recordValueVersion is the version of every consumer, streams and share value
+// written and read.
 const recordValueVersion = 0
 
 // unknownValue stands for a key whose value in the log is not known (its last
 // append failed): it equals no value, so the next diff writes the key again.
 var unknownValue = []byte{}
 
-// recordKey is a streams or share record key: type, group and, for member
-// records, member.
+// recordKey is a consumer, streams or share record key: type, group and, for
+// member records, member.
 func recordKey(typ int16, group, member string) []byte {
-	b := kbin.AppendInt16(nil, typ)
-	b = kbin.AppendString(b, group)
-	if isMemberType(typ) {
-		b = kbin.AppendString(b, member)
-	}
-	return b
+	return appendRecordKey(make([]byte, 0, 6+len(group)+len(member)), typ, group, member)
 }
+
+func appendRecordKey(dst []byte, typ int16, group, member string) []byte {
+	dst = kbin.AppendInt16(dst, typ)
+	dst = kbin.AppendString(dst, group)
+	if isMemberType(typ) {
+		dst = kbin.AppendString(dst, member)
+	}
+	return dst
+}
+
+// keyScratch is room for most record keys on the stack (a longer one grows).
+type keyScratch [128]byte
+
+// newValue is an empty buffer to encode a record value into, with room for
+// most values, so that one costs a single allocation (a larger one grows).
+func newValue() []byte { return make([]byte, 0, 64) }
 
 // isMemberType reports whether records of type typ are keyed by member too.
 func isMemberType(typ int16) bool {
 	switch typ {
-	case typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent,
+	case typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent,
+		typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent,
 		typeShareMember, typeShareTargetMember, typeShareCurrent:
 		return true
 	}
 	return false
 }
 
-// decodeRecordKey parses the rest of a streams or share key after its type.
+// decodeRecordKey parses the rest of a consumer, streams or share key after its
+// type.
 func decodeRecordKey(kind recordKind, typ int16, b []byte) (decodedKey, error) {
 	r := kbin.Reader{Src: b[2:]}
 	k := decodedKey{kind: kind, typ: typ, group: r.String()}
@@ -134,6 +148,36 @@ func readInt16s(r *kbin.Reader) []int16          { return readArray(r, r.Int16) 
 func appendInt32s(dst []byte, vs []int32) []byte { return appendArray(dst, vs, kbin.AppendInt32) }
 func readInt32s(r *kbin.Reader) []int32          { return readArray(r, r.Int32) }
 
+// tagAssignmentEpochs is the tagged field of a consumer group's topic or a
+// streams group's subtopology in a current assignment that holds the member
+// epoch each partition was assigned in (KIP-1251).
+const tagAssignmentEpochs = 0
+
+// appendAssignmentEpochs appends the tagged-field section of a streams
+// group's subtopology in a current assignment: its epochs, none when nil (the
+// streams schema leaves a null field out; the consumer schema writes it, see
+// appendEpochPartitions).
+func appendAssignmentEpochs(dst []byte, epochs []int32) []byte {
+	if epochs == nil {
+		return appendTags(dst)
+	}
+	return appendTags(dst, taggedField{tagAssignmentEpochs, appendInt32s(nil, epochs)})
+}
+
+// readAssignmentEpochs reads the tagged-field section of a current
+// assignment's topic or subtopology: its epochs, nil when there are none or
+// they are null.
+func readAssignmentEpochs(r *kbin.Reader) []int32 {
+	var epochs []int32
+	readTags(r, func(tag uint32, data []byte) {
+		if tag == tagAssignmentEpochs && !bytes.Equal(data, []byte{0}) { // 0: a null array
+			tr := kbin.Reader{Src: data}
+			epochs = readInt32s(&tr)
+		}
+	})
+	return epochs
+}
+
 // valueReader checks a value's version and returns a reader of its fields.
 func valueReader(typ int16, b []byte) (*kbin.Reader, error) {
 	if len(b) < 2 {
@@ -200,11 +244,11 @@ func decodeTargetMeta(typ int16, b []byte) (targetMetaValue, error) {
 	return v, valueDone(typ, r)
 }
 
-// topicsHash is the metadata hash of a streams or share group: of the topics
-// it reads that exist, their names, ids and partition counts. A group loaded
-// with a hash that no longer matches the topics takes them in again (a streams
-// group reconfigures its topology) and rebalances at its next heartbeat, as
-// Kafka's does; the hash is Strata's own
+// topicsHash is the metadata hash of a consumer, streams or share group: of
+// the topics it reads that exist, their names, ids and partition counts. A
+// group loaded with a hash that no longer matches the topics takes them in
+// again (a streams group reconfigures its topology) and rebalances at its next
+// heartbeat, as Kafka's does; the hash is Strata's own
 // (Kafka hashes with XXH3 and includes racks), so a log read by the other
 // broker would rebalance once.
 func topicsHash(topics map[string]topicMeta) int64 {
@@ -219,14 +263,14 @@ func topicsHash(topics map[string]topicMeta) int64 {
 	return int64(h.Sum64())
 }
 
-// recordChanges is what may have changed in a group's streams or share state
-// since its records were last compared with the log, so that a change costs
+// recordChanges is what may have changed in a group's consumer, streams or
+// share state since its records were last compared with the log, so that a change costs
 // what it touched rather than the whole group: when tracked, the group-level
 // records and those of the listed members (a member that is gone has
 // tombstones); otherwise anything, and the whole group is compared. A group
-// starts untracked (the zero value: new, loaded, or turning into a streams or
-// share group, none of which wrote these records before), and is untracked
-// again when an append fails.
+// starts untracked (the zero value: new, loaded, or turning into a consumer,
+// streams or share group, none of which wrote these records before), and is
+// untracked again when an append fails.
 type recordChanges struct {
 	tracked bool
 	members map[string]struct{}
@@ -255,91 +299,194 @@ func (g *group) touchTargetsLocked(before, after map[string]partSet) {
 	}
 }
 
-// stateRecords collects a streams or share group's state as records: key -> value.
+// stateRecords collects a consumer, streams or share group's state as records:
+// key -> value.
 type stateRecords struct {
 	group string
 	out   map[string][]byte
 }
 
 func (s stateRecords) put(typ int16, member string, v []byte) {
-	s.out[string(recordKey(typ, s.group, member))] = v
+	var scratch keyScratch
+	s.out[string(appendRecordKey(scratch[:0], typ, s.group, member))] = v
 }
 
-// modernKind is how the streams or share side of a group turns into records.
+// modernKind is how the consumer, streams or share side of a group turns into
+// records.
 type modernKind struct {
 	groupTypes, memberTypes []int16
 	// groupRecords puts the group-level records.
-	groupRecords func(stateRecords)
+	groupRecords func(g *group, s stateRecords)
 	// memberRecords puts member id's records; none when it is gone.
-	memberRecords func(s stateRecords, id string)
+	memberRecords func(g *group, s stateRecords, id string)
 	// memberIDs lists the members.
-	memberIDs func() []string
+	memberIDs func(g *group) []string
 }
 
-// modernKindLocked is the group's streams or share side; false when it is neither.
-func (g *group) modernKindLocked() (modernKind, bool) {
-	switch {
-	case g.st != nil:
-		return modernKind{
-			groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
-			memberTypes:  []int16{typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent},
-			groupRecords: g.streamsGroupRecordsLocked, memberRecords: g.streamsMemberRecordsLocked,
-			memberIDs: func() []string { return slices.Collect(maps.Keys(g.st.members)) },
-		}, true
-	case g.sg != nil:
-		return modernKind{
-			groupTypes:   []int16{typeShareMetadata, typeShareTargetMetadata},
-			memberTypes:  []int16{typeShareMember, typeShareTargetMember, typeShareCurrent},
-			groupRecords: g.shareGroupRecordsLocked, memberRecords: g.shareMemberRecordsLocked,
-			memberIDs: func() []string { return slices.Collect(maps.Keys(g.sg.members)) },
-		}, true
+// The kinds of modern group, each as its records describe it.
+var (
+	consumerKind = modernKind{
+		groupTypes:   []int16{typeConsumerMetadata, typeConsumerTargetMetadata},
+		memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
+		groupRecords: (*group).consumerGroupRecordsLocked, memberRecords: (*group).consumerMemberRecordsLocked,
+		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
 	}
-	return modernKind{}, false
+	streamsKind = modernKind{
+		groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
+		memberTypes:  []int16{typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent},
+		groupRecords: (*group).streamsGroupRecordsLocked, memberRecords: (*group).streamsMemberRecordsLocked,
+		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.st.members)) },
+	}
+	shareKind = modernKind{
+		groupTypes:   []int16{typeShareMetadata, typeShareTargetMetadata},
+		memberTypes:  []int16{typeShareMember, typeShareTargetMember, typeShareCurrent},
+		groupRecords: (*group).shareGroupRecordsLocked, memberRecords: (*group).shareMemberRecordsLocked,
+		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.sg.members)) },
+	}
+)
+
+// modernKindLocked is the group's consumer, streams or share side; nil when
+// it is none of them.
+func (g *group) modernKindLocked() *modernKind {
+	switch {
+	case g.cg != nil:
+		return &consumerKind
+	case g.st != nil:
+		return &streamsKind
+	case g.sg != nil:
+		return &shareKind
+	}
+	return nil
 }
 
-// wholeRecordsLocked is the group's whole streams or share state as records
-// (none when it is neither).
+// wholeRecordsLocked is the group's whole consumer, streams or share state as
+// records (none when it is none of them).
 func (g *group) wholeRecordsLocked() map[string][]byte {
 	s := stateRecords{group: g.id, out: map[string][]byte{}}
-	if kind, ok := g.modernKindLocked(); ok {
-		kind.groupRecords(s)
-		for _, id := range kind.memberIDs() {
-			kind.memberRecords(s, id)
+	if kind := g.modernKindLocked(); kind != nil {
+		kind.groupRecords(g, s)
+		for _, id := range kind.memberIDs(g) {
+			kind.memberRecords(g, s, id)
 		}
 	}
 	return s.out
 }
 
 // changedRecordsLocked returns the records that bring the log in line with
-// the group's streams or share state, comparing only what g.changes says may
-// have changed.
+// the group's consumer, streams or share state, comparing only what g.changes
+// says may have changed: the group-level records and those of the members
+// touched, key by key.
 func (g *group) changedRecordsLocked() []Record {
-	kind, ok := g.modernKindLocked()
-	if !ok || !g.changes.tracked || (g.sg != nil && g.shareCatalogChangedLocked()) {
-		if g.sg != nil {
-			g.sg.lookups = map[string]topicLookup{}
-		}
+	kind := g.modernKindLocked()
+	if kind == nil || !g.changes.tracked || g.catalogChangedLocked() {
+		clear(g.lookups)
 		return diffRecords(g.wholeRecordsLocked(), g.written)
 	}
 	want := stateRecords{group: g.id, out: map[string][]byte{}}
-	had := map[string][]byte{} // what the log holds of the keys compared
+	kind.groupRecords(g, want)
+	for id := range g.changes.members {
+		kind.memberRecords(g, want, id)
+	}
+	var recs []Record
+	var scratch keyScratch
 	compare := func(typ int16, member string) {
-		k := string(recordKey(typ, g.id, member))
-		if v, ok := g.written[k]; ok {
-			had[k] = v
+		k := appendRecordKey(scratch[:0], typ, g.id, member)
+		v, wanted := want.out[string(k)]
+		w, logged := g.written[string(k)]
+		switch {
+		case wanted && (!logged || !bytes.Equal(w, v)):
+			recs = append(recs, Record{Key: bytes.Clone(k), Value: v})
+		case !wanted && logged:
+			recs = append(recs, Record{Key: bytes.Clone(k)})
 		}
 	}
-	kind.groupRecords(want)
 	for _, typ := range kind.groupTypes {
 		compare(typ, "")
 	}
 	for id := range g.changes.members {
-		kind.memberRecords(want, id)
 		for _, typ := range kind.memberTypes {
 			compare(typ, id)
 		}
 	}
-	return diffRecords(want.out, had)
+	return recs
+}
+
+// groupReplay is a consumer or share group's records as a partition's replay
+// left them: the latest value of each key, decoded.
+type groupReplay[Meta, Member, Current any] struct {
+	codec      *replayCodec[Meta, Member, Current]
+	raw        map[string][]byte // key -> value, as in the log
+	metadata   *Meta
+	targetMeta *targetMetaValue
+	members    map[string]Member
+	targets    map[string]targetMemberValue
+	current    map[string]Current
+}
+
+// replayCodec is how a consumer or share group's records decode: their types
+// by role, and the decoders of the values that differ between the two.
+type replayCodec[Meta, Member, Current any] struct {
+	types    [roleCount]int16
+	metadata func([]byte) (Meta, error)
+	member   func([]byte) (Member, error)
+	current  func([]byte) (Current, error)
+}
+
+func newGroupReplay[Meta, Member, Current any](codec *replayCodec[Meta, Member, Current]) *groupReplay[Meta, Member, Current] {
+	return &groupReplay[Meta, Member, Current]{codec: codec, raw: map[string][]byte{}, members: map[string]Member{},
+		targets: map[string]targetMemberValue{}, current: map[string]Current{}}
+}
+
+// apply folds one record (value nil: a tombstone) into the replay.
+func (gr *groupReplay[Meta, Member, Current]) apply(k decodedKey, key, value []byte) error {
+	var err error
+	switch types := gr.codec.types; k.typ {
+	case types[roleMetadata]:
+		gr.metadata, err = decodeOrForget(value, gr.codec.metadata)
+	case types[roleTargetMetadata]:
+		gr.targetMeta, err = decodeOrForget(value, func(b []byte) (targetMetaValue, error) { return decodeTargetMeta(k.typ, b) })
+	case types[roleMember]:
+		err = replayMember(gr.members, k.member, value, gr.codec.member)
+	case types[roleTargetMember]:
+		err = replayMember(gr.targets, k.member, value, func(b []byte) (targetMemberValue, error) { return decodeTargetMember(k.typ, b) })
+	case types[roleCurrent]:
+		err = replayMember(gr.current, k.member, value, gr.codec.current)
+	}
+	if err != nil {
+		return err
+	}
+	if value == nil {
+		delete(gr.raw, string(key))
+	} else {
+		gr.raw[string(key)] = bytes.Clone(value)
+	}
+	return nil
+}
+
+// decodeOrForget decodes a group-level value; nil for a tombstone.
+func decodeOrForget[V any](value []byte, decode func([]byte) (V, error)) (*V, error) {
+	if value == nil {
+		return nil, nil
+	}
+	v, err := decode(value)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// replayMember folds a member-level value (nil: a tombstone) into byMember.
+func replayMember[V any](byMember map[string]V, member string, value []byte, decode func([]byte) (V, error)) error {
+	if value == nil {
+		delete(byMember, member)
+		return nil
+	}
+	v, err := decode(value)
+	if err != nil {
+		return err
+	}
+	byMember[member] = v
+	return nil
 }
 
 // diffRecords returns the records that turn written into want: the keys whose
@@ -360,8 +507,8 @@ func diffRecords(want, written map[string][]byte) []Record {
 }
 
 // persistRecordsLocked queues the records that bring the log in line with the
-// group's streams or share state (none when it is neither: tombstones for
-// whatever it wrote). done, when set, runs once they are appended, or once the
+// group's consumer, streams or share state (none when it is none of them:
+// tombstones for whatever it wrote). done, when set, runs once they are appended, or once the
 // group's writes already in flight are when there is nothing to write, so that
 // nobody is answered with state the log may not hold yet. It reports whether it
 // queued anything; the caller then flushes.
@@ -414,8 +561,8 @@ func (g *group) forgetRecordsLocked(recs []Record) {
 	g.changes = recordChanges{} // the next write compares the whole group
 }
 
-// recordTombstonesLocked returns tombstones for every streams or share record
-// of the group the log holds (the group is being deleted).
+// recordTombstonesLocked returns tombstones for every consumer, streams or
+// share record of the group the log holds (the group is being deleted).
 func (g *group) recordTombstonesLocked() []Record {
 	var recs []Record
 	for k := range g.written {
@@ -426,29 +573,52 @@ func (g *group) recordTombstonesLocked() []Record {
 }
 
 // recordOrder orders one change's records as Kafka's group coordinator writes
-// them, so that its replay would take them: streams records by key; share
-// records' tombstones first, a member's before the group's (current
+// them, so that its replay would take them: streams records by key; consumer
+// and share records' tombstones first, a member's before the group's (current
 // assignment, target, member, then the target metadata and the group), then
 // the values (member, group, target, target metadata, current assignment).
 func recordOrder(a, b Record) int {
-	return cmp.Or(cmp.Compare(shareRank(a), shareRank(b)), bytes.Compare(a.Key, b.Key))
+	return cmp.Or(cmp.Compare(roleRank(a), roleRank(b)), bytes.Compare(a.Key, b.Key))
 }
 
-// shareRank is a record's place in recordOrder: 0 for any but a share record.
-func shareRank(r Record) int {
+// The roles of consumer and share records, in the order Kafka writes their
+// values.
+const (
+	roleMember = iota
+	roleMetadata
+	roleTargetMember
+	roleTargetMetadata
+	roleCurrent
+	roleCount
+)
+
+// recordRoles maps consumer and share record types to their roles.
+var recordRoles = map[int16]int{
+	typeConsumerMember: roleMember, typeConsumerMetadata: roleMetadata,
+	typeConsumerTargetMember: roleTargetMember, typeConsumerTargetMetadata: roleTargetMetadata,
+	typeConsumerCurrent: roleCurrent,
+	typeShareMember:     roleMember, typeShareMetadata: roleMetadata,
+	typeShareTargetMember: roleTargetMember, typeShareTargetMetadata: roleTargetMetadata,
+	typeShareCurrent: roleCurrent,
+}
+
+// tombstoneRanks is the order of the roles' tombstones.
+var tombstoneRanks = [roleCount]int{
+	roleCurrent: 0, roleTargetMember: 1, roleMember: 2, roleTargetMetadata: 3, roleMetadata: 4,
+}
+
+// roleRank is a record's place in recordOrder: 0 for any but a consumer or
+// share record.
+func roleRank(r Record) int {
 	if len(r.Key) < 2 {
 		return 0
 	}
-	order := []int16{typeShareMember, typeShareMetadata, typeShareTargetMember, typeShareTargetMetadata, typeShareCurrent}
-	if r.Value == nil {
-		order = []int16{typeShareCurrent, typeShareTargetMember, typeShareMember, typeShareTargetMetadata, typeShareMetadata}
-	}
-	i := slices.Index(order, int16(binary.BigEndian.Uint16(r.Key)))
+	role, ok := recordRoles[int16(binary.BigEndian.Uint16(r.Key))]
 	switch {
-	case i < 0:
+	case !ok:
 		return 0
 	case r.Value == nil:
-		return 1 + i
+		return 1 + tombstoneRanks[role]
 	}
-	return 1 + len(order) + i
+	return 1 + roleCount + role
 }

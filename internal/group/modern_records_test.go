@@ -234,7 +234,8 @@ func checkShareSubscribers(rt *rapid.T, step int, c *Coordinator, id string) {
 	})
 }
 
-// modernRecordsOf returns the streams and share group records among recs.
+// modernRecordsOf returns the consumer, streams and share group records among
+// recs.
 func modernRecordsOf(recs []Record) []Record {
 	var out []Record
 	for _, r := range recs {
@@ -242,14 +243,16 @@ func modernRecordsOf(recs []Record) []Record {
 			continue
 		}
 		switch typ := int16(binary.BigEndian.Uint16(r.Key)); {
-		case typ >= typeShareMember && typ <= typeShareCurrent, typ >= typeStreamsMetadata && typ <= typeStreamsTopology:
+		case typ >= typeShareMember && typ <= typeShareCurrent, typ >= typeStreamsMetadata && typ <= typeStreamsTopology,
+			typ >= typeConsumerMetadata && typ <= typeConsumerCurrent:
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// replayModernKeys is the latest value of each streams or share record key in recs.
+// replayModernKeys is the latest value of each consumer, streams or share
+// record key in recs.
 func replayModernKeys(recs []Record) map[string][]byte {
 	out := map[string][]byte{}
 	for _, r := range modernRecordsOf(recs) {

@@ -9,9 +9,9 @@ import (
 )
 
 // Versions of the __consumer_offsets schemas this package writes. It reads every
-// version kmsg knows (keys 0-2, values 0-4), the share group records
-// (share_records.go) and the streams group records
-// (streams_records.go), and skips keys of other versions.
+// version kmsg knows (keys 0-2, values 0-4), the consumer group records
+// (consumer_records.go), the share group records (share_records.go) and the
+// streams group records (streams_records.go), and skips keys of other versions.
 const (
 	offsetKeyVersion         = 1 // OffsetCommitKey (0 and 1 are the same layout)
 	groupKeyVersion          = 2 // GroupMetadataKey: the key version tells the two apart
@@ -67,8 +67,9 @@ const (
 	kindUnknown recordKind = iota // a key version this package does not know: skipped
 	kindOffset
 	kindGroup
-	kindStreams // a streams group record (streams_records.go)
-	kindShare   // a share group record (share_records.go)
+	kindStreams  // a streams group record (streams_records.go)
+	kindShare    // a share group record (share_records.go)
+	kindConsumer // a consumer group record (consumer_records.go)
 )
 
 // decodedKey is a parsed __consumer_offsets key.
@@ -76,13 +77,13 @@ type decodedKey struct {
 	kind   recordKind
 	group  string
 	tp     topicPartition
-	typ    int16  // the record type of a streams or share key
-	member string // the member of a streams or share member key
+	typ    int16  // the record type of a consumer, streams or share key
+	member string // the member of a consumer, streams or share member key
 }
 
-// decodeKey parses a record key. Keys of versions other than 0-2 and the streams
-// record types come back as kindUnknown; a malformed key of a known version is
-// ErrCorruptRecord.
+// decodeKey parses a record key. Keys of versions other than 0-2 and the
+// consumer, streams and share record types come back as kindUnknown; a
+// malformed key of a known version is ErrCorruptRecord.
 func decodeKey(b []byte) (decodedKey, error) {
 	if len(b) < 2 {
 		return decodedKey{}, fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(b))
@@ -102,6 +103,9 @@ func decodeKey(b []byte) (decodedKey, error) {
 		return decodedKey{kind: kindGroup, group: k.Group}, nil
 	default:
 		switch v {
+		case typeConsumerMetadata, typeConsumerMember, typeConsumerTargetMetadata,
+			typeConsumerTargetMember, typeConsumerCurrent:
+			return decodeRecordKey(kindConsumer, v, b)
 		case typeStreamsMetadata, typeStreamsMember, typeStreamsTargetMetadata,
 			typeStreamsTargetMember, typeStreamsCurrent, typeStreamsTopology:
 			return decodeRecordKey(kindStreams, v, b)
@@ -161,11 +165,12 @@ func decodeGroupValue(b []byte) (*kmsg.GroupMetadataValue, error) {
 // replayed is the latest state of one partition of __consumer_offsets: the last
 // value per key wins and a tombstone deletes the key.
 type replayed struct {
-	groups  map[string]*kmsg.GroupMetadataValue
-	offsets map[string]map[topicPartition]offsetCommit
-	streams map[string]*streamsReplay
-	shares  map[string]*shareReplay
-	skipped int // records with keys of unknown versions
+	groups    map[string]*kmsg.GroupMetadataValue
+	offsets   map[string]map[topicPartition]offsetCommit
+	streams   map[string]*streamsReplay
+	shares    map[string]*shareReplay
+	consumers map[string]*consumerReplay
+	skipped   int // records with keys of unknown versions
 	// txnOffsets are the offset commits of transactions still open (Pending
 	// records).
 	txnOffsets txnOffsets
@@ -173,10 +178,11 @@ type replayed struct {
 
 func newReplayed() *replayed {
 	return &replayed{
-		groups:  make(map[string]*kmsg.GroupMetadataValue),
-		offsets: make(map[string]map[topicPartition]offsetCommit),
-		streams: make(map[string]*streamsReplay),
-		shares:  make(map[string]*shareReplay),
+		groups:    make(map[string]*kmsg.GroupMetadataValue),
+		offsets:   make(map[string]map[topicPartition]offsetCommit),
+		streams:   make(map[string]*streamsReplay),
+		shares:    make(map[string]*shareReplay),
+		consumers: make(map[string]*consumerReplay),
 	}
 }
 
@@ -243,6 +249,18 @@ func (r *replayed) apply(rec Record) error {
 		}
 		if len(sr.raw) == 0 {
 			delete(r.shares, k.group)
+		}
+	case kindConsumer:
+		cr := r.consumers[k.group]
+		if cr == nil {
+			cr = newConsumerReplay()
+			r.consumers[k.group] = cr
+		}
+		if err := cr.apply(k, rec.Key, rec.Value); err != nil {
+			return err
+		}
+		if len(cr.raw) == 0 {
+			delete(r.consumers, k.group)
 		}
 	default:
 		r.skipped++

@@ -129,9 +129,10 @@ func checkNothingWritten(b *testing.B, c *Coordinator, store *memStore) func() {
 }
 
 // BenchmarkConsumerHeartbeat measures one KIP-848 heartbeat in a settled
-// consumer group of n members (steady: nothing changes), and a member joining
-// and leaving it (churn: two new group epochs; the clock stands still, so no
-// new target). With subs=names every member subscribes to topic t by name;
+// consumer group of n members (steady: nothing changes, so nothing is
+// written), and a member joining and leaving it (churn: two new group epochs;
+// the clock stands still, so no new target; records/op counts what both
+// wrote). With subs=names every member subscribes to topic t by name;
 // with subs=mixed every fourth member, and the joining one, subscribes with
 // the pattern t.* instead. The catalog holds t and 32 other topics. Each
 // sub-benchmark builds its own group, so one run alone builds only its own.
@@ -156,6 +157,7 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 			b.Run(fmt.Sprintf("churn/subs=%s/members=%d", subs, n), func(b *testing.B) {
 				r := newConsumerBenchRig(b, subs, n)
 				defer r.c.Close()
+				defer reportRecords(b, r.c, r.store)()
 				b.ReportAllocs()
 				defer reportCPU(b)()
 				for b.Loop() {
@@ -167,6 +169,14 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 			})
 		}
 	}
+}
+
+// reportRecords returns what reports the records group "g"'s partition took
+// per op since it was called.
+func reportRecords(b *testing.B, c *Coordinator, store *memStore) func() {
+	part := PartitionFor("g", c.cfg.OffsetsTopicPartitions)
+	before := len(store.log(part))
+	return func() { b.ReportMetric(float64(len(store.log(part))-before)/float64(b.N), "records/op") }
 }
 
 // reportCPU returns what reports the process's CPU time (user and system, all

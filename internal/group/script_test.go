@@ -910,6 +910,8 @@ func (h *harness) fmtRecord(r Record, start time.Time) string {
 		return h.fmtStreamsRecord(k, r.Value)
 	case kindShare:
 		return h.fmtShareRecord(k, r.Value)
+	case kindConsumer:
+		return h.fmtConsumerRecord(k, r.Value)
 	}
 	return "unknown key"
 }

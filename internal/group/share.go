@@ -51,10 +51,6 @@ type shareGroup struct {
 	subscribers map[string]int
 	target      map[string]partSet // by member id
 	topics      map[string]topicMeta
-	// lookups is what the topic catalog said of the topics of the assignments
-	// in the records written since the whole group was last compared with the
-	// log (shareAssignmentLocked).
-	lookups map[string]topicLookup
 	// stale: the group was loaded and its topics changed since its epoch (another
 	// metadata hash), so its next heartbeat starts a new epoch.
 	stale bool
@@ -74,7 +70,7 @@ type smember struct {
 
 func newShareGroup() *shareGroup {
 	return &shareGroup{epoch: shareFirstEpoch, members: make(map[string]*smember), subscribers: make(map[string]int),
-		target: make(map[string]partSet), topics: make(map[string]topicMeta), lookups: make(map[string]topicLookup)}
+		target: make(map[string]partSet), topics: make(map[string]topicMeta)}
 }
 
 // addMember adds m, with the topics it subscribes to.

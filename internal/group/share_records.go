@@ -1,7 +1,6 @@
 package group
 
 import (
-	"bytes"
 	"maps"
 	"time"
 
@@ -113,25 +112,26 @@ func readTopicPartitions(r *kbin.Reader) []kmsg.AssignmentTopicPartition {
 	})
 }
 
-// shareTargetValue is ShareGroupTargetAssignmentMemberValue.
-type shareTargetValue struct {
+// targetMemberValue is ShareGroupTargetAssignmentMemberValue and
+// ConsumerGroupTargetAssignmentMemberValue (the same fields).
+type targetMemberValue struct {
 	partitions []kmsg.AssignmentTopicPartition
 }
 
-func (v shareTargetValue) appendTo(dst []byte) []byte {
+func (v targetMemberValue) appendTo(dst []byte) []byte {
 	dst = kbin.AppendInt16(dst, recordValueVersion)
 	dst = appendTopicPartitions(dst, v.partitions)
 	return appendTags(dst)
 }
 
-func decodeShareTarget(b []byte) (shareTargetValue, error) {
-	r, err := valueReader(typeShareTargetMember, b)
+func decodeTargetMember(typ int16, b []byte) (targetMemberValue, error) {
+	r, err := valueReader(typ, b)
 	if err != nil {
-		return shareTargetValue{}, err
+		return targetMemberValue{}, err
 	}
-	v := shareTargetValue{partitions: readTopicPartitions(r)}
+	v := targetMemberValue{partitions: readTopicPartitions(r)}
 	readTags(r, nil)
-	return v, valueDone(typeShareTargetMember, r)
+	return v, valueDone(typ, r)
 }
 
 // shareCurrentValue is ShareGroupCurrentMemberAssignmentValue.
@@ -161,69 +161,21 @@ func decodeShareCurrent(b []byte) (shareCurrentValue, error) {
 	return v, valueDone(typeShareCurrent, r)
 }
 
-// shareReplay is a share group's records as a partition's replay left them:
-// the latest value of each key, decoded.
-type shareReplay struct {
-	raw        map[string][]byte // key -> value, as in the log
-	metadata   *shareMetadataValue
-	targetMeta *targetMetaValue
-	members    map[string]shareMemberValue
-	targets    map[string]shareTargetValue
-	current    map[string]shareCurrentValue
-}
+// shareReplay is a share group's records as a partition's replay left them.
+type shareReplay = groupReplay[shareMetadataValue, shareMemberValue, shareCurrentValue]
 
 func newShareReplay() *shareReplay {
-	return &shareReplay{raw: map[string][]byte{}, members: map[string]shareMemberValue{},
-		targets: map[string]shareTargetValue{}, current: map[string]shareCurrentValue{}}
-}
-
-// apply folds one share record (value nil: a tombstone) into the replay.
-func (sr *shareReplay) apply(k decodedKey, key, value []byte) error {
-	if value == nil {
-		delete(sr.raw, string(key))
-		switch k.typ {
-		case typeShareMetadata:
-			sr.metadata = nil
-		case typeShareTargetMetadata:
-			sr.targetMeta = nil
-		case typeShareMember:
-			delete(sr.members, k.member)
-		case typeShareTargetMember:
-			delete(sr.targets, k.member)
-		case typeShareCurrent:
-			delete(sr.current, k.member)
-		}
-		return nil
-	}
-	var err error
-	switch k.typ {
-	case typeShareMetadata:
-		var v shareMetadataValue
-		v, err = decodeShareMetadata(value)
-		sr.metadata = &v
-	case typeShareTargetMetadata:
-		var v targetMetaValue
-		v, err = decodeTargetMeta(typeShareTargetMetadata, value)
-		sr.targetMeta = &v
-	case typeShareMember:
-		sr.members[k.member], err = decodeShareMember(value)
-	case typeShareTargetMember:
-		sr.targets[k.member], err = decodeShareTarget(value)
-	case typeShareCurrent:
-		sr.current[k.member], err = decodeShareCurrent(value)
-	}
-	if err != nil {
-		return err
-	}
-	sr.raw[string(key)] = bytes.Clone(value)
-	return nil
+	return newGroupReplay(&replayCodec[shareMetadataValue, shareMemberValue, shareCurrentValue]{
+		types:    [roleCount]int16{typeShareMember, typeShareMetadata, typeShareTargetMember, typeShareTargetMetadata, typeShareCurrent},
+		metadata: decodeShareMetadata, member: decodeShareMember, current: decodeShareCurrent,
+	})
 }
 
 // shareGroupRecordsLocked puts the share group's group-level records.
 func (g *group) shareGroupRecordsLocked(s stateRecords) {
 	sg := g.sg
-	s.put(typeShareMetadata, "", shareMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics)}.appendTo(nil))
-	s.put(typeShareTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetAt).appendTo(nil))
+	s.put(typeShareMetadata, "", shareMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics)}.appendTo(newValue()))
+	s.put(typeShareTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetAt).appendTo(newValue()))
 }
 
 // shareMemberRecordsLocked puts the records of share member id, if it is
@@ -236,13 +188,13 @@ func (g *group) shareMemberRecordsLocked(s stateRecords, id string) {
 	}
 	s.put(typeShareMember, id, shareMemberValue{
 		rackID: optional(m.rackID), clientID: m.clientID, clientHost: m.clientHost, topics: m.topicNames,
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 	if t, ok := sg.target[id]; ok {
-		s.put(typeShareTargetMember, id, shareTargetValue{partitions: g.shareAssignmentLocked(t)}.appendTo(nil))
+		s.put(typeShareTargetMember, id, targetMemberValue{partitions: g.assignmentByIDLocked(t)}.appendTo(newValue()))
 	}
 	s.put(typeShareCurrent, id, shareCurrentValue{
-		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.shareAssignmentLocked(m.assigned),
-	}.appendTo(nil))
+		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberStable, partitions: g.assignmentByIDLocked(m.assigned),
+	}.appendTo(newValue()))
 }
 
 // topicLookup is what the topic catalog said of a topic name.
@@ -251,26 +203,30 @@ type topicLookup struct {
 	ok bool
 }
 
-// shareAssignmentLocked is ps by topic id, as the assignment records hold it;
-// it notes what the catalog said of each topic (sg.lookups), as the records
-// encoded from it hold only while the catalog says the same.
-func (g *group) shareAssignmentLocked(ps partSet) []kmsg.AssignmentTopicPartition {
+// assignmentByIDLocked is ps by topic id, as the consumer and share
+// assignment records hold it; it notes what the catalog said of each topic
+// (g.lookups), as the records encoded from it hold only while the catalog says
+// the same.
+func (g *group) assignmentByIDLocked(ps partSet) []kmsg.AssignmentTopicPartition {
+	if g.lookups == nil {
+		g.lookups = map[string]topicLookup{}
+	}
 	for tp := range ps {
-		if _, ok := g.sg.lookups[tp.topic]; !ok {
+		if _, ok := g.lookups[tp.topic]; !ok {
 			id, _, exists := g.topicsLocked().Topic(tp.topic)
-			g.sg.lookups[tp.topic] = topicLookup{id, exists}
+			g.lookups[tp.topic] = topicLookup{id, exists}
 		}
 	}
 	return g.c.assignmentTopics(ps)
 }
 
-// shareCatalogChangedLocked reports whether the catalog says something else
-// of a topic than when a member's records were encoded from it: a topic of an
+// catalogChangedLocked reports whether the catalog says something else of a
+// topic than when a member's records were encoded from it: a topic of an
 // assignment deleted, created or created again, so that every member's
 // records must be compared again.
-func (g *group) shareCatalogChangedLocked() bool {
+func (g *group) catalogChangedLocked() bool {
 	cat := g.topicsLocked()
-	for name, was := range g.sg.lookups {
+	for name, was := range g.lookups {
 		if id, _, ok := cat.Topic(name); ok != was.ok || id != was.id {
 			return true
 		}
@@ -296,26 +252,14 @@ func (g *group) loadShareLocked(sr *shareReplay) {
 			sg.targetAt = time.UnixMilli(tm.timeMs)
 		}
 	}
-	cat := g.topicsLocked()
-	parts := func(ts []kmsg.AssignmentTopicPartition) partSet {
-		out := partSet{}
-		for _, t := range ts {
-			if name, ok := cat.TopicName(t.TopicID); ok {
-				for _, p := range t.Partitions {
-					out[topicPartition{name, p}] = struct{}{}
-				}
-			}
-		}
-		return out
-	}
 	for id, mv := range sr.members {
 		cur := sr.current[id]
 		sg.addMember(&smember{
 			id: id, rackID: deref(mv.rackID), clientID: mv.clientID, clientHost: mv.clientHost,
-			epoch: cur.epoch, prevEpoch: cur.prevEpoch, topicNames: mv.topics, assigned: parts(cur.partitions),
+			epoch: cur.epoch, prevEpoch: cur.prevEpoch, topicNames: mv.topics, assigned: g.partitionsByIDLocked(cur.partitions),
 		})
 		if t, ok := sr.targets[id]; ok {
-			sg.target[id] = parts(t.partitions)
+			sg.target[id] = g.partitionsByIDLocked(t.partitions)
 		}
 	}
 	sg.topics = g.shareSubscriptionLocked()

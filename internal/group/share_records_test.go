@@ -30,8 +30,10 @@ func TestShareRecordsAsKafka(t *testing.T) {
 		typeShareTargetMetadata: reencode(func(b []byte) (targetMetaValue, error) {
 			return decodeTargetMeta(typeShareTargetMetadata, b)
 		}),
-		typeShareTargetMember: reencode(decodeShareTarget),
-		typeShareCurrent:      reencode(decodeShareCurrent),
+		typeShareTargetMember: reencode(func(b []byte) (targetMemberValue, error) {
+			return decodeTargetMember(typeShareTargetMember, b)
+		}),
+		typeShareCurrent: reencode(decodeShareCurrent),
 	})
 }
 

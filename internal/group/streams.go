@@ -450,9 +450,14 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		}
 		if g.generation > 0 || g.protocolType != "" {
 			// A classic group's metadata record goes, as Kafka deletes it
-			// when a group changes type.
-			g.written = map[string][]byte{string(groupKey(g.id)): unknownValue}
+			// when a group changes type (and an Empty consumer group's
+			// records, which written holds).
+			if g.written == nil {
+				g.written = map[string][]byte{}
+			}
+			g.written[string(groupKey(g.id))] = unknownValue
 		}
+		g.changes = recordChanges{} // all its records are new
 		g.cg = nil
 		g.st = newStreamsGroup()
 		g.protocolType = streamsProtocolType

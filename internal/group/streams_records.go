@@ -161,8 +161,6 @@ type streamsTasks struct {
 	epochs      []int32
 }
 
-const tagAssignmentEpochs = 0
-
 // tasksOf lists a set of tasks by subtopology, sorted; epochOf, when set, gives
 // each task's assignment epoch.
 func tasksOf(ts partSet, epochOf func(topicPartition) int32) []streamsTasks {
@@ -196,11 +194,7 @@ func appendTasks(dst []byte, ts []streamsTasks) []byte {
 	for _, t := range ts {
 		dst = kbin.AppendCompactString(dst, t.subtopology)
 		dst = appendInt32s(dst, t.partitions)
-		if t.epochs != nil {
-			dst = appendTags(dst, taggedField{tagAssignmentEpochs, appendInt32s(nil, t.epochs)})
-		} else {
-			dst = appendTags(dst)
-		}
+		dst = appendAssignmentEpochs(dst, t.epochs)
 	}
 	return dst
 }
@@ -209,12 +203,7 @@ func readTasks(r *kbin.Reader) []streamsTasks {
 	var out []streamsTasks
 	for n := r.CompactArrayLen(); n > 0 && r.Ok(); n-- {
 		t := streamsTasks{subtopology: r.CompactString(), partitions: readInt32s(r)}
-		readTags(r, func(tag uint32, data []byte) {
-			if tag == tagAssignmentEpochs {
-				tr := kbin.Reader{Src: data}
-				t.epochs = readInt32s(&tr)
-			}
-		})
+		t.epochs = readAssignmentEpochs(r)
 		out = append(out, t)
 	}
 	return out
@@ -430,11 +419,11 @@ func (g *group) streamsGroupRecordsLocked(s stateRecords) {
 	if sg.topology != nil && sg.configured.ready() {
 		validated = sg.topology.Epoch
 	}
-	s.put(typeStreamsMetadata, "", streamsMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics), validatedTopologyEpoch: validated}.appendTo(nil))
+	s.put(typeStreamsMetadata, "", streamsMetadataValue{epoch: sg.epoch, metadataHash: topicsHash(sg.topics), validatedTopologyEpoch: validated}.appendTo(newValue()))
 	if sg.topology != nil {
-		s.put(typeStreamsTopology, "", appendTopologyValue(nil, sg.topology))
+		s.put(typeStreamsTopology, "", appendTopologyValue(newValue(), sg.topology))
 	}
-	s.put(typeStreamsTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetTime).appendTo(nil))
+	s.put(typeStreamsTargetMetadata, "", targetMetaOf(sg.targetEpoch, sg.targetTime).appendTo(newValue()))
 }
 
 // streamsMemberRecordsLocked puts the records of streams member id, if it is
@@ -451,17 +440,17 @@ func (g *group) streamsMemberRecordsLocked(s stateRecords, id string) {
 		rebalanceTimeoutMs: int32(m.rebalanceTimeout.Milliseconds()),
 		topologyEpoch:      m.topologyEpoch, processID: m.processID,
 		endpoint: m.endpoint, clientTags: m.clientTags,
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 	s.put(typeStreamsTargetMember, id, streamsTargetValue{
 		active: tasksOf(sg.target[id], nil), standby: tasksOf(sg.standbyTarget[id], nil),
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 	s.put(typeStreamsCurrent, id, streamsCurrentValue{
 		epoch: m.epoch, prevEpoch: m.prevEpoch, state: kafkaMemberState(m.state),
 		active:         tasksOf(ownedSet(m.assigned), func(tp topicPartition) int32 { return m.assigned[tp] }),
 		standby:        tasksOf(m.standby, nil),
 		warmup:         tasksOf(m.warmup, nil),
 		activeRevoking: tasksOf(m.revoking, nil),
-	}.appendTo(nil))
+	}.appendTo(newValue()))
 }
 
 func kafkaMemberState(s memberState) int8 {
