@@ -16,7 +16,8 @@ import (
 // --bootstrap-controller (KIP-919) against the controller listener of a
 // controller-only voter (node 3) and of a combined node: the quorum, the
 // cluster id and the controllers' endpoints, the features, broker configs and
-// ACLs (refused without an authorizer, as on the Kafka listener).
+// ACLs (refused without an authorizer, as on the Kafka listener); then it
+// removes the controller-only voter with remove-controller --unregister.
 func TestKafkaToolsBootstrapController(t *testing.T) {
 	if os.Getenv(envTarget) == "kfake" {
 		t.Skip("the controller listener is Strata's; not with STRATA_INTEROP_TARGET=kfake")
@@ -56,4 +57,19 @@ func TestKafkaToolsBootstrapController(t *testing.T) {
 			}
 		})
 	}
+
+	// The controller-only voter removed and unregistered through node 1's
+	// controller listener; the quorum then lists two voters.
+	bc := []string{"--bootstrap-controller", c.Node(1).ControllerAddr}
+	out := kafkatools.MustRun(t, "kafka-metadata-quorum", append(bc, "remove-controller", "--controller-id", "3",
+		"--controller-directory-id", directoryID(t, c.Node(3)), "--unregister")...)
+	expectContains(t, out, "Removed KRaft controller 3")
+	expectContains(t, out, "Unregistered KRaft controller 3")
+	testcluster.Eventually(t, 30*time.Second, "list-endpoints to list controllers 1 and 2", func() error {
+		out := kafkatools.MustRun(t, "kafka-cluster", append([]string{"list-endpoints"}, bc...)...)
+		if strings.Count(out, " controller") != 2 || regexp.MustCompile(`(?m)^3\s`).MatchString(out) {
+			return fmt.Errorf("%s", out)
+		}
+		return nil
+	})
 }
