@@ -25,29 +25,7 @@ func TestControllerListenerAuthorization(t *testing.T) {
 	n := startNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	describe := func(opts ...kgo.Opt) (int16, error) {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.raftAddr), kgo.RequestRetries(0)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		req := kmsg.NewPtrDescribeQuorumRequest()
-		rt := kmsg.NewDescribeQuorumRequestTopic()
-		rt.Topic = "__cluster_metadata"
-		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-		req.Topics = append(req.Topics, rt)
-		// The seed broker: kgo routes admin requests by Metadata, which a
-		// controller does not serve.
-		resp, err := cl.Broker(math.MinInt32).Request(ctx, req)
-		if err != nil {
-			return 0, err
-		}
-		r := resp.(*kmsg.DescribeQuorumResponse)
-		if r.ErrorCode != 0 || len(r.Topics) == 0 {
-			return r.ErrorCode, nil
-		}
-		return r.Topics[0].Partitions[0].ErrorCode, nil
-	}
+	describe := func(opts ...kgo.Opt) (int16, error) { return describeQuorumAt(ctx, n.raftAddr, opts...) }
 	login := func(user, pass string) kgo.Opt {
 		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism())
 	}
@@ -60,4 +38,31 @@ func TestControllerListenerAuthorization(t *testing.T) {
 	if code, err := describe(); err == nil {
 		t.Fatalf("DescribeQuorum without logging in answered %v", kerr.ErrorForCode(code))
 	}
+}
+
+// describeQuorumAt sends DescribeQuorum to the controller listener at addr as
+// a Kafka client does with --bootstrap-controller, and returns the error code
+// of the answer (the partition's when the answer has one).
+func describeQuorumAt(ctx context.Context, addr string, opts ...kgo.Opt) (int16, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0)}, opts...)...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	// The seed broker: kgo routes admin requests by Metadata, which a
+	// controller listener does not serve.
+	resp, err := cl.Broker(math.MinInt32).Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	r := resp.(*kmsg.DescribeQuorumResponse)
+	if r.ErrorCode != 0 || len(r.Topics) == 0 {
+		return r.ErrorCode, nil
+	}
+	return r.Topics[0].Partitions[0].ErrorCode, nil
 }

@@ -85,6 +85,17 @@ func TestClusterMutualTLS(t *testing.T) {
 	if _, err := anonAdm.ListTopics(short); err == nil {
 		t.Fatal("a client without a certificate listed topics")
 	}
+	// So on the controller listener (--bootstrap-controller): over its TLS,
+	// with a certificate.
+	if code, err := describeQuorumAt(ctx, c.nodes[1].raftAddr, tlsOpt); err != nil || code != 0 {
+		t.Fatalf("DescribeQuorum on node 2's controller listener with a certificate: %v, %v", kerr.ErrorForCode(code), err)
+	}
+	if _, err := describeQuorumAt(short, c.nodes[1].raftAddr, kgo.DialTLSConfig(noCert)); err == nil {
+		t.Fatal("a client without a certificate described the quorum on the controller listener")
+	}
+	if _, err := describeQuorumAt(short, c.nodes[1].raftAddr); err == nil {
+		t.Fatal("a plaintext client described the quorum on the controller listener")
+	}
 
 	// The HTTP listener is TLS too.
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: aliceCerts.ClientConfig()}, Timeout: 10 * time.Second}
