@@ -9,8 +9,8 @@
 //	go run ./internal/server/testdata/mkfixture -strata /tmp/strata-old \
 //	    -out internal/server/testdata/datadir-<commit>.tgz
 //
-// It prints the topic ids, offsets, Raft indexes and the streams group the
-// test checks. Everything it writes is listed in the test's comment; change
+// It prints the topic ids, offsets, Raft indexes, the streams group and the
+// KIP-848 consumer group the test checks. Everything it writes is listed in the test's comment; change
 // both together.
 package main
 
@@ -140,6 +140,7 @@ func fill(ctx context.Context, kafka string, admin *kgo.Client, adm *kadm.Client
 		{"groups", func() error { return groups(ctx, kafka) }},
 		{"tiered", func() error { return tiered(ctx, admin, adm) }},
 		{"streams group", func() error { return streamsGroup(ctx, kafka, admin) }},
+		{"consumer group", func() error { return consumerGroup(ctx, admin) }},
 	}
 	for _, s := range steps {
 		if err := s.fn(); err != nil {
