@@ -41,9 +41,11 @@ import (
 //
 // As in Kafka, a member is kept until it leaves or its session times out after
 // the load, and the group until it is deleted (tombstones for all its
-// records). A ConsumerGroupHeartbeat is answered once its records are
-// appended; classic JoinGroup and LeaveGroup to a consumer group queue theirs
-// without waiting. A node that predates these records skips their keys (a key
+// records); once loaded, every member's session starts again, and the
+// rebalance timeout of a member still revoking (a classic member's join
+// deadline). A ConsumerGroupHeartbeat, and a classic member's JoinGroup and
+// LeaveGroup to a consumer group, are answered once their records are
+// appended. A node that predates these records skips their keys (a key
 // type it does not know); a directory written before them has none: its
 // consumer groups load with their offsets only, and their members rejoin.
 
