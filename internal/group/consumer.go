@@ -657,7 +657,7 @@ func (g *group) armConsumerSessionLocked(m *cmember) {
 		if m.sessionToken == tok && g.cg != nil && g.cg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("consumer group member session expired", "group", g.id, "member", m.id)
 			g.fenceConsumerMemberLocked(m)
-			g.persistConsumerLocked()
+			g.persistConsumerLocked(nil)
 		}
 	})
 }
@@ -679,7 +679,7 @@ func (g *group) armRevokeTimerLocked(m *cmember) {
 		if m.revokeToken == tok && g.cg != nil && g.cg.members[m.id] == m && m.state == memberUnrevoked && g.state != stateDead {
 			g.c.log.Info("consumer group member did not revoke in its rebalance timeout", "group", g.id, "member", m.id)
 			g.fenceConsumerMemberLocked(m)
-			g.persistConsumerLocked()
+			g.persistConsumerLocked(nil)
 		}
 	})
 }

@@ -41,9 +41,11 @@ import (
 //
 // As in Kafka, a member is kept until it leaves or its session times out after
 // the load, and the group until it is deleted (tombstones for all its
-// records). A ConsumerGroupHeartbeat is answered once its records are
-// appended; classic JoinGroup and LeaveGroup to a consumer group queue theirs
-// without waiting. A node that predates these records skips their keys (a key
+// records); once loaded, every member's session starts again, and the
+// rebalance timeout of a member still revoking (a classic member's join
+// deadline). A ConsumerGroupHeartbeat, and a classic member's JoinGroup and
+// LeaveGroup to a consumer group, are answered once their records are
+// appended. A node that predates these records skips their keys (a key
 // type it does not know); a directory written before them has none: its
 // consumer groups load with their offsets only, and their members rejoin.
 
@@ -305,11 +307,14 @@ func (g *group) epochPartitionsLocked(ps partSet, epochs map[topicPartition]int3
 // persistConsumerLocked queues the records that bring the log in line with a
 // consumer group's state, or tombstones for those it wrote when the group is
 // no longer one (a classic group now); streams and share groups write their
-// own.
-func (g *group) persistConsumerLocked() {
+// own. done, when set, runs as persistRecordsLocked says, for a request
+// answered once the log holds what it changed; the result reports whether
+// there is anything to wait for.
+func (g *group) persistConsumerLocked(done func(error)) bool {
 	if g.cg != nil || (g.st == nil && g.sg == nil && len(g.written) > 0) {
-		g.persistRecordsLocked(nil)
+		return g.persistRecordsLocked(done)
 	}
+	return false
 }
 
 // loadConsumerLocked restores a consumer group from its records: its epochs,
@@ -417,15 +422,20 @@ func (g *group) partitionsByIDLocked(ts []kmsg.AssignmentTopicPartition) partSet
 }
 
 // armLoadedConsumerLocked starts the timers of a loaded consumer group's
-// members: each one's session, and the rebalance timeout of one still
-// revoking.
+// members, as Kafka's coordinator does once loaded: each one's session, and
+// the rebalance timeout of one still revoking; for a classic member that is
+// its join deadline (it was told to rejoin and revoke in its next join).
 func (g *group) armLoadedConsumerLocked() {
 	if g.cg == nil {
 		return
 	}
 	for _, m := range g.cg.sortedMembers() {
 		g.armConsumerSessionLocked(m)
-		if m.state == memberUnrevoked {
+		switch {
+		case m.state != memberUnrevoked:
+		case m.classic != nil:
+			g.armClassicJoinTimerLocked(m)
+		default:
 			g.armRevokeTimerLocked(m)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 // at once for errors, MEMBER_ID_REQUIRED and rejoins that change nothing, otherwise
 // when the rebalance completes (every member rejoined, or the rebalance timeout
 // passed).
+// A join to a consumer group (migration.go) is answered once the records it
+// changed are appended; a failed append answers Kafka's code for it.
 // If ctx ends first the join still takes effect and the response says
 // REQUEST_TIMED_OUT; nobody is expected to read it.
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
@@ -47,17 +49,26 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) join
 		return joinError(kerr.UnknownMemberID.Code, req.MemberID)
 	}
 	w := make(chan joinResult, 1)
+	done := make(chan error, 1)
+	var queued bool
 	g.withLock(func() {
 		g.joinLocked(req, clientFrom(ctx), w)
-		g.persistConsumerLocked()
+		queued = g.persistConsumerLocked(func(err error) { done <- err })
 	})
 	c.flush(g)
+	var r joinResult
 	select {
-	case r := <-w:
-		return r
+	case r = <-w:
 	case <-ctx.Done():
 		return joinError(kerr.RequestTimedOut.Code, req.MemberID)
 	}
+	// A join to a consumer group is answered once the log holds the records
+	// it queued, as Kafka does: a failover cannot lose a join the member was
+	// told of. Kafka's answer to a failed write carries only the error code.
+	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+		return joinError(code, "")
+	}
+	return r
 }
 
 // joinRequest is a JoinGroup request in the units the state machine uses.

@@ -191,13 +191,13 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 // LeaveGroup serves LeaveGroup v0-v5. v3+ removes a batch of members, each named by
 // member id or, for an administrative removal, by instance id alone; v0-v2 carry one
 // member id and report its error at the top level.
-func (c *Coordinator) LeaveGroup(_ context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	leaving := req.Members
 	if req.Version <= 2 {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
-	code, codes := c.leave(req.Group, leaving)
+	code, codes := c.leave(ctx, req.Group, leaving)
 	if req.Version <= 2 {
 		resp.ErrorCode = code
 		if code == 0 && len(codes) > 0 {
@@ -220,7 +220,9 @@ func (c *Coordinator) LeaveGroup(_ context.Context, req *kmsg.LeaveGroupRequest)
 }
 
 // leave removes members; it returns a group-level code or one code per member.
-func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMember) (int16, []int16) {
+// Members leaving a consumer group are answered once the records their leaving
+// changed are appended; a failed append gives each of them Kafka's code for it.
+func (c *Coordinator) leave(ctx context.Context, groupID string, leaving []kmsg.LeaveGroupRequestMember) (int16, []int16) {
 	if groupID == "" {
 		return kerr.InvalidGroupID.Code, nil
 	}
@@ -236,31 +238,46 @@ func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMemb
 		}
 		return 0, codes
 	}
-	g.mu.Lock()
-	defer func() {
-		g.mu.Unlock()
-		c.flush(g)
-	}()
-	if g.state == stateDead {
-		return kerr.CoordinatorNotAvailable.Code, nil
+	done := make(chan error, 1)
+	var queued bool
+	g.withLock(func() {
+		code, queued = g.leaveAllLocked(leaving, codes, func(err error) { done <- err })
+	})
+	c.flush(g)
+	if code != 0 {
+		return code, nil
 	}
-	if g.cg != nil {
-		left := false
-		for i, lm := range leaving {
-			codes[i] = g.leaveConsumerGroupLocked(lm.MemberID, deref(lm.InstanceID))
-			left = left || codes[i] == 0
+	if failed := c.awaitRecords(ctx, g, queued, done); failed != 0 {
+		for i := range codes {
+			codes[i] = failed
 		}
-		if left {
-			g.bumpEpochLocked()
-			g.syncClassicViewLocked()
-			g.persistConsumerLocked()
-		}
-		return 0, codes
-	}
-	for i, lm := range leaving {
-		codes[i] = g.leaveLocked(lm.MemberID, deref(lm.InstanceID))
 	}
 	return 0, codes
+}
+
+// leaveAllLocked removes the members leaving, setting their codes; it returns
+// a group-level code, and whether records a consumer group's answer waits for
+// were queued (done runs once they are appended).
+func (g *group) leaveAllLocked(leaving []kmsg.LeaveGroupRequestMember, codes []int16, done func(error)) (int16, bool) {
+	if g.state == stateDead {
+		return kerr.CoordinatorNotAvailable.Code, false
+	}
+	if g.cg == nil {
+		for i, lm := range leaving {
+			codes[i] = g.leaveLocked(lm.MemberID, deref(lm.InstanceID))
+		}
+		return 0, false
+	}
+	left := false
+	for i, lm := range leaving {
+		codes[i] = g.leaveConsumerGroupLocked(lm.MemberID, deref(lm.InstanceID))
+		left = left || codes[i] == 0
+	}
+	if left {
+		g.bumpEpochLocked()
+		g.syncClassicViewLocked()
+	}
+	return 0, g.persistConsumerLocked(done)
 }
 
 func (g *group) leaveLocked(memberID, instanceID string) int16 {

@@ -325,7 +325,7 @@ func (g *group) downgradeReplacingLocked(old *cmember, id string, jr joinRequest
 		protocolType: ptr(g.protocolType),
 		protocol:     ptr(g.protocol),
 	}
-	g.persistConsumerLocked() // the consumer group's tombstones first, as Kafka writes them
+	g.persistConsumerLocked(nil) // the consumer group's tombstones first, as Kafka writes them
 	g.queueLocked([]Record{g.metadataRecordLocked(nil)}, func(error) {})
 }
 
@@ -335,7 +335,7 @@ func (g *group) downgradeReplacingLocked(old *cmember, id string, jr joinRequest
 // their leader assigns.
 func (g *group) downgradeLocked(leaving *cmember) {
 	g.settleDowngradeLocked(g.downgradeMembersLocked(leaving))
-	g.persistConsumerLocked() // the consumer group's tombstones first, as Kafka writes them
+	g.persistConsumerLocked(nil) // the consumer group's tombstones first, as Kafka writes them
 	g.queueLocked([]Record{g.metadataRecordLocked(nil)}, func(error) {
 		// The rebalance that follows writes the group again.
 	})
@@ -657,7 +657,7 @@ func (g *group) classicDeadlineLocked(m *cmember, current func() bool, why strin
 	if g.cg != nil && g.cg.members[m.id] == m && current() && g.state != stateDead {
 		g.c.log.Info("classic member removed from consumer group", "group", g.id, "member", m.id, "reason", why)
 		g.fenceConsumerMemberLocked(m)
-		g.persistConsumerLocked()
+		g.persistConsumerLocked(nil)
 	}
 }
 
