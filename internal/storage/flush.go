@@ -69,6 +69,13 @@ func (l *Log) kickFlusher() {
 	}
 }
 
+// startFlusher starts the flusher goroutine; none runs yet.
+func (l *Log) startFlusher() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.startFlusherLocked()
+}
+
 // startFlusherLocked starts the flusher goroutine. flushMu is held.
 func (l *Log) startFlusherLocked() {
 	l.flushMu.running = true

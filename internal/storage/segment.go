@@ -189,6 +189,17 @@ func (s *segment) release() {
 	}
 }
 
+// indexBatches indexes the validated batches b just written at pos.
+func (s *segment) indexBatches(b []byte, pos int64, interval int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := 0; p < len(b); {
+		h, _ := batch.ParseHeader(b[p:])
+		s.indexBatchLocked(&h, pos+int64(p), h.Size(), interval)
+		p += h.Size()
+	}
+}
+
 // indexBatchLocked updates the indexes and timestamps for a batch of size bytes at
 // pos, following Kafka: an index entry whenever more than interval bytes were
 // appended since the last one. s.mu must be held for writing.
