@@ -553,6 +553,13 @@ func (l *Log) writeEpochCheckpoint(sync bool) error {
 	return nil
 }
 
+// offsetRange returns the log start and end offsets, read together.
+func (l *Log) offsetRange() (logStart, leo int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStart.Load(), l.mu.leo.Load()
+}
+
 // epochsAndStart returns a copy of the epoch cache and the log start offset,
 // read together.
 func (l *Log) epochsAndStart() ([]EpochEntry, int64) {

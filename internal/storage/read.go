@@ -145,6 +145,13 @@ func (l *Log) segmentAfterLocked(base int64) *segment {
 	return segs[i]
 }
 
+// segmentFor returns the segment holding offset, which must be within the log.
+func (l *Log) segmentFor(offset int64) *segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.segmentForLocked(offset)
+}
+
 // segmentForLocked returns the segment holding offset (the last one whose base is
 // <= offset); mu must be held and offset must be within the log.
 func (l *Log) segmentForLocked(offset int64) *segment {

@@ -228,13 +228,7 @@ func (s *segment) indexBatchLocked(h *batch.Header, pos int64, size, interval in
 // makes them durable otherwise (a LogDir's syncfs at Close). Used when a
 // segment is sealed (roll, Close) and after a rebuild.
 func (s *segment) writeIndexes(sync bool) error {
-	s.mu.Lock()
-	if s.mu.maxTS >= 0 {
-		rel, _ := relOffset(s.mu.maxTSOff, s.base)
-		s.mu.tindex.maybeAdd(s.mu.maxTS, rel)
-	}
-	idx, tidx := s.mu.index.encode(), s.mu.tindex.encode()
-	s.mu.Unlock()
+	idx, tidx := s.encodeIndexes()
 	for _, x := range []struct {
 		suffix string
 		b      []byte
@@ -255,6 +249,18 @@ func (s *segment) writeIndexes(sync bool) error {
 		}
 	}
 	return nil
+}
+
+// encodeIndexes adds the time-index entry for the segment's max timestamp and
+// returns both indexes encoded.
+func (s *segment) encodeIndexes() (idx, tidx []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.maxTS >= 0 {
+		rel, _ := relOffset(s.mu.maxTSOff, s.base)
+		s.mu.tindex.maybeAdd(s.mu.maxTS, rel)
+	}
+	return s.mu.index.encode(), s.mu.tindex.encode()
 }
 
 // loadMaxTimestamp reads the last time-index entry of a sealed segment, which
@@ -281,20 +287,23 @@ func (s *segment) loadMaxTimestamp() bool {
 	if err != nil {
 		return false
 	}
-	s.mu.Lock()
-	s.mu.maxTS, s.mu.maxTSOff = es[0].ts, s.base+int64(es[0].rel)
-	s.mu.Unlock()
+	s.setMaxTimestamp(es[0].ts, s.base+int64(es[0].rel))
 	return true
+}
+
+// setMaxTimestamp records the segment's largest timestamp and the base offset
+// of the first batch holding it.
+func (s *segment) setMaxTimestamp(ts, offset int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.maxTS, s.mu.maxTSOff = ts, offset
 }
 
 // ensureIndexes loads a sealed segment's indexes on first use, rebuilding them from
 // the log when the files are missing or inconsistent. size and next are the
 // segment's extent.
 func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCounters) error {
-	s.mu.RLock()
-	loaded := s.mu.loaded
-	s.mu.RUnlock()
-	if loaded {
+	if s.indexesLoaded() {
 		return nil
 	}
 	s.mu.Lock()
@@ -324,6 +333,13 @@ func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCount
 	}
 	s.mu.loaded = true
 	return nil
+}
+
+// indexesLoaded reports whether the segment's indexes are in memory.
+func (s *segment) indexesLoaded() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.loaded
 }
 
 func (s *segment) readIndexFile(suffix string) ([]byte, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -71,15 +72,25 @@ func (l *Log) unshareLocked(s *segment) (*segment, error) {
 	}
 	ns := newSegment(l.fsys, l.dir, s.base, f, l.conf())
 	ns.size, ns.next = s.size, s.next
+	ns.mu.created, ns.mu.aborts = s.createdAndAborts()
+	l.replaceSegment(s, ns)
+	s.release() // the log's reference; s is not deleted, its name is ns's now
+	return ns, nil
+}
+
+// createdAndAborts returns when the segment was created and its
+// aborted-transaction index state.
+func (s *segment) createdAndAborts() (time.Time, abortIndex) {
 	s.mu.RLock()
-	ns.mu.created = s.mu.created
-	ns.mu.aborts = s.mu.aborts
-	s.mu.RUnlock()
+	defer s.mu.RUnlock()
+	return s.mu.created, s.mu.aborts
+}
+
+// replaceSegment puts ns in s's place in the segment list.
+func (l *Log) replaceSegment(s, ns *segment) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	segs := slices.Clone(l.mu.segments)
 	segs[slices.Index(segs, s)] = ns
 	l.mu.segments = segs
-	l.mu.Unlock()
-	s.release() // the log's reference; s is not deleted, its name is ns's now
-	return ns, nil
 }
