@@ -468,9 +468,7 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	if err != nil {
 		return nil, l.fail(err)
 	}
-	l.mu.Lock()
-	l.mu.segments = append(slices.Clip(l.mu.segments), s)
-	l.mu.Unlock()
+	l.publishSegment(s)
 	l.recoveryPoint.Store(s.base)
 	if err := l.writeCheckpoints(false); err != nil {
 		return nil, l.fail(err)
@@ -831,6 +829,13 @@ func (l *Log) markClosed(durable bool) []*segment {
 	l.mu.segments = nil
 	l.notifyLocked()
 	return segs
+}
+
+// publishSegment adds s, the new active segment, to the segment list.
+func (l *Log) publishSegment(s *segment) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.segments = append(slices.Clip(l.mu.segments), s)
 }
 
 // status reports whether the log is closed and the error that failed it.

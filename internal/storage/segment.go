@@ -200,6 +200,21 @@ func (s *segment) indexBatches(b []byte, pos int64, interval int) {
 	}
 }
 
+// indexBatch indexes one batch of size bytes at pos (indexBatchLocked).
+func (s *segment) indexBatch(h *batch.Header, pos int64, size, interval int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.indexBatchLocked(h, pos, size, interval)
+}
+
+// creationTime returns when the segment was created (its age for time-based
+// rolls without timestamps).
+func (s *segment) creationTime() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.created
+}
+
 // indexBatchLocked updates the indexes and timestamps for a batch of size bytes at
 // pos, following Kafka: an index entry whenever more than interval bytes were
 // appended since the last one. s.mu must be held for writing.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -72,18 +71,10 @@ func (l *Log) unshareLocked(s *segment) (*segment, error) {
 	}
 	ns := newSegment(l.fsys, l.dir, s.base, f, l.conf())
 	ns.size, ns.next = s.size, s.next
-	ns.mu.created, ns.mu.aborts = s.createdAndAborts()
+	ns.mu.created, ns.mu.aborts = s.creationTime(), s.abortState()
 	l.replaceSegment(s, ns)
 	s.release() // the log's reference; s is not deleted, its name is ns's now
 	return ns, nil
-}
-
-// createdAndAborts returns when the segment was created and its
-// aborted-transaction index state.
-func (s *segment) createdAndAborts() (time.Time, abortIndex) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.mu.created, s.mu.aborts
 }
 
 // replaceSegment puts ns in s's place in the segment list.
