@@ -387,6 +387,16 @@ type scanResult struct {
 	err       error // why the scan stopped early; nil if it reached the end
 }
 
+// rebuild is rebuildLocked taking s.mu; the indexes count as loaded if it
+// succeeds.
+func (s *segment) rebuild(limit int64, interval int) (scanResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res, err := s.rebuildLocked(limit, interval)
+	s.mu.loaded = err == nil
+	return res, err
+}
+
 // rebuildLocked rebuilds the in-memory indexes and timestamps by reading every
 // batch up to limit, validating each, and stops at the first torn or invalid one or
 // at one whose offsets overlap or go back from its predecessor's (a forward gap is
