@@ -57,10 +57,10 @@
 // and takes the append mutex only to plan and to swap, so appends and reads go on
 // during a pass.
 //
-// The log's and its segments' mutexes are only taken in small functions that
-// release them by defer, so a request that panics under one (the broker
-// recovers the panic) leaves the log usable; the LogDir's, the Tier's and the
-// preallocating zeroer's are still released by hand.
+// The mutexes of a log, its segments and a LogDir are only taken in small
+// functions that release them by defer, so a request that panics under one (the
+// broker recovers the panic) leaves them free; the Tier's and the preallocating
+// zeroer's are still released by hand.
 //
 // # Durability
 //
