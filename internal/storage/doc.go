@@ -57,10 +57,10 @@
 // and takes the append mutex only to plan and to swap, so appends and reads go on
 // during a pass.
 //
-// The mutexes of a log, its segments and a LogDir are only taken in small
-// functions that release them by defer, so a request that panics under one (the
-// broker recovers the panic) leaves them free; the Tier's and the preallocating
-// zeroer's are still released by hand.
+// Every mutex is only taken in a small function that releases it by defer, so a
+// request that panics under one (the broker recovers the panic) leaves it free;
+// the exception is the preallocating zeroer's goroutine (prealloc.go), which
+// lets its mutex go by hand around each write and fsync and recovers no panic.
 //
 // # Durability
 //
