@@ -804,11 +804,7 @@ func (l *Log) Close() error {
 		}
 	}
 	segs := l.markClosed(err == nil && failed == nil)
-	// A retention pass still making its log start durable and deleting its
-	// segments (finishStartAdvance) finishes before Close returns; one that
-	// had not begun finds the log closed and leaves them to the next Open.
-	l.ckptMu.Lock()
-	l.ckptMu.Unlock()
+	l.awaitStartAdvance()
 	for _, s := range segs {
 		s.release()
 	}
@@ -836,6 +832,15 @@ func (l *Log) publishSegment(s *segment) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.segments = append(slices.Clip(l.mu.segments), s)
+}
+
+// awaitStartAdvance waits for a retention pass still making its log start
+// durable and deleting its segments (finishStartAdvance, under ckptMu): Close
+// returns after it; one that had not begun finds the log closed and leaves
+// them to the next Open.
+func (l *Log) awaitStartAdvance() {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
 }
 
 // status reports whether the log is closed and the error that failed it.
