@@ -160,9 +160,34 @@ func (s *segment) writeAbortIndex(size int64, entries []AbortEntry, sync bool) e
 // holdAborts makes the segment's index the in-memory one of an active
 // segment, with entries.
 func (s *segment) holdAborts(entries []AbortEntry) {
+	s.setAborts(abortIndex{entries: entries, held: true, count: len(entries)})
+}
+
+// setAborts replaces the segment's index state.
+func (s *segment) setAborts(x abortIndex) {
 	s.mu.Lock()
-	s.mu.aborts = abortIndex{entries: entries, held: true, count: len(entries)}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.mu.aborts = x
+}
+
+// abortState returns the segment's index state. Its held entries are the
+// segment's: appendMu must be held to use them after the call.
+func (s *segment) abortState() abortIndex {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.aborts
+}
+
+// abortSnapshot returns the segment's index state with a copy of its held
+// entries.
+func (s *segment) abortSnapshot() abortIndex {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	x := s.mu.aborts
+	if x.held {
+		x.entries = slices.Clone(x.entries)
+	}
+	return x
 }
 
 // sealAbortIndex writes the segment's held index to its file for size bytes
@@ -170,9 +195,7 @@ func (s *segment) holdAborts(entries []AbortEntry) {
 // the file from now on. A stale index writes nothing (Open finds it stale
 // again). appendMu is held.
 func (s *segment) sealAbortIndex(size int64, sync, drop bool) error {
-	s.mu.RLock()
-	x := s.mu.aborts
-	s.mu.RUnlock()
+	x := s.abortState()
 	if x.stale || !x.held {
 		return nil
 	}
@@ -180,9 +203,7 @@ func (s *segment) sealAbortIndex(size int64, sync, drop bool) error {
 		return err
 	}
 	if drop {
-		s.mu.Lock()
-		s.mu.aborts = abortIndex{count: len(x.entries)}
-		s.mu.Unlock()
+		s.setAborts(abortIndex{count: len(x.entries)})
 	}
 	return nil
 }
@@ -190,12 +211,7 @@ func (s *segment) sealAbortIndex(size int64, sync, drop bool) error {
 // abortEntries returns the segment's entries: a copy of the held ones, or its
 // file's; none without reading when it has none.
 func (s *segment) abortEntries(size int64) ([]AbortEntry, error) {
-	s.mu.RLock()
-	x := s.mu.aborts
-	if x.held {
-		x.entries = slices.Clone(x.entries)
-	}
-	s.mu.RUnlock()
+	x := s.abortSnapshot()
 	switch {
 	case x.stale:
 		return nil, fmt.Errorf("%w: segment %d", ErrAbortIndexStale, s.base)
@@ -246,33 +262,19 @@ func (l *Log) AddAbortedTxn(e AbortEntry) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	l.mu.RLock()
-	s := l.segmentForLocked(e.LastOffset)
-	end := l.mu.leo.Load()
-	if i := slices.Index(l.mu.segments, s); i+1 < len(l.mu.segments) {
-		end = l.mu.segments[i+1].base
-	}
-	size := s.size
-	l.mu.RUnlock()
+	s, size, end := l.segmentWithEnd(e.LastOffset)
 	if e.LastOffset < s.base {
 		return nil // below the log start: retention took the segment
 	}
 	if e.LastOffset >= end {
 		return l.fail(fmt.Errorf("%w: abort marker at %d past the log end %d", ErrOffsetOutOfRange, e.LastOffset, end))
 	}
-	s.mu.Lock()
-	x := s.mu.aborts
-	if x.held {
-		if n := len(x.entries); n > 0 && x.entries[n-1].LastOffset >= e.LastOffset {
-			s.mu.Unlock()
-			return l.fail(fmt.Errorf("%w: abort marker at %d after one at %d", ErrOffsetOutOfRange, e.LastOffset, x.entries[n-1].LastOffset))
+	if held, err := s.addHeldAbort(e); held {
+		if err != nil {
+			return l.fail(err)
 		}
-		s.mu.aborts.entries = append(x.entries, e)
-		s.mu.aborts.count = len(s.mu.aborts.entries)
-		s.mu.Unlock()
 		return nil
 	}
-	s.mu.Unlock()
 	entries, err := s.abortEntries(size)
 	if err == nil {
 		err = s.writeAbortIndex(size, append(entries, e), true)
@@ -281,10 +283,45 @@ func (l *Log) AddAbortedTxn(e AbortEntry) error {
 		_ = l.fsys.Remove(s.path(abortIndexSuffix))
 		return l.fail(err)
 	}
-	s.mu.Lock()
-	s.mu.aborts.count++
-	s.mu.Unlock()
+	s.countAbort()
 	return nil
+}
+
+// segmentWithEnd returns the segment holding offset, with its size and the
+// offset it ends before (the next segment's base, or the log end offset).
+func (l *Log) segmentWithEnd(offset int64) (s *segment, size, end int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s = l.segmentForLocked(offset)
+	end = l.mu.leo.Load()
+	if i := slices.Index(l.mu.segments, s); i+1 < len(l.mu.segments) {
+		end = l.mu.segments[i+1].base
+	}
+	return s, s.size, end
+}
+
+// addHeldAbort adds e to the segment's held entries, after the last one; held
+// is false, and nothing added, when the segment's entries are in its file.
+func (s *segment) addHeldAbort(e AbortEntry) (held bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.mu.aborts
+	if !x.held {
+		return false, nil
+	}
+	if n := len(x.entries); n > 0 && x.entries[n-1].LastOffset >= e.LastOffset {
+		return true, fmt.Errorf("%w: abort marker at %d after one at %d", ErrOffsetOutOfRange, e.LastOffset, x.entries[n-1].LastOffset)
+	}
+	s.mu.aborts.entries = append(x.entries, e)
+	s.mu.aborts.count = len(s.mu.aborts.entries)
+	return true, nil
+}
+
+// countAbort counts an entry written to the segment's index file.
+func (s *segment) countAbort() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.aborts.count++
 }
 
 // AbortedTxns returns the aborted transactions that touch [from, to): marker at
@@ -294,21 +331,8 @@ func (l *Log) AddAbortedTxn(e AbortEntry) error {
 // rebuilt since Open is ErrAbortIndexStale; a file that cannot be read, its
 // error.
 func (l *Log) AbortedTxns(from, to int64) ([]AbortedTxn, error) {
-	type view struct {
-		s    *segment
-		size int64
-	}
-	l.mu.RLock()
-	var views []view
-	if len(l.mu.segments) > 0 {
-		first := l.segmentForLocked(from)
-		for _, s := range l.mu.segments[slices.Index(l.mu.segments, first):] {
-			views = append(views, view{s, s.size})
-		}
-	}
-	l.mu.RUnlock()
 	var out []AbortedTxn
-	for _, v := range views {
+	for _, v := range l.segmentSizesFrom(from) {
 		entries, err := v.s.abortEntries(v.size)
 		if err != nil {
 			return out, err
@@ -325,6 +349,28 @@ func (l *Log) AbortedTxns(from, to int64) ([]AbortedTxn, error) {
 	return out, nil
 }
 
+// segmentSize is a segment with the size it had when it was listed.
+type segmentSize struct {
+	s    *segment
+	size int64
+}
+
+// segmentSizesFrom lists, with their sizes, the segment holding from and the
+// later ones.
+func (l *Log) segmentSizesFrom(from int64) []segmentSize {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.mu.segments) == 0 {
+		return nil
+	}
+	first := l.segmentForLocked(from)
+	var sizes []segmentSize
+	for _, s := range l.mu.segments[slices.Index(l.mu.segments, first):] {
+		sizes = append(sizes, segmentSize{s, s.size})
+	}
+	return sizes
+}
+
 // StaleAbortIndex returns the base offset of the first segment whose
 // aborted-transaction index must be rebuilt from the log (ok false when none):
 // the partition then scans the log from a state at or before it and hands
@@ -333,10 +379,7 @@ func (l *Log) StaleAbortIndex() (base int64, ok bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	for _, s := range l.mu.segments {
-		s.mu.RLock()
-		stale := s.mu.aborts.stale
-		s.mu.RUnlock()
-		if stale {
+		if s.abortState().stale {
 			return s.base, true
 		}
 	}
@@ -353,14 +396,9 @@ func (l *Log) RebuildAbortIndex(from int64, entries []AbortEntry) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	l.mu.RLock()
-	segs := l.mu.segments
-	l.mu.RUnlock()
+	segs := l.segmentList()
 	for i, s := range segs {
-		s.mu.RLock()
-		stale := s.mu.aborts.stale
-		s.mu.RUnlock()
-		if !stale {
+		if !s.abortState().stale {
 			continue
 		}
 		if s.base < from {
@@ -383,11 +421,17 @@ func (l *Log) RebuildAbortIndex(from int64, entries []AbortEntry) error {
 		if err := s.writeAbortIndex(s.size, mine, false); err != nil {
 			return l.fail(err)
 		}
-		s.mu.Lock()
-		s.mu.aborts = abortIndex{count: len(mine)}
-		s.mu.Unlock()
+		s.setAborts(abortIndex{count: len(mine)})
 	}
 	return nil
+}
+
+// segmentList returns the published segment list, which is never modified in
+// place.
+func (l *Log) segmentList() []*segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.segments
 }
 
 // truncateAbortIndex cuts s's index at newLEO, s being cut from oldSize to
@@ -395,13 +439,10 @@ func (l *Log) RebuildAbortIndex(from int64, entries []AbortEntry) error {
 // that a crash cannot bring back entries of the cut tail for a segment appended
 // back to the same size. A stale index stays stale. appendMu is held.
 func (s *segment) truncateAbortIndex(oldSize, cutPos, newLEO int64) error {
-	s.mu.RLock()
-	x := s.mu.aborts
-	s.mu.RUnlock()
+	x := s.abortState()
 	if x.stale {
-		s.mu.Lock()
-		s.mu.aborts.held = true
-		s.mu.Unlock()
+		x.held = true
+		s.setAborts(x)
 		return nil
 	}
 	entries := x.entries

@@ -193,8 +193,7 @@ func (l *Log) planCompaction(highWatermark int64, opts CompactOptions) (*compact
 		return nil, nil
 	}
 	for _, s := range segs {
-		s.acquire()
-		p.all = append(p.all, segmentView{s, s.size, s.next})
+		p.all = append(p.all, acquireViewLocked(s))
 	}
 	p.stats.FirstDirtyOffset = p.firstDirty
 	switch {

@@ -60,9 +60,7 @@ type groupWriter struct {
 // source batch unchanged.
 func (w *groupWriter) add(b []byte, copied, inFirst bool) error {
 	h, _ := batch.ParseHeader(b)
-	w.seg.mu.Lock()
-	w.seg.indexBatchLocked(&h, w.total, len(b), w.l.conf().IndexIntervalBytes)
-	w.seg.mu.Unlock()
+	w.seg.indexBatch(&h, w.total, len(b), w.l.conf().IndexIntervalBytes)
 	w.total += int64(len(b))
 	if !w.open && copied && inFirst {
 		w.lazy += int64(len(b))
@@ -166,10 +164,7 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 			return nil, err
 		}
 		cs.aborts = append(cs.aborts, aborts...)
-		v.s.mu.RLock()
-		created := v.s.mu.created
-		v.s.mu.RUnlock()
-		if created.After(cs.seg.mu.created) {
+		if created := v.s.creationTime(); created.After(cs.seg.mu.created) {
 			cs.seg.mu.created = created
 		}
 		sc := fullScanner(v.s.log, 0, v.size, scanWindow)
@@ -300,17 +295,7 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 		}
 	}
 
-	l.mu.Lock()
-	segs := make([]*segment, 0, len(l.mu.segments))
-	for _, s := range l.mu.segments {
-		if i := slices.IndexFunc(live, func(cs *cleanedSegment) bool { return cs.old[0] == s }); i >= 0 {
-			segs = append(segs, live[i].seg)
-		} else if !slices.Contains(old, s) {
-			segs = append(segs, s)
-		}
-	}
-	l.mu.segments = segs
-	l.mu.Unlock()
+	l.publishCleaned(live, old)
 
 	for _, cs := range live {
 		if err := cs.seg.writeIndexes(true); err != nil {
@@ -456,4 +441,20 @@ func (l *Log) clampCleanerLocked(offset int64) error {
 		return fmt.Errorf("cleaner checkpoint: %w", err)
 	}
 	return nil
+}
+
+// publishCleaned replaces in the segment list each cleaned segment's first
+// source segment by it and drops the other sources, old. appendMu is held.
+func (l *Log) publishCleaned(live []*cleanedSegment, old []*segment) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := make([]*segment, 0, len(l.mu.segments))
+	for _, s := range l.mu.segments {
+		if i := slices.IndexFunc(live, func(cs *cleanedSegment) bool { return cs.old[0] == s }); i >= 0 {
+			segs = append(segs, live[i].seg)
+		} else if !slices.Contains(old, s) {
+			segs = append(segs, s)
+		}
+	}
+	l.mu.segments = segs
 }

@@ -57,6 +57,11 @@
 // and takes the append mutex only to plan and to swap, so appends and reads go on
 // during a pass.
 //
+// Every mutex is only taken in a small function that releases it by defer, so a
+// request that panics under one (the broker recovers the panic) leaves it free;
+// the exception is the preallocating zeroer's goroutine (prealloc.go), which
+// lets its mutex go by hand around each write and fsync and recovers no panic.
+//
 // # Durability
 //
 // Under GroupCommit (the default) the flusher fsyncs whenever the log holds unsynced

@@ -69,6 +69,13 @@ func (l *Log) kickFlusher() {
 	}
 }
 
+// startFlusher starts the flusher goroutine; none runs yet.
+func (l *Log) startFlusher() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.startFlusherLocked()
+}
+
 // startFlusherLocked starts the flusher goroutine. flushMu is held.
 func (l *Log) startFlusherLocked() {
 	l.flushMu.running = true
@@ -79,11 +86,16 @@ func (l *Log) startFlusherLocked() {
 // stopFlusher stops the flusher and waits for it to exit; no kick starts one
 // afterwards.
 func (l *Log) stopFlusher() {
-	l.flushMu.Lock()
-	l.flushMu.stopped = true
-	l.flushMu.Unlock()
+	l.markFlusherStopped()
 	close(l.stop)
 	l.flushMu.done.Wait()
+}
+
+// markFlusherStopped makes every later kick leave the flusher unstarted.
+func (l *Log) markFlusherStopped() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.flushMu.stopped = true
 }
 
 // idleExit reports whether the flusher may exit: no kick is pending (checked
@@ -297,47 +309,79 @@ func (l *Log) dropKick() {
 // segments were fsynced when they rolled), then drops what it made durable from
 // the page cache but the segment's tail (cache.go).
 func (l *Log) flush() flushResult {
-	l.mu.RLock()
-	if l.mu.failed != nil || l.mu.closed || l.mu.leo.Load() <= l.mu.durable.Load() {
-		l.mu.RUnlock()
+	t, ok := l.acquireFlushTarget()
+	if !ok {
 		return flushResult{}
 	}
-	s, end, size, gen := l.active(), l.mu.leo.Load(), l.active().size, l.mu.truncGen
-	deferred := l.deferredAppends.Load()
-	appends := l.appends.Load()
-	s.acquire()
-	defer s.release()
-	l.mu.RUnlock()
+	defer t.seg.release()
 
 	l.unflushedRecords.Store(0)
-	took, err := l.timedSync(s)
+	took, err := l.timedSync(t.seg)
 	r := flushResult{synced: true, took: took}
 	if err != nil {
 		l.fail(err)
 		return r
 	}
 
-	l.mu.Lock()
-	if gen != l.mu.truncGen {
+	untruncated, advanced, appendsAtWake := l.advanceDurable(t)
+	if !untruncated {
 		// A truncation ran during the sync: end may not exist any more. Try again.
-		l.mu.Unlock()
 		l.kickFlusher()
 		return r
 	}
-	r.appendsAtWake = l.appends.Load()
-	advanced := end > l.mu.durable.Load()
-	if advanced {
-		l.mu.durable.Store(end)
-		l.notifyLocked()
-	}
-	l.mu.Unlock()
+	r.appendsAtWake = appendsAtWake
 	if fn := l.listener.Load(); advanced && fn != nil {
-		(*fn)(end)
+		(*fn)(t.end)
 	}
 	// Deferred appends are not counted: the gathering before the next fsync
 	// waits for appends that someone waits for.
-	r.covered = max(0, appends-l.flushedAppends-(deferred-l.flushedDeferred))
-	l.flushedAppends, l.flushedDeferred = appends, deferred
-	l.dropCache(s, size)
+	r.covered = max(0, t.appends-l.flushedAppends-(t.deferred-l.flushedDeferred))
+	l.flushedAppends, l.flushedDeferred = t.appends, t.deferred
+	l.dropCache(t.seg, t.size)
 	return r
+}
+
+// flushTarget is what an fsync of the active segment is to make durable.
+type flushTarget struct {
+	seg       *segment
+	end, size int64  // the log end offset and the segment's size before the fsync
+	truncGen  uint64 // the truncation generation then
+	// The append and deferred append counts then: an append is counted after
+	// its data is published, so the fsync covers every append counted.
+	appends, deferred int64
+}
+
+// acquireFlushTarget returns, acquired, the active segment and what an fsync of
+// it now makes durable, or ok false when the log holds no unsynced data or
+// must not be fsynced (failed, closed).
+func (l *Log) acquireFlushTarget() (t flushTarget, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.failed != nil || l.mu.closed || l.mu.leo.Load() <= l.mu.durable.Load() {
+		return flushTarget{}, false
+	}
+	s := l.active()
+	t = flushTarget{seg: s, end: l.mu.leo.Load(), size: s.size, truncGen: l.mu.truncGen,
+		deferred: l.deferredAppends.Load(), appends: l.appends.Load()}
+	s.acquire()
+	return t, true
+}
+
+// advanceDurable moves the durable offset up to the fsynced target's end and
+// wakes WaitDurable callers if that advanced it. untruncated is false, and
+// nothing changes, when a truncation ran since the target was taken;
+// appendsAtWake is the append count just before the waiters woke.
+func (l *Log) advanceDurable(t flushTarget) (untruncated, advanced bool, appendsAtWake int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.truncGen != l.mu.truncGen {
+		return false, false, 0
+	}
+	appendsAtWake = l.appends.Load()
+	advanced = t.end > l.mu.durable.Load()
+	if advanced {
+		l.mu.durable.Store(t.end)
+		l.notifyLocked()
+	}
+	return true, advanced, appendsAtWake
 }

@@ -174,9 +174,7 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 	}
 	l.publishEpochLocked() // no reader yet: the lock is not needed
 	if l.conf().Flush.tick() > 0 {
-		l.flushMu.Lock()
-		l.startFlusherLocked() // for its ticker
-		l.flushMu.Unlock()
+		l.startFlusher() // for its ticker
 	}
 	if l.DurableOffset() < l.LogEndOffset() {
 		l.kickFlusher() // recovery left the active segment's tail to the flusher
@@ -295,16 +293,23 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool, hint
 		return info, l.fail(err)
 	}
 	seg.wrote()
+	seg.indexBatches(b, pos, l.conf().IndexIntervalBytes)
+	info.LogStartOffset = l.publishAppend(seg, b, pos, &info, asLeader, leaderEpoch)
 
-	seg.mu.Lock()
-	for p := 0; p < len(b); {
-		h, _ := batch.ParseHeader(b[p:])
-		seg.indexBatchLocked(&h, pos+int64(p), h.Size(), l.conf().IndexIntervalBytes)
-		p += h.Size()
-	}
-	seg.mu.Unlock()
+	l.stats.appendedBatches.Add(int64(info.Batches))
+	l.stats.appendedRecords.Add(info.Records)
+	l.stats.appendedBytes.Add(int64(len(b)))
+	l.afterAppend(info.Records, info.LastOffset+1, hints)
+	return info, nil
+}
 
+// publishAppend shows readers the batches b just written at pos of the active
+// segment seg, as info describes them, and records their epochs: the leader's
+// epoch, or a follower's batches' own. It returns the log start offset.
+// appendMu is held.
+func (l *Log) publishAppend(seg *segment, b []byte, pos int64, info *AppendInfo, asLeader bool, leaderEpoch int32) int64 {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	seg.size = pos + int64(len(b))
 	seg.next = info.LastOffset + 1
 	l.mu.leo.Store(info.LastOffset + 1)
@@ -318,14 +323,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool, hint
 		}
 	}
 	l.publishEpochLocked()
-	info.LogStartOffset = l.mu.logStart.Load()
-	l.mu.Unlock()
-
-	l.stats.appendedBatches.Add(int64(info.Batches))
-	l.stats.appendedRecords.Add(info.Records)
-	l.stats.appendedBytes.Add(int64(len(b)))
-	l.afterAppend(info.Records, info.LastOffset+1, hints)
-	return info, nil
+	return l.mu.logStart.Load()
 }
 
 // stampBatches gives the validated batches in b consecutive offsets from base and
@@ -388,19 +386,25 @@ func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
 // fail makes the log fail-stop after a write or sync error and returns the error
 // every later mutation and WaitDurable will return.
 func (l *Log) fail(cause error) error {
+	failed, first := l.recordFailure(cause)
+	if fn := l.failureListener.Load(); first && fn != nil {
+		(*fn)(failed)
+	}
+	return failed
+}
+
+// recordFailure makes the log fail-stop with cause unless it failed before, and
+// returns the error it failed with and whether that is cause's.
+func (l *Log) recordFailure(cause error) (failed error, first bool) {
 	l.mu.Lock()
-	first := l.mu.failed == nil
+	defer l.mu.Unlock()
+	first = l.mu.failed == nil
 	if first {
 		l.mu.failed = fmt.Errorf("%w: %w", ErrLogFailed, cause)
 		l.mu.hasFailed.Store(true)
 		l.notifyLocked()
 	}
-	failed := l.mu.failed
-	l.mu.Unlock()
-	if fn := l.failureListener.Load(); first && fn != nil {
-		(*fn)(failed)
-	}
-	return failed
+	return l.mu.failed, first
 }
 
 // notifyLocked wakes every WaitDurable caller; mu must be held for writing.
@@ -464,9 +468,7 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	if err != nil {
 		return nil, l.fail(err)
 	}
-	l.mu.Lock()
-	l.mu.segments = append(slices.Clip(l.mu.segments), s)
-	l.mu.Unlock()
+	l.publishSegment(s)
 	l.recoveryPoint.Store(s.base)
 	if err := l.writeCheckpoints(false); err != nil {
 		return nil, l.fail(err)
@@ -538,10 +540,7 @@ func (l *Log) writeCheckpoints(durable bool) error {
 // unless sync is false (a LogDir's syncfs at Close makes it durable).
 // appendMu must be held.
 func (l *Log) writeEpochCheckpoint(sync bool) error {
-	l.mu.RLock()
-	epochs := l.mu.epochs.clone()
-	logStart := l.mu.logStart.Load()
-	l.mu.RUnlock()
+	epochs, logStart := l.epochsAndStart()
 	if l.savedEpochsOK && epochsMatchFrom(l.savedEpochs, epochs, logStart) {
 		return nil
 	}
@@ -550,6 +549,21 @@ func (l *Log) writeEpochCheckpoint(sync bool) error {
 	}
 	l.savedEpochs, l.savedEpochsOK = epochs, true
 	return nil
+}
+
+// offsetRange returns the log start and end offsets, read together.
+func (l *Log) offsetRange() (logStart, leo int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStart.Load(), l.mu.leo.Load()
+}
+
+// epochsAndStart returns a copy of the epoch cache and the log start offset,
+// read together.
+func (l *Log) epochsAndStart() ([]EpochEntry, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.clone(), l.mu.logStart.Load()
 }
 
 // writeRecoveryCheckpoint persists the recovery point and log start offset as
@@ -595,35 +609,53 @@ func (l *Log) recoveryState() recoveryCheckpoint {
 // Interval policy it waits for the next scheduled sync and does not trigger one.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 	for {
-		l.mu.RLock()
-		durable, leo, failed, closed, changed := l.mu.durable.Load(), l.mu.leo.Load(), l.mu.failed, l.mu.closed, l.mu.changed
-		l.mu.RUnlock()
+		w := l.durableState()
 		switch {
-		case offset < durable:
+		case offset < w.durable:
 			return nil
-		case failed != nil:
-			return failed
-		case offset >= leo:
-			return fmt.Errorf("%w: offset %d, log end offset %d", ErrTruncated, offset, leo)
-		case closed:
+		case w.failed != nil:
+			return w.failed
+		case offset >= w.leo:
+			return fmt.Errorf("%w: offset %d, log end offset %d", ErrTruncated, offset, w.leo)
+		case w.closed:
 			return ErrClosed
 		}
-		if changed == nil {
+		if w.changed == nil {
 			// The first waiter since the last change makes the channel, then
 			// looks at the state again: a change after the read above and
 			// before the channel existed woke nobody.
-			l.mu.Lock()
-			if l.mu.changed == nil {
-				l.mu.changed = make(chan struct{})
-			}
-			l.mu.Unlock()
+			l.makeChanged()
 			continue
 		}
 		select {
-		case <-changed:
+		case <-w.changed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// durableState is what WaitDurable decides on, read at once under mu.
+type durableState struct {
+	durable, leo int64
+	failed       error
+	closed       bool
+	changed      chan struct{} // closed at the next change; nil while nobody waits
+}
+
+func (l *Log) durableState() durableState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return durableState{l.mu.durable.Load(), l.mu.leo.Load(), l.mu.failed, l.mu.closed, l.mu.changed}
+}
+
+// makeChanged makes the channel the next change of the durable state closes,
+// unless a waiter made it already.
+func (l *Log) makeChanged() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.changed == nil {
+		l.mu.changed = make(chan struct{})
 	}
 }
 
@@ -694,11 +726,7 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	if startOffset < l.mu.logStart.Load() || startOffset > l.mu.leo.Load() || epoch < 0 {
 		return fmt.Errorf("%w: epoch %d at %d, log is [%d, %d]", ErrOffsetOutOfRange, epoch, startOffset, l.mu.logStart.Load(), l.mu.leo.Load())
 	}
-	l.mu.Lock()
-	changed := l.mu.epochs.assign(epoch, startOffset)
-	l.publishEpochLocked()
-	l.mu.Unlock()
-	if !changed || l.logDir != nil {
+	if !l.assignEpoch(epoch, startOffset) || l.logDir != nil {
 		// Through a LogDir the epoch checkpoint waits for the next roll,
 		// truncation or Close, as Kafka's does: the new entry's batches are
 		// above the recovery point until then, and recovery rebuilds it from
@@ -710,6 +738,16 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 		return l.fail(err)
 	}
 	return nil
+}
+
+// assignEpoch records in the epoch cache that epoch starts at startOffset and
+// reports whether that changed it. appendMu is held.
+func (l *Log) assignEpoch(epoch int32, startOffset int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	changed := l.mu.epochs.assign(epoch, startOffset)
+	l.publishEpochLocked()
+	return changed
 }
 
 // EndOffsetForEpoch answers OffsetsForLeaderEpoch (KIP-101/279): for the latest
@@ -765,24 +803,44 @@ func (l *Log) Close() error {
 			err = l.fail(err)
 		}
 	}
+	segs := l.markClosed(err == nil && failed == nil)
+	l.awaitStartAdvance()
+	for _, s := range segs {
+		s.release()
+	}
+	return err
+}
+
+// markClosed closes the log to readers and mutators and returns its segments,
+// which it no longer lists; with durable (a clean close) everything in them is
+// durable. appendMu is held.
+func (l *Log) markClosed(durable bool) []*segment {
 	l.mu.Lock()
-	if err == nil && failed == nil {
+	defer l.mu.Unlock()
+	if durable {
 		l.mu.durable.Store(l.mu.leo.Load())
 	}
 	l.mu.closed = true
 	segs := l.mu.segments
 	l.mu.segments = nil
 	l.notifyLocked()
-	l.mu.Unlock()
-	// A retention pass still making its log start durable and deleting its
-	// segments (finishStartAdvance) finishes before Close returns; one that
-	// had not begun finds the log closed and leaves them to the next Open.
+	return segs
+}
+
+// publishSegment adds s, the new active segment, to the segment list.
+func (l *Log) publishSegment(s *segment) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.segments = append(slices.Clip(l.mu.segments), s)
+}
+
+// awaitStartAdvance waits for a retention pass still making its log start
+// durable and deleting its segments (finishStartAdvance, under ckptMu): Close
+// returns after it; one that had not begun finds the log closed and leaves
+// them to the next Open.
+func (l *Log) awaitStartAdvance() {
 	l.ckptMu.Lock()
-	l.ckptMu.Unlock()
-	for _, s := range segs {
-		s.release()
-	}
-	return err
+	defer l.ckptMu.Unlock()
 }
 
 // status reports whether the log is closed and the error that failed it.

@@ -155,22 +155,29 @@ func (d *LogDir) Open(name string, cfg Config) (*Log, error) {
 	if _, err := d.fsys.Stat(path); isNotExist(err) {
 		// A new log: the file on disk must not hold an old one's entry by the
 		// same name before the directory is there to match it.
-		d.mu.Lock()
-		_, stale := d.mu.entries[name]
-		stale = stale || d.mu.removed[name]
-		if stale {
-			delete(d.mu.entries, name)
-			d.mu.removed[name] = true
-			d.mu.dirty = true
-		}
-		d.mu.Unlock()
-		if stale {
+		if d.forgetStale(name) {
 			if err := d.Checkpoint(); err != nil {
 				return nil, fmt.Errorf("storage: open %s: %w", path, err)
 			}
 		}
 	}
 	return open(d.fsys, path, cfg, d, name)
+}
+
+// forgetStale forgets an entry or a removal recorded for name and reports
+// whether there was one: the checkpoint must then be written before a new log
+// by that name opens.
+func (d *LogDir) forgetStale(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, stale := d.mu.entries[name]
+	stale = stale || d.mu.removed[name]
+	if stale {
+		delete(d.mu.entries, name)
+		d.mu.removed[name] = true
+		d.mu.dirty = true
+	}
+	return stale
 }
 
 // Remove forgets the log in subdirectory name, which the caller closed and
@@ -197,23 +204,12 @@ func (d *LogDir) Checkpoint() error {
 
 // checkpointLocked writes the recovery checkpoint; writeMu is held.
 func (d *LogDir) checkpointLocked() error {
-	d.mu.Lock()
-	if !d.mu.dirty {
-		d.mu.Unlock()
+	entries, legacy, removed, dirty := d.takeDirty()
+	if !dirty {
 		return nil
 	}
-	entries := make(map[string][]int64, len(d.mu.entries))
-	for name, rc := range d.mu.entries {
-		entries[name] = []int64{rc.RecoveryPoint, rc.LogStartOffset}
-	}
-	legacy := slices.Collect(maps.Keys(d.mu.legacy))
-	removed := slices.Collect(maps.Keys(d.mu.removed))
-	d.mu.dirty = false
-	d.mu.Unlock()
 	if err := writeSideFile(d.fsys, d.dir, dirRecoveryName, encodeDirEntries(entries)); err != nil {
-		d.mu.Lock()
-		d.mu.dirty = true
-		d.mu.Unlock()
+		d.markDirty()
 		return fmt.Errorf("storage: log dir checkpoint: %w", err)
 	}
 	// The entries are durable: the old per-partition files are only stale now
@@ -223,15 +219,47 @@ func (d *LogDir) checkpointLocked() error {
 			return err
 		}
 	}
+	d.forgetWritten(legacy, removed)
+	return nil
+}
+
+// takeDirty returns, if anything changed since the last checkpoint write
+// (dirty), the entries to write and the legacy files and removals they
+// settle, and marks the checkpoint clean.
+func (d *LogDir) takeDirty() (entries map[string][]int64, legacy, removed []string, dirty bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.mu.dirty {
+		return nil, nil, nil, false
+	}
+	entries = make(map[string][]int64, len(d.mu.entries))
+	for name, rc := range d.mu.entries {
+		entries[name] = []int64{rc.RecoveryPoint, rc.LogStartOffset}
+	}
+	legacy = slices.Collect(maps.Keys(d.mu.legacy))
+	removed = slices.Collect(maps.Keys(d.mu.removed))
+	d.mu.dirty = false
+	return entries, legacy, removed, true
+}
+
+// markDirty makes the next checkpoint write the file again.
+func (d *LogDir) markDirty() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.dirty = true
+}
+
+// forgetWritten forgets the legacy files and removals a written checkpoint
+// settled.
+func (d *LogDir) forgetWritten(legacy, removed []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, name := range legacy {
 		delete(d.mu.legacy, name)
 	}
 	for _, name := range removed {
 		delete(d.mu.removed, name)
 	}
-	d.mu.Unlock()
-	return nil
 }
 
 // Err returns the error of the last background checkpoint write if it failed
@@ -252,11 +280,15 @@ func (d *LogDir) run(interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		err := d.Checkpoint()
-		d.mu.Lock()
-		d.mu.err = err
-		d.mu.Unlock()
+		d.setErr(d.Checkpoint())
 	}
+}
+
+// setErr records the result of the last background checkpoint write.
+func (d *LogDir) setErr(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.err = err
 }
 
 // Close stops the checkpoint writer, writes the recovery checkpoint and then the
@@ -266,45 +298,65 @@ func (d *LogDir) run(interval time.Duration) {
 // Close every log first: a log still open gets no marker and recovers at the
 // next start.
 func (d *LogDir) Close() error {
-	d.mu.Lock()
-	shut := d.mu.shut
-	d.mu.shut = true
-	d.mu.Unlock()
-	if shut {
+	if d.markShut() {
 		return ErrClosed
 	}
 	close(d.stop)
 	<-d.done
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
-	d.mu.Lock()
-	closing := len(d.mu.closing) > 0
-	d.mu.Unlock()
-	if closing {
-		synced := d.fsys.(vfs.FSSyncer).SyncFS(d.dir) == nil
-		d.mu.Lock()
-		for name, rc := range d.mu.closing {
-			if !synced {
-				delete(d.mu.closed, name) // recovered at the next open
-				continue
-			}
-			if old, ok := d.mu.entries[name]; !ok || old != rc {
-				d.mu.entries[name] = rc
-				d.mu.dirty = true
-			}
-		}
-		d.mu.Unlock()
+	if d.anyClosing() {
+		d.settleClosing(d.fsys.(vfs.FSSyncer).SyncFS(d.dir) == nil)
 	}
 	if err := d.checkpointLocked(); err != nil {
 		return err
 	}
+	return writeSideFile(d.fsys, d.dir, dirCleanShutdownName, encodeDirEntries(d.cleanMarkers()))
+}
+
+// markShut marks the LogDir closing and reports whether it was already.
+func (d *LogDir) markShut() (was bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	was = d.mu.shut
+	d.mu.shut = true
+	return was
+}
+
+// anyClosing reports whether a log closed cleanly waits for Close's syncfs.
+func (d *LogDir) anyClosing() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.mu.closing) > 0
+}
+
+// settleClosing records the recovery checkpoints of the logs waiting for
+// Close's syncfs if it succeeded (synced), or drops their clean-shutdown
+// markers if it did not: they recover at the next open.
+func (d *LogDir) settleClosing(synced bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, rc := range d.mu.closing {
+		if !synced {
+			delete(d.mu.closed, name)
+			continue
+		}
+		if old, ok := d.mu.entries[name]; !ok || old != rc {
+			d.mu.entries[name] = rc
+			d.mu.dirty = true
+		}
+	}
+}
+
+// cleanMarkers returns the clean-shutdown markers of the logs closed cleanly.
+func (d *LogDir) cleanMarkers() map[string][]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	markers := make(map[string][]int64, len(d.mu.closed))
 	for name, m := range d.mu.closed {
 		markers[name] = []int64{m.LogEndOffset, m.ActiveBase, m.ActiveSize}
 	}
-	d.mu.Unlock()
-	return writeSideFile(d.fsys, d.dir, dirCleanShutdownName, encodeDirEntries(markers))
+	return markers
 }
 
 // lookup returns name's recovery checkpoint and clean-shutdown marker, each with
@@ -335,7 +387,18 @@ func (d *LogDir) lookup(name string) (rc recoveryCheckpoint, rcErr error, m clea
 // file to remove once the LogDir's file holds it. With durable, it returns once
 // the checkpoint is on disk.
 func (d *LogDir) setRecovery(name string, rc recoveryCheckpoint, legacy, durable bool) error {
+	d.recordRecovery(name, rc, legacy)
+	if !durable {
+		return nil
+	}
+	return d.Checkpoint()
+}
+
+// recordRecovery records name's recovery checkpoint and, with legacy, that
+// its per-partition file is to go once the LogDir's file holds it.
+func (d *LogDir) recordRecovery(name string, rc recoveryCheckpoint, legacy bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if old, ok := d.mu.entries[name]; !ok || old != rc {
 		d.mu.entries[name] = rc
 		d.mu.dirty = true
@@ -344,11 +407,6 @@ func (d *LogDir) setRecovery(name string, rc recoveryCheckpoint, legacy, durable
 		d.mu.legacy[name] = true
 		d.mu.dirty = true
 	}
-	d.mu.Unlock()
-	if !durable {
-		return nil
-	}
-	return d.Checkpoint()
 }
 
 // closedCleanly records name's clean-shutdown marker for LogDir.Close, and

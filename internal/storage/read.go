@@ -78,42 +78,57 @@ func (c *Chunk) ReadInto(dst []byte) (int, error) {
 // or above the log end offset gives ErrOffsetOutOfRange. A non-empty Chunk must be
 // released. Read does not allocate.
 func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
-	l.mu.RLock()
-	if l.mu.closed {
-		l.mu.RUnlock()
-		return Chunk{}, ErrClosed
+	v, err := l.acquireReadStart(offset, maxOffset)
+	if err != nil {
+		return Chunk{}, err
 	}
-	logStart, leo := l.mu.logStart.Load(), l.mu.leo.Load()
-	if offset < logStart || offset > leo {
-		l.mu.RUnlock()
-		return Chunk{}, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, logStart, leo)
-	}
-	if offset == leo || maxOffset <= offset {
-		l.mu.RUnlock()
-		return Chunk{FirstOffset: offset, NextOffset: offset}, nil
-	}
-	s := l.segmentForLocked(offset)
-	for {
-		size, next := s.size, s.next
-		s.acquire()
-		l.mu.RUnlock()
-
-		c, err := l.readSegment(s, size, next, offset, maxBytes, maxOffset)
+	// The segment is read holding a reference to it but no lock: readSegment
+	// does I/O.
+	for v.s != nil {
+		c, err := l.readSegment(v.s, v.size, v.next, offset, maxBytes, maxOffset)
 		if err != nil || c.Size == 0 {
-			s.release()
+			v.s.release()
 			c.seg = nil
 		}
 		if err != errNoBatch {
 			return c, err
 		}
-		// Compaction removed every batch of s at or after offset: read on from the
-		// next segment.
-		l.mu.RLock()
-		if s = l.segmentAfterLocked(s.base); s == nil || l.mu.closed {
-			l.mu.RUnlock()
-			return Chunk{FirstOffset: offset, NextOffset: offset}, nil
-		}
+		// Compaction removed every batch of the segment at or after offset:
+		// read on from the next one.
+		v = l.acquireSegmentAfter(v.s.base)
 	}
+	return Chunk{FirstOffset: offset, NextOffset: offset}, nil
+}
+
+// acquireReadStart returns, acquired, the segment holding offset with its
+// extent, or no segment when Read answers an empty Chunk without reading, or
+// the error Read returns.
+func (l *Log) acquireReadStart(offset, maxOffset int64) (segmentView, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return segmentView{}, ErrClosed
+	}
+	logStart, leo := l.mu.logStart.Load(), l.mu.leo.Load()
+	if offset < logStart || offset > leo {
+		return segmentView{}, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, logStart, leo)
+	}
+	if offset == leo || maxOffset <= offset {
+		return segmentView{}, nil
+	}
+	return acquireViewLocked(l.segmentForLocked(offset)), nil
+}
+
+// acquireSegmentAfter returns, acquired, the first segment whose base is above
+// base, with its extent, or no segment when there is none or the log is closed.
+func (l *Log) acquireSegmentAfter(base int64) segmentView {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s := l.segmentAfterLocked(base)
+	if s == nil || l.mu.closed {
+		return segmentView{}
+	}
+	return acquireViewLocked(s)
 }
 
 // errNoBatch (internal): a segment holds no batch at or after the offset sought.
@@ -128,6 +143,13 @@ func (l *Log) segmentAfterLocked(base int64) *segment {
 		return nil
 	}
 	return segs[i]
+}
+
+// segmentFor returns the segment holding offset, which must be within the log.
+func (l *Log) segmentFor(offset int64) *segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.segmentForLocked(offset)
 }
 
 // segmentForLocked returns the segment holding offset (the last one whose base is
@@ -179,9 +201,7 @@ func (l *Log) readSegment(s *segment, size, next, offset int64, maxBytes int, ma
 		// Keep the batches that end by want, and at least the first. Start from the
 		// last index entry at or before want, if it is past the first batch.
 		end, nextOff := start+int64(first.Size()), first.NextOffset()
-		s.mu.RLock()
-		e := s.mu.index.lookupPos(uint32(want))
-		s.mu.RUnlock()
+		e := s.lookupPos(want)
 		if p := int64(e.pos); p > end {
 			end, nextOff = p, s.base+int64(e.rel)
 		}
@@ -207,6 +227,13 @@ func (s *segment) lookup(offset int64) int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return int64(s.mu.index.lookup(rel).pos)
+}
+
+// lookupPos returns the last index entry at or before position pos.
+func (s *segment) lookupPos(pos int64) indexEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.index.lookupPos(uint32(pos))
 }
 
 // seek advances the scanner to the batch holding offset (the first whose last
@@ -241,8 +268,7 @@ func (l *Log) segmentsFrom(from int64) ([]segmentView, int64, error) {
 		if s.next <= from || s.size == 0 {
 			continue
 		}
-		s.acquire()
-		views = append(views, segmentView{s, s.size, s.next})
+		views = append(views, acquireViewLocked(s))
 	}
 	return views, l.mu.logStart.Load(), nil
 }
@@ -251,6 +277,13 @@ func (l *Log) segmentsFrom(from int64) ([]segmentView, int64, error) {
 type segmentView struct {
 	s          *segment
 	size, next int64
+}
+
+// acquireViewLocked acquires s and returns it with its extent; the log's mu
+// must be held.
+func acquireViewLocked(s *segment) segmentView {
+	s.acquire()
+	return segmentView{s, s.size, s.next}
 }
 
 func releaseViews(views []segmentView) {
@@ -364,10 +397,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 		if err := s.ensureIndexes(v.size, v.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 			return 0, 0, false, err
 		}
-		s.mu.RLock()
-		maxTS := s.mu.maxTS
-		from := s.base + int64(s.mu.tindex.lookupBelow(ts))
-		s.mu.RUnlock()
+		maxTS, from := s.timestampBounds(ts)
 		if maxTS < ts {
 			continue
 		}
@@ -392,6 +422,22 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 	return 0, 0, false, nil
 }
 
+// timestampBounds returns the segment's largest timestamp and the offset its
+// time index says a search for ts starts at: that of the last entry older than ts.
+func (s *segment) timestampBounds(ts int64) (maxTS, from int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.maxTS, s.base + int64(s.mu.tindex.lookupBelow(ts))
+}
+
+// largestTimestamp returns the segment's largest timestamp and the base offset of
+// the first batch holding it.
+func (s *segment) largestTimestamp() (ts, offset int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.maxTS, s.mu.maxTSOff
+}
+
 // MaxTimestamp answers ListOffsets with timestamp -3 (KIP-734): the offset and
 // timestamp of the first record holding the largest timestamp in the log, or
 // (-1, -1) for a log without timestamps.
@@ -411,9 +457,7 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, err error) {
 		if err := v.s.ensureIndexes(v.size, v.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 			return -1, -1, err
 		}
-		v.s.mu.RLock()
-		ts, off := v.s.mu.maxTS, v.s.mu.maxTSOff
-		v.s.mu.RUnlock()
+		ts, off := v.s.largestTimestamp()
 		if ts > bestTS {
 			best, bestTS, bestOff = v, ts, off
 		}

@@ -260,10 +260,15 @@ func (l *Log) loadFirstTimestamp(s *segment) error {
 	if !sc.next() {
 		return corrupt(s.log.Name(), 0, sc.err)
 	}
-	s.mu.Lock()
-	s.mu.firstTS = sc.h.MaxTimestamp
-	s.mu.Unlock()
+	s.setFirstTimestamp(sc.h.MaxTimestamp)
 	return nil
+}
+
+// setFirstTimestamp records the max timestamp of the segment's first batch.
+func (s *segment) setFirstTimestamp(ts int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.firstTS = ts
 }
 
 // recover validates every segment from the one holding recovery point rp onwards.
@@ -297,10 +302,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			// A sealed segment's extent reaches the next one's base, past any gap.
 			segs[i-1].next = s.base
 		}
-		s.mu.Lock()
-		res, err := s.rebuildLocked(s.size, l.conf().IndexIntervalBytes)
-		s.mu.loaded = err == nil
-		s.mu.Unlock()
+		res, err := s.rebuild(s.size, l.conf().IndexIntervalBytes)
 		if err != nil {
 			return false, err
 		}

@@ -63,7 +63,16 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) ([]*segment, error)
 		}
 		segs = l.mu.segments
 	}
+	l.publishStart(segs, k, start)
+	l.startMoved.Store(true)
+	return segs[:k], nil
+}
+
+// publishStart shows readers the log without the first k of its segments segs,
+// starting at start or, if higher, at the first segment left. appendMu is held.
+func (l *Log) publishStart(segs []*segment, k int, start int64) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if k > 0 {
 		l.mu.segments = slices.Clone(segs[k:])
 		start = max(start, segs[k].base)
@@ -72,9 +81,6 @@ func (l *Log) advanceStartLocked(start int64, dropFirst int) ([]*segment, error)
 	// The epoch checkpoint is not rewritten for this: Open cuts the cache at
 	// the checkpointed log start (writeCheckpoints).
 	l.mu.epochs.truncateFromStart(l.mu.logStart.Load())
-	l.mu.Unlock()
-	l.startMoved.Store(true)
-	return segs[:k], nil
 }
 
 // finishStartAdvance is the second half of a move of the log start

@@ -189,6 +189,32 @@ func (s *segment) release() {
 	}
 }
 
+// indexBatches indexes the validated batches b just written at pos.
+func (s *segment) indexBatches(b []byte, pos int64, interval int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := 0; p < len(b); {
+		h, _ := batch.ParseHeader(b[p:])
+		s.indexBatchLocked(&h, pos+int64(p), h.Size(), interval)
+		p += h.Size()
+	}
+}
+
+// indexBatch indexes one batch of size bytes at pos (indexBatchLocked).
+func (s *segment) indexBatch(h *batch.Header, pos int64, size, interval int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.indexBatchLocked(h, pos, size, interval)
+}
+
+// creationTime returns when the segment was created (its age for time-based
+// rolls without timestamps).
+func (s *segment) creationTime() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.created
+}
+
 // indexBatchLocked updates the indexes and timestamps for a batch of size bytes at
 // pos, following Kafka: an index entry whenever more than interval bytes were
 // appended since the last one. s.mu must be held for writing.
@@ -217,13 +243,7 @@ func (s *segment) indexBatchLocked(h *batch.Header, pos int64, size, interval in
 // makes them durable otherwise (a LogDir's syncfs at Close). Used when a
 // segment is sealed (roll, Close) and after a rebuild.
 func (s *segment) writeIndexes(sync bool) error {
-	s.mu.Lock()
-	if s.mu.maxTS >= 0 {
-		rel, _ := relOffset(s.mu.maxTSOff, s.base)
-		s.mu.tindex.maybeAdd(s.mu.maxTS, rel)
-	}
-	idx, tidx := s.mu.index.encode(), s.mu.tindex.encode()
-	s.mu.Unlock()
+	idx, tidx := s.encodeIndexes()
 	for _, x := range []struct {
 		suffix string
 		b      []byte
@@ -244,6 +264,18 @@ func (s *segment) writeIndexes(sync bool) error {
 		}
 	}
 	return nil
+}
+
+// encodeIndexes adds the time-index entry for the segment's max timestamp and
+// returns both indexes encoded.
+func (s *segment) encodeIndexes() (idx, tidx []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.maxTS >= 0 {
+		rel, _ := relOffset(s.mu.maxTSOff, s.base)
+		s.mu.tindex.maybeAdd(s.mu.maxTS, rel)
+	}
+	return s.mu.index.encode(), s.mu.tindex.encode()
 }
 
 // loadMaxTimestamp reads the last time-index entry of a sealed segment, which
@@ -270,20 +302,23 @@ func (s *segment) loadMaxTimestamp() bool {
 	if err != nil {
 		return false
 	}
-	s.mu.Lock()
-	s.mu.maxTS, s.mu.maxTSOff = es[0].ts, s.base+int64(es[0].rel)
-	s.mu.Unlock()
+	s.setMaxTimestamp(es[0].ts, s.base+int64(es[0].rel))
 	return true
+}
+
+// setMaxTimestamp records the segment's largest timestamp and the base offset
+// of the first batch holding it.
+func (s *segment) setMaxTimestamp(ts, offset int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.maxTS, s.mu.maxTSOff = ts, offset
 }
 
 // ensureIndexes loads a sealed segment's indexes on first use, rebuilding them from
 // the log when the files are missing or inconsistent. size and next are the
 // segment's extent.
 func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCounters) error {
-	s.mu.RLock()
-	loaded := s.mu.loaded
-	s.mu.RUnlock()
-	if loaded {
+	if s.indexesLoaded() {
 		return nil
 	}
 	s.mu.Lock()
@@ -315,6 +350,13 @@ func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCount
 	return nil
 }
 
+// indexesLoaded reports whether the segment's indexes are in memory.
+func (s *segment) indexesLoaded() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.loaded
+}
+
 func (s *segment) readIndexFile(suffix string) ([]byte, error) {
 	f, err := s.fsys.Open(s.path(suffix))
 	if err != nil {
@@ -343,6 +385,16 @@ type scanResult struct {
 	validSize int64 // bytes of whole valid batches
 	next      int64 // offset after the last valid batch
 	err       error // why the scan stopped early; nil if it reached the end
+}
+
+// rebuild is rebuildLocked taking s.mu; the indexes count as loaded if it
+// succeeds.
+func (s *segment) rebuild(limit int64, interval int) (scanResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res, err := s.rebuildLocked(limit, interval)
+	s.mu.loaded = err == nil
+	return res, err
 }
 
 // rebuildLocked rebuilds the in-memory indexes and timestamps by reading every

@@ -45,9 +45,7 @@ func (l *Log) WriteProducerSnapshot(offset int64, payload []byte) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	l.mu.RLock()
-	start, leo := l.mu.logStart.Load(), l.mu.leo.Load()
-	l.mu.RUnlock()
+	start, leo := l.offsetRange()
 	if offset < start || offset > leo {
 		return fmt.Errorf("%w: snapshot at %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, start, leo)
 	}

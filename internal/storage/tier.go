@@ -204,15 +204,36 @@ func (t *Tier) loadLocked(ctx context.Context) error {
 			return fmt.Errorf("%w: %s: %v", ErrRemoteCorrupt, t.key(manifestKey), err)
 		}
 	}
-	t.mu.Lock()
-	t.mu.m, t.mu.loaded = m, true
-	t.mu.blocks = make(map[int64][]block)
-	t.mu.Unlock()
+	t.resetManifest(m, true)
 	t.sweep = true
 	return nil
 }
 
 func (t *Tier) key(name string) string { return t.cfg.Prefix + "/" + name }
+
+// resetManifest installs m (loaded says whether it is the store's) and
+// forgets every block index.
+func (t *Tier) resetManifest(m manifest, loaded bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.m, t.mu.loaded = m, loaded
+	t.mu.blocks = make(map[int64][]block)
+}
+
+// setManifest installs m, which the store now holds, with the block indexes
+// of the segments it uploaded, up, and without those of the segments it
+// deleted, gone.
+func (t *Tier) setManifest(m manifest, up []uploadedSegment, gone []remoteSegment) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.m = m
+	for _, u := range up {
+		t.mu.blocks[u.seg.Base] = u.blocks
+	}
+	for _, s := range gone {
+		delete(t.mu.blocks, s.Base)
+	}
+}
 
 // manifestCopy returns the manifest and whether Load has succeeded.
 func (t *Tier) manifestCopy() (manifest, bool) {
@@ -445,12 +466,7 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 	if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
 		return m, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
-	t.mu.Lock()
-	t.mu.m = next
-	for _, u := range up {
-		t.mu.blocks[u.seg.Base] = u.blocks
-	}
-	t.mu.Unlock()
+	t.setManifest(next, up, nil)
 	for _, u := range up {
 		t.stats.uploads.Add(1)
 		t.stats.uploadBytes.Add(u.seg.Size)
@@ -483,9 +499,7 @@ func (t *Tier) checkManifestUnchanged(ctx context.Context, m manifest, leaderEpo
 		return fmt.Errorf("%w: manifest written by leader epoch %d, this leader has %d", ErrFencedLeaderEpoch, stored.LeaderEpoch, leaderEpoch)
 	}
 	if stored.End != m.End || stored.Start != m.Start || len(stored.Segments) != len(m.Segments) {
-		t.mu.Lock()
-		t.mu.m = stored
-		t.mu.Unlock()
+		t.setManifest(stored, nil, nil)
 		return fmt.Errorf("%w: remote manifest changed underneath (now ends at %d); reloaded", ErrRemoteUnavailable, stored.End)
 	}
 	return nil
@@ -653,12 +667,7 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
 			return local, 0, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 		}
-		t.mu.Lock()
-		t.mu.m = next
-		for _, s := range gone {
-			delete(t.mu.blocks, s.Base)
-		}
-		t.mu.Unlock()
+		t.setManifest(next, nil, gone)
 		m = next
 	}
 	for _, s := range gone {
@@ -704,9 +713,7 @@ func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
 	if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
 		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
-	t.mu.Lock()
-	t.mu.m = next
-	t.mu.Unlock()
+	t.setManifest(next, nil, nil)
 	return nil
 }
 
@@ -771,11 +778,7 @@ func (t *Tier) DeleteAll(ctx context.Context) error {
 			return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 		}
 	}
-	t.mu.Lock()
-	t.mu.m = manifest{}
-	t.mu.loaded = false
-	t.mu.blocks = make(map[int64][]block)
-	t.mu.Unlock()
+	t.resetManifest(manifest{}, false)
 	return nil
 }
 

@@ -87,10 +87,7 @@ func (t *Tier) read(ctx context.Context, offset int64, maxBytes int) ([]byte, in
 
 // blocks returns the segment's block index, loading it on first use.
 func (t *Tier) blocks(ctx context.Context, seg remoteSegment) ([]block, error) {
-	t.mu.RLock()
-	blocks, ok := t.mu.blocks[seg.Base]
-	t.mu.RUnlock()
-	if ok {
+	if blocks, ok := t.loadedBlocks(seg.Base); ok {
 		return blocks, nil
 	}
 	// A segment object holds its index after its bytes; before layout 2 the
@@ -107,14 +104,28 @@ func (t *Tier) blocks(ctx context.Context, seg remoteSegment) ([]block, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
-	if blocks, err = decodeBlocks(b, seg); err != nil {
+	blocks, err := decodeBlocks(b, seg)
+	if err != nil {
 		t.stats.corruptBlocks.Add(1)
 		return nil, fmt.Errorf("%w: %s: %v", ErrRemoteCorrupt, key, err)
 	}
-	t.mu.Lock()
-	t.mu.blocks[seg.Base] = blocks
-	t.mu.Unlock()
+	t.keepBlocks(seg.Base, blocks)
 	return blocks, nil
+}
+
+// loadedBlocks returns the block index of the segment at base, if loaded.
+func (t *Tier) loadedBlocks(base int64) ([]block, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	blocks, ok := t.mu.blocks[base]
+	return blocks, ok
+}
+
+// keepBlocks keeps the block index of the segment at base.
+func (t *Tier) keepBlocks(base int64, blocks []block) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.blocks[base] = blocks
 }
 
 // block returns one verified block, from the cache when it is there.
@@ -244,15 +255,9 @@ func (c *BlockCache) forget(object string) {
 // needs the block fetches it again and reports them.
 func (c *BlockCache) readAhead(object string, k block, fetch func(context.Context, string, block) ([]byte, error)) {
 	key := cacheKey{object, k.Pos}
-	c.mu.Lock()
-	_, cached := c.mu.entries[key]
-	busy := c.mu.inflight[key]
-	if cached || busy || int64(k.Size) > c.capacity {
-		c.mu.Unlock()
+	if !c.startFetch(key, k.Size) {
 		return
 	}
-	c.mu.inflight[key] = true
-	c.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), readAheadTimeout)
 		defer cancel()
@@ -260,10 +265,28 @@ func (c *BlockCache) readAhead(object string, k block, fetch func(context.Contex
 		if err == nil {
 			c.put(object, k.Pos, b)
 		}
-		c.mu.Lock()
-		delete(c.mu.inflight, key)
-		c.mu.Unlock()
+		c.endFetch(key)
 	}()
+}
+
+// startFetch marks the block at key as being fetched, unless it is cached,
+// already being fetched or larger than the cache (size bytes): false then.
+func (c *BlockCache) startFetch(key cacheKey, size uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, cached := c.mu.entries[key]
+	if cached || c.mu.inflight[key] || int64(size) > c.capacity {
+		return false
+	}
+	c.mu.inflight[key] = true
+	return true
+}
+
+// endFetch marks the fetch of the block at key done.
+func (c *BlockCache) endFetch(key cacheKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.mu.inflight, key)
 }
 
 // CacheStats is a snapshot of a BlockCache.

@@ -25,11 +25,7 @@ func (l *Log) Truncate(offset int64) error {
 	if offset >= l.mu.leo.Load() {
 		// Nothing to cut from the log, but an epoch may start at its end with no
 		// records yet (a leader deposed before it appended): it goes, as in Kafka.
-		l.mu.Lock()
-		changed := l.mu.epochs.truncateFromEnd(l.mu.leo.Load())
-		l.publishEpochLocked()
-		l.mu.Unlock()
-		if changed {
+		if l.dropEpochsFrom(l.mu.leo.Load()) {
 			if err := l.writeCheckpoints(false); err != nil {
 				return l.fail(err)
 			}
@@ -80,9 +76,7 @@ func (l *Log) truncations() uint64 {
 func (l *Log) truncateLocked(offset int64) error {
 	// The cut truncates and fsyncs the file (or deletes it): no trim needed.
 	l.haltPrealloc()
-	l.mu.RLock()
-	s := l.segmentForLocked(offset)
-	l.mu.RUnlock()
+	s := l.segmentFor(offset)
 	// The cut changes s's file, and s then takes appends: a file a tier linked
 	// into its store must keep its bytes.
 	s, err := l.unshareLocked(s)
@@ -112,17 +106,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	// Publish first, so no new reader goes past the cut, then change the files.
 	drop := segs[i+1:]
 	oldSize := s.size
-	l.mu.Lock()
-	l.mu.segments = slices.Clone(segs[:i+1])
-	s.size, s.next = cutPos, newLEO
-	l.mu.leo.Store(newLEO)
-	l.mu.durable.Store(min(l.mu.durable.Load(), newLEO))
-	l.mu.logStart.Store(min(l.mu.logStart.Load(), newLEO))
-	l.mu.truncGen++
-	l.mu.epochs.truncateFromEnd(newLEO)
-	l.publishEpochLocked()
-	l.notifyLocked()
-	l.mu.Unlock()
+	l.publishCut(segs[:i+1], cutPos, newLEO)
 
 	if err := l.truncateIndexes(s, cutPos, newLEO); err != nil {
 		return err
@@ -198,6 +182,48 @@ func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 	return nil
 }
 
+// dropEpochsFrom drops the epoch cache's entries starting at or after offset
+// and reports whether there were any. appendMu is held.
+func (l *Log) dropEpochsFrom(offset int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	changed := l.mu.epochs.truncateFromEnd(offset)
+	l.publishEpochLocked()
+	return changed
+}
+
+// publishCut shows readers the log cut at newLEO: segs, the last of them
+// (the new active segment) cut to cutPos bytes. appendMu is held.
+func (l *Log) publishCut(segs []*segment, cutPos, newLEO int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.segments = slices.Clone(segs)
+	active := segs[len(segs)-1]
+	active.size, active.next = cutPos, newLEO
+	l.mu.leo.Store(newLEO)
+	l.mu.durable.Store(min(l.mu.durable.Load(), newLEO))
+	l.mu.logStart.Store(min(l.mu.logStart.Load(), newLEO))
+	l.mu.truncGen++
+	l.mu.epochs.truncateFromEnd(newLEO)
+	l.publishEpochLocked()
+	l.notifyLocked()
+}
+
+// publishEmpty shows readers the log emptied at offset, s its only segment,
+// with no epochs. appendMu is held.
+func (l *Log) publishEmpty(s *segment, offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.segments = []*segment{s}
+	l.mu.leo.Store(offset)
+	l.mu.logStart.Store(offset)
+	l.mu.durable.Store(offset)
+	l.mu.truncGen++
+	l.mu.epochs.entries = nil
+	l.publishEpochLocked()
+	l.notifyLocked()
+}
+
 // truncateFullyLocked deletes every segment and starts an empty one at offset;
 // appendMu is held. The epoch cache is cleared, as in Kafka.
 func (l *Log) truncateFullyLocked(offset int64) error {
@@ -215,16 +241,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	l.mu.segments = []*segment{s}
-	l.mu.leo.Store(offset)
-	l.mu.logStart.Store(offset)
-	l.mu.durable.Store(offset)
-	l.mu.truncGen++
-	l.mu.epochs.entries = nil
-	l.publishEpochLocked()
-	l.notifyLocked()
-	l.mu.Unlock()
+	l.publishEmpty(s, offset)
 	for _, o := range old {
 		o.release()
 	}

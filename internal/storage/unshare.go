@@ -71,15 +71,17 @@ func (l *Log) unshareLocked(s *segment) (*segment, error) {
 	}
 	ns := newSegment(l.fsys, l.dir, s.base, f, l.conf())
 	ns.size, ns.next = s.size, s.next
-	s.mu.RLock()
-	ns.mu.created = s.mu.created
-	ns.mu.aborts = s.mu.aborts
-	s.mu.RUnlock()
+	ns.mu.created, ns.mu.aborts = s.creationTime(), s.abortState()
+	l.replaceSegment(s, ns)
+	s.release() // the log's reference; s is not deleted, its name is ns's now
+	return ns, nil
+}
+
+// replaceSegment puts ns in s's place in the segment list.
+func (l *Log) replaceSegment(s, ns *segment) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	segs := slices.Clone(l.mu.segments)
 	segs[slices.Index(segs, s)] = ns
 	l.mu.segments = segs
-	l.mu.Unlock()
-	s.release() // the log's reference; s is not deleted, its name is ns's now
-	return ns, nil
 }
