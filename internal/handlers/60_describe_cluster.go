@@ -29,22 +29,12 @@ const controllerEndpoint = 2
 func (h *Handlers) describeCluster(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.EndpointType = brokerEndpoint
-	if r.Version >= 1 && req.EndpointType != brokerEndpoint {
-		resp.ErrorCode = kerr.MismatchedEndpointType.Code
-		msg := "this is a broker endpoint; the request asked for endpoint type " + strconv.Itoa(int(req.EndpointType))
-		if req.EndpointType != controllerEndpoint {
-			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
-			msg = "unsupported endpoint type " + strconv.Itoa(int(req.EndpointType))
-		}
-		resp.ErrorMessage = &msg
-		return reply(resp)
+	asked := req.EndpointType
+	if r.Version == 0 { // no endpoint type: a broker's answer
+		asked = brokerEndpoint
 	}
-	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = 0
-		if h.authorizeCluster(ctx, c, kmsg.ACLOperationDescribe) {
-			resp.ClusterAuthorizedOperations = h.authorizedOperations(ctx, c, resCluster, acl.ClusterName)
-		}
+	if !h.startClusterDescription(ctx, c, req, resp, asked, brokerEndpoint) {
+		return reply(resp)
 	}
 	img := h.cluster.Image()
 	resp.ClusterID = h.cfg.ClusterID
@@ -62,4 +52,31 @@ func (h *Handlers) describeCluster(ctx context.Context, c *protocol.ConnInfo, r 
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return reply(resp)
+}
+
+// startClusterDescription starts resp, a DescribeCluster answer from a
+// listener of endpoint type served to a request for endpoint type asked:
+// false, with the error set, when they differ (MISMATCHED_ENDPOINT_TYPE for
+// the other of broker and controller, UNSUPPORTED_ENDPOINT_TYPE for any
+// other); else the cluster's authorized operations when asked for.
+func (h *Handlers) startClusterDescription(ctx context.Context, c *protocol.ConnInfo, req *kmsg.DescribeClusterRequest, resp *kmsg.DescribeClusterResponse, asked, served int8) bool {
+	resp.EndpointType = served
+	if asked != served {
+		names := map[int8]string{brokerEndpoint: "broker", controllerEndpoint: "controller"}
+		resp.ErrorCode = kerr.MismatchedEndpointType.Code
+		msg := "this is a " + names[served] + " endpoint; the request asked for endpoint type " + strconv.Itoa(int(asked))
+		if names[asked] == "" {
+			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+			msg = "unsupported endpoint type " + strconv.Itoa(int(asked))
+		}
+		resp.ErrorMessage = &msg
+		return false
+	}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = 0
+		if h.authorizeCluster(ctx, c, kmsg.ACLOperationDescribe) {
+			resp.ClusterAuthorizedOperations = h.authorizedOperations(ctx, c, resCluster, acl.ClusterName)
+		}
+	}
+	return true
 }

@@ -19,10 +19,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -72,22 +70,8 @@ func (h *Handlers) ControllerListenerHandler() protocol.Handler {
 func (h *Handlers) describeControllers(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.EndpointType = controllerEndpoint
-	if req.EndpointType != controllerEndpoint {
-		resp.ErrorCode = kerr.MismatchedEndpointType.Code
-		msg := "this is a controller endpoint; the request asked for endpoint type " + strconv.Itoa(int(req.EndpointType))
-		if req.EndpointType != brokerEndpoint {
-			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
-			msg = "unsupported endpoint type " + strconv.Itoa(int(req.EndpointType))
-		}
-		resp.ErrorMessage = &msg
+	if !h.startClusterDescription(ctx, c, req, resp, req.EndpointType, controllerEndpoint) {
 		return reply(resp)
-	}
-	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = 0
-		if h.authorizeCluster(ctx, c, kmsg.ACLOperationDescribe) {
-			resp.ClusterAuthorizedOperations = h.authorizedOperations(ctx, c, resCluster, acl.ClusterName)
-		}
 	}
 	voters, err := h.cluster.VoterAddrs(ctx)
 	if err != nil {
