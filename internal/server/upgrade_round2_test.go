@@ -80,23 +80,37 @@ func TestOpensRound2DataDir(t *testing.T) {
 	extractTarGz(t, round2Fixture, dir)
 	dataDir := filepath.Join(dir, "data")
 	n := startNode(t, round2Config(dataDir))
-	checkRound2(t, n, dataDir, round2TopicIDs)
+	checkRound2(t, n, dataDir, round2Facts)
 }
 
+// fixtureFacts are what checkRound2 needs to know of a fixture beside what
+// every fixture since the second holds alike.
+type fixtureFacts struct {
+	topicIDs map[string]string // the ids mkfixture printed
+	written  time.Time         // the day mkfixture ran: the delegation token's issue day
+	// modernGroup is the type modern-g (KIP-848, empty when the node stopped)
+	// is listed with: "classic" from a fixture written before session 19
+	// persisted consumer groups (only its offsets were kept), "consumer" since.
+	modernGroup string
+}
+
+// round2Facts are round2Fixture's.
+var round2Facts = fixtureFacts{topicIDs: round2TopicIDs, written: time.Date(2026, time.December, 3, 0, 0, 0, 0, time.UTC), modernGroup: "classic"}
+
 // checkRound2 checks, on node n started on dataDir, every item of the second
-// fixture, which later fixtures hold too; topicIDs are the ids their writer
-// printed.
-func checkRound2(t *testing.T, n *testNode, dataDir string, topicIDs map[string]string) {
+// fixture, which later fixtures hold too.
+func checkRound2(t *testing.T, n *testNode, dataDir string, f fixtureFacts) {
 	admin, adm := n.client(t, scramAuth("admin", "admin-secret", false))
 	ctx := t.Context()
+	topicIDs := f.topicIDs
 
 	t.Run("topics", func(t *testing.T) { checkRound2Topics(t, ctx, admin, adm, dataDir, topicIDs) })
 	t.Run("orders", func(t *testing.T) { checkRound2Orders(t, ctx, n, admin) })
 	t.Run("transactions", func(t *testing.T) { checkRound2Transactions(t, ctx, n, admin, adm) })
 	t.Run("compaction", func(t *testing.T) { checkRound2Compaction(t, ctx, n) })
-	t.Run("groups", func(t *testing.T) { checkRound2Groups(t, ctx, admin, adm) })
+	t.Run("groups", func(t *testing.T) { checkRound2Groups(t, ctx, admin, adm, f.modernGroup) })
 	t.Run("share group", func(t *testing.T) { checkRound2ShareGroup(t, admin, topicIDs["tasks"]) })
-	t.Run("security", func(t *testing.T) { checkRound2Security(t, ctx, n, admin, adm) })
+	t.Run("security", func(t *testing.T) { checkRound2Security(t, ctx, n, admin, adm, f.written) })
 	t.Run("quotas", func(t *testing.T) { checkRound2Quotas(t, ctx, adm) })
 }
 
@@ -277,11 +291,9 @@ func checkRound2Compaction(t *testing.T, ctx context.Context, n *testNode) {
 	}
 }
 
-// checkRound2Groups: both groups' committed offsets, and each group's type.
-// The membership of consumer-protocol groups is not persisted (see "Not
-// persisted" in docs/architecture.md), so the empty modern-g comes back as a
-// classic group holding its offsets (Kafka would list it as "consumer").
-func checkRound2Groups(t *testing.T, ctx context.Context, admin *kgo.Client, adm *kadm.Client) {
+// checkRound2Groups: both groups' committed offsets, and each group's type,
+// modern-g's modernGroup (fixtureFacts).
+func checkRound2Groups(t *testing.T, ctx context.Context, admin *kgo.Client, adm *kadm.Client, modernGroup string) {
 	for _, g := range []string{"classic-g", "modern-g"} {
 		var offsets kadm.OffsetResponses
 		wait.Eventually(t, 30*time.Second, g+"'s committed offsets", func() error {
@@ -307,7 +319,7 @@ func checkRound2Groups(t *testing.T, ctx context.Context, admin *kgo.Client, adm
 	for _, g := range resp.Groups {
 		types[g.Group] = g.GroupType
 	}
-	for g, want := range map[string]string{"classic-g": "classic", "modern-g": "classic", "share-g": "share"} {
+	for g, want := range map[string]string{"classic-g": "classic", "modern-g": modernGroup, "share-g": "share"} {
 		if types[g] != want {
 			t.Errorf("group %s's type after the upgrade: %q, want %q (all: %v)", g, types[g], want, types)
 		}
@@ -347,7 +359,7 @@ func checkRound2ShareGroup(t *testing.T, admin *kgo.Client, tasksID string) {
 
 // checkRound2Security: the SCRAM users log in with their passwords (and not
 // with another), alice's ACLs are enforced, the delegation token is kept.
-func checkRound2Security(t *testing.T, ctx context.Context, n *testNode, admin *kgo.Client, adm *kadm.Client) {
+func checkRound2Security(t *testing.T, ctx context.Context, n *testNode, admin *kgo.Client, adm *kadm.Client, written time.Time) {
 	alice, _ := n.client(t, scramAuth("alice", "alice-secret", true))
 	meta := kmsg.NewPtrMetadataRequest()
 	for _, topic := range []string{"orders", "payments"} {
@@ -404,7 +416,7 @@ func checkRound2Security(t *testing.T, ctx context.Context, n *testNode, admin *
 	}
 	// Issued while the fixture was written, for the node's 876000 h lifetime.
 	tok := tokens[0]
-	if y, m, d := tok.IssueTimestamp.UTC().Date(); y != 2026 || m != time.December || d != 3 ||
+	if y, m, d := tok.IssueTimestamp.UTC().Date(); y != written.Year() || m != written.Month() || d != written.Day() ||
 		tok.ExpiryTimestamp.Sub(tok.IssueTimestamp) != 876000*time.Hour || !tok.MaxTimestamp.Equal(tok.ExpiryTimestamp) {
 		t.Fatalf("delegation token's times after the upgrade: issued %v, expires %v, max %v", tok.IssueTimestamp, tok.ExpiryTimestamp, tok.MaxTimestamp)
 	}

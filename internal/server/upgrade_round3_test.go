@@ -75,17 +75,29 @@ func round3Config(root string) config.Config {
 // controller restores from its Raft snapshot, the tiered topic's remote part
 // and the streams group.
 func TestOpensRound3DataDir(t *testing.T) {
+	checkRound3Fixture(t, round3Fixture, fixtureFacts{topicIDs: round3TopicIDs, written: time.Date(2026, time.December, 3, 0, 0, 0, 0, time.UTC), modernGroup: "classic"}, nil)
+}
+
+// groupCheck checks a group of a fixture after the upgrade.
+type groupCheck func(t *testing.T, ctx context.Context, admin *kgo.Client, adm *kadm.Client)
+
+// checkRound3Fixture opens fixture, a data directory with round3Fixture's
+// contents (and maybe more) and facts f, and checks every item of round 3; groups checks the fixture's further groups first, with the
+// streams group, within their members' session timeout from the load.
+func checkRound3Fixture(t *testing.T, fixture string, f fixtureFacts, groups map[string]groupCheck) {
 	root := t.TempDir()
-	extractTarGz(t, round3Fixture, root)
+	extractTarGz(t, fixture, root)
 	dataDir := filepath.Join(root, "data")
 	checkRound3RaftLog(t, filepath.Join(dataDir, "metadata"))
 	n := startNode(t, round3Config(root))
 	admin, adm := n.client(t, scramAuth("admin", "admin-secret", false))
 	ctx := t.Context()
-	// First, within the members' session timeout from the group's loading.
+	for name, check := range groups {
+		t.Run(name, func(t *testing.T) { check(t, ctx, admin, adm) })
+	}
 	t.Run("streams group", func(t *testing.T) { checkRound3StreamsGroup(t, ctx, admin, adm) })
-	t.Run("tiered", func(t *testing.T) { checkRound3Tiered(t, ctx, n, admin, root) })
-	checkRound2(t, n, dataDir, round3TopicIDs)
+	t.Run("tiered", func(t *testing.T) { checkRound3Tiered(t, ctx, n, admin, root, f.topicIDs["archive"]) })
+	checkRound2(t, n, dataDir, f)
 	t.Run("new topic", func(t *testing.T) { checkRound3NewTopic(t, ctx, adm) })
 }
 
@@ -124,10 +136,10 @@ func checkRound3NewTopic(t *testing.T, ctx context.Context, adm *kadm.Client) {
 	}
 }
 
-// checkRound3Tiered: archive's local log starts at 10; a fetch from offset 0
-// is served from the remote store, byte for byte the batches stored there,
-// and every record reads back.
-func checkRound3Tiered(t *testing.T, ctx context.Context, n *testNode, admin *kgo.Client, root string) {
+// checkRound3Tiered: archive's (topic id archiveID) local log starts at 10; a
+// fetch from offset 0 is served from the remote store, byte for byte the
+// batches stored there, and every record reads back.
+func checkRound3Tiered(t *testing.T, ctx context.Context, n *testNode, admin *kgo.Client, root, archiveID string) {
 	// At once, before the leader's first tiering pass: a new tier reads the
 	// manifest before it answers.
 	if got := listArchiveOffset(t, ctx, admin, -2); got != 0 {
@@ -148,7 +160,7 @@ func checkRound3Tiered(t *testing.T, ctx context.Context, n *testNode, admin *kg
 		}
 		stored = append(stored, b...)
 	}
-	id, err := hex.DecodeString(round3TopicIDs["archive"])
+	id, err := hex.DecodeString(archiveID)
 	if err != nil {
 		t.Fatal(err)
 	}
