@@ -110,3 +110,65 @@ func TestPanicUnderSegmentLockReleasesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// panickingReads is a file system whose segment (.log) files panic on a read
+// while armed.
+type panickingReads struct {
+	vfs.FS
+	armed *atomic.Bool
+}
+
+func (p panickingReads) Create(name string) (vfs.File, error) {
+	f, err := p.FS.Create(name)
+	if err != nil || !strings.HasSuffix(name, logSuffix) {
+		return f, err
+	}
+	return panickingReadAt{f, p.armed}, nil
+}
+
+type panickingReadAt struct {
+	vfs.File
+	armed *atomic.Bool
+}
+
+func (f panickingReadAt) ReadAt(p []byte, off int64) (int, error) {
+	if f.armed.Load() {
+		panic("a read of the segment file panicked")
+	}
+	return f.File.ReadAt(p, off)
+}
+
+// TestPanicInReadReleasesSegment: a read that panics in the segment it reads
+// gives back its reference to the segment, so that the segment's file is
+// closed once the log lets it go (a leaked reference kept it open for the
+// process's life).
+func TestPanicInReadReleasesSegment(t *testing.T) {
+	var armed atomic.Bool
+	l, err := Open(panickingReads{vfs.NewMem(), &armed}, testDir, Config{IndexMaxBytes: testIndexBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(mkBatch(4, 16, 1000), 0); err != nil {
+		t.Fatal(err)
+	}
+	seg := l.segmentFor(0)
+	refs := seg.refs.Load()
+
+	armed.Store(true)
+	if r := recovered(func() { _, _ = l.Read(0, 1<<20, l.LogEndOffset()) }); r == nil {
+		t.Fatal("the read did not panic")
+	}
+	armed.Store(false)
+	if got := seg.refs.Load(); got != refs {
+		t.Fatalf("the segment holds %d references after a read panicked in it, want %d as before", got, refs)
+	}
+
+	c, err := l.Read(0, 1<<20, l.LogEndOffset())
+	if err != nil || c.Size == 0 {
+		t.Fatalf("a read after the panic: %d bytes, %v", c.Size, err)
+	}
+	c.Release()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -85,11 +85,7 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 	// The segment is read holding a reference to it but no lock: readSegment
 	// does I/O.
 	for v.s != nil {
-		c, err := l.readSegment(v.s, v.size, v.next, offset, maxBytes, maxOffset)
-		if err != nil || c.Size == 0 {
-			v.s.release()
-			c.seg = nil
-		}
+		c, err := l.readView(v, offset, maxBytes, maxOffset)
 		if err != errNoBatch {
 			return c, err
 		}
@@ -98,6 +94,25 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 		v = l.acquireSegmentAfter(v.s.base)
 	}
 	return Chunk{FirstOffset: offset, NextOffset: offset}, nil
+}
+
+// readView reads within the acquired segment of v. The chunk keeps the
+// reference when it holds bytes; otherwise, and when the read panics, the
+// segment is released.
+func (l *Log) readView(v segmentView, offset int64, maxBytes int, maxOffset int64) (c Chunk, err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			v.s.release()
+		}
+	}()
+	c, err = l.readSegment(v.s, v.size, v.next, offset, maxBytes, maxOffset)
+	if err != nil || c.Size == 0 {
+		c.seg = nil
+		return c, err
+	}
+	kept = true
+	return c, nil
 }
 
 // acquireReadStart returns, acquired, the segment holding offset with its
