@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/wait"
 	"github.com/strata-stream/strata/interop/kafkatools"
 )
 
@@ -111,6 +113,109 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 	if err := app1.stop(); err != nil {
 		t.Fatal(err)
 	}
+	if guarantee == "at_least_once" && kafkatools.Missing() == "" {
+		t.Run("kafka-streams-groups", func(t *testing.T) { checkStreamsGroupsTool(t, tgt, cl, app, in) })
+	}
+}
+
+// checkStreamsGroupsTool runs kafka-streams-groups' offset and deletion
+// commands on the stopped application's group app, whose input topic is in
+// (4 partitions, all read to their end): a dry-run reset, a reset to the
+// earliest offsets, the deletion of in's offsets, then the group's deletion
+// with its internal topics.
+func checkStreamsGroupsTool(t *testing.T, tgt *target, cl *kgo.Client, app, in string) {
+	adm := kadm.NewClient(cl)
+	ctx := t.Context()
+	committed := func() kadm.OffsetResponses {
+		t.Helper()
+		offsets, err := adm.FetchOffsets(ctx, app)
+		if err == nil {
+			err = offsets.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return offsets
+	}
+	ends, err := adm.ListEndOffsets(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if c, ok := committed().Lookup(in, o.Partition); !ok || c.At != o.Offset {
+			t.Errorf("the stopped application's offset of %s-%d: %+v, want its end %d", in, o.Partition, c, o.Offset)
+		}
+	})
+	// The group is Empty once the last instance's leave is handled.
+	wait.Eventually(t, time.Minute, app+" to be Empty", func() error {
+		out := kafkatools.MustRun(t, "kafka-streams-groups", "--bootstrap-server", tgt.bootstrap, "--list", "--state")
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == app {
+				if f[1] != "Empty" {
+					return fmt.Errorf("%s is %s", app, f[1])
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("%s not listed:\n%s", app, out)
+	})
+
+	tool := func(args ...string) string {
+		return kafkatools.MustRun(t, "kafka-streams-groups", append([]string{"--bootstrap-server", tgt.bootstrap, "--group", app}, args...)...)
+	}
+	dry := tool("--reset-offsets", "--input-topic", in, "--to-earliest", "--dry-run")
+	if n := strings.Count(dry, in); n != 4 {
+		t.Errorf("--reset-offsets --dry-run lists %d partitions of %s, want 4:\n%s", n, in, dry)
+	}
+	ends.Each(func(o kadm.ListedOffset) { // unchanged by the dry run
+		if c, _ := committed().Lookup(in, o.Partition); c.At != o.Offset {
+			t.Errorf("after --dry-run the offset of %s-%d is %d, want %d still", in, o.Partition, c.At, o.Offset)
+		}
+	})
+	tool("--reset-offsets", "--input-topic", in, "--to-earliest", "--execute")
+	for p := range int32(4) {
+		if c, ok := committed().Lookup(in, p); !ok || c.At != 0 {
+			t.Errorf("after --reset-offsets --to-earliest --execute the offset of %s-%d is %+v, want 0", in, p, c)
+		}
+	}
+	tool("--delete-offsets", "--input-topic", in)
+	for p := range int32(4) {
+		if c, ok := committed().Lookup(in, p); ok && c.At >= 0 {
+			t.Errorf("after --delete-offsets %s-%d still has offset %d", in, p, c.At)
+		}
+	}
+
+	internal := func() []string {
+		t.Helper()
+		topics, err := adm.ListTopics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, name := range topics.Names() {
+			if strings.HasPrefix(name, app+"-") && name != in && name != strings.TrimSuffix(in, "-in")+"-out" {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	if len(internal()) == 0 {
+		t.Fatalf("the application made no internal topic (%s-...)", app)
+	}
+	tool("--delete", "--delete-all-internal-topics")
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(groups.Groups(), app) {
+		t.Errorf("%s is still listed after --delete", app)
+	}
+	wait.Eventually(t, time.Minute, app+"'s internal topics deleted", func() error {
+		if left := internal(); len(left) > 0 {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
 }
 
 // awaitStreamsGroup waits until streams group id is Stable with members members,
