@@ -130,10 +130,13 @@ func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error
 		return nil, err
 	}
 	if isNotExist(err) {
-		// An unclean stop (or a first start): the page cache may hold writes no
-		// fsync covered. One syncfs makes them durable for every log at once;
-		// without it each recovered log's flusher fsyncs its active segment.
-		if s, ok := fsys.(vfs.FSSyncer); ok {
+		// An unclean stop: the page cache may hold writes no fsync covered.
+		// One syncfs makes them durable for every log at once; without it each
+		// recovered log's flusher fsyncs its active segment. A first start
+		// (an empty directory) has nothing to make durable, and a syncfs
+		// would wait for every other writer's dirty pages on the filesystem
+		// (a quarter of a second of a node's start-up beside a busy writer).
+		if s, ok := fsys.(vfs.FSSyncer); ok && !isEmptyDir(fsys, dir) {
 			d.synced = s.SyncFS(dir) == nil
 		}
 	}
@@ -144,6 +147,12 @@ func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error
 	}
 	go d.run(interval)
 	return d, nil
+}
+
+// isEmptyDir reports whether dir lists no entry (false if it cannot be listed).
+func isEmptyDir(fsys vfs.FS, dir string) bool {
+	names, err := fsys.List(dir)
+	return err == nil && len(names) == 0
 }
 
 // Dir returns the directory's path.

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -596,4 +597,46 @@ func TestLogDirCloseFsyncs(t *testing.T) {
 		}
 		closeAll(t, d, logs)
 	})
+}
+
+// TestOpenLogDirFirstStartSyncsNothing: a first start (the directory new or
+// empty) has no unsynced writes of an earlier run to make durable, so it
+// makes no syncfs, which would wait for every other writer's dirty pages on
+// the filesystem; a directory holding a log after a power cut still gets its
+// one syncfs.
+func TestOpenLogDirFirstStartSyncsNothing(t *testing.T) {
+	mem := vfs.NewMem()
+	cnt := newOpCounter()
+	cnt.on.Store(true)
+	d, err := OpenLogDir(vfs.NewErrorFS(mem, cnt), testDir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := cnt.get(vfs.OpSyncFS); n != 0 {
+		t.Fatalf("a first start made %d syncfs, want none", n)
+	}
+	l, err := d.Open("t-0", Config{IndexMaxBytes: testIndexBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := l.Append(mkBatch(2, 16, 1000), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone()
+	closeAll(t, d, []*Log{l})
+
+	cnt = newOpCounter()
+	cnt.on.Store(true)
+	d, err = OpenLogDir(vfs.NewErrorFS(crashed, cnt), testDir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := cnt.get(vfs.OpSyncFS); n != 1 {
+		t.Fatalf("opening a directory holding a log after a power cut made %d syncfs, want 1", n)
+	}
+	closeAll(t, d, nil)
 }
