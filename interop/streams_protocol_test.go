@@ -95,6 +95,12 @@ func testStreamsProtocol(t *testing.T, tgt *target, guarantee string) {
 		if n := strings.Count(desc, "ACTIVE:"); n != 2 {
 			t.Errorf("kafka-streams-groups --describe --members shows %d members with active tasks, want 2:\n%s", n, desc)
 		}
+		// No topology description plugin (as a Kafka 4.4 broker without one):
+		// the group's description says none is stored.
+		topo, err := kafkatools.Run(t.Context(), "kafka-streams-groups", "--bootstrap-server", tgt.bootstrap, "--describe", "--group", app, "--topology")
+		if err != nil || topo.ExitCode != 1 || !strings.Contains(topo.Stdout, "No topology description is stored for streams group '"+app+"'") {
+			t.Errorf("kafka-streams-groups --describe --topology: %v, exit %d\n%s%s", err, topo.ExitCode, topo.Stdout, topo.Stderr)
+		}
 	} else {
 		t.Logf("kafka-streams-groups not run: %s", kafkatools.Missing())
 	}
