@@ -121,8 +121,9 @@ func directoryID(t *testing.T, n *testcluster.Node) string {
 // controller.properties names its node id, controller listener and data dir,
 // from whose meta.properties the tool reads the directory id. The tool's
 // request for a node outside the quorum, and for node 4 with another data
-// directory, gets Kafka's answer (REQUEST_TIMED_OUT: not caught up); the
-// right one makes node 4 a voter (describe --status and --replication); a
+// directory, gets Kafka's answer (REQUEST_TIMED_OUT: not caught up), one with
+// another address INVALID_REQUEST, and a file without the controller listener
+// is refused by the tool; the right one makes node 4 a voter (describe --status and --replication); a
 // second time gets DUPLICATE_VOTER.
 func TestKafkaMetadataQuorumAddController(t *testing.T) {
 	if os.Getenv(envTarget) == "kfake" {
@@ -142,10 +143,10 @@ func TestKafkaMetadataQuorumAddController(t *testing.T) {
 	})
 
 	dir := t.TempDir()
-	config := func(name string, node int32, dataDir string) string {
+	config := func(name string, node int32, listener, dataDir string) string {
 		path := filepath.Join(dir, name)
-		props := fmt.Sprintf("process.roles=controller\nnode.id=%d\ncontroller.listener.names=CONTROLLER\nlisteners=CONTROLLER://%s\nmetadata.log.dir=%s\n",
-			node, n4.ControllerAddr, dataDir)
+		props := fmt.Sprintf("process.roles=controller\nnode.id=%d\ncontroller.listener.names=CONTROLLER\nlisteners=%s\nmetadata.log.dir=%s\n",
+			node, listener, dataDir)
 		if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -166,18 +167,21 @@ func TestKafkaMetadataQuorumAddController(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(otherDir, "meta.properties"), []byte(meta), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ name, config string }{
-		{"a node outside the quorum", config("node9.properties", 9, n4.DataDir)},
-		{"another data directory", config("otherdir.properties", 4, otherDir)},
+	listener := "CONTROLLER://" + n4.ControllerAddr
+	for _, tc := range []struct{ name, config, want string }{
+		{"a node outside the quorum", config("node9.properties", 9, listener, n4.DataDir), "TimeoutException: not caught up"},
+		{"another data directory", config("otherdir.properties", 4, listener, otherDir), "TimeoutException: not caught up"},
+		{"another address", config("otheraddr.properties", 4, "CONTROLLER://127.0.0.1:1", n4.DataDir), "InvalidRequestException: invalid request: node 4 is at"},
+		{"no controller listener", config("nolistener.properties", 4, "PLAINTEXT://"+n4.ControllerAddr, n4.DataDir), "Cannot find information about controller listener name"},
 	} {
 		res, err := addController(tc.config)
-		if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, "TimeoutException: not caught up") {
+		if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, tc.want) {
 			t.Fatalf("add-controller for %s: %v %+v", tc.name, err, res)
 		}
 		t.Logf("add-controller for %s:\n%s", tc.name, res.Stderr)
 	}
 
-	controllerProps := config("controller.properties", 4, n4.DataDir)
+	controllerProps := config("controller.properties", 4, listener, n4.DataDir)
 	for _, path := range []string{controllerProps, filepath.Join(n4.DataDir, "meta.properties")} {
 		if b, err := os.ReadFile(path); err == nil {
 			t.Logf("%s:\n%s", path, b)
