@@ -114,3 +114,106 @@ func directoryID(t *testing.T, n *testcluster.Node) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestKafkaMetadataQuorumAddController grows the quorum of three combined
+// nodes with Kafka 4.4's `kafka-metadata-quorum add-controller`, as a Kafka
+// operator does: broker-only node 4 joins as an observer, and a
+// controller.properties names its node id, controller listener and data dir,
+// from whose meta.properties the tool reads the directory id. The tool's
+// request for a node outside the quorum, and for node 4 with another data
+// directory, gets Kafka's answer (REQUEST_TIMED_OUT: not caught up), one with
+// another address INVALID_REQUEST, and a file without the controller listener
+// is refused by the tool; the right one makes node 4 a voter (describe --status and --replication); a
+// second time gets DUPLICATE_VOTER.
+func TestKafkaMetadataQuorumAddController(t *testing.T) {
+	if os.Getenv(envTarget) == "kfake" {
+		t.Skip("the metadata quorum is Strata's; not with STRATA_INTEROP_TARGET=kfake")
+	}
+	kafkatools.Require(t)
+	t.Setenv(testcluster.BinaryEnv, strataBinary(t))
+	c := testcluster.Start(t, 3)
+	n4 := c.AddBroker()
+	bc := []string{"--bootstrap-controller", c.Node(1).ControllerAddr}
+	testcluster.Eventually(t, 30*time.Second, "node 4 to be an observer", func() error {
+		status := kafkatools.MustRun(t, "kafka-metadata-quorum", append(bc, "describe", "--status")...)
+		if observers := regexp.MustCompile(`CurrentObservers:\s*\[(.*)\]`).FindStringSubmatch(status); observers == nil || !strings.Contains(observers[1], `"id": 4`) {
+			return fmt.Errorf("%s", status)
+		}
+		return nil
+	})
+
+	dir := t.TempDir()
+	config := func(name string, node int32, listener, dataDir string) string {
+		path := filepath.Join(dir, name)
+		props := fmt.Sprintf("process.roles=controller\nnode.id=%d\ncontroller.listener.names=CONTROLLER\nlisteners=%s\nmetadata.log.dir=%s\n",
+			node, listener, dataDir)
+		if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	addController := func(configPath string) (kafkatools.Result, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), kafkatools.DefaultTimeout)
+		defer cancel()
+		return kafkatools.Run(ctx, "kafka-metadata-quorum", append(bc, "--command-config", configPath, "add-controller")...)
+	}
+	// Another data dir of node 4: a meta.properties with a directory id
+	// that is not node 4's.
+	otherDir := filepath.Join(dir, "other")
+	if err := os.MkdirAll(otherDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := fmt.Sprintf("version=1\ncluster.id=%s\nnode.id=4\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAQ\n", testcluster.ClusterID)
+	if err := os.WriteFile(filepath.Join(otherDir, "meta.properties"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listener := "CONTROLLER://" + n4.ControllerAddr
+	for _, tc := range []struct{ name, config, want string }{
+		{"a node outside the quorum", config("node9.properties", 9, listener, n4.DataDir), "TimeoutException: not caught up"},
+		{"another data directory", config("otherdir.properties", 4, listener, otherDir), "TimeoutException: not caught up"},
+		{"another address", config("otheraddr.properties", 4, "CONTROLLER://127.0.0.1:1", n4.DataDir), "InvalidRequestException: invalid request: node 4 is at"},
+		{"no controller listener", config("nolistener.properties", 4, "PLAINTEXT://"+n4.ControllerAddr, n4.DataDir), "Cannot find information about controller listener name"},
+	} {
+		res, err := addController(tc.config)
+		if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, tc.want) {
+			t.Fatalf("add-controller for %s: %v %+v", tc.name, err, res)
+		}
+		t.Logf("add-controller for %s:\n%s", tc.name, res.Stderr)
+	}
+
+	controllerProps := config("controller.properties", 4, listener, n4.DataDir)
+	for _, path := range []string{controllerProps, filepath.Join(n4.DataDir, "meta.properties")} {
+		if b, err := os.ReadFile(path); err == nil {
+			t.Logf("%s:\n%s", path, b)
+		}
+	}
+	out := kafkatools.MustRun(t, "kafka-metadata-quorum", append(bc, "--command-config", controllerProps, "add-controller")...)
+	expectContains(t, out, fmt.Sprintf("Added controller 4 with directory id %s and endpoints: CONTROLLER://%s", directoryID(t, n4), n4.ControllerAddr))
+	t.Logf("add-controller:\n%s", out)
+
+	var status string
+	testcluster.Eventually(t, 30*time.Second, "--status to list voters 1-4 and no observer", func() error {
+		status = kafkatools.MustRun(t, "kafka-metadata-quorum", append(bc, "describe", "--status")...)
+		voters := regexp.MustCompile(`CurrentVoters:\s*\[(.*)\]`).FindStringSubmatch(status)
+		if voters == nil || strings.Count(voters[1], `"id": `) != 4 || !strings.Contains(voters[1], `"id": 4, "directoryId": "`+directoryID(t, n4)+`"`) {
+			return fmt.Errorf("%s", status)
+		}
+		return nil
+	})
+	row := regexp.MustCompile(`(?m)^4\s+` + regexp.QuoteMeta(directoryID(t, n4)) + `\s+\d+\s+\d+\s+\S+\s+\S+\s+(Leader|Follower)\s*$`)
+	var replication string
+	testcluster.Eventually(t, 30*time.Second, "--replication to show node 4 as a voter", func() error {
+		replication = kafkatools.MustRun(t, "kafka-metadata-quorum", append(bc, "describe", "--replication")...)
+		if !row.MatchString(replication) {
+			return fmt.Errorf("%s", replication)
+		}
+		return nil
+	})
+	t.Logf("%s\n%s", status, replication)
+
+	res, err := addController(controllerProps)
+	if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, "DuplicateVoterException") {
+		t.Fatalf("add-controller again: %v %+v", err, res)
+	}
+	t.Logf("add-controller again:\n%s", res.Stderr)
+}

@@ -36,6 +36,12 @@ var (
 	// answer now for it to commit. REQUEST_TIMED_OUT: retry once they are
 	// back.
 	ErrVotersUnreachable = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "too few voters reachable"}
+	// ErrVoterNotCaughtUp: the node to add is not a non-voting member of
+	// the quorum with the data directory the request names, so it does not
+	// hold the metadata log as that voter. REQUEST_TIMED_OUT, as Kafka
+	// answers for a replica it has not seen catch up ("lagging behind"),
+	// which is also its answer for an unknown node or directory id.
+	ErrVoterNotCaughtUp = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "not caught up"}
 	// ErrInvalidVoterKey: a node reported another data directory than the
 	// one recorded for the voter of its id (voter_directory.go).
 	// INVALID_VOTER_KEY.
@@ -67,9 +73,10 @@ func (c *Controller) member(ctx context.Context, id int32) (s raft.Server, ok bo
 }
 
 // AddVoter makes node id, a non-voting member, a voter. addr, if set, must be
-// its Raft address; dir, if not zero, the data directory it registered with
-// as a broker. Its directory is recorded once it is a voter
-// (voter_directory.go).
+// its Raft address (INVALID_REQUEST otherwise); dir, if not zero, the data
+// directory it registered with as a broker. A node that is not a member, or
+// registered with another directory, is ErrVoterNotCaughtUp. Its directory
+// is recorded once it is a voter (voter_directory.go).
 func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error {
 	if !c.IsLeader() {
 		return c.notController()
@@ -79,14 +86,14 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, 
 	case err != nil:
 		return err
 	case !ok:
-		return fmt.Errorf("%w: node %d is not a member of the quorum: start it as a broker-only node (--roles broker) first", metadata.ErrInvalidRequest, id)
+		return fmt.Errorf("%w: node %d is not a member of the quorum: start it as a broker-only node (--roles broker) first", ErrVoterNotCaughtUp, id)
 	case s.Suffrage == raft.Voter:
 		return fmt.Errorf("%w: node %d", ErrDuplicateVoter, id)
 	case addr != "" && addr != string(s.Address):
 		return fmt.Errorf("%w: node %d is at %s, not %s", metadata.ErrInvalidRequest, id, s.Address, addr)
 	}
 	if b := c.Image().Broker(id); !dir.IsZero() && (b == nil || b.DirectoryID != dir) {
-		return fmt.Errorf("%w: node %d is not registered with data directory %v", metadata.ErrInvalidRequest, id, dir)
+		return fmt.Errorf("%w: node %d is not registered with data directory %v", ErrVoterNotCaughtUp, id, dir)
 	}
 	f := c.raft.AddVoter(s.ID, s.Address, 0, c.cfg.ApplyTimeout)
 	if err := c.await(ctx, f.Error); err != nil {

@@ -4,15 +4,17 @@ package handlers
 // voter, as `strata cluster add-controller` asks. The node must be a
 // non-voting member of the quorum already (a running broker-only node), which
 // keeps Kafka's rule that a new voter has caught up first; otherwise
-// INVALID_REQUEST. The request must name the node's controller listener (its
+// REQUEST_TIMED_OUT, Kafka's answer for a replica it has not seen catch up. The request must name the node's controller listener (its
 // first listener is taken, whatever its name: Strata names no listeners); a
 // request without one is INVALID_REQUEST, as in Kafka, checked after the
 // cluster id and before anything else. DUPLICATE_VOTER for a voter;
 // INCONSISTENT_CLUSTER_ID for another cluster's id. Answered by the active controller (forwarded from other
 // brokers) once the new configuration is committed, whatever
 // AckWhenCommitted (v1) says. A directory id, when given, must be the one the
-// node registered with (INVALID_REQUEST otherwise); the quorum records the
-// voter with that directory (controller/voter_directory.go).
+// node registered with (REQUEST_TIMED_OUT otherwise, as Kafka, which sees no
+// replica of that id and directory catch up); the quorum records the voter
+// with that directory (controller/voter_directory.go). `kafka-metadata-quorum
+// add-controller` sends the directory id of the node's meta.properties.
 // An addition the forwarding node had to send again answers success, not
 // DUPLICATE_VOTER, when the node is a voter by then (see voterChange).
 

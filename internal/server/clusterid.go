@@ -71,14 +71,9 @@ func loadDirectoryID(fsys vfs.FS, dir string) (metadata.UUID, error) {
 
 // readIDFile reads the one-line id in path; an empty file is an error.
 func readIDFile(fsys vfs.FS, path string) (string, error) {
-	f, err := fsys.Open(path)
+	b, err := readFile(fsys, path)
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	id := strings.TrimSpace(string(b))
 	if id == "" {
@@ -87,15 +82,34 @@ func readIDFile(fsys vfs.FS, path string) (string, error) {
 	return id, nil
 }
 
-// writeIDFile writes id to path in dir durably: tmp file, fsync, rename,
-// directory fsync.
+// writeIDFile writes id to path in dir durably (writeFileDurable).
 func writeIDFile(fsys vfs.FS, dir, path, id string) error {
+	return writeFileDurable(fsys, dir, path, []byte(id+"\n"))
+}
+
+// readFile reads the whole of path.
+func readFile(fsys vfs.FS, path string) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// writeFileDurable writes b to path in dir durably: tmp file, fsync, rename,
+// directory fsync.
+func writeFileDurable(fsys vfs.FS, dir, path string, b []byte) error {
 	tmp := path + ".tmp"
 	f, err := fsys.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write([]byte(id + "\n")); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err
 	}

@@ -104,8 +104,9 @@ func ids(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []int32 {
 // RemoveRaftVoter sent to itself (it steps down once the change commits)
 // and stopped. The quorum then has the
 // expected voters, metadata changes still commit, and every acknowledged
-// record is read back. Adding a voter twice, removing a non-voter and adding
-// a node outside the quorum get Kafka's error codes.
+// record is read back. Adding a voter twice or with another directory id,
+// removing a non-voter and adding a node outside the quorum get Kafka's error
+// codes.
 func TestReplaceVoter(t *testing.T) {
 	c := startCluster(t, 3)
 	if _, err := c.addNode(4, brokerOnly); err != nil {
@@ -161,14 +162,22 @@ func TestReplaceVoter(t *testing.T) {
 	if err := voterReq(1, noListener); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("AddRaftVoter(4) without listeners: %v, want INVALID_REQUEST (as Kafka answers)", err)
 	}
+	wrongDir, err := admin.AddVoterRequest(ctx, cl, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongDir.VoterDirectoryID = [16]byte{0xff}
+	if err := voterReq(1, wrongDir); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("AddRaftVoter(4) with another directory id: %v, want REQUEST_TIMED_OUT (as Kafka answers)", err)
+	}
 	if err := addVoter(2, 4); err != nil {
 		t.Fatalf("AddRaftVoter(4): %v", err)
 	}
 	if err := addVoter(1, 4); !errors.Is(err, kerr.DuplicateVoter) {
 		t.Fatalf("AddRaftVoter(4) again: %v, want DUPLICATE_VOTER", err)
 	}
-	if err := addVoter(1, 9); !errors.Is(err, kerr.InvalidRequest) {
-		t.Fatalf("AddRaftVoter(9): %v, want INVALID_REQUEST", err)
+	if err := addVoter(1, 9); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("AddRaftVoter(9): %v, want REQUEST_TIMED_OUT (Kafka's answer for a replica not caught up)", err)
 	}
 	if err := removeVoter(1, 9); !errors.Is(err, kerr.VoterNotFound) {
 		t.Fatalf("RemoveRaftVoter(9): %v, want VOTER_NOT_FOUND", err)

@@ -180,6 +180,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 	if n.directoryID, err = loadDirectoryID(fsys, cfg.DataDir); err != nil {
 		return nil, err
 	}
+	if err := ensureMetaProperties(fsys, cfg.DataDir, metaProperties{clusterID: clusterID, nodeID: cfg.NodeID, directoryID: n.directoryID}); err != nil {
+		return nil, err
+	}
 
 	if err := n.loadTLS(); err != nil {
 		return nil, err
