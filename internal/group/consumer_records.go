@@ -253,7 +253,7 @@ func newConsumerReplay() *consumerReplay {
 // consumerGroupRecordsLocked puts the consumer group's group-level records.
 func (g *group) consumerGroupRecordsLocked(s stateRecords) {
 	cg := g.cg
-	s.put(typeConsumerMetadata, "", consumerMetadataValue{epoch: cg.epoch, metadataHash: topicsHash(cg.topics)}.appendTo(newValue()))
+	s.put(typeConsumerMetadata, "", consumerMetadataValue{epoch: cg.epoch, metadataHash: cg.metadataHash}.appendTo(newValue()))
 	s.put(typeConsumerTargetMetadata, "", targetMetaOf(cg.targetEpoch, cg.targetAt).appendTo(newValue()))
 }
 
@@ -354,9 +354,9 @@ func (g *group) loadConsumerLocked(cr *consumerReplay) {
 		}
 	}
 	cg.assignor = preferredAssignor(cg.members)
-	cg.topics = g.subscriptionMetadataLocked()
-	if topicsHash(cg.topics) != cr.metadata.metadataHash {
-		cg.topics = map[string]topicMeta{} // the next heartbeat sees them change
+	g.refreshTopicsLocked()
+	if cg.metadataHash != cr.metadata.metadataHash {
+		cg.setTopics(map[string]topicMeta{}) // the next heartbeat sees them change
 	}
 	g.syncClassicViewLocked()
 }

@@ -239,7 +239,9 @@ func TestConsumerRecordsFollowChanges(t *testing.T) {
 					resp := r.c.LeaveGroup(context.Background(), leave)
 					classic = slices.Delete(classic, i, i+1)
 					awaitGroupWrites(rt, r.c, "g")
-					persisted = resp.ErrorCode == 0 && resp.Members[0].ErrorCode == 0 // else it did not reach the group
+					// It reached the group unless refused as a whole: a member
+					// unknown there still has the group compare its records.
+					persisted = resp.ErrorCode == 0
 				}
 			}
 			r.check(step, before, persisted, failed)
@@ -359,4 +361,87 @@ func assignedEpochs(m *cmember, tps []topicPartition) []string {
 		out = append(out, fmt.Sprintf("%s/%d@%d", tp.topic, tp.partition, m.assigned[tp]))
 	}
 	return out
+}
+
+// TestConsumerSteadyHeartbeatEncodesNothing: in a settled consumer group a
+// heartbeat that changes nothing encodes no record, neither its member's nor
+// the group's, and appends nothing; one that changes the member's rebalance
+// timeout encodes that member's records only.
+func TestConsumerSteadyHeartbeatEncodesNothing(t *testing.T) {
+	for _, subs := range []string{"names", "mixed"} {
+		t.Run(subs, func(t *testing.T) {
+			r := newConsumerBenchRig(t, subs, 8)
+			defer r.c.Close()
+			groups, members := countRecordEncodings(t)
+			func() {
+				defer checkNothingWritten(t, r.c, r.store)()
+				for i := range r.members {
+					r.heartbeat(t, &r.members[i], i%2 == 0)
+				}
+				r.topics.set("other0", 2) // nobody subscribes to it
+				for i := range r.members {
+					r.heartbeat(t, &r.members[i], i%2 == 0)
+				}
+			}()
+			if *groups != 0 || *members != 0 {
+				t.Fatalf("steady heartbeats encoded the group's records %d times and members' %d times", *groups, *members)
+			}
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			m := r.members[0]
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", m.id, m.epoch, 45000
+			if resp := r.c.ConsumerGroupHeartbeat(context.Background(), req); resp.ErrorCode != 0 {
+				t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+			}
+			if *groups != 0 || *members != 1 {
+				t.Fatalf("a new rebalance timeout encoded the group's records %d times and members' %d times, want 0 and 1", *groups, *members)
+			}
+		})
+	}
+}
+
+// TestConsumerMetadataHashFollowsTopics: the metadata hash a consumer group
+// keeps is written again, that of the topics as they are, after a subscribed
+// topic grows, and only then.
+func TestConsumerMetadataHashFollowsTopics(t *testing.T) {
+	r := newConsumerBenchRig(t, "mixed", 4)
+	defer r.c.Close()
+	part := PartitionFor("g", r.c.cfg.OffsetsTopicPartitions)
+	hash := func() int64 {
+		t.Helper()
+		var last []byte
+		for _, rec := range r.store.log(part) {
+			if bytes.Equal(rec.Key, recordKey(typeConsumerMetadata, "g", "")) {
+				last = rec.Value
+			}
+		}
+		v, err := decodeConsumerMetadata(last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.metadataHash
+	}
+	before := hash()
+	r.topics.set("t", 65)
+	r.heartbeat(t, &r.members[0], false)
+	id, _, _ := r.topics.Topic("t")
+	if got, want := hash(), topicsHash(map[string]topicMeta{"t": {id: id, partitions: 65}}); got != want || got == before {
+		t.Fatalf("metadata hash %d after t grew, want %d (before %d)", got, want, before)
+	}
+}
+
+// countRecordEncodings counts, until the test ends, how often the consumer
+// group's group-level records and a member's records are encoded.
+func countRecordEncodings(t *testing.T) (groups, members *int) {
+	groups, members = new(int), new(int)
+	saved := consumerKind
+	t.Cleanup(func() { consumerKind = saved })
+	consumerKind.groupRecords = func(g *group, s stateRecords) {
+		*groups++
+		saved.groupRecords(g, s)
+	}
+	consumerKind.memberRecords = func(g *group, s stateRecords, id string) {
+		*members++
+		saved.memberRecords(g, s, id)
+	}
+	return groups, members
 }

@@ -33,8 +33,12 @@ import (
 // and only the keys whose value differs are appended (tombstones for keys that
 // went), one batch per change, in the group's write queue, in the order Kafka's
 // own coordinator writes them (recordOrder). A heartbeat thus costs its own
-// member's records, not the whole group's. A failed append marks its keys
-// unknown, so the next change writes them again.
+// member's records, not the whole group's. A consumer group marks its changes
+// where its state changes (touchMemberLocked, touchGroupLocked), so that a
+// heartbeat that changes nothing encodes and compares nothing; streams and
+// share groups mark the member of each heartbeat and compare their
+// group-level records on every change. A failed append marks its keys unknown,
+// so the next change writes them again.
 
 // recordValueVersion is the version of every consumer, streams and share value
 // written and read.
@@ -273,8 +277,14 @@ func topicsHash(topics map[string]topicMeta) int64 {
 // untracked again when an append fails.
 type recordChanges struct {
 	tracked bool
+	// group is set when the group-level records may have changed; only a
+	// kind with groupTracked relies on it.
+	group   bool
 	members map[string]struct{}
 }
+
+// touchGroupLocked notes that the group-level records may have changed.
+func (g *group) touchGroupLocked() { g.changes.group = true }
 
 // touchMemberLocked notes that member id's records may have changed.
 func (g *group) touchMemberLocked(id string) {
@@ -321,6 +331,10 @@ type modernKind struct {
 	memberRecords func(g *group, s stateRecords, id string)
 	// memberIDs lists the members.
 	memberIDs func(g *group) []string
+	// groupTracked is set when every change of the group-level records
+	// touches the group (touchGroupLocked); else they are compared after
+	// every change.
+	groupTracked bool
 }
 
 // The kinds of modern group, each as its records describe it.
@@ -329,7 +343,8 @@ var (
 		groupTypes:   []int16{typeConsumerMetadata, typeConsumerTargetMetadata},
 		memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
 		groupRecords: (*group).consumerGroupRecordsLocked, memberRecords: (*group).consumerMemberRecordsLocked,
-		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
+		memberIDs:    func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
+		groupTracked: true,
 	}
 	streamsKind = modernKind{
 		groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
@@ -377,13 +392,19 @@ func (g *group) wholeRecordsLocked() map[string][]byte {
 // says may have changed: the group-level records and those of the members
 // touched, key by key.
 func (g *group) changedRecordsLocked() []Record {
+	if g.unchangedLocked() {
+		return nil
+	}
 	kind := g.modernKindLocked()
 	if kind == nil || !g.changes.tracked || g.catalogChangedLocked() {
-		clear(g.lookups)
+		g.forgetLookupsLocked()
 		return diffRecords(g.wholeRecordsLocked(), g.written)
 	}
+	compareGroup := g.changes.group || !kind.groupTracked
 	want := stateRecords{group: g.id, out: map[string][]byte{}}
-	kind.groupRecords(g, want)
+	if compareGroup {
+		kind.groupRecords(g, want)
+	}
 	for id := range g.changes.members {
 		kind.memberRecords(g, want, id)
 	}
@@ -400,8 +421,10 @@ func (g *group) changedRecordsLocked() []Record {
 			recs = append(recs, Record{Key: bytes.Clone(k)})
 		}
 	}
-	for _, typ := range kind.groupTypes {
-		compare(typ, "")
+	if compareGroup {
+		for _, typ := range kind.groupTypes {
+			compare(typ, "")
+		}
 	}
 	for id := range g.changes.members {
 		for _, typ := range kind.memberTypes {
@@ -409,6 +432,16 @@ func (g *group) changedRecordsLocked() []Record {
 		}
 	}
 	return recs
+}
+
+// unchangedLocked reports whether the records cannot have changed since they
+// were last compared with the log: a group whose kind tracks its group-level
+// records, nothing touched, and the catalog saying the same of the topics of
+// its assignments.
+func (g *group) unchangedLocked() bool {
+	kind := g.modernKindLocked()
+	return kind != nil && kind.groupTracked && g.changes.tracked && !g.changes.group &&
+		len(g.changes.members) == 0 && !g.catalogChangedLocked()
 }
 
 // groupReplay is a consumer or share group's records as a partition's replay
@@ -525,6 +558,20 @@ func (g *group) persistRecordsLocked(done func(error)) bool {
 	slices.SortFunc(recs, recordOrder)
 	g.queueRecordsLocked(recs, done)
 	return true
+}
+
+// persistAwaitedLocked is persistRecordsLocked for a heartbeat answered once
+// the log holds what it changed: the channel its append's result comes on, nil
+// when there is nothing to wait for (a steady heartbeat allocates nothing).
+func (g *group) persistAwaitedLocked() <-chan error {
+	if !g.writing && len(g.writeQ) == 0 && g.unchangedLocked() {
+		return nil
+	}
+	done := make(chan error, 1)
+	if !g.persistRecordsLocked(func(err error) { done <- err }) {
+		return nil
+	}
+	return done
 }
 
 // queueRecordsLocked queues records and keeps g.written in step with
