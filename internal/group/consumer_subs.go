@@ -2,6 +2,8 @@ package group
 
 import (
 	"regexp"
+	"slices"
+	"time"
 )
 
 // This file counts what a consumer group's members subscribe to, so that a
@@ -10,7 +12,8 @@ import (
 // Name subscriptions are counted per topic. Patterns are counted per distinct
 // pattern, members sharing one counted once, and the topics the patterns match
 // are resolved again only when the set of patterns or the catalog's topic names
-// change. Every change to cg.members or to a member's subscription goes through
+// change; each keeps what it resolved to, as Kafka's ResolvedRegularExpression
+// (record type 16, consumer_records.go). Every change to cg.members or to a member's subscription goes through
 // addMember, removeMember or subscribe; renaming a member (a static member
 // replaced) changes neither.
 
@@ -22,10 +25,19 @@ type subscriptions struct {
 	version  uint64                   // the catalog's TopicNamesVersion matched was resolved at
 }
 
-// patternCount is one distinct subscription pattern and its members.
+// patternCount is one distinct subscription pattern, its members and what it
+// resolved to (Kafka's ResolvedRegularExpression, written as record type 16).
 type patternCount struct {
 	re      *regexp.Regexp
 	members int
+	// resolved is set once topics holds what the pattern matched when the
+	// catalog's TopicNamesVersion was version, at time at; checked is the
+	// version it was last found the same at.
+	resolved bool
+	topics   []string // sorted
+	version  uint64
+	at       time.Time
+	checked  uint64
 }
 
 func newSubscriptions() subscriptions {
@@ -75,25 +87,51 @@ func (s *subscriptions) count(m *cmember, delta int) {
 	}
 }
 
-// matchedTopics returns the topics of cat some pattern matches.
-func (s *subscriptions) matchedTopics(cat TopicCatalog) map[string]struct{} {
+// matchedTopics returns the topics of cat some pattern matches, resolving
+// each pattern again when the catalog's version moved; changed reports that a
+// pattern was resolved for the first time or to other topics (it takes the
+// version and time now then).
+func (s *subscriptions) matchedTopics(cat TopicCatalog, now time.Time) (matched map[string]struct{}, changed bool) {
 	if len(s.patterns) == 0 {
-		return nil
+		return nil, false
 	}
 	version := cat.TopicNamesVersion()
 	if s.matched != nil && version == s.version {
-		return s.matched
+		return s.matched, false
 	}
-	names := cat.TopicNames()
+	var names []string
+	for _, p := range s.patterns {
+		if p.resolved && p.checked == version {
+			continue
+		}
+		if names == nil {
+			names = cat.TopicNames()
+		}
+		if topics := p.match(names); !p.resolved || !slices.Equal(topics, p.topics) {
+			p.resolved, p.topics, p.version, p.at = true, topics, version, now
+			changed = true
+		}
+		p.checked = version
+	}
 	s.matched, s.version = make(map[string]struct{}), version
 	for _, p := range s.patterns {
-		for _, t := range names {
-			if p.re.MatchString(t) {
-				s.matched[t] = struct{}{}
-			}
+		for _, t := range p.topics {
+			s.matched[t] = struct{}{}
 		}
 	}
-	return s.matched
+	return s.matched, changed
+}
+
+// match returns the names the pattern matches, sorted.
+func (p *patternCount) match(names []string) []string {
+	topics := []string{}
+	for _, t := range names {
+		if p.re.MatchString(t) {
+			topics = append(topics, t)
+		}
+	}
+	slices.Sort(topics)
+	return topics
 }
 
 // eachSubscribedLocked calls add with every topic the group subscribes to: each
@@ -103,7 +141,17 @@ func (g *group) eachSubscribedLocked(add func(topic string)) {
 	for t := range g.cg.subs.names {
 		add(t)
 	}
-	for t := range g.cg.subs.matchedTopics(g.topicsLocked()) {
+	for t := range g.matchedTopicsLocked() {
 		add(t)
 	}
+}
+
+// matchedTopicsLocked returns the topics the group's patterns match,
+// touching the group-level records when a pattern resolved to other topics.
+func (g *group) matchedTopicsLocked() map[string]struct{} {
+	matched, changed := g.cg.subs.matchedTopics(g.topicsLocked(), g.c.now())
+	if changed {
+		g.touchGroupLocked()
+	}
+	return matched
 }

@@ -49,7 +49,7 @@ const recordValueVersion = 0
 var unknownValue = []byte{}
 
 // recordKey is a consumer, streams or share record key: type, group and, for
-// member records, member.
+// member records, member (for a consumer group's pattern record, the pattern).
 func recordKey(typ int16, group, member string) []byte {
 	return appendRecordKey(make([]byte, 0, 6+len(group)+len(member)), typ, group, member)
 }
@@ -70,10 +70,11 @@ type keyScratch [128]byte
 // most values, so that one costs a single allocation (a larger one grows).
 func newValue() []byte { return make([]byte, 0, 64) }
 
-// isMemberType reports whether records of type typ are keyed by member too.
+// isMemberType reports whether records of type typ are keyed by member too
+// (or, a consumer group's pattern record, by the pattern).
 func isMemberType(typ int16) bool {
 	switch typ {
-	case typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent,
+	case typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent, typeConsumerRegex,
 		typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent,
 		typeShareMember, typeShareTargetMember, typeShareCurrent:
 		return true
@@ -335,6 +336,10 @@ type modernKind struct {
 	// touches the group (touchGroupLocked); else they are compared after
 	// every change.
 	groupTracked bool
+	// namedType, when set, is the type of group-level records keyed by a
+	// name too (a consumer group's patterns): groupRecords puts those that
+	// are, and those the log holds beyond them get tombstones.
+	namedType int16
 }
 
 // The kinds of modern group, each as its records describe it.
@@ -344,7 +349,7 @@ var (
 		memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
 		groupRecords: (*group).consumerGroupRecordsLocked, memberRecords: (*group).consumerMemberRecordsLocked,
 		memberIDs:    func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
-		groupTracked: true,
+		groupTracked: true, namedType: typeConsumerRegex,
 	}
 	streamsKind = modernKind{
 		groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
@@ -424,6 +429,9 @@ func (g *group) changedRecordsLocked() []Record {
 	if compareGroup {
 		for _, typ := range kind.groupTypes {
 			compare(typ, "")
+		}
+		if kind.namedType != 0 {
+			recs = append(recs, diffNamedRecords(kind.namedType, want.out, g.written)...)
 		}
 	}
 	for id := range g.changes.members {
@@ -525,14 +533,24 @@ func replayMember[V any](byMember map[string]V, member string, value []byte, dec
 // diffRecords returns the records that turn written into want: the keys whose
 // value differs, and tombstones for the keys that went.
 func diffRecords(want, written map[string][]byte) []Record {
+	return diffKeys(want, written, func(string) bool { return true })
+}
+
+// diffNamedRecords is diffRecords over the keys of record type typ only.
+func diffNamedRecords(typ int16, want, written map[string][]byte) []Record {
+	return diffKeys(want, written, func(k string) bool { return len(k) >= 2 && int16(binary.BigEndian.Uint16([]byte(k[:2]))) == typ })
+}
+
+// diffKeys is diffRecords over the keys in.
+func diffKeys(want, written map[string][]byte, in func(key string) bool) []Record {
 	var recs []Record
 	for k, v := range want {
-		if w, ok := written[k]; !ok || !bytes.Equal(w, v) {
+		if w, ok := written[k]; in(k) && (!ok || !bytes.Equal(w, v)) {
 			recs = append(recs, Record{Key: []byte(k), Value: v})
 		}
 	}
 	for k := range written {
-		if _, ok := want[k]; !ok {
+		if _, ok := want[k]; !ok && in(k) {
 			recs = append(recs, Record{Key: []byte(k)})
 		}
 	}
@@ -620,10 +638,12 @@ func (g *group) recordTombstonesLocked() []Record {
 }
 
 // recordOrder orders one change's records as Kafka's group coordinator writes
-// them, so that its replay would take them: streams records by key; consumer
-// and share records' tombstones first, a member's before the group's (current
-// assignment, target, member, then the target metadata and the group), then
-// the values (member, group, target, target metadata, current assignment).
+// them, so that its replay would take them: streams records and a consumer
+// group's pattern records (which Kafka writes in batches of their own) by key,
+// first; consumer and share records' tombstones, a member's before the
+// group's (current assignment, target, member, then the target metadata and
+// the group), then the values (member, group, target, target metadata,
+// current assignment).
 func recordOrder(a, b Record) int {
 	return cmp.Or(cmp.Compare(roleRank(a), roleRank(b)), bytes.Compare(a.Key, b.Key))
 }

@@ -198,6 +198,7 @@ func processCPU(b *testing.B) time.Duration {
 // consumerBenchRig is a coordinator holding consumer group "g", settled.
 type consumerBenchRig struct {
 	c       *Coordinator
+	cfg     Config
 	store   *memStore
 	topics  *fakeTopics
 	members []benchMember
@@ -220,7 +221,7 @@ func newConsumerBenchRig(b testing.TB, subs string, n int) *consumerBenchRig {
 	clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
 	cfg := DefaultConfig()
 	cfg.Topics, cfg.Now = topics, clock.Now
-	r := &consumerBenchRig{store: newMemStore(), topics: topics, members: make([]benchMember, n)}
+	r := &consumerBenchRig{cfg: cfg, store: newMemStore(), topics: topics, members: make([]benchMember, n)}
 	r.c = New(cfg, r.store, nil)
 	if err := loadAll(context.Background(), r.c, r.store); err != nil {
 		b.Fatal(err)
