@@ -347,6 +347,22 @@ func (g *group) consumerMemberRecordsLocked(s stateRecords, id string) {
 	}.appendTo(newValue()))
 }
 
+// consumerPatternNamesLocked names the pattern records a comparison of the
+// group-level records covers: the patterns members use, and those dropped
+// since the last comparison (taken now).
+func (g *group) consumerPatternNamesLocked() (int16, []string) {
+	s := &g.cg.subs
+	names := make([]string, 0, len(s.patterns)+len(s.dropped))
+	for regex := range s.patterns {
+		names = append(names, regex)
+	}
+	for regex := range s.dropped {
+		names = append(names, regex)
+	}
+	clear(s.dropped)
+	return typeConsumerRegex, names
+}
+
 // epochPartitionsLocked is ps by topic id with, when epochs is set, the epoch
 // each partition was assigned in.
 func (g *group) epochPartitionsLocked(ps partSet, epochs map[topicPartition]int32) []epochPartitions {

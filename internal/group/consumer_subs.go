@@ -10,12 +10,12 @@ import (
 // heartbeat learns the group's subscribed topics (to notice one created,
 // deleted or grown, and for the classic view) without walking the members.
 // Name subscriptions are counted per topic. Patterns are counted per distinct
-// pattern, members sharing one counted once, and the topics the patterns match
-// are resolved again only when the set of patterns or the catalog's topic names
-// change; each keeps what it resolved to, as Kafka's ResolvedRegularExpression
-// (record type 16, consumer_records.go). Every change to cg.members or to a member's subscription goes through
-// addMember, removeMember or subscribe; renaming a member (a static member
-// replaced) changes neither.
+// pattern, members sharing one counted once; a pattern is resolved when it is
+// new and again only when the catalog's topic names change, and keeps what it
+// resolved to, as Kafka's ResolvedRegularExpression (record type 16,
+// consumer_records.go). Every change to cg.members or to a member's
+// subscription goes through addMember, removeMember or subscribe; renaming a
+// member (a static member replaced) changes neither.
 
 // subscriptions counts a consumer group's subscriptions.
 type subscriptions struct {
@@ -23,6 +23,9 @@ type subscriptions struct {
 	patterns map[string]*patternCount // pattern -> members subscribing with it
 	matched  map[string]struct{}      // topics the patterns match; nil: resolve again
 	version  uint64                   // the catalog's TopicNamesVersion matched was resolved at
+	// dropped holds the patterns no member uses any more since the
+	// group-level records were last compared (their records go).
+	dropped map[string]struct{}
 }
 
 // patternCount is one distinct subscription pattern, its members and what it
@@ -80,10 +83,15 @@ func (s *subscriptions) count(m *cmember, delta int) {
 		p = &patternCount{re: m.re}
 		s.patterns[m.regex] = p
 		s.matched = nil
+		delete(s.dropped, m.regex)
 	}
 	if p.members += delta; p.members <= 0 {
 		delete(s.patterns, m.regex)
 		s.matched = nil
+		if s.dropped == nil {
+			s.dropped = map[string]struct{}{}
+		}
+		s.dropped[m.regex] = struct{}{}
 	}
 }
 

@@ -336,10 +336,11 @@ type modernKind struct {
 	// touches the group (touchGroupLocked); else they are compared after
 	// every change.
 	groupTracked bool
-	// namedType, when set, is the type of group-level records keyed by a
-	// name too (a consumer group's patterns): groupRecords puts those that
-	// are, and those the log holds beyond them get tombstones.
-	namedType int16
+	// namedRecords, when set, names the group-level records keyed by a name
+	// too (a consumer group's patterns) that a comparison of the group-level
+	// records must cover: their type, and the names groupRecords puts and
+	// those gone since the last such comparison.
+	namedRecords func(g *group) (typ int16, names []string)
 }
 
 // The kinds of modern group, each as its records describe it.
@@ -349,7 +350,7 @@ var (
 		memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
 		groupRecords: (*group).consumerGroupRecordsLocked, memberRecords: (*group).consumerMemberRecordsLocked,
 		memberIDs:    func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
-		groupTracked: true, namedType: typeConsumerRegex,
+		groupTracked: true, namedRecords: (*group).consumerPatternNamesLocked,
 	}
 	streamsKind = modernKind{
 		groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
@@ -430,8 +431,11 @@ func (g *group) changedRecordsLocked() []Record {
 		for _, typ := range kind.groupTypes {
 			compare(typ, "")
 		}
-		if kind.namedType != 0 {
-			recs = append(recs, diffNamedRecords(kind.namedType, want.out, g.written)...)
+		if kind.namedRecords != nil {
+			typ, names := kind.namedRecords(g)
+			for _, name := range names {
+				compare(typ, name)
+			}
 		}
 	}
 	for id := range g.changes.members {
@@ -533,24 +537,14 @@ func replayMember[V any](byMember map[string]V, member string, value []byte, dec
 // diffRecords returns the records that turn written into want: the keys whose
 // value differs, and tombstones for the keys that went.
 func diffRecords(want, written map[string][]byte) []Record {
-	return diffKeys(want, written, func(string) bool { return true })
-}
-
-// diffNamedRecords is diffRecords over the keys of record type typ only.
-func diffNamedRecords(typ int16, want, written map[string][]byte) []Record {
-	return diffKeys(want, written, func(k string) bool { return len(k) >= 2 && int16(binary.BigEndian.Uint16([]byte(k[:2]))) == typ })
-}
-
-// diffKeys is diffRecords over the keys in.
-func diffKeys(want, written map[string][]byte, in func(key string) bool) []Record {
 	var recs []Record
 	for k, v := range want {
-		if w, ok := written[k]; in(k) && (!ok || !bytes.Equal(w, v)) {
+		if w, ok := written[k]; !ok || !bytes.Equal(w, v) {
 			recs = append(recs, Record{Key: []byte(k), Value: v})
 		}
 	}
 	for k := range written {
-		if _, ok := want[k]; !ok && in(k) {
+		if _, ok := want[k]; !ok {
 			recs = append(recs, Record{Key: []byte(k)})
 		}
 	}
