@@ -471,26 +471,25 @@ func (g *group) releaseLocked(m *cmember, ps partSet) { releaseOwned(g.cg.owners
 // reports whether they changed what the assignor sees (subscription) or only
 // the rest of the member's metadata (metadata: its rack or rebalance timeout).
 func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp) (subscription, metadata bool) {
-	changed := false
 	names, regex := m.topicNames, m.regex
 	if req.SubscribedTopicNames != nil {
 		names = slices.Clone(req.SubscribedTopicNames)
 		slices.Sort(names)
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.topicNames) {
-			changed = true
+			subscription = true
 		}
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
-		regex, changed = *req.SubscribedTopicRegex, true
+		regex, subscription = *req.SubscribedTopicRegex, true
 	} else {
 		re = m.re
 	}
-	if changed {
+	if subscription {
 		cg.subscribe(m, names, regex, re)
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.serverAssignor {
-		m.serverAssignor, changed = *req.ServerAssignor, true
+		m.serverAssignor, subscription = *req.ServerAssignor, true
 	}
 	if req.RackID != nil && *req.RackID != m.rackID {
 		m.rackID, metadata = *req.RackID, true
@@ -498,7 +497,7 @@ func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupH
 	if timeout := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond; timeout > 0 && timeout != m.rebalanceTimeout {
 		m.rebalanceTimeout, metadata = timeout, true
 	}
-	return changed, metadata
+	return subscription, metadata
 }
 
 // subscribedTopicsLocked returns the existing topics m subscribes to, sorted.
