@@ -271,8 +271,9 @@ func topicsHash(topics map[string]topicMeta) int64 {
 // recordChanges is what may have changed in a group's consumer, streams or
 // share state since its records were last compared with the log, so that a change costs
 // what it touched rather than the whole group: when tracked, the group-level
-// records and those of the listed members (a member that is gone has
-// tombstones); otherwise anything, and the whole group is compared. A group
+// records (for a consumer group only when group is set) and those of the
+// listed members (a member that is gone has tombstones); otherwise anything,
+// and the whole group is compared. A group
 // starts untracked (the zero value: new, loaded, or turning into a consumer,
 // streams or share group, none of which wrote these records before), and is
 // untracked again when an append fails.
