@@ -41,8 +41,9 @@ type TopicCatalog interface {
 	// TopicNames lists the topics a subscription pattern may match: every topic
 	// but the internal ones.
 	TopicNames() []string
-	// TopicNamesVersion changes whenever TopicNames may have changed (it may
-	// change without them), so a caller resolves patterns again only then.
+	// TopicNamesVersion changes whenever TopicNames, or what Topic says of a
+	// topic, may have changed (it may change without them), so a caller
+	// resolves patterns or looks topics up again only then.
 	TopicNamesVersion() uint64
 }
 
@@ -116,9 +117,17 @@ type consumerGroup struct {
 	static      map[string]string // instance id -> member id
 	target      map[string]partSet
 	owners      map[topicPartition]string // partition -> member owning (or revoking) it
-	topics      map[string]topicMeta      // subscribed topics at the last epoch bump
-	targetAt    time.Time                 // when the target assignment was computed
-	subs        subscriptions             // what the members subscribe to (consumer_subs.go)
+	topics      map[string]topicMeta      // subscribed topics at the last epoch bump (setTopics)
+	// metadataHash is topicsHash(topics), the metadata record's, computed
+	// when topics is set.
+	metadataHash int64
+	// topicsVersion is the catalog's TopicNamesVersion at which topics was
+	// last found current (when topicsCurrent), so that a heartbeat compares
+	// them with the catalog only after a metadata change.
+	topicsVersion uint64
+	topicsCurrent bool
+	targetAt      time.Time     // when the target assignment was computed
+	subs          subscriptions // what the members subscribe to (consumer_subs.go)
 }
 
 // consumerFirstEpoch is a new consumer group's epoch, as in Kafka 4.4: its first
@@ -261,7 +270,6 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		}
 	}
 	cg := g.cg
-	g.touchMemberLocked(req.MemberID)
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return g.consumerLeaveLocked(req)
 	}
@@ -288,21 +296,27 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 			return hbError(code, "The consumer group member has a greater or smaller epoch (%d) than the coordinator's (%d).", req.MemberEpoch, m.epoch)
 		}
 	}
-	g.touchMemberLocked(m.id)
+	if req.MemberEpoch == joinEpoch {
+		g.touchMemberLocked(m.id)
+	}
 	if m.classic != nil {
 		// The member speaks the consumer protocol from now on.
 		g.stopClassicJoinTimerLocked(m)
 		g.stopClassicSyncTimerLocked(m)
 		m.classic = nil
+		g.touchMemberLocked(m.id)
 	}
 	before := maps.Clone(m.assigned)
-	if cg.updateSubscription(m, req, re) {
-		changed = true
+	subscription, metadata := cg.updateSubscription(m, req, re)
+	if subscription || metadata {
+		g.touchMemberLocked(m.id)
 	}
-	if changed || g.subscriptionMetadataChangedLocked() {
+	if changed || subscription || g.subscriptionMetadataChangedLocked() {
 		g.bumpEpochLocked()
 	}
-	g.reconcileLocked(m, g.ownedFromRequest(req.Topics))
+	if g.reconcileLocked(m, g.ownedFromRequest(req.Topics)) {
+		g.touchMemberLocked(m.id)
+	}
 	g.armConsumerSessionLocked(m)
 	g.syncClassicViewLocked()
 
@@ -417,6 +431,7 @@ func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest) hea
 			m.prevEpoch = m.epoch
 		}
 		m.epoch = staticLeaveEpoch
+		g.touchMemberLocked(m.id)
 		g.stopRevokeTimerLocked(m)
 		g.armConsumerSessionLocked(m)
 		return heartbeatResult{memberID: m.id, epoch: staticLeaveEpoch}
@@ -453,36 +468,36 @@ func (g *group) dropConsumerMemberLocked(m *cmember) {
 func (g *group) releaseLocked(m *cmember, ps partSet) { releaseOwned(g.cg.owners, m.id, ps) }
 
 // updateSubscription applies the request's non-null subscription fields to m and
-// reports whether they changed what the assignor sees.
-func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp) bool {
-	changed := false
+// reports whether they changed what the assignor sees (subscription) or only
+// the rest of the member's metadata (metadata: its rack or rebalance timeout).
+func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp) (subscription, metadata bool) {
 	names, regex := m.topicNames, m.regex
 	if req.SubscribedTopicNames != nil {
 		names = slices.Clone(req.SubscribedTopicNames)
 		slices.Sort(names)
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.topicNames) {
-			changed = true
+			subscription = true
 		}
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
-		regex, changed = *req.SubscribedTopicRegex, true
+		regex, subscription = *req.SubscribedTopicRegex, true
 	} else {
 		re = m.re
 	}
-	if changed {
+	if subscription {
 		cg.subscribe(m, names, regex, re)
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.serverAssignor {
-		m.serverAssignor, changed = *req.ServerAssignor, true
+		m.serverAssignor, subscription = *req.ServerAssignor, true
 	}
-	if req.RackID != nil {
-		m.rackID = *req.RackID
+	if req.RackID != nil && *req.RackID != m.rackID {
+		m.rackID, metadata = *req.RackID, true
 	}
-	if req.RebalanceTimeoutMillis > 0 {
-		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	if timeout := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond; timeout > 0 && timeout != m.rebalanceTimeout {
+		m.rebalanceTimeout, metadata = timeout, true
 	}
-	return changed
+	return subscription, metadata
 }
 
 // subscribedTopicsLocked returns the existing topics m subscribes to, sorted.
@@ -519,9 +534,34 @@ func (g *group) subscriptionMetadataLocked() map[string]topicMeta {
 }
 
 // subscriptionMetadataChangedLocked reports whether a subscribed topic appeared,
-// went, was recreated or grew since the group epoch was last bumped.
+// went, was recreated or grew since the group epoch was last bumped. Only a
+// new catalog version can tell so: the members' subscriptions change only
+// with an epoch bump, which takes the topics again.
 func (g *group) subscriptionMetadataChangedLocked() bool {
-	return !maps.Equal(g.subscriptionMetadataLocked(), g.cg.topics)
+	cg := g.cg
+	version := g.topicsLocked().TopicNamesVersion()
+	if cg.topicsCurrent && version == cg.topicsVersion {
+		return false
+	}
+	if !maps.Equal(g.subscriptionMetadataLocked(), cg.topics) {
+		return true
+	}
+	cg.topicsVersion, cg.topicsCurrent = version, true
+	return false
+}
+
+// setTopics makes topics the subscribed topics, with their metadata hash, not
+// yet known to be the catalog's current ones.
+func (cg *consumerGroup) setTopics(topics map[string]topicMeta) {
+	cg.topics, cg.metadataHash, cg.topicsCurrent = topics, topicsHash(topics), false
+}
+
+// refreshTopicsLocked takes the subscribed topics from the catalog.
+func (g *group) refreshTopicsLocked() {
+	cg := g.cg
+	version := g.topicsLocked().TopicNamesVersion()
+	cg.setTopics(g.subscriptionMetadataLocked())
+	cg.topicsVersion, cg.topicsCurrent = version, true
 }
 
 // bumpEpochLocked starts a new group epoch and computes its target assignment
@@ -529,7 +569,8 @@ func (g *group) subscriptionMetadataChangedLocked() bool {
 func (g *group) bumpEpochLocked() {
 	cg := g.cg
 	cg.epoch++
-	cg.topics = g.subscriptionMetadataLocked()
+	g.refreshTopicsLocked()
+	g.touchGroupLocked()
 	g.maybeConsumerTargetLocked()
 }
 
@@ -560,6 +601,7 @@ func (g *group) maybeConsumerTargetLocked() {
 	g.touchTargetsLocked(cg.target, target)
 	cg.target = target
 	cg.targetEpoch, cg.targetAt = cg.epoch, now
+	g.touchGroupLocked()
 	g.c.log.Info("consumer group target assignment", "group", g.id, "epoch", cg.epoch, "members", len(cg.members), "assignor", cg.assignor)
 }
 
@@ -607,11 +649,12 @@ func (g *group) ownedFromRequest(topics []kmsg.ConsumerGroupHeartbeatRequestTopi
 func (m *cmember) assignedSet() partSet { return ownedSet(m.assigned) }
 
 // reconcileLocked moves m towards its target assignment given the partitions its
-// heartbeat says it owns (nil: it did not say).
-func (g *group) reconcileLocked(m *cmember, owned partSet) {
+// heartbeat says it owns (nil: it did not say), and reports whether m's epochs,
+// state or partitions changed.
+func (g *group) reconcileLocked(m *cmember, owned partSet) bool {
 	cg := g.cg
 	g.maybeConsumerTargetLocked()
-	recon{
+	return recon{
 		id: m.id, epoch: &m.epoch, prevEpoch: &m.prevEpoch, state: &m.state,
 		assigned: m.assigned, revoking: &m.revoking, owners: cg.owners,
 		targetEpoch: cg.targetEpoch, target: cg.target[m.id],

@@ -54,14 +54,13 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	if g == nil {
 		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
-	var queued bool
-	done := make(chan error, 1)
+	var done <-chan error
 	g.withLock(func() {
 		r = g.consumerHeartbeatLocked(req, re, clientFrom(ctx))
-		queued = g.persistRecordsLocked(func(err error) { done <- err })
+		done = g.persistAwaitedLocked()
 	})
 	c.flush(g) // an upgrade or downgrade may have queued the classic record
-	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+	if code := c.awaitRecords(ctx, g, done != nil, done); code != 0 {
 		return hbError(code, "%s", kerr.ErrorForCode(code))
 	}
 	return r

@@ -31,13 +31,20 @@ import (
 //	     |                        | epoch, state, partitions with the epochs they
 //	     |                        | were assigned in (tagged), partitions pending
 //	     |                        | revocation
+//	  16 | group, pattern         | a subscription pattern's resolution: the
+//	     |                        | topics it matched, the catalog version and
+//	     |                        | the time it was resolved at
 //
 // A member that speaks the classic protocol (migration.go) carries its
-// session timeout and protocols in the member record, as in Kafka. Kafka's
-// type 16 (a pattern's resolved topics) is neither written nor read: a loaded
-// group resolves its patterns against the catalog again; nor are partitions
-// pending revocation given the epochs they were assigned in (Strata does not
-// keep them). Kafka's type 4 (subscription metadata, before 4.1) is skipped.
+// session timeout and protocols in the member record, as in Kafka. A pattern
+// some member subscribes with has a record from its first resolution on,
+// written again when it resolves to other topics (a catalog version that
+// leaves them as they were writes nothing), and a tombstone once no member
+// uses it; a loaded group takes its patterns' topics from these records and
+// resolves one again only when the catalog's version is not the one it was
+// last resolved at. Partitions pending revocation are not given the epochs
+// they were assigned in (Strata does not keep them). Kafka's type 4
+// (subscription metadata, before 4.1) is skipped.
 //
 // As in Kafka, a member is kept until it leaves or its session times out after
 // the load, and the group until it is deleted (tombstones for all its
@@ -56,6 +63,7 @@ const (
 	typeConsumerTargetMetadata int16 = 6
 	typeConsumerTargetMember   int16 = 7
 	typeConsumerCurrent        int16 = 8
+	typeConsumerRegex          int16 = 16
 )
 
 // consumerMetadataValue is ConsumerGroupMetadataValue.
@@ -178,6 +186,33 @@ func decodeClassicMember(b []byte) (*classicMemberValue, error) {
 	return v, valueDone(typeConsumerMember, r)
 }
 
+// consumerRegexValue is ConsumerGroupRegularExpressionValue: what a pattern
+// resolved to, at which catalog version (Kafka: the metadata image's offset)
+// and when.
+type consumerRegexValue struct {
+	topics      []string
+	version     int64
+	timestampMs int64
+}
+
+func (v consumerRegexValue) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt16(dst, recordValueVersion)
+	dst = appendStrings(dst, v.topics)
+	dst = kbin.AppendInt64(dst, v.version)
+	dst = kbin.AppendInt64(dst, v.timestampMs)
+	return appendTags(dst)
+}
+
+func decodeConsumerRegex(b []byte) (consumerRegexValue, error) {
+	r, err := valueReader(typeConsumerRegex, b)
+	if err != nil {
+		return consumerRegexValue{}, err
+	}
+	v := consumerRegexValue{topics: readStrings(r), version: r.Int64(), timestampMs: r.Int64()}
+	readTags(r, nil)
+	return v, valueDone(typeConsumerRegex, r)
+}
+
 // epochPartitions is one topic of a current assignment: its partitions and
 // the member epochs they were assigned in (tagged field AssignmentEpochs; nil
 // when null or not written).
@@ -240,21 +275,47 @@ func decodeConsumerCurrent(b []byte) (consumerCurrentValue, error) {
 }
 
 // consumerReplay is a consumer group's records as a partition's replay left
-// them.
-type consumerReplay = groupReplay[consumerMetadataValue, consumerMemberValue, consumerCurrentValue]
-
-func newConsumerReplay() *consumerReplay {
-	return newGroupReplay(&replayCodec[consumerMetadataValue, consumerMemberValue, consumerCurrentValue]{
-		types:    [roleCount]int16{typeConsumerMember, typeConsumerMetadata, typeConsumerTargetMember, typeConsumerTargetMetadata, typeConsumerCurrent},
-		metadata: decodeConsumerMetadata, member: decodeConsumerMember, current: decodeConsumerCurrent,
-	})
+// them: those it shares with share groups, and its patterns' resolutions.
+type consumerReplay struct {
+	*groupReplay[consumerMetadataValue, consumerMemberValue, consumerCurrentValue]
+	regexes map[string]consumerRegexValue // pattern -> resolution
 }
 
-// consumerGroupRecordsLocked puts the consumer group's group-level records.
+func newConsumerReplay() *consumerReplay {
+	return &consumerReplay{
+		groupReplay: newGroupReplay(&replayCodec[consumerMetadataValue, consumerMemberValue, consumerCurrentValue]{
+			types:    [roleCount]int16{typeConsumerMember, typeConsumerMetadata, typeConsumerTargetMember, typeConsumerTargetMetadata, typeConsumerCurrent},
+			metadata: decodeConsumerMetadata, member: decodeConsumerMember, current: decodeConsumerCurrent,
+		}),
+		regexes: map[string]consumerRegexValue{},
+	}
+}
+
+// apply folds one record (value nil: a tombstone) into the replay.
+func (cr *consumerReplay) apply(k decodedKey, key, value []byte) error {
+	if k.typ == typeConsumerRegex {
+		if err := replayMember(cr.regexes, k.member, value, decodeConsumerRegex); err != nil {
+			return err
+		}
+	}
+	return cr.groupReplay.apply(k, key, value)
+}
+
+// consumerGroupRecordsLocked puts the consumer group's group-level records,
+// its patterns' resolutions among them (a pattern is resolved by the epoch
+// bump its first member brings).
 func (g *group) consumerGroupRecordsLocked(s stateRecords) {
 	cg := g.cg
-	s.put(typeConsumerMetadata, "", consumerMetadataValue{epoch: cg.epoch, metadataHash: topicsHash(cg.topics)}.appendTo(newValue()))
+	s.put(typeConsumerMetadata, "", consumerMetadataValue{epoch: cg.epoch, metadataHash: cg.metadataHash}.appendTo(newValue()))
 	s.put(typeConsumerTargetMetadata, "", targetMetaOf(cg.targetEpoch, cg.targetAt).appendTo(newValue()))
+	for regex, p := range cg.subs.patterns {
+		if !p.resolved {
+			continue
+		}
+		s.put(typeConsumerRegex, regex, consumerRegexValue{
+			topics: p.topics, version: int64(p.version), timestampMs: p.at.UnixMilli(),
+		}.appendTo(newValue()))
+	}
 }
 
 // consumerMemberRecordsLocked puts the records of consumer member id, if it
@@ -284,6 +345,22 @@ func (g *group) consumerMemberRecordsLocked(s stateRecords, id string) {
 		assigned: g.epochPartitionsLocked(ownedSet(m.assigned), m.assigned),
 		revoking: g.epochPartitionsLocked(m.revoking, nil),
 	}.appendTo(newValue()))
+}
+
+// consumerPatternNamesLocked names the pattern records a comparison of the
+// group-level records covers: the patterns members use, and those dropped
+// since the last comparison (taken now).
+func (g *group) consumerPatternNamesLocked() (int16, []string) {
+	s := &g.cg.subs
+	names := make([]string, 0, len(s.patterns)+len(s.dropped))
+	for regex := range s.patterns {
+		names = append(names, regex)
+	}
+	for regex := range s.dropped {
+		names = append(names, regex)
+	}
+	clear(s.dropped)
+	return typeConsumerRegex, names
 }
 
 // epochPartitionsLocked is ps by topic id with, when epochs is set, the epoch
@@ -318,8 +395,9 @@ func (g *group) persistConsumerLocked(done func(error)) bool {
 }
 
 // loadConsumerLocked restores a consumer group from its records: its epochs,
-// target, and members with their subscriptions, epochs, states, assignments
-// (with pending revocations) and, for classic members, protocols. Partitions
+// target, patterns' resolutions, and members with their subscriptions,
+// epochs, states, assignments (with pending revocations) and, for classic
+// members, protocols. Partitions
 // of topics that no longer exist are dropped; a group whose topics changed
 // since (another metadata hash) starts a new group epoch at its next
 // heartbeat.
@@ -354,9 +432,15 @@ func (g *group) loadConsumerLocked(cr *consumerReplay) {
 		}
 	}
 	cg.assignor = preferredAssignor(cg.members)
-	cg.topics = g.subscriptionMetadataLocked()
-	if topicsHash(cg.topics) != cr.metadata.metadataHash {
-		cg.topics = map[string]topicMeta{} // the next heartbeat sees them change
+	for regex, rv := range cr.regexes {
+		if p := cg.subs.patterns[regex]; p != nil {
+			p.resolved, p.topics = true, rv.topics
+			p.version, p.checked, p.at = uint64(rv.version), uint64(rv.version), time.UnixMilli(rv.timestampMs)
+		}
+	}
+	g.refreshTopicsLocked()
+	if cg.metadataHash != cr.metadata.metadataHash {
+		cg.setTopics(map[string]topicMeta{}) // the next heartbeat sees them change
 	}
 	g.syncClassicViewLocked()
 }

@@ -25,7 +25,9 @@ import (
 // null): name, key, value. A null ClassicMemberMetadata and a metadata hash of
 // 0 are left out of the tagged fields, a null AssignmentEpochs is not (a null
 // array); a classic member's metadata is a present nullable struct (a leading
-// 1).
+// 1). The pattern records are ConsumerGroupRegularExpressionKey/Value for
+// pattern t.*: topics t1 and t2 at version 42 and time 1,700,000,000,000 ms,
+// and a value with nothing set.
 var kafkaConsumerRecords = [][3]string{
 	{"metadata", "000300026367", "000000000007010008ffffffffffffffd6"},
 	{"metadata-unhashed", "000300026367", "00000000000200"},
@@ -37,6 +39,8 @@ var kafkaConsumerRecords = [][3]string{
 	{"target", "00070002636700026d31", "0000030102030405060708090a0b0c0d0e0f10030000000000000002001112131415161718191a1b1c1d1e1f2002000000010000"},
 	{"current", "00080002636700026d31", "0000000000070000000602020102030405060708090a0b0c0d0e0f10030000000000000002010009030000000500000007021112131415161718191a1b1c1d1e1f2002000000010100010000"},
 	{"current-empty", "00080002636700026d32", "0000fffffffe0000000401010100"},
+	{"regex", "0010000263670003742e2a", "000003037431037432000000000000002a0000018bcfe5680000"},
+	{"regex-unset", "0010000263670003742e2a", "0000010000000000000000000000000000000000"},
 }
 
 // TestConsumerRecordsAsKafka decodes each record Kafka 4.4 wrote and encodes
@@ -52,6 +56,7 @@ func TestConsumerRecordsAsKafka(t *testing.T) {
 			return decodeTargetMember(typeConsumerTargetMember, b)
 		}),
 		typeConsumerCurrent: reencode(decodeConsumerCurrent),
+		typeConsumerRegex:   reencode(decodeConsumerRegex),
 	})
 }
 
@@ -84,6 +89,8 @@ func TestConsumerRecordsFromSchema(t *testing.T) {
 				"02" + hex.EncodeToString(t1[:]) + "03" + "00000000" + "00000002" + "01" + "00" + "09" + "03" + "00000005" + "00000007" +
 				"02" + hex.EncodeToString(t1[:]) + "02" + "00000001" + "01" + "00" + "01" + "00" +
 				"00"},
+		{"regex", consumerRegexValue{topics: []string{"t1", "t2"}, version: 42, timestampMs: 1_700_000_000_000}.appendTo(nil),
+			"0000" + "03" + "037431" + "037432" + "000000000000002a" + "0000018bcfe56800" + "00"},
 	}
 	for _, tt := range tests {
 		if got := hex.EncodeToString(tt.got); got != tt.want {
@@ -239,7 +246,9 @@ func TestConsumerRecordsFollowChanges(t *testing.T) {
 					resp := r.c.LeaveGroup(context.Background(), leave)
 					classic = slices.Delete(classic, i, i+1)
 					awaitGroupWrites(rt, r.c, "g")
-					persisted = resp.ErrorCode == 0 && resp.Members[0].ErrorCode == 0 // else it did not reach the group
+					// It reached the group unless refused as a whole: a member
+					// unknown there still has the group compare its records.
+					persisted = resp.ErrorCode == 0
 				}
 			}
 			r.check(step, before, persisted, failed)
@@ -359,4 +368,111 @@ func assignedEpochs(m *cmember, tps []topicPartition) []string {
 		out = append(out, fmt.Sprintf("%s/%d@%d", tp.topic, tp.partition, m.assigned[tp]))
 	}
 	return out
+}
+
+// TestConsumerSteadyHeartbeatEncodesNothing: in a settled consumer group a
+// heartbeat that changes nothing encodes no record, neither its member's nor
+// the group's, and appends nothing; one that changes the member's rebalance
+// timeout encodes that member's records only.
+func TestConsumerSteadyHeartbeatEncodesNothing(t *testing.T) {
+	for _, subs := range []string{"names", "mixed"} {
+		t.Run(subs, func(t *testing.T) {
+			r := newConsumerBenchRig(t, subs, 8)
+			defer r.c.Close()
+			groups, members := countRecordEncodings(t)
+			func() {
+				defer checkNothingWritten(t, r.c, r.store)()
+				for i := range r.members {
+					r.heartbeat(t, &r.members[i], i%2 == 0)
+				}
+				r.topics.set("other0", 2) // nobody subscribes to it
+				for i := range r.members {
+					r.heartbeat(t, &r.members[i], i%2 == 0)
+				}
+			}()
+			if *groups != 0 || *members != 0 {
+				t.Fatalf("steady heartbeats encoded the group's records %d times and members' %d times", *groups, *members)
+			}
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			m := r.members[0]
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", m.id, m.epoch, 45000
+			if resp := r.c.ConsumerGroupHeartbeat(context.Background(), req); resp.ErrorCode != 0 {
+				t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+			}
+			if *groups != 0 || *members != 1 {
+				t.Fatalf("a new rebalance timeout encoded the group's records %d times and members' %d times, want 0 and 1", *groups, *members)
+			}
+		})
+	}
+}
+
+// TestConsumerMetadataHashFollowsTopics: the metadata hash a consumer group
+// keeps is written again, that of the topics as they are, after a subscribed
+// topic grows, and only then.
+func TestConsumerMetadataHashFollowsTopics(t *testing.T) {
+	r := newConsumerBenchRig(t, "mixed", 4)
+	defer r.c.Close()
+	part := PartitionFor("g", r.c.cfg.OffsetsTopicPartitions)
+	hash := func() int64 {
+		t.Helper()
+		var last []byte
+		for _, rec := range r.store.log(part) {
+			if bytes.Equal(rec.Key, recordKey(typeConsumerMetadata, "g", "")) {
+				last = rec.Value
+			}
+		}
+		v, err := decodeConsumerMetadata(last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.metadataHash
+	}
+	before := hash()
+	r.topics.set("t", 65)
+	r.heartbeat(t, &r.members[0], false)
+	id, _, _ := r.topics.Topic("t")
+	if got, want := hash(), topicsHash(map[string]topicMeta{"t": {id: id, partitions: 65}}); got != want || got == before {
+		t.Fatalf("metadata hash %d after t grew, want %d (before %d)", got, want, before)
+	}
+}
+
+// TestConsumerPatternsLoadResolved: a consumer group loaded from the log takes
+// its patterns' topics from their records (type 16), so that neither the load
+// nor the heartbeats after it list the catalog's topics while the catalog
+// stays as it was, and nothing is written.
+func TestConsumerPatternsLoadResolved(t *testing.T) {
+	r := newConsumerBenchRig(t, "mixed", 8)
+	r.c.Close()
+	listed := r.topics.timesListed()
+	r.c = New(r.cfg, r.store, nil)
+	defer r.c.Close()
+	if err := loadAll(context.Background(), r.c, r.store); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer checkNothingWritten(t, r.c, r.store)()
+		for i := range r.members {
+			r.heartbeat(t, &r.members[i], true)
+		}
+	}()
+	if n := r.topics.timesListed() - listed; n != 0 {
+		t.Fatalf("the catalog's topics were listed %d times after the load", n)
+	}
+}
+
+// countRecordEncodings counts, until the test ends, how often the consumer
+// group's group-level records and a member's records are encoded.
+func countRecordEncodings(t *testing.T) (groups, members *int) {
+	groups, members = new(int), new(int)
+	saved := consumerKind
+	t.Cleanup(func() { consumerKind = saved })
+	consumerKind.groupRecords = func(g *group, s stateRecords) {
+		*groups++
+		saved.groupRecords(g, s)
+	}
+	consumerKind.memberRecords = func(g *group, s stateRecords, id string) {
+		*members++
+		saved.memberRecords(g, s, id)
+	}
+	return groups, members
 }

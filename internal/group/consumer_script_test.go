@@ -30,6 +30,7 @@ type fakeTopics struct {
 	topics  map[string]topicMeta
 	made    map[string]int
 	version uint64 // moved by every set
+	listed  int    // TopicNames calls
 }
 
 func newFakeTopics() *fakeTopics {
@@ -71,6 +72,13 @@ func (f *fakeTopics) TopicName(id [16]byte) (string, bool) {
 	return "", false
 }
 
+// timesListed is how often TopicNames was called.
+func (f *fakeTopics) timesListed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listed
+}
+
 func (f *fakeTopics) TopicNamesVersion() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -80,6 +88,7 @@ func (f *fakeTopics) TopicNamesVersion() uint64 {
 func (f *fakeTopics) TopicNames() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.listed++
 	var out []string
 	for name := range f.topics {
 		out = append(out, name)
@@ -283,7 +292,7 @@ func (h *harness) fmtConsumerRecord(k decodedKey, value []byte) string {
 	names := map[int16]string{
 		typeConsumerMetadata: "cg-metadata", typeConsumerMember: "cg-member",
 		typeConsumerTargetMetadata: "cg-target-metadata", typeConsumerTargetMember: "cg-target",
-		typeConsumerCurrent: "cg-current",
+		typeConsumerCurrent: "cg-current", typeConsumerRegex: "cg-regex",
 	}
 	s := names[k.typ] + " " + k.group
 	if k.member != "" {
@@ -320,6 +329,11 @@ func (h *harness) fmtConsumerRecord(k decodedKey, value []byte) string {
 			if v.classic != nil {
 				s += fmt.Sprintf(" classic(session=%dms protocols=%d)", v.classic.sessionTimeoutMs, len(v.classic.protocols))
 			}
+		}
+	case typeConsumerRegex:
+		var v consumerRegexValue
+		if v, err = decodeConsumerRegex(value); err == nil {
+			s += fmt.Sprintf(" topics=%s", strings.Join(v.topics, "+"))
 		}
 	case typeConsumerTargetMember:
 		var v targetMemberValue

@@ -2,17 +2,20 @@ package group
 
 import (
 	"regexp"
+	"slices"
+	"time"
 )
 
 // This file counts what a consumer group's members subscribe to, so that a
 // heartbeat learns the group's subscribed topics (to notice one created,
 // deleted or grown, and for the classic view) without walking the members.
 // Name subscriptions are counted per topic. Patterns are counted per distinct
-// pattern, members sharing one counted once, and the topics the patterns match
-// are resolved again only when the set of patterns or the catalog's topic names
-// change. Every change to cg.members or to a member's subscription goes through
-// addMember, removeMember or subscribe; renaming a member (a static member
-// replaced) changes neither.
+// pattern, members sharing one counted once; a pattern is resolved when it is
+// new and again only when the catalog's topic names change, and keeps what it
+// resolved to, as Kafka's ResolvedRegularExpression (record type 16,
+// consumer_records.go). Every change to cg.members or to a member's
+// subscription goes through addMember, removeMember or subscribe; renaming a
+// member (a static member replaced) changes neither.
 
 // subscriptions counts a consumer group's subscriptions.
 type subscriptions struct {
@@ -20,12 +23,24 @@ type subscriptions struct {
 	patterns map[string]*patternCount // pattern -> members subscribing with it
 	matched  map[string]struct{}      // topics the patterns match; nil: resolve again
 	version  uint64                   // the catalog's TopicNamesVersion matched was resolved at
+	// dropped holds the patterns no member uses any more since the
+	// group-level records were last compared (their records go).
+	dropped map[string]struct{}
 }
 
-// patternCount is one distinct subscription pattern and its members.
+// patternCount is one distinct subscription pattern, its members and what it
+// resolved to (Kafka's ResolvedRegularExpression, written as record type 16).
 type patternCount struct {
 	re      *regexp.Regexp
 	members int
+	// resolved is set once topics holds what the pattern matched when the
+	// catalog's TopicNamesVersion was version, at time at; checked is the
+	// version it was last found the same at.
+	resolved bool
+	topics   []string // sorted
+	version  uint64
+	at       time.Time
+	checked  uint64
 }
 
 func newSubscriptions() subscriptions {
@@ -68,32 +83,63 @@ func (s *subscriptions) count(m *cmember, delta int) {
 		p = &patternCount{re: m.re}
 		s.patterns[m.regex] = p
 		s.matched = nil
+		delete(s.dropped, m.regex)
 	}
 	if p.members += delta; p.members <= 0 {
 		delete(s.patterns, m.regex)
 		s.matched = nil
+		if s.dropped == nil {
+			s.dropped = map[string]struct{}{}
+		}
+		s.dropped[m.regex] = struct{}{}
 	}
 }
 
-// matchedTopics returns the topics of cat some pattern matches.
-func (s *subscriptions) matchedTopics(cat TopicCatalog) map[string]struct{} {
+// matchedTopics returns the topics of cat some pattern matches, resolving
+// each pattern again when the catalog's version moved; changed reports that a
+// pattern was resolved for the first time or to other topics (it takes the
+// version and time now then).
+func (s *subscriptions) matchedTopics(cat TopicCatalog, now time.Time) (matched map[string]struct{}, changed bool) {
 	if len(s.patterns) == 0 {
-		return nil
+		return nil, false
 	}
 	version := cat.TopicNamesVersion()
 	if s.matched != nil && version == s.version {
-		return s.matched
+		return s.matched, false
 	}
-	names := cat.TopicNames()
+	var names []string
+	for _, p := range s.patterns {
+		if p.resolved && p.checked == version {
+			continue
+		}
+		if names == nil {
+			names = cat.TopicNames()
+		}
+		if topics := p.match(names); !p.resolved || !slices.Equal(topics, p.topics) {
+			p.resolved, p.topics, p.version, p.at = true, topics, version, now
+			changed = true
+		}
+		p.checked = version
+	}
 	s.matched, s.version = make(map[string]struct{}), version
 	for _, p := range s.patterns {
-		for _, t := range names {
-			if p.re.MatchString(t) {
-				s.matched[t] = struct{}{}
-			}
+		for _, t := range p.topics {
+			s.matched[t] = struct{}{}
 		}
 	}
-	return s.matched
+	return s.matched, changed
+}
+
+// match returns the names the pattern matches, sorted.
+func (p *patternCount) match(names []string) []string {
+	topics := []string{}
+	for _, t := range names {
+		if p.re.MatchString(t) {
+			topics = append(topics, t)
+		}
+	}
+	slices.Sort(topics)
+	return topics
 }
 
 // eachSubscribedLocked calls add with every topic the group subscribes to: each
@@ -103,7 +149,17 @@ func (g *group) eachSubscribedLocked(add func(topic string)) {
 	for t := range g.cg.subs.names {
 		add(t)
 	}
-	for t := range g.cg.subs.matchedTopics(g.topicsLocked()) {
+	for t := range g.matchedTopicsLocked() {
 		add(t)
 	}
+}
+
+// matchedTopicsLocked returns the topics the group's patterns match,
+// touching the group-level records when a pattern resolved to other topics.
+func (g *group) matchedTopicsLocked() map[string]struct{} {
+	matched, changed := g.cg.subs.matchedTopics(g.topicsLocked(), g.c.now())
+	if changed {
+		g.touchGroupLocked()
+	}
+	return matched
 }

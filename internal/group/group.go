@@ -148,6 +148,9 @@ type group struct {
 	// share assignments in the records written since the whole group was last
 	// compared with the log (assignmentByIDLocked).
 	lookups map[string]topicLookup
+	// lookupsVersion is the catalog's TopicNamesVersion at which lookups
+	// was last found to hold (catalogChangedLocked).
+	lookupsVersion uint64
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

@@ -244,7 +244,7 @@ func (g *group) upgradeLocked() string {
 	})
 	g.cg = cg
 	g.changes = recordChanges{} // all its records are new
-	cg.topics = g.subscriptionMetadataLocked()
+	g.refreshTopicsLocked()
 	for _, cm := range cg.members {
 		g.armConsumerSessionLocked(cm)
 	}

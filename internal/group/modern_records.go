@@ -33,8 +33,12 @@ import (
 // and only the keys whose value differs are appended (tombstones for keys that
 // went), one batch per change, in the group's write queue, in the order Kafka's
 // own coordinator writes them (recordOrder). A heartbeat thus costs its own
-// member's records, not the whole group's. A failed append marks its keys
-// unknown, so the next change writes them again.
+// member's records, not the whole group's. A consumer group marks its changes
+// where its state changes (touchMemberLocked, touchGroupLocked), so that a
+// heartbeat that changes nothing encodes and compares nothing; streams and
+// share groups mark the member of each heartbeat and compare their
+// group-level records on every change. A failed append marks its keys unknown,
+// so the next change writes them again.
 
 // recordValueVersion is the version of every consumer, streams and share value
 // written and read.
@@ -45,7 +49,7 @@ const recordValueVersion = 0
 var unknownValue = []byte{}
 
 // recordKey is a consumer, streams or share record key: type, group and, for
-// member records, member.
+// member records, member (for a consumer group's pattern record, the pattern).
 func recordKey(typ int16, group, member string) []byte {
 	return appendRecordKey(make([]byte, 0, 6+len(group)+len(member)), typ, group, member)
 }
@@ -66,10 +70,11 @@ type keyScratch [128]byte
 // most values, so that one costs a single allocation (a larger one grows).
 func newValue() []byte { return make([]byte, 0, 64) }
 
-// isMemberType reports whether records of type typ are keyed by member too.
+// isMemberType reports whether records of type typ are keyed by member too
+// (or, a consumer group's pattern record, by the pattern).
 func isMemberType(typ int16) bool {
 	switch typ {
-	case typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent,
+	case typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent, typeConsumerRegex,
 		typeStreamsMember, typeStreamsTargetMember, typeStreamsCurrent,
 		typeShareMember, typeShareTargetMember, typeShareCurrent:
 		return true
@@ -266,15 +271,22 @@ func topicsHash(topics map[string]topicMeta) int64 {
 // recordChanges is what may have changed in a group's consumer, streams or
 // share state since its records were last compared with the log, so that a change costs
 // what it touched rather than the whole group: when tracked, the group-level
-// records and those of the listed members (a member that is gone has
-// tombstones); otherwise anything, and the whole group is compared. A group
+// records (for a consumer group only when group is set) and those of the
+// listed members (a member that is gone has tombstones); otherwise anything,
+// and the whole group is compared. A group
 // starts untracked (the zero value: new, loaded, or turning into a consumer,
 // streams or share group, none of which wrote these records before), and is
 // untracked again when an append fails.
 type recordChanges struct {
 	tracked bool
+	// group is set when the group-level records may have changed; only a
+	// kind with groupTracked relies on it.
+	group   bool
 	members map[string]struct{}
 }
+
+// touchGroupLocked notes that the group-level records may have changed.
+func (g *group) touchGroupLocked() { g.changes.group = true }
 
 // touchMemberLocked notes that member id's records may have changed.
 func (g *group) touchMemberLocked(id string) {
@@ -321,6 +333,15 @@ type modernKind struct {
 	memberRecords func(g *group, s stateRecords, id string)
 	// memberIDs lists the members.
 	memberIDs func(g *group) []string
+	// groupTracked is set when every change of the group-level records
+	// touches the group (touchGroupLocked); else they are compared after
+	// every change.
+	groupTracked bool
+	// namedRecords, when set, names the group-level records keyed by a name
+	// too (a consumer group's patterns) that a comparison of the group-level
+	// records must cover: their type, and the names groupRecords puts and
+	// those gone since the last such comparison.
+	namedRecords func(g *group) (typ int16, names []string)
 }
 
 // The kinds of modern group, each as its records describe it.
@@ -329,7 +350,8 @@ var (
 		groupTypes:   []int16{typeConsumerMetadata, typeConsumerTargetMetadata},
 		memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
 		groupRecords: (*group).consumerGroupRecordsLocked, memberRecords: (*group).consumerMemberRecordsLocked,
-		memberIDs: func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
+		memberIDs:    func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
+		groupTracked: true, namedRecords: (*group).consumerPatternNamesLocked,
 	}
 	streamsKind = modernKind{
 		groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
@@ -377,13 +399,19 @@ func (g *group) wholeRecordsLocked() map[string][]byte {
 // says may have changed: the group-level records and those of the members
 // touched, key by key.
 func (g *group) changedRecordsLocked() []Record {
+	if g.unchangedLocked() {
+		return nil
+	}
 	kind := g.modernKindLocked()
 	if kind == nil || !g.changes.tracked || g.catalogChangedLocked() {
-		clear(g.lookups)
+		g.forgetLookupsLocked()
 		return diffRecords(g.wholeRecordsLocked(), g.written)
 	}
+	compareGroup := g.changes.group || !kind.groupTracked
 	want := stateRecords{group: g.id, out: map[string][]byte{}}
-	kind.groupRecords(g, want)
+	if compareGroup {
+		kind.groupRecords(g, want)
+	}
 	for id := range g.changes.members {
 		kind.memberRecords(g, want, id)
 	}
@@ -400,8 +428,16 @@ func (g *group) changedRecordsLocked() []Record {
 			recs = append(recs, Record{Key: bytes.Clone(k)})
 		}
 	}
-	for _, typ := range kind.groupTypes {
-		compare(typ, "")
+	if compareGroup {
+		for _, typ := range kind.groupTypes {
+			compare(typ, "")
+		}
+		if kind.namedRecords != nil {
+			typ, names := kind.namedRecords(g)
+			for _, name := range names {
+				compare(typ, name)
+			}
+		}
 	}
 	for id := range g.changes.members {
 		for _, typ := range kind.memberTypes {
@@ -409,6 +445,16 @@ func (g *group) changedRecordsLocked() []Record {
 		}
 	}
 	return recs
+}
+
+// unchangedLocked reports whether the records cannot have changed since they
+// were last compared with the log: a group whose kind tracks its group-level
+// records, nothing touched, and the catalog saying the same of the topics of
+// its assignments.
+func (g *group) unchangedLocked() bool {
+	kind := g.modernKindLocked()
+	return kind != nil && kind.groupTracked && g.changes.tracked && !g.changes.group &&
+		len(g.changes.members) == 0 && !g.catalogChangedLocked()
 }
 
 // groupReplay is a consumer or share group's records as a partition's replay
@@ -527,6 +573,20 @@ func (g *group) persistRecordsLocked(done func(error)) bool {
 	return true
 }
 
+// persistAwaitedLocked is persistRecordsLocked for a heartbeat answered once
+// the log holds what it changed: the channel its append's result comes on, nil
+// when there is nothing to wait for (a steady heartbeat allocates nothing).
+func (g *group) persistAwaitedLocked() <-chan error {
+	if !g.writing && len(g.writeQ) == 0 && g.unchangedLocked() {
+		return nil
+	}
+	done := make(chan error, 1)
+	if !g.persistRecordsLocked(func(err error) { done <- err }) {
+		return nil
+	}
+	return done
+}
+
 // queueRecordsLocked queues records and keeps g.written in step with
 // what the log will hold; if the append fails, their keys become unknown.
 func (g *group) queueRecordsLocked(recs []Record, done func(error)) {
@@ -573,10 +633,12 @@ func (g *group) recordTombstonesLocked() []Record {
 }
 
 // recordOrder orders one change's records as Kafka's group coordinator writes
-// them, so that its replay would take them: streams records by key; consumer
-// and share records' tombstones first, a member's before the group's (current
-// assignment, target, member, then the target metadata and the group), then
-// the values (member, group, target, target metadata, current assignment).
+// them, so that its replay would take them: streams records and a consumer
+// group's pattern records (which Kafka writes in batches of their own) by key,
+// first; consumer and share records' tombstones, a member's before the
+// group's (current assignment, target, member, then the target metadata and
+// the group), then the values (member, group, target, target metadata,
+// current assignment).
 func recordOrder(a, b Record) int {
 	return cmp.Or(cmp.Compare(roleRank(a), roleRank(b)), bytes.Compare(a.Key, b.Key))
 }

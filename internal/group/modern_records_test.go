@@ -244,7 +244,7 @@ func modernRecordsOf(recs []Record) []Record {
 		}
 		switch typ := int16(binary.BigEndian.Uint16(r.Key)); {
 		case typ >= typeShareMember && typ <= typeShareCurrent, typ >= typeStreamsMetadata && typ <= typeStreamsTopology,
-			typ >= typeConsumerMetadata && typ <= typeConsumerCurrent:
+			typ >= typeConsumerMetadata && typ <= typeConsumerCurrent, typ == typeConsumerRegex:
 			out = append(out, r)
 		}
 	}

@@ -24,34 +24,36 @@ type recon struct {
 }
 
 // reconcile moves the member towards its target given what its heartbeat says
-// it owns (nil: it did not say).
-func (r recon) reconcile(owned partSet) {
+// it owns (nil: it did not say), and reports whether the member's epochs,
+// state or units changed.
+func (r recon) reconcile(owned partSet) bool {
 	switch *r.state {
 	case memberStable:
-		if *r.epoch != r.targetEpoch {
-			r.next()
-		}
+		return *r.epoch != r.targetEpoch && r.next()
 	case memberUnrevoked:
 		if owned == nil {
-			return
+			return false
 		}
 		for tp := range *r.revoking {
 			if owned.has(tp) {
-				return // still revoking
+				return false // still revoking
 			}
 		}
 		releaseOwned(r.owners, r.id, *r.revoking)
 		*r.revoking = nil
 		r.stopRevoke()
 		r.next()
+		return true
 	case memberUnreleased:
-		r.next()
+		return r.next()
 	}
+	return false
 }
 
 // next is Kafka's computeNextAssignment: revoke first, then move to the target
-// epoch with every target unit nobody else owns.
-func (r recon) next() {
+// epoch with every target unit nobody else owns. It reports whether the
+// member's epochs, state or units changed.
+func (r recon) next() bool {
 	revoke := partSet{}
 	for tp := range r.assigned {
 		if !r.target.has(tp) {
@@ -68,23 +70,28 @@ func (r recon) next() {
 		maps.Copy(*r.revoking, revoke)
 		*r.state = memberUnrevoked
 		r.armRevoke()
-		return
+		return true
 	}
-	if *r.epoch != r.targetEpoch {
+	changed := *r.epoch != r.targetEpoch
+	if changed {
 		*r.prevEpoch, *r.epoch = *r.epoch, r.targetEpoch
 	}
-	*r.state = memberStable
+	state := memberStable
 	for _, tp := range r.target.sorted() {
 		if _, ok := r.assigned[tp]; ok {
 			continue
 		}
 		if owner, ok := r.owners[tp]; ok && owner != r.id {
-			*r.state = memberUnreleased
+			state = memberUnreleased
 			continue
 		}
 		r.assigned[tp] = *r.epoch
 		r.owners[tp] = r.id
+		changed = true
 	}
+	changed = changed || *r.state != state
+	*r.state = state
+	return changed
 }
 
 // releaseOwned frees the units of ps that member id owns.

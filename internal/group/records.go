@@ -104,7 +104,7 @@ func decodeKey(b []byte) (decodedKey, error) {
 	default:
 		switch v {
 		case typeConsumerMetadata, typeConsumerMember, typeConsumerTargetMetadata,
-			typeConsumerTargetMember, typeConsumerCurrent:
+			typeConsumerTargetMember, typeConsumerCurrent, typeConsumerRegex:
 			return decodeRecordKey(kindConsumer, v, b)
 		case typeStreamsMetadata, typeStreamsMember, typeStreamsTargetMetadata,
 			typeStreamsTargetMember, typeStreamsCurrent, typeStreamsTopology:

@@ -118,7 +118,7 @@ func BenchmarkStreamsHeartbeat(b *testing.B) {
 
 // checkNothingWritten returns what fails b if group "g"'s partition took a
 // record since: a steady heartbeat has nothing to write.
-func checkNothingWritten(b *testing.B, c *Coordinator, store *memStore) func() {
+func checkNothingWritten(b testing.TB, c *Coordinator, store *memStore) func() {
 	part := PartitionFor("g", c.cfg.OffsetsTopicPartitions)
 	before := len(store.log(part))
 	return func() {
@@ -198,7 +198,9 @@ func processCPU(b *testing.B) time.Duration {
 // consumerBenchRig is a coordinator holding consumer group "g", settled.
 type consumerBenchRig struct {
 	c       *Coordinator
+	cfg     Config
 	store   *memStore
+	topics  *fakeTopics
 	members []benchMember
 }
 
@@ -210,7 +212,7 @@ type benchMember struct {
 	owned []kmsg.ConsumerGroupHeartbeatRequestTopic
 }
 
-func newConsumerBenchRig(b *testing.B, subs string, n int) *consumerBenchRig {
+func newConsumerBenchRig(b testing.TB, subs string, n int) *consumerBenchRig {
 	topics := newFakeTopics()
 	topics.set("t", 64)
 	for i := range 32 {
@@ -219,7 +221,7 @@ func newConsumerBenchRig(b *testing.B, subs string, n int) *consumerBenchRig {
 	clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
 	cfg := DefaultConfig()
 	cfg.Topics, cfg.Now = topics, clock.Now
-	r := &consumerBenchRig{store: newMemStore(), members: make([]benchMember, n)}
+	r := &consumerBenchRig{cfg: cfg, store: newMemStore(), topics: topics, members: make([]benchMember, n)}
 	r.c = New(cfg, r.store, nil)
 	if err := loadAll(context.Background(), r.c, r.store); err != nil {
 		b.Fatal(err)
@@ -239,7 +241,7 @@ func newConsumerBenchRig(b *testing.B, subs string, n int) *consumerBenchRig {
 
 // heartbeat sends m's heartbeat: a join with its subscription at epoch 0, else
 // with the partitions it owns when report is set, and takes the answer.
-func (r *consumerBenchRig) heartbeat(b *testing.B, m *benchMember, report bool) {
+func (r *consumerBenchRig) heartbeat(b testing.TB, m *benchMember, report bool) {
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Version = 1
 	req.Group, req.MemberID, req.MemberEpoch = "g", m.id, m.epoch

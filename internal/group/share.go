@@ -164,13 +164,12 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 		return hbError(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID)
 	}
 	var r heartbeatResult
-	var queued bool
-	done := make(chan error, 1)
+	var done <-chan error
 	g.withLock(func() {
 		r = g.shareHeartbeatLocked(req, clientFrom(ctx))
-		queued = g.persistRecordsLocked(func(err error) { done <- err })
+		done = g.persistAwaitedLocked()
 	})
-	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+	if code := c.awaitRecords(ctx, g, done != nil, done); code != 0 {
 		return hbError(code, "%s", kerr.ErrorForCode(code))
 	}
 	return r

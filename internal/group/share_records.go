@@ -226,12 +226,24 @@ func (g *group) assignmentByIDLocked(ps partSet) []kmsg.AssignmentTopicPartition
 // records must be compared again.
 func (g *group) catalogChangedLocked() bool {
 	cat := g.topicsLocked()
+	version := cat.TopicNamesVersion()
+	if version == g.lookupsVersion {
+		return false
+	}
 	for name, was := range g.lookups {
 		if id, _, ok := cat.Topic(name); ok != was.ok || id != was.id {
 			return true
 		}
 	}
+	g.lookupsVersion = version
 	return false
+}
+
+// forgetLookupsLocked empties g.lookups before the whole group is compared
+// with the log, encoding every record from the catalog as it is now.
+func (g *group) forgetLookupsLocked() {
+	g.lookupsVersion = g.topicsLocked().TopicNamesVersion()
+	clear(g.lookups)
 }
 
 // loadShareLocked restores a share group from its records: its epochs and

@@ -69,13 +69,12 @@ func (c *Coordinator) streamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 		return streamsError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
 	var r streamsResult
-	var queued bool
-	done := make(chan error, 1)
+	var done <-chan error
 	g.withLock(func() {
 		r = g.streamsHeartbeatLocked(req, clientFrom(ctx))
-		queued = g.persistRecordsLocked(func(err error) { done <- err })
+		done = g.persistAwaitedLocked()
 	})
-	if code := c.awaitRecords(ctx, g, queued, done); code != 0 {
+	if code := c.awaitRecords(ctx, g, done != nil, done); code != 0 {
 		return streamsError(code, "%s", kerr.ErrorForCode(code))
 	}
 	return r
