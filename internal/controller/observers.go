@@ -23,6 +23,22 @@ func (c *Controller) LeaderAddr() (id int32, addr string, ok bool) {
 	return id, string(a), id >= 0 && a != ""
 }
 
+// InQuorum reports whether this node is a member, voter or not, of the Raft
+// configuration it knows. A controller-only voter removed from the quorum is
+// not: no leader replicates to it any more, so it never learns who leads.
+func (c *Controller) InQuorum() bool {
+	f := c.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == serverID(c.cfg.NodeID) {
+			return true
+		}
+	}
+	return false
+}
+
 // observerKnown reports whether node id is a member at addr already: a
 // non-voting one, or a voter promoted from one (AddVoter). A node id held by
 // a voter at another address is refused: Raft would keep the voter and only

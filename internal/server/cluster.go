@@ -84,11 +84,14 @@ func (n *Node) controllerSource() net.Addr {
 // Raft address the quorum knows it by (the link shares the listener). A
 // broker-only node that has not joined yet knows no leader: it tries the
 // configured voters in turn, and those that do not lead answer NOT_CONTROLLER.
+// So does a controller-only voter removed from the quorum (kafka-metadata-quorum
+// remove-controller --unregister sends its UnregisterController to the voter it
+// removed when that one led).
 func (n *Node) newLink(voters []controller.Peer) *controllerlink.Client {
 	var next atomic.Uint32
 	return &controllerlink.Client{
 		Leader: func() (int32, string, bool) {
-			if id, addr, ok := n.ctrl.LeaderAddr(); ok || n.cfg.IsController() || len(voters) == 0 {
+			if id, addr, ok := n.ctrl.LeaderAddr(); ok || len(voters) == 0 || n.cfg.IsController() && n.ctrl.InQuorum() {
 				return id, addr, ok
 			}
 			v := voters[int(next.Add(1))%len(voters)]

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -10,6 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-stream/strata/internal/config"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestControllerListenerAuthorization: a Kafka client that reaches the
@@ -65,4 +70,58 @@ func describeQuorumAt(ctx context.Context, addr string, opts ...kgo.Opt) (int16,
 		return r.ErrorCode, nil
 	}
 	return r.Topics[0].Partitions[0].ErrorCode, nil
+}
+
+// TestRemovedControllerForwards: a controller-only voter removed from the
+// quorum hears from no leader any more, yet a Kafka tool may still send it a
+// request (kafka-metadata-quorum remove-controller --unregister sends its
+// UnregisterController to the voter it removed, when that one led). It
+// passes the request on through the voters it was started with, as a
+// broker-only node does, and the active controller answers; before, it waited
+// for a leader it would never learn of and answered NOT_CONTROLLER after the
+// forwarding's 10 s.
+func TestRemovedControllerForwards(t *testing.T) {
+	c := startCluster(t, 3, func(i int, cfg *config.Config) {
+		if i == 2 {
+			cfg.Roles = "controller"
+		}
+	})
+	ctx := t.Context()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[0].KafkaAddr())) // node 3 has no Kafka listener
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	remove := kmsg.NewPtrRemoveRaftVoterRequest()
+	remove.VoterID = 3
+	if err := voterChange(ctx, cl, 1, remove); err != nil {
+		t.Fatalf("RemoveRaftVoter(3): %v", err)
+	}
+	removed := c.nodes[2]
+	wait.Eventually(t, wait.DefaultTimeout, "node 3 to know no leader", func() error {
+		if removed.ctrl.InQuorum() {
+			return errors.New("node 3 is still in the Raft configuration")
+		}
+		if id, _, ok := removed.ctrl.LeaderAddr(); ok {
+			return fmt.Errorf("node 3 still knows node %d as the leader", id)
+		}
+		return nil
+	})
+
+	at, err := kgo.NewClient(kgo.SeedBrokers(removed.cfg.ControllerAddr), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Close()
+	req := kmsg.NewPtrUnregisterControllerRequest()
+	req.ControllerID = 3
+	reqCtx, cancel := context.WithTimeout(ctx, 8*time.Second) // below the forwarding's own 10 s
+	defer cancel()
+	resp, err := at.Broker(math.MinInt32).Request(reqCtx, req)
+	if err != nil {
+		t.Fatalf("UnregisterController(3) through the removed voter: %v", err)
+	}
+	if r := resp.(*kmsg.UnregisterControllerResponse); r.ErrorCode != 0 {
+		t.Fatalf("UnregisterController(3) through the removed voter: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
 }
