@@ -234,8 +234,9 @@ func (l *liveness) hasSession(id int32, epoch int64, now time.Time) bool {
 
 // voterLag says why broker id's registration epoch may not become a voter
 // at now, or "" when it may: it must hold a live session (a heartbeat in
-// this term within the session timeout, its process not proven dead) and
-// have caught up with this controller within the session timeout. offset is
+// this term within the session timeout, its process not proven dead, not in
+// controlled shutdown, which a stopping broker starts with) and have caught
+// up with this controller within the session timeout. offset is
 // the controller's metadata offset, to say how far behind it is.
 func (l *liveness) voterLag(id int32, epoch int64, offset int64, now time.Time) string {
 	l.mu.Lock()
@@ -246,6 +247,8 @@ func (l *liveness) voterLag(id int32, epoch int64, offset int64, now time.Time) 
 		return "has not heartbeated to this controller since it became active"
 	case s.dead():
 		return "is down: its controller address refused a connection after its last heartbeat"
+	case s.shuttingDown:
+		return "is in controlled shutdown"
 	case now.Sub(s.lastHeartbeat) > l.timeout:
 		return fmt.Sprintf("has no live broker session: last heartbeat %v ago (session timeout %v)",
 			now.Sub(s.lastHeartbeat).Round(time.Millisecond), l.timeout)

@@ -23,9 +23,9 @@ import (
 // behind"). Strata's observers report their progress in broker heartbeats
 // (liveness), so the active controller wants, in its term, a live broker
 // session (a heartbeat within the session timeout, the process not proven
-// dead: the counterpart of the recent fetch and the ApiVersions answer,
-// tighter than an hour, since a voter that cannot vote costs the quorum its
-// fault tolerance) and a catch-up within the session timeout (by Kafka's
+// dead and not in controlled shutdown: the counterpart of the recent fetch
+// and the ApiVersions answer, tighter than an hour, since a voter that
+// cannot vote costs the quorum its fault tolerance) and a catch-up within the session timeout (by Kafka's
 // catch-up rule, liveness.heartbeat). A removed voter that is a
 // registered broker stays a non-voting member, as a removed Kafka voter keeps
 // fetching as an observer (UnregisterBroker takes it out); any other leaves
