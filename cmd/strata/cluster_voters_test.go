@@ -65,6 +65,7 @@ func TestClusterAddControllerWaitsForCatchUp(t *testing.T) {
 	if !strings.Contains(r.stderr, "trying again") {
 		t.Errorf("add-controller of a stopped node did not say it tries again: %s", r)
 	}
+	t.Logf("add-controller of a stopped node: %v\n%s", r.err, r.stderr)
 	waitVoters(t, c, []int32{1, 2, 3})
 
 	n4.Start()

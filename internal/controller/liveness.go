@@ -244,7 +244,7 @@ func (l *liveness) voterLag(id int32, epoch int64, offset int64, now time.Time) 
 	s := l.mu.sessions[id]
 	switch {
 	case s == nil || s.epoch != epoch || s.reportedAt.IsZero():
-		return "has not heartbeated to this controller since it became active"
+		return "has not reported its progress in a heartbeat to this active controller yet"
 	case s.dead():
 		return "is down: its controller address refused a connection after its last heartbeat"
 	case s.shuttingDown:
@@ -253,7 +253,7 @@ func (l *liveness) voterLag(id int32, epoch int64, offset int64, now time.Time) 
 		return fmt.Sprintf("has no live broker session: last heartbeat %v ago (session timeout %v)",
 			now.Sub(s.lastHeartbeat).Round(time.Millisecond), l.timeout)
 	case s.caughtUpAt.IsZero():
-		return fmt.Sprintf("has not caught up since this controller became active: behind by %d offsets (at %d of %d)",
+		return fmt.Sprintf("has not caught up with this active controller yet: behind by %d offsets (at %d of %d)",
 			offset-s.reportedOffset, s.reportedOffset, offset)
 	case now.Sub(s.caughtUpAt) > l.timeout:
 		return fmt.Sprintf("last caught up %v ago (session timeout %v): behind by %d offsets (at %d of %d)",

@@ -275,7 +275,7 @@ func TestLivenessCaughtUp(t *testing.T) {
 		want     time.Time // caughtUpAt
 		lag      string    // in voterLag's answer, "" for none
 	}{
-		{name: "no heartbeat", now: 1, lag: "has not heartbeated"},
+		{name: "no heartbeat", now: 1, lag: "has not reported its progress"},
 		{name: "at the controller's offset", beats: [][3]int64{{10, 10, 1}}, now: 1, want: at(1)},
 		{name: "always behind", beats: [][3]int64{{5, 10, 1}, {9, 12, 2}}, now: 2, lag: "behind by 21 offsets (at 9 of 30)"},
 		{name: "a moment late", beats: [][3]int64{{5, 10, 1}, {10, 12, 2}}, now: 2, want: at(1)},

@@ -223,7 +223,7 @@ func TestAddVoterWantsALiveCaughtUpObserver(t *testing.T) {
 		before func(c *Controller) error
 		want   string // in the refusal's message, unless the term changed
 	}{
-		{name: "registered, no heartbeat yet", before: func(*Controller) error { return nil }, want: "has not heartbeated"},
+		{name: "registered, no heartbeat yet", before: func(*Controller) error { return nil }, want: "has not reported its progress"},
 		{name: "heartbeating behind", before: func(c *Controller) error { return heartbeat(c, behind) }, want: "has not caught up"},
 		{name: "stopped after catching up", before: func(c *Controller) error {
 			if err := heartbeat(c, caughtUp); err != nil {
