@@ -18,18 +18,18 @@ import (
 // only once it has seen the replica catch up: its leader (4.4's
 // LeaderState.isReplicaCaughtUp) wants an observer that has reached the
 // leader's log end at least once in the leader's epoch and fetched within
-// the last hour, and a replica that does not answer the leader's
-// ApiVersions is refused too; both answer REQUEST_TIMED_OUT ("lagging
-// behind"). Strata's observers report their progress in broker heartbeats
+// the last hour ("lagging behind" otherwise), and a replica that does not
+// answer the leader's ApiVersions is refused too; both are
+// REQUEST_TIMED_OUT. Strata's observers report their progress in broker heartbeats
 // (liveness), so the active controller wants, in its term, a live broker
 // session (a heartbeat within the session timeout, the process not proven
 // dead and not in controlled shutdown: the counterpart of the recent fetch
 // and the ApiVersions answer, tighter than an hour, since a voter that
-// cannot vote costs the quorum its fault tolerance) and a catch-up within the session timeout (by Kafka's
-// catch-up rule, liveness.heartbeat). A removed voter that is a
-// registered broker stays a non-voting member, as a removed Kafka voter keeps
-// fetching as an observer (UnregisterBroker takes it out); any other leaves
-// the configuration. The active controller removes itself as Raft allows
+// cannot vote costs the quorum its fault tolerance) and a catch-up within
+// the session timeout (by Kafka's catch-up rule, liveness.heartbeat). A
+// removed voter that is a registered broker stays a non-voting member, as a
+// removed Kafka voter keeps fetching as an observer (UnregisterBroker takes
+// it out); any other leaves the configuration. The active controller removes itself as Raft allows
 // (and KIP-853 does): it commits the configuration without itself, which
 // needs a majority of the remaining voters, and then steps down; they elect
 // a new leader. Until session 11 it handed leadership over first, to the
