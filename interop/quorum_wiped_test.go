@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/testcluster"
 	"github.com/strata-stream/strata/interop/kafkatools"
@@ -97,7 +99,11 @@ func TestKafkaMetadataQuorumWipedVoter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := req.RequestWith(ctx, cl)
+	// As `strata cluster add-controller` does: again while node 3, just
+	// started, is refused as not caught up yet.
+	resp, err := admin.AddVoterWhenCaughtUp(ctx, 100*time.Millisecond, func(ctx context.Context) (*kmsg.AddRaftVoterResponse, error) {
+		return req.RequestWith(ctx, cl)
+	}, nil)
 	if err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("AddRaftVoter(3): %v %+v", err, resp)
 	}

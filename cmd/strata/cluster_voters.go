@@ -2,11 +2,15 @@ package main
 
 // strata cluster add-controller|remove-controller NODE: runtime changes of the
 // controller voters, through AddRaftVoter and RemoveRaftVoter (KIP-853).
+// add-controller asks again while the node is refused as not caught up
+// ("lagging behind"), until --timeout, so a node just started is added once
+// it has heartbeated; Kafka's kafka-metadata-quorum asks once.
 
 import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,6 +19,11 @@ import (
 	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/cli"
 )
+
+// catchUpRetry is how often add-controller asks again while the node is
+// refused as not caught up yet (admin.AddVoterLagging): a node just started
+// heartbeats within a second or two.
+const catchUpRetry = 500 * time.Millisecond
 
 type voterChangeJSON struct {
 	Node  int32 `json:"node"`
@@ -61,7 +70,10 @@ func voterChangeCmd(env *clientEnv, g *globalFlags, use, short, example string, 
 				return err
 			}
 			req.TimeoutMillis = 30000
-			resp, err := req.RequestWith(ctx, cl)
+			send := func(ctx context.Context) (*kmsg.AddRaftVoterResponse, error) { return req.RequestWith(ctx, cl) }
+			resp, err := admin.AddVoterWhenCaughtUp(ctx, catchUpRetry, send, func(msg string) {
+				fmt.Fprintf(s.env.stderr, "add-controller: %s; trying again until --timeout\n", msg)
+			})
 			if err != nil {
 				return err
 			}

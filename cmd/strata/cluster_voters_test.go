@@ -32,26 +32,7 @@ func TestClusterAddRemoveController(t *testing.T) {
 	if out != (voterChangeJSON{Node: 2, Voter: false}) {
 		t.Fatalf("remove-controller 2: %+v", out)
 	}
-	cl := c.Client()
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
-	testcluster.Eventually(t, 30*time.Second, "voters 1, 3 and 4", func() error {
-		resp, err := req.RequestWith(context.Background(), cl)
-		if err != nil {
-			return err
-		}
-		var voters []int32
-		for _, v := range resp.Topics[0].Partitions[0].CurrentVoters {
-			voters = append(voters, v.ReplicaID)
-		}
-		if !slices.Equal(voters, []int32{1, 3, 4}) {
-			return fmt.Errorf("voters %v", voters)
-		}
-		return nil
-	})
+	waitVoters(t, c, []int32{1, 3, 4})
 
 	for _, tc := range []struct{ args, want string }{
 		{"add-controller 4", "DUPLICATE_VOTER"},
@@ -64,4 +45,60 @@ func TestClusterAddRemoveController(t *testing.T) {
 			t.Errorf("strata cluster %s: want a failure naming %s, got %s", tc.args, tc.want, r)
 		}
 	}
+}
+
+// TestClusterAddControllerWaitsForCatchUp: `strata cluster add-controller` of
+// a stopped broker-only node is refused with REQUEST_TIMED_OUT ("lagging
+// behind") once --timeout passes, having said on stderr that it tries again,
+// and the node stays an observer; run while the node starts again, the same
+// command waits until the node has heartbeated and caught up, and adds it.
+func TestClusterAddControllerWaitsForCatchUp(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	n4 := c.AddBroker()
+	addr := strings.Join(c.Bootstrap(), ",")
+	n4.Stop()
+
+	r := runAt(t, addr, "", "cluster", "add-controller", "4", "--timeout", "3s")
+	if r.code == 0 || r.err == nil || !strings.Contains(r.err.Error(), "REQUEST_TIMED_OUT") || !strings.Contains(r.err.Error(), "lagging behind") {
+		t.Fatalf("add-controller of a stopped node: want REQUEST_TIMED_OUT (lagging behind), got %s", r)
+	}
+	if !strings.Contains(r.stderr, "trying again") {
+		t.Errorf("add-controller of a stopped node did not say it tries again: %s", r)
+	}
+	t.Logf("add-controller of a stopped node: %v\n%s", r.err, r.stderr)
+	waitVoters(t, c, []int32{1, 2, 3})
+
+	n4.Start()
+	r = mustRunAt(t, addr, "cluster", "add-controller", "4")
+	if !strings.Contains(r.stdout, "node 4 is a controller voter") {
+		t.Fatalf("add-controller 4 while it starts: %s", r)
+	}
+	t.Logf("add-controller 4 while it starts:\n%s", r.stderr)
+	waitVoters(t, c, []int32{1, 2, 3, 4})
+	n4.WaitReady()
+}
+
+// waitVoters waits until DescribeQuorum shows exactly the voters want.
+func waitVoters(t *testing.T, c *testcluster.Cluster, want []int32) {
+	t.Helper()
+	cl := c.Client()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+	testcluster.Eventually(t, 30*time.Second, fmt.Sprintf("voters %v", want), func() error {
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			return err
+		}
+		var voters []int32
+		for _, v := range resp.Topics[0].Partitions[0].CurrentVoters {
+			voters = append(voters, v.ReplicaID)
+		}
+		if !slices.Equal(voters, want) {
+			return fmt.Errorf("voters %v", voters)
+		}
+		return nil
+	})
 }

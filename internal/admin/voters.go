@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -52,4 +54,42 @@ func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRa
 		return nil, fmt.Errorf("%w: node %d is not a member of the quorum: start it as a broker-only node (--roles broker) first", kerr.InvalidRequest, id)
 	}
 	return req, nil
+}
+
+// AddVoterLagging reports whether an AddRaftVoter answer refuses the node
+// because it has not caught up yet: REQUEST_TIMED_OUT saying "lagging
+// behind", Kafka's words and Strata's (a node just started has not
+// heartbeated yet). Other REQUEST_TIMED_OUT answers (an unknown node or
+// directory) do not get better by waiting.
+func AddVoterLagging(resp *kmsg.AddRaftVoterResponse) bool {
+	return resp.ErrorCode == kerr.RequestTimedOut.Code && resp.ErrorMessage != nil &&
+		strings.Contains(*resp.ErrorMessage, "lagging behind")
+}
+
+// AddVoterWhenCaughtUp sends an AddRaftVoter request with add, again every
+// interval while the answer is AddVoterLagging, until ctx ends; lagging, if
+// set, is told each such answer's message. It returns the last answer: a
+// lagging one when ctx ended first, also in the middle of a request.
+func AddVoterWhenCaughtUp(ctx context.Context, interval time.Duration, add func(context.Context) (*kmsg.AddRaftVoterResponse, error), lagging func(msg string)) (*kmsg.AddRaftVoterResponse, error) {
+	var last *kmsg.AddRaftVoterResponse
+	for {
+		resp, err := add(ctx)
+		if err != nil && last != nil && ctx.Err() != nil {
+			return last, nil
+		}
+		if err != nil || !AddVoterLagging(resp) {
+			return resp, err
+		}
+		last = resp
+		if lagging != nil {
+			lagging(*resp.ErrorMessage)
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return resp, nil
+		case <-t.C:
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -55,10 +56,14 @@ type session struct {
 	// shutdown.
 	shutdownOffset int64
 	// reportedOffset is the metadata offset the broker reported applying in
-	// its last heartbeat, at reportedAt; caughtUpAt is the last heartbeat
-	// that reported the controller's own offset at the time (DescribeQuorum).
-	reportedOffset         int64
-	reportedAt, caughtUpAt time.Time
+	// its last heartbeat, at reportedAt, when the controller's own offset was
+	// offsetAtReport. caughtUpAt is the last time the broker was as far as
+	// the controller (DescribeQuorum, AddVoter): a heartbeat that reports the
+	// controller's offset of its own moment, or that of the heartbeat before
+	// (then caught up as of that one), Kafka's rule for a fetching replica,
+	// which keeps a broker that applies every change a moment late caught up.
+	reportedOffset, offsetAtReport int64
+	reportedAt, caughtUpAt         time.Time
 	// linkClosedAt is when the link connection that carried its latest
 	// heartbeat closed; refusedAt is when a probe of its controller address
 	// was refused (zero: never, in this term).
@@ -227,6 +232,36 @@ func (l *liveness) hasSession(id int32, epoch int64, now time.Time) bool {
 	return s != nil && s.epoch == epoch && !s.lastHeartbeat.IsZero() && now.Sub(s.lastHeartbeat) <= l.timeout && !s.dead()
 }
 
+// voterLag says why broker id's registration epoch may not become a voter
+// at now, or "" when it may: it must hold a live session (a heartbeat in
+// this term within the session timeout, its process not proven dead, not in
+// controlled shutdown, which a stopping broker starts with) and have caught
+// up with this controller within the session timeout. offset is
+// the controller's metadata offset, to say how far behind it is.
+func (l *liveness) voterLag(id int32, epoch int64, offset int64, now time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.mu.sessions[id]
+	switch {
+	case s == nil || s.epoch != epoch || s.reportedAt.IsZero():
+		return "has not reported its progress in a heartbeat to this active controller yet"
+	case s.dead():
+		return "is down: its controller address refused a connection after its last heartbeat"
+	case s.shuttingDown:
+		return "is in controlled shutdown"
+	case now.Sub(s.lastHeartbeat) > l.timeout:
+		return fmt.Sprintf("has no live broker session: last heartbeat %v ago (session timeout %v)",
+			now.Sub(s.lastHeartbeat).Round(time.Millisecond), l.timeout)
+	case s.caughtUpAt.IsZero():
+		return fmt.Sprintf("has not caught up with this active controller yet: behind by %d offsets (at %d of %d)",
+			offset-s.reportedOffset, s.reportedOffset, offset)
+	case now.Sub(s.caughtUpAt) > l.timeout:
+		return fmt.Sprintf("last caught up %v ago (session timeout %v): behind by %d offsets (at %d of %d)",
+			now.Sub(s.caughtUpAt).Round(time.Millisecond), l.timeout, offset-s.reportedOffset, s.reportedOffset, offset)
+	}
+	return ""
+}
+
 // shuttingDown returns the brokers in controlled shutdown, a copy.
 func (l *liveness) shuttingDown() ShuttingDown {
 	l.mu.Lock()
@@ -264,10 +299,13 @@ func (l *liveness) heartbeat(req HeartbeatRequest, fenced bool, offset int64, no
 		s.lastHeartbeat = now
 	}
 	s.shuttingDown = s.shuttingDown || req.WantShutdown
-	s.reportedOffset, s.reportedAt = req.MetadataOffset, now
-	if req.MetadataOffset >= offset {
+	switch {
+	case req.MetadataOffset >= offset:
 		s.caughtUpAt = now
+	case !s.reportedAt.IsZero() && req.MetadataOffset >= s.offsetAtReport && s.reportedAt.After(s.caughtUpAt):
+		s.caughtUpAt = s.reportedAt
 	}
+	s.reportedOffset, s.offsetAtReport, s.reportedAt = req.MetadataOffset, offset, now
 	if fenced && s.unfenceOffset < 0 {
 		s.unfenceOffset = offset
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,5 +253,49 @@ func TestLivenessReregisteredAfterUnregister(t *testing.T) {
 	}
 	if got := l.expired(img, at(13*time.Second+1)); !slices.Equal(got, []int32{1, 2, 3, 4}) {
 		t.Fatalf("expired %v after the session timeout, want every broker", got)
+	}
+}
+
+// TestLivenessCaughtUp: a heartbeat reporting the controller's offset of its
+// own moment is caught up then; one reporting only the controller's offset of
+// the heartbeat before is caught up as of that one (Kafka's rule for a
+// fetching replica), so a broker that applies every change a moment late
+// still counts as caught up; voterLag says why a broker may not be a voter.
+func TestLivenessCaughtUp(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	hb := func(l *liveness, reported, offset int64, now time.Time, shutdown bool) {
+		l.heartbeat(HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: reported, WantShutdown: shutdown}, false, offset, now)
+	}
+	for _, tt := range []struct {
+		name     string
+		beats    [][3]int64 // reported, the controller's offset, second
+		shutdown bool       // the last heartbeat asks for controlled shutdown
+		now      int
+		want     time.Time // caughtUpAt
+		lag      string    // in voterLag's answer, "" for none
+	}{
+		{name: "no heartbeat", now: 1, lag: "has not reported its progress"},
+		{name: "at the controller's offset", beats: [][3]int64{{10, 10, 1}}, now: 1, want: at(1)},
+		{name: "always behind", beats: [][3]int64{{5, 10, 1}, {9, 12, 2}}, now: 2, lag: "behind by 21 offsets (at 9 of 30)"},
+		{name: "a moment late", beats: [][3]int64{{5, 10, 1}, {10, 12, 2}}, now: 2, want: at(1)},
+		{name: "caught up too long ago", beats: [][3]int64{{10, 10, 1}, {10, 20, 2}, {11, 30, 9}}, now: 9, want: at(1), lag: "last caught up 8s ago"},
+		{name: "in controlled shutdown", beats: [][3]int64{{10, 10, 1}}, shutdown: true, now: 1, want: at(1), lag: "controlled shutdown"},
+		{name: "session over", beats: [][3]int64{{10, 10, 1}}, now: 7, want: at(1), lag: "no live broker session"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLiveness(5 * time.Second)
+			l.observe(1, t0)
+			for i, b := range tt.beats {
+				hb(l, b[0], b[1], at(int(b[2])), tt.shutdown && i == len(tt.beats)-1)
+			}
+			if _, _, got, _ := l.progress(1); !got.Equal(tt.want) {
+				t.Errorf("caught up at %v, want %v", got, tt.want)
+			}
+			lag := l.voterLag(1, 1, 30, at(tt.now))
+			if tt.lag == "" && lag != "" || !strings.Contains(lag, tt.lag) {
+				t.Errorf("voterLag = %q, want %q", lag, tt.lag)
+			}
+		})
 	}
 }

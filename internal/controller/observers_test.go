@@ -17,44 +17,19 @@ import (
 // from the configuration again.
 func TestObserverJoins(t *testing.T) {
 	cl := newCluster(t, 3)
-	addr, tr := raft.NewInmemTransport("")
-	for i, other := range cl.trans {
-		tr.Connect(cl.addrs[i], other)
-		other.Connect(addr, tr)
-	}
-	obs, err := Start(Config{
-		NodeID: 4, DataDir: t.TempDir(), Observer: true, Transport: tr,
-		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
-		SessionTimeout: time.Hour, Logger: testLogger(), Rand: testRand(4),
-	})
-	if err != nil {
-		t.Fatalf("Start observer: %v", err)
-	}
-	t.Cleanup(func() { _ = obs.Close() })
+	obs, addr := cl.startObserver(4)
 	if obs.LeaderID() >= 0 {
 		t.Fatalf("an observer nobody added knows leader %d", obs.LeaderID())
 	}
 
-	err = cl.call(func(c *Controller) error {
+	err := cl.call(func(c *Controller) error {
 		_, err := c.RegisterBroker(ctxT(t), RegisterBroker{ID: 2, Host: "127.0.0.1", Port: 9092, ObserverAddr: string(addr)})
 		return err
 	})
 	if !errors.Is(err, metadata.ErrDuplicateBrokerRegistration) {
 		t.Fatalf("registering voter id 2 as an observer = %v, want DUPLICATE_BROKER_REGISTRATION", err)
 	}
-	var epoch int64
-	cl.retry(func(c *Controller) (err error) {
-		epoch, err = c.RegisterBroker(ctxT(t), RegisterBroker{ID: 4, Host: "127.0.0.1", Port: 9094, ObserverAddr: string(addr)})
-		return err
-	})
-	if err := obs.WaitReady(ctxT(t)); err != nil {
-		t.Fatalf("observer WaitReady: %v", err)
-	}
-	wait.For(t, "the observer to apply its own registration", func() bool {
-		b := obs.Image().Broker(4)
-		return b != nil && b.Epoch == epoch && !b.Fenced
-	})
+	cl.registerObserver(obs, addr)
 	// A retry (the same registration) does not add a second member.
 	l := cl.nodes[cl.leader()]
 	if _, err := l.RegisterBroker(ctxT(t), RegisterBroker{ID: 4, Host: "127.0.0.1", Port: 9094, ObserverAddr: string(addr)}); err != nil {
@@ -101,4 +76,46 @@ func TestObserverJoins(t *testing.T) {
 			t.Fatalf("configuration still has node 4: %+v", conf.Configuration().Servers)
 		}
 	}
+}
+
+// startObserver starts node id as a broker-only node (Config.Observer) that
+// the cluster's voters can reach; nobody has added it yet.
+func (cl *cluster) startObserver(id int32) (*Controller, raft.ServerAddress) {
+	cl.t.Helper()
+	addr, tr := raft.NewInmemTransport("")
+	for i, other := range cl.trans {
+		tr.Connect(cl.addrs[i], other)
+		other.Connect(addr, tr)
+	}
+	obs, err := Start(Config{
+		NodeID: id, DataDir: cl.t.TempDir(), Observer: true, Transport: tr,
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
+		SessionTimeout: time.Hour, Logger: testLogger(), Rand: testRand(byte(id)),
+	})
+	if err != nil {
+		cl.t.Fatalf("Start observer %d: %v", id, err)
+	}
+	cl.t.Cleanup(func() { _ = obs.Close() })
+	return obs, addr
+}
+
+// registerObserver registers obs as a broker at addr, which adds it to the
+// quorum as a non-voting member, and waits until it has applied its own
+// unfenced registration.
+func (cl *cluster) registerObserver(obs *Controller, addr raft.ServerAddress) {
+	cl.t.Helper()
+	id := obs.cfg.NodeID
+	var epoch int64
+	cl.retry(func(c *Controller) (err error) {
+		epoch, err = c.RegisterBroker(ctxT(cl.t), RegisterBroker{ID: id, Host: "127.0.0.1", Port: 9090 + id, ObserverAddr: string(addr)})
+		return err
+	})
+	if err := obs.WaitReady(ctxT(cl.t)); err != nil {
+		cl.t.Fatalf("observer WaitReady: %v", err)
+	}
+	wait.For(cl.t, "the observer to apply its own registration", func() bool {
+		b := obs.Image().Broker(id)
+		return b != nil && b.Epoch == epoch && !b.Fenced
+	})
 }

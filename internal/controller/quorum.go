@@ -31,8 +31,8 @@ type QuorumMember struct {
 	// controller-only voter sends no heartbeats).
 	LogEndOffset int64
 	// LastFetch is when LogEndOffset was learnt; LastCaughtUp the last time
-	// the member reported the controller's offset of that moment. Zero when
-	// unknown.
+	// the member was as far as the controller (liveness.heartbeat: Kafka's
+	// rule for a fetching replica). Zero when unknown.
 	LastFetch, LastCaughtUp time.Time
 }
 

@@ -14,11 +14,22 @@ import (
 // Runtime changes of the voter set (KIP-853's AddRaftVoter and
 // RemoveRaftVoter over Raft's membership changes). A voter is added by
 // promoting an observer: a broker-only node that joined the quorum as a
-// non-voting member and so already holds the metadata log, which is Kafka's
-// rule that a new voter be caught up first. A removed voter that is a
-// registered broker stays a non-voting member, as a removed Kafka voter keeps
-// fetching as an observer (UnregisterBroker takes it out); any other leaves
-// the configuration. The active controller removes itself as Raft allows
+// non-voting member and so receives the metadata log. Kafka adds a voter
+// only once it has seen the replica catch up: its leader (4.4's
+// LeaderState.isReplicaCaughtUp) wants an observer that has reached the
+// leader's log end at least once in the leader's epoch and fetched within
+// the last hour ("lagging behind" otherwise), and a replica that does not
+// answer the leader's ApiVersions is refused too; both are
+// REQUEST_TIMED_OUT. Strata's observers report their progress in broker heartbeats
+// (liveness), so the active controller wants, in its term, a live broker
+// session (a heartbeat within the session timeout, the process not proven
+// dead and not in controlled shutdown: the counterpart of the recent fetch
+// and the ApiVersions answer, tighter than an hour, since a voter that
+// cannot vote costs the quorum its fault tolerance) and a catch-up within
+// the session timeout (by Kafka's catch-up rule, liveness.heartbeat). A
+// removed voter that is a registered broker stays a non-voting member, as a
+// removed Kafka voter keeps fetching as an observer (UnregisterBroker takes
+// it out); any other leaves the configuration. The active controller removes itself as Raft allows
 // (and KIP-853 does): it commits the configuration without itself, which
 // needs a majority of the remaining voters, and then steps down; they elect
 // a new leader. Until session 11 it handed leadership over first, to the
@@ -42,6 +53,12 @@ var (
 	// answers for a replica it has not seen catch up ("lagging behind"),
 	// which is also its answer for an unknown node or directory id.
 	ErrVoterNotCaughtUp = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "not caught up"}
+	// ErrVoterLagging: the node to add is a non-voting member but has no
+	// live broker session with this controller or has not caught up with it
+	// lately (liveness.voterLag). REQUEST_TIMED_OUT, worded as Kafka's
+	// "since it is lagging behind", which `strata cluster add-controller`
+	// retries until its timeout.
+	ErrVoterLagging = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "lagging behind"}
 	// ErrInvalidVoterKey: a node reported another data directory than the
 	// one recorded for the voter of its id (voter_directory.go).
 	// INVALID_VOTER_KEY.
@@ -75,8 +92,10 @@ func (c *Controller) member(ctx context.Context, id int32) (s raft.Server, ok bo
 // AddVoter makes node id, a non-voting member, a voter. addr, if set, must be
 // its Raft address (INVALID_REQUEST otherwise); dir, if not zero, the data
 // directory it registered with as a broker. A node that is not a member, or
-// registered with another directory, is ErrVoterNotCaughtUp. Its directory
-// is recorded once it is a voter (voter_directory.go).
+// registered with another directory, is ErrVoterNotCaughtUp; one without a
+// live broker session or not caught up lately is ErrVoterLagging (see the
+// top of this file). Its directory is recorded once it is a voter
+// (voter_directory.go).
 func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error {
 	if !c.IsLeader() {
 		return c.notController()
@@ -92,8 +111,17 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, 
 	case addr != "" && addr != string(s.Address):
 		return fmt.Errorf("%w: node %d is at %s, not %s", metadata.ErrInvalidRequest, id, s.Address, addr)
 	}
-	if b := c.Image().Broker(id); !dir.IsZero() && (b == nil || b.DirectoryID != dir) {
+	img := c.Image()
+	b := img.Broker(id)
+	if !dir.IsZero() && (b == nil || b.DirectoryID != dir) {
 		return fmt.Errorf("%w: node %d is not registered with data directory %v", ErrVoterNotCaughtUp, id, dir)
+	}
+	if b == nil {
+		return fmt.Errorf("%w: node %d is not a registered broker", ErrVoterLagging, id)
+	}
+	now := c.cfg.clock()
+	if why := c.sessions(now).voterLag(id, b.Epoch, int64(img.Offset()), now); why != "" {
+		return fmt.Errorf("%w: node %d %s", ErrVoterLagging, id, why)
 	}
 	f := c.raft.AddVoter(s.ID, s.Address, 0, c.cfg.ApplyTimeout)
 	if err := c.await(ctx, f.Error); err != nil {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -193,5 +195,72 @@ func TestUnregisterController(t *testing.T) {
 	// The removed node can no longer lead: it answers as any follower does.
 	if err := cl.nodes[other-1].UnregisterController(ctxT(t), other); !errors.Is(err, ErrNotController) {
 		t.Fatalf("UnregisterController on a node that does not lead = %v, want NOT_CONTROLLER", err)
+	}
+}
+
+// TestAddVoterWantsALiveCaughtUpObserver: a broker-only node, a non-voting
+// member of the quorum, is refused as a voter with REQUEST_TIMED_OUT ("lagging
+// behind") and stays a non-voting member while the active controller has no
+// heartbeat of it in its term, while its heartbeats report it behind, and
+// once its session has run out (stopped); after a heartbeat that reports it
+// caught up it is accepted. Until session 20 any non-voting member was taken,
+// a stopped one too, growing the majority with a member that cannot vote.
+func TestAddVoterWantsALiveCaughtUpObserver(t *testing.T) {
+	clock := newFakeClock()
+	cl := sessionCluster(t, clock, nil)
+	obs, addr := cl.startObserver(4)
+	cl.registerObserver(obs, addr)
+
+	heartbeat := func(c *Controller, offset func(*metadata.Image) int64) error {
+		img := c.Image()
+		_, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 4, BrokerEpoch: img.Broker(4).Epoch, MetadataOffset: offset(img)})
+		return err
+	}
+	behind := func(*metadata.Image) int64 { return 0 }
+	caughtUp := func(img *metadata.Image) int64 { return int64(img.Offset()) }
+	for _, step := range []struct {
+		name   string
+		before func(c *Controller) error
+		want   string // in the refusal's message, unless the term changed
+	}{
+		{name: "registered, no heartbeat yet", before: func(*Controller) error { return nil }, want: "has not reported its progress"},
+		{name: "heartbeating behind", before: func(c *Controller) error { return heartbeat(c, behind) }, want: "has not caught up"},
+		{name: "stopped after catching up", before: func(c *Controller) error {
+			if err := heartbeat(c, caughtUp); err != nil {
+				return err
+			}
+			clock.Advance(testSessionTimeout + time.Millisecond)
+			return nil
+		}, want: "no live broker session"},
+	} {
+		var term uint64
+		err := cl.call(func(c *Controller) error {
+			term = c.raft.CurrentTerm()
+			if err := step.before(c); err != nil {
+				return err
+			}
+			return c.AddVoter(ctxT(t), 4, metadata.UUID{}, string(addr))
+		})
+		if !errors.Is(err, ErrVoterLagging) || metadata.ErrorCode(err) != kerr.RequestTimedOut.Code {
+			t.Fatalf("%s: AddVoter(4) = %v, want REQUEST_TIMED_OUT (lagging behind)", step.name, err)
+		}
+		l := cl.nodes[cl.leader()]
+		if l.raft.CurrentTerm() == term && !strings.Contains(err.Error(), step.want) {
+			t.Errorf("%s: AddVoter(4) = %v, want a message with %q", step.name, err, step.want)
+		}
+		if s, ok, _, err := l.member(ctxT(t), 4); err != nil || !ok || s.Suffrage != raft.Nonvoter {
+			t.Fatalf("%s: node 4 is %+v (member %v, %v), want a non-voting member", step.name, s, ok, err)
+		}
+	}
+
+	cl.retry(func(c *Controller) error {
+		if err := heartbeat(c, caughtUp); err != nil {
+			return err
+		}
+		return c.AddVoter(ctxT(t), 4, metadata.UUID{}, string(addr))
+	})
+	s, ok, voters, err := cl.nodes[cl.leader()].member(ctxT(t), 4)
+	if err != nil || !ok || s.Suffrage != raft.Voter || voters != 4 {
+		t.Fatalf("after a caught-up heartbeat node 4 is %+v (member %v, %d voters, %v), want a voter of 4", s, ok, voters, err)
 	}
 }

@@ -2,9 +2,11 @@ package handlers
 
 // AddRaftVoter (key 80), v0-v1 (flexible; KIP-853): makes a node a controller
 // voter, as `strata cluster add-controller` asks. The node must be a
-// non-voting member of the quorum already (a running broker-only node), which
-// keeps Kafka's rule that a new voter has caught up first; otherwise
-// REQUEST_TIMED_OUT, Kafka's answer for a replica it has not seen catch up. The request must name the node's controller listener (its
+// non-voting member of the quorum already (a running broker-only node) with a
+// live broker session, caught up lately, Kafka's rule that a new voter has
+// caught up first (controller/voters.go); otherwise REQUEST_TIMED_OUT, Kafka's
+// answer for a replica it has not seen catch up ("lagging behind"). The
+// request must name the node's controller listener (its
 // first listener is taken, whatever its name: Strata names no listeners); a
 // request without one is INVALID_REQUEST, as in Kafka, checked after the
 // cluster id and before anything else. DUPLICATE_VOTER for a voter;

@@ -130,7 +130,7 @@ func TestReplaceVoter(t *testing.T) {
 		} else if err != nil {
 			return err
 		}
-		return voterReq(node, req)
+		return addVoterWhenCaughtUp(ctx, cl, node, req)
 	}
 	removeVoter := func(node, id int32) error {
 		req := kmsg.NewPtrRemoveRaftVoterRequest()
@@ -238,6 +238,30 @@ func voterChange(ctx context.Context, cl *kgo.Client, node int32, req kmsg.Reque
 	if err != nil {
 		return err
 	}
+	return voterChangeErr(resp)
+}
+
+// addVoterWhenCaughtUp sends AddRaftVoter to node as `strata cluster
+// add-controller` does: again while the new voter is refused as not caught up
+// (a node just started may not have heartbeated yet), within
+// wait.DefaultTimeout. It returns the answer's error code as an error.
+func addVoterWhenCaughtUp(ctx context.Context, cl *kgo.Client, node int32, req *kmsg.AddRaftVoterRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, wait.DefaultTimeout)
+	defer cancel()
+	resp, err := admin.AddVoterWhenCaughtUp(ctx, 20*time.Millisecond, func(ctx context.Context) (*kmsg.AddRaftVoterResponse, error) {
+		resp, err := cl.Broker(int(node)).Request(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return resp.(*kmsg.AddRaftVoterResponse), nil
+	}, nil)
+	if err != nil {
+		return err
+	}
+	return voterChangeErr(resp)
+}
+
+func voterChangeErr(resp kmsg.Response) error {
 	code, msg := voterChangeCode(resp)
 	if err := kerr.ErrorForCode(code); err != nil {
 		return fmt.Errorf("%w (%s)", err, msg)

@@ -177,7 +177,7 @@ func TestWipedVoterIsNotTheOldVoter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := voterChange(ctx, cl, 1, add); err != nil {
+	if err := addVoterWhenCaughtUp(ctx, cl, 1, add); err != nil {
 		t.Fatalf("AddRaftVoter(3): %v", err)
 	}
 	waitQuorum(t, cl, []int32{1, 2, 3}, nil, map[int32]metadata.UUID{1: dirs[1], 2: dirs[2], 3: newDir})

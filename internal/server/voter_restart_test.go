@@ -32,7 +32,7 @@ func TestPromotedBrokerOnlyRestartsAsActiveController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := voterChange(ctx, cl, 1, add); err != nil {
+	if err := addVoterWhenCaughtUp(ctx, cl, 1, add); err != nil {
 		t.Fatalf("AddRaftVoter(2): %v", err)
 	}
 	// Node 1 leads, removes itself and steps down; node 2 takes over.
