@@ -42,8 +42,7 @@ import "time"
 // in sequence. The hint chains: an append that ends a gathering and is followed
 // itself moves the target on, so a producer's requests queued one behind the
 // other (the Java client's 16 KiB batches, up to five in flight) join one
-// fsync, all within the one bound. Such a chain counts as one append for the
-// gathering after its fsync: one producer comes back for it. A transactional producer's flush is the
+// fsync, all within the one bound. A transactional producer's flush is the
 // case too: franz-go sends a 1,000-record transaction of 1 KiB records as a
 // full 1 MB batch and, at the flush, the tail right behind it; the
 // transaction's end waits for both. And
@@ -144,7 +143,6 @@ func (l *Log) afterAppend(records, end int64, hints AppendHints) {
 		// gathering flusher that sees this append counted sees its follower
 		// expected too (gatherAppends).
 		l.expectTarget.Store(l.appends.Load() + 2)
-		l.followedAppends.Add(1)
 	}
 	n := l.appends.Add(1)
 	if p.Mode == GroupCommit {
@@ -336,12 +334,9 @@ func (l *Log) flush() flushResult {
 		(*fn)(t.end)
 	}
 	// Deferred appends are not counted: the gathering before the next fsync
-	// waits for appends that someone waits for. Nor are followed ones: a
-	// producer's chain of pipelined requests is one appender coming back (a
-	// transaction's batch and tail, then its marker alone, waited out the
-	// gathering's bound for a second append that never came).
-	r.covered = max(0, t.appends-l.flushedAppends-(t.deferred-l.flushedDeferred)-(t.followed-l.flushedFollowed))
-	l.flushedAppends, l.flushedDeferred, l.flushedFollowed = t.appends, t.deferred, t.followed
+	// waits for appends that someone waits for.
+	r.covered = max(0, t.appends-l.flushedAppends-(t.deferred-l.flushedDeferred))
+	l.flushedAppends, l.flushedDeferred = t.appends, t.deferred
 	l.dropCache(t.seg, t.size)
 	return r
 }
@@ -351,10 +346,9 @@ type flushTarget struct {
 	seg       *segment
 	end, size int64  // the log end offset and the segment's size before the fsync
 	truncGen  uint64 // the truncation generation then
-	// The append, deferred and followed append counts then: an append is
-	// counted after its data is published, so the fsync covers every append
-	// counted.
-	appends, deferred, followed int64
+	// The append and deferred append counts then: an append is counted after
+	// its data is published, so the fsync covers every append counted.
+	appends, deferred int64
 }
 
 // acquireFlushTarget returns, acquired, the active segment and what an fsync of
@@ -368,7 +362,7 @@ func (l *Log) acquireFlushTarget() (t flushTarget, ok bool) {
 	}
 	s := l.active()
 	t = flushTarget{seg: s, end: l.mu.leo.Load(), size: s.size, truncGen: l.mu.truncGen,
-		deferred: l.deferredAppends.Load(), followed: l.followedAppends.Load(), appends: l.appends.Load()}
+		deferred: l.deferredAppends.Load(), appends: l.appends.Load()}
 	s.acquire()
 	return t, true
 }

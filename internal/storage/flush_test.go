@@ -330,15 +330,6 @@ func TestAppendHints(t *testing.T) {
 		if took := time.Since(start); took > syncTook+maxGather {
 			t.Errorf("a chain of three followed appends: durable after %v", took)
 		}
-		// That fsync covered one producer's chain: one appender came back, so
-		// a lone append next (a transaction's marker after its batch and
-		// tail) is fsynced at once, not after a gathering for three appends.
-		gathers := l.stats.gathers.Load()
-		start = time.Now()
-		durable(appendOne())
-		if took, g := time.Since(start), l.stats.gathers.Load()-gathers; took != syncTook || g != 0 {
-			t.Errorf("a lone append after a chain's fsync: durable after %v with %d gatherings, want %v and none", took, g, syncTook)
-		}
 
 		// A deferred append wakes no flusher: its fsync comes at its bound, or
 		// with the next append's.

@@ -109,16 +109,11 @@ type Log struct {
 	// deferredAppends counts those of them with AppendHints.FlushWithin:
 	// nobody waits for them, so gathering does not wait for their like.
 	deferredAppends atomic.Int64
-	// followedAppends counts those with AppendHints.Followed: each has its
-	// follower from the same producer, so an fsync of both brought back one
-	// appender, not two, and gathering waits for one.
-	followedAppends atomic.Int64
 	// The flusher's own (one runs at a time; each start happens after the
-	// previous one's exit under flushMu): the appends, deferred and followed
-	// appends covered by the last fsync, and what that fsync did, for gathering.
+	// previous one's exit under flushMu): appends and deferred appends covered
+	// by the last fsync, and what that fsync did, for gathering.
 	flushedAppends  int64
 	flushedDeferred int64
-	flushedFollowed int64
 	lastFlush       flushResult
 	listener        atomic.Pointer[func(int64)]
 	failureListener atomic.Pointer[func(error)]
