@@ -106,6 +106,8 @@ type Partition struct {
 	hwmWaiters sync.Pool
 	// groupCommit: the HWM follows the durable end (else the log end).
 	groupCommit bool
+	// markerFlushWithin is markerFlushWithin (txn.go), apart for a test.
+	markerFlushWithin time.Duration
 
 	appendMu  sync.Mutex
 	producers *producerState
@@ -186,6 +188,8 @@ func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log,
 		localID:     localID,
 		producers:   newProducerState(),
 		txns:        newTxnState(),
+
+		markerFlushWithin: markerFlushWithin,
 	}
 	p.mu.leaderID = metadata.NoLeader
 	p.mu.set = newTracker(localID, -1, nil, nil, false, time.Time{})

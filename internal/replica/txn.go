@@ -35,6 +35,16 @@ var (
 // batch and the client retries it.
 const markerWait = 500 * time.Millisecond
 
+// markerFlushWithin is how long a transaction marker may wait for the fsync
+// of a later append before its own (storage.AppendHints.FlushWithin). A
+// producer's next transaction usually writes to the partition within that
+// time, and one fsync then covers the marker and the new batch; a marker
+// fsynced alone at once made that batch's fsync wait behind it. Only the
+// coordinator waits for the marker (before the transaction's completed
+// state), and read_committed readers, whose last stable offset it holds: no
+// longer than a gathering fsync may already wait (storage's maxGather).
+const markerFlushWithin = 2 * time.Millisecond
+
 // markerPendingLocked tells whether transactional batch h would join its
 // producer's transaction of an older epoch open here (see
 // ErrTxnMarkerPending). appendMu must be held.
@@ -231,7 +241,7 @@ func (s *txnState) lastStable(hwm int64) int64 {
 // nothing but the log, as in Kafka. The caller waits for the high-water mark
 // to pass LastOffset before answering.
 func (p *Partition) WriteTxnMarker(m batch.Marker, tv int8) (AppendResult, error) {
-	return p.appendTrusted(batch.BuildControl(m), func() error {
+	return p.appendTrusted(batch.BuildControl(m), storage.AppendHints{FlushWithin: p.markerFlushWithin}, func() error {
 		e, ok := p.producers.entries[m.ProducerID]
 		switch {
 		case !ok:
@@ -263,7 +273,7 @@ func (p *Partition) appendAsCoordinator(records []byte, check func() error) (App
 		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), limit)
 	}
 	return p.afterMarker(h, func() (AppendResult, error) {
-		return p.appendTrusted(records, func() error {
+		return p.appendTrusted(records, storage.AppendHints{}, func() error {
 			if p.markerPendingLocked(h) {
 				return fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, h.ProducerID, h.ProducerEpoch)
 			}
@@ -276,8 +286,9 @@ func (p *Partition) appendAsCoordinator(records []byte, check func() error) (App
 }
 
 // appendTrusted appends batches the broker built as leader, after check (run
-// under the append lock) passes, and feeds them to the transaction state.
-func (p *Partition) appendTrusted(records []byte, check func() error) (AppendResult, error) {
+// under the append lock) passes, and feeds them to the transaction state;
+// hints go to the log's flusher.
+func (p *Partition) appendTrusted(records []byte, hints storage.AppendHints, check func() error) (AppendResult, error) {
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
@@ -291,7 +302,7 @@ func (p *Partition) appendTrusted(records []byte, check func() error) (AppendRes
 			return AppendResult{}, err
 		}
 	}
-	info, err := p.log.Append(records, p.leaderEpoch.Load())
+	info, err := p.log.AppendHinted(records, p.leaderEpoch.Load(), hints)
 	if err != nil {
 		return AppendResult{}, err
 	}

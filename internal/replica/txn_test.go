@@ -591,3 +591,63 @@ func TestNextTxnWaitsForMarker(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkerSharesTheNextFsync: a transaction marker wakes no fsync of its
+// own; the fsync of the producer's next transactional batch, appended behind
+// it, makes both durable (the bound of the marker's wait is set out of reach
+// here, so neither check depends on timing).
+func TestMarkerSharesTheNextFsync(t *testing.T) {
+	l, err := storage.Open(vfs.Default, t.TempDir(), storage.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPartition("t", metadata.UUID{}, 0, l, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	p.setConfig(new(metadata.DefaultTopicConfig()))
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.markerFlushWithin = time.Hour
+	const pid = 4
+	build := func(epoch int16, v string) []byte {
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, Transactional: true, ProducerID: pid, ProducerEpoch: epoch}, []batch.Record{{Value: []byte(v)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ctx := context.Background()
+	first, err := p.Append(build(2, "first"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitHighWatermark(ctx, first.LastOffset+1, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	syncs := l.Stats().Syncs
+	marker, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: 3, Commit: true}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The marker alone is not made durable: the wait runs out (no fsync
+	// within 50 ms; its own would come after an hour here).
+	if err := p.WaitHighWatermark(ctx, marker.LastOffset+1, 50*time.Millisecond); err == nil {
+		t.Fatal("the marker alone was fsynced")
+	}
+	next, err := p.Append(build(3, "next"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.BaseOffset != marker.LastOffset+1 {
+		t.Fatalf("next batch at %d, marker at %d", next.BaseOffset, marker.LastOffset)
+	}
+	if err := p.WaitHighWatermark(ctx, next.LastOffset+1, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Stats().Syncs - syncs; got != 1 {
+		t.Fatalf("%d fsyncs for the marker and the next batch, want 1", got)
+	}
+}

@@ -638,11 +638,13 @@ func TestTransactionFsyncs(t *testing.T) {
 	// allow that one.
 	// The fsyncs in sequence from one transaction's end to the next one's
 	// first ack: the next Ongoing state is written unacked (pre-added
-	// partitions), and the batch's fsync usually follows the marker's on the
-	// same log: 1-2. With the overlap alone the marker's and the Ongoing
-	// state's ran at once, then the batch's: 2; without it the Ongoing state
-	// waited for the marker: 3. Logged, not checked: it depends on when the
-	// client's produce lands against the marker's fsync.
+	// partitions), and the marker, which starts no fsync of its own for up
+	// to replica's markerFlushWithin, shares the next batch's: 1. Before
+	// that the batch's fsync usually followed the marker's on the same log:
+	// 1-2; with the overlap alone the marker's and the Ongoing state's ran at
+	// once, then the batch's: 2; without it the Ongoing state waited for the
+	// marker: 3. Logged, not checked: it depends on when the client's produce
+	// lands against the marker's bound.
 	inSequence := 0
 	for i := 0; i+1 < len(acked); i++ {
 		inSequence += fsyncsInSequence(spans, ended[i], acked[i+1], txn.StateTopic, "fsyncs-")

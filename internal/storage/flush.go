@@ -125,7 +125,9 @@ type AppendHints struct {
 	// fsync of a later append covers it, or one at the latest this long
 	// after it. For records a crash may lose without harm, which nobody
 	// waits for (a transaction coordinator's states that an earlier
-	// committed state stands for), so that they cost no fsync of their own.
+	// committed state stands for), or whose waiter can afford the bound (a
+	// transaction's marker, which the producer's next batch usually
+	// follows), so that they cost no fsync of their own.
 	FlushWithin time.Duration
 }
 

@@ -202,6 +202,11 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	return l.append(batches, leaderEpoch, true, false, AppendHints{})
 }
 
+// AppendHinted is Append with hints for the flusher (AppendHints).
+func (l *Log) AppendHinted(batches []byte, leaderEpoch int32, hints AppendHints) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, true, false, hints)
+}
+
 // AppendValidated is Append for batches the caller has already walked with
 // batch.NewIter to the end without error (a partition leader checks a produced
 // batch's producer and size rules first): it makes every check but the CRCs
