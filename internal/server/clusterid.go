@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -71,7 +70,7 @@ func loadDirectoryID(fsys vfs.FS, dir string) (metadata.UUID, error) {
 
 // readIDFile reads the one-line id in path; an empty file is an error.
 func readIDFile(fsys vfs.FS, path string) (string, error) {
-	b, err := readFile(fsys, path)
+	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return "", err
 	}
@@ -85,20 +84,6 @@ func readIDFile(fsys vfs.FS, path string) (string, error) {
 // writeIDFile writes id to path in dir durably (writeFileDurable).
 func writeIDFile(fsys vfs.FS, dir, path, id string) error {
 	return writeFileDurable(fsys, dir, path, []byte(id+"\n"))
-}
-
-// readFile reads the whole of path.
-func readFile(fsys vfs.FS, path string) ([]byte, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return b, nil
 }
 
 // writeFileDurable writes b to path in dir durably: tmp file, fsync, rename,

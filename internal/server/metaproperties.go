@@ -50,7 +50,7 @@ type metaProperties struct {
 // none, and otherwise checks that the file says the same.
 func ensureMetaProperties(fsys vfs.FS, dir string, want metaProperties) error {
 	path := filepath.Join(dir, metaPropertiesFile)
-	b, err := readFile(fsys, path)
+	b, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return writeFileDurable(fsys, dir, path, want.encode())
 	} else if err != nil {

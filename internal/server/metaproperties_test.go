@@ -26,7 +26,7 @@ func TestEnsureMetaProperties(t *testing.T) {
 	if err := ensureMetaProperties(fsys, "d", testMeta); err != nil {
 		t.Fatalf("first start: %v", err)
 	}
-	b, err := readFile(fsys, filepath.Join("d", metaPropertiesFile))
+	b, err := vfs.ReadFile(fsys, filepath.Join("d", metaPropertiesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

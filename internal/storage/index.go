@@ -25,35 +25,52 @@ type indexEntry struct {
 type offsetIndex struct {
 	entries []indexEntry
 	max     int // capacity in entries: IndexMaxBytes / indexEntrySize
+	// The first fromFile entries were read from the segment's .index file,
+	// which can decode and still point into the middle of a batch (a damaged
+	// disk block); segment.entry checks each against the log the first time a
+	// lookup picks it and records it in checked. Entries the appender adds
+	// are trusted.
+	fromFile int
+	checked  []uint64 // a bit per entry below fromFile
 }
+
+// load takes entries read from the segment's .index file.
+func (x *offsetIndex) load(entries []indexEntry) {
+	x.entries, x.fromFile, x.checked = entries, len(entries), make([]uint64, (len(entries)+63)/64)
+}
+
+// reset empties the index.
+func (x *offsetIndex) reset() {
+	x.entries, x.fromFile, x.checked = x.entries[:0], 0, nil
+}
+
+// trusted reports whether entry i needs no check against the log.
+func (x *offsetIndex) trusted(i int) bool {
+	return i >= x.fromFile || x.checked[i/64]&(1<<(i%64)) != 0
+}
+
+func (x *offsetIndex) markChecked(i int) { x.checked[i/64] |= 1 << (i % 64) }
 
 func (x *offsetIndex) full() bool { return len(x.entries) >= x.max }
 
 func (x *offsetIndex) add(rel, pos uint32) { x.entries = append(x.entries, indexEntry{rel, pos}) }
 
-// lookup returns the last entry whose offset is <= rel, or the zero entry (the
+// find returns the index of the last entry whose offset is <= rel, or -1 (the
 // segment's first batch at position 0).
-func (x *offsetIndex) lookup(rel uint32) indexEntry {
-	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].rel > rel })
-	if i == 0 {
-		return indexEntry{}
-	}
-	return x.entries[i-1]
+func (x *offsetIndex) find(rel uint32) int {
+	return sort.Search(len(x.entries), func(i int) bool { return x.entries[i].rel > rel }) - 1
 }
 
-// lookupPos returns the last entry whose position is <= pos, or the zero entry.
-func (x *offsetIndex) lookupPos(pos uint32) indexEntry {
-	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].pos > pos })
-	if i == 0 {
-		return indexEntry{}
-	}
-	return x.entries[i-1]
+// findPos returns the index of the last entry whose position is <= pos, or -1.
+func (x *offsetIndex) findPos(pos uint32) int {
+	return sort.Search(len(x.entries), func(i int) bool { return x.entries[i].pos > pos }) - 1
 }
 
 // truncate drops the entries for offsets >= rel.
 func (x *offsetIndex) truncate(rel uint32) {
 	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].rel >= rel })
 	x.entries = x.entries[:i]
+	x.fromFile = min(x.fromFile, i)
 }
 
 func (x *offsetIndex) encode() []byte {

@@ -239,16 +239,60 @@ func (s *segment) lookup(offset int64) int64 {
 	if !ok {
 		return 0
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return int64(s.mu.index.lookup(rel).pos)
+	return int64(s.entry(func(x *offsetIndex) int { return x.find(rel) }).pos)
 }
 
 // lookupPos returns the last index entry at or before position pos.
 func (s *segment) lookupPos(pos int64) indexEntry {
+	return s.entry(func(x *offsetIndex) int { return x.findPos(uint32(pos)) })
+}
+
+// entry returns the offset-index entry find picks, or the zero entry (the
+// segment's first batch) when it picks none. An entry read from the index
+// file is checked the first time (entryLocked).
+func (s *segment) entry(find func(*offsetIndex) int) indexEntry {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.mu.index.lookupPos(uint32(pos))
+	if i := find(&s.mu.index); i < 0 || s.mu.index.trusted(i) {
+		defer s.mu.RUnlock()
+		if i < 0 {
+			return indexEntry{}
+		}
+		return s.mu.index.entries[i]
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entryLocked(find(&s.mu.index))
+}
+
+// entryLocked returns entry i of the offset index (the zero entry for -1),
+// first checking an entry read from the index file against the log: the
+// batch at its position must start at its offset. If it does not, the file
+// was damaged though it decoded, and both indexes are rebuilt from the log
+// (one scan, as for a missing index file); the zero entry is returned, from
+// which any scan is right. s.mu must be held for writing.
+func (s *segment) entryLocked(i int) indexEntry {
+	x := &s.mu.index
+	if i < 0 {
+		return indexEntry{}
+	}
+	if x.trusted(i) {
+		return x.entries[i]
+	}
+	e := x.entries[i]
+	var hdr [batch.HeaderSize]byte
+	if n, _ := s.log.ReadAt(hdr[:], int64(e.pos)); n == len(hdr) {
+		if h, err := batch.ParseHeader(hdr[:]); err == nil && h.Magic == 2 && h.BaseOffset == s.base+int64(e.rel) {
+			x.markChecked(i)
+			return e
+		}
+	}
+	// A failed rebuild leaves indexes that a later ensureIndexes rebuilds
+	// again; the reads meanwhile scan from the segment's start.
+	if _, err := s.rebuildLocked(s.size, s.indexInterval); err != nil {
+		s.mu.loaded = false
+	}
+	return indexEntry{}
 }
 
 // seek advances the scanner to the batch holding offset (the first whose last

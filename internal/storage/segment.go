@@ -60,6 +60,10 @@ type segment struct {
 	refs    atomic.Int64
 	deleted atomic.Bool
 
+	// indexInterval is the log's IndexIntervalBytes when the segment was
+	// opened, for a rebuild a damaged index entry starts (entry).
+	indexInterval int
+
 	size int64 // bytes of whole batches
 	next int64 // offset just past the last batch; base when empty
 	// cacheDropped is where the flusher's page-cache drops of the file have
@@ -108,7 +112,7 @@ func (s *segment) path(suffix string) string {
 }
 
 func newSegment(fsys vfs.FS, dir string, base int64, log vfs.File, cfg *Config) *segment {
-	s := &segment{fsys: fsys, dir: dir, base: base, log: log, next: base}
+	s := &segment{fsys: fsys, dir: dir, base: base, log: log, next: base, indexInterval: cfg.IndexIntervalBytes}
 	s.refs.Store(1)
 	s.mu.index.max = cfg.IndexMaxBytes / indexEntrySize
 	s.mu.tindex.max = cfg.IndexMaxBytes / timeEntrySize
@@ -335,7 +339,8 @@ func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCount
 		tentries, err2 = decodeTimeIndex(tidx, next-s.base)
 	}
 	if err1 == nil && err2 == nil {
-		s.mu.index.entries, s.mu.tindex.entries = ientries, tentries
+		s.mu.index.load(ientries)
+		s.mu.tindex.entries = tentries
 		if last, ok := s.mu.tindex.last(); ok {
 			s.mu.maxTS, s.mu.maxTSOff = last.ts, s.base+int64(last.rel)
 		}
@@ -403,7 +408,8 @@ func (s *segment) rebuild(limit int64, interval int) (scanResult, error) {
 // legal: compaction removes whole batches). s.mu must be held.
 func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
 	m := &s.mu
-	m.index.entries, m.tindex.entries = m.index.entries[:0], m.tindex.entries[:0]
+	m.index.reset()
+	m.tindex.entries = m.tindex.entries[:0]
 	m.bytesSinceIndex, m.maxTS, m.maxTSOff, m.firstTS = 0, -1, -1, -1
 	sc := fullScanner(s.log, 0, limit, 1<<20)
 	defer sc.done()

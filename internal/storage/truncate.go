@@ -151,7 +151,7 @@ func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 	from := int64(0)
 	if last, ok := m.tindex.last(); ok {
 		m.maxTS, m.maxTSOff = last.ts, s.base+int64(last.rel)
-		from = int64(m.index.lookup(last.rel).pos)
+		from = int64(s.entryLocked(m.index.find(last.rel)).pos)
 	}
 	if cutPos == 0 {
 		m.firstTS, m.created = -1, l.conf().Now()

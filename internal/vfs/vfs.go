@@ -31,6 +31,7 @@
 package vfs
 
 import (
+	"fmt"
 	"io"
 	"os"
 )
@@ -117,4 +118,18 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// SyncDir makes the creations, removals and renames in dir durable.
 	SyncDir(dir string) error
+}
+
+// ReadFile reads the whole of the file at name, as os.ReadFile does.
+func ReadFile(fsys FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return b, nil
 }
