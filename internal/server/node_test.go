@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -69,30 +70,39 @@ func (n *testNode) client(t *testing.T, opts ...kgo.Opt) (*kgo.Client, *kadm.Cli
 // client-side rewriting, and decodes the response.
 func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	resp, err := roundTrip(addr, req, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	body := kbin.AppendInt16(nil, req.Key())
-	body = kbin.AppendInt16(body, req.GetVersion())
-	body = kbin.AppendInt32(body, 7)
-	body = kbin.AppendNullableString(body, nil)
-	if req.IsFlexible() {
-		body = append(body, 0)
+	return resp
+}
+
+// roundTrip is rawRequest returning its errors, the whole exchange within
+// timeout. A Produce request with acks 0 gets no response: it is followed by
+// an ApiVersions request on the same connection, whose answer it returns.
+func roundTrip(addr string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
 	}
-	body = req.AppendTo(body)
-	if _, err := conn.Write(append(kbin.AppendInt32(nil, int32(len(body))), body...)); err != nil {
-		t.Fatal(err)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	if err := writeRequest(conn, req, 7); err != nil {
+		return nil, err
+	}
+	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+		req = kmsg.NewPtrApiVersionsRequest()
+		if err := writeRequest(conn, req, 8); err != nil {
+			return nil, err
+		}
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		t.Fatalf("reading response: %v", err)
+		return nil, fmt.Errorf("reading response: %w", err)
 	}
 	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
 	if _, err := io.ReadFull(conn, buf); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
@@ -101,7 +111,21 @@ func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
 		buf = buf[1:]
 	}
 	if err := resp.ReadFrom(buf); err != nil {
-		t.Fatalf("decoding response: %v", err)
+		return nil, fmt.Errorf("decoding response: %w", err)
 	}
-	return resp
+	return resp, nil
+}
+
+// writeRequest writes req in one frame with a v1 or v2 request header.
+func writeRequest(w io.Writer, req kmsg.Request, correlationID int32) error {
+	body := kbin.AppendInt16(nil, req.Key())
+	body = kbin.AppendInt16(body, req.GetVersion())
+	body = kbin.AppendInt32(body, correlationID)
+	body = kbin.AppendNullableString(body, nil)
+	if req.IsFlexible() {
+		body = append(body, 0)
+	}
+	body = req.AppendTo(body)
+	_, err := w.Write(append(kbin.AppendInt32(nil, int32(len(body))), body...))
+	return err
 }

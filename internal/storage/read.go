@@ -266,11 +266,11 @@ func (s *segment) entry(find func(*offsetIndex) int) indexEntry {
 }
 
 // entryLocked returns entry i of the offset index (the zero entry for -1),
-// first checking an entry read from the index file against the log: the
-// batch at its position must start at its offset. If it does not, the file
-// was damaged though it decoded, and both indexes are rebuilt from the log
-// (one scan, as for a missing index file); the zero entry is returned, from
-// which any scan is right. s.mu must be held for writing.
+// first checking an entry read from the index file against the log
+// (batchStartsAt). If the check fails, the file was damaged though it
+// decoded, and both indexes are rebuilt from the log (one scan, as for a
+// missing index file); the zero entry is returned, from which any scan is
+// right. s.mu must be held for writing.
 func (s *segment) entryLocked(i int) indexEntry {
 	x := &s.mu.index
 	if i < 0 {
@@ -280,12 +280,9 @@ func (s *segment) entryLocked(i int) indexEntry {
 		return x.entries[i]
 	}
 	e := x.entries[i]
-	var hdr [batch.HeaderSize]byte
-	if n, _ := s.log.ReadAt(hdr[:], int64(e.pos)); n == len(hdr) {
-		if h, err := batch.ParseHeader(hdr[:]); err == nil && h.Magic == 2 && h.BaseOffset == s.base+int64(e.rel) {
-			x.markChecked(i)
-			return e
-		}
+	if s.batchStartsAt(int64(e.pos), s.base+int64(e.rel)) {
+		x.markChecked(i)
+		return e
 	}
 	// A failed rebuild leaves indexes that a later ensureIndexes rebuilds
 	// again; the reads meanwhile scan from the segment's start.
@@ -293,6 +290,37 @@ func (s *segment) entryLocked(i int) indexEntry {
 		s.mu.loaded = false
 	}
 	return indexEntry{}
+}
+
+// batchStartsAt reports whether the segment's batch at pos starts at offset:
+// its header says so, its length ends it inside the segment, and there either
+// the segment ends or the next batch's header follows with a later offset. A
+// position inside a batch passes only if the bytes there imitate all of it.
+// s.mu must be held.
+func (s *segment) batchStartsAt(pos, offset int64) bool {
+	h, size, ok := s.headerAt(pos)
+	if !ok || h.BaseOffset != offset || pos+int64(size) > s.size {
+		return false
+	}
+	if end := pos + int64(size); end < s.size {
+		next, _, ok := s.headerAt(end)
+		return ok && next.BaseOffset > h.LastOffset()
+	}
+	return true
+}
+
+// headerAt reads the header of the batch at pos, with its frame size.
+func (s *segment) headerAt(pos int64) (h batch.Header, size int, ok bool) {
+	var hdr [batch.HeaderSize]byte
+	if n, _ := s.log.ReadAt(hdr[:], pos); n != len(hdr) {
+		return h, 0, false
+	}
+	h, err := batch.ParseHeader(hdr[:])
+	if err != nil || h.Magic != 2 || h.LastOffsetDelta < 0 {
+		return h, 0, false
+	}
+	size, err = batch.FrameSize(hdr[:])
+	return h, size, err == nil
 }
 
 // seek advances the scanner to the batch holding offset (the first whose last
