@@ -146,6 +146,9 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 				}
 				out = append(out, describedGroup(l))
 			}
+			if err := describeOtherProtocols(ctx, adm, out); err != nil {
+				return err
+			}
 			if s.json() {
 				return cli.WriteJSON(s.env.stdout, out)
 			}
@@ -188,13 +191,18 @@ func describedGroup(l kadm.DescribedGroupLag) describedGroupJSON {
 			d.Offsets = append(d.Offsets, o)
 		}
 	}
-	slices.SortFunc(d.Offsets, func(a, b groupOffsetJSON) int {
+	sortOffsets(d.Offsets)
+	return d
+}
+
+// sortOffsets orders a group's offsets by topic, then partition.
+func sortOffsets(offsets []groupOffsetJSON) {
+	slices.SortFunc(offsets, func(a, b groupOffsetJSON) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c
 		}
 		return int(a.Partition - b.Partition)
 	})
-	return d
 }
 
 func printGroup(s *session, d describedGroupJSON) {
