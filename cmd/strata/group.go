@@ -4,6 +4,7 @@ package main
 // share-offsets in group_share.go.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,26 +129,16 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 				return err
 			}
 			names = unique(names)
-			lags, err := admin.GroupLag(ctx, adm, names...)
+			views, err := admin.GroupViews(ctx, adm, names...)
+			if other := (*admin.OtherGroupTypeError)(nil); errors.As(err, &other) {
+				return fmt.Errorf("%w, which group describe does not show (see %s)", err, cmp.Or(otherGroupTools[other.Type], "kafka-groups --list"))
+			}
 			if err != nil {
 				return err
 			}
 			var out []describedGroupJSON
 			for _, n := range names {
-				l, ok := lags[n]
-				if !ok {
-					return fmt.Errorf("group %q: no answer for it", n)
-				}
-				if l.DescribeErr != nil {
-					return fmt.Errorf("group %q: %w", n, l.DescribeErr)
-				}
-				if l.FetchErr != nil {
-					return fmt.Errorf("group %q: committed offsets: %w", n, l.FetchErr)
-				}
-				out = append(out, describedGroup(l))
-			}
-			if err := describeOtherProtocols(ctx, adm, out); err != nil {
-				return err
+				out = append(out, describedGroup(views[n]))
 			}
 			if s.json() {
 				return cli.WriteJSON(s.env.stdout, out)
@@ -164,45 +155,28 @@ func groupDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func describedGroup(l kadm.DescribedGroupLag) describedGroupJSON {
-	d := describedGroupJSON{Group: l.Group, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol,
-		Coordinator: l.Coordinator.NodeID, Members: []groupMemberJSON{}, Offsets: []groupOffsetJSON{}}
-	for _, m := range l.Members {
-		mj := groupMemberJSON{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost,
-			Assignment: map[string][]int32{}}
-		if a, ok := m.Assigned.AsConsumer(); ok {
-			for _, t := range a.Topics {
-				ps := slices.Clone(t.Partitions)
-				slices.Sort(ps)
-				mj.Assignment[t.Topic] = ps
-			}
-		}
-		d.Members = append(d.Members, mj)
-	}
-	for _, ps := range l.Lag {
-		for _, ml := range ps {
-			o := groupOffsetJSON{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag}
-			if ml.Member != nil {
-				o.MemberID = ml.Member.MemberID
-			}
-			if ml.Err != nil {
-				o.Error = ml.Err.Error()
-			}
-			d.Offsets = append(d.Offsets, o)
-		}
-	}
-	sortOffsets(d.Offsets)
-	return d
+// otherGroupTools names, per group type that group describe does not show,
+// what does.
+var otherGroupTools = map[string]string{
+	"share":   "strata group share-offsets describe",
+	"streams": "kafka-streams-groups --describe",
 }
 
-// sortOffsets orders a group's offsets by topic, then partition.
-func sortOffsets(offsets []groupOffsetJSON) {
-	slices.SortFunc(offsets, func(a, b groupOffsetJSON) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
+func describedGroup(v admin.GroupView) describedGroupJSON {
+	d := describedGroupJSON{Group: v.Group, State: v.State, ProtocolType: v.ProtocolType, Protocol: v.Protocol,
+		Coordinator: v.Coordinator, Members: []groupMemberJSON{}, Offsets: []groupOffsetJSON{}}
+	for _, m := range v.Members {
+		d.Members = append(d.Members, groupMemberJSON{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID,
+			Host: m.Host, Assignment: m.Assignment})
+	}
+	for _, o := range v.Offsets {
+		oj := groupOffsetJSON{Topic: o.Topic, Partition: o.Partition, Committed: o.Committed, End: o.End, Lag: o.Lag, MemberID: o.MemberID}
+		if o.Err != nil {
+			oj.Error = o.Err.Error()
 		}
-		return int(a.Partition - b.Partition)
-	})
+		d.Offsets = append(d.Offsets, oj)
+	}
+	return d
 }
 
 func printGroup(s *session, d describedGroupJSON) {

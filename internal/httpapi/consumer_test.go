@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/httpapi"
 	"github.com/strata-stream/strata/internal/wait"
@@ -656,5 +659,55 @@ func TestFirstPoll(t *testing.T) {
 		if took < time.Second || took >= 3*time.Second {
 			t.Fatalf("%v: an empty first poll took %v, want the 1 s poll timeout", body, took)
 		}
+	}
+}
+
+// TestDescribeKIP848Group: GET /groups/{group} describes a running KIP-848
+// consumer group (group.protocol=consumer), which DescribeGroups answers
+// GROUP_ID_NOT_FOUND: its member and assignment, the committed partition and
+// the assigned one without a commit, each with its owner and lag. It was a
+// 404 while GET /groups listed the group Stable.
+func TestDescribeKIP848Group(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("kip848", 2)
+	n.produceN("kip848", 0, 0, 3)
+	n.produceN("kip848", 1, 0, 2)
+	cl, _ := n.kafka(kgo.ConsumerGroup("kip848-g"), kgo.ConsumeTopics("kip848"), kgo.ServerSideBalancer(), kgo.DisableAutoCommit())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for read := 0; read < 5; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		read += fs.NumRecords()
+	}
+	var commitErr error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{"kip848": {0: {Epoch: -1, Offset: 2}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+			commitErr = err
+		})
+	if commitErr != nil {
+		t.Fatal(commitErr)
+	}
+	var g groupView
+	wait.For(t, "the group described Stable with its member", func() bool {
+		g = n.group("kip848-g")
+		return g.State == "Stable" && len(g.Members) == 1
+	})
+	if a := g.Members[0].Assignment; len(a) != 1 || a[0].Topic != "kip848" || !slices.Equal(a[0].Partitions, []int32{0, 1}) {
+		t.Fatalf("assignment %+v", a)
+	}
+	type pos struct{ committed, lag int64 }
+	got := map[int32]pos{}
+	for _, o := range g.Offsets {
+		if o.Topic == "kip848" && o.Lag != nil {
+			got[o.Partition] = pos{g.committed("kip848", o.Partition), *o.Lag}
+		}
+	}
+	// Partition 1 has no commit: its lag is counted from the log start.
+	if want := map[int32]pos{0: {2, 1}, 1: {-1, 2}}; !maps.Equal(got, want) || g.Lag != 3 {
+		t.Fatalf("offsets %+v (lag %d), want %+v and lag 3", got, g.Lag, want)
 	}
 }

@@ -1,12 +1,13 @@
 package httpapi
 
 import (
-	"cmp"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -76,68 +77,52 @@ type groupOffset struct {
 	MemberID string `json:"member_id,omitempty"`
 }
 
-// handleDescribeGroup shows a group as its coordinator, wherever it is, sees it:
-// members and their assignments, and per partition the committed offset, the log
-// ends and the lag.
+// handleDescribeGroup shows a group as its coordinator, wherever it is, sees it,
+// a classic or a KIP-848 consumer group: members and their assignments, and per
+// partition the committed offset, the log ends and the lag.
 func (a *API) handleDescribeGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("group")
-	lags, err := a.admin.Lag(r.Context(), id)
+	views, err := admin.GroupViews(r.Context(), a.admin, id)
+	if other := (*admin.OtherGroupTypeError)(nil); errors.As(err, &other) {
+		writeError(w, errorf(http.StatusNotFound, kerr.GroupIDNotFound.Message, "%v, not a consumer group", err))
+		return
+	}
 	if err != nil {
 		writeError(w, fromErr(err))
 		return
 	}
-	l, ok := lags[id]
-	if !ok {
+	v := views[id]
+	if (v.State == "Dead" || v.State == "") && len(v.Offsets) == 0 {
 		writeError(w, unknownGroup(id))
 		return
 	}
-	if err := l.Error(); err != nil {
-		writeError(w, fromErr(err))
-		return
-	}
-	if (l.State == "Dead" || l.State == "") && len(l.Lag) == 0 {
-		writeError(w, unknownGroup(id))
-		return
-	}
-	ans := groupOut{Group: id, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol, Members: []memberOut{}, Offsets: []groupOffset{}}
-	for _, m := range l.Members {
-		mo := memberOut{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assignment: []topicPartitions{}}
-		if c, ok := m.Assigned.AsConsumer(); ok {
-			for _, t := range c.Topics {
-				ps := slices.Clone(t.Partitions)
-				slices.Sort(ps)
-				mo.Assignment = append(mo.Assignment, topicPartitions{t.Topic, ps})
-			}
-			slices.SortFunc(mo.Assignment, func(a, b topicPartitions) int { return strings.Compare(a.Topic, b.Topic) })
+	ans := groupOut{Group: id, State: v.State, ProtocolType: v.ProtocolType, Protocol: v.Protocol, Members: []memberOut{}, Offsets: []groupOffset{}}
+	for _, m := range v.Members {
+		mo := memberOut{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.Host, Assignment: []topicPartitions{}}
+		for t, ps := range m.Assignment {
+			mo.Assignment = append(mo.Assignment, topicPartitions{t, ps})
 		}
+		slices.SortFunc(mo.Assignment, func(a, b topicPartitions) int { return strings.Compare(a.Topic, b.Topic) })
 		ans.Members = append(ans.Members, mo)
 	}
-	for _, ps := range l.Lag {
-		for _, pl := range ps {
-			o := groupOffset{Topic: pl.Topic, Partition: pl.Partition}
-			if pl.Commit.At >= 0 {
-				o.Committed = ptr(pl.Commit.At)
-			}
-			if pl.Start.Err == nil && pl.Start.Offset >= 0 {
-				o.LogStartOffset = ptr(pl.Start.Offset)
-			}
-			if pl.End.Err == nil && pl.End.Offset >= 0 {
-				o.HighWatermark = ptr(pl.End.Offset)
-			}
-			if pl.Err == nil && pl.Lag >= 0 {
-				o.Lag = ptr(pl.Lag)
-				ans.Lag += pl.Lag
-			}
-			if pl.Member != nil {
-				o.MemberID = pl.Member.MemberID
-			}
-			ans.Offsets = append(ans.Offsets, o)
+	for _, pv := range v.Offsets {
+		o := groupOffset{Topic: pv.Topic, Partition: pv.Partition, MemberID: pv.MemberID,
+			Committed: known(pv.Committed), LogStartOffset: known(pv.Start), HighWatermark: known(pv.End)}
+		if pv.Err == nil && pv.Lag >= 0 {
+			o.Lag = ptr(pv.Lag)
+			ans.Lag += pv.Lag
 		}
+		ans.Offsets = append(ans.Offsets, o)
 	}
-	slices.SortFunc(ans.Offsets, func(a, b groupOffset) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// known is v, or nil when v is negative (unknown, or none).
+func known(v int64) *int64 {
+	if v < 0 {
+		return nil
+	}
+	return ptr(v)
 }
 
 func ptr(v int64) *int64 { return &v }
