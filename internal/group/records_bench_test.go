@@ -133,9 +133,10 @@ func newStreamsBenchRig(b testing.TB, n int) *streamsBenchRig {
 }
 
 // request is member i's heartbeat at its epoch, with the tasks it owns (and
-// its process and the topology when it joins).
-func (r *streamsBenchRig) request(i int) *kmsg.StreamsGroupHeartbeatRequest {
-	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+// its process and the topology when it joins), a value so that a benchmark's
+// stays on the stack.
+func (r *streamsBenchRig) request(i int) kmsg.StreamsGroupHeartbeatRequest {
+	req := kmsg.NewStreamsGroupHeartbeatRequest()
 	req.Version = 1
 	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", fmt.Sprintf("m%d", i), r.epochs[i], 60000
 	if r.epochs[i] == joinEpoch {
@@ -152,7 +153,8 @@ func (r *streamsBenchRig) request(i int) *kmsg.StreamsGroupHeartbeatRequest {
 
 // heartbeat sends member i's heartbeat and takes the answer.
 func (r *streamsBenchRig) heartbeat(b testing.TB, i int) {
-	r.send(b, i, r.request(i))
+	req := r.request(i)
+	r.send(b, i, &req)
 }
 
 // send sends req, member i's, and takes the answer.

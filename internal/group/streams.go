@@ -845,12 +845,19 @@ func (m *stmember) tagMap() map[string]string {
 // they changed.
 func (g *group) updateStandbysLocked(m *stmember) bool {
 	sg := g.st
-	var held partSet // what the other members of m's process hold, once asked
-	heldElsewhere := func(tp topicPartition) bool {
-		if held == nil {
-			held = g.processHoldsLocked(m)
+	standbyTarget := sg.refined.standby[m.id]
+	// A warm-up task that caught up stays until the member owns it as active,
+	// so that its state is kept (Kafka Streams turns it into the active task).
+	warmupTarget := sg.refined.warmup[m.id].clone()
+	for tp := range m.warmup {
+		if _, owned := m.assigned[tp]; sg.refined.active[m.id].has(tp) && !owned {
+			warmupTarget[tp] = struct{}{}
 		}
-		return held.has(tp)
+	}
+	taking := m.epoch == sg.targetEpoch
+	var held partSet // what the other members of m's process hold, if m has tasks to take
+	if taking && (!covers(m.standby, standbyTarget) || !covers(m.warmup, warmupTarget)) {
+		held = g.processHoldsLocked(m)
 	}
 	update := func(now, target partSet) partSet {
 		next := partSet{}
@@ -859,28 +866,29 @@ func (g *group) updateStandbysLocked(m *stmember) bool {
 				next[tp] = struct{}{}
 			}
 		}
-		if m.epoch == sg.targetEpoch {
+		if taking {
 			for tp := range target {
-				if !next.has(tp) && !heldElsewhere(tp) {
+				if !held.has(tp) {
 					next[tp] = struct{}{}
 				}
 			}
 		}
 		return next
 	}
-	standby := update(m.standby, sg.refined.standby[m.id])
-	// A warm-up task that caught up stays until the member owns it as active,
-	// so that its state is kept (Kafka Streams turns it into the active task).
-	warmup := sg.refined.warmup[m.id].clone()
-	for tp := range m.warmup {
-		if _, owned := m.assigned[tp]; sg.refined.active[m.id].has(tp) && !owned {
-			warmup[tp] = struct{}{}
-		}
-	}
-	warmup = update(m.warmup, warmup)
+	standby, warmup := update(m.standby, standbyTarget), update(m.warmup, warmupTarget)
 	changed := !standby.equal(m.standby) || !warmup.equal(m.warmup)
 	m.standby, m.warmup = standby, warmup
 	return changed
+}
+
+// covers reports whether have holds every task of want.
+func covers(have, want partSet) bool {
+	for tp := range want {
+		if !have.has(tp) {
+			return false
+		}
+	}
+	return true
 }
 
 // processHoldsLocked is what the members of m's process other than m hold:

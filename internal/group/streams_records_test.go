@@ -109,7 +109,7 @@ func TestStreamsSteadyHeartbeatEncodesNothing(t *testing.T) {
 	groups, members := checkSteadyHeartbeats(t, &streamsKind, r.c, r.store, r.topics, len(r.epochs), func(i int) { r.heartbeat(t, i) })
 	req := r.request(0)
 	req.RebalanceTimeoutMillis = 45000
-	r.send(t, 0, req)
+	r.send(t, 0, &req)
 	if *groups != 0 || *members != 1 {
 		t.Fatalf("a new rebalance timeout encoded the group's records %d times and members' %d times, want 0 and 1", *groups, *members)
 	}
