@@ -552,11 +552,11 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		m.clientID, m.clientHost = cl.ID, cl.Host
 		g.touchMemberLocked(m.id)
 	}
-	assigned, metadata := m.updateMetadata(req)
-	if assigned || metadata {
+	assignor, metadata := m.updateMetadata(req)
+	if assignor || metadata {
 		g.touchMemberLocked(m.id)
 	}
-	bump = bump || assigned
+	bump = bump || assignor
 	var status []kmsg.StreamsGroupHeartbeatResponseStatus
 	if req.Topology != nil && sg.topology == nil {
 		top := *req.Topology
@@ -628,10 +628,10 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 }
 
 // updateMetadata applies the request's non-null member fields and reports
-// whether one the assignor sees changed (assigned: a new process, endpoint,
-// rack or tags) or only another of the member's record (metadata: its
+// whether one the assignor sees changed (assignor: a new process, endpoint,
+// rack or tags) or only another field of the member's record (metadata: its
 // rebalance timeout or topology epoch).
-func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) (assigned, metadata bool) {
+func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) (assignor, metadata bool) {
 	if timeout := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond; timeout > 0 && timeout != m.rebalanceTimeout {
 		m.rebalanceTimeout, metadata = timeout, true
 	}
@@ -639,21 +639,21 @@ func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) (assig
 		m.topologyEpoch, metadata = req.Topology.Epoch, true
 	}
 	if req.ProcessID != nil && *req.ProcessID != m.processID {
-		m.processID, assigned = *req.ProcessID, true
+		m.processID, assignor = *req.ProcessID, true
 	}
 	if req.RackID != nil && *req.RackID != m.rackID {
-		m.rackID, assigned = *req.RackID, true
+		m.rackID, assignor = *req.RackID, true
 	}
 	if req.UserEndpoint != nil && (m.endpoint == nil || m.endpoint.Host != req.UserEndpoint.Host || m.endpoint.Port != req.UserEndpoint.Port) {
 		e := *req.UserEndpoint
-		m.endpoint, assigned = &e, true
+		m.endpoint, assignor = &e, true
 	}
 	if req.ClientTags != nil && !slices.EqualFunc(req.ClientTags, m.clientTags, func(a, b kmsg.StreamsGroupHeartbeatRequestClientTag) bool {
 		return a.Key == b.Key && a.Value == b.Value
 	}) {
-		m.clientTags, assigned = slices.Clone(req.ClientTags), true
+		m.clientTags, assignor = slices.Clone(req.ClientTags), true
 	}
-	return assigned, metadata
+	return assignor, metadata
 }
 
 // updateTaskOffsets keeps the task offsets a heartbeat reports (null: no
