@@ -121,13 +121,9 @@ type consumerGroup struct {
 	// metadataHash is topicsHash(topics), the metadata record's, computed
 	// when topics is set.
 	metadataHash int64
-	// topicsVersion is the catalog's TopicNamesVersion at which topics was
-	// last found current (when topicsCurrent), so that a heartbeat compares
-	// them with the catalog only after a metadata change.
-	topicsVersion uint64
-	topicsCurrent bool
-	targetAt      time.Time     // when the target assignment was computed
-	subs          subscriptions // what the members subscribe to (consumer_subs.go)
+	topicsCheck  catalogCheck  // when topics were last found current
+	targetAt     time.Time     // when the target assignment was computed
+	subs         subscriptions // what the members subscribe to (consumer_subs.go)
 }
 
 // consumerFirstEpoch is a new consumer group's epoch, as in Kafka 4.4: its first
@@ -538,22 +534,13 @@ func (g *group) subscriptionMetadataLocked() map[string]topicMeta {
 // new catalog version can tell so: the members' subscriptions change only
 // with an epoch bump, which takes the topics again.
 func (g *group) subscriptionMetadataChangedLocked() bool {
-	cg := g.cg
-	version := g.topicsLocked().TopicNamesVersion()
-	if cg.topicsCurrent && version == cg.topicsVersion {
-		return false
-	}
-	if !maps.Equal(g.subscriptionMetadataLocked(), cg.topics) {
-		return true
-	}
-	cg.topicsVersion, cg.topicsCurrent = version, true
-	return false
+	return g.cg.topicsCheck.changed(g.topicsLocked(), g.cg.topics, g.subscriptionMetadataLocked)
 }
 
 // setTopics makes topics the subscribed topics, with their metadata hash, not
 // yet known to be the catalog's current ones.
 func (cg *consumerGroup) setTopics(topics map[string]topicMeta) {
-	cg.topics, cg.metadataHash, cg.topicsCurrent = topics, topicsHash(topics), false
+	cg.topics, cg.metadataHash, cg.topicsCheck = topics, topicsHash(topics), catalogCheck{}
 }
 
 // refreshTopicsLocked takes the subscribed topics from the catalog.
@@ -561,7 +548,7 @@ func (g *group) refreshTopicsLocked() {
 	cg := g.cg
 	version := g.topicsLocked().TopicNamesVersion()
 	cg.setTopics(g.subscriptionMetadataLocked())
-	cg.topicsVersion, cg.topicsCurrent = version, true
+	cg.topicsCheck.takenAt(version)
 }
 
 // bumpEpochLocked starts a new group epoch and computes its target assignment

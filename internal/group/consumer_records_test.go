@@ -379,20 +379,8 @@ func TestConsumerSteadyHeartbeatEncodesNothing(t *testing.T) {
 		t.Run(subs, func(t *testing.T) {
 			r := newConsumerBenchRig(t, subs, 8)
 			defer r.c.Close()
-			groups, members := countRecordEncodings(t)
-			func() {
-				defer checkNothingWritten(t, r.c, r.store)()
-				for i := range r.members {
-					r.heartbeat(t, &r.members[i], i%2 == 0)
-				}
-				r.topics.set("other0", 2) // nobody subscribes to it
-				for i := range r.members {
-					r.heartbeat(t, &r.members[i], i%2 == 0)
-				}
-			}()
-			if *groups != 0 || *members != 0 {
-				t.Fatalf("steady heartbeats encoded the group's records %d times and members' %d times", *groups, *members)
-			}
+			groups, members := checkSteadyHeartbeats(t, &consumerKind, r.c, r.store, r.topics, len(r.members),
+				func(i int) { r.heartbeat(t, &r.members[i], i%2 == 0) })
 			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 			m := r.members[0]
 			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", m.id, m.epoch, 45000
@@ -460,17 +448,40 @@ func TestConsumerPatternsLoadResolved(t *testing.T) {
 	}
 }
 
-// countRecordEncodings counts, until the test ends, how often the consumer
-// group's group-level records and a member's records are encoded.
-func countRecordEncodings(t *testing.T) (groups, members *int) {
+// checkSteadyHeartbeats fails t unless n members' heartbeats (heartbeat(i)),
+// each twice, the second time after a topic nobody reads was created, encode
+// no record of group "g", of kind, and append nothing. It returns the counts
+// of encodings (countRecordEncodings) for the test to go on with.
+func checkSteadyHeartbeats(t *testing.T, kind *modernKind, c *Coordinator, store *memStore, topics *fakeTopics, n int, heartbeat func(i int)) (groups, members *int) {
+	t.Helper()
+	groups, members = countRecordEncodings(t, kind)
+	func() {
+		defer checkNothingWritten(t, c, store)()
+		for i := range n {
+			heartbeat(i)
+		}
+		topics.set("unread", 2)
+		for i := range n {
+			heartbeat(i)
+		}
+	}()
+	if *groups != 0 || *members != 0 {
+		t.Fatalf("steady heartbeats encoded the group's records %d times and members' %d times", *groups, *members)
+	}
+	return groups, members
+}
+
+// countRecordEncodings counts, until the test ends, how often the
+// group-level records and a member's records of a group of kind are encoded.
+func countRecordEncodings(t *testing.T, kind *modernKind) (groups, members *int) {
 	groups, members = new(int), new(int)
-	saved := consumerKind
-	t.Cleanup(func() { consumerKind = saved })
-	consumerKind.groupRecords = func(g *group, s stateRecords) {
+	saved := *kind
+	t.Cleanup(func() { *kind = saved })
+	kind.groupRecords = func(g *group, s stateRecords) {
 		*groups++
 		saved.groupRecords(g, s)
 	}
-	consumerKind.memberRecords = func(g *group, s stateRecords, id string) {
+	kind.memberRecords = func(g *group, s stateRecords, id string) {
 		*members++
 		saved.memberRecords(g, s, id)
 	}

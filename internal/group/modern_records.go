@@ -33,11 +33,10 @@ import (
 // and only the keys whose value differs are appended (tombstones for keys that
 // went), one batch per change, in the group's write queue, in the order Kafka's
 // own coordinator writes them (recordOrder). A heartbeat thus costs its own
-// member's records, not the whole group's. A consumer group marks its changes
-// where its state changes (touchMemberLocked, touchGroupLocked), so that a
-// heartbeat that changes nothing encodes and compares nothing; streams and
-// share groups mark the member of each heartbeat and compare their
-// group-level records on every change. A failed append marks its keys unknown,
+// member's records, not the whole group's. Each kind of group marks its
+// changes where its state changes (touchMemberLocked, touchGroupLocked), so
+// that a heartbeat that changes nothing encodes and compares nothing. A
+// failed append marks its keys unknown,
 // so the next change writes them again.
 
 // recordValueVersion is the version of every consumer, streams and share value
@@ -268,10 +267,44 @@ func topicsHash(topics map[string]topicMeta) int64 {
 	return int64(h.Sum64())
 }
 
+// catalogCheck is when a group's topics (those its assignment is computed
+// from) were last found to be what the catalog says, so that a heartbeat
+// compares them with the catalog only after a metadata change.
+type catalogCheck struct {
+	version uint64 // the catalog's TopicNamesVersion then
+	current bool   // unset: never, or the topics were set from elsewhere
+}
+
+// changed reports whether the topics as the catalog describes them now
+// (describe) differ from topics; it asks describe only when the catalog's
+// TopicNamesVersion moved since topics were last found current.
+func (c *catalogCheck) changed(cat TopicCatalog, topics map[string]topicMeta, describe func() map[string]topicMeta) bool {
+	version := cat.TopicNamesVersion()
+	if c.current && version == c.version {
+		return false
+	}
+	if !maps.Equal(describe(), topics) {
+		return true
+	}
+	c.takenAt(version)
+	return false
+}
+
+// take returns the topics as the catalog describes them now (describe),
+// found current.
+func (c *catalogCheck) take(cat TopicCatalog, describe func() map[string]topicMeta) map[string]topicMeta {
+	c.takenAt(cat.TopicNamesVersion())
+	return describe()
+}
+
+// takenAt notes that the topics are the catalog's at its TopicNamesVersion
+// version.
+func (c *catalogCheck) takenAt(version uint64) { *c = catalogCheck{version: version, current: true} }
+
 // recordChanges is what may have changed in a group's consumer, streams or
 // share state since its records were last compared with the log, so that a change costs
 // what it touched rather than the whole group: when tracked, the group-level
-// records (for a consumer group only when group is set) and those of the
+// records when group is set and those of the
 // listed members (a member that is gone has tombstones); otherwise anything,
 // and the whole group is compared. A group
 // starts untracked (the zero value: new, loaded, or turning into a consumer,
@@ -279,8 +312,7 @@ func topicsHash(topics map[string]topicMeta) int64 {
 // untracked again when an append fails.
 type recordChanges struct {
 	tracked bool
-	// group is set when the group-level records may have changed; only a
-	// kind with groupTracked relies on it.
+	// group is set when the group-level records may have changed.
 	group   bool
 	members map[string]struct{}
 }
@@ -333,10 +365,6 @@ type modernKind struct {
 	memberRecords func(g *group, s stateRecords, id string)
 	// memberIDs lists the members.
 	memberIDs func(g *group) []string
-	// groupTracked is set when every change of the group-level records
-	// touches the group (touchGroupLocked); else they are compared after
-	// every change.
-	groupTracked bool
 	// namedRecords, when set, names the group-level records keyed by a name
 	// too (a consumer group's patterns) that a comparison of the group-level
 	// records must cover: their type, and the names groupRecords puts and
@@ -351,7 +379,7 @@ var (
 		memberTypes:  []int16{typeConsumerMember, typeConsumerTargetMember, typeConsumerCurrent},
 		groupRecords: (*group).consumerGroupRecordsLocked, memberRecords: (*group).consumerMemberRecordsLocked,
 		memberIDs:    func(g *group) []string { return slices.Collect(maps.Keys(g.cg.members)) },
-		groupTracked: true, namedRecords: (*group).consumerPatternNamesLocked,
+		namedRecords: (*group).consumerPatternNamesLocked,
 	}
 	streamsKind = modernKind{
 		groupTypes:   []int16{typeStreamsMetadata, typeStreamsTopology, typeStreamsTargetMetadata},
@@ -407,9 +435,8 @@ func (g *group) changedRecordsLocked() []Record {
 		g.forgetLookupsLocked()
 		return diffRecords(g.wholeRecordsLocked(), g.written)
 	}
-	compareGroup := g.changes.group || !kind.groupTracked
 	want := stateRecords{group: g.id, out: map[string][]byte{}}
-	if compareGroup {
+	if g.changes.group {
 		kind.groupRecords(g, want)
 	}
 	for id := range g.changes.members {
@@ -428,7 +455,7 @@ func (g *group) changedRecordsLocked() []Record {
 			recs = append(recs, Record{Key: bytes.Clone(k)})
 		}
 	}
-	if compareGroup {
+	if g.changes.group {
 		for _, typ := range kind.groupTypes {
 			compare(typ, "")
 		}
@@ -448,12 +475,11 @@ func (g *group) changedRecordsLocked() []Record {
 }
 
 // unchangedLocked reports whether the records cannot have changed since they
-// were last compared with the log: a group whose kind tracks its group-level
-// records, nothing touched, and the catalog saying the same of the topics of
+// were last compared with the log: a consumer, streams or share group,
+// nothing touched, and the catalog saying the same of the topics of
 // its assignments.
 func (g *group) unchangedLocked() bool {
-	kind := g.modernKindLocked()
-	return kind != nil && kind.groupTracked && g.changes.tracked && !g.changes.group &&
+	return g.modernKindLocked() != nil && g.changes.tracked && !g.changes.group &&
 		len(g.changes.members) == 0 && !g.catalogChangedLocked()
 }
 

@@ -137,8 +137,9 @@ func (w *wholeGroupWriter) check(rt *rapid.T, step int, c *Coordinator, id strin
 	}
 }
 
-// TestShareRecordsFollowChanges drives a share group through random joins,
-// heartbeats, subscription changes, leaves, topics deleted and created again,
+// TestShareRecordsFollowChanges drives a share group through random joins
+// (members joining again from another client among them), heartbeats,
+// subscription and rack changes, leaves, topics deleted and created again,
 // assignment intervals, failed appends and reloads, and checks that each change
 // appends exactly what comparing the whole group would have, byte for byte and
 // in order, and that the group's count of subscribers per topic stays what its
@@ -151,11 +152,15 @@ func TestShareRecordsFollowChanges(t *testing.T) {
 		epochs := map[string]int32{}
 
 		persisted := false // a heartbeat ran, so the writer compared
-		heartbeat := func(member string, epoch int32, subscribe []string) {
+		heartbeat := func(member string, epoch int32, subscribe []string, edit ...func(*kmsg.ShareGroupHeartbeatRequest)) {
 			persisted = true
 			req := kmsg.NewPtrShareGroupHeartbeatRequest()
 			req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", member, epoch, subscribe
-			resp := r.c.ShareGroupHeartbeat(context.Background(), req)
+			for _, e := range edit {
+				e(req)
+			}
+			client := Client{ID: rapid.SampledFrom([]string{"c0", "c1"}).Draw(rt, "client"), Host: "/127.0.0.1"}
+			resp := r.c.ShareGroupHeartbeat(WithClient(context.Background(), client), req)
 			switch {
 			case resp.ErrorCode != 0 || epoch == leaveEpoch:
 				delete(epochs, member)
@@ -167,7 +172,7 @@ func TestShareRecordsFollowChanges(t *testing.T) {
 			before := r.logLen()
 			failed := false
 			persisted = false
-			switch op := rapid.IntRange(0, 7).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); op {
 			case 0, 1: // a member joins, or heartbeats with a new subscription
 				member := fmt.Sprintf("m%d", rapid.IntRange(0, 5).Draw(rt, "member"))
 				subscribe := rapid.SliceOfNDistinct(rapid.SampledFrom(topicNames), 1, 3, rapid.ID[string]).Draw(rt, "subscribe")
@@ -202,6 +207,19 @@ func TestShareRecordsFollowChanges(t *testing.T) {
 					expireMember(r.c, "g", func(g *group) { g.removeShareMemberLocked(g.sg.members[member]) })
 					persisted = true
 					delete(epochs, member)
+				}
+			case 8: // a member heartbeats from a rack
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(slices.Sorted(maps.Keys(epochs))).Draw(rt, "member")
+					rack := rapid.SampledFrom([]string{"r0", "r1"}).Draw(rt, "rack")
+					heartbeat(member, epochs[member], nil, func(req *kmsg.ShareGroupHeartbeatRequest) { req.RackID = &rack })
+				}
+			case 9: // a member joins again, keeping its subscription
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(slices.Sorted(maps.Keys(epochs))).Draw(rt, "member")
+					var topics []string
+					withGroupLocked(r.c, "g", func(g *group) { topics = g.sg.members[member].topicNames })
+					heartbeat(member, joinEpoch, topics)
 				}
 			}
 			r.check(step, before, persisted, failed)
@@ -266,13 +284,17 @@ func replayModernKeys(recs []Record) map[string][]byte {
 }
 
 // TestStreamsRecordsFollowChanges is TestShareRecordsFollowChanges for a
-// streams group with standby tasks: random joins (static members among them,
-// replacing one that left for now), heartbeats reporting the tasks owned,
-// leaves, topics changing, failed appends and reloads.
+// streams group with standby and warm-up tasks: random joins (static members
+// among them, replacing one that left for now; members sharing a process),
+// heartbeats reporting the tasks owned and the task offsets, members changing
+// their rebalance timeout, rack, process, endpoint or tags, leaves, topics
+// changing, failed appends and reloads.
 func TestStreamsRecordsFollowChanges(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := DefaultConfig()
-		cfg.GroupConfig = func(string) ConsumerGroupConfig { return ConsumerGroupConfig{StreamsStandbyReplicas: 1} }
+		cfg.GroupConfig = func(string) ConsumerGroupConfig {
+			return ConsumerGroupConfig{StreamsStandbyReplicas: 1, StreamsWarmupReplicas: 2, StreamsAcceptableRecoveryLag: 100}
+		}
 		r := newRecordsRig(rt, cfg, map[string]int32{"in": 3, "app-chg": 3})
 		defer r.close()
 		epochs := map[string]int32{}
@@ -280,7 +302,7 @@ func TestStreamsRecordsFollowChanges(t *testing.T) {
 		instances := map[string]string{} // member -> its instance id, if static
 
 		persisted := false
-		heartbeat := func(member, instance, process string, epoch int32) {
+		heartbeat := func(member, instance, process string, epoch int32, edit ...func(*kmsg.StreamsGroupHeartbeatRequest)) {
 			persisted = true
 			if epoch == joinEpoch {
 				instances[member] = instance
@@ -304,6 +326,9 @@ func TestStreamsRecordsFollowChanges(t *testing.T) {
 			if req.ActiveTasks == nil {
 				req.ActiveTasks = []kmsg.TaskIDs{}
 			}
+			for _, e := range edit {
+				e(req)
+			}
 			resp, _ := r.c.StreamsGroupHeartbeat(context.Background(), req)
 			switch {
 			case resp.ErrorCode != 0 || epoch < 0:
@@ -322,7 +347,7 @@ func TestStreamsRecordsFollowChanges(t *testing.T) {
 			before := r.logLen()
 			failed := false
 			persisted = false
-			switch op := rapid.IntRange(0, 7).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); op {
 			case 0: // a member joins, maybe a static one (taking an instance's place)
 				member := fmt.Sprintf("m%d", rapid.IntRange(0, 7).Draw(rt, "member"))
 				instance := rapid.SampledFrom([]string{"", "i0", "i1"}).Draw(rt, "instance")
@@ -361,10 +386,51 @@ func TestStreamsRecordsFollowChanges(t *testing.T) {
 					persisted = true
 					delete(epochs, member)
 				}
+			case 8: // a member heartbeats with other metadata
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(members()).Draw(rt, "member")
+					heartbeat(member, "", "", epochs[member], drawStreamsMetadata(rt))
+				}
+			case 9: // a member reports its task offsets: the stateful tasks caught up or not
+				if len(epochs) > 0 {
+					member := rapid.SampledFrom(members()).Draw(rt, "member")
+					heartbeat(member, "", "", epochs[member], func(req *kmsg.StreamsGroupHeartbeatRequest) {
+						for p := range int32(3) {
+							lag := rapid.SampledFrom([]int64{0, 1000}).Draw(rt, "lag")
+							req.TaskOffsets = append(req.TaskOffsets, kmsg.TaskOffset{SubtopologyID: "1", Partition: p, Offset: 5000 - lag})
+							req.TaskEndOffsets = append(req.TaskEndOffsets, kmsg.TaskOffset{SubtopologyID: "1", Partition: p, Offset: 5000})
+						}
+					})
+				}
 			}
 			r.check(step, before, persisted, failed)
 		}
 	})
+}
+
+// drawStreamsMetadata draws a change of a streams member's metadata: its
+// rebalance timeout, rack, process, endpoint or client tags.
+func drawStreamsMetadata(rt *rapid.T) func(*kmsg.StreamsGroupHeartbeatRequest) {
+	switch rapid.IntRange(0, 4).Draw(rt, "metadata") {
+	case 0:
+		timeout := rapid.SampledFrom([]int32{45000, 60000}).Draw(rt, "rebalance timeout")
+		return func(req *kmsg.StreamsGroupHeartbeatRequest) { req.RebalanceTimeoutMillis = timeout }
+	case 1:
+		rack := rapid.SampledFrom([]string{"r0", "r1"}).Draw(rt, "rack")
+		return func(req *kmsg.StreamsGroupHeartbeatRequest) { req.RackID = &rack }
+	case 2:
+		process := rapid.SampledFrom([]string{"p0", "p1", "p2"}).Draw(rt, "process")
+		return func(req *kmsg.StreamsGroupHeartbeatRequest) { req.ProcessID = &process }
+	case 3:
+		port := rapid.SampledFrom([]uint16{8080, 8081}).Draw(rt, "port")
+		return func(req *kmsg.StreamsGroupHeartbeatRequest) {
+			req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: "localhost", Port: port}
+		}
+	}
+	zone := rapid.SampledFrom([]string{"z0", "z1"}).Draw(rt, "zone")
+	return func(req *kmsg.StreamsGroupHeartbeatRequest) {
+		req.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{{Key: "zone", Value: zone}}
+	}
 }
 
 // expireMember removes a streams or share member with removeLocked as its

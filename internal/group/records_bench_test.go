@@ -17,102 +17,155 @@ import (
 // The clock stands still, so no new target is computed.
 func BenchmarkShareHeartbeat(b *testing.B) {
 	for _, n := range []int{16, 256, 1000} {
-		topics := newFakeTopics()
-		topics.set("t", 64)
-		clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
-		cfg := DefaultConfig()
-		cfg.Topics, cfg.Now = topics, clock.Now
-		store := newMemStore()
-		c := New(cfg, store, nil)
-		if err := loadAll(context.Background(), c, store); err != nil {
-			b.Fatal(err)
-		}
-		heartbeat := func(b *testing.B, member string, epoch int32) int32 {
-			req := kmsg.NewPtrShareGroupHeartbeatRequest()
-			req.GroupID, req.MemberID, req.MemberEpoch = "g", member, epoch
-			if epoch == joinEpoch {
-				req.SubscribedTopicNames = []string{"t"}
-			}
-			r := c.ShareGroupHeartbeat(context.Background(), req)
-			if r.ErrorCode != 0 {
-				b.Fatalf("%s at %d: %v", member, epoch, kerr.ErrorForCode(r.ErrorCode))
-			}
-			return r.MemberEpoch
-		}
-		epochs := make([]int32, n)
-		for i := range n {
-			epochs[i] = heartbeat(b, fmt.Sprintf("m%d", i), joinEpoch)
-		}
-		clock.add(2 * cfg.withDefaults().ShareAssignmentInterval) // the next heartbeat computes the target
-		for i := range n {
-			epochs[i] = heartbeat(b, fmt.Sprintf("m%d", i), epochs[i])
-		}
+		r := newShareBenchRig(b, n)
 		b.Run(fmt.Sprintf("steady/members=%d", n), func(b *testing.B) {
-			defer checkNothingWritten(b, c, store)()
+			defer checkNothingWritten(b, r.c, r.store)()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				m := i % n
-				epochs[m] = heartbeat(b, fmt.Sprintf("m%d", m), epochs[m])
+				r.heartbeat(b, i%n)
 			}
 		})
 		b.Run(fmt.Sprintf("churn/members=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				heartbeat(b, "extra", joinEpoch)
-				heartbeat(b, "extra", leaveEpoch)
+				r.send(b, shareHeartbeatRequest("extra", joinEpoch))
+				r.send(b, shareHeartbeatRequest("extra", leaveEpoch))
 			}
 		})
-		c.Close()
+		r.c.Close()
 	}
+}
+
+// shareBenchRig is a coordinator holding share group "g", settled: n members
+// subscribed to topic t, at the epoch of their target.
+type shareBenchRig struct {
+	c      *Coordinator
+	store  *memStore
+	topics *fakeTopics
+	epochs []int32
+}
+
+func newShareBenchRig(b testing.TB, n int) *shareBenchRig {
+	r := &shareBenchRig{store: newMemStore(), topics: newFakeTopics(), epochs: make([]int32, n)}
+	r.topics.set("t", 64)
+	clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
+	cfg := DefaultConfig()
+	cfg.Topics, cfg.Now = r.topics, clock.Now
+	r.c = New(cfg, r.store, nil)
+	if err := loadAll(context.Background(), r.c, r.store); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		r.heartbeat(b, i)
+	}
+	clock.add(2 * cfg.withDefaults().ShareAssignmentInterval) // the next heartbeat computes the target
+	for i := range n {
+		r.heartbeat(b, i)
+	}
+	return r
+}
+
+// shareHeartbeatRequest is member's heartbeat at epoch, subscribing to t
+// when it joins.
+func shareHeartbeatRequest(member string, epoch int32) *kmsg.ShareGroupHeartbeatRequest {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch = "g", member, epoch
+	if epoch == joinEpoch {
+		req.SubscribedTopicNames = []string{"t"}
+	}
+	return req
+}
+
+// heartbeat sends member i's heartbeat at its epoch and takes the answer's.
+func (r *shareBenchRig) heartbeat(b testing.TB, i int) {
+	r.epochs[i] = r.send(b, shareHeartbeatRequest(fmt.Sprintf("m%d", i), r.epochs[i]))
+}
+
+// send sends req and returns the member's epoch it answers.
+func (r *shareBenchRig) send(b testing.TB, req *kmsg.ShareGroupHeartbeatRequest) int32 {
+	resp := r.c.ShareGroupHeartbeat(context.Background(), req)
+	if resp.ErrorCode != 0 {
+		b.Fatalf("%s at %d: %v", req.MemberID, req.MemberEpoch, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp.MemberEpoch
 }
 
 // BenchmarkStreamsHeartbeat measures one streams heartbeat, reporting the
 // tasks the member owns, in a settled group of n members (nothing changes).
 func BenchmarkStreamsHeartbeat(b *testing.B) {
 	for _, n := range []int{16, 256, 1000} {
-		topics := newFakeTopics()
-		topics.set("in", 64)
-		store := newMemStore()
-		c := New(Config{Topics: topics}, store, nil)
-		if err := loadAll(context.Background(), c, store); err != nil {
-			b.Fatal(err)
-		}
-		epochs, owned := make([]int32, n), make([][]kmsg.TaskIDs, n)
-		heartbeat := func(b *testing.B, i int) {
-			req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-			req.Version = 1
-			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", fmt.Sprintf("m%d", i), epochs[i], 60000
-			if epochs[i] == joinEpoch {
-				req.ProcessID = ptr(fmt.Sprintf("p%d", i))
-				req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{
-					Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
-			}
-			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = owned[i], []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-			if req.ActiveTasks == nil {
-				req.ActiveTasks = []kmsg.TaskIDs{}
-			}
-			resp, _ := c.StreamsGroupHeartbeat(context.Background(), req)
-			if resp.ErrorCode != 0 {
-				b.Fatalf("m%d at %d: %v", i, epochs[i], kerr.ErrorForCode(resp.ErrorCode))
-			}
-			epochs[i] = resp.MemberEpoch
-			if resp.ActiveTasks != nil {
-				owned[i] = resp.ActiveTasks
-			}
-		}
-		for range 3 { // join, then take the tasks the others released
-			for i := range n {
-				heartbeat(b, i)
-			}
-		}
+		r := newStreamsBenchRig(b, n)
 		b.Run(fmt.Sprintf("steady/members=%d", n), func(b *testing.B) {
-			defer checkNothingWritten(b, c, store)()
+			defer checkNothingWritten(b, r.c, r.store)()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				heartbeat(b, i%n)
+				r.heartbeat(b, i%n)
 			}
 		})
-		c.Close()
+		r.c.Close()
+	}
+}
+
+// streamsBenchRig is a coordinator holding streams group "g", settled: n
+// members, each a process of its own, owning the tasks of topic in's 64
+// partitions.
+type streamsBenchRig struct {
+	c      *Coordinator
+	store  *memStore
+	topics *fakeTopics
+	epochs []int32
+	owned  [][]kmsg.TaskIDs
+}
+
+func newStreamsBenchRig(b testing.TB, n int) *streamsBenchRig {
+	r := &streamsBenchRig{store: newMemStore(), topics: newFakeTopics(), epochs: make([]int32, n), owned: make([][]kmsg.TaskIDs, n)}
+	r.topics.set("in", 64)
+	r.c = New(Config{Topics: r.topics}, r.store, nil)
+	if err := loadAll(context.Background(), r.c, r.store); err != nil {
+		b.Fatal(err)
+	}
+	for range 3 { // join, then take the tasks the others released
+		for i := range n {
+			r.heartbeat(b, i)
+		}
+	}
+	return r
+}
+
+// request is member i's heartbeat at its epoch, with the tasks it owns (and
+// its process and the topology when it joins), a value so that a benchmark's
+// stays on the stack.
+func (r *streamsBenchRig) request(i int) kmsg.StreamsGroupHeartbeatRequest {
+	req := kmsg.NewStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", fmt.Sprintf("m%d", i), r.epochs[i], 60000
+	if r.epochs[i] == joinEpoch {
+		req.ProcessID = ptr(fmt.Sprintf("p%d", i))
+		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{
+			Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+	}
+	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = r.owned[i], []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	if req.ActiveTasks == nil {
+		req.ActiveTasks = []kmsg.TaskIDs{}
+	}
+	return req
+}
+
+// heartbeat sends member i's heartbeat and takes the answer.
+func (r *streamsBenchRig) heartbeat(b testing.TB, i int) {
+	req := r.request(i)
+	r.send(b, i, &req)
+}
+
+// send sends req, member i's, and takes the answer.
+func (r *streamsBenchRig) send(b testing.TB, i int, req *kmsg.StreamsGroupHeartbeatRequest) {
+	resp, _ := r.c.StreamsGroupHeartbeat(context.Background(), req)
+	if resp.ErrorCode != 0 {
+		b.Fatalf("m%d at %d: %v", i, r.epochs[i], kerr.ErrorForCode(resp.ErrorCode))
+	}
+	r.epochs[i] = resp.MemberEpoch
+	if resp.ActiveTasks != nil {
+		r.owned[i] = resp.ActiveTasks
 	}
 }
 

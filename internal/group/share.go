@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -51,6 +50,7 @@ type shareGroup struct {
 	subscribers map[string]int
 	target      map[string]partSet // by member id
 	topics      map[string]topicMeta
+	topicsCheck catalogCheck // when topics were last found current
 	// stale: the group was loaded and its topics changed since its epoch (another
 	// metadata hash), so its next heartbeat starts a new epoch.
 	stale bool
@@ -214,12 +214,13 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		}
 		return hbError(kerr.FencedMemberEpoch.Code, "The share group member has a %s member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", side, req.MemberEpoch, m.epoch)
 	}
-	g.touchMemberLocked(m.id)
 	if req.MemberEpoch == joinEpoch {
 		m.clientID, m.clientHost = cl.ID, cl.Host
+		g.touchMemberLocked(m.id)
 	}
-	if req.RackID != nil {
+	if req.RackID != nil && *req.RackID != m.rackID {
 		m.rackID = *req.RackID
+		g.touchMemberLocked(m.id)
 	}
 	if req.SubscribedTopicNames != nil {
 		names := slices.Clone(req.SubscribedTopicNames)
@@ -227,10 +228,11 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.topicNames) {
 			sg.subscribe(m, names)
+			g.touchMemberLocked(m.id)
 			changed = true
 		}
 	}
-	if changed || sg.stale || !maps.Equal(g.shareSubscriptionLocked(), sg.topics) {
+	if changed || sg.stale || g.shareTopicsChangedLocked() {
 		g.bumpShareEpochLocked()
 	}
 	g.maybeShareTargetLocked()
@@ -241,9 +243,12 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, cl Cl
 		if m.assigned == nil {
 			m.assigned = partSet{} // a member new since the target was computed
 		}
+		g.touchMemberLocked(m.id)
 	}
 	g.armShareSessionLocked(m)
-	g.syncShareViewLocked()
+	if changed {
+		g.syncShareViewLocked()
+	}
 	r := heartbeatResult{memberID: m.id, epoch: m.epoch}
 	// As in Kafka: the assignment goes with a full request (one naming the
 	// subscription) and when it changed, not with a new epoch alone.
@@ -266,12 +271,21 @@ func (g *group) shareSubscriptionLocked() map[string]topicMeta {
 	return out
 }
 
+// shareTopicsChangedLocked reports whether a subscribed topic appeared, went,
+// was recreated or grew since the group epoch was last bumped. Only a new
+// catalog version can tell so: the members' subscriptions change only with an
+// epoch bump, which takes the topics again.
+func (g *group) shareTopicsChangedLocked() bool {
+	return g.sg.topicsCheck.changed(g.topicsLocked(), g.sg.topics, g.shareSubscriptionLocked)
+}
+
 // bumpShareEpochLocked starts a new group epoch; its target assignment comes with
 // a later maybeShareTargetLocked.
 func (g *group) bumpShareEpochLocked() {
 	g.sg.epoch++
-	g.sg.topics = g.shareSubscriptionLocked()
+	g.sg.topics = g.sg.topicsCheck.take(g.topicsLocked(), g.shareSubscriptionLocked)
 	g.sg.stale = false
+	g.touchGroupLocked()
 }
 
 // maybeShareTargetLocked computes the target assignment of the group epoch if the
@@ -324,6 +338,7 @@ func (g *group) maybeShareTargetLocked() {
 	}
 	g.touchTargetsLocked(sg.target, target)
 	sg.target, sg.targetEpoch, sg.targetAt = target, sg.epoch, now
+	g.touchGroupLocked()
 	g.c.log.Info("share group target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members))
 }
 

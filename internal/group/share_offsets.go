@@ -366,6 +366,7 @@ func (g *group) becomeShareGroupLocked() {
 	}
 	g.sg = newShareGroup()
 	g.protocolType = shareProtocolType
+	g.changes = recordChanges{} // all its records are new
 }
 
 // DeleteShareGroupOffsets serves DeleteShareGroupOffsets v0: the state of every

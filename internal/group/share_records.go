@@ -274,7 +274,7 @@ func (g *group) loadShareLocked(sr *shareReplay) {
 			sg.target[id] = g.partitionsByIDLocked(t.partitions)
 		}
 	}
-	sg.topics = g.shareSubscriptionLocked()
+	sg.topics = sg.topicsCheck.take(g.topicsLocked(), g.shareSubscriptionLocked)
 	sg.stale = topicsHash(sg.topics) != sr.metadata.metadataHash
 	g.syncShareViewLocked()
 }

@@ -52,3 +52,20 @@ func TestShareRecordErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestShareSteadyHeartbeatEncodesNothing: in a settled share group a
+// heartbeat that changes nothing encodes no record, neither its member's nor
+// the group's, and appends nothing, also after a topic nobody subscribes to
+// was created; one that changes the member's rack encodes that member's
+// records only.
+func TestShareSteadyHeartbeatEncodesNothing(t *testing.T) {
+	r := newShareBenchRig(t, 8)
+	defer r.c.Close()
+	groups, members := checkSteadyHeartbeats(t, &shareKind, r.c, r.store, r.topics, len(r.epochs), func(i int) { r.heartbeat(t, i) })
+	req := shareHeartbeatRequest("m0", r.epochs[0])
+	req.RackID = ptr("rack-a")
+	r.send(t, req)
+	if *groups != 0 || *members != 1 {
+		t.Fatalf("a new rack encoded the group's records %d times and members' %d times, want 0 and 1", *groups, *members)
+	}
+}

@@ -80,7 +80,8 @@ type streamsGroup struct {
 	targetTime    time.Time                 // when the target assignment was computed
 	// stale is set when the group was loaded and its topics changed since its
 	// records were written: the next heartbeat reconfigures and rebalances.
-	stale bool
+	stale       bool
+	topicsCheck catalogCheck // when topics were last found current
 }
 
 // stmember is a member of a streams group.
@@ -463,7 +464,6 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		g.protocolType = streamsProtocolType
 	}
 	sg := g.st
-	g.touchMemberLocked(req.MemberID)
 	m := sg.members[req.MemberID]
 	instance := deref(req.InstanceID)
 	if instance != "" && req.MemberEpoch != joinEpoch {
@@ -483,6 +483,7 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 				m.prevEpoch = m.epoch
 			}
 			m.epoch = staticLeaveEpoch
+			g.touchMemberLocked(m.id)
 			g.stopStreamsRevokeTimerLocked(m)
 			g.armStreamsSessionLocked(m)
 			return streamsResult{memberID: m.id, epoch: staticLeaveEpoch}
@@ -549,10 +550,13 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	beforeActive, beforeStandby, beforeWarmup, beforeEpoch := ownedSet(m.assigned), m.standby.clone(), m.warmup.clone(), m.epoch
 	if req.MemberEpoch == joinEpoch {
 		m.clientID, m.clientHost = cl.ID, cl.Host
+		g.touchMemberLocked(m.id)
 	}
-	if m.updateMetadata(req) {
-		bump = true
+	assignor, metadata := m.updateMetadata(req)
+	if assignor || metadata {
+		g.touchMemberLocked(m.id)
 	}
+	bump = bump || assignor
 	var status []kmsg.StreamsGroupHeartbeatResponseStatus
 	if req.Topology != nil && sg.topology == nil {
 		top := *req.Topology
@@ -566,10 +570,10 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		st.StatusDetail = fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topologyEpoch, sg.topology.Epoch)
 		status = append(status, st)
 	}
-	if exists := g.topologyMetadataLocked(); bump || sg.stale || !maps.Equal(exists, sg.topics) {
-		sg.topics, sg.stale = exists, false
-		sg.configured = configureTopology(sg.topology, exists)
-		bump = true
+	if bump || sg.stale || g.topologyTopicsChangedLocked() {
+		sg.topics = sg.topicsCheck.take(g.topicsLocked(), g.topologyMetadataLocked)
+		sg.configured = configureTopology(sg.topology, sg.topics)
+		sg.stale, bump = false, true
 	}
 	if m.updateTaskOffsets(req) && !bump && g.warmupCaughtUpLocked() {
 		g.c.log.Info("streams group warm-up caught up", "group", g.id, "member", m.id)
@@ -578,9 +582,13 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	if bump {
 		g.bumpStreamsEpochLocked()
 	}
-	g.reconcileStreamsLocked(m, ownedActive(req.ActiveTasks))
+	if g.reconcileStreamsLocked(m, ownedActive(req.ActiveTasks)) {
+		g.touchMemberLocked(m.id)
+	}
 	g.armStreamsSessionLocked(m)
-	g.syncStreamsViewLocked()
+	if bump {
+		g.syncStreamsViewLocked() // members or topology changed
+	}
 	if req.ShutdownApplication && sg.shutdownBy == "" {
 		sg.shutdownBy = m.id
 	}
@@ -620,31 +628,32 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 }
 
 // updateMetadata applies the request's non-null member fields and reports
-// whether one the assignor sees changed (a new process, endpoint, rack or tags).
-func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) bool {
-	changed := false
-	if req.RebalanceTimeoutMillis > 0 {
-		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+// whether one the assignor sees changed (assignor: a new process, endpoint,
+// rack or tags) or only another field of the member's record (metadata: its
+// rebalance timeout or topology epoch).
+func (m *stmember) updateMetadata(req *kmsg.StreamsGroupHeartbeatRequest) (assignor, metadata bool) {
+	if timeout := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond; timeout > 0 && timeout != m.rebalanceTimeout {
+		m.rebalanceTimeout, metadata = timeout, true
 	}
-	if req.Topology != nil {
-		m.topologyEpoch = req.Topology.Epoch
+	if req.Topology != nil && req.Topology.Epoch != m.topologyEpoch {
+		m.topologyEpoch, metadata = req.Topology.Epoch, true
 	}
 	if req.ProcessID != nil && *req.ProcessID != m.processID {
-		m.processID, changed = *req.ProcessID, true
+		m.processID, assignor = *req.ProcessID, true
 	}
 	if req.RackID != nil && *req.RackID != m.rackID {
-		m.rackID, changed = *req.RackID, true
+		m.rackID, assignor = *req.RackID, true
 	}
 	if req.UserEndpoint != nil && (m.endpoint == nil || m.endpoint.Host != req.UserEndpoint.Host || m.endpoint.Port != req.UserEndpoint.Port) {
 		e := *req.UserEndpoint
-		m.endpoint, changed = &e, true
+		m.endpoint, assignor = &e, true
 	}
 	if req.ClientTags != nil && !slices.EqualFunc(req.ClientTags, m.clientTags, func(a, b kmsg.StreamsGroupHeartbeatRequestClientTag) bool {
 		return a.Key == b.Key && a.Value == b.Value
 	}) {
-		m.clientTags, changed = slices.Clone(req.ClientTags), true
+		m.clientTags, assignor = slices.Clone(req.ClientTags), true
 	}
-	return changed
+	return assignor, metadata
 }
 
 // updateTaskOffsets keeps the task offsets a heartbeat reports (null: no
@@ -705,6 +714,14 @@ func ownedActive(tasks []kmsg.TaskIDs) partSet {
 	return out
 }
 
+// topologyTopicsChangedLocked reports whether a topic of the topology
+// appeared, went, was recreated or grew since the topology was last
+// configured. Only a new catalog version can tell so: the topology changes
+// only with an epoch bump, which configures it again.
+func (g *group) topologyTopicsChangedLocked() bool {
+	return g.st.topicsCheck.changed(g.topicsLocked(), g.st.topics, g.topologyMetadataLocked)
+}
+
 // topologyMetadataLocked describes every topic of the group's topology that exists.
 func (g *group) topologyMetadataLocked() map[string]topicMeta {
 	cat := g.topicsLocked()
@@ -724,6 +741,7 @@ func (g *group) topologyMetadataLocked() map[string]topicMeta {
 func (g *group) bumpStreamsEpochLocked() {
 	sg := g.st
 	sg.epoch++
+	g.touchGroupLocked()
 	spec := streamsAssignSpec{tasks: map[string]int32{}, stateful: sg.statefulSubtopologies(),
 		standbys: g.c.streamsStandbys(g.id), rackTags: g.c.streamsRackTags(g.id)}
 	if sg.configured.ready() {
@@ -823,19 +841,23 @@ func (m *stmember) tagMap() map[string]string {
 // updateStandbysLocked gives m its standby and warm-up tasks once it is at the
 // target epoch, except those another member of its process still holds
 // (active, standby or warm-up: they share the process's state directory);
-// before that it only drops the ones it is not to keep.
-func (g *group) updateStandbysLocked(m *stmember) {
+// before that it only drops the ones it is not to keep. It reports whether
+// they changed.
+func (g *group) updateStandbysLocked(m *stmember) bool {
 	sg := g.st
-	held := partSet{} // what the other members of m's process hold
-	if m.epoch == sg.targetEpoch {
-		for _, o := range sg.members {
-			if o != m && o.process() == m.process() {
-				maps.Copy(held, ownedSet(o.assigned))
-				maps.Copy(held, o.revoking)
-				maps.Copy(held, o.standby)
-				maps.Copy(held, o.warmup)
-			}
+	standbyTarget := sg.refined.standby[m.id]
+	// A warm-up task that caught up stays until the member owns it as active,
+	// so that its state is kept (Kafka Streams turns it into the active task).
+	warmupTarget := sg.refined.warmup[m.id].clone()
+	for tp := range m.warmup {
+		if _, owned := m.assigned[tp]; sg.refined.active[m.id].has(tp) && !owned {
+			warmupTarget[tp] = struct{}{}
 		}
+	}
+	taking := m.epoch == sg.targetEpoch
+	var held partSet // what the other members of m's process hold, if m has tasks to take
+	if taking && (!covers(m.standby, standbyTarget) || !covers(m.warmup, warmupTarget)) {
+		held = g.processHoldsLocked(m)
 	}
 	update := func(now, target partSet) partSet {
 		next := partSet{}
@@ -844,7 +866,7 @@ func (g *group) updateStandbysLocked(m *stmember) {
 				next[tp] = struct{}{}
 			}
 		}
-		if m.epoch == sg.targetEpoch {
+		if taking {
 			for tp := range target {
 				if !held.has(tp) {
 					next[tp] = struct{}{}
@@ -853,30 +875,50 @@ func (g *group) updateStandbysLocked(m *stmember) {
 		}
 		return next
 	}
-	m.standby = update(m.standby, sg.refined.standby[m.id])
-	// A warm-up task that caught up stays until the member owns it as active,
-	// so that its state is kept (Kafka Streams turns it into the active task).
-	warmup := sg.refined.warmup[m.id].clone()
-	for tp := range m.warmup {
-		if _, owned := m.assigned[tp]; sg.refined.active[m.id].has(tp) && !owned {
-			warmup[tp] = struct{}{}
+	standby, warmup := update(m.standby, standbyTarget), update(m.warmup, warmupTarget)
+	changed := !standby.equal(m.standby) || !warmup.equal(m.warmup)
+	m.standby, m.warmup = standby, warmup
+	return changed
+}
+
+// covers reports whether have holds every task of want.
+func covers(have, want partSet) bool {
+	for tp := range want {
+		if !have.has(tp) {
+			return false
 		}
 	}
-	m.warmup = update(m.warmup, warmup)
+	return true
+}
+
+// processHoldsLocked is what the members of m's process other than m hold:
+// their active, revoking, standby and warm-up tasks.
+func (g *group) processHoldsLocked(m *stmember) partSet {
+	held := partSet{}
+	for _, o := range g.st.members {
+		if o != m && o.process() == m.process() {
+			maps.Copy(held, ownedSet(o.assigned))
+			maps.Copy(held, o.revoking)
+			maps.Copy(held, o.standby)
+			maps.Copy(held, o.warmup)
+		}
+	}
+	return held
 }
 
 // reconcileStreamsLocked moves m towards its target given the active tasks its
-// heartbeat says it owns (nil: it did not say).
-func (g *group) reconcileStreamsLocked(m *stmember, owned partSet) {
+// heartbeat says it owns (nil: it did not say), and reports whether m's
+// epochs, state or tasks changed.
+func (g *group) reconcileStreamsLocked(m *stmember, owned partSet) bool {
 	sg := g.st
-	recon{
+	moved := recon{
 		id: m.id, epoch: &m.epoch, prevEpoch: &m.prevEpoch, state: &m.state,
 		assigned: m.assigned, revoking: &m.revoking, owners: sg.owners,
 		targetEpoch: sg.targetEpoch, target: sg.refined.active[m.id],
 		armRevoke:  func() { g.armStreamsRevokeTimerLocked(m) },
 		stopRevoke: func() { g.stopStreamsRevokeTimerLocked(m) },
 	}.reconcile(owned)
-	g.updateStandbysLocked(m)
+	return g.updateStandbysLocked(m) || moved
 }
 
 // removeStreamsMemberLocked drops a member (left, expired, fenced): its tasks

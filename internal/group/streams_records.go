@@ -492,7 +492,7 @@ func (g *group) loadStreamsLocked(sr *streamsReplay) {
 	}
 	sg.topology = sr.topology
 	if sg.topology != nil {
-		sg.topics = g.topologyMetadataLocked()
+		sg.topics = sg.topicsCheck.take(g.topicsLocked(), g.topologyMetadataLocked)
 		sg.configured = configureTopology(sg.topology, sg.topics)
 		sg.stale = topicsHash(sg.topics) != sr.metadata.metadataHash
 	}

@@ -97,3 +97,20 @@ func TestStreamsValueErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamsSteadyHeartbeatEncodesNothing: in a settled streams group a
+// heartbeat that changes nothing encodes no record, neither its member's nor
+// the group's, and appends nothing, also after a topic outside the topology
+// was created; one that changes the member's rebalance timeout encodes that
+// member's records only.
+func TestStreamsSteadyHeartbeatEncodesNothing(t *testing.T) {
+	r := newStreamsBenchRig(t, 8)
+	defer r.c.Close()
+	groups, members := checkSteadyHeartbeats(t, &streamsKind, r.c, r.store, r.topics, len(r.epochs), func(i int) { r.heartbeat(t, i) })
+	req := r.request(0)
+	req.RebalanceTimeoutMillis = 45000
+	r.send(t, 0, &req)
+	if *groups != 0 || *members != 1 {
+		t.Fatalf("a new rebalance timeout encoded the group's records %d times and members' %d times, want 0 and 1", *groups, *members)
+	}
+}
