@@ -5,19 +5,22 @@ package handlers
 // non-voting member of the quorum already (a running broker-only node) with a
 // live broker session, caught up lately, Kafka's rule that a new voter has
 // caught up first (controller/voters.go); otherwise REQUEST_TIMED_OUT, Kafka's
-// answer for a replica it has not seen catch up ("lagging behind"). The
-// request must name the node's controller listener, CONTROLLER, the name every
-// Strata node gives its controller listener (controllerlink.ObserverListener):
-// its endpoint is taken, wherever it stands among the listeners. A request
-// without it is INVALID_REQUEST with Kafka 4.4's message, checked after the
-// cluster id and before anything else. DUPLICATE_VOTER for a voter;
-// INCONSISTENT_CLUSTER_ID for another cluster's id. Answered by the active controller (forwarded from other
-// brokers) once the new configuration is committed, whatever
-// AckWhenCommitted (v1) says. A directory id, when given, must be the one the
-// node registered with (REQUEST_TIMED_OUT otherwise, as Kafka, which sees no
+// answer for a replica it has not seen catch up ("lagging behind").
+// INCONSISTENT_CLUSTER_ID for another cluster's id; then, as Kafka 4.4 checks a
+// request before anything else, INVALID_REQUEST with Kafka's message for:
+//   - no voter key: a negative node id or no (zero) directory id;
+//   - no endpoint named as the controller listener, CONTROLLER, the name every
+//     Strata node gives its controller listener (controllerlink.ObserverListener).
+//     Its endpoint is taken, wherever it stands among the listeners.
+//
+// DUPLICATE_VOTER for a voter. Answered by the active controller (forwarded
+// from other brokers) once the new configuration is committed, whatever
+// AckWhenCommitted (v1) says. The directory id must be the one the node
+// registered with (REQUEST_TIMED_OUT otherwise, as Kafka, which sees no
 // replica of that id and directory catch up); the quorum records the voter
 // with that directory (controller/voter_directory.go). `kafka-metadata-quorum
-// add-controller` sends the directory id of the node's meta.properties.
+// add-controller` sends the directory id of the node's meta.properties,
+// `strata cluster add-controller` the one DescribeQuorum shows for it.
 // An addition the forwarding node had to send again answers success, not
 // DUPLICATE_VOTER, when the node is a voter by then (see voterChange).
 
@@ -42,6 +45,11 @@ func (h *Handlers) addRaftVoter(ctx context.Context, _ *protocol.ConnInfo, r *pr
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
 	if code, msg := h.checkClusterID(req.ClusterID); code != 0 {
 		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return reply(resp)
+	}
+	if req.VoterID < 0 || req.VoterDirectoryID == [16]byte{} {
+		msg := "Add voter request didn't include a valid voter"
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, &msg
 		return reply(resp)
 	}
 	addr, ok := voterControllerAddr(req.Listeners)
