@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRa
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 				return nil, fmt.Errorf("describing the quorum: %w", err)
 			}
-			for _, r := range append(p.CurrentVoters, p.Observers...) {
+			for _, r := range slices.Concat(p.CurrentVoters, p.Observers) {
 				if r.ReplicaID == id {
 					req.VoterDirectoryID = r.ReplicaDirectoryID
 				}
