@@ -123,7 +123,11 @@ func directoryID(t *testing.T, n *testcluster.Node) string {
 // request for a node outside the quorum, and for node 4 with another data
 // directory, gets Kafka's answer (REQUEST_TIMED_OUT: not caught up), one with
 // another address INVALID_REQUEST, and a file without the controller listener
-// is refused by the tool; the right one makes node 4 a voter (describe --status and --replication); a
+// is refused by the tool. A file whose controller listener is named otherwise
+// than CONTROLLER, the name of Strata's controller listener, gets Kafka's
+// INVALID_REQUEST ("didn't include the endpoint ... for the default
+// listener"); one with two controller listeners, CONTROLLER second, makes node
+// 4 a voter at CONTROLLER's address (describe --status and --replication); a
 // second time gets DUPLICATE_VOTER.
 func TestKafkaMetadataQuorumAddController(t *testing.T) {
 	if os.Getenv(envTarget) == "kfake" {
@@ -143,10 +147,12 @@ func TestKafkaMetadataQuorumAddController(t *testing.T) {
 	})
 
 	dir := t.TempDir()
-	config := func(name string, node int32, listener, dataDir string) string {
+	// config writes a controller.properties; names are its
+	// controller.listener.names, listeners its listeners.
+	config := func(name string, node int32, names, listeners, dataDir string) string {
 		path := filepath.Join(dir, name)
-		props := fmt.Sprintf("process.roles=controller\nnode.id=%d\ncontroller.listener.names=CONTROLLER\nlisteners=%s\nmetadata.log.dir=%s\n",
-			node, listener, dataDir)
+		props := fmt.Sprintf("process.roles=controller\nnode.id=%d\ncontroller.listener.names=%s\nlisteners=%s\nmetadata.log.dir=%s\n",
+			node, names, listeners, dataDir)
 		if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -169,10 +175,12 @@ func TestKafkaMetadataQuorumAddController(t *testing.T) {
 	}
 	listener := "CONTROLLER://" + n4.ControllerAddr
 	for _, tc := range []struct{ name, config, want string }{
-		{"a node outside the quorum", config("node9.properties", 9, listener, n4.DataDir), "TimeoutException: not caught up"},
-		{"another data directory", config("otherdir.properties", 4, listener, otherDir), "TimeoutException: not caught up"},
-		{"another address", config("otheraddr.properties", 4, "CONTROLLER://127.0.0.1:1", n4.DataDir), "InvalidRequestException: invalid request: node 4 is at"},
-		{"no controller listener", config("nolistener.properties", 4, "PLAINTEXT://"+n4.ControllerAddr, n4.DataDir), "Cannot find information about controller listener name"},
+		{"a node outside the quorum", config("node9.properties", 9, "CONTROLLER", listener, n4.DataDir), "TimeoutException: not caught up"},
+		{"another data directory", config("otherdir.properties", 4, "CONTROLLER", listener, otherDir), "TimeoutException: not caught up"},
+		{"another address", config("otheraddr.properties", 4, "CONTROLLER", "CONTROLLER://127.0.0.1:1", n4.DataDir), "InvalidRequestException: invalid request: node 4 is at"},
+		{"no controller listener", config("nolistener.properties", 4, "CONTROLLER", "PLAINTEXT://"+n4.ControllerAddr, n4.DataDir), "Cannot find information about controller listener name"},
+		{"another controller listener name", config("othername.properties", 4, "OTHER", "OTHER://"+n4.ControllerAddr, n4.DataDir),
+			"InvalidRequestException: Add voter request didn't include the endpoint (OTHER://" + n4.ControllerAddr + ") for the default listener CONTROLLER"},
 	} {
 		res, err := addController(tc.config)
 		if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stdout+res.Stderr, tc.want) {
@@ -181,7 +189,9 @@ func TestKafkaMetadataQuorumAddController(t *testing.T) {
 		t.Logf("add-controller for %s:\n%s", tc.name, res.Stderr)
 	}
 
-	controllerProps := config("controller.properties", 4, listener, n4.DataDir)
+	// Two controller listeners, CONTROLLER second: the quorum takes its
+	// endpoint, not the first one's.
+	controllerProps := config("controller.properties", 4, "OTHER,CONTROLLER", "OTHER://127.0.0.1:1,"+listener, n4.DataDir)
 	for _, path := range []string{controllerProps, filepath.Join(n4.DataDir, "meta.properties")} {
 		if b, err := os.ReadFile(path); err == nil {
 			t.Logf("%s:\n%s", path, b)
@@ -202,14 +212,15 @@ func TestKafkaMetadataQuorumAddController(t *testing.T) {
 		t.Fatalf("add-controller: %v %+v", err, res)
 		return nil
 	})
-	expectContains(t, out, fmt.Sprintf("Added controller 4 with directory id %s and endpoints: CONTROLLER://%s", directoryID(t, n4), n4.ControllerAddr))
+	expectContains(t, out, fmt.Sprintf("Added controller 4 with directory id %s and endpoints: OTHER://127.0.0.1:1, CONTROLLER://%s", directoryID(t, n4), n4.ControllerAddr))
 	t.Logf("add-controller:\n%s", out)
 
 	var status string
-	testcluster.Eventually(t, 30*time.Second, "--status to list voters 1-4 and no observer", func() error {
+	voter4 := `"id": 4, "directoryId": "` + directoryID(t, n4) + `", "endpoints": ["CONTROLLER://` + n4.ControllerAddr + `"]`
+	testcluster.Eventually(t, 30*time.Second, "--status to list voters 1-4, node 4 at its controller listener, and no observer", func() error {
 		status = kafkatools.MustRun(t, "kafka-metadata-quorum", append(bc, "describe", "--status")...)
 		voters := regexp.MustCompile(`CurrentVoters:\s*\[(.*)\]`).FindStringSubmatch(status)
-		if voters == nil || strings.Count(voters[1], `"id": `) != 4 || !strings.Contains(voters[1], `"id": 4, "directoryId": "`+directoryID(t, n4)+`"`) {
+		if voters == nil || strings.Count(voters[1], `"id": `) != 4 || !strings.Contains(voters[1], voter4) {
 			return fmt.Errorf("%s", status)
 		}
 		return nil

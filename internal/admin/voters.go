@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,12 +13,13 @@ import (
 )
 
 // AddVoterRequest builds the AddRaftVoter request that makes node id a
-// controller voter. The request must carry the node's controller listener
-// (Kafka refuses one without: INVALID_REQUEST), as kafka-metadata-quorum
-// add-controller sends the new controller's listeners from its config; here
-// they are read from DescribeQuorum, where a running broker-only node is an
-// observer with its listener. A node the quorum does not know is an error
-// wrapping kerr.InvalidRequest.
+// controller voter. The request must carry the node's voter key (its id and
+// directory id) and its controller listener (Kafka refuses one without
+// either: INVALID_REQUEST), as kafka-metadata-quorum add-controller sends the
+// new controller's directory id and listeners from its config and data dir;
+// here they are read from DescribeQuorum, where a running broker-only node is
+// an observer with its directory id and listener. A node the quorum does not
+// know is an error wrapping kerr.InvalidRequest.
 func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRaftVoterRequest, error) {
 	dq := kmsg.NewPtrDescribeQuorumRequest()
 	t := kmsg.NewDescribeQuorumRequestTopic()
@@ -31,15 +33,20 @@ func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRa
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return nil, fmt.Errorf("describing the quorum: %w", err)
 	}
+	req := kmsg.NewPtrAddRaftVoterRequest()
+	req.VoterID = id
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 				return nil, fmt.Errorf("describing the quorum: %w", err)
 			}
+			for _, r := range slices.Concat(p.CurrentVoters, p.Observers) {
+				if r.ReplicaID == id {
+					req.VoterDirectoryID = r.ReplicaDirectoryID
+				}
+			}
 		}
 	}
-	req := kmsg.NewPtrAddRaftVoterRequest()
-	req.VoterID = id
 	for _, n := range resp.Nodes {
 		if n.NodeID != id {
 			continue

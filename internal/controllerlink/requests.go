@@ -10,7 +10,10 @@ import (
 
 // ObserverListener names the listener a broker-only node adds to its
 // BrokerRegistration: its Raft address, where the active controller adds it to
-// the quorum as a non-voting member. The first listener is the Kafka one.
+// the quorum as a non-voting member. The first listener is the Kafka one. It
+// is the name of every node's controller listener, as Kafka's
+// controller.listener.names gives one: DescribeQuorum names the members'
+// listeners so, and AddRaftVoter takes the new voter's endpoint of that name.
 const ObserverListener = "CONTROLLER"
 
 // A voter that does not lead passes some requests on to the active controller

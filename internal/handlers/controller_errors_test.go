@@ -481,35 +481,59 @@ func (c *voterCluster) AddVoter(_ context.Context, id int32, _ metadata.UUID, ad
 	return nil
 }
 
-// TestAddRaftVoterListeners: a request that names no listener of the new voter
-// is INVALID_REQUEST without reaching the controller, after the cluster id
-// check; codes as Kafka 4.4 answered the same requests side by side in session
-// 9 (its message names the missing controller listener).
+// TestAddRaftVoterListeners: the new voter's endpoint is that of its
+// controller listener, CONTROLLER, wherever it stands among the request's
+// listeners, its name compared as Kafka 4.4 normalises it (upper case), the
+// last of two with that name counting. A request without it, or without a
+// voter key (a node id and a directory id), is INVALID_REQUEST, with Kafka
+// 4.4's message, without reaching the controller, after the cluster id check.
 func TestAddRaftVoterListeners(t *testing.T) {
 	vc := &voterCluster{planCluster: &planCluster{img: metadata.NewImage()}}
 	h := New(Config{ClusterID: "c", NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, vc, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	other := "nope"
+	dir7 := metadata.UUID{7}
+	listener := func(name string, port uint16) kmsg.AddRaftVoterRequestListener {
+		return kmsg.AddRaftVoterRequestListener{Name: name, Host: "127.0.0.1", Port: port}
+	}
+	controller := []kmsg.AddRaftVoterRequestListener{listener("CONTROLLER", 29999)}
 	for _, tt := range []struct {
 		name      string
 		clusterID *string
+		voter     int32
+		dir       metadata.UUID
 		listeners []kmsg.AddRaftVoterRequestListener
 		want      *kerr.Error
+		wantMsg   string
 		added     string
 	}{
-		{"no listeners", nil, nil, kerr.InvalidRequest, ""},
-		{"no listeners, another cluster", &other, nil, kerr.InconsistentClusterID, ""},
-		{"a listener", nil, []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 29999}}, nil, "7@127.0.0.1:29999"},
+		{"no listeners", nil, 7, dir7, nil, kerr.InvalidRequest,
+			"Add voter request didn't include the endpoint () for the default listener CONTROLLER", ""},
+		{"no listeners, another cluster", &other, 7, dir7, nil, kerr.InconsistentClusterID, "", ""},
+		{"no directory id", nil, 7, metadata.UUID{}, controller, kerr.InvalidRequest, "Add voter request didn't include a valid voter", ""},
+		{"a negative node id", nil, -1, dir7, controller, kerr.InvalidRequest, "Add voter request didn't include a valid voter", ""},
+		{"the controller listener", nil, 7, dir7, controller, nil, "", "7@127.0.0.1:29999"},
+		{"the controller listener second", nil, 7, dir7, []kmsg.AddRaftVoterRequestListener{listener("BROKER", 29998), listener("CONTROLLER", 29999)},
+			nil, "", "7@127.0.0.1:29999"},
+		{"the controller listener in lower case", nil, 7, dir7, []kmsg.AddRaftVoterRequestListener{listener("other", 29998), listener("controller", 29999)},
+			nil, "", "7@127.0.0.1:29999"},
+		{"the controller listener twice", nil, 7, dir7, []kmsg.AddRaftVoterRequestListener{listener("CONTROLLER", 29998), listener("Controller", 29999)},
+			nil, "", "7@127.0.0.1:29999"},
+		{"no controller listener", nil, 7, dir7, []kmsg.AddRaftVoterRequestListener{listener("BROKER", 29998), listener("CONTROLLER2", 29999)}, kerr.InvalidRequest,
+			"Add voter request didn't include the endpoint (BROKER://127.0.0.1:29998,CONTROLLER2://127.0.0.1:29999) for the default listener CONTROLLER", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			vc.added = nil
 			req := kmsg.NewPtrAddRaftVoterRequest()
-			req.ClusterID, req.VoterID, req.Listeners = tt.clusterID, 7, tt.listeners
+			req.ClusterID, req.VoterID, req.VoterDirectoryID, req.Listeners = tt.clusterID, tt.voter, tt.dir, tt.listeners
 			resp := serve(t, h, req).(*kmsg.AddRaftVoterResponse)
 			if err := kerr.ErrorForCode(resp.ErrorCode); err != tt.want && !(err == nil && tt.want == nil) {
 				t.Errorf("got %v, want %v", err, tt.want)
 			}
 			if tt.want != nil && resp.ErrorMessage == nil {
 				t.Error("no error message")
+			}
+			if got := messages(resp.ErrorMessage); tt.wantMsg != "" && got != tt.wantMsg {
+				t.Errorf("error message %q, want %q", got, tt.wantMsg)
 			}
 			if got := strings.Join(vc.added, ","); got != tt.added {
 				t.Errorf("controller asked to add %q, want %q", got, tt.added)

@@ -119,13 +119,14 @@ func TestReplaceVoter(t *testing.T) {
 		t.Fatal(err)
 	}
 	voterReq := func(node int32, req kmsg.Request) error { return voterChange(ctx, cl, node, req) }
-	// addVoter names the node's controller listener as DescribeQuorum shows
-	// it, or, for a node the quorum does not know, a made-up one.
+	// addVoter names the node's directory id and controller listener as
+	// DescribeQuorum shows them, or, for a node the quorum does not know,
+	// made-up ones.
 	addVoter := func(node, id int32) error {
 		req, err := admin.AddVoterRequest(ctx, cl, id)
 		if errors.Is(err, kerr.InvalidRequest) {
 			req = kmsg.NewPtrAddRaftVoterRequest()
-			req.VoterID = id
+			req.VoterID, req.VoterDirectoryID = id, [16]byte{byte(id)}
 			req.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}
 		} else if err != nil {
 			return err
@@ -158,7 +159,7 @@ func TestReplaceVoter(t *testing.T) {
 	}()
 
 	noListener := kmsg.NewPtrAddRaftVoterRequest()
-	noListener.VoterID = 4
+	noListener.VoterID, noListener.VoterDirectoryID = 4, [16]byte{4}
 	if err := voterReq(1, noListener); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("AddRaftVoter(4) without listeners: %v, want INVALID_REQUEST (as Kafka answers)", err)
 	}
