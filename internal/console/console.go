@@ -34,6 +34,7 @@ type Replicas interface {
 type Groups interface {
 	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
+	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
 	Lag(hwm group.HighWatermarkFunc, groups ...string) ([]group.PartitionLag, error)
 }
 

@@ -183,20 +183,23 @@ func (c *Console) groupPage(ctx context.Context, id string) (groupPage, int, err
 		return pg, http.StatusServiceUnavailable, fmt.Errorf("group %q: %s", id, errorName(d.ErrorCode))
 	}
 	lags, err := c.cfg.Groups.Lag(c.hwmFunc(), id)
-	if d.State == "Dead" && (err != nil || len(lags) == 0) {
+	consumer := d.State == "Dead" && len(d.Members) == 0 && c.describeConsumerGroup(ctx, &pg)
+	if !consumer && d.State == "Dead" && (err != nil || len(lags) == 0) {
 		return pg, http.StatusNotFound, fmt.Errorf("there is no group %q on this node", id)
 	}
 	if err != nil {
 		pg.Error = "Reading lag: " + err.Error()
 	}
-	pg.State, pg.ProtocolType, pg.Protocol = d.State, d.ProtocolType, d.Protocol
-	for _, m := range d.Members {
-		mv := memberView{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
-		if m.InstanceID != nil {
-			mv.InstanceID = *m.InstanceID
+	if !consumer {
+		pg.State, pg.ProtocolType, pg.Protocol = d.State, d.ProtocolType, d.Protocol
+		for _, m := range d.Members {
+			mv := memberView{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+			if m.InstanceID != nil {
+				mv.InstanceID = *m.InstanceID
+			}
+			mv.Assignment, mv.AssignmentNote = decodeAssignment(d.ProtocolType, m.MemberAssignment)
+			pg.Members = append(pg.Members, mv)
 		}
-		mv.Assignment, mv.AssignmentNote = decodeAssignment(d.ProtocolType, m.MemberAssignment)
-		pg.Members = append(pg.Members, mv)
 	}
 	seen := map[string]bool{}
 	for _, l := range lags {
@@ -220,6 +223,39 @@ func (c *Console) groupPage(ctx context.Context, id string) (groupPage, int, err
 	return pg, http.StatusOK, nil
 }
 
+// describeConsumerGroup fills pg from ConsumerGroupDescribe, and reports
+// whether it did, when the group is a KIP-848 consumer group
+// (group.protocol=consumer), which DescribeGroups answers as Dead with no
+// members: its state, assignor and members with their assignments.
+func (c *Console) describeConsumerGroup(ctx context.Context, pg *groupPage) bool {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{pg.ID}
+	resp := c.cfg.Groups.ConsumerGroupDescribe(ctx, req)
+	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+		return false
+	}
+	g := resp.Groups[0]
+	pg.State, pg.ProtocolType, pg.Protocol = g.State, "consumer", g.AssignorName
+	for _, m := range g.Members {
+		mv := memberView{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, AssignmentNote: "none yet"}
+		if m.InstanceID != nil {
+			mv.InstanceID = *m.InstanceID
+		}
+		for _, t := range m.Assignment.TopicPartitions {
+			mv.Assignment = append(mv.Assignment, assignedTopic{t.Topic, sortedIDs(t.Partitions)})
+		}
+		slices.SortFunc(mv.Assignment, func(a, b assignedTopic) int { return strings.Compare(a.Topic, b.Topic) })
+		pg.Members = append(pg.Members, mv)
+	}
+	return true
+}
+
+func sortedIDs(ps []int32) []int32 {
+	ps = slices.Clone(ps)
+	slices.Sort(ps)
+	return ps
+}
+
 // decodeAssignment reads a consumer-protocol assignment; other protocols' bytes are
 // opaque.
 func decodeAssignment(protocolType string, b []byte) ([]assignedTopic, string) {
@@ -235,9 +271,7 @@ func decodeAssignment(protocolType string, b []byte) ([]assignedTopic, string) {
 	}
 	var out []assignedTopic
 	for _, t := range a.Topics {
-		ps := slices.Clone(t.Partitions)
-		slices.Sort(ps)
-		out = append(out, assignedTopic{t.Topic, ps})
+		out = append(out, assignedTopic{t.Topic, sortedIDs(t.Partitions)})
 	}
 	slices.SortFunc(out, func(a, b assignedTopic) int { return strings.Compare(a.Topic, b.Topic) })
 	return out, ""

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/console"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 type topicJSON struct {
@@ -337,4 +338,34 @@ func TestGroupPages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKIP848GroupPage: a running KIP-848 consumer group (group.protocol=
+// consumer), which DescribeGroups answers as Dead with no members, is shown
+// with its state, assignor and member owning both partitions; it was "no
+// group" without a commit.
+func TestKIP848GroupPage(t *testing.T) {
+	n := startNode(t)
+	cl, adm := client(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "clicks"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "clicks", 0, "a", 2)
+	consumer, _ := client(t, n, kgo.ConsumerGroup("live848"), kgo.ConsumeTopics("clicks"), kgo.ServerSideBalancer(), kgo.DisableAutoCommit())
+	for read := 0; read < 2; {
+		fs := consumer.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		read += fs.NumRecords()
+	}
+	var body string
+	wait.For(t, "the group page shows the member", func() bool {
+		var status int
+		status, body = get(t, "http://"+n.HTTPAddr()+"/console/groups/live848")
+		return status == http.StatusOK && strings.Contains(body, `id="group-state">Stable<`)
+	})
+	mustContain(t, "group page", body, ">clicks</a>: 0, 1<", "uniform")
 }

@@ -125,15 +125,23 @@ type voterLink interface {
 	RequestTo(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error)
 }
 
-// register announces this broker and its advertised address to the active
-// controller, retrying until it succeeds or ctx ends.
-func (n *Node) register(ctx context.Context) error {
+// advertisedKafka is the host and port this broker advertises: the
+// configured address, with the port it listens on when that one is
+// ephemeral (0).
+func (n *Node) advertisedKafka() (host string, port int) {
 	host, portStr, _ := net.SplitHostPort(n.cfg.AdvertisedKafkaAddr)
-	port, _ := strconv.Atoi(portStr)
-	if port == 0 { // listening on an ephemeral port: advertise the one we got
+	port, _ = strconv.Atoi(portStr)
+	if port == 0 {
 		_, portStr, _ = net.SplitHostPort(n.kafkaLn.Addr().String())
 		port, _ = strconv.Atoi(portStr)
 	}
+	return host, port
+}
+
+// register announces this broker and its advertised address to the active
+// controller, retrying until it succeeds or ctx ends.
+func (n *Node) register(ctx context.Context) error {
+	host, port := n.advertisedKafka()
 	incarnation, err := metadata.NewUUID(rand.Reader)
 	if err != nil {
 		return err

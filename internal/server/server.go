@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -204,9 +205,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, fsys vfs
 		return nil, err
 	}
 	n.started()
+	host, port := n.advertisedKafka()
 	logger.Info("strata node started",
 		"node_id", cfg.NodeID, "roles", cfg.Roles, "cluster_id", clusterID, "data_dir", cfg.DataDir,
-		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", cfg.AdvertisedKafkaAddr,
+		"kafka_addr", n.kafkaLn.Addr().String(), "advertised_kafka_addr", net.JoinHostPort(host, strconv.Itoa(port)),
 		"http_addr", n.httpLn.Addr().String())
 	return n, nil
 }
