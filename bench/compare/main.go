@@ -53,7 +53,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,10 +72,11 @@ type options struct {
 	duration, warmup   time.Duration
 	consumeRecords     int64
 	e2eRates           []int
-	txnRecords         []int // records per transaction of the transactional rows
-	txnProducers       []int // producer counts of the transactional rows (transactions.go)
-	txnOnly            bool  // only the transactional rows and their plain produce rows
-	preEncoded         bool  // add the 100 B rows of the pre-encoded producer (preencoded.go)
+	txnRecords         []int          // records per transaction of the transactional rows
+	txnProducers       []int          // producer counts of the transactional rows (transactions.go)
+	txnOnly            bool           // only the transactional rows and their plain produce rows
+	only               *regexp.Regexp // when set, only the rows whose name it matches
+	preEncoded         bool           // add the 100 B rows of the pre-encoded producer (preencoded.go)
 	codecs             []string
 	perfRecords        int
 	workdir            string
@@ -97,6 +100,7 @@ func main() {
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
 	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
 	txnProducers := flag.String("txn-producers", "1", "producer counts of the transactional rows, comma-separated: each count runs every -txn-records row with that many transactional producers at once (own transactional ids, one partition) and, above 1, the plain 1 KiB acks=all row with as many")
+	only := flag.String("only", "", "run only the rows whose name matches this regular expression (e.g. 'e2e', '^produce 1 KiB'); the extras (ProducerPerformance, start-up, memory) run as set by their own flags")
 	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce rows they are set against")
 	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add 100 B produce rows whose load generator writes one pre-encoded ~1 MB batch again and again (one node only): at 100 B franz-go on one core, not the broker, bounds the rate")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
@@ -123,6 +127,12 @@ func main() {
 	}
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
+	}
+	if *only != "" {
+		if o.only, err = regexp.Compile(*only); err != nil {
+			fmt.Fprintf(os.Stderr, "compare: -only: %v\n", err)
+			os.Exit(2)
+		}
 	}
 	if o.preEncoded && o.nodes != 1 {
 		fmt.Fprintln(os.Stderr, "compare: -pre-encoded runs with -nodes 1 only")
@@ -151,8 +161,17 @@ func main() {
 	}
 }
 
-// workloads are the comparison's rows, in order.
+// workloads are the comparison's rows, in order: those -only matches.
 func workloads(o options) []workload {
+	wls := allWorkloads(o)
+	if o.only != nil {
+		wls = slices.DeleteFunc(wls, func(wl workload) bool { return !o.only.MatchString(wl.name) })
+	}
+	return wls
+}
+
+// allWorkloads are the rows the options ask for, before -only.
+func allWorkloads(o options) []workload {
 	wls := []workload{
 		{name: "produce 100 B, acks=1", slug: "p100-a1", mode: "produce", size: 100, acks: bench.AcksLeader, target: 1.5},
 		{name: "produce 100 B, acks=all", slug: "p100-aall", mode: "produce", size: 100, acks: bench.AcksAll, target: 1.5},

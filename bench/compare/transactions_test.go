@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -133,5 +134,18 @@ func TestTxnTable(t *testing.T) {
 	(&pairing{Workloads: wls[:1]}).writeTxnTable(&out)
 	if out.Len() != 0 {
 		t.Fatalf("a pairing without transactional rows printed:\n%s", out.String())
+	}
+}
+
+// TestOnlyFiltersRows: -only keeps the rows whose name matches, in order.
+func TestOnlyFiltersRows(t *testing.T) {
+	o := options{e2eRates: []int{1000, 10000}, txnRecords: []int{1000}, txnProducers: []int{1}, only: regexp.MustCompile("e2e")}
+	var names []string
+	for _, wl := range workloads(o) {
+		names = append(names, wl.name)
+	}
+	want := []string{"e2e 1 KiB at 1000/s, acks=all, linger 0", "e2e 1 KiB at 10000/s, acks=all, linger 0"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("-only e2e rows %q, want %q", names, want)
 	}
 }
