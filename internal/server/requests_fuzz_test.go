@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/handlers"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -24,22 +26,34 @@ import (
 // which every later input would fail for that reason alone.
 var nodeOnlyKeys = map[int16]bool{7: true, 52: true, 53: true, 54: true, 56: true, 62: true, 63: true, 64: true, 67: true, 80: true, 81: true, 82: true}
 
-// FuzzRequests sends one node every request a client can send that kmsg
-// decodes, whatever its fields say, and wants an answer and no panic. The
-// request path recovers a handler's panic and closes the connection, so a
-// panic would not crash a broker, but it can leave a lock held or state half
-// changed: the node's log is watched for one. A request still unanswered after
-// the exchange's timeout is left (a fetch may wait as long as it asks); one
-// whose connection is closed without an answer fails.
+// FuzzRequests sends two nodes every request a client can send that kmsg
+// decodes, whatever its fields say, and wants an answer and no panic: one
+// node without an authorizer, and one whose ACLs deny this client what names
+// start with "d" (topics, groups, transactional ids), so that a request naming
+// both kinds goes through the authorizer's filtering and the merging of the
+// refused part back into the answer. The request path recovers a handler's
+// panic and closes the connection, so a panic would not crash a broker, but
+// it can leave a lock held or state half changed: the nodes' logs are watched
+// for one. A request still unanswered after the exchange's timeout is left (a
+// fetch may wait as long as it asks); one whose connection is closed without
+// an answer fails.
 func FuzzRequests(f *testing.F) {
 	panics := &panicRecorder{}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := Start(ctx, nodeConfig(f.TempDir()), slog.New(panics), vfs.Default)
-	if err != nil {
-		f.Fatal(err)
+	start := func(cfg config.Config) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := Start(ctx, cfg, slog.New(panics), vfs.Default)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { n.Close() })
+		return n.KafkaAddr()
 	}
-	f.Cleanup(func() { n.Close() })
+	open := start(nodeConfig(f.TempDir()))
+	cfg := nodeConfig(f.TempDir())
+	cfg.Authorizer, cfg.AllowEveryoneIfNoACL = "acl", true
+	guarded := start(cfg)
+	denyNamesStartingWithD(f, guarded)
 	type served struct{ min, max int16 }
 	versions := map[int16]served{}
 	for _, vr := range handlers.Versions() {
@@ -55,6 +69,11 @@ func FuzzRequests(f *testing.F) {
 			f.Add(vr.Key, v, req.AppendTo(nil))
 		}
 	}
+	for _, req := range mixedSeeds() {
+		k := versions[req.Key()]
+		req.SetVersion(k.max)
+		f.Add(req.Key(), k.max, req.AppendTo(nil))
+	}
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
 		k, ok := versions[key]
 		if !ok || version < k.min || version > k.max {
@@ -65,14 +84,84 @@ func FuzzRequests(f *testing.F) {
 		if req.ReadFrom(body) != nil {
 			return // framing and decoding: protocol's FuzzReadRequest
 		}
-		_, err := roundTrip(n.KafkaAddr(), req, 5*time.Second)
-		if p := panics.take(); p != "" {
-			t.Fatalf("%s v%d: the node panicked: %s", kmsg.NameForKey(key), version, p)
-		}
-		if ne := (net.Error)(nil); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
-			t.Fatalf("%s v%d: no answer: %v", kmsg.NameForKey(key), version, err)
+		for _, addr := range []string{open, guarded} {
+			_, err := roundTrip(addr, req, 5*time.Second)
+			if p := panics.take(); p != "" {
+				t.Fatalf("%s v%d to %s: the node panicked: %s", kmsg.NameForKey(key), version, addr, p)
+			}
+			if ne := (net.Error)(nil); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+				t.Fatalf("%s v%d to %s: no answer: %v", kmsg.NameForKey(key), version, addr, err)
+			}
 		}
 	})
+}
+
+// mixedSeeds are requests naming both a resource the guarded node refuses
+// ("d...") and one it allows, for the fuzzer to start from.
+func mixedSeeds() []kmsg.Request {
+	metadata := kmsg.NewPtrMetadataRequest()
+	for _, name := range []string{"a", "d"} {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(name)
+		metadata.Topics = append(metadata.Topics, t)
+	}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	for _, name := range []string{"a", "d"} {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, 1
+		create.Topics = append(create.Topics, t)
+	}
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks = -1
+	for _, name := range []string{"a", "d"} {
+		t := kmsg.NewProduceRequestTopic()
+		t.Topic = name
+		t.Partitions = []kmsg.ProduceRequestTopicPartition{kmsg.NewProduceRequestTopicPartition()}
+		produce.Topics = append(produce.Topics, t)
+	}
+	fetch := kmsg.NewPtrFetchRequest()
+	for _, name := range []string{"a", "d"} {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = name
+		t.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+		fetch.Topics = append(fetch.Topics, t)
+	}
+	offsets := kmsg.NewPtrOffsetFetchRequest()
+	for _, name := range []string{"a", "d"} {
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = name
+		offsets.Groups = append(offsets.Groups, g)
+	}
+	configs := kmsg.NewPtrDescribeConfigsRequest()
+	for _, name := range []string{"a", "d"} {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, name
+		configs.Resources = append(configs.Resources, r)
+	}
+	return []kmsg.Request{metadata, create, produce, fetch, offsets, configs}
+}
+
+// denyNamesStartingWithD denies every principal everything on topics, groups
+// and transactional ids whose names start with "d", on the node at addr.
+func denyNamesStartingWithD(f *testing.F, addr string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	acls := kadm.NewACLs().Deny("User:*").DenyHosts("*").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Topics("d").Groups("d").TransactionalIDs("d").Operations(kadm.OpAll)
+	results, err := kadm.NewClient(cl).CreateACLs(ctx, acls)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			f.Fatal(r.Err)
+		}
+	}
 }
 
 // panicRecorder is a slog handler that keeps the panics the request path
@@ -85,10 +174,6 @@ type panicRecorder struct {
 func (r *panicRecorder) Enabled(context.Context, slog.Level) bool { return true }
 
 func (r *panicRecorder) Handle(_ context.Context, rec slog.Record) error {
-	if os.Getenv("ZZ") != "" {
-		fmt.Fprintln(os.Stderr, rec.Message, rec.Level)
-		rec.Attrs(func(a slog.Attr) bool { fmt.Fprintln(os.Stderr, "  ", a.Key, a.Value); return true })
-	}
 	if !strings.Contains(rec.Message, "panic") {
 		return nil
 	}
