@@ -117,6 +117,16 @@ func (f *syncTraceFile) noteWrite(n int, start time.Time) {
 	f.fs.mu.Unlock()
 }
 
+// DropCache passes the log's page-cache drops on (storage/cache.go): without
+// them every write would take pages the process never had, which on a VM that
+// reports free memory to its host costs several times the copy.
+func (f *syncTraceFile) DropCache(off, n int64) error {
+	if d, ok := f.File.(vfs.CacheDropper); ok {
+		return d.DropCache(off, n)
+	}
+	return nil
+}
+
 func (f *syncTraceFile) Sync() error {
 	start := time.Now()
 	err := f.File.Sync()
