@@ -1,10 +1,17 @@
 package interop
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,6 +42,9 @@ import (
 //  5. Kafka 4.4's kafka-consumer-groups describes the group (offsets and lag, --state
 //     with the uniform assignor, --members with epochs and assignments) and lists it as
 //     a consumer group.
+//     Strata's own front doors, `strata group describe` and the HTTP API's
+//     GET /groups/{group} on every node, describe the group the same way, as
+//     they do in step 2 with the two Java members in it.
 //  6. report.CheckGroup over the three members' reads: every record read exactly once,
 //     by the member owning its partition at the time; the end offsets are committed.
 func TestConsumerProtocol(t *testing.T) {
@@ -59,6 +69,18 @@ func TestConsumerProtocol(t *testing.T) {
 	}
 	javas := []*clientRun{startClient(t, java, j), startClient(t, java, j)}
 	waitConsumerGroup(t, adm, group, topic, 3)
+	t.Run("strata describes the Java members", func(t *testing.T) {
+		// Nothing is written yet: the Java members wait for records, each owning
+		// one partition, at its end offset 0.
+		strataDescribes(t, c, group, topic, func(g frontDoorGroup) error {
+			return g.check(map[string]int{javaGroupClient: 2, franzGoGroupClient: 1}, func(o frontDoorOffset) error {
+				if o.Committed > 0 || o.End != 0 || o.Lag != 0 {
+					return fmt.Errorf("%+v, want end 0 and lag 0", o)
+				}
+				return nil
+			})
+		})
+	})
 
 	produced := produceKeyed(t, c.Bootstrap(), topic, "go-a", records)
 	var javaReads []report.Summary
@@ -95,7 +117,7 @@ func TestConsumerProtocol(t *testing.T) {
 		testcluster.Eventually(t, 30*time.Second, "kafka-consumer-groups to show the member caught up", func() error {
 			out := run("--describe", "--group", group)
 			for p := range partitions {
-				re := regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s +%d +\d+ +\d+ +0 +\S+ +/127\.0\.0\.\d+ +strata-interop-franz-go-group *$`, group, topic, p))
+				re := regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s +%d +\d+ +\d+ +0 +\S+ +/127\.0\.0\.\d+ +%s *$`, group, topic, p, franzGoGroupClient))
 				if !re.MatchString(out) {
 					return fmt.Errorf("no caught-up row for partition %d:\n%s", p, out)
 				}
@@ -107,13 +129,29 @@ func TestConsumerProtocol(t *testing.T) {
 			t.Errorf("--state shows:\n%s", out)
 		}
 		out = run("--describe", "--group", group, "--members", "--verbose")
-		if !strings.Contains(out, "strata-interop-franz-go-group") || !strings.Contains(out, topic+":0,1,2") {
+		if !strings.Contains(out, franzGoGroupClient) || !strings.Contains(out, topic+":0,1,2") {
 			t.Errorf("--members shows:\n%s", out)
 		}
 		t.Logf("kafka-consumer-groups --describe --members --verbose:\n%s", out)
 		if out := run("--list", "--type", "consumer"); !strings.Contains(out, group) {
 			t.Errorf("--list --type consumer shows:\n%s", out)
 		}
+	})
+	t.Run("strata group describe and GET /groups", func(t *testing.T) {
+		strataDescribes(t, c, group, topic, func(g frontDoorGroup) error {
+			ends := int64(0)
+			err := g.check(map[string]int{franzGoGroupClient: 1}, func(o frontDoorOffset) error {
+				ends += o.End
+				if o.Committed != o.End || o.Lag != 0 {
+					return fmt.Errorf("%+v, want its end committed and lag 0", o)
+				}
+				return nil
+			})
+			if err == nil && ends != int64(len(produced)) {
+				err = fmt.Errorf("end offsets sum to %d, want the %d records written", ends, len(produced))
+			}
+			return err
+		})
 	})
 	fr.close()
 
@@ -204,7 +242,7 @@ func startKIP848Member(t *testing.T, bootstrap []string, group, topic string) *k
 	t.Helper()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(bootstrap...),
-		kgo.ClientID("strata-interop-franz-go-group"),
+		kgo.ClientID(franzGoGroupClient),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ServerSideBalancer(),
@@ -251,4 +289,204 @@ func (m *kip848Member) reads() []report.Consumed {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.read)
+}
+
+// Client ids of the group's members: the franz-go member's, and the Java
+// members' (GroupReader: strata-interop-<name>-group).
+const (
+	franzGoGroupClient = "strata-interop-franz-go-group"
+	javaGroupClient    = "strata-interop-java-group"
+)
+
+// frontDoorGroup is a group as one of Strata's front doors describes it, in
+// the fields that `strata group describe --output json` and the HTTP API's
+// GET /groups/{group} both write, for one topic.
+type frontDoorGroup struct {
+	door    string // which front door described it
+	State   string
+	Members []frontDoorMember
+	Offsets []frontDoorOffset // by partition
+}
+
+type frontDoorMember struct {
+	MemberID, ClientID string
+	Partitions         []int32
+}
+
+type frontDoorOffset struct {
+	Partition           int32
+	Committed, End, Lag int64 // -1: none, or unknown
+	MemberID            string
+}
+
+// check says what is wrong with g, if anything: it must be Stable, with as
+// many members of each client id as clients says, each owning partitions of
+// its own, together all of the topic's; a row per partition naming its owner;
+// and each row as offset wants it.
+func (g frontDoorGroup) check(clients map[string]int, offset func(frontDoorOffset) error) error {
+	if g.State != "Stable" {
+		return fmt.Errorf("%s: state %q", g.door, g.State)
+	}
+	owner := map[int32]string{}
+	got := map[string]int{}
+	for _, m := range g.Members {
+		got[m.ClientID]++
+		if len(m.Partitions) == 0 {
+			return fmt.Errorf("%s: member %+v owns no partition", g.door, m)
+		}
+		for _, p := range m.Partitions {
+			if owner[p] != "" {
+				return fmt.Errorf("%s: partition %d owned by %s and %s", g.door, p, owner[p], m.MemberID)
+			}
+			owner[p] = m.MemberID
+		}
+	}
+	if !maps.Equal(got, clients) {
+		return fmt.Errorf("%s: members %+v, want clients %v", g.door, g.Members, clients)
+	}
+	if len(owner) != partitions || len(g.Offsets) != partitions {
+		return fmt.Errorf("%s: %d partitions owned, %d rows: %+v", g.door, len(owner), len(g.Offsets), g.Offsets)
+	}
+	for i, o := range g.Offsets {
+		if o.Partition != int32(i) || o.MemberID != owner[o.Partition] {
+			return fmt.Errorf("%s: row %d %+v, want partition %d owned by %q", g.door, i, o, i, owner[int32(i)])
+		}
+		if err := offset(o); err != nil {
+			return fmt.Errorf("%s: partition %d: %w", g.door, o.Partition, err)
+		}
+	}
+	return nil
+}
+
+// strataDescribes waits until `strata group describe` and every node's
+// GET /groups/{group} describe group, with its offsets in topic, as want
+// accepts.
+func strataDescribes(t *testing.T, c *testcluster.Cluster, group, topic string, want func(frontDoorGroup) error) {
+	t.Helper()
+	bin := strataBinary(t)
+	testcluster.Eventually(t, 30*time.Second, "Strata's front doors to describe group "+group, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		g, err := cliDescribe(ctx, bin, c.Bootstrap(), group, topic)
+		if err == nil {
+			err = want(g)
+		}
+		for _, n := range c.Nodes() {
+			if err != nil {
+				return err
+			}
+			if g, err = httpDescribe(ctx, n.HTTPAddr, group, topic); err == nil {
+				err = want(g)
+			}
+		}
+		return err
+	})
+}
+
+// cliDescribe runs `strata group describe GROUP --output json`.
+func cliDescribe(ctx context.Context, bin string, bootstrap []string, group, topic string) (frontDoorGroup, error) {
+	g := frontDoorGroup{door: "strata group describe"}
+	cmd := exec.CommandContext(ctx, bin, "group", "describe", group, "--brokers", strings.Join(bootstrap, ","), "--output", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return g, fmt.Errorf("%s: %v: %s", g.door, err, stderr.Bytes())
+	}
+	var described []struct {
+		State   string `json:"state"`
+		Members []struct {
+			MemberID   string             `json:"member_id"`
+			ClientID   string             `json:"client_id"`
+			Assignment map[string][]int32 `json:"assignment"`
+		} `json:"members"`
+		Offsets []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Committed int64  `json:"committed"`
+			End       int64  `json:"end"`
+			Lag       int64  `json:"lag"`
+			MemberID  string `json:"member_id"`
+			Error     string `json:"error"`
+		} `json:"offsets"`
+	}
+	if err := json.Unmarshal(out, &described); err != nil || len(described) != 1 {
+		return g, fmt.Errorf("%s: %v: %s", g.door, err, out)
+	}
+	d := described[0]
+	g.State = d.State
+	for _, m := range d.Members {
+		g.Members = append(g.Members, frontDoorMember{m.MemberID, m.ClientID, m.Assignment[topic]})
+	}
+	for _, o := range d.Offsets {
+		if o.Error != "" {
+			return g, fmt.Errorf("%s: %s-%d: %s", g.door, o.Topic, o.Partition, o.Error)
+		}
+		if o.Topic == topic {
+			g.Offsets = append(g.Offsets, frontDoorOffset{o.Partition, o.Committed, o.End, o.Lag, o.MemberID})
+		}
+	}
+	return g, nil
+}
+
+// httpDescribe asks the node at httpAddr for GET /groups/{group}.
+func httpDescribe(ctx context.Context, httpAddr, group, topic string) (frontDoorGroup, error) {
+	g := frontDoorGroup{door: "GET /groups/" + group + " on " + httpAddr}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/groups/"+url.PathEscape(group), nil)
+	if err != nil {
+		return g, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return g, fmt.Errorf("%s: %w", g.door, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return g, fmt.Errorf("%s: %d %v: %s", g.door, resp.StatusCode, err, body)
+	}
+	var d struct {
+		State   string `json:"state"`
+		Members []struct {
+			MemberID   string `json:"member_id"`
+			ClientID   string `json:"client_id"`
+			Assignment []struct {
+				Topic      string  `json:"topic"`
+				Partitions []int32 `json:"partitions"`
+			} `json:"assignment"`
+		} `json:"members"`
+		Offsets []struct {
+			Topic         string `json:"topic"`
+			Partition     int32  `json:"partition"`
+			Committed     *int64 `json:"committed"`
+			HighWatermark *int64 `json:"high_watermark"`
+			Lag           *int64 `json:"lag"`
+			MemberID      string `json:"member_id"`
+		} `json:"offsets"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return g, fmt.Errorf("%s: %v: %s", g.door, err, body)
+	}
+	g.State = d.State
+	for _, m := range d.Members {
+		fm := frontDoorMember{MemberID: m.MemberID, ClientID: m.ClientID}
+		for _, a := range m.Assignment {
+			if a.Topic == topic {
+				fm.Partitions = a.Partitions
+			}
+		}
+		g.Members = append(g.Members, fm)
+	}
+	orNone := func(v *int64) int64 {
+		if v == nil {
+			return -1
+		}
+		return *v
+	}
+	for _, o := range d.Offsets {
+		if o.Topic == topic {
+			g.Offsets = append(g.Offsets, frontDoorOffset{o.Partition, orNone(o.Committed), orNone(o.HighWatermark), orNone(o.Lag), o.MemberID})
+		}
+	}
+	return g, nil
 }

@@ -29,7 +29,9 @@ type MemberView struct {
 	InstanceID *string
 	ClientID   string
 	Host       string
-	Assignment map[string][]int32 // partitions sorted, by topic
+	// Assignment is by topic, partitions sorted; it is empty for a classic
+	// group of another protocol type than "consumer" (its bytes are opaque).
+	Assignment map[string][]int32
 }
 
 // PartitionView is a group's position in one partition.
@@ -44,6 +46,12 @@ type PartitionView struct {
 	Lag      int64
 	MemberID string // the member it is assigned to; "" when none
 	Err      error
+}
+
+// Unknown reports whether no group has v's id: it is described Dead (or
+// without a state) with nothing committed, as an id nobody used is.
+func (v GroupView) Unknown() bool {
+	return (v.State == "Dead" || v.State == "") && len(v.Offsets) == 0
 }
 
 // OtherGroupTypeError: the group is a share or streams group, which a group

@@ -30,11 +30,10 @@ type Replicas interface {
 	WaitApplied(ctx context.Context, offset uint64) error
 }
 
-// Groups is the group coordinator (*group.Coordinator) as the group pages use it.
+// Groups is the group coordinator (*group.Coordinator) as the groups list uses it.
 type Groups interface {
 	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
-	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
 	Lag(hwm group.HighWatermarkFunc, groups ...string) ([]group.PartitionLag, error)
 }
 
@@ -51,8 +50,10 @@ type Config struct {
 	Replicas   Replicas
 	// Groups is nil until the group coordinator runs on this node.
 	Groups Groups
-	// Admin is a client of the cluster over the Kafka protocol, for changes that
-	// must work from any node (resetting a group's offsets).
+	// Admin is a client of the cluster over the Kafka protocol, for what must
+	// work from any node: a group's page and lag, described as `strata group
+	// describe` and the HTTP API describe it (admin.GroupViews), and resetting
+	// its offsets. Without one, those pages say so.
 	Admin  *kadm.Client
 	Logger *slog.Logger
 	// Guard, when set, authenticates and authorizes every page (access.go); nil
@@ -77,6 +78,9 @@ var (
 	errBadInput = errors.New("bad input")
 	// errNoGroups: no group coordinator on this node.
 	errNoGroups = errors.New("consumer groups are not available on this node: the group coordinator is not running")
+	// errNoAdmin: no admin client (Config.Admin), which a group's page, its
+	// lag and resetting its offsets go through.
+	errNoAdmin = errors.New("group pages are not available: this console was started without a Kafka admin client")
 )
 
 // New returns a console; it starts no goroutines.

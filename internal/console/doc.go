@@ -23,12 +23,16 @@
 //
 // Messages per second come from two samples of a partition's high-water mark taken
 // at least a second apart: each view or JSON poll takes a sample, so a page shows
-// rates from its first refresh on. The group pages need a Groups implementation
-// (the group coordinator); without one they say so.
+// rates from its first refresh on.
 //
-// The console reads only what this node knows: the metadata image (every topic and
+// The console reads what this node knows: the metadata image (every topic and
 // broker), the partitions it hosts (offsets, sizes and records of partitions led
-// elsewhere show as unknown) and the groups it coordinates. POSTs must come from
+// elsewhere show as unknown) and, on the groups list, the groups it coordinates
+// (Config.Groups; without it the list says so). A group's page, its lag JSON and
+// the offset reset go over the Kafka protocol instead (Config.Admin): the page
+// and the JSON describe the group with admin.GroupViews, as `strata group
+// describe` and the HTTP API's GET /groups/{group} do, whichever node
+// coordinates it; without an admin client they answer 503. POSTs must come from
 // the console's own origin (cross-origin form posts are refused).
 //
 // With Config.Guard set (SASL or an authorizer on the node), every page needs a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -117,7 +118,7 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "groups", pg)
 }
 
-// memberView is one group member with its decoded assignment.
+// memberView is one group member with its assignment.
 type memberView struct {
 	ID, InstanceID, ClientID, ClientHost string
 	Assignment                           []assignedTopic
@@ -129,12 +130,14 @@ type assignedTopic struct {
 	Partitions []int32
 }
 
+// lagView is the group's position in one partition, as the page and its lag
+// JSON show it; -1 is unknown (or, committed, none).
 type lagView struct {
-	Topic         string
-	Partition     int32
-	Committed     int64
-	HighWatermark int64
-	Lag           int64
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Committed     int64  `json:"committed"`
+	HighWatermark int64  `json:"highWatermark"`
+	Lag           int64  `json:"lag"`
 }
 
 type resetForm struct {
@@ -150,19 +153,76 @@ type groupPage struct {
 	Members      []memberView
 	Lag          []lagView
 	TotalLag     int64
-	Topics       []string // reset form choices: committed topics first, then the rest
+	Topics       []string // reset form choices: the group's topics first, then the rest
 	Form         resetForm
 }
 
-func (c *Console) group(w http.ResponseWriter, r *http.Request) {
-	if c.cfg.Groups == nil {
-		c.renderError(w, r, http.StatusNotFound, "No consumer groups", errNoGroups.Error())
-		return
+// groupError is why a group's page or lag is not shown.
+type groupError struct {
+	status  int
+	heading string
+	err     error
+}
+
+// viewGroup describes a group over the Kafka protocol (Config.Admin) with
+// admin.GroupViews, as `strata group describe` and the HTTP API's
+// GET /groups/{group} do: whichever node coordinates it, with the offsets of
+// partitions led anywhere.
+func (c *Console) viewGroup(ctx context.Context, id string) (admin.GroupView, *groupError) {
+	if c.cfg.Admin == nil {
+		return admin.GroupView{}, &groupError{http.StatusServiceUnavailable, "Groups unavailable", errNoAdmin}
 	}
-	id := r.PathValue("group")
-	pg, status, err := c.groupPage(r.Context(), id)
+	views, err := admin.GroupViews(ctx, c.cfg.Admin, id)
+	if other := (*admin.OtherGroupTypeError)(nil); errors.As(err, &other) {
+		return admin.GroupView{}, &groupError{http.StatusNotFound, "Not a consumer group", fmt.Errorf("%w, not a consumer group", err)}
+	}
 	if err != nil {
-		c.renderError(w, r, status, "Unknown group", err.Error())
+		return admin.GroupView{}, &groupError{http.StatusServiceUnavailable, "Describing the group failed", err}
+	}
+	v := views[id]
+	if v.Unknown() {
+		return v, &groupError{http.StatusNotFound, "Unknown group", fmt.Errorf("there is no group %q", id)}
+	}
+	return v, nil
+}
+
+// lagOf is the lag table of v and its total over the partitions with a known lag.
+func lagOf(v admin.GroupView) (rows []lagView, total int64) {
+	rows = []lagView{}
+	for _, o := range v.Offsets {
+		rows = append(rows, lagView{o.Topic, o.Partition, o.Committed, o.End, o.Lag})
+		if o.Lag > 0 {
+			total += o.Lag
+		}
+	}
+	return rows, total
+}
+
+// memberOf is m, a member of v, as the page shows it.
+func memberOf(v admin.GroupView, m admin.MemberView) memberView {
+	mv := memberView{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.Host}
+	if m.InstanceID != nil {
+		mv.InstanceID = *m.InstanceID
+	}
+	for _, t := range slices.Sorted(maps.Keys(m.Assignment)) {
+		mv.Assignment = append(mv.Assignment, assignedTopic{t, m.Assignment[t]})
+	}
+	switch {
+	case len(mv.Assignment) > 0:
+	case v.ProtocolType != "consumer":
+		mv.AssignmentNote = fmt.Sprintf("not shown: the assignment of protocol type %q is opaque", v.ProtocolType)
+	case v.State != "Stable":
+		mv.AssignmentNote = "none (the group is not stable)"
+	default:
+		mv.AssignmentNote = "none"
+	}
+	return mv
+}
+
+func (c *Console) group(w http.ResponseWriter, r *http.Request) {
+	pg, gerr := c.groupPage(r.Context(), r.PathValue("group"))
+	if gerr != nil {
+		c.renderError(w, r, gerr.status, gerr.heading, gerr.err.Error())
 		return
 	}
 	q := r.URL.Query()
@@ -172,41 +232,19 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "group", pg)
 }
 
-func (c *Console) groupPage(ctx context.Context, id string) (groupPage, int, error) {
+func (c *Console) groupPage(ctx context.Context, id string) (groupPage, *groupError) {
 	pg := groupPage{base: c.base("Group "+id, "groups"), ID: id, Form: resetForm{To: "earliest"}}
-	described := c.describe(ctx, id)
-	if len(described) != 1 {
-		return pg, http.StatusInternalServerError, fmt.Errorf("the coordinator did not describe group %q", id)
+	v, gerr := c.viewGroup(ctx, id)
+	if gerr != nil {
+		return pg, gerr
 	}
-	d := described[0]
-	if d.ErrorCode != 0 {
-		return pg, http.StatusServiceUnavailable, fmt.Errorf("group %q: %s", id, errorName(d.ErrorCode))
+	pg.State, pg.ProtocolType, pg.Protocol = v.State, v.ProtocolType, v.Protocol
+	for _, m := range v.Members {
+		pg.Members = append(pg.Members, memberOf(v, m))
 	}
-	lags, err := c.cfg.Groups.Lag(c.hwmFunc(), id)
-	consumer := d.State == "Dead" && len(d.Members) == 0 && c.describeConsumerGroup(ctx, &pg)
-	if !consumer && d.State == "Dead" && (err != nil || len(lags) == 0) {
-		return pg, http.StatusNotFound, fmt.Errorf("there is no group %q on this node", id)
-	}
-	if err != nil {
-		pg.Error = "Reading lag: " + err.Error()
-	}
-	if !consumer {
-		pg.State, pg.ProtocolType, pg.Protocol = d.State, d.ProtocolType, d.Protocol
-		for _, m := range d.Members {
-			mv := memberView{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
-			if m.InstanceID != nil {
-				mv.InstanceID = *m.InstanceID
-			}
-			mv.Assignment, mv.AssignmentNote = decodeAssignment(d.ProtocolType, m.MemberAssignment)
-			pg.Members = append(pg.Members, mv)
-		}
-	}
+	pg.Lag, pg.TotalLag = lagOf(v)
 	seen := map[string]bool{}
-	for _, l := range lags {
-		pg.Lag = append(pg.Lag, lagView{l.Topic, l.Partition, l.Committed, l.HighWatermark, l.Lag})
-		if l.Lag > 0 {
-			pg.TotalLag += l.Lag
-		}
+	for _, l := range pg.Lag {
 		if !seen[l.Topic] {
 			seen[l.Topic] = true
 			pg.Topics = append(pg.Topics, l.Topic)
@@ -220,94 +258,25 @@ func (c *Console) groupPage(ctx context.Context, id string) (groupPage, int, err
 	if len(pg.Topics) > 0 {
 		pg.Form.Topic = pg.Topics[0]
 	}
-	return pg, http.StatusOK, nil
+	return pg, nil
 }
 
-// describeConsumerGroup fills pg from ConsumerGroupDescribe, and reports
-// whether it did, when the group is a KIP-848 consumer group
-// (group.protocol=consumer), which DescribeGroups answers as Dead with no
-// members: its state, assignor and members with their assignments.
-func (c *Console) describeConsumerGroup(ctx context.Context, pg *groupPage) bool {
-	req := kmsg.NewPtrConsumerGroupDescribeRequest()
-	req.Groups = []string{pg.ID}
-	resp := c.cfg.Groups.ConsumerGroupDescribe(ctx, req)
-	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
-		return false
-	}
-	g := resp.Groups[0]
-	pg.State, pg.ProtocolType, pg.Protocol = g.State, "consumer", g.AssignorName
-	for _, m := range g.Members {
-		mv := memberView{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, AssignmentNote: "none yet"}
-		if m.InstanceID != nil {
-			mv.InstanceID = *m.InstanceID
-		}
-		for _, t := range m.Assignment.TopicPartitions {
-			mv.Assignment = append(mv.Assignment, assignedTopic{t.Topic, sortedIDs(t.Partitions)})
-		}
-		slices.SortFunc(mv.Assignment, func(a, b assignedTopic) int { return strings.Compare(a.Topic, b.Topic) })
-		pg.Members = append(pg.Members, mv)
-	}
-	return true
-}
-
-func sortedIDs(ps []int32) []int32 {
-	ps = slices.Clone(ps)
-	slices.Sort(ps)
-	return ps
-}
-
-// decodeAssignment reads a consumer-protocol assignment; other protocols' bytes are
-// opaque.
-func decodeAssignment(protocolType string, b []byte) ([]assignedTopic, string) {
-	if len(b) == 0 {
-		return nil, "none (the group is not stable)"
-	}
-	if protocolType != "consumer" {
-		return nil, fmt.Sprintf("%d bytes of protocol %q", len(b), protocolType)
-	}
-	var a kmsg.ConsumerMemberAssignment
-	if err := a.ReadFrom(b); err != nil {
-		return nil, "undecodable: " + err.Error()
-	}
-	var out []assignedTopic
-	for _, t := range a.Topics {
-		out = append(out, assignedTopic{t.Topic, sortedIDs(t.Partitions)})
-	}
-	slices.SortFunc(out, func(a, b assignedTopic) int { return strings.Compare(a.Topic, b.Topic) })
-	return out, ""
-}
-
-// lagJSON feeds the group page's lag chart.
+// lagJSON feeds the group page's lag chart, from the page's own description
+// of the group.
 func (c *Console) lagJSON(w http.ResponseWriter, r *http.Request) {
-	if c.cfg.Groups == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": errNoGroups.Error()})
-		return
-	}
 	id := r.PathValue("group")
-	lags, err := c.cfg.Groups.Lag(c.hwmFunc(), id)
-	if err != nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	v, gerr := c.viewGroup(r.Context(), id)
+	if gerr != nil {
+		writeJSON(w, gerr.status, map[string]string{"error": gerr.err.Error()})
 		return
-	}
-	type partJSON struct {
-		Topic         string `json:"topic"`
-		Partition     int32  `json:"partition"`
-		Committed     int64  `json:"committed"`
-		HighWatermark int64  `json:"highWatermark"`
-		Lag           int64  `json:"lag"`
 	}
 	out := struct {
-		Group      string     `json:"group"`
-		Time       int64      `json:"time"`
-		Total      int64      `json:"total"`
-		Partitions []partJSON `json:"partitions"`
-	}{Group: id, Time: c.cfg.Now().UnixMilli(), Partitions: []partJSON{}}
-	for _, l := range lags {
-		out.Partitions = append(out.Partitions, partJSON{l.Topic, l.Partition, l.Committed, l.HighWatermark, l.Lag})
-		if l.Lag > 0 {
-			out.Total += l.Lag
-		}
-	}
+		Group      string    `json:"group"`
+		Time       int64     `json:"time"`
+		Total      int64     `json:"total"`
+		Partitions []lagView `json:"partitions"`
+	}{Group: id, Time: c.cfg.Now().UnixMilli()}
+	out.Partitions, out.Total = lagOf(v)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -317,6 +286,10 @@ func (c *Console) lagJSON(w http.ResponseWriter, r *http.Request) {
 // partition leaders answer the offsets and the group's coordinator takes the commit.
 func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("group")
+	if c.cfg.Admin == nil {
+		c.renderError(w, r, http.StatusServiceUnavailable, "Reset failed", errNoAdmin.Error())
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		c.renderError(w, r, http.StatusBadRequest, "Bad form", err.Error())
@@ -324,9 +297,9 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 	}
 	form := resetForm{Topic: r.PostForm.Get("topic"), To: r.PostForm.Get("to"), Offset: r.PostForm.Get("offset")}
 	fail := func(status int, msg string) {
-		pg, st, err := c.groupPage(r.Context(), id)
-		if err != nil {
-			c.renderError(w, r, st, "Reset failed", msg)
+		pg, gerr := c.groupPage(r.Context(), id)
+		if gerr != nil {
+			c.renderError(w, r, gerr.status, "Reset failed", msg)
 			return
 		}
 		pg.Form, pg.Error = form, msg
@@ -399,12 +372,4 @@ func (c *Console) resetSpec(f resetForm) (admin.OffsetSpec, error) {
 		return admin.OffsetSpec{Kind: admin.OffsetExact, Offset: n}, nil
 	}
 	return admin.OffsetSpec{}, fmt.Errorf("reset to earliest, latest or an offset, not %q", f.To)
-}
-
-// errorName is Kafka's name for an error code.
-func errorName(code int16) string {
-	if err := kerr.TypedErrorForCode(code); err != nil && err.Code == code {
-		return err.Message
-	}
-	return "error code " + strconv.Itoa(int(code))
 }

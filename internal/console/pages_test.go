@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/console"
-	"github.com/strata-stream/strata/internal/wait"
 )
 
 type topicJSON struct {
@@ -245,12 +245,27 @@ func TestCreateTopicForm(t *testing.T) {
 func ptr(s string) *string { return &s }
 
 type lagJSON struct {
-	Total      int64 `json:"total"`
-	Partitions []struct {
-		Partition int32 `json:"partition"`
-		Committed int64 `json:"committed"`
-		Lag       int64 `json:"lag"`
-	} `json:"partitions"`
+	Total      int64          `json:"total"`
+	Partitions []partitionLag `json:"partitions"`
+}
+
+// getLag reads a group's lag JSON from the console at base.
+func getLag(t *testing.T, base, group string) (lagJSON, error) {
+	t.Helper()
+	var l lagJSON
+	status, body := get(t, base+"/console/api/groups/"+group+"/lag")
+	if status != http.StatusOK {
+		return l, fmt.Errorf("lag JSON of %s: %d %s", group, status, body)
+	}
+	return l, json.Unmarshal([]byte(body), &l)
+}
+
+type partitionLag struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Committed     int64  `json:"committed"`
+	HighWatermark int64  `json:"highWatermark"`
+	Lag           int64  `json:"lag"`
 }
 
 // TestGroupPages: a group's lag as pages and JSON show it, and resets through the
@@ -270,12 +285,8 @@ func TestGroupPages(t *testing.T) {
 	base := "http://" + n.HTTPAddr()
 	lag := func() lagJSON {
 		t.Helper()
-		status, body := get(t, base+"/console/api/groups/billing/lag")
-		if status != http.StatusOK {
-			t.Fatalf("lag JSON: %d %s", status, body)
-		}
-		var l lagJSON
-		if err := json.Unmarshal([]byte(body), &l); err != nil {
+		l, err := getLag(t, base, "billing")
+		if err != nil {
 			t.Fatal(err)
 		}
 		return l
@@ -338,34 +349,4 @@ func TestGroupPages(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestKIP848GroupPage: a running KIP-848 consumer group (group.protocol=
-// consumer), which DescribeGroups answers as Dead with no members, is shown
-// with its state, assignor and member owning both partitions; it was "no
-// group" without a commit.
-func TestKIP848GroupPage(t *testing.T) {
-	n := startNode(t)
-	cl, adm := client(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "clicks"); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, cl, "clicks", 0, "a", 2)
-	consumer, _ := client(t, n, kgo.ConsumerGroup("live848"), kgo.ConsumeTopics("clicks"), kgo.ServerSideBalancer(), kgo.DisableAutoCommit())
-	for read := 0; read < 2; {
-		fs := consumer.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("poll: %v", err)
-		}
-		read += fs.NumRecords()
-	}
-	var body string
-	wait.For(t, "the group page shows the member", func() bool {
-		var status int
-		status, body = get(t, "http://"+n.HTTPAddr()+"/console/groups/live848")
-		return status == http.StatusOK && strings.Contains(body, `id="group-state">Stable<`)
-	})
-	mustContain(t, "group page", body, ">clicks</a>: 0, 1<", "uniform")
 }

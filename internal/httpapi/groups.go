@@ -92,7 +92,7 @@ func (a *API) handleDescribeGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := views[id]
-	if (v.State == "Dead" || v.State == "") && len(v.Offsets) == 0 {
+	if v.Unknown() {
 		writeError(w, unknownGroup(id))
 		return
 	}
