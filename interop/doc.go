@@ -48,6 +48,11 @@
 // what a console share consumer then receives. TestMixedGroupProtocols puts classic
 // and KIP-848 franz-go members in one group, both ways round.
 //
+// TestConnectFileStream, TestConnectExactlyOnceSource and TestConnectWorkerFailover
+// run Kafka Connect workers (interop/connect) with file and MirrorSource connectors,
+// exactly-once source support and a worker killed mid-transaction; TestMirrorMaker
+// runs MirrorMaker 2 between two clusters.
+//
 // The clients must be installed first: interop/install.sh. A missing client or runtime
 // skips its subtest loudly, or fails it when CI=true. See README.md.
 package interop

@@ -9,6 +9,7 @@
 #   kafka-clients   interop/java/target/{classes,dependency} (Maven Central)
 #   kafka-tools     interop/kafkatools/target/jars: Kafka's own command-line tools (Maven Central)
 #   kafka-streams   interop/streams/target/{classes,dependency}: a Kafka Streams application (Maven Central)
+#   kafka-connect   interop/connect/target/jars: Kafka Connect and MirrorMaker 2 (Maven Central)
 #
 # Java 17+, Maven 3.8+, Python 3.11 and Node 20 are expected on the machine already.
 set -euo pipefail
@@ -73,14 +74,21 @@ if [ ! -d "$java_dir/target/dependency" ] || [ ! -d "$java_dir/target/classes/io
 	touch "$java_dir/target/.built"
 fi
 
-# 5. Kafka's command-line tools (kafka-topics, kafka-configs, ...), resolved, not built.
+# resolve_jars DIR WHAT copies the dependencies of DIR/pom.xml (resolved from Maven
+# Central, nothing built) into DIR/target/jars, unless done since pom.xml last changed.
+resolve_jars() {
+	local dir="$1" what="$2"
+	if [ ! -f "$dir/target/.resolved" ] || [ "$dir/pom.xml" -nt "$dir/target/.resolved" ]; then
+		log "resolving $what (mvn)"
+		rm -rf "$dir/target/jars"
+		(cd "$dir" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory=target/jars)
+		touch "$dir/target/.resolved"
+	fi
+}
+
+# 5. Kafka's command-line tools (kafka-topics, kafka-configs, ...).
 tools_dir="$here/kafkatools"
-if [ ! -f "$tools_dir/target/.resolved" ] || [ "$tools_dir/pom.xml" -nt "$tools_dir/target/.resolved" ]; then
-	log "resolving Kafka's command-line tools (mvn)"
-	rm -rf "$tools_dir/target/jars"
-	(cd "$tools_dir" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory=target/jars)
-	touch "$tools_dir/target/.resolved"
-fi
+resolve_jars "$tools_dir" "Kafka's command-line tools"
 
 # 6. The Kafka Streams application (interop/streams).
 streams_dir="$here/streams"
@@ -91,9 +99,14 @@ if [ ! -f "$streams_dir/target/.built" ] ||
 	touch "$streams_dir/target/.built"
 fi
 
+# 7. Kafka Connect with its file and MirrorMaker 2 connectors.
+connect_dir="$here/connect"
+resolve_jars "$connect_dir" "Kafka Connect and MirrorMaker 2"
+
 log "ready: kcat $(kcat -V 2>/dev/null | sed -n 's/^Version \([^ ]*\).*/\1/p'), \
 confluent-kafka $("$venv/bin/python" -c 'import confluent_kafka as c; print(c.__version__)'), \
 kafkajs $(node -p "require('$node_dir/node_modules/kafkajs/package.json').version"), \
 kafka-clients $(ls "$java_dir/target/dependency" | sed -n 's/^kafka-clients-\(.*\)\.jar$/\1/p'), \
 kafka-tools $(ls "$tools_dir/target/jars" | sed -n 's/^kafka-tools-\([0-9.]*\)\.jar$/\1/p'), \
-kafka-streams $(ls "$streams_dir/target/dependency" | sed -n 's/^kafka-streams-\([0-9.]*\)\.jar$/\1/p')"
+kafka-streams $(ls "$streams_dir/target/dependency" | sed -n 's/^kafka-streams-\([0-9.]*\)\.jar$/\1/p'), \
+kafka-connect $(ls "$connect_dir/target/jars" | sed -n 's/^connect-runtime-\([0-9.]*\)\.jar$/\1/p')"

@@ -152,9 +152,7 @@ func pickStreamsVictim(t *testing.T, c *testcluster.Cluster, adm *kadm.Client, a
 type lineWriter struct {
 	cl    *kgo.Client
 	topic string
-	stopc chan struct{}
-	done  chan struct{}
-	err   error
+	loop  *repeat // set by run
 
 	mu    sync.Mutex
 	n     int // lines acknowledged
@@ -167,9 +165,11 @@ func startLineWriter(t *testing.T, bootstrap []string, topic string) *lineWriter
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &lineWriter{cl: cl, topic: topic, stopc: make(chan struct{}), done: make(chan struct{}), words: map[string]int64{}}
+	w := &lineWriter{cl: cl, topic: topic, words: map[string]int64{}}
 	t.Cleanup(func() {
-		w.stopLoop()
+		if w.loop != nil {
+			_ = w.loop.stop()
+		}
 		cl.Close()
 	})
 	return w
@@ -207,39 +207,14 @@ func (w *lineWriter) writeLines(n int) error {
 
 // run keeps writing in the background until stop.
 func (w *lineWriter) run() {
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.stopc:
-				return
-			case <-tick.C:
-			}
-			if err := w.writeLines(10); err != nil {
-				w.err = err
-				return
-			}
-		}
-	}()
-}
-
-func (w *lineWriter) stopLoop() {
-	select {
-	case <-w.stopc:
-	default:
-		close(w.stopc)
-	}
+	w.loop = startRepeat(100*time.Millisecond, func() error { return w.writeLines(10) })
 }
 
 // stop ends run and fails the test if a write failed.
 func (w *lineWriter) stop(t *testing.T) {
 	t.Helper()
-	w.stopLoop()
-	<-w.done
-	if w.err != nil {
-		t.Fatal(w.err)
+	if err := w.loop.stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -264,10 +239,8 @@ func (w *lineWriter) want() map[string]int64 {
 func (w *lineWriter) waitLines(t *testing.T, n int) {
 	t.Helper()
 	testcluster.Eventually(t, 2*time.Minute, fmt.Sprintf("%d lines written", n), func() error {
-		select {
-		case <-w.done:
-			return fmt.Errorf("the writer stopped: %v", w.err)
-		default:
+		if ended, err := w.loop.ended(); ended {
+			return fmt.Errorf("the writer stopped: %v", err)
 		}
 		if got := w.lines(); got < n {
 			return fmt.Errorf("%d lines written", got)
@@ -316,7 +289,7 @@ func (r *countReader) poll(t *testing.T, wait time.Duration) int {
 
 // readUntil reads until every word's last count is want's, failing the test at
 // the deadline or if the application exits.
-func (r *countReader) readUntil(t *testing.T, wc *wordCount, want map[string]int64, timeout time.Duration, what string) {
+func (r *countReader) readUntil(t *testing.T, wc *javaApp, want map[string]int64, timeout time.Duration, what string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

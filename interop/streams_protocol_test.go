@@ -228,7 +228,7 @@ func checkStreamsGroupsTool(t *testing.T, tgt *target, cl *kgo.Client, app, in s
 // every one of them holding active tasks, and no warm-up task left (no task
 // waiting to move), and returns each member's count of active and standby
 // tasks.
-func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, apps ...*wordCount) map[string][2]int {
+func awaitStreamsGroup(t *testing.T, cl *kgo.Client, id string, members int, apps ...*javaApp) map[string][2]int {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	var last string
@@ -383,7 +383,7 @@ func TestKafkaStreamsWarmupTasks(t *testing.T) {
 		if done {
 			break
 		}
-		for _, a := range []*wordCount{app1, app2} {
+		for _, a := range []*javaApp{app1, app2} {
 			if a.exited() {
 				t.Fatalf("a Streams instance exited early\n%s", a.output())
 			}
@@ -408,7 +408,7 @@ func TestKafkaStreamsWarmupTasks(t *testing.T) {
 	}
 	produceWordLines(t, cl, in, want, 300, 360)
 	counts.await(t, "lines produced after the warm-up", want, app1, app2)
-	for _, a := range []*wordCount{app2, app1} {
+	for _, a := range []*javaApp{app2, app1} {
 		if err := a.stop(); err != nil {
 			t.Fatal(err)
 		}

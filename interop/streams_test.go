@@ -1,18 +1,14 @@
 package interop
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -110,7 +106,7 @@ type countsReader struct {
 
 // await reads the output until the latest counts are want, failing the test after
 // three minutes or when one of apps exits.
-func (c *countsReader) await(t *testing.T, what string, want map[string]int64, apps ...*wordCount) {
+func (c *countsReader) await(t *testing.T, what string, want map[string]int64, apps ...*javaApp) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for !mapsEqual(c.got, want) {
@@ -175,83 +171,11 @@ func mapsEqual(a, b map[string]int64) bool {
 	return true
 }
 
-// wordCount is a running Streams application.
-type wordCount struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // set before done closes
-	mu   sync.Mutex
-	log  strings.Builder
-}
-
 // startWordCount starts the application; each of configs is one more Streams config
 // as KEY=VALUE.
-func startWordCount(t *testing.T, bootstrap, app, in, out, guarantee string, configs ...string) *wordCount {
+func startWordCount(t *testing.T, bootstrap, app, in, out, guarantee string, configs ...string) *javaApp {
 	t.Helper()
-	// Timestamped log lines, to line up with the brokers' logs.
-	args := append(slices.Clone(javaFlags), "-Dorg.slf4j.simpleLogger.showDateTime=true",
-		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-cp", streamsClassPath, "io.strata.interop.streams.WordCount",
-		bootstrap, app, in, out, filepath.Join(t.TempDir(), "state"), guarantee)
-	args = append(args, configs...)
-	w := &wordCount{cmd: exec.Command("java", args...), done: make(chan struct{})}
-	pr, pw := io.Pipe()
-	w.cmd.Stdout, w.cmd.Stderr = pw, pw
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			w.mu.Lock()
-			w.log.WriteString(sc.Text() + "\n")
-			w.mu.Unlock()
-		}
-	}()
-	go func() {
-		w.err = w.cmd.Wait()
-		pw.Close()
-		close(w.done)
-	}()
-	t.Cleanup(func() {
-		if !w.exited() {
-			w.cmd.Process.Kill()
-			<-w.done
-		}
-	})
-	return w
-}
-
-func (w *wordCount) exited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// output is the last lines the application printed.
-func (w *wordCount) output() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return lastLines([]byte(w.log.String()))
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (w *wordCount) stop() error {
-	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-w.done:
-	case <-time.After(90 * time.Second):
-		w.cmd.Process.Kill()
-		<-w.done
-		return fmt.Errorf("the Streams application ignored SIGTERM for 90s\n%s", w.output())
-	}
-	if w.err != nil {
-		return fmt.Errorf("the Streams application exited with %v\n%s", w.err, w.output())
-	}
-	return nil
+	args := append([]string{"-cp", streamsClassPath, "io.strata.interop.streams.WordCount",
+		bootstrap, app, in, out, filepath.Join(t.TempDir(), "state"), guarantee}, configs...)
+	return startJavaApp(t, "the Streams application", args...)
 }
