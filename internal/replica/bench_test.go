@@ -106,12 +106,19 @@ func discardingPartition(b *testing.B, localID int32, state *metadata.Partition)
 // the caller closes it.
 func openPartition(tb testing.TB, fs vfs.FS, localID int32, state *metadata.Partition) *Partition {
 	tb.Helper()
-	l, err := storage.Open(fs, "p", storage.Config{})
+	return openPartitionOn(tb, fs, "p", storage.Config{}, localID, state)
+}
+
+// openPartitionOn is openPartition on a log in dir, opened with cfg.
+func openPartitionOn(tb testing.TB, fs vfs.FS, dir string, cfg storage.Config, localID int32, state *metadata.Partition) *Partition {
+	tb.Helper()
+	l, err := storage.Open(fs, dir, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	p, err := newPartition("t", metadata.UUID{}, 0, l, false, localID)
 	if err != nil {
+		l.Close()
 		tb.Fatal(err)
 	}
 	p.setConfig(new(metadata.DefaultTopicConfig()))

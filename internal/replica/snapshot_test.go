@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
@@ -96,12 +95,13 @@ func TestSnapshotCodec(t *testing.T) {
 
 // snapshotWorkload appends idempotent and transactional batches of three
 // producers, with commits and aborts, to a leader partition whose segments
-// roll every few batches. It returns the state's encoding after each append,
-// by log end offset: the reference any reopened log must rebuild.
+// roll every few batches. It returns the state's encoding before and after
+// each append, by log end offset: the reference any reopened log must rebuild.
 func snapshotWorkload(t *testing.T, p *Partition) map[int64][]byte {
 	t.Helper()
-	want := map[int64][]byte{0: encodeSnapshot(newProducerState(), newTxnState())}
+	want := map[int64][]byte{}
 	note := func() { want[p.log.LogEndOffset()] = encodeState(p) }
+	note()
 	seq := map[int64]int32{}
 	const rounds = 40
 	for round := range rounds {
@@ -123,23 +123,14 @@ func snapshotWorkload(t *testing.T, p *Partition) map[int64][]byte {
 	return want
 }
 
+// snapshotLogConfig is the log configuration of the snapshot tests'
+// partitions: 4 KiB segments.
+var snapshotLogConfig = storage.Config{SegmentBytes: 4096, IndexMaxBytes: 64 << 10}
+
 // openSnapshotPartition opens a leader partition on dir with 4 KiB segments.
 func openSnapshotPartition(t *testing.T, fsys vfs.FS, dir string) *Partition {
 	t.Helper()
-	l, err := storage.Open(fsys, dir, storage.Config{SegmentBytes: 4096, IndexMaxBytes: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1)
-	if err != nil {
-		l.Close()
-		t.Fatal(err)
-	}
-	p.setConfig(new(metadata.DefaultTopicConfig()))
-	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return openPartitionOn(t, fsys, dir, snapshotLogConfig, 1, &metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0})
 }
 
 // encodeState is p's state as a snapshot payload, once the high-water mark

@@ -293,7 +293,11 @@ func TestIndexEntryIntoABatch(t *testing.T) {
 			return fmt.Sprint(bases), err
 		},
 		"timestamp": func(l *Log) (string, error) {
-			o, ts, ok, err := l.OffsetForTimestamp(500 + off/2)
+			// Batch i (base offset 2i) holds timestamps 500+i and 501+i, and
+			// every batch but the first is indexed: the time index's last
+			// entry older than 502+off/2 is batch off/2's, so the search
+			// starts from offset off, at the damaged entry.
+			o, ts, ok, err := l.OffsetForTimestamp(502 + off/2)
 			return fmt.Sprint(o, ts, ok), err
 		},
 		"truncate": func(l *Log) (string, error) {
