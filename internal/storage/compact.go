@@ -174,10 +174,19 @@ func (l *Log) planCompaction(highWatermark int64, opts CompactOptions) (*compact
 	segs := l.mu.segments
 	lagLimit := p.now.Add(-opts.MinCompactionLag).UnixMilli()
 	for i, s := range segs {
-		if i+1 < len(segs) && p.cleanable == i && segs[i+1].base <= highWatermark &&
-			(opts.MinCompactionLag == 0 || s.newestTimestamp() <= lagLimit) {
-			p.cleanable++
+		if i+1 == len(segs) || p.cleanable != i || segs[i+1].base > highWatermark {
+			break
 		}
+		if opts.MinCompactionLag != 0 {
+			newest, err := s.newestTimestamp(&l.stats)
+			if err != nil {
+				return nil, err
+			}
+			if newest > lagLimit {
+				break
+			}
+		}
+		p.cleanable++
 	}
 	p.firstDirty = max(p.state.firstDirty, segs[0].base)
 	var clean, dirty int64

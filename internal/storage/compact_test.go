@@ -502,7 +502,11 @@ func newestTS(t *testing.T, l *Log, i int) int64 {
 	t.Helper()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.mu.segments[i].newestTimestamp()
+	ts, err := l.mu.segments[i].newestTimestamp(&l.stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
 }
 
 // TestSparseOffsets checks every read-side and mutating API on a log whose

@@ -154,8 +154,9 @@
 // Written alongside offset-index entries: the largest batch max timestamp so far and
 // the relative base offset of the batch that holds it, only when the timestamp grew.
 // Sealing appends the segment's largest timestamp, so the last entry is the
-// segment's newest timestamp (used by time retention). Preallocated and trimmed like
-// the offset index.
+// segment's newest timestamp (used by time retention), read at open and checked
+// against the log's batch headers at first use (segment.maxTimestamp). Preallocated
+// and trimmed like the offset index.
 //
 // # Side files
 //

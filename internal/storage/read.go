@@ -484,7 +484,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 		if err := s.ensureIndexes(v.size, v.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 			return 0, 0, false, err
 		}
-		maxTS, from := s.timestampBounds(ts)
+		maxTS, from, err := s.timestampBounds(ts, &l.stats)
+		if err != nil {
+			return 0, 0, false, err
+		}
 		if maxTS < ts {
 			continue
 		}
@@ -509,20 +512,16 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 	return 0, 0, false, nil
 }
 
-// timestampBounds returns the segment's largest timestamp and the offset its
-// time index says a search for ts starts at: that of the last entry older than ts.
-func (s *segment) timestampBounds(ts int64) (maxTS, from int64) {
+// timestampBounds returns the segment's largest timestamp (maxTimestamp) and
+// the offset its time index says a search for ts starts at: that of the last
+// entry older than ts.
+func (s *segment) timestampBounds(ts int64, stats *statCounters) (maxTS, from int64, err error) {
+	if maxTS, _, err = s.maxTimestamp(stats); err != nil {
+		return -1, 0, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.mu.maxTS, s.base + int64(s.mu.tindex.lookupBelow(ts))
-}
-
-// largestTimestamp returns the segment's largest timestamp and the base offset of
-// the first batch holding it.
-func (s *segment) largestTimestamp() (ts, offset int64) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.mu.maxTS, s.mu.maxTSOff
+	return maxTS, s.base + int64(s.mu.tindex.lookupBelow(ts)), nil
 }
 
 // MaxTimestamp answers ListOffsets with timestamp -3 (KIP-734): the offset and
@@ -544,7 +543,10 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, err error) {
 		if err := v.s.ensureIndexes(v.size, v.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 			return -1, -1, err
 		}
-		ts, off := v.s.largestTimestamp()
+		ts, off, err := v.s.maxTimestamp(&l.stats)
+		if err != nil {
+			return -1, -1, err
+		}
 		if ts > bestTS {
 			best, bestTS, bestOff = v, ts, off
 		}

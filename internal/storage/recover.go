@@ -243,8 +243,10 @@ func (l *Log) loadTrusted(segs []*segment) error {
 			}
 		}
 	}
+	// The active segment's max timestamp is checked now: appends compare
+	// theirs with it.
 	s := segs[len(segs)-1]
-	if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
+	if err := s.checkMaxTimestamp(&l.stats); err != nil {
 		return err
 	}
 	return l.loadFirstTimestamp(s)

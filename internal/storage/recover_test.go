@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
@@ -316,6 +318,101 @@ func TestIndexEntryIntoABatch(t *testing.T) {
 			got, err := op(openLog(t, damaged.CrashClone(), cfg))
 			if err != nil || got != want {
 				t.Fatalf("damaged index: %q, %v; the intact one gives %q", got, err, want)
+			}
+		})
+	}
+}
+
+// TestTimeIndexLastEntryDamaged: a sealed segment's max timestamp comes from
+// the last entry of its .timeindex file, which has no checksum. A damaged
+// entry that still decodes gives the intact log's answers for everything that
+// uses the max timestamp (retention by time above all: a too-small one used to
+// delete the segment), because the entry is checked against the log at first
+// use and the indexes are rebuilt when it fails.
+func TestTimeIndexLastEntryDamaged(t *testing.T) {
+	clk := newClock()
+	now := clk.Now().UnixMilli()
+	cfg := Config{SegmentBytes: 4096, IndexIntervalBytes: 100, RetentionAge: 24 * time.Hour, Now: clk.Now}
+	intact := vfs.NewMem()
+	l := openLog(t, intact, cfg)
+	// Batch i holds timestamps now-1000(i+1) and one more: each segment's
+	// newest record is in its first batch, segment 0 holds the log's newest,
+	// and every record is at most a minute old.
+	for i := range 60 {
+		if _, err := l.Append(mkBatch(2, 30, now-1000*int64(i+1)), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(testDir, segmentName(0, timeIndexSuffix))
+	active := strings.TrimSuffix(lastSegment(t, intact), logSuffix) + timeIndexSuffix
+	if active == first {
+		t.Fatal("the log has one segment")
+	}
+
+	cases := []struct {
+		name string
+		path string
+		ts   int64  // the damaged entry's timestamp
+		rel  uint32 // and offset, relative to the segment's base
+	}{
+		{"timestamp too small", first, 1, 0},
+		{"timestamp too large", first, now + 48*time.Hour.Milliseconds(), 0},
+		{"offset of another batch", first, now - 999, 2},
+		{"all zeros", first, 0, 0},
+		{"active segment, timestamp too large", active, now + 48*time.Hour.Milliseconds(), 0},
+	}
+	ops := map[string]func(l *Log) (string, error){
+		"retention": func(l *Log) (string, error) {
+			n, err := l.EnforceRetention(l.LogEndOffset())
+			return fmt.Sprint(n, l.LogStartOffset()), err
+		},
+		"max timestamp": func(l *Log) (string, error) {
+			o, ts, err := l.MaxTimestamp()
+			return fmt.Sprint(o, ts), err
+		},
+		"offset for timestamp": func(l *Log) (string, error) {
+			o, ts, ok, err := l.OffsetForTimestamp(now - 1000)
+			return fmt.Sprint(o, ts, ok), err
+		},
+		"append, then max timestamp": func(l *Log) (string, error) {
+			if _, err := l.Append(mkBatch(2, 30, now-500), 1); err != nil {
+				return "", err
+			}
+			o, ts, err := l.MaxTimestamp()
+			return fmt.Sprint(o, ts), err
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := vfs.ReadFile(intact, c.path)
+			if err != nil || len(b) < timeEntrySize {
+				t.Fatalf("%s: %d bytes, %v", c.path, len(b), err)
+			}
+			entry := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, uint64(c.ts)), c.rel)
+			damaged := intact.CrashClone()
+			f, err := damaged.OpenReadWrite(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(entry, int64(len(b)-timeEntrySize)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Sync(); err != nil { // CrashClone keeps only what was synced
+				t.Fatal(err)
+			}
+			f.Close()
+			for name, op := range ops {
+				want, err := op(openLog(t, intact.CrashClone(), cfg))
+				if err != nil {
+					t.Fatalf("%s, intact index: %v", name, err)
+				}
+				got, err := op(openLog(t, damaged.CrashClone(), cfg))
+				if err != nil || got != want {
+					t.Errorf("%s: damaged index: %q, %v; the intact one gives %q", name, got, err, want)
+				}
 			}
 		})
 	}

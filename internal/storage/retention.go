@@ -173,7 +173,14 @@ func (l *Log) retainLocked(highWatermark int64, retentionAge time.Duration, rete
 	}
 	if retentionAge >= 0 {
 		limit := now.Add(-retentionAge).UnixMilli()
-		for k < len(segs) && deletable(k) && segs[k].newestTimestamp() < limit {
+		for k < len(segs) && deletable(k) {
+			newest, err := segs[k].newestTimestamp(&l.stats)
+			if err != nil {
+				return nil, err
+			}
+			if newest >= limit {
+				break
+			}
 			k++
 		}
 	}
@@ -202,15 +209,15 @@ func (l *Log) retainLocked(highWatermark int64, retentionAge time.Duration, rete
 	return gone, nil
 }
 
-// newestTimestamp is the segment's largest timestamp in milliseconds, or its
-// file's modification (or creation) time when no batch carries a timestamp.
-func (s *segment) newestTimestamp() int64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.mu.maxTS >= 0 {
-		return s.mu.maxTS
+// newestTimestamp is the segment's largest timestamp in milliseconds
+// (maxTimestamp), or its file's modification (or creation) time when no batch
+// carries a timestamp.
+func (s *segment) newestTimestamp(stats *statCounters) (int64, error) {
+	ts, _, err := s.maxTimestamp(stats)
+	if err != nil || ts >= 0 {
+		return ts, err
 	}
-	return s.mu.created.UnixMilli()
+	return s.creationTime().UnixMilli(), nil
 }
 
 // RunRetention calls EnforceRetention with the high-water mark hwm returns every

@@ -84,9 +84,12 @@ type segment struct {
 		bytesSinceIndex int
 		maxTS           int64 // largest batch max timestamp; -1 if none
 		maxTSOff        int64 // base offset of the batch holding maxTS
-		firstTS         int64 // max timestamp of the first batch; -1 if none
-		aborts          abortIndex
-		created         time.Time
+		// maxTSFromFile: maxTS and maxTSOff were read from the .timeindex file
+		// and not yet checked against the log (checkMaxTimestampLocked).
+		maxTSFromFile bool
+		firstTS       int64 // max timestamp of the first batch; -1 if none
+		aborts        abortIndex
+		created       time.Time
 	}
 }
 
@@ -283,8 +286,9 @@ func (s *segment) encodeIndexes() (idx, tidx []byte) {
 }
 
 // loadMaxTimestamp reads the last time-index entry of a sealed segment, which
-// writeIndexes made its max timestamp. It reports false if the file is missing or
-// damaged; an empty time index (no timestamps) is fine.
+// writeIndexes made its max timestamp, to be checked against the log at first
+// use (maxTimestamp). It reports false if the file is missing or damaged; an
+// empty time index (no timestamps) is fine.
 func (s *segment) loadMaxTimestamp() bool {
 	f, err := s.fsys.Open(s.path(timeIndexSuffix))
 	if err != nil {
@@ -295,38 +299,123 @@ func (s *segment) loadMaxTimestamp() bool {
 	if err != nil || size%timeEntrySize != 0 || size > maxIndexFileBytes {
 		return false
 	}
-	if size == 0 {
-		return true
+	last := timeEntry{ts: -1}
+	if size > 0 {
+		var b [timeEntrySize]byte
+		if n, _ := f.ReadAt(b[:], size-timeEntrySize); n != timeEntrySize {
+			return false
+		}
+		es, err := decodeTimeIndex(b[:], s.next-s.base)
+		if err != nil {
+			return false
+		}
+		last = es[0]
 	}
-	var b [timeEntrySize]byte
-	if n, _ := f.ReadAt(b[:], size-timeEntrySize); n != timeEntrySize {
-		return false
-	}
-	es, err := decodeTimeIndex(b[:], s.next-s.base)
-	if err != nil {
-		return false
-	}
-	s.setMaxTimestamp(es[0].ts, s.base+int64(es[0].rel))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setMaxTimestampFromFileLocked(last)
 	return true
 }
 
-// setMaxTimestamp records the segment's largest timestamp and the base offset
-// of the first batch holding it.
-func (s *segment) setMaxTimestamp(ts, offset int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mu.maxTS, s.mu.maxTSOff = ts, offset
+// setMaxTimestampFromFileLocked takes the last entry of the .timeindex file
+// (ts -1 if it has none) as the segment's max timestamp, unchecked. s.mu must
+// be held for writing.
+func (s *segment) setMaxTimestampFromFileLocked(last timeEntry) {
+	s.mu.maxTS, s.mu.maxTSOff, s.mu.maxTSFromFile = last.ts, -1, true
+	if last.ts >= 0 {
+		s.mu.maxTSOff = s.base + int64(last.rel)
+	}
 }
 
-// ensureIndexes loads a sealed segment's indexes on first use, rebuilding them from
-// the log when the files are missing or inconsistent. size and next are the
-// segment's extent.
+// maxTimestamp returns the segment's largest timestamp (-1 if none) and the
+// base offset of the first batch holding it, checked against the log first if
+// they were read from the time-index file (checkMaxTimestampLocked).
+func (s *segment) maxTimestamp(stats *statCounters) (ts, offset int64, err error) {
+	s.mu.RLock()
+	if s.mu.loaded && !s.mu.maxTSFromFile {
+		defer s.mu.RUnlock()
+		return s.mu.maxTS, s.mu.maxTSOff, nil
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkMaxTimestampLocked(stats); err != nil {
+		return -1, -1, err
+	}
+	return s.mu.maxTS, s.mu.maxTSOff, nil
+}
+
+// checkMaxTimestamp is checkMaxTimestampLocked taking s.mu.
+func (s *segment) checkMaxTimestamp(stats *statCounters) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkMaxTimestampLocked(stats)
+}
+
+// checkMaxTimestampLocked checks a max timestamp read from the .timeindex file
+// against the log, the first time it is used: the file has no checksum, and a
+// damaged last entry that still decodes would otherwise decide retention by
+// time, timestamp lookups and compaction lag. The batch the entry names must
+// start at its offset with its timestamp as MaxTimestamp (found from the
+// offset index, itself checked by entryLocked); a file without entries (no
+// timestamps) needs a first batch without one. If the check fails, both
+// indexes are rebuilt from the log (one scan, as for a missing index file).
+// Indexes not in memory are loaded first. A failed read returns the error and
+// leaves the value to be checked again. s.mu must be held for writing.
+func (s *segment) checkMaxTimestampLocked(stats *statCounters) error {
+	if err := s.ensureIndexesLocked(s.size, s.next, s.indexInterval, stats); err != nil {
+		return err
+	}
+	if !s.mu.maxTSFromFile || s.maxTimestampHoldsLocked() {
+		s.mu.maxTSFromFile = false
+		return nil
+	}
+	stats.indexRebuilds.Add(1)
+	_, err := s.rebuildLocked(s.size, s.indexInterval)
+	s.mu.loaded = err == nil
+	return err
+}
+
+// maxTimestampHoldsLocked reports whether the log agrees with the max
+// timestamp read from the time index (checkMaxTimestampLocked), or the
+// indexes were meanwhile rebuilt from the log. s.mu must be held for writing
+// and the indexes loaded.
+func (s *segment) maxTimestampHoldsLocked() bool {
+	m := &s.mu
+	if m.maxTS < 0 {
+		h, _, ok := s.headerAt(0)
+		return s.size == 0 || ok && h.MaxTimestamp < 0
+	}
+	rel, ok := relOffset(m.maxTSOff, s.base)
+	if !ok {
+		return false
+	}
+	pos := int64(s.entryLocked(m.index.find(rel)).pos)
+	if !m.maxTSFromFile {
+		// entryLocked rebuilt the indexes; a failed rebuild is not a check.
+		return m.loaded
+	}
+	sc := headerScanner(s.log, pos, s.size)
+	defer sc.done()
+	return sc.seek(m.maxTSOff) && sc.h.BaseOffset == m.maxTSOff && sc.h.MaxTimestamp == m.maxTS
+}
+
+// ensureIndexes loads a sealed segment's indexes on first use
+// (ensureIndexesLocked).
 func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCounters) error {
 	if s.indexesLoaded() {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.ensureIndexesLocked(size, next, interval, stats)
+}
+
+// ensureIndexesLocked loads a sealed segment's indexes unless they are
+// loaded, rebuilding them from the log when the files are missing or
+// inconsistent. size and next are the segment's extent. s.mu must be held for
+// writing.
+func (s *segment) ensureIndexesLocked(size, next int64, interval int, stats *statCounters) error {
 	if s.mu.loaded {
 		return nil
 	}
@@ -341,9 +430,8 @@ func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCount
 	if err1 == nil && err2 == nil {
 		s.mu.index.load(ientries)
 		s.mu.tindex.entries = tentries
-		if last, ok := s.mu.tindex.last(); ok {
-			s.mu.maxTS, s.mu.maxTSOff = last.ts, s.base+int64(last.rel)
-		}
+		last, _ := s.mu.tindex.last()
+		s.setMaxTimestampFromFileLocked(last)
 		s.mu.loaded = true
 		return nil
 	}
@@ -411,6 +499,7 @@ func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
 	m.index.reset()
 	m.tindex.entries = m.tindex.entries[:0]
 	m.bytesSinceIndex, m.maxTS, m.maxTSOff, m.firstTS = 0, -1, -1, -1
+	m.maxTSFromFile = false
 	sc := fullScanner(s.log, 0, limit, 1<<20)
 	defer sc.done()
 	res := scanResult{next: s.base}

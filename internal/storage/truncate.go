@@ -85,7 +85,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	}
 	segs := l.mu.segments
 	i := slices.Index(segs, s)
-	if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
+	// Checking the max timestamp loads the indexes; truncateIndexes starts
+	// from the time index's last entry below the cut, which may be that one.
+	if err := s.checkMaxTimestamp(&l.stats); err != nil {
 		return err
 	}
 	// Cut at the batch holding offset, or at the first batch after it if
