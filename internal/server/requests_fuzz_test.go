@@ -23,7 +23,8 @@ import (
 // nodeOnlyKeys are the APIs one node sends another or its controller
 // (registration, heartbeats, Raft, ISR changes, producer id blocks) and
 // ControlledShutdown: a fuzzed one can fence or stop the node under test, after
-// which every later input would fail for that reason alone.
+// which every later input would fail for that reason alone. FuzzNodeRequests
+// sends them to nodes of each input's own.
 var nodeOnlyKeys = map[int16]bool{7: true, 52: true, 53: true, 54: true, 56: true, 62: true, 63: true, 64: true, 67: true, 80: true, 81: true, 82: true}
 
 // FuzzRequests sends two nodes every request a client can send that kmsg
@@ -54,21 +55,8 @@ func FuzzRequests(f *testing.F) {
 	cfg.Authorizer, cfg.AllowEveryoneIfNoACL = "acl", true
 	guarded := start(cfg)
 	denyNamesStartingWithD(f, guarded)
-	type served struct{ min, max int16 }
-	versions := map[int16]served{}
-	for _, vr := range handlers.Versions() {
-		if nodeOnlyKeys[vr.Key] {
-			continue
-		}
-		// Versions below RefuseBelow are listed and refused (Produce v0-v2).
-		k := served{max(vr.Min, vr.RefuseBelow), vr.Max}
-		versions[vr.Key] = k
-		for _, v := range []int16{k.min, k.max} {
-			req := kmsg.RequestForKey(vr.Key)
-			req.SetVersion(v)
-			f.Add(vr.Key, v, req.AppendTo(nil))
-		}
-	}
+	versions := servedKeys(handlers.Versions(), func(key int16) bool { return nodeOnlyKeys[key] })
+	emptyRequests(versions, func(key, version int16, body []byte) { f.Add(key, version, body) })
 	for _, req := range mixedSeeds() {
 		k := versions[req.Key()]
 		req.SetVersion(k.max)
