@@ -81,12 +81,21 @@ func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
 // timeout. A Produce request with acks 0 gets no response: it is followed by
 // an ApiVersions request on the same connection, whose answer it returns.
 func roundTrip(addr string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	return roundTripAfter(addr, nil, req, timeout)
+}
+
+// roundTripAfter is roundTrip on a connection that opens with preamble (the
+// controller link's marker byte; nil for none).
+func roundTripAfter(addr string, preamble []byte, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write(preamble); err != nil {
+		return nil, err
+	}
 	if err := writeRequest(conn, req, 7); err != nil {
 		return nil, err
 	}

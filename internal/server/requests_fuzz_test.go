@@ -23,7 +23,8 @@ import (
 // nodeOnlyKeys are the APIs one node sends another or its controller
 // (registration, heartbeats, Raft, ISR changes, producer id blocks) and
 // ControlledShutdown: a fuzzed one can fence or stop the node under test, after
-// which every later input would fail for that reason alone.
+// which every later input would fail for that reason alone. FuzzNodeRequests
+// sends them to nodes of each input's own.
 var nodeOnlyKeys = map[int16]bool{7: true, 52: true, 53: true, 54: true, 56: true, 62: true, 63: true, 64: true, 67: true, 80: true, 81: true, 82: true}
 
 // FuzzRequests sends two nodes every request a client can send that kmsg
@@ -54,21 +55,8 @@ func FuzzRequests(f *testing.F) {
 	cfg.Authorizer, cfg.AllowEveryoneIfNoACL = "acl", true
 	guarded := start(cfg)
 	denyNamesStartingWithD(f, guarded)
-	type served struct{ min, max int16 }
-	versions := map[int16]served{}
-	for _, vr := range handlers.Versions() {
-		if nodeOnlyKeys[vr.Key] {
-			continue
-		}
-		// Versions below RefuseBelow are listed and refused (Produce v0-v2).
-		k := served{max(vr.Min, vr.RefuseBelow), vr.Max}
-		versions[vr.Key] = k
-		for _, v := range []int16{k.min, k.max} {
-			req := kmsg.RequestForKey(vr.Key)
-			req.SetVersion(v)
-			f.Add(vr.Key, v, req.AppendTo(nil))
-		}
-	}
+	versions := servedKeys(handlers.Versions(), func(key int16) bool { return nodeOnlyKeys[key] })
+	emptyRequests(versions, func(key, version int16, body []byte) { f.Add(key, version, body) })
 	for _, req := range mixedSeeds() {
 		k := versions[req.Key()]
 		req.SetVersion(k.max)
@@ -100,45 +88,55 @@ func FuzzRequests(f *testing.F) {
 // ("d...") and one it allows, for the fuzzer to start from.
 func mixedSeeds() []kmsg.Request {
 	metadata := kmsg.NewPtrMetadataRequest()
-	for _, name := range []string{"a", "d"} {
-		t := kmsg.NewMetadataRequestTopic()
-		t.Topic = kmsg.StringPtr(name)
-		metadata.Topics = append(metadata.Topics, t)
-	}
 	create := kmsg.NewPtrCreateTopicsRequest()
-	for _, name := range []string{"a", "d"} {
-		t := kmsg.NewCreateTopicsRequestTopic()
-		t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, 1
-		create.Topics = append(create.Topics, t)
-	}
 	produce := kmsg.NewPtrProduceRequest()
 	produce.Acks = -1
-	for _, name := range []string{"a", "d"} {
-		t := kmsg.NewProduceRequestTopic()
-		t.Topic = name
-		t.Partitions = []kmsg.ProduceRequestTopicPartition{kmsg.NewProduceRequestTopicPartition()}
-		produce.Topics = append(produce.Topics, t)
-	}
 	fetch := kmsg.NewPtrFetchRequest()
-	for _, name := range []string{"a", "d"} {
-		t := kmsg.NewFetchRequestTopic()
-		t.Topic = name
-		t.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
-		fetch.Topics = append(fetch.Topics, t)
-	}
 	offsets := kmsg.NewPtrOffsetFetchRequest()
-	for _, name := range []string{"a", "d"} {
-		g := kmsg.NewOffsetFetchRequestGroup()
-		g.Group = name
-		offsets.Groups = append(offsets.Groups, g)
-	}
 	configs := kmsg.NewPtrDescribeConfigsRequest()
-	for _, name := range []string{"a", "d"} {
-		r := kmsg.NewDescribeConfigsRequestResource()
-		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, name
-		configs.Resources = append(configs.Resources, r)
+	return []kmsg.Request{
+		naming(metadata, &metadata.Topics, func(name string) kmsg.MetadataRequestTopic {
+			t := kmsg.NewMetadataRequestTopic()
+			t.Topic = kmsg.StringPtr(name)
+			return t
+		}),
+		naming(create, &create.Topics, func(name string) kmsg.CreateTopicsRequestTopic {
+			t := kmsg.NewCreateTopicsRequestTopic()
+			t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, 1
+			return t
+		}),
+		naming(produce, &produce.Topics, func(name string) kmsg.ProduceRequestTopic {
+			t := kmsg.NewProduceRequestTopic()
+			t.Topic = name
+			t.Partitions = []kmsg.ProduceRequestTopicPartition{kmsg.NewProduceRequestTopicPartition()}
+			return t
+		}),
+		naming(fetch, &fetch.Topics, func(name string) kmsg.FetchRequestTopic {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = name
+			t.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+			return t
+		}),
+		naming(offsets, &offsets.Groups, func(name string) kmsg.OffsetFetchRequestGroup {
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = name
+			return g
+		}),
+		naming(configs, &configs.Resources, func(name string) kmsg.DescribeConfigsRequestResource {
+			r := kmsg.NewDescribeConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, name
+			return r
+		}),
 	}
-	return []kmsg.Request{metadata, create, produce, fetch, offsets, configs}
+}
+
+// naming appends to entries, a list of req's, one entry made by entry for
+// each of the names "a" and "d", and returns req.
+func naming[E any](req kmsg.Request, entries *[]E, entry func(name string) E) kmsg.Request {
+	for _, name := range []string{"a", "d"} {
+		*entries = append(*entries, entry(name))
+	}
+	return req
 }
 
 // denyNamesStartingWithD denies every principal everything on topics, groups
