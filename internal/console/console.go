@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/controllerlink"
-	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
@@ -30,13 +28,6 @@ type Replicas interface {
 	WaitApplied(ctx context.Context, offset uint64) error
 }
 
-// Groups is the group coordinator (*group.Coordinator) as the groups list uses it.
-type Groups interface {
-	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
-	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
-	Lag(hwm group.HighWatermarkFunc, groups ...string) ([]group.PartitionLag, error)
-}
-
 // Config is what the console shows and changes.
 type Config struct {
 	NodeID    int32
@@ -48,12 +39,11 @@ type Config struct {
 	// (controllerlink.Retry).
 	Controller controllerlink.Transport
 	Replicas   Replicas
-	// Groups is nil until the group coordinator runs on this node.
-	Groups Groups
 	// Admin is a client of the cluster over the Kafka protocol, for what must
-	// work from any node: a group's page and lag, described as `strata group
-	// describe` and the HTTP API describe it (admin.GroupViews), and resetting
-	// its offsets. Without one, those pages say so.
+	// work from any node: the groups list, a group's page and lag, described
+	// as `strata group describe` and the HTTP API describe it
+	// (admin.GroupViews), and resetting its offsets. Without one, those pages
+	// say so.
 	Admin  *kadm.Client
 	Logger *slog.Logger
 	// Guard, when set, authenticates and authorizes every page (access.go); nil
@@ -76,8 +66,6 @@ type Console struct {
 var (
 	// errBadInput: a form or query value does not parse; the page says which.
 	errBadInput = errors.New("bad input")
-	// errNoGroups: no group coordinator on this node.
-	errNoGroups = errors.New("consumer groups are not available on this node: the group coordinator is not running")
 	// errNoAdmin: no admin client (Config.Admin), which a group's page, its
 	// lag and resetting its offsets go through.
 	errNoAdmin = errors.New("group pages are not available: this console was started without a Kafka admin client")
@@ -130,7 +118,7 @@ func (c *Console) routes() []route {
 }
 
 // Config is the configuration the console was built with (to serve a variant of
-// it, e.g. with a different Groups, in a test or a tool).
+// it, e.g. with a different Admin, in a test or a tool).
 func (c *Console) Config() Config { return c.cfg }
 
 // Handler serves every path under /console/; mount it at "/console/".

@@ -26,13 +26,14 @@
 // rates from its first refresh on.
 //
 // The console reads what this node knows: the metadata image (every topic and
-// broker), the partitions it hosts (offsets, sizes and records of partitions led
-// elsewhere show as unknown) and, on the groups list, the groups it coordinates
-// (Config.Groups; without it the list says so). A group's page, its lag JSON and
-// the offset reset go over the Kafka protocol instead (Config.Admin): the page
-// and the JSON describe the group with admin.GroupViews, as `strata group
-// describe` and the HTTP API's GET /groups/{group} do, whichever node
-// coordinates it; without an admin client they answer 503. POSTs must come from
+// broker) and the partitions it hosts (offsets, sizes and records of partitions
+// led elsewhere show as unknown). The group pages go over the Kafka protocol
+// instead (Config.Admin): the list names every group of the cluster
+// (ListGroups of every broker), and it, a group's page and its lag JSON
+// describe consumer groups with admin.GroupViews, as `strata group describe`
+// and the HTTP API's GET /groups/{group} do, whichever node coordinates them;
+// the offset reset goes the same way. Without an admin client the list says
+// so and the rest answer 503. POSTs must come from
 // the console's own origin (cross-origin form posts are refused).
 //
 // With Config.Guard set (SASL or an authorizer on the node), every page needs a

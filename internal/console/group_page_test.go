@@ -101,8 +101,9 @@ func TestGroupPageProtocols(t *testing.T) {
 }
 
 // TestGroupPageNotAConsumerGroup: a share group's page and lag name its type,
-// and an unknown group's are 404s, as GET /groups/{group} answers them. The
-// console's own path said "no group" of a share group.
+// and an unknown group's are 404s, as GET /groups/{group} answers them; the
+// groups list shows it as a share group. The console's own path said "no
+// group" of a share group.
 func TestGroupPageNotAConsumerGroup(t *testing.T) {
 	n := startNode(t)
 	_, adm := client(t, n)
@@ -130,6 +131,13 @@ func TestGroupPageNotAConsumerGroup(t *testing.T) {
 		if status, body := get(t, base+tt.path); status != http.StatusNotFound || !strings.Contains(body, tt.want) {
 			t.Errorf("GET %s = %d, want %d with %q:\n%s", tt.path, status, http.StatusNotFound, tt.want, body)
 		}
+	}
+	// The list names it with its type, and describing it does not fail the
+	// list.
+	_, body := get(t, base+"/console/groups")
+	mustContain(t, "groups list", body, `data-group="workers"`, "share group")
+	if strings.Contains(body, `id="error"`) {
+		t.Errorf("the groups list shows an error:\n%s", body)
 	}
 }
 

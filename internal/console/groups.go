@@ -17,58 +17,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/admin"
-	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/httpauth"
-)
-
-// Request versions the console uses with the coordinator (all within
-// group.Versions()).
-const (
-	listGroupsVersion     = 4
-	describeGroupsVersion = 5
 )
 
 // groupSummary is one row of the groups list.
 type groupSummary struct {
 	ID           string
 	State        string
+	Type         string // classic, consumer, share or streams
 	ProtocolType string
 	Protocol     string
 	Members      int
 	Lag          int64 // total over partitions with a known lag
-	LagUnknown   int   // partitions whose lag is unknown here
+	LagUnknown   int   // partitions whose lag is unknown
 	Partitions   int
-}
-
-func (c *Console) listGroups(ctx context.Context) []groupSummary {
-	req := kmsg.NewPtrListGroupsRequest()
-	req.SetVersion(listGroupsVersion)
-	resp := c.cfg.Groups.ListGroups(ctx, req)
-	var out []groupSummary
-	for _, g := range resp.Groups {
-		out = append(out, groupSummary{ID: g.Group, State: g.GroupState, ProtocolType: g.ProtocolType})
-	}
-	slices.SortFunc(out, func(a, b groupSummary) int { return strings.Compare(a.ID, b.ID) })
-	return out
-}
-
-// describe fills in members and protocol for groups.
-func (c *Console) describe(ctx context.Context, ids ...string) []kmsg.DescribeGroupsResponseGroup {
-	req := kmsg.NewPtrDescribeGroupsRequest()
-	req.SetVersion(describeGroupsVersion)
-	req.Groups = ids
-	return c.cfg.Groups.DescribeGroups(ctx, req).Groups
-}
-
-// hwmFunc reads the high-water marks of the partitions this node leads.
-func (c *Console) hwmFunc() group.HighWatermarkFunc {
-	return func(topic string, partition int32) (int64, bool) {
-		p, err := c.cfg.Replicas.Partition(topic, partition)
-		if err != nil || !p.IsLeader() {
-			return 0, false
-		}
-		return p.HighWatermark(), true
-	}
 }
 
 type groupsPage struct {
@@ -77,45 +39,56 @@ type groupsPage struct {
 	Groups    []groupSummary
 }
 
+// groups lists every group of the cluster (ListGroups of every broker) and
+// describes the consumer groups, classic and KIP-848, with admin.GroupViews,
+// as their own pages do: members, partitions and lag wherever their
+// coordinators and partition leaders are. Share and streams groups are listed
+// with their state.
 func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
-	pg := groupsPage{base: c.base("Consumer groups", "groups"), Available: c.cfg.Groups != nil}
+	pg := groupsPage{base: c.base("Consumer groups", "groups"), Available: c.cfg.Admin != nil}
 	if !pg.Available {
-		pg.Error = errNoGroups.Error()
+		pg.Error = errNoAdmin.Error()
 		c.render(w, http.StatusOK, "groups", pg)
 		return
 	}
-	pg.Groups = c.listGroups(r.Context())
-	ids := make([]string, len(pg.Groups))
-	for i, g := range pg.Groups {
-		ids[i] = g.ID
+	listed, err := c.cfg.Admin.ListGroups(r.Context())
+	if err != nil {
+		pg.Error = "Listing groups: " + err.Error()
+		c.render(w, http.StatusOK, "groups", pg)
+		return
 	}
-	if len(ids) > 0 {
-		described := c.describe(r.Context(), ids...)
-		lags, err := c.cfg.Groups.Lag(c.hwmFunc())
+	var consumers []string
+	for _, l := range listed.Sorted() {
+		pg.Groups = append(pg.Groups, groupSummary{ID: l.Group, State: l.State, Type: l.GroupType, ProtocolType: l.ProtocolType})
+		if l.GroupType != "share" && l.GroupType != "streams" {
+			consumers = append(consumers, l.Group)
+		}
+	}
+	if len(consumers) > 0 {
+		views, err := admin.GroupViews(r.Context(), c.cfg.Admin, consumers...)
 		if err != nil {
-			pg.Error = "Reading lag: " + err.Error()
+			pg.Error = "Describing groups: " + err.Error()
 		}
 		for i := range pg.Groups {
-			g := &pg.Groups[i]
-			for _, d := range described {
-				if d.Group == g.ID {
-					g.Members, g.Protocol = len(d.Members), d.Protocol
-				}
-			}
-			for _, l := range lags {
-				if l.Group != g.ID {
-					continue
-				}
-				g.Partitions++
-				if l.Lag < 0 {
-					g.LagUnknown++
-				} else {
-					g.Lag += l.Lag
-				}
+			if v, ok := views[pg.Groups[i].ID]; ok {
+				summarize(&pg.Groups[i], v)
 			}
 		}
 	}
 	c.render(w, http.StatusOK, "groups", pg)
+}
+
+// summarize fills g's members, protocol and lag from the group's view.
+func summarize(g *groupSummary, v admin.GroupView) {
+	g.State, g.ProtocolType, g.Protocol, g.Members = v.State, v.ProtocolType, v.Protocol, len(v.Members)
+	for _, o := range v.Offsets {
+		g.Partitions++
+		if o.Lag < 0 {
+			g.LagUnknown++
+		} else {
+			g.Lag += o.Lag
+		}
+	}
 }
 
 // memberView is one group member with its assignment.

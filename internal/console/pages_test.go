@@ -119,7 +119,7 @@ func TestPagesWithLiveNode(t *testing.T) {
 		}
 	}
 	_, body = get(t, base+"/console/groups")
-	mustContain(t, "groups before any consumer", body, "No consumer groups on this node.")
+	mustContain(t, "groups before any consumer", body, "No consumer groups.")
 }
 
 // TestMessagesPerSecond: the rate is the high-water mark's rise between two

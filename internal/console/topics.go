@@ -98,7 +98,7 @@ type overviewPage struct {
 	Online           int
 	UnderReplicated  int
 	Offline          int
-	Groups           int // -1 when no coordinator runs here
+	Groups           int // the cluster's groups; -1 when they cannot be listed
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
@@ -132,8 +132,10 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			Controller: b.ID == pg.ActiveController, Self: b.ID == c.cfg.NodeID, Leads: leads[b.ID],
 		})
 	}
-	if c.cfg.Groups != nil {
-		pg.Groups = len(c.listGroups(r.Context()))
+	if c.cfg.Admin != nil {
+		if listed, err := c.cfg.Admin.ListGroups(r.Context()); err == nil {
+			pg.Groups = len(listed)
+		}
 	}
 	c.render(w, http.StatusOK, "overview", pg)
 }

@@ -530,7 +530,7 @@ func (n *Node) startHTTPAPI() (err error) {
 	n.lc.onHandoff("http api", func(s stopping) { n.api.Close(s.handoff) })
 
 	n.console = console.New(console.Config{
-		NodeID: n.cfg.NodeID, ClusterID: n.clusterID, Cluster: n.ctrl, Controller: n.toController, Replicas: n.replicas, Groups: n.groups,
+		NodeID: n.cfg.NodeID, ClusterID: n.clusterID, Cluster: n.ctrl, Controller: n.toController, Replicas: n.replicas,
 		Admin: n.api.Admin(), Logger: n.log.With("component", "console"), Guard: n.guard,
 	})
 	return n.serveHTTP()
