@@ -51,11 +51,11 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusOK, "groups", pg)
 		return
 	}
+	// A broker that does not answer leaves its groups out; the others' are
+	// listed, with the error.
 	listed, err := c.cfg.Admin.ListGroups(r.Context())
 	if err != nil {
 		pg.Error = "Listing groups: " + err.Error()
-		c.render(w, http.StatusOK, "groups", pg)
-		return
 	}
 	var consumers []string
 	for _, l := range listed.Sorted() {
@@ -66,7 +66,7 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(consumers) > 0 {
 		views, err := admin.GroupViews(r.Context(), c.cfg.Admin, consumers...)
-		if err != nil {
+		if err != nil && pg.Error == "" {
 			pg.Error = "Describing groups: " + err.Error()
 		}
 		for i := range pg.Groups {
