@@ -28,8 +28,11 @@ import "time"
 // covered n > 1 appends, the flusher waits until n appends have arrived since it
 // woke that fsync's waiters (the woken appenders returning) before the next fsync,
 // but never longer than half the last fsync took (at most maxGather). A lone
-// appender (n = 1) is never delayed. What the last fsync covered is kept on the
-// log, so a flusher that exited and was started again still gathers. While it
+// appender (n = 1) is never delayed, nor, for long, producers that send at a
+// rate: their appends were not on their way, so a gathering runs out before its
+// target and only delays the fsync, and that backs the gathering off
+// (gatherBackoff). What the last fsync covered is kept on the log, so a flusher
+// that exited and was started again still gathers. While it
 // gathers the flusher does not take kicks: the append that reaches the target
 // wakes it once (gatherTarget, gathered), so the appends before it cost no
 // goroutine wake-up each.
@@ -235,11 +238,20 @@ func (l *Log) runFlusher() {
 			if target <= l.appends.Load() {
 				target = 0
 			}
-			if r.covered > 1 {
+			covering := false
+			if r.covered > 1 && l.gatherSkip.take() {
+				covering = r.appendsAtWake+r.covered > target
 				target = max(target, r.appendsAtWake+r.covered)
 			}
-			if target > 0 && !l.gatherAppends(timer, target, min(r.took/2, maxGather)) {
-				return
+			if target > 0 {
+				wait, start := min(r.took/2, maxGather), time.Now()
+				reached, ok := l.gatherAppends(timer, target, wait)
+				if !ok {
+					return
+				}
+				if covering {
+					l.gatherSkip.learn(reached, time.Since(start) > 2*wait)
+				}
 			}
 		}
 		// A kick whose appends an earlier fsync covered (a deferred append's,
@@ -260,10 +272,10 @@ type flushResult struct {
 }
 
 // gatherAppends waits until the append count reaches target, or the target a
-// followed append moved it to, or wait passes; false if the log is stopping.
-// The kicks of the appends it waited for are dropped: the fsync that follows
-// covers them.
-func (l *Log) gatherAppends(timer *time.Timer, target int64, wait time.Duration) bool {
+// followed append moved it to, or wait passes; reached is false if wait
+// passed first, ok false if the log is stopping. The kicks of the appends it
+// waited for are dropped: the fsync that follows covers them.
+func (l *Log) gatherAppends(timer *time.Timer, target int64, wait time.Duration) (reached, ok bool) {
 	select {
 	case <-l.gathered: // left by an append that reached an earlier target late
 	default:
@@ -288,13 +300,64 @@ func (l *Log) gatherAppends(timer *time.Timer, target int64, wait time.Duration)
 			}
 		case <-timer.C:
 			l.dropKick()
-			return true
+			return false, true
 		case <-l.stop:
-			return false
+			return false, false
 		}
 	}
 	l.dropKick()
+	return true, true
+}
+
+// gatherBackoff decides whether the flusher gathers after an fsync that covered
+// several appends. Appenders in a closed loop, woken by the last fsync and
+// coming straight back, reach the target nine times in ten (eight writers,
+// BenchmarkAppend), and the process is busy, so a gathering that runs out ends
+// at its bound. Producers that send at a rate reach it about half the time, by
+// chance, and the rest of the time the gathering only delays the fsync, and by
+// far more than its bound: on an idle process Go's timer fires up to a
+// millisecond late, where the bound is half an fsync, a tenth of that. So a
+// gathering that ran out and overran its bound (twice it) is a miss and costs
+// two, one that reached its target pays one back, and past a debt of
+// freeGatherDebt the fsyncs after each miss start at once, twice as many for
+// each miss more (at most 1 << (maxGatherDebt - freeGatherDebt)). A closed
+// loop stays out of debt; a paced producer's debt grows and its fsyncs are
+// soon left alone. The flusher's own.
+type gatherBackoff struct {
+	skip int // fsyncs of several appends left to start without gathering
+	debt int // two per miss less one per hit, within [0, maxGatherDebt]
+}
+
+const (
+	freeGatherDebt = 4
+	// maxGatherDebt caps the debt, so that a load that turns into a closed
+	// loop gathers again after a few hits.
+	maxGatherDebt = freeGatherDebt + 8
+)
+
+// take reports whether the flusher gathers now, counting a skipped one.
+func (g *gatherBackoff) take() bool {
+	if g.skip > 0 {
+		g.skip--
+		return false
+	}
 	return true
+}
+
+// learn records how a gathering ended: whether it reached its target, and
+// whether it took more than twice its bound.
+func (g *gatherBackoff) learn(reached, overran bool) {
+	if reached {
+		g.debt = max(g.debt-1, 0)
+		return
+	}
+	if !overran {
+		return
+	}
+	g.debt = min(g.debt+2, maxGatherDebt)
+	if g.debt > freeGatherDebt {
+		g.skip = 1 << (g.debt - freeGatherDebt)
+	}
 }
 
 // dropKick takes a pending kick, if any. The flusher calls it just before an

@@ -380,3 +380,49 @@ func TestAppendHints(t *testing.T) {
 		}
 	})
 }
+
+// TestGatherBackoff plays the endings of gatherings after fsyncs of several
+// appends against the backoff: a closed loop's (nearly every gathering reaches
+// its target, and one that runs out ends at its bound) must keep gathering, a
+// paced producer's (half run out, overrunning the bound) must leave most
+// fsyncs alone, and a paced load that turns into a closed loop must gather
+// again within a few hundred fsyncs.
+func TestGatherBackoff(t *testing.T) {
+	type ending struct{ reached, overran bool }
+	hit, cheapMiss, miss := ending{true, false}, ending{false, false}, ending{false, true}
+	// play runs n fsyncs whose gatherings end in the pattern's turn, one
+	// after another, and returns the share of them that gathered.
+	play := func(g *gatherBackoff, n int, pattern []ending) float64 {
+		gathered := 0
+		for range n {
+			if g.take() {
+				e := pattern[gathered%len(pattern)]
+				g.learn(e.reached, e.overran)
+				gathered++
+			}
+		}
+		return float64(gathered) / float64(n)
+	}
+	closedLoop := []ending{hit, hit, hit, hit, cheapMiss, hit, hit, hit, hit, miss}
+	paced := []ending{miss, hit}
+
+	for _, tc := range []struct {
+		name     string
+		warmup   []ending // played first, for 1,000 fsyncs
+		pattern  []ending
+		min, max float64 // the share of the next 1,000 fsyncs that gather
+	}{
+		{"closed loop", nil, closedLoop, 1, 1},
+		{"paced", nil, paced, 0, 0.05},
+		{"paced, then a closed loop", paced, closedLoop, 0.7, 1},
+		{"a closed loop, then paced", closedLoop, paced, 0, 0.05},
+	} {
+		var g gatherBackoff
+		if tc.warmup != nil {
+			play(&g, 1000, tc.warmup)
+		}
+		if got := play(&g, 1000, tc.pattern); got < tc.min || got > tc.max {
+			t.Errorf("%s: %.3f of the fsyncs gathered, want %.2f to %.2f", tc.name, got, tc.min, tc.max)
+		}
+	}
+}

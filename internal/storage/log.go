@@ -115,6 +115,7 @@ type Log struct {
 	flushedAppends  int64
 	flushedDeferred int64
 	lastFlush       flushResult
+	gatherSkip      gatherBackoff
 	listener        atomic.Pointer[func(int64)]
 	failureListener atomic.Pointer[func(error)]
 	stats           statCounters
