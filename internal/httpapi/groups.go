@@ -108,12 +108,12 @@ func (a *API) handleDescribeGroup(w http.ResponseWriter, r *http.Request) {
 	for _, pv := range v.Offsets {
 		o := groupOffset{Topic: pv.Topic, Partition: pv.Partition, MemberID: pv.MemberID,
 			Committed: known(pv.Committed), LogStartOffset: known(pv.Start), HighWatermark: known(pv.End)}
-		if pv.Err == nil && pv.Lag >= 0 {
+		if pv.LagKnown() {
 			o.Lag = ptr(pv.Lag)
-			ans.Lag += pv.Lag
 		}
 		ans.Offsets = append(ans.Offsets, o)
 	}
+	ans.Lag, _ = v.Lag()
 	writeJSON(w, http.StatusOK, ans)
 }
 
