@@ -48,6 +48,22 @@ type PartitionView struct {
 	Err      error
 }
 
+// LagKnown reports whether o's lag is known: both ends were read.
+func (o PartitionView) LagKnown() bool { return o.Err == nil && o.Lag >= 0 }
+
+// Lag is v's total lag over the partitions whose lag is known, and how many
+// partitions have an unknown lag: every front door shows this total.
+func (v GroupView) Lag() (total int64, unknown int) {
+	for _, o := range v.Offsets {
+		if o.LagKnown() {
+			total += o.Lag
+		} else {
+			unknown++
+		}
+	}
+	return total, unknown
+}
+
 // Unknown reports whether no group has v's id: it is described Dead (or
 // without a state) with nothing committed, as an id nobody used is.
 func (v GroupView) Unknown() bool {

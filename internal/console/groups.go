@@ -81,14 +81,8 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 // summarize fills g's members, protocol and lag from the group's view.
 func summarize(g *groupSummary, v admin.GroupView) {
 	g.State, g.ProtocolType, g.Protocol, g.Members = v.State, v.ProtocolType, v.Protocol, len(v.Members)
-	for _, o := range v.Offsets {
-		g.Partitions++
-		if o.Lag < 0 {
-			g.LagUnknown++
-		} else {
-			g.Lag += o.Lag
-		}
-	}
+	g.Partitions = len(v.Offsets)
+	g.Lag, g.LagUnknown = v.Lag()
 }
 
 // memberView is one group member with its assignment.
@@ -159,15 +153,14 @@ func (c *Console) viewGroup(ctx context.Context, id string) (admin.GroupView, *g
 	return v, nil
 }
 
-// lagOf is the lag table of v and its total over the partitions with a known lag.
+// lagOf is the lag table of v and its total over the partitions with a known
+// lag, the total the groups list shows.
 func lagOf(v admin.GroupView) (rows []lagView, total int64) {
 	rows = []lagView{}
 	for _, o := range v.Offsets {
 		rows = append(rows, lagView{o.Topic, o.Partition, o.Committed, o.End, o.Lag})
-		if o.Lag > 0 {
-			total += o.Lag
-		}
 	}
+	total, _ = v.Lag()
 	return rows, total
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/httpauth"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,16 +23,33 @@ type groupSummary struct {
 
 type groupList struct {
 	Groups []groupSummary `json:"groups"`
+	// Errors are the brokers whose groups are missing from Groups: their
+	// ListGroups failed. Absent when every broker answered.
+	Errors []brokerError `json:"errors,omitempty"`
 }
 
-// handleListGroups lists the groups of every coordinator in the cluster.
+// brokerError is why one broker's groups are not listed.
+type brokerError struct {
+	Broker  int32  `json:"broker"` // -1: the request could not be sent to a broker
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// handleListGroups lists the groups of every coordinator in the cluster. A
+// broker that does not answer leaves its groups out, and its error is listed,
+// as the console's groups list shows it; the request fails only when no broker
+// answered, or the listing failed as a whole.
 func (a *API) handleListGroups(w http.ResponseWriter, r *http.Request) {
 	listed, err := a.admin.ListGroups(r.Context())
-	if err != nil {
+	ans := groupList{Groups: []groupSummary{}}
+	if shards := (*kadm.ShardErrors)(nil); errors.As(err, &shards) && !shards.AllFailed {
+		for _, se := range shards.Errs {
+			ans.Errors = append(ans.Errors, brokerError{se.Broker.NodeID, fromErr(se.Err).code, se.Err.Error()})
+		}
+	} else if err != nil {
 		writeError(w, fromErr(err))
 		return
 	}
-	ans := groupList{Groups: []groupSummary{}}
 	all := httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 	for _, g := range listed {
 		if !all && !httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
@@ -39,6 +58,7 @@ func (a *API) handleListGroups(w http.ResponseWriter, r *http.Request) {
 		ans.Groups = append(ans.Groups, groupSummary{g.Group, g.State, g.ProtocolType})
 	}
 	slices.SortFunc(ans.Groups, func(a, b groupSummary) int { return strings.Compare(a.Group, b.Group) })
+	slices.SortFunc(ans.Errors, func(a, b brokerError) int { return cmp.Compare(a.Broker, b.Broker) })
 	writeJSON(w, http.StatusOK, ans)
 }
 
@@ -108,12 +128,12 @@ func (a *API) handleDescribeGroup(w http.ResponseWriter, r *http.Request) {
 	for _, pv := range v.Offsets {
 		o := groupOffset{Topic: pv.Topic, Partition: pv.Partition, MemberID: pv.MemberID,
 			Committed: known(pv.Committed), LogStartOffset: known(pv.Start), HighWatermark: known(pv.End)}
-		if pv.Err == nil && pv.Lag >= 0 {
+		if pv.LagKnown() {
 			o.Lag = ptr(pv.Lag)
-			ans.Lag += pv.Lag
 		}
 		ans.Offsets = append(ans.Offsets, o)
 	}
+	ans.Lag, _ = v.Lag()
 	writeJSON(w, http.StatusOK, ans)
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -87,6 +88,7 @@ func FuzzNodeRequests(f *testing.F) {
 			return
 		}
 		nodes, panics, stop := tmpl.start(t)
+		tmpl.retarget(req, nodes)
 		n := nodes[node]
 		addr, preamble := n.KafkaAddr(), []byte(nil)
 		if listener != kafkaListener {
@@ -143,8 +145,10 @@ func emptyRequests(versions map[int16]servedVersions, add func(key, version int1
 // starts from, and what a cluster started from them has.
 type nodeTemplate struct {
 	// cfgs are the nodes' configurations; each start copies their data dirs.
-	// The controller addresses are fixed: AddRaftVoter names node 2's, and
-	// the quorum's configuration node 1's.
+	// Their controller addresses are the template nodes': the quorum's
+	// configuration keeps them and the seeds name node 2's. Each start's
+	// nodes listen on ports of their own (retarget maps the seeds' to them),
+	// and holdPorts keeps these.
 	cfgs      [2]config.Config
 	clusterID string
 	topicID   [16]byte
@@ -158,7 +162,7 @@ type nodeTemplate struct {
 // newNodeTemplate makes the template: node 1 with topic "t" of one partition
 // and node 2 joined to it, closed cleanly, then started once from copies to
 // learn what every cluster started from them sees.
-func newNodeTemplate(f *testing.F) *nodeTemplate {
+func newNodeTemplate(f testing.TB) *nodeTemplate {
 	tmpl := &nodeTemplate{}
 	for i := range tmpl.cfgs {
 		cfg := nodeConfig(f.TempDir())
@@ -196,8 +200,9 @@ func newNodeTemplate(f *testing.F) *nodeTemplate {
 	if err := errors.Join(n2.Close(), n1.Close()); err != nil {
 		f.Fatal(err)
 	}
+	tmpl.holdPorts(f)
 	nodes, _, stop := tmpl.start(f)
-	defer stop() // before the inputs' nodes take the controller addresses
+	defer stop()
 	img := nodes[0].ctrl.Image()
 	p := img.Topic("t").Partitions[0]
 	tmpl.clusterID, tmpl.topicID = nodes[0].clusterID, img.Topic("t").ID
@@ -207,11 +212,39 @@ func newNodeTemplate(f *testing.F) *nodeTemplate {
 	return tmpl
 }
 
+// holdPorts listens on the template nodes' controller addresses until tb
+// ends, closing every connection at once: no other process can take them, and
+// a node that dials one (node 1 replicating to node 2 at the address the
+// quorum's configuration keeps for it, until node 2 registers at its own)
+// fails at once, as on a port nobody listens on; were something else to
+// listen there without answering, each start would wait the 10 s the Raft
+// transport gives an answer.
+func (tmpl *nodeTemplate) holdPorts(tb testing.TB) {
+	for _, cfg := range tmpl.cfgs {
+		ln, err := net.Listen("tcp", cfg.ControllerAddr)
+		if err != nil {
+			tb.Fatalf("holding the template's controller address: %v", err)
+		}
+		tb.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+}
+
 // start starts both nodes from copies of the template's data directories
 // and returns them with the panics they log, and stop, which closes them
 // (when tb ends at the latest) and fails tb if one logs a panic meanwhile or
 // has not closed within 20 s: a request that leaves a node unable to stop
-// hangs too.
+// hangs too. Each node binds a controller port the kernel picks (port 0), so
+// no port is probed, released and bound again later, where another process
+// could take it in between; node 2 is given node 1's.
 func (tmpl *nodeTemplate) start(tb testing.TB) (_ [2]*Node, _ *panicRecorder, stop func()) {
 	tb.Helper()
 	var nodes [2]*Node
@@ -235,11 +268,15 @@ func (tmpl *nodeTemplate) start(tb testing.TB) (_ [2]*Node, _ *panicRecorder, st
 		if err := os.CopyFS(cfgs[i].DataDir, os.DirFS(tmpl.cfgs[i].DataDir)); err != nil {
 			tb.Fatal(err)
 		}
+		cfgs[i].ControllerAddr = "127.0.0.1:0"
 	}
 	tb.Cleanup(stop) // before the data directories go
-	for i, cfg := range cfgs {
+	for i := range cfgs {
+		if i == 1 {
+			cfgs[1].Controllers = "1@" + nodes[0].raftAddr
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		n, err := Start(ctx, cfg, slog.New(panics), vfs.Default)
+		n, err := Start(ctx, cfgs[i], slog.New(panics), vfs.Default)
 		cancel()
 		if err != nil {
 			tb.Fatal(err)
@@ -318,12 +355,9 @@ func (tmpl *nodeTemplate) seeds() []nodeSeed {
 
 	voter := kmsg.NewPtrAddRaftVoterRequest()
 	voter.ClusterID, voter.VoterID, voter.VoterDirectoryID = &tmpl.clusterID, 2, tmpl.directories[1]
-	host, port, _ := net.SplitHostPort(tmpl.cfgs[1].ControllerAddr)
 	vl := kmsg.NewAddRaftVoterRequestListener()
-	vl.Name, vl.Host = controllerlink.ObserverListener, host
-	if p, err := strconv.ParseUint(port, 10, 16); err == nil {
-		vl.Port = uint16(p)
-	}
+	vl.Name = controllerlink.ObserverListener
+	vl.Host, vl.Port = hostPort(tmpl.cfgs[1].ControllerAddr)
 	voter.Listeners = []kmsg.AddRaftVoterRequestListener{vl}
 
 	last := kmsg.NewPtrRemoveRaftVoterRequest()
@@ -338,4 +372,72 @@ func (tmpl *nodeTemplate) seeds() []nodeSeed {
 		{controllerLink, ids}, {kafkaListener, voter}, {node2 + kafkaListener, voter}, {node2 + controllerClients, last},
 		{node2 + kafkaListener, unregister},
 	}
+}
+
+// TestNodeTemplatePortsHeld: while FuzzNodeRequests runs, no other process
+// can listen on the template's controller ports, and a cluster started from
+// the template listens on ports of its own, where the seed making node 2 a
+// voter makes it one. Each input's nodes used to listen on the template's
+// ports again, which are free between inputs for anything to take.
+func TestNodeTemplatePortsHeld(t *testing.T) {
+	tmpl := newNodeTemplate(t)
+	for _, cfg := range tmpl.cfgs {
+		if ln, err := net.Listen("tcp", cfg.ControllerAddr); err == nil {
+			ln.Close()
+			t.Errorf("the template's controller address %s is free to take", cfg.ControllerAddr)
+		}
+	}
+	seeds := tmpl.seeds()
+	i := slices.IndexFunc(seeds, func(s nodeSeed) bool {
+		return s.to == kafkaListener && s.req.Key() == int16(kmsg.AddRaftVoter)
+	})
+	if i < 0 {
+		t.Fatal("no seed sends AddRaftVoter to node 1")
+	}
+	nodes, panics, stop := tmpl.start(t)
+	for n, cfg := range tmpl.cfgs {
+		if nodes[n].raftAddr == cfg.ControllerAddr {
+			t.Errorf("node %d listens on the template's controller address %s", n+1, cfg.ControllerAddr)
+		}
+	}
+	req := seeds[i].req
+	tmpl.retarget(req, nodes)
+	resp, err := roundTripAfter(nodes[0].KafkaAddr(), nil, req, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.AddRaftVoterResponse).ErrorCode; code != 0 {
+		t.Fatalf("AddRaftVoter of node 2: %v", kerr.ErrorForCode(code))
+	}
+	if q, err := nodes[0].ctrl.Quorum(context.Background()); err != nil || len(q.Voters) != 2 {
+		t.Fatalf("the quorum after AddRaftVoter of node 2: %+v, %v; want two voters", q.Voters, err)
+	}
+	if p := panics.take(); p != "" {
+		t.Fatalf("a node panicked: %s", p)
+	}
+	stop()
+}
+
+// retarget points the listeners of an AddRaftVoter request that name a
+// template node's controller address (the seed making node 2 a voter does)
+// at that node's address in this input's cluster.
+func (tmpl *nodeTemplate) retarget(req kmsg.Request, nodes [2]*Node) {
+	voter, ok := req.(*kmsg.AddRaftVoterRequest)
+	if !ok {
+		return
+	}
+	for i, l := range voter.Listeners {
+		for n, cfg := range tmpl.cfgs {
+			if net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))) == cfg.ControllerAddr {
+				voter.Listeners[i].Host, voter.Listeners[i].Port = hostPort(nodes[n].raftAddr)
+			}
+		}
+	}
+}
+
+// hostPort splits a host:port address; the port is 0 when it is not one.
+func hostPort(addr string) (string, uint16) {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.ParseUint(port, 10, 16)
+	return host, uint16(p)
 }
