@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -329,4 +330,51 @@ func TestZeroWriteSize(t *testing.T) {
 			t.Errorf("zeroWriteSize(%d) = %d, want %d", tt.n, got, tt.want)
 		}
 	}
+}
+
+// writeBackFS records the bytes its files were asked to write back
+// (vfs.WriteBacker), which the in-memory files it wraps do not offer.
+type writeBackFS struct {
+	vfs.FS
+	wroteBack atomic.Int64
+}
+
+type writeBackFile struct {
+	vfs.File
+	fs *writeBackFS
+}
+
+func (f writeBackFile) WriteBack(off, n int64) error {
+	f.fs.wroteBack.Add(n)
+	return nil
+}
+
+func (w *writeBackFS) Create(name string) (vfs.File, error) {
+	f, err := w.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return writeBackFile{f, w}, nil
+}
+
+func (w *writeBackFS) OpenReadWrite(name string) (vfs.File, error) {
+	f, err := w.FS.OpenReadWrite(name)
+	if err != nil {
+		return nil, err
+	}
+	return writeBackFile{f, w}, nil
+}
+
+// TestPreallocateWritesZerosBack checks that the zeroer has each chunk of
+// zeros written to the disk as it writes it, rather than leaving a burst's
+// worth of dirty zeros for the next fsync of the file, which a flusher's
+// fsync then wrote while its producers waited.
+func TestPreallocateWritesZerosBack(t *testing.T) {
+	fsys := &writeBackFS{FS: vfs.NewMem()}
+	l := openLog(t, fsys, preallocConfig(64<<10))
+	appendN(t, l, 3, 2, 100, 1000, 1)
+	wait.For(t, "every zeroed chunk written back", func() bool {
+		zeroed := l.Stats().PreallocBytes
+		return zeroed > 0 && fsys.wroteBack.Load() == zeroed
+	})
 }

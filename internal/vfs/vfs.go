@@ -70,6 +70,16 @@ type CacheDropper interface {
 	DropCache(off, n int64) error
 }
 
+// WriteBacker is implemented by files whose dirty pages in a range can be
+// written to the disk ahead of a Sync (Linux: sync_file_range(2)). It makes
+// nothing durable (no metadata, no flush of the disk's cache): it keeps dirty
+// pages from piling up for the next Sync of the file, which would write them
+// all while its caller waits.
+type WriteBacker interface {
+	// WriteBack writes the dirty pages of [off, off+n) and waits for them.
+	WriteBack(off, n int64) error
+}
+
 // FSSyncer is implemented by an FS that can make everything written to the
 // filesystem holding dir durable in one call (Linux syncfs(2)): every file's
 // data and every directory's entries, whoever wrote them. A wrapper whose inner
