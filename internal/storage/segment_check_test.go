@@ -113,6 +113,37 @@ func reopen(t *testing.T, fsys vfs.FS, b *blockedRead, cfg Config) *Log {
 	return l
 }
 
+// TestFirstUseCheckDoesNotBlockAppends: the first check of an old segment's
+// max timestamp reads its index files (and may rebuild them from the log);
+// retention by time and compaction with a lag make it before they take the
+// append lock, so an append does not wait for that I/O. It used to: the
+// check ran under the append lock.
+func TestFirstUseCheckDoesNotBlockAppends(t *testing.T) {
+	clk := newClock()
+	cfg := Config{SegmentBytes: 2048, IndexIntervalBytes: 100, RetentionAge: 24 * time.Hour, Now: clk.Now}
+	for name, check := range map[string]func(l *Log) error{
+		"retention": func(l *Log) error {
+			_, err := l.EnforceRetention(l.LogEndOffset())
+			return err
+		},
+		"compaction lag": func(l *Log) error {
+			opts := DefaultCompactOptions()
+			opts.MinCompactionLag = time.Hour
+			_, err := l.Compact(l.LogEndOffset(), opts)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := newBlockedRead(filepath.Join(testDir, segmentName(0, indexSuffix)))
+			l := reopenedLog(t, b, cfg)
+			returnsWhileBlocked(t, b, func() error { return check(l) }, "an append", func() error {
+				_, err := l.Append(mkBatch(2, 30, clk.Now().UnixMilli()), 1)
+				return err
+			})
+		})
+	}
+}
+
 // TestMaxTimestampCheckDoesNotBlockReaders: while the first check of a
 // segment's max timestamp reads the log, a read of that segment whose indexes
 // are loaded goes on. It used to wait: the check held the segment's mutex.
