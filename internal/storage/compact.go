@@ -109,7 +109,14 @@ func (l *Log) Compact(highWatermark int64, opts CompactOptions) (CompactStats, e
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 
-	p, err := l.planCompaction(highWatermark, opts)
+	now := opts.Now()
+	if opts.MinCompactionLag != 0 {
+		// The plan stops at a segment newer than the lag limit.
+		if err := l.checkTimestamps(highWatermark, now.Add(-opts.MinCompactionLag).UnixMilli()+1); err != nil {
+			return CompactStats{}, err
+		}
+	}
+	p, err := l.planCompaction(highWatermark, opts, now)
 	if err != nil || p == nil {
 		return p.statsOrZero(), err
 	}
@@ -163,14 +170,14 @@ func (p *compactPlan) raced(l *Log) bool {
 
 // planCompaction picks the cleanable segments: sealed, wholly below highWatermark
 // and, with a compaction lag, old enough, stopping at the first that is not. It
-// returns nil when none of them is dirty.
-func (l *Log) planCompaction(highWatermark int64, opts CompactOptions) (*compactPlan, error) {
+// returns nil when none of them is dirty. now is the pass's clock reading.
+func (l *Log) planCompaction(highWatermark int64, opts CompactOptions, now time.Time) (*compactPlan, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
 		return nil, err
 	}
-	p := &compactPlan{state: l.cleaner.clone(), truncGen: l.mu.truncGen, now: opts.Now()}
+	p := &compactPlan{state: l.cleaner.clone(), truncGen: l.mu.truncGen, now: now}
 	segs := l.mu.segments
 	lagLimit := p.now.Add(-opts.MinCompactionLag).UnixMilli()
 	for i, s := range segs {

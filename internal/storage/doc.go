@@ -47,7 +47,11 @@
 // that is never held across I/O; the offsets, the newest epoch and whether the
 // log failed are also atomics, so LogStartOffset, LogEndOffset,
 // DurableOffset, LatestEpoch and (on a healthy log) Err take no lock; each segment's in-memory indexes have their own
-// lock, taken after (never while taking) the log's. A segment file is reference
+// lock, taken after (never while taking) the log's. A segment opened from disk
+// loads its indexes and checks them against the log at first use holding only
+// a lock of its own (segment.checkMu), which only other first users wait for;
+// retention by age and the compaction lag make those checks before they take
+// the append mutex. A segment file is reference
 // counted: Read acquires it and Chunk.Release lets it go, so a segment deleted by
 // retention, truncation or compaction is closed only after its last reader is
 // done. One flusher goroutine per log does every fsync of the active segment; it

@@ -32,16 +32,16 @@ type offsetIndex struct {
 	// are trusted.
 	fromFile int
 	checked  []uint64 // a bit per entry below fromFile
+	// fileLogSize is the size of the log the entries read from the file
+	// were loaded with (truncated with it): their batches lie below it.
+	fileLogSize int64
 }
 
-// load takes entries read from the segment's .index file.
-func (x *offsetIndex) load(entries []indexEntry) {
+// load takes entries read from the .index file of a segment whose log is
+// logSize bytes.
+func (x *offsetIndex) load(entries []indexEntry, logSize int64) {
 	x.entries, x.fromFile, x.checked = entries, len(entries), make([]uint64, (len(entries)+63)/64)
-}
-
-// reset empties the index.
-func (x *offsetIndex) reset() {
-	x.entries, x.fromFile, x.checked = x.entries[:0], 0, nil
+	x.fileLogSize = logSize
 }
 
 // trusted reports whether entry i needs no check against the log.
@@ -145,9 +145,20 @@ func (x *timeIndex) lookupBelow(ts int64) uint32 {
 }
 
 // truncate drops entries for offsets >= rel.
-func (x *timeIndex) truncate(rel uint32) {
-	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].rel >= rel })
-	x.entries = x.entries[:i]
+func (x *timeIndex) truncate(rel uint32) { x.entries = x.entries[:x.below(rel)] }
+
+// lastBelow returns the last entry for an offset < rel.
+func (x *timeIndex) lastBelow(rel uint32) (timeEntry, bool) {
+	i := x.below(rel)
+	if i == 0 {
+		return timeEntry{ts: -1}, false
+	}
+	return x.entries[i-1], true
+}
+
+// below returns the number of entries for offsets < rel.
+func (x *timeIndex) below(rel uint32) int {
+	return sort.Search(len(x.entries), func(i int) bool { return x.entries[i].rel >= rel })
 }
 
 func (x *timeIndex) encode() []byte {

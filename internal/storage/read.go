@@ -249,60 +249,73 @@ func (s *segment) lookupPos(pos int64) indexEntry {
 
 // entry returns the offset-index entry find picks, or the zero entry (the
 // segment's first batch) when it picks none. An entry read from the index
-// file is checked the first time (entryLocked).
+// file is checked the first time (checkEntry).
 func (s *segment) entry(find func(*offsetIndex) int) indexEntry {
-	s.mu.RLock()
-	if i := find(&s.mu.index); i < 0 || s.mu.index.trusted(i) {
-		defer s.mu.RUnlock()
-		if i < 0 {
-			return indexEntry{}
-		}
-		return s.mu.index.entries[i]
+	if e, trusted, _ := s.pickEntry(find); trusted {
+		return e
 	}
-	s.mu.RUnlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.entryLocked(find(&s.mu.index))
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	return s.checkEntry(find)
 }
 
-// entryLocked returns entry i of the offset index (the zero entry for -1),
-// first checking an entry read from the index file against the log
-// (batchStartsAt). If the check fails, the file was damaged though it
-// decoded, and both indexes are rebuilt from the log (one scan, as for a
-// missing index file); the zero entry is returned, from which any scan is
-// right. s.mu must be held for writing.
-func (s *segment) entryLocked(i int) indexEntry {
+// pickEntry returns the entry find picks (the zero entry for none), whether
+// it needs no check, and the log size the entries read from the file were
+// loaded with.
+func (s *segment) pickEntry(find func(*offsetIndex) int) (e indexEntry, trusted bool, fileLogSize int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	x := &s.mu.index
+	i := find(x)
 	if i < 0 {
-		return indexEntry{}
+		return indexEntry{}, true, x.fileLogSize
 	}
-	if x.trusted(i) {
-		return x.entries[i]
+	return x.entries[i], x.trusted(i), x.fileLogSize
+}
+
+// checkEntry returns the entry find picks, first checking an entry read from
+// the index file against the log (batchStartsAt). If the check fails, the
+// file was damaged though it decoded, and both indexes are rebuilt from the
+// log (one scan, as for a missing index file); the zero entry is returned,
+// from which any scan is right. checkMu must be held; the log is read without
+// mu.
+func (s *segment) checkEntry(find func(*offsetIndex) int) indexEntry {
+	e, trusted, limit := s.pickEntry(find)
+	if trusted {
+		return e
 	}
-	e := x.entries[i]
-	if s.batchStartsAt(int64(e.pos), s.base+int64(e.rel)) {
-		x.markChecked(i)
+	if s.batchStartsAt(int64(e.pos), s.base+int64(e.rel), limit) {
+		s.markEntryChecked(find, e)
 		return e
 	}
 	// A failed rebuild leaves indexes that a later ensureIndexes rebuilds
 	// again; the reads meanwhile scan from the segment's start.
-	if _, err := s.rebuildLocked(s.size, s.indexInterval); err != nil {
-		s.mu.loaded = false
-	}
+	_ = s.rebuildAside(s.size, s.indexInterval)
 	return indexEntry{}
 }
 
+// markEntryChecked records that entry e, which find picked, starts a batch,
+// unless a truncation or a rebuild replaced it meanwhile.
+func (s *segment) markEntryChecked(find func(*offsetIndex) int, e indexEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := &s.mu.index
+	if i := find(x); i >= 0 && !x.trusted(i) && x.entries[i] == e {
+		x.markChecked(i)
+	}
+}
+
 // batchStartsAt reports whether the segment's batch at pos starts at offset:
-// its header says so, its length ends it inside the segment, and there either
-// the segment ends or the next batch's header follows with a later offset. A
-// position inside a batch passes only if the bytes there imitate all of it.
-// s.mu must be held.
-func (s *segment) batchStartsAt(pos, offset int64) bool {
-	h, size, ok := s.headerAt(pos)
-	if !ok || h.BaseOffset != offset || pos+int64(size) > s.size {
+// its header says so, its length ends it inside the first size bytes, and
+// there either those end or the next batch's header follows with a later
+// offset. A position inside a batch passes only if the bytes there imitate
+// all of it.
+func (s *segment) batchStartsAt(pos, offset, size int64) bool {
+	h, n, ok := s.headerAt(pos)
+	if !ok || h.BaseOffset != offset || pos+int64(n) > size {
 		return false
 	}
-	if end := pos + int64(size); end < s.size {
+	if end := pos + int64(n); end < size {
 		next, _, ok := s.headerAt(end)
 		return ok && next.BaseOffset > h.LastOffset()
 	}

@@ -139,16 +139,22 @@ func (l *Log) EnforceRetention(highWatermark int64) (int, error) {
 // enforceRetention is EnforceRetention with the age and size limits given
 // (negative: none); a tier passes its local ones.
 func (l *Log) enforceRetention(highWatermark int64, retentionAge time.Duration, retentionBytes int64) (int, error) {
-	gone, err := l.retainLocked(highWatermark, retentionAge, retentionBytes)
+	now := l.conf().Now()
+	if retentionAge >= 0 {
+		if err := l.checkTimestamps(highWatermark, now.Add(-retentionAge).UnixMilli()); err != nil {
+			return 0, err
+		}
+	}
+	gone, err := l.retainLocked(highWatermark, now, retentionAge, retentionBytes)
 	if err != nil || len(gone) == 0 {
 		return 0, err
 	}
 	return len(gone), l.finishStartAdvance(gone)
 }
 
-// retainLocked picks the segments enforceRetention deletes and takes them out of
-// the list (advanceStartLocked).
-func (l *Log) retainLocked(highWatermark int64, retentionAge time.Duration, retentionBytes int64) ([]*segment, error) {
+// retainLocked picks the segments enforceRetention deletes at now and takes
+// them out of the list (advanceStartLocked).
+func (l *Log) retainLocked(highWatermark int64, now time.Time, retentionAge time.Duration, retentionBytes int64) ([]*segment, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
@@ -156,7 +162,6 @@ func (l *Log) retainLocked(highWatermark int64, retentionAge time.Duration, rete
 	}
 	segs := l.mu.segments
 	leo, logStart := l.mu.leo.Load(), l.mu.logStart.Load()
-	now := l.conf().Now()
 
 	// deletable reports whether segment i may go at all: wholly below the
 	// high-water mark, and not an empty active segment.
@@ -218,6 +223,44 @@ func (s *segment) newestTimestamp(stats *statCounters) (int64, error) {
 		return ts, err
 	}
 	return s.creationTime().UnixMilli(), nil
+}
+
+// checkTimestamps checks, before appendMu is taken, the max timestamps that a
+// pass deciding by age reads under it: those of the sealed segments wholly
+// below highWatermark, oldest first, up to the first whose newest timestamp
+// is at least stop. The first check of a segment opened from disk reads its
+// index files and the log, and may rebuild its indexes (checkMaxTimestamp);
+// made under appendMu, it held up appends. The pass then finds the values
+// checked, and checks only a segment that is not (one installed meanwhile).
+func (l *Log) checkTimestamps(highWatermark, stop int64) error {
+	views := l.sealedViews()
+	defer releaseViews(views)
+	for _, v := range views {
+		if v.next > highWatermark {
+			return nil
+		}
+		newest, err := v.s.newestTimestamp(&l.stats)
+		if err != nil || newest >= stop {
+			return err
+		}
+	}
+	return nil
+}
+
+// sealedViews returns, acquired, the sealed segments of a writable log with
+// their extents.
+func (l *Log) sealedViews() []segmentView {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed || l.mu.failed != nil {
+		return nil
+	}
+	segs := l.mu.segments[:len(l.mu.segments)-1]
+	views := make([]segmentView, 0, len(segs))
+	for _, s := range segs {
+		views = append(views, acquireViewLocked(s))
+	}
+	return views
 }
 
 // RunRetention calls EnforceRetention with the high-water mark hwm returns every

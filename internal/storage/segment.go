@@ -76,20 +76,46 @@ type segment struct {
 	// shutdown need not fsync it again (see wrote, markSynced).
 	writes, synced atomic.Uint64
 
+	// checkMu serializes the first-use work on a segment opened from disk:
+	// loading its indexes (ensureIndexes), checking its max timestamp
+	// (checkMaxTimestamp) and the index entries read from its file (entry)
+	// against the log, rebuilding the indexes when a check fails. Their reads
+	// run holding checkMu alone, so that only other first users wait for
+	// them; mu is taken briefly to publish what they found. Taken before mu,
+	// never while holding it.
+	checkMu sync.Mutex
+
 	mu struct {
 		sync.RWMutex
-		loaded          bool // indexes are in memory
-		index           offsetIndex
-		tindex          timeIndex
-		bytesSinceIndex int
-		maxTS           int64 // largest batch max timestamp; -1 if none
-		maxTSOff        int64 // base offset of the batch holding maxTS
-		// maxTSFromFile: maxTS and maxTSOff were read from the .timeindex file
-		// and not yet checked against the log (checkMaxTimestampLocked).
-		maxTSFromFile bool
-		firstTS       int64 // max timestamp of the first batch; -1 if none
-		aborts        abortIndex
-		created       time.Time
+		loaded bool // indexes are in memory
+		segmentIndexes
+		// written: the appender or a truncation changed the segment since it
+		// was opened, so its extent can move under a rebuild (rebuildAside).
+		written bool
+		aborts  abortIndex
+		created time.Time
+	}
+}
+
+// segmentIndexes is what a segment knows of its batches in memory.
+type segmentIndexes struct {
+	index           offsetIndex
+	tindex          timeIndex
+	bytesSinceIndex int
+	maxTS           int64 // largest batch max timestamp; -1 if none
+	maxTSOff        int64 // base offset of the batch holding maxTS
+	// maxTSFromFile: maxTS and maxTSOff were read from the .timeindex file
+	// and not yet checked against the log (checkMaxTimestamp).
+	maxTSFromFile bool
+	firstTS       int64 // max timestamp of the first batch; -1 if none
+}
+
+// empty returns indexes of x's capacities without entries or timestamps.
+func (x *segmentIndexes) empty() segmentIndexes {
+	return segmentIndexes{
+		index:  offsetIndex{max: x.index.max},
+		tindex: timeIndex{max: x.tindex.max},
+		maxTS:  -1, maxTSOff: -1, firstTS: -1,
 	}
 }
 
@@ -117,9 +143,11 @@ func (s *segment) path(suffix string) string {
 func newSegment(fsys vfs.FS, dir string, base int64, log vfs.File, cfg *Config) *segment {
 	s := &segment{fsys: fsys, dir: dir, base: base, log: log, next: base, indexInterval: cfg.IndexIntervalBytes}
 	s.refs.Store(1)
-	s.mu.index.max = cfg.IndexMaxBytes / indexEntrySize
-	s.mu.tindex.max = cfg.IndexMaxBytes / timeEntrySize
-	s.mu.maxTS, s.mu.maxTSOff, s.mu.firstTS = -1, -1, -1
+	capacities := segmentIndexes{
+		index:  offsetIndex{max: cfg.IndexMaxBytes / indexEntrySize},
+		tindex: timeIndex{max: cfg.IndexMaxBytes / timeEntrySize},
+	}
+	s.mu.segmentIndexes = capacities.empty()
 	return s
 }
 
@@ -196,22 +224,23 @@ func (s *segment) release() {
 	}
 }
 
-// indexBatches indexes the validated batches b just written at pos.
+// indexBatches indexes the validated batches b the appender just wrote at pos.
 func (s *segment) indexBatches(b []byte, pos int64, interval int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.mu.written = true
 	for p := 0; p < len(b); {
 		h, _ := batch.ParseHeader(b[p:])
-		s.indexBatchLocked(&h, pos+int64(p), h.Size(), interval)
+		s.mu.addBatch(s.base, &h, pos+int64(p), h.Size(), interval)
 		p += h.Size()
 	}
 }
 
-// indexBatch indexes one batch of size bytes at pos (indexBatchLocked).
+// indexBatch indexes one batch of size bytes at pos (addBatch).
 func (s *segment) indexBatch(h *batch.Header, pos int64, size, interval int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.indexBatchLocked(h, pos, size, interval)
+	s.mu.addBatch(s.base, h, pos, size, interval)
 }
 
 // creationTime returns when the segment was created (its age for time-based
@@ -222,27 +251,26 @@ func (s *segment) creationTime() time.Time {
 	return s.mu.created
 }
 
-// indexBatchLocked updates the indexes and timestamps for a batch of size bytes at
-// pos, following Kafka: an index entry whenever more than interval bytes were
-// appended since the last one. s.mu must be held for writing.
-func (s *segment) indexBatchLocked(h *batch.Header, pos int64, size, interval int) {
-	m := &s.mu
-	if h.MaxTimestamp > m.maxTS {
-		m.maxTS, m.maxTSOff = h.MaxTimestamp, h.BaseOffset
+// addBatch updates the indexes and timestamps of a segment based at base for
+// a batch of size bytes at pos, following Kafka: an index entry whenever more
+// than interval bytes were appended since the last one.
+func (x *segmentIndexes) addBatch(base int64, h *batch.Header, pos int64, size, interval int) {
+	if h.MaxTimestamp > x.maxTS {
+		x.maxTS, x.maxTSOff = h.MaxTimestamp, h.BaseOffset
 	}
 	if pos == 0 {
-		m.firstTS = h.MaxTimestamp
+		x.firstTS = h.MaxTimestamp
 	}
-	if m.bytesSinceIndex > interval {
-		rel, _ := relOffset(h.BaseOffset, s.base)
-		m.index.add(rel, uint32(pos))
-		if m.maxTS >= 0 {
-			trel, _ := relOffset(m.maxTSOff, s.base)
-			m.tindex.maybeAdd(m.maxTS, trel)
+	if x.bytesSinceIndex > interval {
+		rel, _ := relOffset(h.BaseOffset, base)
+		x.index.add(rel, uint32(pos))
+		if x.maxTS >= 0 {
+			trel, _ := relOffset(x.maxTSOff, base)
+			x.tindex.maybeAdd(x.maxTS, trel)
 		}
-		m.bytesSinceIndex = 0
+		x.bytesSinceIndex = 0
 	}
-	m.bytesSinceIndex += size
+	x.bytesSinceIndex += size
 }
 
 // writeIndexes writes both index files exactly (trimmed), with a final time-index
@@ -317,6 +345,14 @@ func (s *segment) loadMaxTimestamp() bool {
 	return true
 }
 
+// lastTimeEntryBelow returns the time index's last entry for an offset below
+// base+rel.
+func (s *segment) lastTimeEntryBelow(rel uint32) (timeEntry, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.tindex.lastBelow(rel)
+}
+
 // setMaxTimestampFromFileLocked takes the last entry of the .timeindex file
 // (ts -1 if it has none) as the segment's max timestamp, unchecked. s.mu must
 // be held for writing.
@@ -329,118 +365,152 @@ func (s *segment) setMaxTimestampFromFileLocked(last timeEntry) {
 
 // maxTimestamp returns the segment's largest timestamp (-1 if none) and the
 // base offset of the first batch holding it, checked against the log first if
-// they were read from the time-index file (checkMaxTimestampLocked).
+// they were read from the time-index file (checkMaxTimestamp).
 func (s *segment) maxTimestamp(stats *statCounters) (ts, offset int64, err error) {
-	s.mu.RLock()
-	if s.mu.loaded && !s.mu.maxTSFromFile {
-		defer s.mu.RUnlock()
-		return s.mu.maxTS, s.mu.maxTSOff, nil
+	if ts, offset, ok := s.checkedMaxTimestamp(); ok {
+		return ts, offset, nil
 	}
-	s.mu.RUnlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.checkMaxTimestampLocked(stats); err != nil {
+	if err := s.checkMaxTimestamp(stats); err != nil {
 		return -1, -1, err
 	}
-	return s.mu.maxTS, s.mu.maxTSOff, nil
+	ts, offset, _ = s.checkedMaxTimestamp()
+	return ts, offset, nil
 }
 
-// checkMaxTimestamp is checkMaxTimestampLocked taking s.mu.
-func (s *segment) checkMaxTimestamp(stats *statCounters) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.checkMaxTimestampLocked(stats)
+// checkedMaxTimestamp returns the segment's max timestamp and its offset, and
+// whether they are loaded and checked.
+func (s *segment) checkedMaxTimestamp() (ts, offset int64, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.maxTS, s.mu.maxTSOff, s.mu.loaded && !s.mu.maxTSFromFile
 }
 
-// checkMaxTimestampLocked checks a max timestamp read from the .timeindex file
+// checkMaxTimestamp checks a max timestamp read from the .timeindex file
 // against the log, the first time it is used: the file has no checksum, and a
 // damaged last entry that still decodes would otherwise decide retention by
 // time, timestamp lookups and compaction lag. The batch the entry names must
 // start at its offset with its timestamp as MaxTimestamp (found from the
-// offset index, itself checked by entryLocked); a file without entries (no
+// offset index, itself checked by checkEntry); a file without entries (no
 // timestamps) needs a first batch without one. If the check fails, both
 // indexes are rebuilt from the log (one scan, as for a missing index file).
 // Indexes not in memory are loaded first. A failed read returns the error and
-// leaves the value to be checked again. s.mu must be held for writing.
-func (s *segment) checkMaxTimestampLocked(stats *statCounters) error {
-	if err := s.ensureIndexesLocked(s.size, s.next, s.indexInterval, stats); err != nil {
+// leaves the value to be checked again. The reads run under checkMu alone.
+func (s *segment) checkMaxTimestamp(stats *statCounters) error {
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	if _, _, ok := s.checkedMaxTimestamp(); ok {
+		return nil
+	}
+	// The extent of an unchecked segment holds still: the active segment is
+	// checked at open, and a truncation checks a segment before it cuts it.
+	size := s.size
+	if err := s.loadIndexes(size, s.next, s.indexInterval, stats); err != nil {
 		return err
 	}
-	if !s.mu.maxTSFromFile || s.maxTimestampHoldsLocked() {
-		s.mu.maxTSFromFile = false
+	if ts, offset, fromFile := s.fileMaxTimestamp(); !fromFile || s.maxTimestampHolds(ts, offset, size) {
+		s.setMaxTimestampChecked()
 		return nil
 	}
 	stats.indexRebuilds.Add(1)
-	_, err := s.rebuildLocked(s.size, s.indexInterval)
-	s.mu.loaded = err == nil
-	return err
+	return s.rebuildAside(size, s.indexInterval)
 }
 
-// maxTimestampHoldsLocked reports whether the log agrees with the max
-// timestamp read from the time index (checkMaxTimestampLocked), or the
-// indexes were meanwhile rebuilt from the log. s.mu must be held for writing
-// and the indexes loaded.
-func (s *segment) maxTimestampHoldsLocked() bool {
-	m := &s.mu
-	if m.maxTS < 0 {
+// fileMaxTimestamp returns the segment's max timestamp and its offset, and
+// whether they were read from the time-index file and are not checked yet.
+func (s *segment) fileMaxTimestamp() (ts, offset int64, fromFile bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.maxTS, s.mu.maxTSOff, s.mu.maxTSFromFile
+}
+
+// setMaxTimestampChecked records that the max timestamp holds. Only checkMu's
+// holder, which checked it, loads one from the file.
+func (s *segment) setMaxTimestampChecked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.maxTSFromFile = false
+}
+
+// maxTimestampHolds reports whether the log, of size bytes, agrees with the
+// max timestamp ts at offset read from the time index (checkMaxTimestamp), or
+// the indexes were meanwhile rebuilt from the log. checkMu must be held and
+// the indexes loaded.
+func (s *segment) maxTimestampHolds(ts, offset, size int64) bool {
+	if ts < 0 {
 		h, _, ok := s.headerAt(0)
-		return s.size == 0 || ok && h.MaxTimestamp < 0
+		return size == 0 || ok && h.MaxTimestamp < 0
 	}
-	rel, ok := relOffset(m.maxTSOff, s.base)
+	rel, ok := relOffset(offset, s.base)
 	if !ok {
 		return false
 	}
-	pos := int64(s.entryLocked(m.index.find(rel)).pos)
-	if !m.maxTSFromFile {
-		// entryLocked rebuilt the indexes; a failed rebuild is not a check.
-		return m.loaded
+	pos := int64(s.checkEntry(func(x *offsetIndex) int { return x.find(rel) }).pos)
+	if _, _, fromFile := s.fileMaxTimestamp(); !fromFile {
+		// checkEntry rebuilt the indexes; a failed rebuild is not a check.
+		return s.indexesLoaded()
 	}
-	sc := headerScanner(s.log, pos, s.size)
+	sc := headerScanner(s.log, pos, size)
 	defer sc.done()
-	return sc.seek(m.maxTSOff) && sc.h.BaseOffset == m.maxTSOff && sc.h.MaxTimestamp == m.maxTS
+	return sc.seek(offset) && sc.h.BaseOffset == offset && sc.h.MaxTimestamp == ts
 }
 
-// ensureIndexes loads a sealed segment's indexes on first use
-// (ensureIndexesLocked).
+// ensureIndexes loads a sealed segment's indexes on first use (loadIndexes).
 func (s *segment) ensureIndexes(size, next int64, interval int, stats *statCounters) error {
 	if s.indexesLoaded() {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ensureIndexesLocked(size, next, interval, stats)
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	return s.loadIndexes(size, next, interval, stats)
 }
 
-// ensureIndexesLocked loads a sealed segment's indexes unless they are
-// loaded, rebuilding them from the log when the files are missing or
-// inconsistent. size and next are the segment's extent. s.mu must be held for
-// writing.
-func (s *segment) ensureIndexesLocked(size, next int64, interval int, stats *statCounters) error {
-	if s.mu.loaded {
+// loadIndexes loads a sealed segment's indexes unless they are loaded,
+// rebuilding them from the log when the files are missing or inconsistent.
+// size and next are the segment's extent. checkMu must be held; the files are
+// read without mu.
+func (s *segment) loadIndexes(size, next int64, interval int, stats *statCounters) error {
+	if s.indexesLoaded() {
 		return nil
 	}
-	idx, err1 := s.readIndexFile(indexSuffix)
-	tidx, err2 := s.readIndexFile(timeIndexSuffix)
-	var ientries []indexEntry
-	var tentries []timeEntry
-	if err1 == nil && err2 == nil {
-		ientries, err1 = decodeOffsetIndex(idx, size, next-s.base)
-		tentries, err2 = decodeTimeIndex(tidx, next-s.base)
-	}
-	if err1 == nil && err2 == nil {
-		s.mu.index.load(ientries)
-		s.mu.tindex.entries = tentries
-		last, _ := s.mu.tindex.last()
-		s.setMaxTimestampFromFileLocked(last)
-		s.mu.loaded = true
+	ientries, tentries, err := s.readIndexes(size, next)
+	if err == nil {
+		s.setIndexesFromFiles(ientries, tentries, size)
 		return nil
 	}
 	stats.indexRebuilds.Add(1)
-	if _, err := s.rebuildLocked(size, interval); err != nil {
-		return err
+	return s.rebuildAside(size, interval)
+}
+
+// readIndexes reads and checks both index files of the segment of the given
+// extent.
+func (s *segment) readIndexes(size, next int64) ([]indexEntry, []timeEntry, error) {
+	idx, err := s.readIndexFile(indexSuffix)
+	if err != nil {
+		return nil, nil, err
 	}
+	tidx, err := s.readIndexFile(timeIndexSuffix)
+	if err != nil {
+		return nil, nil, err
+	}
+	ientries, err := decodeOffsetIndex(idx, size, next-s.base)
+	if err != nil {
+		return nil, nil, err
+	}
+	tentries, err := decodeTimeIndex(tidx, next-s.base)
+	return ientries, tentries, err
+}
+
+// setIndexesFromFiles installs the entries read from the index files of the
+// segment, size bytes then, and takes the time index's last entry as its max
+// timestamp, to be checked.
+func (s *segment) setIndexesFromFiles(ientries []indexEntry, tentries []timeEntry, size int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.index.load(ientries, size)
+	s.mu.tindex.entries = tentries
+	last, _ := s.mu.tindex.last()
+	s.setMaxTimestampFromFileLocked(last)
 	s.mu.loaded = true
-	return nil
 }
 
 // indexesLoaded reports whether the segment's indexes are in memory.
@@ -480,26 +550,70 @@ type scanResult struct {
 	err       error // why the scan stopped early; nil if it reached the end
 }
 
-// rebuild is rebuildLocked taking s.mu; the indexes count as loaded if it
-// succeeds.
-func (s *segment) rebuild(limit int64, interval int) (scanResult, error) {
+// rebuild is rebuildLocked over the whole segment taking s.mu; the indexes
+// count as loaded if it succeeds.
+func (s *segment) rebuild(interval int) (scanResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res, err := s.rebuildLocked(limit, interval)
+	res, err := s.rebuildLocked(s.size, interval)
 	s.mu.loaded = err == nil
 	return res, err
 }
 
-// rebuildLocked rebuilds the in-memory indexes and timestamps by reading every
-// batch up to limit, validating each, and stops at the first torn or invalid one or
-// at one whose offsets overlap or go back from its predecessor's (a forward gap is
-// legal: compaction removes whole batches). s.mu must be held.
+// rebuildLocked rebuilds the in-memory indexes and timestamps from the log
+// (scanIndexes). s.mu must be held.
 func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
-	m := &s.mu
-	m.index.reset()
-	m.tindex.entries = m.tindex.entries[:0]
-	m.bytesSinceIndex, m.maxTS, m.maxTSOff, m.firstTS = 0, -1, -1, -1
-	m.maxTSFromFile = false
+	x := s.mu.empty()
+	res, err := s.scanIndexes(&x, limit, interval)
+	s.mu.segmentIndexes = x
+	return res, err
+}
+
+// rebuildAside rebuilds the indexes from the log up to limit with the log
+// read under checkMu alone: they are built aside and installed under mu, and
+// count as loaded if the rebuild succeeds. A segment the appender or a
+// truncation changed (written) is rebuilt whole under mu instead, as before:
+// the appender indexes under mu, and a rebuild aside would lose what it
+// indexed meanwhile. checkMu must be held.
+func (s *segment) rebuildAside(limit int64, interval int) error {
+	x, written := s.emptyIndexes()
+	if !written {
+		_, err := s.scanIndexes(&x, limit, interval)
+		if s.installIndexes(&x, err) {
+			return err
+		}
+	}
+	_, err := s.rebuild(interval)
+	return err
+}
+
+// emptyIndexes returns indexes of the segment's capacities without entries,
+// and whether the segment was written (rebuildAside).
+func (s *segment) emptyIndexes() (segmentIndexes, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.empty(), s.mu.written
+}
+
+// installIndexes installs indexes x rebuilt aside, loaded unless the rebuild
+// failed with err, and reports whether it did: not if the segment was written
+// meanwhile.
+func (s *segment) installIndexes(x *segmentIndexes, err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.written {
+		return false
+	}
+	s.mu.segmentIndexes = *x
+	s.mu.loaded = err == nil
+	return true
+}
+
+// scanIndexes builds indexes x (empty) by reading every batch of the log up
+// to limit, validating each, and stops at the first torn or invalid one or at
+// one whose offsets overlap or go back from its predecessor's (a forward gap
+// is legal: compaction removes whole batches).
+func (s *segment) scanIndexes(x *segmentIndexes, limit int64, interval int) (scanResult, error) {
 	sc := fullScanner(s.log, 0, limit, 1<<20)
 	defer sc.done()
 	res := scanResult{next: s.base}
@@ -513,7 +627,7 @@ func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
 			res.err = fmt.Errorf("%w: batch at %d: offset %d too far above segment base", errOffsetGap, sc.bpos, h.LastOffset())
 			break
 		}
-		s.indexBatchLocked(h, sc.bpos, len(sc.b), interval)
+		x.addBatch(s.base, h, sc.bpos, len(sc.b), interval)
 		res.next = h.NextOffset()
 		res.validSize = sc.pos
 	}

@@ -143,17 +143,28 @@ func (l *Log) truncateLocked(offset int64) error {
 // does. s becomes the active segment.
 func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 	rel, _ := relOffset(newLEO, s.base)
+	// The batch of the last time-index entry left, found (and checked, if
+	// read from the file) before s.mu is taken: a check reads the log.
+	anchor, anchored := s.lastTimeEntryBelow(rel)
+	anchorPos := int64(0)
+	if anchored {
+		anchorPos = int64(s.entry(func(x *offsetIndex) int { return x.find(anchor.rel) }).pos)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := &s.mu
+	m.written = true
 	m.index.truncate(rel)
+	m.index.fileLogSize = min(m.index.fileLogSize, cutPos)
 	m.tindex.truncate(rel)
 	m.bytesSinceIndex = 0
 	m.maxTS, m.maxTSOff = -1, -1
 	from := int64(0)
 	if last, ok := m.tindex.last(); ok {
 		m.maxTS, m.maxTSOff = last.ts, s.base+int64(last.rel)
-		from = int64(s.entryLocked(m.index.find(last.rel)).pos)
+		if anchored && last == anchor {
+			from = anchorPos // else the check rebuilt the indexes: scan them all
+		}
 	}
 	if cutPos == 0 {
 		m.firstTS, m.created = -1, l.conf().Now()
