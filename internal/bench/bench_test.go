@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -93,6 +94,51 @@ func TestPacer(t *testing.T) {
 	unpaced := pacer{start: start}
 	if !unpaced.next().IsZero() || !unpaced.next().IsZero() {
 		t.Fatal("an unpaced send has a due time")
+	}
+}
+
+func TestPacerWait(t *testing.T) {
+	p := pacer{}
+	defer p.close()
+	for _, ahead := range []time.Duration{-time.Millisecond, 0, 300 * time.Microsecond, fineSpan + 3*time.Millisecond} {
+		due := time.Now().Add(ahead)
+		if !p.wait(context.Background(), due) {
+			t.Fatalf("wait %s ahead reported a cancelled context", ahead)
+		}
+		if early := time.Until(due); early > 0 {
+			t.Fatalf("wait %s ahead returned %s early", ahead, early)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if p.wait(ctx, time.Now().Add(time.Hour)) {
+		t.Fatal("wait on a cancelled context reported success")
+	}
+}
+
+// BenchmarkPacerLateness reports how late paced sends start, 200 us apart, with a
+// Go timer per wait (what the pacer used before) and with pacer.wait, in one run.
+func BenchmarkPacerLateness(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		wait func(p *pacer, due time.Time)
+	}{
+		{"go-timer", func(_ *pacer, due time.Time) { sleepUntil(context.Background(), due) }},
+		{"pacer", func(p *pacer, due time.Time) { p.wait(context.Background(), due) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := pacer{start: time.Now(), rate: 5000}
+			defer p.close()
+			late := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				due := p.next()
+				tc.wait(&p, due)
+				late = append(late, time.Since(due))
+			}
+			slices.Sort(late)
+			b.ReportMetric(float64(late[len(late)/2].Microseconds()), "p50-late-us")
+			b.ReportMetric(float64(late[len(late)*99/100].Microseconds()), "p99-late-us")
+		})
 	}
 }
 

@@ -21,7 +21,9 @@
 //	         nanoseconds, big-endian). Latency: from that time to the record's
 //	         arrival at a consumer. Measuring from the due time rather than the
 //	         send keeps a stalled broker from hiding its own delay (coordinated
-//	         omission).
+//	         omission); paced sends wake on a fine timer (a timerfd on Linux),
+//	         since Go's timers fire up to a millisecond late in an idle process
+//	         and that delay would count as the broker's.
 //	Share    Config.Consumers members of a new share group (KIP-932) read the
 //	         topic from its start (filled to Config.Count first, untimed), each
 //	         accepting, accepting and waiting for the broker after every poll

@@ -13,7 +13,15 @@ type pacer struct {
 	start time.Time
 	rate  float64 // sends per second
 	k     int64
+	fine  *fineTimer // made by the first wait; nil where the OS has none
 }
+
+// fineSpan is how much of a wait before a due time is slept on the fine timer. Go's
+// own timers fire up to a millisecond late when the process is idle (its netpoller
+// sleeps in whole milliseconds), which a paced run would count as the broker's
+// latency: an idle 2-core machine measured a median of 0.54 ms and a p99 of 1.06 ms
+// late for Go timers against 31 us and 70 us for a Linux timerfd.
+const fineSpan = 2 * time.Millisecond
 
 // next returns when the next send is due and counts it.
 func (p *pacer) next() time.Time {
@@ -23,6 +31,29 @@ func (p *pacer) next() time.Time {
 		return time.Time{}
 	}
 	return p.start.Add(time.Duration(float64(k) * float64(time.Second) / p.rate))
+}
+
+// wait waits until due, the bulk on a Go timer and the last fineSpan on the fine
+// timer; false if ctx ended first. Only the coarse part watches ctx, so a cancelled
+// run stops within fineSpan.
+func (p *pacer) wait(ctx context.Context, due time.Time) bool {
+	if coarse := due.Add(-fineSpan); time.Until(coarse) > 0 && !sleepUntil(ctx, coarse) {
+		return false
+	}
+	if p.fine == nil {
+		p.fine = newFineTimer()
+	}
+	if time.Until(due) > 0 && (p.fine == nil || !p.fine.sleepUntil(due)) {
+		time.Sleep(time.Until(due))
+	}
+	return ctx.Err() == nil
+}
+
+// close releases the fine timer.
+func (p *pacer) close() {
+	if p.fine != nil {
+		p.fine.close()
+	}
 }
 
 // sleepUntil waits for t or ctx, whichever comes first; false if ctx ended.

@@ -140,6 +140,7 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 			// context only stops the sending.
 			sendCtx := context.WithoutCancel(ctx)
 			p := pacer{start: start, rate: float64(spec.rate) / float64(c.Producers)}
+			defer p.close()
 			txn := transactor{cl: cl, size: c.TransactionRecords, commits: spec.commits}
 			defer func() {
 				if err := txn.end(sendCtx, c.drainTimeout()); err != nil {
@@ -148,7 +149,7 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 			}()
 			for n := int64(0); spec.count == 0 || n < counts[i]; n++ {
 				due := p.next()
-				if spec.rate > 0 && !sleepUntil(ctx, due) {
+				if spec.rate > 0 && !p.wait(ctx, due) {
 					break
 				}
 				now := time.Now()
