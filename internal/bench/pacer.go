@@ -14,6 +14,7 @@ type pacer struct {
 	rate  float64 // sends per second
 	k     int64
 	fine  *fineTimer // made by the first wait; nil where the OS has none
+	woke  time.Time  // when the last wait ended
 }
 
 // fineSpan is how much of a wait before a due time is slept on the fine timer. Go's
@@ -22,6 +23,11 @@ type pacer struct {
 // latency: an idle 2-core machine measured a median of 0.54 ms and a p99 of 1.06 ms
 // late for Go timers against 31 us and 70 us for a Linux timerfd.
 const fineSpan = 2 * time.Millisecond
+
+// fineQuantum is the least time between two wakes of one pacer: a send due sooner
+// after the last wake waits for the next quantum with whatever else fell due, so a
+// fast rate does not cost the client a wake per record.
+const fineQuantum = 100 * time.Microsecond
 
 // next returns when the next send is due and counts it.
 func (p *pacer) next() time.Time {
@@ -43,9 +49,17 @@ func (p *pacer) wait(ctx context.Context, due time.Time) bool {
 	if p.fine == nil {
 		p.fine = newFineTimer()
 	}
-	if time.Until(due) > 0 && (p.fine == nil || !p.fine.sleepUntil(due)) {
-		time.Sleep(time.Until(due))
+	if time.Until(due) <= 0 {
+		return ctx.Err() == nil
 	}
+	wake := due
+	if w := p.woke.Add(fineQuantum); w.After(wake) {
+		wake = w
+	}
+	if p.fine == nil || !p.fine.sleepUntil(wake) {
+		time.Sleep(time.Until(wake))
+	}
+	p.woke = time.Now()
 	return ctx.Err() == nil
 }
 
