@@ -9,8 +9,10 @@
 //     ports, the JVM options of Kafka's start scripts) and a fresh Strata node, the
 //     order alternating between pairings; time each from process start to its
 //     first ApiVersions + Metadata answer.
-//  2. Warm each up with untimed produce runs (-warmup: the JVM compiles its hot
-//     paths; Kafka's first timed run was 4x slower than its second without).
+//  2. Warm each up with untimed produce and e2e runs (-warmup: the JVM compiles
+//     its hot paths; Kafka's first timed run was 4x slower than its second
+//     without, and its e2e p99 fell from round to round when only e2e rows ran
+//     and so nothing warmed it, before session 25).
 //     For every workload, run Strata, then Kafka, then Strata, ... for -rounds
 //     rounds, so that drift in a shared machine hits both; before each run, sync
 //     the page cache so no run pays for the previous one's writeback. Produce and
@@ -95,7 +97,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 5, "alternations per workload")
 	flag.IntVar(&o.nodes, "nodes", 1, "brokers per system: 1, or a cluster (strata dev cluster; a KRaft cluster) with topics replicated to every node")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each produce and e2e run")
-	flag.DurationVar(&o.warmup, "warmup", 8*time.Second, "untimed produce runs against each system after start-up (the JIT compiles Kafka's hot paths)")
+	flag.DurationVar(&o.warmup, "warmup", 8*time.Second, "untimed produce and e2e runs against each system after start-up (the JIT compiles Kafka's hot paths)")
 	flag.Int64Var(&o.consumeRecords, "consume-records", 250_000, "1 KiB records in the consume topic")
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
 	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
@@ -349,13 +351,13 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 	}
 
 	if o.warmup > 0 {
-		// Every single-producer produce workload, a quarter of -warmup
-		// each, untimed.
+		// Every single-producer produce and e2e workload, a quarter of
+		// -warmup each, untimed.
 		wo := o
 		wo.duration = o.warmup / 4
 		for _, sys := range order {
 			for _, wl := range workloads(o) {
-				if wl.mode != "produce" || wl.producers > 1 {
+				if (wl.mode != "produce" && wl.mode != "e2e") || wl.producers > 1 {
 					continue
 				}
 				wl.slug = "warmup-" + wl.slug
