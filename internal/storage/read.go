@@ -289,8 +289,10 @@ func (s *segment) checkEntry(find func(*offsetIndex) int) indexEntry {
 		return e
 	}
 	// A failed rebuild leaves indexes that a later ensureIndexes rebuilds
-	// again; the reads meanwhile scan from the segment's start.
-	_ = s.rebuildAside(s.size, s.indexInterval)
+	// again; the reads meanwhile scan from the segment's start. The entries
+	// read from the file cover the log as it was loaded, limit bytes; a
+	// segment changed since is rebuilt up to what it indexed (rebuild).
+	_ = s.rebuildAside(limit, s.indexInterval)
 	return indexEntry{}
 }
 

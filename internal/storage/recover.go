@@ -304,7 +304,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			// A sealed segment's extent reaches the next one's base, past any gap.
 			segs[i-1].next = s.base
 		}
-		res, err := s.rebuild(l.conf().IndexIntervalBytes)
+		res, err := s.rebuild(s.size, l.conf().IndexIntervalBytes)
 		if err != nil {
 			return false, err
 		}

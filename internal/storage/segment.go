@@ -91,7 +91,10 @@ type segment struct {
 		segmentIndexes
 		// written: the appender or a truncation changed the segment since it
 		// was opened, so its extent can move under a rebuild (rebuildAside).
+		// end is then the extent the indexes cover: the appender indexes a
+		// batch before it publishes the segment's new size, so size can lag.
 		written bool
+		end     int64
 		aborts  abortIndex
 		created time.Time
 	}
@@ -228,7 +231,7 @@ func (s *segment) release() {
 func (s *segment) indexBatches(b []byte, pos int64, interval int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mu.written = true
+	s.mu.written, s.mu.end = true, pos+int64(len(b))
 	for p := 0; p < len(b); {
 		h, _ := batch.ParseHeader(b[p:])
 		s.mu.addBatch(s.base, &h, pos+int64(p), h.Size(), interval)
@@ -550,12 +553,16 @@ type scanResult struct {
 	err       error // why the scan stopped early; nil if it reached the end
 }
 
-// rebuild is rebuildLocked over the whole segment taking s.mu; the indexes
-// count as loaded if it succeeds.
-func (s *segment) rebuild(interval int) (scanResult, error) {
+// rebuild is rebuildLocked taking s.mu, over the segment's first size bytes
+// or, once it was written, over the extent its indexes cover (end); the
+// indexes count as loaded if it succeeds.
+func (s *segment) rebuild(size int64, interval int) (scanResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res, err := s.rebuildLocked(s.size, interval)
+	if s.mu.written {
+		size = s.mu.end
+	}
+	res, err := s.rebuildLocked(size, interval)
 	s.mu.loaded = err == nil
 	return res, err
 }
@@ -572,9 +579,9 @@ func (s *segment) rebuildLocked(limit int64, interval int) (scanResult, error) {
 // rebuildAside rebuilds the indexes from the log up to limit with the log
 // read under checkMu alone: they are built aside and installed under mu, and
 // count as loaded if the rebuild succeeds. A segment the appender or a
-// truncation changed (written) is rebuilt whole under mu instead, as before:
-// the appender indexes under mu, and a rebuild aside would lose what it
-// indexed meanwhile. checkMu must be held.
+// truncation changed (written) is rebuilt whole under mu instead, up to the
+// extent they indexed (rebuild): the appender indexes under mu, and a rebuild
+// aside would lose what it indexed meanwhile. checkMu must be held.
 func (s *segment) rebuildAside(limit int64, interval int) error {
 	x, written := s.emptyIndexes()
 	if !written {
@@ -583,7 +590,7 @@ func (s *segment) rebuildAside(limit int64, interval int) error {
 			return err
 		}
 	}
-	_, err := s.rebuild(interval)
+	_, err := s.rebuild(limit, interval)
 	return err
 }
 

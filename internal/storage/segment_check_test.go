@@ -52,16 +52,7 @@ func returnsWhileBlocked(t *testing.T, b *blockedRead, check func() error, what 
 	wait.For(t, "the first-use check to reach its read", func() bool { return closed(b.blocked) })
 	done := make(chan error, 1)
 	go func() { done <- op() }()
-	var err error
-	wait.Within(t, 10*time.Second, what+" while a first-use check reads", func() bool {
-		select {
-		case err = <-done:
-			return true
-		default:
-			return false
-		}
-	})
-	if err != nil {
+	if err := received(t, done, 10*time.Second, what+" while a first-use check reads"); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 	b.unblock()
@@ -179,7 +170,34 @@ func TestMaxTimestampCheckDoesNotBlockReaders(t *testing.T) {
 func TestActiveIndexEntryRebuildWithAppends(t *testing.T) {
 	clk := newClock()
 	cfg := Config{SegmentBytes: 2048, IndexIntervalBytes: 100, Now: clk.Now}
-	mem := writtenLog(t, cfg, 55) // the active segment has room for one more
+	l, b, off := damagedActiveIndex(t, cfg)
+	want, segments := readAll(t, l), l.NumSegments()
+	appended := mkBatch(2, 30, clk.Now().UnixMilli())
+	returnsWhileBlocked(t, b, func() error { return readFrom(l, off) }, "an append", func() error {
+		info, err := l.Append(appended, 1)
+		if err == nil && (info.FirstOffset != l.LogEndOffset()-2 || l.NumSegments() != segments) {
+			err = fmt.Errorf("appended at %d, log end %d, %d segments", info.FirstOffset, l.LogEndOffset(), l.NumSegments())
+		}
+		return err
+	})
+	sameBatches(t, readAll(t, l), append(want, appended))
+	// The appended batch's second record holds the log's newest timestamp.
+	newest, ts := l.LogEndOffset()-1, clk.Now().UnixMilli()+1
+	if o, t1, err := l.MaxTimestamp(); err != nil || o != newest || t1 != ts {
+		t.Fatalf("MaxTimestamp = %d, %d, %v; want %d, %d", o, t1, err, newest, ts)
+	}
+}
+
+// damagedActiveIndex writes a log of several segments whose active segment has
+// room for one more batch, damages that segment's .index file (its third entry
+// points one byte into a batch: it still decodes) and opens the log again,
+// through b, which holds the first read of more than a batch header from the
+// active segment's log once armed (a rebuild's scan; a check reads headers
+// alone). It returns the log, b, and an offset whose lookup picks the damaged
+// entry.
+func damagedActiveIndex(t *testing.T, cfg Config) (*Log, *blockedRead, int64) {
+	t.Helper()
+	mem := writtenLog(t, cfg, 55)
 	active := lastSegment(t, mem)
 	idxPath := strings.TrimSuffix(active, logSuffix) + indexSuffix
 	idx, err := vfs.ReadFile(mem, idxPath)
@@ -197,36 +215,88 @@ func TestActiveIndexEntryRebuildWithAppends(t *testing.T) {
 	}
 	f.Close()
 	base, _ := parseSegmentName(filepath.Base(active))
-	off := base + int64(binary.BigEndian.Uint32(idx[2*indexEntrySize:]))
-
-	// The rebuild's scan reads more than a batch header at once.
 	b := newBlockedRead(active)
 	b.minLen = batch.HeaderSize
-	l := reopen(t, mem, b, cfg)
-	want, segments := readAll(t, l), l.NumSegments()
-	read := func() error {
-		c, err := l.Read(off, 1<<20, l.LogEndOffset())
-		if err != nil {
-			return err
-		}
-		defer c.Release()
-		if c.FirstOffset > off {
-			return fmt.Errorf("read from %d starts at %d", off, c.FirstOffset)
-		}
-		return nil
-	}
-	appended := mkBatch(2, 30, clk.Now().UnixMilli())
-	returnsWhileBlocked(t, b, read, "an append", func() error {
-		info, err := l.Append(appended, 1)
-		if err == nil && (info.FirstOffset != l.LogEndOffset()-2 || l.NumSegments() != segments) {
-			err = fmt.Errorf("appended at %d, log end %d, %d segments", info.FirstOffset, l.LogEndOffset(), l.NumSegments())
-		}
+	return reopen(t, mem, b, cfg), b, base + int64(binary.BigEndian.Uint32(idx[2*indexEntrySize:]))
+}
+
+// readFrom reads the log from off and checks that the chunk starts there.
+func readFrom(l *Log, off int64) error {
+	c, err := l.Read(off, 1<<20, l.LogEndOffset())
+	if err != nil {
 		return err
+	}
+	defer c.Release()
+	if c.FirstOffset > off {
+		return fmt.Errorf("read from %d starts at %d", off, c.FirstOffset)
+	}
+	return nil
+}
+
+// TestActiveRebuildCoversIndexedAppend: a rebuild of the active segment's
+// indexes that an append overtook (TestActiveIndexEntryRebuildWithAppends) is
+// made again under the segment's mutex up to the end of the batches the
+// appender indexed, which it does before it publishes the segment's new size.
+// It used to scan up to that size, read under the segment's mutex alone,
+// which the appender does not hold to write it (a data race): a rebuild
+// between an append's indexing and its publication dropped the appended batch
+// from the indexes, and the segment's max timestamp missed it.
+func TestActiveRebuildCoversIndexedAppend(t *testing.T) {
+	clk := newClock()
+	cfg := Config{SegmentBytes: 2048, IndexIntervalBytes: 100, Now: clk.Now}
+	l, b, off := damagedActiveIndex(t, cfg)
+	segs := l.segmentList()
+	active, segments := segs[len(segs)-1], len(segs)
+
+	b.armed.Store(true)
+	read := make(chan error, 1)
+	go func() { read <- readFrom(l, off) }()
+	wait.For(t, "the rebuild to reach its read", func() bool { return closed(b.blocked) })
+	// Holding the log's view, the append indexes its batch and then waits to
+	// publish the segment's new size.
+	l.mu.RLock()
+	var unlock sync.Once
+	release := func() { unlock.Do(l.mu.RUnlock) }
+	t.Cleanup(release)
+	appended := make(chan error, 1)
+	go func() {
+		_, err := l.Append(mkBatch(2, 30, clk.Now().UnixMilli()), 1)
+		appended <- err
+	}()
+	wait.For(t, "the append to index its batch", func() bool {
+		_, written := active.emptyIndexes()
+		return written
 	})
-	sameBatches(t, readAll(t, l), append(want, appended))
+	b.unblock()
+	if err := received(t, read, wait.DefaultTimeout, "the read to return"); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	release()
+	if err := received(t, appended, wait.DefaultTimeout, "the append to return"); err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	if l.NumSegments() != segments {
+		t.Fatalf("the append rolled: %d segments, want %d", l.NumSegments(), segments)
+	}
 	// The appended batch's second record holds the log's newest timestamp.
 	newest, ts := l.LogEndOffset()-1, clk.Now().UnixMilli()+1
 	if o, t1, err := l.MaxTimestamp(); err != nil || o != newest || t1 != ts {
 		t.Fatalf("MaxTimestamp = %d, %d, %v; want %d, %d", o, t1, err, newest, ts)
 	}
+}
+
+// received returns what c delivers, failing the test if nothing comes within
+// timeout.
+func received[T any](t *testing.T, c <-chan T, timeout time.Duration, what string) T {
+	t.Helper()
+	var v T
+	wait.Within(t, timeout, what, func() bool {
+		select {
+		case v = <-c:
+			return true
+		default:
+			return false
+		}
+	})
+	return v
 }
