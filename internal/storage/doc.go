@@ -50,8 +50,8 @@
 // lock, taken after (never while taking) the log's. A segment opened from disk
 // loads its indexes and checks them against the log at first use holding only
 // a lock of its own (segment.checkMu), which only other first users wait for;
-// retention by age and the compaction lag make those checks before they take
-// the append mutex. A segment file is reference
+// retention by age, the compaction lag and a truncation make those checks
+// before they take the append mutex. A segment file is reference
 // counted: Read acquires it and Chunk.Release lets it go, so a segment deleted by
 // retention, truncation or compaction is closed only after its last reader is
 // done. One flusher goroutine per log does every fsync of the active segment; it

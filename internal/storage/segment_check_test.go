@@ -106,9 +106,9 @@ func reopen(t *testing.T, fsys vfs.FS, b *blockedRead, cfg Config) *Log {
 
 // TestFirstUseCheckDoesNotBlockAppends: the first check of an old segment's
 // max timestamp reads its index files (and may rebuild them from the log);
-// retention by time and compaction with a lag make it before they take the
-// append lock, so an append does not wait for that I/O. It used to: the
-// check ran under the append lock.
+// retention by time, compaction with a lag and a truncation into the segment
+// make it before they take the append lock, so an append does not wait for
+// that I/O. It used to: the check ran under the append lock.
 func TestFirstUseCheckDoesNotBlockAppends(t *testing.T) {
 	clk := newClock()
 	cfg := Config{SegmentBytes: 2048, IndexIntervalBytes: 100, RetentionAge: 24 * time.Hour, Now: clk.Now}
@@ -116,6 +116,17 @@ func TestFirstUseCheckDoesNotBlockAppends(t *testing.T) {
 		"retention": func(l *Log) error {
 			_, err := l.EnforceRetention(l.LogEndOffset())
 			return err
+		},
+		// Into the oldest segment, whose indexes the cut loads and checks
+		// first; offset 5 is in the batch of offsets 4 and 5.
+		"truncation": func(l *Log) error {
+			if err := l.Truncate(5); err != nil {
+				return err
+			}
+			if leo := l.LogEndOffset(); leo != 4 {
+				return fmt.Errorf("log end offset %d after the truncation, want 4", leo)
+			}
+			return nil
 		},
 		"compaction lag": func(l *Log) error {
 			opts := DefaultCompactOptions()

@@ -14,6 +14,7 @@ import (
 // restarts it at offset (as TruncateFullyAndStartAt). At or past the log end only
 // the epoch cache is truncated, at the log end.
 func (l *Log) Truncate(offset int64) error {
+	l.checkCut(offset)
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
@@ -85,24 +86,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	}
 	segs := l.mu.segments
 	i := slices.Index(segs, s)
-	// Checking the max timestamp loads the indexes; truncateIndexes starts
-	// from the time index's last entry below the cut, which may be that one.
-	if err := s.checkMaxTimestamp(&l.stats); err != nil {
+	cutPos, newLEO, err := s.cutPoint(offset, s.size, &l.stats)
+	if err != nil {
 		return err
-	}
-	// Cut at the batch holding offset, or at the first batch after it if
-	// compaction removed offset; then the offsets from offset up to that batch are
-	// empty and the log ends at offset. Without such a batch in s, s keeps all its
-	// batches and ends at offset.
-	cutPos, newLEO := s.size, offset
-	sc := headerScanner(s.log, s.lookup(offset), s.size)
-	found := sc.seek(offset)
-	if found {
-		cutPos, newLEO = sc.bpos, min(sc.h.BaseOffset, offset)
-	}
-	sc.done()
-	if !found && sc.err != nil {
-		return corrupt(s.log.Name(), sc.pos, sc.err)
 	}
 
 	// Publish first, so no new reader goes past the cut, then change the files.
@@ -138,18 +124,78 @@ func (l *Log) truncateLocked(offset int64) error {
 	return nil
 }
 
+// checkCut makes, before appendMu is taken, the first-use checks of the
+// segment a truncation at offset cuts: its indexes loaded and its max
+// timestamp checked (cutPoint), and the index entries the cut starts from.
+// The first use of a segment opened from disk reads its index files and the
+// log, and may rebuild its indexes; made under appendMu, it held up appends.
+// The truncation then finds them made and makes again only what a change
+// meanwhile undid (a roll, a compaction, a rebuild). An error is left to the
+// truncation, which meets it again and fails the log as before.
+func (l *Log) checkCut(offset int64) {
+	v, ok := l.acquireCut(offset)
+	if !ok {
+		return
+	}
+	defer v.s.release()
+	if _, newLEO, err := v.s.cutPoint(offset, v.size, &l.stats); err == nil {
+		rel, _ := relOffset(newLEO, v.s.base)
+		v.s.timeAnchor(rel)
+	}
+}
+
+// acquireCut returns, acquired, the segment holding offset with its extent,
+// unless the log is closed or failed or a truncation at offset would not cut
+// inside its segments (truncateLocked).
+func (l *Log) acquireCut(offset int64) (segmentView, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed || l.mu.failed != nil || offset <= l.mu.segments[0].base || offset >= l.mu.leo.Load() {
+		return segmentView{}, false
+	}
+	return acquireViewLocked(l.segmentForLocked(offset)), true
+}
+
+// cutPoint returns where a truncation at offset cuts s, of size bytes: at the
+// batch holding offset, or at the first batch after it if compaction removed
+// offset; then the offsets from offset up to that batch are empty and the log
+// ends at offset. Without such a batch in s, s keeps all its batches and ends
+// at offset. s's max timestamp is checked first, which loads its indexes:
+// truncateIndexes starts from the time index's last entry below the cut,
+// which may be that one.
+func (s *segment) cutPoint(offset, size int64, stats *statCounters) (cutPos, newLEO int64, err error) {
+	if err := s.checkMaxTimestamp(stats); err != nil {
+		return 0, 0, err
+	}
+	sc := headerScanner(s.log, s.lookup(offset), size)
+	defer sc.done()
+	if sc.seek(offset) {
+		return sc.bpos, min(sc.h.BaseOffset, offset), nil
+	}
+	if sc.err != nil {
+		return 0, 0, corrupt(s.log.Name(), sc.pos, sc.err)
+	}
+	return size, offset, nil
+}
+
+// timeAnchor returns the time index's last entry for an offset below base+rel,
+// whether there is one, and the position of the batch it names, found (and
+// checked, if read from the file) through the offset index.
+func (s *segment) timeAnchor(rel uint32) (anchor timeEntry, pos int64, ok bool) {
+	if anchor, ok = s.lastTimeEntryBelow(rel); ok {
+		pos = int64(s.entry(func(x *offsetIndex) int { return x.find(anchor.rel) }).pos)
+	}
+	return anchor, pos, ok
+}
+
 // truncateIndexes drops s's index entries at or above newLEO and recomputes its
 // timestamps from the remaining batches after the last time-index entry, as Kafka
 // does. s becomes the active segment.
 func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 	rel, _ := relOffset(newLEO, s.base)
-	// The batch of the last time-index entry left, found (and checked, if
-	// read from the file) before s.mu is taken: a check reads the log.
-	anchor, anchored := s.lastTimeEntryBelow(rel)
-	anchorPos := int64(0)
-	if anchored {
-		anchorPos = int64(s.entry(func(x *offsetIndex) int { return x.find(anchor.rel) }).pos)
-	}
+	// The batch of the last time-index entry left, found before s.mu is
+	// taken: a check reads the log.
+	anchor, anchorPos, anchored := s.timeAnchor(rel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := &s.mu
