@@ -180,6 +180,13 @@ func TestFailStopOnSyncError(t *testing.T) {
 	if _, err := l.Read(0, 100, l.LogEndOffset()); err != nil {
 		t.Errorf("reads must still work: %v", err)
 	}
+	// The log wakes its waiters as it fails and calls the listener after.
+	heardCount := func() int {
+		heardMu.Lock()
+		defer heardMu.Unlock()
+		return len(heard)
+	}
+	waitFor(t, func() bool { return heardCount() > 0 }, "the failure listener")
 	heardMu.Lock()
 	if len(heard) != 1 || !errors.Is(heard[0], ErrLogFailed) || !errors.Is(l.Err(), vfs.ErrInjected) {
 		t.Errorf("failure listener heard %v (want one ErrLogFailed); Err() = %v", heard, l.Err())
