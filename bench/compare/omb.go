@@ -24,9 +24,9 @@ import (
 //
 // Before a step's rounds each system runs the step once untimed (ombWarmUp), as
 // the OpenMessaging Benchmark warms up before it measures: a step at a new rate
-// grows the broker's page cache, and the load generator's memory, into pages
-// not used before, which on a VM that hands free memory back to its host cost
-// several ms per MB on first touch (docs/benchmarks.md, session 26). Without
+// grows the broker's page cache into pages not used before, which on a VM that
+// hands free memory back to its host cost several ms per MB on first touch
+// (docs/benchmarks.md, session 26). Without
 // it that cost fell on round 1 of the system that ran first, always Strata:
 // Strata fell behind at 100,000 records/s in round 1 only, twice in two runs.
 
