@@ -76,6 +76,9 @@ type Options struct {
 	// CheckpointInterval is how often the logs' recovery checkpoint is written
 	// (storage.DefaultCheckpointInterval when 0).
 	CheckpointInterval time.Duration
+	// SyncFilesystem is storage.LogDirOptions.SyncFilesystem for the logs'
+	// directory (--log-dir-sync).
+	SyncFilesystem bool
 	// OnSync and OnRoll, when set, are every log's storage.Config hooks of
 	// the same names (the metrics of the log directory). They must not block.
 	OnSync func(took time.Duration, err error)
@@ -152,7 +155,8 @@ type Manager struct {
 
 // NewManager hosts partitions under dir.
 func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts Options) (*Manager, error) {
-	logDir, err := storage.OpenLogDir(fsys, dir, opts.CheckpointInterval)
+	logDir, err := storage.OpenLogDir(fsys, dir, storage.LogDirOptions{
+		CheckpointInterval: opts.CheckpointInterval, SyncFilesystem: opts.SyncFilesystem})
 	if err != nil {
 		return nil, err
 	}

@@ -86,14 +86,30 @@ type LogDir struct {
 	// syncsAtClose: the filesystem can syncfs, so logs closing cleanly leave
 	// their fsyncs to the one syncfs Close makes before it writes the markers.
 	syncsAtClose bool
-	stop         chan struct{}
-	done         chan struct{}
+	// fsSync, when set, makes the logs' fsyncs of their active segments
+	// syncfs calls shared across the logs (LogDirOptions.SyncFilesystem).
+	fsSync *fsSync
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// LogDirOptions configure OpenLogDir.
+type LogDirOptions struct {
+	// CheckpointInterval is how often the checkpoint writer writes the
+	// recovery checkpoint if it changed (DefaultCheckpointInterval when <= 0).
+	CheckpointInterval time.Duration
+	// SyncFilesystem makes every log's fsync of its active segment a syncfs
+	// of the filesystem holding the directory, shared by the logs that sync
+	// at the same time (fssync.go). For a directory on a filesystem of its
+	// own: a syncfs also writes every other writer's dirty pages there. The
+	// FS must implement vfs.FSSyncOpener.
+	SyncFilesystem bool
 }
 
 // OpenLogDir opens (creating it if needed) the log directory dir and starts its
-// checkpoint writer, which writes the recovery checkpoint every interval if it
-// changed (DefaultCheckpointInterval when interval <= 0).
-func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error) {
+// checkpoint writer.
+func OpenLogDir(fsys vfs.FS, dir string, opts LogDirOptions) (*LogDir, error) {
+	interval := opts.CheckpointInterval
 	if interval <= 0 {
 		interval = DefaultCheckpointInterval
 	}
@@ -144,6 +160,17 @@ func OpenLogDir(fsys vfs.FS, dir string, interval time.Duration) (*LogDir, error
 	// that a later crash left torn.
 	if err := removeDurably(fsys, dir, dirCleanShutdownName); err != nil {
 		return nil, err
+	}
+	if opts.SyncFilesystem {
+		o, ok := fsys.(vfs.FSSyncOpener)
+		if !ok {
+			return nil, fmt.Errorf("storage: log directory %s: syncing its filesystem: %w", dir, errors.ErrUnsupported)
+		}
+		h, err := o.OpenFSSync(dir)
+		if err != nil {
+			return nil, err
+		}
+		d.fsSync = newFSSync(h)
 	}
 	go d.run(interval)
 	return d, nil
@@ -315,12 +342,25 @@ func (d *LogDir) Close() error {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	if d.anyClosing() {
-		d.settleClosing(d.fsys.(vfs.FSSyncer).SyncFS(d.dir) == nil)
+		d.settleClosing(d.syncFS() == nil)
 	}
-	if err := d.checkpointLocked(); err != nil {
-		return err
+	err := d.checkpointLocked()
+	if err == nil {
+		err = writeSideFile(d.fsys, d.dir, dirCleanShutdownName, encodeDirEntries(d.cleanMarkers()))
 	}
-	return writeSideFile(d.fsys, d.dir, dirCleanShutdownName, encodeDirEntries(d.cleanMarkers()))
+	if d.fsSync != nil {
+		err = errors.Join(err, d.fsSync.h.Close())
+	}
+	return err
+}
+
+// syncFS makes everything on the directory's filesystem durable, through the
+// logs' shared syncfs when they use one (its error is theirs too).
+func (d *LogDir) syncFS() error {
+	if d.fsSync != nil {
+		return d.fsSync.sync()
+	}
+	return d.fsys.(vfs.FSSyncer).SyncFS(d.dir)
 }
 
 // markShut marks the LogDir closing and reports whether it was already.

@@ -23,7 +23,7 @@ func BenchmarkOpenLogDir(b *testing.B) {
 				dir := filepath.Join(b.TempDir(), "logs")
 				cfg := Config{}
 				open := func() (*LogDir, []*Log) {
-					d, err := OpenLogDir(vfs.Default, dir, 0)
+					d, err := OpenLogDir(vfs.Default, dir, LogDirOptions{})
 					if err != nil {
 						b.Fatal(err)
 					}

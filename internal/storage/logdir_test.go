@@ -50,7 +50,7 @@ func (c *opCounter) get(k vfs.OpKind) (int, []string) {
 
 func openLogDir(t testing.TB, fsys vfs.FS) *LogDir {
 	t.Helper()
-	d, err := OpenLogDir(fsys, testLogDir, time.Hour)
+	d, err := OpenLogDir(fsys, testLogDir, LogDirOptions{CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatalf("OpenLogDir: %v", err)
 	}
@@ -608,7 +608,7 @@ func TestOpenLogDirFirstStartSyncsNothing(t *testing.T) {
 	mem := vfs.NewMem()
 	cnt := newOpCounter()
 	cnt.on.Store(true)
-	d, err := OpenLogDir(vfs.NewErrorFS(mem, cnt), testDir, 0)
+	d, err := OpenLogDir(vfs.NewErrorFS(mem, cnt), testDir, LogDirOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,7 +631,7 @@ func TestOpenLogDirFirstStartSyncsNothing(t *testing.T) {
 
 	cnt = newOpCounter()
 	cnt.on.Store(true)
-	d, err = OpenLogDir(vfs.NewErrorFS(crashed, cnt), testDir, 0)
+	d, err = OpenLogDir(vfs.NewErrorFS(crashed, cnt), testDir, LogDirOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

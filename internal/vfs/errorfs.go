@@ -222,6 +222,35 @@ func (e *ErrorFS) SyncFS(dir string) error {
 	return s.SyncFS(dir)
 }
 
+// OpenFSSync implements FSSyncOpener when the inner FS does; each SyncFS of
+// the handle is an OpSyncFS on dir, as SyncFS(dir) is.
+func (e *ErrorFS) OpenFSSync(dir string) (FSSyncHandle, error) {
+	o, ok := e.inner.(FSSyncOpener)
+	if !ok {
+		return nil, fmt.Errorf("vfs: syncfs: %w", errors.ErrUnsupported)
+	}
+	h, err := o.OpenFSSync(dir)
+	if err != nil {
+		return nil, err
+	}
+	return errorFSSync{e: e, dir: dir, h: h}, nil
+}
+
+type errorFSSync struct {
+	e   *ErrorFS
+	dir string
+	h   FSSyncHandle
+}
+
+func (s errorFSSync) SyncFS() error {
+	if err := s.e.maybe(Op{Kind: OpSyncFS, Path: s.dir}); err != nil {
+		return err
+	}
+	return s.h.SyncFS()
+}
+
+func (s errorFSSync) Close() error { return s.h.Close() }
+
 // LinkFile implements Linker when the inner FS does; f may be one of this
 // ErrorFS's files or the inner FS's. Op.Path is f's name, Op.To the new one.
 func (e *ErrorFS) LinkFile(f File, newname string) error {

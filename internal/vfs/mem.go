@@ -455,6 +455,27 @@ func (m *MemFS) SyncFS(string) error {
 	return nil
 }
 
+var _ FSSyncOpener = (*MemFS)(nil)
+
+// OpenFSSync implements FSSyncOpener; dir must be a directory.
+func (m *MemFS) OpenFSSync(dir string) (FSSyncHandle, error) {
+	m.mu.Lock()
+	n, err := m.lookupLocked("open", dir)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if !n.dir {
+		return nil, pathErr("open", dir, syscall.ENOTDIR)
+	}
+	return memFSSync{m}, nil
+}
+
+type memFSSync struct{ m *MemFS }
+
+func (s memFSSync) SyncFS() error { return s.m.SyncFS("") }
+func (memFSSync) Close() error    { return nil }
+
 var _ Linker = (*MemFS)(nil)
 
 // LinkFile implements Linker: newname becomes a second name of f's inode.

@@ -20,3 +20,25 @@ func (osFS) SyncFS(dir string) error {
 	}
 	return d.Close()
 }
+
+var _ FSSyncOpener = osFS{}
+
+// OpenFSSync implements FSSyncOpener with a descriptor of dir held open.
+func (osFS) OpenFSSync(dir string) (FSSyncHandle, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return osFSSync{d}, nil
+}
+
+type osFSSync struct{ d *os.File }
+
+func (s osFSSync) SyncFS() error {
+	if err := unix.Syncfs(int(s.d.Fd())); err != nil {
+		return &os.PathError{Op: "syncfs", Path: s.d.Name(), Err: err}
+	}
+	return nil
+}
+
+func (s osFSSync) Close() error { return s.d.Close() }

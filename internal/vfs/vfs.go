@@ -88,6 +88,23 @@ type FSSyncer interface {
 	SyncFS(dir string) error
 }
 
+// FSSyncOpener is implemented by an FSSyncer that can hold the filesystem
+// holding dir open for repeated syncs. On Linux a handle reports every
+// write-back error on the filesystem from its opening on (the kernel's
+// per-descriptor error sequence), where a SyncFS call opens afresh and misses
+// an error another descriptor saw first.
+type FSSyncOpener interface {
+	OpenFSSync(dir string) (FSSyncHandle, error)
+}
+
+// FSSyncHandle is an open filesystem (FSSyncOpener).
+type FSSyncHandle interface {
+	// SyncFS makes everything written to the filesystem durable, as
+	// FSSyncer's SyncFS does.
+	SyncFS() error
+	Close() error
+}
+
 // Linker is implemented by an FS that can give a file a second name on the same
 // filesystem (a hard link): both names then refer to one file, so a write or
 // truncation through either changes what both read. A caller that links a file
