@@ -23,6 +23,7 @@ type fsSync struct {
 	// started > done.
 	started, done uint64
 	ended         *sync.Cond
+	waiting       int // callers waiting for a syncfs to end, for tests
 	err           error
 }
 
@@ -39,7 +40,9 @@ func (s *fsSync) sync() error {
 	want := s.started + 1 // the next syncfs to begin
 	for s.done < want && s.err == nil {
 		if s.started > s.done {
+			s.waiting++
 			s.ended.Wait()
+			s.waiting--
 			continue
 		}
 		s.started++

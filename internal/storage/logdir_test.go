@@ -50,7 +50,14 @@ func (c *opCounter) get(k vfs.OpKind) (int, []string) {
 
 func openLogDir(t testing.TB, fsys vfs.FS) *LogDir {
 	t.Helper()
-	d, err := OpenLogDir(fsys, testLogDir, LogDirOptions{CheckpointInterval: time.Hour})
+	return openLogDirWith(t, fsys, LogDirOptions{})
+}
+
+// openLogDirWith opens testLogDir with opts, checkpoints an hour apart.
+func openLogDirWith(t testing.TB, fsys vfs.FS, opts LogDirOptions) *LogDir {
+	t.Helper()
+	opts.CheckpointInterval = time.Hour
+	d, err := OpenLogDir(fsys, testLogDir, opts)
 	if err != nil {
 		t.Fatalf("OpenLogDir: %v", err)
 	}
@@ -338,9 +345,9 @@ type ackPoint struct {
 
 // logDirWorkload appends to two logs through rolls, checkpoints, deletes records
 // and shuts down cleanly, recording what was acknowledged when.
-func logDirWorkload(t *testing.T, c *cutFS) logDirHistory {
+func logDirWorkload(t *testing.T, c *cutFS, opts LogDirOptions) logDirHistory {
 	fsys := vfs.NewErrorFS(c.mem, c)
-	d := openLogDir(t, fsys)
+	d := openLogDirWith(t, fsys, opts)
 	h := logDirHistory{acked: make([][]ackPoint, 2)}
 	logs := make([]*Log, 2)
 	var all [2][][]byte
@@ -381,13 +388,19 @@ func logDirWorkload(t *testing.T, c *cutFS) logDirHistory {
 // reopens: every acknowledged batch is there, in order, and the log start is
 // never below a DeleteRecords that returned nor above one that was asked for.
 func TestLogDirPowerCutAnywhere(t *testing.T) {
+	t.Run("fsync", func(t *testing.T) { testLogDirPowerCut(t, LogDirOptions{}) })
+	// Every log's fsync a syncfs shared with the others syncing then.
+	t.Run("syncfs", func(t *testing.T) { testLogDirPowerCut(t, LogDirOptions{SyncFilesystem: true}) })
+}
+
+func testLogDirPowerCut(t *testing.T, opts LogDirOptions) {
 	full := &cutFS{mem: vfs.NewMem(), cut: -1}
-	logDirWorkload(t, full)
+	logDirWorkload(t, full, opts)
 	n := full.ops.Load()
 	step := max(1, n/300)
 	for cut := int64(0); cut < n+step; cut += step {
 		c := &cutFS{mem: vfs.NewMem(), cut: cut, seed: uint64(cut)}
-		h := logDirWorkload(t, c)
+		h := logDirWorkload(t, c, opts)
 		c.mu.Lock()
 		snap := c.snap
 		c.mu.Unlock()
