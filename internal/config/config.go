@@ -27,6 +27,19 @@ import (
 // (Kafka's class name, as operators write it).
 const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
+// The values of --log-dir-sync (Config.LogDirSync).
+const (
+	// LogDirSyncFile: each log fsyncs its own active segment.
+	LogDirSyncFile = "file"
+	// LogDirSyncFilesystem: a log's fsync of its active segment is a syncfs(2)
+	// of the filesystem holding the logs directory, shared by every log
+	// syncing at the time (storage.LogDirOptions.SyncFilesystem).
+	LogDirSyncFilesystem = "filesystem"
+	// LogDirSyncAuto: filesystem when the operator gave Strata a filesystem
+	// of its own (mounted whole at the data directory or inside it), else file.
+	LogDirSyncAuto = "auto"
+)
+
 // Config is the configuration of one Strata node.
 type Config struct {
 	NodeID              int32
@@ -192,6 +205,9 @@ type Config struct {
 	// the page cache; older durable data is dropped from it after each fsync
 	// (storage.Config.CacheTailBytes). -1 drops nothing.
 	LogCacheTailBytes int64
+	// LogDirSync is how the logs of the data directory make their appends
+	// durable: LogDirSyncFile, LogDirSyncFilesystem or LogDirSyncAuto.
+	LogDirSync string
 	// RemoteUploadInterval is how often leaders look for closed segments to upload.
 	RemoteUploadInterval time.Duration
 }
@@ -238,6 +254,7 @@ func Default() Config {
 		MetadataSnapshotMaxInterval:          time.Hour,
 		RemoteCacheSize:                      256 << 20,
 		LogCacheTailBytes:                    64 << 20, // storage.DefaultCacheTailBytes
+		LogDirSync:                           LogDirSyncAuto,
 		RemoteUploadInterval:                 time.Second,
 	}
 }
@@ -319,6 +336,7 @@ func (c *Config) options() []option {
 		{"remote-storage", "object store for topics with remote.storage.enable=true: file:///path or s3://bucket/prefix?endpoint=host:port&region=r[&insecure=true] (credentials from the standard AWS chain; empty: no tiered storage)", stringValue{&c.RemoteStorage}},
 		{"remote-cache-size", "bytes of remote-storage read blocks cached in memory", int64Value{&c.RemoteCacheSize}},
 		{"log-cache-tail-bytes", "bytes of each log's newest durable data kept in the page cache; older durable data is dropped from it after each fsync (-1: drop nothing)", int64Value{&c.LogCacheTailBytes}},
+		{"log-dir-sync", "how the logs make appends durable: file (each log fsyncs its active segment), filesystem (one syncfs(2) of the logs directory's filesystem, shared by the logs syncing at the time; Linux only) or auto (filesystem when a whole filesystem is mounted at the data directory or inside it, else file)", stringValue{&c.LogDirSync}},
 		{"remote-upload-interval", "how often partition leaders upload closed segments to remote storage", durationValue{&c.RemoteUploadInterval}},
 	}
 }
@@ -476,6 +494,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogCacheTailBytes == 0 || c.LogCacheTailBytes < -1 {
 		errs = append(errs, fmt.Errorf("log-cache-tail-bytes must be positive, or -1 to drop nothing, got %d", c.LogCacheTailBytes))
+	}
+	if !slices.Contains([]string{LogDirSyncFile, LogDirSyncFilesystem, LogDirSyncAuto}, c.LogDirSync) {
+		errs = append(errs, fmt.Errorf("log-dir-sync must be %s, %s or %s, got %q", LogDirSyncFile, LogDirSyncFilesystem, LogDirSyncAuto, c.LogDirSync))
 	}
 	if c.RemoteCacheSize < 0 {
 		errs = append(errs, fmt.Errorf("remote-cache-size must not be negative, got %d", c.RemoteCacheSize))

@@ -345,17 +345,27 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		n.remoteCache = storage.NewBlockCache(cfg.RemoteCacheSize)
 	}
 	logsDir := filepath.Join(cfg.DataDir, "logs")
+	// NewManager would create it; the mount table is looked up for it first.
+	if err := vfs.MkdirAllDurable(fsys, logsDir, 0o755); err != nil {
+		return fmt.Errorf("logs dir: %w", err)
+	}
+	logDirMode, reason, err := logDirSync(cfg.LogDirSync, fsys, cfg.DataDir, logsDir, vfs.OwnFilesystem)
+	if err != nil {
+		return err
+	}
+	logger.Info("log directory sync", "dir", logsDir, "mode", logDirMode, "reason", reason)
 	onSync, onRoll := n.metrics.LogDirHooks(logsDir)
 	n.replicas, err = replica.NewManager(fsys, logsDir, cfg.NodeID, logger.With("component", "replica"), replica.Options{
-		OnSync:        onSync,
-		OnRoll:        onRoll,
-		CacheTail:     cfg.LogCacheTailBytes,
-		Remote:        remoteStore,
-		RemoteCache:   n.remoteCache,
-		Transport:     n.metrics.ReplicaTransport(replicaTransport{n.replicaClient}),
-		ISRChanger:    n.metrics.ISRChanger(isrChanger{n}),
-		BrokerEpoch:   n.brokerEpoch.Load,
-		ReplicaLagMax: cfg.ReplicaLagTimeMax,
+		OnSync:         onSync,
+		OnRoll:         onRoll,
+		CacheTail:      cfg.LogCacheTailBytes,
+		SyncFilesystem: logDirMode == config.LogDirSyncFilesystem,
+		Remote:         remoteStore,
+		RemoteCache:    n.remoteCache,
+		Transport:      n.metrics.ReplicaTransport(replicaTransport{n.replicaClient}),
+		ISRChanger:     n.metrics.ISRChanger(isrChanger{n}),
+		BrokerEpoch:    n.brokerEpoch.Load,
+		ReplicaLagMax:  cfg.ReplicaLagTimeMax,
 		OnLeadership: func(p *replica.Partition, leader bool) {
 			n.offsetStore.LeadershipChanged(p, leader)
 			n.txnStore.LeadershipChanged(p, leader)

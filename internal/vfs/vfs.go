@@ -23,6 +23,10 @@
 // (hard links; the operating system on Linux, MemFS, and an ErrorFS over either);
 // on files, OSFile and CacheDropper (the operating system's, on Linux).
 //
+// OwnFilesystem reads the operating system's mount table (Linux) to tell whether
+// a directory is on a filesystem mounted for it alone, so that a syncfs there
+// writes nobody else's data.
+//
 // Errors follow the os package: a missing name satisfies errors.Is(err,
 // fs.ErrNotExist), ReadAt past the end returns io.EOF, and an operation on a closed
 // file satisfies errors.Is(err, fs.ErrClosed).
