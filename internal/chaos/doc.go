@@ -48,7 +48,7 @@
 //	                              does) and take it back after the heal
 //	disk-full        in-process   the node's writes fail with ENOSPC; then a power
 //	                              cycle of that node
-//	fsync-failure    in-process   the node's fsyncs fail with EIO; then a power cycle
+//	fsync-failure    in-process   the node's fsyncs and syncfs calls fail with EIO; then a power cycle
 //	power-loss       in-process   every node's disk frozen and every link cut at one
 //	                              instant, each restarted on vfs.MemFS.CrashClone
 //	                              (torn writes on)

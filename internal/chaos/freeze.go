@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,6 +133,28 @@ func (f *freezeFS) Stat(name string) (os.FileInfo, error) { return f.inner.Stat(
 func (f *freezeFS) SyncDir(dir string) error {
 	return f.change("syncdir", dir, func() error { return f.inner.SyncDir(dir) })
 }
+
+// OpenFSSync passes the inner FS's syncfs through (--log-dir-sync=filesystem);
+// each syncfs is a change the freeze stops.
+func (f *freezeFS) OpenFSSync(dir string) (vfs.FSSyncHandle, error) {
+	o, ok := f.inner.(vfs.FSSyncOpener)
+	if !ok {
+		return nil, fmt.Errorf("chaos: syncfs of %s: %w", dir, errors.ErrUnsupported)
+	}
+	h, err := o.OpenFSSync(dir)
+	if err != nil {
+		return nil, err
+	}
+	return freezeFSSync{FSSyncHandle: h, fs: f, dir: dir}, nil
+}
+
+type freezeFSSync struct {
+	vfs.FSSyncHandle
+	fs  *freezeFS
+	dir string
+}
+
+func (s freezeFSSync) SyncFS() error { return s.fs.change("syncfs", s.dir, s.FSSyncHandle.SyncFS) }
 
 // freezeFile passes reads through and subjects changes to the freeze.
 type freezeFile struct {

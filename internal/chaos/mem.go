@@ -76,6 +76,12 @@ func startMemCluster(t *testing.T, n int, topic string, seed uint64, sec *securi
 		cfg.OffsetsTopicPartition = 4
 		cfg.TransactionStatePartitions = 4
 		cfg.ShareStatePartitions = 4
+		if i == 1 {
+			// Node 2 makes its logs durable with the shared syncfs, the others
+			// with each log's fsync: every in-process run puts both under its
+			// power cuts and failed syncs.
+			cfg.LogDirSync = config.LogDirSyncFilesystem
+		}
 		if sec != nil {
 			sec.configure(&cfg)
 		}
@@ -150,7 +156,7 @@ func (c *memCluster) startAll(nodes []*memNode) error {
 func (nd *memNode) start() error {
 	nd.full = vfs.NewDiskFull(0)
 	nd.full.Disable()
-	nd.syncs = vfs.FailOn(vfs.OpSync | vfs.OpSyncDir).WithError(syscall.EIO)
+	nd.syncs = vfs.FailOn(vfs.OpSync | vfs.OpSyncDir | vfs.OpSyncFS).WithError(syscall.EIO)
 	nd.syncs.Disable()
 	// Disk faults hit the partition logs' disk (Kafka's log.dirs); the
 	// controller's Raft store is on its own (metadata.log.dir), which only the

@@ -21,7 +21,7 @@ func newDisk() *disk {
 	return &disk{
 		fsync: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "log_dir_fsync_seconds",
-			Help:    "Fsyncs of segment files in the log directory (group commit, roll, close) and how long each took.",
+			Help:    "Fsyncs of segment files in the log directory (group commit, roll, close) and how long each took; with --log-dir-sync=filesystem, each log's wait for a shared syncfs that covered it.",
 			Buckets: diskBuckets,
 		}, []string{"dir"}),
 		roll: prometheus.NewHistogramVec(prometheus.HistogramOpts{
