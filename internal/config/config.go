@@ -37,6 +37,8 @@ const (
 	LogDirSyncFilesystem = "filesystem"
 	// LogDirSyncAuto: filesystem when the operator gave Strata a filesystem
 	// of its own (mounted whole at the data directory or inside it), else file.
+	// Not the default: a syncfs makes a small log's sync wait for every
+	// other log's writes (docs/storage.md).
 	LogDirSyncAuto = "auto"
 )
 
@@ -254,7 +256,7 @@ func Default() Config {
 		MetadataSnapshotMaxInterval:          time.Hour,
 		RemoteCacheSize:                      256 << 20,
 		LogCacheTailBytes:                    64 << 20, // storage.DefaultCacheTailBytes
-		LogDirSync:                           LogDirSyncAuto,
+		LogDirSync:                           LogDirSyncFile,
 		RemoteUploadInterval:                 time.Second,
 	}
 }

@@ -11,7 +11,7 @@ func TestLogDirSync(t *testing.T) {
 		env  string // STRATA_LOG_DIR_SYNC
 		want string
 	}{
-		{want: LogDirSyncAuto},
+		{want: LogDirSyncFile},
 		{args: []string{"--log-dir-sync=file"}, want: LogDirSyncFile},
 		{args: []string{"--log-dir-sync=filesystem"}, want: LogDirSyncFilesystem},
 		{args: []string{"--log-dir-sync=auto"}, env: "file", want: LogDirSyncAuto},
