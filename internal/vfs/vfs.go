@@ -19,8 +19,9 @@
 //   - NewErrorFS: wraps any FS and fails the operations an Injector picks (Rule for
 //     the Nth write, a sync, reads on a path glob; DiskFull for ENOSPC).
 //
-// Optional capabilities, found by type assertion: FSSyncer (syncfs) and Linker
-// (hard links; the operating system on Linux, MemFS, and an ErrorFS over either);
+// Optional capabilities, found by type assertion: FSSyncer (syncfs), FSSyncOpener
+// (syncfs through a handle held open) and Linker (hard links; each of them the
+// operating system's on Linux, MemFS's, and an ErrorFS's over either);
 // on files, OSFile and CacheDropper (the operating system's, on Linux).
 //
 // OwnFilesystem reads the operating system's mount table (Linux) to tell whether
