@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strata-stream/strata/internal/storage"
 )
 
@@ -162,17 +164,7 @@ func TestFindingDeposedLeaderRejoinsISR(t *testing.T) {
 func TestFindingFailedLeaderLogResigns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMemCluster(t, 3, 2)
-		acked, err := c.produce(1, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.mu.Lock()
-		c.nodes[1].fsync.Enable()
-		c.mu.Unlock()
-		start := time.Now()
-		if _, err := c.produce(1, 1); err == nil {
-			t.Fatal("a write acknowledged by a leader whose fsync failed")
-		}
+		acked, start := failLeaderLog(t, c, nil)
 		synctest.Wait()
 		ip := c.partition()
 		if ip.Leader == 1 || ip.LeaderEpoch != 1 {
@@ -188,6 +180,63 @@ func TestFindingFailedLeaderLogResigns(t *testing.T) {
 		if len(more) > 0 && more[0] <= acked[len(acked)-1] {
 			t.Fatalf("the new leader reused offset %d", more[0])
 		}
+	})
+}
+
+// failLeaderLog has leader 1 acknowledge five records, then fails its fsyncs
+// (calling also, if not nil, under c.mu) and checks that its next produce is
+// not acknowledged; it returns the acknowledged offsets and when the fsyncs
+// began to fail.
+func failLeaderLog(t *testing.T, c *memCluster, also func()) ([]int64, time.Time) {
+	t.Helper()
+	acked, err := c.produce(1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	if also != nil {
+		also()
+	}
+	c.nodes[1].fsync.Enable()
+	c.mu.Unlock()
+	start := time.Now()
+	if _, err := c.produce(1, 1); err == nil {
+		t.Fatal("a write acknowledged by a leader whose fsync failed")
+	}
+	return acked, start
+}
+
+// TestFailedLeaderRetriesResignSoon: a failed log's leader whose resignation
+// met no controller able to apply it (NOT_CONTROLLER while the controller
+// quorum changes leader) proposes it again within a few seconds, not at the ISR
+// maintenance's next tick (half the replica lag limit, 15 s by default). The
+// chaos suite's TestFailedLeaderLogResigns met this: the one proposal was
+// refused during a controller election and the leader kept answering
+// KAFKA_STORAGE_ERROR.
+func TestFailedLeaderRetriesResignSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 3, 2)
+		_, start := failLeaderLog(t, c, func() { c.isrErr = kerr.NotController })
+		synctest.Wait()
+		c.mu.Lock()
+		refusals := c.isrRefusals
+		c.isrErr = nil
+		c.mu.Unlock()
+		if refusals == 0 {
+			t.Fatal("the failed leader proposed no resignation")
+		}
+		if ip := c.partition(); ip.Leader != 1 {
+			t.Fatalf("leadership moved to %d while no controller could apply it", ip.Leader)
+		}
+		deadline := start.Add(c.lagMax / 4)
+		for time.Now().Before(deadline) && c.partition().Leader == 1 {
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
+		}
+		if ip := c.partition(); ip.Leader == 1 {
+			t.Fatalf("leadership still on the failed log's broker %v after its refused resignation (the maintenance tick is %v)", time.Since(start), c.lagMax/2)
+		}
+		t.Logf("leadership moved %v after the failure, %d proposals refused meanwhile", time.Since(start), refusals)
 	})
 }
 

@@ -46,6 +46,10 @@ type memCluster struct {
 	// closed (proposals in flight); held counts those that arrived.
 	hold chan struct{}
 	held int
+	// isrErr, while not nil, is every AlterPartition's answer: the request
+	// reached no controller that could apply it (isrRefusals counts them).
+	isrErr      error
+	isrRefusals int
 	// isrRequests counts the AlterPartition requests the controller answered.
 	isrRequests int
 	// isrChanges holds every ISR change the controller was sent.
@@ -293,6 +297,10 @@ func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) 
 	defer c.mu.Unlock()
 	if c.cut[mc.from] {
 		return nil, errors.New("memcluster: controller unreachable")
+	}
+	if c.isrErr != nil {
+		c.isrRefusals++
+		return nil, c.isrErr
 	}
 	c.isrRequests++
 	c.isrChanges = append(c.isrChanges, changes...)

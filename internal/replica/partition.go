@@ -149,6 +149,10 @@ type Partition struct {
 		// also every follower's progress.
 		set        *tracker
 		isrPending bool // an AlterPartition is in flight
+		// resignRetry is the pending retry of a failed log's resignation
+		// (scheduleResign), resignBackoff the wait before it.
+		resignRetry   *time.Timer
+		resignBackoff time.Duration
 	}
 
 	// isrProposer sends an ISR change to the controller, and isrEligible
@@ -436,6 +440,7 @@ func (p *Partition) setConfig(cfg *metadata.TopicConfig) { p.config.Store(cfg) }
 // close stops serving the partition; waiters are woken and find it closed.
 func (p *Partition) close() error {
 	p.closed.Store(true)
+	p.stopResignRetry()
 	p.fire()
 	p.fireAppend()
 	p.snapshotOnClose()

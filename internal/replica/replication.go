@@ -70,6 +70,7 @@ func (p *Partition) takeLeadership(ip *metadata.Partition, start int64, now time
 	p.mu.epochStart = start
 	p.mu.set = newTracker(p.localID, ip.PartitionEpoch, ip.Replicas, ip.ISR, true, now)
 	p.mu.isrPending = false
+	p.mu.resignBackoff = 0
 	p.publishLocked()
 	p.maybeAdvanceHighWatermarkLocked()
 }
@@ -256,8 +257,8 @@ func (p *Partition) retryExpansion() {
 // log has failed (fail-stop until the broker restarts): it proposes the ISR
 // without itself, and the controller elects the next in-sync replica. As the
 // only in-sync replica it stays, answering KAFKA_STORAGE_ERROR: no other copy
-// holds every acknowledged record. A refused proposal is retried by the ISR
-// maintenance.
+// holds every acknowledged record. A proposal that did not move leadership is
+// proposed again soon (scheduleResign), and by the ISR maintenance.
 func (p *Partition) resignIfFailed() {
 	if !p.IsLeader() || p.log.Err() == nil {
 		return
@@ -308,6 +309,53 @@ type isrChange struct {
 func (p *Partition) isrChangeDone(c isrChange, ip *metadata.Partition, refused bool, now time.Time) {
 	if p.applyISRChange(c, ip, refused, now) {
 		p.fire()
+	}
+	if ip == nil || ip.Leader == p.localID {
+		p.scheduleResign()
+	}
+}
+
+// Bounds of the wait before a failed log's leader proposes its resignation
+// again, doubling from the first to the second while proposals go unapplied.
+// Without it the next try waited for the ISR maintenance, half the replica lag
+// limit (15 s by default): a resignation refused with NOT_CONTROLLER while the
+// controller quorum elected a leader kept the partition on the failed log, each
+// produce answered KAFKA_STORAGE_ERROR, that long.
+const (
+	resignRetryFirst = 100 * time.Millisecond
+	resignRetryMax   = 2 * time.Second
+)
+
+// scheduleResign arranges one retry of resignIfFailed after the backoff, if this
+// broker still leads on a failed log once an ISR change is over: the change
+// was the resignation and the controller did not apply it, or another change
+// was in flight when the log failed and the resignation could not be proposed.
+func (p *Partition) scheduleResign() {
+	if !p.IsLeader() || p.log.Err() == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.resignRetry != nil || !p.mu.leader {
+		return
+	}
+	p.mu.resignBackoff = min(max(2*p.mu.resignBackoff, resignRetryFirst), resignRetryMax)
+	p.mu.resignRetry = time.AfterFunc(p.mu.resignBackoff, func() {
+		p.mu.Lock()
+		p.mu.resignRetry = nil
+		p.mu.Unlock()
+		p.resignIfFailed()
+	})
+}
+
+// stopResignRetry cancels a pending retry of the resignation (the partition
+// closes).
+func (p *Partition) stopResignRetry() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.resignRetry != nil {
+		p.mu.resignRetry.Stop()
+		p.mu.resignRetry = nil
 	}
 }
 
