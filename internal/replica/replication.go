@@ -336,7 +336,7 @@ func (p *Partition) scheduleResign() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.resignRetry != nil || !p.mu.leader {
+	if p.mu.resignRetry != nil || !p.mu.leader || p.closed.Load() { // close sets closed, then stops a retry under mu
 		return
 	}
 	p.mu.resignBackoff = min(max(2*p.mu.resignBackoff, resignRetryFirst), resignRetryMax)
