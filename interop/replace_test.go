@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,22 @@ func TestKafkaToolsReplaceDeadBroker(t *testing.T) {
 	const written = 300
 	produceNumbered(t, c, "lost", written)
 	dead.Kill()
+	// As an operator would, replace the broker once the cluster has fenced it:
+	// while Metadata still names it, the tool's describeReplicaLogDirs call is
+	// bound to it and waits out the AdminClient's timeout (against Kafka too,
+	// for its session timeout).
+	testcluster.Eventually(t, 30*time.Second, "broker 4 out of Metadata (fenced)", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		brokers, err := c.Admin().ListBrokers(ctx)
+		if err != nil {
+			return err
+		}
+		if ids := brokers.NodeIDs(); slices.Contains(ids, 4) {
+			return fmt.Errorf("Metadata names brokers %v", ids)
+		}
+		return nil
+	})
 	c.AddBroker()
 	bs := []string{"--bootstrap-server", strings.Join(c.Bootstrap()[:3], ",")}
 
