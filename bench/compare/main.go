@@ -76,6 +76,7 @@ type options struct {
 	e2eRates           []int
 	txnRecords         []int          // records per transaction of the transactional rows
 	txnProducers       []int          // producer counts of the transactional rows (transactions.go)
+	txnPartitions      int32          // partitions of the transactional rows' topics
 	txnOnly            bool           // only the transactional rows and their plain produce rows
 	only               *regexp.Regexp // when set, only the rows whose name it matches
 	preEncoded         bool           // add the 100 B rows of the pre-encoded producer (preencoded.go)
@@ -102,6 +103,7 @@ func main() {
 	e2eRates := flag.String("e2e-rates", "1000", "records/s of the e2e workloads, comma-separated (one row each)")
 	txnRecords := flag.String("txn-records", "100,1000", "records per transaction of the transactional produce rows, comma-separated (one row each; \"\": none)")
 	txnProducers := flag.String("txn-producers", "1", "producer counts of the transactional rows, comma-separated: each count runs every -txn-records row with that many transactional producers at once (own transactional ids, one partition) and, above 1, the plain 1 KiB acks=all row with as many")
+	txnPartitions := flag.Int("txn-partitions", 1, "partitions of the transactional rows' topics (default 1): above 1, each producer spreads its transactions over them, and the plain rows they are set against run over as many")
 	only := flag.String("only", "", "run only the rows whose name matches this regular expression (e.g. 'e2e', '^produce 1 KiB'); the extras (ProducerPerformance, start-up, memory) run as set by their own flags")
 	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce rows they are set against")
 	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add 100 B produce rows whose load generator writes one pre-encoded ~1 MB batch again and again (one node only): at 100 B franz-go on one core, not the broker, bounds the rate")
@@ -127,6 +129,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(2)
 	}
+	if *txnPartitions < 1 || *txnPartitions > maxTxnPartitions {
+		fmt.Fprintf(os.Stderr, "compare: -txn-partitions %d: want 1 to %d\n", *txnPartitions, maxTxnPartitions)
+		os.Exit(2)
+	}
+	o.txnPartitions = int32(*txnPartitions)
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
 	}
@@ -178,11 +185,11 @@ func allWorkloads(o options) []workload {
 		{name: "produce 100 B, acks=1", slug: "p100-a1", mode: "produce", size: 100, acks: bench.AcksLeader, target: 1.5},
 		{name: "produce 100 B, acks=all", slug: "p100-aall", mode: "produce", size: 100, acks: bench.AcksAll, target: 1.5},
 		{name: "produce 1 KiB, acks=1", slug: "p1k-a1", mode: "produce", size: 1024, acks: bench.AcksLeader, target: 1.5},
-		plainRow(1),
+		plainRow(1, 1),
 		{name: "consume 1 KiB", slug: "c1k", mode: "consume", size: 1024, acks: bench.AcksAll, target: 1.5},
 	}
 	if o.txnOnly {
-		return txnOnlyWorkloads(wls, o.txnRecords, o.txnProducers)
+		return txnOnlyWorkloads(wls, o.txnRecords, o.txnProducers, o.txnPartitions)
 	}
 	if o.preEncoded {
 		wls = append(wls,
@@ -196,7 +203,7 @@ func allWorkloads(o options) []workload {
 			workload{name: "consume 1 KiB " + codec, slug: "c1k-" + codec, mode: "consume", size: 1024,
 				acks: bench.AcksAll, compression: codec, target: 1.5})
 	}
-	wls = append(wls, txnWorkloads(o.txnRecords, o.txnProducers)...)
+	wls = append(wls, txnWorkloads(o.txnRecords, o.txnProducers, o.txnPartitions)...)
 	for _, rate := range o.e2eRates {
 		wls = append(wls, workload{name: fmt.Sprintf("e2e 1 KiB at %d/s, acks=all, linger 0", rate), slug: fmt.Sprintf("e2e-%d", rate),
 			mode: "e2e", size: 1024, acks: bench.AcksAll, rate: rate, lowerIsBetter: true, target: 0.5})
@@ -539,7 +546,7 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 	ctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
 	defer cancel()
 	if wl.mode != "consume" {
-		if err := prime(ctx, seeds, c.Topic, c.ReplicationFactor, opts...); err != nil {
+		if err := primePartitions(ctx, seeds, c.Topic, c.Partitions, c.ReplicationFactor, opts...); err != nil {
 			return bench.Result{}, err
 		}
 	}
@@ -559,7 +566,7 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 func workloadConfig(o options, wl workload, round int, seeds []string, opts ...kgo.Opt) bench.Config {
 	c := bench.Config{
 		Brokers: seeds, Topic: fmt.Sprintf("%s-r%d", wl.slug, round),
-		Partitions: 1, ReplicationFactor: int16(o.nodes),
+		Partitions: max(1, wl.partitions), ReplicationFactor: int16(o.nodes),
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
 		Acks: wl.acks, Compression: wl.codec(), Producers: max(1, wl.producers), Consumers: 1, TransactionRecords: wl.txnRecords,
 		Linger:     bench.DefaultLinger,

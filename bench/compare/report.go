@@ -22,6 +22,7 @@ type workload struct {
 	rate        int // records/s; 0 = unthrottled
 	txnRecords  int // records per transaction (transactions.go); 0 = none
 	producers   int // producer clients (produce rows); 0 = 1
+	partitions  int32 // of the row's topic; 0 = 1
 	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
 	lowerIsBetter bool
 	// target is the Strata/Kafka ratio the issue asks for: at least it for a

@@ -16,6 +16,11 @@ package main
 // count above 1 the plain acks=all row runs with as many producers, so that
 // each system's own ratio sets equal concurrency against equal concurrency.
 // The single-producer rows keep their names, so earlier figures compare.
+//
+// -txn-partitions spreads the rows over a topic of that many partitions: each
+// producer's transactions then span them (franz-go's default partitioner
+// moves on every 64 KiB), as a stream thread's output does, and the plain
+// rows they are set against run over as many.
 
 import (
 	"fmt"
@@ -28,36 +33,50 @@ import (
 // throughput is set against.
 const plainProduceRow = "produce 1 KiB, acks=all"
 
-// producersSuffix names a row's producer count: nothing for one.
-func producersSuffix(n int) string {
-	if n <= 1 {
-		return ""
+// producersSuffix names a row's producer and partition counts: nothing for
+// one of each.
+func producersSuffix(n int, partitions int32) string {
+	s := ""
+	if n > 1 {
+		s = fmt.Sprintf(", %d producers", n)
 	}
-	return fmt.Sprintf(", %d producers", n)
+	if partitions > 1 {
+		s += fmt.Sprintf(", %d partitions", partitions)
+	}
+	return s
 }
 
-// plainRow is the plain acks=all produce row with n producers; only the
-// single-producer row, a base row, carries the target.
-func plainRow(n int) workload {
-	wl := workload{name: plainProduceRow + producersSuffix(n), slug: "p1k-aall" + slugSuffix(n), mode: "produce",
-		size: 1024, acks: bench.AcksAll, producers: n}
-	if n <= 1 {
+// plainRow is the plain acks=all produce row with n producers over a topic
+// of partitions; only the single-producer, single-partition row, a base row,
+// carries the target.
+func plainRow(n int, partitions int32) workload {
+	wl := workload{name: plainProduceRow + producersSuffix(n, partitions), slug: "p1k-aall" + slugSuffix(n, partitions), mode: "produce",
+		size: 1024, acks: bench.AcksAll, producers: n, partitions: partitions}
+	if n <= 1 && partitions <= 1 {
 		wl.target = 1.5
 	}
 	return wl
 }
 
 // slugSuffix is producersSuffix in a topic name.
-func slugSuffix(n int) string {
-	if n <= 1 {
-		return ""
+func slugSuffix(n int, partitions int32) string {
+	s := ""
+	if n > 1 {
+		s = fmt.Sprintf("-p%d", n)
 	}
-	return fmt.Sprintf("-p%d", n)
+	if partitions > 1 {
+		s += fmt.Sprintf("-n%d", partitions)
+	}
+	return s
 }
 
 // maxTxnProducers bounds -txn-producers: every producer is a client of its
 // own in this one load generator.
 const maxTxnProducers = 64
+
+// maxTxnPartitions bounds -txn-partitions: a transaction of 1,000 records
+// over more partitions than that holds a record or none in each.
+const maxTxnPartitions = 1000
 
 // parseTxnFlags reads -txn-records ("": no transactional rows) and
 // -txn-producers.
@@ -83,18 +102,20 @@ func parseTxnFlags(records, producers string) (sizes, counts []int, err error) {
 	return sizes, counts, nil
 }
 
-// txnWorkloads are the transactional produce rows: per producer count, the
-// plain acks=all row with that many producers (for counts above 1; the
-// single-producer one is a base row) and one row per transaction size.
-func txnWorkloads(sizes, producers []int) []workload {
+// txnWorkloads are the transactional produce rows over topics of partitions:
+// per producer count, the plain acks=all row with that many producers and
+// partitions (except for one of each: that one is a base row) and one row
+// per transaction size.
+func txnWorkloads(sizes, producers []int, partitions int32) []workload {
 	var wls []workload
 	for _, p := range producers {
-		if p > 1 && len(sizes) > 0 {
-			wls = append(wls, plainRow(p))
+		if (p > 1 || partitions > 1) && len(sizes) > 0 {
+			wls = append(wls, plainRow(p, partitions))
 		}
 		for _, n := range sizes {
-			wls = append(wls, workload{name: fmt.Sprintf("produce 1 KiB in %d-record transactions, acks=all", n) + producersSuffix(p),
-				slug: fmt.Sprintf("txn%d", n) + slugSuffix(p), mode: "produce", size: 1024, acks: bench.AcksAll, txnRecords: n, producers: p})
+			wls = append(wls, workload{name: fmt.Sprintf("produce 1 KiB in %d-record transactions, acks=all", n) + producersSuffix(p, partitions),
+				slug: fmt.Sprintf("txn%d", n) + slugSuffix(p, partitions), mode: "produce", size: 1024, acks: bench.AcksAll,
+				txnRecords: n, producers: p, partitions: partitions})
 		}
 	}
 	return wls
@@ -102,14 +123,14 @@ func txnWorkloads(sizes, producers []int) []workload {
 
 // txnOnlyWorkloads are the rows of a -txn-only run: the plain produce row of
 // base and the transactional rows.
-func txnOnlyWorkloads(base []workload, sizes, producers []int) []workload {
+func txnOnlyWorkloads(base []workload, sizes, producers []int, partitions int32) []workload {
 	var wls []workload
 	for _, wl := range base {
 		if wl.name == plainProduceRow {
 			wls = append(wls, wl)
 		}
 	}
-	return append(wls, txnWorkloads(sizes, producers)...)
+	return append(wls, txnWorkloads(sizes, producers, partitions)...)
 }
 
 // writeTxnTable prints, per transactional row, the medians over rounds of the
@@ -136,7 +157,7 @@ func (p *pairing) writeTxnTable(w io.Writer) {
 			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 		}
 		rows++
-		plain := plainRow(wl.producers).name
+		plain := plainRow(wl.producers, wl.partitions).name
 		s50, k50 := median(by["strata"].p50), median(by["kafka"].p50)
 		s99, k99 := median(by["strata"].p99), median(by["kafka"].p99)
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wl.name,

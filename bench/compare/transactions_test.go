@@ -76,8 +76,49 @@ func TestTxnWorkloads(t *testing.T) {
 			plain++
 		}
 	}
-	if plain != 1 || len(txnWorkloads(nil, []int{1, 8})) != 0 {
-		t.Fatalf("plain rows %d in the base rows; rows without transaction sizes %v", plain, txnWorkloads(nil, []int{1, 8}))
+	if plain != 1 || len(txnWorkloads(nil, []int{1, 8}, 1)) != 0 {
+		t.Fatalf("plain rows %d in the base rows; rows without transaction sizes %v", plain, txnWorkloads(nil, []int{1, 8}, 1))
+	}
+}
+
+// TestTxnWorkloadsOverPartitions: with -txn-partitions every transactional
+// row and the plain row it is set against run over that many partitions, the
+// base plain row still over one, and the table pairs each with its own.
+func TestTxnWorkloadsOverPartitions(t *testing.T) {
+	only := workloads(options{txnOnly: true, txnRecords: []int{1000}, txnProducers: []int{1, 4}, txnPartitions: 4})
+	want := []struct {
+		name                  string
+		producers, partitions int
+	}{
+		{plainProduceRow, 1, 1},
+		{"produce 1 KiB, acks=all, 4 partitions", 1, 4},
+		{"produce 1 KiB in 1000-record transactions, acks=all, 4 partitions", 1, 4},
+		{"produce 1 KiB, acks=all, 4 producers, 4 partitions", 4, 4},
+		{"produce 1 KiB in 1000-record transactions, acks=all, 4 producers, 4 partitions", 4, 4},
+	}
+	if len(only) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(only), len(want), only)
+	}
+	slugs := map[string]bool{}
+	for i, w := range want {
+		c := workloadConfig(options{nodes: 1}, only[i], 1, []string{"127.0.0.1:1"})
+		if only[i].name != w.name || c.Producers != w.producers || int(c.Partitions) != w.partitions || slugs[only[i].slug] {
+			t.Errorf("row %d: %q, %d producers on %d partitions, slug %q; want %q, %d on %d", i, only[i].name, c.Producers, c.Partitions, only[i].slug, w.name, w.producers, w.partitions)
+		}
+		slugs[only[i].slug] = true
+	}
+	p := &pairing{Name: "defaults", Workloads: only}
+	for _, s := range []sample{
+		{Workload: only[0].name, System: "strata", Value: 900},
+		{Workload: only[1].name, System: "strata", Value: 600},
+		{Workload: only[2].name, System: "strata", Value: 480, Result: bench.Result{CommitLatency: &bench.Latency{P50: 2, P99: 4}}},
+	} {
+		p.add(s)
+	}
+	var out bytes.Buffer
+	p.writeTxnTable(&out)
+	if !strings.Contains(out.String(), "| produce 1 KiB in 1000-record transactions, acks=all, 4 partitions | 2 | 0 | - | 4 | 0 | - | 0.80 | - |") {
+		t.Fatalf("the 4-partition row is not set against its own plain row:\n%s", out.String())
 	}
 }
 
@@ -85,7 +126,7 @@ func TestTxnWorkloads(t *testing.T) {
 // of p50 and p99) and each system's throughput over its own plain produce
 // with as many producers.
 func TestTxnTable(t *testing.T) {
-	wls := append([]workload{plainRow(1)}, txnWorkloads([]int{100}, []int{1, 4})...)
+	wls := append([]workload{plainRow(1, 1)}, txnWorkloads([]int{100}, []int{1, 4}, 1)...)
 	if len(wls) != 4 || wls[1].txnRecords != 100 || wls[1].acks != bench.AcksAll || wls[3].producers != 4 {
 		t.Fatalf("workloads %+v", wls)
 	}

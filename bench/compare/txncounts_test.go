@@ -95,8 +95,8 @@ func TestTxnCounts(t *testing.T) {
 	}
 
 	// The table: medians over Strata's rounds, per transactional row.
-	wls := txnWorkloads([]int{1000}, []int{4})
-	p := &pairing{Workloads: append([]workload{plainRow(1)}, wls...)}
+	wls := txnWorkloads([]int{1000}, []int{4}, 1)
+	p := &pairing{Workloads: append([]workload{plainRow(1, 1)}, wls...)}
 	for i, data := range []float64{0.4, 0.6, 0.5} {
 		c := *got
 		c.DataFsyncs, c.StatePartitions = data, 2+i%2

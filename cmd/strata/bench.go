@@ -63,6 +63,7 @@ type benchFlags struct {
 	producers   int
 	consumers   int
 	linger      time.Duration
+	batchBytes  int32
 	txnRecords  int
 	fanout      int
 	fanoutRaw   bool
@@ -132,6 +133,7 @@ func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 		defaultLinger = 0 // else the linger is most of the latency measured
 	}
 	fl.DurationVar(&f.linger, "linger", defaultLinger, "how long a producer waits to fill a batch (0: send at once)")
+	fl.Int32Var(&f.batchBytes, "batch-max-bytes", 0, "largest record batch a producer builds, as Kafka's batch.size (0: the client's default, about 1 MB)")
 	if mode == "produce" {
 		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, with its own transactional id, committing every N records (0: no transactions)")
 		fl.IntVar(&f.fanout, "fanout", 0, "readers that each read every record while it is produced, as that many consumer groups would")
@@ -169,6 +171,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 	cfg.RecordSize, cfg.Count, cfg.Duration, cfg.Rate = f.recordSize, f.count, f.duration, f.rate
 	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, f.producers, f.consumers, f.linger
 	cfg.TransactionRecords, cfg.Fanout, cfg.FanoutRaw = f.txnRecords, f.fanout, f.fanoutRaw
+	cfg.BatchMaxBytes = f.batchBytes
 	cfg.Group, cfg.ShareAck, cfg.DeadLetterTopic = f.group, f.shareAck, f.deadLetters
 	cfg.Connectors = f.connectors
 	for _, kv := range f.configs {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,6 +55,9 @@ func TestValidate(t *testing.T) {
 		{name: "e2e tiny records", mode: "e2e", change: func(c *Config) { c.RecordSize = 4 }, bad: "timestamp"},
 		{name: "e2e acks 0", mode: "e2e", change: func(c *Config) { c.Acks = AcksNone }, bad: "acks 1 or all"},
 		{name: "negative linger", mode: "produce", change: func(c *Config) { c.Linger = -time.Millisecond }, bad: "linger"},
+		{name: "small batches", mode: "produce", change: func(c *Config) { c.BatchMaxBytes = 16 << 10 }},
+		{name: "negative batch bound", mode: "produce", change: func(c *Config) { c.BatchMaxBytes = -1 }, bad: "batch max bytes"},
+		{name: "tiny batch bound", mode: "produce", change: func(c *Config) { c.BatchMaxBytes = 100 }, bad: "batch max bytes"},
 		{name: "negative drain", mode: "e2e", change: func(c *Config) { c.DrainTimeout = -time.Second }, bad: "drain"},
 		{name: "transactions", mode: "produce", change: func(c *Config) { c.TransactionRecords = 100 }},
 		{name: "fan-out", mode: "produce", change: func(c *Config) { c.Fanout = 5 }},
@@ -241,6 +245,42 @@ func TestProduceThenConsume(t *testing.T) {
 			t.Fatalf("consume after acks=%s: %+v", acks, got)
 		}
 		checkOrdered(t, got.Latency)
+	}
+}
+
+// batchSizes records the size of every batch a producer had written.
+type batchSizes struct {
+	mu      sync.Mutex
+	largest int
+	count   int
+}
+
+func (b *batchSizes) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.largest = max(b.largest, m.UncompressedBytes)
+	b.count++
+}
+
+// TestProduceBatchMaxBytes: BatchMaxBytes bounds every batch the producers
+// send, so a run's records go out in many small batches instead of a few.
+func TestProduceBatchMaxBytes(t *testing.T) {
+	brokers := fakeCluster(t)
+	ctx := testCtx(t)
+	c := runConfig(brokers, "small-batches")
+	c.Count, c.Producers, c.Partitions, c.Linger = 400, 1, 1, time.Second // batches leave when full
+	c.BatchMaxBytes = 2048
+	sizes := &batchSizes{}
+	c.ClientOpts = []kgo.Opt{kgo.WithHooks(sizes)}
+	res, err := Produce(ctx, c)
+	if err != nil || res.Records != 400 || res.BatchMaxBytes != 2048 {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	// 400 records of 100 B are at least 40 KB: about 20 full 2 KiB batches.
+	sizes.mu.Lock()
+	defer sizes.mu.Unlock()
+	if sizes.largest > 2048 || sizes.count < 20 {
+		t.Fatalf("%d batches, the largest %d bytes: want at least 20 of at most 2048", sizes.count, sizes.largest)
 	}
 }
 

@@ -63,8 +63,13 @@ type Config struct {
 	Producers   int           // producer clients (Produce, E2E)
 	// Linger is how long a producer waits for more records before sending a
 	// batch; 0 sends at once. franz-go's default is DefaultLinger.
-	Linger    time.Duration
-	Consumers int // consumer clients (Consume, E2E)
+	Linger time.Duration
+	// BatchMaxBytes bounds a producer's record batch (Kafka's batch.size); 0
+	// keeps franz-go's default, about 1 MB. Smaller batches leave sooner, so
+	// the broker writes and syncs a transaction's first records while later
+	// ones are still being produced.
+	BatchMaxBytes int32
+	Consumers     int // consumer clients (Consume, E2E)
 	// TransactionRecords, when positive, makes every producer transactional:
 	// it commits a transaction every TransactionRecords records (Produce only).
 	TransactionRecords int
@@ -110,6 +115,9 @@ type Config struct {
 // throughput runs; latency runs want 0, or the linger is most of what they measure.
 const DefaultLinger = 10 * time.Millisecond
 
+// minBatchMaxBytes keeps a batch's overhead small beside its records.
+const minBatchMaxBytes = 1 << 10
+
 // DefaultDrainTimeout is DrainTimeout when it is zero.
 const DefaultDrainTimeout = 30 * time.Second
 
@@ -151,6 +159,8 @@ func (c *Config) Validate(mode string) error {
 		return bad("rate must not be negative, got %d", c.Rate)
 	case c.Linger < 0 || c.Linger > time.Minute:
 		return bad("linger must be within [0, 1m], got %s", c.Linger)
+	case c.BatchMaxBytes < 0 || (c.BatchMaxBytes > 0 && c.BatchMaxBytes < minBatchMaxBytes):
+		return bad("batch max bytes must be 0 (the client's default) or at least %d, got %d", minBatchMaxBytes, c.BatchMaxBytes)
 	case c.DrainTimeout < 0:
 		return bad("drain timeout must not be negative, got %s", c.DrainTimeout)
 	case c.TransactionRecords < 0:
@@ -245,6 +255,9 @@ func (c *Config) producerOpts(i int) []kgo.Opt {
 		kgo.ProducerBatchCompression(codecs[c.Compression]),
 		kgo.RecordDeliveryTimeout(c.drainTimeout()),
 		kgo.ProducerLinger(c.Linger),
+	}
+	if c.BatchMaxBytes > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(c.BatchMaxBytes))
 	}
 	if c.TransactionRecords > 0 {
 		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("strata-bench-%s-%d", c.Topic, i)))

@@ -68,7 +68,7 @@ func (c *Config) result(mode string) Result {
 	r := Result{Mode: mode, Topic: c.Topic, Partitions: c.Partitions, RecordSize: c.RecordSize}
 	if mode == "produce" || mode == "e2e" {
 		r.Acks, r.Compression, r.Producers, r.TargetRate = c.Acks, c.Compression, c.Producers, c.Rate
-		r.LingerMS = float64(c.Linger) / float64(time.Millisecond)
+		r.LingerMS, r.BatchMaxBytes = float64(c.Linger)/float64(time.Millisecond), c.BatchMaxBytes
 	}
 	if mode != "produce" {
 		r.Consumers = c.Consumers

@@ -19,6 +19,8 @@ type Result struct {
 	Consumers   int     `json:"consumers,omitempty"`
 	TargetRate  int     `json:"target_rate,omitempty"` // records/s; 0 = unthrottled
 	LingerMS    float64 `json:"linger_ms"`             // producer linger
+	// BatchMaxBytes is the producers' batch bound; 0: the client's default.
+	BatchMaxBytes int32 `json:"batch_max_bytes,omitempty"`
 
 	// Connectors are a connect run's workers.
 	Connectors int `json:"connectors,omitempty"`
@@ -101,7 +103,11 @@ func (r Result) WriteTable(w io.Writer) error {
 		if r.TargetRate > 0 {
 			rate = fmt.Sprintf("%d records/s", r.TargetRate)
 		}
-		row("producers", "%d, acks=%s, compression=%s, linger %gms, %s", r.Producers, r.Acks, r.Compression, r.LingerMS, rate)
+		batches := ""
+		if r.BatchMaxBytes > 0 {
+			batches = fmt.Sprintf(", batches <= %d B", r.BatchMaxBytes)
+		}
+		row("producers", "%d, acks=%s, compression=%s, linger %gms%s, %s", r.Producers, r.Acks, r.Compression, r.LingerMS, batches, rate)
 	}
 	if r.Consumers > 0 {
 		row("consumers", "%d", r.Consumers)
