@@ -19,9 +19,9 @@ type workload struct {
 	acks string
 	// compression is the producers' codec; "" = none.
 	compression string
-	rate        int // records/s; 0 = unthrottled
-	txnRecords  int // records per transaction (transactions.go); 0 = none
-	producers   int // producer clients (produce rows); 0 = 1
+	rate        int   // records/s; 0 = unthrottled
+	txnRecords  int   // records per transaction (transactions.go); 0 = none
+	producers   int   // producer clients (produce rows); 0 = 1
 	partitions  int32 // of the row's topic; 0 = 1
 	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
 	lowerIsBetter bool
