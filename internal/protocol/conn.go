@@ -374,25 +374,13 @@ func (c *conn) readFrameBody(br *bufio.Reader, size int32) (frame []byte, pooled
 	// The key is the first two bytes; a frame this size has them.
 	head, err := br.Peek(2)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = fmt.Errorf("%w: got %d of %d bytes", ErrTruncatedFrame, len(head), size)
-		}
-		return nil, nil, err
+		return nil, nil, truncatedFrame(err, len(head), int(size))
 	}
 	if key := int(binary.BigEndian.Uint16(head)); key >= len(c.srv.reuseFrame) || !c.srv.reuseFrame[key] {
 		frame, err = readFrameBody(br, size)
 		return frame, nil, err
 	}
-	pooled = getFrame(int(size))
-	frame = (*pooled)[:size:size] // no slice of it reaches the stale bytes past size
-	if n, err := io.ReadFull(br, frame); err != nil {
-		putFrame(pooled)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, nil, fmt.Errorf("%w: got %d of %d bytes", ErrTruncatedFrame, n, size)
-		}
-		return nil, nil, err
-	}
-	return frame, pooled, nil
+	return readPooledFrame(br, int(size))
 }
 
 // recycleFrame returns a finished request's pooled frame buffer, once.

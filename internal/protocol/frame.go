@@ -12,8 +12,10 @@ import (
 )
 
 // eagerFrameBytes is the largest frame whose buffer is allocated in full as soon
-// as its size is known. Larger frames grow their buffer as bytes arrive, so a
-// client cannot make the broker allocate MaxRequestBytes by sending four bytes.
+// as its size is known. Larger frames grow their buffer as bytes arrive (a
+// pooled one allocates its class's buffer after this many: readPooledFrame),
+// so a client cannot make the broker allocate MaxRequestBytes by sending four
+// bytes.
 const eagerFrameBytes = 1 << 20
 
 // readFrame reads one request frame from r and returns the bytes after the size
@@ -88,13 +90,19 @@ func readFrameBody(r io.Reader, size int32) ([]byte, error) {
 		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%w: got %d of %d bytes", ErrTruncatedFrame, len(buf), size)
-			}
-			return nil, err
+			return nil, truncatedFrame(err, len(buf), int(size))
 		}
 	}
 	return buf, nil
+}
+
+// truncatedFrame is the error of a frame body read that failed after got of
+// its size bytes: ErrTruncatedFrame when the connection ended.
+func truncatedFrame(err error, got, size int) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: got %d of %d bytes", ErrTruncatedFrame, got, size)
+	}
+	return err
 }
 
 // decodeRequest decodes a frame (without its size prefix) against the registry.

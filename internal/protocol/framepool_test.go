@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"sync"
 	"testing"
 
@@ -30,6 +32,69 @@ func TestFrameClass(t *testing.T) {
 			t.Errorf("class %d buffers (%d bytes) cannot hold %d", tt.class, minPooledFrame<<tt.class, tt.size)
 		}
 	}
+}
+
+// TestReadPooledFrame: frames of every pooled size, the large ones too, come
+// back whole in a buffer of their class, and one cut short is a truncated
+// frame; a large frame allocates nothing past eagerFrameBytes before that
+// many bytes arrived, and nothing at all once its class has a free buffer.
+func TestReadPooledFrame(t *testing.T) {
+	for _, size := range []int{minPooledFrame, eagerFrameBytes, eagerFrameBytes + 1, 4*eagerFrameBytes - 100} {
+		body := make([]byte, size)
+		for i := range body {
+			body[i] = byte(i * 7)
+		}
+		frame, pooled, err := readPooledFrame(bytes.NewReader(body), size)
+		if err != nil || !bytes.Equal(frame, body) || len(*pooled) != minPooledFrame<<frameClass(size) {
+			t.Fatalf("%d bytes: read %d (buffer of %d), %v", size, len(frame), len(*pooled), err)
+		}
+		putFrame(pooled)
+		for _, cut := range []int{0, size / 2, size - 1} {
+			if _, _, err := readPooledFrame(bytes.NewReader(body[:cut]), size); !errors.Is(err, ErrTruncatedFrame) {
+				t.Errorf("%d of %d bytes: %v, want a truncated frame", cut, size, err)
+			}
+		}
+	}
+
+	// A size prefix of 64 MiB with a few bytes behind it: the read stops
+	// with the first buffer, eagerFrameBytes, never the frame's class.
+	var read countingReader
+	read.r = bytes.NewReader(make([]byte, 10))
+	if _, _, err := readPooledFrame(&read, maxPooledFrame); !errors.Is(err, ErrTruncatedFrame) || read.largest > eagerFrameBytes {
+		t.Fatalf("64 MiB frame of 10 bytes: %v, read into %d bytes at most", err, read.largest)
+	}
+
+	if raceEnabled {
+		return // sync.Pool drops buffers at random under the race detector
+	}
+	size := 3 * eagerFrameBytes
+	body := make([]byte, size)
+	_, pooled, err := readPooledFrame(bytes.NewReader(body), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFrame(pooled)
+	allocs := testing.AllocsPerRun(10, func() {
+		_, pooled, err := readPooledFrame(bytes.NewReader(body), size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		putFrame(pooled)
+	})
+	if allocs > 1 { // the bytes.Reader
+		t.Errorf("a 3 MiB frame with its class's buffer free allocated %.0f times per read", allocs)
+	}
+}
+
+// countingReader records the largest buffer it was asked to fill.
+type countingReader struct {
+	r       io.Reader
+	largest int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.largest = max(c.largest, len(p))
+	return c.r.Read(p)
 }
 
 // TestFrameReuse: a Produce frame's buffer is reused for a later request when
