@@ -89,8 +89,11 @@ func TestBenchModes(t *testing.T) {
 		t.Fatalf("produce: %+v", res)
 	}
 
-	res = benchJSON(t, append([]string{"produce", "--count", "1000", "--acks", "all", "--rate", "2000"}, common...)...)
+	res = benchJSON(t, append([]string{"produce", "--count", "1000", "--acks", "all", "--rate", "2000", "--batch-max-bytes", "16384"}, common...)...)
 	checkSane(t, res, "produce", 1000, 200)
+	if res.BatchMaxBytes != 16384 {
+		t.Fatalf("produce with --batch-max-bytes 16384: %+v", res)
+	}
 
 	// The topic holds 3000 records: consume reads them all, no prefill.
 	res = benchJSON(t, append([]string{"consume", "--consumers", "2"}, common...)...)
