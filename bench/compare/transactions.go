@@ -36,14 +36,7 @@ const plainProduceRow = "produce 1 KiB, acks=all"
 // producersSuffix names a row's producer and partition counts: nothing for
 // one of each.
 func producersSuffix(n int, partitions int32) string {
-	s := ""
-	if n > 1 {
-		s = fmt.Sprintf(", %d producers", n)
-	}
-	if partitions > 1 {
-		s += fmt.Sprintf(", %d partitions", partitions)
-	}
-	return s
+	return countsSuffix(n, partitions, ", %d producers", ", %d partitions")
 }
 
 // plainRow is the plain acks=all produce row with n producers over a topic
@@ -60,12 +53,18 @@ func plainRow(n int, partitions int32) workload {
 
 // slugSuffix is producersSuffix in a topic name.
 func slugSuffix(n int, partitions int32) string {
+	return countsSuffix(n, partitions, "-p%d", "-n%d")
+}
+
+// countsSuffix formats n with producers and partitions with parts, each only
+// when above 1.
+func countsSuffix(n int, partitions int32, producers, parts string) string {
 	s := ""
 	if n > 1 {
-		s = fmt.Sprintf("-p%d", n)
+		s = fmt.Sprintf(producers, n)
 	}
 	if partitions > 1 {
-		s += fmt.Sprintf("-n%d", partitions)
+		s += fmt.Sprintf(parts, partitions)
 	}
 	return s
 }
