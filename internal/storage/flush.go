@@ -31,7 +31,9 @@ import "time"
 // appender (n = 1) is never delayed, nor, for long, producers that send at a
 // rate: their appends were not on their way, so a gathering runs out before its
 // target and only delays the fsync, and that backs the gathering off
-// (gatherBackoff). What the last fsync covered is kept on the log, so a flusher
+// (gatherBackoff), nor appends of bigAppendBytes or more on average, whose own
+// write-back outweighs the fsync's fixed cost that a shared fsync would save.
+// What the last fsync covered is kept on the log, so a flusher
 // that exited and was started again still gathers. While it
 // gathers the flusher does not take kicks: the append that reaches the target
 // wakes it once (gatherTarget, gathered), so the appends before it cost no
@@ -54,6 +56,15 @@ import "time"
 
 // maxGather bounds the gathering wait whatever the disk's latency.
 const maxGather = 2 * time.Millisecond
+
+// bigAppendBytes: when the last fsync's appends averaged this much or more,
+// the flusher does not gather for the woken appenders' return. Such an
+// append takes about as long to write back as an fsync's fixed cost, so
+// sharing one saves little, and waiting for the returning ones holds the disk
+// idle and the producers in step: franz-go's 1 MB batches, five in flight, ran
+// at 601k-657k records/s with the wait and 744k-814k without (session 29). A
+// Followed append is still waited for.
+const bigAppendBytes = 256 << 10
 
 // flusherLinger is how long an idle flusher waits for the next kick before it
 // exits.
@@ -239,7 +250,7 @@ func (l *Log) runFlusher() {
 				target = 0
 			}
 			covering := false
-			if r.covered > 1 && l.gatherSkip.take() {
+			if r.covered > 1 && r.bytes < bigAppendBytes*r.covered && l.gatherSkip.take() {
 				covering = r.appendsAtWake+r.covered > target
 				target = max(target, r.appendsAtWake+r.covered)
 			}
@@ -267,6 +278,7 @@ func (l *Log) runFlusher() {
 type flushResult struct {
 	synced        bool  // an fsync ran
 	covered       int64 // appends the fsync made durable, deferred ones not counted
+	bytes         int64 // of the active segment, synced by it (all of it after a roll)
 	appendsAtWake int64 // the append count just before the fsync's waiters woke
 	took          time.Duration
 }
@@ -402,6 +414,11 @@ func (l *Log) flush() flushResult {
 	// waits for appends that someone waits for.
 	r.covered = max(0, t.appends-l.flushedAppends-(t.deferred-l.flushedDeferred))
 	l.flushedAppends, l.flushedDeferred = t.appends, t.deferred
+	r.bytes = t.size
+	if t.seg == l.flushedSeg {
+		r.bytes -= l.flushedSize
+	}
+	l.flushedSeg, l.flushedSize = t.seg, t.size
 	l.dropCache(t.seg, t.size)
 	return r
 }

@@ -388,6 +388,54 @@ func TestAppendHints(t *testing.T) {
 	})
 }
 
+// TestBigAppendsNotGathered: after an fsync that covered two appends, the
+// next append's fsync waits for a second returning append (up to half the
+// last fsync) when the appends are small, and starts at once when they
+// average bigAppendBytes or more. In a synctest bubble: 2 ms fsyncs of fake
+// time.
+func TestBigAppendsNotGathered(t *testing.T) {
+	const syncTook = 2 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		value   int
+		minTook time.Duration // from the lone append to its durability
+		maxTook time.Duration
+	}{
+		{"small appends gather", 100, syncTook + syncTook/2, syncTook + syncTook/2 + time.Millisecond},
+		{"big appends do not", bigAppendBytes + 1<<10, syncTook, syncTook + time.Millisecond/2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := openLog(t, vfs.NewErrorFS(vfs.NewMem(), slowSync{syncTook}), Config{})
+				ctx := context.Background()
+				appendOne := func() int64 {
+					t.Helper()
+					info, err := l.AppendValidated(mkBatch(1, tc.value, 0), 0, AppendHints{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return info.LastOffset
+				}
+				appendOne()
+				synctest.Wait() // the flusher is in the first append's fsync
+				appendOne()
+				last := appendOne() // both land during it: the next fsync covers two
+				if err := l.WaitDurable(ctx, last); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				start := time.Now()
+				if err := l.WaitDurable(ctx, appendOne()); err != nil {
+					t.Fatal(err)
+				}
+				if took := time.Since(start); took < tc.minTook || took > tc.maxTook {
+					t.Errorf("%d-byte appends: the lone append was durable after %v, want %v to %v", tc.value, took, tc.minTook, tc.maxTook)
+				}
+			})
+		})
+	}
+}
+
 // TestGatherBackoff plays the endings of gatherings after fsyncs of several
 // appends against the backoff: a closed loop's (nearly every gathering reaches
 // its target, and one that runs out ends at its bound) must keep gathering, a

@@ -114,6 +114,8 @@ type Log struct {
 	// by the last fsync, and what that fsync did, for gathering.
 	flushedAppends  int64
 	flushedDeferred int64
+	flushedSeg      *segment // the segment the last fsync synced, and its size then
+	flushedSize     int64
 	lastFlush       flushResult
 	gatherSkip      gatherBackoff
 	listener        atomic.Pointer[func(int64)]
