@@ -36,7 +36,6 @@ package batch
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 )
 
 // Field offsets and sizes of the v2 header.
@@ -127,8 +126,6 @@ func classed(class error, msg string) error { return &classedError{class: class,
 
 func (e *classedError) Error() string { return e.msg }
 func (e *classedError) Unwrap() error { return e.class }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Header is a decoded v2 batch header.
 type Header struct {
@@ -241,7 +238,7 @@ func validate(b []byte, stored, checkCRC bool) (Header, error) {
 	if h.Magic != 2 {
 		return h, ErrBadMagic
 	}
-	if checkCRC && crc32.Checksum(b[crcStart:], castagnoli) != h.CRC {
+	if checkCRC && crc(b[crcStart:]) != h.CRC {
 		return h, ErrBadCRC
 	}
 	if h.Codec() > maxCodec {
@@ -278,8 +275,8 @@ func SetLogAppendTime(b []byte, ts int64) {
 	attrs := binary.BigEndian.Uint16(b[offAttributes:])
 	binary.BigEndian.PutUint16(b[offAttributes:offAttributes+2], attrs|attrLogAppendTime)
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:offMaxTimestamp+8], uint64(ts))
-	binary.BigEndian.PutUint32(b[offCRC:offCRC+4], crc32.Checksum(b[crcStart:], castagnoli))
+	binary.BigEndian.PutUint32(b[offCRC:offCRC+4], crc(b[crcStart:]))
 }
 
 // Checksum returns the CRC-32C the crc field of the whole batch b should hold.
-func Checksum(b []byte) uint32 { return crc32.Checksum(b[crcStart:], castagnoli) }
+func Checksum(b []byte) uint32 { return crc(b[crcStart:]) }
