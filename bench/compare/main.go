@@ -439,6 +439,7 @@ func runMainWorkload(ctx context.Context, o options, p *pairing, brokers map[str
 			syscall.Sync()
 			cpuBefore, cpuErr := b.cpuSeconds()
 			clientBefore, clientErr := readClientCounts()
+			reportedBefore, reporting := hostReportedKiB()
 			var before map[counterKey]float64 // Strata's counters (txncounts.go)
 			if wl.txnRecords > 0 && b.metricsURL != "" {
 				var scrapeErr error
@@ -450,6 +451,9 @@ func runMainWorkload(ctx context.Context, o options, p *pairing, brokers map[str
 			clientAfter, clientErr2 := readClientCounts()
 			cpuAfter, cpuErr2 := b.cpuSeconds()
 			s := sample{Pairing: p.Name, Workload: wl.name, System: sys, Round: round, Value: wl.metric(res), Result: res}
+			if reportedAfter, ok := hostReportedKiB(); reporting && ok {
+				s.HostReportedKiB = reportedAfter - reportedBefore
+			}
 			if before != nil && res.CommitLatency != nil {
 				if after, err := scrapeCounters(b.metricsURL); err != nil {
 					logf("[%s] %s, round %d: no counts: %v", p.Name, wl.name, round, err)
@@ -469,8 +473,8 @@ func runMainWorkload(ctx context.Context, o options, p *pairing, brokers map[str
 				s.Err = err.Error()
 			}
 			p.add(s)
-			logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles)%s", p.Name, wl.name, round, sys,
-				figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, errSuffix(err))
+			logf("[%s] %s, round %d, %s: %s %s (%.0f records in %.1f s; client: %.2f CPU s, %d Produce requests, %d page faults, %d GC cycles; %d MiB reported to the host)%s", p.Name, wl.name, round, sys,
+				figure(s.Value), wl.unit(), float64(res.Records), res.ElapsedSeconds, s.ClientCPUSeconds, s.ClientProduceRequests, s.ClientMinorFaults, s.ClientGCCycles, s.HostReportedKiB>>10, errSuffix(err))
 			sc.close(ctx)
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -603,6 +607,7 @@ func (r *report) writeMarkdown(w io.Writer) {
 	if r.PinBrokers != "" || r.PinClient != "" {
 		fmt.Fprintf(w, "Brokers pinned to CPUs %q, the load generator to %q.\n\n", r.PinBrokers, r.PinClient)
 	}
+	r.writeHostReporting(w)
 	for _, p := range r.Pairings {
 		p.writeTable(w)
 		p.writePerfTests(w)
@@ -617,6 +622,8 @@ type machine struct {
 	Disk     string `json:"disk"` // device and filesystem of the data directories
 	Kernel   string `json:"kernel"`
 	Go       string `json:"go"`
+	// PageReporting: the kernel reports free memory to its host (hostmem.go).
+	PageReporting bool `json:"page_reporting"`
 }
 
 func describeMachine(workdir string) machine {
@@ -641,6 +648,7 @@ func describeMachine(workdir string) machine {
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(data))
 	}
+	_, m.PageReporting = hostReportedKiB()
 	return m
 }
 

@@ -76,7 +76,10 @@ type sample struct {
 	// StrataTxnCounts are a transactional run's counts on one Strata node,
 	// per transaction (txncounts.go).
 	StrataTxnCounts *txnCounts `json:"strata_txn_counts,omitempty"`
-	Err             string     `json:"error,omitempty"`
+	// HostReportedKiB is the free memory the kernel reported to its host
+	// during the run (hostmem.go).
+	HostReportedKiB int64  `json:"host_reported_kib,omitempty"`
+	Err             string `json:"error,omitempty"`
 }
 
 // pairing is one configuration of the two systems and everything measured in it.
