@@ -248,6 +248,39 @@ func TestProduceThenConsume(t *testing.T) {
 	}
 }
 
+// TestProduceTimestamps: the load generator stamps each record itself (one
+// clock read fewer than the client's own stamp); the stamps are the times the
+// records were handed to the client.
+func TestProduceTimestamps(t *testing.T) {
+	brokers := fakeCluster(t)
+	ctx := testCtx(t)
+	c := runConfig(brokers, "stamped")
+	c.Count, c.Partitions = 200, 1
+	before := time.Now().Truncate(time.Millisecond) // the client keeps milliseconds
+	if res, err := Produce(ctx, c); err != nil || res.Records != 200 {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	after := time.Now()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("stamped"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for n := 0; n < 200; {
+		fetches := cl.PollFetches(ctx)
+		if err := fetches.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range fetches.Records() {
+			if r.Timestamp.Before(before) || r.Timestamp.After(after) {
+				t.Fatalf("record %d stamped %v, outside the run's %v .. %v", r.Offset, r.Timestamp, before, after)
+			}
+			n++
+		}
+	}
+}
+
 // batchSizes records the size of every batch a producer had written.
 type batchSizes struct {
 	mu      sync.Mutex

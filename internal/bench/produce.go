@@ -168,7 +168,9 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 					value = append([]byte(nil), payload...)
 					binary.BigEndian.PutUint64(value, uint64(due.UnixNano()))
 				}
-				cl.Produce(sendCtx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				// Stamped with the now read above, as the client would
+				// stamp it: one clock read fewer a record.
+				cl.Produce(sendCtx, &kgo.Record{Value: value, Timestamp: now}, func(_ *kgo.Record, err error) {
 					if err != nil {
 						fail(err)
 						return
