@@ -116,6 +116,7 @@ func main() {
 	flag.StringVar(&o.jsonOut, "json", "", "also write every sample as JSON here")
 	o.extras.register(flag.CommandLine)
 	flag.Parse()
+	bench.TuneGC() // this process is the load generator
 	if err := o.extras.parse(); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(2)

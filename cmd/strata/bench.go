@@ -25,7 +25,9 @@ MB = 10^6 value bytes) and latency percentiles (p50, p99, p99.9, max) from an HD
 histogram; --output json prints the same as one JSON document. The topic is
 created when missing (--partitions, --replication-factor, --config). "bench move"
 times a partition move, unthrottled and throttled, and "bench tiered" compares a
-tiered topic with a plain one (see their --help).`
+tiered topic with a plain one (see their --help). The load generator runs with
+GOGC=400 unless GOGC is set, so that its garbage collection takes less of its CPU.`
+	cmd.PersistentPreRun = func(*cobra.Command, []string) { bench.TuneGC() }
 	cmd.AddCommand(
 		benchModeCmd(env, g, "produce", "Produce records as fast as possible or at --rate; latency is send to acknowledgement",
 			`  strata bench produce --record-size 1024 --duration 30s --acks all

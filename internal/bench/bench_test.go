@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -531,5 +533,18 @@ func TestUnreachableBrokersFail(t *testing.T) {
 	defer cancel()
 	if _, err := Produce(ctx, c); err == nil {
 		t.Fatal("produce to no broker succeeded")
+	}
+}
+
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "150") // restored after the test, as is its absence
+	debug.SetGCPercent(150)
+	if got := TuneGC(); got != 150 || debug.SetGCPercent(150) != 150 {
+		t.Fatalf("with GOGC=150 set: TuneGC() = %d, want the target left at 150", got)
+	}
+	os.Unsetenv("GOGC")
+	if got := TuneGC(); got != LoadGeneratorGCPercent || debug.SetGCPercent(100) != LoadGeneratorGCPercent {
+		t.Fatalf("without GOGC: TuneGC() = %d, want %d in effect", got, LoadGeneratorGCPercent)
 	}
 }
