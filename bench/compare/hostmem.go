@@ -46,7 +46,7 @@ func (r *report) writeHostReporting(w io.Writer) {
 	}
 	fmt.Fprintf(w, "This machine reports free memory to its host (free page reporting): a page "+
 		"written after that faults on the host first, so a broker that writes into fresh page "+
-		"cache memory, as Kafka does, is slower by up to about 1 s of CPU per GB than on memory "+
-		"freed a moment before (docs/benchmarks.md, session 30). Reported during the measured "+
+		"cache memory, as Kafka does, pays 1.1-1.5 s of CPU per GB for its page cache writes "+
+		"there against 0.17-0.20 s on memory freed a moment before (docs/benchmarks.md, session 30). Reported during the measured "+
 		"runs: %d MiB in Strata's, %d MiB in Kafka's.\n\n", reported["strata"]>>10, reported["kafka"]>>10)
 }

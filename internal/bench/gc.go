@@ -16,13 +16,9 @@ import (
 const LoadGeneratorGCPercent = 400
 
 // TuneGC gives this process LoadGeneratorGCPercent unless the GOGC
-// environment variable sets the target. It reports the target in effect.
-func TuneGC() int {
-	if _, set := os.LookupEnv("GOGC"); set {
-		percent := debug.SetGCPercent(100)
-		debug.SetGCPercent(percent)
-		return percent
+// environment variable sets the target.
+func TuneGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(LoadGeneratorGCPercent)
 	}
-	debug.SetGCPercent(LoadGeneratorGCPercent)
-	return LoadGeneratorGCPercent
 }
