@@ -247,6 +247,14 @@ func (c *Config) drainTimeout() time.Duration {
 	return DefaultDrainTimeout
 }
 
+// unackedInflight is how many Produce requests a producer keeps in flight to
+// a broker with acks 0 or 1. Idempotence needs acks=all, and without it
+// franz-go keeps one request in flight unless told otherwise; Kafka's producer
+// keeps five (max.in.flight.requests.per.connection), as franz-go does with
+// idempotence. With one, acks=1 ran slower than acks=all: 709k-800k against
+// 960k-1.01M records/s of 1 KiB on one partition (session 31).
+const unackedInflight = 5
+
 // producerOpts are the options of producer client i of the run.
 func (c *Config) producerOpts(i int) []kgo.Opt {
 	opts := []kgo.Opt{
@@ -266,9 +274,11 @@ func (c *Config) producerOpts(i int) []kgo.Opt {
 	case AcksAll:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	case AcksLeader:
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+			kgo.MaxProduceRequestsInflightPerBroker(unackedInflight))
 	default:
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
+			kgo.MaxProduceRequestsInflightPerBroker(unackedInflight))
 	}
 	return append(opts, c.ClientOpts...)
 }

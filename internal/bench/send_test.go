@@ -2,8 +2,13 @@ package bench
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestMonoClock: the one-read clock gives the wall time time.Now gives, and a
@@ -74,4 +79,64 @@ func BenchmarkClock(b *testing.B) {
 		}
 	})
 	_ = sink
+}
+
+// inflight counts a client's Produce requests written and not yet answered,
+// and the most at once.
+type inflight struct {
+	mu       sync.Mutex
+	now, max int
+}
+
+func (f *inflight) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != kmsg.Produce.Int16() || err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now++
+	f.max = max(f.max, f.now)
+}
+
+func (f *inflight) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != kmsg.Produce.Int16() || err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now--
+}
+
+// TestProduceAcksLeaderPipelines: with acks=1 a producer keeps several Produce
+// requests in flight, as with acks=all and as Kafka's producer does, instead
+// of franz-go's one without idempotence. The broker answers each Produce 5 ms
+// late, so the requests overlap whenever the client lets them.
+func TestProduceAcksLeaderPipelines(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	c.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { time.Sleep(5 * time.Millisecond) })
+		return nil, nil, false // answered by the cluster, late
+	})
+	for _, acks := range []string{AcksLeader, AcksAll} {
+		t.Run("acks="+acks, func(t *testing.T) {
+			cfg := runConfig(c.ListenAddrs(), "inflight-"+acks)
+			cfg.Count, cfg.Producers, cfg.Partitions, cfg.Acks = 2000, 1, 1, acks
+			cfg.BatchMaxBytes = 2048 // many batches, each ready at once
+			f := &inflight{}
+			cfg.ClientOpts = []kgo.Opt{kgo.WithHooks(f)}
+			if res, err := Produce(testCtx(t), cfg); err != nil || res.Records != 2000 {
+				t.Fatalf("run: %+v, %v", res, err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.max < 2 || f.max > unackedInflight {
+				t.Fatalf("at most %d Produce requests in flight, want 2..%d", f.max, unackedInflight)
+			}
+		})
+	}
 }
