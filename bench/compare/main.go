@@ -392,7 +392,7 @@ func runPairing(ctx context.Context, o options, p *pairing, flushEach, strataFir
 		for _, sys := range []string{"strata", "kafka"} {
 			sc := openScope(ctx, fmt.Sprintf("[%s] ProducerPerformance against %s", p.Name, sys), false, brokers[sys])
 			syscall.Sync()
-			run := producerPerformance(ctx, o, brokers[sys].seeds)
+			run := producerPerformance(ctx, o, brokers[sys])
 			p.PerfTest[sys] = run
 			logf("[%s] ProducerPerformance against %s:\n%s%s", p.Name, sys, run.Output, errSuffix(nilIfEmpty(run.Err)))
 			sc.close(ctx)
@@ -584,19 +584,29 @@ func workloadConfig(o options, wl workload, round int, seeds []string, opts ...k
 }
 
 // producerPerformance runs Kafka's own producer benchmark against the seeds.
-func producerPerformance(ctx context.Context, o options, seeds []string) perfTestRun {
+func producerPerformance(ctx context.Context, o options, b *system) perfTestRun {
 	args := []string{"--topic", "producer-performance", "--num-records", fmt.Sprint(o.perfRecords),
 		"--record-size", "100", "--throughput", "-1",
-		"--producer-props", "bootstrap.servers=" + strings.Join(seeds, ","), "acks=all"}
+		"--producer-props", "bootstrap.servers=" + strings.Join(b.seeds, ","), "acks=all"}
 	run := perfTestRun{Args: "ProducerPerformance " + strings.Join(args, " ")}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.java, append([]string{"-Xmx512M",
 		"-cp", filepath.Join(o.jars, "*"), "org.apache.kafka.tools.ProducerPerformance"}, args...)...)
+	cpuBefore, cpuErr := b.cpuSeconds()
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
+	run.WallSeconds = time.Since(start).Seconds()
+	cpuAfter, cpuErr2 := b.cpuSeconds()
 	run.Output = string(out)
 	if err != nil {
 		run.Err = err.Error()
+	}
+	if cmd.ProcessState != nil {
+		run.ClientCPUSeconds = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	}
+	if cpuErr == nil && cpuErr2 == nil {
+		run.BrokerCPUSeconds = cpuAfter - cpuBefore
 	}
 	return run
 }

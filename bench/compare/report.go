@@ -104,6 +104,12 @@ type perfTestRun struct {
 	Args   string `json:"args"`
 	Output string `json:"output"`
 	Err    string `json:"error,omitempty"`
+	// The run's wall time, from the JVM's start to its exit, and the CPU
+	// seconds the JVM (user + system) and the brokers took in that time: a
+	// client near one core is the run's bound, whichever broker it measures.
+	WallSeconds      float64 `json:"wall_seconds,omitempty"`
+	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
+	BrokerCPUSeconds float64 `json:"broker_cpu_seconds,omitempty"`
 }
 
 func (p *pairing) add(s sample) {
@@ -314,6 +320,11 @@ func (p *pairing) writePerfTests(w io.Writer) {
 			fmt.Fprintf(w, ", **failed: %s**", run.Err)
 		}
 		fmt.Fprintf(w, ":\n\n```\n%s\n```\n\n", strings.TrimSpace(run.Output))
+		if run.WallSeconds > 0 && run.ClientCPUSeconds > 0 {
+			fmt.Fprintf(w, "Over its %.1f s, from the JVM's start to its exit: client CPU %.1f s (%.2f cores), broker CPU %.1f s (%.2f cores).\n\n",
+				run.WallSeconds, run.ClientCPUSeconds, run.ClientCPUSeconds/run.WallSeconds,
+				run.BrokerCPUSeconds, run.BrokerCPUSeconds/run.WallSeconds)
+		}
 	}
 }
 

@@ -182,6 +182,23 @@ func TestPairingTable(t *testing.T) {
 	}
 }
 
+func TestPerfTestCPU(t *testing.T) {
+	p := &pairing{PerfTest: map[string]perfTestRun{
+		"strata": {Args: "ProducerPerformance a", Output: "100 records sent", WallSeconds: 40, ClientCPUSeconds: 36, BrokerCPUSeconds: 10},
+		"kafka":  {Args: "ProducerPerformance b", Output: "90 records sent", Err: "exit status 1"},
+	}}
+	var out bytes.Buffer
+	p.writePerfTests(&out)
+	got := out.String()
+	if want := "client CPU 36.0 s (0.90 cores), broker CPU 10.0 s (0.25 cores)"; !strings.Contains(got, want) {
+		t.Errorf("perf test lacks %q:\n%s", want, got)
+	}
+	// A run without its CPU read (it failed before the JVM ran) says nothing of it.
+	if n := strings.Count(got, "client CPU"); n != 1 {
+		t.Errorf("%d CPU lines, want 1:\n%s", n, got)
+	}
+}
+
 func TestPrime(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0))
 	if err != nil {
