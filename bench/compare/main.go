@@ -33,10 +33,10 @@
 //
 // The load generator is internal/bench on franz-go for both brokers, so client
 // differences cancel out: franz-go's defaults (a 10ms linger) for throughput, no
-// linger for e2e latency. At 100 B franz-go on one pinned core bounds the rate
-// whichever broker it writes to; -pre-encoded adds 100 B rows whose load
-// generator writes one pre-encoded batch again and again (preencoded.go), so
-// they measure the brokers.
+// linger for e2e latency. At 100 B, and at 1 KiB over four partitions, franz-go
+// on one pinned core bounds the rate whichever broker it writes to;
+// -pre-encoded adds rows whose load generator writes one pre-encoded batch per
+// partition again and again (preencoded.go), so they measure the brokers.
 //
 // Extra workloads, each its own table under its pairing and off unless asked for
 // (extras.go): share groups (-share, share.go), OMB-style rate steps (-omb-rates,
@@ -106,7 +106,7 @@ func main() {
 	txnPartitions := flag.Int("txn-partitions", 1, "partitions of the transactional rows' topics (default 1): above 1, each producer spreads its transactions over them, and the plain rows they are set against run over as many")
 	only := flag.String("only", "", "run only the rows whose name matches this regular expression (e.g. 'e2e', '^produce 1 KiB'); the extras (ProducerPerformance, start-up, memory) run as set by their own flags")
 	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce rows they are set against")
-	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add 100 B produce rows whose load generator writes one pre-encoded ~1 MB batch again and again (one node only): at 100 B franz-go on one core, not the broker, bounds the rate")
+	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add produce rows (100 B; 1 KiB over one and four partitions) whose load generator writes one pre-encoded ~1 MB batch per partition again and again (one node only): there franz-go on one core, not the broker, bounds the rate")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
 	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
@@ -195,7 +195,10 @@ func allWorkloads(o options) []workload {
 	if o.preEncoded {
 		wls = append(wls,
 			workload{name: "produce 100 B pre-encoded, acks=1", slug: "r100-a1", mode: "pre-encoded", size: 100, acks: bench.AcksLeader, target: 1.5},
-			workload{name: "produce 100 B pre-encoded, acks=all", slug: "r100-aall", mode: "pre-encoded", size: 100, acks: bench.AcksAll, target: 1.5})
+			workload{name: "produce 100 B pre-encoded, acks=all", slug: "r100-aall", mode: "pre-encoded", size: 100, acks: bench.AcksAll, target: 1.5},
+			workload{name: "produce 1 KiB pre-encoded, acks=all", slug: "r1k-aall", mode: "pre-encoded", size: 1024, acks: bench.AcksAll, target: 1.5},
+			workload{name: "produce 1 KiB pre-encoded, acks=all, 4 partitions", slug: "r1k-aall-p4", mode: "pre-encoded", size: 1024,
+				acks: bench.AcksAll, partitions: 4, target: 1.5})
 	}
 	for _, codec := range o.codecs {
 		wls = append(wls,

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -32,7 +33,7 @@ func TestPreEncodedProduce(t *testing.T) {
 			t.Fatalf("acks=%s: %v", acks, err)
 		}
 		requests := produceWrites.writes.Load() - before
-		_, perRequest, _ := preEncodedFrame("pre", 100, -1)
+		_, perRequest, _ := preEncodedFrame("pre", 1, 100, -1)
 		if res.Records == 0 || res.Records != requests*int64(perRequest) || res.Bytes != res.Records*100 || res.RecordsPerSec <= 0 {
 			t.Fatalf("acks=%s: %+v after %d requests of %d records", acks, res, requests, perRequest)
 		}
@@ -58,5 +59,41 @@ func TestPreEncodedProduce(t *testing.T) {
 	_, err = preEncodedProduce(ctx, bench.Config{Brokers: seeds, Topic: "missing", RecordSize: 100, Acks: bench.AcksAll, Duration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
 		t.Fatalf("producing to a missing topic: %v", err)
+	}
+}
+
+// TestPreEncodedProducePartitions: every request carries the batch to each
+// partition, and each partition holds what its share of the count says.
+func TestPreEncodedProducePartitions(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "pre4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seeds := c.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := preEncodedProduce(ctx, bench.Config{Brokers: seeds, Topic: "pre4", Partitions: 4, RecordSize: 1024, Acks: bench.AcksAll, Duration: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, perRequest, _ := preEncodedFrame("pre4", 1, 1024, -1)
+	if res.Partitions != 4 || res.Records == 0 || res.Records%int64(4*perRequest) != 0 {
+		t.Fatalf("%+v: not whole requests of 4 batches of %d records", res, perRequest)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "pre4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(4) {
+		o, ok := ends.Lookup("pre4", p)
+		if !ok || o.Err != nil || o.Offset != res.Records/4 {
+			t.Errorf("partition %d ends at %+v, want %d", p, o, res.Records/4)
+		}
 	}
 }
