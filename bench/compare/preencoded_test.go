@@ -17,14 +17,7 @@ import (
 // partition (a reader finds exactly as many as it counted, at both acks), its
 // requests are counted with the others, and a refused request fails the run.
 func TestPreEncodedProduce(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "pre"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	seeds := c.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, seeds := fakeBroker(t, "pre", 1)
 	total := int64(0)
 	for _, acks := range []string{bench.AcksLeader, bench.AcksAll} {
 		before := produceWrites.writes.Load()
@@ -65,14 +58,7 @@ func TestPreEncodedProduce(t *testing.T) {
 // TestPreEncodedProducePartitions: every request carries the batch to each
 // partition, and each partition holds what its share of the count says.
 func TestPreEncodedProducePartitions(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "pre4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	seeds := c.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, seeds := fakeBroker(t, "pre4", 4)
 	res, err := preEncodedProduce(ctx, bench.Config{Brokers: seeds, Topic: "pre4", Partitions: 4, RecordSize: 1024, Acks: bench.AcksAll, Duration: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -96,4 +82,18 @@ func TestPreEncodedProducePartitions(t *testing.T) {
 			t.Errorf("partition %d ends at %+v, want %d", p, o, res.Records/4)
 		}
 	}
+}
+
+// fakeBroker starts a one-broker kfake cluster holding topic with partitions
+// partitions, for the test's life, and a context bounding the test.
+func fakeBroker(t *testing.T, topic string, partitions int32) (context.Context, []string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx, c.ListenAddrs()
 }
