@@ -95,7 +95,9 @@ func (c *Controller) member(ctx context.Context, id int32) (s raft.Server, ok bo
 // registered with another directory, is ErrVoterNotCaughtUp; one without a
 // live broker session or not caught up lately is ErrVoterLagging (see the
 // top of this file). Its directory is recorded once it is a voter
-// (voter_directory.go).
+// (voter_directory.go), before the answer when it can be: a client that
+// describes the quorum after a success sees the voter with its directory, as
+// Kafka's voter set holds it.
 func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error {
 	if !c.IsLeader() {
 		return c.notController()
@@ -127,7 +129,11 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, 
 	if err := c.await(ctx, f.Error); err != nil {
 		return err
 	}
-	c.wakeSupervisor() // record its directory (voter_directory.go)
+	if err := c.recordVoterDirectories(); err != nil {
+		// The node is a voter: the supervisor's duty records it later.
+		c.log.Warn("could not record a new controller voter's data directory yet", "node", id, "err", err)
+		c.wakeSupervisor()
+	}
 	return nil
 }
 

@@ -264,3 +264,43 @@ func TestAddVoterWantsALiveCaughtUpObserver(t *testing.T) {
 		t.Fatalf("after a caught-up heartbeat node 4 is %+v (member %v, %d voters, %v), want a voter of 4", s, ok, voters, err)
 	}
 }
+
+// TestAddVoterRecordsItsDirectory: once AddVoter answers, the new voter's
+// data directory is recorded and the quorum shows it, as Kafka's voter set
+// holds it; before, the supervisor recorded it a moment later, and a
+// DescribeQuorum in between showed the voter with a zero directory id (a
+// client building its next AddRaftVoter from that answer sent an invalid one).
+func TestAddVoterRecordsItsDirectory(t *testing.T) {
+	clock := newFakeClock()
+	cl := sessionCluster(t, clock, nil)
+	obs, addr := cl.startObserver(4)
+	dir := metadata.UUID{4, 2}
+	cl.retry(func(c *Controller) error {
+		_, err := c.RegisterBroker(ctxT(t), RegisterBroker{ID: 4, Host: "127.0.0.1", Port: 9094, ObserverAddr: string(addr),
+			DirectoryID: dir, Features: map[string]int32{metadata.FeatureVoterDirectory: 1}})
+		return err
+	})
+	if err := obs.WaitReady(ctxT(t)); err != nil {
+		t.Fatalf("observer WaitReady: %v", err)
+	}
+	var leader *Controller
+	cl.retry(func(c *Controller) error {
+		img := c.Image()
+		if _, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 4, BrokerEpoch: img.Broker(4).Epoch, MetadataOffset: int64(img.Offset())}); err != nil {
+			return err
+		}
+		leader = c
+		return c.AddVoter(ctxT(t), 4, dir, string(addr))
+	})
+	if got := leader.Image().VoterDirectory(4); got != dir {
+		t.Fatalf("after AddVoter(4) the recorded directory is %v, want %v", got, dir)
+	}
+	st, err := leader.Quorum(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(st.Voters, func(m QuorumMember) bool { return m.ID == 4 })
+	if i < 0 || st.Voters[i].DirectoryID != dir {
+		t.Fatalf("quorum voters %+v, want node 4 with directory %v", st.Voters, dir)
+	}
+}
