@@ -18,9 +18,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // EncodeSnapshot encodes img (its records and offset) for a Raft snapshot; see
 // the package documentation for the layout.
 func EncodeSnapshot(img *Image) []byte {
+	return sealSnapshot(img.offset, EncodeBatch(img.Records()))
+}
+
+// sealSnapshot frames an encoded record batch as a snapshot at offset: the
+// header before it, the checksum after.
+func sealSnapshot(offset uint64, batch []byte) []byte {
 	b := append([]byte(snapshotMagic), snapshotVersion)
-	b = binary.BigEndian.AppendUint64(b, img.offset)
-	b = append(b, EncodeBatch(img.Records())...)
+	b = binary.BigEndian.AppendUint64(b, offset)
+	b = append(b, batch...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
