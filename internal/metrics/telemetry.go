@@ -60,11 +60,16 @@ func (c telemetryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// family sends the series of one name (Snapshot sorts by name).
+// family sends the series of one name (Snapshot sorts by name). A family has
+// one type, its first series' kind: a series of the other kind (another client,
+// or a name that sanitized alike) is left out.
 func (c telemetryCollector) family(ch chan<- prometheus.Metric, fam []telemetry.Series) {
 	var names []string
 	index := map[string]int{}
 	for _, s := range fam {
+		if s.Kind != fam[0].Kind {
+			continue
+		}
 		for _, l := range s.Labels {
 			if _, ok := index[l.Name]; !ok {
 				index[l.Name] = len(names)
@@ -77,14 +82,17 @@ func (c telemetryCollector) family(ch chan<- prometheus.Metric, fam []telemetry.
 		help = "A metric pushed by clients (KIP-714)."
 	}
 	desc := prometheus.NewDesc("strata_client_"+fam[0].Name, help, names, nil)
+	vt := prometheus.GaugeValue
+	if fam[0].Kind == telemetry.Counter {
+		vt = prometheus.CounterValue
+	}
 	for _, s := range fam {
+		if s.Kind != fam[0].Kind {
+			continue
+		}
 		values := make([]string, len(names))
 		for _, l := range s.Labels {
 			values[index[l.Name]] = l.Value
-		}
-		vt := prometheus.GaugeValue
-		if s.Kind == telemetry.Counter {
-			vt = prometheus.CounterValue
 		}
 		m, err := prometheus.NewConstMetric(desc, vt, s.Value, values...)
 		if err != nil {

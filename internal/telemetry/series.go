@@ -57,7 +57,9 @@ func (m *Manager) recordLocked(in *instance, points []point, now time.Time) {
 		labels = append(labels, Label{"client_id", in.attrs["client_id"]}, Label{"client_instance_id", in.attrs["client_instance_id"]})
 		for _, a := range pt.attrs {
 			name := sanitize(a.Name, false)
-			if name == "client_id" || name == "client_instance_id" || strings.HasPrefix(name, "__") ||
+			// An empty value is no label to Prometheus: kept, it would
+			// make a second series equal to the one without it.
+			if a.Value == "" || name == "client_id" || name == "client_instance_id" || strings.HasPrefix(name, "__") ||
 				slices.ContainsFunc(labels, func(l Label) bool { return l.Name == name }) {
 				continue
 			}
