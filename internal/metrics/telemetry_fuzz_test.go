@@ -70,10 +70,10 @@ func telemetryPushes(t testing.TB) map[string][2][]byte {
 			otlpMetrics(t, counterOf("org.apache.kafka.producer.record.send.total", point(7)))},
 		// Prometheus reads a label with an empty value as no label: the
 		// two points are one series.
-		"empty attribute": {otlpMetrics(t, gaugeOf("m", point(1), point(2, "x", ""))), nil},
+		"empty attribute":                     {otlpMetrics(t, gaugeOf("m", point(1), point(2, "x", ""))), nil},
 		"attribute names that sanitize alike": {otlpMetrics(t, gaugeOf("m", point(1, "a.b", "v", "a_b", "w"), point(2, "a_b", "v"))), nil},
-		"a gauge and a counter of one name": {otlpMetrics(t, gaugeOf("m", point(1))), otlpMetrics(t, counterOf("m", point(2)))},
-		"names that sanitize alike":         {otlpMetrics(t, gaugeOf("a.b", point(1)), counterOf("a_b", point(2))), nil},
+		"a gauge and a counter of one name":   {otlpMetrics(t, gaugeOf("m", point(1))), otlpMetrics(t, counterOf("m", point(2)))},
+		"names that sanitize alike":           {otlpMetrics(t, gaugeOf("a.b", point(1)), counterOf("a_b", point(2))), nil},
 	}
 }
 
