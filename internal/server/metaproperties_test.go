@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -100,6 +101,29 @@ func TestMetaPropertiesEscaping(t *testing.T) {
 			t.Errorf("cluster id %q reads back as %+v, %v", id, got, err)
 		}
 	}
+}
+
+// FuzzMetaProperties: any file decodes or is refused, never a panic, and what
+// decodes encodes to a file that decodes the same; any identity with a UTF-8
+// cluster id reads back from its encoding unchanged.
+func FuzzMetaProperties(f *testing.F) {
+	f.Add(string(testMeta.encode()), "strata-test", int32(4))
+	f.Add("version : 1\n  cluster.id:a\\u00e9\nnode.id = 4\n! c\ndirectory.id="+testMeta.directoryID.String()+"\n", ` lead\back`, int32(0))
+	f.Add("version=1\ncluster.id=\\ud83d\\ude00\n", "ctl\x01=:#!", int32(7))
+	f.Fuzz(func(t *testing.T, file, clusterID string, node int32) {
+		if m, err := decodeMetaProperties([]byte(file)); err == nil {
+			if again, err := decodeMetaProperties(m.encode()); err != nil || again != m {
+				t.Fatalf("%+v re-encoded reads back as %+v, %v", m, again, err)
+			}
+		}
+		if !utf8.ValidString(clusterID) || node < 0 {
+			return
+		}
+		m := metaProperties{clusterID: clusterID, nodeID: node, directoryID: testMeta.directoryID}
+		if got, err := decodeMetaProperties(m.encode()); err != nil || got != m {
+			t.Fatalf("%+v reads back as %+v, %v", m, got, err)
+		}
+	})
 }
 
 // TestStartWritesMetaProperties: a node writes meta.properties on its first
