@@ -34,7 +34,7 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(l.Lag),
-			l.Group, l.Topic, strconv.Itoa(int(l.Partition)))
+			labelValue(l.Group), l.Topic, strconv.Itoa(int(l.Partition)))
 	}
 }
 

@@ -3,6 +3,7 @@ package metrics
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -119,3 +120,9 @@ func (m *Metrics) HTTPHandler() http.Handler {
 type slogPrinter struct{ log *slog.Logger }
 
 func (p slogPrinter) Println(v ...any) { p.log.Warn("metrics: scrape", "err", v) }
+
+// labelValue is s as a Prometheus label value, which must be UTF-8. A name a
+// client chose (a group id, a client id) reaches the broker as bytes that may
+// not be: each run of bytes that are not is shown as U+FFFD, as a Java broker
+// decodes them.
+func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/share"
 )
 
 // values gathers reg into "name{k=v,...}" -> value (counters, gauges, and the
@@ -310,13 +311,18 @@ func (s stubLag) Lag(group.HighWatermarkFunc, ...string) ([]group.PartitionLag, 
 	return s.lags, s.err
 }
 
+// TestLagCollector: a group's known lags are exported, one whose name is not
+// UTF-8 (a client may send any bytes) with U+FFFD for the bytes that are not,
+// and the groups after it too.
 func TestLagCollector(t *testing.T) {
 	m := New(Config{Groups: stubLag{lags: []group.PartitionLag{
+		{Group: "bad\xff\xfe", Topic: "a", Partition: 0, Committed: 1, HighWatermark: 3, Lag: 2},
 		{Group: "g", Topic: "a", Partition: 0, Committed: 5, HighWatermark: 12, Lag: 7},
 		{Group: "g", Topic: "a", Partition: 1, Committed: 5, HighWatermark: -1, Lag: -1},
 	}}})
 	got := values(t, m.Registry())
-	expect(t, got, map[string]float64{"strata_consumer_group_lag{group=g,partition=0,topic=a}": 7})
+	expect(t, got, map[string]float64{"strata_consumer_group_lag{group=g,partition=0,topic=a}": 7,
+		"strata_consumer_group_lag{group=bad\uFFFD,partition=0,topic=a}": 2})
 	if _, ok := got["strata_consumer_group_lag{group=g,partition=1,topic=a}"]; ok {
 		t.Fatal("an unknown lag was exported")
 	}
@@ -324,6 +330,23 @@ func TestLagCollector(t *testing.T) {
 	if _, err := failing.Registry().Gather(); err != nil {
 		t.Fatalf("a failing lag source broke the scrape: %v", err)
 	}
+}
+
+type stubShares map[string]share.DeadLetterStats
+
+func (s stubShares) DeadLetterStats() map[string]share.DeadLetterStats { return s }
+
+// TestShareCollector: each share group's dead-letter counts are exported, a
+// group whose name is not UTF-8 with U+FFFD for the bytes that are not.
+func TestShareCollector(t *testing.T) {
+	m := New(Config{})
+	m.RegisterShares(stubShares{"q": {Written: 3, Failed: 1}, "bad\xff": {Written: 2}})
+	expect(t, values(t, m.Registry()), map[string]float64{
+		"strata_share_dead_lettered_records_total{group=q}":         3,
+		"strata_share_dead_letter_failures_total{group=q}":          1,
+		"strata_share_dead_lettered_records_total{group=bad\uFFFD}": 2,
+		"strata_share_dead_letter_failures_total{group=bad\uFFFD}":  0,
+	})
 }
 
 // stubISRChanger accepts every change, refuses every change with refuse, or

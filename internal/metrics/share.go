@@ -41,7 +41,7 @@ func (c shareCollector) Collect(ch chan<- prometheus.Metric) {
 	sort.Strings(groups)
 	for _, g := range groups {
 		s := stats[g]
-		ch <- prometheus.MustNewConstMetric(deadLetteredDesc, prometheus.CounterValue, float64(s.Written), g)
-		ch <- prometheus.MustNewConstMetric(deadLetterFailedDesc, prometheus.CounterValue, float64(s.Failed), g)
+		ch <- prometheus.MustNewConstMetric(deadLetteredDesc, prometheus.CounterValue, float64(s.Written), labelValue(g))
+		ch <- prometheus.MustNewConstMetric(deadLetterFailedDesc, prometheus.CounterValue, float64(s.Failed), labelValue(g))
 	}
 }

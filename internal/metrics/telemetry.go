@@ -92,7 +92,7 @@ func (c telemetryCollector) family(ch chan<- prometheus.Metric, fam []telemetry.
 		}
 		values := make([]string, len(names))
 		for _, l := range s.Labels {
-			values[index[l.Name]] = l.Value
+			values[index[l.Name]] = labelValue(l.Value)
 		}
 		m, err := prometheus.NewConstMetric(desc, vt, s.Value, values...)
 		if err != nil {

@@ -14,14 +14,15 @@ import (
 	"github.com/strata-stream/strata/internal/telemetry"
 )
 
-// pushAll pushes each payload (uncompressed OTLP) from its own client to a new
-// telemetry manager subscribed to every metric, and returns the manager. A
-// payload that does not decode is refused (INVALID_RECORD) and keeps nothing.
-func pushAll(t testing.TB, payloads ...[]byte) *telemetry.Manager {
+// pushAll pushes each payload (uncompressed OTLP) from its own client, whose
+// client id starts with prefix, to a new telemetry manager subscribed to every
+// metric, and returns the manager. A payload that does not decode is refused
+// (INVALID_RECORD) and keeps nothing.
+func pushAll(t testing.TB, prefix string, payloads ...[]byte) *telemetry.Manager {
 	tm := telemetry.New(telemetry.Config{})
 	subs := []metadata.Subscription{{Name: "all", Metrics: []string{"*"}, PushIntervalMs: 1000}}
 	for i, payload := range payloads {
-		c := telemetry.Client{ClientID: fmt.Sprint("client-", i), SoftwareName: "fuzz", SoftwareVersion: "1"}
+		c := telemetry.Client{ClientID: fmt.Sprint(prefix, i), SoftwareName: "fuzz", SoftwareVersion: "1"}
 		s, err := tm.Subscriptions([16]byte{}, c, subs)
 		if err != nil {
 			t.Fatal(err)
@@ -62,18 +63,28 @@ func counterOf(name string, dps ...*metricspb.NumberDataPoint) *metricspb.Metric
 		AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, DataPoints: dps}}}
 }
 
-// telemetryPushes are pairs of pushes (one client each) that clients may send
-// and /metrics must expose without a gathering error.
-func telemetryPushes(t testing.TB) map[string][2][]byte {
-	return map[string][2][]byte{
-		"plain": {otlpMetrics(t, gaugeOf("org.apache.kafka.producer.queue.avg", point(1.5, "node.id", "1"))),
-			otlpMetrics(t, counterOf("org.apache.kafka.producer.record.send.total", point(7)))},
+// telemetryPush is what two clients send: their client ids' prefix and a
+// push each.
+type telemetryPush struct {
+	prefix string
+	push   [2][]byte
+}
+
+// telemetryPushes are pushes that clients may send and /metrics must expose
+// without a gathering error.
+func telemetryPushes(t testing.TB) map[string]telemetryPush {
+	one := otlpMetrics(t, gaugeOf("m", point(1)))
+	return map[string]telemetryPush{
+		"plain": {"client-", [2][]byte{otlpMetrics(t, gaugeOf("org.apache.kafka.producer.queue.avg", point(1.5, "node.id", "1"))),
+			otlpMetrics(t, counterOf("org.apache.kafka.producer.record.send.total", point(7)))}},
 		// Prometheus reads a label with an empty value as no label: the
 		// two points are one series.
-		"empty attribute":                     {otlpMetrics(t, gaugeOf("m", point(1), point(2, "x", ""))), nil},
-		"attribute names that sanitize alike": {otlpMetrics(t, gaugeOf("m", point(1, "a.b", "v", "a_b", "w"), point(2, "a_b", "v"))), nil},
-		"a gauge and a counter of one name":   {otlpMetrics(t, gaugeOf("m", point(1))), otlpMetrics(t, counterOf("m", point(2)))},
-		"names that sanitize alike":           {otlpMetrics(t, gaugeOf("a.b", point(1)), counterOf("a_b", point(2))), nil},
+		"empty attribute":                     {"client-", [2][]byte{otlpMetrics(t, gaugeOf("m", point(1), point(2, "x", ""))), nil}},
+		"attribute names that sanitize alike": {"client-", [2][]byte{otlpMetrics(t, gaugeOf("m", point(1, "a.b", "v", "a_b", "w"), point(2, "a_b", "v"))), nil}},
+		"a gauge and a counter of one name":   {"client-", [2][]byte{one, otlpMetrics(t, counterOf("m", point(2)))}},
+		"names that sanitize alike":           {"client-", [2][]byte{otlpMetrics(t, gaugeOf("a.b", point(1)), counterOf("a_b", point(2))), nil}},
+		// A client id is bytes the client chose.
+		"a client id that is not UTF-8": {"client-\xff", [2][]byte{one, one}},
 	}
 }
 
@@ -81,22 +92,22 @@ func telemetryPushes(t testing.TB) map[string][2][]byte {
 func TestClientTelemetryGathers(t *testing.T) {
 	for name, p := range telemetryPushes(t) {
 		t.Run(name, func(t *testing.T) {
-			if _, err := New(Config{Telemetry: pushAll(t, p[0], p[1])}).Registry().Gather(); err != nil {
+			if _, err := New(Config{Telemetry: pushAll(t, p.prefix, p.push[:]...)}).Registry().Gather(); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 }
 
-// FuzzClientTelemetry: whatever two clients push, /metrics gathers without
-// error: a pushed family has one type, and no two of its series the same
+// FuzzClientTelemetry: whatever two clients push, whatever their client ids,
+// /metrics gathers without error: a pushed family has one type, and no two of its series the same
 // label values.
 func FuzzClientTelemetry(f *testing.F) {
 	for _, p := range telemetryPushes(f) {
-		f.Add(p[0], p[1])
+		f.Add(p.prefix, p.push[0], p.push[1])
 	}
-	f.Fuzz(func(t *testing.T, a, b []byte) {
-		if _, err := New(Config{Telemetry: pushAll(t, a, b)}).Registry().Gather(); err != nil {
+	f.Fuzz(func(t *testing.T, prefix string, a, b []byte) {
+		if _, err := New(Config{Telemetry: pushAll(t, prefix, a, b)}).Registry().Gather(); err != nil {
 			t.Fatal(err)
 		}
 	})
