@@ -35,12 +35,13 @@ var nodeOnlyKeys = map[int16]bool{7: true, 52: true, 53: true, 54: true, 56: tru
 // refused part back into the answer. The request path recovers a handler's
 // panic and closes the connection, so a panic would not crash a broker, but
 // it can leave a lock held or state half changed: the nodes' logs are watched
-// for one. A request still unanswered after the exchange's timeout is left (a
+// for one. After each request the nodes' /metrics must still gather without
+// error: a name a client chose (a group id) ends up in a label. A request still unanswered after the exchange's timeout is left (a
 // fetch may wait as long as it asks); one whose connection is closed without
 // an answer fails.
 func FuzzRequests(f *testing.F) {
 	panics := &panicRecorder{}
-	start := func(cfg config.Config) string {
+	start := func(cfg config.Config) *Node {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		n, err := Start(ctx, cfg, slog.New(panics), vfs.Default)
@@ -48,19 +49,22 @@ func FuzzRequests(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Cleanup(func() { n.Close() })
-		return n.KafkaAddr()
+		return n
 	}
 	open := start(nodeConfig(f.TempDir()))
 	cfg := nodeConfig(f.TempDir())
 	cfg.Authorizer, cfg.AllowEveryoneIfNoACL = "acl", true
 	guarded := start(cfg)
-	denyNamesStartingWithD(f, guarded)
+	denyNamesStartingWithD(f, guarded.KafkaAddr())
 	versions := servedKeys(handlers.Versions(), func(key int16) bool { return nodeOnlyKeys[key] })
 	emptyRequests(versions, func(key, version int16, body []byte) { f.Add(key, version, body) })
 	for _, req := range mixedSeeds() {
 		k := versions[req.Key()]
 		req.SetVersion(k.max)
 		f.Add(req.Key(), k.max, req.AppendTo(nil))
+	}
+	for _, req := range notUTF8Seeds() {
+		f.Add(req.Key(), req.GetVersion(), req.AppendTo(nil))
 	}
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
 		k, ok := versions[key]
@@ -72,13 +76,17 @@ func FuzzRequests(f *testing.F) {
 		if req.ReadFrom(body) != nil {
 			return // framing and decoding: protocol's FuzzReadRequest
 		}
-		for _, addr := range []string{open, guarded} {
+		for _, n := range []*Node{open, guarded} {
+			addr := n.KafkaAddr()
 			_, err := roundTrip(addr, req, 5*time.Second)
 			if p := panics.take(); p != "" {
 				t.Fatalf("%s v%d to %s: the node panicked: %s", kmsg.NameForKey(key), version, addr, p)
 			}
 			if ne := (net.Error)(nil); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
 				t.Fatalf("%s v%d to %s: no answer: %v", kmsg.NameForKey(key), version, addr, err)
+			}
+			if _, err := n.metrics.Registry().Gather(); err != nil {
+				t.Fatalf("%s v%d to %s: /metrics no longer gathers: %v", kmsg.NameForKey(key), version, addr, err)
 			}
 		}
 	})
@@ -128,6 +136,20 @@ func mixedSeeds() []kmsg.Request {
 			return r
 		}),
 	}
+}
+
+// notUTF8Seeds name a group with bytes that are not UTF-8, as a client may:
+// its committed offset of topic "a" (mixedSeeds creates it) is a lag in
+// /metrics, whose labels must be UTF-8.
+func notUTF8Seeds() []kmsg.Request {
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(8) // the last to name topics rather than their ids
+	commit.Group, commit.Generation = "a\xff", -1
+	t := kmsg.NewOffsetCommitRequestTopic()
+	t.Topic = "a"
+	t.Partitions = []kmsg.OffsetCommitRequestTopicPartition{kmsg.NewOffsetCommitRequestTopicPartition()}
+	commit.Topics = append(commit.Topics, t)
+	return []kmsg.Request{commit}
 }
 
 // naming appends to entries, a list of req's, one entry made by entry for
