@@ -168,3 +168,32 @@ func TestGroupPagesWithoutAdmin(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupLinksEscapeTheID: a group id may hold any characters; the groups
+// list links each group to its own page, and the page's offset reset posts to
+// the group's, whatever its id says to a URL ("/", "?", "#", "%").
+func TestGroupLinksEscapeTheID(t *testing.T) {
+	n := startNode(t)
+	_, adm := client(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + n.HTTPAddr()
+	for _, id := range []string{"team/app", "a?b=1", "c#d", "e%41", "sp ace"} {
+		var o kadm.Offsets
+		o.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0, LeaderEpoch: -1})
+		if err := adm.CommitAllOffsets(ctx, id, o); err != nil {
+			t.Fatalf("committing for %q: %v", id, err)
+		}
+		_, list := get(t, base+"/console/groups")
+		href := fmt.Sprintf(`href="/console/groups/%s"`, strings.ReplaceAll(url.PathEscape(id), "&", "&amp;"))
+		mustContain(t, "groups list", list, href)
+		status, page := get(t, base+"/console/groups/"+url.PathEscape(id))
+		if status != http.StatusOK {
+			t.Fatalf("group %q: page %d:\n%s", id, status, page)
+		}
+		mustContain(t, "group page", page, fmt.Sprintf(`action="/console/groups/%s/offsets"`, strings.ReplaceAll(url.PathEscape(id), "&", "&amp;")))
+	}
+}

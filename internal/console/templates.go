@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +88,9 @@ var templateFuncs = template.FuncMap{
 	"rate":   rateText,
 	"ids":    idList,
 	"millis": millisText,
+	// path escapes a name for one segment of a URL path: a group id may
+	// hold "/", "?", "#" or "%", which html/template leaves as they are there.
+	"path": url.PathEscape,
 }
 
 // humanBytes formats a size in binary units; negative means unknown.
