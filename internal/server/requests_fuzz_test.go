@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +37,8 @@ var nodeOnlyKeys = map[int16]bool{7: true, 52: true, 53: true, 54: true, 56: tru
 // panic and closes the connection, so a panic would not crash a broker, but
 // it can leave a lock held or state half changed: the nodes' logs are watched
 // for one. After each request the nodes' /metrics must still gather without
-// error: a name a client chose (a group id) ends up in a label. A request still unanswered after the exchange's timeout is left (a
+// error and the console's groups page must still answer: a name a client
+// chose (a group id) ends up in a label and on the page. A request still unanswered after the exchange's timeout is left (a
 // fetch may wait as long as it asks); one whose connection is closed without
 // an answer fails.
 func FuzzRequests(f *testing.F) {
@@ -87,6 +89,11 @@ func FuzzRequests(f *testing.F) {
 			}
 			if _, err := n.metrics.Registry().Gather(); err != nil {
 				t.Fatalf("%s v%d to %s: /metrics no longer gathers: %v", kmsg.NameForKey(key), version, addr, err)
+			}
+			if resp, err := http.Get("http://" + n.HTTPAddr() + "/console/groups"); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s v%d to %s: the console's groups page: %v %v", kmsg.NameForKey(key), version, addr, resp, err)
+			} else {
+				resp.Body.Close()
 			}
 		}
 	})
