@@ -105,13 +105,7 @@ func TestGroupPageProtocols(t *testing.T) {
 // groups list shows it as a share group. The console's own path said "no
 // group" of a share group.
 func TestGroupPageNotAConsumerGroup(t *testing.T) {
-	n := startNode(t)
-	_, adm := client(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "jobs"); err != nil {
-		t.Fatal(err)
-	}
+	n, adm, ctx := nodeWithJobs(t)
 	start := kadm.Offsets{}
 	start.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0, LeaderEpoch: -1})
 	resps, err := adm.AlterShareGroupOffsets(ctx, "workers", start) // creates the share group
@@ -173,13 +167,7 @@ func TestGroupPagesWithoutAdmin(t *testing.T) {
 // list links each group to its own page, and the page's offset reset posts to
 // the group's, whatever its id says to a URL ("/", "?", "#", "%").
 func TestGroupLinksEscapeTheID(t *testing.T) {
-	n := startNode(t)
-	_, adm := client(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "jobs"); err != nil {
-		t.Fatal(err)
-	}
+	n, adm, ctx := nodeWithJobs(t)
 	base := "http://" + n.HTTPAddr()
 	for _, id := range []string{"team/app", "a?b=1", "c#d", "e%41", "sp ace"} {
 		var o kadm.Offsets

@@ -54,6 +54,20 @@ func client(t *testing.T, n *server.Node, opts ...kgo.Opt) (*kgo.Client, *kadm.C
 	return cl, kadm.NewClient(cl)
 }
 
+// nodeWithJobs runs a node with a one-partition topic "jobs", and returns it,
+// an admin client of it and a context that ends with the test (30 s at most).
+func nodeWithJobs(t *testing.T) (*server.Node, *kadm.Client, context.Context) {
+	t.Helper()
+	n := startNode(t)
+	_, adm := client(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	return n, adm, ctx
+}
+
 // get fetches url and returns the status and body; redirects are not followed.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
