@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-stream/strata/internal/telemetry"
@@ -64,12 +66,11 @@ func (c telemetryCollector) Collect(ch chan<- prometheus.Metric) {
 // one type, its first series' kind: a series of the other kind (another client,
 // or a name that sanitized alike) is left out.
 func (c telemetryCollector) family(ch chan<- prometheus.Metric, fam []telemetry.Series) {
+	kind := fam[0].Kind
+	fam = slices.DeleteFunc(slices.Clone(fam), func(s telemetry.Series) bool { return s.Kind != kind })
 	var names []string
 	index := map[string]int{}
 	for _, s := range fam {
-		if s.Kind != fam[0].Kind {
-			continue
-		}
 		for _, l := range s.Labels {
 			if _, ok := index[l.Name]; !ok {
 				index[l.Name] = len(names)
@@ -83,13 +84,10 @@ func (c telemetryCollector) family(ch chan<- prometheus.Metric, fam []telemetry.
 	}
 	desc := prometheus.NewDesc("strata_client_"+fam[0].Name, help, names, nil)
 	vt := prometheus.GaugeValue
-	if fam[0].Kind == telemetry.Counter {
+	if kind == telemetry.Counter {
 		vt = prometheus.CounterValue
 	}
 	for _, s := range fam {
-		if s.Kind != fam[0].Kind {
-			continue
-		}
 		values := make([]string, len(names))
 		for _, l := range s.Labels {
 			values[index[l.Name]] = labelValue(l.Value)

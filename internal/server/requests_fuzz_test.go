@@ -38,7 +38,8 @@ var nodeOnlyKeys = map[int16]bool{7: true, 52: true, 53: true, 54: true, 56: tru
 // it can leave a lock held or state half changed: the nodes' logs are watched
 // for one. After each request the nodes' /metrics must still gather without
 // error and the console's groups page must still answer: a name a client
-// chose (a group id) ends up in a label and on the page. A request still unanswered after the exchange's timeout is left (a
+// chose (a group id) ends up in a label and on the page. A request still
+// unanswered after the exchange's timeout is left (a
 // fetch may wait as long as it asks); one whose connection is closed without
 // an answer fails.
 func FuzzRequests(f *testing.F) {
