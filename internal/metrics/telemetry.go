@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"slices"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-stream/strata/internal/telemetry"
@@ -63,11 +61,9 @@ func (c telemetryCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // family sends the series of one name (Snapshot sorts by name). A family has
-// one type, its first series' kind: a series of the other kind (another client,
-// or a name that sanitized alike) is left out.
+// one type: its first series' kind, which a series of the other kind (another
+// client's, or a name that sanitized alike) is sent as too.
 func (c telemetryCollector) family(ch chan<- prometheus.Metric, fam []telemetry.Series) {
-	kind := fam[0].Kind
-	fam = slices.DeleteFunc(slices.Clone(fam), func(s telemetry.Series) bool { return s.Kind != kind })
 	var names []string
 	index := map[string]int{}
 	for _, s := range fam {
@@ -84,7 +80,7 @@ func (c telemetryCollector) family(ch chan<- prometheus.Metric, fam []telemetry.
 	}
 	desc := prometheus.NewDesc("strata_client_"+fam[0].Name, help, names, nil)
 	vt := prometheus.GaugeValue
-	if kind == telemetry.Counter {
+	if fam[0].Kind == telemetry.Counter {
 		vt = prometheus.CounterValue
 	}
 	for _, s := range fam {
