@@ -11,7 +11,10 @@ package handlers
 // it to partition leaders; kafka-transactions.sh abort sends it too. Errors are per
 // partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 // INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch, or of version
-// 2 and not newer),
+// 2 and not newer; answered, like a written marker, once the high-water mark
+// passes the log end at the refusal: a coordinator counts the refusal as its
+// marker written, by itself before or superseded by a later one, and what
+// did that may not be committed yet),
 // TRANSACTION_COORDINATOR_FENCED (a marker whose CoordinatorEpoch is older than
 // that of the producer's last marker on the partition: a deposed coordinator's),
 // REQUEST_TIMED_OUT.
@@ -23,6 +26,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -57,6 +61,8 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 		p      *replica.Partition
 		last   int64
 		marker batch.Marker
+		// refused is ErrInvalidProducerEpoch, answered once last is committed.
+		refused error
 	}
 	var waits []waiting
 	img := h.cluster.Image()
@@ -83,8 +89,12 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 				p, err := h.leaderPartition(img, rt.Topic, index)
 				if err == nil {
 					var res replica.AppendResult
-					if res, err = p.WriteTxnMarker(marker, rm.TransactionVersion); err == nil {
-						waits = append(waits, waiting{sp, p, res.LastOffset, marker})
+					res, err = p.WriteTxnMarker(marker, rm.TransactionVersion)
+					switch {
+					case err == nil:
+						waits = append(waits, waiting{sp, p, res.LastOffset, marker, nil})
+					case errors.Is(err, replica.ErrInvalidProducerEpoch):
+						waits = append(waits, waiting{sp, p, p.LogEndOffset() - 1, marker, err})
 					}
 				}
 				sp.ErrorCode = errorCode(err)
@@ -99,6 +109,10 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 		for _, w := range waits {
 			// Pointers into the response stay valid: every slice was sized up front.
 			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
+			if err == nil && w.refused != nil {
+				w.sp.ErrorCode = errorCode(w.refused)
+				continue
+			}
 			w.sp.ErrorCode = errorCode(err)
 			if err == nil && w.p.Topic == group.OffsetsTopic {
 				// The transaction's offset commits on this partition take effect.
