@@ -43,7 +43,7 @@ func TestKafkaTransactionsTool(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	raw, err := kgo.NewClient(kgo.SeedBrokers(tgt.bootstrap))
+	raw, err := kgo.NewClient(kgo.SeedBrokers(tgt.bootstrap), kgo.ClientID(txntest.ClientID))
 	if err != nil {
 		t.Fatal(err)
 	}

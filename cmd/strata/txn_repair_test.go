@@ -70,7 +70,7 @@ func TestTxnFindHangingAndAbort(t *testing.T) {
 	topic := topicName(t)
 	mustRunAt(t, addr, "topic", "create", topic, "-p", "2")
 
-	raw, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	raw, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(txntest.ClientID))
 	if err != nil {
 		t.Fatal(err)
 	}

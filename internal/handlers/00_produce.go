@@ -66,14 +66,18 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 
 	img := h.cluster.Image()
 	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+	internalAllowed := r.ClientID != nil && *r.ClientID == adminClientID
 	// Transactional batches need WRITE on the request's transactional id: else
-	// the whole request is refused, as Kafka does. Kafka also refuses them when
-	// the request names no transactional id; Strata does so only with an
-	// authorizer on (its txntest writes a coordinator's batches without one).
+	// the whole request is refused, as Kafka does. A request that names no
+	// transactional id is refused too, as Kafka does: no coordinator would
+	// verify or end its transaction, which would hang read_committed readers
+	// at its first batch. Strata's admin tooling alone (the admin client id,
+	// with no authorizer) may write such batches, as its tests write a
+	// coordinator's.
 	txnDenied := false
 	if hasTransactionalBatch(req) {
 		if req.TransactionID == nil {
-			txnDenied = h.cfg.Authorizer != nil && ctx.Value(onLinkKey{}) == nil
+			txnDenied = (h.cfg.Authorizer != nil || !internalAllowed) && ctx.Value(onLinkKey{}) == nil
 		} else {
 			txnDenied = !h.authorize(ctx, c, kmsg.ACLOperationWrite, resTxnID, *req.TransactionID)
 		}
@@ -82,7 +86,6 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	// producer's, at one epoch (one coordinator question for all of them):
 	// else, as Kafka answers, every partition is INVALID_PRODUCER_ID_MAPPING.
 	mixed := !txnDenied && req.TransactionID != nil && transactionalProducers(req) > 1
-	internalAllowed := r.ClientID != nil && *r.ClientID == adminClientID
 	var targets []produceTarget
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()

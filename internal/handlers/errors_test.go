@@ -189,7 +189,8 @@ func TestProduceErrors(t *testing.T) {
 		{"internal topic", 9, OffsetsTopic, 0, 1, good, "", nil, kerr.InvalidTopicException},
 		{"internal topic from the admin client", 9, OffsetsTopic, 0, 1, good, adminClientID, nil, nil},
 		{"magic 3", 9, "t", 0, 1, magic3, "", nil, kerr.CorruptMessage},
-		{"transactional batch without a transactional id, no authorizer", 9, "t", 0, 1, transactional, "", nil, nil},
+		{"transactional batch without a transactional id", 9, "t", 0, 1, transactional, "", nil, kerr.TransactionalIDAuthorizationFailed},
+		{"transactional batch without a transactional id from the admin client", 9, "t", 0, 1, transactional, adminClientID, nil, nil},
 	} {
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(tc.version)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strata-stream/strata/internal/txntest"
 )
 
@@ -18,7 +20,7 @@ func TestPollIsolation(t *testing.T) {
 	ctx := context.Background()
 	n := sharedNode(t)
 	n.createTopic("isolation", 1)
-	cl, _ := n.kafka()
+	cl, _ := n.kafka(kgo.ClientID(txntest.ClientID))
 	pid, err := txntest.ProducerID(ctx, cl)
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ import (
 func TestReadCommittedWithMarkers(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, nodeConfig(t.TempDir()))
-	cl, adm := n.client(t)
+	cl, adm := n.client(t, kgo.ClientID(txntest.ClientID))
 	const topic = "txn"
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
@@ -374,7 +374,7 @@ func TestWriteTxnMarkersVersion2(t *testing.T) {
 	cfg := nodeConfig(t.TempDir())
 	cfg.TransactionStatePartitions = 1
 	n := startNode(t, cfg)
-	cl, adm := n.client(t)
+	cl, adm := n.client(t, kgo.ClientID(txntest.ClientID))
 	const topic = "tv2markers"
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
@@ -428,7 +428,7 @@ func TestWriteTxnMarkersCoordinatorFenced(t *testing.T) {
 	cfg := nodeConfig(t.TempDir())
 	cfg.TransactionStatePartitions = 1
 	n := startNode(t, cfg)
-	cl, adm := n.client(t)
+	cl, adm := n.client(t, kgo.ClientID(txntest.ClientID))
 	const topic = "fenced"
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)

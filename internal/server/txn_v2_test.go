@@ -27,7 +27,7 @@ func TestEndTxnV5(t *testing.T) {
 	n := startNode(t, nodeConfig(t.TempDir()))
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(int16(kmsg.AddPartitionsToTxn), 3) // the client form
-	cl, adm := n.client(t, kgo.MaxVersions(versions))
+	cl, adm := n.client(t, kgo.MaxVersions(versions), kgo.ClientID(txntest.ClientID))
 	const topic, id = "tv2", "tv2-producer"
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,12 @@ import (
 	"github.com/strata-stream/strata/internal/batch"
 )
 
+// ClientID is the client id a client of these functions needs for their
+// transactional batches, which name no transactional id (a coordinator's
+// markers end them, not a coordinator's verification): Kafka's admin client
+// id, the only one a broker takes such batches from.
+const ClientID = "__admin_client"
+
 // ProducerID asks the broker for a fresh (non-transactional) producer id.
 func ProducerID(ctx context.Context, cl *kgo.Client) (int64, error) {
 	resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
