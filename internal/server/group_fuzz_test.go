@@ -118,6 +118,10 @@ var groupSeqSeeds = [][]byte{
 	// A simple commit, OffsetDelete, a member that never syncs (rebalance timeout).
 	{opCommit, 0x10, opCommit, 0x12, opOffsetDelete, 0x00, opJoin, 0x00, opWait, 0x00, opJoin, 0x00, opWait, 0x18,
 		opDeleteGroup, 0x00, opCommit, 0x10},
+	// A classic member joins a KIP-848 group; a classic static member then
+	// replaces the last KIP-848 member, which downgrades the group.
+	{opConsumerJoin, 0x0c, opJoin, 0x00, opWait, 0x00, opJoin, 0x00, opWait, 0x00, opSync, 0x00, opWait, 0x00,
+		opJoin, 0x1c, opWait, 0x00, opSync, 0x04, opSync, 0x00, opWait, 0x00, opHeartbeat, 0x00, opCommit, 0x04},
 }
 
 // Partitions of the topics FuzzGroupSequences creates.
@@ -186,12 +190,14 @@ type fuzzGroup struct {
 	left map[string]bool
 	// overlapped: a leader gave one partition to several members.
 	overlapped bool
+	// garbled: a leader gave a member bytes that are no assignment.
+	garbled bool
 }
 
 // fuzzMember is one member of a group: a classic identity and a KIP-848 one.
 type fuzzMember struct {
 	instance string // "" for a dynamic member
-	busy     bool   // a JoinGroup or SyncGroup of it waits in the background
+	busy     int    // its JoinGroups and SyncGroups waiting in the background
 
 	cid        string // classic member id
 	generation int32
@@ -205,6 +211,10 @@ type fuzzMember struct {
 	kowned tpSet // its acknowledged KIP-848 assignment
 	joined bool  // joined by ConsumerGroupHeartbeat and not left
 }
+
+// classicSession is the classic members' session timeout, the least a node
+// accepts by default (group.min.session.timeout.ms).
+const classicSession = 6 * time.Second
 
 // requestTimeout bounds every answer; JoinGroup and SyncGroup wait at most
 // for the members' rebalance timeouts (under a second here).
@@ -263,13 +273,13 @@ func (r *groupRun) step(op, arg byte) {
 	r.steps++
 	g := r.groups[arg&1]
 	m := g.members[arg>>1&3]
-	v := arg >> 3
+	v, x := arg>>3, op/opCount
 	r.drain(false)
 	switch op % opCount {
 	case opJoin:
-		r.join(g, m, v)
+		r.join(g, m, v, x)
 	case opSync:
-		r.sync(g, m, v)
+		r.sync(g, m, v, x)
 	case opHeartbeat:
 		r.heartbeat(g, m, v)
 	case opLeave:
@@ -288,32 +298,39 @@ func (r *groupRun) step(op, arg byte) {
 		r.deleteGroup(g)
 	case opWait:
 		r.drain(true)
-		time.Sleep([]time.Duration{0, 30 * time.Millisecond, 200 * time.Millisecond, 700 * time.Millisecond}[v&3])
+		pause := []time.Duration{0, 30 * time.Millisecond, 200 * time.Millisecond, 700 * time.Millisecond}[v&3]
+		if v == 31 {
+			pause = classicSession + 500*time.Millisecond // sessions of silent classic members run out
+		}
+		time.Sleep(pause)
 		r.drain(false)
 	}
 	r.check()
 }
 
 // finish waits for the background requests and checks once more, then
-// leaves with every member so the groups go quiet.
+// takes every member out and deletes the groups, so that the node does not
+// gather the groups of every input.
 func (r *groupRun) finish() {
 	r.drain(true)
 	r.check()
 	for _, g := range r.groups {
+		leave := kmsg.NewPtrLeaveGroupRequest()
+		leave.SetVersion(5)
+		leave.Group = g.id
 		for _, m := range g.members {
-			if m.cid != "" {
-				req := kmsg.NewPtrLeaveGroupRequest()
-				req.SetVersion(5)
-				lm := kmsg.NewLeaveGroupRequestMember()
-				lm.MemberID = m.cid
-				req.Group, req.Members = g.id, []kmsg.LeaveGroupRequestMember{lm}
-				r.send(req)
+			r.send(r.consumerRequest(g, m, leaveEpoch))
+			lm := kmsg.NewLeaveGroupRequestMember()
+			lm.MemberID = m.cid
+			if m.instance != "" {
+				lm.MemberID, lm.InstanceID = "", ptrTo(m.instance)
 			}
-			if m.joined {
-				req := r.consumerRequest(g, m, leaveEpoch)
-				r.send(req)
-			}
+			leave.Members = append(leave.Members, lm)
 		}
+		r.send(leave)
+		del := kmsg.NewPtrDeleteGroupsRequest()
+		del.Groups = []string{g.id}
+		r.send(del)
 	}
 }
 
@@ -346,15 +363,21 @@ func (r *groupRun) subscription(m *fuzzMember, v byte) []byte {
 
 // join: variant bit 0 joins without the member id, bit 1 as a static
 // member (members 2 and 3), bit 2 subscribes to t1 too, bit 3 prefers the
-// roundrobin protocol, bit 4 picks the rebalance timeout.
-func (r *groupRun) join(g *fuzzGroup, m *fuzzMember, v byte) {
-	if m.busy {
+// roundrobin protocol, bit 4 picks the rebalance timeout; extra bit 0 joins
+// with v3 (no MEMBER_ID_REQUIRED, no static members), bit 1 even while an
+// earlier join or sync of the member waits.
+func (r *groupRun) join(g *fuzzGroup, m *fuzzMember, v, x byte) {
+	if m.busy > 0 && x&2 == 0 {
 		return
 	}
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.SetVersion(9)
+	if x&1 != 0 {
+		req.SetVersion(3)
+		v &^= 2
+	}
 	req.Group = g.id
-	req.SessionTimeoutMillis = 6000
+	req.SessionTimeoutMillis = int32(classicSession.Milliseconds())
 	req.RebalanceTimeoutMillis = rebalanceTimeout(v >> 4)
 	if v&1 == 0 {
 		req.MemberID = m.cid
@@ -369,9 +392,9 @@ func (r *groupRun) join(g *fuzzGroup, m *fuzzMember, v byte) {
 		req.Protocols = append(req.Protocols, p)
 	}
 	delete(g.left, req.MemberID)
-	m.busy = true
+	m.busy++
 	r.sendAsync(req, func(kr kmsg.Response) {
-		m.busy = false
+		m.busy--
 		resp := kr.(*kmsg.JoinGroupResponse)
 		switch resp.ErrorCode {
 		case kerr.MemberIDRequired.Code:
@@ -419,9 +442,10 @@ func (r *groupRun) assign(members []kmsg.JoinGroupResponseMember) map[string]tpS
 // sync: variant bit 0 syncs with the previous generation, bit 1 sends no
 // assignment even as the leader, bit 2 names the instance id, bit 3 assigns
 // every partition, and one of a topic that does not exist, to every member
-// (as a broken leader may).
-func (r *groupRun) sync(g *fuzzGroup, m *fuzzMember, v byte) {
-	if m.busy || m.cid == "" {
+// (as a broken leader may); extra bit 0 sends bytes that are no assignment
+// to one member.
+func (r *groupRun) sync(g *fuzzGroup, m *fuzzMember, v, x byte) {
+	if m.busy > 0 || m.cid == "" {
 		return
 	}
 	req := kmsg.NewPtrSyncGroupRequest()
@@ -450,6 +474,10 @@ func (r *groupRun) sync(g *fuzzGroup, m *fuzzMember, v byte) {
 			}
 			a := kmsg.NewSyncGroupRequestGroupAssignment()
 			a.MemberID, a.MemberAssignment = id, encodeClassicAssignment(set)
+			if x&1 != 0 && id == m.cid {
+				g.garbled = true
+				a.MemberAssignment = []byte{0, 0, 0, 0, 0, 9}
+			}
 			req.GroupAssignment = append(req.GroupAssignment, a)
 			if plans[id] == nil {
 				plans[id] = tpSet{}
@@ -457,14 +485,17 @@ func (r *groupRun) sync(g *fuzzGroup, m *fuzzMember, v byte) {
 			maps.Copy(plans[id], set)
 		}
 	}
-	m.busy = true
+	m.busy++
 	gen, id := req.Generation, req.MemberID
 	r.sendAsync(req, func(kr kmsg.Response) {
-		m.busy = false
+		m.busy--
 		resp := kr.(*kmsg.SyncGroupResponse)
 		switch resp.ErrorCode {
 		case 0:
 			owned, err := decodeClassicAssignment(resp.MemberAssignment)
+			if err != nil && g.garbled {
+				break
+			}
 			if err != nil {
 				r.fatalf("SyncGroup of %s at generation %d: assignment %x: %v", id, gen, resp.MemberAssignment, err)
 			}
@@ -550,7 +581,7 @@ func (r *groupRun) heartbeat(g *fuzzGroup, m *fuzzMember, v byte) {
 		req.InstanceID = ptrTo(m.instance)
 	}
 	resp := r.send(req).(*kmsg.HeartbeatResponse)
-	if resp.ErrorCode == kerr.UnknownMemberID.Code && !m.busy {
+	if resp.ErrorCode == kerr.UnknownMemberID.Code && m.busy == 0 {
 		m.cid, m.owned = "", nil
 	}
 }
@@ -572,7 +603,7 @@ func (r *groupRun) leave(g *fuzzGroup, m *fuzzMember, v byte) {
 	if resp.ErrorCode != 0 || len(resp.Members) != 1 {
 		r.fatalf("LeaveGroup: code %d, %d members", resp.ErrorCode, len(resp.Members))
 	}
-	if resp.Members[0].ErrorCode == 0 && !m.busy && lm.MemberID != "" {
+	if resp.Members[0].ErrorCode == 0 && m.busy == 0 && lm.MemberID != "" {
 		g.left[lm.MemberID] = true
 	}
 	if resp.Members[0].ErrorCode == 0 && lm.MemberID != "" {
@@ -660,14 +691,24 @@ func (r *groupRun) topicName(id [16]byte) string {
 
 // consumerBeat: variant bit 0 sends the previous epoch, bit 1 a full
 // request (subscription and rebalance timeout again), bit 2 says it owns
-// nothing.
+// nothing, bit 3 names the instance id, bit 4 sends the next epoch, which
+// the member was never given. A member that left is no member any more.
 func (r *groupRun) consumerBeat(g *fuzzGroup, m *fuzzMember, v byte) {
 	if !m.joined {
+		if g.left[m.kid] {
+			resp := r.send(r.consumerRequest(g, m, max(m.epoch, 1))).(*kmsg.ConsumerGroupHeartbeatResponse)
+			if resp.ErrorCode == 0 {
+				r.fatalf("ConsumerGroupHeartbeat of %s, which left, answered epoch %d", m.kid, resp.MemberEpoch)
+			}
+		}
 		return
 	}
 	req := r.consumerRequest(g, m, m.epoch)
-	if v&1 != 0 {
+	switch {
+	case v&1 != 0:
 		req.MemberEpoch--
+	case v&16 != 0:
+		req.MemberEpoch++
 	}
 	if v&2 != 0 {
 		req.RebalanceTimeoutMillis = rebalanceTimeout(v >> 3)
@@ -680,7 +721,14 @@ func (r *groupRun) consumerBeat(g *fuzzGroup, m *fuzzMember, v byte) {
 	if m.instance != "" && v&8 != 0 {
 		req.InstanceID = ptrTo(m.instance)
 	}
-	r.consumerAnswer(g, m, r.send(req).(*kmsg.ConsumerGroupHeartbeatResponse))
+	resp := r.send(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+	switch {
+	case resp.ErrorCode == 0 && req.MemberEpoch > m.epoch:
+		r.fatalf("ConsumerGroupHeartbeat of %s at epoch %d, above its %d, answered epoch %d", m.kid, req.MemberEpoch, m.epoch, resp.MemberEpoch)
+	case resp.ErrorCode == 0 && resp.MemberEpoch < m.epoch:
+		r.fatalf("ConsumerGroupHeartbeat of %s at epoch %d moved it back to epoch %d", m.kid, m.epoch, resp.MemberEpoch)
+	}
+	r.consumerAnswer(g, m, resp)
 }
 
 // consumerLeave: variant bit 0 leaves for now (epoch -2) as a static member.
@@ -779,6 +827,22 @@ func (r *groupRun) deleteGroup(g *fuzzGroup) {
 	switch resp.Groups[0].ErrorCode {
 	case 0:
 		clear(g.committed)
+		if r.pending > 0 {
+			break // a join under way may create the group again
+		}
+		if d := r.describeGroup(g.id); d.listed != "" || d.classic != nil || d.consumer != nil {
+			r.fatalf("group %s deleted, then listed %q or described", g.id, d.listed)
+		}
+		// Nobody is a member any more.
+		for _, m := range g.members {
+			if m.cid != "" {
+				g.left[m.cid] = true
+			}
+			if m.joined {
+				g.left[m.kid] = true
+			}
+			m.cid, m.owned, m.joined, m.kowned = "", nil, false, tpSet{}
+		}
 	case kerr.NonEmptyGroup.Code, kerr.GroupIDNotFound.Code:
 	default:
 		for x := range g.committed {
@@ -934,6 +998,9 @@ func (r *groupRun) checkDescribed(g *fuzzGroup) {
 				r.fatalf("group %s lists member %s, which left", g.id, dm.MemberID)
 			}
 			set, err := decodeClassicAssignment(dm.MemberAssignment)
+			if err != nil && g.garbled {
+				continue
+			}
 			if err != nil {
 				r.fatalf("group %s member %s: assignment %x: %v", g.id, dm.MemberID, dm.MemberAssignment, err)
 			}
