@@ -504,9 +504,10 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 	}
 }
 
-// replaceStaticLocked gives a static member's place to a classic member joining
-// with its instance id and no member id: the new id takes over its partitions
-// and reconciles from epoch 0, as Kafka does.
+// replaceStaticLocked gives a static member's place to a member joining with
+// its instance id under a new member id (a classic member's join without one,
+// or a KIP-848 member's replacing a classic one): the new id takes over its
+// partitions and reconciles from epoch 0, as Kafka does.
 func (g *group) replaceStaticLocked(old *cmember, id string) *cmember {
 	cg := g.cg
 	g.c.log.Info("static member replaced", "group", g.id, "instance", old.instanceID, "old", old.id, "member", id)
