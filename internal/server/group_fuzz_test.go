@@ -122,6 +122,10 @@ var groupSeqSeeds = [][]byte{
 	// replaces the last KIP-848 member, which downgrades the group.
 	{opConsumerJoin, 0x0c, opJoin, 0x00, opWait, 0x00, opJoin, 0x00, opWait, 0x00, opSync, 0x00, opWait, 0x00,
 		opJoin, 0x1c, opWait, 0x00, opSync, 0x04, opSync, 0x00, opWait, 0x00, opHeartbeat, 0x00, opCommit, 0x04},
+	// A classic static member's instance comes back speaking KIP-848 after the
+	// group was upgraded: it replaces the classic member.
+	{opJoin, 0x14, opWait, 0x00, opSync, 0x04, opWait, 0x00, opConsumerJoin, 0x00, opConsumerJoin, 0x0c,
+		opConsumerBeat, 0x04, opCommit, 0x05},
 }
 
 // Partitions of the topics FuzzGroupSequences creates.
@@ -657,7 +661,33 @@ func (r *groupRun) consumerJoin(g *fuzzGroup, m *fuzzMember, v byte) {
 	}
 	delete(g.left, m.kid)
 	m.kowned = tpSet{}
-	r.consumerAnswer(g, m, r.send(req).(*kmsg.ConsumerGroupHeartbeatResponse))
+	resp := r.send(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+	if resp.ErrorCode == kerr.UnreleasedInstanceID.Code {
+		r.checkUnreleased(g, *req.InstanceID)
+	}
+	r.consumerAnswer(g, m, resp)
+}
+
+// checkUnreleased wants the member holding instance, which a KIP-848 member
+// could not take over, to be a KIP-848 member: a classic static member never
+// leaves for now and is replaced at once (KAFKA-17228).
+func (r *groupRun) checkUnreleased(g *fuzzGroup, instance string) {
+	c := r.describeGroup(g.id).consumer
+	if c == nil {
+		return // no longer a consumer group
+	}
+	for _, dm := range c.Members {
+		if deref(dm.InstanceID) == instance && dm.MemberType == 0 {
+			r.fatalf("consumer group %s: instance %s of classic member %s not replaced by a KIP-848 member (UNRELEASED_INSTANCE_ID)", g.id, instance, dm.MemberID)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // consumerAnswer takes a ConsumerGroupHeartbeat's answer into m.
