@@ -25,12 +25,17 @@ import (
 // them in one group (KIP-848's online migration): classic JoinGroup,
 // SyncGroup, Heartbeat and LeaveGroup, ConsumerGroupHeartbeat joins,
 // heartbeats and leaves, commits, fetches, OffsetDelete and DeleteGroups,
-// with stale generations and epochs, static members and short rebalance
-// timeouts. Each input is a sequence of (operation, argument) byte pairs over
-// two groups of four members of its own. After each step it wants:
+// with stale generations and epochs, static members, short rebalance
+// timeouts and (rarely) classic sessions running out. Each input is a
+// sequence of (operation, argument) byte pairs over two groups of four
+// members of its own. After each step it wants:
 //
 //   - every request answered (JoinGroup and SyncGroup, which wait for the
 //     rebalance, within the members' rebalance timeouts), no panic logged;
+//   - what Kafka guarantees of fencing: no heartbeat accepted from a member
+//     that left or from an epoch it was never given, no epoch going back, a
+//     deleted group gone, and a classic static member replaced by its
+//     instance's KIP-848 member rather than refusing it as unreleased;
 //   - no partition in two members' assignments as the coordinator describes
 //     them (ConsumerGroupDescribe, and DescribeGroups of a Stable group), a
 //     KIP-848 member's acknowledged assignment within what the coordinator
@@ -40,7 +45,8 @@ import (
 //     deleted;
 //   - no member listed that left, valid state names, and ListGroups agreeing
 //     with the describe APIs on each group's type;
-//   - /metrics gathering and the console's groups page answering.
+//   - /metrics gathering, and the console's and HTTP API's group pages
+//     answering.
 func FuzzGroupSequences(f *testing.F) {
 	panics := &panicRecorder{}
 	cfg := nodeConfig(f.TempDir())
