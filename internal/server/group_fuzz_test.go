@@ -34,8 +34,10 @@ import (
 //     rebalance, within the members' rebalance timeouts), no panic logged;
 //   - what Kafka guarantees of fencing: no heartbeat accepted from a member
 //     that left or from an epoch it was never given, no epoch going back, a
-//     deleted group gone, and a classic static member replaced by its
-//     instance's KIP-848 member rather than refusing it as unreleased;
+//     deleted group gone, a classic static member replaced by its
+//     instance's KIP-848 member rather than refusing it as unreleased, and no
+//     member LeaveGroup (which removes KIP-848 members too) calls unknown
+//     still listed;
 //   - no partition in two members' assignments as the coordinator describes
 //     them (ConsumerGroupDescribe, and DescribeGroups of a Stable group), a
 //     KIP-848 member's acknowledged assignment within what the coordinator
@@ -132,6 +134,10 @@ var groupSeqSeeds = [][]byte{
 	// group was upgraded: it replaces the classic member.
 	{opJoin, 0x14, opWait, 0x00, opSync, 0x04, opWait, 0x00, opConsumerJoin, 0x00, opConsumerJoin, 0x0c,
 		opConsumerBeat, 0x04, opCommit, 0x05},
+	// An admin client removes the KIP-848 member of a group whose other member
+	// is classic (joined at v3): the group is classic again.
+	{opConsumerJoin, 0x00, opJoin + opCount, 0x02, opWait, 0x00, opLeave, 0x10, opConsumerBeat, 0x00,
+		opJoin + opCount, 0x02, opWait, 0x00, opSync, 0x02, opWait, 0x00},
 }
 
 // Partitions of the topics FuzzGroupSequences creates.
@@ -596,28 +602,46 @@ func (r *groupRun) heartbeat(g *fuzzGroup, m *fuzzMember, v byte) {
 	}
 }
 
-// leave: variant bit 0 names a static member by its instance id alone.
+// leave: variant bit 0 names a static member by its instance id alone, bit
+// 1 removes the KIP-848 member rather than the classic one, as an admin
+// client does. A member it answers UNKNOWN_MEMBER_ID for is no member.
 func (r *groupRun) leave(g *fuzzGroup, m *fuzzMember, v byte) {
-	if m.cid == "" && m.instance == "" {
-		return
-	}
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.SetVersion(5)
 	lm := kmsg.NewLeaveGroupRequestMember()
 	lm.MemberID = m.cid
+	if v&2 != 0 {
+		lm.MemberID = m.kid
+	}
 	if v&1 != 0 && m.instance != "" {
 		lm.MemberID, lm.InstanceID = "", ptrTo(m.instance)
+	}
+	if lm.MemberID == "" && lm.InstanceID == nil {
+		return
 	}
 	req.Group, req.Members = g.id, []kmsg.LeaveGroupRequestMember{lm}
 	resp := r.send(req).(*kmsg.LeaveGroupResponse)
 	if resp.ErrorCode != 0 || len(resp.Members) != 1 {
 		r.fatalf("LeaveGroup: code %d, %d members", resp.ErrorCode, len(resp.Members))
 	}
-	if resp.Members[0].ErrorCode == 0 && m.busy == 0 && lm.MemberID != "" {
-		g.left[lm.MemberID] = true
-	}
-	if resp.Members[0].ErrorCode == 0 && lm.MemberID != "" {
+	code, id := resp.Members[0].ErrorCode, lm.MemberID
+	switch {
+	case id == "":
+	case code == 0 && id == m.kid:
+		g.left[id] = true
+		m.joined, m.kowned = false, tpSet{}
+	case code == 0:
+		if m.busy == 0 {
+			g.left[id] = true
+		}
 		m.cid, m.owned = "", nil
+	case code == kerr.UnknownMemberID.Code && (id == m.kid || m.busy == 0):
+		d := r.describeGroup(g.id)
+		listed := d.classic != nil && slices.ContainsFunc(d.classic.Members, func(dm kmsg.DescribeGroupsResponseGroupMember) bool { return dm.MemberID == id })
+		listed = listed || d.consumer != nil && slices.ContainsFunc(d.consumer.Members, func(dm kmsg.ConsumerGroupDescribeResponseGroupMember) bool { return dm.MemberID == id })
+		if listed {
+			r.fatalf("LeaveGroup of %s from group %s answered UNKNOWN_MEMBER_ID; the group lists it", id, g.id)
+		}
 	}
 }
 
