@@ -326,8 +326,9 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 
 // consumerJoinLocked admits a member joining with epoch 0: a new member, a member
 // rejoining after being fenced (it has given up its partitions), or a static member
-// taking over the assignment its instance id left behind. It returns the member
-// and whether the group must rebalance, or nil and the error.
+// taking over the assignment its instance id left behind (or a classic member
+// with its instance id holds). It returns the member and whether the group must
+// rebalance, or nil and the error.
 func (g *group) consumerJoinLocked(req *kmsg.ConsumerGroupHeartbeatRequest, cl Client) (*cmember, bool, heartbeatResult) {
 	cg := g.cg
 	id := req.MemberID
@@ -338,7 +339,16 @@ func (g *group) consumerJoinLocked(req *kmsg.ConsumerGroupHeartbeatRequest, cl C
 	if instance != "" {
 		if oldID, ok := cg.static[instance]; ok && oldID != id {
 			old := cg.members[oldID]
-			if old.epoch != staticLeaveEpoch {
+			switch {
+			case old.classic != nil:
+				// A classic member never leaves for now (the classic protocol
+				// has no epoch -2): it is replaced whenever its instance
+				// comes back speaking KIP-848, as in a rolling upgrade of
+				// static members (Kafka's KAFKA-17228).
+				m := g.replaceStaticLocked(old, id)
+				m.clientID, m.clientHost = cl.ID, cl.Host
+				return m, false, heartbeatResult{}
+			case old.epoch != staticLeaveEpoch:
 				return nil, false, hbError(kerr.UnreleasedInstanceID.Code,
 					"Static member %s with instance id %s is not released yet.", oldID, instance)
 			}

@@ -268,12 +268,23 @@ func (g *group) leaveAllLocked(leaving []kmsg.LeaveGroupRequestMember, codes []i
 		}
 		return 0, false
 	}
-	left := false
+	var left, consumer *cmember // the last member that left, the last KIP-848 one
 	for i, lm := range leaving {
-		codes[i] = g.leaveConsumerGroupLocked(lm.MemberID, deref(lm.InstanceID))
-		left = left || codes[i] == 0
+		var m *cmember
+		if m, codes[i] = g.leaveConsumerGroupLocked(lm.MemberID, deref(lm.InstanceID)); m == nil {
+			continue
+		}
+		left = m
+		if m.classic == nil {
+			consumer = m
+		}
 	}
-	if left {
+	switch {
+	case consumer != nil && g.onlyClassicWithoutLocked(nil):
+		// The last KIP-848 members left: the group is classic again, as
+		// when they leave by ConsumerGroupHeartbeat (KAFKA-18150).
+		g.downgradeLocked(consumer)
+	case left != nil:
 		g.bumpEpochLocked()
 		g.syncClassicViewLocked()
 	}

@@ -27,11 +27,12 @@ import (
 //     REBALANCE_IN_PROGRESS while the member is behind the group epoch, must
 //     revoke, or may now take partitions others released, so the client rejoins.
 //     A member that does not rejoin or sync within its rebalance timeout, or
-//     stops heartbeating for its session timeout, is removed.
+//     stops heartbeating for its session timeout, is removed. LeaveGroup also
+//     removes KIP-848 members (an admin client's removal of members).
 //  3. Downgrade. When the last consumer-protocol member of a group whose other
-//     members are classic leaves (or is fenced), the group converts back to a
-//     classic group at the group epoch with the remaining members and their target
-//     assignments, and rebalances at once.
+//     members are classic leaves (or is fenced, or removed by LeaveGroup), the
+//     group converts back to a classic group at the group epoch with the
+//     remaining members and their target assignments, and rebalances at once.
 //
 // Empty groups change type both ways regardless of the policy (join.go and
 // consumer.go).
@@ -263,22 +264,35 @@ func (g *group) fenceConsumerMemberLocked(m *cmember) {
 	g.removeConsumerMemberLocked(m)
 }
 
-// canDowngradeWithoutLocked reports whether removing m leaves only classic
-// members, at least one, and the policy allows the downgrade.
+// canDowngradeWithoutLocked reports whether removing m, a KIP-848 member,
+// leaves only classic members, at least one, and the policy allows the
+// downgrade.
 func (g *group) canDowngradeWithoutLocked(m *cmember) bool {
-	if m.classic != nil || len(g.cg.members) <= 1 {
-		return false
-	}
+	return m.classic == nil && g.onlyClassicWithoutLocked(m)
+}
+
+// onlyClassicWithoutLocked reports whether the members but without (nil: all
+// of them) are classic members, at least one, and the policy and
+// group.classic.max.size allow the group to be downgraded to them.
+func (g *group) onlyClassicWithoutLocked(without *cmember) bool {
+	n := 0
 	for _, o := range g.cg.members {
-		if o != m && o.classic == nil {
+		switch {
+		case o == without:
+		case o.classic == nil:
 			return false
+		default:
+			n++
 		}
+	}
+	if n == 0 {
+		return false
 	}
 	if !g.c.cfg.MigrationPolicy.downgrade() {
 		g.c.log.Info("cannot downgrade consumer group to classic group because online downgrade is disabled", "group", g.id)
 		return false
 	}
-	if len(g.cg.members)-1 > g.c.cfg.ClassicMaxSize {
+	if n > g.c.cfg.ClassicMaxSize {
 		g.c.log.Info("cannot downgrade consumer group to classic group because its size is greater than group.classic.max.size", "group", g.id, "max", g.c.cfg.ClassicMaxSize)
 		return false
 	}
@@ -504,9 +518,10 @@ func (g *group) joinConsumerGroupLocked(jr joinRequest, w chan joinResult) {
 	}
 }
 
-// replaceStaticLocked gives a static member's place to a classic member joining
-// with its instance id and no member id: the new id takes over its partitions
-// and reconciles from epoch 0, as Kafka does.
+// replaceStaticLocked gives a static member's place to a member joining with
+// its instance id under a new member id (a classic member's join without one,
+// or a KIP-848 member's replacing a classic one): the new id takes over its
+// partitions and reconciles from epoch 0, as Kafka does.
 func (g *group) replaceStaticLocked(old *cmember, id string) *cmember {
 	cg := g.cg
 	g.c.log.Info("static member replaced", "group", g.id, "instance", old.instanceID, "old", old.id, "member", id)
@@ -609,22 +624,25 @@ func (g *group) waitingOnUnreleasedLocked(m *cmember) bool {
 	return false
 }
 
-// leaveConsumerGroupLocked is one member of a classic LeaveGroup to a consumer
-// group; the caller bumps the group epoch once for all that left.
-func (g *group) leaveConsumerGroupLocked(memberID, instanceID string) int16 {
+// leaveConsumerGroupLocked is one member of a LeaveGroup to a consumer group: a
+// classic member leaving, or any member an admin client removes (KIP-848
+// members too, as Kafka 4 does, KAFKA-18188). It returns the member removed,
+// or nil and the error; the caller bumps the group epoch once for all that
+// left, or downgrades the group.
+func (g *group) leaveConsumerGroupLocked(memberID, instanceID string) (*cmember, int16) {
 	cg := g.cg
 	var m *cmember
 	if instanceID == "" {
 		m = cg.members[memberID]
 	} else if m = cg.members[cg.static[instanceID]]; m != nil && memberID != "" && m.id != memberID {
-		return kerr.FencedInstanceID.Code
+		return nil, kerr.FencedInstanceID.Code
 	}
-	if m == nil || m.classic == nil {
-		return kerr.UnknownMemberID.Code
+	if m == nil {
+		return nil, kerr.UnknownMemberID.Code
 	}
-	g.c.log.Info("classic member left consumer group", "group", g.id, "member", m.id)
+	g.c.log.Info("member left consumer group by LeaveGroup", "group", g.id, "member", m.id)
 	g.dropConsumerMemberLocked(m)
-	return 0
+	return m, 0
 }
 
 // armClassicJoinTimerLocked starts m's rejoin deadline unless it runs: a classic
