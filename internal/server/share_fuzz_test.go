@@ -91,9 +91,11 @@ func FuzzShareSequences(f *testing.F) {
 		s.dlqStart = dlq.HighWatermark()
 		r := &opReader{b: ops}
 		for i := 0; i < sfMaxOps && r.more(); i++ {
-			s.step(r)
+			g := s.step(r)
 			s.checkNode()
+			s.describe(g)
 		}
+		s.drain()
 		s.checkDeadLetters()
 	})
 }
@@ -178,8 +180,9 @@ type shareSeq struct {
 	conns  map[int]net.Conn // by member
 	// memberEpoch is each member's epoch in each group (0: not a member).
 	memberEpoch [sfGroups][sfMembers]int32
-	// session is each member's next share session epoch (0: no session).
-	session [sfGroups][sfMembers]int32
+	// session is each member's next share session epoch (0: no session);
+	// the last member is drain's.
+	session [sfGroups][sfMembers + 1]int32
 	recs    [sfGroups][sfPartitions][sfRecords]sfRecord
 	// deadLetters holds the records of group 0 known to have failed for good
 	// ("partition/offset"); dlqStart is the dead-letter topic's end offset
@@ -348,7 +351,8 @@ const (
 // sfMasks are the partitions a request names.
 var sfMasks = [][]int32{{0}, {1}, {0, 1}}
 
-func (s *shareSeq) step(r *opReader) {
+// step runs one operation and returns its group.
+func (s *shareSeq) step(r *opReader) int {
 	op := r.byte()
 	g, m := int(op>>3)&1, int(op>>4)%sfMembers
 	switch k := op & 7; {
@@ -363,6 +367,7 @@ func (s *shareSeq) step(r *opReader) {
 	default:
 		s.acknowledge(g, m, r)
 	}
+	return g
 }
 
 // heartbeat sends a ShareGroupHeartbeat: kind 0 joins, -1 leaves, 1 uses the
@@ -465,7 +470,9 @@ func (s *shareSeq) checkSession(api string, g, m int, epoch int32, code int16, h
 		// Kafka may or may not drop what the member held under a session it
 		// replaces (Strata unloads the group's state when no other member has
 		// a session): the model no longer knows.
-		s.forget(g, m)
+		for p := range int32(sfPartitions) {
+			s.forget(g, m, p)
+		}
 	case -1:
 		s.session[g][m] = 0
 	default:
@@ -492,14 +499,20 @@ func (a ackRange) String() string { return fmt.Sprintf("%d-%d%v", a.first, a.las
 
 // ackBatches reads one partition's acknowledgement batches: s1%4 picks the
 // ranges (0: those member m holds, 1: another member's, 2: an arbitrary one,
-// 3: m's and an arbitrary one), s1>>4 the type, s1's top bit one type per
-// offset, s2 the arbitrary range (first s2%9, up to two more).
-func (s *shareSeq) ackBatches(g, m int, p int32, r *opReader) ackSpec {
+// 3: m's and an arbitrary one), s1>>4 the type, bit 6 RENEW instead (where
+// renew allows it), bit 7 one type per offset, s2 the arbitrary range (first
+// s2%9, up to two more).
+func (s *shareSeq) ackBatches(g, m int, p int32, r *opReader, renew bool) ackSpec {
 	s1, s2 := r.byte(), r.byte()
 	typ := int(s1>>4) % 3
 	perOffset := s1&0x80 != 0
+	renew = renew && s1&0x40 != 0
 	batch := func(first, last int64) ackRange {
 		a := ackRange{first: first, last: last}
+		if renew {
+			a.types = []int8{int8(share.Renew)}
+			return a
+		}
 		for o := first; o <= last; o++ {
 			a.types = append(a.types, int8(1+(typ+int(o-first))%3))
 			if !perOffset {
@@ -563,13 +576,11 @@ func (s *shareSeq) state(g int, p int32, o int64, now time.Time) recState {
 	return r.state
 }
 
-// forget makes what member m holds in group g unknown.
-func (s *shareSeq) forget(g, m int) {
-	for p := range s.recs[g] {
-		for o := range s.recs[g][p] {
-			if r := &s.recs[g][p][o]; r.state == recHeld && r.member == m {
-				r.state = recUnknown
-			}
+// forget makes what member m holds of partition p in group g unknown.
+func (s *shareSeq) forget(g, m int, p int32) {
+	for o := range s.recs[g][p] {
+		if r := &s.recs[g][p][o]; r.state == recHeld && r.member == m {
+			r.state = recUnknown
 		}
 	}
 }
@@ -605,8 +616,8 @@ func (s *shareSeq) fail(g int, p int32, o int64) {
 }
 
 // acknowledged checks a partition's acknowledgement answer (code) against
-// the model and applies it.
-func (s *shareSeq) acknowledged(api string, g, m int, p int32, spec ackSpec, code int16, msg *string) {
+// the model and applies it; sent is when the request went out.
+func (s *shareSeq) acknowledged(api string, g, m int, p int32, spec ackSpec, code int16, msg *string, sent time.Time) {
 	s.t.Helper()
 	what := fmt.Sprintf("%s of g%d m%d partition %d %v", api, g, m, p, spec.batches)
 	if !slices.Contains(ackCodes, code) {
@@ -648,6 +659,10 @@ func (s *shareSeq) acknowledged(api string, g, m int, p int32, spec ackSpec, cod
 			switch {
 			case r.state == recDone:
 				// below the start offset: skipped
+			case typ == int8(share.Renew):
+				if r.state == recHeld {
+					r.until = sent.Add(sfLock)
+				}
 			case typ == int8(share.Accept):
 				r.state = recDone
 			case r.state == recUnknown:
@@ -721,7 +736,8 @@ func (s *shareSeq) delivered(g, m int, p int32, records []byte, acquired []kmsg.
 // fetch sends a ShareFetch. Its first byte picks the session epoch kind (%5),
 // the partitions (/5%3) and the version (/15%2+1); the second the most records
 // (%4+1), the record_limit acquire mode (bit 2), piggybacked acknowledgements
-// (bit 3, then two bytes per partition) and a 20 ms wait (bit 4).
+// (bit 3, then two bytes per partition), a 20 ms wait (bit 4) and forgetting
+// the partition not named (bit 5).
 func (s *shareSeq) fetch(g, m int, r *opReader) {
 	s.t.Helper()
 	b1, b2 := r.byte(), r.byte()
@@ -746,7 +762,7 @@ func (s *shareSeq) fetch(g, m int, r *opReader) {
 		rp := kmsg.NewShareFetchRequestTopicPartition()
 		rp.Partition = p
 		if b2&8 != 0 {
-			spec := s.ackBatches(g, m, p, r)
+			spec := s.ackBatches(g, m, p, r, false)
 			specs[p] = spec
 			for _, a := range spec.batches {
 				b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
@@ -757,12 +773,23 @@ func (s *shareSeq) fetch(g, m int, r *opReader) {
 		t.Partitions = append(t.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, t)
+	var forgotten []int32
+	if b2&32 != 0 && len(parts) == 1 {
+		forgotten = []int32{1 - parts[0]}
+		ft := kmsg.NewShareFetchRequestForgottenTopicsData()
+		ft.TopicID, ft.Partitions = s.fx.topicID, forgotten
+		req.ForgottenTopicsData = append(req.ForgottenTopicsData, ft)
+	}
 	sent := time.Now()
 	resp := s.send(m, req).(*kmsg.ShareFetchResponse)
-	s.history = append(s.history, fmt.Sprintf("ShareFetch v%d g%d m%d epoch %d parts %v max %d mode %d acks %v -> %s",
-		version, g, m, req.ShareSessionEpoch, parts, req.MaxRecords, req.ShareAcquireMode, specs, fetchSummary(resp)))
+	s.history = append(s.history, fmt.Sprintf("ShareFetch v%d g%d m%d epoch %d parts %v forgotten %v max %d mode %d acks %v -> %s",
+		version, g, m, req.ShareSessionEpoch, parts, forgotten, req.MaxRecords, req.ShareAcquireMode, specs, fetchSummary(resp)))
 	if !s.checkSession("ShareFetch", g, m, req.ShareSessionEpoch, resp.ErrorCode, len(specs) > 0) {
 		return
+	}
+	for _, p := range forgotten {
+		// Kafka may or may not release a forgotten partition's records.
+		s.forget(g, m, p)
 	}
 	seen := map[int32]bool{}
 	for _, rt := range resp.Topics {
@@ -774,7 +801,7 @@ func (s *shareSeq) fetch(g, m int, r *opReader) {
 				s.fatalf("ShareFetch g%d m%d partition %d: code %d", g, m, rp.Partition, rp.ErrorCode)
 			}
 			if spec, ok := specs[rp.Partition]; ok && !seen[rp.Partition] {
-				s.acknowledged("ShareFetch", g, m, rp.Partition, spec, rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage)
+				s.acknowledged("ShareFetch", g, m, rp.Partition, spec, rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage, sent)
 			} else if rp.AcknowledgeErrorCode != 0 {
 				s.fatalf("ShareFetch g%d m%d partition %d: acknowledgement code %d without acknowledgements", g, m, rp.Partition, rp.AcknowledgeErrorCode)
 			}
@@ -829,7 +856,7 @@ func (s *shareSeq) acknowledge(g, m int, r *opReader) {
 	t := kmsg.NewShareAcknowledgeRequestTopic()
 	t.TopicID = s.fx.topicID
 	for _, p := range parts {
-		spec := s.ackBatches(g, m, p, r)
+		spec := s.ackBatches(g, m, p, r, version >= 2)
 		specs[p] = spec
 		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
 		rp.Partition = p
@@ -841,6 +868,7 @@ func (s *shareSeq) acknowledge(g, m int, r *opReader) {
 		t.Partitions = append(t.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, t)
+	sent := time.Now()
 	resp := s.send(m, req).(*kmsg.ShareAcknowledgeResponse)
 	summary := fmt.Sprintf("code %d", resp.ErrorCode)
 	for _, t := range resp.Topics {
@@ -860,7 +888,7 @@ func (s *shareSeq) acknowledge(g, m int, r *opReader) {
 				s.fatalf("ShareAcknowledge: answered topic %x partition %d, not asked for", rt.TopicID, rp.Partition)
 			}
 			seen[rp.Partition] = true
-			s.acknowledged("ShareAcknowledge", g, m, rp.Partition, spec, rp.ErrorCode, rp.ErrorMessage)
+			s.acknowledged("ShareAcknowledge", g, m, rp.Partition, spec, rp.ErrorCode, rp.ErrorMessage, sent)
 		}
 	}
 	if len(seen) != len(specs) {
@@ -869,6 +897,133 @@ func (s *shareSeq) acknowledge(g, m int, r *opReader) {
 	if req.ShareSessionEpoch == -1 {
 		s.releaseAll(g, m)
 	}
+}
+
+// describe checks what ShareGroupDescribe and DescribeShareGroupOffsets say
+// of group g against the model: its members and their epochs, its state; the
+// start offset of each share partition is at or before every record still to
+// be delivered, and the lag counts at least those.
+func (s *shareSeq) describe(g int) {
+	s.t.Helper()
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.SetVersion(1)
+	req.GroupIDs = []string{s.groups[g]}
+	resp := s.send(0, req).(*kmsg.ShareGroupDescribeResponse)
+	want := map[string]int32{}
+	for m, epoch := range s.memberEpoch[g] {
+		if epoch != 0 {
+			want[memberID(m)] = epoch
+		}
+	}
+	if len(resp.Groups) != 1 {
+		s.fatalf("ShareGroupDescribe of g%d: %d groups", g, len(resp.Groups))
+	}
+	dg := resp.Groups[0]
+	got := map[string]int32{}
+	for _, dm := range dg.Members {
+		got[dm.MemberID] = dm.MemberEpoch
+	}
+	switch {
+	case dg.ErrorCode == kerr.GroupIDNotFound.Code && len(want) == 0:
+	case dg.ErrorCode != 0:
+		s.fatalf("ShareGroupDescribe of g%d: code %d", g, dg.ErrorCode)
+	case !maps.Equal(got, want):
+		s.fatalf("ShareGroupDescribe of g%d: members and epochs %v, want %v", g, got, want)
+	case (len(want) == 0) != (dg.GroupState == "Empty"):
+		s.fatalf("ShareGroupDescribe of g%d: state %s with %d members", g, dg.GroupState, len(want))
+	}
+
+	oreq := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	oreq.SetVersion(1)
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = s.groups[g]
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = sfTopic, []int32{0, 1}
+	rg.Topics = append(rg.Topics, rt)
+	oreq.Groups = append(oreq.Groups, rg)
+	oresp := s.send(0, oreq).(*kmsg.DescribeShareGroupOffsetsResponse)
+	if len(oresp.Groups) != 1 || oresp.Groups[0].ErrorCode != 0 || len(oresp.Groups[0].Topics) != 1 || len(oresp.Groups[0].Topics[0].Partitions) != sfPartitions {
+		s.fatalf("DescribeShareGroupOffsets of g%d: %+v", g, oresp.Groups)
+	}
+	now := time.Now()
+	for _, dp := range oresp.Groups[0].Topics[0].Partitions {
+		what := fmt.Sprintf("DescribeShareGroupOffsets of g%d partition %d: start offset %d lag %d", g, dp.Partition, dp.StartOffset, dp.Lag)
+		if dp.ErrorCode != 0 || dp.Partition < 0 || dp.Partition >= sfPartitions {
+			s.fatalf("%s: code %d", what, dp.ErrorCode)
+		}
+		pending := int64(0) // records certainly still to be delivered
+		for o := range int64(sfRecords) {
+			if st := s.state(g, dp.Partition, o, now); st == recFree || st == recHeld {
+				if pending == 0 && dp.StartOffset > o {
+					s.fatalf("%s: past offset %d, which is still to be delivered", what, o)
+				}
+				pending++
+			}
+		}
+		switch {
+		case dp.StartOffset < -1 || dp.StartOffset > sfRecords:
+			s.fatalf("%s: outside the log", what)
+		case dp.StartOffset >= 0 && dp.Lag != -1 && (dp.Lag < pending || dp.Lag > sfRecords-dp.StartOffset):
+			s.fatalf("%s: %d records are still to be delivered", what, pending)
+		}
+	}
+}
+
+// drain closes every share session of the input, then has a member of its
+// own take and accept whatever each group still hands out: every record the
+// model knows to be available must come (none is lost).
+func (s *shareSeq) drain() {
+	s.t.Helper()
+	final := []byte{epochFinal + 5*2 + 15, 0} // both partitions, v2, no acknowledgements
+	drainer := sfMembers
+	for g := range sfGroups {
+		for m := range sfMembers {
+			if s.session[g][m] != 0 {
+				s.fetch(g, m, &opReader{b: final})
+			}
+		}
+		var free [][2]int64 // partition, offset
+		for p := range int32(sfPartitions) {
+			for o := range int64(sfRecords) {
+				if s.state(g, p, o, time.Now()) == recFree {
+					free = append(free, [2]int64{int64(p), o})
+				}
+			}
+		}
+		// Up to 4 records, waiting up to 20 ms.
+		s.fetch(g, drainer, &opReader{b: []byte{epochOpen + 5*2 + 15, 3 | 16}})
+		for range 2 * sfPartitions * sfRecords {
+			held := s.holds(g, drainer)
+			if !held {
+				break
+			}
+			// Accept what it holds, take more.
+			s.fetch(g, drainer, &opReader{b: []byte{epochNext + 5*2 + 15, 3 | 8 | 16, 0, 0, 0, 0}})
+		}
+		s.fetch(g, drainer, &opReader{b: final})
+		var lost [][2]int64
+		for _, x := range free {
+			if s.recs[g][x[0]][x[1]].state != recDone {
+				lost = append(lost, x)
+			}
+		}
+		if len(lost) > 0 {
+			s.fatalf("group %d: available records (partition/offset) %v were never handed out again", g, lost)
+		}
+	}
+}
+
+// holds reports whether member m holds records of group g.
+func (s *shareSeq) holds(g, m int) bool {
+	now := time.Now()
+	for p := range int32(sfPartitions) {
+		for o := range int64(sfRecords) {
+			if s.heldBy(g, p, o, now) == m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shareSeeds are meaningful sequences for the fuzzer to start from.
