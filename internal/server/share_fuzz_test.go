@@ -78,7 +78,7 @@ func FuzzShareSequences(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		fx.inputs++
-		s := &shareSeq{t: t, fx: fx, conns: map[int]net.Conn{}, deadLetters: map[string]bool{}}
+		s := &shareSeq{t: t, fx: fx, conns: map[int]net.Conn{}, parked: map[int]*fetchCall{}, deadLetters: map[string]bool{}}
 		for g := range s.groups {
 			s.groups[g] = fmt.Sprintf("sq%d-%c", fx.inputs, 'a'+g)
 		}
@@ -177,7 +177,8 @@ type shareSeq struct {
 	t      *testing.T
 	fx     *shareFuzz
 	groups [sfGroups]string
-	conns  map[int]net.Conn // by member
+	conns  map[int]net.Conn   // by member; describeConn for the describe requests
+	parked map[int]*fetchCall // by member: a ShareFetch not answered yet
 	// memberEpoch is each member's epoch in each group (0: not a member).
 	memberEpoch [sfGroups][sfMembers]int32
 	// session is each member's next share session epoch (0: no session);
@@ -191,6 +192,9 @@ type shareSeq struct {
 	dlqStart    int64
 	history     []string
 }
+
+// describeConn is the connection of describe's requests (no member's).
+const describeConn = -1
 
 func memberID(m int) string { return fmt.Sprintf("member-%d-sfuzz", m) }
 
@@ -232,6 +236,20 @@ func (s *shareSeq) configureGroups() {
 	})
 }
 
+// conn is member m's connection, dialled on first use.
+func (s *shareSeq) conn(m int) net.Conn {
+	s.t.Helper()
+	c := s.conns[m]
+	if c == nil {
+		var err error
+		if c, err = net.DialTimeout("tcp", s.fx.n.KafkaAddr(), 10*time.Second); err != nil {
+			s.t.Fatal(err)
+		}
+		s.conns[m] = c
+	}
+	return c
+}
+
 func (s *shareSeq) closeConns() {
 	for _, c := range s.conns {
 		c.Close()
@@ -243,14 +261,7 @@ func (s *shareSeq) closeConns() {
 // here waits longer than 20 ms for records).
 func (s *shareSeq) send(m int, req kmsg.Request) kmsg.Response {
 	s.t.Helper()
-	c := s.conns[m]
-	if c == nil {
-		var err error
-		if c, err = net.DialTimeout("tcp", s.fx.n.KafkaAddr(), 10*time.Second); err != nil {
-			s.t.Fatal(err)
-		}
-		s.conns[m] = c
-	}
+	c := s.conn(m)
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	err := writeRequest(c, req, 1)
 	var resp kmsg.Response
@@ -335,7 +346,8 @@ const (
 	opJoin = iota
 	opHeartbeat
 	opLeave
-	opFetch     // 3, 4, 5
+	opFetch     // 3, 4
+	opPark  = 5 // a ShareFetch answered later
 	opAck   = 6 // 6, 7
 )
 
@@ -355,6 +367,7 @@ var sfMasks = [][]int32{{0}, {1}, {0, 1}}
 func (s *shareSeq) step(r *opReader) int {
 	op := r.byte()
 	g, m := int(op>>3)&1, int(op>>4)%sfMembers
+	s.collect(m)
 	switch k := op & 7; {
 	case k == opJoin:
 		s.heartbeat(g, m, 0)
@@ -362,8 +375,10 @@ func (s *shareSeq) step(r *opReader) int {
 		s.heartbeat(g, m, 1+int(r.byte())%3)
 	case k == opLeave:
 		s.heartbeat(g, m, -1)
-	case k < opAck:
+	case k < opPark:
 		s.fetch(g, m, r)
+	case k == opPark:
+		s.park(g, m, r)
 	default:
 		s.acknowledge(g, m, r)
 	}
@@ -740,8 +755,75 @@ func (s *shareSeq) delivered(g, m int, p int32, records []byte, acquired []kmsg.
 // the partition not named (bit 5).
 func (s *shareSeq) fetch(g, m int, r *opReader) {
 	s.t.Helper()
+	c := s.newFetch(g, m, r, false)
+	s.fetched(c, s.send(m, c.req).(*kmsg.ShareFetchResponse))
+}
+
+// parkedWait is how long a parked ShareFetch waits for records.
+const parkedWait = 300 * time.Millisecond
+
+// park sends a ShareFetch of member m that waits up to parkedWait for records
+// and leaves its answer for later (collect, before m's next operation or the
+// drain) while the other members go on. It carries no acknowledgements and
+// does not close the session: their effects would come before the answer,
+// where the model applies them. A session it opens may drop what the member
+// held at once (the model forgets it before the answer).
+func (s *shareSeq) park(g, m int, r *opReader) {
+	s.t.Helper()
+	c := s.newFetch(g, m, r, true)
+	if c.req.ShareSessionEpoch == 0 {
+		for p := range int32(sfPartitions) {
+			s.forget(g, m, p)
+		}
+	}
+	s.history = append(s.history, fmt.Sprintf("parked ShareFetch g%d m%d epoch %d parts %v", g, m, c.req.ShareSessionEpoch, c.parts))
+	conn := s.conn(m)
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := writeRequest(conn, c.req, 1); err != nil {
+		s.fatalf("parked ShareFetch: %v", err)
+	}
+	s.parked[m] = c
+}
+
+// collect takes the answer to member m's parked ShareFetch, if any.
+func (s *shareSeq) collect(m int) {
+	s.t.Helper()
+	c := s.parked[m]
+	if c == nil {
+		return
+	}
+	delete(s.parked, m)
+	resp, err := readResponse(s.conn(m), c.req)
+	if err != nil {
+		if p := s.fx.panics.take(); p != "" {
+			s.fatalf("parked ShareFetch: the node panicked: %s", p)
+		}
+		s.fatalf("parked ShareFetch: no answer: %v", err)
+	}
+	s.fetched(c, resp.(*kmsg.ShareFetchResponse))
+}
+
+// fetchCall is a ShareFetch sent, waiting for its answer.
+type fetchCall struct {
+	g, m      int
+	req       *kmsg.ShareFetchRequest
+	parts     []int32
+	specs     map[int32]ackSpec
+	forgotten []int32
+	sent      time.Time
+}
+
+// newFetch reads a ShareFetch of member m in group g (fetch says how; park
+// how a parked one differs).
+func (s *shareSeq) newFetch(g, m int, r *opReader, parked bool) *fetchCall {
 	b1, b2 := r.byte(), r.byte()
 	kind, parts, version := int(b1%5), sfMasks[b1/5%3], int16(1+b1/15%2)
+	if parked {
+		b2 &^= 8
+		if kind == epochFinal {
+			kind = epochNext
+		}
+	}
 	req := kmsg.NewPtrShareFetchRequest()
 	req.SetVersion(version)
 	group, member := s.groups[g], memberID(m)
@@ -754,6 +836,9 @@ func (s *shareSeq) fetch(g, m int, r *opReader) {
 	}
 	if b2&16 != 0 {
 		req.MaxWaitMillis = 20
+	}
+	if parked {
+		req.MaxWaitMillis = int32(parkedWait.Milliseconds())
 	}
 	specs := map[int32]ackSpec{}
 	t := kmsg.NewShareFetchRequestTopic()
@@ -780,14 +865,19 @@ func (s *shareSeq) fetch(g, m int, r *opReader) {
 		ft.TopicID, ft.Partitions = s.fx.topicID, forgotten
 		req.ForgottenTopicsData = append(req.ForgottenTopicsData, ft)
 	}
-	sent := time.Now()
-	resp := s.send(m, req).(*kmsg.ShareFetchResponse)
-	s.history = append(s.history, fmt.Sprintf("ShareFetch v%d g%d m%d epoch %d parts %v forgotten %v max %d mode %d acks %v -> %s",
-		version, g, m, req.ShareSessionEpoch, parts, forgotten, req.MaxRecords, req.ShareAcquireMode, specs, fetchSummary(resp)))
+	return &fetchCall{g: g, m: m, req: req, parts: parts, specs: specs, forgotten: forgotten, sent: time.Now()}
+}
+
+// fetched checks the answer to a ShareFetch against the model and applies it.
+func (s *shareSeq) fetched(c *fetchCall, resp *kmsg.ShareFetchResponse) {
+	s.t.Helper()
+	g, m, req, specs, sent := c.g, c.m, c.req, c.specs, c.sent
+	s.history = append(s.history, fmt.Sprintf("ShareFetch v%d g%d m%d epoch %d parts %v forgotten %v max %d mode %d wait %d acks %v -> %s",
+		req.Version, g, m, req.ShareSessionEpoch, c.parts, c.forgotten, req.MaxRecords, req.ShareAcquireMode, req.MaxWaitMillis, specs, fetchSummary(resp)))
 	if !s.checkSession("ShareFetch", g, m, req.ShareSessionEpoch, resp.ErrorCode, len(specs) > 0) {
 		return
 	}
-	for _, p := range forgotten {
+	for _, p := range c.forgotten {
 		// Kafka may or may not release a forgotten partition's records.
 		s.forget(g, m, p)
 	}
@@ -908,7 +998,7 @@ func (s *shareSeq) describe(g int) {
 	req := kmsg.NewPtrShareGroupDescribeRequest()
 	req.SetVersion(1)
 	req.GroupIDs = []string{s.groups[g]}
-	resp := s.send(0, req).(*kmsg.ShareGroupDescribeResponse)
+	resp := s.send(describeConn, req).(*kmsg.ShareGroupDescribeResponse)
 	want := map[string]int32{}
 	for m, epoch := range s.memberEpoch[g] {
 		if epoch != 0 {
@@ -941,7 +1031,7 @@ func (s *shareSeq) describe(g int) {
 	rt.Topic, rt.Partitions = sfTopic, []int32{0, 1}
 	rg.Topics = append(rg.Topics, rt)
 	oreq.Groups = append(oreq.Groups, rg)
-	oresp := s.send(0, oreq).(*kmsg.DescribeShareGroupOffsetsResponse)
+	oresp := s.send(describeConn, oreq).(*kmsg.DescribeShareGroupOffsetsResponse)
 	if len(oresp.Groups) != 1 || oresp.Groups[0].ErrorCode != 0 || len(oresp.Groups[0].Topics) != 1 || len(oresp.Groups[0].Topics[0].Partitions) != sfPartitions {
 		s.fatalf("DescribeShareGroupOffsets of g%d: %+v", g, oresp.Groups)
 	}
@@ -976,6 +1066,9 @@ func (s *shareSeq) drain() {
 	s.t.Helper()
 	final := []byte{epochFinal + 5*2 + 15, 0} // both partitions, v2, no acknowledgements
 	drainer := sfMembers
+	for m := range sfMembers {
+		s.collect(m)
+	}
 	for g := range sfGroups {
 		for m := range sfMembers {
 			if s.session[g][m] != 0 {
@@ -1036,6 +1129,9 @@ func shareSeeds() [][]byte {
 		}
 		return append([]byte{op(opFetch, g, m), byte(epochKind + 5*mask + 15), b2}, specs...)
 	}
+	park := func(g, m, epochKind, mask, maxRecords int) []byte {
+		return []byte{op(opPark, g, m), byte(epochKind + 5*mask + 15), byte(maxRecords - 1)}
+	}
 	ack := func(g, m, epochKind, mask int, specs ...byte) []byte {
 		return append([]byte{op(opAck, g, m), byte(epochKind + 5*mask + 15)}, specs...)
 	}
@@ -1063,5 +1159,9 @@ func shareSeeds() [][]byte {
 		// A partition's acknowledgement with a batch the member holds and one
 		// it does not.
 		seq(fetch(0, 0, epochOpen, 0, 2, false), ack(0, 0, epochNext, 0, ownAnd(release, 4, 1)...), fetch(0, 1, epochOpen, 0, 4, false)),
+		// A member long-polls while another holds every record, and gets them
+		// once they are released.
+		seq(fetch(1, 1, epochOpen, 0, 4, false), fetch(1, 1, epochNext, 0, 4, false), park(1, 0, epochOpen, 0, 4),
+			ack(1, 1, epochNext, 0, own(release)...), fetch(1, 1, epochNext, 0, 4, false), fetch(1, 0, epochNext, 0, 1, false)),
 	}
 }
