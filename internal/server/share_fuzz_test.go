@@ -189,8 +189,10 @@ type shareSeq struct {
 	// ("partition/offset"); dlqStart is the dead-letter topic's end offset
 	// when the input began.
 	deadLetters map[string]bool
-	dlqStart    int64
-	history     []string
+	// exists says which groups exist (a member joined, or offsets were set).
+	exists   [sfGroups]bool
+	dlqStart int64
+	history  []string
 }
 
 // describeConn is the connection of describe's requests (no member's).
@@ -343,8 +345,8 @@ func (r *opReader) byte() byte {
 // Operations: the first byte's low three bits pick one, bit 3 the group, the
 // rest the member (mod 3).
 const (
-	opJoin = iota
-	opHeartbeat
+	opJoin      = iota
+	opHeartbeat // or, with its second byte's top bit, resetOffsets
 	opLeave
 	opFetch     // 3, 4
 	opPark  = 5 // a ShareFetch answered later
@@ -372,7 +374,11 @@ func (s *shareSeq) step(r *opReader) int {
 	case k == opJoin:
 		s.heartbeat(g, m, 0)
 	case k == opHeartbeat:
-		s.heartbeat(g, m, 1+int(r.byte())%3)
+		if b := r.byte(); b&0x80 == 0 {
+			s.heartbeat(g, m, 1+int(b)%3)
+		} else {
+			s.resetOffsets(g, b)
+		}
 	case k == opLeave:
 		s.heartbeat(g, m, -1)
 	case k < opPark:
@@ -431,6 +437,90 @@ func (s *shareSeq) heartbeat(g, m, kind int) {
 	}
 	if code == 0 {
 		s.memberEpoch[g][m] = max(resp.MemberEpoch, 0)
+		s.exists[g] = true
+	}
+}
+
+// resetOffsets sends AlterShareGroupOffsets (b&0x40 clear: partition b>>3&1
+// starts again at offset b&7-1, -1 deleting its state) or
+// DeleteShareGroupOffsets of the topic (b&0x40 set). Either needs a group
+// without members; a member may still hold records through its share session
+// (it left the group), which the reset takes back.
+func (s *shareSeq) resetOffsets(g int, b byte) {
+	s.t.Helper()
+	for m := range sfMembers {
+		s.collect(m) // the model applies a parked fetch's records before the reset
+	}
+	members := 0
+	for _, epoch := range s.memberEpoch[g] {
+		if epoch != 0 {
+			members++
+		}
+	}
+	var code int16
+	var parts []int32
+	var starts []int64
+	if b&0x40 == 0 {
+		p, start := int32(b>>3&1), int64(b&7)-1
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = s.groups[g]
+		rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		rt.Topic = sfTopic
+		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		rp.Partition, rp.StartOffset = p, start
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := s.send(describeConn, req).(*kmsg.AlterShareGroupOffsetsResponse)
+		code = resp.ErrorCode
+		if code == 0 && (len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1) {
+			s.fatalf("AlterShareGroupOffsets of g%d: %+v", g, resp.Topics)
+		}
+		if code == 0 {
+			code = resp.Topics[0].Partitions[0].ErrorCode
+		}
+		s.history = append(s.history, fmt.Sprintf("AlterShareGroupOffsets g%d partition %d to %d -> code %d", g, p, start, code))
+		parts, starts = []int32{p}, []int64{start}
+		if code == 0 {
+			s.exists[g] = true
+		}
+	} else {
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID = s.groups[g]
+		rt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+		rt.Topic = sfTopic
+		req.Topics = append(req.Topics, rt)
+		resp := s.send(describeConn, req).(*kmsg.DeleteShareGroupOffsetsResponse)
+		code = resp.ErrorCode
+		if code == 0 && len(resp.Topics) != 1 {
+			s.fatalf("DeleteShareGroupOffsets of g%d: %+v", g, resp.Topics)
+		}
+		if code == 0 {
+			code = resp.Topics[0].ErrorCode
+			if code == kerr.UnknownTopicOrPartition.Code {
+				code = 0 // no state to delete
+			}
+		}
+		s.history = append(s.history, fmt.Sprintf("DeleteShareGroupOffsets g%d -> code %d", g, code))
+		parts, starts = []int32{0, 1}, []int64{-1, -1}
+	}
+	switch {
+	case members > 0 && code != kerr.NonEmptyGroup.Code:
+		s.fatalf("resetting the offsets of g%d with %d members: code %d, want NON_EMPTY_GROUP", g, members, code)
+	case members == 0 && s.exists[g] && code != 0:
+		s.fatalf("resetting the offsets of g%d without members: code %d", g, code)
+	case !s.exists[g] && code != kerr.GroupIDNotFound.Code:
+		s.fatalf("deleting the offsets of g%d, which does not exist: code %d", g, code)
+	}
+	if code != 0 {
+		return
+	}
+	for i, p := range parts {
+		for o := range int64(sfRecords) {
+			s.recs[g][p][o] = sfRecord{}
+			if o < starts[i] {
+				s.recs[g][p][o].state = recDone
+			}
+		}
 	}
 }
 
@@ -1163,5 +1253,11 @@ func shareSeeds() [][]byte {
 		// once they are released.
 		seq(fetch(1, 1, epochOpen, 0, 4, false), fetch(1, 1, epochNext, 0, 4, false), park(1, 0, epochOpen, 0, 4),
 			ack(1, 1, epochNext, 0, own(release)...), fetch(1, 1, epochNext, 0, 4, false), fetch(1, 0, epochNext, 0, 1, false)),
+		// A member leaves the group holding records and goes on fetching in
+		// its share session while the offsets are reset (partition 0 to
+		// offset 2, then the topic's state deleted).
+		seq([]byte{op(opJoin, 0, 0)}, fetch(0, 0, epochOpen, 2, 4, false), []byte{op(opLeave, 0, 0), op(opHeartbeat, 0, 1), 0x80 | 3},
+			fetch(0, 0, epochNext, 2, 4, true, seq(own(accept), own(accept))...), ack(0, 0, epochNext, 2, seq(own(reject), own(reject))...),
+			fetch(0, 1, epochOpen, 2, 4, false), []byte{op(opHeartbeat, 0, 1), 0xc0}, fetch(0, 0, epochNext, 2, 4, true, seq(own(release), own(release))...)),
 	}
 }
