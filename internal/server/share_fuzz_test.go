@@ -48,29 +48,38 @@ var (
 // FuzzShareSequences drives KIP-932 share groups of one node over the wire with
 // sequences of operations (ShareGroupHeartbeat joins, heartbeats with current
 // and stale epochs, leaves; ShareFetch opening, continuing, closing or
-// misusing share sessions, with and without piggybacked acknowledgements;
-// ShareAcknowledge accepting, releasing and rejecting ranges the member holds,
-// another member holds, nobody holds or that lie past the log), and checks
-// after each one, against a model of what the broker answered so far, what
-// Kafka guarantees:
+// misusing share sessions, with and without piggybacked acknowledgements,
+// forgetting partitions, or long-polling while the other members go on;
+// ShareAcknowledge accepting, releasing, rejecting and renewing ranges the
+// member holds, another member holds, nobody holds or that lie past the log;
+// AlterShareGroupOffsets and DeleteShareGroupOffsets), and checks after each
+// one, against a model of what the broker answered so far, what Kafka
+// guarantees:
 //
 //   - every request is answered, with codes the API defines, and nothing
 //     panics; /metrics gathers and the console's groups page answers;
 //   - session epochs: the next epoch (or -1) of an open session is accepted,
 //     any other but 0 refused; a member's current epoch is accepted by a
-//     heartbeat, another one fenced;
+//     heartbeat, another one fenced; ShareGroupDescribe shows the members at
+//     their epochs; resetting offsets needs a group without members;
 //   - a record is never acquired while a member holds its lock (its own or
 //     another's), and an acknowledged (accepted, rejected, or released on its
-//     last delivery) one is never delivered again;
+//     last delivery) one is never delivered again, unless its offsets are reset;
 //   - delivery counts grow with each delivery and never pass the group's
 //     share.delivery.count.limit; acquired offsets come with their batches;
 //   - acknowledging records the member holds succeeds, acknowledging one it
 //     does not hold fails, and a partition's acknowledgement that fails
 //     changes nothing (Kafka rolls back the partition's batches);
-//   - every record of group 0 that failed for good reaches its dead-letter
-//     topic.
+//   - DescribeShareGroupOffsets' start offset is at or before every record
+//     still to be delivered, and its lag counts at least those;
+//   - at the end, once every session is closed, every available record is
+//     handed out again (none is lost), and every record of group 0 that failed
+//     for good is in its dead-letter topic.
 //
-// Every input uses groups of its own, so inputs are independent.
+// Every input uses groups of its own, so inputs are independent. An input
+// takes a few hundred milliseconds and the node's background work makes
+// coverage vary, so fuzz with a short -fuzzminimizetime (20x): the default
+// spends a minute minimizing each new input.
 func FuzzShareSequences(f *testing.F) {
 	fx := startShareFuzz(f)
 	for _, seed := range shareSeeds() {
