@@ -35,9 +35,10 @@ const (
 	sfMembers    = 3
 	sfGroups     = 2
 	sfMaxOps     = 30
-	// sfLock is the groups' acquisition lock duration (the default): no lock
-	// expires during an input, and the model lets a lock go unknown after it.
-	sfLock = 30 * time.Second
+	// sfLock is the groups' acquisition lock duration, the least Kafka allows:
+	// an input's waitLocks lets the locks expire; the model knows a lock held
+	// only for sfLock after its request went out.
+	sfLock = time.Second
 )
 
 var (
@@ -169,16 +170,17 @@ type recState int8
 
 const (
 	recFree    recState = iota // available: never delivered, or released
-	recHeld                    // acquired by member, its lock held at least until until
+	recHeld                    // acquired by member, its lock held at least until until, at most until expires
 	recDone                    // accepted, or failed for good: never delivered again
 	recUnknown                 // the broker may have released it or not
 )
 
 type sfRecord struct {
-	state  recState
-	member int
-	until  time.Time
-	count  int16 // the last delivery count seen (0: never delivered)
+	state   recState
+	member  int
+	until   time.Time
+	expires time.Time
+	count   int16 // the last delivery count seen (0: never delivered)
 }
 
 // shareSeq is one input's run: the model of what the node answered so far.
@@ -220,7 +222,8 @@ func (s *shareSeq) configureGroups() {
 	for g, name := range s.groups {
 		r := kmsg.NewIncrementalAlterConfigsRequestResource()
 		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(metadata.ResourceGroup), name
-		kv := []string{metadata.GroupShareAutoOffsetReset, "earliest", metadata.GroupShareDeliveryCountLimit, fmt.Sprint(sfLimits[g])}
+		kv := []string{metadata.GroupShareAutoOffsetReset, "earliest", metadata.GroupShareDeliveryCountLimit, fmt.Sprint(sfLimits[g]),
+			metadata.GroupShareRecordLockDuration, fmt.Sprint(sfLock.Milliseconds())}
 		if g == 0 {
 			kv = append(kv, metadata.GroupDeadLetterTopic, sfDeadLetter)
 		}
@@ -355,7 +358,7 @@ func (r *opReader) byte() byte {
 // rest the member (mod 3).
 const (
 	opJoin      = iota
-	opHeartbeat // or, with its second byte's top bit, resetOffsets
+	opHeartbeat // or, by its second byte, resetOffsets or waitLocks
 	opLeave
 	opFetch     // 3, 4
 	opPark  = 5 // a ShareFetch answered later
@@ -383,10 +386,13 @@ func (s *shareSeq) step(r *opReader) int {
 	case k == opJoin:
 		s.heartbeat(g, m, 0)
 	case k == opHeartbeat:
-		if b := r.byte(); b&0x80 == 0 {
-			s.heartbeat(g, m, 1+int(b)%3)
-		} else {
+		switch b := r.byte(); {
+		case b&0x80 != 0:
 			s.resetOffsets(g, b)
+		case b&0x70 == 0x40:
+			s.waitLocks()
+		default:
+			s.heartbeat(g, m, 1+int(b)%3)
 		}
 	case k == opLeave:
 		s.heartbeat(g, m, -1)
@@ -447,6 +453,41 @@ func (s *shareSeq) heartbeat(g, m, kind int) {
 	if code == 0 {
 		s.memberEpoch[g][m] = max(resp.MemberEpoch, 0)
 		s.exists[g] = true
+	}
+}
+
+// waitLocks lets the acquisition locks the model knows of expire (the time
+// passing is the operation, not a wait for state): each of those records is
+// available again, or failed for good on its last delivery.
+func (s *shareSeq) waitLocks() {
+	s.t.Helper()
+	for m := range sfMembers {
+		s.collect(m)
+	}
+	now := time.Now()
+	var last time.Time
+	type hold struct {
+		g int
+		p int32
+		o int64
+	}
+	var holds []hold
+	for g := range sfGroups {
+		for p := range int32(sfPartitions) {
+			for o := range int64(sfRecords) {
+				if s.heldBy(g, p, o, now) >= 0 {
+					holds = append(holds, hold{g, p, o})
+					if e := s.recs[g][p][o].expires; e.After(last) {
+						last = e
+					}
+				}
+			}
+		}
+	}
+	s.history = append(s.history, fmt.Sprintf("wait for %d locks to expire", len(holds)))
+	time.Sleep(time.Until(last) + 100*time.Millisecond)
+	for _, h := range holds {
+		s.release(h.g, h.p, h.o)
 	}
 }
 
@@ -738,7 +779,7 @@ func (s *shareSeq) acknowledged(api string, g, m int, p int32, spec ackSpec, cod
 		s.fatalf("%s: code %d is not one the API answers", what, code)
 	}
 	if code != 0 {
-		if spec.own {
+		if spec.own && s.holdsAll(g, m, p, spec, time.Now()) {
 			text := ""
 			if msg != nil {
 				text = *msg
@@ -775,7 +816,7 @@ func (s *shareSeq) acknowledged(api string, g, m int, p int32, spec ackSpec, cod
 				// below the start offset: skipped
 			case typ == int8(share.Renew):
 				if r.state == recHeld {
-					r.until = sent.Add(sfLock)
+					r.until, r.expires = sent.Add(sfLock), now.Add(sfLock)
 				}
 			case typ == int8(share.Accept):
 				r.state = recDone
@@ -790,6 +831,19 @@ func (s *shareSeq) acknowledged(api string, g, m int, p int32, spec ackSpec, cod
 			}
 		}
 	}
+}
+
+// holdsAll reports whether member m certainly holds every offset spec names
+// now.
+func (s *shareSeq) holdsAll(g, m int, p int32, spec ackSpec, now time.Time) bool {
+	for _, b := range spec.batches {
+		for o := b.first; o <= b.last; o++ {
+			if s.heldBy(g, p, o, now) != m {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // inWindow reports whether offset o is certainly at or past the share
@@ -842,7 +896,7 @@ func (s *shareSeq) delivered(g, m int, p int32, records []byte, acquired []kmsg.
 			case a.DeliveryCount > sfLimits[g]:
 				s.fatalf("%s: past the group's delivery count limit %d", what, sfLimits[g])
 			}
-			*r = sfRecord{state: recHeld, member: m, until: sent.Add(sfLock), count: a.DeliveryCount}
+			*r = sfRecord{state: recHeld, member: m, until: sent.Add(sfLock), expires: now.Add(sfLock), count: a.DeliveryCount}
 		}
 	}
 }
@@ -975,6 +1029,9 @@ func (s *shareSeq) fetched(c *fetchCall, resp *kmsg.ShareFetchResponse) {
 		req.Version, g, m, req.ShareSessionEpoch, c.parts, c.forgotten, req.MaxRecords, req.ShareAcquireMode, req.MaxWaitMillis, specs, fetchSummary(resp)))
 	if !s.checkSession("ShareFetch", g, m, req.ShareSessionEpoch, resp.ErrorCode, len(specs) > 0) {
 		return
+	}
+	if resp.AcquisitionLockTimeoutMillis != int32(sfLock.Milliseconds()) {
+		s.fatalf("ShareFetch g%d m%d: acquisition lock timeout %d ms, want the group's %v", g, m, resp.AcquisitionLockTimeoutMillis, sfLock)
 	}
 	for _, p := range c.forgotten {
 		// Kafka may or may not release a forgotten partition's records.
@@ -1240,6 +1297,7 @@ func shareSeeds() [][]byte {
 	ownAnd := func(t, first, extra int) []byte { return []byte{byte(3 | t<<4), byte(first + 9*extra)} }
 	others := func(t int) []byte { return []byte{byte(1 | t<<4), 0} }
 	const accept, release, reject = 0, 1, 2
+	wait := []byte{op(opHeartbeat, 0, 0), 0x40}
 	seq := func(parts ...[]byte) []byte { return slices.Concat(parts...) }
 	return [][]byte{
 		// Join, fetch, accept some, reject the rest, close.
@@ -1268,5 +1326,9 @@ func shareSeeds() [][]byte {
 		seq([]byte{op(opJoin, 0, 0)}, fetch(0, 0, epochOpen, 2, 4, false), []byte{op(opLeave, 0, 0), op(opHeartbeat, 0, 1), 0x80 | 3},
 			fetch(0, 0, epochNext, 2, 4, true, seq(own(accept), own(accept))...), ack(0, 0, epochNext, 2, seq(own(reject), own(reject))...),
 			fetch(0, 1, epochOpen, 2, 4, false), []byte{op(opHeartbeat, 0, 1), 0xc0}, fetch(0, 0, epochNext, 2, 4, true, seq(own(release), own(release))...)),
+		// Locks expire until the records run out of deliveries (dead-lettered
+		// in group 0) while other members take them.
+		seq(fetch(0, 0, epochOpen, 2, 4, false), wait, fetch(0, 1, epochOpen, 2, 4, false), fetch(1, 2, epochOpen, 0, 4, false), wait,
+			fetch(0, 0, epochNext, 2, 4, false), fetch(1, 0, epochOpen, 0, 4, false)),
 	}
 }
