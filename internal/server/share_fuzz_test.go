@@ -310,7 +310,8 @@ func (s *shareSeq) checkNode() {
 }
 
 // checkDeadLetters waits until every record of group 0 the model knows failed
-// for good is in the dead-letter topic (at least once), past dlqStart.
+// for good is in the dead-letter topic (at least once), past dlqStart, and
+// counted.
 func (s *shareSeq) checkDeadLetters() {
 	s.t.Helper()
 	if len(s.deadLetters) == 0 {
@@ -335,6 +336,14 @@ func (s *shareSeq) checkDeadLetters() {
 	}
 	if len(missing) > 0 {
 		s.fatalf("records of %s missing from its dead-letter topic (partition/offset): %v", s.groups[0], slices.Sorted(maps.Keys(missing)))
+	}
+	// The group's dead-letter counts (/metrics) count every one written.
+	var st share.DeadLetterStats
+	if !wait.Until(time.Now().Add(wait.DefaultTimeout), func() bool {
+		st = s.fx.n.shares.DeadLetterStats()[s.groups[0]]
+		return st.Written >= int64(len(s.deadLetters))
+	}) {
+		s.fatalf("dead-letter counts of %s: %+v, want at least %d written", s.groups[0], st, len(s.deadLetters))
 	}
 }
 
