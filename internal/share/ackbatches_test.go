@@ -2,7 +2,9 @@ package share
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,5 +41,32 @@ func TestFailedAcknowledgementChangesNothing(t *testing.T) {
 	}
 	if o := fetchOne(t, m, "m2"); o != 1 {
 		t.Fatalf("m2 acquired offset %d, want 1: offset 0 is still m1's", o)
+	}
+}
+
+// TestAcknowledgeHugeRange: a batch naming 2^40 offsets with one type is
+// answered at once (the last offset is past the records in flight). The types
+// used to be checked offset by offset over the whole range: one
+// ShareAcknowledge kept a core busy for hours, holding the share partition's
+// lock against every other member.
+func TestAcknowledgeHugeRange(t *testing.T) {
+	p := NewPartition(0)
+	lim := Limits{LockDuration: time.Minute, DeliveryLimit: 5}
+	now := time.Unix(0, 0)
+	if got := p.Acquire("m", now, lim, []Batch{{First: 0, Last: 1}}, 10, false); len(got) != 1 {
+		t.Fatalf("acquired %+v", got)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Acknowledge("m", now, lim, []AckBatch{{First: 0, Last: 1 << 40, Types: []AckType{Accept}}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errAckLastPast) {
+			t.Fatalf("error %v, want %v", err, errAckLastPast)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the acknowledgement of 2^40 offsets is still being checked after 5s")
 	}
 }

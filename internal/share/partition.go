@@ -341,8 +341,11 @@ func (p *Partition) checkAck(member string, b AckBatch) error {
 	if b.Last < b.First || (len(b.Types) != 1 && int64(len(b.Types)) != b.Last-b.First+1) {
 		return ErrInvalidAck
 	}
-	for o := b.First; o <= b.Last; o++ {
-		if t := b.typeAt(o); t < Gap || t > Renew {
+	// The types, not the offsets: a batch may name far more offsets than the
+	// window holds (one type for all of them), and only the window's are
+	// looked at.
+	for _, t := range b.Types {
+		if t < Gap || t > Renew {
 			return ErrInvalidAck
 		}
 	}
