@@ -665,7 +665,7 @@ func (a ackRange) String() string { return fmt.Sprintf("%d-%d%v", a.first, a.las
 // ranges (0: those member m holds, 1: another member's, 2: an arbitrary one,
 // 3: m's and an arbitrary one), s1>>4 the type, bit 6 RENEW instead (where
 // renew allows it), bit 7 one type per offset, s2 the arbitrary range (first
-// s2%9, up to two more).
+// s2%9, up to two more; with s1's bit 2, 2^40 more, of one type).
 func (s *shareSeq) ackBatches(g, m int, p int32, r *opReader, renew bool) ackSpec {
 	s1, s2 := r.byte(), r.byte()
 	typ := int(s1>>4) % 3
@@ -702,6 +702,9 @@ func (s *shareSeq) ackBatches(g, m int, p int32, r *opReader, renew bool) ackSpe
 	}
 	first := int64(s2 % 9)
 	arbitrary := batch(first, first+int64(s2/9%3))
+	if s1&4 != 0 {
+		arbitrary = ackRange{first: first, last: first + 1<<40, types: arbitrary.types[:1]}
+	}
 	var spec ackSpec
 	switch s1 % 4 {
 	case 0:
@@ -1308,7 +1311,10 @@ func shareSeeds() [][]byte {
 	const accept, release, reject = 0, 1, 2
 	wait := []byte{op(opHeartbeat, 0, 0), 0x40}
 	seq := func(parts ...[]byte) []byte { return slices.Concat(parts...) }
+	huge := func(t int) []byte { return []byte{byte(2 | 4 | t<<4), 0} }
 	return [][]byte{
+		// An acknowledgement of a range of 2^40 offsets.
+		seq(fetch(1, 0, epochOpen, 0, 1, false), ack(1, 0, epochNext, 0, huge(accept)...), fetch(1, 0, epochNext, 0, 1, true, huge(release)...)),
 		// Join, fetch, accept some, reject the rest, close.
 		seq([]byte{op(opJoin, 0, 0)}, fetch(0, 0, epochOpen, 0, 3, false), fetch(0, 0, epochNext, 0, 2, true, own(accept)...),
 			ack(0, 0, epochNext, 0, own(reject)...), fetch(0, 0, epochFinal, 2, 1, false)),
