@@ -335,6 +335,7 @@ func TestShareStateErrors(t *testing.T) {
 		{"read without state", func() int16 { return read("g", 0, 1) }, kerr.UnknownTopicOrPartition.Code},
 		{"read with an empty group id", func() int16 { return read("", 0, 1) }, kerr.InvalidRequest.Code},
 		{"read of a state partition led elsewhere", func() int16 { return read("g", other.Partition, 1) }, kerr.NotCoordinator.Code},
+		{"write without state", func() int16 { return write(0, 1) }, kerr.InvalidRequest.Code},
 		{"initialize", func() int16 { return initialize(0) }, 0},
 		{"initialize the same epoch", func() int16 { return initialize(0) }, kerr.FencedStateEpoch.Code},
 		{"leader 2 reads", func() int16 { return read("g", 0, 2) }, 0},

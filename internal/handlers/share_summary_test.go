@@ -30,6 +30,9 @@ func TestReadShareGroupStateSummary(t *testing.T) {
 		{First: 5, Last: 5, State: share.Available, DeliveryCount: 1},
 		{First: 6, Last: 6, State: share.Archived, DeliveryCount: 2},
 	}}
+	if code := coord.Initialize(ctx, k, 1, 4); code != 0 {
+		t.Fatal(code)
+	}
 	if code := coord.Write(ctx, k, snap); code != 0 {
 		t.Fatal(code)
 	}

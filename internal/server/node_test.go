@@ -105,12 +105,17 @@ func roundTripAfter(addr string, preamble []byte, req kmsg.Request, timeout time
 			return nil, err
 		}
 	}
+	return readResponse(conn, req)
+}
+
+// readResponse reads the response to req, the next frame of r.
+func readResponse(r io.Reader, req kmsg.Request) (kmsg.Response, error) {
 	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
+	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, fmt.Errorf("reading response: %w", err)
 	}
 	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(conn, buf); err != nil {
+	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}
 	resp := req.ResponseKind()

@@ -371,7 +371,11 @@ func TestShareDeadLetterAfterCrash(t *testing.T) {
 	}}
 	sctx, cancel := context.WithTimeout(ctx, wait.DefaultTimeout)
 	defer cancel()
-	if err := n.shareStore.Save(sctx, share.Key{Group: "c", TopicID: topicID, Partition: 0}, snap); err != nil {
+	k := share.Key{Group: "c", TopicID: topicID, Partition: 0}
+	if err := n.shareStore.Initialize(sctx, k, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.shareStore.Save(sctx, k, snap); err != nil {
 		t.Fatal(err)
 	}
 	m := joinShareGroup(t, cl, "c", "member-1", "tasks", topicID)

@@ -18,7 +18,11 @@ package share
 //     has read the state: the writer lost its leadership);
 //   - a read with a newer leader epoch first writes the state again under that
 //     epoch, so once a new share-partition leader has its state no write of the
-//     old one lands.
+//     old one lands;
+//   - a write of a key without state is refused with INVALID_REQUEST, as Kafka
+//     refuses it: state is initialized first, and a leader still holding state
+//     that was deleted meanwhile (DeleteShareGroupOffsets, a deleted group)
+//     would otherwise bring it back.
 //
 // A value is in memory only once it is committed (acks=all on the state
 // partition); the share-partition leader reloads its state on either fenced
@@ -218,16 +222,15 @@ func (c *Coordinator) Write(ctx context.Context, k Key, s Snapshot) int16 {
 		return code
 	}
 	defer e.mu.Unlock()
-	if e.found {
-		if s.StateEpoch < e.snap.StateEpoch {
-			return kerr.FencedStateEpoch.Code
-		}
-		if s.LeaderEpoch >= 0 && s.LeaderEpoch < e.snap.LeaderEpoch {
-			return kerr.FencedLeaderEpoch.Code
-		}
-		if s.LeaderEpoch < 0 {
-			s.LeaderEpoch = e.snap.LeaderEpoch
-		}
+	switch {
+	case !e.found:
+		return kerr.InvalidRequest.Code
+	case s.StateEpoch < e.snap.StateEpoch:
+		return kerr.FencedStateEpoch.Code
+	case s.LeaderEpoch >= 0 && s.LeaderEpoch < e.snap.LeaderEpoch:
+		return kerr.FencedLeaderEpoch.Code
+	case s.LeaderEpoch < 0:
+		s.LeaderEpoch = e.snap.LeaderEpoch
 	}
 	if code := c.append(ctx, k, encodeSnapshot(s)); code != 0 {
 		return code

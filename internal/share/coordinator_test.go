@@ -125,6 +125,10 @@ func TestCoordinatorFencing(t *testing.T) {
 	if code := c2.Delete(ctx, k); code != 0 {
 		t.Fatalf("delete: code %d", code)
 	}
+	// A leader that still holds the deleted state does not bring it back.
+	if code := c2.Write(ctx, k, Snapshot{StateEpoch: 1, LeaderEpoch: 2, Start: 102}); code != kerr.InvalidRequest.Code {
+		t.Fatalf("write after delete: code %d, want INVALID_REQUEST", code)
+	}
 	if _, found, code := c2.Read(ctx, k, 3); code != 0 || found {
 		t.Fatalf("read after delete: found %v, code %d", found, code)
 	}

@@ -123,6 +123,11 @@ func (m *Manager) deadLetter(sp *sharePartition, p *Partition, dls []DeadLetter)
 	cfg := m.groupConfig(sp.key.Group)
 	err := m.writeDeadLetters(ctx, sp, cfg.DeadLetter, dls)
 
+	if err == nil {
+		// Written, whatever became of the state meanwhile (a reload writes
+		// them again: the count counts that duplicate too).
+		m.count(sp.key.Group, len(dls), 0)
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.dlqBusy = false
@@ -143,7 +148,6 @@ func (m *Manager) deadLetter(sp *sharePartition, p *Partition, dls []DeadLetter)
 	}
 	switch {
 	case err == nil:
-		m.count(sp.key.Group, len(dls), 0)
 		p.Archive(offsets)
 	case errors.Is(err, errNoDeadLetterTopic):
 		p.Archive(offsets)

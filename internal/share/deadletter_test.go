@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/wait"
 )
@@ -112,6 +113,46 @@ func TestAcquisitionAtLimitLostIsDeadLettered(t *testing.T) {
 	if got := deliver(t, m, "m4"); got != 0 {
 		t.Fatalf("after its dead letter: delivered at count %d, want not at all", got)
 	}
+}
+
+// gatedDeadLetters is a DeadLetterWriter whose writes succeed once release is
+// closed; entered is closed when the first one starts.
+type gatedDeadLetters struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (w *gatedDeadLetters) Produce(ctx context.Context, _ string, _ int32, _ []DeadLetterRecord) error {
+	w.once.Do(func() { close(w.entered) })
+	select {
+	case <-w.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *gatedDeadLetters) CreateTopic(context.Context, string) error { return nil }
+
+// TestDeadLetterCountedAcrossUnload: a dead-letter write that succeeds after
+// its share partition was unloaded (its offsets deleted or reset meanwhile)
+// is counted as written. It used to be counted only when the state it was
+// written from was still loaded: a rejected record in the dead-letter topic
+// that the group's counts never showed.
+func TestDeadLetterCountedAcrossUnload(t *testing.T) {
+	dlq := &gatedDeadLetters{entered: make(chan struct{}), release: make(chan struct{})}
+	m, _ := newDeadLetterManager(t, &memStore{}, dlq, 1, false)
+	defer m.Close()
+	if o := fetchOne(t, m, "m"); o != 0 {
+		t.Fatalf("acquired offset %d, want 0", o)
+	}
+	if code := acknowledgeAs(m, "m", 0, Reject); code != 0 {
+		t.Fatalf("reject: code %d", code)
+	}
+	<-dlq.entered
+	m.Unload(Key{Group: "g", TopicID: gcTopicID, Partition: 0})
+	close(dlq.release)
+	wait.Within(t, 5*time.Second, "the write to be counted", func() bool { return m.DeadLetterStats()["g"].Written == 1 })
 }
 
 // header is the value of a dead-letter record's header key ("" if none).

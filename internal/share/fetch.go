@@ -95,19 +95,19 @@ func (m *Manager) sessionStep(group, member string, epoch int32, fetch bool) (*s
 }
 
 // decodeAcks turns a request's acknowledgement batches (either request's type, read
-// through get) into ackBatches; false when one is malformed or uses RENEW before v2.
-func decodeAcks[B any](version int16, batches []B, get func(B) (first, last int64, types []int8)) ([]ackBatch, bool) {
-	var out []ackBatch
+// through get) into AckBatches; false when one is malformed or uses RENEW before v2.
+func decodeAcks[B any](version int16, batches []B, get func(B) (first, last int64, types []int8)) ([]AckBatch, bool) {
+	var out []AckBatch
 	for _, b := range batches {
 		first, last, types := get(b)
-		a := ackBatch{first: first, last: last}
+		a := AckBatch{First: first, Last: last}
 		for _, t := range types {
 			if AckType(t) == Renew && version < 2 {
 				return nil, false
 			}
-			a.types = append(a.types, AckType(t))
+			a.Types = append(a.Types, AckType(t))
 		}
-		if len(a.types) == 0 {
+		if len(a.Types) == 0 {
 			return nil, false
 		}
 		out = append(out, a)
@@ -360,7 +360,7 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 // maxRecords of its records for member, both made durable by one state save;
 // it returns how many offsets it acquired. A franz-go or Java member
 // acknowledges on its next fetch, so this halves the saves of the fetch path.
-func (m *Manager) acknowledgeAndFetch(ctx context.Context, out *responseParts, group, member string, cfg GroupConfig, tp topicPartition, acks []ackBatch, ok bool, maxRecords, maxBytes int, strict bool) int {
+func (m *Manager) acknowledgeAndFetch(ctx context.Context, out *responseParts, group, member string, cfg GroupConfig, tp topicPartition, acks []AckBatch, ok bool, maxRecords, maxBytes int, strict bool) int {
 	ack := func(code int16, msg *string) {
 		r := out.part(tp.id, tp.partition)
 		r.AcknowledgeErrorCode, r.AcknowledgeErrorMessage = code, msg
@@ -422,7 +422,7 @@ func minTime(a, b time.Time) time.Time {
 
 // acknowledge applies one partition's decoded acknowledgement batches (ok false:
 // they did not decode); it returns the partition's code and message.
-func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []ackBatch, ok bool) (int16, *string) {
+func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg GroupConfig, id [16]byte, partition int32, acks []AckBatch, ok bool) (int16, *string) {
 	if !ok {
 		return kerr.InvalidRequest.Code, nil
 	}

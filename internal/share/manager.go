@@ -624,7 +624,7 @@ func (m *Manager) addBackground() bool {
 
 // acknowledgeLocked applies acknowledgement batches of member to sp and persists the
 // result; it returns the partition's acknowledgement error code.
-func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch) (int16, *string) {
+func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig, acks []AckBatch) (int16, *string) {
 	code, msg, changed := m.applyAcksLocked(sp, member, cfg, acks)
 	if changed {
 		if c := m.saveLocked(ctx, sp); c != 0 {
@@ -635,29 +635,25 @@ func (m *Manager) acknowledgeLocked(ctx context.Context, sp *sharePartition, mem
 	return code, msg
 }
 
-// applyAcksLocked applies acknowledgement batches of member to sp's state, not
-// yet saved; it returns the partition's acknowledgement error code and whether
-// anything changed.
-func (m *Manager) applyAcksLocked(sp *sharePartition, member string, cfg GroupConfig, acks []ackBatch) (int16, *string, bool) {
-	now := m.cfg.Now()
-	code := int16(0)
-	var msg *string
-	changed := false
-	for _, a := range acks {
-		_, err := sp.p.Acknowledge(member, now, cfg.Limits, a.first, a.last, a.types)
-		var ae *AckError
-		switch {
-		case errors.Is(err, ErrInvalidAck):
-			code, msg = kerr.InvalidRequest.Code, nil
-		case errors.As(err, &ae) && ae.Past:
-			code, msg = kerr.InvalidRequest.Code, &ae.Msg
-		case errors.As(err, &ae):
-			code, msg = kerr.InvalidRecordState.Code, &ae.Msg
-		case err == nil:
-			changed = true
-		}
+// applyAcksLocked applies the acknowledgement batches of member to sp's state,
+// all or none (Partition.Acknowledge), not yet saved; it returns the
+// partition's acknowledgement error code and whether anything changed.
+func (m *Manager) applyAcksLocked(sp *sharePartition, member string, cfg GroupConfig, acks []AckBatch) (int16, *string, bool) {
+	if len(acks) == 0 {
+		return 0, nil, false
 	}
-	return code, msg, changed
+	_, err := sp.p.Acknowledge(member, m.cfg.Now(), cfg.Limits, acks)
+	if err == nil {
+		return 0, nil, true
+	}
+	var ae *AckError
+	switch {
+	case errors.As(err, &ae) && ae.Past:
+		return kerr.InvalidRequest.Code, &ae.Msg, false
+	case errors.As(err, &ae):
+		return kerr.InvalidRecordState.Code, &ae.Msg, false
+	}
+	return kerr.InvalidRequest.Code, nil, false // ErrInvalidAck
 }
 
 // acknowledgedLocked follows saved acknowledgements: the fetches waiting for
@@ -666,12 +662,6 @@ func (m *Manager) applyAcksLocked(sp *sharePartition, member string, cfg GroupCo
 func (m *Manager) acknowledgedLocked(sp *sharePartition, cfg GroupConfig) {
 	sp.wakeLocked(cfg.Limits, 0)
 	m.maybeDeadLetterLocked(sp)
-}
-
-// ackBatch is one decoded acknowledgement batch.
-type ackBatch struct {
-	first, last int64
-	types       []AckType
 }
 
 // leaderOf is the partition's current leader and epoch in the image, for

@@ -290,50 +290,90 @@ func (p *Partition) Acquire(member string, now time.Time, lim Limits, batches []
 	return out
 }
 
-// Acknowledge applies one acknowledgement batch of member: types has one entry for
-// the whole range or one per offset. Every offset must be Acquired by member (a Gap
-// may also name an offset the member holds that has no record); otherwise nothing
-// changes and the error is an *AckError (ErrInvalidAck for a malformed batch).
-// Offsets below the start offset in a batch that reaches the window are skipped,
-// as Kafka skips them; a batch wholly below it is refused. It returns the offsets
-// archived by a rejection or by running out of deliveries on a release: Archiving
-// when lim.DeadLetter, else Archived.
-func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first, last int64, types []AckType) ([]int64, error) {
-	if last < first || (len(types) != 1 && int64(len(types)) != last-first+1) {
-		return nil, ErrInvalidAck
-	}
-	typeAt := func(o int64) AckType {
-		if len(types) == 1 {
-			return types[0]
+// AckBatch is one acknowledgement batch: Types has one entry for the whole
+// range or one per offset.
+type AckBatch struct {
+	First, Last int64
+	Types       []AckType
+}
+
+// Acknowledge applies the acknowledgement batches of member for this partition
+// in one request, all of them or none, as Kafka rolls back a partition's
+// batches when one of them fails: a member told that its acknowledgement failed
+// still holds every record it named. Every offset must be Acquired by member (a
+// Gap may also name an offset the member holds that has no record), and named
+// by one batch only; otherwise nothing changes and the error is the first
+// failing batch's *AckError (ErrInvalidAck for a malformed batch). Offsets below
+// the start offset in a batch that reaches the window are skipped, as Kafka
+// skips them; a batch wholly below it is refused. It returns the offsets
+// archived by a rejection or by running out of deliveries on a release:
+// Archiving when lim.DeadLetter, else Archived.
+func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, batches []AckBatch) ([]int64, error) {
+	for i, b := range batches {
+		if err := p.checkAck(member, b); err != nil {
+			return nil, err
 		}
-		return types[o-first]
-	}
-	for o := first; o <= last; o++ {
-		if t := typeAt(o); t < Gap || t > Renew {
-			return nil, ErrInvalidAck
-		}
-	}
-	switch {
-	case p.start == p.end || last < p.start:
-		return nil, errAckNotCached
-	case first >= p.end:
-		return nil, errAckFirstPast
-	case last >= p.end:
-		return nil, errAckLastPast
-	}
-	from := max(first, p.start)
-	for o := from; o <= last; o++ {
-		switch r := p.at(o); {
-		case r.state != Acquired:
-			return nil, errAckNotAcquired
-		case r.member != member:
-			return nil, errAckNotOwner
+		for _, prev := range batches[:i] {
+			if max(prev.First, b.First, p.start) <= min(prev.Last, b.Last) {
+				// An earlier batch of the request acknowledged them.
+				return nil, errAckNotAcquired
+			}
 		}
 	}
 	var archived []int64
-	for o := from; o <= last; o++ {
+	for _, b := range batches {
+		archived = p.applyAck(now, lim, b, archived)
+	}
+	p.advance()
+	return archived, nil
+}
+
+// typeAt is the acknowledgement type of offset o in b.
+func (b AckBatch) typeAt(o int64) AckType {
+	if len(b.Types) == 1 {
+		return b.Types[0]
+	}
+	return b.Types[o-b.First]
+}
+
+// checkAck returns why b cannot be applied to the current state, nil if it can.
+func (p *Partition) checkAck(member string, b AckBatch) error {
+	if b.Last < b.First || (len(b.Types) != 1 && int64(len(b.Types)) != b.Last-b.First+1) {
+		return ErrInvalidAck
+	}
+	// The types, not the offsets: a batch may name far more offsets than the
+	// window holds (one type for all of them), and only the window's are
+	// looked at.
+	for _, t := range b.Types {
+		if t < Gap || t > Renew {
+			return ErrInvalidAck
+		}
+	}
+	switch {
+	case p.start == p.end || b.Last < p.start:
+		return errAckNotCached
+	case b.First >= p.end:
+		return errAckFirstPast
+	case b.Last >= p.end:
+		return errAckLastPast
+	}
+	for o := max(b.First, p.start); o <= b.Last; o++ {
+		switch r := p.at(o); {
+		case r.state != Acquired:
+			return errAckNotAcquired
+		case r.member != member:
+			return errAckNotOwner
+		}
+	}
+	return nil
+}
+
+// applyAck applies b, which checkAck allowed, and appends the offsets it
+// archives to archived.
+func (p *Partition) applyAck(now time.Time, lim Limits, b AckBatch, archived []int64) []int64 {
+	for o := max(b.First, p.start); o <= b.Last; o++ {
 		r := p.at(o)
-		switch typeAt(o) {
+		switch b.typeAt(o) {
 		case Accept:
 			r.state = Acknowledged
 		case Gap:
@@ -353,8 +393,7 @@ func (p *Partition) Acknowledge(member string, now time.Time, lim Limits, first,
 		}
 		r.member, r.deadline = "", time.Time{}
 	}
-	p.advance()
-	return archived, nil
+	return archived
 }
 
 // releaseRecord makes an acquired record Available again, or fails it for good when

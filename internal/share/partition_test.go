@@ -128,13 +128,17 @@ func (h *scriptHarness) run(t *testing.T, cmd string) []string {
 			return []string{"acquired nothing"}
 		}
 		return []string{"acquired " + strings.Join(parts, " ")}
-	case "ack":
-		a, b, _ := strings.Cut(f[2], "-")
-		var types []AckType
-		for _, s := range strings.Split(f[3], ",") {
-			types = append(types, map[string]AckType{"gap": Gap, "accept": Accept, "release": Release, "reject": Reject, "renew": Renew, "bad": 9}[s])
+	case "ack": // ack MEMBER FIRST-LAST TYPES [FIRST-LAST TYPES ...]: one request's batches
+		var batches []AckBatch
+		for i := 2; i+1 < len(f); i += 2 {
+			a, b, _ := strings.Cut(f[i], "-")
+			batch := AckBatch{First: mustInt(t, a), Last: mustInt(t, b)}
+			for _, s := range strings.Split(f[i+1], ",") {
+				batch.Types = append(batch.Types, map[string]AckType{"gap": Gap, "accept": Accept, "release": Release, "reject": Reject, "renew": Renew, "bad": 9}[s])
+			}
+			batches = append(batches, batch)
 		}
-		archived, err := h.p.Acknowledge(f[1], h.at(), h.lim, mustInt(t, a), mustInt(t, b), types)
+		archived, err := h.p.Acknowledge(f[1], h.at(), h.lim, batches)
 		if err != nil {
 			return []string{"error: " + err.Error()}
 		}
