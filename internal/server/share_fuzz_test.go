@@ -366,9 +366,9 @@ func (r *opReader) byte() byte {
 // Operations: the first byte's low three bits pick one, bit 3 the group, the
 // rest the member (mod 3).
 const (
-	opJoin      = iota
-	opHeartbeat // or, by its second byte, resetOffsets or waitLocks
-	opLeave
+	opShareJoin      = iota
+	opShareHeartbeat // or, by its second byte, resetOffsets or waitLocks
+	opShareLeave
 	opFetch     // 3, 4
 	opPark  = 5 // a ShareFetch answered later
 	opAck   = 6 // 6, 7
@@ -392,9 +392,9 @@ func (s *shareSeq) step(r *opReader) int {
 	g, m := int(op>>3)&1, int(op>>4)%sfMembers
 	s.collect(m)
 	switch k := op & 7; {
-	case k == opJoin:
+	case k == opShareJoin:
 		s.heartbeat(g, m, 0)
-	case k == opHeartbeat:
+	case k == opShareHeartbeat:
 		switch b := r.byte(); {
 		case b&0x80 != 0:
 			s.resetOffsets(g, b)
@@ -403,7 +403,7 @@ func (s *shareSeq) step(r *opReader) int {
 		default:
 			s.heartbeat(g, m, 1+int(b)%3)
 		}
-	case k == opLeave:
+	case k == opShareLeave:
 		s.heartbeat(g, m, -1)
 	case k < opPark:
 		s.fetch(g, m, r)
@@ -1309,25 +1309,25 @@ func shareSeeds() [][]byte {
 	ownAnd := func(t, first, extra int) []byte { return []byte{byte(3 | t<<4), byte(first + 9*extra)} }
 	others := func(t int) []byte { return []byte{byte(1 | t<<4), 0} }
 	const accept, release, reject = 0, 1, 2
-	wait := []byte{op(opHeartbeat, 0, 0), 0x40}
+	wait := []byte{op(opShareHeartbeat, 0, 0), 0x40}
 	seq := func(parts ...[]byte) []byte { return slices.Concat(parts...) }
 	huge := func(t int) []byte { return []byte{byte(2 | 4 | t<<4), 0} }
 	return [][]byte{
 		// An acknowledgement of a range of 2^40 offsets.
 		seq(fetch(1, 0, epochOpen, 0, 1, false), ack(1, 0, epochNext, 0, huge(accept)...), fetch(1, 0, epochNext, 0, 1, true, huge(release)...)),
 		// Join, fetch, accept some, reject the rest, close.
-		seq([]byte{op(opJoin, 0, 0)}, fetch(0, 0, epochOpen, 0, 3, false), fetch(0, 0, epochNext, 0, 2, true, own(accept)...),
+		seq([]byte{op(opShareJoin, 0, 0)}, fetch(0, 0, epochOpen, 0, 3, false), fetch(0, 0, epochNext, 0, 2, true, own(accept)...),
 			ack(0, 0, epochNext, 0, own(reject)...), fetch(0, 0, epochFinal, 2, 1, false)),
 		// Two members: one acknowledges the other's records, the holder
 		// releases them, the other takes them up to the delivery limit.
-		seq([]byte{op(opJoin, 0, 0), op(opJoin, 0, 1)}, fetch(0, 0, epochOpen, 0, 2, false), fetch(0, 1, epochOpen, 0, 2, false),
+		seq([]byte{op(opShareJoin, 0, 0), op(opShareJoin, 0, 1)}, fetch(0, 0, epochOpen, 0, 2, false), fetch(0, 1, epochOpen, 0, 2, false),
 			ack(0, 1, epochNext, 0, others(accept)...), ack(0, 0, epochNext, 0, own(release)...), fetch(0, 1, epochNext, 0, 4, true, own(release)...),
 			fetch(0, 0, epochNext, 0, 4, true, own(release)...), fetch(0, 1, epochNext, 0, 4, false)),
 		// Stale epochs: heartbeats and sessions; a session reopened while
 		// holding records; a member leaving the group while holding some.
-		seq([]byte{op(opJoin, 1, 2), op(opHeartbeat, 1, 2), 1, op(opHeartbeat, 1, 2), 2}, fetch(1, 2, epochOpen, 2, 4, false),
+		seq([]byte{op(opShareJoin, 1, 2), op(opShareHeartbeat, 1, 2), 1, op(opShareHeartbeat, 1, 2), 2}, fetch(1, 2, epochOpen, 2, 4, false),
 			fetch(1, 2, epochStale, 2, 4, false), ack(1, 2, epochAhead, 1, own(accept)...), fetch(1, 2, epochOpen, 1, 4, false),
-			[]byte{op(opLeave, 1, 2)}, fetch(1, 0, epochOpen, 2, 4, false), ack(1, 2, epochFinal, 2, own(release)...), fetch(1, 0, epochNext, 2, 4, false)),
+			[]byte{op(opShareLeave, 1, 2)}, fetch(1, 0, epochOpen, 2, 4, false), ack(1, 2, epochFinal, 2, own(release)...), fetch(1, 0, epochNext, 2, 4, false)),
 		// A partition's acknowledgement with a batch the member holds and one
 		// it does not.
 		seq(fetch(0, 0, epochOpen, 0, 2, false), ack(0, 0, epochNext, 0, ownAnd(release, 4, 1)...), fetch(0, 1, epochOpen, 0, 4, false)),
@@ -1338,9 +1338,9 @@ func shareSeeds() [][]byte {
 		// A member leaves the group holding records and goes on fetching in
 		// its share session while the offsets are reset (partition 0 to
 		// offset 2, then the topic's state deleted).
-		seq([]byte{op(opJoin, 0, 0)}, fetch(0, 0, epochOpen, 2, 4, false), []byte{op(opLeave, 0, 0), op(opHeartbeat, 0, 1), 0x80 | 3},
+		seq([]byte{op(opShareJoin, 0, 0)}, fetch(0, 0, epochOpen, 2, 4, false), []byte{op(opShareLeave, 0, 0), op(opShareHeartbeat, 0, 1), 0x80 | 3},
 			fetch(0, 0, epochNext, 2, 4, true, seq(own(accept), own(accept))...), ack(0, 0, epochNext, 2, seq(own(reject), own(reject))...),
-			fetch(0, 1, epochOpen, 2, 4, false), []byte{op(opHeartbeat, 0, 1), 0xc0}, fetch(0, 0, epochNext, 2, 4, true, seq(own(release), own(release))...)),
+			fetch(0, 1, epochOpen, 2, 4, false), []byte{op(opShareHeartbeat, 0, 1), 0xc0}, fetch(0, 0, epochNext, 2, 4, true, seq(own(release), own(release))...)),
 		// Locks expire until the records run out of deliveries (dead-lettered
 		// in group 0) while other members take them.
 		seq(fetch(0, 0, epochOpen, 2, 4, false), wait, fetch(0, 1, epochOpen, 2, 4, false), fetch(1, 2, epochOpen, 0, 4, false), wait,

@@ -62,7 +62,7 @@ func FuzzTransactions(f *testing.F) {
 	})
 }
 
-// The operations of a sequence, one byte each (modulo opCount), each followed
+// The operations of a sequence, one byte each (modulo txnOpCount), each followed
 // by the bytes of its parameters.
 const (
 	opInit = iota
@@ -81,7 +81,7 @@ const (
 	opDescribe
 	opPowerCut
 	opCheckAgain
-	opCount
+	txnOpCount
 )
 
 // txnFuzzSeeds are sequences worth starting from: a transaction-version-1
@@ -200,7 +200,7 @@ func (r *txnRun) byte() byte {
 
 func (r *txnRun) play() {
 	for steps := 0; len(r.ops) > 0 && steps < 40; steps++ {
-		switch r.byte() % opCount {
+		switch r.byte() % txnOpCount {
 		case opInit, opInitAgain:
 			r.initProducerID(r.id(r.byte()), r.byte())
 		case opAddPartitions:
