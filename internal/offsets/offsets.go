@@ -59,8 +59,8 @@ type Store struct {
 
 	mu      sync.Mutex
 	coord   Coordinator
-	loading map[int32]context.CancelFunc // partitions being loaded, by partition
-	closed  bool                         // Close ran: no more loads start
+	loading map[int32]*loadJob // each partition's last load, until it returns
+	closed  bool               // Close ran: no more loads start
 
 	loaders sync.WaitGroup // one goroutine per load; Close waits for them
 }
@@ -73,7 +73,13 @@ func New(replicas *replica.Manager, logger *slog.Logger) *Store {
 // NewForTopic returns a Store for another coordinator's internal topic, whose
 // records are key/value pairs as well (__transaction_state).
 func NewForTopic(topic string, replicas *replica.Manager, logger *slog.Logger) *Store {
-	return &Store{topic: topic, replicas: replicas, log: logger, now: time.Now, loading: map[int32]context.CancelFunc{}}
+	return &Store{topic: topic, replicas: replicas, log: logger, now: time.Now, loading: map[int32]*loadJob{}}
+}
+
+// loadJob is one load of a partition into the coordinator.
+type loadJob struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the load has returned
 }
 
 // SetCoordinator sets the coordinator partitions are loaded into.
@@ -182,9 +188,9 @@ func (s *Store) LeadershipChanged(p *replica.Partition, leader bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cancel, ok := s.loading[p.Index]; ok {
-		cancel()
-		delete(s.loading, p.Index)
+	prev := s.loading[p.Index]
+	if prev != nil {
+		prev.cancel()
 	}
 	if s.coord == nil || s.closed {
 		return
@@ -194,8 +200,19 @@ func (s *Store) LeadershipChanged(p *replica.Partition, leader bool) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.loading[p.Index] = cancel
-	s.loaders.Go(func() { s.load(ctx, p) })
+	job := &loadJob{cancel: cancel, done: make(chan struct{})}
+	s.loading[p.Index] = job
+	s.loaders.Go(func() {
+		defer s.loaded(p.Index, job)
+		if prev != nil {
+			// A cancelled load past its wait still unloads and loads the
+			// partition in the coordinator: run after it, or it would
+			// unload this one's partition midway and leave it unloaded
+			// (NOT_COORDINATOR until the next leadership change).
+			<-prev.done
+		}
+		s.load(ctx, p)
+	})
 }
 
 // Close cancels the loads under way and waits for them to return. Leadership
@@ -211,9 +228,8 @@ func (s *Store) stopLoads() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	for index, cancel := range s.loading {
-		cancel()
-		delete(s.loading, index)
+	for _, job := range s.loading {
+		job.cancel()
 	}
 }
 
@@ -227,7 +243,6 @@ const (
 // load waits for the partition's HWM to cover its log end as it was when this
 // broker became leader, then replays the partition into the coordinator.
 func (s *Store) load(ctx context.Context, p *replica.Partition) {
-	defer s.loaded(ctx, p.Index)
 	coord := s.coordinator()
 	end := p.LogEndOffset()
 	for backoff := loadBackoff; ; backoff = min(2*backoff, maxLoadBackoff) {
@@ -249,6 +264,9 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 		case <-t.C:
 		}
 	}
+	if ctx.Err() != nil {
+		return // a later leadership change took over
+	}
 	// The coordinator refuses a partition it still holds from an earlier
 	// leadership that was not unloaded in between; make sure it starts clean.
 	coord.UnloadPartition(p.Index)
@@ -262,12 +280,13 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 	}
 }
 
-// loaded ends the load of partition index under ctx: unless it was cancelled
-// (a newer leadership change took over), the partition is no longer loading.
-func (s *Store) loaded(ctx context.Context, index int32) {
+// loaded ends job, a load of partition index: a later load may start at
+// once, and the partition has no load left unless a later one began.
+func (s *Store) loaded(index int32, job *loadJob) {
+	close(job.done)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.loading[index] != nil && ctx.Err() == nil {
+	if s.loading[index] == job {
 		delete(s.loading, index)
 	}
 }

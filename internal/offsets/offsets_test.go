@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,5 +351,76 @@ func TestLoadWaitsBetweenRetries(t *testing.T) {
 		if gap := times[i].Sub(times[i-1]); gap < loadBackoff/2 {
 			t.Errorf("retry %d came %v after the one before, want a pause of about %v", i, gap, loadBackoff)
 		}
+	}
+}
+
+// gatedUnloadCoordinator holds its first UnloadPartition until release is
+// closed, and keeps which partitions are loaded; a load whose context ended
+// loads nothing, as the coordinators' loads do.
+type gatedUnloadCoordinator struct {
+	entered, release chan struct{}
+	unloads          atomic.Int32
+	mu               sync.Mutex
+	loaded           map[int32]bool
+	loads            int // loads that loaded
+	calls            int // LoadPartition calls returned
+}
+
+func (g *gatedUnloadCoordinator) LoadPartition(ctx context.Context, p int32, _ iter.Seq2[group.Record, error]) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls++
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	g.loaded[p] = true
+	g.loads++
+	return nil
+}
+
+func (g *gatedUnloadCoordinator) UnloadPartition(p int32) {
+	if g.unloads.Add(1) == 1 {
+		close(g.entered)
+		<-g.release
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.loaded[p] = false
+}
+
+// TestReloadWaitsForTheCancelledLoad: a leadership change while the previous
+// load of the partition is past its wait (here, in its unload of the
+// coordinator's old state) starts the next load only once that one has
+// returned. The two used to run at once, and the cancelled one's unload could
+// land in the middle of the new one's load: the partition stayed unloaded,
+// every request for its groups NOT_COORDINATOR until the next leadership
+// change (FuzzTransactions found it after a node restart, which changes
+// leadership twice in quick succession).
+func TestReloadWaitsForTheCancelledLoad(t *testing.T) {
+	coord := &gatedUnloadCoordinator{entered: make(chan struct{}), release: make(chan struct{}), loaded: map[int32]bool{}}
+	s, m := newTestStore(t, coord)
+	<-coord.entered // partition 0's first load, in its unload
+	p, err := m.Partition(group.OffsetsTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LeadershipChanged(p, true)
+	// Room for a next load running beside the first to load the partition
+	// before the first one's unload lands (none should).
+	wait.Until(time.Now().Add(200*time.Millisecond), func() bool {
+		coord.mu.Lock()
+		defer coord.mu.Unlock()
+		return coord.loads > 0
+	})
+	close(coord.release)
+	wait.For(t, "both loads to return", func() bool {
+		coord.mu.Lock()
+		defer coord.mu.Unlock()
+		return coord.calls == 2
+	})
+	coord.mu.Lock()
+	defer coord.mu.Unlock()
+	if !coord.loaded[0] {
+		t.Fatalf("partition 0 is not loaded after its leadership changes (%d loads)", coord.loads)
 	}
 }

@@ -108,6 +108,10 @@ type txnFuzz struct {
 
 const txnFuzzTopic = "txf"
 
+// txnFuzzWait bounds every wait of an input, under the 10 s after which the
+// fuzzing engine takes a worker for hung (and reports no message).
+const txnFuzzWait = 8 * time.Second
+
 func newTxnFuzz(f *testing.F) *txnFuzz {
 	cfg := nodeConfig(f.TempDir())
 	cfg.TransactionStatePartitions = 1
@@ -253,7 +257,7 @@ func (r *txnRun) producer(id *txnID, b byte) (pid int64, epoch int16, current bo
 // send sends req at its version and wants an answer and no panic.
 func (r *txnRun) send(req kmsg.Request) kmsg.Response {
 	r.t.Helper()
-	resp, err := roundTrip(r.h.node.KafkaAddr(), req, 20*time.Second)
+	resp, err := roundTrip(r.h.node.KafkaAddr(), req, txnFuzzWait)
 	if p := r.h.panics.take(); p != "" {
 		r.t.Fatalf("%s v%d: the node panicked: %s", kmsg.NameForKey(req.Key()), req.GetVersion(), p)
 	}
@@ -386,7 +390,7 @@ func (r *txnRun) produceBatch(version int16, txnID *string, partition int32, o b
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(version)
-	req.Acks, req.TimeoutMillis, req.TransactionID = -1, 15000, txnID
+	req.Acks, req.TimeoutMillis, req.TransactionID = -1, 5000, txnID
 	t := kmsg.NewProduceRequestTopic()
 	t.Topic = txnFuzzTopic
 	p := kmsg.NewProduceRequestTopicPartition()
@@ -560,7 +564,7 @@ func (r *txnRun) findCoordinators() {
 		groups = append(groups, r.group(id, 0), r.group(id, 1))
 	}
 	for typ, keys := range [][]string{groups, ids} {
-		wait.Within(r.t, 30*time.Second, "FindCoordinator", func() bool {
+		wait.Within(r.t, txnFuzzWait, "FindCoordinator", func() bool {
 			req := kmsg.NewPtrFindCoordinatorRequest()
 			req.SetVersion(4)
 			req.CoordinatorType, req.CoordinatorKeys = int8(typ), keys
@@ -581,33 +585,46 @@ func (r *txnRun) findCoordinators() {
 // high-water marks, and checks everything the node said.
 func (r *txnRun) finish() {
 	for _, id := range r.ids {
-		wait.Within(r.t, 30*time.Second, "InitProducerId to end "+id.name+"'s transaction", func() bool {
+		wait.Eventually(r.t, txnFuzzWait, "InitProducerId to end "+id.name+"'s transaction", func() error {
 			req := kmsg.NewPtrInitProducerIDRequest()
 			req.SetVersion(5)
 			req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id.name), 60000
 			resp := r.send(req).(*kmsg.InitProducerIDResponse)
 			r.known("InitProducerId", resp.ErrorCode)
-			if resp.ErrorCode != 0 {
-				return false
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+				return err
 			}
 			r.settle(id, fateAborted)
-			return true
+			return nil
 		})
 	}
 	for p := range int32(2) {
-		wait.Within(r.t, 30*time.Second, fmt.Sprintf("the last stable offset of partition %d to reach its high-water mark", p), func() bool {
-			return r.endOffsets(p, 1) == r.endOffsets(p, 0)
+		wait.Eventually(r.t, txnFuzzWait, fmt.Sprintf("the last stable offset of partition %d to reach its high-water mark", p), func() error {
+			if lso, hwm := r.endOffsets(p, 1), r.endOffsets(p, 0); lso != hwm {
+				return fmt.Errorf("last stable offset %d, high-water mark %d, producers %s", lso, hwm, r.producers(p))
+			}
+			return nil
 		})
 	}
 	r.check(true)
 	r.checkGroupOffsets()
 }
 
+// producers describes partition's active producers, for a failure's message.
+func (r *txnRun) producers(partition int32) string {
+	req := kmsg.NewPtrDescribeProducersRequest()
+	t := kmsg.NewDescribeProducersRequestTopic()
+	t.Topic, t.Partitions = txnFuzzTopic, []int32{partition}
+	req.Topics = append(req.Topics, t)
+	resp := r.send(req).(*kmsg.DescribeProducersResponse)
+	return fmt.Sprintf("%+v", resp.Topics[0].Partitions[0].ActiveProducers)
+}
+
 // endOffsets is partition's last stable offset (isolation 1) or high-water
 // mark (0), retried while the node is not ready to answer.
 func (r *txnRun) endOffsets(partition int32, isolation int8) int64 {
 	var offset int64
-	wait.Within(r.t, 30*time.Second, "ListOffsets", func() bool {
+	wait.Within(r.t, txnFuzzWait, "ListOffsets", func() bool {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.SetVersion(7)
 		req.ReplicaID, req.IsolationLevel = -1, isolation
@@ -642,10 +659,10 @@ func (r *txnRun) read(partition int32, isolation int8) ([]fetchedBatch, int64, [
 	var batches []fetchedBatch
 	var aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction
 	offset, end := r.start[partition], int64(-1)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(txnFuzzWait)
 	for end < 0 || offset < end {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("reading %s[%d] at isolation %d: at %d of %d after 30s", txnFuzzTopic, partition, isolation, offset, end)
+			r.t.Fatalf("reading %s[%d] at isolation %d: at %d of %d after %v", txnFuzzTopic, partition, isolation, offset, end, txnFuzzWait)
 		}
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(12)
@@ -751,7 +768,7 @@ func (r *txnRun) check(final bool) {
 	for p := range int32(2) {
 		// After a power cut the high-water mark is the active segment's
 		// base until recovery's fsync of it: its end is not known durable.
-		wait.Within(r.t, 30*time.Second, "the high-water mark to pass what was acknowledged", func() bool {
+		wait.Within(r.t, txnFuzzWait, "the high-water mark to pass what was acknowledged", func() bool {
 			return r.endOffsets(p, 0) >= r.acked[p]
 		})
 		committedBatches, lso, aborted := r.read(p, 1)
@@ -856,28 +873,28 @@ func (r *txnRun) checkGroupOffsets() {
 				continue
 			}
 			got := map[int32]int64{}
-			wait.Within(r.t, 30*time.Second, "OffsetFetch of "+group, func() bool {
+			wait.Eventually(r.t, txnFuzzWait, "OffsetFetch of "+group, func() error {
 				req := kmsg.NewPtrOffsetFetchRequest()
 				req.SetVersion(7)
 				req.Group, req.RequireStable = group, true
 				resp := r.send(req).(*kmsg.OffsetFetchResponse)
 				r.known("OffsetFetch", resp.ErrorCode)
-				if resp.ErrorCode != 0 {
-					return false
+				if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+					return err
 				}
 				clear(got)
 				for _, t := range resp.Topics {
 					for _, p := range t.Partitions {
 						r.known("OffsetFetch", p.ErrorCode)
-						if p.ErrorCode != 0 {
-							return false
+						if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+							return fmt.Errorf("partition %d: %w", p.Partition, err)
 						}
 						if p.Offset >= 0 {
 							got[p.Partition] = p.Offset
 						}
 					}
 				}
-				return true
+				return nil
 			})
 			want := r.groupOffsets[group]
 			if len(want) == 0 {
