@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -565,20 +566,10 @@ func decodeClassicAssignment(b []byte) (tpSet, error) {
 func sortedTPs(set tpSet) []tp {
 	return slices.SortedFunc(maps.Keys(set), func(a, b tp) int {
 		if a.topic != b.topic {
-			return cmpString(a.topic, b.topic)
+			return cmp.Compare(a.topic, b.topic)
 		}
 		return int(a.p - b.p)
 	})
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // heartbeat: variant bit 0 sends the previous generation, bit 1 the
