@@ -25,8 +25,8 @@ import (
 // on a filesystem whose power can be cut, and checks what Kafka's transactions
 // promise against a model of what the node answered:
 //
-//   - every request is answered, with an error code Kafka knows, and the node
-//     never panics;
+//   - every request is answered, with an error code Kafka knows, the node
+//     never panics, and its /metrics gather;
 //   - a record acknowledged in a transaction the node said it committed is
 //     committed on its partition (and survives a power cut), one acknowledged
 //     in a transaction it said it aborted (or that InitProducerId ended) never
@@ -228,6 +228,9 @@ func (r *txnRun) play() {
 		case opPowerCut:
 			r.h.powerCut(r.t)
 			r.findCoordinators()
+		}
+		if _, err := r.h.node.metrics.Registry().Gather(); err != nil {
+			r.t.Fatalf("/metrics no longer gathers: %v", err)
 		}
 	}
 }
