@@ -340,7 +340,7 @@ func (r *groupRun) finish() {
 			lm := kmsg.NewLeaveGroupRequestMember()
 			lm.MemberID = m.cid
 			if m.instance != "" {
-				lm.MemberID, lm.InstanceID = "", ptrTo(m.instance)
+				lm.MemberID, lm.InstanceID = "", kmsg.StringPtr(m.instance)
 			}
 			leave.Members = append(leave.Members, lm)
 		}
@@ -352,8 +352,6 @@ func (r *groupRun) finish() {
 }
 
 const leaveEpoch = -1
-
-func ptrTo[T any](v T) *T { return &v }
 
 // rebalanceTimeout is a variant's rebalance timeout: short enough to run out
 // within an input.
@@ -400,7 +398,7 @@ func (r *groupRun) join(g *fuzzGroup, m *fuzzMember, v, x byte) {
 		req.MemberID = m.cid
 	}
 	if v&2 != 0 && m.instance != "" {
-		req.InstanceID = ptrTo(m.instance)
+		req.InstanceID = kmsg.StringPtr(m.instance)
 	}
 	req.ProtocolType = "consumer"
 	for _, name := range [][]string{{"range"}, {"roundrobin", "range"}}[v>>3&1] {
@@ -472,9 +470,9 @@ func (r *groupRun) sync(g *fuzzGroup, m *fuzzMember, v, x byte) {
 		req.Generation--
 	}
 	if m.instance != "" && v&4 != 0 {
-		req.InstanceID = ptrTo(m.instance)
+		req.InstanceID = kmsg.StringPtr(m.instance)
 	}
-	req.ProtocolType, req.Protocol = ptrTo("consumer"), ptrTo(m.protocol)
+	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(m.protocol)
 	if m.plan != nil && m.planGen == req.Generation && v&2 == 0 {
 		plans := g.plans[req.Generation]
 		if plans == nil {
@@ -585,7 +583,7 @@ func (r *groupRun) heartbeat(g *fuzzGroup, m *fuzzMember, v byte) {
 		req.Generation--
 	}
 	if m.instance != "" && v&2 != 0 {
-		req.InstanceID = ptrTo(m.instance)
+		req.InstanceID = kmsg.StringPtr(m.instance)
 	}
 	resp := r.send(req).(*kmsg.HeartbeatResponse)
 	if resp.ErrorCode == kerr.UnknownMemberID.Code && m.busy == 0 {
@@ -605,7 +603,7 @@ func (r *groupRun) leave(g *fuzzGroup, m *fuzzMember, v byte) {
 		lm.MemberID = m.kid
 	}
 	if v&1 != 0 && m.instance != "" {
-		lm.MemberID, lm.InstanceID = "", ptrTo(m.instance)
+		lm.MemberID, lm.InstanceID = "", kmsg.StringPtr(m.instance)
 	}
 	if lm.MemberID == "" && lm.InstanceID == nil {
 		return
@@ -668,17 +666,17 @@ func (r *groupRun) consumerJoin(g *fuzzGroup, m *fuzzMember, v byte) {
 	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	req.RebalanceTimeoutMillis = rebalanceTimeout(v >> 3)
 	if v&1 != 0 && m.instance != "" {
-		req.InstanceID = ptrTo(m.instance)
+		req.InstanceID = kmsg.StringPtr(m.instance)
 	}
 	req.SubscribedTopicNames = []string{"t0"}
 	if v&2 != 0 {
 		req.SubscribedTopicNames = append(req.SubscribedTopicNames, "t1")
 	}
 	if v&4 != 0 {
-		req.SubscribedTopicRegex = ptrTo("t.*")
+		req.SubscribedTopicRegex = kmsg.StringPtr("t.*")
 	}
 	if v&16 != 0 {
-		req.ServerAssignor = ptrTo("range")
+		req.ServerAssignor = kmsg.StringPtr("range")
 	}
 	delete(g.left, m.kid)
 	m.kowned = tpSet{}
@@ -770,7 +768,7 @@ func (r *groupRun) consumerBeat(g *fuzzGroup, m *fuzzMember, v byte) {
 		m.kowned = tpSet{}
 	}
 	if m.instance != "" && v&8 != 0 {
-		req.InstanceID = ptrTo(m.instance)
+		req.InstanceID = kmsg.StringPtr(m.instance)
 	}
 	resp := r.send(req).(*kmsg.ConsumerGroupHeartbeatResponse)
 	switch {
@@ -789,7 +787,7 @@ func (r *groupRun) consumerLeave(g *fuzzGroup, m *fuzzMember, v byte) {
 	}
 	req := r.consumerRequest(g, m, leaveEpoch)
 	if v&1 != 0 && m.instance != "" {
-		req.MemberEpoch, req.InstanceID = -2, ptrTo(m.instance)
+		req.MemberEpoch, req.InstanceID = -2, kmsg.StringPtr(m.instance)
 	}
 	resp := r.send(req).(*kmsg.ConsumerGroupHeartbeatResponse)
 	if resp.ErrorCode == 0 && req.MemberEpoch == leaveEpoch {
