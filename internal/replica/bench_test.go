@@ -87,7 +87,7 @@ func BenchmarkFollowerAppend(b *testing.B) {
 	var next int64
 	for b.Loop() {
 		batch.SetBaseOffset(records, next) // not under the CRC
-		if err := p.appendFromLeader(0, records, next); err != nil {
+		if err := p.appendFromLeader(0, p.LogEndOffset(), records, next); err != nil {
 			b.Fatal(err)
 		}
 		next += n

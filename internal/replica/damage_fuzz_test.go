@@ -138,7 +138,7 @@ func followerWorkload(t *testing.T, fsys vfs.FS, leaderLog []byte, want map[int6
 	fetch := func(epoch int32, b []byte) {
 		t.Helper()
 		// The leader's high-water mark: past everything fetched.
-		if err := p.appendFromLeader(epoch, b, math.MaxInt64); err != nil {
+		if err := p.appendFromLeader(epoch, p.LogEndOffset(), b, math.MaxInt64); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func followerWorkload(t *testing.T, fsys vfs.FS, leaderLog []byte, want map[int6
 				follow(t, p, 2)
 				fetch(2, stampedBatch(t, 77, 0, true, end, 2))
 				follow(t, p, epochs[e].epoch)
-				if err := p.truncateTo(epochs[e].epoch, end); err != nil {
+				if err := p.truncateTo(epochs[e].epoch, p.LogEndOffset(), end); err != nil {
 					t.Fatal(err)
 				}
 				requireState(t, p, want)
@@ -403,7 +403,7 @@ func (b *damageBase) takeAppend(t *testing.T, p *Partition) error {
 		return err
 	}
 	leo := p.log.LogEndOffset()
-	if err := p.appendFromLeader(b.followEpoch, stampedBatch(t, 99, 0, false, leo, b.followEpoch), leo+1); err != nil {
+	if err := p.appendFromLeader(b.followEpoch, p.LogEndOffset(), stampedBatch(t, 99, 0, false, leo, b.followEpoch), leo+1); err != nil {
 		return err
 	}
 	if got := p.log.LogEndOffset(); got != leo+1 {

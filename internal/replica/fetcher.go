@@ -62,6 +62,7 @@ type fetcher struct {
 type fetched struct {
 	p        *Partition
 	epoch    int32            // the leader epoch the request was sent at
+	offset   int64            // the fetch offset (the log end when it was sent)
 	throttle *throttle.Bucket // non-nil: a throttled replica (follower.replication.throttled.replicas)
 }
 
@@ -196,7 +197,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 		rp.LogStartOffset = p.log.LogStartOffset()
 		rp.PartitionMaxBytes = fetchPartitionBytes
 		want = append(want, sessionPartition{key: sessionKey{p.Topic, p.TopicID, p.Index}, req: rp})
-		info = append(info, fetched{p, rp.CurrentLeaderEpoch, bucket})
+		info = append(info, fetched{p, rp.CurrentLeaderEpoch, offset, bucket})
 	}
 	f.want, f.wantInfo = want, info
 	if len(want) == 0 {
@@ -233,7 +234,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 			if fp.throttle != nil {
 				fp.throttle.Record(len(rp.RecordBatches), f.m.now())
 			}
-			if err := f.apply(p, fp.epoch, &rp); err != nil {
+			if err := f.apply(p, fp.epoch, fp.offset, &rp); err != nil {
 				healthy = false
 				level := slog.LevelDebug
 				if errors.Is(err, storage.ErrLogFailed) {
@@ -259,21 +260,22 @@ func (f *fetcher) indexWant() {
 	}
 }
 
-// apply handles one partition of a fetch response.
-// Nothing changes if p no longer follows at epoch, the leader epoch of the request.
-func (f *fetcher) apply(p *Partition, epoch int32, rp *kmsg.FetchResponseTopicPartition) error {
+// apply handles one partition of a fetch response. Nothing changes if p no
+// longer follows at epoch, the leader epoch of the request, from the log end
+// from, its fetch offset (followingFrom).
+func (f *fetcher) apply(p *Partition, epoch int32, from int64, rp *kmsg.FetchResponseTopicPartition) error {
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		leo := p.log.LogEndOffset()
-		end, err := p.applyDiverging(epoch, Diverging{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
+		end, err := p.applyDiverging(epoch, from, Diverging{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
 		f.m.log.Info("truncating divergent follower log", "topic", p.Topic, "partition", p.Index,
 			"log_end_offset", leo, "truncate_to", end, "leader_epoch", rp.DivergingEpoch.Epoch)
 		return err
 	}
 	switch code := rp.ErrorCode; code {
 	case 0:
-		return p.appendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark)
+		return p.appendFromLeader(epoch, from, rp.RecordBatches, rp.HighWatermark)
 	case kerr.OffsetOutOfRange.Code:
-		return p.applyOutOfRange(epoch, rp.LogStartOffset, rp.HighWatermark)
+		return p.applyOutOfRange(epoch, from, rp.LogStartOffset, rp.HighWatermark)
 	default:
 		return kerr.ErrorForCode(code)
 	}

@@ -54,6 +54,9 @@ type memCluster struct {
 	isrRequests int
 	// isrChanges holds every ISR change the controller was sent.
 	isrChanges []ISRChange
+	// stale holds the brokers cut off from the controller's metadata: new
+	// images reach them only once they are back (setStale false).
+	stale map[int32]bool
 }
 
 type memNode struct {
@@ -84,7 +87,7 @@ func newMemCluster(t *testing.T, n int, minISR int) *memCluster {
 // newMemClusterOn starts brokers 1..n and creates topic memTopic with one
 // partition on replicas, led by the first, all in sync.
 func newMemClusterOn(t *testing.T, n int, replicas []int32, minISR int) *memCluster {
-	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}, lose: map[int32]int64{}}
+	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}, lose: map[int32]int64{}, stale: map[int32]bool{}}
 	var recs []metadata.Record
 	for id := int32(1); id <= int32(n); id++ {
 		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
@@ -100,11 +103,15 @@ func newMemClusterOn(t *testing.T, n int, replicas []int32, minISR int) *memClus
 	return c
 }
 
-// start runs broker id on mem.
-func (c *memCluster) start(id int32, mem *vfs.MemFS) {
+// start runs broker id on mem, registered at broker epoch 1.
+func (c *memCluster) start(id int32, mem *vfs.MemFS) { c.startAt(id, mem, 1) }
+
+// startAt runs broker id on mem with broker epoch epoch (0: a process that
+// has not registered yet).
+func (c *memCluster) startAt(id int32, mem *vfs.MemFS, epoch int64) {
 	nd := &memNode{id: id, mem: mem, fsync: vfs.FailOn(vfs.OpSync)}
 	nd.fsync.Disable()
-	nd.epoch.Store(1)
+	nd.epoch.Store(epoch)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m, err := NewManager(vfs.NewErrorFS(mem, nd.fsync), "/data/logs", id, logger, Options{
 		Transport:     memTransport{c: c, from: id},
@@ -170,10 +177,23 @@ func (c *memCluster) applyLocked(recs []metadata.Record) error {
 		return err
 	}
 	c.img = img.WithOffset(c.img.Offset() + 1)
-	for _, nd := range c.nodes {
-		nd.mgr.Apply(c.img) // a closed Manager refuses: it is being stopped
+	for id, nd := range c.nodes {
+		if !c.stale[id] {
+			nd.mgr.Apply(c.img) // a closed Manager refuses: it is being stopped
+		}
 	}
 	return nil
+}
+
+// setStale cuts broker id off from the controller's metadata (stale true) or
+// brings it back, applying the newest image.
+func (c *memCluster) setStale(id int32, stale bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stale[id] = stale
+	if nd := c.nodes[id]; nd != nil && !stale {
+		nd.mgr.Apply(c.img)
+	}
 }
 
 // partition is the partition as the controller has it.
@@ -295,8 +315,12 @@ func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) 
 		c.mu.Lock()
 	}
 	defer c.mu.Unlock()
-	if c.cut[mc.from] {
+	if c.cut[mc.from] || c.stale[mc.from] {
 		return nil, errors.New("memcluster: controller unreachable")
+	}
+	var epoch int64
+	if nd := c.nodes[mc.from]; nd != nil {
+		epoch = nd.epoch.Load()
 	}
 	if c.isrErr != nil {
 		c.isrRefusals++
@@ -307,7 +331,7 @@ func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) 
 	reqs := make([]controller.AlterPartitionRequest, len(changes))
 	for i, ch := range changes {
 		reqs[i] = controller.AlterPartitionRequest{
-			BrokerID: mc.from, BrokerEpoch: 1, TopicID: ch.TopicID, Partition: ch.Partition,
+			BrokerID: mc.from, BrokerEpoch: epoch, TopicID: ch.TopicID, Partition: ch.Partition,
 			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR, NewISRBrokerEpochs: ch.BrokerEpochs,
 		}
 	}

@@ -58,13 +58,13 @@ func TestPanicUnderAppendLockReleasesIt(t *testing.T) {
 	records := batchtest.Build(batchtest.Options{Records: batchtest.Values(4, 16)})
 
 	armed.Store(true)
-	if r := recovered(func() { _ = p.appendFromLeader(0, records, 0) }); r == nil {
+	if r := recovered(func() { _ = p.appendFromLeader(0, p.LogEndOffset(), records, 0) }); r == nil {
 		t.Fatal("the append did not panic")
 	}
 	armed.Store(false)
 
 	appended := make(chan error, 1)
-	go func() { appended <- p.appendFromLeader(0, records, 0) }()
+	go func() { appended <- p.appendFromLeader(0, p.LogEndOffset(), records, 0) }()
 	select {
 	case err := <-appended:
 		if err != nil {

@@ -42,7 +42,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	now := time.Now()
 	p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, now)
 	// Ten records from leader 1, which had committed only eight when it answered.
-	if err := p.appendFromLeader(0, batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 8); err != nil {
+	if err := p.appendFromLeader(0, p.LogEndOffset(), batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 8)}), 8); err != nil {
 		t.Fatal(err)
 	}
 
@@ -85,6 +85,51 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	}
 }
 
+// TestAnswerFromAnotherLogEndChangesNothing: an answer to a fetch sent from a
+// log end that is no longer this replica's (an answer of the previous leader
+// epoch truncated the log while the fetch was in flight) must not touch the
+// log. FuzzReplication found the old code appending such an answer's batch at
+// offset 4 to a log truncated to 0: the log kept a hole where offsets 0-3 had
+// been, the follower's next fetch reported offset 5, and the leader took it
+// into the ISR as holding records it never had.
+func TestAnswerFromAnotherLogEndChangesNothing(t *testing.T) {
+	p := newTestPartition(t, 2)
+	now := time.Now()
+	p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 1}, now)
+	if err := p.appendFromLeader(1, 0, batchtest.Build(batchtest.Options{LeaderEpoch: 1, Records: batchtest.Values(4, 8)}), 0); err != nil {
+		t.Fatal(err)
+	}
+	// A fetch from offset 4 goes to the next leader; meanwhile the log is cut
+	// back to 0, at the same epoch.
+	p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 3, LeaderEpoch: 2}, now)
+	if err := p.truncateTo(2, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The answers to that fetch: records, a divergence, out of range.
+	if err := p.appendFromLeader(2, 4, batchtest.Build(batchtest.Options{BaseOffset: 4, LeaderEpoch: 2}), 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.applyDiverging(2, 4, Diverging{Epoch: 2, EndOffset: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.applyOutOfRange(2, 4, 100, 100); err != nil {
+		t.Fatal(err)
+	}
+	if start, end, hwm := p.LogStartOffset(), p.LogEndOffset(), p.HighWatermark(); start != 0 || end != 0 || hwm != 0 {
+		t.Fatalf("log [%d, %d), HWM %d after answers to a fetch from offset 4; want [0, 0), 0", start, end, hwm)
+	}
+	// The next fetch, from the log end, is applied.
+	if off, _ := p.fetchPosition(); off != 0 {
+		t.Fatalf("fetch position %d, want 0", off)
+	}
+	if err := p.appendFromLeader(2, 0, batchtest.Build(batchtest.Options{LeaderEpoch: 1, Records: batchtest.Values(5, 8)}), 5); err != nil {
+		t.Fatal(err)
+	}
+	if end, hwm := p.LogEndOffset(), p.HighWatermark(); end != 5 || hwm != 5 {
+		t.Fatalf("log end %d, HWM %d after the answer from the log end; want 5, 5", end, hwm)
+	}
+}
+
 // TestStaleFetchAnswerChangesNothing: a fetch answer that arrives after this
 // replica became leader (or followed a newer leader) must not touch its log: a
 // DivergingEpoch at the log end would drop the epoch it has just started there.
@@ -92,23 +137,23 @@ func TestStaleFetchAnswerChangesNothing(t *testing.T) {
 	p := newTestPartition(t, 2)
 	now := time.Now()
 	p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1}, now)
-	if err := p.appendFromLeader(1, batchtest.Build(batchtest.Options{LeaderEpoch: 1, Records: batchtest.Values(4, 8)}), 4); err != nil {
+	if err := p.appendFromLeader(1, p.LogEndOffset(), batchtest.Build(batchtest.Options{LeaderEpoch: 1, Records: batchtest.Values(4, 8)}), 4); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 2}, now); err != nil {
 		t.Fatal(err)
 	}
 	// Answers to requests sent at epoch 1.
-	if err := p.truncateTo(1, 4); err != nil {
+	if err := p.truncateTo(1, p.LogEndOffset(), 4); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.truncateTo(1, 2); err != nil {
+	if err := p.truncateTo(1, p.LogEndOffset(), 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.restartAt(1, 100); err != nil {
+	if err := p.restartAt(1, p.LogEndOffset(), 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.appendFromLeader(1, batchtest.Build(batchtest.Options{BaseOffset: 4, LeaderEpoch: 1}), 5); err != nil {
+	if err := p.appendFromLeader(1, p.LogEndOffset(), batchtest.Build(batchtest.Options{BaseOffset: 4, LeaderEpoch: 1}), 5); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.log.LatestEpoch(); got != 2 {

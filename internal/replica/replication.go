@@ -386,8 +386,23 @@ func (p *Partition) applyISRChange(c isrChange, ip *metadata.Partition, refused 
 
 // fetchPosition is where this follower fetches next: its log end, which is durable
 // (the fetcher waits for that before fetching again), and the epoch of its last batch.
+//
+// It waits for a truncation or an append in progress: one begun under the
+// previous leader epoch may still be changing the log after the epoch moved
+// on, and a fetch must not report a log end that is about to go.
 func (p *Partition) fetchPosition() (offset int64, lastFetchedEpoch int32) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	return p.log.LogEndOffset(), p.log.LatestEpoch()
+}
+
+// followingFrom reports whether this replica still follows at leader epoch
+// epoch with its log ending at from, the fetch offset of the answer it is
+// about to apply: an answer to a fetch from another log end (the log was
+// truncated since, under an earlier leader epoch) must not change the log.
+// appendMu must be held.
+func (p *Partition) followingFrom(epoch int32, from int64) bool {
+	return p.followingAt(epoch) && p.log.LogEndOffset() == from
 }
 
 // followingAt reports whether this replica still follows at leader epoch epoch:
@@ -400,11 +415,11 @@ func (p *Partition) followingAt(epoch int32) bool {
 	return !p.mu.leader && p.mu.leaderEpoch == epoch
 }
 
-// appendFromLeader appends batches fetched from the leader of epoch, and follows
-// its HWM.
-func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int64) error {
+// appendFromLeader appends batches fetched from offset from of the leader of
+// epoch, and follows its HWM.
+func (p *Partition) appendFromLeader(epoch int32, from int64, records []byte, leaderHWM int64) error {
 	if len(records) > 0 {
-		if following, err := p.appendAsFollower(epoch, records); err != nil || !following {
+		if following, err := p.appendAsFollower(epoch, from, records); err != nil || !following {
 			return err
 		}
 	}
@@ -412,12 +427,13 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHWM int6
 	return nil
 }
 
-// appendAsFollower appends batches fetched from the leader of epoch, unless
-// this replica no longer follows at epoch (following false).
-func (p *Partition) appendAsFollower(epoch int32, records []byte) (following bool, err error) {
+// appendAsFollower appends batches fetched from offset from of the leader of
+// epoch, unless this replica no longer follows at epoch from there (following
+// false: followingFrom).
+func (p *Partition) appendAsFollower(epoch int32, from int64, records []byte) (following bool, err error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if !p.followingAt(epoch) {
+	if !p.followingFrom(epoch, from) {
 		return false, nil
 	}
 	if _, err := p.log.AppendAsFollower(records); err != nil {
@@ -450,30 +466,31 @@ func (p *Partition) followHighWatermark(leaderHWM int64) {
 }
 
 // applyDiverging truncates this follower where its log diverges from that of
-// the leader of epoch (truncationOffset).
-func (p *Partition) applyDiverging(epoch int32, d Diverging) (int64, error) {
+// the leader of epoch (truncationOffset), answering a fetch from offset from.
+func (p *Partition) applyDiverging(epoch int32, from int64, d Diverging) (int64, error) {
 	end := truncationOffset(d, p.log.EndOffsetForEpoch)
-	return end, p.truncateTo(epoch, end)
+	return end, p.truncateTo(epoch, from, end)
 }
 
 // applyOutOfRange handles the leader's OFFSET_OUT_OF_RANGE answer to this
-// follower's fetch (outOfRange).
-func (p *Partition) applyOutOfRange(epoch int32, leaderLogStart, leaderHWM int64) error {
-	offset, _ := p.fetchPosition()
-	restart, to := outOfRange(offset, leaderLogStart, leaderHWM, p.log.LogStartOffset())
+// follower's fetch from offset from (outOfRange).
+func (p *Partition) applyOutOfRange(epoch int32, from, leaderLogStart, leaderHWM int64) error {
+	restart, to := outOfRange(from, leaderLogStart, leaderHWM, p.log.LogStartOffset())
 	if restart {
-		return p.restartAt(epoch, to)
+		return p.restartAt(epoch, from, to)
 	}
-	return p.truncateTo(epoch, to)
+	return p.truncateTo(epoch, from, to)
 }
 
 // truncateTo removes this follower's records at and above offset (a divergent tail)
 // and the leader epochs that start there, even when no record goes: a replica
 // deposed before it appended at its epoch must stop fetching with that epoch.
-func (p *Partition) truncateTo(epoch int32, offset int64) error {
+// Nothing changes unless it still follows at epoch from log end from, the
+// fetch offset of the answer that asks for the truncation (followingFrom).
+func (p *Partition) truncateTo(epoch int32, from, offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if !p.followingAt(epoch) {
+	if !p.followingFrom(epoch, from) {
 		return nil
 	}
 	leo := p.log.LogEndOffset()
@@ -503,10 +520,10 @@ func (p *Partition) lowerHighWatermarkTo(offset int64) {
 
 // restartAt empties this follower's log and starts it at offset (the leader's log
 // start moved past everything the follower has).
-func (p *Partition) restartAt(epoch int32, offset int64) error {
+func (p *Partition) restartAt(epoch int32, from, offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if !p.followingAt(epoch) {
+	if !p.followingFrom(epoch, from) {
 		return nil
 	}
 	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {

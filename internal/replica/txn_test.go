@@ -135,7 +135,7 @@ func TestMarkerHoldsLSOUntilReplicated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := follower.appendFromLeader(0, data, ff.HighWatermark); err != nil {
+			if err := follower.appendFromLeader(0, follower.LogEndOffset(), data, ff.HighWatermark); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -420,13 +420,13 @@ func TestFollowerTruncationReopensTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.appendFromLeader(0, data, 3); err != nil {
+	if err := f.appendFromLeader(0, f.LogEndOffset(), data, 3); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.LastStableOffset(); got != 3 {
 		t.Fatalf("follower LSO %d, want 3", got)
 	}
-	if err := f.truncateTo(0, 2); err != nil {
+	if err := f.truncateTo(0, f.LogEndOffset(), 2); err != nil {
 		t.Fatal(err)
 	}
 	f.followHighWatermark(2)
