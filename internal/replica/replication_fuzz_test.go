@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -60,6 +61,15 @@ func FuzzReplication(f *testing.F) {
 		{opTxnProduce, 2, opReassign, 1, opSleep, 2, opTxnProduce, 0, opPreferred, 0, opTxnEnd, 0, opReassign, 0, opSleep, 2},
 		// A follower's fsyncs fail.
 		{opProduce, 0, opFailSync, 1, opProduce, 0, opSleep, 4, opProduce, 0, opCleanRestart, 1, opRegister, 1, opSleep, 3},
+		// The first failure found: a follower truncated by the answer of one
+		// leader epoch appended the next epoch's answer to a fetch sent from
+		// its old log end (TestAnswerFromAnotherLogEndChangesNothing).
+		{opUnfence, 221, opPowerCut, 221, opPowerCut, 221, opPowerCut, 221, opProduce, 0, opProduce, 229, opProduce, 108,
+			opFailSync, 212, opFence, 243, opFence, 231, opFence, 231, opSleep, 231, opReassign, 110, opProduce, 0,
+			opFailSync, 15, opTxnEnd, 12, opStart, 151, opStart, 151, opStart, 151, opStart, 1, opAcks1, 0, opProduce, 1,
+			opFence, 243, opLoseAnswers, 3},
+		// Writes in flight while the leader changes, and records deleted.
+		{opProduceAsync, 0, opProduceAsync, 1, opFence, 0, opDeleteRecords, 2, opProduceAsync, 2, opUnfence, 0, opPreferred, 0, opDeleteRecords, 9, opSleep, 2},
 	} {
 		f.Add(seed)
 	}
@@ -103,12 +113,14 @@ const (
 	opSleep               // time passes
 	opPreferred           // a preferred leader election
 	opReassign            // reassign the partition
+	opProduceAsync        // a plain batch, acks=all, acknowledged while the next steps run
+	opDeleteRecords       // DeleteRecords on the leader, up to its high-water mark at most
 	opCount
 )
 
 var replOpNames = [opCount]string{"produce", "acks1", "idempotent", "txn-produce", "txn-end", "power-cut",
 	"clean-restart", "start", "register", "fence", "unfence", "isolate", "stale", "lose-answers",
-	"fail-sync", "sleep", "preferred", "reassign"}
+	"fail-sync", "sleep", "preferred", "reassign", "produce-async", "delete-records"}
 
 // replFuzzAckWait is how long a writer waits for an acknowledgement (fake
 // time), shorter than the lag limit, as a client's request timeout is.
@@ -138,6 +150,7 @@ type fuzzTxn struct {
 
 // seenBatch is a batch once below a replica's high-water mark.
 type seenBatch struct {
+	base int64 // only in replFuzz.acked
 	last int64
 	crc  uint32
 	who  string
@@ -158,6 +171,10 @@ type replFuzz struct {
 	incarnation byte
 
 	seen    map[int64]seenBatch // by base offset
+	// mu guards acked: what produceAsync's goroutines saw acknowledged, to
+	// join seen at the next check.
+	mu    sync.Mutex
+	acked []seenBatch
 	batches map[string]fuzzBatch
 	next    int // the next batch's number
 
@@ -275,6 +292,12 @@ func (r *replFuzz) step(kind, arg byte) {
 			recs, _ := controller.PlanElectLeaders(img, []controller.TopicPartitionRef{{Topic: memTopic, Partition: 0}}, controller.ElectPreferred, nil)
 			return recs, nil
 		})
+	case opProduceAsync:
+		r.produceAsync(r.plainBatch(int(arg)%3 + 1))
+	case opDeleteRecords:
+		if p := r.leader(); p != nil {
+			p.DeleteRecords(min(p.HighWatermark(), p.LogStartOffset()+int64(arg%8)))
+		}
 	case opReassign:
 		target := replFuzzTargets[int(arg)%len(replFuzzTargets)]
 		r.plan(func(img *metadata.Image) ([]metadata.Record, error) {
@@ -396,6 +419,29 @@ func (r *replFuzz) produce(b []byte, acks int16) (AppendResult, error) {
 	return res, nil
 }
 
+// produceAsync writes b to the leader with acks=all and waits for the
+// acknowledgement on a goroutine, while the next steps run; what it
+// acknowledges joins what was seen committed.
+func (r *replFuzz) produceAsync(b []byte) {
+	p := r.leader()
+	if p == nil {
+		return
+	}
+	res, err := p.Append(slices.Clone(b), -1)
+	if err != nil {
+		return
+	}
+	h, _ := batch.ParseHeader(b)
+	go func() {
+		if p.WaitHighWatermark(context.Background(), res.LastOffset+1, replFuzzAckWait) != nil {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.acked = append(r.acked, seenBatch{base: res.BaseOffset, last: res.LastOffset, crc: h.CRC, who: fmt.Sprintf("an acknowledgement of %d-%d in flight", res.BaseOffset, res.LastOffset)})
+	}()
+}
+
 func (r *replFuzz) txnProduce(n int) {
 	if r.open >= 0 && r.txns[r.open].decided {
 		return // the client waits for EndTxn
@@ -514,14 +560,20 @@ func (r *replFuzz) observe(p *Partition, who string) {
 		if h.NextOffset() > hwm {
 			break
 		}
-		prev, ok := r.seen[h.BaseOffset]
-		switch {
-		case !ok:
-			r.seen[h.BaseOffset] = seenBatch{last: h.LastOffset(), crc: h.CRC, who: who}
-		case prev.last != h.LastOffset() || prev.crc != h.CRC:
-			r.t.Fatalf("%s: batch %d-%d (crc %08x) below the high-water mark %d; %s saw %d-%d (crc %08x) there",
-				who, h.BaseOffset, h.LastOffset(), h.CRC, hwm, prev.who, h.BaseOffset, prev.last, prev.crc)
-		}
+		r.see(h.BaseOffset, seenBatch{last: h.LastOffset(), crc: h.CRC, who: who}, fmt.Sprintf("below the high-water mark %d", hwm))
+	}
+}
+
+// see records a batch at base as committed, and fails if another was.
+func (r *replFuzz) see(base int64, b seenBatch, where string) {
+	r.t.Helper()
+	prev, ok := r.seen[base]
+	switch {
+	case !ok:
+		r.seen[base] = b
+	case prev.last != b.last || prev.crc != b.crc:
+		r.t.Fatalf("%s: batch %d-%d (crc %08x) %s; %s saw %d-%d (crc %08x) there",
+			b.who, base, b.last, b.crc, where, prev.who, base, prev.last, prev.crc)
 	}
 }
 
@@ -568,6 +620,13 @@ func (r *replFuzz) logs() string {
 // check runs the invariants on every running replica.
 func (r *replFuzz) check(when string) {
 	r.t.Helper()
+	r.mu.Lock()
+	acked := r.acked
+	r.acked = nil
+	r.mu.Unlock()
+	for _, a := range acked {
+		r.see(a.base, a, when)
+	}
 	ids := slices.Sorted(maps.Keys(r.running))
 	for _, id := range ids {
 		if p := r.partitionOn(id); r.running[id] && p != nil {
