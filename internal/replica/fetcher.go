@@ -273,7 +273,10 @@ func (f *fetcher) apply(p *Partition, epoch int32, from int64, rp *kmsg.FetchRes
 	}
 	switch code := rp.ErrorCode; code {
 	case 0:
-		return p.appendFromLeader(epoch, from, rp.RecordBatches, rp.HighWatermark)
+		if err := p.appendFromLeader(epoch, from, rp.RecordBatches, rp.HighWatermark); err != nil {
+			return err
+		}
+		return p.followLogStart(epoch, rp.LogStartOffset)
 	case kerr.OffsetOutOfRange.Code:
 		return p.applyOutOfRange(epoch, from, rp.LogStartOffset, rp.HighWatermark)
 	default:

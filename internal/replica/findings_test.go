@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/storage"
 )
 
@@ -348,6 +349,70 @@ func TestFindingNewLeaderListsNoLowerLatest(t *testing.T) {
 		off, _, _, found, err = p2.ListOffset(context.Background(), LatestTimestamp, ReadUncommitted)
 		if err != nil || !found || off != 10 {
 			t.Fatalf("new leader's latest after its follower fetched: %d, %v, %v; want 10", off, found, err)
+		}
+	})
+}
+
+// TestNewReplicaStartsInsideLogStartBatch: DeleteRecords may set the log start
+// offset between the records of one batch, and a replica that starts from the
+// leader's log start then gets that whole batch, which begins below it. Found
+// by FuzzReplication: the old code refused the batch ("batches do not continue
+// the log") on every fetch, so a replica added by a reassignment never caught
+// up and the move never completed. Kafka's follower starts its empty log at
+// the batch's base offset, and so does Strata's now; it then follows the
+// leader's log start.
+func TestNewReplicaStartsInsideLogStartBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemClusterOn(t, 3, []int32{1, 2}, 1)
+		leader := c.replica(1)
+		res, err := leader.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(3, 8)}), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := leader.WaitHighWatermark(context.Background(), res.LastOffset+1, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leader.DeleteRecords(1); err != nil {
+			t.Fatal(err)
+		}
+		c.reassign(1, 2, 3)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		ip := c.partition()
+		if !slices.Contains(ip.ISR, 3) || !slices.Equal(ip.Replicas, []int32{1, 2, 3}) {
+			t.Fatalf("replica 3 never caught up: replicas %v, ISR %v, its log end %d", ip.Replicas, ip.ISR, c.replica(3).LogEndOffset())
+		}
+		for id := int32(2); id <= 3; id++ {
+			if start, end := c.replica(id).LogStartOffset(), c.replica(id).LogEndOffset(); start != 1 || end != 3 {
+				t.Fatalf("replica %d holds [%d, %d), want [1, 3) as the leader", id, start, end)
+			}
+		}
+		c.checkAgreement()
+	})
+}
+
+// TestFollowersFollowDeletedRecords: records deleted on the leader
+// (DeleteRecords) are deleted on its followers too, as in Kafka, so a new
+// leader does not serve them again. The old followers kept their own log
+// start, and a failover brought deleted records back.
+func TestFollowersFollowDeletedRecords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemCluster(t, 3, 2)
+		if _, err := c.produce(1, 6); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.replica(1).DeleteRecords(4); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // a fetch round: the followers learn the leader's log start
+		synctest.Wait()
+		c.elect(2, 2, 3)
+		synctest.Wait()
+		if start := c.replica(2).LogStartOffset(); start != 4 {
+			t.Fatalf("the new leader's log starts at %d; records below 4 were deleted", start)
+		}
+		if _, err := c.replica(2).Read(0, 1<<20, ReadUncommitted); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+			t.Fatalf("reading deleted offset 0 from the new leader: %v, want out of range", err)
 		}
 	})
 }

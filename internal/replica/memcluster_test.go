@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -112,7 +113,11 @@ func (c *memCluster) startAt(id int32, mem *vfs.MemFS, epoch int64) {
 	nd := &memNode{id: id, mem: mem, fsync: vfs.FailOn(vfs.OpSync)}
 	nd.fsync.Disable()
 	nd.epoch.Store(epoch)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var w io.Writer = io.Discard
+	if os.Getenv("MEMLOG") != "" {
+		w = os.Stderr
+	}
+	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
 	m, err := NewManager(vfs.NewErrorFS(mem, nd.fsync), "/data/logs", id, logger, Options{
 		Transport:     memTransport{c: c, from: id},
 		ISRChanger:    memController{c: c, from: id},

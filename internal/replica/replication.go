@@ -436,6 +436,16 @@ func (p *Partition) appendAsFollower(epoch int32, from int64, records []byte) (f
 	if !p.followingFrom(epoch, from) {
 		return false, nil
 	}
+	// The leader's log start falls inside the first batch (DeleteRecords cuts
+	// between records), and this log holds nothing yet: it starts at the
+	// batch, as Kafka's follower does, and then follows the leader's log
+	// start (followLogStart). A log that holds records never takes a batch
+	// that begins below its end.
+	if h, err := batch.ParseHeader(records); err == nil && from == p.log.LogStartOffset() && h.BaseOffset < from && h.LastOffset() >= from {
+		if err := p.startAtLocked(h.BaseOffset); err != nil {
+			return true, err
+		}
+	}
 	if _, err := p.log.AppendAsFollower(records); err != nil {
 		return true, err
 	}
@@ -526,6 +536,12 @@ func (p *Partition) restartAt(epoch int32, from, offset int64) error {
 	if !p.followingFrom(epoch, from) {
 		return nil
 	}
+	return p.startAtLocked(offset)
+}
+
+// startAtLocked empties the log and starts it at offset, with no producer or
+// transaction state; appendMu must be held.
+func (p *Partition) startAtLocked(offset int64) error {
 	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 		return err
 	}
@@ -533,6 +549,26 @@ func (p *Partition) restartAt(epoch int32, from, offset int64) error {
 	p.snapshotOffset = -1
 	p.setTxns(newTxnState())
 	p.setHighWatermark(offset)
+	return nil
+}
+
+// followLogStart moves this follower's log start offset up to its leader's of
+// epoch, as far as its own high-water mark, as Kafka's followers do: records
+// deleted on the leader (DeleteRecords, retention) do not come back when this
+// replica leads. A tiered partition's local log start is its own (local
+// retention after upload), so it is left alone.
+func (p *Partition) followLogStart(epoch int32, leaderLogStart int64) error {
+	if p.tier.Load() != nil || leaderLogStart <= p.log.LogStartOffset() {
+		return nil
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !p.followingAt(epoch) {
+		return nil
+	}
+	if start := min(leaderLogStart, p.HighWatermark()); start > p.log.LogStartOffset() {
+		return p.log.DeleteRecords(start)
+	}
 	return nil
 }
 
