@@ -113,8 +113,9 @@ func (c *memCluster) startAt(id int32, mem *vfs.MemFS, epoch int64) {
 	nd := &memNode{id: id, mem: mem, fsync: vfs.FailOn(vfs.OpSync)}
 	nd.fsync.Disable()
 	nd.epoch.Store(epoch)
+	// MEMCLUSTER_LOG=1 shows every broker's log, to follow a failing sequence.
 	var w io.Writer = io.Discard
-	if os.Getenv("MEMLOG") != "" {
+	if os.Getenv("MEMCLUSTER_LOG") != "" {
 		w = os.Stderr
 	}
 	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
