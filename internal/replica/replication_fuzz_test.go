@@ -95,26 +95,26 @@ const maxReplFuzzOps = 40
 
 // The operations of FuzzReplication: a byte of kind, a byte of argument.
 const (
-	opProduce      = iota // a plain batch, acks=all
-	opAcks1               // a plain batch, acks=1
-	opIdempotent          // the idempotent producer's batch (its unacknowledged one again, if any)
-	opTxnProduce          // the transactional producer's batch, in its open transaction
-	opTxnEnd              // end the open transaction: commit (even argument) or abort
-	opPowerCut            // a broker loses power: it stops with what it synced
-	opCleanRestart        // a broker stops cleanly and starts again, unregistered
-	opStart               // a stopped broker starts, unregistered
-	opRegister            // a started broker registers (fencing its old process)
-	opFence               // the controller fences a broker (its session expired)
-	opUnfence             // a registered broker's heartbeat unfences it
-	opIsolate             // cut a broker off from the other brokers, or heal it
-	opStale               // cut a broker off from the metadata, or bring it back
-	opLoseAnswers         // lose the answers to a broker's fetches, or stop
-	opFailSync            // a broker's fsyncs fail from now on (until it restarts)
-	opSleep               // time passes
-	opPreferred           // a preferred leader election
-	opReassign            // reassign the partition
-	opProduceAsync        // a plain batch, acks=all, acknowledged while the next steps run
-	opDeleteRecords       // DeleteRecords on the leader, up to its high-water mark at most
+	opProduce       = iota // a plain batch, acks=all
+	opAcks1                // a plain batch, acks=1
+	opIdempotent           // the idempotent producer's batch (its unacknowledged one again, if any)
+	opTxnProduce           // the transactional producer's batch, in its open transaction
+	opTxnEnd               // end the open transaction: commit (even argument) or abort
+	opPowerCut             // a broker loses power: it stops with what it synced
+	opCleanRestart         // a broker stops cleanly and starts again, unregistered
+	opStart                // a stopped broker starts, unregistered
+	opRegister             // a started broker registers (fencing its old process)
+	opFence                // the controller fences a broker (its session expired)
+	opUnfence              // a registered broker's heartbeat unfences it
+	opIsolate              // cut a broker off from the other brokers, or heal it
+	opStale                // cut a broker off from the metadata, or bring it back
+	opLoseAnswers          // lose the answers to a broker's fetches, or stop
+	opFailSync             // a broker's fsyncs fail from now on (until it restarts)
+	opSleep                // time passes
+	opPreferred            // a preferred leader election
+	opReassign             // reassign the partition
+	opProduceAsync         // a plain batch, acks=all, acknowledged while the next steps run
+	opDeleteRecords        // DeleteRecords on the leader, up to its high-water mark at most
 	opCount
 )
 
@@ -170,11 +170,11 @@ type replFuzz struct {
 	losing      map[int32]bool
 	incarnation byte
 
-	seen    map[int64]seenBatch // by base offset
+	seen map[int64]seenBatch // by base offset
 	// mu guards acked: what produceAsync's goroutines saw acknowledged, to
 	// join seen at the next check.
-	mu    sync.Mutex
-	acked []seenBatch
+	mu      sync.Mutex
+	acked   []seenBatch
 	batches map[string]fuzzBatch
 	next    int // the next batch's number
 
