@@ -58,6 +58,29 @@ func partitionChange(p *metadata.Partition, leader int32, isr []int32) *metadata
 	}
 }
 
+// electionChange returns the records of an election that moves p to leader
+// and isr: partitionChange's, and the completion of p's reassignment when the
+// new ISR holds its whole target (maybeCompleteReassignment). Only an unclean
+// election can newly get there (the leader becomes the whole ISR), and no
+// AlterPartition follows to complete it: its leader sends none for an ISR
+// that does not change. Completion is planned only where it keeps the
+// elected leader, so it reads no liveness from img (where a broker being
+// fenced still looks live).
+func electionChange(img *metadata.Image, p *metadata.Partition, leader int32, isr []int32, down ShuttingDown) []metadata.Record {
+	rec := partitionChange(p, leader, isr)
+	if rec == nil {
+		return nil
+	}
+	np := p.AfterChange(rec)
+	if !slices.Contains(np.TargetReplicas(), leader) {
+		return []metadata.Record{rec}
+	}
+	if done := maybeCompleteReassignment(img, np, down); done != nil {
+		return []metadata.Record{rec, done}
+	}
+	return []metadata.Record{rec}
+}
+
 // without returns isr minus id, unless id is its only member: the last member
 // of an ISR stays, so that it can lead again without data loss when it returns.
 func without(isr []int32, id int32) []int32 {
@@ -107,9 +130,7 @@ func leaveISRs(img *metadata.Image, id int32, down ShuttingDown, lastToo bool) [
 			if leader == id || leader == metadata.NoLeader {
 				leader, isr = ElectLeader(p, isr, isLive, t.Config.UncleanLeaderElectionEnable)
 			}
-			if rec := partitionChange(p, leader, isr); rec != nil {
-				recs = append(recs, rec)
-			}
+			recs = append(recs, electionChange(img, p, leader, isr, down)...)
 		}
 	}
 	return recs
@@ -127,9 +148,7 @@ func changesAfterUnfence(img *metadata.Image, id int32, down ShuttingDown) []met
 				continue
 			}
 			leader, isr := ElectLeader(p, p.ISR, isLive, t.Config.UncleanLeaderElectionEnable)
-			if rec := partitionChange(p, leader, isr); rec != nil {
-				recs = append(recs, rec)
-			}
+			recs = append(recs, electionChange(img, p, leader, isr, down)...)
 		}
 	}
 	return recs
@@ -185,7 +204,7 @@ func PlanUncleanElections(img *metadata.Image, down ShuttingDown) []metadata.Rec
 			if leader == metadata.NoLeader {
 				continue
 			}
-			recs = append(recs, partitionChange(p, leader, slices.Clone(isr)))
+			recs = append(recs, electionChange(img, p, leader, slices.Clone(isr), down)...)
 		}
 	}
 	return recs
@@ -226,10 +245,11 @@ type ElectResult struct {
 //     leadership to it, raising the leader epoch and keeping the ISR.
 //   - ElectUnclean: each partition without a leader elects the first eligible
 //     ISR member in replica order, else the first eligible replica outside the
-//     ISR, which then becomes the whole ISR; the leader epoch rises, so the
-//     other replicas truncate to the new leader's log when they return. A
-//     partition that has a leader needs no election; one with no eligible
-//     replica gets ErrEligibleLeadersNotAvailable. The topic's
+//     ISR, which then becomes the whole ISR (and completes a reassignment
+//     whose whole target it is, in the same batch); the leader epoch rises,
+//     so the other replicas truncate to the new leader's log when they
+//     return. A partition that has a leader needs no election; one with no
+//     eligible replica gets ErrEligibleLeadersNotAvailable. The topic's
 //     unclean.leader.election.enable does not matter: the request is the
 //     operator's consent.
 //
@@ -255,12 +275,12 @@ func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, typ Electi
 		results []ElectResult
 	)
 	for _, ref := range parts {
-		rec, err := elect(img, ref, down)
-		if rec != nil {
-			next, applyErr := metadata.ApplyAll(img, []metadata.Record{rec})
+		partRecs, err := elect(img, ref, down)
+		if len(partRecs) > 0 {
+			next, applyErr := metadata.ApplyAll(img, partRecs)
 			if err = applyErr; err == nil {
 				img = next
-				recs = append(recs, rec)
+				recs = append(recs, partRecs...)
 			}
 		}
 		if all && errors.Is(err, metadata.ErrElectionNotNeeded) {
@@ -284,7 +304,7 @@ func electedPartition(img *metadata.Image, ref TopicPartitionRef) (*metadata.Par
 	return p, nil
 }
 
-func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) (*metadata.PartitionChangeRecord, error) {
+func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) ([]metadata.Record, error) {
 	p, err := electedPartition(img, ref)
 	if err != nil {
 		return nil, err
@@ -297,10 +317,10 @@ func electPreferred(img *metadata.Image, ref TopicPartitionRef, down ShuttingDow
 		return nil, fmt.Errorf("%w: %s-%d: broker %d is not an eligible member of isr %v",
 			metadata.ErrPreferredLeaderNotAvailable, ref.Topic, ref.Partition, preferred, p.ISR)
 	}
-	return partitionChange(p, preferred, p.ISR), nil
+	return []metadata.Record{partitionChange(p, preferred, p.ISR)}, nil
 }
 
-func electUnclean(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) (*metadata.PartitionChangeRecord, error) {
+func electUnclean(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown) ([]metadata.Record, error) {
 	p, err := electedPartition(img, ref)
 	if err != nil {
 		return nil, err
@@ -313,5 +333,5 @@ func electUnclean(img *metadata.Image, ref TopicPartitionRef, down ShuttingDown)
 		return nil, fmt.Errorf("%w: %s-%d: no replica of %v is live",
 			metadata.ErrEligibleLeadersNotAvailable, ref.Topic, ref.Partition, p.Replicas)
 	}
-	return partitionChange(p, leader, slices.Clone(isr)), nil
+	return electionChange(img, p, leader, slices.Clone(isr), down), nil
 }

@@ -179,3 +179,70 @@ func TestListReassignments(t *testing.T) {
 		t.Errorf("listed %+v", got)
 	}
 }
+
+// TestUncleanElectionCompletesReassignment: an unclean election makes the new
+// leader the whole ISR. When that leader is the whole target of a
+// reassignment, the ISR now holds the target, and the same batch must
+// complete the reassignment, as PlanAlterReassignments promises ("When the
+// ISR holds the whole target, the same batch completes the reassignment").
+// Before the fix the elections left it in progress for good: the leader sends
+// no AlterPartition for an ISR that does not change (and one it sent would
+// change nothing), so the reassignment completed only if a removed replica
+// came back and rejoined the ISR, or the operator submitted it again.
+// Found by TestPlanSequence.
+func TestUncleanElectionCompletesReassignment(t *testing.T) {
+	unclean := map[string]string{"unclean.leader.election.enable": "true"}
+	// orders-0 of brokers 1-3, replicas [1 2 3] with isr [1] led by
+	// leader, being reassigned to [3] alone (3 not in the isr).
+	state := func(t *testing.T, leader int32, fenced ...int32) *metadata.Image {
+		img := withTopic(t, clusterImage(t, 3), "orders", idOrders, unclean, []int32{1, 2, 3})
+		img = apply(t, img, &metadata.PartitionChangeRecord{TopicID: idOrders, BasePartitionEpoch: 0,
+			Leader: leader, LeaderEpoch: 1, ISR: []int32{1}})
+		img = apply(t, img, &metadata.ReassignmentRecord{TopicID: idOrders, BasePartitionEpoch: 1,
+			Replicas: []int32{3, 1, 2}, Removing: []int32{1, 2}, ISR: []int32{1}, Leader: leader, LeaderEpoch: 1})
+		return fence(t, img, fenced...)
+	}
+	tests := []struct {
+		name string
+		// plan returns the image before and the records the plan returns.
+		plan func(t *testing.T) (*metadata.Image, []metadata.Record)
+	}{
+		{"fencing the last isr member", func(t *testing.T) (*metadata.Image, []metadata.Record) {
+			img := state(t, 1)
+			recs, err := PlanFenceBroker(img, 1, img.Broker(1).Epoch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return img, recs
+		}},
+		{"unfencing a target replica", func(t *testing.T) (*metadata.Image, []metadata.Record) {
+			img := state(t, metadata.NoLeader, 1, 3)
+			recs, err := PlanUnfenceBroker(img, 3, img.Broker(3).Epoch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return img, recs
+		}},
+		{"the unclean election duty", func(t *testing.T) (*metadata.Image, []metadata.Record) {
+			img := state(t, metadata.NoLeader, 1)
+			return img, PlanUncleanElections(img, nil)
+		}},
+		{"an unclean ElectLeaders", func(t *testing.T) (*metadata.Image, []metadata.Record) {
+			img := state(t, metadata.NoLeader, 1)
+			recs, results := PlanElectLeaders(img, nil, ElectUnclean, nil)
+			if len(results) != 1 || results[0].Err != nil {
+				t.Fatalf("results %+v", results)
+			}
+			return img, recs
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img, recs := tt.plan(t)
+			p := apply(t, img, recs...).Partition("orders", 0)
+			if got, want := partitionString(p), "replicas [3] adding [] removing [] isr [3] leader 3 epoch 2"; got != want {
+				t.Errorf("after the election: %s, want %s", got, want)
+			}
+		})
+	}
+}
