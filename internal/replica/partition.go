@@ -744,12 +744,17 @@ func (p *Partition) read(offset int64, maxBytes int, iso Isolation) (FetchResult
 
 // LastStableOffset is the end (exclusive) of what read_committed consumers may
 // read: the first offset of the oldest open transaction, or the high-water mark.
+// It is never below the log start offset: a transaction whose first records
+// were deleted (DeleteRecords, retention) holds it there, as in Kafka, where a
+// lower one would send read_committed consumers looking for "latest" to an
+// offset out of range.
 func (p *Partition) LastStableOffset() int64 { return p.lastStableOffset(p.HighWatermark()) }
 
 func (p *Partition) lastStableOffset(hwm int64) int64 {
 	p.txnMu.Lock()
-	defer p.txnMu.Unlock()
-	return p.txns.lastStable(hwm)
+	lso := p.txns.lastStable(hwm)
+	p.txnMu.Unlock()
+	return max(lso, min(p.log.LogStartOffset(), hwm))
 }
 
 // OpenTransactions is the number of transactions with records on the partition

@@ -310,6 +310,36 @@ func TestPartitionReadCommitted(t *testing.T) {
 	}
 }
 
+// TestLastStableOffsetNotBelowLogStart: records deleted below an open
+// transaction's first offset (DeleteRecords) hold the last stable offset at the
+// new log start, as Kafka's log clamps its first unstable offset. Found by
+// FuzzReplication: the old LSO stayed at the deleted first offset, below the
+// log start, so ListOffsets "latest" for read_committed answered an offset
+// that a fetch then found out of range.
+func TestLastStableOffsetNotBelowLogStart(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	mustAppend(t, p, txnBatch(t, 2, 0, 2, true))  // 0-1: producer 2's transaction
+	mustAppend(t, p, txnBatch(t, 1, 0, 2, false)) // 2-3: plain
+	mustAppend(t, p, txnBatch(t, 2, 2, 1, true))  // 4: the same transaction
+	if _, err := p.DeleteRecords(3); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LastStableOffset(); got != 3 {
+		t.Fatalf("LSO %d with the open transaction's first records deleted below 3, want the log start 3", got)
+	}
+	if off, _, _, _, err := p.ListOffset(context.Background(), LatestTimestamp, ReadCommitted); err != nil || off != 3 {
+		t.Fatalf("ListOffset(latest, read_committed) = %d, %v; want 3", off, err)
+	}
+	if bases, _, lso := readAll(t, p, 3, ReadCommitted); bases != nil || lso != 3 {
+		t.Fatalf("read_committed from the log start: bases %v, LSO %d; want none, 3", bases, lso)
+	}
+	mustMarker(t, p, 2, true) // 5: commit
+	if got := p.LastStableOffset(); got != 6 {
+		t.Fatalf("LSO %d after the commit, want the HWM 6", got)
+	}
+}
+
 // TestPartitionTxnBadInput: the orders Kafka refuses get their errors.
 func TestPartitionTxnBadInput(t *testing.T) {
 	p := newLeaderPartition(t, t.TempDir())
