@@ -686,7 +686,7 @@ func (r *replFuzz) checkTransactions(p *Partition, when string) {
 	// The LSO the log implies: the first offset of the oldest transaction
 	// open below the high-water mark.
 	open := map[int64]int64{}
-	values := map[string]int64{}
+	values := map[string]batch.Header{}
 	for _, b := range bs {
 		h, _ := batch.ParseHeader(b)
 		if h.NextOffset() > hwm {
@@ -703,9 +703,9 @@ func (r *replFuzz) checkTransactions(p *Partition, when string) {
 		if !h.Control() {
 			v := batchValue(b)
 			if prev, dup := values[v]; dup {
-				r.t.Fatalf("%s: batch %s is in the log twice, at %d and %d", when, v, prev, h.BaseOffset)
+				r.t.Fatalf("%s: batch %s is in the log twice, at %d and %d", when, v, prev.BaseOffset, h.BaseOffset)
 			}
-			values[v] = h.BaseOffset
+			values[v] = h
 		}
 	}
 	wantLSO := hwm
@@ -779,9 +779,11 @@ func (r *replFuzz) checkTransactions(p *Partition, when string) {
 			continue
 		}
 		for _, v := range txn.acked {
-			if off, ok := values[v]; ok && off < res.LastStableOffset && !visible[v] {
-				r.t.Fatalf("%s: batch %s at %d of committed transaction %d is below the LSO %d and not shown",
-					when, v, off, i, res.LastStableOffset)
+			// A batch shows once it is wholly below the LSO (which may stop
+			// inside one: at a log start that DeleteRecords moved there).
+			if h, ok := values[v]; ok && h.NextOffset() <= res.LastStableOffset && !visible[v] {
+				r.t.Fatalf("%s: batch %s at %d-%d of committed transaction %d is below the LSO %d and not shown",
+					when, v, h.BaseOffset, h.LastOffset(), i, res.LastStableOffset)
 			}
 		}
 	}
