@@ -470,6 +470,35 @@ func TestTierDeleteRecords(t *testing.T) {
 	}
 }
 
+// TestTierLoadsAfterDeleteRecords: a manifest whose start DeleteRecords moved
+// into a remote segment loads (a restart, a new leader) before the next
+// retention pass deletes the segments below the start. It used to be refused
+// as corrupt (segments had to start at or after the start), which left the
+// tier unable to load, and so to upload or apply any retention, for good.
+// TestTierMatchesModel found it.
+func TestTierLoadsAfterDeleteRecords(t *testing.T) {
+	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
+	want := appendN(t, l, 40, 3, 100, 1000, 0)
+	uploadAndRetain(t, l, tier)
+	m, _ := tier.manifestCopy()
+	cut := m.Segments[1].Base + 1 // inside the second segment
+	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+		t.Fatal(err)
+	}
+	restarted := NewTier(l, tier.cfg)
+	if err := restarted.Load(ctxTimeout(t)); err != nil {
+		t.Fatalf("Load after DeleteRecords(%d): %v", cut, err)
+	}
+	if got := restarted.LogStartOffset(); got != cut {
+		t.Fatalf("log start %d after a reload, want %d", got, cut)
+	}
+	got := readTiered(t, l, restarted, 1<<20)
+	sameBatches(t, got, want[len(want)-len(got):])
+	if _, removed, err := restarted.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || removed != 1 {
+		t.Fatalf("retention after the reload removed %d remote segments, %v; want 1", removed, err)
+	}
+}
+
 // TestManifestAbortedTransactions: the manifest carries the remote part's
 // aborted transactions, drops those below its start, and a manifest written
 // before they existed (no trailer) still decodes.
