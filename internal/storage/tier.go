@@ -602,8 +602,11 @@ func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, trunc
 	}
 	key := seg.key(t.cfg.Prefix, logSuffix)
 	linked, err := fl.LinkUnsynced(ctx, key, c.File)
-	if err != nil || !linked {
-		return false, err
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	if !linked {
+		return false, nil
 	}
 	if t.log.truncations() != truncGen {
 		err := fmt.Errorf("%w: the log was truncated while segment %d was linked", ErrRemoteUnavailable, seg.Base)
