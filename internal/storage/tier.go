@@ -448,7 +448,9 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 	}
 	next.End = up[len(up)-1].seg.Next
 	if len(m.Segments) == 0 && m.End <= m.Start {
-		next.Start = up[0].seg.Base
+		// The first segment starts with the batch holding the local log
+		// start, which may lie below the start (DeleteRecords).
+		next.Start = max(m.Start, up[0].seg.Base)
 	}
 	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
 		keys := make([]string, 0, len(up))
@@ -600,8 +602,11 @@ func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, trunc
 	}
 	key := seg.key(t.cfg.Prefix, logSuffix)
 	linked, err := fl.LinkUnsynced(ctx, key, c.File)
-	if err != nil || !linked {
-		return false, err
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	if !linked {
+		return false, nil
 	}
 	if t.log.truncations() != truncGen {
 		err := fmt.Errorf("%w: the log was truncated while segment %d was linked", ErrRemoteUnavailable, seg.Base)
@@ -615,8 +620,8 @@ func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, trunc
 // limits (Age, Bytes) to the remote part: remote segments below the local start whose newest
 // record is older than RetentionAge, and the oldest while the whole log exceeds
 // RetentionBytes by at least their size, leave the manifest (written first) and
-// then the store. Objects no manifest names (a crashed upload's leftovers) below
-// End are deleted too, on the first pass after Load and after an upload or a
+// then the store. Objects no manifest names (a crashed upload's leftovers) wholly
+// below End are deleted too, on the first pass after Load and after an upload or a
 // deletion failed. It returns the local and remote segments deleted.
 func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local, removed int, err error) {
 	t.passMu.Lock()
@@ -696,7 +701,10 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 // DeleteRecords moves the remote log start up to offset (Kafka's DeleteRecords
 // on a tiered partition): the manifest is rewritten at once, so reads below
 // offset fail from then on, and the next EnforceRetention deletes the segments
-// wholly below it. The caller moves the local log start too.
+// wholly below it. The caller moves the local log start too. An offset past the
+// uploaded end (or with nothing uploaded) moves the end with it: nothing below
+// it is left to upload, and the start must not fall back to the end, nor to the
+// base of the batch holding offset when the next upload starts with it.
 func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
@@ -704,11 +712,11 @@ func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
 	if !loaded {
 		return fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
 	}
-	if offset <= m.Start || len(m.Segments) == 0 {
+	if offset <= m.Start {
 		return nil
 	}
 	next := m
-	next.Start = min(offset, m.End)
+	next.Start, next.End = offset, max(m.End, offset)
 	b := next.encode()
 	if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
 		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
@@ -750,8 +758,11 @@ func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
 		}
 	}
 	for _, k := range keys {
-		base, ok := parseRemoteName(path.Base(k))
-		if !ok || named[k] || path.Dir(k) != t.cfg.Prefix || base >= m.End {
+		// Only objects wholly below End: the next segment can start below it
+		// (the batch holding a DeleteRecords offset past the uploaded end),
+		// and another leader may just have committed it.
+		_, next, ok := parseRemoteName(path.Base(k))
+		if !ok || named[k] || path.Dir(k) != t.cfg.Prefix || next > m.End {
 			continue
 		}
 		if err := t.cfg.Store.Delete(ctx, k); err != nil {
@@ -782,25 +793,25 @@ func (t *Tier) DeleteAll(ctx context.Context) error {
 	return nil
 }
 
-// parseRemoteName returns the base offset of a "<base>-<next>.seg|.log|.index"
+// parseRemoteName returns the offsets of a "<base>-<next>.seg|.log|.index"
 // name.
-func parseRemoteName(name string) (int64, bool) {
+func parseRemoteName(name string) (base, next int64, ok bool) {
 	var stem string
-	ok := false
 	for _, suffix := range []string{segObjectSuffix, logSuffix, indexSuffix} {
 		if stem, ok = strings.CutSuffix(name, suffix); ok {
 			break
 		}
 	}
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
-	baseStr, _, ok := strings.Cut(stem, "-")
-	if !ok || len(baseStr) != baseDigits {
-		return 0, false
+	baseStr, nextStr, ok := strings.Cut(stem, "-")
+	if !ok || len(baseStr) != baseDigits || len(nextStr) != baseDigits {
+		return 0, 0, false
 	}
-	base, err := strconv.ParseInt(baseStr, 10, 64)
-	return base, err == nil && base >= 0
+	base, err1 := strconv.ParseInt(baseStr, 10, 64)
+	next, err2 := strconv.ParseInt(nextStr, 10, 64)
+	return base, next, err1 == nil && err2 == nil && base >= 0 && next > base
 }
 
 // Stats returns a snapshot of the tier's state and counters.

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path"
 	"path/filepath"
 	"strings"
@@ -285,4 +286,29 @@ func TestTierSweepsOrphansOnlyWhenNeeded(t *testing.T) {
 	if len(keys) != len(m.Segments)+1 {
 		t.Fatalf("%d objects for %d segments after the sweep: %v", len(keys), len(m.Segments), keys)
 	}
+}
+
+// TestTierLinkErrorIsUnavailable: a store that fails to link a segment fails
+// the upload with ErrRemoteUnavailable, as every other store failure does (the
+// store's own error used to come back unwrapped). TestTierMatchesModel found
+// it.
+func TestTierLinkErrorIsUnavailable(t *testing.T) {
+	rule := vfs.FailOn(vfs.OpStat).Path("/objects/" + tierPrefix)
+	fsys := vfs.NewErrorFS(vfs.NewMem(), rule)
+	l := openLog(t, fsys, Config{SegmentBytes: 4096, RetentionAge: -1})
+	tier := NewTier(l, TierConfig{Store: memStore(t, fsys), Prefix: tierPrefix, BlockBytes: 1024,
+		Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: 4096}})
+	if err := tier.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	want := appendN(t, l, 40, 3, 100, 1000, 0)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); !errors.Is(err, ErrRemoteUnavailable) {
+		t.Fatalf("Upload failing to link: %v, want ErrRemoteUnavailable", err)
+	}
+	rule.Disable()
+	uploadAndRetain(t, l, tier)
+	if l.LogStartOffset() == 0 {
+		t.Fatal("nothing went remote")
+	}
+	sameBatches(t, readTiered(t, l, tier, 1<<20), want)
 }

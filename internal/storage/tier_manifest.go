@@ -197,7 +197,9 @@ func decodeManifest(framed []byte) (manifest, error) {
 		return bad("segment count past the end")
 	}
 	m.Segments = make([]remoteSegment, n)
-	prevNext := m.Start
+	// Segments may start below Start: DeleteRecords moves Start into or past
+	// the first segments, which the next retention pass deletes.
+	prevNext := int64(0)
 	for i := range m.Segments {
 		if len(b) < segSize {
 			return bad("segment cut short")

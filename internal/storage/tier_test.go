@@ -470,6 +470,133 @@ func TestTierDeleteRecords(t *testing.T) {
 	}
 }
 
+// TestTierLoadsAfterDeleteRecords: a manifest whose start DeleteRecords moved
+// into a remote segment loads (a restart, a new leader) before the next
+// retention pass deletes the segments below the start. It used to be refused
+// as corrupt (segments had to start at or after the start), which left the
+// tier unable to load, and so to upload or apply any retention, for good.
+// TestTierMatchesModel found it.
+func TestTierLoadsAfterDeleteRecords(t *testing.T) {
+	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
+	want := appendN(t, l, 40, 3, 100, 1000, 0)
+	uploadAndRetain(t, l, tier)
+	m, _ := tier.manifestCopy()
+	cut := m.Segments[1].Base + 1 // inside the second segment
+	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+		t.Fatal(err)
+	}
+	restarted := NewTier(l, tier.cfg)
+	if err := restarted.Load(ctxTimeout(t)); err != nil {
+		t.Fatalf("Load after DeleteRecords(%d): %v", cut, err)
+	}
+	if got := restarted.LogStartOffset(); got != cut {
+		t.Fatalf("log start %d after a reload, want %d", got, cut)
+	}
+	got := readTiered(t, l, restarted, 1<<20)
+	sameBatches(t, got, want[len(want)-len(got):])
+	if _, removed, err := restarted.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || removed != 1 {
+		t.Fatalf("retention after the reload removed %d remote segments, %v; want 1", removed, err)
+	}
+}
+
+// TestTierDeleteRecordsPastUploadedEnd: DeleteRecords at an offset past the
+// uploaded end, or with nothing uploaded, moves the partition's log start to
+// that offset, and it stays there after the next upload (which starts with the
+// batch holding it) and a reload. The start used to stop at the uploaded end,
+// where no segment lies (a fetch there was out of range, and a consumer reset
+// to earliest asked again), or to fall back to the base of the first batch
+// uploaded. TestTierMatchesModel found it.
+func TestTierDeleteRecordsPastUploadedEnd(t *testing.T) {
+	for _, uploadFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("uploaded=%v", uploadFirst), func(t *testing.T) {
+			l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 1<<30, nil)
+			want := appendN(t, l, 40, 3, 100, 1000, 0)
+			if uploadFirst {
+				if _, err := tier.Upload(ctxTimeout(t), 45, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			end := tier.UploadedEnd()
+			cut := end + 3*5 + 1 // inside a batch above the uploaded end
+			if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.DeleteRecords(cut); err != nil {
+				t.Fatal(err)
+			}
+			if got := tier.LogStartOffset(); got != cut {
+				t.Fatalf("log start %d after DeleteRecords(%d) (uploaded end %d), want %d", got, cut, end, cut)
+			}
+			if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+				t.Fatal(err)
+			}
+			if got := tier.LogStartOffset(); got != cut {
+				t.Fatalf("log start %d after an upload, want %d", got, cut)
+			}
+			reloaded := NewTier(l, tier.cfg)
+			if err := reloaded.Load(ctxTimeout(t)); err != nil {
+				t.Fatal(err)
+			}
+			if got := reloaded.LogStartOffset(); got != cut {
+				t.Fatalf("log start %d after a reload, want %d", got, cut)
+			}
+			uploadAndRetain(t, l, reloaded)
+			got := readTiered(t, l, reloaded, 1<<20)
+			sameBatches(t, got, want[cut/3:])
+		})
+	}
+}
+
+// TestTierSweepSparesSegmentAcrossEnd: after DeleteRecords past the uploaded
+// end, the next segment starts below the new end (with the batch holding the
+// offset). An orphan sweep spares it although the sweeping tier's manifest
+// does not name it: another leader, here a deposed one that has not yet
+// learned of its successor, may just have committed it.
+func TestTierSweepSparesSegmentAcrossEnd(t *testing.T) {
+	store := memStore(t, vfs.NewMem())
+	l, deposed := tieredLog(t, store, 1<<30, nil)
+	want := appendN(t, l, 40, 3, 100, 1000, 0)
+	cut := int64(3*5 + 1) // inside a batch
+	if err := deposed.DeleteRecords(ctxTimeout(t), cut); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteRecords(cut); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignEpoch(1, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	leader := NewTier(l, deposed.cfg)
+	if err := leader.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := deposed.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil || n == 0 {
+		t.Fatalf("deposed leader's upload: %d segments, %v", n, err)
+	}
+	if _, _, err := leader.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil { // sweeps: the first pass after Load
+		t.Fatal(err)
+	}
+	reloaded := NewTier(l, deposed.cfg)
+	if err := reloaded.Load(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	for off := cut; off < reloaded.UploadedEnd(); {
+		b, next, err := reloaded.Read(ctxTimeout(t), off, 1<<20)
+		if err != nil {
+			t.Fatalf("remote Read(%d): %v", off, err)
+		}
+		for it := batch.NewStoredIter(b); it.Next(); {
+			got = append(got, bytes.Clone(it.Batch()))
+		}
+		off = next
+	}
+	if len(got) == 0 {
+		t.Fatal("nothing uploaded")
+	}
+	sameBatches(t, got, want[cut/3:cut/3+int64(len(got))])
+}
+
 // TestManifestAbortedTransactions: the manifest carries the remote part's
 // aborted transactions, drops those below its start, and a manifest written
 // before they existed (no trailer) still decodes.
