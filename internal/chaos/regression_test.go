@@ -80,11 +80,15 @@ func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 
 	// Records flow while F's fsyncs start failing, so that the first to fail is
 	// one that follows an append.
+	// They keep flowing until half a second after the first fsync failed: on a
+	// busy machine a fixed span could end before the fault begins.
 	var acked []string
+	produce, stopProducing := context.WithCancel(context.Background())
+	defer stopProducing()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		acked = produceFor(t, c.seeds(), topic, 2*time.Second)
+		acked = produceUntil(t, produce, c.seeds(), topic)
 	}()
 	// The fault begins mid-stream: once the partition holds some records.
 	if err := waitFor(10*time.Second, func() error {
@@ -108,6 +112,7 @@ func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	time.AfterFunc(500*time.Millisecond, stopProducing)
 	<-done
 	failedAt := len(acked)
 	t.Logf("replicas %v, leader %d; node %d's fsyncs failing from mid-stream: %d records acknowledged (%d fsyncs failed)",
@@ -133,9 +138,9 @@ func TestFollowerFsyncFailureIsNotCounted(t *testing.T) {
 	requireAll(t, c, adm, topic, acked)
 }
 
-// produceFor sends a record to topic every 5ms for d, with acks=all, and
-// returns the values acknowledged.
-func produceFor(t *testing.T, seeds brokers, topic string, d time.Duration) []string {
+// produceUntil sends a record to topic every 5ms until ctx is done, with
+// acks=all, and returns the values acknowledged.
+func produceUntil(t *testing.T, ctx context.Context, seeds brokers, topic string) []string {
 	cl, err := kgo.NewClient(append(clientOpts(seeds, "chaos-known"), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))...)
 	if err != nil {
@@ -145,7 +150,7 @@ func produceFor(t *testing.T, seeds brokers, topic string, d time.Duration) []st
 	defer cl.Close()
 	var mu sync.Mutex
 	var acked []string
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	for ; ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
 		r := &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", topic, time.Now().UnixNano())}
 		cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 			if err == nil {
@@ -292,7 +297,9 @@ func TestFailedLeaderLogResigns(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		during = produceFor(t, c.seeds(), topic, 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		during = produceUntil(t, ctx, c.seeds(), topic)
 	}()
 	l2, e2, err := leaderSeenWithin(ps, topic, 0, l1, e1, 10*time.Second)
 	if err != nil {
