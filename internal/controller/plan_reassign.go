@@ -137,8 +137,14 @@ func maybeCompleteReassignment(img *metadata.Image, p *metadata.Partition, down 
 
 // endReassignment moves p to the replica set final, ending its reassignment:
 // the ISR keeps its members in final, and a leader outside final hands over
-// to the first eligible replica of final in the new ISR (none: no leader) at
-// the next leader epoch.
+// to the first eligible replica of final in the new ISR (none: no leader).
+//
+// Removing a replica moves to the next leader epoch even when the leader
+// stays, as Kafka's controller does: the leader then fences every fetch the
+// removed replica sent before (FENCED_LEADER_EPOCH), one still long-polling
+// included. Without it such a fetch, answered after the replica was added
+// back empty at the same epoch, credited the new replica with the old one's
+// log end, and it joined the ISR holding nothing.
 func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, down ShuttingDown) (*metadata.ReassignmentRecord, error) {
 	var isr []int32
 	for _, id := range p.ISR {
@@ -152,6 +158,8 @@ func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, 
 	leader, epoch := p.Leader, p.LeaderEpoch
 	if !slices.Contains(final, leader) {
 		leader, _ = ElectLeader(&metadata.Partition{Replicas: final}, isr, eligible(img, down), false)
+	}
+	if slices.ContainsFunc(p.Replicas, func(id int32) bool { return !slices.Contains(final, id) }) {
 		epoch++
 	}
 	return &metadata.ReassignmentRecord{

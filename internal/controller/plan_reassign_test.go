@@ -55,10 +55,18 @@ func TestPlanAlterReassignments(t *testing.T) {
 			want: "replicas [2 3 1] adding [] removing [] isr [1 2 3] leader 1 epoch 3",
 		},
 		{
-			name: "cancel goes back to the original replicas",
+			// A replica leaving fences its fetches: the leader epoch moves on
+			// with the leader unchanged.
+			name: "removing a replica moves the leader epoch",
+			img:  func(t *testing.T) *metadata.Image { return reassigning(t, 1, 2, 3) },
+			req:  Reassignment{Topic: "orders", Replicas: []int32{1, 2}},
+			want: "replicas [1 2] adding [] removing [] isr [1 2] leader 1 epoch 4",
+		},
+		{
+			name: "cancel goes back to the original replicas, removing the added ones",
 			img:  func(t *testing.T) *metadata.Image { return reassigning(t, 4, 5, 2) },
 			req:  Reassignment{Topic: "orders"},
-			want: "replicas [2 1 3] adding [] removing [] isr [1 2 3] leader 1 epoch 3",
+			want: "replicas [2 1 3] adding [] removing [] isr [1 2 3] leader 1 epoch 4",
 		},
 		{
 			name: "a new target replaces the ongoing one, measured against the current replicas",
@@ -240,7 +248,9 @@ func TestUncleanElectionCompletesReassignment(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			img, recs := tt.plan(t)
 			p := apply(t, img, recs...).Partition("orders", 0)
-			if got, want := partitionString(p), "replicas [3] adding [] removing [] isr [3] leader 3 epoch 2"; got != want {
+			// Epoch 3: the election moves it, and so does the completion,
+			// which removes replicas 1 and 2.
+			if got, want := partitionString(p), "replicas [3] adding [] removing [] isr [3] leader 3 epoch 3"; got != want {
 				t.Errorf("after the election: %s, want %s", got, want)
 			}
 		})

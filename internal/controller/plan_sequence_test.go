@@ -801,6 +801,12 @@ func (s *seqRun) electWant(p *metadata.Partition, st *seqPart, typ ElectionType)
 	for _, id := range p.Replicas {
 		if s.eligible(s.img, id) {
 			st.leader, st.leaderEpoch, st.isr = id, st.leaderEpoch+1, []int32{id}
+			// The same batch completes a reassignment whose whole target is
+			// the new leader (electionChange); removing replicas, it moves
+			// the leader epoch once more.
+			if slices.Equal(p.TargetReplicas(), []int32{id}) && len(p.Removing) > 0 {
+				st.leaderEpoch++
+			}
 			return nil
 		}
 	}
@@ -921,8 +927,11 @@ func (s *seqRun) completeWant(img *metadata.Image, st *seqPart, final []int32) e
 	if len(isr) == 0 {
 		return metadata.ErrInvalidReplicaAssignment
 	}
+	if len(minus(st.replicas, final)) > 0 { // a replica leaves: the leader epoch moves on
+		st.leaderEpoch++
+	}
 	if !slices.Contains(final, st.leader) {
-		st.leader, st.leaderEpoch = metadata.NoLeader, st.leaderEpoch+1
+		st.leader = metadata.NoLeader
 		for _, id := range final {
 			if slices.Contains(isr, id) && s.eligible(img, id) {
 				st.leader = id

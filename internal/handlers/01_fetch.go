@@ -245,7 +245,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				p, err = h.leaderPartitionOf(mt, name, rp.Partition)
 			}
 			if err == nil {
-				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
@@ -346,7 +346,10 @@ func (h *Handlers) readForFollower(p *replica.Partition, replicaID int32, req *k
 	if req.Version >= 15 {
 		replicaEpoch = req.ReplicaState.Epoch
 	}
-	ff, err := p.ReadForFollower(replicaID, replicaEpoch, rp.FetchOffset, lastFetchedEpoch, maxBytes, time.Now())
+	ff, err := p.ReadForFollower(replica.FollowerFetchRequest{
+		ReplicaID: replicaID, BrokerEpoch: replicaEpoch, LeaderEpoch: rp.CurrentLeaderEpoch,
+		FetchOffset: rp.FetchOffset, LastFetchedEpoch: lastFetchedEpoch, MaxBytes: maxBytes,
+	}, time.Now())
 	if ff.Diverging != nil {
 		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = ff.Diverging.Epoch, ff.Diverging.EndOffset
 	}
@@ -421,19 +424,6 @@ func releaseFiles(files map[*kmsg.FetchResponseTopicPartition]*fileRecords) {
 	}
 }
 
-// checkLeaderEpoch fences a client whose view of the leader epoch differs
-// (KIP-320): older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; -1 skips.
-func checkLeaderEpoch(p *replica.Partition, epoch int32) error {
-	switch cur := p.LeaderEpoch(); {
-	case epoch == -1 || epoch == cur:
-		return nil
-	case epoch < cur:
-		return metadata.ErrFencedLeaderEpoch
-	default:
-		return errUnknownLeaderEpoch
-	}
-}
-
 // isolation maps a request's isolation level; anything but 0 and 1 is
 // INVALID_REQUEST, as Kafka cannot parse it either.
 func isolation(level int8) (replica.Isolation, error) {
@@ -458,5 +448,3 @@ func minTime(a, b time.Time) time.Time {
 }
 
 var errInvalidIsolation = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
-
-var errUnknownLeaderEpoch = &metadata.KafkaError{Code: kerr.UnknownLeaderEpoch.Code, Msg: "leader epoch newer than the broker's"}

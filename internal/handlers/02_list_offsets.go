@@ -65,7 +65,7 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
 			}
 			if err == nil {
-				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
 			}
 			if err == nil {
 				var off, ts int64

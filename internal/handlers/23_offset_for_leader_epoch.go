@@ -40,7 +40,7 @@ func (h *Handlers) offsetForLeaderEpoch(ctx context.Context, c *protocol.ConnInf
 			}
 			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
 			if err == nil {
-				err = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
 			}
 			if err == nil {
 				sp.LeaderEpoch, sp.EndOffset, err = p.EndOffsetForEpoch(rp.LeaderEpoch)

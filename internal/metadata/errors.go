@@ -92,8 +92,13 @@ var (
 	// is no longer current. INVALID_UPDATE_VERSION; re-read the image and re-plan.
 	ErrStalePartitionEpoch = kafkaError(kerr.InvalidUpdateVersion, "stale partition epoch")
 	// ErrFencedLeaderEpoch: a partition change would move the leader epoch
-	// backwards, or change the leader without raising it. FENCED_LEADER_EPOCH.
+	// backwards, or change the leader without raising it; or a request names
+	// an older leader epoch than the replica's (KIP-320). FENCED_LEADER_EPOCH.
 	ErrFencedLeaderEpoch = kafkaError(kerr.FencedLeaderEpoch, "fenced leader epoch")
+	// ErrUnknownLeaderEpoch: a request names a newer leader epoch than the
+	// replica's (KIP-320): it has not applied that metadata yet.
+	// UNKNOWN_LEADER_EPOCH; retriable.
+	ErrUnknownLeaderEpoch = kafkaError(kerr.UnknownLeaderEpoch, "leader epoch newer than the broker's")
 	// ErrProducerIDs: the next producer id would not advance, or the id space is
 	// exhausted. UNKNOWN_SERVER_ERROR: nothing the client can fix.
 	ErrProducerIDs = kafkaError(kerr.UnknownServerError, "producer id allocation")

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
 )
 
@@ -413,6 +414,53 @@ func TestFollowersFollowDeletedRecords(t *testing.T) {
 		}
 		if _, err := c.replica(2).Read(0, 1<<20, ReadUncommitted); !errors.Is(err, storage.ErrOffsetOutOfRange) {
 			t.Fatalf("reading deleted offset 0 from the new leader: %v, want out of range", err)
+		}
+	})
+}
+
+// TestStaleFetchOfRemovedReplicaIsFenced: a fetch a replica sent before a
+// reassignment removed it, answered after the replica was added back empty,
+// must not count as the new replica's progress.
+//
+// The old code kept the leader epoch when a reassignment removed a follower
+// and the leader stayed. A removed replica's fetch still long-polling at the
+// leader then passed the epoch check when it woke after the replica was added
+// back (same epoch, same broker epoch), and the leader credited the new, empty
+// replica with the old one's log end: it joined the ISR holding nothing, and
+// acks=all counted it. Found by FuzzReplication. Removing a replica now moves
+// the leader epoch on (as Kafka's controller does), and the leader checks a
+// fetch's epoch under the lock that records its progress.
+func TestStaleFetchOfRemovedReplicaIsFenced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemClusterOn(t, 4, []int32{1, 2, 3}, 2)
+		acked, err := c.produce(1, 5)
+		if err != nil || len(acked) != 5 {
+			t.Fatalf("acknowledged %v: %v", acked, err)
+		}
+		// Broker 3's next fetch, as its fetcher would send it now.
+		stale := FollowerFetchRequest{ReplicaID: 3, BrokerEpoch: 1, LeaderEpoch: c.partition().LeaderEpoch,
+			FetchOffset: 5, LastFetchedEpoch: c.replica(3).log.LatestEpoch(), MaxBytes: 1 << 20}
+
+		c.reassign(1, 2, 4) // 4 catches up, and 3 leaves
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if ip := c.partition(); !slices.Equal(ip.Replicas, []int32{1, 2, 4}) {
+			t.Fatalf("the reassignment away from 3 did not complete: replicas %v, ISR %v", ip.Replicas, ip.ISR)
+		}
+		c.isolate(3, true) // added back, 3 cannot catch up by itself
+		c.reassign(1, 2, 4, 3)
+		synctest.Wait()
+
+		_, err = c.replica(1).ReadForFollower(stale, time.Now())
+		if !errors.Is(err, metadata.ErrFencedLeaderEpoch) {
+			t.Errorf("the removed replica's fetch at leader epoch %d: %v, want FENCED_LEADER_EPOCH (the partition is at %d)",
+				stale.LeaderEpoch, err, c.partition().LeaderEpoch)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if ip := c.partition(); slices.Contains(ip.ISR, 3) {
+			t.Fatalf("replica 3, added back empty, joined the ISR %v on its removed incarnation's fetch; its log ends at %d",
+				ip.ISR, c.replica(3).LogEndOffset())
 		}
 	})
 }

@@ -445,7 +445,10 @@ func serveReplicaFetch(m *Manager, req *kmsg.FetchRequest) (resp *kmsg.FetchResp
 			case rp.CurrentLeaderEpoch > p.LeaderEpoch():
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				ff, err := p.ReadForFollower(req.ReplicaID, req.ReplicaState.Epoch, rp.FetchOffset, rp.LastFetchedEpoch, int(rp.PartitionMaxBytes), time.Now())
+				ff, err := p.ReadForFollower(FollowerFetchRequest{
+					ReplicaID: req.ReplicaID, BrokerEpoch: req.ReplicaState.Epoch, LeaderEpoch: rp.CurrentLeaderEpoch,
+					FetchOffset: rp.FetchOffset, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int(rp.PartitionMaxBytes),
+				}, time.Now())
 				sp.HighWatermark, sp.LogStartOffset = ff.HighWatermark, ff.LogStartOffset
 				switch {
 				case errors.Is(err, storage.ErrOffsetOutOfRange):

@@ -72,7 +72,7 @@ func TestListOffsetWaitsForNewLeaderHighWatermark(t *testing.T) {
 	}
 
 	// Follower 1 fetches at the new leader's log end: the HWM reaches it.
-	ff, err := p.ReadForFollower(1, -1, 10, 0, 1<<20, now)
+	ff, err := p.ReadForFollower(followerFetch(1, 10, 0), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +164,12 @@ func TestStaleFetchAnswerChangesNothing(t *testing.T) {
 	}
 }
 
+// followerFetch is broker id's fetch at offset, the epoch of its last batch
+// lastFetchedEpoch, checking no leader epoch.
+func followerFetch(id int32, offset int64, lastFetchedEpoch int32) FollowerFetchRequest {
+	return FollowerFetchRequest{ReplicaID: id, BrokerEpoch: -1, LeaderEpoch: -1, FetchOffset: offset, LastFetchedEpoch: lastFetchedEpoch, MaxBytes: 1 << 20}
+}
+
 // TestReassignedReplicaSet: while leadership stays, a replica a reassignment
 // adds is served as a follower, one it removes no longer; an AlterPartition
 // answer without a replica set (from another node) keeps the followers.
@@ -173,24 +179,24 @@ func TestReassignedReplicaSet(t *testing.T) {
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ReadForFollower(4, -1, 0, -1, 1<<20, now); !errors.Is(err, ErrNotReplica) {
+	if _, err := p.ReadForFollower(followerFetch(4, 0, -1), now); !errors.Is(err, ErrNotReplica) {
 		t.Fatalf("fetch by broker 4 before it is added: %v, want ErrNotReplica", err)
 	}
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{4, 2, 3, 1}, Adding: []int32{4}, Removing: []int32{3},
 		ISR: []int32{1, 2, 3}, Leader: 1, PartitionEpoch: 1}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ReadForFollower(4, -1, 0, -1, 1<<20, now); err != nil {
+	if _, err := p.ReadForFollower(followerFetch(4, 0, -1), now); err != nil {
 		t.Fatalf("fetch by the adding broker 4: %v", err)
 	}
 	p.isrChangeDone(isrChange{p: p, isr: []int32{1, 2, 3, 4}, partitionEpoch: 1}, &metadata.Partition{ISR: []int32{1, 2, 3, 4}, Leader: 1, PartitionEpoch: 2}, false, time.Now())
-	if _, err := p.ReadForFollower(3, -1, 0, -1, 1<<20, now); err != nil {
+	if _, err := p.ReadForFollower(followerFetch(3, 0, -1), now); err != nil {
 		t.Fatalf("fetch by broker 3 after an answer without replicas: %v", err)
 	}
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{4, 2, 1}, ISR: []int32{1, 2, 4}, Leader: 1, PartitionEpoch: 3}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ReadForFollower(3, -1, 0, -1, 1<<20, now); !errors.Is(err, ErrNotReplica) {
+	if _, err := p.ReadForFollower(followerFetch(3, 0, -1), now); !errors.Is(err, ErrNotReplica) {
 		t.Fatalf("fetch by the removed broker 3: %v, want ErrNotReplica", err)
 	}
 }
@@ -217,7 +223,7 @@ func TestExpansionOutcomeHoldsHighWatermark(t *testing.T) {
 	}
 	fetch := func(id int32, offset int64) {
 		t.Helper()
-		ff, err := p.ReadForFollower(id, -1, offset, -1, 1<<20, now)
+		ff, err := p.ReadForFollower(followerFetch(id, offset, -1), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +334,10 @@ func TestLeaderRefusals(t *testing.T) {
 			return err
 		}},
 		{"EndOffsetForEpoch", func() error { _, _, err := p.EndOffsetForEpoch(0); return err }},
-		{"ReadForFollower", func() error { _, err := p.ReadForFollower(2, -1, 0, -1, 1<<20, now); return err }},
+		{"ReadForFollower", func() error {
+			_, err := p.ReadForFollower(followerFetch(2, 0, -1), now)
+			return err
+		}},
 	} {
 		if err := tc.call(); !errors.Is(err, ErrNotLeader) {
 			t.Errorf("%s on a follower: %v, want ErrNotLeader", tc.name, err)

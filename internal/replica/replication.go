@@ -144,35 +144,56 @@ type FollowerFetch struct {
 	Diverging      *Diverging
 }
 
+// FollowerFetchRequest is one partition of a follower's fetch.
+type FollowerFetchRequest struct {
+	ReplicaID int32
+	// BrokerEpoch is the follower's broker epoch (Fetch v15+, KIP-903; -1:
+	// none): a fetch of another registration than the one this broker's image
+	// holds earns no place in the ISR.
+	BrokerEpoch int64
+	// LeaderEpoch is the leader epoch the follower fetches at
+	// (CurrentLeaderEpoch; -1: not checked).
+	LeaderEpoch int32
+	FetchOffset int64
+	// LastFetchedEpoch is the epoch of the follower's last batch (Fetch v12+;
+	// -1: not known).
+	LastFetchedEpoch int32
+	MaxBytes         int
+}
+
 // ReadForFollower serves a replica fetch: it checks the follower's view of the log
 // against the leader's (divergence by epoch), records the follower's progress
 // (which may advance the HWM or earn it a place in the ISR), and reads from
-// fetchOffset up to the log end. replicaEpoch is the broker epoch the follower
-// sent (Fetch v15+, KIP-903; -1: none): a fetch of another registration than
-// the one this broker's image holds earns no place in the ISR.
-func (p *Partition) ReadForFollower(replicaID int32, replicaEpoch int64, fetchOffset int64, lastFetchedEpoch int32, maxBytes int, now time.Time) (FollowerFetch, error) {
+// the fetch offset up to the log end.
+//
+// The progress counts only at the leader epoch the fetch names, checked under
+// the same lock that records it: a replica removed and added back moves the
+// epoch on (the controller's endReassignment), so a fetch its removed
+// incarnation sent, long-polling here while it was added back, is fenced and
+// never credits the new, empty replica with the old one's log end.
+func (p *Partition) ReadForFollower(req FollowerFetchRequest, now time.Time) (FollowerFetch, error) {
 	if !p.IsLeader() {
 		return FollowerFetch{}, ErrNotLeader
 	}
 	res := FollowerFetch{LogStartOffset: p.log.LogStartOffset()}
-	if d := divergence(lastFetchedEpoch, fetchOffset, p.log.EndOffsetForEpoch); d != nil {
+	if d := divergence(req.LastFetchedEpoch, req.FetchOffset, p.log.EndOffsetForEpoch); d != nil {
 		res.HighWatermark = p.HighWatermark()
 		res.Diverging = d
 		return res, nil
 	}
 	leo := p.log.LogEndOffset()
-	if fetchOffset < res.LogStartOffset || fetchOffset > leo {
+	if req.FetchOffset < res.LogStartOffset || req.FetchOffset > leo {
 		res.HighWatermark = p.HighWatermark()
-		return res, fmt.Errorf("%w: follower %d at %d, log is [%d, %d)", storage.ErrOffsetOutOfRange, replicaID, fetchOffset, res.LogStartOffset, leo)
+		return res, fmt.Errorf("%w: follower %d at %d, log is [%d, %d)", storage.ErrOffsetOutOfRange, req.ReplicaID, req.FetchOffset, res.LogStartOffset, leo)
 	}
-	if err := p.recordFollower(replicaID, replicaEpoch, fetchOffset, leo, now); err != nil {
+	if err := p.recordFollower(req, leo, now); err != nil {
 		return res, err
 	}
 	res.HighWatermark = p.HighWatermark()
-	if fetchOffset == leo {
+	if req.FetchOffset == leo {
 		return res, nil
 	}
-	chunk, err := p.log.Read(fetchOffset, maxBytes, leo)
+	chunk, err := p.log.Read(req.FetchOffset, req.MaxBytes, leo)
 	if err != nil {
 		return res, err
 	}
@@ -180,11 +201,30 @@ func (p *Partition) ReadForFollower(replicaID int32, replicaEpoch int64, fetchOf
 	return res, nil
 }
 
+// CheckLeaderEpoch fences a request whose view of the leader epoch differs
+// (KIP-320): older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; -1
+// skips the check.
+func (p *Partition) CheckLeaderEpoch(epoch int32) error {
+	return leaderEpochMismatch(epoch, p.LeaderEpoch())
+}
+
+// leaderEpochMismatch is CheckLeaderEpoch against the replica's epoch cur.
+func leaderEpochMismatch(epoch, cur int32) error {
+	switch {
+	case epoch == -1 || epoch == cur:
+		return nil
+	case epoch < cur:
+		return fmt.Errorf("%w: %d, the partition is at %d", metadata.ErrFencedLeaderEpoch, epoch, cur)
+	default:
+		return fmt.Errorf("%w: %d, the partition is at %d", metadata.ErrUnknownLeaderEpoch, epoch, cur)
+	}
+}
+
 // recordFollower notes a follower's fetch, advances the high-water mark, and
 // proposes adding the follower to the ISR when it has caught up and is
 // eligible (isrEligible, with the broker epoch its fetch carried).
-func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64, now time.Time) error {
-	inSync, moved, err := p.noteFollowerFetch(id, epoch, fetchOffset, leo, now)
+func (p *Partition) recordFollower(req FollowerFetchRequest, leo int64, now time.Time) error {
+	inSync, moved, err := p.noteFollowerFetch(req, leo, now)
 	if err != nil {
 		return err
 	}
@@ -195,11 +235,11 @@ func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64
 		return nil
 	}
 	defer p.maybeAdvanceHighWatermark()
-	if p.isrEligible != nil && !p.isrEligible(id, epoch) {
+	if p.isrEligible != nil && !p.isrEligible(req.ReplicaID, req.BrokerEpoch) {
 		return nil // a later fetch proposes it once the image says it is live
 	}
 	p.proposeISR("expand", func() []int32 {
-		return p.mu.set.proposeExpansion(id, fetchOffset, p.highWatermark.Load(), p.mu.epochStart)
+		return p.mu.set.proposeExpansion(req.ReplicaID, p.highWatermark.Load(), p.mu.epochStart)
 	})
 	return nil
 }
@@ -207,14 +247,17 @@ func (p *Partition) recordFollower(id int32, epoch int64, fetchOffset, leo int64
 // noteFollowerFetch records a follower's fetch in the replica set and, when the
 // follower is in sync (the usual case: nothing to propose, one lock for both),
 // advances the high-water mark; moved reports that it did.
-func (p *Partition) noteFollowerFetch(id int32, epoch int64, fetchOffset, leo int64, now time.Time) (inSync, moved bool, err error) {
+func (p *Partition) noteFollowerFetch(req FollowerFetchRequest, leo int64, now time.Time) (inSync, moved bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.mu.leader {
 		return false, false, ErrNotLeader
 	}
-	inSync, err = p.mu.set.fetched(id, fetchOffset, leo, now)
-	p.mu.set.noteBrokerEpoch(id, epoch)
+	if err := leaderEpochMismatch(req.LeaderEpoch, p.mu.leaderEpoch); err != nil {
+		return false, false, err
+	}
+	inSync, err = p.mu.set.fetched(req.ReplicaID, req.FetchOffset, leo, now)
+	p.mu.set.noteBrokerEpoch(req.ReplicaID, req.BrokerEpoch)
 	if err != nil {
 		return false, false, err
 	}

@@ -134,10 +134,10 @@ var (
 	transactionalPID = int64(200)
 )
 
-// fuzzBatch is what the fuzzer knows of a batch it wrote: its value names it.
+// fuzzBatch is what the fuzzer knows of a batch it wrote (replFuzz.batches
+// keys it by the value that names it).
 type fuzzBatch struct {
-	value string
-	txn   int // the transaction it belongs to (index in replFuzz.txns), or -1
+	txn int // the transaction it belongs to (index in replFuzz.txns), or -1
 }
 
 // fuzzTxn is one transaction of the transactional producer.
@@ -393,7 +393,7 @@ func (r *replFuzz) build(o batch.BuildOptions, n, txn int) []byte {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.batches[value] = fuzzBatch{value: value, txn: txn}
+	r.batches[value] = fuzzBatch{txn: txn}
 	return b
 }
 

@@ -124,15 +124,20 @@ func (t *tracker) update(partitionEpoch int32, replicas, isr []int32, now time.T
 }
 
 // proposeExpansion is the ISR with follower id added when it qualifies
-// (expandISR), or nil. A proposal makes the HWM count the follower from now
-// until it is resolved; while another follower's expansion is unresolved,
-// none is proposed (it may have been committed, and only one unresolved
-// member is counted).
-func (t *tracker) proposeExpansion(id int32, fetchOffset, highWatermark, epochStart int64) []int32 {
-	if t.adding != noReplica && t.adding != id {
+// (expandISR) by the last fetch this view recorded of it, or nil. A proposal
+// makes the HWM count the follower from now until it is resolved; while
+// another follower's expansion is unresolved, none is proposed (it may have
+// been committed, and only one unresolved member is counted).
+//
+// It reads the follower's progress here, not from the fetch that led to the
+// proposal: under a leader epoch begun since that fetch was recorded, the
+// view is new and has not heard from the follower (its log end is -1).
+func (t *tracker) proposeExpansion(id int32, highWatermark, epochStart int64) []int32 {
+	f := t.followers[id]
+	if f == nil || (t.adding != noReplica && t.adding != id) {
 		return nil
 	}
-	isr := expandISR(t.isr, id, fetchOffset, highWatermark, epochStart)
+	isr := expandISR(t.isr, id, f.logEnd, highWatermark, epochStart)
 	if isr != nil {
 		t.adding, t.addingBase = id, t.partitionEpoch
 	}

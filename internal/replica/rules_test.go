@@ -136,7 +136,7 @@ func (h *rulesHarness) run(cmd string) []string {
 		}
 		var out []string
 		if !inISR {
-			if isr := h.tr.proposeExpansion(id, offset, h.hwm, h.epochStart); isr != nil {
+			if isr := h.tr.proposeExpansion(id, h.hwm, h.epochStart); isr != nil {
 				out = append(out, fmt.Sprintf("propose expand isr=%s", fmtIDs(isr)))
 			}
 		}
@@ -252,4 +252,23 @@ func fmtIDs(ids []int32) string {
 		s[i] = strconv.Itoa(int(id))
 	}
 	return "[" + strings.Join(s, ",") + "]"
+}
+
+// TestExpansionNeedsFetchUnderThisView: an expansion is proposed on the
+// follower's progress as this view of the replica set recorded it. A view
+// begun since (a new leader epoch) has not heard from the follower, so a
+// fetch recorded under the old one earns no proposal.
+func TestExpansionNeedsFetchUnderThisView(t *testing.T) {
+	now := time.Now()
+	old := newTracker(1, 0, []int32{1, 2}, []int32{1}, true, now)
+	if _, err := old.fetched(2, 10, 10, now); err != nil {
+		t.Fatal(err)
+	}
+	if isr := old.proposeExpansion(2, 10, 0); !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("proposal after a fetch at the HWM: %v, want [1 2]", isr)
+	}
+	fresh := newTracker(1, 1, []int32{1, 2}, []int32{1}, true, now)
+	if isr := fresh.proposeExpansion(2, 10, 0); isr != nil {
+		t.Fatalf("proposal by a view that never heard from the follower: %v, want none", isr)
+	}
 }

@@ -125,7 +125,7 @@ func TestMarkerHoldsLSOUntilReplicated(t *testing.T) {
 	// HWM there).
 	replicate := func() {
 		t.Helper()
-		ff, err := p.ReadForFollower(2, -1, follower.LogEndOffset(), 0, 1<<20, now)
+		ff, err := p.ReadForFollower(followerFetch(2, follower.LogEndOffset(), 0), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestMarkerHoldsLSOUntilReplicated(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ff, err = p.ReadForFollower(2, -1, follower.LogEndOffset(), 0, 1<<20, now)
+		ff, err = p.ReadForFollower(followerFetch(2, follower.LogEndOffset(), 0), now)
 		if err != nil {
 			t.Fatal(err)
 		}
