@@ -19,6 +19,7 @@ import (
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -58,6 +59,8 @@ type memCluster struct {
 	// stale holds the brokers cut off from the controller's metadata: new
 	// images reach them only once they are back (setStale false).
 	stale map[int32]bool
+	// remote is every broker's remote storage (nil: none).
+	remote remote.Store
 }
 
 type memNode struct {
@@ -88,13 +91,31 @@ func newMemCluster(t *testing.T, n int, minISR int) *memCluster {
 // newMemClusterOn starts brokers 1..n and creates topic memTopic with one
 // partition on replicas, led by the first, all in sync.
 func newMemClusterOn(t *testing.T, n int, replicas []int32, minISR int) *memCluster {
-	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}, lose: map[int32]int64{}, stale: map[int32]bool{}}
+	return newMemClusterWith(t, n, replicas, map[string]string{"min.insync.replicas": strconv.Itoa(minISR)}, nil)
+}
+
+// newTieredMemCluster is newMemCluster with memTopic tiered: every broker
+// uses store as its remote storage.
+func newTieredMemCluster(t *testing.T, n int, minISR int, store remote.Store) *memCluster {
+	var all []int32
+	for id := int32(1); id <= int32(n); id++ {
+		all = append(all, id)
+	}
+	configs := map[string]string{"min.insync.replicas": strconv.Itoa(minISR), "remote.storage.enable": "true"}
+	return newMemClusterWith(t, n, all, configs, store)
+}
+
+// newMemClusterWith starts brokers 1..n, with store as their remote storage
+// (nil: none), and creates topic memTopic with configs and one partition on
+// replicas, led by the first, all in sync.
+func newMemClusterWith(t *testing.T, n int, replicas []int32, configs map[string]string, store remote.Store) *memCluster {
+	c := &memCluster{t: t, lagMax: 10 * time.Second, img: metadata.NewImage(), nodes: map[int32]*memNode{}, cut: map[int32]bool{}, lose: map[int32]int64{}, stale: map[int32]bool{}, remote: store}
 	var recs []metadata.Record
 	for id := int32(1); id <= int32(n); id++ {
 		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, Epoch: 1, Host: "127.0.0.1", Port: 9092})
 	}
 	recs = append(recs,
-		&metadata.TopicRecord{Name: memTopic, ID: memTopicID, Configs: map[string]string{"min.insync.replicas": strconv.Itoa(minISR)}},
+		&metadata.TopicRecord{Name: memTopic, ID: memTopicID, Configs: configs},
 		&metadata.PartitionRecord{TopicID: memTopicID, Partition: 0, Replicas: replicas, ISR: replicas, Leader: replicas[0]})
 	c.applyRecords(recs...)
 	for id := int32(1); id <= int32(n); id++ {
@@ -124,6 +145,7 @@ func (c *memCluster) startAt(id int32, mem *vfs.MemFS, epoch int64) {
 		ISRChanger:    memController{c: c, from: id},
 		BrokerEpoch:   nd.epoch.Load,
 		ReplicaLagMax: c.lagMax,
+		Remote:        c.remote,
 	})
 	if err != nil {
 		c.t.Fatal(err)

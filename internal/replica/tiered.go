@@ -272,6 +272,8 @@ func epochAt(entries []storage.EpochEntry, off int64) int32 {
 
 // deleteRecordsTiered moves the remote start first (the manifest), then the local
 // log start if offset is past it, and returns the partition's new log start.
+// After a crash between the two steps, the tier's next Load moves the local
+// start (as it does on a follower, which keeps its own local start).
 func (p *Partition) deleteRecordsTiered(tier *storage.Tier, offset int64) (int64, error) {
 	if err := loadTier(context.Background(), tier); err != nil {
 		return -1, err

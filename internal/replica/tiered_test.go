@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -387,6 +388,17 @@ func TestTieredAbortedTxnSpansSegments(t *testing.T) {
 // dir with 4 KiB segments, its tier loaded.
 func openTieredLeader(t *testing.T, m *Manager, tc metadata.TopicConfig, dir string) *Partition {
 	t.Helper()
+	p := openTieredPartition(t, m, tc, dir)
+	if err := p.Tier().Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// openTieredPartition is openTieredLeader with the tier not loaded yet: a
+// broker that has just started.
+func openTieredPartition(t *testing.T, m *Manager, tc metadata.TopicConfig, dir string) *Partition {
+	t.Helper()
 	l, err := storage.Open(vfs.Default, dir, storage.Config{SegmentBytes: 4096})
 	if err != nil {
 		t.Fatal(err)
@@ -400,9 +412,6 @@ func openTieredLeader(t *testing.T, m *Manager, tc metadata.TopicConfig, dir str
 	}
 	p.setConfig(&tc)
 	m.applyTier(p, tc)
-	if err := p.Tier().Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return p
 }
 
@@ -484,6 +493,171 @@ func TestListOffsetRemoteDeadline(t *testing.T) {
 					t.Errorf("a read ran until %v, want the default %v from the call", d, defaultRemoteReadTimeout)
 				}
 			}
+		})
+	}
+}
+
+// TestTieredDeleteRecordsCrashBetweenSteps: DeleteRecords on a tiered
+// partition writes the manifest's new start, then moves the local log start.
+// A crash in between (here: the manifest step alone, then a restart) left the
+// local log serving the deleted records for good. With nothing remote below
+// the local start, the old code answered ListOffsets earliest and every
+// fetch's log_start_offset with the old local start, 0, and served the
+// records from 0; after local retention it answered the manifest's start but
+// still served the records between the local start and it, in answers whose
+// log_start_offset lay above their first batch. Whatever loads the tier first
+// after the restart (the tiering pass, ListOffsets) now moves the local start
+// up to the manifest's, and uploads and retention go on from there.
+func TestTieredDeleteRecordsCrashBetweenSteps(t *testing.T) {
+	loaders := []struct {
+		name string
+		load func(*Manager, *Partition)
+	}{
+		{"the tiering pass", func(m *Manager, p *Partition) {
+			m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+		}},
+		{"ListOffsets earliest", func(m *Manager, p *Partition) {
+			_, _, _, _, _ = p.ListOffset(context.Background(), EarliestTimestamp, ReadUncommitted)
+		}},
+	}
+	for _, tt := range []struct {
+		name     string
+		retained bool // uploaded and deleted locally before DeleteRecords
+	}{
+		{"nothing remote", false},
+		{"after local retention", true},
+	} {
+		for _, loader := range loaders {
+			t.Run(tt.name+"/"+loader.name, func(t *testing.T) {
+				dir := t.TempDir()
+				m, _, tc := tieredManager(t)
+				p := openTieredLeader(t, m, tc, dir)
+				for range 60 { // offsets [0, 120) in batches of 2
+					mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}))
+				}
+				if tt.retained {
+					m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+					m.clean(p)
+				}
+				localStart := p.LogStartOffset()
+				if tt.retained == (localStart == 0) {
+					t.Fatalf("local start %d before DeleteRecords", localStart)
+				}
+				cut := localStart + 31 // inside a batch of the local log
+				// The crash: the manifest's start moved, the local one did not.
+				if err := p.Tier().DeleteRecords(context.Background(), cut); err != nil {
+					t.Fatal(err)
+				}
+				p.close()
+				p = openTieredPartition(t, m, tc, dir)
+				t.Cleanup(func() { p.close() })
+				loader.load(m, p)
+
+				check := func(when string) {
+					t.Helper()
+					for _, ts := range []int64{EarliestTimestamp, EarliestLocalTimestamp} {
+						if off, _, _, _, err := p.ListOffset(context.Background(), ts, ReadUncommitted); err != nil || off < cut || ts == EarliestTimestamp && off != cut {
+							t.Errorf("%s: ListOffsets(%d) = %d, %v; want %d", when, ts, off, err, cut)
+						}
+					}
+					if res, err := p.Read(localStart, 1<<20, ReadUncommitted); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+						h, _ := batch.ParseHeader(fetchedBytes(t, res))
+						t.Errorf("%s: fetch at the old local start %d: batch at %d, log start %d, %v; want out of range", when, localStart, h.BaseOffset, res.LogStartOffset, err)
+					}
+					res, err := p.Read(cut, 1<<20, ReadUncommitted)
+					if err != nil {
+						t.Fatalf("%s: fetch at %d: %v", when, cut, err)
+					}
+					if h, _ := batch.ParseHeader(fetchedBytes(t, res)); h.BaseOffset > cut || h.NextOffset() <= cut || res.LogStartOffset != cut {
+						t.Errorf("%s: fetch at %d: batch [%d, %d), log start %d", when, cut, h.BaseOffset, h.NextOffset(), res.LogStartOffset)
+					}
+					if t.Failed() {
+						t.FailNow()
+					}
+				}
+				check("after the restart")
+				for range 60 {
+					mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}))
+				}
+				m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+				m.clean(p)
+				if st := p.Tier().Stats(); st.RemoteEnd <= cut || p.LogStartOffset() <= cut {
+					t.Fatalf("after more appends, an upload and retention: uploaded end %d, local start %d", st.RemoteEnd, p.LogStartOffset())
+				}
+				check("after an upload and retention")
+			})
+		}
+	}
+}
+
+// fetchedBytes returns the bytes of a fetch answer, wherever they were read from.
+func fetchedBytes(t *testing.T, res FetchResult) []byte {
+	t.Helper()
+	if res.Remote != nil {
+		return res.Remote
+	}
+	if res.Chunk.Size == 0 {
+		return nil
+	}
+	b, err := res.Chunk.Bytes()
+	res.Chunk.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestTieredReplicaDropsDeletedRecords: DeleteRecords on a tiered partition
+// moves the manifest's start and the leader's local log start, not the local
+// start of its followers (followLogStart leaves a tiered one alone). The old
+// code left a follower holding the deleted records for good: it served them
+// to consumers fetching from it (KIP-392) and, after a failover, as the
+// leader. A replica now moves its local start up to the manifest's when its
+// tier loads the manifest: a follower on its cleaner pass, a new leader on its
+// first tiering pass.
+func TestTieredReplicaDropsDeletedRecords(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		failover bool // broker 2 leads before its tier loads
+		load     func(*Manager, *Partition)
+	}{
+		{"a follower's cleaner pass", false, func(m *Manager, p *Partition) { m.clean(p) }},
+		{"a new leader's tiering pass", true, func(m *Manager, p *Partition) {
+			m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store, err := remote.NewFile(vfs.NewMem(), "/objects")
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := newTieredMemCluster(t, 2, 1, store)
+				if _, err := c.produce(1, 6); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.replica(1).DeleteRecords(4); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Second) // a fetch round
+				synctest.Wait()
+				if tt.failover {
+					c.elect(2, 2, 1)
+					synctest.Wait()
+				}
+				p := c.replica(2)
+				c.mu.Lock()
+				m := c.nodes[2].mgr
+				c.mu.Unlock()
+				tt.load(m, p)
+				if start := p.LogStartOffset(); start != 4 {
+					t.Errorf("broker 2's local log starts at %d; records below 4 were deleted", start)
+				}
+				if res, err := p.ReadReplica(0, 1<<20, ReadUncommitted); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+					h, _ := batch.ParseHeader(fetchedBytes(t, res))
+					t.Errorf("broker 2 (leader %v) fetching deleted offset 0: batch at %d, log start %d, %v; want out of range", p.IsLeader(), h.BaseOffset, res.LogStartOffset, err)
+				}
+			})
 		})
 	}
 }

@@ -155,7 +155,8 @@ func NewTier(log *Log, cfg TierConfig) *Tier {
 func (t *Tier) SetRetention(r TierRetention) { t.retention.Store(&r) }
 
 // Load reads the partition's manifest from the store (a partition without one
-// has nothing remote). A new leader calls it before uploading; an error (store
+// has nothing remote) and moves the log's start up to the manifest's when it
+// is below it. A new leader calls it before uploading; an error (store
 // unreachable, corrupt manifest) leaves the tier unloaded, and Upload and
 // EnforceRetention refuse to run until Load succeeds, so no local segment is
 // deleted on a guess.
@@ -202,6 +203,16 @@ func (t *Tier) loadLocked(ctx context.Context) error {
 	default:
 		if m, err = decodeManifest(b); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrRemoteCorrupt, t.key(manifestKey), err)
+		}
+	}
+	// DeleteRecords writes the manifest's start before it moves the local
+	// one: after a crash in between, or on a replica that did not take the
+	// DeleteRecords, the local log still holds records below the manifest's
+	// start. They were deleted, so they go here too, before the manifest is
+	// installed (as far as the log end: a lagging replica keeps nothing).
+	if start := min(m.Start, t.log.LogEndOffset()); start > t.log.LogStartOffset() {
+		if err := t.log.DeleteRecords(start); err != nil {
+			return err
 		}
 	}
 	t.resetManifest(m, true)
@@ -701,10 +712,11 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 // DeleteRecords moves the remote log start up to offset (Kafka's DeleteRecords
 // on a tiered partition): the manifest is rewritten at once, so reads below
 // offset fail from then on, and the next EnforceRetention deletes the segments
-// wholly below it. The caller moves the local log start too. An offset past the
-// uploaded end (or with nothing uploaded) moves the end with it: nothing below
-// it is left to upload, and the start must not fall back to the end, nor to the
-// base of the batch holding offset when the next upload starts with it.
+// wholly below it. The caller moves the local log start too; if it crashes
+// first, the next Load does. An offset past the uploaded end (or with nothing
+// uploaded) moves the end with it: nothing below it is left to upload, and the
+// start must not fall back to the end, nor to the base of the batch holding
+// offset when the next upload starts with it.
 func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()

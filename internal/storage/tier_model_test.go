@@ -584,7 +584,8 @@ func (m *tierModel) checkNoOrphans(rt *rapid.T) {
 }
 
 // deleteRecords does what a partition does: the remote start first, then the
-// local one.
+// local one; or the remote start alone and then a power cut (the next Load
+// moves the local start up).
 func (m *tierModel) deleteRecords(rt *rapid.T) {
 	off := drawOffset(rt, "offset", 0, m.leo())
 	if rapid.Bool().Draw(rt, "edge") {
@@ -599,6 +600,11 @@ func (m *tierModel) deleteRecords(rt *rapid.T) {
 	m.endLimit = max(m.endLimit, off)
 	if err := m.tier.DeleteRecords(m.ctx(), off); err != nil {
 		m.expectStoreFault(rt, "DeleteRecords", err)
+		return
+	}
+	if rapid.Bool().Draw(rt, "crashBeforeLocal") {
+		m.start = max(m.start, off)
+		m.powerCut(rt)
 		return
 	}
 	if off > m.l.LogStartOffset() {

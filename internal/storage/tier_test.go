@@ -547,6 +547,128 @@ func TestTierDeleteRecordsPastUploadedEnd(t *testing.T) {
 	}
 }
 
+// TestTierLoadMovesLocalStartUp: DeleteRecords on a tiered partition writes
+// the manifest's new start, then moves the local log start. A power cut
+// between the two steps (here: the manifest step alone, then a power cut of
+// the log's disk) left the local start below the manifest's for good: the old
+// Load took the manifest as it was, the local log kept serving the deleted
+// records between the two starts, and when nothing remote lay below the local
+// start the tier even answered the old local start as the partition's log
+// start. A replica whose log ends below the manifest's start (a follower that
+// lags) kept every record it had. Load now moves the local start up to the
+// manifest's, as far as the log end, before it installs the manifest, and the
+// move survives the next power cut.
+func TestTierLoadMovesLocalStartUp(t *testing.T) {
+	const batches = 40 // of 3 records: offsets [0, 120)
+	for _, tt := range []struct {
+		name       string
+		localBytes int64 // local retention
+		upload     bool  // upload (and retain locally) before DeleteRecords
+		// cut picks the DeleteRecords offset from the log and tier before it.
+		cut func(l *Log, tier *Tier) int64
+		// replicaBatches, when not 0, reloads on another replica's log that
+		// holds only the first replicaBatches batches.
+		replicaBatches int
+	}{
+		{"nothing uploaded", 1 << 30, false, func(*Log, *Tier) int64 { return 3*10 + 1 }, 0},
+		{"uploaded, all still local", 1 << 30, true, func(l *Log, tier *Tier) int64 {
+			m, _ := tier.manifestCopy()
+			return m.Segments[1].Base + 1
+		}, 0},
+		{"past the uploaded end", 1 << 30, true, func(l *Log, tier *Tier) int64 { return tier.UploadedEnd() + 3*2 + 1 }, 0},
+		{"above the local start after local retention", 4096, true, func(l *Log, tier *Tier) int64 { return l.LogStartOffset() + 3*2 + 1 }, 0},
+		{"a replica whose log ends below the cut", 1 << 30, false, func(*Log, *Tier) int64 { return 3*20 + 1 }, 10},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{SegmentBytes: 4096, RetentionAge: -1}
+			store := memStore(t, vfs.NewMem())
+			tcfg := TierConfig{Store: store, Prefix: tierPrefix, BlockBytes: 1024,
+				Retention: TierRetention{Age: -1, Bytes: -1, LocalAge: -1, LocalBytes: tt.localBytes}}
+			disk := vfs.NewMem()
+			l := openLog(t, disk, cfg)
+			tier := NewTier(l, tcfg)
+			if err := tier.Load(ctxTimeout(t)); err != nil {
+				t.Fatal(err)
+			}
+			want := appendN(t, l, batches, 3, 100, 1000, 0)
+			durable(t, l)
+			if tt.upload {
+				uploadAndRetain(t, l, tier)
+			}
+			cut := tt.cut(l, tier)
+			before := l.LogStartOffset()
+			if cut <= before || cut >= l.LogEndOffset() || cut%3 == 0 {
+				t.Fatalf("cut %d: want it inside a batch of the local log [%d, %d)", cut, before, l.LogEndOffset())
+			}
+			// The crash: the manifest's start moved, the local one did not.
+			if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+				t.Fatal(err)
+			}
+			if tt.replicaBatches > 0 {
+				disk = vfs.NewMem()
+				l = openLog(t, disk, cfg)
+				want = appendN(t, l, tt.replicaBatches, 3, 100, 1000, 0)
+				durable(t, l)
+			}
+			powerCut := func() {
+				t.Helper()
+				crashed := disk.CrashClone()
+				_ = l.Close()
+				disk = crashed
+				l = openLog(t, disk, cfg)
+				if from, stale := l.StaleAbortIndex(); stale { // as a partition does: no transactions here
+					if err := l.RebuildAbortIndex(from, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			powerCut()
+			tier = NewTier(l, tcfg)
+			if err := tier.Load(ctxTimeout(t)); err != nil {
+				t.Fatal(err)
+			}
+			wantStart := min(cut, l.LogEndOffset())
+			// check checks the log start; local retention (retained) may
+			// have moved the local start further.
+			check := func(when string, retained bool) {
+				t.Helper()
+				if got := l.LogStartOffset(); got != wantStart && (!retained || got < wantStart) {
+					t.Fatalf("%s: local log start %d, want %d (manifest start %d, log end %d)", when, got, wantStart, cut, l.LogEndOffset())
+				}
+				if got := tier.LogStartOffset(); got != wantStart {
+					t.Fatalf("%s: log start %d, want %d", when, got, wantStart)
+				}
+				if _, err := l.Read(before, 1<<20, l.LogEndOffset()); !errors.Is(err, ErrOffsetOutOfRange) {
+					t.Fatalf("%s: local read at the old start %d: %v, want out of range", when, before, err)
+				}
+				got := readTiered(t, l, tier, 1<<20)
+				sameBatches(t, got, want[min(cut/3, int64(len(want))):])
+			}
+			check("after the reload", false)
+			powerCut() // the move is durable: no load needed to keep it
+			if got := l.LogStartOffset(); got != wantStart {
+				t.Fatalf("after another power cut: local log start %d, want %d", got, wantStart)
+			}
+			tier = NewTier(l, tcfg)
+			if err := tier.Load(ctxTimeout(t)); err != nil {
+				t.Fatal(err)
+			}
+			if tt.replicaBatches == 0 {
+				uploadAndRetain(t, l, tier) // uploads and retention go on from there
+			}
+			check("after another power cut and an upload pass", true)
+		})
+	}
+}
+
+// durable waits until l's appends are on disk: a power cut keeps them.
+func durable(t *testing.T, l *Log) {
+	t.Helper()
+	if err := l.WaitDurable(ctxTimeout(t), l.LogEndOffset()-1); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTierSweepSparesSegmentAcrossEnd: after DeleteRecords past the uploaded
 // end, the next segment starts below the new end (with the batch holding the
 // offset). An orphan sweep spares it although the sweeping tier's manifest
