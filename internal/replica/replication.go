@@ -189,6 +189,17 @@ func (p *Partition) ReadForFollower(req FollowerFetchRequest, now time.Time) (Fo
 	if err := p.recordFollower(req, leo, now); err != nil {
 		return res, err
 	}
+	// Past the range check, the partition's log start: a tiered partition's
+	// starts below the local log (an out-of-range follower restarts at the
+	// local start above, as it holds only the local part). Before the tier
+	// has loaded its manifest that start is unknown, and -1 leaves the
+	// follower's alone: the local start would drop records still retained.
+	if tier := p.tier.Load(); tier != nil {
+		res.LogStartOffset = -1
+		if tier.Loaded() {
+			res.LogStartOffset = tier.LogStartOffset()
+		}
+	}
 	res.HighWatermark = p.HighWatermark()
 	if req.FetchOffset == leo {
 		return res, nil
@@ -598,10 +609,11 @@ func (p *Partition) startAtLocked(offset int64) error {
 // followLogStart moves this follower's log start offset up to its leader's of
 // epoch, as far as its own high-water mark, as Kafka's followers do: records
 // deleted on the leader (DeleteRecords, retention) do not come back when this
-// replica leads. A tiered partition's local log start is its own (local
-// retention after upload), so it is left alone.
+// replica leads, nor reach a consumer reading from it (KIP-392). Of a tiered
+// partition the leader sends the partition's start, remote part included
+// (ReadForFollower), so only records deleted everywhere leave the local log.
 func (p *Partition) followLogStart(epoch int32, leaderLogStart int64) error {
-	if p.tier.Load() != nil || leaderLogStart <= p.log.LogStartOffset() {
+	if leaderLogStart <= p.log.LogStartOffset() {
 		return nil
 	}
 	p.appendMu.Lock()

@@ -608,19 +608,23 @@ func fetchedBytes(t *testing.T, res FetchResult) []byte {
 }
 
 // TestTieredReplicaDropsDeletedRecords: DeleteRecords on a tiered partition
-// moves the manifest's start and the leader's local log start, not the local
-// start of its followers (followLogStart leaves a tiered one alone). The old
-// code left a follower holding the deleted records for good: it served them
-// to consumers fetching from it (KIP-392) and, after a failover, as the
-// leader. A replica now moves its local start up to the manifest's when its
-// tier loads the manifest: a follower on its cleaner pass, a new leader on its
-// first tiering pass.
+// moves the manifest's start and the leader's local log start; its followers
+// must drop the deleted records too. The old code left a follower holding
+// them for good (followLogStart left a tiered partition alone, and the
+// leader's answers carried its local start): it served them to consumers
+// fetching from it (KIP-392) and, after a failover, as the leader. Now a
+// follower moves its local start with its next fetch answer, which carries
+// the partition's start, as Kafka's followers do; and a replica moves it up to
+// the manifest's when its tier loads the manifest (a follower on its cleaner
+// pass, a new leader on its first tiering pass), which also mends a crash
+// between DeleteRecords' two steps.
 func TestTieredReplicaDropsDeletedRecords(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		failover bool // broker 2 leads before its tier loads
 		load     func(*Manager, *Partition)
 	}{
+		{"a follower's next fetch", false, func(*Manager, *Partition) {}},
 		{"a follower's cleaner pass", false, func(m *Manager, p *Partition) { m.clean(p) }},
 		{"a new leader's tiering pass", true, func(m *Manager, p *Partition) {
 			m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
@@ -659,5 +663,46 @@ func TestTieredReplicaDropsDeletedRecords(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestTieredLeaderSendsPartitionStart: a tiered leader's answers to its
+// followers carry the partition's log start, remote part included, which is
+// below its local start once local retention ran: a follower moves its own
+// start only up to it (followLogStart), so it keeps the records the store
+// still holds. Before the tier has loaded its manifest the start is not
+// known, and the answer carries -1, which moves nothing.
+func TestTieredLeaderSendsPartitionStart(t *testing.T) {
+	p, _, m, _, _ := tieredLeader(t)
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, PartitionEpoch: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for range 60 {
+		if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answerStart := func() int64 {
+		t.Helper()
+		ff, err := p.ReadForFollower(followerFetch(2, p.LogEndOffset(), -1), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ff.Chunk.Release()
+		return ff.LogStartOffset
+	}
+	if p.Tier().Loaded() {
+		t.Fatal("the tier loaded before its first tiering pass")
+	}
+	if start := answerStart(); start != -1 {
+		t.Errorf("log start %d in an answer before the tier loaded, want -1", start)
+	}
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+	m.cleanTiered(p, p.Tier())
+	if local := p.LogStartOffset(); local == 0 {
+		t.Fatal("local retention deleted nothing after the upload")
+	}
+	if start := answerStart(); start != 0 {
+		t.Errorf("log start %d in an answer after local retention (local start %d), want the partition's, 0", start, p.LogStartOffset())
 	}
 }

@@ -173,18 +173,20 @@ func (t *Tier) Load(ctx context.Context) error {
 // calls it first, so that a restart or a new leadership does not answer as if
 // the store were empty until the first tiering pass loads it.
 func (t *Tier) EnsureLoaded(ctx context.Context) error {
-	if t.loaded() {
+	if t.Loaded() {
 		return nil
 	}
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
-	if t.loaded() {
+	if t.Loaded() {
 		return nil
 	}
 	return t.loadLocked(ctx)
 }
 
-func (t *Tier) loaded() bool {
+// Loaded reports whether Load has succeeded: until then the tier knows nothing
+// of the remote part, and LogStartOffset answers the local start.
+func (t *Tier) Loaded() bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.mu.loaded
