@@ -52,7 +52,13 @@ func (p *Partition) becomeLeader(ip *metadata.Partition, now time.Time) error {
 	if err := p.log.AssignEpoch(ip.LeaderEpoch, start); err != nil && p.log.Err() == nil {
 		return err
 	}
-	clear(p.verifications) // begun under an earlier leadership: markers may have passed unseen
+	// Verifications begun under another broker's leadership may have missed
+	// markers written there. Leading on at the next epoch (a reassignment
+	// removed a follower), this broker wrote every marker itself: a
+	// transactional produce being verified goes on.
+	if !p.leader.Load() || ip.LeaderEpoch != p.leaderEpoch.Load()+1 {
+		clear(p.verifications)
+	}
 	p.takeLeadership(ip, start, now)
 	p.fire()
 	p.fireAppend()

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
 )
 
 // TestTxnVerificationGuard: a transactional batch that would open its
@@ -71,6 +73,37 @@ func TestTxnVerificationGuard(t *testing.T) {
 	mustAppendVerified(t, p, b, g)
 	if !p.InTxnAt(pid, 1) {
 		t.Fatal("the verified batch at epoch 1 did not open a transaction")
+	}
+}
+
+// TestTxnVerificationAcrossLeaderEpochs: a verification outlives a new
+// leader epoch at which this broker leads on (a reassignment that removes a
+// follower moves the epoch): every marker went through this broker, so the
+// verified batch goes on. Leadership that went elsewhere in between voids it
+// (markers may have been written there).
+func TestTxnVerificationAcrossLeaderEpochs(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	const pid = 7
+	lead := func(epoch int32) {
+		t.Helper()
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: epoch}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	g := p.StartTxnVerification(pid, 0)
+	lead(1) // the next epoch, this broker leading on
+	mustAppendVerified(t, p, txnBatch(t, pid, 0, 1, true), g)
+	mustMarker(t, p, pid, true)
+
+	g = p.StartTxnVerification(pid, 0)
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 2}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	lead(3) // back after broker 2 led at epoch 2
+	if _, err := p.AppendWith(txnBatch(t, pid, 1, 1, true), 1, AppendOpts{Verify: true, Guard: g}); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("batch verified before another broker's leadership: %v, want ErrInvalidTxnState", err)
 	}
 }
 
