@@ -48,6 +48,14 @@ func BenchmarkLeaderAppend(b *testing.B) {
 // no records to read.
 //
 //	go test -run '^$' -bench BenchmarkReadForFollower -benchmem ./internal/replica/
+//
+// Session 37, pinned to one CPU, 10 alternating runs of 5,000,000 ops each
+// (load 0.08 before, 0.22 after; the runs split into a fast and a slow mode,
+// so the fast half is compared), 0 allocs/op either way:
+//
+//	                                                         ns/op, fast half
+//	before (epoch checked by the handler only)               55.5 - 63.4
+//	after (also under the lock; the tier's partition start)  62.0 - 73.6
 func BenchmarkReadForFollower(b *testing.B) {
 	p := discardingPartition(b, 1, &metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
 	if _, err := p.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(64, 1024)}), 1); err != nil {
