@@ -263,7 +263,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			watched = append(watched, watchedPartition{p, viewOf(p)})
 			maxBytes := min(int(rp.PartitionMaxBytes), budget)
 			if total > 0 && maxBytes <= 0 {
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.FetchLogStart(replicaID >= 0)
 				continue
 			}
 			var (

@@ -195,17 +195,10 @@ func (p *Partition) ReadForFollower(req FollowerFetchRequest, now time.Time) (Fo
 	if err := p.recordFollower(req, leo, now); err != nil {
 		return res, err
 	}
-	// Past the range check, the partition's log start: a tiered partition's
-	// starts below the local log (an out-of-range follower restarts at the
-	// local start above, as it holds only the local part). Before the tier
-	// has loaded its manifest that start is unknown, and -1 leaves the
-	// follower's alone: the local start would drop records still retained.
-	if tier := p.tier.Load(); tier != nil {
-		res.LogStartOffset = -1
-		if tier.Loaded() {
-			res.LogStartOffset = tier.LogStartOffset()
-		}
-	}
+	// Past the range check, the partition's log start (an out-of-range
+	// follower restarts at the local start above: it holds only the local
+	// part).
+	res.LogStartOffset = p.FetchLogStart(true)
 	res.HighWatermark = p.HighWatermark()
 	if req.FetchOffset == leo {
 		return res, nil
@@ -216,6 +209,23 @@ func (p *Partition) ReadForFollower(req FollowerFetchRequest, now time.Time) (Fo
 	}
 	res.Chunk = chunk
 	return res, nil
+}
+
+// FetchLogStart is the log start offset a fetch answer carries: the
+// partition's, below the local log's for a tiered partition. A follower
+// moves its own log start up to it (followLogStart), so to a follower
+// (follower true) a tier that has not loaded its manifest answers -1, which
+// moves nothing: its local start would drop records the store still holds.
+func (p *Partition) FetchLogStart(follower bool) int64 {
+	tier := p.tier.Load()
+	switch {
+	case tier == nil:
+		return p.log.LogStartOffset()
+	case follower && !tier.Loaded():
+		return -1
+	default:
+		return tier.LogStartOffset()
+	}
 }
 
 // CheckLeaderEpoch fences a request whose view of the leader epoch differs

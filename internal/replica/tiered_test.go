@@ -671,7 +671,9 @@ func TestTieredReplicaDropsDeletedRecords(t *testing.T) {
 // below its local start once local retention ran: a follower moves its own
 // start only up to it (followLogStart), so it keeps the records the store
 // still holds. Before the tier has loaded its manifest the start is not
-// known, and the answer carries -1, which moves nothing.
+// known, and the answer carries -1, which moves nothing. The same holds for
+// an answer that reads nothing of the partition (FetchLogStart: the fetch's
+// byte budget was spent on other partitions), which carried the local start.
 func TestTieredLeaderSendsPartitionStart(t *testing.T) {
 	p, _, m, _, _ := tieredLeader(t)
 	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, PartitionEpoch: 1}, time.Now()); err != nil {
@@ -697,6 +699,9 @@ func TestTieredLeaderSendsPartitionStart(t *testing.T) {
 	if start := answerStart(); start != -1 {
 		t.Errorf("log start %d in an answer before the tier loaded, want -1", start)
 	}
+	if start := p.FetchLogStart(true); start != -1 {
+		t.Errorf("FetchLogStart to a follower before the tier loaded: %d, want -1", start)
+	}
 	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
 	m.cleanTiered(p, p.Tier())
 	if local := p.LogStartOffset(); local == 0 {
@@ -704,5 +709,11 @@ func TestTieredLeaderSendsPartitionStart(t *testing.T) {
 	}
 	if start := answerStart(); start != 0 {
 		t.Errorf("log start %d in an answer after local retention (local start %d), want the partition's, 0", start, p.LogStartOffset())
+	}
+	// The handler's answer for a partition past the fetch's byte budget.
+	for _, follower := range []bool{true, false} {
+		if start := p.FetchLogStart(follower); start != 0 {
+			t.Errorf("FetchLogStart(follower %v) after local retention: %d, want 0", follower, start)
+		}
 	}
 }
