@@ -272,6 +272,61 @@ func TestExpansionOutcomeHoldsHighWatermark(t *testing.T) {
 	}
 }
 
+// TestStaleISRAnswerLeavesNewerProposalPending: the answer to an ISR change
+// proposed under an earlier leader epoch arrives after this broker led again at
+// the next one and proposed there; it neither applies nor ends the newer
+// proposal's wait, so no second proposal goes out while that one is in flight.
+func TestStaleISRAnswerLeavesNewerProposalPending(t *testing.T) {
+	p := newTestPartition(t, 1)
+	p.setConfig(new(metadata.DefaultTopicConfig()))
+	now := time.Now()
+	var proposed []isrChange
+	p.isrProposer = func(c isrChange) { proposed = append(proposed, c) }
+	lead := func(epoch int32) {
+		t.Helper()
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(id int32, epoch int32) {
+		t.Helper()
+		req := followerFetch(id, 10, epoch)
+		req.LeaderEpoch = epoch
+		ff, err := p.ReadForFollower(req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ff.Chunk.Release()
+	}
+	lead(0)
+	for range 10 {
+		if _, err := p.Append(batchtest.Build(batchtest.Options{}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch(2, 0)
+	fetch(3, 0)
+	lead(1)
+	fetch(2, 1)
+	fetch(3, 1)
+	if len(proposed) != 2 || proposed[0].leaderEpoch != 0 || proposed[1].leaderEpoch != 1 {
+		t.Fatalf("proposals %+v, want one adding 3 at each leader epoch", proposed)
+	}
+	p.isrChangeDone(proposed[0], &metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1, PartitionEpoch: 1}, false, now)
+	if isr := p.ISR(); !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("ISR %v after the stale answer, want [1 2]", isr)
+	}
+	p.retryExpansion()
+	fetch(3, 1)
+	if len(proposed) != 2 {
+		t.Fatalf("proposed again while the epoch-1 change was in flight: %+v", proposed[2:])
+	}
+	p.isrChangeDone(proposed[1], &metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2}, false, now)
+	if isr := p.ISR(); !slices.Equal(isr, []int32{1, 2, 3}) {
+		t.Fatalf("ISR %v after the current answer, want [1 2 3]", isr)
+	}
+}
+
 // TestLeaderRefusals: the error paths of a leader's writes and lookups, each
 // with the sentinel its Kafka error code comes from: a keyless record on a
 // compacted topic, a batch over max.message.bytes (a client's and a

@@ -434,6 +434,11 @@ func (p *Partition) stopResignRetry() {
 func (p *Partition) applyISRChange(c isrChange, ip *metadata.Partition, refused bool, now time.Time) (moved bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if c.leaderEpoch != p.mu.leaderEpoch {
+		// Proposed under an earlier leadership: taking this one cleared the
+		// flag, which may now mark a proposal of this epoch still in flight.
+		return false
+	}
 	p.mu.isrPending = false
 	if !p.mu.leader || p.closed.Load() {
 		return false
@@ -443,7 +448,7 @@ func (p *Partition) applyISRChange(c isrChange, ip *metadata.Partition, refused 
 		if ip.LeaderEpoch == p.mu.leaderEpoch {
 			return p.updateReplicaSetLocked(ip, now)
 		}
-	case refused && c.leaderEpoch == p.mu.leaderEpoch && c.partitionEpoch == p.mu.set.partitionEpoch:
+	case refused && c.partitionEpoch == p.mu.set.partitionEpoch:
 		for _, id := range c.isr {
 			if !slices.Contains(p.mu.set.isr, id) {
 				p.mu.set.expansionRefused(id)
