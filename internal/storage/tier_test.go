@@ -445,14 +445,7 @@ func TestTierOffsetForTimestamp(t *testing.T) {
 // DeleteRecords below the local start moves the remote start; retention then
 // deletes the remote segments wholly below it.
 func TestTierDeleteRecords(t *testing.T) {
-	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
-	want := appendN(t, l, 40, 3, 100, 1000, 0)
-	uploadAndRetain(t, l, tier)
-	m, _ := tier.manifestCopy()
-	cut := m.Segments[1].Base + 1 // inside the second segment
-	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
-		t.Fatal(err)
-	}
+	l, tier, want, cut := tierWithRecordsDeleted(t)
 	if tier.LogStartOffset() != cut {
 		t.Fatalf("log start %d after DeleteRecords(%d)", tier.LogStartOffset(), cut)
 	}
@@ -470,6 +463,22 @@ func TestTierDeleteRecords(t *testing.T) {
 	}
 }
 
+// tierWithRecordsDeleted uploads a log of several segments, keeps the newest
+// locally, and moves the start by DeleteRecords into the second remote
+// segment, at cut; want is every batch appended.
+func tierWithRecordsDeleted(t *testing.T) (l *Log, tier *Tier, want [][]byte, cut int64) {
+	t.Helper()
+	l, tier = tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
+	want = appendN(t, l, 40, 3, 100, 1000, 0)
+	uploadAndRetain(t, l, tier)
+	m, _ := tier.manifestCopy()
+	cut = m.Segments[1].Base + 1 // inside the second segment
+	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+		t.Fatal(err)
+	}
+	return l, tier, want, cut
+}
+
 // TestTierLoadsAfterDeleteRecords: a manifest whose start DeleteRecords moved
 // into a remote segment loads (a restart, a new leader) before the next
 // retention pass deletes the segments below the start. It used to be refused
@@ -477,14 +486,7 @@ func TestTierDeleteRecords(t *testing.T) {
 // tier unable to load, and so to upload or apply any retention, for good.
 // TestTierMatchesModel found it.
 func TestTierLoadsAfterDeleteRecords(t *testing.T) {
-	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
-	want := appendN(t, l, 40, 3, 100, 1000, 0)
-	uploadAndRetain(t, l, tier)
-	m, _ := tier.manifestCopy()
-	cut := m.Segments[1].Base + 1 // inside the second segment
-	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
-		t.Fatal(err)
-	}
+	l, tier, want, cut := tierWithRecordsDeleted(t)
 	restarted := NewTier(l, tier.cfg)
 	if err := restarted.Load(ctxTimeout(t)); err != nil {
 		t.Fatalf("Load after DeleteRecords(%d): %v", cut, err)
