@@ -430,7 +430,9 @@ func (r *txnRun) produce(idByte, pe, how, seqByte byte) {
 	case 6:
 		seq, current = seq+3, false
 	case 7:
-		seq, duplicate, current = max(seq-1, 0), true, false
+		// The last sequence accepted, again: a duplicate, answered as the
+		// first was but not appended. With none accepted, it is a first batch.
+		seq, duplicate, current = max(seq-1, 0), seq > 0, false
 	}
 	values := r.values(1 + int(seqByte>>6))
 	code := r.produceBatch(version, txnID, partition, batch.BuildOptions{Idempotent: true, Transactional: true,
