@@ -165,7 +165,7 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 				h.cfg.Observer.Produced(t.topic, t.p.Index, int64(len(t.records)), res.LastOffset-res.BaseOffset+1)
 				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 				if acks == -1 {
-					t.waitFor, waits = res.LastOffset+1, waits+1
+					t.appended, waits = &res, waits+1
 				}
 			}
 		}
@@ -198,7 +198,7 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 		// ones behind it on the connection too: their answers then leave in
 		// one socket write.
 		for _, t := range targets {
-			if t.waitFor != 0 && t.p.HighWatermark() < t.waitFor {
+			if t.appended != nil && t.p.HighWatermark() <= t.appended.LastOffset {
 				return false
 			}
 		}
@@ -206,12 +206,12 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	}, Wait: func(ctx context.Context) protocol.Response {
 		defer h.cfg.Observer.DelayedProduce(-1)
 		for _, t := range targets {
-			if t.waitFor == 0 {
+			if t.appended == nil {
 				continue
 			}
 			// Pointers into resp.Topics[i].Partitions stay valid: those slices were
 			// sized up front and never appended to.
-			err := t.p.WaitHighWatermark(ctx, t.waitFor, time.Until(deadline))
+			err := t.p.WaitCommitted(ctx, *t.appended, time.Until(deadline))
 			setProduceError(t.sp, err)
 		}
 		hintProduceLeaders(h.cluster.Image(), resp)
@@ -230,7 +230,7 @@ type produceTarget struct {
 	err      error
 	verified bool                      // append with AppendOpts.Verify and guard
 	guard    replica.VerificationGuard // 0: none was needed
-	waitFor  int64                     // acks=all: the high-water mark the appended batch needs (0: no wait)
+	appended *replica.AppendResult     // acks=all: the append to wait for (nil: no wait)
 }
 
 // txnBatch is the header of t's batch when it is transactional and carries a

@@ -57,11 +57,12 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 	req := r.Msg.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	type waiting struct {
-		sp     *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
-		p      *replica.Partition
-		last   int64
-		marker batch.Marker
-		// refused is ErrInvalidProducerEpoch, answered once last is committed.
+		sp       *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
+		p        *replica.Partition
+		appended replica.AppendResult // the marker's append; for a refused one, the log end then
+		marker   batch.Marker
+		// refused is ErrInvalidProducerEpoch, answered once the log end at the
+		// refusal is committed.
 		refused error
 	}
 	var waits []waiting
@@ -92,9 +93,9 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 					res, err = p.WriteTxnMarker(marker, rm.TransactionVersion)
 					switch {
 					case err == nil:
-						waits = append(waits, waiting{sp, p, res.LastOffset, marker, nil})
+						waits = append(waits, waiting{sp, p, res, marker, nil})
 					case errors.Is(err, replica.ErrInvalidProducerEpoch):
-						waits = append(waits, waiting{sp, p, p.LogEndOffset() - 1, marker, err})
+						waits = append(waits, waiting{sp, p, replica.AppendResult{LastOffset: p.LogEndOffset() - 1}, marker, err})
 					}
 				}
 				sp.ErrorCode = errorCode(err)
@@ -108,16 +109,22 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 	return protocol.Response{Wait: func(ctx context.Context) protocol.Response {
 		for _, w := range waits {
 			// Pointers into the response stay valid: every slice was sized up front.
-			err := w.p.WaitHighWatermark(ctx, w.last+1, time.Until(deadline))
-			if err == nil && w.refused != nil {
-				w.sp.ErrorCode = errorCode(w.refused)
-				continue
+			var err error
+			if w.refused != nil {
+				err = w.p.WaitHighWatermark(ctx, w.appended.LastOffset+1, time.Until(deadline))
+			} else {
+				err = w.p.WaitCommitted(ctx, w.appended, time.Until(deadline))
 			}
-			w.sp.ErrorCode = errorCode(err)
-			if err == nil && w.p.Topic == group.OffsetsTopic {
-				// The transaction's offset commits on this partition take effect.
+			if err == nil && w.p.Topic == group.OffsetsTopic && (w.refused == nil || errors.Is(w.refused, replica.ErrMarkerWritten)) {
+				// The transaction's offset commits on this partition take
+				// effect: at its marker, or at this retry of it, when the wait
+				// of the first one failed and so did not apply them.
 				h.groups.CompleteTxnOffsets(w.p.Index, w.marker.ProducerID, w.marker.Commit)
 			}
+			if err == nil && w.refused != nil {
+				err = w.refused
+			}
+			w.sp.ErrorCode = errorCode(err)
 		}
 		return reply(resp)
 	}}

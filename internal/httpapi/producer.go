@@ -35,9 +35,9 @@ func (a *API) produce(ctx context.Context, call produceCall) []produceResult {
 		byPartition[r.partition] = append(byPartition[r.partition], i)
 	}
 	type localWait struct {
-		p    *replica.Partition
-		last int64
-		idx  []int
+		p   *replica.Partition
+		res replica.AppendResult
+		idx []int
 	}
 	var remote []int
 	var waits []localWait
@@ -52,21 +52,21 @@ func (a *API) produce(ctx context.Context, call produceCall) []produceResult {
 			remote = append(remote, idx...)
 			continue
 		}
-		last, err := a.appendLocal(p, call, idx, out)
+		res, err := a.appendLocal(p, call, idx, out)
 		switch {
 		case errors.Is(err, replica.ErrNotLeader):
 			remote = append(remote, idx...)
 		case err != nil:
 			setErrors(out, idx, err)
 		case call.acks == -1:
-			waits = append(waits, localWait{p, last, idx})
+			waits = append(waits, localWait{p, res, idx})
 		}
 	}
 	if len(remote) > 0 {
 		a.produceRemote(ctx, call, remote, out)
 	}
 	for _, w := range waits {
-		if err := w.p.WaitHighWatermark(ctx, w.last+1, call.timeout); err != nil {
+		if err := w.p.WaitCommitted(ctx, w.res, call.timeout); err != nil {
 			setErrors(out, w.idx, err)
 		}
 	}
@@ -93,8 +93,8 @@ func (a *API) localLeader(topic string, index int32) *replica.Partition {
 }
 
 // appendLocal appends the records idx of call as one batch to p, which this node
-// leads, fills in their offsets and returns the batch's last offset.
-func (a *API) appendLocal(p *replica.Partition, call produceCall, idx []int, out []produceResult) (int64, error) {
+// leads, fills in their offsets and returns where the batch landed.
+func (a *API) appendLocal(p *replica.Partition, call produceCall, idx []int, out []produceResult) (replica.AppendResult, error) {
 	first := call.records[idx[0]].timestamp
 	recs := make([]batch.Record, len(idx))
 	for k, i := range idx {
@@ -103,11 +103,11 @@ func (a *API) appendLocal(p *replica.Partition, call produceCall, idx []int, out
 	}
 	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: first}, recs)
 	if err != nil {
-		return 0, err
+		return replica.AppendResult{}, err
 	}
 	res, err := p.Append(b, call.acks)
 	if err != nil {
-		return 0, err
+		return replica.AppendResult{}, err
 	}
 	if a.cfg.Observer != nil {
 		a.cfg.Observer.Produced(call.topic, p.Index, int64(len(b)), int64(len(idx)))
@@ -118,7 +118,7 @@ func (a *API) appendLocal(p *replica.Partition, call produceCall, idx []int, out
 			out[i].Offset = -1
 		}
 	}
-	return res.LastOffset, nil
+	return res, nil
 }
 
 // produceRemote sends the records idx of call through the embedded producer of

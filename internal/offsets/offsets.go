@@ -126,7 +126,7 @@ func (s *Store) append(ctx context.Context, partition int32, records []group.Rec
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	err = p.WaitHighWatermark(ctx, res.LastOffset+1, timeout)
+	err = p.WaitCommitted(ctx, res, timeout)
 	if errors.Is(err, replica.ErrNotLeader) {
 		return fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
 	}

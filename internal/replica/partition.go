@@ -463,11 +463,14 @@ type AppendResult struct {
 	LastOffset     int64
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
+	// LeaderEpoch is the leader epoch the append was made at, which
+	// WaitCommitted checks the records still hold.
+	LeaderEpoch int32
 }
 
 // Append appends the record batches of one produce request as leader. A retried
 // batch of an idempotent producer is not appended again: its original offsets are
-// returned. For acks=all the caller then waits with WaitHighWatermark(LastOffset+1).
+// returned. For acks=all the caller then waits with WaitCommitted.
 func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	return p.AppendWith(records, acks, AppendOpts{})
 }
@@ -571,14 +574,15 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 		if chk.duplicate {
 			return AppendResult{
 				BaseOffset: chk.offset, LastOffset: chk.offset + int64(first.LastOffsetDelta),
-				LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(),
+				LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: p.leaderEpoch.Load(),
 			}, nil
 		}
 	}
 	// Append validated records (CRCs included); the log checks them again
 	// without the CRCs.
 	hints := storage.AppendHints{Followed: opts.Followed != nil && opts.Followed(), FlushWithin: opts.FlushWithin}
-	info, err := p.log.AppendValidated(records, p.leaderEpoch.Load(), hints)
+	epoch := p.leaderEpoch.Load()
+	info, err := p.log.AppendValidated(records, epoch, hints)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -596,7 +600,7 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 	if !p.groupCommit {
 		p.maybeAdvanceHighWatermark()
 	}
-	res := AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}
+	res := AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch}
 	if p.Config().MessageTimestampType == metadata.LogAppendTime {
 		res.LogAppendTime = info.LogAppendTime
 	}
@@ -662,6 +666,22 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 	}
 	if p.isrSize.Load() < p.Config().MinInsyncReplicas {
 		return ErrNotEnoughReplicasAfterAppend
+	}
+	return nil
+}
+
+// WaitCommitted waits until the records of res, appended as leader, are
+// committed (acks=all): the high-water mark is past them and the log still
+// holds them as written at res.LeaderEpoch. A replica whose leadership moved,
+// which truncated them and caught up with the new leader, has a high-water
+// mark past their offsets without them: it answers ErrNotLeader, as Kafka's
+// leader answers NOT_LEADER_OR_FOLLOWER once it no longer leads.
+func (p *Partition) WaitCommitted(ctx context.Context, res AppendResult, timeout time.Duration) error {
+	if err := p.WaitHighWatermark(ctx, res.LastOffset+1, timeout); err != nil {
+		return err
+	}
+	if epoch, end := p.log.EndOffsetForEpoch(res.LeaderEpoch); epoch != res.LeaderEpoch || end <= res.LastOffset {
+		return fmt.Errorf("%w: offsets %d-%d, appended at leader epoch %d, were truncated", ErrNotLeader, res.BaseOffset, res.LastOffset, res.LeaderEpoch)
 	}
 	return nil
 }

@@ -236,7 +236,9 @@ func (s *txnState) lastStable(hwm int64) int64 {
 // producer's current epoch is a late or repeated one, and would end the
 // producer's next transaction, opened at that epoch. Then one from an older
 // coordinator epoch than the producer's last marker here is refused with
-// ErrCoordinatorFenced (a deposed coordinator), as Kafka checks them. Writing a
+// ErrCoordinatorFenced (a deposed coordinator), as Kafka checks them. A
+// refused marker that is the producer's last one here answers ErrMarkerWritten
+// too. Writing a
 // marker for a producer with no open transaction here is allowed and changes
 // nothing but the log, as in Kafka. The caller waits for the high-water mark
 // to pass LastOffset before answering.
@@ -246,7 +248,11 @@ func (p *Partition) WriteTxnMarker(m batch.Marker, tv int8) (AppendResult, error
 		switch {
 		case !ok:
 		case m.ProducerEpoch < e.epoch, tv >= 2 && m.ProducerEpoch == e.epoch:
-			return fmt.Errorf("%w: marker epoch %d (transaction version %d), producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, tv, m.ProducerID, e.epoch)
+			err := fmt.Errorf("%w: marker epoch %d (transaction version %d), producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, tv, m.ProducerID, e.epoch)
+			if m.ProducerEpoch == e.epoch && m.CoordinatorEpoch >= e.coordinatorEpoch && !p.inTxn(m.ProducerID) {
+				err = fmt.Errorf("%w (%w)", err, ErrMarkerWritten)
+			}
+			return err
 		case m.CoordinatorEpoch < e.coordinatorEpoch:
 			return fmt.Errorf("%w: marker from coordinator epoch %d, producer %d's last marker is from %d", ErrCoordinatorFenced, m.CoordinatorEpoch, m.ProducerID, e.coordinatorEpoch)
 		}
@@ -302,7 +308,8 @@ func (p *Partition) appendTrusted(records []byte, hints storage.AppendHints, che
 			return AppendResult{}, err
 		}
 	}
-	info, err := p.log.AppendHinted(records, p.leaderEpoch.Load(), hints)
+	epoch := p.leaderEpoch.Load()
+	info, err := p.log.AppendHinted(records, epoch, hints)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -314,7 +321,7 @@ func (p *Partition) appendTrusted(records []byte, hints storage.AppendHints, che
 	if !p.groupCommit {
 		p.maybeAdvanceHighWatermark()
 	}
-	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: info.LogStartOffset}, nil
+	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStartOffset: info.LogStartOffset, LeaderEpoch: epoch}, nil
 }
 
 // ProducerInfo is one producer's state on a partition (DescribeProducers).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -679,5 +680,122 @@ func TestMarkerSharesTheNextFsync(t *testing.T) {
 	}
 	if got := l.Stats().Syncs - syncs; got != 1 {
 		t.Fatalf("%d fsyncs for the marker and the next batch, want 1", got)
+	}
+}
+
+// copyFrom has follower f fetch from leader l at f's log end (last fetched
+// epoch lastEpoch, following at epoch epoch), append what it gets, and fetch
+// once more at the new end, which moves the leader's HWM there; f then takes
+// the leader's HWM.
+func copyFrom(t *testing.T, l, f *Partition, id, epoch, lastEpoch int32) {
+	t.Helper()
+	now := time.Now()
+	ff, err := l.ReadForFollower(followerFetch(id, f.LogEndOffset(), lastEpoch), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ff.Chunk.Size > 0 {
+		data, err := ff.Chunk.Bytes()
+		ff.Chunk.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.appendFromLeader(epoch, f.LogEndOffset(), data, ff.HighWatermark); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		ff.Chunk.Release()
+	}
+	ff, err = l.ReadForFollower(followerFetch(id, f.LogEndOffset(), epoch), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.Chunk.Release()
+	f.followHighWatermark(ff.HighWatermark)
+}
+
+// TestWaitCommittedAfterLeadershipLost: an append's wait (acks=all, a
+// marker's WriteTxnMarkers, which waits for one partition after the other)
+// that starts after leadership moved to a replica without the records, and
+// this replica truncated them and caught up, finds the high-water mark past
+// their offsets although they are gone. It used to answer success, so a
+// coordinator counted the marker written and the transaction hung on the
+// partition (and an acks=all produce was acknowledged, lost); it answers
+// ErrNotLeader, as Kafka answers NOT_LEADER_OR_FOLLOWER once the replica no
+// longer leads. An append that stays in the log across a new leader epoch
+// of the same leader is still committed.
+func TestWaitCommittedAfterLeadershipLost(t *testing.T) {
+	now := time.Now()
+	p := newTestPartition(t, 1)
+	p.setConfig(new(metadata.DefaultTopicConfig()))
+	f := newTestPartition(t, 2)
+	f.setConfig(new(metadata.DefaultTopicConfig()))
+	epoch0 := &metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}
+	if _, err := p.applyState(epoch0, now); err != nil {
+		t.Fatal(err)
+	}
+	f.applyState(epoch0, now)
+
+	mustAppend(t, p, txnBatch(t, 7, 0, 2, true)) // 0-1, replicated
+	copyFrom(t, p, f, 2, 0, 0)
+	if hwm := p.HighWatermark(); hwm != 2 {
+		t.Fatalf("HWM %d, want 2", hwm)
+	}
+	mk, err := p.WriteTxnMarker(batch.Marker{ProducerID: 7, Commit: true, CoordinatorEpoch: 1}, 1) // 2, not replicated
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Leadership moves to broker 2, which never got the marker.
+	epoch1 := &metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 1}
+	if _, err := f.applyState(epoch1, now); err != nil {
+		t.Fatal(err)
+	}
+	p.applyState(epoch1, now)
+	for range 2 { // 2, 3
+		if _, err := f.Append(batchtest.Build(batchtest.Options{}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Broker 1 truncates its divergent tail (the marker) and catches up.
+	if err := p.truncateTo(1, p.LogEndOffset(), 2); err != nil {
+		t.Fatal(err)
+	}
+	copyFrom(t, f, p, 1, 1, 1)
+	if hwm := p.HighWatermark(); hwm != 4 {
+		t.Fatalf("broker 1's HWM %d after catching up, want 4", hwm)
+	}
+	if !f.inTxn(7) || !p.inTxn(7) {
+		t.Fatal("producer 7's transaction should be open on both replicas: its marker is gone")
+	}
+
+	// The handler's wait for the marker (for a later partition of the
+	// request, or after the request's other work) runs now.
+	err = p.WaitCommitted(context.Background(), mk, time.Second)
+	if !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("waiting for the truncated marker at %d on a replica that no longer leads: %v, want ErrNotLeader (the marker would be counted as written; LSO on the new leader stays %d)", mk.LastOffset, err, f.LastStableOffset())
+	}
+}
+
+// TestWaitCommittedAcrossLeaderEpochs: records appended at one leader epoch
+// and kept when the same broker leads at the next (a reassignment that
+// removes a replica moves the epoch) are committed once the high-water mark
+// passes them.
+func TestWaitCommittedAcrossLeaderEpochs(t *testing.T) {
+	now := time.Now()
+	p := newTestPartition(t, 1)
+	p.setConfig(new(metadata.DefaultTopicConfig()))
+	lead := func(epoch int32) {
+		t.Helper()
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lead(0)
+	res := mustAppend(t, p, batchtest.Build(batchtest.Options{}))
+	lead(1)
+	mustAppend(t, p, batchtest.Build(batchtest.Options{}))
+	if err := p.WaitCommitted(context.Background(), res, 10*time.Second); err != nil {
+		t.Fatalf("records of leader epoch 0, kept at epoch 1: %v", err)
 	}
 }
