@@ -34,7 +34,7 @@
 // A record with neither key nor partition goes round robin. acks is 0, 1 or "all"
 // (the default); with acks=0 the offset is -1. Records of a partition this node
 // leads are built into one batch (batch.Build) and appended directly
-// (replica.Partition.Append, then WaitHighWatermark for acks=all); records of a
+// (replica.Partition.Append, then WaitCommitted for acks=all); records of a
 // partition led elsewhere go through an embedded franz-go producer, one per acks
 // level. BenchmarkProduce compares the two paths.
 //
