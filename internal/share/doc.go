@@ -24,7 +24,8 @@
 //     lag from a summary, the next state epoch of a reset, a scan for a group's
 //     keys on TopicStore, and Manager.Unload, which drops a share partition's
 //     in-memory state so its next request reloads it. A node also unloads a group's
-//     share partitions once no member of the group has a live share session there.
+//     share partitions once no member of the group has a live share session there,
+//     except those where a record is still under an unexpired acquisition lock.
 //   - Store (store.go) keeps snapshots durable at the share coordinator.
 //     TopicStore sends Kafka's share-state requests (Read/Initialize/Write/
 //     DeleteShareGroupState, ReadShareGroupStateSummary) through a Kafka client
