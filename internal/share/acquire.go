@@ -44,6 +44,24 @@ func (c *readCache) holds(p *Partition, o int64) bool {
 	return c.p == p && len(c.spans) > 0 && c.from <= o && o <= c.spans[len(c.spans)-1].last
 }
 
+// span returns the index of the batch holding offset o, or of the first past it
+// (len(c.spans): none).
+func (c *readCache) span(o int64) int {
+	i := 0
+	for i < len(c.spans) && c.spans[i].last < o {
+		i++
+	}
+	return i
+}
+
+// bytesFrom is the size of the cache's batches from the one holding offset o on.
+func (c *readCache) bytesFrom(o int64) int {
+	if i := c.span(o); i < len(c.spans) {
+		return len(c.data) - c.spans[i].lo
+	}
+	return 0
+}
+
 // end is the offset just past the cache's last batch.
 func (c *readCache) end() int64 {
 	if len(c.spans) == 0 {
@@ -105,9 +123,9 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		c := &sp.cache
 		c.trim(p.Start())
 		// Read when the cache lacks from, or holds less than the acquisition
-		// could take (the first time round: a read may end early, at a segment's
-		// end).
-		if !c.holds(p, from) || (reads == 0 && c.end() < min(hwm, from+want)) {
+		// could take, in offsets and in bytes (the first time round: a read may
+		// end early, at a segment's end).
+		if !c.holds(p, from) || (reads == 0 && c.end() < min(hwm, from+want) && c.bytesFrom(from) < maxBytes) {
 			if reads == 2 {
 				// Other members took what this fetch read, twice over; it
 				// waits for the next change like any other.
@@ -122,7 +140,7 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 			}
 			continue
 		}
-		return m.acquireCachedLocked(sp, p, member, now, cfg, from, maxRecords, strict), nil
+		return m.acquireCachedLocked(sp, p, member, now, cfg, from, maxRecords, maxBytes, strict), nil
 	}
 }
 
@@ -192,13 +210,25 @@ func readSpans(rp *replica.Partition, from int64, maxBytes int) ([]byte, []span,
 }
 
 // acquireCachedLocked acquires for member from sp's read cache, which holds from.
-func (m *Manager) acquireCachedLocked(sp *sharePartition, p *Partition, member string, now time.Time, cfg GroupConfig, from int64, maxRecords int, strict bool) acquisition {
+// It looks only at the batches a log read of maxBytes from from would return:
+// whole batches within maxBytes, the first one whatever its size so that the
+// member makes progress (KIP-74). Transaction markers do not count: they are
+// never sent, and a marker first would otherwise leave nothing to acquire. The
+// batches it answers with are among the ones counted, so the answer is at most
+// maxBytes unless it is one larger batch.
+func (m *Manager) acquireCachedLocked(sp *sharePartition, p *Partition, member string, now time.Time, cfg GroupConfig, from int64, maxRecords, maxBytes int, strict bool) acquisition {
 	c := &sp.cache
-	i := 0
-	for c.spans[i].last < from {
-		i++
+	spans := c.spans[c.span(from):]
+	n, size := 0, 0
+	for ; n < len(spans); n++ {
+		if s := spans[n]; !s.control {
+			if size > 0 && size+s.hi-s.lo > maxBytes {
+				break
+			}
+			size += s.hi - s.lo
+		}
 	}
-	spans := c.spans[i:]
+	spans = spans[:n]
 	batches := sp.batches[:0]
 	for _, s := range spans {
 		batches = append(batches, Batch{First: s.first, Last: s.last, Control: s.control})

@@ -132,6 +132,12 @@ func decodeKey(b []byte) (Key, bool) {
 // as after a failover. It is how an alteration or deletion of the durable state by
 // the group coordinator reaches a leader on the same node.
 func (m *Manager) Unload(k Key) {
+	m.unload(k, false)
+}
+
+// unload is Unload; with keepLocked it leaves k loaded while some record of it is
+// acquired under a lock that has not expired.
+func (m *Manager) unload(k Key, keepLocked bool) {
 	sp := m.loaded(k)
 	if sp == nil {
 		return
@@ -139,21 +145,28 @@ func (m *Manager) Unload(k Key) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	m.flushLocked(context.Background(), sp) // no write of the old state lands after the unload
+	if keepLocked && sp.p != nil && sp.p.Locked(m.cfg.Now()) {
+		return // checked after the flush, which lets acquisitions in
+	}
 	m.dropLocked(sp)
 	sp.wakeAllLocked()
 }
 
-// unloadGroupIfIdle drops the in-memory state of every share partition of group
-// once no other member of group (but except) has a live share session on this node,
+// unloadGroupIfIdle drops the in-memory state of group's share partitions once
+// no other member of group (but except) has a live share session on this node,
 // as Kafka's share-group listener does when a group's last session on a broker
 // goes: the next member to fetch reads the durable state, which the group
 // coordinator may have altered or deleted in between. A session unused for longer
 // than the group's lock duration counts as gone (its member vanished without
-// closing it): whatever it acquired has expired, so dropping the state loses no
-// lock.
+// closing it). That does not tell whether its member's locks have expired (a
+// long poll acquires after its request started; a lock outlives a session
+// evicted after sessionIdle, or the group's lock duration was shortened since),
+// so a share partition holding an unexpired lock stays loaded: its holder keeps
+// the record until the lock expires, as in Kafka. Every other change is durable
+// before it is answered, so dropping a state without live locks loses nothing.
 func (m *Manager) unloadGroupIfIdle(group, except string) {
 	for _, k := range m.idleGroupKeys(group, except) {
-		m.Unload(k)
+		m.unload(k, true)
 	}
 }
 

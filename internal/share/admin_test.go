@@ -1,8 +1,13 @@
 package share
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestLag: KIP-1226's lag as Kafka 4.4 answers it (interop/cmd/sharecompare):
@@ -80,5 +85,60 @@ func TestUnloadGroupIfIdle(t *testing.T) {
 	m.unloadGroupIfIdle("a", "m2")
 	if a.p != nil || b.p == nil {
 		t.Fatalf("after the last live session: group a loaded=%v, group b loaded=%v", a.p != nil, b.p != nil)
+	}
+}
+
+// TestIdleUnloadKeepsLongPollLock: a member's share fetch long-polls and
+// acquires a record only when it arrives, well after the request started (its
+// session's last use). Its acquisition lock runs from the acquisition, so it is
+// still held one lock duration after the session was last used. Another member
+// opening a session then must not get the record (Kafka keeps the lock until it
+// expires), and the holder's acceptance must succeed.
+func TestIdleUnloadKeepsLongPollLock(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	cfg := testGroupConfig() // one-minute locks
+	parts, rp := newTestParts(t, 1)
+	m := NewManager(Config{Defaults: cfg, Now: clock.Now}, &memStore{}, parts, nil)
+	t.Cleanup(m.Close)
+
+	// A opens its session and long-polls on an empty partition.
+	got := make(chan int64, 1)
+	go func() {
+		req := openFetch("A")
+		req.MaxWaitMillis = 20_000
+		resp := m.ShareFetch(context.Background(), req)
+		p := resp.Topics[0].Partitions[0]
+		if len(p.AcquiredRecords) != 1 {
+			got <- -1
+			return
+		}
+		got <- p.AcquiredRecords[0].FirstOffset
+	}()
+	wait.For(t, "A's fetch waiting", func() bool {
+		sp := sharePart(m, "g")
+		return sp != nil && waiters(sp) == 1
+	})
+	clock.advance(50 * time.Second) // A's long poll goes on
+	appendRecords(t, rp, 1)
+	var off int64
+	select {
+	case off = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("A's fetch never acquired the new record")
+	}
+	if off != 0 {
+		t.Fatalf("A acquired offset %d, want 0", off)
+	}
+	// 20s later A's lock (taken at +50s for a minute) has 40s to run; A's
+	// session was last used 70s ago.
+	clock.advance(20 * time.Second)
+	req := openFetch("B")
+	req.MaxWaitMillis = 0
+	resp := m.ShareFetch(context.Background(), req)
+	if p := resp.Topics[0].Partitions[0]; len(p.AcquiredRecords) > 0 {
+		t.Errorf("B acquired %+v while A still holds offset 0 under a live lock (delivered to two members at once)", p.AcquiredRecords)
+	}
+	if code := accept(m, "A", 0); code != 0 {
+		t.Errorf("A's acceptance of offset 0 within its lock: code %d (%v), want 0", code, kerr.ErrorForCode(code))
 	}
 }

@@ -24,7 +24,8 @@
 //     lag from a summary, the next state epoch of a reset, a scan for a group's
 //     keys on TopicStore, and Manager.Unload, which drops a share partition's
 //     in-memory state so its next request reloads it. A node also unloads a group's
-//     share partitions once no member of the group has a live share session there.
+//     share partitions once no member of the group has a live share session there,
+//     except those where a record is still under an unexpired acquisition lock.
 //   - Store (store.go) keeps snapshots durable at the share coordinator.
 //     TopicStore sends Kafka's share-state requests (Read/Initialize/Write/
 //     DeleteShareGroupState, ReadShareGroupStateSummary) through a Kafka client
@@ -87,11 +88,13 @@
 // the one under way), so acknowledgements and other acquisitions go on during
 // the read, and each record is read once however many members take turns. A
 // response points into the cache's bytes (never written after the read) rather
-// than copying them. The cache belongs to one loaded state and is dropped with
-// it. A fetch that finds nothing to acquire waits on the share partition;
-// acknowledgements, released or expired locks and dead-letter outcomes wake the
-// waiting fetches oldest first, only as many as the acquirable records can serve
-// (less what an acknowledging ShareFetch takes itself). A fetch that finds the
+// than copying them. An acquisition from the cache takes only what a log read of
+// the request's MaxBytes would return (the first batch whatever its size, as
+// KIP-74). The cache belongs to one loaded state and is dropped with it. A fetch
+// that finds nothing to acquire waits on the share partition; acknowledgements,
+// released or expired locks and dead-letter outcomes wake the waiting fetches
+// oldest first, only as many as the acquirable records can serve (less what an
+// acknowledging ShareFetch takes itself). A fetch that finds the
 // in-flight window full while its own member holds records in it is answered
 // after 25 ms rather than its MaxWait, as a client that piggybacks its
 // acknowledgements on its next ShareFetch (franz-go) cannot send them while this

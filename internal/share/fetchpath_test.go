@@ -185,3 +185,76 @@ func TestFetchesShareOneRead(t *testing.T) {
 		t.Fatalf("%d reads of the log for four acquisitions of 100 of its 400 records, want 1", r)
 	}
 }
+
+// TestCachedAcquisitionHonoursMaxBytes: a ShareFetch's MaxBytes bounds the
+// records of its answer (KIP-74: only a first batch larger than the limit
+// passes it), as for a fetch that reads the log itself. A member asking for at
+// most 1000 bytes, whose records come from the read cache another member's
+// larger read filled, must not get tens of KiB.
+func TestCachedAcquisitionHonoursMaxBytes(t *testing.T) {
+	m, rp := newTestManager(t, &memStore{})
+	appendBatches(t, rp, 400, 1, 100) // one-record batches of ~170 bytes
+	// A takes one record; its read fills the cache with up to 64 KiB.
+	a := openFetch("A")
+	a.MaxRecords, a.MaxBytes = 1, 1<<20
+	if resp := m.ShareFetch(context.Background(), a); len(resp.Topics[0].Partitions[0].AcquiredRecords) != 1 {
+		t.Fatalf("A: %+v", resp.Topics[0].Partitions[0])
+	}
+	b := openFetch("B")
+	b.MaxRecords, b.MaxBytes = 100, 1000
+	p := m.ShareFetch(context.Background(), b).Topics[0].Partitions[0]
+	n := int64(0)
+	for _, r := range p.AcquiredRecords {
+		n += r.LastOffset - r.FirstOffset + 1
+	}
+	if len(p.Records) > 1000 || n == 0 {
+		t.Errorf("B asked for at most 1000 bytes and got %d bytes of records (%d offsets acquired)", len(p.Records), n)
+	}
+	// A limit below one batch still gets that batch, so the member goes on.
+	c := openFetch("C")
+	c.MaxRecords, c.MaxBytes = 100, 10
+	p = m.ShareFetch(context.Background(), c).Topics[0].Partitions[0]
+	if len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].FirstOffset != p.AcquiredRecords[0].LastOffset {
+		t.Errorf("C, asking for at most 10 bytes, acquired %+v, want one one-record batch", p.AcquiredRecords)
+	}
+	// D takes all but about ten records of the cache; E, wanting more records
+	// than are left but no more bytes, is served from it without a read.
+	sp := sharePart(m, "g")
+	d := openFetch("D")
+	d.MaxRecords, d.MaxBytes = int32(sp.cache.end()-sp.p.FetchOffset()-10), 1<<20
+	m.ShareFetch(context.Background(), d)
+	e := openFetch("E")
+	e.MaxRecords, e.MaxBytes = 100, 1000
+	if p := m.ShareFetch(context.Background(), e).Topics[0].Partitions[0]; len(p.AcquiredRecords) == 0 || len(p.Records) > 1000 {
+		t.Errorf("E: %d bytes of records, acquired %+v", len(p.Records), p.AcquiredRecords)
+	}
+	if r := m.counts.reads.Load(); r != 1 {
+		t.Errorf("%d reads of the log, want 1: the others are served from A's read", r)
+	}
+}
+
+// TestCachedAcquisitionMaxBytesSkipsMarkers: a transaction marker is never sent,
+// so it does not count against MaxBytes, and a marker first does not leave a
+// fetch that allows less than two batches with nothing to acquire.
+func TestCachedAcquisitionMaxBytesSkipsMarkers(t *testing.T) {
+	m := NewManager(Config{Defaults: testGroupConfig()}, &memStore{}, nil, nil)
+	t.Cleanup(m.Close)
+	p := NewPartition(0)
+	sp := &sharePartition{p: p}
+	sp.cache = readCache{p: p, data: make([]byte, 500), spans: []span{
+		{lo: 0, hi: 80, first: 0, last: 0, control: true},
+		{lo: 80, hi: 280, first: 1, last: 1},
+		{lo: 280, hi: 360, first: 2, last: 2, control: true},
+		{lo: 360, hi: 500, first: 3, last: 3},
+	}}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	a := m.acquireCachedLocked(sp, p, "m", time.Now(), testGroupConfig(), 0, 10, 100, false)
+	if len(a.acquired) != 1 || a.acquired[0].First != 1 || a.acquired[0].Last != 1 || len(a.data) != 200 {
+		t.Fatalf("acquired %+v in %d bytes, want offset 1 alone (its 200-byte batch)", a.acquired, len(a.data))
+	}
+	a = m.acquireCachedLocked(sp, p, "m", time.Now(), testGroupConfig(), p.FetchOffset(), 10, 140, false)
+	if len(a.acquired) != 1 || a.acquired[0].First != 3 || len(a.data) != 140 {
+		t.Fatalf("acquired %+v in %d bytes, want offset 3 (the marker at 2 archived)", a.acquired, len(a.data))
+	}
+}

@@ -219,6 +219,17 @@ func (p *Partition) Holds(member string) bool {
 	return false
 }
 
+// Locked reports whether some offset is acquired under a lock that has not
+// expired at now.
+func (p *Partition) Locked(now time.Time) bool {
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Acquired && r.deadline.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // Batch is the offset range of one record batch of the log.
 type Batch struct {
 	First, Last int64
