@@ -698,6 +698,18 @@ type FetchResult struct {
 	Aborted []AbortedTxn
 }
 
+// Data is the batches r holds: those read from the object store, or the
+// local log's (valid until r.Chunk is released).
+func (r FetchResult) Data() ([]byte, error) {
+	if len(r.Remote) > 0 {
+		return r.Remote, nil
+	}
+	if r.Chunk.Size == 0 {
+		return nil, nil
+	}
+	return r.Chunk.Bytes()
+}
+
 // Read returns whole batches from offset up to the high-water mark
 // (read_uncommitted) or the last stable offset (read_committed), at most maxBytes
 // unless the first batch alone is larger. An offset between that limit and the

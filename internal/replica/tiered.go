@@ -193,6 +193,20 @@ func loadTier(ctx context.Context, tier *storage.Tier) error {
 	return tier.EnsureLoaded(ctx)
 }
 
+// ReadableLogStart is the log start a leader serves reads from: on a tiered
+// partition the object store's (its manifest read first, within one remote
+// read's time, as ListOffsets earliest does), else the local log's.
+func (p *Partition) ReadableLogStart() (int64, error) {
+	tier := p.tier.Load()
+	if tier == nil {
+		return p.log.LogStartOffset(), nil
+	}
+	if err := loadTier(context.Background(), tier); err != nil {
+		return 0, err
+	}
+	return tier.LogStartOffset(), nil
+}
+
 // readRemote serves a fetch below the local log start from the object store;
 // it also returns the offset after the batches read.
 func (p *Partition) readRemote(tier *storage.Tier, offset int64, maxBytes int, res FetchResult) (FetchResult, int64, error) {

@@ -105,7 +105,10 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		if archived, _ := p.Expire(now, cfg.Limits); len(archived) > 0 {
 			m.maybeDeadLetterLocked(sp) // its end saves the state
 		}
-		if ls := rp.LogStartOffset(); ls > p.Start() {
+		// The log start, below the local one on a tiered partition: records
+		// still in the object store are delivered. Unknown (the store's
+		// manifest unread), the start stays where it is.
+		if ls, err := rp.ReadableLogStart(); err == nil && ls > p.Start() {
 			p.AdvanceTo(ls)
 		}
 		from, hwm := p.FetchOffset(), rp.HighWatermark()
@@ -186,11 +189,8 @@ func readSpans(rp *replica.Partition, from int64, maxBytes int) ([]byte, []span,
 		return nil, nil, err
 	}
 	defer res.Chunk.Release()
-	if res.Chunk.Size == 0 {
-		return nil, nil, nil
-	}
-	data, err := res.Chunk.Bytes()
-	if err != nil {
+	data, err := res.Data() // the object store's part of a tiered partition, or the local log's
+	if err != nil || len(data) == 0 {
 		return nil, nil, err
 	}
 	var spans []span

@@ -317,7 +317,7 @@ func (m *Manager) readInto(rp *replica.Partition, offset int64, want map[int64]b
 		return nil
 	}
 	defer res.Chunk.Release()
-	data, err := res.Chunk.Bytes()
+	data, err := res.Data()
 	if err != nil {
 		return nil
 	}

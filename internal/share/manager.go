@@ -411,7 +411,9 @@ func (m *Manager) loadState(ctx context.Context, k Key, rp *replica.Partition, e
 		}
 		start := rp.HighWatermark()
 		if m.groupConfig(k.Group).AutoOffsetReset == "earliest" {
-			start = rp.LogStartOffset()
+			if start, err = rp.ReadableLogStart(); err != nil {
+				return Snapshot{}, err
+			}
 		}
 		if err := m.store.Initialize(ctx, k, 0, start); err != nil && !errors.Is(err, kerr.FencedStateEpoch) {
 			return Snapshot{}, err
