@@ -195,7 +195,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		return out.into(resp)
 	}
 	if req.ShareSessionEpoch == openEpoch {
-		for _, tp := range s.parts {
+		for _, tp := range m.sessionParts(s) {
 			out.part(tp.id, tp.partition)
 		}
 	}
@@ -441,7 +441,7 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, cfg Gro
 // releaseSession gives back what member still holds in the session's partitions,
 // and unloads the group's share partitions when no other session of the group here is live.
 func (m *Manager) releaseSession(ctx context.Context, group, member string, s *session, cfg GroupConfig) {
-	for _, tp := range s.parts {
+	for _, tp := range m.sessionParts(s) {
 		if sp := m.loaded(Key{group, tp.id, tp.partition}); sp != nil {
 			m.releaseMember(ctx, sp, member, cfg)
 		}
