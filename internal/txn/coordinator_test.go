@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -324,6 +325,76 @@ func TestCoordinatorTimeout(t *testing.T) {
 	}
 	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, false)); got != code(kerr.ProducerFenced) {
 		t.Fatalf("the timed-out producer's commit: %d, want PRODUCER_FENCED", got)
+	}
+}
+
+// storeWith is a __transaction_state whose partition 0 holds m as "tx"'s state.
+func storeWith(m Meta) *memStore {
+	return &memStore{logs: map[int32][]group.Record{0: {encodeRecord("tx", m)}}}
+}
+
+// ongoingAt is an Ongoing transaction of producer pid at epoch on a-0, begun
+// at the fixture clock's start, with a 1 s timeout.
+func ongoingAt(pid int64, epoch int16, tv2 bool) Meta {
+	start := time.UnixMilli(1_700_000_000_000).UnixMilli() // newFixtureGated's clock
+	return Meta{ProducerID: pid, ProducerEpoch: epoch, TimeoutMs: 1000, State: Ongoing,
+		Partitions: []TopicPartition{tp("a", 0)}, StartMs: start, LastUpdateMs: start, TV2: tv2}
+}
+
+// TestTimeoutAbortFencesAtEpoch32766: the timeout's abort fences a producer
+// at epoch 32766 too (to 32767, as Kafka's prepareFenceProducerEpoch, which
+// refuses only to bump from 32767). Unfenced, the producer would not learn
+// its transaction was aborted: its next batches would begin a new one at the
+// same epoch and its commit would commit the second half of a transaction
+// whose first half was aborted.
+func TestTimeoutAbortFencesAtEpoch32766(t *testing.T) {
+	for _, tv2 := range []bool{false, true} {
+		ctx := context.Background()
+		const pid, epoch = int64(7), int16(math.MaxInt16 - 1)
+		f := newFixture(t, storeWith(ongoingAt(pid, epoch, tv2)))
+		f.clock.Advance(1001 * time.Millisecond)
+		f.c.expireTxns()
+		if m := f.waitState(t, "tx", CompleteAbort); m.ProducerID != pid || m.ProducerEpoch != math.MaxInt16 {
+			t.Fatalf("tv2=%v: after the timeout abort: producer %d epoch %d, want %d %d", tv2, m.ProducerID, m.ProducerEpoch, pid, math.MaxInt16)
+		}
+		if mk := f.markers.all(); len(mk) != 1 || mk[0].ProducerEpoch != math.MaxInt16 {
+			t.Fatalf("tv2=%v: markers %+v, want one round at epoch %d", tv2, mk, math.MaxInt16)
+		}
+		if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != code(kerr.ProducerFenced) {
+			t.Errorf("tv2=%v: the timed-out producer's add: %d, want PRODUCER_FENCED", tv2, got)
+		}
+		for _, commit := range []bool{true, false} {
+			if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, commit, tv2)); got == 0 {
+				t.Errorf("tv2=%v: the timed-out producer's end (commit %v) succeeded", tv2, commit)
+			}
+		}
+	}
+}
+
+// TestInitProducerFencesAtEpoch32766: InitProducerId over an open
+// transaction at epoch 32766 fences the previous incarnation at once (to
+// 32767) and aborts the transaction; the new incarnation's retry moves the
+// id to a new producer id, as it does from 32767 in Kafka.
+func TestInitProducerFencesAtEpoch32766(t *testing.T) {
+	ctx := context.Background()
+	const pid, epoch = int64(7), int16(math.MaxInt16 - 1)
+	f := newFixture(t, storeWith(ongoingAt(pid, epoch, false)))
+	if _, _, got := f.c.InitProducerID(ctx, "tx", 1000, -1, -1); got != code(kerr.ConcurrentTransactions) {
+		t.Fatalf("InitProducerId over the open transaction: %d", got)
+	}
+	if m := f.waitState(t, "tx", CompleteAbort); m.ProducerEpoch != math.MaxInt16 {
+		t.Fatalf("fenced at epoch %d, want %d", m.ProducerEpoch, math.MaxInt16)
+	}
+	// Before the new incarnation retries, the old one goes on.
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != code(kerr.ProducerFenced) {
+		t.Errorf("the fenced incarnation's add: %d, want PRODUCER_FENCED", got)
+	}
+	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, false)); got == 0 {
+		t.Errorf("the fenced incarnation committed a transaction")
+	}
+	newPID, newEpoch, got := f.c.InitProducerID(ctx, "tx", 1000, -1, -1)
+	if got != 0 || newPID == pid || newEpoch != 0 {
+		t.Fatalf("the new incarnation's retry: producer %d epoch %d code %d, want a new producer id at epoch 0", newPID, newEpoch, got)
 	}
 }
 

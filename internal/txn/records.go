@@ -25,7 +25,7 @@ func encodeRecord(id string, m Meta) group.Record {
 	if m.TV2 {
 		// v1 (flexible) carries KIP-890's tagged fields.
 		v.Version, v.ClientTransactionVersion = 1, 2
-		if m.ProducerEpoch == math.MaxInt16 {
+		if m.ProducerEpoch == math.MaxInt16 && m.NextProducerID != 0 {
 			v.NextProducerID = m.NextProducerID
 		}
 		if m.ProducerEpoch == 0 && m.PrevProducerID != 0 {

@@ -49,7 +49,9 @@ type Meta struct {
 	// NextProducerID is the producer id a TV2 end moves to when the epoch is
 	// exhausted: its Prepare state holds epoch math.MaxInt16 (markers are
 	// written with it) and its Complete state NextProducerID at epoch 0, with
-	// the exhausted id kept in PrevProducerID for retries.
+	// the exhausted id kept in PrevProducerID for retries. 0 on a fence to
+	// math.MaxInt16 (bumpEpoch): the id keeps its producer id until the next
+	// InitProducerId.
 	NextProducerID int64
 	PrevProducerID int64
 	// Owed, when set, is the previous transaction of this id, whose markers
@@ -137,7 +139,7 @@ func resumed(m Meta, nowMs int64) Meta {
 // Answered is the producer id and epoch an EndTxn v5 answers for m: the ones the
 // producer uses for its next transaction.
 func (m Meta) Answered() (int64, int16) {
-	if m.ProducerEpoch == math.MaxInt16 {
+	if m.ProducerEpoch == math.MaxInt16 && m.NextProducerID != 0 {
 		return m.NextProducerID, 0
 	}
 	return m.ProducerID, m.ProducerEpoch
@@ -147,9 +149,11 @@ func (m Meta) Answered() (int64, int16) {
 // carry (KIP-1228). 2 when m's epoch is above the one the transaction's
 // batches were written at: every end of a transaction-version-2 producer
 // bumps it (EndTxn v5, and the aborts of InitProducerId and of the timeout).
-// Those aborts cannot bump past math.MaxInt16-1 (bumpEpoch), so a Prepare
-// state at that epoch may hold the batches' own epoch: its markers are sent
-// as version 1, which accepts the equal epoch.
+// Earlier builds saturated those aborts' bump at math.MaxInt16-1, so a
+// Prepare state at that epoch may hold the batches' own epoch: its markers
+// are sent as version 1, which accepts the equal epoch. (A fence at
+// math.MaxInt16 cannot bump either, but no producer holds that epoch to
+// begin a transaction at it.)
 func (m Meta) markerVersion() int8 {
 	if m.TV2 && m.ProducerEpoch != math.MaxInt16-1 {
 		return 2
@@ -205,9 +209,14 @@ func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID
 	return transition{write: true, next: next}, nil
 }
 
+// bumpEpoch is the epoch a fence moves the producer to (the aborts of
+// InitProducerId and of the timeout): one up, to math.MaxInt16 included, as
+// Kafka's prepareFenceProducerEpoch. That epoch is never answered to a
+// client, and the next InitProducerId moves the id to a new producer id. At
+// math.MaxInt16 the abort goes on at the same epoch, as Kafka's does.
 func bumpEpoch(e int16) int16 {
-	if e >= math.MaxInt16-1 {
-		return e // the next InitProducerId moves to a new producer id
+	if e == math.MaxInt16 {
+		return e
 	}
 	return e + 1
 }
@@ -316,7 +325,7 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 	if m.State != Ongoing {
 		next.Partitions, next.StartMs = nil, -1
 	}
-	next.ProducerEpoch = m.ProducerEpoch + 1 // at most MaxInt16: every path keeps epochs below it
+	next.ProducerEpoch = m.ProducerEpoch + 1 // at most MaxInt16: no client holds that epoch (bumpEpoch, Answered)
 	if next.ProducerEpoch == math.MaxInt16 {
 		id, err := newPID()
 		if err != nil {
@@ -328,9 +337,10 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 }
 
 // isEndRetry tells whether a TV2 EndTxn from pid at epoch is the retry of the
-// end that produced m.
+// end that produced m. A state at math.MaxInt16 without a next producer id
+// is a fence's (bumpEpoch), not an end's.
 func isEndRetry(m *Meta, pid int64, epoch int16) bool {
-	if pid == m.ProducerID && epoch == m.ProducerEpoch-1 {
+	if pid == m.ProducerID && epoch == m.ProducerEpoch-1 && (m.ProducerEpoch < math.MaxInt16 || m.NextProducerID != 0) {
 		return true
 	}
 	return m.ProducerEpoch == 0 && pid == m.PrevProducerID && epoch == math.MaxInt16-1
@@ -344,7 +354,7 @@ func complete(m Meta, nowMs int64) Meta {
 		next.State = CompleteCommit
 	}
 	next.Partitions, next.Preadded, next.StartMs, next.LastUpdateMs = nil, nil, -1, nowMs
-	if m.ProducerEpoch == math.MaxInt16 {
+	if m.ProducerEpoch == math.MaxInt16 && m.NextProducerID != 0 {
 		next.PrevProducerID, next.ProducerID, next.ProducerEpoch, next.NextProducerID = m.ProducerID, m.NextProducerID, 0, 0
 	}
 	return next

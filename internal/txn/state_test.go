@@ -174,6 +174,44 @@ func TestInitProducerTransitions(t *testing.T) {
 	}
 }
 
+// TestFenceAtExhaustedEpochs: a fence (InitProducerId over an open
+// transaction, the timeout's abort) bumps 32766 to 32767 and aborts at 32767
+// without a bump, as Kafka does; the id keeps its producer id until the next
+// InitProducerId moves it to a new one.
+func TestFenceAtExhaustedEpochs(t *testing.T) {
+	newPID := func() (int64, error) { return 99, nil }
+	for _, tt := range []struct {
+		epoch, fenced int16
+	}{
+		{math.MaxInt16 - 2, math.MaxInt16 - 1},
+		{math.MaxInt16 - 1, math.MaxInt16},
+		{math.MaxInt16, math.MaxInt16},
+	} {
+		ongoing := Meta{ProducerID: 7, ProducerEpoch: tt.epoch, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: true}
+		init, err := initProducer(&ongoing, newPID, 1000, -1, -1, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, prep := range map[string]Meta{"InitProducerId": init.next, "timeout": expire(ongoing, 10)} {
+			if prep.State != PrepareAbort || prep.ProducerID != 7 || prep.ProducerEpoch != tt.fenced {
+				t.Fatalf("%s at epoch %d: %+v, want PrepareAbort of producer 7 at %d", name, tt.epoch, prep, tt.fenced)
+			}
+			done := complete(prep, 11)
+			if done.ProducerID != 7 || done.ProducerEpoch != tt.fenced {
+				t.Fatalf("%s at epoch %d: completed %+v, want producer 7 at %d", name, tt.epoch, done, tt.fenced)
+			}
+			// No client may hold 32767: an end from 32766 is not the retry of one to it.
+			if tr, _ := endTxnV2(&done, 7, tt.epoch, false, newPID, 12); tt.epoch == math.MaxInt16-1 && tr.code != code(kerr.ProducerFenced) {
+				t.Errorf("%s at epoch %d: EndTxn v5 abort at the fenced epoch: code %d write %v, want PRODUCER_FENCED", name, tt.epoch, tr.code, tr.write)
+			}
+			next, _ := initProducer(&done, newPID, 1000, -1, -1, 12)
+			if want := tt.fenced >= math.MaxInt16-1; (next.next.ProducerID == 99) != want {
+				t.Errorf("%s at epoch %d: the next InitProducerId: %+v, new producer id %v", name, tt.epoch, next.next, want)
+			}
+		}
+	}
+}
+
 // TestTransitionsProperty drives one transactional id through random requests
 // (some with wrong producer ids or epochs) and checks the invariants Kafka's
 // coordinator keeps after every step: the epoch never goes back, a refused
