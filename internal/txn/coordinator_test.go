@@ -398,6 +398,45 @@ func TestInitProducerFencesAtEpoch32766(t *testing.T) {
 	}
 }
 
+// TestEndTxnV4AfterV5MarkerVersion: the markers' transaction version
+// follows the EndTxn that ends the transaction, as Kafka's
+// prepareAbortOrCommit takes each end's version. An id once ended with
+// EndTxn v5, taken over by a client of transaction version 1 (an older
+// client, a rollback of the application), ends its transaction with EndTxn
+// v4, which does not bump the epoch: its markers go as version 1. As version
+// 2, at the epoch of the transaction's batches, every partition would refuse
+// them (KIP-1228) and the transaction would hang.
+func TestEndTxnV4AfterV5MarkerVersion(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &memStore{})
+	pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatal(got)
+	}
+	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, true)); got != 0 {
+		t.Fatal(got)
+	}
+	f.waitState(t, "tx", CompleteCommit)
+
+	pid, epoch, got := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got != 0 {
+		t.Fatal(got)
+	}
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("b", 0)}); got != 0 {
+		t.Fatal(got)
+	}
+	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, false)); got != 0 {
+		t.Fatal(got)
+	}
+	if m := f.waitState(t, "tx", CompleteCommit); m.TV2 {
+		t.Errorf("completed after EndTxn v4: %+v, still transaction version 2", m)
+	}
+	mk := f.markers.all()
+	if last := mk[len(mk)-1]; last.TransactionVersion != 1 || last.ProducerEpoch != epoch {
+		t.Fatalf("EndTxn v4's markers: transaction version %d at epoch %d, want 1 at %d", last.TransactionVersion, last.ProducerEpoch, epoch)
+	}
+}
+
 // TestCoordinatorStoreFailure: a failed state write leaves the state as it was
 // and answers a retriable code.
 func TestCoordinatorStoreFailure(t *testing.T) {

@@ -42,9 +42,11 @@ type Meta struct {
 	Partitions    []TopicPartition // sorted, no duplicates
 	StartMs       int64            // when the transaction became Ongoing (-1: none)
 	LastUpdateMs  int64
-	// TV2 is set once the producer ends its transactions with EndTxn v5
+	// TV2 is set when the id's last transaction ended with EndTxn v5
 	// (KIP-890): each end bumps the epoch, so a retried end arrives with the
-	// epoch just before the current one.
+	// epoch just before the current one. An EndTxn v4 clears it (as Kafka's
+	// prepareAbortOrCommit takes each end's version): its markers go at the
+	// batches' epoch, as version 1 (markerVersion).
 	TV2 bool
 	// NextProducerID is the producer id a TV2 end moves to when the epoch is
 	// exhausted: its Prepare state holds epoch math.MaxInt16 (markers are
@@ -266,7 +268,7 @@ func endTxn(m *Meta, pid int64, epoch int16, commit bool, nowMs int64) transitio
 	switch m.State {
 	case Ongoing:
 		next := *m
-		next.State, next.LastUpdateMs, next.Resumed = PrepareAbort, nowMs, Empty
+		next.TV2, next.State, next.LastUpdateMs, next.Resumed = false, PrepareAbort, nowMs, Empty
 		if commit {
 			next.State = PrepareCommit
 		}

@@ -108,9 +108,18 @@ func TestEndTxnV2(t *testing.T) {
 	if got := end(&done, 7, 3, false); got.next.State != PrepareAbort || got.next.ProducerEpoch != 4 || len(got.next.Partitions) != 0 {
 		t.Fatalf("empty abort: %+v", got.next)
 	}
-	// Without TV2 (the last end was v4) an epoch-1 end is a zombie's.
-	v1 := done
-	v1.TV2 = false
+	// The next transaction ends with EndTxn v4 (a client of transaction
+	// version 1 took the id over): TV2 is cleared, so its markers go as
+	// version 1 at the batches' epoch, and an epoch-1 end is a zombie's.
+	next := addPartitions(&done, 7, 3, []TopicPartition{tp("b", 0)}, 12).next
+	v4 := endTxn(&next, 7, 3, true, 13).next
+	if v4.TV2 || v4.ProducerEpoch != 3 || v4.markerVersion() != 1 {
+		t.Fatalf("EndTxn v4 after a v5 end: %+v, marker version %d", v4, v4.markerVersion())
+	}
+	v1 := complete(v4, 14)
+	if _, back, err := decodeRecord(encodeRecord("tx", v1)); err != nil || v1.TV2 || back.TV2 {
+		t.Fatalf("completed after a v4 end: %+v, record %+v %v", v1, back, err)
+	}
 	if got := end(&v1, 7, 2, true); got.code != kerr.ProducerFenced.Code {
 		t.Fatalf("epoch-1 end after a v4 end: %+v", got)
 	}
