@@ -338,7 +338,7 @@ func storeWith(m Meta) *memStore {
 func ongoingAt(pid int64, epoch int16, tv2 bool) Meta {
 	start := time.UnixMilli(1_700_000_000_000).UnixMilli() // newFixtureGated's clock
 	return Meta{ProducerID: pid, ProducerEpoch: epoch, TimeoutMs: 1000, State: Ongoing,
-		Partitions: []TopicPartition{tp("a", 0)}, StartMs: start, LastUpdateMs: start, TV2: tv2}
+		Partitions: []TopicPartition{tp("a", 0)}, StartMs: start, LastUpdateMs: start, TV2: tv2, LastProducerEpoch: -1}
 }
 
 // TestTimeoutAbortFencesAtEpoch32766: the timeout's abort fences a producer
@@ -395,6 +395,38 @@ func TestInitProducerFencesAtEpoch32766(t *testing.T) {
 	newPID, newEpoch, got := f.c.InitProducerID(ctx, "tx", 1000, -1, -1)
 	if got != 0 || newPID == pid || newEpoch != 0 {
 		t.Fatalf("the new incarnation's retry: producer %d epoch %d code %d, want a new producer id at epoch 0", newPID, newEpoch, got)
+	}
+}
+
+// TestInitProducerRetryAfterBump: a KIP-360 InitProducerId (the client's
+// producer id and epoch given, as Kafka's producer sends to bump its epoch
+// after an abortable error) whose answer was lost is retried with the same id
+// and epoch, and answered with the epoch it was given (Kafka's
+// prepareIncrementProducerEpoch: "a retry of a successful call"), also by a
+// coordinator that loaded the state since; PRODUCER_FENCED, fatal to the
+// client, once a new incarnation's InitProducerId fenced that epoch.
+func TestInitProducerRetryAfterBump(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	f := newFixture(t, store)
+	pid, epoch, got := f.c.InitProducerID(ctx, "tx", 1000, -1, -1)
+	if got != 0 {
+		t.Fatal(got)
+	}
+	pid1, epoch1, got := f.c.InitProducerID(ctx, "tx", 1000, pid, epoch)
+	if got != 0 || pid1 != pid || epoch1 != epoch+1 {
+		t.Fatalf("KIP-360 bump: %d %d %d", pid1, epoch1, got)
+	}
+	for name, c := range map[string]*Coordinator{"the same coordinator": f.c, "the next coordinator": newFixture(t, store).c} {
+		if pid2, epoch2, got := c.InitProducerID(ctx, "tx", 1000, pid, epoch); got != 0 || pid2 != pid1 || epoch2 != epoch1 {
+			t.Errorf("retried KIP-360 InitProducerId, %s: producer %d epoch %d code %d, want %d %d and no error", name, pid2, epoch2, got, pid1, epoch1)
+		}
+	}
+	if _, _, got := f.c.InitProducerID(ctx, "tx", 1000, -1, -1); got != 0 {
+		t.Fatal(got)
+	}
+	if _, _, got := f.c.InitProducerID(ctx, "tx", 1000, pid, epoch); got != code(kerr.ProducerFenced) {
+		t.Errorf("the retry after a new incarnation's InitProducerId: %d, want PRODUCER_FENCED", got)
 	}
 }
 

@@ -22,14 +22,20 @@ func encodeRecord(id string, m Meta) group.Record {
 	v := kmsg.NewTxnMetadataValue()
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis, v.State = m.ProducerID, m.ProducerEpoch, m.TimeoutMs, m.State
 	v.LastUpdateTimestamp, v.StartTimestamp = m.LastUpdateMs, m.StartMs
-	if m.TV2 {
-		// v1 (flexible) carries KIP-890's tagged fields.
-		v.Version, v.ClientTransactionVersion = 1, 2
+	if m.TV2 || m.LastProducerEpoch >= 0 {
+		// v1 (flexible) carries the tagged fields: KIP-890's and Strata's.
+		v.Version = 1
+		if m.TV2 {
+			v.ClientTransactionVersion = 2
+		}
 		if m.ProducerEpoch == math.MaxInt16 && m.NextProducerID != 0 {
 			v.NextProducerID = m.NextProducerID
 		}
 		if m.ProducerEpoch == 0 && m.PrevProducerID != 0 {
 			v.PreviousProducerID = m.PrevProducerID
+		}
+		if m.LastProducerEpoch >= 0 {
+			v.UnknownTags.Set(lastEpochTag, kbin.AppendInt16(kbin.AppendInt8(nil, lastEpochVersion), m.LastProducerEpoch))
 		}
 		if m.Owed != nil {
 			v.UnknownTags.Set(owedTag, appendOwed(nil, m.Owed))
@@ -76,6 +82,21 @@ const preaddedTag = 1001
 // preaddedVersion is the version of the pre-added tag's value written here.
 const preaddedVersion = 1
 
+// lastEpochTag is the tagged field of TxnMetadataValue (v1) that holds
+// Meta.LastProducerEpoch when there is one (Kafka keeps it in memory only,
+// so a retried InitProducerId that spans a change of coordinator is fenced
+// there). Its value:
+//
+//	version    int8  (1)
+//	epoch      int16
+//
+// A record without the tag (every record before it) loads with none: the
+// retry is then fenced, as in Kafka.
+const lastEpochTag = 1002
+
+// lastEpochVersion is the version of the last epoch tag's value written here.
+const lastEpochVersion = 1
+
 func appendOwed(dst []byte, o *Owed) []byte {
 	dst = kbin.AppendInt8(dst, owedVersion)
 	dst = kbin.AppendBool(dst, o.Commit)
@@ -110,6 +131,23 @@ func readOwed(b []byte) (*Owed, error) {
 	var err error
 	o.Partitions, err = readTopics(&r)
 	return o, err
+}
+
+func readLastEpoch(b []byte) (int16, error) {
+	r := kbin.Reader{Src: b}
+	if v := r.Int8(); r.Ok() && v != lastEpochVersion {
+		return 0, fmt.Errorf("unknown version %d", v)
+	}
+	e := r.Int16()
+	switch err := r.Complete(); {
+	case err != nil:
+		return 0, err
+	case len(r.Src) != 0:
+		return 0, fmt.Errorf("%d bytes after the value", len(r.Src))
+	case e < 0:
+		return 0, fmt.Errorf("epoch %d", e)
+	}
+	return e, nil
 }
 
 func readPreadded(b []byte) ([]TopicPartition, error) {
@@ -166,7 +204,7 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	m := &Meta{
 		ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, TimeoutMs: v.TimeoutMillis, State: v.State,
 		StartMs: v.StartTimestamp, LastUpdateMs: v.LastUpdateTimestamp,
-		TV2: v.ClientTransactionVersion >= 2,
+		TV2: v.ClientTransactionVersion >= 2, LastProducerEpoch: -1,
 	}
 	if v.NextProducerID >= 0 {
 		m.NextProducerID = v.NextProducerID
@@ -174,9 +212,11 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	if v.PreviousProducerID >= 0 {
 		m.PrevProducerID = v.PreviousProducerID
 	}
-	var owedErr, preaddedErr error
+	var owedErr, preaddedErr, lastEpochErr error
 	v.UnknownTags.Each(func(tag uint32, val []byte) {
 		switch {
+		case tag == lastEpochTag && lastEpochErr == nil:
+			m.LastProducerEpoch, lastEpochErr = readLastEpoch(val)
 		case tag == owedTag && owedErr == nil:
 			m.Owed, owedErr = readOwed(val)
 		case tag == preaddedTag && preaddedErr == nil:
@@ -185,6 +225,9 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	})
 	if owedErr != nil {
 		return "", nil, fmt.Errorf("%w: value of %q: owed markers: %v", ErrCorruptRecord, key.TransactionalID, owedErr)
+	}
+	if lastEpochErr != nil {
+		return "", nil, fmt.Errorf("%w: value of %q: last producer epoch: %v", ErrCorruptRecord, key.TransactionalID, lastEpochErr)
 	}
 	if preaddedErr != nil {
 		return "", nil, fmt.Errorf("%w: value of %q: pre-added partitions: %v", ErrCorruptRecord, key.TransactionalID, preaddedErr)

@@ -56,6 +56,14 @@ type Meta struct {
 	// InitProducerId.
 	NextProducerID int64
 	PrevProducerID int64
+	// LastProducerEpoch is the epoch the producer held before the
+	// InitProducerId (KIP-360: with its producer id and epoch) or the EndTxn
+	// v5 that gave it this one; at epoch 0 after a move to a new producer id,
+	// PrevProducerID's epoch. A retry of that InitProducerId, whose answer
+	// the client lost, is answered with the current id and epoch (Kafka's
+	// lastProducerEpoch, isInitRetry). -1 (not the zero value) when none: a
+	// new id, a new incarnation's InitProducerId, a fence.
+	LastProducerEpoch int16
 	// Owed, when set, is the previous transaction of this id, whose markers
 	// may not all be written yet: the state was written while they were in
 	// flight (the overlap, see canOverlap). A coordinator that loads it writes
@@ -182,7 +190,10 @@ func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID
 		if err != nil {
 			return transition{}, err
 		}
-		return transition{write: true, next: Meta{ProducerID: pid, TimeoutMs: timeoutMs, State: Empty, StartMs: -1, LastUpdateMs: nowMs}}, nil
+		return transition{write: true, next: Meta{ProducerID: pid, TimeoutMs: timeoutMs, State: Empty, StartMs: -1, LastUpdateMs: nowMs, LastProducerEpoch: -1}}, nil
+	}
+	if reqPID >= 0 && isInitRetry(m, reqPID, reqEpoch) {
+		return transition{}, nil // answered with m's producer id and epoch
 	}
 	if reqPID >= 0 && (reqPID != m.ProducerID || reqEpoch != m.ProducerEpoch) {
 		return refuse(kerr.ProducerFenced), nil
@@ -195,20 +206,44 @@ func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID
 		// epoch and abort what it left open; the client retries until done.
 		next := *m
 		next.ProducerEpoch, next.State, next.LastUpdateMs, next.Resumed = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs, Empty
+		next.LastProducerEpoch = -1
 		return transition{code: kerr.ConcurrentTransactions.Code, write: true, next: next}, nil
 	}
 	next := *m
 	next.TimeoutMs, next.State, next.Partitions, next.StartMs, next.LastUpdateMs, next.Resumed = timeoutMs, Empty, nil, -1, nowMs, Empty
+	next.LastProducerEpoch = -1 // a new incarnation: the epoch before is fenced
+	if reqPID >= 0 {
+		next.LastProducerEpoch = m.ProducerEpoch
+	}
 	if m.ProducerEpoch >= math.MaxInt16-1 {
 		pid, err := newPID()
 		if err != nil {
 			return transition{}, err
 		}
-		next.ProducerID, next.ProducerEpoch = pid, 0
+		next.PrevProducerID, next.ProducerID, next.ProducerEpoch = m.ProducerID, pid, 0
 	} else {
 		next.ProducerEpoch = m.ProducerEpoch + 1
 	}
 	return transition{write: true, next: next}, nil
+}
+
+// isInitRetry tells whether a KIP-360 InitProducerId from pid at epoch is the
+// retry of the request that gave m its producer id and epoch (an
+// InitProducerId, or an EndTxn v5), whose answer the client lost: only the
+// client that sent it holds that epoch, as a new incarnation's InitProducerId
+// or a fence clears LastProducerEpoch. Kafka answers it with the current
+// epoch (TransactionMetadata.prepareIncrementProducerEpoch); so it is while
+// the id has no transaction, as it has until that client begins one.
+func isInitRetry(m *Meta, pid int64, epoch int16) bool {
+	switch {
+	case m.LastProducerEpoch < 0 || epoch != m.LastProducerEpoch:
+		return false
+	case m.State != Empty && m.State != CompleteCommit && m.State != CompleteAbort:
+		return false
+	case m.ProducerEpoch == 0:
+		return pid == m.PrevProducerID // moved to a new producer id
+	}
+	return pid == m.ProducerID
 }
 
 // bumpEpoch is the epoch a fence moves the producer to (the aborts of
@@ -321,6 +356,7 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 	}
 	next := *m
 	next.TV2, next.State, next.LastUpdateMs, next.Resumed = true, PrepareAbort, nowMs, Empty
+	next.LastProducerEpoch = m.ProducerEpoch
 	if commit {
 		next.State = PrepareCommit
 	}
@@ -367,6 +403,7 @@ func complete(m Meta, nowMs int64) Meta {
 func expire(m Meta, nowMs int64) Meta {
 	next := m
 	next.ProducerEpoch, next.State, next.LastUpdateMs, next.Resumed = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs, Empty
+	next.LastProducerEpoch = -1
 	return next
 }
 

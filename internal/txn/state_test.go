@@ -221,6 +221,62 @@ func TestFenceAtExhaustedEpochs(t *testing.T) {
 	}
 }
 
+// TestInitProducerRetry: a KIP-360 InitProducerId with the epoch before the
+// one the id's last InitProducerId or EndTxn v5 gave is answered with the
+// current producer id and epoch, without a write, while the id has no
+// transaction (Kafka's lastProducerEpoch); after a new incarnation's
+// InitProducerId or a fence it is fenced.
+func TestInitProducerRetry(t *testing.T) {
+	newPID := func() (int64, error) { return 99, nil }
+	must := func(tr transition, err error) Meta {
+		t.Helper()
+		if err != nil || (tr.code != 0 && tr.code != kerr.ConcurrentTransactions.Code) || !tr.write {
+			t.Fatalf("%+v %v", tr, err)
+		}
+		return tr.next
+	}
+	empty := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Empty, StartMs: -1, LastProducerEpoch: -1}
+	bumped := must(initProducer(&empty, newPID, 1000, 7, 4, 1))
+	ongoing := addPartitions(&bumped, 7, 5, []TopicPartition{tp("a", 0)}, 2).next
+	ended := complete(must(endTxnV2(&ongoing, 7, 5, true, newPID, 3)), 4)
+	exhausted := empty
+	exhausted.ProducerEpoch = math.MaxInt16 - 1
+	moved := must(initProducer(&exhausted, newPID, 1000, 7, math.MaxInt16-1, 1))
+	for _, tt := range []struct {
+		name      string
+		m         Meta
+		pid       int64
+		epoch     int16
+		code      *kerr.Error
+		wantPID   int64
+		wantEpoch int16
+	}{
+		{"retry of the bump", bumped, 7, 4, nil, 7, 5},
+		{"the current epoch bumps", bumped, 7, 5, nil, 7, 6},
+		{"an epoch before the retried one", bumped, 7, 3, kerr.ProducerFenced, 0, 0},
+		{"retry once a transaction began", ongoing, 7, 4, kerr.ProducerFenced, 0, 0},
+		{"retry after a new incarnation", must(initProducer(&bumped, newPID, 1000, -1, -1, 2)), 7, 4, kerr.ProducerFenced, 0, 0},
+		{"retry after a fence", complete(must(initProducer(&ongoing, newPID, 1000, -1, -1, 3)), 4), 7, 4, kerr.ProducerFenced, 0, 0},
+		{"retry after EndTxn v5", ended, 7, 5, nil, 7, 6},
+		{"retry of a move to a new producer id", moved, 7, math.MaxInt16 - 1, nil, 99, 0},
+		{"the new producer id at the old epoch", moved, 99, math.MaxInt16 - 1, kerr.ProducerFenced, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := initProducer(&tt.m, newPID, 1000, tt.pid, tt.epoch, 5)
+			if err != nil || tr.code != code(tt.code) {
+				t.Fatalf("code %d %v, want %d", tr.code, err, code(tt.code))
+			}
+			got := tt.m // a retry writes nothing: the answer is the current state
+			if tr.write {
+				got = tr.next
+			}
+			if tt.code == nil && (got.ProducerID != tt.wantPID || got.ProducerEpoch != tt.wantEpoch) {
+				t.Fatalf("answered %d/%d (write %v), want %d/%d", got.ProducerID, got.ProducerEpoch, tr.write, tt.wantPID, tt.wantEpoch)
+			}
+		})
+	}
+}
+
 // TestTransitionsProperty drives one transactional id through random requests
 // (some with wrong producer ids or epochs) and checks the invariants Kafka's
 // coordinator keeps after every step: the epoch never goes back, a refused
@@ -297,7 +353,8 @@ func TestTransitionsProperty(t *testing.T) {
 			}
 			id, back, err := decodeRecord(encodeRecord("tx", next))
 			if err != nil || id != "tx" || back == nil || back.ProducerID != next.ProducerID || back.ProducerEpoch != next.ProducerEpoch ||
-				back.State != next.State || !slices.Equal(back.Partitions, next.Partitions) || back.StartMs != next.StartMs || back.TV2 != next.TV2 {
+				back.State != next.State || !slices.Equal(back.Partitions, next.Partitions) || back.StartMs != next.StartMs || back.TV2 != next.TV2 ||
+				back.LastProducerEpoch != next.LastProducerEpoch {
 				t.Fatalf("record round trip: %+v -> %+v, %v", next, back, err)
 			}
 			cur = &next
@@ -312,6 +369,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	owed := encodeRecord("tx", Meta{ProducerID: 1, State: Ongoing, TV2: true, Partitions: []TopicPartition{tp("a", 1)},
 		Owed: &Owed{Commit: true, ProducerID: 1, ProducerEpoch: 2, Partitions: []TopicPartition{tp("b", 0), tp("b", 2)}}})
 	f.Add(owed.Key, owed.Value)
+	last := encodeRecord("tx", Meta{ProducerID: 1, ProducerEpoch: 3, State: Empty, LastProducerEpoch: 2})
+	f.Add(last.Key, last.Value)
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		_, _, _ = decodeRecord(group.Record{Key: key, Value: value})
 	})
