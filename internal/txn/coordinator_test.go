@@ -430,6 +430,32 @@ func TestInitProducerRetryAfterBump(t *testing.T) {
 	}
 }
 
+// TestEpochAboveCurrentIsFenced: an epoch above the current one is
+// PRODUCER_FENCED, as any epoch but the current one is in Kafka 4's
+// coordinator (handleAddPartitionsToTransaction,
+// handleVerifyPartitionsInTransaction: producerEpoch !=
+// txnMetadata.producerEpoch; endTransaction: isValidEpoch false), for
+// AddPartitionsToTxn, its VerifyOnly form and EndTxn v4 and v5.
+func TestEpochAboveCurrentIsFenced(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &memStore{})
+	pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatal(got)
+	}
+	above := epoch + 1
+	for name, got := range map[string]int16{
+		"AddPartitionsToTxn": f.c.AddPartitions(ctx, "tx", pid, above, []TopicPartition{tp("b", 0)}),
+		"VerifyOnly":         f.c.VerifyPartitions("tx", pid, above, []TopicPartition{tp("a", 0)}),
+		"EndTxn v4":          endCode(f.c.EndTxn(ctx, "tx", pid, above, true, false)),
+		"EndTxn v5":          endCode(f.c.EndTxn(ctx, "tx", pid, above, true, true)),
+	} {
+		if got != code(kerr.ProducerFenced) {
+			t.Errorf("%s at epoch %d above the current %d: %v, want PRODUCER_FENCED", name, above, epoch, kerr.ErrorForCode(got))
+		}
+	}
+}
+
 // TestEndTxnV4AfterV5MarkerVersion: the markers' transaction version
 // follows the EndTxn that ends the transaction, as Kafka's
 // prepareAbortOrCommit takes each end's version. An id once ended with

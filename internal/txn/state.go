@@ -258,15 +258,16 @@ func bumpEpoch(e int16) int16 {
 	return e + 1
 }
 
-// checkProducer validates a request's producer id and epoch against m.
+// checkProducer validates a request's producer id and epoch against m. Any
+// epoch but the current one is PRODUCER_FENCED, a newer one included, as
+// Kafka 4's coordinator answers AddPartitionsToTxn, its VerifyOnly form and
+// EndTxn.
 func checkProducer(m *Meta, pid int64, epoch int16) *kerr.Error {
 	switch {
 	case m == nil || m.ProducerID != pid:
 		return kerr.InvalidProducerIDMapping
-	case epoch < m.ProducerEpoch:
+	case epoch != m.ProducerEpoch:
 		return kerr.ProducerFenced
-	case epoch > m.ProducerEpoch:
-		return kerr.InvalidProducerEpoch
 	}
 	return nil
 }

@@ -30,7 +30,8 @@ func TestTransitionsTable(t *testing.T) {
 		{"add to empty starts", addPartitions(&empty, 7, 2, []TopicPartition{tp("b", 1)}, 10), nil, true, Ongoing},
 		{"add known partition: no write", addPartitions(&ongoing, 7, 2, []TopicPartition{tp("a", 0)}, 10), nil, false, 0},
 		{"add with a stale epoch", addPartitions(&ongoing, 7, 1, nil, 10), kerr.ProducerFenced, false, 0},
-		{"add with a newer epoch", addPartitions(&ongoing, 7, 3, nil, 10), kerr.InvalidProducerEpoch, false, 0},
+		{"add with a newer epoch", addPartitions(&ongoing, 7, 3, nil, 10), kerr.ProducerFenced, false, 0},
+		{"end with a newer epoch", endTxn(&ongoing, 7, 3, true, 10), kerr.ProducerFenced, false, 0},
 		{"add for another producer", addPartitions(&ongoing, 8, 2, nil, 10), kerr.InvalidProducerIDMapping, false, 0},
 		{"add for an unknown id", addPartitions(nil, 8, 2, nil, 10), kerr.InvalidProducerIDMapping, false, 0},
 		{"add while preparing", addPartitions(&prepared, 7, 2, nil, 10), kerr.ConcurrentTransactions, false, 0},
@@ -96,7 +97,7 @@ func TestEndTxnV2(t *testing.T) {
 		{"older epoch", 1, true, kerr.ProducerFenced, false},
 		{"commit without a transaction", 3, true, kerr.InvalidTxnState, false},
 		{"abort without a transaction", 3, false, nil, true},
-		{"newer epoch", 4, false, kerr.InvalidProducerEpoch, false},
+		{"newer epoch", 4, false, kerr.ProducerFenced, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := end(&done, 7, tt.epoch, tt.commit)
