@@ -22,7 +22,7 @@ func encodeRecord(id string, m Meta) group.Record {
 	v := kmsg.NewTxnMetadataValue()
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis, v.State = m.ProducerID, m.ProducerEpoch, m.TimeoutMs, m.State
 	v.LastUpdateTimestamp, v.StartTimestamp = m.LastUpdateMs, m.StartMs
-	if m.TV2 || m.LastProducerEpoch >= 0 {
+	if m.TV2 || m.LastProducerEpoch != lastEpochUnknown {
 		// v1 (flexible) carries the tagged fields: KIP-890's and Strata's.
 		v.Version = 1
 		if m.TV2 {
@@ -34,7 +34,7 @@ func encodeRecord(id string, m Meta) group.Record {
 		if m.ProducerEpoch == 0 && m.PrevProducerID != 0 {
 			v.PreviousProducerID = m.PrevProducerID
 		}
-		if m.LastProducerEpoch >= 0 {
+		if m.LastProducerEpoch != lastEpochUnknown {
 			v.UnknownTags.Set(lastEpochTag, kbin.AppendInt16(kbin.AppendInt8(nil, lastEpochVersion), m.LastProducerEpoch))
 		}
 		if m.Owed != nil {
@@ -90,8 +90,10 @@ const preaddedVersion = 1
 //	version    int8  (1)
 //	epoch      int16
 //
-// A record without the tag (every record before it) loads with none: the
-// retry is then fenced, as in Kafka.
+// -1 when there is none. A record without the tag (every record before it)
+// loads with lastEpochUnknown: a retried InitProducerId is then fenced, as in
+// Kafka, and a retried EndTxn v5 is taken by its epoch alone (isEndRetry).
+// Every state written since carries the tag, so its record is v1.
 const lastEpochTag = 1002
 
 // lastEpochVersion is the version of the last epoch tag's value written here.
@@ -144,7 +146,7 @@ func readLastEpoch(b []byte) (int16, error) {
 		return 0, err
 	case len(r.Src) != 0:
 		return 0, fmt.Errorf("%d bytes after the value", len(r.Src))
-	case e < 0:
+	case e < -1:
 		return 0, fmt.Errorf("epoch %d", e)
 	}
 	return e, nil
@@ -204,7 +206,7 @@ func decodeRecord(r group.Record) (string, *Meta, error) {
 	m := &Meta{
 		ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, TimeoutMs: v.TimeoutMillis, State: v.State,
 		StartMs: v.StartTimestamp, LastUpdateMs: v.LastUpdateTimestamp,
-		TV2: v.ClientTransactionVersion >= 2, LastProducerEpoch: -1,
+		TV2: v.ClientTransactionVersion >= 2, LastProducerEpoch: lastEpochUnknown,
 	}
 	if v.NextProducerID >= 0 {
 		m.NextProducerID = v.NextProducerID

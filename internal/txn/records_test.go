@@ -15,8 +15,8 @@ import (
 // TestLastProducerEpochRecord: Meta.LastProducerEpoch round-trips through
 // its tagged field, on states of either transaction version (a state of
 // version 1 with one is written as TxnMetadataValue v1); a record without
-// the tag, as Kafka and earlier builds wrote them, loads with none; damaged
-// values are corrupt records.
+// the tag, as Kafka and earlier builds wrote them, loads with the epoch
+// unknown (lastEpochUnknown); damaged values are corrupt records.
 func TestLastProducerEpochRecord(t *testing.T) {
 	for _, m := range []Meta{
 		{ProducerID: 7, ProducerEpoch: 5, State: Empty, StartMs: -1, LastProducerEpoch: 4},
@@ -39,12 +39,12 @@ func TestLastProducerEpochRecord(t *testing.T) {
 			v.ClientTransactionVersion = 2
 		}
 		_, m, err := decodeRecord(group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)})
-		if err != nil || m.ProducerID != 7 || m.ProducerEpoch != 5 || m.LastProducerEpoch != -1 {
-			t.Errorf("value version %d without the tag: %+v, %v, want producer 7 epoch 5, no last epoch", version, m, err)
+		if err != nil || m.ProducerID != 7 || m.ProducerEpoch != 5 || m.LastProducerEpoch != lastEpochUnknown {
+			t.Errorf("value version %d without the tag: %+v, %v, want producer 7 epoch 5, last epoch unknown", version, m, err)
 		}
 	}
 	damagedTagsRefused(t, lastEpochTag, []byte{lastEpochVersion, 0, 4}, Empty)
-	damagedTagsRefused(t, lastEpochTag, []byte{lastEpochVersion, 0xff, 0xff}, Empty) // epoch -1 written
+	damagedTagsRefused(t, lastEpochTag, []byte{lastEpochVersion, 0xff, 0xfe}, Empty) // epoch -2 written
 }
 
 // TestDecodeRecordVersions: the versions this build writes decode; a key or

@@ -62,7 +62,8 @@ type Meta struct {
 	// PrevProducerID's epoch. A retry of that InitProducerId, whose answer
 	// the client lost, is answered with the current id and epoch (Kafka's
 	// lastProducerEpoch, isInitRetry). -1 (not the zero value) when none: a
-	// new id, a new incarnation's InitProducerId, a fence.
+	// new id, a new incarnation's InitProducerId, a fence; lastEpochUnknown
+	// in a state loaded from a record written before it was kept.
 	LastProducerEpoch int16
 	// Owed, when set, is the previous transaction of this id, whose markers
 	// may not all be written yet: the state was written while they were in
@@ -375,10 +376,21 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 	return transition{write: true, next: next}, nil
 }
 
+// lastEpochUnknown is Meta.LastProducerEpoch of a state whose record did not
+// keep it (written by a build before it did).
+const lastEpochUnknown int16 = -2
+
 // isEndRetry tells whether a TV2 EndTxn from pid at epoch is the retry of the
-// end that produced m. A state at math.MaxInt16 without a next producer id
-// is a fence's (bumpEpoch), not an end's.
+// end that produced m: it carries the epoch that end began at
+// (LastProducerEpoch), which a fence clears, so a fenced producer's end at
+// the epoch before the fence's bump is refused, not taken as a retry (Kafka's
+// fence bumps twice, with the same effect). A state at math.MaxInt16 without
+// a next producer id is a fence's (bumpEpoch), not an end's. For a state
+// loaded without the epoch the end began at, the epoch before m's is taken.
 func isEndRetry(m *Meta, pid int64, epoch int16) bool {
+	if m.LastProducerEpoch != lastEpochUnknown && epoch != m.LastProducerEpoch {
+		return false
+	}
 	if pid == m.ProducerID && epoch == m.ProducerEpoch-1 && (m.ProducerEpoch < math.MaxInt16 || m.NextProducerID != 0) {
 		return true
 	}

@@ -411,3 +411,42 @@ func TestMarkerVersion(t *testing.T) {
 		t.Fatalf("transaction version 1: marker version %d, want 1", got)
 	}
 }
+
+// TestFencedEndIsNotARetry: once the transaction timeout or a new
+// incarnation's InitProducerId fenced a transaction-version-2 producer (one
+// epoch up, abort), the fenced producer's EndTxn v5 abort at its old epoch is
+// PRODUCER_FENCED. It used to be taken as the retry of an end that bumped to
+// the fence's epoch, answered with that epoch, and the zombie could go on
+// with a transaction at it. A state loaded from a record that did not keep
+// the epoch its end began at still takes the epoch before its own as a retry.
+func TestFencedEndIsNotARetry(t *testing.T) {
+	ongoing := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: true, LastProducerEpoch: 3}
+	byInit, err := initProducer(&ongoing, func() (int64, error) { return 99, nil }, 1000, -1, -1, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		fenced Meta
+	}{
+		{"timeout", expire(ongoing, 20)},
+		{"InitProducerId", byInit.next},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			done := complete(tt.fenced, 21)
+			if done.ProducerEpoch != 5 || done.State != CompleteAbort {
+				t.Fatalf("fenced: %+v", done)
+			}
+			tr, err := endTxnV2(&done, 7, 4, false, nil, 22)
+			if err != nil || tr.code != kerr.ProducerFenced.Code || tr.write {
+				t.Fatalf("the fenced producer's abort at epoch 4: %+v, %v, want PRODUCER_FENCED", tr, err)
+			}
+			old := done
+			old.LastProducerEpoch = lastEpochUnknown
+			if tr, err := endTxnV2(&old, 7, 4, false, nil, 22); err != nil || tr.code != 0 || tr.write {
+				t.Fatalf("an abort at epoch 4 on a state loaded without its last epoch: %+v, %v, want the retry's answer", tr, err)
+			}
+		})
+	}
+}
+
