@@ -449,4 +449,3 @@ func TestFencedEndIsNotARetry(t *testing.T) {
 		})
 	}
 }
-
