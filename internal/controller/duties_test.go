@@ -436,3 +436,60 @@ func TestControllerFailoverFencesDeadBrokerAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestNewPartitionsSkipBrokersInControlledShutdown: a broker in controlled
+// shutdown neither leads nor joins the ISR of a partition created while it
+// shuts down (it joins once back and caught up), as Kafka's controller builds
+// a new partition's ISR from the brokers registered, unfenced and not
+// shutting down. CreateTopics and CreatePartitions used to plan with every
+// live broker, so a new partition could be led by a broker about to stop.
+func TestNewPartitionsSkipBrokersInControlledShutdown(t *testing.T) {
+	clock := newFakeClock()
+	cl := sessionCluster(t, clock, nil)
+	setupBrokers(t, cl, 1)
+
+	// Broker 1 asks to shut down and has not applied the hand-off yet
+	// (metadata offset 0), so it stays in controlled shutdown.
+	wait.For(t, "orders-0 to be handed off", func() bool {
+		cl.retry(func(c *Controller) error {
+			_, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true})
+			return err
+		})
+		p := cl.image().Partition("orders", 0)
+		return p.Leader != 1 && !slices.Contains(p.ISR, 1)
+	})
+
+	cl.retry(func(c *Controller) error {
+		res, err := c.CreateTopics(ctxT(t), []CreateTopic{
+			{Name: "fresh", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 2, 3}}},
+		}, false)
+		for _, r := range res {
+			if r.Err != nil && !errors.Is(r.Err, metadata.ErrTopicExists) {
+				t.Fatalf("CreateTopics %s: %v", r.Name, r.Err)
+			}
+		}
+		return err
+	})
+	cl.retry(func(c *Controller) error {
+		res, err := c.CreatePartitions(ctxT(t), []CreatePartitions{
+			{Topic: "orders", Count: 4, Assignment: [][]int32{{1, 3, 2}}},
+		}, false)
+		for _, r := range res {
+			if r.Err != nil && !errors.Is(r.Err, metadata.ErrInvalidPartitions) {
+				t.Fatalf("CreatePartitions %s: %v", r.Topic, r.Err)
+			}
+		}
+		return err
+	})
+
+	img := cl.image()
+	for _, p := range []*metadata.Partition{img.Partition("fresh", 0), img.Partition("orders", 3)} {
+		if p == nil {
+			t.Fatal("partition not created")
+		}
+		if p.Leader == 1 || slices.Contains(p.ISR, 1) {
+			t.Errorf("new partition with replicas %v: leader %d isr %v; broker 1 is in controlled shutdown "+
+				"(Kafka: leader %d, isr without 1)", p.Replicas, p.Leader, p.ISR, p.Replicas[1])
+		}
+	}
+}

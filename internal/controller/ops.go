@@ -18,7 +18,7 @@ func (c *Controller) CreateTopics(ctx context.Context, reqs []CreateTopic, valid
 	var results []CreateTopicResult
 	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
 		var recs []metadata.Record
-		recs, results = PlanCreateTopics(img, reqs, c.cfg.DefaultPartitions, c.cfg.Rand)
+		recs, results = PlanCreateTopics(img, reqs, c.cfg.DefaultPartitions, c.cfg.Rand, c.sessions(c.cfg.clock()).shuttingDown())
 		return unlessValidateOnly(recs, validateOnly), nil
 	})
 	if err != nil {
@@ -46,7 +46,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 	var results []CreatePartitionsResult
 	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
 		var recs []metadata.Record
-		recs, results = PlanCreatePartitions(img, reqs)
+		recs, results = PlanCreatePartitions(img, reqs, c.sessions(c.cfg.clock()).shuttingDown())
 		return unlessValidateOnly(recs, validateOnly), nil
 	})
 	if err != nil {

@@ -139,8 +139,9 @@ func maybeCompleteReassignment(img *metadata.Image, p *metadata.Partition, down 
 // the ISR keeps its members in final, and a leader outside final hands over
 // to the first eligible replica of final in the new ISR (none: no leader).
 //
-// Removing a replica moves to the next leader epoch even when the leader
-// stays, as Kafka's controller does: the leader then fences every fetch the
+// Electing a leader (also for a partition that had none) moves to the next
+// leader epoch, and so does removing a replica even when the leader stays, as
+// Kafka's controller does: the leader then fences every fetch the
 // removed replica sent before (FENCED_LEADER_EPOCH), one still long-polling
 // included. Without it such a fetch, answered after the replica was added
 // back empty at the same epoch, credited the new replica with the old one's
@@ -159,8 +160,8 @@ func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, 
 	if !slices.Contains(final, leader) {
 		leader, _ = ElectLeader(&metadata.Partition{Replicas: final}, isr, eligible(img, down), false)
 	}
-	if slices.ContainsFunc(p.Replicas, func(id int32) bool { return !slices.Contains(final, id) }) {
-		epoch++
+	if leader != p.Leader || slices.ContainsFunc(p.Replicas, func(id int32) bool { return !slices.Contains(final, id) }) {
+		epoch++ // a new leader, as every leader change, or a removal
 	}
 	return &metadata.ReassignmentRecord{
 		TopicID: p.TopicID, Partition: p.Index, BasePartitionEpoch: p.PartitionEpoch,

@@ -256,3 +256,45 @@ func TestUncleanElectionCompletesReassignment(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelElectsLeaderOfLeaderlessPartition: cancelling a reassignment that
+// only removes replicas, of a partition with no leader but an eligible ISR
+// member, elects that member at the next leader epoch. It used to keep the
+// epoch, the record was refused when applied (FENCED_LEADER_EPOCH) and the
+// cancel failed. Such a partition arises when its last eligible ISR member
+// was in controlled shutdown as its leader was fenced, and the active
+// controller then changed (the shutting-down set is in memory only).
+func TestCancelElectsLeaderOfLeaderlessPartition(t *testing.T) {
+	img := withTopic(t, clusterImage(t, 4), "orders", idOrders, nil, []int32{1, 2, 3})
+	// ISR [1 2]: 3 is out of sync. Reassign to [1 3]: removing 2, adding
+	// nothing; pending until 3 rejoins the ISR.
+	img = apply(t, img, &metadata.PartitionChangeRecord{TopicID: idOrders, Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2}})
+	recs, errs := PlanAlterReassignments(img, []Reassignment{{Topic: "orders", Replicas: []int32{1, 3}}}, nil)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	img = apply(t, img, recs...)
+	if p := img.Partition("orders", 0); !p.Reassigning() {
+		t.Fatalf("reassignment completed at once: %s", partitionString(p))
+	}
+	// Broker 2 is in controlled shutdown when leader 1 is fenced: the
+	// partition has no leader and ISR [2].
+	recs, err := PlanFenceBroker(img, 1, 1, ShuttingDown{2: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = apply(t, img, recs...)
+	p := img.Partition("orders", 0)
+	if p.Leader != metadata.NoLeader || !slices.Equal(p.ISR, []int32{2}) {
+		t.Fatalf("after fencing 1: %s", partitionString(p))
+	}
+	// A new active controller (no broker in controlled shutdown) cancels.
+	recs, errs = PlanAlterReassignments(img, []Reassignment{{Topic: "orders"}}, nil)
+	if errs[0] != nil {
+		t.Fatalf("cancel: %v (records %s)", errs[0], fmtRecords(recs))
+	}
+	img = apply(t, img, recs...)
+	if p := img.Partition("orders", 0); p.Leader != 2 || p.LeaderEpoch != 2 || p.Reassigning() || !slices.Equal(slices.Sorted(slices.Values(p.Replicas)), []int32{1, 2, 3}) {
+		t.Fatalf("after the cancel: %s, want replicas 1, 2 and 3 led by 2 at epoch 2", partitionString(p))
+	}
+}

@@ -1052,7 +1052,7 @@ func (s *seqRun) drawCreateTopics() {
 
 func (s *seqRun) createTopics(reqs []CreateTopic) {
 	prev := s.img
-	recs, results := PlanCreateTopics(s.img, reqs, 2, s.rnd)
+	recs, results := PlanCreateTopics(s.img, reqs, 2, s.rnd, s.downCopy())
 	s.t.Logf("%s: create topics %+v: %d records", s.step, reqs, len(recs))
 	s.commit(recs)
 	for i, res := range results {
@@ -1080,12 +1080,13 @@ func (s *seqRun) createTopics(reqs []CreateTopic) {
 }
 
 // checkNewPartitions checks topic t's partitions from index first on, just
-// created: the ISR is the live replicas and the leader the first of them
-// (partitionRecords), at epoch 0.
+// created: the ISR is the eligible replicas (live, not shutting down) and the
+// leader the first of them (partitionRecords), at epoch 0; a replica placed
+// automatically is never one shutting down.
 func (s *seqRun) checkNewPartitions(t *metadata.Topic, first int) {
 	rf := len(t.Partitions[0].Replicas)
 	for _, p := range t.Partitions[first:] {
-		live := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return !s.img.IsLive(id) })
+		live := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return !s.eligible(s.img, id) })
 		leader := metadata.NoLeader
 		if len(live) > 0 {
 			leader = live[0]
@@ -1108,7 +1109,7 @@ func (s *seqRun) createPartitions() {
 		req.Assignment = s.drawAssignment(int(req.Count)-have, rapid.IntRange(1, 3).Draw(s.t, "rf"))
 	}
 	prev := s.img
-	recs, results := PlanCreatePartitions(s.img, []CreatePartitions{req})
+	recs, results := PlanCreatePartitions(s.img, []CreatePartitions{req}, s.downCopy())
 	s.t.Logf("%s: create partitions %+v: %d records, %+v", s.step, req, len(recs), results)
 	s.refused("CreatePartitions", recs, results[0].Err)
 	s.commit(recs)

@@ -21,7 +21,7 @@ func TestPlanRemoteStorageRefusedForCompactedTopics(t *testing.T) {
 		t.Fatalf("remote storage with cleanup.policy=delete: %v", res[0].Err)
 	}
 	_, err := planCreateTopic(base, CreateTopic{Name: "tiered", NumPartitions: 1, ReplicationFactor: 1,
-		Configs: map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}}, 1, nil)
+		Configs: map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}}, 1, nil, nil)
 	if !errors.Is(err, metadata.ErrInvalidConfig) {
 		t.Fatalf("creating a compacted tiered topic: %v", err)
 	}

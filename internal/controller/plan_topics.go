@@ -80,8 +80,9 @@ type CreatePartitionsResult struct {
 // checked in order, each against the image as the earlier ones leave it, so a
 // request cannot create two colliding names. The records of every topic that
 // passed are returned for one proposal; the results say which failed and why.
-// Topic ids are read from rnd.
-func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions int32, rnd io.Reader) ([]metadata.Record, []CreateTopicResult) {
+// Topic ids are read from rnd. Brokers in controlled shutdown (down) get no
+// new replica, and lead nor join the ISR of none, as in Kafka.
+func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown) ([]metadata.Record, []CreateTopicResult) {
 	dups := duplicates(len(reqs), func(i int) string { return reqs[i].Name })
 	results := make([]CreateTopicResult, len(reqs))
 	total := 0
@@ -107,7 +108,7 @@ func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions
 			res.Err = fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, req.Name)
 			continue
 		}
-		topicRecs, err := planCreateTopic(img, req, defaultPartitions, rnd)
+		topicRecs, err := planCreateTopic(img, req, defaultPartitions, rnd, down)
 		if err == nil {
 			img, err = metadata.ApplyAll(img, topicRecs)
 		}
@@ -125,7 +126,7 @@ func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions
 	return recs, results
 }
 
-func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int32, rnd io.Reader) ([]metadata.Record, error) {
+func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown) ([]metadata.Record, error) {
 	if err := metadata.ValidateTopicName(req.Name); err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 			return nil, fmt.Errorf("%w: a manual assignment needs partitions and replication factor -1",
 				metadata.ErrInvalidRequest)
 		}
-		if err := checkAssignment(img, req.Assignment, -1, 0); err != nil {
+		if err := checkAssignment(img, req.Assignment, -1, 0, down); err != nil {
 			return nil, err
 		}
 		assignment = req.Assignment
@@ -161,22 +162,24 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 		if n < 1 || n > metadata.MaxPartitions {
 			return nil, fmt.Errorf("%w: %d partitions (want 1 to %d)", metadata.ErrInvalidPartitions, n, metadata.MaxPartitions)
 		}
-		live := img.LiveBrokers()
 		rf := int(req.ReplicationFactor)
 		if rf == -1 {
-			rf = min(maxDefaultReplicationFactor, len(live))
+			// Of the live brokers, so that a rolling restart does not
+			// change a new topic's replication factor for good.
+			rf = min(maxDefaultReplicationFactor, len(img.LiveBrokers()))
 		}
-		if err := checkReplicationFactor(rf, len(live)); err != nil {
+		usable := usableBrokers(img, down)
+		if err := checkReplicationFactor(rf, len(usable)); err != nil {
 			return nil, err
 		}
-		assignment = placeReplicasOnRacks(img, live, int(n), rf, img.NumPartitions())
+		assignment = placeReplicasOnRacks(img, usable, int(n), rf, img.NumPartitions())
 	}
 	id, err := newTopicID(img, rnd)
 	if err != nil {
 		return nil, err
 	}
 	recs := []metadata.Record{&metadata.TopicRecord{Name: req.Name, ID: id, Configs: req.Configs}}
-	return append(recs, partitionRecords(img, id, 0, assignment)...), nil
+	return append(recs, partitionRecords(img, id, 0, assignment, down)...), nil
 }
 
 // checkReplicationFactor refuses a replication factor below 1 or above the
@@ -196,8 +199,9 @@ func checkReplicationFactor(rf, live int) error {
 // checkAssignment validates a manual assignment of the partitions numbered
 // from first, as Kafka's controller does and with its messages: each
 // partition's replicas pass checkReplicas, there are rf of them (or, with rf -1,
-// as many as the first partition's), and at least one is live.
-func checkAssignment(img *metadata.Image, assignment [][]int32, rf int, first int32) error {
+// as many as the first partition's), and at least one is live and not in
+// controlled shutdown (down).
+func checkAssignment(img *metadata.Image, assignment [][]int32, rf int, first int32, down ShuttingDown) error {
 	if len(assignment) > metadata.MaxPartitions {
 		return fmt.Errorf("%w: %d partitions (limit %d)", metadata.ErrInvalidPartitions, len(assignment), metadata.MaxPartitions)
 	}
@@ -213,7 +217,7 @@ func checkAssignment(img *metadata.Image, assignment [][]int32, rf int, first in
 				"The manual partition assignment includes a partition with %d replica(s), "+
 					"but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 		}
-		if !slices.ContainsFunc(replicas, img.IsLive) {
+		if !slices.ContainsFunc(replicas, eligible(img, down)) {
 			return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
 				"All brokers specified in the manual partition assignment for partition %d "+
 					"are fenced or in controlled shutdown.", first+int32(i))
@@ -245,11 +249,14 @@ func checkReplicas(img *metadata.Image, replicas []int32) error {
 }
 
 // partitionRecords creates partitions first, first+1, ... with the given
-// replicas; the ISR is the live replicas and the leader the first of them.
-func partitionRecords(img *metadata.Image, id metadata.UUID, first int32, assignment [][]int32) []metadata.Record {
+// replicas; the ISR is the live replicas not in controlled shutdown (down), as
+// Kafka's (a broker shutting down joins once it is back and caught up), and
+// the leader the first of them.
+func partitionRecords(img *metadata.Image, id metadata.UUID, first int32, assignment [][]int32, down ShuttingDown) []metadata.Record {
 	recs := make([]metadata.Record, 0, len(assignment))
+	usable := eligible(img, down)
 	for i, replicas := range assignment {
-		isr := slices.DeleteFunc(slices.Clone(replicas), func(b int32) bool { return !img.IsLive(b) })
+		isr := slices.DeleteFunc(slices.Clone(replicas), func(b int32) bool { return !usable(b) })
 		leader := metadata.NoLeader
 		if len(isr) > 0 {
 			leader = isr[0]
@@ -352,8 +359,9 @@ func PlanDeleteTopics(img *metadata.Image, refs []TopicRef) ([]metadata.Record, 
 }
 
 // PlanCreatePartitions plans a CreatePartitions request against img. New
-// partitions keep the topic's replication factor.
-func PlanCreatePartitions(img *metadata.Image, reqs []CreatePartitions) ([]metadata.Record, []CreatePartitionsResult) {
+// partitions keep the topic's replication factor. Brokers in controlled
+// shutdown (down) are left out as by PlanCreateTopics.
+func PlanCreatePartitions(img *metadata.Image, reqs []CreatePartitions, down ShuttingDown) ([]metadata.Record, []CreatePartitionsResult) {
 	dups := duplicates(len(reqs), func(i int) string { return reqs[i].Topic })
 	results := make([]CreatePartitionsResult, len(reqs))
 	added := 0
@@ -373,7 +381,7 @@ func PlanCreatePartitions(img *metadata.Image, reqs []CreatePartitions) ([]metad
 			results[i].Err = fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, req.Topic)
 			continue
 		}
-		topicRecs, err := planCreatePartitions(img, req)
+		topicRecs, err := planCreatePartitions(img, req, down)
 		if err == nil {
 			img, err = metadata.ApplyAll(img, topicRecs)
 		}
@@ -386,7 +394,7 @@ func PlanCreatePartitions(img *metadata.Image, reqs []CreatePartitions) ([]metad
 	return recs, results
 }
 
-func planCreatePartitions(img *metadata.Image, req CreatePartitions) ([]metadata.Record, error) {
+func planCreatePartitions(img *metadata.Image, req CreatePartitions, down ShuttingDown) ([]metadata.Record, error) {
 	t := img.Topic(req.Topic)
 	if t == nil {
 		return nil, fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, req.Topic)
@@ -409,18 +417,24 @@ func planCreatePartitions(img *metadata.Image, req CreatePartitions) ([]metadata
 				"Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
 				req.Count-have, len(req.Assignment))
 		}
-		if err := checkAssignment(img, req.Assignment, rf, have); err != nil {
+		if err := checkAssignment(img, req.Assignment, rf, have, down); err != nil {
 			return nil, err
 		}
 		assignment = req.Assignment
 	} else {
-		live := img.LiveBrokers()
-		if err := checkReplicationFactor(rf, len(live)); err != nil {
+		usable := usableBrokers(img, down)
+		if err := checkReplicationFactor(rf, len(usable)); err != nil {
 			return nil, err
 		}
-		assignment = placeReplicasOnRacks(img, live, int(req.Count-have), rf, img.NumPartitions())
+		assignment = placeReplicasOnRacks(img, usable, int(req.Count-have), rf, img.NumPartitions())
 	}
-	return partitionRecords(img, t.ID, have, assignment), nil
+	return partitionRecords(img, t.ID, have, assignment, down), nil
+}
+
+// usableBrokers is the live brokers not in controlled shutdown: those new
+// replicas are placed on, as Kafka's replica placer takes them.
+func usableBrokers(img *metadata.Image, down ShuttingDown) []int32 {
+	return slices.DeleteFunc(img.LiveBrokers(), func(id int32) bool { return down[id] })
 }
 
 func sortedKeys(m map[string]string) []string {

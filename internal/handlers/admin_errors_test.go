@@ -67,7 +67,7 @@ func (c *planCluster) apply(recs []metadata.Record, validateOnly bool) error {
 func (c *planCluster) CreateTopics(_ context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs, res := controller.PlanCreateTopics(c.img, reqs, 1, rand.Reader)
+	recs, res := controller.PlanCreateTopics(c.img, reqs, 1, rand.Reader, nil)
 	return res, c.apply(recs, validateOnly)
 }
 
@@ -81,7 +81,7 @@ func (c *planCluster) DeleteTopics(_ context.Context, refs []controller.TopicRef
 func (c *planCluster) CreatePartitions(_ context.Context, reqs []controller.CreatePartitions, validateOnly bool) ([]controller.CreatePartitionsResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs, res := controller.PlanCreatePartitions(c.img, reqs)
+	recs, res := controller.PlanCreatePartitions(c.img, reqs, nil)
 	return res, c.apply(recs, validateOnly)
 }
 
