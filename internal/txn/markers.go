@@ -97,19 +97,25 @@ func (b BrokerMarkers) send(ctx context.Context, leader int32, m Markers, tps []
 	if err != nil || len(resp.Markers) != 1 {
 		return tps, false
 	}
-	var failed []TopicPartition
 	fenced := false
+	written := make(map[TopicPartition]bool, len(tps))
 	for _, t := range resp.Markers[0].Topics {
 		for _, p := range t.Partitions {
 			switch p.ErrorCode {
 			case 0, kerr.UnknownTopicOrPartition.Code, kerr.InvalidProducerEpoch.Code:
 				// Written, gone, or superseded by a newer epoch of the producer
 				// (whose own markers end what this one would have).
+				written[TopicPartition{t.Topic, p.Partition}] = true
 			case kerr.TransactionCoordinatorFenced.Code:
 				fenced = true
-			default:
-				failed = append(failed, TopicPartition{t.Topic, p.Partition})
 			}
+		}
+	}
+	// A partition the answer leaves out is not written either.
+	var failed []TopicPartition
+	for _, tp := range tps {
+		if !written[tp] {
+			failed = append(failed, tp)
 		}
 	}
 	return failed, fenced
