@@ -12,7 +12,7 @@ import (
 
 // OffsetCommit serves OffsetCommit v2-v9. Members of a group commit with their member
 // id and generation; a group without members also accepts "simple" commits
-// (generation -1, no member id) from consumers that assign partitions themselves. The
+// (generation -1) from consumers that assign partitions themselves. The
 // answer comes once the records are appended (OffsetStore.Append returned); if ctx
 // ends first the commit still completes and the response says REQUEST_TIMED_OUT.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -146,9 +146,10 @@ func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 	return 0, acc
 }
 
-// validateCommitLocked is Kafka's offset commit check: a request naming a member or
-// generation must come from a current member of the current generation; a simple
-// commit is allowed only while the group has no members; nothing is accepted while a
+// validateCommitLocked is Kafka's offset commit check: a group without members
+// accepts generation -1 whatever member id it names; otherwise a request naming a
+// member or generation must come from a current member of the current generation,
+// and a simple one (no member, generation -1) is refused; nothing is accepted while a
 // rebalance waits for the leader's assignment. A consumer group checks member epochs
 // instead (validateConsumerCommitLocked), sometimes per partition.
 func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16, perPartition bool) {
@@ -167,17 +168,21 @@ func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16,
 	return g.validateClassicCommitLocked(req), false
 }
 
+// validateClassicCommitLocked is Kafka's ClassicGroup check: an Empty group
+// accepts generation -1 whatever member id it names.
 func (g *group) validateClassicCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
+	if req.Generation < 0 && g.state == stateEmpty {
+		return 0
+	}
 	instance := deref(req.InstanceID)
-	if req.Generation >= 0 || req.MemberID != "" || instance != "" {
-		if code := g.validateMemberLocked(req.MemberID, instance); code != 0 {
-			return code
-		}
-		if req.Generation != g.generation {
-			return kerr.IllegalGeneration.Code
-		}
-	} else if g.state != stateEmpty {
+	if req.Generation < 0 && req.MemberID == "" && instance == "" {
 		return kerr.UnknownMemberID.Code
+	}
+	if code := g.validateMemberLocked(req.MemberID, instance); code != 0 {
+		return code
+	}
+	if req.Generation != g.generation {
+		return kerr.IllegalGeneration.Code
 	}
 	if g.state == stateCompletingRebalance {
 		return kerr.RebalanceInProgress.Code
