@@ -45,11 +45,16 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 		setAll(code)
 		return
 	}
-	// Only a commit outside group management creates a group; anything else for an
-	// unknown group comes from an older generation.
+	// Only a commit outside group management (generation -1) creates a group;
+	// anything else for an unknown group is GROUP_ID_NOT_FOUND from v9, and
+	// before it ILLEGAL_GENERATION (as Kafka).
 	g := p.lookup(c, req.Group, req.Generation < 0)
 	if g == nil {
-		setAll(kerr.IllegalGeneration.Code)
+		code := kerr.IllegalGeneration.Code
+		if req.Version >= 9 {
+			code = kerr.GroupIDNotFound.Code
+		}
+		setAll(code)
 		return
 	}
 
