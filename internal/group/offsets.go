@@ -550,17 +550,21 @@ func (c *Coordinator) expireOffsets() {
 }
 
 // expiredLocked returns the offsets whose retention passed, following Kafka (KIP-211):
-// offsets of an Empty group expire OffsetsRetention after it became Empty (after their
-// commit when that time is unknown); offsets of a group that never had members expire
-// OffsetsRetention after their commit; a Stable consumer group's offsets of topics it
-// no longer subscribes to expire OffsetsRetention after their commit; an offset
-// committed with an explicit retention time (v2-v4) expires at that time. Offsets with
-// a commit in flight never expire.
+// offsets of an Empty classic group expire OffsetsRetention after it became Empty
+// (after their commit when that time is unknown); offsets of a group that never had
+// members expire OffsetsRetention after their commit; a Stable classic consumer
+// group's offsets of topics it no longer subscribes to, and a KIP-848 consumer group's
+// of topics no member subscribes to (every topic once it is Empty), expire
+// OffsetsRetention after their commit; an offset committed with an explicit retention
+// time (v2-v4) expires at that time. Offsets with a commit in flight never expire.
 func (g *group) expiredLocked(now time.Time) []topicPartition {
 	retention := g.c.cfg.OffsetsRetention
 	var base func(o offsetCommit) time.Time
 	skipSubscribed := false
 	switch {
+	case g.cg != nil:
+		base = func(o offsetCommit) time.Time { return o.commitTime }
+		skipSubscribed = true
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(o offsetCommit) time.Time {
 			if !g.stateTime.IsZero() {
