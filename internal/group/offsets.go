@@ -389,9 +389,11 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 // removeOffsetsLocked queues tombstones for the committed offsets among tps and, when
 // that leaves an Empty group without offsets that is not a share group (or
 // deleteGroup is set), for the group itself and its streams records, which is Dead
-// until the write lands (and Empty again if it fails). Deleting
-// the group also covers commits still in flight: they precede the tombstones in the
-// log. It reports whether anything was queued; done then runs after the append.
+// until the write lands (and Empty again if it fails). A commit still in flight
+// counts as committed, as in Kafka, where it applies at once: it precedes the
+// tombstone in the log and its done runs first, so both the group and a replay end
+// without the offset. It reports whether anything was queued; done then runs after
+// the append.
 func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done func(error)) bool {
 	var recs, stRecs []Record
 	var gone []topicPartition
@@ -402,7 +404,7 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 		}
 	}
 	for _, tp := range tps {
-		if _, ok := g.offsets[tp]; ok {
+		if _, ok := g.offsets[tp]; ok || g.pendingCommits[tp] > 0 {
 			add(tp)
 		}
 	}
