@@ -514,11 +514,11 @@ func (c *Coordinator) TopicsDeleted(topics ...string) {
 	}
 }
 
-// removeTopicsLocked queues tombstones for the group's offsets of topics; it
-// reports whether it queued any.
+// removeTopicsLocked queues tombstones for the group's offsets of topics,
+// commits in flight included; it reports whether it queued any.
 func (g *group) removeTopicsLocked(topics []string) bool {
 	var gone []topicPartition
-	for _, tp := range sortedKeys(g.offsets) {
+	for _, tp := range append(sortedKeys(g.offsets), sortedKeys(g.pendingCommits)...) {
 		if slices.Contains(topics, tp.topic) {
 			gone = append(gone, tp)
 		}
