@@ -756,12 +756,11 @@ func (g *group) stopConsumerTimersLocked() {
 // validateConsumerCommitLocked is OffsetCommit's check for a consumer group; it
 // returns a request-level code, or 0 with perPartition set when each partition
 // must be checked with commitPartitionCodeLocked (an older epoch, KIP-1251).
+// Without members, epoch -1 is accepted whatever member id it names (a member
+// that left and assigns its partitions itself keeps its id).
 func (g *group) validateConsumerCommitLocked(req *kmsg.OffsetCommitRequest) (code int16, perPartition bool) {
 	cg := g.cg
-	if req.Generation < 0 && req.MemberID == "" && deref(req.InstanceID) == "" {
-		if len(cg.members) > 0 {
-			return kerr.UnknownMemberID.Code, false
-		}
+	if req.Generation < 0 && len(cg.members) == 0 {
 		return 0, false
 	}
 	m := cg.members[req.MemberID]

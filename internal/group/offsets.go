@@ -12,7 +12,7 @@ import (
 
 // OffsetCommit serves OffsetCommit v2-v9. Members of a group commit with their member
 // id and generation; a group without members also accepts "simple" commits
-// (generation -1, no member id) from consumers that assign partitions themselves. The
+// (generation -1) from consumers that assign partitions themselves. The
 // answer comes once the records are appended (OffsetStore.Append returned); if ctx
 // ends first the commit still completes and the response says REQUEST_TIMED_OUT.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -45,11 +45,16 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 		setAll(code)
 		return
 	}
-	// Only a commit outside group management creates a group; anything else for an
-	// unknown group comes from an older generation.
+	// Only a commit outside group management (generation -1) creates a group;
+	// anything else for an unknown group is GROUP_ID_NOT_FOUND from v9, and
+	// before it ILLEGAL_GENERATION (as Kafka).
 	g := p.lookup(c, req.Group, req.Generation < 0)
 	if g == nil {
-		setAll(kerr.IllegalGeneration.Code)
+		code := kerr.IllegalGeneration.Code
+		if req.Version >= 9 {
+			code = kerr.GroupIDNotFound.Code
+		}
+		setAll(code)
 		return
 	}
 
@@ -146,9 +151,10 @@ func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 	return 0, acc
 }
 
-// validateCommitLocked is Kafka's offset commit check: a request naming a member or
-// generation must come from a current member of the current generation; a simple
-// commit is allowed only while the group has no members; nothing is accepted while a
+// validateCommitLocked is Kafka's offset commit check: a group without members
+// accepts generation -1 whatever member id it names; otherwise a request naming a
+// member or generation must come from a current member of the current generation,
+// and a simple one (no member, generation -1) is refused; nothing is accepted while a
 // rebalance waits for the leader's assignment. A consumer group checks member epochs
 // instead (validateConsumerCommitLocked), sometimes per partition.
 func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16, perPartition bool) {
@@ -167,17 +173,21 @@ func (g *group) validateCommitLocked(req *kmsg.OffsetCommitRequest) (code int16,
 	return g.validateClassicCommitLocked(req), false
 }
 
+// validateClassicCommitLocked is Kafka's ClassicGroup check: an Empty group
+// accepts generation -1 whatever member id it names.
 func (g *group) validateClassicCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
+	if req.Generation < 0 && g.state == stateEmpty {
+		return 0
+	}
 	instance := deref(req.InstanceID)
-	if req.Generation >= 0 || req.MemberID != "" || instance != "" {
-		if code := g.validateMemberLocked(req.MemberID, instance); code != 0 {
-			return code
-		}
-		if req.Generation != g.generation {
-			return kerr.IllegalGeneration.Code
-		}
-	} else if g.state != stateEmpty {
+	if req.Generation < 0 && req.MemberID == "" && instance == "" {
 		return kerr.UnknownMemberID.Code
+	}
+	if code := g.validateMemberLocked(req.MemberID, instance); code != 0 {
+		return code
+	}
+	if req.Generation != g.generation {
+		return kerr.IllegalGeneration.Code
 	}
 	if g.state == stateCompletingRebalance {
 		return kerr.RebalanceInProgress.Code
@@ -379,9 +389,11 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 // removeOffsetsLocked queues tombstones for the committed offsets among tps and, when
 // that leaves an Empty group without offsets that is not a share group (or
 // deleteGroup is set), for the group itself and its streams records, which is Dead
-// until the write lands (and Empty again if it fails). Deleting
-// the group also covers commits still in flight: they precede the tombstones in the
-// log. It reports whether anything was queued; done then runs after the append.
+// until the write lands (and Empty again if it fails). A commit still in flight
+// counts as committed, as in Kafka, where it applies at once: it precedes the
+// tombstone in the log and its done runs first, so both the group and a replay end
+// without the offset. It reports whether anything was queued; done then runs after
+// the append.
 func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done func(error)) bool {
 	var recs, stRecs []Record
 	var gone []topicPartition
@@ -392,7 +404,7 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 		}
 	}
 	for _, tp := range tps {
-		if _, ok := g.offsets[tp]; ok {
+		if _, ok := g.offsets[tp]; ok || g.pendingCommits[tp] > 0 {
 			add(tp)
 		}
 	}
@@ -502,11 +514,11 @@ func (c *Coordinator) TopicsDeleted(topics ...string) {
 	}
 }
 
-// removeTopicsLocked queues tombstones for the group's offsets of topics; it
-// reports whether it queued any.
+// removeTopicsLocked queues tombstones for the group's offsets of topics,
+// commits in flight included; it reports whether it queued any.
 func (g *group) removeTopicsLocked(topics []string) bool {
 	var gone []topicPartition
-	for _, tp := range sortedKeys(g.offsets) {
+	for _, tp := range append(sortedKeys(g.offsets), sortedKeys(g.pendingCommits)...) {
 		if slices.Contains(topics, tp.topic) {
 			gone = append(gone, tp)
 		}
@@ -540,17 +552,21 @@ func (c *Coordinator) expireOffsets() {
 }
 
 // expiredLocked returns the offsets whose retention passed, following Kafka (KIP-211):
-// offsets of an Empty group expire OffsetsRetention after it became Empty (after their
-// commit when that time is unknown); offsets of a group that never had members expire
-// OffsetsRetention after their commit; a Stable consumer group's offsets of topics it
-// no longer subscribes to expire OffsetsRetention after their commit; an offset
-// committed with an explicit retention time (v2-v4) expires at that time. Offsets with
-// a commit in flight never expire.
+// offsets of an Empty classic group expire OffsetsRetention after it became Empty
+// (after their commit when that time is unknown); offsets of a group that never had
+// members expire OffsetsRetention after their commit; a Stable classic consumer
+// group's offsets of topics it no longer subscribes to, and a KIP-848 consumer group's
+// of topics no member subscribes to (every topic once it is Empty), expire
+// OffsetsRetention after their commit; an offset committed with an explicit retention
+// time (v2-v4) expires at that time. Offsets with a commit in flight never expire.
 func (g *group) expiredLocked(now time.Time) []topicPartition {
 	retention := g.c.cfg.OffsetsRetention
 	var base func(o offsetCommit) time.Time
 	skipSubscribed := false
 	switch {
+	case g.cg != nil:
+		base = func(o offsetCommit) time.Time { return o.commitTime }
+		skipSubscribed = true
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(o offsetCommit) time.Time {
 			if !g.stateTime.IsZero() {

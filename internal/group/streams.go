@@ -1087,14 +1087,11 @@ func (g *group) stopStreamsTimersLocked() {
 }
 
 // validateStreamsCommitLocked is OffsetCommit's check for a streams group, as
-// Kafka's StreamsGroup: an admin commit (no member, no epoch) only while the
-// group is empty, else the member's current epoch.
+// Kafka's StreamsGroup: epoch -1 while the group is empty (whatever member id it
+// names), else the member's current epoch.
 func (g *group) validateStreamsCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 	sg := g.st
-	if req.Generation < 0 && req.MemberID == "" && deref(req.InstanceID) == "" {
-		if len(sg.members) > 0 {
-			return kerr.UnknownMemberID.Code
-		}
+	if req.Generation < 0 && len(sg.members) == 0 {
 		return 0
 	}
 	m := sg.members[req.MemberID]
