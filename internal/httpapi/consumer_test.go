@@ -355,6 +355,8 @@ func TestConsumerErrors(t *testing.T) {
 		{"poll: max_records as a string", "POST", "/poll", `{"group":"g","topic":"cerrs","max_records":"5"}`, 400, "INVALID_REQUEST"},
 		{"poll: negative timeout", "GET", "/poll?group=g&topic=cerrs&timeout_ms=-1", nil, 400, "INVALID_REQUEST"},
 		{"poll: timeout too long", "GET", "/poll?group=g&topic=cerrs&timeout_ms=300001", nil, 400, "INVALID_REQUEST"},
+		{"poll: timeout of the largest int64", "POST", "/poll", `{"group":"g","topic":"cerrs","timeout_ms":9223372036854775807}`, 400, "INVALID_REQUEST"},
+		{"poll: session timeout of the largest int64", "POST", "/poll", `{"group":"g","topic":"cerrs","session_timeout_ms":9223372036854775807}`, 400, "INVALID_REQUEST"},
 		{"poll: non-integer query", "GET", "/poll?group=g&topic=cerrs&max_records=ten", nil, 400, "INVALID_REQUEST"},
 		{"poll: unknown query parameter", "GET", "/poll?group=g&topic=cerrs&offset=3", nil, 400, "INVALID_REQUEST"},
 		{"poll: repeated query parameter", "GET", "/poll?group=g&topic=cerrs&topic=x", nil, 400, "INVALID_REQUEST"},

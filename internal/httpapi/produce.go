@@ -147,7 +147,7 @@ func parseTimeout(field string, ms *int64, def time.Duration, zeroOK bool) (time
 	if ms == nil {
 		return def, nil
 	}
-	if *ms < 0 || (*ms == 0 && !zeroOK) || time.Duration(*ms)*time.Millisecond > maxTimeout {
+	if *ms < 0 || (*ms == 0 && !zeroOK) || *ms > maxTimeout.Milliseconds() { // compared in ms: the product overflows
 		low := "1"
 		if zeroOK {
 			low = "0"

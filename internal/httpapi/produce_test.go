@@ -265,6 +265,8 @@ func TestProduceErrors(t *testing.T) {
 		{"fractional partition", "/produce", `{"topic":"errs","partition":0.5}`, 400, "INVALID_REQUEST"},
 		{"huge partition", "/produce", `{"topic":"errs","partition":99999999999}`, 400, "INVALID_REQUEST"},
 		{"zero timeout", "/produce", `{"topic":"errs","timeout_ms":0}`, 400, "INVALID_REQUEST"},
+		// Once accepted (its nanoseconds overflowed): appended, then answered 504.
+		{"timeout of the largest int64", "/produce", `{"topic":"errs","value":1,"timeout_ms":9223372036854775807}`, 400, "INVALID_REQUEST"},
 		{"negative timestamp", "/produce", `{"topic":"errs","timestamp":-5}`, 400, "INVALID_REQUEST"},
 		{"header without a string key", "/produce", `{"topic":"errs","headers":[{"key":1}]}`, 400, "INVALID_REQUEST"},
 		{"unknown topic", "/produce", `{"topic":"nope","value":1}`, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
