@@ -68,22 +68,22 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		w        *replica.Watcher
 		deadline = time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 
-		resp                 *kmsg.FetchResponse
-		files                map[*kmsg.FetchResponseTopicPartition]*fileRecords
-		total                int
-		watched              []watchedPartition
-		throttled            time.Duration
-		redirected, mustRead = false, true
+		resp                *kmsg.FetchResponse
+		files               map[*kmsg.FetchResponseTopicPartition]*fileRecords
+		total               int
+		watched             []watchedPartition
+		throttled           time.Duration
+		answerNow, mustRead = false, true
 	)
 	for {
 		if mustRead {
-			resp, files, total, watched, throttled, redirected = h.readFetch(read, replicaID, readable)
+			resp, files, total, watched, throttled, answerNow = h.readFetch(read, replicaID, readable)
 		}
 		wait := deadline
 		if throttled > 0 {
 			wait = minTime(deadline, time.Now().Add(throttled))
 		}
-		if total >= int(req.MinBytes) || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 || redirected {
+		if total >= int(req.MinBytes) || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 || answerNow {
 			files = session.finish(resp, files)
 			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
@@ -193,12 +193,12 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 // preferred read replica (the answer then goes out at once).
 func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (
 	resp *kmsg.FetchResponse, files map[*kmsg.FetchResponseTopicPartition]*fileRecords, total int, watched []watchedPartition,
-	throttled time.Duration, redirected bool) {
+	throttled time.Duration, answerNow bool) {
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	files = map[*kmsg.FetchResponseTopicPartition]*fileRecords{}
 	img := h.cluster.Image()
-	budget := int(req.MaxBytes)
-	if req.Version < 3 || budget <= 0 {
+	budget := int(req.MaxBytes) // 0: the first batch found only, as Kafka reads it
+	if req.Version < 3 {
 		budget = int(^uint32(0) >> 1)
 	}
 	now := time.Now()
@@ -250,13 +250,14 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				hintFetchLeader(img, resp, name, sp)
+				answerNow = true // as Kafka, whose wait ends on an error reading a partition
 				continue
 			}
 			if anyReplica && h.cfg.RackAwareReplicaSelector && p.IsLeader() {
 				if id := preferredReadReplica(img, p.ISR(), h.cfg.NodeID, req.Rack); id != noPreferredReplica {
 					sp.PreferredReadReplica = id
 					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
-					redirected = true
+					answerNow = true
 					continue
 				}
 			}
@@ -280,6 +281,12 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 						throttled = d
 					}
 				}
+				answerNow = answerNow || sp.DivergingEpoch.Epoch >= 0
+			} else if d := consumerDivergence(req, &rp, p); d != nil {
+				sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = d.Epoch, d.EndOffset
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.FetchLogStart(false)
+				answerNow = true
+				continue
 			} else if anyReplica {
 				res, err = p.ReadReplica(rp.FetchOffset, max(maxBytes, 1), iso)
 			} else {
@@ -295,6 +302,7 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				hintFetchLeader(img, resp, name, sp)
+				answerNow = true
 				continue
 			}
 			if len(res.Remote) > 0 {
@@ -327,12 +335,23 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			c.Release()
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
+				answerNow = true
 				continue
 			}
 			sp.RecordBatches = data
 		}
 	}
-	return resp, files, total, watched, throttled, redirected
+	return resp, files, total, watched, throttled, answerNow
+}
+
+// consumerDivergence is where a consumer's log view split from p's, for a
+// Fetch v12+ that names the epoch of the last batch it read (KIP-320): it is
+// told as a follower is (Kafka checks every reader's epoch), and reads nothing.
+func consumerDivergence(req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, p *replica.Partition) *replica.Diverging {
+	if req.Version < 12 {
+		return nil
+	}
+	return p.Diverging(rp.LastFetchedEpoch, rp.FetchOffset)
 }
 
 // readForFollower serves one partition of a follower's fetch, setting the

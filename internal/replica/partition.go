@@ -828,9 +828,9 @@ const (
 // (high-water mark, or last stable offset under read_committed) offset, the record with the largest timestamp, or the first
 // offset whose timestamp is at or after ts; on a tiered partition also the
 // last uploaded offset (-5) and the first not yet uploaded (-6), see
-// listOffsetTiered. Epoch is the leader epoch to answer with: the current one,
-// except for -5 and -6, where it is the epoch that wrote the offset (-1 for
-// none). Found is false when no committed record qualifies (Kafka then answers
+// listOffsetTiered. Epoch is the leader epoch to answer with: for latest the
+// current one, for the others the epoch that wrote the offset (-1 for none),
+// as Kafka answers. Found is false when no committed record qualifies (Kafka then answers
 // offset -1). While a new leader's HWM is below the
 // start of its leadership (it inherited a HWM that may lag the one its predecessor
 // served), "latest", and any lookup that finds nothing below the HWM, fail with
@@ -862,7 +862,8 @@ func (p *Partition) ListOffset(ctx context.Context, ts int64, iso Isolation) (of
 		}
 		return limit, -1, p.LeaderEpoch(), true, nil
 	case EarliestTimestamp, EarliestLocalTimestamp:
-		return p.log.LogStartOffset(), -1, p.LeaderEpoch(), true, nil
+		start := p.log.LogStartOffset()
+		return start, -1, p.log.EpochAt(start), true, nil
 	}
 	var off, t int64
 	var ok bool
@@ -881,7 +882,7 @@ func (p *Partition) ListOffset(ctx context.Context, ts int64, iso Isolation) (of
 	if !ok || off >= limit {
 		return -1, -1, -1, false, notYet
 	}
-	return off, t, p.LeaderEpoch(), true, nil
+	return off, t, p.log.EpochAt(off), true, nil // the epoch that wrote it, as Kafka answers
 }
 
 // DeleteRecords moves the log start offset up to offset (-1: the high-water mark)

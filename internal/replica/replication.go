@@ -167,6 +167,14 @@ type FollowerFetchRequest struct {
 	MaxBytes         int
 }
 
+// Diverging tells a reader fetching at fetchOffset after a batch of
+// lastFetchedEpoch (Fetch v12+, KIP-320) where its log split from this
+// replica's, or nil when it did not (or names no epoch); a consumer is told
+// as a follower is, and reads nothing until it moves back.
+func (p *Partition) Diverging(lastFetchedEpoch int32, fetchOffset int64) *Diverging {
+	return divergence(lastFetchedEpoch, fetchOffset, p.log.EndOffsetForEpoch)
+}
+
 // ReadForFollower serves a replica fetch: it checks the follower's view of the log
 // against the leader's (divergence by epoch), records the follower's progress
 // (which may advance the HWM or earn it a place in the ISR), and reads from

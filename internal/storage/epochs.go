@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -84,6 +85,19 @@ func (c *epochCache) endOffsetFor(requested int32, logEndOffset int64) (int32, i
 	default:
 		return c.entries[higher-1].Epoch, c.entries[higher].StartOffset
 	}
+}
+
+// epochAt is the epoch of the entry that holds offset (the last starting at
+// or below it), or UndefinedEpoch when none does.
+func (c *epochCache) epochAt(offset int64) int32 {
+	i, found := slices.BinarySearchFunc(c.entries, offset, func(e EpochEntry, o int64) int { return cmp.Compare(e.StartOffset, o) })
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return UndefinedEpoch
+	}
+	return c.entries[i].Epoch
 }
 
 // truncateFromEnd drops entries starting at or after end (the log was truncated to

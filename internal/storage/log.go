@@ -791,6 +791,14 @@ func (l *Log) publishEpochLocked() {
 // UndefinedEpoch.
 func (l *Log) LatestEpoch() int32 { return l.mu.latestEpoch.Load() }
 
+// EpochAt is the leader epoch that wrote offset, by the epoch cache (a
+// ListOffsets answer's epoch, as Kafka's), or UndefinedEpoch.
+func (l *Log) EpochAt(offset int64) int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.epochAt(offset)
+}
+
 // Epochs returns a copy of the leader-epoch cache, oldest first.
 func (l *Log) Epochs() []EpochEntry {
 	l.mu.RLock()

@@ -1,0 +1,339 @@
+package handlers
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
+)
+
+var rulesTopicID = metadata.UUID{21}
+
+// fetchRulesHandlers is broker 1 leading topic "rv" (partitions partitions, a
+// replica set of one, leader epoch epoch), each partition holding batches
+// batches of ten 100-byte records.
+func fetchRulesHandlers(t *testing.T, partitions, batches int, epoch int32) (*replica.Manager, *Handlers, *metadata.Image) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	recs := []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "rv", ID: rulesTopicID},
+	}
+	for i := range int32(partitions) {
+		recs = append(recs, &metadata.PartitionRecord{TopicID: rulesTopicID, Partition: i, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch})
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int32(partitions) {
+		p, err := m.Partition("rv", i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range batches {
+			if _, err := p.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 100)}), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := int64(10 * batches)
+		wait.Within(t, 10*time.Second, "the HWM to reach the log end", func() bool { return p.HighWatermark() >= want })
+	}
+	return m, New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }, FetchSessionCacheSlots: 10}, fakeCluster{img: img}, m, nil, nil, logger), img
+}
+
+// fetchRequest is a consumer Fetch of version v naming "rv"'s partitions at offsets.
+func fetchRequest(v int16, maxBytes int32, offsets ...int64) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(v)
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, maxBytes, -1
+	if v >= 15 {
+		req.ReplicaState.ID = -1
+	}
+	rt := kmsg.NewFetchRequestTopic()
+	if v >= 13 {
+		rt.TopicID = rulesTopicID
+	} else {
+		rt.Topic = "rv"
+	}
+	for i, o := range offsets {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(i), o, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// batchesIn counts the record batches and records in b.
+func batchesIn(b []byte) (batches, records int) {
+	for len(b) >= 61 {
+		n := int(int32(uint32(b[8])<<24|uint32(b[9])<<16|uint32(b[10])<<8|uint32(b[11]))) + 12
+		if n > len(b) {
+			break
+		}
+		batches++
+		records += int(int32(uint32(b[57])<<24 | uint32(b[58])<<16 | uint32(b[59])<<8 | uint32(b[60])))
+		b = b[n:]
+	}
+	return
+}
+
+// reelect moves "rv"'s leadership, still on broker 1, to leader epoch epoch
+// and returns handlers serving the new image.
+func reelect(t *testing.T, m *replica.Manager, img *metadata.Image, partitions int, epoch int32) *Handlers {
+	t.Helper()
+	var recs []metadata.Record
+	for i := range int32(partitions) {
+		recs = append(recs, &metadata.PartitionChangeRecord{TopicID: rulesTopicID, Partition: i, BasePartitionEpoch: 0, Leader: 1, LeaderEpoch: epoch, ISR: []int32{1}})
+	}
+	img, err := metadata.ApplyAll(img, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(2)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition("rv", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.LeaderEpoch() != epoch {
+		t.Fatalf("leader epoch %d after the re-election, want %d", p.LeaderEpoch(), epoch)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }, FetchSessionCacheSlots: 10}, fakeCluster{img: img}, m, nil, nil, logger)
+}
+
+// TestFetchMaxBytesZero: a Fetch (v3+) whose response MaxBytes is 0 is
+// answered the first batch of the first partition with data and nothing
+// more, the one batch that may always exceed the limit, as Kafka answers it.
+// Strata used to read 0 as no limit and answer every partition's batches.
+func TestFetchMaxBytesZero(t *testing.T) {
+	_, h, _ := fetchRulesHandlers(t, 2, 3, 0)
+	resp := serve(t, h, fetchRequest(12, 0, 0, 0)).(*kmsg.FetchResponse)
+	var batches int
+	for _, p := range resp.Topics[0].Partitions {
+		b, _ := batchesIn(p.RecordBatches)
+		batches += b
+		if p.ErrorCode != 0 {
+			t.Fatalf("partition %d: error %d", p.Partition, p.ErrorCode)
+		}
+	}
+	if batches != 1 {
+		t.Fatalf("Fetch with MaxBytes 0 answered %d batches (of 6 on two partitions), want 1: only the first batch may exceed the response limit", batches)
+	}
+}
+
+// TestConsumerFetchDivergingEpoch: a consumer's Fetch v12+ whose
+// LastFetchedEpoch (KIP-320; franz-go validates positions this way) ended on
+// the leader before the fetch offset is answered the diverging epoch and no
+// records, as Kafka checks every reader's epoch: here epoch 1 is unknown, the
+// largest below it, 0, ends at 30, so DivergingEpoch {0, 30}. Strata used to
+// check followers only and hand the consumer the records.
+func TestConsumerFetchDivergingEpoch(t *testing.T) {
+	m, _, img := fetchRulesHandlers(t, 1, 3, 0) // offsets 0-29 written in epoch 0
+	h := reelect(t, m, img, 1, 3)
+	req := fetchRequest(12, 1<<20, 20)
+	rp := &req.Topics[0].Partitions[0]
+	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 3, 1
+	resp := serve(t, h, req).(*kmsg.FetchResponse)
+	p := resp.Topics[0].Partitions[0]
+	_, records := batchesIn(p.RecordBatches)
+	if p.DivergingEpoch.Epoch != 0 || p.DivergingEpoch.EndOffset != 30 || records != 0 {
+		t.Fatalf("consumer fetch at 20 with LastFetchedEpoch 1: error %d, diverging epoch {%d, %d}, %d records; want diverging epoch {0, 30} and no records, as Kafka answers",
+			p.ErrorCode, p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset, records)
+	}
+}
+
+// listOffsetsAt asks "rv" partition 0 for timestamp ts (ListOffsets v7).
+func listOffsetsAt(t *testing.T, h *Handlers, ts int64) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(7)
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "rv"
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 0, ts, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return serve(t, h, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+}
+
+// TestListOffsetsLeaderEpochOfRecord: ListOffsets answers a timestamp lookup
+// and earliest with the leader epoch that wrote the offset, as Kafka does.
+// Every record here was written in epoch 0 and the partition is now led in
+// epoch 3; Strata used to answer 3, so a consumer that seeked there validated
+// its position (OffsetsForLeaderEpoch) against an epoch that never wrote it.
+func TestListOffsetsLeaderEpochOfRecord(t *testing.T) {
+	m, _, img := fetchRulesHandlers(t, 1, 3, 0)
+	h := reelect(t, m, img, 1, 3)
+	for _, tc := range []struct {
+		name string
+		ts   int64
+	}{{"timestamp 0 (the first record)", 0}, {"earliest", -2}} {
+		p := listOffsetsAt(t, h, tc.ts)
+		if p.ErrorCode != 0 || p.Offset != 0 {
+			t.Fatalf("%s: error %d offset %d", tc.name, p.ErrorCode, p.Offset)
+		}
+		if p.LeaderEpoch != 0 {
+			t.Errorf("%s: offset 0, written in epoch 0, answered with leader epoch %d; Kafka answers 0", tc.name, p.LeaderEpoch)
+		}
+	}
+}
+
+// firstOffsetOf is the base offset of the first batch in b, or -1.
+func firstOffsetOf(b []byte) int64 {
+	if len(b) < 61 {
+		return -1
+	}
+	var o int64
+	for i := range 8 {
+		o = o<<8 | int64(b[i])
+	}
+	return o
+}
+
+// TestFetchSessionClientWalk drives one incremental session as a client
+// does, over six partitions with a response limit that fits two, with
+// appends along the way: every partition's records come once each, in
+// order, and all of them.
+func TestFetchSessionClientWalk(t *testing.T) {
+	const parts = 6
+	m, h, _ := fetchRulesHandlers(t, parts, 4, 0)
+	pos := make([]int64, parts)
+	sent := make([]int64, parts) // what the session holds
+	var id, epoch int32
+	full := true
+	for round := range 60 {
+		if round == 10 || round == 25 {
+			for i := range int32(parts) {
+				p, _ := m.Partition("rv", i)
+				if _, err := p.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(10, 100)}), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range int32(parts) {
+				p, _ := m.Partition("rv", i)
+				want := p.LogEndOffset()
+				wait.Within(t, 10*time.Second, "the HWM", func() bool { return p.HighWatermark() >= want })
+			}
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.ReplicaID, req.MaxBytes = -1, 2500
+		req.SessionID, req.SessionEpoch = id, epoch
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "rv"
+		for i := range parts {
+			if full || pos[i] != sent[i] {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(i), pos[i], 1200
+				rt.Partitions = append(rt.Partitions, rp)
+				sent[i] = pos[i]
+			}
+		}
+		if len(rt.Partitions) > 0 {
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := serve(t, h, req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("round %d: error %d", round, resp.ErrorCode)
+		}
+		if full {
+			id, epoch, full = resp.SessionID, 1, false
+		} else {
+			epoch++
+		}
+		var got []string
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatalf("round %d: partition %d error %d", round, p.Partition, p.ErrorCode)
+				}
+				if len(p.RecordBatches) == 0 {
+					continue
+				}
+				first := firstOffsetOf(p.RecordBatches)
+				_, n := batchesIn(p.RecordBatches)
+				if first != pos[p.Partition] {
+					t.Fatalf("round %d: partition %d answered from %d, position %d", round, p.Partition, first, pos[p.Partition])
+				}
+				pos[p.Partition] += int64(n)
+				got = append(got, fmt.Sprintf("p%d:%d+%d", p.Partition, first, n))
+			}
+		}
+		t.Logf("round %d: %v %v", round, got, partitionsOf(resp))
+	}
+	for i, p := range pos {
+		if p != 60 {
+			t.Errorf("partition %d at %d, want 60", i, p)
+		}
+	}
+}
+
+// TestFetchErrorAnswersAtOnce: a long-polling Fetch (MinBytes 1, MaxWait 30 s)
+// one of whose partitions fails to read (here OFFSET_OUT_OF_RANGE, the fetch
+// offset past the log end) is answered at once, as Kafka answers when reading
+// any partition gave an error, so the consumer resets its position right away.
+// Strata used to answer only when MaxWait had passed.
+func TestFetchErrorAnswersAtOnce(t *testing.T) {
+	_, h, _ := fetchRulesHandlers(t, 1, 3, 0)
+	req := fetchRequest(12, 1<<20, 1000)
+	req.MinBytes, req.MaxWaitMillis = 1, 30000
+	start := time.Now()
+	resp := serve(t, h, req).(*kmsg.FetchResponse)
+	took := time.Since(start)
+	code := resp.Topics[0].Partitions[0].ErrorCode
+	if code != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("error code %d, want OFFSET_OUT_OF_RANGE", code)
+	}
+	if took > 10*time.Second {
+		t.Errorf("OFFSET_OUT_OF_RANGE answered after %v, want at once (Kafka answers a fetch with a partition error without waiting for MaxWait)", took.Round(time.Millisecond))
+	}
+}
+
+// TestFollowerDivergingEpochAnswersAtOnce: a follower's long-polling fetch
+// whose LastFetchedEpoch diverges from the leader's log is answered at once,
+// as Kafka does, so the follower truncates now; Strata used to wait for an
+// append, up to MaxWait, before telling it.
+func TestFollowerDivergingEpochAnswersAtOnce(t *testing.T) {
+	m, _, img := fetchRulesHandlers(t, 1, 3, 0) // offsets 0-29 in epoch 0
+	h := reelect(t, m, img, 1, 3)
+	req := fetchRequest(12, 1<<20, 20)
+	req.ReplicaID = 2
+	req.MinBytes, req.MaxWaitMillis = 1, 30000
+	rp := &req.Topics[0].Partitions[0]
+	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 3, 1
+	start := time.Now()
+	resp := serve(t, h, req).(*kmsg.FetchResponse)
+	took := time.Since(start)
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.DivergingEpoch.Epoch != 0 || p.DivergingEpoch.EndOffset != 30 {
+		t.Fatalf("follower fetch: error %d, diverging epoch {%d, %d}, want {0, 30}", p.ErrorCode, p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("diverging epoch answered after %v, want at once (Kafka does not hold a fetch that found a diverging epoch for MaxWait)", took.Round(time.Millisecond))
+	}
+}
