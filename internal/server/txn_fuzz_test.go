@@ -114,7 +114,9 @@ const txnFuzzWait = 8 * time.Second
 
 func newTxnFuzz(f *testing.F) *txnFuzz {
 	cfg := nodeConfig(f.TempDir())
-	cfg.TransactionStatePartitions = 1
+	// Few internal partitions: the first input creates them, within its wait
+	// also on a busy machine with the race detector.
+	cfg.TransactionStatePartitions, cfg.OffsetsTopicPartition = 1, 2
 	h := &txnFuzz{cfg: cfg, fs: vfs.NewMem(), panics: &panicRecorder{}}
 	h.start(f)
 	f.Cleanup(func() { h.node.Close() })
