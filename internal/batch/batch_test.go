@@ -288,9 +288,15 @@ func TestFindTimestamp(t *testing.T) {
 		c := bytes.Clone(b)
 		SetLogAppendTime(c, 9000)
 		h, _ := Validate(c)
-		off, ts, ok, err := FindTimestamp(&h, nil, 8000, 11)
+		off, ts, ok, err := FindTimestamp(&h, c[HeaderSize:], 8000, 11)
 		if err != nil || !ok || off != 11 || ts != 9000 {
 			t.Fatalf("got %d %d %v %v", off, ts, ok, err)
+		}
+		// A batch compaction emptied holds no record to answer.
+		empty := h
+		empty.NumRecords = 0
+		if _, _, ok, err := FindTimestamp(&empty, nil, 8000, 0); ok || err != nil {
+			t.Fatalf("an empty batch answered a record: %v %v", ok, err)
 		}
 	})
 	t.Run("malformed", func(t *testing.T) {

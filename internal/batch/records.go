@@ -5,17 +5,16 @@ import "encoding/binary"
 // FindTimestamp returns the offset and timestamp of the first record in a batch
 // whose timestamp is >= ts and whose offset is >= minOffset. records is the batch's
 // record section (the bytes after the header), already decompressed if the batch is
-// compressed. In a LogAppendTime batch every record carries the max timestamp, so
-// records is not read. A record that does not parse gives ErrBadRecord.
+// compressed. In a LogAppendTime batch every record carries the max timestamp;
+// its records are still walked, for the first offset a record holds (compaction
+// may have removed the others, or all: an empty batch holds none). A record
+// that does not parse gives ErrBadRecord.
 //
 // Each record starts with varint length, int8 attributes, varlong timestampDelta
 // (relative to firstTimestamp) and varint offsetDelta; the rest is skipped.
 func FindTimestamp(h *Header, records []byte, ts, minOffset int64) (offset, timestamp int64, ok bool, err error) {
-	if h.LogAppendTime() {
-		if h.MaxTimestamp < ts || h.LastOffset() < minOffset {
-			return 0, 0, false, nil
-		}
-		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true, nil
+	if h.LogAppendTime() && (h.MaxTimestamp < ts || h.LastOffset() < minOffset) {
+		return 0, 0, false, nil
 	}
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(records)
@@ -37,6 +36,9 @@ func FindTimestamp(h *Header, records []byte, ts, minOffset int64) (offset, time
 			return 0, 0, false, ErrBadRecord
 		}
 		o, t := h.BaseOffset+offDelta, h.FirstTimestamp+tsDelta
+		if h.LogAppendTime() {
+			t = h.MaxTimestamp
+		}
 		if t >= ts && o >= minOffset {
 			return o, t, true, nil
 		}

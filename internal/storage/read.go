@@ -463,8 +463,8 @@ var decompressor = kgo.DefaultDecompressor()
 // findInBatch reads the batch at pos and returns the first record in it with a
 // timestamp >= ts and an offset >= minOffset.
 func findInBatch(f vfs.File, pos int64, h *batch.Header, ts, minOffset int64) (int64, int64, bool, error) {
-	if h.LogAppendTime() {
-		return batch.FindTimestamp(h, nil, ts, minOffset)
+	if h.LogAppendTime() && (h.MaxTimestamp < ts || h.LastOffset() < minOffset) {
+		return 0, 0, false, nil // not read: no record of it qualifies
 	}
 	b, err := readBatchAt(f, pos, h.Size(), nil)
 	if err != nil {

@@ -349,9 +349,6 @@ func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64) (offset, timest
 
 // findInBatchBytes is findInBatch over a batch already in memory.
 func findInBatchBytes(b []byte, h *batch.Header, ts, minOffset int64) (int64, int64, bool, error) {
-	if h.LogAppendTime() {
-		return batch.FindTimestamp(h, nil, ts, minOffset)
-	}
 	records, err := decompressor.Decompress(b[batch.HeaderSize:], kgo.CompressionCodecType(h.Codec()))
 	if err != nil {
 		return 0, 0, false, err

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -111,5 +112,41 @@ func TestEmptyLogTimestamps(t *testing.T) {
 	}
 	if off, ts, err := l.MaxTimestamp(); off != -1 || ts != -1 || err != nil {
 		t.Fatalf("MaxTimestamp = %d, %d, %v", off, ts, err)
+	}
+}
+
+// TestOffsetForTimestampSkipsEmptyLogAppendTimeBatch: with
+// message.timestamp.type=LogAppendTime, compaction keeps an idempotent
+// producer's last batch with no records. ListOffsets for a timestamp must
+// answer the first record whose timestamp is >= the target (Kafka walks the
+// batch's records, finds none, and goes on to the next batch). The empty
+// batch's base offset, which holds no record, used to be answered.
+func TestOffsetForTimestampSkipsEmptyLogAppendTimeBatch(t *testing.T) {
+	clk := newClock()
+	cfg := compactCfg(clk)
+	cfg.LogAppendTime = true
+	l := openLog(t, vfs.NewMem(), cfg)
+	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: clk.Now().UnixMilli(), Idempotent: true, ProducerID: 7},
+		[]batch.Record{{Key: []byte("k"), Value: []byte("1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.Now().UnixMilli()
+	if _, err := l.Append(b, 0); err != nil { // 0: producer 7's last batch, appended at t0
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	second := appendKV(t, l, clk, 0, put("k", "2")) // 1: supersedes it, appended at t0+1s
+	seal(t, l, clk)
+	st := mustCompact(t, l, l.LogEndOffset(), compactOpts())
+	if st.EmptyBatchesKept != 1 {
+		t.Fatalf("stats %+v, want producer 7's batch kept empty", st)
+	}
+	off, ts, ok, err := l.OffsetForTimestamp(t0)
+	if err != nil || !ok {
+		t.Fatalf("OffsetForTimestamp: %v %v", ok, err)
+	}
+	if off != second[0].offset || ts != t0+1000 {
+		t.Fatalf("OffsetForTimestamp(%d) = offset %d ts %d; the first record with a timestamp >= it is offset %d at %d (offset 0 holds no record)", t0, off, ts, second[0].offset, t0+1000)
 	}
 }
