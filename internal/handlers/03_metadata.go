@@ -95,6 +95,8 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 		case autoCreate && (clusterCreate || creatable(*rt.Topic)):
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		case autoCreate: // it would be created but for CREATE, as Kafka answers
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		default:
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		}

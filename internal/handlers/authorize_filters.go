@@ -48,10 +48,15 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 		deletable := h.topicCheck(ctx, c, kmsg.ACLOperationDelete)
 		img := h.cluster.Image()
 		var denied []kmsg.DeleteTopicsResponseTopic
+		describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
 		deny := func(name string, id [16]byte) {
 			t := kmsg.NewDeleteTopicsResponseTopic()
-			n := name
-			t.Topic, t.TopicID, t.ErrorCode = &n, id, topicErr
+			t.TopicID, t.ErrorCode = id, topicErr
+			if id == ([16]byte{}) || describable(name) {
+				// By id, the name only to one who may see the topic, as Kafka.
+				n := name
+				t.Topic = &n
+			}
 			denied = append(denied, t)
 		}
 		req.TopicNames = keep(req.TopicNames, func(name string) bool {
@@ -297,7 +302,8 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 }
 
 // configCheck returns the authorization error code (0: allowed) of op on a
-// config resource: a topic, or the cluster for brokers and broker loggers.
+// config resource: a topic, a group (its configs are the group's, as Kafka
+// checks them), or the cluster for brokers, broker loggers and the rest.
 func (h *Handlers) configCheck(ctx context.Context, c *protocol.ConnInfo, op kmsg.ACLOperation) func(kmsg.ConfigResourceType, string) int16 {
 	topics := h.topicCheck(ctx, c, op)
 	return func(rt kmsg.ConfigResourceType, name string) int16 {
@@ -305,6 +311,10 @@ func (h *Handlers) configCheck(ctx context.Context, c *protocol.ConnInfo, op kms
 		case kmsg.ConfigResourceTypeTopic:
 			if !topics(name) {
 				return kerr.TopicAuthorizationFailed.Code
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if !h.authorize(ctx, c, op, resGroup, name) {
+				return kerr.GroupAuthorizationFailed.Code
 			}
 		default:
 			if !h.authorize(ctx, c, op, resCluster, acl.ClusterName) {

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/protocol"
@@ -66,10 +67,16 @@ func (h *Handlers) ControllerListenerHandler() protocol.Handler {
 // controller voters at their controller listener addresses, as a Kafka
 // controller answers it (endpoint type 2); a request for brokers (type 1) is
 // MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE. The
-// controller id is the active controller's, -1 while there is none.
+// controller id is the active controller's, -1 while there is none. It needs
+// ALTER on the cluster, as a Kafka controller's does (a broker's needs
+// DESCRIBE).
 func (h *Handlers) describeControllers(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if !h.authorizeCluster(ctx, c, kmsg.ACLOperationAlter) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return reply(resp)
+	}
 	if !h.startClusterDescription(ctx, c, req, resp, req.EndpointType, controllerEndpoint) {
 		return reply(resp)
 	}

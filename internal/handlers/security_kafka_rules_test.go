@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/acl"
+)
+
+// TestGroupConfigsAuthorizedOnTheGroup: Kafka authorizes a GROUP config
+// resource (type 32, KIP-848) on the group itself: DESCRIBE_CONFIGS /
+// ALTER_CONFIGS on GROUP <name>, refused with GROUP_AUTHORIZATION_FAILED
+// (KafkaApis / ControllerApis, ConfigResource.Type.GROUP). Cluster-level
+// config rights do not reach a group's configs, and a group ACL suffices.
+func TestGroupConfigsAuthorizedOnTheGroup(t *testing.T) {
+	set := kmsg.IncrementalAlterConfigOpSet
+	groupRes := kmsg.ConfigResourceTypeGroupConfig
+	alter := func() *kmsg.IncrementalAlterConfigsRequest {
+		return incrementalAlter(groupRes, "g", set, "consumer.session.timeout.ms", kmsg.StringPtr("50000"))
+	}
+	describe := func() *kmsg.DescribeConfigsRequest {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = groupRes, "g"
+		req.Resources = append(req.Resources, rr)
+		return req
+	}
+
+	// ALTER_CONFIGS and DESCRIBE_CONFIGS on the cluster only: no right on the group.
+	clusterOnly := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(
+		kmsg.ACLOperationAlterConfigs, resCluster, acl.ClusterName,
+		kmsg.ACLOperationDescribeConfigs, resCluster, acl.ClusterName)})
+	if code := serve(t, clusterOnly, alter()).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("IncrementalAlterConfigs of group g with ALTER_CONFIGS on the cluster only: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	if code := serve(t, clusterOnly, describe()).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("DescribeConfigs of group g with DESCRIBE_CONFIGS on the cluster only: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+
+	// ALTER_CONFIGS on the group (which implies DESCRIBE_CONFIGS): allowed.
+	groupOnly := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(kmsg.ACLOperationAlterConfigs, resGroup, "g")})
+	if code := serve(t, groupOnly, alter()).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode; code != 0 {
+		t.Errorf("IncrementalAlterConfigs of group g with ALTER_CONFIGS on the group: %v, want no error", kerr.ErrorForCode(code))
+	}
+	if code := serve(t, groupOnly, describe()).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode; code != 0 {
+		t.Errorf("DescribeConfigs of group g with ALTER_CONFIGS on the group: %v, want no error", kerr.ErrorForCode(code))
+	}
+}
+
+// TestDeleteTopicsByIDDoesNotLeakTheName: DeleteTopics by topic id of a
+// topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED without
+// the topic's name, as Kafka answers it, so ids cannot be mapped to names.
+// The answer used to carry the name.
+func TestDeleteTopicsByIDDoesNotLeakTheName(t *testing.T) {
+	h := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(kmsg.ACLOperationRead, resTopic, "other")})
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(6)
+	rt := kmsg.NewDeleteTopicsRequestTopic()
+	rt.TopicID = errTopicID
+	req.Topics = append(req.Topics, rt)
+	resp := serve(t, h, req).(*kmsg.DeleteTopicsResponse)
+	if len(resp.Topics) != 1 {
+		t.Fatalf("%d topics answered, want 1", len(resp.Topics))
+	}
+	got := resp.Topics[0]
+	if got.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("code %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(got.ErrorCode))
+	}
+	if got.Topic != nil {
+		t.Errorf("the answer names the topic %q the principal may not DESCRIBE; want a null name", *got.Topic)
+	}
+}
+
+// TestMetadataAutoCreateWithoutCreateIsAuthorizationFailed: with
+// auto.create.topics.enable and AllowAutoTopicCreation, a missing topic the
+// principal may DESCRIBE but not CREATE (neither on the cluster nor on the
+// topic) is answered TOPIC_AUTHORIZATION_FAILED by Kafka's
+// handleTopicMetadataRequest (unauthorizedForCreateTopics), so a client fails
+// at once instead of retrying an unknown topic until it times out.
+func TestMetadataAutoCreateWithoutCreateIsAuthorizationFailed(t *testing.T) {
+	h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true,
+		Authorizer: allowAnonymous(kmsg.ACLOperationDescribe, resTopic, "missing")})
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	req.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("missing")
+	req.Topics = append(req.Topics, rt)
+	resp := serve(t, h, req).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 {
+		t.Fatalf("%d topics answered, want 1", len(resp.Topics))
+	}
+	if code := resp.Topics[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("missing topic, DESCRIBE but no CREATE, auto-creation on: %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+}
