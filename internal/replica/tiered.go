@@ -79,7 +79,7 @@ func (m *Manager) cleanTiered(p *Partition, tier *storage.Tier) {
 	var local, remote int
 	var err error
 	if p.IsLeader() {
-		local, remote, err = tier.EnforceRetention(ctx, hwm)
+		local, remote, err = tier.EnforceRetention(ctx, hwm, p.LeaderEpoch())
 	} else if err = tier.Load(ctx); err == nil {
 		local, err = tier.EnforceLocalRetention(hwm)
 	}
@@ -240,7 +240,8 @@ func (p *Partition) listOffsetTiered(ctx context.Context, tier *storage.Tier, ts
 	}
 	switch ts {
 	case EarliestTimestamp:
-		return tier.LogStartOffset(), -1, p.LeaderEpoch(), true, true, nil
+		start := tier.LogStartOffset()
+		return start, -1, tier.EpochAt(start), true, true, nil
 	case LatestTieredTimestamp:
 		off, e := tier.LastUploaded()
 		return off, -1, e, true, true, nil
@@ -251,10 +252,10 @@ func (p *Partition) listOffsetTiered(ctx context.Context, tier *storage.Tier, ts
 			if start != p.log.LogStartOffset() {
 				return -1, -1, -1, true, true, nil
 			}
-			return start, -1, epochAt(p.log.Epochs(), start), true, true, nil
+			return start, -1, p.log.EpochAt(start), true, true, nil
 		}
 		off := max(last+1, start)
-		return off, -1, epochAt(p.log.Epochs(), off), true, true, nil
+		return off, -1, p.log.EpochAt(off), true, true, nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -268,20 +269,7 @@ func (p *Partition) listOffsetTiered(ctx context.Context, tier *storage.Tier, ts
 	case !ok:
 		return 0, 0, -1, false, false, nil // every remote record is older: look locally
 	}
-	return off, t, p.LeaderEpoch(), true, true, nil
-}
-
-// epochAt is the leader epoch that wrote offset off according to the epoch
-// entries (ascending start offsets), or -1 when off is below the first.
-func epochAt(entries []storage.EpochEntry, off int64) int32 {
-	epoch := int32(-1)
-	for _, e := range entries {
-		if e.StartOffset > off {
-			break
-		}
-		epoch = e.Epoch
-	}
-	return epoch
+	return off, t, tier.EpochAt(off), true, true, nil
 }
 
 // deleteRecordsTiered moves the remote start first (the manifest), then the local
@@ -294,7 +282,7 @@ func (p *Partition) deleteRecordsTiered(tier *storage.Tier, offset int64) (int64
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), defaultRemoteReadTimeout)
 	defer cancel()
-	if err := tier.DeleteRecords(ctx, offset); err != nil {
+	if err := tier.DeleteRecords(ctx, offset, p.LeaderEpoch()); err != nil {
 		return -1, err
 	}
 	if offset > p.log.LogStartOffset() {

@@ -545,7 +545,7 @@ func TestTieredDeleteRecordsCrashBetweenSteps(t *testing.T) {
 				}
 				cut := localStart + 31 // inside a batch of the local log
 				// The crash: the manifest's start moved, the local one did not.
-				if err := p.Tier().DeleteRecords(context.Background(), cut); err != nil {
+				if err := p.Tier().DeleteRecords(context.Background(), cut, p.LeaderEpoch()); err != nil {
 					t.Fatal(err)
 				}
 				p.close()

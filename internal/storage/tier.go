@@ -311,6 +311,27 @@ func (t *Tier) LastUploaded() (offset int64, epoch int32) {
 	return last.Next - 1, epoch
 }
 
+// EpochAt is the leader epoch that wrote offset: by the manifest's segments
+// when one holds it, else by the local log's epoch cache (UndefinedEpoch when
+// neither knows it).
+func (t *Tier) EpochAt(offset int64) int32 {
+	t.mu.RLock()
+	for _, s := range t.mu.m.Segments {
+		if offset >= s.Base && offset < s.Next {
+			epoch := UndefinedEpoch
+			for _, e := range s.Epochs {
+				if e.StartOffset <= offset {
+					epoch = e.Epoch
+				}
+			}
+			t.mu.RUnlock()
+			return epoch
+		}
+	}
+	t.mu.RUnlock()
+	return t.log.EpochAt(offset)
+}
+
 // closedEndAtOrBelow returns the end of the last closed segment that ends at or
 // below limit (the log start offset when there is none): uploads take whole
 // segments.
@@ -635,8 +656,10 @@ func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, trunc
 // RetentionBytes by at least their size, leave the manifest (written first) and
 // then the store. Objects no manifest names (a crashed upload's leftovers) wholly
 // below End are deleted too, on the first pass after Load and after an upload or a
-// deletion failed. It returns the local and remote segments deleted.
-func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local, removed int, err error) {
+// deletion failed. It returns the local and remote segments deleted. The
+// manifest is written as leader at leaderEpoch, fenced as an upload's commit
+// is (putManifestLocked).
+func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64, leaderEpoch int32) (local, removed int, err error) {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
 	m, loaded := t.manifestCopy()
@@ -681,9 +704,8 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 		if len(next.Segments) > 0 {
 			next.Start = max(next.Start, next.Segments[0].Base)
 		}
-		b := next.encode()
-		if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
-			return local, 0, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		if err := t.putManifestLocked(ctx, m, &next, leaderEpoch); err != nil {
+			return local, 0, err
 		}
 		t.setManifest(next, nil, gone)
 		m = next
@@ -718,8 +740,9 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64) (local
 // first, the next Load does. An offset past the uploaded end (or with nothing
 // uploaded) moves the end with it: nothing below it is left to upload, and the
 // start must not fall back to the end, nor to the base of the batch holding
-// offset when the next upload starts with it.
-func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
+// offset when the next upload starts with it. The manifest is written as leader
+// at leaderEpoch (putManifestLocked).
+func (t *Tier) DeleteRecords(ctx context.Context, offset int64, leaderEpoch int32) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
 	m, loaded := t.manifestCopy()
@@ -731,11 +754,29 @@ func (t *Tier) DeleteRecords(ctx context.Context, offset int64) error {
 	}
 	next := m
 	next.Start, next.End = offset, max(m.End, offset)
+	if err := t.putManifestLocked(ctx, m, &next, leaderEpoch); err != nil {
+		return err
+	}
+	t.setManifest(next, nil, nil)
+	return nil
+}
+
+// putManifestLocked writes next, a change of m (this tier's copy), as the
+// leader at leaderEpoch, stamped with that epoch: refused with
+// ErrFencedLeaderEpoch when a newer leader wrote the stored manifest, and with
+// ErrRemoteUnavailable (the copy reloaded) when it no longer is m. A deposed
+// leader's retention pass or DeleteRecords used to write its stale copy over
+// the new leader's, dropping the segments that leader had uploaded since.
+// passMu held.
+func (t *Tier) putManifestLocked(ctx context.Context, m manifest, next *manifest, leaderEpoch int32) error {
+	if err := t.checkManifestUnchanged(ctx, m, leaderEpoch); err != nil {
+		return err
+	}
+	next.LeaderEpoch = max(next.LeaderEpoch, leaderEpoch)
 	b := next.encode()
 	if err := t.cfg.Store.Put(ctx, t.key(manifestKey), bytes.NewReader(b), int64(len(b))); err != nil {
 		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
-	t.setManifest(next, nil, nil)
 	return nil
 }
 

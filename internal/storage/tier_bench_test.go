@@ -89,7 +89,7 @@ func benchTierUpload(b *testing.B, ops *opCounter, link bool) {
 		b.StopTimer()
 		// Local retention (0 bytes) deletes what was uploaded: the disk holds
 		// the remote copy only.
-		if _, _, err := tier.EnforceRetention(ctx, l.LogEndOffset()); err != nil {
+		if _, _, err := tier.EnforceRetention(ctx, l.LogEndOffset(), 0); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

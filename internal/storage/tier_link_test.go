@@ -99,7 +99,7 @@ func TestTierLinksSegmentsOnOneFilesystem(t *testing.T) {
 
 	end := tier.UploadedEnd()
 	img := mem.CrashClone()
-	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
+	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if l.LogStartOffset() == 0 {
@@ -250,7 +250,7 @@ func TestTierSweepsOrphansOnlyWhenNeeded(t *testing.T) {
 	pass := func(wantLists int64) {
 		t.Helper()
 		store.lists.Store(0)
-		if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
+		if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
 			t.Fatal(err)
 		}
 		if n := store.lists.Load(); n != wantLists {

@@ -471,7 +471,7 @@ func (m *tierModel) retention(rt *rapid.T) {
 	localBefore := m.l.LogStartOffset()
 	sweep := m.tier.sweep
 	r := *m.tier.retention.Load()
-	local, removed, err := m.tier.EnforceRetention(m.ctx(), hwm)
+	local, removed, err := m.tier.EnforceRetention(m.ctx(), hwm, m.epoch)
 	after, _ := m.tier.manifestCopy()
 	localAfter := m.l.LogStartOffset()
 	if err != nil && loaded {
@@ -531,7 +531,7 @@ func (m *tierModel) retention(rt *rapid.T) {
 	if m.skewed {
 		return
 	}
-	if local, removed, err := m.tier.EnforceRetention(m.ctx(), hwm); err != nil || local != 0 || removed != 0 {
+	if local, removed, err := m.tier.EnforceRetention(m.ctx(), hwm, m.epoch); err != nil || local != 0 || removed != 0 {
 		rt.Fatalf("a second retention pass deleted %d local and %d remote segments, %v", local, removed, err)
 	}
 }
@@ -598,7 +598,7 @@ func (m *tierModel) deleteRecords(rt *rapid.T) {
 		return
 	}
 	m.endLimit = max(m.endLimit, off)
-	if err := m.tier.DeleteRecords(m.ctx(), off); err != nil {
+	if err := m.tier.DeleteRecords(m.ctx(), off, m.epoch); err != nil {
 		m.expectStoreFault(rt, "DeleteRecords", err)
 		return
 	}

@@ -125,7 +125,7 @@ func benchTieredProduce(b *testing.B, variant string) {
 					b.Error(err)
 					return
 				}
-				if _, _, err := tier.EnforceRetention(ctx, durable); err != nil && ctx.Err() == nil {
+				if _, _, err := tier.EnforceRetention(ctx, durable, 0); err != nil && ctx.Err() == nil {
 					b.Error(err)
 					return
 				}

@@ -85,7 +85,7 @@ func uploadAndRetain(t *testing.T, l *Log, tier *Tier) {
 	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
 		t.Fatalf("Upload: %v", err)
 	}
-	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
+	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
 		t.Fatalf("EnforceRetention: %v", err)
 	}
 }
@@ -226,7 +226,7 @@ func TestTierStoreUnavailable(t *testing.T) {
 		if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); !errors.Is(err, ErrRemoteUnavailable) {
 			t.Fatalf("Upload with the store down: %v", err)
 		}
-		if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); !errors.Is(err, ErrRemoteUnavailable) {
+		if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); !errors.Is(err, ErrRemoteUnavailable) {
 			t.Fatalf("EnforceRetention with the store down: %v", err)
 		}
 		if l.LogStartOffset() > uploaded {
@@ -262,7 +262,7 @@ func TestTierCrashMidUpload(t *testing.T) {
 	if tier.UploadedEnd() != 0 {
 		t.Fatalf("uploaded end %d after a failed manifest write", tier.UploadedEnd())
 	}
-	if n, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || n != 0 || l.LogStartOffset() != 0 {
+	if n, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil || n != 0 || l.LogStartOffset() != 0 {
 		t.Fatalf("local retention deleted %d segments (start %d, %v) with nothing committed", n, l.LogStartOffset(), err)
 	}
 	store.failPut.Store(nil)
@@ -452,7 +452,7 @@ func TestTierDeleteRecords(t *testing.T) {
 	if _, _, err := tier.Read(ctxTimeout(t), cut-1, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
 		t.Fatalf("read below the new start: %v", err)
 	}
-	if _, removed, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || removed != 1 {
+	if _, removed, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil || removed != 1 {
 		t.Fatalf("retention after DeleteRecords removed %d remote segments, %v; want 1", removed, err)
 	}
 	got := readTiered(t, l, tier, 1<<20)
@@ -473,7 +473,7 @@ func tierWithRecordsDeleted(t *testing.T) (l *Log, tier *Tier, want [][]byte, cu
 	uploadAndRetain(t, l, tier)
 	m, _ := tier.manifestCopy()
 	cut = m.Segments[1].Base + 1 // inside the second segment
-	if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+	if err := tier.DeleteRecords(ctxTimeout(t), cut, 0); err != nil {
 		t.Fatal(err)
 	}
 	return l, tier, want, cut
@@ -496,7 +496,7 @@ func TestTierLoadsAfterDeleteRecords(t *testing.T) {
 	}
 	got := readTiered(t, l, restarted, 1<<20)
 	sameBatches(t, got, want[len(want)-len(got):])
-	if _, removed, err := restarted.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || removed != 1 {
+	if _, removed, err := restarted.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil || removed != 1 {
 		t.Fatalf("retention after the reload removed %d remote segments, %v; want 1", removed, err)
 	}
 }
@@ -520,7 +520,7 @@ func TestTierDeleteRecordsPastUploadedEnd(t *testing.T) {
 			}
 			end := tier.UploadedEnd()
 			cut := end + 3*5 + 1 // inside a batch above the uploaded end
-			if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+			if err := tier.DeleteRecords(ctxTimeout(t), cut, 0); err != nil {
 				t.Fatal(err)
 			}
 			if err := l.DeleteRecords(cut); err != nil {
@@ -603,7 +603,7 @@ func TestTierLoadMovesLocalStartUp(t *testing.T) {
 				t.Fatalf("cut %d: want it inside a batch of the local log [%d, %d)", cut, before, l.LogEndOffset())
 			}
 			// The crash: the manifest's start moved, the local one did not.
-			if err := tier.DeleteRecords(ctxTimeout(t), cut); err != nil {
+			if err := tier.DeleteRecords(ctxTimeout(t), cut, 0); err != nil {
 				t.Fatal(err)
 			}
 			if tt.replicaBatches > 0 {
@@ -681,7 +681,7 @@ func TestTierSweepSparesSegmentAcrossEnd(t *testing.T) {
 	l, deposed := tieredLog(t, store, 1<<30, nil)
 	want := appendN(t, l, 40, 3, 100, 1000, 0)
 	cut := int64(3*5 + 1) // inside a batch
-	if err := deposed.DeleteRecords(ctxTimeout(t), cut); err != nil {
+	if err := deposed.DeleteRecords(ctxTimeout(t), cut, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.DeleteRecords(cut); err != nil {
@@ -697,7 +697,7 @@ func TestTierSweepSparesSegmentAcrossEnd(t *testing.T) {
 	if n, err := deposed.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil || n == 0 {
 		t.Fatalf("deposed leader's upload: %d segments, %v", n, err)
 	}
-	if _, _, err := leader.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil { // sweeps: the first pass after Load
+	if _, _, err := leader.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 1); err != nil { // sweeps: the first pass after Load
 		t.Fatal(err)
 	}
 	reloaded := NewTier(l, deposed.cfg)
@@ -885,7 +885,7 @@ func TestTierReadsTwoObjectLayout(t *testing.T) {
 
 	// Whole-log retention deletes the old segments first: both their objects.
 	tier.SetRetention(TierRetention{Age: -1, Bytes: l.Size() + m.Segments[len(m.Segments)-1].Size, LocalAge: -1, LocalBytes: 4096})
-	if _, removed, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil || removed < 2 {
+	if _, removed, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil || removed < 2 {
 		t.Fatalf("remote retention removed %d segments, %v; want at least the 2 old ones", removed, err)
 	}
 	keys, err = store.List(ctxTimeout(t), tierPrefix+"/")

@@ -88,7 +88,7 @@ func testTierStreamsSegmentsOnce(t *testing.T, store remote.Store) {
 			t.Fatalf("segment %d: padding after the index is not zeros", s.Base)
 		}
 	}
-	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset()); err != nil {
+	if _, _, err := tier.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if l.LogStartOffset() == 0 {
