@@ -167,6 +167,9 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 		if created := v.s.creationTime(); created.After(cs.seg.mu.created) {
 			cs.seg.mu.created = created
 		}
+		if modified := v.s.lastModified(); modified.After(cs.seg.mu.modified) {
+			cs.seg.mu.modified = modified
+		}
 		sc := fullScanner(v.s.log, 0, v.size, scanWindow)
 		for sc.next() {
 			h := sc.h
