@@ -3,7 +3,9 @@ package storage
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -134,9 +136,134 @@ func TestCompactRemovesMarkers(t *testing.T) {
 	}
 }
 
+// TestCompactMarkerOutlivesItsTransactionByDeleteRetention: a transaction
+// marker's clock starts when its transaction loses its last batch, not when
+// the marker became clean. Here a commit marker was clean for twice
+// delete.retention.ms when its transaction's only record is superseded: it
+// stays in that pass (Kafka's cleaner keeps it in the pass that removes the
+// transaction's batches and gives it a delete horizon in the next), and in
+// every pass until delete.retention.ms has passed since, also across a
+// restart; then it goes. A read_committed consumer that fetched the
+// transaction's batches before they went still finds the marker.
+func TestCompactMarkerOutlivesItsTransactionByDeleteRetention(t *testing.T) {
+	clk := newClock()
+	fsys := vfs.NewMem()
+	cfg := compactCfg(clk)
+	l := openLog(t, fsys, cfg)
+	appendTxn(t, l, clk, 1, 0, put("a", "1")) // 0
+	appendMarker(t, l, clk, 1, true)          // 1
+	appendTxn(t, l, clk, 1, 1, put("f", "1")) // 2: producer 1's last data batch
+	appendMarker(t, l, clk, 1, true)          // 3: producer 1's last batch
+	seal(t, l, clk)
+
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.MarkersRemoved != 0 {
+		t.Fatalf("first pass %+v", st)
+	}
+	if all := markersLeft(t, l); !slices.Contains(all, "1:1") {
+		t.Fatalf("markers after the first pass: %v", all)
+	}
+
+	// Well past delete.retention.ms, the transaction's only record is superseded.
+	clk.Advance(2 * compactOpts().DeleteRetention)
+	appendKV(t, l, clk, 0, put("a", "2"))
+	seal(t, l, clk)
+	st := mustCompact(t, l, l.LogEndOffset(), compactOpts())
+	if !st.Cleaned || st.Superseded == 0 {
+		t.Fatalf("second pass %+v, want a.1 superseded", st)
+	}
+	if got := markersLeft(t, l); !slices.Contains(got, "1:1") {
+		t.Fatalf("marker 1:1 removed in the pass that removed its transaction's records (markers now %v, stats %+v)", got, st)
+	}
+
+	// Within the retention from then, and after a restart: it stays, and
+	// no pass is due for it.
+	clk.Advance(compactOpts().DeleteRetention / 2)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); st.Cleaned {
+		t.Fatalf("a pass ran within the marker's retention: %+v", st)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, fsys, cfg)
+	appendKV(t, l, clk, 0, put("b", "1"))
+	seal(t, l, clk)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.MarkersRemoved != 0 {
+		t.Fatalf("pass within the marker's retention after a restart %+v", st)
+	}
+	if got := markersLeft(t, l); !slices.Contains(got, "1:1") {
+		t.Fatalf("marker 1:1 removed within delete.retention.ms of its transaction's last record (markers now %v)", got)
+	}
+
+	// Past it: a pass runs although nothing is dirty, and removes it.
+	clk.Advance(compactOpts().DeleteRetention/2 + time.Second)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.MarkersRemoved != 1 {
+		t.Fatalf("pass past the marker's retention %+v, want it removed", st)
+	}
+	if got := markersLeft(t, l); slices.Contains(got, "1:1") || !slices.Contains(got, "1:3") {
+		t.Fatalf("markers left %v, want 1:3 only", got)
+	}
+}
+
+// TestCompactMarkerClockPastAnUnreachedSegment: a pass that does not reach
+// every clean segment (here one past the high-water mark it is given, lower
+// after a restart than when the segment was cleaned) removes a transaction's
+// last batch, whose marker lies in a segment it does not reach. The marker's
+// clock starts then all the same: the next pass, which reaches it, keeps it.
+func TestCompactMarkerClockPastAnUnreachedSegment(t *testing.T) {
+	clk := newClock()
+	l := openLog(t, vfs.NewMem(), compactCfg(clk))
+	// 0-1: the tombstone makes the second pass due; the big records keep
+	// a pass from cleaning this segment and the next into one.
+	appendKV(t, l, clk, 0, tombstone("t"), put("big", strings.Repeat("b", 3000)))
+	appendTxn(t, l, clk, 3, 0, put("x", "aborted")) // 2: producer 3's last data batch, kept empty
+	seal(t, l, clk)                                 // 3: a new segment
+	appendKV(t, l, clk, 0, put("big2", strings.Repeat("b", 2000)))
+	appendMarker(t, l, clk, 3, false) // 5
+	seal(t, l, clk)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.EmptyBatchesKept != 1 {
+		t.Fatalf("first pass %+v", st)
+	}
+	if bases := segmentBases(l); !slices.Equal(bases[:2], []int64{0, 3}) {
+		t.Fatalf("segments %v, want the first two apart", bases)
+	}
+	appendTxn(t, l, clk, 3, 1, put("y", "1")) // producer 3's batch 2 is no longer its last
+	appendMarker(t, l, clk, 3, true)
+	seal(t, l, clk)
+
+	clk.Advance(2 * compactOpts().DeleteRetention)
+	st := mustCompact(t, l, 3, compactOpts()) // reaches the first segment only
+	if !st.Cleaned || st.TombstonesRemoved != 1 || st.BatchesRemoved != 1 {
+		t.Fatalf("second pass %+v, want the tombstone and producer 3's empty batch removed", st)
+	}
+	clk.Advance(time.Minute)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.MarkersRemoved != 0 {
+		t.Fatalf("third pass %+v, want no marker removed", st)
+	}
+	if got := markersLeft(t, l); !slices.Contains(got, "3:5") {
+		t.Fatalf("marker 3:5 removed a minute after its transaction's last batch (markers now %v)", got)
+	}
+	clk.Advance(compactOpts().DeleteRetention)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.MarkersRemoved != 1 {
+		t.Fatalf("pass past the marker's retention %+v, want it removed", st)
+	}
+}
+
+// markersLeft lists the transaction markers a log serves, as "pid:offset".
+func markersLeft(t fataler, l *Log) []string {
+	t.Helper()
+	var out []string
+	for _, b := range readAll(t, l) {
+		h, _ := batch.ParseHeader(b)
+		if h.Control() {
+			out = append(out, fmt.Sprintf("%d:%d", h.ProducerID, h.BaseOffset))
+		}
+	}
+	return out
+}
+
 // appendTxn appends recs as one transactional batch of producer pid at
 // sequence seq.
-func appendTxn(t *testing.T, l *Log, clk *clock, pid int64, seq int32, recs ...kv) {
+func appendTxn(t fataler, l *Log, clk *clock, pid int64, seq int32, recs ...kv) {
 	t.Helper()
 	br := make([]batch.Record, len(recs))
 	for i, r := range recs {
@@ -144,17 +271,17 @@ func appendTxn(t *testing.T, l *Log, clk *clock, pid int64, seq int32, recs ...k
 	}
 	b, err := batch.Build(batch.BuildOptions{FirstTimestamp: clk.Now().UnixMilli(), Idempotent: true, ProducerID: pid, BaseSequence: seq, Transactional: true}, br)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if _, err := l.Append(b, 0); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
 
 // appendMarker appends producer pid's commit or abort marker.
-func appendMarker(t *testing.T, l *Log, clk *clock, pid int64, commit bool) {
+func appendMarker(t fataler, l *Log, clk *clock, pid int64, commit bool) {
 	t.Helper()
 	if _, err := l.Append(batch.BuildControl(batch.Marker{ProducerID: pid, Commit: commit, Timestamp: clk.Now().UnixMilli()}), 0); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
