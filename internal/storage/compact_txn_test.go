@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -246,6 +248,135 @@ func TestCompactMarkerClockPastAnUnreachedSegment(t *testing.T) {
 	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.MarkersRemoved != 1 {
 		t.Fatalf("pass past the marker's retention %+v, want it removed", st)
 	}
+}
+
+// TestCompactedTransactionsMatchModel drives a compacted log with random
+// transactions (committed and aborted, of one or two batches, by three
+// producers), plain records over the same keys, rolls, compaction passes at
+// random times and at high-water marks between transactions (lower ones too,
+// as after a restart) and restarts, and checks after every pass:
+//
+//  1. no transactional batch is left without its producer's marker after it;
+//  2. a marker that went had its transaction empty (none of its batches left)
+//     since a pass more than DeleteRetention before;
+//
+// and at the end, two passes each more than DeleteRetention later, that a
+// marker left still has a batch of its transaction or is its producer's last
+// batch.
+func TestCompactedTransactionsMatchModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		fsys := vfs.NewMem()
+		clk := newClock()
+		cfg := Config{SegmentBytes: rapid.SampledFrom([]int64{2048, 4096}).Draw(rt, "segmentBytes"),
+			IndexIntervalBytes: 100, IndexMaxBytes: testIndexBytes, SegmentAge: time.Minute, RetentionAge: -1, Now: clk.Now}
+		opts := CompactOptions{DeleteRetention: time.Hour}
+		l, err := Open(fsys, testDir, cfg)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer func() { l.Close() }()
+
+		type txn struct {
+			pid     int64
+			batches []int64 // base offsets
+			marker  int64
+			emptyAt int64 // when a pass first found none of batches left; 0 before
+		}
+		var txns []*txn
+		seqs := map[int64]int32{}
+		inTxn := map[int64]bool{} // offsets a high-water mark must not be: (first batch, marker]
+		present := func() map[int64]bool {
+			out := map[int64]bool{}
+			open := map[int64]int64{}
+			for _, b := range readAll(rt, l) {
+				h, _ := batch.ParseHeader(b)
+				out[h.BaseOffset] = true
+				switch {
+				case h.Control():
+					delete(open, h.ProducerID)
+				case h.Transactional():
+					open[h.ProducerID] = h.BaseOffset
+				}
+			}
+			if len(open) > 0 {
+				rt.Fatalf("transactional batches without a marker after them: %v", open)
+			}
+			return out
+		}
+		compact := func(hwm int64) {
+			before := present()
+			if _, err := l.Compact(hwm, opts); err != nil {
+				rt.Fatal(err)
+			}
+			after := present()
+			now := clk.Now().UnixMilli()
+			for _, x := range txns {
+				if before[x.marker] && !after[x.marker] && (x.emptyAt == 0 || now-x.emptyAt <= opts.DeleteRetention.Milliseconds()) {
+					rt.Fatalf("marker %d of producer %d removed at %d, its transaction empty since %d", x.marker, x.pid, now, x.emptyAt)
+				}
+				if x.emptyAt == 0 && !slices.ContainsFunc(x.batches, func(o int64) bool { return after[o] }) {
+					x.emptyAt = now
+				}
+			}
+		}
+
+		rt.Repeat(map[string]func(*rapid.T){
+			"txn": func(rt *rapid.T) {
+				x := &txn{pid: rapid.Int64Range(1, 3).Draw(rt, "pid")}
+				for range rapid.IntRange(1, 2).Draw(rt, "batches") {
+					k := fmt.Sprintf("k%d", rapid.IntRange(0, 4).Draw(rt, "key"))
+					x.batches = append(x.batches, l.LogEndOffset())
+					appendTxn(rt, l, clk, x.pid, seqs[x.pid], put(k, "t"))
+					seqs[x.pid]++
+				}
+				x.marker = l.LogEndOffset()
+				appendMarker(rt, l, clk, x.pid, rapid.Bool().Draw(rt, "commit"))
+				for o := x.batches[0] + 1; o <= x.marker; o++ {
+					inTxn[o] = true
+				}
+				txns = append(txns, x)
+			},
+			"put": func(rt *rapid.T) {
+				appendKV(rt, l, clk, 0, put(fmt.Sprintf("k%d", rapid.IntRange(0, 4).Draw(rt, "key")), "p"))
+			},
+			"roll": func(rt *rapid.T) { seal(rt, l, clk) },
+			"compact": func(rt *rapid.T) {
+				clk.Advance(time.Duration(rapid.IntRange(0, 50).Draw(rt, "minutes")) * time.Minute)
+				hwm := l.LogEndOffset()
+				if rapid.Bool().Draw(rt, "lowHWM") {
+					hwm = rapid.Int64Range(l.LogStartOffset(), hwm).Draw(rt, "hwm")
+					for inTxn[hwm] {
+						hwm++
+					}
+				}
+				compact(hwm)
+			},
+			"restart": func(rt *rapid.T) {
+				if err := l.Close(); err != nil {
+					rt.Fatal(err)
+				}
+				if l, err = Open(fsys, testDir, cfg); err != nil {
+					rt.Fatal(err)
+				}
+			},
+		})
+
+		for range 2 {
+			clk.Advance(opts.DeleteRetention + time.Minute)
+			seal(rt, l, clk)
+			compact(l.LogEndOffset())
+		}
+		after := present()
+		last := map[int64]int64{}
+		for _, x := range txns {
+			last[x.pid] = x.marker
+		}
+		for _, x := range txns {
+			if after[x.marker] && last[x.pid] != x.marker && !slices.ContainsFunc(x.batches, func(o int64) bool { return after[o] }) {
+				rt.Fatalf("marker %d of producer %d kept, its transaction empty since %d, now %d", x.marker, x.pid, x.emptyAt, clk.Now().UnixMilli())
+			}
+		}
+	})
 }
 
 // markersLeft lists the transaction markers a log serves, as "pid:offset".
