@@ -79,7 +79,7 @@ type CompactStats struct {
 	// and records of aborted transactions.
 	RecordsRead, Superseded, TombstonesRemoved, KeylessRemoved, AbortedRemoved int64
 	// MarkersRemoved transaction markers went: no batch of their transaction
-	// was left and they had been clean for longer than DeleteRetention.
+	// had been left for longer than DeleteRetention.
 	MarkersRemoved int64
 	// Batches copied byte for byte, rewritten with fewer records, removed, and kept
 	// empty (the last batch of an idempotent producer).
@@ -242,6 +242,7 @@ func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 		lastBatch:       producers.lastBatch,
 		aborted:         producers.aborted,
 		txnKept:         make(map[int64]bool),
+		txnRead:         make(map[int64]bool),
 		markersRemoved:  make(map[int64]bool),
 		state:           &p.state,
 		nowMs:           p.now.UnixMilli(),
@@ -255,6 +256,7 @@ func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 			cs.discard(l)
 		}
 	}()
+	filtered := p.all[0].s.base // the pass filters every batch below it
 	for _, g := range groupSegments(p, end, l.conf().SegmentBytes) {
 		cs, err := l.writeCleaned(p, g, c)
 		if err != nil {
@@ -263,12 +265,23 @@ func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 		if cs != nil {
 			out = append(out, cs)
 		}
+		filtered = p.upper(g.last)
 	}
 	next := p.state.clone()
 	for i := range next.ranges {
 		next.ranges[i].tombstones = c.tombstones[i]
 	}
 	next.record(end, c.nowMs, opts.DeleteRetention, c.tombstones[len(next.ranges)])
+	// Clocks of markers the pass did not reach (clean segments past the
+	// compaction lag or the high-water mark) carry over, unless a transaction
+	// lost its last batch in this pass with its marker there: then every
+	// marker there waits from now.
+	if filtered < p.state.firstDirty && c.emptiedUnreached() {
+		next.markers = append(c.markers, markerClock{from: filtered, to: p.state.firstDirty - 1, atMs: c.nowMs})
+	} else {
+		next.markers = append(c.markers, p.state.markersFrom(filtered)...)
+	}
+	next.capMarkers()
 	pending := out
 	out = nil // swapCleaned owns them now
 	if err := l.swapCleaned(p, pending, next); err != nil {

@@ -75,8 +75,10 @@ type cleaner struct {
 	lastBatch map[int64]int64 // producer id -> base offset of its last batch, markers included
 	aborted   map[int64]bool  // base offsets of aborted transactions' batches
 	// txnKept notes the producers whose transaction (since their previous
-	// marker) has a batch this pass keeps: its marker must stay.
-	txnKept map[int64]bool
+	// marker) has a batch this pass keeps: its marker must stay. txnRead
+	// notes those whose transaction has a batch this pass reads: if it
+	// keeps none, the transaction becomes empty now.
+	txnKept, txnRead map[int64]bool
 	// markersRemoved holds the offsets of the transaction markers this pass
 	// removes: their aborted-transaction index entries go with them.
 	markersRemoved  map[int64]bool
@@ -88,6 +90,10 @@ type cleaner struct {
 	// may go once the retention passes, was kept in state.ranges[i]; the extra
 	// last element stands for the dirty section.
 	tombstones []bool
+	// markers are the marker clocks of the next state, in offset order;
+	// runEnded: a marker the last one would cover has an earlier clock.
+	markers  []markerClock
+	runEnded bool
 
 	kept []byte // surviving records of the batch being filtered
 	out  []byte // the rewritten batch
@@ -102,20 +108,23 @@ type cleaner struct {
 // are copied unchanged (their deltas stay valid), recompressed with the batch's
 // codec, and the max timestamp is recomputed from them (a LogAppendTime batch keeps
 // its own). Every record of an aborted transaction goes. A transaction marker
-// goes (filterControl) once no batch of its transaction is left and it has been
-// clean for longer than DeleteRetention, unless it is its producer's last batch;
-// other control batches are copied. A batch that loses every record stays as an
-// empty batch (no records, uncompressed) when it is its idempotent producer's last
-// batch in the log, so the producer's sequence state survives a restart; otherwise
-// it goes. The returned slice is valid until the next call.
+// goes (filterControl) DeleteRetention after its transaction lost its last batch,
+// unless it is its producer's last batch; other control batches are copied. A
+// batch that loses every record stays as an empty batch (no records,
+// uncompressed) when it is its idempotent producer's last batch in the log, so
+// the producer's sequence state survives a restart; otherwise it goes. The
+// returned slice is valid until the next call.
 func (c *cleaner) filter(b []byte, h *batch.Header) (out []byte, copied bool, err error) {
 	c.stats.RecordsRead += int64(h.NumRecords)
 	if h.Control() {
 		return c.filterControl(b, h)
 	}
 	out, copied, err = c.filterData(b, h)
-	if err == nil && out != nil && h.Transactional() {
-		c.txnKept[h.ProducerID] = true
+	if err == nil && h.Transactional() {
+		c.txnRead[h.ProducerID] = true
+		if out != nil {
+			c.txnKept[h.ProducerID] = true
+		}
 	}
 	return out, copied, err
 }
@@ -123,34 +132,88 @@ func (c *cleaner) filter(b []byte, h *batch.Header) (out []byte, copied bool, er
 // filterControl decides on a control batch, as Kafka's cleaner does with
 // transaction markers: a marker stays while any batch of its transaction is
 // left below it (even one kept empty: without the marker a replica scanning
-// the log would find that transaction open) and until it has been clean for
-// longer than DeleteRetention (a reader that fetched the transaction's
-// batches before they went still needs the marker, as with a tombstone). A
-// marker that is its producer's last batch stays too, so the producer's epoch
-// survives (Kafka keeps such a batch empty). Other control batches stay.
+// the log would find that transaction open), and then for DeleteRetention
+// from when its transaction became empty: the pass that removed its last
+// batch, or, if the transaction was empty by then, the pass that cleaned the
+// marker (a reader that fetched the transaction's batches before they went
+// still needs the marker). A marker that is its producer's last batch stays
+// too, so the producer's epoch survives (Kafka keeps such a batch empty).
+// Other control batches stay.
 func (c *cleaner) filterControl(b []byte, h *batch.Header) ([]byte, bool, error) {
 	typ, err := batch.ParseControl(b)
 	if err != nil || (typ != batch.ControlAbort && typ != batch.ControlCommit) {
 		c.stats.BatchesCopied++
 		return b, true, nil
 	}
-	kept := c.txnKept[h.ProducerID]
+	kept, read := c.txnKept[h.ProducerID], c.txnRead[h.ProducerID]
 	delete(c.txnKept, h.ProducerID)
+	delete(c.txnRead, h.ProducerID)
+	last := c.lastBatch[h.ProducerID] == h.BaseOffset
 	ri, clean := c.state.rangeOf(h.BaseOffset)
 	switch {
-	case kept || c.lastBatch[h.ProducerID] == h.BaseOffset:
-	case clean && c.nowMs-c.state.ranges[ri].atMs > c.deleteRetention.Milliseconds():
-		c.stats.MarkersRemoved++
-		c.stats.BatchesRemoved++
-		c.markersRemoved[h.BaseOffset] = true
-		return nil, false, nil
-	case clean:
-		c.tombstones[ri] = true // a pass is due once the retention passes
+	case kept:
+	case !clean:
+		// Its clock starts now, with its range's.
+		if !last {
+			c.tombstones[len(c.state.ranges)] = true
+		}
 	default:
-		c.tombstones[len(c.state.ranges)] = true
+		rangeMs := c.state.ranges[ri].atMs
+		atMs := rangeMs
+		if read {
+			atMs = c.nowMs // its transaction's last batches go in this pass
+		} else if ms, ok := c.state.markerClock(h.BaseOffset); ok {
+			atMs = max(atMs, ms)
+		}
+		expired := c.nowMs-atMs > c.deleteRetention.Milliseconds()
+		switch {
+		case expired && !last:
+			c.stats.MarkersRemoved++
+			c.stats.BatchesRemoved++
+			c.markersRemoved[h.BaseOffset] = true
+			return nil, false, nil
+		case expired || atMs == rangeMs:
+			// Its range's clock serves.
+			if !expired && !last {
+				c.tombstones[ri] = true // a pass is due once the retention passes
+			}
+			c.waitFrom(h.BaseOffset, atMs, false, false)
+		default:
+			c.waitFrom(h.BaseOffset, atMs, true, !last)
+		}
 	}
 	c.stats.BatchesCopied++
 	return b, true, nil
+}
+
+// emptiedUnreached reports whether a transaction lost its last batch in this
+// pass while the pass has not reached its marker.
+func (c *cleaner) emptiedUnreached() bool {
+	for pid := range c.txnRead {
+		if !c.txnKept[pid] {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFrom notes a clean marker kept at offset that waits since atMs: a marker
+// clock of the next state if own (its range's clock does not serve), which
+// extends the last one if that has the same time and nothing ended it. A
+// marker without a clock of its own ends the last clock if that is later (it
+// would cover the marker and move its clock); others leave it be.
+func (c *cleaner) waitFrom(offset, atMs int64, own, due bool) {
+	n := len(c.markers)
+	switch {
+	case !own:
+		c.runEnded = c.runEnded || n > 0 && c.markers[n-1].atMs > atMs
+	case n > 0 && !c.runEnded && c.markers[n-1].atMs == atMs:
+		c.markers[n-1].to = offset
+		c.markers[n-1].due = c.markers[n-1].due || due
+	default:
+		c.markers = append(c.markers, markerClock{from: offset, to: offset, atMs: atMs, due: due})
+		c.runEnded = false
+	}
 }
 
 // filterData is filter for a batch that is not a control batch.

@@ -167,6 +167,9 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 		if created := v.s.creationTime(); created.After(cs.seg.mu.created) {
 			cs.seg.mu.created = created
 		}
+		if modified := v.s.lastModified(); modified.After(cs.seg.mu.modified) {
+			cs.seg.mu.modified = modified
+		}
 		sc := fullScanner(v.s.log, 0, v.size, scanWindow)
 		for sc.next() {
 			h := sc.h
@@ -240,7 +243,7 @@ func (l *Log) swapCleaned(p *compactPlan, out []*cleanedSegment, next cleanerSta
 		live = append(live, cs)
 	}
 	if len(live) == 0 {
-		if err := writeSideFile(l.fsys, l.dir, cleanerCheckpointName, next.encode()); err != nil {
+		if err := l.writeCleanerCheckpoint(&next); err != nil {
 			return l.fail(err)
 		}
 		l.cleaner = next
@@ -264,7 +267,7 @@ func (l *Log) swapCleaned(p *compactPlan, out []*cleanedSegment, next cleanerSta
 
 // installCleaned does steps 4a-4d; appendMu is held.
 func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManifest) error {
-	if err := writeSideFile(l.fsys, l.dir, swapManifestName, m.encode()); err != nil {
+	if err := writeSideFileVersion(l.fsys, l.dir, swapManifestName, m.encode(), m.state.version()); err != nil {
 		return err
 	}
 	if err := l.renameDeleted(old); err != nil {
@@ -305,7 +308,7 @@ func (l *Log) installCleaned(live []*cleanedSegment, old []*segment, m swapManif
 			return err
 		}
 	}
-	if err := writeSideFile(l.fsys, l.dir, cleanerCheckpointName, m.state.encode()); err != nil {
+	if err := l.writeCleanerCheckpoint(&m.state); err != nil {
 		return err
 	}
 	return removeDurably(l.fsys, l.dir, swapManifestName)
@@ -329,11 +332,11 @@ func (l *Log) finishSwap(names []string) (changed bool, err error) {
 }
 
 func (l *Log) finishCommittedSwap() error {
-	b, err := readSideFile(l.fsys, l.dir, swapManifestName)
+	b, version, err := readSideFileVersion(l.fsys, l.dir, swapManifestName)
 	var m swapManifest
 	switch {
 	case err == nil:
-		if m, err = decodeSwapManifest(b); err != nil {
+		if m, err = decodeSwapManifest(b, version); err != nil {
 			return err
 		}
 	case isNotExist(err):
@@ -376,7 +379,7 @@ func (l *Log) finishCommittedSwap() error {
 	if _, err := l.removeCleaned(); err != nil {
 		return err
 	}
-	if err := writeSideFile(l.fsys, l.dir, cleanerCheckpointName, m.state.encode()); err != nil {
+	if err := l.writeCleanerCheckpoint(&m.state); err != nil {
 		return err
 	}
 	return removeDurably(l.fsys, l.dir, swapManifestName)
@@ -422,12 +425,17 @@ func (l *Log) removeCleanedFrom(names []string) (bool, error) {
 // checkpoint write a crash lost) is cut back to it, durably, before appends can
 // reuse those offsets.
 func (l *Log) loadCleaner() error {
-	if b, err := readSideFile(l.fsys, l.dir, cleanerCheckpointName); err == nil {
-		if st, rest, err := decodeCleanerState(b); err == nil && len(rest) == 0 {
+	if b, version, err := readSideFileVersion(l.fsys, l.dir, cleanerCheckpointName); err == nil {
+		if st, rest, err := decodeCleanerState(b, version); err == nil && len(rest) == 0 {
 			l.cleaner = st
 		}
 	}
 	return l.clampCleanerLocked(l.mu.leo.Load())
+}
+
+// writeCleanerCheckpoint makes st the cleaner checkpoint, durably.
+func (l *Log) writeCleanerCheckpoint(st *cleanerState) error {
+	return writeSideFileVersion(l.fsys, l.dir, cleanerCheckpointName, st.encode(), st.version())
 }
 
 // clampCleanerLocked forgets that offsets at or above offset are clean and
@@ -437,7 +445,7 @@ func (l *Log) clampCleanerLocked(offset int64) error {
 	if !l.cleaner.clamp(offset) {
 		return nil
 	}
-	if err := writeSideFile(l.fsys, l.dir, cleanerCheckpointName, l.cleaner.encode()); err != nil {
+	if err := l.writeCleanerCheckpoint(&l.cleaner); err != nil {
 		return fmt.Errorf("cleaner checkpoint: %w", err)
 	}
 	return nil

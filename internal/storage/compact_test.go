@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func TestCleanerState(t *testing.T) {
 
 	// Round trip, and corrupt payloads.
 	b := c.encode()
-	d, rest, err := decodeCleanerState(b)
+	d, rest, err := decodeCleanerState(b, cleanerStateV1)
 	if err != nil || len(rest) != 0 || d.firstDirty != c.firstDirty || len(d.ranges) != 3 || d.ranges[2] != c.ranges[2] {
 		t.Fatalf("decoded %+v %v", d, err)
 	}
@@ -86,7 +87,7 @@ func TestCleanerState(t *testing.T) {
 		func() []byte { x := bytes.Clone(b); x[7] = 99; return x }(),    // firstDirty not the last end
 		func() []byte { x := bytes.Clone(b); x[12+16] = 7; return x }(), // bad flag
 	} {
-		if _, _, err := decodeCleanerState(bad); !errors.Is(err, ErrCorruptSideFile) {
+		if _, _, err := decodeCleanerState(bad, cleanerStateV1); !errors.Is(err, ErrCorruptSideFile) {
 			t.Errorf("corrupt payload %d decoded: %v", i, err)
 		}
 	}
@@ -135,6 +136,111 @@ func TestCleanerState(t *testing.T) {
 	}
 	if len(f.ranges) != maxCleanRanges || !f.ranges[0].tombstones || f.ranges[0].upTo <= 10 {
 		t.Fatalf("history of %d ranges, first %+v", len(f.ranges), f.ranges[0])
+	}
+}
+
+// TestCleanerStateMarkerClocks: marker clocks round-trip in a version 2
+// payload, damaged ones fail, a truncation cuts them, an expired one that is
+// due calls for a pass, and their number stays bounded, a merge keeping the
+// later time. A state without them encodes as version 1, the previous build's
+// payload, which decodes as before.
+func TestCleanerStateMarkerClocks(t *testing.T) {
+	hour := time.Hour
+	var c cleanerState
+	c.record(100, 1000, hour, false)
+	if c.version() != cleanerStateV1 {
+		t.Fatalf("a state without marker clocks has version %d", c.version())
+	}
+	v1 := c.encode()
+	if d, rest, err := decodeCleanerState(v1, cleanerStateV1); err != nil || len(rest) != 0 || d.firstDirty != 100 {
+		t.Fatalf("version 1: %+v %v", d, err)
+	}
+	c.markers = []markerClock{{from: 10, to: 20, atMs: 5000, due: true}, {from: 30, to: 30, atMs: 4000}}
+	if at, ok := c.markerClock(15); !ok || at != 5000 {
+		t.Fatalf("markerClock(15) = %d, %v", at, ok)
+	}
+	if _, ok := c.markerClock(25); ok {
+		t.Fatal("a clock between the clocks")
+	}
+	if c.expiredTombstones(5000+hour.Milliseconds(), hour) || !c.expiredTombstones(5001+hour.Milliseconds(), hour) {
+		t.Fatal("expiredTombstones with a due marker clock")
+	}
+	b := c.encode()
+	d, rest, err := decodeCleanerState(b, c.version())
+	if err != nil || len(rest) != 0 || !slices.Equal(d.markers, c.markers) || d.firstDirty != 100 {
+		t.Fatalf("decoded %+v %v", d, err)
+	}
+	if _, _, err := decodeCleanerState(b, 3); !errors.Is(err, ErrCorruptSideFile) {
+		t.Errorf("version 3 decoded: %v", err)
+	}
+	clocks := len(v1) + 4
+	for i, bad := range [][]byte{
+		b[:len(b)-1],
+		v1,
+		func() []byte { x := bytes.Clone(b); x[clocks+8+7] = 9; return x }(),      // to before from
+		func() []byte { x := bytes.Clone(b); x[clocks+25+7] = 20; return x }(),    // overlaps the one before
+		func() []byte { x := bytes.Clone(b); x[clocks+25+8+7] = 100; return x }(), // at the first dirty offset
+		func() []byte { x := bytes.Clone(b); x[clocks+24] = 2; return x }(),       // bad flag
+	} {
+		if _, _, err := decodeCleanerState(bad, cleanerStateV2); !errors.Is(err, ErrCorruptSideFile) {
+			t.Errorf("corrupt payload %d decoded: %v", i, err)
+		}
+	}
+
+	e := c.clone()
+	e.markers[0].atMs = 0
+	if c.markers[0].atMs != 5000 {
+		t.Fatal("clone shares marker clocks")
+	}
+	e = c.clone()
+	e.clamp(15)
+	if want := []markerClock{{from: 10, to: 14, atMs: 5000, due: true}}; !slices.Equal(e.markers, want) {
+		t.Fatalf("clamp(15): %+v", e.markers)
+	}
+
+	var f cleanerState
+	f.record(1<<20, 0, hour, false)
+	for i := range maxMarkerClocks + 10 {
+		f.markers = append(f.markers, markerClock{from: int64(2 * i), to: int64(2 * i), atMs: int64(i)})
+	}
+	f.capMarkers()
+	if len(f.markers) != maxMarkerClocks || f.markers[0] != (markerClock{from: 0, to: 2, atMs: 1}) {
+		t.Fatalf("%d marker clocks, first %+v", len(f.markers), f.markers[0])
+	}
+}
+
+// TestCleanerCheckpointFromPreviousBuild: a cleaner checkpoint and a swap
+// manifest in the previous build's format (frame version 1, no marker
+// clocks) still open; a state without marker clocks is written that way.
+func TestCleanerCheckpointFromPreviousBuild(t *testing.T) {
+	clk := newClock()
+	cfg := compactCfg(clk)
+	fsys, _ := compactFixture(t, clk, cfg)
+	l := openLog(t, fsys, cfg)
+	mustCompact(t, l, l.LogEndOffset(), compactOpts())
+	dirty := l.FirstDirtyOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, v, err := readSideFileVersion(fsys, testDir, cleanerCheckpointName); err != nil || v != cleanerStateV1 {
+		t.Fatalf("checkpoint without marker clocks: version %d, %v", v, err)
+	}
+	l = openLog(t, fsys, cfg)
+	if got := l.FirstDirtyOffset(); got != dirty || dirty == 0 {
+		t.Fatalf("first dirty offset %d after reopening, want %d", got, dirty)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A swap manifest of the previous build (no group left to install).
+	st := cleanerState{firstDirty: dirty, ranges: []cleanRange{{upTo: dirty, atMs: clk.Now().UnixMilli()}}}
+	m := swapManifest{state: st}
+	if err := writeSideFileVersion(fsys, testDir, swapManifestName, m.encode(), cleanerStateV1); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, fsys, cfg)
+	if got := l.FirstDirtyOffset(); got != dirty {
+		t.Fatalf("first dirty offset %d after a version 1 swap manifest, want %d", got, dirty)
 	}
 }
 

@@ -171,13 +171,16 @@
 //	| len  u32  | crc  u32  | version  u16 | payload (len bytes) |
 //	+-----------+-----------+--------------+---------------------+
 //
-// crc is CRC-32C (Castagnoli) over version and payload; version is 1. Payloads:
+// crc is CRC-32C (Castagnoli) over version and payload; version is 1 (the
+// cleaner checkpoint and swap manifest: 2 when they hold marker clocks). Payloads:
 //
 //	leader-epoch.checkpoint    count u32, then count x (epoch i32 | start offset i64)
 //	recovery-point.checkpoint  recovery point i64 | log start offset i64
 //	clean-shutdown             log end offset i64 | active base offset i64 | active .log size i64
 //	cleaner-offset.checkpoint  first dirty offset i64 | count u32, then
-//	                           count x (up to i64 | cleaned at ms i64 | tombstones u8)
+//	                           count x (up to i64 | cleaned at ms i64 | tombstones u8);
+//	                           version 2 then count u32, then
+//	                           count x (from i64 | to i64 | since ms i64 | due u8)
 //	cleaner-swap               count u32, then count x (base i64 | end i64),
 //	                           then a cleaner-offset.checkpoint payload
 //
@@ -186,7 +189,9 @@
 // In the cleaner checkpoint, range i covers the offsets from range i-1's end (the
 // log's start for i = 0) up to its own: they first became clean at "cleaned at",
 // and the last pass kept a tombstone among them if "tombstones" is 1. The ranges
-// end at the first dirty offset. A missing or damaged cleaner checkpoint makes
+// end at the first dirty offset. A marker clock says the transaction markers in
+// [from, to] whose transaction is empty wait out the retention from "since" at
+// the earliest (see cleanerState). A missing or damaged cleaner checkpoint makes
 // everything dirty again, which only delays tombstone removal.
 //
 // # Compaction
@@ -195,7 +200,8 @@
 // first dirty offset; the dirty section runs from there to the end of the last
 // sealed segment wholly below the high-water mark (and, with MinCompactionLag,
 // old enough). A pass runs when the dirty bytes are at least MinCleanableDirtyRatio
-// of the cleanable bytes, or when a clean range holding tombstones has expired:
+// of the cleanable bytes, or when a clean range holding tombstones (or a marker
+// clock) has expired:
 //
 //  1. Scan the headers of the whole log for each idempotent producer's last batch.
 //  2. Read the dirty section into an offset map, key -> offset of its latest

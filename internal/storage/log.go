@@ -301,7 +301,7 @@ func (l *Log) append(b []byte, leaderEpoch int32, asLeader, validated bool, hint
 		return info, l.fail(err)
 	}
 	seg.wrote()
-	seg.indexBatches(b, pos, l.conf().IndexIntervalBytes)
+	seg.indexBatches(b, pos, l.conf().IndexIntervalBytes, now)
 	info.LogStartOffset = l.publishAppend(seg, b, pos, &info, asLeader, leaderEpoch)
 
 	l.stats.appendedBatches.Add(int64(info.Batches))

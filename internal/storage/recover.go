@@ -329,6 +329,7 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			}
 			s.wrote()
 			s.size = res.validSize
+			s.mu.modified = l.conf().Now()
 		}
 		s.next = res.next
 		if i == len(segs)-1 {

@@ -127,7 +127,7 @@ func releaseSegments(segs []*segment) {
 // never touching data at or above highWatermark, and returns how many it deleted.
 // As in Kafka, three rules each delete a prefix of the segments, in this order:
 // segments wholly below the log start offset; segments whose newest timestamp
-// (or, without timestamps, file time) is older than RetentionAge by Now; and the
+// (or, without timestamps, last modification) is older than RetentionAge by Now; and the
 // oldest segments while the log exceeds RetentionBytes by at least their size.
 // When every segment is deletable the active one is rolled first, so the log keeps
 // its end offset. The broker calls this periodically for every log
@@ -215,14 +215,14 @@ func (l *Log) retainLocked(highWatermark int64, now time.Time, retentionAge time
 }
 
 // newestTimestamp is the segment's largest timestamp in milliseconds
-// (maxTimestamp), or its file's modification (or creation) time when no batch
-// carries a timestamp.
+// (maxTimestamp), or, when no batch carries a timestamp, its last modification
+// (lastModified), as Kafka's LogSegment.largestTimestamp.
 func (s *segment) newestTimestamp(stats *statCounters) (int64, error) {
 	ts, _, err := s.maxTimestamp(stats)
 	if err != nil || ts >= 0 {
 		return ts, err
 	}
-	return s.creationTime().UnixMilli(), nil
+	return s.lastModified().UnixMilli(), nil
 }
 
 // checkTimestamps checks, before appendMu is taken, the max timestamps that a

@@ -597,3 +597,37 @@ func TestDeleteRecordsDurableWithConcurrentRetention(t *testing.T) {
 	default:
 	}
 }
+
+// TestRetentionWithoutTimestampsUsesLastModified: a segment whose batches
+// carry no timestamp (-1, which Kafka accepts with CreateTime) is aged by its
+// last modification, its last append (Kafka's LogSegment.largestTimestamp
+// falls back to the file's last-modified time), not by its creation: a
+// segment created 7 days ago but last appended to 25 hours ago is not past a
+// 7-day retention.
+func TestRetentionWithoutTimestampsUsesLastModified(t *testing.T) {
+	clk := newClock()
+	l := openLog(t, vfs.NewMem(), Config{SegmentBytes: MinSegmentBytes, SegmentAge: 30 * 24 * time.Hour,
+		RetentionAge: 7 * 24 * time.Hour, RetentionBytes: -1, Now: clk.Now})
+	noTS := func() []byte { return mkBatch(1, 800, -1) }
+	if _, err := l.Append(noTS(), 0); err != nil { // offset 0, segment created now
+		t.Fatal(err)
+	}
+	clk.Advance(6 * 24 * time.Hour)
+	if _, err := l.Append(noTS(), 0); err != nil { // offset 1, written 6 days later
+		t.Fatal(err)
+	}
+	if _, err := l.Append(noTS(), 0); err != nil { // offset 2: rolls (segment.bytes)
+		t.Fatal(err)
+	}
+	if n := l.NumSegments(); n != 2 {
+		t.Fatalf("%d segments, want 2", n)
+	}
+	clk.Advance(24*time.Hour + time.Hour) // the first segment was last written 25 h ago
+	n, err := l.EnforceRetention(l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || l.LogStartOffset() != 0 {
+		t.Fatalf("retention (7 d) deleted %d segments, log start now %d: the first segment was last modified 25 h ago", n, l.LogStartOffset())
+	}
+}

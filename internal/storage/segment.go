@@ -97,6 +97,9 @@ type segment struct {
 		end     int64
 		aborts  abortIndex
 		created time.Time
+		// modified is the segment's last change: its last append or cut,
+		// or, once reopened, its file's modification time.
+		modified time.Time
 	}
 }
 
@@ -165,7 +168,7 @@ func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config, now time.Ti
 	s := newSegment(fsys, dir, base, log, cfg)
 	s.mu.loaded = true
 	s.mu.aborts.held = true
-	s.mu.created = now
+	s.mu.created, s.mu.modified = now, now
 	for _, x := range []struct {
 		suffix string
 		size   int64
@@ -209,6 +212,7 @@ func openSegment(fsys vfs.FS, dir string, base int64, cfg *Config) (*segment, er
 	if fi, err := fsys.Stat(s.path(logSuffix)); err == nil {
 		s.mu.created = fi.ModTime()
 	}
+	s.mu.modified = s.mu.created
 	return s, nil
 }
 
@@ -227,11 +231,12 @@ func (s *segment) release() {
 	}
 }
 
-// indexBatches indexes the validated batches b the appender just wrote at pos.
-func (s *segment) indexBatches(b []byte, pos int64, interval int) {
+// indexBatches indexes the validated batches b the appender just wrote at pos,
+// at now.
+func (s *segment) indexBatches(b []byte, pos int64, interval int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mu.written, s.mu.end = true, pos+int64(len(b))
+	s.mu.written, s.mu.end, s.mu.modified = true, pos+int64(len(b)), now
 	for p := 0; p < len(b); {
 		h, _ := batch.ParseHeader(b[p:])
 		s.mu.addBatch(s.base, &h, pos+int64(p), h.Size(), interval)
@@ -252,6 +257,14 @@ func (s *segment) creationTime() time.Time {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.mu.created
+}
+
+// lastModified returns when the segment last changed (its age for time
+// retention without timestamps, as Kafka's file last-modified time).
+func (s *segment) lastModified() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.modified
 }
 
 // addBatch updates the indexes and timestamps of a segment based at base for

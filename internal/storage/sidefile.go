@@ -69,19 +69,29 @@ func unframeSideVersion(b []byte) ([]byte, uint16, error) {
 // writeSideFile replaces dir/name with payload durably: write name.tmp, fsync it,
 // rename it over name, fsync dir.
 func writeSideFile(fsys vfs.FS, dir, name string, payload []byte) error {
-	return replaceSideFile(fsys, dir, name, payload, true)
+	return putSideFile(fsys, dir, name, frameSide(payload), true)
+}
+
+// writeSideFileVersion is writeSideFile with a frame of the given version.
+func writeSideFileVersion(fsys vfs.FS, dir, name string, payload []byte, version uint16) error {
+	return putSideFile(fsys, dir, name, frameSideVersion(payload, version), true)
 }
 
 // replaceSideFile is writeSideFile, without its two fsyncs unless durable (a
 // file a crash may lose or tear, whose reader then falls back).
 func replaceSideFile(fsys vfs.FS, dir, name string, payload []byte, durable bool) error {
+	return putSideFile(fsys, dir, name, frameSide(payload), durable)
+}
+
+// putSideFile replaces dir/name with the frame framed (replaceSideFile).
+func putSideFile(fsys vfs.FS, dir, name string, framed []byte, durable bool) error {
 	path := filepath.Join(dir, name)
 	tmp := path + tmpSuffix
 	f, err := fsys.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(frameSide(payload)); err != nil {
+	if _, err := f.Write(framed); err != nil {
 		f.Close()
 		return err
 	}
@@ -103,26 +113,37 @@ func replaceSideFile(fsys vfs.FS, dir, name string, payload []byte, durable bool
 	return fsys.SyncDir(dir)
 }
 
-// readSideFile returns the payload of dir/name. A missing file gives an error
-// matching fs.ErrNotExist; a damaged one ErrCorruptSideFile.
+// readSideFile returns the payload of dir/name, a frame of version
+// sideVersion. A missing file gives an error matching fs.ErrNotExist; a
+// damaged one ErrCorruptSideFile.
 func readSideFile(fsys vfs.FS, dir, name string) ([]byte, error) {
+	payload, v, err := readSideFileVersion(fsys, dir, name)
+	if err == nil && v != sideVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrCorruptSideFile, v)
+	}
+	return payload, err
+}
+
+// readSideFileVersion is readSideFile for a frame of any version, which it
+// returns for the caller to check.
+func readSideFileVersion(fsys vfs.FS, dir, name string) ([]byte, uint16, error) {
 	f, err := fsys.Open(filepath.Join(dir, name))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if size > maxSidePayload+sideHeaderSize {
-		return nil, fmt.Errorf("%w: %d bytes", ErrCorruptSideFile, size)
+		return nil, 0, fmt.Errorf("%w: %d bytes", ErrCorruptSideFile, size)
 	}
 	b := make([]byte, size)
 	if n, err := f.ReadAt(b, 0); n < len(b) {
-		return nil, fmt.Errorf("read %s: %d of %d bytes: %w", name, n, len(b), err)
+		return nil, 0, fmt.Errorf("read %s: %d of %d bytes: %w", name, n, len(b), err)
 	}
-	return unframeSide(b)
+	return unframeSideVersion(b)
 }
 
 // removeDurably deletes dir/name if it exists and makes the removal durable.

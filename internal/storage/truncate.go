@@ -199,7 +199,7 @@ func (l *Log) truncateIndexes(s *segment, cutPos, newLEO int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := &s.mu
-	m.written, m.end = true, cutPos
+	m.written, m.end, m.modified = true, cutPos, l.conf().Now()
 	m.index.truncate(rel)
 	m.index.fileLogSize = min(m.index.fileLogSize, cutPos)
 	m.tindex.truncate(rel)

@@ -71,7 +71,7 @@ func (l *Log) unshareLocked(s *segment) (*segment, error) {
 	}
 	ns := newSegment(l.fsys, l.dir, s.base, f, l.conf())
 	ns.size, ns.next = s.size, s.next
-	ns.mu.created, ns.mu.aborts = s.creationTime(), s.abortState()
+	ns.mu.created, ns.mu.modified, ns.mu.aborts = s.creationTime(), s.lastModified(), s.abortState()
 	l.replaceSegment(s, ns)
 	s.release() // the log's reference; s is not deleted, its name is ns's now
 	return ns, nil
