@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"slices"
@@ -468,5 +470,129 @@ func TestListOffsetsTimeout(t *testing.T) {
 	}
 	if got := errorCode(context.DeadlineExceeded); got != kerr.RequestTimedOut.Code {
 		t.Errorf("a passed deadline answers %d, want REQUEST_TIMED_OUT", got)
+	}
+}
+
+var (
+	produceRulesPlainID = metadata.UUID{23}
+	produceRulesLATID   = metadata.UUID{24}
+)
+
+// newProduceRulesHandlers is broker 1 leading topic "plain" (CreateTime,
+// defaults) and topic "lat" (message.timestamp.type LogAppendTime), one
+// partition each, ISR of one: the produce rules Kafka's LogValidator applies.
+func newProduceRulesHandlers(t *testing.T) (*Handlers, *replica.Manager) {
+	t.Helper()
+	return newProduceRulesHandlersWith(t, Config{})
+}
+
+// newProduceRulesHandlersWith is newProduceRulesHandlers with cfg and extra
+// metadata records.
+func newProduceRulesHandlersWith(t *testing.T, cfg Config, extra ...metadata.Record) (*Handlers, *replica.Manager) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := replica.NewManager(vfs.NewMem(), "/logs", 1, logger, replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	img, err := metadata.ApplyAll(metadata.NewImage(), append([]metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "plain", ID: produceRulesPlainID},
+		&metadata.PartitionRecord{TopicID: produceRulesPlainID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		&metadata.TopicRecord{Name: "lat", ID: produceRulesLATID, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
+		&metadata.PartitionRecord{TopicID: produceRulesLATID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	}, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NodeID, cfg.BrokerEpoch = 1, func() int64 { return 1 }
+	return New(cfg, fakeCluster{img: img}, m, nil, nil, logger), m
+}
+
+// produceOne sends one batch to topic-0 (Produce v9, acks=1) and returns the
+// partition's answer.
+func produceOne(t *testing.T, h *Handlers, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = 1, 1000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 0, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	cid := "rules"
+	r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
+	return serveRequest(t, h, &protocol.ConnInfo{}, r).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+}
+
+// fixCRC recomputes a v2 batch's CRC-32C after a test edited it, so that only
+// the edited rule is broken.
+func fixCRC(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// setRecordCount sets numRecords and lastOffsetDelta (count-1) consistently.
+func setRecordCount(b []byte, count int32) {
+	binary.BigEndian.PutUint32(b[23:], uint32(count-1))
+	binary.BigEndian.PutUint32(b[57:], uint32(count))
+}
+
+// TestProduceRecordsMustParse: an uncompressed batch whose header is well
+// formed and whose CRC matches, but whose records do not match its record
+// count or its length, is refused as Kafka refuses it: DefaultRecordBatch's
+// record iterator throws InvalidRecordException ("Incorrect declared batch
+// size, premature EOF reached" / "Found invalid record structure") while
+// LogValidator walks every record, and the partition is answered
+// INVALID_RECORD. Nothing is appended. (The record structure rules:
+// internal/batch TestValidateRecords.)
+func TestProduceRecordsMustParse(t *testing.T) {
+	h, m := newProduceRulesHandlers(t)
+	one := func() []byte { return batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli()}) }
+
+	fewer := one() // says two records, holds one
+	setRecordCount(fewer, 2)
+	fixCRC(fewer)
+
+	trailing := append(one(), 0x00, 0x00, 0x00) // three bytes after its only record
+	binary.BigEndian.PutUint32(trailing[8:], uint32(len(trailing)-12))
+	fixCRC(trailing)
+
+	garbage := one() // the record's length varint points past the batch
+	garbage[61] = 0x7e
+	fixCRC(garbage)
+
+	for _, tc := range []struct {
+		name    string
+		records []byte
+	}{
+		{"record count above the records held", fewer},
+		{"bytes left after the last record", trailing},
+		{"a record that does not parse", garbage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := m.Partition("plain", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := p.LogEndOffset()
+			sp := produceOne(t, h, "plain", slices.Clone(tc.records))
+			if sp.ErrorCode != kerr.InvalidRecord.Code {
+				t.Errorf("error %v (offset %d), want INVALID_RECORD as Kafka answers", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+			}
+			if after := p.LogEndOffset(); after != before {
+				t.Errorf("the log end moved from %d to %d: the batch was appended", before, after)
+			}
+		})
+	}
+	if sp := produceOne(t, h, "plain", one()); sp.ErrorCode != 0 {
+		t.Errorf("a well-formed batch: %v", kerr.ErrorForCode(sp.ErrorCode))
 	}
 }

@@ -527,6 +527,12 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 		if h.Idempotent() && n > 0 {
 			return AppendResult{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
 		}
+		// Kafka's LogValidator reads every record; an uncompressed batch's
+		// are walked in place (no copy, no allocation). A compressed one's
+		// are not decompressed (docs/protocol.md, Known differences).
+		if err := batch.ValidateRecords(h, it.Batch()); err != nil {
+			return AppendResult{}, err
+		}
 		if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
 			if err := requireKeys(it.Batch()); err != nil {
 				return AppendResult{}, err
