@@ -596,3 +596,29 @@ func TestProduceRecordsMustParse(t *testing.T) {
 		t.Errorf("a well-formed batch: %v", kerr.ErrorForCode(sp.ErrorCode))
 	}
 }
+
+// TestProduceLogAppendTimeFromClient: a client may not set the LogAppendTime
+// bit, on a LogAppendTime topic as on a CreateTime one. Kafka's
+// LogValidator.validateTimestamp answers such a batch INVALID_TIMESTAMP
+// ("Invalid timestamp type in message ... Producer should not set timestamp
+// type to LogAppendTime."), with a record error; nothing is appended.
+func TestProduceLogAppendTimeFromClient(t *testing.T) {
+	h, m := newProduceRulesHandlers(t)
+	for _, topic := range []string{"lat", "plain"} {
+		p, err := m.Partition(topic, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Attributes: 0x08})
+		sp := produceOne(t, h, topic, b)
+		if sp.ErrorCode != kerr.InvalidTimestamp.Code {
+			t.Errorf("%s: error %v (offset %d), want INVALID_TIMESTAMP as Kafka answers", topic, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+		if len(sp.ErrorRecords) != 1 || sp.ErrorRecords[0].ErrorMessage == nil {
+			t.Errorf("%s: record errors %+v, want the batch's first record named", topic, sp.ErrorRecords)
+		}
+		if p.LogEndOffset() != 0 {
+			t.Errorf("%s: the batch was appended (log end %d)", topic, p.LogEndOffset())
+		}
+	}
+}

@@ -543,6 +543,9 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 				return AppendResult{}, err
 			}
 		}
+		if err := refuseLogAppendTime(h); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	if err := it.Err(); err != nil {
 		return AppendResult{}, err

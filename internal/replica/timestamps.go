@@ -89,3 +89,17 @@ func (w timestampWindow) check(h batch.Header, b []byte) error {
 	}
 	return nil
 }
+
+// refuseLogAppendTime refuses a batch whose sender set the LogAppendTime
+// bit, whatever the topic's timestamp type: only the broker stamps it (as
+// Kafka's LogValidator.validateTimestamp: "Producer should not set timestamp
+// type to LogAppendTime", INVALID_TIMESTAMP). Kafka names every record of the
+// batch in its record errors; this names the first, as the records of a
+// compressed batch are not read (the client fails the whole batch either way).
+func refuseLogAppendTime(h batch.Header) error {
+	if !h.LogAppendTime() {
+		return nil
+	}
+	return &TimestampError{Records: []RecordError{{Index: 0, Message: fmt.Sprintf(
+		"Invalid timestamp type in message with offset %d. Producer should not set timestamp type to LogAppendTime.", h.BaseOffset)}}}
+}
