@@ -622,3 +622,32 @@ func TestProduceLogAppendTimeFromClient(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceIdempotentNegativeSequence: a batch with a producer id and a
+// negative base sequence is refused as Kafka's LogValidator.validateBatch
+// refuses a client's ("Invalid sequence number -1 in record batch with
+// producerId 7"): INVALID_RECORD, nothing appended. A coordinator's own
+// transactional batches, which carry sequence -1, are appended by
+// replica.Partition.AppendAsCoordinator and not checked so
+// (internal/replica TestCoordinatorAppendVerified).
+func TestProduceIdempotentNegativeSequence(t *testing.T) {
+	h, m := newProduceRulesHandlers(t)
+	p, err := m.Partition("plain", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []int32{-1, -7} {
+		b := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Idempotent: true, ProducerID: 7, BaseSequence: seq})
+		sp := produceOne(t, h, "plain", b)
+		if sp.ErrorCode != kerr.InvalidRecord.Code {
+			t.Errorf("sequence %d: error %v (offset %d), want INVALID_RECORD as Kafka answers", seq, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+	}
+	if p.LogEndOffset() != 0 {
+		t.Errorf("a batch was appended (log end %d)", p.LogEndOffset())
+	}
+	b := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Idempotent: true, ProducerID: 7, BaseSequence: 0})
+	if sp := produceOne(t, h, "plain", b); sp.ErrorCode != 0 {
+		t.Errorf("sequence 0: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+}

@@ -527,6 +527,12 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 		if h.Idempotent() && n > 0 {
 			return AppendResult{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
 		}
+		// Kafka's LogValidator.validateBatch, for a client's batch only: a
+		// coordinator's transactional batches carry sequence -1 and are
+		// appended by AppendAsCoordinator, not here.
+		if h.Idempotent() && h.BaseSequence < 0 && !opts.Coordinator {
+			return AppendResult{}, fmt.Errorf("%w: invalid sequence number %d in a record batch with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
+		}
 		// Kafka's LogValidator reads every record; an uncompressed batch's
 		// are walked in place (no copy, no allocation). A compressed one's
 		// are not decompressed (docs/protocol.md, Known differences).

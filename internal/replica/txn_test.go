@@ -799,3 +799,31 @@ func TestWaitCommittedAcrossLeaderEpochs(t *testing.T) {
 		t.Fatalf("records of leader epoch 0, kept at epoch 1: %v", err)
 	}
 }
+
+// TestCoordinatorBatchesKeepSequenceMinusOne: a client's idempotent batch
+// with a negative base sequence is refused (ErrInvalidRecord, Kafka's
+// validateBatch for the client origin), while a coordinator's transactional
+// batch with sequence -1 (a TxnOffsetCommit on __consumer_offsets) and the
+// marker that ends it are appended as before.
+func TestCoordinatorBatchesKeepSequenceMinusOne(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	const pid = 9
+	commit := func() []byte {
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, BaseSequence: -1, Transactional: true}, []batch.Record{{Key: []byte("k"), Value: []byte("offset")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if _, err := p.Append(commit(), 1); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("client batch with sequence -1: %v, want ErrInvalidRecord", err)
+	}
+	if _, err := p.AppendAsCoordinator(commit()); err != nil {
+		t.Fatalf("coordinator batch with sequence -1: %v", err)
+	}
+	mustMarker(t, p, pid, true)
+	if end := p.LogEndOffset(); end != 2 {
+		t.Fatalf("log end %d, want 2 (the commit and its marker)", end)
+	}
+}
