@@ -22,11 +22,13 @@ import (
 //     another cluster or node than self gets REBOOTSTRAP_REQUIRED: the client's
 //     metadata is stale and it should bootstrap again. Both error answers carry
 //     no keys and no features, and the connection stays open, as Kafka 4.4's.
-//   - above apiVersionsMax: a v0 response with UNSUPPORTED_VERSION that lists only
-//     the ApiVersions range, so the client retries at that version (KIP-511).
+//   - above apiVersionsMax, or below 0: a v0 response with UNSUPPORTED_VERSION
+//     that lists only the ApiVersions range, so the client retries at that
+//     version (KIP-511); the connection stays open. Kafka answers any version
+//     it does not support so (RequestContext.isUnsupportedApiVersionsRequest).
 func (g *registry) answerApiVersions(c *ConnInfo, r *Request, self *brokerIdentity) (*kmsg.ApiVersionsResponse, int16) {
 	resp := kmsg.NewPtrApiVersionsResponse()
-	if r.Version > apiVersionsMax {
+	if !apiVersionsSupported(r.Version) {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: apiVersionsKey, MinVersion: 0, MaxVersion: apiVersionsMax}}
 		return resp, 0
@@ -50,6 +52,10 @@ func (g *registry) answerApiVersions(c *ConnInfo, r *Request, self *brokerIdenti
 	}
 	return resp, r.Version
 }
+
+// apiVersionsSupported reports whether ApiVersions at version is answered at
+// that version (0..apiVersionsMax); any other is answered at v0.
+func apiVersionsSupported(version int16) bool { return version >= 0 && version <= apiVersionsMax }
 
 // brokerIdentity is the cluster and node a listener serves (KIP-1242).
 type brokerIdentity struct {

@@ -116,7 +116,7 @@ func (g *registry) decodeRequest(frame []byte) (*Request, error) {
 	if err := rd.Complete(); err != nil {
 		return nil, fmt.Errorf("%w: %d bytes", ErrTruncatedHeader, len(frame))
 	}
-	if r.Key == apiVersionsKey && r.Version > apiVersionsMax {
+	if r.Key == apiVersionsKey && !apiVersionsSupported(r.Version) {
 		v0 := kmsg.NewPtrApiVersionsRequest() // KIP-511: answer v0 without parsing
 		r.Msg = v0
 		return r, nil

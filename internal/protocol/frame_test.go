@@ -165,7 +165,12 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "version above range", frame: rawFrame(3, metaMax+1, 1, []byte{0xFF, 0xFF}), wantErr: ErrUnsupportedVersion},
 		{name: "version below range", frame: frameOf(kmsg.NewPtrProduceRequest(), 2, 1, nil), wantErr: ErrUnsupportedVersion},
 		{name: "negative version", frame: rawFrame(3, -1, 1, []byte{0xFF, 0xFF}), wantErr: ErrUnsupportedVersion},
-		{name: "api versions negative version", frame: rawFrame(18, -1, 1, []byte{0xFF, 0xFF}), wantErr: ErrUnsupportedVersion},
+		// Below the range as above it: answered at v0 (TestApiVersionsNegativeVersion).
+		{name: "api versions negative version is not parsed", frame: rawFrame(18, -1, 1, []byte{0xFF, 0xFF}), wantKey: 18, wantVer: -1, wantCorr: 1, check: func(t *testing.T, r *Request) {
+			if r.Msg.GetVersion() != 0 {
+				t.Fatalf("stub version %d, want 0", r.Msg.GetVersion())
+			}
+		}},
 		{name: "truncated body", frame: full[:len(full)-3], wantErr: ErrMalformedRequest},
 	}
 	for _, tt := range tests {

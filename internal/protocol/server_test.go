@@ -352,6 +352,27 @@ func TestApiVersions(t *testing.T) {
 	}
 }
 
+// TestApiVersionsNegativeVersion: Kafka accepts an ApiVersions request at any
+// version (ApiKeys.isVersionEnabled is true for API_VERSIONS whatever the
+// version) and answers one it does not support, below its range as above,
+// with a v0 UNSUPPORTED_VERSION response listing the ApiVersions range
+// (RequestContext.isUnsupportedApiVersionsRequest: !isVersionSupported). The
+// body is not parsed and the connection stays open.
+func TestApiVersionsNegativeVersion(t *testing.T) {
+	ts := startServer(t, HandlerFunc(echoHandler))
+	c := dial(t, ts.addr)
+	clientID := []byte{0, 3, 'r', 'a', 'w'}
+	for _, v := range []int16{-1, -32768} {
+		c.write(rawFrame(apiVersionsKey, v, 9, clientID, []byte{0xFF, 0x01}))
+		resp := c.read(kmsg.NewPtrApiVersionsRequest(), 0, 9).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != apiVersionsKey ||
+			resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != apiVersionsMax {
+			t.Fatalf("ApiVersions v%d: got %+v, want a v0 UNSUPPORTED_VERSION answer", v, resp)
+		}
+	}
+	c.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, 10) // still open
+}
+
 func TestBadClientsCloseOnlyTheirConnection(t *testing.T) {
 	const maxBytes = 4096
 	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) { s.MaxRequestBytes = maxBytes })
