@@ -40,6 +40,7 @@ import (
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/quota"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/throttle"
@@ -64,6 +65,11 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		}
 		readable = func(string) bool { return true }
 	}
+	minBytes := int(req.MinBytes)
+	if replicaID < 0 {
+		read = h.capToQuotaWindow(c, read)
+		minBytes = min(minBytes, max(int(read.MaxBytes), 0))
+	}
 	var (
 		w        *replica.Watcher
 		deadline = time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -83,13 +89,18 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		if throttled > 0 {
 			wait = minTime(deadline, time.Now().Add(throttled))
 		}
-		if total >= int(req.MinBytes) || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 || answerNow {
-			files = session.finish(resp, files)
+		if total >= minBytes || !time.Now().Before(wait) || ctx.Err() != nil || len(watched) == 0 || answerNow {
 			var throttle time.Duration
 			if replicaID < 0 { // replication traffic is not consumer bytes out
-				h.observeFetch(resp, files)
 				throttle = max(h.throttle(c, metadata.QuotaConsumerByteRate, total), h.chargeRequest(ctx))
-				resp.ThrottleMillis = int32(throttle.Milliseconds())
+				if throttle > 0 {
+					releaseFiles(files)
+					return h.throttledFetch(c, req, session, total, throttle)
+				}
+			}
+			files = session.finish(resp, files)
+			if replicaID < 0 {
+				h.observeFetch(resp, files)
 			}
 			out := h.fetchResponse(resp, files)
 			out.Throttle = throttle
@@ -142,6 +153,62 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 		timer.Stop()
 		mustRead = !reusable || changedSince(watched)
 	}
+}
+
+// capToQuotaWindow returns read with its MaxBytes capped at the bytes the
+// client's consumer_byte_rate lets it fetch at once without a throttle, given
+// nothing fetched within the quota's window (rate x (Samples-1) x Window), as
+// Kafka caps a consumer's fetch (ClientQuotaManager.maxValueInQuotaWindow):
+// a larger answer would be throttled, and a throttled answer is empty
+// (throttledFetch), so it would never be sent. read itself is not changed.
+func (h *Handlers) capToQuotaWindow(c *protocol.ConnInfo, read *kmsg.FetchRequest) *kmsg.FetchRequest {
+	if h.cfg.Quotas == nil || c == nil {
+		return read
+	}
+	_, rate, ok := quota.Resolve(h.cluster.Image(), quota.UserOf(c.Principal()), c.ClientID(), metadata.QuotaConsumerByteRate)
+	if !ok {
+		return read
+	}
+	limit := rate * float64(quota.Samples-1) * quota.Window.Seconds()
+	if limit >= float64(read.MaxBytes) {
+		return read
+	}
+	capped := *read
+	capped.MaxBytes = int32(limit)
+	return &capped
+}
+
+// throttledFetch answers a consumer's fetch that must be throttled (its
+// consumer_byte_rate or request_percentage quota exceeded) as Kafka does
+// (KIP-219, KafkaApis.handleFetchRequest): the bytes it read are taken back
+// from the byte-rate quota (unrecordQuotaSensor: they are not sent), and the
+// answer is empty, carrying only throttle_time_ms, the connection muted for
+// as long. The records are served by a fetch after the throttle. An
+// incremental session keeps its id and epoch (nothing it caches changes, so
+// the partitions with news are sent next time); a session this fetch opened
+// is dropped and the answer names none, as Kafka opens a session only with a
+// full answer (FullFetchContext.getThrottledResponse: INVALID_SESSION_ID).
+func (h *Handlers) throttledFetch(c *protocol.ConnInfo, req *kmsg.FetchRequest, session sessionFetch,
+	readBytes int, throttle time.Duration) protocol.Response {
+	if readBytes > 0 {
+		h.throttle(c, metadata.QuotaConsumerByteRate, -readBytes)
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.ThrottleMillis = int32(min(throttle.Milliseconds(), int64(^uint32(0)>>1)))
+	if sess := session.session; sess != nil {
+		if session.incremental {
+			resp.SessionID = sess.id
+		} else {
+			h.sessions.mu.Lock()
+			if h.sessions.byID[sess.id] == sess {
+				h.sessions.removeLocked(sess)
+			}
+			h.sessions.mu.Unlock()
+		}
+	}
+	out := reply(resp)
+	out.Throttle = throttle
+	return out
 }
 
 // watchedPartition is a partition a fetch may wait on, with what it showed

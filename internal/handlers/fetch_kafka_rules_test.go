@@ -12,6 +12,8 @@ import (
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/quota"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/vfs"
 	"github.com/strata-stream/strata/internal/wait"
@@ -335,5 +337,106 @@ func TestFollowerDivergingEpochAnswersAtOnce(t *testing.T) {
 	}
 	if took > 10*time.Second {
 		t.Fatalf("diverging epoch answered after %v, want at once (Kafka does not hold a fetch that found a diverging epoch for MaxWait)", took.Round(time.Millisecond))
+	}
+}
+
+// TestThrottledFetchIsEmpty: a consumer over its consumer_byte_rate gets, as
+// Kafka answers it (KafkaApis.handleFetchRequest: "If throttling is
+// required, return an empty response", fetchContext.getThrottledResponse,
+// after unrecording the response's bytes), an empty Fetch response with
+// throttle_time_ms set, the connection muted; the bytes it read are not
+// counted against the quota, and the records are served by a fetch after
+// the throttle. A fetch that opens a session is answered without one and
+// opens none, as Kafka opens a session only with a full answer. Followers'
+// fetches are not consumer bytes and never throttled so.
+func TestThrottledFetchIsEmpty(t *testing.T) {
+	clients := metadata.QuotaEntity{ClientID: metadata.QuotaName{Set: true, Default: true}}
+	quotas := quota.New(nil)
+	h, m := newProduceRulesHandlersWith(t, Config{Quotas: quotas, FetchSessionCacheSlots: 10},
+		&metadata.ClientQuotaRecord{Entity: clients, Key: metadata.QuotaConsumerByteRate, Value: 1})
+	p, err := m.Partition("plain", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(10, 100)}), 1); err != nil {
+		t.Fatal(err)
+	}
+	wait.Within(t, 10*time.Second, "the HWM to reach 10", func() bool { return p.HighWatermark() >= 10 })
+
+	for _, sessionEpoch := range []int32{-1, 0} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, sessionEpoch
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "plain"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 0, 1<<20, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		cid := "rules"
+		r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
+		conn := &protocol.ConnInfo{}
+		resp := serveRequest(t, h, conn, r).(*kmsg.FetchResponse)
+		if resp.ThrottleMillis <= 0 {
+			t.Fatalf("session epoch %d: throttle_time_ms %d: a fetch of 1 KiB at 1 B/s was not throttled", sessionEpoch, resp.ThrottleMillis)
+		}
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if len(sp.RecordBatches) > 0 {
+					t.Errorf("session epoch %d: throttled (%d ms) fetch answered %d record bytes of %s-%d; Kafka answers a throttled fetch empty",
+						sessionEpoch, resp.ThrottleMillis, len(sp.RecordBatches), st.Topic, sp.Partition)
+				}
+			}
+		}
+		if resp.SessionID != 0 || h.sessions.len() != 0 {
+			t.Errorf("session epoch %d: answered session %d, %d sessions cached; a throttled fetch opens none", sessionEpoch, resp.SessionID, h.sessions.len())
+		}
+		// The bytes read were taken back: recording nothing more finds the
+		// client within its quota.
+		if d := quotas.Record(h.cluster.Image(), quota.UserOf(conn.Principal()), conn.ClientID(), metadata.QuotaConsumerByteRate, 0); d != 0 {
+			t.Errorf("session epoch %d: the throttled fetch's bytes still count (throttle %v)", sessionEpoch, d)
+		}
+	}
+}
+
+// TestFetchCappedToQuotaWindow: a consumer's fetch reads at most the bytes its
+// consumer_byte_rate lets it fetch at once without a throttle (the rate times
+// the quota's window less one sample: 10 s), as Kafka caps it
+// (ClientQuotaManager.maxValueInQuotaWindow): a larger answer would be
+// throttled, and so empty, every time.
+func TestFetchCappedToQuotaWindow(t *testing.T) {
+	clients := metadata.QuotaEntity{ClientID: metadata.QuotaName{Set: true, Default: true}}
+	h, m := newProduceRulesHandlersWith(t, Config{Quotas: quota.New(nil)},
+		&metadata.ClientQuotaRecord{Entity: clients, Key: metadata.QuotaConsumerByteRate, Value: 100})
+	p, err := m.Partition("plain", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // about 170 bytes each, 1.7 KB in all: over 100 B/s x 10 s
+		if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(1, 100)}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait.Within(t, 10*time.Second, "the HWM to reach 10", func() bool { return p.HighWatermark() >= 10 })
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "plain"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 0, 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	cid := "rules"
+	r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
+	resp := serveRequest(t, h, &protocol.ConnInfo{}, r).(*kmsg.FetchResponse)
+	n := 0
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			n += len(sp.RecordBatches)
+		}
+	}
+	if resp.ThrottleMillis != 0 || n == 0 || n > 1000 {
+		t.Fatalf("throttle %d ms, %d record bytes; want records within 1,000 bytes and no throttle", resp.ThrottleMillis, n)
 	}
 }
