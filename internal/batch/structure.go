@@ -24,7 +24,7 @@ var (
 // filling the rest of the batch, as Kafka's record iterator reads them when
 // its LogValidator walks a produced batch. Each record is varint length, then
 // within that length int8 attributes, varlong timestampDelta, varint
-// offsetDelta, varint key length (-1: null) and key, varint value length (-1:
+// offsetDelta (>= 0), varint key length (-1: null) and key, varint value length (-1:
 // null) and value, varint header count (>= 0) and per header varint key length
 // (>= 0), key, varint value length (-1: null) and value; the fields must use
 // up the length exactly. Varints are Kafka's: at most 5 bytes for an int32,
@@ -74,10 +74,10 @@ func recordFits(r []byte) bool {
 	if i < 0 {
 		return false
 	}
-	if i = skipVarint(r, i, 5); i < 0 { // offsetDelta
+	var n int
+	if n, i = sizeAt(r, i); i < 0 || n < 0 { // offsetDelta: no record below the base offset
 		return false
 	}
-	var n int
 	if n, i = sizeAt(r, i); i < 0 || n < -1 || n > len(r)-i { // key
 		return false
 	}

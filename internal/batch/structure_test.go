@@ -71,6 +71,8 @@ func TestValidateRecords(t *testing.T) {
 		{"bytes left inside a record", withRecords(one, append(append([]byte{oneBody[0] + 2}, oneBody[1:]...), 0), 1), ErrRecordStructure},
 		// the record's length one less than its fields: its last header's value runs past it
 		{"field past its record", withRecords(one, append([]byte{oneBody[0] - 2}, oneBody[1:]...), 1), ErrRecordStructure},
+		// attributes, ts 0, offset -1 (below the base: found by FuzzValidate), key null, value null, no header
+		{"negative offset delta", withRecords(one, []byte{0x0c, 0, 0, 0x01, 0x01, 0x01, 0x00}, 1), ErrRecordStructure},
 		// attributes, ts 0, offset 0, key null, value null, header count -1
 		{"negative header count", withRecords(one, []byte{0x0c, 0, 0, 0, 0x01, 0x01, 0x01}, 1), ErrRecordStructure},
 		// ... header count 1, header key null
