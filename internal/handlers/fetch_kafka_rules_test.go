@@ -364,19 +364,8 @@ func TestThrottledFetchIsEmpty(t *testing.T) {
 	wait.Within(t, 10*time.Second, "the HWM to reach 10", func() bool { return p.HighWatermark() >= 10 })
 
 	for _, sessionEpoch := range []int32{-1, 0} {
-		req := kmsg.NewPtrFetchRequest()
-		req.SetVersion(12)
-		req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, sessionEpoch
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "plain"
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 0, 1<<20, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		cid := "rules"
-		r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
 		conn := &protocol.ConnInfo{}
-		resp := serveRequest(t, h, conn, r).(*kmsg.FetchResponse)
+		resp := fetchPlain(t, h, conn, sessionEpoch)
 		if resp.ThrottleMillis <= 0 {
 			t.Fatalf("session epoch %d: throttle_time_ms %d: a fetch of 1 KiB at 1 B/s was not throttled", sessionEpoch, resp.ThrottleMillis)
 		}
@@ -418,18 +407,7 @@ func TestFetchCappedToQuotaWindow(t *testing.T) {
 		}
 	}
 	wait.Within(t, 10*time.Second, "the HWM to reach 10", func() bool { return p.HighWatermark() >= 10 })
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "plain"
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 0, 1<<20, -1, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	cid := "rules"
-	r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
-	resp := serveRequest(t, h, &protocol.ConnInfo{}, r).(*kmsg.FetchResponse)
+	resp := fetchPlain(t, h, &protocol.ConnInfo{}, -1)
 	n := 0
 	for _, st := range resp.Topics {
 		for _, sp := range st.Partitions {
@@ -439,4 +417,22 @@ func TestFetchCappedToQuotaWindow(t *testing.T) {
 	if resp.ThrottleMillis != 0 || n == 0 || n > 1000 {
 		t.Fatalf("throttle %d ms, %d record bytes; want records within 1,000 bytes and no throttle", resp.ThrottleMillis, n)
 	}
+}
+
+// fetchPlain is a consumer's Fetch v12 of "plain" partition 0 at offset 0,
+// 1 MiB at most, in session epoch sessionEpoch, from client id "rules" on conn.
+func fetchPlain(t *testing.T, h *Handlers, conn *protocol.ConnInfo, sessionEpoch int32) *kmsg.FetchResponse {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, sessionEpoch
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "plain"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 0, 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	cid := "rules"
+	r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
+	return serveRequest(t, h, conn, r).(*kmsg.FetchResponse)
 }
