@@ -194,7 +194,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
 		rp.FetchOffset = offset
 		rp.LastFetchedEpoch = lastEpoch
-		rp.LogStartOffset = p.log.LogStartOffset()
+		rp.LogStartOffset = p.FetchLogStart(false) // what it serves consumers from (KIP-392)
 		rp.PartitionMaxBytes = fetchPartitionBytes
 		want = append(want, sessionPartition{key: sessionKey{p.Topic, p.TopicID, p.Index}, req: rp})
 		info = append(info, fetched{p, rp.CurrentLeaderEpoch, offset, bucket})

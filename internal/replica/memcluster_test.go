@@ -469,7 +469,7 @@ func serveReplicaFetch(m *Manager, req *kmsg.FetchRequest) (resp *kmsg.FetchResp
 			default:
 				ff, err := p.ReadForFollower(FollowerFetchRequest{
 					ReplicaID: req.ReplicaID, BrokerEpoch: req.ReplicaState.Epoch, LeaderEpoch: rp.CurrentLeaderEpoch,
-					FetchOffset: rp.FetchOffset, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int(rp.PartitionMaxBytes),
+					FetchOffset: rp.FetchOffset, LogStartOffset: rp.LogStartOffset, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int(rp.PartitionMaxBytes),
 				}, time.Now())
 				sp.HighWatermark, sp.LogStartOffset = ff.HighWatermark, ff.LogStartOffset
 				switch {

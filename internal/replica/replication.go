@@ -161,6 +161,9 @@ type FollowerFetchRequest struct {
 	// (CurrentLeaderEpoch; -1: not checked).
 	LeaderEpoch int32
 	FetchOffset int64
+	// LogStartOffset is where the follower's log starts (Fetch v5+; -1: not
+	// known): the leader points consumers at it only for offsets it holds.
+	LogStartOffset int64
 	// LastFetchedEpoch is the epoch of the follower's last batch (Fetch v12+;
 	// -1: not known).
 	LastFetchedEpoch int32
@@ -291,7 +294,7 @@ func (p *Partition) noteFollowerFetch(req FollowerFetchRequest, leo int64, now t
 	if err := leaderEpochMismatch(req.LeaderEpoch, p.mu.leaderEpoch); err != nil {
 		return false, false, err
 	}
-	inSync, err = p.mu.set.fetched(req.ReplicaID, req.FetchOffset, leo, now)
+	inSync, err = p.mu.set.fetched(req.ReplicaID, req.FetchOffset, req.LogStartOffset, leo, now)
 	p.mu.set.noteBrokerEpoch(req.ReplicaID, req.BrokerEpoch)
 	if err != nil {
 		return false, false, err

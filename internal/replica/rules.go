@@ -16,6 +16,8 @@ type followerState struct {
 	// they hold is durable, so everything below it is on the follower's disk.
 	// -1 until the follower's first fetch under this leadership.
 	logEnd int64
+	// logStart is the log start offset its last fetch named, -1 if none.
+	logStart int64
 	// lastCaughtUp is the last time the follower had everything the leader had
 	// (Kafka's lastCaughtUpTimeMs): a fetch at the leader's log end, or at the log
 	// end the leader had at the follower's previous fetch.
@@ -30,12 +32,12 @@ type followerState struct {
 // newFollowerState is a follower not heard from yet: unknown until it fetches,
 // with a full lag period from now to do so.
 func newFollowerState(now time.Time) *followerState {
-	return &followerState{logEnd: -1, lastCaughtUp: now, leaderEndAtLast: -1, brokerEpoch: -1}
+	return &followerState{logEnd: -1, logStart: -1, lastCaughtUp: now, leaderEndAtLast: -1, brokerEpoch: -1}
 }
 
-// fetched records a follower's fetch at fetchOffset while the leader's log ends
-// at leaderEnd.
-func (f *followerState) fetched(fetchOffset, leaderEnd int64, now time.Time) {
+// fetched records a follower's fetch at fetchOffset, its log starting at
+// logStart, while the leader's log ends at leaderEnd.
+func (f *followerState) fetched(fetchOffset, logStart, leaderEnd int64, now time.Time) {
 	switch {
 	case fetchOffset >= leaderEnd:
 		f.lastCaughtUp = now
@@ -43,7 +45,7 @@ func (f *followerState) fetched(fetchOffset, leaderEnd int64, now time.Time) {
 		// It has everything the leader had at its previous fetch.
 		f.lastCaughtUp = f.lastFetch
 	}
-	f.logEnd, f.lastFetch, f.leaderEndAtLast = fetchOffset, now, leaderEnd
+	f.logEnd, f.logStart, f.lastFetch, f.leaderEndAtLast = fetchOffset, logStart, now, leaderEnd
 }
 
 // tracker is a replica's view of a partition's replica set: the replicas and
@@ -183,15 +185,45 @@ func (t *tracker) highWatermark(leaderSafeEnd int64) int64 {
 	return end
 }
 
-// fetched records follower id's fetch at fetchOffset (the leader's log ending at
-// leaderEnd) and reports whether it is in the ISR already.
-func (t *tracker) fetched(id int32, fetchOffset, leaderEnd int64, now time.Time) (inISR bool, err error) {
+// fetched records follower id's fetch at fetchOffset, its log starting at
+// logStart (the leader's log ending at leaderEnd), and reports whether it is
+// in the ISR already.
+func (t *tracker) fetched(id int32, fetchOffset, logStart, leaderEnd int64, now time.Time) (inISR bool, err error) {
 	f := t.followers[id]
 	if f == nil {
 		return false, fmt.Errorf("%w: broker %d", ErrNotReplica, id)
 	}
-	f.fetched(fetchOffset, leaderEnd, now)
+	f.fetched(fetchOffset, logStart, leaderEnd, now)
 	return slices.Contains(t.isr, id), nil
+}
+
+// ReplicaView is what a leader knows of a follower that could serve a
+// consumer's fetch (KIP-392), for a replica selector to choose by, as Kafka's
+// ReplicaView.
+type ReplicaView struct {
+	ID int32
+	// LogEndOffset is the follower's last fetch offset.
+	LogEndOffset int64
+	// SinceCaughtUp is how long ago the follower last had everything the
+	// leader had.
+	SinceCaughtUp time.Duration
+}
+
+// readReplicas is the in-sync followers whose log, by their last fetch, holds
+// fetchOffset: it starts at or below it and ends at or above it, as Kafka's
+// leader filters the replicas it lets its selector choose from
+// (ReplicaManager.findPreferredReadReplica). A follower not heard from under
+// this leadership holds nothing (its log end is -1).
+func (t *tracker) readReplicas(fetchOffset int64, now time.Time) []ReplicaView {
+	var views []ReplicaView
+	for _, id := range t.isr {
+		f := t.followers[id]
+		if id == t.localID || f == nil || f.logEnd < fetchOffset || f.logStart > fetchOffset {
+			continue
+		}
+		views = append(views, ReplicaView{ID: id, LogEndOffset: f.logEnd, SinceCaughtUp: now.Sub(f.lastCaughtUp)})
+	}
+	return views
 }
 
 // noteBrokerEpoch records the broker epoch of follower id's last fetch.

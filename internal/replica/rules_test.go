@@ -22,7 +22,10 @@ import (
 //	lead id= replicas=1,2,3 isr=1,2,3 [pepoch=0] safe=N [hwm=N] [at=DUR]
 //	    (epoch-start is the safe end at the start of the leadership)
 //	safe N                      the leader's safe end (and log end) moved
-//	fetch id= offset= [at=DUR]  a follower's fetch: progress, HWM, expansion
+//	fetch id= offset= [start=N] [at=DUR]  a follower's fetch (its log starting
+//	                            at start): progress, HWM, expansion
+//	read-replicas offset= [at=DUR]  the followers a consumer fetching at offset
+//	                            may be pointed at (KIP-392)
 //	tick at= lag=               the ISR maintenance: shrinking
 //	commit pepoch= isr= [replicas=] [at=DUR]   the controller committed a change
 //	refused id=                 the controller refused the expansion adding id
@@ -130,7 +133,7 @@ func (h *rulesHarness) run(cmd string) []string {
 		return h.state()
 	case "fetch":
 		id, offset := int32(num("id", required)), num("offset", required)
-		inISR, err := h.tr.fetched(id, offset, h.safe, at())
+		inISR, err := h.tr.fetched(id, offset, num("start", -1), h.safe, at())
 		if err != nil {
 			return []string{"error: " + err.Error()}
 		}
@@ -142,6 +145,15 @@ func (h *rulesHarness) run(cmd string) []string {
 		}
 		h.advance()
 		return append(out, h.state()...)
+	case "read-replicas":
+		var out []string
+		for _, v := range h.tr.readReplicas(num("offset", required), at()) {
+			out = append(out, fmt.Sprintf("%d: log end %d, caught up %v ago", v.ID, v.LogEndOffset, v.SinceCaughtUp))
+		}
+		if out == nil {
+			return []string{"none"}
+		}
+		return out
 	case "tick":
 		lag, err := time.ParseDuration(args["lag"])
 		if err != nil {
@@ -261,7 +273,7 @@ func fmtIDs(ids []int32) string {
 func TestExpansionNeedsFetchUnderThisView(t *testing.T) {
 	now := time.Now()
 	old := newTracker(1, 0, []int32{1, 2}, []int32{1}, true, now)
-	if _, err := old.fetched(2, 10, 10, now); err != nil {
+	if _, err := old.fetched(2, 10, 0, 10, now); err != nil {
 		t.Fatal(err)
 	}
 	if isr := old.proposeExpansion(2, 10, 0); !slices.Equal(isr, []int32{1, 2}) {
