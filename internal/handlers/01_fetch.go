@@ -24,7 +24,9 @@ package handlers
 // Follower fetching (KIP-392): a v11+ consumer may fetch from any replica, a
 // follower serving up to its own HWM; with --replica-selector-class set, a
 // leader points a consumer whose rack another in-sync replica is on at that
-// replica (PreferredReadReplica, no records) and answers at once.
+// replica (PreferredReadReplica, no records) and answers at once, but only
+// when by its last fetch that replica's log holds the fetch offset; else the
+// leader serves the fetch itself.
 // Replication throttle (KIP-73): a follower out of the ISR whose replica the
 // topic's leader.replication.throttled.replicas lists on this leader gets no
 // records while this broker's leader.replication.throttled.rate is exceeded (its
@@ -320,8 +322,8 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				answerNow = true // as Kafka, whose wait ends on an error reading a partition
 				continue
 			}
-			if anyReplica && h.cfg.RackAwareReplicaSelector && p.IsLeader() {
-				if id := preferredReadReplica(img, p.ISR(), h.cfg.NodeID, req.Rack); id != noPreferredReplica {
+			if anyReplica && h.cfg.RackAwareReplicaSelector && req.Rack != "" && p.IsLeader() {
+				if id := preferredReadReplica(img, p.ReadReplicas(rp.FetchOffset, now), h.cfg.NodeID, req.Rack); id != noPreferredReplica {
 					sp.PreferredReadReplica = id
 					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
 					answerNow = true
@@ -434,7 +436,7 @@ func (h *Handlers) readForFollower(p *replica.Partition, replicaID int32, req *k
 	}
 	ff, err := p.ReadForFollower(replica.FollowerFetchRequest{
 		ReplicaID: replicaID, BrokerEpoch: replicaEpoch, LeaderEpoch: rp.CurrentLeaderEpoch,
-		FetchOffset: rp.FetchOffset, LastFetchedEpoch: lastFetchedEpoch, MaxBytes: maxBytes,
+		FetchOffset: rp.FetchOffset, LogStartOffset: rp.LogStartOffset, LastFetchedEpoch: lastFetchedEpoch, MaxBytes: maxBytes,
 	}, time.Now())
 	if ff.Diverging != nil {
 		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = ff.Diverging.Epoch, ff.Diverging.EndOffset

@@ -6,21 +6,20 @@ package handlers
 // replica.selector.class (--replica-selector-class).
 
 import (
-	"slices"
-
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 // noPreferredReplica: read from the leader.
 const noPreferredReplica = -1
 
 // preferredReadReplica returns the replica a consumer in clientRack should
-// fetch a partition (its ISR, led by leader) from instead of this leader, or noPreferredReplica: none when the
-// consumer names no rack or the leader is in its rack; else the in-sync
-// follower in its rack that is registered and unfenced (Kafka considers only
-// ISR members: they hold everything up to the high-water mark), the lowest id
-// when there are several; none when no replica is in the rack.
-func preferredReadReplica(img *metadata.Image, isr []int32, leader int32, clientRack string) int32 {
+// fetch a partition from instead of this leader, or noPreferredReplica: none
+// when the consumer names no rack or the leader is in its rack; else, of the
+// candidates (the in-sync followers that hold the fetch offset:
+// Partition.ReadReplicas), one in its rack that is registered and unfenced,
+// the most caught up of several; none when no candidate is in the rack.
+func preferredReadReplica(img *metadata.Image, candidates []replica.ReplicaView, leader int32, clientRack string) int32 {
 	if clientRack == "" {
 		return noPreferredReplica
 	}
@@ -33,10 +32,28 @@ func preferredReadReplica(img *metadata.Image, isr []int32, leader int32, client
 	if rackOf(leader) == clientRack {
 		return noPreferredReplica
 	}
-	for _, id := range slices.Sorted(slices.Values(isr)) {
-		if id != leader && rackOf(id) == clientRack {
-			return id
+	var best *replica.ReplicaView
+	for i := range candidates {
+		c := &candidates[i]
+		if c.ID != leader && rackOf(c.ID) == clientRack && (best == nil || moreCaughtUp(c, best)) {
+			best = c
 		}
 	}
-	return noPreferredReplica
+	if best == nil {
+		return noPreferredReplica
+	}
+	return best.ID
+}
+
+// moreCaughtUp orders replicas as Kafka's ReplicaView.comparator, whose
+// greatest the selector picks: the higher log end, then the more recently
+// caught up, then the higher id.
+func moreCaughtUp(a, b *replica.ReplicaView) bool {
+	if a.LogEndOffset != b.LogEndOffset {
+		return a.LogEndOffset > b.LogEndOffset
+	}
+	if a.SinceCaughtUp != b.SinceCaughtUp {
+		return a.SinceCaughtUp < b.SinceCaughtUp
+	}
+	return a.ID > b.ID
 }
