@@ -565,9 +565,10 @@ func (c *Coordinator) expireOffsets() {
 // (after their commit when that time is unknown); offsets of a group that never had
 // members expire OffsetsRetention after their commit; a Stable classic consumer
 // group's offsets of topics it no longer subscribes to, and a KIP-848 consumer group's
-// of topics no member subscribes to (every topic once it is Empty), expire
-// OffsetsRetention after their commit; an offset committed with an explicit retention
-// time (v2-v4) expires at that time. Offsets with a commit in flight, or a
+// of topics no member subscribes to (every topic once it is Empty), and a streams
+// group's of topics its topology does not read (every topic once it is Empty),
+// expire OffsetsRetention after their commit; an offset committed with an explicit
+// retention time (v2-v4) expires at that time. Offsets with a commit in flight, or a
 // transactional one pending, never expire.
 func (g *group) expiredLocked(now time.Time) []topicPartition {
 	retention := g.c.cfg.OffsetsRetention
@@ -577,6 +578,10 @@ func (g *group) expiredLocked(now time.Time) []topicPartition {
 	case g.cg != nil:
 		base = func(o offsetCommit) time.Time { return o.commitTime }
 		skipSubscribed = true
+	case g.st != nil:
+		// As Kafka's StreamsGroup: an Empty group reads no topic.
+		base = func(o offsetCommit) time.Time { return o.commitTime }
+		skipSubscribed = g.state != stateEmpty
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(o offsetCommit) time.Time {
 			if !g.stateTime.IsZero() {
