@@ -338,8 +338,10 @@ func (g *group) fetchAllLocked() []fetchedPartition {
 }
 
 // OffsetDelete serves OffsetDelete v0: it deletes committed offsets of partitions no
-// member consumes (GROUP_SUBSCRIBED_TO_TOPIC for the others), writing tombstones. An
-// Empty group left without offsets is deleted with them.
+// member consumes (GROUP_SUBSCRIBED_TO_TOPIC for the others; a streams group's
+// members consume the topics its topology reads), writing tombstones. A classic
+// group with members of another protocol type than consumer answers
+// NON_EMPTY_GROUP. An Empty group left without offsets is deleted with them.
 func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	for _, t := range req.Topics {
@@ -482,7 +484,9 @@ func (g *group) offsetDeleteLocked(req *kmsg.OffsetDeleteRequest, resp *kmsg.Off
 	case stateEmpty:
 		subscribedOK = true
 	default:
-		if g.protocolType != consumerProtocolType {
+		// A streams group, like a consumer one, knows the topics it reads
+		// (Kafka's StreamsGroup accepts OffsetDelete in any state).
+		if g.protocolType != consumerProtocolType && g.st == nil {
 			return kerr.NonEmptyGroup.Code, false
 		}
 	}
