@@ -603,14 +603,23 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 	for id, cr := range r.consumers {
 		c.buildConsumerGroup(p, groups, id, cr)
 	}
-	for id, offs := range r.offsets {
+	simple := func(id string) *group {
 		g := groups[id]
 		if g == nil {
 			g = newGroup(c, p, id)
 			g.stateTime = time.Time{} // unknown: expiry falls back to commit times
 			groups[id] = g
 		}
-		g.offsets = offs
+		return g
+	}
+	for id, offs := range r.offsets {
+		simple(id).offsets = offs
+	}
+	// A transaction still open makes its groups, as its TxnOffsetCommit did.
+	for _, byGroup := range r.txnOffsets {
+		for id := range byGroup {
+			simple(id)
+		}
 	}
 	return groups
 }

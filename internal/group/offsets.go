@@ -338,8 +338,10 @@ func (g *group) fetchAllLocked() []fetchedPartition {
 }
 
 // OffsetDelete serves OffsetDelete v0: it deletes committed offsets of partitions no
-// member consumes (GROUP_SUBSCRIBED_TO_TOPIC for the others), writing tombstones. An
-// Empty group left without offsets is deleted with them.
+// member consumes (GROUP_SUBSCRIBED_TO_TOPIC for the others; a streams group's
+// members consume the topics its topology reads), writing tombstones. A classic
+// group with members of another protocol type than consumer answers
+// NON_EMPTY_GROUP. An Empty group left without offsets is deleted with them.
 func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	for _, t := range req.Topics {
@@ -387,13 +389,15 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 }
 
 // removeOffsetsLocked queues tombstones for the committed offsets among tps and, when
-// that leaves an Empty group without offsets that is not a share group (or
-// deleteGroup is set), for the group itself and its streams records, which is Dead
-// until the write lands (and Empty again if it fails). A commit still in flight
-// counts as committed, as in Kafka, where it applies at once: it precedes the
-// tombstone in the log and its done runs first, so both the group and a replay end
-// without the offset. It reports whether anything was queued; done then runs after
-// the append.
+// that leaves an Empty group without offsets or open transactions that is not a
+// share group (or deleteGroup is set), for the group itself and its streams
+// records, which is Dead until the write lands (and Empty again if it fails). A
+// commit still in flight counts as committed, as in Kafka, where it applies at
+// once: it precedes the tombstone in the log and its done runs first, so both the
+// group and a replay end without the offset. So does a transactional commit still
+// pending: as in Kafka, the tombstone deletes it too, and its transaction's marker
+// brings nothing back. It reports whether anything was queued; done then runs
+// after the append.
 func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done func(error)) bool {
 	var recs, stRecs []Record
 	var gone []topicPartition
@@ -403,21 +407,25 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 			recs = append(recs, Record{Key: offsetKey(g.id, tp)})
 		}
 	}
+	txn, txnOpen := g.p.txnPending(g.id)
 	for _, tp := range tps {
-		if _, ok := g.offsets[tp]; ok || g.pendingCommits[tp] > 0 {
+		if _, ok := g.offsets[tp]; ok || g.pendingCommits[tp] > 0 || txn[tp] {
 			add(tp)
 		}
 	}
 	// A share group never goes with its offsets (it has none; as Kafka's
 	// ShareGroup.shouldExpire): only DeleteGroups deletes it, with its state.
 	dies := deleteGroup || (g.sg == nil && g.state == stateEmpty && len(g.pending) == 0 &&
-		len(g.pendingCommits) == 0 && len(g.offsets) == len(gone))
+		len(g.pendingCommits) == 0 && !txnOpen && len(g.offsets) == len(gone))
 	prevTime := g.stateTime
 	if dies {
 		for _, tp := range sortedKeys(g.offsets) {
 			add(tp)
 		}
 		for _, tp := range sortedKeys(g.pendingCommits) {
+			add(tp)
+		}
+		for _, tp := range sortedKeys(txn) {
 			add(tp)
 		}
 		recs = append(recs, Record{Key: groupKey(g.id)})
@@ -440,6 +448,7 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 			for _, tp := range gone {
 				delete(g.offsets, tp)
 			}
+			g.p.dropTxnOffsets(g.id, gone)
 			if dies {
 				g.stopTimersLocked()
 				g.p.remove(g)
@@ -475,7 +484,9 @@ func (g *group) offsetDeleteLocked(req *kmsg.OffsetDeleteRequest, resp *kmsg.Off
 	case stateEmpty:
 		subscribedOK = true
 	default:
-		if g.protocolType != consumerProtocolType {
+		// A streams group, like a consumer one, knows the topics it reads
+		// (Kafka's StreamsGroup accepts OffsetDelete in any state).
+		if g.protocolType != consumerProtocolType && g.st == nil {
 			return kerr.NonEmptyGroup.Code, false
 		}
 	}
@@ -515,10 +526,12 @@ func (c *Coordinator) TopicsDeleted(topics ...string) {
 }
 
 // removeTopicsLocked queues tombstones for the group's offsets of topics,
-// commits in flight included; it reports whether it queued any.
+// commits in flight and transactional ones pending included (as Kafka's
+// onPartitionsDeleted); it reports whether it queued any.
 func (g *group) removeTopicsLocked(topics []string) bool {
 	var gone []topicPartition
-	for _, tp := range append(sortedKeys(g.offsets), sortedKeys(g.pendingCommits)...) {
+	txn, _ := g.p.txnPending(g.id)
+	for _, tp := range slices.Concat(sortedKeys(g.offsets), sortedKeys(g.pendingCommits), sortedKeys(txn)) {
 		if slices.Contains(topics, tp.topic) {
 			gone = append(gone, tp)
 		}
@@ -556,9 +569,11 @@ func (c *Coordinator) expireOffsets() {
 // (after their commit when that time is unknown); offsets of a group that never had
 // members expire OffsetsRetention after their commit; a Stable classic consumer
 // group's offsets of topics it no longer subscribes to, and a KIP-848 consumer group's
-// of topics no member subscribes to (every topic once it is Empty), expire
-// OffsetsRetention after their commit; an offset committed with an explicit retention
-// time (v2-v4) expires at that time. Offsets with a commit in flight never expire.
+// of topics no member subscribes to (every topic once it is Empty), and a streams
+// group's of topics its topology does not read (every topic once it is Empty),
+// expire OffsetsRetention after their commit; an offset committed with an explicit
+// retention time (v2-v4) expires at that time. Offsets with a commit in flight, or a
+// transactional one pending, never expire.
 func (g *group) expiredLocked(now time.Time) []topicPartition {
 	retention := g.c.cfg.OffsetsRetention
 	var base func(o offsetCommit) time.Time
@@ -567,6 +582,10 @@ func (g *group) expiredLocked(now time.Time) []topicPartition {
 	case g.cg != nil:
 		base = func(o offsetCommit) time.Time { return o.commitTime }
 		skipSubscribed = true
+	case g.st != nil:
+		// As Kafka's StreamsGroup: an Empty group reads no topic.
+		base = func(o offsetCommit) time.Time { return o.commitTime }
+		skipSubscribed = g.state != stateEmpty
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(o offsetCommit) time.Time {
 			if !g.stateTime.IsZero() {
@@ -582,9 +601,10 @@ func (g *group) expiredLocked(now time.Time) []topicPartition {
 	default:
 		return nil
 	}
+	txn, _ := g.p.txnPending(g.id)
 	var out []topicPartition
 	for tp, o := range g.offsets {
-		if g.pendingCommits[tp] > 0 || (skipSubscribed && g.isSubscribedLocked(tp.topic)) {
+		if g.pendingCommits[tp] > 0 || txn[tp] || (skipSubscribed && g.isSubscribedLocked(tp.topic)) {
 			continue
 		}
 		expired := now.Sub(base(o)) >= retention

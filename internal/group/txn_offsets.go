@@ -58,12 +58,14 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		setAll(code)
 		return resp
 	}
+	// Outside group management (generation -1) a commit creates the group, a
+	// simple one, as Kafka's does: its pending offsets can then be deleted.
+	g := p.lookup(c, req.Group, req.Generation < 0)
+	if g == nil {
+		setAll(txnCommitCode(kerr.GroupIDNotFound.Code, req.Version))
+		return resp
+	}
 	if req.Generation >= 0 || req.MemberID != "" || deref(req.InstanceID) != "" {
-		g := p.lookup(c, req.Group, false)
-		if g == nil {
-			setAll(txnCommitCode(kerr.GroupIDNotFound.Code, req.Version))
-			return resp
-		}
 		// As an OffsetCommit of the newest version: a KIP-848 member names its
 		// epoch. An older epoch, which OffsetCommit checks per partition
 		// (KIP-1251), is refused here as a whole.
@@ -147,6 +149,49 @@ func (t *txnOffsets) add(pid int64, groupID string, tp topicPartition, o offsetC
 	offs[tp] = o
 }
 
+// pending returns the partitions of group groupID with a commit pending, and
+// whether a transaction is open for the group: one with commits of it, even
+// if they were all deleted since (Kafka's openTransactionsByGroup).
+func (t txnOffsets) pending(groupID string) (tps map[topicPartition]bool, open bool) {
+	tps = map[topicPartition]bool{}
+	for _, byGroup := range t {
+		offs, ok := byGroup[groupID]
+		open = open || ok
+		for tp := range offs {
+			tps[tp] = true
+		}
+	}
+	return tps, open
+}
+
+// drop deletes the pending commits of group groupID's partitions tps from
+// every transaction, as the tombstones of those offsets do in Kafka: their
+// markers then apply nothing to them. The transactions stay open for the
+// group until their markers.
+func (t txnOffsets) drop(groupID string, tps []topicPartition) {
+	for _, byGroup := range t {
+		if offs := byGroup[groupID]; offs != nil {
+			for _, tp := range tps {
+				delete(offs, tp)
+			}
+		}
+	}
+}
+
+// txnPending is txnOffsets.pending under the partition's lock.
+func (p *partition) txnPending(groupID string) (map[topicPartition]bool, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.txnOffsets.pending(groupID)
+}
+
+// dropTxnOffsets is txnOffsets.drop under the partition's lock.
+func (p *partition) dropTxnOffsets(groupID string, tps []topicPartition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txnOffsets.drop(groupID, tps)
+}
+
 // CompleteTxnOffsets is called once producer pid's transaction marker is
 // committed on partition of __consumer_offsets: the transaction's pending offset
 // commits become the groups' committed offsets (commit) or are dropped (abort).
@@ -165,6 +210,9 @@ func (c *Coordinator) CompleteTxnOffsets(partition int32, pid int64, commit bool
 		return
 	}
 	for groupID, offs := range pending {
+		if len(offs) == 0 {
+			continue // deleted since: the group may be gone too
+		}
 		g := p.lookup(c, groupID, true)
 		g.withLock(func() {
 			if !g.unloaded {
@@ -231,13 +279,6 @@ func (c *Coordinator) pendingTxnOffsets(groupID string) map[topicPartition]bool 
 	if code != 0 {
 		return nil
 	}
-	out := map[topicPartition]bool{}
-	p.mu.Lock()
-	for _, byGroup := range p.txnOffsets {
-		for tp := range byGroup[groupID] {
-			out[tp] = true
-		}
-	}
-	p.mu.Unlock()
-	return out
+	tps, _ := p.txnPending(groupID)
+	return tps
 }

@@ -1,9 +1,13 @@
 package group
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -167,5 +171,169 @@ func TestTxnOffsetCommitVersions(t *testing.T) {
 				t.Errorf("answered %v, want %v", kerr.ErrorForCode(got), kerr.ErrorForCode(want))
 			}
 		})
+	}
+}
+
+// TestTxnOffsetsDeleted: deleting an offset (OffsetDelete), its topic or its
+// group also deletes the transactional commits of it still pending, as
+// Kafka's OffsetMetadataManager does (a tombstone removes the open
+// transactions' offsets of its partition): the transaction's commit marker
+// then brings nothing back, and the log ends with the partition's tombstone,
+// so a replay agrees.
+func TestTxnOffsetsDeleted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		del  func(t *testing.T, c *Coordinator)
+	}{
+		{"OffsetDelete", func(t *testing.T, c *Coordinator) {
+			req := kmsg.NewPtrOffsetDeleteRequest()
+			req.Group = "g"
+			rt := kmsg.NewOffsetDeleteRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp := c.OffsetDelete(context.Background(), req)
+			if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("OffsetDelete: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
+			}
+		}},
+		{"TopicsDeleted", func(_ *testing.T, c *Coordinator) { c.TopicsDeleted("t") }},
+		{"DeleteGroups", func(t *testing.T, c *Coordinator) {
+			req := kmsg.NewPtrDeleteGroupsRequest()
+			req.Groups = []string{"g"}
+			if code := c.DeleteGroups(context.Background(), req).Groups[0].ErrorCode; code != 0 {
+				t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(code))
+			}
+		}},
+	} {
+		for _, committed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/committed=%v", tc.name, committed), func(t *testing.T) {
+				store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+				cfg := DefaultConfig()
+				cfg.OffsetsTopicPartitions = 1
+				c := New(cfg, store, nil)
+				t.Cleanup(c.Close)
+				if err := loadAll(context.Background(), c, store.memStore); err != nil {
+					t.Fatal(err)
+				}
+				if committed {
+					commitSimple(t, c, "g", 3)
+				}
+				if code := txnCommit(c, "g", 7, -1, 5).Topics[0].Partitions[0].ErrorCode; code != 0 {
+					t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(code))
+				}
+				tc.del(t, c)
+				waitTombstone(t, store.memStore, offsetKey("g", topicPartition{"t", 0}))
+				if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
+					t.Fatalf("after the delete: %d %v, want -1 and no pending commit", off, kerr.ErrorForCode(code))
+				}
+				c.CompleteTxnOffsets(0, 7, true)
+				if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
+					t.Fatalf("the commit marker brought back offset %d (%v)", off, kerr.ErrorForCode(code))
+				}
+			})
+		}
+	}
+}
+
+// commitSimple commits t/0 of group as a consumer outside group management.
+func commitSimple(t *testing.T, c *Coordinator, group string, offset int64) {
+	t.Helper()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 9, group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Offset = offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if code := c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("OffsetCommit: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// waitTombstone waits until partition 0's log ends key with a tombstone.
+func waitTombstone(t *testing.T, s *memStore, key []byte) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var last *Record
+		for _, r := range s.log(0) {
+			if bytes.Equal(r.Key, key) {
+				last = &r
+			}
+		}
+		if last != nil && last.Value == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no tombstone of the offset in the log (last record %+v)", last)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestTxnOffsetsKeepGroup: as Kafka's cleanupExpiredOffsets, an offset with a
+// transactional commit pending does not expire, and a group with a
+// transaction open is not deleted; a TxnOffsetCommit outside group management
+// creates the (simple) group, as Kafka's does.
+func TestTxnOffsetsKeepGroup(t *testing.T) {
+	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	var now atomic.Int64
+	now.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	cfg := DefaultConfig()
+	cfg.OffsetsTopicPartitions = 1
+	cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	c := New(cfg, store, nil)
+	t.Cleanup(c.Close)
+	if err := loadAll(context.Background(), c, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() []string {
+		var ids []string
+		for _, g := range c.ListGroups(context.Background(), kmsg.NewPtrListGroupsRequest()).Groups {
+			ids = append(ids, g.Group)
+		}
+		return ids
+	}
+
+	txnCommit(c, "pend", 7, -1, 5)
+	if got := listed(); !slices.Equal(got, []string{"pend"}) {
+		t.Fatalf("groups after a TxnOffsetCommit: %q, want the simple group", got)
+	}
+	commitSimple(t, c, "g", 3)
+	txnCommit(c, "g", 8, -1, 5)
+	now.Add(int64(cfg.OffsetsRetention + time.Minute))
+	c.expireOffsets()
+	waitIdle(t, c)
+	if got := listed(); !slices.Equal(got, []string{"g", "pend"}) {
+		t.Fatalf("groups after the retention check: %q", got)
+	}
+	c.CompleteTxnOffsets(0, 8, false)
+	if off, _ := fetchStable(c, "g", true); off != 3 {
+		t.Fatalf("offset %d after the transaction aborted, want the committed 3 kept", off)
+	}
+}
+
+// waitIdle waits until no group of c has a write queued or running.
+func waitIdle(t *testing.T, c *Coordinator) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		busy := false
+		parts, _ := c.loadedPartitions()
+		for _, p := range parts {
+			for _, g := range p.snapshot() {
+				g.withLock(func() { busy = busy || g.writing || len(g.writeQ) > 0 })
+			}
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("group writes still running")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

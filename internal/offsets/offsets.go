@@ -24,11 +24,13 @@
 package offsets
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -291,10 +293,20 @@ func (s *Store) loaded(index int32, job *loadJob) {
 	}
 }
 
+// dropKey deletes the records of key from the open transactions' records.
+func dropKey(open map[int64][]group.Record, key []byte) {
+	for pid, recs := range open {
+		open[pid] = slices.DeleteFunc(recs, func(r group.Record) bool { return bytes.Equal(r.Key, key) })
+	}
+}
+
 // records replays a partition from its log start up to its high-water mark.
 // Records of transactional batches wait for their producer's marker: a commit
 // yields them there, an abort drops them, and those of transactions still open at
-// the end come last, marked Pending with their producer id.
+// the end come last, marked Pending with their producer id. A plain tombstone
+// deletes the records of its key that open transactions wrote before it, as an
+// offset's tombstone deletes the pending transactional commits of the offset in
+// Kafka's coordinator (their marker must not bring a deleted offset back).
 func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 	return func(yield func(group.Record, error) bool) {
 		open := map[int64][]group.Record{} // producer id -> its open transaction's records
@@ -356,6 +368,9 @@ func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 					continue
 				}
 				for _, rec := range out {
+					if rec.Value == nil {
+						dropKey(open, rec.Key)
+					}
 					if !yield(rec, nil) {
 						return
 					}

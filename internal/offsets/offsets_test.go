@@ -228,6 +228,59 @@ func TestReplayHoldsTransactionsToTheirMarkers(t *testing.T) {
 	}
 }
 
+// TestReplayTombstoneDeletesOpenTransactionsRecords: a plain tombstone of a
+// key deletes the records of that key of the transactions open before it, as
+// an offset's tombstone deletes the pending transactional commits of it in
+// Kafka's coordinator: their commit marker (or the end of the log) yields
+// only what the transaction wrote of the key after the tombstone.
+func TestReplayTombstoneDeletesOpenTransactionsRecords(t *testing.T) {
+	s, m := newTestStore(t, nil)
+	ctx := context.Background()
+	rec := func(k, v string) []group.Record {
+		r := group.Record{Key: []byte(k)}
+		if v != "" {
+			r.Value = []byte(v)
+		}
+		return []group.Record{r}
+	}
+	for _, step := range []func() error{
+		func() error { return s.AppendTxn(ctx, 0, 1, 0, append(rec("k", "t1k"), rec("j", "t1j")...)) },
+		func() error { return s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k")) },
+		func() error { return s.Append(ctx, 0, rec("k", "")) },
+		func() error { return s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k'")) },
+		func() error { return marker(m, 1, true) },
+		func() error { return s.AppendTxn(ctx, 0, 3, 0, rec("j", "t3j")) },
+		func() error { return s.Append(ctx, 0, rec("j", "")) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := m.Partition(group.OffsetsTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for r, err := range records(p) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(r.Key) + "="
+		if r.Value == nil {
+			s += "tombstone"
+		}
+		s += string(r.Value)
+		if r.Pending {
+			s += fmt.Sprintf(" (pending, producer %d)", r.ProducerID)
+		}
+		got = append(got, s)
+	}
+	want := []string{"k=tombstone", "j=t1j", "j=tombstone", "k=t2k' (pending, producer 2)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("replayed %q, want %q", got, want)
+	}
+}
+
 // marker writes producer pid's commit or abort marker to partition 0 and
 // waits until the high-water mark covers it.
 func marker(m *replica.Manager, pid int64, commit bool) error {
