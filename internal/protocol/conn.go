@@ -156,7 +156,8 @@ func (c *conn) fail(err error) {
 	}
 	level := slog.LevelDebug
 	for _, violation := range []error{ErrFrameSize, ErrFrameTooLarge, ErrTruncatedHeader, ErrUnknownAPIKey,
-		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake, ErrAuthentication} {
+		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake, ErrAuthentication,
+		ErrBodyTimeout} {
 		if errors.Is(err, violation) {
 			level = slog.LevelWarn
 			break
@@ -291,6 +292,9 @@ func (c *conn) readToken(br *bufio.Reader) (token []byte, reserved int64, err er
 	if !ok {
 		return nil, 0, errStopped
 	}
+	if t := c.watchBody(br, size); t != nil {
+		defer t.Stop()
+	}
 	if token, err = readFrameBody(br, size); err != nil {
 		c.srv.pool.release(reserved)
 		return nil, 0, err
@@ -355,12 +359,30 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, pooled *[]byte, reserv
 	if !ok {
 		return nil, nil, 0, errStopped
 	}
+	if t := c.watchBody(br, size); t != nil {
+		defer t.Stop()
+	}
 	frame, pooled, err = c.readFrameBody(br, size)
 	if err != nil {
 		c.srv.pool.release(reserved)
 		return nil, nil, 0, err
 	}
 	return frame, pooled, reserved, nil
+}
+
+// watchBody bounds the time the size bytes of a body after its prefix may take
+// to arrive (Server.BodyTimeout): the returned timer closes the connection when
+// it fires, and the caller stops it once the body is read. The reservation the
+// reader holds meanwhile is released as the reader ends, so a client that
+// announces a frame and stalls holds pool room for BodyTimeout at most. A body
+// already buffered needs no timer (nil).
+func (c *conn) watchBody(br *bufio.Reader, size int32) *time.Timer {
+	if c.srv.bodyTimeout <= 0 || br.Buffered() >= int(size) {
+		return nil
+	}
+	return time.AfterFunc(c.srv.bodyTimeout, func() {
+		c.fail(fmt.Errorf("%w: a %d-byte frame's body not read within %v", ErrBodyTimeout, size, c.srv.bodyTimeout))
+	})
 }
 
 // readFrameBody reads a frame's body into a pooled buffer when its key is in

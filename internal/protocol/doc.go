@@ -63,7 +63,12 @@
 //     queued.max.request.bytes, on by default); the reservation is released once
 //     Handle has returned. When the pool is full the reader waits (first come,
 //     first served) without reading, so however many clients announce large frames
-//     and trickle them in, request memory stays bounded by the pool. A connection
+//     and trickle them in, request memory stays bounded by the pool. Once its room
+//     is reserved, a body must arrive within BodyTimeout (30 s, a client's
+//     default request.timeout.ms, after which the client has given the request
+//     up), or the connection is closed and the room released: clients that
+//     announce frames and stall hold the pool for that long at most, so a
+//     waiting request always gets its turn. A connection
 //     over MaxConnections or MaxConnectionsPerIP is closed as soon as it is
 //     accepted; Stats reports pool use and refusals.
 //     With Server.SASL set, a connection must authenticate (SaslHandshake and

@@ -348,3 +348,42 @@ func TestAcceptThrottleDelaysServing(t *testing.T) {
 		t.Fatalf("AcceptThrottle asked %d times, want 3", accepted.Load())
 	}
 }
+
+// TestStalledBodiesReleaseThePool is the review's stall: connections that
+// announce the largest frame and never send its body hold the whole memory
+// pool. A well-behaved client's request must still be answered once their
+// bodies are late, and the stalled connections closed.
+func TestStalledBodiesReleaseThePool(t *testing.T) {
+	const frameSize = 1 << 20
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.MaxRequestBytes = frameSize
+		s.MaxQueuedRequestBytes = 2 * frameSize
+		s.BodyTimeout = 200 * time.Millisecond
+	})
+	var stalled []*rawClient
+	for range 3 {
+		c := dial(t, ts.addr)
+		var prefix [4]byte
+		binary.BigEndian.PutUint32(prefix[:], frameSize)
+		c.write(prefix[:])
+		stalled = append(stalled, c)
+	}
+	wait.For(t, "the stalled frames to take the pool", func() bool {
+		return ts.Stats().QueuedRequestBytes == 2*frameSize
+	})
+	c := dial(t, ts.addr)
+	if err := c.nc.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	c.send(kmsg.NewPtrApiVersionsRequest(), 3, 1)
+	if _, err := c.br.Peek(4); err != nil {
+		t.Fatalf("a well-behaved request behind stalled bodies was not answered: %v", err)
+	}
+	c.read(kmsg.NewPtrApiVersionsRequest(), 3, 1)
+	for _, s := range stalled {
+		s.expectClosed()
+		if err := ts.hooks.closeErr(t, s.addr()); !errors.Is(err, ErrBodyTimeout) {
+			t.Errorf("stalled connection closed with %v, want ErrBodyTimeout", err)
+		}
+	}
+}

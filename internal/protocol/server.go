@@ -23,6 +23,9 @@ const (
 	DefaultMaxConnections        = 10000
 	DefaultMaxConnectionsPerIP   = 1000
 	DefaultHandshakeTimeout      = 10 * time.Second
+	// DefaultBodyTimeout is a Kafka client's default request.timeout.ms: a
+	// request whose body has not arrived by then was given up by its client.
+	DefaultBodyTimeout = 30 * time.Second
 )
 
 // Server accepts Kafka client connections and serves them with Handler. See the
@@ -46,6 +49,12 @@ type Server struct {
 	// through TCP. Zero means DefaultMaxQueuedRequestBytes; negative, no bound.
 	// A bound below MaxRequestBytes is raised to it, so the largest frame fits.
 	MaxQueuedRequestBytes int64
+	// BodyTimeout bounds the time a frame's body may take to arrive once the
+	// reader holds its reservation in the memory pool: a connection whose body
+	// is late is closed, so a client that announces a frame and stalls cannot
+	// keep the pool from other connections. Zero means DefaultBodyTimeout;
+	// negative, no bound.
+	BodyTimeout time.Duration
 	// MaxConnections and MaxConnectionsPerIP bound open connections in total and
 	// per client IP (max.connections, max.connections.per.ip); a connection over
 	// a limit is closed as soon as it is accepted. Zero means the default
@@ -103,6 +112,7 @@ type Server struct {
 	maxRequestBytes  int32
 	maxInFlight      int
 	handshakeTimeout time.Duration
+	bodyTimeout      time.Duration // <= 0: none
 	saslMaxReceive   int32
 	self             *brokerIdentity // nil without ClusterID
 	pool             *memoryPool
@@ -143,6 +153,7 @@ func (s *Server) init() error {
 			s.maxInFlight = DefaultMaxInFlight
 		}
 		s.handshakeTimeout = orDefault(s.HandshakeTimeout, DefaultHandshakeTimeout)
+		s.bodyTimeout = orDefault(s.BodyTimeout, DefaultBodyTimeout)
 		if s.SASL != nil {
 			s.saslMaxReceive = s.SASL.MaxReceiveBytes
 			if s.saslMaxReceive <= 0 {
