@@ -62,6 +62,14 @@ type conn struct {
 	// the connection reads and serves nothing before then (waitMuted).
 	mutedUntil atomic.Int64
 
+	// Idle tracking (Server.ConnectionsMaxIdle): active is set when bytes are
+	// read or a request is answered, inFlight counts the requests read and not
+	// yet answered, and lastActive, the idle sweeper's own (under srv.mu), is
+	// when a sweep last saw the connection active.
+	active     atomic.Bool
+	inFlight   atomic.Int32
+	lastActive time.Time
+
 	closeOnce sync.Once
 	closeErr  error       // the first close reason; read only after closeOnce.Do
 	draining  atomic.Bool // Shutdown: stop reading, finish what was read
@@ -101,16 +109,47 @@ type outgoing struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		srv:      s,
-		nc:       nc,
-		info:     &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
-		ctx:      ctx,
-		cancel:   cancel,
-		reqs:     make(chan *Request, s.maxInFlight),
-		resps:    make(chan *outgoing, s.maxInFlight),
-		done:     make(chan struct{}),
-		authStep: make(chan struct{}, 1),
+		srv:        s,
+		nc:         nc,
+		info:       &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
+		ctx:        ctx,
+		cancel:     cancel,
+		reqs:       make(chan *Request, s.maxInFlight),
+		resps:      make(chan *outgoing, s.maxInFlight),
+		done:       make(chan struct{}),
+		authStep:   make(chan struct{}, 1),
+		lastActive: time.Now(),
 	}
+}
+
+// activityReader is the connection's socket as its reader reads it: every read
+// that returns bytes marks the connection active for the idle sweeper.
+type activityReader struct{ c *conn }
+
+func (r activityReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.active.Store(true)
+	}
+	return n, err
+}
+
+// answered ends a request's time in flight: it was answered (its response is
+// about to be written) or needed no answer.
+func (c *conn) answered() {
+	c.inFlight.Add(-1)
+	c.active.Store(true)
+}
+
+// idleFor is how long the connection has been idle as of now, as the idle
+// sweeper sees it: since the last sweep that found it active since the sweep
+// before, or with a request in flight. It never counts more than the time since
+// the last byte read or the last answer. Called by the sweeper only.
+func (c *conn) idleFor(now time.Time) time.Duration {
+	if c.active.Swap(false) || c.inFlight.Load() > 0 {
+		c.lastActive = now
+	}
+	return now.Sub(c.lastActive)
 }
 
 // close ends the connection; err nil means a clean end. It reports whether this
@@ -195,7 +234,11 @@ func (c *conn) runReader() {
 			return
 		}
 	}
-	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	var src io.Reader = c.nc
+	if c.srv.maxIdle > 0 {
+		src = activityReader{c}
+	}
+	br := bufio.NewReaderSize(src, readBufferSize)
 	for {
 		if c.rawTokens.Load() && !c.authed.Load() {
 			if !c.readRawToken(br) {
@@ -234,6 +277,7 @@ func (c *conn) runReader() {
 		for _, h := range c.srv.hooks.request {
 			h.OnRequest(c.info, r)
 		}
+		c.inFlight.Add(1)
 		select {
 		case c.reqs <- r:
 		case <-c.done:
@@ -267,6 +311,7 @@ func (c *conn) readRawToken(br *bufio.Reader) bool {
 		return false
 	}
 	r := &Request{Key: saslTokenKey, Size: len(token) + 4, Received: time.Now(), saslToken: token, reserved: reserved, preAuth: true}
+	c.inFlight.Add(1)
 	select {
 	case c.reqs <- r:
 	case <-c.done:
@@ -426,6 +471,7 @@ func (c *conn) runHandler() {
 		case err != nil:
 			c.fail(err)
 		case out == nil: // Response.None
+			c.answered()
 			recycleFrame(r)
 		default:
 			select {
@@ -587,6 +633,7 @@ func (c *conn) runWriter() {
 				continue
 			}
 		}
+		c.answered()
 		if out.none {
 			recycleFrame(out.req)
 			if out.closeAfter != nil {

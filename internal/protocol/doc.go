@@ -70,7 +70,12 @@
 //     announce frames and stall hold the pool for that long at most, so a
 //     waiting request always gets its turn. A connection
 //     over MaxConnections or MaxConnectionsPerIP is closed as soon as it is
-//     accepted; Stats reports pool use and refusals.
+//     accepted; Stats reports pool use and refusals. A connection with nothing
+//     read and no request in flight for ConnectionsMaxIdle (10 minutes, Kafka's
+//     connections.max.idle.ms) is closed; a request being handled or waiting (a
+//     long-polling Fetch) keeps it open, and its idle time starts once it is
+//     answered. One sweeper per Server looks every tenth of the timeout; reads
+//     and answers only set a flag.
 //     With Server.SASL set, a connection must authenticate (SaslHandshake and
 //     SaslAuthenticate, or raw tokens after SaslHandshake v0, answered by this
 //     package; see sasl.go) before any request but ApiVersions; until then frames are bounded by SASLConfig.MaxReceiveBytes

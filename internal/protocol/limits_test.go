@@ -387,3 +387,67 @@ func TestStalledBodiesReleaseThePool(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionsMaxIdle: a connection with nothing read and no request in
+// flight for ConnectionsMaxIdle is closed (connections.max.idle.ms); one that
+// keeps sending requests is not, nor one whose long-polling request waits
+// longer than that, and its idle time starts only once that request is answered.
+func TestConnectionsMaxIdle(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	release := make(chan struct{})
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		if m, ok := r.Msg.(*kmsg.MetadataRequest); ok && len(m.Topics) == 1 && *m.Topics[0].Topic == "long-poll" {
+			return Response{Wait: func(ctx context.Context) Response {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return echoHandler(ctx, c, r)
+			}}
+		}
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) { s.ConnectionsMaxIdle = idle })
+
+	t.Run("idle", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.roundTrip(metadataRequest("a"), 12, 1)
+		start := time.Now()
+		if err := c.nc.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		c.expectClosed()
+		if waited := time.Since(start); waited < idle {
+			t.Errorf("closed after %v idle, want at least %v", waited, idle)
+		}
+		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrConnectionIdle) {
+			t.Errorf("closed with %v, want ErrConnectionIdle", err)
+		}
+	})
+	t.Run("never a request", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		if err := c.nc.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		c.expectClosed()
+	})
+	t.Run("busy", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		tick := time.NewTicker(idle / 4)
+		defer tick.Stop()
+		for i := range int32(16) { // four times the idle timeout
+			<-tick.C
+			c.roundTrip(metadataRequest("a"), 12, i)
+		}
+	})
+	t.Run("long poll", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.send(metadataRequest("long-poll"), 12, 1)
+		// The request waits four times the idle timeout: the window for a wrong
+		// close to happen. The connection must stay open, also right after
+		// the answer.
+		time.Sleep(4 * idle)
+		close(release)
+		c.read(metadataRequest("long-poll"), 12, 1)
+		c.roundTrip(metadataRequest("a"), 12, 2)
+	})
+}
