@@ -74,6 +74,10 @@ type conn struct {
 	closeErr  error       // the first close reason; read only after closeOnce.Do
 	draining  atomic.Bool // Shutdown: stop reading, finish what was read
 
+	// bodyTimer closes the connection when a frame's body is late (watchBody);
+	// reader goroutine only.
+	bodyTimer *time.Timer
+
 	// Writer goroutine only.
 	encodeBuf []byte
 	body      bodyWriter
@@ -337,8 +341,8 @@ func (c *conn) readToken(br *bufio.Reader) (token []byte, reserved int64, err er
 	if !ok {
 		return nil, 0, errStopped
 	}
-	if t := c.watchBody(br, size); t != nil {
-		defer t.Stop()
+	if c.watchBody(br, size) {
+		defer c.bodyTimer.Stop()
 	}
 	if token, err = readFrameBody(br, size); err != nil {
 		c.srv.pool.release(reserved)
@@ -404,8 +408,8 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, pooled *[]byte, reserv
 	if !ok {
 		return nil, nil, 0, errStopped
 	}
-	if t := c.watchBody(br, size); t != nil {
-		defer t.Stop()
+	if c.watchBody(br, size) {
+		defer c.bodyTimer.Stop()
 	}
 	frame, pooled, err = c.readFrameBody(br, size)
 	if err != nil {
@@ -416,18 +420,23 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, pooled *[]byte, reserv
 }
 
 // watchBody bounds the time the size bytes of a body after its prefix may take
-// to arrive (Server.BodyTimeout): the returned timer closes the connection when
-// it fires, and the caller stops it once the body is read. The reservation the
-// reader holds meanwhile is released as the reader ends, so a client that
-// announces a frame and stalls holds pool room for BodyTimeout at most. A body
-// already buffered needs no timer (nil).
-func (c *conn) watchBody(br *bufio.Reader, size int32) *time.Timer {
+// to arrive (Server.BodyTimeout): it starts bodyTimer, which closes the
+// connection when it fires, and the caller stops it once the body is read. The
+// reservation the reader holds meanwhile is released as the reader ends, so a
+// client that announces a frame and stalls holds pool room for BodyTimeout at
+// most. A body already buffered needs no timer (false).
+func (c *conn) watchBody(br *bufio.Reader, size int32) bool {
 	if c.srv.bodyTimeout <= 0 || br.Buffered() >= int(size) {
-		return nil
+		return false
 	}
-	return time.AfterFunc(c.srv.bodyTimeout, func() {
-		c.fail(fmt.Errorf("%w: a %d-byte frame's body not read within %v", ErrBodyTimeout, size, c.srv.bodyTimeout))
-	})
+	if c.bodyTimer == nil {
+		c.bodyTimer = time.AfterFunc(c.srv.bodyTimeout, func() {
+			c.fail(fmt.Errorf("%w: a frame's body not read within %v", ErrBodyTimeout, c.srv.bodyTimeout))
+		})
+	} else {
+		c.bodyTimer.Reset(c.srv.bodyTimeout)
+	}
+	return true
 }
 
 // readFrameBody reads a frame's body into a pooled buffer when its key is in

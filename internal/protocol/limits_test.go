@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -450,4 +451,35 @@ func TestConnectionsMaxIdle(t *testing.T) {
 		c.read(metadataRequest("long-poll"), 12, 1)
 		c.roundTrip(metadataRequest("a"), 12, 2)
 	})
+}
+
+// TestSlowBodiesWithinBodyTimeout: bodies that arrive in pieces within
+// BodyTimeout are read, one frame after another, and a later one that stalls
+// still closes the connection.
+func TestSlowBodiesWithinBodyTimeout(t *testing.T) {
+	const timeout = time.Second
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) { s.BodyTimeout = timeout })
+	topics := make([]string, 2000)
+	for i := range topics {
+		topics[i] = fmt.Sprintf("topic-with-a-long-name-%05d", i)
+	}
+	frame := frameOf(metadataRequest(topics...), 12, 0, nil)
+	if len(frame) <= 2*readBufferSize {
+		t.Fatalf("a %d-byte frame fits the read buffer", len(frame))
+	}
+	c := dial(t, ts.addr)
+	for i := range int32(2) {
+		binary.BigEndian.PutUint32(frame[8:], uint32(i)) // the correlation id
+		c.write(frame[:len(frame)/2])
+		time.Sleep(timeout / 3) // a pause well within the timeout
+		c.write(frame[len(frame)/2:])
+		if resp := c.read(metadataRequest(), 12, i).(*kmsg.MetadataResponse); len(resp.Topics) != len(topics) {
+			t.Fatalf("frame %d answered with %d topics", i, len(resp.Topics))
+		}
+	}
+	c.write(frame[:len(frame)/2])
+	c.expectClosed()
+	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrBodyTimeout) {
+		t.Errorf("closed with %v, want ErrBodyTimeout", err)
+	}
 }
