@@ -82,6 +82,12 @@ type Config struct {
 	// MaxQueuedRequestBytes bounds request bytes read and not yet handled across
 	// all Kafka connections (queued.max.request.bytes, on by default); -1: no bound.
 	MaxQueuedRequestBytes int64
+	// RequestBodyTimeout closes a Kafka connection whose request body has not
+	// arrived this long after the broker reserved its memory; 0: no bound.
+	RequestBodyTimeout time.Duration
+	// ConnectionsMaxIdle closes a Kafka connection with nothing read and no
+	// request in flight for this long (connections.max.idle.ms); 0: never.
+	ConnectionsMaxIdle time.Duration
 	// MaxConnections and MaxConnectionsPerIP bound open Kafka connections in total
 	// and per client IP (max.connections, max.connections.per.ip); -1: no limit.
 	MaxConnections      int32
@@ -227,6 +233,8 @@ func Default() Config {
 		DefaultPartitions:                    1,
 		MaxRequestBytes:                      100 << 20,
 		MaxQueuedRequestBytes:                256 << 20,
+		RequestBodyTimeout:                   30 * time.Second,
+		ConnectionsMaxIdle:                   10 * time.Minute,
 		MaxConnections:                       10000,
 		MaxConnectionsPerIP:                  1000,
 		MaxConnectionCreationRate:            -1,
@@ -289,6 +297,8 @@ func (c *Config) options() []option {
 		{"default-partitions", "partitions of auto-created topics", int32Value{&c.DefaultPartitions}},
 		{"max-request-bytes", "largest accepted request frame (socket.request.max.bytes)", int32Value{&c.MaxRequestBytes}},
 		{"max-queued-request-bytes", "request bytes read and not yet handled, over all connections (queued.max.request.bytes; -1: no bound)", int64Value{&c.MaxQueuedRequestBytes}},
+		{"request-body-timeout", "close a Kafka connection whose request body has not arrived this long after its memory was reserved (0: no bound)", durationValue{&c.RequestBodyTimeout}},
+		{"connections-max-idle", "close a Kafka connection with nothing read and no request in flight for this long (connections.max.idle.ms; 0: never)", durationValue{&c.ConnectionsMaxIdle}},
 		{"max-connections", "open Kafka connections in total (max.connections; -1: no limit)", int32Value{&c.MaxConnections}},
 		{"max-connections-per-ip", "open Kafka connections per client IP (max.connections.per.ip; -1: no limit)", int32Value{&c.MaxConnectionsPerIP}},
 		{"max-incremental-fetch-session-cache-slots", "incremental fetch sessions (KIP-227) the broker keeps for consumers and followers of many partitions (max.incremental.fetch.session.cache.slots; 0: none)", int32Value{&c.MaxIncrementalFetchSessionCacheSlots}},
@@ -511,6 +521,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxQueuedRequestBytes != -1 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes) {
 		errs = append(errs, fmt.Errorf("max-queued-request-bytes (%d) must be -1 or at least max-request-bytes (%d)", c.MaxQueuedRequestBytes, c.MaxRequestBytes))
+	}
+	for name, d := range map[string]time.Duration{"request-body-timeout": c.RequestBodyTimeout, "connections-max-idle": c.ConnectionsMaxIdle} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative (0 turns it off), got %v", name, d))
+		}
 	}
 	for name, v := range map[string]int32{"max-connections": c.MaxConnections, "max-connections-per-ip": c.MaxConnectionsPerIP,
 		"max-connection-creation-rate": c.MaxConnectionCreationRate} {

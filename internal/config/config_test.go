@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -143,5 +144,43 @@ func TestVoters(t *testing.T) {
 	v, err = c.Voters()
 	if err != nil || len(v) != 2 || v[1].ID != 2 || v[1].Addr != "127.0.0.2:2" {
 		t.Fatalf("voters = %v, %v", v, err)
+	}
+}
+
+// TestConnectionTimeouts: connections.max.idle.ms and the request body bound
+// have Kafka's and Strata's defaults, are set from the file, the environment
+// and flags, and 0 turns them off (a negative value is refused).
+func TestConnectionTimeouts(t *testing.T) {
+	tests := []struct {
+		name               string
+		args               []string
+		env                map[string]string
+		file               string
+		wantIdle, wantBody time.Duration
+		wantErr            string
+	}{
+		{name: "defaults", wantIdle: 10 * time.Minute, wantBody: 30 * time.Second},
+		{name: "file", file: `{"connections-max-idle": "90s", "request-body-timeout": "5s"}`, wantIdle: 90 * time.Second, wantBody: 5 * time.Second},
+		{name: "env", env: map[string]string{"STRATA_CONNECTIONS_MAX_IDLE": "1m"}, wantIdle: time.Minute, wantBody: 30 * time.Second},
+		{name: "off", args: []string{"--connections-max-idle=0", "--request-body-timeout=0"}},
+		{name: "negative idle", args: []string{"--connections-max-idle=-1s"}, wantErr: "connections-max-idle"},
+		{name: "negative body", args: []string{"--request-body-timeout=-1s"}, wantErr: "request-body-timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := resolve(t, tt.args, tt.env, tt.file)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ConnectionsMaxIdle != tt.wantIdle || c.RequestBodyTimeout != tt.wantBody {
+				t.Fatalf("idle %v body %v, want %v %v", c.ConnectionsMaxIdle, c.RequestBodyTimeout, tt.wantIdle, tt.wantBody)
+			}
+		})
 	}
 }

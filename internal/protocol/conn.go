@@ -62,9 +62,21 @@ type conn struct {
 	// the connection reads and serves nothing before then (waitMuted).
 	mutedUntil atomic.Int64
 
+	// Idle tracking (Server.ConnectionsMaxIdle): active is set when bytes are
+	// read or a request is answered, inFlight counts the requests read and not
+	// yet answered, and lastActive, the idle sweeper's own (under srv.mu), is
+	// when a sweep last saw the connection active.
+	active     atomic.Bool
+	inFlight   atomic.Int32
+	lastActive time.Time
+
 	closeOnce sync.Once
 	closeErr  error       // the first close reason; read only after closeOnce.Do
 	draining  atomic.Bool // Shutdown: stop reading, finish what was read
+
+	// bodyTimer closes the connection when a frame's body is late (watchBody);
+	// reader goroutine only.
+	bodyTimer *time.Timer
 
 	// Writer goroutine only.
 	encodeBuf []byte
@@ -101,16 +113,47 @@ type outgoing struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		srv:      s,
-		nc:       nc,
-		info:     &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
-		ctx:      ctx,
-		cancel:   cancel,
-		reqs:     make(chan *Request, s.maxInFlight),
-		resps:    make(chan *outgoing, s.maxInFlight),
-		done:     make(chan struct{}),
-		authStep: make(chan struct{}, 1),
+		srv:        s,
+		nc:         nc,
+		info:       &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()},
+		ctx:        ctx,
+		cancel:     cancel,
+		reqs:       make(chan *Request, s.maxInFlight),
+		resps:      make(chan *outgoing, s.maxInFlight),
+		done:       make(chan struct{}),
+		authStep:   make(chan struct{}, 1),
+		lastActive: time.Now(),
 	}
+}
+
+// activityReader is the connection's socket as its reader reads it: every read
+// that returns bytes marks the connection active for the idle sweeper.
+type activityReader struct{ c *conn }
+
+func (r activityReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.active.Store(true)
+	}
+	return n, err
+}
+
+// answered ends a request's time in flight: it was answered (its response is
+// about to be written) or needed no answer.
+func (c *conn) answered() {
+	c.inFlight.Add(-1)
+	c.active.Store(true)
+}
+
+// idleFor is how long the connection has been idle as of now, as the idle
+// sweeper sees it: since the last sweep that found it active since the sweep
+// before, or with a request in flight. It never counts more than the time since
+// the last byte read or the last answer. Called by the sweeper only.
+func (c *conn) idleFor(now time.Time) time.Duration {
+	if c.active.Swap(false) || c.inFlight.Load() > 0 {
+		c.lastActive = now
+	}
+	return now.Sub(c.lastActive)
 }
 
 // close ends the connection; err nil means a clean end. It reports whether this
@@ -156,7 +199,8 @@ func (c *conn) fail(err error) {
 	}
 	level := slog.LevelDebug
 	for _, violation := range []error{ErrFrameSize, ErrFrameTooLarge, ErrTruncatedHeader, ErrUnknownAPIKey,
-		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake, ErrAuthentication} {
+		ErrUnsupportedVersion, ErrMalformedRequest, ErrBadResponse, ErrBodyLength, ErrPanic, ErrTLSHandshake, ErrAuthentication,
+		ErrBodyTimeout} {
 		if errors.Is(err, violation) {
 			level = slog.LevelWarn
 			break
@@ -194,7 +238,11 @@ func (c *conn) runReader() {
 			return
 		}
 	}
-	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	var src io.Reader = c.nc
+	if c.srv.maxIdle > 0 {
+		src = activityReader{c}
+	}
+	br := bufio.NewReaderSize(src, readBufferSize)
 	for {
 		if c.rawTokens.Load() && !c.authed.Load() {
 			if !c.readRawToken(br) {
@@ -233,6 +281,7 @@ func (c *conn) runReader() {
 		for _, h := range c.srv.hooks.request {
 			h.OnRequest(c.info, r)
 		}
+		c.inFlight.Add(1)
 		select {
 		case c.reqs <- r:
 		case <-c.done:
@@ -266,6 +315,7 @@ func (c *conn) readRawToken(br *bufio.Reader) bool {
 		return false
 	}
 	r := &Request{Key: saslTokenKey, Size: len(token) + 4, Received: time.Now(), saslToken: token, reserved: reserved, preAuth: true}
+	c.inFlight.Add(1)
 	select {
 	case c.reqs <- r:
 	case <-c.done:
@@ -290,6 +340,9 @@ func (c *conn) readToken(br *bufio.Reader) (token []byte, reserved int64, err er
 	reserved, ok := c.srv.pool.acquire(int64(size), c.done, c.srv.quit)
 	if !ok {
 		return nil, 0, errStopped
+	}
+	if c.watchBody(br, size) {
+		defer c.bodyTimer.Stop()
 	}
 	if token, err = readFrameBody(br, size); err != nil {
 		c.srv.pool.release(reserved)
@@ -355,12 +408,35 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, pooled *[]byte, reserv
 	if !ok {
 		return nil, nil, 0, errStopped
 	}
+	if c.watchBody(br, size) {
+		defer c.bodyTimer.Stop()
+	}
 	frame, pooled, err = c.readFrameBody(br, size)
 	if err != nil {
 		c.srv.pool.release(reserved)
 		return nil, nil, 0, err
 	}
 	return frame, pooled, reserved, nil
+}
+
+// watchBody bounds the time the size bytes of a body after its prefix may take
+// to arrive (Server.BodyTimeout): it starts bodyTimer, which closes the
+// connection when it fires, and the caller stops it once the body is read. The
+// reservation the reader holds meanwhile is released as the reader ends, so a
+// client that announces a frame and stalls holds pool room for BodyTimeout at
+// most. A body already buffered needs no timer (false).
+func (c *conn) watchBody(br *bufio.Reader, size int32) bool {
+	if c.srv.bodyTimeout <= 0 || br.Buffered() >= int(size) {
+		return false
+	}
+	if c.bodyTimer == nil {
+		c.bodyTimer = time.AfterFunc(c.srv.bodyTimeout, func() {
+			c.fail(fmt.Errorf("%w: a frame's body not read within %v", ErrBodyTimeout, c.srv.bodyTimeout))
+		})
+	} else {
+		c.bodyTimer.Reset(c.srv.bodyTimeout)
+	}
+	return true
 }
 
 // readFrameBody reads a frame's body into a pooled buffer when its key is in
@@ -404,6 +480,7 @@ func (c *conn) runHandler() {
 		case err != nil:
 			c.fail(err)
 		case out == nil: // Response.None
+			c.answered()
 			recycleFrame(r)
 		default:
 			select {
@@ -565,6 +642,7 @@ func (c *conn) runWriter() {
 				continue
 			}
 		}
+		c.answered()
 		if out.none {
 			recycleFrame(out.req)
 			if out.closeAfter != nil {

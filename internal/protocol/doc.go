@@ -63,9 +63,19 @@
 //     queued.max.request.bytes, on by default); the reservation is released once
 //     Handle has returned. When the pool is full the reader waits (first come,
 //     first served) without reading, so however many clients announce large frames
-//     and trickle them in, request memory stays bounded by the pool. A connection
+//     and trickle them in, request memory stays bounded by the pool. Once its room
+//     is reserved, a body must arrive within BodyTimeout (30 s, a client's
+//     default request.timeout.ms, after which the client has given the request
+//     up), or the connection is closed and the room released: clients that
+//     announce frames and stall hold the pool for that long at most, so a
+//     waiting request always gets its turn. A connection
 //     over MaxConnections or MaxConnectionsPerIP is closed as soon as it is
-//     accepted; Stats reports pool use and refusals.
+//     accepted; Stats reports pool use and refusals. A connection with nothing
+//     read and no request in flight for ConnectionsMaxIdle (10 minutes, Kafka's
+//     connections.max.idle.ms) is closed; a request being handled or waiting (a
+//     long-polling Fetch) keeps it open, and its idle time starts once it is
+//     answered. One sweeper per Server looks every tenth of the timeout; reads
+//     and answers only set a flag.
 //     With Server.SASL set, a connection must authenticate (SaslHandshake and
 //     SaslAuthenticate, or raw tokens after SaslHandshake v0, answered by this
 //     package; see sasl.go) before any request but ApiVersions; until then frames are bounded by SASLConfig.MaxReceiveBytes

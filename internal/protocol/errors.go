@@ -32,6 +32,11 @@ var (
 	// HandshakeTimeout, or the handshake failed (no or an untrusted client
 	// certificate on an mTLS listener, say).
 	ErrTLSHandshake = errors.New("protocol: TLS handshake failed")
+	// ErrBodyTimeout means a request frame's body did not arrive within
+	// BodyTimeout of its size prefix (time waiting for pool room not counted).
+	ErrBodyTimeout = errors.New("protocol: request body not received in time")
+	// ErrConnectionIdle means the connection was idle for ConnectionsMaxIdle.
+	ErrConnectionIdle = errors.New("protocol: connection idle")
 	// ErrClosedByHandler means the handler asked for the connection to be closed
 	// (Response.Close): an acks=0 Produce that failed on a partition.
 	ErrClosedByHandler = errors.New("protocol: closed by the handler")

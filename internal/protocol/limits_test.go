@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -346,5 +347,139 @@ func TestAcceptThrottleDelaysServing(t *testing.T) {
 	checkServing(t, ts.addr)
 	if accepted.Load() != 3 {
 		t.Fatalf("AcceptThrottle asked %d times, want 3", accepted.Load())
+	}
+}
+
+// TestStalledBodiesReleaseThePool is the review's stall: connections that
+// announce the largest frame and never send its body hold the whole memory
+// pool. A well-behaved client's request must still be answered once their
+// bodies are late, and the stalled connections closed.
+func TestStalledBodiesReleaseThePool(t *testing.T) {
+	const frameSize = 1 << 20
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+		s.MaxRequestBytes = frameSize
+		s.MaxQueuedRequestBytes = 2 * frameSize
+		s.BodyTimeout = 200 * time.Millisecond
+	})
+	var stalled []*rawClient
+	for range 3 {
+		c := dial(t, ts.addr)
+		var prefix [4]byte
+		binary.BigEndian.PutUint32(prefix[:], frameSize)
+		c.write(prefix[:])
+		stalled = append(stalled, c)
+	}
+	wait.For(t, "the stalled frames to take the pool", func() bool {
+		return ts.Stats().QueuedRequestBytes == 2*frameSize
+	})
+	c := dial(t, ts.addr)
+	if err := c.nc.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	c.send(kmsg.NewPtrApiVersionsRequest(), 3, 1)
+	if _, err := c.br.Peek(4); err != nil {
+		t.Fatalf("a well-behaved request behind stalled bodies was not answered: %v", err)
+	}
+	c.read(kmsg.NewPtrApiVersionsRequest(), 3, 1)
+	for _, s := range stalled {
+		s.expectClosed()
+		if err := ts.hooks.closeErr(t, s.addr()); !errors.Is(err, ErrBodyTimeout) {
+			t.Errorf("stalled connection closed with %v, want ErrBodyTimeout", err)
+		}
+	}
+}
+
+// TestConnectionsMaxIdle: a connection with nothing read and no request in
+// flight for ConnectionsMaxIdle is closed (connections.max.idle.ms); one that
+// keeps sending requests is not, nor one whose long-polling request waits
+// longer than that, and its idle time starts only once that request is answered.
+func TestConnectionsMaxIdle(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	release := make(chan struct{})
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		if m, ok := r.Msg.(*kmsg.MetadataRequest); ok && len(m.Topics) == 1 && *m.Topics[0].Topic == "long-poll" {
+			return Response{Wait: func(ctx context.Context) Response {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return echoHandler(ctx, c, r)
+			}}
+		}
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) { s.ConnectionsMaxIdle = idle })
+
+	t.Run("idle", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.roundTrip(metadataRequest("a"), 12, 1)
+		start := time.Now()
+		if err := c.nc.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		c.expectClosed()
+		if waited := time.Since(start); waited < idle {
+			t.Errorf("closed after %v idle, want at least %v", waited, idle)
+		}
+		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrConnectionIdle) {
+			t.Errorf("closed with %v, want ErrConnectionIdle", err)
+		}
+	})
+	t.Run("never a request", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		if err := c.nc.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		c.expectClosed()
+	})
+	t.Run("busy", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		tick := time.NewTicker(idle / 4)
+		defer tick.Stop()
+		for i := range int32(16) { // four times the idle timeout
+			<-tick.C
+			c.roundTrip(metadataRequest("a"), 12, i)
+		}
+	})
+	t.Run("long poll", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.send(metadataRequest("long-poll"), 12, 1)
+		// The request waits four times the idle timeout: the window for a wrong
+		// close to happen. The connection must stay open, also right after
+		// the answer.
+		time.Sleep(4 * idle)
+		close(release)
+		c.read(metadataRequest("long-poll"), 12, 1)
+		c.roundTrip(metadataRequest("a"), 12, 2)
+	})
+}
+
+// TestSlowBodiesWithinBodyTimeout: bodies that arrive in pieces within
+// BodyTimeout are read, one frame after another, and a later one that stalls
+// still closes the connection.
+func TestSlowBodiesWithinBodyTimeout(t *testing.T) {
+	const timeout = time.Second
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) { s.BodyTimeout = timeout })
+	topics := make([]string, 2000)
+	for i := range topics {
+		topics[i] = fmt.Sprintf("topic-with-a-long-name-%05d", i)
+	}
+	frame := frameOf(metadataRequest(topics...), 12, 0, nil)
+	if len(frame) <= 2*readBufferSize {
+		t.Fatalf("a %d-byte frame fits the read buffer", len(frame))
+	}
+	c := dial(t, ts.addr)
+	for i := range int32(2) {
+		binary.BigEndian.PutUint32(frame[8:], uint32(i)) // the correlation id
+		c.write(frame[:len(frame)/2])
+		time.Sleep(timeout / 3) // a pause well within the timeout
+		c.write(frame[len(frame)/2:])
+		if resp := c.read(metadataRequest(), 12, i).(*kmsg.MetadataResponse); len(resp.Topics) != len(topics) {
+			t.Fatalf("frame %d answered with %d topics", i, len(resp.Topics))
+		}
+	}
+	c.write(frame[:len(frame)/2])
+	c.expectClosed()
+	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrBodyTimeout) {
+		t.Errorf("closed with %v, want ErrBodyTimeout", err)
 	}
 }

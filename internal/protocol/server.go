@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -23,6 +24,11 @@ const (
 	DefaultMaxConnections        = 10000
 	DefaultMaxConnectionsPerIP   = 1000
 	DefaultHandshakeTimeout      = 10 * time.Second
+	// DefaultBodyTimeout is a Kafka client's default request.timeout.ms: a
+	// request whose body has not arrived by then was given up by its client.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultConnectionsMaxIdle is Kafka's connections.max.idle.ms.
+	DefaultConnectionsMaxIdle = 10 * time.Minute
 )
 
 // Server accepts Kafka client connections and serves them with Handler. See the
@@ -46,6 +52,17 @@ type Server struct {
 	// through TCP. Zero means DefaultMaxQueuedRequestBytes; negative, no bound.
 	// A bound below MaxRequestBytes is raised to it, so the largest frame fits.
 	MaxQueuedRequestBytes int64
+	// BodyTimeout bounds the time a frame's body may take to arrive once the
+	// reader holds its reservation in the memory pool: a connection whose body
+	// is late is closed, so a client that announces a frame and stalls cannot
+	// keep the pool from other connections. Zero means DefaultBodyTimeout;
+	// negative, no bound.
+	BodyTimeout time.Duration
+	// ConnectionsMaxIdle closes a connection idle this long: nothing read from
+	// it and no request in flight (Kafka's connections.max.idle.ms). A request
+	// being handled or waiting (a long-polling Fetch) keeps it open. Zero means
+	// DefaultConnectionsMaxIdle; negative, never.
+	ConnectionsMaxIdle time.Duration
 	// MaxConnections and MaxConnectionsPerIP bound open connections in total and
 	// per client IP (max.connections, max.connections.per.ip); a connection over
 	// a limit is closed as soon as it is accepted. Zero means the default
@@ -103,6 +120,8 @@ type Server struct {
 	maxRequestBytes  int32
 	maxInFlight      int
 	handshakeTimeout time.Duration
+	bodyTimeout      time.Duration // <= 0: none
+	maxIdle          time.Duration // <= 0: never
 	saslMaxReceive   int32
 	self             *brokerIdentity // nil without ClusterID
 	pool             *memoryPool
@@ -120,6 +139,7 @@ type Server struct {
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
 		held      map[net.Conn]*time.Timer // throttled connections waiting to be closed
+		sweeping  bool                     // the idle sweeper runs
 	}
 }
 
@@ -143,6 +163,8 @@ func (s *Server) init() error {
 			s.maxInFlight = DefaultMaxInFlight
 		}
 		s.handshakeTimeout = orDefault(s.HandshakeTimeout, DefaultHandshakeTimeout)
+		s.bodyTimeout = orDefault(s.BodyTimeout, DefaultBodyTimeout)
+		s.maxIdle = orDefault(s.ConnectionsMaxIdle, DefaultConnectionsMaxIdle)
 		if s.SASL != nil {
 			s.saslMaxReceive = s.SASL.MaxReceiveBytes
 			if s.saslMaxReceive <= 0 {
@@ -359,7 +381,42 @@ func (s *Server) trackListener(ln net.Listener) bool {
 		return false
 	}
 	s.mu.listeners[ln] = struct{}{}
+	if s.maxIdle > 0 && !s.mu.sweeping {
+		s.mu.sweeping = true
+		s.wg.Add(1)
+		go s.sweepIdle()
+	}
 	return true
+}
+
+// sweepIdle closes the connections idle for ConnectionsMaxIdle, looking every
+// tenth of it, until the server stops: a connection is closed between one and
+// 1.1 times the timeout after it went idle. Sweeping keeps the cost off the
+// request path, which only sets a flag (conn.idleFor).
+func (s *Server) sweepIdle() {
+	defer s.wg.Done()
+	t := time.NewTicker(max(s.maxIdle/10, time.Millisecond))
+	defer t.Stop()
+	var idle []*conn
+	for {
+		select {
+		case <-s.quit:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			for c := range s.mu.conns {
+				if c.idleFor(now) >= s.maxIdle {
+					idle = append(idle, c)
+				}
+			}
+			s.mu.Unlock()
+			for i, c := range idle {
+				c.fail(fmt.Errorf("%w: nothing read and no request in flight for %v", ErrConnectionIdle, s.maxIdle))
+				idle[i] = nil
+			}
+			idle = idle[:0]
+		}
+	}
 }
 
 func (s *Server) untrackListener(ln net.Listener) {

@@ -304,11 +304,14 @@ func (n *Node) serveControllerClients() error {
 		Hooks:           []protocol.Hook{n.metrics},
 		Versions:        handlers.ControllerListenerVersions(),
 		MaxRequestBytes: n.cfg.MaxRequestBytes,
-		SASL:            n.sasl,
-		Principals:      n.principals,
-		ClusterID:       n.clusterID,
-		NodeID:          n.cfg.NodeID,
-		Logger:          n.log.With("component", "controller-listener"),
+		// Kafka's controller listener closes idle connections as its others do.
+		BodyTimeout:        offWhenZero(n.cfg.RequestBodyTimeout),
+		ConnectionsMaxIdle: offWhenZero(n.cfg.ConnectionsMaxIdle),
+		SASL:               n.sasl,
+		Principals:         n.principals,
+		ClusterID:          n.clusterID,
+		NodeID:             n.cfg.NodeID,
+		Logger:             n.log.With("component", "controller-listener"),
 	}
 	n.lc.goroutine("controller listener's client server", func() {
 		if err := n.controllerClients.Serve(n.mux.Clients()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
@@ -490,6 +493,15 @@ func (n *Node) startSession(ctx context.Context) error {
 	return nil
 }
 
+// offWhenZero maps a setting that 0 turns off to protocol.Server's fields, where
+// 0 is the default and a negative value is off.
+func offWhenZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // serveKafka serves Kafka clients on the Kafka listener with h; quotas also
 // limits the rate of new connections per client address.
 func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
@@ -501,6 +513,8 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 		MaxRequestBytes: n.cfg.MaxRequestBytes,
 		// -1 (no limit) passes through: the protocol package reads negative as off.
 		MaxQueuedRequestBytes: n.cfg.MaxQueuedRequestBytes,
+		BodyTimeout:           offWhenZero(n.cfg.RequestBodyTimeout),
+		ConnectionsMaxIdle:    offWhenZero(n.cfg.ConnectionsMaxIdle),
 		MaxConnections:        int(n.cfg.MaxConnections),
 		MaxConnectionsPerIP:   int(n.cfg.MaxConnectionsPerIP),
 		ConnectionThrottle: func(ip netip.Addr) time.Duration {
