@@ -99,7 +99,11 @@ type Tier struct {
 	// upload or a remote deletion that failed; cleared by a sweep that
 	// finished. Listing the prefix every pass cost a pass time in proportion to
 	// the objects stored.
-	sweep     bool
+	sweep bool
+	// sweepAt, guarded by passMu, is when the next sweep is due although
+	// sweep is not set: the last one kept leftovers of interrupted puts that
+	// were too recent to tell from puts in progress (zero: none kept).
+	sweepAt   time.Time
 	retention atomic.Pointer[TierRetention]
 
 	mu struct {
@@ -723,13 +727,18 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64, leader
 		}
 		t.stats.deletedSegments.Add(1)
 	}
-	if !t.sweep {
+	now := t.cfg.Now()
+	if !t.sweep && (t.sweepAt.IsZero() || now.Before(t.sweepAt)) {
 		return local, k, nil
 	}
-	if err := t.sweepOrphans(ctx, m); err != nil {
+	kept, err := t.sweepOrphans(ctx, m, now)
+	if err != nil {
 		return local, k, err
 	}
-	t.sweep = false
+	t.sweep, t.sweepAt = false, time.Time{}
+	if kept > 0 {
+		t.sweepAt = now.Add(incompleteUploadAge)
+	}
 	return local, k, nil
 }
 
@@ -798,13 +807,23 @@ func (t *Tier) enforceLocalLocked(m manifest, highWatermark int64) (int, error) 
 	return t.log.enforceRetention(min(highWatermark, m.End), r.LocalAge, r.LocalBytes)
 }
 
+// incompleteUploadAge is how long after its last write the orphan sweep
+// leaves what an interrupted put left behind (remote.IncompleteRemover): a put
+// in progress, on this broker or on another that leads the partition now,
+// looks the same. It is far longer than an upload pass may take (the replica
+// package bounds one to minutes), with room for clocks that disagree.
+const incompleteUploadAge = time.Hour
+
 // sweepOrphans deletes segment objects the manifest does not name and that lie
 // below its End (leftovers of an upload that crashed, or of retention that
-// failed after committing).
-func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
+// failed after committing), and what puts cut short by a crash left in a store
+// that keeps it out of its listing (a file:// temporary file, an S3 multipart
+// upload) when it is older than incompleteUploadAge at now. It returns how
+// many of those it kept for being younger.
+func (t *Tier) sweepOrphans(ctx context.Context, m manifest, now time.Time) (int, error) {
 	keys, err := t.cfg.Store.List(ctx, t.cfg.Prefix+"/")
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		return 0, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	named := make(map[string]bool, 2*len(m.Segments))
 	for _, s := range m.Segments {
@@ -821,14 +840,29 @@ func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
 			continue
 		}
 		if err := t.cfg.Store.Delete(ctx, k); err != nil {
-			return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+			return 0, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 		}
 	}
-	return nil
+	return t.removeIncomplete(ctx, now.Add(-incompleteUploadAge))
 }
 
-// DeleteAll deletes every object under the tier's prefix, the manifest first (a
-// deleted topic's partition).
+// removeIncomplete removes what puts under the tier's prefix cut short left
+// behind before before (zero: all of it), in a store that keeps it apart.
+func (t *Tier) removeIncomplete(ctx context.Context, before time.Time) (int, error) {
+	r, ok := t.cfg.Store.(remote.IncompleteRemover)
+	if !ok {
+		return 0, nil
+	}
+	kept, err := r.RemoveIncomplete(ctx, t.cfg.Prefix+"/", before)
+	if err != nil {
+		return kept, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	return kept, nil
+}
+
+// DeleteAll deletes every object under the tier's prefix, the manifest first,
+// and what interrupted puts left there, however recent (a deleted topic's
+// partition: no upload of it is wanted any more).
 func (t *Tier) DeleteAll(ctx context.Context) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
@@ -843,6 +877,9 @@ func (t *Tier) DeleteAll(ctx context.Context) error {
 		if err := t.cfg.Store.Delete(ctx, k); err != nil {
 			return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 		}
+	}
+	if _, err := t.removeIncomplete(ctx, time.Time{}); err != nil {
+		return err
 	}
 	t.resetManifest(manifest{}, false)
 	return nil
