@@ -26,6 +26,11 @@ var (
 	// ErrRemoteCorrupt: a remote object failed its checksum or does not parse. The
 	// bytes are never served; retriable once the object is repaired.
 	ErrRemoteCorrupt = errors.New("storage: remote object corrupt")
+	// errManifestChanged (wrapped in ErrRemoteUnavailable): the stored
+	// manifest is no longer the tier's copy, though no newer leader wrote it
+	// (a deposed one committed before its successor wrote anything); the copy
+	// is reloaded, and the write can be made again over it.
+	errManifestChanged = errors.New("remote manifest changed underneath")
 )
 
 // DefaultTierBlockBytes is the default size of a checksummed remote read block.
@@ -517,7 +522,8 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 // checkManifestUnchanged re-reads the stored manifest before a new one replaces
 // it: if a leader of a newer epoch wrote it, this one is deposed
 // (ErrFencedLeaderEpoch); if it moved on otherwise, the tier reloads it and the
-// caller retries. This narrows, but cannot close, the window in which a deposed
+// caller retries (errManifestChanged: DeleteRecords and EnforceRetention at
+// once, an upload at its next pass). This narrows, but cannot close, the window in which a deposed
 // leader that has not yet learned of its successor overwrites its manifest: the
 // object store offers no conditional write here.
 func (t *Tier) checkManifestUnchanged(ctx context.Context, m manifest, leaderEpoch int32) error {
@@ -540,7 +546,7 @@ func (t *Tier) checkManifestUnchanged(ctx context.Context, m manifest, leaderEpo
 	}
 	if stored.End != m.End || stored.Start != m.Start || len(stored.Segments) != len(m.Segments) {
 		t.setManifest(stored, nil, nil)
-		return fmt.Errorf("%w: remote manifest changed underneath (now ends at %d); reloaded", ErrRemoteUnavailable, stored.End)
+		return fmt.Errorf("%w: %w (now ends at %d); reloaded", ErrRemoteUnavailable, errManifestChanged, stored.End)
 	}
 	return nil
 }
@@ -663,9 +669,22 @@ func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, trunc
 // deletion failed. It returns the local and remote segments deleted. The
 // manifest is written as leader at leaderEpoch, fenced as an upload's commit
 // is (putManifestLocked).
+//
+// A manifest another leader changed since this tier read it (and that does
+// not fence this one) is reloaded and the pass made again over it.
 func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64, leaderEpoch int32) (local, removed int, err error) {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
+	local, removed, err = t.enforceRetentionLocked(ctx, highWatermark, leaderEpoch)
+	if errors.Is(err, errManifestChanged) {
+		var more int
+		more, removed, err = t.enforceRetentionLocked(ctx, highWatermark, leaderEpoch)
+		local += more
+	}
+	return local, removed, err
+}
+
+func (t *Tier) enforceRetentionLocked(ctx context.Context, highWatermark int64, leaderEpoch int32) (local, removed int, err error) {
 	m, loaded := t.manifestCopy()
 	if !loaded {
 		return 0, 0, fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
@@ -750,10 +769,19 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64, leader
 // uploaded) moves the end with it: nothing below it is left to upload, and the
 // start must not fall back to the end, nor to the base of the batch holding
 // offset when the next upload starts with it. The manifest is written as leader
-// at leaderEpoch (putManifestLocked).
+// at leaderEpoch (putManifestLocked); over a manifest another leader changed
+// since this tier read it, reloaded, when that does not fence this one.
 func (t *Tier) DeleteRecords(ctx context.Context, offset int64, leaderEpoch int32) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
+	err := t.deleteRecordsLocked(ctx, offset, leaderEpoch)
+	if errors.Is(err, errManifestChanged) {
+		err = t.deleteRecordsLocked(ctx, offset, leaderEpoch)
+	}
+	return err
+}
+
+func (t *Tier) deleteRecordsLocked(ctx context.Context, offset int64, leaderEpoch int32) error {
 	m, loaded := t.manifestCopy()
 	if !loaded {
 		return fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
