@@ -35,6 +35,13 @@
 //     a parallel multipart upload, an io.SectionReader's parts read by position,
 //     any other reader's read once, in order, into part buffers.
 //
+// A Put cut short by a crash leaves what neither List nor Delete reaches: a
+// file:// temporary file, an incomplete S3 multipart upload (minio-go aborts
+// the upload of a Put that fails, not of one whose process died). Both stores
+// implement IncompleteRemover, which removes such leftovers under a prefix
+// older than a given time (the tier's orphan sweep, a deleted topic's
+// DeleteAll).
+//
 // Open picks the implementation from a URL.
 //
 // Concurrency: every method of every implementation is safe for concurrent use.

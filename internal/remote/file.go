@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -274,17 +275,62 @@ func (f *File) Delete(ctx context.Context, key string) error {
 
 // List walks the directory tree below the prefix's directory.
 func (f *File) List(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := f.walk(ctx, "list", prefix, func(key, name string, _ fs.FileInfo) error {
+		if !strings.Contains(name, tmpMarker) {
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+var _ IncompleteRemover = (*File)(nil)
+
+// RemoveIncomplete removes the temporary files of Puts (and of LinkUnsynced
+// replacing an object) under prefix last modified before before. A Put in
+// progress writes its file as it goes, so its modification time stays recent;
+// a link's temporary name carries the segment's own, older time, but lives
+// only between the link and the rename that follows it, and removing it fails
+// that rename (the caller retries). Removals are not fsynced: one a crash
+// undoes is done again by the next call.
+func (f *File) RemoveIncomplete(ctx context.Context, prefix string, before time.Time) (int, error) {
+	kept := 0
+	err := f.walk(ctx, "remove incomplete", prefix, func(key, name string, fi fs.FileInfo) error {
+		if !strings.Contains(name, tmpMarker) {
+			return nil
+		}
+		if !before.IsZero() && !fi.ModTime().Before(before) {
+			kept++
+			return nil
+		}
+		if err := f.fsys.Remove(filepath.Join(f.root, filepath.FromSlash(key))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	return kept, err
+}
+
+// walk calls fn for every file whose name, relative to the root, starts with
+// prefix, temporary files included, with its key (its relative name), its
+// base name and what Stat says of it. Errors are ErrUnavailable (op names the
+// operation) or ErrInvalidKey for a prefix that names no valid directory.
+func (f *File) walk(ctx context.Context, op, prefix string, fn func(key, name string, fi fs.FileInfo) error) error {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: list %s: %v", ErrUnavailable, prefix, err)
+		return fmt.Errorf("%w: %s %s: %v", ErrUnavailable, op, prefix, err)
 	}
 	// Start from the deepest directory the prefix names completely.
 	start := ""
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		start = prefix[:i]
 	}
-	var keys []string
-	var walk func(rel string) error
-	walk = func(rel string) error {
+	var walkDir func(rel string) error
+	walkDir = func(rel string) error {
 		names, err := f.fsys.List(filepath.Join(f.root, filepath.FromSlash(rel)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -307,21 +353,22 @@ func (f *File) List(ctx context.Context, prefix string) ([]string, error) {
 				return err
 			}
 			if fi.IsDir() {
-				if err := walk(key); err != nil {
+				if err := walkDir(key); err != nil {
 					return err
 				}
-			} else if !strings.Contains(name, tmpMarker) && strings.HasPrefix(key, prefix) {
-				keys = append(keys, key)
+			} else if strings.HasPrefix(key, prefix) {
+				if err := fn(key, name, fi); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
 	if start != "" && CheckKey(start) != nil {
-		return nil, fmt.Errorf("%w: prefix %q", ErrInvalidKey, prefix)
+		return fmt.Errorf("%w: prefix %q", ErrInvalidKey, prefix)
 	}
-	if err := walk(start); err != nil {
-		return nil, unavailable("list", prefix, err)
+	if err := walkDir(start); err != nil {
+		return unavailable(op, prefix, err)
 	}
-	slices.Sort(keys)
-	return keys, nil
+	return nil
 }

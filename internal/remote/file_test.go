@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/remote/remotetest"
@@ -236,5 +237,60 @@ func TestFileSmallPutAllocates(t *testing.T) {
 	}
 	if per := allocated / puts; per > 64<<10 {
 		t.Fatalf("a put of %d bytes allocated %d bytes, want well under the 1 MiB copy buffer", len(data), per)
+	}
+}
+
+// RemoveIncomplete removes the temporary files of interrupted Puts under the
+// prefix (a crash leaves them; List never shows them) last written before the
+// time given, all of them for a zero time, and nothing else.
+func TestFileRemoveIncomplete(t *testing.T) {
+	mem := vfs.NewMem()
+	s, err := remote.NewFile(mem, "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, key := range []string{"t/0/a", "t/0/sub/c", "t/1/b"} {
+		if err := s.Put(ctx, key, strings.NewReader("object"), 6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	temps := []string{"/objects/t/0/a.tmp-9", "/objects/t/0/sub/c.tmp-3", "/objects/t/1/b.tmp-4"}
+	for _, p := range temps {
+		f, err := mem.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	left := func() []string {
+		t.Helper()
+		var out []string
+		for _, p := range temps {
+			if _, err := mem.Stat(p); err == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	written := time.Now()
+	for _, tc := range []struct {
+		prefix   string
+		before   time.Time
+		wantKept int
+		wantLeft []string
+	}{
+		{"t/0/", written.Add(-time.Hour), 2, temps},
+		{"t/0/", written.Add(time.Hour), 0, temps[2:]},
+		{"t/1/", time.Time{}, 0, nil},
+	} {
+		kept, err := s.RemoveIncomplete(ctx, tc.prefix, tc.before)
+		if err != nil || kept != tc.wantKept || !slices.Equal(left(), tc.wantLeft) {
+			t.Fatalf("RemoveIncomplete(%q, %v): kept %d, %v; left %v, want kept %d, left %v",
+				tc.prefix, tc.before, kept, err, left(), tc.wantKept, tc.wantLeft)
+		}
+	}
+	if keys, err := s.List(ctx, ""); err != nil || !slices.Equal(keys, []string{"t/0/a", "t/0/sub/c", "t/1/b"}) {
+		t.Fatalf("objects after RemoveIncomplete: %v, %v", keys, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -66,6 +67,19 @@ type FileLinker interface {
 	// filesystem, a filesystem without links, a file removed meanwhile): the
 	// caller then puts a copy.
 	LinkUnsynced(ctx context.Context, key string, f vfs.File) (linked bool, err error)
+}
+
+// IncompleteRemover is implemented by a Store in which a Put cut short by a
+// crash leaves something behind that List does not show and Delete cannot
+// name: file://'s temporary files, S3's incomplete multipart uploads. Nothing
+// else ever removes it.
+type IncompleteRemover interface {
+	// RemoveIncomplete removes what interrupted Puts of keys under prefix
+	// left behind and last wrote before before (a zero before: all of it),
+	// and returns how many such leftovers it kept for being newer: a Put in
+	// progress looks the same, so before must lie further back than a Put
+	// can take.
+	RemoveIncomplete(ctx context.Context, prefix string, before time.Time) (kept int, err error)
 }
 
 // Open returns the Store a --remote-storage URL names: file:///dir or

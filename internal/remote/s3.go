@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -201,4 +202,34 @@ func (s *S3) List(ctx context.Context, prefix string) ([]string, error) {
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+var _ IncompleteRemover = (*S3)(nil)
+
+// RemoveIncomplete aborts the multipart uploads of keys under prefix started
+// before before, which frees their parts. minio-go aborts the upload of a Put
+// that fails; one cut short by a crash stays, unlisted by ListObjects, and S3
+// keeps (and bills) its parts until it is aborted. (A bucket lifecycle rule,
+// AbortIncompleteMultipartUpload, does the same on the store's side.)
+func (s *S3) RemoveIncomplete(ctx context.Context, prefix string, before time.Time) (int, error) {
+	ctx, cancel := context.WithCancel(ctx) // stops the listing if we return early
+	defer cancel()
+	core := minio.Core{Client: s.client}
+	kept := 0
+	for up := range s.client.ListIncompleteUploads(ctx, s.bucket, s.prefix+prefix, true) {
+		if up.Err != nil {
+			return kept, s3Error("list uploads", prefix, up.Err)
+		}
+		if !before.IsZero() && !up.Initiated.Before(before) {
+			kept++
+			continue
+		}
+		key := strings.TrimPrefix(up.Key, s.prefix)
+		if err := core.AbortMultipartUpload(ctx, s.bucket, up.Key, up.UploadID); err != nil {
+			if err := s3Error("abort upload", key, err); !errors.Is(err, ErrNotFound) {
+				return kept, err
+			}
+		}
+	}
+	return kept, nil
 }

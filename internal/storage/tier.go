@@ -26,6 +26,11 @@ var (
 	// ErrRemoteCorrupt: a remote object failed its checksum or does not parse. The
 	// bytes are never served; retriable once the object is repaired.
 	ErrRemoteCorrupt = errors.New("storage: remote object corrupt")
+	// errManifestChanged (wrapped in ErrRemoteUnavailable): the stored
+	// manifest is no longer the tier's copy, though no newer leader wrote it
+	// (a deposed one committed before its successor wrote anything); the copy
+	// is reloaded, and the write can be made again over it.
+	errManifestChanged = errors.New("remote manifest changed underneath")
 )
 
 // DefaultTierBlockBytes is the default size of a checksummed remote read block.
@@ -99,7 +104,11 @@ type Tier struct {
 	// upload or a remote deletion that failed; cleared by a sweep that
 	// finished. Listing the prefix every pass cost a pass time in proportion to
 	// the objects stored.
-	sweep     bool
+	sweep bool
+	// sweepAt, guarded by passMu, is when the next sweep is due although
+	// sweep is not set: the last one kept leftovers of interrupted puts that
+	// were too recent to tell from puts in progress (zero: none kept).
+	sweepAt   time.Time
 	retention atomic.Pointer[TierRetention]
 
 	mu struct {
@@ -513,7 +522,8 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 // checkManifestUnchanged re-reads the stored manifest before a new one replaces
 // it: if a leader of a newer epoch wrote it, this one is deposed
 // (ErrFencedLeaderEpoch); if it moved on otherwise, the tier reloads it and the
-// caller retries. This narrows, but cannot close, the window in which a deposed
+// caller retries (errManifestChanged: DeleteRecords and EnforceRetention at
+// once, an upload at its next pass). This narrows, but cannot close, the window in which a deposed
 // leader that has not yet learned of its successor overwrites its manifest: the
 // object store offers no conditional write here.
 func (t *Tier) checkManifestUnchanged(ctx context.Context, m manifest, leaderEpoch int32) error {
@@ -536,7 +546,7 @@ func (t *Tier) checkManifestUnchanged(ctx context.Context, m manifest, leaderEpo
 	}
 	if stored.End != m.End || stored.Start != m.Start || len(stored.Segments) != len(m.Segments) {
 		t.setManifest(stored, nil, nil)
-		return fmt.Errorf("%w: remote manifest changed underneath (now ends at %d); reloaded", ErrRemoteUnavailable, stored.End)
+		return fmt.Errorf("%w: %w (now ends at %d); reloaded", ErrRemoteUnavailable, errManifestChanged, stored.End)
 	}
 	return nil
 }
@@ -659,9 +669,22 @@ func (t *Tier) linkChunk(ctx context.Context, c *Chunk, seg remoteSegment, trunc
 // deletion failed. It returns the local and remote segments deleted. The
 // manifest is written as leader at leaderEpoch, fenced as an upload's commit
 // is (putManifestLocked).
+//
+// A manifest another leader changed since this tier read it (and that does
+// not fence this one) is reloaded and the pass made again over it.
 func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64, leaderEpoch int32) (local, removed int, err error) {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
+	local, removed, err = t.enforceRetentionLocked(ctx, highWatermark, leaderEpoch)
+	if errors.Is(err, errManifestChanged) {
+		var more int
+		more, removed, err = t.enforceRetentionLocked(ctx, highWatermark, leaderEpoch)
+		local += more
+	}
+	return local, removed, err
+}
+
+func (t *Tier) enforceRetentionLocked(ctx context.Context, highWatermark int64, leaderEpoch int32) (local, removed int, err error) {
 	m, loaded := t.manifestCopy()
 	if !loaded {
 		return 0, 0, fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
@@ -723,13 +746,18 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64, leader
 		}
 		t.stats.deletedSegments.Add(1)
 	}
-	if !t.sweep {
+	now := t.cfg.Now()
+	if !t.sweep && (t.sweepAt.IsZero() || now.Before(t.sweepAt)) {
 		return local, k, nil
 	}
-	if err := t.sweepOrphans(ctx, m); err != nil {
+	kept, err := t.sweepOrphans(ctx, m, now)
+	if err != nil {
 		return local, k, err
 	}
-	t.sweep = false
+	t.sweep, t.sweepAt = false, time.Time{}
+	if kept > 0 {
+		t.sweepAt = now.Add(incompleteUploadAge)
+	}
 	return local, k, nil
 }
 
@@ -741,10 +769,19 @@ func (t *Tier) EnforceRetention(ctx context.Context, highWatermark int64, leader
 // uploaded) moves the end with it: nothing below it is left to upload, and the
 // start must not fall back to the end, nor to the base of the batch holding
 // offset when the next upload starts with it. The manifest is written as leader
-// at leaderEpoch (putManifestLocked).
+// at leaderEpoch (putManifestLocked); over a manifest another leader changed
+// since this tier read it, reloaded, when that does not fence this one.
 func (t *Tier) DeleteRecords(ctx context.Context, offset int64, leaderEpoch int32) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
+	err := t.deleteRecordsLocked(ctx, offset, leaderEpoch)
+	if errors.Is(err, errManifestChanged) {
+		err = t.deleteRecordsLocked(ctx, offset, leaderEpoch)
+	}
+	return err
+}
+
+func (t *Tier) deleteRecordsLocked(ctx context.Context, offset int64, leaderEpoch int32) error {
 	m, loaded := t.manifestCopy()
 	if !loaded {
 		return fmt.Errorf("%w: manifest not loaded", ErrRemoteUnavailable)
@@ -798,13 +835,23 @@ func (t *Tier) enforceLocalLocked(m manifest, highWatermark int64) (int, error) 
 	return t.log.enforceRetention(min(highWatermark, m.End), r.LocalAge, r.LocalBytes)
 }
 
+// incompleteUploadAge is how long after its last write the orphan sweep
+// leaves what an interrupted put left behind (remote.IncompleteRemover): a put
+// in progress, on this broker or on another that leads the partition now,
+// looks the same. It is far longer than an upload pass may take (the replica
+// package bounds one to minutes), with room for clocks that disagree.
+const incompleteUploadAge = time.Hour
+
 // sweepOrphans deletes segment objects the manifest does not name and that lie
 // below its End (leftovers of an upload that crashed, or of retention that
-// failed after committing).
-func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
+// failed after committing), and what puts cut short by a crash left in a store
+// that keeps it out of its listing (a file:// temporary file, an S3 multipart
+// upload) when it is older than incompleteUploadAge at now. It returns how
+// many of those it kept for being younger.
+func (t *Tier) sweepOrphans(ctx context.Context, m manifest, now time.Time) (int, error) {
 	keys, err := t.cfg.Store.List(ctx, t.cfg.Prefix+"/")
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+		return 0, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	named := make(map[string]bool, 2*len(m.Segments))
 	for _, s := range m.Segments {
@@ -821,14 +868,29 @@ func (t *Tier) sweepOrphans(ctx context.Context, m manifest) error {
 			continue
 		}
 		if err := t.cfg.Store.Delete(ctx, k); err != nil {
-			return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+			return 0, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 		}
 	}
-	return nil
+	return t.removeIncomplete(ctx, now.Add(-incompleteUploadAge))
 }
 
-// DeleteAll deletes every object under the tier's prefix, the manifest first (a
-// deleted topic's partition).
+// removeIncomplete removes what puts under the tier's prefix cut short left
+// behind before before (zero: all of it), in a store that keeps it apart.
+func (t *Tier) removeIncomplete(ctx context.Context, before time.Time) (int, error) {
+	r, ok := t.cfg.Store.(remote.IncompleteRemover)
+	if !ok {
+		return 0, nil
+	}
+	kept, err := r.RemoveIncomplete(ctx, t.cfg.Prefix+"/", before)
+	if err != nil {
+		return kept, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
+	}
+	return kept, nil
+}
+
+// DeleteAll deletes every object under the tier's prefix, the manifest first,
+// and what interrupted puts left there, however recent (a deleted topic's
+// partition: no upload of it is wanted any more).
 func (t *Tier) DeleteAll(ctx context.Context) error {
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
@@ -843,6 +905,9 @@ func (t *Tier) DeleteAll(ctx context.Context) error {
 		if err := t.cfg.Store.Delete(ctx, k); err != nil {
 			return fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 		}
+	}
+	if _, err := t.removeIncomplete(ctx, time.Time{}); err != nil {
+		return err
 	}
 	t.resetManifest(manifest{}, false)
 	return nil

@@ -157,3 +157,56 @@ func TestTierDeposedLeaderDeleteRecordsKeepsNewLeaderSegments(t *testing.T) {
 	// Every record from offset 3 on must still be readable.
 	checkNewLeaderIntact(t, lB, tierB, want, endB)
 }
+
+// TestTierLeaderWritesOverDeposedCommit: a deposed leader that has not yet
+// learned of its successor commits an upload before the new leader wrote any
+// manifest (nothing fences it yet: the stored manifest is still of its
+// epoch). The new leader's copy is then behind the store. Its DeleteRecords
+// and its retention pass carry on from the stored manifest, as Kafka's leader
+// does from the remote log metadata it has consumed; they used to fail with a
+// storage error on a healthy store (TestTierMatchesModel found it).
+func TestTierLeaderWritesOverDeposedCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(l *Log, leader *Tier) error
+	}{
+		{"DeleteRecords", func(l *Log, leader *Tier) error {
+			return leader.DeleteRecords(ctxTimeout(t), 5, 1)
+		}},
+		{"EnforceRetention", func(l *Log, leader *Tier) error {
+			leader.SetRetention(TierRetention{Age: -1, Bytes: 0, LocalAge: -1, LocalBytes: 0})
+			_, removed, err := leader.EnforceRetention(ctxTimeout(t), l.LogEndOffset(), 1)
+			if err == nil && removed == 0 {
+				t.Error("retention.bytes 0 removed no remote segment")
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := memStore(t, vfs.NewMem())
+			l, deposed := tieredLog(t, store, 1<<30, nil)
+			appendN(t, l, 20, 3, 100, 1000, 0)
+			if _, err := deposed.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.AssignEpoch(1, l.LogEndOffset()); err != nil {
+				t.Fatal(err)
+			}
+			leader := NewTier(l, deposed.cfg)
+			if err := leader.Load(ctxTimeout(t)); err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, 20, 3, 100, 1000, 1)
+			if n, err := deposed.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil || n == 0 {
+				t.Fatalf("deposed leader's upload: %d segments, %v", n, err)
+			}
+			end := deposed.UploadedEnd()
+			if err := tc.op(l, leader); err != nil {
+				t.Fatalf("leader's %s over the deposed leader's commit: %v", tc.name, err)
+			}
+			if got := leader.UploadedEnd(); got != end {
+				t.Fatalf("uploaded end %d after %s, the store's was %d", got, tc.name, end)
+			}
+		})
+	}
+}

@@ -468,11 +468,22 @@ func remoteOnlyBytes(mf manifest, localStart int64) int64 {
 func (m *tierModel) retention(rt *rapid.T) {
 	hwm := drawOffset(rt, "highWatermark", 0, m.leo())
 	before, loaded := m.tier.manifestCopy()
+	// A deposed leader committed since the tier read its copy: the pass
+	// reloads the stored manifest and works from it, unless the store failed
+	// it before.
+	stored, ok := m.storedManifest(rt)
+	changed := func(mf manifest) bool {
+		return mf.Start != before.Start || mf.End != before.End || len(mf.Segments) != len(before.Segments)
+	}
+	reloadable := ok && loaded && stored.LeaderEpoch <= m.epoch && changed(stored)
 	localBefore := m.l.LogStartOffset()
 	sweep := m.tier.sweep
 	r := *m.tier.retention.Load()
 	local, removed, err := m.tier.EnforceRetention(m.ctx(), hwm, m.epoch)
 	after, _ := m.tier.manifestCopy()
+	if reloadable && changed(after) {
+		before = stored
+	}
 	localAfter := m.l.LogStartOffset()
 	if err != nil && loaded {
 		m.expectStoreFault(rt, "EnforceRetention", err)
