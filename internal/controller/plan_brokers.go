@@ -308,10 +308,15 @@ func PlanAllocateProducerIDs(img *metadata.Image, brokerID int32, brokerEpoch in
 	return []metadata.Record{rec}, ProducerIDBlock{First: first, Len: ProducerIDBlockSize}, nil
 }
 
+// checkBrokerEpoch returns broker id's registration if its epoch is epoch. A
+// broker id nobody holds is a stale epoch too (ErrStaleBrokerEpoch, wrapping
+// ErrUnknownBroker), as Kafka's controller answers a request of a broker whose
+// registration it does not have: STALE_BROKER_EPOCH, so the broker registers
+// again.
 func checkBrokerEpoch(img *metadata.Image, id int32, epoch int64) (*metadata.Broker, error) {
 	b := img.Broker(id)
 	if b == nil {
-		return nil, fmt.Errorf("%w: broker %d is not registered", metadata.ErrUnknownBroker, id)
+		return nil, fmt.Errorf("%w: %w: broker %d is not registered", metadata.ErrStaleBrokerEpoch, metadata.ErrUnknownBroker, id)
 	}
 	if b.Epoch != epoch {
 		return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", metadata.ErrStaleBrokerEpoch, id, epoch, b.Epoch)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -509,5 +511,44 @@ func TestPlanBrokerDirectory(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRequestsOfUnregisteredBrokerAreStale: a broker request that names a
+// broker id nobody holds (its registration was removed, or it never had one)
+// is answered STALE_BROKER_EPOCH, as Kafka's controller answers every request
+// whose broker epoch it cannot match (ClusterControlManager.checkBrokerEpoch),
+// not BROKER_NOT_AVAILABLE.
+func TestRequestsOfUnregisteredBrokerAreStale(t *testing.T) {
+	img := withTopic(t, clusterImage(t, 2), "orders", idOrders, nil, []int32{1, 2})
+	recs, err := PlanUnregisterBroker(img, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = apply(t, img, recs...)
+	for _, id := range []int32{2, 9} { // unregistered, never registered
+		for name, plan := range map[string]func() error{
+			"BrokerHeartbeat": func() error {
+				_, _, err := PlanBrokerHeartbeat(img, HeartbeatRequest{BrokerID: id, BrokerEpoch: 1}, HeartbeatState{})
+				return err
+			},
+			"BrokerHeartbeat, controlled shutdown": func() error {
+				_, _, err := PlanBrokerHeartbeat(img, HeartbeatRequest{BrokerID: id, BrokerEpoch: 1, WantShutdown: true}, HeartbeatState{})
+				return err
+			},
+			"AllocateProducerIds": func() error {
+				_, _, err := PlanAllocateProducerIDs(img, id, 1)
+				return err
+			},
+			"AlterPartition": func() error {
+				_, _, err := PlanAlterPartitions(img, []AlterPartitionRequest{{BrokerID: id, BrokerEpoch: 1,
+					TopicID: idOrders, NewISR: []int32{id}}}, nil)
+				return err
+			},
+		} {
+			if err := plan(); metadata.ErrorCode(err) != kerr.StaleBrokerEpoch.Code {
+				t.Errorf("%s of broker %d: %v, want STALE_BROKER_EPOCH", name, id, err)
+			}
+		}
 	}
 }

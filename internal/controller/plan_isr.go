@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -87,9 +86,7 @@ type AlterPartitionResult struct {
 // results[i] answers reqs[i].
 func PlanAlterPartitions(img *metadata.Image, reqs []AlterPartitionRequest, down ShuttingDown) (recs []metadata.Record, results []AlterPartitionResult, err error) {
 	for _, req := range reqs {
-		if _, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); errors.Is(err, metadata.ErrUnknownBroker) {
-			return nil, nil, fmt.Errorf("%w: %w", metadata.ErrStaleBrokerEpoch, err)
-		} else if err != nil {
+		if _, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
 			return nil, nil, err
 		}
 	}
