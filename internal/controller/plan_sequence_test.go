@@ -338,7 +338,11 @@ func (s *seqRun) register(id int32) {
 		s.session(id, epoch)
 	}
 	newProcess := old != nil && !sameProcess && !old.Fenced
-	lostDisk := old != nil && !old.DirectoryID.IsZero() && !req.DirectoryID.IsZero() && old.DirectoryID != req.DirectoryID
+	lastDir := prev.FormerDirectory(id) // of a registration UnregisterBroker removed
+	if old != nil {
+		lastDir = old.DirectoryID
+	}
+	lostDisk := !lastDir.IsZero() && !req.DirectoryID.IsZero() && lastDir != req.DirectoryID
 	s.eachPartition(prev, func(t *metadata.Topic, p, cur *metadata.Partition) {
 		if cur == nil || !slices.Contains(cur.ISR, id) {
 			return
