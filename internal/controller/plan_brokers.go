@@ -61,7 +61,8 @@ type ProducerIDBlock struct {
 // are the brokers in controlled shutdown.
 //
 // A registration whose DirectoryID differs from the one recorded for the last
-// registration (both known; PlanBrokerDirectory records it) comes from a new,
+// registration (both known; PlanBrokerDirectory records it), also one that
+// UnregisterBroker removed (metadata.Image.FormerDirectory), comes from a new,
 // empty data directory with the old node id: the broker leaves every ISR, as
 // the last member too (changesAfterLostDir), and catches up as a follower like
 // a new replica.
@@ -86,7 +87,7 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 				return nil, 0, err
 			}
 		}
-		if !old.DirectoryID.IsZero() && !req.DirectoryID.IsZero() && old.DirectoryID != req.DirectoryID {
+		if lostDir(old.DirectoryID, req.DirectoryID) {
 			fenced, err := metadata.ApplyAll(img, recs)
 			if err != nil {
 				return nil, 0, err
@@ -94,6 +95,8 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 			recs = append(recs, changesAfterLostDir(fenced, req.ID, down)...)
 		}
 		epoch = max(epoch, old.Epoch+1)
+	} else if lostDir(img.FormerDirectory(req.ID), req.DirectoryID) {
+		recs = changesAfterLostDir(img, req.ID, down)
 	}
 	recs = append(recs, &metadata.RegisterBrokerRecord{
 		BrokerID: req.ID, Incarnation: req.Incarnation, Epoch: epoch,
@@ -104,6 +107,12 @@ func PlanRegisterBroker(img *metadata.Image, req RegisterBroker, liveSession boo
 		return nil, 0, err
 	}
 	return append(recs, changesAfterUnfence(next, req.ID, down)...), epoch, nil
+}
+
+// lostDir reports whether a registration with directory id dir comes from
+// another data directory than the last registration's, last (both known).
+func lostDir(last, dir metadata.UUID) bool {
+	return !last.IsZero() && !dir.IsZero() && last != dir
 }
 
 // PlanBrokerFeatures records the Strata-internal features of broker id's
@@ -187,7 +196,9 @@ func planFenceBrokers(img *metadata.Image, ids []int32, down ShuttingDown) ([]me
 // expired: its leaderships move to other ISR members and it leaves the ISRs it
 // is not the last member of. Partitions keep the id in their replica lists;
 // a broker being retired has its replicas moved off first (reassignments).
-// An id nobody holds gets ErrBrokerIDNotRegistered.
+// The image keeps the removed registration's directory id, so a broker that
+// comes back under the id from another data directory is told apart
+// (PlanRegisterBroker). An id nobody holds gets ErrBrokerIDNotRegistered.
 func PlanUnregisterBroker(img *metadata.Image, id int32, down ShuttingDown) ([]metadata.Record, error) {
 	b := img.Broker(id)
 	if b == nil {
@@ -308,10 +319,15 @@ func PlanAllocateProducerIDs(img *metadata.Image, brokerID int32, brokerEpoch in
 	return []metadata.Record{rec}, ProducerIDBlock{First: first, Len: ProducerIDBlockSize}, nil
 }
 
+// checkBrokerEpoch returns broker id's registration if its epoch is epoch. A
+// broker id nobody holds is a stale epoch too (ErrStaleBrokerEpoch, wrapping
+// ErrUnknownBroker), as Kafka's controller answers a request of a broker whose
+// registration it does not have: STALE_BROKER_EPOCH, so the broker registers
+// again.
 func checkBrokerEpoch(img *metadata.Image, id int32, epoch int64) (*metadata.Broker, error) {
 	b := img.Broker(id)
 	if b == nil {
-		return nil, fmt.Errorf("%w: broker %d is not registered", metadata.ErrUnknownBroker, id)
+		return nil, fmt.Errorf("%w: %w: broker %d is not registered", metadata.ErrStaleBrokerEpoch, metadata.ErrUnknownBroker, id)
 	}
 	if b.Epoch != epoch {
 		return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", metadata.ErrStaleBrokerEpoch, id, epoch, b.Epoch)

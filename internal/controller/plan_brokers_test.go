@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -388,6 +390,9 @@ func TestPlanUnregisterBroker(t *testing.T) {
 // as the last member too, so its empty replica is never elected where it was
 // the only in-sync one; with the same directory, or where either side does not
 // know its directory, it is a restart and leads again where nobody else can.
+// An unregistered broker (kafka-cluster unregister) that comes back is
+// compared with the directory of the registration removed: its partitions
+// keep it as the last ISR member, as Kafka's keep the replica's directory.
 func TestPlanRegisterBrokerNewDirectory(t *testing.T) {
 	dir := func(id int32) metadata.UUID { return metadata.UUID{0xd, byte(id)} }
 	img := metadata.NewImage()
@@ -411,13 +416,17 @@ func TestPlanRegisterBrokerNewDirectory(t *testing.T) {
 		img    *metadata.Image
 		dir    metadata.UUID
 		fenced bool // broker 1's old registration fenced before it registers
-		want   []partState
+		// unregistered: broker 1's old registration removed before it registers
+		unregistered bool
+		want         []partState
 	}{
-		{"same directory", withDirs, dir(1), false, restarted},
-		{"new directory", withDirs, metadata.UUID{0xe}, false, replaced},
-		{"new directory, old registration fenced", withDirs, metadata.UUID{0xe}, true, replaced},
-		{"directory unknown to the request", withDirs, metadata.UUID{}, false, restarted},
-		{"directory unknown to the old registration", heartbeatImage(t), metadata.UUID{0xe}, false, restarted},
+		{"same directory", withDirs, dir(1), false, false, restarted},
+		{"new directory", withDirs, metadata.UUID{0xe}, false, false, replaced},
+		{"new directory, old registration fenced", withDirs, metadata.UUID{0xe}, true, false, replaced},
+		{"directory unknown to the request", withDirs, metadata.UUID{}, false, false, restarted},
+		{"directory unknown to the old registration", heartbeatImage(t), metadata.UUID{0xe}, false, false, restarted},
+		{"same directory, old registration removed", withDirs, dir(1), false, true, restarted},
+		{"new directory, old registration removed", withDirs, metadata.UUID{0xe}, false, true, replaced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,6 +437,18 @@ func TestPlanRegisterBrokerNewDirectory(t *testing.T) {
 					t.Fatal(err)
 				}
 				img = apply(t, img, recs...)
+			}
+			if tt.unregistered {
+				recs, err := PlanUnregisterBroker(img, 1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				img = apply(t, img, recs...)
+				// The snapshot of the image keeps what a new registration is
+				// compared with.
+				if img, err = metadata.DecodeSnapshot(metadata.EncodeSnapshot(img)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			req := RegisterBroker{ID: 1, Incarnation: metadata.UUID{9}, DirectoryID: tt.dir, Host: "127.0.0.1", Port: 9001}
 			recs, epoch, err := PlanRegisterBroker(img, req, false, nil)
@@ -509,5 +530,44 @@ func TestPlanBrokerDirectory(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRequestsOfUnregisteredBrokerAreStale: a broker request that names a
+// broker id nobody holds (its registration was removed, or it never had one)
+// is answered STALE_BROKER_EPOCH, as Kafka's controller answers every request
+// whose broker epoch it cannot match (ClusterControlManager.checkBrokerEpoch),
+// not BROKER_NOT_AVAILABLE.
+func TestRequestsOfUnregisteredBrokerAreStale(t *testing.T) {
+	img := withTopic(t, clusterImage(t, 2), "orders", idOrders, nil, []int32{1, 2})
+	recs, err := PlanUnregisterBroker(img, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = apply(t, img, recs...)
+	for _, id := range []int32{2, 9} { // unregistered, never registered
+		for name, plan := range map[string]func() error{
+			"BrokerHeartbeat": func() error {
+				_, _, err := PlanBrokerHeartbeat(img, HeartbeatRequest{BrokerID: id, BrokerEpoch: 1}, HeartbeatState{})
+				return err
+			},
+			"BrokerHeartbeat, controlled shutdown": func() error {
+				_, _, err := PlanBrokerHeartbeat(img, HeartbeatRequest{BrokerID: id, BrokerEpoch: 1, WantShutdown: true}, HeartbeatState{})
+				return err
+			},
+			"AllocateProducerIds": func() error {
+				_, _, err := PlanAllocateProducerIDs(img, id, 1)
+				return err
+			},
+			"AlterPartition": func() error {
+				_, _, err := PlanAlterPartitions(img, []AlterPartitionRequest{{BrokerID: id, BrokerEpoch: 1,
+					TopicID: idOrders, NewISR: []int32{id}}}, nil)
+				return err
+			},
+		} {
+			if err := plan(); metadata.ErrorCode(err) != kerr.StaleBrokerEpoch.Code {
+				t.Errorf("%s of broker %d: %v, want STALE_BROKER_EPOCH", name, id, err)
+			}
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -33,7 +32,12 @@ type AlterPartitionRequest struct {
 // equal to the current one as a set changes nothing and returns the current
 // partition. An ISR that now holds every target replica of a reassignment
 // completes it in the same batch (PlanAlterReassignments), and the partition
-// returned is the one after that.
+// returned is the one after that; when the completion moves the leadership
+// away from the broker (it was a replica the reassignment removes), the change
+// is planned all the same and also answered ErrNewLeaderElected, as Kafka's
+// controller answers it (FENCED_LEADER_EPOCH before AlterPartition v2): the
+// broker may not read the answer as an ISR it leads with. (A resignation,
+// which Kafka refuses, is answered with the partition, completed or not.)
 //
 // A leader may leave itself out of the ISR to resign (Strata's own extension:
 // its log failed and takes no writes until the broker restarts, where Kafka
@@ -70,7 +74,9 @@ func PlanAlterPartition(img *metadata.Image, req AlterPartitionRequest, down Shu
 }
 
 // AlterPartitionResult answers one partition of an AlterPartition: the
-// partition as the change leaves it, or why the change was refused.
+// partition as the change leaves it, or why the change was refused. With
+// ErrNewLeaderElected the change was not refused: Partition is as it leaves
+// it.
 type AlterPartitionResult struct {
 	Partition *metadata.Partition
 	Err       error
@@ -87,9 +93,7 @@ type AlterPartitionResult struct {
 // results[i] answers reqs[i].
 func PlanAlterPartitions(img *metadata.Image, reqs []AlterPartitionRequest, down ShuttingDown) (recs []metadata.Record, results []AlterPartitionResult, err error) {
 	for _, req := range reqs {
-		if _, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); errors.Is(err, metadata.ErrUnknownBroker) {
-			return nil, nil, fmt.Errorf("%w: %w", metadata.ErrStaleBrokerEpoch, err)
-		} else if err != nil {
+		if _, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -199,6 +203,10 @@ func planAlterPartition(img *metadata.Image, req AlterPartitionRequest, down Shu
 	if done := maybeCompleteReassignment(img, np, down); done != nil {
 		recs = append(recs, done)
 		np = np.AfterReassignment(done)
+		if leader == p.Leader && np.Leader != leader { // not a resignation: answered with the partition
+			return recs, np, fmt.Errorf("%w: %s: completing its reassignment moved the leadership from %d to %d",
+				metadata.ErrNewLeaderElected, name, req.BrokerID, np.Leader)
+		}
 	}
 	return recs, np, nil
 }

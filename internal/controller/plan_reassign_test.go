@@ -141,6 +141,9 @@ func TestReassignmentCompletesWhenISRCatchesUp(t *testing.T) {
 		p := img.Partition("orders", 0)
 		recs, np, err := PlanAlterPartition(img, AlterPartitionRequest{BrokerID: p.Leader, BrokerEpoch: 1, TopicID: idOrders,
 			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr}, nil)
+		if errors.Is(err, metadata.ErrNewLeaderElected) && np.Leader != p.Leader {
+			err = nil // applied: the completion moved the leadership (TestAlterPartitionCompletingReassignmentElectsNewLeader)
+		}
 		if err != nil {
 			t.Fatalf("AlterPartition %v: %v", isr, err)
 		}
@@ -296,5 +299,42 @@ func TestCancelElectsLeaderOfLeaderlessPartition(t *testing.T) {
 	img = apply(t, img, recs...)
 	if p := img.Partition("orders", 0); p.Leader != 2 || p.LeaderEpoch != 2 || p.Reassigning() || !slices.Equal(slices.Sorted(slices.Values(p.Replicas)), []int32{1, 2, 3}) {
 		t.Fatalf("after the cancel: %s, want replicas 1, 2 and 3 led by 2 at epoch 2", partitionString(p))
+	}
+}
+
+// TestAlterPartitionCompletingReassignmentElectsNewLeader: an AlterPartition
+// whose ISR completes a reassignment that removes its sender, the leader, is
+// applied and answered NEW_LEADER_ELECTED, as Kafka's controller answers it:
+// the sender must not take the answer for an ISR it still leads with. One
+// that leaves the sender leading is answered with the partition.
+func TestAlterPartitionCompletingReassignmentElectsNewLeader(t *testing.T) {
+	tests := []struct {
+		name    string
+		target  []int32
+		isr     []int32
+		want    string // the partition afterwards (partitionString)
+		wantErr error
+	}{
+		{"leader removed", []int32{4, 5, 2}, []int32{1, 2, 3, 4, 5},
+			"replicas [4 5 2] adding [] removing [] isr [2 4 5] leader 4 epoch 4", metadata.ErrNewLeaderElected},
+		{"leader kept", []int32{1, 4}, []int32{1, 2, 3, 4},
+			"replicas [1 4] adding [] removing [] isr [1 4] leader 1 epoch 4", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img := reassigning(t, tt.target...)
+			p := img.Partition("orders", 0)
+			recs, res, err := PlanAlterPartitions(img, []AlterPartitionRequest{{BrokerID: 1, BrokerEpoch: 1, TopicID: idOrders,
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: tt.isr}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(res[0].Err, tt.wantErr) || (tt.wantErr == nil) != (res[0].Err == nil) {
+				t.Fatalf("answered %v, want %v", res[0].Err, tt.wantErr)
+			}
+			if got := partitionString(apply(t, img, recs...).Partition("orders", 0)); got != tt.want {
+				t.Errorf("applied %s\nwant    %s", got, tt.want)
+			}
+		})
 	}
 }

@@ -338,7 +338,11 @@ func (s *seqRun) register(id int32) {
 		s.session(id, epoch)
 	}
 	newProcess := old != nil && !sameProcess && !old.Fenced
-	lostDisk := old != nil && !old.DirectoryID.IsZero() && !req.DirectoryID.IsZero() && old.DirectoryID != req.DirectoryID
+	lastDir := prev.FormerDirectory(id) // of a registration UnregisterBroker removed
+	if old != nil {
+		lastDir = old.DirectoryID
+	}
+	lostDisk := !lastDir.IsZero() && !req.DirectoryID.IsZero() && lastDir != req.DirectoryID
 	s.eachPartition(prev, func(t *metadata.Topic, p, cur *metadata.Partition) {
 		if cur == nil || !slices.Contains(cur.ISR, id) {
 			return
@@ -727,13 +731,17 @@ func (s *seqRun) alterPartitions() {
 		} else {
 			seen[k] = true
 		}
+		if want == nil && errors.Is(results[i].Err, metadata.ErrNewLeaderElected) {
+			want = metadata.ErrNewLeaderElected // applied: checked below
+		}
 		s.wantErr(fmt.Sprintf("change %d %+v", i, req), results[i].Err, want)
 	}
 	s.commit(recs)
 	for i, req := range reqs {
 		res := results[i]
 		t := s.img.TopicByID(req.TopicID)
-		if res.Err != nil {
+		newLeader := errors.Is(res.Err, metadata.ErrNewLeaderElected)
+		if res.Err != nil && !newLeader {
 			if t != nil && int(req.Partition) < len(t.Partitions) && req.Partition >= 0 &&
 				slices.IndexFunc(reqs[:i], func(r AlterPartitionRequest) bool { return r.TopicID == req.TopicID && r.Partition == req.Partition }) < 0 &&
 				!samePartition(t.Partitions[req.Partition], prev.TopicByID(req.TopicID).Partitions[req.Partition]) {
@@ -746,6 +754,11 @@ func (s *seqRun) alterPartitions() {
 			s.fatalf("change %d answered %s, but the image holds %s", i, fmtPartition(t, res.Partition), fmtPartition(t, cur))
 		}
 		completed := p.Reassigning() && !cur.Reassigning()
+		// NEW_LEADER_ELECTED: a completion took the leadership from the
+		// sender, which had not resigned; the answer is the partition otherwise.
+		if wantNew := completed && slices.Contains(req.NewISR, p.Leader) && cur.Leader != p.Leader; newLeader != wantNew {
+			s.fatalf("change %d %+v left %s answered %v; NEW_LEADER_ELECTED wanted: %v", i, req, fmtPartition(t, cur), res.Err, wantNew)
+		}
 		isr := slices.Clone(req.NewISR)
 		if completed {
 			isr = slices.DeleteFunc(isr, func(id int32) bool { return !slices.Contains(p.TargetReplicas(), id) })

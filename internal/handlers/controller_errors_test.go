@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 )
@@ -611,5 +612,61 @@ func TestAlterPartitionErrors(t *testing.T) {
 	}
 	if isr := pc.Image().Partition("t", 0).ISR; !slices.Equal(isr, []int32{1}) {
 		t.Errorf("t-0's ISR in the image is %v after refused requests, want [1]", isr)
+	}
+}
+
+// TestAlterPartitionNewLeaderElected: an AlterPartition whose ISR completes a
+// reassignment that removes its sender, the leader, is applied and answered
+// NEW_LEADER_ELECTED, FENCED_LEADER_EPOCH before v2, as Kafka's controller
+// answers it.
+func TestAlterPartitionNewLeaderElected(t *testing.T) {
+	for _, tt := range []struct {
+		version int16
+		want    *kerr.Error
+	}{{3, kerr.NewLeaderElected}, {2, kerr.NewLeaderElected}, {1, kerr.FencedLeaderEpoch}, {0, kerr.FencedLeaderEpoch}} {
+		t.Run(fmt.Sprintf("v%d", tt.version), func(t *testing.T) {
+			h := newAdminHandlers(t)
+			pc := h.cluster.(waitingCluster).Cluster.(*planCluster)
+			// t-0 moves from [1 2] to [2] while 2 is out of the ISR.
+			if err := pc.apply([]metadata.Record{&metadata.PartitionChangeRecord{TopicID: errTopicID, Partition: 0,
+				Leader: 1, ISR: []int32{1}}}, false); err != nil {
+				t.Fatal(err)
+			}
+			recs, errs := controller.PlanAlterReassignments(pc.img, []controller.Reassignment{{Topic: "t", Partition: 0, Replicas: []int32{2}}}, nil)
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			if err := pc.apply(recs, false); err != nil {
+				t.Fatal(err)
+			}
+			p := pc.Image().Partition("t", 0)
+			req := kmsg.NewPtrAlterPartitionRequest()
+			req.SetVersion(tt.version)
+			req.BrokerID, req.BrokerEpoch = 1, 1
+			rt := kmsg.NewAlterPartitionRequestTopic()
+			rt.Topic, rt.TopicID = "t", errTopicID
+			rp := kmsg.NewAlterPartitionRequestTopicPartition()
+			rp.LeaderEpoch, rp.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
+			rp.NewISR = []int32{1, 2}
+			for _, id := range rp.NewISR {
+				m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+				m.BrokerID, m.BrokerEpoch = id, -1
+				rp.NewEpochISR = append(rp.NewEpochISR, m)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+
+			resp := h.LinkHandler().Handle(context.Background(), &protocol.ConnInfo{},
+				&protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req}).Msg.(*kmsg.AlterPartitionResponse)
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("answered %+v", resp)
+			}
+			if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != tt.want {
+				t.Errorf("answered %v, want %v", err, tt.want)
+			}
+			if p := pc.Image().Partition("t", 0); p.Reassigning() || p.Leader != 2 {
+				t.Errorf("t-0 is %+v, want the reassignment completed and led by 2", p)
+			}
+		})
 	}
 }

@@ -339,6 +339,9 @@ func (h *Handlers) alterPartition(ctx context.Context, _ *protocol.ConnInfo, r *
 			sp := &resp.Topics[ti].Partitions[pi]
 			if err := results[i].Err; err != nil {
 				sp.ErrorCode = controllerErrorCode(err)
+				if sp.ErrorCode == kerr.NewLeaderElected.Code && req.Version < 2 {
+					sp.ErrorCode = kerr.FencedLeaderEpoch.Code // as Kafka answers v0-v1
+				}
 			} else {
 				ip := results[i].Partition
 				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = ip.Leader, ip.LeaderEpoch, ip.ISR, ip.PartitionEpoch

@@ -49,7 +49,7 @@ type builder struct {
 	ownNames, ownBrokers, ownBrokerConfigs bool
 	ownGroupConfigs, ownClientMetrics      bool
 	ownScram, ownAcls, ownQuotas           bool
-	ownTokens, ownVoterDirs                bool
+	ownTokens, ownVoterDirs, ownFormerDirs bool
 	ownShards                              [topicShards]bool
 	owned                                  map[*Topic]bool
 }
@@ -94,6 +94,8 @@ func (b *builder) apply(rec Record) error {
 		return b.brokerDirectory(r)
 	case *VoterDirectoryRecord:
 		return b.voterDirectory(r)
+	case *FormerDirectoryRecord:
+		return b.formerDirectory(r)
 	case *ProducerIDsRecord:
 		if r.NextProducerID <= b.img.nextProducerID {
 			return fmt.Errorf("%w: next producer id %d does not advance past %d",
@@ -168,6 +170,7 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 		ID: r.BrokerID, Incarnation: r.Incarnation, Epoch: r.Epoch,
 		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: r.Fenced,
 	}
+	b.setFormerDirectory(r.BrokerID, UUID{})
 	return nil
 }
 
@@ -182,6 +185,7 @@ func (b *builder) unregisterBroker(r *UnregisterBrokerRecord) error {
 		return fmt.Errorf("%w: broker %d is not fenced", ErrInvalidRequest, r.BrokerID)
 	}
 	delete(b.mutBrokers(), r.BrokerID)
+	b.setFormerDirectory(r.BrokerID, old.DirectoryID)
 	return nil
 }
 

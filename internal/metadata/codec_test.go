@@ -44,6 +44,7 @@ func sampleRecords() []Record {
 		&BrokerDirectoryRecord{BrokerID: 1, Epoch: 7, DirectoryID: idA},
 		&VoterDirectoryRecord{NodeID: 3, DirectoryID: idB},
 		&VoterDirectoryRecord{NodeID: 2},
+		&FormerDirectoryRecord{BrokerID: 4, DirectoryID: idC},
 	}
 }
 
@@ -140,6 +141,9 @@ func TestRecordRoundTripProperty(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) Record {
 			return &VoterDirectoryRecord{NodeID: rapid.Int32().Draw(t, "id"), DirectoryID: uuidGen.Draw(t, "dir")}
+		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			return &FormerDirectoryRecord{BrokerID: rapid.Int32().Draw(t, "id"), DirectoryID: uuidGen.Draw(t, "dir")}
 		}),
 	)
 	rapid.Check(t, func(t *rapid.T) {

@@ -110,6 +110,11 @@ var (
 	// registered or in controlled shutdown. INELIGIBLE_REPLICA; the leader retries
 	// once the broker is eligible again.
 	ErrIneligibleReplica = kafkaError(kerr.IneligibleReplica, "ineligible replica")
+	// ErrNewLeaderElected: an ISR change was applied, and it completed a
+	// reassignment that moved the leadership away from the broker that sent
+	// it. NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH before AlterPartition v2);
+	// not an error to retry: the broker learns its new role from the metadata.
+	ErrNewLeaderElected = kafkaError(kerr.NewLeaderElected, "new leader elected")
 	// ErrElectionNotNeeded: the preferred replica already leads the partition.
 	// ELECTION_NOT_NEEDED.
 	ErrElectionNotNeeded = kafkaError(kerr.ElectionNotNeeded, "election not needed")

@@ -102,6 +102,7 @@ type Image struct {
 	quotas         map[QuotaEntity]map[string]float64             // client quotas (quotas.go)
 	tokens         map[string]*DelegationToken                    // delegation tokens by id (tokens.go)
 	voterDirs      map[int32]UUID                                 // controller voter -> its data directory (voterdir.go)
+	formerDirs     map[int32]UUID                                 // unregistered broker -> its last registration's data directory (directory.go)
 }
 
 // topicShards is the number of maps the topics are split over.
@@ -294,6 +295,7 @@ func (img *Image) Records() []Record {
 			recs = append(recs, &BrokerDirectoryRecord{BrokerID: b.ID, Epoch: b.Epoch, DirectoryID: b.DirectoryID})
 		}
 	}
+	recs = append(recs, img.formerDirectoryRecords()...)
 	for _, t := range img.Topics() {
 		recs = append(recs, &TopicRecord{Name: t.Name, ID: t.ID, Configs: t.Overrides})
 		for _, p := range t.Partitions {

@@ -31,6 +31,8 @@ const (
 	TypeBrokerDirectory RecordType = 33
 	// The quorum's voter directories (34, voterdir.go).
 	TypeVoterDirectory RecordType = 34
+	// Unregistered brokers' data directories (35, directory.go).
+	TypeFormerDirectory RecordType = 35
 
 	// Connection quotas (50-54).
 	TypeIPQuota RecordType = 50
@@ -197,6 +199,8 @@ func newRecord(t RecordType) Record {
 		return new(DelegationTokenRecord)
 	case TypeRemoveDelegationToken:
 		return new(RemoveDelegationTokenRecord)
+	case TypeFormerDirectory:
+		return new(FormerDirectoryRecord)
 	case TypeBrokerFeatures:
 		return new(BrokerFeaturesRecord)
 	case TypeBrokerDirectory:

@@ -291,6 +291,13 @@ func (m *Manager) sendISRBatch(ctx context.Context, batch []isrChange) {
 		if perr == nil && results[i].Partition == nil {
 			perr = errors.New("AlterPartition answered no partition")
 		}
+		if newLeaderElected(perr) {
+			// Applied: completing a reassignment moved the leadership away; the
+			// metadata brings this broker its new role.
+			m.log.Info("ISR changed, and a new leader was elected", "topic", c.p.Topic, "partition", c.p.Index, "change", c.why, "isr", c.isr)
+			c.p.isrChangeDone(c, nil, false, m.now())
+			continue
+		}
 		if perr != nil {
 			if refused++; firstRefused < 0 {
 				firstRefused, firstErr = i, perr
@@ -319,6 +326,13 @@ func refusedUnapplied(err error) bool {
 	code := metadata.ErrorCode(err)
 	return code == kerr.IneligibleReplica.Code || code == kerr.OperationNotAttempted.Code ||
 		errors.Is(err, kerr.IneligibleReplica) || errors.Is(err, kerr.OperationNotAttempted)
+}
+
+// newLeaderElected reports whether an AlterPartition error is
+// NEW_LEADER_ELECTED: the change was applied, and it moved the leadership to
+// another broker.
+func newLeaderElected(err error) bool {
+	return metadata.ErrorCode(err) == kerr.NewLeaderElected.Code || errors.Is(err, kerr.NewLeaderElected)
 }
 
 // RunISRMaintenance shrinks the ISR of led partitions whose followers fell behind,
