@@ -32,7 +32,7 @@ var configDocs = map[string]string{
 	"local.retention.bytes": "For a tiered topic, how many bytes each partition keeps on local disk once " +
 		"uploaded; -2 means retention.bytes.",
 	"local.retention.ms":    "For a tiered topic, how long uploaded segments stay on local disk; -2 means retention.ms.",
-	"max.compaction.lag.ms": "The longest a record may stay uncompacted in a compacted topic." + notActedOn,
+	"max.compaction.lag.ms": "The longest a record may stay uncompacted in a compacted topic.",
 	"max.message.bytes":     "The largest record batch, in bytes, a producer may send to this topic.",
 	"message.timestamp.after.max.ms": "How far, in milliseconds, a CreateTime timestamp may be ahead of the " +
 		"broker's clock; a produced record further ahead is refused (INVALID_TIMESTAMP).",

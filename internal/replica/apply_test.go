@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -168,6 +169,34 @@ func TestStorageConfigPreallocate(t *testing.T) {
 		tc.Preallocate = pre
 		if got := storageConfig(tc, time.Now).Preallocate; got != pre {
 			t.Errorf("preallocate=%v: log config has %v", pre, got)
+		}
+	}
+}
+
+// TestStorageConfigMaxCompactionLag checks max.compaction.lag.ms on the way
+// to a log: on a compacted topic the active segment rolls once it is that old
+// if segment.ms is longer (Kafka's LogConfig.maxSegmentMs), so that its
+// records can be cleaned in time, and every pass is given the lag.
+func TestStorageConfigMaxCompactionLag(t *testing.T) {
+	const day = 24 * time.Hour
+	for _, tt := range []struct {
+		policy              metadata.CleanupPolicy
+		segmentMs, maxLagMs int64
+		wantAge, wantMaxLag time.Duration
+	}{
+		{metadata.CleanupCompact, 7 * day.Milliseconds(), math.MaxInt64, 7 * day, math.MaxInt64},
+		{metadata.CleanupCompact, 7 * day.Milliseconds(), 60_000, time.Minute, time.Minute},
+		{metadata.CleanupCompact | metadata.CleanupDelete, 7 * day.Milliseconds(), 60_000, time.Minute, time.Minute},
+		{metadata.CleanupCompact, 30_000, 60_000, 30 * time.Second, time.Minute},
+		{metadata.CleanupDelete, 7 * day.Milliseconds(), 60_000, 7 * day, time.Minute},
+	} {
+		tc := metadata.DefaultTopicConfig()
+		tc.CleanupPolicy, tc.SegmentMs, tc.MaxCompactionLagMs = tt.policy, tt.segmentMs, tt.maxLagMs
+		if got := storageConfig(tc, time.Now).SegmentAge; got != tt.wantAge {
+			t.Errorf("policy %v, segment.ms %d, max.compaction.lag.ms %d: segment age %v, want %v", tt.policy, tt.segmentMs, tt.maxLagMs, got, tt.wantAge)
+		}
+		if got := compactOptions(tc).MaxCompactionLag; got != tt.wantMaxLag {
+			t.Errorf("max.compaction.lag.ms %d: pass option %v, want %v", tt.maxLagMs, got, tt.wantMaxLag)
 		}
 	}
 }

@@ -673,11 +673,18 @@ func (m *Manager) notifyLeadership(p *Partition, leader bool) {
 // flush policy is group commit; setting flush.messages or flush.ms opts a topic into
 // Kafka's interval flushing. A segment size below the log's floor, which a
 // metadata log written before the floors of metadata.ValidateConfigChange may
-// hold, is raised to it: a node refused to start over such a topic.
+// hold, is raised to it: a node refused to start over such a topic. On a
+// compacted topic a segment rolls by max.compaction.lag.ms when that is
+// shorter than segment.ms (Kafka's LogConfig.maxSegmentMs): the cleaner never
+// reads the active segment.
 func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config {
+	segmentMs := tc.SegmentMs
+	if tc.CleanupPolicy&metadata.CleanupCompact != 0 {
+		segmentMs = min(segmentMs, tc.MaxCompactionLagMs)
+	}
 	c := storage.Config{
 		SegmentBytes:       max(int64(tc.SegmentSize()), storage.MinSegmentBytes),
-		SegmentAge:         time.Duration(tc.SegmentMs) * time.Millisecond,
+		SegmentAge:         millis(segmentMs),
 		IndexIntervalBytes: int(tc.IndexIntervalBytes),
 		IndexMaxBytes:      int(tc.SegmentIndexBytes),
 		RetentionAge:       millis(tc.RetentionMs),
@@ -707,6 +714,16 @@ func millis(ms int64) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// compactOptions maps a compacted topic's configuration onto a cleaner pass's.
+func compactOptions(tc metadata.TopicConfig) storage.CompactOptions {
+	return storage.CompactOptions{
+		DeleteRetention:        millis(tc.DeleteRetentionMs),
+		MinCleanableDirtyRatio: tc.MinCleanableDirtyRatio,
+		MinCompactionLag:       millis(tc.MinCompactionLagMs),
+		MaxCompactionLag:       millis(tc.MaxCompactionLagMs),
+	}
 }
 
 // RunCleaner cleans every hosted partition every interval until ctx is done:
@@ -750,14 +767,9 @@ func (m *Manager) clean(p *Partition) {
 		}
 	}
 	if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
-		opts := storage.CompactOptions{
-			DeleteRetention:        millis(cfg.DeleteRetentionMs),
-			MinCleanableDirtyRatio: cfg.MinCleanableDirtyRatio,
-			MinCompactionLag:       millis(cfg.MinCompactionLagMs),
-		}
 		// Kafka's cleaner stops at the first unstable offset: an open
 		// transaction's records may still be aborted.
-		st, err := p.log.Compact(p.lastStableOffset(hwm), opts)
+		st, err := p.log.Compact(p.lastStableOffset(hwm), compactOptions(*cfg))
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			m.log.Warn("compaction", "topic", p.Topic, "partition", p.Index, "err", err)
 		} else if err == nil && st.Cleaned {

@@ -28,6 +28,12 @@ type CompactOptions struct {
 	// MinCompactionLag: a segment is cleaned only once its newest record is at least
 	// this old (min.compaction.lag.ms).
 	MinCompactionLag time.Duration
+	// MaxCompactionLag: once the first batch of a dirty sealed segment is older
+	// than this, a pass runs whatever the dirty ratio (max.compaction.lag.ms).
+	// Zero means no limit (Kafka's default; its least value is 1 ms). On a
+	// compacted topic the broker also rolls the active segment at this age
+	// (Config.SegmentAge), so that its records become cleanable.
+	MaxCompactionLag time.Duration
 	// OffsetMapBytes bounds the memory of the key -> latest offset map; 0 means
 	// DefaultOffsetMapBytes. When the dirty section has more keys, a pass cleans the
 	// prefix of whole segments whose keys fit (the first dirty segment always does).
@@ -52,6 +58,8 @@ func (o CompactOptions) Validate() error {
 		return fmt.Errorf("%w: MinCleanableDirtyRatio %v not in [0, 1]", ErrConfig, o.MinCleanableDirtyRatio)
 	case o.MinCompactionLag < 0:
 		return fmt.Errorf("%w: MinCompactionLag %v is negative", ErrConfig, o.MinCompactionLag)
+	case o.MaxCompactionLag < 0:
+		return fmt.Errorf("%w: MaxCompactionLag %v is negative", ErrConfig, o.MaxCompactionLag)
 	case o.OffsetMapBytes < 0:
 		return fmt.Errorf("%w: OffsetMapBytes %d is negative", ErrConfig, o.OffsetMapBytes)
 	}
@@ -62,7 +70,8 @@ func (o CompactOptions) Validate() error {
 type CompactStats struct {
 	// Cleaned reports whether the pass ran: false when no sealed segment below the
 	// high-water mark (and past the compaction lag) is dirty, when the dirty ratio
-	// is below MinCleanableDirtyRatio, or when a truncation raced with the pass.
+	// is below MinCleanableDirtyRatio and no dirty record is older than
+	// MaxCompactionLag, or when a truncation raced with the pass.
 	Cleaned bool
 	// DirtyRatio is dirty bytes over cleanable bytes when the pass was planned.
 	DirtyRatio float64
@@ -116,12 +125,13 @@ func (l *Log) Compact(highWatermark int64, opts CompactOptions) (CompactStats, e
 			return CompactStats{}, err
 		}
 	}
+	overdue := opts.MaxCompactionLag != 0 && l.compactionOverdue(now.Add(-opts.MaxCompactionLag).UnixMilli())
 	p, err := l.planCompaction(highWatermark, opts, now)
 	if err != nil || p == nil {
 		return p.statsOrZero(), err
 	}
 	defer releaseViews(p.all)
-	if p.stats.DirtyRatio < opts.MinCleanableDirtyRatio && !p.tombstonesOnly {
+	if p.stats.DirtyRatio < opts.MinCleanableDirtyRatio && !p.tombstonesOnly && !overdue {
 		return p.stats, nil
 	}
 	stats, err := l.clean(p, opts)
@@ -135,6 +145,28 @@ func (l *Log) Compact(highWatermark int64, opts CompactOptions) (CompactStats, e
 		l.stats.compactionBytesWritten.Add(stats.BytesWritten)
 	}
 	return stats, err
+}
+
+// compactionOverdue reports whether a sealed segment holding dirty offsets
+// starts with a batch whose max timestamp is positive and before limit: a
+// record has waited longer than MaxCompactionLag, and a pass is due whatever
+// the dirty ratio (Kafka's LogCleanerManager.maxCompactionDelay, which also
+// passes over a first batch without a timestamp). The headers are read before
+// appendMu is taken; cleanMu is held, so the first dirty offset cannot move up
+// meanwhile.
+func (l *Log) compactionOverdue(limit int64) bool {
+	firstDirty := l.FirstDirtyOffset()
+	views := l.sealedViews()
+	defer releaseViews(views)
+	for _, v := range views {
+		if v.next <= firstDirty || v.size == 0 {
+			continue
+		}
+		if h, _, ok := v.s.headerAt(0); ok && h.MaxTimestamp > 0 && h.MaxTimestamp < limit {
+			return true
+		}
+	}
+	return false
 }
 
 // compactPlan is what a pass works on, fixed when it starts.

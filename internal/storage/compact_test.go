@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -601,6 +602,105 @@ func TestCompactLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestCompactMaxCompactionLag checks max.compaction.lag.ms (Kafka's
+// LogCleanerManager.maxCompactionDelay): once the first batch of a dirty
+// sealed segment is older than MaxCompactionLag, a pass runs whatever the
+// dirty ratio, as long as something is cleanable; a segment whose first batch
+// has no timestamp never makes one due.
+func TestCompactMaxCompactionLag(t *testing.T) {
+	clk := newClock()
+	// setup returns a log whose only dirty segment (below the active one) holds
+	// a small update of a clean log, far below a dirty ratio of 0.9, and the
+	// time of that segment's first batch.
+	setup := func(t *testing.T, noTimestamp bool) (*Log, []kv, int64) {
+		l := openLog(t, vfs.NewMem(), compactCfg(clk))
+		var all []kv
+		for range 3 {
+			all = append(all, writeKeyed(t, l, clk, 20, 0)...)
+			all = append(all, seal(t, l, clk)...)
+		}
+		roll(t, l, clk)
+		mustCompact(t, l, l.LogEndOffset(), compactOpts())
+		if noTimestamp {
+			if _, err := l.Append(mkBatch(1, 10, -1), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all = append(all, appendKV(t, l, clk, 0, put("k1", "late"))...)
+		if noTimestamp {
+			all = nil // not compared
+		}
+		first := firstBatchTS(t, l, len(segmentBases(l))-1)
+		all = append(all, seal(t, l, clk)...)
+		return l, all, first
+	}
+	opts := func(lag time.Duration) CompactOptions {
+		o := compactOpts()
+		o.MinCleanableDirtyRatio = 0.9
+		o.MaxCompactionLag = lag
+		return o
+	}
+
+	t.Run("due", func(t *testing.T) {
+		l, all, first := setup(t, false)
+		age := clk.Now().Sub(time.UnixMilli(first))
+		for _, lag := range []time.Duration{0, time.Duration(math.MaxInt64), age} {
+			if st := mustCompact(t, l, l.LogEndOffset(), opts(lag)); st.Cleaned {
+				t.Fatalf("MaxCompactionLag %v with the first dirty batch %v old: cleaned %+v", lag, age, st)
+			}
+		}
+		st := mustCompact(t, l, l.LogEndOffset(), opts(age-time.Millisecond))
+		if !st.Cleaned || st.DirtyRatio >= 0.9 {
+			t.Fatalf("MaxCompactionLag %v with the first dirty batch %v old: %+v", age-time.Millisecond, age, st)
+		}
+		sameRecords(t, logRecords(t, l), compactedOnce(all, st.EndOffset))
+	})
+	t.Run("nothing cleanable", func(t *testing.T) {
+		l, _, first := setup(t, false)
+		age := clk.Now().Sub(time.UnixMilli(first))
+		// The overdue segment lies above the high-water mark given.
+		if st := mustCompact(t, l, l.FirstDirtyOffset(), opts(age-time.Millisecond)); st.Cleaned {
+			t.Fatalf("cleaned above the high-water mark: %+v", st)
+		}
+	})
+	t.Run("no timestamp", func(t *testing.T) {
+		l, _, _ := setup(t, true)
+		clk.Advance(time.Hour)
+		if st := mustCompact(t, l, l.LogEndOffset(), opts(time.Minute)); st.Cleaned {
+			t.Fatalf("a first batch without timestamp made a pass due: %+v", st)
+		}
+	})
+	t.Run("bad option", func(t *testing.T) {
+		l, _, _ := setup(t, false)
+		if _, err := l.Compact(l.LogEndOffset(), CompactOptions{MaxCompactionLag: -1}); !errors.Is(err, ErrConfig) {
+			t.Fatalf("negative MaxCompactionLag: %v", err)
+		}
+	})
+}
+
+// firstBatchTS returns the max timestamp of segment i's first batch.
+func firstBatchTS(t *testing.T, l *Log, i int) int64 {
+	t.Helper()
+	l.mu.RLock()
+	s := l.mu.segments[i]
+	l.mu.RUnlock()
+	h, _, ok := s.headerAt(0)
+	if !ok {
+		t.Fatalf("segment %d has no first batch", i)
+	}
+	return h.MaxTimestamp
+}
+
+// roll rolls the log's active segment.
+func roll(t *testing.T, l *Log, clk *clock) {
+	t.Helper()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if _, err := l.rollLocked(clk.Now()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // newestTS returns the newest timestamp of segment i.

@@ -416,3 +416,60 @@ func appendMarker(t fataler, l *Log, clk *clock, pid int64, commit bool) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestCompactTransactionsAcrossLogStartMoves: DeleteRecords moves the log
+// start past transactional batches into a segment the cleaner made of all the
+// clean ones. The batches below the start stay in the segment, and the
+// cleaner, which reads whole segments as Kafka's does, keeps the marker of a
+// transaction that still has one there (1:6) and of one whose last batch is
+// kept empty (2:7), well past their clocks: no transactional batch is left
+// without its marker.
+func TestCompactTransactionsAcrossLogStartMoves(t *testing.T) {
+	clk := newClock()
+	l := openLog(t, vfs.NewMem(), compactCfg(clk))
+	appendTxn(t, l, clk, 3, 0, put("c", "1")) // 0: emptied by the second pass, below the start later
+	appendMarker(t, l, clk, 3, true)          // 1
+	appendTxn(t, l, clk, 1, 0, put("a", "1")) // 2: cut off by DeleteRecords
+	appendTxn(t, l, clk, 2, 0, put("b", "1")) // 3: aborted, cut off
+	seal(t, l, clk)                           // 4
+	appendTxn(t, l, clk, 2, 1, put("b", "2")) // 5: aborted, producer 2's last data batch
+	appendMarker(t, l, clk, 1, true)          // 6
+	appendMarker(t, l, clk, 2, false)         // 7
+	seal(t, l, clk)                           // 8
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.AbortedRemoved != 2 {
+		t.Fatalf("first pass %+v", st)
+	}
+	appendKV(t, l, clk, 0, put("c", "2"))     // 9: supersedes c.1
+	appendTxn(t, l, clk, 3, 1, put("e", "1")) // 10: producer 3's batch 0 is no longer its last
+	appendMarker(t, l, clk, 3, true)          // 11
+	appendTxn(t, l, clk, 1, 1, put("f", "1")) // 12: marker 6 is no longer producer 1's last batch
+	appendMarker(t, l, clk, 1, true)          // 13
+	seal(t, l, clk)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned || st.Superseded != 1 {
+		t.Fatalf("second pass %+v", st)
+	}
+	if n := len(l.cleaner.markers); n == 0 || l.cleaner.markers[0].from != 1 {
+		t.Fatalf("marker clocks %+v, want one at producer 3's marker", l.cleaner.markers)
+	}
+
+	if err := l.DeleteRecords(5); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 5 {
+		t.Fatalf("log start %d, want 5", l.LogStartOffset())
+	}
+	clk.Advance(2 * compactOpts().DeleteRetention)
+	appendKV(t, l, clk, 0, put("d", "1"))
+	seal(t, l, clk)
+	if st := mustCompact(t, l, l.LogEndOffset(), compactOpts()); !st.Cleaned {
+		t.Fatalf("pass after DeleteRecords %+v", st)
+	}
+	if got := markersLeft(t, l); !slices.Equal(got, []string{"1:6", "2:7", "3:11", "1:13"}) {
+		t.Fatalf("markers left %v, want 1:6, 2:7, 3:11 and 1:13", got)
+	}
+	for _, h := range headers(t, l) {
+		if h.Transactional() && !h.Control() && h.ProducerID == 2 && h.BaseOffset != 5 {
+			t.Fatalf("producer 2's batch at %d left", h.BaseOffset)
+		}
+	}
+}

@@ -200,7 +200,8 @@
 // first dirty offset; the dirty section runs from there to the end of the last
 // sealed segment wholly below the high-water mark (and, with MinCompactionLag,
 // old enough). A pass runs when the dirty bytes are at least MinCleanableDirtyRatio
-// of the cleanable bytes, or when a clean range holding tombstones (or a marker
+// of the cleanable bytes, when a dirty sealed segment's first batch is older
+// than MaxCompactionLag, or when a clean range holding tombstones (or a marker
 // clock) has expired:
 //
 //  1. Scan the headers of the whole log for each idempotent producer's last batch.
