@@ -139,7 +139,7 @@ type Server struct {
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
 		held      map[net.Conn]*time.Timer // throttled connections waiting to be closed
-		sweeping  bool                     // the idle sweeper runs
+		stopSweep chan struct{}            // non-nil while the idle sweeper runs; closed to stop it
 	}
 }
 
@@ -381,19 +381,20 @@ func (s *Server) trackListener(ln net.Listener) bool {
 		return false
 	}
 	s.mu.listeners[ln] = struct{}{}
-	if s.maxIdle > 0 && !s.mu.sweeping {
-		s.mu.sweeping = true
+	if s.maxIdle > 0 && s.mu.stopSweep == nil {
+		s.mu.stopSweep = make(chan struct{})
 		s.wg.Add(1)
-		go s.sweepIdle()
+		go s.sweepIdle(s.mu.stopSweep)
 	}
 	return true
 }
 
 // sweepIdle closes the connections idle for ConnectionsMaxIdle, looking every
-// tenth of it, until the server stops: a connection is closed between one and
-// 1.1 times the timeout after it went idle. Sweeping keeps the cost off the
-// request path, which only sets a flag (conn.idleFor).
-func (s *Server) sweepIdle() {
+// tenth of it, until the server stops or stop is closed (stopIdleSweepLocked):
+// a connection is closed
+// between one and 1.1 times the timeout after it went idle. Sweeping keeps the
+// cost off the request path, which only sets a flag (conn.idleFor).
+func (s *Server) sweepIdle(stop <-chan struct{}) {
 	defer s.wg.Done()
 	t := time.NewTicker(max(s.maxIdle/10, time.Millisecond))
 	defer t.Stop()
@@ -401,6 +402,8 @@ func (s *Server) sweepIdle() {
 	for {
 		select {
 		case <-s.quit:
+			return
+		case <-stop:
 			return
 		case now := <-t.C:
 			s.mu.Lock()
@@ -423,6 +426,17 @@ func (s *Server) untrackListener(ln net.Listener) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.mu.listeners, ln)
+	s.stopIdleSweepLocked()
+}
+
+// stopIdleSweepLocked stops the idle sweeper once the server has neither a
+// listener nor a connection left, so a Serve that returned without Close
+// leaves no goroutine behind; the next Serve starts it again.
+func (s *Server) stopIdleSweepLocked() {
+	if s.mu.stopSweep != nil && len(s.mu.listeners) == 0 && len(s.mu.conns) == 0 {
+		close(s.mu.stopSweep)
+		s.mu.stopSweep = nil
+	}
 }
 
 // startConn registers nc and starts its goroutines, unless the server is closed.
@@ -494,6 +508,7 @@ func (s *Server) hold(nc net.Conn, d time.Duration) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
+	s.stopIdleSweepLocked()
 	s.mu.Unlock()
 	s.limiter.leave(c.ip)
 }
