@@ -587,9 +587,11 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 			return AppendResult{}, err
 		}
 		if chk.duplicate {
+			// Kafka's answer to a duplicate: the original offsets, and the
+			// original max timestamp as the log append time.
 			return AppendResult{
-				BaseOffset: chk.offset, LastOffset: chk.offset + int64(first.LastOffsetDelta),
-				LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: p.leaderEpoch.Load(),
+				BaseOffset: chk.original.firstOffset, LastOffset: chk.original.lastOffset,
+				LogAppendTime: chk.original.timestamp, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: p.leaderEpoch.Load(),
 			}, nil
 		}
 	}

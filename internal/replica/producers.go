@@ -34,6 +34,10 @@ const producerBatchesKept = 5
 type batchMeta struct {
 	firstSeq, lastSeq       int32
 	firstOffset, lastOffset int64
+	// timestamp is the batch's max timestamp as stored (the broker's time on
+	// a LogAppendTime topic): a retry of the batch is answered with it as its
+	// log append time, as Kafka answers, whatever the timestamp type.
+	timestamp int64
 }
 
 // producerEntry is the state of one producer id on one partition.
@@ -60,8 +64,8 @@ func newProducerState() *producerState { return &producerState{} }
 
 // seqCheck is the verdict on an incoming idempotent batch.
 type seqCheck struct {
-	duplicate bool  // already appended: answer with the original offsets
-	offset    int64 // original first offset when duplicate
+	duplicate bool      // already appended: answer with the original batch
+	original  batchMeta // the original batch when duplicate
 }
 
 // check validates a batch of numRecords records from producer id pid with epoch and
@@ -80,7 +84,7 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 	if epoch == e.epoch {
 		for _, b := range e.batches {
 			if b.firstSeq == firstSeq && b.lastSeq == lastSeq {
-				return seqCheck{duplicate: true, offset: b.firstOffset}, nil
+				return seqCheck{duplicate: true, original: b}, nil
 			}
 		}
 	}
@@ -121,6 +125,7 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 		lastSeq:     addSeq(firstSeq, numRecords-1),
 		firstOffset: firstOffset,
 		lastOffset:  lastOffset,
+		timestamp:   maxTimestamp,
 	})
 }
 

@@ -43,7 +43,7 @@ func TestProducerStateCheck(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
-			if got.duplicate != tt.wantDup || (tt.wantDup && got.offset != tt.wantOff) {
+			if got.duplicate != tt.wantDup || (tt.wantDup && got.original.firstOffset != tt.wantOff) {
 				t.Fatalf("check = %+v, want duplicate=%v offset=%d", got, tt.wantDup, tt.wantOff)
 			}
 		})
@@ -58,7 +58,7 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 	if r, _ := s.check(1, 0, 1, 1); r.duplicate {
 		t.Fatal("batch 1 should have been forgotten (only the last 5 are kept)")
 	}
-	if r, _ := s.check(1, 0, 2, 1); !r.duplicate || r.offset != 2 {
+	if r, _ := s.check(1, 0, 2, 1); !r.duplicate || r.original.firstOffset != 2 {
 		t.Fatalf("batch 2 should still be a duplicate at offset 2, got %+v", r)
 	}
 }
