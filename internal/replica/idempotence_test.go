@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
@@ -43,5 +44,53 @@ func TestDuplicateAnswersOriginalTimestamp(t *testing.T) {
 				t.Fatalf("log end %d after the retry, want 2", p.LogEndOffset())
 			}
 		})
+	}
+}
+
+// TestIdleProducersExpire: the cleaner forgets a producer whose last batch or
+// transaction marker on a partition is older than producer.id.expiration.ms,
+// unless its transaction there is open, as Kafka's periodic
+// removeExpiredProducers does (KIP-854). Strata kept every producer id a
+// partition ever saw, in memory and in every snapshot, for good. A forgotten
+// producer is unknown again: any sequence starts it.
+func TestIdleProducersExpire(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	now := time.Now()
+	at := func(pid int64, seq int32, ts time.Time, transactional bool) []byte {
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, Transactional: transactional, ProducerID: pid, BaseSequence: seq, FirstTimestamp: ts.UnixMilli()},
+			[]batch.Record{{Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	idle := now.Add(-2 * time.Hour)
+	mustAppend(t, p, at(7, 0, idle, false))                  // idle: forgotten
+	mustAppend(t, p, at(8, 0, idle, true))                   // idle, but its transaction is open
+	mustAppend(t, p, at(9, 0, now.Add(-time.Minute), false)) // recent
+	mustAppend(t, p, at(10, 0, idle, true))                  // idle batch, recent marker
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 10, Commit: true, Timestamp: now.UnixMilli()}, 0); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p, at(11, 0, idle, true)) // idle batch, idle marker: forgotten
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: 11, Commit: true, Timestamp: idle.UnixMilli()}, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	m := &Manager{now: func() time.Time { return now }, opts: Options{ProducerIDExpiration: time.Hour}}
+	m.clean(p)
+	infos, err := p.Producers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, pi := range infos {
+		ids = append(ids, pi.ProducerID)
+	}
+	if !slices.Equal(ids, []int64{8, 9, 10}) {
+		t.Fatalf("producers after the cleaner: %v, want [8 9 10]", ids)
+	}
+	if _, err := p.Append(at(7, 40, now, false), 1); err != nil {
+		t.Fatalf("a forgotten producer's next batch, at any sequence: %v", err)
 	}
 }

@@ -243,7 +243,7 @@ func (p *Partition) rebuildProducerState() error {
 		}
 		ct, coordinatorEpoch := controlType(h, body)
 		if ct == batch.ControlAbort || ct == batch.ControlCommit {
-			producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
+			producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.MaxTimestamp)
 		}
 		if e, aborted := txns.aborts(h, ct); aborted && rebuild && e.LastOffset >= stale {
 			aborts = append(aborts, e)
@@ -324,7 +324,7 @@ func (p *Partition) observeTxns(records []byte) error {
 		}
 		ct, coordinatorEpoch := controlType(h, it.Batch())
 		if ct == batch.ControlAbort || ct == batch.ControlCommit {
-			p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
+			p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.MaxTimestamp)
 			// Its transaction ended: a verification begun before does
 			// not let a later batch open another.
 			delete(p.verifications, h.ProducerID)
@@ -829,6 +829,20 @@ func (p *Partition) inTxn(pid int64) bool {
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
 	return p.txns.inTxn(pid)
+}
+
+// removeExpiredProducers forgets the producers idle for expiration
+// (producer.id.expiration.ms) by now, those in an open transaction here
+// excepted (producerState.expire).
+func (p *Partition) removeExpiredProducers(now time.Time, expiration time.Duration) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if len(p.producers.entries) == 0 {
+		return
+	}
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	p.producers.expire(now.Add(-expiration).UnixMilli(), p.txns.inTxn)
 }
 
 // Special ListOffsets timestamps.

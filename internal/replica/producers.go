@@ -130,19 +130,32 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 }
 
 // fence applies a transaction marker written at epoch by a coordinator at
-// coordinatorEpoch: a producer at an older epoch moves to it, so its batches from
-// before are refused (KIP-890: the coordinator bumps the epoch at every end of a
-// transaction, and a late batch of the ended one must not open the next), and
-// the producer's coordinator epoch becomes the marker's.
-func (s *producerState) fence(pid int64, epoch int16, coordinatorEpoch int32) {
+// coordinatorEpoch, with timestamp: a producer at an older epoch moves to it,
+// so its batches from before are refused (KIP-890: the coordinator bumps the
+// epoch at every end of a transaction, and a late batch of the ended one must
+// not open the next), the producer's coordinator epoch becomes the marker's,
+// and its last timestamp the marker's (as Kafka's appendEndTxnMarker: a
+// marker keeps its producer from expiring).
+func (s *producerState) fence(pid int64, epoch int16, coordinatorEpoch int32, timestamp int64) {
 	e, ok := s.entries[pid]
 	if !ok {
-		put(&s.entries, pid, &producerEntry{epoch: epoch, coordinatorEpoch: coordinatorEpoch})
+		put(&s.entries, pid, &producerEntry{epoch: epoch, coordinatorEpoch: coordinatorEpoch, lastTimestamp: timestamp})
 		return
 	}
-	e.coordinatorEpoch = coordinatorEpoch
+	e.coordinatorEpoch, e.lastTimestamp = coordinatorEpoch, timestamp
 	if epoch > e.epoch {
 		e.epoch, e.batches = epoch, e.batches[:0]
+	}
+}
+
+// expire forgets every producer whose last timestamp is at or before cutoff
+// (ms), except those open reports in a transaction: Kafka's
+// removeExpiredProducers, with cutoff the time producer.id.expiration.ms ago.
+func (s *producerState) expire(cutoff int64, open func(pid int64) bool) {
+	for pid, e := range s.entries {
+		if e.lastTimestamp <= cutoff && !open(pid) {
+			delete(s.entries, pid)
+		}
 	}
 }
 

@@ -70,7 +70,7 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 func TestProducerStateMarkerFences(t *testing.T) {
 	s := newProducerState()
 	s.record(7, 3, 0, 5, 0, 4, -1)
-	s.fence(7, 4, 0)
+	s.fence(7, 4, 0, -1)
 	if _, err := s.check(7, 3, 5, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("late batch of the ended transaction: %v", err)
 	}
@@ -78,11 +78,11 @@ func TestProducerStateMarkerFences(t *testing.T) {
 		t.Fatalf("first batch of the next transaction: %v", err)
 	}
 	s.record(7, 4, 0, 1, 6, 6, -1)
-	s.fence(7, 2, 0)
+	s.fence(7, 2, 0, -1)
 	if _, err := s.check(7, 4, 1, 1); err != nil {
 		t.Fatalf("an older marker fenced the producer: %v", err)
 	}
-	s.fence(9, 1, 0) // a producer known only from its marker
+	s.fence(9, 1, 0, -1) // a producer known only from its marker
 	if _, err := s.check(9, 0, 0, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("batch older than the marker of an unseen producer: %v", err)
 	}

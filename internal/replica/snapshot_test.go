@@ -26,8 +26,8 @@ func TestSnapshotCodec(t *testing.T) {
 		producers.record(5, 1, int32(3*i), 3, int64(10*i), int64(10*i+2), int64(1000+i))
 	}
 	producers.record(9, 0, 0, 1, 100, 100, -1)
-	producers.fence(9, 2, 4)
-	producers.fence(12, 3, 1) // a marker alone
+	producers.fence(9, 2, 4, 2000)
+	producers.fence(12, 3, 1, 3000) // a marker alone
 	put(&txns.open, 5, 60)
 	txns.unreplicated = []endedTxn{{first: 9, marker: 30}, {first: 31, marker: 40}}
 
