@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -92,5 +93,45 @@ func TestIdleProducersExpire(t *testing.T) {
 	}
 	if _, err := p.Append(at(7, 40, now, false), 1); err != nil {
 		t.Fatalf("a forgotten producer's next batch, at any sequence: %v", err)
+	}
+}
+
+// TestProducerStateSurvivesDeletedBatchesAcrossRestart: a producer whose
+// batches DeleteRecords removed is still known after a clean restart, as in
+// Kafka, whose close snapshots the state at the log end (kept while it lies
+// above the log start): a zombie of an older epoch is refused and a retry of
+// its last batch is answered as a duplicate.
+// Strata wrote no snapshot on close for a log under 1 MiB and rebuilt the state
+// from the records left, which no longer named the producer: the zombie was
+// taken and the retry appended again.
+func TestProducerStateSurvivesDeletedBatchesAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := newLeaderPartition(t, dir)
+	idem := func(epoch int16, seq int32) []byte {
+		return batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, ProducerEpoch: epoch, BaseSequence: seq,
+			FirstTimestamp: time.Now().UnixMilli(), Records: []batchtest.Record{{Value: []byte("a")}, {Value: []byte("b")}}})
+	}
+	mustAppend(t, p, idem(2, 0))
+	last := mustAppend(t, p, idem(2, 2))
+	mustAppend(t, p, batchtest.Build(batchtest.Options{}))
+	p.maybeAdvanceHighWatermark()
+	if _, err := p.DeleteRecords(4); err != nil { // the producer's batches: 0-3
+		t.Fatal(err)
+	}
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p = newLeaderPartition(t, dir)
+	t.Cleanup(func() { p.close() })
+	if _, err := p.Append(idem(1, 0), 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("a zombie's batch after the restart: %v, want ErrInvalidProducerEpoch", err)
+	}
+	res, err := p.Append(idem(2, 2), 1)
+	if err != nil || res.BaseOffset != last.BaseOffset {
+		t.Fatalf("retry of the last batch after the restart: %+v, %v; want the original offset %d", res, err, last.BaseOffset)
+	}
+	if end := p.LogEndOffset(); end != 5 {
+		t.Fatalf("log end %d, want 5 (nothing appended)", end)
 	}
 }

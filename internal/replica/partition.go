@@ -448,11 +448,14 @@ func (p *Partition) close() error {
 }
 
 // snapshotOnClose writes the producer snapshot of a log worth one, once the
-// appends in flight finish (the state then covers the whole log).
+// appends in flight finish (the state then covers the whole log): a large
+// log, or one that lost records at its start (retention, DeleteRecords)
+// while it knows producers, which the records left may no longer name. Kafka
+// keeps such a producer until it expires, across a clean restart too.
 func (p *Partition) snapshotOnClose() {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if p.log.Size() >= closeSnapshotMinBytes {
+	if p.log.Size() >= closeSnapshotMinBytes || (p.log.LogStartOffset() > 0 && len(p.producers.entries) > 0) {
 		p.writeSnapshot()
 	}
 }

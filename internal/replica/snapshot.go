@@ -17,9 +17,10 @@ import (
 // that opening scans only the batches from that offset on:
 //
 //  1. After an append that rolled the log's active segment, and when the
-//     partition closes with at least closeSnapshotMinBytes of log, the
-//     partition encodes its state and stores it at its log end offset
-//     (storage.Log.WriteProducerSnapshot, under appendMu).
+//     partition closes with at least closeSnapshotMinBytes of log or with
+//     producers and records deleted at its start (the records left may not
+//     name them), the partition encodes its state and stores it at its log
+//     end offset (storage.Log.WriteProducerSnapshot, under appendMu).
 //  2. rebuildProducerState (open, truncation) takes the newest snapshot at an
 //     offset within [log start, log end] that decodes (at or below the first
 //     segment whose aborted-transaction index it rebuilds, if an abort marker
