@@ -135,3 +135,27 @@ func TestProducerStateSurvivesDeletedBatchesAcrossRestart(t *testing.T) {
 		t.Fatalf("log end %d, want 5 (nothing appended)", end)
 	}
 }
+
+// TestSequenceAfterMarkerStartsAtZero: a producer known here only from a
+// transaction marker at its epoch (KIP-890 bumps the epoch at every end of a
+// transaction, and the marker carries the new one) has appended nothing at
+// that epoch, so its next batch must start at sequence 0: Kafka's
+// checkSequence takes the last sequence as none (-1) and refuses any other
+// with OUT_OF_ORDER_SEQUENCE_NUMBER. Strata took any sequence: a batch
+// pipelined behind a refused first one was appended ahead of it, and the
+// first one's retry then failed for good.
+func TestSequenceAfterMarkerStartsAtZero(t *testing.T) {
+	s := newProducerState()
+	s.record(7, 3, 0, 5, 0, 4, -1)
+	s.fence(7, 4, 0, -1) // the end of the transaction bumps the epoch to 4
+	if _, err := s.check(7, 4, 1, 1); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence 1 as the first batch at the marker's epoch: %v, want ErrOutOfOrderSequence", err)
+	}
+	if _, err := s.check(7, 4, 0, 1); err != nil {
+		t.Fatalf("sequence 0 as the first batch at the marker's epoch: %v", err)
+	}
+	s.fence(9, 2, 0, -1) // a producer known only from its marker
+	if _, err := s.check(9, 2, 5, 1); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence 5 from a producer known only from its marker: %v, want ErrOutOfOrderSequence", err)
+	}
+}

@@ -95,7 +95,12 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 		return seqCheck{}, nil
 	}
 	if len(e.batches) == 0 {
-		return seqCheck{}, nil // only a marker seen at this epoch: any sequence starts it
+		// Only a marker seen at this epoch: nothing appended at it yet, so
+		// the producer starts at 0, as Kafka's checkSequence requires.
+		if firstSeq != 0 {
+			return seqCheck{}, ErrOutOfOrderSequence
+		}
+		return seqCheck{}, nil
 	}
 	last := e.batches[len(e.batches)-1].lastSeq
 	if firstSeq != addSeq(last, 1) {

@@ -65,7 +65,7 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 
 // TestProducerStateMarkerFences: a marker at a newer epoch (KIP-890's bump at
 // every end of a transaction) moves the producer to it: a late batch of the
-// ended transaction is refused, and the next transaction starts at any sequence
+// ended transaction is refused, and the next transaction starts at sequence 0
 // of the new epoch; an older marker changes nothing.
 func TestProducerStateMarkerFences(t *testing.T) {
 	s := newProducerState()
