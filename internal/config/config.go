@@ -194,6 +194,11 @@ type Config struct {
 	BrokerSessionTimeout time.Duration
 	// ReplicaLagTimeMax: a follower not caught up for this long leaves the ISR.
 	ReplicaLagTimeMax time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms: a partition forgets an
+	// idempotent or transactional producer idle this long (no batch or marker
+	// newer), unless its transaction there is open; checked at every log
+	// cleanup.
+	ProducerIDExpiration time.Duration
 	// LeaderImbalanceCheckInterval is how often the controller moves leadership back
 	// to preferred replicas (auto.leader.rebalance); 0 turns it off.
 	LeaderImbalanceCheckInterval time.Duration
@@ -259,6 +264,7 @@ func Default() Config {
 		BrokerHeartbeatInterval:              time.Second,
 		BrokerSessionTimeout:                 9 * time.Second,
 		ReplicaLagTimeMax:                    30 * time.Second,
+		ProducerIDExpiration:                 24 * time.Hour,
 		LeaderImbalanceCheckInterval:         5 * time.Minute,
 		MetadataSnapshotMaxBytes:             20 << 20,
 		MetadataSnapshotMaxInterval:          time.Hour,
@@ -342,6 +348,7 @@ func (c *Config) options() []option {
 		{"broker-heartbeat-interval", "how often a broker heartbeats to the controller", durationValue{&c.BrokerHeartbeatInterval}},
 		{"broker-session-timeout", "a broker silent this long is fenced and loses leadership", durationValue{&c.BrokerSessionTimeout}},
 		{"replica-lag-time-max", "a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)", durationValue{&c.ReplicaLagTimeMax}},
+		{"producer-id-expiration", "a partition forgets a producer idle this long, unless its transaction is open (producer.id.expiration.ms)", durationValue{&c.ProducerIDExpiration}},
 		{"leader-imbalance-check-interval", "how often leadership moves back to preferred replicas (0: never)", durationValue{&c.LeaderImbalanceCheckInterval}},
 		{"metadata-log-max-record-bytes-between-snapshots", "bytes of new metadata records after which a controller snapshots its log (metadata.log.max.record.bytes.between.snapshots)", int64Value{&c.MetadataSnapshotMaxBytes}},
 		{"metadata-log-max-snapshot-interval", "longest time between metadata snapshots while there are new records (metadata.log.max.snapshot.interval.ms; 0: no time bound)", durationValue{&c.MetadataSnapshotMaxInterval}},
@@ -495,6 +502,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaLagTimeMax <= 0 {
 		errs = append(errs, fmt.Errorf("replica-lag-time-max must be positive, got %v", c.ReplicaLagTimeMax))
+	}
+	if c.ProducerIDExpiration <= 0 {
+		errs = append(errs, fmt.Errorf("producer-id-expiration must be positive, got %v", c.ProducerIDExpiration))
 	}
 	if c.LogCleanupInterval <= 0 {
 		errs = append(errs, fmt.Errorf("log-cleanup-interval must be positive, got %v", c.LogCleanupInterval))

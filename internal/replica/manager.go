@@ -65,6 +65,10 @@ type Options struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
 	// this long leaves the ISR (default 30s).
 	ReplicaLagMax time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms: the cleaner forgets
+	// a producer whose last batch or marker on a partition is older than this,
+	// unless its transaction there is open (default 24h, Kafka's).
+	ProducerIDExpiration time.Duration
 	// OnLeadership, when set, is told each time this broker becomes or stops being a
 	// partition's leader (including when the partition is removed). It is called from
 	// Apply and must not block.
@@ -162,6 +166,9 @@ func NewManager(fsys vfs.FS, dir string, nodeID int32, logger *slog.Logger, opts
 	}
 	if opts.ReplicaLagMax <= 0 {
 		opts.ReplicaLagMax = 30 * time.Second
+	}
+	if opts.ProducerIDExpiration <= 0 {
+		opts.ProducerIDExpiration = 24 * time.Hour
 	}
 	if opts.BrokerEpoch == nil {
 		opts.BrokerEpoch = func() int64 { return -1 }
@@ -730,7 +737,9 @@ func compactOptions(tc metadata.TopicConfig) storage.CompactOptions {
 // topics whose cleanup.policy includes delete lose whole old segments to
 // retention.ms and retention.bytes; topics whose policy includes compact are
 // compacted (latest record per key). Both stay below the high-water mark, on
-// leaders and followers alike (each replica cleans its own log).
+// leaders and followers alike (each replica cleans its own log). Every
+// partition forgets its producers idle for longer than
+// Options.ProducerIDExpiration.
 func (m *Manager) RunCleaner(ctx context.Context, interval time.Duration) {
 	everyTick(ctx, interval, func() {
 		for _, p := range m.Partitions() {
@@ -754,6 +763,7 @@ func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 }
 
 func (m *Manager) clean(p *Partition) {
+	p.removeExpiredProducers(m.now(), m.opts.ProducerIDExpiration)
 	cfg := p.Config()
 	hwm := p.HighWatermark()
 	if tier := p.Tier(); tier != nil {

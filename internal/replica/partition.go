@@ -243,7 +243,7 @@ func (p *Partition) rebuildProducerState() error {
 		}
 		ct, coordinatorEpoch := controlType(h, body)
 		if ct == batch.ControlAbort || ct == batch.ControlCommit {
-			producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
+			producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.MaxTimestamp)
 		}
 		if e, aborted := txns.aborts(h, ct); aborted && rebuild && e.LastOffset >= stale {
 			aborts = append(aborts, e)
@@ -324,7 +324,7 @@ func (p *Partition) observeTxns(records []byte) error {
 		}
 		ct, coordinatorEpoch := controlType(h, it.Batch())
 		if ct == batch.ControlAbort || ct == batch.ControlCommit {
-			p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch)
+			p.producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.MaxTimestamp)
 			// Its transaction ended: a verification begun before does
 			// not let a later batch open another.
 			delete(p.verifications, h.ProducerID)
@@ -448,11 +448,14 @@ func (p *Partition) close() error {
 }
 
 // snapshotOnClose writes the producer snapshot of a log worth one, once the
-// appends in flight finish (the state then covers the whole log).
+// appends in flight finish (the state then covers the whole log): a large
+// log, or one that lost records at its start (retention, DeleteRecords)
+// while it knows producers, which the records left may no longer name. Kafka
+// keeps such a producer until it expires, across a clean restart too.
 func (p *Partition) snapshotOnClose() {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if p.log.Size() >= closeSnapshotMinBytes {
+	if p.log.Size() >= closeSnapshotMinBytes || (p.log.LogStartOffset() > 0 && len(p.producers.entries) > 0) {
 		p.writeSnapshot()
 	}
 }
@@ -587,9 +590,11 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 			return AppendResult{}, err
 		}
 		if chk.duplicate {
+			// Kafka's answer to a duplicate: the original offsets, and the
+			// original max timestamp as the log append time.
 			return AppendResult{
-				BaseOffset: chk.offset, LastOffset: chk.offset + int64(first.LastOffsetDelta),
-				LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: p.leaderEpoch.Load(),
+				BaseOffset: chk.original.firstOffset, LastOffset: chk.original.lastOffset,
+				LogAppendTime: chk.original.timestamp, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: p.leaderEpoch.Load(),
 			}, nil
 		}
 	}
@@ -827,6 +832,20 @@ func (p *Partition) inTxn(pid int64) bool {
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
 	return p.txns.inTxn(pid)
+}
+
+// removeExpiredProducers forgets the producers idle for expiration
+// (producer.id.expiration.ms) by now, those in an open transaction here
+// excepted (producerState.expire).
+func (p *Partition) removeExpiredProducers(now time.Time, expiration time.Duration) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if len(p.producers.entries) == 0 {
+		return
+	}
+	p.txnMu.Lock()
+	defer p.txnMu.Unlock()
+	p.producers.expire(now.Add(-expiration).UnixMilli(), p.txns.inTxn)
 }
 
 // Special ListOffsets timestamps.

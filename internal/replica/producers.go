@@ -34,6 +34,10 @@ const producerBatchesKept = 5
 type batchMeta struct {
 	firstSeq, lastSeq       int32
 	firstOffset, lastOffset int64
+	// timestamp is the batch's max timestamp as stored (the broker's time on
+	// a LogAppendTime topic): a retry of the batch is answered with it as its
+	// log append time, as Kafka answers, whatever the timestamp type.
+	timestamp int64
 }
 
 // producerEntry is the state of one producer id on one partition.
@@ -60,8 +64,8 @@ func newProducerState() *producerState { return &producerState{} }
 
 // seqCheck is the verdict on an incoming idempotent batch.
 type seqCheck struct {
-	duplicate bool  // already appended: answer with the original offsets
-	offset    int64 // original first offset when duplicate
+	duplicate bool      // already appended: answer with the original batch
+	original  batchMeta // the original batch when duplicate
 }
 
 // check validates a batch of numRecords records from producer id pid with epoch and
@@ -80,7 +84,7 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 	if epoch == e.epoch {
 		for _, b := range e.batches {
 			if b.firstSeq == firstSeq && b.lastSeq == lastSeq {
-				return seqCheck{duplicate: true, offset: b.firstOffset}, nil
+				return seqCheck{duplicate: true, original: b}, nil
 			}
 		}
 	}
@@ -91,7 +95,12 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords
 		return seqCheck{}, nil
 	}
 	if len(e.batches) == 0 {
-		return seqCheck{}, nil // only a marker seen at this epoch: any sequence starts it
+		// Only a marker seen at this epoch: nothing appended at it yet, so
+		// the producer starts at 0, as Kafka's checkSequence requires.
+		if firstSeq != 0 {
+			return seqCheck{}, ErrOutOfOrderSequence
+		}
+		return seqCheck{}, nil
 	}
 	last := e.batches[len(e.batches)-1].lastSeq
 	if firstSeq != addSeq(last, 1) {
@@ -121,23 +130,37 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 		lastSeq:     addSeq(firstSeq, numRecords-1),
 		firstOffset: firstOffset,
 		lastOffset:  lastOffset,
+		timestamp:   maxTimestamp,
 	})
 }
 
 // fence applies a transaction marker written at epoch by a coordinator at
-// coordinatorEpoch: a producer at an older epoch moves to it, so its batches from
-// before are refused (KIP-890: the coordinator bumps the epoch at every end of a
-// transaction, and a late batch of the ended one must not open the next), and
-// the producer's coordinator epoch becomes the marker's.
-func (s *producerState) fence(pid int64, epoch int16, coordinatorEpoch int32) {
+// coordinatorEpoch, with timestamp: a producer at an older epoch moves to it,
+// so its batches from before are refused (KIP-890: the coordinator bumps the
+// epoch at every end of a transaction, and a late batch of the ended one must
+// not open the next), the producer's coordinator epoch becomes the marker's,
+// and its last timestamp the marker's (as Kafka's appendEndTxnMarker: a
+// marker keeps its producer from expiring).
+func (s *producerState) fence(pid int64, epoch int16, coordinatorEpoch int32, timestamp int64) {
 	e, ok := s.entries[pid]
 	if !ok {
-		put(&s.entries, pid, &producerEntry{epoch: epoch, coordinatorEpoch: coordinatorEpoch})
+		put(&s.entries, pid, &producerEntry{epoch: epoch, coordinatorEpoch: coordinatorEpoch, lastTimestamp: timestamp})
 		return
 	}
-	e.coordinatorEpoch = coordinatorEpoch
+	e.coordinatorEpoch, e.lastTimestamp = coordinatorEpoch, timestamp
 	if epoch > e.epoch {
 		e.epoch, e.batches = epoch, e.batches[:0]
+	}
+}
+
+// expire forgets every producer whose last timestamp is at or before cutoff
+// (ms), except those open reports in a transaction: Kafka's
+// removeExpiredProducers, with cutoff the time producer.id.expiration.ms ago.
+func (s *producerState) expire(cutoff int64, open func(pid int64) bool) {
+	for pid, e := range s.entries {
+		if e.lastTimestamp <= cutoff && !open(pid) {
+			delete(s.entries, pid)
+		}
 	}
 }
 

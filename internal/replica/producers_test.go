@@ -43,7 +43,7 @@ func TestProducerStateCheck(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
-			if got.duplicate != tt.wantDup || (tt.wantDup && got.offset != tt.wantOff) {
+			if got.duplicate != tt.wantDup || (tt.wantDup && got.original.firstOffset != tt.wantOff) {
 				t.Fatalf("check = %+v, want duplicate=%v offset=%d", got, tt.wantDup, tt.wantOff)
 			}
 		})
@@ -58,19 +58,19 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 	if r, _ := s.check(1, 0, 1, 1); r.duplicate {
 		t.Fatal("batch 1 should have been forgotten (only the last 5 are kept)")
 	}
-	if r, _ := s.check(1, 0, 2, 1); !r.duplicate || r.offset != 2 {
+	if r, _ := s.check(1, 0, 2, 1); !r.duplicate || r.original.firstOffset != 2 {
 		t.Fatalf("batch 2 should still be a duplicate at offset 2, got %+v", r)
 	}
 }
 
 // TestProducerStateMarkerFences: a marker at a newer epoch (KIP-890's bump at
 // every end of a transaction) moves the producer to it: a late batch of the
-// ended transaction is refused, and the next transaction starts at any sequence
+// ended transaction is refused, and the next transaction starts at sequence 0
 // of the new epoch; an older marker changes nothing.
 func TestProducerStateMarkerFences(t *testing.T) {
 	s := newProducerState()
 	s.record(7, 3, 0, 5, 0, 4, -1)
-	s.fence(7, 4, 0)
+	s.fence(7, 4, 0, -1)
 	if _, err := s.check(7, 3, 5, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("late batch of the ended transaction: %v", err)
 	}
@@ -78,11 +78,11 @@ func TestProducerStateMarkerFences(t *testing.T) {
 		t.Fatalf("first batch of the next transaction: %v", err)
 	}
 	s.record(7, 4, 0, 1, 6, 6, -1)
-	s.fence(7, 2, 0)
+	s.fence(7, 2, 0, -1)
 	if _, err := s.check(7, 4, 1, 1); err != nil {
 		t.Fatalf("an older marker fenced the producer: %v", err)
 	}
-	s.fence(9, 1, 0) // a producer known only from its marker
+	s.fence(9, 1, 0, -1) // a producer known only from its marker
 	if _, err := s.check(9, 0, 0, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("batch older than the marker of an unseen producer: %v", err)
 	}

@@ -17,9 +17,10 @@ import (
 // that opening scans only the batches from that offset on:
 //
 //  1. After an append that rolled the log's active segment, and when the
-//     partition closes with at least closeSnapshotMinBytes of log, the
-//     partition encodes its state and stores it at its log end offset
-//     (storage.Log.WriteProducerSnapshot, under appendMu).
+//     partition closes with at least closeSnapshotMinBytes of log or with
+//     producers and records deleted at its start (the records left may not
+//     name them), the partition encodes its state and stores it at its log
+//     end offset (storage.Log.WriteProducerSnapshot, under appendMu).
 //  2. rebuildProducerState (open, truncation) takes the newest snapshot at an
 //     offset within [log start, log end] that decodes (at or below the first
 //     segment whose aborted-transaction index it rebuilds, if an abort marker
@@ -30,26 +31,29 @@ import (
 //
 // The payload (big-endian), inside storage's framed side file:
 //
-//	version u16 (1)
+//	version u16 (4)
 //	producers u32, then per producer:
 //	  producer id i64 | epoch i16 | coordinator epoch i32 | last timestamp i64 |
 //	  batches u8 (at most producerBatchesKept), then per batch, oldest first:
-//	    first sequence i32 | last sequence i32 | first offset i64 | last offset i64
+//	    first sequence i32 | last sequence i32 | first offset i64 | last offset i64 |
+//	    (version 4) max timestamp i64
 //	open transactions u32, then per transaction: producer id i64 | first offset i64
 //	(versions 1 and 2) aborted transactions u32, then per transaction, by
 //	  marker offset: producer id i64 | first offset i64 | marker offset i64
-//	(versions 2 and 3) ended transactions whose marker the high-water mark had
+//	(versions 2 to 4) ended transactions whose marker the high-water mark had
 //	not passed u32, then per transaction, by marker offset:
 //	  first offset i64 | marker offset i64
 //
-// Versions 1 and 2 still load. Version 1 has no ended transactions: its
-// markers were written before markers held the last stable offset, so none
-// is held. Their aborted transactions are skipped: the log's per-segment
+// Versions 1 to 3 still load. Their batches have no max timestamp: a
+// producer's last batch takes the producer's last timestamp, the others -1.
+// Version 1 has no ended transactions: its markers were written before
+// markers held the last stable offset, so none is held. The aborted
+// transactions of versions 1 and 2 are skipped: the log's per-segment
 // aborted-transaction index holds them now (storage.AbortEntry), rebuilt from
 // the log where a segment has none. A decoder refuses any other version, so a
 // format change must bump it; an older broker then finds no snapshot it can
 // read and scans the log.
-const snapshotVersion = 3
+const snapshotVersion = 4
 
 // errBadSnapshot: a snapshot payload that does not decode.
 var errBadSnapshot = errors.New("malformed producer-state snapshot")
@@ -71,6 +75,7 @@ func encodeSnapshot(producers *producerState, txns *txnState) []byte {
 			b = binary.BigEndian.AppendUint32(b, uint32(m.lastSeq))
 			b = binary.BigEndian.AppendUint64(b, uint64(m.firstOffset))
 			b = binary.BigEndian.AppendUint64(b, uint64(m.lastOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(m.timestamp))
 		}
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(txns.open)))
@@ -165,7 +170,14 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 		}
 		e.batches = make([]batchMeta, n, producerBatchesKept)
 		for i := range e.batches {
-			e.batches[i] = batchMeta{firstSeq: int32(r.u32()), lastSeq: int32(r.u32()), firstOffset: int64(r.u64()), lastOffset: int64(r.u64())}
+			m := batchMeta{firstSeq: int32(r.u32()), lastSeq: int32(r.u32()), firstOffset: int64(r.u64()), lastOffset: int64(r.u64()), timestamp: -1}
+			switch {
+			case version >= 4:
+				m.timestamp = int64(r.u64())
+			case i == n-1:
+				m.timestamp = e.lastTimestamp
+			}
+			e.batches[i] = m
 		}
 		if _, dup := producers.entries[pid]; dup && r.err == nil {
 			return nil, nil, fmt.Errorf("%w: producer %d twice", errBadSnapshot, pid)

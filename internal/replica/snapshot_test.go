@@ -26,8 +26,8 @@ func TestSnapshotCodec(t *testing.T) {
 		producers.record(5, 1, int32(3*i), 3, int64(10*i), int64(10*i+2), int64(1000+i))
 	}
 	producers.record(9, 0, 0, 1, 100, 100, -1)
-	producers.fence(9, 2, 4)
-	producers.fence(12, 3, 1) // a marker alone
+	producers.fence(9, 2, 4, 2000)
+	producers.fence(12, 3, 1, 3000) // a marker alone
 	put(&txns.open, 5, 60)
 	txns.unreplicated = []endedTxn{{first: 9, marker: 30}, {first: 31, marker: 40}}
 
@@ -72,7 +72,7 @@ func TestSnapshotCodec(t *testing.T) {
 		}
 	}
 	bad := map[string][]byte{
-		"version 4":      append([]byte{0, 4}, payload[2:]...),
+		"version 5":      append([]byte{0, 5}, payload[2:]...),
 		"trailing byte":  append(slices.Clone(payload), 0),
 		"huge count":     append([]byte{0, 1, 0xff, 0xff, 0xff, 0xff}, payload[6:]...),
 		"six batches":    func() []byte { b := slices.Clone(payload); b[2+4+8+2+4+8] = 6; return b }(),
@@ -373,7 +373,7 @@ func TestSnapshotVersion1Loads(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := producers.entries[5]
-	if e == nil || e.epoch != 1 || len(e.batches) != 2 || e.batches[1] != (batchMeta{firstSeq: 3, lastSeq: 4, firstOffset: 20, lastOffset: 21}) || e.lastTimestamp != 1001 {
+	if e == nil || e.epoch != 1 || len(e.batches) != 2 || e.batches[1] != (batchMeta{firstSeq: 3, lastSeq: 4, firstOffset: 20, lastOffset: 21, timestamp: 1001}) || e.lastTimestamp != 1001 {
 		t.Fatalf("producer 5 decoded as %+v", e)
 	}
 	if e := producers.entries[9]; e == nil || e.epoch != 2 || e.coordinatorEpoch != 4 {

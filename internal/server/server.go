@@ -369,6 +369,8 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		ISRChanger:     n.metrics.ISRChanger(isrChanger{n}),
 		BrokerEpoch:    n.brokerEpoch.Load,
 		ReplicaLagMax:  cfg.ReplicaLagTimeMax,
+		// Checked by the cleaner, every log-cleanup-interval.
+		ProducerIDExpiration: cfg.ProducerIDExpiration,
 		OnLeadership: func(p *replica.Partition, leader bool) {
 			n.offsetStore.LeadershipChanged(p, leader)
 			n.txnStore.LeadershipChanged(p, leader)
