@@ -781,3 +781,21 @@ func TestBrokerLoggers(t *testing.T) {
 		t.Errorf("without levels: code %d, want INVALID_REQUEST", code)
 	}
 }
+
+// TestDescribeConfigsEmptyNamesListsAll: an empty (not null) list of config
+// names describes every config of the resource, as a null one does: Kafka's
+// ConfigHelper filters by name only when the list has names.
+func TestDescribeConfigsEmptyNamesListsAll(t *testing.T) {
+	h := newAdminHandlers(t)
+	for _, names := range [][]string{nil, {}} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(4)
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, "t", names
+		req.Resources = append(req.Resources, rr)
+		resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+		if got, want := len(resp.Resources[0].Configs), len(metadata.TopicConfigDefs())-1; got != want { // less internal.segment.bytes
+			t.Errorf("config names %#v: %d configs described, want %d", names, got, want)
+		}
+	}
+}
