@@ -127,6 +127,9 @@ func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions
 }
 
 func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown) ([]metadata.Record, error) {
+	if req.Name == metadata.ClusterMetadataTopic { // refused before any other check, as Kafka's ControllerApis does
+		return nil, metadata.KafkaText(metadata.ErrInvalidRequest, "Creation of internal topic %s is prohibited.", req.Name)
+	}
 	if err := metadata.ValidateTopicName(req.Name); err != nil {
 		return nil, err
 	}

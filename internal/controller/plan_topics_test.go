@@ -456,6 +456,8 @@ func TestAdminMessagesAsKafka(t *testing.T) {
 		{"move: an empty list", move([]int32{}...), metadata.ErrInvalidReplicaAssignment,
 			"The manual partition assignment includes an empty replica list."},
 		{"create: an existing topic", createRF("orders", 1), metadata.ErrTopicExists, "Topic 'orders' already exists."},
+		{"create: the metadata log's topic", createRF("__cluster_metadata", 1), metadata.ErrInvalidRequest,
+			"Creation of internal topic __cluster_metadata is prohibited."},
 		{"create: more replicas than live brokers", createRF("t", 3), metadata.ErrInvalidReplicationFactor,
 			"Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 2 broker(s) are registered or some brokers have all their log directories cordoned."},
 		{"elect: an unknown topic", elect(ElectPreferred, "nosuch", 0), metadata.ErrUnknownTopic, "No such topic as nosuch"},
