@@ -158,6 +158,15 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 		}
 		assignment = req.Assignment
 	} else {
+		// Kafka's order and words: the replication factor, then the count.
+		if req.ReplicationFactor < -1 || req.ReplicationFactor == 0 {
+			return nil, metadata.KafkaText(metadata.ErrInvalidReplicationFactor,
+				"Replication factor must be larger than 0, or -1 to use the default value.")
+		}
+		if req.NumPartitions < -1 || req.NumPartitions == 0 {
+			return nil, metadata.KafkaText(metadata.ErrInvalidPartitions,
+				"Number of partitions was set to an invalid non-positive value.")
+		}
 		n := req.NumPartitions
 		if n == -1 {
 			n = defaultPartitions
