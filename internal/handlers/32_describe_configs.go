@@ -9,6 +9,8 @@ package handlers
 // three keys, any name, an unknown one at its defaults (as Kafka 4.4); broker
 // logger resources (type 8, this broker's id) every logger and its level
 // (loglevels). A null or empty list of config names describes every config.
+// A topic's values are shown as Kafka's parser reads them back (TRUE as true,
+// " 0100" as 100: metadata.Image.DescribeTopicConfigs).
 // Synonyms and documentation as Kafka
 // 4.4 lists them (metadata.ConfigEntry); loggers have neither. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
 // an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
@@ -39,7 +41,7 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 		switch metadata.ResourceType(rr.ResourceType) {
 		case metadata.ResourceTopic:
 			if err = metadata.ValidateTopicName(rr.ResourceName); err == nil {
-				entries, err = img.TopicConfigEntries(rr.ResourceName)
+				entries, err = img.DescribeTopicConfigs(rr.ResourceName)
 			}
 		case metadata.ResourceBroker:
 			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil {
