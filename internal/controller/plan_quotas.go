@@ -24,7 +24,8 @@ type QuotaOp struct {
 // outcome (all of an entry's changes apply or none do). As Kafka's
 // controller, it refuses (INVALID_REQUEST) a key given twice in one entry,
 // an entity given again in a later entry, and a fractional or too large value
-// of a byte rate (a whole number of bytes in Kafka's quota configs).
+// of a byte rate (a whole number of bytes in Kafka's quota configs); removing
+// a key that is not set is a no-op, whatever the key.
 func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]metadata.Record, []error) {
 	var recs []metadata.Record
 	errs := make([]error, len(entries))
@@ -47,7 +48,15 @@ func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]me
 				break
 			}
 			keys[op.Key] = true
-			if err := metadata.ValidateQuota(e.Entity, op.Key, op.Value, op.Remove); err != nil {
+			if op.Remove {
+				// As Kafka's controller, the key of a removal is not checked:
+				// only a key that is set (so valid) has anything to remove.
+				if _, ok := img.Quota(e.Entity, op.Key); ok {
+					mine = append(mine, metadata.QuotaRecord(e.Entity, op.Key, 0, true))
+				}
+				continue
+			}
+			if err := metadata.ValidateQuota(e.Entity, op.Key, op.Value, false); err != nil {
 				errs[i] = err
 				break
 			}
@@ -55,10 +64,7 @@ func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]me
 				errs[i] = err
 				break
 			}
-			if _, ok := img.Quota(e.Entity, op.Key); op.Remove && !ok {
-				continue // removing what is not set changes nothing
-			}
-			mine = append(mine, metadata.QuotaRecord(e.Entity, op.Key, op.Value, op.Remove))
+			mine = append(mine, metadata.QuotaRecord(e.Entity, op.Key, op.Value, false))
 		}
 		if errs[i] == nil {
 			recs = append(recs, mine...)
@@ -70,7 +76,7 @@ func PlanAlterClientQuotas(img *metadata.Image, entries []QuotaAlteration) ([]me
 // validateByteRate refuses what Kafka's LONG-typed byte-rate quotas refuse: a
 // fractional value, or one past the largest long.
 func validateByteRate(op QuotaOp) error {
-	if op.Remove || op.Key != metadata.QuotaProducerByteRate && op.Key != metadata.QuotaConsumerByteRate {
+	if op.Key != metadata.QuotaProducerByteRate && op.Key != metadata.QuotaConsumerByteRate {
 		return nil
 	}
 	if op.Value >= math.MaxInt64 {

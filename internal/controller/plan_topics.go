@@ -127,6 +127,9 @@ func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions
 }
 
 func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown) ([]metadata.Record, error) {
+	if req.Name == metadata.ClusterMetadataTopic { // refused before any other check, as Kafka's ControllerApis does
+		return nil, metadata.KafkaText(metadata.ErrInvalidRequest, "Creation of internal topic %s is prohibited.", req.Name)
+	}
 	if err := metadata.ValidateTopicName(req.Name); err != nil {
 		return nil, err
 	}
@@ -155,6 +158,15 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 		}
 		assignment = req.Assignment
 	} else {
+		// Kafka's order and words: the replication factor, then the count.
+		if req.ReplicationFactor < -1 || req.ReplicationFactor == 0 {
+			return nil, metadata.KafkaText(metadata.ErrInvalidReplicationFactor,
+				"Replication factor must be larger than 0, or -1 to use the default value.")
+		}
+		if req.NumPartitions < -1 || req.NumPartitions == 0 {
+			return nil, metadata.KafkaText(metadata.ErrInvalidPartitions,
+				"Number of partitions was set to an invalid non-positive value.")
+		}
 		n := req.NumPartitions
 		if n == -1 {
 			n = defaultPartitions

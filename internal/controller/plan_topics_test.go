@@ -411,6 +411,10 @@ func TestAdminMessagesAsKafka(t *testing.T) {
 		_, res := PlanCreateTopics(img, []CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: rf}}, 1, testRand(1), nil)
 		return res[0].Err
 	}
+	createCounts := func(partitions int32, rf int16) error {
+		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: partitions, ReplicationFactor: rf}}, 1, testRand(1), nil)
+		return res[0].Err
+	}
 	elect := func(typ ElectionType, topic string, partition int32) error {
 		_, res := PlanElectLeaders(img, []TopicPartitionRef{{Topic: topic, Partition: partition}}, typ, nil)
 		return res[0].Err
@@ -456,6 +460,17 @@ func TestAdminMessagesAsKafka(t *testing.T) {
 		{"move: an empty list", move([]int32{}...), metadata.ErrInvalidReplicaAssignment,
 			"The manual partition assignment includes an empty replica list."},
 		{"create: an existing topic", createRF("orders", 1), metadata.ErrTopicExists, "Topic 'orders' already exists."},
+		// The replication factor is checked before the partition count.
+		{"create: no partitions and no replicas", createCounts(0, 0), metadata.ErrInvalidReplicationFactor,
+			"Replication factor must be larger than 0, or -1 to use the default value."},
+		{"create: a replication factor below -1", createCounts(1, -2), metadata.ErrInvalidReplicationFactor,
+			"Replication factor must be larger than 0, or -1 to use the default value."},
+		{"create: no partitions", createCounts(0, 1), metadata.ErrInvalidPartitions,
+			"Number of partitions was set to an invalid non-positive value."},
+		{"create: partitions below -1", createCounts(-2, -1), metadata.ErrInvalidPartitions,
+			"Number of partitions was set to an invalid non-positive value."},
+		{"create: the metadata log's topic", createRF("__cluster_metadata", 1), metadata.ErrInvalidRequest,
+			"Creation of internal topic __cluster_metadata is prohibited."},
 		{"create: more replicas than live brokers", createRF("t", 3), metadata.ErrInvalidReplicationFactor,
 			"Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 2 broker(s) are registered or some brokers have all their log directories cordoned."},
 		{"elect: an unknown topic", elect(ElectPreferred, "nosuch", 0), metadata.ErrUnknownTopic, "No such topic as nosuch"},

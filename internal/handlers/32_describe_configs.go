@@ -8,7 +8,10 @@ package handlers
 // configs of share groups; client metrics resources (type 16) a subscription's
 // three keys, any name, an unknown one at its defaults (as Kafka 4.4); broker
 // logger resources (type 8, this broker's id) every logger and its level
-// (loglevels). Synonyms and documentation as Kafka
+// (loglevels). A null or empty list of config names describes every config.
+// A topic's values are shown as Kafka's parser reads them back (TRUE as true,
+// " 0100" as 100: metadata.Image.DescribeTopicConfigs).
+// Synonyms and documentation as Kafka
 // 4.4 lists them (metadata.ConfigEntry); loggers have neither. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
 // an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
 // INVALID_REQUEST (Kafka answers that for any id but its own: Strata describes
@@ -38,7 +41,7 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 		switch metadata.ResourceType(rr.ResourceType) {
 		case metadata.ResourceTopic:
 			if err = metadata.ValidateTopicName(rr.ResourceName); err == nil {
-				entries, err = img.TopicConfigEntries(rr.ResourceName)
+				entries, err = img.DescribeTopicConfigs(rr.ResourceName)
 			}
 		case metadata.ResourceBroker:
 			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil {
@@ -75,7 +78,7 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 			continue
 		}
 		for _, e := range entries {
-			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
+			if len(rr.ConfigNames) > 0 && !slices.Contains(rr.ConfigNames, e.Name) {
 				continue
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()

@@ -26,11 +26,12 @@ import (
 
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/controllerlink"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
 // metadataTopic is the name Kafka gives the metadata log.
-const metadataTopic = "__cluster_metadata"
+const metadataTopic = metadata.ClusterMetadataTopic
 
 func (h *Handlers) describeQuorum(ctx context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeQuorumRequest)

@@ -237,13 +237,16 @@ func TestCreateTopicsErrors(t *testing.T) {
 		topic("..", 1, 1),
 		topic("t", 1, 1),
 		topic("t.x", 1, 1),
+		topic("__cluster_metadata", 1, 1),
 		topic("zero-partitions", 0, 1),
 		topic("minus-two-partitions", -2, 1),
 		topic("zero-rf", 1, 0),
+		topic("zero-partitions-zero-rf", 0, 0),
 		topic("rf-over-brokers", 1, 3),
 		topic("unknown-config", 1, 1, "no.such.config", "1"),
 		topic("bad-config", 1, 1, "retention.ms", "soon"),
 		topic("null-config", 1, 1, "retention.ms", "<null>"),
+		topic("compaction-lags", 1, 1, "min.compaction.lag.ms", "1000", "max.compaction.lag.ms", "999"),
 		assigned("assignment-and-count", 2, []int32{1}),
 		assigned("assignment-duplicate-replica", -1, []int32{1, 1}),
 		assigned("assignment-unknown-broker", -1, []int32{7}),
@@ -264,13 +267,16 @@ func TestCreateTopicsErrors(t *testing.T) {
 		"..", kerr.InvalidTopicException,
 		"t", kerr.TopicAlreadyExists,
 		"t.x", kerr.InvalidTopicException,
+		"__cluster_metadata", kerr.InvalidRequest,
 		"zero-partitions", kerr.InvalidPartitions,
 		"minus-two-partitions", kerr.InvalidPartitions,
 		"zero-rf", kerr.InvalidReplicationFactor,
+		"zero-partitions-zero-rf", kerr.InvalidReplicationFactor,
 		"rf-over-brokers", kerr.InvalidReplicationFactor,
 		"unknown-config", kerr.InvalidConfig,
 		"bad-config", kerr.InvalidConfig,
 		"null-config", kerr.InvalidConfig,
+		"compaction-lags", kerr.InvalidConfig,
 		"assignment-and-count", kerr.InvalidRequest,
 		"assignment-duplicate-replica", kerr.InvalidReplicaAssignment,
 		"assignment-unknown-broker", kerr.InvalidReplicaAssignment,
@@ -779,5 +785,111 @@ func TestBrokerLoggers(t *testing.T) {
 	req.Resources = append(req.Resources, rr)
 	if code := serve(t, plain, req).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode; code != kerr.InvalidRequest.Code {
 		t.Errorf("without levels: code %d, want INVALID_REQUEST", code)
+	}
+}
+
+// TestDescribeConfigsEmptyNamesListsAll: an empty (not null) list of config
+// names describes every config of the resource, as a null one does: Kafka's
+// ConfigHelper filters by name only when the list has names.
+func TestDescribeConfigsEmptyNamesListsAll(t *testing.T) {
+	h := newAdminHandlers(t)
+	for _, names := range [][]string{nil, {}} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(4)
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, "t", names
+		req.Resources = append(req.Resources, rr)
+		resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+		if got, want := len(resp.Resources[0].Configs), len(metadata.TopicConfigDefs())-1; got != want { // less internal.segment.bytes
+			t.Errorf("config names %#v: %d configs described, want %d", names, got, want)
+		}
+	}
+}
+
+// TestDescribeConfigsCanonicalValues: DescribeConfigs shows a topic's values
+// as Kafka's parser reads them back (ConfigHelper describes the parsed
+// LogConfig): booleans in lower case, numbers without padding, list items
+// trimmed and joined by commas, doubles as Java prints them. The topic's own
+// synonym is shown so too; a cluster-wide synonym as it was set. CreateTopics
+// answers the values as given, as Kafka's controller does.
+func TestDescribeConfigsCanonicalValues(t *testing.T) {
+	h := newAdminHandlers(t)
+	incr := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, r := range []struct {
+		typ        kmsg.ConfigResourceType
+		name       string
+		key, value string
+	}{
+		{kmsg.ConfigResourceTypeTopic, "t", "unclean.leader.election.enable", "TRUE"},
+		{kmsg.ConfigResourceTypeTopic, "t", "retention.ms", " 0100"},
+		{kmsg.ConfigResourceTypeTopic, "t", "cleanup.policy", "compact, delete"},
+		{kmsg.ConfigResourceTypeTopic, "t", "min.cleanable.dirty.ratio", "0.0001"},
+		{kmsg.ConfigResourceTypeTopic, "t", "compression.type", "gzip "},
+		{kmsg.ConfigResourceTypeTopic, "t", "leader.replication.throttled.replicas", "0:1 , 1:2"},
+		{kmsg.ConfigResourceTypeBroker, "", "log.cleaner.min.cleanable.ratio", "1"},
+		{kmsg.ConfigResourceTypeBroker, "", "log.segment.bytes", "02097152"},
+	} {
+		i := slices.IndexFunc(incr.Resources, func(rr kmsg.IncrementalAlterConfigsRequestResource) bool {
+			return rr.ResourceType == r.typ && rr.ResourceName == r.name
+		})
+		if i < 0 {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			incr.Resources, i = append(incr.Resources, rr), len(incr.Resources)
+		}
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = r.key, kmsg.StringPtr(r.value)
+		incr.Resources[i].Configs = append(incr.Resources[i].Configs, c)
+	}
+	for _, r := range serve(t, h, incr).(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		if r.ErrorCode != 0 {
+			t.Fatalf("altering %q: %v %v", r.ResourceName, kerr.ErrorForCode(r.ErrorCode), nullable(r.ErrorMessage))
+		}
+	}
+	describe := func(topic string) map[string][]string {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(4)
+		req.IncludeSynonyms = true
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		req.Resources = append(req.Resources, rr)
+		got := map[string][]string{}
+		for _, c := range serve(t, h, req).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+			vals := []string{*c.Value}
+			for _, s := range c.ConfigSynonyms {
+				vals = append(vals, *s.Value)
+			}
+			got[c.Name] = vals
+		}
+		return got
+	}
+	got := describe("t")
+	for key, want := range map[string][]string{
+		"unclean.leader.election.enable":        {"true", "true", "false"},
+		"retention.ms":                          {"100", "100"},
+		"cleanup.policy":                        {"compact,delete", "compact,delete", "delete"},
+		"min.cleanable.dirty.ratio":             {"1.0E-4", "1.0E-4", "1", "0.5"},
+		"compression.type":                      {"gzip", "gzip", "producer"},
+		"leader.replication.throttled.replicas": {"0:1,1:2", "0:1,1:2"},
+		"segment.bytes":                         {"2097152", "02097152", "1073741824"},
+	} {
+		if !slices.Equal(got[key], want) {
+			t.Errorf("t's %s: value and synonyms %q, want %q", key, got[key], want)
+		}
+	}
+	if v := describe("t_x")["min.cleanable.dirty.ratio"]; !slices.Equal(v, []string{"1.0", "1", "0.5"}) {
+		t.Errorf("t_x's min.cleanable.dirty.ratio: value and synonyms %q, want the cluster-wide value as Java prints a double", v)
+	}
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.SetVersion(7)
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "created", 1, 1
+	ct.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "preallocate", Value: kmsg.StringPtr("TRUE")}}
+	create.Topics = append(create.Topics, ct)
+	for _, c := range serve(t, h, create).(*kmsg.CreateTopicsResponse).Topics[0].Configs {
+		if c.Name == "preallocate" && *c.Value != "TRUE" {
+			t.Errorf("CreateTopics answered preallocate %q, want the value as given", *c.Value)
+		}
 	}
 }

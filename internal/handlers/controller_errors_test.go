@@ -72,6 +72,11 @@ func TestAlterClientQuotasErrors(t *testing.T) {
 		{"unknown key", entry(user("g"), op{"fetch_byte_rate", 1, false}), invalid},
 		{"zero value", entry(user("h"), op{produce, 0, false}), invalid},
 		{"negative value", entry(user("i"), op{produce, -5, false}), invalid},
+		// Kafka's controller checks the key of a value set, not of one removed:
+		// removing what is not set is a no-op whatever the key.
+		{"remove an unknown key", entry(user("j"), op{"fetch_byte_rate", 0, true}), nil},
+		{"remove an ip key from a user", entry(user("k"), op{"connection_creation_rate", 0, true}), nil},
+		{"remove an unknown key from an ip", entry([]part{{"ip", "10.0.0.2"}}, op{produce, 0, true}), nil},
 	}
 	req := kmsg.NewPtrAlterClientQuotasRequest()
 	var want []any

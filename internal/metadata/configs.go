@@ -149,6 +149,53 @@ func (d ConfigDef) Validate(v string) error {
 	return nil
 }
 
+// canonical is v as Kafka's config parser reads it back by the key's type
+// (booleans in lower case, integers without sign or padding, doubles as Java
+// prints them, list items trimmed and joined by commas, strings trimmed):
+// Kafka's DescribeConfigs shows a topic's values so. A value that does not
+// parse (never stored: values are validated) is returned as it is.
+func (d ConfigDef) canonical(v string) string {
+	s := strings.TrimSpace(v)
+	switch d.Type {
+	case ConfigTypeBoolean:
+		if b, err := parseBool(s); err == nil {
+			return strconv.FormatBool(b)
+		}
+	case ConfigTypeInt, ConfigTypeLong:
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return strconv.FormatInt(n, 10)
+		}
+	case ConfigTypeDouble:
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return javaDouble(f)
+		}
+	case ConfigTypeList:
+		return strings.Join(ParseList(s), ",")
+	case ConfigTypeString:
+		return s
+	}
+	return v
+}
+
+// javaDouble formats f as Java's Double.toString does: plain from 10^-3 up to
+// 10^7, with at least one digit after the point (1.0), else in scientific
+// notation (1.0E-4).
+func javaDouble(f float64) string {
+	if abs := math.Abs(f); f == 0 || abs >= 1e-3 && abs < 1e7 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(f, 'E', -1, 64), "E")
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	n, _ := strconv.Atoi(exp)
+	return mant + "E" + strconv.Itoa(n)
+}
+
 const (
 	maxInt32 = math.MaxInt32
 	maxInt64 = math.MaxInt64

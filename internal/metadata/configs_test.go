@@ -240,3 +240,27 @@ func TestReplicationThrottleConfigs(t *testing.T) {
 		t.Errorf("resolved throttled replicas %+v %+v", c.LeaderThrottledReplicas, c.FollowerThrottledReplicas)
 	}
 }
+
+func TestCanonicalValue(t *testing.T) {
+	for _, tt := range []struct{ key, value, want string }{
+		{"preallocate", " True ", "true"},
+		{"retention.ms", "+0100", "100"},
+		{"retention.bytes", "-1", "-1"},
+		{"cleanup.policy", " compact ,delete", "compact,delete"},
+		{"follower.replication.throttled.replicas", "", ""},
+		{"compression.type", " lz4", "lz4"},
+		{"min.cleanable.dirty.ratio", "0", "0.0"},
+		{"min.cleanable.dirty.ratio", "0.5", "0.5"},
+		{"min.cleanable.dirty.ratio", "1", "1.0"},
+		{"min.cleanable.dirty.ratio", "0.001", "0.001"},
+		{"min.cleanable.dirty.ratio", "0.00025", "2.5E-4"},
+	} {
+		d, _ := LookupTopicConfig(tt.key)
+		if got := d.canonical(tt.value); got != tt.want {
+			t.Errorf("%s=%q reads back as %q, want %q", tt.key, tt.value, got, tt.want)
+		}
+	}
+	if got := javaDouble(12345678.5); got != "1.23456785E7" {
+		t.Errorf("javaDouble(12345678.5) = %q, want 1.23456785E7", got)
+	}
+}

@@ -4,15 +4,16 @@ import "fmt"
 
 // CheckTopicConfigs checks the rules that tie several topic keys together, on
 // the configuration a topic would have with these overrides and cluster-wide
-// broker values, as Kafka's LogConfig does: min.compaction.lag.ms may not
-// exceed max.compaction.lag.ms; and on a topic with remote.storage.enable=true,
-// the topic may not be compacted, and local retention (local.retention.ms /
-// .bytes, -2 meaning the total) may neither be unbounded under a bounded total
-// nor exceed it.
+// broker values, as Kafka's LogConfig does. On every topic,
+// min.compaction.lag.ms may not exceed max.compaction.lag.ms (in Kafka's
+// words). On topics with remote.storage.enable=true, the topic may not be
+// compacted, and local retention (local.retention.ms / .bytes, -2 meaning the
+// total) may neither be unbounded under a bounded total nor exceed it.
 func CheckTopicConfigs(overrides, clusterDefaults map[string]string) error {
 	c := resolveTopicConfig(overrides, clusterDefaults)
 	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
-		return fmt.Errorf("%w: conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", ErrInvalidConfig, c.MinCompactionLagMs, c.MaxCompactionLagMs)
+		return KafkaText(ErrInvalidConfig, "conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)",
+			c.MinCompactionLagMs, c.MaxCompactionLagMs)
 	}
 	if !c.RemoteStorageEnable {
 		return nil

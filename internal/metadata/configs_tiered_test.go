@@ -23,8 +23,10 @@ func TestCheckTopicConfigs(t *testing.T) {
 		{"local unbounded under a bounded total", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "-1"}, nil, false},
 		{"both unbounded", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "-1", "retention.ms": "-1"}, nil, true},
 		{"local from the cluster default", map[string]string{"remote.storage.enable": "true", "retention.ms": "10"}, map[string]string{"log.local.retention.ms": "20"}, false},
-		{"compaction lags equal", map[string]string{"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "1000"}, nil, true},
-		{"min compaction lag above max", map[string]string{"min.compaction.lag.ms": "1001", "max.compaction.lag.ms": "1000"}, nil, false},
+		// Kafka's LogConfig.validateValues, on every topic.
+		{"min compaction lag above max", map[string]string{"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "999"}, nil, false},
+		{"min compaction lag at max", map[string]string{"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "1000"}, nil, true},
+		{"max compaction lag from the cluster default", map[string]string{"min.compaction.lag.ms": "1000"}, map[string]string{"log.cleaner.max.compaction.lag.ms": "10"}, false},
 		{"min compaction lag above max from the cluster default", map[string]string{"max.compaction.lag.ms": "1000"}, map[string]string{"log.cleaner.min.compaction.lag.ms": "2000"}, false},
 	}
 	for _, tt := range tests {

@@ -243,6 +243,25 @@ func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
 	return es, nil
 }
 
+// DescribeTopicConfigs is TopicConfigEntries as DescribeConfigs shows them,
+// as Kafka's ConfigHelper does (it describes the parsed LogConfig): the
+// effective value and the topic's own synonym as Kafka's parser reads them
+// back (ConfigDef.canonical), the broker-level synonyms as they were set.
+// CreateTopics answers the values as given, as Kafka's controller does.
+func (img *Image) DescribeTopicConfigs(topic string) ([]ConfigEntry, error) {
+	es, err := img.TopicConfigEntries(topic)
+	for i := range es {
+		d := topicDefsByName[es[i].Name]
+		es[i].Value = d.canonical(es[i].Value)
+		for j := range es[i].Synonyms {
+			if s := &es[i].Synonyms[j]; s.Source == SourceTopic {
+				s.Value = d.canonical(s.Value)
+			}
+		}
+	}
+	return es, err
+}
+
 // BrokerConfigEntries describes the broker config keys of a broker resource: for
 // a broker id every key, for "" (the cluster-wide default) the keys set there, as
 // Kafka 4.4 answers.

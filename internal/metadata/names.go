@@ -8,6 +8,10 @@ import (
 // MaxTopicNameLen is Kafka's limit on topic names.
 const MaxTopicNameLen = 249
 
+// ClusterMetadataTopic is the name Kafka gives the metadata log (the quorum's
+// partition in DescribeQuorum): no topic may be created under it.
+const ClusterMetadataTopic = "__cluster_metadata"
+
 // ValidateTopicName applies Kafka's rules: 1 to 249 characters from
 // [a-zA-Z0-9._-], and neither "." nor "..".
 func ValidateTopicName(name string) error {
