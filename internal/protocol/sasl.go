@@ -23,14 +23,15 @@ package protocol
 //   - SaslAuthenticate carries the mechanism's messages. A failure (wrong
 //     password and unknown user alike) answers SASL_AUTHENTICATION_FAILED with
 //     one generic message and closes the connection after the response.
-//   - v1+ answers carry SessionLifetimeMillis when SASLConfig.SessionLifetime is
-//     set; a request other than a re-authentication arriving after the session
+//   - A session lasts SASLConfig.SessionLifetime, and no longer than a
+//     credential that expires (an OAUTHBEARER or delegation token) also without
+//     one; v1+ answers carry what is left (SessionLifetimeMillis, 0: forever).
+//     A request other than a re-authentication arriving after the session
 //     expired closes the connection. A client that authenticated with
 //     SaslAuthenticate v1+ may re-authenticate (SaslHandshake and SaslAuthenticate
 //     again) at any time, as the same principal.
 //   - A SCRAM login with a delegation token (tokenauth=true) is served as the
-//     token's owner and marks the ConnInfo TokenAuthenticated; with a session
-//     lifetime, the session ends no later than the token expires.
+//     token's owner and marks the ConnInfo TokenAuthenticated.
 
 import (
 	"errors"
@@ -60,12 +61,23 @@ type SASLConfig struct {
 	// DefaultSASLMaxReceiveBytes.
 	MaxReceiveBytes int32
 	// SessionLifetime is how long an authentication lasts (KIP-368,
-	// connections.max.reauth.ms); zero: it does not expire.
+	// connections.max.reauth.ms); zero: until its credential expires (a token),
+	// else forever.
 	SessionLifetime time.Duration
 	// OnAuthenticate, when set, is called after every authentication attempt that
 	// got as far as a mechanism (user is what the client claimed, possibly empty;
 	// err nil on success), for audit logs and metrics.
 	OnAuthenticate func(c *ConnInfo, mech sasl.Mechanism, user string, reauth bool, err error)
+
+	now func() time.Time // nil: time.Now; tests set it
+}
+
+// clock is the time session lifetimes are measured on.
+func (cfg *SASLConfig) clock() time.Time {
+	if cfg.now != nil {
+		return cfg.now()
+	}
+	return time.Now()
 }
 
 // saslVersions are registered with every Server.
@@ -109,7 +121,7 @@ func (c *conn) checkAuthenticated(r *Request) error {
 	if !a.authenticated {
 		return fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
-	if !a.expiry.IsZero() && time.Now().After(a.expiry) {
+	if !a.expiry.IsZero() && c.srv.SASL.clock().After(a.expiry) {
 		return fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
 	return nil
@@ -196,13 +208,18 @@ func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime t
 	a.authenticated, a.canReauth = true, canReauth
 	a.principal = principalOf(x)
 	a.expiry = time.Time{}
-	if lifetime = c.srv.SASL.SessionLifetime; lifetime > 0 {
-		now := time.Now()
-		// A credential that expires (an OAUTHBEARER token) ends the session
-		// no later than itself.
-		if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() {
-			lifetime = max(min(lifetime, e.SessionExpiry().Sub(now)), time.Millisecond)
+	now := c.srv.SASL.clock()
+	lifetime = c.srv.SASL.SessionLifetime
+	// A credential that expires (an OAUTHBEARER or delegation token) ends the
+	// session no later than itself, with or without a configured lifetime, as
+	// in Kafka. At least a millisecond: zero would tell the client "forever".
+	if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() {
+		left := e.SessionExpiry().Sub(now)
+		if lifetime <= 0 || left < lifetime {
+			lifetime = max(left, time.Millisecond)
 		}
+	}
+	if lifetime > 0 {
 		a.expiry = now.Add(lifetime)
 	}
 	principal := a.principal
