@@ -505,6 +505,12 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		return c.serveSASLToken(r)
 	}
 	if r.Key == apiVersionsKey {
+		if c.srv.SASL != nil && c.auth.authenticated {
+			// Once authenticated, ApiVersions is served as any request is.
+			if err := c.checkAuthenticated(r); err != nil {
+				return nil, err
+			}
+		}
 		self := c.srv.self
 		if c.srv.SASL != nil && !c.auth.authenticated {
 			self = nil // Kafka checks a SASL connection only once it authenticated

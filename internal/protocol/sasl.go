@@ -26,10 +26,18 @@ package protocol
 //   - A session lasts SASLConfig.SessionLifetime, and no longer than a
 //     credential that expires (an OAUTHBEARER or delegation token) also without
 //     one; v1+ answers carry what is left (SessionLifetimeMillis, 0: forever).
-//     A request other than a re-authentication arriving after the session
-//     expired closes the connection. A client that authenticated with
-//     SaslAuthenticate v1+ may re-authenticate (SaslHandshake and SaslAuthenticate
-//     again) at any time, as the same principal.
+//     A request other than a re-authentication's SaslHandshake arriving after
+//     the session expired closes the connection, ApiVersions included.
+//   - Re-authentication, as Kafka's KafkaChannel and SaslServerAuthenticator
+//     serve it: a client that authenticated with SaslAuthenticate v1+ sends
+//     SaslHandshake and SaslAuthenticate again, with the session's mechanism
+//     (another one is answered without error at the handshake and closes the
+//     connection unanswered at SaslAuthenticate), as the same principal (else
+//     SASL_AUTHENTICATION_FAILED). Until it completes, any other request
+//     closes the connection. A session that never expires cannot
+//     re-authenticate, nor one whose last re-authentication began less than
+//     a second ago: SaslHandshake answers ILLEGAL_SASL_STATE and the session
+//     goes on, as does a SaslAuthenticate without a SaslHandshake.
 //   - A SCRAM login with a delegation token (tokenauth=true) is served as the
 //     token's owner and marks the ConnInfo TokenAuthenticated.
 
@@ -86,13 +94,23 @@ var saslVersions = []VersionRange{{Key: saslHandshakeKey, Min: 0, Max: 1}, {Key:
 // authState is a connection's authentication, owned by its handler goroutine.
 // The reader only reads authenticated (an atomic on conn).
 type authState struct {
-	exchange      sasl.Exchange // between SaslHandshake and the last SaslAuthenticate
-	principal     string        // set once authenticated
-	expiry        time.Time     // zero: no expiry
-	canReauth     bool          // authenticated with SaslAuthenticate v1+
+	exchange      sasl.Exchange  // between SaslHandshake and the last SaslAuthenticate
+	mechanism     sasl.Mechanism // set once authenticated
+	principal     string         // set once authenticated
+	expiry        time.Time      // zero: no expiry
+	canReauth     bool           // authenticated with SaslAuthenticate v1+
 	authenticated bool
-	rawTokens     bool // SaslHandshake v0: the exchange's tokens come as raw frames
+	rawTokens     bool      // SaslHandshake v0: the exchange's tokens come as raw frames
+	reauthStarted time.Time // the last re-authentication's SaslHandshake
+	// refuse, set by a re-authentication's SaslHandshake naming another
+	// mechanism than the session's, fails the next SaslAuthenticate without an
+	// answer (Kafka's REAUTH_BAD_MECHANISM).
+	refuse error
 }
+
+// minReauthInterval is how soon after the last one a re-authentication may
+// begin (Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS).
+const minReauthInterval = time.Second
 
 // saslTokenKey marks a Request that is a raw SASL token read after SaslHandshake
 // v0 rather than a Kafka request; it never reaches the Handler or the hooks.
@@ -121,6 +139,9 @@ func (c *conn) checkAuthenticated(r *Request) error {
 	if !a.authenticated {
 		return fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
+	if a.exchange != nil {
+		return fmt.Errorf("%w: %s during re-authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	}
 	if !a.expiry.IsZero() && c.srv.SASL.clock().After(a.expiry) {
 		return fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
@@ -142,6 +163,16 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		for _, m := range cfg.Mechanisms {
 			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
 		}
+		now := cfg.clock()
+		if a.exchange == nil && a.authenticated && (a.expiry.IsZero() || now.Sub(a.reauthStarted) < minReauthInterval) {
+			// Kafka begins no re-authentication of a session that never
+			// expires, nor more than once a second; its API layer answers.
+			if err := c.checkAuthenticated(r); err != nil {
+				return nil, err
+			}
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			return resp, nil
+		}
 		if a.exchange != nil || a.authenticated && !a.canReauth {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, fmt.Errorf("%w: unexpected SaslHandshake", ErrAuthentication)
@@ -157,6 +188,13 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			return resp, fmt.Errorf("%w: %w", ErrAuthentication, err)
 		}
 		a.exchange = x
+		if a.authenticated {
+			a.reauthStarted = now
+			if mech != a.mechanism {
+				a.refuse = fmt.Errorf("%w: SASL mechanism %s requested by client is not supported for re-authentication of mechanism %s",
+					ErrAuthentication, mech, a.mechanism)
+			}
+		}
 		if r.Version == 0 {
 			// The reader reads the next frame only after this request was
 			// handled (authStep), so it sees the flag before that frame.
@@ -166,6 +204,22 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		return resp, nil
 	case *kmsg.SASLAuthenticateRequest:
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		if cfg != nil && a.exchange == nil && a.authenticated {
+			// Kafka's API layer answers it; the session goes on.
+			if err := c.checkAuthenticated(r); err != nil {
+				return nil, err
+			}
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			m := "SaslAuthenticate request received after successful authentication"
+			resp.ErrorMessage = &m
+			return resp, nil
+		}
+		if cfg != nil && a.refuse != nil {
+			x, err := a.exchange, a.refuse
+			a.exchange, a.refuse = nil, nil
+			c.reportAuth(x, true, err)
+			return nil, err
+		}
 		if cfg == nil || a.exchange == nil {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			m := "SaslAuthenticate without a preceding SaslHandshake"
@@ -206,6 +260,7 @@ func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime t
 	a.exchange = nil
 	a.rawTokens = false
 	a.authenticated, a.canReauth = true, canReauth
+	a.mechanism = x.Mechanism()
 	a.principal = principalOf(x)
 	a.expiry = time.Time{}
 	now := c.srv.SASL.clock()

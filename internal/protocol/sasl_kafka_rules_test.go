@@ -6,6 +6,9 @@ package protocol
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +111,128 @@ func TestSASLCredentialExpiryEndsSession(t *testing.T) {
 	clk.advance(91 * time.Second)
 	c.send(metadataRequest("late"), 12, corr+1)
 	c.expectClosed()
+}
+
+// expectClosedUnanswered checks the server closes the connection without
+// writing anything more.
+func (c *rawClient) expectClosedUnanswered() {
+	c.t.Helper()
+	rest, err := io.ReadAll(c.br)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.t.Fatalf("connection still open: %v", err)
+	}
+	if len(rest) > 0 {
+		c.t.Fatalf("answered with %d bytes before closing", len(rest))
+	}
+}
+
+// TestSASLReauthMustKeepMechanism: Kafka's REAUTH_BAD_MECHANISM. A
+// re-authentication's SaslHandshake naming another mechanism than the
+// session's is answered without error, and its SaslAuthenticate closes the
+// connection unanswered, also when it would authenticate the same principal.
+func TestSASLReauthMustKeepMechanism(t *testing.T) {
+	ts, log := startSASLServer(t, time.Hour)
+	c := dial(t, ts.addr)
+	_, corr := c.saslLogin(alicePlain, 1)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = string(sasl.ScramSHA256)
+	if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
+		t.Fatalf("re-authentication handshake: %s", kerr.ErrorForCode(hr.ErrorCode))
+	}
+	_, first, err := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism().Authenticate(context.Background(), "broker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes = first
+	c.send(auth, 1, corr+1)
+	c.expectClosedUnanswered()
+	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrAuthentication) {
+		t.Fatalf("closed with %v, want ErrAuthentication", err)
+	}
+	if log.count("SCRAM-SHA-256  reauth fail") != 1 {
+		t.Errorf("audit entries %v, want the failed re-authentication", log.entries)
+	}
+}
+
+// TestSASLReauthRefusals: where Kafka does not begin a re-authentication
+// (KafkaChannel.maybeBeginServerReauthentication) its API layer answers the
+// SASL request with ILLEGAL_SASL_STATE and the connection stays open: a session
+// that never expires cannot re-authenticate, nor one that began its last
+// re-authentication less than a second ago; a SaslAuthenticate without a
+// SaslHandshake after authentication is refused the same way.
+func TestSASLReauthRefusals(t *testing.T) {
+	refused := func(t *testing.T, c *rawClient, corr int32) {
+		t.Helper()
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("SaslHandshake: %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(hr.ErrorCode))
+		}
+		c.roundTrip(metadataRequest("still-served"), 12, corr+1)
+	}
+	t.Run("no session expiry", func(t *testing.T) {
+		ts, _ := startSASLServer(t, 0)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		refused(t, c, corr)
+	})
+	t.Run("more than once a second", func(t *testing.T) {
+		clk := newFakeClock()
+		ts, log := startSASLServer(t, time.Hour, withClock(clk))
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		_, corr = c.saslLogin(alicePlain, corr) // the first re-authentication may follow at once
+		refused(t, c, corr)
+		clk.advance(time.Second)
+		c.saslLogin(alicePlain, corr+2)
+		if n := log.count("PLAIN alice reauth ok"); n != 2 {
+			t.Errorf("%d re-authentications, want 2: %v", n, log.entries)
+		}
+	})
+	t.Run("SaslAuthenticate after authentication", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00alice\x00alice-secret")
+		ar := c.roundTrip(auth, 1, corr).(*kmsg.SASLAuthenticateResponse)
+		if ar.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("SaslAuthenticate: %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(ar.ErrorCode))
+		}
+		c.roundTrip(metadataRequest("still-served"), 12, corr+1)
+	})
+}
+
+// TestSASLNothingServedDuringReauthentication: once a re-authentication began,
+// the connection takes only its SaslAuthenticate requests (Kafka's
+// authenticator owns the channel until it completes), and once a session
+// expired, nothing but a re-authentication's SaslHandshake, not even
+// ApiVersions.
+func TestSASLNothingServedDuringReauthentication(t *testing.T) {
+	t.Run("during re-authentication", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
+			t.Fatalf("re-authentication handshake: %s", kerr.ErrorForCode(hr.ErrorCode))
+		}
+		c.send(metadataRequest("mid-reauth"), 12, corr+1)
+		c.expectClosedUnanswered()
+		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrAuthentication) {
+			t.Fatalf("closed with %v, want ErrAuthentication", err)
+		}
+	})
+	t.Run("ApiVersions after expiry", func(t *testing.T) {
+		clk := newFakeClock()
+		ts, _ := startSASLServer(t, time.Minute, withClock(clk))
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		clk.advance(2 * time.Minute)
+		c.send(kmsg.NewPtrApiVersionsRequest(), 3, corr)
+		c.expectClosedUnanswered()
+	})
 }
