@@ -372,19 +372,23 @@ func (c *conn) waitMuted() bool {
 
 // handshake completes a TLS handshake within the server's HandshakeTimeout and
 // records the principal of the client's certificate; one that no mapping rule
-// applies to fails authentication.
+// applies to fails authentication. With SASL on (SASL_SSL) the principal is
+// the SASL login's and the mapping rules do not apply, as in Kafka.
 func (c *conn) handshake(tc *tls.Conn) error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.srv.handshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("%w: %w", ErrTLSHandshake, err)
 	}
+	c.info.tls.Store(true)
+	if c.srv.SASL != nil {
+		return nil
+	}
 	principal, err := c.srv.Principals.Principal(tc.ConnectionState())
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
 	c.info.principal.Store(&principal)
-	c.info.tls.Store(true)
 	return nil
 }
 

@@ -14,11 +14,14 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	ksasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strata-stream/strata/internal/certs"
+	"github.com/strata-stream/strata/internal/certs/certstest"
 	"github.com/strata-stream/strata/internal/sasl"
 )
 
@@ -235,4 +238,60 @@ func TestSASLNothingServedDuringReauthentication(t *testing.T) {
 		c.send(kmsg.NewPtrApiVersionsRequest(), 3, corr)
 		c.expectClosedUnanswered()
 	})
+}
+
+// TestSASLSSLIgnoresPrincipalMappingRules: on a SASL_SSL listener the
+// principal is the SASL login's, and Kafka applies
+// ssl.principal.mapping.rules only on SSL listeners: a client certificate no
+// rule maps does not stop a SASL client.
+func TestSASLSSLIgnoresPrincipalMappingRules(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "cluster")
+	node := ca.Issue(t, "node", "broker-1")
+	srvCerts, err := certs.New(certs.Files{CertFile: node.CertFile, KeyFile: node.KeyFile, ClientCAFile: ca.File}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := certs.ParsePrincipalMappingRules("RULE:^CN=(alice),O=strata-test$/$1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := sasl.NewCredential(sasl.ScramSHA512, "alice-secret", sasl.MinIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn := sasl.NewAuthenticator(func(user string, m sasl.Mechanism) (sasl.Credential, bool) {
+		return cred, user == "alice" && m == sasl.ScramSHA512
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	principals := make(chan string, 10)
+	ts := serveOn(t, NewTLSListener(ln, srvCerts.ServerConfig()), HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		principals <- c.Principal()
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) {
+		s.Principals = rules
+		s.SASL = &SASLConfig{Mechanisms: []sasl.Mechanism{sasl.Plain}, Authenticator: authn}
+	})
+	bob := ca.Issue(t, "bob", "bob")
+	cliCerts, err := certs.New(certs.Files{CertFile: bob.CertFile, KeyFile: bob.KeyFile, CAFile: ca.File}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DialTLSConfig(cliCerts.DialConfig(ts.addr)),
+		kgo.SASL(alicePlain), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := cl.Request(ctx, metadataRequest("sasl-ssl")); err != nil {
+		t.Fatalf("a SASL client with a certificate no rule maps: %v", err)
+	}
+	if p := <-principals; p != "User:alice" {
+		t.Errorf("principal %q, want the SASL login's User:alice", p)
+	}
 }
