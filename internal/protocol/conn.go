@@ -509,18 +509,24 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		return c.serveSASLToken(r)
 	}
 	if r.Key == apiVersionsKey {
-		if c.srv.SASL != nil && c.auth.authenticated {
-			// Once authenticated, ApiVersions is served as any request is.
-			if err := c.checkAuthenticated(r); err != nil {
-				return nil, err
+		preAuth := c.srv.SASL != nil && !c.auth.authenticated
+		if c.srv.SASL != nil {
+			if refusal, err := c.checkApiVersions(r); refusal != nil || err != nil {
+				if refusal == nil {
+					return nil, err
+				}
+				return &outgoing{req: r, msg: refusal, started: started, handled: time.Now(), closeAfter: err}, nil
 			}
 		}
 		self := c.srv.self
-		if c.srv.SASL != nil && !c.auth.authenticated {
+		if preAuth {
 			self = nil // Kafka checks a SASL connection only once it authenticated
 		}
 		msg, version := c.srv.reg.answerApiVersions(c.info, r, self)
 		msg.SetVersion(version)
+		if preAuth && msg.ErrorCode == 0 {
+			c.auth.sawApiVersions = true
+		}
 		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil
 	}

@@ -6,8 +6,10 @@ package protocol
 //
 //   - With Server.SASL nil, both answer ILLEGAL_SASL_STATE, as on Kafka's
 //     PLAINTEXT and SSL listeners.
-//   - With SASL on, a connection may send only ApiVersions, SaslHandshake and
-//     SaslAuthenticate until it is authenticated; anything else closes it. Frames
+//   - With SASL on, a connection may send only ApiVersions (once, before
+//     SaslHandshake; during an exchange it is answered ILLEGAL_SASL_STATE),
+//     SaslHandshake and SaslAuthenticate until it is authenticated; anything
+//     else closes it. Frames
 //     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
 //     reader reads one such frame only after the previous one was handled.
 //   - SaslHandshake picks the mechanism: an unsupported one answers
@@ -100,8 +102,11 @@ type authState struct {
 	expiry        time.Time      // zero: no expiry
 	canReauth     bool           // authenticated with SaslAuthenticate v1+
 	authenticated bool
-	rawTokens     bool      // SaslHandshake v0: the exchange's tokens come as raw frames
-	reauthStarted time.Time // the last re-authentication's SaslHandshake
+	rawTokens     bool // SaslHandshake v0: the exchange's tokens come as raw frames
+	// sawApiVersions: an ApiVersions was answered without error before
+	// authentication; Kafka takes no second one.
+	sawApiVersions bool
+	reauthStarted  time.Time // the last re-authentication's SaslHandshake
 	// refuse, set by a re-authentication's SaslHandshake naming another
 	// mechanism than the session's, fails the next SaslAuthenticate without an
 	// answer (Kafka's REAUTH_BAD_MECHANISM).
@@ -146,6 +151,30 @@ func (c *conn) checkAuthenticated(r *Request) error {
 		return fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
 	return nil
+}
+
+// checkApiVersions applies SASL's rules to an ApiVersions request, as
+// SaslServerAuthenticator does: one during an exchange (authentication or
+// re-authentication) is answered ILLEGAL_SASL_STATE (refusal) and closes the
+// connection (err); before authentication, a second one answered without
+// error closes it unanswered; once authenticated, it is served as any request.
+func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
+	a := &c.auth
+	switch {
+	case a.exchange != nil:
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.SetVersion(0)
+		if apiVersionsSupported(r.Version) {
+			resp.SetVersion(r.Version)
+		}
+		return resp, fmt.Errorf("%w: ApiVersions during SASL authentication", ErrAuthentication)
+	case a.authenticated:
+		return nil, c.checkAuthenticated(r)
+	case a.sawApiVersions:
+		return nil, fmt.Errorf("%w: a second ApiVersions before authentication", ErrAuthentication)
+	}
+	return nil, nil
 }
 
 // serveSASL answers SaslHandshake and SaslAuthenticate. closeAfter asks the

@@ -295,3 +295,53 @@ func TestSASLSSLIgnoresPrincipalMappingRules(t *testing.T) {
 		t.Errorf("principal %q, want the SASL login's User:alice", p)
 	}
 }
+
+// TestSASLApiVersionsOnceBeforeHandshake: before authentication Kafka takes
+// one ApiVersions, before SaslHandshake (SaslServerAuthenticator's
+// HANDSHAKE_OR_VERSIONS_REQUEST state; one answered with an error does not
+// count, so a client may retry at another version). A second one closes the
+// connection unanswered, and one during the exchange is answered
+// ILLEGAL_SASL_STATE and closes it: an unauthenticated client cannot keep a
+// connection busy with ApiVersions.
+func TestSASLApiVersionsOnceBeforeHandshake(t *testing.T) {
+	ts, _ := startSASLServer(t, 0)
+	t.Run("twice", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.write(rawFrame(apiVersionsKey, 300, 1, []byte{0xFF, 0xFF}))
+		if resp := c.read(kmsg.NewPtrApiVersionsRequest(), 0, 1).(*kmsg.ApiVersionsResponse); resp.ErrorCode != kerr.UnsupportedVersion.Code {
+			t.Fatalf("ApiVersions v300: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if resp := c.roundTrip(apiVersionsV3(), 3, 2).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+			t.Fatalf("ApiVersions v3: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		c.send(apiVersionsV3(), 3, 3)
+		c.expectClosedUnanswered()
+		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrAuthentication) {
+			t.Fatalf("closed with %v, want ErrAuthentication", err)
+		}
+	})
+	t.Run("during the exchange", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = string(sasl.ScramSHA256)
+		if hr := c.roundTrip(hs, 1, 1).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
+			t.Fatalf("SaslHandshake: %v", kerr.ErrorForCode(hr.ErrorCode))
+		}
+		if resp := c.roundTrip(apiVersionsV3(), 3, 2).(*kmsg.ApiVersionsResponse); resp.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("ApiVersions mid-exchange: %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		c.expectClosedUnanswered()
+	})
+	t.Run("once, then a login", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.roundTrip(apiVersionsV3(), 3, 1)
+		_, corr := c.saslLogin(alicePlain, 2)
+		c.roundTrip(apiVersionsV3(), 3, corr) // once authenticated, at will
+		c.roundTrip(apiVersionsV3(), 3, corr+1)
+	})
+}
+
+// apiVersionsV3 is a valid ApiVersions request for v3.
+func apiVersionsV3() *kmsg.ApiVersionsRequest {
+	return &kmsg.ApiVersionsRequest{ClientSoftwareName: "strata-test", ClientSoftwareVersion: "0.1.0", NodeID: -1}
+}
