@@ -372,19 +372,23 @@ func (c *conn) waitMuted() bool {
 
 // handshake completes a TLS handshake within the server's HandshakeTimeout and
 // records the principal of the client's certificate; one that no mapping rule
-// applies to fails authentication.
+// applies to fails authentication. With SASL on (SASL_SSL) the principal is
+// the SASL login's and the mapping rules do not apply, as in Kafka.
 func (c *conn) handshake(tc *tls.Conn) error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.srv.handshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("%w: %w", ErrTLSHandshake, err)
 	}
+	c.info.tls.Store(true)
+	if c.srv.SASL != nil {
+		return nil
+	}
 	principal, err := c.srv.Principals.Principal(tc.ConnectionState())
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
 	c.info.principal.Store(&principal)
-	c.info.tls.Store(true)
 	return nil
 }
 
@@ -505,12 +509,24 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		return c.serveSASLToken(r)
 	}
 	if r.Key == apiVersionsKey {
+		preAuth := c.srv.SASL != nil && !c.auth.authenticated
+		if c.srv.SASL != nil {
+			if refusal, err := c.checkApiVersions(r); refusal != nil || err != nil {
+				if refusal == nil {
+					return nil, err
+				}
+				return &outgoing{req: r, msg: refusal, started: started, handled: time.Now(), closeAfter: err}, nil
+			}
+		}
 		self := c.srv.self
-		if c.srv.SASL != nil && !c.auth.authenticated {
+		if preAuth {
 			self = nil // Kafka checks a SASL connection only once it authenticated
 		}
 		msg, version := c.srv.reg.answerApiVersions(c.info, r, self)
 		msg.SetVersion(version)
+		if preAuth && msg.ErrorCode == 0 {
+			c.auth.sawApiVersions = true
+		}
 		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil
 	}

@@ -6,8 +6,10 @@ package protocol
 //
 //   - With Server.SASL nil, both answer ILLEGAL_SASL_STATE, as on Kafka's
 //     PLAINTEXT and SSL listeners.
-//   - With SASL on, a connection may send only ApiVersions, SaslHandshake and
-//     SaslAuthenticate until it is authenticated; anything else closes it. Frames
+//   - With SASL on, a connection may send only ApiVersions (once, before
+//     SaslHandshake; during an exchange it is answered ILLEGAL_SASL_STATE),
+//     SaslHandshake and SaslAuthenticate until it is authenticated; anything
+//     else closes it. Frames
 //     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
 //     reader reads one such frame only after the previous one was handled.
 //   - SaslHandshake picks the mechanism: an unsupported one answers
@@ -23,14 +25,23 @@ package protocol
 //   - SaslAuthenticate carries the mechanism's messages. A failure (wrong
 //     password and unknown user alike) answers SASL_AUTHENTICATION_FAILED with
 //     one generic message and closes the connection after the response.
-//   - v1+ answers carry SessionLifetimeMillis when SASLConfig.SessionLifetime is
-//     set; a request other than a re-authentication arriving after the session
-//     expired closes the connection. A client that authenticated with
-//     SaslAuthenticate v1+ may re-authenticate (SaslHandshake and SaslAuthenticate
-//     again) at any time, as the same principal.
+//   - A session lasts SASLConfig.SessionLifetime, and no longer than a
+//     credential that expires (an OAUTHBEARER or delegation token) also without
+//     one; v1+ answers carry what is left (SessionLifetimeMillis, 0: forever).
+//     A request other than a re-authentication's SaslHandshake arriving after
+//     the session expired closes the connection, ApiVersions included.
+//   - Re-authentication, as Kafka's KafkaChannel and SaslServerAuthenticator
+//     serve it: a client that authenticated with SaslAuthenticate v1+ sends
+//     SaslHandshake and SaslAuthenticate again, with the session's mechanism
+//     (another one is answered without error at the handshake and closes the
+//     connection unanswered at SaslAuthenticate), as the same principal (else
+//     SASL_AUTHENTICATION_FAILED). Until it completes, any other request
+//     closes the connection. A session that never expires cannot
+//     re-authenticate, nor one whose last re-authentication began less than
+//     a second ago: SaslHandshake answers ILLEGAL_SASL_STATE and the session
+//     goes on, as does a SaslAuthenticate without a SaslHandshake.
 //   - A SCRAM login with a delegation token (tokenauth=true) is served as the
-//     token's owner and marks the ConnInfo TokenAuthenticated; with a session
-//     lifetime, the session ends no later than the token expires.
+//     token's owner and marks the ConnInfo TokenAuthenticated.
 
 import (
 	"errors"
@@ -60,12 +71,23 @@ type SASLConfig struct {
 	// DefaultSASLMaxReceiveBytes.
 	MaxReceiveBytes int32
 	// SessionLifetime is how long an authentication lasts (KIP-368,
-	// connections.max.reauth.ms); zero: it does not expire.
+	// connections.max.reauth.ms); zero: until its credential expires (a token),
+	// else forever.
 	SessionLifetime time.Duration
 	// OnAuthenticate, when set, is called after every authentication attempt that
 	// got as far as a mechanism (user is what the client claimed, possibly empty;
 	// err nil on success), for audit logs and metrics.
 	OnAuthenticate func(c *ConnInfo, mech sasl.Mechanism, user string, reauth bool, err error)
+
+	now func() time.Time // nil: time.Now; tests set it
+}
+
+// clock is the time session lifetimes are measured on.
+func (cfg *SASLConfig) clock() time.Time {
+	if cfg.now != nil {
+		return cfg.now()
+	}
+	return time.Now()
 }
 
 // saslVersions are registered with every Server.
@@ -74,13 +96,26 @@ var saslVersions = []VersionRange{{Key: saslHandshakeKey, Min: 0, Max: 1}, {Key:
 // authState is a connection's authentication, owned by its handler goroutine.
 // The reader only reads authenticated (an atomic on conn).
 type authState struct {
-	exchange      sasl.Exchange // between SaslHandshake and the last SaslAuthenticate
-	principal     string        // set once authenticated
-	expiry        time.Time     // zero: no expiry
-	canReauth     bool          // authenticated with SaslAuthenticate v1+
+	exchange      sasl.Exchange  // between SaslHandshake and the last SaslAuthenticate
+	mechanism     sasl.Mechanism // set once authenticated
+	principal     string         // set once authenticated
+	expiry        time.Time      // zero: no expiry
+	canReauth     bool           // authenticated with SaslAuthenticate v1+
 	authenticated bool
 	rawTokens     bool // SaslHandshake v0: the exchange's tokens come as raw frames
+	// sawApiVersions: an ApiVersions was answered without error before
+	// authentication; Kafka takes no second one.
+	sawApiVersions bool
+	reauthStarted  time.Time // the last re-authentication's SaslHandshake
+	// refuse, set by a re-authentication's SaslHandshake naming another
+	// mechanism than the session's, fails the next SaslAuthenticate without an
+	// answer (Kafka's REAUTH_BAD_MECHANISM).
+	refuse error
 }
+
+// minReauthInterval is how soon after the last one a re-authentication may
+// begin (Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS).
+const minReauthInterval = time.Second
 
 // saslTokenKey marks a Request that is a raw SASL token read after SaslHandshake
 // v0 rather than a Kafka request; it never reaches the Handler or the hooks.
@@ -109,10 +144,37 @@ func (c *conn) checkAuthenticated(r *Request) error {
 	if !a.authenticated {
 		return fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
-	if !a.expiry.IsZero() && time.Now().After(a.expiry) {
+	if a.exchange != nil {
+		return fmt.Errorf("%w: %s during re-authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	}
+	if !a.expiry.IsZero() && c.srv.SASL.clock().After(a.expiry) {
 		return fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
 	return nil
+}
+
+// checkApiVersions applies SASL's rules to an ApiVersions request, as
+// SaslServerAuthenticator does: one during an exchange (authentication or
+// re-authentication) is answered ILLEGAL_SASL_STATE (refusal) and closes the
+// connection (err); before authentication, a second one answered without
+// error closes it unanswered; once authenticated, it is served as any request.
+func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
+	a := &c.auth
+	switch {
+	case a.exchange != nil:
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.SetVersion(0)
+		if apiVersionsSupported(r.Version) {
+			resp.SetVersion(r.Version)
+		}
+		return resp, fmt.Errorf("%w: ApiVersions during SASL authentication", ErrAuthentication)
+	case a.authenticated:
+		return nil, c.checkAuthenticated(r)
+	case a.sawApiVersions:
+		return nil, fmt.Errorf("%w: a second ApiVersions before authentication", ErrAuthentication)
+	}
+	return nil, nil
 }
 
 // serveSASL answers SaslHandshake and SaslAuthenticate. closeAfter asks the
@@ -130,6 +192,16 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		for _, m := range cfg.Mechanisms {
 			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
 		}
+		now := cfg.clock()
+		if a.exchange == nil && a.authenticated && (a.expiry.IsZero() || now.Sub(a.reauthStarted) < minReauthInterval) {
+			// Kafka begins no re-authentication of a session that never
+			// expires, nor more than once a second; its API layer answers.
+			if err := c.checkAuthenticated(r); err != nil {
+				return nil, err
+			}
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			return resp, nil
+		}
 		if a.exchange != nil || a.authenticated && !a.canReauth {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, fmt.Errorf("%w: unexpected SaslHandshake", ErrAuthentication)
@@ -145,6 +217,13 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			return resp, fmt.Errorf("%w: %w", ErrAuthentication, err)
 		}
 		a.exchange = x
+		if a.authenticated {
+			a.reauthStarted = now
+			if mech != a.mechanism {
+				a.refuse = fmt.Errorf("%w: SASL mechanism %s requested by client is not supported for re-authentication of mechanism %s",
+					ErrAuthentication, mech, a.mechanism)
+			}
+		}
 		if r.Version == 0 {
 			// The reader reads the next frame only after this request was
 			// handled (authStep), so it sees the flag before that frame.
@@ -154,6 +233,22 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		return resp, nil
 	case *kmsg.SASLAuthenticateRequest:
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		if cfg != nil && a.exchange == nil && a.authenticated {
+			// Kafka's API layer answers it; the session goes on.
+			if err := c.checkAuthenticated(r); err != nil {
+				return nil, err
+			}
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			m := "SaslAuthenticate request received after successful authentication"
+			resp.ErrorMessage = &m
+			return resp, nil
+		}
+		if cfg != nil && a.refuse != nil {
+			x, err := a.exchange, a.refuse
+			a.exchange, a.refuse = nil, nil
+			c.reportAuth(x, true, err)
+			return nil, err
+		}
 		if cfg == nil || a.exchange == nil {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			m := "SaslAuthenticate without a preceding SaslHandshake"
@@ -194,15 +289,21 @@ func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime t
 	a.exchange = nil
 	a.rawTokens = false
 	a.authenticated, a.canReauth = true, canReauth
+	a.mechanism = x.Mechanism()
 	a.principal = principalOf(x)
 	a.expiry = time.Time{}
-	if lifetime = c.srv.SASL.SessionLifetime; lifetime > 0 {
-		now := time.Now()
-		// A credential that expires (an OAUTHBEARER token) ends the session
-		// no later than itself.
-		if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() {
-			lifetime = max(min(lifetime, e.SessionExpiry().Sub(now)), time.Millisecond)
+	now := c.srv.SASL.clock()
+	lifetime = c.srv.SASL.SessionLifetime
+	// A credential that expires (an OAUTHBEARER or delegation token) ends the
+	// session no later than itself, with or without a configured lifetime, as
+	// in Kafka. At least a millisecond: zero would tell the client "forever".
+	if e, ok := x.(interface{ SessionExpiry() time.Time }); ok && !e.SessionExpiry().IsZero() {
+		left := e.SessionExpiry().Sub(now)
+		if lifetime <= 0 || left < lifetime {
+			lifetime = max(left, time.Millisecond)
 		}
+	}
+	if lifetime > 0 {
 		a.expiry = now.Add(lifetime)
 	}
 	principal := a.principal

@@ -73,9 +73,12 @@ var (
 // maxMessageBytes bounds one client message; real ones are a few hundred bytes.
 const maxMessageBytes = 8 << 10
 
-// DecoyIterations is the iteration count an unknown user is answered with:
-// Kafka's default for credentials made with kafka-configs.
-const DecoyIterations = 4096
+// DecoyIterations is the iteration count an unknown user is answered with,
+// and PLAIN derives an unknown user's key with: that of a credential made the
+// default way (--add-scram, strata user create), so that neither the answer
+// nor its time tells such a user from an unknown one. A credential made with
+// another count (kafka-configs defaults to 4096) stays distinguishable.
+const DecoyIterations = DefaultIterations
 
 // Lookup finds a user's credential for a SCRAM mechanism.
 type Lookup func(user string, mech Mechanism) (Credential, bool)

@@ -109,7 +109,11 @@ func TestScramAgainstFranzGo(t *testing.T) {
 }
 
 func TestScramUnknownUserLooksReal(t *testing.T) {
-	a := NewAuthenticator(newStore(t, map[string]string{"alice": "pw"}, ScramSHA256).lookup)
+	cred, err := NewCredential(ScramSHA256, "pw", DefaultIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAuthenticator(store{"alice/" + string(ScramSHA256): cred}.lookup)
 	first := func(user string) string {
 		x, _ := a.Start(ScramSHA256)
 		out, err := x.Step([]byte("n,,n=" + user + ",r=abcdefgh"))
@@ -328,5 +332,39 @@ func TestScramNoncePrefixed(t *testing.T) {
 				t.Fatalf("client-final: %v, want ErrAuthFailed", err)
 			}
 		})
+	}
+}
+
+// TestScramUnknownUserLooksLikeADefaultUser: a user made the default way
+// (--add-scram, strata user create: DefaultIterations) and an unknown user
+// get the same iteration count in server-first, and PLAIN derives a key with
+// as many iterations for both: neither the answer nor the time it takes tells
+// that the user does not exist.
+func TestScramUnknownUserLooksLikeADefaultUser(t *testing.T) {
+	spec, err := ParseScramSpec("SCRAM-SHA-256=[name=alice,password=pw]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := NewCredential(spec.Mechanism, spec.Password, spec.Iterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAuthenticator(func(user string, m Mechanism) (Credential, bool) {
+		return cred, user == spec.Name && m == spec.Mechanism
+	})
+	iterations := func(user string) string {
+		x, _ := a.Start(ScramSHA256)
+		out, err := x.Step([]byte("n,,n=" + user + ",r=abcdefgh"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(string(out), ",")
+		return parts[len(parts)-1]
+	}
+	if real, unknown := iterations("alice"), iterations("nobody"); real != unknown {
+		t.Fatalf("server-first says %s for a user made by default, %s for an unknown one", real, unknown)
+	}
+	if got := a.decoy("nobody", scramHash{mech: ScramSHA512}).Iterations; got != spec.Iterations {
+		t.Fatalf("PLAIN's decoy derives with %d iterations, a default user's with %d", got, spec.Iterations)
 	}
 }
