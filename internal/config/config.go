@@ -122,7 +122,8 @@ type Config struct {
 	// format --add-scram syntax: SCRAM-SHA-256=[name=admin,password=secret]).
 	AddScram []string
 	// SASLSessionLifetime is how long a SASL authentication lasts before the client
-	// must re-authenticate (KIP-368, connections.max.reauth.ms); 0: forever.
+	// must re-authenticate (KIP-368, connections.max.reauth.ms); 0: until its
+	// credential expires (a token), else forever.
 	SASLSessionLifetime time.Duration
 	// SASLPlainWithoutTLS allows PLAIN on a listener without TLS (passwords in the
 	// clear on the wire); off, PLAIN needs --tls-cert-file.
@@ -316,7 +317,7 @@ func (c *Config) options() []option {
 		{"ssl-principal-mapping-rules", "map client certificates' subject DNs to principals with Kafka's ssl.principal.mapping.rules, e.g. 'RULE:^CN=([^,]+),OU=apps,.*$/$1/L,DEFAULT' (empty: User:<subject CN>)", stringValue{&c.SSLPrincipalMappingRules}},
 		{"sasl-mechanisms", "SASL on the Kafka listener: comma-separated SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER (empty: off)", stringValue{&c.SASLMechanisms}},
 		{"add-scram", "create this SCRAM credential at start if absent, e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)", stringsValue{&c.AddScram}},
-		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: forever)", durationValue{&c.SASLSessionLifetime}},
+		{"sasl-session-lifetime", "how long a SASL authentication lasts before re-authentication (KIP-368; 0: until its credential expires, an OAUTHBEARER or delegation token, else forever)", durationValue{&c.SASLSessionLifetime}},
 		{"sasl-plain-without-tls", "allow SASL PLAIN without TLS (passwords travel in the clear)", boolValue{&c.SASLPlainWithoutTLS}},
 		{"inter-broker-sasl", "SCRAM credential the replica fetchers use with SASL on, e.g. 'SCRAM-SHA-512=[name=broker,password=...]' (created if absent)", stringValue{&c.InterBrokerSASL}},
 		{"delegation-token-secret-key", "key of delegation tokens' HMACs, the same on every node (delegation.token.secret.key; empty: tokens off; prefer the env var)", stringValue{&c.DelegationTokenSecretKey}},
