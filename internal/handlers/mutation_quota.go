@@ -12,9 +12,10 @@ package handlers
 //
 // The versions that know THROTTLING_QUOTA_EXCEEDED (CreateTopics v6+,
 // CreatePartitions v3+, DeleteTopics v5+) are strict: once the client's bucket is
-// empty, the remaining topics get that error and are not sent to the controller.
-// Older versions are permissive: every topic goes through. Either way the answer
-// carries throttle_time_ms and the connection is muted for that long. Requests
+// empty, the remaining topics get that error and are not sent to the controller,
+// and only then is the client throttled. Older versions are permissive: every
+// topic goes through, throttled once the bucket is empty. A throttle goes in
+// throttle_time_ms and mutes the connection for that long. Requests
 // with validate_only and requests forwarded over the controller link (counted by
 // the broker that took them from the client) are not counted.
 
