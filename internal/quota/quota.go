@@ -17,7 +17,8 @@
 // Request time (request_percentage, KIP-124) uses the same sensors: a request adds
 // the percent of one second it kept a request handler busy (RecordRequestTime),
 // so the rate is the percent of one thread in use and the throttle is worked out
-// as for bytes.
+// as for bytes, but at most one Window, as Kafka's ClientRequestQuotaManager
+// bounds it.
 //
 // Controller mutations (controller_mutation_rate) use a token bucket instead:
 // see mutations.go. Connection creation rates of client addresses
@@ -121,9 +122,10 @@ func RequestPercentage(busy time.Duration) float64 {
 
 // RecordRequestTime adds the time a request kept a request handler busy against
 // the request_percentage quota of user and clientID in img and returns how long
-// the client must be throttled (0 without a quota or within it).
+// the client must be throttled (0 without a quota or within it, at most one
+// Window: Kafka's quota.window.size.seconds bounds a request-quota throttle).
 func (m *Manager) RecordRequestTime(img *metadata.Image, user, clientID string, busy time.Duration) time.Duration {
-	return m.RecordValue(img, user, clientID, metadata.QuotaRequestPercentage, RequestPercentage(busy))
+	return min(m.RecordValue(img, user, clientID, metadata.QuotaRequestPercentage, RequestPercentage(busy)), Window)
 }
 
 // RecordValue adds v (in the key's unit) for user and clientID against key's

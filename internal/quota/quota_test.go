@@ -90,7 +90,8 @@ func TestThrottle(t *testing.T) {
 // TestRequestTime: request_percentage is the percent of one thread used per
 // second. 10% is 100 ms of handler time a second: 1 s in the 10 s window is
 // within it; another 1 s over the window makes the rate twice the quota, so the
-// throttle is about the window again.
+// throttle would be about the window again, but a request-quota throttle is at
+// most one Window.
 func TestRequestTime(t *testing.T) {
 	if got := RequestPercentage(250 * time.Millisecond); got != 25 {
 		t.Fatalf("RequestPercentage(250ms) = %v, want 25", got)
@@ -104,11 +105,28 @@ func TestRequestTime(t *testing.T) {
 		}
 		now = now.Add(time.Second)
 	}
-	d := m.RecordRequestTime(img, "alice", "c", time.Second)
-	if d < 8*time.Second || d > 12*time.Second {
-		t.Fatalf("throttle %v, want about 10s", d)
+	if d := m.RecordRequestTime(img, "alice", "c", 50*time.Millisecond); d <= 0 || d >= Window {
+		t.Fatalf("throttle %v, want within (0, %v)", d, Window)
+	}
+	if d := m.RecordRequestTime(img, "alice", "c", time.Second); d != Window {
+		t.Fatalf("throttle %v, want %v", d, Window)
 	}
 	if d := m.RecordRequestTime(img, "bob", "c", time.Hour); d != 0 {
 		t.Fatalf("bob, without a quota, throttled %v", d)
+	}
+}
+
+// TestRequestTimeThrottleAtMostOneWindow: Kafka's ClientRequestQuotaManager
+// bounds a request-quota throttle by one quota window (quota.window.size.seconds,
+// 1 s), however far over its request_percentage the client is; the byte rates
+// have no such bound. Strata used to allow up to 30 s.
+func TestRequestTimeThrottleAtMostOneWindow(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New(func() time.Time { return now })
+	img := quotaImage(t, &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")}, Key: metadata.QuotaRequestPercentage, Value: 1})
+	// 5 s of handler time against 1% of a thread over a 10 s window: 50 times
+	// over, a throttle of 490 s uncapped.
+	if d := m.RecordRequestTime(img, "alice", "c", 5*time.Second); d != Window {
+		t.Fatalf("throttle %v, want one window (%v)", d, Window)
 	}
 }
