@@ -10,6 +10,11 @@ package handlers
 //	CreatePartitions  the partitions added (new count - current count)
 //	DeleteTopics      the topic's partitions
 //
+// A topic the controller refuses before counting, as Kafka's does (one that
+// exists for CreateTopics, an unknown one, a partition count or replication
+// factor out of range, a partition count that does not grow), is not counted and
+// gets its own error.
+//
 // The versions that know THROTTLING_QUOTA_EXCEEDED (CreateTopics v6+,
 // CreatePartitions v3+, DeleteTopics v5+) are strict: once the client's bucket is
 // empty, the remaining topics get that error and are not sent to the controller,
@@ -69,12 +74,9 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		}
 		var refused []string
 		req.Topics = keep(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool {
-			n := int(t.NumPartitions)
-			switch {
-			case len(t.ReplicaAssignment) > 0:
-				n = len(t.ReplicaAssignment)
-			case n < 0:
-				n = int(h.cfg.DefaultPartitions)
+			n := createdPartitions(img, t, h.cfg.DefaultPartitions)
+			if n == 0 {
+				return true // refused by the controller before counting
 			}
 			ok := admit(n, req.Version >= 6)
 			if !ok {
@@ -97,7 +99,11 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		}
 		var refused []string
 		req.Topics = keep(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool {
-			ok := admit(max(int(t.Count)-partitionsOf(t.Topic), 0), req.Version >= 3)
+			added := int(t.Count) - partitionsOf(t.Topic)
+			if img.Topic(t.Topic) == nil || added <= 0 {
+				return true // refused by the controller before counting
+			}
+			ok := admit(added, req.Version >= 3)
 			if !ok {
 				refused = append(refused, t.Topic)
 			}
@@ -122,6 +128,9 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			refused = append(refused, t)
 		}
 		req.TopicNames = keep(req.TopicNames, func(name string) bool {
+			if img.Topic(name) == nil {
+				return true // unknown: refused by the controller before counting
+			}
 			ok := admit(partitionsOf(name), strict)
 			if !ok {
 				refuse(name, [16]byte{})
@@ -130,6 +139,9 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		})
 		req.Topics = keep(req.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
 			name := deletedTopicName(img, t)
+			if img.Topic(name) == nil {
+				return true // unknown: refused by the controller before counting
+			}
 			ok := admit(partitionsOf(name), strict)
 			if !ok {
 				refuse(name, t.TopicID)
@@ -158,6 +170,25 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		resp.Throttle = max(resp.Throttle, throttle)
 		return resp
 	}
+}
+
+// createdPartitions is the number of partitions t creates, or 0 when the
+// controller refuses it before counting them (as Kafka's ReplicationControlManager
+// checks a topic before applyPartitionChangeQuota): the topic exists, or its
+// partition count or replication factor is not valid.
+func createdPartitions(img *metadata.Image, t kmsg.CreateTopicsRequestTopic, defaultPartitions int32) int {
+	invalid := func(n int32) bool { return n == 0 || n < -1 }
+	switch {
+	case img.Topic(t.Topic) != nil:
+		return 0
+	case len(t.ReplicaAssignment) > 0:
+		return len(t.ReplicaAssignment)
+	case invalid(t.NumPartitions) || invalid(int32(t.ReplicationFactor)):
+		return 0
+	case t.NumPartitions == -1:
+		return int(defaultPartitions)
+	}
+	return int(t.NumPartitions)
 }
 
 // deletedTopicName is the name of a DeleteTopics v6+ topic, given by name or by
