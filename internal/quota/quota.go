@@ -166,36 +166,53 @@ func sensorOf(e metadata.QuotaEntity, user, clientID, key string) sensorKey {
 	return sk
 }
 
-// rate sums values over the last Samples windows.
+// rate sums values over the last Samples windows, as Kafka's SampledStat and
+// Rate (3.8 and later) do: Samples+1 samples, one Window each, the extra one
+// for a sample that started before the measured span but overlaps it.
 type rate struct {
-	starts [Samples]time.Time
-	sums   [Samples]float64
-	cur    int
+	samples [Samples + 1]sample
+	cur     int
+}
+
+type sample struct {
+	start, last time.Time // zero start: never used
+	sum         float64
 }
 
 func (r *rate) add(now time.Time, v float64) {
-	if r.starts[r.cur].IsZero() || now.Sub(r.starts[r.cur]) >= Window {
-		r.cur = (r.cur + 1) % Samples
-		r.starts[r.cur], r.sums[r.cur] = now, 0
+	if s := &r.samples[r.cur]; s.start.IsZero() || now.Sub(s.start) >= Window {
+		r.cur = (r.cur + 1) % len(r.samples)
+		r.samples[r.cur] = sample{start: now}
 	}
-	r.sums[r.cur] += v
+	s := &r.samples[r.cur]
+	s.sum += v
+	s.last = now
 }
 
-// measure returns the rate per second over the samples still within
-// Samples x Window, and the window it was measured over (at least
-// (Samples-1) x Window, as Kafka does, so a burst is not judged on a sliver).
+// measure returns the rate per second and the span it was measured over. A
+// sample whose last value is Samples x Window old is emptied. The span is the
+// time since the oldest sample started, topped up with whole Windows to at least
+// Samples-1 of them (so a burst is not judged on a sliver), at least 1 ms.
 func (r *rate) measure(now time.Time) (float64, time.Duration) {
 	total := 0.0
 	oldest := now
-	for i, s := range r.starts {
-		if s.IsZero() || now.Sub(s) >= Samples*Window {
+	for i := range r.samples {
+		s := &r.samples[i]
+		if s.start.IsZero() {
 			continue
 		}
-		total += r.sums[i]
-		if s.Before(oldest) {
-			oldest = s
+		if now.Sub(s.last) >= Samples*Window {
+			*s = sample{start: now, last: now}
+		}
+		total += s.sum
+		if s.start.Before(oldest) {
+			oldest = s.start
 		}
 	}
-	window := max(now.Sub(oldest), (Samples-1)*Window)
+	window := now.Sub(oldest)
+	if full := int(window / Window); full < Samples-1 {
+		window += time.Duration(Samples-1-full) * Window
+	}
+	window = max(window, time.Millisecond)
 	return total / window.Seconds(), window
 }

@@ -130,3 +130,45 @@ func TestRequestTimeThrottleAtMostOneWindow(t *testing.T) {
 		t.Fatalf("throttle %v, want one window (%v)", d, Window)
 	}
 }
+
+// TestThrottleWindowAsKafka: the throttle is (rate - quota) / quota x the window
+// the rate was measured over, and that window is Kafka's (Rate.windowSize and
+// SampledStat since Kafka 3.8): the time since the oldest sample started,
+// topped up with whole windows to at least Samples-1 of them (so 2.5 s of
+// samples is measured over 10.5 s, not 10 s), a sample kept while its last value
+// is within Samples x Window even when it started before (so 11.5 s after a
+// sample that started at 0 and was last added to at 0.9 s, it still counts).
+// Strata measured over at least 10 s and dropped a sample 11 s after its start.
+func TestThrottleWindowAsKafka(t *testing.T) {
+	type rec struct {
+		at    time.Duration
+		bytes int
+	}
+	for _, tt := range []struct {
+		name string
+		recs []rec
+		want time.Duration // the last record's throttle
+	}{
+		// 15000 B over 10.5 s against 1000 B/s: 15 s - 10.5 s.
+		{"topped up to whole windows", []rec{{0, 5000}, {2500 * time.Millisecond, 10000}}, 4500 * time.Millisecond},
+		// 14000 B over 11.5 s.
+		{"a sample overlapping the window counts", []rec{{0, 1000}, {900 * time.Millisecond, 1000}, {11500 * time.Millisecond, 12000}}, 2500 * time.Millisecond},
+		// The first sample's last value is 11 s old: dropped, 12000 B over 10 s.
+		{"a sample whose last value left the window", []rec{{0, 1000}, {500 * time.Millisecond, 1000}, {11500 * time.Millisecond, 12000}}, 2 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t0 := time.Unix(1000, 0)
+			now := t0
+			m := New(func() time.Time { return now })
+			img := quotaImage(t, &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: def}, Key: metadata.QuotaProducerByteRate, Value: 1000})
+			var d time.Duration
+			for _, r := range tt.recs {
+				now = t0.Add(r.at)
+				d = m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, r.bytes)
+			}
+			if d.Round(time.Millisecond) != tt.want {
+				t.Fatalf("throttle %v, want %v", d, tt.want)
+			}
+		})
+	}
+}
