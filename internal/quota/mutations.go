@@ -60,7 +60,7 @@ func (m *Manager) Mutations(img *metadata.Image, user, clientID string, n int, s
 		b.tokens -= float64(n)
 	}
 	if b.tokens < 0 {
-		throttle = min(time.Duration(-b.tokens/quota*float64(time.Second)), MaxThrottle)
+		throttle = throttleOf(-b.tokens / quota)
 	}
 	return !strict, throttle
 }

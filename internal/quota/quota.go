@@ -11,8 +11,9 @@
 //     client id the entity names (a default quota gives each user its own), over
 //     Samples windows of Window each.
 //  3. Above the quota, the throttle is (rate - quota) / quota x the measured
-//     window, at most MaxThrottle: the broker answers at once with the throttle
-//     time and stops reading from the connection for that long.
+//     window, with no bound but MaxThrottle, as in Kafka: the broker answers
+//     at once with the throttle time and stops reading from the connection for
+//     that long.
 //
 // Request time (request_percentage, KIP-124) uses the same sensors: a request adds
 // the percent of one second it kept a request handler busy (RecordRequestTime),
@@ -26,6 +27,7 @@
 package quota
 
 import (
+	"math"
 	"net/netip"
 	"strings"
 	"sync"
@@ -36,10 +38,21 @@ import (
 
 // Kafka's defaults (quota.window.num, quota.window.size.seconds).
 const (
-	Samples     = 11
-	Window      = time.Second
-	MaxThrottle = 30 * time.Second
+	Samples = 11
+	Window  = time.Second
 )
+
+// MaxThrottle is the longest throttle: what throttle_time_ms, an int32 of
+// milliseconds, can say (about 24.8 days).
+const MaxThrottle = math.MaxInt32 * time.Millisecond
+
+// throttleOf converts a throttle in seconds to a Duration of at most MaxThrottle.
+func throttleOf(seconds float64) time.Duration {
+	if seconds >= MaxThrottle.Seconds() {
+		return MaxThrottle
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
 
 // Manager tracks the sensors; safe for concurrent use.
 type Manager struct {
@@ -149,8 +162,7 @@ func (m *Manager) RecordValue(img *metadata.Image, user, clientID, key string, v
 	if perSecond <= quota {
 		return 0
 	}
-	throttle := time.Duration((perSecond - quota) / quota * float64(window))
-	return min(throttle, MaxThrottle)
+	return throttleOf((perSecond - quota) / quota * window.Seconds())
 }
 
 // sensorOf is the sensor of the quota configured on e, for user and clientID:

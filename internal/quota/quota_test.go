@@ -172,3 +172,27 @@ func TestThrottleWindowAsKafka(t *testing.T) {
 		})
 	}
 }
+
+// TestByteRateThrottleUnbounded: Kafka bounds only request-quota and
+// connection throttles by a window; a byte-rate or controller-mutation throttle is
+// whatever the rate or the bucket needs (ClientQuotaManager.throttleTime,
+// ControllerMutationQuotaManager.throttleTimeMs). Strata capped both at 30 s.
+func TestByteRateThrottleUnbounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New(func() time.Time { return now })
+	img := quotaImage(t,
+		&metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")}, Key: metadata.QuotaProducerByteRate, Value: 1000},
+		&metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")}, Key: metadata.QuotaControllerMutationRate, Value: 1})
+	// 400 kB against 1000 B/s over the 10 s window: 40 times over, 390 s.
+	if d := m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, 400_000); d != 390*time.Second {
+		t.Fatalf("byte-rate throttle %v, want 390s", d)
+	}
+	// Never more than throttle_time_ms can say.
+	if d := m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, 1<<62); d != MaxThrottle {
+		t.Fatalf("throttle of an absurd burst %v, want %v", d, MaxThrottle)
+	}
+	// 100 partitions from a bucket of 11 at 1 a second: 89 s to refill.
+	if _, d := m.Mutations(img, "alice", "c", 100, false); d != 89*time.Second {
+		t.Fatalf("mutation throttle %v, want 89s", d)
+	}
+}
