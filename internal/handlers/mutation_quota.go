@@ -12,8 +12,8 @@ package handlers
 //
 // A topic the controller refuses before counting, as Kafka's does (one that
 // exists for CreateTopics, an unknown one, a partition count or replication
-// factor out of range, a partition count that does not grow), is not counted and
-// gets its own error.
+// factor out of range, a partition count that does not grow, a name given
+// twice), is not counted and gets its own error.
 //
 // The versions that know THROTTLING_QUOTA_EXCEEDED (CreateTopics v6+,
 // CreatePartitions v3+, DeleteTopics v5+) are strict: once the client's bucket is
@@ -26,6 +26,7 @@ package handlers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -73,9 +74,10 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			return nil
 		}
 		var refused []string
+		twice := givenTwice(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 		req.Topics = keep(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool {
 			n := createdPartitions(img, t, h.cfg.DefaultPartitions)
-			if n == 0 {
+			if n == 0 || twice[t.Topic] {
 				return true // refused by the controller before counting
 			}
 			ok := admit(n, req.Version >= 6)
@@ -98,9 +100,10 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			return nil
 		}
 		var refused []string
+		twice := givenTwice(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 		req.Topics = keep(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool {
 			added := int(t.Count) - partitionsOf(t.Topic)
-			if img.Topic(t.Topic) == nil || added <= 0 {
+			if img.Topic(t.Topic) == nil || added <= 0 || twice[t.Topic] {
 				return true // refused by the controller before counting
 			}
 			ok := admit(added, req.Version >= 3)
@@ -127,9 +130,14 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			t.Topic, t.TopicID, t.ErrorCode, t.ErrorMessage = &n, id, code, &m
 			refused = append(refused, t)
 		}
+		names := append(slices.Clone(req.TopicNames), make([]string, len(req.Topics))...)
+		for i, t := range req.Topics {
+			names[len(req.TopicNames)+i] = deletedTopicName(img, t)
+		}
+		twice := givenTwice(len(names), func(i int) string { return names[i] })
 		req.TopicNames = keep(req.TopicNames, func(name string) bool {
-			if img.Topic(name) == nil {
-				return true // unknown: refused by the controller before counting
+			if img.Topic(name) == nil || twice[name] {
+				return true // refused by the controller before counting
 			}
 			ok := admit(partitionsOf(name), strict)
 			if !ok {
@@ -139,8 +147,8 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		})
 		req.Topics = keep(req.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
 			name := deletedTopicName(img, t)
-			if img.Topic(name) == nil {
-				return true // unknown: refused by the controller before counting
+			if img.Topic(name) == nil || twice[name] {
+				return true // refused by the controller before counting
 			}
 			ok := admit(partitionsOf(name), strict)
 			if !ok {
@@ -189,6 +197,17 @@ func createdPartitions(img *metadata.Image, t kmsg.CreateTopicsRequestTopic, def
 		return int(defaultPartitions)
 	}
 	return int(t.NumPartitions)
+}
+
+// givenTwice returns the names among n that occur more than once: the
+// controller refuses each of them as a whole (INVALID_REQUEST) before counting.
+func givenTwice(n int, name func(int) string) map[string]bool {
+	seen, twice := map[string]bool{}, map[string]bool{}
+	for i := range n {
+		twice[name(i)] = seen[name(i)]
+		seen[name(i)] = true
+	}
+	return twice
 }
 
 // deletedTopicName is the name of a DeleteTopics v6+ topic, given by name or by

@@ -48,7 +48,8 @@ func createTopicsV7(t *testing.T, h *Handlers, topics map[string]int32, order ..
 // topic's partitions against controller_mutation_rate only once the topic has
 // passed its own checks (ReplicationControlManager: an existing topic, an
 // unknown one, a partition count that does not grow are refused before
-// applyPartitionChangeQuota), so such a topic neither spends the client's
+// applyPartitionChangeQuota, a name given twice before the controller), so such
+// a topic neither spends the client's
 // tokens nor gets THROTTLING_QUOTA_EXCEEDED in place of its own error. Strata
 // used to count them, and to refuse them with the quota's error while the
 // bucket was empty.
@@ -59,6 +60,24 @@ func TestMutationQuotaSkipsTopicsRefusedFirst(t *testing.T) {
 		// so b is still admitted.
 		wantCodes(t, "CreateTopics", createTopicsV7(t, h, map[string]int32{"t": 11, "a": 11}, "t", "a"),
 			"t", kerr.TopicAlreadyExists, "a", nil)
+		wantCodes(t, "CreateTopics", createTopicsV7(t, h, map[string]int32{"b": 1}, "b"), "b", nil)
+	})
+	t.Run("a name twice", func(t *testing.T) {
+		h := newMutationQuotaHandlers(t)
+		// Both d entries are refused as a whole: only a's 11 partitions count.
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(7)
+		req.TimeoutMillis = 10000
+		for _, name := range []string{"d", "d", "a"} {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 11, 1
+			req.Topics = append(req.Topics, rt)
+		}
+		var got []nameCode
+		for _, rt := range serve(t, h, req).(*kmsg.CreateTopicsResponse).Topics {
+			got = append(got, nameCode{rt.Topic, rt.ErrorCode})
+		}
+		wantCodes(t, "CreateTopics", got, "d", kerr.InvalidRequest, "d", kerr.InvalidRequest, "a", nil)
 		wantCodes(t, "CreateTopics", createTopicsV7(t, h, map[string]int32{"b": 1}, "b"), "b", nil)
 	})
 	t.Run("their own errors while throttled", func(t *testing.T) {
