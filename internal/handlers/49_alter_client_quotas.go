@@ -10,8 +10,8 @@ package handlers
 // nothing per entry: INVALID_REQUEST for an unknown entity type or key, an ip
 // beside a user or client id, a name that is not an IP address, a key the
 // entity does not take, or a value that is not positive (or, for
-// connection_creation_rate, not a whole number). As in Kafka, only the key of
-// a value set is checked: removing a key that is not set is a no-op.
+// connection_creation_rate, not a whole number). As Kafka checks only the keys
+// it sets, removing a key that is not set (whatever the key) succeeds.
 
 import (
 	"context"

@@ -675,3 +675,35 @@ func TestAlterPartitionNewLeaderElected(t *testing.T) {
 		})
 	}
 }
+
+// TestAlterClientQuotasRemoveUnsetKey: Kafka's controller validates the keys it
+// sets, not the ones it removes (ClientQuotaControlManager: a removal of a key
+// the entity has not set writes nothing and succeeds), so removing an unknown
+// key, or one the entity does not take, is not an error, and the entry's other
+// changes apply. Strata refused such an entry with INVALID_REQUEST.
+func TestAlterClientQuotasRemoveUnsetKey(t *testing.T) {
+	h := newAdminHandlers(t)
+	entry := func(typ, name string, ops ...kmsg.AlterClientQuotasRequestEntryOp) kmsg.AlterClientQuotasRequestEntry {
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: typ, Name: kmsg.StringPtr(name)}}
+		e.Ops = ops
+		return e
+	}
+	remove := func(key string) kmsg.AlterClientQuotasRequestEntryOp {
+		return kmsg.AlterClientQuotasRequestEntryOp{Key: key, Remove: true}
+	}
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{
+		entry("user", "a", remove("fetch_byte_rate")),
+		entry("ip", "10.0.0.1", remove("producer_byte_rate")),
+		entry("user", "b", kmsg.AlterClientQuotasRequestEntryOp{Key: "producer_byte_rate", Value: 1024}, remove("no_such_key")),
+	}
+	var got []nameCode
+	for _, e := range serve(t, h, req).(*kmsg.AlterClientQuotasResponse).Entries {
+		got = append(got, nameCode{nullable(e.Entity[0].Name), e.ErrorCode})
+	}
+	wantCodes(t, "AlterClientQuotas", got, "a", nil, "10.0.0.1", nil, "b", nil)
+	if v, ok := h.cluster.Image().Quota(metadata.QuotaEntity{User: metadata.QuotaName{Set: true, Name: "b"}}, metadata.QuotaProducerByteRate); !ok || v != 1024 {
+		t.Errorf("user b's producer_byte_rate: %v %v, want 1024", v, ok)
+	}
+}

@@ -10,16 +10,23 @@ package handlers
 //	CreatePartitions  the partitions added (new count - current count)
 //	DeleteTopics      the topic's partitions
 //
+// A topic the controller refuses before counting, as Kafka's does (one that
+// exists for CreateTopics, an unknown one, a partition count or replication
+// factor out of range, a partition count that does not grow, a name given
+// twice), is not counted and gets its own error.
+//
 // The versions that know THROTTLING_QUOTA_EXCEEDED (CreateTopics v6+,
 // CreatePartitions v3+, DeleteTopics v5+) are strict: once the client's bucket is
-// empty, the remaining topics get that error and are not sent to the controller.
-// Older versions are permissive: every topic goes through. Either way the answer
-// carries throttle_time_ms and the connection is muted for that long. Requests
+// empty, the remaining topics get that error and are not sent to the controller,
+// and only then is the client throttled. Older versions are permissive: every
+// topic goes through, throttled once the bucket is empty. A throttle goes in
+// throttle_time_ms and mutes the connection for that long. Requests
 // with validate_only and requests forwarded over the controller link (counted by
 // the broker that took them from the client) are not counted.
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,13 +74,11 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			return nil
 		}
 		var refused []string
+		twice := givenTwice(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 		req.Topics = keep(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool {
-			n := int(t.NumPartitions)
-			switch {
-			case len(t.ReplicaAssignment) > 0:
-				n = len(t.ReplicaAssignment)
-			case n < 0:
-				n = int(h.cfg.DefaultPartitions)
+			n := createdPartitions(img, t, h.cfg.DefaultPartitions)
+			if n == 0 || twice[t.Topic] {
+				return true // refused by the controller before counting
 			}
 			ok := admit(n, req.Version >= 6)
 			if !ok {
@@ -95,8 +100,13 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			return nil
 		}
 		var refused []string
+		twice := givenTwice(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 		req.Topics = keep(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool {
-			ok := admit(max(int(t.Count)-partitionsOf(t.Topic), 0), req.Version >= 3)
+			added := int(t.Count) - partitionsOf(t.Topic)
+			if img.Topic(t.Topic) == nil || added <= 0 || twice[t.Topic] {
+				return true // refused by the controller before counting
+			}
+			ok := admit(added, req.Version >= 3)
 			if !ok {
 				refused = append(refused, t.Topic)
 			}
@@ -120,7 +130,15 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 			t.Topic, t.TopicID, t.ErrorCode, t.ErrorMessage = &n, id, code, &m
 			refused = append(refused, t)
 		}
+		names := append(slices.Clone(req.TopicNames), make([]string, len(req.Topics))...)
+		for i, t := range req.Topics {
+			names[len(req.TopicNames)+i] = deletedTopicName(img, t)
+		}
+		twice := givenTwice(len(names), func(i int) string { return names[i] })
 		req.TopicNames = keep(req.TopicNames, func(name string) bool {
+			if img.Topic(name) == nil || twice[name] {
+				return true // refused by the controller before counting
+			}
 			ok := admit(partitionsOf(name), strict)
 			if !ok {
 				refuse(name, [16]byte{})
@@ -129,6 +147,9 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		})
 		req.Topics = keep(req.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
 			name := deletedTopicName(img, t)
+			if img.Topic(name) == nil || twice[name] {
+				return true // refused by the controller before counting
+			}
 			ok := admit(partitionsOf(name), strict)
 			if !ok {
 				refuse(name, t.TopicID)
@@ -157,6 +178,36 @@ func (h *Handlers) limitMutations(ctx context.Context, c *protocol.ConnInfo, r *
 		resp.Throttle = max(resp.Throttle, throttle)
 		return resp
 	}
+}
+
+// createdPartitions is the number of partitions t creates, or 0 when the
+// controller refuses it before counting them (as Kafka's ReplicationControlManager
+// checks a topic before applyPartitionChangeQuota): the topic exists, or its
+// partition count or replication factor is not valid.
+func createdPartitions(img *metadata.Image, t kmsg.CreateTopicsRequestTopic, defaultPartitions int32) int {
+	invalid := func(n int32) bool { return n == 0 || n < -1 }
+	switch {
+	case img.Topic(t.Topic) != nil:
+		return 0
+	case len(t.ReplicaAssignment) > 0:
+		return len(t.ReplicaAssignment)
+	case invalid(t.NumPartitions) || invalid(int32(t.ReplicationFactor)):
+		return 0
+	case t.NumPartitions == -1:
+		return int(defaultPartitions)
+	}
+	return int(t.NumPartitions)
+}
+
+// givenTwice returns the names among n that occur more than once: the
+// controller refuses each of them as a whole (INVALID_REQUEST) before counting.
+func givenTwice(n int, name func(int) string) map[string]bool {
+	seen, twice := map[string]bool{}, map[string]bool{}
+	for i := range n {
+		twice[name(i)] = seen[name(i)]
+		seen[name(i)] = true
+	}
+	return twice
 }
 
 // deletedTopicName is the name of a DeleteTopics v6+ topic, given by name or by

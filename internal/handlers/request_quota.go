@@ -24,7 +24,8 @@ package handlers
 // What a handler hands off as Response.Wait (acks=all, joins, syncs, offset
 // commits, share fetches) runs off the handler goroutine and is not charged.
 // Inter-node requests (the controller link) and follower fetches are exempt, as
-// Kafka exempts cluster actions and replication. The charge is taken when the
+// Kafka exempts cluster actions and replication, and so are acks=0 produces,
+// which Kafka does not charge (only a byte-rate throttle mutes them). The charge is taken when the
 // answer is made: a Fetch, whose answer is encoded in the handler, charges itself
 // (chargeRequest) before encoding; every other request is charged when its
 // handler returns.
@@ -73,8 +74,15 @@ func (h *Handlers) meterRequest(ctx context.Context, c *protocol.ConnInfo, r *pr
 	if h.cfg.Quotas == nil || c == nil || ctx.Value(onLinkKey{}) != nil {
 		return ctx, nil
 	}
-	if f, ok := r.Msg.(*kmsg.FetchRequest); ok && fetchReplicaID(f) >= 0 {
-		return ctx, nil
+	switch m := r.Msg.(type) {
+	case *kmsg.FetchRequest:
+		if fetchReplicaID(m) >= 0 {
+			return ctx, nil
+		}
+	case *kmsg.ProduceRequest:
+		if m.Acks == 0 { // Kafka does not enforce the request quota on acks=0
+			return ctx, nil
+		}
 	}
 	user, clientID := quota.UserOf(c.Principal()), c.ClientID()
 	if _, _, ok := quota.Resolve(h.cluster.Image(), user, clientID, metadata.QuotaRequestPercentage); !ok {

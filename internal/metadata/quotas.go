@@ -114,12 +114,16 @@ func (r *IPQuotaRecord) readBody(rd *reader) {
 
 // ValidateQuota checks an entity and a key's value as Kafka's controller does:
 // a user and/or a client id, or an IP address alone (each part named or the
-// default, a default with no name); a key the entity takes (IP entities take
-// connection_creation_rate only, which the others do not take); a positive
+// default, a default with no name); unless the key is removed (Kafka checks
+// only the keys it sets), a key the entity takes (IP entities take
+// connection_creation_rate only, which the others do not take) and a positive
 // value, a whole number within int32 for connection_creation_rate.
 func ValidateQuota(e QuotaEntity, key string, value float64, remove bool) error {
 	if err := ValidateQuotaEntity(e); err != nil {
 		return err
+	}
+	if remove {
+		return nil
 	}
 	switch {
 	case e.IP.Set && key != QuotaConnectionCreationRate:
@@ -129,9 +133,6 @@ func ValidateQuota(e QuotaEntity, key string, value float64, remove bool) error 
 	default:
 		return fmt.Errorf("%w: invalid configuration key %s (supported: %s, %s, %s, %s; %s for ip entities)", ErrInvalidRequest, key,
 			QuotaProducerByteRate, QuotaConsumerByteRate, QuotaControllerMutationRate, QuotaRequestPercentage, QuotaConnectionCreationRate)
-	}
-	if remove {
-		return nil
 	}
 	if value <= 0 || math.IsInf(value, 0) || math.IsNaN(value) {
 		return fmt.Errorf("%w: quota %s must be a positive number, got %v", ErrInvalidRequest, key, value)

@@ -59,7 +59,7 @@ func (m *Manager) sweepConnectionsLocked(now time.Time) {
 	}
 	m.mu.connsSwept = now
 	for ip, r := range m.mu.conns {
-		if now.Sub(r.starts[r.cur]) >= span {
+		if now.Sub(r.samples[r.cur].last) >= span {
 			delete(m.mu.conns, ip)
 		}
 	}

@@ -15,10 +15,13 @@ import (
 //     it refills at quota tokens a second.
 //  2. A mutation of n partitions is admitted while the bucket is not negative,
 //     and takes n tokens (it may drive the bucket below zero).
-//  3. With the bucket below zero the client is throttled for the time the refill
-//     needs to bring it back to zero; in strict mode (the request versions that
-//     know THROTTLING_QUOTA_EXCEEDED) further mutations are refused meanwhile, in
-//     permissive mode (older versions) they are admitted and only throttled.
+//  3. In strict mode (the request versions that know THROTTLING_QUOTA_EXCEEDED)
+//     a mutation asked for while the bucket is below zero is refused, and only a
+//     refusal throttles the client: for the time the refill needs to bring the
+//     bucket back to zero. An admitted mutation is never throttled, however far
+//     it overdraws the bucket (Kafka's StrictControllerMutationQuota).
+//  4. In permissive mode (older versions) every mutation is admitted, and the
+//     client is throttled whenever the bucket is below zero after it.
 
 // bucket is one token bucket.
 type bucket struct {
@@ -28,7 +31,8 @@ type bucket struct {
 
 // Mutations asks for n partition mutations by user and clientID. It reports
 // whether they are admitted (always, when no quota applies or when not strict)
-// and how long the client is to be throttled after them.
+// and how long the client is to be throttled (in strict mode, only when they
+// are refused).
 func (m *Manager) Mutations(img *metadata.Image, user, clientID string, n int, strict bool) (admitted bool, throttle time.Duration) {
 	e, quota, ok := Resolve(img, user, clientID, metadata.QuotaControllerMutationRate)
 	if !ok {
@@ -48,12 +52,15 @@ func (m *Manager) Mutations(img *metadata.Image, user, clientID string, n int, s
 		b.tokens = min(burst, b.tokens+quota*elapsed.Seconds())
 		b.last = now
 	}
-	admitted = !strict || b.tokens >= 0
-	if admitted {
+	if strict && b.tokens >= 0 {
+		b.tokens -= float64(n)
+		return true, 0
+	}
+	if !strict {
 		b.tokens -= float64(n)
 	}
 	if b.tokens < 0 {
-		throttle = min(time.Duration(-b.tokens/quota*float64(time.Second)), MaxThrottle)
+		throttle = throttleOf(-b.tokens / quota)
 	}
-	return admitted, throttle
+	return !strict, throttle
 }

@@ -26,9 +26,9 @@ func TestMutations(t *testing.T) {
 	}{
 		{"within the burst", []step{{0, "alice", 10, true, true, 0}, {0, "alice", 12, true, true, 0}}},
 		{"a request may overdraw; the next strict one is refused", []step{
-			{0, "alice", 30, true, true, 4000}, // 22 - 30 = -8 tokens: 4 s to refill
+			{0, "alice", 30, true, true, 0}, // 22 - 30 = -8 tokens: 4 s to refill
 			{time.Second, "alice", 1, true, false, 3000},
-			{4 * time.Second, "alice", 1, true, true, 500}, // back at 0: admitted, -1
+			{4 * time.Second, "alice", 1, true, true, 0}, // back at 0: admitted, -1
 		}},
 		{"permissive admits and throttles", []step{
 			{0, "alice", 30, false, true, 4000},
@@ -36,7 +36,8 @@ func TestMutations(t *testing.T) {
 		}},
 		{"the refill stops at the burst", []step{
 			{0, "alice", 22, true, true, 0},
-			{time.Hour, "alice", 23, true, true, 500},
+			{time.Hour, "alice", 23, true, true, 0},
+			{time.Hour, "alice", 1, true, false, 500},
 		}},
 		{"no quota, no limit", []step{{0, "bob", 1000, true, true, 0}}},
 	} {
@@ -52,5 +53,29 @@ func TestMutations(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStrictMutationsThrottleOnlyRefusals: as Kafka's
+// StrictControllerMutationQuota, a strict request admitted while the bucket is
+// not negative is not throttled, however far it overdraws the bucket; only a
+// refused one carries the time until the bucket is back at zero. (Strata used
+// to throttle the admitted request too, and mute its connection.)
+func TestStrictMutationsThrottleOnlyRefusals(t *testing.T) {
+	img := quotaImage(t, &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")},
+		Key: metadata.QuotaControllerMutationRate, Value: 2})
+	t0 := time.Unix(1000, 0)
+	now := t0
+	m := New(func() time.Time { return now })
+	if ok, d := m.Mutations(img, "alice", "app", 30, true); !ok || d != 0 {
+		t.Fatalf("30 partitions from a full bucket of 22: admitted %v throttle %v, want admitted, no throttle", ok, d)
+	}
+	now = t0.Add(time.Second) // -8 + 2 = -6 tokens: 3 s to go
+	if ok, d := m.Mutations(img, "alice", "app", 1, true); ok || d != 3*time.Second {
+		t.Fatalf("while overdrawn: admitted %v throttle %v, want refused and 3s", ok, d)
+	}
+	now = t0.Add(4 * time.Second) // back at 0
+	if ok, d := m.Mutations(img, "alice", "app", 30, true); !ok || d != 0 {
+		t.Fatalf("back at zero: admitted %v throttle %v, want admitted, no throttle", ok, d)
 	}
 }

@@ -11,13 +11,15 @@
 //     client id the entity names (a default quota gives each user its own), over
 //     Samples windows of Window each.
 //  3. Above the quota, the throttle is (rate - quota) / quota x the measured
-//     window, at most MaxThrottle: the broker answers at once with the throttle
-//     time and stops reading from the connection for that long.
+//     window, with no bound but MaxThrottle, as in Kafka: the broker answers
+//     at once with the throttle time and stops reading from the connection for
+//     that long.
 //
 // Request time (request_percentage, KIP-124) uses the same sensors: a request adds
 // the percent of one second it kept a request handler busy (RecordRequestTime),
 // so the rate is the percent of one thread in use and the throttle is worked out
-// as for bytes.
+// as for bytes, but at most one Window, as Kafka's ClientRequestQuotaManager
+// bounds it.
 //
 // Controller mutations (controller_mutation_rate) use a token bucket instead:
 // see mutations.go. Connection creation rates of client addresses
@@ -25,6 +27,7 @@
 package quota
 
 import (
+	"math"
 	"net/netip"
 	"strings"
 	"sync"
@@ -35,10 +38,21 @@ import (
 
 // Kafka's defaults (quota.window.num, quota.window.size.seconds).
 const (
-	Samples     = 11
-	Window      = time.Second
-	MaxThrottle = 30 * time.Second
+	Samples = 11
+	Window  = time.Second
 )
+
+// MaxThrottle is the longest throttle: what throttle_time_ms, an int32 of
+// milliseconds, can say (about 24.8 days).
+const MaxThrottle = math.MaxInt32 * time.Millisecond
+
+// throttleOf converts a throttle in seconds to a Duration of at most MaxThrottle.
+func throttleOf(seconds float64) time.Duration {
+	if seconds >= MaxThrottle.Seconds() {
+		return MaxThrottle
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
 
 // Manager tracks the sensors; safe for concurrent use.
 type Manager struct {
@@ -121,9 +135,10 @@ func RequestPercentage(busy time.Duration) float64 {
 
 // RecordRequestTime adds the time a request kept a request handler busy against
 // the request_percentage quota of user and clientID in img and returns how long
-// the client must be throttled (0 without a quota or within it).
+// the client must be throttled (0 without a quota or within it, at most one
+// Window: Kafka's quota.window.size.seconds bounds a request-quota throttle).
 func (m *Manager) RecordRequestTime(img *metadata.Image, user, clientID string, busy time.Duration) time.Duration {
-	return m.RecordValue(img, user, clientID, metadata.QuotaRequestPercentage, RequestPercentage(busy))
+	return min(m.RecordValue(img, user, clientID, metadata.QuotaRequestPercentage, RequestPercentage(busy)), Window)
 }
 
 // RecordValue adds v (in the key's unit) for user and clientID against key's
@@ -147,8 +162,7 @@ func (m *Manager) RecordValue(img *metadata.Image, user, clientID, key string, v
 	if perSecond <= quota {
 		return 0
 	}
-	throttle := time.Duration((perSecond - quota) / quota * float64(window))
-	return min(throttle, MaxThrottle)
+	return throttleOf((perSecond - quota) / quota * window.Seconds())
 }
 
 // sensorOf is the sensor of the quota configured on e, for user and clientID:
@@ -164,36 +178,53 @@ func sensorOf(e metadata.QuotaEntity, user, clientID, key string) sensorKey {
 	return sk
 }
 
-// rate sums values over the last Samples windows.
+// rate sums values over the last Samples windows, as Kafka's SampledStat and
+// Rate (3.8 and later) do: Samples+1 samples, one Window each, the extra one
+// for a sample that started before the measured span but overlaps it.
 type rate struct {
-	starts [Samples]time.Time
-	sums   [Samples]float64
-	cur    int
+	samples [Samples + 1]sample
+	cur     int
+}
+
+type sample struct {
+	start, last time.Time // zero start: never used
+	sum         float64
 }
 
 func (r *rate) add(now time.Time, v float64) {
-	if r.starts[r.cur].IsZero() || now.Sub(r.starts[r.cur]) >= Window {
-		r.cur = (r.cur + 1) % Samples
-		r.starts[r.cur], r.sums[r.cur] = now, 0
+	if s := &r.samples[r.cur]; s.start.IsZero() || now.Sub(s.start) >= Window {
+		r.cur = (r.cur + 1) % len(r.samples)
+		r.samples[r.cur] = sample{start: now}
 	}
-	r.sums[r.cur] += v
+	s := &r.samples[r.cur]
+	s.sum += v
+	s.last = now
 }
 
-// measure returns the rate per second over the samples still within
-// Samples x Window, and the window it was measured over (at least
-// (Samples-1) x Window, as Kafka does, so a burst is not judged on a sliver).
+// measure returns the rate per second and the span it was measured over. A
+// sample whose last value is Samples x Window old is emptied. The span is the
+// time since the oldest sample started, topped up with whole Windows to at least
+// Samples-1 of them (so a burst is not judged on a sliver), at least 1 ms.
 func (r *rate) measure(now time.Time) (float64, time.Duration) {
 	total := 0.0
 	oldest := now
-	for i, s := range r.starts {
-		if s.IsZero() || now.Sub(s) >= Samples*Window {
+	for i := range r.samples {
+		s := &r.samples[i]
+		if s.start.IsZero() {
 			continue
 		}
-		total += r.sums[i]
-		if s.Before(oldest) {
-			oldest = s
+		if now.Sub(s.last) >= Samples*Window {
+			*s = sample{start: now, last: now}
+		}
+		total += s.sum
+		if s.start.Before(oldest) {
+			oldest = s.start
 		}
 	}
-	window := max(now.Sub(oldest), (Samples-1)*Window)
+	window := now.Sub(oldest)
+	if full := int(window / Window); full < Samples-1 {
+		window += time.Duration(Samples-1-full) * Window
+	}
+	window = max(window, time.Millisecond)
 	return total / window.Seconds(), window
 }

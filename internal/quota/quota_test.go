@@ -90,7 +90,8 @@ func TestThrottle(t *testing.T) {
 // TestRequestTime: request_percentage is the percent of one thread used per
 // second. 10% is 100 ms of handler time a second: 1 s in the 10 s window is
 // within it; another 1 s over the window makes the rate twice the quota, so the
-// throttle is about the window again.
+// throttle would be about the window again, but a request-quota throttle is at
+// most one Window.
 func TestRequestTime(t *testing.T) {
 	if got := RequestPercentage(250 * time.Millisecond); got != 25 {
 		t.Fatalf("RequestPercentage(250ms) = %v, want 25", got)
@@ -104,11 +105,94 @@ func TestRequestTime(t *testing.T) {
 		}
 		now = now.Add(time.Second)
 	}
-	d := m.RecordRequestTime(img, "alice", "c", time.Second)
-	if d < 8*time.Second || d > 12*time.Second {
-		t.Fatalf("throttle %v, want about 10s", d)
+	if d := m.RecordRequestTime(img, "alice", "c", 50*time.Millisecond); d <= 0 || d >= Window {
+		t.Fatalf("throttle %v, want within (0, %v)", d, Window)
+	}
+	if d := m.RecordRequestTime(img, "alice", "c", time.Second); d != Window {
+		t.Fatalf("throttle %v, want %v", d, Window)
 	}
 	if d := m.RecordRequestTime(img, "bob", "c", time.Hour); d != 0 {
 		t.Fatalf("bob, without a quota, throttled %v", d)
+	}
+}
+
+// TestRequestTimeThrottleAtMostOneWindow: Kafka's ClientRequestQuotaManager
+// bounds a request-quota throttle by one quota window (quota.window.size.seconds,
+// 1 s), however far over its request_percentage the client is; the byte rates
+// have no such bound. Strata used to allow up to 30 s.
+func TestRequestTimeThrottleAtMostOneWindow(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New(func() time.Time { return now })
+	img := quotaImage(t, &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")}, Key: metadata.QuotaRequestPercentage, Value: 1})
+	// 5 s of handler time against 1% of a thread over a 10 s window: 50 times
+	// over, a throttle of 490 s uncapped.
+	if d := m.RecordRequestTime(img, "alice", "c", 5*time.Second); d != Window {
+		t.Fatalf("throttle %v, want one window (%v)", d, Window)
+	}
+}
+
+// TestThrottleWindowAsKafka: the throttle is (rate - quota) / quota x the window
+// the rate was measured over, and that window is Kafka's (Rate.windowSize and
+// SampledStat since Kafka 3.8): the time since the oldest sample started,
+// topped up with whole windows to at least Samples-1 of them (so 2.5 s of
+// samples is measured over 10.5 s, not 10 s), a sample kept while its last value
+// is within Samples x Window even when it started before (so 11.5 s after a
+// sample that started at 0 and was last added to at 0.9 s, it still counts).
+// Strata measured over at least 10 s and dropped a sample 11 s after its start.
+func TestThrottleWindowAsKafka(t *testing.T) {
+	type rec struct {
+		at    time.Duration
+		bytes int
+	}
+	for _, tt := range []struct {
+		name string
+		recs []rec
+		want time.Duration // the last record's throttle
+	}{
+		// 15000 B over 10.5 s against 1000 B/s: 15 s - 10.5 s.
+		{"topped up to whole windows", []rec{{0, 5000}, {2500 * time.Millisecond, 10000}}, 4500 * time.Millisecond},
+		// 14000 B over 11.5 s.
+		{"a sample overlapping the window counts", []rec{{0, 1000}, {900 * time.Millisecond, 1000}, {11500 * time.Millisecond, 12000}}, 2500 * time.Millisecond},
+		// The first sample's last value is 11 s old: dropped, 12000 B over 10 s.
+		{"a sample whose last value left the window", []rec{{0, 1000}, {500 * time.Millisecond, 1000}, {11500 * time.Millisecond, 12000}}, 2 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t0 := time.Unix(1000, 0)
+			now := t0
+			m := New(func() time.Time { return now })
+			img := quotaImage(t, &metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: def}, Key: metadata.QuotaProducerByteRate, Value: 1000})
+			var d time.Duration
+			for _, r := range tt.recs {
+				now = t0.Add(r.at)
+				d = m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, r.bytes)
+			}
+			if d.Round(time.Millisecond) != tt.want {
+				t.Fatalf("throttle %v, want %v", d, tt.want)
+			}
+		})
+	}
+}
+
+// TestByteRateThrottleUnbounded: Kafka bounds only request-quota and
+// connection throttles by a window; a byte-rate or controller-mutation throttle is
+// whatever the rate or the bucket needs (ClientQuotaManager.throttleTime,
+// ControllerMutationQuotaManager.throttleTimeMs). Strata capped both at 30 s.
+func TestByteRateThrottleUnbounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New(func() time.Time { return now })
+	img := quotaImage(t,
+		&metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")}, Key: metadata.QuotaProducerByteRate, Value: 1000},
+		&metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{User: named("alice")}, Key: metadata.QuotaControllerMutationRate, Value: 1})
+	// 400 kB against 1000 B/s over the 10 s window: 40 times over, 390 s.
+	if d := m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, 400_000); d != 390*time.Second {
+		t.Fatalf("byte-rate throttle %v, want 390s", d)
+	}
+	// Never more than throttle_time_ms can say.
+	if d := m.Record(img, "alice", "c", metadata.QuotaProducerByteRate, 1<<62); d != MaxThrottle {
+		t.Fatalf("throttle of an absurd burst %v, want %v", d, MaxThrottle)
+	}
+	// 100 partitions from a bucket of 11 at 1 a second: 89 s to refill.
+	if _, d := m.Mutations(img, "alice", "c", 100, false); d != 89*time.Second {
+		t.Fatalf("mutation throttle %v, want 89s", d)
 	}
 }
