@@ -13,6 +13,8 @@ package handlers
 //   and timestamp -1, as in Kafka; 0 or less, or before v10: 30 s, Kafka's
 //   remote.list.offsets.request.timeout.ms default); v11: earliest pending
 //   upload (-6, KIP-1023: the first offset not yet uploaded; -1 when not tiered).
+// A leader whose high-water mark has not reached the start of its epoch answers
+// "latest" OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE before v5 (as Kafka).
 // A special timestamp older than the request's version gets UNSUPPORTED_VERSION
 // (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11).
 // A partition asked for twice gets INVALID_REQUEST for every entry, as in Kafka.
@@ -80,6 +82,9 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				}
 			}
 			sp.ErrorCode = errorCode(err)
+			if sp.ErrorCode == kerr.OffsetNotAvailable.Code && req.Version < 5 {
+				sp.ErrorCode = kerr.LeaderNotAvailable.Code // as Kafka: v5 brought OFFSET_NOT_AVAILABLE
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
