@@ -13,6 +13,9 @@ package handlers
 //   and timestamp -1, as in Kafka; 0 or less, or before v10: 30 s, Kafka's
 //   remote.list.offsets.request.timeout.ms default); v11: earliest pending
 //   upload (-6, KIP-1023: the first offset not yet uploaded; -1 when not tiered).
+// The current leader epoch is checked before leadership, as in Kafka: a
+// follower hosted here answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH to
+// an epoch other than its own (leaderPartitionAt).
 // A leader whose high-water mark has not reached the start of its epoch answers
 // "latest" OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE before v5 (as Kafka).
 // A special timestamp older than the request's version gets UNSUPPORTED_VERSION
@@ -64,10 +67,7 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 			iso, err := isolation(req.IsolationLevel)
 			var p *replica.Partition
 			if err == nil {
-				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
-			}
-			if err == nil {
-				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
+				p, err = h.leaderPartitionAt(img, rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
 			}
 			if err == nil {
 				var off, ts int64

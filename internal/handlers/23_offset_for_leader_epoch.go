@@ -3,7 +3,8 @@ package handlers
 // OffsetForLeaderEpoch (key 23), v2-v4. Clients use it to detect log truncation
 // after a leader change (KIP-320): for the requested epoch the answer is the largest
 // epoch at or below it and the offset where that epoch ended.
-//   v2: current leader epoch (fencing); v3: replica id; v4+: flexible.
+//   v2: current leader epoch (fencing, checked before leadership as in Kafka:
+//   see leaderPartitionAt); v3: replica id; v4+: flexible.
 // As in Kafka, CLUSTER_ACTION on the cluster or DESCRIBE on the topic lets any
 // caller ask, a consumer or a follower alike (TOPIC_AUTHORIZATION_FAILED else).
 
@@ -36,10 +37,7 @@ func (h *Handlers) offsetForLeaderEpoch(ctx context.Context, c *protocol.ConnInf
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
-			if err == nil {
-				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
-			}
+			p, err := h.leaderPartitionAt(img, rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
 			if err == nil {
 				sp.LeaderEpoch, sp.EndOffset, err = p.EndOffsetForEpoch(rp.LeaderEpoch)
 			}

@@ -52,3 +52,55 @@ func TestOffsetForLeaderEpochAuthorization(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaderEpochCheckedBeforeLeadership: as Kafka's Partition.getLocalLog, a
+// replica this broker hosts as a follower checks the request's current
+// leader epoch before its role: a newer epoch than it knows is
+// UNKNOWN_LEADER_EPOCH (the client is ahead of this broker; it retries here)
+// and only the current one NOT_LEADER_OR_FOLLOWER, for ListOffsets and
+// OffsetForLeaderEpoch alike. Strata answered NOT_LEADER_OR_FOLLOWER first.
+// Partition 1 of "t" is led by broker 2 at epoch 0 with a replica here.
+func TestLeaderEpochCheckedBeforeLeadership(t *testing.T) {
+	h := newErrorsHandlers(t)
+	listOffsets := func(partition, epoch int32) int16 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(9)
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, -1, epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return serve(t, h, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	endOffset := func(partition, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(4)
+		req.ReplicaID = -1
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = partition, epoch, 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return serve(t, h, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		name string
+		got  int16
+		want *kerr.Error
+	}{
+		{"ListOffsets, a follower, a newer epoch", listOffsets(1, 1), kerr.UnknownLeaderEpoch},
+		{"ListOffsets, a follower, its epoch", listOffsets(1, 0), kerr.NotLeaderForPartition},
+		{"ListOffsets, a follower, no epoch", listOffsets(1, -1), kerr.NotLeaderForPartition},
+		{"ListOffsets, not hosted, a newer epoch", listOffsets(2, 9), kerr.NotLeaderForPartition},
+		{"OffsetForLeaderEpoch, a follower, a newer epoch", endOffset(1, 1), kerr.UnknownLeaderEpoch},
+		{"OffsetForLeaderEpoch, a follower, its epoch", endOffset(1, 0), kerr.NotLeaderForPartition},
+		{"OffsetForLeaderEpoch, not hosted, a newer epoch", endOffset(2, 9), kerr.NotLeaderForPartition},
+	} {
+		if tc.got != tc.want.Code {
+			t.Errorf("%s: %v, want %s", tc.name, kerr.ErrorForCode(tc.got), tc.want.Message)
+		}
+	}
+}
