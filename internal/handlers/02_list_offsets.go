@@ -19,7 +19,8 @@ package handlers
 // A leader whose high-water mark has not reached the start of its epoch answers
 // "latest" OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE before v5 (as Kafka).
 // A special timestamp older than the request's version gets UNSUPPORTED_VERSION
-// (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11).
+// (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11), and so does any other
+// negative timestamp, at every version.
 // A partition asked for twice gets INVALID_REQUEST for every entry, as in Kafka.
 
 import (
@@ -59,7 +60,7 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			if v, special := listOffsetsMinVersion[rp.Timestamp]; special && req.Version < v {
+			if v, special := listOffsetsMinVersion[rp.Timestamp]; rp.Timestamp < 0 && (!special || req.Version < v) {
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
@@ -108,8 +109,10 @@ func listOffsetsTimeout(req *kmsg.ListOffsetsRequest) time.Duration {
 }
 
 // listOffsetsMinVersion is the first ListOffsets version that may ask for each
-// special timestamp newer than v1.
+// special timestamp; a negative timestamp not listed is none.
 var listOffsetsMinVersion = map[int64]int16{
+	replica.LatestTimestamp:                1,
+	replica.EarliestTimestamp:              1,
 	replica.MaxTimestamp:                   7,
 	replica.EarliestLocalTimestamp:         8,
 	replica.LatestTieredTimestamp:          9,

@@ -427,6 +427,9 @@ func TestListOffsetsSpecialTimestamps(t *testing.T) {
 		{8, -5, kerr.UnsupportedVersion}, {9, -5, nil},
 		{10, -6, kerr.UnsupportedVersion}, {11, -6, nil},
 		{1, -1, nil}, {1, -2, nil},
+		// No special timestamp: UNSUPPORTED_VERSION at every version, as
+		// Kafka's isListOffsetsTimestampUnsupported (Strata answered -1).
+		{11, -7, kerr.UnsupportedVersion}, {11, -100, kerr.UnsupportedVersion},
 	} {
 		p := lo(tc.version, tc.ts)
 		want := int16(0)
