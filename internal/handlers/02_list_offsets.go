@@ -13,8 +13,14 @@ package handlers
 //   and timestamp -1, as in Kafka; 0 or less, or before v10: 30 s, Kafka's
 //   remote.list.offsets.request.timeout.ms default); v11: earliest pending
 //   upload (-6, KIP-1023: the first offset not yet uploaded; -1 when not tiered).
+// The current leader epoch is checked before leadership, as in Kafka: a
+// follower hosted here answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH to
+// an epoch other than its own (leaderPartitionAt).
+// A leader whose high-water mark has not reached the start of its epoch answers
+// "latest" OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE before v5 (as Kafka).
 // A special timestamp older than the request's version gets UNSUPPORTED_VERSION
-// (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11).
+// (as Kafka: -3 needs v7, -4 v8, -5 v9, -6 v11), and so does any other
+// negative timestamp, at every version.
 // A partition asked for twice gets INVALID_REQUEST for every entry, as in Kafka.
 
 import (
@@ -54,7 +60,7 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			if v, special := listOffsetsMinVersion[rp.Timestamp]; special && req.Version < v {
+			if v, special := listOffsetsMinVersion[rp.Timestamp]; rp.Timestamp < 0 && (!special || req.Version < v) {
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
@@ -62,10 +68,7 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 			iso, err := isolation(req.IsolationLevel)
 			var p *replica.Partition
 			if err == nil {
-				p, err = h.leaderPartition(img, rt.Topic, rp.Partition)
-			}
-			if err == nil {
-				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
+				p, err = h.leaderPartitionAt(img, rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
 			}
 			if err == nil {
 				var off, ts int64
@@ -80,6 +83,9 @@ func (h *Handlers) listOffsets(ctx context.Context, c *protocol.ConnInfo, r *pro
 				}
 			}
 			sp.ErrorCode = errorCode(err)
+			if sp.ErrorCode == kerr.OffsetNotAvailable.Code && req.Version < 5 {
+				sp.ErrorCode = kerr.LeaderNotAvailable.Code // as Kafka: v5 brought OFFSET_NOT_AVAILABLE
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -103,8 +109,10 @@ func listOffsetsTimeout(req *kmsg.ListOffsetsRequest) time.Duration {
 }
 
 // listOffsetsMinVersion is the first ListOffsets version that may ask for each
-// special timestamp newer than v1.
+// special timestamp; a negative timestamp not listed is none.
 var listOffsetsMinVersion = map[int64]int16{
+	replica.LatestTimestamp:                1,
+	replica.EarliestTimestamp:              1,
 	replica.MaxTimestamp:                   7,
 	replica.EarliestLocalTimestamp:         8,
 	replica.LatestTieredTimestamp:          9,

@@ -4,8 +4,11 @@ package handlers
 //   v0: an empty topic list means every topic; v1+: a null list means every topic,
 //       an empty one none. v1 adds the controller id and IsInternal, v2 the cluster id,
 //       v4 AllowAutoTopicCreation (earlier versions always allow it), v5 offline
-//       replicas, v7 leader epochs, v10 topic ids, v12 lookup by topic id, v13 a
-//       top-level error code (KIP-1102), always 0 as from a Kafka 4.4 broker.
+//       replicas, v7 leader epochs, v8 authorized operations when asked for (the
+//       topic's on every topic the principal may DESCRIBE, unknown ones too; the
+//       cluster's only up to v10, 0 without DESCRIBE on the cluster), v10 topic
+//       ids, v12 lookup by topic id, v13 a top-level error code (KIP-1102),
+//       always 0 as from a Kafka 4.4 broker.
 // Unknown topics are created when the broker and the request allow it: the answer
 // then carries the new topic (or LEADER_NOT_AVAILABLE while it is not yet applied).
 
@@ -69,8 +72,28 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 				resp.Topics = append(resp.Topics, d.describe(img, t))
 			}
 		}
-		return reply(resp)
+	} else {
+		resp.Topics = h.describeNamedTopics(req, img, describable, creatable, clusterCreate, autoCreate)
 	}
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = h.clusterAuthorizedOperations(ctx, c)
+	}
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			mt := &resp.Topics[i]
+			// As Kafka: every topic the principal may DESCRIBE, unknown ones too.
+			if mt.ErrorCode != kerr.TopicAuthorizationFailed.Code && mt.ErrorCode != kerr.UnknownTopicID.Code {
+				mt.AuthorizedOperations = h.authorizedOperations(ctx, c, resTopic, nullable(mt.Topic))
+			}
+		}
+	}
+	return reply(resp)
+}
+
+// describeNamedTopics is Metadata's answer for the topics req names (by name
+// or, v12+, by id), in the request's order.
+func (h *Handlers) describeNamedTopics(req *kmsg.MetadataRequest, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
+	var topics []kmsg.MetadataResponseTopic
 	for _, rt := range req.Topics {
 		var t *metadata.Topic
 		switch {
@@ -81,7 +104,7 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 		}
 		if t != nil && describable(t.Name) {
 			var d topicDescriber
-			resp.Topics = append(resp.Topics, d.describe(img, t))
+			topics = append(topics, d.describe(img, t))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -100,9 +123,9 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 		default:
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		}
-		resp.Topics = append(resp.Topics, mt)
+		topics = append(topics, mt)
 	}
-	return reply(resp)
+	return topics
 }
 
 // topicDescriber builds the Metadata answers of topics. The answer of every

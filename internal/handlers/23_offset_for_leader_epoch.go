@@ -3,7 +3,10 @@ package handlers
 // OffsetForLeaderEpoch (key 23), v2-v4. Clients use it to detect log truncation
 // after a leader change (KIP-320): for the requested epoch the answer is the largest
 // epoch at or below it and the offset where that epoch ended.
-//   v2: current leader epoch (fencing); v3: replica id; v4+: flexible.
+//   v2: current leader epoch (fencing, checked before leadership as in Kafka:
+//   see leaderPartitionAt); v3: replica id; v4+: flexible.
+// As in Kafka, CLUSTER_ACTION on the cluster or DESCRIBE on the topic lets any
+// caller ask, a consumer or a follower alike (TOPIC_AUTHORIZATION_FAILED else).
 
 import (
 	"context"
@@ -19,9 +22,8 @@ func (h *Handlers) offsetForLeaderEpoch(ctx context.Context, c *protocol.ConnInf
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	img := h.cluster.Image()
 	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
-	if req.ReplicaID >= 0 {
-		clusterAction := h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction)
-		describable = func(string) bool { return clusterAction }
+	if h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction) {
+		describable = func(string) bool { return true }
 	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -32,16 +34,10 @@ func (h *Handlers) offsetForLeaderEpoch(ctx context.Context, c *protocol.ConnInf
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			if !describable(rt.Topic) {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				if req.ReplicaID >= 0 {
-					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-				}
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			p, err := h.leaderPartition(img, rt.Topic, rp.Partition)
-			if err == nil {
-				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
-			}
+			p, err := h.leaderPartitionAt(img, rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
 			if err == nil {
 				sp.LeaderEpoch, sp.EndOffset, err = p.EndOffsetForEpoch(rp.LeaderEpoch)
 			}

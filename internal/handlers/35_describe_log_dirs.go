@@ -4,9 +4,10 @@ package handlers
 // (<data-dir>/logs, as an absolute path) with the size in bytes of each hosted
 // partition's log. Null topics describes every hosted partition; partitions
 // this broker does not host are left out. v3 adds the top-level error code,
-// v4 the volume's total and usable bytes (always -1: unknown), v5 the cordoned
-// flag (always false). OffsetLag is 0 and IsFuture false: Strata does not move
-// partitions between log dirs (AlterReplicaLogDirs, 34_alter_replica_log_dirs.go).
+// v4 the volume's total and usable bytes (KIP-827; -1 when the filesystem
+// cannot tell, vfs.SpaceReporter), v5 the cordoned flag (always false).
+// OffsetLag is 0 and IsFuture false: Strata does not move partitions between
+// log dirs (AlterReplicaLogDirs, 34_alter_replica_log_dirs.go).
 
 import (
 	"cmp"
@@ -26,6 +27,9 @@ func (h *Handlers) describeLogDirs(_ context.Context, _ *protocol.ConnInfo, r *p
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = h.logDir()
 	dir.TotalBytes, dir.UsableBytes = -1, -1
+	if total, usable, ok := h.replicas.Space(); ok {
+		dir.TotalBytes, dir.UsableBytes = total, usable
+	}
 	wanted := func(p *replica.Partition) bool {
 		if req.Topics == nil {
 			return true

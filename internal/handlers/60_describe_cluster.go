@@ -73,10 +73,17 @@ func (h *Handlers) startClusterDescription(ctx context.Context, c *protocol.Conn
 		return false
 	}
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = 0
-		if h.authorizeCluster(ctx, c, kmsg.ACLOperationDescribe) {
-			resp.ClusterAuthorizedOperations = h.authorizedOperations(ctx, c, resCluster, acl.ClusterName)
-		}
+		resp.ClusterAuthorizedOperations = h.clusterAuthorizedOperations(ctx, c)
 	}
 	return true
+}
+
+// clusterAuthorizedOperations is the cluster's authorized operations as
+// DescribeCluster and Metadata (v8-v10) answer them: 0 without DESCRIBE on
+// the cluster.
+func (h *Handlers) clusterAuthorizedOperations(ctx context.Context, c *protocol.ConnInfo) int32 {
+	if !h.authorizeCluster(ctx, c, kmsg.ACLOperationDescribe) {
+		return 0
+	}
+	return h.authorizedOperations(ctx, c, resCluster, acl.ClusterName)
 }

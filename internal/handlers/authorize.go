@@ -6,7 +6,8 @@ package handlers
 //
 //	Produce                 WRITE topic (TOPIC_AUTHORIZATION_FAILED per partition)
 //	Fetch                   READ topic; a replica's fetch CLUSTER_ACTION on the cluster
-//	ListOffsets, OffsetForLeaderEpoch   DESCRIBE topic (replicas: CLUSTER_ACTION)
+//	ListOffsets             DESCRIBE topic
+//	OffsetForLeaderEpoch    DESCRIBE topic, or CLUSTER_ACTION on the cluster
 //	Metadata                DESCRIBE topic: the listing shows only those; auto-creation
 //	                        needs CREATE on the cluster or the topic
 //	DescribeTopicPartitions DESCRIBE topic: the listing shows only those, a named

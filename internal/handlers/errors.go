@@ -90,6 +90,25 @@ func (h *Handlers) leaderPartitionOf(t *metadata.Topic, topic string, index int3
 	return p, nil
 }
 
+// leaderPartitionAt is leaderPartition for a request naming the leader epoch
+// it expects (-1: any). As Kafka's Partition.getLocalLog, a replica hosted
+// here checks the epoch before its role: a client whose view of the epoch
+// differs from this broker's hears FENCED_LEADER_EPOCH or
+// UNKNOWN_LEADER_EPOCH even from a follower.
+func (h *Handlers) leaderPartitionAt(img *metadata.Image, topic string, index, epoch int32) (*replica.Partition, error) {
+	p, err := h.hostedPartition(img, topic, index)
+	if err == nil {
+		err = p.CheckLeaderEpoch(epoch)
+	}
+	if err == nil && !p.IsLeader() {
+		err = replica.ErrNotLeader
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // hostedPartition returns this broker's replica of a partition, leader or
 // follower (a KIP-392 consumer fetch).
 func (h *Handlers) hostedPartition(img *metadata.Image, topic string, index int32) (*replica.Partition, error) {

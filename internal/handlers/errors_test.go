@@ -427,6 +427,9 @@ func TestListOffsetsSpecialTimestamps(t *testing.T) {
 		{8, -5, kerr.UnsupportedVersion}, {9, -5, nil},
 		{10, -6, kerr.UnsupportedVersion}, {11, -6, nil},
 		{1, -1, nil}, {1, -2, nil},
+		// No special timestamp: UNSUPPORTED_VERSION at every version, as
+		// Kafka's isListOffsetsTimestampUnsupported (Strata answered -1).
+		{11, -7, kerr.UnsupportedVersion}, {11, -100, kerr.UnsupportedVersion},
 	} {
 		p := lo(tc.version, tc.ts)
 		want := int16(0)
@@ -649,5 +652,52 @@ func TestProduceIdempotentNegativeSequence(t *testing.T) {
 	b := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Idempotent: true, ProducerID: 7, BaseSequence: 0})
 	if sp := produceOne(t, h, "plain", b); sp.ErrorCode != 0 {
 		t.Errorf("sequence 0: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+}
+
+// TestListOffsetsOffsetNotAvailableByVersion: while a leader's high-water
+// mark is below the start of its epoch, "latest" is OFFSET_NOT_AVAILABLE from
+// ListOffsets v5 on and LEADER_NOT_AVAILABLE before, as Kafka's
+// ReplicaManager.fetchOffset answers (OFFSET_NOT_AVAILABLE came with v5; an
+// older client does not know it). Strata answered OFFSET_NOT_AVAILABLE at
+// every version.
+func TestListOffsetsOffsetNotAvailableByVersion(t *testing.T) {
+	h := newErrorsHandlers(t)
+	// Partition 3 is led here with broker 2, which never fetches, in its ISR:
+	// records appended stay above the HWM (0). A new leader epoch then begins
+	// at their end, above the HWM.
+	p, err := h.replicas.Partition("t", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(4, 8)}), 1); err != nil {
+		t.Fatal(err)
+	}
+	img, err := metadata.ApplyAll(h.cluster.Image(), []metadata.Record{
+		&metadata.PartitionChangeRecord{TopicID: errTopicID, Partition: 3, Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.replicas.Apply(img.WithOffset(2)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		version int16
+		want    *kerr.Error
+	}{{1, kerr.LeaderNotAvailable}, {4, kerr.LeaderNotAvailable}, {5, kerr.OffsetNotAvailable}, {9, kerr.OffsetNotAvailable}} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(tc.version)
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 3, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		sp := serve(t, h, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		if sp.ErrorCode != tc.want.Code || sp.Offset != -1 {
+			t.Errorf("v%d: %v offset %d, want %s offset -1", tc.version, kerr.ErrorForCode(sp.ErrorCode), sp.Offset, tc.want.Message)
+		}
 	}
 }

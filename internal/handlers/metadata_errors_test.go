@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
@@ -53,5 +55,64 @@ func TestMetadataErrors(t *testing.T) {
 		if len(resp.Topics[0].Partitions) != 4 {
 			t.Errorf("v%d: topic t lists %d partitions, want 4", version, len(resp.Topics[0].Partitions))
 		}
+	}
+}
+
+// TestMetadataAuthorizedOperations: as Kafka's handleTopicMetadataRequest,
+// Metadata v8+ with IncludeTopicAuthorizedOperations answers the topic
+// operations the principal may perform on every topic it may DESCRIBE (an
+// unknown one too), and v8-v10 with IncludeClusterAuthorizedOperations the
+// cluster's (0 without DESCRIBE on the cluster); a denied topic and requests
+// that do not ask keep the schema default. Both were left at the default
+// (librdkafka's DescribeTopics and DescribeCluster read them from Metadata).
+func TestMetadataAuthorizedOperations(t *testing.T) {
+	describe, alter := kmsg.ACLOperationDescribe, kmsg.ACLOperationAlter
+	const unset = -2147483648
+	withCluster := allowAnonymous(describe, resTopic, "t", alter, resTopic, "t", describe, resTopic, "nope",
+		describe, resCluster, acl.ClusterName)
+	withoutCluster := allowAnonymous(describe, resTopic, "t")
+	for _, tc := range []struct {
+		name                string
+		authorizer          func() *acl.Authorizer
+		version             int16
+		all                 bool
+		topicOps, clusterOp bool
+		wantTopics          map[string]int32
+		wantCluster         int32
+	}{
+		{"v10 both asked", withCluster, 10, false, true, true,
+			map[string]int32{"t": opBits(describe, alter), "nope": opBits(describe), "denied": unset}, opBits(describe)},
+		{"v10 nothing asked", withCluster, 10, false, false, false,
+			map[string]int32{"t": unset, "nope": unset, "denied": unset}, unset},
+		{"v10 no describe on the cluster", withoutCluster, 10, false, true, true,
+			map[string]int32{"t": opBits(describe), "nope": unset, "denied": unset}, 0},
+		{"v11 drops the cluster operations", withCluster, 11, false, true, true,
+			map[string]int32{"t": opBits(describe, alter), "nope": opBits(describe), "denied": unset}, unset},
+		{"v12 every topic", withoutCluster, 12, true, true, false,
+			map[string]int32{"t": opBits(describe)}, unset},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newErrorsHandlersWith(t, Config{Authorizer: tc.authorizer})
+			req := kmsg.NewPtrMetadataRequest()
+			req.SetVersion(tc.version)
+			if !tc.all {
+				for _, name := range []string{"t", "nope", "denied"} {
+					req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(name)})
+				}
+			}
+			req.IncludeTopicAuthorizedOperations = tc.topicOps
+			req.IncludeClusterAuthorizedOperations = tc.clusterOp
+			resp := serve(t, h, req).(*kmsg.MetadataResponse)
+			got := map[string]int32{}
+			for _, rt := range resp.Topics {
+				got[nullable(rt.Topic)] = rt.AuthorizedOperations
+			}
+			if !maps.Equal(got, tc.wantTopics) {
+				t.Errorf("topic operations %v, want %v", got, tc.wantTopics)
+			}
+			if resp.AuthorizedOperations != tc.wantCluster {
+				t.Errorf("cluster operations %b, want %b", resp.AuthorizedOperations, tc.wantCluster)
+			}
+		})
 	}
 }

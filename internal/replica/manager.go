@@ -399,6 +399,17 @@ func (m *Manager) setHosted(tp TopicPartition, p *Partition) {
 // Dir is the directory holding every hosted partition's log (Kafka's log dir).
 func (m *Manager) Dir() string { return m.dir }
 
+// Space is the size of the volume holding the log dir and the bytes still
+// usable on it; ok is false when the filesystem cannot tell (vfs.SpaceReporter).
+func (m *Manager) Space() (total, usable int64, ok bool) {
+	r, isReporter := m.fs.(vfs.SpaceReporter)
+	if !isReporter {
+		return 0, 0, false
+	}
+	total, usable, err := r.Space(m.dir)
+	return total, usable, err == nil
+}
+
 // Partitions returns every hosted partition.
 func (m *Manager) Partitions() []*Partition {
 	m.mu.RLock()

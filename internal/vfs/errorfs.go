@@ -251,6 +251,18 @@ func (s errorFSSync) SyncFS() error {
 
 func (s errorFSSync) Close() error { return s.h.Close() }
 
+// Space implements SpaceReporter when the inner FS does (an OpStat on dir).
+func (e *ErrorFS) Space(dir string) (total, usable int64, err error) {
+	r, ok := e.inner.(SpaceReporter)
+	if !ok {
+		return 0, 0, &os.PathError{Op: "statfs", Path: dir, Err: errors.ErrUnsupported}
+	}
+	if err := e.maybe(Op{Kind: OpStat, Path: dir}); err != nil {
+		return 0, 0, err
+	}
+	return r.Space(dir)
+}
+
 // LinkFile implements Linker when the inner FS does; f may be one of this
 // ErrorFS's files or the inner FS's. Op.Path is f's name, Op.To the new one.
 func (e *ErrorFS) LinkFile(f File, newname string) error {

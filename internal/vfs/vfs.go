@@ -110,6 +110,14 @@ type FSSyncHandle interface {
 	Close() error
 }
 
+// SpaceReporter is implemented by an FS that can tell the size of the volume
+// holding dir and how many of its bytes an unprivileged writer may still use
+// (Linux: statfs(2)'s f_blocks and f_bavail, in fragments), as Kafka's
+// DescribeLogDirs reports them.
+type SpaceReporter interface {
+	Space(dir string) (total, usable int64, err error)
+}
+
 // Linker is implemented by an FS that can give a file a second name on the same
 // filesystem (a hard link): both names then refer to one file, so a write or
 // truncation through either changes what both read. A caller that links a file
