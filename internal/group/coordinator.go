@@ -34,6 +34,10 @@ var (
 	// ErrRecordTooLarge: an OffsetStore rejected records as too large. Not retriable:
 	// commits answer INVALID_COMMIT_OFFSET_SIZE.
 	ErrRecordTooLarge = errors.New("group: records too large for the offsets topic")
+	// ErrInvalidProducerEpoch: a TxnOffsetStore refused a transactional
+	// commit whose producer epoch is older than the producer's on the partition
+	// (a fenced zombie). Not retriable: INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("group: producer epoch older than the producer's")
 	// ErrGroupNotFound: no such group on a partition this node owns.
 	ErrGroupNotFound = errors.New("group: group not found")
 	// ErrAlreadyLoaded: LoadPartition for a partition that is loaded or loading.
@@ -795,6 +799,8 @@ func storeErrorCode(err error, offsets bool) int16 {
 		return 0
 	case errors.Is(err, ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, ErrRecordTooLarge):
 		if offsets {
 			return kerr.InvalidCommitOffsetSize.Code

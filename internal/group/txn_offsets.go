@@ -26,7 +26,9 @@ type TxnOffsetStore interface {
 // resolved by the handlers). With a member id or generation
 // (v3+) the member and generation are checked as for OffsetCommit; without them
 // the commit is accepted whatever the group's state (older producers do not know
-// the group's generation). The answer comes once the records are appended.
+// the group's generation). The answer comes once the records are appended; the
+// store refuses a producer epoch older than the producer's on the partition
+// (INVALID_PRODUCER_EPOCH), so a fenced zombie's offsets never become pending.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for _, t := range req.Topics {

@@ -167,6 +167,8 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 		return nil, res, fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
 	case errors.Is(err, replica.ErrNotLeader):
 		return nil, res, fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
+	case errors.Is(err, replica.ErrInvalidProducerEpoch):
+		return nil, res, fmt.Errorf("%w: %v", group.ErrInvalidProducerEpoch, err)
 	case err != nil:
 		return nil, res, err
 	}
@@ -176,6 +178,8 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 // AppendTxn implements group.TxnOffsetStore: the records become one
 // transactional batch of producer pid (a coordinator's write: no sequence
 // number), appended as leader; it returns once the high-water mark covers it.
+// A batch of an epoch older than the producer's on the partition (a fenced
+// zombie's) is refused with group.ErrInvalidProducerEpoch.
 func (s *Store) AppendTxn(ctx context.Context, partition int32, pid int64, epoch int16, records []group.Record) error {
 	return s.append(ctx, partition, records, batch.BuildOptions{
 		Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: -1, Transactional: true,
