@@ -136,13 +136,14 @@ func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 		}
 	}
 	if len(recs) > 0 {
-		g.queueLocked(recs, func(err error) {
+		g.queueAtLocked(recs, func(first int64, err error) {
 			for i, tp := range tps {
 				if g.pendingCommits[tp]--; g.pendingCommits[tp] <= 0 {
 					delete(g.pendingCommits, tp)
 				}
 				if err == nil && !g.unloaded {
-					g.offsets[tp] = offs[i]
+					offs[i].recordOffset = first + int64(i)
+					g.putOffsetLocked(tp, offs[i])
 				}
 			}
 			done <- err

@@ -171,3 +171,42 @@ func TestTxnOffsetCommitFencesZombie(t *testing.T) {
 		t.Fatalf("committed after a reload %v, want %v", got, want)
 	}
 }
+
+// TestTxnOffsetsApplyInLogOrder: a committed transaction's offset replaces
+// the committed one only if its record is later in the log, as Kafka's
+// replayEndTransactionMarker compares the records' offsets: a plain commit
+// written after a transaction's pending commit of the same partition stays
+// when that transaction commits, and of two transactions' commits of one
+// partition the one written last wins, whichever marker comes first. Live
+// state and a replay agree.
+func TestTxnOffsetsApplyInLogOrder(t *testing.T) {
+	c, _, m := newGroupCoordinator(t)
+	commit := func(pid int64, offsets map[int32]int64) {
+		t.Helper()
+		if code := txnOffsetCommit(c, pid, 0, offsets); code != 0 {
+			t.Fatalf("TxnOffsetCommit of producer %d: %v", pid, kerr.ErrorForCode(code))
+		}
+	}
+	// t/0: the transaction's commit, then a plain one.
+	commit(1, map[int32]int64{0: 10})
+	commitOffsets(t, c, map[int32]int64{0: 20})
+	endTxn(t, c, m, 1, 1, 2, true)
+	// t/1: producer 2's commit, then producer 3's; 3's marker first.
+	commit(2, map[int32]int64{1: 1})
+	commit(3, map[int32]int64{1: 2})
+	endTxn(t, c, m, 3, 1, 2, true)
+	endTxn(t, c, m, 2, 1, 2, true)
+	// t/2: a plain commit, then the transaction's.
+	commitOffsets(t, c, map[int32]int64{2: 5})
+	commit(4, map[int32]int64{2: 6})
+	endTxn(t, c, m, 4, 1, 2, true)
+
+	want := map[int32]int64{0: 20, 1: 2, 2: 6}
+	if got := committed(t, c); !maps.Equal(got, want) {
+		t.Fatalf("committed %v, want %v", got, want)
+	}
+	reload(t, c, m)
+	if got := committed(t, c); !maps.Equal(got, want) {
+		t.Fatalf("committed after a reload %v, want %v", got, want)
+	}
+}
