@@ -189,7 +189,7 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 			case stateDead:
 				resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
 			case stateEmpty:
-				g.removeOffsetsLocked(nil, true, func(err error) { done <- err })
+				g.removeOffsetsLocked(nil, removeGroup, func(err error) { done <- err })
 				pend = append(pend, pendingDelete{i, g, done, g.sg != nil})
 			default:
 				resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code

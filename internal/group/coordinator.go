@@ -34,6 +34,10 @@ var (
 	// ErrRecordTooLarge: an OffsetStore rejected records as too large. Not retriable:
 	// commits answer INVALID_COMMIT_OFFSET_SIZE.
 	ErrRecordTooLarge = errors.New("group: records too large for the offsets topic")
+	// ErrInvalidProducerEpoch: a TxnOffsetStore refused a transactional
+	// commit whose producer epoch is older than the producer's on the partition
+	// (a fenced zombie). Not retriable: INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("group: producer epoch older than the producer's")
 	// ErrGroupNotFound: no such group on a partition this node owns.
 	ErrGroupNotFound = errors.New("group: group not found")
 	// ErrAlreadyLoaded: LoadPartition for a partition that is loaded or loading.
@@ -48,14 +52,19 @@ var (
 // Record is one record of __consumer_offsets. A nil Value is a tombstone.
 // Pending marks an offset commit of producer ProducerID's transaction that is
 // still open (no marker yet) when a partition is replayed (see txn_offsets.go).
+// Offset is the record's offset in the log, which a replay sets: a committed
+// transaction's offset commit, replayed at its marker, replaces the group's
+// offset only if it was written after it.
 type Record struct {
 	Key, Value []byte
 	Pending    bool
 	ProducerID int64
+	Offset     int64
 }
 
 // OffsetStore appends records (key/value pairs, value nil = tombstone) to partition p
-// of __consumer_offsets and returns once they are committed (acks=all semantics); the
+// of __consumer_offsets as one batch and returns once they are committed (acks=all
+// semantics), with the log offset of the first record (the others follow it); the
 // broker implements it on its replica layer.
 //
 // Append is called concurrently for different groups, never concurrently for one
@@ -65,7 +74,7 @@ type Record struct {
 // ErrRecordTooLarge when the batch is too big; anything else counts as a retriable
 // unavailability.
 type OffsetStore interface {
-	Append(ctx context.Context, partition int32, records []Record) error
+	Append(ctx context.Context, partition int32, records []Record) (first int64, err error)
 }
 
 // Config configures a Coordinator. Zero durations and sizes take the defaults of
@@ -703,6 +712,12 @@ func (g *group) stopTimersLocked() {
 // queueLocked appends a write to the group's queue; the caller must call
 // Coordinator.flush after unlocking.
 func (g *group) queueLocked(records []Record, done func(error)) {
+	g.queueAtLocked(records, func(_ int64, err error) { done(err) })
+}
+
+// queueAtLocked is queueLocked for a write whose done wants the log offset of
+// its first record.
+func (g *group) queueAtLocked(records []Record, done func(first int64, err error)) {
 	g.writeQ = append(g.writeQ, write{records: records, done: done})
 }
 
@@ -744,13 +759,17 @@ func (c *Coordinator) drain(g *group) {
 		if len(batch) == 0 {
 			return
 		}
-		var err error
+		var (
+			first int64
+			err   error
+		)
 		if len(recs) > 0 { // else writes that only wait for the ones before them
-			err = c.append(g.p, recs)
+			first, err = c.append(g.p, recs)
 		}
 		g.withLock(func() {
 			for _, w := range batch {
-				w.done(err)
+				w.done(first, err)
+				first += int64(len(w.records))
 			}
 		})
 	}
@@ -771,20 +790,20 @@ func (g *group) takeWrites() (batch []write, recs []Record) {
 	return batch, recs
 }
 
-func (c *Coordinator) append(p *partition, recs []Record) error {
+func (c *Coordinator) append(p *partition, recs []Record) (int64, error) {
 	if p.ctx.Err() != nil {
-		return ErrNotCoordinator
+		return 0, ErrNotCoordinator
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, c.cfg.OffsetCommitTimeout)
 	defer cancel()
-	err := c.store.Append(ctx, p.id, recs)
+	first, err := c.store.Append(ctx, p.id, recs)
 	if err != nil && p.ctx.Err() != nil {
 		err = fmt.Errorf("%w: partition %d unloaded: %v", ErrNotCoordinator, p.id, err)
 	}
 	if err != nil {
 		c.log.Warn("append to offsets topic failed", "partition", p.id, "records", len(recs), "err", err)
 	}
-	return err
+	return first, err
 }
 
 // storeErrorCode maps an append error to the code Kafka answers: offsets selects the
@@ -795,6 +814,8 @@ func storeErrorCode(err error, offsets bool) int16 {
 		return 0
 	case errors.Is(err, ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, ErrRecordTooLarge):
 		if offsets {
 			return kerr.InvalidCommitOffsetSize.Code

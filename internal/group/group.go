@@ -110,7 +110,9 @@ type pendingMember struct {
 // write is a batch of records queued for the group's writer, in log order.
 type write struct {
 	records []Record
-	done    func(err error) // runs with g.mu held once the append returned
+	// done runs with g.mu held once the append returned, with the log
+	// offset of the write's first record.
+	done func(first int64, err error)
 }
 
 // group is one classic group and its committed offsets. Everything is guarded by mu;

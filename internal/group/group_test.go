@@ -85,6 +85,7 @@ func TestStoreErrorCode(t *testing.T) {
 		{fmt.Errorf("x: %w", ErrNotCoordinator), kerr.NotCoordinator.Code, kerr.NotCoordinator.Code},
 		{fmt.Errorf("x: %w", ErrRecordTooLarge), kerr.InvalidCommitOffsetSize.Code, kerr.UnknownServerError.Code},
 		{context.DeadlineExceeded, kerr.RequestTimedOut.Code, kerr.RebalanceInProgress.Code},
+		{fmt.Errorf("x: %w", ErrInvalidProducerEpoch), kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Code},
 		{errors.New("disk on fire"), kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorNotAvailable.Code},
 	}
 	for _, tt := range tests {

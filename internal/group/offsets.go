@@ -136,13 +136,14 @@ func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 		}
 	}
 	if len(recs) > 0 {
-		g.queueLocked(recs, func(err error) {
+		g.queueAtLocked(recs, func(first int64, err error) {
 			for i, tp := range tps {
 				if g.pendingCommits[tp]--; g.pendingCommits[tp] <= 0 {
 					delete(g.pendingCommits, tp)
 				}
 				if err == nil && !g.unloaded {
-					g.offsets[tp] = offs[i]
+					offs[i].recordOffset = first + int64(i)
+					g.putOffsetLocked(tp, offs[i])
 				}
 			}
 			done <- err
@@ -341,7 +342,8 @@ func (g *group) fetchAllLocked() []fetchedPartition {
 // member consumes (GROUP_SUBSCRIBED_TO_TOPIC for the others; a streams group's
 // members consume the topics its topology reads), writing tombstones. A classic
 // group with members of another protocol type than consumer answers
-// NON_EMPTY_GROUP. An Empty group left without offsets is deleted with them.
+// NON_EMPTY_GROUP. An Empty group left without offsets stays, Empty, until the
+// retention check deletes it, as in Kafka 4's group coordinator.
 func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	for _, t := range req.Topics {
@@ -388,17 +390,32 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	}
 }
 
-// removeOffsetsLocked queues tombstones for the committed offsets among tps and, when
-// that leaves an Empty group without offsets or open transactions that is not a
-// share group (or deleteGroup is set), for the group itself and its streams
-// records, which is Dead until the write lands (and Empty again if it fails). A
+// removal is why offsets are removed, which decides whether the group goes too.
+type removal int
+
+const (
+	// removeOffsets (OffsetDelete, a topic's deletion) removes offsets only: a
+	// group left Empty without offsets waits for the retention check, as in
+	// Kafka 4's group coordinator (its old one deleted the group at once).
+	removeOffsets removal = iota
+	// expireOffsets (the retention check) removes the group too when that
+	// leaves it Empty without offsets or open transactions and it is not a
+	// share group (Kafka's cleanupGroupMetadata).
+	expireOffsets
+	// removeGroup (DeleteGroups) removes the group with all its offsets.
+	removeGroup
+)
+
+// removeOffsetsLocked queues tombstones for the committed offsets among tps and,
+// as why says, for the group itself and its streams records, which is Dead until
+// the write lands (and Empty again if it fails). A
 // commit still in flight counts as committed, as in Kafka, where it applies at
 // once: it precedes the tombstone in the log and its done runs first, so both the
 // group and a replay end without the offset. So does a transactional commit still
 // pending: as in Kafka, the tombstone deletes it too, and its transaction's marker
 // brings nothing back. It reports whether anything was queued; done then runs
 // after the append.
-func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done func(error)) bool {
+func (g *group) removeOffsetsLocked(tps []topicPartition, why removal, done func(error)) bool {
 	var recs, stRecs []Record
 	var gone []topicPartition
 	add := func(tp topicPartition) {
@@ -415,8 +432,8 @@ func (g *group) removeOffsetsLocked(tps []topicPartition, deleteGroup bool, done
 	}
 	// A share group never goes with its offsets (it has none; as Kafka's
 	// ShareGroup.shouldExpire): only DeleteGroups deletes it, with its state.
-	dies := deleteGroup || (g.sg == nil && g.state == stateEmpty && len(g.pending) == 0 &&
-		len(g.pendingCommits) == 0 && !txnOpen && len(g.offsets) == len(gone))
+	dies := why == removeGroup || (why == expireOffsets && g.sg == nil && g.state == stateEmpty &&
+		len(g.pending) == 0 && len(g.pendingCommits) == 0 && !txnOpen && len(g.offsets) == len(gone))
 	prevTime := g.stateTime
 	if dies {
 		for _, tp := range sortedKeys(g.offsets) {
@@ -500,13 +517,14 @@ func (g *group) offsetDeleteLocked(req *kmsg.OffsetDeleteRequest, resp *kmsg.Off
 			remove = append(remove, topicPartition{t.Topic, pt.Partition})
 		}
 	}
-	return 0, g.removeOffsetsLocked(remove, false, func(err error) { done <- err })
+	return 0, g.removeOffsetsLocked(remove, removeOffsets, func(err error) { done <- err })
 }
 
 // TopicsDeleted drops every group's committed offsets of the deleted topics, writing
 // tombstones (Kafka's handleDeletedPartitions), so a topic created again under the
-// same name does not resume at stale offsets. An Empty group left without offsets is
-// deleted. The broker calls it when its metadata image loses topics; it returns once
+// same name does not resume at stale offsets. An Empty group left without offsets
+// stays until the retention check deletes it, as in Kafka 4 (onPartitionsDeleted
+// writes only tombstones). The broker calls it when its metadata image loses topics; it returns once
 // the tombstones are queued, and failed appends are retried by the next call or
 // expire with retention.
 func (c *Coordinator) TopicsDeleted(topics ...string) {
@@ -536,7 +554,7 @@ func (g *group) removeTopicsLocked(topics []string) bool {
 			gone = append(gone, tp)
 		}
 	}
-	return len(gone) > 0 && g.state != stateDead && g.removeOffsetsLocked(gone, false, func(error) {})
+	return len(gone) > 0 && g.state != stateDead && g.removeOffsetsLocked(gone, removeOffsets, func(error) {})
 }
 
 // runExpiry is the periodic offsets retention check.
@@ -556,7 +574,7 @@ func (c *Coordinator) expireOffsets() {
 	for _, p := range parts {
 		for _, g := range p.snapshot() {
 			var queued bool
-			g.withLock(func() { queued = g.removeOffsetsLocked(g.expiredLocked(now), false, func(error) {}) })
+			g.withLock(func() { queued = g.removeOffsetsLocked(g.expiredLocked(now), expireOffsets, func(error) {}) })
 			if queued {
 				c.flush(g)
 			}

@@ -34,6 +34,19 @@ type offsetCommit struct {
 	metadata    string
 	commitTime  time.Time
 	expireTime  time.Time // zero unless committed with a v2-v4 retention time
+	// recordOffset is the offset of the commit's record in __consumer_offsets
+	// (not encoded): of a plain and a transactional commit of one partition,
+	// the one written last is the group's once the transaction commits, as
+	// Kafka's OffsetAndMetadata.recordOffset decides.
+	recordOffset int64
+}
+
+// putOffsetLocked makes o the group's committed offset of tp unless the
+// one it has was written later in the log (see offsetCommit.recordOffset).
+func (g *group) putOffsetLocked(tp topicPartition, o offsetCommit) {
+	if cur, ok := g.offsets[tp]; !ok || cur.recordOffset <= o.recordOffset {
+		g.offsets[tp] = o
+	}
 }
 
 func offsetKey(group string, tp topicPartition) []byte {
@@ -210,12 +223,17 @@ func (r *replayed) apply(rec Record) error {
 		if err != nil {
 			return err
 		}
+		o.recordOffset = rec.Offset
 		offs := r.offsets[k.group]
 		if offs == nil {
 			offs = make(map[topicPartition]offsetCommit)
 			r.offsets[k.group] = offs
 		}
-		offs[k.tp] = o
+		// A committed transaction's commit comes at its marker: it
+		// replaces only an offset written before it.
+		if cur, ok := offs[k.tp]; !ok || cur.recordOffset <= o.recordOffset {
+			offs[k.tp] = o
+		}
 	case kindGroup:
 		if rec.Value == nil {
 			delete(r.groups, k.group)

@@ -9,20 +9,23 @@ import (
 	"time"
 )
 
-// memStore is an in-memory OffsetStore: one record log per partition. Tests make it
-// fail or block appends.
+// memStore is an in-memory OffsetStore: one record log per partition, each
+// record with its log offset. Tests make it fail or block appends.
 type memStore struct {
 	mu      sync.Mutex
 	logs    map[int32][]Record
-	fail    error         // returned by appends while set
-	block   chan struct{} // appends wait for it to close while set
-	jitter  bool          // appends pause up to 200µs before and after writing, as replication would
+	ends    map[int32]int64 // each log's next offset
+	fail    error           // returned by appends while set
+	block   chan struct{}   // appends wait for it to close while set
+	jitter  bool            // appends pause up to 200µs before and after writing, as replication would
 	appends int
 }
 
-func newMemStore() *memStore { return &memStore{logs: make(map[int32][]Record)} }
+func newMemStore() *memStore {
+	return &memStore{logs: make(map[int32][]Record), ends: make(map[int32]int64)}
+}
 
-func (s *memStore) Append(ctx context.Context, p int32, recs []Record) error {
+func (s *memStore) Append(ctx context.Context, p int32, recs []Record) (int64, error) {
 	s.mu.Lock()
 	block, jitter := s.block, s.jitter
 	s.mu.Unlock()
@@ -33,23 +36,25 @@ func (s *memStore) Append(ctx context.Context, p int32, recs []Record) error {
 		select {
 		case <-block:
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
 	s.mu.Lock()
 	if s.fail != nil {
 		s.mu.Unlock()
-		return s.fail
+		return 0, s.fail
 	}
 	s.appends++
+	first := s.ends[p]
 	for _, r := range recs {
-		s.logs[p] = append(s.logs[p], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value)})
+		s.logs[p] = append(s.logs[p], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Offset: s.ends[p]})
+		s.ends[p]++
 	}
 	s.mu.Unlock()
 	if jitter { // the acknowledgement arrives later than the write
 		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 	}
-	return nil
+	return first, nil
 }
 
 func cloneNil(b []byte) []byte {

@@ -14,19 +14,25 @@ import (
 // marker lands on that partition: CompleteTxnOffsets then applies them (commit) or
 // drops them (abort). A replay applies committed transactions' records at their
 // marker, drops aborted ones, and hands the records of transactions still open to
-// the coordinator as Pending records.
+// the coordinator as Pending records. As in Kafka, a committed offset keeps the
+// log offset of its record, and a transaction's commit replaces the group's
+// offset only if it was written after it: a plain commit written after the
+// transactional one stays, and of two transactions' commits the later written
+// wins whatever the order of their markers.
 
 // TxnOffsetStore is an OffsetStore that can also append records as one
 // transactional batch of a producer (the broker's offsets.Store).
 type TxnOffsetStore interface {
-	AppendTxn(ctx context.Context, partition int32, producerID int64, producerEpoch int16, records []Record) error
+	AppendTxn(ctx context.Context, partition int32, producerID int64, producerEpoch int16, records []Record) (first int64, err error)
 }
 
 // TxnOffsetCommit serves TxnOffsetCommit v0-v6 (topics by name: v6's ids are
 // resolved by the handlers). With a member id or generation
 // (v3+) the member and generation are checked as for OffsetCommit; without them
 // the commit is accepted whatever the group's state (older producers do not know
-// the group's generation). The answer comes once the records are appended.
+// the group's generation). The answer comes once the records are appended; the
+// store refuses a producer epoch older than the producer's on the partition
+// (INVALID_PRODUCER_EPOCH), so a fenced zombie's offsets never become pending.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for _, t := range req.Topics {
@@ -105,12 +111,14 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if len(recs) == 0 {
 		return resp
 	}
-	if err := store.AppendTxn(ctx, p.id, req.ProducerID, req.ProducerEpoch, recs); err != nil {
+	first, err := store.AppendTxn(ctx, p.id, req.ProducerID, req.ProducerEpoch, recs)
+	if err != nil {
 		setAll(storeErrorCode(err, true))
 		return resp
 	}
 	p.mu.Lock()
 	for i, tp := range tps {
+		offs[i].recordOffset = first + int64(i)
 		p.txnOffsets.add(req.ProducerID, req.Group, tp, offs[i])
 	}
 	p.mu.Unlock()
@@ -194,7 +202,9 @@ func (p *partition) dropTxnOffsets(groupID string, tps []topicPartition) {
 
 // CompleteTxnOffsets is called once producer pid's transaction marker is
 // committed on partition of __consumer_offsets: the transaction's pending offset
-// commits become the groups' committed offsets (commit) or are dropped (abort).
+// commits become the groups' committed offsets (commit), each unless the group's
+// offset of its partition was written later in the log (Kafka's
+// replayEndTransactionMarker), or are dropped (abort).
 func (c *Coordinator) CompleteTxnOffsets(partition int32, pid int64, commit bool) {
 	c.mu.RLock()
 	p := c.mu.partitions[partition]
@@ -217,7 +227,7 @@ func (c *Coordinator) CompleteTxnOffsets(partition int32, pid int64, commit bool
 		g.withLock(func() {
 			if !g.unloaded {
 				for tp, o := range offs {
-					g.offsets[tp] = o
+					g.putOffsetLocked(tp, o)
 				}
 			}
 		})
@@ -235,6 +245,7 @@ func (r *replayed) applyPendingTxn(rec Record, k decodedKey) error {
 	if err != nil {
 		return err
 	}
+	o.recordOffset = rec.Offset
 	r.txnOffsets.add(rec.ProducerID, k.group, k.tp, o)
 	return nil
 }

@@ -14,22 +14,25 @@ import (
 )
 
 // txnMemStore is a memStore that also takes transactional appends; their records
-// are kept apart, as a replay would find them before their marker.
+// take log offsets but are kept apart, as a replay would find them before their
+// marker.
 type txnMemStore struct {
 	*memStore
 	pending map[int64][]Record
 }
 
-func (s *txnMemStore) AppendTxn(ctx context.Context, p int32, pid int64, _ int16, recs []Record) error {
-	if err := s.memStore.Append(ctx, p, nil); err != nil {
-		return err
+func (s *txnMemStore) AppendTxn(ctx context.Context, p int32, pid int64, _ int16, recs []Record) (int64, error) {
+	if _, err := s.memStore.Append(ctx, p, nil); err != nil {
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	first := s.ends[p]
 	for _, r := range recs {
-		s.pending[pid] = append(s.pending[pid], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Pending: true, ProducerID: pid})
+		s.pending[pid] = append(s.pending[pid], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Pending: true, ProducerID: pid, Offset: s.ends[p]})
+		s.ends[p]++
 	}
-	return nil
+	return first, nil
 }
 
 func txnCommit(c *Coordinator, group string, pid int64, generation int32, offset int64) *kmsg.TxnOffsetCommitResponse {

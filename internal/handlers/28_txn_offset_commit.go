@@ -7,7 +7,9 @@ package handlers
 // STALE_MEMBER_EPOCH, both ILLEGAL_GENERATION before v6, as Kafka 4.4 answers). Served by the group coordinator: the offsets are written in a
 // transactional batch of the producer on the group's __consumer_offsets partition
 // and become the group's committed offsets only when the transaction commits (see
-// package group, txn_offsets.go). The answer comes once they are appended.
+// package group, txn_offsets.go). The answer comes once they are appended; an
+// epoch older than the producer's on that partition (a fenced zombie's) is
+// refused there with INVALID_PRODUCER_EPOCH, as Kafka's log refuses it.
 //   v5 (KIP-890, transaction version 2): the client sends no AddOffsetsToTxn;
 //   the group's __consumer_offsets partition is first added to the transaction
 //   at its coordinator, whose error (CONCURRENT_TRANSACTIONS,

@@ -99,8 +99,9 @@ func (s *Store) coordinator() Coordinator {
 }
 
 // Append implements group.OffsetStore: the records become one batch appended to
-// partition p as leader, and Append returns once the high-water mark covers it.
-func (s *Store) Append(ctx context.Context, partition int32, records []group.Record) error {
+// partition p as leader, and Append returns the batch's base offset once the
+// high-water mark covers it.
+func (s *Store) Append(ctx context.Context, partition int32, records []group.Record) (int64, error) {
 	return s.append(ctx, partition, records, batch.BuildOptions{})
 }
 
@@ -118,11 +119,11 @@ func (s *Store) AppendUnacked(ctx context.Context, partition int32, records []gr
 // of the partition that others' appends start.
 const unackedFlushWithin = 100 * time.Millisecond
 
-func (s *Store) append(ctx context.Context, partition int32, records []group.Record, opts batch.BuildOptions) error {
+func (s *Store) append(ctx context.Context, partition int32, records []group.Record, opts batch.BuildOptions) (int64, error) {
 	guard, verified := replica.VerificationGuardFrom(ctx)
 	p, res, err := s.appendLocal(partition, records, opts, replica.AppendOpts{Verify: verified, Guard: guard})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	timeout := 30 * time.Second
 	if d, ok := ctx.Deadline(); ok {
@@ -130,9 +131,9 @@ func (s *Store) append(ctx context.Context, partition int32, records []group.Rec
 	}
 	err = p.WaitCommitted(ctx, res, timeout)
 	if errors.Is(err, replica.ErrNotLeader) {
-		return fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
+		return 0, fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
 	}
-	return err
+	return res.BaseOffset, err
 }
 
 // appendLocal appends records to the leader's log as one batch; a
@@ -167,6 +168,8 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 		return nil, res, fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
 	case errors.Is(err, replica.ErrNotLeader):
 		return nil, res, fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
+	case errors.Is(err, replica.ErrInvalidProducerEpoch):
+		return nil, res, fmt.Errorf("%w: %v", group.ErrInvalidProducerEpoch, err)
 	case err != nil:
 		return nil, res, err
 	}
@@ -175,8 +178,11 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 
 // AppendTxn implements group.TxnOffsetStore: the records become one
 // transactional batch of producer pid (a coordinator's write: no sequence
-// number), appended as leader; it returns once the high-water mark covers it.
-func (s *Store) AppendTxn(ctx context.Context, partition int32, pid int64, epoch int16, records []group.Record) error {
+// number), appended as leader; it returns the batch's base offset once the
+// high-water mark covers it.
+// A batch of an epoch older than the producer's on the partition (a fenced
+// zombie's) is refused with group.ErrInvalidProducerEpoch.
+func (s *Store) AppendTxn(ctx context.Context, partition int32, pid int64, epoch int16, records []group.Record) (int64, error) {
 	return s.append(ctx, partition, records, batch.BuildOptions{
 		Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: -1, Transactional: true,
 	})
@@ -300,9 +306,10 @@ func dropKey(open map[int64][]group.Record, key []byte) {
 	}
 }
 
-// records replays a partition from its log start up to its high-water mark.
+// records replays a partition from its log start up to its high-water mark,
+// each record with its log offset.
 // Records of transactional batches wait for their producer's marker: a commit
-// yields them there, an abort drops them, and those of transactions still open at
+// yields them there (the coordinator keeps a group's offset written later), an abort drops them, and those of transactions still open at
 // the end come last, marked Pending with their producer id. A plain tombstone
 // deletes the records of its key that open transactions wrote before it, as an
 // offset's tombstone deletes the pending transactional commits of the offset in
@@ -349,7 +356,7 @@ func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 				}
 				var out []group.Record
 				err := batch.Records(it.Batch(), func(_ batch.Header, r batch.Record) error {
-					rec := group.Record{Key: append([]byte(nil), r.Key...)}
+					rec := group.Record{Key: append([]byte(nil), r.Key...), Offset: h.BaseOffset + int64(r.OffsetDelta)}
 					if r.Value != nil {
 						rec.Value = append([]byte{}, r.Value...)
 					}

@@ -79,7 +79,7 @@ func TestAppendErrors(t *testing.T) {
 	s, _ := newTestStore(t, nil)
 	ctx := context.Background()
 	small := []group.Record{{Key: []byte("k"), Value: []byte("v")}}
-	if err := s.Append(ctx, 0, small); err != nil {
+	if _, err := s.Append(ctx, 0, small); err != nil {
 		t.Fatalf("append to the led partition: %v", err)
 	}
 	for _, tc := range []struct {
@@ -92,10 +92,10 @@ func TestAppendErrors(t *testing.T) {
 		{"led by another broker", 1, small, group.ErrNotCoordinator},
 		{"too large", 0, []group.Record{{Key: []byte("k"), Value: make([]byte, 300)}}, group.ErrRecordTooLarge},
 	} {
-		if err := s.Append(ctx, tc.partition, tc.records); !errors.Is(err, tc.want) {
+		if _, err := s.Append(ctx, tc.partition, tc.records); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Append = %v, want %v", tc.name, err, tc.want)
 		}
-		if err := s.AppendTxn(ctx, tc.partition, 9, 0, tc.records); !errors.Is(err, tc.want) {
+		if _, err := s.AppendTxn(ctx, tc.partition, 9, 0, tc.records); !errors.Is(err, tc.want) {
 			t.Errorf("%s: AppendTxn = %v, want %v", tc.name, err, tc.want)
 		}
 	}
@@ -193,15 +193,15 @@ func TestReplayHoldsTransactionsToTheirMarkers(t *testing.T) {
 	ctx := context.Background()
 	rec := func(v string) []group.Record { return []group.Record{{Key: []byte("k"), Value: []byte(v)}} }
 	for _, step := range []func() error{
-		func() error { return s.Append(ctx, 0, rec("a")) },
-		func() error { return s.AppendTxn(ctx, 0, 1, 0, rec("t1a")) },
-		func() error { return s.AppendTxn(ctx, 0, 2, 0, rec("t2")) },
-		func() error { return s.Append(ctx, 0, rec("b")) },
-		func() error { return s.AppendTxn(ctx, 0, 1, 0, rec("t1b")) },
+		func() error { _, err := s.Append(ctx, 0, rec("a")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 1, 0, rec("t1a")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 2, 0, rec("t2")); return err },
+		func() error { _, err := s.Append(ctx, 0, rec("b")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 1, 0, rec("t1b")); return err },
 		func() error { return marker(m, 1, true) },
 		func() error { return marker(m, 2, false) },
-		func() error { return s.AppendTxn(ctx, 0, 3, 0, rec("t3")) },
-		func() error { return s.Append(ctx, 0, rec("c")) },
+		func() error { _, err := s.AppendTxn(ctx, 0, 3, 0, rec("t3")); return err },
+		func() error { _, err := s.Append(ctx, 0, rec("c")); return err },
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
@@ -244,13 +244,16 @@ func TestReplayTombstoneDeletesOpenTransactionsRecords(t *testing.T) {
 		return []group.Record{r}
 	}
 	for _, step := range []func() error{
-		func() error { return s.AppendTxn(ctx, 0, 1, 0, append(rec("k", "t1k"), rec("j", "t1j")...)) },
-		func() error { return s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k")) },
-		func() error { return s.Append(ctx, 0, rec("k", "")) },
-		func() error { return s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k'")) },
+		func() error {
+			_, err := s.AppendTxn(ctx, 0, 1, 0, append(rec("k", "t1k"), rec("j", "t1j")...))
+			return err
+		},
+		func() error { _, err := s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k")); return err },
+		func() error { _, err := s.Append(ctx, 0, rec("k", "")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k'")); return err },
 		func() error { return marker(m, 1, true) },
-		func() error { return s.AppendTxn(ctx, 0, 3, 0, rec("j", "t3j")) },
-		func() error { return s.Append(ctx, 0, rec("j", "")) },
+		func() error { _, err := s.AppendTxn(ctx, 0, 3, 0, rec("j", "t3j")); return err },
+		func() error { _, err := s.Append(ctx, 0, rec("j", "")); return err },
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
@@ -312,7 +315,7 @@ func TestAppendWaitErrors(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	if err := s.Append(ctx, 2, small); !errors.Is(err, context.Canceled) {
+	if _, err := s.Append(ctx, 2, small); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Append cancelled while waiting: %v, want context.Canceled", err)
 	}
 
@@ -352,7 +355,8 @@ func TestAppendWaitErrors(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		done <- s.Append(ctx, 2, small)
+		_, err := s.Append(ctx, 2, small)
+		done <- err
 	}()
 	wait.For(t, "the append in the log", func() bool { return p.LogEndOffset() > before })
 	if err := m.Apply(moved.WithOffset(3)); err != nil {

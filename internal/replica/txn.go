@@ -263,7 +263,11 @@ func (p *Partition) WriteTxnMarker(m batch.Marker, tv int8) (AppendResult, error
 // AppendAsCoordinator appends one batch a coordinator built itself (a
 // transactional offset commit on __consumer_offsets) as leader. Such a batch
 // carries no sequence number (Kafka's coordinator origin), so the producer
-// sequence checks of Append do not apply; max.message.bytes does.
+// sequence checks of Append do not apply; max.message.bytes does, and so does
+// the producer's epoch: a batch of an older epoch than the producer's here (a
+// zombie's, fenced by a newer instance or by a marker of transaction version
+// 2) is refused with ErrInvalidProducerEpoch, as Kafka's checkProducerEpoch
+// refuses it, and an accepted batch's epoch becomes the producer's.
 func (p *Partition) AppendAsCoordinator(records []byte) (AppendResult, error) {
 	return p.appendAsCoordinator(records, nil)
 }
@@ -283,6 +287,9 @@ func (p *Partition) appendAsCoordinator(records []byte, check func() error) (App
 			if p.markerPendingLocked(h) {
 				return fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, h.ProducerID, h.ProducerEpoch)
 			}
+			if e, ok := p.producers.entries[h.ProducerID]; h.Idempotent() && ok && h.ProducerEpoch < e.epoch {
+				return fmt.Errorf("%w: producer %d's batch at epoch %d, the producer is at %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+			}
 			if check != nil {
 				return check()
 			}
@@ -292,8 +299,9 @@ func (p *Partition) appendAsCoordinator(records []byte, check func() error) (App
 }
 
 // appendTrusted appends batches the broker built as leader, after check (run
-// under the append lock) passes, and feeds them to the transaction state;
-// hints go to the log's flusher.
+// under the append lock) passes, and feeds them to the producer and
+// transaction state, as a follower's append does; hints go to the log's
+// flusher.
 func (p *Partition) appendTrusted(records []byte, hints storage.AppendHints, check func() error) (AppendResult, error) {
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
@@ -312,6 +320,9 @@ func (p *Partition) appendTrusted(records []byte, hints storage.AppendHints, che
 	info, err := p.log.AppendHinted(records, epoch, hints)
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if h, err := batch.ParseHeader(records); err == nil && h.Idempotent() && !h.Control() {
+		p.producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, info.FirstOffset, info.LastOffset, info.MaxTimestamp)
 	}
 	if err := p.observeTxns(records); err != nil {
 		return AppendResult{}, err

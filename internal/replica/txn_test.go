@@ -827,3 +827,56 @@ func TestCoordinatorBatchesKeepSequenceMinusOne(t *testing.T) {
 		t.Fatalf("log end %d, want 2 (the commit and its marker)", end)
 	}
 }
+
+// TestCoordinatorAppendFencesOlderEpoch: a coordinator's transactional batch
+// (a TxnOffsetCommit on __consumer_offsets) is checked against its producer's
+// epoch as a client's is, Kafka's checkProducerEpoch for the coordinator
+// origin: after a marker at a bumped epoch (transaction version 2 ends every
+// transaction so) or a commit at a newer epoch (a new instance's
+// InitProducerId), a commit of an older epoch is a zombie's and is refused
+// with ErrInvalidProducerEpoch, the log unchanged; else it would open a
+// transaction that the new epoch's marker commits. The accepted commit's
+// epoch becomes the producer's here.
+func TestCoordinatorAppendFencesOlderEpoch(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	const pid = 9
+	commit := func(epoch int16) []byte {
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: -1, Transactional: true}, []batch.Record{{Key: []byte("k"), Value: []byte("offset")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if _, err := p.AppendAsCoordinator(commit(0)); err != nil {
+		t.Fatalf("commit at epoch 0: %v", err)
+	}
+	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: 1, Commit: true}, 2); err != nil {
+		t.Fatalf("marker at the bumped epoch 1: %v", err)
+	}
+	for _, step := range []struct {
+		epoch int16
+		want  error
+	}{
+		{0, ErrInvalidProducerEpoch}, // the ended transaction's epoch
+		{3, nil},                     // a new instance's epoch
+		{2, ErrInvalidProducerEpoch}, // older than the last commit's
+		{3, nil},
+	} {
+		end := p.LogEndOffset()
+		_, err := p.AppendAsCoordinator(commit(step.epoch))
+		if !errors.Is(err, step.want) {
+			t.Fatalf("commit at epoch %d: %v, want %v", step.epoch, err, step.want)
+		}
+		if err != nil && p.LogEndOffset() != end {
+			t.Fatalf("a refused commit at epoch %d changed the log", step.epoch)
+		}
+	}
+	infos, err := p.Producers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].ProducerEpoch != 3 {
+		t.Fatalf("producers %+v, want producer %d at epoch 3", infos, pid)
+	}
+}

@@ -44,7 +44,7 @@ import (
 // returns once they are committed; offsets.Store on StateTopic is one. An error
 // wrapping group.ErrNotCoordinator means this node does not lead the partition.
 type StateLog interface {
-	Append(ctx context.Context, partition int32, records []group.Record) error
+	Append(ctx context.Context, partition int32, records []group.Record) (first int64, err error)
 }
 
 // Coordinator is the share coordinator of one node: the partitions of StateTopic
@@ -160,7 +160,7 @@ func (sh *stateShard) entry(k Key, create bool) *stateEntry {
 
 // append writes k's value (nil: a tombstone) and returns its code.
 func (c *Coordinator) append(ctx context.Context, k Key, value []byte) int16 {
-	err := c.log.Append(ctx, statePartition(k, c.partitions), []group.Record{{Key: encodeKey(k), Value: value}})
+	_, err := c.log.Append(ctx, statePartition(k, c.partitions), []group.Record{{Key: encodeKey(k), Value: value}})
 	switch {
 	case err == nil:
 		return 0

@@ -23,17 +23,18 @@ type memStateLog struct {
 	deposed bool // appends fail as on a node that lost the partition
 }
 
-func (l *memStateLog) Append(_ context.Context, p int32, records []group.Record) error {
+func (l *memStateLog) Append(_ context.Context, p int32, records []group.Record) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.deposed {
-		return fmt.Errorf("%w: not the leader", group.ErrNotCoordinator)
+		return 0, fmt.Errorf("%w: not the leader", group.ErrNotCoordinator)
 	}
 	if l.recs == nil {
 		l.recs = map[int32][]group.Record{}
 	}
+	first := int64(len(l.recs[p]))
 	l.recs[p] = append(l.recs[p], records...)
-	return nil
+	return first, nil
 }
 
 // replay yields partition p's records, as offsets.Store does on a load.
@@ -145,7 +146,7 @@ func TestCoordinatorFencing(t *testing.T) {
 	legacy := &memStateLog{}
 	reset := Snapshot{StateEpoch: 2, LeaderEpoch: 3, Start: 40}
 	for _, v := range []Snapshot{{StateEpoch: 1, LeaderEpoch: 3, Start: 10}, reset, {StateEpoch: 1, LeaderEpoch: 4, Start: 12}} {
-		_ = legacy.Append(ctx, p, []group.Record{{Key: encodeKey(k), Value: encodeSnapshot(v)}})
+		_, _ = legacy.Append(ctx, p, []group.Record{{Key: encodeKey(k), Value: encodeSnapshot(v)}})
 	}
 	c4 := NewCoordinator(legacy, 4)
 	if err := c4.LoadPartition(ctx, p, legacy.replay(p)); err != nil {

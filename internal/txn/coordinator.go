@@ -37,7 +37,7 @@ var (
 // other append, without waiting for them to be committed; they need start no
 // fsync of their own (a later append's covers them).
 type Store interface {
-	Append(ctx context.Context, partition int32, records []group.Record) error
+	Append(ctx context.Context, partition int32, records []group.Record) (first int64, err error)
 	AppendUnacked(ctx context.Context, partition int32, records []group.Record) error
 }
 
@@ -430,7 +430,8 @@ func (c *Coordinator) write(ctx context.Context, p int32, id string, e *entry, n
 	if unacked {
 		return c.store.AppendUnacked(ctx, p, recs)
 	}
-	return c.store.Append(ctx, p, recs)
+	_, err := c.store.Append(ctx, p, recs)
+	return err
 }
 
 // preadds tells whether tr, decided from cur for an id whose last state

@@ -32,19 +32,20 @@ type memStore struct {
 	loseUnacked bool
 }
 
-func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) error {
+func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
 		s.failed = append(s.failed, time.Now())
-		return s.fail
+		return 0, s.fail
 	}
 	if s.logs == nil {
 		s.logs = map[int32][]group.Record{}
 	}
+	first := int64(len(s.logs[p]))
 	s.logs[p] = append(s.logs[p], recs...)
 	s.appends++
-	return nil
+	return first, nil
 }
 
 // states decodes partition p's records and the number of batches appended.
@@ -75,7 +76,8 @@ func (s *memStore) AppendUnacked(ctx context.Context, p int32, recs []group.Reco
 	if lose {
 		return nil
 	}
-	return s.Append(ctx, p, recs)
+	_, err := s.Append(ctx, p, recs)
+	return err
 }
 
 func (s *memStore) replay(p int32) iter.Seq2[group.Record, error] {
