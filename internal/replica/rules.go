@@ -170,9 +170,15 @@ func (t *tracker) unresolvedExpansion() []int32 {
 // expansion adds, of what each member holds durably: the leader's safe end and
 // each in-sync follower's last fetch offset. A member that has not fetched yet
 // (-1) holds the high-water mark at or below -1, so it never rises past what an
-// in-sync follower was not yet seen to hold. The caller never moves its
-// high-water mark down to this value.
-func (t *tracker) highWatermark(leaderSafeEnd int64) int64 {
+// in-sync follower was not yet seen to hold. While the committed ISR is below
+// min.insync.replicas minISR (underMinISR) it is -1: the high-water mark stays
+// where it is, as Kafka's leader holds it (KAFKA-15583), so that nothing only
+// too few replicas hold is shown to consumers or acknowledged. The caller never
+// moves its high-water mark down to this value.
+func (t *tracker) highWatermark(leaderSafeEnd int64, minISR int32) int64 {
+	if underMinISR(len(t.isr), len(t.replicas), minISR) {
+		return -1
+	}
 	end := leaderSafeEnd
 	for _, id := range t.isr {
 		if f := t.followers[id]; f != nil && f.logEnd < end {
@@ -224,6 +230,14 @@ func (t *tracker) readReplicas(fetchOffset int64, now time.Time) []ReplicaView {
 		views = append(views, ReplicaView{ID: id, LogEndOffset: f.logEnd, SinceCaughtUp: now.Sub(f.lastCaughtUp)})
 	}
 	return views
+}
+
+// underMinISR reports whether an ISR of isr members, of a partition of replicas
+// replicas, is smaller than min.insync.replicas minISR as Kafka's leader
+// applies it (effectiveMinIsr): a minimum above the number of replicas asks
+// for every replica, not for more than there are.
+func underMinISR(isr, replicas int, minISR int32) bool {
+	return isr < min(int(minISR), replicas)
 }
 
 // noteBrokerEpoch records the broker epoch of follower id's last fetch.

@@ -19,9 +19,11 @@ import (
 // The leader's side (a tracker, the leader's safe end and the HWM it publishes,
 // as Partition composes them):
 //
-//	lead id= replicas=1,2,3 isr=1,2,3 [pepoch=0] safe=N [hwm=N] [at=DUR]
-//	    (epoch-start is the safe end at the start of the leadership)
+//	lead id= replicas=1,2,3 isr=1,2,3 [pepoch=0] safe=N [hwm=N] [min=1] [at=DUR]
+//	    (epoch-start is the safe end at the start of the leadership; min is
+//	    min.insync.replicas)
 //	safe N                      the leader's safe end (and log end) moved
+//	min N                       min.insync.replicas changed (a dynamic config)
 //	fetch id= offset= [start=N] [at=DUR]  a follower's fetch (its log starting
 //	                            at start): progress, HWM, expansion
 //	read-replicas offset= [at=DUR]  the followers a consumer fetching at offset
@@ -50,6 +52,7 @@ type rulesHarness struct {
 	safe       int64
 	hwm        int64
 	epochStart int64
+	minISR     int32
 }
 
 var rulesStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -117,6 +120,7 @@ func (h *rulesHarness) run(cmd string) []string {
 		h.safe = num("safe", required)
 		h.epochStart = h.safe
 		h.hwm = num("hwm", 0)
+		h.minISR = int32(num("min", 1))
 		h.tr = newTracker(int32(num("id", required)), int32(num("pepoch", 0)), ids("replicas"), ids("isr"), true, at())
 		h.advance()
 		return h.state()
@@ -129,6 +133,17 @@ func (h *rulesHarness) run(cmd string) []string {
 			h.t.Fatal(err)
 		}
 		h.safe = n
+		h.advance()
+		return h.state()
+	case "min":
+		if len(pos) != 1 {
+			h.t.Fatalf("%q: want one value", cmd)
+		}
+		n, err := strconv.Atoi(pos[0])
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.minISR = int32(n)
 		h.advance()
 		return h.state()
 	case "fetch":
@@ -206,7 +221,7 @@ func (h *rulesHarness) run(cmd string) []string {
 }
 
 // advance raises the published HWM as Partition does: never down.
-func (h *rulesHarness) advance() { h.hwm = max(h.hwm, h.tr.highWatermark(h.safe)) }
+func (h *rulesHarness) advance() { h.hwm = max(h.hwm, h.tr.highWatermark(h.safe, h.minISR)) }
 
 func (h *rulesHarness) state() []string {
 	var fs []string
