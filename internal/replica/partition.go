@@ -157,10 +157,12 @@ type Partition struct {
 		resignBackoff time.Duration
 	}
 
-	// isrProposer sends an ISR change to the controller, and isrEligible
-	// reports whether a broker may join an ISR (both set by the Manager).
-	isrProposer func(isrChange)
-	isrEligible func(id int32, epoch int64) bool
+	// isrProposer sends an ISR change to the controller, isrEligible reports
+	// whether a broker may join an ISR, and replicaLagMax is
+	// replica.lag.time.max.ms (all set by the Manager).
+	isrProposer   func(isrChange)
+	isrEligible   func(id int32, epoch int64) bool
+	replicaLagMax time.Duration
 
 	watchMu sync.Mutex
 	// Made by their first watcher (put): an idle partition has none.
@@ -381,7 +383,8 @@ func (p *Partition) maybeAdvanceHighWatermarkLocked() bool {
 	if !p.mu.leader {
 		return false
 	}
-	return p.setHighWatermarkLocked(max(p.highWatermark.Load(), p.mu.set.highWatermark(p.safeEnd(), p.minISR())))
+	l := leaderState{safeEnd: p.safeEnd(), logEnd: p.log.LogEndOffset(), minISR: p.minISR(), now: time.Now(), maxLag: p.replicaLagMax, eligible: p.isrEligible}
+	return p.setHighWatermarkLocked(max(p.highWatermark.Load(), p.mu.set.highWatermark(l)))
 }
 
 // minISR is the topic's min.insync.replicas (1 before a configuration is set).
