@@ -68,7 +68,8 @@ var (
 // broker 2 with a replica here, partition 2 led by broker 2 (leader epoch 5)
 // and not hosted here, partition 3 led here with broker 2 in its ISR, which
 // never fetches (acks=all waits there until its timeout); a ten-record batch
-// is on partition 0. Topic
+// is on partition 0, committed before min.insync.replicas was raised to 2
+// (below it the HWM does not move). Topic
 // "compacted" (cleanup.policy compact) and the internal topic
 // __consumer_offsets have one partition each, led here.
 func newErrorsHandlers(t *testing.T) *Handlers {
@@ -89,7 +90,7 @@ func newErrorsHandlersWith(t *testing.T, cfg Config) *Handlers {
 	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
 		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
 		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
-		&metadata.TopicRecord{Name: "t", ID: errTopicID, Configs: map[string]string{"min.insync.replicas": "2"}},
+		&metadata.TopicRecord{Name: "t", ID: errTopicID},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
 		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 2, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 5},
@@ -114,6 +115,18 @@ func newErrorsHandlersWith(t *testing.T, cfg Config) *Handlers {
 		t.Fatal(err)
 	}
 	wait.Within(t, 10*time.Second, "the group commit to move the HWM to 10", func() bool { return p.HighWatermark() >= 10 })
+	// Raised once the batch is committed: below the minimum ISR the leader's
+	// HWM does not move.
+	img, err = metadata.ApplyAll(img, []metadata.Record{
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "t", Key: "min.insync.replicas", Value: "2"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(2)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
 	cfg.NodeID, cfg.BrokerEpoch = 1, func() int64 { return 1 }
 	return New(cfg, fakeCluster{img: img}, m, nil, nil, logger)
 }

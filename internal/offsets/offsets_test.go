@@ -394,13 +394,15 @@ func (w *warnTimes) seen() []time.Time {
 }
 
 // TestLoadWaitsBetweenRetries: a led partition with fewer in-sync replicas
-// than min.insync.replicas fails the load's wait for the high-water mark at
-// once; the load asks again only after a pause. It used to ask again at once:
-// a share-state partition on a node of the in-process chaos run logged 13,250
-// warnings in a second, spinning on a core.
+// than min.insync.replicas (partition 2: two replicas, one in sync) fails the
+// load's wait for the high-water mark at once; the load asks again only after
+// a pause. It used to ask again at once: a share-state partition on a node of
+// the in-process chaos run logged 13,250 warnings in a second, spinning on a
+// core.
 func TestLoadWaitsBetweenRetries(t *testing.T) {
 	warns := &warnTimes{msg: "waiting to load group partition"}
 	newTestStoreWith(t, &blockingCoordinator{loading: make(chan int32, 4)}, slog.New(warns),
+		&metadata.PartitionRecord{TopicID: offsetsID, Partition: 2, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1},
 		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: group.OffsetsTopic, Key: "min.insync.replicas", Value: "2"})
 	wait.For(t, "three failed waits of the load", func() bool { return len(warns.seen()) >= 3 })
 	times := warns.seen()

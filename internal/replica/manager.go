@@ -343,8 +343,9 @@ func newLeaderElected(err error) bool {
 }
 
 // RunISRMaintenance shrinks the ISR of led partitions whose followers fell behind,
-// and retries the resignation of leaders whose log failed, checking every half
-// lag period until ctx is done.
+// retries the resignation of leaders whose log failed and moves high-water
+// marks no stalled follower holds any more, checking every half lag period
+// until ctx is done.
 func (m *Manager) RunISRMaintenance(ctx context.Context) {
 	t := time.NewTicker(m.opts.ReplicaLagMax / 2)
 	defer t.Stop()
@@ -359,6 +360,10 @@ func (m *Manager) RunISRMaintenance(ctx context.Context) {
 			p.resignIfFailed()
 			p.maybeShrinkISR(now, m.opts.ReplicaLagMax)
 			p.retryExpansion()
+			// A follower outside the ISR that stopped catching up no
+			// longer holds the high-water mark (tracker.highWatermark),
+			// even if nothing else moves it.
+			p.maybeAdvanceHighWatermark()
 		}
 	}
 }
@@ -644,7 +649,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, config *metadata.TopicConf
 			l.Close()
 			return nil, false, 0, 0, err
 		}
-		p.isrProposer, p.isrEligible = m.proposeISR, m.isrEligible
+		p.isrProposer, p.isrEligible, p.replicaLagMax = m.proposeISR, m.isrEligible, m.opts.ReplicaLagMax
 		// Configured before it is published: the cleaner reads the config of
 		// every partition it finds.
 		p.setConfig(config)

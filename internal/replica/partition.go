@@ -34,7 +34,7 @@
 //  3. txnMu guards the transaction state (txn.go); watchMu the watcher sets.
 //     Neither is held while taking another partition lock.
 //
-// The atomics leader, leaderEpoch, isrSize and highWatermark are published
+// The atomics leader, leaderEpoch, isrSize, replicaCount and highWatermark are published
 // copies of state mu guards, written only with mu held, so hot paths (produce,
 // fetch, the fetcher) read them without locking. closed, config and tier are
 // independent atomics. Reads of the log take no partition lock. No lock is held
@@ -70,7 +70,8 @@ var (
 	// the client refreshes metadata and retries.
 	ErrNotLeader = errors.New("not the leader for this partition")
 	// ErrNotEnoughReplicas: acks=all while the ISR is smaller than
-	// min.insync.replicas; nothing was appended. NOT_ENOUGH_REPLICAS; retriable.
+	// min.insync.replicas (capped at the number of replicas, underMinISR);
+	// nothing was appended. NOT_ENOUGH_REPLICAS; retriable.
 	ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
 	// ErrTimeout: acks=all was not satisfied within the request timeout; the batch was
 	// appended and may still become durable. REQUEST_TIMED_OUT.
@@ -135,6 +136,7 @@ type Partition struct {
 	leaderEpoch   atomic.Int32
 	leader        atomic.Bool
 	isrSize       atomic.Int32
+	replicaCount  atomic.Int32
 
 	// mu guards the role and the replica set as this broker knows them (see the
 	// package doc and replication.go).
@@ -155,10 +157,12 @@ type Partition struct {
 		resignBackoff time.Duration
 	}
 
-	// isrProposer sends an ISR change to the controller, and isrEligible
-	// reports whether a broker may join an ISR (both set by the Manager).
-	isrProposer func(isrChange)
-	isrEligible func(id int32, epoch int64) bool
+	// isrProposer sends an ISR change to the controller, isrEligible reports
+	// whether a broker may join an ISR, and replicaLagMax is
+	// replica.lag.time.max.ms (all set by the Manager).
+	isrProposer   func(isrChange)
+	isrEligible   func(id int32, epoch int64) bool
+	replicaLagMax time.Duration
 
 	watchMu sync.Mutex
 	// Made by their first watcher (put): an idle partition has none.
@@ -379,7 +383,23 @@ func (p *Partition) maybeAdvanceHighWatermarkLocked() bool {
 	if !p.mu.leader {
 		return false
 	}
-	return p.setHighWatermarkLocked(max(p.highWatermark.Load(), p.mu.set.highWatermark(p.safeEnd())))
+	l := leaderState{safeEnd: p.safeEnd(), logEnd: p.log.LogEndOffset(), minISR: p.minISR(), now: time.Now(), maxLag: p.replicaLagMax, eligible: p.isrEligible}
+	return p.setHighWatermarkLocked(max(p.highWatermark.Load(), p.mu.set.highWatermark(l)))
+}
+
+// minISR is the topic's min.insync.replicas (1 before a configuration is set).
+func (p *Partition) minISR() int32 {
+	if cfg := p.Config(); cfg != nil {
+		return cfg.MinInsyncReplicas
+	}
+	return 1
+}
+
+// underMinISR reports whether the ISR is smaller than min.insync.replicas
+// allows (underMinISR), by the published copies: acks=all is refused before
+// the append, and answered NOT_ENOUGH_REPLICAS_AFTER_APPEND after.
+func (p *Partition) underMinISR() bool {
+	return underMinISR(int(p.isrSize.Load()), int(p.replicaCount.Load()), p.minISR())
 }
 
 // setHighWatermarkLocked publishes hwm; mu must be held. It reports a change.
@@ -506,7 +526,7 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 		return AppendResult{}, ErrNotLeader
 	}
 	cfg := p.Config()
-	if acks == -1 && p.isrSize.Load() < cfg.MinInsyncReplicas {
+	if acks == -1 && p.underMinISR() {
 		return AppendResult{}, ErrNotEnoughReplicas
 	}
 	var first batch.Header
@@ -659,7 +679,7 @@ func (p *Partition) releaseWaiter(hw *hwmWaiter) {
 // wait at once with its error: this leader commits nothing more, and the
 // caller answers a retriable error within its timeout instead of at the end.
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout time.Duration) error {
-	if p.HighWatermark() >= offset && p.isrSize.Load() >= p.Config().MinInsyncReplicas {
+	if p.HighWatermark() >= offset && !p.underMinISR() {
 		return nil
 	}
 	hw, _ := p.hwmWaiters.Get().(*hwmWaiter)
@@ -684,7 +704,7 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 			return ctx.Err()
 		}
 	}
-	if p.isrSize.Load() < p.Config().MinInsyncReplicas {
+	if p.underMinISR() {
 		return ErrNotEnoughReplicasAfterAppend
 	}
 	return nil

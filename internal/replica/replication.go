@@ -13,8 +13,10 @@ import (
 
 // Replication errors.
 var (
-	// ErrNotEnoughReplicasAfterAppend: acks=all, the batch was appended, but the ISR
-	// shrank below min.insync.replicas before it was committed.
+	// ErrNotEnoughReplicasAfterAppend: acks=all, the batch was appended and the
+	// high-water mark passed it, but the ISR is below min.insync.replicas by
+	// the time the wait ends (below it the high-water mark does not move, so
+	// a batch appended before the ISR shrank usually times out instead).
 	// NOT_ENOUGH_REPLICAS_AFTER_APPEND; the producer retries (idempotence dedups).
 	ErrNotEnoughReplicasAfterAppend = errors.New("not enough in-sync replicas after append")
 	// ErrNotReplica: a replica fetch from a broker that is not a replica of the
@@ -85,6 +87,7 @@ func (p *Partition) takeLeadership(ip *metadata.Partition, start int64, now time
 func (p *Partition) publishLocked() {
 	p.leaderEpoch.Store(p.mu.leaderEpoch)
 	p.isrSize.Store(int32(len(p.mu.set.isr)))
+	p.replicaCount.Store(int32(len(p.mu.set.replicas)))
 	p.leader.Store(p.mu.leader)
 }
 

@@ -29,10 +29,22 @@ type followerState struct {
 	brokerEpoch int64
 }
 
-// newFollowerState is a follower not heard from yet: unknown until it fetches,
-// with a full lag period from now to do so.
-func newFollowerState(now time.Time) *followerState {
-	return &followerState{logEnd: -1, logStart: -1, lastCaughtUp: now, leaderEndAtLast: -1, brokerEpoch: -1}
+// newFollowerState is a follower not heard from yet: unknown until it fetches.
+// An in-sync one has a full lag period from now to do so; any other has never
+// caught up (as Kafka's leader resets a replica outside the ISR), so that it
+// holds no high-water mark before it fetches what the leader has.
+func newFollowerState(now time.Time, inSync bool) *followerState {
+	f := &followerState{logEnd: -1, logStart: -1, leaderEndAtLast: -1, brokerEpoch: -1}
+	if inSync {
+		f.lastCaughtUp = now
+	}
+	return f
+}
+
+// caughtUp reports whether the follower has everything the leader has
+// (leaderEnd), or had within maxLag of now: Kafka's isCaughtUp.
+func (f *followerState) caughtUp(leaderEnd int64, now time.Time, maxLag time.Duration) bool {
+	return f.logEnd == leaderEnd || now.Sub(f.lastCaughtUp) <= maxLag
 }
 
 // fetched records a follower's fetch at fetchOffset, its log starting at
@@ -83,7 +95,7 @@ func newTracker(localID, partitionEpoch int32, replicas, isr []int32, leading bo
 		t.followers = map[int32]*followerState{}
 		for _, id := range replicas {
 			if id != localID {
-				t.followers[id] = newFollowerState(now)
+				t.followers[id] = newFollowerState(now, slices.Contains(isr, id))
 			}
 		}
 	}
@@ -110,7 +122,7 @@ func (t *tracker) update(partitionEpoch int32, replicas, isr []int32, now time.T
 		t.replicas = slices.Clone(replicas)
 		for _, id := range replicas {
 			if t.followers != nil && id != t.localID && t.followers[id] == nil {
-				t.followers[id] = newFollowerState(now)
+				t.followers[id] = newFollowerState(now, slices.Contains(isr, id))
 			}
 		}
 		for id := range t.followers {
@@ -166,14 +178,38 @@ func (t *tracker) unresolvedExpansion() []int32 {
 	return slices.Sorted(slices.Values(append(slices.Clone(t.isr), t.adding)))
 }
 
-// highWatermark is the minimum over the ISR, and the follower an unresolved
-// expansion adds, of what each member holds durably: the leader's safe end and
-// each in-sync follower's last fetch offset. A member that has not fetched yet
-// (-1) holds the high-water mark at or below -1, so it never rises past what an
-// in-sync follower was not yet seen to hold. The caller never moves its
-// high-water mark down to this value.
-func (t *tracker) highWatermark(leaderSafeEnd int64) int64 {
-	end := leaderSafeEnd
+// leaderState is what the leader's high-water mark depends on besides the
+// tracker.
+type leaderState struct {
+	// safeEnd is the end of what the leader holds durably, logEnd its log end.
+	safeEnd, logEnd int64
+	// minISR is min.insync.replicas.
+	minISR int32
+	now    time.Time
+	// maxLag is replica.lag.time.max.ms.
+	maxLag time.Duration
+	// eligible reports whether a broker, fetching at a broker epoch, may join
+	// an ISR (KIP-841); nil: every broker may.
+	eligible func(id int32, brokerEpoch int64) bool
+}
+
+// highWatermark is the minimum of what each member holds durably (the
+// leader's safe end, each follower's last fetch offset) over the ISR, the
+// follower an unresolved expansion adds, and every follower outside the ISR
+// that is caught up (caughtUp) and eligible to join it: as Kafka's leader, it
+// waits for such a follower, which then reaches the high-water mark and joins
+// although producers keep the leader's log end moving. A member that has not
+// fetched yet (-1) holds the high-water mark at or below -1, so it never rises
+// past what an in-sync follower was not yet seen to hold. While the committed
+// ISR is below min.insync.replicas (underMinISR) it is -1: the high-water mark
+// stays where it is, as Kafka's leader holds it (KAFKA-15583), so that nothing
+// only too few replicas hold is shown to consumers or acknowledged. The caller
+// never moves its high-water mark down to this value.
+func (t *tracker) highWatermark(l leaderState) int64 {
+	if underMinISR(len(t.isr), len(t.replicas), l.minISR) {
+		return -1
+	}
+	end := l.safeEnd
 	for _, id := range t.isr {
 		if f := t.followers[id]; f != nil && f.logEnd < end {
 			end = f.logEnd
@@ -181,6 +217,14 @@ func (t *tracker) highWatermark(leaderSafeEnd int64) int64 {
 	}
 	if f := t.followers[t.adding]; f != nil && f.logEnd < end {
 		end = f.logEnd
+	}
+	for id, f := range t.followers {
+		if f.logEnd < 0 || f.logEnd >= end || slices.Contains(t.isr, id) || !f.caughtUp(l.logEnd, l.now, l.maxLag) {
+			continue
+		}
+		if l.eligible == nil || l.eligible(id, f.brokerEpoch) {
+			end = f.logEnd
+		}
 	}
 	return end
 }
@@ -224,6 +268,14 @@ func (t *tracker) readReplicas(fetchOffset int64, now time.Time) []ReplicaView {
 		views = append(views, ReplicaView{ID: id, LogEndOffset: f.logEnd, SinceCaughtUp: now.Sub(f.lastCaughtUp)})
 	}
 	return views
+}
+
+// underMinISR reports whether an ISR of isr members, of a partition of replicas
+// replicas, is smaller than min.insync.replicas minISR as Kafka's leader
+// applies it (effectiveMinIsr): a minimum above the number of replicas asks
+// for every replica, not for more than there are.
+func underMinISR(isr, replicas int, minISR int32) bool {
+	return isr < min(int(minISR), replicas)
 }
 
 // noteBrokerEpoch records the broker epoch of follower id's last fetch.

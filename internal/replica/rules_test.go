@@ -19,9 +19,14 @@ import (
 // The leader's side (a tracker, the leader's safe end and the HWM it publishes,
 // as Partition composes them):
 //
-//	lead id= replicas=1,2,3 isr=1,2,3 [pepoch=0] safe=N [hwm=N] [at=DUR]
-//	    (epoch-start is the safe end at the start of the leadership)
-//	safe N                      the leader's safe end (and log end) moved
+//	lead id= replicas=1,2,3 isr=1,2,3 [pepoch=0] safe=N [hwm=N] [min=1] [lag=DUR] [at=DUR]
+//	    (epoch-start is the safe end at the start of the leadership; min is
+//	    min.insync.replicas, lag replica.lag.time.max.ms, 10s by default)
+//	safe N [at=DUR]             the leader's safe end (and log end) moved
+//	min N                       min.insync.replicas changed (a dynamic config)
+//	ineligible id=              the broker may not join an ISR (fenced, in
+//	                            controlled shutdown: KIP-841)
+//	eligible id=                it may again
 //	fetch id= offset= [start=N] [at=DUR]  a follower's fetch (its log starting
 //	                            at start): progress, HWM, expansion
 //	read-replicas offset= [at=DUR]  the followers a consumer fetching at offset
@@ -50,6 +55,10 @@ type rulesHarness struct {
 	safe       int64
 	hwm        int64
 	epochStart int64
+	minISR     int32
+	lag        time.Duration
+	now        time.Time // the time of the latest command that named one
+	ineligible map[int32]bool
 }
 
 var rulesStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -90,6 +99,9 @@ func (h *rulesHarness) run(cmd string) []string {
 		}
 		return rulesStart.Add(d)
 	}
+	if _, ok := args["at"]; ok {
+		h.now = at()
+	}
 	ids := func(k string) []int32 {
 		v, ok := args[k]
 		if !ok {
@@ -117,6 +129,15 @@ func (h *rulesHarness) run(cmd string) []string {
 		h.safe = num("safe", required)
 		h.epochStart = h.safe
 		h.hwm = num("hwm", 0)
+		h.minISR = int32(num("min", 1))
+		h.lag, h.ineligible = 10*time.Second, nil
+		if v, ok := args["lag"]; ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				h.t.Fatalf("%q: lag: %v", cmd, err)
+			}
+			h.lag = d
+		}
 		h.tr = newTracker(int32(num("id", required)), int32(num("pepoch", 0)), ids("replicas"), ids("isr"), true, at())
 		h.advance()
 		return h.state()
@@ -131,6 +152,24 @@ func (h *rulesHarness) run(cmd string) []string {
 		h.safe = n
 		h.advance()
 		return h.state()
+	case "ineligible", "eligible":
+		if h.ineligible == nil {
+			h.ineligible = map[int32]bool{}
+		}
+		h.ineligible[int32(num("id", required))] = fields[0] == "ineligible"
+		h.advance()
+		return h.state()
+	case "min":
+		if len(pos) != 1 {
+			h.t.Fatalf("%q: want one value", cmd)
+		}
+		n, err := strconv.Atoi(pos[0])
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.minISR = int32(n)
+		h.advance()
+		return h.state()
 	case "fetch":
 		id, offset := int32(num("id", required)), num("offset", required)
 		inISR, err := h.tr.fetched(id, offset, num("start", -1), h.safe, at())
@@ -138,7 +177,7 @@ func (h *rulesHarness) run(cmd string) []string {
 			return []string{"error: " + err.Error()}
 		}
 		var out []string
-		if !inISR {
+		if !inISR && !h.ineligible[id] {
 			if isr := h.tr.proposeExpansion(id, h.hwm, h.epochStart); isr != nil {
 				out = append(out, fmt.Sprintf("propose expand isr=%s", fmtIDs(isr)))
 			}
@@ -206,7 +245,11 @@ func (h *rulesHarness) run(cmd string) []string {
 }
 
 // advance raises the published HWM as Partition does: never down.
-func (h *rulesHarness) advance() { h.hwm = max(h.hwm, h.tr.highWatermark(h.safe)) }
+func (h *rulesHarness) advance() {
+	eligible := func(id int32, _ int64) bool { return !h.ineligible[id] }
+	l := leaderState{safeEnd: h.safe, logEnd: h.safe, minISR: h.minISR, now: h.now, maxLag: h.lag, eligible: eligible}
+	h.hwm = max(h.hwm, h.tr.highWatermark(l))
+}
 
 func (h *rulesHarness) state() []string {
 	var fs []string
