@@ -3,7 +3,11 @@ package storage
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,4 +132,60 @@ func ctxTimeout(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// crashAtEachOp runs op on the log in a copy of base once per filesystem
+// operation op makes, cutting the power before that operation (unsynced
+// writes torn at random), and hands check each image with a description of
+// the operation it was cut before. It returns how many operations op made.
+func crashAtEachOp(t *testing.T, base *vfs.MemFS, cfg Config, op func(*Log) error, check func(img *vfs.MemFS, what string)) int {
+	t.Helper()
+	for n := int64(0); ; n++ {
+		mem := base.CrashClone()
+		var armed atomic.Bool
+		var mu sync.Mutex
+		var img *vfs.MemFS
+		var at vfs.Op
+		fsys := countingFS(mem, &armed, func(i int64, o vfs.Op) error {
+			if i == n {
+				mu.Lock()
+				img, at = mem.CrashClone(vfs.WithTornWrites(uint64(n))), o
+				mu.Unlock()
+			}
+			return nil
+		})
+		l, err := Open(fsys, testDir, cfg)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		armed.Store(true)
+		err = op(l)
+		armed.Store(false)
+		l.Close()
+		if err != nil {
+			t.Fatalf("op: %v", err)
+		}
+		mu.Lock()
+		c := img
+		mu.Unlock()
+		if c == nil {
+			return int(n)
+		}
+		check(c, fmt.Sprintf("power cut before op %d (%v %s)", n, at.Kind, filepath.Base(at.Path)))
+	}
+}
+
+// prefixOf reports whether got is want's first len(got) batches.
+func prefixOf(got, want [][]byte) bool {
+	return len(got) <= len(want) && slices.EqualFunc(got, want[:len(got)], bytes.Equal)
+}
+
+// baseOffsets returns the base offsets of batches, for failure messages.
+func baseOffsets(batches [][]byte) []int64 {
+	var offs []int64
+	for _, b := range batches {
+		h, _ := batch.ParseHeader(b)
+		offs = append(offs, h.BaseOffset)
+	}
+	return offs
 }

@@ -314,6 +314,15 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			return false, err
 		}
 		cut := res.validSize < s.size
+		if cut && i < len(segs)-1 {
+			// The later segments go first, durably: were s cut first, a crash
+			// between the two would leave them past a hole, which the next
+			// recovery keeps (a gap is legal). s becomes the active segment.
+			if err := l.dropRecovered(i + 1); err != nil {
+				return false, err
+			}
+			segs = l.mu.segments
+		}
 		if cut {
 			l.stats.recoveryTruncatedBytes.Add(s.size - res.validSize)
 			// A file a tier linked into its store keeps its bytes there: cut
@@ -338,15 +347,10 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 		if err := l.syncSegment(s); err != nil {
 			return false, err
 		}
-		if !cut {
-			if err := s.writeIndexes(true); err != nil {
-				return false, err
-			}
+		if err := s.writeIndexes(true); err != nil {
+			return false, err
 		}
 		expect = s.next
-		if cut {
-			return false, l.dropRecovered(i + 1)
-		}
 	}
 	return false, nil
 }

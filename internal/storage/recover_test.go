@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -528,4 +530,62 @@ func runPowerCut(t *testing.T, fsys *vfs.MemFS, l *Log, seed uint64, load powerC
 	c := <-cut
 	c.appended = appended
 	return c
+}
+
+// TestRecoveryCutSurvivesACrash cuts the power before each filesystem
+// operation of a recovery that cuts a sealed segment at a damaged batch: the
+// next recovery must find the same log, the batches before the damage. Cutting
+// the segment before deleting the later ones left, after a crash between the
+// two, the cut segment followed by the later segments, which the next
+// recovery kept past the hole (a forward gap between segments is legal).
+func TestRecoveryCutSurvivesACrash(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	base, want := cleanLog(t, cfg, 60)
+	for _, name := range []string{cleanShutdownName, recoveryCheckpointName} {
+		if err := removeDurably(base, testDir, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := base.OpenReadWrite(filepath.Join(testDir, segmentName(0, logSuffix)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xee}, int64(5*len(want[0])+batch.HeaderSize+3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// Cut the power before each operation of Open itself.
+	for n := int64(0); ; n++ {
+		mem := base.CrashClone()
+		var armed atomic.Bool
+		armed.Store(true)
+		var img *vfs.MemFS
+		var at vfs.Op
+		fsys := countingFS(mem, &armed, func(i int64, o vfs.Op) error {
+			if i == n {
+				img, at = mem.CrashClone(vfs.WithTornWrites(uint64(n))), o
+			}
+			return nil
+		})
+		l, err := Open(fsys, testDir, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		if img == nil {
+			break
+		}
+		l, err = Open(img, testDir, cfg)
+		if err != nil {
+			t.Fatalf("power cut before op %d (%v %s): Open: %v", n, at.Kind, filepath.Base(at.Path), err)
+		}
+		got := readAll(t, l)
+		l.Close()
+		if !slices.EqualFunc(got, want[:5], bytes.Equal) {
+			t.Fatalf("power cut before op %d (%v %s): the log holds batches at %v, want the 5 before the damage", n, at.Kind, filepath.Base(at.Path), baseOffsets(got))
+		}
+	}
 }

@@ -102,14 +102,17 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err := s.truncateAbortIndex(oldSize, cutPos, newLEO); err != nil {
 		return err
 	}
+	// The later segments go first, durably: were s cut first, a crash between
+	// the two would leave them past a hole, which recovery keeps (a gap is
+	// legal), bringing the cut tail back.
+	if err := l.deleteSegments(drop); err != nil {
+		return err
+	}
 	if err := s.log.Truncate(cutPos); err != nil {
 		return err
 	}
 	s.wrote()
 	if err := l.syncSegment(s); err != nil {
-		return err
-	}
-	if err := l.deleteSegments(drop); err != nil {
 		return err
 	}
 	// s's index files on disk no longer match it: recovery must scan it.

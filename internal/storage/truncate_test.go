@@ -180,3 +180,29 @@ func TestTruncateAtEndDropsEmptyEpoch(t *testing.T) {
 		t.Fatalf("after a crash: epochs %v, want %v", got, want)
 	}
 }
+
+// TestTruncateCrashLeavesNoHole cuts the power before each filesystem
+// operation of a truncation inside a sealed segment: the reopened log must be
+// a prefix of the old one at least as long as the truncated one. Cutting the
+// segment before the later segments were durably deleted left, after a crash
+// between the two, the cut segment followed by the deleted ones: the offsets
+// cut away missing and the divergent tail after them back (a forward gap
+// between segments is legal, so recovery kept it).
+func TestTruncateCrashLeavesNoHole(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	base, want := cleanLog(t, cfg, 60) // 2 records a batch, several segments
+	const cut = 30                     // inside the first segment
+	steps := crashAtEachOp(t, base, cfg, func(l *Log) error { return l.Truncate(cut) }, func(img *vfs.MemFS, what string) {
+		l, err := Open(img, testDir, cfg)
+		if err != nil {
+			t.Fatalf("%s: Open: %v", what, err)
+		}
+		defer l.Close()
+		if got := readAll(t, l); !prefixOf(got, want) || len(got) < cut/2 {
+			t.Fatalf("%s: the log holds batches at %v, want a prefix of the old log of at least %d batches", what, baseOffsets(got), cut/2)
+		}
+	})
+	if steps < 5 {
+		t.Fatalf("the truncation made only %d operations", steps)
+	}
+}
