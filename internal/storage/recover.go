@@ -381,7 +381,7 @@ func (l *Log) dropRecovered(i int) error {
 	}
 	drop := segs[i:]
 	l.mu.segments = slices.Clone(segs[:i])
-	if err := l.deleteSegments(drop); err != nil {
+	if err := l.deleteTail(drop); err != nil {
 		return err
 	}
 	if i == 0 {

@@ -105,7 +105,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	// The later segments go first, durably: were s cut first, a crash between
 	// the two would leave them past a hole, which recovery keeps (a gap is
 	// legal), bringing the cut tail back.
-	if err := l.deleteSegments(drop); err != nil {
+	if err := l.deleteTail(drop); err != nil {
 		return err
 	}
 	if err := s.log.Truncate(cutPos); err != nil {
@@ -328,6 +328,15 @@ func (l *Log) deleteSegments(segs []*segment) error {
 	releaseSegments(segs)
 	l.stats.segmentsDeleted.Add(int64(len(segs)))
 	return nil
+}
+
+// deleteTail is deleteSegments for the segments after a cut, renamed last
+// first: where a crash keeps only some of the renames of a directory applied
+// in order, what is left is still a contiguous log.
+func (l *Log) deleteTail(segs []*segment) error {
+	last := slices.Clone(segs)
+	slices.Reverse(last)
+	return l.deleteSegments(last)
 }
 
 // renameDeleted renames segs' logs to .deleted, removes their index files and
