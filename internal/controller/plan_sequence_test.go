@@ -1055,7 +1055,7 @@ func (s *seqRun) drawCreateTopics() {
 			Configs:           s.drawTopicConfigs(),
 		}
 		if s.chance("manual", 4) {
-			req.Assignment = s.drawAssignment(rapid.IntRange(1, 3).Draw(s.t, "partitions"), rapid.IntRange(1, 3).Draw(s.t, "rf"))
+			req.Assignment = inOrder(s.drawAssignment(rapid.IntRange(1, 3).Draw(s.t, "partitions"), rapid.IntRange(1, 3).Draw(s.t, "rf"))...)
 			req.NumPartitions, req.ReplicationFactor = -1, -1
 		}
 		reqs = append(reqs, req)
