@@ -123,7 +123,7 @@ func setupBrokers(t *testing.T, cl *cluster, soloOn int32) {
 	cl.retry(func(c *Controller) error {
 		res, err := c.CreateTopics(ctxT(t), []CreateTopic{
 			{Name: "orders", NumPartitions: 3, ReplicationFactor: 3},
-			{Name: "solo", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{soloOn}}},
+			{Name: "solo", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{soloOn})},
 		}, false)
 		for _, r := range res {
 			// A retry may find the topics an earlier attempt created.
@@ -461,7 +461,7 @@ func TestNewPartitionsSkipBrokersInControlledShutdown(t *testing.T) {
 
 	cl.retry(func(c *Controller) error {
 		res, err := c.CreateTopics(ctxT(t), []CreateTopic{
-			{Name: "fresh", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 2, 3}}},
+			{Name: "fresh", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{1, 2, 3})},
 		}, false)
 		for _, r := range res {
 			if r.Err != nil && !errors.Is(r.Err, metadata.ErrTopicExists) {

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -253,13 +252,12 @@ type ElectResult struct {
 //     unclean.leader.election.enable does not matter: the request is the
 //     operator's consent.
 //
-// parts nil means every partition; then the results leave out partitions that
-// needed no election (as Kafka does). Partitions are planned in order against
-// the image the earlier ones leave, so a repeated partition gets
-// ErrElectionNotNeeded the second time.
+// parts nil means every partition, topic by topic (the ElectLeaders handler
+// then leaves out those that needed no election, as Kafka does). Partitions
+// are planned in order against the image the earlier ones leave, so a
+// repeated partition gets ErrElectionNotNeeded the second time.
 func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, typ ElectionType, down ShuttingDown) ([]metadata.Record, []ElectResult) {
-	all := parts == nil
-	if all {
+	if parts == nil {
 		for _, t := range img.Topics() {
 			for _, p := range t.Partitions {
 				parts = append(parts, TopicPartitionRef{Topic: t.Name, Partition: p.Index})
@@ -282,9 +280,6 @@ func PlanElectLeaders(img *metadata.Image, parts []TopicPartitionRef, typ Electi
 				img = next
 				recs = append(recs, partRecs...)
 			}
-		}
-		if all && errors.Is(err, metadata.ErrElectionNotNeeded) {
-			continue
 		}
 		results = append(results, ElectResult{Topic: ref.Topic, Partition: ref.Partition, Err: err})
 	}

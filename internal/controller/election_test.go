@@ -56,9 +56,10 @@ func TestPlanElectLeaders(t *testing.T) {
 			after: unchanged,
 		},
 		{
-			name:  "every partition: those needing no election are left out",
-			img:   img,
-			want:  []electResult{{ref("a", 0), nil}, {ref("a", 2), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), nil}},
+			name: "every partition, topic by topic",
+			img:  img,
+			want: []electResult{{ref("a", 0), nil}, {ref("a", 1), metadata.ErrElectionNotNeeded},
+				{ref("a", 2), metadata.ErrPreferredLeaderNotAvailable}, {ref("b", 0), nil}},
 			after: elected,
 		},
 	}
@@ -150,8 +151,9 @@ func TestPlanElectLeadersUnclean(t *testing.T) {
 			after: []partState{{"a", 0, 3, 2, []int32{3}}},
 		},
 		{
-			name:  "every partition: those with a leader are left out",
-			want:  []electResult{{ref("a", 0), nil}, {ref("a", 2), metadata.ErrEligibleLeadersNotAvailable}, {ref("b", 0), nil}},
+			name: "every partition, topic by topic",
+			want: []electResult{{ref("a", 0), nil}, {ref("a", 1), metadata.ErrElectionNotNeeded},
+				{ref("a", 2), metadata.ErrEligibleLeadersNotAvailable}, {ref("b", 0), nil}},
 			after: []partState{{"a", 0, 2, 2, []int32{2}}, {"b", 0, 2, 2, []int32{2}}},
 		},
 	}

@@ -68,3 +68,12 @@ func checkPartitions(t *testing.T, img *metadata.Image, want []partState) {
 		}
 	}
 }
+
+// inOrder is a manual assignment whose entries are partitions 0, 1, ... in turn.
+func inOrder(replicas ...[]int32) []PartitionReplicas {
+	entries := make([]PartitionReplicas, len(replicas))
+	for i, r := range replicas {
+		entries[i] = PartitionReplicas{Partition: int32(i), Replicas: r}
+	}
+	return entries
+}

@@ -75,8 +75,8 @@ func PlanAlterConfigs(img *metadata.Image, reqs []AlterConfigsResource) ([]metad
 }
 
 // PlanIncrementalAlterConfigs plans an IncrementalAlterConfigs request. APPEND and
-// SUBTRACT start from the key's current value: the override, else the inherited
-// default.
+// SUBTRACT start from the resource's own value of the key, else its built-in
+// default (see startValue).
 func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterConfigsResource) ([]metadata.Record, []ConfigResult) {
 	return planConfigs(img, len(reqs), func(i int) (metadata.ResourceType, string) { return reqs[i].Type, reqs[i].Name },
 		func(i int, current map[string]string) ([]metadata.Record, error) {
@@ -86,7 +86,7 @@ func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterCon
 			}
 			var recs []metadata.Record
 			for _, op := range req.Ops {
-				rec, err := planConfigOp(img, req.Type, req.Name, current, op)
+				rec, err := planConfigOp(req.Type, req.Name, current, op)
 				if err != nil {
 					return nil, err
 				}
@@ -98,7 +98,7 @@ func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterCon
 		})
 }
 
-func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, current map[string]string, op AlterConfigOp) (*metadata.ConfigRecord, error) {
+func planConfigOp(rt metadata.ResourceType, name string, current map[string]string, op AlterConfigOp) (*metadata.ConfigRecord, error) {
 	// Deleting a key with no override is a no-op, whether Strata knows the key
 	// or not, as in Kafka 4.4 (tools clear configs Strata lacks:
 	// kafka-reassign-partitions --verify and --cancel delete the log-dir move
@@ -125,7 +125,7 @@ func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, cu
 		if def.Type != metadata.ConfigTypeList {
 			return nil, fmt.Errorf("%w: %q is not a list; append and subtract need one", metadata.ErrInvalidConfig, op.Key)
 		}
-		items := metadata.ParseList(inheritedValue(img, rt, name, def, current))
+		items := metadata.ParseList(startValue(rt, def, current))
 		for _, it := range metadata.ParseList(op.Value) {
 			has := slices.Contains(items, it)
 			switch {
@@ -148,20 +148,15 @@ func planConfigOp(img *metadata.Image, rt metadata.ResourceType, name string, cu
 	return rec, nil
 }
 
-// inheritedValue is the value a key has now: the resource's own, else the
-// cluster-wide broker value, else the built-in default.
-func inheritedValue(img *metadata.Image, rt metadata.ResourceType, name string, def metadata.ConfigDef, current map[string]string) string {
+// startValue is where APPEND and SUBTRACT start, as in Kafka's controller:
+// the resource's own value of the key, else the key's built-in default (never
+// the cluster-wide broker value).
+func startValue(rt metadata.ResourceType, def metadata.ConfigDef, current map[string]string) string {
 	key := def.BrokerName
 	if rt == metadata.ResourceTopic || rt == metadata.ResourceGroup {
 		key = def.Name
 	}
 	if v, ok := current[key]; ok {
-		return v
-	}
-	if rt == metadata.ResourceGroup {
-		return def.Default
-	}
-	if v, ok := img.BrokerConfigs("")[def.BrokerName]; ok {
 		return v
 	}
 	return def.Default

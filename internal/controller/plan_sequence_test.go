@@ -874,9 +874,6 @@ func (s *seqRun) electLeaders() {
 			want[ref] = st
 		}
 		err := s.electWant(p, st, typ)
-		if parts == nil && errors.Is(err, metadata.ErrElectionNotNeeded) {
-			continue
-		}
 		wantResults = append(wantResults, ElectResult{ref.Topic, ref.Partition, err})
 	}
 	if len(results) != len(wantResults) {
@@ -1055,7 +1052,7 @@ func (s *seqRun) drawCreateTopics() {
 			Configs:           s.drawTopicConfigs(),
 		}
 		if s.chance("manual", 4) {
-			req.Assignment = s.drawAssignment(rapid.IntRange(1, 3).Draw(s.t, "partitions"), rapid.IntRange(1, 3).Draw(s.t, "rf"))
+			req.Assignment = inOrder(s.drawAssignment(rapid.IntRange(1, 3).Draw(s.t, "partitions"), rapid.IntRange(1, 3).Draw(s.t, "rf"))...)
 			req.NumPartitions, req.ReplicationFactor = -1, -1
 		}
 		reqs = append(reqs, req)

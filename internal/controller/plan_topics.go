@@ -25,10 +25,18 @@ type CreateTopic struct {
 	NumPartitions int32
 	// ReplicationFactor is -1 for min(3, live brokers).
 	ReplicationFactor int16
-	// Assignment optionally lists the replicas of each partition (index i for
-	// partition i); then NumPartitions and ReplicationFactor must be -1.
-	Assignment [][]int32
+	// Assignment optionally lists the replicas of each partition, with the
+	// partition indexes as the client sent them; then NumPartitions and
+	// ReplicationFactor must be -1.
+	Assignment []PartitionReplicas
 	Configs    map[string]string
+}
+
+// PartitionReplicas is one entry of a manual assignment: a partition index
+// and its replicas.
+type PartitionReplicas struct {
+	Partition int32
+	Replicas  []int32
 }
 
 // CreateTopicResult is the outcome for one topic. Err is nil on success, else
@@ -153,10 +161,10 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 			return nil, fmt.Errorf("%w: a manual assignment needs partitions and replication factor -1",
 				metadata.ErrInvalidRequest)
 		}
-		if err := checkAssignment(img, req.Assignment, -1, 0, down); err != nil {
+		var err error
+		if assignment, err = manualAssignment(img, req.Assignment, down); err != nil {
 			return nil, err
 		}
-		assignment = req.Assignment
 	} else {
 		// Kafka's order and words: the replication factor, then the count.
 		if req.ReplicationFactor < -1 || req.ReplicationFactor == 0 {
@@ -208,32 +216,63 @@ func checkReplicationFactor(rf, live int) error {
 	return nil
 }
 
+// manualAssignment checks a new topic's manual assignment as Kafka's
+// controller does, with its messages, and returns the replicas of partitions
+// 0 to n-1. Entries are checked in the order sent: no partition index twice,
+// each passes checkPartition with as many replicas as the first entry; then
+// the indexes must be 0 to n-1 (so a negative one is a gap too).
+func manualAssignment(img *metadata.Image, entries []PartitionReplicas, down ShuttingDown) ([][]int32, error) {
+	byIndex := make(map[int32][]int32, len(entries))
+	rf := len(entries[0].Replicas)
+	for _, e := range entries {
+		if _, ok := byIndex[e.Partition]; ok {
+			return nil, metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"Found multiple manual partition assignments for partition %d", e.Partition)
+		}
+		if err := checkPartition(img, e.Partition, e.Replicas, rf, down); err != nil {
+			return nil, err
+		}
+		byIndex[e.Partition] = e.Replicas
+	}
+	assignment := make([][]int32, len(entries))
+	for i := range assignment {
+		replicas, ok := byIndex[int32(i)]
+		if !ok {
+			return nil, metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"partitions should be a consecutive 0-based integer sequence")
+		}
+		assignment[i] = replicas
+	}
+	return assignment, nil
+}
+
 // checkAssignment validates a manual assignment of the partitions numbered
-// from first, as Kafka's controller does and with its messages: each
-// partition's replicas pass checkReplicas, there are rf of them (or, with rf -1,
-// as many as the first partition's), and at least one is live and not in
-// controlled shutdown (down).
+// from first with checkPartition.
 func checkAssignment(img *metadata.Image, assignment [][]int32, rf int, first int32, down ShuttingDown) error {
-	if len(assignment) > metadata.MaxPartitions {
-		return fmt.Errorf("%w: %d partitions (limit %d)", metadata.ErrInvalidPartitions, len(assignment), metadata.MaxPartitions)
-	}
-	if rf == -1 {
-		rf = len(assignment[0])
-	}
 	for i, replicas := range assignment {
-		if err := checkReplicas(img, replicas); err != nil {
+		if err := checkPartition(img, first+int32(i), replicas, rf, down); err != nil {
 			return err
 		}
-		if len(replicas) != rf {
-			return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
-				"The manual partition assignment includes a partition with %d replica(s), "+
-					"but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
-		}
-		if !slices.ContainsFunc(replicas, eligible(img, down)) {
-			return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
-				"All brokers specified in the manual partition assignment for partition %d "+
-					"are fenced or in controlled shutdown.", first+int32(i))
-		}
+	}
+	return nil
+}
+
+// checkPartition validates the manual replicas of one partition as Kafka's
+// controller does and with its messages: they pass checkReplicas, there are
+// rf of them, and at least one is live and not in controlled shutdown (down).
+func checkPartition(img *metadata.Image, partition int32, replicas []int32, rf int, down ShuttingDown) error {
+	if err := checkReplicas(img, replicas); err != nil {
+		return err
+	}
+	if len(replicas) != rf {
+		return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+			"The manual partition assignment includes a partition with %d replica(s), "+
+				"but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+	}
+	if !slices.ContainsFunc(replicas, eligible(img, down)) {
+		return metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+			"All brokers specified in the manual partition assignment for partition %d "+
+				"are fenced or in controlled shutdown.", partition)
 	}
 	return nil
 }

@@ -166,13 +166,13 @@ func TestPlanCreateTopics(t *testing.T) {
 			name: "manual assignment",
 			img:  fence(t, clusterImage(t, 4), 4),
 			reqs: []CreateTopic{
-				{Name: "ok", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{2, 1}, {4, 3}}},
-				{Name: "with-counts", NumPartitions: 2, ReplicationFactor: -1, Assignment: [][]int32{{1}, {2}}},
-				{Name: "uneven", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 2}, {3}}},
-				{Name: "unknown-broker", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 9}}},
-				{Name: "repeated-broker", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 1}}},
-				{Name: "empty", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{}}},
-				{Name: "all-fenced", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{4}}},
+				{Name: "ok", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{2, 1}, []int32{4, 3})},
+				{Name: "with-counts", NumPartitions: 2, ReplicationFactor: -1, Assignment: inOrder([]int32{1}, []int32{2})},
+				{Name: "uneven", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{1, 2}, []int32{3})},
+				{Name: "unknown-broker", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{1, 9})},
+				{Name: "repeated-broker", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{1, 1})},
+				{Name: "empty", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{})},
+				{Name: "all-fenced", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder([]int32{4})},
 			},
 			errs: []error{nil, metadata.ErrInvalidRequest, metadata.ErrInvalidReplicaAssignment, metadata.ErrInvalidReplicaAssignment,
 				metadata.ErrInvalidReplicaAssignment, metadata.ErrInvalidReplicaAssignment, metadata.ErrInvalidReplicaAssignment},
@@ -396,7 +396,7 @@ func TestAdminMessagesAsKafka(t *testing.T) {
 	// Brokers 1-4 registered, 3 and 4 fenced; orders has two partitions of two replicas.
 	img := withTopic(t, fence(t, clusterImage(t, 4), 3, 4), "orders", idOrders, nil, []int32{1, 2}, []int32{2, 1})
 	create := func(assignment ...[]int32) error {
-		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: assignment}}, 1, testRand(1), nil)
+		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder(assignment...)}}, 1, testRand(1), nil)
 		return res[0].Err
 	}
 	grow := func(count int32, assignment ...[]int32) error {

@@ -55,12 +55,7 @@ func (h *Handlers) createTopics(ctx context.Context, _ *protocol.ConnInfo, r *pr
 			Configs:           map[string]string{},
 		}
 		for _, a := range t.ReplicaAssignment {
-			for len(ct.Assignment) <= int(a.Partition) {
-				ct.Assignment = append(ct.Assignment, nil)
-			}
-			if a.Partition >= 0 {
-				ct.Assignment[a.Partition] = a.Replicas
-			}
+			ct.Assignment = append(ct.Assignment, controller.PartitionReplicas{Partition: a.Partition, Replicas: a.Replicas})
 		}
 		for _, c := range t.Configs {
 			if c.Value != nil {

@@ -1,8 +1,9 @@
 package handlers
 
 // ElectLeaders (key 43), v0-v2 (v1: election type; v2 flexible). A null
-// partition list means every partition (the results then leave out those that
-// needed no election).
+// partition list means every partition: the answer names every topic, but
+// leaves out the partitions that needed no election. Else each topic is
+// answered as listed (one with no partitions too).
 //   type 0, preferred: moves leadership back to each partition's first replica
 //     when it is live and in the ISR.
 //   type 1, unclean: gives each leaderless partition a leader, the first live
@@ -14,11 +15,13 @@ package handlers
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/controller"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
 )
 
@@ -48,24 +51,44 @@ func (h *Handlers) electLeaders(ctx context.Context, _ *protocol.ConnInfo, r *pr
 		return reply(resp)
 	}
 	h.awaitLocalApply(ctx)
-	byTopic := map[string]int{}
-	for _, res := range results {
-		i, ok := byTopic[res.Topic]
-		if !ok {
-			i = len(resp.Topics)
-			byTopic[res.Topic] = i
-			t := kmsg.NewElectLeadersResponseTopic()
-			t.Topic = res.Topic
-			resp.Topics = append(resp.Topics, t)
+	if req.Topics == nil {
+		// Every topic is answered, without the partitions that needed no
+		// election, as Kafka's controller does; the results come topic by topic.
+		for _, res := range results {
+			if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != res.Topic {
+				t := kmsg.NewElectLeadersResponseTopic()
+				t.Topic = res.Topic
+				resp.Topics = append(resp.Topics, t)
+			}
+			if !errors.Is(res.Err, metadata.ErrElectionNotNeeded) {
+				last := &resp.Topics[len(resp.Topics)-1]
+				last.Partitions = append(last.Partitions, electedPartition(res))
+			}
 		}
-		p := kmsg.NewElectLeadersResponseTopicPartition()
-		p.Partition = res.Partition
-		if res.Err != nil {
-			p.ErrorCode = errorCode(res.Err)
-			msg := res.Err.Error()
-			p.ErrorMessage = &msg
+		return reply(resp)
+	}
+	// Each topic as listed, with its results in order.
+	next := 0
+	for _, rt := range req.Topics {
+		t := kmsg.NewElectLeadersResponseTopic()
+		t.Topic = rt.Topic
+		for range rt.Partitions {
+			t.Partitions = append(t.Partitions, electedPartition(results[next]))
+			next++
 		}
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
+		resp.Topics = append(resp.Topics, t)
 	}
 	return reply(resp)
+}
+
+// electedPartition is one partition's answer.
+func electedPartition(res controller.ElectResult) kmsg.ElectLeadersResponseTopicPartition {
+	p := kmsg.NewElectLeadersResponseTopicPartition()
+	p.Partition = res.Partition
+	if res.Err != nil {
+		p.ErrorCode = errorCode(res.Err)
+		msg := res.Err.Error()
+		p.ErrorMessage = &msg
+	}
+	return p
 }

@@ -292,6 +292,71 @@ func TestCreateTopicsErrors(t *testing.T) {
 	}
 }
 
+// TestCreateTopicsManualPartitionIndexes: a manual assignment's entries keep
+// the partition indexes the client sent, as in Kafka's controller: listed out
+// of order they land on their own partitions; an index given twice, a
+// negative one, or a gap is INVALID_REPLICA_ASSIGNMENT with Kafka's message,
+// and the topic is not created.
+func TestCreateTopicsManualPartitionIndexes(t *testing.T) {
+	h := newAdminHandlers(t)
+	type entry struct {
+		partition int32
+		replicas  []int32
+	}
+	topic := func(name string, entries ...entry) kmsg.CreateTopicsRequestTopic {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		for _, e := range entries {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = e.partition, e.replicas
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+		}
+		return rt
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{
+		topic("reversed", entry{1, []int32{1, 2}}, entry{0, []int32{2, 1}}),
+		topic("twice", entry{0, []int32{1}}, entry{1, []int32{2}}, entry{1, []int32{1}}),
+		topic("negative", entry{-1, []int32{1}}),
+		topic("gap", entry{0, []int32{1}}, entry{2, []int32{2}}),
+	}
+	resp := serve(t, h, req).(*kmsg.CreateTopicsResponse)
+	tests := []struct {
+		name string
+		code int16
+		msg  string
+	}{
+		{"reversed", 0, ""},
+		{"twice", kerr.InvalidReplicaAssignment.Code, "Found multiple manual partition assignments for partition 1"},
+		{"negative", kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"},
+		{"gap", kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"},
+	}
+	if len(resp.Topics) != len(tests) {
+		t.Fatalf("%d topics answered, want %d", len(resp.Topics), len(tests))
+	}
+	img := h.cluster.Image()
+	for i, tt := range tests {
+		rt := resp.Topics[i]
+		var msg string
+		if rt.ErrorMessage != nil {
+			msg = *rt.ErrorMessage
+		}
+		if rt.Topic != tt.name || rt.ErrorCode != tt.code || msg != tt.msg {
+			t.Errorf("topic %d: %s %v %q, want %s %v %q", i, rt.Topic, kerr.ErrorForCode(rt.ErrorCode), msg,
+				tt.name, kerr.ErrorForCode(tt.code), tt.msg)
+		}
+		if tt.code != 0 && img.Topic(tt.name) != nil {
+			t.Errorf("%s: created although refused", tt.name)
+		}
+	}
+	if p0, p1 := img.Partition("reversed", 0), img.Partition("reversed", 1); p0 == nil || p1 == nil ||
+		!slices.Equal(p0.Replicas, []int32{2, 1}) || !slices.Equal(p1.Replicas, []int32{1, 2}) {
+		t.Errorf("reversed: partitions %+v and %+v, want replicas [2 1] and [1 2]", p0, p1)
+	}
+}
+
 // TestAlterConfigsErrors: AlterConfigs and IncrementalAlterConfigs answer each
 // resource on its own, as Kafka's broker does before the controller sees the
 // request: a resource named twice is INVALID_REQUEST in each place, as are a

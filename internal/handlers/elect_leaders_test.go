@@ -76,3 +76,59 @@ func TestElectLeadersTypes(t *testing.T) {
 		t.Errorf("t-1 after the unclean election: %+v, want leader 1 at epoch 2 with isr [1]", p)
 	}
 }
+
+// TestElectLeadersAnswersEveryTopic: as Kafka's controller, an election over
+// every partition (null topics) answers every topic, one whose partitions all
+// needed no election with no partitions (those are left out), and a named
+// election answers each topic as listed, one with no partitions too.
+func TestElectLeadersAnswersEveryTopic(t *testing.T) {
+	settledID := metadata.UUID{13}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.RegisterBrokerRecord{BrokerID: 2, Epoch: 1, Host: "127.0.0.1", Port: 9093},
+		// t-0 is led by 2, its preferred replica 1 in the ISR; t-1 by its preferred 2.
+		&metadata.TopicRecord{Name: "t", ID: errTopicID},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2},
+		&metadata.PartitionRecord{TopicID: errTopicID, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
+		&metadata.TopicRecord{Name: "settled", ID: settledID},
+		&metadata.PartitionRecord{TopicID: settledID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, &planCluster{img: img}, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	answered := func(resp *kmsg.ElectLeadersResponse) map[string][]string {
+		got := map[string][]string{}
+		for _, rt := range resp.Topics {
+			got[rt.Topic] = []string{}
+			for _, p := range rt.Partitions {
+				got[rt.Topic] = append(got[rt.Topic], fmt.Sprintf("%d:%v", p.Partition, kerr.ErrorForCode(p.ErrorCode)))
+			}
+		}
+		return got
+	}
+
+	all := kmsg.NewPtrElectLeadersRequest()
+	all.SetVersion(2)
+	got := answered(serve(t, h, all).(*kmsg.ElectLeadersResponse))
+	want := map[string][]string{"t": {"0:<nil>"}, "settled": {}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("every partition: answered %v, want %v", got, want)
+	}
+
+	named := kmsg.NewPtrElectLeadersRequest()
+	named.SetVersion(2)
+	for _, topic := range []string{"settled", "t"} {
+		rt := kmsg.NewElectLeadersRequestTopic()
+		rt.Topic = topic
+		if topic == "t" {
+			rt.Partitions = []int32{1}
+		}
+		named.Topics = append(named.Topics, rt)
+	}
+	got = answered(serve(t, h, named).(*kmsg.ElectLeadersResponse))
+	want = map[string][]string{"settled": {}, "t": {"1:" + fmt.Sprint(kerr.ElectionNotNeeded)}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("named partitions: answered %v, want %v", got, want)
+	}
+}
