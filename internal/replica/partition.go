@@ -117,6 +117,8 @@ type Partition struct {
 	// count when it last checked (snapshot.go). Both under appendMu.
 	snapshotOffset int64
 	snapshotRolls  int64
+	// expiry tells the producers a loaded snapshot leaves out.
+	expiry producerExpiry
 	// verifications are the producers' outstanding transaction verifications
 	// (verify.go), lastGuard the last guard handed out; both under appendMu.
 	verifications map[int64]verification
@@ -188,12 +190,13 @@ type Watcher struct{ C chan struct{} }
 // NewWatcher returns a watcher with a one-slot wake-up channel.
 func NewWatcher() *Watcher { return &Watcher{C: make(chan struct{}, 1)} }
 
-func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log, groupCommit bool, localID int32) (*Partition, error) {
+func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log, groupCommit bool, localID int32, expiry producerExpiry) (*Partition, error) {
 	p := &Partition{
 		Topic: topic, TopicID: id, Index: index,
 		log:         log,
 		groupCommit: groupCommit,
 		localID:     localID,
+		expiry:      expiry,
 		producers:   newProducerState(),
 		txns:        newTxnState(),
 
