@@ -55,6 +55,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -859,16 +860,19 @@ func (p *Partition) inTxn(pid int64) bool {
 
 // removeExpiredProducers forgets the producers idle for expiration
 // (producer.id.expiration.ms) by now, those in an open transaction here
-// excepted (producerState.expire).
+// excepted (producerState.expire), and the transaction verifications started
+// that long ago.
 func (p *Partition) removeExpiredProducers(now time.Time, expiration time.Duration) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	cutoff := now.Add(-expiration).UnixMilli()
+	maps.DeleteFunc(p.verifications, func(_ int64, v verification) bool { return v.started <= cutoff })
 	if len(p.producers.entries) == 0 {
 		return
 	}
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
-	p.producers.expire(now.Add(-expiration).UnixMilli(), p.txns.inTxn)
+	p.producers.expire(cutoff, p.txns.inTxn)
 }
 
 // Special ListOffsets timestamps.

@@ -166,8 +166,9 @@ func (s *producerState) expire(cutoff int64, open func(pid int64) bool) {
 }
 
 // producerExpiry is producer.id.expiration.ms (after) and the clock a
-// partition judges its producers' idleness by when it loads a snapshot. The
-// zero value expires none.
+// partition judges its producers' idleness by when it loads a snapshot, and
+// dates its transaction verifications by. The zero value expires none at
+// load, on the system clock.
 type producerExpiry struct {
 	after time.Duration
 	now   func() time.Time
@@ -180,6 +181,14 @@ func (e producerExpiry) cutoff() (ms int64, ok bool) {
 		return 0, false
 	}
 	return e.now().Add(-e.after).UnixMilli(), true
+}
+
+// clock returns the time now.
+func (e producerExpiry) clock() time.Time {
+	if e.now == nil {
+		return time.Now()
+	}
+	return e.now()
 }
 
 // addSeq adds to a sequence number, wrapping from MaxInt32 to 0 as Kafka does.
