@@ -2,10 +2,13 @@ package group
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // TestDescribeGroupsVersions checks what DescribeGroups answers, per version, for a
@@ -119,5 +122,77 @@ func TestDeleteGroupsVersions(t *testing.T) {
 					kerr.ErrorForCode(g.ErrorCode), g.ErrorMessage, kerr.ErrorForCode(want[g.Group]))
 			}
 		}
+	}
+}
+
+// TestEmptiedSimpleGroupSurvivesReload: an offsets-only group that
+// OffsetDelete left without offsets stays, Empty, until the retention check
+// deletes it, and so does it after a reload: as Kafka's replay makes a simple
+// group from its old commit record, which only a tombstone of the group
+// removes. A deleted KIP-848 group that had offsets is not brought back. The
+// reload lost the emptied group: it was Dead until someone committed again.
+func TestEmptiedSimpleGroupSurvivesReload(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	c := newTestCoordinator(t, store)
+	defer func() { c.Close() }()
+	reload := func() {
+		c.Close()
+		c = newTestCoordinator(t, store)
+	}
+	state := func(group string) string {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Version, req.Groups = 5, []string{group}
+		return c.DescribeGroups(ctx, req).Groups[0].State
+	}
+	listed := func() []string {
+		var out []string
+		for _, g := range c.ListGroups(ctx, kmsg.NewPtrListGroupsRequest()).Groups {
+			out = append(out, g.Group)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	commitTo(t, c, "simple")
+	del := kmsg.NewPtrOffsetDeleteRequest()
+	del.Group = "simple"
+	del.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	if r := c.OffsetDelete(ctx, del); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("OffsetDelete: %+v", r)
+	}
+	// A KIP-848 group with offsets, deleted once its member left.
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "kip848", "m", 10000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := c.ConsumerGroupHeartbeat(ctx, hb); r.ErrorCode != 0 {
+		t.Fatalf("consumer group heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	hb.MemberEpoch = -1
+	if r := c.ConsumerGroupHeartbeat(ctx, hb); r.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	commitTo(t, c, "kip848")
+	if r := c.DeleteGroups(ctx, &kmsg.DeleteGroupsRequest{Groups: []string{"kip848"}}); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+
+	for _, when := range []string{"live", "after a reload"} {
+		if when != "live" {
+			reload()
+		}
+		if got := state("simple"); got != "Empty" {
+			t.Errorf("%s: the emptied simple group is %s, want Empty", when, got)
+		}
+		if got := listed(); !slices.Equal(got, []string{"simple"}) {
+			t.Errorf("%s: ListGroups lists %v, want [simple]", when, got)
+		}
+	}
+
+	c.expireOffsets() // the retention check deletes it
+	wait.For(t, "the retention check to delete the emptied group", func() bool { return state("simple") == "Dead" })
+	reload()
+	if got := listed(); len(got) != 0 {
+		t.Fatalf("after the retention check and a reload, ListGroups lists %v, want none", got)
 	}
 }

@@ -621,6 +621,9 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 		}
 		return g
 	}
+	for id := range r.committed {
+		simple(id)
+	}
 	for id, offs := range r.offsets {
 		simple(id).offsets = offs
 	}

@@ -175,6 +175,22 @@ func decodeGroupValue(b []byte) (*kmsg.GroupMetadataValue, error) {
 	return v, nil
 }
 
+// isGroupKey reports whether k is the key of a group's own record (not of
+// its offsets or members): its tombstone is the group's deletion.
+func isGroupKey(k decodedKey) bool {
+	switch k.kind {
+	case kindGroup:
+		return true
+	case kindConsumer:
+		return k.typ == typeConsumerMetadata
+	case kindStreams:
+		return k.typ == typeStreamsMetadata
+	case kindShare:
+		return k.typ == typeShareMetadata
+	}
+	return false
+}
+
 // replayed is the latest state of one partition of __consumer_offsets: the last
 // value per key wins and a tombstone deletes the key.
 type replayed struct {
@@ -183,6 +199,11 @@ type replayed struct {
 	streams   map[string]*streamsReplay
 	shares    map[string]*shareReplay
 	consumers map[string]*consumerReplay
+	// committed are the groups with an offset commit since the tombstone
+	// of their group record (of any kind): as Kafka's replay of a commit
+	// makes a simple group where none exists, which stays, offsets or not,
+	// until a tombstone of the group deletes it.
+	committed map[string]bool
 	skipped   int // records with keys of unknown versions
 	// txnOffsets are the offset commits of transactions still open (Pending
 	// records).
@@ -196,6 +217,7 @@ func newReplayed() *replayed {
 		streams:   make(map[string]*streamsReplay),
 		shares:    make(map[string]*shareReplay),
 		consumers: make(map[string]*consumerReplay),
+		committed: make(map[string]bool),
 	}
 }
 
@@ -207,6 +229,9 @@ func (r *replayed) apply(rec Record) error {
 	}
 	if rec.Pending {
 		return r.applyPendingTxn(rec, k)
+	}
+	if rec.Value == nil && isGroupKey(k) {
+		delete(r.committed, k.group)
 	}
 	switch k.kind {
 	case kindOffset:
@@ -224,6 +249,7 @@ func (r *replayed) apply(rec Record) error {
 			return err
 		}
 		o.recordOffset = rec.Offset
+		r.committed[k.group] = true
 		offs := r.offsets[k.group]
 		if offs == nil {
 			offs = make(map[topicPartition]offsetCommit)

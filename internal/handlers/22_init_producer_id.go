@@ -10,7 +10,8 @@ package handlers
 // (PRODUCER_FENCED for them); an open transaction is aborted first
 // (CONCURRENT_TRANSACTIONS until it is); a timeout above transaction.max.timeout.ms
 // is INVALID_TRANSACTION_TIMEOUT. An empty (not null) transactional id is
-// INVALID_REQUEST, as in Kafka.
+// INVALID_REQUEST, as in Kafka. No producer id to hand out (the controller
+// allocated no block) is COORDINATOR_LOAD_IN_PROGRESS, as in Kafka.
 
 import (
 	"context"
@@ -57,8 +58,10 @@ func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *
 	}
 	id, err := h.nextProducerID(ctx)
 	if err != nil {
+		// No block to hand an id out from: Kafka's ProducerIdManager
+		// answers COORDINATOR_LOAD_IN_PROGRESS, retriable for every client.
 		h.log.Warn("allocating producer ids", "err", err)
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return reply(resp)
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0

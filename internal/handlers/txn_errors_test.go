@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/txn"
 )
@@ -298,4 +300,29 @@ func TestAddOffsetsToTxnVersions(t *testing.T) {
 				kerr.ErrorForCode(tc.coord), kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 		}
 	}
+}
+
+// TestInitProducerIDWithoutBlock: an idempotent producer's InitProducerId
+// that finds no producer id block to hand out from (the controller could not
+// allocate one) is answered COORDINATOR_LOAD_IN_PROGRESS, as Kafka's
+// RPCProducerIdManager answers it (retriable for every client version); it
+// was COORDINATOR_NOT_AVAILABLE.
+func TestInitProducerIDWithoutBlock(t *testing.T) {
+	h := newErrorsHandlers(t)
+	h.cluster = noProducerIDs{h.cluster}
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.SetVersion(4)
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	resp := serve(t, h, req).(*kmsg.InitProducerIDResponse)
+	if resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code || resp.ProducerID != -1 || resp.ProducerEpoch != -1 {
+		t.Fatalf("InitProducerId without a producer id block: code %v, producer %d epoch %d; want COORDINATOR_LOAD_IN_PROGRESS, -1, -1",
+			kerr.ErrorForCode(resp.ErrorCode), resp.ProducerID, resp.ProducerEpoch)
+	}
+}
+
+// noProducerIDs is a cluster whose controller allocates no producer ids.
+type noProducerIDs struct{ Cluster }
+
+func (noProducerIDs) AllocateProducerIDs(context.Context, int32, int64) (controller.ProducerIDBlock, error) {
+	return controller.ProducerIDBlock{}, errors.New("no producer ids")
 }

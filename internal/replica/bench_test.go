@@ -163,7 +163,7 @@ func openPartitionOn(tb testing.TB, fs vfs.FS, dir string, cfg storage.Config, l
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := newPartition("t", metadata.UUID{}, 0, l, false, localID)
+	p, err := newPartition("t", metadata.UUID{}, 0, l, false, localID, producerExpiry{})
 	if err != nil {
 		l.Close()
 		tb.Fatal(err)
@@ -213,7 +213,7 @@ func BenchmarkReopenPartition(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1)
+		p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1, producerExpiry{})
 		if err != nil {
 			b.Fatal(err)
 		}

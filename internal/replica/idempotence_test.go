@@ -10,6 +10,7 @@ import (
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
+	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // TestDuplicateAnswersOriginalTimestamp: a retried batch of an idempotent
@@ -157,5 +158,72 @@ func TestSequenceAfterMarkerStartsAtZero(t *testing.T) {
 	s.fence(9, 2, 0, -1) // a producer known only from its marker
 	if _, err := s.check(9, 2, 5, 1); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("sequence 5 from a producer known only from its marker: %v, want ErrOutOfOrderSequence", err)
+	}
+}
+
+// TestExpiredProducersDroppedOnSnapshotLoad: a partition that loads a
+// producer-state snapshot leaves out the producers idle for longer than
+// producer.id.expiration.ms, those in an open transaction excepted, as
+// Kafka's loadFromSnapshot filters with isProducerExpired. Strata kept them
+// until the cleaner's next pass: DescribeProducers listed them after a
+// restart, and a producer expired before it was still fenced by its old
+// epoch.
+func TestExpiredProducersDroppedOnSnapshotLoad(t *testing.T) {
+	defer func(v int64) { closeSnapshotMinBytes = v }(closeSnapshotMinBytes)
+	closeSnapshotMinBytes = 0
+	now := time.Now()
+	expiry := producerExpiry{after: time.Hour, now: func() time.Time { return now }}
+	dir := t.TempDir()
+	open := func() *Partition {
+		t.Helper()
+		l, err := storage.Open(vfs.Default, dir, storage.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1, expiry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.setConfig(new(metadata.DefaultTopicConfig()))
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, now); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	at := func(pid int64, epoch int16, seq int32, ts time.Time, transactional bool) []byte {
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, Transactional: transactional, ProducerID: pid, ProducerEpoch: epoch,
+			BaseSequence: seq, FirstTimestamp: ts.UnixMilli()}, []batch.Record{{Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	idle := now.Add(-2 * time.Hour)
+	p := open()
+	mustAppend(t, p, at(7, 3, 0, idle, false))                  // idle: dropped
+	mustAppend(t, p, at(8, 0, 0, idle, true))                   // idle, but its transaction is open
+	mustAppend(t, p, at(9, 0, 0, now.Add(-time.Minute), false)) // recent
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p = open()
+	t.Cleanup(func() { p.close() })
+	if p.snapshotOffset != 3 {
+		t.Fatalf("state loaded from snapshot at %d, want 3", p.snapshotOffset)
+	}
+	infos, err := p.Producers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, pi := range infos {
+		ids = append(ids, pi.ProducerID)
+	}
+	if !slices.Equal(ids, []int64{8, 9}) {
+		t.Fatalf("producers after the restart: %v, want [8 9]", ids)
+	}
+	if _, err := p.Append(at(7, 1, 5, now, false), 1); err != nil {
+		t.Fatalf("an expired producer's batch at an older epoch after the restart: %v, want it taken as a new producer's", err)
 	}
 }

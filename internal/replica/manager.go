@@ -65,9 +65,10 @@ type Options struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
 	// this long leaves the ISR (default 30s).
 	ReplicaLagMax time.Duration
-	// ProducerIDExpiration is producer.id.expiration.ms: the cleaner forgets
-	// a producer whose last batch or marker on a partition is older than this,
-	// unless its transaction there is open (default 24h, Kafka's).
+	// ProducerIDExpiration is producer.id.expiration.ms: the cleaner, and a
+	// partition loading a producer-state snapshot, forget a producer whose
+	// last batch or marker on a partition is older than this, unless its
+	// transaction there is open (default 24h, Kafka's).
 	ProducerIDExpiration time.Duration
 	// OnLeadership, when set, is told each time this broker becomes or stops being a
 	// partition's leader (including when the partition is removed). It is called from
@@ -644,7 +645,8 @@ func (m *Manager) preparePartition(t *metadata.Topic, config *metadata.TopicConf
 		if err != nil {
 			return nil, false, 0, 0, err
 		}
-		p, err = newPartition(t.Name, t.ID, ip.Index, l, scfg.Flush.Mode == storage.GroupCommit, m.nodeID)
+		p, err = newPartition(t.Name, t.ID, ip.Index, l, scfg.Flush.Mode == storage.GroupCommit, m.nodeID,
+			producerExpiry{after: m.opts.ProducerIDExpiration, now: m.now})
 		if err != nil {
 			l.Close()
 			return nil, false, 0, 0, err

@@ -55,6 +55,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,8 @@ type Partition struct {
 	// count when it last checked (snapshot.go). Both under appendMu.
 	snapshotOffset int64
 	snapshotRolls  int64
+	// expiry tells the producers a loaded snapshot leaves out.
+	expiry producerExpiry
 	// verifications are the producers' outstanding transaction verifications
 	// (verify.go), lastGuard the last guard handed out; both under appendMu.
 	verifications map[int64]verification
@@ -188,12 +191,13 @@ type Watcher struct{ C chan struct{} }
 // NewWatcher returns a watcher with a one-slot wake-up channel.
 func NewWatcher() *Watcher { return &Watcher{C: make(chan struct{}, 1)} }
 
-func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log, groupCommit bool, localID int32) (*Partition, error) {
+func newPartition(topic string, id metadata.UUID, index int32, log *storage.Log, groupCommit bool, localID int32, expiry producerExpiry) (*Partition, error) {
 	p := &Partition{
 		Topic: topic, TopicID: id, Index: index,
 		log:         log,
 		groupCommit: groupCommit,
 		localID:     localID,
+		expiry:      expiry,
 		producers:   newProducerState(),
 		txns:        newTxnState(),
 
@@ -856,16 +860,19 @@ func (p *Partition) inTxn(pid int64) bool {
 
 // removeExpiredProducers forgets the producers idle for expiration
 // (producer.id.expiration.ms) by now, those in an open transaction here
-// excepted (producerState.expire).
+// excepted (producerState.expire), and the transaction verifications started
+// that long ago.
 func (p *Partition) removeExpiredProducers(now time.Time, expiration time.Duration) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	cutoff := now.Add(-expiration).UnixMilli()
+	maps.DeleteFunc(p.verifications, func(_ int64, v verification) bool { return v.started <= cutoff })
 	if len(p.producers.entries) == 0 {
 		return
 	}
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
-	p.producers.expire(now.Add(-expiration).UnixMilli(), p.txns.inTxn)
+	p.producers.expire(cutoff, p.txns.inTxn)
 }
 
 // Special ListOffsets timestamps.

@@ -24,7 +24,7 @@ func newTestPartition(t *testing.T, localID int32) *Partition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPartition("t", metadata.UUID{}, 0, l, false, localID)
+	p, err := newPartition("t", metadata.UUID{}, 0, l, false, localID, producerExpiry{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"math"
+	"time"
 )
 
 // Idempotent-producer errors; the Produce handler maps them to Kafka error codes.
@@ -162,6 +163,32 @@ func (s *producerState) expire(cutoff int64, open func(pid int64) bool) {
 			delete(s.entries, pid)
 		}
 	}
+}
+
+// producerExpiry is producer.id.expiration.ms (after) and the clock a
+// partition judges its producers' idleness by when it loads a snapshot, and
+// dates its transaction verifications by. The zero value expires none at
+// load, on the system clock.
+type producerExpiry struct {
+	after time.Duration
+	now   func() time.Time
+}
+
+// cutoff is the last timestamp (ms) of an expired producer; ok is false
+// when none expires.
+func (e producerExpiry) cutoff() (ms int64, ok bool) {
+	if e.now == nil || e.after <= 0 {
+		return 0, false
+	}
+	return e.now().Add(-e.after).UnixMilli(), true
+}
+
+// clock returns the time now.
+func (e producerExpiry) clock() time.Time {
+	if e.now == nil {
+		return time.Now()
+	}
+	return e.now()
 }
 
 // addSeq adds to a sequence number, wrapping from MaxInt32 to 0 as Kafka does.

@@ -210,7 +210,9 @@ func decodeSnapshot(b []byte) (*producerState, *txnState, error) {
 
 // loadSnapshot returns the state of the newest usable snapshot at or below
 // limit and its offset (ok), or empty state and the log start offset (scan
-// everything) when there is none.
+// everything) when there is none. The state leaves out the producers expired
+// by now (p.expiry), as Kafka's loadFromSnapshot does; producers the scan from
+// the snapshot meets wait for the cleaner, as in Kafka.
 func (p *Partition) loadSnapshot(limit int64) (producers *producerState, txns *txnState, from int64, ok bool) {
 	start, end := p.log.LogStartOffset(), min(limit, p.log.LogEndOffset())
 	for _, off := range p.log.ProducerSnapshots() {
@@ -226,6 +228,9 @@ func (p *Partition) loadSnapshot(limit int64) (producers *producerState, txns *t
 		producers, txns, err := decodeSnapshot(payload)
 		if err != nil {
 			continue
+		}
+		if cutoff, ok := p.expiry.cutoff(); ok {
+			producers.expire(cutoff, txns.inTxn)
 		}
 		return producers, txns, off, true
 	}

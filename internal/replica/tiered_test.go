@@ -223,7 +223,7 @@ func tieredLeader(t *testing.T) (*Partition, *storage.Log, *Manager, remote.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1, producerExpiry{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func openTieredPartition(t *testing.T, m *Manager, tc metadata.TopicConfig, dir 
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1)
+	p, err := newPartition("t", metadata.UUID{1}, 0, l, false, 1, producerExpiry{})
 	if err != nil {
 		t.Fatal(err)
 	}

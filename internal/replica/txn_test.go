@@ -182,7 +182,7 @@ func newLeaderPartition(t *testing.T, dir string) *Partition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1)
+	p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1, producerExpiry{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,7 +632,7 @@ func TestMarkerSharesTheNextFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPartition("t", metadata.UUID{}, 0, l, true, 1)
+	p, err := newPartition("t", metadata.UUID{}, 0, l, true, 1, producerExpiry{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,10 +37,14 @@ import (
 // on a partition; 0 is none.
 type VerificationGuard uint64
 
-// verification is a producer's outstanding verification here.
+// verification is a producer's outstanding verification here, started at
+// started (ms): the cleaner forgets it after producer.id.expiration.ms, as
+// Kafka ages out its verification state entries, so the producers that
+// verify and never append do not accumulate.
 type verification struct {
-	epoch int16
-	guard VerificationGuard
+	epoch   int16
+	guard   VerificationGuard
+	started int64
 }
 
 // StartTxnVerification begins (or joins) the verification of producer pid's
@@ -59,7 +63,7 @@ func (p *Partition) StartTxnVerification(pid int64, epoch int16) VerificationGua
 	if p.verifications == nil {
 		p.verifications = make(map[int64]verification)
 	}
-	p.verifications[pid] = verification{epoch: epoch, guard: p.lastGuard}
+	p.verifications[pid] = verification{epoch: epoch, guard: p.lastGuard, started: p.expiry.clock().UnixMilli()}
 	return p.lastGuard
 }
 

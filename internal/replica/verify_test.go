@@ -158,3 +158,27 @@ func TestCoordinatorAppendVerified(t *testing.T) {
 		t.Fatalf("log ends at %d after the verified commit, want %d", p.LogEndOffset(), end+1)
 	}
 }
+
+// TestTxnVerificationsExpire: the cleaner forgets a verification started
+// longer than producer.id.expiration.ms ago, as Kafka's
+// removeExpiredProducers ages out its verification state entries. Strata kept
+// one per producer id that started a verification and never appended (a
+// refused batch, a client gone), for as long as the partition lived.
+func TestTxnVerificationsExpire(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	now := time.Now()
+	p.expiry.now = func() time.Time { return now }
+	stale := p.StartTxnVerification(7, 0) // never appended
+	now = now.Add(50 * time.Minute)
+	recent := p.StartTxnVerification(8, 0)
+
+	p.removeExpiredProducers(now.Add(15*time.Minute), time.Hour)
+	if _, ok := p.verifications[7]; ok {
+		t.Fatal("a verification started 65 minutes ago survived a producer.id.expiration.ms of 1h")
+	}
+	if _, err := p.AppendWith(txnBatch(t, 7, 0, 1, true), 1, AppendOpts{Verify: true, Guard: stale}); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("batch with an expired guard: %v, want ErrInvalidTxnState", err)
+	}
+	mustAppendVerified(t, p, txnBatch(t, 8, 0, 1, true), recent)
+}

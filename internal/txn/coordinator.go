@@ -110,8 +110,10 @@ type Coordinator struct {
 	cfg     Config
 	store   Store
 	markers MarkerWriter
-	newPID  func(context.Context) (int64, error)
-	log     *slog.Logger
+	// newPID hands out a new producer id; it fails when the broker has no
+	// block to take one from (the controller did not allocate one).
+	newPID func(context.Context) (int64, error)
+	log    *slog.Logger
 
 	mu    sync.Mutex
 	parts map[int32]*partition
@@ -445,6 +447,12 @@ func preadds(cur *Meta, tr transition, preadded []TopicPartition) bool {
 		containsAll(preadded, tr.next.Partitions)
 }
 
+// noProducerIDCode answers a request whose decision failed: the only error
+// a decision returns is newPID's, no producer id to hand out. Kafka's
+// ProducerIdManager answers that COORDINATOR_LOAD_IN_PROGRESS, retriable for
+// every client version.
+var noProducerIDCode = kerr.CoordinatorLoadInProgress.Code
+
 // storeErrorCode maps a failed state write: the partition moved
 // (NOT_COORDINATOR) or is briefly unavailable (COORDINATOR_NOT_AVAILABLE; the
 // client retries).
@@ -489,7 +497,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 	tr, err := decide(cur)
 	if err != nil {
 		c.release(pt, id, e, nil)
-		return Meta{}, kerr.CoordinatorNotAvailable.Code
+		return Meta{}, noProducerIDCode
 	}
 	if !tr.write {
 		c.release(pt, id, e, nil)
@@ -527,7 +535,7 @@ func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *
 	switch {
 	case err != nil:
 		c.releaseOverlap(e, nil)
-		return Meta{}, kerr.CoordinatorNotAvailable.Code
+		return Meta{}, noProducerIDCode
 	case !tr.write:
 		c.releaseOverlap(e, nil)
 		if tr.code == 0 {

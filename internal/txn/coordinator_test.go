@@ -770,3 +770,17 @@ func TestUnloadDuringLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestNoProducerIDBlock: a transactional InitProducerId that needs a new
+// producer id while the broker has no block to hand one out from is answered
+// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's TransactionCoordinator answers
+// what its ProducerIdManager refuses; it was COORDINATOR_NOT_AVAILABLE.
+func TestNoProducerIDBlock(t *testing.T) {
+	f := newFixture(t, &memStore{})
+	f.c.newPID = func(context.Context) (int64, error) { return 0, errors.New("no producer id block") }
+	pid, epoch, code := f.c.InitProducerID(context.Background(), "tx", 1000, -1, -1)
+	if code != kerr.CoordinatorLoadInProgress.Code || pid != -1 || epoch != -1 {
+		t.Fatalf("InitProducerId without a producer id block: producer %d epoch %d code %v; want -1, -1, COORDINATOR_LOAD_IN_PROGRESS",
+			pid, epoch, kerr.ErrorForCode(code))
+	}
+}
