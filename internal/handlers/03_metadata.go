@@ -33,10 +33,11 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	clusterCreate := h.authorizeCluster(ctx, c, kmsg.ACLOperationCreate)
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	named := requestedTopics(req)
 	autoCreate := h.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	if !all && autoCreate {
 		var missing []string
-		for _, t := range req.Topics {
+		for _, t := range named {
 			if t.Topic != nil && img.Topic(*t.Topic) == nil && metadata.ValidateTopicName(*t.Topic) == nil &&
 				describable(*t.Topic) && (clusterCreate || creatable(*t.Topic)) {
 				missing = append(missing, *t.Topic)
@@ -73,7 +74,7 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 			}
 		}
 	} else {
-		resp.Topics = h.describeNamedTopics(req, img, describable, creatable, clusterCreate, autoCreate)
+		resp.Topics = h.describeNamedTopics(named, img, describable, creatable, clusterCreate, autoCreate)
 	}
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = h.clusterAuthorizedOperations(ctx, c)
@@ -90,11 +91,34 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	return reply(resp)
 }
 
-// describeNamedTopics is Metadata's answer for the topics req names (by name
-// or, v12+, by id), in the request's order.
-func (h *Handlers) describeNamedTopics(req *kmsg.MetadataRequest, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
-	var topics []kmsg.MetadataResponseTopic
+// requestedTopics is the topics req names (by name or, v12+, by id), each
+// once however often it is named, as Kafka collects them in a set.
+func requestedTopics(req *kmsg.MetadataRequest) []kmsg.MetadataRequestTopic {
+	var out []kmsg.MetadataRequestTopic
+	names := map[string]bool{}
+	ids := map[metadata.UUID]bool{}
 	for _, rt := range req.Topics {
+		switch {
+		case rt.Topic != nil:
+			if names[*rt.Topic] {
+				continue
+			}
+			names[*rt.Topic] = true
+		default:
+			if ids[rt.TopicID] {
+				continue
+			}
+			ids[rt.TopicID] = true
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// describeNamedTopics is Metadata's answer for the named topics, in order.
+func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
+	var topics []kmsg.MetadataResponseTopic
+	for _, rt := range named {
 		var t *metadata.Topic
 		switch {
 		case rt.Topic != nil:

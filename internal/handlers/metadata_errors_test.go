@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -112,6 +114,67 @@ func TestMetadataAuthorizedOperations(t *testing.T) {
 			}
 			if resp.AuthorizedOperations != tc.wantCluster {
 				t.Errorf("cluster operations %b, want %b", resp.AuthorizedOperations, tc.wantCluster)
+			}
+		})
+	}
+}
+
+// metadataTopics is a Metadata request naming topics by name (non-empty
+// names) and by id (non-zero ids), entry by entry.
+func metadataTopics(version int16, entries ...kmsg.MetadataRequestTopic) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(version)
+	req.Topics = append([]kmsg.MetadataRequestTopic{}, entries...)
+	return req
+}
+
+func byName(name string) kmsg.MetadataRequestTopic {
+	return kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(name)}
+}
+
+func byID(id metadata.UUID) kmsg.MetadataRequestTopic { return kmsg.MetadataRequestTopic{TopicID: id} }
+
+// answered is "name/code" (or "id/code" for a nameless answer) of every
+// topic of resp, in its order.
+func answered(resp *kmsg.MetadataResponse) []string {
+	var out []string
+	for _, rt := range resp.Topics {
+		key := nullable(rt.Topic)
+		if rt.Topic == nil {
+			key = fmt.Sprint(metadata.UUID(rt.TopicID))
+		}
+		code := "NONE"
+		if rt.ErrorCode != 0 {
+			code = kerr.ErrorForCode(rt.ErrorCode).(*kerr.Error).Message
+		}
+		out = append(out, key+"/"+code)
+	}
+	return out
+}
+
+// TestMetadataDuplicateTopicAnsweredOnce: a topic named (or, v12+, given by
+// id) twice in one request is answered once, as Kafka's
+// handleTopicMetadataRequest collects the topics in a set.
+func TestMetadataDuplicateTopicAnsweredOnce(t *testing.T) {
+	unknownID := metadata.UUID{99}
+	for _, tc := range []struct {
+		name string
+		req  *kmsg.MetadataRequest
+		want []string
+	}{
+		{"v1 names", metadataTopics(1, byName("t"), byName("nope"), byName("t"), byName("nope")),
+			[]string{"t/NONE", "nope/UNKNOWN_TOPIC_OR_PARTITION"}},
+		{"v12 names", metadataTopics(12, byName("t"), byName("t"), byName("a/b"), byName("a/b")),
+			[]string{"t/NONE", "a/b/INVALID_TOPIC_EXCEPTION"}},
+		{"v12 ids", metadataTopics(12, byID(errTopicID), byID(unknownID), byID(errTopicID), byID(unknownID)),
+			[]string{"t/NONE", fmt.Sprint(unknownID) + "/UNKNOWN_TOPIC_ID"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := answered(serve(t, newErrorsHandlers(t), tc.req).(*kmsg.MetadataResponse))
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("answered %q, want %q", got, want)
 			}
 		})
 	}
