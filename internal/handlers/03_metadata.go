@@ -7,7 +7,8 @@ package handlers
 //       replicas, v7 leader epochs, v8 authorized operations when asked for (the
 //       topic's on every topic the principal may DESCRIBE, unknown ones too; the
 //       cluster's only up to v10, 0 without DESCRIBE on the cluster), v10 topic
-//       ids, v12 lookup by topic id, v13 a top-level error code (KIP-1102),
+//       ids (on v10-v11 a null name or a non-zero id refuses the whole request
+//       INVALID_REQUEST), v12 lookup by topic id, v13 a top-level error code (KIP-1102),
 //       always 0 as from a Kafka 4.4 broker.
 // Unknown topics are created when the broker and the request allow it: the answer
 // then carries the new topic (or LEADER_NOT_AVAILABLE while it is not yet applied).
@@ -26,6 +27,9 @@ import (
 
 func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.MetadataRequest)
+	if req.Version < 12 && !lookupByNameOnly(req) {
+		return reply(refuseMetadata(req, kerr.InvalidRequest.Code))
+	}
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := h.cluster.Image()
 	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
@@ -89,6 +93,32 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 		}
 	}
 	return reply(resp)
+}
+
+// lookupByNameOnly reports whether every topic of req is named and none has a
+// topic id: below v12 (v10 and v11 carry the fields) anything else is
+// INVALID_REQUEST for the whole request, as Kafka answers.
+func lookupByNameOnly(req *kmsg.MetadataRequest) bool {
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || rt.TopicID != (metadata.UUID{}) {
+			return false
+		}
+	}
+	return true
+}
+
+// refuseMetadata is Kafka's answer to a Metadata request refused whole
+// (MetadataRequest.getErrorResponse): every requested topic with code and no
+// partitions (a null name as ""), no broker, no cluster id, no controller.
+func refuseMetadata(req *kmsg.MetadataRequest, code int16) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ControllerID = -1
+	for _, rt := range req.Topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID, mt.ErrorCode = kmsg.StringPtr(nullable(rt.Topic)), rt.TopicID, code
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
 }
 
 // requestedTopics is the topics req names (by name or, v12+, by id), each

@@ -179,3 +179,44 @@ func TestMetadataDuplicateTopicAnsweredOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestMetadataTopicIDsRefusedBeforeV12: on v10 and v11 (which carry topic ids
+// but cannot look topics up by them) a null name or a non-zero id refuses the
+// whole request, as Kafka's handleTopicMetadataRequest throws
+// InvalidRequestException: MetadataRequest's error response answers every
+// requested topic INVALID_REQUEST (a null name as ""), lists no broker and
+// no cluster id, and the controller id is -1. The Java client never sends
+// such a request (its builder refuses ids and null names below v12).
+func TestMetadataTopicIDsRefusedBeforeV12(t *testing.T) {
+	h := newErrorsHandlers(t)
+	for _, version := range []int16{10, 11} {
+		for _, tc := range []struct {
+			name    string
+			entries []kmsg.MetadataRequestTopic
+			want    []string
+		}{
+			{"null name", []kmsg.MetadataRequestTopic{byName("t"), {}},
+				[]string{"t/INVALID_REQUEST", "/INVALID_REQUEST"}},
+			{"topic id", []kmsg.MetadataRequestTopic{byName("t"), {Topic: kmsg.StringPtr("nope"), TopicID: errTopicID}},
+				[]string{"t/INVALID_REQUEST", "nope/INVALID_REQUEST"}},
+		} {
+			t.Run(fmt.Sprintf("v%d %s", version, tc.name), func(t *testing.T) {
+				resp := serve(t, h, metadataTopics(version, tc.entries...)).(*kmsg.MetadataResponse)
+				if got := answered(resp); !slices.Equal(got, tc.want) {
+					t.Errorf("answered %q, want %q", got, tc.want)
+				}
+				for _, rt := range resp.Topics {
+					if len(rt.Partitions) != 0 || rt.IsInternal {
+						t.Errorf("topic %q: %d partitions, internal %t; want none, false", nullable(rt.Topic), len(rt.Partitions), rt.IsInternal)
+					}
+				}
+				if resp.Topics[1].TopicID != tc.entries[1].TopicID {
+					t.Errorf("topic id %v, want the request's %v", resp.Topics[1].TopicID, tc.entries[1].TopicID)
+				}
+				if len(resp.Brokers) != 0 || resp.ClusterID != nil || resp.ControllerID != -1 {
+					t.Errorf("brokers %v, cluster id %v, controller %d; want none, null, -1", resp.Brokers, resp.ClusterID, resp.ControllerID)
+				}
+			})
+		}
+	}
+}
