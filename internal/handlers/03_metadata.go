@@ -8,13 +8,15 @@ package handlers
 //       topic's on every topic the principal may DESCRIBE, unknown ones too; the
 //       cluster's only up to v10, 0 without DESCRIBE on the cluster), v10 topic
 //       ids (on v10-v11 a null name or a non-zero id refuses the whole request
-//       INVALID_REQUEST), v12 lookup by topic id, v13 a top-level error code (KIP-1102),
+//       INVALID_REQUEST), v12 lookup by topic id (once one topic is given by
+//       id, the names of the request are ignored), v13 a top-level error code (KIP-1102),
 //       always 0 as from a Kafka 4.4 broker.
 // Unknown topics are created when the broker and the request allow it: the answer
 // then carries the new topic (or LEADER_NOT_AVAILABLE while it is not yet applied).
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -121,20 +123,31 @@ func refuseMetadata(req *kmsg.MetadataRequest, code int16) *kmsg.MetadataRespons
 	return resp
 }
 
-// requestedTopics is the topics req names (by name or, v12+, by id), each
-// once however often it is named, as Kafka collects them in a set.
+// requestedTopics is the topics req asks for, each once however often it is
+// named, as Kafka collects them in a set. On v12+, once one topic is given by
+// a non-zero id, Kafka looks up ids only: the names (beside an id or alone)
+// are ignored, and the answers carry no name but the topic's own.
 func requestedTopics(req *kmsg.MetadataRequest) []kmsg.MetadataRequestTopic {
+	byID := slices.ContainsFunc(req.Topics, func(rt kmsg.MetadataRequestTopic) bool {
+		return rt.TopicID != metadata.UUID{}
+	})
 	var out []kmsg.MetadataRequestTopic
 	names := map[string]bool{}
 	ids := map[metadata.UUID]bool{}
 	for _, rt := range req.Topics {
 		switch {
+		case byID:
+			if rt.TopicID == (metadata.UUID{}) || ids[rt.TopicID] {
+				continue
+			}
+			ids[rt.TopicID] = true
+			rt.Topic = nil
 		case rt.Topic != nil:
 			if names[*rt.Topic] {
 				continue
 			}
 			names[*rt.Topic] = true
-		default:
+		default: // neither a name nor an id
 			if ids[rt.TopicID] {
 				continue
 			}

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,12 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
 // TestMetadataErrors: Metadata v12 and v13 for an unknown name, an invalid
-// name, an unknown topic id, beside a topic that exists; the internal topics
-// are marked internal. v13's top-level error is 0, as a Kafka 4.4 broker
+// name, beside a topic that exists; the internal topics are marked internal
+// (an unknown topic id, which makes Kafka ignore the names of the request:
+// TestMetadataTopicIDsOverrideNames). v13's top-level error is 0, as a Kafka 4.4 broker
 // answered the same names.
 func TestMetadataErrors(t *testing.T) {
 	h := newErrorsHandlers(t)
@@ -27,7 +31,6 @@ func TestMetadataErrors(t *testing.T) {
 			{Topic: kmsg.StringPtr("nope")},
 			{Topic: kmsg.StringPtr("a/b")},
 			{Topic: kmsg.StringPtr("")},
-			{TopicID: metadata.UUID{99}},
 			{Topic: kmsg.StringPtr(OffsetsTopic)},
 		} {
 			req.Topics = append(req.Topics, rt)
@@ -40,7 +43,7 @@ func TestMetadataErrors(t *testing.T) {
 			code     *kerr.Error
 			internal bool
 		}{{nil, false}, {kerr.UnknownTopicOrPartition, false}, {kerr.InvalidTopicException, false},
-			{kerr.InvalidTopicException, false}, {kerr.UnknownTopicID, false}, {nil, true}}
+			{kerr.InvalidTopicException, false}, {nil, true}}
 		if len(resp.Topics) != len(want) {
 			t.Fatalf("v%d: %d topics answered for %d asked", version, len(resp.Topics), len(want))
 		}
@@ -218,5 +221,53 @@ func TestMetadataTopicIDsRefusedBeforeV12(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// creatingCluster is fakeCluster as the active controller, recording the
+// topics it is asked to create; it creates none (each gets
+// UNKNOWN_SERVER_ERROR).
+type creatingCluster struct {
+	fakeCluster
+	asked *[]controller.CreateTopic
+}
+
+func (c creatingCluster) IsLeader() bool { return true }
+
+func (c creatingCluster) CreateTopics(_ context.Context, reqs []controller.CreateTopic, _ bool) ([]controller.CreateTopicResult, error) {
+	*c.asked = append(*c.asked, reqs...)
+	results := make([]controller.CreateTopicResult, len(reqs))
+	for i, r := range reqs {
+		results[i] = controller.CreateTopicResult{Name: r.Name, Err: errors.New("not created in this test")}
+	}
+	return results, nil
+}
+
+// withCreatingCluster makes h's cluster a creatingCluster and returns what it
+// is asked to create.
+func withCreatingCluster(h *Handlers) *[]controller.CreateTopic {
+	asked := new([]controller.CreateTopic)
+	h.cluster = creatingCluster{fakeCluster{img: h.cluster.Image()}, asked}
+	return asked
+}
+
+// TestMetadataTopicIDsOverrideNames: on v12+, once one topic is given by a
+// non-zero id, Kafka's handleTopicMetadataRequest looks up the ids only: the
+// topics named without an id are neither answered nor auto-created, and a
+// name beside an id is ignored.
+func TestMetadataTopicIDsOverrideNames(t *testing.T) {
+	unknownID := metadata.UUID{99}
+	h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true})
+	asked := withCreatingCluster(h)
+	req := metadataTopics(12, byName("t"), byID(compactedTopicID), byName("nope"),
+		kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr("t"), TopicID: unknownID})
+	req.AllowAutoTopicCreation = true
+	got := answered(serve(t, h, req).(*kmsg.MetadataResponse))
+	want := []string{"compacted/NONE", fmt.Sprint(unknownID) + "/UNKNOWN_TOPIC_ID"}
+	if !slices.Equal(got, want) {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+	if len(*asked) != 0 {
+		t.Errorf("auto-created %v, want nothing", *asked)
 	}
 }
