@@ -11,8 +11,11 @@ package handlers
 //       INVALID_REQUEST), v12 lookup by topic id (once one topic is given by
 //       id, the names of the request are ignored), v13 a top-level error code (KIP-1102),
 //       always 0 as from a Kafka 4.4 broker.
-// Unknown topics are created when the broker and the request allow it: the answer
-// then carries the new topic (or LEADER_NOT_AVAILABLE while it is not yet applied).
+// Unknown topics are created when the broker and the request allow it (the
+// group and transaction coordinators' topics with their own partition counts,
+// compacted): the answer then carries the new topic (or LEADER_NOT_AVAILABLE
+// while it is not yet applied). An internal topic not there yet is answered
+// internal.
 
 import (
 	"context"
@@ -50,7 +53,7 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 			}
 		}
 		if len(missing) > 0 {
-			h.autoCreate(ctx, missing)
+			h.autoCreateNamed(ctx, missing)
 			img = h.cluster.Image()
 		}
 	}
@@ -181,18 +184,45 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case rt.Topic == nil:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
-		case metadata.ValidateTopicName(*rt.Topic) != nil:
-			mt.ErrorCode = kerr.InvalidTopicException.Code
-		case autoCreate && (clusterCreate || creatable(*rt.Topic)):
-			mt.ErrorCode = kerr.LeaderNotAvailable.Code
-		case autoCreate: // it would be created but for CREATE, as Kafka answers
-			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		default:
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			// A name the principal may DESCRIBE and no topic yet: Kafka marks
+			// an internal one internal whatever it answers.
+			mt.IsInternal = IsInternalTopic(*rt.Topic)
+			switch {
+			case metadata.ValidateTopicName(*rt.Topic) != nil:
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case autoCreate && (clusterCreate || creatable(*rt.Topic)):
+				mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			case autoCreate: // it would be created but for CREATE, as Kafka answers
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
 		}
 		topics = append(topics, mt)
 	}
 	return topics
+}
+
+// autoCreateNamed creates the missing topics a Metadata request names, as
+// Kafka's AutoTopicCreationManager: the group and transaction coordinators'
+// topics as those coordinators create them (their own partition counts,
+// compacted), any other with the broker's defaults.
+func (h *Handlers) autoCreateNamed(ctx context.Context, names []string) {
+	var others []string
+	for _, name := range names {
+		switch name {
+		case OffsetsTopic:
+			h.ensureInternalTopic(ctx, name, h.cfg.OffsetsTopicPartitions)
+		case txn.StateTopic:
+			h.ensureInternalTopic(ctx, name, h.cfg.TransactionStatePartitions)
+		default:
+			others = append(others, name)
+		}
+	}
+	if len(others) > 0 {
+		h.autoCreate(ctx, others)
+	}
 }
 
 // topicDescriber builds the Metadata answers of topics. The answer of every

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/txn"
 )
 
 // TestMetadataErrors: Metadata v12 and v13 for an unknown name, an invalid
@@ -269,5 +270,50 @@ func TestMetadataTopicIDsOverrideNames(t *testing.T) {
 	}
 	if len(*asked) != 0 {
 		t.Errorf("auto-created %v, want nothing", *asked)
+	}
+}
+
+// TestMetadataUnknownInternalTopic: an internal topic that does not exist yet
+// is answered as internal, as Kafka marks it (Topic.isInternal) in every
+// answer for a name the principal may DESCRIBE: unknown, being auto-created,
+// or not created for want of CREATE. Auto-creation makes it as its
+// coordinator would (Kafka's AutoTopicCreationManager): its own partition
+// count, compacted.
+func TestMetadataUnknownInternalTopic(t *testing.T) {
+	describe := kmsg.ACLOperationDescribe
+	for _, tc := range []struct {
+		name       string
+		autoCreate bool
+		authorizer func() *acl.Authorizer
+		code       string
+		internal   bool
+		created    bool
+	}{
+		{"no auto-creation", false, nil, "UNKNOWN_TOPIC_OR_PARTITION", true, false},
+		{"auto-created", true, nil, "LEADER_NOT_AVAILABLE", true, true},
+		{"no CREATE", true, allowAnonymous(describe, resTopic, txn.StateTopic), "TOPIC_AUTHORIZATION_FAILED", true, false},
+		{"no DESCRIBE", true, allowAnonymous(describe, resTopic, "t"), "TOPIC_AUTHORIZATION_FAILED", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newErrorsHandlersWith(t, Config{AutoCreateTopics: tc.autoCreate, Authorizer: tc.authorizer,
+				DefaultPartitions: 1, TransactionStatePartitions: 7})
+			asked := withCreatingCluster(h)
+			req := metadataTopics(12, byName(txn.StateTopic))
+			req.AllowAutoTopicCreation = true
+			resp := serve(t, h, req).(*kmsg.MetadataResponse)
+			want := []string{txn.StateTopic + "/" + tc.code}
+			if got := answered(resp); !slices.Equal(got, want) {
+				t.Fatalf("answered %q, want %q", got, want)
+			}
+			if resp.Topics[0].IsInternal != tc.internal {
+				t.Errorf("internal %t, want %t", resp.Topics[0].IsInternal, tc.internal)
+			}
+			switch {
+			case !tc.created && len(*asked) != 0:
+				t.Errorf("auto-created %v, want nothing", *asked)
+			case tc.created && (len(*asked) != 1 || (*asked)[0].NumPartitions != 7 || (*asked)[0].Configs["cleanup.policy"] != "compact"):
+				t.Errorf("auto-created %v, want %s with 7 partitions, compacted", *asked, txn.StateTopic)
+			}
+		})
 	}
 }
