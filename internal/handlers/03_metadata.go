@@ -189,12 +189,14 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 			// an internal one internal whatever it answers.
 			mt.IsInternal = IsInternalTopic(*rt.Topic)
 			switch {
+			case autoCreate && !clusterCreate && !creatable(*rt.Topic):
+				// It would be created but for CREATE: Kafka answers so before
+				// it validates the name.
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case metadata.ValidateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
-			case autoCreate && (clusterCreate || creatable(*rt.Topic)):
+			case autoCreate:
 				mt.ErrorCode = kerr.LeaderNotAvailable.Code
-			case autoCreate: // it would be created but for CREATE, as Kafka answers
-				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -313,6 +314,38 @@ func TestMetadataUnknownInternalTopic(t *testing.T) {
 				t.Errorf("auto-created %v, want nothing", *asked)
 			case tc.created && (len(*asked) != 1 || (*asked)[0].NumPartitions != 7 || (*asked)[0].Configs["cleanup.policy"] != "compact"):
 				t.Errorf("auto-created %v, want %s with 7 partitions, compacted", *asked, txn.StateTopic)
+			}
+		})
+	}
+}
+
+// TestMetadataAutoCreateInvalidName: with auto-creation on and asked for, a
+// name Kafka's Topic.validate refuses (too long, an illegal character) is
+// answered INVALID_TOPIC_EXCEPTION and never created; but without CREATE,
+// Kafka's handleTopicMetadataRequest sets it aside as unauthorized before any
+// validation: TOPIC_AUTHORIZATION_FAILED.
+func TestMetadataAutoCreateInvalidName(t *testing.T) {
+	long := strings.Repeat("x", 250)
+	describe := kmsg.ACLOperationDescribe
+	for _, tc := range []struct {
+		name       string
+		authorizer func() *acl.Authorizer
+		code       string
+	}{
+		{"allowed", nil, "INVALID_TOPIC_EXCEPTION"},
+		{"no CREATE", allowAnonymous(describe, resTopic, long, describe, resTopic, "a/b"), "TOPIC_AUTHORIZATION_FAILED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true, Authorizer: tc.authorizer, DefaultPartitions: 1})
+			asked := withCreatingCluster(h)
+			req := metadataTopics(12, byName(long), byName("a/b"))
+			req.AllowAutoTopicCreation = true
+			got := answered(serve(t, h, req).(*kmsg.MetadataResponse))
+			if want := []string{long + "/" + tc.code, "a/b/" + tc.code}; !slices.Equal(got, want) {
+				t.Errorf("answered %q, want %q", got, want)
+			}
+			if len(*asked) != 0 {
+				t.Errorf("auto-created %v, want nothing", *asked)
 			}
 		})
 	}
