@@ -7,13 +7,19 @@ package handlers
 //       replicas, v7 leader epochs, v8 authorized operations when asked for (the
 //       topic's on every topic the principal may DESCRIBE, unknown ones too; the
 //       cluster's only up to v10, 0 without DESCRIBE on the cluster), v10 topic
-//       ids, v12 lookup by topic id, v13 a top-level error code (KIP-1102),
+//       ids (on v10-v11 a null name or a non-zero id refuses the whole request
+//       INVALID_REQUEST), v12 lookup by topic id (once one topic is given by
+//       id, the names of the request are ignored), v13 a top-level error code (KIP-1102),
 //       always 0 as from a Kafka 4.4 broker.
-// Unknown topics are created when the broker and the request allow it: the answer
-// then carries the new topic (or LEADER_NOT_AVAILABLE while it is not yet applied).
+// Unknown topics are created when the broker and the request allow it (the
+// group and transaction coordinators' topics with their own partition counts,
+// compacted): the answer then carries the new topic (or LEADER_NOT_AVAILABLE
+// while it is not yet applied). An internal topic not there yet is answered
+// internal.
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,6 +32,9 @@ import (
 
 func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.MetadataRequest)
+	if req.Version < 12 && !lookupByNameOnly(req) {
+		return reply(refuseMetadata(req, kerr.InvalidRequest.Code))
+	}
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := h.cluster.Image()
 	describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
@@ -33,17 +42,18 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	clusterCreate := h.authorizeCluster(ctx, c, kmsg.ACLOperationCreate)
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	named := requestedTopics(req)
 	autoCreate := h.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	if !all && autoCreate {
 		var missing []string
-		for _, t := range req.Topics {
+		for _, t := range named {
 			if t.Topic != nil && img.Topic(*t.Topic) == nil && metadata.ValidateTopicName(*t.Topic) == nil &&
 				describable(*t.Topic) && (clusterCreate || creatable(*t.Topic)) {
 				missing = append(missing, *t.Topic)
 			}
 		}
 		if len(missing) > 0 {
-			h.autoCreate(ctx, missing)
+			h.autoCreateNamed(ctx, missing)
 			img = h.cluster.Image()
 		}
 	}
@@ -73,7 +83,7 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 			}
 		}
 	} else {
-		resp.Topics = h.describeNamedTopics(req, img, describable, creatable, clusterCreate, autoCreate)
+		resp.Topics = h.describeNamedTopics(named, img, describable, creatable, clusterCreate, autoCreate)
 	}
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = h.clusterAuthorizedOperations(ctx, c)
@@ -90,11 +100,71 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	return reply(resp)
 }
 
-// describeNamedTopics is Metadata's answer for the topics req names (by name
-// or, v12+, by id), in the request's order.
-func (h *Handlers) describeNamedTopics(req *kmsg.MetadataRequest, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
-	var topics []kmsg.MetadataResponseTopic
+// lookupByNameOnly reports whether every topic of req is named and none has a
+// topic id: below v12 (v10 and v11 carry the fields) anything else is
+// INVALID_REQUEST for the whole request, as Kafka answers.
+func lookupByNameOnly(req *kmsg.MetadataRequest) bool {
 	for _, rt := range req.Topics {
+		if rt.Topic == nil || rt.TopicID != (metadata.UUID{}) {
+			return false
+		}
+	}
+	return true
+}
+
+// refuseMetadata is Kafka's answer to a Metadata request refused whole
+// (MetadataRequest.getErrorResponse): every requested topic with code and no
+// partitions (a null name as ""), no broker, no cluster id, no controller.
+func refuseMetadata(req *kmsg.MetadataRequest, code int16) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ControllerID = -1
+	for _, rt := range req.Topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID, mt.ErrorCode = kmsg.StringPtr(nullable(rt.Topic)), rt.TopicID, code
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}
+
+// requestedTopics is the topics req asks for, each once however often it is
+// named, as Kafka collects them in a set. On v12+, once one topic is given by
+// a non-zero id, Kafka looks up ids only: the names (beside an id or alone)
+// are ignored, and the answers carry no name but the topic's own.
+func requestedTopics(req *kmsg.MetadataRequest) []kmsg.MetadataRequestTopic {
+	byID := slices.ContainsFunc(req.Topics, func(rt kmsg.MetadataRequestTopic) bool {
+		return rt.TopicID != metadata.UUID{}
+	})
+	var out []kmsg.MetadataRequestTopic
+	names := map[string]bool{}
+	ids := map[metadata.UUID]bool{}
+	for _, rt := range req.Topics {
+		switch {
+		case byID:
+			if rt.TopicID == (metadata.UUID{}) || ids[rt.TopicID] {
+				continue
+			}
+			ids[rt.TopicID] = true
+			rt.Topic = nil
+		case rt.Topic != nil:
+			if names[*rt.Topic] {
+				continue
+			}
+			names[*rt.Topic] = true
+		default: // neither a name nor an id
+			if ids[rt.TopicID] {
+				continue
+			}
+			ids[rt.TopicID] = true
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// describeNamedTopics is Metadata's answer for the named topics, in order.
+func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
+	var topics []kmsg.MetadataResponseTopic
+	for _, rt := range named {
 		var t *metadata.Topic
 		switch {
 		case rt.Topic != nil:
@@ -114,18 +184,47 @@ func (h *Handlers) describeNamedTopics(req *kmsg.MetadataRequest, img *metadata.
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case rt.Topic == nil:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
-		case metadata.ValidateTopicName(*rt.Topic) != nil:
-			mt.ErrorCode = kerr.InvalidTopicException.Code
-		case autoCreate && (clusterCreate || creatable(*rt.Topic)):
-			mt.ErrorCode = kerr.LeaderNotAvailable.Code
-		case autoCreate: // it would be created but for CREATE, as Kafka answers
-			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		default:
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			// A name the principal may DESCRIBE and no topic yet: Kafka marks
+			// an internal one internal whatever it answers.
+			mt.IsInternal = IsInternalTopic(*rt.Topic)
+			switch {
+			case autoCreate && !clusterCreate && !creatable(*rt.Topic):
+				// It would be created but for CREATE: Kafka answers so before
+				// it validates the name.
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case metadata.ValidateTopicName(*rt.Topic) != nil:
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case autoCreate:
+				mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			default:
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
 		}
 		topics = append(topics, mt)
 	}
 	return topics
+}
+
+// autoCreateNamed creates the missing topics a Metadata request names, as
+// Kafka's AutoTopicCreationManager: the group and transaction coordinators'
+// topics as those coordinators create them (their own partition counts,
+// compacted), any other with the broker's defaults.
+func (h *Handlers) autoCreateNamed(ctx context.Context, names []string) {
+	var others []string
+	for _, name := range names {
+		switch name {
+		case OffsetsTopic:
+			h.ensureInternalTopic(ctx, name, h.cfg.OffsetsTopicPartitions)
+		case txn.StateTopic:
+			h.ensureInternalTopic(ctx, name, h.cfg.TransactionStatePartitions)
+		default:
+			others = append(others, name)
+		}
+	}
+	if len(others) > 0 {
+		h.autoCreate(ctx, others)
+	}
 }
 
 // topicDescriber builds the Metadata answers of topics. The answer of every

@@ -1,19 +1,27 @@
 package handlers
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/txn"
 )
 
 // TestMetadataErrors: Metadata v12 and v13 for an unknown name, an invalid
-// name, an unknown topic id, beside a topic that exists; the internal topics
-// are marked internal. v13's top-level error is 0, as a Kafka 4.4 broker
+// name, beside a topic that exists; the internal topics are marked internal
+// (an unknown topic id, which makes Kafka ignore the names of the request:
+// TestMetadataTopicIDsOverrideNames). v13's top-level error is 0, as a Kafka 4.4 broker
 // answered the same names.
 func TestMetadataErrors(t *testing.T) {
 	h := newErrorsHandlers(t)
@@ -25,7 +33,6 @@ func TestMetadataErrors(t *testing.T) {
 			{Topic: kmsg.StringPtr("nope")},
 			{Topic: kmsg.StringPtr("a/b")},
 			{Topic: kmsg.StringPtr("")},
-			{TopicID: metadata.UUID{99}},
 			{Topic: kmsg.StringPtr(OffsetsTopic)},
 		} {
 			req.Topics = append(req.Topics, rt)
@@ -38,7 +45,7 @@ func TestMetadataErrors(t *testing.T) {
 			code     *kerr.Error
 			internal bool
 		}{{nil, false}, {kerr.UnknownTopicOrPartition, false}, {kerr.InvalidTopicException, false},
-			{kerr.InvalidTopicException, false}, {kerr.UnknownTopicID, false}, {nil, true}}
+			{kerr.InvalidTopicException, false}, {nil, true}}
 		if len(resp.Topics) != len(want) {
 			t.Fatalf("v%d: %d topics answered for %d asked", version, len(resp.Topics), len(want))
 		}
@@ -112,6 +119,233 @@ func TestMetadataAuthorizedOperations(t *testing.T) {
 			}
 			if resp.AuthorizedOperations != tc.wantCluster {
 				t.Errorf("cluster operations %b, want %b", resp.AuthorizedOperations, tc.wantCluster)
+			}
+		})
+	}
+}
+
+// metadataTopics is a Metadata request naming topics by name (non-empty
+// names) and by id (non-zero ids), entry by entry.
+func metadataTopics(version int16, entries ...kmsg.MetadataRequestTopic) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(version)
+	req.Topics = append([]kmsg.MetadataRequestTopic{}, entries...)
+	return req
+}
+
+func byName(name string) kmsg.MetadataRequestTopic {
+	return kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(name)}
+}
+
+func byID(id metadata.UUID) kmsg.MetadataRequestTopic { return kmsg.MetadataRequestTopic{TopicID: id} }
+
+// answered is "name/code" (or "id/code" for a nameless answer) of every
+// topic of resp, in its order.
+func answered(resp *kmsg.MetadataResponse) []string {
+	var out []string
+	for _, rt := range resp.Topics {
+		key := nullable(rt.Topic)
+		if rt.Topic == nil {
+			key = fmt.Sprint(metadata.UUID(rt.TopicID))
+		}
+		code := "NONE"
+		if rt.ErrorCode != 0 {
+			code = kerr.ErrorForCode(rt.ErrorCode).(*kerr.Error).Message
+		}
+		out = append(out, key+"/"+code)
+	}
+	return out
+}
+
+// TestMetadataDuplicateTopicAnsweredOnce: a topic named (or, v12+, given by
+// id) twice in one request is answered once, as Kafka's
+// handleTopicMetadataRequest collects the topics in a set.
+func TestMetadataDuplicateTopicAnsweredOnce(t *testing.T) {
+	unknownID := metadata.UUID{99}
+	for _, tc := range []struct {
+		name string
+		req  *kmsg.MetadataRequest
+		want []string
+	}{
+		{"v1 names", metadataTopics(1, byName("t"), byName("nope"), byName("t"), byName("nope")),
+			[]string{"t/NONE", "nope/UNKNOWN_TOPIC_OR_PARTITION"}},
+		{"v12 names", metadataTopics(12, byName("t"), byName("t"), byName("a/b"), byName("a/b")),
+			[]string{"t/NONE", "a/b/INVALID_TOPIC_EXCEPTION"}},
+		{"v12 ids", metadataTopics(12, byID(errTopicID), byID(unknownID), byID(errTopicID), byID(unknownID)),
+			[]string{"t/NONE", fmt.Sprint(unknownID) + "/UNKNOWN_TOPIC_ID"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := answered(serve(t, newErrorsHandlers(t), tc.req).(*kmsg.MetadataResponse))
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("answered %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestMetadataTopicIDsRefusedBeforeV12: on v10 and v11 (which carry topic ids
+// but cannot look topics up by them) a null name or a non-zero id refuses the
+// whole request, as Kafka's handleTopicMetadataRequest throws
+// InvalidRequestException: MetadataRequest's error response answers every
+// requested topic INVALID_REQUEST (a null name as ""), lists no broker and
+// no cluster id, and the controller id is -1. The Java client never sends
+// such a request (its builder refuses ids and null names below v12).
+func TestMetadataTopicIDsRefusedBeforeV12(t *testing.T) {
+	h := newErrorsHandlers(t)
+	for _, version := range []int16{10, 11} {
+		for _, tc := range []struct {
+			name    string
+			entries []kmsg.MetadataRequestTopic
+			want    []string
+		}{
+			{"null name", []kmsg.MetadataRequestTopic{byName("t"), {}},
+				[]string{"t/INVALID_REQUEST", "/INVALID_REQUEST"}},
+			{"topic id", []kmsg.MetadataRequestTopic{byName("t"), {Topic: kmsg.StringPtr("nope"), TopicID: errTopicID}},
+				[]string{"t/INVALID_REQUEST", "nope/INVALID_REQUEST"}},
+		} {
+			t.Run(fmt.Sprintf("v%d %s", version, tc.name), func(t *testing.T) {
+				resp := serve(t, h, metadataTopics(version, tc.entries...)).(*kmsg.MetadataResponse)
+				if got := answered(resp); !slices.Equal(got, tc.want) {
+					t.Errorf("answered %q, want %q", got, tc.want)
+				}
+				for _, rt := range resp.Topics {
+					if len(rt.Partitions) != 0 || rt.IsInternal {
+						t.Errorf("topic %q: %d partitions, internal %t; want none, false", nullable(rt.Topic), len(rt.Partitions), rt.IsInternal)
+					}
+				}
+				if resp.Topics[1].TopicID != tc.entries[1].TopicID {
+					t.Errorf("topic id %v, want the request's %v", resp.Topics[1].TopicID, tc.entries[1].TopicID)
+				}
+				if len(resp.Brokers) != 0 || resp.ClusterID != nil || resp.ControllerID != -1 {
+					t.Errorf("brokers %v, cluster id %v, controller %d; want none, null, -1", resp.Brokers, resp.ClusterID, resp.ControllerID)
+				}
+			})
+		}
+	}
+}
+
+// creatingCluster is fakeCluster as the active controller, recording the
+// topics it is asked to create; it creates none (each gets
+// UNKNOWN_SERVER_ERROR).
+type creatingCluster struct {
+	fakeCluster
+	asked *[]controller.CreateTopic
+}
+
+func (c creatingCluster) IsLeader() bool { return true }
+
+func (c creatingCluster) CreateTopics(_ context.Context, reqs []controller.CreateTopic, _ bool) ([]controller.CreateTopicResult, error) {
+	*c.asked = append(*c.asked, reqs...)
+	results := make([]controller.CreateTopicResult, len(reqs))
+	for i, r := range reqs {
+		results[i] = controller.CreateTopicResult{Name: r.Name, Err: errors.New("not created in this test")}
+	}
+	return results, nil
+}
+
+// withCreatingCluster makes h's cluster a creatingCluster and returns what it
+// is asked to create.
+func withCreatingCluster(h *Handlers) *[]controller.CreateTopic {
+	asked := new([]controller.CreateTopic)
+	h.cluster = creatingCluster{fakeCluster{img: h.cluster.Image()}, asked}
+	return asked
+}
+
+// TestMetadataTopicIDsOverrideNames: on v12+, once one topic is given by a
+// non-zero id, Kafka's handleTopicMetadataRequest looks up the ids only: the
+// topics named without an id are neither answered nor auto-created, and a
+// name beside an id is ignored.
+func TestMetadataTopicIDsOverrideNames(t *testing.T) {
+	unknownID := metadata.UUID{99}
+	h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true})
+	asked := withCreatingCluster(h)
+	req := metadataTopics(12, byName("t"), byID(compactedTopicID), byName("nope"),
+		kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr("t"), TopicID: unknownID})
+	req.AllowAutoTopicCreation = true
+	got := answered(serve(t, h, req).(*kmsg.MetadataResponse))
+	want := []string{"compacted/NONE", fmt.Sprint(unknownID) + "/UNKNOWN_TOPIC_ID"}
+	if !slices.Equal(got, want) {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+	if len(*asked) != 0 {
+		t.Errorf("auto-created %v, want nothing", *asked)
+	}
+}
+
+// TestMetadataUnknownInternalTopic: an internal topic that does not exist yet
+// is answered as internal, as Kafka marks it (Topic.isInternal) in every
+// answer for a name the principal may DESCRIBE: unknown, being auto-created,
+// or not created for want of CREATE. Auto-creation makes it as its
+// coordinator would (Kafka's AutoTopicCreationManager): its own partition
+// count, compacted.
+func TestMetadataUnknownInternalTopic(t *testing.T) {
+	describe := kmsg.ACLOperationDescribe
+	for _, tc := range []struct {
+		name       string
+		autoCreate bool
+		authorizer func() *acl.Authorizer
+		code       string
+		internal   bool
+		created    bool
+	}{
+		{"no auto-creation", false, nil, "UNKNOWN_TOPIC_OR_PARTITION", true, false},
+		{"auto-created", true, nil, "LEADER_NOT_AVAILABLE", true, true},
+		{"no CREATE", true, allowAnonymous(describe, resTopic, txn.StateTopic), "TOPIC_AUTHORIZATION_FAILED", true, false},
+		{"no DESCRIBE", true, allowAnonymous(describe, resTopic, "t"), "TOPIC_AUTHORIZATION_FAILED", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newErrorsHandlersWith(t, Config{AutoCreateTopics: tc.autoCreate, Authorizer: tc.authorizer,
+				DefaultPartitions: 1, TransactionStatePartitions: 7})
+			asked := withCreatingCluster(h)
+			req := metadataTopics(12, byName(txn.StateTopic))
+			req.AllowAutoTopicCreation = true
+			resp := serve(t, h, req).(*kmsg.MetadataResponse)
+			want := []string{txn.StateTopic + "/" + tc.code}
+			if got := answered(resp); !slices.Equal(got, want) {
+				t.Fatalf("answered %q, want %q", got, want)
+			}
+			if resp.Topics[0].IsInternal != tc.internal {
+				t.Errorf("internal %t, want %t", resp.Topics[0].IsInternal, tc.internal)
+			}
+			switch {
+			case !tc.created && len(*asked) != 0:
+				t.Errorf("auto-created %v, want nothing", *asked)
+			case tc.created && (len(*asked) != 1 || (*asked)[0].NumPartitions != 7 || (*asked)[0].Configs["cleanup.policy"] != "compact"):
+				t.Errorf("auto-created %v, want %s with 7 partitions, compacted", *asked, txn.StateTopic)
+			}
+		})
+	}
+}
+
+// TestMetadataAutoCreateInvalidName: with auto-creation on and asked for, a
+// name Kafka's Topic.validate refuses (too long, an illegal character) is
+// answered INVALID_TOPIC_EXCEPTION and never created; but without CREATE,
+// Kafka's handleTopicMetadataRequest sets it aside as unauthorized before any
+// validation: TOPIC_AUTHORIZATION_FAILED.
+func TestMetadataAutoCreateInvalidName(t *testing.T) {
+	long := strings.Repeat("x", 250)
+	describe := kmsg.ACLOperationDescribe
+	for _, tc := range []struct {
+		name       string
+		authorizer func() *acl.Authorizer
+		code       string
+	}{
+		{"allowed", nil, "INVALID_TOPIC_EXCEPTION"},
+		{"no CREATE", allowAnonymous(describe, resTopic, long, describe, resTopic, "a/b"), "TOPIC_AUTHORIZATION_FAILED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true, Authorizer: tc.authorizer, DefaultPartitions: 1})
+			asked := withCreatingCluster(h)
+			req := metadataTopics(12, byName(long), byName("a/b"))
+			req.AllowAutoTopicCreation = true
+			got := answered(serve(t, h, req).(*kmsg.MetadataResponse))
+			if want := []string{long + "/" + tc.code, "a/b/" + tc.code}; !slices.Equal(got, want) {
+				t.Errorf("answered %q, want %q", got, want)
+			}
+			if len(*asked) != 0 {
+				t.Errorf("auto-created %v, want nothing", *asked)
 			}
 		})
 	}
