@@ -174,7 +174,8 @@ func (x *oauthExchange) Step(in []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: OAUTHBEARER message of %d bytes", ErrMalformed, len(in))
 	}
 	gs2, rest, ok := strings.Cut(string(in), "\x01")
-	if !ok || !strings.HasSuffix(rest, "\x01\x01") || !strings.HasPrefix(gs2, "n,") && !strings.HasPrefix(gs2, "y,") {
+	// The gs2 flag must be "n", as Kafka's OAuthBearerClientInitialResponse wants.
+	if !ok || !strings.HasSuffix(rest, "\x01\x01") || !strings.HasPrefix(gs2, "n,") {
 		return nil, fmt.Errorf("%w: not an OAUTHBEARER client message", ErrMalformed)
 	}
 	var token string
@@ -194,7 +195,7 @@ func (x *oauthExchange) Step(in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if authzid, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(gs2, "n,"), "y,"), ","); authzid != "" && authzid != "a="+user {
+	if authzid, _, _ := strings.Cut(strings.TrimPrefix(gs2, "n,"), ","); authzid != "" && authzid != "a="+user {
 		return nil, fmt.Errorf("%w: authorization id differs from the token's principal", ErrAuthFailed)
 	}
 	x.user, x.expiry, x.done = user, expiry, true

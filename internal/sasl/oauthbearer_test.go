@@ -94,7 +94,9 @@ func TestOAuthBearer(t *testing.T) {
 			t.Errorf("%s: %v, want ErrAuthFailed", name, err)
 		}
 	}
-	for _, msg := range []string{"", "n,,auth=Bearer x", "n,,\x01auth=Basic x\x01\x01", "n,,\x01host=a\x01\x01"} {
+	for _, msg := range []string{"", "n,,auth=Bearer x", "n,,\x01auth=Basic x\x01\x01", "n,,\x01host=a\x01\x01",
+		"y,,\x01auth=Bearer x\x01\x01", // Kafka takes only the gs2 flag "n"
+	} {
 		x, _ := a.Start(OAuthBearer)
 		if _, err := x.Step([]byte(msg)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%q: %v, want ErrMalformed", msg, err)

@@ -206,8 +206,10 @@ func (x *scramExchange) clientFirst(msg string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no gs2 header", ErrMalformed)
 	}
+	// Only "n" (no channel binding), as Kafka's ScramSaslServer: it refuses
+	// "y" (a client that could bind but thinks the server cannot) as well.
 	switch {
-	case cbind == "n", cbind == "y":
+	case cbind == "n":
 	case strings.HasPrefix(cbind, "p="):
 		return nil, fmt.Errorf("%w: channel binding", ErrUnsupportedFeature)
 	default:
