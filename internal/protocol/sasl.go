@@ -22,9 +22,12 @@ package protocol
 //     failed authentication, a negative or oversized size, or a truncated token
 //     closes the connection without an answer. Such a session cannot
 //     re-authenticate (KIP-368 needs SaslAuthenticate v1+).
-//   - SaslAuthenticate carries the mechanism's messages. A failure (wrong
-//     password and unknown user alike) answers SASL_AUTHENTICATION_FAILED with
-//     one generic message and closes the connection after the response.
+//   - SaslAuthenticate carries the mechanism's messages. A failure answers
+//     SASL_AUTHENTICATION_FAILED and closes the connection after the response.
+//     Its message is Kafka's: the mechanism's own where Kafka's explains the
+//     refusal (sasl.Refusal: PLAIN's checks, an authorization id other than the
+//     user, a re-authentication as another principal), else one generic text
+//     (a wrong password and an unknown user alike).
 //   - A session lasts SASLConfig.SessionLifetime, and no longer than a
 //     credential that expires (an OAUTHBEARER or delegation token) also without
 //     one; v1+ answers carry what is left (SessionLifetimeMillis, 0: forever).
@@ -46,6 +49,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -128,9 +132,25 @@ const saslTokenKey = -1
 // response, if any).
 var ErrAuthentication = errors.New("protocol: authentication failed")
 
-// genericAuthFailure is the one message every failed authentication gets.
-func genericAuthFailure(mech sasl.Mechanism) string {
-	return fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", mech)
+// authFailureMessage is what a failed SaslAuthenticate answers: the message of
+// a sasl.Refusal, else Kafka's generic one.
+func authFailureMessage(err error, mech sasl.Mechanism, reauth bool) string {
+	if r := (*sasl.Refusal)(nil); errors.As(err, &r) {
+		return r.Message
+	}
+	during := "authentication"
+	if reauth {
+		during = "re-authentication"
+	}
+	return fmt.Sprintf("Authentication failed during %s due to invalid credentials with SASL mechanism %s", during, mech)
+}
+
+// principalChange refuses a re-authentication as another principal, with
+// Kafka's message (it writes a principal type.name).
+func principalChange(from, to string) error {
+	dotted := func(p string) string { return strings.Replace(p, ":", ".", 1) }
+	return &sasl.Refusal{Err: sasl.ErrAuthFailed,
+		Message: fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(from), dotted(to))}
 }
 
 // checkAuthenticated decides whether a request other than ApiVersions and the
@@ -262,13 +282,13 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		out, err := x.Step(req.SASLAuthBytes)
 		reauth := a.authenticated
 		if err == nil && x.Done() && reauth && principalOf(x) != a.principal {
-			err = fmt.Errorf("%w: cannot change principals during re-authentication", sasl.ErrAuthFailed)
+			err = principalChange(a.principal, principalOf(x))
 		}
 		if err != nil {
 			a.exchange = nil
 			c.reportAuth(x, reauth, err)
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-			m := genericAuthFailure(x.Mechanism())
+			m := authFailureMessage(err, x.Mechanism(), reauth)
 			resp.ErrorMessage = &m
 			return resp, fmt.Errorf("%w: %s: %w", ErrAuthentication, x.Mechanism(), err)
 		}

@@ -345,3 +345,86 @@ func TestSASLApiVersionsOnceBeforeHandshake(t *testing.T) {
 func apiVersionsV3() *kmsg.ApiVersionsRequest {
 	return &kmsg.ApiVersionsRequest{ClientSoftwareName: "strata-test", ClientSoftwareVersion: "0.1.0", NodeID: -1}
 }
+
+// TestSASLFailureMessages: a failure Kafka's mechanism explains (a
+// SaslAuthenticationException: PLAIN's checks, an authorization id other than
+// the user, a re-authentication as another principal) reaches the client with
+// Kafka's message; any other failure gets the generic one, which names
+// authentication or re-authentication.
+func TestSASLFailureMessages(t *testing.T) {
+	ts, _ := startSASLServer(t, time.Hour)
+	const authzid = "Authentication failed: Client requested an authorization id that is different from username"
+	const badLogin = "Authentication failed: Invalid username or password"
+	for _, tc := range []struct {
+		name, mech, msg, want string
+	}{
+		{"plain authzid", "PLAIN", "admin\x00alice\x00alice-secret", authzid},
+		{"plain wrong password", "PLAIN", "\x00alice\x00guess", badLogin},
+		{"plain unknown user", "PLAIN", "\x00mallory\x00guess", badLogin},
+		{"plain authzid and wrong password", "PLAIN", "admin\x00alice\x00guess", badLogin},
+		{"plain no user", "PLAIN", "\x00\x00pw", "Authentication failed: username not specified"},
+		{"plain no password", "PLAIN", "\x00alice\x00", "Authentication failed: password not specified"},
+		{"plain one token", "PLAIN", "alice", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"},
+		{"plain five tokens", "PLAIN", "a\x00b\x00c\x00d\x00e", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"},
+		{"scram authzid", "SCRAM-SHA-256", "n,a=bob,n=alice,r=abcdef", authzid},
+		{"scram malformed", "SCRAM-SHA-512", "n,,r=abcdef",
+			"Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, ts.addr)
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Mechanism = tc.mech
+			c.roundTrip(hs, 1, 1)
+			auth := kmsg.NewPtrSASLAuthenticateRequest()
+			auth.SASLAuthBytes = []byte(tc.msg)
+			ar := c.roundTrip(auth, 1, 2).(*kmsg.SASLAuthenticateResponse)
+			if ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil || *ar.ErrorMessage != tc.want {
+				t.Fatalf("answer %v %q, want SASL_AUTHENTICATION_FAILED %q", kerr.ErrorForCode(ar.ErrorCode), derefOr(ar.ErrorMessage), tc.want)
+			}
+			c.expectClosed()
+		})
+	}
+	t.Run("re-authentication", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism(), 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "SCRAM-SHA-256"
+		c.roundTrip(hs, 1, corr)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("n,,r=abcdef")
+		ar := c.roundTrip(auth, 1, corr+1).(*kmsg.SASLAuthenticateResponse)
+		const want = "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
+		if ar.ErrorMessage == nil || *ar.ErrorMessage != want {
+			t.Fatalf("answer %q, want %q", derefOr(ar.ErrorMessage), want)
+		}
+	})
+	t.Run("another principal", func(t *testing.T) {
+		authn := sasl.NewAuthenticator(func(user string, m sasl.Mechanism) (sasl.Credential, bool) {
+			c, err := sasl.NewCredential(m, "pw", sasl.MinIterations)
+			return c, err == nil && (user == "alice" || user == "bob")
+		})
+		ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+			s.SASL = &SASLConfig{Mechanisms: []sasl.Mechanism{sasl.Plain}, Authenticator: authn, SessionLifetime: time.Hour}
+		})
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(plain.Auth{User: "alice", Pass: "pw"}.AsMechanism(), 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, corr)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00bob\x00pw")
+		ar := c.roundTrip(auth, 1, corr+1).(*kmsg.SASLAuthenticateResponse)
+		const want = "Cannot change principals during re-authentication from User.alice: User.bob"
+		if ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil || *ar.ErrorMessage != want {
+			t.Fatalf("answer %v %q, want %q", kerr.ErrorForCode(ar.ErrorCode), derefOr(ar.ErrorMessage), want)
+		}
+	})
+}
+
+// derefOr is *p, or "<nil>".
+func derefOr(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
