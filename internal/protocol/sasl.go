@@ -20,8 +20,7 @@ package protocol
 //     and each server answer is framed the same way, also when empty (PLAIN's
 //     success), as Kafka does. There is no error response in this framing: a
 //     failed authentication, a negative or oversized size, or a truncated token
-//     closes the connection without an answer. Such a session cannot
-//     re-authenticate (KIP-368 needs SaslAuthenticate v1+).
+//     closes the connection without an answer.
 //   - SaslAuthenticate carries the mechanism's messages. A failure answers
 //     SASL_AUTHENTICATION_FAILED and closes the connection after the response.
 //     Its message is Kafka's: the mechanism's own where Kafka's explains the
@@ -34,11 +33,13 @@ package protocol
 //     A request other than a re-authentication's SaslHandshake arriving after
 //     the session expired closes the connection, ApiVersions included.
 //   - Re-authentication, as Kafka's KafkaChannel and SaslServerAuthenticator
-//     serve it: a client that authenticated with SaslAuthenticate v1+ sends
-//     SaslHandshake and SaslAuthenticate again, with the session's mechanism
+//     serve it: a client sends SaslHandshake and SaslAuthenticate again (or,
+//     after SaslHandshake v0, raw tokens), with the session's mechanism
 //     (another one is answered without error at the handshake and closes the
 //     connection unanswered at SaslAuthenticate), as the same principal (else
-//     SASL_AUTHENTICATION_FAILED). Until it completes, any other request
+//     SASL_AUTHENTICATION_FAILED). Any session that expires may, however it
+//     logged in: Kafka does not ask, so also one that used SaslAuthenticate
+//     v0 and was never told its lifetime. Until it completes, any other request
 //     closes the connection. A session that never expires cannot
 //     re-authenticate, nor one whose last re-authentication began less than
 //     a second ago: SaslHandshake answers ILLEGAL_SASL_STATE and the session
@@ -104,7 +105,6 @@ type authState struct {
 	mechanism     sasl.Mechanism // set once authenticated
 	principal     string         // set once authenticated
 	expiry        time.Time      // zero: no expiry
-	canReauth     bool           // authenticated with SaslAuthenticate v1+
 	authenticated bool
 	rawTokens     bool // SaslHandshake v0: the exchange's tokens come as raw frames
 	// sawApiVersions: an ApiVersions was answered without error before
@@ -222,7 +222,7 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, nil
 		}
-		if a.exchange != nil || a.authenticated && !a.canReauth {
+		if a.exchange != nil {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, fmt.Errorf("%w: unexpected SaslHandshake", ErrAuthentication)
 		}
@@ -296,7 +296,7 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		if !x.Done() {
 			return resp, nil
 		}
-		resp.SessionLifetimeMillis = c.completeAuth(x, reauth, r.Version >= 1).Milliseconds()
+		resp.SessionLifetimeMillis = c.completeAuth(x, reauth).Milliseconds()
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
@@ -304,11 +304,12 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 
 // completeAuth records a finished exchange: the connection is authenticated as
 // x's user until the returned session lifetime has passed (zero: forever).
-func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime time.Duration) {
+func (c *conn) completeAuth(x sasl.Exchange, reauth bool) (lifetime time.Duration) {
 	a := &c.auth
 	a.exchange = nil
 	a.rawTokens = false
-	a.authenticated, a.canReauth = true, canReauth
+	c.rawTokens.Store(false)
+	a.authenticated = true
 	a.mechanism = x.Mechanism()
 	a.principal = principalOf(x)
 	a.expiry = time.Time{}
@@ -335,23 +336,33 @@ func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime t
 	return lifetime
 }
 
-// serveSASLToken steps the exchange a SaslHandshake v0 started with one raw
-// client token. The answer is a raw token frame; a failure closes the
-// connection without one, as the legacy framing has no way to say why.
+// serveSASLToken steps the exchange a SaslHandshake v0 started (an
+// authentication or a re-authentication) with one raw client token. The answer
+// is a raw token frame; a failure closes the connection without one, as the
+// legacy framing has no way to say why.
 func (c *conn) serveSASLToken(r *Request) (*outgoing, error) {
 	a := &c.auth
 	x := a.exchange
 	if x == nil || !a.rawTokens {
 		return nil, fmt.Errorf("%w: a raw SASL token outside a SaslHandshake v0 exchange", ErrAuthentication)
 	}
+	reauth := a.authenticated
+	if a.refuse != nil {
+		a.exchange = nil
+		c.reportAuth(x, reauth, a.refuse)
+		return nil, a.refuse
+	}
 	out, err := x.Step(r.saslToken)
+	if err == nil && x.Done() && reauth && principalOf(x) != a.principal {
+		err = principalChange(a.principal, principalOf(x))
+	}
 	if err != nil {
 		a.exchange = nil
-		c.reportAuth(x, false, err)
+		c.reportAuth(x, reauth, err)
 		return nil, fmt.Errorf("%w: %s (SaslHandshake v0): %w", ErrAuthentication, x.Mechanism(), err)
 	}
 	if x.Done() {
-		c.completeAuth(x, false, false)
+		c.completeAuth(x, reauth)
 	}
 	return &outgoing{req: r, raw: true, token: out}, nil
 }

@@ -428,3 +428,54 @@ func derefOr(p *string) string {
 	}
 	return *p
 }
+
+// TestSASLReauthWhateverTheLogin: Kafka begins a re-authentication of any
+// session with an expiry (KafkaChannel.maybeBeginServerReauthentication asks
+// nothing else), also one that logged in with SaslAuthenticate v0 and so was
+// never told its lifetime; and a re-authentication may start with SaslHandshake
+// v0, whose tokens then travel raw.
+func TestSASLReauthWhateverTheLogin(t *testing.T) {
+	t.Run("login with SaslAuthenticate v0", func(t *testing.T) {
+		ts, log := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, 1)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00alice\x00alice-secret")
+		if ar := c.roundTrip(auth, 0, 2).(*kmsg.SASLAuthenticateResponse); ar.ErrorCode != 0 {
+			t.Fatalf("SaslAuthenticate v0: %v", kerr.ErrorForCode(ar.ErrorCode))
+		}
+		c.saslLogin(alicePlain, 3)
+		c.roundTrip(metadataRequest("after-reauth"), 12, 5)
+		if log.count("PLAIN alice reauth ok") != 1 {
+			t.Fatalf("audit entries %v", log.entries)
+		}
+	})
+	t.Run("re-authentication with SaslHandshake v0", func(t *testing.T) {
+		ts, log := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		c.handshakeV0At("PLAIN", corr)
+		c.writeToken([]byte("\x00alice\x00alice-secret"))
+		if tok := c.readToken(); len(tok) != 0 {
+			t.Fatalf("PLAIN's answer %q, want an empty token", tok)
+		}
+		c.roundTrip(metadataRequest("after-reauth"), 12, corr+1)
+		if log.count("PLAIN alice reauth ok") != 1 {
+			t.Fatalf("audit entries %v", log.entries)
+		}
+	})
+	t.Run("raw re-authentication as another mechanism", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		c.handshakeV0At("SCRAM-SHA-256", corr)
+		_, first, err := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism().Authenticate(context.Background(), "broker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.writeToken(first)
+		c.expectClosedUnanswered()
+	})
+}
