@@ -542,8 +542,13 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), closeAfter: closeAfter,
 			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
 	}
-	if err := c.checkAuthenticated(r); err != nil {
-		return nil, err
+	if refusal, err := c.checkAuthenticated(r); err != nil {
+		if refusal == nil {
+			return nil, err
+		}
+		refusal.SetVersion(r.Version)
+		return &outgoing{req: r, msg: refusal, started: started, handled: time.Now(), closeAfter: err,
+			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	if resp.Throttle > 0 {

@@ -7,9 +7,11 @@ package protocol
 //   - With Server.SASL nil, both answer ILLEGAL_SASL_STATE, as on Kafka's
 //     PLAINTEXT and SSL listeners.
 //   - With SASL on, a connection may send only ApiVersions (once, before
-//     SaslHandshake; during an exchange it is answered ILLEGAL_SASL_STATE),
-//     SaslHandshake and SaslAuthenticate until it is authenticated; anything
-//     else closes it. Frames
+//     SaslHandshake), SaslHandshake and SaslAuthenticate until it is
+//     authenticated; anything else closes it. Once SaslHandshake v1 began an
+//     exchange (authentication or re-authentication), any request but
+//     SaslAuthenticate is first answered with its own response kind carrying
+//     ILLEGAL_SASL_STATE (checkAuthenticated). Frames
 //     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
 //     reader reads one such frame only after the previous one was handled.
 //   - SaslHandshake picks the mechanism: an unsupported one answers
@@ -36,11 +38,11 @@ package protocol
 //     serve it: a client sends SaslHandshake and SaslAuthenticate again (or,
 //     after SaslHandshake v0, raw tokens), with the session's mechanism
 //     (another one is answered without error at the handshake and closes the
-//     connection unanswered at SaslAuthenticate), as the same principal (else
+//     connection unanswered at its next request), as the same principal (else
 //     SASL_AUTHENTICATION_FAILED). Any session that expires may, however it
 //     logged in: Kafka does not ask, so also one that used SaslAuthenticate
 //     v0 and was never told its lifetime. Until it completes, any other request
-//     closes the connection. A session that never expires cannot
+//     is refused as in an authentication and closes the connection. A session that never expires cannot
 //     re-authenticate, nor one whose last re-authentication began less than
 //     a second ago: SaslHandshake answers ILLEGAL_SASL_STATE and the session
 //     goes on, as does a SaslAuthenticate without a SaslHandshake.
@@ -50,6 +52,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -154,23 +157,47 @@ func principalChange(from, to string) error {
 }
 
 // checkAuthenticated decides whether a request other than ApiVersions and the
-// SASL keys may be served: it returns an error (closing the connection) when SASL
-// is on and the connection is not, or no longer, authenticated.
-func (c *conn) checkAuthenticated(r *Request) error {
+// SASL keys may be served: it returns an error (closing the connection) when
+// SASL is on and the connection is not, or no longer, authenticated. During an
+// exchange begun by SaslHandshake v1 (an authentication or a
+// re-authentication) it also returns refusal, written before the close: the
+// request's own response carrying ILLEGAL_SASL_STATE, as SaslServerAuthenticator
+// answers anything but SaslAuthenticate then. Before the handshake, in a
+// re-authentication refused for its mechanism, or after the session expired,
+// Kafka closes without an answer.
+func (c *conn) checkAuthenticated(r *Request) (refusal kmsg.Response, err error) {
 	if c.srv.SASL == nil {
-		return nil
+		return nil, nil
 	}
 	a := &c.auth
-	if !a.authenticated {
-		return fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	switch {
+	case a.exchange != nil:
+		err := fmt.Errorf("%w: %s during SASL authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+		if a.refuse != nil {
+			return nil, err
+		}
+		return illegalSASLState(r.Msg), err
+	case !a.authenticated:
+		return nil, fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	case !a.expiry.IsZero() && c.srv.SASL.clock().After(a.expiry):
+		return nil, fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
-	if a.exchange != nil {
-		return fmt.Errorf("%w: %s during re-authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	return nil, nil
+}
+
+// illegalSASLState is req's response kind with ILLEGAL_SASL_STATE as its
+// top-level error code, where it has one. Kafka's getErrorResponse also puts
+// the code on each entry the request names (a Metadata topic, a Produce
+// partition); here those lists stay empty, as no client reads them before the
+// connection closes. The one field is set by reflection rather than a switch
+// over every response kind.
+func illegalSASLState(req kmsg.Request) kmsg.Response {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
+		f.SetInt(int64(kerr.IllegalSaslState.Code))
 	}
-	if !a.expiry.IsZero() && c.srv.SASL.clock().After(a.expiry) {
-		return fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
-	}
-	return nil
+	return resp
 }
 
 // checkApiVersions applies SASL's rules to an ApiVersions request, as
@@ -181,6 +208,8 @@ func (c *conn) checkAuthenticated(r *Request) error {
 func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
 	a := &c.auth
 	switch {
+	case a.exchange != nil && a.refuse != nil:
+		return nil, fmt.Errorf("%w: ApiVersions in a re-authentication with another mechanism", ErrAuthentication)
 	case a.exchange != nil:
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.ErrorCode = kerr.IllegalSaslState.Code
@@ -190,7 +219,8 @@ func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
 		}
 		return resp, fmt.Errorf("%w: ApiVersions during SASL authentication", ErrAuthentication)
 	case a.authenticated:
-		return nil, c.checkAuthenticated(r)
+		_, err := c.checkAuthenticated(r)
+		return nil, err
 	case a.sawApiVersions:
 		return nil, fmt.Errorf("%w: a second ApiVersions before authentication", ErrAuthentication)
 	}
@@ -209,22 +239,23 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, nil
 		}
-		for _, m := range cfg.Mechanisms {
-			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
-		}
 		now := cfg.clock()
 		if a.exchange == nil && a.authenticated && (a.expiry.IsZero() || now.Sub(a.reauthStarted) < minReauthInterval) {
 			// Kafka begins no re-authentication of a session that never
 			// expires, nor more than once a second; its API layer answers.
-			if err := c.checkAuthenticated(r); err != nil {
+			if _, err := c.checkAuthenticated(r); err != nil {
 				return nil, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, nil
 		}
 		if a.exchange != nil {
-			resp.ErrorCode = kerr.IllegalSaslState.Code
-			return resp, fmt.Errorf("%w: unexpected SaslHandshake", ErrAuthentication)
+			// As any request during the exchange (checkAuthenticated).
+			refusal, err := c.checkAuthenticated(r)
+			return refusal, err
+		}
+		for _, m := range cfg.Mechanisms {
+			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
 		}
 		mech, ok := enabledMechanism(cfg.Mechanisms, req.Mechanism)
 		if !ok {
@@ -253,9 +284,10 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		return resp, nil
 	case *kmsg.SASLAuthenticateRequest:
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-		if cfg != nil && a.exchange == nil && a.authenticated {
-			// Kafka's API layer answers it; the session goes on.
-			if err := c.checkAuthenticated(r); err != nil {
+		if cfg == nil || a.exchange == nil && a.authenticated {
+			// Kafka's API layer answers it (also on a listener without
+			// SASL); the session goes on.
+			if _, err := c.checkAuthenticated(r); err != nil {
 				return nil, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
@@ -263,20 +295,14 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			resp.ErrorMessage = &m
 			return resp, nil
 		}
-		if cfg != nil && a.refuse != nil {
+		if a.exchange == nil {
+			return nil, fmt.Errorf("%w: SaslAuthenticate without a preceding SaslHandshake", ErrAuthentication)
+		}
+		if a.refuse != nil {
 			x, err := a.exchange, a.refuse
 			a.exchange, a.refuse = nil, nil
 			c.reportAuth(x, true, err)
 			return nil, err
-		}
-		if cfg == nil || a.exchange == nil {
-			resp.ErrorCode = kerr.IllegalSaslState.Code
-			m := "SaslAuthenticate without a preceding SaslHandshake"
-			resp.ErrorMessage = &m
-			if cfg == nil {
-				return resp, nil
-			}
-			return resp, fmt.Errorf("%w: %s", ErrAuthentication, m)
 		}
 		x := a.exchange
 		out, err := x.Step(req.SASLAuthBytes)

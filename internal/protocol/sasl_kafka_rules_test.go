@@ -209,7 +209,7 @@ func TestSASLReauthRefusals(t *testing.T) {
 }
 
 // TestSASLNothingServedDuringReauthentication: once a re-authentication began,
-// the connection takes only its SaslAuthenticate requests (Kafka's
+// the connection serves only its SaslAuthenticate requests (Kafka's
 // authenticator owns the channel until it completes), and once a session
 // expired, nothing but a re-authentication's SaslHandshake, not even
 // ApiVersions.
@@ -223,7 +223,8 @@ func TestSASLNothingServedDuringReauthentication(t *testing.T) {
 		if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
 			t.Fatalf("re-authentication handshake: %s", kerr.ErrorForCode(hr.ErrorCode))
 		}
-		c.send(metadataRequest("mid-reauth"), 12, corr+1)
+		// Answered with its own kind, then closed (TestSASLIllegalStateDuringExchange).
+		c.roundTrip(metadataRequest("mid-reauth"), 12, corr+1)
 		c.expectClosedUnanswered()
 		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrAuthentication) {
 			t.Fatalf("closed with %v, want ErrAuthentication", err)
@@ -476,6 +477,61 @@ func TestSASLReauthWhateverTheLogin(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.writeToken(first)
+		c.expectClosedUnanswered()
+	})
+}
+
+// TestSASLIllegalStateDuringExchange: once SaslHandshake v1 began an exchange
+// (authentication or re-authentication), Kafka's SaslServerAuthenticator
+// answers any request but SaslAuthenticate with that request's own error
+// response, ILLEGAL_SASL_STATE, and then closes the connection; before the
+// handshake, and in a re-authentication refused for its mechanism, such a
+// request closes it unanswered.
+func TestSASLIllegalStateDuringExchange(t *testing.T) {
+	ts, _ := startSASLServer(t, time.Hour)
+	handshake := func(c *rawClient, mech string, corr int32) {
+		t.Helper()
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = mech
+		if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
+			t.Fatalf("SaslHandshake: %v", kerr.ErrorForCode(hr.ErrorCode))
+		}
+	}
+	t.Run("Metadata in the login", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		handshake(c, "PLAIN", 1)
+		if resp := c.roundTrip(metadataRequest("mid-login"), 13, 2).(*kmsg.MetadataResponse); resp.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("Metadata v13: %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		c.expectClosedUnanswered()
+	})
+	t.Run("SaslHandshake in the login", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		handshake(c, "PLAIN", 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		if hr := c.roundTrip(hs, 1, 2).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code || len(hr.SupportedMechanisms) != 0 {
+			t.Fatalf("second SaslHandshake: %+v, want ILLEGAL_SASL_STATE and no mechanisms", hr)
+		}
+		c.expectClosedUnanswered()
+	})
+	t.Run("Metadata in a re-authentication", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		handshake(c, "PLAIN", corr)
+		c.roundTrip(metadataRequest("mid-reauth"), 12, corr+1) // v12: no top-level error code
+		c.expectClosedUnanswered()
+	})
+	t.Run("Metadata before the handshake", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.send(metadataRequest("early"), 12, 1)
+		c.expectClosedUnanswered()
+	})
+	t.Run("a re-authentication refused for its mechanism", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		handshake(c, "SCRAM-SHA-256", corr)
+		c.send(metadataRequest("bad-mechanism"), 12, corr+1)
 		c.expectClosedUnanswered()
 	})
 }

@@ -179,13 +179,11 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	}
 	m.expectClosed()
 
-	// SaslAuthenticate without a handshake is an illegal state.
+	// SaslAuthenticate without a handshake closes the connection unanswered,
+	// as any request but ApiVersions and SaslHandshake then does in Kafka.
 	n := dial(t, ts.addr)
-	ar := n.roundTrip(kmsg.NewPtrSASLAuthenticateRequest(), 2, 1).(*kmsg.SASLAuthenticateResponse)
-	if ar.ErrorCode != kerr.IllegalSaslState.Code {
-		t.Fatalf("authenticate without handshake: %+v", ar)
-	}
-	n.expectClosed()
+	n.send(kmsg.NewPtrSASLAuthenticateRequest(), 2, 1)
+	n.expectClosedUnanswered()
 
 	// A malformed PLAIN message fails like a wrong password.
 	p := dial(t, ts.addr)
@@ -207,9 +205,15 @@ func TestSASLServerWithoutSASL(t *testing.T) {
 	c := dial(t, ts.addr)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "PLAIN"
-	if hr := c.roundTrip(hs, 1, 1).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code {
+	if hr := c.roundTrip(hs, 1, 1).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code || len(hr.SupportedMechanisms) != 0 {
 		t.Fatalf("handshake without SASL: %+v", hr)
 	}
+	// Kafka's API layer answers, with its message, and the connection stays.
+	ar := c.roundTrip(kmsg.NewPtrSASLAuthenticateRequest(), 1, 2).(*kmsg.SASLAuthenticateResponse)
+	if want := "SaslAuthenticate request received after successful authentication"; ar.ErrorCode != kerr.IllegalSaslState.Code || derefOr(ar.ErrorMessage) != want {
+		t.Fatalf("authenticate without SASL: %v %q, want ILLEGAL_SASL_STATE %q", kerr.ErrorForCode(ar.ErrorCode), derefOr(ar.ErrorMessage), want)
+	}
+	c.roundTrip(metadataRequest("x"), 12, 3)
 }
 
 // TestSASLSessionLifetime is KIP-368: franz-go re-authenticates before the
