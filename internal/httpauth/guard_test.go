@@ -85,7 +85,7 @@ func (is *issuer) token(t *testing.T, sub string, exp time.Time) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := jwt.Signed(signer).Claims(map[string]any{"sub": sub, "exp": exp.Unix()}).Serialize()
+	tok, err := jwt.Signed(signer).Claims(map[string]any{"sub": sub, "exp": exp.Unix(), "iat": time.Now().Unix()}).Serialize()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ type conn struct {
 	authed   atomic.Bool
 	authStep chan struct{}
 	// rawTokens mirrors auth.rawTokens for the reader: after SaslHandshake v0
-	// it reads raw SASL tokens until the connection is authenticated.
+	// it reads raw SASL tokens until the exchange completes.
 	rawTokens atomic.Bool
 	// mutedUntil (unix nanos) is set when a throttled response is handed back:
 	// the connection reads and serves nothing before then (waitMuted).
@@ -244,7 +244,7 @@ func (c *conn) runReader() {
 	}
 	br := bufio.NewReaderSize(src, readBufferSize)
 	for {
-		if c.rawTokens.Load() && !c.authed.Load() {
+		if c.rawTokens.Load() {
 			if !c.readRawToken(br) {
 				return
 			}
@@ -274,7 +274,9 @@ func (c *conn) runReader() {
 		r.reserved = reserved
 		r.frame = pooled
 		r.queue = c.reqs
-		r.preAuth = c.srv.SASL != nil && !c.authed.Load()
+		// A SaslHandshake may make the next frame a raw token (v0), also
+		// once authenticated (a re-authentication).
+		r.preAuth = c.srv.SASL != nil && (!c.authed.Load() || r.Key == saslHandshakeKey)
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
 		}
@@ -290,7 +292,8 @@ func (c *conn) runReader() {
 		}
 		if r.preAuth {
 			// Before authentication one request at a time: the next frame's size
-			// bound and whether it may be served depend on this one's outcome.
+			// bound, framing and whether it may be served depend on this one's
+			// outcome.
 			select {
 			case <-c.authStep:
 			case <-c.done:
@@ -539,8 +542,13 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), closeAfter: closeAfter,
 			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
 	}
-	if err := c.checkAuthenticated(r); err != nil {
-		return nil, err
+	if refusal, err := c.checkAuthenticated(r); err != nil {
+		if refusal == nil {
+			return nil, err
+		}
+		refusal.SetVersion(r.Version)
+		return &outgoing{req: r, msg: refusal, started: started, handled: time.Now(), closeAfter: err,
+			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	if resp.Throttle > 0 {

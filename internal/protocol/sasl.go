@@ -7,9 +7,11 @@ package protocol
 //   - With Server.SASL nil, both answer ILLEGAL_SASL_STATE, as on Kafka's
 //     PLAINTEXT and SSL listeners.
 //   - With SASL on, a connection may send only ApiVersions (once, before
-//     SaslHandshake; during an exchange it is answered ILLEGAL_SASL_STATE),
-//     SaslHandshake and SaslAuthenticate until it is authenticated; anything
-//     else closes it. Frames
+//     SaslHandshake), SaslHandshake and SaslAuthenticate until it is
+//     authenticated; anything else closes it. Once SaslHandshake v1 began an
+//     exchange (authentication or re-authentication), any request but
+//     SaslAuthenticate is first answered with its own response kind carrying
+//     ILLEGAL_SASL_STATE (checkAuthenticated). Frames
 //     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
 //     reader reads one such frame only after the previous one was handled.
 //   - SaslHandshake picks the mechanism: an unsupported one answers
@@ -20,23 +22,27 @@ package protocol
 //     and each server answer is framed the same way, also when empty (PLAIN's
 //     success), as Kafka does. There is no error response in this framing: a
 //     failed authentication, a negative or oversized size, or a truncated token
-//     closes the connection without an answer. Such a session cannot
-//     re-authenticate (KIP-368 needs SaslAuthenticate v1+).
-//   - SaslAuthenticate carries the mechanism's messages. A failure (wrong
-//     password and unknown user alike) answers SASL_AUTHENTICATION_FAILED with
-//     one generic message and closes the connection after the response.
+//     closes the connection without an answer.
+//   - SaslAuthenticate carries the mechanism's messages. A failure answers
+//     SASL_AUTHENTICATION_FAILED and closes the connection after the response.
+//     Its message is Kafka's: the mechanism's own where Kafka's explains the
+//     refusal (sasl.Refusal: PLAIN's checks, an authorization id other than the
+//     user, a re-authentication as another principal), else one generic text
+//     (a wrong password and an unknown user alike).
 //   - A session lasts SASLConfig.SessionLifetime, and no longer than a
 //     credential that expires (an OAUTHBEARER or delegation token) also without
 //     one; v1+ answers carry what is left (SessionLifetimeMillis, 0: forever).
 //     A request other than a re-authentication's SaslHandshake arriving after
 //     the session expired closes the connection, ApiVersions included.
 //   - Re-authentication, as Kafka's KafkaChannel and SaslServerAuthenticator
-//     serve it: a client that authenticated with SaslAuthenticate v1+ sends
-//     SaslHandshake and SaslAuthenticate again, with the session's mechanism
+//     serve it: a client sends SaslHandshake and SaslAuthenticate again (or,
+//     after SaslHandshake v0, raw tokens), with the session's mechanism
 //     (another one is answered without error at the handshake and closes the
-//     connection unanswered at SaslAuthenticate), as the same principal (else
-//     SASL_AUTHENTICATION_FAILED). Until it completes, any other request
-//     closes the connection. A session that never expires cannot
+//     connection unanswered at its next request), as the same principal (else
+//     SASL_AUTHENTICATION_FAILED). Any session that expires may, however it
+//     logged in: Kafka does not ask, so also one that used SaslAuthenticate
+//     v0 and was never told its lifetime. Until it completes, any other request
+//     is refused as in an authentication and closes the connection. A session that never expires cannot
 //     re-authenticate, nor one whose last re-authentication began less than
 //     a second ago: SaslHandshake answers ILLEGAL_SASL_STATE and the session
 //     goes on, as does a SaslAuthenticate without a SaslHandshake.
@@ -46,6 +52,8 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -100,7 +108,6 @@ type authState struct {
 	mechanism     sasl.Mechanism // set once authenticated
 	principal     string         // set once authenticated
 	expiry        time.Time      // zero: no expiry
-	canReauth     bool           // authenticated with SaslAuthenticate v1+
 	authenticated bool
 	rawTokens     bool // SaslHandshake v0: the exchange's tokens come as raw frames
 	// sawApiVersions: an ApiVersions was answered without error before
@@ -128,29 +135,69 @@ const saslTokenKey = -1
 // response, if any).
 var ErrAuthentication = errors.New("protocol: authentication failed")
 
-// genericAuthFailure is the one message every failed authentication gets.
-func genericAuthFailure(mech sasl.Mechanism) string {
-	return fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", mech)
+// authFailureMessage is what a failed SaslAuthenticate answers: the message of
+// a sasl.Refusal, else Kafka's generic one.
+func authFailureMessage(err error, mech sasl.Mechanism, reauth bool) string {
+	if r := (*sasl.Refusal)(nil); errors.As(err, &r) {
+		return r.Message
+	}
+	during := "authentication"
+	if reauth {
+		during = "re-authentication"
+	}
+	return fmt.Sprintf("Authentication failed during %s due to invalid credentials with SASL mechanism %s", during, mech)
+}
+
+// principalChange refuses a re-authentication as another principal, with
+// Kafka's message (it writes a principal type.name).
+func principalChange(from, to string) error {
+	dotted := func(p string) string { return strings.Replace(p, ":", ".", 1) }
+	return &sasl.Refusal{Err: sasl.ErrAuthFailed,
+		Message: fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(from), dotted(to))}
 }
 
 // checkAuthenticated decides whether a request other than ApiVersions and the
-// SASL keys may be served: it returns an error (closing the connection) when SASL
-// is on and the connection is not, or no longer, authenticated.
-func (c *conn) checkAuthenticated(r *Request) error {
+// SASL keys may be served: it returns an error (closing the connection) when
+// SASL is on and the connection is not, or no longer, authenticated. During an
+// exchange begun by SaslHandshake v1 (an authentication or a
+// re-authentication) it also returns refusal, written before the close: the
+// request's own response carrying ILLEGAL_SASL_STATE, as SaslServerAuthenticator
+// answers anything but SaslAuthenticate then. Before the handshake, in a
+// re-authentication refused for its mechanism, or after the session expired,
+// Kafka closes without an answer.
+func (c *conn) checkAuthenticated(r *Request) (refusal kmsg.Response, err error) {
 	if c.srv.SASL == nil {
-		return nil
+		return nil, nil
 	}
 	a := &c.auth
-	if !a.authenticated {
-		return fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	switch {
+	case a.exchange != nil:
+		err := fmt.Errorf("%w: %s during SASL authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+		if a.refuse != nil {
+			return nil, err
+		}
+		return illegalSASLState(r.Msg), err
+	case !a.authenticated:
+		return nil, fmt.Errorf("%w: %s before authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	case !a.expiry.IsZero() && c.srv.SASL.clock().After(a.expiry):
+		return nil, fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
 	}
-	if a.exchange != nil {
-		return fmt.Errorf("%w: %s during re-authentication", ErrAuthentication, kmsg.NameForKey(r.Key))
+	return nil, nil
+}
+
+// illegalSASLState is req's response kind with ILLEGAL_SASL_STATE as its
+// top-level error code, where it has one. Kafka's getErrorResponse also puts
+// the code on each entry the request names (a Metadata topic, a Produce
+// partition); here those lists stay empty, as no client reads them before the
+// connection closes. The one field is set by reflection rather than a switch
+// over every response kind.
+func illegalSASLState(req kmsg.Request) kmsg.Response {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
+		f.SetInt(int64(kerr.IllegalSaslState.Code))
 	}
-	if !a.expiry.IsZero() && c.srv.SASL.clock().After(a.expiry) {
-		return fmt.Errorf("%w: %s after the session expired", ErrAuthentication, kmsg.NameForKey(r.Key))
-	}
-	return nil
+	return resp
 }
 
 // checkApiVersions applies SASL's rules to an ApiVersions request, as
@@ -161,6 +208,8 @@ func (c *conn) checkAuthenticated(r *Request) error {
 func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
 	a := &c.auth
 	switch {
+	case a.exchange != nil && a.refuse != nil:
+		return nil, fmt.Errorf("%w: ApiVersions in a re-authentication with another mechanism", ErrAuthentication)
 	case a.exchange != nil:
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.ErrorCode = kerr.IllegalSaslState.Code
@@ -170,7 +219,8 @@ func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
 		}
 		return resp, fmt.Errorf("%w: ApiVersions during SASL authentication", ErrAuthentication)
 	case a.authenticated:
-		return nil, c.checkAuthenticated(r)
+		_, err := c.checkAuthenticated(r)
+		return nil, err
 	case a.sawApiVersions:
 		return nil, fmt.Errorf("%w: a second ApiVersions before authentication", ErrAuthentication)
 	}
@@ -189,22 +239,23 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, nil
 		}
-		for _, m := range cfg.Mechanisms {
-			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
-		}
 		now := cfg.clock()
 		if a.exchange == nil && a.authenticated && (a.expiry.IsZero() || now.Sub(a.reauthStarted) < minReauthInterval) {
 			// Kafka begins no re-authentication of a session that never
 			// expires, nor more than once a second; its API layer answers.
-			if err := c.checkAuthenticated(r); err != nil {
+			if _, err := c.checkAuthenticated(r); err != nil {
 				return nil, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return resp, nil
 		}
-		if a.exchange != nil || a.authenticated && !a.canReauth {
-			resp.ErrorCode = kerr.IllegalSaslState.Code
-			return resp, fmt.Errorf("%w: unexpected SaslHandshake", ErrAuthentication)
+		if a.exchange != nil {
+			// As any request during the exchange (checkAuthenticated).
+			refusal, err := c.checkAuthenticated(r)
+			return refusal, err
+		}
+		for _, m := range cfg.Mechanisms {
+			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
 		}
 		mech, ok := enabledMechanism(cfg.Mechanisms, req.Mechanism)
 		if !ok {
@@ -233,9 +284,10 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		return resp, nil
 	case *kmsg.SASLAuthenticateRequest:
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-		if cfg != nil && a.exchange == nil && a.authenticated {
-			// Kafka's API layer answers it; the session goes on.
-			if err := c.checkAuthenticated(r); err != nil {
+		if cfg == nil || a.exchange == nil && a.authenticated {
+			// Kafka's API layer answers it (also on a listener without
+			// SASL); the session goes on.
+			if _, err := c.checkAuthenticated(r); err != nil {
 				return nil, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
@@ -243,32 +295,26 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			resp.ErrorMessage = &m
 			return resp, nil
 		}
-		if cfg != nil && a.refuse != nil {
+		if a.exchange == nil {
+			return nil, fmt.Errorf("%w: SaslAuthenticate without a preceding SaslHandshake", ErrAuthentication)
+		}
+		if a.refuse != nil {
 			x, err := a.exchange, a.refuse
 			a.exchange, a.refuse = nil, nil
 			c.reportAuth(x, true, err)
 			return nil, err
 		}
-		if cfg == nil || a.exchange == nil {
-			resp.ErrorCode = kerr.IllegalSaslState.Code
-			m := "SaslAuthenticate without a preceding SaslHandshake"
-			resp.ErrorMessage = &m
-			if cfg == nil {
-				return resp, nil
-			}
-			return resp, fmt.Errorf("%w: %s", ErrAuthentication, m)
-		}
 		x := a.exchange
 		out, err := x.Step(req.SASLAuthBytes)
 		reauth := a.authenticated
 		if err == nil && x.Done() && reauth && principalOf(x) != a.principal {
-			err = fmt.Errorf("%w: cannot change principals during re-authentication", sasl.ErrAuthFailed)
+			err = principalChange(a.principal, principalOf(x))
 		}
 		if err != nil {
 			a.exchange = nil
 			c.reportAuth(x, reauth, err)
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-			m := genericAuthFailure(x.Mechanism())
+			m := authFailureMessage(err, x.Mechanism(), reauth)
 			resp.ErrorMessage = &m
 			return resp, fmt.Errorf("%w: %s: %w", ErrAuthentication, x.Mechanism(), err)
 		}
@@ -276,7 +322,7 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		if !x.Done() {
 			return resp, nil
 		}
-		resp.SessionLifetimeMillis = c.completeAuth(x, reauth, r.Version >= 1).Milliseconds()
+		resp.SessionLifetimeMillis = c.completeAuth(x, reauth).Milliseconds()
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
@@ -284,11 +330,12 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 
 // completeAuth records a finished exchange: the connection is authenticated as
 // x's user until the returned session lifetime has passed (zero: forever).
-func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime time.Duration) {
+func (c *conn) completeAuth(x sasl.Exchange, reauth bool) (lifetime time.Duration) {
 	a := &c.auth
 	a.exchange = nil
 	a.rawTokens = false
-	a.authenticated, a.canReauth = true, canReauth
+	c.rawTokens.Store(false)
+	a.authenticated = true
 	a.mechanism = x.Mechanism()
 	a.principal = principalOf(x)
 	a.expiry = time.Time{}
@@ -315,23 +362,33 @@ func (c *conn) completeAuth(x sasl.Exchange, reauth, canReauth bool) (lifetime t
 	return lifetime
 }
 
-// serveSASLToken steps the exchange a SaslHandshake v0 started with one raw
-// client token. The answer is a raw token frame; a failure closes the
-// connection without one, as the legacy framing has no way to say why.
+// serveSASLToken steps the exchange a SaslHandshake v0 started (an
+// authentication or a re-authentication) with one raw client token. The answer
+// is a raw token frame; a failure closes the connection without one, as the
+// legacy framing has no way to say why.
 func (c *conn) serveSASLToken(r *Request) (*outgoing, error) {
 	a := &c.auth
 	x := a.exchange
 	if x == nil || !a.rawTokens {
 		return nil, fmt.Errorf("%w: a raw SASL token outside a SaslHandshake v0 exchange", ErrAuthentication)
 	}
+	reauth := a.authenticated
+	if a.refuse != nil {
+		a.exchange = nil
+		c.reportAuth(x, reauth, a.refuse)
+		return nil, a.refuse
+	}
 	out, err := x.Step(r.saslToken)
+	if err == nil && x.Done() && reauth && principalOf(x) != a.principal {
+		err = principalChange(a.principal, principalOf(x))
+	}
 	if err != nil {
 		a.exchange = nil
-		c.reportAuth(x, false, err)
+		c.reportAuth(x, reauth, err)
 		return nil, fmt.Errorf("%w: %s (SaslHandshake v0): %w", ErrAuthentication, x.Mechanism(), err)
 	}
 	if x.Done() {
-		c.completeAuth(x, false, false)
+		c.completeAuth(x, reauth)
 	}
 	return &outgoing{req: r, raw: true, token: out}, nil
 }

@@ -209,7 +209,7 @@ func TestSASLReauthRefusals(t *testing.T) {
 }
 
 // TestSASLNothingServedDuringReauthentication: once a re-authentication began,
-// the connection takes only its SaslAuthenticate requests (Kafka's
+// the connection serves only its SaslAuthenticate requests (Kafka's
 // authenticator owns the channel until it completes), and once a session
 // expired, nothing but a re-authentication's SaslHandshake, not even
 // ApiVersions.
@@ -223,7 +223,8 @@ func TestSASLNothingServedDuringReauthentication(t *testing.T) {
 		if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
 			t.Fatalf("re-authentication handshake: %s", kerr.ErrorForCode(hr.ErrorCode))
 		}
-		c.send(metadataRequest("mid-reauth"), 12, corr+1)
+		// Answered with its own kind, then closed (TestSASLIllegalStateDuringExchange).
+		c.roundTrip(metadataRequest("mid-reauth"), 12, corr+1)
 		c.expectClosedUnanswered()
 		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrAuthentication) {
 			t.Fatalf("closed with %v, want ErrAuthentication", err)
@@ -344,4 +345,193 @@ func TestSASLApiVersionsOnceBeforeHandshake(t *testing.T) {
 // apiVersionsV3 is a valid ApiVersions request for v3.
 func apiVersionsV3() *kmsg.ApiVersionsRequest {
 	return &kmsg.ApiVersionsRequest{ClientSoftwareName: "strata-test", ClientSoftwareVersion: "0.1.0", NodeID: -1}
+}
+
+// TestSASLFailureMessages: a failure Kafka's mechanism explains (a
+// SaslAuthenticationException: PLAIN's checks, an authorization id other than
+// the user, a re-authentication as another principal) reaches the client with
+// Kafka's message; any other failure gets the generic one, which names
+// authentication or re-authentication.
+func TestSASLFailureMessages(t *testing.T) {
+	ts, _ := startSASLServer(t, time.Hour)
+	const authzid = "Authentication failed: Client requested an authorization id that is different from username"
+	const badLogin = "Authentication failed: Invalid username or password"
+	for _, tc := range []struct {
+		name, mech, msg, want string
+	}{
+		{"plain authzid", "PLAIN", "admin\x00alice\x00alice-secret", authzid},
+		{"plain wrong password", "PLAIN", "\x00alice\x00guess", badLogin},
+		{"plain unknown user", "PLAIN", "\x00mallory\x00guess", badLogin},
+		{"plain authzid and wrong password", "PLAIN", "admin\x00alice\x00guess", badLogin},
+		{"plain no user", "PLAIN", "\x00\x00pw", "Authentication failed: username not specified"},
+		{"plain no password", "PLAIN", "\x00alice\x00", "Authentication failed: password not specified"},
+		{"plain one token", "PLAIN", "alice", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"},
+		{"plain five tokens", "PLAIN", "a\x00b\x00c\x00d\x00e", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"},
+		{"scram authzid", "SCRAM-SHA-256", "n,a=bob,n=alice,r=abcdef", authzid},
+		{"scram malformed", "SCRAM-SHA-512", "n,,r=abcdef",
+			"Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, ts.addr)
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Mechanism = tc.mech
+			c.roundTrip(hs, 1, 1)
+			auth := kmsg.NewPtrSASLAuthenticateRequest()
+			auth.SASLAuthBytes = []byte(tc.msg)
+			ar := c.roundTrip(auth, 1, 2).(*kmsg.SASLAuthenticateResponse)
+			if ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil || *ar.ErrorMessage != tc.want {
+				t.Fatalf("answer %v %q, want SASL_AUTHENTICATION_FAILED %q", kerr.ErrorForCode(ar.ErrorCode), derefOr(ar.ErrorMessage), tc.want)
+			}
+			c.expectClosed()
+		})
+	}
+	t.Run("re-authentication", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism(), 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "SCRAM-SHA-256"
+		c.roundTrip(hs, 1, corr)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("n,,r=abcdef")
+		ar := c.roundTrip(auth, 1, corr+1).(*kmsg.SASLAuthenticateResponse)
+		const want = "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
+		if ar.ErrorMessage == nil || *ar.ErrorMessage != want {
+			t.Fatalf("answer %q, want %q", derefOr(ar.ErrorMessage), want)
+		}
+	})
+	t.Run("another principal", func(t *testing.T) {
+		authn := sasl.NewAuthenticator(func(user string, m sasl.Mechanism) (sasl.Credential, bool) {
+			c, err := sasl.NewCredential(m, "pw", sasl.MinIterations)
+			return c, err == nil && (user == "alice" || user == "bob")
+		})
+		ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) {
+			s.SASL = &SASLConfig{Mechanisms: []sasl.Mechanism{sasl.Plain}, Authenticator: authn, SessionLifetime: time.Hour}
+		})
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(plain.Auth{User: "alice", Pass: "pw"}.AsMechanism(), 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, corr)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00bob\x00pw")
+		ar := c.roundTrip(auth, 1, corr+1).(*kmsg.SASLAuthenticateResponse)
+		const want = "Cannot change principals during re-authentication from User.alice: User.bob"
+		if ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil || *ar.ErrorMessage != want {
+			t.Fatalf("answer %v %q, want %q", kerr.ErrorForCode(ar.ErrorCode), derefOr(ar.ErrorMessage), want)
+		}
+	})
+}
+
+// derefOr is *p, or "<nil>".
+func derefOr(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
+
+// TestSASLReauthWhateverTheLogin: Kafka begins a re-authentication of any
+// session with an expiry (KafkaChannel.maybeBeginServerReauthentication asks
+// nothing else), also one that logged in with SaslAuthenticate v0 and so was
+// never told its lifetime; and a re-authentication may start with SaslHandshake
+// v0, whose tokens then travel raw.
+func TestSASLReauthWhateverTheLogin(t *testing.T) {
+	t.Run("login with SaslAuthenticate v0", func(t *testing.T) {
+		ts, log := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, 1)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00alice\x00alice-secret")
+		if ar := c.roundTrip(auth, 0, 2).(*kmsg.SASLAuthenticateResponse); ar.ErrorCode != 0 {
+			t.Fatalf("SaslAuthenticate v0: %v", kerr.ErrorForCode(ar.ErrorCode))
+		}
+		c.saslLogin(alicePlain, 3)
+		c.roundTrip(metadataRequest("after-reauth"), 12, 5)
+		if log.count("PLAIN alice reauth ok") != 1 {
+			t.Fatalf("audit entries %v", log.entries)
+		}
+	})
+	t.Run("re-authentication with SaslHandshake v0", func(t *testing.T) {
+		ts, log := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		c.handshakeV0At("PLAIN", corr)
+		c.writeToken([]byte("\x00alice\x00alice-secret"))
+		if tok := c.readToken(); len(tok) != 0 {
+			t.Fatalf("PLAIN's answer %q, want an empty token", tok)
+		}
+		c.roundTrip(metadataRequest("after-reauth"), 12, corr+1)
+		if log.count("PLAIN alice reauth ok") != 1 {
+			t.Fatalf("audit entries %v", log.entries)
+		}
+	})
+	t.Run("raw re-authentication as another mechanism", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		c.handshakeV0At("SCRAM-SHA-256", corr)
+		_, first, err := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism().Authenticate(context.Background(), "broker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.writeToken(first)
+		c.expectClosedUnanswered()
+	})
+}
+
+// TestSASLIllegalStateDuringExchange: once SaslHandshake v1 began an exchange
+// (authentication or re-authentication), Kafka's SaslServerAuthenticator
+// answers any request but SaslAuthenticate with that request's own error
+// response, ILLEGAL_SASL_STATE, and then closes the connection; before the
+// handshake, and in a re-authentication refused for its mechanism, such a
+// request closes it unanswered.
+func TestSASLIllegalStateDuringExchange(t *testing.T) {
+	ts, _ := startSASLServer(t, time.Hour)
+	handshake := func(c *rawClient, mech string, corr int32) {
+		t.Helper()
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = mech
+		if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
+			t.Fatalf("SaslHandshake: %v", kerr.ErrorForCode(hr.ErrorCode))
+		}
+	}
+	t.Run("Metadata in the login", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		handshake(c, "PLAIN", 1)
+		if resp := c.roundTrip(metadataRequest("mid-login"), 13, 2).(*kmsg.MetadataResponse); resp.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("Metadata v13: %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		c.expectClosedUnanswered()
+	})
+	t.Run("SaslHandshake in the login", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		handshake(c, "PLAIN", 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		if hr := c.roundTrip(hs, 1, 2).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code || len(hr.SupportedMechanisms) != 0 {
+			t.Fatalf("second SaslHandshake: %+v, want ILLEGAL_SASL_STATE and no mechanisms", hr)
+		}
+		c.expectClosedUnanswered()
+	})
+	t.Run("Metadata in a re-authentication", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		handshake(c, "PLAIN", corr)
+		c.roundTrip(metadataRequest("mid-reauth"), 12, corr+1) // v12: no top-level error code
+		c.expectClosedUnanswered()
+	})
+	t.Run("Metadata before the handshake", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		c.send(metadataRequest("early"), 12, 1)
+		c.expectClosedUnanswered()
+	})
+	t.Run("a re-authentication refused for its mechanism", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		handshake(c, "SCRAM-SHA-256", corr)
+		c.send(metadataRequest("bad-mechanism"), 12, corr+1)
+		c.expectClosedUnanswered()
+	})
 }

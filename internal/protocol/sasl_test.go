@@ -179,13 +179,11 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	}
 	m.expectClosed()
 
-	// SaslAuthenticate without a handshake is an illegal state.
+	// SaslAuthenticate without a handshake closes the connection unanswered,
+	// as any request but ApiVersions and SaslHandshake then does in Kafka.
 	n := dial(t, ts.addr)
-	ar := n.roundTrip(kmsg.NewPtrSASLAuthenticateRequest(), 2, 1).(*kmsg.SASLAuthenticateResponse)
-	if ar.ErrorCode != kerr.IllegalSaslState.Code {
-		t.Fatalf("authenticate without handshake: %+v", ar)
-	}
-	n.expectClosed()
+	n.send(kmsg.NewPtrSASLAuthenticateRequest(), 2, 1)
+	n.expectClosedUnanswered()
 
 	// A malformed PLAIN message fails like a wrong password.
 	p := dial(t, ts.addr)
@@ -207,9 +205,15 @@ func TestSASLServerWithoutSASL(t *testing.T) {
 	c := dial(t, ts.addr)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "PLAIN"
-	if hr := c.roundTrip(hs, 1, 1).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code {
+	if hr := c.roundTrip(hs, 1, 1).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code || len(hr.SupportedMechanisms) != 0 {
 		t.Fatalf("handshake without SASL: %+v", hr)
 	}
+	// Kafka's API layer answers, with its message, and the connection stays.
+	ar := c.roundTrip(kmsg.NewPtrSASLAuthenticateRequest(), 1, 2).(*kmsg.SASLAuthenticateResponse)
+	if want := "SaslAuthenticate request received after successful authentication"; ar.ErrorCode != kerr.IllegalSaslState.Code || derefOr(ar.ErrorMessage) != want {
+		t.Fatalf("authenticate without SASL: %v %q, want ILLEGAL_SASL_STATE %q", kerr.ErrorForCode(ar.ErrorCode), derefOr(ar.ErrorMessage), want)
+	}
+	c.roundTrip(metadataRequest("x"), 12, 3)
 }
 
 // TestSASLSessionLifetime is KIP-368: franz-go re-authenticates before the
@@ -269,9 +273,15 @@ func (c *rawClient) readToken() []byte {
 // handshakeV0 sends SaslHandshake v0 for mech and checks it is accepted.
 func (c *rawClient) handshakeV0(mech string) {
 	c.t.Helper()
+	c.handshakeV0At(mech, 1)
+}
+
+// handshakeV0At is handshakeV0 with correlation id corr.
+func (c *rawClient) handshakeV0At(mech string, corr int32) {
+	c.t.Helper()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = mech
-	if hr := c.roundTrip(hs, 0, 1).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 || len(hr.SupportedMechanisms) != 3 {
+	if hr := c.roundTrip(hs, 0, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 || len(hr.SupportedMechanisms) != 3 {
 		c.t.Fatalf("SaslHandshake v0 for %s: %+v", mech, hr)
 	}
 }
@@ -312,13 +322,24 @@ func TestSASLHandshakeV0(t *testing.T) {
 			if log.count(mech.Name()+" alice ok") != 1 {
 				t.Fatalf("audit entries %v", log.entries)
 			}
-			// No re-authentication without SaslAuthenticate v1+ (KIP-368).
-			hs := kmsg.NewPtrSASLHandshakeRequest()
-			hs.Mechanism = mech.Name()
-			if hr := c.roundTrip(hs, 1, 3).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != kerr.IllegalSaslState.Code {
-				t.Fatalf("re-authentication after SaslHandshake v0: %+v", hr)
+			// The session has an expiry, so Kafka re-authenticates it as any
+			// other (KafkaChannel.maybeBeginServerReauthentication does not
+			// ask how the client logged in), here with SaslHandshake v0 again.
+			c.handshakeV0At(mech.Name(), 3)
+			session, msg, err = mech.Authenticate(context.Background(), ts.addr)
+			if err != nil {
+				t.Fatal(err)
 			}
-			c.expectClosed()
+			for done := false; !done; {
+				c.writeToken(msg)
+				if done, msg, err = session.Challenge(c.readToken()); err != nil {
+					t.Fatalf("the server's token in re-authentication: %v", err)
+				}
+			}
+			c.roundTrip(metadataRequest("t"), 12, 4)
+			if log.count(mech.Name()+" alice reauth ok") != 1 {
+				t.Fatalf("audit entries %v", log.entries)
+			}
 		})
 	}
 }

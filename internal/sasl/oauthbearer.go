@@ -148,33 +148,80 @@ func (v *OAuthValidator) Validate(token string) (user string, expiry time.Time, 
 	if err := claims.ValidateWithLeeway(want, v.cfg.ClockSkew); err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: %v", ErrAuthFailed, err)
 	}
+	// Kafka's validator requires iat too, and checks the scope's shape.
+	if claims.IssuedAt == nil || *claims.IssuedAt < 0 {
+		return "", time.Time{}, fmt.Errorf("%w: the token has no valid iat claim", ErrAuthFailed)
+	}
+	if err := checkScope(custom["scope"]); err != nil {
+		return "", time.Time{}, err
+	}
 	name, _ := custom[v.cfg.PrincipalClaim].(string)
-	if name == "" {
+	if name = trimJava(name); name == "" {
 		return "", time.Time{}, fmt.Errorf("%w: no %q claim", ErrAuthFailed, v.cfg.PrincipalClaim)
 	}
 	return name, claims.Expiry.Time(), nil
 }
 
-// oauthExchange is the server side of OAUTHBEARER: one client message,
-// "gs2-header \x01 auth=Bearer TOKEN \x01 [key=value \x01]... \x01".
-type oauthExchange struct {
-	v      *OAuthValidator
-	user   string
-	expiry time.Time
-	done   bool
-	used   bool
+// checkScope checks a scope claim as Kafka's ClaimValidationUtils.validateScopes
+// does: a string, or an array of strings none blank and none twice (compared
+// trimmed); a claim of another shape, or none, is no scope.
+func checkScope(claim any) error {
+	var scopes []any
+	switch c := claim.(type) {
+	case string:
+		scopes = []any{c}
+	case []any:
+		scopes = c
+	}
+	seen := make(map[string]bool, len(scopes))
+	for _, s := range scopes {
+		str, _ := s.(string)
+		if str = trimJava(str); str == "" || seen[str] {
+			return fmt.Errorf("%w: scope %v: an entry is blank, not a string or repeated", ErrAuthFailed, claim)
+		}
+		seen[str] = true
+	}
+	return nil
 }
 
+// trimJava trims s as Java's String.trim does: every character up to ' '.
+func trimJava(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+}
+
+// oauthExchange is the server side of OAUTHBEARER, as Kafka's
+// OAuthBearerSaslServer: the client message
+// "n,[a=authzid], \x01 auth=Bearer TOKEN \x01 [key=value \x01]... \x01"
+// either authenticates (an empty answer), or, for a token that does not
+// validate, is answered with RFC 7628's error challenge; the client then sends
+// %x01 and is refused with that challenge as the message (or sends another
+// client message).
+type oauthExchange struct {
+	v       *OAuthValidator
+	user    string
+	expiry  time.Time
+	done    bool
+	refused error // the last token's validation error, answered with the error challenge
+}
+
+// invalidToken is the error challenge (Kafka's, from its validator's
+// "invalid_token" status).
+const invalidToken = `{"status":"invalid_token"}`
+
 func (x *oauthExchange) Step(in []byte) ([]byte, error) {
-	if x.used {
-		return nil, fmt.Errorf("%w: OAUTHBEARER takes one message", ErrMalformed)
+	if x.done {
+		return nil, fmt.Errorf("%w: OAUTHBEARER exchange already finished", ErrMalformed)
 	}
-	x.used = true
+	if x.refused != nil && len(in) == 1 && in[0] == 0x01 {
+		return nil, &Refusal{Err: x.refused, Message: invalidToken}
+	}
+	x.refused = nil
 	if len(in) > maxMessageBytes {
 		return nil, fmt.Errorf("%w: OAUTHBEARER message of %d bytes", ErrMalformed, len(in))
 	}
 	gs2, rest, ok := strings.Cut(string(in), "\x01")
-	if !ok || !strings.HasSuffix(rest, "\x01\x01") || !strings.HasPrefix(gs2, "n,") && !strings.HasPrefix(gs2, "y,") {
+	// The gs2 flag must be "n", as Kafka's OAuthBearerClientInitialResponse wants.
+	if !ok || !strings.HasSuffix(rest, "\x01\x01") || !strings.HasPrefix(gs2, "n,") {
 		return nil, fmt.Errorf("%w: not an OAUTHBEARER client message", ErrMalformed)
 	}
 	var token string
@@ -192,10 +239,18 @@ func (x *oauthExchange) Step(in []byte) ([]byte, error) {
 	}
 	user, expiry, err := x.v.Validate(token)
 	if err != nil {
-		return nil, err
+		x.refused = err
+		return []byte(invalidToken), nil
 	}
-	if authzid, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(gs2, "n,"), "y,"), ","); authzid != "" && authzid != "a="+user {
-		return nil, fmt.Errorf("%w: authorization id differs from the token's principal", ErrAuthFailed)
+	if authzField, _, _ := strings.Cut(strings.TrimPrefix(gs2, "n,"), ","); authzField != "" {
+		authzid, ok := strings.CutPrefix(authzField, "a=")
+		if !ok {
+			return nil, fmt.Errorf("%w: authzid %q", ErrMalformed, authzField)
+		}
+		if authzid != user {
+			return nil, &Refusal{Err: ErrAuthFailed, Message: fmt.Sprintf(
+				"Authentication failed: Client requested an authorization id (%s) that is different from the token's principal name (%s)", authzid, user)}
+		}
 	}
 	x.user, x.expiry, x.done = user, expiry, true
 	return nil, nil

@@ -78,23 +78,66 @@ func TestOAuthBearer(t *testing.T) {
 		t.Fatalf("session expiry %v", exp)
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	// Kafka's JWKS validator (ValidatorAccessTokenValidator) refuses these:
+	// the exchange answers the RFC 7628 error challenge, and the client's
+	// %x01 then fails with it as the message.
 	for name, tok := range map[string]string{
-		"expired":      ti.sign(t, ti.key, claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })),
-		"no exp":       ti.sign(t, ti.key, claims(func(c map[string]any) { delete(c, "exp") })),
-		"issuer":       ti.sign(t, ti.key, claims(func(c map[string]any) { c["iss"] = "https://evil" })),
-		"audience":     ti.sign(t, ti.key, claims(func(c map[string]any) { c["aud"] = "other" })),
-		"no principal": ti.sign(t, ti.key, claims(func(c map[string]any) { delete(c, "sub") })),
-		"foreign key":  ti.sign(t, other, claims(nil)),
-		"not a jwt":    "abc.def.ghi",
-		"unsigned":     "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.",
+		"expired":           ti.sign(t, ti.key, claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })),
+		"no exp":            ti.sign(t, ti.key, claims(func(c map[string]any) { delete(c, "exp") })),
+		"no iat":            ti.sign(t, ti.key, claims(func(c map[string]any) { delete(c, "iat") })),
+		"negative iat":      ti.sign(t, ti.key, claims(func(c map[string]any) { c["iat"] = -1 })),
+		"issuer":            ti.sign(t, ti.key, claims(func(c map[string]any) { c["iss"] = "https://evil" })),
+		"audience":          ti.sign(t, ti.key, claims(func(c map[string]any) { c["aud"] = "other" })),
+		"no principal":      ti.sign(t, ti.key, claims(func(c map[string]any) { delete(c, "sub") })),
+		"blank principal":   ti.sign(t, ti.key, claims(func(c map[string]any) { c["sub"] = "  " })),
+		"empty scope":       ti.sign(t, ti.key, claims(func(c map[string]any) { c["scope"] = "" })),
+		"blank scope entry": ti.sign(t, ti.key, claims(func(c map[string]any) { c["scope"] = []any{"read", " "} })),
+		"duplicate scope":   ti.sign(t, ti.key, claims(func(c map[string]any) { c["scope"] = []any{"read", " read"} })),
+		"null scope entry":  ti.sign(t, ti.key, claims(func(c map[string]any) { c["scope"] = []any{"read", nil} })),
+		"foreign key":       ti.sign(t, other, claims(nil)),
+		"not a jwt":         "abc.def.ghi",
+		"unsigned":          "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.",
 	} {
 		x, _ := a.Start(OAuthBearer)
 		msg := []byte("n,,\x01auth=Bearer " + tok + "\x01\x01")
-		if _, err := x.Step(msg); !errors.Is(err, ErrAuthFailed) || x.Done() {
-			t.Errorf("%s: %v, want ErrAuthFailed", name, err)
+		const status = `{"status":"invalid_token"}`
+		if out, err := x.Step(msg); err != nil || string(out) != status || x.Done() {
+			t.Errorf("%s: %q %v, want the challenge %s", name, out, err, status)
+			continue
+		}
+		var r *Refusal
+		if _, err := x.Step([]byte{1}); !errors.As(err, &r) || r.Message != status || !errors.Is(err, ErrAuthFailed) || x.Done() {
+			t.Errorf("%s: after %%x01: %v, want a refusal with %s", name, err, status)
 		}
 	}
-	for _, msg := range []string{"", "n,,auth=Bearer x", "n,,\x01auth=Basic x\x01\x01", "n,,\x01host=a\x01\x01"} {
+	// A scope is a string or an array of strings; Kafka's validator takes a
+	// claim of another shape as no scope.
+	for _, scope := range []any{"read write", []any{"read", "write"}, 7} {
+		x, _ := a.Start(OAuthBearer)
+		tok := ti.sign(t, ti.key, claims(func(c map[string]any) { c["scope"] = scope }))
+		if _, err := x.Step([]byte("n,,\x01auth=Bearer " + tok + "\x01\x01")); err != nil || !x.Done() {
+			t.Errorf("scope %v: %v", scope, err)
+		}
+	}
+	// After the error challenge the client may try another token, as Kafka's
+	// OAuthBearerSaslServer allows.
+	x, _ = a.Start(OAuthBearer)
+	if _, err := x.Step([]byte("n,,\x01auth=Bearer abc.def.ghi\x01\x01")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Step([]byte("n,,\x01auth=Bearer " + good + "\x01\x01")); err != nil || !x.Done() {
+		t.Fatalf("a good token after the error challenge: %v", err)
+	}
+	// An authorization id other than the token's principal: Kafka's message.
+	x, _ = a.Start(OAuthBearer)
+	var r *Refusal
+	_, err = x.Step([]byte("n,a=bob,\x01auth=Bearer " + good + "\x01\x01"))
+	if want := "Authentication failed: Client requested an authorization id (bob) that is different from the token's principal name (alice)"; !errors.As(err, &r) || r.Message != want {
+		t.Errorf("authzid bob: %v, want %q", err, want)
+	}
+	for _, msg := range []string{"", "n,,auth=Bearer x", "n,,\x01auth=Basic x\x01\x01", "n,,\x01host=a\x01\x01",
+		"y,,\x01auth=Bearer x\x01\x01", // Kafka takes only the gs2 flag "n"
+	} {
 		x, _ := a.Start(OAuthBearer)
 		if _, err := x.Step([]byte(msg)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%q: %v, want ErrMalformed", msg, err)
@@ -118,7 +161,8 @@ func TestOAuthBearer(t *testing.T) {
 	}
 }
 
-// FuzzOAuthBearer: arbitrary client messages never panic and never authenticate.
+// FuzzOAuthBearer: arbitrary client messages never panic and never authenticate
+// (an invalid token is answered with an error challenge, not an error).
 func FuzzOAuthBearer(f *testing.F) {
 	f.Add([]byte("n,,\x01auth=Bearer abc.def.ghi\x01\x01"))
 	f.Add([]byte("n,a=alice,\x01auth=Bearer x\x01host=h\x01\x01"))
@@ -136,7 +180,7 @@ func FuzzOAuthBearer(f *testing.F) {
 	a := NewAuthenticator(store{}.lookup).WithOAuthBearer(v)
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		x, _ := a.Start(OAuthBearer)
-		if _, err := x.Step(msg); err == nil || x.Done() {
+		if x.Step(msg); x.Done() {
 			t.Fatalf("authenticated with %q", msg)
 		}
 	})

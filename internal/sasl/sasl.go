@@ -70,6 +70,21 @@ var (
 	ErrIterations = errors.New("sasl: SCRAM iterations out of range")
 )
 
+// Refusal is a failure whose Message the client is told, as Kafka tells a
+// SaslAuthenticationException's; any other error of an exchange gets a generic
+// message (Kafka's SaslException), so that none says whether a user exists.
+// Err is the kind (ErrAuthFailed, ErrMalformed).
+type Refusal struct {
+	Message string
+	Err     error
+}
+
+func (e *Refusal) Error() string { return fmt.Sprintf("%v: %s", e.Err, e.Message) }
+func (e *Refusal) Unwrap() error { return e.Err }
+
+// Kafka's messages for an authorization id other than the user.
+const authzidRefusal = "Authentication failed: Client requested an authorization id that is different from username"
+
 // maxMessageBytes bounds one client message; real ones are a few hundred bytes.
 const maxMessageBytes = 8 << 10
 
@@ -155,6 +170,8 @@ type plainExchange struct {
 	used bool
 }
 
+// Step checks the message as Kafka's PlainSaslServer does, with its messages:
+// the user and password first, the authorization id last.
 func (x *plainExchange) Step(in []byte) ([]byte, error) {
 	if x.used {
 		return nil, fmt.Errorf("%w: PLAIN takes one message", ErrMalformed)
@@ -163,14 +180,17 @@ func (x *plainExchange) Step(in []byte) ([]byte, error) {
 	if len(in) > maxMessageBytes {
 		return nil, fmt.Errorf("%w: PLAIN message of %d bytes", ErrMalformed, len(in))
 	}
-	parts := strings.Split(string(in), "\x00")
-	if len(parts) != 3 || parts[1] == "" {
-		return nil, fmt.Errorf("%w: PLAIN wants authzid, user and password separated by NUL", ErrMalformed)
+	parts := strings.SplitN(string(in), "\x00", 4) // Kafka counts no further
+	if len(parts) != 3 {
+		return nil, &Refusal{Err: ErrMalformed, Message: fmt.Sprintf("Invalid SASL/PLAIN response: expected 3 tokens, got %d", len(parts))}
 	}
 	authzid, user, password := parts[0], parts[1], parts[2]
 	x.user = user // what the client claims, for audit logs; Done says whether it holds
-	if authzid != "" && authzid != user {
-		return nil, fmt.Errorf("%w: authorization id %q differs from the user", ErrAuthFailed, authzid)
+	if user == "" {
+		return nil, &Refusal{Err: ErrMalformed, Message: "Authentication failed: username not specified"}
+	}
+	if password == "" {
+		return nil, &Refusal{Err: ErrMalformed, Message: "Authentication failed: password not specified"}
 	}
 	var cred Credential
 	known := false
@@ -184,7 +204,10 @@ func (x *plainExchange) Step(in []byte) ([]byte, error) {
 		cred = x.a.decoy(user, h)
 	}
 	if !cred.verifyPassword(password) || !known {
-		return nil, ErrAuthFailed
+		return nil, &Refusal{Err: ErrAuthFailed, Message: "Authentication failed: Invalid username or password"}
+	}
+	if authzid != "" && authzid != user {
+		return nil, &Refusal{Err: ErrAuthFailed, Message: authzidRefusal}
 	}
 	x.done = true
 	return nil, nil

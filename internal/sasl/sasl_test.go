@@ -196,6 +196,8 @@ func TestMalformed(t *testing.T) {
 		{ScramSHA256, []string{""}, ErrMalformed},
 		{ScramSHA256, []string{"n,,"}, ErrMalformed},
 		{ScramSHA256, []string{"x,,n=a,r=b"}, ErrMalformed},
+		// Kafka's ScramSaslServer takes only the gs2 flag "n".
+		{ScramSHA256, []string{"y,,n=a,r=b"}, ErrMalformed},
 		{ScramSHA256, []string{"p=tls-unique,,n=a,r=b"}, ErrUnsupportedFeature},
 		{ScramSHA256, []string{"n,,m=ext,n=a,r=b"}, ErrUnsupportedFeature},
 		{ScramSHA256, []string{"n,,n=a,r=b,tokenauth=true"}, ErrUnsupportedFeature},

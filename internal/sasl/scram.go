@@ -206,8 +206,10 @@ func (x *scramExchange) clientFirst(msg string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no gs2 header", ErrMalformed)
 	}
+	// Only "n" (no channel binding), as Kafka's ScramSaslServer: it refuses
+	// "y" (a client that could bind but thinks the server cannot) as well.
 	switch {
-	case cbind == "n", cbind == "y":
+	case cbind == "n":
 	case strings.HasPrefix(cbind, "p="):
 		return nil, fmt.Errorf("%w: channel binding", ErrUnsupportedFeature)
 	default:
@@ -217,16 +219,18 @@ func (x *scramExchange) clientFirst(msg string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: gs2 header not terminated", ErrMalformed)
 	}
+	// The authorization id is compared with the user name as sent, escapes
+	// and all, as Kafka's ScramSaslServer does.
 	var authzid string
 	if authzField != "" {
 		v, ok := strings.CutPrefix(authzField, "a=")
 		if !ok {
 			return nil, fmt.Errorf("%w: authzid %q", ErrMalformed, authzField)
 		}
-		var err error
-		if authzid, err = decodeSaslName(v); err != nil {
+		if _, err := decodeSaslName(v); err != nil {
 			return nil, err
 		}
+		authzid = v
 	}
 	x.gs2Header = msg[:len(msg)-len(bare)]
 	x.clientFirstBare = bare
@@ -248,8 +252,10 @@ func (x *scramExchange) clientFirst(msg string) ([]byte, error) {
 	if user == "" {
 		return nil, fmt.Errorf("%w: empty user name", ErrMalformed)
 	}
+	// Kafka checks this once it found the user's credential (an unknown user
+	// fails first); here every user is refused alike, before the lookup.
 	if authzid != "" && authzid != user {
-		return nil, fmt.Errorf("%w: authorization id %q differs from the user", ErrAuthFailed, authzid)
+		return nil, &Refusal{Err: ErrAuthFailed, Message: authzidRefusal}
 	}
 	cnonce, ok := strings.CutPrefix(attrs[1], "r=")
 	if !ok || !validNonce(cnonce) {

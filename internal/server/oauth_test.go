@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 
 // TestOAuthBearer: a node validates OAUTHBEARER JWTs against a JWKS file; a
 // valid token logs in as its subject, an expired one or one for another audience
-// is refused with SASL_AUTHENTICATION_FAILED.
+// or one without iat is refused with SASL_AUTHENTICATION_FAILED.
 func TestOAuthBearer(t *testing.T) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -37,8 +38,12 @@ func TestOAuthBearer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := func(aud string, exp time.Time) string {
-		tok, err := jwt.Signed(signer).Claims(map[string]any{"sub": "svc-orders", "iss": "https://idp", "aud": aud, "exp": exp.Unix()}).Serialize()
+	token := func(aud string, exp time.Time, drop ...string) string {
+		claims := map[string]any{"sub": "svc-orders", "iss": "https://idp", "aud": aud, "exp": exp.Unix(), "iat": time.Now().Unix()}
+		for _, c := range drop {
+			delete(claims, c)
+		}
+		tok, err := jwt.Signed(signer).Claims(claims).Serialize()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,9 +70,12 @@ func TestOAuthBearer(t *testing.T) {
 	for name, tok := range map[string]string{
 		"expired":        token("strata", time.Now().Add(-time.Hour)),
 		"other audience": token("billing", time.Now().Add(time.Hour)),
+		"no iat":         token("strata", time.Now().Add(time.Hour), "iat"),
 	} {
-		if err := login(tok); !errors.Is(err, kerr.SaslAuthenticationFailed) {
-			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+		// Kafka's exchange: the error challenge, the client's %x01, and the
+		// failure with the challenge as its message.
+		if err := login(tok); !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), `{"status":"invalid_token"}`) {
+			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED with invalid_token", name, err)
 		}
 	}
 }
