@@ -179,9 +179,9 @@ var routes = []route{
 // Register mounts every endpoint on mux.
 func (a *API) Register(mux *http.ServeMux) {
 	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.pattern, a.observed(rt, a.guarded(rt, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(rt.method+" "+rt.pattern, a.observed(rt, sameOrigin(rt, a.guarded(rt, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt.serve(a, w, r)
-		}))))
+		})))))
 	}
 }
 

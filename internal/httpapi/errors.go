@@ -29,6 +29,7 @@ const (
 	codeForwardFailed     = "FORWARD_FAILED"         // 502: the node holding the consumer did not answer
 	codeLookupFailed      = "CONSUMER_LOOKUP_FAILED" // 503: which node holds the consumer could not be told
 	codeBrokerUnreachable = "BROKER_UNREACHABLE"     // 503: a broker the request needs did not answer (refused, reset)
+	codeCrossOrigin       = "CROSS_ORIGIN_REQUEST"   // 403: a browser sent it from another origin's page
 )
 
 // apiError is an error answered as {"error":{"code","message"}} with its status.
