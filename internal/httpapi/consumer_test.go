@@ -391,6 +391,12 @@ func TestConsumerErrors(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.body, tc.status, tc.code)
 		}
 	}
+	// A commit naming a consumer the group does not have says so, not that the
+	// group's members are not this node's HTTP consumers (its one member is).
+	r := n.must(http.StatusConflict, "POST", "/commit", `{"group":"cerrs","consumer":"nobody","topic":"cerrs","partition":0,"offset":1}`)
+	if msg := string(r.body); !strings.Contains(msg, `consumer \"nobody\" is not one of them`) || strings.Contains(msg, "not HTTP consumers") {
+		t.Errorf("commit as a consumer that is not a member: %s", msg)
+	}
 	// Options the member has, said again, are no conflict.
 	n.poll(map[string]any{"group": "cerrs", "topic": "cerrs", "reset": "earliest", "isolation": "read_committed", "timeout_ms": 0})
 	// The refused member was dropped: a corrected poll creates a new one.
