@@ -62,3 +62,28 @@ func TestCrossOriginRequestsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongMethodAnswersJSON: a method a path does not serve is a 405 in the
+// API's error format, with Allow, not net/http's plain text.
+func TestWrongMethodAnswersJSON(t *testing.T) {
+	a, err := New(Config{KafkaAddr: "127.0.0.1:1", Cluster: emptyCluster{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	mux := http.NewServeMux()
+	a.Register(mux)
+	for _, tc := range []struct{ path, allow string }{
+		{"/produce", "POST"},
+		{"/poll", "GET, HEAD, POST"},
+		{"/topics/t", "DELETE, GET, HEAD"},
+		{"/groups/g/seek", "POST"},
+	} {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest("PUT", tc.path, strings.NewReader("{}")))
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != tc.allow ||
+			!strings.Contains(w.Body.String(), `"code":"`+codeMethodNotAllowed+`"`) {
+			t.Errorf("PUT %s: %d, Allow %q: %s; want 405, Allow %q, a JSON error", tc.path, w.Code, w.Header().Get("Allow"), w.Body, tc.allow)
+		}
+	}
+}

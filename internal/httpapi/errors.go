@@ -31,6 +31,7 @@ const (
 	codeLookupFailed      = "CONSUMER_LOOKUP_FAILED"    // 503: which node holds the consumer could not be told
 	codeBrokerUnreachable = "BROKER_UNREACHABLE"        // 503: a broker the request needs did not answer (refused, reset)
 	codeCrossOrigin       = "CROSS_ORIGIN_REQUEST"      // 403: a browser sent it from another origin's page
+	codeMethodNotAllowed  = "METHOD_NOT_ALLOWED"        // 405: the path does not serve this method
 )
 
 // apiError is an error answered as {"error":{"code","message"}} with its status.
