@@ -74,3 +74,28 @@ func denied(d *httpauth.Denial) *apiError {
 	}
 	return errorf(http.StatusForbidden, d.Code, "%s", d.Message)
 }
+
+// sameOrigin is h behind a check against cross-site request forgery, as the
+// console has: a request a browser sends from another origin's page is refused
+// with 403. Bodies are read whatever their Content-Type, so without it a form or
+// a fetch without preflight on any site could act on a node the browser reaches
+// (and with the Basic credentials it has cached). Go's CrossOriginProtection lets
+// safe methods through; GET /poll is not safe (it creates a member and moves its
+// position), so it is checked as a POST.
+func sameOrigin(rt route, h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	asPost := rt.method == http.MethodGet && rt.pattern == "/poll"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		check := r
+		if asPost {
+			check = r.Clone(r.Context())
+			check.Method = http.MethodPost
+		}
+		if err := cop.Check(check); err != nil {
+			writeError(w, errorf(http.StatusForbidden, codeCrossOrigin,
+				"refused a browser's request from another origin's page (%v); the API serves its own origin's pages and non-browser clients", err))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

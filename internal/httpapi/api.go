@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,12 +178,28 @@ var routes = []route{
 	{"DELETE", "/topics/{topic}", (*API).handleDeleteTopic},
 }
 
-// Register mounts every endpoint on mux.
+// Register mounts every endpoint on mux, and for each path a 405 in the API's
+// error format for the methods it does not serve (net/http's is plain text).
 func (a *API) Register(mux *http.ServeMux) {
+	allowed := map[string][]string{}
 	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.pattern, a.observed(rt, a.guarded(rt, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allowed[rt.pattern] = append(allowed[rt.pattern], rt.method)
+		if rt.method == http.MethodGet {
+			allowed[rt.pattern] = append(allowed[rt.pattern], http.MethodHead)
+		}
+	}
+	for pattern, methods := range allowed {
+		slices.Sort(methods)
+		allow := strings.Join(methods, ", ")
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, errorf(http.StatusMethodNotAllowed, codeMethodNotAllowed, "%s %s: not served; allowed: %s", r.Method, pattern, allow))
+		})
+	}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.pattern, a.observed(rt, sameOrigin(rt, a.guarded(rt, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt.serve(a, w, r)
-		}))))
+		})))))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -38,11 +39,7 @@ func jsonError(err error) *apiError {
 	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return errorf(http.StatusBadRequest, codeMalformedJSON, "malformed JSON: %v", err)
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "the body"
-		}
-		return invalid("%s: expected %s, got JSON %s", field, typ.Type, typ.Value)
+		return invalid("%s: expected %s, got JSON %s", jsonPath(typ.Field), jsonKind(typ.Type), typ.Value)
 	}
 	var ae *apiError
 	if errors.As(err, &ae) {
@@ -50,6 +47,47 @@ func jsonError(err error) *apiError {
 	}
 	// Unknown fields, bad base64 and the like: the JSON is fine, its content is not.
 	return invalid("%s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonPath is the path of a field as the client wrote it: encoding/json names
+// the fields of an embedded struct after the struct's Go name too
+// ("recordJSON.partition"), which no JSON name of the API has (they are all lower
+// case), so segments with an upper-case letter are dropped.
+func jsonPath(field string) string {
+	var path []string
+	for seg := range strings.SplitSeq(field, ".") {
+		if seg != "" && strings.ToLower(seg) == seg {
+			path = append(path, seg)
+		}
+	}
+	if len(path) == 0 {
+		return "the body"
+	}
+	return strings.Join(path, ".")
+}
+
+// jsonKind is the JSON a Go type decodes from, for error messages.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Int8, reflect.Int16, reflect.Int32:
+		return fmt.Sprintf("an integer from %d to %d", -1<<(t.Bits()-1), 1<<(t.Bits()-1)-1)
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another JSON type"
 }
 
 // readBody reads a request body of at most limit bytes.

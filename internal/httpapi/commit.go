@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -131,6 +132,11 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), defaultTimeout)
 		aerr = a.commit(ctx, call.key.group, inst, offsets)
 		cancel()
+		if inst == nil && aerr != nil && aerr.code == kerr.UnknownMemberID.Message {
+			// No node holds the consumer, or forwarded would have sent it there.
+			aerr.message = fmt.Sprintf("group %q has members and consumer %q is not one of them: while a group has members only they can commit (a poll as %q makes it one)",
+				call.key.group, call.key.consumer, call.key.consumer)
+		}
 	}
 	if aerr != nil {
 		writeError(w, aerr)

@@ -363,6 +363,9 @@ func TestConsumerErrors(t *testing.T) {
 		{"poll: bad reset", "POST", "/poll", `{"group":"g","topic":"cerrs","reset":"middle"}`, 400, "INVALID_REQUEST"},
 		{"poll: unknown topic", "GET", "/poll?group=g&topic=nope", nil, 404, "UNKNOWN_TOPIC_OR_PARTITION"},
 		{"poll: member of another topic", "POST", "/poll", `{"group":"cerrs","topic":"cerrs-other"}`, 409, "CONSUMER_TOPIC_MISMATCH"},
+		{"poll: another isolation than the member's", "GET", "/poll?group=cerrs&topic=cerrs&isolation=read_uncommitted", nil, 409, "CONSUMER_OPTIONS_MISMATCH"},
+		{"poll: another reset than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","reset":"latest"}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
+		{"poll: another session timeout than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","session_timeout_ms":10000}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"poll: session timeout below the broker's minimum", "POST", "/poll", `{"group":"cerrs-st","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":5000}`, 400, "INVALID_SESSION_TIMEOUT"},
 		{"commit: no group", "POST", "/commit", `{"topic":"cerrs","partition":0,"offset":1}`, 400, "INVALID_REQUEST"},
 		{"commit: offset without partition", "POST", "/commit", `{"group":"cerrs","offset":1}`, 400, "INVALID_REQUEST"},
@@ -388,6 +391,14 @@ func TestConsumerErrors(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.body, tc.status, tc.code)
 		}
 	}
+	// A commit naming a consumer the group does not have says so, not that the
+	// group's members are not this node's HTTP consumers (its one member is).
+	r := n.must(http.StatusConflict, "POST", "/commit", `{"group":"cerrs","consumer":"nobody","topic":"cerrs","partition":0,"offset":1}`)
+	if msg := string(r.body); !strings.Contains(msg, `consumer \"nobody\" is not one of them`) || strings.Contains(msg, "not HTTP consumers") {
+		t.Errorf("commit as a consumer that is not a member: %s", msg)
+	}
+	// Options the member has, said again, are no conflict.
+	n.poll(map[string]any{"group": "cerrs", "topic": "cerrs", "reset": "earliest", "isolation": "read_committed", "timeout_ms": 0})
 	// The refused member was dropped: a corrected poll creates a new one.
 	n.poll(map[string]any{"group": "cerrs-st", "topic": "cerrs", "session_timeout_ms": 6000})
 }

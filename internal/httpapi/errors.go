@@ -22,13 +22,16 @@ const (
 	codeRequestTooLarge   = "REQUEST_TOO_LARGE" // 413: a body above Config.MaxBodyBytes
 	codeUnknownConsumer   = "UNKNOWN_CONSUMER"  // 404: no consumer instance of that name here
 	codeConsumerTopic     = "CONSUMER_TOPIC_MISMATCH"
-	codeTooManyConsumers  = "TOO_MANY_CONSUMERS"     // 429: Config.MaxConsumers instances exist
-	codeShuttingDown      = "SHUTTING_DOWN"          // 503: the API is closed
-	codeClosed            = "CLOSED"                 // 503: the consumer instance closed during the request
-	codeInternal          = "INTERNAL"               // 500: a server fault, never bad input
-	codeForwardFailed     = "FORWARD_FAILED"         // 502: the node holding the consumer did not answer
-	codeLookupFailed      = "CONSUMER_LOOKUP_FAILED" // 503: which node holds the consumer could not be told
-	codeBrokerUnreachable = "BROKER_UNREACHABLE"     // 503: a broker the request needs did not answer (refused, reset)
+	codeConsumerOptions   = "CONSUMER_OPTIONS_MISMATCH" // 409: a poll's reset, isolation or session timeout differs from its instance's
+	codeTooManyConsumers  = "TOO_MANY_CONSUMERS"        // 429: Config.MaxConsumers instances exist
+	codeShuttingDown      = "SHUTTING_DOWN"             // 503: the API is closed
+	codeClosed            = "CLOSED"                    // 503: the consumer instance closed during the request
+	codeInternal          = "INTERNAL"                  // 500: a server fault, never bad input
+	codeForwardFailed     = "FORWARD_FAILED"            // 502: the node holding the consumer did not answer
+	codeLookupFailed      = "CONSUMER_LOOKUP_FAILED"    // 503: which node holds the consumer could not be told
+	codeBrokerUnreachable = "BROKER_UNREACHABLE"        // 503: a broker the request needs did not answer (refused, reset)
+	codeCrossOrigin       = "CROSS_ORIGIN_REQUEST"      // 403: a browser sent it from another origin's page
+	codeMethodNotAllowed  = "METHOD_NOT_ALLOWED"        // 405: the path does not serve this method
 )
 
 // apiError is an error answered as {"error":{"code","message"}} with its status.

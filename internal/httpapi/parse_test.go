@@ -109,3 +109,33 @@ func TestMemberClientID(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeErrorMessages: a value of the wrong JSON type is answered in the API's
+// terms (the field as the client wrote it, the JSON type wanted), not with Go's
+// (recordJSON.partition, int32, []httpapi.headerJSON).
+func TestTypeErrorMessages(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"topic":"t","partition":"1"}`, `partition: expected an integer from -2147483648 to 2147483647, got JSON string`},
+		{`{"topic":"t","partition":99999999999}`, `partition: expected an integer from -2147483648 to 2147483647, got JSON number 99999999999`},
+		{`{"topic":"t","key":42}`, `key: expected a string, got JSON number`},
+		{`{"topic":"t","headers":{"a":"b"}}`, `headers: expected an array, got JSON object`},
+		{`{"topic":"t","headers":[{"key":1}]}`, `headers.key: expected a string, got JSON number`},
+		{`{"topic":"t","value_b64":7}`, `value_b64: expected a base64 string, got JSON number`},
+		{`{"topic":"t","timeout_ms":1.5}`, `timeout_ms: expected an integer, got JSON number 1.5`},
+		{`[]`, `the body: expected an object, got JSON array`},
+		{`"x"`, `the body: expected an object, got JSON string`},
+	} {
+		_, err := parseProduce([]byte(tc.body))
+		if err == nil || err.code != codeInvalidRequest || err.message != tc.want {
+			t.Errorf("%s: got %v, want INVALID_REQUEST %q", tc.body, err, tc.want)
+		}
+	}
+	_, err := parsePoll(nil, []byte(`{"group":"g","topic":"t","share":"true"}`))
+	if want := `share: expected true or false, got JSON string`; err == nil || err.message != want {
+		t.Errorf("share as a string: got %v, want %q", err, want)
+	}
+	_, err = parseRecords("t", []byte(`{"records":[{"partition":"x"}]}`))
+	if want := `records.partition: expected an integer from -2147483648 to 2147483647, got JSON string`; err == nil || err.message != want {
+		t.Errorf("records[].partition as a string: got %v, want %q", err, want)
+	}
+}

@@ -55,6 +55,9 @@ type pollCall struct {
 	// fit in it; without, each has its default.
 	timeout        time.Duration
 	assignmentWait time.Duration
+	// given says which of opts the poll set itself: an existing instance must
+	// have those (optionsConflict).
+	given struct{ reset, isolation, sessionTimeout bool }
 }
 
 // parsePoll reads a poll from its query parameters and its JSON body, either of
@@ -190,6 +193,7 @@ func (req pollJSON) validate() (pollCall, *apiError) {
 		}
 	}
 	call.opts.share = req.Share != nil && *req.Share
+	call.given.reset, call.given.isolation, call.given.sessionTimeout = req.Reset != "", req.Isolation != "", req.SessionTimeoutMs != nil
 	switch req.Reset {
 	case "", "earliest":
 	case "latest":
@@ -297,6 +301,10 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 		a.consumers.release(inst)
 		writeError(w, consumerKindConflict(call.key, "a share-group member", "a consumer-group poll"))
 		return
+	} else if aerr := optionsConflict(inst, call); aerr != nil {
+		a.consumers.release(inst)
+		writeError(w, aerr)
+		return
 	}
 	recs, err := inst.poll(r.Context(), call)
 	a.consumers.release(inst)
@@ -316,6 +324,42 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	}
 	a.markConsumerNode(w)
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// optionsConflict is the 409 for a poll that asks an existing consumer-group
+// instance for a reset, isolation or session timeout other than the one it was
+// created with. They are fixed at creation (the member's client is built with
+// them), and a poll asking for read_uncommitted must not be served committed
+// records as if it had been heard.
+func optionsConflict(inst *instance, call pollCall) *apiError {
+	var what, has, asked string
+	switch {
+	case call.given.reset && call.opts.resetLatest != inst.opts.resetLatest:
+		what, has, asked = "reset", resetName(inst.opts.resetLatest), resetName(call.opts.resetLatest)
+	case call.given.isolation && call.opts.readUncommitted != inst.opts.readUncommitted:
+		what, has, asked = "isolation", isolationName(inst.opts.readUncommitted), isolationName(call.opts.readUncommitted)
+	case call.given.sessionTimeout && call.opts.sessionTimeout != inst.idleFor:
+		what, has, asked = "session_timeout_ms", fmt.Sprint(inst.idleFor.Milliseconds()), fmt.Sprint(call.opts.sessionTimeout.Milliseconds())
+	default:
+		return nil
+	}
+	return errorf(http.StatusConflict, codeConsumerOptions,
+		"consumer %q of group %q was created with %s %s, not %s: close it (DELETE /groups/%s/consumers/%s) or use another consumer name",
+		inst.key.consumer, inst.key.group, what, has, asked, inst.key.group, inst.key.consumer)
+}
+
+func resetName(latest bool) string {
+	if latest {
+		return "latest"
+	}
+	return "earliest"
+}
+
+func isolationName(uncommitted bool) string {
+	if uncommitted {
+		return "read_uncommitted"
+	}
+	return "read_committed"
 }
 
 // poll returns up to call.maxRecords records from the instance's positions,
