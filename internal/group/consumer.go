@@ -419,7 +419,9 @@ func (g *group) checkMemberEpochLocked(m *cmember, req *kmsg.ConsumerGroupHeartb
 }
 
 // consumerLeaveLocked handles epochs -1 (leave) and -2 (a static member leaving
-// for now: it keeps its assignment until its session times out or it comes back).
+// for now: it keeps its assignment until its session times out or it comes back,
+// but the partitions it was revoking are free at once, as Kafka clears them: the
+// consumer gave up everything it owned on closing).
 func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest) heartbeatResult {
 	cg := g.cg
 	m := cg.members[req.MemberID]
@@ -437,6 +439,8 @@ func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest) hea
 			m.prevEpoch = m.epoch
 		}
 		m.epoch = staticLeaveEpoch
+		g.releaseLocked(m, m.revoking)
+		m.revoking = nil
 		g.touchMemberLocked(m.id)
 		g.stopRevokeTimerLocked(m)
 		g.armConsumerSessionLocked(m)
