@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -190,14 +191,16 @@ func hbError(code int16, format string, args ...any) heartbeatResult {
 func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (heartbeatResult, *regexp.Regexp) {
 	inv := kerr.InvalidRequest.Code
 	switch {
-	case req.Group == "":
+	case blank(req.MemberID) && (req.Version >= 1 || req.MemberEpoch != joinEpoch):
+		return hbError(inv, "MemberId can't be empty."), nil
+	case blank(req.Group):
 		return hbError(inv, "GroupId can't be empty."), nil
-	case req.RackID != nil && *req.RackID == "":
+	case req.InstanceID != nil && blank(*req.InstanceID):
+		return hbError(inv, "InstanceId can't be empty."), nil
+	case req.RackID != nil && blank(*req.RackID):
 		return hbError(inv, "RackId can't be empty."), nil
 	case req.MemberEpoch < staticLeaveEpoch:
 		return hbError(inv, "MemberEpoch is invalid."), nil
-	case req.MemberID == "" && (req.Version >= 1 || req.MemberEpoch != joinEpoch):
-		return hbError(inv, "MemberId can't be empty."), nil
 	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
 		return hbError(inv, "InstanceId can't be null."), nil
 	}
@@ -224,6 +227,12 @@ func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (heartbe
 		}
 	}
 	return heartbeatResult{}, re
+}
+
+// blank reports whether s is empty once Java's String.trim would have cut its
+// leading and trailing spaces and control characters, as Kafka's id checks do.
+func blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
 
 // consumerHeartbeatLocked runs one validated ConsumerGroupHeartbeat.
