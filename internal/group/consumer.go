@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -190,14 +191,16 @@ func hbError(code int16, format string, args ...any) heartbeatResult {
 func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (heartbeatResult, *regexp.Regexp) {
 	inv := kerr.InvalidRequest.Code
 	switch {
-	case req.Group == "":
+	case blank(req.MemberID) && (req.Version >= 1 || req.MemberEpoch != joinEpoch):
+		return hbError(inv, "MemberId can't be empty."), nil
+	case blank(req.Group):
 		return hbError(inv, "GroupId can't be empty."), nil
-	case req.RackID != nil && *req.RackID == "":
+	case req.InstanceID != nil && blank(*req.InstanceID):
+		return hbError(inv, "InstanceId can't be empty."), nil
+	case req.RackID != nil && blank(*req.RackID):
 		return hbError(inv, "RackId can't be empty."), nil
 	case req.MemberEpoch < staticLeaveEpoch:
 		return hbError(inv, "MemberEpoch is invalid."), nil
-	case req.MemberID == "" && (req.Version >= 1 || req.MemberEpoch != joinEpoch):
-		return hbError(inv, "MemberId can't be empty."), nil
 	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
 		return hbError(inv, "InstanceId can't be null."), nil
 	}
@@ -224,6 +227,12 @@ func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (heartbe
 		}
 	}
 	return heartbeatResult{}, re
+}
+
+// blank reports whether s is empty once Java's String.trim would have cut its
+// leading and trailing spaces and control characters, as Kafka's id checks do.
+func blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
 
 // consumerHeartbeatLocked runs one validated ConsumerGroupHeartbeat.
@@ -281,12 +290,12 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 			return r
 		}
 	} else {
+		if r := cg.checkStaticMember(req); r.code != 0 {
+			return r
+		}
 		m = cg.members[req.MemberID]
 		if m == nil {
 			return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
-		}
-		if req.InstanceID != nil && cg.static[*req.InstanceID] != m.id {
-			return hbError(kerr.FencedInstanceID.Code, "Static member %s with instance id %s was replaced.", m.id, *req.InstanceID)
 		}
 		if code := g.checkMemberEpochLocked(m, req); code != 0 {
 			return hbError(code, "The consumer group member has a greater or smaller epoch (%d) than the coordinator's (%d).", req.MemberEpoch, m.epoch)
@@ -418,16 +427,33 @@ func (g *group) checkMemberEpochLocked(m *cmember, req *kmsg.ConsumerGroupHeartb
 	return 0
 }
 
+// checkStaticMember is Kafka's check of a heartbeat or leave naming an
+// instance id (a join aside): some member must hold the instance, and it must
+// be the one the request names (else it was fenced by a replacement).
+func (cg *consumerGroup) checkStaticMember(req *kmsg.ConsumerGroupHeartbeatRequest) heartbeatResult {
+	if req.InstanceID == nil {
+		return heartbeatResult{}
+	}
+	id, ok := cg.static[*req.InstanceID]
+	switch {
+	case !ok:
+		return hbError(kerr.UnknownMemberID.Code, "Instance id %s is unknown.", *req.InstanceID)
+	case id != req.MemberID:
+		return hbError(kerr.FencedInstanceID.Code, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, id)
+	}
+	return heartbeatResult{}
+}
+
 // consumerLeaveLocked handles epochs -1 (leave) and -2 (a static member leaving
-// for now: it keeps its assignment until its session times out or it comes back).
+// for now: it keeps its assignment until its session times out or it comes back,
+// but the partitions it was revoking are free at once, as Kafka clears them: the
+// consumer gave up everything it owned on closing).
 func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest) heartbeatResult {
 	cg := g.cg
-	m := cg.members[req.MemberID]
-	if req.InstanceID != nil {
-		if id, ok := cg.static[*req.InstanceID]; ok && id != req.MemberID {
-			return hbError(kerr.FencedInstanceID.Code, "Static member %s with instance id %s was replaced.", req.MemberID, *req.InstanceID)
-		}
+	if r := cg.checkStaticMember(req); r.code != 0 {
+		return r
 	}
+	m := cg.members[req.MemberID]
 	if m == nil {
 		return hbError(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.id)
 	}
@@ -437,6 +463,8 @@ func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest) hea
 			m.prevEpoch = m.epoch
 		}
 		m.epoch = staticLeaveEpoch
+		g.releaseLocked(m, m.revoking)
+		m.revoking = nil
 		g.touchMemberLocked(m.id)
 		g.stopRevokeTimerLocked(m)
 		g.armConsumerSessionLocked(m)

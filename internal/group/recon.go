@@ -29,7 +29,7 @@ type recon struct {
 func (r recon) reconcile(owned partSet) bool {
 	switch *r.state {
 	case memberStable:
-		return *r.epoch != r.targetEpoch && r.next()
+		return *r.epoch != r.targetEpoch && r.next(owned)
 	case memberUnrevoked:
 		if owned == nil {
 			return false
@@ -42,28 +42,32 @@ func (r recon) reconcile(owned partSet) bool {
 		releaseOwned(r.owners, r.id, *r.revoking)
 		*r.revoking = nil
 		r.stopRevoke()
-		r.next()
+		r.next(owned)
 		return true
 	case memberUnreleased:
-		return r.next()
+		return r.next(owned)
 	}
 	return false
 }
 
 // next is Kafka's computeNextAssignment: revoke first, then move to the target
-// epoch with every target unit nobody else owns. It reports whether the
+// epoch with every target unit nobody else owns. Units to revoke that the
+// heartbeat shows the member no longer owns (owned non-nil and holding none of
+// them) are free at once, without a revocation step. It reports whether the
 // member's epochs, state or units changed.
-func (r recon) next() bool {
+func (r recon) next(owned partSet) bool {
 	revoke := partSet{}
+	stillOwned := owned == nil
 	for tp := range r.assigned {
 		if !r.target.has(tp) {
 			revoke[tp] = struct{}{}
+			stillOwned = stillOwned || owned.has(tp)
 		}
 	}
-	if len(revoke) > 0 {
-		for tp := range revoke {
-			delete(r.assigned, tp)
-		}
+	for tp := range revoke {
+		delete(r.assigned, tp)
+	}
+	if len(revoke) > 0 && stillOwned {
 		if *r.revoking == nil {
 			*r.revoking = partSet{}
 		}
@@ -72,7 +76,8 @@ func (r recon) next() bool {
 		r.armRevoke()
 		return true
 	}
-	changed := *r.epoch != r.targetEpoch
+	releaseOwned(r.owners, r.id, revoke)
+	changed := *r.epoch != r.targetEpoch || len(revoke) > 0
 	if changed {
 		*r.prevEpoch, *r.epoch = *r.epoch, r.targetEpoch
 	}
