@@ -84,6 +84,8 @@ var configDocs = map[string]string{
 	GroupShareAutoOffsetReset: "Where a share group starts on a partition it has no state for: latest or earliest.",
 	GroupShareDeliveryCountLimit: "How many times a share group delivers a record before it is archived " +
 		"(or sent to the dead-letter topic).",
+	GroupShareIsolationLevel: "How a share group reads transactional records: read_committed delivers only those of " +
+		"committed transactions (below the last stable offset), read_uncommitted every record.",
 	GroupShareRecordLockDuration: "How long, in milliseconds, a share consumer holds a record it fetched before " +
 		"it is released to others.",
 }

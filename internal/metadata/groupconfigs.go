@@ -23,6 +23,7 @@ const (
 	GroupShareAutoOffsetReset      = "share.auto.offset.reset"
 	GroupShareRecordLockDuration   = "share.record.lock.duration.ms"
 	GroupShareDeliveryCountLimit   = "share.delivery.count.limit"
+	GroupShareIsolationLevel       = "share.isolation.level"
 	GroupStreamsSessionTimeout     = "streams.session.timeout.ms"
 	GroupStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
 	GroupStreamsStandbyReplicas    = "streams.num.standby.replicas"
@@ -51,6 +52,11 @@ var groupConfigDefs = []ConfigDef{
 		set: func(_ *TopicConfig, v string) error { _, err := oneOf(v, "latest", "earliest"); return err }},
 	{Name: GroupShareDeliveryCountLimit, Type: ConfigTypeInt, Default: "5",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 2, 10) }},
+	{Name: GroupShareIsolationLevel, Type: ConfigTypeString, Default: "read_uncommitted",
+		set: func(_ *TopicConfig, v string) error {
+			_, err := oneOf(v, "read_committed", "read_uncommitted")
+			return err
+		}},
 	{Name: GroupShareRecordLockDuration, Type: ConfigTypeInt, Default: "30000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 1000, 3600000) }},
 	// Bounded by group.streams.min/max.*, at their defaults.

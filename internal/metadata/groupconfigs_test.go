@@ -63,3 +63,17 @@ func TestGroupConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestShareIsolationLevelConfig: share.isolation.level, a group config since
+// Kafka 4.1, takes read_committed and read_uncommitted (the default) and
+// refuses anything else.
+func TestShareIsolationLevelConfig(t *testing.T) {
+	const key = "share.isolation.level"
+	img := mustApply(t, NewImage(),
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: key, Value: "read_committed"})
+	wantEq(t, "g", img.GroupConfig("g", key), "read_committed")
+	wantEq(t, "default", img.GroupConfig("h", key), "read_uncommitted")
+	if _, err := Apply(img, &ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: key, Value: "serializable"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("serializable: err %v, want invalid config", err)
+	}
+}

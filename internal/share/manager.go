@@ -20,6 +20,10 @@ type GroupConfig struct {
 	// AutoOffsetReset is share.auto.offset.reset: where a share partition without
 	// state starts, "latest" (the high watermark) or "earliest" (the log start).
 	AutoOffsetReset string
+	// ReadCommitted is share.isolation.level=read_committed: records are
+	// acquired only below the last stable offset, and those of aborted
+	// transactions are archived, never delivered.
+	ReadCommitted bool
 	// DeadLetter is the group's dead-letter topic (deadletter.go).
 	DeadLetter DeadLetterConfig
 }
