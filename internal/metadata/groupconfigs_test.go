@@ -77,3 +77,18 @@ func TestShareIsolationLevelConfig(t *testing.T) {
 		t.Errorf("serializable: err %v, want invalid config", err)
 	}
 }
+
+// TestShareAutoOffsetResetByDuration: share.auto.offset.reset takes
+// by_duration:<ISO 8601 duration> (Kafka 4.1+, PnDTnHnMn.nS, not negative).
+func TestShareAutoOffsetResetByDuration(t *testing.T) {
+	for _, v := range []string{"by_duration:PT1H", "by_duration:P2DT3H4M5.5S", "by_duration:PT0S", "by_duration:pt15m"} {
+		if _, err := Apply(NewImage(), &ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareAutoOffsetReset, Value: v}); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"by_duration:", "by_duration:-PT1H", "by_duration:PT-1H", "by_duration:1H", "by_duration:P1Y", "by_duration:PT", "by_duration"} {
+		if _, err := Apply(NewImage(), &ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareAutoOffsetReset, Value: v}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: err %v, want invalid config", v, err)
+		}
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/wait"
 )
@@ -95,5 +97,44 @@ func TestReadCommittedShareGroup(t *testing.T) {
 		if st != Archived {
 			t.Errorf("aborted offset 1 is %v, want archived", st)
 		}
+	}
+}
+
+// TestAutoOffsetResetByDuration: share.auto.offset.reset=by_duration:PT1H starts
+// a share partition without state at the first record of the last hour, as
+// Kafka 4.1+ does; with none that recent, at the high watermark.
+func TestAutoOffsetResetByDuration(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		ages  []time.Duration // of the records, in offset order
+		first int64           // the first offset delivered, -1 for none
+	}{
+		{"recent records", []time.Duration{3 * time.Hour, 2 * time.Hour, 10 * time.Minute, time.Minute}, 2},
+		{"all older", []time.Duration{3 * time.Hour, 2 * time.Hour}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts, rp := newTestParts(t, 1)
+			cfg := testGroupConfig()
+			cfg.AutoOffsetReset = "by_duration:PT1H"
+			m := NewManager(Config{Defaults: cfg, Now: func() time.Time { return now }}, &memStore{}, parts, nil)
+			t.Cleanup(m.Close)
+			for _, age := range tc.ages {
+				if _, err := rp.Append(batchtest.Build(batchtest.Options{FirstTimestamp: now.Add(-age).UnixMilli()}), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wait.For(t, "the high watermark", func() bool { return rp.HighWatermark() == int64(len(tc.ages)) })
+			got := acquiredOffsets(m, "a", 0)
+			if tc.first < 0 {
+				if len(got) != 0 {
+					t.Fatalf("acquired %v, want nothing (every record is older than an hour)", got)
+				}
+				return
+			}
+			if len(got) == 0 || got[0] != tc.first {
+				t.Fatalf("acquired %v, want offsets from %d", got, tc.first)
+			}
+		})
 	}
 }
