@@ -81,9 +81,12 @@ var configDocs = map[string]string{
 		"heartbeat before it is removed.",
 	GroupDeadLetterCopyRecord: "Whether a share group's dead-letter records carry the original record's key and value.",
 	GroupDeadLetterTopic:      "The topic a share group writes records to once their delivery count limit is reached.",
-	GroupShareAutoOffsetReset: "Where a share group starts on a partition it has no state for: latest or earliest.",
+	GroupShareAutoOffsetReset: "Where a share group starts on a partition it has no state for: latest, earliest " +
+		"or by_duration:<ISO 8601 duration> (the first record that recent, else latest).",
 	GroupShareDeliveryCountLimit: "How many times a share group delivers a record before it is archived " +
 		"(or sent to the dead-letter topic).",
+	GroupShareIsolationLevel: "How a share group reads transactional records: read_committed delivers only those of " +
+		"committed transactions (below the last stable offset), read_uncommitted every record.",
 	GroupShareRecordLockDuration: "How long, in milliseconds, a share consumer holds a record it fetched before " +
 		"it is released to others.",
 }

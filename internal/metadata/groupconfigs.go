@@ -2,9 +2,11 @@ package metadata
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ResourceGroup is Kafka's GROUP config resource type: dynamic configs of one group
@@ -23,6 +25,7 @@ const (
 	GroupShareAutoOffsetReset      = "share.auto.offset.reset"
 	GroupShareRecordLockDuration   = "share.record.lock.duration.ms"
 	GroupShareDeliveryCountLimit   = "share.delivery.count.limit"
+	GroupShareIsolationLevel       = "share.isolation.level"
 	GroupStreamsSessionTimeout     = "streams.session.timeout.ms"
 	GroupStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
 	GroupStreamsStandbyReplicas    = "streams.num.standby.replicas"
@@ -48,9 +51,20 @@ var groupConfigDefs = []ConfigDef{
 	{Name: GroupDeadLetterTopic, Type: ConfigTypeString, Default: "",
 		set: func(_ *TopicConfig, v string) error { return validDeadLetterName(v) }},
 	{Name: GroupShareAutoOffsetReset, Type: ConfigTypeString, Default: "latest",
-		set: func(_ *TopicConfig, v string) error { _, err := oneOf(v, "latest", "earliest"); return err }},
+		set: func(_ *TopicConfig, v string) error {
+			if _, ok, err := ShareResetByDuration(v); ok || err != nil {
+				return err
+			}
+			_, err := oneOf(v, "latest", "earliest")
+			return err
+		}},
 	{Name: GroupShareDeliveryCountLimit, Type: ConfigTypeInt, Default: "5",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 2, 10) }},
+	{Name: GroupShareIsolationLevel, Type: ConfigTypeString, Default: "read_uncommitted",
+		set: func(_ *TopicConfig, v string) error {
+			_, err := oneOf(v, "read_committed", "read_uncommitted")
+			return err
+		}},
 	{Name: GroupShareRecordLockDuration, Type: ConfigTypeInt, Default: "30000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 1000, 3600000) }},
 	// Bounded by group.streams.min/max.*, at their defaults.
@@ -66,6 +80,80 @@ var groupConfigDefs = []ConfigDef{
 		set: func(_ *TopicConfig, v string) error { _, err := ParseRackAwareTags(v); return err }},
 	{Name: GroupStreamsSessionTimeout, Type: ConfigTypeInt, Default: "45000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 45000, 60000) }},
+}
+
+// shareResetByDuration is the prefix of a share.auto.offset.reset that starts
+// a set duration back from now.
+const shareResetByDuration = "by_duration:"
+
+// ShareResetByDuration reads a share.auto.offset.reset of the form
+// by_duration:<duration> (Kafka 4.1+): ok is false for any other value, and err
+// says why the duration is not an ISO 8601 one Kafka takes (Java's
+// Duration.parse form PnDTnHnMn.nS, not negative).
+func ShareResetByDuration(v string) (d time.Duration, ok bool, err error) {
+	v = strings.TrimSpace(v)
+	if len(v) < len(shareResetByDuration) || !strings.EqualFold(v[:len(shareResetByDuration)], shareResetByDuration) {
+		return 0, false, nil
+	}
+	d, err = parseISODuration(v[len(shareResetByDuration):])
+	return d, true, err
+}
+
+// parseISODuration parses PnDTnHnMn.nS (every part optional but one, the
+// seconds with up to nine decimals), case-insensitively; signs are refused.
+func parseISODuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%q is not a duration of the form PnDTnHnMn.nS", s)
+	s = strings.ToUpper(s)
+	if !strings.HasPrefix(s, "P") {
+		return 0, bad
+	}
+	s = s[1:]
+	datePart, timePart, hasT := strings.Cut(s, "T")
+	if (hasT && timePart == "") || (datePart == "" && timePart == "") {
+		return 0, bad
+	}
+	var total time.Duration
+	parts := 0
+	// take reads the next number and unit of s when its unit is one of units,
+	// in order.
+	take := func(s *string, unit byte, scale time.Duration, frac bool) error {
+		i := strings.IndexByte(*s, unit)
+		if i < 0 {
+			return nil
+		}
+		num := (*s)[:i]
+		whole, decimals, dot := strings.Cut(strings.ReplaceAll(num, ",", "."), ".")
+		if whole == "" || strings.Trim(whole, "0123456789") != "" || (dot && (!frac || decimals == "" || len(decimals) > 9 || strings.Trim(decimals, "0123456789") != "")) {
+			return bad
+		}
+		n, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil || n > int64(math.MaxInt64/scale) {
+			return bad
+		}
+		total += time.Duration(n) * scale
+		if dot {
+			f, _ := strconv.ParseInt(decimals+strings.Repeat("0", 9-len(decimals)), 10, 64)
+			total += time.Duration(f)
+		}
+		*s = (*s)[i+1:]
+		parts++
+		return nil
+	}
+	if err := take(&datePart, 'D', 24*time.Hour, false); err != nil || datePart != "" {
+		return 0, bad
+	}
+	for _, u := range []struct {
+		unit  byte
+		scale time.Duration
+	}{{'H', time.Hour}, {'M', time.Minute}, {'S', time.Second}} {
+		if err := take(&timePart, u.unit, u.scale, u.unit == 'S'); err != nil {
+			return 0, err
+		}
+	}
+	if timePart != "" || parts == 0 || total < 0 {
+		return 0, bad
+	}
+	return total, nil
 }
 
 func longAtLeast(v string, lo int64) error {

@@ -63,3 +63,32 @@ func TestGroupConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestShareIsolationLevelConfig: share.isolation.level, a group config since
+// Kafka 4.1, takes read_committed and read_uncommitted (the default) and
+// refuses anything else.
+func TestShareIsolationLevelConfig(t *testing.T) {
+	const key = "share.isolation.level"
+	img := mustApply(t, NewImage(),
+		&ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: key, Value: "read_committed"})
+	wantEq(t, "g", img.GroupConfig("g", key), "read_committed")
+	wantEq(t, "default", img.GroupConfig("h", key), "read_uncommitted")
+	if _, err := Apply(img, &ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: key, Value: "serializable"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("serializable: err %v, want invalid config", err)
+	}
+}
+
+// TestShareAutoOffsetResetByDuration: share.auto.offset.reset takes
+// by_duration:<ISO 8601 duration> (Kafka 4.1+, PnDTnHnMn.nS, not negative).
+func TestShareAutoOffsetResetByDuration(t *testing.T) {
+	for _, v := range []string{"by_duration:PT1H", "by_duration:P2DT3H4M5.5S", "by_duration:PT0S", "by_duration:pt15m"} {
+		if _, err := Apply(NewImage(), &ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareAutoOffsetReset, Value: v}); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"by_duration:", "by_duration:-PT1H", "by_duration:PT-1H", "by_duration:1H", "by_duration:P1Y", "by_duration:PT", "by_duration"} {
+		if _, err := Apply(NewImage(), &ConfigRecord{ResourceType: ResourceGroup, ResourceName: "g", Key: GroupShareAutoOffsetReset, Value: v}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: err %v, want invalid config", v, err)
+		}
+	}
+}

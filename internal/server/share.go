@@ -50,6 +50,7 @@ func (n *Node) shareGroupConfig(group string) share.GroupConfig {
 	img := n.ctrl.Image()
 	c := share.DefaultGroupConfig()
 	c.AutoOffsetReset = img.GroupConfig(group, metadata.GroupShareAutoOffsetReset)
+	c.ReadCommitted = img.GroupConfig(group, metadata.GroupShareIsolationLevel) == "read_committed"
 	if ms, err := strconv.Atoi(img.GroupConfig(group, metadata.GroupShareRecordLockDuration)); err == nil {
 		c.LockDuration = time.Duration(ms) * time.Millisecond
 	}

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"slices"
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -24,10 +25,11 @@ type acquisition struct {
 // new epoch loads a new state. Its bytes are never written after the read, so
 // responses may point into them.
 type readCache struct {
-	p     *Partition
-	from  int64
-	data  []byte
-	spans []span
+	p         *Partition
+	committed bool // read read_committed: below the last stable offset, aborted batches marked
+	from      int64
+	data      []byte
+	spans     []span
 }
 
 // span is one batch of a readCache: data[lo:hi].
@@ -36,12 +38,18 @@ type span struct {
 	first   int64
 	last    int64
 	control bool
+	aborted bool // of an aborted transaction, in a read_committed read
 }
 
-// holds reports whether the cache, read for p, has the batch holding offset o
-// (or is where a read from o began: the log may lack o itself).
-func (c *readCache) holds(p *Partition, o int64) bool {
-	return c.p == p && len(c.spans) > 0 && c.from <= o && o <= c.spans[len(c.spans)-1].last
+// skip reports whether the batch is never delivered: a transaction marker, or
+// an aborted transaction's records read read_committed.
+func (s span) skip() bool { return s.control || s.aborted }
+
+// holds reports whether the cache, read for p at the isolation level
+// committed says, has the batch holding offset o (or is where a read from o
+// began: the log may lack o itself).
+func (c *readCache) holds(p *Partition, committed bool, o int64) bool {
+	return c.p == p && c.committed == committed && len(c.spans) > 0 && c.from <= o && o <= c.spans[len(c.spans)-1].last
 }
 
 // span returns the index of the batch holding offset o, or of the first past it
@@ -111,7 +119,12 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		if ls, err := rp.ReadableLogStart(); err == nil && ls > p.Start() {
 			p.AdvanceTo(ls)
 		}
+		// The end of what the group may read: the high watermark, or the last
+		// stable offset for read_committed.
 		from, hwm := p.FetchOffset(), rp.HighWatermark()
+		if cfg.ReadCommitted {
+			hwm = rp.LastStableOffset()
+		}
 		if from >= hwm {
 			return acquisition{}, nil // caught up: appends bring more
 		}
@@ -128,13 +141,13 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 		// Read when the cache lacks from, or holds less than the acquisition
 		// could take, in offsets and in bytes (the first time round: a read may
 		// end early, at a segment's end).
-		if !c.holds(p, from) || (reads == 0 && c.end() < min(hwm, from+want) && c.bytesFrom(from) < maxBytes) {
+		if !c.holds(p, cfg.ReadCommitted, from) || (reads == 0 && c.end() < min(hwm, from+want) && c.bytesFrom(from) < maxBytes) {
 			if reads == 2 {
 				// Other members took what this fetch read, twice over; it
 				// waits for the next change like any other.
 				return acquisition{}, nil
 			}
-			read, err := m.readLocked(sp, rp, p, from, maxRecords, maxBytes)
+			read, err := m.readLocked(sp, rp, p, cfg.ReadCommitted, from, maxRecords, maxBytes)
 			if err != nil {
 				return acquisition{}, err
 			}
@@ -147,11 +160,11 @@ func (m *Manager) acquireLocked(sp *sharePartition, rp *replica.Partition, membe
 	}
 }
 
-// readLocked reads the log of sp from offset from into sp.cache for state p,
-// and reports whether it did. It releases sp.mu during the read: one read at a
+// readLocked reads the log of sp from offset from into sp.cache for state p
+// (read_committed when committed), and reports whether it did. It releases sp.mu during the read: one read at a
 // time per share partition (sp.readMu); when the state or the cache changed
 // meanwhile (another fetch's read), it reads nothing and the caller looks again.
-func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Partition, from int64, maxRecords, maxBytes int) (bool, error) {
+func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Partition, committed bool, from int64, maxRecords, maxBytes int) (bool, error) {
 	gen := sp.cacheGen
 	sp.unlocked(sp.readMu.Lock) // readMu is taken before mu
 	defer sp.readMu.Unlock()
@@ -162,7 +175,7 @@ func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Parti
 	var data []byte
 	var spans []span
 	var err error
-	sp.unlocked(func() { data, spans, err = readSpans(rp, from, n) })
+	sp.unlocked(func() { data, spans, err = readSpans(rp, from, n, committed) })
 	if err != nil {
 		return false, err
 	}
@@ -172,7 +185,7 @@ func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Parti
 		return true, nil
 	}
 	sp.cacheGen++
-	sp.cache = readCache{p: p, from: from, data: data, spans: spans}
+	sp.cache = readCache{p: p, committed: committed, from: from, data: data, spans: spans}
 	if k := len(spans); k > 0 {
 		if offsets := spans[k-1].last - spans[0].first + 1; offsets > 0 {
 			sp.recordBytes = float64(len(data)) / float64(offsets)
@@ -183,8 +196,14 @@ func (m *Manager) readLocked(sp *sharePartition, rp *replica.Partition, p *Parti
 
 // readSpans reads up to maxBytes of whole batches of rp from offset from into
 // memory and splits them into batches (up to the first that does not parse).
-func readSpans(rp *replica.Partition, from int64, maxBytes int) ([]byte, []span, error) {
-	res, err := rp.Read(from, maxBytes, replica.ReadUncommitted) // share.isolation.level's default
+// A read_committed read (committed) ends at the last stable offset and marks
+// the batches of aborted transactions.
+func readSpans(rp *replica.Partition, from int64, maxBytes int, committed bool) ([]byte, []span, error) {
+	iso := replica.ReadUncommitted
+	if committed {
+		iso = replica.ReadCommitted
+	}
+	res, err := rp.Read(from, maxBytes, iso)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,7 +222,11 @@ func readSpans(rp *replica.Partition, from int64, maxBytes int) ([]byte, []span,
 		if err != nil {
 			break
 		}
-		spans = append(spans, span{lo: lo, hi: lo + n, first: h.BaseOffset, last: h.LastOffset(), control: h.Control()})
+		s := span{lo: lo, hi: lo + n, first: h.BaseOffset, last: h.LastOffset(), control: h.Control()}
+		s.aborted = !s.control && h.Transactional() && slices.ContainsFunc(res.Aborted, func(a replica.AbortedTxn) bool {
+			return a.ProducerID == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset
+		})
+		spans = append(spans, s)
 		lo += n
 	}
 	return data, spans, nil
@@ -212,8 +235,9 @@ func readSpans(rp *replica.Partition, from int64, maxBytes int) ([]byte, []span,
 // acquireCachedLocked acquires for member from sp's read cache, which holds from.
 // It looks only at the batches a log read of maxBytes from from would return:
 // whole batches within maxBytes, the first one whatever its size so that the
-// member makes progress (KIP-74). Transaction markers do not count: they are
-// never sent, and a marker first would otherwise leave nothing to acquire. The
+// member makes progress (KIP-74). Transaction markers and (read_committed)
+// aborted batches do not count: they are never sent, and one first would
+// otherwise leave nothing to acquire. The
 // batches it answers with are among the ones counted, so the answer is at most
 // maxBytes unless it is one larger batch.
 func (m *Manager) acquireCachedLocked(sp *sharePartition, p *Partition, member string, now time.Time, cfg GroupConfig, from int64, maxRecords, maxBytes int, strict bool) acquisition {
@@ -221,7 +245,7 @@ func (m *Manager) acquireCachedLocked(sp *sharePartition, p *Partition, member s
 	spans := c.spans[c.span(from):]
 	n, size := 0, 0
 	for ; n < len(spans); n++ {
-		if s := spans[n]; !s.control {
+		if s := spans[n]; !s.skip() {
 			if size > 0 && size+s.hi-s.lo > maxBytes {
 				break
 			}
@@ -231,7 +255,7 @@ func (m *Manager) acquireCachedLocked(sp *sharePartition, p *Partition, member s
 	spans = spans[:n]
 	batches := sp.batches[:0]
 	for _, s := range spans {
-		batches = append(batches, Batch{First: s.first, Last: s.last, Control: s.control})
+		batches = append(batches, Batch{First: s.first, Last: s.last, Control: s.skip()})
 	}
 	sp.batches = batches
 	acquired := p.Acquire(member, now, cfg.Limits, batches, maxRecords, strict)

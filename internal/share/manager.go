@@ -18,8 +18,13 @@ import (
 type GroupConfig struct {
 	Limits
 	// AutoOffsetReset is share.auto.offset.reset: where a share partition without
-	// state starts, "latest" (the high watermark) or "earliest" (the log start).
+	// state starts, "latest" (the high watermark), "earliest" (the log start) or
+	// "by_duration:<ISO 8601 duration>" (the first record that recent).
 	AutoOffsetReset string
+	// ReadCommitted is share.isolation.level=read_committed: records are
+	// acquired only below the last stable offset, and those of aborted
+	// transactions are archived, never delivered.
+	ReadCommitted bool
 	// DeadLetter is the group's dead-letter topic (deadletter.go).
 	DeadLetter DeadLetterConfig
 }
@@ -409,16 +414,32 @@ func (m *Manager) loadState(ctx context.Context, k Key, rp *replica.Partition, e
 		if err := m.parts.SyncMetadata(ctx); err != nil {
 			return Snapshot{}, err
 		}
-		start := rp.HighWatermark()
-		if m.groupConfig(k.Group).AutoOffsetReset == "earliest" {
-			if start, err = rp.ReadableLogStart(); err != nil {
-				return Snapshot{}, err
-			}
+		start, err := m.resetOffset(ctx, m.groupConfig(k.Group).AutoOffsetReset, rp)
+		if err != nil {
+			return Snapshot{}, err
 		}
 		if err := m.store.Initialize(ctx, k, 0, start); err != nil && !errors.Is(err, kerr.FencedStateEpoch) {
 			return Snapshot{}, err
 		}
 	}
+}
+
+// resetOffset is where share.auto.offset.reset starts a share partition of rp
+// without state: the log start (earliest), the first record at most a duration
+// old (by_duration:<duration>; the high watermark when every record is older),
+// else the high watermark (latest).
+func (m *Manager) resetOffset(ctx context.Context, reset string, rp *replica.Partition) (int64, error) {
+	if reset == "earliest" {
+		return rp.ReadableLogStart()
+	}
+	if d, ok, err := metadata.ShareResetByDuration(reset); ok && err == nil {
+		ts := m.cfg.Now().Add(-d).UnixMilli()
+		off, _, _, found, err := rp.ListOffset(ctx, ts, replica.ReadUncommitted)
+		if err != nil || found {
+			return off, err
+		}
+	}
+	return rp.HighWatermark(), nil
 }
 
 // saveCode is the answer to changes whose save failed with err.

@@ -233,7 +233,7 @@ func (p *Partition) Locked(now time.Time) bool {
 // Batch is the offset range of one record batch of the log.
 type Batch struct {
 	First, Last int64
-	Control     bool // a transaction marker: never delivered
+	Control     bool // a transaction marker, or an aborted transaction's read_committed: never delivered
 }
 
 // AcquiredRange is a run of acquired offsets with one delivery count.
