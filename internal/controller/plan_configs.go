@@ -192,7 +192,7 @@ func planConfigs(img *metadata.Image, n int, resource func(int) (metadata.Resour
 			switch {
 			case err != nil:
 			case rt == metadata.ResourceTopic:
-				err = metadata.CheckTopicConfigs(next.Topic(name).Overrides, next.BrokerConfigs(""))
+				err = metadata.CheckTopicConfigChange(current, next.Topic(name).Overrides, next.BrokerConfigs(""))
 			case rt == metadata.ResourceGroup:
 				err = metadata.CheckGroupConfigs(img, next, name)
 			}

@@ -26,3 +26,39 @@ func TestPlanRemoteStorageRefusedForCompactedTopics(t *testing.T) {
 		t.Fatalf("creating a compacted tiered topic: %v", err)
 	}
 }
+
+// A tiered topic turns remote storage off only with
+// remote.log.delete.on.disable=true (KIP-950), whichever request does it.
+func TestPlanTurningRemoteStorageOff(t *testing.T) {
+	base := configBase(t)
+	recs, res := PlanIncrementalAlterConfigs(base, []IncrementalAlterConfigsResource{{Type: metadata.ResourceTopic, Name: "orders",
+		Ops: []AlterConfigOp{{Key: "remote.storage.enable", Op: OpSet, Value: "true"}, {Key: "cleanup.policy", Op: OpSet, Value: "delete"}}}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	tiered, err := metadata.ApplyAll(base, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		ops  []AlterConfigOp
+		ok   bool
+	}{
+		{"set false", []AlterConfigOp{{Key: "remote.storage.enable", Op: OpSet, Value: "false"}}, false},
+		{"delete the key", []AlterConfigOp{{Key: "remote.storage.enable", Op: OpDelete}}, false},
+		{"set false and delete", []AlterConfigOp{{Key: "remote.storage.enable", Op: OpSet, Value: "false"},
+			{Key: "remote.log.delete.on.disable", Op: OpSet, Value: "true"}}, true},
+		{"stop copying", []AlterConfigOp{{Key: "remote.log.copy.disable", Op: OpSet, Value: "true"}}, true},
+	} {
+		_, res := PlanIncrementalAlterConfigs(tiered, []IncrementalAlterConfigsResource{{Type: metadata.ResourceTopic, Name: "orders", Ops: tt.ops}})
+		if tt.ok != (res[0].Err == nil) || res[0].Err != nil && !errors.Is(res[0].Err, metadata.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ok=%v", tt.name, res[0].Err, tt.ok)
+		}
+	}
+	_, ares := PlanAlterConfigs(tiered, []AlterConfigsResource{{Type: metadata.ResourceTopic, Name: "orders",
+		Configs: map[string]string{"cleanup.policy": "delete"}}})
+	if !errors.Is(ares[0].Err, metadata.ErrInvalidConfig) {
+		t.Errorf("AlterConfigs leaving remote.storage.enable out: %v, want INVALID_CONFIG", ares[0].Err)
+	}
+}

@@ -48,6 +48,10 @@ var configDocs = map[string]string{
 		"or reuses a segment file retention released, so that appends overwrite blocks already on disk and " +
 		"their fsyncs skip the file system's journal commit; the zeros are written on top of the data. " +
 		"Applies to a partition's log when it is opened.",
+	"remote.log.copy.disable": "On a tiered topic, stops uploading segments; the remote part is still read " +
+		"and kept by retention.ms and retention.bytes (local retention must then equal them).",
+	"remote.log.delete.on.disable": "Must be true to turn remote.storage.enable off on a tiered topic: the " +
+		"remote part is then deleted and the log starts at the local log start.",
 	"remote.storage.enable": "Whether the topic's sealed segments are uploaded to the object store (tiered " +
 		"storage) and read from it once removed locally.",
 	"retention.bytes":     "The most bytes each partition keeps before the oldest segments are deleted; -1 for no limit.",

@@ -114,9 +114,14 @@ type TopicConfig struct {
 	MinInsyncReplicas           int32
 	Preallocate                 bool
 	RemoteStorageEnable         bool
-	RetentionBytes              int64
-	RetentionMs                 int64
-	SegmentBytes                int32
+	// RemoteLogCopyDisable stops uploads while the remote part is still read
+	// and kept by retention; RemoteLogDeleteOnDisable allows turning remote
+	// storage off, deleting the remote part (KIP-950).
+	RemoteLogCopyDisable     bool
+	RemoteLogDeleteOnDisable bool
+	RetentionBytes           int64
+	RetentionMs              int64
+	SegmentBytes             int32
 	// InternalSegmentBytes is internal.segment.bytes: when above 0, the segment
 	// size in place of SegmentBytes, below segment.bytes' 1 MiB floor (tests).
 	InternalSegmentBytes        int32
@@ -291,6 +296,10 @@ var topicConfigDefs = []ConfigDef{
 		int32Key(1, maxInt32, func(c *TopicConfig) *int32 { return &c.MinInsyncReplicas })},
 	{"preallocate", ConfigTypeBoolean, "false", "log.preallocate",
 		boolean(func(c *TopicConfig) *bool { return &c.Preallocate })},
+	{"remote.log.copy.disable", ConfigTypeBoolean, "false", "",
+		boolean(func(c *TopicConfig) *bool { return &c.RemoteLogCopyDisable })},
+	{"remote.log.delete.on.disable", ConfigTypeBoolean, "false", "",
+		boolean(func(c *TopicConfig) *bool { return &c.RemoteLogDeleteOnDisable })},
 	{"remote.storage.enable", ConfigTypeBoolean, "false", "",
 		boolean(func(c *TopicConfig) *bool { return &c.RemoteStorageEnable })},
 	{"retention.bytes", ConfigTypeLong, "-1", "log.retention.bytes",

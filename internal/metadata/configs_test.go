@@ -24,7 +24,8 @@ func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
 			t.Errorf("%s has no documentation", d.Name)
 		}
 		switch d.Name {
-		case "remote.storage.enable", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+		case "remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable",
+			"leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
 			TopicDeadLetterGroupEnable, TopicInternalSegmentBytes:
 			if d.BrokerName != "" {
 				t.Errorf("%s has a broker synonym %q; it is topic-only in Kafka", d.Name, d.BrokerName)

@@ -3,30 +3,47 @@ package metadata
 import "fmt"
 
 // CheckTopicConfigs checks the rules that tie several topic keys together, on
-// the configuration a topic would have with these overrides and cluster-wide
-// broker values, as Kafka's LogConfig does. On every topic,
-// min.compaction.lag.ms may not exceed max.compaction.lag.ms (in Kafka's
-// words). On topics with remote.storage.enable=true, the topic may not be
-// compacted, and local retention (local.retention.ms / .bytes, -2 meaning the
-// total) may neither be unbounded under a bounded total nor exceed it.
+// the configuration a new topic would have with these overrides and
+// cluster-wide broker values (CheckTopicConfigChange with no previous
+// overrides).
 func CheckTopicConfigs(overrides, clusterDefaults map[string]string) error {
+	return CheckTopicConfigChange(nil, overrides, clusterDefaults)
+}
+
+// CheckTopicConfigChange checks the rules that tie several topic keys
+// together, on the configuration a topic whose overrides were previous
+// would have with these overrides and cluster-wide broker values, as Kafka's
+// LogConfig does. On every topic, min.compaction.lag.ms may not exceed
+// max.compaction.lag.ms (in Kafka's words). On topics with
+// remote.storage.enable=true, the topic may not be compacted, local
+// retention (local.retention.ms / .bytes, -2 meaning the total) may neither
+// be unbounded under a bounded total nor exceed it, and with
+// remote.log.copy.disable=true it must be the total. A topic that had
+// remote.storage.enable=true turns it off only with
+// remote.log.delete.on.disable=true (KIP-950: its remote part is deleted).
+func CheckTopicConfigChange(previous, overrides, clusterDefaults map[string]string) error {
 	c := resolveTopicConfig(overrides, clusterDefaults)
 	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
 		return KafkaText(ErrInvalidConfig, "conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)",
 			c.MinCompactionLagMs, c.MaxCompactionLagMs)
 	}
 	if !c.RemoteStorageEnable {
+		if resolveTopicConfig(previous, clusterDefaults).RemoteStorageEnable && !c.RemoteLogDeleteOnDisable {
+			return KafkaText(ErrInvalidConfig, "It is invalid to disable remote storage without deleting remote data. "+
+				"If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. "+
+				"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+		}
 		return nil
 	}
 	if c.CleanupPolicy&CleanupCompact != 0 {
 		return fmt.Errorf("%w: remote log storage is unsupported for compacted topics (remote.storage.enable=true with cleanup.policy %q)", ErrInvalidConfig, "compact")
 	}
 	for _, r := range []struct {
-		key          string
-		local, total int64
+		key, totalKey string
+		local, total  int64
 	}{
-		{"local.retention.ms", c.LocalRetentionMs, c.RetentionMs},
-		{"local.retention.bytes", c.LocalRetentionBytes, c.RetentionBytes},
+		{"local.retention.ms", "retention.ms", c.LocalRetentionMs, c.RetentionMs},
+		{"local.retention.bytes", "retention.bytes", c.LocalRetentionBytes, c.RetentionBytes},
 	} {
 		switch {
 		case r.local == -2 || r.total == -1:
@@ -34,6 +51,10 @@ func CheckTopicConfigs(overrides, clusterDefaults map[string]string) error {
 			return fmt.Errorf("%w: %s must not be -1 as retention is bounded (%d)", ErrInvalidConfig, r.key, r.total)
 		case r.local > r.total:
 			return fmt.Errorf("%w: %s %d must not be more than the total retention %d", ErrInvalidConfig, r.key, r.local, r.total)
+		}
+		if c.RemoteLogCopyDisable && r.local != -2 && r.local != r.total {
+			return KafkaText(ErrInvalidConfig, "When `remote.log.copy.disable` is set to true, the `%s` and `%s` must be set to "+
+				"the identical value because there will be no more logs copied to the remote storage.", r.key, r.totalKey)
 		}
 	}
 	return nil

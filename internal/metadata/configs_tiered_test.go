@@ -57,3 +57,45 @@ func TestLocalRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTopicConfigsDisablingTiers covers KIP-950's rules, as Kafka's
+// LogConfig.validateTopicLogConfigValues checks them: remote storage is
+// turned off only with remote.log.delete.on.disable=true, and a tiered
+// topic that stops copying keeps no local retention apart from its total.
+func TestCheckTopicConfigsDisablingTiers(t *testing.T) {
+	tiered := map[string]string{"remote.storage.enable": "true"}
+	tests := []struct {
+		name      string
+		previous  map[string]string
+		overrides map[string]string
+		ok        bool
+	}{
+		{"turning off without deleting", tiered, map[string]string{"remote.storage.enable": "false"}, false},
+		{"turning off by removing the key", tiered, map[string]string{}, false},
+		{"turning off and deleting", tiered, map[string]string{"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"}, true},
+		{"never tiered", map[string]string{}, map[string]string{"remote.storage.enable": "false"}, true},
+		{"created untiered", nil, map[string]string{"remote.storage.enable": "false"}, true},
+		{"turning back on", map[string]string{"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"}, tiered, true},
+		{"copy disabled", tiered, map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "true"}, true},
+		{"copy disabled with local ms below total", tiered,
+			map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "true", "local.retention.ms": "1000"}, false},
+		{"copy disabled with local bytes below total", tiered,
+			map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "true", "local.retention.bytes": "10", "retention.bytes": "100"}, false},
+		{"copy disabled with local equal to total", tiered,
+			map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "true", "local.retention.ms": "1000", "retention.ms": "1000"}, true},
+		{"copy disabled on an untiered topic", nil, map[string]string{"remote.log.copy.disable": "true", "local.retention.ms": "1000"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckTopicConfigChange(tt.previous, tt.overrides, nil)
+			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
+				t.Fatalf("CheckTopicConfigChange = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+	for _, key := range []string{"remote.log.copy.disable", "remote.log.delete.on.disable"} {
+		if err := ValidateConfigChange(ResourceTopic, key, "true"); err != nil {
+			t.Errorf("%s=true: %v", key, err)
+		}
+	}
+}

@@ -16,7 +16,8 @@ import (
 //
 //   - RunTiering uploads, on the leader, every closed segment below the
 //     high-water mark, retrying with backoff while the store fails (appends and
-//     local reads go on meanwhile; the upload lag grows).
+//     local reads go on meanwhile; the upload lag grows); nothing
+//     with remote.log.copy.disable=true.
 //   - The cleaner applies local retention (local.retention.*) only to uploaded
 //     segments, and, on the leader, whole-log retention (retention.*) to the
 //     remote part. Followers reload the manifest to learn what is uploaded.
@@ -49,25 +50,36 @@ func tierRetention(tc metadata.TopicConfig) storage.TierRetention {
 }
 
 // applyTier gives p a tier when its topic enables remote storage and this broker
-// has a store, updates its retention, or drops it when the topic no longer
-// enables remote storage (the remote data then stays where it is, unused).
+// has a store, updates its retention and whether it uploads
+// (remote.log.copy.disable), or drops it when the topic no longer enables
+// remote storage. A leader that drops it for remote.storage.enable=false with
+// remote.log.delete.on.disable=true deletes the remote part (KIP-950, as
+// Kafka's TopicConfigHandler: the log then starts at the local log start);
+// otherwise (a compacted topic, a broker without a store) the remote data
+// stays where it is, unused.
 func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 	tier := p.tier.Load()
 	switch {
 	case m.opts.Remote == nil || !tc.RemoteStorageEnable || tc.CleanupPolicy&metadata.CleanupCompact != 0:
 		if tier != nil {
 			p.tier.Store(nil)
+			if !tc.RemoteStorageEnable && tc.RemoteLogDeleteOnDisable && p.IsLeader() {
+				m.deleteRemoteOf(p, tier)
+			}
 		}
 	case tier == nil:
-		p.tier.Store(storage.NewTier(p.log, storage.TierConfig{
+		tier = storage.NewTier(p.log, storage.TierConfig{
 			Store:     m.opts.Remote,
 			Prefix:    tierPrefix(p.Topic, p.TopicID, p.Index),
 			Cache:     m.opts.RemoteCache,
 			Retention: tierRetention(tc),
 			Now:       m.now,
-		}))
+		})
+		tier.SetCopyDisabled(tc.RemoteLogCopyDisable)
+		p.tier.Store(tier)
 	default:
 		tier.SetRetention(tierRetention(tc))
+		tier.SetCopyDisabled(tc.RemoteLogCopyDisable)
 	}
 }
 
@@ -297,20 +309,23 @@ func (p *Partition) deleteRecordsTiered(tier *storage.Tier, offset int64) (int64
 const remoteDeleteTimeout = 5 * time.Minute
 
 // deleteRemote deletes, in the background, every object of a tiered partition
-// whose topic was deleted (every replica tries; deletes are idempotent). Objects
-// a failure leaves behind are logged; they belong to no topic any more. The
-// deletion is one of the Manager's own goroutines: Close cancels it and waits
-// for it, so no store request outlives the Manager.
+// whose topic was deleted (every replica tries; deletes are idempotent).
 func (m *Manager) deleteRemote(p *Partition) {
-	tier := p.Tier()
-	if tier == nil {
-		return
+	if tier := p.Tier(); tier != nil {
+		m.deleteRemoteOf(p, tier)
 	}
+}
+
+// deleteRemoteOf deletes, in the background, every object of p's tier.
+// Objects a failure leaves behind are logged; nothing reads them any more.
+// The deletion is one of the Manager's own goroutines: Close cancels it and
+// waits for it, so no store request outlives the Manager.
+func (m *Manager) deleteRemoteOf(p *Partition, tier *storage.Tier) {
 	m.goOwned(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, remoteDeleteTimeout)
 		defer cancel()
 		if err := tier.DeleteAll(ctx); err != nil {
-			m.log.Warn("deleting a deleted topic's remote objects", "topic", p.Topic, "partition", p.Index, "err", err)
+			m.log.Warn("deleting a partition's remote objects", "topic", p.Topic, "partition", p.Index, "err", err)
 		}
 	})
 }

@@ -110,6 +110,9 @@ type Tier struct {
 	// were too recent to tell from puts in progress (zero: none kept).
 	sweepAt   time.Time
 	retention atomic.Pointer[TierRetention]
+	// copyDisabled (remote.log.copy.disable, KIP-950): Upload uploads
+	// nothing, and local retention no longer waits for uploads.
+	copyDisabled atomic.Bool
 
 	mu struct {
 		sync.RWMutex
@@ -162,6 +165,12 @@ func NewTier(log *Log, cfg TierConfig) *Tier {
 
 // SetRetention changes the retention the next EnforceRetention applies.
 func (t *Tier) SetRetention(r TierRetention) { t.retention.Store(&r) }
+
+// SetCopyDisabled stops (or resumes) uploads, as remote.log.copy.disable does:
+// the remote part is still read and kept by the whole-log retention, and
+// local retention deletes segments below the high-water mark whether or not
+// they were uploaded (the topic's local retention is then its total).
+func (t *Tier) SetCopyDisabled(disabled bool) { t.copyDisabled.Store(disabled) }
 
 // Load reads the partition's manifest from the store (a partition without one
 // has nothing remote) and moves the log's start up to the manifest's when it
@@ -373,9 +382,12 @@ func (l *Log) closedBytesFrom(offset int64) int64 {
 
 // Upload uploads, in order, every closed segment (or the part of one) at or
 // above the manifest's End and wholly below highWatermark, committing each in
-// the manifest under leaderEpoch. It returns how many segments it committed; on
+// the manifest under leaderEpoch; nothing while copying is disabled. It returns how many segments it committed; on
 // an error the earlier ones stay committed and the next call carries on.
 func (t *Tier) Upload(ctx context.Context, highWatermark int64, leaderEpoch int32) (int, error) {
+	if t.copyDisabled.Load() {
+		return 0, nil
+	}
 	t.passMu.Lock()
 	defer t.passMu.Unlock()
 	n, err := t.uploadLocked(ctx, highWatermark, leaderEpoch)
@@ -832,7 +844,10 @@ func (t *Tier) EnforceLocalRetention(highWatermark int64) (int, error) {
 
 func (t *Tier) enforceLocalLocked(m manifest, highWatermark int64) (int, error) {
 	r := t.retention.Load()
-	return t.log.enforceRetention(min(highWatermark, m.End), r.LocalAge, r.LocalBytes)
+	if !t.copyDisabled.Load() {
+		highWatermark = min(highWatermark, m.End)
+	}
+	return t.log.enforceRetention(highWatermark, r.LocalAge, r.LocalBytes)
 }
 
 // incompleteUploadAge is how long after its last write the orphan sweep
