@@ -41,9 +41,11 @@ type Reassignment struct {
 // A target the ISR already holds completes at once. A new target while one is
 // in progress is measured against the current replicas (adding ones
 // included). Cancelling goes back to the original replicas (Replicas minus
-// Adding) by the same completion step. Errors: ErrUnknownTopic,
-// ErrInvalidReplicaAssignment (empty, repeated or unregistered replicas; a
-// cancel with no original replica in sync), ErrInvalidReplicationFactor
+// Adding) by the same completion step; with no original replica in sync only
+// where the topic allows an unclean election (endReassignment). Errors:
+// ErrUnknownTopic, ErrInvalidReplicaAssignment (empty, repeated or
+// unregistered replicas; a cancel with no original replica in sync and
+// unclean elections off), ErrInvalidReplicationFactor
 // (KeepReplicationFactor), ErrNoReassignmentInProgress (cancel of none).
 func PlanAlterReassignments(img *metadata.Image, reqs []Reassignment, down ShuttingDown) ([]metadata.Record, []error) {
 	var all []metadata.Record
@@ -72,9 +74,11 @@ func planReassignment(img *metadata.Image, req Reassignment, down ShuttingDown) 
 		if !p.Reassigning() {
 			return nil, fmt.Errorf("%w: %s", metadata.ErrNoReassignmentInProgress, name)
 		}
-		rec, err := endReassignment(img, p, p.OriginalReplicas(), down)
+		unclean := img.Topic(req.Topic).Config.UncleanLeaderElectionEnable
+		rec, err := endReassignment(img, p, p.OriginalReplicas(), down, unclean)
 		if err != nil {
-			return nil, fmt.Errorf("cancelling the reassignment of %s: %w", name, err)
+			return nil, metadata.KafkaText(metadata.ErrInvalidReplicaAssignment,
+				"Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", req.Topic, req.Partition)
 		}
 		return []metadata.Record{rec}, nil
 	}
@@ -128,7 +132,7 @@ func maybeCompleteReassignment(img *metadata.Image, p *metadata.Partition, down 
 			return nil
 		}
 	}
-	rec, err := endReassignment(img, p, target, down)
+	rec, err := endReassignment(img, p, target, down, false)
 	if err != nil {
 		return nil // unreachable: the ISR holds the whole target
 	}
@@ -138,6 +142,10 @@ func maybeCompleteReassignment(img *metadata.Image, p *metadata.Partition, down 
 // endReassignment moves p to the replica set final, ending its reassignment:
 // the ISR keeps its members in final, and a leader outside final hands over
 // to the first eligible replica of final in the new ISR (none: no leader).
+// With no member of final in the ISR it fails, unless unclean: then, as
+// Kafka's PartitionReassignmentRevert and unclean election, the first replica
+// of final is the ISR, and if it is not eligible the first eligible replica
+// of final leads as the ISR's only member.
 //
 // Electing a leader (also for a partition that had none) moves to the next
 // leader epoch, and so does removing a replica even when the leader stays, as
@@ -146,7 +154,7 @@ func maybeCompleteReassignment(img *metadata.Image, p *metadata.Partition, down 
 // included. Without it such a fetch, answered after the replica was added
 // back empty at the same epoch, credited the new replica with the old one's
 // log end, and it joined the ISR holding nothing.
-func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, down ShuttingDown) (*metadata.ReassignmentRecord, error) {
+func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, down ShuttingDown, unclean bool) (*metadata.ReassignmentRecord, error) {
 	var isr []int32
 	for _, id := range p.ISR {
 		if slices.Contains(final, id) {
@@ -154,11 +162,14 @@ func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, 
 		}
 	}
 	if len(isr) == 0 {
-		return nil, fmt.Errorf("%w: no replica of %v is in sync (isr %v)", metadata.ErrInvalidReplicaAssignment, final, p.ISR)
+		if !unclean {
+			return nil, fmt.Errorf("%w: no replica of %v is in sync (isr %v)", metadata.ErrInvalidReplicaAssignment, final, p.ISR)
+		}
+		isr = final[:1]
 	}
 	leader, epoch := p.Leader, p.LeaderEpoch
-	if !slices.Contains(final, leader) {
-		leader, _ = ElectLeader(&metadata.Partition{Replicas: final}, isr, eligible(img, down), false)
+	if !slices.Contains(isr, leader) {
+		leader, isr = ElectLeader(&metadata.Partition{Replicas: final}, isr, eligible(img, down), unclean)
 	}
 	if leader != p.Leader || slices.ContainsFunc(p.Replicas, func(id int32) bool { return !slices.Contains(final, id) }) {
 		epoch++ // a new leader, as every leader change, or a removal

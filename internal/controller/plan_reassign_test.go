@@ -338,3 +338,50 @@ func TestAlterPartitionCompletingReassignmentElectsNewLeader(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelWithNoOriginalReplicaInSync: a move [1 2] -> [3 4] whose original
+// replicas have all left the ISR (3 alone in it, leading). Cancelling it
+// needs an unclean election of an original replica, as Kafka's
+// PartitionReassignmentRevert: refused with INVALID_REPLICA_ASSIGNMENT and
+// Kafka's message unless the topic allows unclean elections, in which case
+// the first original replica becomes the ISR and leads (a later one if it is
+// not live).
+func TestCancelWithNoOriginalReplicaInSync(t *testing.T) {
+	unclean := map[string]string{"unclean.leader.election.enable": "true"}
+	for _, tc := range []struct {
+		name    string
+		configs map[string]string
+		down    ShuttingDown
+		want    string // partitionString, or the error's text
+	}{
+		{"unclean elections off", nil, nil,
+			"Unable to revert partition assignment for orders:0 because it would require an unclean leader election."},
+		{"unclean elections on", unclean, nil,
+			"replicas [1 2] adding [] removing [] isr [1] leader 1 epoch 2"},
+		{"unclean elections on, the first original replica shutting down", unclean, ShuttingDown{1: true},
+			"replicas [1 2] adding [] removing [] isr [2] leader 2 epoch 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := withTopic(t, clusterImage(t, 4), "orders", idOrders, tc.configs, []int32{1, 2})
+			recs, errs := PlanAlterReassignments(img, []Reassignment{{Topic: "orders", Replicas: []int32{3, 4}}}, nil)
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			img = apply(t, img, recs...)
+			img = apply(t, img, &metadata.PartitionChangeRecord{TopicID: idOrders, BasePartitionEpoch: 1, Leader: 3, LeaderEpoch: 1, ISR: []int32{3}})
+			recs, errs = PlanAlterReassignments(img, []Reassignment{{Topic: "orders"}}, tc.down)
+			var got string
+			if errs[0] != nil {
+				got = errs[0].Error()
+				if !errors.Is(errs[0], metadata.ErrInvalidReplicaAssignment) {
+					t.Errorf("cancel: %v, want INVALID_REPLICA_ASSIGNMENT", errs[0])
+				}
+			} else {
+				got = partitionString(apply(t, img, recs...).Partition("orders", 0))
+			}
+			if got != tc.want {
+				t.Errorf("cancel: %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -8,7 +8,10 @@ package handlers
 // AllowReplicationFactorChange (KIP-860): false refuses a target of another
 // size with INVALID_REPLICATION_FACTOR. Per-partition errors:
 // UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (empty, repeated or
-// unregistered replicas), NO_REASSIGNMENT_IN_PROGRESS (cancel of none).
+// unregistered replicas), NO_REASSIGNMENT_IN_PROGRESS (cancel of none). A
+// request failed as a whole (not authorized, not the controller, the
+// controller failing it) carries its code at the top and on every partition,
+// as Kafka's answers it: Kafka's AdminClient counts the partitions even then.
 
 import (
 	"context"
@@ -37,9 +40,8 @@ func (h *Handlers) alterPartitionReassignments(ctx context.Context, _ *protocol.
 	}
 	errs, err := h.cluster.AlterPartitionReassignments(ctx, reqs)
 	if err != nil {
-		resp.ErrorCode = controllerErrorCode(err)
 		msg := err.Error()
-		resp.ErrorMessage = &msg
+		failReassignments(req, resp, controllerErrorCode(err), &msg)
 		return reply(resp)
 	}
 	h.awaitLocalApply(ctx)
@@ -61,4 +63,21 @@ func (h *Handlers) alterPartitionReassignments(ctx context.Context, _ *protocol.
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return reply(resp)
+}
+
+// failReassignments answers every partition of req, and resp as a whole, with
+// code and msg.
+func failReassignments(req *kmsg.AlterPartitionAssignmentsRequest, resp *kmsg.AlterPartitionAssignmentsResponse, code int16, msg *string) {
+	resp.ErrorCode, resp.ErrorMessage = code, msg
+	resp.Topics = resp.Topics[:0]
+	for _, t := range req.Topics {
+		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, msg
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
 }

@@ -292,7 +292,7 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.DescribeLogDirsResponse:
 		resp.ErrorCode = code
 	case *kmsg.AlterPartitionAssignmentsResponse:
-		resp.ErrorCode = code
+		failReassignments(req.(*kmsg.AlterPartitionAssignmentsRequest), resp, code, nil)
 	case *kmsg.ListPartitionReassignmentsResponse:
 		resp.ErrorCode = code
 	case *kmsg.UnregisterBrokerResponse:

@@ -166,7 +166,7 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
 	case *kmsg.AlterPartitionAssignmentsRequest:
-		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
+		failReassignments(req, resp.(*kmsg.AlterPartitionAssignmentsResponse), code, nil)
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.UnregisterBrokerRequest:
