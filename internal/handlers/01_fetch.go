@@ -5,7 +5,9 @@ package handlers
 //   v4: isolation level, last stable offset; v5: log start offset; v7: incremental
 //   fetch sessions (KIP-227, fetch_sessions.go);
 //   v9: current leader epoch (fencing); v11: rack id and preferred read replica
-//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names;
+//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names
+//   (KIP-516: an id the image lacks is UNKNOWN_TOPIC_ID; one whose hosted log is a
+//   deleted topic's of the same name, not yet replaced, INCONSISTENT_TOPIC_ID);
 //   v16 (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
 //   current leader and its endpoint (leader_hint.go).
 //   v17 and v18 add only tagged request fields a Kafka follower sends (its log
@@ -306,12 +308,16 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			iso, err := isolation(req.IsolationLevel)
 			anyReplica := replicaID < 0 && req.Version >= 11 // KIP-392: consumers may read from followers
 			var p *replica.Partition
-			switch {
-			case err != nil:
-			case anyReplica:
+			if err == nil {
 				p, err = h.hostedPartitionOf(mt, name, rp.Partition)
-			default:
-				p, err = h.leaderPartitionOf(mt, name, rp.Partition)
+			}
+			if err == nil && req.Version >= 13 && p.TopicID != rt.TopicID {
+				// The image knows the topic by this id, but the log hosted
+				// under its name is a deleted topic's, not yet replaced.
+				err = errInconsistentTopicID
+			}
+			if err == nil && !anyReplica && !p.IsLeader() {
+				err = replica.ErrNotLeader
 			}
 			if err == nil {
 				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
@@ -535,4 +541,7 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-var errInvalidIsolation = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
+var (
+	errInvalidIsolation    = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
+	errInconsistentTopicID = &metadata.KafkaError{Code: kerr.InconsistentTopicID.Code, Msg: "the log's topic id is not the request's"}
+)

@@ -436,3 +436,34 @@ func fetchPlain(t *testing.T, h *Handlers, conn *protocol.ConnInfo, sessionEpoch
 	r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
 	return serveRequest(t, h, conn, r).(*kmsg.FetchResponse)
 }
+
+// TestFetchInconsistentTopicID: while this broker still hosts the log of a
+// deleted "rv" and its image already holds "rv" recreated under a new id, a
+// Fetch v13+ by the new id is answered INCONSISTENT_TOPIC_ID, not the old
+// topic's records, as Kafka's ReplicaManager checks the log's topic id.
+// Strata used to find the log by name and serve it.
+func TestFetchInconsistentTopicID(t *testing.T) {
+	m, _, _ := fetchRulesHandlers(t, 1, 3, 0) // the old "rv", rulesTopicID, hosted here
+	newID := metadata.UUID{22}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "rv", ID: newID},
+		&metadata.PartitionRecord{TopicID: newID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img.WithOffset(2)}, m, nil, nil, logger)
+	for _, replicaID := range []int32{-1, 2} {
+		req := fetchRequest(13, 1<<20, 0)
+		req.ReplicaID = replicaID
+		req.Topics[0].TopicID = newID
+		resp := serve(t, h, req).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if _, records := batchesIn(p.RecordBatches); p.ErrorCode != kerr.InconsistentTopicID.Code || records != 0 {
+			t.Errorf("replica %d: Fetch v13 by the new topic id: error %d, %d records of the deleted topic; want INCONSISTENT_TOPIC_ID and none",
+				replicaID, p.ErrorCode, records)
+		}
+	}
+}
