@@ -13,9 +13,12 @@ package handlers
 //	S, -1    closes S; a full fetch without a session
 //	S, E>0   an incremental fetch in S; E must be S's next epoch
 //
-// An unknown S answers FETCH_SESSION_ID_NOT_FOUND and a wrong E
-// INVALID_FETCH_SESSION_EPOCH, with no partitions: the client then opens a new
-// session with a full fetch.
+// An unknown S answers FETCH_SESSION_ID_NOT_FOUND, a wrong E
+// INVALID_FETCH_SESSION_EPOCH, and a request naming topics otherwise than the
+// one that opened S (by id from v13, by name before) FETCH_SESSION_TOPIC_ID_ERROR,
+// each with no partitions: the client then opens a new session with a full
+// fetch. An incremental fetch that forgets the session's last partitions closes
+// it and is answered without a session (id 0).
 //
 // Fairness: an incremental fetch reads the session's partitions in its order and
 // stops reading records when the response's MaxBytes is spent, so after each
@@ -83,6 +86,9 @@ type fetchSession struct {
 	id        int32
 	nextEpoch int32
 	elem      *list.Element // in fetchSessions.lru
+	// usesTopicIDs: opened by a Fetch v13+, so its partitions are keyed by
+	// topic id, and only v13+ may use it (v12 and lower only without).
+	usesTopicIDs bool
 	// privileged: a follower's session. created and lastUsed are read and
 	// written under fetchSessions.mu, size too (len(parts) at the last use).
 	privileged        bool
@@ -140,6 +146,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		if sess == nil {
 			return req, sessionFetch{}
 		}
+		sess.usesTopicIDs = req.Version >= 13
 		sess.mu.Lock()
 		sess.update(req)
 		sess.size = len(sess.parts)
@@ -152,16 +159,23 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		return req, sessionFetch{errorCode: kerr.FetchSessionIDNotFound.Code}
 	case req.SessionEpoch != sess.nextEpoch:
 		return req, sessionFetch{errorCode: kerr.InvalidFetchSessionEpoch.Code}
+	case sess.usesTopicIDs != (req.Version >= 13):
+		return req, sessionFetch{errorCode: kerr.FetchSessionTopicIDError.Code}
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.update(req)
+	if len(sess.parts) == 0 {
+		// Nothing left to fetch: the session closes and the fetch is
+		// answered without one.
+		s.removeLocked(sess)
+		return req, sessionFetch{}
 	}
 	sess.nextEpoch = nextSessionEpoch(sess.nextEpoch)
 	s.lru.MoveToFront(sess.elem)
 	sess.lastUsed = s.now()
-	sess.mu.Lock()
-	sess.update(req)
 	sess.size = len(sess.parts)
-	full := sess.request(req)
-	sess.mu.Unlock()
-	return full, sessionFetch{session: sess, incremental: true}
+	return sess.request(req), sessionFetch{session: sess, incremental: true}
 }
 
 // nextSessionEpoch follows e, wrapping past the largest epoch to 1 (0 and -1 have
