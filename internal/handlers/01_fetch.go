@@ -316,11 +316,13 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 				// under its name is a deleted topic's, not yet replaced.
 				err = errInconsistentTopicID
 			}
-			if err == nil && !anyReplica && !p.IsLeader() {
-				err = replica.ErrNotLeader
-			}
 			if err == nil {
 				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
+			}
+			if err == nil && !anyReplica && !p.IsLeader() {
+				// After the epoch, as Kafka's Partition.getLocalLog: a
+				// client ahead of this broker's epoch waits for it.
+				err = replica.ErrNotLeader
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
