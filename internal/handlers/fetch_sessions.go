@@ -63,8 +63,8 @@ const (
 	sessionEpochFinal   int32 = -1
 )
 
-// sessionPartitionKey names a partition of a session: by topic id from v13, by
-// name before.
+// sessionPartitionKey names a partition of a session: by topic id from v13
+// (topic blank), by name before (topicID zero); see fetchSession.key.
 type sessionPartitionKey struct {
 	topic     string
 	topicID   [16]byte
@@ -75,7 +75,13 @@ type sessionPartitionKey struct {
 // it and what it was last told.
 type sessionPartition struct {
 	key sessionPartitionKey
-	req kmsg.FetchRequestTopicPartition
+	// topic is the topic's name when the partition joined (from v13, what
+	// the fetch handler found for its id then; "" if unknown), read from
+	// then on as Kafka's CachedPartition is: once the topic is deleted and
+	// another made under its name, the partition is that one's, whose log
+	// has another id (INCONSISTENT_TOPIC_ID).
+	topic string
+	req   kmsg.FetchRequestTopicPartition
 	// Last sent to the client; -2 before the first answer, so it is sent then.
 	highWatermark, lastStableOffset, logStartOffset int64
 }
@@ -265,13 +271,22 @@ func (s *fetchSessions) len() int {
 	return len(s.byID)
 }
 
+// key is the session's key of a partition of a request's or response's topic:
+// from v13 the name it carries is not part of it.
+func (sess *fetchSession) key(topic string, topicID [16]byte, partition int32) sessionPartitionKey {
+	if sess.usesTopicIDs {
+		topic = ""
+	}
+	return sessionPartitionKey{topic, topicID, partition}
+}
+
 // update applies the partitions req names (added, or with new positions) and the
 // ones it forgets. sess.mu is held.
 func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			sess.topics = nil
-			k := sessionPartitionKey{t.Topic, t.TopicID, p.Partition}
+			k := sess.key(t.Topic, t.TopicID, p.Partition)
 			if sp := sess.parts[k]; sp != nil {
 				if p.CurrentLeaderEpoch != sp.req.CurrentLeaderEpoch || p.FetchOffset < sp.req.FetchOffset {
 					// A new leadership or a truncated follower: its
@@ -281,14 +296,14 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 				sp.req = p
 				continue
 			}
-			sess.parts[k] = &sessionPartition{key: k, req: p, highWatermark: -2, lastStableOffset: -2, logStartOffset: -2}
+			sess.parts[k] = &sessionPartition{key: k, topic: t.Topic, req: p, highWatermark: -2, lastStableOffset: -2, logStartOffset: -2}
 			sess.order = append(sess.order, k)
 		}
 	}
 	forgot := false
 	for _, t := range req.ForgottenTopics {
 		for _, p := range t.Partitions {
-			k := sessionPartitionKey{t.Topic, t.TopicID, p}
+			k := sess.key(t.Topic, t.TopicID, p)
 			if _, ok := sess.parts[k]; ok {
 				delete(sess.parts, k)
 				forgot = true
@@ -315,14 +330,15 @@ func (sess *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
 	if sess.topics == nil {
 		sess.topics = []kmsg.FetchRequestTopic{}
 		for _, k := range sess.order {
+			sp := sess.parts[k]
 			n := len(sess.topics)
-			if n == 0 || sess.topics[n-1].Topic != k.topic || sess.topics[n-1].TopicID != k.topicID {
+			if n == 0 || sess.topics[n-1].Topic != sp.topic || sess.topics[n-1].TopicID != k.topicID {
 				t := kmsg.NewFetchRequestTopic()
-				t.Topic, t.TopicID = k.topic, k.topicID
+				t.Topic, t.TopicID = sp.topic, k.topicID
 				sess.topics = append(sess.topics, t)
 				n++
 			}
-			sess.topics[n-1].Partitions = append(sess.topics[n-1].Partitions, sess.parts[k].req)
+			sess.topics[n-1].Partitions = append(sess.topics[n-1].Partitions, sp.req)
 		}
 	}
 	full.Topics = sess.topics
@@ -351,7 +367,7 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 			f := files[p]
 			news := f != nil || len(p.RecordBatches) > 0 || p.ErrorCode != 0 ||
 				p.DivergingEpoch.Epoch >= 0 || p.PreferredReadReplica >= 0
-			if sp := sess.parts[sessionPartitionKey{t.Topic, t.TopicID, p.Partition}]; sp != nil {
+			if sp := sess.parts[sess.key(t.Topic, t.TopicID, p.Partition)]; sp != nil {
 				if sp.highWatermark != p.HighWatermark || sp.lastStableOffset != p.LastStableOffset || sp.logStartOffset != p.LogStartOffset {
 					news = true
 					sp.highWatermark, sp.lastStableOffset, sp.logStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset
@@ -370,7 +386,7 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 				kept[&parts[len(parts)-1]] = f
 			}
 			if sf.incremental && (f != nil || len(p.RecordBatches) > 0) {
-				read = append(read, sessionPartitionKey{t.Topic, t.TopicID, p.Partition})
+				read = append(read, sess.key(t.Topic, t.TopicID, p.Partition))
 			}
 		}
 		if len(parts) > 0 || !sf.incremental {
