@@ -5,7 +5,11 @@ package handlers
 //   v4: isolation level, last stable offset; v5: log start offset; v7: incremental
 //   fetch sessions (KIP-227, fetch_sessions.go);
 //   v9: current leader epoch (fencing); v11: rack id and preferred read replica
-//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names;
+//   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names
+//   (KIP-516: an id the image lacks is UNKNOWN_TOPIC_ID; one whose hosted log is a
+//   deleted topic's of the same name, not yet replaced, INCONSISTENT_TOPIC_ID; a
+//   session's partition keeps the name its id had when it joined, so once the topic
+//   is recreated it is INCONSISTENT_TOPIC_ID, once deleted UNKNOWN_TOPIC_OR_PARTITION);
 //   v16 (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
 //   current leader and its endpoint (leader_hint.go).
 //   v17 and v18 add only tagged request fields a Kafka follower sends (its log
@@ -52,6 +56,16 @@ import (
 func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.FetchRequest)
 	replicaID := fetchReplicaID(req)
+	if req.Version >= 13 {
+		// Names for the ids (not on the wire from v13): a partition
+		// joining a session keeps the name its id has now.
+		img := h.cluster.Image()
+		for i := range req.Topics {
+			if t := img.TopicByID(req.Topics[i].TopicID); t != nil {
+				req.Topics[i].Topic = t.Name
+			}
+		}
+	}
 	read, session := h.sessions.begin(req)
 	if session.errorCode != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -277,13 +291,13 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 		st := &resp.Topics[ti]
 		*st = kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		// From v13 a topic comes by id, with the name fetch found for it
+		// or the session kept ("": unknown then; found now by id).
 		name := rt.Topic
 		var mt *metadata.Topic // looked up once for all the topic's partitions
-		if req.Version >= 13 {
+		if req.Version >= 13 && name == "" {
 			if mt = img.TopicByID(rt.TopicID); mt != nil {
 				name = mt.Name
-			} else {
-				name = ""
 			}
 		} else {
 			mt = img.Topic(name)
@@ -306,15 +320,21 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 			iso, err := isolation(req.IsolationLevel)
 			anyReplica := replicaID < 0 && req.Version >= 11 // KIP-392: consumers may read from followers
 			var p *replica.Partition
-			switch {
-			case err != nil:
-			case anyReplica:
+			if err == nil {
 				p, err = h.hostedPartitionOf(mt, name, rp.Partition)
-			default:
-				p, err = h.leaderPartitionOf(mt, name, rp.Partition)
+			}
+			if err == nil && req.Version >= 13 && p.TopicID != rt.TopicID {
+				// The image knows the topic by this id, but the log hosted
+				// under its name is a deleted topic's, not yet replaced.
+				err = errInconsistentTopicID
 			}
 			if err == nil {
 				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
+			}
+			if err == nil && !anyReplica && !p.IsLeader() {
+				// After the epoch, as Kafka's Partition.getLocalLog: a
+				// client ahead of this broker's epoch waits for it.
+				err = replica.ErrNotLeader
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
@@ -535,4 +555,7 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-var errInvalidIsolation = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
+var (
+	errInvalidIsolation    = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "unknown isolation level"}
+	errInconsistentTopicID = &metadata.KafkaError{Code: kerr.InconsistentTopicID.Code, Msg: "the log's topic id is not the request's"}
+)

@@ -283,6 +283,8 @@ func TestFetchErrors(t *testing.T) {
 		{"an older leader epoch", "t", 0, 0, 2, kerr.FencedLeaderEpoch},
 		{"a newer leader epoch", "t", 0, 0, 4, kerr.UnknownLeaderEpoch},
 		{"led elsewhere", "t", 1, 0, -1, kerr.NotLeaderForPartition},
+		// The epoch is checked before the role, as Kafka's Partition.getLocalLog.
+		{"led elsewhere, a newer leader epoch", "t", 1, 0, 1, kerr.UnknownLeaderEpoch},
 		{"unknown topic", "nope", 0, 0, -1, kerr.UnknownTopicOrPartition},
 	} {
 		req := kmsg.NewPtrFetchRequest()

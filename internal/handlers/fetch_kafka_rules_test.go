@@ -436,3 +436,110 @@ func fetchPlain(t *testing.T, h *Handlers, conn *protocol.ConnInfo, sessionEpoch
 	r := &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req, ClientID: &cid}
 	return serveRequest(t, h, conn, r).(*kmsg.FetchResponse)
 }
+
+// TestFetchInconsistentTopicID: while this broker still hosts the log of a
+// deleted "rv" and its image already holds "rv" recreated under a new id, a
+// Fetch v13+ by the new id is answered INCONSISTENT_TOPIC_ID, not the old
+// topic's records, as Kafka's ReplicaManager checks the log's topic id.
+// Strata used to find the log by name and serve it.
+func TestFetchInconsistentTopicID(t *testing.T) {
+	m, _, _ := fetchRulesHandlers(t, 1, 3, 0) // the old "rv", rulesTopicID, hosted here
+	newID := metadata.UUID{22}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "rv", ID: newID},
+		&metadata.PartitionRecord{TopicID: newID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, fakeCluster{img: img.WithOffset(2)}, m, nil, nil, logger)
+	for _, replicaID := range []int32{-1, 2} {
+		req := fetchRequest(13, 1<<20, 0)
+		req.ReplicaID = replicaID
+		req.Topics[0].TopicID = newID
+		resp := serve(t, h, req).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if _, records := batchesIn(p.RecordBatches); p.ErrorCode != kerr.InconsistentTopicID.Code || records != 0 {
+			t.Errorf("replica %d: Fetch v13 by the new topic id: error %d, %d records of the deleted topic; want INCONSISTENT_TOPIC_ID and none",
+				replicaID, p.ErrorCode, records)
+		}
+	}
+}
+
+// movingCluster is fakeCluster whose image a test replaces.
+type movingCluster struct {
+	fakeCluster
+	cur *metadata.Image
+}
+
+func (c *movingCluster) Image() *metadata.Image { return c.cur }
+
+// TestFetchSessionTopicRecreated: a partition keeps in its session the topic
+// name its id had when it joined (Kafka's CachedPartition). Once "rv" is
+// deleted and recreated under a new id, each fetch of a session opened
+// before answers the partition INCONSISTENT_TOPIC_ID (the log under that name
+// is another topic's: franz-go resets its session on it); a deleted topic's
+// partition is UNKNOWN_TOPIC_OR_PARTITION; a full fetch by the old id,
+// without a session's name, UNKNOWN_TOPIC_ID. Strata used to answer the
+// session's partition UNKNOWN_TOPIC_ID, on which franz-go keeps its session
+// and the recreated topic is never fetched.
+func TestFetchSessionTopicRecreated(t *testing.T) {
+	m, _, img := fetchRulesHandlers(t, 1, 1, 0)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := &movingCluster{fakeCluster{img: img}, img}
+	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }, FetchSessionCacheSlots: 10}, c, m, nil, nil, logger)
+	req := fetchRequest(13, 1<<20, 10)
+	req.SessionEpoch = 0
+	resp := serve(t, h, req).(*kmsg.FetchResponse)
+	if resp.SessionID == 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("full fetch: session %d, error %d", resp.SessionID, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	id := resp.SessionID
+	incremental := func(epoch int32) int16 {
+		t.Helper()
+		req := fetchRequest(13, 1<<20)
+		req.Topics = nil
+		req.SessionID, req.SessionEpoch = id, epoch
+		resp := serve(t, h, req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("incremental fetch %d: error %d, topics %+v", epoch, resp.ErrorCode, resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+
+	// Deleted: the name is unknown.
+	deleted, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cur = deleted.WithOffset(2)
+	if got := incremental(1); got != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("topic deleted: session partition error %d, want UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+
+	// Recreated under a new id, its new log hosted here.
+	newID := metadata.UUID{22}
+	recreated, err := metadata.ApplyAll(deleted, []metadata.Record{
+		&metadata.TopicRecord{Name: "rv", ID: newID},
+		&metadata.PartitionRecord{TopicID: newID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recreated = recreated.WithOffset(3)
+	if err := m.Apply(recreated); err != nil {
+		t.Fatal(err)
+	}
+	c.cur = recreated
+	if got := incremental(2); got != kerr.InconsistentTopicID.Code {
+		t.Errorf("topic recreated: session partition error %d, want INCONSISTENT_TOPIC_ID", got)
+	}
+	resp = serve(t, h, fetchRequest(13, 1<<20, 0)).(*kmsg.FetchResponse)
+	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.UnknownTopicID.Code {
+		t.Errorf("topic recreated: full fetch by the old id: error %d, want UNKNOWN_TOPIC_ID", got)
+	}
+}

@@ -13,9 +13,12 @@ package handlers
 //	S, -1    closes S; a full fetch without a session
 //	S, E>0   an incremental fetch in S; E must be S's next epoch
 //
-// An unknown S answers FETCH_SESSION_ID_NOT_FOUND and a wrong E
-// INVALID_FETCH_SESSION_EPOCH, with no partitions: the client then opens a new
-// session with a full fetch.
+// An unknown S answers FETCH_SESSION_ID_NOT_FOUND, a wrong E
+// INVALID_FETCH_SESSION_EPOCH, and a request naming topics otherwise than the
+// one that opened S (by id from v13, by name before) FETCH_SESSION_TOPIC_ID_ERROR,
+// each with no partitions: the client then opens a new session with a full
+// fetch. An incremental fetch that forgets the session's last partitions closes
+// it and is answered without a session (id 0).
 //
 // Fairness: an incremental fetch reads the session's partitions in its order and
 // stops reading records when the response's MaxBytes is spent, so after each
@@ -60,8 +63,8 @@ const (
 	sessionEpochFinal   int32 = -1
 )
 
-// sessionPartitionKey names a partition of a session: by topic id from v13, by
-// name before.
+// sessionPartitionKey names a partition of a session: by topic id from v13
+// (topic blank), by name before (topicID zero); see fetchSession.key.
 type sessionPartitionKey struct {
 	topic     string
 	topicID   [16]byte
@@ -72,7 +75,13 @@ type sessionPartitionKey struct {
 // it and what it was last told.
 type sessionPartition struct {
 	key sessionPartitionKey
-	req kmsg.FetchRequestTopicPartition
+	// topic is the topic's name when the partition joined (from v13, what
+	// the fetch handler found for its id then; "" if unknown), read from
+	// then on as Kafka's CachedPartition is: once the topic is deleted and
+	// another made under its name, the partition is that one's, whose log
+	// has another id (INCONSISTENT_TOPIC_ID).
+	topic string
+	req   kmsg.FetchRequestTopicPartition
 	// Last sent to the client; -2 before the first answer, so it is sent then.
 	highWatermark, lastStableOffset, logStartOffset int64
 }
@@ -83,6 +92,9 @@ type fetchSession struct {
 	id        int32
 	nextEpoch int32
 	elem      *list.Element // in fetchSessions.lru
+	// usesTopicIDs: opened by a Fetch v13+, so its partitions are keyed by
+	// topic id, and only v13+ may use it (v12 and lower only without).
+	usesTopicIDs bool
 	// privileged: a follower's session. created and lastUsed are read and
 	// written under fetchSessions.mu, size too (len(parts) at the last use).
 	privileged        bool
@@ -140,6 +152,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		if sess == nil {
 			return req, sessionFetch{}
 		}
+		sess.usesTopicIDs = req.Version >= 13
 		sess.mu.Lock()
 		sess.update(req)
 		sess.size = len(sess.parts)
@@ -152,16 +165,23 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		return req, sessionFetch{errorCode: kerr.FetchSessionIDNotFound.Code}
 	case req.SessionEpoch != sess.nextEpoch:
 		return req, sessionFetch{errorCode: kerr.InvalidFetchSessionEpoch.Code}
+	case sess.usesTopicIDs != (req.Version >= 13):
+		return req, sessionFetch{errorCode: kerr.FetchSessionTopicIDError.Code}
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.update(req)
+	if len(sess.parts) == 0 {
+		// Nothing left to fetch: the session closes and the fetch is
+		// answered without one.
+		s.removeLocked(sess)
+		return req, sessionFetch{}
 	}
 	sess.nextEpoch = nextSessionEpoch(sess.nextEpoch)
 	s.lru.MoveToFront(sess.elem)
 	sess.lastUsed = s.now()
-	sess.mu.Lock()
-	sess.update(req)
 	sess.size = len(sess.parts)
-	full := sess.request(req)
-	sess.mu.Unlock()
-	return full, sessionFetch{session: sess, incremental: true}
+	return sess.request(req), sessionFetch{session: sess, incremental: true}
 }
 
 // nextSessionEpoch follows e, wrapping past the largest epoch to 1 (0 and -1 have
@@ -251,13 +271,22 @@ func (s *fetchSessions) len() int {
 	return len(s.byID)
 }
 
+// key is the session's key of a partition of a request's or response's topic:
+// from v13 the name it carries is not part of it.
+func (sess *fetchSession) key(topic string, topicID [16]byte, partition int32) sessionPartitionKey {
+	if sess.usesTopicIDs {
+		topic = ""
+	}
+	return sessionPartitionKey{topic, topicID, partition}
+}
+
 // update applies the partitions req names (added, or with new positions) and the
 // ones it forgets. sess.mu is held.
 func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			sess.topics = nil
-			k := sessionPartitionKey{t.Topic, t.TopicID, p.Partition}
+			k := sess.key(t.Topic, t.TopicID, p.Partition)
 			if sp := sess.parts[k]; sp != nil {
 				if p.CurrentLeaderEpoch != sp.req.CurrentLeaderEpoch || p.FetchOffset < sp.req.FetchOffset {
 					// A new leadership or a truncated follower: its
@@ -267,14 +296,14 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 				sp.req = p
 				continue
 			}
-			sess.parts[k] = &sessionPartition{key: k, req: p, highWatermark: -2, lastStableOffset: -2, logStartOffset: -2}
+			sess.parts[k] = &sessionPartition{key: k, topic: t.Topic, req: p, highWatermark: -2, lastStableOffset: -2, logStartOffset: -2}
 			sess.order = append(sess.order, k)
 		}
 	}
 	forgot := false
 	for _, t := range req.ForgottenTopics {
 		for _, p := range t.Partitions {
-			k := sessionPartitionKey{t.Topic, t.TopicID, p}
+			k := sess.key(t.Topic, t.TopicID, p)
 			if _, ok := sess.parts[k]; ok {
 				delete(sess.parts, k)
 				forgot = true
@@ -301,14 +330,15 @@ func (sess *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
 	if sess.topics == nil {
 		sess.topics = []kmsg.FetchRequestTopic{}
 		for _, k := range sess.order {
+			sp := sess.parts[k]
 			n := len(sess.topics)
-			if n == 0 || sess.topics[n-1].Topic != k.topic || sess.topics[n-1].TopicID != k.topicID {
+			if n == 0 || sess.topics[n-1].Topic != sp.topic || sess.topics[n-1].TopicID != k.topicID {
 				t := kmsg.NewFetchRequestTopic()
-				t.Topic, t.TopicID = k.topic, k.topicID
+				t.Topic, t.TopicID = sp.topic, k.topicID
 				sess.topics = append(sess.topics, t)
 				n++
 			}
-			sess.topics[n-1].Partitions = append(sess.topics[n-1].Partitions, sess.parts[k].req)
+			sess.topics[n-1].Partitions = append(sess.topics[n-1].Partitions, sp.req)
 		}
 	}
 	full.Topics = sess.topics
@@ -337,7 +367,7 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 			f := files[p]
 			news := f != nil || len(p.RecordBatches) > 0 || p.ErrorCode != 0 ||
 				p.DivergingEpoch.Epoch >= 0 || p.PreferredReadReplica >= 0
-			if sp := sess.parts[sessionPartitionKey{t.Topic, t.TopicID, p.Partition}]; sp != nil {
+			if sp := sess.parts[sess.key(t.Topic, t.TopicID, p.Partition)]; sp != nil {
 				if sp.highWatermark != p.HighWatermark || sp.lastStableOffset != p.LastStableOffset || sp.logStartOffset != p.LogStartOffset {
 					news = true
 					sp.highWatermark, sp.lastStableOffset, sp.logStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset
@@ -356,7 +386,7 @@ func (sf sessionFetch) finish(resp *kmsg.FetchResponse, files map[*kmsg.FetchRes
 				kept[&parts[len(parts)-1]] = f
 			}
 			if sf.incremental && (f != nil || len(p.RecordBatches) > 0) {
-				read = append(read, sessionPartitionKey{t.Topic, t.TopicID, p.Partition})
+				read = append(read, sess.key(t.Topic, t.TopicID, p.Partition))
 			}
 		}
 		if len(parts) > 0 || !sf.incremental {

@@ -386,3 +386,44 @@ func TestFetchSessionResendsToMovedFollower(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchSessionTopicIDUsage: a session opened by a Fetch of v13+ (topics by
+// id) used by one of v12 or lower (by name), or the other way round, is
+// answered FETCH_SESSION_TOPIC_ID_ERROR, as Kafka's FetchManager answers: its
+// partitions cannot be matched across the two. The session stays as it was.
+func TestFetchSessionTopicIDUsage(t *testing.T) {
+	for _, tc := range []struct{ open, use int16 }{{13, 12}, {12, 13}} {
+		s := newFetchSessions(1)
+		req := fetchReq(0, 0, "t", map[int32]int64{0: 0})
+		req.SetVersion(tc.open)
+		_, sf := s.begin(req)
+		req = fetchReq(sf.session.id, 1, "t", nil)
+		req.SetVersion(tc.use)
+		if _, sf := s.begin(req); sf.errorCode != kerr.FetchSessionTopicIDError.Code {
+			t.Errorf("session of v%d used by v%d: error %d, want FETCH_SESSION_TOPIC_ID_ERROR", tc.open, tc.use, sf.errorCode)
+		}
+		req.SetVersion(tc.open)
+		if _, sf := s.begin(req); sf.errorCode != 0 {
+			t.Errorf("session of v%d used by v%d after the refusal: error %d", tc.open, tc.open, sf.errorCode)
+		}
+	}
+}
+
+// TestFetchSessionClosesWhenEmpty: an incremental fetch that forgets the
+// session's last partitions closes it and is answered without a session (id
+// 0), as Kafka's FetchManager does; the client opens a new one with its next
+// full fetch.
+func TestFetchSessionClosesWhenEmpty(t *testing.T) {
+	s := newFetchSessions(1)
+	_, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}))
+	id := sf.session.id
+	read, sf := s.begin(fetchReq(id, 1, "t", nil, 0, 1))
+	resp := answer(read, nil)
+	sf.finish(resp, nil)
+	if resp.SessionID != 0 || sf.session != nil || s.len() != 0 {
+		t.Fatalf("forgetting every partition: answered session %d, %d sessions cached; want 0 and 0", resp.SessionID, s.len())
+	}
+	if _, sf := s.begin(fetchReq(id, 2, "t", nil)); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("the closed session: error %d, want FETCH_SESSION_ID_NOT_FOUND", sf.errorCode)
+	}
+}
