@@ -200,23 +200,35 @@ func newParentCmd(env *clientEnv, g *globalFlags, use, short string) *cobra.Comm
 		Use:                        use,
 		Short:                      short,
 		SuggestionsMinimumDistance: 2,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cmd.Help()
-			}
-			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, " or ") + "?"
-			}
-			return env.finish(cmd, cli.Usagef("%s", msg))
-		},
+		RunE:                       unknownSubcommand(env),
 	}
 	g.bind(cmd.PersistentFlags(), env)
 	completeValues(cmd, "output", "table", "json")
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return env.finish(c, cli.Usage(err))
-	})
+	cmd.SetFlagErrorFunc(flagError(env))
 	return cmd
+}
+
+// unknownSubcommand is the body of a command that only groups subcommands: its help
+// when called alone, else a usage error naming the unknown subcommand and the
+// nearest known ones.
+func unknownSubcommand(env *clientEnv) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return env.finish(cmd, cli.Usagef("%s", msg))
+	}
+}
+
+// flagError makes a flag that does not parse a usage error (exit status 2).
+func flagError(env *clientEnv) func(*cobra.Command, error) error {
+	return func(c *cobra.Command, err error) error {
+		return env.finish(c, cli.Usage(err))
+	}
 }
 
 // newLeafCmd is a client command directly under the root (produce, consume).
@@ -224,9 +236,7 @@ func newLeafCmd(env *clientEnv, g *globalFlags, cmd *cobra.Command, run runFunc)
 	g.bind(cmd.Flags(), env)
 	completeValues(cmd, "output", "table", "json")
 	cmd.RunE = clientRun(env, g, run)
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return env.finish(c, cli.Usage(err))
-	})
+	cmd.SetFlagErrorFunc(flagError(env))
 	return cmd
 }
 

@@ -209,7 +209,7 @@ func consume(ctx context.Context, s *session, f *consumeFlags, topic string) err
 		return err
 	}
 	if f.group != "" {
-		committed, err := fetchCommitted(lookupCtx, adm, f.group, topic)
+		committed, err := fetchCommitted(lookupCtx, adm, f.group)
 		if err != nil {
 			return err
 		}

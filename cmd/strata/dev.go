@@ -58,9 +58,10 @@ type devClusterFlags struct {
 
 func devCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Developer tools: run a local multi-node cluster",
-		Args:  cobra.NoArgs,
+		Use:                        "dev",
+		Short:                      "Developer tools: run a local multi-node cluster",
+		RunE:                       unknownSubcommand(processEnv()),
+		SuggestionsMinimumDistance: 2,
 	}
 	cmd.AddCommand(devClusterCmd())
 	return cmd

@@ -110,6 +110,12 @@ func TestExitStatusOfTheBinary(t *testing.T) {
 		{"bad flag", addr, []string{"consume", "t", "--bogus"}, 2, "unknown flag: --bogus"},
 		{"bad value", addr, []string{"topic", "list", "-o", "yaml"}, 2, `--output: "yaml"`},
 		{"unknown subcommand", addr, []string{"group", "lst"}, 2, "did you mean list?"},
+		{"unknown command", addr, []string{"topc", "list"}, 2, `strata: unknown command "topc" for "strata"; did you mean topic?`},
+		{"bad root flag", addr, []string{"--bogus"}, 2, "Run 'strata --help' for usage."},
+		{"bad server flag", addr, []string{"server", "--bogus"}, 2, "Run 'strata server --help' for usage."},
+		{"bad server flag value", addr, []string{"server", "--node-id", "one"}, 2, `invalid argument "one" for "--node-id"`},
+		{"unknown dev subcommand", addr, []string{"dev", "clustr"}, 2, `unknown command "clustr" for "strata dev"; did you mean cluster?`},
+		{"bad dev flag", addr, []string{"dev", "cluster", "--nodes", "x"}, 2, "Run 'strata dev cluster --help' for usage."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, code := runMain(t, tc.brokers, tc.args...)

@@ -308,7 +308,7 @@ partition's log. The group must have no active members to execute.`,
 			if execute && len(dg.Members) > 0 {
 				return fmt.Errorf("group %q is %s with %d members: stop them before resetting its offsets", group, dg.State, len(dg.Members))
 			}
-			committed, err := fetchCommitted(ctx, adm, group, topics...)
+			committed, err := fetchCommitted(ctx, adm, group)
 			if err != nil {
 				return err
 			}
@@ -390,10 +390,12 @@ func printReset(s *session, out resetOffsetsJSON, done, dryRun string) error {
 	return nil
 }
 
-// fetchCommitted returns a group's committed offsets in topics; a group that does not
-// exist (yet) has none.
-func fetchCommitted(ctx context.Context, adm *kadm.Client, group string, topics ...string) (kadm.OffsetResponses, error) {
-	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+// fetchCommitted returns a group's committed offsets; a group that does not exist
+// (yet) has none. It asks for all of them rather than for some topics' (kadm's
+// FetchOffsetsForTopics), which would look the topics up first and report one that
+// does not exist without its name: the callers' ListBounds names it.
+func fetchCommitted(ctx context.Context, adm *kadm.Client, group string) (kadm.OffsetResponses, error) {
+	committed, err := adm.FetchOffsets(ctx, group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return kadm.OffsetResponses{}, nil
 	}

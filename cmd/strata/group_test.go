@@ -139,6 +139,20 @@ func groupLifecycle(t *testing.T, addr string) {
 	if len(fresh.Offsets) != 2 {
 		t.Fatalf("dry run of a new group %+v", fresh)
 	}
+	// A topic that does not exist is named in the error, for a group with offsets
+	// and for a new one, dry run or not.
+	for _, args := range [][]string{
+		{group},
+		{group, "--execute"},
+		{group + "-new"},
+		{group, "--topic", topic},
+	} {
+		args = append([]string{"group", "reset-offsets", "--to", "earliest", "--topic", "no-such-topic"}, args...)
+		r := runAt(t, addr, "", args...)
+		if r.code != 1 || !strings.HasPrefix(r.err.Error(), `topic "no-such-topic": UNKNOWN_TOPIC_OR_PARTITION`) {
+			t.Errorf("%v: %s", args, r)
+		}
+	}
 	var done resetOffsetsJSON
 	mustJSONAt(t, addr, &done, "group", "reset-offsets", group, "--to", "earliest", "--topic", topic, "--execute")
 	if !done.Executed {

@@ -15,12 +15,20 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The root, and through it the commands that do not handle flag errors themselves
+	// (server, dev), report usage errors as the client commands do: exit status 2
+	// and where to find help.
+	env := processEnv()
 	root := &cobra.Command{
-		Use:           "strata",
-		Short:         "Strata: a Kafka-compatible event-streaming platform",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:                        "strata",
+		Short:                      "Strata: a Kafka-compatible event-streaming platform",
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		Args:                       cobra.ArbitraryArgs,
+		RunE:                       unknownSubcommand(env),
+		SuggestionsMinimumDistance: 2,
 	}
+	root.SetFlagErrorFunc(flagError(env))
 	root.AddCommand(serverCmd())
 	root.AddCommand(topicCmd())
 	root.AddCommand(produceCmd())

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/cli"
@@ -157,6 +158,15 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 		return err
 	}
 	defer cl.Close()
+	// Ask for the brokers before reading stdin: a listener that is not a Kafka broker
+	// this client can use (TLS or SASL missing) fails here at once, with the client's
+	// diagnosis, instead of every record after --timeout.
+	checkCtx, cancel := s.withTimeout(ctx)
+	_, err = kadm.NewClient(cl).BrokerMetadata(checkCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
 
 	// With a file on stdin the amount of work is known: count bytes, show an ETA.
 	unit, total := cli.UnitRecords, int64(0)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -376,5 +377,43 @@ func TestProduceInterrupted(t *testing.T) {
 	}
 	if got := values(consumeJSON(t, topic)); got != "one,two" {
 		t.Fatalf("consumed %q", got)
+	}
+}
+
+// hangUpListener accepts connections and closes each once its first request
+// arrives, as a TLS listener does with a plaintext client.
+func hangUpListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Read(make([]byte, 4096))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestProduceBrokerHangsUp: produce reports a listener that is not a usable Kafka
+// broker up front, with the client's diagnosis and before reading stdin, as the
+// other commands do; not as every record failed once --timeout has passed.
+func TestProduceBrokerHangsUp(t *testing.T) {
+	addr := hangUpListener(t)
+	for _, output := range []string{"table", "json"} {
+		r := runAt(t, addr, "a\nb\n", "produce", "t", "--timeout", "3s", "--output", output)
+		if r.code != 1 || r.err == nil || !strings.Contains(r.err.Error(), "closed the connection") ||
+			r.stdout != "" || strings.Contains(r.stderr, "line 1") || strings.Contains(r.err.Error(), "records failed") {
+			t.Errorf("--output %s: %s", output, r)
+		}
 	}
 }

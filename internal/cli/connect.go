@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -63,14 +64,24 @@ func ParseBrokers(s string) ([]string, error) {
 	return out, nil
 }
 
-// NoBrokerError says that no seed broker accepted a connection.
+// NoBrokerError says that no seed broker accepted a connection. Its message names
+// the cause of the last dial when it is not a refused connection (a host that does
+// not resolve, a timeout), which "is the server running?" would hide.
 type NoBrokerError struct {
 	Brokers []string
 	Err     error // the last dial error
 }
 
 func (e *NoBrokerError) Error() string {
-	return fmt.Sprintf("no broker at %s: is \"strata server\" running?", strings.Join(e.Brokers, ","))
+	at := "no broker at " + strings.Join(e.Brokers, ",")
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(e.Err, &dnsErr):
+		return fmt.Sprintf("%s: cannot resolve host %q (%s)", at, dnsErr.Name, dnsErr.Err)
+	case e.Err == nil || errors.Is(e.Err, syscall.ECONNREFUSED):
+		return at + `: is "strata server" running?`
+	}
+	return fmt.Sprintf("%s: is \"strata server\" running? (%v)", at, e.Err)
 }
 
 func (e *NoBrokerError) Unwrap() error { return e.Err }

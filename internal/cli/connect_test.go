@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +34,15 @@ func TestProbe(t *testing.T) {
 	}
 	if want := `no broker at ` + dead + `: is "strata server" running?`; err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
+	}
+	// A host that does not resolve is not a server that is down: say what failed.
+	err = Probe(ctx, Options{Brokers: []string{"nohost.invalid:9092"}, Timeout: time.Second})
+	var dnsErr *net.DNSError
+	if !errors.As(err, &nb) || !errors.As(err, &dnsErr) {
+		t.Fatalf("unresolvable broker: %v", err)
+	}
+	if want := `no broker at nohost.invalid:9092: cannot resolve host "nohost.invalid"`; !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("message %q, want it to start with %q", err, want)
 	}
 	if _, err := Connect(ctx, Options{Brokers: []string{dead}, Timeout: time.Second}); !errors.As(err, &nb) {
 		t.Fatalf("Connect to no broker: %v", err)
