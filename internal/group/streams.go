@@ -477,12 +477,20 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		}
 		if req.MemberEpoch == staticLeaveEpoch && m.instanceID != "" {
 			// A static member leaving for now: its tasks wait for it until its
-			// session times out or its instance comes back.
+			// session times out or its instance comes back, but the active
+			// tasks it was revoking are free at once (it gave everything up on
+			// closing), as Kafka's static leave clears them and ends the
+			// revocation.
 			g.c.log.Info("static member left streams group temporarily", "group", g.id, "member", m.id, "instance", m.instanceID)
 			if m.epoch != staticLeaveEpoch {
 				m.prevEpoch = m.epoch
 			}
 			m.epoch = staticLeaveEpoch
+			releaseOwned(sg.owners, m.id, m.revoking)
+			m.revoking = nil
+			if m.state == memberUnrevoked {
+				m.state = memberStable
+			}
 			g.touchMemberLocked(m.id)
 			g.stopStreamsRevokeTimerLocked(m)
 			g.armStreamsSessionLocked(m)
