@@ -113,7 +113,6 @@ type cmember struct {
 type consumerGroup struct {
 	epoch       int32 // the group epoch
 	targetEpoch int32 // the epoch of the target assignment
-	assignor    string
 	members     map[string]*cmember
 	static      map[string]string // instance id -> member id
 	target      map[string]partSet
@@ -134,14 +133,13 @@ const consumerFirstEpoch = 1
 
 func newConsumerGroup() *consumerGroup {
 	return &consumerGroup{
-		epoch:    consumerFirstEpoch,
-		assignor: uniformAssignor,
-		members:  make(map[string]*cmember),
-		static:   make(map[string]string),
-		target:   make(map[string]partSet),
-		owners:   make(map[topicPartition]string),
-		topics:   make(map[string]topicMeta),
-		subs:     newSubscriptions(),
+		epoch:   consumerFirstEpoch,
+		members: make(map[string]*cmember),
+		static:  make(map[string]string),
+		target:  make(map[string]partSet),
+		owners:  make(map[topicPartition]string),
+		topics:  make(map[string]topicMeta),
+		subs:    newSubscriptions(),
 	}
 }
 
@@ -503,7 +501,8 @@ func (g *group) releaseLocked(m *cmember, ps partSet) { releaseOwned(g.cg.owners
 
 // updateSubscription applies the request's non-null subscription fields to m and
 // reports whether they changed what the assignor sees (subscription) or only
-// the rest of the member's metadata (metadata: its rack or rebalance timeout).
+// the rest of the member's metadata (metadata: its server assignor, rack or
+// rebalance timeout).
 func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp) (subscription, metadata bool) {
 	names, regex := m.topicNames, m.regex
 	if req.SubscribedTopicNames != nil {
@@ -522,8 +521,10 @@ func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupH
 	if subscription {
 		cg.subscribe(m, names, regex, re)
 	}
+	// A new server assignor alone does not rebalance, as in Kafka: the group
+	// uses the members' preferred one at its next target assignment.
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.serverAssignor {
-		m.serverAssignor, subscription = *req.ServerAssignor, true
+		m.serverAssignor, metadata = *req.ServerAssignor, true
 	}
 	if req.RackID != nil && *req.RackID != m.rackID {
 		m.rackID, metadata = *req.RackID, true
@@ -609,7 +610,7 @@ func (g *group) maybeConsumerTargetLocked() {
 	if cg.targetEpoch >= cg.epoch || (!cg.targetAt.IsZero() && now.Sub(cg.targetAt) < g.c.cfg.ConsumerAssignmentInterval) {
 		return
 	}
-	cg.assignor = preferredAssignor(cg.members)
+	assignor := preferredAssignor(cg.members)
 	spec := assignSpec{
 		subscribed: make(map[string][]string, len(cg.members)),
 		partitions: make(map[string]int32),
@@ -622,12 +623,12 @@ func (g *group) maybeConsumerTargetLocked() {
 		spec.members = append(spec.members, m.id)
 		spec.subscribed[m.id] = g.subscribedTopicsLocked(m)
 	}
-	target := assign(cg.assignor, spec)
+	target := assign(assignor, spec)
 	g.touchTargetsLocked(cg.target, target)
 	cg.target = target
 	cg.targetEpoch, cg.targetAt = cg.epoch, now
 	g.touchGroupLocked()
-	g.c.log.Info("consumer group target assignment", "group", g.id, "epoch", cg.epoch, "members", len(cg.members), "assignor", cg.assignor)
+	g.c.log.Info("consumer group target assignment", "group", g.id, "epoch", cg.epoch, "members", len(cg.members), "assignor", assignor)
 }
 
 // preferredAssignor is the server assignor most members asked for (ties go to the

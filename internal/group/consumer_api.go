@@ -143,7 +143,7 @@ func (g *group) describeConsumerLocked(dg *kmsg.ConsumerGroupDescribeResponseGro
 	dg.State = cg.stateName()
 	dg.Epoch = cg.epoch
 	dg.AssignmentEpoch = cg.targetEpoch
-	dg.AssignorName = cg.assignor
+	dg.AssignorName = preferredAssignor(cg.members) // as Kafka, the members' current choice
 	for _, m := range cg.sortedMembers() {
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		dm.MemberID = m.id

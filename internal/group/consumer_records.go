@@ -431,7 +431,6 @@ func (g *group) loadConsumerLocked(cr *consumerReplay) {
 			cg.target[id] = g.partitionsByIDLocked(t.partitions)
 		}
 	}
-	cg.assignor = preferredAssignor(cg.members)
 	for regex, rv := range cr.regexes {
 		if p := cg.subs.patterns[regex]; p != nil {
 			p.resolved, p.topics = true, rv.topics
