@@ -186,10 +186,13 @@ func hbError(code int16, format string, args ...any) heartbeatResult {
 }
 
 // validateConsumerHeartbeat is Kafka's request check, before the group is looked up.
+// v0 lets the coordinator give a joining member its id, and wants one only for
+// a heartbeat or a leave (epoch -1): a static leave (-2) is checked against
+// its instance id.
 func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (heartbeatResult, *regexp.Regexp) {
 	inv := kerr.InvalidRequest.Code
 	switch {
-	case blank(req.MemberID) && (req.Version >= 1 || req.MemberEpoch != joinEpoch):
+	case blank(req.MemberID) && (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == leaveEpoch):
 		return hbError(inv, "MemberId can't be empty."), nil
 	case blank(req.Group):
 		return hbError(inv, "GroupId can't be empty."), nil
