@@ -255,7 +255,8 @@ func (h *harness) fmtShareHeartbeat(resp *kmsg.ShareGroupHeartbeatResponse) stri
 	if resp.ErrorCode != 0 {
 		return errName(resp.ErrorCode) + " " + strconv.Quote(deref(resp.ErrorMessage))
 	}
-	s := fmt.Sprintf("NONE member=%s epoch=%d", deref(resp.MemberID), resp.MemberEpoch)
+	s := fmt.Sprintf("NONE member=%s epoch=%d interval=%v", deref(resp.MemberID), resp.MemberEpoch,
+		time.Duration(resp.HeartbeatIntervalMillis)*time.Millisecond)
 	if resp.Assignment != nil {
 		var ts []kmsg.AssignmentTopicPartition
 		for _, t := range resp.Assignment.TopicPartitions {

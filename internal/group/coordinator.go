@@ -150,7 +150,8 @@ type Config struct {
 // consumer.heartbeat.interval.ms, for KIP-848 members; the Streams ones
 // streams.session.timeout.ms, streams.heartbeat.interval.ms and
 // streams.num.standby.replicas (0 by default, as Kafka's
-// group.streams.num.standby.replicas). StreamsWarmupReplicas,
+// group.streams.num.standby.replicas); the Share ones share.session.timeout.ms
+// and share.heartbeat.interval.ms, for share-group members (KIP-932). StreamsWarmupReplicas,
 // StreamsAcceptableRecoveryLag and StreamsRackAwareTags are the group's
 // effective streams.num.warmup.replicas, streams.acceptable.recovery.lag and
 // streams.rack.aware.assignment.tags: the caller fills in the defaults.
@@ -159,6 +160,8 @@ type ConsumerGroupConfig struct {
 	HeartbeatInterval            time.Duration
 	StreamsSessionTimeout        time.Duration
 	StreamsHeartbeatInterval     time.Duration
+	ShareSessionTimeout          time.Duration
+	ShareHeartbeatInterval       time.Duration
 	StreamsStandbyReplicas       int
 	StreamsWarmupReplicas        int
 	StreamsAcceptableRecoveryLag int64
@@ -185,6 +188,26 @@ func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Du
 	}
 	if gc.HeartbeatInterval > 0 {
 		heartbeat = gc.HeartbeatInterval
+	}
+	return session, heartbeat
+}
+
+// shareTimeouts is the session timeout and heartbeat interval of a share
+// group's members: the group's own share.session.timeout.ms and
+// share.heartbeat.interval.ms, else the coordinator's (Kafka's
+// group.share.session.timeout.ms and group.share.heartbeat.interval.ms have the
+// consumer ones' defaults, 45s and 5s).
+func (c *Coordinator) shareTimeouts(group string) (session, heartbeat time.Duration) {
+	session, heartbeat = c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
+	if c.cfg.GroupConfig == nil {
+		return session, heartbeat
+	}
+	gc := c.cfg.GroupConfig(group)
+	if gc.ShareSessionTimeout > 0 {
+		session = gc.ShareSessionTimeout
+	}
+	if gc.ShareHeartbeatInterval > 0 {
+		heartbeat = gc.ShareHeartbeatInterval
 	}
 	return session, heartbeat
 }

@@ -316,7 +316,7 @@ func (h *harness) run(cmd string) []string {
 		h.cfg.ConsumerMaxSize = int(a.int("consumer-max", int64(h.cfg.ConsumerMaxSize)))
 		h.cfg.ClassicMaxSize = int(a.int("classic-max", int64(h.cfg.ClassicMaxSize)))
 		h.cfg.ConsumerAssignmentInterval = a.dur("assignment-interval", h.cfg.ConsumerAssignmentInterval)
-	case "groupconfig": // groupconfig GROUP [session=D] [interval=D] [streams-session=D] [streams-interval=D] [standbys=N] [warmups=N] [lag=N] [racktags=k1+k2]: the group's own configs
+	case "groupconfig": // groupconfig GROUP [session=D] [interval=D] [streams-session=D] [streams-interval=D] [share-session=D] [share-interval=D] [standbys=N] [warmups=N] [lag=N] [racktags=k1+k2]: the group's own configs
 		a := parseArgs(rest[1:])
 		h.groupConfigs.Lock()
 		if h.groupConfigs.m == nil {
@@ -324,6 +324,7 @@ func (h *harness) run(cmd string) []string {
 		}
 		c := ConsumerGroupConfig{SessionTimeout: a.dur("session", 0), HeartbeatInterval: a.dur("interval", 0),
 			StreamsSessionTimeout: a.dur("streams-session", 0), StreamsHeartbeatInterval: a.dur("streams-interval", 0),
+			ShareSessionTimeout: a.dur("share-session", 0), ShareHeartbeatInterval: a.dur("share-interval", 0),
 			StreamsStandbyReplicas: int(a.int("standbys", 0)), StreamsWarmupReplicas: int(a.int("warmups", 0)),
 			StreamsAcceptableRecoveryLag: a.int("lag", 0)}
 		if t := a.str("racktags", ""); t != "" {

@@ -125,7 +125,8 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 	}
 	resp.MemberID = ptr(r.memberID)
 	resp.MemberEpoch = r.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	_, interval := c.shareTimeouts(req.GroupID)
+	resp.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	if r.assignment != nil {
 		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
 		for _, t := range c.assignmentTopics(r.assignment) {
@@ -367,7 +368,8 @@ func (g *group) armShareSessionLocked(m *smember) {
 	}
 	m.sessionToken++
 	tok := m.sessionToken
-	m.sessionTimer = g.afterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
+	timeout, _ := g.c.shareTimeouts(g.id)
+	m.sessionTimer = g.afterFunc(timeout, func() {
 		if m.sessionToken == tok && g.sg != nil && g.sg.members[m.id] == m && g.state != stateDead {
 			g.c.log.Info("share group member session expired", "group", g.id, "member", m.id)
 			g.removeShareMemberLocked(m)

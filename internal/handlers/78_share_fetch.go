@@ -11,7 +11,9 @@ package handlers
 // v0 (Kafka 4.0's early access) is not served. Share sessions: epoch 0 opens one, -1
 // acknowledges and closes it, anything else must be the session's next epoch. The
 // request may long-poll up to MaxWaitMs, so it finishes off the connection's
-// goroutine.
+// goroutine. A session belongs to the connection that opened it: the server
+// ends it, releasing its member's records, when that connection closes
+// (share.Manager.ConnectionClosed), as Kafka 4.1+ does.
 
 import (
 	"context"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
+	"github.com/strata-stream/strata/internal/share"
 )
 
 // Shares is the share-partition leader as the handlers use it.
@@ -70,7 +73,7 @@ func (h *Handlers) shareFetch(ctx context.Context, c *protocol.ConnInfo, r *prot
 		return false
 	})
 	return waitFor(func(ctx context.Context) kmsg.Response {
-		resp := h.cfg.Shares.ShareFetch(ctx, req)
+		resp := h.cfg.Shares.ShareFetch(share.WithConnection(ctx, c.ID), req)
 		if resp.ErrorCode == 0 {
 			resp.Topics = append(resp.Topics, denied...)
 		}

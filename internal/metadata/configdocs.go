@@ -89,10 +89,13 @@ var configDocs = map[string]string{
 		"or by_duration:<ISO 8601 duration> (the first record that recent, else latest).",
 	GroupShareDeliveryCountLimit: "How many times a share group delivers a record before it is archived " +
 		"(or sent to the dead-letter topic).",
+	GroupShareHeartbeatInterval: "How often, in milliseconds, members of this share group are told to heartbeat.",
 	GroupShareIsolationLevel: "How a share group reads transactional records: read_committed delivers only those of " +
 		"committed transactions (below the last stable offset), read_uncommitted every record.",
 	GroupShareRecordLockDuration: "How long, in milliseconds, a share consumer holds a record it fetched before " +
 		"it is released to others.",
+	GroupShareSessionTimeout: "How long, in milliseconds, a member of this share group may go without a " +
+		"heartbeat before it is removed.",
 }
 
 // Doc is the key's DescribeConfigs documentation.

@@ -26,6 +26,8 @@ const (
 	GroupShareRecordLockDuration   = "share.record.lock.duration.ms"
 	GroupShareDeliveryCountLimit   = "share.delivery.count.limit"
 	GroupShareIsolationLevel       = "share.isolation.level"
+	GroupShareSessionTimeout       = "share.session.timeout.ms"
+	GroupShareHeartbeatInterval    = "share.heartbeat.interval.ms"
 	GroupStreamsSessionTimeout     = "streams.session.timeout.ms"
 	GroupStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
 	GroupStreamsStandbyReplicas    = "streams.num.standby.replicas"
@@ -60,6 +62,9 @@ var groupConfigDefs = []ConfigDef{
 		}},
 	{Name: GroupShareDeliveryCountLimit, Type: ConfigTypeInt, Default: "5",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 2, 10) }},
+	// Bounded by group.share.min/max.heartbeat.interval.ms, at their defaults.
+	{Name: GroupShareHeartbeatInterval, Type: ConfigTypeInt, Default: "5000",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 5000, 15000) }},
 	{Name: GroupShareIsolationLevel, Type: ConfigTypeString, Default: "read_uncommitted",
 		set: func(_ *TopicConfig, v string) error {
 			_, err := oneOf(v, "read_committed", "read_uncommitted")
@@ -67,6 +72,9 @@ var groupConfigDefs = []ConfigDef{
 		}},
 	{Name: GroupShareRecordLockDuration, Type: ConfigTypeInt, Default: "30000",
 		set: func(_ *TopicConfig, v string) error { return intIn(v, 1000, 3600000) }},
+	// Bounded by group.share.min/max.session.timeout.ms, at their defaults.
+	{Name: GroupShareSessionTimeout, Type: ConfigTypeInt, Default: "45000",
+		set: func(_ *TopicConfig, v string) error { return intIn(v, 45000, 60000) }},
 	// Bounded by group.streams.min/max.*, at their defaults.
 	{Name: GroupStreamsRecoveryLag, Type: ConfigTypeLong, Default: "10000",
 		set: func(_ *TopicConfig, v string) error { return longAtLeast(v, 0) }},

@@ -92,3 +92,31 @@ func TestShareAutoOffsetResetByDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestShareGroupTimeoutConfigs: share.session.timeout.ms and
+// share.heartbeat.interval.ms are group configs (Kafka 4.0+), bounded as Kafka
+// bounds them by the broker's group.share.min/max.session.timeout.ms
+// (45000-60000) and group.share.min/max.heartbeat.interval.ms (5000-15000) at
+// their defaults.
+func TestShareGroupTimeoutConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{"share.session.timeout.ms", "45000", true},
+		{"share.session.timeout.ms", "60000", true},
+		{"share.session.timeout.ms", "44999", false},
+		{"share.session.timeout.ms", "60001", false},
+		{"share.heartbeat.interval.ms", "5000", true},
+		{"share.heartbeat.interval.ms", "15000", true},
+		{"share.heartbeat.interval.ms", "4999", false},
+		{"share.heartbeat.interval.ms", "x", false},
+	} {
+		if err := ValidateConfig(ResourceGroup, tc.key, tc.value); (err == nil) != tc.ok {
+			t.Errorf("%s=%s: err %v, want ok %v", tc.key, tc.value, err, tc.ok)
+		}
+	}
+	img := NewImage()
+	wantEq(t, "session default", img.GroupConfig("g", "share.session.timeout.ms"), "45000")
+	wantEq(t, "interval default", img.GroupConfig("g", "share.heartbeat.interval.ms"), "5000")
+}

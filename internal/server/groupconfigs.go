@@ -9,7 +9,7 @@ import (
 )
 
 // consumerGroupConfig is what a group's own configs (metadata) set: the
-// session timeouts and heartbeat intervals of its KIP-848 or streams members,
+// session timeouts and heartbeat intervals of its KIP-848, streams or share members,
 // zero where it sets none, and its streams assignment configs.
 func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
 	var c group.ConsumerGroupConfig
@@ -25,6 +25,8 @@ func (n *Node) consumerGroupConfig(id string) group.ConsumerGroupConfig {
 	c.HeartbeatInterval = ms(metadata.GroupConsumerHeartbeatInterval)
 	c.StreamsSessionTimeout = ms(metadata.GroupStreamsSessionTimeout)
 	c.StreamsHeartbeatInterval = ms(metadata.GroupStreamsHeartbeatInterval)
+	c.ShareSessionTimeout = ms(metadata.GroupShareSessionTimeout)
+	c.ShareHeartbeatInterval = ms(metadata.GroupShareHeartbeatInterval)
 	c.StreamsStandbyReplicas, _ = strconv.Atoi(set[metadata.GroupStreamsStandbyReplicas])
 	// The warm-up configs have non-zero defaults: the effective values.
 	img := n.ctrl.Image()

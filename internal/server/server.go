@@ -509,7 +509,7 @@ func offWhenZero(d time.Duration) time.Duration {
 func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 	n.kafka = &protocol.Server{
 		Handler:         n.metrics.InstrumentHandler(n.auditChanges(h)),
-		Hooks:           []protocol.Hook{n.metrics},
+		Hooks:           []protocol.Hook{n.metrics, shareConns{n.shares}},
 		Versions:        handlers.Versions(),
 		ReuseFrameKeys:  handlers.ReuseFrameKeys(),
 		MaxRequestBytes: n.cfg.MaxRequestBytes,

@@ -13,6 +13,7 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/offsets"
+	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/replica"
 	"github.com/strata-stream/strata/internal/share"
 )
@@ -43,6 +44,13 @@ func (n *Node) startShares(logger *slog.Logger) error {
 	n.metrics.RegisterShares(n.shares)
 	return nil
 }
+
+// shareConns is the Kafka listener's hook that ends the share sessions of a
+// closed connection, releasing their members' records (Kafka 4.1+).
+type shareConns struct{ m *share.Manager }
+
+// OnConnClose implements protocol.ConnCloseHook.
+func (s shareConns) OnConnClose(c *protocol.ConnInfo, _ error) { s.m.ConnectionClosed(c.ID) }
 
 // shareGroupConfig is a share group's configuration: its group configs (metadata),
 // else Kafka's defaults.

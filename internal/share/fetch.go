@@ -38,6 +38,22 @@ type session struct {
 	epoch int32
 	parts []topicPartition // in the order they were added
 	used  time.Time        // the last request
+	conn  uint64           // the connection that opened it (WithConnection); 0: unknown
+}
+
+// connKey is the context key of the client connection a request came on.
+type connKey struct{}
+
+// WithConnection returns ctx carrying the id of the client connection
+// (protocol.ConnInfo.ID, never 0) a ShareFetch came on: a share session belongs
+// to the connection that opened it, and ends when ConnectionClosed reports it.
+func WithConnection(ctx context.Context, id uint64) context.Context {
+	return context.WithValue(ctx, connKey{}, id)
+}
+
+func connectionOf(ctx context.Context) uint64 {
+	id, _ := ctx.Value(connKey{}).(uint64)
+	return id
 }
 
 // sessionIdle is how long a share session may go unused before a new session on
@@ -55,9 +71,10 @@ func (s *session) remove(tp topicPartition) {
 	s.parts = slices.DeleteFunc(s.parts, func(x topicPartition) bool { return x == tp })
 }
 
-// sessionStep applies a request's session epoch: it opens, advances or closes the
-// member's session and returns it, or the top-level error code.
-func (m *Manager) sessionStep(group, member string, epoch int32, fetch bool) (*session, int16) {
+// sessionStep applies a request's session epoch: it opens (on connection conn),
+// advances or closes the member's session and returns it, or the top-level
+// error code.
+func (m *Manager) sessionStep(group, member string, epoch int32, fetch bool, conn uint64) (*session, int16) {
 	k := sessionKey{group, member}
 	now := m.cfg.Now()
 	m.mu.Lock()
@@ -76,7 +93,7 @@ func (m *Manager) sessionStep(group, member string, epoch int32, fetch bool) (*s
 				delete(m.mu.sessions, sk)
 			}
 		}
-		s = &session{epoch: 1, used: now}
+		s = &session{epoch: 1, used: now, conn: conn}
 		m.mu.sessions[k] = s
 		return s, 0
 	case s == nil:
@@ -140,7 +157,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	if req.ShareSessionEpoch == openEpoch && hasAcks {
 		return fail(kerr.InvalidRequest.Code)
 	}
-	s, code := m.sessionStep(group, member, req.ShareSessionEpoch, true)
+	s, code := m.sessionStep(group, member, req.ShareSessionEpoch, true, connectionOf(ctx))
 	if code != 0 {
 		return fail(code)
 	}
@@ -449,6 +466,38 @@ func (m *Manager) releaseSession(ctx context.Context, group, member string, s *s
 	m.unloadGroupIfIdle(group, member)
 }
 
+// ConnectionClosed ends the share sessions opened on the client connection id
+// (WithConnection) and releases, in the background, what their members still
+// hold, as a final-epoch request would (Kafka 4.1+, KAFKA-19015): a consumer
+// that crashed or lost its connection does not keep its records locked for the
+// acquisition lock duration. A session its member opened again on another
+// connection belongs to that one and stays.
+func (m *Manager) ConnectionClosed(id uint64) {
+	if id == 0 {
+		return
+	}
+	type ended struct {
+		key sessionKey
+		s   *session
+	}
+	var gone []ended
+	func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for k, s := range m.mu.sessions {
+			if s.conn == id {
+				delete(m.mu.sessions, k)
+				gone = append(gone, ended{k, s})
+			}
+		}
+	}()
+	for _, e := range gone {
+		m.goBackground(func() {
+			m.releaseSession(m.ctx, e.key.group, e.key.member, e.s, m.groupConfig(e.key.group))
+		})
+	}
+}
+
 // releaseMember gives back what member holds in sp.
 func (m *Manager) releaseMember(ctx context.Context, sp *sharePartition, member string, cfg GroupConfig) {
 	sp.mu.Lock()
@@ -474,7 +523,7 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 	if group == "" || member == "" {
 		return fail(kerr.InvalidRequest.Code)
 	}
-	s, code := m.sessionStep(group, member, req.ShareSessionEpoch, false)
+	s, code := m.sessionStep(group, member, req.ShareSessionEpoch, false, 0)
 	if code != 0 {
 		return fail(code)
 	}
