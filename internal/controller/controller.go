@@ -66,6 +66,12 @@ type Config struct {
 
 	// DefaultPartitions is used by CreateTopics for NumPartitions -1 (1).
 	DefaultPartitions int32
+	// RemoteStorage says that this node was started with remote storage
+	// (--remote-storage), Kafka's remote.log.storage.system.enable: without
+	// it, a topic may not have remote.storage.enable=true. As in Kafka, the
+	// active controller's own setting decides, so a controller-only node of a
+	// cluster with tiered topics is started with it too.
+	RemoteStorage bool
 
 	HeartbeatTimeout   time.Duration // follower without leader contact starts an election (1s)
 	ElectionTimeout    time.Duration // candidate without a result retries (1s)

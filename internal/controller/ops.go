@@ -18,7 +18,7 @@ func (c *Controller) CreateTopics(ctx context.Context, reqs []CreateTopic, valid
 	var results []CreateTopicResult
 	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
 		var recs []metadata.Record
-		recs, results = PlanCreateTopics(img, reqs, c.cfg.DefaultPartitions, c.cfg.Rand, c.sessions(c.cfg.clock()).shuttingDown())
+		recs, results = PlanCreateTopics(img, reqs, c.cfg.DefaultPartitions, c.cfg.Rand, c.sessions(c.cfg.clock()).shuttingDown(), c.cfg.RemoteStorage)
 		return unlessValidateOnly(recs, validateOnly), nil
 	})
 	if err != nil {
@@ -60,7 +60,7 @@ func (c *Controller) AlterConfigs(ctx context.Context, reqs []AlterConfigsResour
 	var results []ConfigResult
 	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
 		var recs []metadata.Record
-		recs, results = PlanAlterConfigs(img, reqs)
+		recs, results = PlanAlterConfigs(img, reqs, c.cfg.RemoteStorage)
 		return unlessValidateOnly(recs, validateOnly), nil
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, reqs []Increme
 	var results []ConfigResult
 	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
 		var recs []metadata.Record
-		recs, results = PlanIncrementalAlterConfigs(img, reqs)
+		recs, results = PlanIncrementalAlterConfigs(img, reqs, c.cfg.RemoteStorage)
 		return unlessValidateOnly(recs, validateOnly), nil
 	})
 	if err != nil {

@@ -50,9 +50,11 @@ type ConfigResult struct {
 }
 
 // PlanAlterConfigs plans an AlterConfigs request: each resource's overrides are
-// replaced by the given set. A resource fails or succeeds as a whole.
-func PlanAlterConfigs(img *metadata.Image, reqs []AlterConfigsResource) ([]metadata.Record, []ConfigResult) {
-	return planConfigs(img, len(reqs), func(i int) (metadata.ResourceType, string) { return reqs[i].Type, reqs[i].Name },
+// replaced by the given set. A resource fails or succeeds as a whole. A topic
+// may have remote.storage.enable=true only with remoteStorage (see
+// metadata.CheckTopicConfigChange).
+func PlanAlterConfigs(img *metadata.Image, reqs []AlterConfigsResource, remoteStorage bool) ([]metadata.Record, []ConfigResult) {
+	return planConfigs(img, len(reqs), remoteStorage, func(i int) (metadata.ResourceType, string) { return reqs[i].Type, reqs[i].Name },
 		func(i int, current map[string]string) ([]metadata.Record, error) {
 			req := reqs[i]
 			var recs []metadata.Record
@@ -76,9 +78,9 @@ func PlanAlterConfigs(img *metadata.Image, reqs []AlterConfigsResource) ([]metad
 
 // PlanIncrementalAlterConfigs plans an IncrementalAlterConfigs request. APPEND and
 // SUBTRACT start from the resource's own value of the key, else its built-in
-// default (see startValue).
-func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterConfigsResource) ([]metadata.Record, []ConfigResult) {
-	return planConfigs(img, len(reqs), func(i int) (metadata.ResourceType, string) { return reqs[i].Type, reqs[i].Name },
+// default (see startValue). remoteStorage is as for PlanAlterConfigs.
+func PlanIncrementalAlterConfigs(img *metadata.Image, reqs []IncrementalAlterConfigsResource, remoteStorage bool) ([]metadata.Record, []ConfigResult) {
+	return planConfigs(img, len(reqs), remoteStorage, func(i int) (metadata.ResourceType, string) { return reqs[i].Type, reqs[i].Name },
 		func(i int, current map[string]string) ([]metadata.Record, error) {
 			req := reqs[i]
 			if dups := duplicates(len(req.Ops), func(j int) string { return req.Ops[j].Key }); len(dups) > 0 {
@@ -164,7 +166,7 @@ func startValue(rt metadata.ResourceType, def metadata.ConfigDef, current map[st
 
 // planConfigs runs plan for each resource that exists and is not repeated,
 // passing its current dynamic configs; resources are independent.
-func planConfigs(img *metadata.Image, n int, resource func(int) (metadata.ResourceType, string),
+func planConfigs(img *metadata.Image, n int, remoteStorage bool, resource func(int) (metadata.ResourceType, string),
 	plan func(i int, current map[string]string) ([]metadata.Record, error)) ([]metadata.Record, []ConfigResult) {
 	dups := duplicates(n, func(i int) string {
 		rt, name := resource(i)
@@ -192,7 +194,7 @@ func planConfigs(img *metadata.Image, n int, resource func(int) (metadata.Resour
 			switch {
 			case err != nil:
 			case rt == metadata.ResourceTopic:
-				err = metadata.CheckTopicConfigChange(current, next.Topic(name).Overrides, next.BrokerConfigs(""))
+				err = metadata.CheckTopicConfigChange(current, next.Topic(name).Overrides, next.BrokerConfigs(""), remoteStorage)
 			case rt == metadata.ResourceGroup:
 				err = metadata.CheckGroupConfigs(img, next, name)
 			}

@@ -81,7 +81,7 @@ func TestPlanAlterConfigs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			recs, res := PlanAlterConfigs(base, tt.reqs)
+			recs, res := PlanAlterConfigs(base, tt.reqs, true)
 			checkConfigResults(t, res, tt.errs)
 			img := apply(t, base, recs...)
 			if tt.want != nil {
@@ -204,7 +204,7 @@ func TestPlanIncrementalAlterConfigs(t *testing.T) {
 			if img == nil {
 				img = base
 			}
-			recs, res := PlanIncrementalAlterConfigs(img, tt.reqs)
+			recs, res := PlanIncrementalAlterConfigs(img, tt.reqs, true)
 			checkConfigResults(t, res, tt.errs)
 			if countNil(tt.errs) == len(tt.errs) && len(recs) != tt.records {
 				t.Errorf("%d records, want %d: %v", len(recs), tt.records, recs)

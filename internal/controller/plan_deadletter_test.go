@@ -37,7 +37,7 @@ func TestPlanDeadLetterGroupConfigs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			recs, res := PlanIncrementalAlterConfigs(tt.img, []IncrementalAlterConfigsResource{set(tt.topic)})
+			recs, res := PlanIncrementalAlterConfigs(tt.img, []IncrementalAlterConfigsResource{set(tt.topic)}, true)
 			checkConfigResults(t, res, []error{tt.err})
 			if tt.err == nil && tt.topic != "" {
 				if got := apply(t, tt.img, recs...).GroupConfig("g", metadata.GroupDeadLetterTopic); got != tt.topic {
@@ -51,14 +51,14 @@ func TestPlanDeadLetterGroupConfigs(t *testing.T) {
 	// checks it), and the copy flag is a boolean.
 	img := apply(t, base, &metadata.ConfigRecord{ResourceType: metadata.ResourceGroup, ResourceName: "g", Key: metadata.GroupDeadLetterTopic, Value: "dlq.closed"})
 	_, res := PlanIncrementalAlterConfigs(img, []IncrementalAlterConfigsResource{{Type: metadata.ResourceGroup, Name: "g",
-		Ops: []AlterConfigOp{{Key: metadata.GroupDeadLetterCopyRecord, Op: OpSet, Value: "true"}}}})
+		Ops: []AlterConfigOp{{Key: metadata.GroupDeadLetterCopyRecord, Op: OpSet, Value: "true"}}}}, true)
 	checkConfigResults(t, res, []error{nil})
 	_, res = PlanIncrementalAlterConfigs(img, []IncrementalAlterConfigsResource{{Type: metadata.ResourceGroup, Name: "g",
-		Ops: []AlterConfigOp{{Key: metadata.GroupDeadLetterCopyRecord, Op: OpSet, Value: "yes"}}}})
+		Ops: []AlterConfigOp{{Key: metadata.GroupDeadLetterCopyRecord, Op: OpSet, Value: "yes"}}}}, true)
 	checkConfigResults(t, res, []error{metadata.ErrInvalidConfig})
 
 	// The broker keys are dynamic cluster-wide configs.
 	_, res = PlanIncrementalAlterConfigs(base, []IncrementalAlterConfigsResource{{Type: metadata.ResourceBroker, Name: "",
-		Ops: []AlterConfigOp{{Key: metadata.BrokerDeadLetterAutoCreate, Op: OpSet, Value: "true"}, {Key: metadata.BrokerDeadLetterPrefix, Op: OpSet, Value: "x."}}}})
+		Ops: []AlterConfigOp{{Key: metadata.BrokerDeadLetterAutoCreate, Op: OpSet, Value: "true"}, {Key: metadata.BrokerDeadLetterPrefix, Op: OpSet, Value: "x."}}}}, true)
 	checkConfigResults(t, res, []error{nil})
 }

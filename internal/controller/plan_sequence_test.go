@@ -1062,7 +1062,7 @@ func (s *seqRun) drawCreateTopics() {
 
 func (s *seqRun) createTopics(reqs []CreateTopic) {
 	prev := s.img
-	recs, results := PlanCreateTopics(s.img, reqs, 2, s.rnd, s.downCopy())
+	recs, results := PlanCreateTopics(s.img, reqs, 2, s.rnd, s.downCopy(), true)
 	s.t.Logf("%s: create topics %+v: %d records", s.step, reqs, len(recs))
 	s.commit(recs)
 	for i, res := range results {
@@ -1190,7 +1190,7 @@ func (s *seqRun) setUnclean() {
 		res = AlterConfigsResource{Type: metadata.ResourceBroker}
 	}
 	res.Configs = map[string]string{"unclean.leader.election.enable": rapid.SampledFrom([]string{"true", "false"}).Draw(s.t, "value")}
-	recs, results := PlanAlterConfigs(s.img, []AlterConfigsResource{res})
+	recs, results := PlanAlterConfigs(s.img, []AlterConfigsResource{res}, true)
 	s.t.Logf("%s: alter configs %+v: %d records, %+v", s.step, res, len(recs), results)
 	s.commit(recs)
 }

@@ -89,8 +89,10 @@ type CreatePartitionsResult struct {
 // request cannot create two colliding names. The records of every topic that
 // passed are returned for one proposal; the results say which failed and why.
 // Topic ids are read from rnd. Brokers in controlled shutdown (down) get no
-// new replica, and lead nor join the ISR of none, as in Kafka.
-func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown) ([]metadata.Record, []CreateTopicResult) {
+// new replica, and lead nor join the ISR of none, as in Kafka. A topic may
+// have remote.storage.enable=true only with remoteStorage (see
+// metadata.CheckTopicConfigChange).
+func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown, remoteStorage bool) ([]metadata.Record, []CreateTopicResult) {
 	dups := duplicates(len(reqs), func(i int) string { return reqs[i].Name })
 	results := make([]CreateTopicResult, len(reqs))
 	total := 0
@@ -116,7 +118,7 @@ func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions
 			res.Err = fmt.Errorf("%w: topic %q appears more than once", metadata.ErrInvalidRequest, req.Name)
 			continue
 		}
-		topicRecs, err := planCreateTopic(img, req, defaultPartitions, rnd, down)
+		topicRecs, err := planCreateTopic(img, req, defaultPartitions, rnd, down, remoteStorage)
 		if err == nil {
 			img, err = metadata.ApplyAll(img, topicRecs)
 		}
@@ -134,7 +136,7 @@ func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions
 	return recs, results
 }
 
-func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown) ([]metadata.Record, error) {
+func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int32, rnd io.Reader, down ShuttingDown, remoteStorage bool) ([]metadata.Record, error) {
 	if req.Name == metadata.ClusterMetadataTopic { // refused before any other check, as Kafka's ControllerApis does
 		return nil, metadata.KafkaText(metadata.ErrInvalidRequest, "Creation of internal topic %s is prohibited.", req.Name)
 	}
@@ -152,7 +154,7 @@ func planCreateTopic(img *metadata.Image, req CreateTopic, defaultPartitions int
 			return nil, err
 		}
 	}
-	if err := metadata.CheckTopicConfigs(req.Configs, img.BrokerConfigs("")); err != nil {
+	if err := metadata.CheckTopicConfigs(req.Configs, img.BrokerConfigs(""), remoteStorage); err != nil {
 		return nil, err
 	}
 	var assignment [][]int32

@@ -192,7 +192,7 @@ func TestPlanCreateTopics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			recs, res := PlanCreateTopics(tt.img, tt.reqs, 1, testRand(1), nil)
+			recs, res := PlanCreateTopics(tt.img, tt.reqs, 1, testRand(1), nil, true)
 			if len(res) != len(tt.reqs) {
 				t.Fatalf("%d results for %d requests", len(res), len(tt.reqs))
 			}
@@ -219,7 +219,7 @@ func TestPlanCreateTopicsSpreadsAcrossTopics(t *testing.T) {
 	img := clusterImage(t, 3)
 	leaders := map[int32]int{}
 	for i := range 6 {
-		recs, res := PlanCreateTopics(img, []CreateTopic{{Name: fmt.Sprint("t", i), NumPartitions: 1, ReplicationFactor: 1}}, 1, testRand(byte(i)), nil)
+		recs, res := PlanCreateTopics(img, []CreateTopic{{Name: fmt.Sprint("t", i), NumPartitions: 1, ReplicationFactor: 1}}, 1, testRand(byte(i)), nil, true)
 		if res[0].Err != nil {
 			t.Fatal(res[0].Err)
 		}
@@ -396,7 +396,7 @@ func TestAdminMessagesAsKafka(t *testing.T) {
 	// Brokers 1-4 registered, 3 and 4 fenced; orders has two partitions of two replicas.
 	img := withTopic(t, fence(t, clusterImage(t, 4), 3, 4), "orders", idOrders, nil, []int32{1, 2}, []int32{2, 1})
 	create := func(assignment ...[]int32) error {
-		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder(assignment...)}}, 1, testRand(1), nil)
+		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: inOrder(assignment...)}}, 1, testRand(1), nil, true)
 		return res[0].Err
 	}
 	grow := func(count int32, assignment ...[]int32) error {
@@ -408,11 +408,11 @@ func TestAdminMessagesAsKafka(t *testing.T) {
 		return errs[0]
 	}
 	createRF := func(name string, rf int16) error {
-		_, res := PlanCreateTopics(img, []CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: rf}}, 1, testRand(1), nil)
+		_, res := PlanCreateTopics(img, []CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: rf}}, 1, testRand(1), nil, true)
 		return res[0].Err
 	}
 	createCounts := func(partitions int32, rf int16) error {
-		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: partitions, ReplicationFactor: rf}}, 1, testRand(1), nil)
+		_, res := PlanCreateTopics(img, []CreateTopic{{Name: "t", NumPartitions: partitions, ReplicationFactor: rf}}, 1, testRand(1), nil, true)
 		return res[0].Err
 	}
 	elect := func(typ ElectionType, topic string, partition int32) error {
@@ -421,7 +421,7 @@ func TestAdminMessagesAsKafka(t *testing.T) {
 	}
 	alterConfig := func(topic string) error {
 		_, res := PlanIncrementalAlterConfigs(img, []IncrementalAlterConfigsResource{{Type: metadata.ResourceTopic, Name: topic,
-			Ops: []AlterConfigOp{{Key: "retention.ms", Op: OpSet, Value: "1000"}}}})
+			Ops: []AlterConfigOp{{Key: "retention.ms", Op: OpSet, Value: "1000"}}}}, true)
 		return res[0].Err
 	}
 	_, unregisterErr := PlanUnregisterBroker(img, 9, nil)

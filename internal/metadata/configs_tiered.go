@@ -6,22 +6,23 @@ import "fmt"
 // the configuration a new topic would have with these overrides and
 // cluster-wide broker values (CheckTopicConfigChange with no previous
 // overrides).
-func CheckTopicConfigs(overrides, clusterDefaults map[string]string) error {
-	return CheckTopicConfigChange(nil, overrides, clusterDefaults)
+func CheckTopicConfigs(overrides, clusterDefaults map[string]string, remoteStorage bool) error {
+	return CheckTopicConfigChange(nil, overrides, clusterDefaults, remoteStorage)
 }
 
 // CheckTopicConfigChange checks the rules that tie several topic keys
 // together, on the configuration a topic whose overrides were previous
 // would have with these overrides and cluster-wide broker values, as Kafka's
 // LogConfig does. On every topic, min.compaction.lag.ms may not exceed
-// max.compaction.lag.ms (in Kafka's words). On topics with
-// remote.storage.enable=true, the topic may not be compacted, local
-// retention (local.retention.ms / .bytes, -2 meaning the total) may neither
-// be unbounded under a bounded total nor exceed it, and with
+// max.compaction.lag.ms (in Kafka's words). A topic may have
+// remote.storage.enable=true only with remoteStorage (the checking node has
+// remote storage, Kafka's remote.log.storage.system.enable); it may then not
+// be compacted, local retention (local.retention.ms / .bytes, -2 meaning the
+// total) may neither be unbounded under a bounded total nor exceed it, and with
 // remote.log.copy.disable=true it must be the total. A topic that had
 // remote.storage.enable=true turns it off only with
 // remote.log.delete.on.disable=true (KIP-950: its remote part is deleted).
-func CheckTopicConfigChange(previous, overrides, clusterDefaults map[string]string) error {
+func CheckTopicConfigChange(previous, overrides, clusterDefaults map[string]string, remoteStorage bool) error {
 	c := resolveTopicConfig(overrides, clusterDefaults)
 	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
 		return KafkaText(ErrInvalidConfig, "conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)",
@@ -34,6 +35,10 @@ func CheckTopicConfigChange(previous, overrides, clusterDefaults map[string]stri
 				"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
 		}
 		return nil
+	}
+	if !remoteStorage {
+		return KafkaText(ErrInvalidConfig, "Tiered Storage functionality is disabled in the broker. "+
+			"Topic cannot be configured with remote log storage.")
 	}
 	if c.CleanupPolicy&CleanupCompact != 0 {
 		return fmt.Errorf("%w: remote log storage is unsupported for compacted topics (remote.storage.enable=true with cleanup.policy %q)", ErrInvalidConfig, "compact")

@@ -31,7 +31,7 @@ func TestCheckTopicConfigs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckTopicConfigs(tt.overrides, tt.cluster)
+			err := CheckTopicConfigs(tt.overrides, tt.cluster, true)
 			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
 				t.Fatalf("CheckTopicConfigs = %v, want ok=%v", err, tt.ok)
 			}
@@ -87,7 +87,7 @@ func TestCheckTopicConfigsDisablingTiers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckTopicConfigChange(tt.previous, tt.overrides, nil)
+			err := CheckTopicConfigChange(tt.previous, tt.overrides, nil, true)
 			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
 				t.Fatalf("CheckTopicConfigChange = %v, want ok=%v", err, tt.ok)
 			}

@@ -133,6 +133,10 @@ type Partition struct {
 	closed  atomic.Bool
 	config  atomic.Pointer[metadata.TopicConfig]
 	tier    atomic.Pointer[storage.Tier] // nil unless tiered (tiered.go)
+	// tierMu serialises applyTier's changes of tier; remoteDeleting, which it
+	// guards, is set while the remote part of a dropped tier is deleted.
+	tierMu         sync.Mutex
+	remoteDeleting bool
 
 	// Published copies of mu's state, written only with mu held.
 	highWatermark atomic.Int64

@@ -56,17 +56,25 @@ func tierRetention(tc metadata.TopicConfig) storage.TierRetention {
 // remote.log.delete.on.disable=true deletes the remote part (KIP-950, as
 // Kafka's TopicConfigHandler: the log then starts at the local log start);
 // otherwise (a compacted topic, a broker without a store) the remote data
-// stays where it is, unused.
+// stays where it is, unused. A tier turned back on while that deletion runs
+// is created when it ends: created earlier, it would read the old manifest
+// and upload under the prefix being deleted (Kafka deletes on the thread that
+// applies config changes, so the next change waits for it too).
 func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
+	p.tierMu.Lock()
+	defer p.tierMu.Unlock()
 	tier := p.tier.Load()
 	switch {
 	case m.opts.Remote == nil || !tc.RemoteStorageEnable || tc.CleanupPolicy&metadata.CleanupCompact != 0:
 		if tier != nil {
 			p.tier.Store(nil)
 			if !tc.RemoteStorageEnable && tc.RemoteLogDeleteOnDisable && p.IsLeader() {
-				m.deleteRemoteOf(p, tier)
+				p.remoteDeleting = true
+				m.deleteRemoteOf(p, tier, func() { m.remoteDeleted(p) })
 			}
 		}
+	case p.remoteDeleting:
+		// remoteDeleted applies the config then.
 	case tier == nil:
 		tier = storage.NewTier(p.log, storage.TierConfig{
 			Store:     m.opts.Remote,
@@ -80,6 +88,18 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 	default:
 		tier.SetRetention(tierRetention(tc))
 		tier.SetCopyDisabled(tc.RemoteLogCopyDisable)
+	}
+}
+
+// remoteDeleted ends the deletion of p's remote part that applyTier started
+// and applies p's current config, which may have turned remote storage back
+// on meanwhile.
+func (m *Manager) remoteDeleted(p *Partition) {
+	p.tierMu.Lock()
+	p.remoteDeleting = false
+	p.tierMu.Unlock()
+	if tc := p.Config(); tc != nil && !p.closed.Load() {
+		m.applyTier(p, *tc)
 	}
 }
 
@@ -312,20 +332,24 @@ const remoteDeleteTimeout = 5 * time.Minute
 // whose topic was deleted (every replica tries; deletes are idempotent).
 func (m *Manager) deleteRemote(p *Partition) {
 	if tier := p.Tier(); tier != nil {
-		m.deleteRemoteOf(p, tier)
+		m.deleteRemoteOf(p, tier, nil)
 	}
 }
 
-// deleteRemoteOf deletes, in the background, every object of p's tier.
-// Objects a failure leaves behind are logged; nothing reads them any more.
-// The deletion is one of the Manager's own goroutines: Close cancels it and
-// waits for it, so no store request outlives the Manager.
-func (m *Manager) deleteRemoteOf(p *Partition, tier *storage.Tier) {
+// deleteRemoteOf deletes, in the background, every object of p's tier, then
+// calls done (if not nil), whether the deletion succeeded or not. Objects a
+// failure leaves behind are logged; nothing reads them any more. The deletion
+// is one of the Manager's own goroutines: Close cancels it and waits for it,
+// so no store request outlives the Manager.
+func (m *Manager) deleteRemoteOf(p *Partition, tier *storage.Tier, done func()) {
 	m.goOwned(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, remoteDeleteTimeout)
 		defer cancel()
 		if err := tier.DeleteAll(ctx); err != nil {
 			m.log.Warn("deleting a partition's remote objects", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+		if done != nil {
+			done()
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -86,5 +87,96 @@ func TestTieredDisableDeletesRemote(t *testing.T) {
 	off, _, _, found, err := p.ListOffset(context.Background(), EarliestTimestamp, ReadUncommitted)
 	if err != nil || !found || off != local {
 		t.Fatalf("ListOffsets earliest = %d, %v, %v; want the local start %d", off, found, err, local)
+	}
+}
+
+// heldDeletes is a store whose deletes wait until release is closed (or their
+// context ends): a remote deletion still in progress.
+type heldDeletes struct {
+	remote.Store
+	entered chan struct{} // a delete began
+	release chan struct{}
+}
+
+func (s *heldDeletes) Delete(ctx context.Context, key string) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.Delete(ctx, key)
+}
+
+// TestTieredReenableDuringRemoteDeletion: remote.storage.enable turned back on
+// while the deletion of the remote part it was turned off with is still
+// running must not let that deletion remove what the new tier uploads. Kafka
+// deletes on the thread that applies config changes, so the next change waits
+// for it; here the partition gets its new tier once the deletion has ended.
+func TestTieredReenableDuringRemoteDeletion(t *testing.T) {
+	p, _, m, store, tc := tieredLeader(t)
+	held := &heldDeletes{Store: store, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	m.opts.Remote = held
+	p.tier.Store(nil)
+	m.applyTier(p, tc) // a tier on the held store
+	appendN := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendN(60)
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+	m.cleanTiered(p, p.Tier())
+
+	off := tc
+	off.RemoteStorageEnable, off.RemoteLogDeleteOnDisable = false, true
+	p.setConfig(&off)
+	m.applyTier(p, off)
+	<-held.entered
+	local := p.LogStartOffset()
+
+	// Turned back on, and more written, while the deletion hangs: whatever
+	// tier the partition has meanwhile uploads and applies local retention.
+	on := tc
+	p.setConfig(&on)
+	m.applyTier(p, on)
+	appendN(60)
+	var st *tierUploadState
+	if tier := p.Tier(); tier != nil {
+		st = &tierUploadState{tier: tier, epoch: -1}
+		m.uploadOnce(context.Background(), p, st)
+		m.cleanTiered(p, tier)
+	}
+
+	close(held.release)
+	m.bg.Wait() // the deletion ended
+	tier := p.Tier()
+	if tier == nil {
+		t.Fatal("no tier once the deletion ended, with remote.storage.enable=true")
+	}
+	if st == nil || st.tier != tier {
+		m.uploadOnce(context.Background(), p, &tierUploadState{tier: tier, epoch: -1})
+		m.cleanTiered(p, tier)
+	}
+	if p.LogStartOffset() <= local {
+		t.Fatalf("local log start %d: local retention deleted nothing after the new tier's upload", p.LogStartOffset())
+	}
+	keys, err := store.List(context.Background(), "")
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("store holds %d objects (%v) after the new tier uploaded", len(keys), err)
+	}
+	earliest, _, _, found, err := p.ListOffset(context.Background(), EarliestTimestamp, ReadUncommitted)
+	if err != nil || !found || earliest != local {
+		t.Fatalf("ListOffsets earliest = %d, %v, %v; want %d, where the log started when the tier was turned back on", earliest, found, err, local)
+	}
+	res, err := p.Read(local, 1<<20, ReadUncommitted)
+	if err != nil || len(res.Remote) == 0 {
+		t.Fatalf("fetch at %d, now remote: %d remote bytes, %v", local, len(res.Remote), err)
 	}
 }

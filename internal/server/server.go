@@ -244,6 +244,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 		Voters:            peers,
 		Observer:          !cfg.IsController(),
 		DefaultPartitions: cfg.DefaultPartitions,
+		RemoteStorage:     cfg.RemoteStorage != "",
 		SessionTimeout:    cfg.BrokerSessionTimeout,
 
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
