@@ -66,19 +66,22 @@ func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.
 			}
 		}
 	}
-	read, session := h.sessions.begin(req)
+	// A follower needs CLUSTER_ACTION on the cluster; refused, its full
+	// fetch opens no session (see refusedFollowerFetch).
+	permitted := replicaID < 0 || h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction)
+	read, session := h.sessions.begin(req, permitted)
 	if session.errorCode != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = session.errorCode
 		return reply(resp)
 	}
+	if !permitted {
+		resp := refusedFollowerFetch(read)
+		session.finish(resp, nil)
+		return reply(resp)
+	}
 	readable := h.topicCheck(ctx, c, kmsg.ACLOperationRead)
 	if replicaID >= 0 {
-		if !h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction) {
-			resp := req.ResponseKind().(*kmsg.FetchResponse)
-			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-			return reply(resp)
-		}
 		readable = func(string) bool { return true }
 	}
 	minBytes := int(req.MinBytes)
@@ -225,6 +228,31 @@ func (h *Handlers) throttledFetch(c *protocol.ConnInfo, req *kmsg.FetchRequest, 
 	out := reply(resp)
 	out.Throttle = throttle
 	return out
+}
+
+// refusedFollowerFetch answers a follower's fetch without CLUSTER_ACTION as
+// Kafka's handleFetchRequest does: TOPIC_AUTHORIZATION_FAILED on each
+// partition of read, its topic known or not, at once. Kafka also opens a
+// session for such a full fetch; Strata does not (its answer names none, as
+// Kafka's does when the cache is full), so a client without the right takes
+// no slot of the cache, where a follower's session may evict consumers'.
+func refusedFollowerFetch(read *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := read.ResponseKind().(*kmsg.FetchResponse)
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(read.Topics))
+	for ti, rt := range read.Topics {
+		st := &resp.Topics[ti]
+		*st = kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for pi, rp := range rt.Partitions {
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.RecordBatches = noRecords
+		}
+	}
+	return resp
 }
 
 // watchedPartition is a partition a fetch may wait on, with what it showed

@@ -133,8 +133,9 @@ type sessionFetch struct {
 
 // begin resolves req's session fields (see the package comment above) and returns
 // the request to read: req itself, or for an incremental fetch every partition of
-// the session at the positions the client last gave.
-func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessionFetch) {
+// the session at the positions the client last gave. Without mayOpen a full
+// fetch opens no session (it still closes the one it names).
+func (s *fetchSessions) begin(req *kmsg.FetchRequest, mayOpen bool) (*kmsg.FetchRequest, sessionFetch) {
 	if req.Version < 7 {
 		return req, sessionFetch{}
 	}
@@ -144,7 +145,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		if old := s.byID[req.SessionID]; old != nil {
 			s.removeLocked(old)
 		}
-		if req.SessionEpoch == sessionEpochFinal {
+		if req.SessionEpoch == sessionEpochFinal || !mayOpen {
 			return req, sessionFetch{}
 		}
 		privileged, size := fetchReplicaID(req) >= 0, requestPartitions(req)
