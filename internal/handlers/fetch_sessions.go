@@ -13,6 +13,8 @@ package handlers
 //	S, -1    closes S; a full fetch without a session
 //	S, E>0   an incremental fetch in S; E must be S's next epoch
 //
+// Only an incremental fetch forgets partitions: a full fetch's forgotten
+// topics are ignored, as Kafka's full and sessionless fetch contexts do.
 // An unknown S answers FETCH_SESSION_ID_NOT_FOUND, a wrong E
 // INVALID_FETCH_SESSION_EPOCH, and a request naming topics otherwise than the
 // one that opened S (by id from v13, by name before) FETCH_SESSION_TOPIC_ID_ERROR,
@@ -155,7 +157,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest, mayOpen bool) (*kmsg.Fetch
 		}
 		sess.usesTopicIDs = req.Version >= 13
 		sess.mu.Lock()
-		sess.update(req)
+		sess.update(req.Topics, nil) // a full fetch's forgotten topics mean nothing, as in Kafka
 		sess.size = len(sess.parts)
 		sess.mu.Unlock()
 		return req, sessionFetch{session: sess}
@@ -171,7 +173,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest, mayOpen bool) (*kmsg.Fetch
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	sess.update(req)
+	sess.update(req.Topics, req.ForgottenTopics)
 	if len(sess.parts) == 0 {
 		// Nothing left to fetch: the session closes and the fetch is
 		// answered without one.
@@ -281,10 +283,10 @@ func (sess *fetchSession) key(topic string, topicID [16]byte, partition int32) s
 	return sessionPartitionKey{topic, topicID, partition}
 }
 
-// update applies the partitions req names (added, or with new positions) and the
-// ones it forgets. sess.mu is held.
-func (sess *fetchSession) update(req *kmsg.FetchRequest) {
-	for _, t := range req.Topics {
+// update applies the partitions of topics (added, or with new positions) and
+// forgets those of forgotten. sess.mu is held.
+func (sess *fetchSession) update(topics []kmsg.FetchRequestTopic, forgotten []kmsg.FetchRequestForgottenTopic) {
+	for _, t := range topics {
 		for _, p := range t.Partitions {
 			sess.topics = nil
 			k := sess.key(t.Topic, t.TopicID, p.Partition)
@@ -302,7 +304,7 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 		}
 	}
 	forgot := false
-	for _, t := range req.ForgottenTopics {
+	for _, t := range forgotten {
 		for _, p := range t.Partitions {
 			k := sess.key(t.Topic, t.TopicID, p)
 			if _, ok := sess.parts[k]; ok {

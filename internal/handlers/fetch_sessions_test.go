@@ -427,3 +427,22 @@ func TestFetchSessionClosesWhenEmpty(t *testing.T) {
 		t.Fatalf("the closed session: error %d, want FETCH_SESSION_ID_NOT_FOUND", sf.errorCode)
 	}
 }
+
+// TestFullFetchIgnoresForgottenTopics: a full fetch that opens a session
+// keeps every partition it names in the session, forgotten topics or not, as
+// Kafka's FullFetchContext ignores them: the answer had the partition, so the
+// session's incremental fetches read it too. Strata used to drop it from the
+// session.
+func TestFullFetchIgnoresForgottenTopics(t *testing.T) {
+	s := newFetchSessions(1)
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}, 1), true)
+	resp := answer(read, nil)
+	sf.finish(resp, nil)
+	if got := partitionsOf(resp); !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("full fetch answered %v, want [0 1]", got)
+	}
+	read, _ = s.begin(fetchReq(sf.session.id, 1, "t", nil), true)
+	if got := partitionsOf(answer(read, nil)); !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("incremental fetch reads %v, want [0 1]", got)
+	}
+}
