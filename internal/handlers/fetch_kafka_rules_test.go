@@ -623,3 +623,68 @@ func TestFollowerFetchWithoutClusterAction(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchSessionKeepsLateTopicName: a partition that joins a session while
+// its topic id is unknown here takes the topic's name once an incremental
+// fetch finds it, and keeps it from then on, as Kafka's CachedPartition does
+// (maybeResolveUnknownName): once "rv" is deleted the partition is
+// UNKNOWN_TOPIC_OR_PARTITION, once recreated under a new id
+// INCONSISTENT_TOPIC_ID (on which franz-go resets its session). Strata used to
+// look the name up by id in each fetch and answer UNKNOWN_TOPIC_ID after the
+// deletion, on which franz-go keeps its session and never fetches the new
+// topic.
+func TestFetchSessionKeepsLateTopicName(t *testing.T) {
+	m, _, img := fetchRulesHandlers(t, 1, 1, 0)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	deleted, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &movingCluster{fakeCluster{img: img}, deleted.WithOffset(1)} // "rv" not known yet
+	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }, FetchSessionCacheSlots: 10}, c, m, nil, nil, logger)
+	req := fetchRequest(13, 1<<20, 0)
+	req.SessionEpoch = 0
+	resp := serve(t, h, req).(*kmsg.FetchResponse)
+	if resp.SessionID == 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("full fetch of an unknown id: session %d, error %d; want a session and UNKNOWN_TOPIC_ID", resp.SessionID, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	id := resp.SessionID
+	incremental := func(epoch int32) int16 {
+		t.Helper()
+		req := fetchRequest(13, 1<<20)
+		req.Topics = nil
+		req.SessionID, req.SessionEpoch = id, epoch
+		resp := serve(t, h, req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("incremental fetch %d: error %d, topics %+v", epoch, resp.ErrorCode, resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+
+	c.cur = img.WithOffset(2) // "rv" known: the partition takes its name
+	if got := incremental(1); got != 0 {
+		t.Fatalf("topic known: session partition error %d, want none", got)
+	}
+	c.cur = deleted.WithOffset(3)
+	if got := incremental(2); got != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("topic deleted: session partition error %d, want UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+	newID := metadata.UUID{22}
+	recreated, err := metadata.ApplyAll(deleted, []metadata.Record{
+		&metadata.TopicRecord{Name: "rv", ID: newID},
+		&metadata.PartitionRecord{TopicID: newID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recreated = recreated.WithOffset(4)
+	if err := m.Apply(recreated); err != nil {
+		t.Fatal(err)
+	}
+	c.cur = recreated
+	if got := incremental(3); got != kerr.InconsistentTopicID.Code {
+		t.Errorf("topic recreated: session partition error %d, want INCONSISTENT_TOPIC_ID", got)
+	}
+}

@@ -52,6 +52,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/metadata"
 )
 
 // sessionEvictionAge is Kafka's min.incremental.fetch.session.eviction.ms: a
@@ -78,10 +80,11 @@ type sessionPartitionKey struct {
 type sessionPartition struct {
 	key sessionPartitionKey
 	// topic is the topic's name when the partition joined (from v13, what
-	// the fetch handler found for its id then; "" if unknown), read from
-	// then on as Kafka's CachedPartition is: once the topic is deleted and
-	// another made under its name, the partition is that one's, whose log
-	// has another id (INCONSISTENT_TOPIC_ID).
+	// the fetch handler found for its id then; if unknown, "" until an
+	// incremental fetch finds it), read from then on as Kafka's
+	// CachedPartition is: once the topic is deleted and another made under
+	// its name, the partition is that one's, whose log has another id
+	// (INCONSISTENT_TOPIC_ID).
 	topic string
 	req   kmsg.FetchRequestTopicPartition
 	// Last sent to the client; -2 before the first answer, so it is sent then.
@@ -106,6 +109,9 @@ type fetchSession struct {
 	mu    sync.Mutex // guards parts, order and topics across a fetch and its answer
 	parts map[sessionPartitionKey]*sessionPartition
 	order []sessionPartitionKey
+	// unnamed counts the partitions whose topic is "" (from v13: id
+	// unknown so far), so a fetch looks names up only while there are some.
+	unnamed int
 	// topics is what request last built, kept while no partition is added,
 	// changed, forgotten or moved (nil: build again): an idle follower's
 	// requests change nothing, and its session may hold thousands of
@@ -136,8 +142,10 @@ type sessionFetch struct {
 // begin resolves req's session fields (see the package comment above) and returns
 // the request to read: req itself, or for an incremental fetch every partition of
 // the session at the positions the client last gave. Without mayOpen a full
-// fetch opens no session (it still closes the one it names).
-func (s *fetchSessions) begin(req *kmsg.FetchRequest, mayOpen bool) (*kmsg.FetchRequest, sessionFetch) {
+// fetch opens no session (it still closes the one it names). An incremental
+// fetch names in img (nil: none) its session's partitions that joined with
+// their topic id unknown.
+func (s *fetchSessions) begin(req *kmsg.FetchRequest, mayOpen bool, img *metadata.Image) (*kmsg.FetchRequest, sessionFetch) {
 	if req.Version < 7 {
 		return req, sessionFetch{}
 	}
@@ -174,6 +182,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest, mayOpen bool) (*kmsg.Fetch
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	sess.update(req.Topics, req.ForgottenTopics)
+	sess.nameLate(img)
 	if len(sess.parts) == 0 {
 		// Nothing left to fetch: the session closes and the fetch is
 		// answered without one.
@@ -300,6 +309,9 @@ func (sess *fetchSession) update(topics []kmsg.FetchRequestTopic, forgotten []km
 				continue
 			}
 			sess.parts[k] = &sessionPartition{key: k, topic: t.Topic, req: p, highWatermark: -2, lastStableOffset: -2, logStartOffset: -2}
+			if t.Topic == "" {
+				sess.unnamed++
+			}
 			sess.order = append(sess.order, k)
 		}
 	}
@@ -307,7 +319,10 @@ func (sess *fetchSession) update(topics []kmsg.FetchRequestTopic, forgotten []km
 	for _, t := range forgotten {
 		for _, p := range t.Partitions {
 			k := sess.key(t.Topic, t.TopicID, p)
-			if _, ok := sess.parts[k]; ok {
+			if sp := sess.parts[k]; sp != nil {
+				if sp.topic == "" {
+					sess.unnamed--
+				}
 				delete(sess.parts, k)
 				forgot = true
 			}
@@ -322,6 +337,25 @@ func (sess *fetchSession) update(topics []kmsg.FetchRequestTopic, forgotten []km
 			}
 		}
 		sess.order = kept
+	}
+}
+
+// nameLate gives the session's partitions whose topic id was unknown their
+// topic's name in img, once it is there: kept from then on, as Kafka's
+// CachedPartition resolves an unknown name once. sess.mu is held.
+func (sess *fetchSession) nameLate(img *metadata.Image) {
+	if sess.unnamed == 0 || img == nil {
+		return
+	}
+	for _, sp := range sess.parts {
+		if sp.topic != "" {
+			continue
+		}
+		if t := img.TopicByID(sp.key.topicID); t != nil {
+			sp.topic = t.Name
+			sess.unnamed--
+			sess.topics = nil
+		}
 	}
 }
 
