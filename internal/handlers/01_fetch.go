@@ -8,8 +8,9 @@ package handlers
 //   (KIP-392, replica_selector.go); v12+: flexible, v13+: topic ids instead of names
 //   (KIP-516: an id the image lacks is UNKNOWN_TOPIC_ID; one whose hosted log is a
 //   deleted topic's of the same name, not yet replaced, INCONSISTENT_TOPIC_ID; a
-//   session's partition keeps the name its id had when it joined, so once the topic
-//   is recreated it is INCONSISTENT_TOPIC_ID, once deleted UNKNOWN_TOPIC_OR_PARTITION);
+//   session's partition keeps the name its id had when it joined, or the name first
+//   found for it after, so once the topic is recreated it is INCONSISTENT_TOPIC_ID,
+//   once deleted UNKNOWN_TOPIC_OR_PARTITION);
 //   v16 (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
 //   current leader and its endpoint (leader_hint.go).
 //   v17 and v18 add only tagged request fields a Kafka follower sends (its log
@@ -56,29 +57,32 @@ import (
 func (h *Handlers) fetch(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.FetchRequest)
 	replicaID := fetchReplicaID(req)
+	var img *metadata.Image // names for the ids, not on the wire from v13
 	if req.Version >= 13 {
-		// Names for the ids (not on the wire from v13): a partition
-		// joining a session keeps the name its id has now.
-		img := h.cluster.Image()
+		// A partition joining a session keeps the name its id has now.
+		img = h.cluster.Image()
 		for i := range req.Topics {
 			if t := img.TopicByID(req.Topics[i].TopicID); t != nil {
 				req.Topics[i].Topic = t.Name
 			}
 		}
 	}
-	read, session := h.sessions.begin(req)
+	// A follower needs CLUSTER_ACTION on the cluster; refused, its full
+	// fetch opens no session (see refusedFollowerFetch).
+	permitted := replicaID < 0 || h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction)
+	read, session := h.sessions.begin(req, permitted, img)
 	if session.errorCode != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = session.errorCode
 		return reply(resp)
 	}
+	if !permitted {
+		resp := refusedFollowerFetch(read)
+		session.finish(resp, nil)
+		return reply(resp)
+	}
 	readable := h.topicCheck(ctx, c, kmsg.ACLOperationRead)
 	if replicaID >= 0 {
-		if !h.authorizeCluster(ctx, c, kmsg.ACLOperationClusterAction) {
-			resp := req.ResponseKind().(*kmsg.FetchResponse)
-			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-			return reply(resp)
-		}
 		readable = func(string) bool { return true }
 	}
 	minBytes := int(req.MinBytes)
@@ -227,6 +231,31 @@ func (h *Handlers) throttledFetch(c *protocol.ConnInfo, req *kmsg.FetchRequest, 
 	return out
 }
 
+// refusedFollowerFetch answers a follower's fetch without CLUSTER_ACTION as
+// Kafka's handleFetchRequest does: TOPIC_AUTHORIZATION_FAILED on each
+// partition of read, its topic known or not, at once. Kafka also opens a
+// session for such a full fetch; Strata does not (its answer names none, as
+// Kafka's does when the cache is full), so a client without the right takes
+// no slot of the cache, where a follower's session may evict consumers'.
+func refusedFollowerFetch(read *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := read.ResponseKind().(*kmsg.FetchResponse)
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(read.Topics))
+	for ti, rt := range read.Topics {
+		st := &resp.Topics[ti]
+		*st = kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for pi, rp := range rt.Partitions {
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.RecordBatches = noRecords
+		}
+	}
+	return resp
+}
+
 // watchedPartition is a partition a fetch may wait on, with what it showed
 // just before it was read.
 type watchedPartition struct {
@@ -292,14 +321,10 @@ func (h *Handlers) readFetch(req *kmsg.FetchRequest, replicaID int32, readable f
 		*st = kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		// From v13 a topic comes by id, with the name fetch found for it
-		// or the session kept ("": unknown then; found now by id).
+		// or the session kept ("": unknown, UNKNOWN_TOPIC_ID).
 		name := rt.Topic
 		var mt *metadata.Topic // looked up once for all the topic's partitions
-		if req.Version >= 13 && name == "" {
-			if mt = img.TopicByID(rt.TopicID); mt != nil {
-				name = mt.Name
-			}
-		} else {
+		if name != "" {
 			mt = img.Topic(name)
 		}
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))

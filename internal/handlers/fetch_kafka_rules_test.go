@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
@@ -541,5 +542,149 @@ func TestFetchSessionTopicRecreated(t *testing.T) {
 	resp = serve(t, h, fetchRequest(13, 1<<20, 0)).(*kmsg.FetchResponse)
 	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.UnknownTopicID.Code {
 		t.Errorf("topic recreated: full fetch by the old id: error %d, want UNKNOWN_TOPIC_ID", got)
+	}
+}
+
+// followerFetch is a follower's Fetch of version v by replica 2 of "rv"
+// partition 0 and of a topic this broker does not know, in session id at
+// epoch epoch.
+func followerFetch(v int16, id, epoch int32) *kmsg.FetchRequest {
+	req := fetchRequest(v, 1<<20, 0)
+	if v >= 15 {
+		req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = -1, 2, 1
+	} else {
+		req.ReplicaID = 2
+	}
+	req.SessionID, req.SessionEpoch = id, epoch
+	unknown := kmsg.NewFetchRequestTopic()
+	unknown.Topic, unknown.TopicID = "nope", metadata.UUID{99}
+	if v >= 13 {
+		unknown.Topic = ""
+	}
+	unknown.Partitions = append(unknown.Partitions, req.Topics[0].Partitions[0])
+	req.Topics = append(req.Topics, unknown)
+	return req
+}
+
+// TestFollowerFetchWithoutClusterAction: a follower's fetch (replica id in
+// the header before v15, in ReplicaState from v15) without CLUSTER_ACTION on
+// the cluster is answered TOPIC_AUTHORIZATION_FAILED on each partition it
+// names, known or not, as Kafka's handleFetchRequest answers it; Strata used
+// to answer a top-level CLUSTER_AUTHORIZATION_FAILED. A full fetch so refused
+// opens no session (Kafka opens one: here a client without the right cannot
+// take the cache's slots, a follower's of which may evict consumers'); one
+// that names a session closes it, and a session opened before the right was
+// taken away goes on answering the error in each incremental fetch.
+func TestFollowerFetchWithoutClusterAction(t *testing.T) {
+	m, _, img := fetchRulesHandlers(t, 1, 1, 0)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	clusterAction := allowAnonymous(kmsg.ACLOperationClusterAction, resCluster, "kafka-cluster")
+	readOnly := allowAnonymous(kmsg.ACLOperationRead, resTopic, "rv")
+	for _, v := range []int16{12, 15} {
+		authorizer := clusterAction
+		h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }, FetchSessionCacheSlots: 10,
+			Authorizer: func() *acl.Authorizer { return authorizer() }}, fakeCluster{img: img}, m, nil, nil, logger)
+		refused := func(what string, resp *kmsg.FetchResponse) {
+			t.Helper()
+			if resp.ErrorCode != 0 {
+				t.Errorf("v%d %s: top-level error %v, want none", v, what, kerr.ErrorForCode(resp.ErrorCode))
+			}
+			var n int
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					n++
+					if rp.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+						t.Errorf("v%d %s: partition %q %x/%d: %v, want TOPIC_AUTHORIZATION_FAILED", v, what, rt.Topic, rt.TopicID, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+					}
+				}
+			}
+			if n != 2 {
+				t.Errorf("v%d %s: %d partitions answered, want 2", v, what, n)
+			}
+		}
+
+		// A session opened with the right, then the right taken away.
+		opened := serve(t, h, followerFetch(v, 0, 0)).(*kmsg.FetchResponse)
+		if opened.SessionID == 0 {
+			t.Fatalf("v%d: a follower's full fetch with CLUSTER_ACTION opened no session", v)
+		}
+		authorizer = readOnly
+		resp := serve(t, h, followerFetch(v, opened.SessionID, 1)).(*kmsg.FetchResponse)
+		refused("incremental fetch", resp)
+		if resp.SessionID != opened.SessionID {
+			t.Errorf("v%d incremental fetch: session %d, want %d", v, resp.SessionID, opened.SessionID)
+		}
+
+		// A full fetch naming the session closes it and opens none.
+		resp = serve(t, h, followerFetch(v, opened.SessionID, 0)).(*kmsg.FetchResponse)
+		refused("full fetch", resp)
+		if resp.SessionID != 0 || h.sessions.len() != 0 {
+			t.Errorf("v%d full fetch: session %d, %d sessions cached; want none", v, resp.SessionID, h.sessions.len())
+		}
+	}
+}
+
+// TestFetchSessionKeepsLateTopicName: a partition that joins a session while
+// its topic id is unknown here takes the topic's name once an incremental
+// fetch finds it, and keeps it from then on, as Kafka's CachedPartition does
+// (maybeResolveUnknownName): once "rv" is deleted the partition is
+// UNKNOWN_TOPIC_OR_PARTITION, once recreated under a new id
+// INCONSISTENT_TOPIC_ID (on which franz-go resets its session). Strata used to
+// look the name up by id in each fetch and answer UNKNOWN_TOPIC_ID after the
+// deletion, on which franz-go keeps its session and never fetches the new
+// topic.
+func TestFetchSessionKeepsLateTopicName(t *testing.T) {
+	m, _, img := fetchRulesHandlers(t, 1, 1, 0)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	deleted, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &movingCluster{fakeCluster{img: img}, deleted.WithOffset(1)} // "rv" not known yet
+	h := New(Config{NodeID: 1, BrokerEpoch: func() int64 { return 1 }, FetchSessionCacheSlots: 10}, c, m, nil, nil, logger)
+	req := fetchRequest(13, 1<<20, 0)
+	req.SessionEpoch = 0
+	resp := serve(t, h, req).(*kmsg.FetchResponse)
+	if resp.SessionID == 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("full fetch of an unknown id: session %d, error %d; want a session and UNKNOWN_TOPIC_ID", resp.SessionID, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	id := resp.SessionID
+	incremental := func(epoch int32) int16 {
+		t.Helper()
+		req := fetchRequest(13, 1<<20)
+		req.Topics = nil
+		req.SessionID, req.SessionEpoch = id, epoch
+		resp := serve(t, h, req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("incremental fetch %d: error %d, topics %+v", epoch, resp.ErrorCode, resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+
+	c.cur = img.WithOffset(2) // "rv" known: the partition takes its name
+	if got := incremental(1); got != 0 {
+		t.Fatalf("topic known: session partition error %d, want none", got)
+	}
+	c.cur = deleted.WithOffset(3)
+	if got := incremental(2); got != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("topic deleted: session partition error %d, want UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+	newID := metadata.UUID{22}
+	recreated, err := metadata.ApplyAll(deleted, []metadata.Record{
+		&metadata.TopicRecord{Name: "rv", ID: newID},
+		&metadata.PartitionRecord{TopicID: newID, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recreated = recreated.WithOffset(4)
+	if err := m.Apply(recreated); err != nil {
+		t.Fatal(err)
+	}
+	c.cur = recreated
+	if got := incremental(3); got != kerr.InconsistentTopicID.Code {
+		t.Errorf("topic recreated: session partition error %d, want INCONSISTENT_TOPIC_ID", got)
 	}
 }

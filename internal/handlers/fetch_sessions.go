@@ -13,6 +13,8 @@ package handlers
 //	S, -1    closes S; a full fetch without a session
 //	S, E>0   an incremental fetch in S; E must be S's next epoch
 //
+// Only an incremental fetch forgets partitions: a full fetch's forgotten
+// topics are ignored, as Kafka's full and sessionless fetch contexts do.
 // An unknown S answers FETCH_SESSION_ID_NOT_FOUND, a wrong E
 // INVALID_FETCH_SESSION_EPOCH, and a request naming topics otherwise than the
 // one that opened S (by id from v13, by name before) FETCH_SESSION_TOPIC_ID_ERROR,
@@ -50,6 +52,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/metadata"
 )
 
 // sessionEvictionAge is Kafka's min.incremental.fetch.session.eviction.ms: a
@@ -76,10 +80,11 @@ type sessionPartitionKey struct {
 type sessionPartition struct {
 	key sessionPartitionKey
 	// topic is the topic's name when the partition joined (from v13, what
-	// the fetch handler found for its id then; "" if unknown), read from
-	// then on as Kafka's CachedPartition is: once the topic is deleted and
-	// another made under its name, the partition is that one's, whose log
-	// has another id (INCONSISTENT_TOPIC_ID).
+	// the fetch handler found for its id then; if unknown, "" until an
+	// incremental fetch finds it), read from then on as Kafka's
+	// CachedPartition is: once the topic is deleted and another made under
+	// its name, the partition is that one's, whose log has another id
+	// (INCONSISTENT_TOPIC_ID).
 	topic string
 	req   kmsg.FetchRequestTopicPartition
 	// Last sent to the client; -2 before the first answer, so it is sent then.
@@ -104,6 +109,9 @@ type fetchSession struct {
 	mu    sync.Mutex // guards parts, order and topics across a fetch and its answer
 	parts map[sessionPartitionKey]*sessionPartition
 	order []sessionPartitionKey
+	// unnamed counts the partitions whose topic is "" (from v13: id
+	// unknown so far), so a fetch looks names up only while there are some.
+	unnamed int
 	// topics is what request last built, kept while no partition is added,
 	// changed, forgotten or moved (nil: build again): an idle follower's
 	// requests change nothing, and its session may hold thousands of
@@ -133,8 +141,11 @@ type sessionFetch struct {
 
 // begin resolves req's session fields (see the package comment above) and returns
 // the request to read: req itself, or for an incremental fetch every partition of
-// the session at the positions the client last gave.
-func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessionFetch) {
+// the session at the positions the client last gave. Without mayOpen a full
+// fetch opens no session (it still closes the one it names). An incremental
+// fetch names in img (nil: none) its session's partitions that joined with
+// their topic id unknown.
+func (s *fetchSessions) begin(req *kmsg.FetchRequest, mayOpen bool, img *metadata.Image) (*kmsg.FetchRequest, sessionFetch) {
 	if req.Version < 7 {
 		return req, sessionFetch{}
 	}
@@ -144,7 +155,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		if old := s.byID[req.SessionID]; old != nil {
 			s.removeLocked(old)
 		}
-		if req.SessionEpoch == sessionEpochFinal {
+		if req.SessionEpoch == sessionEpochFinal || !mayOpen {
 			return req, sessionFetch{}
 		}
 		privileged, size := fetchReplicaID(req) >= 0, requestPartitions(req)
@@ -154,7 +165,7 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 		}
 		sess.usesTopicIDs = req.Version >= 13
 		sess.mu.Lock()
-		sess.update(req)
+		sess.update(req.Topics, nil) // a full fetch's forgotten topics mean nothing, as in Kafka
 		sess.size = len(sess.parts)
 		sess.mu.Unlock()
 		return req, sessionFetch{session: sess}
@@ -170,7 +181,8 @@ func (s *fetchSessions) begin(req *kmsg.FetchRequest) (*kmsg.FetchRequest, sessi
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	sess.update(req)
+	sess.update(req.Topics, req.ForgottenTopics)
+	sess.nameLate(img)
 	if len(sess.parts) == 0 {
 		// Nothing left to fetch: the session closes and the fetch is
 		// answered without one.
@@ -280,10 +292,10 @@ func (sess *fetchSession) key(topic string, topicID [16]byte, partition int32) s
 	return sessionPartitionKey{topic, topicID, partition}
 }
 
-// update applies the partitions req names (added, or with new positions) and the
-// ones it forgets. sess.mu is held.
-func (sess *fetchSession) update(req *kmsg.FetchRequest) {
-	for _, t := range req.Topics {
+// update applies the partitions of topics (added, or with new positions) and
+// forgets those of forgotten. sess.mu is held.
+func (sess *fetchSession) update(topics []kmsg.FetchRequestTopic, forgotten []kmsg.FetchRequestForgottenTopic) {
+	for _, t := range topics {
 		for _, p := range t.Partitions {
 			sess.topics = nil
 			k := sess.key(t.Topic, t.TopicID, p.Partition)
@@ -297,14 +309,20 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 				continue
 			}
 			sess.parts[k] = &sessionPartition{key: k, topic: t.Topic, req: p, highWatermark: -2, lastStableOffset: -2, logStartOffset: -2}
+			if t.Topic == "" {
+				sess.unnamed++
+			}
 			sess.order = append(sess.order, k)
 		}
 	}
 	forgot := false
-	for _, t := range req.ForgottenTopics {
+	for _, t := range forgotten {
 		for _, p := range t.Partitions {
 			k := sess.key(t.Topic, t.TopicID, p)
-			if _, ok := sess.parts[k]; ok {
+			if sp := sess.parts[k]; sp != nil {
+				if sp.topic == "" {
+					sess.unnamed--
+				}
 				delete(sess.parts, k)
 				forgot = true
 			}
@@ -319,6 +337,25 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) {
 			}
 		}
 		sess.order = kept
+	}
+}
+
+// nameLate gives the session's partitions whose topic id was unknown their
+// topic's name in img, once it is there: kept from then on, as Kafka's
+// CachedPartition resolves an unknown name once. sess.mu is held.
+func (sess *fetchSession) nameLate(img *metadata.Image) {
+	if sess.unnamed == 0 || img == nil {
+		return
+	}
+	for _, sp := range sess.parts {
+		if sp.topic != "" {
+			continue
+		}
+		if t := img.TopicByID(sp.key.topicID); t != nil {
+			sp.topic = t.Name
+			sess.unnamed--
+			sess.topics = nil
+		}
 	}
 }
 

@@ -72,7 +72,7 @@ func TestFetchSessions(t *testing.T) {
 	hwm := map[int32]int64{0: 5, 1: 7, 2: 9}
 
 	// A full fetch opens a session and answers every partition.
-	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0}))
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0}), true, nil)
 	resp := answer(read, hwm)
 	sf.finish(resp, nil)
 	if resp.SessionID == 0 || len(partitionsOf(resp)) != 3 {
@@ -82,7 +82,7 @@ func TestFetchSessions(t *testing.T) {
 
 	// An incremental fetch naming nothing reads every partition of the session at
 	// its cached position, and answers none when nothing changed.
-	read, sf = s.begin(fetchReq(id, 1, "t", nil))
+	read, sf = s.begin(fetchReq(id, 1, "t", nil), true, nil)
 	if sf.errorCode != 0 || len(read.Topics) != 1 || len(read.Topics[0].Partitions) != 3 {
 		t.Fatalf("incremental read: error %d, topics %+v", sf.errorCode, read.Topics)
 	}
@@ -93,7 +93,7 @@ func TestFetchSessions(t *testing.T) {
 	}
 
 	// News: records on 1, a new high-water mark on 2.
-	read, sf = s.begin(fetchReq(id, 2, "t", map[int32]int64{1: 3}))
+	read, sf = s.begin(fetchReq(id, 2, "t", map[int32]int64{1: 3}), true, nil)
 	for _, p := range read.Topics[0].Partitions {
 		if p.Partition == 1 && p.FetchOffset != 3 {
 			t.Fatalf("partition 1 read at %d, want the updated 3", p.FetchOffset)
@@ -107,7 +107,7 @@ func TestFetchSessions(t *testing.T) {
 	}
 
 	// Forgotten partitions are no longer read.
-	read, sf = s.begin(fetchReq(id, 3, "t", nil, 0, 2))
+	read, sf = s.begin(fetchReq(id, 3, "t", nil, 0, 2), true, nil)
 	if len(read.Topics) != 1 || len(read.Topics[0].Partitions) != 1 || read.Topics[0].Partitions[0].Partition != 1 {
 		t.Fatalf("after forgetting 0 and 2: %+v", read.Topics)
 	}
@@ -122,51 +122,51 @@ func TestFetchSessions(t *testing.T) {
 		{"an epoch from the future", id, 9, kerr.InvalidFetchSessionEpoch.Code},
 		{"an unknown session", id + 1, 1, kerr.FetchSessionIDNotFound.Code},
 	} {
-		if _, sf := s.begin(fetchReq(tc.id, tc.epoch, "t", nil)); sf.errorCode != tc.want {
+		if _, sf := s.begin(fetchReq(tc.id, tc.epoch, "t", nil), true, nil); sf.errorCode != tc.want {
 			t.Errorf("%s: error %d, want %d", tc.name, sf.errorCode, tc.want)
 		}
 	}
 	// The right epoch still works after refusals.
-	if _, sf := s.begin(fetchReq(id, 4, "t", nil)); sf.errorCode != 0 {
+	if _, sf := s.begin(fetchReq(id, 4, "t", nil), true, nil); sf.errorCode != 0 {
 		t.Fatalf("epoch 4: error %d", sf.errorCode)
 	}
 
 	// The cache holds two sessions. Once both are older than the eviction age,
 	// a third of three partitions evicts the one of one partition
 	// (TestFetchSessionEvictionRules covers the rest).
-	_, sfA := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}))
+	_, sfA := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}), true, nil)
 	if s.len() != 2 || sfA.session == nil {
 		t.Fatalf("%d sessions cached, want 2", s.len())
 	}
 	later := time.Now().Add(sessionEvictionAge + time.Second)
 	s.now = func() time.Time { return later }
-	if _, sf := s.begin(fetchReq(id, 5, "t", nil)); sf.errorCode != 0 {
+	if _, sf := s.begin(fetchReq(id, 5, "t", nil), true, nil); sf.errorCode != 0 {
 		t.Fatalf("epoch 5: error %d", sf.errorCode)
 	}
-	if _, sf := s.begin(fetchReq(sfA.session.id, 1, "t", nil)); sf.errorCode != 0 {
+	if _, sf := s.begin(fetchReq(sfA.session.id, 1, "t", nil), true, nil); sf.errorCode != 0 {
 		t.Fatalf("session A: error %d", sf.errorCode)
 	}
-	_, sfB := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0}))
+	_, sfB := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0}), true, nil)
 	if s.len() != 2 || sfB.session == nil {
 		t.Fatalf("%d sessions cached, want 2", s.len())
 	}
-	if _, sf := s.begin(fetchReq(id, 6, "t", nil)); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
+	if _, sf := s.begin(fetchReq(id, 6, "t", nil), true, nil); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("the evicted session: error %d", sf.errorCode)
 	}
-	if _, sf := s.begin(fetchReq(sfB.session.id, 1, "t", nil)); sf.errorCode != 0 {
+	if _, sf := s.begin(fetchReq(sfB.session.id, 1, "t", nil), true, nil); sf.errorCode != 0 {
 		t.Fatalf("the newest session: error %d", sf.errorCode)
 	}
 
 	// Epoch -1 closes a session and fetches without one; so does a version < 7.
-	if read, sf := s.begin(fetchReq(sfA.session.id, -1, "t", map[int32]int64{0: 0})); sf.session != nil || len(read.Topics) != 1 {
+	if read, sf := s.begin(fetchReq(sfA.session.id, -1, "t", map[int32]int64{0: 0}), true, nil); sf.session != nil || len(read.Topics) != 1 {
 		t.Fatalf("final epoch: %+v", sf)
 	}
-	if _, sf := s.begin(fetchReq(sfA.session.id, 1, "t", nil)); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
+	if _, sf := s.begin(fetchReq(sfA.session.id, 1, "t", nil), true, nil); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("a closed session: error %d", sf.errorCode)
 	}
 	old := fetchReq(0, 0, "t", map[int32]int64{0: 0})
 	old.SetVersion(6)
-	if _, sf := s.begin(old); sf.session != nil {
+	if _, sf := s.begin(old, true, nil); sf.session != nil {
 		t.Fatal("Fetch v6 opened a session")
 	}
 }
@@ -185,11 +185,11 @@ func TestNextSessionEpochWraps(t *testing.T) {
 func TestFetchSessionKeepsFileRanges(t *testing.T) {
 	s := newFetchSessions(1)
 	hwm := map[int32]int64{0: 1, 1: 1, 2: 1}
-	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0}))
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0}), true, nil)
 	resp := answer(read, hwm)
 	sf.finish(resp, nil)
 
-	read, sf = s.begin(fetchReq(resp.SessionID, 1, "t", nil))
+	read, sf = s.begin(fetchReq(resp.SessionID, 1, "t", nil), true, nil)
 	resp = answer(read, hwm)
 	f := &fileRecords{n: 42}
 	files := sf.finish(resp, map[*kmsg.FetchResponseTopicPartition]*fileRecords{&resp.Topics[0].Partitions[2]: f})
@@ -216,7 +216,7 @@ func TestFetchSessionEvictionRules(t *testing.T) {
 		}
 		req := fetchReq(0, 0, "t", offsets)
 		req.ReplicaID = replica
-		_, sf := s.begin(req)
+		_, sf := s.begin(req, true, nil)
 		return sf.session
 	}
 	cached := func(sess *fetchSession) bool {
@@ -226,7 +226,7 @@ func TestFetchSessionEvictionRules(t *testing.T) {
 	}
 	use := func(sess *fetchSession) {
 		t.Helper()
-		if _, sf := s.begin(fetchReq(sess.id, sess.nextEpoch, "t", nil)); sf.errorCode != 0 {
+		if _, sf := s.begin(fetchReq(sess.id, sess.nextEpoch, "t", nil), true, nil); sf.errorCode != 0 {
 			t.Fatalf("session %d: error %d", sess.id, sf.errorCode)
 		}
 	}
@@ -288,7 +288,7 @@ func TestFetchSessionEvictionRules(t *testing.T) {
 	}
 
 	// No slots: no sessions.
-	if _, sf := newFetchSessions(0).begin(fetchReq(0, 0, "t", map[int32]int64{0: 0})); sf.session != nil {
+	if _, sf := newFetchSessions(0).begin(fetchReq(0, 0, "t", map[int32]int64{0: 0}), true, nil); sf.session != nil {
 		t.Fatal("a cache of 0 slots opened a session")
 	}
 }
@@ -299,28 +299,28 @@ func TestFetchSessionEvictionRules(t *testing.T) {
 func TestFetchSessionRotatesPartitionsWithData(t *testing.T) {
 	s := newFetchSessions(1)
 	hwm := map[int32]int64{0: 9, 1: 9, 2: 9, 3: 9}
-	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0, 3: 0}))
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0, 2: 0, 3: 0}), true, nil)
 	resp := answer(read, hwm, 0, 1)
 	sf.finish(resp, nil)
 	id := resp.SessionID
 
 	// A full fetch keeps the order the client gave (answer lists what was read,
 	// in order).
-	read, sf = s.begin(fetchReq(id, 1, "t", nil))
+	read, sf = s.begin(fetchReq(id, 1, "t", nil), true, nil)
 	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{0, 1, 2, 3}) {
 		t.Fatalf("after the full fetch: read order %v", got)
 	}
 	// Records from 0 and 1 (one file-backed): they go to the back.
 	resp = answer(read, hwm, 1)
 	sf.finish(resp, map[*kmsg.FetchResponseTopicPartition]*fileRecords{&resp.Topics[0].Partitions[0]: {n: 1}})
-	read, sf = s.begin(fetchReq(id, 2, "t", nil))
+	read, sf = s.begin(fetchReq(id, 2, "t", nil), true, nil)
 	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{2, 3, 0, 1}) {
 		t.Fatalf("after records from 0 and 1: read order %v", got)
 	}
 	// The rotated order splits the topic into runs; records from 3 move it last.
 	resp = answer(read, hwm, 3)
 	sf.finish(resp, nil)
-	read, _ = s.begin(fetchReq(id, 3, "t", nil))
+	read, _ = s.begin(fetchReq(id, 3, "t", nil), true, nil)
 	if got := partitionsOf(answer(read, hwm)); !slices.Equal(got, []int32{2, 0, 1, 3}) {
 		t.Fatalf("after records from 3: read order %v", got)
 	}
@@ -331,19 +331,19 @@ func TestFetchSessionRotatesPartitionsWithData(t *testing.T) {
 func TestFetchSessionResendsAfterError(t *testing.T) {
 	s := newFetchSessions(1)
 	hwm := map[int32]int64{0: 5, 1: 5}
-	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}))
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}), true, nil)
 	resp := answer(read, hwm)
 	sf.finish(resp, nil)
 	id := resp.SessionID
 
-	read, sf = s.begin(fetchReq(id, 1, "t", nil))
+	read, sf = s.begin(fetchReq(id, 1, "t", nil), true, nil)
 	resp = answer(read, hwm)
 	resp.Topics[0].Partitions[1].ErrorCode = kerr.NotLeaderForPartition.Code
 	sf.finish(resp, nil)
 	if got := partitionsOf(resp); !slices.Equal(got, []int32{1}) {
 		t.Fatalf("with an error on 1: partitions %v", got)
 	}
-	read, sf = s.begin(fetchReq(id, 2, "t", nil))
+	read, sf = s.begin(fetchReq(id, 2, "t", nil), true, nil)
 	resp = answer(read, hwm)
 	sf.finish(resp, nil)
 	if got := partitionsOf(resp); !slices.Equal(got, []int32{1}) {
@@ -371,13 +371,13 @@ func TestFetchSessionResendsToMovedFollower(t *testing.T) {
 			hwm := map[int32]int64{0: 5}
 			req := fetchReq(0, 0, "t", map[int32]int64{0: 5})
 			req.Topics[0].Partitions[0].CurrentLeaderEpoch = 3
-			read, sf := s.begin(req)
+			read, sf := s.begin(req, true, nil)
 			resp := answer(read, hwm)
 			sf.finish(resp, nil)
 
 			req = fetchReq(resp.SessionID, 1, "t", map[int32]int64{0: tc.offset})
 			req.Topics[0].Partitions[0].CurrentLeaderEpoch = tc.epoch
-			read, sf = s.begin(req)
+			read, sf = s.begin(req, true, nil)
 			resp = answer(read, hwm)
 			sf.finish(resp, nil)
 			if got := len(partitionsOf(resp)) == 1; got != tc.wantAnswers {
@@ -396,14 +396,14 @@ func TestFetchSessionTopicIDUsage(t *testing.T) {
 		s := newFetchSessions(1)
 		req := fetchReq(0, 0, "t", map[int32]int64{0: 0})
 		req.SetVersion(tc.open)
-		_, sf := s.begin(req)
+		_, sf := s.begin(req, true, nil)
 		req = fetchReq(sf.session.id, 1, "t", nil)
 		req.SetVersion(tc.use)
-		if _, sf := s.begin(req); sf.errorCode != kerr.FetchSessionTopicIDError.Code {
+		if _, sf := s.begin(req, true, nil); sf.errorCode != kerr.FetchSessionTopicIDError.Code {
 			t.Errorf("session of v%d used by v%d: error %d, want FETCH_SESSION_TOPIC_ID_ERROR", tc.open, tc.use, sf.errorCode)
 		}
 		req.SetVersion(tc.open)
-		if _, sf := s.begin(req); sf.errorCode != 0 {
+		if _, sf := s.begin(req, true, nil); sf.errorCode != 0 {
 			t.Errorf("session of v%d used by v%d after the refusal: error %d", tc.open, tc.open, sf.errorCode)
 		}
 	}
@@ -415,15 +415,34 @@ func TestFetchSessionTopicIDUsage(t *testing.T) {
 // full fetch.
 func TestFetchSessionClosesWhenEmpty(t *testing.T) {
 	s := newFetchSessions(1)
-	_, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}))
+	_, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}), true, nil)
 	id := sf.session.id
-	read, sf := s.begin(fetchReq(id, 1, "t", nil, 0, 1))
+	read, sf := s.begin(fetchReq(id, 1, "t", nil, 0, 1), true, nil)
 	resp := answer(read, nil)
 	sf.finish(resp, nil)
 	if resp.SessionID != 0 || sf.session != nil || s.len() != 0 {
 		t.Fatalf("forgetting every partition: answered session %d, %d sessions cached; want 0 and 0", resp.SessionID, s.len())
 	}
-	if _, sf := s.begin(fetchReq(id, 2, "t", nil)); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
+	if _, sf := s.begin(fetchReq(id, 2, "t", nil), true, nil); sf.errorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("the closed session: error %d, want FETCH_SESSION_ID_NOT_FOUND", sf.errorCode)
+	}
+}
+
+// TestFullFetchIgnoresForgottenTopics: a full fetch that opens a session
+// keeps every partition it names in the session, forgotten topics or not, as
+// Kafka's FullFetchContext ignores them: the answer had the partition, so the
+// session's incremental fetches read it too. Strata used to drop it from the
+// session.
+func TestFullFetchIgnoresForgottenTopics(t *testing.T) {
+	s := newFetchSessions(1)
+	read, sf := s.begin(fetchReq(0, 0, "t", map[int32]int64{0: 0, 1: 0}, 1), true, nil)
+	resp := answer(read, nil)
+	sf.finish(resp, nil)
+	if got := partitionsOf(resp); !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("full fetch answered %v, want [0 1]", got)
+	}
+	read, _ = s.begin(fetchReq(sf.session.id, 1, "t", nil), true, nil)
+	if got := partitionsOf(answer(read, nil)); !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("incremental fetch reads %v, want [0 1]", got)
 	}
 }
