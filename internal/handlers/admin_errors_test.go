@@ -67,7 +67,7 @@ func (c *planCluster) apply(recs []metadata.Record, validateOnly bool) error {
 func (c *planCluster) CreateTopics(_ context.Context, reqs []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs, res := controller.PlanCreateTopics(c.img, reqs, 1, rand.Reader, nil)
+	recs, res := controller.PlanCreateTopics(c.img, reqs, 1, rand.Reader, nil, true)
 	return res, c.apply(recs, validateOnly)
 }
 
@@ -88,14 +88,14 @@ func (c *planCluster) CreatePartitions(_ context.Context, reqs []controller.Crea
 func (c *planCluster) AlterConfigs(_ context.Context, reqs []controller.AlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs, res := controller.PlanAlterConfigs(c.img, reqs)
+	recs, res := controller.PlanAlterConfigs(c.img, reqs, true)
 	return res, c.apply(recs, validateOnly)
 }
 
 func (c *planCluster) IncrementalAlterConfigs(_ context.Context, reqs []controller.IncrementalAlterConfigsResource, validateOnly bool) ([]controller.ConfigResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs, res := controller.PlanIncrementalAlterConfigs(c.img, reqs)
+	recs, res := controller.PlanIncrementalAlterConfigs(c.img, reqs, true)
 	return res, c.apply(recs, validateOnly)
 }
 
