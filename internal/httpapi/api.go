@@ -179,14 +179,25 @@ var routes = []route{
 }
 
 // Register mounts every endpoint on mux, and for each path a 405 in the API's
-// error format for the methods it does not serve (net/http's is plain text).
+// error format for the methods it does not serve (net/http's is plain text). A
+// path under the API's own path space (the first segment of a route: /topics/...,
+// /groups/...) that no route serves is a 404 in the API's format too; the rest of
+// mux's paths (the console, health, the root) keep their answers.
 func (a *API) Register(mux *http.ServeMux) {
 	allowed := map[string][]string{}
+	subtrees := map[string]bool{}
 	for _, rt := range routes {
 		allowed[rt.pattern] = append(allowed[rt.pattern], rt.method)
 		if rt.method == http.MethodGet {
 			allowed[rt.pattern] = append(allowed[rt.pattern], http.MethodHead)
 		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(rt.pattern, "/"), "/")
+		subtrees["/"+first+"/"] = true
+	}
+	for subtree := range subtrees {
+		mux.HandleFunc(subtree, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, errorf(http.StatusNotFound, codeNotFound, "%s %s: no such path in the API", r.Method, r.URL.Path))
+		})
 	}
 	for pattern, methods := range allowed {
 		slices.Sort(methods)

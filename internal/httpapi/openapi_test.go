@@ -27,7 +27,8 @@ type openAPI struct {
 	Components struct {
 		Schemas map[string]any `json:"schemas"`
 		// Responses holds the answers of no one operation: MethodNotAllowed, for
-		// a method a documented path does not serve.
+		// a method a documented path does not serve, and NotFound, for a path
+		// under the API's that no operation has.
 		Responses map[string]docResponse `json:"responses"`
 	} `json:"components"`
 }
@@ -109,7 +110,11 @@ func checkExchange(t testing.TB, method, target string, reqBody []byte, r respon
 	}
 	tmpl, ok := d.template(u.Path)
 	if !ok {
-		t.Fatalf("%s %s: path not in the OpenAPI document", method, u.Path)
+		if r.status != http.StatusNotFound {
+			t.Fatalf("%s %s: path not in the OpenAPI document, answered %d: %s", method, u.Path, r.status, r.body)
+		}
+		d.checkAnswer(t, method, u.Path, d.Components.Responses["NotFound"], r)
+		return
 	}
 	op, ok := d.Paths[tmpl][strings.ToLower(method)]
 	if !ok {
@@ -442,6 +447,54 @@ func TestOpenAPIListsEveryAnswer(t *testing.T) {
 				}
 				checkExchange(t, method, path, big, r)
 			}
+		}
+	}
+}
+
+// TestUnknownAPIPathAnswersJSON: a path under the API's own path space (the
+// first segments of its routes: /topics/..., /groups/..., /produce/...) that no
+// route serves is the API's JSON 404 NOT_FOUND, on a node's assembled routes; the
+// console's pages, the health routes and paths outside the API keep their own
+// answers.
+func TestUnknownAPIPathAnswersJSON(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/topics/t/nope"},
+		{"GET", "/topics/"},
+		{"POST", "/topics/t/records/1"},
+		{"GET", "/groups/g/nope"},
+		{"DELETE", "/groups/g/consumers/c/x"},
+		{"POST", "/produce/x"},
+		{"GET", "/poll/"},
+	} {
+		r := n.do(tc.method, tc.path, nil)
+		if r.status != http.StatusNotFound || r.errorCode(t) != "NOT_FOUND" {
+			t.Errorf("%s %s: %d %s, want 404 NOT_FOUND", tc.method, tc.path, r.status, r.body)
+		}
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		contentType  string
+	}{
+		{"GET", "/console/no-such-page", http.StatusNotFound, "text/html"},
+		{"GET", "/healthz", http.StatusOK, "text/plain"},
+		{"POST", "/healthz", http.StatusMethodNotAllowed, "text/plain"},
+		{"POST", "/", http.StatusMethodNotAllowed, "text/plain"},
+		{"GET", "/no-such-page", http.StatusNotFound, "text/plain"},
+	} {
+		req, err := http.NewRequest(tc.method, n.base+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != tc.status || !strings.HasPrefix(ct, tc.contentType) {
+			t.Errorf("%s %s: %d %q, want %d %s", tc.method, tc.path, resp.StatusCode, ct, tc.status, tc.contentType)
 		}
 	}
 }
