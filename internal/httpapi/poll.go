@@ -69,7 +69,7 @@ func parsePoll(q url.Values, body []byte) (pollCall, *apiError) {
 		return pollCall{}, err
 	}
 	var fromBody pollJSON
-	if err := decodeJSON(body, &fromBody); err != nil {
+	if err := decodeControl(body, &fromBody); err != nil {
 		return pollCall{}, err
 	}
 	req, err := mergePoll(fromQuery, fromBody)
