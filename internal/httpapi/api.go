@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/api"
+	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
@@ -77,6 +78,11 @@ type Config struct {
 	// DefaultSessionTimeout is the group session timeout of a consumer instance whose
 	// first poll names none, and so how long an idle instance lives (default 45s).
 	DefaultSessionTimeout time.Duration
+	// MinSessionTimeout and MaxSessionTimeout are the group coordinator's bounds
+	// (group.DefaultConfig's by default): a poll asking for a session timeout
+	// outside them is refused before its member is created, as the coordinator
+	// would refuse its join only after a poll that does not wait had answered.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// WaitTimeout bounds how long a topic change waits to show in this node's
 	// metadata image before the answer is sent anyway (default 10s).
 	WaitTimeout time.Duration
@@ -101,6 +107,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultSessionTimeout <= 0 {
 		c.DefaultSessionTimeout = 45 * time.Second
+	}
+	if c.MinSessionTimeout <= 0 || c.MaxSessionTimeout <= 0 {
+		d := group.DefaultConfig()
+		c.MinSessionTimeout, c.MaxSessionTimeout = d.MinSessionTimeout, d.MaxSessionTimeout
 	}
 	if c.WaitTimeout <= 0 {
 		c.WaitTimeout = 10 * time.Second
@@ -179,14 +189,25 @@ var routes = []route{
 }
 
 // Register mounts every endpoint on mux, and for each path a 405 in the API's
-// error format for the methods it does not serve (net/http's is plain text).
+// error format for the methods it does not serve (net/http's is plain text). A
+// path under the API's own path space (the first segment of a route: /topics/...,
+// /groups/...) that no route serves is a 404 in the API's format too; the rest of
+// mux's paths (the console, health, the root) keep their answers.
 func (a *API) Register(mux *http.ServeMux) {
 	allowed := map[string][]string{}
+	subtrees := map[string]bool{}
 	for _, rt := range routes {
 		allowed[rt.pattern] = append(allowed[rt.pattern], rt.method)
 		if rt.method == http.MethodGet {
 			allowed[rt.pattern] = append(allowed[rt.pattern], http.MethodHead)
 		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(rt.pattern, "/"), "/")
+		subtrees["/"+first+"/"] = true
+	}
+	for subtree := range subtrees {
+		mux.HandleFunc(subtree, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, errorf(http.StatusNotFound, codeNotFound, "%s %s: no such path in the API", r.Method, r.URL.Path))
+		})
 	}
 	for pattern, methods := range allowed {
 		slices.Sort(methods)

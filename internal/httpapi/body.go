@@ -119,3 +119,85 @@ func writeError(w http.ResponseWriter, err *apiError) {
 	}
 	writeJSON(w, err.status, errorBody{errorDetail{err.code, err.message}})
 }
+
+// decodeControl is decodeJSON for the bodies of every route but produce's, which
+// are small: a key given twice in one object is refused too, not decoded with its
+// last value. Produce bodies (up to MaxBodyBytes of records, values carried as
+// written) skip this second pass over the tokens; docs/http.md says so.
+func decodeControl(body []byte, v any) *apiError {
+	if err := decodeJSON(body, v); err != nil {
+		return err
+	}
+	if path, ok := duplicateKey(body); ok {
+		return invalid("%s: given twice", path)
+	}
+	return nil
+}
+
+// duplicateKey finds the first key given twice in one object of a well-formed
+// JSON document, as its path ("offsets[1].partition").
+func duplicateKey(body []byte) (string, bool) {
+	type frame struct {
+		keys    map[string]bool // nil: an array
+		key     string          // the object's current key
+		wantKey bool            // the object's next string is a key
+		index   int             // the array's current element
+	}
+	var stack []*frame
+	// path is the location of the value being read in the innermost frame.
+	path := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			if f.keys == nil {
+				fmt.Fprintf(&b, "[%d]", f.index)
+			} else {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(f.key)
+			}
+		}
+		return b.String()
+	}
+	// valueDone moves the innermost frame past the value just read.
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if f := stack[n-1]; f.keys == nil {
+				f.index++
+			} else {
+				f.wantKey = true
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false // the end, or malformed: decodeJSON has said so
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
+			case '[':
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+			continue
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].wantKey {
+				f := stack[n-1]
+				f.key, f.wantKey = t, false
+				if f.keys[t] {
+					return strconv.Quote(path()), true
+				}
+				f.keys[t] = true
+				continue
+			}
+		}
+		valueDone()
+	}
+}

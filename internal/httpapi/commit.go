@@ -37,7 +37,7 @@ type commitCall struct {
 
 func parseCommit(body []byte) (commitCall, *apiError) {
 	var req commitJSON
-	if err := decodeJSON(body, &req); err != nil {
+	if err := decodeControl(body, &req); err != nil {
 		return commitCall{}, err
 	}
 	if req.Group == "" {

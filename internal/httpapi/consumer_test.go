@@ -367,6 +367,7 @@ func TestConsumerErrors(t *testing.T) {
 		{"poll: another reset than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","reset":"latest"}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"poll: another session timeout than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","session_timeout_ms":10000}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"poll: session timeout below the broker's minimum", "POST", "/poll", `{"group":"cerrs-st","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":5000}`, 400, "INVALID_SESSION_TIMEOUT"},
+		{"poll: session timeout below the minimum, first poll not waiting", "POST", "/poll", `{"group":"cerrs-st0","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":0}`, 400, "INVALID_SESSION_TIMEOUT"},
 		{"commit: no group", "POST", "/commit", `{"topic":"cerrs","partition":0,"offset":1}`, 400, "INVALID_REQUEST"},
 		{"commit: offset without partition", "POST", "/commit", `{"group":"cerrs","offset":1}`, 400, "INVALID_REQUEST"},
 		{"commit: partition without offset", "POST", "/commit", `{"group":"cerrs","topic":"cerrs","partition":0}`, 400, "INVALID_REQUEST"},

@@ -32,6 +32,7 @@ const (
 	codeBrokerUnreachable = "BROKER_UNREACHABLE"        // 503: a broker the request needs did not answer (refused, reset)
 	codeCrossOrigin       = "CROSS_ORIGIN_REQUEST"      // 403: a browser sent it from another origin's page
 	codeMethodNotAllowed  = "METHOD_NOT_ALLOWED"        // 405: the path does not serve this method
+	codeNotFound          = "NOT_FOUND"                 // 404: no route under the API's paths
 )
 
 // apiError is an error answered as {"error":{"code","message"}} with its status.

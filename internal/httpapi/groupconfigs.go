@@ -26,7 +26,7 @@ func (a *API) handleSetGroupConfigs(w http.ResponseWriter, r *http.Request) {
 	body, aerr := readBody(w, r, a.cfg.MaxBodyBytes)
 	var req groupConfigsJSON
 	if aerr == nil {
-		aerr = decodeJSON(body, &req)
+		aerr = decodeControl(body, &req)
 	}
 	if aerr == nil && len(req.Configs) == 0 {
 		aerr = invalid("configs: name at least one group config")

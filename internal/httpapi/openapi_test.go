@@ -2,10 +2,12 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"slices"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/strata-stream/strata/api"
 	"github.com/strata-stream/strata/internal/httpapi"
+	"github.com/strata-stream/strata/internal/metadata"
 )
 
 // openAPI is the part of the OpenAPI document the tests hold the server to. A
@@ -23,7 +26,19 @@ type openAPI struct {
 	Paths      map[string]map[string]operation `json:"paths"`
 	Components struct {
 		Schemas map[string]any `json:"schemas"`
+		// Responses holds the answers of no one operation: MethodNotAllowed, for
+		// a method a documented path does not serve, and NotFound, for a path
+		// under the API's that no operation has.
+		Responses map[string]docResponse `json:"responses"`
 	} `json:"components"`
+}
+
+type docResponse struct {
+	Ref     string         `json:"$ref"`
+	Headers map[string]any `json:"headers"`
+	Content map[string]struct {
+		Schema any `json:"schema"`
+	} `json:"content"`
 }
 
 type operation struct {
@@ -39,11 +54,7 @@ type operation struct {
 			Schema any `json:"schema"`
 		} `json:"content"`
 	} `json:"requestBody"`
-	Responses map[string]struct {
-		Content map[string]struct {
-			Schema any `json:"schema"`
-		} `json:"content"`
-	} `json:"responses"`
+	Responses map[string]docResponse `json:"responses"`
 }
 
 var (
@@ -99,21 +110,25 @@ func checkExchange(t testing.TB, method, target string, reqBody []byte, r respon
 	}
 	tmpl, ok := d.template(u.Path)
 	if !ok {
-		t.Fatalf("%s %s: path not in the OpenAPI document", method, u.Path)
+		if r.status != http.StatusNotFound {
+			t.Fatalf("%s %s: path not in the OpenAPI document, answered %d: %s", method, u.Path, r.status, r.body)
+		}
+		d.checkAnswer(t, method, u.Path, d.Components.Responses["NotFound"], r)
+		return
 	}
 	op, ok := d.Paths[tmpl][strings.ToLower(method)]
 	if !ok {
-		t.Fatalf("%s %s: method not in the OpenAPI document", method, tmpl)
+		if r.status != http.StatusMethodNotAllowed {
+			t.Fatalf("%s %s: method not in the OpenAPI document, answered %d: %s", method, tmpl, r.status, r.body)
+		}
+		d.checkAnswer(t, method, tmpl, d.Components.Responses["MethodNotAllowed"], r)
+		return
 	}
 	resp, ok := op.Responses[fmt.Sprint(r.status)]
 	if !ok {
 		t.Fatalf("%s %s: status %d not documented: %s", method, tmpl, r.status, r.body)
 	}
-	if c, ok := resp.Content["application/json"]; ok {
-		if err := d.validateJSON(c.Schema, r.body); err != nil {
-			t.Fatalf("%s %s: %d answer does not match the document: %v\n%s", method, tmpl, r.status, err, r.body)
-		}
-	}
+	d.checkAnswer(t, method, tmpl, resp, r)
 	if len(reqBody) > maxChecked {
 		return // a test of body limits: too big to be worth checking
 	}
@@ -124,6 +139,29 @@ func checkExchange(t testing.TB, method, target string, reqBody []byte, r respon
 	}
 	if reqErr != nil && (r.status < 400 || r.status >= 500) {
 		t.Fatalf("%s %s: a request the document rejects (%v) got %d", method, tmpl, reqErr, r.status)
+	}
+}
+
+// checkAnswer holds an answer to a documented response: its JSON body matches
+// the schema, and each header the response declares is sent.
+func (d *openAPI) checkAnswer(t testing.TB, method, tmpl string, resp docResponse, r response) {
+	t.Helper()
+	if resp.Ref != "" {
+		name, _ := strings.CutPrefix(resp.Ref, "#/components/responses/")
+		resp = d.Components.Responses[name]
+	}
+	if resp.Content == nil {
+		t.Fatalf("%s %s: %d answer has no documented content: %s", method, tmpl, r.status, r.body)
+	}
+	if c, ok := resp.Content["application/json"]; ok {
+		if err := d.validateJSON(c.Schema, r.body); err != nil {
+			t.Fatalf("%s %s: %d answer does not match the document: %v\n%s", method, tmpl, r.status, err, r.body)
+		}
+	}
+	for h := range resp.Headers {
+		if r.header.Get(h) == "" {
+			t.Fatalf("%s %s: %d answer lacks the documented header %s", method, tmpl, r.status, h)
+		}
 	}
 }
 
@@ -360,6 +398,103 @@ func TestSchemaChecker(t *testing.T) {
 		err := d.validateJSON(produce, []byte(tc.body))
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: error %v, want ok=%v", tc.body, err, tc.ok)
+		}
+	}
+}
+
+// noCluster is a metadata image without topics.
+type noCluster struct{}
+
+func (noCluster) Image() *metadata.Image { return metadata.NewImage() }
+
+// serveRecorded sends one request to h and returns its answer.
+func serveRecorded(h http.Handler, method, target string, body []byte) response {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(method, target, bytes.NewReader(body)))
+	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+}
+
+// TestOpenAPIListsEveryAnswer: the answers any route of a kind gives before its
+// own logic runs are in the document: 413 REQUEST_TOO_LARGE from every operation
+// that reads a body, and 405 METHOD_NOT_ALLOWED (components.responses, with
+// Allow) for every method a documented path does not serve. The exchanges of
+// the other tests cover the answers of each handler's own logic.
+func TestOpenAPIListsEveryAnswer(t *testing.T) {
+	a, err := httpapi.New(httpapi.Config{KafkaAddr: "127.0.0.1:1", Cluster: noCluster{}, MaxBodyBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	mux := http.NewServeMux()
+	a.Register(mux)
+	d := loadDoc(t)
+	big := []byte(`{"topic":"` + strings.Repeat("x", 32) + `"}`)
+	for tmpl, ops := range d.Paths {
+		path := strings.NewReplacer("{topic}", "t", "{group}", "g", "{consumer}", "c").Replace(tmpl)
+		for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+			op, served := ops[strings.ToLower(method)]
+			switch {
+			case !served:
+				r := serveRecorded(mux, method, path, nil)
+				if r.status != http.StatusMethodNotAllowed {
+					t.Errorf("%s %s: %d, want 405: %s", method, path, r.status, r.body)
+				}
+				checkExchange(t, method, path, nil, r)
+			case op.RequestBody != nil:
+				r := serveRecorded(mux, method, path, big)
+				if r.status != http.StatusRequestEntityTooLarge {
+					t.Errorf("%s %s with a body above the limit: %d, want 413: %s", method, path, r.status, r.body)
+				}
+				checkExchange(t, method, path, big, r)
+			}
+		}
+	}
+}
+
+// TestUnknownAPIPathAnswersJSON: a path under the API's own path space (the
+// first segments of its routes: /topics/..., /groups/..., /produce/...) that no
+// route serves is the API's JSON 404 NOT_FOUND, on a node's assembled routes; the
+// console's pages, the health routes and paths outside the API keep their own
+// answers.
+func TestUnknownAPIPathAnswersJSON(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/topics/t/nope"},
+		{"GET", "/topics/"},
+		{"POST", "/topics/t/records/1"},
+		{"GET", "/groups/g/nope"},
+		{"DELETE", "/groups/g/consumers/c/x"},
+		{"POST", "/produce/x"},
+		{"GET", "/poll/"},
+	} {
+		r := n.do(tc.method, tc.path, nil)
+		if r.status != http.StatusNotFound || r.errorCode(t) != "NOT_FOUND" {
+			t.Errorf("%s %s: %d %s, want 404 NOT_FOUND", tc.method, tc.path, r.status, r.body)
+		}
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		contentType  string
+	}{
+		{"GET", "/console/no-such-page", http.StatusNotFound, "text/html"},
+		{"GET", "/healthz", http.StatusOK, "text/plain"},
+		{"POST", "/healthz", http.StatusMethodNotAllowed, "text/plain"},
+		{"POST", "/", http.StatusMethodNotAllowed, "text/plain"},
+		{"GET", "/no-such-page", http.StatusNotFound, "text/plain"},
+	} {
+		req, err := http.NewRequest(tc.method, n.base+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != tc.status || !strings.HasPrefix(ct, tc.contentType) {
+			t.Errorf("%s %s: %d %q, want %d %s", tc.method, tc.path, resp.StatusCode, ct, tc.status, tc.contentType)
 		}
 	}
 }

@@ -139,3 +139,40 @@ func TestTypeErrorMessages(t *testing.T) {
 		t.Errorf("records[].partition as a string: got %v, want %q", err, want)
 	}
 }
+
+// TestDuplicateKeysRefused: a control body (every route's but produce's) that
+// gives a key twice in one object is a 400 naming the key, not served with the
+// last value; produce bodies are decoded in one pass, so their last value wins,
+// and a duplicate inside a record's value is the record's data.
+func TestDuplicateKeysRefused(t *testing.T) {
+	var v struct {
+		Topic   string            `json:"topic"`
+		Group   string            `json:"group"`
+		Configs map[string]string `json:"configs"`
+		Offsets []struct {
+			Partition int32 `json:"partition"`
+		} `json:"offsets"`
+	}
+	for _, tc := range []struct{ body, key string }{
+		{`{"topic":"a","topic":"b"}`, `"topic"`},
+		{`{"group":"g","configs":{"x":"1","x":"2"}}`, `"configs.x"`},
+		{`{"offsets":[{"partition":1},{"partition":1,"partition":2}]}`, `"offsets[1].partition"`},
+	} {
+		aerr := decodeControl([]byte(tc.body), &v)
+		if aerr == nil || aerr.status != 400 || aerr.code != codeInvalidRequest || !strings.Contains(aerr.message, tc.key) {
+			t.Errorf("%s: %v, want a 400 INVALID_REQUEST naming %s", tc.body, aerr, tc.key)
+		}
+	}
+	for _, body := range []string{`{"topic":"a","group":"g"}`, `{"offsets":[{"partition":1},{"partition":2}]}`, `{"configs":{"x":"1","y":"1"}}`, ``} {
+		if aerr := decodeControl([]byte(body), &v); aerr != nil {
+			t.Errorf("%s: %v", body, aerr)
+		}
+	}
+	if _, aerr := parsePoll(url.Values{}, []byte(`{"group":"g","topic":"a","topic":"b"}`)); aerr == nil || !strings.Contains(aerr.message, `"topic"`) {
+		t.Errorf("poll with topic twice: %v, want a 400 naming topic", aerr)
+	}
+	call, aerr := parseProduce([]byte(`{"topic":"a","value":{"k":1,"k":2}}`))
+	if aerr != nil || string(call.records[0].value) != `{"k":1,"k":2}` {
+		t.Errorf("produce with a duplicate inside its value: %+v, %v; want the value as written", call, aerr)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -68,7 +69,7 @@ func parsePoll(q url.Values, body []byte) (pollCall, *apiError) {
 		return pollCall{}, err
 	}
 	var fromBody pollJSON
-	if err := decodeJSON(body, &fromBody); err != nil {
+	if err := decodeControl(body, &fromBody); err != nil {
 		return pollCall{}, err
 	}
 	req, err := mergePoll(fromQuery, fromBody)
@@ -282,6 +283,11 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	}
 	if call.opts.share {
 		a.handleSharePoll(w, r, body, call)
+		return
+	}
+	if s := call.opts.sessionTimeout; call.given.sessionTimeout && (s < a.cfg.MinSessionTimeout || s > a.cfg.MaxSessionTimeout) {
+		writeError(w, fromKafka(kerr.InvalidSessionTimeout.Code, fmt.Sprintf("session_timeout_ms %d is outside the group coordinator's bounds, %d to %d",
+			s.Milliseconds(), a.cfg.MinSessionTimeout.Milliseconds(), a.cfg.MaxSessionTimeout.Milliseconds())))
 		return
 	}
 	inst := a.consumers.lookup(call.key)

@@ -30,7 +30,7 @@ type seekCall struct {
 
 func parseSeek(group string, body []byte) (seekCall, *apiError) {
 	var req seekJSON
-	if err := decodeJSON(body, &req); err != nil {
+	if err := decodeControl(body, &req); err != nil {
 		return seekCall{}, err
 	}
 	if req.Topic == "" {

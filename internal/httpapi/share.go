@@ -568,7 +568,7 @@ func (a *API) handleAck(w http.ResponseWriter, r *http.Request) {
 	body, aerr := readBody(w, r, a.cfg.MaxBodyBytes)
 	var req ackJSON
 	if aerr == nil {
-		aerr = decodeJSON(body, &req)
+		aerr = decodeControl(body, &req)
 	}
 	typ, known := ackTypes[req.Result]
 	switch {

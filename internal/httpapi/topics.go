@@ -37,7 +37,7 @@ type createTopicCall struct {
 
 func parseCreateTopic(body []byte) (createTopicCall, *apiError) {
 	var req createTopicJSON
-	if err := decodeJSON(body, &req); err != nil {
+	if err := decodeControl(body, &req); err != nil {
 		return createTopicCall{}, err
 	}
 	if req.Topic == "" {
