@@ -95,8 +95,9 @@ func TestBenchModes(t *testing.T) {
 		t.Fatalf("produce with --batch-max-bytes 16384: %+v", res)
 	}
 
-	// The topic holds 3000 records: consume reads them all, no prefill.
-	res = benchJSON(t, append([]string{"consume", "--consumers", "2"}, common...)...)
+	// The topic holds 3000 records: consume reads them all, no prefill (so
+	// no producer flag such as --record-size).
+	res = benchJSON(t, "consume", "--consumers", "2", "--topic", topic)
 	checkSane(t, res, "consume", 3000, 200)
 	if res.Prefilled != 0 {
 		t.Fatalf("consume prefilled %d records of a full topic", res.Prefilled)
