@@ -98,7 +98,10 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 		benchRecordFlags(cmd, f, mode)
 	}
 	f.progress.bind(cmd)
-	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
+		if err := benchUnusedFlags(cmd, f, mode); err != nil {
+			return err
+		}
 		return runBench(ctx, s, f, mode)
 	})
 	return cmd
@@ -108,8 +111,24 @@ func benchModeCmd(env *clientEnv, g *globalFlags, mode, short, example string) *
 func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.topic, "topic", "t", "strata-bench", "topic to use (created if missing)")
-	fl.IntVarP(&f.recordSize, "record-size", "s", 100, "value bytes per record")
-	fl.Int64VarP(&f.count, "count", "n", 0, "records to produce or read (0: run for --duration; consume: read the whole topic)")
+	// Consume and share runs produce only to fill the topic to --count: the
+	// producer flags say so, and benchUnusedFlags refuses them without --count.
+	prefill := ""
+	if mode == "consume" || mode == "share" {
+		prefill = "with --count, for the records produced to fill the topic: "
+	}
+	fl.IntVarP(&f.recordSize, "record-size", "s", 100, prefill+"value bytes per record")
+	count := "records to produce (0: run for --duration)"
+	switch mode {
+	case "consume", "share":
+		count = "fill the topic to this many records first, then read the whole topic (0: read what it holds)"
+		if mode == "consume" {
+			count = "fill the topic to this many records first, then read this many (0: read what the topic holds)"
+		}
+	case "e2e":
+		count = "records to produce and read (0: run for --duration)"
+	}
+	fl.Int64VarP(&f.count, "count", "n", 0, count)
 	defaultDuration := 10 * time.Second
 	switch mode {
 	case "consume":
@@ -118,24 +137,33 @@ func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 		defaultDuration = 2 * time.Minute // a bound: the run ends when the group has read the topic
 	}
 	fl.DurationVarP(&f.duration, "duration", "d", defaultDuration, "how long to run when --count is 0 (an upper bound otherwise; 0: none)")
-	defaultRate := 0
-	if mode == "e2e" {
-		defaultRate = benchDefaultRate
+	if mode == "produce" || mode == "e2e" { // the prefill is unthrottled
+		defaultRate := 0
+		if mode == "e2e" {
+			defaultRate = benchDefaultRate
+		}
+		fl.IntVar(&f.rate, "rate", defaultRate, "target records/s over all producers (0: unthrottled)")
 	}
-	fl.IntVar(&f.rate, "rate", defaultRate, "target records/s over all producers (0: unthrottled)")
-	fl.StringVar(&f.acks, "acks", "all", "acknowledgement: 0 (none), 1 (leader) or all (in-sync replicas)")
-	fl.StringVar(&f.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
+	fl.StringVar(&f.acks, "acks", "all", prefill+"acknowledgement: 0 (none), 1 (leader) or all (in-sync replicas)")
+	fl.StringVar(&f.compression, "compression", "none", prefill+"batch compression: none, gzip, snappy, lz4 or zstd")
 	fl.Int32VarP(&f.partitions, "partitions", "p", 1, "partitions when creating the topic")
 	fl.Int16VarP(&f.replication, "replication-factor", "r", 1, "replicas per partition when creating the topic")
 	fl.StringArrayVarP(&f.configs, "config", "c", nil, "topic config key=value when creating the topic (repeatable)")
-	fl.IntVar(&f.producers, "producers", 1, "producer clients")
-	fl.IntVar(&f.consumers, "consumers", 1, "consumer clients (each reads a share of the partitions)")
+	fl.IntVar(&f.producers, "producers", 1, prefill+"producer clients")
+	consumers := "consumer clients (each reads a share of the partitions)"
+	switch mode {
+	case "produce":
+		consumers = "with --fanout (not raw): consumer clients of each reader (each reads a share of the partitions)"
+	case "share":
+		consumers = "members of the group"
+	}
+	fl.IntVar(&f.consumers, "consumers", 1, consumers)
 	defaultLinger := bench.DefaultLinger
 	if mode == "e2e" {
 		defaultLinger = 0 // else the linger is most of the latency measured
 	}
-	fl.DurationVar(&f.linger, "linger", defaultLinger, "how long a producer waits to fill a batch (0: send at once)")
-	fl.Int32Var(&f.batchBytes, "batch-max-bytes", 0, "largest record batch a producer builds, as Kafka's batch.size (0: the client's default, about 1 MB)")
+	fl.DurationVar(&f.linger, "linger", defaultLinger, prefill+"how long a producer waits to fill a batch (0: send at once)")
+	fl.Int32Var(&f.batchBytes, "batch-max-bytes", 0, prefill+"largest record batch a producer builds, as Kafka's batch.size (0: the client's default, about 1 MB)")
 	if mode == "produce" {
 		fl.IntVar(&f.txnRecords, "transaction-records", 0, "make each producer transactional, with its own transactional id, committing every N records (0: no transactions)")
 		fl.IntVar(&f.fanout, "fanout", 0, "readers that each read every record while it is produced, as that many consumer groups would")
@@ -149,6 +177,33 @@ func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 	}
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
+}
+
+// benchPrefillFlags shape the records a consume or share run produces to fill
+// the topic to --count, and nothing else.
+var benchPrefillFlags = []string{"record-size", "acks", "compression", "producers", "linger", "batch-max-bytes"}
+
+// benchUnusedFlags refuses a flag given where the mode would ignore it: a
+// consume or share run's producer flags without --count, and produce's
+// --consumers without readers that use it.
+func benchUnusedFlags(cmd *cobra.Command, f *benchFlags, mode string) error {
+	fl := cmd.Flags()
+	switch mode {
+	case "produce":
+		if fl.Changed("consumers") && (f.fanout == 0 || f.fanoutRaw) {
+			return cli.Usagef("--consumers is the consumer clients of each --fanout reader (raw readers have none): give --fanout without --fanout-raw")
+		}
+	case "consume", "share":
+		if f.count > 0 {
+			return nil
+		}
+		for _, name := range benchPrefillFlags {
+			if fl.Changed(name) {
+				return cli.Usagef("--%s shapes the records produced to fill the topic to --count: give --count", name)
+			}
+		}
+	}
+	return nil
 }
 
 // benchBaseConfig is what every bench mode's Config takes from the session: the

@@ -95,8 +95,9 @@ func TestBenchModes(t *testing.T) {
 		t.Fatalf("produce with --batch-max-bytes 16384: %+v", res)
 	}
 
-	// The topic holds 3000 records: consume reads them all, no prefill.
-	res = benchJSON(t, append([]string{"consume", "--consumers", "2"}, common...)...)
+	// The topic holds 3000 records: consume reads them all, no prefill (so
+	// no producer flag such as --record-size).
+	res = benchJSON(t, "consume", "--consumers", "2", "--topic", topic)
 	checkSane(t, res, "consume", 3000, 200)
 	if res.Prefilled != 0 {
 		t.Fatalf("consume prefilled %d records of a full topic", res.Prefilled)
@@ -122,7 +123,7 @@ func TestBenchFanoutRaw(t *testing.T) {
 
 func TestBenchConsumePrefillsAndTable(t *testing.T) {
 	topic := topicName(t)
-	r := runBenchCmd(t, "consume", "--topic", topic, "--count", "300")
+	r := runBenchCmd(t, "consume", "--topic", topic, "--count", "300", "--producers", "2", "--acks", "1", "--record-size", "50")
 	if r.code != 0 {
 		t.Fatalf("%s", r)
 	}
@@ -154,11 +155,49 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"connect", "--connectors", "0"},
 		{"connect", "--count", "0", "--duration", "0"},
 		{"connect", "--topic", "t"}, // connect moves no records
+		// Flags that would do nothing in the mode.
+		{"produce", "--consumers", "5"},                                  // no readers without --fanout
+		{"produce", "--fanout", "2", "--fanout-raw", "--consumers", "2"}, // a raw reader is one connection per leader
+		{"consume", "--rate", "100"},
+		{"share", "--rate", "100"},
+		{"consume", "--acks", "1"}, // producer flags shape --count's prefill only
+		{"consume", "--producers", "2"},
+		{"share", "--compression", "lz4"},
+		{"share", "--record-size", "10"},
 		{"nonsense"},
 	} {
 		r := runBenchCmd(t, args...)
 		if r.code != 2 {
 			t.Errorf("strata bench %s: %s; want exit status 2", strings.Join(args, " "), r)
+		}
+	}
+}
+
+// TestBenchHelpPerMode: each mode's --help lists only the flags it uses, and
+// says when one is used only with another.
+func TestBenchHelpPerMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode          string
+		want, without []string
+	}{
+		{"produce", []string{`--rate int`, `--producers int +producer`, `--consumers int +with --fanout`}, nil},
+		{"consume", []string{`--consumers int +consumer`, `--acks string +with --count`, `--producers int +with --count`}, []string{`--rate`}},
+		{"share", []string{`--consumers int +members`, `--linger duration +with --count`, `--record-size int +with --count`}, []string{`--rate`}},
+		{"e2e", []string{`--rate int`, `--producers int +producer`, `--consumers int +consumer`}, []string{`--fanout`, `--transaction-records`}},
+	} {
+		r := runBenchCmd(t, tc.mode, "--help")
+		if r.code != 0 {
+			t.Fatalf("bench %s --help: %s", tc.mode, r)
+		}
+		for _, w := range tc.want {
+			if !regexp.MustCompile(w).MatchString(r.stdout) {
+				t.Errorf("bench %s --help lacks %q:\n%s", tc.mode, w, r.stdout)
+			}
+		}
+		for _, w := range tc.without {
+			if strings.Contains(r.stdout, w) {
+				t.Errorf("bench %s --help offers %s:\n%s", tc.mode, w, r.stdout)
+			}
 		}
 	}
 }

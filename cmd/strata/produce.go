@@ -157,7 +157,8 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	closeClient := sync.OnceFunc(cl.Close)
+	defer closeClient()
 	// Ask for the brokers before reading stdin: a listener that is not a Kafka broker
 	// this client can use (TLS or SASL missing) fails here at once, with the client's
 	// diagnosis, instead of every record after --timeout.
@@ -182,6 +183,7 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 	// --timeout), so records are produced under a context that is not cancelled.
 	sendCtx := context.WithoutCancel(ctx)
 	in := readLines(s.env.stdin, ctx.Done())
+	var pending sync.WaitGroup // records whose promise has not run yet
 	line, eof := 0, false
 	for !eof {
 		var text []byte
@@ -213,11 +215,21 @@ func produce(ctx context.Context, s *session, f *produceFlags, topic string) err
 			r.Value = text
 		}
 		n := line
-		cl.Produce(sendCtx, r, func(r *kgo.Record, err error) { pr.finished(n, r, err, done) })
+		pending.Add(1)
+		cl.Produce(sendCtx, r, func(r *kgo.Record, err error) {
+			pr.finished(n, r, err, done)
+			pending.Done()
+		})
 	}
 	flushCtx, cancel := context.WithTimeout(sendCtx, s.opts.Timeout)
 	defer cancel()
 	flushErr := cl.Flush(flushCtx)
+	if flushErr != nil {
+		// The records still buffered or in flight fail only once the client
+		// closes: close it now, so that the summary counts them.
+		closeClient()
+	}
+	pending.Wait()
 	pr.prog.Finish()
 	var scanErr error
 	if eof {

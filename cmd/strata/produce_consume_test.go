@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-stream/strata/internal/cli"
 	"github.com/strata-stream/strata/internal/wait"
 )
@@ -415,5 +418,34 @@ func TestProduceBrokerHangsUp(t *testing.T) {
 			r.stdout != "" || strings.Contains(r.stderr, "line 1") || strings.Contains(r.err.Error(), "records failed") {
 			t.Errorf("--output %s: %s", output, r)
 		}
+	}
+}
+
+// TestProduceGivesUpAtTimeout: when the broker stops answering Produce, the
+// delivery gives up at --timeout and the summary and the exit error count every
+// record as failed, each reported before the summary (or as its JSON line).
+func TestProduceGivesUpAtTimeout(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release); c.Close() })
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release }) // no answer until the test ends
+		return nil, nil, false
+	})
+	addr := c.ListenAddrs()[0]
+
+	r := runAt(t, addr, "a\nb\nc\n", "produce", "t", "--timeout", "2s")
+	if r.code != 1 || !strings.HasSuffix(r.stderr, "produced 0 records to t, 3 failed\n") ||
+		strings.Count(r.stderr, "line ") != 3 || !strings.Contains(r.err.Error(), "3 of 3 records failed") {
+		t.Fatalf("table: %s", r)
+	}
+	r = runAt(t, addr, "a\nb\n", "produce", "t", "--timeout", "2s", "--output", "json")
+	lines := decodeLines[producedJSON](t, r.stdout)
+	if r.code != 1 || len(lines) != 2 || lines[0].Error == "" || lines[1].Error == "" || !strings.Contains(r.err.Error(), "2 of 2 records failed") {
+		t.Fatalf("json: %s", r)
 	}
 }

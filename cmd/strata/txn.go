@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -119,7 +120,6 @@ type describedTxnJSON struct {
 	StartTimestamp  int64              `json:"start_timestamp"` // ms, -1: no transaction
 	Coordinator     int32              `json:"coordinator"`
 	Partitions      map[string][]int32 `json:"partitions"`
-	Error           string             `json:"error,omitempty"`
 }
 
 func txnDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
@@ -139,6 +139,20 @@ func txnDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		// As kafka-transactions.sh describe: an id the coordinator cannot
+		// describe (TRANSACTIONAL_ID_NOT_FOUND for one it does not know) fails
+		// the command, and then nothing is printed.
+		var errs []error
+		for _, id := range ids {
+			if d, ok := described[id]; !ok {
+				errs = append(errs, fmt.Errorf("transactional id %q: no answer", id))
+			} else if d.Err != nil {
+				errs = append(errs, fmt.Errorf("transactional id %q: %w", id, d.Err))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 		out := []describedTxnJSON{}
 		for _, id := range ids {
 			d := described[id]
@@ -149,17 +163,14 @@ func txnDescribeCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 			for topic, ps := range d.Topics {
 				dj.Partitions[topic] = slices.Sorted(maps.Keys(ps))
 			}
-			if d.Err != nil {
-				dj.Error = d.Err.Error()
-			}
 			out = append(out, dj)
 		}
 		if s.json() {
 			return cli.WriteJSON(s.env.stdout, out)
 		}
-		tw := cli.NewTable(s.env.stdout, "TRANSACTIONAL-ID", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS", "PARTITIONS", "ERROR")
+		tw := cli.NewTable(s.env.stdout, "TRANSACTIONAL-ID", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS", "PARTITIONS")
 		for _, d := range out {
-			tw.Row(d.TransactionalID, d.State, d.ProducerID, d.ProducerEpoch, d.TimeoutMs, partitionList(d.Partitions), d.Error)
+			tw.Row(d.TransactionalID, d.State, d.ProducerID, d.ProducerEpoch, d.TimeoutMs, partitionList(d.Partitions))
 		}
 		return tw.Flush()
 	})
