@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/console"
@@ -108,10 +110,18 @@ func TestGroupPageNotAConsumerGroup(t *testing.T) {
 	n, adm, ctx := nodeWithJobs(t)
 	start := kadm.Offsets{}
 	start.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0, LeaderEpoch: -1})
-	resps, err := adm.AlterShareGroupOffsets(ctx, "workers", start) // creates the share group
-	if err == nil {
-		err = resps.Error()
-	}
+	// It creates the share group, once the share coordinator has loaded
+	// (retriable errors until then).
+	var err error
+	wait.For(t, "the share coordinator to answer AlterShareGroupOffsets", func() bool {
+		resps, e := adm.AlterShareGroupOffsets(ctx, "workers", start)
+		if e == nil {
+			e = resps.Error()
+		}
+		err = e
+		var ke *kerr.Error
+		return !errors.As(e, &ke) || !ke.Retriable
+	})
 	if err != nil {
 		t.Fatalf("creating the share group: %v", err)
 	}
