@@ -93,9 +93,24 @@ func prefill(ctx context.Context, c *Config) (partitions []int32, start, end map
 	if err := sent.err(); err != nil {
 		return partitions, start, end, sent.delivered, fmt.Errorf("prefilling the topic: %w", err)
 	}
-	start, end, err = listOffsets(ctx, c, partitions)
-	return partitions, start, end, sent.delivered, err
+	// acks=0 and acks=1 answer before the high-water mark passes the records:
+	// wait until what was delivered is readable.
+	want := available(start, end) + sent.delivered
+	deadline := time.Now().Add(prefillVisible)
+	for {
+		if start, end, err = listOffsets(ctx, c, partitions); err != nil || available(start, end) >= want || !time.Now().Before(deadline) {
+			return partitions, start, end, sent.delivered, err
+		}
+		select {
+		case <-ctx.Done():
+			return partitions, start, end, sent.delivered, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
+
+// prefillVisible bounds prefill's wait for its records to become readable.
+const prefillVisible = 30 * time.Second
 
 // available counts the offsets between start and end over all partitions: the
 // records, and any transaction markers among them (an upper bound on the records).
