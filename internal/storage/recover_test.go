@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -558,34 +557,15 @@ func TestRecoveryCutSurvivesACrash(t *testing.T) {
 	}
 	f.Close()
 	// Cut the power before each operation of Open itself.
-	for n := int64(0); ; n++ {
-		mem := base.CrashClone()
-		var armed atomic.Bool
-		armed.Store(true)
-		var img *vfs.MemFS
-		var at vfs.Op
-		fsys := countingFS(mem, &armed, func(i int64, o vfs.Op) error {
-			if i == n {
-				img, at = mem.CrashClone(vfs.WithTornWrites(uint64(n))), o
-			}
-			return nil
-		})
-		l, err := Open(fsys, testDir, cfg)
+	crashAtEachOpen(t, base, cfg, func(*Log) {}, func(img *vfs.MemFS, what string) {
+		l, err := Open(img, testDir, cfg)
 		if err != nil {
-			t.Fatal(err)
-		}
-		l.Close()
-		if img == nil {
-			break
-		}
-		l, err = Open(img, testDir, cfg)
-		if err != nil {
-			t.Fatalf("power cut before op %d (%v %s): Open: %v", n, at.Kind, filepath.Base(at.Path), err)
+			t.Fatalf("%s: Open: %v", what, err)
 		}
 		got := readAll(t, l)
 		l.Close()
 		if !slices.EqualFunc(got, want[:5], bytes.Equal) {
-			t.Fatalf("power cut before op %d (%v %s): the log holds batches at %v, want the 5 before the damage", n, at.Kind, filepath.Base(at.Path), baseOffsets(got))
+			t.Fatalf("%s: the log holds batches at %v, want the 5 before the damage", what, baseOffsets(got))
 		}
-	}
+	})
 }
