@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -88,41 +87,12 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 		t.Fatal("the fixture does not change")
 	}
 
-	steps := 0
-	for n := int64(0); ; n++ {
-		mem := base.CrashClone()
-		var armed atomic.Bool
-		var mu sync.Mutex
-		var crashed *vfs.MemFS
-		var at vfs.Op
-		fsys := countingFS(mem, &armed, func(i int64, op vfs.Op) error {
-			if i == n {
-				mu.Lock()
-				crashed, at = mem.CrashClone(vfs.WithTornWrites(uint64(n))), op
-				mu.Unlock()
-			}
-			return nil
-		})
-		l, err := Open(fsys, testDir, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		armed.Store(true)
-		_, err = l.Compact(l.LogEndOffset(), compactOpts())
-		armed.Store(false)
-		l.Close()
-		if err != nil {
-			t.Fatalf("Compact: %v", err)
-		}
-		mu.Lock()
-		c := crashed
-		mu.Unlock()
-		if c == nil {
-			break
-		}
-		steps++
-		compactOutcome(t, c, cfg, old, cleaned, fmt.Sprintf("power cut before op %d (%v %s)", n, at.Kind, filepath.Base(at.Path)))
-	}
+	steps := crashAtEachLogOp(t, base, cfg, func(l *Log) error {
+		_, err := l.Compact(l.LogEndOffset(), compactOpts())
+		return err
+	}, func(img *vfs.MemFS, what string) {
+		compactOutcome(t, img, cfg, old, cleaned, what)
+	})
 	if steps < 10 {
 		t.Fatalf("a pass made only %d operations", steps)
 	}
@@ -320,33 +290,13 @@ func TestCompactSwapRecoveryIsRestartable(t *testing.T) {
 		t.Fatalf("manifest not durable at the commit point: %v", err)
 	}
 
-	steps := 0
-	for n := int64(0); ; n++ {
-		img := image.CrashClone()
-		var armed atomic.Bool
-		var crashed *vfs.MemFS
-		fsys := countingFS(img, &armed, func(i int64, _ vfs.Op) error {
-			if i == n {
-				crashed = img.CrashClone(vfs.WithTornWrites(uint64(n)))
-			}
-			return nil
-		})
-		armed.Store(true)
-		r, err := Open(fsys, testDir, cfg)
-		armed.Store(false)
-		if err != nil {
-			t.Fatalf("recovering Open: %v", err)
-		}
-		sameRecords(t, logRecords(t, r), cleaned)
-		r.Close()
-		if crashed == nil {
-			break
-		}
-		steps++
-		compactOutcome(t, crashed, cfg, cleaned, cleaned, fmt.Sprintf("power cut at op %d of the recovering Open", n))
-	}
+	steps := crashAtEachOpen(t, image, cfg, func(l *Log) {
+		sameRecords(t, logRecords(t, l), cleaned)
+	}, func(img *vfs.MemFS, what string) {
+		compactOutcome(t, img, cfg, cleaned, cleaned, what+" of the recovering Open")
+	})
 	if steps < 5 {
 		t.Fatalf("recovery made only %d operations", steps)
 	}
-	t.Logf("crashed at each of %d operations of the recovering Open", steps)
+	t.Logf("crashed at each of %d operations of the recovering Open and Close", steps)
 }

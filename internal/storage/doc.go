@@ -101,8 +101,11 @@
 // continue the offsets of the one before. The log is cut at the first batch that
 // does not (a torn write or corruption), later segments are deleted, indexes are
 // rebuilt and the leader-epoch cache is rebuilt from the batches' epochs. A forward
-// gap between batches is not a cut: compaction leaves them. The recovery point
-// moves on every roll and on Close.
+// gap between batches is not a cut: compaction leaves them. A segment whose name
+// does not fit its batches (one below its base offset or beyond what its index
+// can hold, or a base below the end of the segment before it) is no torn write
+// but a misplaced file: Open fails naming it and deletes nothing. The recovery
+// point moves on every roll and on Close.
 //
 // # Directory layout
 //

@@ -134,45 +134,96 @@ func ctxTimeout(t testing.TB) context.Context {
 	return ctx
 }
 
-// crashAtEachOp runs op on the log in a copy of base once per filesystem
-// operation op makes, cutting the power before that operation (unsynced
-// writes torn at random), and hands check each image with a description of
-// the operation it was cut before. It returns how many operations op made.
-func crashAtEachOp(t *testing.T, base *vfs.MemFS, cfg Config, op func(*Log) error, check func(img *vfs.MemFS, what string)) int {
+// crashPoint is an injector that counts the filesystem operations made while
+// it is armed and, just before operation number at, takes a power-cut image
+// of mem (unsynced writes torn at random).
+type crashPoint struct {
+	mem   *vfs.MemFS
+	fs    vfs.FS // mem through the injector
+	at    int64
+	armed atomic.Bool
+	ops   atomic.Int64
+
+	mu   sync.Mutex
+	img  *vfs.MemFS // nil until operation at is made
+	what string     // the operation img was taken before
+}
+
+func newCrashPoint(mem *vfs.MemFS, at int64) *crashPoint {
+	c := &crashPoint{mem: mem, at: at}
+	c.fs = vfs.NewErrorFS(mem, c)
+	return c
+}
+
+func (c *crashPoint) MaybeError(op vfs.Op) error {
+	if !c.armed.Load() || c.ops.Add(1)-1 != c.at {
+		return nil
+	}
+	img := c.mem.CrashClone(vfs.WithTornWrites(uint64(c.at)))
+	c.mu.Lock()
+	c.img, c.what = img, fmt.Sprintf("power cut before op %d (%v %s)", c.at, op.Kind, filepath.Base(op.Path))
+	c.mu.Unlock()
+	return nil
+}
+
+// image returns the power-cut image, nil if operation at was never made, and
+// a description of the cut.
+func (c *crashPoint) image() (*vfs.MemFS, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.img, c.what
+}
+
+// crashAtEachOp calls run once per every-th filesystem operation run makes
+// through c.fs while c is armed, each time on a fresh copy of base with the
+// power cut before that operation, and then check with the image, until a run
+// makes fewer operations. It returns how many images it checked.
+func crashAtEachOp(t *testing.T, base *vfs.MemFS, every int64, run func(c *crashPoint), check func(c *crashPoint, img *vfs.MemFS, what string)) int {
 	t.Helper()
 	for n := int64(0); ; n++ {
-		mem := base.CrashClone()
-		var armed atomic.Bool
-		var mu sync.Mutex
-		var img *vfs.MemFS
-		var at vfs.Op
-		fsys := countingFS(mem, &armed, func(i int64, o vfs.Op) error {
-			if i == n {
-				mu.Lock()
-				img, at = mem.CrashClone(vfs.WithTornWrites(uint64(n))), o
-				mu.Unlock()
-			}
-			return nil
-		})
-		l, err := Open(fsys, testDir, cfg)
+		c := newCrashPoint(base.CrashClone(), n*every)
+		run(c)
+		img, what := c.image()
+		if img == nil {
+			return int(n)
+		}
+		check(c, img, what)
+	}
+}
+
+// crashAtEachLogOp is crashAtEachOp for op on the log in base: the log is
+// opened before the power cut is armed and closed after op.
+func crashAtEachLogOp(t *testing.T, base *vfs.MemFS, cfg Config, op func(*Log) error, check func(img *vfs.MemFS, what string)) int {
+	t.Helper()
+	return crashAtEachOp(t, base, 1, func(c *crashPoint) {
+		l, err := Open(c.fs, testDir, cfg)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
-		armed.Store(true)
+		c.armed.Store(true)
 		err = op(l)
-		armed.Store(false)
+		c.armed.Store(false)
 		l.Close()
 		if err != nil {
 			t.Fatalf("op: %v", err)
 		}
-		mu.Lock()
-		c := img
-		mu.Unlock()
-		if c == nil {
-			return int(n)
+	}, func(_ *crashPoint, img *vfs.MemFS, what string) { check(img, what) })
+}
+
+// crashAtEachOpen is crashAtEachOp for opening the log in base (a recovery),
+// checking it with opened, and closing it: opened checks the log each whole
+// Open gave, check each power-cut image.
+func crashAtEachOpen(t *testing.T, base *vfs.MemFS, cfg Config, opened func(*Log), check func(img *vfs.MemFS, what string)) int {
+	t.Helper()
+	return crashAtEachOp(t, base, 1, func(c *crashPoint) {
+		c.armed.Store(true)
+		l, err := Open(c.fs, testDir, cfg)
+		if err != nil {
+			t.Fatalf("recovering Open: %v", err)
 		}
-		check(c, fmt.Sprintf("power cut before op %d (%v %s)", n, at.Kind, filepath.Base(at.Path)))
-	}
+		opened(l)
+		l.Close()
+	}, func(_ *crashPoint, img *vfs.MemFS, what string) { check(img, what) })
 }
 
 // prefixOf reports whether got is want's first len(got) batches.

@@ -308,28 +308,6 @@ func TestLogDirRemovedNameStartsAfresh(t *testing.T) {
 	closeAll(t, d, logs)
 }
 
-// cutFS counts operations through an ErrorFS and, at operation number cut,
-// takes a power-cut copy of the filesystem (torn writes included) before the
-// operation runs.
-type cutFS struct {
-	mem  *vfs.MemFS
-	cut  int64
-	seed uint64
-	ops  atomic.Int64
-	mu   sync.Mutex
-	snap *vfs.MemFS
-}
-
-func (c *cutFS) MaybeError(vfs.Op) error {
-	if c.ops.Add(1)-1 == c.cut {
-		s := c.mem.CrashClone(vfs.WithTornWrites(c.seed))
-		c.mu.Lock()
-		c.snap = s
-		c.mu.Unlock()
-	}
-	return nil
-}
-
 // logDirHistory is what a workload got acknowledged, with the operation count
 // at each acknowledgement.
 type logDirHistory struct {
@@ -345,9 +323,9 @@ type ackPoint struct {
 
 // logDirWorkload appends to two logs through rolls, checkpoints, deletes records
 // and shuts down cleanly, recording what was acknowledged when.
-func logDirWorkload(t *testing.T, c *cutFS, opts LogDirOptions) logDirHistory {
-	fsys := vfs.NewErrorFS(c.mem, c)
-	d := openLogDirWith(t, fsys, opts)
+func logDirWorkload(t *testing.T, c *crashPoint, opts LogDirOptions) logDirHistory {
+	c.armed.Store(true)
+	d := openLogDirWith(t, c.fs, opts)
 	h := logDirHistory{acked: make([][]ackPoint, 2)}
 	logs := make([]*Log, 2)
 	var all [2][][]byte
@@ -394,19 +372,13 @@ func TestLogDirPowerCutAnywhere(t *testing.T) {
 }
 
 func testLogDirPowerCut(t *testing.T, opts LogDirOptions) {
-	full := &cutFS{mem: vfs.NewMem(), cut: -1}
+	full := newCrashPoint(vfs.NewMem(), -1)
 	logDirWorkload(t, full, opts)
-	n := full.ops.Load()
-	step := max(1, n/300)
-	for cut := int64(0); cut < n+step; cut += step {
-		c := &cutFS{mem: vfs.NewMem(), cut: cut, seed: uint64(cut)}
-		h := logDirWorkload(t, c, opts)
-		c.mu.Lock()
-		snap := c.snap
-		c.mu.Unlock()
-		if snap == nil {
-			continue // the run had fewer operations
-		}
+	var h logDirHistory
+	crashAtEachOp(t, vfs.NewMem(), max(1, full.ops.Load()/300), func(c *crashPoint) {
+		h = logDirWorkload(t, c, opts)
+	}, func(c *crashPoint, snap *vfs.MemFS, what string) {
+		cut := c.at
 		d, logs := reopenAll(t, snap, 2)
 		for i, l := range logs {
 			var want [][]byte
@@ -426,7 +398,7 @@ func testLogDirPowerCut(t *testing.T, opts LogDirOptions) {
 				}
 			}
 			if start < minStart || start > maxStart {
-				t.Fatalf("cut at op %d: log %d starts at %d, want [%d, %d]", cut, i, start, minStart, maxStart)
+				t.Fatalf("%s: log %d starts at %d, want [%d, %d]", what, i, start, minStart, maxStart)
 			}
 			got := readAll(t, l)
 			var kept [][]byte
@@ -436,12 +408,12 @@ func testLogDirPowerCut(t *testing.T, opts LogDirOptions) {
 				}
 			}
 			if len(got) < len(kept) {
-				t.Fatalf("cut at op %d: log %d holds %d batches, %d acknowledged", cut, i, len(got), len(kept))
+				t.Fatalf("%s: log %d holds %d batches, %d acknowledged", what, i, len(got), len(kept))
 			}
 			sameBatches(t, got[:len(kept)], kept)
 		}
 		closeAll(t, d, logs)
-	}
+	})
 }
 
 // TestRecoveredTailIsNotDurableUntilSynced: after a kill -9 the page cache may

@@ -296,9 +296,10 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 	for i := k; i < len(segs); i++ {
 		s := segs[i]
 		if s.base < expect {
-			// An overlap: nothing from here on continues the log. (A gap is legal:
+			// Not a torn write but a file whose name overlaps the segment before
+			// it: refuse rather than guess which holds the log. (A gap is legal:
 			// compaction may have removed a segment's last batches.)
-			return false, l.dropRecovered(i)
+			return false, fmt.Errorf("%w: %s: base offset %d is below the end of the segment before it (%d)", ErrCorruptSegment, s.log.Name(), s.base, expect)
 		}
 		if i > k {
 			// A sealed segment's extent reaches the next one's base, past any gap.
@@ -318,7 +319,9 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 			// The later segments go first, durably: were s cut first, a crash
 			// between the two would leave them past a hole, which the next
 			// recovery keeps (a gap is legal). s becomes the active segment.
-			if err := l.dropRecovered(i + 1); err != nil {
+			drop := segs[i+1:]
+			l.mu.segments = slices.Clone(segs[:i+1])
+			if err := l.deleteTail(drop); err != nil {
 				return false, err
 			}
 			segs = l.mu.segments
@@ -368,24 +371,6 @@ func (l *Log) assignEpochsFrom(s *segment, size int64) error {
 	}
 	if sc.err != nil {
 		return corrupt(s.log.Name(), sc.pos, sc.err)
-	}
-	return nil
-}
-
-// dropRecovered deletes segments[i:] found during recovery not to continue the log.
-// The last kept segment becomes the active one.
-func (l *Log) dropRecovered(i int) error {
-	segs := l.mu.segments
-	if i >= len(segs) {
-		return nil
-	}
-	drop := segs[i:]
-	l.mu.segments = slices.Clone(segs[:i])
-	if err := l.deleteTail(drop); err != nil {
-		return err
-	}
-	if i == 0 {
-		return fmt.Errorf("%w: no segment continues the log", ErrCorruptSegment)
 	}
 	return nil
 }

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,7 +116,7 @@ func TestCrashCutsLastWriteAtEveryByte(t *testing.T) {
 	if err := removeDurably(base, testDir, cleanShutdownName); err != nil {
 		t.Fatal(err)
 	}
-	leo := int64(80)
+	leo := int64(2 * len(want))
 	next := batchtest.Build(batchtest.Options{BaseOffset: leo, LeaderEpoch: 1, FirstTimestamp: 9, Records: batchtest.Values(3, 20)})
 	for cut := 0; cut <= len(next); cut++ {
 		fsys := base.CrashClone()
@@ -558,34 +558,102 @@ func TestRecoveryCutSurvivesACrash(t *testing.T) {
 	}
 	f.Close()
 	// Cut the power before each operation of Open itself.
-	for n := int64(0); ; n++ {
-		mem := base.CrashClone()
-		var armed atomic.Bool
-		armed.Store(true)
-		var img *vfs.MemFS
-		var at vfs.Op
-		fsys := countingFS(mem, &armed, func(i int64, o vfs.Op) error {
-			if i == n {
-				img, at = mem.CrashClone(vfs.WithTornWrites(uint64(n))), o
-			}
-			return nil
-		})
-		l, err := Open(fsys, testDir, cfg)
+	crashAtEachOpen(t, base, cfg, func(*Log) {}, func(img *vfs.MemFS, what string) {
+		l, err := Open(img, testDir, cfg)
 		if err != nil {
-			t.Fatal(err)
-		}
-		l.Close()
-		if img == nil {
-			break
-		}
-		l, err = Open(img, testDir, cfg)
-		if err != nil {
-			t.Fatalf("power cut before op %d (%v %s): Open: %v", n, at.Kind, filepath.Base(at.Path), err)
+			t.Fatalf("%s: Open: %v", what, err)
 		}
 		got := readAll(t, l)
 		l.Close()
 		if !slices.EqualFunc(got, want[:5], bytes.Equal) {
-			t.Fatalf("power cut before op %d (%v %s): the log holds batches at %v, want the 5 before the damage", n, at.Kind, filepath.Base(at.Path), baseOffsets(got))
+			t.Fatalf("%s: the log holds batches at %v, want the 5 before the damage", what, baseOffsets(got))
+		}
+	})
+}
+
+// TestMisnamedSegmentFailsOpen: a segment file whose name (its base offset)
+// does not fit its batches or the segment before it is not a torn write but a
+// file that is not what its name says (copied or renamed by hand). Kafka's
+// recovery fails on such a segment rather than guess; recovery cut the log
+// there and deleted every later segment, acknowledged data included. Open must
+// fail naming the file and delete nothing.
+func TestMisnamedSegmentFailsOpen(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean, want := cleanLog(t, cfg, 40)
+	for _, name := range []string{cleanShutdownName, recoveryCheckpointName} {
+		if err := removeDurably(clean, testDir, name); err != nil {
+			t.Fatal(err)
 		}
 	}
+	bases := segmentFileBases(t, clean)
+	if len(bases) < 3 {
+		t.Fatalf("the fixture has %d segments, want 3 or more", len(bases))
+	}
+	last := len(bases) - 1
+	leo := int64(2 * len(want))
+	rename := func(i int, base int64) func(*testing.T, *vfs.MemFS) string {
+		return func(t *testing.T, fsys *vfs.MemFS) string {
+			to := segmentName(base, logSuffix)
+			if err := fsys.Rename(filepath.Join(testDir, segmentName(bases[i], logSuffix)), filepath.Join(testDir, to)); err != nil {
+				t.Fatal(err)
+			}
+			return to
+		}
+	}
+	tests := []struct {
+		name   string
+		damage func(*testing.T, *vfs.MemFS) string // returns the misnamed file
+	}{
+		{"sealed segment named above its first batch", rename(1, bases[1]+1)},
+		{"active segment named above its first batch", rename(last, bases[last]+1)},
+		{"segment named below the end of the one before", rename(1, bases[1]-1)},
+		{"batch beyond the offsets the name can index", func(t *testing.T, fsys *vfs.MemFS) string {
+			name := segmentName(leo, logSuffix)
+			f, err := fsys.Create(filepath.Join(testDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b := batchtest.Build(batchtest.Options{BaseOffset: leo + 1<<32, Records: batchtest.Values(2, 10)})
+			if _, err := f.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			return name
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := clean.CrashClone()
+			to := tt.damage(t, fsys)
+			want := segmentFileBases(t, fsys)
+			l, err := Open(fsys, testDir, cfg)
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+				t.Fatalf("Open succeeded: log end %d, %d segments; want an error naming %s", l.LogEndOffset(), l.NumSegments(), to)
+			}
+			if !errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), to) {
+				t.Fatalf("Open: %v; want ErrCorruptSegment naming %s", err, to)
+			}
+			if got := segmentFileBases(t, fsys); !slices.Equal(got, want) {
+				t.Fatalf("segments %v after the failed Open, want %v", got, want)
+			}
+		})
+	}
+}
+
+// segmentFileBases returns the base offsets of the .log files in testDir.
+func segmentFileBases(t *testing.T, fsys vfs.FS) []int64 {
+	t.Helper()
+	names, err := fsys.List(testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bases []int64
+	for _, n := range names {
+		if b, ok := parseSegmentName(n); ok {
+			bases = append(bases, b)
+		}
+	}
+	slices.Sort(bases)
+	return bases
 }

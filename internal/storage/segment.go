@@ -639,12 +639,15 @@ func (s *segment) scanIndexes(x *segmentIndexes, limit int64, interval int) (sca
 	res := scanResult{next: s.base}
 	for sc.next() {
 		h := &sc.h
-		if h.BaseOffset < res.next {
-			res.err = fmt.Errorf("%w: batch at %d has base offset %d, want at least %d", errOffsetGap, sc.bpos, h.BaseOffset, res.next)
+		_, first := relOffset(h.BaseOffset, s.base)
+		if _, last := relOffset(h.LastOffset(), s.base); !first || !last {
+			// Not a torn write (a file is never reused) but a file whose name
+			// does not fit its batches: refuse rather than cut the log there.
+			res.err = fmt.Errorf("%w: %s: batch at %d holds offsets %d-%d, outside the range its name's base offset %d can index", ErrCorruptSegment, s.log.Name(), sc.bpos, h.BaseOffset, h.LastOffset(), s.base)
 			break
 		}
-		if _, ok := relOffset(h.LastOffset(), s.base); !ok {
-			res.err = fmt.Errorf("%w: batch at %d: offset %d too far above segment base", errOffsetGap, sc.bpos, h.LastOffset())
+		if h.BaseOffset < res.next {
+			res.err = fmt.Errorf("%w: batch at %d has base offset %d, want at least %d", errOffsetGap, sc.bpos, h.BaseOffset, res.next)
 			break
 		}
 		x.addBatch(s.base, h, sc.bpos, len(sc.b), interval)

@@ -192,7 +192,7 @@ func TestTruncateCrashLeavesNoHole(t *testing.T) {
 	cfg := Config{SegmentBytes: 2048}
 	base, want := cleanLog(t, cfg, 60) // 2 records a batch, several segments
 	const cut = 30                     // inside the first segment
-	steps := crashAtEachOp(t, base, cfg, func(l *Log) error { return l.Truncate(cut) }, func(img *vfs.MemFS, what string) {
+	steps := crashAtEachLogOp(t, base, cfg, func(l *Log) error { return l.Truncate(cut) }, func(img *vfs.MemFS, what string) {
 		l, err := Open(img, testDir, cfg)
 		if err != nil {
 			t.Fatalf("%s: Open: %v", what, err)
