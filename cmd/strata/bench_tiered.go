@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-stream/strata/internal/bench"
 	"github.com/strata-stream/strata/internal/cli"
@@ -50,6 +51,14 @@ than rates.`,
 		Args:              usageArgs(env, cobra.NoArgs),
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
+	f.bind(cmd)
+	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
+		return runBenchTiered(ctx, s, cmd.Flags(), f)
+	})
+	return cmd
+}
+
+func (f *benchTieredFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.topic, "topic", "t", "strata-bench-tiered", "topic name prefix (each run creates <prefix>-plain-rN and <prefix>-tiered-rN)")
 	fl.IntVarP(&f.recordSize, "record-size", "s", 1024, "value bytes per record")
@@ -68,22 +77,28 @@ than rates.`,
 	fl.IntSliceVar(&f.opts.BrokerPIDs, "broker-pid", nil, "process id of a broker on this machine (repeatable): charge each produce run the brokers' CPU seconds and disk writes per GB")
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
-	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
-		return runBenchTiered(ctx, s, f)
-	})
-	return cmd
 }
 
-func runBenchTiered(ctx context.Context, s *session, f *benchTieredFlags) error {
-	cfg := benchBaseConfig(s, f.acks)
+// config is the run's Config on base (brokers, client options, acks) from
+// the flags fl holds; a bad flag is a usage error.
+func (f *benchTieredFlags) config(base bench.Config, fl *pflag.FlagSet) (bench.Config, error) {
+	cfg := base
 	cfg.Topic, cfg.Partitions, cfg.ReplicationFactor = f.topic, f.partitions, f.replication
 	cfg.RecordSize, cfg.Count, cfg.Duration = f.recordSize, f.count, f.duration
 	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, 1, 1, f.linger
 	if err := cfg.Validate("produce"); err != nil {
-		return cli.Usage(err)
+		return cfg, cli.Usage(err)
 	}
 	if err := f.opts.Validate(); err != nil {
-		return cli.Usage(err)
+		return cfg, cli.Usage(err)
+	}
+	return cfg, nil
+}
+
+func runBenchTiered(ctx context.Context, s *session, fl *pflag.FlagSet, f *benchTieredFlags) error {
+	cfg, err := f.config(benchBaseConfig(s, f.acks), fl)
+	if err != nil {
+		return err
 	}
 	if err := cli.Probe(ctx, s.opts); err != nil {
 		return err
