@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -41,6 +42,7 @@ type benchMoveFlags struct {
 	keepTopics   bool
 	latencyTopic string
 	timeline     time.Duration
+	progress     progressFlags
 }
 
 // movePoll is how often a timed move is checked for completion: the bound on
@@ -65,7 +67,9 @@ func benchMoveCmd(env *clientEnv, g *globalFlags) *cobra.Command {
   5. run the same producer for as long again with nothing moving.
 It prints the rates, the unthrottled move against the raw disk, the throttled one
 against its throttle, and the producer's latency during the move against idle.
-Both topics are deleted at the end unless --keep-topics.`,
+Both topics are deleted at the end unless --keep-topics. Each step is a line on
+stderr, and the fill reports its records (--progress; none in auto mode with
+--output json).`,
 		Example: `  strata dev cluster --nodes 3 --base-dir /var/tmp/movebench &
   strata bench move --brokers 127.0.0.1:9092 --disk-dir /var/tmp/movebench --size-mib 1024 --throttle 50000000`,
 		Args:              usageArgs(env, cobra.NoArgs),
@@ -84,12 +88,17 @@ Both topics are deleted at the end unless --keep-topics.`,
 	fl.DurationVar(&f.wait, "wait", 30*time.Minute, "bound on each move")
 	fl.BoolVar(&f.keepTopics, "keep-topics", false, "keep both topics at the end")
 	fl.DurationVar(&f.timeline, "timeline", 0, "also print the producer's p99 and max per window of this length, in both runs (0: none)")
+	f.progress.bind(cmd)
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, _ []string) error {
 		if err := f.validate(); err != nil {
 			return cli.Usage(err)
 		}
+		setup, err := f.progress.setup(s, false)
+		if err != nil {
+			return err
+		}
 		f.latencyTopic = f.topic + "-latency"
-		res, err := runBenchMove(ctx, s, f)
+		res, err := runBenchMove(ctx, s, f, setup)
 		if err != nil {
 			return err
 		}
@@ -121,8 +130,15 @@ func (f *benchMoveFlags) validate() error {
 		return fmt.Errorf("--timeline %v: want a window length (0: none)", f.timeline)
 	case f.wait <= 0:
 		return fmt.Errorf("--wait %v: want a positive duration", f.wait)
+	case f.from < -1:
+		return fmt.Errorf("--from %d: want a broker id (-1: the lowest)", f.from)
+	case f.to < -1:
+		return fmt.Errorf("--to %d: want a broker id (-1: the next after --from)", f.to)
 	case f.from >= 0 && f.from == f.to:
 		return fmt.Errorf("--from and --to are both %d", f.from)
+	}
+	if fi, err := os.Stat(f.diskDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--disk-dir %s: not a directory", f.diskDir)
 	}
 	return nil
 }
@@ -151,7 +167,7 @@ func pickMoveBrokers(ids []int32, from, to int32) (int32, int32, error) {
 	return from, to, nil
 }
 
-func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.MoveResult, error) {
+func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags, setup cli.ProgressSetup) (bench.MoveResult, error) {
 	res := bench.MoveResult{Topic: f.topic, DiskDir: f.diskDir, LatencyTopic: f.latencyTopic,
 		LatencyRate: f.latencyRate, LatencyRecordSize: f.latencySize}
 	if err := cli.Probe(ctx, s.opts); err != nil {
@@ -176,30 +192,41 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	if res.From, res.To, err = pickMoveBrokers(md.Brokers.NodeIDs(), f.from, f.to); err != nil {
 		return res, cli.Usage(err)
 	}
+	for _, topic := range []string{f.topic, f.latencyTopic} {
+		if _, ok := md.Topics[topic]; ok {
+			return res, cli.Usagef("topic %s exists: name a new one with --topic, or delete it", topic)
+		}
+	}
 	size := f.sizeMiB << 20
 
-	note := func(format string, args ...any) { fmt.Fprintf(s.env.stderr, "bench move: "+format+"\n", args...) }
+	steps := cli.NewSteps(setup, "bench move")
+	note := func(format string, args ...any) { steps(fmt.Sprintf(format, args...)) }
 	note("raw disk: writing %d MiB to %s", f.sizeMiB, f.diskDir)
 	if res.Disk, err = bench.DiskWrite(vfs.Default, f.diskDir, size); err != nil {
 		return res, fmt.Errorf("measuring the disk in %s: %w", f.diskDir, err)
 	}
 
-	if err := step(func(ctx context.Context) error { return createAssigned(ctx, cl, f.topic, []int32{res.From}) }); err != nil {
-		return res, err
-	}
-	if err := step(func(ctx context.Context) error {
-		return createAssigned(ctx, cl, f.latencyTopic, []int32{res.From, res.To})
-	}); err != nil {
-		return res, err
-	}
+	var created []string // deleted at the end, even when a later step fails
 	if !f.keepTopics {
 		defer func() {
+			if len(created) == 0 {
+				return
+			}
 			delCtx, cancel := s.withTimeout(context.WithoutCancel(ctx))
 			defer cancel()
-			if _, err := adm.DeleteTopics(delCtx, f.topic, f.latencyTopic); err != nil {
-				note("deleting the topics: %v", err)
+			if _, err := adm.DeleteTopics(delCtx, created...); err != nil {
+				fmt.Fprintf(s.env.stderr, "bench move: deleting the topics: %v\n", err)
 			}
 		}()
+	}
+	for _, t := range []struct {
+		name     string
+		replicas []int32
+	}{{f.topic, []int32{res.From}}, {f.latencyTopic, []int32{res.From, res.To}}} {
+		if err := step(func(ctx context.Context) error { return createAssigned(ctx, cl, t.name, t.replicas) }); err != nil {
+			return res, err
+		}
+		created = append(created, t.name)
 	}
 	base := bench.Config{
 		Brokers: s.opts.Brokers, Partitions: 1, ReplicationFactor: 1, Acks: bench.AcksAll,
@@ -210,9 +237,14 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	fill.Topic, fill.RecordSize, fill.Linger = f.topic, f.recordSize, bench.DefaultLinger
 	fill.Count = (size + int64(f.recordSize) - 1) / int64(f.recordSize)
 	note("filling %s-0 on broker %d with %d records of %d B", f.topic, res.From, fill.Count, f.recordSize)
-	if r, err := bench.Produce(ctx, fill); err != nil {
+	prog := cli.NewProgress(setup, fmt.Sprintf("bench move fill %s-0", f.topic), cli.UnitRecords, fill.Count)
+	fill.Progress = prog.Add
+	r, err := bench.Produce(ctx, fill)
+	prog.Finish()
+	if err != nil {
 		return res, fmt.Errorf("filling %s: %w", f.topic, err)
-	} else if r.Failed > 0 {
+	}
+	if r.Failed > 0 {
 		return res, fmt.Errorf("filling %s: %d records failed", f.topic, r.Failed)
 	}
 	var bytes int64
@@ -270,7 +302,7 @@ func runBenchMove(ctx context.Context, s *session, f *benchMoveFlags) (bench.Mov
 	note("the same producer for %.1f s with nothing moving", elapsed.Seconds())
 	idle := latency
 	idle.Duration = max(elapsed, time.Second)
-	r, err := bench.Produce(ctx, idle)
+	r, err = bench.Produce(ctx, idle)
 	if err != nil && r.ElapsedSeconds == 0 {
 		return res, fmt.Errorf("the idle producer: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -47,6 +49,11 @@ func TestPickMoveBrokers(t *testing.T) {
 
 // TestBenchMoveFlags: bad flags are usage errors, before any connection.
 func TestBenchMoveFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -59,6 +66,10 @@ func TestBenchMoveFlags(t *testing.T) {
 		{[]string{"--disk-dir", "/tmp", "--from", "2", "--to", "2"}, "both 2"},
 		{[]string{"--disk-dir", "/tmp", "--wait", "0s"}, "--wait 0s"},
 		{[]string{"--disk-dir", "/tmp", "--timeline", "-1s"}, "--timeline -1s"},
+		{[]string{"--disk-dir", "/tmp", "--from", "-2"}, "--from -2"},
+		{[]string{"--disk-dir", "/tmp", "--to", "-3"}, "--to -3"},
+		{[]string{"--disk-dir", missing}, "--disk-dir " + missing},
+		{[]string{"--disk-dir", file}, "--disk-dir " + file},
 	} {
 		r := runAt(t, "127.0.0.1:1", "", append([]string{"bench", "move"}, tc.args...)...)
 		if r.code != 2 || r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
@@ -83,15 +94,35 @@ func TestBenchMove(t *testing.T) {
 		})
 	}
 	addr := strings.Join(c.Bootstrap(), ",")
-	const throttle = 1_000_000
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r := invocation{ctx: ctx, env: map[string]string{cli.BrokersEnv: addr}}.run(t, "bench", "move",
+	in := invocation{ctx: ctx, env: map[string]string{cli.BrokersEnv: addr}}
+
+	// A topic of the run that exists already is refused before anything is
+	// measured or created.
+	if _, err := c.Admin().CreateTopic(ctx, 1, 2, nil, "taken-latency"); err != nil {
+		t.Fatal(err)
+	}
+	r := in.run(t, "bench", "move", "--topic", "taken", "--size-mib", "1", "--disk-dir", t.TempDir())
+	if r.code != 2 || !strings.Contains(r.err.Error(), "taken-latency exists") || r.stderr != "" {
+		t.Fatalf("bench move with its latency topic taken: %s; want a usage error and no step", r)
+	}
+	if topics, err := c.Admin().ListTopics(ctx); err != nil || topics.Has("taken") {
+		t.Fatalf("bench move refused left its topic behind: %v (%v)", topics.Names(), err)
+	}
+
+	const throttle = 1_000_000
+	r = in.run(t, "bench", "move",
 		"--size-mib", "8", "--record-size", "4096", "--throttle", "1000000", "--latency-rate", "100",
-		"--disk-dir", t.TempDir(), "--timeline", "1s", "--output", "json")
-	t.Logf("strata bench move:\n%s%s", r.stderr, r.stdout)
+		"--disk-dir", t.TempDir(), "--timeline", "1s", "--output", "json", "--progress", "lines", "--progress-interval", "1ns")
 	if r.code != 0 {
 		t.Fatalf("bench move: %s", r)
+	}
+	t.Logf("strata bench move:\n%s", r.stdout)
+	for _, want := range []string{"bench move: raw disk", "bench move fill strata-bench-move-0: done, 2048 records", "bench move: moving it back"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, r.stderr)
+		}
 	}
 	var res bench.MoveResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {

@@ -34,6 +34,16 @@ func ProcessCPU(pid int) (float64, error) {
 	return float64(utime+stime) / clockTicks, nil
 }
 
+// ProcessReadable fails unless the CPU time and disk writes of pid can be
+// read: it runs on this machine and this user may inspect it.
+func ProcessReadable(pid int) error {
+	if _, err := ProcessCPU(pid); err != nil {
+		return err
+	}
+	_, err := processWriteBytes(pid)
+	return err
+}
+
 // processWriteBytes reads write_bytes of one process from /proc/PID/io: the
 // bytes it caused to be sent to the disk.
 func processWriteBytes(pid int) (int64, error) {

@@ -105,6 +105,15 @@ func NewProgress(s ProgressSetup, what, unit string, total int64) Progress {
 	return noProgress{}
 }
 
+// NewSteps returns what reports each finished step of long work as a line
+// "what: msg" on W, unless the setup reports no progress.
+func NewSteps(s ProgressSetup, what string) func(msg string) {
+	if s.resolve() == ProgressNone {
+		return func(string) {}
+	}
+	return func(msg string) { fmt.Fprintf(s.W, "%s: %s\n", what, msg) }
+}
+
 type noProgress struct{}
 
 func (noProgress) Add(int64) {}
