@@ -110,12 +110,15 @@ stderr, and the fill reports its records (--progress; none in auto mode with
 	return cmd
 }
 
+// maxMoveSizeMiB bounds --size-mib (1 PiB): past it the byte count overflows.
+const maxMoveSizeMiB = 1 << 30
+
 func (f *benchMoveFlags) validate() error {
 	switch {
 	case f.topic == "":
 		return errors.New("--topic must not be empty")
-	case f.sizeMiB < 1:
-		return fmt.Errorf("--size-mib %d: want at least 1", f.sizeMiB)
+	case f.sizeMiB < 1 || f.sizeMiB > maxMoveSizeMiB:
+		return fmt.Errorf("--size-mib %d: want 1 to %d", f.sizeMiB, maxMoveSizeMiB)
 	case f.recordSize < 1 || f.recordSize > 1<<20:
 		return fmt.Errorf("--record-size %d: want 1 to %d", f.recordSize, 1<<20)
 	case f.throttle < 0:

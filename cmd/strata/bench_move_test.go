@@ -60,6 +60,7 @@ func TestBenchMoveFlags(t *testing.T) {
 	}{
 		{[]string{"--size-mib", "1"}, "--disk-dir is required"},
 		{[]string{"--disk-dir", "/tmp", "--size-mib", "0"}, "--size-mib 0"},
+		{[]string{"--disk-dir", "/tmp", "--size-mib", "9007199254740992"}, "--size-mib 9007199254740992: want 1 to"},
 		{[]string{"--disk-dir", "/tmp", "--throttle", "-1"}, "--throttle -1"},
 		{[]string{"--disk-dir", "/tmp", "--record-size", "0"}, "--record-size 0"},
 		{[]string{"--disk-dir", "/tmp", "--latency-rate", "0"}, "--latency-rate 0"},
