@@ -52,7 +52,6 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -189,14 +188,11 @@ func (c *conn) checkAuthenticated(r *Request) (refusal kmsg.Response, err error)
 // top-level error code, where it has one. Kafka's getErrorResponse also puts
 // the code on each entry the request names (a Metadata topic, a Produce
 // partition); here those lists stay empty, as no client reads them before the
-// connection closes. The one field is set by reflection rather than a switch
-// over every response kind.
+// connection closes.
 func illegalSASLState(req kmsg.Request) kmsg.Response {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
-		f.SetInt(int64(kerr.IllegalSaslState.Code))
-	}
+	setErrorCode(resp, kerr.IllegalSaslState.Code)
 	return resp
 }
 
