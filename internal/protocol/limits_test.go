@@ -395,19 +395,7 @@ func TestStalledBodiesReleaseThePool(t *testing.T) {
 // longer than that, and its idle time starts only once that request is answered.
 func TestConnectionsMaxIdle(t *testing.T) {
 	const idle = 200 * time.Millisecond
-	release := make(chan struct{})
-	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
-		if m, ok := r.Msg.(*kmsg.MetadataRequest); ok && len(m.Topics) == 1 && *m.Topics[0].Topic == "long-poll" {
-			return Response{Wait: func(ctx context.Context) Response {
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-				return echoHandler(ctx, c, r)
-			}}
-		}
-		return echoHandler(ctx, c, r)
-	}), func(s *Server) { s.ConnectionsMaxIdle = idle })
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) { s.ConnectionsMaxIdle = idle })
 
 	t.Run("idle", func(t *testing.T) {
 		c := dial(t, ts.addr)
@@ -440,17 +428,62 @@ func TestConnectionsMaxIdle(t *testing.T) {
 			c.roundTrip(metadataRequest("a"), 12, i)
 		}
 	})
-	t.Run("long poll", func(t *testing.T) {
-		c := dial(t, ts.addr)
-		c.send(metadataRequest("long-poll"), 12, 1)
-		// The request waits four times the idle timeout: the window for a wrong
-		// close to happen. The connection must stay open, also right after
-		// the answer.
-		time.Sleep(4 * idle)
-		close(release)
-		c.read(metadataRequest("long-poll"), 12, 1)
-		c.roundTrip(metadataRequest("a"), 12, 2)
-	})
+	t.Run("long poll", testIdleLongPoll)
+}
+
+// testIdleLongPoll: a request in flight keeps its connection open however long
+// it waits, and the idle time starts once it is answered. The test drives the
+// idle sweeper with times of its own (Server.sweepTicks).
+func testIdleLongPoll(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	ticks := make(chan time.Time)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		if m, ok := r.Msg.(*kmsg.MetadataRequest); ok && len(m.Topics) == 1 && *m.Topics[0].Topic == "long-poll" {
+			close(arrived)
+			return Response{Wait: func(ctx context.Context) Response {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return echoHandler(ctx, c, r)
+			}}
+		}
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) { s.ConnectionsMaxIdle, s.sweepTicks = idle, ticks })
+	// sweep runs a sweep at at and returns once it is done: the sweeper takes
+	// the second value only after the first sweep (a second one at the same
+	// time finds nothing idle that the first did not).
+	sweep := func(at time.Time) {
+		for range 2 {
+			select {
+			case ticks <- at:
+			case <-time.After(testTimeout):
+				t.Fatal("the idle sweeper is not running")
+			}
+		}
+	}
+
+	c := dial(t, ts.addr)
+	c.send(metadataRequest("long-poll"), 12, 1)
+	select {
+	case <-arrived:
+	case <-time.After(testTimeout):
+		t.Fatal("the long poll never reached the handler")
+	}
+	now := time.Now()
+	sweep(now)               // takes the read as activity
+	sweep(now.Add(4 * idle)) // nothing read since, but the request is in flight
+	close(release)
+	c.read(metadataRequest("long-poll"), 12, 1)
+	sweep(now.Add(5 * idle)) // idle since the last sweep, but the answer counts
+	c.roundTrip(metadataRequest("a"), 12, 2)
+	sweep(now.Add(6 * idle))
+	sweep(now.Add(7 * idle)) // nothing since the last sweep: idle for ConnectionsMaxIdle
+	c.expectClosed()
+	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrConnectionIdle) {
+		t.Errorf("closed with %v, want ErrConnectionIdle", err)
+	}
 }
 
 // TestSlowBodiesWithinBodyTimeout: bodies that arrive in pieces within

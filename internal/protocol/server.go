@@ -120,8 +120,9 @@ type Server struct {
 	maxRequestBytes  int32
 	maxInFlight      int
 	handshakeTimeout time.Duration
-	bodyTimeout      time.Duration // <= 0: none
-	maxIdle          time.Duration // <= 0: never
+	bodyTimeout      time.Duration    // <= 0: none
+	maxIdle          time.Duration    // <= 0: never
+	sweepTicks       <-chan time.Time // tests: a sweep per value, at that time, instead of a ticker's
 	saslMaxReceive   int32
 	self             *brokerIdentity // nil without ClusterID
 	pool             *memoryPool
@@ -396,8 +397,12 @@ func (s *Server) trackListener(ln net.Listener) bool {
 // cost off the request path, which only sets a flag (conn.idleFor).
 func (s *Server) sweepIdle(stop <-chan struct{}) {
 	defer s.wg.Done()
-	t := time.NewTicker(max(s.maxIdle/10, time.Millisecond))
-	defer t.Stop()
+	ticks := s.sweepTicks
+	if ticks == nil {
+		t := time.NewTicker(max(s.maxIdle/10, time.Millisecond))
+		defer t.Stop()
+		ticks = t.C
+	}
 	var idle []*conn
 	for {
 		select {
@@ -405,7 +410,7 @@ func (s *Server) sweepIdle(stop <-chan struct{}) {
 			return
 		case <-stop:
 			return
-		case now := <-t.C:
+		case now := <-ticks:
 			s.mu.Lock()
 			for c := range s.mu.conns {
 				if c.idleFor(now) >= s.maxIdle {
