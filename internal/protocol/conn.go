@@ -373,6 +373,28 @@ func (c *conn) waitMuted() bool {
 	return false
 }
 
+// mute makes the connection read and serve nothing for d from now (KIP-219).
+func (c *conn) mute(d time.Duration) {
+	c.mutedUntil.Store(time.Now().Add(d).UnixNano())
+}
+
+// chargeRequest charges r, answered with msg by this package where Kafka's API
+// layer serves it, to the client's request quota (Server.RequestThrottle); a
+// client over it is muted, and msg says for how long where it can.
+func (c *conn) chargeRequest(r *Request, msg kmsg.Response, started time.Time) {
+	if c.srv.RequestThrottle == nil {
+		return
+	}
+	d := c.srv.RequestThrottle(c.info, r, time.Since(started))
+	if d <= 0 {
+		return
+	}
+	c.mute(d)
+	if t, ok := msg.(kmsg.SetThrottleResponse); ok {
+		t.SetThrottle(int32(min(d.Milliseconds(), math.MaxInt32)))
+	}
+}
+
 // handshake completes a TLS handshake within the server's HandshakeTimeout and
 // records the principal of the client's certificate; one that no mapping rule
 // applies to fails authentication. With SASL on (SASL_SSL) the principal is
@@ -530,15 +552,21 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		if preAuth && msg.ErrorCode == 0 {
 			c.auth.sawApiVersions = true
 		}
+		if !preAuth {
+			c.chargeRequest(r, msg, started)
+		}
 		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil
 	}
 	if r.Key == saslHandshakeKey || r.Key == saslAuthenticateKey {
-		msg, closeAfter := c.serveSASL(r)
+		msg, apiLayer, closeAfter := c.serveSASL(r)
 		if msg == nil {
 			return nil, closeAfter
 		}
 		msg.SetVersion(r.Version)
+		if apiLayer {
+			c.chargeRequest(r, msg, started)
+		}
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), closeAfter: closeAfter,
 			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
 	}
@@ -552,7 +580,7 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	if resp.Throttle > 0 {
-		c.mutedUntil.Store(time.Now().Add(resp.Throttle).UnixNano())
+		c.mute(resp.Throttle)
 	}
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
 	if resp.Wait != nil && resp.Msg == nil && resp.Body == nil && !resp.None {

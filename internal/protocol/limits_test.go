@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -515,4 +516,93 @@ func TestSlowBodiesWithinBodyTimeout(t *testing.T) {
 	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrBodyTimeout) {
 		t.Errorf("closed with %v, want ErrBodyTimeout", err)
 	}
+}
+
+// TestRequestThrottleChargesAPILayerRequests: Kafka's API layer serves
+// ApiVersions, and SaslHandshake and SaslAuthenticate outside an
+// authentication, and charges them to the request quota as any client
+// request (KafkaApis' sendResponseMaybeThrottle); its authenticator serves an
+// authentication's and a re-authentication's requests, uncharged.
+func TestRequestThrottleChargesAPILayerRequests(t *testing.T) {
+	// charge is one call of RequestThrottle, which throttle(d) records, answering d.
+	type charge struct {
+		key       int16
+		principal string
+		at        time.Time
+	}
+	var mu sync.Mutex
+	var charges []charge
+	throttle := func(d time.Duration) func(*Server) {
+		return func(s *Server) {
+			s.RequestThrottle = func(c *ConnInfo, r *Request, busy time.Duration) time.Duration {
+				mu.Lock()
+				defer mu.Unlock()
+				charges = append(charges, charge{r.Key, c.Principal(), time.Now()})
+				return d
+			}
+		}
+	}
+	charged := func() []charge {
+		mu.Lock()
+		defer mu.Unlock()
+		defer func() { charges = nil }()
+		return charges
+	}
+
+	t.Run("without SASL", func(t *testing.T) {
+		const d = 300 * time.Millisecond
+		var handled atomic.Int64
+		ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+			handled.Store(time.Now().UnixNano())
+			return echoHandler(ctx, c, r)
+		}), throttle(d))
+		c := dial(t, ts.addr)
+		c.write(append(frameOf(apiVersionsV3(), 3, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
+		if resp := c.read(apiVersionsV3(), 3, 1).(*kmsg.ApiVersionsResponse); resp.ThrottleMillis != int32(d.Milliseconds()) {
+			t.Fatalf("ApiVersions throttle_time_ms %d, want %d", resp.ThrottleMillis, d.Milliseconds())
+		}
+		c.read(metadataRequest("b"), 12, 2)
+		got := charged()
+		if len(got) != 1 || got[0].key != apiVersionsKey {
+			t.Fatalf("charged %+v, want the ApiVersions", got)
+		}
+		if gap := time.Unix(0, handled.Load()).Sub(got[0].at); gap < d {
+			t.Fatalf("the next request was handled %v after the throttled ApiVersions, want at least %v", gap, d)
+		}
+		// On a listener without SASL the API layer refuses the SASL keys.
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, 3)
+		c.roundTrip(kmsg.NewPtrSASLAuthenticateRequest(), 1, 4)
+		if got := charged(); len(got) != 2 || got[0].key != saslHandshakeKey || got[1].key != saslAuthenticateKey {
+			t.Fatalf("charged %+v, want SaslHandshake and SaslAuthenticate", got)
+		}
+	})
+	t.Run("SASL", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour, throttle(0))
+		c := dial(t, ts.addr)
+		c.roundTrip(apiVersionsV3(), 3, 1)
+		_, corr := c.saslLogin(alicePlain, 2)
+		if got := charged(); len(got) != 0 {
+			t.Fatalf("the authentication's requests were charged: %+v", got)
+		}
+		c.roundTrip(apiVersionsV3(), 3, corr)
+		auth := kmsg.NewPtrSASLAuthenticateRequest() // ILLEGAL_SASL_STATE from the API layer
+		c.roundTrip(auth, 1, corr+1)
+		_, corr = c.saslLogin(alicePlain, corr+2) // a re-authentication
+		hs := kmsg.NewPtrSASLHandshakeRequest()   // too soon for another: the API layer refuses it
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, corr)
+		got := charged()
+		var keys []int16
+		for _, ch := range got {
+			if ch.principal != "User:alice" {
+				t.Errorf("key %d charged to %q, want User:alice", ch.key, ch.principal)
+			}
+			keys = append(keys, ch.key)
+		}
+		if want := []int16{apiVersionsKey, saslAuthenticateKey, saslHandshakeKey}; !slices.Equal(keys, want) {
+			t.Fatalf("charged keys %v, want %v", keys, want)
+		}
+	})
 }

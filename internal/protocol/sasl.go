@@ -224,8 +224,10 @@ func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
 }
 
 // serveSASL answers SaslHandshake and SaslAuthenticate. closeAfter asks the
-// writer to close the connection once the response is out.
-func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
+// writer to close the connection once the response is out; apiLayer tells an
+// answer Kafka's API layer gives (KafkaApis, outside an authentication) from
+// one of its authenticator.
+func (c *conn) serveSASL(r *Request) (msg kmsg.Response, apiLayer bool, closeAfter error) {
 	cfg := c.srv.SASL
 	a := &c.auth
 	switch req := r.Msg.(type) {
@@ -233,22 +235,22 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 		if cfg == nil {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
-			return resp, nil
+			return resp, true, nil
 		}
 		now := cfg.clock()
 		if a.exchange == nil && a.authenticated && (a.expiry.IsZero() || now.Sub(a.reauthStarted) < minReauthInterval) {
 			// Kafka begins no re-authentication of a session that never
 			// expires, nor more than once a second; its API layer answers.
 			if _, err := c.checkAuthenticated(r); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
-			return resp, nil
+			return resp, true, nil
 		}
 		if a.exchange != nil {
 			// As any request during the exchange (checkAuthenticated).
 			refusal, err := c.checkAuthenticated(r)
-			return refusal, err
+			return refusal, false, err
 		}
 		for _, m := range cfg.Mechanisms {
 			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
@@ -256,12 +258,12 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		mech, ok := enabledMechanism(cfg.Mechanisms, req.Mechanism)
 		if !ok {
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-			return resp, fmt.Errorf("%w: mechanism %q is not enabled", ErrAuthentication, req.Mechanism)
+			return resp, false, fmt.Errorf("%w: mechanism %q is not enabled", ErrAuthentication, req.Mechanism)
 		}
 		x, err := cfg.Authenticator.Start(mech)
 		if err != nil {
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-			return resp, fmt.Errorf("%w: %w", ErrAuthentication, err)
+			return resp, false, fmt.Errorf("%w: %w", ErrAuthentication, err)
 		}
 		a.exchange = x
 		if a.authenticated {
@@ -277,28 +279,28 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			a.rawTokens = true
 			c.rawTokens.Store(true)
 		}
-		return resp, nil
+		return resp, false, nil
 	case *kmsg.SASLAuthenticateRequest:
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 		if cfg == nil || a.exchange == nil && a.authenticated {
 			// Kafka's API layer answers it (also on a listener without
 			// SASL); the session goes on.
 			if _, err := c.checkAuthenticated(r); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			m := "SaslAuthenticate request received after successful authentication"
 			resp.ErrorMessage = &m
-			return resp, nil
+			return resp, true, nil
 		}
 		if a.exchange == nil {
-			return nil, fmt.Errorf("%w: SaslAuthenticate without a preceding SaslHandshake", ErrAuthentication)
+			return nil, false, fmt.Errorf("%w: SaslAuthenticate without a preceding SaslHandshake", ErrAuthentication)
 		}
 		if a.refuse != nil {
 			x, err := a.exchange, a.refuse
 			a.exchange, a.refuse = nil, nil
 			c.reportAuth(x, true, err)
-			return nil, err
+			return nil, false, err
 		}
 		x := a.exchange
 		out, err := x.Step(req.SASLAuthBytes)
@@ -312,16 +314,16 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 			m := authFailureMessage(err, x.Mechanism(), reauth)
 			resp.ErrorMessage = &m
-			return resp, fmt.Errorf("%w: %s: %w", ErrAuthentication, x.Mechanism(), err)
+			return resp, false, fmt.Errorf("%w: %s: %w", ErrAuthentication, x.Mechanism(), err)
 		}
 		resp.SASLAuthBytes = out
 		if !x.Done() {
-			return resp, nil
+			return resp, false, nil
 		}
 		resp.SessionLifetimeMillis = c.completeAuth(x, reauth).Milliseconds()
-		return resp, nil
+		return resp, false, nil
 	}
-	return nil, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
+	return nil, false, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
 }
 
 // completeAuth records a finished exchange: the connection is authenticated as

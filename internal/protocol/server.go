@@ -81,6 +81,15 @@ type Server struct {
 	// over its limit, Kafka's max.connection.creation.rate) makes the accept
 	// loop wait that long before serving the connection and accepting more.
 	AcceptThrottle func() time.Duration
+	// RequestThrottle, when set, charges the requests this package answers
+	// where Kafka's API layer serves them to the client's request quota
+	// (request_percentage, KIP-124): ApiVersions, and SaslHandshake and
+	// SaslAuthenticate outside an authentication. busy is the time the answer
+	// took. A positive result throttles the client as Response.Throttle does:
+	// the connection is muted that long, and the answer says so where it has
+	// throttle_time_ms. Requests of an authentication or re-authentication are
+	// not charged, as Kafka's authenticator serves them.
+	RequestThrottle func(c *ConnInfo, r *Request, busy time.Duration) time.Duration
 	// HandshakeTimeout bounds a TLS handshake on a connection accepted from a TLS
 	// listener (tls.NewListener); the handshake is completed before the first
 	// request is read, and the client certificate gives ConnInfo.Principal. Zero
