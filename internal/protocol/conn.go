@@ -58,6 +58,9 @@ type conn struct {
 	// rawTokens mirrors auth.rawTokens for the reader: after SaslHandshake v0
 	// it reads raw SASL tokens until the exchange completes.
 	rawTokens atomic.Bool
+	// exchanging mirrors auth.exchange != nil for the reader, set before it
+	// reads on after a request of an authentication (authenticating).
+	exchanging atomic.Bool
 	// mutedUntil (unix nanos) is set when a throttled response is handed back:
 	// the connection reads and serves nothing before then (waitMuted).
 	mutedUntil atomic.Int64
@@ -276,7 +279,7 @@ func (c *conn) runReader() {
 		r.queue = c.reqs
 		// A SaslHandshake may make the next frame a raw token (v0), also
 		// once authenticated (a re-authentication).
-		r.preAuth = c.srv.SASL != nil && (!c.authed.Load() || r.Key == saslHandshakeKey)
+		r.preAuth = c.authenticating() || c.srv.SASL != nil && r.Key == saslHandshakeKey
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
 		}
@@ -354,6 +357,14 @@ func (c *conn) readToken(br *bufio.Reader) (token []byte, reserved int64, err er
 	return token, reserved, nil
 }
 
+// authenticating tells the reader whether the next frame belongs to an
+// authentication or a re-authentication (after its SaslHandshake), as Kafka's
+// authenticator reads them: one at a time, each once the one before was
+// handled, and bounded by SASLConfig.MaxReceiveBytes.
+func (c *conn) authenticating() bool {
+	return c.srv.SASL != nil && (!c.authed.Load() || c.exchanging.Load())
+}
+
 // waitMuted waits out a throttle (KIP-219: the broker stops reading from a
 // throttled client's connection). It returns false when the connection closed
 // or the server stopped first.
@@ -426,7 +437,7 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, pooled *[]byte, reserv
 		return nil, nil, 0, errStopped
 	}
 	maxBytes := c.srv.maxRequestBytes
-	if c.srv.SASL != nil && !c.authed.Load() {
+	if c.authenticating() {
 		maxBytes = min(maxBytes, c.srv.saslMaxReceive)
 	}
 	size, err := readFrameSize(br, maxBytes)
@@ -503,6 +514,7 @@ func (c *conn) runHandler() {
 		out, err := c.serve(r)
 		c.srv.pool.release(r.reserved)
 		if r.preAuth {
+			c.exchanging.Store(c.auth.exchange != nil)
 			c.authStep <- struct{}{} // never blocks: the reader takes each before reading on
 		}
 		switch {

@@ -12,8 +12,10 @@ package protocol
 //     exchange (authentication or re-authentication), any request but
 //     SaslAuthenticate is first answered with its own response kind carrying
 //     ILLEGAL_SASL_STATE (checkAuthenticated). Frames
-//     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
-//     reader reads one such frame only after the previous one was handled.
+//     before authentication, and those of a re-authentication after its
+//     SaslHandshake, are bounded by SASLConfig.MaxReceiveBytes (Kafka's
+//     sasl.server.max.receive.size), and the reader reads one such frame only
+//     after the previous one was handled.
 //   - SaslHandshake picks the mechanism: an unsupported one answers
 //     UNSUPPORTED_SASL_MECHANISM with the enabled list and closes.
 //   - After a successful SaslHandshake v0 (KIP-152's legacy framing), the
@@ -74,8 +76,8 @@ type SASLConfig struct {
 	Mechanisms []sasl.Mechanism
 	// Authenticator checks credentials.
 	Authenticator *sasl.Authenticator
-	// MaxReceiveBytes bounds a request frame before authentication; zero means
-	// DefaultSASLMaxReceiveBytes.
+	// MaxReceiveBytes bounds a request frame before authentication and during
+	// a re-authentication; zero means DefaultSASLMaxReceiveBytes.
 	MaxReceiveBytes int32
 	// SessionLifetime is how long an authentication lasts (KIP-368,
 	// connections.max.reauth.ms); zero: until its credential expires (a token),
