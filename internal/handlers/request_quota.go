@@ -28,7 +28,8 @@ package handlers
 // which Kafka does not charge (only a byte-rate throttle mutes them). The charge is taken when the
 // answer is made: a Fetch, whose answer is encoded in the handler, charges itself
 // (chargeRequest) before encoding; every other request is charged when its
-// handler returns.
+// handler returns. ApiVersions, which the protocol package answers, is charged
+// there (protocol.Server.RequestThrottle).
 
 import (
 	"context"

@@ -10,7 +10,9 @@ import (
 // are not checked against it (see Server.ClusterID). Versions 0..apiVersionsMax:
 //
 //   - v0: error code and the key ranges.
-//   - v1+: ThrottleMillis, always 0.
+//   - v1+: ThrottleMillis, the client's request-quota throttle
+//     (Server.RequestThrottle, set by conn.chargeRequest; never before SASL
+//     authentication), else 0.
 //   - v3+: flexible; the request carries the client software name and version,
 //     which must match [a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])? (else
 //     INVALID_REQUEST) and are recorded on the ConnInfo. The supported and

@@ -58,6 +58,9 @@ type conn struct {
 	// rawTokens mirrors auth.rawTokens for the reader: after SaslHandshake v0
 	// it reads raw SASL tokens until the exchange completes.
 	rawTokens atomic.Bool
+	// exchanging mirrors auth.exchange != nil for the reader, set before it
+	// reads on after a request of an authentication (authenticating).
+	exchanging atomic.Bool
 	// mutedUntil (unix nanos) is set when a throttled response is handed back:
 	// the connection reads and serves nothing before then (waitMuted).
 	mutedUntil atomic.Int64
@@ -276,7 +279,7 @@ func (c *conn) runReader() {
 		r.queue = c.reqs
 		// A SaslHandshake may make the next frame a raw token (v0), also
 		// once authenticated (a re-authentication).
-		r.preAuth = c.srv.SASL != nil && (!c.authed.Load() || r.Key == saslHandshakeKey)
+		r.preAuth = c.authenticating() || c.srv.SASL != nil && r.Key == saslHandshakeKey
 		if r.ClientID != nil {
 			c.info.clientID.Store(r.ClientID)
 		}
@@ -354,6 +357,14 @@ func (c *conn) readToken(br *bufio.Reader) (token []byte, reserved int64, err er
 	return token, reserved, nil
 }
 
+// authenticating tells the reader whether the next frame belongs to an
+// authentication or a re-authentication (after its SaslHandshake), as Kafka's
+// authenticator reads them: one at a time, each once the one before was
+// handled, and bounded by SASLConfig.MaxReceiveBytes.
+func (c *conn) authenticating() bool {
+	return c.srv.SASL != nil && (!c.authed.Load() || c.exchanging.Load())
+}
+
 // waitMuted waits out a throttle (KIP-219: the broker stops reading from a
 // throttled client's connection). It returns false when the connection closed
 // or the server stopped first.
@@ -371,6 +382,28 @@ func (c *conn) waitMuted() bool {
 	case <-c.srv.quit:
 	}
 	return false
+}
+
+// mute makes the connection read and serve nothing for d from now (KIP-219).
+func (c *conn) mute(d time.Duration) {
+	c.mutedUntil.Store(time.Now().Add(d).UnixNano())
+}
+
+// chargeRequest charges r, answered with msg by this package where Kafka's API
+// layer serves it, to the client's request quota (Server.RequestThrottle); a
+// client over it is muted, and msg says for how long where it can.
+func (c *conn) chargeRequest(r *Request, msg kmsg.Response, started time.Time) {
+	if c.srv.RequestThrottle == nil {
+		return
+	}
+	d := c.srv.RequestThrottle(c.info, r, time.Since(started))
+	if d <= 0 {
+		return
+	}
+	c.mute(d)
+	if t, ok := msg.(kmsg.SetThrottleResponse); ok {
+		t.SetThrottle(int32(min(d.Milliseconds(), math.MaxInt32)))
+	}
 }
 
 // handshake completes a TLS handshake within the server's HandshakeTimeout and
@@ -404,7 +437,7 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, pooled *[]byte, reserv
 		return nil, nil, 0, errStopped
 	}
 	maxBytes := c.srv.maxRequestBytes
-	if c.srv.SASL != nil && !c.authed.Load() {
+	if c.authenticating() {
 		maxBytes = min(maxBytes, c.srv.saslMaxReceive)
 	}
 	size, err := readFrameSize(br, maxBytes)
@@ -481,6 +514,7 @@ func (c *conn) runHandler() {
 		out, err := c.serve(r)
 		c.srv.pool.release(r.reserved)
 		if r.preAuth {
+			c.exchanging.Store(c.auth.exchange != nil)
 			c.authStep <- struct{}{} // never blocks: the reader takes each before reading on
 		}
 		switch {
@@ -530,15 +564,21 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 		if preAuth && msg.ErrorCode == 0 {
 			c.auth.sawApiVersions = true
 		}
+		if !preAuth {
+			c.chargeRequest(r, msg, started)
+		}
 		flexible := c.srv.reg.flexibleResponseHeader(r.Key, version) // never: response header v0
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), flexible: flexible}, nil
 	}
 	if r.Key == saslHandshakeKey || r.Key == saslAuthenticateKey {
-		msg, closeAfter := c.serveSASL(r)
+		msg, apiLayer, closeAfter := c.serveSASL(r)
 		if msg == nil {
 			return nil, closeAfter
 		}
 		msg.SetVersion(r.Version)
+		if apiLayer {
+			c.chargeRequest(r, msg, started)
+		}
 		return &outgoing{req: r, msg: msg, started: started, handled: time.Now(), closeAfter: closeAfter,
 			flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}, nil
 	}
@@ -552,7 +592,7 @@ func (c *conn) serve(r *Request) (out *outgoing, err error) {
 	}
 	resp := c.srv.Handler.Handle(c.ctx, c.info, r)
 	if resp.Throttle > 0 {
-		c.mutedUntil.Store(time.Now().Add(resp.Throttle).UnixNano())
+		c.mute(resp.Throttle)
 	}
 	out = &outgoing{req: r, started: started, handled: time.Now(), flexible: c.srv.reg.flexibleResponseHeader(r.Key, r.Version)}
 	if resp.Wait != nil && resp.Msg == nil && resp.Body == nil && !resp.None {

@@ -23,7 +23,7 @@ type Request struct {
 	Received time.Time // when the whole frame had been read
 
 	reserved int64 // bytes held in the server's memory pool until handled
-	preAuth  bool  // read before authentication, or a SaslHandshake: the reader waits for it to be handled
+	preAuth  bool  // read during an authentication or re-authentication, or a SaslHandshake: the reader waits for it to be handled
 	// saslToken is a raw SASL token (Key saslTokenKey) read after SaslHandshake v0.
 	saslToken []byte
 	// frame, for a key in Server.ReuseFrameKeys, is the pooled buffer the frame

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -395,19 +396,7 @@ func TestStalledBodiesReleaseThePool(t *testing.T) {
 // longer than that, and its idle time starts only once that request is answered.
 func TestConnectionsMaxIdle(t *testing.T) {
 	const idle = 200 * time.Millisecond
-	release := make(chan struct{})
-	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
-		if m, ok := r.Msg.(*kmsg.MetadataRequest); ok && len(m.Topics) == 1 && *m.Topics[0].Topic == "long-poll" {
-			return Response{Wait: func(ctx context.Context) Response {
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-				return echoHandler(ctx, c, r)
-			}}
-		}
-		return echoHandler(ctx, c, r)
-	}), func(s *Server) { s.ConnectionsMaxIdle = idle })
+	ts := startServer(t, HandlerFunc(echoHandler), func(s *Server) { s.ConnectionsMaxIdle = idle })
 
 	t.Run("idle", func(t *testing.T) {
 		c := dial(t, ts.addr)
@@ -440,17 +429,62 @@ func TestConnectionsMaxIdle(t *testing.T) {
 			c.roundTrip(metadataRequest("a"), 12, i)
 		}
 	})
-	t.Run("long poll", func(t *testing.T) {
-		c := dial(t, ts.addr)
-		c.send(metadataRequest("long-poll"), 12, 1)
-		// The request waits four times the idle timeout: the window for a wrong
-		// close to happen. The connection must stay open, also right after
-		// the answer.
-		time.Sleep(4 * idle)
-		close(release)
-		c.read(metadataRequest("long-poll"), 12, 1)
-		c.roundTrip(metadataRequest("a"), 12, 2)
-	})
+	t.Run("long poll", testIdleLongPoll)
+}
+
+// testIdleLongPoll: a request in flight keeps its connection open however long
+// it waits, and the idle time starts once it is answered. The test drives the
+// idle sweeper with times of its own (Server.sweepTicks).
+func testIdleLongPoll(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	ticks := make(chan time.Time)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+		if m, ok := r.Msg.(*kmsg.MetadataRequest); ok && len(m.Topics) == 1 && *m.Topics[0].Topic == "long-poll" {
+			close(arrived)
+			return Response{Wait: func(ctx context.Context) Response {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return echoHandler(ctx, c, r)
+			}}
+		}
+		return echoHandler(ctx, c, r)
+	}), func(s *Server) { s.ConnectionsMaxIdle, s.sweepTicks = idle, ticks })
+	// sweep runs a sweep at at and returns once it is done: the sweeper takes
+	// the second value only after the first sweep (a second one at the same
+	// time finds nothing idle that the first did not).
+	sweep := func(at time.Time) {
+		for range 2 {
+			select {
+			case ticks <- at:
+			case <-time.After(testTimeout):
+				t.Fatal("the idle sweeper is not running")
+			}
+		}
+	}
+
+	c := dial(t, ts.addr)
+	c.send(metadataRequest("long-poll"), 12, 1)
+	select {
+	case <-arrived:
+	case <-time.After(testTimeout):
+		t.Fatal("the long poll never reached the handler")
+	}
+	now := time.Now()
+	sweep(now)               // takes the read as activity
+	sweep(now.Add(4 * idle)) // nothing read since, but the request is in flight
+	close(release)
+	c.read(metadataRequest("long-poll"), 12, 1)
+	sweep(now.Add(5 * idle)) // idle since the last sweep, but the answer counts
+	c.roundTrip(metadataRequest("a"), 12, 2)
+	sweep(now.Add(6 * idle))
+	sweep(now.Add(7 * idle)) // nothing since the last sweep: idle for ConnectionsMaxIdle
+	c.expectClosed()
+	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrConnectionIdle) {
+		t.Errorf("closed with %v, want ErrConnectionIdle", err)
+	}
 }
 
 // TestSlowBodiesWithinBodyTimeout: bodies that arrive in pieces within
@@ -482,4 +516,93 @@ func TestSlowBodiesWithinBodyTimeout(t *testing.T) {
 	if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrBodyTimeout) {
 		t.Errorf("closed with %v, want ErrBodyTimeout", err)
 	}
+}
+
+// TestRequestThrottleChargesAPILayerRequests: Kafka's API layer serves
+// ApiVersions, and SaslHandshake and SaslAuthenticate outside an
+// authentication, and charges them to the request quota as any client
+// request (KafkaApis' sendResponseMaybeThrottle); its authenticator serves an
+// authentication's and a re-authentication's requests, uncharged.
+func TestRequestThrottleChargesAPILayerRequests(t *testing.T) {
+	// charge is one call of RequestThrottle, which throttle(d) records, answering d.
+	type charge struct {
+		key       int16
+		principal string
+		at        time.Time
+	}
+	var mu sync.Mutex
+	var charges []charge
+	throttle := func(d time.Duration) func(*Server) {
+		return func(s *Server) {
+			s.RequestThrottle = func(c *ConnInfo, r *Request, busy time.Duration) time.Duration {
+				mu.Lock()
+				defer mu.Unlock()
+				charges = append(charges, charge{r.Key, c.Principal(), time.Now()})
+				return d
+			}
+		}
+	}
+	charged := func() []charge {
+		mu.Lock()
+		defer mu.Unlock()
+		defer func() { charges = nil }()
+		return charges
+	}
+
+	t.Run("without SASL", func(t *testing.T) {
+		const d = 300 * time.Millisecond
+		var handled atomic.Int64
+		ts := startServer(t, HandlerFunc(func(ctx context.Context, c *ConnInfo, r *Request) Response {
+			handled.Store(time.Now().UnixNano())
+			return echoHandler(ctx, c, r)
+		}), throttle(d))
+		c := dial(t, ts.addr)
+		c.write(append(frameOf(apiVersionsV3(), 3, 1, nil), frameOf(metadataRequest("b"), 12, 2, nil)...))
+		if resp := c.read(apiVersionsV3(), 3, 1).(*kmsg.ApiVersionsResponse); resp.ThrottleMillis != int32(d.Milliseconds()) {
+			t.Fatalf("ApiVersions throttle_time_ms %d, want %d", resp.ThrottleMillis, d.Milliseconds())
+		}
+		c.read(metadataRequest("b"), 12, 2)
+		got := charged()
+		if len(got) != 1 || got[0].key != apiVersionsKey {
+			t.Fatalf("charged %+v, want the ApiVersions", got)
+		}
+		if gap := time.Unix(0, handled.Load()).Sub(got[0].at); gap < d {
+			t.Fatalf("the next request was handled %v after the throttled ApiVersions, want at least %v", gap, d)
+		}
+		// On a listener without SASL the API layer refuses the SASL keys.
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, 3)
+		c.roundTrip(kmsg.NewPtrSASLAuthenticateRequest(), 1, 4)
+		if got := charged(); len(got) != 2 || got[0].key != saslHandshakeKey || got[1].key != saslAuthenticateKey {
+			t.Fatalf("charged %+v, want SaslHandshake and SaslAuthenticate", got)
+		}
+	})
+	t.Run("SASL", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour, throttle(0))
+		c := dial(t, ts.addr)
+		c.roundTrip(apiVersionsV3(), 3, 1)
+		_, corr := c.saslLogin(alicePlain, 2)
+		if got := charged(); len(got) != 0 {
+			t.Fatalf("the authentication's requests were charged: %+v", got)
+		}
+		c.roundTrip(apiVersionsV3(), 3, corr)
+		auth := kmsg.NewPtrSASLAuthenticateRequest() // ILLEGAL_SASL_STATE from the API layer
+		c.roundTrip(auth, 1, corr+1)
+		_, corr = c.saslLogin(alicePlain, corr+2) // a re-authentication
+		hs := kmsg.NewPtrSASLHandshakeRequest()   // too soon for another: the API layer refuses it
+		hs.Mechanism = "PLAIN"
+		c.roundTrip(hs, 1, corr)
+		got := charged()
+		var keys []int16
+		for _, ch := range got {
+			if ch.principal != "User:alice" {
+				t.Errorf("key %d charged to %q, want User:alice", ch.key, ch.principal)
+			}
+			keys = append(keys, ch.key)
+		}
+		if want := []int16{apiVersionsKey, saslAuthenticateKey, saslHandshakeKey}; !slices.Equal(keys, want) {
+			t.Fatalf("charged keys %v, want %v", keys, want)
+		}
+	})
 }

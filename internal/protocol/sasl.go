@@ -12,8 +12,10 @@ package protocol
 //     exchange (authentication or re-authentication), any request but
 //     SaslAuthenticate is first answered with its own response kind carrying
 //     ILLEGAL_SASL_STATE (checkAuthenticated). Frames
-//     before authentication are bounded by SASLConfig.MaxReceiveBytes, and the
-//     reader reads one such frame only after the previous one was handled.
+//     before authentication, and those of a re-authentication after its
+//     SaslHandshake, are bounded by SASLConfig.MaxReceiveBytes (Kafka's
+//     sasl.server.max.receive.size), and the reader reads one such frame only
+//     after the previous one was handled.
 //   - SaslHandshake picks the mechanism: an unsupported one answers
 //     UNSUPPORTED_SASL_MECHANISM with the enabled list and closes.
 //   - After a successful SaslHandshake v0 (KIP-152's legacy framing), the
@@ -52,7 +54,6 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -75,8 +76,8 @@ type SASLConfig struct {
 	Mechanisms []sasl.Mechanism
 	// Authenticator checks credentials.
 	Authenticator *sasl.Authenticator
-	// MaxReceiveBytes bounds a request frame before authentication; zero means
-	// DefaultSASLMaxReceiveBytes.
+	// MaxReceiveBytes bounds a request frame before authentication and during
+	// a re-authentication; zero means DefaultSASLMaxReceiveBytes.
 	MaxReceiveBytes int32
 	// SessionLifetime is how long an authentication lasts (KIP-368,
 	// connections.max.reauth.ms); zero: until its credential expires (a token),
@@ -189,14 +190,11 @@ func (c *conn) checkAuthenticated(r *Request) (refusal kmsg.Response, err error)
 // top-level error code, where it has one. Kafka's getErrorResponse also puts
 // the code on each entry the request names (a Metadata topic, a Produce
 // partition); here those lists stay empty, as no client reads them before the
-// connection closes. The one field is set by reflection rather than a switch
-// over every response kind.
+// connection closes.
 func illegalSASLState(req kmsg.Request) kmsg.Response {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
-		f.SetInt(int64(kerr.IllegalSaslState.Code))
-	}
+	setErrorCode(resp, kerr.IllegalSaslState.Code)
 	return resp
 }
 
@@ -228,8 +226,10 @@ func (c *conn) checkApiVersions(r *Request) (refusal kmsg.Response, err error) {
 }
 
 // serveSASL answers SaslHandshake and SaslAuthenticate. closeAfter asks the
-// writer to close the connection once the response is out.
-func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
+// writer to close the connection once the response is out; apiLayer tells an
+// answer Kafka's API layer gives (KafkaApis, outside an authentication) from
+// one of its authenticator.
+func (c *conn) serveSASL(r *Request) (msg kmsg.Response, apiLayer bool, closeAfter error) {
 	cfg := c.srv.SASL
 	a := &c.auth
 	switch req := r.Msg.(type) {
@@ -237,22 +237,22 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 		if cfg == nil {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
-			return resp, nil
+			return resp, true, nil
 		}
 		now := cfg.clock()
 		if a.exchange == nil && a.authenticated && (a.expiry.IsZero() || now.Sub(a.reauthStarted) < minReauthInterval) {
 			// Kafka begins no re-authentication of a session that never
 			// expires, nor more than once a second; its API layer answers.
 			if _, err := c.checkAuthenticated(r); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
-			return resp, nil
+			return resp, true, nil
 		}
 		if a.exchange != nil {
 			// As any request during the exchange (checkAuthenticated).
 			refusal, err := c.checkAuthenticated(r)
-			return refusal, err
+			return refusal, false, err
 		}
 		for _, m := range cfg.Mechanisms {
 			resp.SupportedMechanisms = append(resp.SupportedMechanisms, string(m))
@@ -260,12 +260,12 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 		mech, ok := enabledMechanism(cfg.Mechanisms, req.Mechanism)
 		if !ok {
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-			return resp, fmt.Errorf("%w: mechanism %q is not enabled", ErrAuthentication, req.Mechanism)
+			return resp, false, fmt.Errorf("%w: mechanism %q is not enabled", ErrAuthentication, req.Mechanism)
 		}
 		x, err := cfg.Authenticator.Start(mech)
 		if err != nil {
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-			return resp, fmt.Errorf("%w: %w", ErrAuthentication, err)
+			return resp, false, fmt.Errorf("%w: %w", ErrAuthentication, err)
 		}
 		a.exchange = x
 		if a.authenticated {
@@ -281,28 +281,28 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			a.rawTokens = true
 			c.rawTokens.Store(true)
 		}
-		return resp, nil
+		return resp, false, nil
 	case *kmsg.SASLAuthenticateRequest:
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 		if cfg == nil || a.exchange == nil && a.authenticated {
 			// Kafka's API layer answers it (also on a listener without
 			// SASL); the session goes on.
 			if _, err := c.checkAuthenticated(r); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			m := "SaslAuthenticate request received after successful authentication"
 			resp.ErrorMessage = &m
-			return resp, nil
+			return resp, true, nil
 		}
 		if a.exchange == nil {
-			return nil, fmt.Errorf("%w: SaslAuthenticate without a preceding SaslHandshake", ErrAuthentication)
+			return nil, false, fmt.Errorf("%w: SaslAuthenticate without a preceding SaslHandshake", ErrAuthentication)
 		}
 		if a.refuse != nil {
 			x, err := a.exchange, a.refuse
 			a.exchange, a.refuse = nil, nil
 			c.reportAuth(x, true, err)
-			return nil, err
+			return nil, false, err
 		}
 		x := a.exchange
 		out, err := x.Step(req.SASLAuthBytes)
@@ -316,16 +316,16 @@ func (c *conn) serveSASL(r *Request) (msg kmsg.Response, closeAfter error) {
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 			m := authFailureMessage(err, x.Mechanism(), reauth)
 			resp.ErrorMessage = &m
-			return resp, fmt.Errorf("%w: %s: %w", ErrAuthentication, x.Mechanism(), err)
+			return resp, false, fmt.Errorf("%w: %s: %w", ErrAuthentication, x.Mechanism(), err)
 		}
 		resp.SASLAuthBytes = out
 		if !x.Done() {
-			return resp, nil
+			return resp, false, nil
 		}
 		resp.SessionLifetimeMillis = c.completeAuth(x, reauth).Milliseconds()
-		return resp, nil
+		return resp, false, nil
 	}
-	return nil, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
+	return nil, false, fmt.Errorf("%w: %T is not a SASL request", ErrBadResponse, r.Msg)
 }
 
 // completeAuth records a finished exchange: the connection is authenticated as

@@ -6,7 +6,9 @@ package protocol
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -533,5 +535,48 @@ func TestSASLIllegalStateDuringExchange(t *testing.T) {
 		handshake(c, "SCRAM-SHA-256", corr)
 		c.send(metadataRequest("bad-mechanism"), 12, corr+1)
 		c.expectClosedUnanswered()
+	})
+}
+
+// TestSASLReauthBoundedBySASLMaxReceive: Kafka's authenticator reads every
+// frame of a re-authentication after its SaslHandshake as it reads a first
+// authentication's, bounded by sasl.server.max.receive.size
+// (SaslServerAuthenticator.authenticate); a larger one fails the
+// authentication and closes the connection. Once the re-authentication is
+// done, frames are bounded by the request size limit again.
+func TestSASLReauthBoundedBySASLMaxReceive(t *testing.T) {
+	const oversized = DefaultSASLMaxReceiveBytes + 1
+	announce := binary.BigEndian.AppendUint32(nil, oversized)
+	t.Run("SaslAuthenticate", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		if hr := c.roundTrip(hs, 1, corr).(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
+			t.Fatalf("re-authentication handshake: %s", kerr.ErrorForCode(hr.ErrorCode))
+		}
+		c.write(announce)
+		c.expectClosedUnanswered()
+		if err := ts.hooks.closeErr(t, c.addr()); !errors.Is(err, ErrFrameTooLarge) {
+			t.Fatalf("closed with %v, want ErrFrameTooLarge", err)
+		}
+	})
+	t.Run("after the re-authentication", func(t *testing.T) {
+		ts, _ := startSASLServer(t, time.Hour)
+		c := dial(t, ts.addr)
+		_, corr := c.saslLogin(alicePlain, 1)
+		_, corr = c.saslLogin(alicePlain, corr)
+		topics := make([]string, oversized/32+1)
+		for i := range topics {
+			topics[i] = fmt.Sprintf("topic-with-a-long-name-%08d", i) // 31 bytes, 33 with its length
+		}
+		req := metadataRequest(topics...)
+		if n := len(frameOf(req, 12, corr, kmsg.StringPtr("raw"))); n <= oversized {
+			t.Fatalf("a %d-byte frame is within the SASL bound", n)
+		}
+		if resp := c.roundTrip(req, 12, corr).(*kmsg.MetadataResponse); len(resp.Topics) != len(topics) {
+			t.Fatalf("answered %d topics, want %d", len(resp.Topics), len(topics))
+		}
 	})
 }

@@ -81,6 +81,15 @@ type Server struct {
 	// over its limit, Kafka's max.connection.creation.rate) makes the accept
 	// loop wait that long before serving the connection and accepting more.
 	AcceptThrottle func() time.Duration
+	// RequestThrottle, when set, charges the requests this package answers
+	// where Kafka's API layer serves them to the client's request quota
+	// (request_percentage, KIP-124): ApiVersions, and SaslHandshake and
+	// SaslAuthenticate outside an authentication. busy is the time the answer
+	// took. A positive result throttles the client as Response.Throttle does:
+	// the connection is muted that long, and the answer says so where it has
+	// throttle_time_ms. Requests of an authentication or re-authentication are
+	// not charged, as Kafka's authenticator serves them.
+	RequestThrottle func(c *ConnInfo, r *Request, busy time.Duration) time.Duration
 	// HandshakeTimeout bounds a TLS handshake on a connection accepted from a TLS
 	// listener (tls.NewListener); the handshake is completed before the first
 	// request is read, and the client certificate gives ConnInfo.Principal. Zero
@@ -120,8 +129,9 @@ type Server struct {
 	maxRequestBytes  int32
 	maxInFlight      int
 	handshakeTimeout time.Duration
-	bodyTimeout      time.Duration // <= 0: none
-	maxIdle          time.Duration // <= 0: never
+	bodyTimeout      time.Duration    // <= 0: none
+	maxIdle          time.Duration    // <= 0: never
+	sweepTicks       <-chan time.Time // tests: a sweep per value, at that time, instead of a ticker's
 	saslMaxReceive   int32
 	self             *brokerIdentity // nil without ClusterID
 	pool             *memoryPool
@@ -396,8 +406,12 @@ func (s *Server) trackListener(ln net.Listener) bool {
 // cost off the request path, which only sets a flag (conn.idleFor).
 func (s *Server) sweepIdle(stop <-chan struct{}) {
 	defer s.wg.Done()
-	t := time.NewTicker(max(s.maxIdle/10, time.Millisecond))
-	defer t.Stop()
+	ticks := s.sweepTicks
+	if ticks == nil {
+		t := time.NewTicker(max(s.maxIdle/10, time.Millisecond))
+		defer t.Stop()
+		ticks = t.C
+	}
 	var idle []*conn
 	for {
 		select {
@@ -405,7 +419,7 @@ func (s *Server) sweepIdle(stop <-chan struct{}) {
 			return
 		case <-stop:
 			return
-		case now := <-t.C:
+		case now := <-ticks:
 			s.mu.Lock()
 			for c := range s.mu.conns {
 				if c.idleFor(now) >= s.maxIdle {

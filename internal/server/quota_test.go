@@ -456,3 +456,42 @@ func TestMaxConnectionCreationRate(t *testing.T) {
 		t.Fatalf("14 connections against 1/s were served in %v: accepting did not wait a second for each of the last 4", took)
 	}
 }
+
+// TestRequestQuotaChargesApiVersions: Kafka serves ApiVersions in its API
+// layer (KafkaApis.handleApiVersionsRequest) and charges it to the request
+// quota like any client request (RequestQuotaTest counts it among the client
+// actions): a client over its request_percentage is throttled by ApiVersions
+// alone, with throttle_time_ms in the answer.
+func TestRequestQuotaChargesApiVersions(t *testing.T) {
+	cfg := nodeConfig(t.TempDir())
+	cfg.SASLMechanisms = "SCRAM-SHA-256"
+	cfg.AddScram = []string{"SCRAM-SHA-256=[name=alice,password=a]"}
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hook := &throttleHook{}
+	alice, adm := n.client(t, kgo.SASL(scram.Auth{User: "alice", Pass: "a"}.AsSha256Mechanism()), kgo.WithHooks(hook))
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: []kadm.ClientQuotaEntityComponent{{Type: "user", Name: strPtr("alice")}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 0.001}},
+	}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("AlterClientQuotas: %v %+v", err, res)
+	}
+	if hook.max.Load() != 0 {
+		t.Fatalf("throttled %v before any ApiVersions", time.Duration(hook.max.Load()))
+	}
+	// 0.001% of a thread is 100 us in the 10 s minimum window: a few dozen
+	// ApiVersions answers pass it.
+	const maxRequests = 5000
+	for i := 0; i < maxRequests && hook.max.Load() == 0; i++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "strata-test", "1"
+		if _, err := alice.Request(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hook.max.Load() == 0 {
+		t.Fatalf("alice sent %d ApiVersions requests against 0.001%% of a request thread and was never throttled", maxRequests)
+	}
+}

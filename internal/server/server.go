@@ -524,11 +524,14 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 			return quotas.RecordConnection(n.ctrl.Image(), ip)
 		},
 		AcceptThrottle: acceptThrottle(n.cfg.MaxConnectionCreationRate),
-		SASL:           n.sasl,
-		Principals:     n.principals,
-		ClusterID:      n.clusterID,
-		NodeID:         n.cfg.NodeID,
-		Logger:         n.log.With("component", "kafka"),
+		RequestThrottle: func(c *protocol.ConnInfo, _ *protocol.Request, busy time.Duration) time.Duration {
+			return quotas.RecordRequestTime(n.ctrl.Image(), quota.UserOf(c.Principal()), c.ClientID(), busy)
+		},
+		SASL:       n.sasl,
+		Principals: n.principals,
+		ClusterID:  n.clusterID,
+		NodeID:     n.cfg.NodeID,
+		Logger:     n.log.With("component", "kafka"),
 	}
 	n.lc.goroutine("kafka server", func() {
 		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, protocol.ErrServerClosed) {
