@@ -175,74 +175,53 @@ const (
 	DefaultStreamsAcceptableRecoveryLag = 10000
 )
 
+// groupConfig is the group's own configs (none when Config.GroupConfig is nil).
+func (c *Coordinator) groupConfig(group string) ConsumerGroupConfig {
+	if c.cfg.GroupConfig == nil {
+		return ConsumerGroupConfig{}
+	}
+	return c.cfg.GroupConfig(group)
+}
+
+// orDefault is a group's own duration config where it sets one, else def.
+func orDefault(own, def time.Duration) time.Duration {
+	if own > 0 {
+		return own
+	}
+	return def
+}
+
 // consumerTimeouts is the session timeout and heartbeat interval of a KIP-848
 // group's members: the group's own configs, else the coordinator's.
 func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Duration) {
-	session, heartbeat = c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
-	if c.cfg.GroupConfig == nil {
-		return session, heartbeat
-	}
-	gc := c.cfg.GroupConfig(group)
-	if gc.SessionTimeout > 0 {
-		session = gc.SessionTimeout
-	}
-	if gc.HeartbeatInterval > 0 {
-		heartbeat = gc.HeartbeatInterval
-	}
-	return session, heartbeat
+	gc := c.groupConfig(group)
+	return orDefault(gc.SessionTimeout, c.cfg.ConsumerSessionTimeout),
+		orDefault(gc.HeartbeatInterval, c.cfg.ConsumerHeartbeatInterval)
 }
 
 // shareTimeouts is the session timeout and heartbeat interval of a share
 // group's members: the group's own share.session.timeout.ms and
-// share.heartbeat.interval.ms, else the coordinator's (Kafka's
-// group.share.session.timeout.ms and group.share.heartbeat.interval.ms have the
-// consumer ones' defaults, 45s and 5s).
+// share.heartbeat.interval.ms, else the coordinator's consumer ones (Kafka's
+// group.share.session.timeout.ms and group.share.heartbeat.interval.ms have
+// their defaults, 45s and 5s).
 func (c *Coordinator) shareTimeouts(group string) (session, heartbeat time.Duration) {
-	session, heartbeat = c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
-	if c.cfg.GroupConfig == nil {
-		return session, heartbeat
-	}
-	gc := c.cfg.GroupConfig(group)
-	if gc.ShareSessionTimeout > 0 {
-		session = gc.ShareSessionTimeout
-	}
-	if gc.ShareHeartbeatInterval > 0 {
-		heartbeat = gc.ShareHeartbeatInterval
-	}
-	return session, heartbeat
+	gc := c.groupConfig(group)
+	return orDefault(gc.ShareSessionTimeout, c.cfg.ConsumerSessionTimeout),
+		orDefault(gc.ShareHeartbeatInterval, c.cfg.ConsumerHeartbeatInterval)
 }
 
 // streamsTimeouts is the session timeout and heartbeat interval of a streams
-// group's members: the group's own configs, else the coordinator's, else
-// Kafka's defaults (group.streams.session.timeout.ms and
-// group.streams.heartbeat.interval.ms).
+// group's members: the group's own configs, else the coordinator's.
 func (c *Coordinator) streamsTimeouts(group string) (session, heartbeat time.Duration) {
-	session, heartbeat = c.cfg.StreamsSessionTimeout, c.cfg.StreamsHeartbeatInterval
-	if session <= 0 {
-		session = 45 * time.Second
-	}
-	if heartbeat <= 0 {
-		heartbeat = 5 * time.Second
-	}
-	if c.cfg.GroupConfig != nil {
-		gc := c.cfg.GroupConfig(group)
-		if gc.StreamsSessionTimeout > 0 {
-			session = gc.StreamsSessionTimeout
-		}
-		if gc.StreamsHeartbeatInterval > 0 {
-			heartbeat = gc.StreamsHeartbeatInterval
-		}
-	}
-	return session, heartbeat
+	gc := c.groupConfig(group)
+	return orDefault(gc.StreamsSessionTimeout, c.cfg.StreamsSessionTimeout),
+		orDefault(gc.StreamsHeartbeatInterval, c.cfg.StreamsHeartbeatInterval)
 }
 
 // streamsStandbys is a streams group's streams.num.standby.replicas (0 unless
 // the group sets it).
 func (c *Coordinator) streamsStandbys(group string) int {
-	if c.cfg.GroupConfig == nil {
-		return 0
-	}
-	return c.cfg.GroupConfig(group).StreamsStandbyReplicas
+	return c.groupConfig(group).StreamsStandbyReplicas
 }
 
 // streamsWarmups is a streams group's streams.num.warmup.replicas.
@@ -263,10 +242,7 @@ func (c *Coordinator) streamsRecoveryLag(group string) int64 {
 
 // streamsRackTags is a streams group's streams.rack.aware.assignment.tags.
 func (c *Coordinator) streamsRackTags(group string) []string {
-	if c.cfg.GroupConfig == nil {
-		return nil
-	}
-	return c.cfg.GroupConfig(group).StreamsRackAwareTags
+	return c.groupConfig(group).StreamsRackAwareTags
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -285,6 +261,8 @@ func DefaultConfig() Config {
 		ConsumerHeartbeatInterval:     5 * time.Second,
 		ConsumerAssignmentInterval:    time.Second,
 		ShareAssignmentInterval:       time.Second,
+		StreamsSessionTimeout:         45 * time.Second,
+		StreamsHeartbeatInterval:      5 * time.Second,
 		MigrationPolicy:               MigrationBidirectional,
 		ConsumerMaxSize:               math.MaxInt32,
 		ClassicMaxSize:                math.MaxInt32,
@@ -307,6 +285,8 @@ func (c Config) withDefaults() Config {
 	def(&c.ConsumerSessionTimeout, d.ConsumerSessionTimeout)
 	def(&c.ConsumerHeartbeatInterval, d.ConsumerHeartbeatInterval)
 	def(&c.ShareAssignmentInterval, d.ShareAssignmentInterval)
+	def(&c.StreamsSessionTimeout, d.StreamsSessionTimeout)
+	def(&c.StreamsHeartbeatInterval, d.StreamsHeartbeatInterval)
 	if c.ConsumerAssignmentInterval == 0 {
 		c.ConsumerAssignmentInterval = d.ConsumerAssignmentInterval
 	}
