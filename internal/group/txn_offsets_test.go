@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // txnMemStore is a memStore that also takes transactional appends; their records
@@ -259,22 +261,15 @@ func commitSimple(t *testing.T, c *Coordinator, group string, offset int64) {
 // waitTombstone waits until partition 0's log ends key with a tombstone.
 func waitTombstone(t *testing.T, s *memStore, key []byte) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, "the offset's tombstone to end the log", func() bool {
 		var last *Record
 		for _, r := range s.log(0) {
 			if bytes.Equal(r.Key, key) {
 				last = &r
 			}
 		}
-		if last != nil && last.Value == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no tombstone of the offset in the log (last record %+v)", last)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return last != nil && last.Value == nil
+	})
 }
 
 // TestTxnOffsetsKeepGroup: as Kafka's cleanupExpiredOffsets, an offset with a
@@ -322,8 +317,7 @@ func TestTxnOffsetsKeepGroup(t *testing.T) {
 // waitIdle waits until no group of c has a write queued or running.
 func waitIdle(t *testing.T, c *Coordinator) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, "the group writes to end", func() bool {
 		busy := false
 		parts, _ := c.loadedPartitions()
 		for _, p := range parts {
@@ -331,12 +325,6 @@ func waitIdle(t *testing.T, c *Coordinator) {
 				g.withLock(func() { busy = busy || g.writing || len(g.writeQ) > 0 })
 			}
 		}
-		if !busy {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("group writes still running")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return !busy
+	})
 }
