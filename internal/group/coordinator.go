@@ -50,16 +50,19 @@ var (
 )
 
 // Record is one record of __consumer_offsets. A nil Value is a tombstone.
-// Pending marks an offset commit of producer ProducerID's transaction that is
-// still open (no marker yet) when a partition is replayed (see txn_offsets.go).
-// Offset is the record's offset in the log, which a replay sets: a committed
-// transaction's offset commit, replayed at its marker, replaces the group's
-// offset only if it was written after it.
+// Offset is the record's offset in the log, which a replay sets. A replay
+// yields the records in log order, as Kafka's coordinator replays them: Txn
+// marks an offset commit of producer ProducerID's transaction, pending until
+// that transaction's marker, which a replay yields as a Record with Txn and
+// Marker set and no key, Commit saying whether the transaction committed (see
+// txn_offsets.go).
 type Record struct {
 	Key, Value []byte
-	Pending    bool
-	ProducerID int64
 	Offset     int64
+	Txn        bool
+	ProducerID int64
+	Marker     bool
+	Commit     bool
 }
 
 // OffsetStore appends records (key/value pairs, value nil = tombstone) to partition p
@@ -635,12 +638,6 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 	}
 	for id, offs := range r.offsets {
 		simple(id).offsets = offs
-	}
-	// A transaction still open makes its groups, as its TxnOffsetCommit did.
-	for _, byGroup := range r.txnOffsets {
-		for id := range byGroup {
-			simple(id)
-		}
 	}
 	return groups
 }

@@ -143,7 +143,7 @@ func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 				}
 				if err == nil && !g.unloaded {
 					offs[i].recordOffset = first + int64(i)
-					g.putOffsetLocked(tp, offs[i])
+					putOffset(g.offsets, tp, offs[i])
 				}
 			}
 			done <- err

@@ -47,7 +47,8 @@ func (s *memStore) Append(ctx context.Context, p int32, recs []Record) (int64, e
 	s.appends++
 	first := s.ends[p]
 	for _, r := range recs {
-		s.logs[p] = append(s.logs[p], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Offset: s.ends[p]})
+		r.Key, r.Value, r.Offset = slices.Clone(r.Key), cloneNil(r.Value), s.ends[p]
+		s.logs[p] = append(s.logs[p], r)
 		s.ends[p]++
 	}
 	s.mu.Unlock()

@@ -10,15 +10,17 @@ import (
 // Transactional offset commits (TxnOffsetCommit, KIP-98/447). A producer in a
 // transaction commits a group's offsets as offset commit records in a
 // transactional batch of its own producer id on the group's __consumer_offsets
-// partition. They stay pending, invisible to OffsetFetch, until the transaction's
-// marker lands on that partition: CompleteTxnOffsets then applies them (commit) or
-// drops them (abort). A replay applies committed transactions' records at their
-// marker, drops aborted ones, and hands the records of transactions still open to
-// the coordinator as Pending records. As in Kafka, a committed offset keeps the
-// log offset of its record, and a transaction's commit replaces the group's
-// offset only if it was written after it: a plain commit written after the
-// transactional one stays, and of two transactions' commits the later written
-// wins whatever the order of their markers.
+// partition. They stay pending, invisible to OffsetFetch, until the
+// transaction's marker lands on that partition: CompleteTxnOffsets then applies
+// them (commit) or drops them (abort). A replay does the same where the log
+// holds the marker, as Kafka's coordinator replays its log: a transaction's
+// offset commit (a Txn record) makes its group at once, which stays whatever
+// the marker, and an offset's tombstone deletes the open transactions' commits
+// of it; transactions without a marker stay pending. As in Kafka, a committed
+// offset keeps the log offset of its record, and a transaction's commit
+// replaces the group's offset only if it was written after it: a plain commit
+// written after the transactional one stays, and of two transactions' commits
+// the later written wins whatever the order of their markers.
 
 // TxnOffsetStore is an OffsetStore that can also append records as one
 // transactional batch of a producer (the broker's offsets.Store).
@@ -227,16 +229,17 @@ func (c *Coordinator) CompleteTxnOffsets(partition int32, pid int64, commit bool
 		g.withLock(func() {
 			if !g.unloaded {
 				for tp, o := range offs {
-					g.putOffsetLocked(tp, o)
+					putOffset(g.offsets, tp, o)
 				}
 			}
 		})
 	}
 }
 
-// applyPendingTxn folds the offset commit of a transaction still open into the
-// replayed state.
-func (r *replayed) applyPendingTxn(rec Record, k decodedKey) error {
+// applyTxn folds an offset commit of a transaction into the replayed state:
+// pending until the transaction's marker, it makes its group at once, as
+// Kafka's replay does, whatever the marker.
+func (r *replayed) applyTxn(rec Record, k decodedKey) error {
 	if k.kind != kindOffset || rec.Value == nil {
 		r.skipped++
 		return nil
@@ -246,8 +249,25 @@ func (r *replayed) applyPendingTxn(rec Record, k decodedKey) error {
 		return err
 	}
 	o.recordOffset = rec.Offset
+	r.committed[k.group] = true
 	r.txnOffsets.add(rec.ProducerID, k.group, k.tp, o)
 	return nil
+}
+
+// endTxn replays producer pid's transaction marker as CompleteTxnOffsets
+// applies it: a commit makes the transaction's pending commits the groups'
+// offsets, each unless the group's was written later; an abort drops them.
+func (r *replayed) endTxn(pid int64, commit bool) {
+	pending := r.txnOffsets[pid]
+	delete(r.txnOffsets, pid)
+	if !commit {
+		return
+	}
+	for id, offs := range pending {
+		for tp, o := range offs {
+			putOffset(r.groupOffsets(id), tp, o)
+		}
+	}
 }
 
 // markUnstable answers UNSTABLE_OFFSET_COMMIT (offset -1) for the partitions of

@@ -15,26 +15,30 @@ import (
 	"github.com/strata-stream/strata/internal/wait"
 )
 
-// txnMemStore is a memStore that also takes transactional appends; their records
-// take log offsets but are kept apart, as a replay would find them before their
-// marker.
-type txnMemStore struct {
-	*memStore
-	pending map[int64][]Record
-}
+// txnMemStore is a memStore that also takes transactional appends: their
+// records and their transactions' markers are in the log as a replay yields
+// them.
+type txnMemStore struct{ *memStore }
+
+func newTxnMemStore() *txnMemStore { return &txnMemStore{newMemStore()} }
 
 func (s *txnMemStore) AppendTxn(ctx context.Context, p int32, pid int64, _ int16, recs []Record) (int64, error) {
-	if _, err := s.memStore.Append(ctx, p, nil); err != nil {
-		return 0, err
+	txn := make([]Record, len(recs))
+	for i, r := range recs {
+		r.Txn, r.ProducerID = true, pid
+		txn[i] = r
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	first := s.ends[p]
-	for _, r := range recs {
-		s.pending[pid] = append(s.pending[pid], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Pending: true, ProducerID: pid, Offset: s.ends[p]})
-		s.ends[p]++
+	return s.Append(ctx, p, txn)
+}
+
+// endTxn writes producer pid's transaction marker to partition p and tells c,
+// as the broker does.
+func (s *txnMemStore) endTxn(t *testing.T, c *Coordinator, p int32, pid int64, commit bool) {
+	t.Helper()
+	if _, err := s.Append(context.Background(), p, []Record{{Txn: true, Marker: true, ProducerID: pid, Commit: commit}}); err != nil {
+		t.Fatal(err)
 	}
-	return first, nil
+	c.CompleteTxnOffsets(p, pid, commit)
 }
 
 func txnCommit(c *Coordinator, group string, pid int64, generation int32, offset int64) *kmsg.TxnOffsetCommitResponse {
@@ -64,7 +68,7 @@ func fetchStable(c *Coordinator, group string, stable bool) (int64, int16) {
 }
 
 func TestTxnOffsetCommit(t *testing.T) {
-	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	store := newTxnMemStore()
 	cfg := DefaultConfig()
 	cfg.GroupInitialRebalanceDelay = 0
 	c := New(cfg, store, nil)
@@ -83,13 +87,13 @@ func TestTxnOffsetCommit(t *testing.T) {
 	if off, code := fetchStable(c, "g", false); code != 0 || off != -1 {
 		t.Fatalf("a pending commit must be invisible: %d %v", off, kerr.ErrorForCode(code))
 	}
-	c.CompleteTxnOffsets(part, 7, true)
+	store.endTxn(t, c, part, 7, true)
 	if off, code := fetchStable(c, "g", true); code != 0 || off != 5 {
 		t.Fatalf("after the commit marker: %d %v", off, kerr.ErrorForCode(code))
 	}
 
 	txnCommit(c, "g", 8, -1, 9)
-	c.CompleteTxnOffsets(part, 8, false)
+	store.endTxn(t, c, part, 8, false)
 	if off, _ := fetchStable(c, "g", true); off != 5 {
 		t.Fatalf("an aborted commit moved the offset to %d", off)
 	}
@@ -98,27 +102,20 @@ func TestTxnOffsetCommit(t *testing.T) {
 		t.Fatalf("a generation for an unknown group: %v", kerr.ErrorForCode(code))
 	}
 
-	// A replay hands a still-open transaction's commits back as pending.
+	// A replay keeps a still-open transaction's commits pending.
 	txnCommit(c, "g", 9, -1, 12)
 	c2 := New(cfg, store, nil)
 	t.Cleanup(c2.Close)
-	recs := append(store.log(part), store.pending[9]...)
-	// The committed transaction's record, as a replay yields it at its marker.
-	recs = append(recs, Record{Key: offsetKey("g", topicPartition{"t", 0}), Value: offsetValue(offsetCommit{offset: 5, leaderEpoch: -1})})
-	replay := func(yield func(Record, error) bool) {
-		for _, r := range recs {
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-	if err := c2.LoadPartition(context.Background(), part, replay); err != nil {
+	if err := c2.LoadPartition(context.Background(), part, store.records(part)); err != nil {
 		t.Fatal(err)
 	}
-	if _, code := fetchStable(c2, "g", true); code != kerr.UnstableOffsetCommit.Code {
-		t.Fatalf("replayed pending commit: %v", kerr.ErrorForCode(code))
+	if off, code := fetchStable(c2, "g", true); code != kerr.UnstableOffsetCommit.Code || off != -1 {
+		t.Fatalf("replayed pending commit: %d %v", off, kerr.ErrorForCode(code))
 	}
-	c2.CompleteTxnOffsets(part, 9, true)
+	if off, code := fetchStable(c2, "g", false); code != 0 || off != 5 {
+		t.Fatalf("replayed offset: %d %v, want the committed transaction's 5", off, kerr.ErrorForCode(code))
+	}
+	store.endTxn(t, c2, part, 9, true)
 	if off, code := fetchStable(c2, "g", true); code != 0 || off != 12 {
 		t.Fatalf("replayed commit after its marker: %d %v", off, kerr.ErrorForCode(code))
 	}
@@ -129,7 +126,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 // and STALE_MEMBER_EPOCH from v6 (KIP-1319), as a Kafka 4.4 node answered them
 // (interop/cmd/topicidcompare); a member's own epoch commits at both.
 func TestTxnOffsetCommitVersions(t *testing.T) {
-	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	store := newTxnMemStore()
 	cfg := DefaultConfig()
 	cfg.GroupInitialRebalanceDelay = 0
 	c := New(cfg, store, nil)
@@ -214,7 +211,7 @@ func TestTxnOffsetsDeleted(t *testing.T) {
 	} {
 		for _, committed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/committed=%v", tc.name, committed), func(t *testing.T) {
-				store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+				store := newTxnMemStore()
 				cfg := DefaultConfig()
 				cfg.OffsetsTopicPartitions = 1
 				c := New(cfg, store, nil)
@@ -233,9 +230,18 @@ func TestTxnOffsetsDeleted(t *testing.T) {
 				if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
 					t.Fatalf("after the delete: %d %v, want -1 and no pending commit", off, kerr.ErrorForCode(code))
 				}
-				c.CompleteTxnOffsets(0, 7, true)
+				store.endTxn(t, c, 0, 7, true)
 				if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
 					t.Fatalf("the commit marker brought back offset %d (%v)", off, kerr.ErrorForCode(code))
+				}
+				waitIdle(t, c)
+				reloaded := New(cfg, store, nil)
+				t.Cleanup(reloaded.Close)
+				if err := loadAll(context.Background(), reloaded, store.memStore); err != nil {
+					t.Fatal(err)
+				}
+				if off, code := fetchStable(reloaded, "g", true); code != 0 || off != -1 {
+					t.Fatalf("after a reload: offset %d (%v), want -1", off, kerr.ErrorForCode(code))
 				}
 			})
 		}
@@ -277,7 +283,7 @@ func waitTombstone(t *testing.T, s *memStore, key []byte) {
 // transaction open is not deleted; a TxnOffsetCommit outside group management
 // creates the (simple) group, as Kafka's does.
 func TestTxnOffsetsKeepGroup(t *testing.T) {
-	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	store := newTxnMemStore()
 	var now atomic.Int64
 	now.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	cfg := DefaultConfig()
@@ -308,7 +314,7 @@ func TestTxnOffsetsKeepGroup(t *testing.T) {
 	if got := listed(); !slices.Equal(got, []string{"g", "pend"}) {
 		t.Fatalf("groups after the retention check: %q", got)
 	}
-	c.CompleteTxnOffsets(0, 8, false)
+	store.endTxn(t, c, 0, 8, false)
 	if off, _ := fetchStable(c, "g", true); off != 3 {
 		t.Fatalf("offset %d after the transaction aborted, want the committed 3 kept", off)
 	}
