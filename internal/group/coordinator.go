@@ -773,7 +773,7 @@ func (c *Coordinator) drain(g *group) {
 			err   error
 		)
 		if len(recs) > 0 { // else writes that only wait for the ones before them
-			first, err = c.append(g.p, recs)
+			first, err = c.append(g.p, batch[0].txn, recs)
 		}
 		g.withLock(func() {
 			for _, w := range batch {
@@ -784,12 +784,21 @@ func (c *Coordinator) drain(g *group) {
 	}
 }
 
-// takeWrites empties the group's write queue, returning its writes and their
-// records; when it was empty the writer stops (see flush).
+// takeWrites takes the writes at the head of the group's queue that are
+// appended together, returning them and their records: a transactional write
+// alone, else every plain one before the next transactional write. When the
+// queue was empty the writer stops (see flush).
 func (g *group) takeWrites() (batch []write, recs []Record) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	batch, g.writeQ = g.writeQ, nil
+	n := 0
+	for n < len(g.writeQ) && g.writeQ[n].txn == nil {
+		n++
+	}
+	if n == 0 && len(g.writeQ) > 0 {
+		n = 1
+	}
+	batch, g.writeQ = g.writeQ[:n:n], g.writeQ[n:]
 	if len(batch) == 0 {
 		g.writing = false
 	}
@@ -799,13 +808,23 @@ func (g *group) takeWrites() (batch []write, recs []Record) {
 	return batch, recs
 }
 
-func (c *Coordinator) append(p *partition, recs []Record) (int64, error) {
+// append writes recs to partition p, in producer txn's transaction when txn
+// is set (the store is then a TxnOffsetStore: TxnOffsetCommit checked).
+func (c *Coordinator) append(p *partition, txn *producer, recs []Record) (int64, error) {
 	if p.ctx.Err() != nil {
 		return 0, ErrNotCoordinator
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, c.cfg.OffsetCommitTimeout)
 	defer cancel()
-	first, err := c.store.Append(ctx, p.id, recs)
+	var (
+		first int64
+		err   error
+	)
+	if txn != nil {
+		first, err = c.store.(TxnOffsetStore).AppendTxn(ctx, p.id, txn.id, txn.epoch, recs)
+	} else {
+		first, err = c.store.Append(ctx, p.id, recs)
+	}
 	if err != nil && p.ctx.Err() != nil {
 		err = fmt.Errorf("%w: partition %d unloaded: %v", ErrNotCoordinator, p.id, err)
 	}

@@ -334,3 +334,54 @@ func waitIdle(t *testing.T, c *Coordinator) {
 		return !busy
 	})
 }
+
+// TestTxnOffsetCommitRacesDeleteGroups: a DeleteGroups that comes while a
+// TxnOffsetCommit's append is in flight deletes the transaction's commit too,
+// as in Kafka, where the commit applies at once and the deletion's tombstones
+// follow it in the log: the commit marker brings neither the offset nor the
+// group back, live or after a reload.
+func TestTxnOffsetCommitRacesDeleteGroups(t *testing.T) {
+	store := newTxnMemStore()
+	cfg := DefaultConfig()
+	cfg.OffsetsTopicPartitions = 1
+	c := New(cfg, store, nil)
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	if err := loadAll(ctx, c, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	store.setBlock()
+	committed, deleted := make(chan int16, 1), make(chan int16, 1)
+	go func() { committed <- txnCommit(c, "g", 7, -1, 5).Topics[0].Partitions[0].ErrorCode }()
+	wait.For(t, "the TxnOffsetCommit's append to wait", func() bool { return store.blocked() == 1 })
+	go func() {
+		deleted <- c.DeleteGroups(ctx, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}).Groups[0].ErrorCode
+	}()
+	wait.For(t, "DeleteGroups to take the group", func() bool {
+		dead := false
+		withGroupLocked(c, "g", func(g *group) { dead = g.state == stateDead })
+		return dead
+	})
+	store.unblock()
+	if code := <-committed; code != 0 {
+		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(code))
+	}
+	if code := <-deleted; code != 0 {
+		t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(code))
+	}
+	store.endTxn(t, c, 0, 7, true)
+	waitIdle(t, c)
+	reloaded := New(cfg, store, nil)
+	t.Cleanup(reloaded.Close)
+	if err := loadAll(ctx, reloaded, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Coordinator{c, reloaded} {
+		if groups := c.ListGroups(ctx, kmsg.NewPtrListGroupsRequest()).Groups; len(groups) != 0 {
+			t.Errorf("groups after the commit marker: %+v, want none", groups)
+		}
+		if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
+			t.Errorf("offset after the commit marker: %d (%v), want -1", off, kerr.ErrorForCode(code))
+		}
+	}
+}
