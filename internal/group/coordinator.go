@@ -50,16 +50,19 @@ var (
 )
 
 // Record is one record of __consumer_offsets. A nil Value is a tombstone.
-// Pending marks an offset commit of producer ProducerID's transaction that is
-// still open (no marker yet) when a partition is replayed (see txn_offsets.go).
-// Offset is the record's offset in the log, which a replay sets: a committed
-// transaction's offset commit, replayed at its marker, replaces the group's
-// offset only if it was written after it.
+// Offset is the record's offset in the log, which a replay sets. A replay
+// yields the records in log order, as Kafka's coordinator replays them: Txn
+// marks an offset commit of producer ProducerID's transaction, pending until
+// that transaction's marker, which a replay yields as a Record with Txn and
+// Marker set and no key, Commit saying whether the transaction committed (see
+// txn_offsets.go).
 type Record struct {
 	Key, Value []byte
-	Pending    bool
-	ProducerID int64
 	Offset     int64
+	Txn        bool
+	ProducerID int64
+	Marker     bool
+	Commit     bool
 }
 
 // OffsetStore appends records (key/value pairs, value nil = tombstone) to partition p
@@ -175,74 +178,53 @@ const (
 	DefaultStreamsAcceptableRecoveryLag = 10000
 )
 
+// groupConfig is the group's own configs (none when Config.GroupConfig is nil).
+func (c *Coordinator) groupConfig(group string) ConsumerGroupConfig {
+	if c.cfg.GroupConfig == nil {
+		return ConsumerGroupConfig{}
+	}
+	return c.cfg.GroupConfig(group)
+}
+
+// orDefault is a group's own duration config where it sets one, else def.
+func orDefault(own, def time.Duration) time.Duration {
+	if own > 0 {
+		return own
+	}
+	return def
+}
+
 // consumerTimeouts is the session timeout and heartbeat interval of a KIP-848
 // group's members: the group's own configs, else the coordinator's.
 func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Duration) {
-	session, heartbeat = c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
-	if c.cfg.GroupConfig == nil {
-		return session, heartbeat
-	}
-	gc := c.cfg.GroupConfig(group)
-	if gc.SessionTimeout > 0 {
-		session = gc.SessionTimeout
-	}
-	if gc.HeartbeatInterval > 0 {
-		heartbeat = gc.HeartbeatInterval
-	}
-	return session, heartbeat
+	gc := c.groupConfig(group)
+	return orDefault(gc.SessionTimeout, c.cfg.ConsumerSessionTimeout),
+		orDefault(gc.HeartbeatInterval, c.cfg.ConsumerHeartbeatInterval)
 }
 
 // shareTimeouts is the session timeout and heartbeat interval of a share
 // group's members: the group's own share.session.timeout.ms and
-// share.heartbeat.interval.ms, else the coordinator's (Kafka's
-// group.share.session.timeout.ms and group.share.heartbeat.interval.ms have the
-// consumer ones' defaults, 45s and 5s).
+// share.heartbeat.interval.ms, else the coordinator's consumer ones (Kafka's
+// group.share.session.timeout.ms and group.share.heartbeat.interval.ms have
+// their defaults, 45s and 5s).
 func (c *Coordinator) shareTimeouts(group string) (session, heartbeat time.Duration) {
-	session, heartbeat = c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
-	if c.cfg.GroupConfig == nil {
-		return session, heartbeat
-	}
-	gc := c.cfg.GroupConfig(group)
-	if gc.ShareSessionTimeout > 0 {
-		session = gc.ShareSessionTimeout
-	}
-	if gc.ShareHeartbeatInterval > 0 {
-		heartbeat = gc.ShareHeartbeatInterval
-	}
-	return session, heartbeat
+	gc := c.groupConfig(group)
+	return orDefault(gc.ShareSessionTimeout, c.cfg.ConsumerSessionTimeout),
+		orDefault(gc.ShareHeartbeatInterval, c.cfg.ConsumerHeartbeatInterval)
 }
 
 // streamsTimeouts is the session timeout and heartbeat interval of a streams
-// group's members: the group's own configs, else the coordinator's, else
-// Kafka's defaults (group.streams.session.timeout.ms and
-// group.streams.heartbeat.interval.ms).
+// group's members: the group's own configs, else the coordinator's.
 func (c *Coordinator) streamsTimeouts(group string) (session, heartbeat time.Duration) {
-	session, heartbeat = c.cfg.StreamsSessionTimeout, c.cfg.StreamsHeartbeatInterval
-	if session <= 0 {
-		session = 45 * time.Second
-	}
-	if heartbeat <= 0 {
-		heartbeat = 5 * time.Second
-	}
-	if c.cfg.GroupConfig != nil {
-		gc := c.cfg.GroupConfig(group)
-		if gc.StreamsSessionTimeout > 0 {
-			session = gc.StreamsSessionTimeout
-		}
-		if gc.StreamsHeartbeatInterval > 0 {
-			heartbeat = gc.StreamsHeartbeatInterval
-		}
-	}
-	return session, heartbeat
+	gc := c.groupConfig(group)
+	return orDefault(gc.StreamsSessionTimeout, c.cfg.StreamsSessionTimeout),
+		orDefault(gc.StreamsHeartbeatInterval, c.cfg.StreamsHeartbeatInterval)
 }
 
 // streamsStandbys is a streams group's streams.num.standby.replicas (0 unless
 // the group sets it).
 func (c *Coordinator) streamsStandbys(group string) int {
-	if c.cfg.GroupConfig == nil {
-		return 0
-	}
-	return c.cfg.GroupConfig(group).StreamsStandbyReplicas
+	return c.groupConfig(group).StreamsStandbyReplicas
 }
 
 // streamsWarmups is a streams group's streams.num.warmup.replicas.
@@ -263,10 +245,7 @@ func (c *Coordinator) streamsRecoveryLag(group string) int64 {
 
 // streamsRackTags is a streams group's streams.rack.aware.assignment.tags.
 func (c *Coordinator) streamsRackTags(group string) []string {
-	if c.cfg.GroupConfig == nil {
-		return nil
-	}
-	return c.cfg.GroupConfig(group).StreamsRackAwareTags
+	return c.groupConfig(group).StreamsRackAwareTags
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -285,6 +264,8 @@ func DefaultConfig() Config {
 		ConsumerHeartbeatInterval:     5 * time.Second,
 		ConsumerAssignmentInterval:    time.Second,
 		ShareAssignmentInterval:       time.Second,
+		StreamsSessionTimeout:         45 * time.Second,
+		StreamsHeartbeatInterval:      5 * time.Second,
 		MigrationPolicy:               MigrationBidirectional,
 		ConsumerMaxSize:               math.MaxInt32,
 		ClassicMaxSize:                math.MaxInt32,
@@ -307,6 +288,8 @@ func (c Config) withDefaults() Config {
 	def(&c.ConsumerSessionTimeout, d.ConsumerSessionTimeout)
 	def(&c.ConsumerHeartbeatInterval, d.ConsumerHeartbeatInterval)
 	def(&c.ShareAssignmentInterval, d.ShareAssignmentInterval)
+	def(&c.StreamsSessionTimeout, d.StreamsSessionTimeout)
+	def(&c.StreamsHeartbeatInterval, d.StreamsHeartbeatInterval)
 	if c.ConsumerAssignmentInterval == 0 {
 		c.ConsumerAssignmentInterval = d.ConsumerAssignmentInterval
 	}
@@ -656,12 +639,6 @@ func (c *Coordinator) buildGroups(p *partition, r *replayed) map[string]*group {
 	for id, offs := range r.offsets {
 		simple(id).offsets = offs
 	}
-	// A transaction still open makes its groups, as its TxnOffsetCommit did.
-	for _, byGroup := range r.txnOffsets {
-		for id := range byGroup {
-			simple(id)
-		}
-	}
 	return groups
 }
 
@@ -796,7 +773,7 @@ func (c *Coordinator) drain(g *group) {
 			err   error
 		)
 		if len(recs) > 0 { // else writes that only wait for the ones before them
-			first, err = c.append(g.p, recs)
+			first, err = c.append(g.p, batch[0].txn, recs)
 		}
 		g.withLock(func() {
 			for _, w := range batch {
@@ -807,12 +784,21 @@ func (c *Coordinator) drain(g *group) {
 	}
 }
 
-// takeWrites empties the group's write queue, returning its writes and their
-// records; when it was empty the writer stops (see flush).
+// takeWrites takes the writes at the head of the group's queue that are
+// appended together, returning them and their records: a transactional write
+// alone, else every plain one before the next transactional write. When the
+// queue was empty the writer stops (see flush).
 func (g *group) takeWrites() (batch []write, recs []Record) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	batch, g.writeQ = g.writeQ, nil
+	n := 0
+	for n < len(g.writeQ) && g.writeQ[n].txn == nil {
+		n++
+	}
+	if n == 0 && len(g.writeQ) > 0 {
+		n = 1
+	}
+	batch, g.writeQ = g.writeQ[:n:n], g.writeQ[n:]
 	if len(batch) == 0 {
 		g.writing = false
 	}
@@ -822,13 +808,23 @@ func (g *group) takeWrites() (batch []write, recs []Record) {
 	return batch, recs
 }
 
-func (c *Coordinator) append(p *partition, recs []Record) (int64, error) {
+// append writes recs to partition p, in producer txn's transaction when txn
+// is set (the store is then a TxnOffsetStore: TxnOffsetCommit checked).
+func (c *Coordinator) append(p *partition, txn *producer, recs []Record) (int64, error) {
 	if p.ctx.Err() != nil {
 		return 0, ErrNotCoordinator
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, c.cfg.OffsetCommitTimeout)
 	defer cancel()
-	first, err := c.store.Append(ctx, p.id, recs)
+	var (
+		first int64
+		err   error
+	)
+	if txn != nil {
+		first, err = c.store.(TxnOffsetStore).AppendTxn(ctx, p.id, txn.id, txn.epoch, recs)
+	} else {
+		first, err = c.store.Append(ctx, p.id, recs)
+	}
 	if err != nil && p.ctx.Err() != nil {
 		err = fmt.Errorf("%w: partition %d unloaded: %v", ErrNotCoordinator, p.id, err)
 	}

@@ -110,9 +110,18 @@ type pendingMember struct {
 // write is a batch of records queued for the group's writer, in log order.
 type write struct {
 	records []Record
+	// txn, when set, is the producer whose transaction the records are
+	// appended in, in a batch of their own (TxnOffsetStore.AppendTxn).
+	txn *producer
 	// done runs with g.mu held once the append returned, with the log
 	// offset of the write's first record.
 	done func(first int64, err error)
+}
+
+// producer names a transactional producer: its id and epoch.
+type producer struct {
+	id    int64
+	epoch int16
 }
 
 // group is one classic group and its committed offsets. Everything is guarded by mu;
@@ -167,7 +176,7 @@ type group struct {
 	syncToken   uint64
 
 	offsets        map[topicPartition]offsetCommit
-	pendingCommits map[topicPartition]int // commits queued but not yet appended
+	pendingCommits map[topicPartition]int // commits (transactional too) queued but not yet appended
 
 	writeQ  []write
 	writing bool // a goroutine is appending writeQ (see Coordinator.flush)

@@ -103,7 +103,8 @@ func TestConfig(t *testing.T) {
 	d := DefaultConfig()
 	if got.MinSessionTimeout != time.Second || got.MaxSessionTimeout != d.MaxSessionTimeout ||
 		got.OffsetsRetention != d.OffsetsRetention || got.OffsetsTopicPartitions != 50 ||
-		got.GroupInitialRebalanceDelay != 0 || got.Now == nil || got.OffsetMetadataMaxBytes != 4096 {
+		got.GroupInitialRebalanceDelay != 0 || got.Now == nil || got.OffsetMetadataMaxBytes != 4096 ||
+		got.StreamsSessionTimeout != 45*time.Second || got.StreamsHeartbeatInterval != 5*time.Second {
 		t.Fatalf("withDefaults = %+v", got)
 	}
 	if err := DefaultConfig().Validate(); err != nil {

@@ -137,19 +137,27 @@ func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 	}
 	if len(recs) > 0 {
 		g.queueAtLocked(recs, func(first int64, err error) {
+			g.landedLocked(tps)
 			for i, tp := range tps {
-				if g.pendingCommits[tp]--; g.pendingCommits[tp] <= 0 {
-					delete(g.pendingCommits, tp)
-				}
 				if err == nil && !g.unloaded {
 					offs[i].recordOffset = first + int64(i)
-					g.putOffsetLocked(tp, offs[i])
+					putOffset(g.offsets, tp, offs[i])
 				}
 			}
 			done <- err
 		})
 	}
 	return 0, acc
+}
+
+// landedLocked ends the flight of commits of tps (pendingCommits): their
+// append returned.
+func (g *group) landedLocked(tps []topicPartition) {
+	for _, tp := range tps {
+		if g.pendingCommits[tp]--; g.pendingCommits[tp] <= 0 {
+			delete(g.pendingCommits, tp)
+		}
+	}
 }
 
 // validateCommitLocked is Kafka's offset commit check: a group without members

@@ -41,11 +41,11 @@ type offsetCommit struct {
 	recordOffset int64
 }
 
-// putOffsetLocked makes o the group's committed offset of tp unless the
-// one it has was written later in the log (see offsetCommit.recordOffset).
-func (g *group) putOffsetLocked(tp topicPartition, o offsetCommit) {
-	if cur, ok := g.offsets[tp]; !ok || cur.recordOffset <= o.recordOffset {
-		g.offsets[tp] = o
+// putOffset makes o the committed offset of tp in offs unless the one there
+// was written later in the log (see offsetCommit.recordOffset).
+func putOffset(offs map[topicPartition]offsetCommit, tp topicPartition, o offsetCommit) {
+	if cur, ok := offs[tp]; !ok || cur.recordOffset <= o.recordOffset {
+		offs[tp] = o
 	}
 }
 
@@ -199,14 +199,15 @@ type replayed struct {
 	streams   map[string]*streamsReplay
 	shares    map[string]*shareReplay
 	consumers map[string]*consumerReplay
-	// committed are the groups with an offset commit since the tombstone
-	// of their group record (of any kind): as Kafka's replay of a commit
-	// makes a simple group where none exists, which stays, offsets or not,
-	// until a tombstone of the group deletes it.
+	// committed are the groups with an offset commit, transactional or
+	// not, since the tombstone of their group record (of any kind): as
+	// Kafka's replay of a commit makes a simple group where none exists,
+	// which stays, offsets or not, until a tombstone of the group deletes
+	// it, whatever becomes of the transaction.
 	committed map[string]bool
 	skipped   int // records with keys of unknown versions
-	// txnOffsets are the offset commits of transactions still open (Pending
-	// records).
+	// txnOffsets are the offset commits of transactions without a marker
+	// yet (Txn records).
 	txnOffsets txnOffsets
 }
 
@@ -223,12 +224,16 @@ func newReplayed() *replayed {
 
 // apply folds one record into the state.
 func (r *replayed) apply(rec Record) error {
+	if rec.Marker {
+		r.endTxn(rec.ProducerID, rec.Commit)
+		return nil
+	}
 	k, err := decodeKey(rec.Key)
 	if err != nil {
 		return err
 	}
-	if rec.Pending {
-		return r.applyPendingTxn(rec, k)
+	if rec.Txn {
+		return r.applyTxn(rec, k)
 	}
 	if rec.Value == nil && isGroupKey(k) {
 		delete(r.committed, k.group)
@@ -242,6 +247,8 @@ func (r *replayed) apply(rec Record) error {
 					delete(r.offsets, k.group)
 				}
 			}
+			// It deletes the open transactions' commits of the offset too.
+			r.txnOffsets.drop(k.group, []topicPartition{k.tp})
 			return nil
 		}
 		o, err := decodeOffsetValue(rec.Value)
@@ -250,16 +257,7 @@ func (r *replayed) apply(rec Record) error {
 		}
 		o.recordOffset = rec.Offset
 		r.committed[k.group] = true
-		offs := r.offsets[k.group]
-		if offs == nil {
-			offs = make(map[topicPartition]offsetCommit)
-			r.offsets[k.group] = offs
-		}
-		// A committed transaction's commit comes at its marker: it
-		// replaces only an offset written before it.
-		if cur, ok := offs[k.tp]; !ok || cur.recordOffset <= o.recordOffset {
-			offs[k.tp] = o
-		}
+		r.groupOffsets(k.group)[k.tp] = o
 	case kindGroup:
 		if rec.Value == nil {
 			delete(r.groups, k.group)
@@ -310,4 +308,14 @@ func (r *replayed) apply(rec Record) error {
 		r.skipped++
 	}
 	return nil
+}
+
+// groupOffsets returns the replayed offsets of group id, making the map.
+func (r *replayed) groupOffsets(id string) map[topicPartition]offsetCommit {
+	offs := r.offsets[id]
+	if offs == nil {
+		offs = make(map[topicPartition]offsetCommit)
+		r.offsets[id] = offs
+	}
+	return offs
 }

@@ -19,6 +19,7 @@ type memStore struct {
 	block   chan struct{}   // appends wait for it to close while set
 	jitter  bool            // appends pause up to 200µs before and after writing, as replication would
 	appends int
+	waiting int // appends waiting for block to close
 }
 
 func newMemStore() *memStore {
@@ -33,10 +34,18 @@ func (s *memStore) Append(ctx context.Context, p int32, recs []Record) (int64, e
 		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 	}
 	if block != nil {
+		s.mu.Lock()
+		s.waiting++
+		s.mu.Unlock()
 		select {
 		case <-block:
 		case <-ctx.Done():
-			return 0, ctx.Err()
+		}
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
 	}
 	s.mu.Lock()
@@ -47,7 +56,8 @@ func (s *memStore) Append(ctx context.Context, p int32, recs []Record) (int64, e
 	s.appends++
 	first := s.ends[p]
 	for _, r := range recs {
-		s.logs[p] = append(s.logs[p], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Offset: s.ends[p]})
+		r.Key, r.Value, r.Offset = slices.Clone(r.Key), cloneNil(r.Value), s.ends[p]
+		s.logs[p] = append(s.logs[p], r)
 		s.ends[p]++
 	}
 	s.mu.Unlock()
@@ -77,6 +87,13 @@ func (s *memStore) setBlock() {
 		s.block = make(chan struct{})
 	}
 	s.mu.Unlock()
+}
+
+// blocked returns how many appends wait for unblock.
+func (s *memStore) blocked() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
 }
 
 func (s *memStore) unblock() {

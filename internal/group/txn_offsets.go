@@ -10,15 +10,17 @@ import (
 // Transactional offset commits (TxnOffsetCommit, KIP-98/447). A producer in a
 // transaction commits a group's offsets as offset commit records in a
 // transactional batch of its own producer id on the group's __consumer_offsets
-// partition. They stay pending, invisible to OffsetFetch, until the transaction's
-// marker lands on that partition: CompleteTxnOffsets then applies them (commit) or
-// drops them (abort). A replay applies committed transactions' records at their
-// marker, drops aborted ones, and hands the records of transactions still open to
-// the coordinator as Pending records. As in Kafka, a committed offset keeps the
-// log offset of its record, and a transaction's commit replaces the group's
-// offset only if it was written after it: a plain commit written after the
-// transactional one stays, and of two transactions' commits the later written
-// wins whatever the order of their markers.
+// partition. They stay pending, invisible to OffsetFetch, until the
+// transaction's marker lands on that partition: CompleteTxnOffsets then applies
+// them (commit) or drops them (abort). A replay does the same where the log
+// holds the marker, as Kafka's coordinator replays its log: a transaction's
+// offset commit (a Txn record) makes its group at once, which stays whatever
+// the marker, and an offset's tombstone deletes the open transactions' commits
+// of it; transactions without a marker stay pending. As in Kafka, a committed
+// offset keeps the log offset of its record, and a transaction's commit
+// replaces the group's offset only if it was written after it: a plain commit
+// written after the transactional one stays, and of two transactions' commits
+// the later written wins whatever the order of their markers.
 
 // TxnOffsetStore is an OffsetStore that can also append records as one
 // transactional batch of a producer (the broker's offsets.Store).
@@ -30,7 +32,8 @@ type TxnOffsetStore interface {
 // resolved by the handlers). With a member id or generation
 // (v3+) the member and generation are checked as for OffsetCommit; without them
 // the commit is accepted whatever the group's state (older producers do not know
-// the group's generation). The answer comes once the records are appended; the
+// the group's generation). The records are appended in their turn among the
+// group's writes (txnCommitLocked) and the answer comes once they are; the
 // store refuses a producer epoch older than the producer's on the partition
 // (INVALID_PRODUCER_EPOCH), so a fenced zombie's offsets never become pending.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
@@ -54,8 +57,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			}
 		}
 	}
-	store, ok := c.store.(TxnOffsetStore)
-	if !ok {
+	if _, ok := c.store.(TxnOffsetStore); !ok {
 		setAll(kerr.CoordinatorNotAvailable.Code)
 		return resp
 	}
@@ -71,22 +73,51 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		setAll(txnCommitCode(kerr.GroupIDNotFound.Code, req.Version))
 		return resp
 	}
+	done := make(chan error, 1)
+	var queued bool
+	g.withLock(func() { code, queued = g.txnCommitLocked(req, resp, done) })
+	if code != 0 {
+		setAll(txnCommitCode(code, req.Version))
+		return resp
+	}
+	if !queued {
+		return resp
+	}
+	c.flush(g)
+	select {
+	case err := <-done:
+		setAll(storeErrorCode(err, true))
+	case <-ctx.Done():
+		setAll(kerr.RequestTimedOut.Code)
+	}
+	return resp
+}
+
+// txnCommitLocked checks a TxnOffsetCommit and queues its offset commits, to
+// be appended in the producer's transaction in their turn among the group's
+// writes, answering the partitions it refuses in resp. Until appended they
+// count as commits in flight (pendingCommits), as Kafka applies them at once,
+// so a deletion meanwhile deletes them too; then they are pending until the
+// transaction's marker. It returns a group-level error code, or whether it
+// queued anything; done receives the append's result.
+func (g *group) txnCommitLocked(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, done chan<- error) (int16, bool) {
+	if g.state == stateDead {
+		return kerr.CoordinatorNotAvailable.Code, false
+	}
 	if req.Generation >= 0 || req.MemberID != "" || deref(req.InstanceID) != "" {
 		// As an OffsetCommit of the newest version: a KIP-848 member names its
 		// epoch. An older epoch, which OffsetCommit checks per partition
 		// (KIP-1251), is refused here as a whole.
 		commit := &kmsg.OffsetCommitRequest{Version: 9, Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
-		var perPartition bool
-		g.withLock(func() { code, perPartition = g.validateCommitLocked(commit) })
+		code, perPartition := g.validateCommitLocked(commit)
 		if perPartition {
 			code = kerr.StaleMemberEpoch.Code
 		}
 		if code != 0 {
-			setAll(txnCommitCode(code, req.Version))
-			return resp
+			return code, false
 		}
 	}
-	now := c.now()
+	now := g.c.now()
 	var (
 		recs []Record
 		tps  []topicPartition
@@ -95,7 +126,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	for ti, t := range req.Topics {
 		for pi, pt := range t.Partitions {
 			meta := deref(pt.Metadata)
-			if len(meta) > c.cfg.OffsetMetadataMaxBytes {
+			if len(meta) > g.c.cfg.OffsetMetadataMaxBytes {
 				resp.Topics[ti].Partitions[pi].ErrorCode = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
@@ -106,23 +137,21 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			}
 			tps, offs = append(tps, tp), append(offs, o)
 			recs = append(recs, Record{Key: offsetKey(req.Group, tp), Value: offsetValue(o)})
+			g.pendingCommits[tp]++
 		}
 	}
 	if len(recs) == 0 {
-		return resp
+		return 0, false
 	}
-	first, err := store.AppendTxn(ctx, p.id, req.ProducerID, req.ProducerEpoch, recs)
-	if err != nil {
-		setAll(storeErrorCode(err, true))
-		return resp
-	}
-	p.mu.Lock()
-	for i, tp := range tps {
-		offs[i].recordOffset = first + int64(i)
-		p.txnOffsets.add(req.ProducerID, req.Group, tp, offs[i])
-	}
-	p.mu.Unlock()
-	return resp
+	txn := &producer{req.ProducerID, req.ProducerEpoch}
+	g.writeQ = append(g.writeQ, write{records: recs, txn: txn, done: func(first int64, err error) {
+		g.landedLocked(tps)
+		if err == nil && !g.unloaded {
+			g.p.addTxnOffsets(txn.id, g.id, tps, offs, first)
+		}
+		done <- err
+	}})
+	return 0, true
 }
 
 // txnCommitCode is how a TxnOffsetCommit of version answers a group or
@@ -186,6 +215,17 @@ func (t txnOffsets) drop(groupID string, tps []topicPartition) {
 	}
 }
 
+// addTxnOffsets notes producer pid's pending commits of group groupID: offs[i]
+// of tps[i], whose records are in the log from offset first on.
+func (p *partition) addTxnOffsets(pid int64, groupID string, tps []topicPartition, offs []offsetCommit, first int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, tp := range tps {
+		offs[i].recordOffset = first + int64(i)
+		p.txnOffsets.add(pid, groupID, tp, offs[i])
+	}
+}
+
 // txnPending is txnOffsets.pending under the partition's lock.
 func (p *partition) txnPending(groupID string) (map[topicPartition]bool, bool) {
 	p.mu.Lock()
@@ -227,16 +267,17 @@ func (c *Coordinator) CompleteTxnOffsets(partition int32, pid int64, commit bool
 		g.withLock(func() {
 			if !g.unloaded {
 				for tp, o := range offs {
-					g.putOffsetLocked(tp, o)
+					putOffset(g.offsets, tp, o)
 				}
 			}
 		})
 	}
 }
 
-// applyPendingTxn folds the offset commit of a transaction still open into the
-// replayed state.
-func (r *replayed) applyPendingTxn(rec Record, k decodedKey) error {
+// applyTxn folds an offset commit of a transaction into the replayed state:
+// pending until the transaction's marker, it makes its group at once, as
+// Kafka's replay does, whatever the marker.
+func (r *replayed) applyTxn(rec Record, k decodedKey) error {
 	if k.kind != kindOffset || rec.Value == nil {
 		r.skipped++
 		return nil
@@ -246,8 +287,25 @@ func (r *replayed) applyPendingTxn(rec Record, k decodedKey) error {
 		return err
 	}
 	o.recordOffset = rec.Offset
+	r.committed[k.group] = true
 	r.txnOffsets.add(rec.ProducerID, k.group, k.tp, o)
 	return nil
+}
+
+// endTxn replays producer pid's transaction marker as CompleteTxnOffsets
+// applies it: a commit makes the transaction's pending commits the groups'
+// offsets, each unless the group's was written later; an abort drops them.
+func (r *replayed) endTxn(pid int64, commit bool) {
+	pending := r.txnOffsets[pid]
+	delete(r.txnOffsets, pid)
+	if !commit {
+		return
+	}
+	for id, offs := range pending {
+		for tp, o := range offs {
+			putOffset(r.groupOffsets(id), tp, o)
+		}
+	}
 }
 
 // markUnstable answers UNSTABLE_OFFSET_COMMIT (offset -1) for the partitions of

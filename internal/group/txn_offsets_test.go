@@ -11,28 +11,34 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/wait"
 )
 
-// txnMemStore is a memStore that also takes transactional appends; their records
-// take log offsets but are kept apart, as a replay would find them before their
-// marker.
-type txnMemStore struct {
-	*memStore
-	pending map[int64][]Record
-}
+// txnMemStore is a memStore that also takes transactional appends: their
+// records and their transactions' markers are in the log as a replay yields
+// them.
+type txnMemStore struct{ *memStore }
+
+func newTxnMemStore() *txnMemStore { return &txnMemStore{newMemStore()} }
 
 func (s *txnMemStore) AppendTxn(ctx context.Context, p int32, pid int64, _ int16, recs []Record) (int64, error) {
-	if _, err := s.memStore.Append(ctx, p, nil); err != nil {
-		return 0, err
+	txn := make([]Record, len(recs))
+	for i, r := range recs {
+		r.Txn, r.ProducerID = true, pid
+		txn[i] = r
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	first := s.ends[p]
-	for _, r := range recs {
-		s.pending[pid] = append(s.pending[pid], Record{Key: slices.Clone(r.Key), Value: cloneNil(r.Value), Pending: true, ProducerID: pid, Offset: s.ends[p]})
-		s.ends[p]++
+	return s.Append(ctx, p, txn)
+}
+
+// endTxn writes producer pid's transaction marker to partition p and tells c,
+// as the broker does.
+func (s *txnMemStore) endTxn(t *testing.T, c *Coordinator, p int32, pid int64, commit bool) {
+	t.Helper()
+	if _, err := s.Append(context.Background(), p, []Record{{Txn: true, Marker: true, ProducerID: pid, Commit: commit}}); err != nil {
+		t.Fatal(err)
 	}
-	return first, nil
+	c.CompleteTxnOffsets(p, pid, commit)
 }
 
 func txnCommit(c *Coordinator, group string, pid int64, generation int32, offset int64) *kmsg.TxnOffsetCommitResponse {
@@ -62,7 +68,7 @@ func fetchStable(c *Coordinator, group string, stable bool) (int64, int16) {
 }
 
 func TestTxnOffsetCommit(t *testing.T) {
-	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	store := newTxnMemStore()
 	cfg := DefaultConfig()
 	cfg.GroupInitialRebalanceDelay = 0
 	c := New(cfg, store, nil)
@@ -81,13 +87,13 @@ func TestTxnOffsetCommit(t *testing.T) {
 	if off, code := fetchStable(c, "g", false); code != 0 || off != -1 {
 		t.Fatalf("a pending commit must be invisible: %d %v", off, kerr.ErrorForCode(code))
 	}
-	c.CompleteTxnOffsets(part, 7, true)
+	store.endTxn(t, c, part, 7, true)
 	if off, code := fetchStable(c, "g", true); code != 0 || off != 5 {
 		t.Fatalf("after the commit marker: %d %v", off, kerr.ErrorForCode(code))
 	}
 
 	txnCommit(c, "g", 8, -1, 9)
-	c.CompleteTxnOffsets(part, 8, false)
+	store.endTxn(t, c, part, 8, false)
 	if off, _ := fetchStable(c, "g", true); off != 5 {
 		t.Fatalf("an aborted commit moved the offset to %d", off)
 	}
@@ -96,27 +102,20 @@ func TestTxnOffsetCommit(t *testing.T) {
 		t.Fatalf("a generation for an unknown group: %v", kerr.ErrorForCode(code))
 	}
 
-	// A replay hands a still-open transaction's commits back as pending.
+	// A replay keeps a still-open transaction's commits pending.
 	txnCommit(c, "g", 9, -1, 12)
 	c2 := New(cfg, store, nil)
 	t.Cleanup(c2.Close)
-	recs := append(store.log(part), store.pending[9]...)
-	// The committed transaction's record, as a replay yields it at its marker.
-	recs = append(recs, Record{Key: offsetKey("g", topicPartition{"t", 0}), Value: offsetValue(offsetCommit{offset: 5, leaderEpoch: -1})})
-	replay := func(yield func(Record, error) bool) {
-		for _, r := range recs {
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-	if err := c2.LoadPartition(context.Background(), part, replay); err != nil {
+	if err := c2.LoadPartition(context.Background(), part, store.records(part)); err != nil {
 		t.Fatal(err)
 	}
-	if _, code := fetchStable(c2, "g", true); code != kerr.UnstableOffsetCommit.Code {
-		t.Fatalf("replayed pending commit: %v", kerr.ErrorForCode(code))
+	if off, code := fetchStable(c2, "g", true); code != kerr.UnstableOffsetCommit.Code || off != -1 {
+		t.Fatalf("replayed pending commit: %d %v", off, kerr.ErrorForCode(code))
 	}
-	c2.CompleteTxnOffsets(part, 9, true)
+	if off, code := fetchStable(c2, "g", false); code != 0 || off != 5 {
+		t.Fatalf("replayed offset: %d %v, want the committed transaction's 5", off, kerr.ErrorForCode(code))
+	}
+	store.endTxn(t, c2, part, 9, true)
 	if off, code := fetchStable(c2, "g", true); code != 0 || off != 12 {
 		t.Fatalf("replayed commit after its marker: %d %v", off, kerr.ErrorForCode(code))
 	}
@@ -127,7 +126,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 // and STALE_MEMBER_EPOCH from v6 (KIP-1319), as a Kafka 4.4 node answered them
 // (interop/cmd/topicidcompare); a member's own epoch commits at both.
 func TestTxnOffsetCommitVersions(t *testing.T) {
-	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	store := newTxnMemStore()
 	cfg := DefaultConfig()
 	cfg.GroupInitialRebalanceDelay = 0
 	c := New(cfg, store, nil)
@@ -212,7 +211,7 @@ func TestTxnOffsetsDeleted(t *testing.T) {
 	} {
 		for _, committed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/committed=%v", tc.name, committed), func(t *testing.T) {
-				store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+				store := newTxnMemStore()
 				cfg := DefaultConfig()
 				cfg.OffsetsTopicPartitions = 1
 				c := New(cfg, store, nil)
@@ -231,9 +230,18 @@ func TestTxnOffsetsDeleted(t *testing.T) {
 				if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
 					t.Fatalf("after the delete: %d %v, want -1 and no pending commit", off, kerr.ErrorForCode(code))
 				}
-				c.CompleteTxnOffsets(0, 7, true)
+				store.endTxn(t, c, 0, 7, true)
 				if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
 					t.Fatalf("the commit marker brought back offset %d (%v)", off, kerr.ErrorForCode(code))
+				}
+				waitIdle(t, c)
+				reloaded := New(cfg, store, nil)
+				t.Cleanup(reloaded.Close)
+				if err := loadAll(context.Background(), reloaded, store.memStore); err != nil {
+					t.Fatal(err)
+				}
+				if off, code := fetchStable(reloaded, "g", true); code != 0 || off != -1 {
+					t.Fatalf("after a reload: offset %d (%v), want -1", off, kerr.ErrorForCode(code))
 				}
 			})
 		}
@@ -259,22 +267,15 @@ func commitSimple(t *testing.T, c *Coordinator, group string, offset int64) {
 // waitTombstone waits until partition 0's log ends key with a tombstone.
 func waitTombstone(t *testing.T, s *memStore, key []byte) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, "the offset's tombstone to end the log", func() bool {
 		var last *Record
 		for _, r := range s.log(0) {
 			if bytes.Equal(r.Key, key) {
 				last = &r
 			}
 		}
-		if last != nil && last.Value == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no tombstone of the offset in the log (last record %+v)", last)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return last != nil && last.Value == nil
+	})
 }
 
 // TestTxnOffsetsKeepGroup: as Kafka's cleanupExpiredOffsets, an offset with a
@@ -282,7 +283,7 @@ func waitTombstone(t *testing.T, s *memStore, key []byte) {
 // transaction open is not deleted; a TxnOffsetCommit outside group management
 // creates the (simple) group, as Kafka's does.
 func TestTxnOffsetsKeepGroup(t *testing.T) {
-	store := &txnMemStore{memStore: newMemStore(), pending: map[int64][]Record{}}
+	store := newTxnMemStore()
 	var now atomic.Int64
 	now.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	cfg := DefaultConfig()
@@ -313,7 +314,7 @@ func TestTxnOffsetsKeepGroup(t *testing.T) {
 	if got := listed(); !slices.Equal(got, []string{"g", "pend"}) {
 		t.Fatalf("groups after the retention check: %q", got)
 	}
-	c.CompleteTxnOffsets(0, 8, false)
+	store.endTxn(t, c, 0, 8, false)
 	if off, _ := fetchStable(c, "g", true); off != 3 {
 		t.Fatalf("offset %d after the transaction aborted, want the committed 3 kept", off)
 	}
@@ -322,8 +323,7 @@ func TestTxnOffsetsKeepGroup(t *testing.T) {
 // waitIdle waits until no group of c has a write queued or running.
 func waitIdle(t *testing.T, c *Coordinator) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, "the group writes to end", func() bool {
 		busy := false
 		parts, _ := c.loadedPartitions()
 		for _, p := range parts {
@@ -331,12 +331,57 @@ func waitIdle(t *testing.T, c *Coordinator) {
 				g.withLock(func() { busy = busy || g.writing || len(g.writeQ) > 0 })
 			}
 		}
-		if !busy {
-			return
+		return !busy
+	})
+}
+
+// TestTxnOffsetCommitRacesDeleteGroups: a DeleteGroups that comes while a
+// TxnOffsetCommit's append is in flight deletes the transaction's commit too,
+// as in Kafka, where the commit applies at once and the deletion's tombstones
+// follow it in the log: the commit marker brings neither the offset nor the
+// group back, live or after a reload.
+func TestTxnOffsetCommitRacesDeleteGroups(t *testing.T) {
+	store := newTxnMemStore()
+	cfg := DefaultConfig()
+	cfg.OffsetsTopicPartitions = 1
+	c := New(cfg, store, nil)
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	if err := loadAll(ctx, c, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	store.setBlock()
+	committed, deleted := make(chan int16, 1), make(chan int16, 1)
+	go func() { committed <- txnCommit(c, "g", 7, -1, 5).Topics[0].Partitions[0].ErrorCode }()
+	wait.For(t, "the TxnOffsetCommit's append to wait", func() bool { return store.blocked() == 1 })
+	go func() {
+		deleted <- c.DeleteGroups(ctx, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}).Groups[0].ErrorCode
+	}()
+	wait.For(t, "DeleteGroups to take the group", func() bool {
+		dead := false
+		withGroupLocked(c, "g", func(g *group) { dead = g.state == stateDead })
+		return dead
+	})
+	store.unblock()
+	if code := <-committed; code != 0 {
+		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(code))
+	}
+	if code := <-deleted; code != 0 {
+		t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(code))
+	}
+	store.endTxn(t, c, 0, 7, true)
+	waitIdle(t, c)
+	reloaded := New(cfg, store, nil)
+	t.Cleanup(reloaded.Close)
+	if err := loadAll(ctx, reloaded, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Coordinator{c, reloaded} {
+		if groups := c.ListGroups(ctx, kmsg.NewPtrListGroupsRequest()).Groups; len(groups) != 0 {
+			t.Errorf("groups after the commit marker: %+v, want none", groups)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("group writes still running")
+		if off, code := fetchStable(c, "g", true); code != 0 || off != -1 {
+			t.Errorf("offset after the commit marker: %d (%v), want -1", off, kerr.ErrorForCode(code))
 		}
-		time.Sleep(time.Millisecond)
 	}
 }

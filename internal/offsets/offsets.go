@@ -24,13 +24,11 @@
 package offsets
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -299,25 +297,14 @@ func (s *Store) loaded(index int32, job *loadJob) {
 	}
 }
 
-// dropKey deletes the records of key from the open transactions' records.
-func dropKey(open map[int64][]group.Record, key []byte) {
-	for pid, recs := range open {
-		open[pid] = slices.DeleteFunc(recs, func(r group.Record) bool { return bytes.Equal(r.Key, key) })
-	}
-}
-
-// records replays a partition from its log start up to its high-water mark,
-// each record with its log offset.
-// Records of transactional batches wait for their producer's marker: a commit
-// yields them there (the coordinator keeps a group's offset written later), an abort drops them, and those of transactions still open at
-// the end come last, marked Pending with their producer id. A plain tombstone
-// deletes the records of its key that open transactions wrote before it, as an
-// offset's tombstone deletes the pending transactional commits of the offset in
-// Kafka's coordinator (their marker must not bring a deleted offset back).
+// records replays a partition from its log start up to its high-water mark in
+// log order, each record with its log offset, as Kafka's coordinator loader
+// does: the records of a transactional batch come marked Txn with their
+// producer id, and a transaction's marker as a Record with Txn and Marker set,
+// Commit telling a commit from an abort; the coordinator holds the
+// transaction's offset commits until then.
 func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 	return func(yield func(group.Record, error) bool) {
-		open := map[int64][]group.Record{} // producer id -> its open transaction's records
-		var order []int64                  // producers in the order their transactions opened
 		offset := p.LogStartOffset()
 		for offset < p.HighWatermark() {
 			res, err := p.Read(offset, 1<<20, replica.ReadUncommitted)
@@ -342,15 +329,9 @@ func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 					if err != nil || !h.Transactional() {
 						continue
 					}
-					recs := open[h.ProducerID]
-					delete(open, h.ProducerID)
-					if typ != batch.ControlCommit {
-						continue
-					}
-					for _, rec := range recs {
-						if !yield(rec, nil) {
-							return
-						}
+					marker := group.Record{Offset: h.BaseOffset, Txn: true, ProducerID: h.ProducerID, Marker: true, Commit: typ == batch.ControlCommit}
+					if !yield(marker, nil) {
+						return
 					}
 					continue
 				}
@@ -360,6 +341,9 @@ func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 					if r.Value != nil {
 						rec.Value = append([]byte{}, r.Value...)
 					}
+					if h.Transactional() {
+						rec.Txn, rec.ProducerID = true, h.ProducerID
+					}
 					out = append(out, rec)
 					return nil
 				})
@@ -367,31 +351,13 @@ func records(p *replica.Partition) iter.Seq2[group.Record, error] {
 					yield(group.Record{}, err)
 					return
 				}
-				if h.Transactional() {
-					if _, ok := open[h.ProducerID]; !ok {
-						order = append(order, h.ProducerID)
-					}
-					open[h.ProducerID] = append(open[h.ProducerID], out...)
-					continue
-				}
 				for _, rec := range out {
-					if rec.Value == nil {
-						dropKey(open, rec.Key)
-					}
 					if !yield(rec, nil) {
 						return
 					}
 				}
 			}
 			offset = next
-		}
-		for _, pid := range order {
-			for _, rec := range open[pid] {
-				rec.Pending, rec.ProducerID = true, pid
-				if !yield(rec, nil) {
-					return
-				}
-			}
 		}
 	}
 }

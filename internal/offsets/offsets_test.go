@@ -184,11 +184,11 @@ func TestLeadershipOfOtherTopicsIgnored(t *testing.T) {
 	}
 }
 
-// TestReplayHoldsTransactionsToTheirMarkers: a partition's replay yields plain
-// records in log order, a committed transaction's records at its commit
-// marker, none of an aborted one, and those of a transaction still open last,
-// Pending with their producer id.
-func TestReplayHoldsTransactionsToTheirMarkers(t *testing.T) {
+// TestReplayYieldsLogOrder: a partition's replay yields every record in log
+// order, as Kafka's coordinator loader replays them: those of transactional
+// batches marked with their producer id, and each transaction's marker, a
+// commit or an abort, where the log holds it.
+func TestReplayYieldsLogOrder(t *testing.T) {
 	s, m := newTestStore(t, nil)
 	ctx := context.Background()
 	rec := func(v string) []group.Record { return []group.Record{{Key: []byte("k"), Value: []byte(v)}} }
@@ -212,73 +212,27 @@ func TestReplayHoldsTransactionsToTheirMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
+	last := int64(-1)
 	for r, err := range records(p) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if r.Offset <= last {
+			t.Fatalf("offset %d after %d", r.Offset, last)
+		}
+		last = r.Offset
 		s := string(r.Value)
-		if r.Pending {
-			s += fmt.Sprintf(" (pending, producer %d)", r.ProducerID)
+		switch {
+		case r.Marker && r.Commit:
+			s = fmt.Sprintf("commit %d", r.ProducerID)
+		case r.Marker:
+			s = fmt.Sprintf("abort %d", r.ProducerID)
+		case r.Txn:
+			s += fmt.Sprintf(" (producer %d)", r.ProducerID)
 		}
 		got = append(got, s)
 	}
-	want := []string{"a", "b", "t1a", "t1b", "c", "t3 (pending, producer 3)"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("replayed %q, want %q", got, want)
-	}
-}
-
-// TestReplayTombstoneDeletesOpenTransactionsRecords: a plain tombstone of a
-// key deletes the records of that key of the transactions open before it, as
-// an offset's tombstone deletes the pending transactional commits of it in
-// Kafka's coordinator: their commit marker (or the end of the log) yields
-// only what the transaction wrote of the key after the tombstone.
-func TestReplayTombstoneDeletesOpenTransactionsRecords(t *testing.T) {
-	s, m := newTestStore(t, nil)
-	ctx := context.Background()
-	rec := func(k, v string) []group.Record {
-		r := group.Record{Key: []byte(k)}
-		if v != "" {
-			r.Value = []byte(v)
-		}
-		return []group.Record{r}
-	}
-	for _, step := range []func() error{
-		func() error {
-			_, err := s.AppendTxn(ctx, 0, 1, 0, append(rec("k", "t1k"), rec("j", "t1j")...))
-			return err
-		},
-		func() error { _, err := s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k")); return err },
-		func() error { _, err := s.Append(ctx, 0, rec("k", "")); return err },
-		func() error { _, err := s.AppendTxn(ctx, 0, 2, 0, rec("k", "t2k'")); return err },
-		func() error { return marker(m, 1, true) },
-		func() error { _, err := s.AppendTxn(ctx, 0, 3, 0, rec("j", "t3j")); return err },
-		func() error { _, err := s.Append(ctx, 0, rec("j", "")); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p, err := m.Partition(group.OffsetsTopic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for r, err := range records(p) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := string(r.Key) + "="
-		if r.Value == nil {
-			s += "tombstone"
-		}
-		s += string(r.Value)
-		if r.Pending {
-			s += fmt.Sprintf(" (pending, producer %d)", r.ProducerID)
-		}
-		got = append(got, s)
-	}
-	want := []string{"k=tombstone", "j=t1j", "j=tombstone", "k=t2k' (pending, producer 2)"}
+	want := []string{"a", "t1a (producer 1)", "t2 (producer 2)", "b", "t1b (producer 1)", "commit 1", "abort 2", "t3 (producer 3)", "c"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("replayed %q, want %q", got, want)
 	}

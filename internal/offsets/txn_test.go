@@ -210,3 +210,50 @@ func TestTxnOffsetsApplyInLogOrder(t *testing.T) {
 		t.Fatalf("committed after a reload %v, want %v", got, want)
 	}
 }
+
+// TestAbortedTxnOffsetCommitKeepsGroup: a TxnOffsetCommit outside group
+// management creates its (simple, Empty) group, which stays when the
+// transaction aborts; a replay agrees, as Kafka's replays the transaction's
+// offset commit where the log holds it, creating the group, before its abort
+// marker drops the offset. A group deleted before the marker stays deleted.
+func TestAbortedTxnOffsetCommitKeepsGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete bool
+		want   string // the group's state, as DescribeGroups answers it
+	}{
+		{"aborted", false, "Empty"},
+		{"deleted, then aborted", true, "Dead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, m := newGroupCoordinator(t)
+			if code := txnOffsetCommit(c, 1, 0, map[int32]int64{0: 5}); code != 0 {
+				t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(code))
+			}
+			if tc.delete {
+				resp := c.DeleteGroups(context.Background(), &kmsg.DeleteGroupsRequest{Groups: []string{txnGroup}})
+				if code := resp.Groups[0].ErrorCode; code != 0 {
+					t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(code))
+				}
+			}
+			endTxn(t, c, m, 1, 1, 2, false)
+			for _, when := range []string{"live", "after a reload"} {
+				if when != "live" {
+					reload(t, c, m)
+				}
+				req := kmsg.NewPtrDescribeGroupsRequest()
+				req.Groups = []string{txnGroup}
+				g := c.DescribeGroups(context.Background(), req).Groups[0]
+				if g.ErrorCode != 0 || g.State != tc.want {
+					t.Errorf("%s: group %v, state %s, want %s", when, kerr.ErrorForCode(g.ErrorCode), g.State, tc.want)
+				}
+				if g.State == "Dead" {
+					continue
+				}
+				if got := committed(t, c); len(got) != 0 {
+					t.Errorf("%s: committed %v, want none", when, got)
+				}
+			}
+		})
+	}
+}
