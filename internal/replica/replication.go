@@ -83,10 +83,11 @@ func (p *Partition) takeLeadership(ip *metadata.Partition, start int64, now time
 	p.maybeAdvanceHighWatermarkLocked()
 }
 
-// publishLocked publishes the role, the epoch and the ISR size; mu must be held.
+// publishLocked publishes the role, the epoch and the ISR sizes; mu must be held.
 func (p *Partition) publishLocked() {
 	p.leaderEpoch.Store(p.mu.leaderEpoch)
 	p.isrSize.Store(int32(len(p.mu.set.isr)))
+	p.maximalISRSize.Store(int32(p.mu.set.maximalISRSize()))
 	p.replicaCount.Store(int32(len(p.mu.set.replicas)))
 	p.leader.Store(p.mu.leader)
 }
@@ -372,6 +373,7 @@ func (p *Partition) nextISRChange(why string, next func() []int32) (isrChange, b
 		return isrChange{}, false
 	}
 	p.mu.isrPending = true
+	p.publishLocked() // an expansion counts in the maximal ISR from now on
 	return isrChange{p: p, isr: isr, brokerEpochs: p.mu.set.brokerEpochs(isr), why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}, true
 }
 
@@ -468,6 +470,7 @@ func (p *Partition) applyISRChange(c isrChange, ip *metadata.Partition, refused 
 				p.mu.set.expansionRefused(id)
 			}
 		}
+		p.publishLocked()
 		return p.maybeAdvanceHighWatermarkLocked()
 	}
 	return false
