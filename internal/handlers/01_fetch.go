@@ -19,7 +19,9 @@ package handlers
 //   ApiVersions first.
 // Consumers get only data below the high-water mark; followers read up to the log
 // end, report their progress with their fetch offset, and are told where their log
-// diverges (DivergingEpoch, v12+, from LastFetchedEpoch). read_uncommitted consumers
+// diverges (DivergingEpoch, v12+, from LastFetchedEpoch). A follower fetching below a
+// tiered leader's local log start, in the remote part, gets
+// OFFSET_MOVED_TO_TIERED_STORAGE with the partition's log start (KIP-405). read_uncommitted consumers
 // read up to the HWM; read_committed ones up to the last stable offset (the first
 // offset of the oldest open transaction, or the HWM), with the aborted transactions
 // of the range returned so the client drops their batches and the markers.

@@ -23,6 +23,7 @@ var errorCodes = []struct {
 	{replica.ErrClosed, kerr.NotLeaderForPartition},
 	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
 	{replica.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
+	{replica.ErrOffsetMovedToTieredStorage, kerr.OffsetMovedToTieredStorage},
 	{replica.ErrTimeout, kerr.RequestTimedOut},
 	{replica.ErrRecordTooLarge, kerr.MessageTooLarge},
 	{replica.ErrInvalidRecord, kerr.InvalidRecord},

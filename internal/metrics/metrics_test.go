@@ -413,6 +413,10 @@ func (s stubTransport) Fetch(context.Context, int32, *kmsg.FetchRequest) (*kmsg.
 	return s.answer, s.fail
 }
 
+func (s stubTransport) ListOffsets(context.Context, int32, *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	return nil, errors.New("stub: no ListOffsets")
+}
+
 // TestReplicaTransport counts follower fetches, the full ones (session epoch
 // 0 or -1) and the partitions of requests and of answers.
 func TestReplicaTransport(t *testing.T) {

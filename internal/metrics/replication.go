@@ -34,7 +34,8 @@ func (r replicaFetches) collectors() []prometheus.Collector {
 }
 
 // ReplicaTransport wraps the replica layer's Transport (the follower's fetches)
-// to count requests and the partitions each request and answer carries.
+// to count requests and the partitions each request and answer carries; its
+// ListOffsets lookups pass through uncounted.
 func (m *Metrics) ReplicaTransport(next replica.Transport) replica.Transport {
 	return replicaTransport{r: m.fetches, next: next}
 }
@@ -64,4 +65,8 @@ func (t replicaTransport) Fetch(ctx context.Context, leader int32, req *kmsg.Fet
 	}
 	t.r.responsePartitions.Add(float64(n))
 	return resp, nil
+}
+
+func (t replicaTransport) ListOffsets(ctx context.Context, leader int32, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	return t.next.ListOffsets(ctx, leader, req)
 }

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -15,9 +16,12 @@ import (
 	"github.com/strata-stream/strata/internal/throttle"
 )
 
-// Transport carries a follower's fetches to a leader broker.
+// Transport carries a follower's requests to a leader broker: its fetches,
+// and the ListOffsets that finds the leader's local log start when a fetch is
+// answered OFFSET_MOVED_TO_TIERED_STORAGE.
 type Transport interface {
 	Fetch(ctx context.Context, leader int32, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error)
+	ListOffsets(ctx context.Context, leader int32, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error)
 }
 
 // Fetcher settings.
@@ -234,7 +238,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (ok bool, t
 			if fp.throttle != nil {
 				fp.throttle.Record(len(rp.RecordBatches), f.m.now())
 			}
-			if err := f.apply(p, fp.epoch, fp.offset, &rp); err != nil {
+			if err := f.apply(ctx, p, fp.epoch, fp.offset, &rp); err != nil {
 				healthy = false
 				level := slog.LevelDebug
 				if errors.Is(err, storage.ErrLogFailed) {
@@ -263,7 +267,7 @@ func (f *fetcher) indexWant() {
 // apply handles one partition of a fetch response. Nothing changes if p no
 // longer follows at epoch, the leader epoch of the request, from the log end
 // from, its fetch offset (followingFrom).
-func (f *fetcher) apply(p *Partition, epoch int32, from int64, rp *kmsg.FetchResponseTopicPartition) error {
+func (f *fetcher) apply(ctx context.Context, p *Partition, epoch int32, from int64, rp *kmsg.FetchResponseTopicPartition) error {
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		leo := p.log.LogEndOffset()
 		end, err := p.applyDiverging(epoch, from, Diverging{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
@@ -279,7 +283,47 @@ func (f *fetcher) apply(p *Partition, epoch int32, from int64, rp *kmsg.FetchRes
 		return p.followLogStart(epoch, rp.LogStartOffset)
 	case kerr.OffsetOutOfRange.Code:
 		return p.applyOutOfRange(epoch, from, rp.LogStartOffset, rp.HighWatermark)
+	case kerr.OffsetMovedToTieredStorage.Code:
+		start, err := f.leaderLocalStart(ctx, p, epoch)
+		if err != nil {
+			return err
+		}
+		if start <= from {
+			return fmt.Errorf("leader %d answered offset %d moved to tiered storage, but its local log starts at %d", f.leader, from, start)
+		}
+		f.m.log.Info("follower behind the leader's local log start: starting over there", "topic", p.Topic, "partition", p.Index,
+			"log_end_offset", from, "leader_local_log_start_offset", start)
+		return p.restartAt(epoch, from, start)
 	default:
 		return kerr.ErrorForCode(code)
 	}
+}
+
+// leaderLocalStart asks the leader for p's local log start at leader epoch
+// epoch (ListOffsets earliest-local, as Kafka's TierStateMachine does).
+func (f *fetcher) leaderLocalStart(ctx context.Context, p *Partition, epoch int32) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.m.nodeID
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = p.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.Index, epoch, EarliestLocalTimestamp
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := f.m.opts.Transport.ListOffsets(ctx, f.leader, req)
+	if err != nil {
+		return -1, err
+	}
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			if st.Topic != p.Topic || sp.Partition != p.Index {
+				continue
+			}
+			if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
+				return -1, err
+			}
+			return sp.Offset, nil
+		}
+	}
+	return -1, fmt.Errorf("leader %d's ListOffsets answer does not name the partition", f.leader)
 }

@@ -436,6 +436,46 @@ func (tr memTransport) Fetch(ctx context.Context, leader int32, req *kmsg.FetchR
 	return resp, nil
 }
 
+// ListOffsets answers a follower's lookups from the leader's Manager as the
+// ListOffsets handler does.
+func (tr memTransport) ListOffsets(ctx context.Context, leader int32, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	c := tr.c
+	c.mu.Lock()
+	nd := c.nodes[leader]
+	cut := c.cut[tr.from] || c.cut[leader]
+	c.mu.Unlock()
+	if cut || nd == nil {
+		return nil, errors.New("memcluster: leader unreachable")
+	}
+	time.Sleep(memRoundTrip)
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition, sp.Offset, sp.Timestamp = rp.Partition, -1, -1
+			p, err := nd.mgr.Partition(rt.Topic, rp.Partition)
+			if err == nil {
+				err = p.CheckLeaderEpoch(rp.CurrentLeaderEpoch)
+			}
+			if err == nil {
+				var found bool
+				sp.Offset, sp.Timestamp, sp.LeaderEpoch, found, err = p.ListOffset(ctx, rp.Timestamp, ReadUncommitted)
+				if !found {
+					sp.Offset, sp.Timestamp = -1, -1
+				}
+			}
+			if err != nil {
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
 // fetchesFrom reports whether req fetches any partition at or past offset.
 func fetchesFrom(req *kmsg.FetchRequest, offset int64) bool {
 	for _, rt := range req.Topics {
@@ -475,6 +515,8 @@ func serveReplicaFetch(m *Manager, req *kmsg.FetchRequest) (resp *kmsg.FetchResp
 				switch {
 				case errors.Is(err, storage.ErrOffsetOutOfRange):
 					sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				case errors.Is(err, ErrOffsetMovedToTieredStorage):
+					sp.ErrorCode = kerr.OffsetMovedToTieredStorage.Code
 				case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotReplica):
 					sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				case err != nil:

@@ -119,3 +119,64 @@ func TestHighWatermarkResumesWhenFollowerRejoins(t *testing.T) {
 		c.checkAgreement()
 	})
 }
+
+// TestAcksAllChecksCommittedThenMaximalISR: acks=all checks
+// min.insync.replicas twice, as Kafka's Partition does. Before the append
+// (appendRecordsToLeader) it counts the committed ISR: NOT_ENOUGH_REPLICAS.
+// When the write completes (checkEnoughReplicasReachOffset) it counts the
+// maximal ISR, the committed one plus a follower whose expansion is in flight
+// (KIP-497): NOT_ENOUGH_REPLICAS_AFTER_APPEND only if that is still too few.
+// The old code counted the committed ISR for both, so a write committed
+// before the ISR shrank, completing while a follower rejoined, was answered
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND where Kafka answers success.
+func TestAcksAllChecksCommittedThenMaximalISR(t *testing.T) {
+	p := newTestPartition(t, 1)
+	cfg := metadata.DefaultTopicConfig()
+	cfg.MinInsyncReplicas = 2
+	p.setConfig(&cfg)
+	now := time.Now()
+	var proposed []isrChange
+	p.isrProposer = func(c isrChange) { proposed = append(proposed, c) }
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	var res AppendResult
+	for range 5 {
+		var err error
+		if res, err = p.Append(batchtest.Build(batchtest.Options{}), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(id int32, offset int64) {
+		t.Helper()
+		ff, err := p.ReadForFollower(followerFetch(id, offset, -1), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ff.Chunk.Release()
+	}
+	fetch(2, 5)
+	if hwm := p.HighWatermark(); hwm != 5 {
+		t.Fatalf("HWM %d, want 5", hwm)
+	}
+	// The ISR shrinks to the leader alone, then 3 catches up and its
+	// expansion is in flight: committed ISR [1], maximal ISR [1 3].
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1, PartitionEpoch: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	fetch(3, 5)
+	if len(proposed) != 1 || !slices.Equal(proposed[0].isr, []int32{1, 3}) {
+		t.Fatalf("proposals %v, want one adding 3", proposed)
+	}
+	if _, err := p.Append(batchtest.Build(batchtest.Options{}), -1); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all append with the committed ISR [1]: %v, want %v", err, ErrNotEnoughReplicas)
+	}
+	if err := p.WaitCommitted(context.Background(), res, time.Second); err != nil {
+		t.Fatalf("acks=all completion with the maximal ISR [1 3]: %v, want success", err)
+	}
+	// The controller refuses 3: the maximal ISR is the committed [1] again.
+	p.isrChangeDone(proposed[0], nil, true, now)
+	if err := p.WaitCommitted(context.Background(), res, time.Second); !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
+		t.Fatalf("acks=all completion with the ISR [1]: %v, want %v", err, ErrNotEnoughReplicasAfterAppend)
+	}
+}

@@ -34,7 +34,7 @@
 //  3. txnMu guards the transaction state (txn.go); watchMu the watcher sets.
 //     Neither is held while taking another partition lock.
 //
-// The atomics leader, leaderEpoch, isrSize, replicaCount and highWatermark are published
+// The atomics leader, leaderEpoch, isrSize, maximalISRSize, replicaCount and highWatermark are published
 // copies of state mu guards, written only with mu held, so hot paths (produce,
 // fetch, the fetcher) read them without locking. closed, config and tier are
 // independent atomics. Reads of the log take no partition lock. No lock is held
@@ -143,7 +143,10 @@ type Partition struct {
 	leaderEpoch   atomic.Int32
 	leader        atomic.Bool
 	isrSize       atomic.Int32
-	replicaCount  atomic.Int32
+	// maximalISRSize counts the follower an unresolved expansion adds too
+	// (Kafka's maximal ISR).
+	maximalISRSize atomic.Int32
+	replicaCount   atomic.Int32
 
 	// mu guards the role and the replica set as this broker knows them (see the
 	// package doc and replication.go).
@@ -403,11 +406,19 @@ func (p *Partition) minISR() int32 {
 	return 1
 }
 
-// underMinISR reports whether the ISR is smaller than min.insync.replicas
-// allows (underMinISR), by the published copies: acks=all is refused before
-// the append, and answered NOT_ENOUGH_REPLICAS_AFTER_APPEND after.
+// underMinISR reports whether the committed ISR is smaller than
+// min.insync.replicas allows (underMinISR), by the published copies: acks=all
+// is then refused before the append (NOT_ENOUGH_REPLICAS).
 func (p *Partition) underMinISR() bool {
 	return underMinISR(int(p.isrSize.Load()), int(p.replicaCount.Load()), p.minISR())
+}
+
+// underMinMaximalISR is underMinISR over the maximal ISR: an acks=all write
+// whose records are committed is then answered
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka's checkEnoughReplicasReachOffset
+// does.
+func (p *Partition) underMinMaximalISR() bool {
+	return underMinISR(int(p.maximalISRSize.Load()), int(p.replicaCount.Load()), p.minISR())
 }
 
 // setHighWatermarkLocked publishes hwm; mu must be held. It reports a change.
@@ -687,7 +698,7 @@ func (p *Partition) releaseWaiter(hw *hwmWaiter) {
 // wait at once with its error: this leader commits nothing more, and the
 // caller answers a retriable error within its timeout instead of at the end.
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout time.Duration) error {
-	if p.HighWatermark() >= offset && !p.underMinISR() {
+	if p.HighWatermark() >= offset && !p.underMinMaximalISR() {
 		return nil
 	}
 	hw, _ := p.hwmWaiters.Get().(*hwmWaiter)
@@ -712,7 +723,7 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, timeout
 			return ctx.Err()
 		}
 	}
-	if p.underMinISR() {
+	if p.underMinMaximalISR() {
 		return ErrNotEnoughReplicasAfterAppend
 	}
 	return nil

@@ -22,6 +22,11 @@ var (
 	// ErrNotReplica: a replica fetch from a broker that is not a replica of the
 	// partition. NOT_LEADER_OR_FOLLOWER.
 	ErrNotReplica = errors.New("fetching broker is not a replica")
+	// ErrOffsetMovedToTieredStorage: a replica fetch below a tiered leader's
+	// local log start but not below the partition's (KIP-405). The follower
+	// starts over at the leader's local start (ListOffsets earliest-local).
+	// OFFSET_MOVED_TO_TIERED_STORAGE.
+	ErrOffsetMovedToTieredStorage = errors.New("offset moved to tiered storage")
 )
 
 // Diverging tells a follower where its log diverges from the leader's
@@ -83,10 +88,11 @@ func (p *Partition) takeLeadership(ip *metadata.Partition, start int64, now time
 	p.maybeAdvanceHighWatermarkLocked()
 }
 
-// publishLocked publishes the role, the epoch and the ISR size; mu must be held.
+// publishLocked publishes the role, the epoch and the ISR sizes; mu must be held.
 func (p *Partition) publishLocked() {
 	p.leaderEpoch.Store(p.mu.leaderEpoch)
 	p.isrSize.Store(int32(len(p.mu.set.isr)))
+	p.maximalISRSize.Store(int32(p.mu.set.maximalISRSize()))
 	p.replicaCount.Store(int32(len(p.mu.set.replicas)))
 	p.leader.Store(p.mu.leader)
 }
@@ -202,6 +208,11 @@ func (p *Partition) ReadForFollower(req FollowerFetchRequest, now time.Time) (Fo
 		return res, nil
 	}
 	leo := p.log.LogEndOffset()
+	if req.FetchOffset < res.LogStartOffset {
+		if err := p.checkRemoteFetch(req, &res); err != nil {
+			return res, err
+		}
+	}
 	if req.FetchOffset < res.LogStartOffset || req.FetchOffset > leo {
 		res.HighWatermark = p.HighWatermark()
 		return res, fmt.Errorf("%w: follower %d at %d, log is [%d, %d)", storage.ErrOffsetOutOfRange, req.ReplicaID, req.FetchOffset, res.LogStartOffset, leo)
@@ -223,6 +234,27 @@ func (p *Partition) ReadForFollower(req FollowerFetchRequest, now time.Time) (Fo
 	}
 	res.Chunk = chunk
 	return res, nil
+}
+
+// checkRemoteFetch answers a follower fetch below the local log start of a
+// tiered partition: ErrOffsetMovedToTieredStorage, with the high-water mark
+// and the partition's log start in res, when the offset is in the remote
+// part (Kafka's ReplicaManager.handleOffsetOutOfRangeError); nil when it is
+// below the partition's start too, or the partition is not tiered. The
+// tier's manifest is read first if it has not been.
+func (p *Partition) checkRemoteFetch(req FollowerFetchRequest, res *FollowerFetch) error {
+	if p.tier.Load() == nil {
+		return nil
+	}
+	start, err := p.ReadableLogStart()
+	if err != nil {
+		return err
+	}
+	if req.FetchOffset < start {
+		return nil
+	}
+	res.LogStartOffset, res.HighWatermark = start, p.HighWatermark()
+	return fmt.Errorf("%w: follower %d at %d, the local log starts at %d", ErrOffsetMovedToTieredStorage, req.ReplicaID, req.FetchOffset, p.log.LogStartOffset())
 }
 
 // FetchLogStart is the log start offset a fetch answer carries: the
@@ -372,6 +404,7 @@ func (p *Partition) nextISRChange(why string, next func() []int32) (isrChange, b
 		return isrChange{}, false
 	}
 	p.mu.isrPending = true
+	p.publishLocked() // an expansion counts in the maximal ISR from now on
 	return isrChange{p: p, isr: isr, brokerEpochs: p.mu.set.brokerEpochs(isr), why: why, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.set.partitionEpoch}, true
 }
 
@@ -468,6 +501,7 @@ func (p *Partition) applyISRChange(c isrChange, ip *metadata.Partition, refused 
 				p.mu.set.expansionRefused(id)
 			}
 		}
+		p.publishLocked()
 		return p.maybeAdvanceHighWatermarkLocked()
 	}
 	return false

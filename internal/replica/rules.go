@@ -178,6 +178,15 @@ func (t *tracker) unresolvedExpansion() []int32 {
 	return slices.Sorted(slices.Values(append(slices.Clone(t.isr), t.adding)))
 }
 
+// maximalISRSize is the size of the committed ISR with the follower an
+// unresolved expansion adds (Kafka's maximal ISR).
+func (t *tracker) maximalISRSize() int {
+	if t.adding != noReplica && !slices.Contains(t.isr, t.adding) {
+		return len(t.isr) + 1
+	}
+	return len(t.isr)
+}
+
 // leaderState is what the leader's high-water mark depends on besides the
 // tracker.
 type leaderState struct {

@@ -24,8 +24,11 @@ import (
 //   - Fetches below the local log start are served from the object store;
 //     ListOffsets earliest is the remote start, earliest-local (-4) the local
 //     one and earliest-pending-upload (-5) the end of the uploaded part.
-//   - Followers replicate only the local part: a follower below the leader's
-//     local start is sent there (OFFSET_OUT_OF_RANGE with the local start).
+//   - Followers replicate only the local part: a follower fetching below the
+//     leader's local start, in the remote part, is answered
+//     OFFSET_MOVED_TO_TIERED_STORAGE (with the partition's start), asks the
+//     leader for its local start (ListOffsets earliest-local) and starts over
+//     there, as Kafka's followers do (KIP-405).
 
 // remoteReadTimeout caps one remote read of a fetch or a timestamp lookup; past it
 // the client gets a retriable KAFKA_STORAGE_ERROR.

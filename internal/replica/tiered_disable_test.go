@@ -2,11 +2,16 @@ package replica
 
 import (
 	"context"
+	"errors"
+	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/remote"
+	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/wait"
 )
 
@@ -178,5 +183,102 @@ func TestTieredReenableDuringRemoteDeletion(t *testing.T) {
 	res, err := p.Read(local, 1<<20, ReadUncommitted)
 	if err != nil || len(res.Remote) == 0 {
 		t.Fatalf("fetch at %d, now remote: %d remote bytes, %v", local, len(res.Remote), err)
+	}
+}
+
+// failingPuts is a store whose puts fail while fail is set: an object store
+// that stopped taking writes.
+type failingPuts struct {
+	remote.Store
+	fail atomic.Bool
+}
+
+func (s *failingPuts) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if s.fail.Load() {
+		return errors.New("store down")
+	}
+	return s.Store.Put(ctx, key, r, size)
+}
+
+// TestTieredCopyDisableMovesLogStart: with remote.log.copy.disable=true,
+// local retention deletes segments whether they were uploaded or not, and
+// the partition's log start moves up with the local one, as Kafka's
+// UnifiedLog does once copying stops (incrementStartOffset moves the log
+// start, not only the local log start), whether or not the object store
+// takes the manifest that drops the remote segments below it: they go on
+// the next retention pass, and an upload after copying is enabled again
+// starts the partition at its first segment. The old code kept the
+// partition's start at the remote start until that manifest was written
+// (and for good once an upload moved the remote end past the gap):
+// ListOffsets earliest pointed at remote records below a gap of records
+// deleted unuploaded, whose fetches were OFFSET_OUT_OF_RANGE.
+func TestTieredCopyDisableMovesLogStart(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		recover func(m *Manager, p *Partition, tc metadata.TopicConfig)
+	}{
+		{"a retention pass", func(m *Manager, p *Partition, _ metadata.TopicConfig) {
+			m.cleanTiered(p, p.Tier())
+		}},
+		{"an upload once copying is enabled again", func(m *Manager, p *Partition, tc metadata.TopicConfig) {
+			tc.RemoteLogCopyDisable = false
+			p.setConfig(&tc)
+			m.applyTier(p, tc)
+			m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _, m, store, tc := tieredLeader(t)
+			failing := &failingPuts{Store: store}
+			m.opts.Remote = failing
+			p.tier.Store(nil)
+			m.applyTier(p, tc) // a tier on the failing store
+			appendN := func(n int) {
+				t.Helper()
+				for range n {
+					if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			appendN(60)
+			m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+			m.cleanTiered(p, p.Tier())
+			uploaded, below := p.Tier().UploadedEnd(), p.Tier().Stats().RemoteSegments
+			if uploaded <= 0 || p.LogStartOffset() == 0 {
+				t.Fatalf("after the first pass: uploaded end %d, local start %d", uploaded, p.LogStartOffset())
+			}
+
+			tc.RemoteLogCopyDisable, tc.LocalRetentionBytes, tc.RetentionBytes = true, -2, 8192
+			p.setConfig(&tc)
+			m.applyTier(p, tc)
+			appendN(60)
+			local := int64(-1)
+			check := func(when string) {
+				t.Helper()
+				if local = p.LogStartOffset(); local <= uploaded {
+					t.Fatalf("%s: local start %d, not past the uploaded end %d", when, local, uploaded)
+				}
+				earliest, _, _, found, err := p.ListOffset(context.Background(), EarliestTimestamp, ReadUncommitted)
+				if err != nil || !found || earliest != local {
+					t.Fatalf("%s: ListOffsets earliest = %d, %v, %v; want the local start %d", when, earliest, found, err, local)
+				}
+				for _, off := range []int64{0, uploaded} {
+					if res, err := p.Read(off, 1<<20, ReadUncommitted); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+						t.Fatalf("%s: fetch at %d, below the log start %d: %d remote bytes, %v; want out of range", when, off, local, len(res.Remote), err)
+					}
+				}
+			}
+			failing.fail.Store(true)
+			m.cleanTiered(p, p.Tier())
+			check("the manifest write failed")
+			failing.fail.Store(false)
+			tt.recover(m, p, tc)
+			check("the store is back")
+			m.cleanTiered(p, p.Tier())
+			if st := p.Tier().Stats(); st.RemoteStart < local || st.DeletedSegments < int64(below) {
+				t.Errorf("remote part from %d, %d segments deleted; want from the log start %d, the %d below it deleted", st.RemoteStart, st.DeletedSegments, local, below)
+			}
+		})
 	}
 }

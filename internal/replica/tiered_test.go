@@ -717,3 +717,105 @@ func TestTieredLeaderSendsPartitionStart(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredFollowerFetchBelowLocalStart: a follower fetching below a tiered
+// leader's local log start but at or above the partition's log start (in the
+// remote part) is answered OFFSET_MOVED_TO_TIERED_STORAGE with the high-water
+// mark and the partition's log start, as Kafka's ReplicaManager answers it
+// (KIP-405): the follower then asks for the leader's local start. Below the
+// partition's start or past the log end it is OFFSET_OUT_OF_RANGE. The old
+// code answered OFFSET_OUT_OF_RANGE for the remote part too.
+func TestTieredFollowerFetchBelowLocalStart(t *testing.T) {
+	p, _, m, _, _ := tieredLeader(t)
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, PartitionEpoch: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for range 60 {
+		if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+	m.cleanTiered(p, p.Tier())
+	local := p.LogStartOffset()
+	if local == 0 {
+		t.Fatal("local retention deleted nothing after the upload")
+	}
+	hwm := p.HighWatermark()
+	for _, tt := range []struct {
+		name   string
+		offset int64
+		want   error
+	}{
+		{"the remote start", 0, ErrOffsetMovedToTieredStorage},
+		{"just below the local start", local - 1, ErrOffsetMovedToTieredStorage},
+		{"the local start", local, nil},
+		{"past the log end", p.LogEndOffset() + 1, storage.ErrOffsetOutOfRange},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ff, err := p.ReadForFollower(followerFetch(2, tt.offset, -1), time.Now())
+			ff.Chunk.Release()
+			if !errors.Is(err, tt.want) && (tt.want != nil || err != nil) {
+				t.Fatalf("follower fetch at %d (local start %d): %v, want %v", tt.offset, local, err, tt.want)
+			}
+			if errors.Is(tt.want, ErrOffsetMovedToTieredStorage) && (ff.LogStartOffset != 0 || ff.HighWatermark != hwm) {
+				t.Fatalf("answer carries log start %d and HWM %d, want 0 and %d", ff.LogStartOffset, ff.HighWatermark, hwm)
+			}
+		})
+	}
+}
+
+// TestTieredFollowerCatchesUpFromLocalStart: a follower that fell behind a
+// tiered leader's local log start (cut off while the leader uploaded and
+// deleted locally) starts over at the leader's local start, as Kafka's
+// follower does on OFFSET_MOVED_TO_TIERED_STORAGE (TierStateMachine: it asks
+// the leader for its earliest-local offset), catches up and rejoins the ISR.
+func TestTieredFollowerCatchesUpFromLocalStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, err := remote.NewFile(vfs.NewMem(), "/objects")
+		if err != nil {
+			t.Fatal(err)
+		}
+		configs := map[string]string{"min.insync.replicas": "1", "remote.storage.enable": "true",
+			metadata.TopicInternalSegmentBytes: "4096", "local.retention.bytes": "8192"}
+		c := newMemClusterWith(t, 2, []int32{1, 2}, configs, store)
+		if _, err := c.produce(1, 3); err != nil {
+			t.Fatal(err)
+		}
+		c.isolate(2, true)
+		time.Sleep(3 * c.lagMax)
+		synctest.Wait()
+		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
+			t.Fatalf("ISR %v, want [1]", isr)
+		}
+		leader := c.replica(1)
+		for range 60 {
+			if _, err := leader.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		c.mu.Lock()
+		m := c.nodes[1].mgr
+		c.mu.Unlock()
+		m.uploadOnce(context.Background(), leader, &tierUploadState{tier: leader.Tier(), epoch: -1})
+		m.cleanTiered(leader, leader.Tier())
+		local := leader.LogStartOffset()
+		if follower := c.replica(2).LogEndOffset(); local <= follower {
+			t.Fatalf("leader's local start %d, not past the follower's log end %d", local, follower)
+		}
+
+		c.isolate(2, false)
+		for deadline := time.Now().Add(time.Minute); !slices.Equal(c.partition().ISR, []int32{1, 2}) && time.Now().Before(deadline); {
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1, 2}) {
+			t.Fatalf("ISR %v after the follower came back, want [1 2]", isr)
+		}
+		if start := c.replica(2).LogStartOffset(); start != local {
+			t.Fatalf("follower's local log starts at %d, want the leader's local start %d", start, local)
+		}
+		c.checkAgreement()
+	})
+}

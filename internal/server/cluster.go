@@ -438,6 +438,15 @@ func (t replicaTransport) Fetch(ctx context.Context, leader int32, req *kmsg.Fet
 	return resp.(*kmsg.FetchResponse), nil
 }
 
+func (t replicaTransport) ListOffsets(ctx context.Context, leader int32, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	resp, err := t.cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		t.cl.ForceMetadataRefresh() // as Fetch
+		return nil, err
+	}
+	return resp.(*kmsg.ListOffsetsResponse), nil
+}
+
 // txnBrokers is how the transaction coordinator reaches partition leaders (the
 // metadata image for leaders, the replica client for WriteTxnMarkers to other
 // brokers, the handlers in process for the partitions this broker leads) and

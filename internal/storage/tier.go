@@ -276,13 +276,17 @@ func (t *Tier) manifestCopy() (manifest, bool) {
 }
 
 // LogStartOffset is the partition's log start offset: the remote start when the
-// remote part holds data below the local start, else the local one (what
-// ListOffsets earliest answers; earliest-local is the Log's LogStartOffset).
+// remote part holds data below the local start and reaches it, else the local
+// one (what ListOffsets earliest answers; earliest-local is the Log's
+// LogStartOffset). A remote part that ends below the local start (local
+// retention deleted segments that were never uploaded, under
+// remote.log.copy.disable) is below the log start, as in Kafka, whose log start
+// follows such a deletion.
 func (t *Tier) LogStartOffset() int64 {
 	local := t.log.LogStartOffset()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if len(t.mu.m.Segments) > 0 && t.mu.m.Segments[0].Base < local {
+	if len(t.mu.m.Segments) > 0 && t.mu.m.Segments[0].Base < local && t.mu.m.End >= local {
 		return max(t.mu.m.Start, t.mu.m.Segments[0].Base)
 	}
 	return local
@@ -507,6 +511,11 @@ func (t *Tier) commitLocked(ctx context.Context, m manifest, up []uploadedSegmen
 		// start, which may lie below the start (DeleteRecords).
 		next.Start = max(m.Start, up[0].seg.Base)
 	}
+	if up[0].seg.Base > m.End {
+		// The records between were deleted without being uploaded (while
+		// copying was disabled): the partition starts here now.
+		next.Start = max(next.Start, up[0].seg.Base)
+	}
 	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
 		keys := make([]string, 0, len(up))
 		for _, u := range up {
@@ -712,8 +721,15 @@ func (t *Tier) enforceRetentionLocked(ctx context.Context, highWatermark int64, 
 			remoteOnly += s.Size
 		}
 	}
+	// The partition's start: DeleteRecords', or the local start once local
+	// retention deleted with copying disabled (Kafka's incrementStartOffset
+	// then moves the log start) or the remote part no longer reaches it.
+	start := m.Start
+	if (local > 0 && t.copyDisabled.Load()) || m.End < localStart {
+		start = max(start, localStart)
+	}
 	k := 0
-	for k < len(m.Segments) && m.Segments[k].Next <= m.Start { // below DeleteRecords' start
+	for k < len(m.Segments) && m.Segments[k].Next <= start {
 		remoteOnly -= m.Segments[k].Size
 		k++
 	}
@@ -735,7 +751,7 @@ func (t *Tier) enforceRetentionLocked(ctx context.Context, highWatermark int64, 
 	if k > 0 {
 		next := m
 		next.Segments = m.Segments[k:]
-		next.Start = max(m.Start, gone[k-1].Next)
+		next.Start = max(start, gone[k-1].Next)
 		if len(next.Segments) > 0 {
 			next.Start = max(next.Start, next.Segments[0].Base)
 		}
