@@ -367,7 +367,7 @@ func TestConsumerErrors(t *testing.T) {
 		{"poll: another reset than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","reset":"latest"}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"poll: another session timeout than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","session_timeout_ms":10000}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"poll: session timeout below the broker's minimum", "POST", "/poll", `{"group":"cerrs-st","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":5000}`, 400, "INVALID_SESSION_TIMEOUT"},
-		{"poll: session timeout below the minimum, first poll not waiting", "POST", "/poll", `{"group":"cerrs-st0","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":0}`, 400, "INVALID_SESSION_TIMEOUT"},
+		{"poll: session timeout the broker refuses, for a member that has another", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","session_timeout_ms":1000}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"commit: no group", "POST", "/commit", `{"topic":"cerrs","partition":0,"offset":1}`, 400, "INVALID_REQUEST"},
 		{"commit: offset without partition", "POST", "/commit", `{"group":"cerrs","offset":1}`, 400, "INVALID_REQUEST"},
 		{"commit: partition without offset", "POST", "/commit", `{"group":"cerrs","topic":"cerrs","partition":0}`, 400, "INVALID_REQUEST"},
@@ -402,6 +402,50 @@ func TestConsumerErrors(t *testing.T) {
 	n.poll(map[string]any{"group": "cerrs", "topic": "cerrs", "reset": "earliest", "isolation": "read_committed", "timeout_ms": 0})
 	// The refused member was dropped: a corrected poll creates a new one.
 	n.poll(map[string]any{"group": "cerrs-st", "topic": "cerrs", "session_timeout_ms": 6000})
+}
+
+// TestSessionTimeoutRefused: the group coordinator refuses a member whose
+// session timeout is outside its bounds (group.min.session.timeout.ms, 6 s); the
+// poll that learns of it answers 400 INVALID_SESSION_TIMEOUT and drops the
+// member, so a corrected poll starts afresh. A first poll that waits learns of it
+// as soon as the join is refused, not after its timeout_ms; one that does not wait
+// (timeout_ms=0) answers at once, and a later poll answers the refusal.
+func TestSessionTimeoutRefused(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("st-refused", 1)
+	refused := func(r response) bool {
+		if r.status == http.StatusOK {
+			return false
+		}
+		if r.status != http.StatusBadRequest || r.errorCode(t) != "INVALID_SESSION_TIMEOUT" || !strings.Contains(string(r.body), "session_timeout_ms 1000") {
+			t.Fatalf("poll with session_timeout_ms 1000: %d %s, want 400 INVALID_SESSION_TIMEOUT naming it", r.status, r.body)
+		}
+		return true
+	}
+
+	waiting := map[string]any{"group": "st-refused", "topic": "st-refused", "session_timeout_ms": 1000, "timeout_ms": 60000}
+	start := time.Now()
+	if r := n.do("POST", "/poll", waiting); !refused(r) {
+		t.Fatalf("waiting first poll: %d %s, want the refusal", r.status, r.body)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the refusal took %v: the poll waited for an assignment that could not come", took)
+	}
+
+	notWaiting := map[string]any{"group": "st-refused0", "topic": "st-refused", "session_timeout_ms": 1000, "timeout_ms": 0}
+	wait.For(t, "a poll answering the refusal", func() bool {
+		r := n.do("POST", "/poll", notWaiting)
+		if r.status == http.StatusOK && string(r.body) != "{\"records\":[]}\n" {
+			t.Fatalf("poll of a refused member: %s", r.body)
+		}
+		return refused(r)
+	})
+
+	// The refused members were dropped: corrected polls make new ones.
+	for _, g := range []string{"st-refused", "st-refused0"} {
+		n.poll(map[string]any{"group": g, "topic": "st-refused", "session_timeout_ms": 6000, "timeout_ms": 0})
+	}
 }
 
 // TestIdleConsumerLeaves: a consumer instance outlives a poll longer than its

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -285,11 +284,6 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 		a.handleSharePoll(w, r, body, call)
 		return
 	}
-	if s := call.opts.sessionTimeout; call.given.sessionTimeout && (s < a.cfg.MinSessionTimeout || s > a.cfg.MaxSessionTimeout) {
-		writeError(w, fromKafka(kerr.InvalidSessionTimeout.Code, fmt.Sprintf("session_timeout_ms %d is outside the group coordinator's bounds, %d to %d",
-			s.Milliseconds(), a.cfg.MinSessionTimeout.Milliseconds(), a.cfg.MaxSessionTimeout.Milliseconds())))
-		return
-	}
 	inst := a.consumers.lookup(call.key)
 	if inst == nil {
 		if a.forwarded(w, r, body, call.key, false) {
@@ -316,10 +310,14 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	a.consumers.release(inst)
 	if err != nil {
 		aerr := fromErr(err)
-		if aerr.status == http.StatusBadRequest {
-			// The group refused the member (say, a session timeout out of the
-			// broker's range): drop it so a corrected poll starts afresh.
+		var session *kgo.ErrGroupSession
+		if aerr.status == http.StatusBadRequest && errors.As(err, &session) {
+			// The group refused the member (say, a session timeout outside the
+			// coordinator's group.min/max.session.timeout.ms): drop it so a
+			// corrected poll starts afresh.
 			a.consumers.remove(r.Context(), call.key)
+			aerr.message = fmt.Sprintf("the group coordinator refused consumer %q of group %q (session_timeout_ms %d): %s",
+				call.key.consumer, call.key.group, inst.idleFor.Milliseconds(), aerr.message)
 		}
 		writeError(w, aerr)
 		return
@@ -371,8 +369,9 @@ func isolationName(uncommitted bool) string {
 // poll returns up to call.maxRecords records from the instance's positions,
 // waiting up to call.timeout for the first. The first poll of a member also waits,
 // up to call.assignmentWait, for the group to assign it partitions, so a new
-// group's first poll returns the records there are. Group errors (the member was
-// refused, say) come back as errors when no records do.
+// group's first poll returns the records there are; the group refusing the
+// member ends that wait with the refusal. Later group errors come back as errors
+// when no records do.
 //
 // Once assigned, a new member still has to read its group's committed offsets
 // (or list its reset offsets) before its first fetch, which on a busy machine
@@ -389,14 +388,16 @@ func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, e
 		inst.awaitedAssignment = true
 		start := time.Now()
 		timer := time.NewTimer(call.assignmentWait)
+		defer timer.Stop()
 		assigned := false
 		select {
 		case <-inst.assigned:
 			assigned = true
+		case <-inst.groupFailed:
+			return nil, inst.groupErr
 		case <-timer.C:
 		case <-ctx.Done():
 		}
-		timer.Stop()
 		if call.assignmentWait == call.timeout {
 			// One timeout_ms bounds the whole poll.
 			wait = max(call.timeout-time.Since(start), 0)
