@@ -1,11 +1,15 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -164,6 +168,51 @@ func TestPollPositionsAndCommit(t *testing.T) {
 	wantOffsets(t, "new member", n.pollN(map[string]any{"group": "positions", "topic": "positions", "consumer": "second"}, 4), 6, 10)
 	n.must(http.StatusOK, "DELETE", "/groups/positions/consumers/second", nil)
 	n.must(http.StatusNotFound, "DELETE", "/groups/positions/consumers/second", nil)
+}
+
+// TestUnreadPollIsPolledAgain: a poll whose client goes away without reading
+// the answer delivers nothing. The consumer's position goes back to the
+// answer's first record, so a commit without partition does not pass it and the
+// next poll returns it again. The answer (one 8 MiB record) is larger than the
+// connection's buffers and the client resets the connection once the status line
+// has come, so the node is still writing the answer when the reset arrives.
+func TestUnreadPollIsPolledAgain(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	const topic = "unread"
+	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": topic, "partitions": 1,
+		"configs": map[string]string{"max.message.bytes": strconv.Itoa(16 << 20)}})
+	cl, _ := n.kafka(kgo.ProducerBatchMaxBytes(16 << 20))
+	big := []byte(`"` + strings.Repeat("u", 8<<20) + `"`)
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: big}, &kgo.Record{Topic: topic, Value: []byte("1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := net.Dial("tcp", n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp := conn.(*net.TCPConn)
+	if err := tcp.SetReadBuffer(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"group":"unread","topic":"unread","max_records":1}`
+	fmt.Fprintf(conn, "POST /poll HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", n.HTTPAddr(), len(body), body)
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+		t.Fatalf("poll answer: %q, %v", status, err)
+	}
+	tcp.SetLinger(0) // close with a reset: the answer was not read
+	conn.Close()
+
+	var commit struct{ Offsets []struct{ Offset int64 } }
+	n.must(http.StatusOK, "POST", "/commit", map[string]any{"group": "unread"}).json(t, &commit)
+	for _, o := range commit.Offsets {
+		if o.Offset > 0 {
+			t.Fatalf("the commit after the unread answer committed offset %d, past its record at offset 0", o.Offset)
+		}
+	}
+	wantOffsets(t, "poll after the unread answer", n.pollN(map[string]any{"group": "unread", "topic": topic, "max_records": 1}, 1), 0, 1)
 }
 
 // TestPollReset: a group without commits starts at the log start, or at the

@@ -18,7 +18,7 @@ const defaultConsumer = "default"
 type instanceKey struct{ group, consumer string }
 
 // instance is one HTTP consumer: an embedded franz-go group consumer of one topic,
-// auto-commit off, whose fetch position moves with every poll.
+// auto-commit off, whose fetch position moves with every poll the client gets.
 type instance struct {
 	key   instanceKey
 	topic string
@@ -37,7 +37,9 @@ type instance struct {
 	groupErr    error
 	// opts are the options the instance was created with.
 	opts instanceOptions
-	// pollMu serialises polls, so each poll starts where the previous one ended.
+	// pollMu serialises polls, each holding it until its answer is written or its
+	// records are given back (poll), so each poll starts where the previous one's
+	// delivered records ended; a commit of the positions takes it too.
 	pollMu sync.Mutex
 	// awaitedAssignment is set once a poll has waited for the first assignment;
 	// guarded by pollMu.
