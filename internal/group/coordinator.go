@@ -379,12 +379,6 @@ func New(cfg Config, store OffsetStore, logger *slog.Logger) *Coordinator {
 	return c
 }
 
-// SessionTimeouts are the bounds of the session timeouts members may ask for
-// (Config.MinSessionTimeout and MaxSessionTimeout, defaults applied).
-func (c *Coordinator) SessionTimeouts() (minimum, maximum time.Duration) {
-	return c.cfg.MinSessionTimeout, c.cfg.MaxSessionTimeout
-}
-
 // Close unloads every partition (waiting requests get NOT_COORDINATOR, appends in
 // flight are cancelled), stops all timers and waits for running timer callbacks and
 // group writers. Later requests get COORDINATOR_NOT_AVAILABLE.

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/api"
-	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
@@ -78,11 +77,6 @@ type Config struct {
 	// DefaultSessionTimeout is the group session timeout of a consumer instance whose
 	// first poll names none, and so how long an idle instance lives (default 45s).
 	DefaultSessionTimeout time.Duration
-	// MinSessionTimeout and MaxSessionTimeout are the group coordinator's bounds
-	// (group.DefaultConfig's by default): a poll asking for a session timeout
-	// outside them is refused before its member is created, as the coordinator
-	// would refuse its join only after a poll that does not wait had answered.
-	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// WaitTimeout bounds how long a topic change waits to show in this node's
 	// metadata image before the answer is sent anyway (default 10s).
 	WaitTimeout time.Duration
@@ -107,10 +101,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultSessionTimeout <= 0 {
 		c.DefaultSessionTimeout = 45 * time.Second
-	}
-	if c.MinSessionTimeout <= 0 || c.MaxSessionTimeout <= 0 {
-		d := group.DefaultConfig()
-		c.MinSessionTimeout, c.MaxSessionTimeout = d.MinSessionTimeout, d.MaxSessionTimeout
 	}
 	if c.WaitTimeout <= 0 {
 		c.WaitTimeout = 10 * time.Second

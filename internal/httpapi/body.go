@@ -99,8 +99,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 	return b, nil
 }
 
-// writeJSON answers v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON answers v with status and returns the error of writing it.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only our own response types reach here; they always marshal.
@@ -109,7 +109,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // writeError answers err as {"error":{"code","message"}}.

@@ -117,7 +117,11 @@ func (a *API) handleCommit(w http.ResponseWriter, r *http.Request) {
 		case call.topic != "" && call.topic != inst.topic:
 			aerr = errorf(http.StatusConflict, codeConsumerTopic, "consumer %q of group %q consumes topic %q, not %q", call.key.consumer, call.key.group, inst.topic, call.topic)
 		default:
+			// A poll under way answers first: its records count once delivered
+			// (see poll).
+			inst.pollMu.Lock()
 			offsets = inst.cl.UncommittedOffsets()
+			inst.pollMu.Unlock()
 		}
 	} else {
 		aerr = a.checkPartition(r.Context(), call.topic, call.partition)

@@ -1,11 +1,15 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -164,6 +168,51 @@ func TestPollPositionsAndCommit(t *testing.T) {
 	wantOffsets(t, "new member", n.pollN(map[string]any{"group": "positions", "topic": "positions", "consumer": "second"}, 4), 6, 10)
 	n.must(http.StatusOK, "DELETE", "/groups/positions/consumers/second", nil)
 	n.must(http.StatusNotFound, "DELETE", "/groups/positions/consumers/second", nil)
+}
+
+// TestUnreadPollIsPolledAgain: a poll whose client goes away without reading
+// the answer delivers nothing. The consumer's position goes back to the
+// answer's first record, so a commit without partition does not pass it and the
+// next poll returns it again. The answer (one 8 MiB record) is larger than the
+// connection's buffers and the client resets the connection once the status line
+// has come, so the node is still writing the answer when the reset arrives.
+func TestUnreadPollIsPolledAgain(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	const topic = "unread"
+	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": topic, "partitions": 1,
+		"configs": map[string]string{"max.message.bytes": strconv.Itoa(16 << 20)}})
+	cl, _ := n.kafka(kgo.ProducerBatchMaxBytes(16 << 20))
+	big := []byte(`"` + strings.Repeat("u", 8<<20) + `"`)
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: big}, &kgo.Record{Topic: topic, Value: []byte("1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := net.Dial("tcp", n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp := conn.(*net.TCPConn)
+	if err := tcp.SetReadBuffer(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"group":"unread","topic":"unread","max_records":1}`
+	fmt.Fprintf(conn, "POST /poll HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", n.HTTPAddr(), len(body), body)
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+		t.Fatalf("poll answer: %q, %v", status, err)
+	}
+	tcp.SetLinger(0) // close with a reset: the answer was not read
+	conn.Close()
+
+	var commit struct{ Offsets []struct{ Offset int64 } }
+	n.must(http.StatusOK, "POST", "/commit", map[string]any{"group": "unread"}).json(t, &commit)
+	for _, o := range commit.Offsets {
+		if o.Offset > 0 {
+			t.Fatalf("the commit after the unread answer committed offset %d, past its record at offset 0", o.Offset)
+		}
+	}
+	wantOffsets(t, "poll after the unread answer", n.pollN(map[string]any{"group": "unread", "topic": topic, "max_records": 1}, 1), 0, 1)
 }
 
 // TestPollReset: a group without commits starts at the log start, or at the
@@ -367,7 +416,7 @@ func TestConsumerErrors(t *testing.T) {
 		{"poll: another reset than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","reset":"latest"}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"poll: another session timeout than the member's", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","session_timeout_ms":10000}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"poll: session timeout below the broker's minimum", "POST", "/poll", `{"group":"cerrs-st","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":5000}`, 400, "INVALID_SESSION_TIMEOUT"},
-		{"poll: session timeout below the minimum, first poll not waiting", "POST", "/poll", `{"group":"cerrs-st0","topic":"cerrs","session_timeout_ms":1000,"timeout_ms":0}`, 400, "INVALID_SESSION_TIMEOUT"},
+		{"poll: session timeout the broker refuses, for a member that has another", "POST", "/poll", `{"group":"cerrs","topic":"cerrs","session_timeout_ms":1000}`, 409, "CONSUMER_OPTIONS_MISMATCH"},
 		{"commit: no group", "POST", "/commit", `{"topic":"cerrs","partition":0,"offset":1}`, 400, "INVALID_REQUEST"},
 		{"commit: offset without partition", "POST", "/commit", `{"group":"cerrs","offset":1}`, 400, "INVALID_REQUEST"},
 		{"commit: partition without offset", "POST", "/commit", `{"group":"cerrs","topic":"cerrs","partition":0}`, 400, "INVALID_REQUEST"},
@@ -402,6 +451,50 @@ func TestConsumerErrors(t *testing.T) {
 	n.poll(map[string]any{"group": "cerrs", "topic": "cerrs", "reset": "earliest", "isolation": "read_committed", "timeout_ms": 0})
 	// The refused member was dropped: a corrected poll creates a new one.
 	n.poll(map[string]any{"group": "cerrs-st", "topic": "cerrs", "session_timeout_ms": 6000})
+}
+
+// TestSessionTimeoutRefused: the group coordinator refuses a member whose
+// session timeout is outside its bounds (group.min.session.timeout.ms, 6 s); the
+// poll that learns of it answers 400 INVALID_SESSION_TIMEOUT and drops the
+// member, so a corrected poll starts afresh. A first poll that waits learns of it
+// as soon as the join is refused, not after its timeout_ms; one that does not wait
+// (timeout_ms=0) answers at once, and a later poll answers the refusal.
+func TestSessionTimeoutRefused(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	n.createTopic("st-refused", 1)
+	refused := func(r response) bool {
+		if r.status == http.StatusOK {
+			return false
+		}
+		if r.status != http.StatusBadRequest || r.errorCode(t) != "INVALID_SESSION_TIMEOUT" || !strings.Contains(string(r.body), "session_timeout_ms 1000") {
+			t.Fatalf("poll with session_timeout_ms 1000: %d %s, want 400 INVALID_SESSION_TIMEOUT naming it", r.status, r.body)
+		}
+		return true
+	}
+
+	waiting := map[string]any{"group": "st-refused", "topic": "st-refused", "session_timeout_ms": 1000, "timeout_ms": 60000}
+	start := time.Now()
+	if r := n.do("POST", "/poll", waiting); !refused(r) {
+		t.Fatalf("waiting first poll: %d %s, want the refusal", r.status, r.body)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the refusal took %v: the poll waited for an assignment that could not come", took)
+	}
+
+	notWaiting := map[string]any{"group": "st-refused0", "topic": "st-refused", "session_timeout_ms": 1000, "timeout_ms": 0}
+	wait.For(t, "a poll answering the refusal", func() bool {
+		r := n.do("POST", "/poll", notWaiting)
+		if r.status == http.StatusOK && string(r.body) != "{\"records\":[]}\n" {
+			t.Fatalf("poll of a refused member: %s", r.body)
+		}
+		return refused(r)
+	})
+
+	// The refused members were dropped: corrected polls make new ones.
+	for _, g := range []string{"st-refused", "st-refused0"} {
+		n.poll(map[string]any{"group": g, "topic": "st-refused", "session_timeout_ms": 6000, "timeout_ms": 0})
+	}
 }
 
 // TestIdleConsumerLeaves: a consumer instance outlives a poll longer than its

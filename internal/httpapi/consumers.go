@@ -18,7 +18,7 @@ const defaultConsumer = "default"
 type instanceKey struct{ group, consumer string }
 
 // instance is one HTTP consumer: an embedded franz-go group consumer of one topic,
-// auto-commit off, whose fetch position moves with every poll.
+// auto-commit off, whose fetch position moves with every poll the client gets.
 type instance struct {
 	key   instanceKey
 	topic string
@@ -31,9 +31,15 @@ type instance struct {
 	// partitions then holds the first assignment's partitions of topic.
 	assigned   chan struct{}
 	partitions []int32
+	// groupFailed closes at the member's first group management error (the
+	// coordinator refused its join, say); groupErr then holds that error.
+	groupFailed chan struct{}
+	groupErr    error
 	// opts are the options the instance was created with.
 	opts instanceOptions
-	// pollMu serialises polls, so each poll starts where the previous one ended.
+	// pollMu serialises polls, each holding it until its answer is written or its
+	// records are given back (poll), so each poll starts where the previous one's
+	// delivered records ended; a commit of the positions takes it too.
 	pollMu sync.Mutex
 	// awaitedAssignment is set once a poll has waited for the first assignment;
 	// guarded by pollMu.
@@ -156,14 +162,21 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	if opts.resetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	inst := &instance{key: key, topic: opts.topic, opts: opts, idleFor: session, lastUsed: time.Now(), assigned: make(chan struct{})}
-	var once sync.Once
+	inst := &instance{key: key, topic: opts.topic, opts: opts, idleFor: session, lastUsed: time.Now(),
+		assigned: make(chan struct{}), groupFailed: make(chan struct{})}
+	var assignedOnce, failedOnce sync.Once
 	markAssigned := func(parts []int32) {
-		once.Do(func() {
+		assignedOnce.Do(func() {
 			inst.partitions = parts
 			close(inst.assigned) // publishes partitions to whoever saw assigned closed
 		})
 	}
+	markFailed := groupErrorHook(func(err error) {
+		failedOnce.Do(func() {
+			inst.groupErr = &kgo.ErrGroupSession{Err: err} // as the client's poll reports it
+			close(inst.groupFailed)                        // publishes groupErr likewise
+		})
+	})
 	iso := kgo.ReadCommitted()
 	if opts.readUncommitted {
 		iso = kgo.ReadUncommitted()
@@ -172,6 +185,7 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 		kgo.SeedBrokers(c.cfg.KafkaAddr),
 		kgo.ClientID(memberClientID(key, c.cfg.AdvertisedAddr)),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, added map[string][]int32) { markAssigned(added[opts.topic]) }),
+		kgo.WithHooks(markFailed),
 		kgo.ConsumerGroup(key.group),
 		kgo.ConsumeTopics(opts.topic),
 		kgo.DisableAutoCommit(),
@@ -189,6 +203,12 @@ func (c *consumers) newInstanceLocked(key instanceKey, opts instanceOptions) (*i
 	inst.cl = cl
 	return c.addLocked(inst, session), nil
 }
+
+// groupErrorHook is a kgo hook called with every error that ends the member's
+// group session.
+type groupErrorHook func(error)
+
+func (f groupErrorHook) OnGroupManageError(err error) { f(err) }
 
 // addLocked registers a new instance, idle for session at most.
 func (c *consumers) addLocked(inst *instance, session time.Duration) *instance {

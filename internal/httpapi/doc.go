@@ -47,7 +47,8 @@
 // any node. A new member starts each partition it is assigned at the group's
 // committed offset, or at the log start without one ("reset":"latest": the high-
 // water mark). Every poll moves the instance's position past what it returned,
-// independently of commits. POST /commit without a partition commits those
+// independently of commits, once its answer is written; a poll whose client went
+// away first moves it back. POST /commit without a partition commits those
 // positions; with one, it commits the given offset (as the instance when there is
 // one, since the coordinator takes commits for an active group only from members;
 // else as an admin, which works while the group has no members). A seek moves

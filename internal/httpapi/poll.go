@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -285,11 +284,6 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 		a.handleSharePoll(w, r, body, call)
 		return
 	}
-	if s := call.opts.sessionTimeout; call.given.sessionTimeout && (s < a.cfg.MinSessionTimeout || s > a.cfg.MaxSessionTimeout) {
-		writeError(w, fromKafka(kerr.InvalidSessionTimeout.Code, fmt.Sprintf("session_timeout_ms %d is outside the group coordinator's bounds, %d to %d",
-			s.Milliseconds(), a.cfg.MinSessionTimeout.Milliseconds(), a.cfg.MaxSessionTimeout.Milliseconds())))
-		return
-	}
 	inst := a.consumers.lookup(call.key)
 	if inst == nil {
 		if a.forwarded(w, r, body, call.key, false) {
@@ -312,24 +306,39 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	recs, err := inst.poll(r.Context(), call)
+	err := inst.poll(r.Context(), call, func(recs []*kgo.Record) bool {
+		a.markConsumerNode(w)
+		return answerPoll(w, r, recs)
+	})
 	a.consumers.release(inst)
 	if err != nil {
 		aerr := fromErr(err)
-		if aerr.status == http.StatusBadRequest {
-			// The group refused the member (say, a session timeout out of the
-			// broker's range): drop it so a corrected poll starts afresh.
+		var session *kgo.ErrGroupSession
+		if aerr.status == http.StatusBadRequest && errors.As(err, &session) {
+			// The group refused the member (say, a session timeout outside the
+			// coordinator's group.min/max.session.timeout.ms): drop it so a
+			// corrected poll starts afresh.
 			a.consumers.remove(r.Context(), call.key)
+			aerr.message = fmt.Sprintf("the group coordinator refused consumer %q of group %q (session_timeout_ms %d): %s",
+				call.key.consumer, call.key.group, inst.idleFor.Milliseconds(), aerr.message)
 		}
 		writeError(w, aerr)
-		return
 	}
+}
+
+// answerPoll writes a poll's answer and reports whether the client was there to
+// take it: the whole answer went into the connection, and the client had not gone
+// away (closed the connection) before that.
+func answerPoll(w http.ResponseWriter, r *http.Request, recs []*kgo.Record) bool {
 	ans := pollAnswer{Records: make([]recordOut, len(recs))}
 	for i, rec := range recs {
 		ans.Records[i] = toRecordOut(rec)
 	}
-	a.markConsumerNode(w)
-	writeJSON(w, http.StatusOK, ans)
+	err := writeJSON(w, http.StatusOK, ans)
+	if err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	return err == nil && r.Context().Err() == nil
 }
 
 // optionsConflict is the 409 for a poll that asks an existing consumer-group
@@ -368,11 +377,14 @@ func isolationName(uncommitted bool) string {
 	return "read_committed"
 }
 
-// poll returns up to call.maxRecords records from the instance's positions,
-// waiting up to call.timeout for the first. The first poll of a member also waits,
+// poll hands answer up to call.maxRecords records from the instance's positions,
+// waiting up to call.timeout for the first. When answer reports that the client
+// did not get them, the positions go back to the first of them (rewind), so the
+// next poll returns them again and a commit of the positions does not pass them. The first poll of a member also waits,
 // up to call.assignmentWait, for the group to assign it partitions, so a new
-// group's first poll returns the records there are. Group errors (the member was
-// refused, say) come back as errors when no records do.
+// group's first poll returns the records there are; the group refusing the
+// member ends that wait with the refusal. Later group errors come back as errors
+// when no records do; answer is not called then.
 //
 // Once assigned, a new member still has to read its group's committed offsets
 // (or list its reset offsets) before its first fetch, which on a busy machine
@@ -381,7 +393,7 @@ func isolationName(uncommitted bool) string {
 // past that, it waits for the first of them as long as it waited for the
 // assignment (call.assignmentWait, or what is left of timeout_ms); when they do
 // not, it answers within the poll's own timeout.
-func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, error) {
+func (inst *instance) poll(ctx context.Context, call pollCall, answer func([]*kgo.Record) bool) error {
 	inst.pollMu.Lock()
 	defer inst.pollMu.Unlock()
 	wait := call.timeout
@@ -389,14 +401,16 @@ func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, e
 		inst.awaitedAssignment = true
 		start := time.Now()
 		timer := time.NewTimer(call.assignmentWait)
+		defer timer.Stop()
 		assigned := false
 		select {
 		case <-inst.assigned:
 			assigned = true
+		case <-inst.groupFailed:
+			return inst.groupErr
 		case <-timer.C:
 		case <-ctx.Done():
 		}
-		timer.Stop()
 		if call.assignmentWait == call.timeout {
 			// One timeout_ms bounds the whole poll.
 			wait = max(call.timeout-time.Since(start), 0)
@@ -425,9 +439,37 @@ func (inst *instance) poll(ctx context.Context, call pollCall) ([]*kgo.Record, e
 		}
 	})
 	if len(recs) == 0 && first != nil {
-		return nil, first
+		return first
 	}
-	return recs, nil
+	if !answer(recs) {
+		inst.rewind(recs)
+	}
+	return nil
+}
+
+// rewind moves the instance's position in each partition of recs back to its
+// first record there, unless something (a seek) has moved it since the poll that
+// returned them. It runs under pollMu, before the next poll.
+func (inst *instance) rewind(recs []*kgo.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	first := map[int32]*kgo.Record{}
+	last := map[int32]int64{}
+	for _, rec := range recs {
+		if first[rec.Partition] == nil {
+			first[rec.Partition] = rec
+		}
+		last[rec.Partition] = rec.Offset
+	}
+	pos := inst.cl.UncommittedOffsets()[inst.topic]
+	back := map[int32]kgo.EpochOffset{}
+	for p, rec := range first {
+		if pos[p].Offset == last[p]+1 {
+			back[p] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset}
+		}
+	}
+	inst.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{inst.topic: back})
 }
 
 // startsWithRecords reports whether the member's first assigned partitions

@@ -548,12 +548,11 @@ func (n *Node) serveKafka(h *handlers.Handlers, quotas *quota.Manager) error {
 func (n *Node) startHTTPAPI() (err error) {
 	// The HTTP API's embedded clients reach this node's Kafka listener; the other
 	// nodes reach its consumer instances at its advertised HTTP address.
-	minSession, maxSession := n.groups.SessionTimeouts()
 	n.api, err = httpapi.New(httpapi.Config{
 		KafkaAddr: n.kafkaLn.Addr().String(), AdvertisedAddr: advertisedHTTPAddr(n.cfg, n.httpLn.Addr()),
 		ClientOpts: n.kafkaClientOpts(), ForwardTLS: n.httpForwardTLS(),
 		Cluster: n.ctrl, Partitions: n.replicas, Observer: n.metrics, Requests: n.metrics, Logger: n.log.With("component", "httpapi"),
-		Guard: n.guard, MinSessionTimeout: minSession, MaxSessionTimeout: maxSession,
+		Guard: n.guard,
 	})
 	if err != nil {
 		return err
