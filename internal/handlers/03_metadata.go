@@ -11,9 +11,8 @@ package handlers
 //       INVALID_REQUEST), v12 lookup by topic id (once one topic is given by
 //       id, the names of the request are ignored), v13 a top-level error code (KIP-1102),
 //       always 0 as from a Kafka 4.4 broker.
-// Unknown topics are created when the broker and the request allow it (the
-// group and transaction coordinators' topics with their own partition counts,
-// compacted): the answer then carries the new topic (or LEADER_NOT_AVAILABLE
+// Unknown topics are created when the broker and the request allow it (an
+// internal topic as its coordinator creates it): the answer then carries the new topic (or LEADER_NOT_AVAILABLE
 // while it is not yet applied). An internal topic not there yet is answered
 // internal.
 
@@ -207,18 +206,14 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 }
 
 // autoCreateNamed creates the missing topics a Metadata request names, as
-// Kafka's AutoTopicCreationManager: the group and transaction coordinators'
-// topics as those coordinators create them (their own partition counts,
-// compacted), any other with the broker's defaults.
+// Kafka's AutoTopicCreationManager: an internal topic as its coordinator
+// creates it (internalTopic), any other with the broker's defaults.
 func (h *Handlers) autoCreateNamed(ctx context.Context, names []string) {
 	var others []string
 	for _, name := range names {
-		switch name {
-		case OffsetsTopic:
-			h.ensureInternalTopic(ctx, name, h.cfg.OffsetsTopicPartitions)
-		case txn.StateTopic:
-			h.ensureInternalTopic(ctx, name, h.cfg.TransactionStatePartitions)
-		default:
+		if IsInternalTopic(name) {
+			h.ensureInternalTopic(ctx, name)
+		} else {
 			others = append(others, name)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -346,6 +347,42 @@ func TestMetadataAutoCreateInvalidName(t *testing.T) {
 			}
 			if len(*asked) != 0 {
 				t.Errorf("auto-created %v, want nothing", *asked)
+			}
+		})
+	}
+}
+
+// TestMetadataAutoCreatesInternalTopicsAsTheirCoordinators: as Kafka's
+// AutoTopicCreationManager, a Metadata request that auto-creates an internal
+// topic creates it with its coordinator's settings, the ones the coordinator
+// itself creates it with: __share_group_state got the broker defaults (here 1
+// partition, no configs), which the share coordinator, hashing keys over
+// share.coordinator.state.topic.num.partitions, could not use.
+func TestMetadataAutoCreatesInternalTopicsAsTheirCoordinators(t *testing.T) {
+	const brokers = 2 // newErrorsHandlers registers two
+	shareRF, shareConfigs := share.StateTopicSettings(brokers)
+	for _, tc := range []struct {
+		topic      string
+		partitions int32
+		rf         int16
+		configs    map[string]string
+	}{
+		{txn.StateTopic, 7, -1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}},
+		{share.StateTopic, 9, shareRF, shareConfigs},
+	} {
+		t.Run(tc.topic, func(t *testing.T) {
+			h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true, DefaultPartitions: 1,
+				TransactionStatePartitions: 7, ShareStatePartitions: 9})
+			asked := withCreatingCluster(h)
+			req := metadataTopics(12, byName(tc.topic))
+			req.AllowAutoTopicCreation = true
+			serve(t, h, req)
+			if len(*asked) != 1 {
+				t.Fatalf("asked to create %v, want %s", *asked, tc.topic)
+			}
+			got := (*asked)[0]
+			if got.Name != tc.topic || got.NumPartitions != tc.partitions || got.ReplicationFactor != tc.rf || !maps.Equal(got.Configs, tc.configs) {
+				t.Errorf("created %+v, want %d partitions, replication factor %d, configs %v", got, tc.partitions, tc.rf, tc.configs)
 			}
 		})
 	}
