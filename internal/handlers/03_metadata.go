@@ -12,9 +12,10 @@ package handlers
 //       id, the names of the request are ignored), v13 a top-level error code (KIP-1102),
 //       always 0 as from a Kafka 4.4 broker.
 // Unknown topics are created when the broker and the request allow it (an
-// internal topic as its coordinator creates it): the answer then carries the new topic (or LEADER_NOT_AVAILABLE
-// while it is not yet applied). An internal topic not there yet is answered
-// internal.
+// internal topic as its coordinator creates it): the answer then carries the
+// new topic, or UNKNOWN_TOPIC_OR_PARTITION while it is not yet applied (Kafka
+// 4's answer for every topic it auto-creates). An internal topic not there yet
+// is answered internal.
 
 import (
 	"context"
@@ -194,9 +195,9 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case metadata.ValidateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
-			case autoCreate:
-				mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			default:
+				// Being auto-created too, as Kafka 4 answers a topic it
+				// has sent to the controller for creation.
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 		}

@@ -292,7 +292,7 @@ func TestMetadataUnknownInternalTopic(t *testing.T) {
 		created    bool
 	}{
 		{"no auto-creation", false, nil, "UNKNOWN_TOPIC_OR_PARTITION", true, false},
-		{"auto-created", true, nil, "LEADER_NOT_AVAILABLE", true, true},
+		{"auto-created", true, nil, "UNKNOWN_TOPIC_OR_PARTITION", true, true},
 		{"no CREATE", true, allowAnonymous(describe, resTopic, txn.StateTopic), "TOPIC_AUTHORIZATION_FAILED", true, false},
 		{"no DESCRIBE", true, allowAnonymous(describe, resTopic, "t"), "TOPIC_AUTHORIZATION_FAILED", false, false},
 	} {
@@ -385,5 +385,24 @@ func TestMetadataAutoCreatesInternalTopicsAsTheirCoordinators(t *testing.T) {
 				t.Errorf("created %+v, want %d partitions, replication factor %d, configs %v", got, tc.partitions, tc.rf, tc.configs)
 			}
 		})
+	}
+}
+
+// TestMetadataAutoCreatePending: a topic Metadata asked to auto-create and
+// not yet in the image is UNKNOWN_TOPIC_OR_PARTITION, as Kafka 4 answers every
+// topic it sends to the controller for creation (AutoTopicCreationManager's
+// sendCreateTopicRequest); it was LEADER_NOT_AVAILABLE, the answer of Kafka's
+// ZooKeeper path. The client retries either way.
+func TestMetadataAutoCreatePending(t *testing.T) {
+	h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true, DefaultPartitions: 1})
+	asked := withCreatingCluster(h)
+	req := metadataTopics(12, byName("new"))
+	req.AllowAutoTopicCreation = true
+	got := answered(serve(t, h, req).(*kmsg.MetadataResponse))
+	if want := []string{"new/UNKNOWN_TOPIC_OR_PARTITION"}; !slices.Equal(got, want) {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+	if len(*asked) != 1 || (*asked)[0].Name != "new" {
+		t.Errorf("asked to create %v, want new", *asked)
 	}
 }
