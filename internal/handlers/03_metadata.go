@@ -1,7 +1,9 @@
 package handlers
 
 // Metadata (key 3), v0-v13.
-//   v0: an empty topic list means every topic; v1+: a null list means every topic,
+//   v0: an empty topic list means every topic, and a partition lists only the
+//       replicas and ISR members on live brokers (REPLICA_NOT_AVAILABLE when it
+//       leaves one out and the leader is live); v1+: a null list means every topic,
 //       an empty one none. v1 adds the controller id and IsInternal, v2 the cluster id,
 //       v4 AllowAutoTopicCreation (earlier versions always allow it), v5 offline
 //       replicas, v7 leader epochs, v8 authorized operations when asked for (the
@@ -72,9 +74,10 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	resp.ClusterID = &h.cfg.ClusterID
 	resp.ControllerID = h.controllerID(img)
 
+	// v0 lists only live replicas, as Kafka (errorUnavailableEndpoints).
+	d := topicDescriber{liveOnly: req.Version == 0}
 	if all {
 		topics := img.Topics()
-		var d topicDescriber
 		d.reserve(topics)
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(topics))
 		for _, t := range topics {
@@ -83,7 +86,7 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 			}
 		}
 	} else {
-		resp.Topics = h.describeNamedTopics(named, img, describable, creatable, clusterCreate, autoCreate)
+		resp.Topics = h.describeNamedTopics(&d, named, img, describable, creatable, clusterCreate, autoCreate)
 	}
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = h.clusterAuthorizedOperations(ctx, c)
@@ -162,7 +165,7 @@ func requestedTopics(req *kmsg.MetadataRequest) []kmsg.MetadataRequestTopic {
 }
 
 // describeNamedTopics is Metadata's answer for the named topics, in order.
-func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
+func (h *Handlers) describeNamedTopics(d *topicDescriber, named []kmsg.MetadataRequestTopic, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
 	var topics []kmsg.MetadataResponseTopic
 	for _, rt := range named {
 		var t *metadata.Topic
@@ -173,7 +176,6 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 			t = img.TopicByID(rt.TopicID)
 		}
 		if t != nil && describable(t.Name) {
-			var d topicDescriber
 			topics = append(topics, d.describe(img, t))
 			continue
 		}
@@ -230,6 +232,9 @@ func (h *Handlers) autoCreateNamed(ctx context.Context, names []string) {
 // partitions there are, not a few per topic.
 type topicDescriber struct {
 	slab []kmsg.MetadataResponseTopicPartition
+	// liveOnly lists only the replicas and ISR members on live brokers, and
+	// REPLICA_NOT_AVAILABLE where one is left out (Metadata v0).
+	liveOnly bool
 }
 
 // reserve makes room for the partitions of topics.
@@ -257,8 +262,14 @@ func (d *topicDescriber) describe(img *metadata.Image, t *metadata.Topic) kmsg.M
 		mp.Replicas = p.Replicas
 		mp.ISR = p.ISR
 		mp.OfflineReplicas = offlineReplicas(img, p)
-		if !leaderLive(img, p) {
+		if d.liveOnly {
+			mp.Replicas, mp.ISR = liveReplicas(img, p.Replicas), liveReplicas(img, p.ISR)
+		}
+		switch {
+		case !leaderLive(img, p):
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		case len(mp.Replicas) < len(p.Replicas) || len(mp.ISR) < len(p.ISR):
+			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
 		}
 		d.slab = append(d.slab, mp)
 	}
@@ -276,6 +287,15 @@ func offlineReplicas(img *metadata.Image, p *metadata.Partition) []int32 {
 		}
 	}
 	return offline
+}
+
+// liveReplicas is the replicas of ids on live brokers: ids itself when every
+// one is.
+func liveReplicas(img *metadata.Image, ids []int32) []int32 {
+	if !slices.ContainsFunc(ids, func(id int32) bool { return !img.IsLive(id) }) {
+		return ids
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return !img.IsLive(id) })
 }
 
 // leaderLive reports whether p has a leader and it is live.

@@ -406,3 +406,56 @@ func TestMetadataAutoCreatePending(t *testing.T) {
 		t.Errorf("asked to create %v, want new", *asked)
 	}
 }
+
+// TestMetadataV0UnavailableReplicas: as Kafka's metadata cache answers v0
+// (errorUnavailableEndpoints), a partition lists only the replicas and ISR
+// members on live brokers, and REPLICA_NOT_AVAILABLE when it left one out
+// while its leader is live; v1+ lists them all (the dead ones also as
+// offline from v5) without an error. Topic "t" has partitions with replicas
+// [1 2] ISR [1] leader 1, [2 1] ISR [2 1] leader 2, [2] leader 2 and [1 2]
+// ISR [1 2] leader 1; broker 2 is fenced here, its partitions leaderless.
+func TestMetadataV0UnavailableReplicas(t *testing.T) {
+	h := newErrorsHandlers(t)
+	img, err := metadata.ApplyAll(h.cluster.Image(), []metadata.Record{
+		&metadata.FenceBrokerRecord{BrokerID: 2, Epoch: 1},
+		&metadata.PartitionChangeRecord{TopicID: errTopicID, Partition: 1, Leader: metadata.NoLeader, LeaderEpoch: 1, ISR: []int32{2, 1}},
+		&metadata.PartitionChangeRecord{TopicID: errTopicID, Partition: 2, Leader: metadata.NoLeader, LeaderEpoch: 6, ISR: []int32{2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cluster = fakeCluster{img: img}
+	describe := func(mp kmsg.MetadataResponseTopicPartition) string {
+		code := "NONE"
+		if mp.ErrorCode != 0 {
+			code = kerr.ErrorForCode(mp.ErrorCode).(*kerr.Error).Message
+		}
+		return fmt.Sprintf("%d: leader %d replicas %v isr %v %s", mp.Partition, mp.Leader, mp.Replicas, mp.ISR, code)
+	}
+	for _, tc := range []struct {
+		version int16
+		want    []string
+	}{
+		{0, []string{
+			"0: leader 1 replicas [1] isr [1] REPLICA_NOT_AVAILABLE",
+			"1: leader -1 replicas [1] isr [1] LEADER_NOT_AVAILABLE",
+			"2: leader -1 replicas [] isr [] LEADER_NOT_AVAILABLE",
+			"3: leader 1 replicas [1] isr [1] REPLICA_NOT_AVAILABLE",
+		}},
+		{1, []string{
+			"0: leader 1 replicas [1 2] isr [1] NONE",
+			"1: leader -1 replicas [2 1] isr [2 1] LEADER_NOT_AVAILABLE",
+			"2: leader -1 replicas [2] isr [2] LEADER_NOT_AVAILABLE",
+			"3: leader 1 replicas [1 2] isr [1 2] NONE",
+		}},
+	} {
+		resp := serve(t, h, metadataTopics(tc.version, byName("t"))).(*kmsg.MetadataResponse)
+		var got []string
+		for _, mp := range resp.Topics[0].Partitions {
+			got = append(got, describe(mp))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("v%d:\n got %q\nwant %q", tc.version, got, tc.want)
+		}
+	}
+}
