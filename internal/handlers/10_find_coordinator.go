@@ -134,8 +134,10 @@ func (h *Handlers) ensureInternalTopic(ctx context.Context, topic string) {
 // settings, whichever path creates it (Kafka's
 // AutoTopicCreationManager.creatableTopic): the coordinator's partition count;
 // for the group and transaction coordinators' topics the default replication
-// factor, compacted, 100 MiB segments; for the share coordinator's
-// share.StateTopicSettings, which its state store creates the topic with too.
+// factor, compacted, 100 MiB segments, the compression Kafka's coordinators
+// set (producer; uncompressed), no unclean election for transactions; for the
+// share coordinator's share.StateTopicSettings, which its state store creates
+// the topic with too.
 func (h *Handlers) internalTopic(topic string) kmsg.CreateTopicsRequestTopic {
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.ReplicationFactor = topic, -1
@@ -143,8 +145,11 @@ func (h *Handlers) internalTopic(topic string) kmsg.CreateTopicsRequestTopic {
 	switch topic {
 	case group.OffsetsTopic:
 		t.NumPartitions = h.cfg.OffsetsTopicPartitions
+		configs["compression.type"] = "producer"
 	case txn.StateTopic:
 		t.NumPartitions = h.cfg.TransactionStatePartitions
+		configs["compression.type"] = "uncompressed"
+		configs["unclean.leader.election.enable"] = "false"
 	case share.StateTopic:
 		t.NumPartitions = h.cfg.ShareStatePartitions
 		t.ReplicationFactor, configs = share.StateTopicSettings(len(h.cluster.Image().LiveBrokers()))

@@ -367,7 +367,8 @@ func TestMetadataAutoCreatesInternalTopicsAsTheirCoordinators(t *testing.T) {
 		rf         int16
 		configs    map[string]string
 	}{
-		{txn.StateTopic, 7, -1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}},
+		{txn.StateTopic, 7, -1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600",
+			"compression.type": "uncompressed", "unclean.leader.election.enable": "false"}},
 		{share.StateTopic, 9, shareRF, shareConfigs},
 	} {
 		t.Run(tc.topic, func(t *testing.T) {
@@ -457,5 +458,21 @@ func TestMetadataV0UnavailableReplicas(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("v%d:\n got %q\nwant %q", tc.version, got, tc.want)
 		}
+	}
+}
+
+// TestOffsetsTopicSettings: __consumer_offsets is created as Kafka's group
+// coordinator creates it (groupMetadataTopicConfigs): compacted, 100 MiB
+// segments, the producer's compression, its own partition count.
+func TestOffsetsTopicSettings(t *testing.T) {
+	h := newErrorsHandlersWith(t, Config{OffsetsTopicPartitions: 5})
+	got := h.internalTopic(OffsetsTopic)
+	configs := map[string]string{}
+	for _, c := range got.Configs {
+		configs[c.Name] = nullable(c.Value)
+	}
+	want := map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"}
+	if got.NumPartitions != 5 || got.ReplicationFactor != -1 || !maps.Equal(configs, want) {
+		t.Errorf("%d partitions, replication factor %d, configs %v; want 5, -1, %v", got.NumPartitions, got.ReplicationFactor, configs, want)
 	}
 }
