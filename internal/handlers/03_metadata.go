@@ -18,6 +18,10 @@ package handlers
 // new topic, or UNKNOWN_TOPIC_OR_PARTITION while it is not yet applied (Kafka
 // 4's answer for every topic it auto-creates). An internal topic not there yet
 // is answered internal.
+// Named topics are answered in the request's order. Kafka groups them by
+// outcome (unknown ids, described, denied CREATE, denied DESCRIBE), each group
+// in the order of a Scala set (hash order past four topics); the schema keys
+// the topics by name (mapKey) and no client reads their order.
 
 import (
 	"context"
