@@ -1,7 +1,9 @@
 package handlers
 
 // Metadata (key 3), v0-v13.
-//   v0: an empty topic list means every topic; v1+: a null list means every topic,
+//   v0: an empty topic list means every topic, and a partition lists only the
+//       replicas and ISR members on live brokers (REPLICA_NOT_AVAILABLE when it
+//       leaves one out and the leader is live); v1+: a null list means every topic,
 //       an empty one none. v1 adds the controller id and IsInternal, v2 the cluster id,
 //       v4 AllowAutoTopicCreation (earlier versions always allow it), v5 offline
 //       replicas, v7 leader epochs, v8 authorized operations when asked for (the
@@ -11,11 +13,15 @@ package handlers
 //       INVALID_REQUEST), v12 lookup by topic id (once one topic is given by
 //       id, the names of the request are ignored), v13 a top-level error code (KIP-1102),
 //       always 0 as from a Kafka 4.4 broker.
-// Unknown topics are created when the broker and the request allow it (the
-// group and transaction coordinators' topics with their own partition counts,
-// compacted): the answer then carries the new topic (or LEADER_NOT_AVAILABLE
-// while it is not yet applied). An internal topic not there yet is answered
-// internal.
+// Unknown topics are created when the broker and the request allow it (an
+// internal topic as its coordinator creates it): the answer then carries the
+// new topic, or UNKNOWN_TOPIC_OR_PARTITION while it is not yet applied (Kafka
+// 4's answer for every topic it auto-creates). An internal topic not there yet
+// is answered internal.
+// Named topics are answered in the request's order. Kafka groups them by
+// outcome (unknown ids, described, denied CREATE, denied DESCRIBE), each group
+// in the order of a Scala set (hash order past four topics); the schema keys
+// the topics by name (mapKey) and no client reads their order.
 
 import (
 	"context"
@@ -72,9 +78,10 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 	resp.ClusterID = &h.cfg.ClusterID
 	resp.ControllerID = h.controllerID(img)
 
+	// v0 lists only live replicas, as Kafka (errorUnavailableEndpoints).
+	d := topicDescriber{liveOnly: req.Version == 0}
 	if all {
 		topics := img.Topics()
-		var d topicDescriber
 		d.reserve(topics)
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(topics))
 		for _, t := range topics {
@@ -83,7 +90,7 @@ func (h *Handlers) metadata(ctx context.Context, c *protocol.ConnInfo, r *protoc
 			}
 		}
 	} else {
-		resp.Topics = h.describeNamedTopics(named, img, describable, creatable, clusterCreate, autoCreate)
+		resp.Topics = h.describeNamedTopics(&d, named, img, describable, creatable, clusterCreate, autoCreate)
 	}
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = h.clusterAuthorizedOperations(ctx, c)
@@ -162,7 +169,7 @@ func requestedTopics(req *kmsg.MetadataRequest) []kmsg.MetadataRequestTopic {
 }
 
 // describeNamedTopics is Metadata's answer for the named topics, in order.
-func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
+func (h *Handlers) describeNamedTopics(d *topicDescriber, named []kmsg.MetadataRequestTopic, img *metadata.Image, describable, creatable func(string) bool, clusterCreate, autoCreate bool) []kmsg.MetadataResponseTopic {
 	var topics []kmsg.MetadataResponseTopic
 	for _, rt := range named {
 		var t *metadata.Topic
@@ -173,7 +180,6 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 			t = img.TopicByID(rt.TopicID)
 		}
 		if t != nil && describable(t.Name) {
-			var d topicDescriber
 			topics = append(topics, d.describe(img, t))
 			continue
 		}
@@ -195,9 +201,9 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case metadata.ValidateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
-			case autoCreate:
-				mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			default:
+				// Being auto-created too, as Kafka 4 answers a topic it
+				// has sent to the controller for creation.
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 		}
@@ -207,18 +213,14 @@ func (h *Handlers) describeNamedTopics(named []kmsg.MetadataRequestTopic, img *m
 }
 
 // autoCreateNamed creates the missing topics a Metadata request names, as
-// Kafka's AutoTopicCreationManager: the group and transaction coordinators'
-// topics as those coordinators create them (their own partition counts,
-// compacted), any other with the broker's defaults.
+// Kafka's AutoTopicCreationManager: an internal topic as its coordinator
+// creates it (internalTopic), any other with the broker's defaults.
 func (h *Handlers) autoCreateNamed(ctx context.Context, names []string) {
 	var others []string
 	for _, name := range names {
-		switch name {
-		case OffsetsTopic:
-			h.ensureInternalTopic(ctx, name, h.cfg.OffsetsTopicPartitions)
-		case txn.StateTopic:
-			h.ensureInternalTopic(ctx, name, h.cfg.TransactionStatePartitions)
-		default:
+		if IsInternalTopic(name) {
+			h.ensureInternalTopic(ctx, name)
+		} else {
 			others = append(others, name)
 		}
 	}
@@ -234,6 +236,9 @@ func (h *Handlers) autoCreateNamed(ctx context.Context, names []string) {
 // partitions there are, not a few per topic.
 type topicDescriber struct {
 	slab []kmsg.MetadataResponseTopicPartition
+	// liveOnly lists only the replicas and ISR members on live brokers, and
+	// REPLICA_NOT_AVAILABLE where one is left out (Metadata v0).
+	liveOnly bool
 }
 
 // reserve makes room for the partitions of topics.
@@ -261,8 +266,14 @@ func (d *topicDescriber) describe(img *metadata.Image, t *metadata.Topic) kmsg.M
 		mp.Replicas = p.Replicas
 		mp.ISR = p.ISR
 		mp.OfflineReplicas = offlineReplicas(img, p)
-		if !leaderLive(img, p) {
+		if d.liveOnly {
+			mp.Replicas, mp.ISR = liveReplicas(img, p.Replicas), liveReplicas(img, p.ISR)
+		}
+		switch {
+		case !leaderLive(img, p):
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		case len(mp.Replicas) < len(p.Replicas) || len(mp.ISR) < len(p.ISR):
+			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
 		}
 		d.slab = append(d.slab, mp)
 	}
@@ -280,6 +291,15 @@ func offlineReplicas(img *metadata.Image, p *metadata.Partition) []int32 {
 		}
 	}
 	return offline
+}
+
+// liveReplicas is the replicas of ids on live brokers: ids itself when every
+// one is.
+func liveReplicas(img *metadata.Image, ids []int32) []int32 {
+	if !slices.ContainsFunc(ids, func(id int32) bool { return !img.IsLive(id) }) {
+		return ids
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return !img.IsLive(id) })
 }
 
 // leaderLive reports whether p has a leader and it is live.

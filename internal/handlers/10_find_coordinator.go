@@ -15,6 +15,8 @@ package handlers
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,13 +40,13 @@ func (h *Handlers) findCoordinator(ctx context.Context, c *protocol.ConnInfo, r 
 	if req.CoordinatorType == 2 {
 		return reply(h.findShareCoordinator(ctx, c, req, keys))
 	}
-	topic, partitions := group.OffsetsTopic, h.cfg.OffsetsTopicPartitions
+	topic := group.OffsetsTopic
 	if req.CoordinatorType == 1 {
-		topic, partitions = txn.StateTopic, h.cfg.TransactionStatePartitions
+		topic = txn.StateTopic
 	}
 	known := req.CoordinatorType == 0 || (req.CoordinatorType == 1 && h.cfg.Transactions != nil)
 	if known && img.Topic(topic) == nil {
-		h.ensureInternalTopic(ctx, topic, partitions)
+		h.ensureInternalTopic(ctx, topic)
 		img = h.cluster.Image()
 	}
 	for _, key := range keys {
@@ -122,14 +124,40 @@ func (h *Handlers) locateCoordinator(img *metadata.Image, topic string, partitio
 	c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
 }
 
-// ensureInternalTopic creates a coordinator's topic if it does not exist yet.
-func (h *Handlers) ensureInternalTopic(ctx context.Context, topic string, partitions int32) {
+// ensureInternalTopic creates one of Kafka's internal topics if it does not
+// exist yet, as its coordinator creates it (internalTopic).
+func (h *Handlers) ensureInternalTopic(ctx context.Context, topic string) {
+	h.createOwnTopics(ctx, "created internal topic", []kmsg.CreateTopicsRequestTopic{h.internalTopic(topic)})
+}
+
+// internalTopic is the creation of an internal topic with its coordinator's
+// settings, whichever path creates it (Kafka's
+// AutoTopicCreationManager.creatableTopic): the coordinator's partition count;
+// for the group and transaction coordinators' topics the default replication
+// factor, compacted, 100 MiB segments, the compression Kafka's coordinators
+// set (producer; uncompressed), no unclean election for transactions; for the
+// share coordinator's share.StateTopicSettings, which its state store creates
+// the topic with too.
+func (h *Handlers) internalTopic(topic string) kmsg.CreateTopicsRequestTopic {
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, -1
-	for _, kv := range [][2]string{{"cleanup.policy", "compact"}, {"segment.bytes", strconv.Itoa(100 << 20)}} {
+	t.Topic, t.ReplicationFactor = topic, -1
+	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
+	switch topic {
+	case group.OffsetsTopic:
+		t.NumPartitions = h.cfg.OffsetsTopicPartitions
+		configs["compression.type"] = "producer"
+	case txn.StateTopic:
+		t.NumPartitions = h.cfg.TransactionStatePartitions
+		configs["compression.type"] = "uncompressed"
+		configs["unclean.leader.election.enable"] = "false"
+	case share.StateTopic:
+		t.NumPartitions = h.cfg.ShareStatePartitions
+		t.ReplicationFactor, configs = share.StateTopicSettings(len(h.cluster.Image().LiveBrokers()))
+	}
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		c.Name, c.Value = name, kmsg.StringPtr(configs[name])
 		t.Configs = append(t.Configs, c)
 	}
-	h.createOwnTopics(ctx, "created internal topic", []kmsg.CreateTopicsRequestTopic{t})
+	return t
 }

@@ -37,7 +37,7 @@ func (h *Handlers) addOffsetsToTxn(ctx context.Context, c *protocol.ConnInfo, r 
 	}
 	img := h.cluster.Image()
 	if img.Topic(group.OffsetsTopic) == nil {
-		h.ensureInternalTopic(ctx, group.OffsetsTopic, h.cfg.OffsetsTopicPartitions)
+		h.ensureInternalTopic(ctx, group.OffsetsTopic)
 		img = h.cluster.Image()
 	}
 	t := img.Topic(group.OffsetsTopic)

@@ -3,7 +3,9 @@ package handlers
 // DescribeCluster (key 60), v0-v2 (all flexible). v1 adds the endpoint type: this
 // is a broker endpoint (1), and a request for controllers (2) is answered
 // MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers it (controllers are not
-// exposed to clients); any other type is UNSUPPORTED_ENDPOINT_TYPE. v2 adds
+// exposed to clients); any other type is UNSUPPORTED_ENDPOINT_TYPE. (On the
+// controller listener, controller_listener.go, v0 asks for brokers:
+// INVALID_REQUEST.) v2 adds
 // IncludeFencedBrokers (KIP-1073): fenced brokers are listed too, marked IsFenced
 // (`kafka-cluster list-endpoints --include-fenced-brokers`).
 // As in Kafka, anyone may describe the cluster: DESCRIBE on the cluster only
@@ -29,11 +31,7 @@ const controllerEndpoint = 2
 func (h *Handlers) describeCluster(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	asked := req.EndpointType
-	if r.Version == 0 { // no endpoint type: a broker's answer
-		asked = brokerEndpoint
-	}
-	if !h.startClusterDescription(ctx, c, req, resp, asked, brokerEndpoint) {
+	if !h.startClusterDescription(ctx, c, req, r.Version, resp, brokerEndpoint) {
 		return reply(resp)
 	}
 	img := h.cluster.Image()
@@ -55,12 +53,17 @@ func (h *Handlers) describeCluster(ctx context.Context, c *protocol.ConnInfo, r 
 }
 
 // startClusterDescription starts resp, a DescribeCluster answer from a
-// listener of endpoint type served to a request for endpoint type asked:
-// false, with the error set, when they differ (MISMATCHED_ENDPOINT_TYPE for
-// the other of broker and controller, UNSUPPORTED_ENDPOINT_TYPE for any
-// other); else the cluster's authorized operations when asked for.
-func (h *Handlers) startClusterDescription(ctx context.Context, c *protocol.ConnInfo, req *kmsg.DescribeClusterRequest, resp *kmsg.DescribeClusterResponse, asked, served int8) bool {
-	resp.EndpointType = served
+// listener of endpoint type served to req (of version): false, with the error
+// set, when req asks for another type (v0 has none: the schema's default,
+// broker). As Kafka's AuthHelper, that is MISMATCHED_ENDPOINT_TYPE for the
+// other of broker and controller, UNSUPPORTED_ENDPOINT_TYPE for any other,
+// INVALID_REQUEST on v0, and the refusal keeps the default endpoint type; else
+// the cluster's authorized operations when asked for.
+func (h *Handlers) startClusterDescription(ctx context.Context, c *protocol.ConnInfo, req *kmsg.DescribeClusterRequest, version int16, resp *kmsg.DescribeClusterResponse, served int8) bool {
+	asked := req.EndpointType
+	if version == 0 {
+		asked = brokerEndpoint
+	}
 	if asked != served {
 		names := map[int8]string{brokerEndpoint: "broker", controllerEndpoint: "controller"}
 		resp.ErrorCode = kerr.MismatchedEndpointType.Code
@@ -69,9 +72,13 @@ func (h *Handlers) startClusterDescription(ctx context.Context, c *protocol.Conn
 			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 			msg = "unsupported endpoint type " + strconv.Itoa(int(asked))
 		}
+		if version == 0 {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+		}
 		resp.ErrorMessage = &msg
 		return false
 	}
+	resp.EndpointType = served
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = h.clusterAuthorizedOperations(ctx, c)
 	}

@@ -66,7 +66,8 @@ func (h *Handlers) ControllerListenerHandler() protocol.Handler {
 // describeControllers is DescribeCluster on the controller listener: the
 // controller voters at their controller listener addresses, as a Kafka
 // controller answers it (endpoint type 2); a request for brokers (type 1) is
-// MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE. The
+// MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST on v0, which has no endpoint type
+// and so asks for brokers), any other type UNSUPPORTED_ENDPOINT_TYPE. The
 // controller id is the active controller's, -1 while there is none. It needs
 // ALTER on the cluster, as a Kafka controller's does (a broker's needs
 // DESCRIBE).
@@ -77,7 +78,7 @@ func (h *Handlers) describeControllers(ctx context.Context, c *protocol.ConnInfo
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return reply(resp)
 	}
-	if !h.startClusterDescription(ctx, c, req, resp, req.EndpointType, controllerEndpoint) {
+	if !h.startClusterDescription(ctx, c, req, r.Version, resp, controllerEndpoint) {
 		return reply(resp)
 	}
 	voters, err := h.cluster.VoterAddrs(ctx)

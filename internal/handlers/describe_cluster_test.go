@@ -89,7 +89,10 @@ func (c votersCluster) VoterAddrs(context.Context) ([]controller.QuorumMember, e
 
 // TestDescribeControllers: DescribeCluster on the controller listener lists
 // the voters at their controller addresses as endpoint type 2, and refuses
-// a request for brokers (MISMATCHED_ENDPOINT_TYPE) or an unknown type.
+// a request for brokers (MISMATCHED_ENDPOINT_TYPE; INVALID_REQUEST on v0,
+// which asks for brokers) or an unknown type. As Kafka's AuthHelper, a refusal
+// carries the schema's default endpoint type (1); it answered 2, and
+// MISMATCHED_ENDPOINT_TYPE on v0.
 func TestDescribeControllers(t *testing.T) {
 	h := &Handlers{cfg: Config{ClusterID: "c", NodeID: 1}, cluster: votersCluster{
 		imageCluster: imageCluster{img: metadata.NewImage()},
@@ -97,21 +100,27 @@ func TestDescribeControllers(t *testing.T) {
 	}}
 	for _, tc := range []struct {
 		name         string
+		version      int16
 		endpointType int8
 		wantErr      int16
 		want         []string
 	}{
-		{"controllers", controllerEndpoint, 0, []string{"1 127.0.0.11:9093", "3 127.0.0.13:9093"}},
-		{"brokers", brokerEndpoint, kerr.MismatchedEndpointType.Code, nil},
-		{"an unknown type", 7, kerr.UnsupportedEndpointType.Code, nil},
+		{"controllers", 1, controllerEndpoint, 0, []string{"1 127.0.0.11:9093", "3 127.0.0.13:9093"}},
+		{"brokers", 1, brokerEndpoint, kerr.MismatchedEndpointType.Code, nil},
+		{"an unknown type", 1, 7, kerr.UnsupportedEndpointType.Code, nil},
+		{"v0", 0, brokerEndpoint, kerr.InvalidRequest.Code, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := kmsg.NewPtrDescribeClusterRequest()
-			req.SetVersion(1)
+			req.SetVersion(tc.version)
 			req.EndpointType = tc.endpointType
-			resp := h.describeControllers(context.Background(), nil, &protocol.Request{Key: 60, Version: 1, Msg: req}).Msg.(*kmsg.DescribeClusterResponse)
-			if resp.ErrorCode != tc.wantErr || resp.EndpointType != controllerEndpoint {
-				t.Fatalf("error code %d, endpoint type %d; want %d, %d", resp.ErrorCode, resp.EndpointType, tc.wantErr, controllerEndpoint)
+			resp := h.describeControllers(context.Background(), nil, &protocol.Request{Key: 60, Version: tc.version, Msg: req}).Msg.(*kmsg.DescribeClusterResponse)
+			wantType := int8(controllerEndpoint)
+			if tc.wantErr != 0 {
+				wantType = kmsg.NewDescribeClusterResponse().EndpointType
+			}
+			if resp.ErrorCode != tc.wantErr || resp.EndpointType != wantType {
+				t.Fatalf("error code %d, endpoint type %d; want %d, %d", resp.ErrorCode, resp.EndpointType, tc.wantErr, wantType)
 			}
 			var got []string
 			for _, b := range resp.Brokers {

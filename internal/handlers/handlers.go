@@ -130,6 +130,9 @@ type Config struct {
 	// TransactionStatePartitions is the partition count __transaction_state is
 	// created with.
 	TransactionStatePartitions int32
+	// ShareStatePartitions is the partition count __share_group_state is
+	// created with (share.coordinator.state.topic.num.partitions).
+	ShareStatePartitions int32
 	// AddToRemoteTxn sends AddPartitionsToTxn (the v4+ broker form) to the
 	// broker coordinating a transaction (KIP-890's implicit adds); nil: only
 	// transactions coordinated here can be joined.

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/share"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -291,7 +292,7 @@ func TestMetadataUnknownInternalTopic(t *testing.T) {
 		created    bool
 	}{
 		{"no auto-creation", false, nil, "UNKNOWN_TOPIC_OR_PARTITION", true, false},
-		{"auto-created", true, nil, "LEADER_NOT_AVAILABLE", true, true},
+		{"auto-created", true, nil, "UNKNOWN_TOPIC_OR_PARTITION", true, true},
 		{"no CREATE", true, allowAnonymous(describe, resTopic, txn.StateTopic), "TOPIC_AUTHORIZATION_FAILED", true, false},
 		{"no DESCRIBE", true, allowAnonymous(describe, resTopic, "t"), "TOPIC_AUTHORIZATION_FAILED", false, false},
 	} {
@@ -348,5 +349,130 @@ func TestMetadataAutoCreateInvalidName(t *testing.T) {
 				t.Errorf("auto-created %v, want nothing", *asked)
 			}
 		})
+	}
+}
+
+// TestMetadataAutoCreatesInternalTopicsAsTheirCoordinators: as Kafka's
+// AutoTopicCreationManager, a Metadata request that auto-creates an internal
+// topic creates it with its coordinator's settings, the ones the coordinator
+// itself creates it with: __share_group_state got the broker defaults (here 1
+// partition, no configs), which the share coordinator, hashing keys over
+// share.coordinator.state.topic.num.partitions, could not use.
+func TestMetadataAutoCreatesInternalTopicsAsTheirCoordinators(t *testing.T) {
+	const brokers = 2 // newErrorsHandlers registers two
+	shareRF, shareConfigs := share.StateTopicSettings(brokers)
+	for _, tc := range []struct {
+		topic      string
+		partitions int32
+		rf         int16
+		configs    map[string]string
+	}{
+		{txn.StateTopic, 7, -1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600",
+			"compression.type": "uncompressed", "unclean.leader.election.enable": "false"}},
+		{share.StateTopic, 9, shareRF, shareConfigs},
+	} {
+		t.Run(tc.topic, func(t *testing.T) {
+			h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true, DefaultPartitions: 1,
+				TransactionStatePartitions: 7, ShareStatePartitions: 9})
+			asked := withCreatingCluster(h)
+			req := metadataTopics(12, byName(tc.topic))
+			req.AllowAutoTopicCreation = true
+			serve(t, h, req)
+			if len(*asked) != 1 {
+				t.Fatalf("asked to create %v, want %s", *asked, tc.topic)
+			}
+			got := (*asked)[0]
+			if got.Name != tc.topic || got.NumPartitions != tc.partitions || got.ReplicationFactor != tc.rf || !maps.Equal(got.Configs, tc.configs) {
+				t.Errorf("created %+v, want %d partitions, replication factor %d, configs %v", got, tc.partitions, tc.rf, tc.configs)
+			}
+		})
+	}
+}
+
+// TestMetadataAutoCreatePending: a topic Metadata asked to auto-create and
+// not yet in the image is UNKNOWN_TOPIC_OR_PARTITION, as Kafka 4 answers every
+// topic it sends to the controller for creation (AutoTopicCreationManager's
+// sendCreateTopicRequest); it was LEADER_NOT_AVAILABLE, the answer of Kafka's
+// ZooKeeper path. The client retries either way.
+func TestMetadataAutoCreatePending(t *testing.T) {
+	h := newErrorsHandlersWith(t, Config{AutoCreateTopics: true, DefaultPartitions: 1})
+	asked := withCreatingCluster(h)
+	req := metadataTopics(12, byName("new"))
+	req.AllowAutoTopicCreation = true
+	got := answered(serve(t, h, req).(*kmsg.MetadataResponse))
+	if want := []string{"new/UNKNOWN_TOPIC_OR_PARTITION"}; !slices.Equal(got, want) {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+	if len(*asked) != 1 || (*asked)[0].Name != "new" {
+		t.Errorf("asked to create %v, want new", *asked)
+	}
+}
+
+// TestMetadataV0UnavailableReplicas: as Kafka's metadata cache answers v0
+// (errorUnavailableEndpoints), a partition lists only the replicas and ISR
+// members on live brokers, and REPLICA_NOT_AVAILABLE when it left one out
+// while its leader is live; v1+ lists them all (the dead ones also as
+// offline from v5) without an error. Topic "t" has partitions with replicas
+// [1 2] ISR [1] leader 1, [2 1] ISR [2 1] leader 2, [2] leader 2 and [1 2]
+// ISR [1 2] leader 1; broker 2 is fenced here, its partitions leaderless.
+func TestMetadataV0UnavailableReplicas(t *testing.T) {
+	h := newErrorsHandlers(t)
+	img, err := metadata.ApplyAll(h.cluster.Image(), []metadata.Record{
+		&metadata.FenceBrokerRecord{BrokerID: 2, Epoch: 1},
+		&metadata.PartitionChangeRecord{TopicID: errTopicID, Partition: 1, Leader: metadata.NoLeader, LeaderEpoch: 1, ISR: []int32{2, 1}},
+		&metadata.PartitionChangeRecord{TopicID: errTopicID, Partition: 2, Leader: metadata.NoLeader, LeaderEpoch: 6, ISR: []int32{2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cluster = fakeCluster{img: img}
+	describe := func(mp kmsg.MetadataResponseTopicPartition) string {
+		code := "NONE"
+		if mp.ErrorCode != 0 {
+			code = kerr.ErrorForCode(mp.ErrorCode).(*kerr.Error).Message
+		}
+		return fmt.Sprintf("%d: leader %d replicas %v isr %v %s", mp.Partition, mp.Leader, mp.Replicas, mp.ISR, code)
+	}
+	for _, tc := range []struct {
+		version int16
+		want    []string
+	}{
+		{0, []string{
+			"0: leader 1 replicas [1] isr [1] REPLICA_NOT_AVAILABLE",
+			"1: leader -1 replicas [1] isr [1] LEADER_NOT_AVAILABLE",
+			"2: leader -1 replicas [] isr [] LEADER_NOT_AVAILABLE",
+			"3: leader 1 replicas [1] isr [1] REPLICA_NOT_AVAILABLE",
+		}},
+		{1, []string{
+			"0: leader 1 replicas [1 2] isr [1] NONE",
+			"1: leader -1 replicas [2 1] isr [2 1] LEADER_NOT_AVAILABLE",
+			"2: leader -1 replicas [2] isr [2] LEADER_NOT_AVAILABLE",
+			"3: leader 1 replicas [1 2] isr [1 2] NONE",
+		}},
+	} {
+		resp := serve(t, h, metadataTopics(tc.version, byName("t"))).(*kmsg.MetadataResponse)
+		var got []string
+		for _, mp := range resp.Topics[0].Partitions {
+			got = append(got, describe(mp))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("v%d:\n got %q\nwant %q", tc.version, got, tc.want)
+		}
+	}
+}
+
+// TestOffsetsTopicSettings: __consumer_offsets is created as Kafka's group
+// coordinator creates it (groupMetadataTopicConfigs): compacted, 100 MiB
+// segments, the producer's compression, its own partition count.
+func TestOffsetsTopicSettings(t *testing.T) {
+	h := newErrorsHandlersWith(t, Config{OffsetsTopicPartitions: 5})
+	got := h.internalTopic(OffsetsTopic)
+	configs := map[string]string{}
+	for _, c := range got.Configs {
+		configs[c.Name] = nullable(c.Value)
+	}
+	want := map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"}
+	if got.NumPartitions != 5 || got.ReplicationFactor != -1 || !maps.Equal(configs, want) {
+		t.Errorf("%d partitions, replication factor %d, configs %v; want 5, -1, %v", got.NumPartitions, got.ReplicationFactor, configs, want)
 	}
 }

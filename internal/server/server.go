@@ -424,6 +424,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 		OffsetsTopicPartitions:     cfg.OffsetsTopicPartition,
 		Transactions:               n.txns,
 		TransactionStatePartitions: cfg.TransactionStatePartitions,
+		ShareStatePartitions:       cfg.ShareStatePartitions,
 		AddToRemoteTxn:             txnBrokers{n}.AddPartitionsToTxn,
 		Shares:                     n.shares,
 		ShareCoordinator:           n.shareCoord,

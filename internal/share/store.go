@@ -213,20 +213,29 @@ func (s *TopicStore) reader(clientID string, want map[int32]kgo.Offset) (*kgo.Cl
 // Close closes the store's client.
 func (s *TopicStore) Close() { s.cl.Close() }
 
-// Kafka's share.coordinator.state.topic.replication.factor and
-// share.coordinator.state.topic.min.isr. The state topic gets them capped to the
-// brokers there are, as Strata's other internal topics: a one-node cluster gets
+// Kafka's share.coordinator.state.topic.replication.factor, .min.isr and
+// .segment.bytes. The state topic gets the first two capped to the brokers
+// there are, as Strata's other internal topics: a one-node cluster gets
 // replication factor 1 and min.insync.replicas 1, two nodes 2 and 2.
 const (
 	stateTopicReplicationFactor = 3
 	stateTopicMinISR            = 2
+	stateTopicSegmentBytes      = 100 << 20
 )
 
-// stateTopicReplication is the state topic's replication factor and
-// min.insync.replicas with brokers brokers.
-func stateTopicReplication(brokers int) (rf int16, minISR int) {
+// StateTopicSettings is the replication factor and topic configs StateTopic is
+// created with on a cluster of brokers brokers, by the store and by a Metadata
+// request that auto-creates it alike (Kafka's share coordinator settings).
+// Unlike Kafka's, the topic is compacted: the store keeps the latest value of
+// each key and does not prune the topic itself.
+func StateTopicSettings(brokers int) (rf int16, configs map[string]string) {
 	rf = int16(max(min(stateTopicReplicationFactor, brokers), 1))
-	return rf, min(stateTopicMinISR, int(rf))
+	return rf, map[string]string{
+		"cleanup.policy":      "compact",
+		"compression.type":    "producer",
+		"min.insync.replicas": strconv.Itoa(min(stateTopicMinISR, int(rf))),
+		"segment.bytes":       strconv.Itoa(stateTopicSegmentBytes),
+	}
 }
 
 // ensure creates the state topic once.
@@ -245,9 +254,12 @@ func (s *TopicStore) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("share: listing brokers to create %s: %w", StateTopic, err)
 	}
-	rf, minISR := stateTopicReplication(len(meta.Brokers))
-	compact, isr := "compact", strconv.Itoa(minISR)
-	_, err = adm.CreateTopic(ctx, s.partitions, rf, map[string]*string{"cleanup.policy": &compact, "min.insync.replicas": &isr}, StateTopic)
+	rf, settings := StateTopicSettings(len(meta.Brokers))
+	configs := make(map[string]*string, len(settings))
+	for k, v := range settings {
+		configs[k] = &v
+	}
+	_, err = adm.CreateTopic(ctx, s.partitions, rf, configs, StateTopic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("share: creating %s: %w", StateTopic, err)
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 // TestTopicStoreCreatesStateTopic: the state topic is created as Kafka creates
-// __share_group_state (replication factor 3, min.insync.replicas 2), capped to the
-// brokers there are.
+// __share_group_state (replication factor 3, min.insync.replicas 2, capped to the
+// brokers there are; 100 MiB segments, the producer's compression) but
+// compacted.
 func TestTopicStoreCreatesStateTopic(t *testing.T) {
 	for _, tc := range []struct {
 		brokers int
@@ -55,8 +56,11 @@ func TestTopicStoreCreatesStateTopic(t *testing.T) {
 			for _, c := range cfg.Configs {
 				got[c.Key] = c.MaybeValue()
 			}
-			if got["min.insync.replicas"] != tc.minISR || got["cleanup.policy"] != "compact" {
-				t.Errorf("min.insync.replicas %q, cleanup.policy %q; want %q, compact", got["min.insync.replicas"], got["cleanup.policy"], tc.minISR)
+			for k, want := range map[string]string{"min.insync.replicas": tc.minISR, "cleanup.policy": "compact",
+				"segment.bytes": "104857600", "compression.type": "producer"} {
+				if got[k] != want {
+					t.Errorf("%s %q, want %q", k, got[k], want)
+				}
 			}
 		})
 	}
