@@ -73,7 +73,10 @@
 // key's records thus reach the log in the order they were decided, and no request
 // waits for appends other than its own. State changes that must be durable first
 // (offsets, the leader's assignment, deletions) apply when the append returns; a
-// failed append becomes a retriable error code.
+// failed append becomes a retriable error code. A simple group that a commit
+// (plain or transactional, generation -1) created goes again when the commit's
+// append fails or it appends nothing, as Kafka's coordinator runtime reverts
+// the state of a failed write: ListGroups, DescribeGroups and a reload agree.
 //
 // # Records
 //

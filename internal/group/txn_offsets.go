@@ -141,12 +141,18 @@ func (g *group) txnCommitLocked(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.Txn
 		}
 	}
 	if len(recs) == 0 {
+		if !g.writing {
+			g.dropFreshLocked()
+		}
 		return 0, false
 	}
 	txn := &producer{req.ProducerID, req.ProducerEpoch}
 	g.writeQ = append(g.writeQ, write{records: recs, txn: txn, done: func(first int64, err error) {
 		g.landedLocked(tps)
-		if err == nil && !g.unloaded {
+		switch {
+		case err != nil:
+			g.dropFreshLocked()
+		case !g.unloaded:
 			g.p.addTxnOffsets(txn.id, g.id, tps, offs, first)
 		}
 		done <- err
