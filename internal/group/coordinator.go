@@ -478,16 +478,20 @@ func (p *partition) lookup(c *Coordinator, id string, create bool) *group {
 
 // dropFreshLocked removes a fresh group (see lookup) that holds nothing
 // besides what writes that failed or were never queued would have made: as
-// Kafka's coordinator runtime reverts the state of a failed write, the simple
-// group a commit created goes with the commit, in memory as in the log. The
-// group is Dead for whoever still holds it. A commit calls it once its own
-// write failed, or when it queued none and no write of the group is in flight.
+// Kafka's coordinator runtime reverts the state of a failed write, the group a
+// commit or a consumer, share or streams group's first heartbeat created goes
+// with the write, in memory as in the log. A classic group goes only while it
+// is as a commit makes it (no members, no protocol type). The group is Dead for
+// whoever still holds it. Writers call it once their own write failed (a
+// commit also when it queued none and no write of the group is in flight).
 func (g *group) dropFreshLocked() {
-	if !g.fresh || g.unloaded || g.state != stateEmpty || g.protocolType != "" ||
-		len(g.members) > 0 || len(g.pending) > 0 || g.cg != nil || g.sg != nil || g.st != nil ||
+	modern := g.cg != nil || g.sg != nil || g.st != nil
+	simple := g.state == stateEmpty && g.protocolType == "" && len(g.members) == 0 && len(g.pending) == 0
+	if !g.fresh || g.unloaded || g.state == stateDead || !(modern || simple) ||
 		len(g.offsets) > 0 || len(g.pendingCommits) > 0 || len(g.writeQ) > 0 {
 		return
 	}
+	g.stopTimersLocked()
 	g.transitionLocked(stateDead)
 	g.p.remove(g)
 }

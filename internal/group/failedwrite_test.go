@@ -127,3 +127,61 @@ func TestFailedCommitCreatesNoGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedFirstHeartbeatCreatesNoGroup: the first heartbeat of a consumer,
+// share or streams group whose records fail to be appended leaves no group
+// behind (Kafka's runtime reverts the failed write, the group's creation
+// included): ListGroups and a reload show nothing, and the member joins again
+// as the first one once appends work.
+func TestFailedFirstHeartbeatCreatesNoGroup(t *testing.T) {
+	ctx := context.Background()
+	joins := []struct {
+		name string
+		join func(c *Coordinator) int16
+	}{
+		{"consumer", func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
+			hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+		}},
+		{"share", func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+			hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m", 0, []string{"t"}
+			return c.ShareGroupHeartbeat(ctx, hb).ErrorCode
+		}},
+		{"streams", func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
+			top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+			top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
+			hb.Topology = &top
+			hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			r, _ := c.StreamsGroupHeartbeat(ctx, hb)
+			return r.ErrorCode
+		}},
+	}
+	for _, j := range joins {
+		t.Run(j.name, func(t *testing.T) {
+			store := newMemStore()
+			c := newTestCoordinator(t, store)
+			defer func() { c.Close() }()
+			store.setFail(errors.New("not enough replicas"))
+			if code := j.join(c); code != kerr.CoordinatorNotAvailable.Code {
+				t.Fatalf("join with failing appends: %v", kerr.ErrorForCode(code))
+			}
+			store.setFail(nil)
+			if got := listedGroups(c); len(got) != 0 {
+				t.Errorf("ListGroups lists %v, want none", got)
+			}
+			c.Close()
+			c = newTestCoordinator(t, store)
+			if got := listedGroups(c); len(got) != 0 {
+				t.Errorf("after a reload ListGroups lists %v, want none", got)
+			}
+			if code := j.join(c); code != 0 {
+				t.Fatalf("join again: %v", kerr.ErrorForCode(code))
+			}
+		})
+	}
+}
