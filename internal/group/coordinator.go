@@ -463,16 +463,37 @@ func (c *Coordinator) loadedPartitions() (parts []*partition, loading bool) {
 	return parts, loading
 }
 
-// lookup returns the group, creating an Empty one when create is set.
+// lookup returns the group, creating an Empty one, fresh, when create is set.
 func (p *partition) lookup(c *Coordinator, id string, create bool) *group {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.groups[id]
 	if g == nil && create {
 		g = newGroup(c, p, id)
+		g.fresh = true
 		p.groups[id] = g
 	}
 	return g
+}
+
+// dropFreshLocked removes a fresh group (see lookup) that holds nothing
+// besides what writes that failed or were never queued would have made: as
+// Kafka's coordinator runtime reverts the state of a failed write, the group a
+// commit or a consumer, share or streams group's first heartbeat created goes
+// with the write, in memory as in the log. A classic group goes only while it
+// is as a commit makes it (no members, no protocol type). The group is Dead for
+// whoever still holds it. Writers call it once their own write failed (a
+// commit also when it queued none and no write of the group is in flight).
+func (g *group) dropFreshLocked() {
+	modern := g.cg != nil || g.sg != nil || g.st != nil
+	simple := g.state == stateEmpty && g.protocolType == "" && len(g.members) == 0 && len(g.pending) == 0
+	if !g.fresh || g.unloaded || g.state == stateDead || !(modern || simple) ||
+		len(g.offsets) > 0 || len(g.pendingCommits) > 0 || len(g.writeQ) > 0 {
+		return
+	}
+	g.stopTimersLocked()
+	g.transitionLocked(stateDead)
+	g.p.remove(g)
 }
 
 // remove drops g from the partition if it is still the group under its id.
@@ -770,6 +791,7 @@ func (c *Coordinator) drain(g *group) {
 			first, err = c.append(g.p, batch[0].txn, recs)
 		}
 		g.withLock(func() {
+			g.fresh = g.fresh && (err != nil || len(recs) == 0)
 			for _, w := range batch {
 				w.done(first, err)
 				first += int64(len(w.records))

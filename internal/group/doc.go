@@ -73,7 +73,12 @@
 // key's records thus reach the log in the order they were decided, and no request
 // waits for appends other than its own. State changes that must be durable first
 // (offsets, the leader's assignment, deletions) apply when the append returns; a
-// failed append becomes a retriable error code.
+// failed append becomes a retriable error code. A group no write of which was
+// ever appended goes again when one fails, as Kafka's coordinator runtime
+// reverts the state of a failed write: the simple group of a commit (plain or
+// transactional, generation -1; also when it appends nothing) and the consumer,
+// share or streams group of a first heartbeat. ListGroups, the describe APIs and
+// a reload agree.
 //
 // # Records
 //

@@ -145,6 +145,7 @@ type group struct {
 	subscribed   map[string]struct{} // topics of the current generation (consumer protocol)
 	subsKnown    bool                // subscribed is exact; false means "assume every topic"
 	unloaded     bool                // the partition was unloaded: the group is gone for good
+	fresh        bool                // made by a request; no write of it appended yet (dropFreshLocked)
 	cg           *consumerGroup      // the KIP-848 side; nil for a classic group (consumer.go)
 	sg           *shareGroup         // the KIP-932 side; nil unless a share group (share.go)
 	st           *streamsGroup       // the KIP-1071 side; nil unless a streams group (streams.go)

@@ -614,7 +614,8 @@ func (g *group) persistAwaitedLocked() <-chan error {
 }
 
 // queueRecordsLocked queues records and keeps g.written in step with
-// what the log will hold; if the append fails, their keys become unknown.
+// what the log will hold; if the append fails, their keys become unknown, and
+// a group no write of which was ever appended goes (dropFreshLocked).
 func (g *group) queueRecordsLocked(recs []Record, done func(error)) {
 	if g.written == nil {
 		g.written = map[string][]byte{}
@@ -629,6 +630,7 @@ func (g *group) queueRecordsLocked(recs []Record, done func(error)) {
 	g.queueLocked(recs, func(err error) {
 		if err != nil {
 			g.forgetRecordsLocked(recs)
+			g.dropFreshLocked()
 		}
 		if done != nil {
 			done(err)

@@ -144,8 +144,13 @@ func (g *group) commitLocked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 					putOffset(g.offsets, tp, offs[i])
 				}
 			}
+			if err != nil {
+				g.dropFreshLocked()
+			}
 			done <- err
 		})
+	} else if !g.writing {
+		g.dropFreshLocked()
 	}
 	return 0, acc
 }

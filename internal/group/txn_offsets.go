@@ -32,7 +32,8 @@ type TxnOffsetStore interface {
 // resolved by the handlers). With a member id or generation
 // (v3+) the member and generation are checked as for OffsetCommit; without them
 // the commit is accepted whatever the group's state (older producers do not know
-// the group's generation). The records are appended in their turn among the
+// the group's generation), except by a share group, which has no committed
+// offsets (GROUP_ID_NOT_FOUND). The records are appended in their turn among the
 // group's writes (txnCommitLocked) and the answer comes once they are; the
 // store refuses a producer epoch older than the producer's on the partition
 // (INVALID_PRODUCER_EPOCH), so a fenced zombie's offsets never become pending.
@@ -77,7 +78,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	var queued bool
 	g.withLock(func() { code, queued = g.txnCommitLocked(req, resp, done) })
 	if code != 0 {
-		setAll(txnCommitCode(code, req.Version))
+		setAll(code)
 		return resp
 	}
 	if !queued {
@@ -98,11 +99,16 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 // writes, answering the partitions it refuses in resp. Until appended they
 // count as commits in flight (pendingCommits), as Kafka applies them at once,
 // so a deletion meanwhile deletes them too; then they are pending until the
-// transaction's marker. It returns a group-level error code, or whether it
-// queued anything; done receives the append's result.
+// transaction's marker. A share group takes none: it has no committed offsets,
+// and Kafka's ShareGroup answers every commit GROUP_ID_NOT_FOUND, at every
+// version. It returns a group-level error code, or whether it queued
+// anything; done receives the append's result.
 func (g *group) txnCommitLocked(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, done chan<- error) (int16, bool) {
-	if g.state == stateDead {
+	switch {
+	case g.state == stateDead:
 		return kerr.CoordinatorNotAvailable.Code, false
+	case g.sg != nil:
+		return kerr.GroupIDNotFound.Code, false
 	}
 	if req.Generation >= 0 || req.MemberID != "" || deref(req.InstanceID) != "" {
 		// As an OffsetCommit of the newest version: a KIP-848 member names its
@@ -114,7 +120,7 @@ func (g *group) txnCommitLocked(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.Txn
 			code = kerr.StaleMemberEpoch.Code
 		}
 		if code != 0 {
-			return code, false
+			return txnCommitCode(code, req.Version), false
 		}
 	}
 	now := g.c.now()
@@ -141,12 +147,18 @@ func (g *group) txnCommitLocked(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.Txn
 		}
 	}
 	if len(recs) == 0 {
+		if !g.writing {
+			g.dropFreshLocked()
+		}
 		return 0, false
 	}
 	txn := &producer{req.ProducerID, req.ProducerEpoch}
 	g.writeQ = append(g.writeQ, write{records: recs, txn: txn, done: func(first int64, err error) {
 		g.landedLocked(tps)
-		if err == nil && !g.unloaded {
+		switch {
+		case err != nil:
+			g.dropFreshLocked()
+		case !g.unloaded:
 			g.p.addTxnOffsets(txn.id, g.id, tps, offs, first)
 		}
 		done <- err
@@ -154,9 +166,9 @@ func (g *group) txnCommitLocked(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.Txn
 	return 0, true
 }
 
-// txnCommitCode is how a TxnOffsetCommit of version answers a group or
-// member code: before v6 (KIP-1319) GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH
-// are ILLEGAL_GENERATION, as Kafka 4.4 answers them.
+// txnCommitCode is how a TxnOffsetCommit of version answers a group's absence
+// or a member's check: before v6 (KIP-1319) GROUP_ID_NOT_FOUND and
+// STALE_MEMBER_EPOCH are ILLEGAL_GENERATION, as Kafka 4.4 answers them.
 func txnCommitCode(code, version int16) int16 {
 	if version < 6 && (code == kerr.GroupIDNotFound.Code || code == kerr.StaleMemberEpoch.Code) {
 		return kerr.IllegalGeneration.Code

@@ -385,3 +385,79 @@ func TestTxnOffsetCommitRacesDeleteGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitToModernGroups: what OffsetCommit and TxnOffsetCommit answer for a
+// share group, a KIP-848 consumer group and a streams group, each with a
+// member, as Kafka 4's group coordinator does. A share group has no committed
+// offsets: every commit is GROUP_ID_NOT_FOUND (ShareGroup.validateOffsetCommit),
+// at every version (Kafka maps that code to ILLEGAL_GENERATION before
+// TxnOffsetCommit v6 only for a group that does not exist). A consumer or streams
+// group takes a TxnOffsetCommit that names no member, generation -1, whatever
+// its members (KAFKA-18060), and refuses a plain one (UNKNOWN_MEMBER_ID).
+func TestCommitToModernGroups(t *testing.T) {
+	ctx := context.Background()
+	store := newTxnMemStore()
+	cfg := DefaultConfig()
+	cfg.GroupInitialRebalanceDelay = 0
+	c := New(cfg, store, nil)
+	t.Cleanup(c.Close)
+	if err := loadAll(ctx, c, store.memStore); err != nil {
+		t.Fatal(err)
+	}
+	sg := kmsg.NewPtrShareGroupHeartbeatRequest()
+	sg.GroupID, sg.MemberID, sg.MemberEpoch, sg.SubscribedTopicNames = "share", "m", 0, []string{"t"}
+	if r := c.ShareGroupHeartbeat(ctx, sg); r.ErrorCode != 0 {
+		t.Fatalf("share group heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cg.Group, cg.MemberID, cg.RebalanceTimeoutMillis = "consumer", "m", 10000
+	cg.SubscribedTopicNames, cg.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := c.ConsumerGroupHeartbeat(ctx, cg); r.ErrorCode != 0 {
+		t.Fatalf("consumer group heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	st := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	st.Group, st.MemberID, st.RebalanceTimeoutMillis = "streams", "m", 10000
+	top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
+	st.Topology = &top
+	st.ActiveTasks, st.StandbyTasks, st.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	if r, _ := c.StreamsGroupHeartbeat(ctx, st); r.ErrorCode != 0 {
+		t.Fatalf("streams group heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	txn := func(group string, version int16, generation int32, member string) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.Group, req.ProducerID = version, group, 7
+		req.Generation, req.MemberID = generation, member
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}}}
+		return c.TxnOffsetCommit(ctx, req).Topics[0].Partitions[0].ErrorCode
+	}
+	plain := func(group string, version int16) int16 {
+		return simpleCommit(c, group, version, map[topicPartition]int64{{"t", 0}: 5}).Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tt := range []struct {
+		name   string
+		commit func() int16
+		want   int16
+	}{
+		{"share, TxnOffsetCommit v3 generation -1", func() int16 { return txn("share", 3, -1, "") }, kerr.GroupIDNotFound.Code},
+		{"share, TxnOffsetCommit v0", func() int16 { return txn("share", 0, -1, "") }, kerr.GroupIDNotFound.Code},
+		{"share, TxnOffsetCommit v5 with a member", func() int16 { return txn("share", 5, 1, "m") }, kerr.GroupIDNotFound.Code},
+		{"share, TxnOffsetCommit v6 with a member", func() int16 { return txn("share", 6, 1, "m") }, kerr.GroupIDNotFound.Code},
+		{"share, OffsetCommit v9", func() int16 { return plain("share", 9) }, kerr.GroupIDNotFound.Code},
+		{"share, OffsetCommit v2", func() int16 { return plain("share", 2) }, kerr.GroupIDNotFound.Code},
+		{"consumer, TxnOffsetCommit v3 generation -1", func() int16 { return txn("consumer", 3, -1, "") }, 0},
+		{"consumer, OffsetCommit v9 generation -1", func() int16 { return plain("consumer", 9) }, kerr.UnknownMemberID.Code},
+		{"streams, TxnOffsetCommit v3 generation -1", func() int16 { return txn("streams", 3, -1, "") }, 0},
+		{"streams, OffsetCommit v9 generation -1", func() int16 { return plain("streams", 9) }, kerr.UnknownMemberID.Code},
+	} {
+		if got := tt.commit(); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, kerr.ErrorForCode(got), kerr.ErrorForCode(tt.want))
+		}
+	}
+	// The share group took no offsets: its only transaction's marker commits none.
+	store.endTxn(t, c, PartitionFor("share", cfg.OffsetsTopicPartitions), 7, true)
+	if offs, err := c.CommittedOffsets("share"); err != nil || len(offs) != 0 {
+		t.Errorf("share group offsets %v %v, want none", offs, err)
+	}
+}

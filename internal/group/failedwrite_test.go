@@ -1,0 +1,187 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// listedGroups returns the ids ListGroups shows, sorted.
+func listedGroups(c *Coordinator) []string {
+	var out []string
+	for _, g := range c.ListGroups(context.Background(), kmsg.NewPtrListGroupsRequest()).Groups {
+		out = append(out, g.Group)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestFailedCommitCreatesNoGroup: a plain or transactional commit outside group
+// management (generation -1) that creates a simple group, and whose records then
+// fail to be appended, leaves no group behind, as Kafka's coordinator runtime
+// reverts the state of a failed write. Neither does one that appends nothing
+// (every partition's metadata too large). A group the log already holds stays.
+func TestFailedCommitCreatesNoGroup(t *testing.T) {
+	failures := []error{
+		errors.New("not enough replicas"),
+		fmt.Errorf("lost leadership: %w", ErrNotCoordinator),
+		fmt.Errorf("batch: %w", ErrRecordTooLarge),
+	}
+	commits := []struct {
+		name   string
+		commit func(c *Coordinator, meta string) int16
+	}{
+		{"OffsetCommit v9", func(c *Coordinator, meta string) int16 {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Version, req.Group = 9, "g"
+			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+				{Partition: 0, Offset: 5, LeaderEpoch: -1, Metadata: &meta},
+			}}}
+			return c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+		}},
+		{"OffsetCommit v2", func(c *Coordinator, meta string) int16 {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Version, req.Group = 2, "g"
+			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+				{Partition: 0, Offset: 5, Metadata: &meta},
+			}}}
+			return c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+		}},
+		{"TxnOffsetCommit", func(c *Coordinator, meta string) int16 {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version, req.Group, req.ProducerID = 3, "g", 7
+			req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{
+				{Partition: 0, Offset: 5, LeaderEpoch: -1, Metadata: &meta},
+			}}}
+			return c.TxnOffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+		}},
+	}
+	type tc struct {
+		name    string
+		fail    error  // the store's error for the commit's append
+		meta    string // the commit's metadata
+		existed bool   // the log holds the group, without offsets, before
+		want    []string
+	}
+	var cases []tc
+	for _, err := range failures {
+		cases = append(cases,
+			tc{name: "new group, " + err.Error(), fail: err},
+			tc{name: "existing group, " + err.Error(), fail: err, existed: true, want: []string{"g"}})
+	}
+	cases = append(cases, tc{name: "new group, metadata too large", meta: strings.Repeat("m", 4097)})
+
+	for _, cm := range commits {
+		for _, tt := range cases {
+			t.Run(cm.name+"/"+tt.name, func(t *testing.T) {
+				store := newTxnMemStore()
+				start := func() *Coordinator {
+					cfg := DefaultConfig()
+					cfg.GroupInitialRebalanceDelay = 0
+					c := New(cfg, store, nil)
+					if err := loadAll(context.Background(), c, store.memStore); err != nil {
+						t.Fatal(err)
+					}
+					return c
+				}
+				c := start()
+				defer func() { c.Close() }()
+				if tt.existed {
+					commitTo(t, c, "g")
+					del := kmsg.NewPtrOffsetDeleteRequest()
+					del.Group = "g"
+					del.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+					if r := c.OffsetDelete(context.Background(), del); r.ErrorCode != 0 {
+						t.Fatalf("OffsetDelete: %v", kerr.ErrorForCode(r.ErrorCode))
+					}
+				}
+				store.setFail(tt.fail)
+				if code := cm.commit(c, tt.meta); code == 0 {
+					t.Fatal("the commit succeeded")
+				}
+				store.setFail(nil)
+				if got := listedGroups(c); !slices.Equal(got, tt.want) {
+					t.Errorf("ListGroups lists %v, want %v", got, tt.want)
+				}
+				req := kmsg.NewPtrDescribeGroupsRequest()
+				req.Version, req.Groups = 6, []string{"g"}
+				wantCode := int16(0)
+				if tt.want == nil {
+					wantCode = kerr.GroupIDNotFound.Code
+				}
+				if d := c.DescribeGroups(context.Background(), req).Groups[0]; d.ErrorCode != wantCode {
+					t.Errorf("DescribeGroups: %v (%s), want %v", kerr.ErrorForCode(d.ErrorCode), d.State, kerr.ErrorForCode(wantCode))
+				}
+				c.Close()
+				c = start()
+				if got := listedGroups(c); !slices.Equal(got, tt.want) {
+					t.Errorf("after a reload ListGroups lists %v, want %v", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestFailedFirstHeartbeatCreatesNoGroup: the first heartbeat of a consumer,
+// share or streams group whose records fail to be appended leaves no group
+// behind (Kafka's runtime reverts the failed write, the group's creation
+// included): ListGroups and a reload show nothing, and the member joins again
+// as the first one once appends work.
+func TestFailedFirstHeartbeatCreatesNoGroup(t *testing.T) {
+	ctx := context.Background()
+	joins := []struct {
+		name string
+		join func(c *Coordinator) int16
+	}{
+		{"consumer", func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
+			hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+		}},
+		{"share", func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+			hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m", 0, []string{"t"}
+			return c.ShareGroupHeartbeat(ctx, hb).ErrorCode
+		}},
+		{"streams", func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
+			top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+			top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
+			hb.Topology = &top
+			hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			r, _ := c.StreamsGroupHeartbeat(ctx, hb)
+			return r.ErrorCode
+		}},
+	}
+	for _, j := range joins {
+		t.Run(j.name, func(t *testing.T) {
+			store := newMemStore()
+			c := newTestCoordinator(t, store)
+			defer func() { c.Close() }()
+			store.setFail(errors.New("not enough replicas"))
+			if code := j.join(c); code != kerr.CoordinatorNotAvailable.Code {
+				t.Fatalf("join with failing appends: %v", kerr.ErrorForCode(code))
+			}
+			store.setFail(nil)
+			if got := listedGroups(c); len(got) != 0 {
+				t.Errorf("ListGroups lists %v, want none", got)
+			}
+			c.Close()
+			c = newTestCoordinator(t, store)
+			if got := listedGroups(c); len(got) != 0 {
+				t.Errorf("after a reload ListGroups lists %v, want none", got)
+			}
+			if code := j.join(c); code != 0 {
+				t.Fatalf("join again: %v", kerr.ErrorForCode(code))
+			}
+		})
+	}
+}
