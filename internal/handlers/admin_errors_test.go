@@ -958,3 +958,36 @@ func TestDescribeConfigsCanonicalValues(t *testing.T) {
 		}
 	}
 }
+
+// TestAlterConfigsKeyTwice: a key given twice in one resource is
+// INVALID_REQUEST ("Error due to duplicate config keys") in AlterConfigs and
+// IncrementalAlterConfigs alike, as Kafka's ConfigAdminManager.preprocess
+// refuses it, and nothing of the resource is applied.
+func TestAlterConfigsKeyTwice(t *testing.T) {
+	h := newAdminHandlers(t)
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	a := kmsg.NewAlterConfigsRequestResource()
+	a.ResourceType, a.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	incr := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	i := kmsg.NewIncrementalAlterConfigsRequestResource()
+	i.ResourceType, i.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	for _, v := range []string{"1000", "2000"} {
+		ac := kmsg.NewAlterConfigsRequestResourceConfig()
+		ac.Name, ac.Value = "retention.ms", kmsg.StringPtr(v)
+		a.Configs = append(a.Configs, ac)
+		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		ic.Name, ic.Value = "retention.ms", kmsg.StringPtr(v)
+		i.Configs = append(i.Configs, ic)
+	}
+	alter.Resources = append(alter.Resources, a)
+	incr.Resources = append(incr.Resources, i)
+	if r := serve(t, h, alter).(*kmsg.AlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("AlterConfigs: code %d (%v), want INVALID_REQUEST", r.ErrorCode, r.ErrorMessage)
+	}
+	if r := serve(t, h, incr).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("IncrementalAlterConfigs: code %d (%v), want INVALID_REQUEST", r.ErrorCode, r.ErrorMessage)
+	}
+	if got := h.cluster.Image().Topic("t").Overrides["retention.ms"]; got != "" {
+		t.Errorf("retention.ms %q applied, want none", got)
+	}
+}
