@@ -70,7 +70,8 @@ func (t ResourceType) String() string {
 // CleanupPolicy is the set of cleanup.policy values.
 type CleanupPolicy uint8
 
-// Cleanup policies; a topic may have both.
+// Cleanup policies; a topic may have both, or neither (an empty
+// cleanup.policy: its log is kept whole).
 const (
 	CleanupDelete CleanupPolicy = 1 << iota
 	CleanupCompact
@@ -303,7 +304,7 @@ var topicConfigDefs = []ConfigDef{
 	{"remote.storage.enable", ConfigTypeBoolean, "false", "",
 		boolean(func(c *TopicConfig) *bool { return &c.RemoteStorageEnable })},
 	{"retention.bytes", ConfigTypeLong, "-1", "log.retention.bytes",
-		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionBytes })},
+		long(math.MinInt64, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionBytes })}, // unbounded in Kafka: below 0 is no limit
 	{"retention.ms", ConfigTypeLong, "604800000", "log.retention.ms",
 		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionMs })},
 	{"segment.bytes", ConfigTypeInt, "1073741824", "log.segment.bytes",
@@ -593,13 +594,11 @@ func oneOf(v string, allowed ...string) (string, error) {
 	return "", fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
 }
 
+// parseCleanupPolicy reads cleanup.policy: delete, compact, both, or none (an
+// empty list, which Kafka takes too).
 func parseCleanupPolicy(v string) (CleanupPolicy, error) {
-	items := ParseList(v)
-	if len(items) == 0 {
-		return 0, fmt.Errorf("want delete, compact or both")
-	}
 	var p CleanupPolicy
-	for _, it := range items {
+	for _, it := range ParseList(v) {
 		var bit CleanupPolicy
 		switch it {
 		case "delete":
