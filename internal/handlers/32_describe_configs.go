@@ -12,7 +12,8 @@ package handlers
 // A topic's values are shown as Kafka's parser reads them back (TRUE as true,
 // " 0100" as 100: metadata.Image.DescribeTopicConfigs).
 // Synonyms and documentation as Kafka
-// 4.4 lists them (metadata.ConfigEntry); loggers have neither. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
+// 4.4 lists them (metadata.ConfigEntry); loggers have neither. A broker key
+// Kafka defines without a default (log.retention.ms) set nowhere is null. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
 // an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
 // INVALID_REQUEST (Kafka answers that for any id but its own: Strata describes
 // any registered broker's configs from any broker).
@@ -83,8 +84,10 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
 			c.Name = e.Name
-			v := e.Value
-			c.Value = &v
+			if !e.NullValue {
+				v := e.Value
+				c.Value = &v
+			}
 			c.Source = kmsg.ConfigSource(e.Source)
 			c.IsDefault = e.IsDefault
 			c.ConfigType = kmsg.ConfigType(e.Type)

@@ -991,3 +991,34 @@ func TestAlterConfigsKeyTwice(t *testing.T) {
 		t.Errorf("retention.ms %q applied, want none", got)
 	}
 }
+
+// TestDescribeBrokerNullValues: a broker key Kafka defines without a default
+// (log.retention.ms: its default is log.retention.hours') set nowhere is
+// described with a null value and no synonyms, as Kafka's ConfigHelper
+// answers; a key with a default shows it.
+func TestDescribeBrokerNullValues(t *testing.T) {
+	h := newAdminHandlers(t)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	req.IncludeSynonyms = true
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	rr.ConfigNames = []string{"log.retention.ms", "log.retention.bytes"}
+	req.Resources = append(req.Resources, rr)
+	resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+	if len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 2 {
+		t.Fatalf("answer %+v", resp.Resources)
+	}
+	for _, c := range resp.Resources[0].Configs {
+		switch c.Name {
+		case "log.retention.ms":
+			if c.Value != nil || len(c.ConfigSynonyms) != 0 || c.Source != kmsg.ConfigSourceDefaultConfig {
+				t.Errorf("log.retention.ms = %v from %v, synonyms %+v; want null from DEFAULT_CONFIG, none", c.Value, c.Source, c.ConfigSynonyms)
+			}
+		case "log.retention.bytes":
+			if c.Value == nil || *c.Value != "-1" {
+				t.Errorf("log.retention.bytes = %v, want -1", c.Value)
+			}
+		}
+	}
+}
