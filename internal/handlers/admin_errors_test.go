@@ -600,7 +600,7 @@ func TestDescribeConfigsErrors(t *testing.T) {
 	for _, r := range []struct {
 		typ  kmsg.ConfigResourceType
 		name string
-	}{{2, "t"}, {2, "nope"}, {2, ""}, {4, "abc"}, {4, "7"}, {4, "1"}, {99, "x"}} {
+	}{{2, "t"}, {2, "nope"}, {2, ""}, {4, "abc"}, {4, "7"}, {4, "2"}, {4, "1"}, {99, "x"}} {
 		rr := kmsg.NewDescribeConfigsRequestResource()
 		rr.ResourceType, rr.ResourceName = r.typ, r.name
 		req.Resources = append(req.Resources, rr)
@@ -616,11 +616,12 @@ func TestDescribeConfigsErrors(t *testing.T) {
 		"", kerr.InvalidTopicException,
 		"abc", kerr.InvalidRequest,
 		"7", kerr.InvalidRequest,
+		"2", kerr.InvalidRequest, // registered, but not this broker: Kafka answers only for its own id
 		"1", nil,
 		"x", kerr.InvalidRequest,
 	)
-	if len(resp.Resources[0].Configs) == 0 || len(resp.Resources[5].Configs) == 0 {
-		t.Errorf("the valid resources list %d and %d configs", len(resp.Resources[0].Configs), len(resp.Resources[5].Configs))
+	if len(resp.Resources[0].Configs) == 0 || len(resp.Resources[6].Configs) == 0 {
+		t.Errorf("the valid resources list %d and %d configs", len(resp.Resources[0].Configs), len(resp.Resources[6].Configs))
 	}
 }
 
