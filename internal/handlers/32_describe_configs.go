@@ -12,16 +12,14 @@ package handlers
 // A topic's values are shown as Kafka's parser reads them back (TRUE as true,
 // " 0100" as 100: metadata.Image.DescribeTopicConfigs).
 // Synonyms and documentation as Kafka
-// 4.4 lists them (metadata.ConfigEntry); loggers have neither. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
-// an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id that is not registered
-// INVALID_REQUEST (Kafka answers that for any id but its own: Strata describes
-// any registered broker's configs from any broker).
+// 4.4 lists them (metadata.ConfigEntry); loggers have neither. A broker key
+// Kafka defines without a default (log.retention.ms) set nowhere is null. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
+// an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id but this broker's
+// INVALID_REQUEST, as Kafka answers (clients send a broker's resource to it).
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -44,12 +42,11 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 				entries, err = img.DescribeTopicConfigs(rr.ResourceName)
 			}
 		case metadata.ResourceBroker:
-			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil {
-				if id, perr := strconv.Atoi(rr.ResourceName); perr == nil && img.Broker(int32(id)) == nil {
-					err = fmt.Errorf("%w: broker %s is not registered", metadata.ErrInvalidRequest, rr.ResourceName)
-				} else {
-					entries = img.BrokerConfigEntries(rr.ResourceName)
-				}
+			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil && rr.ResourceName != "" {
+				err = h.checkOwnID(rr.ResourceName)
+			}
+			if err == nil {
+				entries = img.BrokerConfigEntries(rr.ResourceName)
 			}
 		case metadata.ResourceGroup:
 			if err = metadata.ValidateGroupResource(rr.ResourceName); err == nil {
@@ -83,8 +80,10 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
 			c.Name = e.Name
-			v := e.Value
-			c.Value = &v
+			if !e.NullValue {
+				v := e.Value
+				c.Value = &v
+			}
 			c.Source = kmsg.ConfigSource(e.Source)
 			c.IsDefault = e.IsDefault
 			c.ConfigType = kmsg.ConfigType(e.Type)

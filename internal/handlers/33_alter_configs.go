@@ -4,9 +4,9 @@ package handlers
 // exactly the given set. IncrementalAlterConfigs (key 44) is the modern form.
 // As Kafka's broker does, a broker resource naming another broker's id is
 // INVALID_REQUEST where the request arrives (refuseOtherBrokers), and a resource
-// with a null value is INVALID_REQUEST before the controller sees the request; the controller refuses a resource
-// named twice (INVALID_REQUEST in each place), a key given twice, unknown keys
-// and bad values.
+// that names a key twice or has a null value is INVALID_REQUEST before the
+// controller sees the request; the controller refuses a resource named twice
+// (INVALID_REQUEST in each place), unknown keys and bad values.
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (h *Handlers) alterConfigs(ctx context.Context, ci *protocol.ConnInfo, r *p
 	if resp, ok := h.forwardIfNotController(ctx, r); ok {
 		return resp
 	}
-	refused := refuseNullConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
+	refused := refuseMalformedConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
 		rr := req.Resources[i]
 		vals := make([]configValue, len(rr.Configs))
 		for j, c := range rr.Configs {
@@ -172,12 +172,13 @@ type configValue struct {
 	delete bool
 }
 
-// refuseNullConfigs is what Kafka's broker checks before a config change
-// reaches the controller: a resource with a null value other than a DELETE's
-// is INVALID_REQUEST. A resource named twice is left to the controller, which
-// refuses every place it appears. resource returns the type, name and keys of
-// resource i of n; the result holds the refusal of each, or nil.
-func refuseNullConfigs(n int, resource func(i int) (int8, string, []configValue)) []error {
+// refuseMalformedConfigs is what Kafka's broker checks before a config change
+// reaches the controller: a resource that names a key twice, or has a null
+// value other than a DELETE's, is INVALID_REQUEST. A resource named twice is
+// left to the controller, which refuses every place it appears. resource
+// returns the type, name and keys of resource i of n; the result holds the
+// refusal of each, or nil.
+func refuseMalformedConfigs(n int, resource func(i int) (int8, string, []configValue)) []error {
 	type key struct {
 		typ  int8
 		name string
@@ -190,13 +191,22 @@ func refuseNullConfigs(n int, resource func(i int) (int8, string, []configValue)
 	refused := make([]error, n)
 	for i := range n {
 		typ, name, vals := resource(i)
+		if named[key{typ, name}] > 1 {
+			continue
+		}
+		keys := map[string]bool{}
 		var nulls []string
 		for _, v := range vals {
+			if keys[v.name] {
+				refused[i] = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "Error due to duplicate config keys"}
+				break
+			}
+			keys[v.name] = true
 			if v.value == nil && !v.delete {
 				nulls = append(nulls, v.name)
 			}
 		}
-		if len(nulls) > 0 && named[key{typ, name}] == 1 {
+		if refused[i] == nil && len(nulls) > 0 {
 			refused[i] = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: "null value not supported for: " + strings.Join(nulls, ", ")}
 		}
 	}

@@ -1,8 +1,8 @@
 package handlers
 
 // IncrementalAlterConfigs (key 44), v0-v1 (v1 flexible): set, delete, append and
-// subtract operations on individual keys. Another broker's id and a null value
-// but for DELETE are INVALID_REQUEST, as for AlterConfigs (33_alter_configs.go).
+// subtract operations on individual keys. Another broker's id, a key twice and
+// a null value but for DELETE are INVALID_REQUEST, as for AlterConfigs (33_alter_configs.go).
 // Broker logger resources (type 8, kafka-configs --entity-type broker-loggers)
 // are changed on the receiving broker, never forwarded: SET gives a logger (root
 // or a component) one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, DELETE returns
@@ -46,7 +46,7 @@ func (h *Handlers) incrementalAlterConfigs(ctx context.Context, ci *protocol.Con
 	if resp, ok := h.forwardIfNotController(ctx, r); ok {
 		return resp
 	}
-	refused := refuseNullConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
+	refused := refuseMalformedConfigs(len(req.Resources), func(i int) (int8, string, []configValue) {
 		rr := req.Resources[i]
 		vals := make([]configValue, len(rr.Configs))
 		for j, c := range rr.Configs {

@@ -600,7 +600,7 @@ func TestDescribeConfigsErrors(t *testing.T) {
 	for _, r := range []struct {
 		typ  kmsg.ConfigResourceType
 		name string
-	}{{2, "t"}, {2, "nope"}, {2, ""}, {4, "abc"}, {4, "7"}, {4, "1"}, {99, "x"}} {
+	}{{2, "t"}, {2, "nope"}, {2, ""}, {4, "abc"}, {4, "7"}, {4, "2"}, {4, "1"}, {99, "x"}} {
 		rr := kmsg.NewDescribeConfigsRequestResource()
 		rr.ResourceType, rr.ResourceName = r.typ, r.name
 		req.Resources = append(req.Resources, rr)
@@ -616,11 +616,12 @@ func TestDescribeConfigsErrors(t *testing.T) {
 		"", kerr.InvalidTopicException,
 		"abc", kerr.InvalidRequest,
 		"7", kerr.InvalidRequest,
+		"2", kerr.InvalidRequest, // registered, but not this broker: Kafka answers only for its own id
 		"1", nil,
 		"x", kerr.InvalidRequest,
 	)
-	if len(resp.Resources[0].Configs) == 0 || len(resp.Resources[5].Configs) == 0 {
-		t.Errorf("the valid resources list %d and %d configs", len(resp.Resources[0].Configs), len(resp.Resources[5].Configs))
+	if len(resp.Resources[0].Configs) == 0 || len(resp.Resources[6].Configs) == 0 {
+		t.Errorf("the valid resources list %d and %d configs", len(resp.Resources[0].Configs), len(resp.Resources[6].Configs))
 	}
 }
 
@@ -955,6 +956,70 @@ func TestDescribeConfigsCanonicalValues(t *testing.T) {
 	for _, c := range serve(t, h, create).(*kmsg.CreateTopicsResponse).Topics[0].Configs {
 		if c.Name == "preallocate" && *c.Value != "TRUE" {
 			t.Errorf("CreateTopics answered preallocate %q, want the value as given", *c.Value)
+		}
+	}
+}
+
+// TestAlterConfigsKeyTwice: a key given twice in one resource is
+// INVALID_REQUEST ("Error due to duplicate config keys") in AlterConfigs and
+// IncrementalAlterConfigs alike, as Kafka's ConfigAdminManager.preprocess
+// refuses it, and nothing of the resource is applied.
+func TestAlterConfigsKeyTwice(t *testing.T) {
+	h := newAdminHandlers(t)
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	a := kmsg.NewAlterConfigsRequestResource()
+	a.ResourceType, a.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	incr := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	i := kmsg.NewIncrementalAlterConfigsRequestResource()
+	i.ResourceType, i.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	for _, v := range []string{"1000", "2000"} {
+		ac := kmsg.NewAlterConfigsRequestResourceConfig()
+		ac.Name, ac.Value = "retention.ms", kmsg.StringPtr(v)
+		a.Configs = append(a.Configs, ac)
+		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		ic.Name, ic.Value = "retention.ms", kmsg.StringPtr(v)
+		i.Configs = append(i.Configs, ic)
+	}
+	alter.Resources = append(alter.Resources, a)
+	incr.Resources = append(incr.Resources, i)
+	if r := serve(t, h, alter).(*kmsg.AlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("AlterConfigs: code %d (%v), want INVALID_REQUEST", r.ErrorCode, r.ErrorMessage)
+	}
+	if r := serve(t, h, incr).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("IncrementalAlterConfigs: code %d (%v), want INVALID_REQUEST", r.ErrorCode, r.ErrorMessage)
+	}
+	if got := h.cluster.Image().Topic("t").Overrides["retention.ms"]; got != "" {
+		t.Errorf("retention.ms %q applied, want none", got)
+	}
+}
+
+// TestDescribeBrokerNullValues: a broker key Kafka defines without a default
+// (log.retention.ms: its default is log.retention.hours') set nowhere is
+// described with a null value and no synonyms, as Kafka's ConfigHelper
+// answers; a key with a default shows it.
+func TestDescribeBrokerNullValues(t *testing.T) {
+	h := newAdminHandlers(t)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	req.IncludeSynonyms = true
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	rr.ConfigNames = []string{"log.retention.ms", "log.retention.bytes"}
+	req.Resources = append(req.Resources, rr)
+	resp := serve(t, h, req).(*kmsg.DescribeConfigsResponse)
+	if len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 2 {
+		t.Fatalf("answer %+v", resp.Resources)
+	}
+	for _, c := range resp.Resources[0].Configs {
+		switch c.Name {
+		case "log.retention.ms":
+			if c.Value != nil || len(c.ConfigSynonyms) != 0 || c.Source != kmsg.ConfigSourceDefaultConfig {
+				t.Errorf("log.retention.ms = %v from %v, synonyms %+v; want null from DEFAULT_CONFIG, none", c.Value, c.Source, c.ConfigSynonyms)
+			}
+		case "log.retention.bytes":
+			if c.Value == nil || *c.Value != "-1" {
+				t.Errorf("log.retention.bytes = %v, want -1", c.Value)
+			}
 		}
 	}
 }

@@ -355,7 +355,7 @@ func TestConfigEntries(t *testing.T) {
 	}
 	r := byName["retention.ms"]
 	if r.Value != "1000" || r.Source != SourceTopic || r.IsDefault || !slices.Equal(r.Synonyms, []ConfigSynonym{
-		{"retention.ms", "1000", SourceTopic}, {"log.retention.ms", "5000", SourceClusterDefault}}) {
+		{"retention.ms", "1000", SourceTopic}, {"log.retention.ms", "5000", SourceClusterDefault}, {"log.retention.hours", "168", SourceDefault}}) {
 		t.Errorf("retention.ms = %+v", r)
 	}
 	// Kafka 4.4 lists no synonym for the built-in default of these keys
@@ -421,5 +421,60 @@ func TestConfigEntries(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"log.retention.ms", "log.segment.bytes"}) {
 		t.Errorf("broker \"\" lists %v", names)
+	}
+}
+
+// TestConfigEntriesCoarserDefaults: Kafka defines log.retention.ms,
+// log.roll.ms, log.roll.jitter.ms and log.flush.interval.ms without a default;
+// theirs lies in a coarser synonym (log.retention.hours, ...). As its
+// ConfigHelper lists them, a broker describes such a key set nowhere as null
+// with no synonyms, and a key set somewhere lists the coarser default after the
+// values set (on the broker, and under the topic key); the cluster default
+// resource lists only its own values.
+func TestConfigEntriesCoarserDefaults(t *testing.T) {
+	img := mustApply(t, baseImage(t),
+		&ConfigRecord{ResourceType: ResourceBroker, Key: "log.retention.ms", Value: "5000"},
+		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Key: "log.roll.ms", Value: "3000"})
+	find := func(es []ConfigEntry, name string) ConfigEntry {
+		t.Helper()
+		for _, e := range es {
+			if e.Name == name {
+				return e
+			}
+		}
+		t.Fatalf("no entry %s", name)
+		return ConfigEntry{}
+	}
+	topic, err := img.TopicConfigEntries("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker1, broker2, cluster := img.BrokerConfigEntries("1"), img.BrokerConfigEntries("2"), img.BrokerConfigEntries("")
+	for _, tt := range []struct {
+		what     string
+		e        ConfigEntry
+		value    string
+		null     bool
+		source   ConfigSource
+		synonyms []ConfigSynonym
+	}{
+		{"topic retention.ms", find(topic, "retention.ms"), "1000", false, SourceTopic, []ConfigSynonym{
+			{"retention.ms", "1000", SourceTopic}, {"log.retention.ms", "5000", SourceClusterDefault}, {"log.retention.hours", "168", SourceDefault}}},
+		{"topic segment.ms", find(topic, "segment.ms"), "604800000", false, SourceDefault, nil},
+		{"broker 1 log.retention.ms", find(broker1, "log.retention.ms"), "5000", false, SourceClusterDefault, []ConfigSynonym{
+			{"log.retention.ms", "5000", SourceClusterDefault}, {"log.retention.hours", "168", SourceDefault}}},
+		{"broker 1 log.roll.ms", find(broker1, "log.roll.ms"), "3000", false, SourceBroker, []ConfigSynonym{
+			{"log.roll.ms", "3000", SourceBroker}, {"log.roll.hours", "168", SourceDefault}}},
+		{"broker 2 log.roll.ms", find(broker2, "log.roll.ms"), "", true, SourceDefault, nil},
+		{"broker 2 log.roll.jitter.ms", find(broker2, "log.roll.jitter.ms"), "", true, SourceDefault, nil},
+		{"broker 2 log.flush.interval.ms", find(broker2, "log.flush.interval.ms"), "", true, SourceDefault, nil},
+		{"cluster log.retention.ms", find(cluster, "log.retention.ms"), "5000", false, SourceClusterDefault, []ConfigSynonym{
+			{"log.retention.ms", "5000", SourceClusterDefault}}},
+	} {
+		e := tt.e
+		if e.Value != tt.value || e.NullValue != tt.null || e.Source != tt.source || !slices.Equal(e.Synonyms, tt.synonyms) {
+			t.Errorf("%s = %q (null %v) from %d, synonyms %v; want %q (null %v) from %d, synonyms %v",
+				tt.what, e.Value, e.NullValue, e.Source, e.Synonyms, tt.value, tt.null, tt.source, tt.synonyms)
+		}
 	}
 }

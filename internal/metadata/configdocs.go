@@ -11,7 +11,7 @@ const notActedOn = " Strata stores this value but does not act on it yet."
 var configDocs = map[string]string{
 	// Topic keys.
 	"cleanup.policy": "How old segments are removed: delete (by retention.ms and retention.bytes), " +
-		"compact (keep the last record of each key) or both, comma separated.",
+		"compact (keep the last record of each key) or both, comma separated; empty for neither (the log is kept whole).",
 	"compression.type": "The compression a topic's batches are to be stored with; producer keeps the producer's." + notActedOn,
 	"delete.retention.ms": "How long a compacted topic keeps a tombstone (a record with a null value) " +
 		"after compaction reached it, so consumers still see the delete.",
@@ -54,7 +54,7 @@ var configDocs = map[string]string{
 		"remote part is then deleted and the log starts at the local log start.",
 	"remote.storage.enable": "Whether the topic's sealed segments are uploaded to the object store (tiered " +
 		"storage) and read from it once removed locally.",
-	"retention.bytes":     "The most bytes each partition keeps before the oldest segments are deleted; -1 for no limit.",
+	"retention.bytes":     "The most bytes each partition keeps before the oldest segments are deleted; -1 (any negative) for no limit.",
 	"retention.ms":        "How long a segment is kept after its newest record, in milliseconds; -1 forever.",
 	"segment.bytes":       "The size, in bytes, at which the active segment is closed and a new one started; at least 1 MiB.",
 	"segment.index.bytes": "The largest offset or time index file of a segment, in bytes; a full index rolls the segment.",

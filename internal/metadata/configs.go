@@ -70,7 +70,8 @@ func (t ResourceType) String() string {
 // CleanupPolicy is the set of cleanup.policy values.
 type CleanupPolicy uint8
 
-// Cleanup policies; a topic may have both.
+// Cleanup policies; a topic may have both, or neither (an empty
+// cleanup.policy: its log is kept whole).
 const (
 	CleanupDelete CleanupPolicy = 1 << iota
 	CleanupCompact
@@ -303,7 +304,7 @@ var topicConfigDefs = []ConfigDef{
 	{"remote.storage.enable", ConfigTypeBoolean, "false", "",
 		boolean(func(c *TopicConfig) *bool { return &c.RemoteStorageEnable })},
 	{"retention.bytes", ConfigTypeLong, "-1", "log.retention.bytes",
-		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionBytes })},
+		long(math.MinInt64, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionBytes })}, // unbounded in Kafka: below 0 is no limit
 	{"retention.ms", ConfigTypeLong, "604800000", "log.retention.ms",
 		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RetentionMs })},
 	{"segment.bytes", ConfigTypeInt, "1073741824", "log.segment.bytes",
@@ -318,11 +319,16 @@ var topicConfigDefs = []ConfigDef{
 		boolean(func(c *TopicConfig) *bool { return &c.UncleanLeaderElectionEnable })},
 }
 
-// brokerKeysWithoutDefault are broker keys of topic keys that have no default of
-// their own in Kafka 4.4 (it lies in an hours key, or nowhere): a topic's
-// description lists no DEFAULT_CONFIG synonym under them, as Kafka's does not.
-var brokerKeysWithoutDefault = map[string]bool{
-	"log.flush.interval.ms": true, "log.retention.ms": true, "log.roll.jitter.ms": true, "log.roll.ms": true,
+// coarserDefaults are the broker keys that Kafka defines without a default:
+// theirs is a coarser synonym's (log.retention.hours for log.retention.ms).
+// As Kafka's ConfigHelper lists them, that default comes after the key's set
+// values and is left out when none is set (Kafka drops the synonyms before
+// the key's own name); a broker then describes the key as null.
+var coarserDefaults = map[string]ConfigSynonym{
+	"log.flush.interval.ms": {"log.flush.scheduler.interval.ms", "9223372036854775807", SourceDefault},
+	"log.retention.ms":      {"log.retention.hours", "168", SourceDefault},
+	"log.roll.jitter.ms":    {"log.roll.jitter.hours", "0", SourceDefault},
+	"log.roll.ms":           {"log.roll.hours", "168", SourceDefault},
 }
 
 var (
@@ -493,8 +499,11 @@ type ConfigSynonym struct {
 
 // ConfigEntry is one described config value.
 type ConfigEntry struct {
-	Name      string
-	Value     string
+	Name  string
+	Value string
+	// NullValue says the value is null: Kafka's broker describes so a key
+	// without a default that is set nowhere (coarserDefaults).
+	NullValue bool
 	Source    ConfigSource
 	Type      ConfigType
 	IsDefault bool
@@ -508,17 +517,24 @@ type ConfigEntry struct {
 }
 
 // describe builds the entry named name for d from the levels that may hold a
-// value, most specific first, and the built-in default under defaultName (none
-// when empty).
-func describe(d *ConfigDef, name, defaultName string, levels ...describeLevel) ConfigEntry {
+// value, most specific first, and the built-in default of the broker key
+// defaultOf (none when empty; a coarser synonym's, if any, only after a value
+// of defaultOf).
+func describe(d *ConfigDef, name, defaultOf string, levels ...describeLevel) ConfigEntry {
 	e := ConfigEntry{Name: name, Type: d.Type, Documentation: d.Doc()}
+	brokerValue := false
 	for _, l := range levels {
 		if v, ok := l.values[l.key]; ok && l.key != "" {
 			e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: l.key, Value: v, Source: l.source})
+			brokerValue = brokerValue || l.key == defaultOf
 		}
 	}
-	if defaultName != "" {
-		e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: defaultName, Value: d.Default, Source: SourceDefault})
+	if coarser, ok := coarserDefaults[defaultOf]; ok {
+		if brokerValue {
+			e.Synonyms = append(e.Synonyms, coarser)
+		}
+	} else if defaultOf != "" {
+		e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: defaultOf, Value: d.Default, Source: SourceDefault})
 	}
 	e.Value, e.Source = d.Default, SourceDefault
 	if len(e.Synonyms) > 0 {
@@ -593,13 +609,11 @@ func oneOf(v string, allowed ...string) (string, error) {
 	return "", fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
 }
 
+// parseCleanupPolicy reads cleanup.policy: delete, compact, both, or none (an
+// empty list, which Kafka takes too).
 func parseCleanupPolicy(v string) (CleanupPolicy, error) {
-	items := ParseList(v)
-	if len(items) == 0 {
-		return 0, fmt.Errorf("want delete, compact or both")
-	}
 	var p CleanupPolicy
-	for _, it := range items {
+	for _, it := range ParseList(v) {
 		var bit CleanupPolicy
 		switch it {
 		case "delete":

@@ -66,6 +66,15 @@ func TestValidateConfig(t *testing.T) {
 		{ResourceTopic, "retention.ms", "1h", ErrInvalidConfig},
 		{ResourceTopic, "retention.ms", "", ErrInvalidConfig},
 		{ResourceTopic, "retention.bytes", "-1", nil},
+		// Kafka's LogConfig puts no bound on retention.bytes (any negative
+		// value is no limit) and takes an empty cleanup.policy (neither
+		// delete nor compact: the log is kept whole).
+		{ResourceTopic, "retention.bytes", "-5", nil},
+		{ResourceTopic, "retention.bytes", "0", nil},
+		{ResourceBroker, "log.retention.bytes", "-5", nil},
+		{ResourceTopic, "cleanup.policy", "", nil},
+		{ResourceTopic, "cleanup.policy", " ", nil},
+		{ResourceBroker, "log.cleanup.policy", "", nil},
 		{ResourceTopic, "segment.bytes", "1048576", nil},
 		{ResourceTopic, "segment.bytes", "13", ErrInvalidConfig},
 		{ResourceTopic, "segment.bytes", "2147483648", ErrInvalidConfig},
@@ -74,7 +83,6 @@ func TestValidateConfig(t *testing.T) {
 		{ResourceTopic, "cleanup.policy", "compact,delete", nil},
 		{ResourceTopic, "cleanup.policy", "delete, compact", nil},
 		{ResourceTopic, "cleanup.policy", "compact,compact", ErrInvalidConfig},
-		{ResourceTopic, "cleanup.policy", "", ErrInvalidConfig},
 		{ResourceTopic, "cleanup.policy", "shred", ErrInvalidConfig},
 		{ResourceTopic, "max.message.bytes", "0", nil},
 		{ResourceTopic, "max.message.bytes", "-1", ErrInvalidConfig},

@@ -51,7 +51,7 @@ func CheckTopicConfigChange(previous, overrides, clusterDefaults map[string]stri
 		{"local.retention.bytes", "retention.bytes", c.LocalRetentionBytes, c.RetentionBytes},
 	} {
 		switch {
-		case r.local == -2 || r.total == -1:
+		case r.local == -2 || r.total < 0: // unbounded (retention.bytes may be any negative)
 		case r.local == -1:
 			return fmt.Errorf("%w: %s must not be -1 as retention is bounded (%d)", ErrInvalidConfig, r.key, r.total)
 		case r.local > r.total:

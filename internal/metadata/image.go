@@ -232,11 +232,7 @@ func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
 		if _, set := t.Overrides[d.Name]; d.Name == TopicInternalSegmentBytes && !set {
 			continue
 		}
-		defaultName := d.BrokerName
-		if brokerKeysWithoutDefault[defaultName] {
-			defaultName = ""
-		}
-		es = append(es, describe(d, d.Name, defaultName,
+		es = append(es, describe(d, d.Name, d.BrokerName,
 			describeLevel{SourceTopic, d.Name, t.Overrides},
 			describeLevel{SourceClusterDefault, d.BrokerName, cluster}))
 	}
@@ -263,8 +259,8 @@ func (img *Image) DescribeTopicConfigs(topic string) ([]ConfigEntry, error) {
 }
 
 // BrokerConfigEntries describes the broker config keys of a broker resource: for
-// a broker id every key, for "" (the cluster-wide default) the keys set there, as
-// Kafka 4.4 answers.
+// a broker id every key (null for a key of coarserDefaults set nowhere), for ""
+// (the cluster-wide default) the keys set there, as Kafka 4.4 answers.
 func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 	cluster := img.brokerConfigs[""]
 	es := make([]ConfigEntry, 0, len(topicConfigDefs)+len(brokerOnlyConfigDefs))
@@ -276,9 +272,13 @@ func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 			}
 			continue
 		}
-		es = append(es, describe(d, key, key,
+		e := describe(d, key, key,
 			describeLevel{SourceBroker, key, img.brokerConfigs[name]},
-			describeLevel{SourceClusterDefault, key, cluster}))
+			describeLevel{SourceClusterDefault, key, cluster})
+		if _, ok := coarserDefaults[key]; ok && len(e.Synonyms) == 0 {
+			e.Value, e.NullValue = "", true
+		}
+		es = append(es, e)
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
 	return es

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -198,5 +199,51 @@ func TestStorageConfigMaxCompactionLag(t *testing.T) {
 		if got := compactOptions(tc).MaxCompactionLag; got != tt.wantMaxLag {
 			t.Errorf("max.compaction.lag.ms %d: pass option %v, want %v", tt.maxLagMs, got, tt.wantMaxLag)
 		}
+	}
+}
+
+// TestRetentionAsKafka: a topic's retention.ms and retention.bytes act on its
+// log with Kafka's values: 0 deletes every segment below the high-water mark
+// (the active one rolled first), as Kafka's UnifiedLog.deleteOldSegments does,
+// and any negative retention.bytes is no limit (LogConfig puts no bound on
+// it). Strata read 0 as its log's default (7 days, no size limit), and a
+// retention.bytes below -1 failed the log's config.
+func TestRetentionAsKafka(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		name        string
+		ms, bytes   int64
+		wantDeleted bool
+	}{
+		{"retention.ms 0", 0, -1, true},
+		{"retention.bytes 0", -1, 0, true},
+		{"retention.bytes -5", -1, -5, false},
+		{"kept", 60 * 60 * 1000, -1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := metadata.DefaultTopicConfig()
+			tc.RetentionMs, tc.RetentionBytes, tc.InternalSegmentBytes = tt.ms, tt.bytes, storage.MinSegmentBytes
+			l, err := storage.Open(vfs.Default, t.TempDir(), storageConfig(tc, func() time.Time { return now }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := newPartition("t", metadata.UUID{}, 0, l, false, 1, producerExpiry{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.close() })
+			p.setConfig(&tc)
+			if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, now); err != nil {
+				t.Fatal(err)
+			}
+			for range 20 {
+				mustAppend(t, p, batchtest.Build(batchtest.Options{FirstTimestamp: now.Add(-time.Minute).UnixMilli(), Records: batchtest.Values(2, 200)}))
+			}
+			(&Manager{now: func() time.Time { return now }, log: slog.New(slog.DiscardHandler)}).clean(p)
+			end := p.LogEndOffset()
+			if deleted := p.LogStartOffset() == end; deleted != tt.wantDeleted {
+				t.Errorf("log start %d, end %d: all deleted %v, want %v", p.LogStartOffset(), end, deleted, tt.wantDeleted)
+			}
+		})
 	}
 }

@@ -701,7 +701,8 @@ func (m *Manager) notifyLeadership(p *Partition, leader bool) {
 // hold, is raised to it: a node refused to start over such a topic. On a
 // compacted topic a segment rolls by max.compaction.lag.ms when that is
 // shorter than segment.ms (Kafka's LogConfig.maxSegmentMs): the cleaner never
-// reads the active segment.
+// reads the active segment. Retention is not the log's: the cleaner passes the
+// topic's (clean), whose 0 the log would read as its default.
 func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config {
 	segmentMs := tc.SegmentMs
 	if tc.CleanupPolicy&metadata.CleanupCompact != 0 {
@@ -712,8 +713,6 @@ func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config
 		SegmentAge:         millis(segmentMs),
 		IndexIntervalBytes: int(tc.IndexIntervalBytes),
 		IndexMaxBytes:      int(tc.SegmentIndexBytes),
-		RetentionAge:       millis(tc.RetentionMs),
-		RetentionBytes:     tc.RetentionBytes,
 		LogAppendTime:      tc.MessageTimestampType == metadata.LogAppendTime,
 		Preallocate:        tc.Preallocate,
 		Now:                now,
@@ -787,7 +786,7 @@ func (m *Manager) clean(p *Partition) {
 	if tier := p.Tier(); tier != nil {
 		m.cleanTiered(p, tier)
 	} else if cfg.CleanupPolicy&metadata.CleanupDelete != 0 {
-		n, err := p.log.EnforceRetention(hwm)
+		n, err := p.log.EnforceRetentionLimits(hwm, millis(cfg.RetentionMs), cfg.RetentionBytes)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			m.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)
 		} else if n > 0 {

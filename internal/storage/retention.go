@@ -136,6 +136,14 @@ func (l *Log) EnforceRetention(highWatermark int64) (int, error) {
 	return l.enforceRetention(highWatermark, l.conf().RetentionAge, l.conf().RetentionBytes)
 }
 
+// EnforceRetentionLimits is EnforceRetention with the age and size limits
+// given in place of the log's, as they are: negative is no limit and zero
+// deletes every segment it may (a topic's retention.ms=0 or retention.bytes=0,
+// which Config would read as its defaults).
+func (l *Log) EnforceRetentionLimits(highWatermark int64, retentionAge time.Duration, retentionBytes int64) (int, error) {
+	return l.enforceRetention(highWatermark, retentionAge, retentionBytes)
+}
+
 // enforceRetention is EnforceRetention with the age and size limits given
 // (negative: none); a tier passes its local ones.
 func (l *Log) enforceRetention(highWatermark int64, retentionAge time.Duration, retentionBytes int64) (int, error) {
