@@ -43,6 +43,9 @@ var (
 	ErrDuplicateVoter = &metadata.KafkaError{Code: kerr.DuplicateVoter.Code, Msg: "already a voter"}
 	// ErrVoterNotFound: the node to remove is not a voter. VOTER_NOT_FOUND.
 	ErrVoterNotFound = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "not a voter"}
+	// ErrLastVoter: the node to remove is the only voter. VOTER_NOT_FOUND,
+	// as Kafka's voter set yields no set without it.
+	ErrLastVoter = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "cannot remove the only voter"}
 	// ErrVotersUnreachable: too few of the voters a removal would leave
 	// answer now for it to commit. REQUEST_TIMED_OUT: retry once they are
 	// back.
@@ -140,7 +143,7 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, 
 // RemoveVoter takes node id out of the voter set (see the top of this file).
 // dir, if not zero, must be the voter's recorded data directory
 // (voter_directory.go): KIP-853 names a voter by both. The last voter cannot
-// be removed. When id is this node, it steps down once the change commits:
+// be removed (ErrLastVoter). When id is this node, it steps down once the change commits:
 // the answer is nil, and the next request goes to the new active controller.
 func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error {
 	if !c.IsLeader() {
@@ -157,7 +160,7 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUI
 		return fmt.Errorf("%w: voter %d has data directory %v, not %v", ErrVoterNotFound, id, rec, dir)
 	}
 	if voters <= 1 {
-		return fmt.Errorf("%w: node %d is the only voter", metadata.ErrInvalidRequest, id)
+		return fmt.Errorf("%w: node %d", ErrLastVoter, id)
 	}
 	if err := c.checkMajorityLeft(ctx, id); err != nil {
 		return err

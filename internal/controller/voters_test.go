@@ -161,6 +161,20 @@ func TestRemoveVoterWithoutAMajorityLeft(t *testing.T) {
 	}
 }
 
+// TestRemoveLastVoter: the only voter cannot be removed; Kafka's voter set
+// finds no set to make without it, and its quorum answers VOTER_NOT_FOUND (it
+// was INVALID_REQUEST). The voter stays and keeps leading.
+func TestRemoveLastVoter(t *testing.T) {
+	cl := newCluster(t, 1)
+	err := cl.call(func(c *Controller) error { return c.RemoveVoter(ctxT(t), 1, metadata.UUID{}) })
+	if metadata.ErrorCode(err) != kerr.VoterNotFound.Code {
+		t.Fatalf("RemoveVoter(1) of the only voter = %v, want VOTER_NOT_FOUND", err)
+	}
+	if s, ok, voters, err := cl.nodes[0].member(ctxT(t), 1); err != nil || !ok || s.Suffrage != raft.Voter || voters != 1 || !cl.nodes[0].IsLeader() {
+		t.Fatalf("after a refused removal node 1 is %+v (member %v, %d voters, leader %v, %v), want the leading voter", s, ok, voters, cl.nodes[0].IsLeader(), err)
+	}
+}
+
 // cutOff disconnects node i's transport from every other node's, both ways,
 // leaving it running.
 func (cl *cluster) cutOff(i int) {
