@@ -13,7 +13,7 @@ package handlers
 // names a voter by id and directory; a voter whose directory is not recorded
 // yet matches any). VOTER_NOT_FOUND also for a node that is not a voter and
 // for the last voter, REQUEST_TIMED_OUT when too few of the voters left
-// answer for the change to commit. A removal the forwarding node had to send
+// answer for the change to commit or while another voter change is in flight. A removal the forwarding node had to send
 // again (its first attempt's outcome unknown) answers success, not
 // VOTER_NOT_FOUND, when the node is no voter any more.
 
