@@ -4,7 +4,8 @@ package main
 // controller voters, through AddRaftVoter and RemoveRaftVoter (KIP-853).
 // add-controller asks again while the node is refused as not caught up
 // ("lagging behind"), until --timeout, so a node just started is added once
-// it has heartbeated; Kafka's kafka-metadata-quorum asks once.
+// it has heartbeated; Kafka's kafka-metadata-quorum asks once. Both name the
+// node by its voter key, the directory id read from DescribeQuorum.
 
 import (
 	"context"
@@ -79,8 +80,10 @@ func voterChangeCmd(env *clientEnv, g *globalFlags, use, short, example string, 
 			}
 			code, msg = resp.ErrorCode, resp.ErrorMessage
 		} else {
-			req := kmsg.NewPtrRemoveRaftVoterRequest()
-			req.VoterID = int32(id)
+			req, err := admin.RemoveVoterRequest(ctx, cl, int32(id))
+			if err != nil {
+				return err
+			}
 			resp, err := req.RequestWith(ctx, cl)
 			if err != nil {
 				return err

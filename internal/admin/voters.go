@@ -21,30 +21,15 @@ import (
 // an observer with its directory id and listener. A node the quorum does not
 // know is an error wrapping kerr.InvalidRequest.
 func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRaftVoterRequest, error) {
-	dq := kmsg.NewPtrDescribeQuorumRequest()
-	t := kmsg.NewDescribeQuorumRequestTopic()
-	t.Topic = "__cluster_metadata"
-	t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-	dq.Topics = []kmsg.DescribeQuorumRequestTopic{t}
-	resp, err := dq.RequestWith(ctx, cl)
+	resp, p, err := describeQuorum(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, fmt.Errorf("describing the quorum: %w", err)
-	}
 	req := kmsg.NewPtrAddRaftVoterRequest()
 	req.VoterID = id
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return nil, fmt.Errorf("describing the quorum: %w", err)
-			}
-			for _, r := range slices.Concat(p.CurrentVoters, p.Observers) {
-				if r.ReplicaID == id {
-					req.VoterDirectoryID = r.ReplicaDirectoryID
-				}
-			}
+	for _, r := range slices.Concat(p.CurrentVoters, p.Observers) {
+		if r.ReplicaID == id {
+			req.VoterDirectoryID = r.ReplicaDirectoryID
 		}
 	}
 	for _, n := range resp.Nodes {
@@ -61,6 +46,56 @@ func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRa
 		return nil, fmt.Errorf("%w: node %d is not a member of the quorum: start it as a broker-only node (--roles broker) first", kerr.InvalidRequest, id)
 	}
 	return req, nil
+}
+
+// RemoveVoterRequest builds the RemoveRaftVoter request that takes node id
+// out of the controller voters. The request must carry the voter key, the
+// node id and the directory id the quorum recorded for it (Kafka refuses one
+// without a directory id: INVALID_REQUEST), as kafka-metadata-quorum
+// remove-controller sends its --controller-directory-id; here it is read from
+// DescribeQuorum. A node that is not a voter is an error wrapping
+// kerr.VoterNotFound; a voter whose directory the quorum has not recorded yet
+// (it has not run since it became a voter) one wrapping kerr.InvalidRequest.
+func RemoveVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.RemoveRaftVoterRequest, error) {
+	_, p, err := describeQuorum(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(p.CurrentVoters, func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState) bool { return r.ReplicaID == id })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: node %d is not a controller voter", kerr.VoterNotFound, id)
+	}
+	req := kmsg.NewPtrRemoveRaftVoterRequest()
+	req.VoterID, req.VoterDirectoryID = id, p.CurrentVoters[i].ReplicaDirectoryID
+	if req.VoterDirectoryID == [16]byte{} {
+		return nil, fmt.Errorf("%w: the quorum has not recorded voter %d's data directory yet: it is recorded once the node runs", kerr.InvalidRequest, id)
+	}
+	return req, nil
+}
+
+// describeQuorum asks for the metadata quorum and returns the answer and its
+// one partition.
+func describeQuorum(ctx context.Context, cl *kgo.Client) (*kmsg.DescribeQuorumResponse, *kmsg.DescribeQuorumResponseTopicPartition, error) {
+	dq := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	dq.Topics = []kmsg.DescribeQuorumRequestTopic{t}
+	resp, err := dq.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, nil, fmt.Errorf("describing the quorum: %w", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, nil, fmt.Errorf("describing the quorum: %d topics in the answer, want the metadata partition", len(resp.Topics))
+	}
+	p := &resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return nil, nil, fmt.Errorf("describing the quorum: %w", err)
+	}
+	return resp, p, nil
 }
 
 // AddVoterLagging reports whether an AddRaftVoter answer refuses the node

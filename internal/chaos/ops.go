@@ -468,9 +468,11 @@ func (c *processCluster) toggleVoter() (string, error) {
 	var req kmsg.Request
 	verb := "added to"
 	if c.spareVoter {
-		r := kmsg.NewPtrRemoveRaftVoterRequest()
-		r.VoterID, verb = id, "removed from"
-		req = r
+		r, err := admin.RemoveVoterRequest(ctx, c.cl, id)
+		if err != nil {
+			return "", err
+		}
+		req, verb = r, "removed from"
 	} else {
 		r, err := admin.AddVoterRequest(ctx, c.cl, id)
 		if err != nil {

@@ -213,6 +213,10 @@ type Controller struct {
 	// includes it.
 	pending <-chan error
 
+	// voterChange is held by the voter change (AddVoter, RemoveVoter) in
+	// flight; another is refused meanwhile (voters.go).
+	voterChange sync.Mutex
+
 	// live holds broker sessions while this node is the active controller.
 	live *liveness
 	// shortTimeouts is set while the shortened start-up election timeouts

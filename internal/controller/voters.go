@@ -32,7 +32,8 @@ import (
 // it out); any other leaves the configuration. The active controller removes itself as Raft allows
 // (and KIP-853 does): it commits the configuration without itself, which
 // needs a majority of the remaining voters, and then steps down; they elect
-// a new leader. Until session 11 it handed leadership over first, to the
+// a new leader. One change at a time, as in Kafka: another is refused
+// while one is in flight (ErrVoterChangePending). Until session 11 it handed leadership over first, to the
 // voter Raft's LeadershipTransfer picks (the furthest replicated, reachable
 // or not), and failed with "leadership transfer timeout" when that voter was
 // cut off (chaos seed 963). A removal is refused unless a majority of the
@@ -43,6 +44,13 @@ var (
 	ErrDuplicateVoter = &metadata.KafkaError{Code: kerr.DuplicateVoter.Code, Msg: "already a voter"}
 	// ErrVoterNotFound: the node to remove is not a voter. VOTER_NOT_FOUND.
 	ErrVoterNotFound = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "not a voter"}
+	// ErrVoterChangePending: another voter change is in flight.
+	// REQUEST_TIMED_OUT, worded as Kafka's leader answers it: retry once it
+	// is done.
+	ErrVoterChangePending = &metadata.KafkaError{Code: kerr.RequestTimedOut.Code, Msg: "Request timed out waiting for leader to handle previous voter change request"}
+	// ErrLastVoter: the node to remove is the only voter. VOTER_NOT_FOUND,
+	// as Kafka's voter set yields no set without it.
+	ErrLastVoter = &metadata.KafkaError{Code: kerr.VoterNotFound.Code, Msg: "cannot remove the only voter"}
 	// ErrVotersUnreachable: too few of the voters a removal would leave
 	// answer now for it to commit. REQUEST_TIMED_OUT: retry once they are
 	// back.
@@ -102,6 +110,10 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, 
 	if !c.IsLeader() {
 		return c.notController()
 	}
+	if !c.voterChange.TryLock() {
+		return ErrVoterChangePending
+	}
+	defer c.voterChange.Unlock()
 	s, ok, _, err := c.member(ctx, id)
 	switch {
 	case err != nil:
@@ -140,12 +152,16 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, dir metadata.UUID, 
 // RemoveVoter takes node id out of the voter set (see the top of this file).
 // dir, if not zero, must be the voter's recorded data directory
 // (voter_directory.go): KIP-853 names a voter by both. The last voter cannot
-// be removed. When id is this node, it steps down once the change commits:
+// be removed (ErrLastVoter). When id is this node, it steps down once the change commits:
 // the answer is nil, and the next request goes to the new active controller.
 func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error {
 	if !c.IsLeader() {
 		return c.notController()
 	}
+	if !c.voterChange.TryLock() {
+		return ErrVoterChangePending
+	}
+	defer c.voterChange.Unlock()
 	s, ok, voters, err := c.member(ctx, id)
 	if err != nil {
 		return err
@@ -157,7 +173,7 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUI
 		return fmt.Errorf("%w: voter %d has data directory %v, not %v", ErrVoterNotFound, id, rec, dir)
 	}
 	if voters <= 1 {
-		return fmt.Errorf("%w: node %d is the only voter", metadata.ErrInvalidRequest, id)
+		return fmt.Errorf("%w: node %d", ErrLastVoter, id)
 	}
 	if err := c.checkMajorityLeft(ctx, id); err != nil {
 		return err

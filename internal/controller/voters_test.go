@@ -161,6 +161,50 @@ func TestRemoveVoterWithoutAMajorityLeft(t *testing.T) {
 	}
 }
 
+// TestRemoveLastVoter: the only voter cannot be removed; Kafka's voter set
+// finds no set to make without it, and its quorum answers VOTER_NOT_FOUND (it
+// was INVALID_REQUEST). The voter stays and keeps leading.
+func TestRemoveLastVoter(t *testing.T) {
+	cl := newCluster(t, 1)
+	err := cl.call(func(c *Controller) error { return c.RemoveVoter(ctxT(t), 1, metadata.UUID{}) })
+	if metadata.ErrorCode(err) != kerr.VoterNotFound.Code {
+		t.Fatalf("RemoveVoter(1) of the only voter = %v, want VOTER_NOT_FOUND", err)
+	}
+	if s, ok, voters, err := cl.nodes[0].member(ctxT(t), 1); err != nil || !ok || s.Suffrage != raft.Voter || voters != 1 || !cl.nodes[0].IsLeader() {
+		t.Fatalf("after a refused removal node 1 is %+v (member %v, %d voters, leader %v, %v), want the leading voter", s, ok, voters, cl.nodes[0].IsLeader(), err)
+	}
+}
+
+// TestVoterChangeWhileAnotherIsInFlight: while a voter change is in flight
+// the active controller refuses another, addition or removal, with
+// REQUEST_TIMED_OUT, as Kafka's leader does ("waiting for leader to handle
+// previous voter change request"), instead of queueing it behind the first
+// for Raft to make once that commits; the voters are unchanged. Once the
+// first is done the same removal goes through.
+func TestVoterChangeWhileAnotherIsInFlight(t *testing.T) {
+	cl := newCluster(t, 3)
+	l := cl.nodes[cl.leader()]
+	other := int32(1)
+	if l.cfg.NodeID == other {
+		other = 2
+	}
+	l.voterChange.Lock() // the change in flight
+	for name, change := range map[string]func() error{
+		"AddVoter":    func() error { return l.AddVoter(ctxT(t), 4, metadata.UUID{4}, "") },
+		"RemoveVoter": func() error { return l.RemoveVoter(ctxT(t), other, metadata.UUID{}) },
+	} {
+		err := change()
+		if !errors.Is(err, ErrVoterChangePending) || metadata.ErrorCode(err) != kerr.RequestTimedOut.Code {
+			t.Errorf("%s during another voter change = %v, want REQUEST_TIMED_OUT (previous voter change)", name, err)
+		}
+	}
+	if _, _, voters, err := l.member(ctxT(t), other); err != nil || voters != 3 {
+		t.Fatalf("%d voters (%v) after refused changes, want 3", voters, err)
+	}
+	l.voterChange.Unlock()
+	cl.retry(func(c *Controller) error { return c.RemoveVoter(ctxT(t), other, metadata.UUID{}) })
+}
+
 // cutOff disconnects node i's transport from every other node's, both ways,
 // leaving it running.
 func (cl *cluster) cutOff(i int) {

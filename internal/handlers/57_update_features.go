@@ -3,21 +3,23 @@ package handlers
 // UpdateFeatures (key 57), v0-v2 (flexible; KIP-584, kafka-features upgrade,
 // downgrade and disable). Strata runs each feature it advertises at one level
 // (protocol.Features) and the others not at all, so the only update that
-// succeeds is one to the level a feature already has (0 for one Strata does
-// not advertise); it changes nothing, with or without ValidateOnly. Any other
-// level fails the whole request with INVALID_UPDATE_VERSION and Kafka's
-// message for a level the controller does not support. The checks, in Kafka's
-// order, for each update until one fails:
+// succeeds is one to the level a feature already has (0 for one of Kafka's
+// that Strata does not advertise); it changes nothing, with or without
+// ValidateOnly. Any other fails the whole request with INVALID_UPDATE_VERSION
+// and Kafka's message. The checks, in Kafka's order, for each update until
+// one fails:
 //   - an upgrade type other than 1 (upgrade), 2 (safe downgrade) or 3 (unsafe
 //     downgrade); v0's AllowDowngrade means 2, else 1;
 //   - a level below 0;
-//   - a level Strata does not run the feature at.
+//   - a level Strata does not run the feature at (metadata.version at none);
+//   - at level 0, a feature Kafka does not define ("Feature X not found.").
 // v0-v1 answer a result per feature when every update succeeds; v2 only the
 // top-level error. CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster.
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,10 +65,17 @@ func (h *Handlers) refuseFeatureUpdate(version int16, u kmsg.UpdateFeaturesReque
 		return "The controller does not support the given upgrade type."
 	case u.MaxVersionLevel < 0:
 		return "A feature version cannot be less than 0."
-	case u.MaxVersionLevel == level:
+	case u.MaxVersionLevel == level && (advertised || slices.Contains(unadvertisedKafkaFeatures, u.Feature)):
 		return ""
+	case !advertised && u.MaxVersionLevel == 0 && u.Feature != "metadata.version":
+		return fmt.Sprintf("Feature %s not found.", u.Feature)
 	case !advertised:
 		return fmt.Sprintf("Local controller %d does not support this feature.", h.cfg.NodeID)
 	}
 	return fmt.Sprintf("Local controller %d only supports versions %d.", h.cfg.NodeID, level)
 }
+
+// unadvertisedKafkaFeatures are the features Kafka 4.4 defines, besides
+// metadata.version, that Strata does not advertise: left at 0, as Kafka
+// takes such an update. Kafka knows no other name, at any level.
+var unadvertisedKafkaFeatures = []string{"eligible.leader.replicas.version"}

@@ -13,7 +13,8 @@ package handlers
 //     Strata node gives its controller listener (controllerlink.ObserverListener).
 //     Its endpoint is taken, wherever it stands among the listeners.
 //
-// DUPLICATE_VOTER for a voter. Answered by the active controller (forwarded
+// DUPLICATE_VOTER for a voter, REQUEST_TIMED_OUT while another voter change
+// is in flight (Kafka's "previous voter change request"). Answered by the active controller (forwarded
 // from other brokers) once the new configuration is committed, whatever
 // AckWhenCommitted (v1) says. The directory id must be the one the node
 // registered with (REQUEST_TIMED_OUT otherwise, as Kafka, which sees no

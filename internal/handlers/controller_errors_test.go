@@ -476,10 +476,10 @@ func TestDescribeClientQuotasErrors(t *testing.T) {
 	}
 }
 
-// voterCluster records the voter additions that reach the controller.
+// voterCluster records the voter changes that reach the controller.
 type voterCluster struct {
 	*planCluster
-	added []string
+	added, removed []string
 }
 
 func (c *voterCluster) AddVoter(_ context.Context, id int32, _ metadata.UUID, addr string) error {
@@ -543,6 +543,52 @@ func TestAddRaftVoterListeners(t *testing.T) {
 			}
 			if got := strings.Join(vc.added, ","); got != tt.added {
 				t.Errorf("controller asked to add %q, want %q", got, tt.added)
+			}
+		})
+	}
+}
+
+func (c *voterCluster) RemoveVoter(_ context.Context, id int32, dir metadata.UUID) error {
+	c.removed = append(c.removed, fmt.Sprintf("%d/%v", id, dir))
+	return nil
+}
+
+// TestRemoveRaftVoterKey: a RemoveRaftVoter must name the voter by its key,
+// a node id and a directory id, as Kafka 4.4 checks it: a negative id or a
+// zero directory id is INVALID_REQUEST with Kafka's message, after the
+// cluster id check and without reaching the controller.
+func TestRemoveRaftVoterKey(t *testing.T) {
+	vc := &voterCluster{planCluster: &planCluster{img: metadata.NewImage()}}
+	h := New(Config{ClusterID: "c", NodeID: 1, BrokerEpoch: func() int64 { return 1 }}, vc, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	other := "nope"
+	dir7 := metadata.UUID{7}
+	for _, tt := range []struct {
+		name      string
+		clusterID *string
+		voter     int32
+		dir       metadata.UUID
+		want      *kerr.Error
+		wantMsg   string
+		removed   string
+	}{
+		{"no directory id", nil, 7, metadata.UUID{}, kerr.InvalidRequest, "Remove voter request didn't include a valid voter", ""},
+		{"a negative node id", nil, -1, dir7, kerr.InvalidRequest, "Remove voter request didn't include a valid voter", ""},
+		{"no directory id, another cluster", &other, 7, metadata.UUID{}, kerr.InconsistentClusterID, "", ""},
+		{"a voter key", nil, 7, dir7, nil, "", fmt.Sprintf("7/%v", dir7)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vc.removed = nil
+			req := kmsg.NewPtrRemoveRaftVoterRequest()
+			req.ClusterID, req.VoterID, req.VoterDirectoryID = tt.clusterID, tt.voter, tt.dir
+			resp := serve(t, h, req).(*kmsg.RemoveRaftVoterResponse)
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != tt.want && !(err == nil && tt.want == nil) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+			if got := messages(resp.ErrorMessage); tt.wantMsg != "" && got != tt.wantMsg {
+				t.Errorf("error message %q, want %q", got, tt.wantMsg)
+			}
+			if got := strings.Join(vc.removed, ","); got != tt.removed {
+				t.Errorf("controller asked to remove %q, want %q", got, tt.removed)
 			}
 		})
 	}

@@ -103,7 +103,7 @@ func TestForwardRetriesWhileTheControllerChanges(t *testing.T) {
 func TestResentVoterRemovalSucceeds(t *testing.T) {
 	remove := func(link *scriptedLink) int16 {
 		req := kmsg.NewPtrRemoveRaftVoterRequest()
-		req.VoterID = 4
+		req.VoterID, req.VoterDirectoryID = 4, [16]byte{4}
 		resp := forwarding(link).removeRaftVoter(context.Background(), &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Msg: req})
 		return resp.Msg.(*kmsg.RemoveRaftVoterResponse).ErrorCode
 	}

@@ -9,8 +9,9 @@ import (
 )
 
 // TestUpdateFeatures: only the level a feature already has is accepted (a
-// no-op); any other level, a negative one or an unknown upgrade type fails the
-// whole request with INVALID_UPDATE_VERSION and Kafka's message. v0-v1 answer
+// no-op); any other level, a negative one, an unknown upgrade type, a feature
+// Kafka does not define (even at 0) or metadata.version fails the whole
+// request with INVALID_UPDATE_VERSION and Kafka's message. v0-v1 answer
 // a result per feature on success, v2 none.
 func TestUpdateFeatures(t *testing.T) {
 	h := newErrorsHandlers(t)
@@ -47,6 +48,10 @@ func TestUpdateFeatures(t *testing.T) {
 		{"an unadvertised feature", 2, []update{{"eligible.leader.replicas.version", 1, 1}},
 			"Invalid update version 1 for feature eligible.leader.replicas.version. Local controller 1 does not support this feature."},
 		{"metadata.version", 1, []update{{"metadata.version", 31, 1}}, "does not support this feature."},
+		{"metadata.version at 0", 1, []update{{"metadata.version", 0, 3}},
+			"Invalid update version 0 for feature metadata.version. Local controller 1 does not support this feature."},
+		{"an unknown feature at 0", 2, []update{{"group.version", 1, 1}, {"no.such.version", 0, 1}},
+			"Invalid update version 0 for feature no.such.version. Feature no.such.version not found."},
 		{"a negative level", 1, []update{{"group.version", -1, 3}}, "A feature version cannot be less than 0."},
 		{"an unknown upgrade type", 1, []update{{"group.version", 1, 4}}, "The controller does not support the given upgrade type."},
 	} {

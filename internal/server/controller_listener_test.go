@@ -92,8 +92,7 @@ func TestRemovedControllerForwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	remove := kmsg.NewPtrRemoveRaftVoterRequest()
-	remove.VoterID = 3
+	remove := removeVoterRequest(ctx, t, cl, 3)
 	if err := voterChange(ctx, cl, 1, remove); err != nil {
 		t.Fatalf("RemoveRaftVoter(3): %v", err)
 	}

@@ -361,7 +361,7 @@ func (tmpl *nodeTemplate) seeds() []nodeSeed {
 	voter.Listeners = []kmsg.AddRaftVoterRequestListener{vl}
 
 	last := kmsg.NewPtrRemoveRaftVoterRequest()
-	last.ClusterID, last.VoterID = &tmpl.clusterID, 1
+	last.ClusterID, last.VoterID, last.VoterDirectoryID = &tmpl.clusterID, 1, tmpl.directories[0]
 
 	unregister := kmsg.NewPtrUnregisterBrokerRequest()
 	unregister.BrokerID = 2

@@ -133,9 +133,16 @@ func TestReplaceVoter(t *testing.T) {
 		}
 		return addVoterWhenCaughtUp(ctx, cl, node, req)
 	}
+	// removeVoter names the voter's directory id as DescribeQuorum shows it,
+	// or, for a node that is not a voter, a made-up one.
 	removeVoter := func(node, id int32) error {
-		req := kmsg.NewPtrRemoveRaftVoterRequest()
-		req.VoterID = id
+		req, err := admin.RemoveVoterRequest(ctx, cl, id)
+		if errors.Is(err, kerr.VoterNotFound) {
+			req = kmsg.NewPtrRemoveRaftVoterRequest()
+			req.VoterID, req.VoterDirectoryID = id, [16]byte{byte(id)}
+		} else if err != nil {
+			return err
+		}
 		return voterReq(node, req)
 	}
 
@@ -240,6 +247,18 @@ func voterChange(ctx context.Context, cl *kgo.Client, node int32, req kmsg.Reque
 		return err
 	}
 	return voterChangeErr(resp)
+}
+
+// removeVoterRequest is admin.RemoveVoterRequest once the quorum has recorded
+// voter id's directory, which it does a moment after the voter registers.
+func removeVoterRequest(ctx context.Context, t *testing.T, cl *kgo.Client, id int32) *kmsg.RemoveRaftVoterRequest {
+	t.Helper()
+	var req *kmsg.RemoveRaftVoterRequest
+	wait.Eventually(t, wait.DefaultTimeout, fmt.Sprintf("voter %d's directory to be recorded", id), func() (err error) {
+		req, err = admin.RemoveVoterRequest(ctx, cl, id)
+		return err
+	})
+	return req
 }
 
 // addVoterWhenCaughtUp sends AddRaftVoter to node as `strata cluster

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/strata-stream/strata/internal/admin"
 	"github.com/strata-stream/strata/internal/wait"
 )
@@ -36,8 +34,7 @@ func TestPromotedBrokerOnlyRestartsAsActiveController(t *testing.T) {
 		t.Fatalf("AddRaftVoter(2): %v", err)
 	}
 	// Node 1 leads, removes itself and steps down; node 2 takes over.
-	remove := kmsg.NewPtrRemoveRaftVoterRequest()
-	remove.VoterID = 1
+	remove := removeVoterRequest(ctx, t, cl, 1)
 	if err := voterChange(ctx, cl, 1, remove); err != nil {
 		t.Fatalf("RemoveRaftVoter(1): %v", err)
 	}
