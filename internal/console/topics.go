@@ -346,13 +346,15 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
 		pg.Error = err.Error()
 		c.render(w, status, "newtopic", pg)
 	}
-	if d := httpauth.RequireCreateTopic(r, form.Name); d != nil {
-		fail(http.StatusForbidden, d)
-		return
-	}
 	ct, err := form.parse()
 	if err != nil {
 		fail(http.StatusBadRequest, err)
+		return
+	}
+	// The name authorized is the one created (trimmed), so that spaces
+	// around it do not slip past a DENY on it.
+	if d := httpauth.RequireCreateTopic(r, ct.Name); d != nil {
+		fail(http.StatusForbidden, d)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
