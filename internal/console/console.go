@@ -103,7 +103,7 @@ func (c *Console) routes() []route {
 	return []route{
 		{"GET /console/{$}", http.HandlerFunc(c.overview)},
 		{"GET /console/topics", http.HandlerFunc(c.topics)},
-		{"GET /console/topics/new", http.HandlerFunc(c.newTopicForm)},
+		{"GET /console/new-topic", http.HandlerFunc(c.newTopicForm)},
 		{"POST /console/topics", http.HandlerFunc(c.createTopic)},
 		{"GET /console/topics/{topic}", http.HandlerFunc(c.topic)},
 		{"GET /console/topics/{topic}/records", http.HandlerFunc(c.records)},

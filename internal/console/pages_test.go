@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/console"
+	"github.com/strata-stream/strata/internal/metadata"
 )
 
 type topicJSON struct {
@@ -159,7 +160,7 @@ func TestCreateTopicForm(t *testing.T) {
 	n := startNode(t)
 	_, adm := client(t, n)
 	base := "http://" + n.HTTPAddr()
-	_, body := get(t, base+"/console/topics/new")
+	_, body := get(t, base+"/console/new-topic")
 	mustContain(t, "form", body, `name="name"`, `name="partitions"`, `name="configs"`)
 
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -348,5 +349,49 @@ func TestGroupPages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// imageConsole is a console over an image of topics (each partition led by
+// leaders[i], NoLeader for none; broker 1 registered and live) that hosts no
+// partition.
+func imageConsole(t *testing.T, topic string, leaders ...int32) *console.Console {
+	t.Helper()
+	id := metadata.UUID{7}
+	recs := []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: topic, ID: id},
+	}
+	for i, l := range leaders {
+		isr := []int32{1}
+		if l == metadata.NoLeader {
+			isr = nil
+		}
+		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: int32(i), Replicas: []int32{1}, ISR: isr, Leader: l})
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := &changingController{}
+	ctrl.img.Store(img.WithOffset(1))
+	return console.New(console.Config{NodeID: 2, Cluster: ctrl, Replicas: appliedReplicas{}, Logger: testLogger()})
+}
+
+func serve(c *console.Console, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec
+}
+
+// TestTopicNamedNew: "new" is a topic name like any other; its page is its
+// own, not the create-topic form, which lived at /console/topics/new.
+func TestTopicNamedNew(t *testing.T) {
+	c := imageConsole(t, "new", 1)
+	rec := serve(c, "/console/topics")
+	mustContain(t, "topics list", rec.Body.String(), `href="/console/topics/new"`)
+	rec = serve(c, "/console/topics/new")
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `<span id="topic-name">new</span>`) {
+		t.Fatalf("the page of topic new: %d:\n%s", rec.Code, rec.Body)
 	}
 }
