@@ -395,3 +395,22 @@ func TestTopicNamedNew(t *testing.T) {
 		t.Fatalf("the page of topic new: %d:\n%s", rec.Code, rec.Body)
 	}
 }
+
+// TestRecordsOfPartitionLedElsewhere: the records page of a partition this node
+// does not lead names its leader, or says it has none (it said "led by node
+// -1").
+func TestRecordsOfPartitionLedElsewhere(t *testing.T) {
+	c := imageConsole(t, "orders", metadata.NoLeader, 1)
+	for _, tt := range []struct {
+		partition, want string
+	}{
+		{"0", "Partition 0 has no leader"},
+		{"1", "Partition 1 is led by node 1"},
+	} {
+		rec := serve(c, "/console/topics/orders/records?partition="+tt.partition)
+		body := rec.Body.String()
+		if rec.Code != http.StatusOK || !strings.Contains(body, tt.want) || strings.Contains(body, "node -1") {
+			t.Errorf("partition %s: %d, want a page saying %q:\n%s", tt.partition, rec.Code, tt.want, body)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 )
 
@@ -90,8 +91,9 @@ type recordsPage struct {
 	HWM        int64
 	LogStart   int64
 	Records    []recordView
-	Leader     int32 // when not led here
-	NotHere    bool
+	NotHere    bool // not led here: Leader leads it, or none when !LeaderLive
+	Leader     int32
+	LeaderLive bool
 }
 
 // records shows the last records of one partition below its high-water mark.
@@ -125,6 +127,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 	p, err := c.cfg.Replicas.Partition(name, int32(part))
 	if err != nil || !p.IsLeader() {
 		pg.NotHere, pg.Leader = true, t.Partitions[part].Leader
+		pg.LeaderLive = pg.Leader != metadata.NoLeader && img.IsLive(pg.Leader)
 		c.render(w, http.StatusOK, "records", pg)
 		return
 	}
