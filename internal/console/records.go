@@ -21,23 +21,23 @@ const (
 	readChunkBytes = 1 << 20
 	// maxReadBytes bounds what one page reads in total.
 	maxReadBytes = 16 << 20
-	// shownBytes is how much of a key, value or header value a page shows.
-	shownBytes = 1 << 10
+	// shownBytes is how much of a key, value or header key or value a page
+	// shows; shownHeaders how many of a record's headers.
+	shownBytes   = 1 << 10
+	shownHeaders = 20
 )
 
 // recordView is one record as the page shows it.
 type recordView struct {
-	Offset    int64
-	Timestamp int64
-	Key       shown
-	Value     shown
-	Headers   []headerView
+	Offset      int64
+	Timestamp   int64
+	Key         shown
+	Value       shown
+	Headers     []headerView
+	MoreHeaders int // headers not shown
 }
 
-type headerView struct {
-	Key   string
-	Value shown
-}
+type headerView struct{ Key, Value shown }
 
 // shown is bytes made readable: text when they are printable UTF-8, else hex.
 type shown struct {
@@ -185,9 +185,10 @@ func appendRecords(out []recordView, b []byte, from int64, limit int) ([]recordV
 				ts = h.MaxTimestamp
 			}
 			v := recordView{Offset: off, Timestamp: ts, Key: show(rec.Key, rec.Key == nil), Value: show(rec.Value, rec.Value == nil)}
-			for _, hd := range rec.Headers {
-				v.Headers = append(v.Headers, headerView{Key: hd.Key, Value: show(hd.Value, hd.Value == nil)})
+			for _, hd := range rec.Headers[:min(len(rec.Headers), shownHeaders)] {
+				v.Headers = append(v.Headers, headerView{Key: show([]byte(hd.Key), false), Value: show(hd.Value, hd.Value == nil)})
 			}
+			v.MoreHeaders = len(rec.Headers) - len(v.Headers)
 			out = append(out, v)
 			return nil
 		})
