@@ -120,7 +120,7 @@ type groupPage struct {
 	Members      []memberView
 	Lag          []lagView
 	TotalLag     int64
-	Topics       []string // reset form choices: the group's topics first, then the rest
+	Topics       []string // reset form choices: the group's topics first, then the others the principal may DESCRIBE
 	Form         resetForm
 }
 
@@ -186,7 +186,7 @@ func memberOf(v admin.GroupView, m admin.MemberView) memberView {
 }
 
 func (c *Console) group(w http.ResponseWriter, r *http.Request) {
-	pg, gerr := c.groupPage(r.Context(), r.PathValue("group"))
+	pg, gerr := c.groupPage(r, r.PathValue("group"))
 	if gerr != nil {
 		c.renderError(w, r, gerr.status, gerr.heading, gerr.err.Error())
 		return
@@ -198,9 +198,9 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "group", pg)
 }
 
-func (c *Console) groupPage(ctx context.Context, id string) (groupPage, *groupError) {
+func (c *Console) groupPage(r *http.Request, id string) (groupPage, *groupError) {
 	pg := groupPage{base: c.base("Group "+id, "groups"), ID: id, Form: resetForm{To: "earliest"}}
-	v, gerr := c.viewGroup(ctx, id)
+	v, gerr := c.viewGroup(r.Context(), id)
 	if gerr != nil {
 		return pg, gerr
 	}
@@ -217,7 +217,8 @@ func (c *Console) groupPage(ctx context.Context, id string) (groupPage, *groupEr
 		}
 	}
 	for _, t := range c.cfg.Cluster.Image().Topics() {
-		if !seen[t.Name] && !strings.HasPrefix(t.Name, "__") {
+		if !seen[t.Name] && !strings.HasPrefix(t.Name, "__") &&
+			httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
 			pg.Topics = append(pg.Topics, t.Name)
 		}
 	}
@@ -263,7 +264,7 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 	}
 	form := resetForm{Topic: r.PostForm.Get("topic"), To: r.PostForm.Get("to"), Offset: r.PostForm.Get("offset")}
 	fail := func(status int, msg string) {
-		pg, gerr := c.groupPage(r.Context(), id)
+		pg, gerr := c.groupPage(r, id)
 		if gerr != nil {
 			c.renderError(w, r, gerr.status, "Reset failed", msg)
 			return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
@@ -47,5 +48,37 @@ func TestCreateTopicDenyACL(t *testing.T) {
 		if rec.Code != http.StatusForbidden || ctrl.calls != 2 {
 			t.Fatalf("name %q: answered %d after %d controller requests, want %d and none", name, rec.Code, ctrl.calls-2, http.StatusForbidden)
 		}
+	}
+}
+
+// TestGroupPageListsOnlyDescribableTopics: the group page's reset form offers
+// the group's topics and the others the principal may DESCRIBE; it listed
+// every topic of the cluster to anyone who could see the group.
+func TestGroupPageListsOnlyDescribableTopics(t *testing.T) {
+	n, adm, ctx := nodeWithJobs(t)
+	for _, topic := range []string{"visible", "secret"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var o kadm.Offsets
+	o.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "g", o); err != nil {
+		t.Fatal(err)
+	}
+	cfg := n.ConsoleConfig()
+	cfg.Guard = anonymousGuard(
+		anonymousACL(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, "g", kmsg.ACLPermissionTypeAllow),
+		anonymousACL(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, "jobs", kmsg.ACLPermissionTypeAllow),
+		anonymousACL(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, "visible", kmsg.ACLPermissionTypeAllow))
+	srv := httptest.NewServer(console.New(cfg).Handler())
+	defer srv.Close()
+	status, body := get(t, srv.URL+"/console/groups/g")
+	if status != http.StatusOK {
+		t.Fatalf("group page: %d:\n%s", status, body)
+	}
+	mustContain(t, "group page", body, "<option selected>jobs</option>", "<option >visible</option>")
+	if strings.Contains(body, "secret") {
+		t.Fatalf("the group page names topic secret, which the principal may not describe:\n%s", body)
 	}
 }
