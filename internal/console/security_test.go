@@ -82,3 +82,19 @@ func TestGroupPageListsOnlyDescribableTopics(t *testing.T) {
 		t.Fatalf("the group page names topic secret, which the principal may not describe:\n%s", body)
 	}
 }
+
+// TestPagesRefuseFraming: every answer forbids other sites to frame it (else a
+// page could overlay the reset-offsets button and have a user click it: a
+// same-origin post that cross-origin protection lets through) and to sniff
+// its type.
+func TestPagesRefuseFraming(t *testing.T) {
+	c := imageConsole(t, "orders", 1)
+	for _, path := range []string{"/console/", "/console/topics/orders", "/console/new-topic", "/console/groups/g",
+		"/console/api/topics/orders", "/console/static/console.js", "/console/nowhere"} {
+		h := serve(c, path).Header()
+		if h.Get("X-Frame-Options") != "DENY" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+			h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: headers %v, want framing and sniffing refused", path, h)
+		}
+	}
+}
