@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -44,8 +45,13 @@ type Config struct {
 	// as `strata group describe` and the HTTP API describe it
 	// (admin.GroupViews), and resetting its offsets. Without one, those pages
 	// say so.
-	Admin  *kadm.Client
-	Logger *slog.Logger
+	Admin *kadm.Client
+	// AdminTimeout bounds what one page asks of Admin, so that a broker
+	// that does not answer cannot hold a page for the client's retries
+	// (minutes); 0 means 10 s. The overview waits at most 2 s of it for the
+	// number of groups, which it leaves out otherwise.
+	AdminTimeout time.Duration
+	Logger       *slog.Logger
 	// Guard, when set, authenticates and authorizes every page (access.go); nil
 	// serves everyone.
 	Guard *httpauth.Guard
@@ -78,6 +84,9 @@ func New(cfg Config) *Console {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.AdminTimeout <= 0 {
+		cfg.AdminTimeout = 10 * time.Second
 	}
 	if cfg.Controller != nil {
 		// A change in flight while the active controller changes is sent again
@@ -131,6 +140,19 @@ func (c *Console) routes() []route {
 		{"GET /console/static/", http.StripPrefix("/console/", staticFiles())},
 		{"/console/", http.HandlerFunc(c.notFound)},
 	}
+}
+
+// adminContext bounds a page's calls on Admin by AdminTimeout.
+func (c *Console) adminContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.AdminTimeout)
+}
+
+// adminErr says what an error of a call cut by AdminTimeout means.
+func (c *Console) adminErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer from the cluster within %v (a broker may be down or unreachable): %w", c.cfg.AdminTimeout, err)
+	}
+	return err
 }
 
 // Config is the configuration the console was built with (to serve a variant of

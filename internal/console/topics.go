@@ -133,7 +133,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if c.cfg.Admin != nil {
-		if listed, err := c.cfg.Admin.ListGroups(r.Context()); err == nil {
+		ctx, cancel := context.WithTimeout(r.Context(), min(c.cfg.AdminTimeout, 2*time.Second))
+		defer cancel()
+		if listed, err := c.cfg.Admin.ListGroups(ctx); err == nil {
 			pg.Groups = len(listed)
 		}
 	}
