@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-stream/strata/internal/console"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 type topicJSON struct {
@@ -413,4 +414,37 @@ func TestRecordsOfPartitionLedElsewhere(t *testing.T) {
 			t.Errorf("partition %s: %d, want a page saying %q:\n%s", tt.partition, rec.Code, tt.want, body)
 		}
 	}
+}
+
+// hidingReplicas hosts the partitions of Replicas but those hidden: they are
+// led elsewhere, as on one node of a cluster.
+type hidingReplicas struct {
+	console.Replicas
+	hidden int32
+}
+
+func (h hidingReplicas) Partition(topic string, index int32) (*replica.Partition, error) {
+	if index == h.hidden {
+		return nil, replica.ErrUnknownPartition
+	}
+	return h.Replicas.Partition(topic, index)
+}
+
+// TestTopicTotalsOfPartitionsLedHere: where this node leads some of a topic's
+// partitions only, the topic's messages and size say how many they cover; they
+// showed as the topic's.
+func TestTopicTotalsOfPartitionsLedHere(t *testing.T) {
+	n := startNode(t)
+	cl, adm := client(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if _, err := adm.CreateTopic(context.Background(), 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "orders", 0, "a", 3)
+	produce(t, cl, "orders", 1, "b", 4)
+	cfg := n.ConsoleConfig()
+	cfg.Replicas = hidingReplicas{Replicas: cfg.Replicas, hidden: 1}
+	c := console.New(cfg)
+	mustContain(t, "topics list", serve(c, "/console/topics").Body.String(), `<td class="num">3 <span class="hint">(1 of 2 partitions)</span></td>`)
+	mustContain(t, "topic page", serve(c, "/console/topics/orders").Body.String(), `id="topic-messages">3 <span class="hint">(1 of 2 partitions)</span>`)
+	mustContain(t, "whole topic", serve(console.New(n.ConsoleConfig()), "/console/topics").Body.String(), `<td class="num">7</td>`)
 }

@@ -63,6 +63,7 @@ type topicSummary struct {
 	ReplicationFactor int
 	UnderReplicated   int
 	Offline           int
+	Local             int   // partitions led here, which Size, Messages and Rate cover
 	Size              int64 // of the partitions led here; -1 when none are
 	Messages          int64 // HWM - log start, summed over the partitions led here
 	Rate              rate
@@ -205,6 +206,7 @@ func summaryOf(name string, ps []partitionView) topicSummary {
 			s.Offline++
 		}
 		if v.Local {
+			s.Local++
 			s.Size = max(s.Size, 0) + v.Size
 			s.Messages = max(s.Messages, 0) + v.HighWatermark - v.LogStartOffset
 			if v.Rate.Known {
