@@ -21,7 +21,7 @@ import (
 var access = map[string]httpauth.Rule{
 	"GET /console/{$}":                     httpauth.Needs(httpauth.OnCluster(kmsg.ACLOperationDescribe)),
 	"GET /console/topics":                  httpauth.Needs(httpauth.OnCluster(kmsg.ACLOperationDescribe)),
-	"GET /console/topics/new":              httpauth.Authenticated(),
+	"GET /console/new-topic":               httpauth.Authenticated(),
 	"POST /console/topics":                 httpauth.Authenticated(), // CREATE: createTopic
 	"GET /console/topics/{topic}":          httpauth.Needs(httpauth.OnTopic(kmsg.ACLOperationDescribe, "topic")),
 	"GET /console/topics/{topic}/records":  httpauth.Needs(httpauth.OnTopic(kmsg.ACLOperationRead, "topic")),

@@ -17,7 +17,7 @@ import (
 var accessSamples = map[string]struct{ path, form string }{
 	"GET /console/{$}":                     {"/console/", ""},
 	"GET /console/topics":                  {"/console/topics", ""},
-	"GET /console/topics/new":              {"/console/topics/new", ""},
+	"GET /console/new-topic":               {"/console/new-topic", ""},
 	"POST /console/topics":                 {"/console/topics", "name=t&partitions=1&replication_factor=1"},
 	"GET /console/topics/{topic}":          {"/console/topics/t", ""},
 	"GET /console/topics/{topic}/records":  {"/console/topics/t/records", ""},
@@ -32,7 +32,7 @@ var accessSamples = map[string]struct{ path, form string }{
 
 // signedInOnly are the pages any signed-in principal may see: they hold nothing
 // of the cluster's.
-var signedInOnly = map[string]bool{"GET /console/topics/new": true, "GET /console/static/": true, "/console/": true}
+var signedInOnly = map[string]bool{"GET /console/new-topic": true, "GET /console/static/": true, "/console/": true}
 
 // TestEveryPageGuarded walks the console's route table: every page has an
 // access rule; without credentials every page answers 401; a principal without

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -44,8 +45,13 @@ type Config struct {
 	// as `strata group describe` and the HTTP API describe it
 	// (admin.GroupViews), and resetting its offsets. Without one, those pages
 	// say so.
-	Admin  *kadm.Client
-	Logger *slog.Logger
+	Admin *kadm.Client
+	// AdminTimeout bounds what one page asks of Admin, so that a broker
+	// that does not answer cannot hold a page for the client's retries
+	// (minutes); 0 means 10 s. The overview waits at most 2 s of it for the
+	// number of groups, which it leaves out otherwise.
+	AdminTimeout time.Duration
+	Logger       *slog.Logger
 	// Guard, when set, authenticates and authorizes every page (access.go); nil
 	// serves everyone.
 	Guard *httpauth.Guard
@@ -79,6 +85,9 @@ func New(cfg Config) *Console {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.AdminTimeout <= 0 {
+		cfg.AdminTimeout = 10 * time.Second
+	}
 	if cfg.Controller != nil {
 		// A change in flight while the active controller changes is sent again
 		// to the new one, as the Kafka path's forwarding does.
@@ -89,8 +98,24 @@ func New(cfg Config) *Console {
 	for _, rt := range c.routes() {
 		mux.Handle(rt.pattern, cfg.Guard.Wrap(access[rt.pattern], c.writeGuardError, rt.h))
 	}
-	c.mux = http.NewCrossOriginProtection().Handler(mux)
+	c.mux = secureHeaders(http.NewCrossOriginProtection().Handler(mux))
 	return c
+}
+
+// contentSecurityPolicy lets pages use only the console's own script, styles and
+// JSON, post forms only to it, and never be framed: a framing page could lay
+// the reset-offsets button under a click of its own.
+const contentSecurityPolicy = "default-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// secureHeaders sets the headers that keep browsers from framing the console's
+// answers or guessing their types, on every answer.
+func secureHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", contentSecurityPolicy)
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // route is one page or endpoint; the table is the single registry of them.
@@ -103,7 +128,7 @@ func (c *Console) routes() []route {
 	return []route{
 		{"GET /console/{$}", http.HandlerFunc(c.overview)},
 		{"GET /console/topics", http.HandlerFunc(c.topics)},
-		{"GET /console/topics/new", http.HandlerFunc(c.newTopicForm)},
+		{"GET /console/new-topic", http.HandlerFunc(c.newTopicForm)},
 		{"POST /console/topics", http.HandlerFunc(c.createTopic)},
 		{"GET /console/topics/{topic}", http.HandlerFunc(c.topic)},
 		{"GET /console/topics/{topic}/records", http.HandlerFunc(c.records)},
@@ -115,6 +140,19 @@ func (c *Console) routes() []route {
 		{"GET /console/static/", http.StripPrefix("/console/", staticFiles())},
 		{"/console/", http.HandlerFunc(c.notFound)},
 	}
+}
+
+// adminContext bounds a page's calls on Admin by AdminTimeout.
+func (c *Console) adminContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.AdminTimeout)
+}
+
+// adminErr says what an error of a call cut by AdminTimeout means.
+func (c *Console) adminErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer from the cluster within %v (a broker may be down or unreachable): %w", c.cfg.AdminTimeout, err)
+	}
+	return err
 }
 
 // Config is the configuration the console was built with (to serve a variant of

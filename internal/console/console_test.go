@@ -3,10 +3,14 @@ package console
 import (
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 )
 
@@ -189,5 +193,34 @@ func TestHumanFormats(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("case %d: got %q, want %q", i, tt.got, tt.want)
 		}
+	}
+}
+
+// TestAppendRecordsBoundsHeaders: a record's headers are shown as its key and
+// value are, at most shownHeaders of them, and their keys cut and hex-encoded
+// when binary. A record of many headers with huge keys made a page of
+// unbounded size.
+func TestAppendRecordsBoundsHeaders(t *testing.T) {
+	hs := []kmsg.Header{{Key: strings.Repeat("\xff", 4*shownBytes), Value: []byte("v")}}
+	for i := range 1000 {
+		hs = append(hs, kmsg.Header{Key: "h" + strconv.Itoa(i)})
+	}
+	b, err := batch.Build(batch.BuildOptions{}, []batch.Record{{Value: []byte("x"), Headers: hs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := appendRecords(nil, b, 0, 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d records, %v", len(got), err)
+	}
+	r := got[0]
+	if len(r.Headers) != shownHeaders || r.MoreHeaders != len(hs)-shownHeaders {
+		t.Fatalf("%d headers shown and %d more, want %d and %d", len(r.Headers), r.MoreHeaders, shownHeaders, len(hs)-shownHeaders)
+	}
+	if k := r.Headers[0].Key; !k.Binary || !k.Truncated || len(k.Text) != 2*shownBytes || k.Size != 4*shownBytes {
+		t.Fatalf("the binary header key is shown as %+v", k)
+	}
+	if k := r.Headers[1].Key; k.Text != "h0" || k.Binary {
+		t.Fatalf("header key h0 is shown as %+v", k)
 	}
 }

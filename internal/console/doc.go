@@ -7,7 +7,8 @@
 //	GET  /                        cluster overview: brokers, active controller,
 //	                              partition health counts
 //	GET  topics                   topics with partition health, size and messages/s
-//	GET  topics/new               the create-topic form
+//	GET  new-topic                the create-topic form (not under topics/:
+//	                              "new" is a topic name)
 //	POST topics                   create a topic through the controller (as
 //	                              CreateTopics does), then redirect to its page
 //	GET  topics/{topic}           partitions: leader, replicas, ISR, log start,

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,9 +52,11 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 	}
 	// A broker that does not answer leaves its groups out; the others' are
 	// listed, with the error.
-	listed, err := c.cfg.Admin.ListGroups(r.Context())
+	ctx, cancel := c.adminContext(r.Context())
+	defer cancel()
+	listed, err := c.cfg.Admin.ListGroups(ctx)
 	if err != nil {
-		pg.Error = "Listing groups: " + err.Error()
+		pg.Error = "Listing groups: " + c.adminErr(err).Error()
 	}
 	var consumers []string
 	for _, l := range listed.Sorted() {
@@ -65,9 +66,9 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(consumers) > 0 {
-		views, err := admin.GroupViews(r.Context(), c.cfg.Admin, consumers...)
+		views, err := admin.GroupViews(ctx, c.cfg.Admin, consumers...)
 		if err != nil && pg.Error == "" {
-			pg.Error = "Describing groups: " + err.Error()
+			pg.Error = "Describing groups: " + c.adminErr(err).Error()
 		}
 		for i := range pg.Groups {
 			if v, ok := views[pg.Groups[i].ID]; ok {
@@ -120,7 +121,7 @@ type groupPage struct {
 	Members      []memberView
 	Lag          []lagView
 	TotalLag     int64
-	Topics       []string // reset form choices: the group's topics first, then the rest
+	Topics       []string // reset form choices: the group's topics first, then the others the principal may DESCRIBE
 	Form         resetForm
 }
 
@@ -139,12 +140,14 @@ func (c *Console) viewGroup(ctx context.Context, id string) (admin.GroupView, *g
 	if c.cfg.Admin == nil {
 		return admin.GroupView{}, &groupError{http.StatusServiceUnavailable, "Groups unavailable", errNoAdmin}
 	}
+	ctx, cancel := c.adminContext(ctx)
+	defer cancel()
 	views, err := admin.GroupViews(ctx, c.cfg.Admin, id)
 	if other := (*admin.OtherGroupTypeError)(nil); errors.As(err, &other) {
 		return admin.GroupView{}, &groupError{http.StatusNotFound, "Not a consumer group", fmt.Errorf("%w, not a consumer group", err)}
 	}
 	if err != nil {
-		return admin.GroupView{}, &groupError{http.StatusServiceUnavailable, "Describing the group failed", err}
+		return admin.GroupView{}, &groupError{http.StatusServiceUnavailable, "Describing the group failed", c.adminErr(err)}
 	}
 	v := views[id]
 	if v.Unknown() {
@@ -186,7 +189,7 @@ func memberOf(v admin.GroupView, m admin.MemberView) memberView {
 }
 
 func (c *Console) group(w http.ResponseWriter, r *http.Request) {
-	pg, gerr := c.groupPage(r.Context(), r.PathValue("group"))
+	pg, gerr := c.groupPage(r, r.PathValue("group"))
 	if gerr != nil {
 		c.renderError(w, r, gerr.status, gerr.heading, gerr.err.Error())
 		return
@@ -198,9 +201,9 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "group", pg)
 }
 
-func (c *Console) groupPage(ctx context.Context, id string) (groupPage, *groupError) {
+func (c *Console) groupPage(r *http.Request, id string) (groupPage, *groupError) {
 	pg := groupPage{base: c.base("Group "+id, "groups"), ID: id, Form: resetForm{To: "earliest"}}
-	v, gerr := c.viewGroup(ctx, id)
+	v, gerr := c.viewGroup(r.Context(), id)
 	if gerr != nil {
 		return pg, gerr
 	}
@@ -217,7 +220,8 @@ func (c *Console) groupPage(ctx context.Context, id string) (groupPage, *groupEr
 		}
 	}
 	for _, t := range c.cfg.Cluster.Image().Topics() {
-		if !seen[t.Name] && !strings.HasPrefix(t.Name, "__") {
+		if !seen[t.Name] && !strings.HasPrefix(t.Name, "__") &&
+			httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
 			pg.Topics = append(pg.Topics, t.Name)
 		}
 	}
@@ -263,7 +267,7 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 	}
 	form := resetForm{Topic: r.PostForm.Get("topic"), To: r.PostForm.Get("to"), Offset: r.PostForm.Get("offset")}
 	fail := func(status int, msg string) {
-		pg, gerr := c.groupPage(r.Context(), id)
+		pg, gerr := c.groupPage(r, id)
 		if gerr != nil {
 			c.renderError(w, r, gerr.status, "Reset failed", msg)
 			return
@@ -280,7 +284,7 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	ctx, cancel := c.adminContext(r.Context())
 	defer cancel()
 	bounds, err := admin.ListBounds(ctx, c.cfg.Admin, form.Topic)
 	var offsets map[int32]int64
@@ -288,7 +292,7 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 		offsets, err = spec.Resolve(ctx, c.cfg.Admin, form.Topic, bounds)
 	}
 	if err != nil {
-		fail(http.StatusServiceUnavailable, "Reading the offsets of "+form.Topic+": "+err.Error())
+		fail(http.StatusServiceUnavailable, "Reading the offsets of "+form.Topic+": "+c.adminErr(err).Error())
 		return
 	}
 	commit := make(kadm.Offsets)
@@ -300,7 +304,7 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 		err = resps.Error()
 	}
 	if err != nil {
-		msg := "Committing: " + err.Error() + "."
+		msg := "Committing: " + c.adminErr(err).Error() + "."
 		if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.RebalanceInProgress) {
 			msg += " Offsets can be reset only while the group has no members: stop its consumers first."
 		}

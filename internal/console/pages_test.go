@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/console"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 type topicJSON struct {
@@ -159,7 +161,7 @@ func TestCreateTopicForm(t *testing.T) {
 	n := startNode(t)
 	_, adm := client(t, n)
 	base := "http://" + n.HTTPAddr()
-	_, body := get(t, base+"/console/topics/new")
+	_, body := get(t, base+"/console/new-topic")
 	mustContain(t, "form", body, `name="name"`, `name="partitions"`, `name="configs"`)
 
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -349,4 +351,100 @@ func TestGroupPages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// imageConsole is a console over an image of topics (each partition led by
+// leaders[i], NoLeader for none; broker 1 registered and live) that hosts no
+// partition.
+func imageConsole(t *testing.T, topic string, leaders ...int32) *console.Console {
+	t.Helper()
+	id := metadata.UUID{7}
+	recs := []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: topic, ID: id},
+	}
+	for i, l := range leaders {
+		isr := []int32{1}
+		if l == metadata.NoLeader {
+			isr = nil
+		}
+		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: int32(i), Replicas: []int32{1}, ISR: isr, Leader: l})
+	}
+	img, err := metadata.ApplyAll(metadata.NewImage(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := &changingController{}
+	ctrl.img.Store(img.WithOffset(1))
+	return console.New(console.Config{NodeID: 2, Cluster: ctrl, Replicas: appliedReplicas{}, Logger: testLogger()})
+}
+
+func serve(c *console.Console, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec
+}
+
+// TestTopicNamedNew: "new" is a topic name like any other; its page is its
+// own, not the create-topic form, which lived at /console/topics/new.
+func TestTopicNamedNew(t *testing.T) {
+	c := imageConsole(t, "new", 1)
+	rec := serve(c, "/console/topics")
+	mustContain(t, "topics list", rec.Body.String(), `href="/console/topics/new"`)
+	rec = serve(c, "/console/topics/new")
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `<span id="topic-name">new</span>`) {
+		t.Fatalf("the page of topic new: %d:\n%s", rec.Code, rec.Body)
+	}
+}
+
+// TestRecordsOfPartitionLedElsewhere: the records page of a partition this node
+// does not lead names its leader, or says it has none (it said "led by node
+// -1").
+func TestRecordsOfPartitionLedElsewhere(t *testing.T) {
+	c := imageConsole(t, "orders", metadata.NoLeader, 1)
+	for _, tt := range []struct {
+		partition, want string
+	}{
+		{"0", "Partition 0 has no leader"},
+		{"1", "Partition 1 is led by node 1"},
+	} {
+		rec := serve(c, "/console/topics/orders/records?partition="+tt.partition)
+		body := rec.Body.String()
+		if rec.Code != http.StatusOK || !strings.Contains(body, tt.want) || strings.Contains(body, "node -1") {
+			t.Errorf("partition %s: %d, want a page saying %q:\n%s", tt.partition, rec.Code, tt.want, body)
+		}
+	}
+}
+
+// hidingReplicas hosts the partitions of Replicas but those hidden: they are
+// led elsewhere, as on one node of a cluster.
+type hidingReplicas struct {
+	console.Replicas
+	hidden int32
+}
+
+func (h hidingReplicas) Partition(topic string, index int32) (*replica.Partition, error) {
+	if index == h.hidden {
+		return nil, replica.ErrUnknownPartition
+	}
+	return h.Replicas.Partition(topic, index)
+}
+
+// TestTopicTotalsOfPartitionsLedHere: where this node leads some of a topic's
+// partitions only, the topic's messages and size say how many they cover; they
+// showed as the topic's.
+func TestTopicTotalsOfPartitionsLedHere(t *testing.T) {
+	n := startNode(t)
+	cl, adm := client(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if _, err := adm.CreateTopic(context.Background(), 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "orders", 0, "a", 3)
+	produce(t, cl, "orders", 1, "b", 4)
+	cfg := n.ConsoleConfig()
+	cfg.Replicas = hidingReplicas{Replicas: cfg.Replicas, hidden: 1}
+	c := console.New(cfg)
+	mustContain(t, "topics list", serve(c, "/console/topics").Body.String(), `<td class="num">3 <span class="hint">(1 of 2 partitions)</span></td>`)
+	mustContain(t, "topic page", serve(c, "/console/topics/orders").Body.String(), `id="topic-messages">3 <span class="hint">(1 of 2 partitions)</span>`)
+	mustContain(t, "whole topic", serve(console.New(n.ConsoleConfig()), "/console/topics").Body.String(), `<td class="num">7</td>`)
 }

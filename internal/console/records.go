@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/replica"
 )
 
@@ -20,23 +21,23 @@ const (
 	readChunkBytes = 1 << 20
 	// maxReadBytes bounds what one page reads in total.
 	maxReadBytes = 16 << 20
-	// shownBytes is how much of a key, value or header value a page shows.
-	shownBytes = 1 << 10
+	// shownBytes is how much of a key, value or header key or value a page
+	// shows; shownHeaders how many of a record's headers.
+	shownBytes   = 1 << 10
+	shownHeaders = 20
 )
 
 // recordView is one record as the page shows it.
 type recordView struct {
-	Offset    int64
-	Timestamp int64
-	Key       shown
-	Value     shown
-	Headers   []headerView
+	Offset      int64
+	Timestamp   int64
+	Key         shown
+	Value       shown
+	Headers     []headerView
+	MoreHeaders int // headers not shown
 }
 
-type headerView struct {
-	Key   string
-	Value shown
-}
+type headerView struct{ Key, Value shown }
 
 // shown is bytes made readable: text when they are printable UTF-8, else hex.
 type shown struct {
@@ -90,8 +91,9 @@ type recordsPage struct {
 	HWM        int64
 	LogStart   int64
 	Records    []recordView
-	Leader     int32 // when not led here
-	NotHere    bool
+	NotHere    bool // not led here: Leader leads it, or none when !LeaderLive
+	Leader     int32
+	LeaderLive bool
 }
 
 // records shows the last records of one partition below its high-water mark.
@@ -125,6 +127,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 	p, err := c.cfg.Replicas.Partition(name, int32(part))
 	if err != nil || !p.IsLeader() {
 		pg.NotHere, pg.Leader = true, t.Partitions[part].Leader
+		pg.LeaderLive = pg.Leader != metadata.NoLeader && img.IsLive(pg.Leader)
 		c.render(w, http.StatusOK, "records", pg)
 		return
 	}
@@ -182,9 +185,10 @@ func appendRecords(out []recordView, b []byte, from int64, limit int) ([]recordV
 				ts = h.MaxTimestamp
 			}
 			v := recordView{Offset: off, Timestamp: ts, Key: show(rec.Key, rec.Key == nil), Value: show(rec.Value, rec.Value == nil)}
-			for _, hd := range rec.Headers {
-				v.Headers = append(v.Headers, headerView{Key: hd.Key, Value: show(hd.Value, hd.Value == nil)})
+			for _, hd := range rec.Headers[:min(len(rec.Headers), shownHeaders)] {
+				v.Headers = append(v.Headers, headerView{Key: show([]byte(hd.Key), false), Value: show(hd.Value, hd.Value == nil)})
 			}
+			v.MoreHeaders = len(rec.Headers) - len(v.Headers)
 			out = append(out, v)
 			return nil
 		})

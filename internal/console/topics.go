@@ -63,6 +63,7 @@ type topicSummary struct {
 	ReplicationFactor int
 	UnderReplicated   int
 	Offline           int
+	Local             int   // partitions led here, which Size, Messages and Rate cover
 	Size              int64 // of the partitions led here; -1 when none are
 	Messages          int64 // HWM - log start, summed over the partitions led here
 	Rate              rate
@@ -133,7 +134,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if c.cfg.Admin != nil {
-		if listed, err := c.cfg.Admin.ListGroups(r.Context()); err == nil {
+		ctx, cancel := context.WithTimeout(r.Context(), min(c.cfg.AdminTimeout, 2*time.Second))
+		defer cancel()
+		if listed, err := c.cfg.Admin.ListGroups(ctx); err == nil {
 			pg.Groups = len(listed)
 		}
 	}
@@ -203,6 +206,7 @@ func summaryOf(name string, ps []partitionView) topicSummary {
 			s.Offline++
 		}
 		if v.Local {
+			s.Local++
 			s.Size = max(s.Size, 0) + v.Size
 			s.Messages = max(s.Messages, 0) + v.HighWatermark - v.LogStartOffset
 			if v.Rate.Known {
@@ -346,13 +350,15 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
 		pg.Error = err.Error()
 		c.render(w, status, "newtopic", pg)
 	}
-	if d := httpauth.RequireCreateTopic(r, form.Name); d != nil {
-		fail(http.StatusForbidden, d)
-		return
-	}
 	ct, err := form.parse()
 	if err != nil {
 		fail(http.StatusBadRequest, err)
+		return
+	}
+	// The name authorized is the one created (trimmed), so that spaces
+	// around it do not slip past a DENY on it.
+	if d := httpauth.RequireCreateTopic(r, ct.Name); d != nil {
+		fail(http.StatusForbidden, d)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
