@@ -32,7 +32,8 @@ package handlers
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials   ALTER cluster
 //	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
-//	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
+//	AddPartitionsToTxn v4+ (brokers verifying)   CLUSTER_ACTION cluster
+//	WriteTxnMarkers         CLUSTER_ACTION or ALTER on the cluster
 //	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
 //	AlterPartitionReassignments, UnregisterBroker, UnregisterController,
 //	AddRaftVoter, RemoveRaftVoter, AlterReplicaLogDirs   ALTER cluster
@@ -104,10 +105,11 @@ func remoteHost(a net.Addr) string {
 	return host
 }
 
-// requestCheck is a whole-request authorization: the operation and resource, and
-// the error code a denied request gets.
+// requestCheck is a whole-request authorization: the operation (or, when set,
+// orOp instead) on the resource, and the error code a denied request gets.
 type requestCheck struct {
 	op   kmsg.ACLOperation
+	orOp kmsg.ACLOperation
 	rt   kmsg.ACLResourceType
 	name func(kmsg.Request) string
 	code int16
@@ -143,7 +145,9 @@ var requestChecks = map[int16]requestCheck{
 
 	25: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
 	26: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID }),
-	27: clusterCheck(kmsg.ACLOperationClusterAction),
+	// ALTER too, as Kafka: kafka-transactions.sh abort sends WriteTxnMarkers.
+	27: {op: kmsg.ACLOperationClusterAction, orOp: kmsg.ACLOperationAlter, rt: resCluster,
+		name: func(kmsg.Request) string { return acl.ClusterName }, code: kerr.ClusterAuthorizationFailed.Code},
 	28: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.TxnOffsetCommitRequest).TransactionalID }),
 	34: clusterCheck(kmsg.ACLOperationAlter),
 	35: clusterCheck(kmsg.ACLOperationDescribe),
@@ -193,7 +197,8 @@ func (h *Handlers) checkRequest(ctx context.Context, c *protocol.ConnInfo, r *pr
 	if versioned, has := versionedChecks[r.Key]; has {
 		chk, ok = versioned(r.Msg), true
 	}
-	if !ok || h.authorize(ctx, c, chk.op, chk.rt, chk.name(r.Msg)) {
+	if !ok || h.authorize(ctx, c, chk.op, chk.rt, chk.name(r.Msg)) ||
+		chk.orOp != kmsg.ACLOperationUnknown && h.authorize(ctx, c, chk.orOp, chk.rt, chk.name(r.Msg)) {
 		return protocol.Response{}, true
 	}
 	return protocol.Response{Msg: deniedResponse(r.Msg, chk.code)}, false

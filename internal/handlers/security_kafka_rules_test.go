@@ -96,3 +96,36 @@ func TestMetadataAutoCreateWithoutCreateIsAuthorizationFailed(t *testing.T) {
 		t.Errorf("missing topic, DESCRIBE but no CREATE, auto-creation on: %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
 	}
 }
+
+// TestWriteTxnMarkersAuthorizedByClusterAlter: Kafka's handleWriteTxnMarkersRequest
+// allows ALTER on the cluster as well as CLUSTER_ACTION, so an operator's
+// kafka-transactions.sh abort (which sends WriteTxnMarkers to the partition
+// leader) needs only ALTER. Without either, every partition is
+// CLUSTER_AUTHORIZATION_FAILED.
+func TestWriteTxnMarkersAuthorizedByClusterAlter(t *testing.T) {
+	marker := func() *kmsg.WriteTxnMarkersRequest {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		rm := kmsg.NewWriteTxnMarkersRequestMarker()
+		rm.ProducerID, rm.ProducerEpoch = 7, 0
+		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		rt.Topic, rt.Partitions = "missing", []int32{0}
+		rm.Topics = append(rm.Topics, rt)
+		req.Markers = append(req.Markers, rm)
+		return req
+	}
+	for _, tc := range []struct {
+		name string
+		op   kmsg.ACLOperation
+		want *kerr.Error
+	}{
+		{"CLUSTER_ACTION", kmsg.ACLOperationClusterAction, kerr.UnknownTopicOrPartition},
+		{"ALTER", kmsg.ACLOperationAlter, kerr.UnknownTopicOrPartition},
+		{"DESCRIBE only", kmsg.ACLOperationDescribe, kerr.ClusterAuthorizationFailed},
+	} {
+		h := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(tc.op, resCluster, acl.ClusterName)})
+		resp := serve(t, h, marker()).(*kmsg.WriteTxnMarkersResponse)
+		if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != tc.want.Code {
+			t.Errorf("%s on the cluster: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
+		}
+	}
+}
