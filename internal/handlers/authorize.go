@@ -51,8 +51,9 @@ package handlers
 //	                        answered side by side, interop/cmd/sharecompare)
 //	CreateDelegationToken   for another owner CREATE_TOKENS on its User resource;
 //	                        DescribeDelegationToken lists per token (tokens.go)
-//	DescribeTransactions, ListTransactions   DESCRIBE cluster: stricter than Kafka,
-//	                     which checks each transactional id and filters the answer
+//	DescribeTransactions    DESCRIBE transactional id (per id); lists only the
+//	                        DESCRIBE-able topics. ListTransactions: only the
+//	                        DESCRIBE-able transactional ids
 //
 // Requests forwarded over the controller link were authorized by the broker that
 // forwarded them and are not checked again.
@@ -155,8 +156,6 @@ var requestChecks = map[int16]requestCheck{
 	46: clusterCheck(kmsg.ACLOperationDescribe),
 	55: clusterCheck(kmsg.ACLOperationDescribe),
 	64: clusterCheck(kmsg.ACLOperationAlter),
-	65: clusterCheck(kmsg.ACLOperationDescribe),
-	66: clusterCheck(kmsg.ACLOperationDescribe),
 	74: clusterCheck(kmsg.ACLOperationDescribeConfigs),
 	68: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
 	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
@@ -311,14 +310,6 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.AddRaftVoterResponse:
 		resp.ErrorCode = code
 	case *kmsg.RemoveRaftVoterResponse:
-		resp.ErrorCode = code
-	case *kmsg.DescribeTransactionsResponse:
-		for _, id := range req.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
-			st := kmsg.NewDescribeTransactionsResponseTransactionState()
-			st.TransactionalID, st.ErrorCode = id, code
-			resp.TransactionStates = append(resp.TransactionStates, st)
-		}
-	case *kmsg.ListTransactionsResponse:
 		resp.ErrorCode = code
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		resp.ErrorCode = code

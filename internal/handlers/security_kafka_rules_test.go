@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/txn"
 )
 
 // TestGroupConfigsAuthorizedOnTheGroup: Kafka authorizes a GROUP config
@@ -127,5 +130,56 @@ func TestWriteTxnMarkersAuthorizedByClusterAlter(t *testing.T) {
 		if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != tc.want.Code {
 			t.Errorf("%s on the cluster: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
 		}
+	}
+}
+
+// describedTxns is a transaction coordinator that knows two ongoing
+// transactions, tx-ok and tx-no, each with partitions of topics t and secret.
+type describedTxns struct{ Transactions }
+
+func (describedTxns) Describe(id string) (txn.Described, int16) {
+	return txn.Described{TransactionalID: id, Meta: txn.Meta{ProducerID: 3, State: txn.Ongoing, StartMs: 1,
+		Partitions: []txn.TopicPartition{{Topic: "secret", Partition: 0}, {Topic: "t", Partition: 0}}}}, 0
+}
+
+func (d describedTxns) List(txn.ListFilter) []txn.Described {
+	ok, _ := d.Describe("tx-ok")
+	no, _ := d.Describe("tx-no")
+	return []txn.Described{ok, no}
+}
+
+// TestTransactionsAdminAuthorizedPerTransactionalID: as Kafka's
+// handleDescribeTransactionsRequest and handleListTransactionsRequest,
+// DescribeTransactions needs DESCRIBE on each transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for that id) and lists only the
+// topics the principal may DESCRIBE; ListTransactions lists only the ids the
+// principal may DESCRIBE. Neither needs anything on the cluster.
+func TestTransactionsAdminAuthorizedPerTransactionalID(t *testing.T) {
+	describe := kmsg.ACLOperationDescribe
+	h := newAdminHandlersWith(t, Config{Transactions: describedTxns{},
+		Authorizer: allowAnonymous(describe, resTxnID, "tx-ok", describe, resTopic, "t")})
+
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{"tx-ok", "tx-no"}
+	resp := serve(t, h, req).(*kmsg.DescribeTransactionsResponse)
+	var got []string
+	for _, st := range resp.TransactionStates {
+		s := fmt.Sprintf("%s %v", st.TransactionalID, kerr.ErrorForCode(st.ErrorCode))
+		for _, tp := range st.Topics {
+			s += " " + tp.Topic
+		}
+		got = append(got, s)
+	}
+	if want := []string{"tx-ok <nil> t", "tx-no " + kerr.TransactionalIDAuthorizationFailed.Error()}; !slices.Equal(got, want) {
+		t.Errorf("DescribeTransactions: %q, want %q", got, want)
+	}
+
+	list := serve(t, h, kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse)
+	var ids []string
+	for _, st := range list.TransactionStates {
+		ids = append(ids, st.TransactionalID)
+	}
+	if list.ErrorCode != 0 || !slices.Equal(ids, []string{"tx-ok"}) {
+		t.Errorf("ListTransactions: %v %q, want no error and [tx-ok]", kerr.ErrorForCode(list.ErrorCode), ids)
 	}
 }
