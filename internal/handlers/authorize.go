@@ -13,7 +13,8 @@ package handlers
 //	DescribeTopicPartitions DESCRIBE topic: the listing shows only those, a named
 //	                        topic is TOPIC_AUTHORIZATION_FAILED
 //	CreateTopics            CREATE on the cluster or the topic
-//	DeleteTopics, DeleteRecords   DELETE topic
+//	DeleteTopics            DELETE on the cluster or the topic
+//	DeleteRecords           DELETE topic
 //	CreatePartitions        ALTER topic
 //	InitProducerId          IDEMPOTENT_WRITE on the cluster, or WRITE on any topic
 //	DescribeConfigs         DESCRIBE_CONFIGS on the topic, or the cluster for brokers

@@ -45,6 +45,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			}
 		}
 	case *kmsg.DeleteTopicsRequest:
+		clusterDelete := h.authorizeCluster(ctx, c, kmsg.ACLOperationDelete)
 		deletable := h.topicCheck(ctx, c, kmsg.ACLOperationDelete)
 		img := h.cluster.Image()
 		var denied []kmsg.DeleteTopicsResponseTopic
@@ -59,8 +60,14 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			}
 			denied = append(denied, t)
 		}
+		// As Kafka's controller: DELETE on the cluster deletes every topic,
+		// and a missing topic named by one who may DESCRIBE it is the
+		// handler's to report (UNKNOWN_TOPIC_OR_PARTITION).
+		passes := func(name string, byID bool) bool {
+			return clusterDelete || deletable(name) || !byID && describable(name) && img.Topic(name) == nil
+		}
 		req.TopicNames = keep(req.TopicNames, func(name string) bool {
-			ok := deletable(name)
+			ok := passes(name, false)
 			if !ok {
 				deny(name, [16]byte{})
 			}
@@ -68,7 +75,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 		})
 		req.Topics = keep(req.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
 			name := deletedTopicName(img, t)
-			ok := name == "" || deletable(name) // an unknown id is the handler's to report
+			ok := name == "" || passes(name, t.TopicID != [16]byte{}) // an unknown id is the handler's to report
 			if !ok {
 				deny(name, t.TopicID)
 			}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -181,5 +182,37 @@ func TestTransactionsAdminAuthorizedPerTransactionalID(t *testing.T) {
 	}
 	if list.ErrorCode != 0 || !slices.Equal(ids, []string{"tx-ok"}) {
 		t.Errorf("ListTransactions: %v %q, want no error and [tx-ok]", kerr.ErrorForCode(list.ErrorCode), ids)
+	}
+}
+
+// TestDeleteTopicsAsKafkaController: Kafka's controller (ControllerApis
+// deleteTopics) lets DELETE on the cluster delete every topic, and answers a
+// missing topic the principal may DESCRIBE (but not DELETE)
+// UNKNOWN_TOPIC_OR_PARTITION; one it may not DESCRIBE stays
+// TOPIC_AUTHORIZATION_FAILED, existing or not.
+func TestDeleteTopicsAsKafkaController(t *testing.T) {
+	describe, del := kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete
+	for _, tc := range []struct {
+		name  string
+		rules []any
+		want  []any
+	}{
+		{"DELETE on the cluster", []any{del, resCluster, acl.ClusterName},
+			[]any{"t", nil, "gone", kerr.UnknownTopicOrPartition}},
+		{"DESCRIBE on the topics", []any{describe, resTopic, "t", describe, resTopic, "gone"},
+			[]any{"t", kerr.TopicAuthorizationFailed, "gone", kerr.UnknownTopicOrPartition}},
+		{"nothing", nil,
+			[]any{"t", kerr.TopicAuthorizationFailed, "gone", kerr.TopicAuthorizationFailed}},
+	} {
+		h := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(tc.rules...)})
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.SetVersion(5)
+		req.TopicNames = []string{"t", "gone"}
+		var got []nameCode
+		for _, rt := range serve(t, h, req).(*kmsg.DeleteTopicsResponse).Topics {
+			got = append(got, nameCode{*rt.Topic, rt.ErrorCode})
+		}
+		slices.SortFunc(got, func(a, b nameCode) int { return -strings.Compare(a.name, b.name) })
+		wantCodes(t, tc.name, got, tc.want...)
 	}
 }
