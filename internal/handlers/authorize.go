@@ -12,7 +12,8 @@ package handlers
 //	                        needs CREATE on the cluster or the topic
 //	DescribeTopicPartitions DESCRIBE topic: the listing shows only those, a named
 //	                        topic is TOPIC_AUTHORIZATION_FAILED
-//	CreateTopics            CREATE on the cluster or the topic
+//	CreateTopics            CREATE on the cluster or the topic; the created topic's
+//	                        settings need DESCRIBE_CONFIGS on it
 //	DeleteTopics            DELETE on the cluster or the topic
 //	DeleteRecords           DELETE topic
 //	CreatePartitions        ALTER topic

@@ -36,11 +36,21 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			}
 			return ok
 		})
+		describableConfigs := h.topicCheck(ctx, c, kmsg.ACLOperationDescribeConfigs)
 		return func(resp kmsg.Response) {
 			rs := resp.(*kmsg.CreateTopicsResponse)
+			// As Kafka's controller: a created topic's settings only to
+			// one who may DESCRIBE_CONFIGS it.
+			for i := range rs.Topics {
+				if t := &rs.Topics[i]; t.ErrorCode == 0 && !describableConfigs(t.Topic) {
+					t.NumPartitions, t.ReplicationFactor, t.Configs = -1, -1, nil
+					t.ConfigErrorCode = topicErr
+				}
+			}
 			for _, name := range denied {
 				t := kmsg.NewCreateTopicsResponseTopic()
 				t.Topic, t.ErrorCode, t.NumPartitions, t.ReplicationFactor = name, topicErr, -1, -1
+				t.ErrorMessage = kmsg.StringPtr("Authorization failed.") // Kafka's
 				rs.Topics = append(rs.Topics, t)
 			}
 		}

@@ -216,3 +216,35 @@ func TestDeleteTopicsAsKafkaController(t *testing.T) {
 		wantCodes(t, tc.name, got, tc.want...)
 	}
 }
+
+// TestCreateTopicsConfigsNeedDescribeConfigs: Kafka's controller returns a
+// created topic's partitions, replication factor and configs only to a
+// principal that may DESCRIBE_CONFIGS it; to another it answers them unset
+// with TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED
+// (ReplicationControlManager createTopic). A topic it may not create is
+// TOPIC_AUTHORIZATION_FAILED with the message "Authorization failed.".
+func TestCreateTopicsConfigsNeedDescribeConfigs(t *testing.T) {
+	create, describeConfigs := kmsg.ACLOperationCreate, kmsg.ACLOperationDescribeConfigs
+	h := newAdminHandlersWith(t, Config{Authorizer: allowAnonymous(
+		create, resTopic, "hidden", create, resTopic, "shown", describeConfigs, resTopic, "shown")})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	for _, name := range []string{"hidden", "shown", "denied"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	var got []string
+	for _, rt := range serve(t, h, req).(*kmsg.CreateTopicsResponse).Topics {
+		got = append(got, fmt.Sprintf("%s %v %q partitions=%d rf=%d configs=%t configErr=%v", rt.Topic, kerr.ErrorForCode(rt.ErrorCode),
+			nullable(rt.ErrorMessage), rt.NumPartitions, rt.ReplicationFactor, len(rt.Configs) > 0, kerr.ErrorForCode(rt.ConfigErrorCode)))
+	}
+	want := []string{
+		`hidden <nil> "" partitions=-1 rf=-1 configs=false configErr=` + kerr.TopicAuthorizationFailed.Error(),
+		`shown <nil> "" partitions=1 rf=1 configs=true configErr=<nil>`,
+		`denied ` + kerr.TopicAuthorizationFailed.Error() + ` "Authorization failed." partitions=-1 rf=-1 configs=false configErr=<nil>`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("CreateTopics:\n got %q\nwant %q", got, want)
+	}
+}
