@@ -255,6 +255,81 @@ func (a *Authorizer) Authorize(principal, host string, op kmsg.ACLOperation, rt 
 	return allowed
 }
 
+// AuthorizeByResourceType reports whether principal, connected from host, may
+// perform op on at least one resource of type rt, decided from the bindings
+// alone (whether such a resource exists or not), as Kafka's
+// Authorizer.authorizeByResourceType decides it:
+//
+//  1. What Authorize allows on a resource named "hardcode" is allowed (super
+//     users; a resource no binding names under AllowEveryoneIfNoACL).
+//  2. Of the bindings of type rt for the principal, host and op (or ALL), a
+//     DENY of LITERAL "*" denies.
+//  3. An ALLOW of LITERAL "*" allows.
+//  4. Another ALLOW allows unless a DENY dominates it: a PREFIXED DENY of a
+//     prefix of its name, or for a LITERAL ALLOW a LITERAL DENY of its name.
+func (a *Authorizer) AuthorizeByResourceType(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	if a.Authorize(principal, host, op, rt, "hardcode") {
+		return true
+	}
+	ix := a.byType[rt]
+	if ix == nil {
+		return false
+	}
+	var allows []Binding
+	deniedLiteral := map[string]bool{}
+	var deniedPrefixes []string
+	wildcardAllow := false
+	consider := func(b Binding) bool { // false: a wildcard DENY
+		if b.Principal != principal && b.Principal != WildcardPrincipal ||
+			b.Host != host && b.Host != WildcardHost ||
+			b.Operation != op && b.Operation != kmsg.ACLOperationAll {
+			return true
+		}
+		wildcard := b.PatternType == kmsg.ACLResourcePatternTypeLiteral && b.ResourceName == WildcardResource
+		switch {
+		case b.Permission == kmsg.ACLPermissionTypeDeny && wildcard:
+			return false
+		case b.Permission == kmsg.ACLPermissionTypeDeny && b.PatternType == kmsg.ACLResourcePatternTypePrefixed:
+			deniedPrefixes = append(deniedPrefixes, b.ResourceName)
+		case b.Permission == kmsg.ACLPermissionTypeDeny:
+			deniedLiteral[b.ResourceName] = true
+		case wildcard:
+			wildcardAllow = true
+		default:
+			allows = append(allows, b)
+		}
+		return true
+	}
+	for _, bs := range ix.literal {
+		for _, b := range bs {
+			if !consider(b) {
+				return false
+			}
+		}
+	}
+	for _, b := range ix.prefixed {
+		if !consider(b) {
+			return false
+		}
+	}
+	if wildcardAllow {
+		return true
+	}
+	for _, b := range allows {
+		if b.PatternType == kmsg.ACLResourcePatternTypeLiteral && deniedLiteral[b.ResourceName] {
+			continue
+		}
+		dominated := false
+		for _, p := range deniedPrefixes {
+			dominated = dominated || strings.HasPrefix(b.ResourceName, p)
+		}
+		if !dominated {
+			return true
+		}
+	}
+	return false
+}
+
 // implies reports whether an ALLOW for granted allows requested.
 func implies(granted, requested kmsg.ACLOperation) bool {
 	if granted == requested || granted == kmsg.ACLOperationAll {

@@ -18,6 +18,7 @@ package handlers
 //	DeleteRecords           DELETE topic
 //	CreatePartitions        ALTER topic
 //	InitProducerId          IDEMPOTENT_WRITE on the cluster, or WRITE on any topic
+//	                        (existing or not: acl.AuthorizeByResourceType)
 //	DescribeConfigs         DESCRIBE_CONFIGS on the topic, or the cluster for brokers
 //	AlterConfigs, IncrementalAlterConfigs   ALTER_CONFIGS likewise
 //	FindCoordinator         DESCRIBE group, or transactional id
@@ -369,18 +370,14 @@ func (h *Handlers) topicCheck(ctx context.Context, c *protocol.ConnInfo, op kmsg
 }
 
 // mayWriteIdempotently is InitProducerId's check without a transactional id:
-// IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+// IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679), existing
+// or not, as Kafka's authorizeByResourceType decides it.
 func (h *Handlers) mayWriteIdempotently(ctx context.Context, c *protocol.ConnInfo) bool {
 	if h.authorizeCluster(ctx, c, kmsg.ACLOperationIdempotentWrite) {
 		return true
 	}
-	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
-	for _, t := range h.cluster.Image().Topics() {
-		if writable(t.Name) {
-			return true
-		}
-	}
-	return false
+	a := h.cfg.Authorizer() // denied: there is one
+	return a == nil || a.AuthorizeByResourceType(c.Principal(), remoteHost(c.RemoteAddr), kmsg.ACLOperationWrite, resTopic)
 }
 
 // supportedOperations are the ACL operations each resource type takes, as Kafka

@@ -248,3 +248,33 @@ func TestCreateTopicsConfigsNeedDescribeConfigs(t *testing.T) {
 		t.Errorf("CreateTopics:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestInitProducerIDWithWriteOnTopicsNotYetCreated: an idempotent producer's
+// InitProducerId needs IDEMPOTENT_WRITE on the cluster or WRITE on at least
+// one topic, which Kafka decides from the ACLs alone
+// (authorizeByResourceType), so a WRITE on a prefix or a name of topics not
+// created yet is enough.
+func TestInitProducerIDWithWriteOnTopicsNotYetCreated(t *testing.T) {
+	write := kmsg.ACLOperationWrite
+	for _, tc := range []struct {
+		name    string
+		pattern kmsg.ACLResourcePatternType
+		op      kmsg.ACLOperation
+		want    *kerr.Error
+	}{
+		{"WRITE on a prefix", kmsg.ACLResourcePatternTypePrefixed, write, kerr.CoordinatorLoadInProgress},
+		{"WRITE on a name", kmsg.ACLResourcePatternTypeLiteral, write, kerr.CoordinatorLoadInProgress},
+		{"READ on a name", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kerr.ClusterAuthorizationFailed},
+	} {
+		a := acl.New(acl.Config{}, []acl.Binding{{ResourceType: resTopic, ResourceName: "orders-", PatternType: tc.pattern,
+			Principal: "User:ANONYMOUS", Host: acl.WildcardHost, Operation: tc.op, Permission: kmsg.ACLPermissionTypeAllow}})
+		h := newErrorsHandlersWith(t, Config{Authorizer: func() *acl.Authorizer { return a }})
+		h.cluster = noProducerIDs{h.cluster}
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		if code := serve(t, h, req).(*kmsg.InitProducerIDResponse).ErrorCode; code != tc.want.Code {
+			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
+		}
+	}
+}
