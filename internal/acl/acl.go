@@ -22,6 +22,9 @@ package acl
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -159,6 +162,34 @@ func patternMatches(b Binding, name string) bool {
 		return strings.HasPrefix(name, b.ResourceName)
 	}
 	return false
+}
+
+// ClientHost is the host ACLs name a client connected from addr ("ip:port")
+// by: its IP as Java's InetAddress.getHostAddress writes it, which Kafka
+// compares ACL hosts with. IPv4 (an IPv4-mapped IPv6 address too) is dotted;
+// IPv6 is eight hex groups without zero compression ("0:0:0:0:0:0:0:1"), its
+// zone after "%". An addr that is not an IP is returned as it is.
+func ClientHost(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if ip = ip.Unmap(); ip.Is4() {
+		return ip.String()
+	}
+	b := ip.As16()
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = strconv.FormatUint(uint64(b[2*i])<<8|uint64(b[2*i+1]), 16)
+	}
+	if zone := ip.Zone(); zone != "" {
+		return strings.Join(groups, ":") + "%" + zone
+	}
+	return strings.Join(groups, ":")
 }
 
 // Authorizer decides requests against a fixed set of bindings. Build a new one

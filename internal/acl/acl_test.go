@@ -215,3 +215,23 @@ func TestAuthorizeByResourceType(t *testing.T) {
 		}
 	}
 }
+
+// TestClientHost: clients are named as Java's InetAddress.getHostAddress
+// writes their address, as Kafka matches ACL hosts.
+func TestClientHost(t *testing.T) {
+	for addr, want := range map[string]string{
+		"10.0.0.1:9092":          "10.0.0.1",
+		"[::ffff:10.0.0.1]:9092": "10.0.0.1",
+		"[::1]:9092":             "0:0:0:0:0:0:0:1",
+		"[2001:db8::a:0]:1":      "2001:db8:0:0:0:0:a:0",
+		"[fe80::1%eth0]:1":       "fe80:0:0:0:0:0:0:1%eth0",
+		"[FE80::ABCD]:1":         "fe80:0:0:0:0:0:0:abcd",
+		"2001:db8::1":            "2001:db8:0:0:0:0:0:1",
+		"pipe":                   "pipe",
+		"":                       "",
+	} {
+		if got := ClientHost(addr); got != want {
+			t.Errorf("ClientHost(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}

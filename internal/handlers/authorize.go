@@ -94,19 +94,12 @@ func (h *Handlers) authorizeCluster(ctx context.Context, c *protocol.ConnInfo, o
 	return h.authorize(ctx, c, op, resCluster, acl.ClusterName)
 }
 
-// remoteHost is the client's IP as ACL hosts name it.
+// remoteHost is the client's IP as ACL hosts name it (acl.ClientHost).
 func remoteHost(a net.Addr) string {
-	if tcp, ok := a.(*net.TCPAddr); ok {
-		return tcp.IP.String()
-	}
 	if a == nil {
 		return ""
 	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
+	return acl.ClientHost(a.String())
 }
 
 // requestCheck is a whole-request authorization: the operation (or, when set,

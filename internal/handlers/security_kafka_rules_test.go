@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/acl"
+	"github.com/strata-stream/strata/internal/protocol"
 	"github.com/strata-stream/strata/internal/txn"
 )
 
@@ -275,6 +277,39 @@ func TestInitProducerIDWithWriteOnTopicsNotYetCreated(t *testing.T) {
 		req.ProducerID, req.ProducerEpoch = -1, -1
 		if code := serve(t, h, req).(*kmsg.InitProducerIDResponse).ErrorCode; code != tc.want.Code {
 			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
+		}
+	}
+}
+
+// TestACLHostsAsJavaWritesThem: Kafka compares an ACL's host with the
+// client's address as Java's InetAddress.getHostAddress writes it: IPv6 as
+// eight groups without zero compression ("0:0:0:0:0:0:0:1"), an IPv4-mapped
+// address as IPv4. An ACL written for Kafka must match the same clients here.
+func TestACLHostsAsJavaWritesThem(t *testing.T) {
+	for _, tc := range []struct {
+		aclHost string
+		client  net.IP
+		want    *kerr.Error
+	}{
+		{"0:0:0:0:0:0:0:1", net.IPv6loopback, nil},
+		{"::1", net.IPv6loopback, kerr.ClusterAuthorizationFailed},
+		{"2001:db8:0:0:0:0:0:a", net.ParseIP("2001:db8::a"), nil},
+		{"10.0.0.1", net.ParseIP("::ffff:10.0.0.1"), nil},
+	} {
+		a := acl.New(acl.Config{}, []acl.Binding{{ResourceType: resCluster, ResourceName: acl.ClusterName, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:ANONYMOUS", Host: tc.aclHost, Operation: kmsg.ACLOperationDescribe, Permission: kmsg.ACLPermissionTypeAllow}})
+		h := newAdminHandlersWith(t, Config{Authorizer: func() *acl.Authorizer { return a }})
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		c := &protocol.ConnInfo{RemoteAddr: &net.TCPAddr{IP: tc.client, Port: 5000}}
+		resp := serveRequest(t, h, c, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req}).(*kmsg.DescribeACLsResponse)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		if resp.ErrorCode != want {
+			t.Errorf("ACL host %s, client %s: %v, want %v", tc.aclHost, tc.client, kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(want))
 		}
 	}
 }
