@@ -313,3 +313,35 @@ func TestACLHostsAsJavaWritesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestAddPartitionsToTxnRefusesInternalTopics: Kafka's
+// handleAddPartitionsToTxnRequest (v0-v3, clients) never counts an internal
+// topic as authorized, so its partitions are TOPIC_AUTHORIZATION_FAILED (the
+// others OPERATION_NOT_ATTEMPTED) even with WRITE on every topic, or with no
+// authorizer at all.
+func TestAddPartitionsToTxnRefusesInternalTopics(t *testing.T) {
+	write := kmsg.ACLOperationWrite
+	for name, authz := range map[string]func() *acl.Authorizer{
+		"WRITE on every topic": allowAnonymous(write, resTxnID, "tx", write, resTopic, acl.WildcardResource),
+		"no authorizer":        nil,
+	} {
+		txns := &recordingTxns{}
+		h := newErrorsHandlersWith(t, Config{Transactions: txns, Authorizer: authz})
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.ProducerID = "tx", 5
+		for _, topic := range []string{"t", OffsetsTopic} {
+			rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+			rt.Topic, rt.Partitions = topic, []int32{0}
+			req.Topics = append(req.Topics, rt)
+		}
+		var got []nameCode
+		for _, rt := range serve(t, h, req).(*kmsg.AddPartitionsToTxnResponse).Topics {
+			got = append(got, nameCode{rt.Topic, rt.Partitions[0].ErrorCode})
+		}
+		wantCodes(t, name, got, "t", kerr.OperationNotAttempted, OffsetsTopic, kerr.TopicAuthorizationFailed)
+		if txns.calls != 0 {
+			t.Errorf("%s: the coordinator was called", name)
+		}
+	}
+}
