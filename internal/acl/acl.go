@@ -22,6 +22,9 @@ package acl
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -161,6 +164,34 @@ func patternMatches(b Binding, name string) bool {
 	return false
 }
 
+// ClientHost is the host ACLs name a client connected from addr ("ip:port")
+// by: its IP as Java's InetAddress.getHostAddress writes it, which Kafka
+// compares ACL hosts with. IPv4 (an IPv4-mapped IPv6 address too) is dotted;
+// IPv6 is eight hex groups without zero compression ("0:0:0:0:0:0:0:1"), its
+// zone after "%". An addr that is not an IP is returned as it is.
+func ClientHost(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if ip = ip.Unmap(); ip.Is4() {
+		return ip.String()
+	}
+	b := ip.As16()
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = strconv.FormatUint(uint64(b[2*i])<<8|uint64(b[2*i+1]), 16)
+	}
+	if zone := ip.Zone(); zone != "" {
+		return strings.Join(groups, ":") + "%" + zone
+	}
+	return strings.Join(groups, ":")
+}
+
 // Authorizer decides requests against a fixed set of bindings. Build a new one
 // when the bindings change; it is safe for concurrent use.
 type Authorizer struct {
@@ -253,6 +284,81 @@ func (a *Authorizer) Authorize(principal, host string, op kmsg.ACLOperation, rt 
 		return a.allowEveryoneIfNoACL
 	}
 	return allowed
+}
+
+// AuthorizeByResourceType reports whether principal, connected from host, may
+// perform op on at least one resource of type rt, decided from the bindings
+// alone (whether such a resource exists or not), as Kafka's
+// Authorizer.authorizeByResourceType decides it:
+//
+//  1. What Authorize allows on a resource named "hardcode" is allowed (super
+//     users; a resource no binding names under AllowEveryoneIfNoACL).
+//  2. Of the bindings of type rt for the principal, host and op (or ALL), a
+//     DENY of LITERAL "*" denies.
+//  3. An ALLOW of LITERAL "*" allows.
+//  4. Another ALLOW allows unless a DENY dominates it: a PREFIXED DENY of a
+//     prefix of its name, or for a LITERAL ALLOW a LITERAL DENY of its name.
+func (a *Authorizer) AuthorizeByResourceType(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	if a.Authorize(principal, host, op, rt, "hardcode") {
+		return true
+	}
+	ix := a.byType[rt]
+	if ix == nil {
+		return false
+	}
+	var allows []Binding
+	deniedLiteral := map[string]bool{}
+	var deniedPrefixes []string
+	wildcardAllow := false
+	consider := func(b Binding) bool { // false: a wildcard DENY
+		if b.Principal != principal && b.Principal != WildcardPrincipal ||
+			b.Host != host && b.Host != WildcardHost ||
+			b.Operation != op && b.Operation != kmsg.ACLOperationAll {
+			return true
+		}
+		wildcard := b.PatternType == kmsg.ACLResourcePatternTypeLiteral && b.ResourceName == WildcardResource
+		switch {
+		case b.Permission == kmsg.ACLPermissionTypeDeny && wildcard:
+			return false
+		case b.Permission == kmsg.ACLPermissionTypeDeny && b.PatternType == kmsg.ACLResourcePatternTypePrefixed:
+			deniedPrefixes = append(deniedPrefixes, b.ResourceName)
+		case b.Permission == kmsg.ACLPermissionTypeDeny:
+			deniedLiteral[b.ResourceName] = true
+		case wildcard:
+			wildcardAllow = true
+		default:
+			allows = append(allows, b)
+		}
+		return true
+	}
+	for _, bs := range ix.literal {
+		for _, b := range bs {
+			if !consider(b) {
+				return false
+			}
+		}
+	}
+	for _, b := range ix.prefixed {
+		if !consider(b) {
+			return false
+		}
+	}
+	if wildcardAllow {
+		return true
+	}
+	for _, b := range allows {
+		if b.PatternType == kmsg.ACLResourcePatternTypeLiteral && deniedLiteral[b.ResourceName] {
+			continue
+		}
+		dominated := false
+		for _, p := range deniedPrefixes {
+			dominated = dominated || strings.HasPrefix(b.ResourceName, p)
+		}
+		if !dominated {
+			return true
+		}
+	}
+	return false
 }
 
 // implies reports whether an ALLOW for granted allows requested.

@@ -162,3 +162,76 @@ func TestPrefixedStar(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizeByResourceType: whether a principal may perform an operation
+// on at least one resource of a type, from the bindings alone (existing
+// resources or not), as Kafka's Authorizer.authorizeByResourceType decides it:
+// an ALLOW not dominated by a DENY (a literal DENY of the same name, or a
+// PREFIXED DENY of a prefix of its name), any wildcard DENY denies, and what
+// Authorize allows on a resource no binding names (super users,
+// AllowEveryoneIfNoACL) is allowed.
+func TestAuthorizeByResourceType(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		cfg      Config
+		bindings []Binding
+		want     bool
+	}{
+		{"no bindings", Config{}, nil, false},
+		{"no bindings, allow everyone", Config{AllowEveryoneIfNoACL: true}, nil, true},
+		{"super user", Config{SuperUsers: []string{"User:alice"}}, []Binding{b(topic, "*", literal, "User:alice", "*", write, deny)}, true},
+		{"literal allow of a topic that may not exist", Config{}, []Binding{b(topic, "orders", literal, "User:alice", "*", write, allow)}, true},
+		{"prefixed allow", Config{}, []Binding{b(topic, "orders-", prefix, "User:*", "*", write, allow)}, true},
+		{"ALL allows", Config{}, []Binding{b(topic, "orders", literal, "User:alice", "*", all, allow)}, true},
+		{"another operation", Config{}, []Binding{b(topic, "orders", literal, "User:alice", "*", read, allow)}, false},
+		{"another principal", Config{}, []Binding{b(topic, "orders", literal, "User:bob", "*", write, allow)}, false},
+		{"another host", Config{}, []Binding{b(topic, "orders", literal, "User:alice", "10.0.0.2", write, allow)}, false},
+		{"this host", Config{}, []Binding{b(topic, "orders", literal, "User:alice", "10.0.0.1", write, allow)}, true},
+		{"another resource type", Config{}, []Binding{b(group, "orders", literal, "User:alice", "*", write, allow)}, false},
+		{"literal deny of the same name", Config{}, []Binding{
+			b(topic, "orders", literal, "User:alice", "*", write, allow),
+			b(topic, "orders", literal, "User:alice", "*", write, deny)}, false},
+		{"prefixed deny dominates", Config{}, []Binding{
+			b(topic, "orders-eu", literal, "User:alice", "*", write, allow),
+			b(topic, "orders-", prefix, "User:*", "*", all, deny)}, false},
+		{"literal deny does not dominate a prefixed allow", Config{}, []Binding{
+			b(topic, "orders-", prefix, "User:alice", "*", write, allow),
+			b(topic, "orders-", literal, "User:alice", "*", write, deny)}, true},
+		{"one allow not dominated", Config{}, []Binding{
+			b(topic, "orders-eu", literal, "User:alice", "*", write, allow),
+			b(topic, "logs", literal, "User:alice", "*", write, allow),
+			b(topic, "orders-", prefix, "User:alice", "*", write, deny)}, true},
+		{"wildcard deny", Config{}, []Binding{
+			b(topic, "orders", literal, "User:alice", "*", write, allow),
+			b(topic, "*", literal, "User:alice", "*", write, deny)}, false},
+		{"wildcard allow", Config{}, []Binding{b(topic, "*", literal, "User:alice", "*", write, allow)}, true},
+		{"wildcard allow, a literal deny", Config{}, []Binding{
+			b(topic, "*", literal, "User:alice", "*", write, allow),
+			b(topic, "orders", literal, "User:alice", "*", write, deny)}, true},
+	} {
+		a := New(tt.cfg, tt.bindings)
+		if got := a.AuthorizeByResourceType("User:alice", "10.0.0.1", write, topic); got != tt.want {
+			t.Errorf("%s: %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestClientHost: clients are named as Java's InetAddress.getHostAddress
+// writes their address, as Kafka matches ACL hosts.
+func TestClientHost(t *testing.T) {
+	for addr, want := range map[string]string{
+		"10.0.0.1:9092":          "10.0.0.1",
+		"[::ffff:10.0.0.1]:9092": "10.0.0.1",
+		"[::1]:9092":             "0:0:0:0:0:0:0:1",
+		"[2001:db8::a:0]:1":      "2001:db8:0:0:0:0:a:0",
+		"[fe80::1%eth0]:1":       "fe80:0:0:0:0:0:0:1%eth0",
+		"[FE80::ABCD]:1":         "fe80:0:0:0:0:0:0:abcd",
+		"2001:db8::1":            "2001:db8:0:0:0:0:0:1",
+		"pipe":                   "pipe",
+		"":                       "",
+	} {
+		if got := ClientHost(addr); got != want {
+			t.Errorf("ClientHost(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}

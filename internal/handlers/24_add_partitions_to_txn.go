@@ -18,7 +18,7 @@ package handlers
 // The coordinator of the transactional id adds the partitions to its ongoing
 // transaction (starting one). A partition that does not exist is
 // UNKNOWN_TOPIC_OR_PARTITION, one of a topic the client may not WRITE
-// (v0-v3) TOPIC_AUTHORIZATION_FAILED, and then the transaction's other
+// (v0-v3; an internal topic never, as Kafka) TOPIC_AUTHORIZATION_FAILED, and then the transaction's other
 // partitions OPERATION_NOT_ATTEMPTED; an empty transactional id is
 // INVALID_REQUEST; coordinator errors (NOT_COORDINATOR,
 // CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, ...)
@@ -44,7 +44,9 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, c *protocol.ConnInfo,
 		for i, t := range req.Topics {
 			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}
 		}
-		writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+		// As Kafka, an internal topic is never authorized for a client's add.
+		mayWrite := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
+		writable := func(topic string) bool { return !IsInternalTopic(topic) && mayWrite(topic) }
 		codes := h.addToTxn(ctx, img, writable, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
 		for ti, t := range req.Topics {
 			st := kmsg.NewAddPartitionsToTxnResponseTopic()

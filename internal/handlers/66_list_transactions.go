@@ -6,6 +6,7 @@ package handlers
 // UnknownStateFilters), producer ids, v1+ a minimum running time
 // (DurationFilterMillis, -1: none) and v2+ a regular expression on the id
 // (KIP-1152; one that does not compile is INVALID_REGULAR_EXPRESSION).
+// Only the ids the principal may DESCRIBE are listed, as Kafka lists them.
 
 import (
 	"context"
@@ -19,7 +20,7 @@ import (
 	"github.com/strata-stream/strata/internal/txn"
 )
 
-func (h *Handlers) listTransactions(_ context.Context, _ *protocol.ConnInfo, r *protocol.Request) protocol.Response {
+func (h *Handlers) listTransactions(ctx context.Context, c *protocol.ConnInfo, r *protocol.Request) protocol.Response {
 	req := r.Msg.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	if h.cfg.Transactions == nil {
@@ -49,6 +50,9 @@ func (h *Handlers) listTransactions(_ context.Context, _ *protocol.ConnInfo, r *
 		return reply(resp) // only unknown states: nothing matches
 	}
 	for _, d := range h.cfg.Transactions.List(f) {
+		if !h.authorize(ctx, c, kmsg.ACLOperationDescribe, resTxnID, d.TransactionalID) {
+			continue
+		}
 		st := kmsg.NewListTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.TransactionState = d.TransactionalID, d.ProducerID, d.State.String()
 		resp.TransactionStates = append(resp.TransactionStates, st)

@@ -12,10 +12,13 @@ package handlers
 //	                        needs CREATE on the cluster or the topic
 //	DescribeTopicPartitions DESCRIBE topic: the listing shows only those, a named
 //	                        topic is TOPIC_AUTHORIZATION_FAILED
-//	CreateTopics            CREATE on the cluster or the topic
-//	DeleteTopics, DeleteRecords   DELETE topic
+//	CreateTopics            CREATE on the cluster or the topic; the created topic's
+//	                        settings need DESCRIBE_CONFIGS on it
+//	DeleteTopics            DELETE on the cluster or the topic
+//	DeleteRecords           DELETE topic
 //	CreatePartitions        ALTER topic
 //	InitProducerId          IDEMPOTENT_WRITE on the cluster, or WRITE on any topic
+//	                        (existing or not: acl.AuthorizeByResourceType)
 //	DescribeConfigs         DESCRIBE_CONFIGS on the topic, or the cluster for brokers
 //	AlterConfigs, IncrementalAlterConfigs   ALTER_CONFIGS likewise
 //	FindCoordinator         DESCRIBE group, or transactional id
@@ -32,7 +35,8 @@ package handlers
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials   ALTER cluster
 //	InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3),
 //	AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE transactional id
-//	AddPartitionsToTxn v4+ (brokers verifying), WriteTxnMarkers   CLUSTER_ACTION cluster
+//	AddPartitionsToTxn v4+ (brokers verifying)   CLUSTER_ACTION cluster
+//	WriteTxnMarkers         CLUSTER_ACTION or ALTER on the cluster
 //	DescribeLogDirs, ListPartitionReassignments, DescribeQuorum   DESCRIBE cluster
 //	AlterPartitionReassignments, UnregisterBroker, UnregisterController,
 //	AddRaftVoter, RemoveRaftVoter, AlterReplicaLogDirs   ALTER cluster
@@ -50,8 +54,9 @@ package handlers
 //	                        answered side by side, interop/cmd/sharecompare)
 //	CreateDelegationToken   for another owner CREATE_TOKENS on its User resource;
 //	                        DescribeDelegationToken lists per token (tokens.go)
-//	DescribeTransactions, ListTransactions   DESCRIBE cluster: stricter than Kafka,
-//	                     which checks each transactional id and filters the answer
+//	DescribeTransactions    DESCRIBE transactional id (per id); lists only the
+//	                        DESCRIBE-able topics. ListTransactions: only the
+//	                        DESCRIBE-able transactional ids
 //
 // Requests forwarded over the controller link were authorized by the broker that
 // forwarded them and are not checked again.
@@ -89,25 +94,19 @@ func (h *Handlers) authorizeCluster(ctx context.Context, c *protocol.ConnInfo, o
 	return h.authorize(ctx, c, op, resCluster, acl.ClusterName)
 }
 
-// remoteHost is the client's IP as ACL hosts name it.
+// remoteHost is the client's IP as ACL hosts name it (acl.ClientHost).
 func remoteHost(a net.Addr) string {
-	if tcp, ok := a.(*net.TCPAddr); ok {
-		return tcp.IP.String()
-	}
 	if a == nil {
 		return ""
 	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
+	return acl.ClientHost(a.String())
 }
 
-// requestCheck is a whole-request authorization: the operation and resource, and
-// the error code a denied request gets.
+// requestCheck is a whole-request authorization: the operation (or, when set,
+// orOp instead) on the resource, and the error code a denied request gets.
 type requestCheck struct {
 	op   kmsg.ACLOperation
+	orOp kmsg.ACLOperation
 	rt   kmsg.ACLResourceType
 	name func(kmsg.Request) string
 	code int16
@@ -143,7 +142,9 @@ var requestChecks = map[int16]requestCheck{
 
 	25: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
 	26: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID }),
-	27: clusterCheck(kmsg.ACLOperationClusterAction),
+	// ALTER too, as Kafka: kafka-transactions.sh abort sends WriteTxnMarkers.
+	27: {op: kmsg.ACLOperationClusterAction, orOp: kmsg.ACLOperationAlter, rt: resCluster,
+		name: func(kmsg.Request) string { return acl.ClusterName }, code: kerr.ClusterAuthorizationFailed.Code},
 	28: txnIDCheck(kmsg.ACLOperationWrite, func(r kmsg.Request) string { return r.(*kmsg.TxnOffsetCommitRequest).TransactionalID }),
 	34: clusterCheck(kmsg.ACLOperationAlter),
 	35: clusterCheck(kmsg.ACLOperationDescribe),
@@ -151,8 +152,6 @@ var requestChecks = map[int16]requestCheck{
 	46: clusterCheck(kmsg.ACLOperationDescribe),
 	55: clusterCheck(kmsg.ACLOperationDescribe),
 	64: clusterCheck(kmsg.ACLOperationAlter),
-	65: clusterCheck(kmsg.ACLOperationDescribe),
-	66: clusterCheck(kmsg.ACLOperationDescribe),
 	74: clusterCheck(kmsg.ACLOperationDescribeConfigs),
 	68: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
 	76: groupCheck(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.ShareGroupHeartbeatRequest).GroupID }),
@@ -193,7 +192,8 @@ func (h *Handlers) checkRequest(ctx context.Context, c *protocol.ConnInfo, r *pr
 	if versioned, has := versionedChecks[r.Key]; has {
 		chk, ok = versioned(r.Msg), true
 	}
-	if !ok || h.authorize(ctx, c, chk.op, chk.rt, chk.name(r.Msg)) {
+	if !ok || h.authorize(ctx, c, chk.op, chk.rt, chk.name(r.Msg)) ||
+		chk.orOp != kmsg.ACLOperationUnknown && h.authorize(ctx, c, chk.orOp, chk.rt, chk.name(r.Msg)) {
 		return protocol.Response{}, true
 	}
 	return protocol.Response{Msg: deniedResponse(r.Msg, chk.code)}, false
@@ -307,14 +307,6 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 	case *kmsg.RemoveRaftVoterResponse:
 		resp.ErrorCode = code
-	case *kmsg.DescribeTransactionsResponse:
-		for _, id := range req.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
-			st := kmsg.NewDescribeTransactionsResponseTransactionState()
-			st.TransactionalID, st.ErrorCode = id, code
-			resp.TransactionStates = append(resp.TransactionStates, st)
-		}
-	case *kmsg.ListTransactionsResponse:
-		resp.ErrorCode = code
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		resp.ErrorCode = code
 	case *kmsg.ShareGroupHeartbeatResponse:
@@ -371,18 +363,14 @@ func (h *Handlers) topicCheck(ctx context.Context, c *protocol.ConnInfo, op kmsg
 }
 
 // mayWriteIdempotently is InitProducerId's check without a transactional id:
-// IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+// IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679), existing
+// or not, as Kafka's authorizeByResourceType decides it.
 func (h *Handlers) mayWriteIdempotently(ctx context.Context, c *protocol.ConnInfo) bool {
 	if h.authorizeCluster(ctx, c, kmsg.ACLOperationIdempotentWrite) {
 		return true
 	}
-	writable := h.topicCheck(ctx, c, kmsg.ACLOperationWrite)
-	for _, t := range h.cluster.Image().Topics() {
-		if writable(t.Name) {
-			return true
-		}
-	}
-	return false
+	a := h.cfg.Authorizer() // denied: there is one
+	return a == nil || a.AuthorizeByResourceType(c.Principal(), remoteHost(c.RemoteAddr), kmsg.ACLOperationWrite, resTopic)
 }
 
 // supportedOperations are the ACL operations each resource type takes, as Kafka

@@ -36,15 +36,26 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			}
 			return ok
 		})
+		describableConfigs := h.topicCheck(ctx, c, kmsg.ACLOperationDescribeConfigs)
 		return func(resp kmsg.Response) {
 			rs := resp.(*kmsg.CreateTopicsResponse)
+			// As Kafka's controller: a created topic's settings only to
+			// one who may DESCRIBE_CONFIGS it.
+			for i := range rs.Topics {
+				if t := &rs.Topics[i]; t.ErrorCode == 0 && !describableConfigs(t.Topic) {
+					t.NumPartitions, t.ReplicationFactor, t.Configs = -1, -1, nil
+					t.ConfigErrorCode = topicErr
+				}
+			}
 			for _, name := range denied {
 				t := kmsg.NewCreateTopicsResponseTopic()
 				t.Topic, t.ErrorCode, t.NumPartitions, t.ReplicationFactor = name, topicErr, -1, -1
+				t.ErrorMessage = kmsg.StringPtr("Authorization failed.") // Kafka's
 				rs.Topics = append(rs.Topics, t)
 			}
 		}
 	case *kmsg.DeleteTopicsRequest:
+		clusterDelete := h.authorizeCluster(ctx, c, kmsg.ACLOperationDelete)
 		deletable := h.topicCheck(ctx, c, kmsg.ACLOperationDelete)
 		img := h.cluster.Image()
 		var denied []kmsg.DeleteTopicsResponseTopic
@@ -59,8 +70,14 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 			}
 			denied = append(denied, t)
 		}
+		// As Kafka's controller: DELETE on the cluster deletes every topic,
+		// and a missing topic named by one who may DESCRIBE it is the
+		// handler's to report (UNKNOWN_TOPIC_OR_PARTITION).
+		passes := func(name string, byID bool) bool {
+			return clusterDelete || deletable(name) || !byID && describable(name) && img.Topic(name) == nil
+		}
 		req.TopicNames = keep(req.TopicNames, func(name string) bool {
-			ok := deletable(name)
+			ok := passes(name, false)
 			if !ok {
 				deny(name, [16]byte{})
 			}
@@ -68,7 +85,7 @@ func (h *Handlers) filterRequest(ctx context.Context, c *protocol.ConnInfo, r *p
 		})
 		req.Topics = keep(req.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
 			name := deletedTopicName(img, t)
-			ok := name == "" || deletable(name) // an unknown id is the handler's to report
+			ok := name == "" || passes(name, t.TopicID != [16]byte{}) // an unknown id is the handler's to report
 			if !ok {
 				deny(name, t.TopicID)
 			}

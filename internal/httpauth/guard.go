@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -236,7 +235,7 @@ func (g *Guard) challenge(w http.ResponseWriter, failed string) {
 // authenticate finds the request's principal. On failure id is nil and scheme
 // names the scheme that failed ("" when none was tried), msg says why.
 func (g *Guard) authenticate(r *http.Request) (id *identity, scheme, msg string) {
-	host := remoteHost(r.RemoteAddr)
+	host := acl.ClientHost(r.RemoteAddr)
 	if !g.CredentialsRequired() {
 		p := certs.Anonymous
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
@@ -364,15 +363,6 @@ func (g *Guard) cacheKey(user, pass string) ([sha256.Size]byte, bool) {
 		}
 	}
 	return key, false
-}
-
-// remoteHost is the client's IP as ACL hosts name it.
-func remoteHost(addr string) string {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	return host
 }
 
 // RequireCreateTopic is CreateTopics' rule: CREATE on the cluster, else CREATE on

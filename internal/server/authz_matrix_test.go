@@ -405,8 +405,9 @@ var authzMatrix = map[int16]matrixCase{
 	}, kerr.TransactionalIDAuthorizationFailed, func(r kmsg.Response) int16 {
 		return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode
 	}},
+	// Lists only the ids the user may DESCRIBE, as Kafka: none, no error.
 	66: {func([16]byte) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
-		clusterDenied, func(r kmsg.Response) int16 { return r.(*kmsg.ListTransactionsResponse).ErrorCode }},
+		nil, func(r kmsg.Response) int16 { return r.(*kmsg.ListTransactionsResponse).ErrorCode }},
 	// Anyone may get a telemetry subscription and push (as Kafka); a push of a
 	// fresh instance id with no subscription id passes authorization and stops
 	// at UNKNOWN_SUBSCRIPTION_ID.
