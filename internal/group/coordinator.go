@@ -32,7 +32,7 @@ var (
 	// ErrLoadInProgress: the group's partition is still being loaded; retry later.
 	ErrLoadInProgress = errors.New("group: offsets partition is loading")
 	// ErrRecordTooLarge: an OffsetStore rejected records as too large. Not retriable:
-	// commits answer INVALID_COMMIT_OFFSET_SIZE.
+	// requests answer UNKNOWN_SERVER_ERROR, as Kafka 4.4's.
 	ErrRecordTooLarge = errors.New("group: records too large for the offsets topic")
 	// ErrInvalidProducerEpoch: a TxnOffsetStore refused a transactional
 	// commit whose producer epoch is older than the producer's on the partition
@@ -850,9 +850,13 @@ func (c *Coordinator) append(p *partition, txn *producer, recs []Record) (int64,
 	return first, err
 }
 
-// storeErrorCode maps an append error to the code Kafka answers: offsets selects the
-// offset-commit mapping, otherwise the group-metadata one.
-func storeErrorCode(err error, offsets bool) int16 {
+// storeErrorCode maps an append error to the code every group API answers, as
+// Kafka 4.4's coordinator does (CoordinatorOperationExceptionHelper, and
+// appendGroupMetadataErrorToResponseError for the classic join and sync): a lost
+// partition NOT_COORDINATOR, a batch too large UNKNOWN_SERVER_ERROR, a fenced
+// transactional producer INVALID_PRODUCER_EPOCH, and anything else (too few
+// in-sync replicas, a write that timed out) COORDINATOR_NOT_AVAILABLE.
+func storeErrorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
@@ -861,15 +865,7 @@ func storeErrorCode(err error, offsets bool) int16 {
 	case errors.Is(err, ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, ErrRecordTooLarge):
-		if offsets {
-			return kerr.InvalidCommitOffsetSize.Code
-		}
 		return kerr.UnknownServerError.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		if offsets {
-			return kerr.RequestTimedOut.Code
-		}
-		return kerr.RebalanceInProgress.Code
 	}
 	return kerr.CoordinatorNotAvailable.Code
 }

@@ -76,24 +76,23 @@ func TestVersions(t *testing.T) {
 	}
 }
 
+// TestStoreErrorCode: Kafka 4.4's codes for a failed append
+// (CoordinatorOperationExceptionHelper.handleOperationException).
 func TestStoreErrorCode(t *testing.T) {
 	tests := []struct {
-		err             error
-		offsets, groups int16
+		err  error
+		want int16
 	}{
-		{nil, 0, 0},
-		{fmt.Errorf("x: %w", ErrNotCoordinator), kerr.NotCoordinator.Code, kerr.NotCoordinator.Code},
-		{fmt.Errorf("x: %w", ErrRecordTooLarge), kerr.InvalidCommitOffsetSize.Code, kerr.UnknownServerError.Code},
-		{context.DeadlineExceeded, kerr.RequestTimedOut.Code, kerr.RebalanceInProgress.Code},
-		{fmt.Errorf("x: %w", ErrInvalidProducerEpoch), kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Code},
-		{errors.New("disk on fire"), kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorNotAvailable.Code},
+		{nil, 0},
+		{fmt.Errorf("x: %w", ErrNotCoordinator), kerr.NotCoordinator.Code},
+		{fmt.Errorf("x: %w", ErrRecordTooLarge), kerr.UnknownServerError.Code},
+		{context.DeadlineExceeded, kerr.CoordinatorNotAvailable.Code},
+		{fmt.Errorf("x: %w", ErrInvalidProducerEpoch), kerr.InvalidProducerEpoch.Code},
+		{errors.New("not enough replicas"), kerr.CoordinatorNotAvailable.Code},
 	}
 	for _, tt := range tests {
-		if got := storeErrorCode(tt.err, true); got != tt.offsets {
-			t.Errorf("offsets %v: %d, want %d", tt.err, got, tt.offsets)
-		}
-		if got := storeErrorCode(tt.err, false); got != tt.groups {
-			t.Errorf("group %v: %d, want %d", tt.err, got, tt.groups)
+		if got := storeErrorCode(tt.err); got != tt.want {
+			t.Errorf("%v: %d, want %d", tt.err, got, tt.want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"math"
 	"slices"
@@ -96,15 +95,7 @@ func (c *Coordinator) awaitRecords(ctx context.Context, g *group, queued bool, d
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, ErrNotCoordinator):
-		return kerr.NotCoordinator.Code
-	case errors.Is(err, ErrRecordTooLarge):
-		return kerr.UnknownServerError.Code
-	}
-	return kerr.CoordinatorNotAvailable.Code
+	return storeErrorCode(err)
 }
 
 // StreamsGroupTopologyDescriptionUpdate serves StreamsGroupTopologyDescriptionUpdate
