@@ -185,3 +185,41 @@ func TestFailedFirstHeartbeatCreatesNoGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedShareConversionKeepsOffsets: a share member joining a simple group
+// turns it into a share group and tombstones its committed offsets; when that
+// write fails, memory keeps the offsets the log still holds (Kafka's runtime
+// reverts a failed write), so OffsetFetch answers the same before and after a
+// reload.
+func TestFailedShareConversionKeepsOffsets(t *testing.T) {
+	ctx := context.Background()
+	fetch := func(c *Coordinator) int64 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 8
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}}}
+		g := c.OffsetFetch(ctx, req).Groups[0]
+		if g.ErrorCode != 0 || len(g.Topics) == 0 {
+			return -2
+		}
+		return g.Topics[0].Partitions[0].Offset
+	}
+	store := newMemStore()
+	c := newTestCoordinator(t, store)
+	defer func() { c.Close() }()
+	commitTo(t, c, "g")
+	store.setFail(errors.New("not enough replicas"))
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m", 0, []string{"t"}
+	if code := c.ShareGroupHeartbeat(ctx, hb).ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("heartbeat with failing appends: %v", kerr.ErrorForCode(code))
+	}
+	store.setFail(nil)
+	if got := fetch(c); got != 1 {
+		t.Errorf("OffsetFetch after the failed conversion: %d, want 1", got)
+	}
+	c.Close()
+	c = newTestCoordinator(t, store)
+	if got := fetch(c); got != 1 {
+		t.Errorf("OffsetFetch after a reload: %d, want 1", got)
+	}
+}

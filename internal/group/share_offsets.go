@@ -347,20 +347,24 @@ func (g *group) isSimpleLocked() bool {
 }
 
 // becomeShareGroupLocked turns a simple group (isSimpleLocked) into an empty share
-// group. Its committed offsets are gone at once, as Kafka 4.4 answers OffsetFetch
-// for a group converted so; their tombstones are queued (the caller persists the
-// share group's records and flushes) and a failed write is only logged: the
-// offsets then come back with the group's next load.
+// group. Its committed offsets' tombstones are queued (the caller persists the
+// share group's records and flushes); the offsets leave memory once the
+// tombstones are appended, so a failed write, only logged, leaves memory holding
+// what the log does, as Kafka's runtime reverts a failed write.
 func (g *group) becomeShareGroupLocked() {
 	if len(g.offsets) > 0 {
-		recs := make([]Record, 0, len(g.offsets))
-		for _, tp := range sortedKeys(g.offsets) {
+		tps := sortedKeys(g.offsets)
+		recs := make([]Record, 0, len(tps))
+		for _, tp := range tps {
 			recs = append(recs, Record{Key: offsetKey(g.id, tp)})
 		}
-		g.offsets = map[topicPartition]offsetCommit{}
 		g.queueLocked(recs, func(err error) {
 			if err != nil {
 				g.c.log.Warn("deleting the committed offsets of a group that became a share group", "group", g.id, "err", err)
+				return
+			}
+			for _, tp := range tps {
+				delete(g.offsets, tp)
 			}
 		})
 	}
