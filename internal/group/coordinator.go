@@ -73,7 +73,8 @@ type Record struct {
 // Append is called concurrently for different groups, never concurrently for one
 // group, so the records of each key reach the log in the order the coordinator
 // decided them. ctx is cancelled when the partition is unloaded or the commit timeout
-// passes. Errors: wrap ErrNotCoordinator when the partition is not led here,
+// passes. Errors: wrap ErrNotCoordinator when the partition is not led here or its
+// log failed,
 // ErrRecordTooLarge when the batch is too big; anything else counts as a retriable
 // unavailability.
 type OffsetStore interface {

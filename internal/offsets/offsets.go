@@ -35,6 +35,7 @@ import (
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/group"
 	"github.com/strata-stream/strata/internal/replica"
+	"github.com/strata-stream/strata/internal/storage"
 )
 
 // Coordinator is what the Store drives.
@@ -128,7 +129,7 @@ func (s *Store) append(ctx context.Context, partition int32, records []group.Rec
 		timeout = time.Until(d)
 	}
 	err = p.WaitCommitted(ctx, res, timeout)
-	if errors.Is(err, replica.ErrNotLeader) {
+	if lostPartition(err) {
 		return 0, fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
 	}
 	return res.BaseOffset, err
@@ -164,7 +165,7 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 	switch {
 	case errors.Is(err, replica.ErrRecordTooLarge):
 		return nil, res, fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
-	case errors.Is(err, replica.ErrNotLeader):
+	case lostPartition(err):
 		return nil, res, fmt.Errorf("%w: %v", group.ErrNotCoordinator, err)
 	case errors.Is(err, replica.ErrInvalidProducerEpoch):
 		return nil, res, fmt.Errorf("%w: %v", group.ErrInvalidProducerEpoch, err)
@@ -172,6 +173,13 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 		return nil, res, err
 	}
 	return p, res, nil
+}
+
+// lostPartition reports whether err means the partition can no longer be
+// written here: not the leader, or its log failed (KAFKA_STORAGE_ERROR). Kafka
+// 4.4's coordinator answers both NOT_COORDINATOR.
+func lostPartition(err error) bool {
+	return errors.Is(err, replica.ErrNotLeader) || errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrCorruptSegment)
 }
 
 // AppendTxn implements group.TxnOffsetStore: the records become one

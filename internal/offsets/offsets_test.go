@@ -101,6 +101,40 @@ func TestAppendErrors(t *testing.T) {
 	}
 }
 
+// TestAppendStorageError: a log that failed (KAFKA_STORAGE_ERROR) is
+// NOT_COORDINATOR to the group coordinator, as Kafka 4.4's answers a storage
+// error of __consumer_offsets: the client finds the coordinator again.
+func TestAppendStorageError(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var failing atomic.Bool
+	fs := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if failing.Load() && op.Kind&(vfs.OpWrite|vfs.OpSync) != 0 {
+			return errors.New("disk failed")
+		}
+		return nil
+	}))
+	var s *Store
+	m, err := replica.NewManager(fs, "/logs", 1, logger, replica.Options{
+		OnLeadership: func(p *replica.Partition, leader bool) { s.LeadershipChanged(p, leader) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = New(m, logger)
+	t.Cleanup(func() {
+		s.Close()
+		m.Close()
+	})
+	if err := m.Apply(testImage(t).WithOffset(1)); err != nil {
+		t.Fatal(err)
+	}
+	small := []group.Record{{Key: []byte("k"), Value: []byte("v")}}
+	failing.Store(true)
+	if _, err := s.Append(context.Background(), 0, small); !errors.Is(err, group.ErrNotCoordinator) {
+		t.Errorf("Append to a failed log = %v, want %v", err, group.ErrNotCoordinator)
+	}
+}
+
 // blockingCoordinator's LoadPartition waits for its context and records
 // what it saw.
 type blockingCoordinator struct {
