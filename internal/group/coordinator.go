@@ -74,9 +74,8 @@ type Record struct {
 // group, so the records of each key reach the log in the order the coordinator
 // decided them. ctx is cancelled when the partition is unloaded or the commit timeout
 // passes. Errors: wrap ErrNotCoordinator when the partition is not led here or its
-// log failed,
-// ErrRecordTooLarge when the batch is too big; anything else counts as a retriable
-// unavailability.
+// log failed, ErrRecordTooLarge when the batch is too big; anything else counts as
+// a retriable unavailability.
 type OffsetStore interface {
 	Append(ctx context.Context, partition int32, records []Record) (first int64, err error)
 }
