@@ -82,7 +82,11 @@ func TestValidateConfig(t *testing.T) {
 		{ResourceTopic, "cleanup.policy", "compact", nil},
 		{ResourceTopic, "cleanup.policy", "compact,delete", nil},
 		{ResourceTopic, "cleanup.policy", "delete, compact", nil},
-		{ResourceTopic, "cleanup.policy", "compact,compact", ErrInvalidConfig},
+		// Kafka 4.4's ConfigDef.parseValue drops a ValidList key's repeated
+		// items (KAFKA-19875) before its validator sees them.
+		{ResourceTopic, "cleanup.policy", "compact,compact", nil},
+		{ResourceTopic, "cleanup.policy", "delete,compact,delete", nil},
+		{ResourceBroker, "log.cleanup.policy", "delete,delete", nil},
 		{ResourceTopic, "cleanup.policy", "shred", ErrInvalidConfig},
 		{ResourceTopic, "max.message.bytes", "0", nil},
 		{ResourceTopic, "max.message.bytes", "-1", ErrInvalidConfig},
@@ -256,6 +260,9 @@ func TestCanonicalValue(t *testing.T) {
 		{"retention.ms", "+0100", "100"},
 		{"retention.bytes", "-1", "-1"},
 		{"cleanup.policy", " compact ,delete", "compact,delete"},
+		{"cleanup.policy", "delete, delete", "delete"},
+		{"cleanup.policy", "compact,delete,compact", "compact,delete"},
+		{"follower.replication.throttled.replicas", "0:1,0:1", "0:1,0:1"},
 		{"follower.replication.throttled.replicas", "", ""},
 		{"compression.type", " lz4", "lz4"},
 		{"min.cleanable.dirty.ratio", "0", "0.0"},
