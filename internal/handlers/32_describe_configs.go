@@ -15,7 +15,8 @@ package handlers
 // 4.4 lists them (metadata.ConfigEntry); loggers have neither. A broker key
 // Kafka defines without a default (log.retention.ms) set nowhere is null. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
 // an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id but this broker's
-// INVALID_REQUEST, as Kafka answers (clients send a broker's resource to it).
+// INVALID_REQUEST, as Kafka answers (clients send a broker's resource to it),
+// in Kafka's words ("expected 1 or empty string, but received 2").
 
 import (
 	"context"
@@ -43,7 +44,7 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 			}
 		case metadata.ResourceBroker:
 			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil && rr.ResourceName != "" {
-				err = h.checkOwnID(rr.ResourceName)
+				err = h.checkOwnIDAs(rr.ResourceName, " or empty string")
 			}
 			if err == nil {
 				entries = img.BrokerConfigEntries(rr.ResourceName)

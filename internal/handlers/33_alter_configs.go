@@ -111,8 +111,14 @@ func (h *Handlers) refuseOtherBrokers(ctx context.Context, n int, resource func(
 // checkOwnID refuses a broker (or broker logger) resource that names another
 // broker, in Kafka's words.
 func (h *Handlers) checkOwnID(name string) error {
+	return h.checkOwnIDAs(name, "")
+}
+
+// checkOwnIDAs is checkOwnID with Kafka's wording of the expected id:
+// DescribeConfigs of a broker says " or empty string", others nothing.
+func (h *Handlers) checkOwnIDAs(name, orElse string) error {
 	if own := strconv.Itoa(int(h.cfg.NodeID)); name != own {
-		return &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("Unexpected broker id, expected %s, but received %s", own, name)}
+		return &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("Unexpected broker id, expected %s%s, but received %s", own, orElse, name)}
 	}
 	return nil
 }

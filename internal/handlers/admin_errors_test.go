@@ -623,6 +623,11 @@ func TestDescribeConfigsErrors(t *testing.T) {
 	if len(resp.Resources[0].Configs) == 0 || len(resp.Resources[6].Configs) == 0 {
 		t.Errorf("the valid resources list %d and %d configs", len(resp.Resources[0].Configs), len(resp.Resources[6].Configs))
 	}
+	// Kafka 4.4's ConfigHelper.describeConfigs words another broker's id so.
+	const want = "Unexpected broker id, expected 1 or empty string, but received 2"
+	if m := resp.Resources[5].ErrorMessage; m == nil || *m != want {
+		t.Errorf("another broker's id: message %q, want %q", derefString(m), want)
+	}
 }
 
 // TestIncrementalAlterConfigsAsKafka: each request (validate only) was sent to
@@ -1022,4 +1027,11 @@ func TestDescribeBrokerNullValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -3,6 +3,7 @@ package metadata
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,7 +158,8 @@ func (d ConfigDef) Validate(v string) error {
 
 // canonical is v as Kafka's config parser reads it back by the key's type
 // (booleans in lower case, integers without sign or padding, doubles as Java
-// prints them, list items trimmed and joined by commas, strings trimmed):
+// prints them, list items trimmed and joined by commas, cleanup.policy's
+// without repeats, strings trimmed):
 // Kafka's DescribeConfigs shows a topic's values so. A value that does not
 // parse (never stored: values are validated) is returned as it is.
 func (d ConfigDef) canonical(v string) string {
@@ -176,7 +178,11 @@ func (d ConfigDef) canonical(v string) string {
 			return javaDouble(f)
 		}
 	case ConfigTypeList:
-		return strings.Join(ParseList(s), ",")
+		items := ParseList(s)
+		if d.Name == "cleanup.policy" {
+			items = distinct(items)
+		}
+		return strings.Join(items, ",")
 	case ConfigTypeString:
 		return s
 	}
@@ -609,8 +615,22 @@ func oneOf(v string, allowed ...string) (string, error) {
 	return "", fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
 }
 
+// distinct is items without repeats, first occurrences in order: how Kafka
+// 4.4's ConfigDef.parseValue reads a key validated by a ValidList
+// (cleanup.policy; the throttled replica lists keep theirs).
+func distinct(items []string) []string {
+	var out []string
+	for _, it := range items {
+		if !slices.Contains(out, it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // parseCleanupPolicy reads cleanup.policy: delete, compact, both, or none (an
-// empty list, which Kafka takes too).
+// empty list, which Kafka takes too). An item listed twice counts once, as
+// Kafka 4.4 drops the repeat.
 func parseCleanupPolicy(v string) (CleanupPolicy, error) {
 	var p CleanupPolicy
 	for _, it := range ParseList(v) {
@@ -622,9 +642,6 @@ func parseCleanupPolicy(v string) (CleanupPolicy, error) {
 			bit = CleanupCompact
 		default:
 			return 0, fmt.Errorf("%q is not delete or compact", it)
-		}
-		if p&bit != 0 {
-			return 0, fmt.Errorf("%q is listed twice", it)
 		}
 		p |= bit
 	}

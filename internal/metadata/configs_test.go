@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -82,7 +83,11 @@ func TestValidateConfig(t *testing.T) {
 		{ResourceTopic, "cleanup.policy", "compact", nil},
 		{ResourceTopic, "cleanup.policy", "compact,delete", nil},
 		{ResourceTopic, "cleanup.policy", "delete, compact", nil},
-		{ResourceTopic, "cleanup.policy", "compact,compact", ErrInvalidConfig},
+		// Kafka 4.4's ConfigDef.parseValue drops a ValidList key's repeated
+		// items (KAFKA-19875) before its validator sees them.
+		{ResourceTopic, "cleanup.policy", "compact,compact", nil},
+		{ResourceTopic, "cleanup.policy", "delete,compact,delete", nil},
+		{ResourceBroker, "log.cleanup.policy", "delete,delete", nil},
 		{ResourceTopic, "cleanup.policy", "shred", ErrInvalidConfig},
 		{ResourceTopic, "max.message.bytes", "0", nil},
 		{ResourceTopic, "max.message.bytes", "-1", ErrInvalidConfig},
@@ -221,23 +226,37 @@ func TestReplicationThrottleConfigs(t *testing.T) {
 	if l, f := img.ReplicationThrottleRates(2); l != 500 || f != throttle.Unlimited {
 		t.Errorf("broker 2: rates %d, %d; want the cluster-wide 500 and unlimited", l, f)
 	}
-	var found int
-	for _, e := range img.BrokerConfigEntries("1") {
-		switch e.Name {
-		case LeaderReplicationThrottledRate:
-			found++
-			if e.Value != "100" || e.Source != SourceBroker || len(e.Synonyms) != 3 {
-				t.Errorf("described %+v", e)
-			}
-		case FollowerReplicationThrottledRate:
-			found++
-			if e.Value != "200" || e.Source != SourceBroker {
-				t.Errorf("described %+v", e)
+	// Kafka 4.4 defines the rates outside KafkaConfig's ConfigDef (QuotaConfig.
+	// brokerQuotaConfigs), so ConfigHelper lists them for a broker only where
+	// set, for it or cluster-wide, with no default synonym, and not read-only
+	// (DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS holds them).
+	for _, tt := range []struct {
+		broker string
+		want   map[string]ConfigEntry
+	}{
+		{"1", map[string]ConfigEntry{
+			LeaderReplicationThrottledRate:   {Value: "100", Source: SourceBroker, Synonyms: []ConfigSynonym{{LeaderReplicationThrottledRate, "100", SourceBroker}, {LeaderReplicationThrottledRate, "500", SourceClusterDefault}}},
+			FollowerReplicationThrottledRate: {Value: "200", Source: SourceBroker, Synonyms: []ConfigSynonym{{FollowerReplicationThrottledRate, "200", SourceBroker}}},
+		}},
+		{"2", map[string]ConfigEntry{
+			LeaderReplicationThrottledRate: {Value: "500", Source: SourceClusterDefault, Synonyms: []ConfigSynonym{{LeaderReplicationThrottledRate, "500", SourceClusterDefault}}},
+		}},
+		{"", map[string]ConfigEntry{
+			LeaderReplicationThrottledRate: {Value: "500", Source: SourceClusterDefault, Synonyms: []ConfigSynonym{{LeaderReplicationThrottledRate, "500", SourceClusterDefault}}},
+		}},
+	} {
+		got := map[string]ConfigEntry{}
+		for _, e := range img.BrokerConfigEntries(tt.broker) {
+			if e.Name == LeaderReplicationThrottledRate || e.Name == FollowerReplicationThrottledRate {
+				got[e.Name] = ConfigEntry{Value: e.Value, Source: e.Source, Synonyms: e.Synonyms}
 			}
 		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("broker %q describes the rates\n%+v\nwant\n%+v", tt.broker, got, tt.want)
+		}
 	}
-	if found != 2 {
-		t.Errorf("BrokerConfigEntries lists %d of the 2 throttle rates", found)
+	if es := NewImage().BrokerConfigEntries("1"); slices.ContainsFunc(es, func(e ConfigEntry) bool { return e.Name == LeaderReplicationThrottledRate }) {
+		t.Errorf("a broker with no rate set lists %s", LeaderReplicationThrottledRate)
 	}
 	for _, v := range []string{"-1", "x", ""} {
 		if err := ValidateConfig(ResourceBroker, LeaderReplicationThrottledRate, v); !errors.Is(err, ErrInvalidRequest) {
@@ -256,6 +275,9 @@ func TestCanonicalValue(t *testing.T) {
 		{"retention.ms", "+0100", "100"},
 		{"retention.bytes", "-1", "-1"},
 		{"cleanup.policy", " compact ,delete", "compact,delete"},
+		{"cleanup.policy", "delete, delete", "delete"},
+		{"cleanup.policy", "compact,delete,compact", "compact,delete"},
+		{"follower.replication.throttled.replicas", "0:1,0:1", "0:1,0:1"},
 		{"follower.replication.throttled.replicas", "", ""},
 		{"compression.type", " lz4", "lz4"},
 		{"min.cleanable.dirty.ratio", "0", "0.0"},

@@ -15,6 +15,14 @@ const (
 	FollowerReplicationThrottledRate = "follower.replication.throttled.rate"
 )
 
+// listedWhereSet are the broker keys Kafka 4.4 defines outside KafkaConfig's
+// ConfigDef (QuotaConfig.brokerQuotaConfigs): a broker's DescribeConfigs lists
+// them only where set, for it or cluster-wide, with no default synonym.
+var listedWhereSet = map[string]bool{
+	LeaderReplicationThrottledRate:   true,
+	FollowerReplicationThrottledRate: true,
+}
+
 // brokerOnlyConfigDefs are the broker keys that are no topic key's synonym:
 // Name and BrokerName are the key, and set only validates. Sorted by name.
 var brokerOnlyConfigDefs = []ConfigDef{

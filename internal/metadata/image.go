@@ -259,8 +259,9 @@ func (img *Image) DescribeTopicConfigs(topic string) ([]ConfigEntry, error) {
 }
 
 // BrokerConfigEntries describes the broker config keys of a broker resource: for
-// a broker id every key (null for a key of coarserDefaults set nowhere), for ""
-// (the cluster-wide default) the keys set there, as Kafka 4.4 answers.
+// a broker id every key (null for a key of coarserDefaults set nowhere, none for
+// a key of listedWhereSet), for "" (the cluster-wide default) the keys set
+// there, as Kafka 4.4 answers.
 func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 	cluster := img.brokerConfigs[""]
 	es := make([]ConfigEntry, 0, len(topicConfigDefs)+len(brokerOnlyConfigDefs))
@@ -272,9 +273,16 @@ func (img *Image) BrokerConfigEntries(name string) []ConfigEntry {
 			}
 			continue
 		}
-		e := describe(d, key, key,
+		defaultOf := key
+		if listedWhereSet[key] {
+			defaultOf = ""
+		}
+		e := describe(d, key, defaultOf,
 			describeLevel{SourceBroker, key, img.brokerConfigs[name]},
 			describeLevel{SourceClusterDefault, key, cluster})
+		if listedWhereSet[key] && len(e.Synonyms) == 0 {
+			continue
+		}
 		if _, ok := coarserDefaults[key]; ok && len(e.Synonyms) == 0 {
 			e.Value, e.NullValue = "", true
 		}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,6 +160,44 @@ func TestStorageConfigSegmentSize(t *testing.T) {
 		}
 		if err := c.Validate(); err != nil {
 			t.Errorf("segment.bytes %d: %v", tt.segment, err)
+		}
+	}
+}
+
+// TestIndexIntervalAsKafka: a topic's index.interval.bytes on its log's
+// offset index. Kafka's LogSegment adds an entry before a batch once more
+// than the interval was appended since the last one, so 0 indexes every batch
+// but a segment's first; Strata read 0 as its log's default, 4096.
+func TestIndexIntervalAsKafka(t *testing.T) {
+	const batches = 10
+	for _, tt := range []struct {
+		interval    int32
+		wantEntries int
+	}{
+		{0, batches - 1},
+		{4096, 0},
+	} {
+		tc := metadata.DefaultTopicConfig()
+		tc.IndexIntervalBytes = tt.interval
+		dir := t.TempDir()
+		l, err := storage.Open(vfs.Default, dir, storageConfig(tc, time.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range batches {
+			if _, err := l.Append(batchtest.Build(batchtest.Options{Records: batchtest.Values(1, 10)}), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(dir, "00000000000000000000.index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int(fi.Size()) / 8; got != tt.wantEntries {
+			t.Errorf("index.interval.bytes=%d: %d offset index entries for %d batches, want %d", tt.interval, got, batches, tt.wantEntries)
 		}
 	}
 }

@@ -711,7 +711,7 @@ func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config
 	c := storage.Config{
 		SegmentBytes:       max(int64(tc.SegmentSize()), storage.MinSegmentBytes),
 		SegmentAge:         millis(segmentMs),
-		IndexIntervalBytes: int(tc.IndexIntervalBytes),
+		IndexIntervalBytes: indexInterval(tc.IndexIntervalBytes),
 		IndexMaxBytes:      int(tc.SegmentIndexBytes),
 		LogAppendTime:      tc.MessageTimestampType == metadata.LogAppendTime,
 		Preallocate:        tc.Preallocate,
@@ -727,6 +727,15 @@ func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config
 		}
 	}
 	return c
+}
+
+// indexInterval is index.interval.bytes for a log, whose 0 is its default:
+// Kafka's 0 is an index entry for every batch (storage.IndexEveryBatch).
+func indexInterval(v int32) int {
+	if v == 0 {
+		return storage.IndexEveryBatch
+	}
+	return int(v)
 }
 
 // millis converts a Kafka millisecond setting; negative stays negative (infinite).

@@ -56,6 +56,10 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	DefaultIndexMaxBytes      = 10 << 20
 	DefaultRetentionAge       = 7 * 24 * time.Hour
+	// IndexEveryBatch as IndexIntervalBytes puts an offset-index entry before
+	// every batch but a segment's first, as Kafka does for an interval of 0
+	// (which Config reads as the default).
+	IndexEveryBatch = -1
 	// MinSegmentBytes and MaxSegmentBytes bound SegmentBytes; the maximum keeps
 	// file positions within the uint32 of an index entry.
 	MinSegmentBytes = 2 << 10
@@ -75,7 +79,8 @@ type Config struct {
 	// the segment is this old by Now (segment.ms; default 7 days).
 	SegmentAge time.Duration
 	// IndexIntervalBytes is the number of log bytes between offset-index entries
-	// (index.interval.bytes; default 4096).
+	// (index.interval.bytes; default 4096). IndexEveryBatch (any negative value)
+	// indexes every batch but a segment's first: Kafka's index.interval.bytes=0.
 	IndexIntervalBytes int
 	// IndexMaxBytes caps each index file; a full index rolls the segment
 	// (segment.index.bytes; default 10 MiB).
@@ -161,8 +166,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: SegmentBytes %d not in [%d, %d]", ErrConfig, c.SegmentBytes, MinSegmentBytes, int64(MaxSegmentBytes))
 	case c.SegmentAge < 0:
 		return fmt.Errorf("%w: SegmentAge %v is negative", ErrConfig, c.SegmentAge)
-	case c.IndexIntervalBytes < 0:
-		return fmt.Errorf("%w: IndexIntervalBytes %d is negative", ErrConfig, c.IndexIntervalBytes)
 	case c.IndexMaxBytes < minIndexMaxBytes:
 		return fmt.Errorf("%w: IndexMaxBytes %d below %d", ErrConfig, c.IndexMaxBytes, minIndexMaxBytes)
 	case c.RetentionBytes < -1:

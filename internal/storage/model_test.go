@@ -23,7 +23,7 @@ func TestLogMatchesModel(t *testing.T) {
 		clk := newClock()
 		cfg := Config{
 			SegmentBytes:       rapid.SampledFrom([]int64{2048, 4096, 1 << 20}).Draw(rt, "segmentBytes"),
-			IndexIntervalBytes: rapid.SampledFrom([]int{1, 200, 4096}).Draw(rt, "indexInterval"),
+			IndexIntervalBytes: rapid.SampledFrom([]int{IndexEveryBatch, 1, 200, 4096}).Draw(rt, "indexInterval"),
 			IndexMaxBytes:      testIndexBytes,
 			RetentionAge:       time.Hour,
 			Now:                clk.Now,

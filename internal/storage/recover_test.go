@@ -219,6 +219,19 @@ func TestRecoveryWithoutCheckpointsScansEverything(t *testing.T) {
 	}
 }
 
+// TestIndexEveryBatch: IndexEveryBatch (Kafka's index.interval.bytes=0) puts
+// an offset-index entry before every batch but the segment's first.
+func TestIndexEveryBatch(t *testing.T) {
+	fsys, want := cleanLog(t, Config{IndexIntervalBytes: IndexEveryBatch}, 20)
+	b, err := vfs.ReadFile(fsys, filepath.Join(testDir, segmentName(0, indexSuffix)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(b) / indexEntrySize; got != len(want)-1 {
+		t.Errorf("%d index entries for %d batches, want %d", got, len(want), len(want)-1)
+	}
+}
+
 func TestDamagedIndexIsRebuilt(t *testing.T) {
 	cfg := Config{SegmentBytes: 4096, IndexIntervalBytes: 100}
 	fsys, want := cleanLog(t, cfg, 60)

@@ -269,7 +269,8 @@ func (s *segment) lastModified() time.Time {
 
 // addBatch updates the indexes and timestamps of a segment based at base for
 // a batch of size bytes at pos, following Kafka: an index entry whenever more
-// than interval bytes were appended since the last one.
+// than interval bytes (0 if negative: IndexEveryBatch) were appended since
+// the last one.
 func (x *segmentIndexes) addBatch(base int64, h *batch.Header, pos int64, size, interval int) {
 	if h.MaxTimestamp > x.maxTS {
 		x.maxTS, x.maxTSOff = h.MaxTimestamp, h.BaseOffset
@@ -277,7 +278,7 @@ func (x *segmentIndexes) addBatch(base int64, h *batch.Header, pos int64, size, 
 	if pos == 0 {
 		x.firstTS = h.MaxTimestamp
 	}
-	if x.bytesSinceIndex > interval {
+	if x.bytesSinceIndex > max(interval, 0) {
 		rel, _ := relOffset(h.BaseOffset, base)
 		x.index.add(rel, uint32(pos))
 		if x.maxTS >= 0 {
